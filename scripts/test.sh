@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Run the whole test suite from a fresh checkout: creates .venv, installs agora with its
+# test extras, installs headless Chromium for the browser tests when possible, runs pytest.
+# Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e '.[test]'
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "chromium not installed: browser tests will be skipped" >&2
+fi
+exec .venv/bin/python -m pytest "$@"

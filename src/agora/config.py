@@ -1,0 +1,102 @@
+"""Settings: defaults, then an agora.toml file, then AGORA_* environment variables, then flags.
+
+Everything an operator can set lives in `Config`; `docs` in the README mirrors it. Principals
+carry only the sha256 of their bearer token. This module reads files and the environment but
+starts nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from agora.toolsets.base import Principal
+
+KNOWN_TOOLSETS = ("chamber", "chess", "router", "debate")
+
+
+class PrincipalConfig(msgspec.Struct, forbid_unknown_fields=True):
+    """One caller known by its bearer token."""
+
+    name: str
+    token_sha256: str
+    scopes: list[str] = msgspec.field(default_factory=list)
+    projects: list[str] = msgspec.field(default_factory=list)
+
+
+class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Every setting of an agora server (see README, "Configuration")."""
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    db: str = "./agora.db"
+    #: Toolsets to serve; empty means every toolset that is implemented.
+    toolsets: list[str] = msgspec.field(default_factory=list)
+    conformance: bool = False
+    #: Public base URL for links (human pages, cards); default http://host:port.
+    public_url: str = ""
+    synchronous: str = "FULL"
+    group_commit: bool = True
+    #: Seconds an actor with no commands and no waiters stays in memory.
+    actor_idle_seconds: float = 300.0
+    #: Seconds in-flight calls get to finish at shutdown before they are cancelled.
+    grace_seconds: float = 5.0
+    max_in_flight: int = 32
+    page_size: int = 50
+    #: Extra Host/Origin names allowed besides loopback (DNS-rebinding protection).
+    allowed_hosts: list[str] = msgspec.field(default_factory=list)
+    #: Seconds between WebSocket pings; a peer that misses 2 pongs in a row is closed.
+    ping_interval: float = 20.0
+    principals: list[PrincipalConfig] = msgspec.field(default_factory=list)
+    #: Per-toolset options: the [options.<name>] tables of agora.toml.
+    options: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+
+    def principal_for(self, token: str) -> Principal | None:
+        """The principal whose token hashes to ``sha256(token)``, or None if unknown."""
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        for p in self.principals:
+            if p.token_sha256.lower() == digest:
+                return Principal(p.name, frozenset(p.scopes), frozenset(p.projects))
+        return None
+
+
+def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
+    """Build a Config from a TOML file (if given), AGORA_* env vars, then ``overrides``.
+
+    Raises:
+        ValueError: on an unknown setting, a wrong type, or an unreadable file.
+    """
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(Path(path).read_text())
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ValueError(f"cannot read config {path}: {exc}") from exc
+    fields = {f.name: f for f in msgspec.structs.fields(Config)}
+    for name, field in fields.items():
+        raw = os.environ.get(f"AGORA_{name.upper()}")
+        if raw is None or name in ("principals", "options"):
+            continue
+        data[name] = _from_env(raw, field.type)
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        config = msgspec.convert(data, Config, strict=False)
+    except msgspec.ValidationError as exc:
+        raise ValueError(f"invalid configuration: {exc}") from exc
+    unknown = [t for t in config.toolsets if t not in (*KNOWN_TOOLSETS, "conformance")]
+    if unknown:
+        raise ValueError(f"unknown toolsets {unknown}; known: {', '.join(KNOWN_TOOLSETS)}")
+    return config
+
+
+def _from_env(raw: str, annotation: Any) -> Any:
+    if annotation is bool:
+        return raw.lower() in ("1", "true", "yes", "on")
+    if "list" in str(annotation):
+        return [item.strip() for item in raw.split(",") if item.strip()]
+    return raw

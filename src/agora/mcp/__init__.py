@@ -1,0 +1,1 @@
+"""The MCP protocol layer, sans-io: bytes or messages in, messages out. Never imports trio."""

@@ -1,0 +1,151 @@
+"""What one endpoint offers: tools (with compiled argument checks), resources, prompts.
+
+A catalog is built once per endpoint (``/mcp``, ``/mcp/chess``, ...) from the contracts and
+the enabled toolsets, and shared by every session on it. Sans-io: no trio, no handlers
+called here; each entry carries an opaque ``target`` the async driver knows how to run.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Returns human-readable problems with the arguments; empty when they are valid.
+ArgumentCheck = Callable[[dict[str, Any]], list[str]]
+
+
+def _no_check(args: dict[str, Any]) -> list[str]:
+    return []
+
+
+@dataclass(frozen=True, slots=True)
+class ToolEntry:
+    """One callable tool as listed in tools/list."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None = None
+    annotations: dict[str, Any] | None = None
+    title: str | None = None
+    check: ArgumentCheck = _no_check
+    target: Any = None
+    #: Set on alias entries: the canonical name. Aliases are callable but never listed.
+    alias_of: str | None = None
+    #: Builds the structured error body for invalid arguments in the toolset's vocabulary.
+    reject: Callable[[list[str]], dict[str, Any]] | None = None
+
+    def listing(self) -> dict[str, Any]:
+        """The tools/list entry."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+        }
+        if self.title:
+            out["title"] = self.title
+        if self.output_schema is not None:
+            out["outputSchema"] = self.output_schema
+        if self.annotations:
+            out["annotations"] = self.annotations
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceEntry:
+    """A readable resource (``uri`` may be a template with ``{name}`` parts)."""
+
+    uri: str
+    name: str
+    description: str = ""
+    mime_type: str | None = None
+    template: bool = False
+    target: Any = None
+
+    def listing(self) -> dict[str, Any]:
+        """The resources/list (or resources/templates/list) entry."""
+        out: dict[str, Any] = {"name": self.name}
+        out["uriTemplate" if self.template else "uri"] = self.uri
+        if self.description:
+            out["description"] = self.description
+        if self.mime_type:
+            out["mimeType"] = self.mime_type
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class PromptEntry:
+    """A prompt template with named arguments."""
+
+    name: str
+    description: str = ""
+    arguments: tuple[dict[str, Any], ...] = ()
+    target: Any = None
+
+    def listing(self) -> dict[str, Any]:
+        """The prompts/list entry."""
+        out: dict[str, Any] = {"name": self.name, "description": self.description}
+        if self.arguments:
+            out["arguments"] = list(self.arguments)
+        return out
+
+
+@dataclass
+class Catalog:
+    """Everything one endpoint serves."""
+
+    tools: Sequence[ToolEntry] = ()
+    resources: Sequence[ResourceEntry] = ()
+    prompts: Sequence[PromptEntry] = ()
+    #: Async completion provider target for completion/complete, if any.
+    completion: Any = None
+    page_size: int = 50
+    instructions: str | None = None
+    _tools_by_name: dict[str, ToolEntry] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._tools_by_name = {t.name: t for t in self.tools}
+
+    def tool(self, name: str) -> ToolEntry | None:
+        """The tool (canonical or alias) called ``name``."""
+        return self._tools_by_name.get(name)
+
+    def listed_tools(self) -> list[ToolEntry]:
+        """Canonical tools in listing order (aliases are left out)."""
+        return [t for t in self.tools if t.alias_of is None]
+
+    def prompt(self, name: str) -> PromptEntry | None:
+        """The prompt called ``name``."""
+        return next((p for p in self.prompts if p.name == name), None)
+
+    def capabilities(self) -> dict[str, Any]:
+        """The server capabilities this catalog implies."""
+        caps: dict[str, Any] = {"tools": {"listChanged": False}, "logging": {}}
+        if self.resources:
+            caps["resources"] = {"subscribe": True, "listChanged": False}
+        if self.prompts:
+            caps["prompts"] = {"listChanged": False}
+        if self.completion is not None:
+            caps["completions"] = {}
+        return caps
+
+
+def page(items: Sequence[Any], cursor: str | None, size: int) -> tuple[list[Any], str | None]:
+    """One page of ``items`` after the opaque ``cursor``, and the next cursor if any.
+
+    Raises:
+        ValueError: if ``cursor`` was not produced by this function.
+    """
+    start = 0
+    if cursor is not None:
+        try:
+            start = int(base64.urlsafe_b64decode(cursor.encode()).decode().removeprefix("o:"))
+        except (ValueError, UnicodeDecodeError):
+            raise ValueError("invalid cursor") from None
+        if not 0 <= start <= len(items):
+            raise ValueError("invalid cursor")
+    end = start + size
+    nxt = base64.urlsafe_b64encode(f"o:{end}".encode()).decode() if end < len(items) else None
+    return list(items[start:end]), nxt

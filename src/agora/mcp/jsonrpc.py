@@ -1,0 +1,180 @@
+"""JSON-RPC 2.0 framing for MCP: decode one message, encode replies, the standard error codes.
+
+Decoding enforces the transport-independent limits (size, UTF-8, JSON depth of ``params``)
+and refuses batches, which MCP removed in 2025-06-18. Nothing here does I/O or imports trio.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from agora.errors import ProtocolError
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+REQUEST_CANCELLED = -32800
+HEADER_MISMATCH = -32020
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+RESOURCE_NOT_FOUND = -32002
+
+#: Largest message accepted on any transport (the chamber contract's max_request_bytes).
+MAX_MESSAGE_BYTES = 65536
+#: Deepest nesting accepted inside ``params`` (the params object itself is level 1).
+MAX_PARAMS_DEPTH = 8
+
+RequestId = str | int
+
+_decoder = msgspec.json.Decoder()
+_encoder = msgspec.json.Encoder()
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A call that expects a response."""
+
+    id: RequestId
+    method: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    """A one-way message."""
+
+    method: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """The peer's answer to a request we sent (``error`` set on failure)."""
+
+    id: RequestId
+    result: Any = None
+    error: dict[str, Any] | None = None
+
+
+Message = Request | Notification | Response
+
+
+def depth(value: Any, limit: int) -> int:
+    """Nesting depth of containers in ``value``, counting stops once past ``limit``."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if deepest > limit:
+            return deepest
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def decode(data: bytes | str) -> Message:
+    """Parse one JSON-RPC message.
+
+    Raises:
+        ProtocolError: -32700 for bytes that are not UTF-8 JSON; -32600 for JSON that is not
+            a valid JSON-RPC 2.0 message (a batch, a wrong version, a bad id, oversize, too
+            deep). ``data`` of the error carries the request id when one could be read.
+    """
+    if len(data) > MAX_MESSAGE_BYTES:
+        raise ProtocolError(INVALID_REQUEST, f"message larger than {MAX_MESSAGE_BYTES} bytes")
+    try:
+        obj = _decoder.decode(data)
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        raise ProtocolError(PARSE_ERROR, f"parse error: {exc}") from None
+    except RecursionError:
+        raise ProtocolError(INVALID_REQUEST, "JSON nested too deeply") from None
+    return parse(obj)
+
+
+def parse(obj: Any) -> Message:
+    """Validate a decoded JSON value as a JSON-RPC 2.0 message.
+
+    Raises:
+        ProtocolError: -32600 for anything that is not a single valid message.
+    """
+    if isinstance(obj, list):
+        raise ProtocolError(INVALID_REQUEST, "batches are not supported (MCP 2025-06-18+)")
+    if not isinstance(obj, dict):
+        raise ProtocolError(INVALID_REQUEST, "a JSON-RPC message must be an object")
+    rid = obj.get("id")
+    bad_id = (rid is None and "id" in obj) or not isinstance(rid, (str, int, type(None)))
+    if isinstance(rid, bool) or bad_id:
+        raise ProtocolError(INVALID_REQUEST, "id must be a string or an integer")
+    if obj.get("jsonrpc") != "2.0":
+        raise ProtocolError(INVALID_REQUEST, 'jsonrpc must be "2.0"', {"id": rid})
+    method = obj.get("method")
+    if method is None:
+        if rid is None or ("result" in obj) == ("error" in obj):
+            raise ProtocolError(INVALID_REQUEST, "a response needs an id and one of result/error")
+        error = obj.get("error")
+        if error is not None and not isinstance(error, dict):
+            raise ProtocolError(INVALID_REQUEST, "error must be an object")
+        return Response(rid, obj.get("result"), error)
+    if not isinstance(method, str) or not method:
+        raise ProtocolError(INVALID_REQUEST, "method must be a non-empty string", {"id": rid})
+    params = obj.get("params", {})
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise ProtocolError(INVALID_REQUEST, "params must be an object", {"id": rid})
+    if depth(params, MAX_PARAMS_DEPTH) > MAX_PARAMS_DEPTH:
+        raise ProtocolError(
+            INVALID_REQUEST, f"params nested deeper than {MAX_PARAMS_DEPTH} levels", {"id": rid}
+        )
+    if rid is None:
+        return Notification(method, params)
+    return Request(rid, method, params)
+
+
+def error_id(exc: ProtocolError) -> RequestId | None:
+    """The request id a decode error belongs to, if it could be read."""
+    data = exc.data
+    return data.get("id") if isinstance(data, dict) else None
+
+
+def result(rid: RequestId, value: Any) -> dict[str, Any]:
+    """A success response."""
+    return {"jsonrpc": "2.0", "id": rid, "result": value}
+
+
+def error(rid: RequestId | None, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    """An error response (``id`` null when the request's id could not be read)."""
+    err: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    return {"jsonrpc": "2.0", "id": rid, "error": err}
+
+
+def notification(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A notification message."""
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        msg["params"] = params
+    return msg
+
+
+def request(rid: RequestId, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A request message (server to client)."""
+    msg = notification(method, params)
+    msg["id"] = rid
+    return msg
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """Serialize a message to compact UTF-8 JSON."""
+    return _encoder.encode(message)

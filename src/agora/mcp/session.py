@@ -1,0 +1,310 @@
+"""One MCP session's protocol state machine, sans-io.
+
+Feed it decoded messages with `Session.handle`; it answers what it can itself (initialize,
+ping, lists, logging level, discovery) and hands the rest to the driver as `Invoke` actions
+(tools/call, resources/read, prompts/get, completion/complete, subscriptions) or `Cancel`.
+The driver runs those and turns their outcome into a reply with `tool_result` & co.
+Both handshake revisions (initialize / initialized) and the 2026-07-28 per-request
+envelope (``params._meta``, ``server/discover``, ``resultType``) are served.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agora.errors import ProtocolError
+from agora.mcp import jsonrpc as rpc
+from agora.mcp.catalog import Catalog, page
+
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+MODERN_VERSIONS = ("2026-07-28",)
+LATEST_HANDSHAKE = HANDSHAKE_VERSIONS[-1]
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+#: Results that carry caching directives in the 2026-07-28 revision.
+CACHEABLE = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+        "prompts/list",
+        "resources/read",
+    }
+)
+
+#: Methods the driver runs (async); everything else is answered here.
+INVOKED = {
+    "tools/call": "tool",
+    "resources/read": "resource",
+    "prompts/get": "prompt",
+    "completion/complete": "complete",
+    "resources/subscribe": "subscribe",
+    "resources/unsubscribe": "unsubscribe",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Send ``message`` to the peer (``related`` = the request it belongs to, if any)."""
+
+    message: dict[str, Any]
+    related: rpc.RequestId | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Invoke:
+    """Run ``kind`` for request ``id``; reply with the session's ``*_result`` helpers."""
+
+    id: rpc.RequestId
+    kind: str
+    name: str
+    args: dict[str, Any]
+    target: Any
+    progress_token: str | int | None
+    meta: dict[str, Any]
+    modern: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """The client cancelled request ``id``: stop it; send nothing for it."""
+
+    id: rpc.RequestId
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The client answered a request we sent it."""
+
+    response: rpc.Response
+
+
+Action = Send | Invoke | Cancel | Answer
+
+
+@dataclass
+class Session:
+    """Protocol state of one client session."""
+
+    catalog: Catalog
+    server_info: dict[str, Any]
+    protocol_version: str | None = None
+    initialized: bool = False
+    client_capabilities: dict[str, Any] = field(default_factory=dict)
+    client_info: dict[str, Any] = field(default_factory=dict)
+    log_level: str = "info"
+    subscriptions: set[str] = field(default_factory=set)
+
+    def handle(self, msg: rpc.Message) -> list[Action]:
+        """React to one message from the client."""
+        if isinstance(msg, rpc.Response):
+            return [Answer(msg)]
+        if isinstance(msg, rpc.Notification):
+            return self._notification(msg)
+        try:
+            return self._request(msg)
+        except ProtocolError as exc:
+            return [Send(rpc.error(msg.id, exc.code, exc.message, exc.data), msg.id)]
+
+    def _notification(self, msg: rpc.Notification) -> list[Action]:
+        if msg.method == "notifications/initialized":
+            if self.protocol_version is not None:
+                self.initialized = True
+        elif msg.method == "notifications/cancelled":
+            rid = msg.params.get("requestId")
+            if isinstance(rid, (str, int)) and not isinstance(rid, bool):
+                return [Cancel(rid)]
+        return []  # unknown notifications are ignored, as JSON-RPC requires
+
+    def _request(self, msg: rpc.Request) -> list[Action]:
+        meta = msg.params.get("_meta")
+        meta = meta if isinstance(meta, dict) else {}
+        modern = META_VERSION in meta
+        if modern:
+            self._check_modern(meta)
+        elif msg.method == "initialize":
+            return [Send(rpc.result(msg.id, self._initialize(msg.params)), msg.id)]
+        elif msg.method != "ping" and self.protocol_version is None:
+            raise ProtocolError(
+                rpc.INVALID_REQUEST,
+                "session not initialized: send initialize first, or put the 2026-07-28 "
+                f"envelope in params._meta ({META_VERSION!r})",
+            )
+        kind = INVOKED.get(msg.method)
+        if kind is not None:
+            return [self._invoke(msg, kind, meta, modern)]
+        value = self._answer(msg, meta)
+        cacheable = msg.method in CACHEABLE
+        return [Send(rpc.result(msg.id, self.finish(value, modern, cacheable=cacheable)), msg.id)]
+
+    def _check_modern(self, meta: dict[str, Any]) -> None:
+        version = meta.get(META_VERSION)
+        if not isinstance(version, str):
+            raise ProtocolError(rpc.INVALID_PARAMS, f"_meta[{META_VERSION!r}] must be a string")
+        if META_CAPABILITIES not in meta:
+            raise ProtocolError(rpc.INVALID_PARAMS, f"_meta is missing {META_CAPABILITIES!r}")
+        if version not in MODERN_VERSIONS:
+            raise ProtocolError(
+                rpc.UNSUPPORTED_PROTOCOL_VERSION,
+                f"unsupported protocol version {version!r}",
+                {"supported": list(MODERN_VERSIONS), "requested": version},
+            )
+
+    def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        asked = params.get("protocolVersion")
+        if not isinstance(asked, str):
+            raise ProtocolError(rpc.INVALID_PARAMS, "initialize needs params.protocolVersion")
+        self.protocol_version = asked if asked in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE
+        caps = params.get("capabilities")
+        self.client_capabilities = caps if isinstance(caps, dict) else {}
+        info = params.get("clientInfo")
+        self.client_info = info if isinstance(info, dict) else {}
+        out: dict[str, Any] = {
+            "protocolVersion": self.protocol_version,
+            "capabilities": self.catalog.capabilities(),
+            "serverInfo": self.server_info,
+        }
+        if self.catalog.instructions:
+            out["instructions"] = self.catalog.instructions
+        return out
+
+    def _answer(self, msg: rpc.Request, meta: dict[str, Any]) -> dict[str, Any]:
+        params, cat = msg.params, self.catalog
+        match msg.method:
+            case "ping":
+                return {}
+            case "server/discover":
+                out: dict[str, Any] = {
+                    "supportedVersions": list(MODERN_VERSIONS),
+                    "capabilities": cat.capabilities(),
+                    "serverInfo": self.server_info,
+                }
+                if cat.instructions:
+                    out["instructions"] = cat.instructions
+                return out
+            case "tools/list":
+                tools, nxt = self._page(cat.listed_tools(), params)
+                return _with_cursor({"tools": [t.listing() for t in tools]}, nxt)
+            case "resources/list":
+                items, nxt = self._page([r for r in cat.resources if not r.template], params)
+                return _with_cursor({"resources": [r.listing() for r in items]}, nxt)
+            case "resources/templates/list":
+                items, nxt = self._page([r for r in cat.resources if r.template], params)
+                return _with_cursor({"resourceTemplates": [r.listing() for r in items]}, nxt)
+            case "prompts/list":
+                prompts, nxt = self._page(list(cat.prompts), params)
+                return _with_cursor({"prompts": [p.listing() for p in prompts]}, nxt)
+            case "logging/setLevel":
+                level = params.get("level")
+                if level not in LOG_LEVELS:
+                    raise ProtocolError(rpc.INVALID_PARAMS, f"level must be one of {LOG_LEVELS}")
+                self.log_level = level
+                return {}
+        raise ProtocolError(rpc.METHOD_NOT_FOUND, f"method not found: {msg.method}")
+
+    def _page(self, items: list[Any], params: dict[str, Any]) -> tuple[list[Any], str | None]:
+        cursor = params.get("cursor")
+        if cursor is not None and not isinstance(cursor, str):
+            raise ProtocolError(rpc.INVALID_PARAMS, "cursor must be a string")
+        try:
+            return page(items, cursor, self.catalog.page_size)
+        except ValueError:
+            raise ProtocolError(rpc.INVALID_PARAMS, "invalid cursor") from None
+
+    def _invoke(
+        self, msg: rpc.Request, kind: str, meta: dict[str, Any], modern: bool
+    ) -> Invoke | Send:
+        params = msg.params
+        token = meta.get("progressToken")
+        if not isinstance(token, (str, int)) or isinstance(token, bool):
+            token = None
+        target: Any = None
+        name = params.get("name") if kind in ("tool", "prompt") else params.get("uri")
+        args = params.get("arguments", {})
+        if kind == "complete":
+            target, name, args = self.catalog.completion, "complete", params
+            if target is None:
+                raise ProtocolError(rpc.METHOD_NOT_FOUND, "completions are not offered here")
+        elif not isinstance(name, str) or not name:
+            field_name = "name" if kind in ("tool", "prompt") else "uri"
+            raise ProtocolError(rpc.INVALID_PARAMS, f"params.{field_name} must be a string")
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            raise ProtocolError(rpc.INVALID_PARAMS, "params.arguments must be an object")
+        if kind == "tool":
+            tool = self.catalog.tool(name)
+            if tool is None:
+                raise ProtocolError(rpc.INVALID_PARAMS, f"unknown tool: {name}")
+            problems = tool.check(args)
+            if problems:
+                text = "invalid arguments: " + "; ".join(problems)
+                result: dict[str, Any] = {
+                    "content": [{"type": "text", "text": text}],
+                    "isError": True,
+                }
+                if tool.reject is not None:
+                    result["structuredContent"] = tool.reject(problems)
+                return Send(rpc.result(msg.id, self.finish(result, modern)), msg.id)
+            target = tool.target
+        elif kind == "prompt":
+            prompt = self.catalog.prompt(name)
+            if prompt is None:
+                raise ProtocolError(rpc.INVALID_PARAMS, f"unknown prompt: {name}")
+            target = prompt.target
+        return Invoke(msg.id, kind, name, args, target, token, meta, modern)
+
+    def finish(
+        self, value: dict[str, Any], modern: bool, *, cacheable: bool = False
+    ) -> dict[str, Any]:
+        """Stamp a result for the 2026-07-28 envelope when the request used it.
+
+        Cacheable results (lists, discovery, resource reads) say ``ttlMs: 0``: agora's
+        answers can change with every call, so clients must not reuse them.
+        """
+        if modern:
+            value = dict(value)
+            value.setdefault("resultType", "complete")
+            if cacheable:
+                value.setdefault("ttlMs", 0)
+                value.setdefault("cacheScope", "private")
+            value.setdefault("_meta", {})[META_SERVER_INFO] = self.server_info
+        return value
+
+    def wants_log(self, level: str) -> bool:
+        """Whether a notifications/message at ``level`` passes the client's setLevel."""
+        return LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.log_level)
+
+
+def _with_cursor(value: dict[str, Any], cursor: str | None) -> dict[str, Any]:
+    if cursor is not None:
+        value["nextCursor"] = cursor
+    return value
+
+
+def tool_result(
+    value: dict[str, Any], *, error: bool = False, text: str | None = None
+) -> dict[str, Any]:
+    """A tools/call result: ``value`` as structuredContent plus its JSON as a text block.
+
+    A handler that returns ``{"content": [...]}`` without structured data (fixture tools)
+    is passed through unchanged.
+    """
+    if "content" in value and "structuredContent" not in value and not error:
+        return value
+    mirror = text if text is not None else rpc.encode(value).decode()
+    out: dict[str, Any] = {
+        "content": [{"type": "text", "text": mirror}],
+        "structuredContent": value,
+    }
+    if error:
+        out["isError"] = True
+    return out

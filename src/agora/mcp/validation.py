@@ -1,0 +1,398 @@
+"""JSON Schema checks of tool arguments and results, compiled once, explained so a model can act.
+
+`compile_validator` turns a contract schema into a `Validator` backed by code that fastjsonschema
+generates. A rejection names the field (``preflight.tools_visible``, ``value[2]``) and the rule
+broken (``required``, ``type``, ``pattern``, ...), e.g. ``argument 'from': must match pattern
+^[a-h][1-8]$``. A cheap depth and size guard runs before the schema.
+
+Dialects: draft-04/06/07 schemas are compiled as they are. A schema without ``$schema`` is
+2020-12 (the MCP default), like an explicit 2019-09 or 2020-12 one: it is rewritten to draft-07
+where the meaning is the same (``prefixItems``, ``dependentRequired``, ``dependentSchemas``,
+``$ref`` with siblings) and refused with `SchemaError` where it is not.
+
+This module must not import trio, change the values it checks (no defaults are filled in),
+assert ``format`` unless asked, or fetch a remote ``$ref``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import fastjsonschema
+
+from agora.errors import AgoraError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+__all__ = ["ArgumentError", "SchemaError", "ValidationIssue", "Validator", "compile_validator"]
+
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+MAX_DEPTH = 32
+MAX_NODES = 10_000
+_EARLY_DRAFTS = ("draft-04", "draft-06", "draft-07")
+_UNSUPPORTED = frozenset(
+    {"unevaluatedProperties", "unevaluatedItems", "minContains", "maxContains", "$dynamicRef"}
+    | {"$dynamicAnchor", "$recursiveRef", "$recursiveAnchor"}
+)
+# Keywords whose value is a schema or a list of schemas, and those holding a map of schemas.
+_SUBSCHEMAS = frozenset(
+    {"additionalItems", "additionalProperties", "contains", "propertyNames", "not", "if", "then"}
+    | {"else", "items", "prefixItems", "allOf", "anyOf", "oneOf"}
+)
+_SCHEMA_MAPS = frozenset(
+    {"properties", "patternProperties", "definitions", "$defs", "dependentSchemas", "dependencies"}
+)
+_CONTAINERS = (dict, list)
+_NAME_TOKEN = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
+
+
+class SchemaError(AgoraError, ValueError):
+    """A schema cannot be compiled: a bad regex, a remote ``$ref``, or no draft-07 form."""
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationIssue:
+    """One broken rule at one place in the checked value.
+
+    Attributes:
+        path: Keys and indexes from the root to the offending value (empty for the root).
+        rule: The JSON Schema keyword broken (``required``, ``type``, ``maxLength``, ...), or
+            ``maxDepth`` / ``maxNodes`` for the size guard.
+        message: What the value must be, e.g. ``must match pattern ^[a-h][1-8]$``.
+    """
+
+    path: tuple[str | int, ...]
+    rule: str
+    message: str
+
+    @property
+    def field(self) -> str:
+        """The path as text: ``preflight.tools_visible``, ``value[2]``; empty for the root."""
+        text = ""
+        for part in self.path:
+            text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+        return text
+
+    def describe(self, subject: str = "argument", root: str = "arguments") -> str:
+        """Render the issue for a model, e.g. ``argument 'from': must match pattern ...``."""
+        if not self.path:
+            return f"{root}: {self.message}"
+        return f"{subject} '{self.field}': {self.message}"
+
+    def to_dict(self) -> dict[str, str]:
+        """The issue as JSON: ``{"field", "rule", "message"}``."""
+        return {"field": self.field, "rule": self.rule, "message": self.message}
+
+
+class ArgumentError(AgoraError, ValueError):
+    """Arguments (or a result) broke the schema; nothing was done with them.
+
+    Args:
+        field_path: The first offending field (``preflight.tools_visible``; empty for the root).
+        rule: The keyword it broke (``required``, ``pattern``, ...).
+        message: Complete text for the model, naming field and rule.
+        issues: Every issue found; the first is the one named above.
+    """
+
+    def __init__(
+        self, field_path: str, rule: str, message: str, issues: Sequence[ValidationIssue] = ()
+    ) -> None:
+        super().__init__(message)
+        self.field_path = field_path
+        self.rule = rule
+        self.message = message
+        self.issues = tuple(issues)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The error as JSON, for the body of an ``isError`` tool result."""
+        issues = [issue.to_dict() for issue in self.issues]
+        return {
+            "field": self.field_path,
+            "rule": self.rule,
+            "message": self.message,
+            "issues": issues,
+        }
+
+
+def _refuse_remote(uri: str) -> Any:
+    raise SchemaError(f"remote $ref {uri!r} is not fetched: inline it in the contract")
+
+
+# Belt and braces: fastjsonschema would otherwise fetch unknown schemes with urllib.
+_HANDLERS = dict.fromkeys(("http", "https", "file", "ftp", "data", "urn"), _refuse_remote)
+
+
+def _prepare(node: Any, late: bool) -> Any:
+    """Copy a schema node, refusing remote refs and (``late``) rewriting 2019+ keywords."""
+    if isinstance(node, list):
+        return [_prepare(item, late) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and not ref.startswith("#"):
+        _refuse_remote(ref)
+    if late and (found := _UNSUPPORTED.intersection(node)):
+        raise SchemaError(f"keyword {min(found)!r} has no draft-07 form and is not supported")
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _SUBSCHEMAS:
+            out[key] = _prepare(value, late)
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: _prepare(sub, late) for name, sub in value.items()}
+        else:
+            out[key] = value
+    return _to_draft07(out) if late else out
+
+
+def _to_draft07(out: dict[str, Any]) -> dict[str, Any]:
+    if "prefixItems" in out:
+        if "items" in out:
+            out["additionalItems"] = out.pop("items")
+        out["items"] = out.pop("prefixItems")
+    deps = {**out.pop("dependentRequired", {}), **out.pop("dependentSchemas", {})}
+    if deps:
+        out["dependencies"] = {**out.get("dependencies", {}), **deps}
+    if "$ref" in out and out.keys() - {"$ref", "$schema", "$id", "$comment", "$defs"}:
+        # draft-07 ignores the siblings of $ref; 2019-09 and later apply both.
+        out["allOf"] = [*out.get("allOf", []), {"$ref": out.pop("$ref")}]
+    return out
+
+
+def normalise_schema(schema: Mapping[str, Any] | bool) -> dict[str, Any] | bool:
+    """Return the draft-04/06/07 schema that fastjsonschema compiles for ``schema``.
+
+    Args:
+        schema: A contract schema of any supported dialect.
+
+    Returns:
+        A copy of a draft-04/06/07 schema; a draft-07 rewrite of a 2019-09 or 2020-12 one (a
+        schema without ``$schema`` counts as 2020-12).
+
+    Raises:
+        SchemaError: The schema uses a keyword with no draft-07 form, or a remote ``$ref``.
+    """
+    if isinstance(schema, bool):
+        return schema
+    dialect = str(schema.get("$schema", ""))
+    late = not any(draft in dialect for draft in _EARLY_DRAFTS)
+    out: dict[str, Any] = _prepare(dict(schema), late)
+    if late:
+        out["$schema"] = DRAFT_07
+    return out
+
+
+_JSON_TYPES = {type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string"}
+_JSON_TYPES |= {dict: "object", list: "array"}
+_TYPE_WORDS = {"integer": "an integer", "object": "an object", "array": "an array", "null": "null"}
+_TEMPLATES = {
+    "pattern": "must match pattern {}",
+    "format": "must be a valid {}",
+    "minimum": "must be >= {}",
+    "maximum": "must be <= {}",
+    "exclusiveMinimum": "must be > {}",
+    "exclusiveMaximum": "must be < {}",
+    "multipleOf": "must be a multiple of {}",
+    "minItems": "must have at least {} item(s)",
+    "maxItems": "must have at most {} item(s)",
+    "minProperties": "must have at least {} field(s)",
+    "maxProperties": "must have at most {} field(s)",
+    "minLength": "must be at least {} character(s) long",
+    "maxLength": "must be at most {} character(s) long",
+}
+_FIXED = {
+    "uniqueItems": "must not contain duplicate items",
+    "anyOf": "must match at least one of the allowed forms",
+    "oneOf": "must match exactly one of the allowed forms",
+    "not": "must not match the excluded form",
+    "contains": "must contain at least one matching item",
+    "false": "is not allowed here",
+}
+
+
+def _describe(rule: str, definition: Mapping[str, Any], value: Any, fallback: str) -> str:
+    """Say what the value must be to satisfy ``rule`` of ``definition``."""
+    spec = definition.get(rule)
+    if rule == "type":
+        types = [spec] if isinstance(spec, str) else list(spec or ())
+        words = " or ".join(_TYPE_WORDS.get(t, f"a {t}") for t in types)
+        return f"must be {words}, got {_JSON_TYPES.get(type(value), type(value).__name__)}"
+    if rule == "enum":
+        choices = list(spec or ())
+        more = f", ... ({len(choices) - 24} more)" if len(choices) > 24 else ""
+        return f"must be one of {json.dumps(choices[:24], ensure_ascii=False)[1:-1]}{more}"
+    if rule == "const":
+        return f"must be exactly {json.dumps(spec, ensure_ascii=False)}"
+    if rule in _TEMPLATES:
+        sized = rule.startswith(("min", "max")) and isinstance(value, str | list | dict)
+        return _TEMPLATES[rule].format(spec) + (f" (got {len(value)})" if sized else "")
+    if rule in _FIXED:
+        return _FIXED[rule]
+    if rule == "propertyNames" and isinstance(spec, dict):
+        limits = [
+            _describe(k, spec, None, "") for k in ("pattern", "maxLength", "enum") if k in spec
+        ]
+        return "has a field name that is not allowed: names " + ("; ".join(limits) or "are limited")
+    # Rarer rules (dependencies, ...): fastjsonschema's own sentence without its "data..." name.
+    return f"breaks rule {rule}: {fallback.split(' ', 1)[-1]}"
+
+
+def _path(name: str | None) -> tuple[str | int, ...]:
+    # fastjsonschema names values "data", "data.preflight.tools_visible", "data.value[2]".
+    text = (name or "data").removeprefix("data")
+    return tuple(key if key else int(index) for key, index in _NAME_TOKEN.findall(text))
+
+
+def _issues(exc: fastjsonschema.JsonSchemaValueException) -> list[ValidationIssue]:
+    path, rule, value = _path(exc.name), exc.rule or "false", exc.value
+    definition = exc.definition if isinstance(exc.definition, dict) else {}
+    if rule == "required" and isinstance(value, dict):
+        missing = [key for key in definition.get("required", ()) if key not in value]
+        return [ValidationIssue((*path, key), rule, "is required") for key in missing]
+    if rule == "additionalProperties" and isinstance(value, dict):
+        known = definition.get("properties", {})
+        patterns = [re.compile(p) for p in definition.get("patternProperties", {})]
+        extra = [k for k in value if k not in known and not any(p.search(k) for p in patterns)]
+        text = f"is not an allowed field (allowed: {', '.join(sorted(known)[:24]) or 'none'})"
+        # Echo at most a little of what the client sent.
+        return [ValidationIssue((*path, key[:64]), rule, text) for key in extra[:8]]
+    return [ValidationIssue(path, rule, _describe(rule, definition, value, exc.message))]
+
+
+def _guard(value: Any, max_depth: int, max_nodes: int) -> ValidationIssue | None:
+    # Level by level, so a flat object costs one pass over its members.
+    level, depth, nodes = [value], 0, 0
+    while level:
+        depth += 1
+        below: list[Any] = []
+        for item in level:
+            if isinstance(item, _CONTAINERS):
+                nodes += len(item)
+                for child in item.values() if isinstance(item, dict) else item:
+                    if isinstance(child, _CONTAINERS):
+                        below.append(child)  # noqa: PERF401 - a comprehension is slower here
+        if below and depth >= max_depth:
+            return ValidationIssue((), "maxDepth", f"are nested deeper than {max_depth} levels")
+        if nodes > max_nodes:
+            return ValidationIssue((), "maxNodes", f"hold more than {max_nodes} values")
+        level = below
+    return None
+
+
+class Validator:
+    """A schema compiled once (by `compile_validator`); validating never changes the value."""
+
+    __slots__ = ("_all", "_compile", "_fast", "_limits", "_nouns", "schema")
+
+    def __init__(
+        self,
+        schema: Mapping[str, Any] | bool,
+        compile_fn: Callable[[bool], Callable[[Any], Any]],
+        nouns: tuple[str, str],
+        limits: tuple[int, int],
+    ) -> None:
+        self.schema = schema
+        self._compile = compile_fn
+        self._fast = compile_fn(True)
+        # The collect-every-error variant is compiled on first need: most values are valid.
+        self._all: Callable[[Any], Any] | None = None
+        self._nouns = nouns
+        self._limits = limits
+
+    def check(self, value: Any) -> None:
+        """Accept ``value`` or raise at its first problem.
+
+        Args:
+            value: The decoded JSON to check (e.g. a tools/call ``arguments`` object).
+
+        Raises:
+            ArgumentError: The value breaks the schema or the depth/size guard; the message
+                names the field and the rule.
+        """
+        issues = self._first_issues(value)
+        if issues:
+            text = "; ".join(issue.describe(*self._nouns) for issue in issues[:3])
+            if len(issues) > 3:
+                text += f" (and {len(issues) - 3} more)"
+            raise ArgumentError(issues[0].field, issues[0].rule, text, issues)
+
+    def is_valid(self, value: Any) -> bool:
+        """Whether ``value`` passes the guard and the schema."""
+        return not self._first_issues(value)
+
+    def problems(self, value: Any) -> list[str]:
+        """Every problem as a sentence for the model; empty when ``value`` is valid."""
+        return [issue.describe(*self._nouns) for issue in self.errors(value)]
+
+    def errors(self, value: Any) -> list[ValidationIssue]:
+        """Every issue in ``value``, not only the first; empty when it is valid."""
+        first = self._first_issues(value)
+        if not first or first[0].rule in ("maxDepth", "maxNodes"):
+            return first
+        if self._all is None:
+            self._all = self._compile(False)
+        try:
+            self._all(value)
+        except fastjsonschema.JsonSchemaValuesException as exc:
+            return [issue for error in exc.errors for issue in _issues(error)] or first
+        except fastjsonschema.JsonSchemaValueException as exc:
+            return _issues(exc) or first
+        return first
+
+    def _first_issues(self, value: Any) -> list[ValidationIssue]:
+        guarded = _guard(value, *self._limits)
+        if guarded is not None:
+            return [guarded]
+        try:
+            self._fast(value)
+        except fastjsonschema.JsonSchemaValueException as exc:
+            return _issues(exc) or [ValidationIssue(_path(exc.name), exc.rule or "", exc.message)]
+        return []
+
+
+def compile_validator(
+    schema: Mapping[str, Any] | bool,
+    *,
+    subject: str = "argument",
+    root: str = "arguments",
+    max_depth: int = MAX_DEPTH,
+    max_nodes: int = MAX_NODES,
+    assert_formats: bool = False,
+) -> Validator:
+    """Compile a JSON Schema into a reusable `Validator`.
+
+    Args:
+        schema: The schema: draft-04/06/07, 2019-09 or 2020-12 (no ``$schema`` means 2020-12).
+        subject: Noun for one field in messages (``argument 'from': ...``); e.g.
+            ``"result field"`` when checking tool results.
+        root: Noun for the whole value in messages (``arguments: must be an object, ...``).
+        max_depth: Deepest nesting of objects and arrays accepted before the schema runs.
+        max_nodes: Most values (object members plus array items) accepted in total.
+        assert_formats: Reject strings that break ``format``; off by default, since ``format``
+            is an annotation in the 2020-12 default vocabulary (and in the jsonschema reference).
+
+    Returns:
+        The compiled validator.
+
+    Raises:
+        SchemaError: The schema is invalid or uses something this module cannot honour.
+    """
+    target = normalise_schema(schema)
+
+    def compile_fn(fast_fail: bool) -> Callable[[Any], Any]:
+        try:
+            validate: Callable[[Any], Any] = fastjsonschema.compile(
+                target,
+                handlers=_HANDLERS,
+                use_default=False,
+                use_formats=assert_formats,
+                fast_fail=fast_fail,
+            )
+        except (fastjsonschema.JsonSchemaDefinitionException, re.error) as exc:
+            raise SchemaError(f"schema cannot be compiled: {exc}") from exc
+        return validate
+
+    return Validator(schema, compile_fn, (subject, root), (max_depth, max_nodes))

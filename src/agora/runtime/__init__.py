@@ -1,0 +1,1 @@
+"""Actors on Trio: one task per entity, a registry that spawns and evicts them, one clock."""

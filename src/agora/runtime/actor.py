@@ -1,0 +1,119 @@
+"""The actor loop: one Trio task that owns one entity and handles its commands in order.
+
+Commands arrive on a bounded memory channel. For each: run the entity's pure `handle`,
+commit its writes, then release the reply and, if the entity changed, wake long-poll
+waiters. A failure in `handle` or in the commit answers that one caller with an internal
+error and reloads the entity from the store, so no half-applied change outlives it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from agora.errors import ActorStopped, AgoraError, StoreError
+
+if TYPE_CHECKING:
+    from agora.runtime.entity import Entity, EntityKind
+    from agora.runtime.registry import Runtime
+
+log = logging.getLogger(__name__)
+
+
+class InternalError(AgoraError):
+    """The entity failed on this command; the message is safe to show a client."""
+
+
+@dataclass(slots=True, eq=False)
+class Slot:
+    """Where the actor leaves one command's outcome."""
+
+    done: trio.Event = field(default_factory=trio.Event)
+    value: Any = None
+    error: BaseException | None = None
+    change: trio.Event | None = None
+
+    def set(self, value: Any, change: trio.Event) -> None:
+        self.value, self.change = value, change
+        self.done.set()
+
+    def fail(self, error: BaseException) -> None:
+        self.error = error
+        self.done.set()
+
+
+class Actor:
+    """One entity's task, mailbox and change signal.
+
+    Attributes:
+        change: Set (then replaced) after every committed command that changed the entity.
+        waiters: Long-polls parked on `change`; an actor with waiters is never evicted.
+    """
+
+    def __init__(self, runtime: Runtime, kind: EntityKind, key: str, mailbox: int) -> None:
+        self.runtime = runtime
+        self.kind = kind
+        self.key = key
+        self.send, self._recv = trio.open_memory_channel[tuple[Any, Slot]](mailbox)
+        self.change = trio.Event()
+        self.waiters = 0
+        self.handled = 0
+        self._entity: Entity | None = None
+
+    async def run(self, idle_seconds: float) -> None:
+        """Serve commands until idle for ``idle_seconds`` with no waiters, or cancelled."""
+        try:
+            while True:
+                with trio.move_on_after(idle_seconds) as idle:
+                    command, slot = await self._recv.receive()
+                if idle.cancelled_caught:
+                    if self.waiters or self.runtime.closing:
+                        continue
+                    return
+                await self._handle(command, slot)
+        finally:
+            self.runtime.registry.forget(self)
+            self._recv.close()
+            self._fail_queued(ActorStopped(f"{self.kind.kind} {self.key} stopped"))
+            self.change.set()
+
+    def _fail_queued(self, error: BaseException) -> None:
+        while True:
+            try:
+                _, slot = self._recv.receive_nowait()
+            except (trio.WouldBlock, trio.ClosedResourceError, trio.EndOfChannel):
+                return
+            slot.fail(error)
+
+    async def _handle(self, command: Any, slot: Slot) -> None:
+        runtime = self.runtime
+        try:
+            if self._entity is None:
+                loaded_at = runtime.clock.now()  # read here: the loader runs in a thread
+                self._entity = await runtime.store.read(
+                    lambda conn: self.kind.load(conn, self.key, loaded_at)
+                )
+            effects = self._entity.handle(command, runtime.clock.now())
+        except LookupError as exc:
+            slot.fail(exc)
+            return
+        except Exception:
+            log.exception("%s %s failed on %s", self.kind.kind, self.key, type(command).__name__)
+            self._entity = None
+            slot.fail(InternalError(f"internal error in {self.kind.kind}; nothing was changed"))
+            return
+        try:
+            await runtime.store.write(effects.writes)
+        except StoreError as exc:
+            log.error("%s %s: commit failed: %s", self.kind.kind, self.key, exc)
+            self._entity = None
+            slot.fail(InternalError("the change could not be saved; nothing was changed"))
+            return
+        self.handled += 1
+        if effects.changed:
+            self.change.set()
+            self.change = trio.Event()
+        slot.set(effects.reply, self.change)

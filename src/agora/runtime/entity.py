@@ -1,0 +1,60 @@
+"""What an entity is: a pure behaviour object the actor loop drives.
+
+An entity owns one thing's state (a chess table, a chamber attempt, ...). Its `handle` is
+synchronous and does no I/O: it mutates its own state and returns `Effects`: the reply, the
+SQL writes that make the change durable, and whether waiters should wake. The actor loop in
+`agora.runtime.actor` is the only code that awaits: it commits the writes, then replies.
+If `handle` raises, or the commit fails, the actor reloads the entity from the store, so a
+half-applied mutation never survives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from agora.runtime.clock import Now
+
+#: One SQL statement and its parameters, executed inside the group-commit transaction.
+Write = tuple[str, tuple[Any, ...] | dict[str, Any]]
+
+
+@dataclass(slots=True)
+class Effects:
+    """What handling one command produced.
+
+    Attributes:
+        reply: The value handed back to the caller once `writes` are committed. If it is an
+            exception instance, the caller gets it raised (after the commit).
+        writes: SQL statements, committed atomically before the reply is released.
+        changed: True when waiters (long-polls) should wake and re-read.
+    """
+
+    reply: Any = None
+    writes: list[Write] = field(default_factory=list)
+    changed: bool = False
+
+
+class Entity(Protocol):
+    """A pure state machine for one keyed thing."""
+
+    def handle(self, command: Any, now: Now) -> Effects:
+        """Apply one command; return its effects. Must not do I/O."""
+        ...
+
+
+class EntityKind(Protocol):
+    """Loads entities of one kind from committed rows."""
+
+    kind: str
+
+    def load(self, conn: sqlite3.Connection, key: str, now: Now) -> Entity:
+        """Build the entity for ``key`` from the store (runs in a worker thread).
+
+        Raises:
+            LookupError: if the entity does not exist and cannot be created on demand.
+        """
+        ...

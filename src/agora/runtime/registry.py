@@ -1,0 +1,186 @@
+"""The runtime: actors spawned on demand by (kind, key), the store, the clock, and long-poll.
+
+`Runtime.call` finds or spawns the actor for a key (synchronously, so two callers racing on
+one key always meet the same actor), posts the command and waits for its reply. `poll` waits
+for changes outside the actor, so thousands of parked waiters cost the actor nothing.
+Shutdown wakes every waiter so long-polls answer cleanly instead of being cut off.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import trio
+
+from agora.errors import ActorStopped
+from agora.runtime.actor import Actor, Slot
+from agora.runtime.clock import Clock
+
+if TYPE_CHECKING:
+    import sqlite3
+    from collections.abc import Callable
+
+    from agora.runtime.entity import EntityKind, Write
+    from agora.store.db import Store
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+class Registry:
+    """Live actors by (kind, key)."""
+
+    def __init__(self, runtime: Runtime, nursery: trio.Nursery) -> None:
+        self._runtime = runtime
+        self._nursery = nursery
+        self._actors: dict[tuple[str, str], Actor] = {}
+        self.spawned = 0
+
+    def __len__(self) -> int:
+        return len(self._actors)
+
+    def get(self, kind: EntityKind, key: str) -> Actor:
+        """The live actor for (kind, key), spawned now if there is none. Never awaits."""
+        actor = self._actors.get((kind.kind, key))
+        if actor is None:
+            rt = self._runtime
+            actor = Actor(rt, kind, key, rt.mailbox)
+            self._actors[(kind.kind, key)] = actor
+            self.spawned += 1
+            self._nursery.start_soon(self._supervise, actor, name=f"{kind.kind}:{key}")
+        return actor
+
+    async def _supervise(self, actor: Actor) -> None:
+        # The one place an unexpected exception from an actor is caught: it ends that actor
+        # (its callers get ActorStopped and retry on a fresh one, loaded from the store),
+        # never the server.
+        try:
+            await actor.run(self._runtime.idle_seconds)
+        except Exception:
+            log.exception(
+                "actor %s %s crashed; it restarts from the store on next use",
+                actor.kind.kind,
+                actor.key,
+            )
+
+    def forget(self, actor: Actor) -> None:
+        """Drop ``actor`` if it is still the registered one for its key."""
+        if self._actors.get((actor.kind.kind, actor.key)) is actor:
+            del self._actors[(actor.kind.kind, actor.key)]
+
+    def wake_all(self) -> None:
+        """Set every actor's change signal (used at shutdown)."""
+        for actor in list(self._actors.values()):
+            actor.change.set()
+
+
+class Runtime:
+    """What toolsets use: actors, store, clock, options. See docs/toolset-api.md.
+
+    Attributes:
+        closing: True once shutdown began; long-polls return their latest reply.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        nursery: trio.Nursery,
+        *,
+        clock: Clock | None = None,
+        options: dict[str, dict[str, Any]] | None = None,
+        public_url: str = "",
+        idle_seconds: float = 300.0,
+        mailbox: int = 64,
+    ) -> None:
+        self.store = store
+        self.clock = clock or Clock()
+        self.public_url = public_url
+        self.idle_seconds = idle_seconds
+        self.mailbox = mailbox
+        self.closing = False
+        self._options = options or {}
+        self.registry = Registry(self, nursery)
+
+    def options(self, toolset: str) -> dict[str, Any]:
+        """The ``[toolsets.<name>]`` table of the config file (empty if absent)."""
+        return dict(self._options.get(toolset, {}))
+
+    async def _submit(self, kind: EntityKind, key: str, command: Any) -> Slot:
+        for _ in range(3):
+            actor = self.registry.get(kind, key)
+            slot = Slot()
+            try:
+                await actor.send.send((command, slot))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                continue  # it was evicted between lookup and send: the next get() respawns
+            await slot.done.wait()
+            if isinstance(slot.error, ActorStopped) and not self.closing:
+                continue
+            return slot
+        raise ActorStopped(f"{kind.kind} {key} is not accepting commands")
+
+    async def call(self, kind: EntityKind, key: str, command: Any) -> Any:
+        """Run ``command`` on the entity (kind, key) and return its reply.
+
+        Raises:
+            LookupError: the entity could not be loaded.
+            InternalError: the entity failed on this command (nothing changed).
+            ActorStopped: shutdown began before it could answer.
+            Exception: whatever exception instance the entity returned as its reply.
+        """
+        slot = await self._submit(kind, key, command)
+        if slot.error is not None:
+            raise slot.error
+        if isinstance(slot.value, BaseException):
+            raise slot.value
+        return slot.value
+
+    async def poll(
+        self,
+        kind: EntityKind,
+        key: str,
+        command: Any,
+        *,
+        ready: Callable[[Any], bool],
+        timeout: float,  # noqa: ASYNC109 - the long-poll deadline is part of the command
+    ) -> Any:
+        """Repeat ``command`` whenever the entity changes, until ``ready(reply)`` or timeout.
+
+        Returns:
+            The first ready reply, or the latest one when ``timeout`` seconds passed or the
+            server began shutting down.
+        """
+        deadline = trio.current_time() + timeout
+        while True:
+            slot = await self._submit(kind, key, command)
+            if slot.error is not None:
+                raise slot.error
+            reply = slot.value
+            if isinstance(reply, BaseException):
+                raise reply
+            remaining = deadline - trio.current_time()
+            if ready(reply) or self.closing or remaining <= 0 or slot.change is None:
+                return reply
+            actor = self.registry.get(kind, key)
+            actor.waiters += 1
+            try:
+                with trio.move_on_after(remaining):
+                    await slot.change.wait()
+            finally:
+                actor.waiters -= 1
+            if trio.current_time() >= deadline and not slot.change.is_set():
+                return reply
+
+    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn(conn)`` on committed rows, in a worker thread."""
+        return await self.store.read(fn)
+
+    async def write(self, writes: list[Write]) -> None:
+        """Commit statements outside any actor."""
+        await self.store.write(writes)
+
+    def begin_shutdown(self) -> None:
+        """Make every long-poll return now, with its latest reply."""
+        self.closing = True
+        self.registry.wake_all()

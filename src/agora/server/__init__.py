@@ -1,0 +1,1 @@
+"""The application layer: catalogs per endpoint, identity, and the async driver of sessions."""

@@ -1,0 +1,190 @@
+"""The application: enabled toolsets, one catalog per endpoint, identity, web routes.
+
+`App` is transport-free: transports ask it which catalog serves a path, who a bearer token
+belongs to, and which route answers a plain HTTP request. It also counts calls in flight so
+shutdown can wait for them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from agora import __version__
+from agora.mcp.catalog import Catalog, ToolEntry
+from agora.mcp.session import Session
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from agora.config import Config
+    from agora.runtime.registry import Runtime
+    from agora.toolsets.base import Principal, Toolset
+    from agora.web.http import Route
+
+SERVER_INFO = {"name": "agora", "title": "agora", "version": __version__}
+
+#: Toolsets implemented in this build, in listing order.
+IMPLEMENTED = ("chess",)
+
+
+def load_toolsets(names: Sequence[str], *, conformance: bool = False) -> list[Toolset]:
+    """Import and build the named toolsets (all implemented ones when ``names`` is empty).
+
+    Raises:
+        ValueError: if a named toolset is not implemented in this build.
+    """
+    wanted = list(names) or list(IMPLEMENTED)
+    if conformance and "conformance" not in wanted:
+        wanted.append("conformance")
+    out = []
+    for name in wanted:
+        if name not in (*IMPLEMENTED, "conformance"):
+            raise ValueError(f"toolset {name!r} is not implemented in this build")
+        module = importlib.import_module(f"agora.toolsets.{name}")
+        out.append(module.toolset())
+    return out
+
+
+def tool_entries(toolset: Toolset) -> list[ToolEntry]:
+    """Catalog entries for a toolset's tools: from its contract, or defined in code."""
+    entries: list[ToolEntry] = []
+    if toolset.contract is None:
+        for spec in toolset.tools:
+            entries.append(_entry(spec, toolset, spec["name"]))
+        return entries
+    from agora.mcp.contracts import load_contract
+
+    contract = load_contract(toolset.contract or toolset.name)
+    for tool in contract.tools.values():
+        listing = tool.to_mcp()
+        entries.append(_entry(listing, toolset, tool.name))
+        entries.extend(
+            _entry(listing, toolset, alias, alias_of=tool.name) for alias in tool.aliases
+        )
+    return entries
+
+
+def _entry(
+    spec: dict[str, Any], toolset: Toolset, name: str, alias_of: str | None = None
+) -> ToolEntry:
+    from agora.mcp.validation import compile_validator
+
+    handler = toolset.handlers.get(name)
+    if handler is None:
+        raise ValueError(f"toolset {toolset.name} has no handler for tool {name!r}")
+    return ToolEntry(
+        name=name,
+        description=spec.get("description", ""),
+        input_schema=spec["inputSchema"],
+        output_schema=spec.get("outputSchema"),
+        annotations=spec.get("annotations") or None,
+        title=spec.get("title"),
+        check=compile_validator(spec["inputSchema"]).problems,
+        target=handler,
+        alias_of=alias_of,
+        reject=toolset.reject_arguments,
+    )
+
+
+@dataclass
+class Endpoint:
+    """A resolved ``/mcp...`` path: its catalog and path parameters."""
+
+    catalog: Catalog
+    params: dict[str, str]
+
+
+class App:
+    """Everything a transport needs to serve a request."""
+
+    def __init__(self, config: Config, runtime: Runtime, toolsets: Sequence[Toolset]) -> None:
+        self.config = config
+        self.runtime = runtime
+        self.toolsets = {t.name: t for t in toolsets}
+        self._in_flight = 0
+        self._idle = trio.Event()
+        self._idle.set()
+        self.routes: list[Route] = [r for t in toolsets for r in t.routes]
+        per: dict[str, Catalog] = {}
+        everything: list[ToolEntry] = []
+        resources: list[Any] = []
+        prompts: list[Any] = []
+        completion = None
+        for t in toolsets:
+            entries = tool_entries(t)
+            everything.extend(entries)
+            resources.extend(t.resources)
+            prompts.extend(t.prompts)
+            completion = completion or t.completion
+            per[t.name] = Catalog(
+                tools=entries,
+                resources=t.resources,
+                prompts=t.prompts,
+                completion=t.completion,
+                page_size=config.page_size,
+            )
+        self._per_toolset = per
+        self._all = Catalog(
+            tools=everything,
+            resources=resources,
+            prompts=prompts,
+            completion=completion,
+            page_size=config.page_size,
+        )
+
+    @property
+    def in_flight(self) -> int:
+        """Calls running now, over every connection."""
+        return self._in_flight
+
+    def call_started(self) -> None:
+        """Count one more call in flight."""
+        if self._in_flight == 0:
+            self._idle = trio.Event()
+        self._in_flight += 1
+
+    def call_finished(self) -> None:
+        """Count one call less; wake `wait_idle` at zero."""
+        self._in_flight -= 1
+        if self._in_flight == 0:
+            self._idle.set()
+
+    async def wait_idle(self) -> None:
+        """Until no call is in flight."""
+        await self._idle.wait()
+
+    def endpoint(self, path: str) -> Endpoint | None:
+        """The catalog for ``/mcp``, ``/mcp/<toolset>`` or ``/mcp/<toolset>/<param>``."""
+        parts = [p for p in path.split("/") if p]
+        if not parts or parts[0] != "mcp" or len(parts) > 3:
+            return None
+        if len(parts) == 1:
+            return Endpoint(self._all, {})
+        toolset = self.toolsets.get(parts[1])
+        if toolset is None:
+            return None
+        params: dict[str, str] = {}
+        if toolset.endpoint_param:
+            params[toolset.endpoint_param] = parts[2] if len(parts) == 3 else "default"
+        elif len(parts) == 3:
+            return None
+        return Endpoint(self._per_toolset[toolset.name], params)
+
+    def new_session(self, endpoint: Endpoint) -> Session:
+        """A fresh protocol session on ``endpoint``."""
+        return Session(endpoint.catalog, SERVER_INFO)
+
+    def authenticate(self, authorization: str | None) -> Principal | None:
+        """The principal of an ``Authorization`` header; None means: answer 401."""
+        from agora.toolsets.base import Principal
+
+        if not authorization:
+            return Principal()
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return None
+        return self.config.principal_for(token.strip())

@@ -1,0 +1,218 @@
+"""The async driver of one MCP session: runs tool calls as tasks and routes what they emit.
+
+A transport decodes a message and calls `Connection.feed`; replies, progress, log messages
+and server-to-client requests go out through the transport's ``emit(message, related_id)``.
+Each call runs in its own cancel scope so ``notifications/cancelled`` really stops it; the
+number of calls in flight per connection is capped. This is the only place that turns
+handler outcomes into JSON-RPC replies.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from agora.errors import ActorStopped, ProtocolError, StoreError, ToolError
+from agora.mcp import jsonrpc as rpc
+from agora.mcp.session import Answer, Cancel, Invoke, Send, Session, tool_result
+from agora.runtime.actor import InternalError
+from agora.toolsets.base import Principal, ToolCall
+
+if TYPE_CHECKING:
+    from agora.server.app import App
+
+log = logging.getLogger(__name__)
+
+Emit = Callable[[dict[str, Any], rpc.RequestId | None], Awaitable[None]]
+
+#: How long a server-to-client request (sampling, elicitation) may wait for its answer.
+CLIENT_REQUEST_TIMEOUT = 120.0
+
+
+class ClientChannel:
+    """Lets a handler send requests to the client, on the stream of the call it serves."""
+
+    def __init__(self, conn: Connection, related: rpc.RequestId) -> None:
+        self._conn = conn
+        self._related = related
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """What the client declared at initialize."""
+        return self._conn.session.client_capabilities
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        """Send a request to the client and return its result.
+
+        Raises:
+            ProtocolError: the client answered with an error, or did not answer in time.
+        """
+        return await self._conn.request_client(method, params, self._related)
+
+
+class Connection:
+    """One session's calls in flight, on one nursery."""
+
+    def __init__(
+        self,
+        app: App,
+        session: Session,
+        emit: Emit,
+        nursery: trio.Nursery,
+        *,
+        principal: Principal,
+        endpoint: Mapping[str, str],
+    ) -> None:
+        self.app = app
+        self.session = session
+        self.principal = principal
+        self.endpoint = endpoint
+        self._emit = emit
+        self._nursery = nursery
+        self._calls: dict[rpc.RequestId, trio.CancelScope] = {}
+        self._pending: dict[rpc.RequestId, tuple[trio.Event, list[rpc.Response]]] = {}
+        self._ids = itertools.count(1)
+
+    @property
+    def in_flight(self) -> int:
+        """Calls running now."""
+        return len(self._calls)
+
+    async def feed(self, msg: rpc.Message) -> None:
+        """Handle one decoded message from the client."""
+        for action in self.session.handle(msg):
+            match action:
+                case Send(message, related):
+                    await self._emit(message, related)
+                case Invoke():
+                    await self._start(action)
+                case Cancel(rid):
+                    scope = self._calls.get(rid)
+                    if scope is not None:
+                        scope.cancel()
+                case Answer(response):
+                    waiting = self._pending.get(response.id)
+                    if waiting is not None:
+                        waiting[1].append(response)
+                        waiting[0].set()
+
+    async def feed_bytes(self, data: bytes | str) -> None:
+        """Decode and handle one message; answer a malformed one with a JSON-RPC error."""
+        try:
+            msg = rpc.decode(data)
+        except ProtocolError as exc:
+            await self._emit(rpc.error(rpc.error_id(exc), exc.code, exc.message), None)
+            return
+        await self.feed(msg)
+
+    async def _start(self, inv: Invoke) -> None:
+        if inv.id in self._calls:
+            await self._emit(rpc.error(inv.id, rpc.INVALID_REQUEST, "duplicate request id"), inv.id)
+            return
+        if len(self._calls) >= self.app.config.max_in_flight:
+            await self._emit(
+                rpc.error(inv.id, rpc.INTERNAL_ERROR, "too many requests in flight; retry later"),
+                inv.id,
+            )
+            return
+        scope = trio.CancelScope()
+        self._calls[inv.id] = scope
+        self._nursery.start_soon(self._run, inv, scope)
+
+    async def _run(self, inv: Invoke, scope: trio.CancelScope) -> None:
+        self.app.call_started()
+        try:
+            reply: dict[str, Any] | None = None
+            with scope:
+                reply = await self._outcome(inv)
+            if reply is not None and not scope.cancelled_caught:
+                await self._emit(reply, inv.id)
+        finally:
+            self.app.call_finished()
+            del self._calls[inv.id]
+
+    async def _outcome(self, inv: Invoke) -> dict[str, Any]:
+        try:
+            if inv.kind == "tool":
+                value = await self._call_tool(inv)
+                return rpc.result(inv.id, self.session.finish(tool_result(value), inv.modern))
+            value = await inv.target(self._tool_call(inv))
+            cacheable = inv.kind == "resource"
+            return rpc.result(inv.id, self.session.finish(value, inv.modern, cacheable=cacheable))
+        except ToolError as exc:
+            result = tool_result(exc.body, error=True, text=exc.text)
+            return rpc.result(inv.id, self.session.finish(result, inv.modern))
+        except ProtocolError as exc:
+            return rpc.error(inv.id, exc.code, exc.message, exc.data)
+        except (InternalError, ActorStopped, StoreError) as exc:
+            text = f"{exc}; retry the call"
+            result = {"content": [{"type": "text", "text": text}], "isError": True}
+            return rpc.result(inv.id, self.session.finish(result, inv.modern))
+        except Exception:
+            log.exception("%s %s failed", inv.kind, inv.name)
+            return rpc.error(inv.id, rpc.INTERNAL_ERROR, "internal error")
+
+    async def _call_tool(self, inv: Invoke) -> dict[str, Any]:
+        handler = inv.target
+        return await handler(self._tool_call(inv))  # type: ignore[no-any-return]
+
+    def _tool_call(self, inv: Invoke) -> ToolCall:
+        rid = inv.id
+        token = inv.progress_token
+
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            if token is None:
+                return
+            params: dict[str, Any] = {"progressToken": token, "progress": done}
+            if total is not None:
+                params["total"] = total
+            if message is not None:
+                params["message"] = message
+            await self._emit(rpc.notification("notifications/progress", params), rid)
+
+        async def send_log(level: str, data: Any) -> None:
+            if self.session.wants_log(level):
+                params = {"level": level, "logger": inv.name, "data": data}
+                await self._emit(rpc.notification("notifications/message", params), rid)
+
+        return ToolCall(
+            tool=inv.name,
+            args=inv.args,
+            principal=self.principal,
+            runtime=self.app.runtime,
+            endpoint=self.endpoint,
+            progress=progress,
+            log=send_log,
+            meta=inv.meta,
+            client=ClientChannel(self, rid),
+        )
+
+    async def request_client(
+        self, method: str, params: dict[str, Any], related: rpc.RequestId | None
+    ) -> Any:
+        """Send a request to the client; wait for its response (see `ClientChannel`)."""
+        rid = f"agora-{next(self._ids)}"
+        done: trio.Event = trio.Event()
+        box: list[rpc.Response] = []
+        self._pending[rid] = (done, box)
+        try:
+            await self._emit(rpc.request(rid, method, params), related)
+            with trio.move_on_after(CLIENT_REQUEST_TIMEOUT):
+                await done.wait()
+        finally:
+            del self._pending[rid]
+        if not box:
+            raise ProtocolError(rpc.INTERNAL_ERROR, f"the client did not answer {method}")
+        if box[0].error is not None:
+            err = box[0].error
+            raise ProtocolError(int(err.get("code", rpc.INTERNAL_ERROR)), str(err.get("message")))
+        return box[0].result
+
+    def cancel_all(self) -> None:
+        """Cancel every call in flight (the peer went away)."""
+        for scope in self._calls.values():
+            scope.cancel()

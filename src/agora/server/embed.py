@@ -1,0 +1,243 @@
+"""Running agora: `open_server` for embedding in a Trio program, `serve` for the CLI.
+
+``async with open_server(config) as server:`` opens the store, starts the runtime and the
+listener on ``config.host:config.port`` (port 0 picks a free one), and yields a `Server`
+with ``url``, ``port`` and an in-process client. Leaving the block shuts down gracefully:
+stop accepting, wake long-polls, give in-flight calls ``grace_seconds``, then cancel and
+close the store.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from agora.config import Config
+from agora.mcp import jsonrpc as rpc
+from agora.runtime.registry import Runtime
+from agora.server.app import App, load_toolsets
+from agora.server.connection import Connection
+from agora.store.db import open_store
+from agora.toolsets.base import Principal
+from agora.transports.http import HttpConnection
+from agora.transports.streamable import StreamableHTTP
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from agora.runtime.clock import Clock
+    from agora.toolsets.base import Toolset
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Server:
+    """A running agora server."""
+
+    app: App
+    runtime: Runtime
+    host: str
+    port: int
+    _nursery: trio.Nursery
+
+    @property
+    def url(self) -> str:
+        """Base URL, e.g. ``http://127.0.0.1:8765``."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @asynccontextmanager
+    async def client(
+        self, path: str = "/mcp", principal: Principal | None = None
+    ) -> AsyncIterator[InProcessClient]:
+        """An MCP client wired straight to a session, no sockets (for tests and embedding)."""
+        endpoint = self.app.endpoint(path)
+        if endpoint is None:
+            raise ValueError(f"no MCP endpoint at {path}")
+        async with trio.open_nursery() as nursery:
+            client = InProcessClient()
+            client.conn = Connection(
+                self.app,
+                self.app.new_session(endpoint),
+                client.receive,
+                nursery,
+                principal=principal or Principal(),
+                endpoint=endpoint.params,
+            )
+            try:
+                yield client
+            finally:
+                client.conn.cancel_all()
+
+
+class InProcessClient:
+    """Sends requests to a `Connection` and matches replies; keeps notifications."""
+
+    conn: Connection
+
+    def __init__(self) -> None:
+        self._next = 0
+        self._waiting: dict[rpc.RequestId, tuple[trio.Event, list[dict[str, Any]]]] = {}
+        self.notifications: list[dict[str, Any]] = []
+
+    async def receive(self, message: dict[str, Any], related: rpc.RequestId | None) -> None:
+        rid = message.get("id")
+        if "method" not in message and rid in self._waiting:
+            event, box = self._waiting[rid]
+            box.append(message)
+            event.set()
+        else:
+            self.notifications.append(message)
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Send a request; return the whole response message (``result`` or ``error``)."""
+        self._next += 1
+        rid = self._next
+        event: trio.Event = trio.Event()
+        box: list[dict[str, Any]] = []
+        self._waiting[rid] = (event, box)
+        try:
+            await self.conn.feed(rpc.parse(rpc.request(rid, method, params or {})))
+            await event.wait()
+        finally:
+            del self._waiting[rid]
+        reply: dict[str, Any] = box[0]
+        return reply
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification."""
+        await self.conn.feed(rpc.parse(rpc.notification(method, params or {})))
+
+    async def initialize(self, version: str = "2025-11-25") -> dict[str, Any]:
+        """Run the handshake; return the initialize result."""
+        reply = await self.request(
+            "initialize",
+            {
+                "protocolVersion": version,
+                "capabilities": {},
+                "clientInfo": {"name": "in-process", "version": "0"},
+            },
+        )
+        await self.notify("notifications/initialized")
+        return reply["result"]  # type: ignore[no-any-return]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        """tools/call; return the result (raises on a JSON-RPC error).
+
+        Raises:
+            RuntimeError: the server answered with a JSON-RPC error.
+        """
+        reply = await self.request("tools/call", {"name": name, "arguments": arguments or {}})
+        if "error" in reply:
+            raise RuntimeError(f"{reply['error']['code']}: {reply['error']['message']}")
+        return reply["result"]  # type: ignore[no-any-return]
+
+
+@asynccontextmanager
+async def open_server(
+    config: Config | None = None,
+    *,
+    clock: Clock | None = None,
+    toolsets: list[Toolset] | None = None,
+    listen: bool = True,
+) -> AsyncIterator[Server]:
+    """Run agora inside the caller's Trio program for the duration of the block.
+
+    Args:
+        config: Settings (defaults: 127.0.0.1:8765, ./agora.db, every implemented toolset).
+        clock: An injected clock (tests use a FakeWall); defaults to the real one.
+        toolsets: Prebuilt toolsets instead of those named in ``config``.
+        listen: False to skip the TCP listener (in-process clients only).
+
+    Raises:
+        StoreError: the database could not be opened or migrated.
+        OSError: the port could not be bound.
+    """
+    config = config or Config()
+    sets = (
+        toolsets
+        if toolsets is not None
+        else load_toolsets(config.toolsets, conformance=config.conformance)
+    )
+    migrations = [m for t in sets for m in t.migrations]
+    async with (
+        open_store(
+            config.db, migrations, synchronous=config.synchronous, group_commit=config.group_commit
+        ) as store,
+        trio.open_nursery() as outer,
+    ):
+        async with trio.open_nursery() as actors:
+            runtime = Runtime(
+                store,
+                actors,
+                clock=clock,
+                options=config.options,
+                idle_seconds=config.actor_idle_seconds,
+            )
+            app = App(config, runtime, sets)
+            async with trio.open_nursery() as work:
+                mcp = StreamableHTTP(app, work)
+                port = config.port
+                listeners: list[trio.SocketListener] = []
+                if listen:
+                    listeners = await trio.open_tcp_listeners(config.port, host=config.host)
+                    port = listeners[0].socket.getsockname()[1]
+                runtime.public_url = config.public_url or _url(config.host, port)
+                server = Server(app, runtime, config.host, port, outer)
+                accept = trio.CancelScope()
+                if listeners:
+                    work.start_soon(_accept, listeners, app, mcp, accept, work)
+                work.start_soon(mcp.sweep)
+                for t in sets:
+                    if t.on_start is not None:
+                        await t.on_start(runtime)
+                try:
+                    yield server
+                finally:
+                    with trio.CancelScope(shield=True):
+                        accept.cancel()
+                        await _drain(app, runtime, config.grace_seconds)
+                        mcp.close_all()
+                        work.cancel_scope.cancel()
+            actors.cancel_scope.cancel()
+        outer.cancel_scope.cancel()
+
+
+async def _drain(app: App, runtime: Runtime, grace: float) -> None:
+    runtime.begin_shutdown()
+    with trio.move_on_after(grace):
+        await app.wait_idle()
+
+
+async def _accept(
+    listeners: list[trio.SocketListener],
+    app: App,
+    mcp: StreamableHTTP,
+    scope: trio.CancelScope,
+    connections: trio.Nursery,
+) -> None:
+    # Connections live in `connections`, not under `scope`: cancelling `scope` stops
+    # accepting while the calls already in flight get their grace period.
+    async def handler(stream: trio.SocketStream) -> None:
+        await HttpConnection(app, mcp, stream).serve()
+
+    with scope:
+        await trio.serve_listeners(handler, listeners, handler_nursery=connections)
+
+
+def _url(host: str, port: int) -> str:
+    shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
+    shown = f"[{shown}]" if ":" in shown else shown
+    return f"http://{shown}:{port}"
+
+
+async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    """Run until cancelled (the CLI cancels on SIGINT/SIGTERM)."""
+    async with open_server(config) as server:
+        task_status.started(server)
+        await trio.sleep_forever()

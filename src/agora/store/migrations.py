@@ -1,0 +1,72 @@
+"""Versioned schema migrations, applied at open time in one transaction per step.
+
+Each component (the core, each toolset) keeps its own version in `agora_schema`. Opening an
+older file upgrades it; a file from a newer agora (a version we do not know) is refused.
+This module runs synchronously on the writer connection before the writer thread starts.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+import sqlite_utils
+
+from agora.errors import StoreError
+
+if TYPE_CHECKING:
+    import sqlite3
+    from collections.abc import Iterable
+
+    from agora.toolsets.base import Migration
+
+
+def apply_migrations(conn: sqlite3.Connection, migrations: Iterable[Migration]) -> dict[str, int]:
+    """Bring every component's tables up to its newest migration.
+
+    Args:
+        conn: The writer connection (autocommit mode).
+        migrations: All known migrations, any order.
+
+    Returns:
+        The version of each component after migrating.
+
+    Raises:
+        StoreError: if the file holds a newer schema than this agora knows, or a step fails.
+    """
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS agora_schema "
+        "(component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+    )
+    current = dict(conn.execute("SELECT component, version FROM agora_schema").fetchall())
+    by_component: dict[str, list[Migration]] = defaultdict(list)
+    for m in migrations:
+        by_component[m.component].append(m)
+    db = sqlite_utils.Database(conn)
+    for component, steps in sorted(by_component.items()):
+        steps.sort(key=lambda m: m.version)
+        have = current.get(component, 0)
+        newest = steps[-1].version
+        if have > newest:
+            raise StoreError(
+                f"the database has {component} schema v{have}, newer than this agora's v{newest}"
+            )
+        for step in steps:
+            if step.version <= have:
+                continue
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                step.apply(db)
+                conn.execute(
+                    "INSERT INTO agora_schema (component, version) VALUES (?, ?) "
+                    "ON CONFLICT(component) DO UPDATE SET version = excluded.version",
+                    (component, step.version),
+                )
+                conn.execute("COMMIT")
+            except Exception as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise StoreError(f"migration {component} v{step.version} failed: {exc}") from exc
+            have = step.version
+        current[component] = have
+    return current

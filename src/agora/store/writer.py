@@ -1,0 +1,115 @@
+"""The single writer: a thread that batches concurrent commits into one transaction.
+
+Trio tasks hand it `Job`s (a list of SQL writes plus a completion callback); it drains
+everything queued, runs each job inside its own SAVEPOINT (so one bad job fails alone),
+COMMITs once, and only then completes each job through the Trio token. With
+``synchronous=FULL`` a completed job is on disk. This module must not import trio: it talks
+back only through the callback it was given.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import sqlite3
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from agora.runtime.entity import Write
+
+log = logging.getLogger(__name__)
+
+#: Most jobs folded into one transaction; bounds the latency of the first job in a batch.
+MAX_BATCH = 512
+
+
+@dataclass(slots=True)
+class Job:
+    """Writes to commit together, and where to report the outcome (None = committed)."""
+
+    writes: list[Write]
+    complete: Callable[[BaseException | None], None]
+
+
+_STOP = object()
+
+
+class Writer:
+    """Owns the write connection and the thread that uses it."""
+
+    def __init__(self, conn: sqlite3.Connection, *, group_commit: bool = True) -> None:
+        self._conn = conn
+        self._group = group_commit
+        self._queue: queue.SimpleQueue[Job | object] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="agora-writer", daemon=True)
+        self.batches = 0
+        self.jobs = 0
+
+    def start(self) -> None:
+        """Start the writer thread."""
+        self._thread.start()
+
+    def submit(self, job: Job) -> None:
+        """Queue a job; never blocks."""
+        self._queue.put(job)
+
+    def stop(self) -> None:
+        """Finish every queued job, then stop the thread and wait for it."""
+        self._queue.put(_STOP)
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is _STOP:
+                return
+            batch: list[Job] = [first]  # type: ignore[list-item]
+            stopping = False
+            while self._group and len(batch) < MAX_BATCH:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is _STOP:
+                    stopping = True
+                    break
+                batch.append(item)  # type: ignore[arg-type]
+            self.commit_batch(batch)
+            if stopping:
+                return
+
+    def commit_batch(self, batch: list[Job]) -> None:
+        """Run ``batch`` in one transaction and complete every job (also usable inline)."""
+        conn = self._conn
+        outcomes: list[BaseException | None] = []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for job in batch:
+                outcomes.append(_run_job(conn, job))
+            conn.execute("COMMIT")
+        except Exception as exc:  # the whole batch failed: nothing of it is committed
+            log.exception("commit of %d jobs failed", len(batch))
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            outcomes = [exc] * len(batch)
+        self.batches += 1
+        self.jobs += len(batch)
+        for job, outcome in zip(batch, outcomes, strict=True):
+            job.complete(outcome)
+
+
+def _run_job(conn: sqlite3.Connection, job: Job) -> BaseException | None:
+    conn.execute("SAVEPOINT job")
+    try:
+        for sql, params in job.writes:
+            conn.execute(sql, params)
+    except sqlite3.Error as exc:
+        conn.execute("ROLLBACK TO job")
+        conn.execute("RELEASE job")
+        return exc
+    conn.execute("RELEASE job")
+    return None

@@ -1,0 +1,117 @@
+"""The interface between the server and a toolset.
+
+A toolset is a name, a contract (tool names, descriptions and schemas from `contracts/`),
+async handlers keyed by tool name, the migrations of its tables, and optionally HTTP routes
+for human pages. Toolsets know nothing about transports; handlers receive a `ToolCall` and
+return a JSON-able dict (the structured result) or raise `agora.errors.ToolError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import sqlite_utils
+
+    from agora.runtime.registry import Runtime
+    from agora.web.http import Route
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling: from a bearer token, or anonymous."""
+
+    name: str = "anonymous"
+    scopes: frozenset[str] = frozenset()
+    projects: frozenset[str] = frozenset()
+
+    @property
+    def anonymous(self) -> bool:
+        """True for the principal of a request that carried no token."""
+        return self.name == "anonymous"
+
+    def has(self, scope: str) -> bool:
+        """Whether this principal holds ``scope`` (e.g. ``operator``)."""
+        return scope in self.scopes
+
+
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+LogFn = Callable[[str, Any], Awaitable[None]]
+
+
+async def _no_progress(progress: float, total: float | None, message: str | None) -> None:
+    return None
+
+
+async def _no_log(level: str, data: Any) -> None:
+    return None
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """One tools/call as a handler sees it.
+
+    Attributes:
+        tool: The canonical or alias name the client called.
+        args: Arguments, already validated against the tool's inputSchema.
+        principal: The authenticated caller.
+        endpoint: Path parameters of the endpoint the client connected to, e.g.
+            ``{"table": "default"}`` for ``/mcp/chess``.
+        runtime: The actor registry, store and clock.
+        progress: Report progress (sent only if the client asked with a progressToken).
+        log: Send a notifications/message at a level (filtered by logging/setLevel).
+        meta: The request's ``_meta`` object, if any.
+    """
+
+    tool: str
+    args: dict[str, Any]
+    principal: Principal
+    runtime: Runtime
+    endpoint: Mapping[str, str] = field(default_factory=dict)
+    progress: ProgressFn = _no_progress
+    log: LogFn = _no_log
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    client: Any = None  # agora.server.ClientChannel for server-to-client requests, when available
+
+
+Handler = Callable[[ToolCall], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One schema step of one component, applied once, in order, inside a transaction."""
+
+    component: str
+    version: int
+    apply: Callable[[sqlite_utils.Database], None]
+
+
+@dataclass
+class Toolset:
+    """A named set of tools served at ``/mcp/<name>`` and listed in ``/mcp``."""
+
+    name: str
+    handlers: Mapping[str, Handler]
+    migrations: Sequence[Migration] = ()
+    routes: Sequence[Route] = ()
+    #: Tool names that are aliases of a canonical tool: alias -> canonical.
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    #: Extra endpoint path segment name, e.g. "table" makes /mcp/chess/<table> valid.
+    endpoint_param: str | None = None
+    #: Called once when the server starts (inside its nursery), e.g. to print the human URL.
+    on_start: Callable[[Runtime], Awaitable[None]] | None = None
+    #: Contract file name under contracts/ (default: the toolset name); None for a toolset
+    #: whose tools are defined in code (`tools`), like the conformance fixtures.
+    contract: str | None = ""
+    #: Tools defined in code, as tools/list entries (name, description, inputSchema, ...).
+    tools: Sequence[dict[str, Any]] = ()
+    #: Resources/prompts for fixture toolsets: agora.mcp.catalog entries whose target is an
+    #: async callable taking a ToolCall and returning the MCP result.
+    resources: Sequence[Any] = ()
+    prompts: Sequence[Any] = ()
+    completion: Callable[[ToolCall], Awaitable[dict[str, Any]]] | None = None
+    #: Builds the structured body of an invalid-arguments error in the toolset's own
+    #: vocabulary (e.g. the chamber envelope); None sends the problems as text only.
+    reject_arguments: Callable[[list[str]], dict[str, Any]] | None = None

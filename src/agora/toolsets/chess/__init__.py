@@ -1,0 +1,66 @@
+"""Human-and-agent chess: one authoritative game per table, four tools, and a browser page.
+
+The agent plays through ``join_game``, ``get_board``, ``move_piece`` and ``wait_for_turn`` at
+``/mcp/chess/<table>`` (``/mcp/chess`` is the ``default`` table); the human plays in the page
+at ``/play/<table>?token=...``. This module only assembles the toolset.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+from typing import TYPE_CHECKING
+
+from agora.toolsets.base import Toolset
+from agora.toolsets.chess.commands import CreateTable
+from agora.toolsets.chess.page import agent_links, human_url
+from agora.toolsets.chess.render import argument_rejection
+from agora.toolsets.chess.sql import MIGRATIONS
+from agora.toolsets.chess.table import KIND
+from agora.toolsets.chess.tools import HANDLERS
+from agora.toolsets.chess.web import ROUTES
+
+if TYPE_CHECKING:
+    from agora.runtime.registry import Runtime
+
+DEFAULT_TABLE = "default"
+
+
+async def ensure_table(runtime: Runtime, table: str = DEFAULT_TABLE) -> str:
+    """Create ``table`` if it does not exist yet.
+
+    Args:
+        runtime: The server's runtime.
+        table: The table name.
+
+    Returns:
+        The table's human token (the existing one if the table was already there).
+    """
+    token: str = await runtime.call(
+        KIND, table, CreateTable(secrets.token_urlsafe(24), must_be_new=False)
+    )
+    return token
+
+
+async def _on_start(runtime: Runtime) -> None:
+    token = await ensure_table(runtime)
+    links = agent_links(runtime.public_url, DEFAULT_TABLE)
+    print(
+        f"chess: human player: {human_url(runtime.public_url, DEFAULT_TABLE, token)}\n"
+        f"chess: agent endpoint: {links.mcp_http} (WebSocket {links.mcp_websocket})",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def toolset() -> Toolset:
+    """The chess toolset: tools, tables, pages, and the default table at start-up."""
+    return Toolset(
+        name="chess",
+        handlers=HANDLERS,
+        migrations=MIGRATIONS,
+        routes=ROUTES,
+        endpoint_param="table",
+        on_start=_on_start,
+        reject_arguments=argument_rejection,
+    )

@@ -1,0 +1,384 @@
+"""One game of chess between a human and an agent: sides, turns, notes, draw offers, endings.
+
+A pure model over python-chess: every rule, legal move and ending comes from `chess.Board`;
+this module adds who owns which colour, whose turn it is, the notes attached to moves, and
+how a game stops. It does no I/O, knows no clock (timestamps are passed in) and no trio.
+
+Endings are decided after every move, in this order: checkmate, insufficient material,
+stalemate, the 75-move rule and fivefold repetition (automatic in FIDE rules), then the
+50-move rule and threefold repetition. There is no arbiter to claim a draw for either
+player, so the game ends as a draw the moment the current position qualifies for a claim:
+the halfmove clock reaches 100, or the position has occurred for the third time. A position
+that a move *would* repeat for the third time does not end the game until it is reached.
+
+Draw offers follow the scoresheet convention of FIDE Laws 9.1.2.1, where ``(=)`` records an
+offer: the agent offers (or accepts) a draw by writing ``(=)`` in its move note; the human
+uses the page's buttons. An offer stands until the opponent's next move, which declines it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final, Literal
+
+import chess
+import msgspec
+
+Role = Literal["human", "agent"]
+ColorName = Literal["white", "black"]
+Phase = Literal["side_choice", "agent_turn", "human_turn", "over"]
+Score = Literal["1-0", "0-1", "1/2-1/2", "*"]
+Reason = Literal[
+    "checkmate",
+    "stalemate",
+    "insufficient_material",
+    "seventyfive_moves",
+    "fivefold_repetition",
+    "fifty_moves",
+    "threefold_repetition",
+    "resignation",
+    "agreement",
+    "abandoned",
+]
+ErrorCode = Literal[
+    "INVALID_ARGUMENTS",
+    "MALFORMED_SQUARE",
+    "MALFORMED_PROMOTION",
+    "NOTE_TOO_LONG",
+    "SIDE_NOT_CHOSEN",
+    "SIDE_ALREADY_CHOSEN",
+    "NOT_YOUR_TURN",
+    "ILLEGAL_MOVE",
+    "GAME_OVER",
+    "NO_DRAW_OFFER",
+    "TABLE_NOT_FOUND",
+    "TABLE_EXISTS",
+    "FORBIDDEN",
+]
+
+NOTE_MAX_CHARS: Final = 160
+DRAW_MARK: Final = "(=)"
+_SQUARE = re.compile(r"[a-h][1-8]")
+_PROMOTIONS: Final = {"q": chess.QUEEN, "r": chess.ROOK, "b": chess.BISHOP, "n": chess.KNIGHT}
+_TERMINATIONS: Final[dict[chess.Termination, Reason]] = {
+    chess.Termination.CHECKMATE: "checkmate",
+    chess.Termination.STALEMATE: "stalemate",
+    chess.Termination.INSUFFICIENT_MATERIAL: "insufficient_material",
+    chess.Termination.SEVENTYFIVE_MOVES: "seventyfive_moves",
+    chess.Termination.FIVEFOLD_REPETITION: "fivefold_repetition",
+}
+
+
+def color_name(color: chess.Color) -> ColorName:
+    """The name of a python-chess colour (``chess.WHITE`` is ``"white"``)."""
+    return "white" if color == chess.WHITE else "black"
+
+
+def other(role: Role) -> Role:
+    """The opponent of ``role``."""
+    return "agent" if role == "human" else "human"
+
+
+class ChessError(ValueError):
+    """A command the rules refuse; nothing was changed.
+
+    Attributes:
+        code: What was wrong, in the toolset's vocabulary (see `ErrorCode`).
+        legal_moves: For ``ILLEGAL_MOVE``, the UCI moves that are legal in the position.
+        snapshot: The table as it stands, attached by the table entity so that the
+            caller can say what to do next.
+    """
+
+    def __init__(self, code: ErrorCode, message: str, legal_moves: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.code: ErrorCode = code
+        self.message = message
+        self.legal_moves = legal_moves
+        self.snapshot: object | None = None
+
+
+class PlayedMove(msgspec.Struct, frozen=True):
+    """One move as it entered the history."""
+
+    ply: int
+    move_number: int
+    color: ColorName
+    uci: str
+    san: str
+    by: Role
+    note: str | None
+    played_at: str
+
+
+class Result(msgspec.Struct, frozen=True):
+    """How a game ended: ``score`` is PGN's, ``*`` for an abandoned game."""
+
+    score: Score
+    reason: Reason
+    winner: ColorName | None
+    ended_at: str
+
+
+def check_move_input(from_sq: str, to_sq: str, promotion: str | None, note: str | None) -> None:
+    """Validate the shape of a move request, before looking at the position.
+
+    Raises:
+        ChessError: ``MALFORMED_SQUARE``, ``MALFORMED_PROMOTION`` or ``NOTE_TOO_LONG``.
+    """
+    for name, square in (("from", from_sq), ("to", to_sq)):
+        if not isinstance(square, str) or not _SQUARE.fullmatch(square):
+            raise ChessError(
+                "MALFORMED_SQUARE", f"{name}={square!r} is not a square like e2 (a-h, 1-8)."
+            )
+    if promotion is not None and (not isinstance(promotion, str) or promotion not in _PROMOTIONS):
+        raise ChessError("MALFORMED_PROMOTION", "promotion must be one of q, r, b, n.")
+    if note is not None and (not isinstance(note, str) or len(note) > NOTE_MAX_CHARS):
+        raise ChessError(
+            "NOTE_TOO_LONG", f"note has {len(note)} characters; the limit is {NOTE_MAX_CHARS}."
+        )
+
+
+class Game:
+    """One game: a board, who plays which colour, the annotated history, and the result.
+
+    Methods that change the game validate everything first and raise `ChessError`
+    before touching any state, so a refused command leaves the game as it was.
+    """
+
+    def __init__(
+        self,
+        number: int,
+        *,
+        start_fen: str = chess.STARTING_FEN,
+        agent_color: ColorName | None = None,
+    ) -> None:
+        self.number = number
+        self.start_fen = start_fen
+        self.board = chess.Board(start_fen)
+        self.agent_color: ColorName | None = agent_color
+        self.moves: tuple[PlayedMove, ...] = ()
+        self.draw_offer: Role | None = None
+        self.result: Result | None = None
+
+    # -- reading ------------------------------------------------------------------------
+
+    @property
+    def phase(self) -> Phase:
+        """Where the game stands: choosing sides, someone's turn, or over."""
+        if self.result is not None:
+            return "over"
+        if self.agent_color is None:
+            return "side_choice"
+        return "agent_turn" if self.role_to_move() == "agent" else "human_turn"
+
+    def role_to_move(self) -> Role | None:
+        """Who must move now, or None before the sides are chosen."""
+        if self.agent_color is None:
+            return None
+        return "agent" if color_name(self.board.turn) == self.agent_color else "human"
+
+    def legal_uci(self) -> tuple[str, ...]:
+        """The legal moves of the side to move, in UCI, sorted."""
+        return tuple(sorted(move.uci() for move in self.board.legal_moves))
+
+    # -- commands -------------------------------------------------------------------------
+
+    def choose_side(self, agent_color: ColorName) -> None:
+        """Record the human's choice of sides.
+
+        Raises:
+            ChessError: ``GAME_OVER`` or ``SIDE_ALREADY_CHOSEN``.
+        """
+        self._require_running()
+        if self.agent_color is not None:
+            raise ChessError(
+                "SIDE_ALREADY_CHOSEN",
+                f"sides are already chosen: the agent plays {self.agent_color}.",
+            )
+        self.agent_color = agent_color
+
+    def play(
+        self,
+        by: Role,
+        from_sq: str,
+        to_sq: str,
+        promotion: str | None,
+        note: str | None,
+        at: str,
+    ) -> PlayedMove:
+        """Play one move for ``by``; end the game if the position calls for it.
+
+        Args:
+            by: Who is moving.
+            from_sq: Starting square, e.g. ``e2``.
+            to_sq: Destination square, e.g. ``e4``.
+            promotion: ``q``, ``r``, ``b`` or ``n``; queen when omitted and the move promotes.
+            note: A short rationale shown to the opponent (at most 160 characters).
+            at: Timestamp recorded with the move (ISO 8601).
+
+        Returns:
+            The move as it entered the history.
+
+        Raises:
+            ChessError: malformed input, game over, sides not chosen, not ``by``'s turn,
+                or an illegal move (with the legal moves).
+        """
+        check_move_input(from_sq, to_sq, promotion, note)
+        self._require_running()
+        self._require_turn(by)
+        played = self._push(self._parse(from_sq, to_sq, promotion), by, note or None, at)
+        self._after_move(played, at)
+        return played
+
+    def resign(self, by: Role, at: str) -> Result:
+        """``by`` resigns; the opponent wins.
+
+        Raises:
+            ChessError: ``GAME_OVER`` or ``SIDE_NOT_CHOSEN``.
+        """
+        self._require_running()
+        self._require_sides()
+        loser = self._color_of(by)
+        winner: ColorName = "black" if loser == "white" else "white"
+        return self._finish("1-0" if winner == "white" else "0-1", "resignation", winner, at)
+
+    def offer_draw(self, by: Role, at: str) -> Result | None:
+        """``by`` offers a draw; an offer crossing the opponent's pending one agrees it.
+
+        Returns:
+            The result when the draw is agreed, else None (the offer now stands).
+
+        Raises:
+            ChessError: ``GAME_OVER`` or ``SIDE_NOT_CHOSEN``.
+        """
+        self._require_running()
+        self._require_sides()
+        if self.draw_offer == other(by):
+            return self._finish("1/2-1/2", "agreement", None, at)
+        self.draw_offer = by
+        return None
+
+    def accept_draw(self, by: Role, at: str) -> Result:
+        """``by`` accepts the opponent's pending draw offer.
+
+        Raises:
+            ChessError: ``GAME_OVER``, ``SIDE_NOT_CHOSEN`` or ``NO_DRAW_OFFER``.
+        """
+        self._require_running()
+        self._require_sides()
+        if self.draw_offer != other(by):
+            raise ChessError("NO_DRAW_OFFER", f"the {other(by)} has no draw offer pending.")
+        return self._finish("1/2-1/2", "agreement", None, at)
+
+    def abandon(self, at: str) -> Result | None:
+        """Stop an unfinished game without a result (a new game replaces it)."""
+        if self.result is not None:
+            return None
+        return self._finish("*", "abandoned", None, at)
+
+    def restore(self, uci: str, by: Role, note: str | None, at: str) -> None:
+        """Replay one stored move (loading from the store); the result is restored separately.
+
+        Raises:
+            ValueError: if the stored move is not legal here (a corrupt store).
+        """
+        move = chess.Move.from_uci(uci)
+        if move not in self.board.legal_moves:
+            raise ValueError(f"stored move {uci} is illegal at ply {len(self.moves) + 1}")
+        self._push(move, by, note, at)
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _push(self, move: chess.Move, by: Role, note: str | None, at: str) -> PlayedMove:
+        played = PlayedMove(
+            ply=len(self.moves) + 1,
+            move_number=self.board.fullmove_number,
+            color=color_name(self.board.turn),
+            uci=move.uci(),
+            san=self.board.san(move),
+            by=by,
+            note=note,
+            played_at=at,
+        )
+        self.board.push(move)
+        self.moves = (*self.moves, played)
+        return played
+
+    def _after_move(self, played: PlayedMove, at: str) -> None:
+        ending = self._ending()
+        if ending is not None:
+            self._finish(*ending, at)
+            return
+        offered = played.by == "agent" and played.note is not None and DRAW_MARK in played.note
+        if offered and self.draw_offer == "human":
+            self._finish("1/2-1/2", "agreement", None, at)
+        elif offered:
+            self.draw_offer = "agent"
+        elif self.draw_offer == other(played.by):
+            self.draw_offer = None  # a move declines the opponent's offer
+
+    def _ending(self) -> tuple[Score, Reason, ColorName | None] | None:
+        outcome = self.board.outcome(claim_draw=False)
+        if outcome is not None:
+            reason = _TERMINATIONS[outcome.termination]
+            if outcome.winner is None:
+                return "1/2-1/2", reason, None
+            return outcome.result(), reason, color_name(outcome.winner)  # type: ignore[return-value]
+        if self.board.is_fifty_moves():
+            return "1/2-1/2", "fifty_moves", None
+        if self.board.is_repetition(3):
+            return "1/2-1/2", "threefold_repetition", None
+        return None
+
+    def _finish(self, score: Score, reason: Reason, winner: ColorName | None, at: str) -> Result:
+        self.result = Result(score=score, reason=reason, winner=winner, ended_at=at)
+        self.draw_offer = None
+        return self.result
+
+    def _parse(self, from_sq: str, to_sq: str, promotion: str | None) -> chess.Move:
+        origin, target = chess.parse_square(from_sq), chess.parse_square(to_sq)
+        piece = self.board.piece_at(origin)
+        promotes = (
+            piece is not None
+            and piece.piece_type == chess.PAWN
+            and chess.square_rank(target) in (0, 7)
+        )
+        if promotion is not None and not promotes:
+            raise ChessError(
+                "ILLEGAL_MOVE",
+                f"{from_sq}{to_sq} is not a promotion; omit promotion.",
+                self.legal_uci(),
+            )
+        kind = _PROMOTIONS[promotion or "q"] if promotes else None
+        move = chess.Move(origin, target, promotion=kind)
+        if move not in self.board.legal_moves:
+            raise ChessError(
+                "ILLEGAL_MOVE", f"{move.uci()} is not legal in this position.", self.legal_uci()
+            )
+        return move
+
+    def _color_of(self, role: Role) -> ColorName:
+        assert self.agent_color is not None
+        if role == "agent":
+            return self.agent_color
+        return "black" if self.agent_color == "white" else "white"
+
+    def _require_running(self) -> None:
+        if self.result is not None:
+            raise ChessError(
+                "GAME_OVER",
+                f"game {self.number} is over ({self.result.score}, {self.result.reason}).",
+            )
+
+    def _require_sides(self) -> None:
+        if self.agent_color is None:
+            raise ChessError(
+                "SIDE_NOT_CHOSEN", "the human has not chosen sides yet; nobody may move."
+            )
+
+    def _require_turn(self, by: Role) -> None:
+        self._require_sides()
+        if self.role_to_move() != by:
+            raise ChessError(
+                "NOT_YOUR_TURN", f"it is the {other(by)}'s turn ({color_name(self.board.turn)})."
+            )

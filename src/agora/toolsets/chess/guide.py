@@ -1,0 +1,256 @@
+"""What the agent is told about how to think: the collaboration contract and the evaluation guide.
+
+The collaboration contract (returned by ``join_game``) is fixed text: the turn loop, the
+deterministic evaluation checklist and the safety invariants. The evaluation guide (returned
+by ``get_board`` and ``wait_for_turn``) is computed from the position alone, so the same FEN
+always gives the same guide. Neither plays chess for the agent: there is no search and no
+engine, only facts that python-chess reads off the board. No I/O, no trio.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+import chess
+import msgspec
+
+from agora.toolsets.chess.game import DRAW_MARK, NOTE_MAX_CHARS, ColorName, color_name
+
+PieceName = Literal["pawn", "knight", "bishop", "rook", "queen", "king"]
+
+PIECE_VALUES: Final = {
+    chess.PAWN: 1,
+    chess.KNIGHT: 3,
+    chess.BISHOP: 3,
+    chess.ROOK: 5,
+    chess.QUEEN: 9,
+    chess.KING: 0,
+}
+
+
+def piece_name(piece_type: chess.PieceType) -> PieceName:
+    """The English name of a python-chess piece type."""
+    name: PieceName = chess.piece_name(piece_type)  # type: ignore[assignment]
+    return name
+
+
+class SquarePiece(msgspec.Struct, frozen=True, rename="camel"):
+    """A piece on a square, e.g. the white knight on f3."""
+
+    square: str
+    piece: PieceName
+    symbol: str
+    value: int
+
+
+class Material(msgspec.Struct, frozen=True, rename="camel"):
+    """Material in pawns (P=1, N=3, B=3, R=5, Q=9); balance is White minus Black."""
+
+    white: int
+    black: int
+    balance: int
+    agent_advantage: int | None
+
+
+class Hanging(msgspec.Struct, frozen=True, rename="camel"):
+    """Pieces (kings excepted) attacked by the opponent and defended by nobody, per side."""
+
+    white: list[SquarePiece]
+    black: list[SquarePiece]
+
+
+class EvaluationGuide(msgspec.Struct, frozen=True, rename="camel"):
+    """Facts read off the position for the side to move; deterministic per FEN."""
+
+    side_to_move: ColorName
+    in_check: bool
+    material: Material
+    attacked_undefended: Hanging
+    checks_available: list[str]
+    mates_in_one: list[str]
+    captures_available: list[str]
+    legal_move_count: int
+    findings: list[str]
+
+
+class EvaluationStep(msgspec.Struct, frozen=True, rename="camel"):
+    """One step of the fixed evaluation checklist."""
+
+    step: int
+    name: str
+    question: str
+
+
+class CollaborationContract(msgspec.Struct, frozen=True, rename="camel"):
+    """How the agent and the human play together; returned by ``join_game``."""
+
+    roles: str
+    turn_loop: list[str]
+    evaluation_path: list[EvaluationStep]
+    safety_invariants: list[str]
+    notes: str
+    draw_offers: str
+    endings: str
+    status_codes: dict[str, str]
+
+
+STATUS_CODES: Final = {
+    "SIDE_CHOICE_REQUIRED": "The human has not chosen sides; call wait_for_turn with "
+    "wait_for_human true.",
+    "AGENT_TURN": "It is your move: pick one entry of legalMoves and call move_piece.",
+    "HUMAN_TURN": "The human is to move; call wait_for_turn.",
+    "GAME_OVER": "The game has ended; result and reason say how. Stop.",
+    "WAIT_TIMEOUT": "wait_for_turn timed out with nothing new; call wait_for_turn again "
+    "with the same arguments.",
+}
+
+_CHECKLIST: Final = (
+    ("checks", "Which checks do I have, and does any of them mate (evaluationGuide.matesInOne)?"),
+    ("captures", "Which captures are available, and does each win material after the recapture?"),
+    ("threats", "What does the opponent threaten: which of my pieces are attacked and undefended?"),
+    ("material", "What is the material balance, and does my candidate move keep or improve it?"),
+    ("king safety", "Is my king safe after the move (castling, pawn shield, open lines)?"),
+    ("development", "Does the move develop a piece, take the centre, or activate a rook?"),
+    ("pawn structure", "Does the move create weaknesses (isolated, doubled or backward pawns)?"),
+    (
+        "blunder check",
+        "Before moving: after this move, can the opponent mate, fork or win a piece?",
+    ),
+)
+
+CONTRACT: Final = CollaborationContract(
+    roles="One authoritative game per table. The human chooses sides first, in the browser "
+    "(the human retains first choice of White), and moves by clicking; you play the other "
+    "side through these four tools. Positions, legality and endings come from the server.",
+    turn_loop=[
+        "Call wait_for_turn (START HERE). If statusCode is SIDE_CHOICE_REQUIRED, call it "
+        'again with {"wait_for_human": true}.',
+        "On AGENT_TURN: follow evaluationPath, pick one entry of legalMoves, call move_piece "
+        "with its from, to (and promotion) and a short note.",
+        "After every move_piece, call wait_for_turn immediately.",
+        "On HUMAN_TURN or WAIT_TIMEOUT: call wait_for_turn again.",
+        "On GAME_OVER: stop. Always do exactly what nextAction says.",
+    ],
+    evaluation_path=[
+        EvaluationStep(step=i, name=name, question=question)
+        for i, (name, question) in enumerate(_CHECKLIST, start=1)
+    ],
+    safety_invariants=[
+        "Never call move_piece while agentMayMove is false.",
+        "Only play moves listed in legalMoves, using their from, to and promotion exactly.",
+        "One move per turn: after a successful move_piece, call wait_for_turn.",
+        "Never assume a position: read fen, pieces and history from the latest reply.",
+        "Never choose sides, resign or start games for the human; only the human does that.",
+    ],
+    notes=f"Every move may carry a note of at most {NOTE_MAX_CHARS} characters; the human "
+    "sees it live. Say in one sentence why you chose the move.",
+    draw_offers=f"To offer a draw, or to accept the human's pending offer (drawOffer is "
+    f'"human"), include {DRAW_MARK} in your move note. Your next move without it declines '
+    "the human's offer. The human accepts or declines yours in the browser.",
+    endings="The game ends by checkmate, stalemate, insufficient material, the 75-move rule "
+    "or fivefold repetition; threefold repetition and the 50-move rule end it as a draw the "
+    "moment the position qualifies (no claim needed). The human may also resign, agree a "
+    "draw, or start a new game (the unfinished one is recorded as abandoned).",
+    status_codes=dict(STATUS_CODES),
+)
+
+
+def _material(board: chess.Board, color: chess.Color) -> int:
+    return sum(
+        PIECE_VALUES[piece_type] * len(board.pieces(piece_type, color))
+        for piece_type in chess.PIECE_TYPES
+    )
+
+
+def attacked_undefended(board: chess.Board, color: chess.Color) -> list[SquarePiece]:
+    """Pieces of ``color`` (kings excepted) that the opponent attacks and nobody defends.
+
+    Attacks are python-chess's `Board.attackers`: pinned pieces still count, en passant
+    does not. Squares are listed from a1 to h8.
+    """
+    found = []
+    for square in chess.SquareSet(board.occupied_co[color] & ~board.kings):
+        if board.attackers(not color, square) and not board.attackers(color, square):
+            piece = board.piece_at(square)
+            assert piece is not None
+            found.append(
+                SquarePiece(
+                    square=chess.square_name(square),
+                    piece=piece_name(piece.piece_type),
+                    symbol=piece.symbol(),
+                    value=PIECE_VALUES[piece.piece_type],
+                )
+            )
+    return found
+
+
+def evaluation_guide(board: chess.Board, agent_color: ColorName | None) -> EvaluationGuide:
+    """Read the facts of a position for the side to move.
+
+    Args:
+        board: The position; only its FEN matters (history is not consulted).
+        agent_color: The agent's colour, for ``material.agentAdvantage``; None before
+            the sides are chosen.
+
+    Returns:
+        The guide; equal inputs give equal guides, with every list in a fixed order.
+    """
+    white, black = _material(board, chess.WHITE), _material(board, chess.BLACK)
+    balance = white - black
+    checks, mates, captures = [], [], []
+    for move in board.legal_moves:
+        san = board.san(move)
+        if board.is_capture(move):
+            captures.append(san)
+        if board.gives_check(move):
+            checks.append(san)
+            if san.endswith("#"):
+                mates.append(san)
+    hanging = Hanging(
+        white=attacked_undefended(board, chess.WHITE),
+        black=attacked_undefended(board, chess.BLACK),
+    )
+    guide = EvaluationGuide(
+        side_to_move=color_name(board.turn),
+        in_check=board.is_check(),
+        material=Material(
+            white=white,
+            black=black,
+            balance=balance,
+            agent_advantage=None
+            if agent_color is None
+            else (balance if agent_color == "white" else -balance),
+        ),
+        attacked_undefended=hanging,
+        checks_available=sorted(checks),
+        mates_in_one=sorted(mates),
+        captures_available=sorted(captures),
+        legal_move_count=board.legal_moves.count(),
+        findings=[],
+    )
+    return msgspec.structs.replace(guide, findings=_findings(guide))
+
+
+def _findings(guide: EvaluationGuide) -> list[str]:
+    mover = guide.side_to_move
+    waiting: ColorName = "black" if mover == "white" else "white"
+    findings = []
+    if guide.in_check:
+        findings.append(f"{mover} is in check and must answer it.")
+    if guide.mates_in_one:
+        findings.append(f"{mover} can mate in one: {', '.join(guide.mates_in_one)}.")
+    own = getattr(guide.attacked_undefended, mover)
+    theirs = getattr(guide.attacked_undefended, waiting)
+    if own:
+        listed = ", ".join(f"{p.piece} on {p.square}" for p in own)
+        findings.append(f"{mover} has attacked, undefended pieces: {listed}.")
+    if theirs:
+        listed = ", ".join(f"{p.piece} on {p.square}" for p in theirs)
+        findings.append(f"{waiting} has attacked, undefended pieces: {listed}.")
+    balance = guide.material.balance
+    if balance:
+        leader = "white" if balance > 0 else "black"
+        findings.append(f"{leader} is ahead by {abs(balance)} in material.")
+    else:
+        findings.append("material is level.")
+    return findings

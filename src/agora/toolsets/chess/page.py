@@ -1,0 +1,131 @@
+"""What the human's browser page is sent: the table as the human (or a spectator) sees it.
+
+`page_state` turns a `Snapshot` into `PageState`, the JSON the page renders and the body of
+every ``state`` Server-Sent Event. The human with the table's token gets their legal moves
+on their turn; a spectator never does. Pure: no I/O, no trio, no HTML (the page escapes all
+text itself, agent notes included).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final, Literal
+
+import chess
+import msgspec
+
+from agora.toolsets.chess.game import ColorName, Phase, Role
+from agora.toolsets.chess.render import game_result, legal_moves, move_entry
+from agora.toolsets.chess.replies import GameResult, LegalMove, MoveEntry
+
+if TYPE_CHECKING:
+    from agora.toolsets.chess.table import Snapshot
+
+_ENCODER: Final = msgspec.json.Encoder()
+
+
+class AgentLinks(msgspec.Struct, frozen=True, rename="camel"):
+    """Where an agent connects to play at this table."""
+
+    mcp_http: str
+    mcp_websocket: str
+
+
+class PageState(msgspec.Struct, frozen=True, rename="camel"):
+    """The table as the page shows it."""
+
+    table: str
+    version: int
+    game_number: int
+    role: Literal["human", "spectator"]
+    phase: Phase
+    status: str
+    fen: str
+    turn: ColorName
+    board: dict[str, str]
+    in_check: bool
+    check_square: str | None
+    human_color: ColorName | None
+    agent_color: ColorName | None
+    last_move: MoveEntry | None
+    history: list[MoveEntry]
+    legal_moves: list[LegalMove]
+    draw_offer: Role | None
+    result: GameResult | None
+    agent_present: bool
+    agent: AgentLinks
+
+
+def agent_links(public_url: str, table: str) -> AgentLinks:
+    """The MCP endpoints of ``table`` (the default table also answers at ``/mcp/chess``)."""
+    base = public_url.rstrip("/")
+    ws = "ws" + base.removeprefix("http") if base.startswith("http") else base
+    return AgentLinks(mcp_http=f"{base}/mcp/chess/{table}", mcp_websocket=f"{ws}/mcp/chess/{table}")
+
+
+def human_url(public_url: str, table: str, token: str) -> str:
+    """The URL the human opens to play at ``table``."""
+    return f"{public_url.rstrip('/')}/play/{table}?token={token}"
+
+
+def _status(snap: Snapshot, human: bool, result: GameResult | None) -> str:
+    match snap.phase:
+        case "side_choice":
+            return "Choose your side." if human else "Waiting for the human to choose sides."
+        case "agent_turn":
+            if not snap.agent_present:
+                return "Waiting for the agent to connect."
+            return "The agent is thinking."
+        case "human_turn":
+            return "Your move." if human else "The human is to move."
+        case _:
+            return result.summary if result else "Game over."
+
+
+def page_state(snap: Snapshot, *, human: bool, public_url: str) -> PageState:
+    """The page's view of a table.
+
+    Args:
+        snap: The table.
+        human: Whether the viewer holds the table's token.
+        public_url: The server's base URL, for the agent's endpoints.
+
+    Returns:
+        The state; ``legalMoves`` is filled only for the human on the human's turn.
+    """
+    board = chess.Board(snap.fen)
+    history = [move_entry(m) for m in snap.moves]
+    result = game_result(snap)
+    king = board.king(board.turn)
+    human_color: ColorName | None = None
+    if snap.agent_color is not None:
+        human_color = "black" if snap.agent_color == "white" else "white"
+    return PageState(
+        table=snap.table,
+        version=snap.version,
+        game_number=snap.game_number,
+        role="human" if human else "spectator",
+        phase=snap.phase,
+        status=_status(snap, human, result),
+        fen=snap.fen,
+        turn="white" if board.turn == chess.WHITE else "black",
+        board={
+            chess.square_name(sq): ("w" if p.color else "b") + p.symbol().upper()
+            for sq, p in sorted(board.piece_map().items())
+        },
+        in_check=board.is_check(),
+        check_square=chess.square_name(king) if board.is_check() and king is not None else None,
+        human_color=human_color,
+        agent_color=snap.agent_color,
+        last_move=history[-1] if history else None,
+        history=history,
+        legal_moves=legal_moves(board) if human and snap.phase == "human_turn" else [],
+        draw_offer=snap.draw_offer,
+        result=result,
+        agent_present=snap.agent_present,
+        agent=agent_links(public_url, snap.table),
+    )
+
+
+def encode(state: PageState) -> bytes:
+    """The state as compact JSON (one line, fit for an SSE ``data:`` field)."""
+    return _ENCODER.encode(state)

@@ -1,0 +1,318 @@
+"""Turn a table `Snapshot` into the agent's replies, and a refusal into a tool error body.
+
+Decides the statusCode and the exact nextAction for each state, and fills every field of
+`agora.toolsets.chess.replies`. The board details (pieces, legal moves, SAN, the evaluation
+guide) are read from the snapshot's FEN with python-chess. Pure: no I/O, no trio, and no
+rule decisions (those belong to `agora.toolsets.chess.game`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+import chess
+import msgspec
+
+from agora.toolsets.chess.guide import CONTRACT, evaluation_guide, piece_name
+from agora.toolsets.chess.replies import (
+    PROTOCOL_VERSION,
+    BoardReply,
+    GameReply,
+    GameResult,
+    JoinReply,
+    LegalMove,
+    MoveEntry,
+    MoveReply,
+    NextAction,
+    Ownership,
+    PieceOnSquare,
+    PromotionName,
+    Rejection,
+    StatusCode,
+    WaitReply,
+)
+from agora.toolsets.chess.table import Snapshot, WaitCondition
+
+if TYPE_CHECKING:
+    from agora.toolsets.chess.game import ChessError, ColorName, PlayedMove, Role
+
+_STATUS: Final[dict[str, StatusCode]] = {
+    "side_choice": "SIDE_CHOICE_REQUIRED",
+    "agent_turn": "AGENT_TURN",
+    "human_turn": "HUMAN_TURN",
+    "over": "GAME_OVER",
+}
+_PROMOTION: Final[dict[int, PromotionName]] = {
+    chess.QUEEN: "q",
+    chess.ROOK: "r",
+    chess.BISHOP: "b",
+    chess.KNIGHT: "n",
+}
+_MOVE_TEMPLATE: Final = {
+    "from": "<from of one legalMoves entry>",
+    "to": "<to of the same entry>",
+    "promotion": "<its promotion, only if not null>",
+    "note": "<one sentence on why, at most 160 characters>",
+}
+_REASONS: Final = {
+    "checkmate": "checkmate",
+    "stalemate": "stalemate",
+    "insufficient_material": "insufficient material",
+    "seventyfive_moves": "the 75-move rule",
+    "fivefold_repetition": "fivefold repetition",
+    "fifty_moves": "the 50-move rule",
+    "threefold_repetition": "threefold repetition",
+    "resignation": "resignation",
+    "agreement": "agreement",
+    "abandoned": "a new game",
+}
+
+
+def status_code(snap: Snapshot) -> StatusCode:
+    """The statusCode of a snapshot (never WAIT_TIMEOUT, which only a wait can produce)."""
+    return _STATUS[snap.phase]
+
+
+def next_action(status: StatusCode, wait_for_human: bool = False) -> NextAction:
+    """The exact call an agent should make next in ``status``."""
+    match status:
+        case "SIDE_CHOICE_REQUIRED":
+            return NextAction(
+                "wait_for_turn",
+                {"wait_for_human": True},
+                "The human has not chosen sides yet; wait for the choice.",
+            )
+        case "AGENT_TURN":
+            return NextAction(
+                "move_piece",
+                dict(_MOVE_TEMPLATE),
+                "Your move: follow the evaluation path, then play one entry of legalMoves.",
+            )
+        case "HUMAN_TURN":
+            return NextAction("wait_for_turn", {}, "The human is to move; wait for your turn.")
+        case "WAIT_TIMEOUT":
+            args: dict[str, Any] = {"wait_for_human": True} if wait_for_human else {}
+            return NextAction("wait_for_turn", args, "Nothing new yet; call wait_for_turn again.")
+        case _:
+            return NextAction(None, {}, "The game is over; stop.")
+
+
+def ownership(agent_color: ColorName | None) -> Ownership:
+    """Who plays which colour."""
+    if agent_color is None:
+        return Ownership(white=None, black=None, agent_color=None, human_color=None)
+    human_color: ColorName = "black" if agent_color == "white" else "white"
+    agent: Role = "agent"
+    human: Role = "human"
+    return Ownership(
+        white=agent if agent_color == "white" else human,
+        black=agent if agent_color == "black" else human,
+        agent_color=agent_color,
+        human_color=human_color,
+    )
+
+
+def move_entry(played: PlayedMove) -> MoveEntry:
+    """One history entry."""
+    move = chess.Move.from_uci(played.uci)
+    return MoveEntry(
+        ply=played.ply,
+        move_number=played.move_number,
+        color=played.color,
+        san=played.san,
+        uci=played.uci,
+        from_square=chess.square_name(move.from_square),
+        to_square=chess.square_name(move.to_square),
+        promotion=_PROMOTION.get(move.promotion or 0),
+        by=played.by,
+        note=played.note,
+    )
+
+
+def legal_moves(board: chess.Board) -> list[LegalMove]:
+    """Every legal move of the side to move, sorted by UCI."""
+    moves = [
+        LegalMove(
+            from_square=chess.square_name(m.from_square),
+            to_square=chess.square_name(m.to_square),
+            promotion=_PROMOTION.get(m.promotion or 0),
+            san=board.san(m),
+            uci=m.uci(),
+        )
+        for m in board.legal_moves
+    ]
+    return sorted(moves, key=lambda m: m.uci)
+
+
+def pieces(board: chess.Board, agent_color: ColorName | None) -> dict[str, PieceOnSquare]:
+    """The pieces by square name, from a1 to h8, with their owners."""
+    owners = ownership(agent_color)
+    found = {}
+    for square, piece in sorted(board.piece_map().items()):
+        color: ColorName = "white" if piece.color == chess.WHITE else "black"
+        found[chess.square_name(square)] = PieceOnSquare(
+            symbol=piece.symbol(),
+            color=color,
+            piece=piece_name(piece.piece_type),
+            owner=owners.white if color == "white" else owners.black,
+        )
+    return found
+
+
+def game_result(snap: Snapshot) -> GameResult | None:
+    """The result of a finished game, with who won in the players' terms."""
+    result = snap.result
+    if result is None:
+        return None
+    role: Role | None = None
+    if result.winner is not None and snap.agent_color is not None:
+        role = "agent" if result.winner == snap.agent_color else "human"
+    how = _REASONS[result.reason]
+    if result.winner is None:
+        summary = f"{result.score}: drawn by {how}."
+        if result.reason == "abandoned":
+            summary = "Abandoned: the human started a new game."
+    else:
+        summary = f"{result.score}: {result.winner} ({role}) wins by {how}."
+    return GameResult(
+        score=result.score,
+        reason=result.reason,
+        winner=result.winner,
+        winner_role=role,
+        summary=summary,
+    )
+
+
+def _message(snap: Snapshot, status: StatusCode, result: GameResult | None) -> str:
+    last = snap.moves[-1] if snap.moves else None
+    said = f' The {last.by} played {last.san}: "{last.note}".' if last and last.note else ""
+    offer = (
+        " The human offers a draw; write (=) in your move note to accept."
+        if (snap.draw_offer == "human")
+        else ""
+    )
+    match status:
+        case "SIDE_CHOICE_REQUIRED":
+            text = "Waiting for the human to choose sides."
+        case "AGENT_TURN":
+            text = f"Your move as {snap.agent_color}."
+        case "HUMAN_TURN":
+            text = "The human is to move."
+        case "WAIT_TIMEOUT":
+            text = "No change before the timeout."
+        case _:
+            text = f"Game over. {result.summary if result else ''}".strip()
+    return text + said + offer
+
+
+def _fields(snap: Snapshot, status: StatusCode, wait_for_human: bool = False) -> dict[str, Any]:
+    board = chess.Board(snap.fen)
+    may_move = snap.phase == "agent_turn"
+    result = game_result(snap)
+    history = [move_entry(m) for m in snap.moves]
+    return {
+        "protocol_version": PROTOCOL_VERSION,
+        "status_code": status,
+        "message": _message(snap, status, result),
+        "next_action": next_action(status, wait_for_human),
+        "agent_may_move": may_move,
+        "table": snap.table,
+        "game_number": snap.game_number,
+        "fen": snap.fen,
+        "side_to_move": "white" if board.turn == chess.WHITE else "black",
+        "in_check": board.is_check(),
+        "pieces": pieces(board, snap.agent_color),
+        "ownership": ownership(snap.agent_color),
+        "history": history,
+        "legal_moves": legal_moves(board) if may_move else [],
+        "last_move": history[-1] if history else None,
+        "draw_offer": snap.draw_offer,
+        "result": result,
+    }
+
+
+def game_reply(snap: Snapshot) -> GameReply:
+    """The common reply for a snapshot."""
+    return GameReply(**_fields(snap, status_code(snap)))
+
+
+def join_reply(snap: Snapshot) -> JoinReply:
+    """The ``join_game`` reply."""
+    return JoinReply(
+        **_fields(snap, status_code(snap)),
+        collaboration_contract=CONTRACT,
+        evaluation_guide=evaluation_guide(chess.Board(snap.fen), snap.agent_color),
+    )
+
+
+def board_reply(snap: Snapshot) -> BoardReply:
+    """The ``get_board`` reply."""
+    return BoardReply(
+        **_fields(snap, status_code(snap)),
+        evaluation_guide=evaluation_guide(chess.Board(snap.fen), snap.agent_color),
+    )
+
+
+def move_reply(snap: Snapshot) -> MoveReply:
+    """The ``move_piece`` reply: the board after the agent's move."""
+    fields = _fields(snap, status_code(snap))
+    return MoveReply(**fields, played=fields["history"][-1])
+
+
+def wait_reply(snap: Snapshot, condition: WaitCondition) -> WaitReply:
+    """The ``wait_for_turn`` reply; WAIT_TIMEOUT when ``condition`` is still unmet."""
+    status: StatusCode = status_code(snap) if condition(snap) else "WAIT_TIMEOUT"
+    return WaitReply(
+        **_fields(snap, status, condition.wait_for_human),
+        evaluation_guide=evaluation_guide(chess.Board(snap.fen), snap.agent_color),
+    )
+
+
+def rejection(err: ChessError) -> Rejection:
+    """The tool error body for a refused call: the code, what to do next, legal moves."""
+    snap = err.snapshot if isinstance(err.snapshot, Snapshot) else None
+    status = status_code(snap) if snap is not None else None
+    if status is None:
+        action = NextAction(None, {}, "Ask the human for the table's agent endpoint.")
+    else:
+        action = next_action(status)
+    moves: list[LegalMove] = []
+    if err.code == "ILLEGAL_MOVE" and snap is not None:
+        moves = legal_moves(chess.Board(snap.fen))
+    return Rejection(
+        protocol_version=PROTOCOL_VERSION,
+        ok=False,
+        code=err.code,
+        error=err.message,
+        status_code=status,
+        agent_may_move=snap is not None and snap.phase == "agent_turn",
+        next_action=action,
+        legal_moves=moves,
+    )
+
+
+def argument_rejection(problems: list[str]) -> dict[str, Any]:
+    """The error body for arguments that failed the inputSchema (before any table is read).
+
+    Args:
+        problems: What the validator found, one line each.
+
+    Returns:
+        A `Rejection` as builtins: code ``INVALID_ARGUMENTS`` and a ``get_board`` next action.
+    """
+    body = Rejection(
+        protocol_version=PROTOCOL_VERSION,
+        ok=False,
+        code="INVALID_ARGUMENTS",
+        error="; ".join(problems),
+        status_code=None,
+        agent_may_move=False,
+        next_action=NextAction(
+            "get_board",
+            {},
+            "Re-read the board, then call again with arguments from legalMoves.",
+        ),
+        legal_moves=[],
+    )
+    result: dict[str, Any] = msgspec.to_builtins(body)
+    return result

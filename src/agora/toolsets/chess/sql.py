@@ -1,0 +1,209 @@
+"""The chess tables in SQLite: migrations, the statements that persist a change, and loading.
+
+Three tables: ``chess_tables`` (one row per table: its human token, current game number and
+change version), ``chess_games`` (one row per game: sides, pending draw offer, result) and
+``chess_moves`` (one row per move, with its note). A table is rebuilt by replaying its
+current game's moves from the start position, so FEN, history, repetitions and notes come
+back exactly. This module builds statements and reads rows; it never commits (the actor
+does) and knows nothing of the entity that uses it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agora.toolsets.base import Migration
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    import sqlite_utils
+
+    from agora.runtime.entity import Write
+    from agora.toolsets.chess.game import Game, PlayedMove
+
+
+def _migrate_v1(db: sqlite_utils.Database) -> None:
+    db.table("chess_tables").create(
+        {
+            "name": str,
+            "token": str,
+            "created_at": str,
+            "game_no": int,
+            "version": int,
+            "agent_seen_at": str,
+        },
+        pk="name",
+        not_null={"token", "created_at", "game_no", "version"},
+    )
+    db.table("chess_games").create(
+        {
+            "table_name": str,
+            "game_no": int,
+            "start_fen": str,
+            "agent_color": str,
+            "draw_offer": str,
+            "score": str,
+            "reason": str,
+            "winner": str,
+            "created_at": str,
+            "ended_at": str,
+        },
+        pk=("table_name", "game_no"),
+        not_null={"start_fen", "created_at"},
+        foreign_keys=[("table_name", "chess_tables", "name")],
+    )
+    db.table("chess_moves").create(
+        {
+            "table_name": str,
+            "game_no": int,
+            "ply": int,
+            "uci": str,
+            "san": str,
+            "by": str,
+            "note": str,
+            "played_at": str,
+        },
+        pk=("table_name", "game_no", "ply"),
+        not_null={"uci", "san", "by", "played_at"},
+    )
+
+
+MIGRATIONS = (Migration(component="chess", version=1, apply=_migrate_v1),)
+
+
+@dataclass(slots=True)
+class TableRow:
+    """The ``chess_tables`` row of one table."""
+
+    name: str
+    token: str
+    created_at: str
+    game_no: int
+    version: int
+    agent_seen_at: str | None
+
+
+@dataclass(slots=True)
+class GameRow:
+    """The ``chess_games`` row of one game."""
+
+    start_fen: str
+    agent_color: str | None
+    draw_offer: str | None
+    score: str | None
+    reason: str | None
+    winner: str | None
+    ended_at: str | None
+
+
+@dataclass(slots=True)
+class MoveRow:
+    """One ``chess_moves`` row."""
+
+    uci: str
+    by: str
+    note: str | None
+    played_at: str
+
+
+@dataclass(slots=True)
+class StoredTable:
+    """Everything needed to rebuild a table: its row, its current game and that game's moves."""
+
+    table: TableRow
+    game: GameRow
+    moves: list[MoveRow]
+
+
+def insert_table(row: TableRow) -> Write:
+    """The statement that creates a table row."""
+    return (
+        "INSERT INTO chess_tables (name, token, created_at, game_no, version, agent_seen_at)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (row.name, row.token, row.created_at, row.game_no, row.version, row.agent_seen_at),
+    )
+
+
+def update_table(row: TableRow) -> Write:
+    """The statement that saves a table row's mutable columns."""
+    return (
+        "UPDATE chess_tables SET game_no = ?, version = ?, agent_seen_at = ? WHERE name = ?",
+        (row.game_no, row.version, row.agent_seen_at, row.name),
+    )
+
+
+def insert_game(table: str, game: Game, created_at: str) -> Write:
+    """The statement that creates a game row."""
+    return (
+        "INSERT INTO chess_games (table_name, game_no, start_fen, created_at) VALUES (?, ?, ?, ?)",
+        (table, game.number, game.start_fen, created_at),
+    )
+
+
+def update_game(table: str, game: Game) -> Write:
+    """The statement that saves a game's sides, draw offer and result."""
+    result = game.result
+    return (
+        "UPDATE chess_games SET agent_color = ?, draw_offer = ?, score = ?, reason = ?,"
+        " winner = ?, ended_at = ? WHERE table_name = ? AND game_no = ?",
+        (
+            game.agent_color,
+            game.draw_offer,
+            result.score if result else None,
+            result.reason if result else None,
+            result.winner if result else None,
+            result.ended_at if result else None,
+            table,
+            game.number,
+        ),
+    )
+
+
+def insert_move(table: str, game_no: int, move: PlayedMove) -> Write:
+    """The statement that records one move with its note."""
+    return (
+        "INSERT INTO chess_moves (table_name, game_no, ply, uci, san, by, note, played_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (table, game_no, move.ply, move.uci, move.san, move.by, move.note, move.played_at),
+    )
+
+
+def _one(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    row = conn.execute(sql, params).fetchone()
+    return None if row is None else tuple(row)
+
+
+def read_table(conn: sqlite3.Connection, name: str) -> StoredTable | None:
+    """Read one table's committed rows; None if the table does not exist.
+
+    Raises:
+        LookupError: if the table row exists but its current game row is missing.
+    """
+    row = _one(
+        conn,
+        "SELECT name, token, created_at, game_no, version, agent_seen_at"
+        " FROM chess_tables WHERE name = ?",
+        (name,),
+    )
+    if row is None:
+        return None
+    table = TableRow(*row)
+    game = _one(
+        conn,
+        "SELECT start_fen, agent_color, draw_offer, score, reason, winner, ended_at"
+        " FROM chess_games WHERE table_name = ? AND game_no = ?",
+        (name, table.game_no),
+    )
+    if game is None:
+        raise LookupError(f"chess table {name!r} has no game {table.game_no}")
+    moves = [
+        MoveRow(*tuple(m))
+        for m in conn.execute(
+            "SELECT uci, by, note, played_at FROM chess_moves"
+            " WHERE table_name = ? AND game_no = ? ORDER BY ply",
+            (name, table.game_no),
+        )
+    ]
+    return StoredTable(table=table, game=GameRow(*game), moves=moves)

@@ -1,0 +1,290 @@
+"""The chess table entity: one authoritative game per table, driven one command at a time.
+
+`ChessTable.handle` applies a command from `agora.toolsets.chess.commands` to the current
+`Game` and returns `Effects`: the reply (a `Snapshot`, a token, or a `ChessError` with the
+snapshot attached), the SQL that makes the change durable, and whether waiters should wake.
+Human and agent commands go through the same entity, so two moves can never land on one
+turn. `ChessTables` is the `EntityKind` that rebuilds a table from the store. Pure: no I/O
+beyond `load` reading committed rows, no trio, no awaits.
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+import msgspec
+
+from agora.runtime.entity import Effects, Write
+from agora.toolsets.chess import sql
+from agora.toolsets.chess.commands import (
+    AcceptDraw,
+    AgentMove,
+    CheckToken,
+    ChooseSide,
+    CreateTable,
+    HumanCommand,
+    HumanMove,
+    Look,
+    NewGame,
+    OfferDraw,
+    Resign,
+)
+from agora.toolsets.chess.game import (
+    ChessError,
+    ColorName,
+    Game,
+    Phase,
+    PlayedMove,
+    Result,
+    Role,
+)
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from agora.runtime.clock import Now
+
+KIND_NAME: Final = "chess"
+
+
+class Snapshot(msgspec.Struct, frozen=True):
+    """An immutable view of a table after a command: all a reply or a page needs."""
+
+    table: str
+    version: int
+    game_number: int
+    fen: str
+    phase: Phase
+    agent_color: ColorName | None
+    moves: tuple[PlayedMove, ...]
+    draw_offer: Role | None
+    result: Result | None
+    agent_present: bool
+
+
+@dataclass
+class WaitCondition:
+    """When ``wait_for_turn`` may answer, judged against the first snapshot it saw.
+
+    It answers at once on the agent's turn or a finished game, and when the sides are
+    still open unless ``wait_for_human`` asks to wait for the human's choice. Otherwise it
+    answers when the sides get chosen (if they were open) or a new game replaces the one
+    it started on.
+    """
+
+    wait_for_human: bool
+    first: Snapshot | None = None
+
+    def __call__(self, snap: Snapshot) -> bool:
+        """Whether the wait is over at ``snap``."""
+        if self.first is None:
+            self.first = snap
+        if snap.phase in ("agent_turn", "over"):
+            return True
+        if snap.game_number != self.first.game_number:
+            return True
+        if snap.phase == "side_choice":
+            return not self.wait_for_human
+        return self.first.phase == "side_choice"
+
+
+def _not_found(name: str) -> ChessError:
+    return ChessError(
+        "TABLE_NOT_FOUND",
+        f"there is no chess table {name!r}; the human creates tables from the /play page.",
+    )
+
+
+class ChessTable:
+    """One table: its token and change version, and its current game."""
+
+    def __init__(
+        self, name: str, row: sql.TableRow | None = None, game: Game | None = None
+    ) -> None:
+        self.name = name
+        self.row = row
+        self.game = game if game is not None else Game(1)
+
+    # -- the Entity protocol ----------------------------------------------------------------
+
+    def handle(self, command: object, now: Now) -> Effects:
+        """Apply one command.
+
+        Args:
+            command: One of the Structs of `agora.toolsets.chess.commands`.
+            now: The clock reading; its wall time stamps moves and results.
+
+        Returns:
+            Effects whose reply is a `Snapshot` (a token for `CreateTable`, a bool for
+            `CheckToken`), or a `ChessError` carrying the snapshot when refused.
+        """
+        at = now.wall.isoformat()
+        try:
+            return self._dispatch(command, at)
+        except ChessError as err:
+            err.snapshot = self.snapshot() if self.row is not None else None
+            return Effects(reply=err)
+
+    def snapshot(self) -> Snapshot:
+        """The table as it stands."""
+        assert self.row is not None
+        game = self.game
+        return Snapshot(
+            table=self.name,
+            version=self.row.version,
+            game_number=game.number,
+            fen=game.board.fen(),
+            phase=game.phase,
+            agent_color=game.agent_color,
+            moves=game.moves,
+            draw_offer=game.draw_offer,
+            result=game.result,
+            agent_present=self.row.agent_seen_at is not None,
+        )
+
+    # -- dispatch ----------------------------------------------------------------------------
+
+    def _dispatch(self, command: object, at: str) -> Effects:
+        if isinstance(command, CreateTable):
+            return self._create(command, at)
+        if self.row is None:
+            raise _not_found(self.name)
+        if isinstance(command, Look):
+            return self._look(command, at)
+        if isinstance(command, CheckToken):
+            return Effects(reply=self._token_ok(command.token))
+        if isinstance(command, AgentMove):
+            played = self.game.play(
+                "agent",
+                command.from_square,
+                command.to_square,
+                command.promotion,
+                command.note,
+                at,
+            )
+            return self._changed(sql.insert_move(self.name, self.game.number, played))
+        if isinstance(command, HumanCommand):
+            if not self._token_ok(command.token):
+                raise ChessError("FORBIDDEN", "only the human's page, with its token, may do this.")
+            return self._human(command, at)
+        raise TypeError(f"not a chess command: {command!r}")
+
+    def _human(self, command: HumanCommand, at: str) -> Effects:
+        game = self.game
+        match command:
+            case ChooseSide(agent_color=color):
+                game.choose_side(color)
+            case HumanMove():
+                played = game.play(
+                    "human",
+                    command.from_square,
+                    command.to_square,
+                    command.promotion,
+                    command.note,
+                    at,
+                )
+                return self._changed(sql.insert_move(self.name, game.number, played))
+            case Resign():
+                game.resign("human", at)
+            case OfferDraw():
+                game.offer_draw("human", at)
+            case AcceptDraw():
+                game.accept_draw("human", at)
+            case NewGame():
+                return self._new_game(at)
+        return self._changed()
+
+    def _create(self, command: CreateTable, at: str) -> Effects:
+        if self.row is not None:
+            if command.must_be_new:
+                raise ChessError("TABLE_EXISTS", f"chess table {self.name!r} already exists.")
+            return Effects(reply=self.row.token)
+        self.row = sql.TableRow(self.name, command.token, at, 1, 1, None)
+        self.game = Game(1)
+        writes = [sql.insert_table(self.row), sql.insert_game(self.name, self.game, at)]
+        return Effects(reply=command.token, writes=writes, changed=True)
+
+    def _look(self, command: Look, at: str) -> Effects:
+        assert self.row is not None
+        if command.agent and self.row.agent_seen_at is None:
+            self.row.agent_seen_at = at
+            return self._changed()
+        return Effects(reply=self.snapshot())
+
+    def _new_game(self, at: str) -> Effects:
+        old = self.game
+        writes: list[Write] = []
+        if old.abandon(at) is not None:
+            writes.append(sql.update_game(self.name, old))
+        self.game = Game(old.number + 1)
+        writes.append(sql.insert_game(self.name, self.game, at))
+        return self._changed(*writes)
+
+    def _changed(self, *writes: Write) -> Effects:
+        """Bump the version and persist the game and table rows along with ``writes``."""
+        assert self.row is not None
+        self.row.version += 1
+        self.row.game_no = self.game.number
+        all_writes = [
+            *writes,
+            sql.update_game(self.name, self.game),
+            sql.update_table(self.row),
+        ]
+        return Effects(reply=self.snapshot(), writes=all_writes, changed=True)
+
+    def _token_ok(self, token: str) -> bool:
+        assert self.row is not None
+        return isinstance(token, str) and hmac.compare_digest(
+            token.encode(), self.row.token.encode()
+        )
+
+
+class ChessTables:
+    """The `EntityKind` of chess tables: rebuilds a table by replaying its current game."""
+
+    kind: str = KIND_NAME
+
+    def load(self, conn: sqlite3.Connection, key: str, now: Now) -> ChessTable:
+        """Build the table ``key`` from committed rows; a missing table is "not yet created".
+
+        Raises:
+            LookupError: if the stored rows are inconsistent.
+        """
+        stored = sql.read_table(conn, key)
+        if stored is None:
+            return ChessTable(key)
+        g = stored.game
+        game = Game(stored.table.game_no, start_fen=g.start_fen)
+        for move in stored.moves:
+            try:
+                game.restore(move.uci, _role(move.by), move.note, move.played_at)
+            except ValueError as exc:
+                raise LookupError(f"chess table {key!r}: {exc}") from exc
+        game.agent_color = _color(g.agent_color)
+        game.draw_offer = None if g.draw_offer is None else _role(g.draw_offer)
+        if g.score is not None:
+            game.result = msgspec.convert(
+                {"score": g.score, "reason": g.reason, "winner": g.winner, "ended_at": g.ended_at},
+                Result,
+            )
+        return ChessTable(key, stored.table, game)
+
+
+def _role(value: str) -> Role:
+    if value not in ("human", "agent"):
+        raise LookupError(f"stored role {value!r} is not human or agent")
+    return "human" if value == "human" else "agent"
+
+
+def _color(value: str | None) -> ColorName | None:
+    if value is None:
+        return None
+    if value not in ("white", "black"):
+        raise LookupError(f"stored colour {value!r} is not white or black")
+    return "white" if value == "white" else "black"
+
+
+#: The one kind instance shared by the tools and the pages.
+KIND: Final = ChessTables()

@@ -1,0 +1,83 @@
+"""The four chess tools: each maps one MCP call to one command on the endpoint's table.
+
+The table comes from the endpoint (``/mcp/chess/<table>``, ``default`` otherwise), never
+from arguments. These handlers only build agent commands (`Look`, `AgentMove`): no tool can
+reach a human action. They must not hold game logic; rules live in the entity and replies
+in `agora.toolsets.chess.render`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+
+from agora.errors import ToolError
+from agora.toolsets.chess import render
+from agora.toolsets.chess.commands import AgentMove, Look
+from agora.toolsets.chess.game import ChessError
+from agora.toolsets.chess.table import KIND, Snapshot, WaitCondition
+
+if TYPE_CHECKING:
+    from agora.toolsets.base import Handler, ToolCall
+
+WAIT_MIN_MS: Final = 1000
+WAIT_MAX_MS: Final = 55000
+
+
+def _table(call: ToolCall) -> str:
+    return call.endpoint.get("table", "default")
+
+
+async def _run(call: ToolCall, command: Look | AgentMove) -> Snapshot:
+    try:
+        snap: Snapshot = await call.runtime.call(KIND, _table(call), command)
+    except ChessError as err:
+        raise ToolError(msgspec.to_builtins(render.rejection(err)), err.message) from None
+    return snap
+
+
+async def join_game(call: ToolCall) -> dict[str, Any]:
+    """Announce the agent; return the collaboration contract and the board."""
+    snap = await _run(call, Look(agent=True))
+    return msgspec.to_builtins(render.join_reply(snap))  # type: ignore[no-any-return]
+
+
+async def get_board(call: ToolCall) -> dict[str, Any]:
+    """Return the board with its evaluation guide."""
+    snap = await _run(call, Look())
+    return msgspec.to_builtins(render.board_reply(snap))  # type: ignore[no-any-return]
+
+
+async def move_piece(call: ToolCall) -> dict[str, Any]:
+    """Play the agent's move; refusals become tool errors with the next action."""
+    args = call.args
+    command = AgentMove(
+        from_square=args.get("from", ""),
+        to_square=args.get("to", ""),
+        promotion=args.get("promotion"),
+        note=args.get("note"),
+    )
+    snap = await _run(call, command)
+    return msgspec.to_builtins(render.move_reply(snap))  # type: ignore[no-any-return]
+
+
+async def wait_for_turn(call: ToolCall) -> dict[str, Any]:
+    """Long-poll until the agent has something to act on, or the timeout passes."""
+    timeout_ms = min(max(int(call.args.get("timeout_ms", WAIT_MAX_MS)), WAIT_MIN_MS), WAIT_MAX_MS)
+    condition = WaitCondition(wait_for_human=bool(call.args.get("wait_for_human", False)))
+    try:
+        snap: Snapshot = await call.runtime.poll(
+            KIND, _table(call), Look(agent=True), ready=condition, timeout=timeout_ms / 1000
+        )
+    except ChessError as err:
+        raise ToolError(msgspec.to_builtins(render.rejection(err)), err.message) from None
+    return msgspec.to_builtins(render.wait_reply(snap, condition))  # type: ignore[no-any-return]
+
+
+HANDLERS: Final[dict[str, Handler]] = {
+    "join_game": join_game,
+    "get_board": get_board,
+    "move_piece": move_piece,
+    "wait_for_turn": wait_for_turn,
+}

@@ -1,0 +1,301 @@
+"""The human's side of chess over HTTP: the page, its JSON API, and live updates by SSE.
+
+Routes (all under ``/play``):
+    GET  /play/static/{name}          the page's assets and piece images (served locally)
+    POST /play/tables                 create a table: {"name"?} -> its human URL and agent endpoint
+    GET  /play/{table}                the page (spectator view without ``?token=``)
+    GET  /play/{table}/state          the table as `PageState` JSON (``?token=`` for the human view)
+    GET  /play/{table}/events         SSE: a ``state`` event now and after every change, ``ping``
+                                      every 20 s while nothing changes
+    POST /play/{table}/side           {"token", "agentColor": "white" | "black"}
+    POST /play/{table}/move           {"token", "from", "to", "promotion"?, "note"?}
+    POST /play/{table}/resign         {"token"}
+    POST /play/{table}/offer-draw     {"token"}
+    POST /play/{table}/accept-draw    {"token"}
+    POST /play/{table}/new-game       {"token"}
+
+Every human action is a command with the table's token, checked by the table entity; a
+refusal answers ``{"error", "code"}`` with 400, 403, 404 or 409. This module only moves
+requests to commands and snapshots to JSON: no rules, and no HTML built from data.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from importlib import resources
+from typing import TYPE_CHECKING, Final
+
+import chess
+import chess.svg
+import msgspec
+
+from agora.toolsets.chess import page
+from agora.toolsets.chess.commands import (
+    AcceptDraw,
+    CheckToken,
+    ChooseSide,
+    CreateTable,
+    HumanCommand,
+    HumanMove,
+    Look,
+    NewGame,
+    OfferDraw,
+    Resign,
+)
+from agora.toolsets.chess.game import ChessError, ColorName
+from agora.toolsets.chess.table import KIND, Snapshot
+from agora.web.http import EventStream, Request, Response, Route
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable
+
+    from agora.runtime.registry import Runtime
+
+KEEPALIVE_SECONDS: Final = 20.0
+TABLE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+RESERVED: Final = frozenset({"static", "tables", "api"})
+_STATUS: Final = {
+    "FORBIDDEN": 403,
+    "TABLE_NOT_FOUND": 404,
+    "MALFORMED_SQUARE": 400,
+    "MALFORMED_PROMOTION": 400,
+    "NOTE_TOO_LONG": 400,
+}
+_SECURITY_HEADERS: Final = [
+    (
+        "Content-Security-Policy",
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+        "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    ),
+    ("Referrer-Policy", "no-referrer"),
+    ("X-Content-Type-Options", "nosniff"),
+    ("Cache-Control", "no-store"),
+]
+_TYPES: Final = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
+
+
+def _load_assets() -> dict[str, tuple[bytes, str]]:
+    assets: dict[str, tuple[bytes, str]] = {}
+    folder = resources.files("agora.toolsets.chess") / "static"
+    for item in folder.iterdir():
+        suffix = "." + item.name.rsplit(".", 1)[-1]
+        if item.is_file() and suffix in _TYPES:
+            assets[item.name] = (item.read_bytes(), _TYPES[suffix] + "; charset=utf-8")
+    for symbol in "PNBRQKpnbrqk":
+        piece = chess.Piece.from_symbol(symbol)
+        name = f"{'w' if piece.color else 'b'}{symbol.upper()}.svg"
+        assets[name] = (chess.svg.piece(piece).encode(), "image/svg+xml")
+    return assets
+
+
+ASSETS: Final = _load_assets()
+
+
+class TokenBody(msgspec.Struct, forbid_unknown_fields=True):
+    """The body of an action that needs only the token."""
+
+    token: str
+
+
+class SideBody(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
+    """The body of ``/side``: which colour the agent plays."""
+
+    token: str
+    agent_color: ColorName
+
+
+class MoveBody(msgspec.Struct, forbid_unknown_fields=True):
+    """The body of ``/move``."""
+
+    token: str
+    from_square: str = msgspec.field(name="from")
+    to_square: str = msgspec.field(name="to")
+    promotion: str | None = None
+    note: str | None = None
+
+
+class CreateBody(msgspec.Struct, forbid_unknown_fields=True):
+    """The body of ``POST /play/tables``; a random name when omitted."""
+
+    name: str | None = None
+
+
+def _refusal(err: ChessError) -> Response:
+    return Response.json({"error": err.message, "code": err.code}, _STATUS.get(err.code, 409))
+
+
+def _json(body: bytes, status: int = 200) -> Response:
+    return Response(status, body, "application/json", [("Cache-Control", "no-store")])
+
+
+def _valid_table(name: str) -> bool:
+    return bool(TABLE_NAME.match(name)) and name not in RESERVED
+
+
+async def _is_human(runtime: Runtime, table: str, token: str | None) -> bool:
+    if not token:
+        return False
+    ok: bool = await runtime.call(KIND, table, CheckToken(token))
+    return ok
+
+
+async def asset(request: Request, runtime: Runtime) -> Response:
+    """Serve one static asset or piece image."""
+    found = ASSETS.get(request.params["name"])
+    if found is None:
+        return Response.error(404, "no such asset")
+    body, content_type = found
+    return Response(200, body, content_type, [("Cache-Control", "no-cache")])
+
+
+async def play_page(request: Request, runtime: Runtime) -> Response:
+    """Serve the page; it reads the table and token from its own URL."""
+    table = request.params["table"]
+    if not _valid_table(table):
+        return Response.error(404, "no such table")
+    try:
+        await runtime.call(KIND, table, Look())
+    except ChessError as err:
+        return _refusal(err)
+    body, content_type = ASSETS["play.html"]
+    return Response(200, body, content_type, list(_SECURITY_HEADERS))
+
+
+async def state(request: Request, runtime: Runtime) -> Response:
+    """The table as the viewer sees it."""
+    table = request.params["table"]
+    if not _valid_table(table):
+        return Response.error(404, "no such table")
+    try:
+        snap: Snapshot = await runtime.call(KIND, table, Look())
+        human = await _is_human(runtime, table, request.query.get("token"))
+    except ChessError as err:
+        return _refusal(err)
+    return _json(page.encode(page.page_state(snap, human=human, public_url=runtime.public_url)))
+
+
+async def events(request: Request, runtime: Runtime) -> Response | EventStream:
+    """Stream the table's state: once now, then after every change."""
+    table = request.params["table"]
+    if not _valid_table(table):
+        return Response.error(404, "no such table")
+    try:
+        await runtime.call(KIND, table, Look())
+        human = await _is_human(runtime, table, request.query.get("token"))
+    except ChessError as err:
+        return _refusal(err)
+    return EventStream(_stream(runtime, table, human), [("Cache-Control", "no-store")])
+
+
+def _newer_than(version: int) -> Callable[[Snapshot], bool]:
+    return lambda snap: snap.version != version
+
+
+async def _stream(
+    runtime: Runtime, table: str, human: bool
+) -> AsyncIterator[tuple[str | None, str]]:
+    seen = -1
+    while not runtime.closing:
+        try:
+            snap: Snapshot = await runtime.poll(
+                KIND, table, Look(), ready=_newer_than(seen), timeout=KEEPALIVE_SECONDS
+            )
+        except ChessError:
+            return
+        if snap.version != seen:
+            seen = snap.version
+            view = page.page_state(snap, human=human, public_url=runtime.public_url)
+            yield "state", page.encode(view).decode()
+        elif not runtime.closing:
+            yield "ping", "{}"
+
+
+def _action(
+    parse: Callable[[bytes], HumanCommand],
+) -> Callable[[Request, Runtime], Awaitable[Response]]:
+    async def handler(request: Request, runtime: Runtime) -> Response:
+        table = request.params["table"]
+        if not _valid_table(table):
+            return Response.error(404, "no such table")
+        try:
+            command = parse(request.body)
+        except (msgspec.ValidationError, msgspec.DecodeError) as err:
+            return Response.json({"error": str(err), "code": "BAD_REQUEST"}, 400)
+        try:
+            snap: Snapshot = await runtime.call(KIND, table, command)
+        except ChessError as err:
+            return _refusal(err)
+        view = page.page_state(snap, human=True, public_url=runtime.public_url)
+        return _json(page.encode(view))
+
+    handler.__doc__ = f"Run the human action parsed by {parse.__name__}."
+    return handler
+
+
+def _side(body: bytes) -> HumanCommand:
+    b = msgspec.json.decode(body, type=SideBody)
+    return ChooseSide(b.token, b.agent_color)
+
+
+def _move(body: bytes) -> HumanCommand:
+    b = msgspec.json.decode(body, type=MoveBody)
+    return HumanMove(b.token, b.from_square, b.to_square, b.promotion, b.note)
+
+
+def _token_only(
+    kind: type[Resign | OfferDraw | AcceptDraw | NewGame],
+) -> Callable[[bytes], HumanCommand]:
+    def parse(body: bytes) -> HumanCommand:
+        return kind(msgspec.json.decode(body, type=TokenBody).token)
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+async def create_table(request: Request, runtime: Runtime) -> Response:
+    """Create a table; answer its human URL, token and the agent's endpoints."""
+    try:
+        body = msgspec.json.decode(request.body or b"{}", type=CreateBody)
+    except (msgspec.ValidationError, msgspec.DecodeError) as err:
+        return Response.json({"error": str(err), "code": "BAD_REQUEST"}, 400)
+    name = body.name if body.name is not None else "t-" + secrets.token_hex(4)
+    if not _valid_table(name):
+        return Response.json(
+            {
+                "error": "table names are 1-40 of a-z 0-9 _ - (not static, tables, api)",
+                "code": "BAD_REQUEST",
+            },
+            400,
+        )
+    token = secrets.token_urlsafe(24)
+    try:
+        await runtime.call(KIND, name, CreateTable(token))
+    except ChessError as err:
+        return _refusal(err)
+    links = page.agent_links(runtime.public_url, name)
+    return Response.json(
+        {
+            "table": name,
+            "token": token,
+            "humanUrl": page.human_url(runtime.public_url, name, token),
+            "spectatorUrl": f"{runtime.public_url.rstrip('/')}/play/{name}",
+            "agent": msgspec.to_builtins(links),
+        },
+        201,
+    )
+
+
+ROUTES: Final = (
+    Route("GET", "/play/static/{name}", asset),
+    Route("POST", "/play/tables", create_table),
+    Route("GET", "/play/{table}", play_page),
+    Route("GET", "/play/{table}/state", state),
+    Route("GET", "/play/{table}/events", events),
+    Route("POST", "/play/{table}/side", _action(_side)),
+    Route("POST", "/play/{table}/move", _action(_move)),
+    Route("POST", "/play/{table}/resign", _action(_token_only(Resign))),
+    Route("POST", "/play/{table}/offer-draw", _action(_token_only(OfferDraw))),
+    Route("POST", "/play/{table}/accept-draw", _action(_token_only(AcceptDraw))),
+    Route("POST", "/play/{table}/new-game", _action(_token_only(NewGame))),
+)

@@ -1,0 +1,1 @@
+"""Transports: WebSocket, Streamable HTTP and stdio. Bytes in, bytes out, nothing else."""

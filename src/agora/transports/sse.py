@@ -1,0 +1,118 @@
+"""Server-Sent Events: resumable per-stream event buffers and their wire format.
+
+Every SSE stream the server opens (a POST's reply stream, or the GET stream) writes into an
+`EventBuffer`. The HTTP response reads from it; if the client drops the connection it can
+reconnect with ``Last-Event-ID`` and read on from where it was, until the buffer expires.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import trio
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+#: Most events kept per stream for resumption.
+MAX_EVENTS = 1024
+
+
+def format_event(
+    data: str, *, event_id: str | None = None, event: str | None = None, retry_ms: int | None = None
+) -> bytes:
+    """One SSE event in wire format."""
+    lines = []
+    if event_id is not None:
+        lines.append(f"id: {event_id}")
+    if event is not None:
+        lines.append(f"event: {event}")
+    if retry_ms is not None:
+        lines.append(f"retry: {retry_ms}")
+    lines.extend(f"data: {line}" for line in data.split("\n"))
+    return ("\n".join(lines) + "\n\n").encode()
+
+
+@dataclass(eq=False)
+class EventBuffer:
+    """Events of one stream, numbered from 1; ``closed`` once the last one is written."""
+
+    stream_id: str = field(default_factory=lambda: secrets.token_hex(8))
+    events: list[bytes] = field(default_factory=list)
+    first: int = 1
+    closed: bool = False
+    #: Bumped to end the current HTTP response while keeping the stream resumable.
+    hangups: int = 0
+    #: The final JSON-RPC response written to this stream, once there is one.
+    final: str | None = None
+    _changed: trio.Event = field(default_factory=trio.Event)
+
+    def event_id(self, n: int) -> str:
+        """The wire id of event number ``n``."""
+        return f"{self.stream_id}-{n}"
+
+    def append(self, data: str) -> None:
+        """Add one message (dropping the oldest beyond MAX_EVENTS)."""
+        n = self.first + len(self.events)
+        self.events.append(format_event(data, event_id=self.event_id(n)))
+        if len(self.events) > MAX_EVENTS:
+            del self.events[0]
+            self.first += 1
+        self._wake()
+
+    def close(self) -> None:
+        """No more events will come."""
+        self.closed = True
+        self._wake()
+
+    def hangup(self) -> None:
+        """End the HTTP response reading this stream; the client may resume it."""
+        self.hangups += 1
+        self._wake()
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def signal(self) -> trio.Event:
+        """An event set by the next append, close or hangup."""
+        return self._changed
+
+    def since(self, n: int) -> tuple[list[bytes], int]:
+        """Events after number ``n`` and the number of the last one."""
+        start = max(n + 1, self.first)
+        last = self.first + len(self.events) - 1
+        return self.events[start - self.first :], last
+
+
+def parse_event_id(value: str) -> tuple[str, int] | None:
+    """``(stream_id, n)`` from a Last-Event-ID header, or None if malformed."""
+    stream_id, _, n = value.rpartition("-")
+    if not stream_id or not n.isdigit():
+        return None
+    return stream_id, int(n)
+
+
+async def read_stream(
+    buffer: EventBuffer, after: int, *, prime_retry_ms: int | None
+) -> AsyncIterator[bytes]:
+    """Yield wire events of ``buffer`` after number ``after`` until it closes or hangs up.
+
+    With ``prime_retry_ms``, first yield a priming event (an id and empty data, SEP-1699) so
+    the client can reconnect with Last-Event-ID even before the first real event.
+    """
+    if prime_retry_ms is not None:
+        yield format_event("", event_id=buffer.event_id(after), retry_ms=prime_retry_ms)
+    hangups = buffer.hangups
+    while True:
+        signal = buffer.signal()
+        done = buffer.closed or buffer.hangups != hangups
+        events, last = buffer.since(after)
+        for event in events:
+            yield event
+        after = max(after, last)
+        if done:
+            return
+        await signal.wait()

@@ -1,0 +1,102 @@
+"""Plain-HTTP request/response types shared by the transport and the pages that toolsets serve.
+
+A `Route` maps a method and a path pattern such as ``/play/{table}`` to an async handler that
+receives a `Request` and returns a `Response` or an `EventStream` (served as Server-Sent
+Events until the iterator ends or the client goes away). This module does no I/O itself.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agora.runtime.registry import Runtime
+    from agora.toolsets.base import Principal
+
+
+@dataclass(slots=True)
+class Request:
+    """One HTTP request, body fully read (bounded by the transport's size limit)."""
+
+    method: str
+    path: str
+    query: Mapping[str, str]
+    headers: Mapping[str, str]  # lower-cased names
+    body: bytes = b""
+    params: dict[str, str] = field(default_factory=dict)
+    principal: Principal | None = None
+
+    def json(self) -> Any:
+        """Decode the body as JSON.
+
+        Raises:
+            ValueError: if the body is not valid JSON.
+        """
+        return json.loads(self.body or b"null")
+
+
+@dataclass(slots=True)
+class Response:
+    """A complete HTTP response."""
+
+    status: int = 200
+    body: bytes = b""
+    content_type: str = "text/plain; charset=utf-8"
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+    @classmethod
+    def json(cls, value: Any, status: int = 200) -> Response:
+        """A JSON response."""
+        return cls(status, json.dumps(value).encode(), "application/json")
+
+    @classmethod
+    def html(cls, text: str, status: int = 200) -> Response:
+        """An HTML page."""
+        return cls(status, text.encode(), "text/html; charset=utf-8")
+
+    @classmethod
+    def error(cls, status: int, message: str) -> Response:
+        """A JSON error body ``{"error": message}``."""
+        return cls.json({"error": message}, status)
+
+
+@dataclass(slots=True)
+class EventStream:
+    """A Server-Sent Events response.
+
+    Each item is ``(event_name_or_None, data_text)``, or bytes already in SSE wire format.
+    """
+
+    events: AsyncIterator[tuple[str | None, str] | bytes]
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+
+RouteHandler = Callable[["Request", "Runtime"], Awaitable[Response | EventStream]]
+
+
+@dataclass(slots=True)
+class Route:
+    """A method + path pattern (``{name}`` matches one path segment) and its handler."""
+
+    method: str
+    pattern: str
+    handler: RouteHandler
+    _regex: re.Pattern[str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        parts = re.split(r"\{(\w+)\}", self.pattern)
+        regex = ""
+        for i, part in enumerate(parts):
+            regex += re.escape(part) if i % 2 == 0 else f"(?P<{part}>[^/]+)"
+        self._regex = re.compile(f"^{regex}$")
+
+    def match(self, method: str, path: str) -> dict[str, str] | None:
+        """Path parameters if this route serves ``method path``, else None."""
+        if method != self.method:
+            return None
+        m = self._regex.match(path)
+        return m.groupdict() if m else None

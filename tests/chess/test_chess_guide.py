@@ -1,0 +1,87 @@
+"""The evaluation guide: deterministic per FEN, and true to the position it describes."""
+
+from __future__ import annotations
+
+import chess
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agora.toolsets.chess.guide import PIECE_VALUES, evaluation_guide
+
+
+@st.composite
+def positions(draw: st.DrawFn) -> chess.Board:
+    """A position reached by random legal moves from the start."""
+    board = chess.Board()
+    for _ in range(draw(st.integers(0, 80))):
+        moves = sorted(board.legal_moves, key=chess.Move.uci)
+        if not moves:
+            break
+        board.push(moves[draw(st.integers(0, len(moves) - 1))])
+    return board
+
+
+@settings(max_examples=75, deadline=None)
+@given(board=positions(), agent_color=st.sampled_from([None, "white", "black"]))
+def test_the_guide_depends_only_on_the_position(board, agent_color):
+    guide = evaluation_guide(board, agent_color)
+    assert evaluation_guide(chess.Board(board.fen()), agent_color) == guide
+    assert evaluation_guide(board, agent_color) == guide
+
+
+@settings(max_examples=75, deadline=None)
+@given(board=positions())
+def test_the_guide_tells_the_truth(board):
+    guide = evaluation_guide(board, "white")
+    legal = list(board.legal_moves)
+    assert guide.in_check == board.is_check()
+    assert guide.legal_move_count == len(legal)
+    assert guide.checks_available == sorted(board.san(m) for m in legal if board.gives_check(m))
+    assert guide.captures_available == sorted(board.san(m) for m in legal if board.is_capture(m))
+    for san in guide.mates_in_one:
+        after = board.copy()
+        after.push_san(san)
+        assert after.is_checkmate()
+    for color, listed in (
+        (chess.WHITE, guide.attacked_undefended.white),
+        (chess.BLACK, guide.attacked_undefended.black),
+    ):
+        for item in listed:
+            square = chess.parse_square(item.square)
+            piece = board.piece_at(square)
+            assert piece is not None
+            assert piece.color == color
+            assert piece.piece_type != chess.KING
+            assert board.attackers(not color, square)
+            assert not board.attackers(color, square)
+    white = sum(PIECE_VALUES[p.piece_type] for p in board.piece_map().values() if p.color)
+    black = sum(PIECE_VALUES[p.piece_type] for p in board.piece_map().values() if not p.color)
+    assert (guide.material.white, guide.material.black) == (white, black)
+    assert guide.material.agent_advantage == white - black
+
+
+@pytest.mark.parametrize(
+    ("fen", "hanging_white", "hanging_black"),
+    [
+        pytest.param(chess.STARTING_FEN, [], [], id="start"),
+        pytest.param(
+            "rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 1 2",
+            [],
+            ["e5"],
+            id="knight-hits-e5",
+        ),
+    ],
+)
+def test_attacked_and_undefended_pieces(fen, hanging_white, hanging_black):
+    guide = evaluation_guide(chess.Board(fen), None)
+    assert [p.square for p in guide.attacked_undefended.white] == hanging_white
+    assert [p.square for p in guide.attacked_undefended.black] == hanging_black
+    assert guide.material.agent_advantage is None
+
+
+def test_a_mate_in_one_is_found_and_reported():
+    board = chess.Board("r1bqkb1r/pppp1ppp/2n2n2/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR w KQkq - 4 4")
+    guide = evaluation_guide(board, "white")
+    assert guide.mates_in_one == ["Qxf7#"]
+    assert "white can mate in one: Qxf7#." in guide.findings

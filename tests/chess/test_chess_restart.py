@@ -1,0 +1,62 @@
+"""A server restart on a real database file resumes every table exactly."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+
+import trio
+
+from agora.runtime.clock import Clock, FakeWall
+from agora.runtime.registry import Runtime
+from agora.store.db import open_store
+from agora.toolsets.chess import ensure_table
+from agora.toolsets.chess.commands import OfferDraw
+from agora.toolsets.chess.sql import MIGRATIONS
+
+
+@asynccontextmanager
+async def server(path):
+    """One server lifetime: a store on ``path`` and a runtime whose actors die with it."""
+    async with open_store(path, MIGRATIONS) as store, trio.open_nursery() as nursery:
+        runtime = Runtime(
+            store, nursery, clock=Clock(FakeWall()), public_url="http://127.0.0.1:8765"
+        )
+        yield runtime
+        runtime.begin_shutdown()
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_restart_resumes_every_table_exactly(tmp_path, make_table):
+    path = tmp_path / "agora.db"
+    with trio.fail_after(30):
+        async with server(path) as runtime:
+            first = make_table(runtime, "default", await ensure_table(runtime))
+            second = make_table(runtime, "blitz", await ensure_table(runtime, "blitz"))
+            await first.tool("join_game")
+            await first.choose("white")
+            await first.tool("move_piece", **{"from": "e2", "to": "e4", "note": "centre"})
+            await first.human_move("e7e5", "mirror")
+            await first.tool("move_piece", **{"from": "f1", "to": "c4", "note": "eyes on f7"})
+            await first.human(OfferDraw(first.token))
+            await second.choose("black")
+            before = [await first.tool("get_board"), await second.tool("get_board")]
+
+        async with server(path) as runtime:
+            assert await ensure_table(runtime) == first.token
+            first = make_table(runtime, "default", first.token)
+            second = make_table(runtime, "blitz", second.token)
+            after = [await first.tool("get_board"), await second.tool("get_board")]
+            assert after == before
+            assert after[0]["drawOffer"] == "human"
+            assert [m["note"] for m in after[0]["history"]] == ["centre", "mirror", "eyes on f7"]
+            assert after[1]["statusCode"] == "HUMAN_TURN"
+            await first.human_move("b8c6")
+            await first.tool("move_piece", **{"from": "d1", "to": "h5"})
+            await first.human_move("g8f6")
+            last = await first.tool("move_piece", **{"from": "h5", "to": "f7"})
+            assert last["result"]["reason"] == "checkmate"
+
+        async with server(path) as runtime:
+            done = await make_table(runtime, "default", first.token).tool("wait_for_turn")
+            assert done["statusCode"] == "GAME_OVER"
+            assert len(done["history"]) == 7

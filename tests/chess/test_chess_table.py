@@ -1,0 +1,191 @@
+"""The table entity without a runtime: effects, tokens, and exact reloads from SQLite."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agora.runtime.clock import Now
+from agora.store.migrations import apply_migrations
+from agora.toolsets.chess.commands import (
+    AcceptDraw,
+    AgentMove,
+    CheckToken,
+    ChooseSide,
+    CreateTable,
+    HumanMove,
+    Look,
+    NewGame,
+    OfferDraw,
+    Resign,
+)
+from agora.toolsets.chess.game import ChessError
+from agora.toolsets.chess.sql import MIGRATIONS
+from agora.toolsets.chess.table import KIND, ChessTable, Snapshot
+
+NOW = Now(0.0, dt.datetime(2026, 11, 30, tzinfo=dt.UTC))
+TOKEN = "secret-token"
+
+
+def open_db() -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute("PRAGMA foreign_keys=ON")
+    apply_migrations(conn, MIGRATIONS)
+    return conn
+
+
+class Harness:
+    """An entity plus the database its effects are committed to, like the actor does."""
+
+    def __init__(self) -> None:
+        self.conn = open_db()
+        self.entity = KIND.load(self.conn, "t1", NOW)
+
+    def run(self, command):
+        effects = self.entity.handle(command, NOW)
+        self.conn.execute("BEGIN")
+        for sql, params in effects.writes:
+            self.conn.execute(sql, params)
+        self.conn.execute("COMMIT")
+        return effects
+
+    def reloaded(self) -> ChessTable:
+        return KIND.load(self.conn, "t1", NOW)
+
+
+@pytest.fixture
+def harness() -> Harness:
+    h = Harness()
+    h.run(CreateTable(TOKEN))
+    return h
+
+
+def test_a_missing_table_refuses_everything_but_creation():
+    h = Harness()
+    effects = h.run(Look())
+    assert isinstance(effects.reply, ChessError)
+    assert effects.reply.code == "TABLE_NOT_FOUND"
+    assert effects.reply.snapshot is None
+    assert effects.writes == []
+    created = h.run(CreateTable(TOKEN))
+    assert created.reply == TOKEN
+    assert created.changed
+
+
+def test_creating_twice_is_refused_unless_idempotent(harness):
+    again = harness.run(CreateTable("other"))
+    assert isinstance(again.reply, ChessError)
+    assert again.reply.code == "TABLE_EXISTS"
+    assert harness.run(CreateTable("other", must_be_new=False)).reply == TOKEN
+
+
+def test_the_token_is_checked_before_any_human_action(harness):
+    assert harness.run(CheckToken(TOKEN)).reply is True
+    assert harness.run(CheckToken("wrong")).reply is False
+    for command in (
+        ChooseSide("wrong", "white"),
+        HumanMove("", "e2", "e4"),
+        Resign("x"),
+        OfferDraw("x"),
+        AcceptDraw("x"),
+        NewGame("x"),
+    ):
+        effects = harness.run(command)
+        assert isinstance(effects.reply, ChessError)
+        assert effects.reply.code == "FORBIDDEN"
+        assert effects.writes == []
+        assert not effects.changed
+    assert harness.entity.snapshot().phase == "side_choice"
+
+
+def test_a_refusal_writes_nothing_and_wakes_nobody(harness):
+    harness.run(ChooseSide(TOKEN, "black"))
+    effects = harness.run(AgentMove("e7", "e5"))
+    assert isinstance(effects.reply, ChessError)
+    assert effects.reply.code == "NOT_YOUR_TURN"
+    assert isinstance(effects.reply.snapshot, Snapshot)
+    assert (effects.writes, effects.changed) == ([], False)
+
+
+def test_the_agent_is_announced_once(harness):
+    first = harness.run(Look(agent=True))
+    assert first.changed
+    assert first.reply.agent_present
+    second = harness.run(Look(agent=True))
+    assert (second.changed, second.writes) == (False, [])
+    assert harness.reloaded().snapshot().agent_present
+
+
+def test_every_change_bumps_the_version(harness):
+    v0 = harness.entity.snapshot().version
+    harness.run(ChooseSide(TOKEN, "white"))
+    harness.run(AgentMove("e2", "e4", note="hi"))
+    assert harness.entity.snapshot().version == v0 + 2
+    assert harness.run(Look()).changed is False
+
+
+def test_a_reload_restores_fen_history_notes_sides_and_offers(harness):
+    harness.run(ChooseSide(TOKEN, "white"))
+    harness.run(AgentMove("e2", "e4", note="<script>alert(1)</script>"))
+    harness.run(HumanMove(TOKEN, "e7", "e5", note="and you"))
+    harness.run(OfferDraw(TOKEN))
+    assert harness.reloaded().snapshot() == harness.entity.snapshot()
+
+
+def test_a_reload_restores_a_result_and_the_game_number(harness):
+    harness.run(ChooseSide(TOKEN, "black"))
+    harness.run(Resign(TOKEN))
+    harness.run(NewGame(TOKEN))
+    harness.run(ChooseSide(TOKEN, "white"))
+    harness.run(AgentMove("d2", "d4"))
+    harness.run(NewGame(TOKEN))
+    snap = harness.reloaded().snapshot()
+    assert snap == harness.entity.snapshot()
+    assert snap.game_number == 3
+    games = harness.conn.execute(
+        "SELECT game_no, score, reason FROM chess_games ORDER BY game_no"
+    ).fetchall()
+    assert games == [(1, "0-1", "resignation"), (2, "*", "abandoned"), (3, None, None)]
+
+
+COMMANDS = st.sampled_from(
+    ["move", "move", "move", "move", "move", "side", "offer", "accept", "resign", "new", "look"]
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    agent_color=st.sampled_from(["white", "black"]),
+    script=st.lists(st.tuples(COMMANDS, st.integers(0, 10_000), st.booleans()), max_size=60),
+)
+def test_any_sequence_of_commands_reloads_exactly(agent_color, script):
+    h = Harness()
+    h.run(CreateTable(TOKEN))
+    h.run(ChooseSide(TOKEN, agent_color))
+    for action, pick, with_note in script:
+        game = h.entity.game
+        if action == "move" and game.phase in ("agent_turn", "human_turn"):
+            uci = sorted(m.uci() for m in game.board.legal_moves)[
+                pick % game.board.legal_moves.count()
+            ]
+            note = f"note {pick} (=)" if with_note else None
+            args = (uci[:2], uci[2:4], uci[4:] or None, note)
+            command = AgentMove(*args) if game.phase == "agent_turn" else HumanMove(TOKEN, *args)
+        elif action == "side":
+            command = ChooseSide(TOKEN, "white" if with_note else "black")
+        elif action == "accept":
+            command = AcceptDraw(TOKEN)
+        elif action == "offer":
+            command = OfferDraw(TOKEN)
+        elif action == "resign":
+            command = Resign(TOKEN)
+        elif action == "new":
+            command = NewGame(TOKEN)
+        else:
+            command = Look(agent=with_note)
+        h.run(command)
+        assert h.reloaded().snapshot() == h.entity.snapshot()

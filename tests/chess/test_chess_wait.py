@@ -1,0 +1,141 @@
+"""wait_for_turn as a long-poll on Trio's autojump clock: exact times, no real sleeps."""
+
+from __future__ import annotations
+
+import trio
+
+from agora.toolsets.chess.commands import NewGame, OfferDraw
+
+
+async def _wait(table, results: list, args: dict | None = None) -> None:
+    results.append((await table.tool("wait_for_turn", **(args or {})), trio.current_time()))
+
+
+async def test_a_wait_returns_the_moment_the_human_moves(table, autojump_clock):
+    await table.choose("black")
+    start = trio.current_time()
+    results: list = []
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_wait, table, results)
+            await trio.sleep(7)
+            await table.human_move("e2e4")
+    reply, at = results[0]
+    assert at - start == 7
+    assert reply["statusCode"] == "AGENT_TURN"
+    assert reply["agentMayMove"] is True
+    assert reply["lastMove"]["san"] == "e4"
+    assert len(reply["legalMoves"]) == 20
+
+
+async def test_a_wait_times_out_at_the_given_ms_and_the_game_stays_usable(table, autojump_clock):
+    await table.choose("black")
+    start = trio.current_time()
+    with trio.fail_after(60):
+        reply = await table.tool("wait_for_turn", timeout_ms=1500)
+    assert trio.current_time() - start == 1.5
+    assert reply["statusCode"] == "WAIT_TIMEOUT"
+    assert reply["agentMayMove"] is False
+    assert reply["nextAction"]["tool"] == "wait_for_turn"
+    assert reply["nextAction"]["arguments"] == {}
+    await table.human_move("d2d4")
+    with trio.fail_after(60):
+        again = await table.tool("wait_for_turn", timeout_ms=1500)
+    assert again["statusCode"] == "AGENT_TURN"
+    moved = await table.tool("move_piece", **{"from": "d7", "to": "d5"})
+    assert moved["statusCode"] == "HUMAN_TURN"
+
+
+async def test_the_default_timeout_is_55_seconds(table, autojump_clock):
+    await table.choose("black")
+    start = trio.current_time()
+    with trio.fail_after(120):
+        reply = await table.tool("wait_for_turn")
+    assert trio.current_time() - start == 55
+    assert reply["statusCode"] == "WAIT_TIMEOUT"
+
+
+async def test_a_wait_on_the_agents_turn_returns_at_once(table, autojump_clock):
+    await table.choose("white")
+    start = trio.current_time()
+    reply = await table.tool("wait_for_turn")
+    assert trio.current_time() == start
+    assert reply["statusCode"] == "AGENT_TURN"
+
+
+async def test_many_waiters_wake_on_one_move(table, autojump_clock):
+    await table.choose("black")
+    results: list = []
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            for _ in range(100):
+                nursery.start_soon(_wait, table, results)
+            await trio.sleep(3)
+            await table.human_move("e2e4")
+    assert len(results) == 100
+    assert {at for _, at in results} == {3}
+    assert {reply["statusCode"] for reply, _ in results} == {"AGENT_TURN"}
+
+
+async def test_waiting_for_the_human_returns_when_sides_are_chosen(table, autojump_clock):
+    for agent_color, status in (("black", "HUMAN_TURN"), ("white", "AGENT_TURN")):
+        results: list = []
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_wait, table, results, {"wait_for_human": True})
+                await trio.sleep(2)
+                await table.choose(agent_color)
+        reply, _ = results[0]
+        assert reply["statusCode"] == status
+        assert reply["ownership"]["agentColor"] == agent_color
+        await table.human(NewGame(table.token))
+
+
+async def test_waiting_for_the_human_times_out_with_the_same_arguments(table, autojump_clock):
+    with trio.fail_after(60):
+        reply = await table.tool("wait_for_turn", timeout_ms=1000, wait_for_human=True)
+    assert reply["statusCode"] == "WAIT_TIMEOUT"
+    assert reply["nextAction"]["arguments"] == {"wait_for_human": True}
+
+
+async def test_a_draw_offer_does_not_end_a_wait(table, autojump_clock):
+    await table.choose("black")
+    start = trio.current_time()
+    results: list = []
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_wait, table, results, {"timeout_ms": 5000})
+            await trio.sleep(1)
+            await table.human(OfferDraw(table.token))
+    reply, at = results[0]
+    assert at - start == 5
+    assert reply["statusCode"] == "WAIT_TIMEOUT"
+    assert reply["drawOffer"] == "human"
+
+
+async def test_a_new_game_ends_a_wait(table, autojump_clock):
+    await table.choose("black")
+    results: list = []
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_wait, table, results)
+            await trio.sleep(4)
+            await table.human(NewGame(table.token))
+    reply, _ = results[0]
+    assert reply["statusCode"] == "SIDE_CHOICE_REQUIRED"
+    assert reply["gameNumber"] == 2
+
+
+async def test_a_wait_answers_cleanly_when_the_server_shuts_down(table, autojump_clock):
+    await table.choose("black")
+    start = trio.current_time()
+    results: list = []
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_wait, table, results)
+            await trio.sleep(2)
+            table.runtime.begin_shutdown()
+    reply, at = results[0]
+    assert at - start == 2
+    assert reply["statusCode"] == "WAIT_TIMEOUT"
+    assert reply["nextAction"]["tool"] == "wait_for_turn"

@@ -1,0 +1,383 @@
+"""Compiled argument checks: each rule names its field and rule; jsonschema agrees."""
+
+from __future__ import annotations
+
+import copy
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis import strategies as st
+
+from agora.mcp.contracts import load_contract
+from agora.mcp.validation import ArgumentError, SchemaError, compile_validator, normalise_schema
+
+HANDLE = "chl-0123456789abcdef"
+
+
+def _obj(**properties) -> dict:
+    return {"type": "object", "properties": properties, "additionalProperties": False}
+
+
+RULES = [
+    # (schema, value, field, rule, words the message must contain)
+    pytest.param(
+        {**_obj(a={}, b={}), "required": ["a", "b"]}, {"a": 1}, "b", "required", "is required",
+        id="required",
+    ),
+    pytest.param(_obj(n={"type": "integer"}), {"n": "3"}, "n", "type", "must be an integer",
+                 id="type"),
+    pytest.param(_obj(n={"type": ["string", "null"]}), {"n": 3}, "n", "type",
+                 "must be a string or null, got integer", id="type-union"),
+    pytest.param(_obj(sq={"type": "string", "pattern": "^[a-h][1-8]$"}), {"sq": "z9"}, "sq",
+                 "pattern", "must match pattern ^[a-h][1-8]$", id="pattern"),
+    pytest.param(_obj(s={"type": "string", "maxLength": 3}), {"s": "abcd"}, "s", "maxLength",
+                 "at most 3 character(s) long (got 4)", id="maxLength"),
+    pytest.param(_obj(s={"type": "string", "minLength": 1}), {"s": ""}, "s", "minLength",
+                 "at least 1 character(s)", id="minLength"),
+    pytest.param(_obj(p={"enum": ["q", "r"]}), {"p": "k"}, "p", "enum",
+                 'must be one of "q", "r"', id="enum"),
+    pytest.param(_obj(m={"const": "router-local"}), {"m": "x"}, "m", "const",
+                 'must be exactly "router-local"', id="const"),
+    pytest.param(_obj(a={}), {"a": 1, "zz": 2}, "zz", "additionalProperties",
+                 "is not an allowed field (allowed: a)", id="additionalProperties"),
+    pytest.param(_obj(t={"type": "integer", "minimum": 1000}), {"t": 5}, "t", "minimum",
+                 "must be >= 1000", id="minimum"),
+    pytest.param(_obj(t={"type": "integer", "maximum": 64}), {"t": 65}, "t", "maximum",
+                 "must be <= 64", id="maximum"),
+    pytest.param(_obj(t={"exclusiveMinimum": 0}), {"t": 0}, "t", "exclusiveMinimum",
+                 "must be > 0", id="exclusiveMinimum"),
+    pytest.param(_obj(t={"exclusiveMaximum": 1}), {"t": 1}, "t", "exclusiveMaximum",
+                 "must be < 1", id="exclusiveMaximum"),
+    pytest.param(_obj(t={"multipleOf": 5}), {"t": 7}, "t", "multipleOf",
+                 "must be a multiple of 5", id="multipleOf"),
+    pytest.param(_obj(v={"type": "array", "maxItems": 1}), {"v": [1, 2]}, "v", "maxItems",
+                 "at most 1 item(s) (got 2)", id="maxItems"),
+    pytest.param(_obj(v={"type": "array", "minItems": 1}), {"v": []}, "v", "minItems",
+                 "at least 1 item(s)", id="minItems"),
+    pytest.param(_obj(v={"uniqueItems": True}), {"v": [1, 1]}, "v", "uniqueItems",
+                 "duplicate", id="uniqueItems"),
+    pytest.param(_obj(v={"type": "array", "items": {"type": "string"}}), {"v": ["a", 2]},
+                 "v[1]", "type", "must be a string, got integer", id="items-index"),
+    pytest.param(_obj(w={"anyOf": [{"type": "string"}, {"type": "null"}]}), {"w": 1}, "w",
+                 "anyOf", "at least one of the allowed forms", id="anyOf"),
+    pytest.param(_obj(w={"oneOf": [{"type": "integer"}, {"type": "number"}]}), {"w": 1}, "w",
+                 "oneOf", "exactly one", id="oneOf"),
+    pytest.param(_obj(w={"not": {"type": "string"}}), {"w": "s"}, "w", "not", "must not match",
+                 id="not"),
+    pytest.param(_obj(o={"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}}),
+                 {"o": {"A": 1}}, "o", "propertyNames", "names must match pattern ^[a-z]+$",
+                 id="propertyNames"),
+    pytest.param(_obj(o={"type": "object", "maxProperties": 1}), {"o": {"a": 1, "b": 2}}, "o",
+                 "maxProperties", "at most 1 field(s)", id="maxProperties"),
+    pytest.param(_obj(o={"dependencies": {"x": ["y"]}}), {"o": {"x": 1}}, "o", "dependencies",
+                 "missing dependency y for x", id="dependencies"),
+    pytest.param(_obj(v={"contains": {"const": 1}}), {"v": [2]}, "v", "contains",
+                 "at least one matching item", id="contains"),
+    pytest.param(_obj(a=False), {"a": 1}, "a", "false", "is not allowed here", id="false-schema"),
+    pytest.param({"type": "object"}, [], "", "type", "arguments: must be an object, got array",
+                 id="root-type"),
+    pytest.param(_obj(deep={}), {"deep": [[[[[[]]]]]]}, "", "maxDepth", "nested deeper than 4",
+                 id="maxDepth"),
+    pytest.param(_obj(big={}), {"big": list(range(100))}, "", "maxNodes", "more than 50 values",
+                 id="maxNodes"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("schema", "value", "field", "rule", "words"), RULES)
+def test_each_rule_names_the_field_and_the_rule(schema, value, field, rule, words):
+    validator = compile_validator(schema, max_depth=4, max_nodes=50)
+    with pytest.raises(ArgumentError) as caught:
+        validator.check(value)
+    error = caught.value
+    assert (error.field_path, error.rule) == (field, rule)
+    assert words in error.message
+    if field:
+        assert error.message.startswith(f"argument '{field}': ")
+    assert error.to_dict()["issues"][0]["rule"] == rule
+    assert not validator.is_valid(value)
+    assert validator.errors(value)[0].rule == rule
+
+
+@pytest.mark.parametrize(
+    ("toolset", "tool", "args", "message"),
+    [
+        pytest.param(
+            "chess", "move_piece", {"from": "e9", "to": "e4"},
+            "argument 'from': must match pattern ^[a-h][1-8]$", id="chess-square",
+        ),
+        pytest.param(
+            "chess", "wait_for_turn", {"timeout_ms": 60000},
+            "argument 'timeout_ms': must be <= 55000", id="chess-timeout",
+        ),
+        pytest.param(
+            "chamber", "enter_open_challenge",
+            {"product": "p", "host": "h", "provider_claim": "x", "model_claim": "m",
+             "preflight": {"tools_visible": "yes"}},
+            "argument 'preflight.tools_visible': must be a boolean, got string", id="preflight",
+        ),
+        pytest.param(
+            "chamber", "chamber_action", {"challenge_handle": "sia_1", "op": "look"},
+            "argument 'challenge_handle': must match pattern ^chl-[0-9a-f]{16}$", id="sia-handle",
+        ),
+        pytest.param(
+            "chamber", "chamber_action", {"challenge_handle": HANDLE},
+            "argument 'op': is required", id="op-required",
+        ),
+    ],
+)  # fmt: skip
+def test_contract_messages_a_model_can_act_on(toolset, tool, args, message):
+    validator = compile_validator(load_contract(toolset).tools[tool].input_schema)
+    with pytest.raises(ArgumentError) as caught:
+        validator.check(args)
+    assert caught.value.message == message
+
+
+VALID = [
+    pytest.param("chess", "join_game", {}, id="chess-join"),
+    pytest.param("chess", "move_piece", {"from": "e7", "to": "e8", "promotion": "q",
+                                         "note": "Promote."}, id="chess-move"),
+    pytest.param("chess", "wait_for_turn", {"timeout_ms": 1000, "wait_for_human": True},
+                 id="chess-wait"),
+    pytest.param("chamber", "enter_open_challenge",
+                 {"product": "gpt-5.6-sol", "host": "cursor", "provider_claim": "unknown",
+                  "model_claim": "unknown", "suite": "chambre-chrono-v0",
+                  "preflight": {"tools_visible": True}}, id="chamber-enter"),
+    pytest.param("chamber", "chamber_action",
+                 {"challenge_handle": HANDLE, "op": "submit_order", "value": ["a", "b"],
+                  "expected_action_index": 64}, id="chamber-action-array"),
+    pytest.param("chamber", "chamber_action",
+                 {"challenge_handle": HANDLE, "op": "submit_number", "value": "42"},
+                 id="chamber-action-string"),
+    pytest.param("chamber", "seal_attempt", {"challenge_handle": HANDLE}, id="chamber-seal"),
+    pytest.param("router", "get_next_work",
+                 {"context": {"session_id": "s", "actor": "a", "runtime_policy_snapshot_id": "p"},
+                  "workflow_run_id": "run-1"}, id="router-next-work"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("toolset", "tool", "args"), VALID)
+def test_valid_arguments_pass(toolset, tool, args):
+    validator = compile_validator(load_contract(toolset).tools[tool].input_schema)
+    before = copy.deepcopy(args)
+    validator.check(args)
+    assert validator.errors(args) == []
+    assert validator.problems(args) == []
+    assert args == before
+
+
+def test_errors_lists_every_problem_and_check_stops_at_the_first():
+    schema = load_contract("chess").tools["move_piece"].input_schema
+    validator = compile_validator(schema)
+    bad = {"from": 2, "note": "x" * 200, "zz": True}
+    assert {(i.field, i.rule) for i in validator.errors(bad)} == {
+        ("to", "required"),
+        ("from", "type"),
+        ("note", "maxLength"),
+        ("zz", "additionalProperties"),
+    }
+    assert len(validator.problems(bad)) == 4
+    with pytest.raises(ArgumentError):
+        validator.check(bad)
+
+
+def test_defaults_are_not_filled_in():
+    validator = compile_validator(_obj(n={"type": "integer", "default": 7}))
+    args: dict = {}
+    validator.check(args)
+    assert args == {}
+
+
+def test_dollar_matches_only_at_the_very_end():
+    # ECMA-262 semantics: unlike Python's re, "$" does not match before a final newline.
+    validator = compile_validator(load_contract("chess").tools["move_piece"].input_schema)
+    assert not validator.is_valid({"from": "e2\n", "to": "e4"})
+
+
+def test_formats_are_annotations_unless_asserted():
+    schema = _obj(at={"type": "string", "format": "date-time"})
+    assert compile_validator(schema).is_valid({"at": "yesterday"})
+    strict = compile_validator(schema, assert_formats=True)
+    with pytest.raises(ArgumentError, match="must be a valid date-time"):
+        strict.check({"at": "yesterday"})
+
+
+LATE = "https://json-schema.org/draft/2020-12/schema"
+
+
+@pytest.mark.parametrize(
+    ("schema", "good", "bad"),
+    [
+        pytest.param({"$schema": LATE, "prefixItems": [{"type": "integer"}],
+                      "items": {"type": "string"}}, [1, "a"], [1, 2], id="prefixItems"),
+        pytest.param({"prefixItems": [{"type": "integer"}], "items": False}, [1], [1, 2],
+                     id="prefixItems-closed"),
+        pytest.param({"dependentRequired": {"a": ["b"]}}, {"a": 1, "b": 2}, {"a": 1},
+                     id="dependentRequired"),
+        pytest.param({"dependentSchemas": {"a": {"required": ["c"]}}}, {"a": 1, "c": 0},
+                     {"a": 1}, id="dependentSchemas"),
+        pytest.param({"$defs": {"s": {"type": "string"}}, "$ref": "#/$defs/s", "maxLength": 2},
+                     "ab", "abc", id="ref-with-siblings"),
+        pytest.param({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer",
+                      "minimum": 1, "exclusiveMinimum": True}, 2, 1, id="draft-04"),
+    ],
+)  # fmt: skip
+def test_dialects_agree_with_the_reference(schema, good, bad):
+    reference = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    validator = compile_validator(schema)
+    assert validator.is_valid(good)
+    assert reference(schema).is_valid(good)
+    assert not validator.is_valid(bad)
+    assert not reference(schema).is_valid(bad)
+
+
+@pytest.mark.parametrize(
+    ("schema", "problem"),
+    [
+        pytest.param({"unevaluatedProperties": False}, "unevaluatedProperties", id="unevaluated"),
+        pytest.param({"properties": {"a": {"$dynamicRef": "#x"}}}, "dynamicRef", id="dynamic"),
+        pytest.param({"$ref": "https://example.invalid/s.json"}, "remote", id="remote-ref"),
+        pytest.param({"items": {"$ref": "other.json#/x"}}, "remote", id="relative-ref"),
+        pytest.param({"type": "string", "pattern": "(unclosed"}, "compiled", id="bad-regex"),
+        pytest.param({"type": "no-such-type"}, "compiled", id="bad-type"),
+    ],
+)
+def test_schemas_that_cannot_be_honoured_are_refused_at_compile_time(schema, problem):
+    with pytest.raises(SchemaError, match=problem):
+        compile_validator(schema)
+
+
+def test_normalise_keeps_enum_values_that_look_like_keywords():
+    schema = {"enum": [{"$ref": "https://x"}, {"prefixItems": 1}]}
+    assert normalise_schema(schema)["enum"] == schema["enum"]
+
+
+# --- agreement with the jsonschema reference ----------------------------------------------------
+
+TEXT = st.text(st.characters(exclude_characters="\n"), max_size=12)
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | TEXT
+)
+ANY_JSON = st.recursive(
+    SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
+    max_leaves=8,
+)  # fmt: skip
+
+
+def _fitting(schema, depth):  # noqa: C901 - one branch per JSON Schema keyword family
+    if not isinstance(schema, dict) or depth > 6:
+        return ANY_JSON
+    if "const" in schema:
+        return st.just(schema["const"])
+    if "enum" in schema:
+        return st.sampled_from(schema["enum"])
+    if "anyOf" in schema or "oneOf" in schema:
+        return st.one_of([_near(s, depth + 1) for s in schema.get("anyOf", schema.get("oneOf"))])
+    types = schema.get("type", "object" if "properties" in schema else None)
+    if types is None:
+        return ANY_JSON
+    options = []
+    for kind in [types] if isinstance(types, str) else types:
+        if kind == "string" and "pattern" in schema:
+            options.append(st.from_regex(schema["pattern"], fullmatch=True) | TEXT)
+        elif kind == "string":
+            low, high = schema.get("minLength", 0), schema.get("maxLength", 10)
+            options.append(st.text(st.characters(exclude_characters="\n"), min_size=max(0, low - 1),
+                                   max_size=min(high + 1, 300)))  # fmt: skip
+        elif kind in ("integer", "number"):
+            low, high = schema.get("minimum", -(2**53)), schema.get("maximum", 2**53)
+            options.append(st.integers(low - 1, high + 1) | st.floats(allow_nan=False))
+        elif kind == "boolean":
+            options.append(st.booleans())
+        elif kind == "null":
+            options.append(st.none())
+        elif kind == "array":
+            items = _near(schema.get("items", {}), depth + 1)
+            options.append(st.lists(items, max_size=min(schema.get("maxItems", 4) + 1, 5)))
+        elif kind == "object":
+            options.append(_objects(schema, depth))
+    return st.one_of(options)
+
+
+def _objects(schema, depth):
+    props = schema.get("properties", {})
+    required = [k for k in schema.get("required", []) if k in props]
+    base = st.fixed_dictionaries(
+        {k: _near(props[k], depth + 1) for k in required},
+        optional={k: _near(v, depth + 1) for k, v in props.items() if k not in required},
+    )
+
+    def mutate(pair):
+        value, (action, key) = pair
+        value = dict(value)
+        if action == "drop" and required:
+            value.pop(required[key % len(required)], None)
+        elif action == "extra":
+            value["unexpected_field"] = key
+        return value
+
+    actions = st.tuples(st.sampled_from(["keep"] * 6 + ["drop", "extra"]), st.integers(0, 9))
+    return st.tuples(base, actions).map(mutate)
+
+
+def _near(schema, depth=0):
+    """Values that mostly fit ``schema`` and sometimes break it in one place."""
+    return st.integers(0, 9).flatmap(lambda n: ANY_JSON if n == 0 else _fitting(schema, depth))
+
+
+def _reference(schema):
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema)
+
+
+_COMPILED: dict[int, object] = {}
+
+
+def _compiled(schema):
+    # Contract schemas live as long as the cached contract, so id() is a stable key.
+    return _COMPILED.setdefault(id(schema), compile_validator(schema))
+
+
+def _input_schemas(*toolsets):
+    return [
+        pytest.param(tool.input_schema, id=f"{toolset}.{tool.name}")
+        for toolset in toolsets
+        for tool in load_contract(toolset).tools.values()
+    ]
+
+
+def _agree(schema, data):
+    value = data.draw(_near(schema), label="value")
+    assert _compiled(schema).is_valid(value) == _reference(schema).is_valid(value)
+
+
+@pytest.mark.parametrize("schema", _input_schemas("chess", "chamber"))
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_compiled_validator_agrees_with_jsonschema(schema, data):
+    _agree(schema, data)
+
+
+@pytest.mark.parametrize("schema", _input_schemas("router"))
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_compiled_validator_agrees_with_jsonschema_on_router_schemas(schema, data):
+    _agree(schema, data)
+
+
+@pytest.mark.parametrize("schema", _input_schemas("chess", "chamber"))
+def test_generated_values_include_accepted_and_rejected_ones(schema):
+    reference = _reference(schema)
+    # Generation only: an example is enough, shrinking it would only cost time.
+    quick = settings(
+        max_examples=500,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    find(_near(schema), lambda v: not reference.is_valid(v), settings=quick)
+    find(_near(schema), reference.is_valid, settings=quick)
