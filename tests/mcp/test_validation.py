@@ -247,6 +247,14 @@ def test_schemas_that_cannot_be_honoured_are_refused_at_compile_time(schema, pro
         compile_validator(schema)
 
 
+def test_lazy_validators_compile_on_first_use():
+    validator = compile_validator(_obj(a={"type": "string"}), lazy=True)
+    assert validator.problems({"a": 1}) == ["argument 'a': must be a string, got integer"]
+    broken = compile_validator({"type": "string", "pattern": "(unclosed"}, lazy=True)
+    with pytest.raises(SchemaError):
+        broken.check("x")
+
+
 def test_normalise_keeps_enum_values_that_look_like_keywords():
     schema = {"enum": [{"$ref": "https://x"}, {"prefixItems": 1}]}
     assert normalise_schema(schema)["enum"] == schema["enum"]
@@ -290,7 +298,9 @@ def _fitting(schema, depth):  # noqa: C901 - one branch per JSON Schema keyword 
                                    max_size=min(high + 1, 300)))  # fmt: skip
         elif kind in ("integer", "number"):
             low, high = schema.get("minimum", -(2**53)), schema.get("maximum", 2**53)
-            options.append(st.integers(low - 1, high + 1) | st.floats(allow_nan=False))
+            options.append(
+                st.integers(low - 1, high + 1) | st.floats(allow_nan=False, allow_infinity=False)
+            )
         elif kind == "boolean":
             options.append(st.booleans())
         elif kind == "null":

@@ -79,9 +79,9 @@ class ValidationIssue:
 
     def describe(self, subject: str = "argument", root: str = "arguments") -> str:
         """Render the issue for a model, e.g. ``argument 'from': must match pattern ...``."""
-        if not self.path:
-            return f"{root}: {self.message}"
-        return f"{subject} '{self.field}': {self.message}"
+        return (
+            f"{subject} '{self.field}': {self.message}" if self.path else f"{root}: {self.message}"
+        )
 
     def to_dict(self) -> dict[str, str]:
         """The issue as JSON: ``{"field", "rule", "message"}``."""
@@ -109,13 +109,8 @@ class ArgumentError(AgoraError, ValueError):
 
     def to_dict(self) -> dict[str, Any]:
         """The error as JSON, for the body of an ``isError`` tool result."""
-        issues = [issue.to_dict() for issue in self.issues]
-        return {
-            "field": self.field_path,
-            "rule": self.rule,
-            "message": self.message,
-            "issues": issues,
-        }
+        body: dict[str, Any] = {"field": self.field_path, "rule": self.rule}
+        return body | {"message": self.message, "issues": [i.to_dict() for i in self.issues]}
 
 
 def _refuse_remote(uri: str) -> Any:
@@ -202,8 +197,6 @@ _TEMPLATES = {
     "maxProperties": "must have at most {} field(s)",
     "minLength": "must be at least {} character(s) long",
     "maxLength": "must be at most {} character(s) long",
-}
-_FIXED = {
     "uniqueItems": "must not contain duplicate items",
     "anyOf": "must match at least one of the allowed forms",
     "oneOf": "must match exactly one of the allowed forms",
@@ -229,8 +222,6 @@ def _describe(rule: str, definition: Mapping[str, Any], value: Any, fallback: st
     if rule in _TEMPLATES:
         sized = rule.startswith(("min", "max")) and isinstance(value, str | list | dict)
         return _TEMPLATES[rule].format(spec) + (f" (got {len(value)})" if sized else "")
-    if rule in _FIXED:
-        return _FIXED[rule]
     if rule == "propertyNames" and isinstance(spec, dict):
         limits = [
             _describe(k, spec, None, "") for k in ("pattern", "maxLength", "enum") if k in spec
@@ -293,10 +284,11 @@ class Validator:
         compile_fn: Callable[[bool], Callable[[Any], Any]],
         nouns: tuple[str, str],
         limits: tuple[int, int],
+        lazy: bool = False,
     ) -> None:
         self.schema = schema
         self._compile = compile_fn
-        self._fast = compile_fn(True)
+        self._fast: Callable[[Any], Any] | None = None if lazy else compile_fn(True)
         # The collect-every-error variant is compiled on first need: most values are valid.
         self._all: Callable[[Any], Any] | None = None
         self._nouns = nouns
@@ -311,6 +303,7 @@ class Validator:
         Raises:
             ArgumentError: The value breaks the schema or the depth/size guard; the message
                 names the field and the rule.
+            SchemaError: Only from a ``lazy`` validator whose schema cannot be compiled.
         """
         issues = self._first_issues(value)
         if issues:
@@ -342,12 +335,16 @@ class Validator:
             return _issues(exc) or first
         return first
 
+    def _compile_fast(self) -> Callable[[Any], Any]:
+        self._fast = self._compile(True)
+        return self._fast
+
     def _first_issues(self, value: Any) -> list[ValidationIssue]:
         guarded = _guard(value, *self._limits)
         if guarded is not None:
             return [guarded]
         try:
-            self._fast(value)
+            (self._fast or self._compile_fast())(value)
         except fastjsonschema.JsonSchemaValueException as exc:
             return _issues(exc) or [ValidationIssue(_path(exc.name), exc.rule or "", exc.message)]
         return []
@@ -361,6 +358,7 @@ def compile_validator(
     max_depth: int = MAX_DEPTH,
     max_nodes: int = MAX_NODES,
     assert_formats: bool = False,
+    lazy: bool = False,
 ) -> Validator:
     """Compile a JSON Schema into a reusable `Validator`.
 
@@ -373,6 +371,8 @@ def compile_validator(
         max_nodes: Most values (object members plus array items) accepted in total.
         assert_formats: Reject strings that break ``format``; off by default, since ``format``
             is an annotation in the 2020-12 default vocabulary (and in the jsonschema reference).
+        lazy: Generate the code on the first check instead of now (a big schema takes 10-25 ms);
+            a schema that cannot be compiled then raises `SchemaError` from that first check.
 
     Returns:
         The compiled validator.
@@ -395,4 +395,4 @@ def compile_validator(
             raise SchemaError(f"schema cannot be compiled: {exc}") from exc
         return validate
 
-    return Validator(schema, compile_fn, (subject, root), (max_depth, max_nodes))
+    return Validator(schema, compile_fn, (subject, root), (max_depth, max_nodes), lazy)
