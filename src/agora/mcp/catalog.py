@@ -8,6 +8,8 @@ called here; each entry carries an opaque ``target`` the async driver knows how 
 from __future__ import annotations
 
 import base64
+import functools
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,6 +76,27 @@ class ResourceEntry:
             out["mimeType"] = self.mime_type
         return out
 
+    def match(self, uri: str) -> dict[str, str] | None:
+        """The template variables ``uri`` binds, or None if it is not this resource.
+
+        A plain resource matches only its own URI (with no variables); a template's
+        ``{name}`` parts each match one non-empty path segment (RFC 6570 level 1).
+        """
+        if not self.template:
+            return {} if uri == self.uri else None
+        found = _template_pattern(self.uri).fullmatch(uri)
+        return found.groupdict() if found else None
+
+
+@functools.lru_cache(maxsize=256)
+def _template_pattern(template: str) -> re.Pattern[str]:
+    parts = re.split(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", template)
+    # re.split alternates literal text and variable names: even indexes are literals.
+    regex = "".join(
+        re.escape(part) if i % 2 == 0 else f"(?P<{part}>[^/?#]+)" for i, part in enumerate(parts)
+    )
+    return re.compile(regex)
+
 
 @dataclass(frozen=True, slots=True)
 class PromptEntry:
@@ -89,6 +112,18 @@ class PromptEntry:
         out: dict[str, Any] = {"name": self.name, "description": self.description}
         if self.arguments:
             out["arguments"] = list(self.arguments)
+        return out
+
+    def problems(self, args: dict[str, Any]) -> list[str]:
+        """What is wrong with prompts/get ``args``: missing required or non-string values."""
+        out = [
+            f"missing required argument {a['name']!r}"
+            for a in self.arguments
+            if a.get("required") and a["name"] not in args
+        ]
+        out.extend(
+            f"argument {k!r} must be a string" for k, v in args.items() if not isinstance(v, str)
+        )
         return out
 
 
@@ -119,6 +154,20 @@ class Catalog:
     def prompt(self, name: str) -> PromptEntry | None:
         """The prompt called ``name``."""
         return next((p for p in self.prompts if p.name == name), None)
+
+    def resource(self, uri: str) -> tuple[ResourceEntry, dict[str, str]] | None:
+        """The resource serving ``uri`` and the template variables it binds.
+
+        Plain resources win over templates; among templates, the first listed wins.
+        """
+        plain = next((r for r in self.resources if not r.template and r.uri == uri), None)
+        if plain is not None:
+            return plain, {}
+        for entry in self.resources:
+            bound = entry.match(uri) if entry.template else None
+            if bound is not None:
+                return entry, bound
+        return None
 
     def capabilities(self) -> dict[str, Any]:
         """The server capabilities this catalog implies."""

@@ -1,9 +1,10 @@
 """One MCP session's protocol state machine, sans-io.
 
 Feed it decoded messages with `Session.handle`; it answers what it can itself (initialize,
-ping, lists, logging level, discovery) and hands the rest to the driver as `Invoke` actions
-(tools/call, resources/read, prompts/get, completion/complete, subscriptions) or `Cancel`.
-The driver runs those and turns their outcome into a reply with `tool_result` & co.
+ping, lists, logging level, discovery, resource subscriptions) and hands the rest to the
+driver as `Invoke` actions (tools/call, resources/read, prompts/get, completion/complete)
+or `Cancel`. The driver runs those and turns their outcome into a reply with `tool_result`
+& co; `resource_updated` tells it which changes a subscribed client must hear of.
 Both handshake revisions (initialize / initialized) and the 2026-07-28 per-request
 envelope (``params._meta``, ``server/discover``, ``resultType``) are served.
 """
@@ -15,7 +16,7 @@ from typing import Any
 
 from agora.errors import ProtocolError
 from agora.mcp import jsonrpc as rpc
-from agora.mcp.catalog import Catalog, page
+from agora.mcp.catalog import Catalog, ToolEntry, page
 
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MODERN_VERSIONS = ("2026-07-28",)
@@ -46,8 +47,6 @@ INVOKED = {
     "resources/read": "resource",
     "prompts/get": "prompt",
     "completion/complete": "complete",
-    "resources/subscribe": "subscribe",
-    "resources/unsubscribe": "unsubscribe",
 }
 
 
@@ -202,6 +201,9 @@ class Session:
             case "prompts/list":
                 prompts, nxt = self._page(list(cat.prompts), params)
                 return _with_cursor({"prompts": [p.listing() for p in prompts]}, nxt)
+            case "resources/subscribe" | "resources/unsubscribe":
+                self._subscription(msg.method, params)
+                return {}
             case "logging/setLevel":
                 level = params.get("level")
                 if level not in LOG_LEVELS:
@@ -209,6 +211,32 @@ class Session:
                 self.log_level = level
                 return {}
         raise ProtocolError(rpc.METHOD_NOT_FOUND, f"method not found: {msg.method}")
+
+    def _subscription(self, method: str, params: dict[str, Any]) -> None:
+        if not self.catalog.resources:
+            raise ProtocolError(rpc.METHOD_NOT_FOUND, "resources are not offered here")
+        uri = params.get("uri")
+        if not isinstance(uri, str) or not uri:
+            raise ProtocolError(rpc.INVALID_PARAMS, "params.uri must be a string")
+        if method == "resources/unsubscribe":
+            self.subscriptions.discard(uri)
+            return
+        if self.catalog.resource(uri) is None:
+            raise ProtocolError(rpc.RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+        self.subscriptions.add(uri)
+
+    def resource_updated(self, uri: str) -> dict[str, Any] | None:
+        """The notifications/resources/updated message for ``uri``, if this session subscribed.
+
+        Args:
+            uri: The resource that changed.
+
+        Returns:
+            The notification to send, or None when the client did not subscribe to ``uri``.
+        """
+        if uri not in self.subscriptions:
+            return None
+        return rpc.notification("notifications/resources/updated", {"uri": uri})
 
     def _page(self, items: list[Any], params: dict[str, Any]) -> tuple[list[Any], str | None]:
         cursor = params.get("cursor")
@@ -226,16 +254,17 @@ class Session:
         token = meta.get("progressToken")
         if not isinstance(token, (str, int)) or isinstance(token, bool):
             token = None
-        target: Any = None
-        name = params.get("name") if kind in ("tool", "prompt") else params.get("uri")
-        args = params.get("arguments", {})
         if kind == "complete":
-            target, name, args = self.catalog.completion, "complete", params
-            if target is None:
+            if self.catalog.completion is None:
                 raise ProtocolError(rpc.METHOD_NOT_FOUND, "completions are not offered here")
-        elif not isinstance(name, str) or not name:
-            field_name = "name" if kind in ("tool", "prompt") else "uri"
+            return Invoke(
+                msg.id, kind, "complete", params, self.catalog.completion, token, meta, modern
+            )
+        field_name = "name" if kind in ("tool", "prompt") else "uri"
+        name = params.get(field_name)
+        if not isinstance(name, str) or not name:
             raise ProtocolError(rpc.INVALID_PARAMS, f"params.{field_name} must be a string")
+        args = params.get("arguments")
         if args is None:
             args = {}
         if not isinstance(args, dict):
@@ -246,21 +275,32 @@ class Session:
                 raise ProtocolError(rpc.INVALID_PARAMS, f"unknown tool: {name}")
             problems = tool.check(args)
             if problems:
-                text = "invalid arguments: " + "; ".join(problems)
-                result: dict[str, Any] = {
-                    "content": [{"type": "text", "text": text}],
-                    "isError": True,
-                }
-                if tool.reject is not None:
-                    result["structuredContent"] = tool.reject(problems)
-                return Send(rpc.result(msg.id, self.finish(result, modern)), msg.id)
-            target = tool.target
-        elif kind == "prompt":
+                return Send(rpc.result(msg.id, self._rejected(tool, problems, modern)), msg.id)
+            return Invoke(msg.id, kind, name, args, tool.target, token, meta, modern)
+        target, args = self._target(kind, name, args)
+        return Invoke(msg.id, kind, name, args, target, token, meta, modern)
+
+    def _rejected(self, tool: ToolEntry, problems: list[str], modern: bool) -> dict[str, Any]:
+        text = "invalid arguments: " + "; ".join(problems)
+        result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": True}
+        if tool.reject is not None:
+            result["structuredContent"] = tool.reject(problems)
+        return self.finish(result, modern)
+
+    def _target(self, kind: str, name: str, args: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """The target of a prompts/get or resources/read, and the arguments it gets."""
+        if kind == "prompt":
             prompt = self.catalog.prompt(name)
             if prompt is None:
                 raise ProtocolError(rpc.INVALID_PARAMS, f"unknown prompt: {name}")
-            target = prompt.target
-        return Invoke(msg.id, kind, name, args, target, token, meta, modern)
+            problems = prompt.problems(args)
+            if problems:
+                raise ProtocolError(rpc.INVALID_PARAMS, "; ".join(problems))
+            return prompt.target, args
+        found = self.catalog.resource(name)
+        if found is None:
+            raise ProtocolError(rpc.RESOURCE_NOT_FOUND, "Resource not found", {"uri": name})
+        return found[0].target, found[1]
 
     def finish(
         self, value: dict[str, Any], modern: bool, *, cacheable: bool = False

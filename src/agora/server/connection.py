@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Emit = Callable[[dict[str, Any], rpc.RequestId | None], Awaitable[None]]
+#: Ends the transport stream of a request's messages so the client can resume it later.
+Hangup = Callable[[rpc.RequestId], None]
 
 #: How long a server-to-client request (sampling, elicitation) may wait for its answer.
 CLIENT_REQUEST_TIMEOUT = 120.0
@@ -66,12 +68,14 @@ class Connection:
         *,
         principal: Principal,
         endpoint: Mapping[str, str],
+        hangup: Hangup | None = None,
     ) -> None:
         self.app = app
         self.session = session
         self.principal = principal
         self.endpoint = endpoint
         self._emit = emit
+        self._hangup = hangup
         self._nursery = nursery
         self._calls: dict[rpc.RequestId, trio.CancelScope] = {}
         self._pending: dict[rpc.RequestId, tuple[trio.Event, list[rpc.Response]]] = {}
@@ -108,6 +112,18 @@ class Connection:
             await self._emit(rpc.error(rpc.error_id(exc), exc.code, exc.message), None)
             return
         await self.feed(msg)
+
+    async def resource_updated(self, uri: str, related: rpc.RequestId | None = None) -> None:
+        """Send notifications/resources/updated for ``uri`` if this session subscribed to it.
+
+        Args:
+            uri: The resource that changed.
+            related: The request whose stream should carry the notification, if any; the
+                transport falls back to its session-wide stream.
+        """
+        message = self.session.resource_updated(uri)
+        if message is not None:
+            await self._emit(message, related)
 
     async def _start(self, inv: Invoke) -> None:
         if inv.id in self._calls:
@@ -179,6 +195,13 @@ class Connection:
                 params = {"level": level, "logger": inv.name, "data": data}
                 await self._emit(rpc.notification("notifications/message", params), rid)
 
+        def close_stream() -> None:
+            if self._hangup is not None:
+                self._hangup(rid)
+
+        async def resource_updated(uri: str) -> None:
+            await self.resource_updated(uri, rid)
+
         return ToolCall(
             tool=inv.name,
             args=inv.args,
@@ -189,6 +212,8 @@ class Connection:
             log=send_log,
             meta=inv.meta,
             client=ClientChannel(self, rid),
+            close_stream=close_stream,
+            resource_updated=resource_updated,
         )
 
     async def request_client(

@@ -39,6 +39,7 @@ class Principal:
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 LogFn = Callable[[str, Any], Awaitable[None]]
+UpdatedFn = Callable[[str], Awaitable[None]]
 
 
 async def _no_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -46,6 +47,14 @@ async def _no_progress(progress: float, total: float | None, message: str | None
 
 
 async def _no_log(level: str, data: Any) -> None:
+    return None
+
+
+def _no_close() -> None:
+    return None
+
+
+async def _no_update(uri: str) -> None:
     return None
 
 
@@ -63,6 +72,13 @@ class ToolCall:
         progress: Report progress (sent only if the client asked with a progressToken).
         log: Send a notifications/message at a level (filtered by logging/setLevel).
         meta: The request's ``_meta`` object, if any.
+        client: Sends server-to-client requests (sampling, elicitation) on this call's
+            stream; an ``agora.server.connection.ClientChannel`` when available.
+        close_stream: End the transport stream carrying this call's messages without ending
+            the call (Streamable HTTP: the client resumes with ``Last-Event-ID``; a no-op
+            on transports without resumable streams). Later messages are buffered.
+        resource_updated: Tell this session that the resource at a URI changed; sends
+            ``notifications/resources/updated`` if the client subscribed to it.
     """
 
     tool: str
@@ -73,7 +89,9 @@ class ToolCall:
     progress: ProgressFn = _no_progress
     log: LogFn = _no_log
     meta: Mapping[str, Any] = field(default_factory=dict)
-    client: Any = None  # agora.server.ClientChannel for server-to-client requests, when available
+    client: Any = None
+    close_stream: Callable[[], None] = _no_close
+    resource_updated: UpdatedFn = _no_update
 
 
 Handler = Callable[[ToolCall], Awaitable[dict[str, Any]]]

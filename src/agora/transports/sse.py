@@ -45,6 +45,10 @@ class EventBuffer:
     closed: bool = False
     #: Bumped to end the current HTTP response while keeping the stream resumable.
     hangups: int = 0
+    #: Number of the last event written before the latest hangup: the cut-off point of
+    #: the responses it ends, so nothing written after it reaches a response already told
+    #: to end (the client must find it by resuming).
+    cut: int = 0
     #: The final JSON-RPC response written to this stream, once there is one.
     final: str | None = None
     _changed: trio.Event = field(default_factory=trio.Event)
@@ -70,6 +74,7 @@ class EventBuffer:
     def hangup(self) -> None:
         """End the HTTP response reading this stream; the client may resume it."""
         self.hangups += 1
+        self.cut = self.first + len(self.events) - 1
         self._wake()
 
     def _wake(self) -> None:
@@ -80,11 +85,13 @@ class EventBuffer:
         """An event set by the next append, close or hangup."""
         return self._changed
 
-    def since(self, n: int) -> tuple[list[bytes], int]:
-        """Events after number ``n`` and the number of the last one."""
+    def since(self, n: int, upto: int | None = None) -> tuple[list[bytes], int]:
+        """Events after number ``n`` (up to number ``upto``) and the number of the last one."""
         start = max(n + 1, self.first)
         last = self.first + len(self.events) - 1
-        return self.events[start - self.first :], last
+        if upto is not None:
+            last = min(last, upto)
+        return self.events[start - self.first : max(last - self.first + 1, 0)], last
 
 
 def parse_event_id(value: str) -> tuple[str, int] | None:
@@ -95,21 +102,29 @@ def parse_event_id(value: str) -> tuple[str, int] | None:
     return stream_id, int(n)
 
 
-async def read_stream(
+def read_stream(
     buffer: EventBuffer, after: int, *, prime_retry_ms: int | None
 ) -> AsyncIterator[bytes]:
-    """Yield wire events of ``buffer`` after number ``after`` until it closes or hangs up.
+    """Wire events of ``buffer`` after number ``after``, until it closes or hangs up.
 
     With ``prime_retry_ms``, first yield a priming event (an id and empty data, SEP-1699) so
-    the client can reconnect with Last-Event-ID even before the first real event.
+    the client can reconnect with Last-Event-ID even before the first real event. A hangup
+    counts from this call on, not from the first iteration: a response created before the
+    call it carries hangs up must still end.
     """
+    return _read(buffer, after, prime_retry_ms, buffer.hangups)
+
+
+async def _read(
+    buffer: EventBuffer, after: int, prime_retry_ms: int | None, hangups: int
+) -> AsyncIterator[bytes]:
     if prime_retry_ms is not None:
         yield format_event("", event_id=buffer.event_id(after), retry_ms=prime_retry_ms)
-    hangups = buffer.hangups
     while True:
         signal = buffer.signal()
-        done = buffer.closed or buffer.hangups != hangups
-        events, last = buffer.since(after)
+        hung_up = buffer.hangups != hangups
+        done = buffer.closed or hung_up
+        events, last = buffer.since(after, buffer.cut if hung_up else None)
         for event in events:
             yield event
         after = max(after, last)

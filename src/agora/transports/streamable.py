@@ -32,6 +32,8 @@ VERSION_HEADER = "mcp-protocol-version"
 #: Sessions unused this long are closed.
 SESSION_IDLE_SECONDS = 3600.0
 PRIME_RETRY_MS = 1000
+#: Finished streams a session keeps for clients that resume late; older ones are dropped.
+KEEP_FINISHED_STREAMS = 32
 LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]"}
 
 
@@ -46,7 +48,13 @@ class HttpSession:
         self.path_params = endpoint.params
         self.session = app.new_session(endpoint)
         self.conn = Connection(
-            app, self.session, self.emit, nursery, principal=principal, endpoint=endpoint.params
+            app,
+            self.session,
+            self.emit,
+            nursery,
+            principal=principal,
+            endpoint=endpoint.params,
+            hangup=self.hangup,
         )
         self.replies: dict[rpc.RequestId, EventBuffer] = {}
         self.streams: dict[str, EventBuffer] = {}
@@ -55,6 +63,9 @@ class HttpSession:
 
     def open_buffer(self, rid: rpc.RequestId | None) -> EventBuffer:
         """A new resumable stream; for ``rid``'s reply when given."""
+        finished = [sid for sid, old in self.streams.items() if old.closed]
+        for sid in finished[: max(len(finished) - KEEP_FINISHED_STREAMS, 0)]:
+            del self.streams[sid]
         buf = EventBuffer()
         self.streams[buf.stream_id] = buf
         if rid is not None:
@@ -224,8 +235,10 @@ class StreamableHTTP:
             if parsed is None or buf is None:
                 return Response.error(404, "unknown Last-Event-ID: that stream is gone")
             return EventStream(read_stream(buf, parsed[1], prime_retry_ms=None))
-        if session.standalone is not None and not session.standalone.closed:
-            return Response.error(409, "Conflict: this session already has a GET stream")
+        if session.standalone is not None:
+            # One GET stream per session: a new GET replaces the old one, which may be a
+            # connection that died silently. Undelivered events stay resumable by id.
+            session.standalone.close()
         session.standalone = session.open_buffer(None)
         return EventStream(read_stream(session.standalone, 0, prime_retry_ms=None))
 
