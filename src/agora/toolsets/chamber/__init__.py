@@ -1,0 +1,55 @@
+"""The ScoreIA Open Chamber toolset (``scoreia-chamber-tools/0.3.0``).
+
+Agents enter an attempt, explore a generated room of chained locks, and seal the attempt
+into a dated public card. `toolset()` wires the contract's tools, the attempt tables and the
+public card pages into a `Toolset`. Operator commands (signing and verifying cards) live in
+`agora.toolsets.chamber.cards_cli`. This module only wires parts together; it holds no logic.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agora.toolsets.base import Toolset
+from agora.toolsets.chamber import store, web
+from agora.toolsets.chamber.contract import ChamberContract, default_contract
+from agora.toolsets.chamber.replies import CODES, argument_rejection
+from agora.toolsets.chamber.service import Chamber
+from agora.toolsets.chamber.tools import handlers
+
+if TYPE_CHECKING:
+    from agora.runtime.registry import Runtime
+
+
+def build_toolset(contract: ChamberContract) -> tuple[Toolset, Chamber]:
+    """The chamber toolset for ``contract``, and its handler object (for operator actions).
+
+    Raises:
+        ValueError: if the toolset answers an error code the contract does not list.
+    """
+    undeclared = CODES - contract.error_codes
+    if undeclared:
+        raise ValueError(f"chamber error codes missing from the contract: {sorted(undeclared)}")
+    chamber = Chamber(contract)
+
+    async def purge_on_start(runtime: Runtime) -> None:
+        # One pass at start-up; sessions retire lazily on load in between.
+        await runtime.write(
+            store.purge_finished(runtime.clock.wall(), chamber.kind.rules.retention)
+        )
+
+    toolset = Toolset(
+        name="chamber",
+        handlers=handlers(chamber),
+        migrations=store.MIGRATIONS,
+        routes=web.ROUTES,
+        aliases=dict(contract.aliases),
+        on_start=purge_on_start,
+        reject_arguments=argument_rejection,
+    )
+    return toolset, chamber
+
+
+def toolset() -> Toolset:
+    """The chamber toolset bound to the packaged contract (contracts/chamber.json)."""
+    return build_toolset(default_contract())[0]

@@ -1,0 +1,239 @@
+"""Evidence 0.2 cards: building a sealed attempt's card, publishing it, verifying it offline.
+
+A card body is RFC 8785 canonical JSON, written once and stored as bytes; it never changes.
+The published document wraps those exact bytes: ``{"card": <body>, "card_sha256": ...,
+"evidence_status": ..., "signature": {...} | null}`` (keys in canonical order, so the
+document is canonical too). The signature is Ed25519 over the body bytes; signing later
+only adds the signature, never touches the body. Cards sealed under 0.2.0 are kept as the
+bytes they arrived as. This module is pure apart from `signing`'s crypto; it must not touch
+the store.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import rfc8785
+
+from agora.toolsets.chamber import signing
+from agora.toolsets.chamber.attempt import iso
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
+    from agora.toolsets.chamber.attempt import Attempt
+
+EVIDENCE_VERSION = "0.2"
+CARD_KIND = "scoreia-chamber-card"
+
+
+class CardFormatError(ValueError):
+    """Bytes that are not a chamber card document."""
+
+
+def sha256_tag(data: bytes) -> str:
+    """``sha256:`` + hex digest of ``data``."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def card_id_for(handle: str, sealed_at: dt.datetime) -> str:
+    """The public id of the card of attempt ``handle`` (dated, not revealing the handle)."""
+    digest = hashlib.sha256(f"scoreia-chamber-card\n{handle}".encode()).hexdigest()[:16]
+    return f"card-{sealed_at.astimezone(dt.UTC):%Y%m%d}-{digest}"
+
+
+@dataclass(frozen=True, slots=True)
+class Sealing:
+    """What the contract and the seal call add to a card besides the attempt itself."""
+
+    outcome: str
+    sealed_at: dt.datetime
+    schema_bundle_hash: str
+    notice_hash: str | None = None
+    next_candidate: str | None = None
+    quarantine_reason: str | None = None
+
+
+def card_body(attempt: Attempt, sealing: Sealing) -> dict[str, Any]:
+    """The card of ``attempt`` sealed as described by ``sealing``.
+
+    Args:
+        attempt: The attempt being sealed.
+        sealing: Outcome, time and contract facts.
+
+    Returns:
+        The card body as a JSON-able dict.
+    """
+    end = min(sealing.sealed_at, attempt.expires_at)
+    identity = {k: v for k, v in attempt.identity.items() if v}
+    identity["assurance"] = attempt.assurance
+    body: dict[str, Any] = {
+        "evidence_version": EVIDENCE_VERSION,
+        "kind": CARD_KIND,
+        "card_id": card_id_for(attempt.handle, sealing.sealed_at),
+        "toolset_id": attempt.rules.toolset_id,
+        "sealed_at": iso(sealing.sealed_at),
+        "date": f"{sealing.sealed_at.astimezone(dt.UTC):%Y-%m-%d}",
+        "suite": {
+            "id": attempt.suite_id,
+            "generation": attempt.generation,
+            "engine": attempt.engine,
+        },
+        "seed_commitment": attempt.seed_commitment,
+        "outcome": sealing.outcome,
+        "locks": {"opened": attempt.opened, "total": len(attempt.room.locks)},
+        "actions_used": attempt.action_index,
+        "action_limit": attempt.rules.max_actions,
+        "hints_used": attempt.hints_used,
+        "wrong_submissions": attempt.wrong,
+        "elapsed_seconds": max(0, int((end - attempt.created_at).total_seconds())),
+        "identity": identity,
+        "preflight": attempt.preflight,
+        "schema_bundle_hash": sealing.schema_bundle_hash,
+        "transcript_hash": "sha256:" + attempt.head,
+        "transcript_length": len(attempt.transcript),
+        "allies": [ally for ally, _ in attempt.allies],
+    }
+    if sealing.notice_hash:
+        body["publication_notice"] = sealing.notice_hash
+    if sealing.next_candidate:
+        body["next_candidate"] = sealing.next_candidate
+    if sealing.quarantine_reason is not None:
+        body["quarantine"] = {"reason": sealing.quarantine_reason}
+    return body
+
+
+def canonical(value: Any) -> bytes:
+    """RFC 8785 canonical JSON bytes of ``value``."""
+    return rfc8785.dumps(value)
+
+
+def signature_block(signer: signing.Signer, body: bytes, when: dt.datetime) -> dict[str, Any]:
+    """Sign ``body`` (a card's canonical bytes) and describe the signature."""
+    return {
+        "alg": signing.ALGORITHM,
+        "key_id": signer.key_id,
+        "public_key": signer.public_key_hex,
+        "signed_at": iso(when),
+        "value": signer.sign(body),
+    }
+
+
+def publish(body: bytes, signature: dict[str, Any] | None) -> bytes:
+    """The public document of a card: its exact body bytes plus hash and signature."""
+    status = "signed" if signature else "pending_signature"
+    return b"".join(
+        (
+            b'{"card":',
+            body,
+            b',"card_sha256":',
+            canonical(sha256_tag(body)),
+            b',"evidence_status":',
+            canonical(status),
+            b',"signature":',
+            canonical(signature),
+            b"}",
+        )
+    )
+
+
+def legacy_fields(document: bytes, legacy_toolset_id: str) -> tuple[str, str]:
+    """The card id and UTC date of a 0.2.0 card document (flat or wrapped).
+
+    Args:
+        document: The card as it was published.
+        legacy_toolset_id: The toolset id such cards are bound to.
+
+    Returns:
+        ``(card_id, "YYYY-MM-DD")``.
+
+    Raises:
+        CardFormatError: if it is not a card bound to ``legacy_toolset_id``.
+    """
+    try:
+        doc = json.loads(document)
+    except ValueError as exc:
+        raise CardFormatError(f"not JSON: {exc}") from exc
+    card = doc.get("card", doc) if isinstance(doc, dict) else None
+    if not isinstance(card, dict) or card.get("toolset_id") != legacy_toolset_id:
+        raise CardFormatError(f"not a card bound to {legacy_toolset_id}")
+    card_id, sealed_at = card.get("card_id"), str(card.get("sealed_at", ""))
+    if not isinstance(card_id, str) or len(sealed_at) < 10:
+        raise CardFormatError("a legacy card needs card_id and sealed_at")
+    return card_id, sealed_at[:10]
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """The result of checking a card document offline.
+
+    Attributes:
+        card_id: The card's id, if it has one.
+        toolset_id: The toolset the card is bound to.
+        hash_ok: The body hashes to ``card_sha256``.
+        signature: ``valid``, ``invalid`` or ``missing``.
+        key_id: The signing key's id, when signed.
+        trusted: Whether the key is among the trusted keys (None when none were given).
+    """
+
+    card_id: str | None
+    toolset_id: str | None
+    hash_ok: bool
+    signature: str
+    key_id: str | None = None
+    trusted: bool | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Hash right, signature valid, and (if trusted keys were given) the key trusted."""
+        return self.hash_ok and self.signature == "valid" and self.trusted is not False
+
+
+def verify_document(data: bytes, trusted_keys: Collection[str] = ()) -> Verification:
+    """Re-check a published card document: its hash and, if present, its signature.
+
+    Args:
+        data: The document bytes (any JSON formatting; the body is re-canonicalized).
+        trusted_keys: Public keys (hex) or key ids to accept; empty accepts any valid key.
+
+    Returns:
+        The verification result.
+
+    Raises:
+        CardFormatError: if ``data`` is not a card document.
+    """
+    try:
+        doc = json.loads(data)
+    except ValueError as exc:
+        raise CardFormatError(f"not JSON: {exc}") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("card"), dict):
+        raise CardFormatError("no card object")
+    card = doc["card"]
+    body = canonical(card)
+    hash_ok = doc.get("card_sha256") == sha256_tag(body)
+    sig = doc.get("signature")
+    if not sig:
+        return Verification(card.get("card_id"), card.get("toolset_id"), hash_ok, "missing")
+    if not isinstance(sig, dict) or sig.get("alg") != signing.ALGORITHM:
+        return Verification(card.get("card_id"), card.get("toolset_id"), hash_ok, "invalid")
+    public = str(sig.get("public_key", ""))
+    try:
+        named = sig.get("key_id") == signing.key_id(public)
+    except ValueError:
+        named = False
+    good = named and signing.verify(public, str(sig.get("value", "")), body)
+    trusted = None
+    if trusted_keys:
+        trusted = public in trusted_keys or sig.get("key_id") in trusted_keys
+    return Verification(
+        card.get("card_id"),
+        card.get("toolset_id"),
+        hash_ok,
+        "valid" if good else "invalid",
+        sig.get("key_id"),
+        trusted,
+    )

@@ -1,0 +1,77 @@
+"""The commands a chamber attempt accepts, as tagged msgspec Structs.
+
+Tool handlers build these after validating identity; the attempt entity applies them one at
+a time. Signing keys travel inside `Seal` and `Quarantine` as already-loaded `Signer` objects
+(loading a key is I/O, done by the caller). This module only declares data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class Enter(msgspec.Struct, frozen=True, tag=True):
+    """Create the attempt (fails if the handle is taken).
+
+    ``identity`` holds the declared claims (provider_claim, product, product_plan,
+    model_claim, host, host_version, origin); ``seed_salt`` blinds the seed commitment.
+    """
+
+    suite_id: str
+    generation: str
+    engine: str
+    seed: str
+    seed_salt: str
+    identity: dict[str, str]
+    assurance: str
+    preflight: dict[str, bool] | None = None
+    principal: str = "anonymous"
+    via_alias: bool = False
+
+
+class Observe(msgspec.Struct, frozen=True, tag=True):
+    """Read one object's surface; consumes no action."""
+
+    object: str
+
+
+class Act(msgspec.Struct, frozen=True, tag=True):
+    """Perform one bounded action (look, inspect, hint or a submit op)."""
+
+    op: str
+    object: str | None = None
+    value: str | list[str] | None = None
+    expected_action_index: int | None = None
+
+
+class CallForHelp(msgspec.Struct, frozen=True, tag=True):
+    """Name an ally for a separate future attempt, with the fresh seed it should use."""
+
+    ally: str
+    seed: str
+
+
+class Seal(msgspec.Struct, frozen=True, tag=True):
+    """Seal the attempt and publish its card (idempotent).
+
+    ``signer`` is a loaded `agora.toolsets.chamber.signing.Signer` or None;
+    ``key_broken`` says a key was configured but could not be loaded.
+    """
+
+    next_candidate: str | None = None
+    include_export_bundle: bool = False
+    expected_action_index: int | None = None
+    signer: Any = None
+    key_broken: bool = False
+
+
+class Quarantine(msgspec.Struct, frozen=True, tag=True):
+    """Operator: seal the attempt as quarantined (found cheating); its card says so."""
+
+    reason: str
+    signer: Any = None
+
+
+Command = Enter | Observe | Act | CallForHelp | Seal | Quarantine

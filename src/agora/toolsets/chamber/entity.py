@@ -1,0 +1,298 @@
+"""The attempt entity: applies chamber commands to one attempt and says what to write.
+
+`AttemptEntity.handle` takes a command from `commands` and returns `Effects`: the reply (an
+envelope dict, a `SealOutcome`, or a `ToolError` to raise), the SQL that makes the change
+durable, and ``changed``. Every command is checked before anything changes, so a refusal
+writes nothing. Sealing builds the card once, signs it if a key was handed in, and stores its
+bytes for good; a second seal only points at the first card. `AttemptKind` rebuilds an
+attempt from the store. Pure: no I/O beyond `load` reading committed rows, no trio.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from agora.errors import ToolError
+from agora.runtime.entity import Effects
+from agora.toolsets.chamber import cards, store
+from agora.toolsets.chamber.attempt import Attempt, Rules, SealedCard, chain, observe, step
+from agora.toolsets.chamber.commands import (
+    Act,
+    CallForHelp,
+    Enter,
+    Observe,
+    Quarantine,
+    Seal,
+)
+from agora.toolsets.chamber.replies import failure, not_found
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from agora.runtime.clock import Now
+
+KIND_NAME: Final = "chamber_attempt"
+MAX_ALLIES: Final = 3
+
+
+@dataclass(frozen=True, slots=True)
+class SealOutcome:
+    """What a seal (or a repeated seal) produced; `seal_reply` turns it into the reply."""
+
+    envelope: dict[str, Any]
+    card: SealedCard
+    already_sealed: bool
+    quarantined: bool
+    handle: str
+    transcript: tuple[bytes, ...] = ()
+    include_export_bundle: bool = False
+    key_broken: bool = False
+
+
+def seal_reply(outcome: SealOutcome, signature: dict[str, Any] | None) -> dict[str, Any]:
+    """The ``seal_attempt`` reply for ``outcome``, given the card's current signature.
+
+    Args:
+        outcome: The entity's answer to `Seal`.
+        signature: The card's signature as now committed (it may have been added by an
+            operator since the entity loaded).
+
+    Returns:
+        The ``ok: true`` reply.
+
+    Raises:
+        ToolError: ``signature_unavailable`` (a configured key could not be used) or
+            ``evidence_pending`` (an export bundle was asked for an unsigned card); both
+            still carry the card fields, because the card exists.
+    """
+    status = "signed" if signature else "pending_signature"
+    state = "quarantined" if outcome.quarantined else ("sealed" if signature else status)
+    fields = {
+        "attempt_handle": outcome.handle,
+        "attempt_state": state,
+        "already_sealed": outcome.already_sealed,
+        "card_id": outcome.card.card_id,
+        "card_url": f"/cards/{outcome.card.card_id}",
+        "evidence_status": status,
+        "outcome": outcome.card.outcome,
+    }
+    if outcome.key_broken and not signature:
+        raise failure(
+            "signature_unavailable",
+            "The card is sealed, but the configured signing key could not be used.",
+            "Nothing to redo: the card exists and an operator will sign it (agora cards sign).",
+            **fields,
+        )
+    if outcome.include_export_bundle and not signature:
+        raise failure(
+            "evidence_pending",
+            "The card is sealed; its export bundle waits for the operator's signature.",
+            "Retry seal_attempt with include_export_bundle later; the card itself is public.",
+            **fields,
+        )
+    reply = {**outcome.envelope, **fields, "card": json.loads(outcome.card.body)}
+    if outcome.include_export_bundle:
+        reply["export_bundle"] = {
+            "document": json.loads(cards.publish(outcome.card.body, signature)),
+            "transcript": [json.loads(r) for r in outcome.transcript],
+        }
+    return reply
+
+
+class AttemptEntity:
+    """One attempt (or the empty slot a new handle names)."""
+
+    def __init__(self, rules: Rules, handle: str, attempt: Attempt | None) -> None:
+        self.rules = rules
+        self.key = handle
+        self.attempt = attempt
+
+    def handle(self, command: Any, now: Now) -> Effects:
+        """Apply one command; return its effects. Does no I/O."""
+        if isinstance(command, Enter):
+            return self._enter(command, now.wall)
+        if self.attempt is None:
+            return Effects(reply=not_found(self.key))
+        a = self.attempt
+        match command:
+            case Observe(object=object_id):
+                seen = observe(a, object_id, now.wall)
+                if isinstance(seen, ToolError):
+                    return Effects(reply=seen)
+                body = a.envelope(now.wall)
+                return Effects(reply={**body, "object": object_id, "observation": seen})
+            case Act():
+                return self._act(a, command, now.wall)
+            case CallForHelp():
+                return self._help(a, command, now.wall)
+            case Seal():
+                return self._seal(a, command, now.wall)
+            case Quarantine(reason=reason, signer=signer):
+                if a.card is not None:
+                    return Effects(reply=a.refusal(now.wall))
+                return self._close(a, now.wall, "quarantined", Seal(signer=signer), reason)
+        raise TypeError(f"not a chamber command: {command!r}")
+
+    def _enter(self, c: Enter, wall: dt.datetime) -> Effects:
+        if self.attempt is not None:
+            raise RuntimeError(f"attempt handle collision on {self.key}")
+        a = Attempt(
+            rules=self.rules, handle=self.key, suite_id=c.suite_id, generation=c.generation,
+            engine=c.engine, seed=c.seed, seed_salt=c.seed_salt, identity=dict(c.identity),
+            assurance=c.assurance, preflight=c.preflight, principal=c.principal,
+            created_at=wall, expires_at=wall + self.rules.ttl, via_alias=c.via_alias,
+        )  # fmt: skip
+        room = a.room
+        reply = {
+            **a.envelope(wall),
+            "room": room.title,
+            "objects": list(room.object_ids),
+        }
+        writes = [store.insert_attempt(a)]
+        self.attempt = a
+        return Effects(reply=reply, writes=writes, changed=True)
+
+    def _act(self, a: Attempt, c: Act, wall: dt.datetime) -> Effects:
+        done = step(a, c, wall)
+        if isinstance(done, ToolError):
+            return Effects(reply=done)
+        head, record = chain(a.head, done.record)
+        index = a.action_index
+        a.opened, a.hint_level, a.hints_used, a.wrong = (
+            done.opened, done.hint_level, done.hints_used, done.wrong,
+        )  # fmt: skip
+        a.head = head
+        a.action_index = index + 1
+        a.transcript.append(record)
+        reply: dict[str, Any] = {**a.envelope(wall), "op": c.op, "observation": done.observation}
+        if done.accepted is not None:
+            reply["accepted"] = done.accepted
+        return Effects(
+            reply=reply, writes=store.record_action(a, index, record, head), changed=True
+        )
+
+    def _help(self, a: Attempt, c: CallForHelp, wall: dt.datetime) -> Effects:
+        refusal = a.refusal(wall)
+        if refusal is not None:
+            return Effects(reply=refusal)
+        known = dict(a.allies)
+        writes = []
+        if c.ally not in known:
+            if len(known) >= MAX_ALLIES:
+                return Effects(
+                    reply=failure(
+                        "op_not_allowed",
+                        f"This attempt has already named {MAX_ALLIES} allies.",
+                        "Carry on alone, or seal the attempt.",
+                        attempt_handle=a.handle,
+                        attempt_state=a.state(wall),
+                    )
+                )
+            known[c.ally] = c.seed
+            a.allies.append((c.ally, c.seed))
+            writes.append(store.insert_ally(a.handle, c.ally, c.seed, wall))
+        reply = {
+            "ok": True,
+            "attempt_handle": a.handle,
+            "attempt_state": a.state(wall),
+            "toolset_id": self.rules.toolset_id,
+            "ally": c.ally,
+            "ally_entry": {
+                "tool": "enter_open_challenge",
+                "arguments": {"product": c.ally, "suite": a.suite_id, "seed": known[c.ally]},
+            },
+            "note": "The ally never joins this room; it enters its own attempt with a new seed.",
+        }
+        return Effects(reply=reply, writes=writes, changed=bool(writes))
+
+    def _seal(self, a: Attempt, c: Seal, wall: dt.datetime) -> Effects:
+        if a.card is not None:
+            return Effects(
+                reply=SealOutcome(
+                    envelope=a.envelope(wall),
+                    card=a.card,
+                    already_sealed=True,
+                    quarantined=a.quarantined,
+                    handle=a.handle,
+                    transcript=tuple(a.transcript),
+                    include_export_bundle=c.include_export_bundle,
+                )
+            )
+        if c.expected_action_index is not None and c.expected_action_index != a.action_index:
+            return Effects(
+                reply=failure(
+                    "stale_action_index",
+                    f"expected_action_index {c.expected_action_index} is stale; the transcript "
+                    f"has {a.action_index} actions.",
+                    f"Retry seal_attempt with expected_action_index={a.action_index}.",
+                    attempt_handle=a.handle,
+                    attempt_state=a.state(wall),
+                    current_action_index=a.action_index,
+                )
+            )
+        if a.solved:
+            outcome = "solved"
+        elif wall >= a.expires_at:
+            outcome = "expired"
+        else:
+            outcome = "failed"
+        return self._close(a, wall, outcome, c, None)
+
+    def _close(
+        self, a: Attempt, wall: dt.datetime, outcome: str, c: Seal, reason: str | None
+    ) -> Effects:
+        sealed_at = wall.astimezone(dt.UTC).replace(microsecond=0)
+        sealing = cards.Sealing(
+            outcome=outcome,
+            sealed_at=sealed_at,
+            schema_bundle_hash=self.rules.schema_bundle_hash,
+            notice_hash=self.rules.notice_hash,
+            next_candidate=c.next_candidate,
+            quarantine_reason=reason,
+        )
+        body = cards.canonical(cards.card_body(a, sealing))
+        signature = None
+        if c.signer is not None:
+            signature = cards.signature_block(c.signer, body, wall)
+        card = SealedCard(
+            cards.card_id_for(a.handle, sealed_at), body, sealed_at, outcome, signature
+        )
+        writes = store.insert_card(a, card, quarantined=reason is not None)
+        a.card = card
+        a.quarantined = reason is not None
+        outcome_reply = SealOutcome(
+            envelope=a.envelope(wall),
+            card=card,
+            already_sealed=False,
+            quarantined=a.quarantined,
+            handle=a.handle,
+            transcript=tuple(a.transcript),
+            include_export_bundle=c.include_export_bundle,
+            key_broken=c.key_broken,
+        )
+        return Effects(reply=outcome_reply, writes=writes, changed=True)
+
+
+def retired(attempt: Attempt, wall: dt.datetime) -> bool:
+    """Whether the attempt's session is past retention (its card, if any, stays)."""
+    if attempt.card is not None:
+        return wall > attempt.card.sealed_at + attempt.rules.retention
+    return wall > attempt.expires_at + attempt.rules.retention
+
+
+@dataclass
+class AttemptKind:
+    """Loads attempts from the store (``kind`` names the actors of this toolset)."""
+
+    rules: Rules
+    kind: str = KIND_NAME
+
+    def load(self, conn: sqlite3.Connection, key: str, now: Now) -> AttemptEntity:
+        """The attempt ``key`` as committed; an empty slot if unknown or retired."""
+        attempt = store.load_attempt(conn, key, self.rules)
+        if attempt is not None and retired(attempt, now.wall):
+            attempt = None
+        return AttemptEntity(self.rules, key, attempt)

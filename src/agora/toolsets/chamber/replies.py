@@ -1,0 +1,157 @@
+"""The chamber's output envelope: success bodies and `ToolError` failures with recovery hints.
+
+Every reply is the contract's envelope: ``ok: true`` plus the attempt fields, or ``ok: false``
+with ``code`` (one of the contract's error codes), ``error``, ``retryable`` and a
+``recovery_hint`` that says what to do next. Texts are cut to the envelope's maxLength.
+This module only builds dicts; it must not decide anything about attempts.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+from agora.errors import ToolError
+
+#: Every error code this toolset can answer; `tools.build_toolset` checks each is in the contract.
+CODES: Final = frozenset(
+    {
+        "attempt_not_found",
+        "attempt_expired",
+        "attempt_already_sealed",
+        "stale_action_index",
+        "action_limit_reached",
+        "op_not_allowed",
+        "object_not_available",
+        "value_format_invalid",
+        "toolset_version_mismatch",
+        "publication_notice_missing",
+        "evidence_pending",
+        "signature_unavailable",
+        "claim_conflict",
+        "host_is_not_a_product",
+        "identity_incomplete",
+        "identity_invalid",
+        "product_id_invalid",
+        "host_required",
+        "suite_unknown",
+    }
+)
+
+#: Codes worth retrying unchanged (after a pause or with the corrected field).
+_RETRYABLE: Final = frozenset({"stale_action_index", "value_format_invalid", "evidence_pending"})
+
+_MAX_TEXT = 240
+
+
+def clip(text: str, limit: int = _MAX_TEXT) -> str:
+    """``text`` cut to ``limit`` characters (the envelope's maxLength), with an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def failure_body(code: str, error: str, recovery_hint: str, **extra: Any) -> dict[str, Any]:
+    """The ``ok: false`` envelope for ``code``.
+
+    Args:
+        code: A contract error code.
+        error: What was wrong.
+        recovery_hint: What to do next.
+        **extra: More envelope fields (e.g. ``current_action_index``, ``attempt_state``).
+
+    Returns:
+        The body.
+
+    Raises:
+        ValueError: if ``code`` is not one this toolset declares.
+    """
+    if code not in CODES:
+        raise ValueError(f"undeclared chamber error code {code!r}")
+    body: dict[str, Any] = {
+        "ok": False,
+        "code": code,
+        "error": clip(error),
+        "retryable": code in _RETRYABLE,
+        "recovery_hint": clip(recovery_hint),
+    }
+    body.update(extra)
+    return body
+
+
+def failure(code: str, error: str, recovery_hint: str, **extra: Any) -> ToolError:
+    """A `ToolError` carrying `failure_body` (raise it, or return it as an actor reply)."""
+    return ToolError(failure_body(code, error, recovery_hint, **extra))
+
+
+def not_found(handle: str) -> ToolError:
+    """``attempt_not_found`` for ``handle`` (also for retired ``sia_`` handles)."""
+    if handle.startswith("sia_"):
+        return failure(
+            "attempt_not_found",
+            "sia_ handles are not ScoreIA Chamber handles.",
+            "Use the chl- handle returned by enter_open_challenge, or enter again.",
+        )
+    return failure(
+        "attempt_not_found",
+        f"No attempt {clip(handle, 40)} exists (or its session has been retired).",
+        "Use the challenge_handle returned by enter_open_challenge, or enter a new attempt.",
+    )
+
+
+def retired_alias(alias: str, canonical: str, until: str) -> ToolError:
+    """``toolset_version_mismatch`` for an alias called after its cutoff."""
+    return failure(
+        "toolset_version_mismatch",
+        f"{alias} belonged to the 0.2.0 toolset and was answered until {until}.",
+        f"Call {canonical} instead, with the same arguments.",
+    )
+
+
+_FIELD = re.compile(r"^argument '([^'.\[]+)")
+#: Argument -> (code when it is missing, code when it is malformed).
+_ARGUMENT_CODES: Final = {
+    "challenge_handle": ("attempt_not_found", "attempt_not_found"),
+    "product": ("identity_incomplete", "product_id_invalid"),
+    "ally": ("identity_incomplete", "product_id_invalid"),
+    "host": ("host_required", "identity_invalid"),
+    "host_claim": ("host_required", "identity_invalid"),
+    "provider_claim": ("identity_incomplete", "identity_invalid"),
+    "model_claim": ("identity_incomplete", "identity_invalid"),
+    "suite": ("suite_unknown", "suite_unknown"),
+    "op": ("op_not_allowed", "op_not_allowed"),
+    "object": ("object_not_available", "object_not_available"),
+}
+_ARGUMENT_HINTS: Final = {
+    "attempt_not_found": "Use the chl- handle (16 hex digits) returned by enter_open_challenge; "
+    "sia_ handles are not ScoreIA.",
+    "identity_incomplete": "Declare provider_claim, model_claim, product and host; unknown is "
+    "accepted.",
+    "product_id_invalid": "Use a product id like gpt-5.6-sol: ^[a-z0-9][a-z0-9._-]{0,78}$.",
+    "host_required": "Declare host (or host_claim), e.g. host=cursor; unknown is accepted.",
+    "identity_invalid": "Identity fields take short names only: no emails, URLs or secrets.",
+    "suite_unknown": "Use chambre-chrono-v0 (the default) or chambre-atelier-v0.",
+    "op_not_allowed": "Use one of the allowed_ops of the last reply.",
+    "object_not_available": "Use an object id returned at entry.",
+    "value_format_invalid": "Fix the arguments as the error says and call again.",
+}
+
+
+def argument_rejection(problems: list[str]) -> dict[str, Any]:
+    """The chamber envelope for arguments that failed a tool's inputSchema.
+
+    Args:
+        problems: The validator's sentences, e.g. ``argument 'host': is required``.
+
+    Returns:
+        An ``ok: false`` body whose code names the first offending argument in the
+        contract's vocabulary (``value_format_invalid`` for anything else).
+    """
+    first = problems[0] if problems else "arguments: invalid"
+    m = _FIELD.match(first)
+    name = m[1] if m else ""
+    missing, malformed = _ARGUMENT_CODES.get(name, ("", ""))
+    if name in ("product_plan", "host_version", "origin", "origin_claim", "next_candidate") or (
+        name == "preflight"
+    ):
+        malformed = "identity_invalid"
+    code = (missing if first.endswith("is required") else malformed) or "value_format_invalid"
+    return failure_body(code, "; ".join(problems), _ARGUMENT_HINTS[code])

@@ -1,0 +1,190 @@
+"""A generated room and everything an agent can read in it.
+
+A `Room` is a title, objects and a chain of locks opened in order. Objects may be sealed
+until an earlier lock opens; each lock's clues are spread over several objects. The functions
+here render every observation: `look` (the room), `inspect` (one object in detail),
+`summary` (what `observe_chamber` shows), `hint` (graded nudges) and the reply to a right
+answer. They depend only on the room and how many locks are open, so the same room always
+reads the same. This module must not generate rooms, check answers or keep any state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from agora.toolsets.chamber.lock import LockPuzzle, cap
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+NOT_ACCEPTED = "not accepted"
+
+
+@dataclass(frozen=True, slots=True)
+class RoomObject:
+    """One thing in the room.
+
+    Attributes:
+        id: What agents pass as ``object``.
+        name: How text names it (``the ledger``).
+        summary: One line, shown by ``look`` and ``observe_chamber``.
+        flavor: The first line of ``inspect``.
+        gate: How many locks must be open before it can be examined.
+    """
+
+    id: str
+    name: str
+    summary: str
+    flavor: str
+    gate: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Lock:
+    """One lock of the chain: its puzzle and where its clues are."""
+
+    puzzle: LockPuzzle
+    holders: tuple[str, ...]
+
+    @property
+    def op(self) -> str:
+        """The submit op that opens it."""
+        return self.puzzle.spec.op
+
+    @property
+    def label(self) -> str:
+        """How observations name it."""
+        return self.puzzle.spec.label
+
+
+@dataclass(frozen=True)
+class Room:
+    """A generated room.
+
+    Attributes:
+        suite: Suite id.
+        template: Template id.
+        title: Room title.
+        intro: One paragraph setting the scene.
+        objects: The objects, in display order.
+        locks: The chain of locks, in the order they open.
+        clues: Object id -> lock index -> clue sentences on that object.
+    """
+
+    suite: str
+    template: str
+    title: str
+    intro: str
+    objects: tuple[RoomObject, ...]
+    locks: tuple[Lock, ...]
+    clues: Mapping[str, Mapping[int, tuple[str, ...]]]
+
+    @property
+    def object_ids(self) -> tuple[str, ...]:
+        """Object ids in display order."""
+        return tuple(o.id for o in self.objects)
+
+    def object(self, object_id: str) -> RoomObject | None:
+        """The object ``object_id``, or None if the room has no such object."""
+        return next((o for o in self.objects if o.id == object_id), None)
+
+    def current(self, opened: int) -> Lock | None:
+        """The lock to open next, or None when all are open."""
+        return self.locks[opened] if opened < len(self.locks) else None
+
+
+def _status(room: Room, index: int, opened: int) -> str:
+    lock = room.locks[index]
+    if index < opened:
+        return "open"
+    head = "CURRENT" if index == opened else "waiting"
+    return f"{head}: {lock.op} with value = {lock.puzzle.fmt.describe()}"
+
+
+def look(room: Room, opened: int) -> str:
+    """What ``look`` shows: the room, its objects and the state of each lock."""
+    lines = [room.title, room.intro, "", "Objects (ids for inspect and observe_chamber):"]
+    for obj in room.objects:
+        sealed = ""
+        if obj.gate > opened:
+            sealed = f" (sealed until {room.locks[obj.gate - 1].label} opens)"
+        lines.append(f"- {obj.id}: {obj.summary}{sealed}")
+    lines.append("")
+    lines.append("Locks, in the order they must be opened:")
+    for i, lock in enumerate(room.locks):
+        lines.append(f"{i + 1}. {lock.label}: {_status(room, i, opened)}")
+    if opened >= len(room.locks):
+        lines.append("Every lock is open: call seal_attempt.")
+    return "\n".join(lines)
+
+
+def summary(room: Room, object_id: str, opened: int) -> str:
+    """What ``observe_chamber`` shows for one object (no clues)."""
+    obj = room.object(object_id)
+    if obj is None:
+        raise KeyError(object_id)
+    if obj.gate > opened:
+        return f"{obj.summary} It is sealed until {room.locks[obj.gate - 1].label} opens."
+    return f"{obj.summary} Inspect it to examine it closely."
+
+
+def inspect(room: Room, object_id: str, opened: int) -> str:
+    """What ``inspect`` shows for one object: its clues, or that it is still sealed."""
+    obj = room.object(object_id)
+    if obj is None:
+        raise KeyError(object_id)
+    if obj.gate > opened:
+        return f"{cap(obj.name)} is sealed. It opens with {room.locks[obj.gate - 1].label}."
+    lines = [obj.flavor]
+    for index, clues in sorted(room.clues.get(object_id, {}).items()):
+        lines.append(f"Concerning {room.locks[index].label}:")
+        lines.extend(f"- {clue}" for clue in clues)
+    if len(lines) == 1:
+        lines.append("Nothing here bears on the locks.")
+    return "\n".join(lines)
+
+
+def hint(room: Room, opened: int, level: int) -> str:
+    """The ``level``-th nudge (1-based) for the current lock."""
+    lock = room.current(opened)
+    if lock is None:
+        return "Every lock is open: call seal_attempt."
+    if level == 1:
+        names = " and ".join(o.name for o in room.objects if o.id in lock.holders)
+        return (
+            f"Hint 1 for {lock.label}: its clues are on {names}; you need every one of them. "
+            f"Answer with {lock.op}: {lock.puzzle.fmt.describe()}."
+        )
+    if level in (2, 3):
+        return f"Hint {level} for {lock.label}: {lock.puzzle.hints[level - 2]}"
+    return f"No further hints for {lock.label}."
+
+
+def accepted(room: Room, opened_now: int) -> str:
+    """The reply to a right answer, once ``opened_now`` locks are open."""
+    lock = room.locks[opened_now - 1]
+    lines = [f"Accepted: {lock.label} is open."]
+    freed = [o.id for o in room.objects if o.gate == opened_now]
+    if freed:
+        lines.append(f"Now unsealed: {', '.join(freed)}.")
+    following = room.current(opened_now)
+    if following is None:
+        lines.append("Every lock is open: call seal_attempt.")
+    else:
+        lines.append(f"Next: {following.label}, opened with {following.op}.")
+    return " ".join(lines)
+
+
+def every_text(room: Room) -> list[str]:
+    """Every observation the room can ever produce (for the no-verbatim-answer check)."""
+    texts: list[str] = []
+    for opened in range(len(room.locks) + 1):
+        texts.append(look(room, opened))
+        for obj in room.objects:
+            texts.append(summary(room, obj.id, opened))
+            texts.append(inspect(room, obj.id, opened))
+        texts.extend(hint(room, opened, level) for level in range(1, 5))
+        if opened:
+            texts.append(accepted(room, opened))
+    return texts

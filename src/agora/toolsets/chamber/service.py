@@ -1,0 +1,185 @@
+"""The chamber's tool handlers: arguments in, attempt commands out, envelopes back.
+
+`Chamber` holds the contract, the attempt kind and the signing-key cache. Each handler
+checks what only it can check (alias cutoff, identity, handle shape), draws handles and seeds
+from `secrets`, sends one command to the attempt's actor with ``runtime.call`` and returns
+the envelope. Failures are raised as `ToolError`. This module must not touch SQL directly
+except through `store` reads, and knows nothing of transports.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from agora.toolsets.chamber import store
+from agora.toolsets.chamber.attempt import Rules
+from agora.toolsets.chamber.commands import Act, CallForHelp, Enter, Observe, Quarantine, Seal
+from agora.toolsets.chamber.entity import AttemptKind, SealOutcome, seal_reply
+from agora.toolsets.chamber.identity import (
+    check_entry_notice,
+    check_free_text,
+    check_product,
+    validate_entry,
+)
+from agora.toolsets.chamber.replies import not_found, retired_alias
+from agora.toolsets.chamber.signing import Signer, SigningKeyError, load_signer
+
+if TYPE_CHECKING:
+    from agora.runtime.registry import Runtime
+    from agora.toolsets.base import ToolCall
+    from agora.toolsets.chamber.contract import ChamberContract
+
+HANDLE = re.compile(r"^chl-[0-9a-f]{16}$")
+
+
+def new_handle() -> str:
+    """A fresh, unguessable attempt handle."""
+    return "chl-" + secrets.token_hex(8)
+
+
+@dataclass
+class Chamber:
+    """The chamber toolset's handlers, bound to one contract."""
+
+    contract: ChamberContract
+    kind: AttemptKind = field(init=False)
+    _signers: dict[str, Signer] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.kind = AttemptKind(Rules.from_contract(self.contract))
+
+    def _alias_gate(self, call: ToolCall) -> None:
+        canonical = self.contract.aliases.get(call.tool)
+        if canonical and self.contract.alias_expired(call.runtime.clock.wall()):
+            until = self.contract.aliases_supported_until.isoformat()
+            raise retired_alias(call.tool, canonical, until)
+
+    def _handle(self, call: ToolCall) -> str:
+        handle = str(call.args.get("challenge_handle", ""))
+        if not HANDLE.match(handle):
+            raise not_found(handle)
+        return handle
+
+    async def signer(self, runtime: Runtime) -> tuple[Signer | None, bool]:
+        """The configured signing key: (signer or None, whether a configured key is broken)."""
+        path = runtime.options("chamber").get("signing_key")
+        if not path:
+            return None, False
+        path = str(path)
+        if path not in self._signers:
+            try:
+                self._signers[path] = await trio.to_thread.run_sync(load_signer, path)
+            except SigningKeyError:
+                return None, True
+        return self._signers[path], False
+
+    async def enter(self, call: ToolCall) -> dict[str, Any]:
+        """``enter_open_challenge`` / ``start_challenge``."""
+        self._alias_gate(call)
+        notice = check_entry_notice(self.contract)
+        declared = validate_entry(self.contract, call.args, operator=call.principal.has("operator"))
+        given = call.args.get("seed") or ""
+        seed = given or secrets.token_hex(8)
+        command = Enter(
+            suite_id=declared.suite.id,
+            generation=declared.suite.generation,
+            engine=declared.suite.engine,
+            seed=seed,
+            seed_salt=secrets.token_hex(16),
+            identity=declared.identity,
+            assurance=declared.assurance,
+            preflight=declared.preflight,
+            principal=call.principal.name,
+            via_alias=call.tool in self.contract.aliases,
+        )
+        reply: dict[str, Any] = await call.runtime.call(self.kind, new_handle(), command)
+        reply.update(
+            suite_generation=declared.suite.generation,
+            engine=declared.suite.engine,
+            assurance=declared.assurance,
+            seed_source="participant" if given else "server",
+            publication_notice=dict(notice),
+        )
+        return reply
+
+    async def observe(self, call: ToolCall) -> dict[str, Any]:
+        """``observe_chamber``."""
+        handle = self._handle(call)
+        reply: dict[str, Any] = await call.runtime.call(
+            self.kind, handle, Observe(object=str(call.args["object"]))
+        )
+        return reply
+
+    async def act(self, call: ToolCall) -> dict[str, Any]:
+        """``chamber_action`` / ``challenge_action``."""
+        self._alias_gate(call)
+        handle = self._handle(call)
+        args = call.args
+        command = Act(
+            op=str(args["op"]),
+            object=args.get("object"),
+            value=args.get("value"),
+            expected_action_index=args.get("expected_action_index"),
+        )
+        reply: dict[str, Any] = await call.runtime.call(self.kind, handle, command)
+        return reply
+
+    async def call_for_help(self, call: ToolCall) -> dict[str, Any]:
+        """``call_for_help``: name an ally for a separate attempt with a new seed."""
+        handle = self._handle(call)
+        ally = check_product(str(call.args.get("ally", "")).strip(), "ally")
+        command = CallForHelp(ally=ally, seed=secrets.token_hex(8))
+        reply: dict[str, Any] = await call.runtime.call(self.kind, handle, command)
+        return reply
+
+    async def seal(self, call: ToolCall) -> dict[str, Any]:
+        """``seal_attempt`` / ``finish_challenge``."""
+        self._alias_gate(call)
+        handle = self._handle(call)
+        candidate = (call.args.get("next_candidate") or "").strip() or None
+        if candidate:
+            check_free_text("next_candidate", candidate)
+        signer, broken = await self.signer(call.runtime)
+        command = Seal(
+            next_candidate=candidate,
+            include_export_bundle=bool(call.args.get("include_export_bundle")),
+            expected_action_index=call.args.get("expected_action_index"),
+            signer=signer,
+            key_broken=broken,
+        )
+        outcome: SealOutcome = await call.runtime.call(self.kind, handle, command)
+        signature = outcome.card.signature
+        if outcome.already_sealed and signature is None:
+            # An operator may have signed since this actor loaded: the store is the truth.
+            card_id = outcome.card.card_id
+            fresh = await call.runtime.read(lambda conn: store.load_card(conn, card_id))
+            signature = fresh.signature if fresh is not None else None
+        return seal_reply(outcome, signature)
+
+    async def quarantine(self, runtime: Runtime, handle: str, reason: str) -> dict[str, Any]:
+        """Operator action: seal ``handle`` as quarantined, with ``reason`` on its card.
+
+        Args:
+            runtime: The server runtime.
+            handle: The attempt.
+            reason: Why (printed on the public card; no personal data).
+
+        Returns:
+            The seal reply.
+
+        Raises:
+            ToolError: ``attempt_not_found``, ``attempt_already_sealed``, or ``identity_invalid``
+                when the reason looks like personal data.
+        """
+        if not HANDLE.match(handle):
+            raise not_found(handle)
+        check_free_text("reason", reason)
+        signer, _ = await self.signer(runtime)  # no usable key: the card waits for signing
+        command = Quarantine(reason=reason, signer=signer)
+        outcome: SealOutcome = await runtime.call(self.kind, handle, command)
+        return seal_reply(outcome, outcome.card.signature)

@@ -1,0 +1,306 @@
+"""The chamber tables in SQLite: migrations, the statements that persist a change, and reads.
+
+Tables: ``chamber_cards`` (every card, forever: 0.3.0 cards as canonical body bytes plus a
+signature added once; 0.2.0 cards as the document bytes they arrived as),
+``chamber_attempts`` (one row per attempt: identity, counters, transcript head),
+``chamber_actions`` (one hash-chained transcript record per action) and ``chamber_allies``.
+Migration 1 is the 0.2.0-era card table; migration 2 adds the 0.3.0 columns and tables
+without rewriting a single stored byte. This module builds statements and reads rows; it
+never commits (the actor or the caller does) and knows nothing of the entity.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import TYPE_CHECKING, Any
+
+from agora.toolsets.base import Migration
+from agora.toolsets.chamber import cards
+from agora.toolsets.chamber.attempt import Attempt, Rules, SealedCard
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    import sqlite_utils
+
+    from agora.runtime.entity import Write
+
+
+def stamp(when: dt.datetime) -> str:
+    """A UTC time as fixed-width text (sorts like time)."""
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def unstamp(text: str) -> dt.datetime:
+    """The inverse of `stamp`."""
+    return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.UTC)
+
+
+def _migrate_v1(db: sqlite_utils.Database) -> None:
+    # The table as 0.2.0 cards were kept: id, binding, date and the document bytes.
+    db.table("chamber_cards").create(
+        {"card_id": str, "toolset_id": str, "sealed_date": str, "document": bytes},
+        pk="card_id",
+        not_null={"toolset_id", "sealed_date"},
+    )
+
+
+def _migrate_v2(db: sqlite_utils.Database) -> None:
+    cards_table = db.table("chamber_cards")
+    for column, kind in (
+        ("handle", str),
+        ("sealed_at", str),
+        ("suite_id", str),
+        ("outcome", str),
+        ("body", bytes),
+        ("signature", str),
+        ("signed_at", str),
+    ):
+        cards_table.add_column(column, kind)
+    cards_table.create_index(["sealed_date", "card_id"], index_name="chamber_cards_by_date")
+    db.table("chamber_attempts").create(
+        {
+            "handle": str, "suite_id": str, "generation": str, "engine": str, "seed": str,
+            "seed_salt": str, "identity": str, "assurance": str, "preflight": str,
+            "principal": str, "via_alias": int, "created_at": str, "expires_at": str,
+            "action_index": int, "opened": int, "hints_used": int, "hint_level": int,
+            "wrong": int, "head": str, "card_id": str, "quarantined": int, "sealed_at": str,
+        },
+        pk="handle",
+        not_null={"suite_id", "seed", "created_at", "expires_at", "head"},
+    )  # fmt: skip
+    db.table("chamber_actions").create(
+        {"handle": str, "idx": int, "record": bytes, "head": str},
+        pk=("handle", "idx"),
+        not_null={"record", "head"},
+    )
+    db.table("chamber_allies").create(
+        {"handle": str, "ally": str, "seed": str, "created_at": str},
+        pk=("handle", "ally"),
+        not_null={"seed", "created_at"},
+    )
+    # Cards are forever and their bytes never change: the store itself refuses otherwise.
+    # A signature may be added once; nothing else about a card may be touched.
+    db.execute(
+        "CREATE TRIGGER chamber_cards_keep BEFORE DELETE ON chamber_cards"
+        " BEGIN SELECT RAISE(ABORT, 'chamber cards are never deleted'); END"
+    )
+    db.execute(
+        "CREATE TRIGGER chamber_cards_frozen BEFORE UPDATE ON chamber_cards"
+        " WHEN NEW.card_id IS NOT OLD.card_id OR NEW.document IS NOT OLD.document"
+        " OR NEW.body IS NOT OLD.body OR NEW.toolset_id IS NOT OLD.toolset_id"
+        " OR NEW.sealed_date IS NOT OLD.sealed_date OR NEW.outcome IS NOT OLD.outcome"
+        " OR OLD.signature IS NOT NULL"
+        " BEGIN SELECT RAISE(ABORT, 'chamber cards are immutable'); END"
+    )
+
+
+MIGRATIONS = (
+    Migration(component="chamber", version=1, apply=_migrate_v1),
+    Migration(component="chamber", version=2, apply=_migrate_v2),
+)
+
+
+def insert_attempt(a: Attempt) -> Write:
+    """Create the row of a new attempt."""
+    return (
+        "INSERT INTO chamber_attempts (handle, suite_id, generation, engine, seed, seed_salt,"
+        " identity, assurance, preflight, principal, via_alias, created_at, expires_at,"
+        " action_index, opened, hints_used, hint_level, wrong, head, quarantined)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0, 0, ?, 0)",
+        (
+            a.handle, a.suite_id, a.generation, a.engine, a.seed, a.seed_salt,
+            json.dumps(a.identity, sort_keys=True), a.assurance,
+            None if a.preflight is None else json.dumps(a.preflight, sort_keys=True),
+            a.principal, int(a.via_alias), stamp(a.created_at), stamp(a.expires_at), a.head,
+        ),
+    )  # fmt: skip
+
+
+def record_action(a: Attempt, index: int, record: bytes, head: str) -> list[Write]:
+    """Append one transcript record and store the attempt's new counters."""
+    return [
+        (
+            "INSERT INTO chamber_actions (handle, idx, record, head) VALUES (?, ?, ?, ?)",
+            (a.handle, index, record, head),
+        ),
+        (
+            "UPDATE chamber_attempts SET action_index = ?, opened = ?, hints_used = ?,"
+            " hint_level = ?, wrong = ?, head = ? WHERE handle = ?",
+            (index + 1, a.opened, a.hints_used, a.hint_level, a.wrong, head, a.handle),
+        ),
+    ]
+
+
+def insert_ally(handle: str, ally: str, seed: str, when: dt.datetime) -> Write:
+    """Record a named ally and the seed it was given."""
+    return (
+        "INSERT INTO chamber_allies (handle, ally, seed, created_at) VALUES (?, ?, ?, ?)",
+        (handle, ally, seed, stamp(when)),
+    )
+
+
+def insert_card(a: Attempt, card: SealedCard, quarantined: bool) -> list[Write]:
+    """Store a new card (its body bytes are final) and mark the attempt sealed."""
+    return [
+        (
+            "INSERT INTO chamber_cards (card_id, toolset_id, sealed_date, handle, sealed_at,"
+            " suite_id, outcome, body, signature, signed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                card.card_id,
+                a.rules.toolset_id,
+                f"{card.sealed_at:%Y-%m-%d}",
+                a.handle,
+                stamp(card.sealed_at),
+                a.suite_id,
+                card.outcome,
+                card.body,
+                None if card.signature is None else json.dumps(card.signature, sort_keys=True),
+                None if card.signature is None else card.signature["signed_at"],
+            ),
+        ),
+        (
+            "UPDATE chamber_attempts SET card_id = ?, sealed_at = ?, quarantined = ?"
+            " WHERE handle = ?",
+            (card.card_id, stamp(card.sealed_at), int(quarantined), a.handle),
+        ),
+    ]
+
+
+def add_signature(card_id: str, signature: dict[str, Any]) -> Write:
+    """Sign a pending card: sets the signature once, never touches the body."""
+    return (
+        "UPDATE chamber_cards SET signature = ?, signed_at = ?"
+        " WHERE card_id = ? AND signature IS NULL AND body IS NOT NULL",
+        (json.dumps(signature, sort_keys=True), signature["signed_at"], card_id),
+    )
+
+
+def import_legacy(card_id: str, sealed_date: str, document: bytes, toolset_id: str) -> Write:
+    """Store a 0.2.0 card exactly as received (``INSERT OR IGNORE``: never overwritten)."""
+    return (
+        "INSERT OR IGNORE INTO chamber_cards (card_id, toolset_id, sealed_date, document)"
+        " VALUES (?, ?, ?, ?)",
+        (card_id, toolset_id, sealed_date, document),
+    )
+
+
+def purge_finished(now: dt.datetime, retention: dt.timedelta) -> list[Write]:
+    """Delete sessions finished more than ``retention`` ago (cards stay forever)."""
+    cutoff = stamp(now - retention)
+    finished = (
+        "SELECT handle FROM chamber_attempts WHERE (sealed_at IS NOT NULL AND sealed_at < ?)"
+        " OR (sealed_at IS NULL AND expires_at < ?)"
+    )
+    return [
+        (f"DELETE FROM chamber_actions WHERE handle IN ({finished})", (cutoff, cutoff)),
+        (f"DELETE FROM chamber_allies WHERE handle IN ({finished})", (cutoff, cutoff)),
+        (f"DELETE FROM chamber_attempts WHERE handle IN ({finished})", (cutoff, cutoff)),
+    ]
+
+
+_ATTEMPT_COLUMNS = (
+    "handle, suite_id, generation, engine, seed, seed_salt, identity, assurance, preflight,"
+    " principal, via_alias, created_at, expires_at, action_index, opened, hints_used,"
+    " hint_level, wrong, head, card_id, quarantined"
+)
+
+
+def load_attempt(conn: sqlite3.Connection, handle: str, rules: Rules) -> Attempt | None:
+    """The attempt ``handle`` as committed, or None if there is none."""
+    row = conn.execute(
+        f"SELECT {_ATTEMPT_COLUMNS} FROM chamber_attempts WHERE handle = ?", (handle,)
+    ).fetchone()
+    if row is None:
+        return None
+    attempt = Attempt(
+        rules=rules, handle=row[0], suite_id=row[1], generation=row[2], engine=row[3],
+        seed=row[4], seed_salt=row[5], identity=json.loads(row[6]), assurance=row[7],
+        preflight=None if row[8] is None else json.loads(row[8]), principal=row[9],
+        via_alias=bool(row[10]), created_at=unstamp(row[11]), expires_at=unstamp(row[12]),
+        action_index=row[13], opened=row[14], hints_used=row[15], hint_level=row[16],
+        wrong=row[17], head=row[18], quarantined=bool(row[20]),
+    )  # fmt: skip
+    attempt.transcript = [
+        bytes(r[0])
+        for r in conn.execute(
+            "SELECT record FROM chamber_actions WHERE handle = ? ORDER BY idx", (handle,)
+        )
+    ]
+    attempt.allies = [
+        (r[0], r[1])
+        for r in conn.execute(
+            "SELECT ally, seed FROM chamber_allies WHERE handle = ? ORDER BY created_at, ally",
+            (handle,),
+        )
+    ]
+    if row[19] is not None:
+        attempt.card = load_card(conn, row[19])
+    return attempt
+
+
+def load_card(conn: sqlite3.Connection, card_id: str) -> SealedCard | None:
+    """A 0.3.0 card as committed (None for unknown ids and for 0.2.0 cards)."""
+    row = conn.execute(
+        "SELECT card_id, body, sealed_at, outcome, signature FROM chamber_cards"
+        " WHERE card_id = ? AND body IS NOT NULL",
+        (card_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    signature = None if row[4] is None else json.loads(row[4])
+    return SealedCard(row[0], bytes(row[1]), unstamp(row[2]), row[3], signature)
+
+
+def card_document(conn: sqlite3.Connection, card_id: str) -> bytes | None:
+    """The public document bytes of any card (0.2.0 ones verbatim), or None."""
+    row = conn.execute(
+        "SELECT document, body, signature FROM chamber_cards WHERE card_id = ?", (card_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    if row[1] is None:
+        return bytes(row[0])
+    return cards.publish(bytes(row[1]), None if row[2] is None else json.loads(row[2]))
+
+
+def list_cards(
+    conn: sqlite3.Connection, date: str, after: str = "", limit: int = 200
+) -> list[dict[str, Any]]:
+    """Cards sealed on UTC ``date`` (``YYYY-MM-DD``), by id, after ``after``."""
+    rows = conn.execute(
+        "SELECT card_id, toolset_id, sealed_at, suite_id, outcome, body IS NULL, signature"
+        " FROM chamber_cards WHERE sealed_date = ? AND card_id > ? ORDER BY card_id LIMIT ?",
+        (date, after, limit),
+    ).fetchall()
+    listing = []
+    for r in rows:
+        status = "legacy" if r[5] else ("signed" if r[6] else "pending_signature")
+        entry = {"card_id": r[0], "toolset_id": r[1], "evidence_status": status}
+        if not r[5]:
+            entry.update(sealed_at=r[2][:19] + "Z", suite_id=r[3], outcome=r[4])
+        listing.append(entry)
+    return listing
+
+
+def pending_cards(conn: sqlite3.Connection, limit: int = 1000) -> list[tuple[str, bytes]]:
+    """Cards waiting for a signature: (card_id, body bytes)."""
+    return [
+        (r[0], bytes(r[1]))
+        for r in conn.execute(
+            "SELECT card_id, body FROM chamber_cards WHERE body IS NOT NULL"
+            " AND signature IS NULL ORDER BY card_id LIMIT ?",
+            (limit,),
+        )
+    ]
+
+
+def transcript(conn: sqlite3.Connection, handle: str) -> list[bytes]:
+    """The transcript records of an attempt (empty once its session is retired)."""
+    return [
+        bytes(r[0])
+        for r in conn.execute(
+            "SELECT record FROM chamber_actions WHERE handle = ? ORDER BY idx", (handle,)
+        )
+    ]

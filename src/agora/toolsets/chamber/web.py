@@ -1,0 +1,159 @@
+"""Public card pages: ``GET /cards/{card_id}`` and ``GET /cards?date=YYYY-MM-DD``.
+
+A card is served as its stored document bytes (JSON), or as an HTML view when the client's
+Accept header prefers text/html (``?format=json`` or ``?format=html`` override). Every value
+shown in HTML is escaped; pages carry a CSP that allows no scripts. Listings read committed
+rows with ``runtime.read``; nothing here writes or messages actors.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from agora.toolsets.chamber import store
+from agora.web.http import Request, Response, Route
+
+if TYPE_CHECKING:
+    from agora.runtime.registry import Runtime
+
+_CARD_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_HEADERS = [
+    ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'"),
+    ("X-Content-Type-Options", "nosniff"),
+    ("Cache-Control", "public, max-age=60"),
+]
+_STYLE = (
+    "body{font:15px/1.5 system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem}"
+    "table{border-collapse:collapse}td,th{padding:.2rem .6rem;border-bottom:1px solid #ddd;"
+    "text-align:left;vertical-align:top}code,pre{font-size:13px;word-break:break-all}"
+)
+
+
+def _quality(accept: str, wanted: str) -> float:
+    best = 0.0
+    main = wanted.split("/")[0]
+    for part in accept.split(","):
+        fields = [f.strip() for f in part.split(";")]
+        media = fields[0].lower()
+        q = 1.0
+        for f in fields[1:]:
+            if f.startswith("q="):
+                try:
+                    q = float(f[2:])
+                except ValueError:
+                    q = 0.0
+        if media in (wanted, f"{main}/*", "*/*"):
+            exact = 1.0 if media == wanted else (0.5 if media == f"{main}/*" else 0.0)
+            best = max(best, q + exact / 1000)
+    return best
+
+
+def wants_html(request: Request) -> bool:
+    """Whether to answer HTML: ``?format=``, else Accept prefers text/html over JSON."""
+    forced = request.query.get("format")
+    if forced in ("json", "html"):
+        return forced == "html"
+    accept = request.headers.get("accept", "")
+    return _quality(accept, "text/html") > _quality(accept, "application/json")
+
+
+def _page(title: str, inner: str) -> Response:
+    text = (
+        "<!doctype html><html lang=en><meta charset=utf-8>"
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style><body>{inner}</body></html>"
+    )
+    response = Response.html(text)
+    response.headers.extend(_HEADERS)
+    return response
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, dict):
+        rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{_cell(v)}</td></tr>"
+                       for k, v in value.items())  # fmt: skip
+        return f"<table>{rows}</table>"
+    if isinstance(value, list):
+        return html.escape(", ".join(str(v) for v in value)) or "&mdash;"
+    if value is None:
+        return "&mdash;"
+    return f"<code>{html.escape(str(value))}</code>"
+
+
+def card_html(document: bytes) -> Response:
+    """The HTML view of a card document (every value escaped)."""
+    try:
+        doc = json.loads(document)
+    except ValueError:
+        doc = None
+    card = doc.get("card") if isinstance(doc, dict) else None
+    if not isinstance(card, dict):
+        pretty = html.escape(document.decode("utf-8", "replace"))
+        return _page("ScoreIA Chamber card", f"<h1>ScoreIA Chamber card</h1><pre>{pretty}</pre>")
+    title = f"ScoreIA Chamber card {card.get('card_id', '')}"
+    status = doc.get("evidence_status") if isinstance(doc, dict) else None
+    inner = (
+        f"<h1>{html.escape(title)}</h1>"
+        f"<p>Evidence status: {_cell(status)}. Identity fields are participant claims unless "
+        "their assurance says otherwise.</p>"
+        f"{_cell(card)}<h2>Integrity</h2>"
+        f"{_cell({'card_sha256': doc.get('card_sha256'), 'signature': doc.get('signature')})}"
+    )
+    return _page(title, inner)
+
+
+async def get_card(request: Request, runtime: Runtime) -> Response:
+    """``GET /cards/{card_id}``: the card document, or its HTML view."""
+    card_id = request.params.get("card_id", "")
+    if not _CARD_ID.match(card_id):
+        return Response.error(404, "no such card")
+    document = await runtime.read(lambda conn: store.card_document(conn, card_id))
+    if document is None:
+        return Response.error(404, "no such card")
+    if wants_html(request):
+        return card_html(document)
+    response = Response(200, document, "application/json")
+    response.headers.extend(_HEADERS)
+    return response
+
+
+async def list_cards(request: Request, runtime: Runtime) -> Response:
+    """``GET /cards?date=YYYY-MM-DD[&after=ID][&limit=N]``: cards sealed that UTC day."""
+    date = request.query.get("date") or f"{runtime.clock.wall().astimezone(dt.UTC):%Y-%m-%d}"
+    try:
+        if not _DATE.match(date):
+            raise ValueError(date)
+        dt.date.fromisoformat(date)
+        limit = int(request.query.get("limit", "200"))
+    except ValueError:
+        return Response.error(400, "date must be YYYY-MM-DD and limit a number")
+    limit = max(1, min(limit, 1000))
+    after = request.query.get("after", "")
+    rows = await runtime.read(lambda conn: store.list_cards(conn, date, after, limit))
+    body: dict[str, Any] = {"date": date, "cards": rows}
+    if len(rows) == limit:
+        body["next_after"] = rows[-1]["card_id"]
+    if not wants_html(request):
+        response = Response.json(body)
+        response.headers.extend(_HEADERS)
+        return response
+    items = "".join(
+        f'<li><a href="/cards/{html.escape(r["card_id"], quote=True)}">'
+        f"{html.escape(r['card_id'])}</a> {html.escape(str(r.get('outcome', '')))} "
+        f"{html.escape(r['evidence_status'])}</li>"
+        for r in rows
+    )
+    return _page(
+        f"Chamber cards of {date}",
+        f"<h1>Chamber cards of {html.escape(date)}</h1><ul>{items or '<li>none</li>'}</ul>",
+    )
+
+
+ROUTES = (
+    Route("GET", "/cards", list_cards),
+    Route("GET", "/cards/{card_id}", get_card),
+)

@@ -1,0 +1,68 @@
+"""Arguments refused by the inputSchema still get a chamber envelope with a contract code."""
+
+from __future__ import annotations
+
+import pytest
+from chamber_agent import ENTRY, VALIDATORS
+
+from agora.mcp.contracts import load_contract
+from agora.mcp.validation import compile_validator
+from agora.toolsets.chamber import toolset
+from agora.toolsets.chamber.contract import default_contract
+from agora.toolsets.chamber.replies import argument_rejection
+
+HANDLE = "chl-0123456789abcdef"
+INPUTS = {name: spec.input_schema for name, spec in load_contract("chamber").tools.items()}
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "code"),
+    [
+        pytest.param("enter_open_challenge", {**ENTRY, "product": "GPT 5"}, "product_id_invalid",
+                     id="product-pattern"),
+        pytest.param("enter_open_challenge", {k: v for k, v in ENTRY.items() if k != "host"}
+                     | {"host_claim": "cursor"}, "host_required", id="host-claim-only"),
+        pytest.param("enter_open_challenge", {k: v for k, v in ENTRY.items() if k != "model_claim"},
+                     "identity_incomplete", id="model-missing"),
+        pytest.param("enter_open_challenge", {**ENTRY, "suite": "chambre-x"}, "suite_unknown",
+                     id="suite-enum"),
+        pytest.param("enter_open_challenge", {**ENTRY, "origin": "teleported"}, "identity_invalid",
+                     id="origin-enum"),
+        pytest.param("enter_open_challenge", {**ENTRY, "preflight": {"tools_visible": "yes"}},
+                     "identity_invalid", id="preflight-type"),
+        pytest.param("enter_open_challenge", {**ENTRY, "email": "a@b.c"}, "value_format_invalid",
+                     id="unknown-field"),
+        pytest.param("chamber_action", {"challenge_handle": "sia_0123", "op": "look"},
+                     "attempt_not_found", id="sia-handle"),
+        pytest.param("chamber_action", {"challenge_handle": HANDLE, "op": "dance"},
+                     "op_not_allowed", id="op-enum"),
+        pytest.param("chamber_action", {"challenge_handle": HANDLE, "op": "inspect",
+                                        "object": "x" * 41}, "object_not_available", id="object"),
+        pytest.param("chamber_action", {"challenge_handle": HANDLE, "op": "submit_bolt",
+                                        "value": ["1"] * 17}, "value_format_invalid", id="value"),
+        pytest.param("chamber_action", {"challenge_handle": HANDLE, "op": "look",
+                                        "expected_action_index": 65}, "value_format_invalid",
+                     id="index-range"),
+        pytest.param("call_for_help", {"challenge_handle": HANDLE, "ally": "Claude 5"},
+                     "product_id_invalid", id="ally"),
+        pytest.param("seal_attempt", {"challenge_handle": HANDLE, "next_candidate": "x" * 81},
+                     "identity_invalid", id="next-candidate"),
+        pytest.param("observe_chamber", {"challenge_handle": HANDLE}, "object_not_available",
+                     id="observe-object-missing"),
+    ],
+)  # fmt: skip
+def test_schema_refusals_speak_the_chamber_vocabulary(tool, args, code):
+    problems = compile_validator(INPUTS[tool]).problems(args)
+    assert problems
+    body = argument_rejection(problems)
+    assert body["code"] == code
+    assert body["code"] in default_contract().error_codes
+    VALIDATORS[tool].validate(body)
+
+
+def test_the_toolset_hands_its_rejection_builder_to_the_server():
+    assert toolset().reject_arguments is argument_rejection
+
+
+def test_a_rejection_without_problems_is_still_an_envelope():
+    assert argument_rejection([])["code"] == "value_format_invalid"

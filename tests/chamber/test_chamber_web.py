@@ -1,0 +1,114 @@
+"""Public card pages: JSON documents, escaped HTML views, dated listings, legacy bytes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agora.toolsets.chamber import cards, store, web
+from agora.toolsets.chamber.contract import default_contract
+from agora.web.http import Request
+
+LEGACY = Path(__file__).parent / "fixtures" / "legacy_cards"
+BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+
+
+def get(path: str, accept: str = "*/*", **query: str) -> Request:
+    params = {}
+    if path.startswith("/cards/"):
+        params["card_id"] = path.removeprefix("/cards/")
+    return Request("GET", path, query, {"accept": accept}, b"", params)
+
+
+async def sealed_card(agent, **extra) -> dict:
+    h = (await agent.enter(**extra))["attempt_handle"]
+    return await agent.tool("seal_attempt", challenge_handle=h)
+
+
+async def test_a_card_is_served_as_its_stored_document(runtime, agent):
+    sealed = await sealed_card(agent)
+    response = await web.get_card(get(f"/cards/{sealed['card_id']}"), runtime)
+    assert response.status == 200
+    assert response.content_type == "application/json"
+    stored = await runtime.read(lambda c: store.card_document(c, sealed["card_id"]))
+    assert response.body == stored
+    doc = json.loads(response.body)
+    assert doc["card"] == sealed["card"]
+    assert doc["evidence_status"] == "pending_signature"
+    assert cards.verify_document(response.body).hash_ok
+
+
+async def test_browsers_get_an_html_view_with_everything_escaped(runtime, agent):
+    sealed = await sealed_card(agent, model_claim="<script>alert('x')</script> & co")
+    response = await web.get_card(get(f"/cards/{sealed['card_id']}", BROWSER), runtime)
+    assert response.content_type.startswith("text/html")
+    page = response.body.decode()
+    assert "<script>" not in page
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; co" in page
+    assert (
+        "Content-Security-Policy",
+        "default-src 'none'; style-src 'unsafe-inline'",
+    ) in response.headers
+    forced = await web.get_card(get(f"/cards/{sealed['card_id']}", BROWSER, format="json"), runtime)
+    assert forced.content_type == "application/json"
+
+
+@pytest.mark.parametrize(
+    ("accept", "html"),
+    [
+        pytest.param("*/*", False, id="curl"),
+        pytest.param("", False, id="none"),
+        pytest.param("application/json", False, id="json"),
+        pytest.param(BROWSER, True, id="browser"),
+        pytest.param("text/html;q=0.5, application/json", False, id="json-preferred"),
+        pytest.param("text/*", True, id="text-wildcard"),
+    ],
+)
+def test_content_negotiation(accept, html):
+    assert web.wants_html(get("/cards/x", accept)) is html
+
+
+async def test_unknown_and_malformed_card_ids_are_404(runtime):
+    for card_id in ("card-20990101-0000000000000000", "..%2Fetc", "x" * 101):
+        response = await web.get_card(get(f"/cards/{card_id}"), runtime)
+        assert response.status == 404
+
+
+async def test_listing_by_date_pages_through_cards(runtime, agent, wall):
+    ids = sorted([(await sealed_card(agent))["card_id"] for _ in range(3)])
+    response = await web.list_cards(get("/cards", date="2026-11-30", limit="2"), runtime)
+    body = json.loads(response.body)
+    assert [c["card_id"] for c in body["cards"]] == ids[:2]
+    assert body["next_after"] == ids[1]
+    rest = await web.list_cards(get("/cards", date="2026-11-30", after=ids[1]), runtime)
+    assert [c["card_id"] for c in json.loads(rest.body)["cards"]] == ids[2:]
+    today = json.loads((await web.list_cards(get("/cards"), runtime)).body)
+    assert today["date"] == "2026-11-30"
+    assert len(today["cards"]) == 3
+    entry = today["cards"][0]
+    assert entry["outcome"] == "failed"
+    assert entry["suite_id"] == "chambre-chrono-v0"
+    page = await web.list_cards(get("/cards", BROWSER, date="2026-11-30"), runtime)
+    assert page.body.decode().count('<a href="/cards/card-') == 3
+    empty = json.loads((await web.list_cards(get("/cards", date="2001-01-01"), runtime)).body)
+    assert empty["cards"] == []
+
+
+@pytest.mark.parametrize("query", [{"date": "2026-13-01"}, {"date": "yesterday"}, {"limit": "x"}])
+async def test_bad_listing_queries_are_400(runtime, query):
+    assert (await web.list_cards(get("/cards", **query), runtime)).status == 400
+
+
+async def test_legacy_cards_are_served_byte_for_byte(runtime):
+    legacy = default_contract().legacy_toolset_id
+    for path in LEGACY.glob("*.json"):
+        data = path.read_bytes()
+        card_id, date = cards.legacy_fields(data, legacy)
+        await runtime.write([store.import_legacy(card_id, date, data, legacy)])
+        response = await web.get_card(get(f"/cards/{card_id}"), runtime)
+        assert response.body == data
+        page = await web.get_card(get(f"/cards/{card_id}", BROWSER), runtime)
+        assert page.status == 200
+        assert b"<script" not in page.body
