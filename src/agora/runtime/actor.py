@@ -65,19 +65,33 @@ class Actor:
 
     async def run(self, idle_seconds: float) -> None:
         """Serve commands until idle for ``idle_seconds`` with no waiters, or cancelled."""
+        current: Slot | None = None
         try:
             while True:
                 with trio.move_on_after(idle_seconds) as idle:
                     command, slot = await self._recv.receive()
+                    current = slot
                 if idle.cancelled_caught:
                     if self.waiters or self.runtime.closing:
                         continue
                     return
                 await self._handle(command, slot)
+                current = None
+        except Exception:
+            # The actor itself broke (not the entity's `handle`): the command in hand may be
+            # half done, so its caller gets an internal error rather than a retry.
+            if current is not None and not current.done.is_set():
+                current.fail(InternalError(f"internal error in {self.kind.kind}"))
+            raise
         finally:
             self.runtime.registry.forget(self)
+            stopped = ActorStopped(f"{self.kind.kind} {self.key} stopped")
+            if current is not None and not current.done.is_set():
+                current.fail(stopped)  # cancelled before its write: safe to retry elsewhere
+            # Drain before closing: closing the receive side discards whatever is buffered,
+            # and those callers would wait forever.
+            self._fail_queued(stopped)
             self._recv.close()
-            self._fail_queued(ActorStopped(f"{self.kind.kind} {self.key} stopped"))
             self.change.set()
 
     def _fail_queued(self, error: BaseException) -> None:
@@ -96,10 +110,17 @@ class Actor:
                 self._entity = await runtime.store.read(
                     lambda conn: self.kind.load(conn, self.key, loaded_at)
                 )
-            effects = self._entity.handle(command, runtime.clock.now())
-        except LookupError as exc:
+        except LookupError as exc:  # "no such entity", as `EntityKind.load` documents
             slot.fail(exc)
             return
+        except Exception:
+            log.exception("%s %s failed to load", self.kind.kind, self.key)
+            slot.fail(InternalError(f"internal error in {self.kind.kind}; nothing was changed"))
+            return
+        try:
+            # A LookupError from `handle` (say a KeyError) is a bug like any other: the
+            # entity may be half-mutated, so it is reloaded, not trusted.
+            effects = self._entity.handle(command, runtime.clock.now())
         except Exception:
             log.exception("%s %s failed on %s", self.kind.kind, self.key, type(command).__name__)
             self._entity = None

@@ -41,14 +41,21 @@ class Registry:
         return len(self._actors)
 
     def get(self, kind: EntityKind, key: str) -> Actor:
-        """The live actor for (kind, key), spawned now if there is none. Never awaits."""
+        """The live actor for (kind, key), spawned now if there is none. Never awaits.
+
+        Raises:
+            ActorStopped: if the runtime's nursery has closed, so no actor can start.
+        """
         actor = self._actors.get((kind.kind, key))
         if actor is None:
             rt = self._runtime
             actor = Actor(rt, kind, key, rt.mailbox)
+            try:
+                self._nursery.start_soon(self._supervise, actor, name=f"{kind.kind}:{key}")
+            except RuntimeError as exc:  # the nursery closed: registering would strand callers
+                raise ActorStopped(f"{kind.kind} {key}: the runtime has stopped") from exc
             self._actors[(kind.kind, key)] = actor
             self.spawned += 1
-            self._nursery.start_soon(self._supervise, actor, name=f"{kind.kind}:{key}")
         return actor
 
     async def _supervise(self, actor: Actor) -> None:
@@ -106,7 +113,7 @@ class Runtime:
         """The ``[toolsets.<name>]`` table of the config file (empty if absent)."""
         return dict(self._options.get(toolset, {}))
 
-    async def _submit(self, kind: EntityKind, key: str, command: Any) -> Slot:
+    async def _submit(self, kind: EntityKind, key: str, command: Any) -> tuple[Actor, Slot]:
         for _ in range(3):
             actor = self.registry.get(kind, key)
             slot = Slot()
@@ -116,8 +123,8 @@ class Runtime:
                 continue  # it was evicted between lookup and send: the next get() respawns
             await slot.done.wait()
             if isinstance(slot.error, ActorStopped) and not self.closing:
-                continue
-            return slot
+                continue  # it stopped before starting this command: a fresh actor may run it
+            return actor, slot
         raise ActorStopped(f"{kind.kind} {key} is not accepting commands")
 
     async def call(self, kind: EntityKind, key: str, command: Any) -> Any:
@@ -129,7 +136,7 @@ class Runtime:
             ActorStopped: shutdown began before it could answer.
             Exception: whatever exception instance the entity returned as its reply.
         """
-        slot = await self._submit(kind, key, command)
+        _, slot = await self._submit(kind, key, command)
         if slot.error is not None:
             raise slot.error
         if isinstance(slot.value, BaseException):
@@ -153,23 +160,24 @@ class Runtime:
         """
         deadline = trio.current_time() + timeout
         while True:
-            slot = await self._submit(kind, key, command)
+            actor, slot = await self._submit(kind, key, command)
             if slot.error is not None:
                 raise slot.error
             reply = slot.value
             if isinstance(reply, BaseException):
                 raise reply
-            remaining = deadline - trio.current_time()
-            if ready(reply) or self.closing or remaining <= 0 or slot.change is None:
+            change = slot.change
+            if ready(reply) or self.closing or change is None or trio.current_time() >= deadline:
                 return reply
-            actor = self.registry.get(kind, key)
+            # Park on the actor that answered (a lookup now could spawn a new one), and
+            # count ourselves so that it is not evicted under us.
             actor.waiters += 1
             try:
-                with trio.move_on_after(remaining):
-                    await slot.change.wait()
+                with trio.move_on_at(deadline):
+                    await change.wait()
             finally:
                 actor.waiters -= 1
-            if trio.current_time() >= deadline and not slot.change.is_set():
+            if self.closing or not change.is_set():
                 return reply
 
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:

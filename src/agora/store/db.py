@@ -18,7 +18,7 @@ import trio
 
 from agora.errors import StoreError
 from agora.store.migrations import apply_migrations
-from agora.store.writer import Job, Writer
+from agora.store.writer import Job, Writer, WriterStopped
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterable
@@ -50,6 +50,16 @@ def _connect(path: str, *, synchronous: str, readonly: bool = False) -> sqlite3.
     return conn
 
 
+def _read_only(fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:
+    # Inline reads share the writer's connection; refuse writes as a read connection would,
+    # so code tested on ``:memory:`` behaves as it will on a file.
+    conn.execute("PRAGMA query_only=ON")
+    try:
+        return fn(conn)
+    finally:
+        conn.execute("PRAGMA query_only=OFF")
+
+
 class Store:
     """Durable storage for every toolset.
 
@@ -74,28 +84,35 @@ class Store:
         self._inline = inline
         self._readers: list[sqlite3.Connection] = []
         self._reader_limit = trio.CapacityLimiter(READERS)
-        self._synchronous = "NORMAL"
+        self._closed = False
 
     @property
     def stats(self) -> tuple[int, int]:
-        """(transactions committed, jobs committed) since open: the group-commit ratio."""
+        """(transactions committed, jobs committed) since open: the group-commit ratio.
+
+        A job that failed inside a committed transaction is not counted.
+        """
         return self._writer.batches, self._writer.jobs
 
     async def write(self, writes: list[Write]) -> None:
         """Commit ``writes`` atomically; return once they are durable.
 
-        The wait is shielded: once submitted, a write is either committed or failed, and the
-        caller learns which even if it was cancelled meanwhile (it is re-raised afterwards).
+        A caller already cancelled on entry commits nothing. Once submitted, the wait is
+        shielded: the write is either committed or failed, and the caller learns which even
+        if it was cancelled meanwhile (the cancellation lands at its next checkpoint).
 
         Raises:
             StoreError: if the statements failed; none of them is committed.
         """
+        if self._closed:
+            raise StoreError("write failed: the store is closed")
         if not writes:
             return
+        await trio.lowlevel.checkpoint_if_cancelled()  # never committed-but-cancelled
         outcome: list[BaseException | None] = []
         if self._inline:
             self._writer.commit_batch([Job(writes, outcome.append)])
-            await trio.lowlevel.checkpoint()
+            await trio.lowlevel.cancel_shielded_checkpoint()
         else:
             done = trio.Event()
             token = trio.lowlevel.current_trio_token()
@@ -104,7 +121,10 @@ class Store:
                 outcome.append(result)
                 token.run_sync_soon(done.set)
 
-            self._writer.submit(Job(writes, complete))
+            try:
+                self._writer.submit(Job(writes, complete))
+            except WriterStopped as exc:
+                raise StoreError("write failed: the store is closed") from exc
             with trio.CancelScope(shield=True):
                 await done.wait()
         if outcome[0] is not None:
@@ -116,10 +136,12 @@ class Store:
         Raises:
             StoreError: if SQLite raised.
         """
+        if self._closed:
+            raise StoreError("read failed: the store is closed")
         try:
             if self._inline:
                 await trio.lowlevel.checkpoint()
-                return fn(self._writer_conn)
+                return _read_only(fn, self._writer_conn)
             async with self._reader_limit:
                 conn = self._readers.pop() if self._readers else self._open_reader()
                 try:
@@ -133,7 +155,8 @@ class Store:
         return _connect(self.path, synchronous="NORMAL", readonly=True)
 
     def close(self) -> None:
-        """Finish queued writes, then close every connection."""
+        """Finish queued writes, then close every connection; later calls raise StoreError."""
+        self._closed = True
         if not self._inline:
             self._writer.stop()
         for conn in self._readers:
@@ -171,9 +194,16 @@ async def open_store(
         if not inline:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         conn = _connect(path, synchronous=synchronous.upper())
-        versions = apply_migrations(conn, migrations)
     except (sqlite3.Error, OSError) as exc:
         raise StoreError(f"cannot open database {path}: {exc}") from exc
+    try:
+        versions = apply_migrations(conn, migrations)
+    except sqlite3.Error as exc:
+        conn.close()
+        raise StoreError(f"cannot migrate database {path}: {exc}") from exc
+    except BaseException:
+        conn.close()  # a newer schema or a failed step: leave nothing open
+        raise
     writer = Writer(conn, group_commit=group_commit)
     store = Store(path, conn, writer, inline=inline, versions=versions)
     if not inline:
@@ -182,4 +212,7 @@ async def open_store(
         yield store
     finally:
         with trio.CancelScope(shield=True):
-            await trio.to_thread.run_sync(store.close) if not inline else store.close()
+            if inline:
+                store.close()
+            else:
+                await trio.to_thread.run_sync(store.close)

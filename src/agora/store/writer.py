@@ -46,6 +46,8 @@ class Writer:
         self._group = group_commit
         self._queue: queue.SimpleQueue[Job | object] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="agora-writer", daemon=True)
+        self._lock = threading.Lock()
+        self._stopped = False
         self.batches = 0
         self.jobs = 0
 
@@ -54,12 +56,22 @@ class Writer:
         self._thread.start()
 
     def submit(self, job: Job) -> None:
-        """Queue a job; never blocks."""
-        self._queue.put(job)
+        """Queue a job; never blocks.
+
+        Raises:
+            WriterStopped: if `stop` was called (the job would never run).
+        """
+        with self._lock:
+            if self._stopped:
+                raise WriterStopped("the writer has stopped")
+            self._queue.put(job)
 
     def stop(self) -> None:
         """Finish every queued job, then stop the thread and wait for it."""
-        self._queue.put(_STOP)
+        with self._lock:
+            if not self._stopped:
+                self._stopped = True
+                self._queue.put(_STOP)
         self._thread.join()
 
     def _run(self) -> None:
@@ -85,21 +97,29 @@ class Writer:
     def commit_batch(self, batch: list[Job]) -> None:
         """Run ``batch`` in one transaction and complete every job (also usable inline)."""
         conn = self._conn
-        outcomes: list[BaseException | None] = []
+        outcomes: list[BaseException | None]
         try:
             conn.execute("BEGIN IMMEDIATE")
-            for job in batch:
-                outcomes.append(_run_job(conn, job))
-            conn.execute("COMMIT")
+            outcomes = [_run_job(conn, job) for job in batch]
+            committed = outcomes.count(None)
+            conn.execute("COMMIT" if committed else "ROLLBACK")  # no fsync for nothing
         except Exception as exc:  # the whole batch failed: nothing of it is committed
             log.exception("commit of %d jobs failed", len(batch))
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            _rollback(conn)
             outcomes = [exc] * len(batch)
-        self.batches += 1
-        self.jobs += len(batch)
+        else:
+            if committed:
+                self.batches += 1
+                self.jobs += committed
         for job, outcome in zip(batch, outcomes, strict=True):
-            job.complete(outcome)
+            try:
+                job.complete(outcome)
+            except Exception:  # e.g. its Trio run ended; the other jobs still get answers
+                log.exception("could not report a write's outcome")
+
+
+class WriterStopped(Exception):
+    """A job was submitted after the writer stopped."""
 
 
 def _run_job(conn: sqlite3.Connection, job: Job) -> BaseException | None:
@@ -107,9 +127,17 @@ def _run_job(conn: sqlite3.Connection, job: Job) -> BaseException | None:
     try:
         for sql, params in job.writes:
             conn.execute(sql, params)
-    except sqlite3.Error as exc:
+    except Exception as exc:  # any bad job (SQL error, malformed write) fails alone
         conn.execute("ROLLBACK TO job")
         conn.execute("RELEASE job")
         return exc
     conn.execute("RELEASE job")
     return None
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    try:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+    except sqlite3.Error:  # the writer thread must outlive a broken transaction
+        log.exception("rollback failed")

@@ -1,0 +1,151 @@
+"""A tiny entity kind for the runtime tests: a counter with a SQLite table and a log.
+
+`Counter` is a pure entity like a toolset's: `handle` mutates memory and returns `Effects`
+whose writes make the change durable. Some commands misbehave on purpose (raise after
+mutating, break a table constraint) so the tests can check that a failed command leaves
+the entity as the store has it. Not a test module: the tests import it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agora.runtime.entity import Effects
+from agora.toolsets.base import Migration
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    import sqlite_utils
+
+    from agora.runtime.clock import Now
+
+
+def _create(db: sqlite_utils.Database) -> None:
+    db.execute(
+        "CREATE TABLE counter_values ("
+        " key TEXT PRIMARY KEY,"
+        " value INTEGER NOT NULL CHECK (value >= 0),"
+        " seq INTEGER NOT NULL)"
+    )
+    db.execute(
+        "CREATE TABLE counter_log ("
+        " key TEXT NOT NULL, seq INTEGER NOT NULL, tag TEXT NOT NULL, value INTEGER NOT NULL,"
+        " PRIMARY KEY (key, seq))"
+    )
+
+
+MIGRATIONS = [Migration("counter", 1, _create)]
+
+#: The runtime's idle period in these tests (seconds).
+IDLE = 30.0
+
+
+@dataclass(frozen=True)
+class Add:
+    """Add ``delta``; the reply is the new value. A negative total breaks the CHECK."""
+
+    delta: int = 1
+    tag: str = ""
+
+
+@dataclass(frozen=True)
+class Get:
+    """Reply with the current value."""
+
+
+@dataclass(frozen=True)
+class When:
+    """Reply with the `Now` that ``handle`` was given."""
+
+
+@dataclass(frozen=True)
+class Explode:
+    """Mutate the counter, then raise: a bug in ``handle``."""
+
+    error: type[Exception] = RuntimeError
+
+
+@dataclass(frozen=True)
+class Refuse:
+    """Commit a log row, then answer with an exception instance (a business refusal)."""
+
+
+@dataclass(frozen=True)
+class Garble:
+    """Return something that is not `Effects`: the actor, not ``handle``, trips on it."""
+
+
+@dataclass
+class Counter:
+    """The entity: value and sequence number of one key."""
+
+    key: str
+    value: int = 0
+    seq: int = 0
+
+    def handle(self, command: Any, now: Now) -> Effects:
+        """Apply one command (pure: no I/O)."""
+        match command:
+            case Get():
+                return Effects(reply=self.value)
+            case When():
+                return Effects(reply=now)
+            case Add(delta=delta, tag=tag):
+                self.value += delta
+                self.seq += 1
+                return Effects(reply=self.value, writes=self._save(tag), changed=True)
+            case Explode(error=error):
+                self.value += 1000
+                raise error("boom")
+            case Refuse():
+                self.seq += 1
+                return Effects(reply=ValueError("refused"), writes=self._save("refused"))
+            case Garble():
+                self.value += 1000
+                return "not effects"  # type: ignore[return-value]
+        raise AssertionError(command)
+
+    def _save(self, tag: str) -> list[tuple[str, tuple[Any, ...]]]:
+        return [
+            (
+                "INSERT INTO counter_values (key, value, seq) VALUES (?, ?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value, seq = excluded.seq",
+                (self.key, self.value, self.seq),
+            ),
+            (
+                "INSERT INTO counter_log (key, seq, tag, value) VALUES (?, ?, ?, ?)",
+                (self.key, self.seq, tag, self.value),
+            ),
+        ]
+
+
+@dataclass
+class CounterKind:
+    """Loads counters; keys starting with ``missing`` do not exist (LookupError)."""
+
+    kind: str = "counter"
+    loads: list[str] = field(default_factory=list)
+
+    def load(self, conn: sqlite3.Connection, key: str, now: Now) -> Counter:
+        """Build the counter ``key`` from committed rows."""
+        self.loads.append(key)
+        if key.startswith("missing"):
+            raise LookupError(f"no counter {key}")
+        row = conn.execute("SELECT value, seq FROM counter_values WHERE key = ?", (key,)).fetchone()
+        return Counter(key) if row is None else Counter(key, row[0], row[1])
+
+
+def stored(conn: sqlite3.Connection, key: str) -> int | None:
+    """The committed value of ``key`` (None if never written)."""
+    row = conn.execute("SELECT value FROM counter_values WHERE key = ?", (key,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def log(conn: sqlite3.Connection, key: str) -> list[tuple[int, str, int]]:
+    """The committed (seq, tag, value) rows of ``key``, in sequence order."""
+    rows = conn.execute(
+        "SELECT seq, tag, value FROM counter_log WHERE key = ? ORDER BY seq", (key,)
+    ).fetchall()
+    return [(r[0], r[1], r[2]) for r in rows]
