@@ -50,8 +50,10 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     page_size: int = 50
     #: Extra Host/Origin names allowed besides loopback (DNS-rebinding protection).
     allowed_hosts: list[str] = msgspec.field(default_factory=list)
-    #: Seconds between WebSocket pings; a peer that misses 2 pongs in a row is closed.
+    #: Seconds between WebSocket pings (0 = none); a peer that misses 2 pongs in a row is closed.
     ping_interval: float = 20.0
+    #: Seconds a WebSocket peer may leave a message unread before it is closed.
+    send_timeout: float = 30.0
     principals: list[PrincipalConfig] = msgspec.field(default_factory=list)
     #: Per-toolset options: the [options.<name>] tables of agora.toml.
     options: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)

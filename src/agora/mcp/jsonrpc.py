@@ -119,12 +119,7 @@ def parse(obj: Any) -> Message:
         raise ProtocolError(INVALID_REQUEST, 'jsonrpc must be "2.0"', {"id": rid})
     method = obj.get("method")
     if method is None:
-        if rid is None or ("result" in obj) == ("error" in obj):
-            raise ProtocolError(INVALID_REQUEST, "a response needs an id and one of result/error")
-        error = obj.get("error")
-        if error is not None and not isinstance(error, dict):
-            raise ProtocolError(INVALID_REQUEST, "error must be an object")
-        return Response(rid, obj.get("result"), error)
+        return _response(obj, rid)
     if not isinstance(method, str) or not method:
         raise ProtocolError(INVALID_REQUEST, "method must be a non-empty string", {"id": rid})
     params = obj.get("params", {})
@@ -139,6 +134,15 @@ def parse(obj: Any) -> Message:
     if rid is None:
         return Notification(method, params)
     return Request(rid, method, params)
+
+
+def _response(obj: dict[str, Any], rid: RequestId | None) -> Response:
+    if rid is None or ("result" in obj) == ("error" in obj):
+        raise ProtocolError(INVALID_REQUEST, "a response needs an id and one of result/error")
+    error = obj.get("error")
+    if error is not None and not isinstance(error, dict):
+        raise ProtocolError(INVALID_REQUEST, "error must be an object")
+    return Response(rid, obj.get("result"), error)
 
 
 def error_id(exc: ProtocolError) -> RequestId | None:

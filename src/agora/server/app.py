@@ -53,9 +53,7 @@ def tool_entries(toolset: Toolset) -> list[ToolEntry]:
     """Catalog entries for a toolset's tools: from its contract, or defined in code."""
     entries: list[ToolEntry] = []
     if toolset.contract is None:
-        for spec in toolset.tools:
-            entries.append(_entry(spec, toolset, spec["name"]))
-        return entries
+        return [_entry(spec, toolset, spec["name"]) for spec in toolset.tools]
     from agora.mcp.contracts import load_contract
 
     contract = load_contract(toolset.contract or toolset.name)

@@ -224,7 +224,11 @@ async def _accept(
     # Connections live in `connections`, not under `scope`: cancelling `scope` stops
     # accepting while the calls already in flight get their grace period.
     async def handler(stream: trio.SocketStream) -> None:
-        await HttpConnection(app, mcp, stream).serve()
+        # The supervisor's top level: a bug in one connection must not end the server.
+        try:
+            await HttpConnection(app, mcp, stream).serve()
+        except Exception:
+            log.exception("connection handler failed")
 
     with scope:
         await trio.serve_listeners(handler, listeners, handler_nursery=connections)

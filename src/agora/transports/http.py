@@ -18,6 +18,7 @@ import trio
 from agora.mcp import jsonrpc as rpc
 from agora.transports.replay import ReplayStream
 from agora.transports.sse import format_event
+from agora.transports.streamable import origin_allowed
 from agora.transports.websocket import serve_websocket
 from agora.web.http import EventStream, Request, Response
 
@@ -108,6 +109,11 @@ class HttpConnection:
             if headers.get("upgrade", "").lower() == "websocket":
                 if req.method != "GET":
                     await self._send(Response.error(405, "WebSocket upgrade needs GET"))
+                    return False
+                if not origin_allowed(headers, self.app.config.allowed_hosts):
+                    await self._send(
+                        Response.error(403, "Forbidden: Host or Origin is not allowed")
+                    )
                     return False
                 await serve_websocket(
                     self.app, ReplayStream(self.stream, bytes(self.raw)), endpoint, principal

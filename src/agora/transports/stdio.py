@@ -1,7 +1,9 @@
 """MCP over stdio: newline-delimited JSON-RPC on stdin/stdout; logs go to stderr only.
 
-Reads run in a worker thread (stdin is not pollable everywhere); writes are serialized by
-a lock. End of input ends the session after the calls in flight have answered.
+Reads run in a worker thread (stdin is not pollable everywhere) and never hold more than one
+message's worth of bytes: an oversize line is answered with an error and skipped. Writes are
+serialized by a lock. End of input ends the session after the calls in flight have answered.
+Nothing here knows about tools.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from agora.server.connection import Connection
 if TYPE_CHECKING:
     from agora.server.app import App, Endpoint
     from agora.toolsets.base import Principal
+
+#: One message plus its newline (and a CR, for peers that send CRLF).
+_LINE_LIMIT = rpc.MAX_MESSAGE_BYTES + 2
 
 
 async def serve_stdio(
@@ -46,14 +51,34 @@ async def serve_stdio(
             endpoint=endpoint.params,
         )
         while True:
-            line = await trio.to_thread.run_sync(rin.readline, abandon_on_cancel=True)
-            if not line:
+            line = await trio.to_thread.run_sync(_read_line, rin, abandon_on_cancel=True)
+            if line is None:
                 break
-            if len(line) > rpc.MAX_MESSAGE_BYTES + 1:
-                await emit(rpc.error(None, rpc.INVALID_REQUEST, "message too large"), None)
+            if len(line) > rpc.MAX_MESSAGE_BYTES:
+                message = f"message larger than {rpc.MAX_MESSAGE_BYTES} bytes"
+                await emit(rpc.error(None, rpc.INVALID_REQUEST, message), None)
                 continue
             if line.strip():
                 await conn.feed_bytes(line)
+
+
+def _read_line(rin: BinaryIO) -> bytes | None:
+    """The next line without its newline; None at end of input.
+
+    A line longer than the limit is consumed to its end and returned truncated to
+    ``_LINE_LIMIT`` bytes, so the caller sees it is too long without holding all of it.
+    """
+    line = rin.readline(_LINE_LIMIT)
+    if not line:
+        return None
+    if line.endswith(b"\n"):
+        return line.rstrip(b"\r\n")
+    if len(line) < _LINE_LIMIT:
+        return line  # the last line, without a newline
+    while True:  # skip the rest of an oversize line
+        rest = rin.readline(_LINE_LIMIT)
+        if not rest or rest.endswith(b"\n"):
+            return line
 
 
 def _write(out: BinaryIO, data: bytes) -> None:

@@ -1,9 +1,10 @@
 """MCP over WebSocket: one JSON-RPC message per text frame, subprotocol ``mcp``.
 
-The HTTP front end has already checked the path and the bearer token; this module completes
-the handshake with trio-websocket, then runs one reader loop and a keepalive. A peer that
-misses pongs, sends binary or oversize frames, or stops reading is closed; nobody else
-notices. Every connection has its own nursery and is closed in ``finally``.
+The HTTP front end has already checked the path, Host/Origin and the bearer token; this
+module completes the handshake with trio-websocket, then runs one reader loop and a
+keepalive. A peer that misses pongs, sends oversize frames, or stops reading is closed;
+nobody else notices. Every connection has its own nursery and is closed in ``finally``.
+Nothing here knows about tools.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import trio
 from trio_websocket import ConnectionClosed, wrap_server_stream
 
 from agora.mcp import jsonrpc as rpc
-from agora.server.connection import Connection
+from agora.server.connection import Connection, Emit
 
 if TYPE_CHECKING:
     from trio_websocket import WebSocketConnection
@@ -27,8 +28,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HANDSHAKE_TIMEOUT = 10.0
-#: A peer that does not take a message within this many seconds is closed.
-SEND_TIMEOUT = 30.0
+#: Seconds a close handshake may take before the stream is dropped.
+CLOSE_TIMEOUT = 1.0
+#: Close code for a frame over the size limit (RFC 6455 "message too big").
+MESSAGE_TOO_BIG = 1009
+#: Close code for a peer that stopped answering pings.
+PING_TIMEOUT = 1011
+#: UTF-8 needs at most this many bytes per character: a shorter text frame is within limits.
+_MAX_UTF8 = 4
 
 
 async def serve_websocket(
@@ -43,15 +50,17 @@ async def serve_websocket(
                 )
                 sub = "mcp" if "mcp" in request.proposed_subprotocols else None
                 ws = await request.accept(subprotocol=sub)
+                stream.release()
                 nursery.start_soon(_session, app, ws, endpoint, principal, nursery.cancel_scope)
-                nursery.start_soon(_keepalive, ws, app.config.ping_interval)
+                if app.config.ping_interval > 0:
+                    nursery.start_soon(_keepalive, ws, app.config.ping_interval)
                 return
             nursery.cancel_scope.cancel()  # the handshake did not finish in time
         except ConnectionClosed:
             nursery.cancel_scope.cancel()
         finally:
             if nursery.cancel_scope.cancel_called:
-                with trio.CancelScope(shield=True), trio.move_on_after(1):
+                with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT):
                     await stream.aclose()
 
 
@@ -62,9 +71,17 @@ async def _session(
     principal: Principal,
     scope: trio.CancelScope,
 ) -> None:
+    send_timeout = app.config.send_timeout
+
     async def emit(message: dict[str, Any], related: rpc.RequestId | None) -> None:
-        with trio.move_on_after(SEND_TIMEOUT) as slow:
-            await ws.send_message(rpc.encode(message).decode())
+        # Runs in the reader and in call tasks: a peer that is gone or stalled ends the
+        # whole connection here rather than failing one call task.
+        try:
+            with trio.move_on_after(send_timeout) as slow:
+                await ws.send_message(rpc.encode(message).decode())
+        except ConnectionClosed:
+            scope.cancel()
+            return
         if slow.cancelled_caught:
             log.info("websocket peer %s stopped reading; closing", ws.remote)
             scope.cancel()
@@ -80,20 +97,37 @@ async def _session(
                 endpoint=endpoint.params,
             )
             try:
-                while True:
-                    message = await ws.get_message()
-                    if isinstance(message, bytes):
-                        await emit(rpc.error(None, rpc.INVALID_REQUEST, "send text frames"), None)
-                        continue
-                    await conn.feed_bytes(message)
+                await _read(ws, conn, emit)
+            except ConnectionClosed:
+                pass
             finally:
                 conn.cancel_all()
-    except ConnectionClosed:
-        pass
     finally:
         scope.cancel()
-        with trio.CancelScope(shield=True), trio.move_on_after(1):
-            await ws.aclose()
+        with trio.CancelScope(shield=True):
+            await _close(ws, 1000, None)
+
+
+async def _read(ws: WebSocketConnection, conn: Connection, emit: Emit) -> None:
+    while True:
+        message = await ws.get_message()
+        if isinstance(message, bytes):
+            await emit(rpc.error(None, rpc.INVALID_REQUEST, "send text frames"), None)
+            continue
+        # trio-websocket counts characters; the limit is in bytes.
+        if len(message) * _MAX_UTF8 > rpc.MAX_MESSAGE_BYTES:
+            size = len(message.encode())
+            if size > rpc.MAX_MESSAGE_BYTES:
+                reason = f"message larger than {rpc.MAX_MESSAGE_BYTES} bytes"
+                await _close(ws, MESSAGE_TOO_BIG, reason)
+                return
+        await conn.feed_bytes(message)
+
+
+async def _close(ws: WebSocketConnection, code: int, reason: str | None) -> None:
+    # A dead or stalled peer never answers the close frame: do not wait for it forever.
+    with trio.move_on_after(CLOSE_TIMEOUT):
+        await ws.aclose(code=code, reason=reason)
 
 
 async def _keepalive(ws: WebSocketConnection, interval: float) -> None:
@@ -107,7 +141,8 @@ async def _keepalive(ws: WebSocketConnection, interval: float) -> None:
                 await ws.ping()
             missed = missed + 1 if late.cancelled_caught else 0
             if missed >= 2:
-                await ws.aclose(code=1011, reason="ping timeout")
+                log.info("websocket peer %s missed %d pongs; closing", ws.remote, missed)
+                await _close(ws, PING_TIMEOUT, "ping timeout")
                 return
     except ConnectionClosed:
         return

@@ -1,0 +1,117 @@
+"""The ``agora`` command: ``call`` against a running server, ``--help`` everywhere, and a
+graceful SIGTERM that answers a parked long-poll before the process exits 0."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+
+import pytest
+import trio
+from e2e_support import AGORA, TOKEN, clean_env, http
+
+from agora.cli import build_parser, main
+from agora.client import connect
+
+TIMEOUT = 20
+
+
+async def agora_cli(*args: str) -> trio.Process:
+    return await trio.run_process(
+        [AGORA, *args], capture_stdout=True, capture_stderr=True, check=False, env=clean_env()
+    )
+
+
+async def test_agora_call_prints_the_result(agora):
+    with trio.fail_after(TIMEOUT):
+        done = await agora_cli("call", f"{agora.url}/mcp/chess", "get_board", "{}")
+    assert done.returncode == 0, done.stderr.decode()
+    result = json.loads(done.stdout)
+    assert result["structuredContent"]["table"] == "default"
+    assert result["structuredContent"]["fen"]
+
+
+async def test_agora_call_with_a_token_and_a_tool_error(agora):
+    args = ("call", f"{agora.url}/mcp/chess", "move_piece", '{"from": "e2"}', "--token", TOKEN)
+    with trio.fail_after(TIMEOUT):
+        done = await agora_cli(*args)
+    assert done.returncode == 1  # an isError result is printed and fails the command
+    assert json.loads(done.stdout)["isError"] is True
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(("{url}/mcp/chess", "no_such_tool"), "unknown tool", id="unknown-tool"),
+        pytest.param(("{url}/mcp/chess", "get_board", "[1,"), "not JSON", id="bad-arguments"),
+        pytest.param(("{url}/mcp", "get_board", "{}", "--token", "x"), "HTTP 401",
+                     id="unknown-token"),
+        pytest.param(("{url}/nowhere", "get_board"), "HTTP 404", id="no-endpoint"),
+        pytest.param(("http://127.0.0.1:1/mcp", "get_board"), "cannot connect", id="no-server"),
+    ],
+)  # fmt: skip
+async def test_agora_call_reports_failures_in_one_line(agora, args, message):
+    with trio.fail_after(TIMEOUT):
+        done = await agora_cli("call", *(a.replace("{url}", agora.url) for a in args))
+    assert done.returncode in (1, 2)
+    assert message in done.stderr.decode()
+    assert b"Traceback" not in done.stderr
+    assert done.stdout == b""
+
+
+def subcommands() -> list[str]:
+    actions = build_parser()._subparsers._group_actions  # type: ignore[union-attr]
+    sub = next(a for a in actions if isinstance(a, argparse._SubParsersAction))
+    return sorted(sub.choices)
+
+
+def test_every_subcommand_has_help(capsys):
+    names = subcommands()
+    assert {"serve", "stdio", "call"} <= set(names)
+    for name in ["", *names]:
+        argv = [name, "--help"] if name else ["--help"]
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        assert exited.value.code == 0
+        out = capsys.readouterr().out
+        assert out.startswith(f"usage: agora {name}".rstrip()), out
+
+
+async def test_the_console_script_runs():
+    with trio.fail_after(TIMEOUT):
+        done = await agora_cli("serve", "--help")
+    assert done.returncode == 0
+    assert b"--port" in done.stdout
+    assert b"--conformance" in done.stdout
+
+
+async def test_sigterm_answers_a_parked_long_poll_then_exits_0(start_agora):
+    server = start_agora()
+    reply: dict = {}
+
+    async def park(task_status=trio.TASK_STATUS_IGNORED) -> None:
+        async with connect(f"{server.url}/mcp/chess") as client:
+            task_status.started(client)
+            # The human has not chosen sides: this waits for the choice, up to 55 s.
+            arguments = {"timeout_ms": 55000, "wait_for_human": True}
+            reply.update(await client.call_tool("wait_for_turn", arguments))
+
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            client = await nursery.start(park)
+            assert await client.request("ping") == {}
+            # Until the call is counted in flight (bounded polling of the subprocess).
+            for _ in range(500):
+                health = await http(server.port, "GET", "/healthz")
+                if health.json()["in_flight"] >= 1:
+                    break
+                await trio.sleep(0.01)
+            else:
+                raise AssertionError("wait_for_turn never started")
+            server.signal(signal.SIGTERM)
+        # The nursery ended: the long-poll came back well before its 55 s.
+        assert reply.get("isError") is not True, reply
+        assert reply["structuredContent"]["table"] == "default"
+        assert reply["structuredContent"]["nextAction"]["tool"] == "wait_for_turn"
+        server.assert_clean_exit(await server.wait_exit())

@@ -1,0 +1,196 @@
+"""Streamable HTTP against a real server: bad input, Host/Origin checks, the session's owner.
+
+Each bad request gets the right HTTP status and JSON-RPC error; afterwards a new session on
+the same server still works. Bytes are sent with a raw h11 client so nothing is tidied up.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import trio
+from e2e_support import INITIALIZE, INITIALIZED, RawWebSocket, http, nested, raw_exchange
+
+TIMEOUT = 15
+VERSION = "2025-11-25"
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+async def open_session(port: int, path: str = "/mcp/chess", **headers: str) -> dict[str, str]:
+    """Initialize a handshake session; the headers that address it."""
+    reply = await http(port, "POST", path, INITIALIZE, headers=headers)
+    assert reply.status == 200, reply
+    assert reply.json()["result"]["protocolVersion"] == VERSION
+    session = {"mcp-session-id": reply.headers["mcp-session-id"], "mcp-protocol-version": VERSION}
+    done = await http(port, "POST", path, INITIALIZED, headers={**headers, **session})
+    assert done.status == 202, done
+    return session
+
+
+async def assert_alive(port: int) -> None:
+    """A new session can still call a tool."""
+    session = await open_session(port)
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_board"}}
+    reply = await http(port, "POST", "/mcp/chess", call, headers=session)
+    assert reply.status == 200, reply
+    assert reply.json()["result"]["structuredContent"]["table"] == "default"
+
+
+def rpc(method: str, params: object = None, rid: int = 7) -> dict[str, object]:
+    message: dict[str, object] = {"jsonrpc": "2.0", "id": rid, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+BAD_BODIES = [
+    # (body, HTTP status, JSON-RPC code, id)
+    pytest.param(b"{not json", 400, -32700, None, id="not-json"),
+    pytest.param(b'{"jsonrpc":"2.0","id":7,"method":"p\xff\xfe"}', 400, -32700, None,
+                 id="invalid-utf8"),
+    pytest.param(rpc("initialize", nested(9)), 400, -32600, 7, id="params-depth-9"),
+    pytest.param([INITIALIZE], 400, -32600, None, id="batch"),
+    pytest.param(b"[]", 400, -32600, None, id="empty-batch"),
+    pytest.param(b'"just a string"', 400, -32600, None, id="not-an-object"),
+    pytest.param(rpc("tools/call", {"name": "get_board"}), 400, -32600, None,
+                 id="tools-call-before-initialize"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("body", "status", "code", "rid"), BAD_BODIES)
+async def test_a_bad_body_gets_an_http_and_json_rpc_error(agora, body, status, code, rid):
+    with trio.fail_after(TIMEOUT):
+        reply = await http(agora.port, "POST", "/mcp/chess", body)
+        assert reply.status == status, reply
+        error = reply.json()
+        assert error["error"]["code"] == code, error
+        assert error["id"] == rid
+        await assert_alive(agora.port)
+
+
+async def test_a_70kb_body_gets_413(agora):
+    body = json.dumps(rpc("ping", {"pad": "x" * 70_000})).encode()
+    with trio.fail_after(TIMEOUT):
+        reply = await http(agora.port, "POST", "/mcp/chess", body)
+        assert reply.status == 413, reply
+        await assert_alive(agora.port)
+
+
+async def test_a_70kb_chunked_body_gets_413(agora):
+    chunk = b"x" * 10_000
+    head = (
+        f"POST /mcp/chess HTTP/1.1\r\nHost: 127.0.0.1:{agora.port}\r\n"
+        "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    ).encode()
+    body = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(7)) + b"0\r\n\r\n"
+    with trio.fail_after(TIMEOUT):
+        answer = await raw_exchange(agora.port, head + body)
+        assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+        await assert_alive(agora.port)
+
+
+IN_SESSION = [
+    # (request, JSON-RPC code or None for a tool error result)
+    pytest.param(rpc("no/such/method"), -32601, id="unknown-method"),
+    pytest.param(rpc("tools/call", {"name": "no_such_tool"}), -32602, id="unknown-tool"),
+    pytest.param(rpc("tools/call", {"name": "move_piece", "arguments": {"from": 5, "to": True}}),
+                 None, id="wrong-argument-types"),
+    pytest.param(rpc("tools/call", {"name": "get_board", "arguments": "x"}), -32602,
+                 id="arguments-not-an-object"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("message", "code"), IN_SESSION)
+async def test_a_bad_request_in_a_session_is_answered_and_the_session_survives(
+    agora, message, code
+):
+    with trio.fail_after(TIMEOUT):
+        session = await open_session(agora.port)
+        reply = await http(agora.port, "POST", "/mcp/chess", message, headers=session)
+        assert reply.status == 200, reply
+        answer = reply.json()
+        assert answer["id"] == 7
+        if code is None:
+            assert answer["result"]["isError"] is True
+            assert "must be a string" in answer["result"]["content"][0]["text"]
+        else:
+            assert answer["error"]["code"] == code, answer
+        ping = await http(agora.port, "POST", "/mcp/chess", rpc("ping", rid=8), headers=session)
+        assert ping.json() == {"jsonrpc": "2.0", "id": 8, "result": {}}
+
+
+async def test_the_stateless_revision_reports_errors_the_same_way(agora):
+    headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call"}
+    unknown = rpc("tools/call", {"name": "no_such_tool", "_meta": MODERN_META})
+    wrong = rpc(
+        "tools/call", {"name": "move_piece", "arguments": {"from": 5}, "_meta": MODERN_META}
+    )
+    with trio.fail_after(TIMEOUT):
+        reply = await http(agora.port, "POST", "/mcp/chess", unknown, headers=headers)
+        assert reply.json()["error"]["code"] == -32602
+        reply = await http(agora.port, "POST", "/mcp/chess", wrong, headers=headers)
+        result = reply.json()["result"]
+        assert result["isError"] is True
+        assert result["resultType"] == "complete"
+
+
+async def test_an_unknown_session_id_gets_404(agora):
+    headers = {"mcp-session-id": "0" * 32, "mcp-protocol-version": VERSION}
+    with trio.fail_after(TIMEOUT):
+        reply = await http(agora.port, "POST", "/mcp/chess", rpc("ping"), headers=headers)
+        assert reply.status == 404, reply
+
+
+FOREIGN = [
+    pytest.param({"host": "evil.example"}, id="foreign-host"),
+    pytest.param({"host": "evil.example:8765"}, id="foreign-host-with-port"),
+    pytest.param({"origin": "http://evil.example"}, id="foreign-origin"),
+    pytest.param({"origin": "http://127.0.0.1.evil.example"}, id="lookalike-origin"),
+    pytest.param({"origin": "null"}, id="null-origin"),
+]
+
+
+@pytest.mark.parametrize("headers", FOREIGN)
+async def test_a_foreign_host_or_origin_gets_403_over_http(agora, headers):
+    with trio.fail_after(TIMEOUT):
+        reply = await http(agora.port, "POST", "/mcp/chess", INITIALIZE, headers=headers)
+        assert reply.status == 403, reply
+        assert "mcp-session-id" not in reply.headers
+
+
+@pytest.mark.parametrize("headers", FOREIGN)
+async def test_a_foreign_host_or_origin_gets_403_over_websocket(agora, headers):
+    named = {k.title(): v for k, v in headers.items()}
+    with trio.fail_after(TIMEOUT):
+        async with RawWebSocket.open(agora.port, "/mcp", headers=named) as ws:
+            assert ws.status == 403
+
+
+@pytest.mark.parametrize(
+    "origin", ["http://localhost:{port}", "http://127.0.0.1:{port}", "http://[::1]:{port}"]
+)
+async def test_a_local_origin_is_allowed(agora, origin):
+    headers = {"origin": origin.format(port=agora.port)}
+    with trio.fail_after(TIMEOUT):
+        await open_session(agora.port, **headers)
+        async with RawWebSocket.open(
+            agora.port, "/mcp", headers={"Origin": headers["origin"]}
+        ) as ws:
+            assert ws.status == 101
+
+
+async def test_other_methods_on_the_endpoint(agora):
+    with trio.fail_after(TIMEOUT):
+        session = await open_session(agora.port)
+        put = await http(agora.port, "PUT", "/mcp/chess", b"", headers=session)
+        assert put.status == 405
+        get = await http(agora.port, "GET", "/mcp/chess", headers=session)
+        assert get.status == 406  # a GET stream needs Accept: text/event-stream
+        gone = await http(agora.port, "DELETE", "/mcp/chess", headers=session)
+        assert gone.status == 200
+        after = await http(agora.port, "POST", "/mcp/chess", rpc("ping"), headers=session)
+        assert after.status == 404

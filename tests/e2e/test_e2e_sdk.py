@@ -1,0 +1,77 @@
+"""The official ``mcp`` SDK as the client: Streamable HTTP in both eras, and stdio.
+
+Each client lists the chess tools and calls ``get_board``; the structured result must validate
+against the outputSchema that tools/list published.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+from e2e_support import AGORA, CHESS_TOOLS, TOKEN, check_structured, clean_env, write_config
+
+mcp = pytest.importorskip("mcp")
+
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp.shared._httpx_utils import create_mcp_http_client  # noqa: E402
+
+# The SDK's Streamable HTTP client leaves httpx2's SSE iterators for Trio's garbage-collection
+# hook to close; Trio then warns. That is the client library's housekeeping, not agora's.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Async generator .* was garbage collected:ResourceWarning"
+)
+
+TIMEOUT = 30
+
+
+async def list_and_call(client: mcp.Client) -> None:
+    """tools/list shows the chess tools; get_board's result matches its outputSchema."""
+    listed = await client.list_tools()
+    tools = {t.name: t.model_dump(by_alias=True, exclude_none=True) for t in listed.tools}
+    assert set(tools) == CHESS_TOOLS
+    result = await client.call_tool("get_board", {})
+    check_structured(tools["get_board"], result.model_dump(by_alias=True, exclude_none=True))
+    assert result.structured_content["table"] == "default"
+
+
+@pytest.mark.parametrize(
+    ("mode", "version"),
+    [
+        pytest.param("auto", "2026-07-28", id="auto-negotiates-2026-07-28"),
+        pytest.param("2026-07-28", "2026-07-28", id="pinned-2026-07-28"),
+        pytest.param("legacy", "2025-11-25", id="handshake"),
+    ],
+)
+async def test_the_sdk_over_streamable_http(agora, mode, version):
+    with trio.fail_after(TIMEOUT):
+        async with mcp.Client(
+            f"{agora.url}/mcp/chess", mode=mode, read_timeout_seconds=TIMEOUT
+        ) as client:
+            assert client.protocol_version == version
+            await list_and_call(client)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_sdk_over_streamable_http_with_a_bearer_token(agora, mode):
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with trio.fail_after(TIMEOUT):
+        async with create_mcp_http_client(headers=headers) as http_client:
+            transport = streamable_http_client(f"{agora.url}/mcp/chess", http_client=http_client)
+            async with mcp.Client(transport, mode=mode, read_timeout_seconds=TIMEOUT) as client:
+                await list_and_call(client)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_sdk_over_stdio(tmp_path, mode):
+    config = write_config(tmp_path)
+    env = clean_env(AGORA_TOKEN=TOKEN)
+    params = StdioServerParameters(
+        command=AGORA,
+        args=["stdio", "--toolset", "chess", "--db", str(tmp_path / "stdio.db"), "--config",
+              str(config)],
+        env=env,
+    )  # fmt: skip
+    with trio.fail_after(TIMEOUT):
+        async with mcp.Client(params, mode=mode, read_timeout_seconds=TIMEOUT) as client:
+            await list_and_call(client)
