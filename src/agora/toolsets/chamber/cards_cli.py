@@ -19,11 +19,19 @@ from agora.toolsets.chamber.signing import Signer, SigningKeyError, load_signer
 
 Out = Callable[[str], None]
 
+#: Cards signed per transaction.
+SIGN_BATCH = 500
+#: Seconds `cmd_sign` waits for the database lock held by a running server's writer.
+BUSY_SECONDS = 30.0
+
 
 def sign_pending_cards(
     conn: sqlite3.Connection, signer: Signer, now: dt.datetime | None = None
 ) -> list[str]:
-    """Sign every pending card and commit.
+    """Sign every pending card, committing each batch of `SIGN_BATCH` cards.
+
+    Short transactions let a running server's writer (which waits on SQLite's lock) go on
+    between batches; the file may be signed while ``agora serve`` uses it.
 
     Args:
         conn: A connection to the agora database.
@@ -32,38 +40,56 @@ def sign_pending_cards(
 
     Returns:
         The ids of the cards signed.
+
+    Raises:
+        sqlite3.Error: if the database cannot be read or written (batches already committed
+            stay signed).
     """
     when = now or dt.datetime.now(dt.UTC)
-    signed = []
-    with conn:
-        for card_id, body in store.pending_cards(conn, limit=1_000_000):
-            sql, params = store.add_signature(card_id, cards.signature_block(signer, body, when))
-            if conn.execute(sql, params).rowcount:
-                signed.append(card_id)
+    signed: list[str] = []
+    after = ""
+    while batch := store.pending_cards(conn, limit=SIGN_BATCH, after=after):
+        with conn:
+            for card_id, body in batch:
+                block = cards.signature_block(signer, body, when)
+                sql, params = store.add_signature(card_id, block)
+                if conn.execute(sql, params).rowcount:
+                    signed.append(card_id)
+        after = batch[-1][0]
     return signed
 
 
 def cmd_sign(db_path: str | Path, key_path: str | Path, *, out: Out = print) -> int:
     """``agora cards sign``: sign all pending cards in the database at ``db_path``.
 
+    Safe while a server runs on the same file: SQLite serialises the writers (this one waits
+    up to `BUSY_SECONDS` for the lock) and the server reads cards from the store.
+
     Args:
-        db_path: The agora SQLite file.
+        db_path: The agora SQLite file (it must exist; it is never created here).
         key_path: The signing key file (PEM Ed25519 private key, or 64 hex digits).
         out: Where to print.
 
     Returns:
-        0 on success, 2 if the key cannot be used.
+        0 on success, 2 if the key or the database cannot be used.
     """
     try:
         signer = load_signer(key_path)
     except SigningKeyError as exc:
         out(f"cannot sign: {exc}")
         return 2
-    conn = sqlite3.connect(str(db_path))
+    if not Path(db_path).is_file():
+        out(f"cannot sign: no database at {db_path}")
+        return 2
     try:
-        signed = sign_pending_cards(conn, signer)
-    finally:
-        conn.close()
+        conn = sqlite3.connect(str(db_path), timeout=BUSY_SECONDS)
+        try:
+            signed = sign_pending_cards(conn, signer)
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        out(f"cannot sign: {db_path} is not a usable agora database ({exc})")
+        return 2
     out(f"signed {len(signed)} card(s) with {signer.key_id}")
     for card_id in signed:
         out(f"  {card_id}")

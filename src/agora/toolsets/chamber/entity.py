@@ -295,4 +295,8 @@ class AttemptKind:
         attempt = store.load_attempt(conn, key, self.rules)
         if attempt is not None and retired(attempt, now.wall):
             attempt = None
+        if attempt is not None:
+            # Build the room here, where a file store reads (a worker thread), rather than on
+            # the event loop at the attempt's first command: generation can take a while.
+            _ = attempt.room
         return AttemptEntity(self.rules, key, attempt)

@@ -20,6 +20,7 @@ from agora.toolsets.chamber import store
 from agora.toolsets.chamber.attempt import Rules
 from agora.toolsets.chamber.commands import Act, CallForHelp, Enter, Observe, Quarantine, Seal
 from agora.toolsets.chamber.entity import AttemptKind, SealOutcome, seal_reply
+from agora.toolsets.chamber.generate import build_room
 from agora.toolsets.chamber.identity import (
     check_entry_notice,
     check_free_text,
@@ -49,6 +50,7 @@ class Chamber:
     contract: ChamberContract
     kind: AttemptKind = field(init=False)
     _signers: dict[str, Signer] = field(default_factory=dict, init=False, repr=False)
+    _room_builder: trio.Lock = field(default_factory=trio.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.kind = AttemptKind(Rules.from_contract(self.contract))
@@ -85,10 +87,16 @@ class Chamber:
         declared = validate_entry(self.contract, call.args, operator=call.principal.has("operator"))
         given = call.args.get("seed") or ""
         seed = given or secrets.token_hex(8)
+        suite = declared.suite
+        # Generating a room is pure CPU, milliseconds and now and then over a hundred: do it
+        # in a worker thread, one room at a time, so the event loop keeps serving everyone
+        # else between GIL switches; the actor then finds the room in build_room's cache.
+        async with self._room_builder:
+            await trio.to_thread.run_sync(build_room, suite.id, suite.engine, seed)
         command = Enter(
-            suite_id=declared.suite.id,
-            generation=declared.suite.generation,
-            engine=declared.suite.engine,
+            suite_id=suite.id,
+            generation=suite.generation,
+            engine=suite.engine,
             seed=seed,
             seed_salt=secrets.token_hex(16),
             identity=declared.identity,

@@ -284,14 +284,16 @@ def list_cards(
     return listing
 
 
-def pending_cards(conn: sqlite3.Connection, limit: int = 1000) -> list[tuple[str, bytes]]:
-    """Cards waiting for a signature: (card_id, body bytes)."""
+def pending_cards(
+    conn: sqlite3.Connection, limit: int = 1000, after: str = ""
+) -> list[tuple[str, bytes]]:
+    """Cards waiting for a signature, by id after ``after``: (card_id, body bytes)."""
     return [
         (r[0], bytes(r[1]))
         for r in conn.execute(
             "SELECT card_id, body FROM chamber_cards WHERE body IS NOT NULL"
-            " AND signature IS NULL ORDER BY card_id LIMIT ?",
-            (limit,),
+            " AND signature IS NULL AND card_id > ? ORDER BY card_id LIMIT ?",
+            (after, limit),
         )
     ]
 

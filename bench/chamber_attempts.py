@@ -1,0 +1,527 @@
+"""Chamber attempts under load: acknowledged actions/s, action latency, seals/s, group commit.
+
+``--agents A`` agents (default 500), each on its own WebSocket (`agora.client.connect` to
+``ws://127.0.0.1:PORT/mcp/chamber``), run one attempt each: ``enter_open_challenge``, then
+``--actions`` (20) ``chamber_action`` calls, then ``seal_attempt``. Actions are valid read
+ops (look, inspect, hint), each sent with the ``expected_action_index`` taken from the
+previous reply, so every one is acknowledged only after its transcript record is committed.
+The server is ``agora serve --toolsets chamber``, started here as a subprocess on a free
+127.0.0.1 port with a fresh SQLite file and ``AGORA_SYNCHRONOUS=FULL`` (every acknowledged
+change fsync'd). All agents connect first; then the three phases run one after the other,
+all agents at once, so each rate is measured alone: enters/s, acknowledged actions/s (with
+p50/p99 per-action latency as the client sees it) and seals/s. Server and client CPU time per
+phase are printed, to tell which side is the bottleneck.
+
+For scale, the same agents then send the same number of messages of the same size to a bare
+trio-websocket echo server (a subprocess, no MCP, no store): the transport floor of this
+machine and this client, measured in the same run, and the action rate as a share of it.
+
+The run is repeated on a new server with ``AGORA_GROUP_COMMIT=false`` (one transaction per
+write) and the ratios are printed. After each run the database is checked: one transcript
+row per acknowledged action, one card per seal.
+
+RLIMIT_NOFILE is raised to its hard limit first (the server inherits it). Traffic stays on
+loopback; every phase is bounded by ``--timeout`` seconds.
+
+Usage: ``.venv/bin/python bench/chamber_attempts.py [--agents 500] [--actions 20]
+[--suite chambre-chrono-v0] [--synchronous FULL] [--timeout 300] [--no-baseline] [--no-echo]
+[--py-spy PATH]``. ``--py-spy`` samples the server during the action phase (py-spy must be
+installed; it is a measuring aid, not a dependency).
+Not run by CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import resource
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+from trio_websocket import (
+    ConnectionClosed,
+    WebSocketRequest,
+    open_websocket_url,
+    serve_websocket,
+)
+from wsproto.utilities import LocalProtocolError
+
+from agora.client import WsClient, connect
+
+HOST = "127.0.0.1"
+SUITES = ("chambre-chrono-v0", "chambre-atelier-v0")
+START_TIMEOUT = 30.0
+STOP_TIMEOUT = 30.0
+ENTRY = {
+    "product": "bench-agent",
+    "host": "bench",
+    "provider_claim": "agora-bench",
+    "model_claim": "scripted",
+}
+
+
+# -- measuring -------------------------------------------------------------------------------
+
+
+def raise_fd_limit() -> int:
+    """Raise the soft RLIMIT_NOFILE to the hard limit; return the soft limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_seconds() -> float:
+    """User + system CPU time of this process."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def percentile(samples: list[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of ``samples``, nearest rank."""
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+
+
+def commit_cost(directory: Path, synchronous: str, n: int = 200) -> float:
+    """Seconds per single-row WAL commit with ``synchronous`` on this disk."""
+    conn = sqlite3.connect(directory / "probe.db", isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={synchronous}")
+        conn.execute("CREATE TABLE t (v INTEGER)")
+        start = time.perf_counter()
+        for i in range(n):
+            conn.execute("BEGIN")
+            conn.execute("INSERT INTO t VALUES (?)", (i,))
+            conn.execute("COMMIT")
+        return (time.perf_counter() - start) / n
+    finally:
+        conn.close()
+
+
+@dataclass
+class Phase:
+    """One phase's wall time, call latencies and the CPU both sides spent."""
+
+    name: str
+    calls: int = 0
+    seconds: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    server_cpu: float = 0.0
+    client_cpu: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        """Calls per second."""
+        return self.calls / self.seconds if self.seconds else 0.0
+
+    def line(self) -> str:
+        """A one-line report."""
+        text = f"{self.name:<8} {self.calls:>6} in {self.seconds:6.2f} s = {self.rate:8.0f}/s"
+        if self.latencies:
+            p50, p99 = percentile(self.latencies, 0.5), percentile(self.latencies, 0.99)
+            text += f"   p50 {p50 * 1e3:7.2f} ms  p99 {p99 * 1e3:7.2f} ms"
+        if self.calls:
+            per = 1e6 / self.calls
+            text += (
+                f"   server CPU {self.server_cpu:5.2f} s ({self.server_cpu * per:4.0f} us/call)"
+                f"  client CPU {self.client_cpu:5.2f} s ({self.client_cpu * per:4.0f} us/call)"
+            )
+        return text
+
+
+@dataclass
+class Run:
+    """Every phase of one run, and what went wrong."""
+
+    label: str
+    phases: dict[str, Phase] = field(default_factory=dict)
+    refusals: Counter[str] = field(default_factory=Counter)
+    rows: tuple[int, int] = (0, 0)
+    close_races: int = 0
+
+    def phase(self, name: str) -> Phase:
+        return self.phases.setdefault(name, Phase(name))
+
+
+# -- the server ------------------------------------------------------------------------------
+
+
+@dataclass
+class Server:
+    """A running ``agora serve`` subprocess."""
+
+    process: trio.Process
+    url: str = ""
+    log: list[str] = field(default_factory=list)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+
+async def _read_log(server: Server, ready: trio.Event) -> None:
+    assert server.process.stderr is not None
+    pending = b""
+    while chunk := await server.process.stderr.receive_some(65536):
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in (raw.decode(errors="replace") for raw in lines):
+            server.log.append(line)
+            if " serving " in line and " on http://" in line:
+                server.url = line.rsplit(" on ", 1)[1].strip()
+                ready.set()
+    ready.set()
+
+
+@asynccontextmanager
+async def agora_serve(db: Path, synchronous: str, group_commit: bool):
+    """Run ``agora serve --toolsets chamber`` on a free loopback port; SIGTERM it at the end."""
+    script = shutil.which("agora", path=str(Path(sys.executable).parent))
+    command = [script] if script else [sys.executable, "-m", "agora.cli"]
+    command += ["serve", "--host", HOST, "--port", "0", "--db", str(db), "--toolsets", "chamber"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGORA_")}
+    env |= {"AGORA_SYNCHRONOUS": synchronous, "AGORA_GROUP_COMMIT": str(group_commit).lower()}
+    process = await trio.lowlevel.open_process(
+        command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+    )
+    server = Server(process)
+    try:
+        async with trio.open_nursery() as nursery:
+            ready = trio.Event()
+            nursery.start_soon(_read_log, server, ready)
+            with trio.fail_after(START_TIMEOUT):
+                await ready.wait()
+            if not server.url:
+                raise RuntimeError("agora serve did not start:\n" + "\n".join(server.log))
+            yield server
+            process.send_signal(signal.SIGTERM)
+            with trio.fail_after(STOP_TIMEOUT):
+                await process.wait()
+            if process.returncode != 0 or any("Traceback" in line for line in server.log):
+                raise RuntimeError(
+                    f"agora serve exited {process.returncode}:\n" + "\n".join(server.log)
+                )
+    finally:
+        if process.returncode is None:
+            process.kill()
+            with trio.CancelScope(shield=True):
+                await process.wait()
+
+
+# -- the agents ------------------------------------------------------------------------------
+
+
+@dataclass
+class Agent:
+    """One agent: its connection and its attempt."""
+
+    client: WsClient
+    n: int
+    handle: str = ""
+    objects: list[str] = field(default_factory=list)
+    index: int = 0
+
+
+def plan(agent: Agent, j: int) -> dict[str, Any]:
+    """The ``j``-th action: look, inspect (round the room's objects) or hint."""
+    kind = (agent.n + j) % 5
+    if kind == 0:
+        return {"op": "look"}
+    if kind == 3:
+        return {"op": "hint"}
+    return {"op": "inspect", "object": agent.objects[(agent.n + j) % len(agent.objects)]}
+
+
+@asynccontextmanager
+async def agent_connection(url: str, run: Run):
+    """`agora.client.connect`, counting (not raising) one known close-time race.
+
+    trio-websocket answers a ping that arrives after the client began its close handshake
+    with a pong that wsproto refuses (LocalProtocolError) and re-raises it from ``aclose``;
+    the server pings every 20 s, so a long run meets it. The connection is closing anyway.
+    """
+    try:
+        async with connect(url) as client:
+            yield client
+    except LocalProtocolError:
+        run.close_races += 1
+
+
+async def timed_call(
+    agent: Agent, run: Run, phase: Phase, tool: str, args: dict[str, Any]
+) -> dict[str, Any] | None:
+    """One tool call; its latency goes to ``phase``; the structured body, None if refused."""
+    start = time.perf_counter()
+    result = await agent.client.call_tool(tool, args)
+    elapsed = time.perf_counter() - start
+    body: dict[str, Any] = result["structuredContent"]
+    if result.get("isError"):
+        run.refusals[f"{tool}:{body.get('code')}"] += 1
+        return None
+    phase.latencies.append(elapsed)
+    phase.calls += 1
+    return body
+
+
+async def enter(agent: Agent, run: Run, suite: str) -> None:
+    args = {**ENTRY, "suite": suite, "seed": f"bench-{agent.n}"}
+    body = await timed_call(agent, run, run.phase("enter"), "enter_open_challenge", args)
+    if body is not None:
+        agent.handle, agent.objects = body["attempt_handle"], body["objects"]
+
+
+async def act(agent: Agent, run: Run, actions: int) -> None:
+    phase = run.phase("actions")
+    for j in range(actions):
+        if not agent.handle:
+            return
+        args = {"challenge_handle": agent.handle, "expected_action_index": agent.index}
+        body = await timed_call(agent, run, phase, "chamber_action", args | plan(agent, j))
+        if body is not None:
+            agent.index = body["action_index"]
+
+
+async def seal(agent: Agent, run: Run) -> None:
+    if agent.handle:
+        args = {"challenge_handle": agent.handle, "expected_action_index": agent.index}
+        await timed_call(agent, run, run.phase("seal"), "seal_attempt", args)
+
+
+@asynccontextmanager
+async def py_spy(pid: int, out: Path | None):
+    """Sample the server with ``py-spy record`` (raw collapsed stacks to ``out``) meanwhile."""
+    if out is None:
+        yield
+        return
+    spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
+    command = [spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "250"]
+    command += ["--nonblocking", "--threads", "-o", str(out)]
+    process = await trio.lowlevel.open_process(command, stdout=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        process.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
+        with trio.CancelScope(shield=True), trio.move_on_after(STOP_TIMEOUT):
+            await process.wait()
+        if process.returncode is None:
+            process.kill()
+
+
+async def run_phase(
+    run: Run, name: str, pid: int, agents: list[Agent], job: Any, *args: Any
+) -> None:
+    """Run ``job(agent, run, *args)`` for every agent at once; time it and count CPU."""
+    phase = run.phase(name)
+    server_cpu, client_cpu = cpu_seconds(pid), own_cpu_seconds()
+    start = time.perf_counter()
+    async with trio.open_nursery() as nursery:
+        for agent in agents:
+            nursery.start_soon(job, agent, run, *args)
+    phase.seconds = time.perf_counter() - start
+    phase.server_cpu = cpu_seconds(pid) - server_cpu
+    phase.client_cpu = own_cpu_seconds() - client_cpu
+
+
+async def one_run(args: argparse.Namespace, directory: Path, group_commit: bool) -> Run:
+    """Start a server, connect every agent, run the three phases, stop, check the rows."""
+    run = Run("group commit " + ("on" if group_commit else "off"))
+    db = directory / ("group.db" if group_commit else "single.db")
+    with trio.fail_after(args.timeout):
+        async with agora_serve(db, args.synchronous, group_commit) as server:
+            print(f"[{run.label}] server pid {server.pid} on {server.url}", file=sys.stderr)
+            url = f"{server.url.replace('http://', 'ws://')}/mcp/chamber"
+            async with AsyncExitStack() as stack:
+                agents = []
+                for n in range(args.agents):
+                    client = await stack.enter_async_context(agent_connection(url, run))
+                    agents.append(Agent(client, n))
+                await run_phase(run, "enter", server.pid, agents, enter, args.suite)
+                profile = args.py_spy and args.py_spy.with_suffix(f".{db.stem}.txt")
+                async with py_spy(server.pid, profile):
+                    await run_phase(run, "actions", server.pid, agents, act, args.actions)
+                await run_phase(run, "seal", server.pid, agents, seal)
+    conn = sqlite3.connect(db)
+    try:
+        actions = conn.execute("SELECT count(*) FROM chamber_actions").fetchone()[0]
+        sealed = conn.execute("SELECT count(*) FROM chamber_cards").fetchone()[0]
+    finally:
+        conn.close()
+    run.rows = (actions, sealed)
+    assert actions == run.phase("actions").calls, (actions, run.phase("actions").calls)
+    assert sealed == run.phase("seal").calls, (sealed, run.phase("seal").calls)
+    return run
+
+
+def report(run: Run) -> None:
+    print(f"{run.label}:")
+    for phase in run.phases.values():
+        print("  " + phase.line())
+    actions, cards = run.rows
+    print(f"  committed rows: {actions} transcript records, {cards} cards", end="")
+    print(f"; refusals: {dict(run.refusals)}" if run.refusals else "; no refusals")
+    if run.close_races:
+        print(f"  {run.close_races} client(s) hit trio-websocket's pong-while-closing race")
+
+
+# -- the transport floor ----------------------------------------------------------------------
+
+
+async def serve_echo() -> None:
+    """A bare trio-websocket echo server on a free loopback port; prints the port, runs forever."""
+
+    async def handler(request: WebSocketRequest) -> None:
+        ws = await request.accept()
+        with contextlib.suppress(ConnectionClosed):
+            while True:
+                await ws.send_message(await ws.get_message())
+
+    async with trio.open_nursery() as nursery:
+        server = await nursery.start(serve_websocket, handler, HOST, 0, None)
+        print(server.port, flush=True)
+
+
+async def echo_floor(args: argparse.Namespace) -> Phase:
+    """The same agents and message count against a bare echo server: the transport floor."""
+    phase = Phase("echo")
+    process = await trio.lowlevel.open_process(
+        [sys.executable, __file__, "--echo-server"], stdout=subprocess.PIPE
+    )
+    try:
+        assert process.stdout is not None
+        with trio.fail_after(START_TIMEOUT):
+            port = int((await process.stdout.receive_some(64)).split()[0])
+        message = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "tools/call",
+                "params": {
+                    "name": "chamber_action",
+                    "arguments": {
+                        "challenge_handle": "chl-0123456789abcdef",
+                        "op": "inspect",
+                        "object": "clock_face",
+                        "expected_action_index": 7,
+                    },
+                },
+            }
+        )
+
+        async def agent(ws: Any) -> None:
+            for _ in range(args.actions):
+                start = time.perf_counter()
+                await ws.send_message(message)
+                await ws.get_message()
+                phase.latencies.append(time.perf_counter() - start)
+                phase.calls += 1
+
+        with trio.fail_after(args.timeout):
+            async with AsyncExitStack() as stack:
+                sockets = [
+                    await stack.enter_async_context(open_websocket_url(f"ws://{HOST}:{port}/"))
+                    for _ in range(args.agents)
+                ]
+                server_cpu, client_cpu = cpu_seconds(process.pid), own_cpu_seconds()
+                start = time.perf_counter()
+                async with trio.open_nursery() as nursery:
+                    for ws in sockets:
+                        nursery.start_soon(agent, ws)
+                phase.seconds = time.perf_counter() - start
+                phase.server_cpu = cpu_seconds(process.pid) - server_cpu
+                phase.client_cpu = own_cpu_seconds() - client_cpu
+    finally:
+        process.kill()
+        with trio.CancelScope(shield=True):
+            await process.wait()
+    return phase
+
+
+async def main(args: argparse.Namespace) -> None:
+    limit = raise_fd_limit()
+    print(
+        f"chamber_attempts: {args.agents} agents x {args.actions} actions, suite {args.suite},"
+        f" synchronous={args.synchronous}, RLIMIT_NOFILE {limit}, {os.cpu_count()} CPUs"
+    )
+    with tempfile.TemporaryDirectory(prefix="agora-chamber-bench-") as tmp:
+        directory = Path(tmp)
+        cost = commit_cost(directory, args.synchronous)
+        print(f"one single-row commit (synchronous={args.synchronous}) on this disk: "
+              f"{cost * 1e3:.3f} ms")  # fmt: skip
+        grouped = await one_run(args, directory, group_commit=True)
+        report(grouped)
+        a = grouped.phase("actions")
+        if not args.no_echo:
+            echo = await echo_floor(args)
+            print("transport floor (bare trio-websocket echo, same agents, same message size):")
+            print("  " + echo.line())
+            if echo.rate:
+                print(f"  chamber actions/s = {a.rate / echo.rate:.0%} of the echo round trips/s")
+        if args.no_baseline:
+            return
+        single = await one_run(args, directory, group_commit=False)
+        report(single)
+    b = single.phase("actions")
+    if not (a.calls and b.calls):
+        raise SystemExit("no acknowledged actions: nothing to compare")
+    s, t = grouped.phase("seal"), single.phase("seal")
+    print(
+        f"group commit on/off: actions/s x{a.rate / b.rate:.2f},"
+        f" seals/s x{s.rate / t.rate:.2f},"
+        f" action p99 {percentile(a.latencies, 0.99) * 1e3:.1f} ms vs"
+        f" {percentile(b.latencies, 0.99) * 1e3:.1f} ms"
+    )
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--agents", type=int, default=500, help="concurrent agents (default 500)")
+    parser.add_argument("--actions", type=int, default=20, help="actions per agent (max 64)")
+    parser.add_argument("--suite", choices=SUITES, default=SUITES[0])
+    parser.add_argument("--synchronous", default="FULL", choices=["OFF", "NORMAL", "FULL"])
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per run, at most")
+    parser.add_argument(
+        "--no-baseline", action="store_true", help="skip the run with group commit off"
+    )
+    parser.add_argument(
+        "--no-echo", action="store_true", help="skip the bare WebSocket echo (transport floor)"
+    )
+    parser.add_argument("--echo-server", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--py-spy",
+        type=Path,
+        metavar="PATH",
+        help="record the server with py-spy during the action phase (raw stacks to PATH.*.txt)",
+    )
+    args = parser.parse_args(argv)
+    if not 1 <= args.agents <= 20000 or not 0 <= args.actions <= 64:
+        parser.error("--agents must be 1..20000 and --actions 0..64")
+    return args
+
+
+if __name__ == "__main__":
+    arguments = parse_args()
+    if arguments.echo_server:
+        trio.run(serve_echo)
+    else:
+        trio.run(main, arguments)

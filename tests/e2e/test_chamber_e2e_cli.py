@@ -1,0 +1,77 @@
+"""The operator's ``agora cards sign`` on files that are, and are not, agora databases.
+
+``sign`` must never create a database or print a traceback: a missing file, a file that is not
+SQLite and a SQLite file without chamber tables each get exit status 2 and one line saying
+why. Signing commits in batches (so a running server's writer is never held off for long),
+and every card of every batch ends up signed and verifiable.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import TYPE_CHECKING
+
+import pytest
+import trio
+from chamber_server import agora_cli, write_key
+from harness import Session
+
+from agora.store.migrations import apply_migrations
+from agora.toolsets.chamber import cards, cards_cli, store
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+@pytest.mark.parametrize("kind", ["missing", "text", "empty-sqlite"])
+async def test_sign_refuses_a_file_that_is_not_an_agora_database(tmp_path: Path, kind: str) -> None:
+    key, _ = write_key(tmp_path / "key.pem")
+    db = tmp_path / "agora.db"
+    if kind == "text":
+        db.write_text("not a database, but long enough to have a header " * 4)
+    elif kind == "empty-sqlite":
+        sqlite3.connect(db).close()
+    with trio.fail_after(30):
+        status, out = await agora_cli("cards", "sign", "--db", str(db), "--key", str(key))
+    assert status == 2, out
+    assert out.startswith("cannot sign: "), out
+    assert len(out.splitlines()) == 1, out
+    assert "Traceback" not in out
+    assert db.exists() is (kind != "missing")  # never creates a database
+
+
+def test_sign_commits_in_batches_and_signs_every_card(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "agora.db"
+    conn = sqlite3.connect(db, isolation_level=None)
+    apply_migrations(conn, store.MIGRATIONS)
+    ids = []
+    for n in range(5):
+        session = Session(seed=f"batch-{n}", handle=f"chl-{n:016x}")
+        ids.append(session.seal().card.card_id)
+        conn.execute("BEGIN")
+        for sql, params in session.writes:
+            conn.execute(sql, params)
+        conn.execute("COMMIT")
+    conn.close()
+    key, public = write_key(tmp_path / "key.pem")
+    monkeypatch.setattr(cards_cli, "SIGN_BATCH", 2)
+    lines: list[str] = []
+    assert cards_cli.cmd_sign(db, key, out=lines.append) == 0
+    assert lines[0].startswith("signed 5 card(s) with ed25519:")
+    assert [line.strip() for line in lines[1:]] == sorted(ids)
+
+    conn = sqlite3.connect(db)
+    try:
+        assert store.pending_cards(conn) == []
+        for card_id in ids:
+            document = store.card_document(conn, card_id)
+            assert document is not None
+            assert json.loads(document)["signature"]["public_key"] == public
+            assert cards.verify_document(document, [public]).ok
+    finally:
+        conn.close()
+    assert cards_cli.cmd_sign(db, key, out=lines.append) == 0
+    assert lines[-1].startswith("signed 0 card(s)")
