@@ -9,12 +9,15 @@ engine, only facts that python-chess reads off the board. No I/O, no trio.
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 import chess
 import msgspec
 
 from agora.toolsets.chess.game import DRAW_MARK, NOTE_MAX_CHARS, ColorName, color_name
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 PieceName = Literal["pawn", "knight", "bishop", "rook", "queen", "king"]
 
@@ -184,27 +187,43 @@ def attacked_undefended(board: chess.Board, color: chess.Color) -> list[SquarePi
     return found
 
 
-def evaluation_guide(board: chess.Board, agent_color: ColorName | None) -> EvaluationGuide:
+def san_map(board: chess.Board) -> dict[chess.Move, str]:
+    """Every legal move of the side to move with its SAN, in generation order.
+
+    SAN is the costly part of a reply (python-chess plays each move to add ``+`` or ``#``),
+    so a reply computes this once and hands it to both `evaluation_guide` and the
+    ``legalMoves`` list.
+    """
+    return {move: board.san(move) for move in board.legal_moves}
+
+
+def evaluation_guide(
+    board: chess.Board,
+    agent_color: ColorName | None,
+    sans: Mapping[chess.Move, str] | None = None,
+) -> EvaluationGuide:
     """Read the facts of a position for the side to move.
 
     Args:
         board: The position; only its FEN matters (history is not consulted).
         agent_color: The agent's colour, for ``material.agentAdvantage``; None before
             the sides are chosen.
+        sans: `san_map` of ``board`` when the caller already has it.
 
     Returns:
         The guide; equal inputs give equal guides, with every list in a fixed order.
     """
     white, black = _material(board, chess.WHITE), _material(board, chess.BLACK)
     balance = white - black
+    moves = san_map(board) if sans is None else sans
     checks, mates, captures = [], [], []
-    for move in board.legal_moves:
-        san = board.san(move)
+    for move, san in moves.items():
         if board.is_capture(move):
             captures.append(san)
-        if board.gives_check(move):
+        # SAN ends in "+" exactly when the move gives check, "#" when it also mates.
+        if san[-1] in "+#":
             checks.append(san)
-            if san.endswith("#"):
+            if san[-1] == "#":
                 mates.append(san)
     hanging = Hanging(
         white=attacked_undefended(board, chess.WHITE),
@@ -225,7 +244,7 @@ def evaluation_guide(board: chess.Board, agent_color: ColorName | None) -> Evalu
         checks_available=sorted(checks),
         mates_in_one=sorted(mates),
         captures_available=sorted(captures),
-        legal_move_count=board.legal_moves.count(),
+        legal_move_count=len(moves),
         findings=[],
     )
     return msgspec.structs.replace(guide, findings=_findings(guide))

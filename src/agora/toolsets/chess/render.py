@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 import chess
 import msgspec
 
-from agora.toolsets.chess.guide import CONTRACT, evaluation_guide, piece_name
+from agora.toolsets.chess.guide import CONTRACT, evaluation_guide, piece_name, san_map
 from agora.toolsets.chess.replies import (
     PROTOCOL_VERSION,
     BoardReply,
@@ -34,7 +34,10 @@ from agora.toolsets.chess.replies import (
 from agora.toolsets.chess.table import Snapshot, WaitCondition
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from agora.toolsets.chess.game import ChessError, ColorName, PlayedMove, Role
+    from agora.toolsets.chess.guide import EvaluationGuide
 
 _STATUS: Final[dict[str, StatusCode]] = {
     "side_choice": "SIDE_CHOICE_REQUIRED",
@@ -129,17 +132,19 @@ def move_entry(played: PlayedMove) -> MoveEntry:
     )
 
 
-def legal_moves(board: chess.Board) -> list[LegalMove]:
-    """Every legal move of the side to move, sorted by UCI."""
+def legal_moves(
+    board: chess.Board, sans: Mapping[chess.Move, str] | None = None
+) -> list[LegalMove]:
+    """Every legal move of the side to move, sorted by UCI (``sans``: its `san_map`)."""
     moves = [
         LegalMove(
             from_square=chess.square_name(m.from_square),
             to_square=chess.square_name(m.to_square),
             promotion=_PROMOTION.get(m.promotion or 0),
-            san=board.san(m),
+            san=san,
             uci=m.uci(),
         )
-        for m in board.legal_moves
+        for m, san in (san_map(board) if sans is None else sans).items()
     ]
     return sorted(moves, key=lambda m: m.uci)
 
@@ -205,8 +210,26 @@ def _message(snap: Snapshot, status: StatusCode, result: GameResult | None) -> s
     return text + said + offer
 
 
-def _fields(snap: Snapshot, status: StatusCode, wait_for_human: bool = False) -> dict[str, Any]:
-    board = chess.Board(snap.fen)
+class _Position:
+    """One reply's board, read once: the SAN of every legal move is computed at most once."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.snap = snap
+        self.board = chess.Board(snap.fen)
+        self._sans: dict[chess.Move, str] | None = None
+
+    @property
+    def sans(self) -> dict[chess.Move, str]:
+        if self._sans is None:
+            self._sans = san_map(self.board)
+        return self._sans
+
+    def guide(self) -> EvaluationGuide:
+        return evaluation_guide(self.board, self.snap.agent_color, self.sans)
+
+
+def _fields(pos: _Position, status: StatusCode, wait_for_human: bool = False) -> dict[str, Any]:
+    snap, board = pos.snap, pos.board
     may_move = snap.phase == "agent_turn"
     result = game_result(snap)
     history = [move_entry(m) for m in snap.moves]
@@ -224,7 +247,7 @@ def _fields(snap: Snapshot, status: StatusCode, wait_for_human: bool = False) ->
         "pieces": pieces(board, snap.agent_color),
         "ownership": ownership(snap.agent_color),
         "history": history,
-        "legal_moves": legal_moves(board) if may_move else [],
+        "legal_moves": legal_moves(board, pos.sans) if may_move else [],
         "last_move": history[-1] if history else None,
         "draw_offer": snap.draw_offer,
         "result": result,
@@ -233,39 +256,36 @@ def _fields(snap: Snapshot, status: StatusCode, wait_for_human: bool = False) ->
 
 def game_reply(snap: Snapshot) -> GameReply:
     """The common reply for a snapshot."""
-    return GameReply(**_fields(snap, status_code(snap)))
+    return GameReply(**_fields(_Position(snap), status_code(snap)))
 
 
 def join_reply(snap: Snapshot) -> JoinReply:
     """The ``join_game`` reply."""
+    pos = _Position(snap)
     return JoinReply(
-        **_fields(snap, status_code(snap)),
+        **_fields(pos, status_code(snap)),
         collaboration_contract=CONTRACT,
-        evaluation_guide=evaluation_guide(chess.Board(snap.fen), snap.agent_color),
+        evaluation_guide=pos.guide(),
     )
 
 
 def board_reply(snap: Snapshot) -> BoardReply:
     """The ``get_board`` reply."""
-    return BoardReply(
-        **_fields(snap, status_code(snap)),
-        evaluation_guide=evaluation_guide(chess.Board(snap.fen), snap.agent_color),
-    )
+    pos = _Position(snap)
+    return BoardReply(**_fields(pos, status_code(snap)), evaluation_guide=pos.guide())
 
 
 def move_reply(snap: Snapshot) -> MoveReply:
     """The ``move_piece`` reply: the board after the agent's move."""
-    fields = _fields(snap, status_code(snap))
+    fields = _fields(_Position(snap), status_code(snap))
     return MoveReply(**fields, played=fields["history"][-1])
 
 
 def wait_reply(snap: Snapshot, condition: WaitCondition) -> WaitReply:
     """The ``wait_for_turn`` reply; WAIT_TIMEOUT when ``condition`` is still unmet."""
     status: StatusCode = status_code(snap) if condition(snap) else "WAIT_TIMEOUT"
-    return WaitReply(
-        **_fields(snap, status, condition.wait_for_human),
-        evaluation_guide=evaluation_guide(chess.Board(snap.fen), snap.agent_color),
-    )
+    pos = _Position(snap)
+    return WaitReply(**_fields(pos, status, condition.wait_for_human), evaluation_guide=pos.guide())
 
 
 def rejection(err: ChessError) -> Rejection:

@@ -106,6 +106,7 @@ class ChessTable:
         self.name = name
         self.row = row
         self.game = game if game is not None else Game(1)
+        self._snapshot: Snapshot | None = None
 
     # -- the Entity protocol ----------------------------------------------------------------
 
@@ -128,10 +129,21 @@ class ChessTable:
             return Effects(reply=err)
 
     def snapshot(self) -> Snapshot:
-        """The table as it stands."""
+        """The table as it stands.
+
+        Every change bumps the version, so one immutable snapshot serves every reader of a
+        version: each parked waiter and page stream re-reads the table after each change.
+        """
         assert self.row is not None
+        cached = self._snapshot
+        if (
+            cached is not None
+            and cached.version == self.row.version
+            and cached.game_number == self.game.number
+        ):
+            return cached
         game = self.game
-        return Snapshot(
+        self._snapshot = Snapshot(
             table=self.name,
             version=self.row.version,
             game_number=game.number,
@@ -143,6 +155,7 @@ class ChessTable:
             result=game.result,
             agent_present=self.row.agent_seen_at is not None,
         )
+        return self._snapshot
 
     # -- dispatch ----------------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ async def _run(call: ToolCall, command: Look | AgentMove) -> Snapshot:
     try:
         snap: Snapshot = await call.runtime.call(KIND, _table(call), command)
     except ChessError as err:
-        raise ToolError(msgspec.to_builtins(render.rejection(err)), err.message) from None
+        raise ToolError(msgspec.to_builtins(render.rejection(err))) from None
     return snap
 
 
@@ -71,7 +71,7 @@ async def wait_for_turn(call: ToolCall) -> dict[str, Any]:
             KIND, _table(call), Look(agent=True), ready=condition, timeout=timeout_ms / 1000
         )
     except ChessError as err:
-        raise ToolError(msgspec.to_builtins(render.rejection(err)), err.message) from None
+        raise ToolError(msgspec.to_builtins(render.rejection(err))) from None
     return msgspec.to_builtins(render.wait_reply(snap, condition))  # type: ignore[no-any-return]
 
 

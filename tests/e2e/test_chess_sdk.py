@@ -1,0 +1,196 @@
+"""End to end: ``agora serve`` in a subprocess, the official ``mcp`` SDK as the agent.
+
+The agent follows ``nextAction`` over Streamable HTTP (join_game, the wait_for_turn loop,
+move_piece from legalMoves) and every structured result is validated against the
+outputSchema that tools/list published. The human is scripted against the page's HTTP API
+and woken by its SSE stream. The second test stops the server in the middle of a game, with
+the agent parked in wait_for_turn, and finishes the game on a new server over the same DB.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+from chess_server import (
+    FOOLS_MATE,
+    SCHOLARS_MATE,
+    AgoraProcess,
+    ScriptedHuman,
+    SdkAgent,
+    agora_serve,
+    http_json,
+    terminate_when_in_flight,
+)
+
+mcp = pytest.importorskip("mcp")
+
+# The SDK's Streamable HTTP client leaves httpx2's SSE iterators for Trio's garbage-collection
+# hook to close; Trio then warns. That is the client library's housekeeping, not agora's.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Async generator .* was garbage collected:ResourceWarning"
+)
+
+TOOLS = ["get_board", "join_game", "move_piece", "wait_for_turn"]
+
+
+def sdk_client(url: str, mode: str = "auto") -> Any:
+    """The SDK client on a Streamable HTTP endpoint; no call may outlive 30 s.
+
+    ``auto`` negotiates the stateless 2026-07-28 revision; ``legacy`` the initialize
+    handshake with an ``Mcp-Session-Id``.
+    """
+    return mcp.Client(url, read_timeout_seconds=30, mode=mode)
+
+
+async def page_state(server: AgoraProcess, token: str) -> dict[str, Any]:
+    """The human's view of the default table."""
+    status, state = await http_json("GET", f"{server.url}/play/default/state?token={token}")
+    assert status == 200, state
+    return state
+
+
+def durable_view(state: dict[str, Any]) -> dict[str, Any]:
+    """What a restart must preserve."""
+    return {
+        key: state[key]
+        for key in ("fen", "history", "agentColor", "humanColor", "phase", "gameNumber", "result")
+    }
+
+
+@pytest.mark.parametrize(
+    ("mode", "revision"),
+    [
+        pytest.param("auto", "2026-07-28", id="stateless"),
+        pytest.param("legacy", "2025-11-25", id="handshake"),
+    ],
+)
+async def test_the_sdk_agent_mates_a_scripted_human(tmp_path, mode, revision):
+    agent_notes = {
+        1: "Centre pawn first.",
+        3: "Bishop eyes f7.",
+        5: "Queen joins the attack on f7.",
+        7: "Qxf7 is mate.",
+    }
+    human_notes = {2: "I mirror you.", 4: "Developing.", 6: "Attacking your queen!"}
+    with trio.fail_after(45):
+        async with (
+            agora_serve(tmp_path / "agora.db") as server,
+            sdk_client(server.mcp_url(), mode) as client,
+        ):
+            assert client.protocol_version == revision
+            agent = SdkAgent(client)
+            assert await agent.list_tools() == TOOLS
+
+            joined = await agent.ok("join_game")
+            assert joined["statusCode"] == "SIDE_CHOICE_REQUIRED"
+            assert joined["nextAction"]["tool"] == "wait_for_turn"
+            assert joined["collaborationContract"]
+            is_error, refused = await agent.call("move_piece", {"from": "e2", "to": "e4"})
+            assert is_error
+            assert refused["code"] == "SIDE_NOT_CHOSEN"
+
+            status, body = await http_json(
+                "POST",
+                server.play_url("default", "side"),
+                {"token": "not-the-token", "agentColor": "black"},
+            )
+            assert (status, body["code"]) == (403, "FORBIDDEN")
+
+            human = ScriptedHuman(
+                server, "default", server.token, SCHOLARS_MATE, "white", human_notes
+            )
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(human.play)
+                final = await agent.play(SCHOLARS_MATE, agent_notes, start=joined)
+
+            assert final["statusCode"] == "GAME_OVER"
+            assert final["result"]["reason"] == "checkmate"
+            assert final["result"]["winnerRole"] == "agent"
+            assert final["result"]["score"] == "1-0"
+            assert final["ownership"] == {
+                "white": "agent",
+                "black": "human",
+                "agentColor": "white",
+                "humanColor": "black",
+            }
+            history = final["history"]
+            assert [m["uci"] for m in history] == SCHOLARS_MATE
+            assert [m["by"] for m in history] == ["agent", "human"] * 3 + ["agent"]
+            assert {m["ply"]: m["note"] for m in history if m["note"]} == {
+                **agent_notes,
+                **human_notes,
+            }
+
+            # The agent only ever woke up to act: no timeouts, and it saw each human note.
+            waits = [body for name, body in agent.replies if name == "wait_for_turn"]
+            assert [w["statusCode"] for w in waits] == ["AGENT_TURN"] * 4
+            assert [w["lastMove"] for w in waits[1:]] == history[1:6:2]
+
+            # The page saw the same game end.
+            assert human.states[-1]["phase"] == "over"
+            assert human.states[-1]["fen"] == final["fen"]
+            assert human.states[-1]["result"] == final["result"]
+
+            again = await agent.ok("wait_for_turn", {"timeout_ms": 1000})
+            assert again["statusCode"] == "GAME_OVER"
+            is_error, refused = await agent.call("move_piece", {"from": "a2", "to": "a3"})
+            assert is_error
+            assert refused["code"] == "GAME_OVER"
+
+
+async def test_a_restart_mid_game_keeps_the_table_and_the_game_finishes(tmp_path):
+    db = tmp_path / "agora.db"
+    agent_notes = {2: "e5 grabs the centre.", 4: "Qh4 is mate."}
+    human_notes = {1: "f3, a bold start.", 3: "g4 <b>for sure</b>."}
+    with trio.fail_after(45):
+        async with agora_serve(db) as server:
+            token = server.token
+            async with sdk_client(server.mcp_url()) as client:
+                agent = SdkAgent(client)
+                await agent.list_tools()
+                human = ScriptedHuman(
+                    server, "default", token, FOOLS_MATE, "black", human_notes, stop_at_ply=2
+                )
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(human.play)
+                    played = await agent.play(FOOLS_MATE, agent_notes, stop_after_ply=2)
+                assert played["statusCode"] == "HUMAN_TURN"
+                before = await page_state(server, token)
+
+                # The agent parks in wait_for_turn; SIGTERM answers it before the server ends.
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(terminate_when_in_flight, server, 1)
+                    wait = {**played["nextAction"]["arguments"], "timeout_ms": 20000}
+                    parked = await agent.ok("wait_for_turn", wait)
+                assert parked["statusCode"] == "WAIT_TIMEOUT", parked  # "call again"
+                assert parked["nextAction"]["tool"] == "wait_for_turn"
+                assert parked["fen"] == played["fen"]
+
+        async with agora_serve(db) as server:
+            assert server.token == token, "the default table keeps its human token"
+            after = await page_state(server, token)
+            assert durable_view(after) == durable_view(before)
+            assert after["agentColor"] == "black"
+            assert [m["note"] for m in after["history"]] == [human_notes[1], agent_notes[2]]
+
+            async with sdk_client(server.mcp_url()) as client:
+                agent = SdkAgent(client)
+                await agent.list_tools()
+                board = await agent.ok("get_board")
+                assert board["fen"] == played["fen"]
+                assert board["history"] == played["history"]
+                assert board["ownership"]["agentColor"] == "black"
+                human = ScriptedHuman(server, "default", token, FOOLS_MATE, "black", human_notes)
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(human.play)
+                    final = await agent.play(FOOLS_MATE, agent_notes, start=board)
+            assert final["result"]["reason"] == "checkmate"
+            assert final["result"]["winnerRole"] == "agent"
+            assert [m["uci"] for m in final["history"]] == FOOLS_MATE
+            finished = await page_state(server, token)
+
+        # A finished game survives a restart too.
+        async with agora_serve(db) as server:
+            assert durable_view(await page_state(server, token)) == durable_view(finished)
