@@ -6,33 +6,12 @@ Every result is validated against its outputSchema by the `table` fixture's driv
 from __future__ import annotations
 
 import pytest
+from games import LOYD_STALEMATE, SCHOLARS_MATE
 
 from agora.toolsets.chess import ensure_table
 from agora.toolsets.chess.commands import NewGame, OfferDraw, Resign
 from agora.toolsets.chess.guide import CONTRACT
 
-SCHOLARS_MATE = ["e2e4", "e7e5", "f1c4", "b8c6", "d1h5", "g8f6", "h5f7"]
-LOYD_STALEMATE = [
-    "e2e3",
-    "a7a5",
-    "d1h5",
-    "a8a6",
-    "h5a5",
-    "h7h5",
-    "h2h4",
-    "a6h6",
-    "a5c7",
-    "f7f6",
-    "c7d7",
-    "e8f7",
-    "d7b7",
-    "d8d3",
-    "b7b8",
-    "d3h7",
-    "b8c8",
-    "f7g6",
-    "c8e6",
-]
 TO_PROMOTION = ["a2a4", "b7b5", "a4b5", "a7a6", "b5a6", "c8b7", "a6b7", "e7e6"]
 
 
