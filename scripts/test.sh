@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run the whole test suite from a fresh checkout: creates .venv, installs agora with its
 # test extras, installs headless Chromium for the browser tests when possible, runs pytest.
-# Extra arguments go to pytest.
+# Extra arguments go to pytest. AGORA_INSTALL_ONLY=1 installs and stops before pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -x .venv/bin/python ]; then
@@ -11,5 +11,8 @@ fi
 .venv/bin/python -m pip install -q -e '.[test]'
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "chromium not installed: browser tests will be skipped" >&2
+fi
+if [ "${AGORA_INSTALL_ONLY:-}" = 1 ]; then
+  exit 0
 fi
 exec .venv/bin/python -m pytest "$@"
