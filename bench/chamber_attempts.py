@@ -36,7 +36,6 @@ import argparse
 import contextlib
 import json
 import os
-import resource
 import shutil
 import signal
 import sqlite3
@@ -51,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from measure import commit_cost, cpu_seconds, own_cpu_seconds, percentile, raise_fd_limit
 from trio_websocket import (
     ConnectionClosed,
     WebSocketRequest,
@@ -74,50 +74,6 @@ ENTRY = {
 
 
 # -- measuring -------------------------------------------------------------------------------
-
-
-def raise_fd_limit() -> int:
-    """Raise the soft RLIMIT_NOFILE to the hard limit; return the soft limit."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != hard:
-        target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process ``pid`` (all its threads)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def own_cpu_seconds() -> float:
-    """User + system CPU time of this process."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def percentile(samples: list[float], q: float) -> float:
-    """The ``q`` quantile (0..1) of ``samples``, nearest rank."""
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
-
-
-def commit_cost(directory: Path, synchronous: str, n: int = 200) -> float:
-    """Seconds per single-row WAL commit with ``synchronous`` on this disk."""
-    conn = sqlite3.connect(directory / "probe.db", isolation_level=None)
-    try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(f"PRAGMA synchronous={synchronous}")
-        conn.execute("CREATE TABLE t (v INTEGER)")
-        start = time.perf_counter()
-        for i in range(n):
-            conn.execute("BEGIN")
-            conn.execute("INSERT INTO t VALUES (?)", (i,))
-            conn.execute("COMMIT")
-        return (time.perf_counter() - start) / n
-    finally:
-        conn.close()
 
 
 @dataclass

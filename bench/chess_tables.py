@@ -41,7 +41,6 @@ import gc
 import json
 import os
 import random
-import resource
 import shlex
 import shutil
 import signal
@@ -59,6 +58,7 @@ import h11
 import msgspec
 import trio
 import trio.testing
+from measure import commit_cost, cpu_seconds, own_cpu_seconds, percentile, raise_fd_limit, vm_rss
 from trio_websocket import HandshakeError
 
 from agora.client import WsClient, connect
@@ -72,40 +72,6 @@ _decode = msgspec.json.Decoder().decode
 # -- processes and measurements --------------------------------------------------------------
 
 
-def raise_fd_limit() -> int:
-    """Raise the soft RLIMIT_NOFILE to the hard limit; return the soft limit."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != hard:
-        target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-
-
-def vm_rss(pid: int | str = "self") -> int:
-    """Resident set size of ``pid`` in bytes."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS in /proc status")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of ``pid``."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def own_cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def percentile(samples: list[float], q: float) -> float:
-    """The ``q`` quantile (0..1) of ``samples``, nearest rank."""
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
-
-
 def report_latency(label: str, samples: list[float]) -> None:
     if not samples:
         print(f"  {label}: no samples")
@@ -115,21 +81,6 @@ def report_latency(label: str, samples: list[float]) -> None:
         f"  {label}: n={len(samples)}  p50 {p50 * 1e3:.2f} ms  p99 {p99 * 1e3:.2f} ms"
         f"  max {max(samples) * 1e3:.2f} ms"
     )
-
-
-def commit_cost(directory: Path, synchronous: str, n: int = 100) -> float:
-    """Seconds per single-row WAL commit with ``synchronous`` on this disk."""
-    conn = sqlite3.connect(directory / "probe.db", isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute(f"PRAGMA synchronous={synchronous}")
-    conn.execute("CREATE TABLE t (v INTEGER)")
-    start = time.perf_counter()
-    for i in range(n):
-        conn.execute("BEGIN")
-        conn.execute("INSERT INTO t VALUES (?)", (i,))
-        conn.execute("COMMIT")
-    conn.close()
-    return (time.perf_counter() - start) / n
 
 
 @dataclass

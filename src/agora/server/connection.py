@@ -153,10 +153,9 @@ class Connection:
 
     async def _outcome(self, inv: Invoke) -> dict[str, Any]:
         try:
-            if inv.kind == "tool":
-                value = await self._call_tool(inv)
-                return rpc.result(inv.id, self.session.finish(tool_result(value), inv.modern))
             value = await inv.target(self._tool_call(inv))
+            if inv.kind == "tool":
+                return rpc.result(inv.id, self.session.finish(tool_result(value), inv.modern))
             cacheable = inv.kind == "resource"
             return rpc.result(inv.id, self.session.finish(value, inv.modern, cacheable=cacheable))
         except ToolError as exc:
@@ -171,10 +170,6 @@ class Connection:
         except Exception:
             log.exception("%s %s failed", inv.kind, inv.name)
             return rpc.error(inv.id, rpc.INTERNAL_ERROR, "internal error")
-
-    async def _call_tool(self, inv: Invoke) -> dict[str, Any]:
-        handler = inv.target
-        return await handler(self._tool_call(inv))  # type: ignore[no-any-return]
 
     def _tool_call(self, inv: Invoke) -> ToolCall:
         rid = inv.id
