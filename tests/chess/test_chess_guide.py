@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agora.toolsets.chess import render
 from agora.toolsets.chess.guide import PIECE_VALUES, evaluation_guide
 
 
@@ -85,3 +86,19 @@ def test_a_mate_in_one_is_found_and_reported():
     guide = evaluation_guide(board, "white")
     assert guide.mates_in_one == ["Qxf7#"]
     assert "white can mate in one: Qxf7#." in guide.findings
+
+
+@settings(max_examples=50, deadline=None)
+@given(board=positions())
+def test_a_cached_position_reads_like_a_fresh_board(board):
+    fen = board.fen()
+    render.position.cache_clear()
+    cold = render.position(fen)
+    for _ in range(2):  # reading it, guide included, leaves the shared board as it was
+        evaluation_guide(cold.board, "white", cold.sans)
+        assert render.position(fen) is cold
+    assert cold.board.fen() == fen
+    assert cold.in_check == board.is_check()
+    assert cold.side_to_move == ("white" if board.turn == chess.WHITE else "black")
+    assert cold.legal_moves == render.legal_moves(chess.Board(fen))
+    assert cold.sans == {m: board.san(m) for m in board.legal_moves}

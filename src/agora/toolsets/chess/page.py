@@ -14,7 +14,7 @@ import chess
 import msgspec
 
 from agora.toolsets.chess.game import ColorName, Phase, Role
-from agora.toolsets.chess.render import game_result, legal_moves, move_entry
+from agora.toolsets.chess.render import game_result, move_entry, position
 from agora.toolsets.chess.replies import GameResult, LegalMove, MoveEntry
 
 if TYPE_CHECKING:
@@ -92,7 +92,8 @@ def page_state(snap: Snapshot, *, human: bool, public_url: str) -> PageState:
     Returns:
         The state; ``legalMoves`` is filled only for the human on the human's turn.
     """
-    board = chess.Board(snap.fen)
+    pos = position(snap.fen)
+    board = pos.board  # shared and cached: read only
     history = [move_entry(m) for m in snap.moves]
     result = game_result(snap)
     king = board.king(board.turn)
@@ -107,18 +108,18 @@ def page_state(snap: Snapshot, *, human: bool, public_url: str) -> PageState:
         phase=snap.phase,
         status=_status(snap, human, result),
         fen=snap.fen,
-        turn="white" if board.turn == chess.WHITE else "black",
+        turn=pos.side_to_move,
         board={
             chess.square_name(sq): ("w" if p.color else "b") + p.symbol().upper()
             for sq, p in sorted(board.piece_map().items())
         },
-        in_check=board.is_check(),
-        check_square=chess.square_name(king) if board.is_check() and king is not None else None,
+        in_check=pos.in_check,
+        check_square=chess.square_name(king) if pos.in_check and king is not None else None,
         human_color=human_color,
         agent_color=snap.agent_color,
         last_move=history[-1] if history else None,
         history=history,
-        legal_moves=legal_moves(board) if human and snap.phase == "human_turn" else [],
+        legal_moves=pos.legal_moves if human and snap.phase == "human_turn" else [],
         draw_offer=snap.draw_offer,
         result=result,
         agent_present=snap.agent_present,

@@ -4,10 +4,17 @@ Decides the statusCode and the exact nextAction for each state, and fills every 
 `agora.toolsets.chess.replies`. The board details (pieces, legal moves, SAN, the evaluation
 guide) are read from the snapshot's FEN with python-chess. Pure: no I/O, no trio, and no
 rule decisions (those belong to `agora.toolsets.chess.game`).
+
+Reading a position (SAN of every legal move above all) costs about a millisecond, and one
+position is read several times: the human's reply, the woken agent's reply, every page
+stream. `position` memoises that work by FEN, and `move_entry` by move, so each is done
+once; the cached values are immutable or treated as read-only.
 """
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import chess
@@ -38,6 +45,10 @@ if TYPE_CHECKING:
 
     from agora.toolsets.chess.game import ChessError, ColorName, PlayedMove, Role
     from agora.toolsets.chess.guide import EvaluationGuide
+
+#: Positions kept read: enough for every table that is moving at once to hit the cache
+#: between the human's reply, the agent's wake and the page streams of one move.
+POSITION_CACHE: Final = 2048
 
 _STATUS: Final[dict[str, StatusCode]] = {
     "side_choice": "SIDE_CHOICE_REQUIRED",
@@ -115,6 +126,7 @@ def ownership(agent_color: ColorName | None) -> Ownership:
     )
 
 
+@functools.lru_cache(maxsize=8 * POSITION_CACHE)
 def move_entry(played: PlayedMove) -> MoveEntry:
     """One history entry."""
     move = chess.Move.from_uci(played.uci)
@@ -210,26 +222,47 @@ def _message(snap: Snapshot, status: StatusCode, result: GameResult | None) -> s
     return text + said + offer
 
 
-class _Position:
-    """One reply's board, read once: the SAN of every legal move is computed at most once."""
+@dataclass(frozen=True, slots=True)
+class Position:
+    """What a reply reads from one FEN, computed once (see `position`); never mutate it."""
 
-    def __init__(self, snap: Snapshot) -> None:
-        self.snap = snap
-        self.board = chess.Board(snap.fen)
-        self._sans: dict[chess.Move, str] | None = None
-
-    @property
-    def sans(self) -> dict[chess.Move, str]:
-        if self._sans is None:
-            self._sans = san_map(self.board)
-        return self._sans
-
-    def guide(self) -> EvaluationGuide:
-        return evaluation_guide(self.board, self.snap.agent_color, self.sans)
+    board: chess.Board
+    sans: dict[chess.Move, str]
+    legal_moves: list[LegalMove]
+    side_to_move: ColorName
+    in_check: bool
 
 
-def _fields(pos: _Position, status: StatusCode, wait_for_human: bool = False) -> dict[str, Any]:
-    snap, board = pos.snap, pos.board
+@functools.lru_cache(maxsize=POSITION_CACHE)
+def position(fen: str) -> Position:
+    """The read of ``fen``: board, SAN of every legal move, sorted legalMoves, check.
+
+    The board is shared by every caller: read it, copy it to play on it.
+    """
+    board = chess.Board(fen)
+    sans = san_map(board)
+    return Position(
+        board=board,
+        sans=sans,
+        legal_moves=legal_moves(board, sans),
+        side_to_move="white" if board.turn == chess.WHITE else "black",
+        in_check=board.is_check(),
+    )
+
+
+@functools.lru_cache(maxsize=POSITION_CACHE)
+def _guide(fen: str, agent_color: ColorName | None) -> EvaluationGuide:
+    pos = position(fen)
+    return evaluation_guide(pos.board, agent_color, pos.sans)
+
+
+@functools.lru_cache(maxsize=POSITION_CACHE)
+def _pieces(fen: str, agent_color: ColorName | None) -> dict[str, PieceOnSquare]:
+    return pieces(position(fen).board, agent_color)
+
+
+def _fields(snap: Snapshot, status: StatusCode, wait_for_human: bool = False) -> dict[str, Any]:
+    pos = position(snap.fen)
     may_move = snap.phase == "agent_turn"
     result = game_result(snap)
     history = [move_entry(m) for m in snap.moves]
@@ -242,12 +275,12 @@ def _fields(pos: _Position, status: StatusCode, wait_for_human: bool = False) ->
         "table": snap.table,
         "game_number": snap.game_number,
         "fen": snap.fen,
-        "side_to_move": "white" if board.turn == chess.WHITE else "black",
-        "in_check": board.is_check(),
-        "pieces": pieces(board, snap.agent_color),
+        "side_to_move": pos.side_to_move,
+        "in_check": pos.in_check,
+        "pieces": _pieces(snap.fen, snap.agent_color),
         "ownership": ownership(snap.agent_color),
         "history": history,
-        "legal_moves": legal_moves(board, pos.sans) if may_move else [],
+        "legal_moves": pos.legal_moves if may_move else [],
         "last_move": history[-1] if history else None,
         "draw_offer": snap.draw_offer,
         "result": result,
@@ -256,36 +289,35 @@ def _fields(pos: _Position, status: StatusCode, wait_for_human: bool = False) ->
 
 def game_reply(snap: Snapshot) -> GameReply:
     """The common reply for a snapshot."""
-    return GameReply(**_fields(_Position(snap), status_code(snap)))
+    return GameReply(**_fields(snap, status_code(snap)))
 
 
 def join_reply(snap: Snapshot) -> JoinReply:
     """The ``join_game`` reply."""
-    pos = _Position(snap)
     return JoinReply(
-        **_fields(pos, status_code(snap)),
+        **_fields(snap, status_code(snap)),
         collaboration_contract=CONTRACT,
-        evaluation_guide=pos.guide(),
+        evaluation_guide=_guide(snap.fen, snap.agent_color),
     )
 
 
 def board_reply(snap: Snapshot) -> BoardReply:
     """The ``get_board`` reply."""
-    pos = _Position(snap)
-    return BoardReply(**_fields(pos, status_code(snap)), evaluation_guide=pos.guide())
+    guide = _guide(snap.fen, snap.agent_color)
+    return BoardReply(**_fields(snap, status_code(snap)), evaluation_guide=guide)
 
 
 def move_reply(snap: Snapshot) -> MoveReply:
     """The ``move_piece`` reply: the board after the agent's move."""
-    fields = _fields(_Position(snap), status_code(snap))
+    fields = _fields(snap, status_code(snap))
     return MoveReply(**fields, played=fields["history"][-1])
 
 
 def wait_reply(snap: Snapshot, condition: WaitCondition) -> WaitReply:
     """The ``wait_for_turn`` reply; WAIT_TIMEOUT when ``condition`` is still unmet."""
     status: StatusCode = status_code(snap) if condition(snap) else "WAIT_TIMEOUT"
-    pos = _Position(snap)
-    return WaitReply(**_fields(pos, status, condition.wait_for_human), evaluation_guide=pos.guide())
+    fields = _fields(snap, status, condition.wait_for_human)
+    return WaitReply(**fields, evaluation_guide=_guide(snap.fen, snap.agent_color))
 
 
 def rejection(err: ChessError) -> Rejection:
@@ -298,7 +330,7 @@ def rejection(err: ChessError) -> Rejection:
         action = next_action(status)
     moves: list[LegalMove] = []
     if err.code == "ILLEGAL_MOVE" and snap is not None:
-        moves = legal_moves(chess.Board(snap.fen))
+        moves = position(snap.fen).legal_moves
     return Rejection(
         protocol_version=PROTOCOL_VERSION,
         ok=False,
