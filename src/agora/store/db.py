@@ -50,6 +50,10 @@ def _connect(path: str, *, synchronous: str, readonly: bool = False) -> sqlite3.
     return conn
 
 
+def _wait_for_commit(_: object) -> trio.lowlevel.Abort:
+    return trio.lowlevel.Abort.FAILED
+
+
 def _read_only(fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:
     # Inline reads share the writer's connection; refuse writes as a read connection would,
     # so code tested on ``:memory:`` behaves as it will on a file.
@@ -114,19 +118,18 @@ class Store:
             self._writer.commit_batch([Job(writes, outcome.append)])
             await trio.lowlevel.cancel_shielded_checkpoint()
         else:
-            done = trio.Event()
-            token = trio.lowlevel.current_trio_token()
+            task = trio.lowlevel.current_task()
 
-            def complete(result: BaseException | None) -> None:
+            def complete(result: BaseException | None) -> None:  # in this thread, per batch
                 outcome.append(result)
-                token.run_sync_soon(done.set)
+                trio.lowlevel.reschedule(task)
 
             try:
                 self._writer.submit(Job(writes, complete))
             except WriterStopped as exc:
                 raise StoreError("write failed: the store is closed") from exc
-            with trio.CancelScope(shield=True):
-                await done.wait()
+            # Not abortable: a cancellation waits for the outcome and lands afterwards.
+            await trio.lowlevel.wait_task_rescheduled(_wait_for_commit)
         if outcome[0] is not None:
             raise StoreError(f"write failed: {outcome[0]}") from outcome[0]
 
@@ -204,7 +207,8 @@ async def open_store(
     except BaseException:
         conn.close()  # a newer schema or a failed step: leave nothing open
         raise
-    writer = Writer(conn, group_commit=group_commit)
+    deliver = None if inline else trio.lowlevel.current_trio_token().run_sync_soon
+    writer = Writer(conn, group_commit=group_commit, deliver=deliver)
     store = Store(path, conn, writer, inline=inline, versions=versions)
     if not inline:
         writer.start()

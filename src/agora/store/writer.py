@@ -1,10 +1,12 @@
 """The single writer: a thread that batches concurrent commits into one transaction.
 
 Trio tasks hand it `Job`s (a list of SQL writes plus a completion callback); it drains
-everything queued, runs each job inside its own SAVEPOINT (so one bad job fails alone),
-COMMITs once, and only then completes each job through the Trio token. With
-``synchronous=FULL`` a completed job is on disk. This module must not import trio: it talks
-back only through the callback it was given.
+everything queued, runs them in one transaction, COMMITs once, and only then completes the
+batch's jobs with a single ``deliver`` call into the Trio thread (one wake-up per batch, not
+per job). With ``synchronous=FULL`` a completed job is on disk. Jobs run back to back at
+first; if one fails, the batch is rolled back and rerun with a SAVEPOINT around each job, so
+a bad job fails alone at no cost to the common case. This module must not import trio: it
+talks back only through the callbacks it was given.
 """
 
 from __future__ import annotations
@@ -41,9 +43,24 @@ _STOP = object()
 class Writer:
     """Owns the write connection and the thread that uses it."""
 
-    def __init__(self, conn: sqlite3.Connection, *, group_commit: bool = True) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        *,
+        group_commit: bool = True,
+        deliver: Callable[[Callable[[], None]], None] | None = None,
+    ) -> None:
+        """Set up the writer; `start` runs its thread.
+
+        Args:
+            conn: The write connection (autocommit mode: the writer issues BEGIN itself).
+            group_commit: Fold queued jobs into one transaction (off only to measure it).
+            deliver: Runs a function in the thread that owns the jobs' callbacks (Trio's
+                ``run_sync_soon``); None runs it in place (inline use).
+        """
         self._conn = conn
         self._group = group_commit
+        self._deliver = deliver
         self._queue: queue.SimpleQueue[Job | object] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="agora-writer", daemon=True)
         self._lock = threading.Lock()
@@ -95,12 +112,12 @@ class Writer:
                 return
 
     def commit_batch(self, batch: list[Job]) -> None:
-        """Run ``batch`` in one transaction and complete every job (also usable inline)."""
+        """Run ``batch`` in one transaction, then complete every job (also usable inline)."""
         conn = self._conn
         outcomes: list[BaseException | None]
         try:
             conn.execute("BEGIN IMMEDIATE")
-            outcomes = [_run_job(conn, job) for job in batch]
+            outcomes = _run_together(conn, batch)
             committed = outcomes.count(None)
             conn.execute("COMMIT" if committed else "ROLLBACK")  # no fsync for nothing
         except Exception as exc:  # the whole batch failed: nothing of it is committed
@@ -111,15 +128,41 @@ class Writer:
             if committed:
                 self.batches += 1
                 self.jobs += committed
-        for job, outcome in zip(batch, outcomes, strict=True):
-            try:
-                job.complete(outcome)
-            except Exception:  # e.g. its Trio run ended; the other jobs still get answers
-                log.exception("could not report a write's outcome")
+
+        def finish() -> None:
+            for job, outcome in zip(batch, outcomes, strict=True):
+                try:
+                    job.complete(outcome)
+                except Exception:  # one broken callback must not strand the others
+                    log.exception("could not report a write's outcome")
+
+        if self._deliver is None:
+            finish()
+            return
+        try:
+            self._deliver(finish)
+        except Exception:  # e.g. its Trio run ended: nobody is left to tell
+            log.exception("could not report the outcome of %d writes", len(batch))
 
 
 class WriterStopped(Exception):
     """A job was submitted after the writer stopped."""
+
+
+def _run_together(conn: sqlite3.Connection, batch: list[Job]) -> list[BaseException | None]:
+    # Inside an open transaction. The fast path runs every job back to back; a failure rolls
+    # the whole batch back and reruns it job by job, each in its own savepoint.
+    try:
+        for job in batch:
+            for sql, params in job.writes:
+                conn.execute(sql, params)
+    except Exception as exc:
+        conn.execute("ROLLBACK")
+        conn.execute("BEGIN IMMEDIATE")  # the caller ends this one
+        if len(batch) == 1:
+            return [exc]
+        return [_run_job(conn, job) for job in batch]
+    return [None] * len(batch)
 
 
 def _run_job(conn: sqlite3.Connection, job: Job) -> BaseException | None:
