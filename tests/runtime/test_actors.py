@@ -14,6 +14,9 @@ from _counter import IDLE, Add, Get, When, log, stored
 from agora.runtime.clock import Clock, FakeWall
 from agora.runtime.registry import Runtime
 
+#: How late past the idle period an eviction may come (the reaper's pass interval).
+SLACK = 1 / 8
+
 
 def watch_evictions(runtime, monkeypatch) -> list[tuple[str, float]]:
     """Record (key, time) each time an actor leaves the registry."""
@@ -21,8 +24,10 @@ def watch_evictions(runtime, monkeypatch) -> list[tuple[str, float]]:
     forget = runtime.registry.forget
 
     def spy(actor):
-        seen.append((actor.key, trio.current_time()))
+        before = len(runtime.registry)
         forget(actor)
+        if len(runtime.registry) < before:  # the reaper and the actor's exit both call it
+            seen.append((actor.key, trio.current_time()))
 
     monkeypatch.setattr(runtime.registry, "forget", spy)
     return seen
@@ -101,8 +106,10 @@ async def test_an_idle_actor_is_evicted_after_idle_seconds(
     await trio.sleep(IDLE - 0.5)
     assert len(runtime.registry) == 1
     assert evicted == []
-    await trio.sleep(1)
-    assert evicted == [("a", start + IDLE)]
+    await trio.sleep(0.5 + IDLE * SLACK)
+    [(key, at)] = evicted
+    assert key == "a"
+    assert start + IDLE <= at <= start + IDLE * (1 + SLACK)
     assert len(runtime.registry) == 0
 
 
@@ -113,8 +120,10 @@ async def test_every_command_restarts_the_idle_timer(runtime, kind, autojump_clo
         await runtime.call(kind, "a", Add(1))
         await trio.sleep(IDLE - 1)
     assert evicted == []
-    await trio.sleep(2)
-    assert evicted == [("a", start + 2 * (IDLE - 1) + IDLE)]
+    await trio.sleep(1 + IDLE * SLACK)
+    [(_, at)] = evicted
+    last = start + 2 * (IDLE - 1)
+    assert last + IDLE <= at <= last + IDLE * (1 + SLACK)
 
 
 async def test_a_command_after_eviction_respawns_and_reloads_from_the_store(

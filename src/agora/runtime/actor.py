@@ -51,6 +51,7 @@ class Actor:
     Attributes:
         change: Set (then replaced) after every committed command that changed the entity.
         waiters: Long-polls parked on `change`; an actor with waiters is never evicted.
+        idle_since: When it began waiting for its next command (None while handling one).
     """
 
     def __init__(self, runtime: Runtime, kind: EntityKind, key: str, mailbox: int) -> None:
@@ -61,20 +62,21 @@ class Actor:
         self.change = trio.Event()
         self.waiters = 0
         self.handled = 0
+        self.idle_since: float | None = None
         self._entity: Entity | None = None
 
-    async def run(self, idle_seconds: float) -> None:
-        """Serve commands until idle for ``idle_seconds`` with no waiters, or cancelled."""
+    async def run(self) -> None:
+        """Serve commands until the registry evicts it (closing its mailbox), or cancelled."""
         current: Slot | None = None
         try:
             while True:
-                with trio.move_on_after(idle_seconds) as idle:
+                self.idle_since = trio.current_time()
+                try:
                     command, slot = await self._recv.receive()
-                    current = slot
-                if idle.cancelled_caught:
-                    if self.waiters or self.runtime.closing:
-                        continue
+                except trio.EndOfChannel:  # evicted: the mailbox was closed, and is empty
                     return
+                self.idle_since = None
+                current = slot
                 await self._handle(command, slot)
                 current = None
         except Exception:
@@ -93,6 +95,15 @@ class Actor:
             self._fail_queued(stopped)
             self._recv.close()
             self.change.set()
+
+    def evictable(self, idle_before: float) -> bool:
+        """Waiting for commands since ``idle_before`` or earlier, with nobody parked on it."""
+        return (
+            self.idle_since is not None
+            and self.idle_since <= idle_before
+            and not self.waiters
+            and self.send.statistics().current_buffer_used == 0
+        )
 
     def _fail_queued(self, error: BaseException) -> None:
         while True:

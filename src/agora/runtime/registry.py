@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
+#: Shortest pause between two passes of the idle-actor reaper (seconds).
+REAP_MIN_TICK = 0.05
+
 
 class Registry:
     """Live actors by (kind, key)."""
@@ -35,6 +38,7 @@ class Registry:
         self._runtime = runtime
         self._nursery = nursery
         self._actors: dict[tuple[str, str], Actor] = {}
+        self._reaping = False
         self.spawned = 0
 
     def __len__(self) -> int:
@@ -56,6 +60,9 @@ class Registry:
                 raise ActorStopped(f"{kind.kind} {key}: the runtime has stopped") from exc
             self._actors[(kind.kind, key)] = actor
             self.spawned += 1
+            if not self._reaping:
+                self._reaping = True
+                self._nursery.start_soon(self._reap, name="actor reaper")
         return actor
 
     async def _supervise(self, actor: Actor) -> None:
@@ -63,13 +70,33 @@ class Registry:
         # (its callers get ActorStopped and retry on a fresh one, loaded from the store),
         # never the server.
         try:
-            await actor.run(self._runtime.idle_seconds)
+            await actor.run()
         except Exception:
             log.exception(
                 "actor %s %s crashed; it restarts from the store on next use",
                 actor.kind.kind,
                 actor.key,
             )
+
+    async def _reap(self) -> None:
+        # One task evicts every idle actor, so an actor's wait for its next command needs no
+        # timer of its own. It runs while there are actors, checking every eighth of the
+        # idle period: an actor leaves between idle_seconds and 1.125 x that after its last
+        # command. Closing the mailbox ends the actor's loop; a caller that meets the
+        # closed mailbox spawns a fresh actor.
+        runtime = self._runtime
+        tick = max(runtime.idle_seconds / 8, REAP_MIN_TICK)
+        try:
+            while self._actors:
+                await trio.sleep(tick)
+                if runtime.closing:
+                    continue
+                idle_before = trio.current_time() - runtime.idle_seconds
+                for actor in [a for a in self._actors.values() if a.evictable(idle_before)]:
+                    self.forget(actor)
+                    actor.send.close()
+        finally:
+            self._reaping = False
 
     def forget(self, actor: Actor) -> None:
         """Drop ``actor`` if it is still the registered one for its key."""
@@ -114,14 +141,18 @@ class Runtime:
         return dict(self._options.get(toolset, {}))
 
     async def _submit(self, kind: EntityKind, key: str, command: Any) -> tuple[Actor, Slot]:
+        await trio.lowlevel.checkpoint_if_cancelled()  # a caller cancelled already sends nothing
         for _ in range(3):
             actor = self.registry.get(kind, key)
             slot = Slot()
             try:
-                await actor.send.send((command, slot))
+                try:  # room in the mailbox (the usual case): no extra trip through the scheduler
+                    actor.send.send_nowait((command, slot))
+                except trio.WouldBlock:
+                    await actor.send.send((command, slot))
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 continue  # it was evicted between lookup and send: the next get() respawns
-            await slot.done.wait()
+            await slot.done.wait()  # the checkpoint of this call
             if isinstance(slot.error, ActorStopped) and not self.closing:
                 continue  # it stopped before starting this command: a fresh actor may run it
             return actor, slot
