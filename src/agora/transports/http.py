@@ -1,7 +1,7 @@
 """The one-port front end: parse each request head with h11, then route it.
 
-A WebSocket upgrade on an ``/mcp`` path goes to trio-websocket over a stream that replays the
-bytes already read; other ``/mcp`` requests go to Streamable HTTP; everything else to the
+A WebSocket upgrade on an ``/mcp`` path goes to the WebSocket transport with the bytes
+already read; other ``/mcp`` requests go to Streamable HTTP; everything else to the
 toolsets' page routes. Heads and bodies are size- and time-bounded; keep-alive is honoured.
 """
 
@@ -16,7 +16,6 @@ import h11
 import trio
 
 from agora.mcp import jsonrpc as rpc
-from agora.transports.replay import ReplayStream
 from agora.transports.sse import format_event
 from agora.transports.streamable import origin_allowed
 from agora.transports.websocket import serve_websocket
@@ -115,9 +114,7 @@ class HttpConnection:
                         Response.error(403, "Forbidden: Host or Origin is not allowed")
                     )
                     return False
-                await serve_websocket(
-                    self.app, ReplayStream(self.stream, bytes(self.raw)), endpoint, principal
-                )
+                await serve_websocket(self.app, self.stream, bytes(self.raw), endpoint, principal)
                 return False
         limit = rpc.MAX_MESSAGE_BYTES if endpoint is not None else MAX_PAGE_BODY
         body = await self._body(limit)
