@@ -1,7 +1,7 @@
 """Chamber attempts under load: acknowledged actions/s, action latency, seals/s, group commit.
 
-``--agents A`` agents (default 500), each on its own WebSocket (`agora.client.connect` to
-``ws://127.0.0.1:PORT/mcp/chamber``), run one attempt each: ``enter_open_challenge``, then
+``--agents A`` agents (default 500), each on its own WebSocket to
+``ws://127.0.0.1:PORT/mcp/chamber``, run one attempt each: ``enter_open_challenge``, then
 ``--actions`` (20) ``chamber_action`` calls, then ``seal_attempt``. Actions are valid read
 ops (look, inspect, hint), each sent with the ``expected_action_index`` taken from the
 previous reply, so every one is acknowledged only after its transcript record is committed.
@@ -20,13 +20,18 @@ The run is repeated on a new server with ``AGORA_GROUP_COMMIT=false`` (one trans
 write) and the ratios are printed. After each run the database is checked: one transcript
 row per acknowledged action, one card per seal.
 
+The agents use the lean sequential client of ``wsload.py`` (wsproto driven from the agent's
+own task), because this machine has two cores and the load generator shares them with the
+server; ``--client agora`` uses `agora.client` (two reader tasks per connection) instead,
+to show what the general client costs.
+
 RLIMIT_NOFILE is raised to its hard limit first (the server inherits it). Traffic stays on
 loopback; every phase is bounded by ``--timeout`` seconds.
 
 Usage: ``.venv/bin/python bench/chamber_attempts.py [--agents 500] [--actions 20]
 [--suite chambre-chrono-v0] [--synchronous FULL] [--timeout 300] [--no-baseline] [--no-echo]
-[--py-spy PATH]``. ``--py-spy`` samples the server during the action phase (py-spy must be
-installed; it is a measuring aid, not a dependency).
+[--client lean|agora] [--py-spy PATH]``. ``--py-spy`` samples the server during the action
+phase (py-spy must be installed; it is a measuring aid, not a dependency).
 Not run by CI.
 """
 
@@ -57,9 +62,10 @@ from trio_websocket import (
     open_websocket_url,
     serve_websocket,
 )
+from wsload import lean_connect
 from wsproto.utilities import LocalProtocolError
 
-from agora.client import WsClient, connect
+from agora.client import connect
 
 HOST = "127.0.0.1"
 SUITES = ("chambre-chrono-v0", "chambre-atelier-v0")
@@ -85,6 +91,7 @@ class Phase:
     seconds: float = 0.0
     latencies: list[float] = field(default_factory=list)
     server_cpu: float = 0.0
+    server_main_cpu: float = 0.0
     client_cpu: float = 0.0
 
     @property
@@ -101,7 +108,8 @@ class Phase:
         if self.calls:
             per = 1e6 / self.calls
             text += (
-                f"   server CPU {self.server_cpu:5.2f} s ({self.server_cpu * per:4.0f} us/call)"
+                f"   server CPU {self.server_cpu:5.2f} s ({self.server_cpu * per:4.0f} us/call,"
+                f" main thread {self.server_main_cpu * per:4.0f})"
                 f"  client CPU {self.client_cpu:5.2f} s ({self.client_cpu * per:4.0f} us/call)"
             )
         return text
@@ -192,7 +200,7 @@ async def agora_serve(db: Path, synchronous: str, group_commit: bool):
 class Agent:
     """One agent: its connection and its attempt."""
 
-    client: WsClient
+    client: Any  # wsload.LeanClient or agora.client.WsClient: both have call_tool
     n: int
     handle: str = ""
     objects: list[str] = field(default_factory=list)
@@ -210,16 +218,20 @@ def plan(agent: Agent, j: int) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def agent_connection(url: str, run: Run):
-    """`agora.client.connect`, counting (not raising) one known close-time race.
+async def agent_connection(url: str, run: Run, client: str):
+    """The agent's connection; with `agora.client`, count (not raise) one close-time race.
 
     trio-websocket answers a ping that arrives after the client began its close handshake
     with a pong that wsproto refuses (LocalProtocolError) and re-raises it from ``aclose``;
     the server pings every 20 s, so a long run meets it. The connection is closing anyway.
     """
+    if client == "lean":
+        async with lean_connect(url) as lean:
+            yield lean
+        return
     try:
-        async with connect(url) as client:
-            yield client
+        async with connect(url) as general:
+            yield general
     except LocalProtocolError:
         run.close_races += 1
 
@@ -290,12 +302,14 @@ async def run_phase(
     """Run ``job(agent, run, *args)`` for every agent at once; time it and count CPU."""
     phase = run.phase(name)
     server_cpu, client_cpu = cpu_seconds(pid), own_cpu_seconds()
+    main_cpu = cpu_seconds(pid, pid)
     start = time.perf_counter()
     async with trio.open_nursery() as nursery:
         for agent in agents:
             nursery.start_soon(job, agent, run, *args)
     phase.seconds = time.perf_counter() - start
     phase.server_cpu = cpu_seconds(pid) - server_cpu
+    phase.server_main_cpu = cpu_seconds(pid, pid) - main_cpu
     phase.client_cpu = own_cpu_seconds() - client_cpu
 
 
@@ -310,7 +324,9 @@ async def one_run(args: argparse.Namespace, directory: Path, group_commit: bool)
             async with AsyncExitStack() as stack:
                 agents = []
                 for n in range(args.agents):
-                    client = await stack.enter_async_context(agent_connection(url, run))
+                    client = await stack.enter_async_context(
+                        agent_connection(url, run, args.client)
+                    )
                     agents.append(Agent(client, n))
                 await run_phase(run, "enter", server.pid, agents, enter, args.suite)
                 profile = args.py_spy and args.py_spy.with_suffix(f".{db.stem}.txt")
@@ -387,24 +403,34 @@ async def echo_floor(args: argparse.Namespace) -> Phase:
         async def agent(ws: Any) -> None:
             for _ in range(args.actions):
                 start = time.perf_counter()
-                await ws.send_message(message)
-                await ws.get_message()
+                if args.client == "lean":
+                    await ws.exchange(message)
+                else:
+                    await ws.send_message(message)
+                    await ws.get_message()
                 phase.latencies.append(time.perf_counter() - start)
                 phase.calls += 1
+
+        def open_one(url: str) -> Any:
+            if args.client == "lean":
+                return lean_connect(url, initialize=False)
+            return open_websocket_url(url)
 
         with trio.fail_after(args.timeout):
             async with AsyncExitStack() as stack:
                 sockets = [
-                    await stack.enter_async_context(open_websocket_url(f"ws://{HOST}:{port}/"))
+                    await stack.enter_async_context(open_one(f"ws://{HOST}:{port}/"))
                     for _ in range(args.agents)
                 ]
                 server_cpu, client_cpu = cpu_seconds(process.pid), own_cpu_seconds()
+                main_cpu = cpu_seconds(process.pid, process.pid)
                 start = time.perf_counter()
                 async with trio.open_nursery() as nursery:
                     for ws in sockets:
                         nursery.start_soon(agent, ws)
                 phase.seconds = time.perf_counter() - start
                 phase.server_cpu = cpu_seconds(process.pid) - server_cpu
+                phase.server_main_cpu = cpu_seconds(process.pid, process.pid) - main_cpu
                 phase.client_cpu = own_cpu_seconds() - client_cpu
     finally:
         process.kill()
@@ -463,6 +489,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--no-echo", action="store_true", help="skip the bare WebSocket echo (transport floor)"
     )
     parser.add_argument("--echo-server", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--client",
+        choices=["lean", "agora"],
+        default="lean",
+        help="the agents' client: wsload's lean one (default) or agora.client",
+    )
     parser.add_argument(
         "--py-spy",
         type=Path,

@@ -29,9 +29,10 @@ def vm_rss(pid: int | str = "self") -> int:
     raise RuntimeError("no VmRSS in /proc status")
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of ``pid``."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+def cpu_seconds(pid: int, thread: int | None = None) -> float:
+    """User + system CPU time of ``pid``, or of its thread ``thread`` (the main one: ``pid``)."""
+    path = f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat"
+    fields = Path(path).read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
