@@ -98,11 +98,21 @@ def decode(data: bytes | str) -> Message:
         raise ProtocolError(PARSE_ERROR, f"parse error: {exc}") from None
     except RecursionError:
         raise ProtocolError(INVALID_REQUEST, "JSON nested too deeply") from None
-    return parse(obj)
+    # Every nesting level opens a bracket, so a message with few brackets (most of them)
+    # cannot be too deep, and its params need no walk.
+    if isinstance(data, bytes):
+        brackets = data.count(b"{") + data.count(b"[")
+    else:
+        brackets = data.count("{") + data.count("[")
+    return parse(obj, walk=brackets > MAX_PARAMS_DEPTH)
 
 
-def parse(obj: Any) -> Message:
+def parse(obj: Any, *, walk: bool = True) -> Message:
     """Validate a decoded JSON value as a JSON-RPC 2.0 message.
+
+    Args:
+        obj: The decoded value.
+        walk: Measure the depth of ``params`` (False only when it cannot be too deep).
 
     Raises:
         ProtocolError: -32600 for anything that is not a single valid message.
@@ -127,7 +137,7 @@ def parse(obj: Any) -> Message:
         params = {}
     if not isinstance(params, dict):
         raise ProtocolError(INVALID_REQUEST, "params must be an object", {"id": rid})
-    if depth(params, MAX_PARAMS_DEPTH) > MAX_PARAMS_DEPTH:
+    if walk and depth(params, MAX_PARAMS_DEPTH) > MAX_PARAMS_DEPTH:
         raise ProtocolError(
             INVALID_REQUEST, f"params nested deeper than {MAX_PARAMS_DEPTH} levels", {"id": rid}
         )
