@@ -1,12 +1,19 @@
 """MCP over WebSocket: one JSON-RPC message per text frame, subprotocol ``mcp``.
 
 The HTTP front end has already read the upgrade request and checked the path, Host/Origin
-and the bearer token; this module completes the handshake and runs the connection, driving
-sans-io wsproto from one reader task: bytes in, messages to the session; replies framed
-and sent under a FIFO lock by whichever task produced them. A keepalive pings a quiet peer.
-A peer that misses pongs, sends an oversize message or invalid UTF-8, or stops reading is
-closed; nobody else notices. Every connection has its own nursery and its socket is closed
-in ``finally``. Nothing here knows about tools.
+and the bearer token. This module completes the handshake with wsproto, then runs the
+connection from one reader task: bytes in, frames decoded by `agora.transports.frames`,
+whole messages to the session; replies are framed and written under a FIFO lock by
+whichever task produced them. A keepalive pings a quiet peer. A peer that misses pongs,
+breaks the protocol (close code 1002, or 1007 for invalid UTF-8), sends an oversize
+message (1009) or stops reading is closed; nobody else notices. Every connection has its
+own nursery and its socket is closed in ``finally``. Nothing here knows about tools.
+
+After the handshake, bytes move with ``os.read``/``os.write`` on the socket's descriptor
+(non-blocking, as Trio made it), waiting with Trio's ``wait_readable``/``wait_writable``
+only when the socket has nothing to give or no room: a reply that fits the kernel's buffer
+costs one system call and no trip through the scheduler, and the send timeout is armed
+only when a send must wait. This needs a POSIX system, as agora does.
 """
 
 from __future__ import annotations
@@ -19,21 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 from wsproto import ConnectionType, WSConnection
-from wsproto.connection import ConnectionState
-from wsproto.events import (
-    AcceptConnection,
-    BytesMessage,
-    CloseConnection,
-    Event,
-    Ping,
-    Pong,
-    Request,
-    TextMessage,
-)
+from wsproto.events import AcceptConnection, Request
 from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
 from agora.mcp import jsonrpc as rpc
 from agora.server.connection import Connection
+from agora.transports import frames
+from agora.transports.frames import FrameError, MessageReader
 
 if TYPE_CHECKING:
     from agora.server.app import App, Endpoint
@@ -47,15 +46,10 @@ HANDSHAKE_TIMEOUT = 10.0
 CLOSE_TIMEOUT = 1.0
 #: Bytes asked of the socket per read.
 RECEIVE_BYTES = 65536
-#: Close codes (RFC 6455): normal, invalid payload data, message too big, server error.
-NORMAL = 1000
-INVALID_DATA = 1007
-MESSAGE_TOO_BIG = 1009
 #: Close code for a peer that stopped answering pings.
 PING_TIMEOUT = 1011
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
-#: UTF-8 needs at most this many bytes per character: a shorter text is within limits.
-_MAX_UTF8 = 4
+_PING_PAYLOAD = b"agora"
 
 
 class Stalled(Exception):
@@ -63,27 +57,23 @@ class Stalled(Exception):
 
 
 class _Peer:
-    """One upgraded connection: the socket, its wsproto state, and how it should end.
-
-    After the handshake, bytes move with ``os.read``/``os.write`` on the socket's descriptor
-    (non-blocking, as Trio made it) and Trio's ``wait_readable``/``wait_writable`` only when
-    the socket has nothing to give or no room: a reply that fits the kernel's buffer costs
-    one system call and no trip through the scheduler, and the send timeout is armed only
-    when a send must wait. The `trio.SocketStream` still owns the descriptor and closes it.
+    """One upgraded connection: its socket, and how it should end.
 
     Attributes:
         close_code: The close frame to send when the session ends (None: send none).
         pongs: Pongs received so far (the keepalive compares counts).
+        peer_closed: The peer sent its close frame (ours is then the answer).
     """
 
-    def __init__(self, stream: trio.SocketStream, ws: WSConnection, send_timeout: float) -> None:
+    def __init__(self, stream: trio.SocketStream, send_timeout: float) -> None:
         self.stream = stream
-        self.ws = ws
         self.fd = stream.socket.fileno()
         self.send_timeout = send_timeout
-        self.close_code: int | None = NORMAL
-        self.close_reason: str | None = None
+        self.close_code: int | None = frames.NORMAL
+        self.close_reason = ""
         self.pongs = 0
+        self.peer_closed = False
+        self._closed_sent = False
         self._lock = trio.StrictFIFOLock()
         try:
             host, port = stream.socket.getpeername()[:2]
@@ -91,9 +81,9 @@ class _Peer:
         except OSError:
             self.remote = "?"
 
-    def end(self, code: int | None, reason: str | None = None) -> None:
+    def end(self, code: int | None, reason: str = "") -> None:
         """Say how the connection should close (the first reason given wins)."""
-        if self.close_code == NORMAL:
+        if self.close_code == frames.NORMAL:
             self.close_code, self.close_reason = code, reason
 
     async def receive(self) -> bytes:
@@ -116,11 +106,11 @@ class _Peer:
                 await trio.lowlevel.checkpoint()
             return data
 
-    async def send(self, event: Event) -> bool:
-        """Frame ``event`` and send it; False if the connection is already closing.
+    async def send(self, frame: bytes, *, closing: bool = False) -> bool:
+        """Write one frame; False if a close frame has already gone out.
 
-        Frames are made and written under a FIFO lock, so bytes leave in the order wsproto
-        produced them and nothing follows a close frame. Taking a free lock does not yield.
+        Frames are written whole and in turn under a FIFO lock, and nothing follows the
+        close frame (``closing``). Taking a free lock does not yield.
 
         Raises:
             trio.BrokenResourceError: the peer is gone.
@@ -132,13 +122,10 @@ class _Peer:
         else:
             lock.acquire_nowait()
         try:
-            if self.ws.state not in (ConnectionState.OPEN, ConnectionState.REMOTE_CLOSING):
+            if self._closed_sent:
                 return False
-            try:
-                data = self.ws.send(event)
-            except LocalProtocolError:  # e.g. a message after the peer's close frame
-                return False
-            await self._write(memoryview(data))
+            self._closed_sent = closing
+            await self._write(memoryview(frame))
             return True
         finally:
             lock.release()
@@ -166,27 +153,26 @@ async def serve_websocket(
     Args:
         app: The server.
         stream: The client's socket, positioned after ``head``.
-        head: Every byte read from the socket so far (the request head, maybe early frames).
+        head: Every byte read from the socket so far: the whole request head (the front
+            end read it), maybe followed by the client's first frames.
         endpoint: The MCP endpoint of the request path.
         principal: Who the bearer token says the client is.
     """
-    ws = WSConnection(ConnectionType.SERVER)
-    peer = _Peer(stream, ws, app.config.send_timeout)
+    peer = _Peer(stream, app.config.send_timeout)
     try:
-        accepted = False
+        early: bytes | None = None
         with trio.move_on_after(HANDSHAKE_TIMEOUT):
-            accepted = await _accept(peer, head)
-        if accepted:
-            await _session(app, peer, endpoint, principal)
+            early = await _accept(peer, head)
+        if early is not None:
+            await _session(app, peer, endpoint, principal, early)
     finally:
         with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT):
             await stream.aclose()
 
 
-async def _accept(peer: _Peer, data: bytes) -> bool:
-    # wsproto's server handshake drops bytes that follow the request head (a client's
-    # first frames, sent without waiting for the 101): hold them back until accepted.
-    ws = peer.ws
+async def _accept(peer: _Peer, data: bytes) -> bytes | None:
+    """Answer the upgrade: the bytes that followed the head if accepted, else None."""
+    ws = WSConnection(ConnectionType.SERVER)
     end = _HEAD_END.search(data)
     early = b""
     if end is not None:
@@ -199,19 +185,19 @@ async def _accept(peer: _Peer, data: bytes) -> bool:
             if err.event_hint is not None:
                 with contextlib.suppress(LocalProtocolError, trio.BrokenResourceError):
                     await peer.stream.send_all(ws.send(err.event_hint))
-            return False
+            return None
         if request is not None:
             sub = "mcp" if "mcp" in request.subprotocols else None
             await peer.stream.send_all(ws.send(AcceptConnection(subprotocol=sub)))
-            if early:
-                ws.receive_data(early)
-            return True
+            return early
         data = await peer.stream.receive_some(RECEIVE_BYTES)
         if not data:
-            return False
+            return None
 
 
-async def _session(app: App, peer: _Peer, endpoint: Endpoint, principal: Principal) -> None:
+async def _session(
+    app: App, peer: _Peer, endpoint: Endpoint, principal: Principal, early: bytes
+) -> None:
     try:
         async with trio.open_nursery() as nursery:
 
@@ -219,7 +205,7 @@ async def _session(app: App, peer: _Peer, endpoint: Endpoint, principal: Princip
                 # Runs in the reader and in call tasks: a peer that is gone or stalled ends
                 # the whole connection here rather than failing one call task.
                 try:
-                    await peer.send(TextMessage(rpc.encode(message).decode()))
+                    await peer.send(frames.text_frame(rpc.encode(message)))
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     peer.end(None)
                     nursery.cancel_scope.cancel()
@@ -239,7 +225,7 @@ async def _session(app: App, peer: _Peer, endpoint: Endpoint, principal: Princip
             if app.config.ping_interval > 0:
                 nursery.start_soon(_keepalive, peer, app.config.ping_interval, nursery.cancel_scope)
             try:
-                await _read(peer, conn, emit)
+                await _read(peer, conn, emit, early)
             except (trio.BrokenResourceError, trio.ClosedResourceError, Stalled):
                 peer.end(None)
             finally:
@@ -250,72 +236,49 @@ async def _session(app: App, peer: _Peer, endpoint: Endpoint, principal: Princip
             await _close(peer)
 
 
-async def _read(peer: _Peer, conn: Connection, emit: Emit) -> None:
+async def _read(peer: _Peer, conn: Connection, emit: Emit, data: bytes) -> None:
     """Feed each whole message to the session until the peer closes or breaks a rule."""
-    ws = peer.ws
-    limit = rpc.MAX_MESSAGE_BYTES
-    parts: list[str | bytes | bytearray] = []
-    chars = 0
+    reader = MessageReader(rpc.MAX_MESSAGE_BYTES)
     while True:
-        for event in ws.events():
-            if isinstance(event, (TextMessage, BytesMessage)):
-                parts.append(event.data)
-                chars += len(event.data)
-                if chars * _MAX_UTF8 > limit and _size(parts) > limit:
-                    peer.end(MESSAGE_TOO_BIG, f"message larger than {limit} bytes")
-                    return
-                if not event.message_finished:
-                    continue
-                if isinstance(event, BytesMessage):
-                    await emit(rpc.error(None, rpc.INVALID_REQUEST, "send text frames"), None)
-                else:
-                    text = event.data if len(parts) == 1 else "".join(parts)  # type: ignore[arg-type]
-                    await conn.feed_bytes(text)
-                parts.clear()
-                chars = 0
-            elif isinstance(event, Ping):
-                await peer.send(event.response())
-            elif isinstance(event, Pong):
+        try:
+            received = reader.feed(data)
+        except FrameError as err:
+            peer.end(err.code, err.reason)
+            return
+        for opcode, payload in received:
+            if opcode == frames.TEXT:
+                await conn.feed_bytes(payload)
+            elif opcode == frames.BINARY:
+                await emit(rpc.error(None, rpc.INVALID_REQUEST, "send text frames"), None)
+            elif opcode == frames.PING:
+                await peer.send(frames.control_frame(frames.PONG, payload))
+            elif opcode == frames.PONG:
                 peer.pongs += 1
-            elif isinstance(event, CloseConnection):
-                # The peer's close frame (answered in `_close`), or wsproto's report of a
-                # frame it could not parse, such as invalid UTF-8 (1007) or a bad opcode.
-                if ws.state is ConnectionState.REMOTE_CLOSING:
-                    peer.end(event.code)
-                else:
-                    peer.end(event.code, event.reason)
+            else:  # the peer's close frame: answered with its own code in `_close`
+                code, _ = payload
+                peer.peer_closed = True
+                peer.end(code)
                 return
         data = await peer.receive()
         if not data:
             peer.end(None)  # the socket ended without a close frame
             return
-        ws.receive_data(data)
-
-
-def _size(parts: list[str | bytes | bytearray]) -> int:
-    return sum(len(p.encode()) if isinstance(p, str) else len(p) for p in parts)
 
 
 async def _close(peer: _Peer) -> None:
-    """Send the close frame decided on, and wait briefly for the peer's."""
-    ws = peer.ws
+    """Send the close frame decided on; if it opens the close handshake, await the answer."""
     if peer.close_code is None:
         return  # the peer is gone or stalled: there is nobody to tell
     with trio.move_on_after(CLOSE_TIMEOUT):
         try:
-            if ws.state is ConnectionState.REMOTE_CLOSING:
-                await peer.send(CloseConnection(code=peer.close_code))
+            frame = frames.close_frame(peer.close_code, peer.close_reason)
+            if not await peer.send(frame, closing=True) or peer.peer_closed:
                 return
-            if not await peer.send(CloseConnection(peer.close_code, peer.close_reason)):
-                return
-            while ws.state is not ConnectionState.CLOSED:  # until the peer's close frame
-                data = await peer.receive()
-                if not data:
+            reader = MessageReader(rpc.MAX_MESSAGE_BYTES)
+            while data := await peer.receive():  # until the peer's close frame
+                if any(opcode == frames.CLOSE for opcode, _ in reader.feed(data)):
                     return
-                ws.receive_data(data)
-                for _ in ws.events():
-                    pass
-        except (trio.BrokenResourceError, trio.ClosedResourceError, LocalProtocolError, Stalled):
+        except (trio.BrokenResourceError, trio.ClosedResourceError, Stalled, FrameError):
             return
 
 
@@ -325,6 +288,7 @@ async def _keepalive(peer: _Peer, interval: float, scope: trio.CancelScope) -> N
     missed = 0
     answered = peer.pongs
     pinged = False
+    ping = frames.control_frame(frames.PING, _PING_PAYLOAD)
     while True:
         await trio.sleep(interval)
         if pinged:
@@ -336,7 +300,7 @@ async def _keepalive(peer: _Peer, interval: float, scope: trio.CancelScope) -> N
             return
         answered = peer.pongs
         try:
-            pinged = await peer.send(Ping(b"agora"))
+            pinged = await peer.send(ping)
         except (trio.BrokenResourceError, trio.ClosedResourceError, Stalled):
             peer.end(None)
             scope.cancel()
