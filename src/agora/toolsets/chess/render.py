@@ -14,7 +14,6 @@ once; the cached values are immutable or treated as read-only.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 import chess
@@ -222,32 +221,34 @@ def _message(snap: Snapshot, status: StatusCode, result: GameResult | None) -> s
     return text + said + offer
 
 
-@dataclass(frozen=True, slots=True)
 class Position:
-    """What a reply reads from one FEN, computed once (see `position`); never mutate it."""
+    """What replies read from one FEN, each part computed once (see `position`).
 
-    board: chess.Board
-    sans: dict[chess.Move, str]
-    legal_moves: list[LegalMove]
-    side_to_move: ColorName
-    in_check: bool
+    The board, side to move and check are read at once; the SAN of every legal move (the
+    costly part, ~1 ms) only when a reply first needs it: the human's page on the agent's
+    turn does not, so it is not made to wait for it. Never mutate what it hands out.
+    """
+
+    def __init__(self, fen: str) -> None:
+        self.board = chess.Board(fen)
+        self.side_to_move: ColorName = "white" if self.board.turn == chess.WHITE else "black"
+        self.in_check = self.board.is_check()
+
+    @functools.cached_property
+    def sans(self) -> dict[chess.Move, str]:
+        """`san_map` of the board."""
+        return san_map(self.board)
+
+    @functools.cached_property
+    def legal_moves(self) -> list[LegalMove]:
+        """Every legal move, sorted by UCI."""
+        return legal_moves(self.board, self.sans)
 
 
 @functools.lru_cache(maxsize=POSITION_CACHE)
 def position(fen: str) -> Position:
-    """The read of ``fen``: board, SAN of every legal move, sorted legalMoves, check.
-
-    The board is shared by every caller: read it, copy it to play on it.
-    """
-    board = chess.Board(fen)
-    sans = san_map(board)
-    return Position(
-        board=board,
-        sans=sans,
-        legal_moves=legal_moves(board, sans),
-        side_to_move="white" if board.turn == chess.WHITE else "black",
-        in_check=board.is_check(),
-    )
+    """The read of ``fen``; the board is shared by every caller: copy it to play on it."""
+    return Position(fen)
 
 
 @functools.lru_cache(maxsize=POSITION_CACHE)
