@@ -42,6 +42,9 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     public_url: str = ""
     synchronous: str = "FULL"
     group_commit: bool = True
+    #: Log (INFO, logger agora.store.writer) the wall time each transaction became durable,
+    #: so a benchmark can measure latency from the commit; off by default.
+    trace_commits: bool = False
     #: Seconds an actor with no commands and no waiters stays in memory.
     actor_idle_seconds: float = 300.0
     #: Seconds in-flight calls get to finish at shutdown before they are cancelled.

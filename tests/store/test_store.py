@@ -7,7 +7,9 @@ In-memory tests run inline on the autojump clock.
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 
 import pytest
 import trio
@@ -233,3 +235,23 @@ async def test_bad_settings_raise_store_error(tmp_path):
     with pytest.raises(StoreError, match="cannot open"):
         async with open_store(tmp_path, [ITEMS]):  # a directory, not a file
             pass
+
+
+async def test_traced_commits_log_when_they_became_durable(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="agora.store.writer")
+    async with open_store(tmp_path / "t.db", [ITEMS], trace=True) as store:
+        before = time.time()
+        with trio.fail_after(10):
+            await store.write([insert(1), insert(2)])
+        after = time.time()
+        await store.write([])  # nothing to commit: nothing logged
+    [record] = [r for r in caplog.records if r.name == "agora.store.writer"]
+    count_, _, _, at = record.getMessage().split()[1:]
+    assert int(count_) == 1
+    assert before <= float(at) <= after
+
+
+async def test_commits_are_not_traced_unless_asked(file_store, caplog):
+    caplog.set_level(logging.INFO, logger="agora.store.writer")
+    await file_store.write([insert(1)])
+    assert not [r for r in caplog.records if r.name == "agora.store.writer"]

@@ -167,7 +167,11 @@ async def open_server(
     migrations = [m for t in sets for m in t.migrations]
     async with (
         open_store(
-            config.db, migrations, synchronous=config.synchronous, group_commit=config.group_commit
+            config.db,
+            migrations,
+            synchronous=config.synchronous,
+            group_commit=config.group_commit,
+            trace=config.trace_commits,
         ) as store,
         trio.open_nursery() as outer,
     ):

@@ -177,6 +177,7 @@ async def open_store(
     *,
     synchronous: str = "FULL",
     group_commit: bool = True,
+    trace: bool = False,
 ) -> AsyncIterator[Store]:
     """Open (creating and migrating) the database at ``path``; close it on exit.
 
@@ -185,6 +186,7 @@ async def open_store(
         migrations: Every component's migrations.
         synchronous: SQLite's ``synchronous`` pragma; FULL makes every commit durable.
         group_commit: Fold concurrent writes into one transaction (off only to measure it).
+        trace: Log when each transaction became durable (see `Writer`).
 
     Raises:
         StoreError: if the file cannot be opened or migrated.
@@ -208,7 +210,7 @@ async def open_store(
         conn.close()  # a newer schema or a failed step: leave nothing open
         raise
     deliver = None if inline else trio.lowlevel.current_trio_token().run_sync_soon
-    writer = Writer(conn, group_commit=group_commit, deliver=deliver)
+    writer = Writer(conn, group_commit=group_commit, deliver=deliver, trace=trace)
     store = Store(path, conn, writer, inline=inline, versions=versions)
     if not inline:
         writer.start()

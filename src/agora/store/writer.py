@@ -15,6 +15,7 @@ import logging
 import queue
 import sqlite3
 import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -49,6 +50,7 @@ class Writer:
         *,
         group_commit: bool = True,
         deliver: Callable[[Callable[[], None]], None] | None = None,
+        trace: bool = False,
     ) -> None:
         """Set up the writer; `start` runs its thread.
 
@@ -57,10 +59,12 @@ class Writer:
             group_commit: Fold queued jobs into one transaction (off only to measure it).
             deliver: Runs a function in the thread that owns the jobs' callbacks (Trio's
                 ``run_sync_soon``); None runs it in place (inline use).
+            trace: Log, at INFO, the wall time at which each transaction became durable.
         """
         self._conn = conn
         self._group = group_commit
         self._deliver = deliver
+        self._trace = trace
         self._queue: queue.SimpleQueue[Job | object] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="agora-writer", daemon=True)
         self._lock = threading.Lock()
@@ -120,6 +124,8 @@ class Writer:
             outcomes = _run_together(conn, batch)
             committed = outcomes.count(None)
             conn.execute("COMMIT" if committed else "ROLLBACK")  # no fsync for nothing
+            if self._trace and committed:
+                log.info("committed %d jobs at %.6f", committed, time.time())
         except Exception as exc:  # the whole batch failed: nothing of it is committed
             log.exception("commit of %d jobs failed", len(batch))
             _rollback(conn)
