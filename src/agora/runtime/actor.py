@@ -4,6 +4,12 @@ Commands arrive on a bounded memory channel. For each: run the entity's pure `ha
 commit its writes, then release the reply and, if the entity changed, wake long-poll
 waiters. A failure in `handle` or in the commit answers that one caller with an internal
 error and reloads the entity from the store, so no half-applied change outlives it.
+
+One command runs at a time, holding the actor's turn (a FIFO lock). When the actor is free
+(entity loaded, nothing queued, nothing running), the caller runs its command in its own
+task under the turn (`Actor.run_inline`) instead of posting it and waiting for the actor's
+task to wake: same order, same rules, two trips through the scheduler fewer. Whatever
+arrives meanwhile goes through the mailbox as usual.
 """
 
 from __future__ import annotations
@@ -63,6 +69,9 @@ class Actor:
         self.waiters = 0
         self.handled = 0
         self.idle_since: float | None = None
+        self.queued = 0
+        self._turn = trio.Lock()
+        self._stopping = False
         self._entity: Entity | None = None
 
     async def run(self) -> None:
@@ -77,7 +86,19 @@ class Actor:
                     return
                 self.idle_since = None
                 current = slot
-                await self._handle(command, slot)
+                turn = self._turn
+                if turn.locked():  # a command is running inline: it finishes first
+                    await turn.acquire()
+                else:
+                    turn.acquire_nowait()
+                self.queued -= 1
+                try:
+                    if self._stopping:  # an inline command broke it: a fresh actor runs this
+                        slot.fail(ActorStopped(f"{self.kind.kind} {self.key} stopped"))
+                    else:
+                        await self._handle(command, slot)
+                finally:
+                    turn.release()
                 current = None
         except Exception:
             # The actor itself broke (not the entity's `handle`): the command in hand may be
@@ -96,13 +117,54 @@ class Actor:
             self._recv.close()
             self.change.set()
 
+    def can_run_inline(self) -> bool:
+        """Whether a caller may run its command now, in its own task (see `run_inline`)."""
+        return (
+            self._entity is not None
+            and not self.queued
+            and not self._turn.locked()
+            and not self._stopping
+        )
+
+    async def run_inline(self, command: Any) -> Slot:
+        """Run ``command`` in the calling task, holding the actor's turn.
+
+        Only when `can_run_inline`: the entity is loaded, nothing is queued, no command is
+        running. Commands stay one at a time and in arrival order (later ones queue in the
+        mailbox and the actor runs them once this turn ends), and this one skips the trip
+        to the actor's task and back. The caller passed its last cancellation point
+        before this: `_handle` awaits only the commit, which cannot be interrupted.
+        """
+        self._turn.acquire_nowait()
+        idle_since, self.idle_since = self.idle_since, None
+        slot = Slot()
+        try:
+            await self._handle(command, slot)
+        except Exception:
+            # A bug outside the entity's `handle`, as when the actor task crashes: log it,
+            # answer with an internal error, and end this actor; commands already queued
+            # get ActorStopped and retry on a fresh one, loaded from the store.
+            log.exception("actor %s %s crashed; it restarts from the store on next use",
+                          self.kind.kind, self.key)  # fmt: skip
+            if not slot.done.is_set():
+                slot.fail(InternalError(f"internal error in {self.kind.kind}"))
+            self._stopping = True
+            self._entity = None
+            self.runtime.registry.forget(self)
+            self.send.close()
+        finally:
+            self._turn.release()
+            self.idle_since = trio.current_time() if idle_since is not None else None
+        return slot
+
     def evictable(self, idle_before: float) -> bool:
         """Waiting for commands since ``idle_before`` or earlier, with nobody parked on it."""
         return (
             self.idle_since is not None
             and self.idle_since <= idle_before
             and not self.waiters
-            and self.send.statistics().current_buffer_used == 0
+            and not self.queued
+            and not self._turn.locked()
         )
 
     def _fail_queued(self, error: BaseException) -> None:
@@ -144,6 +206,11 @@ class Actor:
             self._entity = None
             slot.fail(InternalError("the change could not be saved; nothing was changed"))
             return
+        except BaseException:
+            # Cancelled (or worse) before the commit: memory may be ahead of the store, so
+            # the next command reloads. (Once submitted, a commit cannot be interrupted.)
+            self._entity = None
+            raise
         self.handled += 1
         if effects.changed:
             self.change.set()

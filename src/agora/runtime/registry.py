@@ -144,14 +144,21 @@ class Runtime:
         await trio.lowlevel.checkpoint_if_cancelled()  # a caller cancelled already sends nothing
         for _ in range(3):
             actor = self.registry.get(kind, key)
+            if actor.can_run_inline():
+                return actor, await actor.run_inline(command)
             slot = Slot()
+            actor.queued += 1
             try:
                 try:  # room in the mailbox (the usual case): no extra trip through the scheduler
                     actor.send.send_nowait((command, slot))
                 except trio.WouldBlock:
                     await actor.send.send((command, slot))
             except (trio.BrokenResourceError, trio.ClosedResourceError):
+                actor.queued -= 1
                 continue  # it was evicted between lookup and send: the next get() respawns
+            except BaseException:
+                actor.queued -= 1  # cancelled while the mailbox was full: never sent
+                raise
             await slot.done.wait()  # the checkpoint of this call
             if isinstance(slot.error, ActorStopped) and not self.closing:
                 continue  # it stopped before starting this command: a fresh actor may run it
