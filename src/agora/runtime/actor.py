@@ -15,7 +15,7 @@ arrives meanwhile goes through the mailbox as usual.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -35,20 +35,36 @@ class InternalError(AgoraError):
 
 @dataclass(slots=True, eq=False)
 class Slot:
-    """Where the actor leaves one command's outcome."""
+    """Where the actor leaves one command's outcome.
 
-    done: trio.Event = field(default_factory=trio.Event)
+    Attributes:
+        finished: The outcome is in (``value`` or ``error``).
+    """
+
     value: Any = None
     error: BaseException | None = None
     change: trio.Event | None = None
+    finished: bool = False
+    _event: trio.Event | None = None  # made only if someone waits before it finishes
 
     def set(self, value: Any, change: trio.Event) -> None:
         self.value, self.change = value, change
-        self.done.set()
+        self._finish()
 
     def fail(self, error: BaseException) -> None:
         self.error = error
-        self.done.set()
+        self._finish()
+
+    def _finish(self) -> None:
+        self.finished = True
+        if self._event is not None:
+            self._event.set()
+
+    async def wait(self) -> None:
+        """Until the outcome is in (returns at once, without a checkpoint, if it is)."""
+        if not self.finished:
+            self._event = self._event or trio.Event()
+            await self._event.wait()
 
 
 class Actor:
@@ -103,13 +119,13 @@ class Actor:
         except Exception:
             # The actor itself broke (not the entity's `handle`): the command in hand may be
             # half done, so its caller gets an internal error rather than a retry.
-            if current is not None and not current.done.is_set():
+            if current is not None and not current.finished:
                 current.fail(InternalError(f"internal error in {self.kind.kind}"))
             raise
         finally:
             self.runtime.registry.forget(self)
             stopped = ActorStopped(f"{self.kind.kind} {self.key} stopped")
-            if current is not None and not current.done.is_set():
+            if current is not None and not current.finished:
                 current.fail(stopped)  # cancelled before its write: safe to retry elsewhere
             # Drain before closing: closing the receive side discards whatever is buffered,
             # and those callers would wait forever.
@@ -146,7 +162,7 @@ class Actor:
             # get ActorStopped and retry on a fresh one, loaded from the store.
             log.exception("actor %s %s crashed; it restarts from the store on next use",
                           self.kind.kind, self.key)  # fmt: skip
-            if not slot.done.is_set():
+            if not slot.finished:
                 slot.fail(InternalError(f"internal error in {self.kind.kind}"))
             self._stopping = True
             self._entity = None

@@ -159,7 +159,7 @@ class Runtime:
             except BaseException:
                 actor.queued -= 1  # cancelled while the mailbox was full: never sent
                 raise
-            await slot.done.wait()  # the checkpoint of this call
+            await slot.wait()  # posted: the actor's task has not run it yet, so this parks
             if isinstance(slot.error, ActorStopped) and not self.closing:
                 continue  # it stopped before starting this command: a fresh actor may run it
             return actor, slot

@@ -12,9 +12,9 @@ the entity applies a `Step` once its writes are built.
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,13 +37,21 @@ _OPEN_TOOLS = ("observe_chamber", "chamber_action", "call_for_help", "seal_attem
 
 def iso(when: dt.datetime) -> str:
     """UTC time as ``YYYY-MM-DDTHH:MM:SSZ``."""
-    # Every reply prints its attempt's expiry and every action its second: memoize per second.
-    return _iso_second(when.replace(microsecond=0))
+    # Every reply prints its attempt's expiry and every action its second: memoize per
+    # second, keyed by the POSIX second (cheaper to get and hash than a datetime).
+    second = math.floor(when.timestamp())
+    text = _ISO_SECONDS.get(second)
+    if text is None:
+        if len(_ISO_SECONDS) >= _ISO_CACHE:
+            _ISO_SECONDS.clear()
+        text = _ISO_SECONDS[second] = (
+            f"{dt.datetime.fromtimestamp(second, dt.UTC):%Y-%m-%dT%H:%M:%SZ}"
+        )
+    return text
 
 
-@functools.lru_cache(maxsize=4096)
-def _iso_second(when: dt.datetime) -> str:
-    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+_ISO_CACHE = 4096
+_ISO_SECONDS: dict[int, str] = {}
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,12 +5,13 @@ until an earlier lock opens; each lock's clues are spread over several objects. 
 here render every observation: `look` (the room), `inspect` (one object in detail),
 `summary` (what `observe_chamber` shows), `hint` (graded nudges) and the reply to a right
 answer. They depend only on the room and how many locks are open, so the same room always
-reads the same. This module must not generate rooms, check answers or keep any state.
+reads the same, and `look` and `inspect` (most of an agent's actions) keep each text they
+made on the room. This module must not generate rooms, check answers or keep other state.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from agora.toolsets.chamber.lock import LockPuzzle, cap
@@ -79,6 +80,10 @@ class Room:
     objects: tuple[RoomObject, ...]
     locks: tuple[Lock, ...]
     clues: Mapping[str, Mapping[int, tuple[str, ...]]]
+    #: Texts already rendered, by (function, arguments): pure functions of the room.
+    _texts: dict[tuple[object, ...], str] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def object_ids(self) -> tuple[str, ...]:
@@ -104,6 +109,13 @@ def _status(room: Room, index: int, opened: int) -> str:
 
 def look(room: Room, opened: int) -> str:
     """What ``look`` shows: the room, its objects and the state of each lock."""
+    text = room._texts.get(("look", opened))
+    if text is None:
+        text = room._texts[("look", opened)] = _look(room, opened)
+    return text
+
+
+def _look(room: Room, opened: int) -> str:
     lines = [room.title, room.intro, "", "Objects (ids for inspect and observe_chamber):"]
     for obj in room.objects:
         sealed = ""
@@ -130,7 +142,19 @@ def summary(room: Room, object_id: str, opened: int) -> str:
 
 
 def inspect(room: Room, object_id: str, opened: int) -> str:
-    """What ``inspect`` shows for one object: its clues, or that it is still sealed."""
+    """What ``inspect`` shows for one object: its clues, or that it is still sealed.
+
+    Raises:
+        KeyError: the room has no object ``object_id``.
+    """
+    key = ("inspect", object_id, opened)
+    text = room._texts.get(key)
+    if text is None:
+        text = room._texts[key] = _inspect(room, object_id, opened)
+    return text
+
+
+def _inspect(room: Room, object_id: str, opened: int) -> str:
     obj = room.object(object_id)
     if obj is None:
         raise KeyError(object_id)
