@@ -63,7 +63,6 @@ from trio_websocket import (
     serve_websocket,
 )
 from wsload import lean_connect
-from wsproto.utilities import LocalProtocolError
 
 from agora.client import connect
 
@@ -123,7 +122,6 @@ class Run:
     phases: dict[str, Phase] = field(default_factory=dict)
     refusals: Counter[str] = field(default_factory=Counter)
     rows: tuple[int, int] = (0, 0)
-    close_races: int = 0
 
     def phase(self, name: str) -> Phase:
         return self.phases.setdefault(name, Phase(name))
@@ -218,22 +216,11 @@ def plan(agent: Agent, j: int) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def agent_connection(url: str, run: Run, client: str):
-    """The agent's connection; with `agora.client`, count (not raise) one close-time race.
-
-    trio-websocket answers a ping that arrives after the client began its close handshake
-    with a pong that wsproto refuses (LocalProtocolError) and re-raises it from ``aclose``;
-    the server pings every 20 s, so a long run meets it. The connection is closing anyway.
-    """
-    if client == "lean":
-        async with lean_connect(url) as lean:
-            yield lean
-        return
-    try:
-        async with connect(url) as general:
-            yield general
-    except LocalProtocolError:
-        run.close_races += 1
+async def agent_connection(url: str, client: str):
+    """The agent's connection: wsload's lean client, or `agora.client`."""
+    opened = lean_connect(url) if client == "lean" else connect(url)
+    async with opened as connection:
+        yield connection
 
 
 async def timed_call(
@@ -324,9 +311,7 @@ async def one_run(args: argparse.Namespace, directory: Path, group_commit: bool)
             async with AsyncExitStack() as stack:
                 agents = []
                 for n in range(args.agents):
-                    client = await stack.enter_async_context(
-                        agent_connection(url, run, args.client)
-                    )
+                    client = await stack.enter_async_context(agent_connection(url, args.client))
                     agents.append(Agent(client, n))
                 await run_phase(run, "enter", server.pid, agents, enter, args.suite)
                 profile = args.py_spy and args.py_spy.with_suffix(f".{db.stem}.txt")
@@ -352,8 +337,6 @@ def report(run: Run) -> None:
     actions, cards = run.rows
     print(f"  committed rows: {actions} transcript records, {cards} cards", end="")
     print(f"; refusals: {dict(run.refusals)}" if run.refusals else "; no refusals")
-    if run.close_races:
-        print(f"  {run.close_races} client(s) hit trio-websocket's pong-while-closing race")
 
 
 # -- the transport floor ----------------------------------------------------------------------
