@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
 
@@ -30,11 +31,17 @@ log = logging.getLogger(__name__)
 HEAD_TIMEOUT = 30.0
 BODY_TIMEOUT = 30.0
 MAX_HEAD = 16384
+_HEAD_END = re.compile(rb"\r?\n\r?\n")
 MAX_PAGE_BODY = 1 << 20
 
 
 class _Closed(Exception):
     pass
+
+
+def _head_size(raw: bytes | bytearray) -> int:
+    end = _HEAD_END.search(raw)
+    return end.end() if end else len(raw)
 
 
 class HttpConnection:
@@ -84,6 +91,9 @@ class HttpConnection:
             return False
         if not isinstance(event, h11.Request):
             raise _Closed
+        if _head_size(self.raw) > MAX_HEAD:  # h11 limits only heads that arrive in pieces
+            await self._send_error(431, f"request head larger than {MAX_HEAD} bytes")
+            return False
         target = urlsplit(event.target.decode("latin-1"))
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in event.headers}
         req = Request(
