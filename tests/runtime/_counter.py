@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import trio
+
 from agora.runtime.entity import Effects
 from agora.toolsets.base import Migration
 
@@ -149,3 +151,24 @@ def log(conn: sqlite3.Connection, key: str) -> list[tuple[int, str, int]]:
         "SELECT seq, tag, value FROM counter_log WHERE key = ? ORDER BY seq", (key,)
     ).fetchall()
     return [(r[0], r[1], r[2]) for r in rows]
+
+
+def break_first_write(store: Any, monkeypatch: Any, error: Exception) -> Any:
+    """Make the store's next write wait for the returned event, then raise ``error``.
+
+    Every later write goes through. A bug on the commit path, held where the test wants it.
+    """
+    opened = trio.Event()
+    write = store.write
+    writes = 0
+
+    async def broken_once(batch: Any) -> None:
+        nonlocal writes
+        writes += 1
+        if writes == 1:
+            await opened.wait()
+            raise error
+        await write(batch)
+
+    monkeypatch.setattr(store, "write", broken_once)
+    return opened

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.testing
-from _counter import Add, Counter, Get, log
+from _counter import Add, Counter, Get, break_first_write, log
 
 from agora.errors import StoreError
 from agora.runtime.actor import InternalError
@@ -105,19 +105,7 @@ async def test_a_bug_on_the_inline_path_ends_the_actor_and_queued_callers_retry(
 ):
     await runtime.call(kind, "a", Get())
     actor = runtime.registry.get(kind, "a")
-    opened = trio.Event()
-    write = store.write
-    calls = 0
-
-    async def broken_once(writes):
-        nonlocal calls
-        calls += 1
-        if calls == 1:
-            await opened.wait()
-            raise KeyError("a bug, not a StoreError")
-        await write(writes)
-
-    monkeypatch.setattr(store, "write", broken_once)
+    opened = break_first_write(store, monkeypatch, KeyError("a bug, not a StoreError"))
     outcomes: list[object] = []
 
     async def caller(tag: str) -> None:

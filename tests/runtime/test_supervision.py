@@ -12,7 +12,7 @@ import logging
 import pytest
 import trio
 import trio.testing
-from _counter import Add, Explode, Garble, Get, Refuse, log, stored
+from _counter import Add, Explode, Garble, Get, Refuse, break_first_write, log, stored
 
 from agora.errors import ActorStopped
 from agora.runtime.actor import InternalError
@@ -108,19 +108,7 @@ async def test_an_actor_that_crashes_outside_handle_restarts_on_next_use(runtime
 async def test_commands_queued_behind_a_crash_run_on_a_fresh_actor(
     runtime, store, kind, monkeypatch
 ):
-    gate = trio.Event()
-    write = store.write
-    writes = 0
-
-    async def broken_once(batch):
-        nonlocal writes
-        writes += 1
-        if writes == 1:
-            await gate.wait()
-            raise RuntimeError("a bug in the commit path")
-        await write(batch)
-
-    monkeypatch.setattr(store, "write", broken_once)
+    gate = break_first_write(store, monkeypatch, RuntimeError("a bug in the commit path"))
     results: list[int] = []
     failed: list[int] = []
 
