@@ -86,13 +86,20 @@ class _Peer:
         if self.close_code == frames.NORMAL:
             self.close_code, self.close_reason = code, reason
 
-    async def receive(self) -> bytes:
+    async def receive(self, *, drained: bool = False) -> bytes:
         """The next bytes from the peer; empty at end of stream.
+
+        Args:
+            drained: The last read emptied the socket (it returned less than asked), so
+                wait for it to be readable before trying: a client that waits for each
+                reply has sent nothing more, and a read now would only fail.
 
         Raises:
             trio.BrokenResourceError: the connection was reset.
         """
-        waited = False
+        waited = drained
+        if drained:
+            await trio.lowlevel.wait_readable(self.fd)
         while True:
             try:
                 data = os.read(self.fd, RECEIVE_BYTES)
@@ -259,7 +266,7 @@ async def _read(peer: _Peer, conn: Connection, emit: Emit, data: bytes) -> None:
                 peer.peer_closed = True
                 peer.end(code)
                 return
-        data = await peer.receive()
+        data = await peer.receive(drained=len(data) < RECEIVE_BYTES)
         if not data:
             peer.end(None)  # the socket ended without a close frame
             return
