@@ -164,6 +164,16 @@ BROKEN = [
     pytest.param(
         bytes((0x81, 0xFF)) + (1 << 63).to_bytes(8, "big") + bytes(4), 1002, id="length-msb"
     ),
+    pytest.param(
+        bytes((0x81, 0xFE)) + (5).to_bytes(2, "big") + bytes(4) + b"hello",
+        1002,
+        id="length-16-bit-for-5",
+    ),
+    pytest.param(
+        bytes((0x81, 0xFF)) + (300).to_bytes(8, "big") + bytes(4) + b"x" * 300,
+        1002,
+        id="length-64-bit-for-300",
+    ),
     # Refused from the header alone: no payload was sent, none is waited for.
     pytest.param(masked(0x81, b"", length=LIMIT + 1), 1009, id="oversize-declared"),
     pytest.param(

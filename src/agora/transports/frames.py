@@ -146,7 +146,8 @@ def _header(buf: bytes | bytearray, pos: int, end: int) -> tuple[int, int, int, 
     """(fin, opcode, payload length, header size) of the frame at ``pos``; None if cut short.
 
     Raises:
-        FrameError: reserved bits set, an unmasked frame, or a length out of range.
+        FrameError: reserved bits set, an unmasked frame, or a length out of range or not
+            in its shortest form (RFC 6455 section 5.2).
     """
     if end - pos < 2:
         return None
@@ -162,6 +163,8 @@ def _header(buf: bytes | bytearray, pos: int, end: int) -> tuple[int, int, int, 
         if end - pos < head:
             return None
         length = int.from_bytes(buf[pos + 2 : pos + 4], "big")
+        if length < 126:
+            raise FrameError(PROTOCOL_ERROR, "frame length not minimally encoded")
     elif length == 127:
         head = 14
         if end - pos < head:
@@ -169,6 +172,8 @@ def _header(buf: bytes | bytearray, pos: int, end: int) -> tuple[int, int, int, 
         length = int.from_bytes(buf[pos + 2 : pos + 10], "big")
         if length >> 63:
             raise FrameError(PROTOCOL_ERROR, "frame length out of range")
+        if length < 1 << 16:
+            raise FrameError(PROTOCOL_ERROR, "frame length not minimally encoded")
     return first & 0x80, first & 0x0F, length, head
 
 
