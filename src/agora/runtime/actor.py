@@ -148,8 +148,9 @@ class Actor:
         Only when `can_run_inline`: the entity is loaded, nothing is queued, no command is
         running. Commands stay one at a time and in arrival order (later ones queue in the
         mailbox and the actor runs them once this turn ends), and this one skips the trip
-        to the actor's task and back. The caller passed its last cancellation point
-        before this: `_handle` awaits only the commit, which cannot be interrupted.
+        to the actor's task and back. With the entity loaded, `_handle` awaits only the
+        commit: once submitted it cannot be interrupted, and a cancellation that lands
+        before drops the entity so the next command reloads it, as on the actor's task.
         """
         self._turn.acquire_nowait()
         idle_since, self.idle_since = self.idle_since, None
