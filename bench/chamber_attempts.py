@@ -20,8 +20,8 @@ The run is repeated on a new server with ``AGORA_GROUP_COMMIT=false`` (one trans
 write) and the ratios are printed. After each run the database is checked: one transcript
 row per acknowledged action, one card per seal.
 
-The agents use the lean sequential client of ``wsload.py`` (wsproto driven from the agent's
-own task), because this machine has two cores and the load generator shares them with the
+The agents use the lean sequential client of ``wsload.py`` (frames made by hand in the
+agent's own task), because this machine has two cores and the load generator shares them with the
 server; ``--client agora`` uses `agora.client` (two reader tasks per connection) instead,
 to show what the general client costs.
 
@@ -56,20 +56,18 @@ from typing import Any
 
 import trio
 from measure import commit_cost, cpu_seconds, own_cpu_seconds, percentile, raise_fd_limit
+from serve import HOST, START_TIMEOUT, STOP_TIMEOUT, agora_serve
 from trio_websocket import (
     ConnectionClosed,
     WebSocketRequest,
     open_websocket_url,
     serve_websocket,
 )
-from wsload import lean_connect
+from wsload import LeanWebSocket, lean_connect
 
 from agora.client import connect
 
-HOST = "127.0.0.1"
 SUITES = ("chambre-chrono-v0", "chambre-atelier-v0")
-START_TIMEOUT = 30.0
-STOP_TIMEOUT = 30.0
 ENTRY = {
     "product": "bench-agent",
     "host": "bench",
@@ -125,70 +123,6 @@ class Run:
 
     def phase(self, name: str) -> Phase:
         return self.phases.setdefault(name, Phase(name))
-
-
-# -- the server ------------------------------------------------------------------------------
-
-
-@dataclass
-class Server:
-    """A running ``agora serve`` subprocess."""
-
-    process: trio.Process
-    url: str = ""
-    log: list[str] = field(default_factory=list)
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-
-async def _read_log(server: Server, ready: trio.Event) -> None:
-    assert server.process.stderr is not None
-    pending = b""
-    while chunk := await server.process.stderr.receive_some(65536):
-        *lines, pending = (pending + chunk).split(b"\n")
-        for line in (raw.decode(errors="replace") for raw in lines):
-            server.log.append(line)
-            if " serving " in line and " on http://" in line:
-                server.url = line.rsplit(" on ", 1)[1].strip()
-                ready.set()
-    ready.set()
-
-
-@asynccontextmanager
-async def agora_serve(db: Path, synchronous: str, group_commit: bool):
-    """Run ``agora serve --toolsets chamber`` on a free loopback port; SIGTERM it at the end."""
-    script = shutil.which("agora", path=str(Path(sys.executable).parent))
-    command = [script] if script else [sys.executable, "-m", "agora.cli"]
-    command += ["serve", "--host", HOST, "--port", "0", "--db", str(db), "--toolsets", "chamber"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGORA_")}
-    env |= {"AGORA_SYNCHRONOUS": synchronous, "AGORA_GROUP_COMMIT": str(group_commit).lower()}
-    process = await trio.lowlevel.open_process(
-        command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
-    )
-    server = Server(process)
-    try:
-        async with trio.open_nursery() as nursery:
-            ready = trio.Event()
-            nursery.start_soon(_read_log, server, ready)
-            with trio.fail_after(START_TIMEOUT):
-                await ready.wait()
-            if not server.url:
-                raise RuntimeError("agora serve did not start:\n" + "\n".join(server.log))
-            yield server
-            process.send_signal(signal.SIGTERM)
-            with trio.fail_after(STOP_TIMEOUT):
-                await process.wait()
-            if process.returncode != 0 or any("Traceback" in line for line in server.log):
-                raise RuntimeError(
-                    f"agora serve exited {process.returncode}:\n" + "\n".join(server.log)
-                )
-    finally:
-        if process.returncode is None:
-            process.kill()
-            with trio.CancelScope(shield=True):
-                await process.wait()
 
 
 # -- the agents ------------------------------------------------------------------------------
@@ -305,7 +239,9 @@ async def one_run(args: argparse.Namespace, directory: Path, group_commit: bool)
     run = Run("group commit " + ("on" if group_commit else "off"))
     db = directory / ("group.db" if group_commit else "single.db")
     with trio.fail_after(args.timeout):
-        async with agora_serve(db, args.synchronous, group_commit) as server:
+        async with agora_serve(
+            db, "chamber", synchronous=args.synchronous, group_commit=str(group_commit).lower()
+        ) as server:
             print(f"[{run.label}] server pid {server.pid} on {server.url}", file=sys.stderr)
             url = f"{server.url.replace('http://', 'ws://')}/mcp/chamber"
             async with AsyncExitStack() as stack:
@@ -387,23 +323,26 @@ async def echo_floor(args: argparse.Namespace) -> Phase:
             for _ in range(args.actions):
                 start = time.perf_counter()
                 if args.client == "lean":
-                    await ws.exchange(message)
+                    await ws.send(payload)
+                    await ws.recv()
                 else:
                     await ws.send_message(message)
                     await ws.get_message()
                 phase.latencies.append(time.perf_counter() - start)
                 phase.calls += 1
 
-        def open_one(url: str) -> Any:
+        async def open_one(stack: AsyncExitStack, url: str) -> Any:
             if args.client == "lean":
-                return lean_connect(url, initialize=False)
-            return open_websocket_url(url)
+                ws = await LeanWebSocket.connect(url)
+                stack.push_async_callback(ws.aclose)
+                return ws
+            return await stack.enter_async_context(open_websocket_url(url))
 
+        payload = message.encode()
         with trio.fail_after(args.timeout):
             async with AsyncExitStack() as stack:
                 sockets = [
-                    await stack.enter_async_context(open_one(f"ws://{HOST}:{port}/"))
-                    for _ in range(args.agents)
+                    await open_one(stack, f"ws://{HOST}:{port}/") for _ in range(args.agents)
                 ]
                 server_cpu, client_cpu = cpu_seconds(process.pid), own_cpu_seconds()
                 main_cpu = cpu_seconds(process.pid, process.pid)

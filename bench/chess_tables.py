@@ -47,33 +47,34 @@ import json
 import os
 import random
 import shlex
-import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import h11
-import msgspec
 import trio
 import trio.testing
+from chess_page import (
+    Http,
+    Table,
+    create_tables,
+    human_action,
+    in_parallel,
+    open_sse,
+    pick,
+)
 from measure import commit_cost, cpu_seconds, own_cpu_seconds, percentile, raise_fd_limit, vm_rss
+from serve import agora_serve
 from trio_websocket import HandshakeError
 
 from agora.client import WsClient, connect
 
-HOST = "127.0.0.1"
-#: How the server logs a durable commit when ``trace_commits`` is on.
-COMMIT_TRACE = "INFO agora.store.writer: committed "
 CONNECT_AT_ONCE = 200
-HTTP_TIMEOUT = 30.0
-_decode = msgspec.json.Decoder().decode
 
 
 # -- processes and measurements --------------------------------------------------------------
@@ -90,164 +91,7 @@ def report_latency(label: str, samples: list[float]) -> None:
     )
 
 
-@dataclass
-class Server:
-    """A running ``agora serve`` subprocess."""
-
-    process: trio.Process
-    db: Path
-    url: str = ""
-    port: int = 0
-    log: list[str] = field(default_factory=list)
-    #: Wall times at which the server's transactions became durable (``trace_commits``).
-    commits: list[float] = field(default_factory=list)
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-
-async def _read_log(server: Server, ready: trio.Event) -> None:
-    assert server.process.stderr is not None
-    pending = b""
-    while chunk := await server.process.stderr.receive_some(65536):
-        *lines, pending = (pending + chunk).split(b"\n")
-        for line in (raw.decode(errors="replace") for raw in lines):
-            if line.startswith(COMMIT_TRACE):
-                server.commits.append(float(line.rsplit(" at ", 1)[1]))
-                continue
-            server.log.append(line)
-            if " serving " in line and " on http://" in line:
-                server.url = line.rsplit(" on ", 1)[1].strip()
-                server.port = int(server.url.rsplit(":", 1)[1])
-                ready.set()
-    ready.set()
-
-
-@asynccontextmanager
-async def agora_serve(db: Path, synchronous: str):
-    """Start ``agora serve`` on a free loopback port; SIGTERM it at the end."""
-    script = shutil.which("agora", path=str(Path(sys.executable).parent))
-    command = [script] if script else [sys.executable, "-m", "agora.cli"]
-    command += ["serve", "--host", HOST, "--port", "0", "--db", str(db), "--toolsets", "chess"]
-    env = {**os.environ, "AGORA_SYNCHRONOUS": synchronous, "AGORA_TRACE_COMMITS": "true"}
-    process = await trio.lowlevel.open_process(
-        command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
-    )
-    server = Server(process, db)
-    try:
-        async with trio.open_nursery() as nursery:
-            ready = trio.Event()
-            nursery.start_soon(_read_log, server, ready)
-            with trio.fail_after(30):
-                await ready.wait()
-            if not server.url:
-                raise RuntimeError("agora serve did not start:\n" + "\n".join(server.log))
-            yield server
-            process.send_signal(signal.SIGTERM)
-            with trio.move_on_after(30):
-                await process.wait()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            with trio.CancelScope(shield=True):
-                await process.wait()
-
-
-# -- HTTP and SSE, as the page speaks them ---------------------------------------------------
-
-
-class Http:
-    """One keep-alive HTTP/1.1 connection (h11), reopened when the server closes it."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.stream: trio.SocketStream | None = None
-        self.conn = h11.Connection(h11.CLIENT)
-
-    async def aclose(self) -> None:
-        if self.stream is not None:
-            await self.stream.aclose()
-            self.stream = None
-
-    async def request(self, method: str, target: str, body: Any = None) -> tuple[int, Any]:
-        """Send one request; return the status and the decoded JSON body."""
-        for attempt in (1, 2):
-            if self.stream is None:
-                self.stream = await trio.open_tcp_stream(HOST, self.port)
-                self.conn = h11.Connection(h11.CLIENT)
-            try:
-                with trio.fail_after(HTTP_TIMEOUT):
-                    return await self._exchange(method, target, body)
-            except (trio.BrokenResourceError, h11.RemoteProtocolError, EOFError):
-                await self.aclose()  # the server closed an idle keep-alive connection
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
-
-    async def _exchange(self, method: str, target: str, body: Any) -> tuple[int, Any]:
-        assert self.stream is not None
-        conn = self.conn
-        raw = msgspec.json.encode(body) if body is not None else b""
-        headers = [("Host", f"{HOST}:{self.port}"), ("Content-Length", str(len(raw)))]
-        out = conn.send(h11.Request(method=method, target=target, headers=headers)) or b""
-        out += (conn.send(h11.Data(data=raw)) or b"") if raw else b""
-        await self.stream.send_all(out + (conn.send(h11.EndOfMessage()) or b""))
-        status, chunks = 0, []
-        while True:
-            event = conn.next_event()
-            if event is h11.NEED_DATA:
-                conn.receive_data(await self.stream.receive_some(65536))
-            elif isinstance(event, h11.Response):
-                status = event.status_code
-            elif isinstance(event, h11.Data):
-                chunks.append(bytes(event.data))
-            elif isinstance(event, h11.EndOfMessage):
-                break
-            elif isinstance(event, h11.ConnectionClosed):
-                raise EOFError
-        if conn.our_state is h11.DONE and conn.their_state is h11.DONE:
-            conn.start_next_cycle()
-        else:
-            await self.aclose()
-        return status, _decode(b"".join(chunks)) if chunks else None
-
-
-@asynccontextmanager
-async def open_sse(port: int, target: str):
-    """Yield an async iterator over the ``state`` events of one SSE stream."""
-    stream = await trio.open_tcp_stream(HOST, port)
-    conn = h11.Connection(h11.CLIENT)
-    request = h11.Request(method="GET", target=target, headers=[("Host", f"{HOST}:{port}")])
-    await stream.send_all((conn.send(request) or b"") + (conn.send(h11.EndOfMessage()) or b""))
-
-    async def states():
-        buffer = b""
-        while True:
-            event = conn.next_event()
-            if event is h11.NEED_DATA:
-                conn.receive_data(await stream.receive_some(65536))
-            elif isinstance(event, h11.Data):
-                buffer += bytes(event.data)
-                while b"\n\n" in buffer:
-                    block, buffer = buffer.split(b"\n\n", 1)
-                    if block.startswith(b"event: state\n"):
-                        yield _decode(block.split(b"data: ", 1)[1])
-            elif isinstance(event, h11.EndOfMessage | h11.ConnectionClosed):
-                return
-
-    async with stream:
-        yield states()
-
-
 # -- tables and players ----------------------------------------------------------------------
-
-
-@dataclass
-class Table:
-    name: str
-    token: str
-    rng: random.Random
 
 
 @dataclass
@@ -259,49 +103,6 @@ class Wake:
     ply: int
     wait_sent: float
     received: float
-
-
-async def in_parallel(port: int, items: list[Any], job: Any, width: int = 64) -> None:
-    """Run ``job(http, item)`` for every item over ``width`` keep-alive connections."""
-
-    async def worker(chunk: list[Any]) -> None:
-        http = Http(port)
-        try:
-            for item in chunk:
-                await job(http, item)
-        finally:
-            await http.aclose()
-
-    async with trio.open_nursery() as nursery:
-        for i in range(width):
-            nursery.start_soon(worker, items[i::width])
-
-
-async def create_tables(port: int, count: int, prefix: str) -> list[Table]:
-    tables: list[Table] = []
-
-    async def create(http: Http, i: int) -> None:
-        status, body = await http.request("POST", "/play/tables", {"name": f"{prefix}{i}"})
-        assert status == 201, body
-        tables.append(Table(body["table"], body["token"], random.Random(i)))
-
-    await in_parallel(port, list(range(count)), create)
-    return sorted(tables, key=lambda t: t.name)
-
-
-async def human_action(http: Http, table: Table, action: str, body: dict[str, Any]) -> Any:
-    path = f"/play/{table.name}/{action}"
-    status, reply = await http.request("POST", path, {"token": table.token, **body})
-    assert status == 200, (action, reply)
-    return reply
-
-
-def pick(rng: random.Random, legal: list[dict[str, Any]]) -> dict[str, Any]:
-    move = rng.choice(legal)
-    args = {"from": move["from"], "to": move["to"]}
-    if move["promotion"]:
-        args["promotion"] = move["promotion"]
-    return args
 
 
 async def tool(client: WsClient, name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -413,7 +214,7 @@ async def busy_human(port: int, table: Table, run: Run) -> None:
 
 async def workload_a(args: argparse.Namespace, workdir: Path) -> None:
     print(f"\n(a) {args.tables} busy tables: agent over WebSocket, human over HTTP + SSE")
-    async with agora_serve(workdir / "a.db", args.synchronous) as server:
+    async with agora_serve(workdir / "a.db", "chess", synchronous=args.synchronous) as server:
         tables = await create_tables(server.port, args.tables, "a")
         run = Run(players=2 * len(tables))
         async with trio.open_nursery() as nursery:
@@ -507,7 +308,9 @@ async def until_in_flight(http: Http, count: int) -> int:
 
 async def workload_b(args: argparse.Namespace, workdir: Path, bare: dict[str, float]) -> None:
     print(f"\n(b) {args.waiters} agents parked in wait_for_turn, one table each")
-    async with agora_serve(workdir / "b.db", args.synchronous) as server:
+    async with agora_serve(
+        workdir / "b.db", "chess", synchronous=args.synchronous, trace_commits="true"
+    ) as server:
         rss_empty = vm_rss(server.pid)
         t0 = time.time()
         tables = await create_tables(server.port, args.waiters, "b")

@@ -22,13 +22,10 @@ Usage: ``.venv/bin/python bench/ws_calls.py [--sessions 1,10,100,1000] [--second
 from __future__ import annotations
 
 import argparse
-import base64
-import contextlib
 import itertools
 import os
 import queue
 import re
-import struct
 import subprocess
 import sys
 import tempfile
@@ -41,6 +38,7 @@ from pathlib import Path
 import msgspec
 import trio
 import trio_websocket
+from wsload import INITIALIZE, LeanWebSocket
 
 AGORA = str(Path(sys.executable).with_name("agora"))
 URL = re.compile(r"serving .* on (\S+)")
@@ -163,100 +161,6 @@ class Result:
             return float("nan")
         ordered = sorted(self.latencies)
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
-
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "bench", "version": "0"},
-    },
-}
-
-
-class LeanWebSocket:
-    """A minimal WebSocket client, so the load generator costs less than the servers.
-
-    One text frame per message with a zero mask key (legal, and masking becomes a no-op),
-    no extensions; pings are answered. Both servers get exactly this client.
-    """
-
-    def __init__(self, stream: trio.SocketStream, extra: bytes) -> None:
-        self.stream = stream
-        self._buf = bytearray(extra)
-
-    @classmethod
-    async def connect(cls, url: str) -> LeanWebSocket:
-        """Open ``ws://host:port/path`` with subprotocol ``mcp``."""
-        host, _, path = url.removeprefix("ws://").partition("/")
-        name, _, port = host.rpartition(":")
-        stream = await trio.open_tcp_stream(name, int(port))
-        key = base64.b64encode(os.urandom(16)).decode()
-        await stream.send_all(
-            (
-                f"GET /{path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\n"
-                f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-                "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: mcp\r\n\r\n"
-            ).encode()
-        )
-        buf = bytearray()
-        while b"\r\n\r\n" not in buf:
-            chunk = await stream.receive_some(65536)
-            if not chunk:
-                raise ConnectionError("closed during the handshake")
-            buf += chunk
-        head, _, rest = bytes(buf).partition(b"\r\n\r\n")
-        if not head.startswith(b"HTTP/1.1 101"):
-            raise ConnectionError(head.split(b"\r\n", 1)[0].decode())
-        return cls(stream, rest)
-
-    async def send(self, payload: bytes, opcode: int = 0x1) -> None:
-        """One final frame, masked with a zero key."""
-        size = len(payload)
-        if size < 126:
-            header = struct.pack("!BB", 0x80 | opcode, 0x80 | size)
-        elif size < 1 << 16:
-            header = struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, size)
-        else:
-            header = struct.pack("!BBQ", 0x80 | opcode, 0x80 | 127, size)
-        await self.stream.send_all(header + b"\0\0\0\0" + payload)
-
-    async def _need(self, size: int) -> None:
-        while len(self._buf) < size:
-            chunk = await self.stream.receive_some(65536)
-            if not chunk:
-                raise ConnectionError("closed")
-            self._buf += chunk
-
-    async def recv(self) -> bytes:
-        """The next text or binary message's payload."""
-        while True:
-            await self._need(2)
-            opcode, size, offset = self._buf[0] & 0x0F, self._buf[1] & 0x7F, 2
-            if size == 126:
-                await self._need(4)
-                size, offset = struct.unpack_from("!H", self._buf, 2)[0], 4
-            elif size == 127:
-                await self._need(10)
-                size, offset = struct.unpack_from("!Q", self._buf, 2)[0], 10
-            await self._need(offset + size)
-            payload = bytes(self._buf[offset : offset + size])
-            del self._buf[: offset + size]
-            if opcode == 0x9:
-                await self.send(payload, 0xA)
-            elif opcode == 0x8:
-                raise ConnectionError(f"closed by the server: {payload[:2].hex()}")
-            elif opcode in (0x1, 0x2):
-                return payload
-
-    async def aclose(self) -> None:
-        """Send a close frame and drop the connection."""
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            await self.send(struct.pack("!H", 1000), 0x8)
-        await self.stream.aclose()
 
 
 async def open_session(url: str, target: Target) -> LeanWebSocket:

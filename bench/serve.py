@@ -1,0 +1,108 @@
+"""``agora serve`` as a benchmark's subprocess: start it on a free port, read its log, stop it.
+
+Shared by the bench scripts (imported as a sibling module; never by agora). The server runs
+with this interpreter's ``agora`` script on 127.0.0.1, port 0, with the given database,
+toolsets and ``AGORA_*`` settings (any inherited from the environment are dropped, so a run
+is what the script says). Its stderr is read line by line: the "serving ... on URL" line
+gives the URL, ``trace_commits`` lines give commit times, the rest is kept for the error
+report. Leaving the block sends SIGTERM and requires a clean exit with no traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import trio
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+HOST = "127.0.0.1"
+START_TIMEOUT = 30.0
+STOP_TIMEOUT = 30.0
+#: How the server logs a durable commit when ``trace_commits`` is on.
+COMMIT_TRACE = "INFO agora.store.writer: committed "
+
+
+@dataclass
+class Server:
+    """A running ``agora serve`` subprocess.
+
+    Attributes:
+        commits: Wall times at which its transactions became durable (``trace_commits``).
+    """
+
+    process: trio.Process
+    db: Path
+    url: str = ""
+    port: int = 0
+    log: list[str] = field(default_factory=list)
+    commits: list[float] = field(default_factory=list)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+
+async def _read_log(server: Server, ready: trio.Event) -> None:
+    assert server.process.stderr is not None
+    pending = b""
+    while chunk := await server.process.stderr.receive_some(65536):
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in (raw.decode(errors="replace") for raw in lines):
+            if line.startswith(COMMIT_TRACE):
+                server.commits.append(float(line.rsplit(" at ", 1)[1]))
+                continue
+            server.log.append(line)
+            if " serving " in line and " on http://" in line:
+                server.url = line.rsplit(" on ", 1)[1].strip()
+                server.port = int(server.url.rsplit(":", 1)[1])
+                ready.set()
+    ready.set()
+
+
+@asynccontextmanager
+async def agora_serve(db: Path, toolsets: str, **settings: str) -> AsyncIterator[Server]:
+    """Run ``agora serve --toolsets <toolsets>``; ``settings`` become ``AGORA_<NAME>``.
+
+    Raises:
+        RuntimeError: it did not start, or did not exit cleanly on SIGTERM.
+    """
+    script = shutil.which("agora", path=str(Path(sys.executable).parent))
+    command = [script] if script else [sys.executable, "-m", "agora.cli"]
+    command += ["serve", "--host", HOST, "--port", "0", "--db", str(db), "--toolsets", toolsets]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGORA_")}
+    env |= {f"AGORA_{name.upper()}": value for name, value in settings.items()}
+    process = await trio.lowlevel.open_process(
+        command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+    )
+    server = Server(process, db)
+    try:
+        async with trio.open_nursery() as nursery:
+            ready = trio.Event()
+            nursery.start_soon(_read_log, server, ready)
+            with trio.fail_after(START_TIMEOUT):
+                await ready.wait()
+            if not server.url:
+                raise RuntimeError("agora serve did not start:\n" + "\n".join(server.log))
+            yield server
+            process.send_signal(signal.SIGTERM)
+            with trio.fail_after(STOP_TIMEOUT):
+                await process.wait()
+            if process.returncode != 0 or any("Traceback" in line for line in server.log):
+                raise RuntimeError(
+                    f"agora serve exited {process.returncode}:\n" + "\n".join(server.log)
+                )
+    finally:
+        if process.returncode is None:
+            process.kill()
+            with trio.CancelScope(shield=True):
+                await process.wait()
