@@ -8,8 +8,9 @@ from pathlib import Path
 
 import trio
 
-from agora.toolsets.chess import toolset
-from agora.toolsets.chess.web import ROUTES
+from agora.toolsets.chess import page, toolset
+from agora.toolsets.chess.table import Snapshot
+from agora.toolsets.chess.web import ASSETS, ROUTES
 from agora.web.http import EventStream, Request, Response
 
 PUBLIC_URL = "http://127.0.0.1:8765"
@@ -69,6 +70,19 @@ async def test_assets_are_served_locally(table):
     html = (STATIC / "play.html").read_text()
     assert "http://" not in html
     assert "https://" not in html
+
+
+def test_the_page_board_names_each_piece_by_its_image():
+    fen = "rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 1 2"
+    snap = Snapshot("t", 1, 1, fen, "side_choice", None, (), None, None, False)
+    first = page.page_state(snap, human=False, public_url=PUBLIC_URL)
+    again = page.page_state(snap, human=False, public_url=PUBLIC_URL)  # from the FEN cache
+    assert again.board == first.board
+    assert len(first.board) == 32
+    assert (first.board["f3"], first.board["e5"], first.board["e8"]) == ("wN", "bP", "bK")
+    assert "g1" not in first.board
+    assert list(first.board) == sorted(first.board, key=lambda sq: (sq[1], sq[0]))
+    assert all(f"{code}.svg" in ASSETS for code in first.board.values())
 
 
 def test_the_page_never_inserts_server_text_as_html():
@@ -197,12 +211,14 @@ async def test_creating_a_table_returns_its_urls_and_the_agent_endpoint(table, m
     assert status == 201
     assert made["table"] == "club-1"
     assert made["humanUrl"] == f"{PUBLIC_URL}/play/club-1?token={made['token']}"
+    assert made["spectatorUrl"] == f"{PUBLIC_URL}/play/club-1"
     assert made["agent"]["mcpHttp"] == f"{PUBLIC_URL}/mcp/chess/club-1"
     status, body = await api(rt, "POST", "/play/tables", {"name": "club-1"})
     assert (status, body["code"]) == (409, "TABLE_EXISTS")
     for bad in ("static", "Upper", "a/b", "", "x" * 41):
         status, body = await api(rt, "POST", "/play/tables", {"name": bad})
         assert status == 400, bad
+        assert body["code"] == "BAD_REQUEST", bad
     status, anon = await api(rt, "POST", "/play/tables", None)
     assert status == 201
     assert anon["table"].startswith("t-")

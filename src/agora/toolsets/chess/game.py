@@ -79,6 +79,11 @@ def other(role: Role) -> Role:
     return "agent" if role == "human" else "human"
 
 
+def other_color(color: ColorName) -> ColorName:
+    """The colour that plays against ``color``."""
+    return "black" if color == "white" else "white"
+
+
 class ChessError(ValueError):
     """A command the rules refuse; nothing was changed.
 
@@ -238,8 +243,7 @@ class Game:
         """
         self._require_running()
         self._require_sides()
-        loser = self._color_of(by)
-        winner: ColorName = "black" if loser == "white" else "white"
+        winner = other_color(self._color_of(by))
         return self._finish("1-0" if winner == "white" else "0-1", "resignation", winner, at)
 
     def offer_draw(self, by: Role, at: str) -> Result | None:
@@ -359,9 +363,7 @@ class Game:
 
     def _color_of(self, role: Role) -> ColorName:
         assert self.agent_color is not None
-        if role == "agent":
-            return self.agent_color
-        return "black" if self.agent_color == "white" else "white"
+        return self.agent_color if role == "agent" else other_color(self.agent_color)
 
     def _require_running(self) -> None:
         if self.result is not None:

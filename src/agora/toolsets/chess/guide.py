@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Final, Literal
 import chess
 import msgspec
 
-from agora.toolsets.chess.game import DRAW_MARK, NOTE_MAX_CHARS, ColorName, color_name
+from agora.toolsets.chess.game import (
+    DRAW_MARK,
+    NOTE_MAX_CHARS,
+    ColorName,
+    color_name,
+    other_color,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -252,7 +258,7 @@ def evaluation_guide(
 
 def _findings(guide: EvaluationGuide) -> list[str]:
     mover = guide.side_to_move
-    waiting: ColorName = "black" if mover == "white" else "white"
+    waiting = other_color(mover)
     findings = []
     if guide.in_check:
         findings.append(f"{mover} is in check and must answer it.")

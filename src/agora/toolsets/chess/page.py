@@ -4,17 +4,21 @@
 every ``state`` Server-Sent Event. The human with the table's token gets their legal moves
 on their turn; a spectator never does. Pure: no I/O, no trio, no HTML (the page escapes all
 text itself, agent notes included).
+
+Every page stream renders each change, so the piece map is memoised by FEN like
+`agora.toolsets.chess.render.position`; what it hands out is shared and read only.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Final, Literal
 
 import chess
 import msgspec
 
-from agora.toolsets.chess.game import ColorName, Phase, Role
-from agora.toolsets.chess.render import game_result, move_entry, position
+from agora.toolsets.chess.game import ColorName, Phase, Role, other_color
+from agora.toolsets.chess.render import POSITION_CACHE, game_result, move_entry, position
 from agora.toolsets.chess.replies import GameResult, LegalMove, MoveEntry
 
 if TYPE_CHECKING:
@@ -62,9 +66,26 @@ def agent_links(public_url: str, table: str) -> AgentLinks:
     return AgentLinks(mcp_http=f"{base}/mcp/chess/{table}", mcp_websocket=f"{ws}/mcp/chess/{table}")
 
 
+def spectator_url(public_url: str, table: str) -> str:
+    """The URL of ``table``'s page without the token: it shows the game but cannot play."""
+    return f"{public_url.rstrip('/')}/play/{table}"
+
+
 def human_url(public_url: str, table: str, token: str) -> str:
     """The URL the human opens to play at ``table``."""
-    return f"{public_url.rstrip('/')}/play/{table}?token={token}"
+    return f"{spectator_url(public_url, table)}?token={token}"
+
+
+def piece_code(piece: chess.Piece) -> str:
+    """The page's name of a piece, e.g. ``wN``: a `PageState.board` value and its image's name."""
+    return ("w" if piece.color == chess.WHITE else "b") + piece.symbol().upper()
+
+
+@functools.lru_cache(maxsize=POSITION_CACHE)
+def _squares(fen: str) -> dict[str, str]:
+    """`PageState.board` of ``fen``: piece codes by square name, from a1 to h8."""
+    board = position(fen).board
+    return {chess.square_name(sq): piece_code(p) for sq, p in sorted(board.piece_map().items())}
 
 
 def _status(snap: Snapshot, human: bool, result: GameResult | None) -> str:
@@ -93,13 +114,10 @@ def page_state(snap: Snapshot, *, human: bool, public_url: str) -> PageState:
         The state; ``legalMoves`` is filled only for the human on the human's turn.
     """
     pos = position(snap.fen)
-    board = pos.board  # shared and cached: read only
     history = [move_entry(m) for m in snap.moves]
     result = game_result(snap)
-    king = board.king(board.turn)
-    human_color: ColorName | None = None
-    if snap.agent_color is not None:
-        human_color = "black" if snap.agent_color == "white" else "white"
+    king = pos.board.king(pos.board.turn)
+    human_color = None if snap.agent_color is None else other_color(snap.agent_color)
     return PageState(
         table=snap.table,
         version=snap.version,
@@ -109,10 +127,7 @@ def page_state(snap: Snapshot, *, human: bool, public_url: str) -> PageState:
         status=_status(snap, human, result),
         fen=snap.fen,
         turn=pos.side_to_move,
-        board={
-            chess.square_name(sq): ("w" if p.color else "b") + p.symbol().upper()
-            for sq, p in sorted(board.piece_map().items())
-        },
+        board=_squares(snap.fen),
         in_check=pos.in_check,
         check_square=chess.square_name(king) if pos.in_check and king is not None else None,
         human_color=human_color,

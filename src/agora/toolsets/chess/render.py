@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any, Final
 import chess
 import msgspec
 
+from agora.toolsets.chess.game import color_name, other_color
 from agora.toolsets.chess.guide import CONTRACT, evaluation_guide, piece_name, san_map
 from agora.toolsets.chess.replies import (
     PROTOCOL_VERSION,
     BoardReply,
-    GameReply,
     GameResult,
     JoinReply,
     LegalMove,
@@ -114,7 +114,7 @@ def ownership(agent_color: ColorName | None) -> Ownership:
     """Who plays which colour."""
     if agent_color is None:
         return Ownership(white=None, black=None, agent_color=None, human_color=None)
-    human_color: ColorName = "black" if agent_color == "white" else "white"
+    human_color = other_color(agent_color)
     agent: Role = "agent"
     human: Role = "human"
     return Ownership(
@@ -165,7 +165,7 @@ def pieces(board: chess.Board, agent_color: ColorName | None) -> dict[str, Piece
     owners = ownership(agent_color)
     found = {}
     for square, piece in sorted(board.piece_map().items()):
-        color: ColorName = "white" if piece.color == chess.WHITE else "black"
+        color = color_name(piece.color)
         found[chess.square_name(square)] = PieceOnSquare(
             symbol=piece.symbol(),
             color=color,
@@ -222,7 +222,7 @@ def _message(snap: Snapshot, status: StatusCode, result: GameResult | None) -> s
 
 
 class Position:
-    """What replies read from one FEN, each part computed once (see `position`).
+    """What replies and pages read from one FEN, each part computed once (see `position`).
 
     The board, side to move and check are read at once; the SAN of every legal move (the
     costly part, ~1 ms) only when a reply first needs it: the human's page on the agent's
@@ -231,7 +231,7 @@ class Position:
 
     def __init__(self, fen: str) -> None:
         self.board = chess.Board(fen)
-        self.side_to_move: ColorName = "white" if self.board.turn == chess.WHITE else "black"
+        self.side_to_move = color_name(self.board.turn)
         self.in_check = self.board.is_check()
 
     @functools.cached_property
@@ -286,11 +286,6 @@ def _fields(snap: Snapshot, status: StatusCode, wait_for_human: bool = False) ->
         "draw_offer": snap.draw_offer,
         "result": result,
     }
-
-
-def game_reply(snap: Snapshot) -> GameReply:
-    """The common reply for a snapshot."""
-    return GameReply(**_fields(snap, status_code(snap)))
 
 
 def join_reply(snap: Snapshot) -> JoinReply:

@@ -29,24 +29,34 @@ def _table(call: ToolCall) -> str:
     return call.endpoint.get("table", "default")
 
 
+def _body(reply: msgspec.Struct) -> dict[str, Any]:
+    body: dict[str, Any] = msgspec.to_builtins(reply)
+    return body
+
+
+def _refused(err: ChessError) -> ToolError:
+    """The tool error for a refused command: its `render.rejection` as the body."""
+    return ToolError(_body(render.rejection(err)))
+
+
 async def _run(call: ToolCall, command: Look | AgentMove) -> Snapshot:
     try:
         snap: Snapshot = await call.runtime.call(KIND, _table(call), command)
     except ChessError as err:
-        raise ToolError(msgspec.to_builtins(render.rejection(err))) from None
+        raise _refused(err) from None
     return snap
 
 
 async def join_game(call: ToolCall) -> dict[str, Any]:
     """Announce the agent; return the collaboration contract and the board."""
     snap = await _run(call, Look(agent=True))
-    return msgspec.to_builtins(render.join_reply(snap))  # type: ignore[no-any-return]
+    return _body(render.join_reply(snap))
 
 
 async def get_board(call: ToolCall) -> dict[str, Any]:
     """Return the board with its evaluation guide."""
     snap = await _run(call, Look())
-    return msgspec.to_builtins(render.board_reply(snap))  # type: ignore[no-any-return]
+    return _body(render.board_reply(snap))
 
 
 async def move_piece(call: ToolCall) -> dict[str, Any]:
@@ -59,7 +69,7 @@ async def move_piece(call: ToolCall) -> dict[str, Any]:
         note=args.get("note"),
     )
     snap = await _run(call, command)
-    return msgspec.to_builtins(render.move_reply(snap))  # type: ignore[no-any-return]
+    return _body(render.move_reply(snap))
 
 
 async def wait_for_turn(call: ToolCall) -> dict[str, Any]:
@@ -71,8 +81,8 @@ async def wait_for_turn(call: ToolCall) -> dict[str, Any]:
             KIND, _table(call), Look(agent=True), ready=condition, timeout=timeout_ms / 1000
         )
     except ChessError as err:
-        raise ToolError(msgspec.to_builtins(render.rejection(err))) from None
-    return msgspec.to_builtins(render.wait_reply(snap, condition))  # type: ignore[no-any-return]
+        raise _refused(err) from None
+    return _body(render.wait_reply(snap, condition))
 
 
 HANDLERS: Final[dict[str, Handler]] = {

@@ -84,8 +84,7 @@ def _load_assets() -> dict[str, tuple[bytes, str]]:
             assets[item.name] = (item.read_bytes(), _TYPES[suffix] + "; charset=utf-8")
     for symbol in "PNBRQKpnbrqk":
         piece = chess.Piece.from_symbol(symbol)
-        name = f"{'w' if piece.color else 'b'}{symbol.upper()}.svg"
-        assets[name] = (chess.svg.piece(piece).encode(), "image/svg+xml")
+        assets[f"{page.piece_code(piece)}.svg"] = (chess.svg.piece(piece).encode(), "image/svg+xml")
     return assets
 
 
@@ -125,8 +124,12 @@ def _refusal(err: ChessError) -> Response:
     return Response.json({"error": err.message, "code": err.code}, _STATUS.get(err.code, 409))
 
 
-def _json(body: bytes, status: int = 200) -> Response:
-    return Response(status, body, "application/json", [("Cache-Control", "no-store")])
+def _bad_request(error: str) -> Response:
+    return Response.json({"error": error, "code": "BAD_REQUEST"}, 400)
+
+
+def _json(body: bytes) -> Response:
+    return Response(200, body, "application/json", [("Cache-Control", "no-store")])
 
 
 def _valid_table(name: str) -> bool:
@@ -221,7 +224,7 @@ def _action(
         try:
             command = parse(request.body)
         except (msgspec.ValidationError, msgspec.DecodeError) as err:
-            return Response.json({"error": str(err), "code": "BAD_REQUEST"}, 400)
+            return _bad_request(str(err))
         try:
             snap: Snapshot = await runtime.call(KIND, table, command)
         except ChessError as err:
@@ -258,16 +261,10 @@ async def create_table(request: Request, runtime: Runtime) -> Response:
     try:
         body = msgspec.json.decode(request.body or b"{}", type=CreateBody)
     except (msgspec.ValidationError, msgspec.DecodeError) as err:
-        return Response.json({"error": str(err), "code": "BAD_REQUEST"}, 400)
+        return _bad_request(str(err))
     name = body.name if body.name is not None else "t-" + secrets.token_hex(4)
     if not _valid_table(name):
-        return Response.json(
-            {
-                "error": "table names are 1-40 of a-z 0-9 _ - (not static, tables, api)",
-                "code": "BAD_REQUEST",
-            },
-            400,
-        )
+        return _bad_request("table names are 1-40 of a-z 0-9 _ - (not static, tables, api)")
     token = secrets.token_urlsafe(24)
     try:
         await runtime.call(KIND, name, CreateTable(token))
@@ -279,7 +276,7 @@ async def create_table(request: Request, runtime: Runtime) -> Response:
             "table": name,
             "token": token,
             "humanUrl": page.human_url(runtime.public_url, name, token),
-            "spectatorUrl": f"{runtime.public_url.rstrip('/')}/play/{name}",
+            "spectatorUrl": page.spectator_url(runtime.public_url, name),
             "agent": msgspec.to_builtins(links),
         },
         201,
