@@ -133,6 +133,12 @@ class Actor:
             self._recv.close()
             self.change.set()
 
+    def log_crash(self) -> None:
+        """Log the exception being handled as this actor's crash (with its traceback)."""
+        log.exception(
+            "actor %s %s crashed; it restarts from the store on next use", self.kind.kind, self.key
+        )
+
     def can_run_inline(self) -> bool:
         """Whether a caller may run its command now, in its own task (see `run_inline`)."""
         return (
@@ -161,8 +167,7 @@ class Actor:
             # A bug outside the entity's `handle`, as when the actor task crashes: log it,
             # answer with an internal error, and end this actor; commands already queued
             # get ActorStopped and retry on a fresh one, loaded from the store.
-            log.exception("actor %s %s crashed; it restarts from the store on next use",
-                          self.kind.kind, self.key)  # fmt: skip
+            self.log_crash()
             if not slot.finished:
                 slot.fail(InternalError(f"internal error in {self.kind.kind}"))
             self._stopping = True

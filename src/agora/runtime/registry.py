@@ -8,7 +8,6 @@ Shutdown wakes every waiter so long-polls answer cleanly instead of being cut of
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
@@ -25,7 +24,6 @@ if TYPE_CHECKING:
     from agora.store.db import Store
 
 T = TypeVar("T")
-log = logging.getLogger(__name__)
 
 #: Shortest pause between two passes of the idle-actor reaper (seconds).
 REAP_MIN_TICK = 0.05
@@ -72,11 +70,7 @@ class Registry:
         try:
             await actor.run()
         except Exception:
-            log.exception(
-                "actor %s %s crashed; it restarts from the store on next use",
-                actor.kind.kind,
-                actor.key,
-            )
+            actor.log_crash()
 
     async def _reap(self) -> None:
         # One task evicts every idle actor, so an actor's wait for its next command needs no

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
 
@@ -31,17 +30,11 @@ log = logging.getLogger(__name__)
 HEAD_TIMEOUT = 30.0
 BODY_TIMEOUT = 30.0
 MAX_HEAD = 16384
-_HEAD_END = re.compile(rb"\r?\n\r?\n")
 MAX_PAGE_BODY = 1 << 20
 
 
 class _Closed(Exception):
     pass
-
-
-def _head_size(raw: bytes | bytearray) -> int:
-    end = _HEAD_END.search(raw)
-    return end.end() if end else len(raw)
 
 
 class HttpConnection:
@@ -91,7 +84,11 @@ class HttpConnection:
             return False
         if not isinstance(event, h11.Request):
             raise _Closed
-        if _head_size(self.raw) > MAX_HEAD:  # h11 limits only heads that arrive in pieces
+        # Bytes after the head that h11 has read but not consumed: a body, or the first
+        # frames of a WebSocket client that did not wait for the 101.
+        after_head = self.h11.trailing_data[0]
+        head_size = len(self.raw) - len(after_head)
+        if head_size > MAX_HEAD:  # h11 limits only heads that arrive in pieces
             await self._send_error(431, f"request head larger than {MAX_HEAD} bytes")
             return False
         target = urlsplit(event.target.decode("latin-1"))
@@ -124,7 +121,8 @@ class HttpConnection:
                         Response.error(403, "Forbidden: Host or Origin is not allowed")
                     )
                     return False
-                await serve_websocket(self.app, self.stream, bytes(self.raw), endpoint, principal)
+                head = bytes(self.raw[:head_size])
+                await serve_websocket(self.app, self.stream, head, after_head, endpoint, principal)
                 return False
         limit = rpc.MAX_MESSAGE_BYTES if endpoint is not None else MAX_PAGE_BODY
         body = await self._body(limit)

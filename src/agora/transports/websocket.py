@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -48,7 +47,6 @@ CLOSE_TIMEOUT = 1.0
 RECEIVE_BYTES = 65536
 #: Close code for a peer that stopped answering pings.
 PING_TIMEOUT = 1011
-_HEAD_END = re.compile(rb"\r?\n\r?\n")
 _PING_PAYLOAD = b"agora"
 
 
@@ -153,53 +151,52 @@ class _Peer:
 
 
 async def serve_websocket(
-    app: App, stream: trio.SocketStream, head: bytes, endpoint: Endpoint, principal: Principal
+    app: App,
+    stream: trio.SocketStream,
+    head: bytes,
+    early: bytes,
+    endpoint: Endpoint,
+    principal: Principal,
 ) -> None:
     """Complete the upgrade whose request ``head`` was read, then serve the connection.
 
     Args:
         app: The server.
-        stream: The client's socket, positioned after ``head``.
-        head: Every byte read from the socket so far: the whole request head (the front
-            end read it), maybe followed by the client's first frames.
+        stream: The client's socket, positioned after what was read.
+        head: The upgrade request's head, as received.
+        early: Bytes received after the head: frames of a client that did not wait for the
+            101 (wsproto's server handshake would drop them, so they are fed after it).
         endpoint: The MCP endpoint of the request path.
         principal: Who the bearer token says the client is.
     """
     peer = _Peer(stream, app.config.send_timeout)
     try:
-        early: bytes | None = None
+        accepted = False
         with trio.move_on_after(HANDSHAKE_TIMEOUT):
-            early = await _accept(peer, head)
-        if early is not None:
+            accepted = await _accept(peer, head)
+        if accepted:
             await _session(app, peer, endpoint, principal, early)
     finally:
         with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT):
             await stream.aclose()
 
 
-async def _accept(peer: _Peer, data: bytes) -> bytes | None:
-    """Answer the upgrade: the bytes that followed the head if accepted, else None."""
+async def _accept(peer: _Peer, head: bytes) -> bool:
+    """Answer the upgrade (101, or the refusal wsproto suggests); whether it was accepted."""
     ws = WSConnection(ConnectionType.SERVER)
-    end = _HEAD_END.search(data)
-    early = b""
-    if end is not None:
-        data, early = data[: end.end()], data[end.end() :]
-    while True:
-        try:
-            ws.receive_data(data)
-            request = next((e for e in ws.events() if isinstance(e, Request)), None)
-        except RemoteProtocolError as err:  # a bad upgrade: answer as wsproto suggests
-            if err.event_hint is not None:
-                with contextlib.suppress(LocalProtocolError, trio.BrokenResourceError):
-                    await peer.stream.send_all(ws.send(err.event_hint))
-            return None
-        if request is not None:
-            sub = "mcp" if "mcp" in request.subprotocols else None
-            await peer.stream.send_all(ws.send(AcceptConnection(subprotocol=sub)))
-            return early
-        data = await peer.stream.receive_some(RECEIVE_BYTES)
-        if not data:
-            return None
+    try:
+        ws.receive_data(head)
+        request = next((e for e in ws.events() if isinstance(e, Request)), None)
+    except RemoteProtocolError as err:
+        if err.event_hint is not None:
+            with contextlib.suppress(LocalProtocolError, trio.BrokenResourceError):
+                await peer.stream.send_all(ws.send(err.event_hint))
+        return False
+    if request is None:  # the front end hands over a whole head: this cannot happen
+        return False
+    sub = "mcp" if "mcp" in request.subprotocols else None
+    await peer.stream.send_all(ws.send(AcceptConnection(subprotocol=sub)))
+    return True
 
 
 async def _session(
