@@ -38,7 +38,6 @@ Not run by CI.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
@@ -55,13 +54,11 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from echo import SCRIPT as echo_script
 from measure import commit_cost, cpu_seconds, own_cpu_seconds, percentile, raise_fd_limit
 from serve import HOST, START_TIMEOUT, STOP_TIMEOUT, agora_serve
 from trio_websocket import (
-    ConnectionClosed,
-    WebSocketRequest,
     open_websocket_url,
-    serve_websocket,
 )
 from wsload import LeanWebSocket, lean_connect
 
@@ -278,30 +275,19 @@ def report(run: Run) -> None:
 # -- the transport floor ----------------------------------------------------------------------
 
 
-async def serve_echo() -> None:
-    """A bare trio-websocket echo server on a free loopback port; prints the port, runs forever."""
-
-    async def handler(request: WebSocketRequest) -> None:
-        ws = await request.accept()
-        with contextlib.suppress(ConnectionClosed):
-            while True:
-                await ws.send_message(await ws.get_message())
-
-    async with trio.open_nursery() as nursery:
-        server = await nursery.start(serve_websocket, handler, HOST, 0, None)
-        print(server.port, flush=True)
-
-
 async def echo_floor(args: argparse.Namespace) -> Phase:
     """The same agents and message count against a bare echo server: the transport floor."""
     phase = Phase("echo")
     process = await trio.lowlevel.open_process(
-        [sys.executable, __file__, "--echo-server"], stdout=subprocess.PIPE
+        [sys.executable, echo_script], stderr=subprocess.PIPE
     )
     try:
-        assert process.stdout is not None
+        assert process.stderr is not None
         with trio.fail_after(START_TIMEOUT):
-            port = int((await process.stdout.receive_some(64)).split()[0])
+            announced = b""
+            while b"\n" not in announced:
+                announced += await process.stderr.receive_some(4096)
+            port = int(announced.split(b"\n")[0].rsplit(b":", 1)[1])
         message = json.dumps(
             {
                 "jsonrpc": "2.0",
@@ -410,7 +396,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--no-echo", action="store_true", help="skip the bare WebSocket echo (transport floor)"
     )
-    parser.add_argument("--echo-server", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "--client",
         choices=["lean", "agora"],
@@ -430,8 +415,4 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    arguments = parse_args()
-    if arguments.echo_server:
-        trio.run(serve_echo)
-    else:
-        trio.run(main, arguments)
+    trio.run(main, parse_args())

@@ -1,7 +1,7 @@
 """Tool calls over WebSocket: agora against a bare trio-websocket echo server, in one run.
 
-Starts ``agora serve --conformance`` (a temp database) and an echo server (this script with
-``--echo-server``), each a subprocess on 127.0.0.1. For each N in ``--sessions`` it opens N
+Starts ``agora serve --conformance`` (a temp database) and the echo server of
+``bench/echo.py``, each a subprocess on 127.0.0.1. For each N in ``--sessions`` it opens N
 WebSocket sessions to each server and has every session send one request, wait for the
 reply, and repeat, for ``--seconds``. The request is a ``tools/call`` of a trivial tool
 (``test_simple_text`` when the conformance fixtures are there, else chess ``get_board``);
@@ -32,12 +32,11 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 import msgspec
 import trio
-import trio_websocket
+from echo import SCRIPT as echo_script
 from wsload import INITIALIZE, LeanWebSocket
 
 AGORA = str(Path(sys.executable).with_name("agora"))
@@ -103,29 +102,6 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-
-
-async def echo_server() -> None:
-    """Echo every text message back (run with ``--echo-server``)."""
-
-    async def handler(request: trio_websocket.WebSocketRequest) -> None:
-        sub = "mcp" if "mcp" in request.proposed_subprotocols else None
-        ws = await request.accept(subprotocol=sub)
-        try:
-            while True:
-                await ws.send_message(await ws.get_message())
-        except trio_websocket.ConnectionClosed:
-            pass
-
-    async with trio.open_nursery() as nursery:
-        server = await nursery.start(
-            partial(trio_websocket.serve_websocket, max_message_size=65536),
-            handler,
-            "127.0.0.1",
-            0,
-            None,
-        )
-        print(f"echo serving echo on http://127.0.0.1:{server.port}", file=sys.stderr, flush=True)
 
 
 # -- load ------------------------------------------------------------------------------------
@@ -274,7 +250,7 @@ async def run(args: argparse.Namespace) -> None:
             agora = Server(command, "agora")
         except SystemExit:
             agora = Server(command[:-1], "agora")  # a build without the conformance fixtures
-        echo = Server([sys.executable, __file__, "--echo-server"], "echo")
+        echo = Server([sys.executable, echo_script], "echo")
         try:
             target = await pick_target(agora)
             echo_target = Target(target.path, target.tool, False)
@@ -322,14 +298,10 @@ def main() -> None:
     )
     parser.add_argument("--seconds", type=float, default=3.0, help="duration of each run")
     parser.add_argument("--idle", type=int, default=1000, help="idle sessions for RSS (0: skip)")
-    parser.add_argument("--echo-server", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if max(args.sessions) > 2000 or args.idle > 2000 or args.seconds > 60:
         parser.error("bounded: at most 2000 sessions and 60 s per run")
-    if args.echo_server:
-        trio.run(echo_server)
-    else:
-        trio.run(run, args)
+    trio.run(run, args)
 
 
 if __name__ == "__main__":
