@@ -15,10 +15,10 @@ from agora.errors import ToolError
 from agora.runtime.clock import Now
 from agora.store.migrations import apply_migrations
 from agora.toolsets.chamber import store
-from agora.toolsets.chamber.attempt import genesis
 from agora.toolsets.chamber.commands import CallForHelp, Observe, Quarantine
 from agora.toolsets.chamber.entity import AttemptEntity, AttemptKind, seal_reply
 from agora.toolsets.chamber.signing import signer_from_bytes
+from agora.toolsets.chamber.transcript import genesis
 
 KEY = signer_from_bytes(b"11" * 32)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -46,6 +47,17 @@ def test_rooms_are_identical_across_processes():
         capture_output=True, check=True, env=env, text=True,
     )  # fmt: skip
     assert json.loads(out.stdout) == [fingerprint(*s, "cross-process") for s in SUITES]
+
+
+@pytest.mark.parametrize(("suite", "engine"), SUITES)
+def test_kept_texts_are_what_a_fresh_room_renders(suite, engine):
+    room = build_room(suite, engine, "kept")
+    texts = rooms.every_text(room)
+    assert rooms.every_text(room) == texts  # now served from the texts the room kept
+    assert rooms.every_text(dataclasses.replace(room)) == texts  # same room, nothing kept
+    for _ in range(2):
+        with pytest.raises(KeyError):
+            rooms.inspect(room, "no_such_object", 0)
 
 
 def test_different_seeds_give_different_rooms():

@@ -7,7 +7,7 @@ import rfc8785
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agora.toolsets.chamber.attempt import canonical_record
+from agora.toolsets.chamber.transcript import canonical_record
 
 _scalars = (
     st.text(max_size=12)

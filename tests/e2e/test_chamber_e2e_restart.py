@@ -33,7 +33,7 @@ from chamber_server import (
 from e2e_support import http
 
 from agora.client import connect
-from agora.toolsets.chamber.attempt import genesis
+from agora.toolsets.chamber.transcript import genesis
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -5,15 +5,14 @@ room is solved or the action budget is spent, and ends sealed (or pending a sign
 quarantined); past its TTL an unsealed attempt is expired. `Attempt.state` derives the
 contract state from the counters and the wall clock; `step` applies one ``chamber_action``
 and returns the new counters and the transcript record, or the `ToolError` to answer.
-Transcript records are hash-chained. This module does no I/O and never mutates the attempt:
-the entity applies a `Step` once its writes are built.
+Transcript records are hash-chained by `transcript`. This module does no I/O and never
+mutates the attempt: the entity applies a `Step` once its writes are built.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -23,6 +22,7 @@ import rfc8785
 from agora.toolsets.chamber import room as rooms
 from agora.toolsets.chamber.generate import build_room
 from agora.toolsets.chamber.replies import failure
+from agora.toolsets.chamber.transcript import genesis
 from agora.toolsets.chamber.values import ValueFormatError, parse_value
 
 if TYPE_CHECKING:
@@ -90,11 +90,6 @@ class SealedCard:
     sealed_at: dt.datetime
     outcome: str
     signature: dict[str, Any] | None = None
-
-    @property
-    def evidence_status(self) -> str:
-        """``signed`` or ``pending_signature``."""
-        return "signed" if self.signature else "pending_signature"
 
 
 @dataclass(slots=True)
@@ -171,10 +166,6 @@ class Attempt:
         lock = self.room.current(self.opened)
         return [*_READ_OPS, lock.op] if lock else list(_READ_OPS)
 
-    def next_tools(self, now: dt.datetime) -> list[str]:
-        """Tools worth calling next."""
-        return _tools_in(self.state(now))
-
     def envelope(self, now: dt.datetime) -> dict[str, Any]:
         """The attempt fields every successful reply carries."""
         state = self.state(now)  # once: every field below must agree on it
@@ -234,50 +225,6 @@ def notice_hash(contract: ChamberContract) -> str | None:
     if notice is None:
         return None
     return "sha256:" + hashlib.sha256(rfc8785.dumps(dict(notice))).hexdigest()
-
-
-def genesis(seed_commitment: str) -> str:
-    """The transcript hash chain's starting value for an attempt."""
-    return hashlib.sha256(f"scoreia-chamber-transcript/v1\n{seed_commitment}".encode()).hexdigest()
-
-
-#: Sorted keys, no whitespace, UTF-8 as is: RFC 8785 for the plain values `_plain` admits.
-_compact = json.JSONEncoder(
-    ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False
-).encode
-_SAFE_INT = 2**53
-
-
-def _plain(value: Any) -> bool:
-    # Strings are held to ASCII so that no escaping or key-order rule can differ between
-    # the two encoders; ints to the range RFC 8785 numbers represent exactly.
-    if isinstance(value, str):
-        return value.isascii()
-    if isinstance(value, bool):
-        return True
-    if isinstance(value, int):
-        return -_SAFE_INT < value < _SAFE_INT
-    if isinstance(value, list | tuple):
-        return all(_plain(v) for v in value)
-    return False
-
-
-def canonical_record(record: dict[str, Any]) -> bytes:
-    """The RFC 8785 canonical bytes of a transcript record.
-
-    Records hold ASCII keys, ASCII strings, small ints, bools and lists of strings. For those,
-    sorted-key compact JSON from the C encoder is byte-identical to RFC 8785 and several times
-    cheaper per action; any other record is encoded by ``rfc8785`` itself.
-    """
-    if all(k.isascii() and _plain(v) for k, v in record.items()):
-        return _compact(record).encode()
-    return rfc8785.dumps(record)
-
-
-def chain(head: str, record: dict[str, Any]) -> tuple[str, bytes]:
-    """Append ``record`` to the chain at ``head``: (new head, the record's canonical bytes)."""
-    raw = canonical_record(record)
-    return hashlib.sha256(bytes.fromhex(head) + raw).hexdigest(), raw
 
 
 @dataclass(frozen=True, slots=True)

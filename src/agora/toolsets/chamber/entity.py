@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 from agora.errors import ToolError
 from agora.runtime.entity import Effects
 from agora.toolsets.chamber import cards, store
-from agora.toolsets.chamber.attempt import Attempt, Rules, SealedCard, chain, observe, step
+from agora.toolsets.chamber.attempt import Attempt, Rules, SealedCard, observe, step
 from agora.toolsets.chamber.commands import (
     Act,
     CallForHelp,
@@ -28,6 +28,7 @@ from agora.toolsets.chamber.commands import (
     Seal,
 )
 from agora.toolsets.chamber.replies import failure, not_found
+from agora.toolsets.chamber.transcript import chain
 
 if TYPE_CHECKING:
     import sqlite3

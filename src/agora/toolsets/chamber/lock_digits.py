@@ -178,6 +178,8 @@ def _scored(guess: Code) -> dict[tuple[int, int], int]:
 
 #: The trial settings a dial's scratch marks are drawn from (fixed, so their masks cache).
 _TRIALS: tuple[Code, ...] = tuple(random.Random(6).sample(_codes(4, 1, 6).values, 256))
+#: A trial's score in words ("none in place and two misplaced").
+_SCORES = ("none", *COUNTS[1:])
 
 
 def _dial_pool(rng: random.Random, t: Code, facts: Sequence[tuple[str, int]]) -> list[Clue]:
@@ -187,8 +189,7 @@ def _dial_pool(rng: random.Random, t: Code, facts: Sequence[tuple[str, int]]) ->
         if guess == t:
             continue
         b, w = score(guess, t)
-        none = ("none", *COUNTS[1:])
-        text = f"Setting {dashed(guess)} gave {none[b]} in place and {none[w]} misplaced."
+        text = f"Setting {dashed(guess)} gave {_SCORES[b]} in place and {_SCORES[w]} misplaced."
         pool.append(Clue(text, _scored(guess)[b, w]))
     total = sum(t)
     pool.append(sp.clue(f"The pins add up to {total}.", _code_sum, total))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from agora.toolsets.chamber.lock import LockPuzzle, cap
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Hashable, Mapping
 
 NOT_ACCEPTED = "not accepted"
 
@@ -80,7 +80,7 @@ class Room:
     objects: tuple[RoomObject, ...]
     locks: tuple[Lock, ...]
     clues: Mapping[str, Mapping[int, tuple[str, ...]]]
-    #: Texts already rendered, by (function, arguments): pure functions of the room.
+    #: Texts already rendered, by (render function, arguments): see `_kept`.
     _texts: dict[tuple[object, ...], str] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -107,12 +107,18 @@ def _status(room: Room, index: int, opened: int) -> str:
     return f"{head}: {lock.op} with value = {lock.puzzle.fmt.describe()}"
 
 
+def _kept(room: Room, render: Callable[..., str], *args: Hashable) -> str:
+    """``render(room, *args)``, made once per room and arguments and then kept on the room."""
+    key = (render, *args)
+    text = room._texts.get(key)
+    if text is None:
+        text = room._texts[key] = render(room, *args)
+    return text
+
+
 def look(room: Room, opened: int) -> str:
     """What ``look`` shows: the room, its objects and the state of each lock."""
-    text = room._texts.get(("look", opened))
-    if text is None:
-        text = room._texts[("look", opened)] = _look(room, opened)
-    return text
+    return _kept(room, _look, opened)
 
 
 def _look(room: Room, opened: int) -> str:
@@ -147,11 +153,7 @@ def inspect(room: Room, object_id: str, opened: int) -> str:
     Raises:
         KeyError: the room has no object ``object_id``.
     """
-    key = ("inspect", object_id, opened)
-    text = room._texts.get(key)
-    if text is None:
-        text = room._texts[key] = _inspect(room, object_id, opened)
-    return text
+    return _kept(room, _inspect, object_id, opened)
 
 
 def _inspect(room: Room, object_id: str, opened: int) -> str:

@@ -222,12 +222,7 @@ def load_attempt(conn: sqlite3.Connection, handle: str, rules: Rules) -> Attempt
         action_index=row[13], opened=row[14], hints_used=row[15], hint_level=row[16],
         wrong=row[17], head=row[18], quarantined=bool(row[20]),
     )  # fmt: skip
-    attempt.transcript = [
-        bytes(r[0])
-        for r in conn.execute(
-            "SELECT record FROM chamber_actions WHERE handle = ? ORDER BY idx", (handle,)
-        )
-    ]
+    attempt.transcript = transcript(conn, handle)
     attempt.allies = [
         (r[0], r[1])
         for r in conn.execute(
