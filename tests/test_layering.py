@@ -109,3 +109,105 @@ def test_no_import_statement_reachable_from_mcp_names_trio():
                 todo.append(target)
     assert len(seen) > len(start)  # it really followed agora.mcp's own imports
     assert bad == []
+
+
+# Layers, lowest first. A module may import (at run time or under TYPE_CHECKING, which
+# counts too: a type-only cycle is still a cycle in the design) only from its own layer and
+# the layers listed for it. `agora.server.embed`, `agora.cli` and the package root are the
+# composition root: they wire transports to the server and may import anything.
+LAYERS: dict[str, tuple[str, ...]] = {
+    "leaf": (),
+    "store": ("leaf",),
+    "runtime": ("leaf", "store"),
+    "mcp": ("leaf",),
+    "web": ("leaf", "store", "runtime"),
+    "toolsets": ("leaf", "store", "runtime", "mcp", "web"),
+    "config": ("leaf",),
+    "server": ("leaf", "store", "runtime", "mcp", "web", "toolsets", "config"),
+    "transports": ("leaf", "store", "runtime", "mcp", "web", "toolsets", "config", "server"),
+}
+COMPOSITION_ROOT = ("agora", "agora.cli", "agora.server.embed", "agora.client", "agora.__main__")
+
+
+def _layer(module: str) -> str | None:
+    if module in COMPOSITION_ROOT:
+        return None
+    if module in ("agora.errors", "agora.identity"):
+        return "leaf"
+    if module == "agora.config":
+        return "config"
+    part = module.split(".")[1] if module.count(".") else ""
+    if part == "server":
+        return "server"
+    return part if part in LAYERS else None
+
+
+def _all_imports(path: Path, module: str) -> set[str]:
+    """Like `_imports`, but type-only imports count too."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1])
+                found.add(f"{base}.{node.module}" if node.module else base)
+            else:
+                found.add(node.module or "")
+    return found
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(SRC).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _layer_violations() -> list[str]:
+    bad: list[str] = []
+    for path in sorted((SRC / "agora").rglob("*.py")):
+        module = _module_name(path)
+        layer = _layer(module)
+        if layer is None:
+            continue
+        allowed = {layer, *LAYERS[layer]}
+        for target in sorted(_all_imports(path, module)):
+            if not target.startswith("agora."):
+                continue
+            target_layer = _layer(target)
+            if target_layer is None or target_layer not in allowed:
+                bad.append(f"{module} ({layer}) imports {target} ({target_layer or 'root'})")
+    return bad
+
+
+def test_every_layer_imports_only_the_layers_below_it():
+    # transports -> server -> mcp / runtime -> store, with toolsets between the server and
+    # the runtime, and `agora.errors` / `agora.identity` as leaves everyone may use.
+    assert _layer("agora.store.db") == "store"
+    assert _layer("agora.server.embed") is None
+    assert _layer_violations() == []
+
+
+def test_store_and_runtime_import_nothing_from_toolsets_even_for_types():
+    # The cycle this used to be: runtime -> store -> toolsets.base -> runtime.
+    offenders = [
+        f"{_module_name(p)} -> {t}"
+        for folder in ("store", "runtime")
+        for p in (SRC / "agora" / folder).rglob("*.py")
+        for t in _all_imports(p, _module_name(p))
+        if t.startswith(("agora.toolsets", "agora.server", "agora.transports", "agora.web"))
+    ]
+    assert offenders == []
+
+
+def test_old_names_still_import_from_toolsets_base():
+    from agora.identity import Principal
+    from agora.store.migrations import Migration
+    from agora.toolsets import base
+    from agora.web.http import Route
+
+    assert (base.Principal, base.Migration, base.Route) == (Principal, Migration, Route)

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from agora.toolsets.base import Principal
+from agora.identity import Principal
 
 KNOWN_TOOLSETS = ("chamber", "chess", "router", "debate")
 

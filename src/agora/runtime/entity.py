@@ -13,13 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agora.store.writer import Write
+
 if TYPE_CHECKING:
     import sqlite3
 
     from agora.runtime.clock import Now
 
-#: One SQL statement and its parameters, executed inside the group-commit transaction.
-Write = tuple[str, tuple[Any, ...] | dict[str, Any]]
+__all__ = ["Effects", "Entity", "EntityKind", "Write"]
 
 
 @dataclass(slots=True)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from agora import __version__
+from agora.identity import Principal
 from agora.mcp.catalog import Catalog, ToolEntry
 from agora.mcp.session import Session
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
     from agora.config import Config
     from agora.runtime.registry import Runtime
-    from agora.toolsets.base import Principal, Toolset
+    from agora.toolsets.base import Toolset
     from agora.web.http import Route
 
 SERVER_INFO = {"name": "agora", "title": "agora", "version": __version__}
@@ -178,8 +179,6 @@ class App:
 
     def authenticate(self, authorization: str | None) -> Principal | None:
         """The principal of an ``Authorization`` header; None means: answer 401."""
-        from agora.toolsets.base import Principal
-
         if not authorization:
             return Principal()
         scheme, _, token = authorization.partition(" ")

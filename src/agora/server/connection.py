@@ -20,9 +20,10 @@ from agora.errors import ActorStopped, ProtocolError, StoreError, ToolError
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.session import Answer, Cancel, Invoke, Send, Session, tool_result
 from agora.runtime.actor import InternalError
-from agora.toolsets.base import Principal, ToolCall
+from agora.toolsets.base import ToolCall
 
 if TYPE_CHECKING:
+    from agora.identity import Principal
     from agora.server.app import App
 
 log = logging.getLogger(__name__)

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from agora.config import Config
+from agora.identity import Principal
 from agora.mcp import jsonrpc as rpc
 from agora.runtime.registry import Runtime
 from agora.server.app import App, load_toolsets
 from agora.server.connection import Connection
 from agora.store.db import open_store
-from agora.toolsets.base import Principal
 from agora.transports.http import HttpConnection
 from agora.transports.streamable import StreamableHTTP
 

@@ -23,8 +23,8 @@ from agora.store.writer import Job, Writer, WriterStopped
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterable
 
-    from agora.runtime.entity import Write
-    from agora.toolsets.base import Migration
+    from agora.store.migrations import Migration
+    from agora.store.writer import Write
 
 T = TypeVar("T")
 

@@ -8,6 +8,7 @@ This module runs synchronously on the writer connection before the writer thread
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import sqlite_utils
@@ -16,9 +17,16 @@ from agora.errors import StoreError
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
-    from agora.toolsets.base import Migration
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One schema step of one component, applied once, in order, inside a transaction."""
+
+    component: str
+    version: int
+    apply: Callable[[sqlite_utils.Database], None]
 
 
 def apply_migrations(conn: sqlite3.Connection, migrations: Iterable[Migration]) -> dict[str, int]:

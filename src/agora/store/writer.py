@@ -17,12 +17,13 @@ import sqlite3
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from agora.runtime.entity import Write
+#: One SQL statement and its parameters, executed inside the group-commit transaction.
+Write = tuple[str, tuple[Any, ...] | dict[str, Any]]
 
 log = logging.getLogger(__name__)
 

@@ -12,29 +12,16 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agora.identity import Principal
+from agora.store.migrations import Migration
+from agora.web.http import Route
+
 if TYPE_CHECKING:
-    import sqlite_utils
-
     from agora.runtime.registry import Runtime
-    from agora.web.http import Route
 
-
-@dataclass(frozen=True, slots=True)
-class Principal:
-    """Who is calling: from a bearer token, or anonymous."""
-
-    name: str = "anonymous"
-    scopes: frozenset[str] = frozenset()
-    projects: frozenset[str] = frozenset()
-
-    @property
-    def anonymous(self) -> bool:
-        """True for the principal of a request that carried no token."""
-        return self.name == "anonymous"
-
-    def has(self, scope: str) -> bool:
-        """Whether this principal holds ``scope`` (e.g. ``operator``)."""
-        return scope in self.scopes
+# Principal, Migration and Route live in their own layers (identity, store, web); they are
+# re-exported here because toolsets have always imported them from this module.
+__all__ = ["Handler", "Migration", "Principal", "Route", "ToolCall", "Toolset"]
 
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -95,15 +82,6 @@ class ToolCall:
 
 
 Handler = Callable[[ToolCall], Awaitable[dict[str, Any]]]
-
-
-@dataclass(frozen=True, slots=True)
-class Migration:
-    """One schema step of one component, applied once, in order, inside a transaction."""
-
-    component: str
-    version: int
-    apply: Callable[[sqlite_utils.Database], None]
 
 
 @dataclass

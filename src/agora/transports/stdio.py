@@ -17,8 +17,8 @@ from agora.mcp import jsonrpc as rpc
 from agora.server.connection import Connection
 
 if TYPE_CHECKING:
+    from agora.identity import Principal
     from agora.server.app import App, Endpoint
-    from agora.toolsets.base import Principal
 
 #: One message plus its newline (and a CR, for peers that send CRLF).
 _LINE_LIMIT = rpc.MAX_MESSAGE_BYTES + 2

@@ -24,8 +24,8 @@ from agora.web.http import EventStream, Request, Response
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from agora.identity import Principal
     from agora.server.app import App, Endpoint
-    from agora.toolsets.base import Principal
 
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"

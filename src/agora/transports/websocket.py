@@ -34,9 +34,9 @@ from agora.transports import frames
 from agora.transports.frames import FrameError, MessageReader
 
 if TYPE_CHECKING:
+    from agora.identity import Principal
     from agora.server.app import App, Endpoint
     from agora.server.connection import Emit
-    from agora.toolsets.base import Principal
 
 log = logging.getLogger(__name__)
 

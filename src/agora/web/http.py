@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from agora.identity import Principal
     from agora.runtime.registry import Runtime
-    from agora.toolsets.base import Principal
 
 
 @dataclass(slots=True)
