@@ -1,8 +1,10 @@
 """The commands a chamber attempt accepts, as tagged msgspec Structs.
 
 Tool handlers build these after validating identity; the attempt entity applies them one at
-a time. Signing keys travel inside `Seal` and `Quarantine` as already-loaded `Signer` objects
-(loading a key is I/O, done by the caller). This module only declares data.
+a time. ``caller`` names the principal behind a command: an attempt entered by a named
+principal answers anyone else as if it did not exist. Signing keys travel inside `Seal` and
+`Quarantine` as already-loaded `Signer` objects (loading a key is I/O, done by the caller).
+This module only declares data.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class Observe(msgspec.Struct, frozen=True, tag=True):
     """Read one object's surface; consumes no action."""
 
     object: str
+    caller: str = "anonymous"
 
 
 class Act(msgspec.Struct, frozen=True, tag=True):
@@ -44,6 +47,7 @@ class Act(msgspec.Struct, frozen=True, tag=True):
     object: str | None = None
     value: str | list[str] | None = None
     expected_action_index: int | None = None
+    caller: str = "anonymous"
 
 
 class CallForHelp(msgspec.Struct, frozen=True, tag=True):
@@ -51,6 +55,7 @@ class CallForHelp(msgspec.Struct, frozen=True, tag=True):
 
     ally: str
     seed: str
+    caller: str = "anonymous"
 
 
 class Seal(msgspec.Struct, frozen=True, tag=True):
@@ -65,6 +70,7 @@ class Seal(msgspec.Struct, frozen=True, tag=True):
     expected_action_index: int | None = None
     signer: Any = None
     key_broken: bool = False
+    caller: str = "anonymous"
 
 
 class Quarantine(msgspec.Struct, frozen=True, tag=True):

@@ -115,7 +115,8 @@ class AttemptEntity:
         """Apply one command; return its effects. Does no I/O."""
         if isinstance(command, Enter):
             return self._enter(command, now.wall)
-        if self.attempt is None:
+        if self.attempt is None or not _may_use(self.attempt, command):
+            # A named principal's attempt answers everyone else exactly as a missing one.
             return Effects(reply=not_found(self.key))
         a = self.attempt
         match command:
@@ -275,6 +276,17 @@ class AttemptEntity:
             key_broken=c.key_broken,
         )
         return Effects(reply=outcome_reply, writes=writes, changed=True)
+
+
+def _may_use(attempt: Attempt, command: Any) -> bool:
+    """Whether ``command``'s caller may act on ``attempt``.
+
+    Anonymous attempts are capabilities: whoever holds the handle may use them. An attempt
+    entered by a named principal belongs to that principal alone. Operator commands that
+    carry no caller (quarantine) are not tool calls and always pass.
+    """
+    caller = getattr(command, "caller", None)
+    return caller is None or attempt.principal == "anonymous" or caller == attempt.principal
 
 
 def retired(attempt: Attempt, wall: dt.datetime) -> bool:

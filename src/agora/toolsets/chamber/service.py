@@ -119,7 +119,9 @@ class Chamber:
         """``observe_chamber``."""
         handle = self._handle(call)
         reply: dict[str, Any] = await call.runtime.call(
-            self.kind, handle, Observe(object=str(call.args["object"]))
+            self.kind,
+            handle,
+            Observe(object=str(call.args["object"]), caller=call.principal.name),
         )
         return reply
 
@@ -133,6 +135,7 @@ class Chamber:
             object=args.get("object"),
             value=args.get("value"),
             expected_action_index=args.get("expected_action_index"),
+            caller=call.principal.name,
         )
         reply: dict[str, Any] = await call.runtime.call(self.kind, handle, command)
         return reply
@@ -141,7 +144,7 @@ class Chamber:
         """``call_for_help``: name an ally for a separate attempt with a new seed."""
         handle = self._handle(call)
         ally = check_product(str(call.args.get("ally", "")).strip(), "ally")
-        command = CallForHelp(ally=ally, seed=secrets.token_hex(8))
+        command = CallForHelp(ally=ally, seed=secrets.token_hex(8), caller=call.principal.name)
         reply: dict[str, Any] = await call.runtime.call(self.kind, handle, command)
         return reply
 
@@ -159,6 +162,7 @@ class Chamber:
             expected_action_index=call.args.get("expected_action_index"),
             signer=signer,
             key_broken=broken,
+            caller=call.principal.name,
         )
         outcome: SealOutcome = await call.runtime.call(self.kind, handle, command)
         signature = outcome.card.signature
