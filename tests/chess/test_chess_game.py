@@ -6,7 +6,7 @@ import chess
 import pytest
 from games import LOYD_STALEMATE, SCHOLARS_MATE
 
-from agora.toolsets.chess.game import ChessError, Game
+from agora.toolsets.chess.game import ChessError, Game, declined_draw
 
 AT = "2026-11-30T00:00:00+00:00"
 KNIGHT_DANCE = ["g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6", "f3g1", "f6g8"]
@@ -243,3 +243,62 @@ def test_restore_replays_moves_and_refuses_an_illegal_one():
     assert game.moves[0].san == "e4"
     with pytest.raises(ValueError, match="illegal"):
         game.restore("e2e4", "human", None, AT)
+
+
+@pytest.mark.parametrize(
+    ("fen", "uci", "says"),
+    [
+        pytest.param(chess.STARTING_FEN, "a1a1", "from and to are both a1", id="same-square"),
+        pytest.param(chess.STARTING_FEN, "e3e4", "there is no piece on e3", id="empty-square"),
+        pytest.param(chess.STARTING_FEN, "e7e5", "is a black pawn; white is to move", id="theirs"),
+        pytest.param(
+            chess.STARTING_FEN,
+            "g1g3",
+            "knight on g1 cannot move to g3; from g1 it can move to f3, h3",
+            id="knight",
+        ),
+        pytest.param(
+            chess.STARTING_FEN,
+            "a1a3",
+            "rook on a1 cannot move to a3; it has no legal move",
+            id="boxed-in",
+        ),
+        pytest.param(
+            "4k3/4r3/8/8/8/8/4B3/4K3 w - - 0 1",
+            "e2d3",
+            "would leave the white king in check",
+            id="pinned",
+        ),
+        pytest.param(
+            "4k3/8/8/8/8/8/4r3/4K3 w - - 0 1",
+            "e1d2",
+            "king on an attacked square",
+            id="king-into-check",
+        ),
+        pytest.param(
+            "4k3/8/8/8/8/8/8/r3K2R w K - 0 1",
+            "h1h2",
+            "does not get the white king out of check",
+            id="check",
+        ),
+        pytest.param("4k3/8/8/8/8/8/8/R3K1r1 w Q - 0 1", "e1c1", "castling", id="castle-in-check"),
+    ],
+)
+def test_an_illegal_move_is_explained(fen, uci, says):
+    game = started("white", fen)
+    with pytest.raises(ChessError) as info:
+        game.play("agent", uci[:2], uci[2:4], None, None, AT)
+    assert info.value.code == "ILLEGAL_MOVE"
+    assert says in info.value.message
+    assert "0000" not in info.value.message
+    assert game.board.fen() == fen
+
+
+def test_a_declined_draw_offer_is_read_from_the_history():
+    game = started("white")
+    game.play("agent", "e2", "e4", None, "I offer a draw (=)", AT)
+    assert declined_draw(game.moves) is None
+    play(game, ["e7e5"])
+    assert declined_draw(game.moves) == "human"
+    play(game, ["g1f3"])
+    assert declined_draw(game.moves) is None

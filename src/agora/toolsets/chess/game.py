@@ -24,6 +24,8 @@ from typing import Final, Literal
 import chess
 import msgspec
 
+from agora.toolsets.chess.illegal import explain_illegal
+
 Role = Literal["human", "agent"]
 ColorName = Literal["white", "black"]
 Phase = Literal["side_choice", "agent_turn", "human_turn", "over"]
@@ -122,6 +124,21 @@ class Result(msgspec.Struct, frozen=True):
     reason: Reason
     winner: ColorName | None
     ended_at: str
+
+
+def declined_draw(moves: tuple[PlayedMove, ...]) -> Role | None:
+    """Who declined a draw offer with the last move, if it declined one written in a note.
+
+    A player offers a draw by writing ``(=)`` in a move's note (the agent's way); the
+    opponent's next move without accepting declines it. Read from the history alone, so it
+    survives a restart without a column of its own.
+    """
+    if len(moves) < 2:
+        return None
+    offer, answer = moves[-2], moves[-1]
+    if offer.by == answer.by or offer.note is None or DRAW_MARK not in offer.note:
+        return None
+    return answer.by
 
 
 def check_move_input(from_sq: str, to_sq: str, promotion: str | None, note: str | None) -> None:
@@ -348,18 +365,15 @@ class Game:
             and chess.square_rank(target) in (0, 7)
         )
         if promotion is not None and not promotes:
-            raise ChessError(
-                "ILLEGAL_MOVE",
-                f"{from_sq}{to_sq} is not a promotion; omit promotion.",
-                self.legal_uci(),
-            )
+            raise self._illegal(f"{from_sq}{to_sq} is not a promotion; omit promotion.")
         kind = _PROMOTIONS[promotion or "q"] if promotes else None
         move = chess.Move(origin, target, promotion=kind)
         if move not in self.board.legal_moves:
-            raise ChessError(
-                "ILLEGAL_MOVE", f"{move.uci()} is not legal in this position.", self.legal_uci()
-            )
+            raise self._illegal(explain_illegal(self.board, move))
         return move
+
+    def _illegal(self, message: str) -> ChessError:
+        return ChessError("ILLEGAL_MOVE", message, self.legal_uci())
 
     def _color_of(self, role: Role) -> ColorName:
         assert self.agent_color is not None
