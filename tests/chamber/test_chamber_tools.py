@@ -358,12 +358,13 @@ async def test_operators_can_quarantine_an_attempt(runtime, chamber, agent):
     assert again["card"]["quarantine"]["reason"].startswith("answers arrived")
 
 
-async def test_start_up_purges_retired_sessions(runtime, chamber, agent, wall):
+async def test_start_up_purges_retired_sessions(runtime, chamber, agent, wall, autojump_clock):
     toolset, _ = chamber
     h = (await agent.enter())["attempt_handle"]
     await agent.tool("seal_attempt", challenge_handle=h)
     wall.advance(86401)
-    await toolset.on_start(runtime)
+    with trio.move_on_after(1):  # the purge's first pass runs at once
+        await toolset.background[0](runtime)
     count = await runtime.read(
         lambda c: c.execute("SELECT count(*) FROM chamber_attempts").fetchone()[0]
     )

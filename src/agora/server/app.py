@@ -17,6 +17,7 @@ from agora import __version__
 from agora.identity import Principal
 from agora.mcp.catalog import Catalog, ToolEntry
 from agora.mcp.session import Session
+from agora.runtime.background import supervise
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -155,6 +156,13 @@ class App:
     async def wait_idle(self) -> None:
         """Until no call is in flight."""
         await self._idle.wait()
+
+    def start_background(self, nursery: trio.Nursery) -> None:
+        """Start every toolset's background tasks in ``nursery`` (cancelled at shutdown)."""
+        for toolset in self.toolsets.values():
+            for task in toolset.background:
+                name = f"{toolset.name}: {getattr(task, '__qualname__', task)}"
+                nursery.start_soon(supervise, task, self.runtime, name=name)
 
     def endpoint(self, path: str) -> Endpoint | None:
         """The catalog for ``/mcp``, ``/mcp/<toolset>`` or ``/mcp/<toolset>/<param>``."""

@@ -200,6 +200,7 @@ async def open_server(
                 for t in sets:
                     if t.on_start is not None:
                         await t.on_start(runtime)
+                app.start_background(work)
                 try:
                     yield server
                 finally:

@@ -17,6 +17,7 @@ from agora.store.migrations import Migration
 from agora.web.http import Route
 
 if TYPE_CHECKING:
+    from agora.runtime.background import BackgroundTask
     from agora.runtime.registry import Runtime
 
 # Principal, Migration and Route live in their own layers (identity, store, web); they are
@@ -98,6 +99,11 @@ class Toolset:
     endpoint_param: str | None = None
     #: Called once when the server starts (inside its nursery), e.g. to print the human URL.
     on_start: Callable[[Runtime], Awaitable[None]] | None = None
+    #: Tasks the server runs in its nursery from start (after ``on_start``) to shutdown
+    #: (cancelled after the grace period): sweeps, phase timeouts, retention. Each is
+    #: ``async def task(runtime)``; `agora.runtime.background.periodic` repeats a step.
+    #: An exception is logged and ends that task only.
+    background: Sequence[BackgroundTask] = ()
     #: Contract file name under contracts/ (default: the toolset name); None for a toolset
     #: whose tools are defined in code (`tools`), like the conformance fixtures.
     contract: str | None = ""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agora.runtime.background import periodic
 from agora.toolsets.base import Toolset
 from agora.toolsets.chamber import store, web
 from agora.toolsets.chamber.contract import ChamberContract, default_contract
@@ -19,6 +20,11 @@ from agora.toolsets.chamber.tools import handlers
 
 if TYPE_CHECKING:
     from agora.runtime.registry import Runtime
+
+
+#: Seconds between two passes of the retention purge (the first runs at start-up): a finished
+#: session's rows outlive the contract's retention by at most this.
+PURGE_EVERY = 600.0
 
 
 def build_toolset(contract: ChamberContract) -> tuple[Toolset, Chamber]:
@@ -32,8 +38,8 @@ def build_toolset(contract: ChamberContract) -> tuple[Toolset, Chamber]:
         raise ValueError(f"chamber error codes missing from the contract: {sorted(undeclared)}")
     chamber = Chamber(contract)
 
-    async def purge_on_start(runtime: Runtime) -> None:
-        # One pass at start-up; sessions retire lazily on load in between.
+    async def purge(runtime: Runtime) -> None:
+        # Sessions also retire lazily on load; this pass removes their rows.
         await runtime.write(
             store.purge_finished(runtime.clock.wall(), chamber.kind.rules.retention)
         )
@@ -44,7 +50,7 @@ def build_toolset(contract: ChamberContract) -> tuple[Toolset, Chamber]:
         migrations=store.MIGRATIONS,
         routes=web.ROUTES,
         aliases=dict(contract.aliases),
-        on_start=purge_on_start,
+        background=[periodic(PURGE_EVERY, purge)],
         reject_arguments=argument_rejection,
     )
     return toolset, chamber

@@ -1,0 +1,80 @@
+"""Background work: `periodic` on the mock clock, and the server running toolset tasks."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import trio
+
+from agora.config import Config
+from agora.runtime.background import periodic
+from agora.server.embed import open_server
+from agora.toolsets.base import Toolset
+
+
+async def test_periodic_runs_at_once_then_every_period_and_survives_a_failing_step(
+    runtime, autojump_clock, caplog
+):
+    ticks: list[float] = []
+
+    async def step(rt) -> None:
+        assert rt is runtime
+        ticks.append(trio.current_time())
+        if len(ticks) == 2:
+            raise RuntimeError("one bad pass")
+        if len(ticks) == 3:
+            await trio.sleep(25)  # longer than the period: the next tick waits for it
+
+    with trio.move_on_after(100):
+        await periodic(10, step)(runtime)
+    assert ticks == [0, 10, 20, 45, 55, 65, 75, 85, 95]
+    assert "one bad pass" in caplog.text
+
+
+def test_periodic_needs_a_positive_period():
+    async def step(rt) -> None:
+        return None
+
+    with pytest.raises(ValueError, match="positive"):
+        periodic(0, step)
+
+
+async def test_the_server_runs_background_tasks_from_start_to_shutdown(autojump_clock, caplog):
+    caplog.set_level(logging.ERROR)
+    seen: list[tuple[str, float]] = []
+
+    async def sweep(rt) -> None:
+        seen.append(("sweep", trio.current_time()))
+
+    async def broken(rt) -> None:
+        raise RuntimeError("broken background task")
+
+    async def watcher(rt) -> None:
+        seen.append(("watcher started", trio.current_time()))
+        try:
+            await trio.sleep_forever()
+        finally:
+            seen.append(("watcher stopped", trio.current_time()))
+
+    toolset = Toolset(
+        name="bg",
+        handlers={},
+        contract=None,
+        background=[periodic(30, sweep), broken, watcher],
+    )
+    config = Config(db=":memory:", toolsets=["bg"], grace_seconds=1)
+    with trio.fail_after(1000):
+        async with open_server(config, toolsets=[toolset], listen=False) as server:
+            await trio.sleep(65)
+            assert not server.runtime.closing  # the broken task ended alone
+        stopped_at = trio.current_time()
+    # Trio starts sibling tasks in no fixed order: compare as sorted lists.
+    assert sorted(seen) == [
+        ("sweep", 0),
+        ("sweep", 30),
+        ("sweep", 60),
+        ("watcher started", 0),
+        ("watcher stopped", stopped_at),
+    ]
+    assert "broken background task" in caplog.text
