@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import hmac
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, ClassVar, Final
 
 import msgspec
 
+from agora.runtime.commands import CommandTable
 from agora.runtime.entity import Effects, Write
 from agora.toolsets.chess import sql
 from agora.toolsets.chess.commands import (
@@ -100,6 +101,9 @@ def _not_found(name: str) -> ChessError:
 class ChessTable:
     """One table: its token and change version, and its current game."""
 
+    #: Command type -> handler; every handler takes ``(self, command, at)``.
+    commands: ClassVar[CommandTable[Effects]] = CommandTable()
+
     def __init__(
         self, name: str, row: sql.TableRow | None = None, game: Game | None = None
     ) -> None:
@@ -160,31 +164,30 @@ class ChessTable:
     # -- dispatch ----------------------------------------------------------------------------
 
     def _dispatch(self, command: object, at: str) -> Effects:
-        if isinstance(command, CreateTable):
-            return self._create(command, at)
-        if self.row is None:
+        if self.row is None and not isinstance(command, CreateTable):
             raise _not_found(self.name)
-        if isinstance(command, Look):
-            return self._look(command, at)
-        if isinstance(command, CheckToken):
-            return Effects(reply=self._token_ok(command.token))
-        if isinstance(command, AgentMove):
-            played = self.game.play(
-                "agent",
-                command.from_square,
-                command.to_square,
-                command.promotion,
-                command.note,
-                at,
-            )
-            return self._changed(sql.insert_move(self.name, self.game.number, played))
-        if isinstance(command, HumanCommand):
-            if not self._token_ok(command.token):
-                raise ChessError("FORBIDDEN", "only the human's page, with its token, may do this.")
-            return self._human(command, at)
-        raise TypeError(f"not a chess command: {command!r}")
+        return self.commands.dispatch(self, command, at)
 
+    @commands.on(CheckToken)
+    def _check_token(self, command: CheckToken, at: str) -> Effects:
+        return Effects(reply=self._token_ok(command.token))
+
+    @commands.on(AgentMove)
+    def _agent_move(self, command: AgentMove, at: str) -> Effects:
+        played = self.game.play(
+            "agent",
+            command.from_square,
+            command.to_square,
+            command.promotion,
+            command.note,
+            at,
+        )
+        return self._changed(sql.insert_move(self.name, self.game.number, played))
+
+    @commands.on(HumanCommand)
     def _human(self, command: HumanCommand, at: str) -> Effects:
+        if not self._token_ok(command.token):
+            raise ChessError("FORBIDDEN", "only the human's page, with its token, may do this.")
         game = self.game
         match command:
             case ChooseSide(agent_color=color):
@@ -209,6 +212,7 @@ class ChessTable:
                 return self._new_game(at)
         return self._changed()
 
+    @commands.on(CreateTable)
     def _create(self, command: CreateTable, at: str) -> Effects:
         if self.row is not None:
             if command.must_be_new:
@@ -219,6 +223,7 @@ class ChessTable:
         writes = [sql.insert_table(self.row), sql.insert_game(self.name, self.game, at)]
         return Effects(reply=command.token, writes=writes, changed=True)
 
+    @commands.on(Look)
     def _look(self, command: Look, at: str) -> Effects:
         assert self.row is not None
         if command.agent and self.row.agent_seen_at is None:
