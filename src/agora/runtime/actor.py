@@ -73,6 +73,7 @@ class Actor:
     Attributes:
         change: Set (then replaced) after every committed command that changed the entity.
         waiters: Long-polls parked on `change`; an actor with waiters is never evicted.
+        listeners: Events of multi-key polls, set along with `change` (see `signal`).
         idle_since: When it began waiting for its next command (None while handling one).
     """
 
@@ -82,11 +83,13 @@ class Actor:
         self.key = key
         self.send, self._recv = trio.open_memory_channel[tuple[Any, Slot]](mailbox)
         self.change = trio.Event()
+        self.listeners: set[trio.Event] = set()
         self.waiters = 0
         self.handled = 0
         self.idle_since: float | None = None
         self.queued = 0
         self._turn = trio.Lock()
+        self._idle_before_turn: float | None = None
         self._stopping = False
         self._entity: Entity | None = None
 
@@ -131,7 +134,7 @@ class Actor:
             # and those callers would wait forever.
             self._fail_queued(stopped)
             self._recv.close()
-            self.change.set()
+            self.signal(replace=False)
 
     def log_crash(self) -> None:
         """Log the exception being handled as this actor's crash (with its traceback)."""
@@ -235,6 +238,64 @@ class Actor:
             raise
         self.handled += 1
         if effects.changed:
-            self.change.set()
-            self.change = trio.Event()
+            self.signal()
         slot.set(effects.reply, self.change)
+
+    def signal(self, *, replace: bool = True) -> None:
+        """Wake everyone parked on this actor: `change` (replaced by a fresh event unless
+        ``replace`` is false, as when the actor stops or shutdown begins) and `listeners`."""
+        self.change.set()
+        if replace:
+            self.change = trio.Event()
+        for listener in self.listeners:
+            listener.set()
+
+    # -- turns held from outside, for operations over several actors (runtime.multi) ----------
+
+    async def acquire_turn(self) -> bool:
+        """Take this actor's turn; False (turn not held) if the actor stopped meanwhile."""
+        await self._turn.acquire()
+        if self._stopping or self.runtime.registry.current(self.kind, self.key) is not self:
+            self._turn.release()
+            return False
+        self.idle_since, self._idle_before_turn = None, self.idle_since
+        return True
+
+    def release_turn(self) -> None:
+        """Give back a turn taken with `acquire_turn`."""
+        if self._idle_before_turn is not None:
+            self.idle_since = trio.current_time()
+        self._turn.release()
+
+    async def loaded(self) -> Entity:
+        """The entity, loaded from the store if needed; call while holding the turn.
+
+        Raises:
+            LookupError: the entity does not exist ("no such entity", as `EntityKind.load`).
+            InternalError: loading failed for another reason.
+        """
+        if self._entity is None:
+            runtime = self.runtime
+            loaded_at = runtime.clock.now()
+            try:
+                self._entity = await runtime.store.read(
+                    lambda conn: self.kind.load(conn, self.key, loaded_at)
+                )
+            except LookupError:
+                raise
+            except Exception as exc:
+                log.exception("%s %s failed to load", self.kind.kind, self.key)
+                raise InternalError(
+                    f"internal error in {self.kind.kind}; nothing was changed"
+                ) from exc
+        return self._entity
+
+    def forget_entity(self) -> None:
+        """Drop the in-memory entity: the next command reloads it from the store."""
+        self._entity = None
+
+    def committed(self, changed: bool) -> None:
+        """Count a command committed from outside the actor's loop; wake waiters if changed."""
+        self.handled += 1
+        if changed:
+            self.signal()

@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import trio
 
 from agora.errors import ActorStopped
+from agora.runtime import multi
 from agora.runtime.actor import Actor, Slot
 from agora.runtime.clock import Clock
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping, Sequence
 
     from agora.runtime.entity import EntityKind, Write
     from agora.store.db import Store
@@ -92,6 +93,10 @@ class Registry:
         finally:
             self._reaping = False
 
+    def current(self, kind: EntityKind, key: str) -> Actor | None:
+        """The live actor for (kind, key), or None; never spawns."""
+        return self._actors.get((kind.kind, key))
+
     def forget(self, actor: Actor) -> None:
         """Drop ``actor`` if it is still the registered one for its key."""
         if self._actors.get((actor.kind.kind, actor.key)) is actor:
@@ -100,7 +105,7 @@ class Registry:
     def wake_all(self) -> None:
         """Set every actor's change signal (used at shutdown)."""
         for actor in list(self._actors.values()):
-            actor.change.set()
+            actor.signal(replace=False)
 
 
 class Runtime:
@@ -211,6 +216,64 @@ class Runtime:
                 actor.waiters -= 1
             if self.closing or not change.is_set():
                 return reply
+
+    async def poll_many(
+        self,
+        kind: EntityKind,
+        commands: Mapping[str, Any],
+        *,
+        ready: Callable[[dict[str, Any]], bool],
+        timeout: float,  # noqa: ASYNC109 - the long-poll deadline is part of the request
+    ) -> dict[str, Any]:
+        """`poll` over several keys of one kind (e.g. an agent's inbox over its topics).
+
+        Runs ``commands[key]`` on each key, then, until ``ready(replies)`` holds, waits
+        (outside the actors) for any of them to change and re-runs the commands of the keys
+        that changed. Same guarantees as `poll`: answers the moment a change makes it ready,
+        returns the latest replies at ``timeout`` or when shutdown begins, and an actor that
+        stops while parked is replaced by a fresh one, loaded from the store.
+
+        Args:
+            kind: The entities' kind.
+            commands: Key -> the command to run on that key (a read, usually).
+            ready: Judges all the replies at once, as a dict key -> reply.
+            timeout: Seconds (Trio clock) before answering with what there is.
+
+        Returns:
+            Key -> the latest reply of each key.
+
+        Raises:
+            LookupError: an entity could not be loaded.
+            InternalError: an entity failed on its command.
+            ActorStopped: shutdown began before it could answer.
+            Exception: whatever exception instance an entity returned as its reply.
+        """
+        return await multi.poll_many(self, kind, commands, ready=ready, timeout=timeout)
+
+    async def call_atomic(self, operations: Sequence[tuple[EntityKind, str, Any]]) -> list[Any]:
+        """Run one command on each of several entities as one atomic change.
+
+        Takes the actors' turns in sorted (kind, key) order, so concurrent overlapping
+        operations cannot deadlock; runs each pure `handle` with one clock reading; commits
+        every write in one transaction; wakes the waiters of the changed entities; returns
+        the replies in the order of ``operations``. All or nothing: if a `handle` raises or
+        answers with an exception instance, or the commit fails, nothing is saved and every
+        entity of the operation reloads from the store on its next command.
+
+        Args:
+            operations: ``(kind, key, command)`` triples; each (kind, key) at most once.
+
+        Returns:
+            The replies, one per operation, in the given order.
+
+        Raises:
+            ValueError: a (kind, key) appears twice.
+            LookupError: an entity could not be loaded (nothing was run).
+            InternalError: a `handle` failed, or the commit did (nothing changed).
+            ActorStopped: an actor kept stopping before its turn could be taken.
+            Exception: the first exception instance an entity answered with (nothing changed).
+        """
+        return await multi.call_atomic(self, operations)
 
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """``fn(conn)`` on committed rows, in a worker thread."""

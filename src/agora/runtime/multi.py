@@ -1,0 +1,152 @@
+"""Operations over several entities: a long-poll over many keys, and one atomic change.
+
+`poll_many` is `Runtime.poll` over a set of keys: it waits outside the actors and wakes when
+any of them commits a change (or stops, or shutdown begins), re-running only the commands of
+the keys that changed. `call_atomic` takes the turns of several actors in one fixed order
+(sorted by kind, then key, so two overlapping operations can never deadlock), runs their
+pure `handle`s with one clock reading, commits every write in one transaction and only
+then releases the replies. If any `handle` raises or answers with an exception, or the
+commit fails or is cancelled, nothing is committed and every entity of the operation is
+dropped from memory, so no actor keeps a copy the store does not have.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from agora.errors import ActorStopped, StoreError
+from agora.runtime.actor import InternalError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    from agora.runtime.actor import Actor
+    from agora.runtime.entity import Effects, EntityKind, Write
+    from agora.runtime.registry import Runtime
+
+log = logging.getLogger(__name__)
+
+
+async def poll_many(
+    runtime: Runtime,
+    kind: EntityKind,
+    commands: Mapping[str, Any],
+    *,
+    ready: Callable[[dict[str, Any]], bool],
+    timeout: float,  # noqa: ASYNC109 - the long-poll deadline is part of the request
+) -> dict[str, Any]:
+    """See `Runtime.poll_many`."""
+    deadline = trio.current_time() + timeout
+    replies: dict[str, Any] = {}
+    changes: dict[str, trio.Event] = {}
+    actors: dict[str, Actor] = {}
+    todo = list(commands)
+    while True:
+        for key in todo:
+            actor, slot = await runtime._submit(kind, key, commands[key])
+            if slot.error is not None:
+                raise slot.error
+            if isinstance(slot.value, BaseException):
+                raise slot.value
+            assert slot.change is not None
+            replies[key], changes[key], actors[key] = slot.value, slot.change, actor
+        if ready(dict(replies)) or runtime.closing or trio.current_time() >= deadline:
+            return dict(replies)
+        # A key that changed while the others were being asked is re-run at once.
+        todo = [key for key, change in changes.items() if change.is_set()]
+        if todo:
+            continue
+        woke = trio.Event()
+        parked = list(actors.values())
+        for actor in parked:
+            actor.waiters += 1  # an actor with waiters is never evicted
+            actor.listeners.add(woke)
+        try:
+            with trio.move_on_at(deadline):
+                await woke.wait()
+        finally:
+            for actor in parked:
+                actor.waiters -= 1
+                actor.listeners.discard(woke)
+        todo = [key for key, change in changes.items() if change.is_set()]
+        if runtime.closing or not todo:
+            return dict(replies)
+
+
+async def call_atomic(
+    runtime: Runtime, operations: Sequence[tuple[EntityKind, str, Any]]
+) -> list[Any]:
+    """See `Runtime.call_atomic`."""
+    await trio.lowlevel.checkpoint_if_cancelled()
+    order = sorted(range(len(operations)), key=lambda i: _ident(operations[i]))
+    idents = [_ident(operations[i]) for i in order]
+    if len(set(idents)) != len(idents):
+        raise ValueError("call_atomic: each (kind, key) may appear once")
+    held: list[Actor] = []
+    try:
+        for i in order:
+            kind, key, _ = operations[i]
+            held.append(await _take_turn(runtime, kind, key))
+        return await _run_held(runtime, operations, order, held)
+    finally:
+        for actor in reversed(held):
+            actor.release_turn()
+
+
+def _ident(operation: tuple[EntityKind, str, Any]) -> tuple[str, str]:
+    return (operation[0].kind, operation[1])
+
+
+async def _take_turn(runtime: Runtime, kind: EntityKind, key: str) -> Actor:
+    for _ in range(3):
+        actor = runtime.registry.get(kind, key)
+        if await actor.acquire_turn():
+            return actor
+        # It stopped while we waited for its turn: a fresh actor, loaded from the store.
+    raise ActorStopped(f"{kind.kind} {key} is not accepting commands")
+
+
+async def _run_held(
+    runtime: Runtime,
+    operations: Sequence[tuple[EntityKind, str, Any]],
+    order: list[int],
+    held: list[Actor],
+) -> list[Any]:
+    entities = [await actor.loaded() for actor in held]
+    now = runtime.clock.now()
+    effects: list[Effects] = []
+    try:
+        for i, entity in zip(order, entities, strict=True):
+            effects.append(entity.handle(operations[i][2], now))
+    except Exception as exc:
+        failed = held[len(effects)]
+        log.exception("%s %s failed in an atomic operation", failed.kind.kind, failed.key)
+        _forget(held)
+        raise InternalError(f"internal error in {failed.kind.kind}; nothing was changed") from exc
+    for done in effects:
+        if isinstance(done.reply, BaseException):
+            _forget(held)  # a refusal vetoes the whole operation
+            raise done.reply
+    writes: list[Write] = [w for done in effects for w in done.writes]
+    try:
+        await runtime.store.write(writes)
+    except StoreError as exc:
+        log.error("atomic operation over %d entities: commit failed: %s", len(held), exc)
+        _forget(held)
+        raise InternalError("the change could not be saved; nothing was changed") from exc
+    except BaseException:
+        _forget(held)  # cancelled before the commit: memory may be ahead of the store
+        raise
+    replies: list[Any] = [None] * len(operations)
+    for i, actor, done in zip(order, held, effects, strict=True):
+        actor.committed(done.changed)
+        replies[i] = done.reply
+    return replies
+
+
+def _forget(actors: list[Actor]) -> None:
+    for actor in actors:
+        actor.forget_entity()
