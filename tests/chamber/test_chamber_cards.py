@@ -25,7 +25,8 @@ CARD_FIELDS = {
     "evidence_version", "kind", "card_id", "toolset_id", "sealed_at", "date", "suite",
     "seed_commitment", "outcome", "locks", "actions_used", "action_limit", "hints_used",
     "wrong_submissions", "elapsed_seconds", "identity", "preflight", "schema_bundle_hash",
-    "transcript_hash", "transcript_length", "allies", "publication_notice",
+    "transcript_hash", "transcript_length", "allies", "publication_notice", "seed_source",
+    "practice",
 }  # fmt: skip
 
 

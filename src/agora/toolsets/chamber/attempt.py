@@ -110,6 +110,9 @@ class Attempt:
     created_at: dt.datetime
     expires_at: dt.datetime
     via_alias: bool = False
+    #: ``server`` (drawn by the server), ``participant`` (chosen by the caller), or
+    #: ``unknown`` (entered before the server recorded it).
+    seed_source: str = "server"
     action_index: int = 0
     opened: int = 0
     hints_used: int = 0
@@ -137,6 +140,12 @@ class Attempt:
     def seed_commitment(self) -> str:
         """Salted hash of the seed: publishable, and provable later by revealing both."""
         digest = hashlib.sha256(f"{self.seed_salt}:{self.suite_id}:{self.seed}".encode())
+        return "sha256:" + digest.hexdigest()
+
+    @property
+    def room_id(self) -> str:
+        """Unsalted hash of suite + seed: the same for every replay of one chosen room."""
+        digest = hashlib.sha256(f"scoreia-chamber-room\n{self.suite_id}\n{self.seed}".encode())
         return "sha256:" + digest.hexdigest()
 
     @property

@@ -84,6 +84,8 @@ def card_body(attempt: Attempt, sealing: Sealing) -> dict[str, Any]:
             "engine": attempt.engine,
         },
         "seed_commitment": attempt.seed_commitment,
+        "seed_source": attempt.seed_source,
+        "practice": attempt.seed_source != "server",
         "outcome": sealing.outcome,
         "locks": {"opened": attempt.opened, "total": len(attempt.room.locks)},
         "actions_used": attempt.action_index,
@@ -98,6 +100,9 @@ def card_body(attempt: Attempt, sealing: Sealing) -> dict[str, Any]:
         "transcript_length": len(attempt.transcript),
         "allies": [ally for ally, _ in attempt.allies],
     }
+    if attempt.seed_source != "server":
+        # A chosen seed can be replayed: the unsalted room id links every run of one room.
+        body["room_id"] = attempt.room_id
     if sealing.notice_hash:
         body["publication_notice"] = sealing.notice_hash
     if sealing.next_candidate:

@@ -31,6 +31,7 @@ class Enter(msgspec.Struct, frozen=True, tag=True):
     preflight: dict[str, bool] | None = None
     principal: str = "anonymous"
     via_alias: bool = False
+    seed_source: str = "server"
 
 
 class Observe(msgspec.Struct, frozen=True, tag=True):

@@ -146,6 +146,7 @@ class AttemptEntity:
             engine=c.engine, seed=c.seed, seed_salt=c.seed_salt, identity=dict(c.identity),
             assurance=c.assurance, preflight=c.preflight, principal=c.principal,
             created_at=wall, expires_at=wall + self.rules.ttl, via_alias=c.via_alias,
+            seed_source=c.seed_source,
         )  # fmt: skip
         room = a.room
         reply = {

@@ -104,6 +104,7 @@ class Chamber:
             preflight=declared.preflight,
             principal=call.principal.name,
             via_alias=call.tool in self.contract.aliases,
+            seed_source="participant" if given else "server",
         )
         reply: dict[str, Any] = await call.runtime.call(self.kind, new_handle(), command)
         reply.update(

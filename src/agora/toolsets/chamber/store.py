@@ -1,105 +1,30 @@
-"""The chamber tables in SQLite: migrations, the statements that persist a change, and reads.
+"""The chamber's statements: what persists a change, and the reads behind tools and pages.
 
-Tables: ``chamber_cards`` (every card, forever: 0.3.0 cards as canonical body bytes plus a
-signature added once; 0.2.0 cards as the document bytes they arrived as),
-``chamber_attempts`` (one row per attempt: identity, counters, transcript head),
-``chamber_actions`` (one hash-chained transcript record per action) and ``chamber_allies``.
-Migration 1 is the 0.2.0-era card table; migration 2 adds the 0.3.0 columns and tables
-without rewriting a single stored byte. This module builds statements and reads rows; it
-never commits (the actor or the caller does) and knows nothing of the entity.
+Tables (created in `schema`): ``chamber_cards`` (every card, forever: 0.3.0 cards as
+canonical body bytes plus a signature added once, with the figures listings and the board
+need as columns; 0.2.0 cards as the document bytes they arrived as), ``chamber_attempts``
+(one row per attempt: identity, counters, transcript head), ``chamber_actions`` (one
+hash-chained transcript record per action), ``chamber_allies``, ``chamber_invitations`` and
+``chamber_keys`` (every key that ever signed a card). This module builds statements and
+reads rows; it never commits (the actor or the caller does) and knows nothing of the entity.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from typing import TYPE_CHECKING, Any
 
-from agora.toolsets.base import Migration
 from agora.toolsets.chamber import cards
 from agora.toolsets.chamber.attempt import Attempt, Rules, SealedCard
+from agora.toolsets.chamber.schema import MIGRATIONS, stamp, unstamp
+
+__all__ = ["MIGRATIONS", "stamp", "unstamp"]
 
 if TYPE_CHECKING:
+    import datetime as dt
     import sqlite3
 
-    import sqlite_utils
-
     from agora.runtime.entity import Write
-
-
-def stamp(when: dt.datetime) -> str:
-    """A UTC time as fixed-width text (sorts like time)."""
-    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def unstamp(text: str) -> dt.datetime:
-    """The inverse of `stamp`."""
-    return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.UTC)
-
-
-def _migrate_v1(db: sqlite_utils.Database) -> None:
-    # The table as 0.2.0 cards were kept: id, binding, date and the document bytes.
-    db.table("chamber_cards").create(
-        {"card_id": str, "toolset_id": str, "sealed_date": str, "document": bytes},
-        pk="card_id",
-        not_null={"toolset_id", "sealed_date"},
-    )
-
-
-def _migrate_v2(db: sqlite_utils.Database) -> None:
-    cards_table = db.table("chamber_cards")
-    for column, kind in (
-        ("handle", str),
-        ("sealed_at", str),
-        ("suite_id", str),
-        ("outcome", str),
-        ("body", bytes),
-        ("signature", str),
-        ("signed_at", str),
-    ):
-        cards_table.add_column(column, kind)
-    cards_table.create_index(["sealed_date", "card_id"], index_name="chamber_cards_by_date")
-    db.table("chamber_attempts").create(
-        {
-            "handle": str, "suite_id": str, "generation": str, "engine": str, "seed": str,
-            "seed_salt": str, "identity": str, "assurance": str, "preflight": str,
-            "principal": str, "via_alias": int, "created_at": str, "expires_at": str,
-            "action_index": int, "opened": int, "hints_used": int, "hint_level": int,
-            "wrong": int, "head": str, "card_id": str, "quarantined": int, "sealed_at": str,
-        },
-        pk="handle",
-        not_null={"suite_id", "seed", "created_at", "expires_at", "head"},
-    )  # fmt: skip
-    db.table("chamber_actions").create(
-        {"handle": str, "idx": int, "record": bytes, "head": str},
-        pk=("handle", "idx"),
-        not_null={"record", "head"},
-    )
-    db.table("chamber_allies").create(
-        {"handle": str, "ally": str, "seed": str, "created_at": str},
-        pk=("handle", "ally"),
-        not_null={"seed", "created_at"},
-    )
-    # Cards are forever and their bytes never change: the store itself refuses otherwise.
-    # A signature may be added once; nothing else about a card may be touched.
-    db.execute(
-        "CREATE TRIGGER chamber_cards_keep BEFORE DELETE ON chamber_cards"
-        " BEGIN SELECT RAISE(ABORT, 'chamber cards are never deleted'); END"
-    )
-    db.execute(
-        "CREATE TRIGGER chamber_cards_frozen BEFORE UPDATE ON chamber_cards"
-        " WHEN NEW.card_id IS NOT OLD.card_id OR NEW.document IS NOT OLD.document"
-        " OR NEW.body IS NOT OLD.body OR NEW.toolset_id IS NOT OLD.toolset_id"
-        " OR NEW.sealed_date IS NOT OLD.sealed_date OR NEW.outcome IS NOT OLD.outcome"
-        " OR OLD.signature IS NOT NULL"
-        " BEGIN SELECT RAISE(ABORT, 'chamber cards are immutable'); END"
-    )
-
-
-MIGRATIONS = (
-    Migration(component="chamber", version=1, apply=_migrate_v1),
-    Migration(component="chamber", version=2, apply=_migrate_v2),
-)
 
 
 def insert_attempt(a: Attempt) -> Write:
@@ -107,13 +32,14 @@ def insert_attempt(a: Attempt) -> Write:
     return (
         "INSERT INTO chamber_attempts (handle, suite_id, generation, engine, seed, seed_salt,"
         " identity, assurance, preflight, principal, via_alias, created_at, expires_at,"
-        " action_index, opened, hints_used, hint_level, wrong, head, quarantined)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0, 0, ?, 0)",
+        " action_index, opened, hints_used, hint_level, wrong, head, quarantined, seed_source)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0, 0, ?, 0, ?)",
         (
             a.handle, a.suite_id, a.generation, a.engine, a.seed, a.seed_salt,
             json.dumps(a.identity, sort_keys=True), a.assurance,
             None if a.preflight is None else json.dumps(a.preflight, sort_keys=True),
             a.principal, int(a.via_alias), stamp(a.created_at), stamp(a.expires_at), a.head,
+            a.seed_source,
         ),
     )  # fmt: skip
 
@@ -143,22 +69,22 @@ def insert_ally(handle: str, ally: str, seed: str, when: dt.datetime) -> Write:
 
 def insert_card(a: Attempt, card: SealedCard, quarantined: bool) -> list[Write]:
     """Store a new card (its body bytes are final) and mark the attempt sealed."""
-    return [
+    signature = card.signature
+    row = (
+        card.card_id, a.rules.toolset_id, f"{card.sealed_at:%Y-%m-%d}", a.handle,
+        stamp(card.sealed_at), a.suite_id, card.outcome, card.body,
+        None if signature is None else json.dumps(signature, sort_keys=True),
+        None if signature is None else signature["signed_at"],
+        a.seed_source, a.principal, a.identity.get("product"), a.action_index,
+        a.hints_used, a.wrong, None if signature is None else signature["key_id"],
+    )  # fmt: skip
+    writes: list[Write] = [
         (
             "INSERT INTO chamber_cards (card_id, toolset_id, sealed_date, handle, sealed_at,"
-            " suite_id, outcome, body, signature, signed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                card.card_id,
-                a.rules.toolset_id,
-                f"{card.sealed_at:%Y-%m-%d}",
-                a.handle,
-                stamp(card.sealed_at),
-                a.suite_id,
-                card.outcome,
-                card.body,
-                None if card.signature is None else json.dumps(card.signature, sort_keys=True),
-                None if card.signature is None else card.signature["signed_at"],
-            ),
+            " suite_id, outcome, body, signature, signed_at, seed_source, principal, product,"
+            " actions_used, hints_used, wrong_submissions, key_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            row,
         ),
         (
             "UPDATE chamber_attempts SET card_id = ?, sealed_at = ?, quarantined = ?"
@@ -166,14 +92,31 @@ def insert_card(a: Attempt, card: SealedCard, quarantined: bool) -> list[Write]:
             (card.card_id, stamp(card.sealed_at), int(quarantined), a.handle),
         ),
     ]
+    if signature is not None:
+        writes.append(remember_key(signature))
+    return writes
+
+
+def remember_key(signature: dict[str, Any]) -> Write:
+    """Record the key of ``signature`` among the keys that ever signed a card."""
+    return (
+        "INSERT INTO chamber_keys (key_id, alg, public_key, first_used) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT DO NOTHING",
+        (signature["key_id"], signature["alg"], signature["public_key"], signature["signed_at"]),
+    )
 
 
 def add_signature(card_id: str, signature: dict[str, Any]) -> Write:
     """Sign a pending card: sets the signature once, never touches the body."""
     return (
-        "UPDATE chamber_cards SET signature = ?, signed_at = ?"
+        "UPDATE chamber_cards SET signature = ?, signed_at = ?, key_id = ?"
         " WHERE card_id = ? AND signature IS NULL AND body IS NOT NULL",
-        (json.dumps(signature, sort_keys=True), signature["signed_at"], card_id),
+        (
+            json.dumps(signature, sort_keys=True),
+            signature["signed_at"],
+            signature["key_id"],
+            card_id,
+        ),
     )
 
 
@@ -203,7 +146,7 @@ def purge_finished(now: dt.datetime, retention: dt.timedelta) -> list[Write]:
 _ATTEMPT_COLUMNS = (
     "handle, suite_id, generation, engine, seed, seed_salt, identity, assurance, preflight,"
     " principal, via_alias, created_at, expires_at, action_index, opened, hints_used,"
-    " hint_level, wrong, head, card_id, quarantined"
+    " hint_level, wrong, head, card_id, quarantined, seed_source"
 )
 
 
@@ -221,6 +164,7 @@ def load_attempt(conn: sqlite3.Connection, handle: str, rules: Rules) -> Attempt
         via_alias=bool(row[10]), created_at=unstamp(row[11]), expires_at=unstamp(row[12]),
         action_index=row[13], opened=row[14], hints_used=row[15], hint_level=row[16],
         wrong=row[17], head=row[18], quarantined=bool(row[20]),
+        seed_source=row[21] or "unknown",
     )  # fmt: skip
     attempt.transcript = transcript(conn, handle)
     attempt.allies = [
@@ -265,8 +209,9 @@ def list_cards(
 ) -> list[dict[str, Any]]:
     """Cards sealed on UTC ``date`` (``YYYY-MM-DD``), by id, after ``after``."""
     rows = conn.execute(
-        "SELECT card_id, toolset_id, sealed_at, suite_id, outcome, body IS NULL, signature"
-        " FROM chamber_cards WHERE sealed_date = ? AND card_id > ? ORDER BY card_id LIMIT ?",
+        "SELECT card_id, toolset_id, sealed_at, suite_id, outcome, body IS NULL, signature,"
+        " seed_source FROM chamber_cards WHERE sealed_date = ? AND card_id > ?"
+        " ORDER BY card_id LIMIT ?",
         (date, after, limit),
     ).fetchall()
     listing = []
@@ -275,6 +220,7 @@ def list_cards(
         entry = {"card_id": r[0], "toolset_id": r[1], "evidence_status": status}
         if not r[5]:
             entry.update(sealed_at=r[2][:19] + "Z", suite_id=r[3], outcome=r[4])
+            entry.update(seed_source=r[7], practice=r[7] != "server")
         listing.append(entry)
     return listing
 

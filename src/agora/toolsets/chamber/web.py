@@ -34,6 +34,9 @@ _STYLE = (
 )
 
 
+_PRACTICE = " <strong>practice</strong>"
+
+
 def _quality(accept: str, wanted: str) -> float:
     best = 0.0
     main = wanted.split("/")[0]
@@ -81,7 +84,26 @@ def _cell(value: Any) -> str:
         return html.escape(", ".join(str(v) for v in value)) or "&mdash;"
     if value is None:
         return "&mdash;"
-    return f"<code>{html.escape(str(value))}</code>"
+    if not isinstance(value, str):
+        value = json.dumps(value)  # true/false and numbers as the JSON document has them
+    return f"<code>{html.escape(value)}</code>"
+
+
+def _practice_note(card: dict[str, Any]) -> str:
+    source = card.get("seed_source")
+    if source is None or source == "server":
+        return ""
+    why = (
+        "the participant chose this room's seed, so the room may have been played before"
+        if source == "participant"
+        else "this attempt began before the server recorded who drew its seed"
+    )
+    room = card.get("room_id")
+    link = f" Every run of this room carries room id {_cell(room)}." if room else ""
+    return (
+        '<p class=practice style="border:2px solid #b60;padding:.4rem .8rem">'
+        f"<strong>Practice card</strong>: {why}; it is not evidence of a fresh room.{link}</p>"
+    )
 
 
 def card_html(document: bytes) -> Response:
@@ -97,7 +119,7 @@ def card_html(document: bytes) -> Response:
     title = f"ScoreIA Chamber card {card.get('card_id', '')}"
     status = doc.get("evidence_status") if isinstance(doc, dict) else None
     inner = (
-        f"<h1>{html.escape(title)}</h1>"
+        f"<h1>{html.escape(title)}</h1>{_practice_note(card)}"
         f"<p>Evidence status: {_cell(status)}. Identity fields are participant claims unless "
         "their assurance says otherwise.</p>"
         f"{_cell(card)}<h2>Integrity</h2>"
@@ -144,7 +166,7 @@ async def list_cards(request: Request, runtime: Runtime) -> Response:
     items = "".join(
         f'<li><a href="/cards/{html.escape(r["card_id"], quote=True)}">'
         f"{html.escape(r['card_id'])}</a> {html.escape(str(r.get('outcome', '')))} "
-        f"{html.escape(r['evidence_status'])}</li>"
+        f"{html.escape(r['evidence_status'])}{_PRACTICE * bool(r.get('practice'))}</li>"
         for r in rows
     )
     return _page(
