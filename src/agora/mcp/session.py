@@ -41,6 +41,9 @@ CACHEABLE = frozenset(
     }
 )
 
+DUPLICATE_ID = "duplicate request id"
+ALREADY_INITIALIZED = "session already initialized: initialize is sent once per session"
+
 #: Methods the driver runs (async); everything else is answered here.
 INVOKED = {
     "tools/call": "tool",
@@ -101,17 +104,32 @@ class Session:
     client_info: dict[str, Any] = field(default_factory=dict)
     log_level: str = "info"
     subscriptions: set[str] = field(default_factory=set)
+    #: Ids of the requests handed to the driver as `Invoke` and not yet `ended`.
+    running: set[rpc.RequestId] = field(default_factory=set)
 
     def handle(self, msg: rpc.Message) -> list[Action]:
-        """React to one message from the client."""
+        """React to one message from the client.
+
+        A request whose id is still running is refused (``duplicate request id``), as is a
+        second ``initialize``: every transport answers both the same way.
+        """
         if isinstance(msg, rpc.Response):
             return [Answer(msg)]
         if isinstance(msg, rpc.Notification):
             return self._notification(msg)
+        if msg.id in self.running:
+            return [Send(rpc.error(msg.id, rpc.INVALID_REQUEST, DUPLICATE_ID), msg.id)]
         try:
-            return self._request(msg)
+            actions = self._request(msg)
         except ProtocolError as exc:
             return [Send(rpc.error(msg.id, exc.code, exc.message, exc.data), msg.id)]
+        if isinstance(actions[0], Invoke):
+            self.running.add(msg.id)
+        return actions
+
+    def ended(self, rid: rpc.RequestId) -> None:
+        """The driver finished (or refused to run) the `Invoke` for request ``rid``."""
+        self.running.discard(rid)
 
     def _notification(self, msg: rpc.Notification) -> list[Action]:
         if msg.method == "notifications/initialized":
@@ -130,6 +148,8 @@ class Session:
         if modern:
             self._check_modern(meta)
         elif msg.method == "initialize":
+            if self.protocol_version is not None:
+                raise ProtocolError(rpc.INVALID_REQUEST, ALREADY_INITIALIZED)
             return [Send(rpc.result(msg.id, self._initialize(msg.params)), msg.id)]
         elif msg.method != "ping" and self.protocol_version is None:
             raise ProtocolError(

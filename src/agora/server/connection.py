@@ -127,10 +127,9 @@ class Connection:
             await self._emit(message, related)
 
     async def _start(self, inv: Invoke) -> None:
-        if inv.id in self._calls:
-            await self._emit(rpc.error(inv.id, rpc.INVALID_REQUEST, "duplicate request id"), inv.id)
-            return
+        # The session refuses a request whose id is running, so ``inv.id`` is new here.
         if len(self._calls) >= self.app.config.max_in_flight:
+            self.session.ended(inv.id)
             await self._emit(
                 rpc.error(inv.id, rpc.INTERNAL_ERROR, "too many requests in flight; retry later"),
                 inv.id,
@@ -151,6 +150,7 @@ class Connection:
         finally:
             self.app.call_finished()
             del self._calls[inv.id]
+            self.session.ended(inv.id)
 
     async def _outcome(self, inv: Invoke) -> dict[str, Any]:
         try:
