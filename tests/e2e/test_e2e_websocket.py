@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
 
 import pytest
 import trio
@@ -376,3 +377,14 @@ async def test_a_peer_that_stops_reading_is_closed_and_others_are_unaffected(sta
             while (frame := await stalled.recv_frame()) is not None:
                 assert frame[0] in (OP_TEXT, OP_PING), frame[0]
             await assert_alive(server.port)
+
+
+async def test_server_shutdown_closes_websockets_with_1001_going_away(start_agora):
+    server = start_agora()
+    with trio.fail_after(TIMEOUT):
+        async with RawWebSocket.open(server.port, "/mcp") as ws:
+            await ws.send_json(INITIALIZE)
+            await ws.recv_json()
+            server.signal(signal.SIGTERM)
+            assert await ws.close_code() == 1001
+        server.assert_clean_exit(await server.wait_exit())

@@ -24,6 +24,7 @@ _CONTINUATION: Final = 0x0
 
 #: Close codes (RFC 6455 section 7.4.1).
 NORMAL: Final = 1000
+GOING_AWAY: Final = 1001
 PROTOCOL_ERROR: Final = 1002
 NO_STATUS: Final = 1005
 INVALID_DATA: Final = 1007

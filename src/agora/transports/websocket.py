@@ -58,7 +58,9 @@ class _Peer:
     """One upgraded connection: its socket, and how it should end.
 
     Attributes:
-        close_code: The close frame to send when the session ends (None: send none).
+        close_code: The close frame to send when the session ends (None: send none). Until
+            something decides otherwise, the server is going away (1001): nothing but its
+            shutdown ends a session without saying why.
         pongs: Pongs received so far (the keepalive compares counts).
         peer_closed: The peer sent its close frame (ours is then the answer).
     """
@@ -67,11 +69,13 @@ class _Peer:
         self.stream = stream
         self.fd = stream.socket.fileno()
         self.send_timeout = send_timeout
-        self.close_code: int | None = frames.NORMAL
-        self.close_reason = ""
+        self.close_code: int | None = frames.GOING_AWAY
+        self.close_reason = "server shutting down"
+        self._decided = False
         self.pongs = 0
         self.peer_closed = False
         self._closed_sent = False
+        self._broken = False  # a frame was cut short: nothing more may be written
         self._lock = trio.StrictFIFOLock()
         try:
             host, port = stream.socket.getpeername()[:2]
@@ -81,7 +85,8 @@ class _Peer:
 
     def end(self, code: int | None, reason: str = "") -> None:
         """Say how the connection should close (the first reason given wins)."""
-        if self.close_code == frames.NORMAL:
+        if not self._decided:
+            self._decided = True
             self.close_code, self.close_reason = code, reason
 
     async def receive(self, *, drained: bool = False) -> bytes:
@@ -115,10 +120,13 @@ class _Peer:
         """Write one frame; False if a close frame has already gone out.
 
         Frames are written whole and in turn under a FIFO lock, and nothing follows the
-        close frame (``closing``). Taking a free lock does not yield.
+        close frame (``closing``). Taking a free lock does not yield. A frame is never
+        left half written for the next one to land in: once its first byte is out, a
+        cancellation waits (shielded, for at most the send timeout) for the rest, and a
+        frame that cannot be finished breaks the stream for good.
 
         Raises:
-            trio.BrokenResourceError: the peer is gone.
+            trio.BrokenResourceError: the peer is gone, or an earlier frame was cut short.
             Stalled: the peer has not read for the send timeout.
         """
         lock = self._lock
@@ -127,6 +135,8 @@ class _Peer:
         else:
             lock.acquire_nowait()
         try:
+            if self._broken:
+                raise trio.BrokenResourceError("an earlier frame was cut short")
             if self._closed_sent:
                 return False
             self._closed_sent = closing
@@ -135,19 +145,44 @@ class _Peer:
         finally:
             lock.release()
 
+    def _write_now(self, view: memoryview) -> memoryview:
+        """What is left of ``view`` after writing what the socket takes without waiting."""
+        try:
+            return view[os.write(self.fd, view) :]
+        except BlockingIOError:
+            return view
+        except OSError as exc:
+            self._broken = True
+            raise trio.BrokenResourceError(f"write failed: {exc}") from exc
+
     async def _write(self, view: memoryview) -> None:
-        while view:
+        size = len(view)
+        view = self._write_now(view)
+        while view:  # the kernel's buffer is full: wait, but not for ever
             try:
-                view = view[os.write(self.fd, view) :]
-            except BlockingIOError:
-                pass
-            except OSError as exc:
-                raise trio.BrokenResourceError(f"write failed: {exc}") from exc
-            if view:  # the kernel's buffer is full: wait, but not for ever
                 with trio.move_on_after(self.send_timeout) as slow:
                     await trio.lowlevel.wait_writable(self.fd)
-                if slow.cancelled_caught:
-                    raise Stalled
+            except trio.Cancelled:
+                if len(view) < size and not await self._finish(view):
+                    raise Stalled from None  # the connection ends: nothing can follow
+                raise
+            if slow.cancelled_caught:
+                self._broken = len(view) < size
+                raise Stalled
+            view = self._write_now(view)
+
+    async def _finish(self, view: memoryview) -> bool:
+        """Write the rest of a begun frame although its sender was cancelled; whether it went.
+
+        A frame that cannot be finished within the send timeout breaks the stream: no
+        other frame may follow it, not even a close frame.
+        """
+        with trio.CancelScope(shield=True), trio.move_on_after(self.send_timeout):
+            while view:
+                await trio.lowlevel.wait_writable(self.fd)
+                view = self._write_now(view)
+        self._broken = bool(view)
+        return not view
 
 
 async def serve_websocket(
