@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 SERVER_INFO = {"name": "agora", "title": "agora", "version": __version__}
 
 #: Toolsets implemented in this build, in listing order.
-IMPLEMENTED = ("chamber", "chess")
+IMPLEMENTED = ("chamber", "chess", "router")
 
 
 def load_toolsets(names: Sequence[str], *, conformance: bool = False) -> list[Toolset]:

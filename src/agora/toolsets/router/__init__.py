@@ -1,0 +1,24 @@
+"""The workflow skill router (``workflow-skill-router/bundled-local-r0``).
+
+A deterministic planner and local control plane for coding agents: plans with a
+Router-owned work graph, support consent, reported events, advisory gates and status, one
+actor per workflow run. Tools that need a verified host or an evaluation adapter answer a
+typed capability-unavailable. Only the tools with handlers are listed: the contract's eight
+Memory tools are not served yet. This module only wires parts together.
+"""
+
+from __future__ import annotations
+
+from agora.mcp.contracts import load_contract
+from agora.toolsets.base import Toolset
+from agora.toolsets.router.sql import MIGRATIONS
+from agora.toolsets.router.tools import HANDLERS
+
+
+def toolset() -> Toolset:
+    """The router toolset: the served tools of contracts/router.json and the run tables."""
+    contract = load_contract("router")
+    served = [tool.to_mcp() for name, tool in contract.tools.items() if name in HANDLERS]
+    return Toolset(
+        name="router", handlers=HANDLERS, migrations=MIGRATIONS, contract=None, tools=served
+    )

@@ -1,0 +1,180 @@
+"""The structural classifier: single, phased or managed-goal, from the shape of an objective.
+
+No model and no network: the same objective and hints always give the same answer, with
+the reasons that decided it. The rules (revision ``agora-structural-v1``), in order:
+
+1. A ``goal_binding_id`` makes the plan ``managed-goal`` (source ``native-goal-binding``):
+   a native Goal owns the outer envelope.
+2. A ``requested_work_mode`` is taken as given (source ``caller-work-mode-hint``).
+3. Otherwise the objective is read for structural signals (source ``deterministic-analyzer``):
+   ``enumerated-steps`` (two or more numbered or bulleted items), ``sequencing-words``
+   (then, next, finally, after that, followed by, afterwards), ``multiple-action-families``
+   (two or more of plan/design, implement/build, test/verify, document, release/deploy,
+   review, each counted once; a family preceded by a negation such as "do not" or "skip"
+   is ignored and reported as ``negated-action-ignored``), ``multi-domain`` (two or more
+   routing domains), and managed-goal signals (milestones, cross-repository work,
+   long-running or resumable work, a dependency graph, a roadmap).
+   Two or more managed-goal signals give ``managed-goal``; enumerated steps, sequencing
+   words joining two action families, three or more action families, or several domains
+   give ``phased``; anything else is ``single``.
+4. An objective with no signal at all is ``single`` by the builtin fallback (source
+   ``builtin-fallback``, reason ``no-structural-signal``, confidence ``low``).
+
+A matched Profile rule may later set the envelope (source ``profile-route``) when neither a
+goal binding nor a hint fixed it. This module is pure.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Final, Literal
+
+Envelope = Literal["single", "phased", "managed-goal"]
+Source = Literal[
+    "native-goal-binding",
+    "caller-work-mode-hint",
+    "deterministic-analyzer",
+    "profile-route",
+    "builtin-fallback",
+    "legacy-replay",
+]
+Confidence = Literal["high", "medium", "low"]
+
+REVISION: Final = "agora-structural-v1"
+
+_FAMILIES: Final = {
+    "plan": r"plan|design|analy[sz]e|investigate|scope",
+    "implement": r"implement|build|develop|code|write\s+code|add|refactor|migrate|fix",
+    "test": r"test|verify|validate|benchmark",
+    "document": r"document|write\s+(?:the\s+)?docs?|update\s+(?:the\s+)?docs?",
+    "release": r"release|deploy|ship|publish",
+    "review": r"review|audit",
+}
+_FAMILY_RES: Final = {
+    name: re.compile(rf"\b(?:{words})(?:s|es|ed|ing)?\b") for name, words in _FAMILIES.items()
+}
+_NEGATION: Final = re.compile(r"\b(?:not|don't|dont|no|never|without|skip|skipping)\s+(?:\w+\s+)?$")
+_SEQUENCE: Final = re.compile(
+    r"\b(?:then|next|finally|afterwards|after\s+that|followed\s+by|once\s+done)\b"
+)
+_ENUMERATED: Final = re.compile(r"(?:^|[\n;:])\s*(?:\d{1,2}[.)]|[-*\u2022])\s+\S")
+_MANAGED: Final = {
+    "milestones": re.compile(r"\bmilestones?\b"),
+    "cross-repository": re.compile(r"\bcross[-\s]?repo(?:sitory|sitories|s)?\b|\bacross\s+repos"),
+    "long-running": re.compile(r"\b(?:long[-\s]?running|resumable|multi[-\s]?week|over\s+weeks)\b"),
+    "dependency-graph": re.compile(r"\bdependency\s+(?:graph|dag)\b"),
+    "roadmap": re.compile(r"\broadmap\b"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Classification:
+    """The envelope of a plan and why."""
+
+    envelope: Envelope
+    source: Source
+    confidence: Confidence
+    reason_codes: tuple[str, ...]
+    classifier_revision: str = REVISION
+
+    def as_json(self) -> dict[str, object]:
+        """The ``classification`` object of a ``plan_work`` result."""
+        return {
+            "source": self.source,
+            "confidence": self.confidence,
+            "reason_codes": list(self.reason_codes),
+            "classifier_revision": self.classifier_revision,
+        }
+
+
+def _normalise(objective: str) -> str:
+    return unicodedata.normalize("NFKC", objective).casefold()
+
+
+def _families(text: str) -> tuple[set[str], bool]:
+    found: set[str] = set()
+    negated = False
+    for name, pattern in _FAMILY_RES.items():
+        for match in pattern.finditer(text):
+            if _NEGATION.search(text[max(0, match.start() - 24) : match.start()]):
+                negated = True
+                continue
+            found.add(name)
+            break
+    return found, negated
+
+
+def classify(
+    objective: str,
+    *,
+    requested_work_mode: Envelope | None = None,
+    goal_binding_id: str | None = None,
+    domains: tuple[str, ...] = (),
+) -> Classification:
+    """Classify one objective by the rules in this module's docstring.
+
+    Args:
+        objective: The user-visible outcome (any text).
+        requested_work_mode: The caller's explicit envelope hint, if any.
+        goal_binding_id: The native Goal this plan progresses, if any.
+        domains: The routing context's domain identifiers.
+
+    Returns:
+        The envelope, its source, a categorical confidence and the reason codes.
+    """
+    if goal_binding_id is not None:
+        return Classification(
+            "managed-goal", "native-goal-binding", "high", ("native-goal-binding",)
+        )
+    if requested_work_mode is not None:
+        return Classification(
+            requested_work_mode, "caller-work-mode-hint", "high", ("caller-work-mode-hint",)
+        )
+    text = _normalise(objective)
+    reasons: list[str] = []
+    families, negated = _families(text)
+    if negated:
+        reasons.append("negated-action-ignored")
+    enumerated = len(_ENUMERATED.findall(text)) >= 2
+    sequencing = bool(_SEQUENCE.search(text))
+    managed = [name for name, pattern in _MANAGED.items() if pattern.search(text)]
+    multi_domain = len(set(domains)) >= 2
+    if enumerated:
+        reasons.append("enumerated-steps")
+    if sequencing:
+        reasons.append("sequencing-words")
+    if len(families) >= 2:
+        reasons.append("multiple-action-families")
+    if multi_domain:
+        reasons.append("multi-domain")
+    reasons.extend(f"managed-signal:{name}" for name in managed)
+    if len(managed) >= 2:
+        reasons.append("managed-goal-signals")
+        confidence: Confidence = "high" if len(managed) >= 3 else "medium"
+        return Classification("managed-goal", "deterministic-analyzer", confidence, tuple(reasons))
+    staged = enumerated or (sequencing and len(families) >= 2)
+    if staged or len(families) >= 3 or multi_domain:
+        confidence = "high" if staged else "medium"
+        return Classification("phased", "deterministic-analyzer", confidence, tuple(reasons))
+    if not families and not reasons and not managed:
+        return Classification("single", "builtin-fallback", "low", ("no-structural-signal",))
+    reasons.append("single-default")
+    confidence = "high" if len(families) == 1 and not sequencing else "medium"
+    return Classification("single", "deterministic-analyzer", confidence, tuple(reasons))
+
+
+def with_profile_envelope(found: Classification, envelope: Envelope | None) -> Classification:
+    """Apply a matched Profile rule's envelope when no goal binding or hint fixed it.
+
+    Returns:
+        ``found`` unchanged, or a ``profile-route`` classification when the rule names a
+        different envelope.
+    """
+    if envelope is None or envelope == found.envelope:
+        return found
+    if found.source in ("native-goal-binding", "caller-work-mode-hint"):
+        return found
+    reasons = (*found.reason_codes, "profile-envelope")
+    return Classification(envelope, "profile-route", "high", reasons)

@@ -1,0 +1,135 @@
+"""Support consent: Phase-scoped proposals of support skills and the user's decision on them.
+
+A proposal is possible only on a plan made under an Explicit Skill Lock whose supports need
+consent (``support_consent_required``); otherwise the answer is capability-unavailable
+(``explicit-skill-plan``). It names 1 to 3 distinct support skills for one phase, whose
+primary skill must be the plan's, and binds the scope anchor, the goal revision (required
+exactly when the plan is Goal-bound), the plan revision and the context fingerprint.
+A transition approves or rejects a proposal still awaiting a decision; the caller's current
+phase, scope anchor, goal revision, plan revision and context fingerprint must all equal the
+bound ones, and the phase must not be completed, or the transition fails closed with every
+stale field named (the refusal is kept in ``router_consent_audit``). A decided proposal is
+never decided again. The proposal id embeds the run id, so a transition finds its run.
+Pure: handlers return results and writes, or raise refusals before changing anything.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from agora.toolsets.router import replies, sql
+from agora.toolsets.router.digests import stable_id
+from agora.toolsets.router.planning import RUNTIME_MODE
+from agora.toolsets.router.state import Proposal
+
+if TYPE_CHECKING:
+    from agora.errors import ToolError
+    from agora.runtime.entity import Write
+    from agora.toolsets.router.commands import Mutation, ProposeSupport, TransitionSupport
+    from agora.toolsets.router.state import Applied, RunState
+
+SEPARATOR = "/"
+
+
+def run_of(proposal_id: str) -> str | None:
+    """The run id a proposal id belongs to, or None if it is not one of ours."""
+    run_id, sep, rest = proposal_id.partition(SEPARATOR)
+    return run_id if sep and run_id.startswith("run-") and rest.startswith("proposal-") else None
+
+
+def _result(run: RunState, p: Proposal, version: int) -> dict[str, Any]:
+    return {
+        "workflow_run_id": run.run_id,
+        "proposal_id": p.proposal_id,
+        "phase_id": p.phase_id,
+        "primary_skill": p.primary_skill_id,
+        "support_skills": list(p.support_skill_ids),
+        "status": p.status,
+        "consent_action": p.status,
+        "decision_ref": p.decision_ref,
+        "goal_relation": "none" if run.goal_binding_id is None else "progress",
+        "routing_envelope": run.envelope,
+        "runtime_mode": RUNTIME_MODE,
+        "selection_mode": "explicit-locked",
+        "state_version": version,
+        "replayed": False,
+    }
+
+
+def propose(run: RunState, cmd: ProposeSupport, version: int, at: str) -> Applied:
+    """Persist a support proposal awaiting consent."""
+    if not (run.explicit_locked and run.plan.get("support_consent_required")):
+        raise replies.unavailable("propose_support_consent", required=("explicit-skill-plan",),
+                                  reason="plan-not-explicit-locked")  # fmt: skip
+    phase = next((t for t in run.plan["planned_skill_tree"] if t["phase_id"] == cmd.phase_id), None)
+    if phase is None or phase["primary_skill_id"] != cmd.primary_skill_id:
+        raise replies.refusal("route-mismatch", "phase and primary skill must be the plan's")
+    skills = cmd.support_skill_ids
+    if len(set(skills)) != len(skills) or cmd.primary_skill_id in skills:
+        raise replies.refusal("invalid-support-skills", "1-3 distinct skills, not the primary")
+    if cmd.plan_revision != run.plan_revision:
+        raise replies.refusal("stale-plan-revision", "the plan revision changed", retryable=True,
+                              current_plan_revision=run.plan_revision)  # fmt: skip
+    if (cmd.goal_revision is None) != (run.goal_binding_id is None):
+        raise replies.refusal(
+            "goal-revision-mismatch", "a goal revision is required exactly for a Goal-bound plan"
+        )
+    proposal_id = f"{run.run_id}{SEPARATOR}{stable_id('proposal', run.run_id, cmd.idempotency_key)}"
+    p = Proposal(proposal_id, cmd.phase_id, cmd.primary_skill_id, tuple(skills),
+                 cmd.scope_anchor_id, cmd.goal_revision, cmd.plan_revision,
+                 cmd.context_fingerprint, "proposal-required", None)  # fmt: skip
+    run.proposals[proposal_id] = p
+    row = {
+        "proposal_id": proposal_id, "run_id": run.run_id, "phase_id": p.phase_id,
+        "primary_skill_id": p.primary_skill_id, "support_json": json.dumps(list(skills)),
+        "scope_anchor_id": p.scope_anchor_id, "goal_revision": p.goal_revision,
+        "plan_revision": p.plan_revision, "context_fingerprint": p.context_fingerprint,
+        "status": p.status, "decision_ref": None, "created_at": at, "decided_at": None,
+    }  # fmt: skip
+    return _result(run, p, version), [sql.insert_proposal(row)]
+
+
+def _stale_fields(run: RunState, p: Proposal, cmd: TransitionSupport) -> list[str]:
+    item = run.item_for(p.phase_id)
+    stale = []
+    if cmd.current_phase_id != p.phase_id or (item is not None and item.status == "completed"):
+        stale.append("phase")
+    if cmd.current_scope_anchor_id != p.scope_anchor_id:
+        stale.append("scope_anchor")
+    if cmd.current_goal_revision != p.goal_revision:
+        stale.append("goal_revision")
+    if cmd.current_plan_revision != p.plan_revision or p.plan_revision != run.plan_revision:
+        stale.append("plan_revision")
+    if cmd.current_context_fingerprint != p.context_fingerprint:
+        stale.append("context_fingerprint")
+    return stale
+
+
+def transition(run: RunState, cmd: TransitionSupport, version: int, at: str) -> Applied:
+    """Approve or reject a bound proposal."""
+    p = run.proposals.get(cmd.proposal_id)
+    if p is None:
+        raise replies.refusal("proposal-not-found", "no such proposal in this run")
+    if p.status != "proposal-required":
+        raise replies.refusal("proposal-already-decided", f"the proposal is already {p.status}",
+                              status=p.status, audited=True)  # fmt: skip
+    stale = _stale_fields(run, p, cmd)
+    if stale:
+        raise replies.refusal("consent-stale", "the proposal no longer matches the current scope",
+                              stale_fields=stale, audited=True)  # fmt: skip
+    p.status = "approved" if cmd.action == "approve" else "rejected"
+    p.decision_ref = stable_id("decision", p.proposal_id, cmd.idempotency_key)
+    return _result(run, p, version), [sql.decide_proposal(p.proposal_id, p.status,
+                                                          p.decision_ref, at)]  # fmt: skip
+
+
+def audit(run: RunState | None, cmd: Mutation, refused: ToolError, at: str) -> list[Write]:
+    """The row that keeps a refused transition for audit (nothing else changes)."""
+    if run is None:
+        return []
+    run.audit_count += 1
+    proposal = getattr(cmd, "proposal_id", "")
+    stale = json.dumps(refused.body.get("stale_fields", []))
+    return [sql.insert_audit(run.run_id, run.audit_count, proposal, refused.body["code"], stale,
+                             cmd.correlation_id, at)]  # fmt: skip

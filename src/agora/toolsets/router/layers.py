@@ -1,0 +1,73 @@
+"""Gathering a plan's Profile layers: authorized roots, then the files, off the Trio thread.
+
+Authorized roots are the operator's ``[options.router] workspace_roots`` plus, when the MCP
+client declared the ``roots`` capability, the ``file://`` roots it lists (asked with
+``roots/list`` and a short timeout; a client that fails to answer authorizes nothing). The
+personal Profile is the operator's ``[options.router] personal_profile`` file. Reading and
+validation never fail a plan: problems become profile warnings.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Final
+
+import trio
+
+from agora.errors import AgoraError
+from agora.toolsets.router import profiles, workspace
+
+if TYPE_CHECKING:
+    from agora.toolsets.base import ToolCall
+
+log = logging.getLogger(__name__)
+
+#: Seconds a client gets to answer roots/list.
+ROOTS_TIMEOUT: Final = 2.0
+
+
+async def client_roots(call: ToolCall) -> list[str]:
+    """The local paths of the roots the MCP client declares (empty if it declares none)."""
+    client = call.client
+    if client is None or "roots" not in (client.capabilities or {}):
+        return []
+    try:
+        with trio.fail_after(ROOTS_TIMEOUT):
+            answer: Any = await client.request("roots/list", {})
+    except (trio.TooSlowError, AgoraError) as exc:
+        log.info("roots/list failed: %s", exc)
+        return []
+    roots = answer.get("roots", []) if isinstance(answer, dict) else []
+    uris = [r["uri"] for r in roots if isinstance(r, dict) and isinstance(r.get("uri"), str)]
+    return workspace.file_roots(uris)
+
+
+def _read(workspace_root: str | None, authorized: list[str], personal: str | None
+          ) -> tuple[list[profiles.Profile], list[str]]:  # fmt: skip
+    found: list[profiles.Profile] = []
+    warnings: list[str] = []
+    sources: list[tuple[profiles.Layer, tuple[str | None, list[str]]]] = []
+    if workspace_root is not None:
+        sources.append(("workspace", workspace.workspace_profile(workspace_root, authorized)))
+    sources.append(("personal", workspace.personal_profile(personal)))
+    for layer, (text, problems) in sources:
+        warnings.extend(problems)
+        if text is not None:
+            profile, more = profiles.parse_profile(layer, text)
+            warnings.extend(more)
+            if profile is not None:
+                found.append(profile)
+    return found, warnings
+
+
+async def plan_layers(call: ToolCall) -> tuple[list[profiles.Profile], list[str]]:
+    """The valid Profiles for this ``plan_work`` call, highest layer first, and warnings."""
+    if call.args.get("explicit_skill_ids"):
+        return [], []  # an Explicit Skill Lock wins: no Profile is read
+    options = call.runtime.options("router")
+    workspace_root = (call.args.get("routing_context") or {}).get("workspace_root")
+    authorized = [str(r) for r in options.get("workspace_roots", [])]
+    if workspace_root is not None:
+        authorized += await client_roots(call)
+    personal = options.get("personal_profile")
+    return await trio.to_thread.run_sync(_read, workspace_root, authorized, personal)

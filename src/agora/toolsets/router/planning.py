@@ -1,0 +1,148 @@
+"""Building a plan: classification, skill route, planned tree and work graph, from one request.
+
+`build_plan` is pure: the caller has already read the Profile files (see `workspace`). The
+skill route follows the precedence explicit lock > workspace Profile > personal Profile >
+builtin default. An explicit lock (``explicit_skill_ids``) skips Profiles: phase *i*'s
+primary is the *i*-th locked skill (the last one for later phases); with ``all`` semantics
+the locked skills that are no phase's primary become supports of the first phase (at most
+3); under ``use`` and ``only`` any support skill needs the user's consent
+(``support_consent_required``). A Profile rule supplies phases, skills and exit-gate
+checks; the builtin default supplies phases and checks but plans no skill. With a
+``current_phase_id`` in the tree, only that phase's skills are the current planned intent.
+A plan bound to a native Goal gets no Router-owned work graph.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+from agora.toolsets.router import classifier, profiles
+from agora.toolsets.router.digests import stable_id
+
+RUNTIME_MODE: Final = "bundled-local-r0"
+
+
+class WorkItem(msgspec.Struct, frozen=True):
+    """One node of a Router-owned work graph: a phase's work, its gate and dependencies."""
+
+    work_item_id: str
+    phase_id: str
+    primary_skill_id: str | None
+    support_skill_ids: tuple[str, ...]
+    dependency_ids: tuple[str, ...]
+    gate_id: str
+    check_ids: tuple[str, ...]
+
+
+class Plan(msgspec.Struct, frozen=True):
+    """A built plan: the ``plan_work`` result body and the graph it creates."""
+
+    workflow_run_id: str
+    work_graph_id: str | None
+    envelope: str
+    goal_binding_id: str | None
+    explicit_locked: bool
+    items: tuple[WorkItem, ...]
+    result: dict[str, Any]
+
+
+def _explicit_phases(
+    skills: list[str], semantics: str, layout: tuple[profiles.Phase, ...]
+) -> tuple[profiles.Phase, ...]:
+    primaries = [skills[min(i, len(skills) - 1)] for i in range(len(layout))]
+    spare = [s for s in skills if s not in primaries][:3] if semantics == "all" else []
+    return tuple(
+        profiles.Phase(
+            p.phase_id, primaries[i], tuple(spare) if i == 0 else (), p.gate_id, p.check_ids
+        )
+        for i, p in enumerate(layout)
+    )
+
+
+def _unique(values: list[str]) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
+def build_plan(args: dict[str, Any], layers: list[profiles.Profile], warnings: list[str]) -> Plan:
+    """Build the plan of one ``plan_work`` request.
+
+    Args:
+        args: The validated ``plan_work`` arguments.
+        layers: Valid Profiles read for this request, highest layer first.
+        warnings: Profile warnings collected while reading them (reported as given).
+
+    Returns:
+        The plan with its result body (``workflow_run_id`` and ``work_graph_id`` derived
+        from the session and idempotency key).
+    """
+    session = args["context"]["session_id"]
+    key = args["idempotency_key"]
+    ctx = args.get("routing_context") or {}
+    domains = tuple(ctx.get("domains", ()))
+    tags = tuple(ctx.get("tags", ()))
+    current = ctx.get("current_phase_id")
+    goal = args.get("goal_binding_id")
+    found = classifier.classify(
+        args["objective"],
+        requested_work_mode=args.get("requested_work_mode"),
+        goal_binding_id=goal,
+        domains=domains,
+    )
+    explicit = _unique(list(args.get("explicit_skill_ids") or []))
+    semantics = args.get("explicit_semantics") or "use"
+    if explicit:
+        route = profiles.Route("user-explicit", (), None, None, None, None)
+    else:
+        route = profiles.resolve(layers, domains, tags, current)
+        found = classifier.with_profile_envelope(found, route.envelope)
+    envelope = found.envelope
+    layout = route.phases or profiles.BUILTIN_PHASES[envelope]
+    phases = _explicit_phases(explicit, semantics, layout) if explicit else layout
+    tree = [
+        {
+            "phase_id": p.phase_id,
+            "primary_skill_id": p.primary_skill_id,
+            "support_skill_ids": list(p.support_skill_ids),
+            "exit_gate": p.gate_id,
+        }
+        for p in phases
+        if p.primary_skill_id is not None
+    ]
+    in_scope = [t for t in tree if t["phase_id"] == current] or tree
+    scope = {t["phase_id"] for t in in_scope}
+    skills = [(p.primary_skill_id, *p.support_skill_ids) for p in phases if p.phase_id in scope]
+    planned = explicit or _unique([s for group in skills for s in group if s])
+    run_id = stable_id("run", session, key)
+    graph_id = None if goal is not None else stable_id("graph", session, key)
+    items: list[WorkItem] = []
+    if graph_id is not None:
+        for p in phases:
+            deps = (items[-1].work_item_id,) if items else ()
+            item_id = f"{graph_id}:{len(items) + 1}:{p.phase_id}"
+            items.append(
+                WorkItem(item_id, p.phase_id, p.primary_skill_id, p.support_skill_ids, deps,
+                         p.gate_id, p.check_ids)
+            )  # fmt: skip
+    selection = "explicit-locked" if explicit else ("profile-route" if tree else "automatic")
+    result = {
+        "status": "planned",
+        "workflow_run_id": run_id,
+        "work_graph_id": graph_id,
+        "created_work_items": len(items),
+        "routing_envelope": envelope,
+        "runtime_mode": RUNTIME_MODE,
+        "selection_mode": selection,
+        "classification": found.as_json(),
+        "route_source": route.route_source,
+        "routing_profile_ids": list(route.profile_ids),
+        "routing_profile_digest": route.profile_digest,
+        "matched_profile_rule_id": route.rule_id,
+        "profile_warnings": list(warnings),
+        "planned_skill_ids": planned,
+        "planned_skill_tree": tree,
+        "activation_status": "intended-unverified" if planned else "not-planned",
+        "support_consent_required": bool(explicit) and semantics != "all",
+    }
+    return Plan(run_id, graph_id, envelope, goal, bool(explicit), tuple(items), result)

@@ -1,0 +1,214 @@
+"""Working a Router-owned graph: next work, reported events, advisory gates, and status.
+
+Rules. Only a plan with a Router-owned work graph and no native Goal binding is worked
+here; a Goal-bound plan answers capability-unavailable with the verified-host capability
+each tool would need. The next item is the first, in graph order, whose dependencies are
+all completed and which is not completed itself. An event is appended to the work item of
+its phase, which must be startable (a ``ready`` item becomes ``active``); its id is the
+content digest of the run, its sequence number, phase and observation, so it can serve
+as a content-addressed evidence ref. An observation may report one exit-gate check as
+``{"check_id": ID, "outcome": "passed" | "failed"}``; the check must belong to the phase.
+A gate evaluates only its phase's persisted check ids against the events named by
+``evidence_refs`` (events of that phase), after checking ``expected_evidence_digest``
+(the digest of the sorted, de-duplicated refs) and ``expected_plan_revision``. A check
+passes when the latest referenced event about it says ``passed``. A passed gate completes
+the item and readies the items that depended on it; the last one completes the run.
+Everything is advisory local evidence: ``host_transition_authorized`` is always false.
+Pure: handlers return results and writes, or raise refusals before changing anything.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Final
+
+import rfc8785
+
+from agora.toolsets.router import replies, sql
+from agora.toolsets.router.digests import canonical, digest, stable_id
+
+if TYPE_CHECKING:
+    from agora.errors import ToolError
+    from agora.toolsets.router.commands import EvaluateGate, RecordEvent
+    from agora.toolsets.router.state import Applied, Item, RunState
+
+#: Largest observation accepted, as canonical JSON bytes.
+MAX_OBSERVATION_BYTES: Final = 16 * 1024
+LOCAL: Final = {
+    "authority_mode": "router-local",
+    "evidence_class": "user-or-agent-reported-local",
+    "host_transition_authorized": False,
+}
+_STARTABLE: Final = ("ready", "active", "verifying", "paused")
+
+
+def _view(run: RunState, i: Item) -> dict[str, Any]:
+    return {
+        "work_item_id": i.item.work_item_id,
+        "workflow_run_id": run.run_id,
+        "phase_id": i.item.phase_id,
+        "status": i.status,
+        "dependency_ids": list(i.item.dependency_ids),
+        "primary_skill_id": i.item.primary_skill_id,
+        "support_skill_ids": list(i.item.support_skill_ids),
+        "authority_mode": "router-local",
+    }
+
+
+def next_work(run: RunState) -> dict[str, Any] | ToolError:
+    """The ``get_next_work`` result of ``run``."""
+    if run.goal_binding_id is not None:
+        return replies.host_goal("get_next_work")
+    if run.work_graph_id is None:
+        return replies.missing_graph("get_next_work")
+    done = run.completed_ids()
+    item = next(
+        (i for i in run.items if i.status != "completed" and set(i.item.dependency_ids) <= done),
+        None,
+    )
+    status = "work-available" if item else ("completed" if run.status == "completed" else "blocked")
+    return {
+        "status": status,
+        "work_item": None if item is None else _view(run, item),
+        "authority_mode": "router-local",
+        "host_goal_mutated": False,
+        "refresh_requirements": [],
+    }
+
+
+def status(run: RunState) -> dict[str, Any]:
+    """The ``get_router_status`` result of one run."""
+    candidate = None
+    kind = "completion-candidate" if run.status == "completed" else "progress-candidate"
+    if run.goal_binding_id is not None or run.status == "completed":
+        evidence = {
+            "workflow_run_id": run.run_id,
+            "state_version": run.state_version,
+            "items": {i.item.work_item_id: i.status for i in run.items},
+        }
+        candidate = {
+            "candidate_id": stable_id("goal-candidate", run.run_id, str(run.state_version)),
+            "candidate_type": kind,
+            "evidence_digest": digest(evidence),
+        }
+    return {
+        "workflow_run_id": run.run_id,
+        "goal_binding_id": run.goal_binding_id,
+        "created_work_items": len(run.items),
+        "goal_status_candidate": candidate,
+        "host_goal_mutated": False,
+    }
+
+
+def _workable(run: RunState, tool: str, phase_id: str) -> Item:
+    if run.goal_binding_id is not None:
+        raise replies.host_goal(tool)
+    if run.work_graph_id is None:
+        raise replies.missing_graph(tool)
+    item = run.item_for(phase_id)
+    if item is None:
+        raise replies.refusal("unknown-phase", f"the plan has no phase {phase_id!r}")
+    if item.status == "completed":
+        raise replies.refusal("phase-completed", f"phase {phase_id!r} is already completed")
+    if not set(item.item.dependency_ids) <= run.completed_ids() or item.status not in _STARTABLE:
+        raise replies.refusal(
+            "phase-not-ready", f"phase {phase_id!r} waits for earlier phases", retryable=True
+        )
+    return item
+
+
+def _check_observation(item: Item, observation: dict[str, Any]) -> bytes:
+    try:
+        body = canonical(observation)
+    except rfc8785.CanonicalizationError:
+        raise replies.refusal(
+            "observation-invalid", "the observation has no canonical JSON form"
+        ) from None
+    if len(body) > MAX_OBSERVATION_BYTES:
+        raise replies.refusal("observation-invalid", f"at most {MAX_OBSERVATION_BYTES} bytes")
+    check = observation.get("check_id")
+    if check is not None:
+        if check not in item.item.check_ids:
+            raise replies.refusal(
+                "unknown-check-id", f"phase {item.item.phase_id!r} has no check {check!r}",
+                check_ids=list(item.item.check_ids),
+            )  # fmt: skip
+        if observation.get("outcome") not in ("passed", "failed"):
+            raise replies.refusal("observation-invalid", "a check needs outcome passed|failed")
+    return body
+
+
+def record_event(run: RunState, cmd: RecordEvent, version: int, at: str) -> Applied:
+    """Append one reported observation to its phase's work item."""
+    item = _workable(run, "record_work_event", cmd.phase_id)
+    if cmd.activation_receipt_ref is not None:
+        raise replies.unavailable(
+            "record_work_event", required=("activation-receipt-verifier",),
+            reason="activation-receipt-unverifiable",
+        )  # fmt: skip
+    body = _check_observation(item, cmd.observation)
+    seq = run.event_count + 1
+    event_id = digest({"workflow_run_id": run.run_id, "seq": seq, "phase_id": cmd.phase_id,
+                       "observation": cmd.observation})  # fmt: skip
+    writes = [sql.insert_event(run.run_id, seq, event_id, cmd.phase_id, body.decode(),
+                               cmd.correlation_id, at)]  # fmt: skip
+    run.event_count = seq
+    run.events[event_id] = (cmd.phase_id, dict(cmd.observation))
+    if item.status == "ready":
+        item.status = "active"
+        writes.append(sql.update_item(run.run_id, item.seq, item.status, at))
+    run.status = "in-progress"
+    result = {"event_ids": [event_id], "replayed": False, "resulting_state_version": version}
+    return {**result, **LOCAL}, writes
+
+
+def evidence_digest(refs: list[str] | tuple[str, ...]) -> str:
+    """The digest a gate call must expect: of the sorted, de-duplicated evidence refs."""
+    return digest(sorted(set(refs)))
+
+
+def evaluate_gate(run: RunState, cmd: EvaluateGate, version: int, at: str) -> Applied:
+    """Evaluate a phase's exit gate against its referenced events (advisory, local)."""
+    item = _workable(run, "evaluate_gate", cmd.phase_id)
+    if cmd.expected_plan_revision != run.plan_revision:
+        raise replies.refusal(
+            "stale-plan-revision", "the plan revision changed; re-read the plan",
+            retryable=True, current_plan_revision=run.plan_revision,
+        )  # fmt: skip
+    unknown = [r for r in cmd.evidence_refs if run.events.get(r, ("",))[0] != cmd.phase_id]
+    if unknown:
+        raise replies.refusal("unknown-evidence-ref", "not events of this phase", refs=unknown)
+    found = evidence_digest(cmd.evidence_refs)
+    if found != cmd.expected_evidence_digest:
+        raise replies.refusal("evidence-digest-mismatch", "the evidence is not what you expected",
+                              evidence_digest=found)  # fmt: skip
+    latest: dict[str, str] = {}
+    for ref in sorted(set(cmd.evidence_refs), key=list(run.events).index):
+        obs = run.events[ref][1]
+        if obs.get("check_id") in item.item.check_ids:
+            latest[obs["check_id"]] = obs.get("outcome", "")
+    failures = [c for c in item.item.check_ids if latest.get(c) != "passed"]
+    passed = not failures
+    run.gate_count += 1
+    writes = [sql.insert_gate(run.run_id, run.gate_count, cmd.phase_id, found, passed,
+                              json.dumps(failures), at)]  # fmt: skip
+    if passed:
+        item.status = "completed"
+        writes.append(sql.update_item(run.run_id, item.seq, item.status, at))
+        done = run.completed_ids()
+        for other in run.items:
+            if other.status == "pending" and set(other.item.dependency_ids) <= done:
+                other.status = "ready"
+                writes.append(sql.update_item(run.run_id, other.seq, other.status, at))
+        run.status = "completed" if len(done) == len(run.items) else "in-progress"
+    result = {
+        "status": "passed" if passed else "failed",
+        "passed": passed,
+        "evidence_digest": found,
+        "failures": failures,
+        "mandatory_failures": failures,
+        "gate_scope": "router-local",
+        "replayed": False,
+        "resulting_state_version": version,
+    }
+    return {**result, **LOCAL}, writes

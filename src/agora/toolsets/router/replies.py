@@ -1,0 +1,117 @@
+"""The router's typed answers that are not results: refusals, capability-unavailable, internal.
+
+Each is a `agora.errors.ToolError` whose structured body the model reads (an ``isError``
+result). Three shapes, all with ``ok: false`` and a ``code``:
+
+- ``capability-unavailable``: the tool (or this branch of it) needs something this server
+  does not have. It names the ``required_capabilities``, the ``local_conditions`` and the
+  ``fallback_action``, from the contract's availability facts; nothing was changed.
+- a refusal (``state-version-conflict``, ``idempotency-conflict``, ``consent-stale``, ...):
+  the request cannot apply to the current state; ``retryable`` says whether re-reading and
+  retrying can help; nothing was changed.
+- ``internal-error``: sanitized, only a ``correlation_id`` to find the server's log line.
+
+This module only builds bodies.
+"""
+
+from __future__ import annotations
+
+import functools
+import secrets
+from typing import Any, Final
+
+from agora.errors import ToolError
+from agora.mcp.contracts import load_contract
+
+UNAVAILABLE: Final = "capability-unavailable"
+
+#: Local fallback when the plan's work graph is missing (ADR: create or replay locally).
+GRAPH_FALLBACK: Final = (
+    "Create the plan with plan_work, or replay it with the same idempotency key."
+)
+
+#: Native-Goal-bound plans: what each graph tool would need from a verified host.
+HOST_REQUIREMENTS: Final[dict[str, tuple[str, ...]]] = {
+    "get_next_work": ("verified-host-scheduler",),
+    "record_work_event": ("verified-event-store", "activation-receipt-verifier"),
+    "evaluate_gate": ("verified-evidence-store", "gate-authority"),
+}
+
+
+@functools.cache
+def facts(tool: str) -> dict[str, Any]:
+    """The contract's availability facts of ``tool`` (``x-agora``)."""
+    spec = load_contract("router").tools[tool]
+    return dict(spec.extra)
+
+
+def unavailable(
+    tool: str,
+    *,
+    required: tuple[str, ...] | None = None,
+    fallback: str | None = None,
+    reason: str | None = None,
+) -> ToolError:
+    """The typed ``capability-unavailable`` answer for ``tool``.
+
+    Args:
+        tool: The tool called.
+        required: The capabilities this branch needs (default: the tool's own).
+        fallback: The action to take instead (default: the contract's fallback).
+        reason: A short machine-readable reason (``verified-host-required``, ...).
+    """
+    f = facts(tool)
+    body = {
+        "ok": False,
+        "code": UNAVAILABLE,
+        "tool": tool,
+        "availability": f["availability"],
+        "risk": f["risk"],
+        "reason": reason or f["availability"],
+        "required_capabilities": list(required or f["required_capabilities"]),
+        "local_conditions": list(f["local_conditions"]),
+        "fallback_action": fallback or f["fallback"],
+        "state_changed": False,
+    }
+    return ToolError(body, f"{tool}: capability unavailable ({body['reason']})")
+
+
+def missing_graph(tool: str) -> ToolError:
+    """No Router-owned work graph for this run: create or replay the plan."""
+    return unavailable(
+        tool, required=("router-owned-work-graph",), fallback=GRAPH_FALLBACK,
+        reason="router-owned-work-graph-missing",
+    )  # fmt: skip
+
+
+def host_goal(tool: str) -> ToolError:
+    """The plan is bound to a native Goal: only a verified host may act on it."""
+    return unavailable(tool, required=HOST_REQUIREMENTS[tool], reason="native-goal-authority")
+
+
+def refusal(code: str, message: str, *, retryable: bool = False, **details: Any) -> ToolError:
+    """A typed refusal: the request does not apply to the current state; nothing changed."""
+    body = {"ok": False, "code": code, "message": message, "retryable": retryable, **details}
+    return ToolError(body, f"{code}: {message}")
+
+
+def conflict(expected: int, current: int) -> ToolError:
+    """The CAS refusal: the caller's ``expected_state_version`` is not the current one."""
+    return refusal(
+        "state-version-conflict",
+        f"expected state version {expected}, the run is at {current}; re-read and retry",
+        retryable=True,
+        expected_state_version=expected,
+        current_state_version=current,
+    )
+
+
+def new_correlation() -> str:
+    """A fresh public-safe correlation id for an internal failure."""
+    return f"corr-{secrets.token_hex(8)}"
+
+
+def internal(correlation_id: str) -> ToolError:
+    """The sanitized internal error: no detail, only the id of the server's log line."""
+    body = {"ok": False, "code": "internal-error", "correlation_id": correlation_id}
+    return ToolError(body, f"internal error (correlation id {correlation_id})")

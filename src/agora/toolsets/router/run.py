@@ -1,0 +1,182 @@
+"""The workflow-run entity: one actor per run, pure ``handle(command, now) -> Effects``.
+
+Every mutation goes through the same gate, in this order: the idempotency ledger (the same
+key with the same request digest replays the stored result with ``replayed: true`` and no
+write at all; the same key with another request is refused), then the CAS check of
+``expected_state_version``, then the command's own handler from `MUTATIONS`. A handler
+validates first and raises a `ToolError` refusal before touching state; on success it
+returns the result and its writes, and the gate bumps the state version and records the
+result in the ledger, all in one commit. A run whose rows are corrupt answers every command
+with a sanitized internal error. No I/O here beyond `RunKind.load` reading rows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING, Any, Final
+
+from agora.errors import ToolError
+from agora.runtime.entity import Effects, Write
+from agora.toolsets.router import consent, progress, replies, sql
+from agora.toolsets.router.commands import (
+    CreatePlan,
+    EvaluateGate,
+    Mutation,
+    NextWork,
+    ProposeSupport,
+    RecordEvent,
+    Status,
+    TransitionSupport,
+)
+from agora.toolsets.router.state import Applied, CorruptRun, Item, RunState, from_rows
+
+if TYPE_CHECKING:
+    import sqlite3
+    from collections.abc import Callable
+
+    from agora.runtime.clock import Now
+
+log = logging.getLogger(__name__)
+
+
+TOOL_OF: Final[dict[type, str]] = {
+    CreatePlan: "plan_work",
+    RecordEvent: "record_work_event",
+    EvaluateGate: "evaluate_gate",
+    ProposeSupport: "propose_support_consent",
+    TransitionSupport: "transition_support_consent",
+    NextWork: "get_next_work",
+    Status: "get_router_status",
+}
+
+
+def _create(run: RunState | None, cmd: CreatePlan, at: str) -> tuple[RunState, list[Write]]:
+    plan = cmd.plan
+    run = RunState(
+        plan.workflow_run_id, cmd.session_id, 0, 1, "planned", plan.envelope,
+        plan.goal_binding_id, plan.work_graph_id, plan.explicit_locked, plan.result, [],
+    )  # fmt: skip
+    row = {
+        "run_id": run.run_id, "session_id": run.session_id,
+        "idempotency_key": cmd.idempotency_key, "state_version": 1, "plan_revision": 1,
+        "status": run.status, "envelope": run.envelope, "goal_binding_id": run.goal_binding_id,
+        "work_graph_id": run.work_graph_id, "explicit_locked": int(run.explicit_locked),
+        "item_count": len(plan.items), "plan_json": json.dumps(plan.result),
+        "created_at": at, "updated_at": at,
+    }  # fmt: skip
+    writes = [sql.insert_run(row)]
+    for n, work in enumerate(plan.items, start=1):
+        status = "pending" if work.dependency_ids else "ready"
+        run.items.append(Item(n, work, status))
+        fields = {
+            "work_item_id": work.work_item_id, "phase_id": work.phase_id,
+            "primary_skill_id": work.primary_skill_id,
+            "support_json": json.dumps(list(work.support_skill_ids)),
+            "dependency_json": json.dumps(list(work.dependency_ids)),
+            "gate_id": work.gate_id, "check_ids_json": json.dumps(list(work.check_ids)),
+        }  # fmt: skip
+        writes.append(sql.insert_item(run.run_id, n, fields, status, at))
+    return run, writes
+
+
+def _replay(run: RunState, cmd: Mutation) -> dict[str, Any] | ToolError:
+    """The stored result of a replayed key (no write), or the refusal of a reused key."""
+    digest, stored = run.ledger[cmd.idempotency_key]
+    if digest != cmd.request_digest:
+        return replies.refusal(
+            "idempotency-conflict",
+            "this idempotency key was used for a different request; use a new key",
+            idempotency_key=cmd.idempotency_key,
+        )
+    return {**stored, "replayed": True} if "replayed" in stored else stored
+
+
+class WorkflowRun:
+    """One run: its state (None until planned), or the mark that its rows are corrupt."""
+
+    def __init__(self, key: str, state: RunState | None, corrupt: str | None = None) -> None:
+        self.key = key
+        self.state = state
+        self.corrupt = corrupt
+
+    def handle(self, command: Any, now: Now) -> Effects:
+        """Apply one command from `agora.toolsets.router.commands`.
+
+        Returns:
+            Effects whose reply is a result dict or a `ToolError` (refusals, unavailable,
+            sanitized internal errors); writes only for an applied mutation.
+        """
+        tool = TOOL_OF[type(command)]
+        if self.corrupt is not None:
+            correlation = replies.new_correlation()
+            log.error("router run %s is corrupt (%s); correlation %s", self.key, self.corrupt,
+                      correlation)  # fmt: skip
+            return Effects(reply=replies.internal(correlation))
+        run = self.state
+        if run is not None and run.session_id != command.session_id:
+            run = None  # another session's run is not visible
+        if isinstance(command, Mutation):
+            return self._mutate(run, command, tool, sql.stamp(now.wall))
+        if run is None:
+            return Effects(reply=replies.missing_graph(tool))
+        if isinstance(command, NextWork):
+            return Effects(reply=progress.next_work(run))
+        return Effects(reply=progress.status(run))
+
+    def _mutate(self, run: RunState | None, cmd: Mutation, tool: str, at: str) -> Effects:
+        if run is not None and cmd.idempotency_key in run.ledger:
+            return Effects(reply=_replay(run, cmd))
+        if run is None and not isinstance(cmd, CreatePlan):
+            return Effects(reply=replies.missing_graph(tool))
+        current = 0 if run is None else run.state_version
+        if cmd.expected_state_version != current:
+            return Effects(reply=replies.conflict(cmd.expected_state_version, current))
+        try:
+            if isinstance(cmd, CreatePlan):
+                run, writes = _create(run, cmd, at)
+                result = cmd.plan.result
+                self.state = run
+            else:
+                assert run is not None
+                result, writes = MUTATIONS[type(cmd)](run, cmd, current + 1, at)
+        except ToolError as refused:
+            if refused.body.get("audited"):  # a refused consent transition is kept for audit
+                return Effects(reply=refused, writes=consent.audit(run, cmd, refused, at))
+            return Effects(reply=refused)
+        previous, run.state_version = current, current + 1
+        run.ledger[cmd.idempotency_key] = (cmd.request_digest, result)
+        if previous:
+            writes.append(sql.update_run(run.run_id, run.state_version, run.status, at, previous))
+        writes.append(sql.insert_ledger(run.run_id, cmd.idempotency_key, cmd.request_digest,
+                                        json.dumps(result), at))  # fmt: skip
+        log.info("router %s on %s -> version %d (correlation %s)", tool, run.run_id,
+                 run.state_version, cmd.correlation_id)  # fmt: skip
+        return Effects(reply=result, writes=writes, changed=True)
+
+
+MUTATIONS: Final[dict[type, Callable[[RunState, Any, int, str], Applied]]] = {
+    RecordEvent: progress.record_event,
+    EvaluateGate: progress.evaluate_gate,
+    ProposeSupport: consent.propose,
+    TransitionSupport: consent.transition,
+}
+
+
+class RunKind:
+    """Loads workflow runs (the `EntityKind` of the router)."""
+
+    kind = "router-run"
+
+    def load(self, conn: sqlite3.Connection, key: str, now: Now) -> WorkflowRun:
+        """Rebuild the run ``key`` from its rows; a missing run is an unplanned one."""
+        rows = sql.read_run(conn, key)
+        if rows is None:
+            return WorkflowRun(key, None)
+        try:
+            return WorkflowRun(key, from_rows(rows))
+        except CorruptRun as exc:
+            return WorkflowRun(key, None, corrupt=str(exc))
+
+
+KIND: Final = RunKind()

@@ -1,0 +1,228 @@
+"""The router's tables: migrations, every statement it runs, and reading one run back.
+
+Tables (all keyed by ``run_id``): ``router_runs`` (one row per workflow run: session, CAS
+state version, plan revision, status, the plan result as JSON), ``router_work_items`` (the
+work graph), ``router_events`` (append-only reported observations), ``router_gates``
+(gate evaluations), ``router_proposals`` (support-consent proposals and decisions),
+``router_consent_audit`` (refused consent transitions) and ``router_ledger`` (each
+idempotency key's request digest and result, for replay). JSON is stored as TEXT and parsed
+in Python; timestamps are fixed-width UTC TEXT; statements use ``?`` placeholders only.
+This module builds statements and reads rows; it never commits (the actor does).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any
+
+from agora.toolsets.base import Migration
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    import sqlite_utils
+
+    from agora.runtime.entity import Write
+
+
+def stamp(when: dt.datetime) -> str:
+    """A fixed-width UTC timestamp, e.g. ``2026-11-30T15:00:00.000000Z``."""
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+_SCHEMA = [
+    """CREATE TABLE router_runs (
+        run_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, idempotency_key TEXT NOT NULL,
+        state_version INTEGER NOT NULL, plan_revision INTEGER NOT NULL, status TEXT NOT NULL,
+        envelope TEXT NOT NULL, goal_binding_id TEXT, work_graph_id TEXT,
+        explicit_locked INTEGER NOT NULL, item_count INTEGER NOT NULL, plan_json TEXT NOT NULL,
+        created_at TEXT NOT NULL, updated_at TEXT NOT NULL)""",
+    "CREATE INDEX router_runs_session ON router_runs (session_id, goal_binding_id)",
+    """CREATE TABLE router_work_items (
+        run_id TEXT NOT NULL, seq INTEGER NOT NULL, work_item_id TEXT NOT NULL,
+        phase_id TEXT NOT NULL, primary_skill_id TEXT, support_json TEXT NOT NULL,
+        dependency_json TEXT NOT NULL, gate_id TEXT NOT NULL, check_ids_json TEXT NOT NULL,
+        status TEXT NOT NULL, updated_at TEXT NOT NULL, PRIMARY KEY (run_id, seq))""",
+    """CREATE TABLE router_events (
+        run_id TEXT NOT NULL, seq INTEGER NOT NULL, event_id TEXT NOT NULL,
+        phase_id TEXT NOT NULL, observation_json TEXT NOT NULL, correlation_id TEXT NOT NULL,
+        recorded_at TEXT NOT NULL, PRIMARY KEY (run_id, seq))""",
+    """CREATE TABLE router_gates (
+        run_id TEXT NOT NULL, seq INTEGER NOT NULL, phase_id TEXT NOT NULL,
+        evidence_digest TEXT NOT NULL, passed INTEGER NOT NULL, failures_json TEXT NOT NULL,
+        evaluated_at TEXT NOT NULL, PRIMARY KEY (run_id, seq))""",
+    """CREATE TABLE router_proposals (
+        proposal_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, phase_id TEXT NOT NULL,
+        primary_skill_id TEXT NOT NULL, support_json TEXT NOT NULL,
+        scope_anchor_id TEXT NOT NULL, goal_revision INTEGER, plan_revision INTEGER NOT NULL,
+        context_fingerprint TEXT NOT NULL, status TEXT NOT NULL, decision_ref TEXT,
+        created_at TEXT NOT NULL, decided_at TEXT)""",
+    "CREATE INDEX router_proposals_run ON router_proposals (run_id)",
+    """CREATE TABLE router_consent_audit (
+        run_id TEXT NOT NULL, seq INTEGER NOT NULL, proposal_id TEXT NOT NULL,
+        refusal TEXT NOT NULL, stale_json TEXT NOT NULL, correlation_id TEXT NOT NULL,
+        at TEXT NOT NULL, PRIMARY KEY (run_id, seq))""",
+    """CREATE TABLE router_ledger (
+        run_id TEXT NOT NULL, idempotency_key TEXT NOT NULL, request_digest TEXT NOT NULL,
+        result_json TEXT NOT NULL, created_at TEXT NOT NULL,
+        PRIMARY KEY (run_id, idempotency_key))""",
+]
+
+
+def _migrate_v1(db: sqlite_utils.Database) -> None:
+    for statement in _SCHEMA:
+        db.execute(statement)
+
+
+MIGRATIONS = (Migration(component="router", version=1, apply=_migrate_v1),)
+
+
+def insert_run(row: dict[str, Any]) -> Write:
+    """Create a run row (``row`` has every column)."""
+    cols = ", ".join(row)
+    marks = ", ".join("?" for _ in row)
+    return (f"INSERT INTO router_runs ({cols}) VALUES ({marks})", tuple(row.values()))
+
+
+def update_run(run_id: str, version: int, status: str, at: str, previous: int) -> Write:
+    """Move a run to ``version`` and ``status``, only from state version ``previous``."""
+    return (
+        "UPDATE router_runs SET state_version = ?, status = ?, updated_at = ?"
+        " WHERE run_id = ? AND state_version = ?",
+        (version, status, at, run_id, previous),
+    )
+
+
+def insert_item(run_id: str, seq: int, item: dict[str, Any], status: str, at: str) -> Write:
+    """Create one work item (``item`` holds the JSON-ready lists)."""
+    return (
+        "INSERT INTO router_work_items (run_id, seq, work_item_id, phase_id, primary_skill_id,"
+        " support_json, dependency_json, gate_id, check_ids_json, status, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (run_id, seq, item["work_item_id"], item["phase_id"], item["primary_skill_id"],
+         item["support_json"], item["dependency_json"], item["gate_id"],
+         item["check_ids_json"], status, at),
+    )  # fmt: skip
+
+
+def update_item(run_id: str, seq: int, status: str, at: str) -> Write:
+    """Set one work item's status."""
+    return (
+        "UPDATE router_work_items SET status = ?, updated_at = ? WHERE run_id = ? AND seq = ?",
+        (status, at, run_id, seq),
+    )
+
+
+def insert_event(run_id: str, seq: int, event_id: str, phase: str, obs: str, corr: str,
+                 at: str) -> Write:  # fmt: skip
+    """Append one reported observation."""
+    return (
+        "INSERT INTO router_events (run_id, seq, event_id, phase_id, observation_json,"
+        " correlation_id, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (run_id, seq, event_id, phase, obs, corr, at),
+    )
+
+
+def insert_gate(run_id: str, seq: int, phase: str, digest: str, passed: bool, failures: str,
+                at: str) -> Write:  # fmt: skip
+    """Record one gate evaluation."""
+    return (
+        "INSERT INTO router_gates (run_id, seq, phase_id, evidence_digest, passed,"
+        " failures_json, evaluated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (run_id, seq, phase, digest, int(passed), failures, at),
+    )
+
+
+def insert_proposal(row: dict[str, Any]) -> Write:
+    """Create a proposal row (``row`` has every column)."""
+    cols = ", ".join(row)
+    marks = ", ".join("?" for _ in row)
+    return (f"INSERT INTO router_proposals ({cols}) VALUES ({marks})", tuple(row.values()))
+
+
+def decide_proposal(proposal_id: str, status: str, ref: str, at: str) -> Write:
+    """Record the user's decision on a proposal that was still awaiting one."""
+    return (
+        "UPDATE router_proposals SET status = ?, decision_ref = ?, decided_at = ?"
+        " WHERE proposal_id = ? AND status = 'proposal-required'",
+        (status, ref, at, proposal_id),
+    )
+
+
+def insert_audit(run_id: str, seq: int, proposal: str, refusal: str, stale: str, corr: str,
+                 at: str) -> Write:  # fmt: skip
+    """Keep a refused consent transition for audit."""
+    return (
+        "INSERT INTO router_consent_audit (run_id, seq, proposal_id, refusal, stale_json,"
+        " correlation_id, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (run_id, seq, proposal, refusal, stale, corr, at),
+    )
+
+
+def insert_ledger(run_id: str, key: str, request_digest: str, result: str, at: str) -> Write:
+    """Remember an idempotency key's request and result (a second insert is a no-op)."""
+    return (
+        "INSERT INTO router_ledger (run_id, idempotency_key, request_digest, result_json,"
+        " created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        (run_id, key, request_digest, result, at),
+    )
+
+
+_RUN_COLUMNS = (
+    "run_id, session_id, idempotency_key, state_version, plan_revision, status, envelope,"
+    " goal_binding_id, work_graph_id, explicit_locked, item_count, plan_json"
+)
+_READS = {
+    "items": "SELECT seq, work_item_id, phase_id, primary_skill_id, support_json,"
+    " dependency_json, gate_id, check_ids_json, status FROM router_work_items"
+    " WHERE run_id = ? ORDER BY seq",
+    "events": "SELECT seq, event_id, phase_id, observation_json FROM router_events"
+    " WHERE run_id = ? ORDER BY seq",
+    "gates": "SELECT COUNT(*) FROM router_gates WHERE run_id = ?",
+    "proposals": "SELECT proposal_id, phase_id, primary_skill_id, support_json,"
+    " scope_anchor_id, goal_revision, plan_revision, context_fingerprint, status, decision_ref"
+    " FROM router_proposals WHERE run_id = ?",
+    "audit": "SELECT COUNT(*) FROM router_consent_audit WHERE run_id = ?",
+    "ledger": "SELECT idempotency_key, request_digest, result_json FROM router_ledger"
+    " WHERE run_id = ?",
+}
+
+
+def read_run(conn: sqlite3.Connection, run_id: str) -> dict[str, Any] | None:
+    """Every committed row of one run, raw (parsing and checks are the entity's job).
+
+    Returns:
+        ``{"run": tuple, "items": [...], "events": [...], "gates": int, "proposals":
+        [...], "audit": int, "ledger": [...]}``, or None if there is no such run.
+    """
+    run = conn.execute(
+        f"SELECT {_RUN_COLUMNS} FROM router_runs WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    if run is None:
+        return None
+    out: dict[str, Any] = {"run": tuple(run)}
+    for name, statement in _READS.items():
+        rows = [tuple(r) for r in conn.execute(statement, (run_id,))]
+        out[name] = rows[0][0] if name in ("gates", "audit") else rows
+    return out
+
+
+def session_summary(
+    conn: sqlite3.Connection, session_id: str, goal_binding_id: str | None
+) -> tuple[int, int, str | None, str | None]:
+    """Runs and work items of a session (of one goal binding when given), and its latest run.
+
+    Returns:
+        ``(runs, work_items, latest_run_id, latest_plan_json)``.
+    """
+    where = "session_id = ?" + (" AND goal_binding_id = ?" if goal_binding_id else "")
+    params: tuple[Any, ...] = (session_id, goal_binding_id) if goal_binding_id else (session_id,)
+    runs, items = conn.execute(
+        f"SELECT COUNT(*), COALESCE(SUM(item_count), 0) FROM router_runs WHERE {where}", params
+    ).fetchone()
+    latest = conn.execute(
+        f"SELECT run_id, plan_json FROM router_runs WHERE {where}"
+        " ORDER BY created_at DESC, run_id DESC LIMIT 1",
+        params,
+    ).fetchone()
+    return int(runs), int(items), latest[0] if latest else None, latest[1] if latest else None

@@ -1,0 +1,148 @@
+"""The router's tools: each maps one MCP call to one command on a workflow run, or answers.
+
+A handler builds one command from validated arguments and returns the run's reply; it holds
+no rule of its own. Tools that cannot run here (the verified-host ones, and the adapter
+ones without a configured adapter) answer the typed capability-unavailable from
+`agora.toolsets.router.replies`. Memory tools are not served yet.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from agora.toolsets.router import commands, replies
+from agora.toolsets.router.consent import run_of
+from agora.toolsets.router.digests import request_digest
+from agora.toolsets.router.layers import plan_layers
+from agora.toolsets.router.planning import build_plan
+from agora.toolsets.router.run import KIND
+from agora.toolsets.router.sql import session_summary
+
+if TYPE_CHECKING:
+    from agora.toolsets.base import Handler, ToolCall
+
+
+def _session(call: ToolCall) -> str:
+    session: str = call.args["context"]["session_id"]
+    return session
+
+
+def _mutation(call: ToolCall) -> dict[str, Any]:
+    a = call.args
+    return {
+        "session_id": _session(call),
+        "expected_state_version": a["expected_state_version"],
+        "idempotency_key": a["idempotency_key"],
+        "request_digest": request_digest(call.tool, a),
+        "correlation_id": a["correlation_id"],
+    }
+
+
+async def _run(call: ToolCall, run_id: str, command: Any) -> dict[str, Any]:
+    reply: dict[str, Any] = await call.runtime.call(KIND, run_id, command)
+    return reply
+
+
+async def plan_work(call: ToolCall) -> dict[str, Any]:
+    """Create or replay a durable plan and its work graph."""
+    layers, warnings = await plan_layers(call)
+    plan = build_plan(call.args, layers, warnings)
+    return await _run(call, plan.workflow_run_id, commands.CreatePlan(plan=plan, **_mutation(call)))
+
+
+async def get_router_status(call: ToolCall) -> dict[str, Any]:
+    """A run's counts and goal status candidate, or the session's when no run is named."""
+    run_id = call.args.get("workflow_run_id")
+    if run_id is not None:
+        return await _run(call, run_id, commands.Status(_session(call)))
+    goal = call.args.get("goal_binding_id")
+    _runs, items, latest, _plan = await call.runtime.read(
+        lambda conn: session_summary(conn, _session(call), goal)
+    )
+    candidate = None
+    if goal is not None and latest is not None:
+        status = await _run(call, latest, commands.Status(_session(call)))
+        candidate = status["goal_status_candidate"]
+    return {
+        "workflow_run_id": None,
+        "goal_binding_id": goal,
+        "created_work_items": items,
+        "goal_status_candidate": candidate,
+        "host_goal_mutated": False,
+    }
+
+
+async def get_next_work(call: ToolCall) -> dict[str, Any]:
+    """The next work item of a Router-owned graph."""
+    return await _run(call, call.args["workflow_run_id"], commands.NextWork(_session(call)))
+
+
+async def record_work_event(call: ToolCall) -> dict[str, Any]:
+    """Append one reported observation."""
+    a = call.args
+    command = commands.RecordEvent(
+        phase_id=a["phase_id"], observation=a["observation"],
+        activation_receipt_ref=a["activation_receipt_ref"], **_mutation(call),
+    )  # fmt: skip
+    return await _run(call, a["workflow_run_id"], command)
+
+
+async def evaluate_gate(call: ToolCall) -> dict[str, Any]:
+    """Evaluate a phase's advisory exit gate."""
+    a = call.args
+    command = commands.EvaluateGate(
+        phase_id=a["phase_id"], evidence_refs=tuple(a["evidence_refs"]),
+        expected_evidence_digest=a["expected_evidence_digest"],
+        expected_plan_revision=a["expected_plan_revision"], **_mutation(call),
+    )  # fmt: skip
+    return await _run(call, a["workflow_run_id"], command)
+
+
+async def propose_support_consent(call: ToolCall) -> dict[str, Any]:
+    """Persist a Phase-scoped support proposal."""
+    a = call.args
+    command = commands.ProposeSupport(
+        phase_id=a["phase_id"], primary_skill_id=a["primary_skill_id"],
+        support_skill_ids=tuple(a["support_skill_ids"]), scope_anchor_id=a["scope_anchor_id"],
+        goal_revision=a["goal_revision"], plan_revision=a["plan_revision"],
+        context_fingerprint=a["context_fingerprint"], **_mutation(call),
+    )  # fmt: skip
+    return await _run(call, a["workflow_run_id"], command)
+
+
+async def transition_support_consent(call: ToolCall) -> dict[str, Any]:
+    """Approve or reject a bound proposal."""
+    a = call.args
+    run_id = run_of(a["proposal_id"])
+    if run_id is None:
+        raise replies.refusal("proposal-not-found", "no such proposal")
+    command = commands.TransitionSupport(
+        proposal_id=a["proposal_id"], action=a["action"],
+        current_phase_id=a["current_phase_id"],
+        current_scope_anchor_id=a["current_scope_anchor_id"],
+        current_goal_revision=a["current_goal_revision"],
+        current_plan_revision=a["current_plan_revision"],
+        current_context_fingerprint=a["current_context_fingerprint"], **_mutation(call),
+    )  # fmt: skip
+    return await _run(call, run_id, command)
+
+
+async def unavailable(call: ToolCall) -> dict[str, Any]:
+    """A tool this server cannot run: the typed capability-unavailable answer."""
+    raise replies.unavailable(call.tool)
+
+
+HANDLERS: Final[dict[str, Handler]] = {
+    "sync_runtime_context": unavailable,
+    "plan_work": plan_work,
+    "propose_support_consent": propose_support_consent,
+    "transition_support_consent": transition_support_consent,
+    "get_next_work": get_next_work,
+    "validate_route": unavailable,
+    "record_work_event": record_work_event,
+    "evaluate_gate": evaluate_gate,
+    "get_router_status": get_router_status,
+    "run_model_evaluation": unavailable,
+    "compare_evaluations": unavailable,
+    "export_router_artifact": unavailable,
+}
