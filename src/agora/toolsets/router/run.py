@@ -17,6 +17,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.errors import ToolError
+from agora.runtime.commands import CommandTable
 from agora.runtime.entity import Effects, Write
 from agora.toolsets.router import consent, progress, replies, sql
 from agora.toolsets.router.commands import (
@@ -33,7 +34,6 @@ from agora.toolsets.router.state import Applied, CorruptRun, Item, RunState, fro
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import Callable
 
     from agora.runtime.clock import Now
 
@@ -139,7 +139,7 @@ class WorkflowRun:
                 self.state = run
             else:
                 assert run is not None
-                result, writes = MUTATIONS[type(cmd)](run, cmd, current + 1, at)
+                result, writes = MUTATIONS.dispatch(run, cmd, current + 1, at)
         except ToolError as refused:
             if refused.body.get("audited"):  # a refused consent transition is kept for audit
                 return Effects(reply=refused, writes=consent.audit(run, cmd, refused, at))
@@ -155,12 +155,12 @@ class WorkflowRun:
         return Effects(reply=result, writes=writes, changed=True)
 
 
-MUTATIONS: Final[dict[type, Callable[[RunState, Any, int, str], Applied]]] = {
-    RecordEvent: progress.record_event,
-    EvaluateGate: progress.evaluate_gate,
-    ProposeSupport: consent.propose,
-    TransitionSupport: consent.transition,
-}
+#: The handlers of the mutations that apply to an existing run, one per command type.
+MUTATIONS: Final[CommandTable[Applied]] = CommandTable()
+MUTATIONS.on(RecordEvent)(progress.record_event)
+MUTATIONS.on(EvaluateGate)(progress.evaluate_gate)
+MUTATIONS.on(ProposeSupport)(consent.propose)
+MUTATIONS.on(TransitionSupport)(consent.transition)
 
 
 class RunKind:

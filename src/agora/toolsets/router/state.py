@@ -137,7 +137,7 @@ def from_rows(rows: dict[str, Any]) -> RunState:
     Raises:
         CorruptRun: if the rows do not form a valid run and work graph.
     """
-    (run_id, session, version, revision, status, envelope, goal, graph, locked, count,
+    (run_id, session, _key, version, revision, status, envelope, goal, graph, locked, count,
      plan_json) = rows["run"]  # fmt: skip
     items = [_item(r) for r in rows["items"]]
     _check_graph(items, count)

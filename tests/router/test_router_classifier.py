@@ -1,0 +1,63 @@
+"""The structural classifier: a table of objectives and the classification each must get."""
+
+from __future__ import annotations
+
+import pytest
+
+from agora.toolsets.router.classifier import REVISION, classify, with_profile_envelope
+
+TABLE = [
+    pytest.param("Fix the typo in the README", {}, "single", "deterministic-analyzer", "high",
+                 ("single-default",), id="one-action"),
+    pytest.param("hello there", {}, "single", "builtin-fallback", "low",
+                 ("no-structural-signal",), id="no-signal"),
+    pytest.param("1. design the API\n2. implement it\n3. test it", {}, "phased",
+                 "deterministic-analyzer", "high",
+                 ("enumerated-steps", "multiple-action-families"), id="enumerated"),
+    pytest.param("- add the parser\n- document the flags", {}, "phased", "deterministic-analyzer",
+                 "high", ("enumerated-steps", "multiple-action-families"), id="bullets"),
+    pytest.param("Design the cache, then implement it", {}, "phased", "deterministic-analyzer",
+                 "high", ("sequencing-words", "multiple-action-families"), id="sequencing"),
+    pytest.param("Implement the endpoint, test it and document it", {}, "phased",
+                 "deterministic-analyzer", "medium", ("multiple-action-families",),
+                 id="three-families"),
+    pytest.param("Implement the endpoint but do not test it", {}, "single",
+                 "deterministic-analyzer", "high", ("negated-action-ignored", "single-default"),
+                 id="negated-family"),
+    pytest.param("Refactor the module", {"domains": ("web", "db")}, "phased",
+                 "deterministic-analyzer", "medium", ("multi-domain",), id="multi-domain"),
+    pytest.param("Ship the roadmap milestones across repos", {}, "managed-goal",
+                 "deterministic-analyzer", "high",
+                 ("managed-signal:milestones", "managed-signal:cross-repository",
+                  "managed-signal:roadmap", "managed-goal-signals"), id="managed"),
+    pytest.param("Two milestones in a long-running effort", {}, "managed-goal",
+                 "deterministic-analyzer", "medium",
+                 ("managed-signal:milestones", "managed-signal:long-running",
+                  "managed-goal-signals"), id="managed-medium"),
+    pytest.param("anything", {"requested_work_mode": "phased"}, "phased",
+                 "caller-work-mode-hint", "high", ("caller-work-mode-hint",), id="hint"),
+    pytest.param("1. a\n2. b", {"goal_binding_id": "goal-1", "requested_work_mode": "single"},
+                 "managed-goal", "native-goal-binding", "high", ("native-goal-binding",),
+                 id="goal-binding-wins"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("objective", "hints", "envelope", "source", "confidence", "reasons"),
+                         TABLE)  # fmt: skip
+def test_objectives_classify_as_the_table_says(
+    objective, hints, envelope, source, confidence, reasons
+):
+    found = classify(objective, **hints)
+    assert (found.envelope, found.source, found.confidence) == (envelope, source, confidence)
+    assert found.reason_codes == reasons
+    assert found.classifier_revision == REVISION
+    assert classify(objective, **hints) == found  # the same input, the same answer
+
+
+def test_a_profile_envelope_applies_only_without_binding_or_hint():
+    auto = classify("Fix the typo")
+    assert with_profile_envelope(auto, "phased").source == "profile-route"
+    assert with_profile_envelope(auto, "phased").reason_codes[-1] == "profile-envelope"
+    assert with_profile_envelope(auto, None) is auto
+    hinted = classify("x", requested_work_mode="single")
+    assert with_profile_envelope(hinted, "phased") is hinted

@@ -1,0 +1,121 @@
+"""Support consent: proposals on explicit-locked plans, decisions, and every stale field."""
+
+from __future__ import annotations
+
+import pytest
+from router_driver import FINGERPRINT, ctx, key
+
+OTHER = "sha256:" + "cd" * 32
+
+
+async def locked_plan(router, **kw):
+    return await router.plan("1. design\n2. build", explicit_skill_ids=["skill:lead"],
+                             explicit_semantics="only", **kw)  # fmt: skip
+
+
+def proposal_args(plan, version=1, **over):
+    args = {
+        "context": ctx(), "workflow_run_id": plan["workflow_run_id"], "phase_id": "plan",
+        "primary_skill_id": "skill:lead", "support_skill_ids": ["skill:a", "skill:b"],
+        "scope_anchor_id": "anchor-1", "goal_revision": None, "plan_revision": 1,
+        "context_fingerprint": FINGERPRINT, "expected_state_version": version,
+        "idempotency_key": key("prop"), "correlation_id": "c",
+    }  # fmt: skip
+    return {**args, **over}
+
+
+def transition_args(proposal, version, action="approve", **over):
+    args = {
+        "context": ctx(), "proposal_id": proposal["proposal_id"], "action": action,
+        "current_phase_id": "plan", "current_scope_anchor_id": "anchor-1",
+        "current_goal_revision": None, "current_plan_revision": 1,
+        "current_context_fingerprint": FINGERPRINT, "expected_state_version": version,
+        "idempotency_key": key("decide"), "correlation_id": "c",
+    }  # fmt: skip
+    return {**args, **over}
+
+
+@pytest.mark.parametrize("action", ["approve", "reject"])
+async def test_a_proposal_is_decided_once(router, action):
+    plan = await locked_plan(router)
+    proposal = await router.call("propose_support_consent", **proposal_args(plan))
+    assert proposal["status"] == proposal["consent_action"] == "proposal-required"
+    assert proposal["support_skills"] == ["skill:a", "skill:b"]
+    assert proposal["state_version"] == 2
+    args = transition_args(proposal, 2, action)
+    decided = await router.call("transition_support_consent", **args)
+    assert decided["status"] == ("approved" if action == "approve" else "rejected")
+    assert decided["decision_ref"] is not None
+    assert decided["state_version"] == 3
+    replay = await router.call("transition_support_consent", **args)
+    assert replay == {**decided, "replayed": True}
+    flip = "reject" if action == "approve" else "approve"
+    body = await router.refused("transition_support_consent",
+                                **transition_args(proposal, 3, flip))  # fmt: skip
+    assert body["code"] == "proposal-already-decided"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "stale"),
+    [
+        ("current_phase_id", "implement", "phase"),
+        ("current_scope_anchor_id", "anchor-2", "scope_anchor"),
+        ("current_goal_revision", 4, "goal_revision"),
+        ("current_plan_revision", 2, "plan_revision"),
+        ("current_context_fingerprint", OTHER, "context_fingerprint"),
+    ],
+)
+async def test_every_stale_field_fails_closed_and_is_audited(router, runtime, field, value, stale):
+    plan = await locked_plan(router)
+    proposal = await router.call("propose_support_consent", **proposal_args(plan))
+    body = await router.refused("transition_support_consent",
+                                **transition_args(proposal, 2, **{field: value}))  # fmt: skip
+    assert body["code"] == "consent-stale"
+    assert body["stale_fields"] == [stale]
+    rows = await runtime.read(
+        lambda c: c.execute("SELECT refusal, stale_json FROM router_consent_audit").fetchall()
+    )
+    assert [tuple(r) for r in rows] == [("consent-stale", f'["{stale}"]')]
+    still = await router.call("transition_support_consent", **transition_args(proposal, 2))
+    assert still["status"] == "approved"  # the refusal changed nothing
+
+
+async def test_a_completed_phase_makes_its_proposal_stale(router):
+    plan = await locked_plan(router)
+    run = plan["workflow_run_id"]
+    proposal = await router.call("propose_support_consent", **proposal_args(plan))
+    ev = await router.event(run, "plan", {"check_id": "plan-ready", "outcome": "passed"}, 2)
+    await router.gate(run, "plan", ev["event_ids"], 3)
+    body = await router.refused("transition_support_consent", **transition_args(proposal, 4))
+    assert body["stale_fields"] == ["phase"]
+
+
+@pytest.mark.parametrize(
+    ("over", "code"),
+    [
+        ({"primary_skill_id": "skill:other"}, "route-mismatch"),
+        ({"phase_id": "nowhere"}, "route-mismatch"),
+        ({"support_skill_ids": ["skill:a", "skill:a"]}, "invalid-support-skills"),
+        ({"support_skill_ids": ["skill:lead"]}, "invalid-support-skills"),
+        ({"plan_revision": 2}, "stale-plan-revision"),
+        ({"goal_revision": 1}, "goal-revision-mismatch"),
+        ({"expected_state_version": 0}, "state-version-conflict"),
+    ],
+)
+async def test_a_proposal_must_bind_the_current_route(router, over, code):
+    plan = await locked_plan(router)
+    body = await router.refused("propose_support_consent", **proposal_args(plan, **over))
+    assert body["code"] == code
+
+
+async def test_proposals_need_an_explicit_locked_plan(router):
+    plan = await router.plan("1. design\n2. build")
+    body = await router.refused("propose_support_consent", **proposal_args(plan))
+    assert body["code"] == "capability-unavailable"
+    assert body["required_capabilities"] == ["explicit-skill-plan"]
+
+
+async def test_an_unknown_proposal_is_refused(router):
+    body = await router.refused("transition_support_consent",
+                                **transition_args({"proposal_id": "nope"}, 1))  # fmt: skip
+    assert body["code"] == "proposal-not-found"

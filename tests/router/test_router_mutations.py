@@ -1,0 +1,110 @@
+"""CAS on expected_state_version, idempotent replay, conflicting key reuse, and restarts."""
+
+from __future__ import annotations
+
+import trio
+from router_driver import HANDLERS, Router, ctx, event_args, plan_args
+
+from agora.errors import ToolError
+from agora.runtime.clock import Clock, FakeWall
+from agora.runtime.registry import Runtime
+from agora.store.db import open_store
+from agora.toolsets.base import Principal, ToolCall
+from agora.toolsets.router.sql import MIGRATIONS
+
+PHASED = "1. design it\n2. build it\n3. test it"
+
+
+async def test_a_replayed_plan_is_identical_and_writes_nothing(router, runtime):
+    args = plan_args(PHASED, idem="plan-once")
+    first = await router.call("plan_work", **args)
+    commits = runtime.store.stats
+    again = await router.call("plan_work", **{**args, "correlation_id": "a-retry"})
+    assert again == first
+    assert runtime.store.stats == commits  # a replay never reaches the writer
+
+
+async def test_reusing_a_key_for_another_request_is_refused(router):
+    args = plan_args(PHASED, idem="plan-key")
+    await router.call("plan_work", **args)
+    body = await router.refused("plan_work", **{**args, "objective": "something else"})
+    assert body["code"] == "idempotency-conflict"
+
+
+async def test_a_stale_expected_state_version_is_a_typed_conflict(router):
+    run = (await router.plan(PHASED))["workflow_run_id"]
+    body = await router.refused(
+        "record_work_event", **event_args(run, "plan", {"note": "x"}, version=0)
+    )
+    assert body["code"] == "state-version-conflict"
+    assert (body["expected_state_version"], body["current_state_version"]) == (0, 1)
+    assert body["retryable"] is True
+    event = await router.event(run, "plan", {"note": "x"}, version=1)
+    assert event["resulting_state_version"] == 2
+
+
+async def test_an_event_replay_answers_replayed_true_with_the_same_ids(router, runtime):
+    run = (await router.plan(PHASED))["workflow_run_id"]
+    args = event_args(run, "plan", {"note": "x"}, 1, idem="ev-1")
+    first = await router.call("record_work_event", **args)
+    commits = runtime.store.stats
+    again = await router.call("record_work_event", **args)
+    assert first["replayed"] is False
+    assert again["replayed"] is True
+    assert {**again, "replayed": False} == first
+    assert runtime.store.stats == commits
+    body = await router.refused("record_work_event", **{**args, "observation": {"note": "y"}})
+    assert body["code"] == "idempotency-conflict"
+
+
+async def test_two_clients_racing_on_one_version_exactly_one_wins(router, runtime):
+    run = (await router.plan(PHASED))["workflow_run_id"]
+    outcomes: list[object] = []
+
+    async def client(name: str) -> None:
+        args = event_args(run, "plan", {"by": name}, 1)
+        call = ToolCall(tool="record_work_event", args=args, principal=Principal(), runtime=runtime)
+        try:
+            outcomes.append(await HANDLERS["record_work_event"](call))
+        except ToolError as err:
+            outcomes.append(err.body["code"])
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            for name in ("a", "b"):
+                nursery.start_soon(client, name)
+    wins = [o for o in outcomes if isinstance(o, dict)]
+    assert len(wins) == 1
+    assert outcomes.count("state-version-conflict") == 1
+    assert wins[0]["resulting_state_version"] == 2
+
+
+async def test_replays_survive_a_server_restart(nursery, tmp_path):
+    path = tmp_path / "restart.db"
+    args = plan_args(PHASED, idem="plan-restart")
+    async with open_store(path, MIGRATIONS) as store:
+        first_router = Router(Runtime(store, nursery, clock=Clock(FakeWall())))
+        first = await first_router.call("plan_work", **args)
+        run = first["workflow_run_id"]
+        ev_args = event_args(run, "plan", {"note": "x"}, 1, idem="ev-restart")
+        event = await first_router.call("record_work_event", **ev_args)
+    async with open_store(path, MIGRATIONS) as store:
+        router = Router(Runtime(store, nursery, clock=Clock(FakeWall())))
+        commits = store.stats
+        assert await router.call("plan_work", **args) == first
+        assert await router.call("record_work_event", **ev_args) == {**event, "replayed": True}
+        assert store.stats == commits
+        body = await router.refused("record_work_event", **{**ev_args, "phase_id": "verify"})
+        assert body["code"] == "idempotency-conflict"
+        nxt = await router.next(run)
+        assert nxt["work_item"]["status"] == "active"
+
+
+async def test_runs_are_isolated_per_session(router):
+    run = (await router.plan(PHASED, session="s1"))["workflow_run_id"]
+    body = await router.refused("get_next_work", context=ctx("s2"), workflow_run_id=run)
+    assert body["code"] == "capability-unavailable"
+    assert body["required_capabilities"] == ["router-owned-work-graph"]
+    other = await router.plan(PHASED, session="s2", idem="same-key")
+    mine = await router.plan(PHASED, session="s1", idem="same-key")
+    assert other["workflow_run_id"] != mine["workflow_run_id"]

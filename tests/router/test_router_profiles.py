@@ -1,0 +1,152 @@
+"""Profile precedence, invalid Profiles as warnings, and workspace-root authorization."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from profile_files import profile, write_workspace
+from router_driver import plan_args
+
+from agora.toolsets.router.digests import digest
+from agora.toolsets.router.profiles import PROFILE_SCHEMA, parse_profile
+
+
+def routing(root, domains=("web",)):
+    return {"workspace_root": None if root is None else str(root), "domains": list(domains),
+            "tags": [], "current_phase_id": None}  # fmt: skip
+
+
+@pytest.fixture
+def workspace(tmp_path, options):
+    allowed = tmp_path / "allowed"
+    (allowed / "repo").mkdir(parents=True)
+    options["router"]["workspace_roots"] = [str(allowed)]
+    personal = tmp_path / "personal.json"
+    personal.write_text(json.dumps(profile("personal", skills=("skill:personal",))))
+    options["router"]["personal_profile"] = str(personal)
+    return allowed / "repo"
+
+
+async def test_precedence_is_explicit_then_workspace_then_personal_then_builtin(
+    router, workspace, options
+):
+    doc = profile("team", skills=("skill:ws",), envelope="phased", domains=("web",))
+    write_workspace(workspace, doc)
+    ws = await router.plan("Fix it", routing_context=routing(workspace))
+    assert ws["route_source"] == "workspace-profile"
+    assert ws["routing_profile_ids"] == ["team"]
+    assert ws["routing_profile_digest"] == digest(doc)
+    assert ws["matched_profile_rule_id"] == "team#r1"
+    assert ws["planned_skill_ids"] == ["skill:ws"]
+    assert ws["classification"]["source"] == "profile-route"
+    assert ws["activation_status"] == "intended-unverified"
+    other_domain = await router.plan("Fix it", routing_context=routing(workspace, ("db",)))
+    assert other_domain["route_source"] == "personal-profile"  # the workspace rule did not match
+    lock = {"explicit_skill_ids": ["skill:mine"], "explicit_semantics": "only"}
+    explicit = await router.plan("Fix it", routing_context=routing(workspace), **lock)
+    assert explicit["route_source"] == "user-explicit"
+    assert explicit["planned_skill_ids"] == ["skill:mine"]
+    assert explicit["selection_mode"] == "explicit-locked"
+    assert explicit["support_consent_required"] is True
+    personal = await router.plan("Fix it", routing_context=routing(None))
+    assert personal["route_source"] == "personal-profile"
+    del options["router"]["personal_profile"]
+    builtin = await router.plan("Fix it", routing_context=routing(None))
+    assert builtin["route_source"] == "builtin-default"
+    assert builtin["planned_skill_ids"] == []
+    assert builtin["activation_status"] == "not-planned"
+    assert builtin["routing_profile_digest"] is None
+
+
+@pytest.mark.parametrize(
+    ("text", "warning"),
+    [
+        pytest.param("{not json", "workspace-profile-invalid: not valid JSON", id="json"),
+        pytest.param(json.dumps({"format": "agora-router-profile/9", "profile_id": "x",
+                                 "rules": []}), "workspace-profile-invalid", id="format"),
+        pytest.param(json.dumps(profile("x", support=("a", "b", "c", "d"))),
+                     "workspace-profile-invalid", id="four-supports"),
+        pytest.param(json.dumps(profile("x", support=("skill:a",))),
+                     "workspace-profile-rule-skipped: r1", id="primary-as-support"),
+    ],
+)  # fmt: skip
+async def test_an_invalid_workspace_profile_is_a_warning_not_a_failure(
+    router, workspace, text, warning
+):
+    write_workspace(workspace, text)
+    plan = await router.plan("Fix it", routing_context=routing(workspace))
+    assert plan["profile_warnings"][0].startswith(warning)
+    assert plan["route_source"] == "personal-profile"
+
+
+async def test_a_root_outside_the_authorized_roots_is_never_read(router, workspace, tmp_path):
+    outside = tmp_path / "outside"
+    write_workspace(outside, profile("evil", skills=("skill:evil",)))
+    plan = await router.plan("Fix it", routing_context=routing(outside))
+    assert plan["profile_warnings"] == ["workspace-root-not-authorized"]
+    assert plan["route_source"] == "personal-profile"
+
+
+async def test_path_traversal_out_of_an_authorized_root_is_refused(router, workspace, tmp_path):
+    write_workspace(tmp_path / "outside", profile("evil", skills=("skill:evil",)))
+    sneaky = f"{workspace}/../../outside"
+    plan = await router.plan("Fix it", routing_context=routing(sneaky))
+    assert plan["profile_warnings"] == ["workspace-root-not-authorized"]
+    assert "skill:evil" not in plan["planned_skill_ids"]
+
+
+async def test_a_symlink_escaping_the_authorized_root_is_refused(router, workspace, tmp_path):
+    evil = write_workspace(tmp_path / "outside", profile("evil", skills=("skill:evil",)))
+    (workspace / ".codex").mkdir()
+    os.symlink(evil, workspace / ".codex" / "workflow-skill-router.json")
+    plan = await router.plan("Fix it", routing_context=routing(workspace))
+    assert plan["profile_warnings"] == ["workspace-profile-escapes-root"]
+    linked_root = workspace / "linked"
+    os.symlink(tmp_path / "outside", linked_root)  # the root itself resolves outside
+    plan = await router.plan("Fix it", routing_context=routing(linked_root))
+    assert plan["profile_warnings"] == ["workspace-root-not-authorized"]
+
+
+class Roots:
+    """An MCP client channel that declares roots and answers roots/list."""
+
+    def __init__(self, *paths):
+        self.capabilities = {"roots": {"listChanged": False}}
+        self.uris = [f"file://{p}" for p in paths]
+        self.asked = 0
+
+    async def request(self, method, params):
+        assert method == "roots/list"
+        self.asked += 1
+        return {"roots": [{"uri": u, "name": "r"} for u in self.uris]}
+
+
+async def test_mcp_client_roots_authorize_a_workspace(router, tmp_path):
+    repo = tmp_path / "client-repo"
+    write_workspace(repo, profile("client", skills=("skill:client",)))
+    plan = await router.plan("Fix it", routing_context=routing(repo))
+    assert plan["profile_warnings"] == ["workspace-root-not-authorized"]
+    router.client = Roots(repo)
+    plan = await router.plan("Fix it", routing_context=routing(repo))
+    assert plan["route_source"] == "workspace-profile"
+    assert router.client.asked == 1
+
+
+def test_the_documented_schema_is_the_one_enforced():
+    doc = json.loads(
+        (Path(__file__).parents[2] / "docs" / "router-profiles.md")
+        .read_text()
+        .split("```json\n")[-1]
+        .split("```")[0]
+    )
+    assert doc == PROFILE_SCHEMA
+    assert parse_profile("personal", json.dumps(profile("ok")))[1] == []
+
+
+async def test_a_workspace_root_must_be_absolute(router, workspace):
+    plan = await router.plan("Fix it", routing_context=routing("relative/path"))
+    assert plan["profile_warnings"] == ["workspace-root-not-absolute"]
+    assert plan_args("x")["explicit_skill_ids"] == []

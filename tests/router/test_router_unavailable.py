@@ -1,0 +1,102 @@
+"""Typed capability-unavailable answers: host tools, adapter tools, Goal-bound and missing graphs.
+
+Each answer names the required capabilities, the local conditions and the fallback action
+from the contract, and changes nothing (the store's commit counters do not move).
+"""
+
+from __future__ import annotations
+
+import pytest
+from router_driver import CONTRACT, ctx, event_args, gate_args, key
+
+HOST = {
+    "sync_runtime_context": {
+        "intent": {"host_snapshot_ref": None, "plugin_handshake_ref": None,
+                   "agent_runtime_snapshot": {"schema_id": "s", "schema_version": "1",
+                                              "artifact_kind": "k", "runtime_revision": "r",
+                                              "capabilities": []}},
+    },
+    "validate_route": {"capability_snapshot_id": "snap", "policy_revision": 1,
+                       "route_proposal": {"primary_skill": "skill:a"}},
+}  # fmt: skip
+ADAPTER = {
+    "run_model_evaluation": {"authorization_ref": "auth", "repeats": 1, "sealed_case_ref": "c"},
+    "compare_evaluations": {"authorization_ref": "auth", "baseline_run_id": "a",
+                            "candidate_run_id": "b"},
+    "export_router_artifact": {"authorization_ref": "auth", "attestation_ref": None,
+                               "comparison_ref": "cmp", "export_kind": "summary"},
+}  # fmt: skip
+MUTATING = {"sync_runtime_context", "validate_route"}
+
+
+@pytest.mark.parametrize("tool", [*HOST, *ADAPTER])
+async def test_a_tool_that_cannot_run_here_answers_capability_unavailable(router, runtime, tool):
+    args = {"context": ctx(), "idempotency_key": key(), "correlation_id": "c",
+            **HOST.get(tool, {}), **ADAPTER.get(tool, {})}  # fmt: skip
+    if tool in MUTATING:
+        args["expected_state_version"] = 0
+    commits = runtime.store.stats
+    body = await router.refused(tool, **args)
+    facts = CONTRACT.tools[tool].extra
+    assert body == {
+        "ok": False,
+        "code": "capability-unavailable",
+        "tool": tool,
+        "availability": facts["availability"],
+        "risk": facts["risk"],
+        "reason": facts["availability"],
+        "required_capabilities": facts["required_capabilities"],
+        "local_conditions": facts["local_conditions"],
+        "fallback_action": facts["fallback"],
+        "state_changed": False,
+    }
+    assert runtime.store.stats == commits
+
+
+@pytest.mark.parametrize(
+    ("tool", "required"),
+    [
+        ("get_next_work", ["verified-host-scheduler"]),
+        ("record_work_event", ["verified-event-store", "activation-receipt-verifier"]),
+        ("evaluate_gate", ["verified-evidence-store", "gate-authority"]),
+    ],
+)
+async def test_a_goal_bound_plan_needs_the_verified_host(router, tool, required):
+    plan = await router.plan("Progress the goal", goal_binding_id="goal-7")
+    assert plan["routing_envelope"] == "managed-goal"
+    assert plan["work_graph_id"] is None
+    assert plan["created_work_items"] == 0
+    run = plan["workflow_run_id"]
+    args = {
+        "get_next_work": {"context": ctx(), "workflow_run_id": run},
+        "record_work_event": event_args(run, "scope", {"n": 1}, 1),
+        "evaluate_gate": gate_args(run, "scope", [], 1),
+    }[tool]
+    body = await router.refused(tool, **args)
+    assert body["code"] == "capability-unavailable"
+    assert body["required_capabilities"] == required
+    assert body["reason"] == "native-goal-authority"
+    status = await router.call("get_router_status", context=ctx(), workflow_run_id=None,
+                               goal_binding_id="goal-7")  # fmt: skip
+    assert status["goal_status_candidate"]["candidate_type"] == "progress-candidate"
+    assert status["host_goal_mutated"] is False
+
+
+@pytest.mark.parametrize("tool", ["get_next_work", "record_work_event", "evaluate_gate"])
+async def test_a_missing_graph_asks_to_create_or_replay_the_plan(router, tool):
+    args = {
+        "get_next_work": {"context": ctx(), "workflow_run_id": "run-nope"},
+        "record_work_event": event_args("run-nope", "plan", {}, 1),
+        "evaluate_gate": gate_args("run-nope", "plan", [], 1),
+    }[tool]
+    body = await router.refused(tool, **args)
+    assert body["code"] == "capability-unavailable"
+    assert body["required_capabilities"] == ["router-owned-work-graph"]
+    assert "plan_work" in body["fallback_action"]
+
+
+async def test_an_activation_receipt_cannot_be_verified_locally(router):
+    run = (await router.plan("1. a plan\n2. build"))["workflow_run_id"]
+    args = {**event_args(run, "plan", {"n": 1}, 1), "activation_receipt_ref": "receipt-1"}
+    body = await router.refused("record_work_event", **args)
+    assert body["required_capabilities"] == ["activation-receipt-verifier"]
