@@ -16,6 +16,7 @@ import h11
 import trio
 
 from agora.mcp import jsonrpc as rpc
+from agora.transports.linger import linger_close
 from agora.transports.sse import format_event
 from agora.transports.streamable import origin_allowed
 from agora.transports.websocket import serve_websocket
@@ -46,6 +47,7 @@ class HttpConnection:
         self.stream = stream
         self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
         self.raw = bytearray()
+        self.refused = False
 
     async def serve(self) -> None:
         """Serve requests until the peer closes, misbehaves, or upgrades."""
@@ -58,6 +60,8 @@ class HttpConnection:
         except h11.RemoteProtocolError as exc:
             await self._send_error(exc.error_status_hint, str(exc))
         finally:
+            if self.refused:  # the peer may still be sending: let it read the refusal
+                await linger_close(self.stream)
             with trio.CancelScope(shield=True), trio.move_on_after(1):
                 await self.stream.aclose()
 
@@ -179,6 +183,7 @@ class HttpConnection:
         ]
         if resp.status >= 400 and resp.status != 404:
             headers.append(("connection", "close"))
+            self.refused = True
         data = self.h11.send(h11.Response(status_code=resp.status, headers=headers))
         data = (
             (data or b"") + (self.h11.send(h11.Data(data=resp.body)) or b"") if resp.body else data

@@ -7,7 +7,8 @@ whole messages to the session; replies are framed and written under a FIFO lock 
 whichever task produced them. A keepalive pings a quiet peer. A peer that misses pongs,
 breaks the protocol (close code 1002, or 1007 for invalid UTF-8), sends an oversize
 message (1009) or stops reading is closed; nobody else notices. Every connection has its
-own nursery and its socket is closed in ``finally``. Nothing here knows about tools.
+own nursery and its socket is closed in ``finally``, lingering so that the peer reads the
+close frame (`agora.transports.linger`). Nothing here knows about tools.
 
 After the handshake, bytes move with ``os.read``/``os.write`` on the socket's descriptor
 (non-blocking, as Trio made it), waiting with Trio's ``wait_readable``/``wait_writable``
@@ -32,6 +33,7 @@ from agora.mcp import jsonrpc as rpc
 from agora.server.connection import Connection
 from agora.transports import frames
 from agora.transports.frames import FrameError, MessageReader
+from agora.transports.linger import linger_close
 
 if TYPE_CHECKING:
     from agora.identity import Principal
@@ -74,6 +76,7 @@ class _Peer:
         self._decided = False
         self.pongs = 0
         self.peer_closed = False
+        self.garbled = False  # the peer broke the protocol: what follows is not read
         self._closed_sent = False
         self._broken = False  # a frame was cut short: nothing more may be written
         self._lock = trio.StrictFIFOLock()
@@ -212,8 +215,7 @@ async def serve_websocket(
         if accepted:
             await _session(app, peer, endpoint, principal, early)
     finally:
-        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT):
-            await stream.aclose()
+        await linger_close(stream)
 
 
 async def _accept(peer: _Peer, head: bytes) -> bool:
@@ -283,6 +285,7 @@ async def _read(peer: _Peer, conn: Connection, emit: Emit, data: bytes) -> None:
             received = reader.feed(data)
         except FrameError as err:
             peer.end(err.code, err.reason)
+            peer.garbled = True
             return
         for opcode, payload in received:
             if opcode == frames.TEXT:
@@ -311,8 +314,8 @@ async def _close(peer: _Peer) -> None:
     with trio.move_on_after(CLOSE_TIMEOUT):
         try:
             frame = frames.close_frame(peer.close_code, peer.close_reason)
-            if not await peer.send(frame, closing=True) or peer.peer_closed:
-                return
+            if not await peer.send(frame, closing=True) or peer.peer_closed or peer.garbled:
+                return  # a garbled stream cannot be read for the answer: linger instead
             reader = MessageReader(rpc.MAX_MESSAGE_BYTES)
             while data := await peer.receive():  # until the peer's close frame
                 if any(opcode == frames.CLOSE for opcode, _ in reader.feed(data)):
