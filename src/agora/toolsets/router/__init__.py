@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from agora.mcp.contracts import load_contract
 from agora.toolsets.base import Toolset
+from agora.toolsets.router.replies import argument_rejection
 from agora.toolsets.router.sql import MIGRATIONS
 from agora.toolsets.router.tools import HANDLERS
 
@@ -20,5 +21,10 @@ def toolset() -> Toolset:
     contract = load_contract("router")
     served = [tool.to_mcp() for name, tool in contract.tools.items() if name in HANDLERS]
     return Toolset(
-        name="router", handlers=HANDLERS, migrations=MIGRATIONS, contract=None, tools=served
+        name="router",
+        handlers=HANDLERS,
+        migrations=MIGRATIONS,
+        contract=None,
+        tools=served,
+        reject_arguments=argument_rejection,
     )

@@ -115,3 +115,15 @@ def internal(correlation_id: str) -> ToolError:
     """The sanitized internal error: no detail, only the id of the server's log line."""
     body = {"ok": False, "code": "internal-error", "correlation_id": correlation_id}
     return ToolError(body, f"internal error (correlation id {correlation_id})")
+
+
+def argument_rejection(problems: list[str]) -> dict[str, Any]:
+    """The structured body of a call whose arguments break the inputSchema."""
+    return {
+        "ok": False,
+        "code": "invalid-arguments",
+        "message": problems[0] if problems else "invalid arguments",
+        "problems": problems,
+        "retryable": False,
+        "state_changed": False,
+    }

@@ -1,0 +1,146 @@
+"""The router over stdio with the official ``mcp`` SDK: a phased objective worked to its last gate.
+
+``agora stdio --toolset router --db FILE`` is started by the SDK's stdio client. The client
+lists exactly the 12 served tools with the contract's schemas, plans a phased objective, and
+loops get_next_work -> record_work_event -> evaluate_gate until the last gate passes; every
+structured result is validated against the outputSchema tools/list published. A second
+client declares an MCP root holding a workspace Profile, which the plan must use.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import trio
+from e2e_support import AGORA, check_structured, clean_env
+
+mcp = pytest.importorskip("mcp")
+
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
+
+from agora.mcp.contracts import load_contract  # noqa: E402
+from agora.toolsets.router.progress import evidence_digest  # noqa: E402
+from mcp import types  # noqa: E402
+
+TIMEOUT = 60
+CONTEXT = {"session_id": "e2e", "actor": "user:e2e", "runtime_policy_snapshot_id": "pol"}
+SERVED = {
+    "sync_runtime_context", "plan_work", "propose_support_consent", "transition_support_consent",
+    "get_next_work", "validate_route", "record_work_event", "evaluate_gate", "get_router_status",
+    "run_model_evaluation", "compare_evaluations", "export_router_artifact",
+}  # fmt: skip
+
+
+def server(db) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=AGORA, args=["stdio", "--toolset", "router", "--db", str(db)], env=clean_env()
+    )
+
+
+class Agent:
+    """One SDK client that checks every structured result against its published schema."""
+
+    def __init__(self, client: mcp.Client, tools: dict[str, dict]) -> None:
+        self.client = client
+        self.tools = tools
+        self.n = 0
+
+    async def call(self, tool: str, **args: object) -> dict:
+        self.n += 1
+        base = {"context": CONTEXT}
+        if tool not in ("get_next_work", "get_router_status"):
+            base |= {"idempotency_key": f"k-{self.n}", "correlation_id": f"c-{self.n}"}
+        result = await self.client.call_tool(tool, base | args)
+        dumped = result.model_dump(by_alias=True, exclude_none=True)
+        check_structured(self.tools[tool], dumped)
+        return dumped["structuredContent"]
+
+
+async def listed(client: mcp.Client) -> dict[str, dict]:
+    tools = {t.name: t.model_dump(by_alias=True, exclude_none=True)
+             for t in (await client.list_tools()).tools}  # fmt: skip
+    contract = load_contract("router")
+    assert set(tools) == SERVED
+    for name, tool in tools.items():
+        assert tool["inputSchema"] == contract.tools[name].input_schema
+        assert tool["outputSchema"] == contract.tools[name].output_schema
+    return tools
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_phased_objective_is_worked_to_its_last_gate_over_stdio(tmp_path, mode):
+    with trio.fail_after(TIMEOUT):
+        async with mcp.Client(server(tmp_path / "r.db"), mode=mode,
+                              read_timeout_seconds=TIMEOUT) as client:  # fmt: skip
+            agent = Agent(client, await listed(client))
+            plan = await agent.call(
+                "plan_work", expected_state_version=0, goal_binding_id=None,
+                objective="Design the storage layer, then implement it, then test it",
+                requested_work_mode=None, explicit_skill_ids=[], explicit_semantics=None,
+            )  # fmt: skip
+            assert plan["routing_envelope"] == "phased"
+            run, version, phases = plan["workflow_run_id"], 1, []
+            while (nxt := await agent.call("get_next_work", workflow_run_id=run))["work_item"]:
+                phase = nxt["work_item"]["phase_id"]
+                phases.append(phase)
+                event = await agent.call(
+                    "record_work_event", workflow_run_id=run, phase_id=phase,
+                    expected_state_version=version, activation_receipt_ref=None,
+                    observation={"check_id": CHECKS[phase], "outcome": "passed"},
+                )  # fmt: skip
+                refs = event["event_ids"]
+                gate = await agent.call(
+                    "evaluate_gate", workflow_run_id=run, phase_id=phase, evidence_refs=refs,
+                    expected_evidence_digest=evidence_digest(refs), expected_plan_revision=1,
+                    expected_state_version=event["resulting_state_version"],
+                )  # fmt: skip
+                assert gate["passed"] is True
+                version = gate["resulting_state_version"]
+            assert phases == ["plan", "implement", "verify"]
+            assert nxt["status"] == "completed"
+            status = await agent.call("get_router_status", workflow_run_id=run,
+                                      goal_binding_id=None)  # fmt: skip
+            assert status["created_work_items"] == 3
+            refused = await client.call_tool("validate_route", {
+                "context": CONTEXT, "expected_state_version": 0, "idempotency_key": "v",
+                "correlation_id": "v", "capability_snapshot_id": "s", "policy_revision": 0,
+                "route_proposal": {},
+            })  # fmt: skip
+            assert refused.is_error
+            body = refused.structured_content
+            assert body["code"] == "capability-unavailable"
+            assert body["required_capabilities"] == [
+                "verified-capability-snapshot", "route-validation-authority"
+            ]  # fmt: skip
+
+
+CHECKS = {"plan": "plan-ready", "implement": "implementation-done", "verify": "verification-passed"}
+
+
+async def test_a_client_root_authorizes_its_workspace_profile_over_stdio(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / ".codex").mkdir(parents=True)
+    profile = {
+        "format": "agora-router-profile/1", "profile_id": "e2e",
+        "rules": [{"rule_id": "all", "phases": [{
+            "phase_id": "build", "primary_skill_id": "skill:tdd",
+            "exit_gate": {"gate_id": "green", "check_ids": ["tests-pass"]}}]}],
+    }  # fmt: skip
+    (repo / ".codex" / "workflow-skill-router.json").write_text(json.dumps(profile))
+
+    async def roots(context: object) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=[types.Root(uri=f"file://{repo}", name="repo")])
+
+    with trio.fail_after(TIMEOUT):
+        async with mcp.Client(server(tmp_path / "r.db"), mode="legacy", list_roots_callback=roots,
+                              read_timeout_seconds=TIMEOUT) as client:  # fmt: skip
+            agent = Agent(client, await listed(client))
+            plan = await agent.call(
+                "plan_work", expected_state_version=0, goal_binding_id=None, objective="Fix it",
+                requested_work_mode=None, explicit_skill_ids=[], explicit_semantics=None,
+                routing_context={"workspace_root": str(repo), "domains": [], "tags": [],
+                                 "current_phase_id": None},
+            )  # fmt: skip
+    assert plan["route_source"] == "workspace-profile"
+    assert plan["planned_skill_ids"] == ["skill:tdd"]

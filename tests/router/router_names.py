@@ -1,0 +1,12 @@
+"""The router tool names this build serves and the Memory tools it leaves unlisted."""
+
+from __future__ import annotations
+
+from agora.toolsets.router.tools import HANDLERS
+
+SERVED = frozenset(HANDLERS)
+MEMORY_TOOLS = (
+    "get_memory_status", "remember_workflow", "record_route_feedback",
+    "list_workflow_candidates", "preview_profile_update", "transition_profile_update",
+    "rollback_profile_revision", "purge_workflow_memory",
+)  # fmt: skip
