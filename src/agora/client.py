@@ -58,6 +58,7 @@ class WsClient:
         self._waiting: dict[int, tuple[trio.Event, list[dict[str, Any]]]] = {}
         self.notifications: list[dict[str, Any]] = []
         self.closed: CloseReason | None = None
+        self._arrived = trio.Event()
 
     async def _reader(self) -> None:
         try:
@@ -70,8 +71,11 @@ class WsClient:
                     event.set()
                 else:
                     self.notifications.append(msg)
+                    self._arrived.set()
+                    self._arrived = trio.Event()
         except ConnectionClosed as exc:
             self.closed = exc.reason
+            self._arrived.set()
             for event, _ in self._waiting.values():
                 event.set()
 
@@ -96,6 +100,20 @@ class WsClient:
         if "error" in box[0]:
             raise McpError(box[0]["error"])
         return box[0]["result"]
+
+    async def next_notification(self, method: str) -> dict[str, Any]:
+        """Remove and return the oldest notification with ``method``, waiting for one.
+
+        Raises:
+            ConnectionClosed: the connection closed before one came.
+        """
+        while True:
+            for i, msg in enumerate(self.notifications):
+                if msg.get("method") == method:
+                    return self.notifications.pop(i)
+            if self.closed is not None:
+                raise ConnectionClosed(self.closed)
+            await self._arrived.wait()
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification.

@@ -239,6 +239,8 @@ class Actor:
         self.handled += 1
         if effects.changed:
             self.signal()
+        if effects.updated:
+            runtime.resources.updated(*effects.updated)
         slot.set(effects.reply, self.change)
 
     def signal(self, *, replace: bool = True) -> None:

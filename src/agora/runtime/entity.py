@@ -17,6 +17,7 @@ from agora.store.writer import Write
 
 if TYPE_CHECKING:
     import sqlite3
+    from collections.abc import Sequence
 
     from agora.runtime.clock import Now
 
@@ -32,11 +33,14 @@ class Effects:
             exception instance, the caller gets it raised (after the commit).
         writes: SQL statements, committed atomically before the reply is released.
         changed: True when waiters (long-polls) should wake and re-read.
+        updated: URIs of resources this command changed; sessions subscribed to them get
+            ``notifications/resources/updated`` once the writes are committed.
     """
 
     reply: Any = None
     writes: list[Write] = field(default_factory=list)
     changed: bool = False
+    updated: Sequence[str] = ()
 
 
 class Entity(Protocol):

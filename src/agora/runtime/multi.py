@@ -144,6 +144,8 @@ async def _run_held(
     for i, actor, done in zip(order, held, effects, strict=True):
         actor.committed(done.changed)
         replies[i] = done.reply
+        if done.updated:
+            runtime.resources.updated(*done.updated)
     return replies
 
 

@@ -16,6 +16,7 @@ from agora.errors import ActorStopped
 from agora.runtime import multi
 from agora.runtime.actor import Actor, Slot
 from agora.runtime.clock import Clock
+from agora.runtime.resources import ResourceHub
 
 if TYPE_CHECKING:
     import sqlite3
@@ -134,6 +135,8 @@ class Runtime:
         self.closing = False
         self._options = options or {}
         self.registry = Registry(self, nursery)
+        #: Resource subscriptions of every session (see `resources_updated`).
+        self.resources = ResourceHub()
 
     def options(self, toolset: str) -> dict[str, Any]:
         """The ``[toolsets.<name>]`` table of the config file (empty if absent)."""
@@ -282,6 +285,14 @@ class Runtime:
     async def write(self, writes: list[Write]) -> None:
         """Commit statements outside any actor."""
         await self.store.write(writes)
+
+    def resources_updated(self, *uris: str) -> None:
+        """Tell subscribed sessions that ``uris`` changed; call after the change committed.
+
+        Entities say it with `Effects.updated` instead; this is for changes made outside
+        actors (`write`). Never awaits: notifications go out from each session's own task.
+        """
+        self.resources.updated(*uris)
 
     def begin_shutdown(self) -> None:
         """Make every long-poll return now, with its latest reply."""

@@ -32,6 +32,9 @@ Emit = Callable[[dict[str, Any], rpc.RequestId | None], Awaitable[None]]
 #: Ends the transport stream of a request's messages so the client can resume it later.
 Hangup = Callable[[rpc.RequestId], None]
 
+#: Requests after which the runtime's resource hub learns the session's subscriptions.
+SUBSCRIPTION_METHODS = frozenset({"resources/subscribe", "resources/unsubscribe"})
+
 #: How long a server-to-client request (sampling, elicitation) may wait for its answer.
 CLIENT_REQUEST_TIMEOUT = 120.0
 
@@ -81,6 +84,8 @@ class Connection:
         self._calls: dict[rpc.RequestId, trio.CancelScope] = {}
         self._pending: dict[rpc.RequestId, tuple[trio.Event, list[rpc.Response]]] = {}
         self._ids = itertools.count(1)
+        self._updates: dict[str, None] = {}  # changed URIs not yet notified, in order
+        self._notifying = False
 
     @property
     def in_flight(self) -> int:
@@ -89,7 +94,10 @@ class Connection:
 
     async def feed(self, msg: rpc.Message) -> None:
         """Handle one decoded message from the client."""
-        for action in self.session.handle(msg):
+        actions = self.session.handle(msg)
+        if isinstance(msg, rpc.Request) and msg.method in SUBSCRIPTION_METHODS:
+            self.app.runtime.resources.watch(self, self.session.subscriptions)
+        for action in actions:
             match action:
                 case Send(message, related):
                     await self._emit(message, related)
@@ -125,6 +133,30 @@ class Connection:
         message = self.session.resource_updated(uri)
         if message is not None:
             await self._emit(message, related)
+
+    def resource_changed(self, uri: str) -> None:
+        """Queue notifications/resources/updated for ``uri`` (called by the runtime's
+        `ResourceHub` after a commit); one task per connection sends the queue in order."""
+        self._updates[uri] = None
+        if not self._notifying:
+            try:
+                self._nursery.start_soon(self._send_updates)
+            except RuntimeError:  # the connection's nursery closed: it is gone
+                self.app.runtime.resources.forget(self)
+                return
+            self._notifying = True
+
+    async def _send_updates(self) -> None:
+        try:
+            while self._updates:
+                uri = next(iter(self._updates))
+                del self._updates[uri]
+                await self.resource_updated(uri)
+        except Exception:  # the transport broke under us: this session hears no more
+            log.debug("resource notification failed; dropping the subscriptions", exc_info=True)
+            self.app.runtime.resources.forget(self)
+        finally:
+            self._notifying = False
 
     async def _start(self, inv: Invoke) -> None:
         # The session refuses a request whose id is running, so ``inv.id`` is new here.
@@ -235,5 +267,6 @@ class Connection:
 
     def cancel_all(self) -> None:
         """Cancel every call in flight (the peer went away)."""
+        self.app.runtime.resources.forget(self)
         for scope in self._calls.values():
             scope.cancel()

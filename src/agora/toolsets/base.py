@@ -8,11 +8,15 @@ return a JSON-able dict (the structured result) or raise `agora.errors.ToolError
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from agora.errors import ProtocolError
 from agora.identity import Principal
+from agora.mcp import jsonrpc as rpc
+from agora.mcp.catalog import ResourceEntry
 from agora.store.migrations import Migration
 from agora.web.http import Route
 
@@ -22,7 +26,16 @@ if TYPE_CHECKING:
 
 # Principal, Migration and Route live in their own layers (identity, store, web); they are
 # re-exported here because toolsets have always imported them from this module.
-__all__ = ["Handler", "Migration", "Principal", "Route", "ToolCall", "Toolset"]
+__all__ = [
+    "Handler",
+    "Migration",
+    "Principal",
+    "ReadResource",
+    "Route",
+    "ToolCall",
+    "Toolset",
+    "resource",
+]
 
 
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -83,6 +96,51 @@ class ToolCall:
 
 
 Handler = Callable[[ToolCall], Awaitable[dict[str, Any]]]
+#: Reads one resource: ``call.tool`` is the URI, ``call.args`` the template variables.
+ReadResource = Callable[[ToolCall], Awaitable[Any]]
+
+
+def resource(
+    uri: str,
+    name: str,
+    read: ReadResource,
+    *,
+    description: str = "",
+    mime_type: str = "application/json",
+) -> ResourceEntry:
+    """A resource a toolset serves, for `Toolset.resources`.
+
+    Args:
+        uri: The URI, or a template whose ``{name}`` parts each match one path segment
+            (``debate://topic/{topic}``); clients subscribe to concrete URIs.
+        name: Its name in resources/list.
+        read: ``async def read(call) -> value``: a str is sent as text, bytes as a base64
+            blob, anything else as JSON text. A `LookupError` (say, the entity does not
+            exist) answers "Resource not found".
+        description: Shown in the listing.
+        mime_type: Of the contents (JSON by default).
+
+    Returns:
+        The catalog entry; listed as a template when ``uri`` has ``{...}`` parts.
+    """
+
+    async def target(call: ToolCall) -> dict[str, Any]:
+        try:
+            value = await read(call)
+        except LookupError:
+            raise ProtocolError(
+                rpc.RESOURCE_NOT_FOUND, "Resource not found", {"uri": call.tool}
+            ) from None
+        body: dict[str, Any] = {"uri": call.tool, "mimeType": mime_type}
+        if isinstance(value, str):
+            body["text"] = value
+        elif isinstance(value, bytes):
+            body["blob"] = base64.b64encode(value).decode()
+        else:
+            body["text"] = rpc.encode(value).decode()
+        return {"contents": [body]}
+
+    return ResourceEntry(uri, name, description, mime_type, template="{" in uri, target=target)
 
 
 @dataclass
@@ -109,9 +167,10 @@ class Toolset:
     contract: str | None = ""
     #: Tools defined in code, as tools/list entries (name, description, inputSchema, ...).
     tools: Sequence[dict[str, Any]] = ()
-    #: Resources/prompts for fixture toolsets: agora.mcp.catalog entries whose target is an
-    #: async callable taking a ToolCall and returning the MCP result.
-    resources: Sequence[Any] = ()
+    #: Resources served by resources/list, resources/templates/list, resources/read and
+    #: resources/subscribe: build them with `resource` (or, for fixtures, catalog entries
+    #: whose target takes a ToolCall and returns the MCP result).
+    resources: Sequence[ResourceEntry] = ()
     prompts: Sequence[Any] = ()
     completion: Callable[[ToolCall], Awaitable[dict[str, Any]]] | None = None
     #: Builds the structured body of an invalid-arguments error in the toolset's own
