@@ -55,8 +55,21 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     allowed_hosts: list[str] = msgspec.field(default_factory=list)
     #: Seconds between WebSocket pings (0 = none); a peer that misses 2 pongs in a row is closed.
     ping_interval: float = 20.0
-    #: Seconds a WebSocket peer may leave a message unread before it is closed.
+    #: Seconds a peer may leave a write unread (a WebSocket message, an HTTP response or
+    #: an SSE event) before its connection is closed.
     send_timeout: float = 30.0
+    #: Open TCP connections (HTTP and WebSocket); beyond it a new one gets 503 and is closed.
+    max_connections: int = 10_000
+    #: Streamable HTTP sessions held at once, and the share one principal may hold;
+    #: an initialize beyond either gets 503.
+    max_sessions: int = 10_000
+    max_sessions_per_principal: int = 2_500
+    #: Seconds a Streamable HTTP session may go unused (no request, no open stream).
+    session_idle_seconds: float = 600.0
+    #: Seconds a kept-alive HTTP connection may wait for its next request, and the number
+    #: of requests one connection may carry before it is closed.
+    keep_alive_seconds: float = 15.0
+    keep_alive_requests: int = 1000
     principals: list[PrincipalConfig] = msgspec.field(default_factory=list)
     #: Per-toolset options: the [options.<name>] tables of agora.toml.
     options: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)

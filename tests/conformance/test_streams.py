@@ -42,7 +42,11 @@ class Http:
         self.session = ""
 
     async def send(self, method: str, body: Any = None, **headers: str) -> Response | EventStream:
-        base = {"host": "127.0.0.1", "accept": "application/json, text/event-stream"}
+        base = {
+            "host": "127.0.0.1",
+            "accept": "application/json, text/event-stream",
+            "content-type": "application/json",
+        }
         if self.session:
             base["mcp-session-id"] = self.session
         req = Request(

@@ -227,7 +227,10 @@ async def http(
     raw = json.dumps(body).encode() if isinstance(body, dict | list) else body or b""
     head = {"host": f"127.0.0.1:{port}", "connection": "close"}
     if method == "POST":
-        head |= {"content-type": "application/json", "accept": "application/json"}
+        head |= {
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+        }
     head |= {k.lower(): v for k, v in (headers or {}).items()}
     head["content-length"] = str(len(raw))
     conn = h11.Connection(h11.CLIENT)

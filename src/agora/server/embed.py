@@ -23,7 +23,7 @@ from agora.runtime.registry import Runtime
 from agora.server.app import App, load_toolsets
 from agora.server.connection import Connection
 from agora.store.db import open_store
-from agora.transports.http import HttpConnection
+from agora.transports.http import FrontEnd
 from agora.transports.streamable import StreamableHTTP
 
 if TYPE_CHECKING:
@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from agora.toolsets.base import Toolset
 
 log = logging.getLogger(__name__)
+
+#: Seconds shutdown waits for HTTP responses to finish being written once sessions close.
+CLOSE_FLUSH_SECONDS = 1.0
 
 
 @dataclass
@@ -186,6 +189,7 @@ async def open_server(
             app = App(config, runtime, sets)
             async with trio.open_nursery() as work:
                 mcp = StreamableHTTP(app, work)
+                front = FrontEnd(app, mcp)
                 port = config.port
                 listeners: list[trio.SocketListener] = []
                 if listen:
@@ -195,7 +199,7 @@ async def open_server(
                 server = Server(app, runtime, config.host, port, outer)
                 accept = trio.CancelScope()
                 if listeners:
-                    work.start_soon(_accept, listeners, app, mcp, accept, work)
+                    work.start_soon(_accept, listeners, front, accept, work)
                 work.start_soon(mcp.sweep)
                 for t in sets:
                     if t.on_start is not None:
@@ -208,6 +212,9 @@ async def open_server(
                         accept.cancel()
                         await _drain(app, runtime, config.grace_seconds)
                         mcp.close_all()
+                        # Calls just answered by close_all get their error written.
+                        with trio.move_on_after(CLOSE_FLUSH_SECONDS):
+                            await front.wait_quiet()
                         work.cancel_scope.cancel()
             actors.cancel_scope.cancel()
         outer.cancel_scope.cancel()
@@ -221,8 +228,7 @@ async def _drain(app: App, runtime: Runtime, grace: float) -> None:
 
 async def _accept(
     listeners: list[trio.SocketListener],
-    app: App,
-    mcp: StreamableHTTP,
+    front: FrontEnd,
     scope: trio.CancelScope,
     connections: trio.Nursery,
 ) -> None:
@@ -231,7 +237,7 @@ async def _accept(
     async def handler(stream: trio.SocketStream) -> None:
         # The supervisor's top level: a bug in one connection must not end the server.
         try:
-            await HttpConnection(app, mcp, stream).serve()
+            await front.handle(stream)
         except Exception:
             log.exception("connection handler failed")
 

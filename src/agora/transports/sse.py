@@ -103,16 +103,17 @@ def parse_event_id(value: str) -> tuple[str, int] | None:
 
 
 def read_stream(
-    buffer: EventBuffer, after: int, *, prime_retry_ms: int | None
+    buffer: EventBuffer, after: int, *, prime_retry_ms: int | None, hangups: int | None = None
 ) -> AsyncIterator[bytes]:
     """Wire events of ``buffer`` after number ``after``, until it closes or hangs up.
 
     With ``prime_retry_ms``, first yield a priming event (an id and empty data, SEP-1699) so
     the client can reconnect with Last-Event-ID even before the first real event. A hangup
     counts from this call on, not from the first iteration: a response created before the
-    call it carries hangs up must still end.
+    call it carries hangs up must still end; ``hangups`` (a count read earlier) moves that
+    start back, for a response that is chosen only after the call began.
     """
-    return _read(buffer, after, prime_retry_ms, buffer.hangups)
+    return _read(buffer, after, prime_retry_ms, buffer.hangups if hangups is None else hangups)
 
 
 async def _read(

@@ -2,15 +2,17 @@
 
 A handshake session lives under an ``Mcp-Session-Id``; its calls run in the server's
 nursery and write into per-request `EventBuffer`s, so a reply stream can be resumed with
-``Last-Event-ID``. A 2026-07-28 request (``params._meta`` envelope) is served statelessly:
-one POST, one reply. Host and Origin are checked against DNS rebinding before anything.
+``Last-Event-ID``. A POST whose call sends nothing before its result is answered with plain
+JSON; it turns into an SSE stream only when the call streams (progress, log, a request to the
+client) first. A 2026-07-28 request (``params._meta`` envelope) is served statelessly: one
+POST, one reply. Sessions are capped (``max_sessions``, and a share per principal) and
+expire after ``session_idle_seconds`` unused. The front end has checked Host and Origin.
 """
 
 from __future__ import annotations
 
 import secrets
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import trio
 
@@ -18,23 +20,23 @@ from agora.errors import ProtocolError
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.session import HANDSHAKE_VERSIONS, META_VERSION, MODERN_VERSIONS
 from agora.server.connection import Connection
+from agora.transports.guard import mcp_post_refusal
 from agora.transports.sse import EventBuffer, parse_event_id, read_stream
 from agora.web.http import EventStream, Request, Response
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import AsyncIterator
 
     from agora.identity import Principal
     from agora.server.app import App, Endpoint
 
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
-#: Sessions unused this long are closed.
-SESSION_IDLE_SECONDS = 3600.0
 PRIME_RETRY_MS = 1000
 #: Finished streams a session keeps for clients that resume late; older ones are dropped.
 KEEP_FINISHED_STREAMS = 32
-LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]"}
+DELETED = "the session was deleted before this call finished"
+SHUTDOWN = "the server is shutting down; this call did not finish, retry it"
 
 
 class HttpSession:
@@ -60,6 +62,8 @@ class HttpSession:
         self.streams: dict[str, EventBuffer] = {}
         self.standalone: EventBuffer | None = None
         self.last_used = trio.current_time()
+        #: HTTP responses reading one of this session's streams now.
+        self.readers = 0
 
     def open_buffer(self, rid: rpc.RequestId | None) -> EventBuffer:
         """A new resumable stream; for ``rid``'s reply when given."""
@@ -92,25 +96,30 @@ class HttpSession:
         if buf is not None:
             buf.hangup()
 
-    def close(self) -> None:
-        """End every stream and cancel every call."""
+    def idle_since(self, cutoff: float) -> bool:
+        """Unused since ``cutoff``: no request, no call in flight, no stream being read."""
+        return self.last_used < cutoff and not self.conn.in_flight and not self.readers
+
+    async def reading(self, events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        """``events``, counted as a reader of this session while they are read."""
+        self.readers += 1
+        try:
+            async for event in events:
+                yield event
+        finally:
+            self.readers -= 1
+            self.last_used = trio.current_time()
+
+    def close(self, reason: str = DELETED) -> None:
+        """Cancel every call, answer each one still open with an error, end every stream."""
         self.conn.cancel_all()
+        for rid, buf in list(self.replies.items()):
+            data = rpc.encode(rpc.error(rid, rpc.INTERNAL_ERROR, reason)).decode()
+            buf.append(data)
+            buf.final = data
+        self.replies.clear()
         for buf in self.streams.values():
             buf.close()
-
-
-def origin_allowed(headers: Mapping[str, str], allowed: list[str]) -> bool:
-    """DNS-rebinding check: Host (and Origin, if sent) must name this machine or be allowed."""
-    names = LOOPBACK | set(allowed)
-    host = headers.get("host", "")
-    host_name = urlsplit(f"//{host}").hostname or ""
-    if host_name not in names and f"[{host_name}]" not in names:
-        return False
-    origin = headers.get("origin")
-    if origin is None or origin == "null":
-        return origin is None
-    origin_name = urlsplit(origin).hostname or ""
-    return origin_name in names or f"[{origin_name}]" in names
 
 
 class StreamableHTTP:
@@ -119,12 +128,14 @@ class StreamableHTTP:
     def __init__(self, app: App, nursery: trio.Nursery) -> None:
         self.app = app
         self.nursery = nursery
+        self.config = app.config
         self.sessions: dict[str, HttpSession] = {}
+        self._held: dict[str, int] = {}
+        #: Sessions of 2026-07-28 requests, one per request, while it is served.
+        self._one_shot: set[HttpSession] = set()
 
     async def handle(self, req: Request, endpoint: Endpoint) -> Response | EventStream:
-        """Serve one request on an ``/mcp`` path."""
-        if not origin_allowed(req.headers, self.app.config.allowed_hosts):
-            return Response.error(403, "Forbidden: Host or Origin is not allowed")
+        """Serve one request on an ``/mcp`` path (Host and Origin already checked)."""
         principal = req.principal
         assert principal is not None
         if req.method == "POST":
@@ -135,8 +146,7 @@ class StreamableHTTP:
         if req.method == "GET":
             return self._get(req, session)
         if req.method == "DELETE":
-            session.close()
-            del self.sessions[session.id]
+            self._drop(session.id)
             return Response(200)
         return Response(405, b"", headers=[("allow", "GET, POST, DELETE")])
 
@@ -155,9 +165,36 @@ class StreamableHTTP:
         session.last_used = trio.current_time()
         return session
 
+    def _add(self, session: HttpSession) -> Response | None:
+        """Hold ``session``, or the 503 that says why not."""
+        name = session.principal.name
+        held = self._held.get(name, 0)
+        if len(self.sessions) >= self.config.max_sessions:
+            why = "server full: too many sessions; retry later"
+        elif held >= self.config.max_sessions_per_principal:
+            why = f"too many sessions for {name}; delete unused ones (DELETE) or retry later"
+        else:
+            self.sessions[session.id] = session
+            self._held[name] = held + 1
+            return None
+        reply = _rpc_error(503, why)
+        reply.headers.append(("retry-after", "10"))
+        return reply
+
+    def _drop(self, sid: str, reason: str = DELETED) -> None:
+        session = self.sessions.pop(sid)
+        session.close(reason)
+        name = session.principal.name
+        self._held[name] -= 1
+        if not self._held[name]:
+            del self._held[name]
+
     async def _post(
         self, req: Request, endpoint: Endpoint, principal: Principal
     ) -> Response | EventStream:
+        refused = mcp_post_refusal(req.headers)
+        if refused is not None:
+            return _rpc_error(*refused)
         try:
             msg = rpc.decode(req.body)
         except ProtocolError as exc:
@@ -168,7 +205,9 @@ class StreamableHTTP:
             if req.headers.get(SESSION_HEADER):
                 return _rpc_error(400, "Bad Request: initialize must not carry a session id")
             session = HttpSession(self.app, endpoint, principal, self.nursery)
-            self.sessions[session.id] = session
+            full = self._add(session)
+            if full is not None:
+                return full
             reply = await self._exchange(req, session, msg)
             if (
                 isinstance(reply, Response)
@@ -176,8 +215,8 @@ class StreamableHTTP:
                 and session.session.protocol_version
             ):
                 reply.headers.append((SESSION_HEADER, session.id))
-            else:
-                del self.sessions[session.id]
+            elif session.id in self.sessions:
+                self._drop(session.id)
             return reply
         found = self._session(req)
         if isinstance(found, Response):
@@ -195,17 +234,17 @@ class StreamableHTTP:
                 rpc.error(msg.id, rpc.INVALID_REQUEST, "duplicate request id"), 400
             )
         buf = session.open_buffer(msg.id)
+        hangups = buf.hangups
         await session.conn.feed(msg)
-        if buf.closed and buf.final is not None:  # answered at once: plain JSON
+        # Plain JSON unless the call streams something before its result.
+        while not (buf.events or buf.closed or buf.hangups != hangups):
+            await buf.signal().wait()
+        if buf.final is not None and len(buf.events) == 1:
             session.streams.pop(buf.stream_id, None)
             return Response(200, buf.final.encode(), "application/json")
-        if "text/event-stream" in req.headers.get("accept", ""):
-            prime = PRIME_RETRY_MS if session.session.protocol_version == "2025-11-25" else None
-            return EventStream(read_stream(buf, 0, prime_retry_ms=prime))
-        while not buf.closed:
-            await buf.signal().wait()
-        session.streams.pop(buf.stream_id, None)
-        return Response(200, (buf.final or "").encode(), "application/json")
+        prime = PRIME_RETRY_MS if session.session.protocol_version == "2025-11-25" else None
+        events = read_stream(buf, 0, prime_retry_ms=prime, hangups=hangups)
+        return EventStream(session.reading(events))
 
     async def _stateless(
         self, req: Request, msg: rpc.Request, endpoint: Endpoint, principal: Principal
@@ -220,7 +259,11 @@ class StreamableHTTP:
             )
             return Response.json(body, 400)
         session = HttpSession(self.app, endpoint, principal, self.nursery)
-        reply = await self._exchange(req, session, msg)
+        self._one_shot.add(session)
+        try:
+            reply = await self._exchange(req, session, msg)
+        finally:
+            self._one_shot.discard(session)
         if isinstance(reply, Response) and version not in MODERN_VERSIONS:
             reply.status = 400
         return reply
@@ -234,29 +277,35 @@ class StreamableHTTP:
             buf = session.streams.get(parsed[0]) if parsed else None
             if parsed is None or buf is None:
                 return Response.error(404, "unknown Last-Event-ID: that stream is gone")
-            return EventStream(read_stream(buf, parsed[1], prime_retry_ms=None))
+            return EventStream(session.reading(read_stream(buf, parsed[1], prime_retry_ms=None)))
         if session.standalone is not None:
             # One GET stream per session: a new GET replaces the old one, which may be a
             # connection that died silently. Undelivered events stay resumable by id.
             session.standalone.close()
         session.standalone = session.open_buffer(None)
-        return EventStream(read_stream(session.standalone, 0, prime_retry_ms=None))
+        standalone = read_stream(session.standalone, 0, prime_retry_ms=None)
+        return EventStream(session.reading(standalone))
+
+    def expire(self) -> int:
+        """Close the sessions unused for ``session_idle_seconds``; how many were closed."""
+        cutoff = trio.current_time() - self.config.session_idle_seconds
+        idle = [sid for sid, s in self.sessions.items() if s.idle_since(cutoff)]
+        for sid in idle:
+            self._drop(sid)
+        return len(idle)
 
     async def sweep(self) -> None:
-        """Close sessions idle past SESSION_IDLE_SECONDS; runs until cancelled."""
+        """Expire idle sessions every eighth of ``session_idle_seconds``, until cancelled."""
         while True:
-            await trio.sleep(60)
-            cutoff = trio.current_time() - SESSION_IDLE_SECONDS
-            for sid, session in list(self.sessions.items()):
-                if session.last_used < cutoff and not session.conn.in_flight:
-                    session.close()
-                    del self.sessions[sid]
+            await trio.sleep(self.config.session_idle_seconds / 8)
+            self.expire()
 
     def close_all(self) -> None:
-        """End every session (shutdown)."""
-        for session in self.sessions.values():
-            session.close()
-        self.sessions.clear()
+        """End every session (shutdown): calls still open are answered with an error."""
+        for sid in list(self.sessions):
+            self._drop(sid, SHUTDOWN)
+        for session in self._one_shot:
+            session.close(SHUTDOWN)
 
 
 def _is_modern(msg: rpc.Request) -> bool:

@@ -80,11 +80,18 @@ RouteHandler = Callable[["Request", "Runtime"], Awaitable[Response | EventStream
 
 @dataclass(slots=True)
 class Route:
-    """A method + path pattern (``{name}`` matches one path segment) and its handler."""
+    """A method + path pattern (``{name}`` matches one path segment) and its handler.
+
+    The front end checks Host/Origin for every route, and refuses a state-changing request
+    (any method but GET/HEAD/OPTIONS) that looks cross-site or whose body is not JSON. With
+    ``needs_principal``, when principals are configured, an anonymous caller gets 401: the
+    route acts like a tool call and needs a bearer token, as the MCP endpoint does.
+    """
 
     method: str
     pattern: str
     handler: RouteHandler
+    needs_principal: bool = False
     _regex: re.Pattern[str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -285,7 +285,7 @@ async def create_table(request: Request, runtime: Runtime) -> Response:
 
 ROUTES: Final = (
     Route("GET", "/play/static/{name}", asset),
-    Route("POST", "/play/tables", create_table),
+    Route("POST", "/play/tables", create_table, needs_principal=True),
     Route("GET", "/play/{table}", play_page),
     Route("GET", "/play/{table}/state", state),
     Route("GET", "/play/{table}/events", events),

@@ -1,0 +1,109 @@
+"""Request checks every HTTP route shares: Host/Origin, cross-site state changes, media types.
+
+Pure functions of a request's (lower-cased) headers, no I/O. The front end applies
+`origin_allowed` to every request (MCP, WebSocket upgrades, pages, cards, ``/healthz``)
+against DNS rebinding, and `cross_site_refusal` to every state-changing page request against
+cross-site request forgery; Streamable HTTP applies `mcp_post_refusal` to its POSTs.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+#: A Host header: a name, an IPv4 address or a bracketed IPv6 address, and an optional
+#: port. Nothing else (no user info, path or spaces) may slip a second name past the check.
+_HOST = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}))(?::\d{1,5})?$")
+#: Methods that only read.
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: Sec-Fetch-Site values a state change may carry: the page itself, or typed by a person.
+_SAME_SITE = frozenset({"same-origin", "none"})
+
+
+def host_name(host: str) -> str | None:
+    """The name of a Host header (``127.0.0.1:80`` -> ``127.0.0.1``), None if malformed."""
+    if not _HOST.match(host):
+        return None
+    if host.startswith("["):
+        return host[: host.index("]") + 1].lower()
+    return host.rsplit(":", 1)[0].lower() if ":" in host else host.lower()
+
+
+def _known(name: str, names: Iterable[str]) -> bool:
+    return name in names or f"[{name}]" in names
+
+
+def origin_allowed(headers: Mapping[str, str], allowed: Iterable[str]) -> bool:
+    """DNS-rebinding check: Host (and Origin, if sent) must name this machine or be allowed."""
+    names = LOOPBACK | {a.lower() for a in allowed}
+    name = host_name(headers.get("host", ""))
+    if name is None or not _known(name, names):
+        return False
+    origin = headers.get("origin")
+    if origin is None:
+        return True
+    try:
+        parts = urlsplit(origin)
+        origin_name = parts.hostname or ""
+    except ValueError:
+        return False
+    if parts.scheme not in ("http", "https") or "@" in parts.netloc:
+        return False
+    return _known(origin_name, names)
+
+
+def _media_type(value: str) -> str:
+    return value.split(";", 1)[0].strip().lower()
+
+
+def cross_site_refusal(method: str, headers: Mapping[str, str]) -> str | None:
+    """Why a state-changing page request looks cross-site, or None if it may run.
+
+    Host and Origin are checked by `origin_allowed` first. Here: the browser's own word
+    (``Sec-Fetch-Site``) must be same-origin, and a body must be JSON: a type a form or a
+    "simple" cross-site request cannot send without a CORS preflight, which agora never
+    approves.
+    """
+    if method in SAFE_METHODS:
+        return None
+    site = headers.get("sec-fetch-site")
+    if site is not None and site.lower() not in _SAME_SITE:
+        return f"cross-site request refused (Sec-Fetch-Site: {site})"
+    if _media_type(headers.get("content-type", "")) != "application/json":
+        return "state-changing requests need Content-Type: application/json"
+    return None
+
+
+def _accepted(accept: str) -> set[str]:
+    types = set()
+    for part in accept.split(","):
+        fields = [f.strip() for f in part.split(";")]
+        quality = next((f[2:] for f in fields[1:] if f.startswith("q=")), "1")
+        try:
+            if float(quality) <= 0:
+                continue
+        except ValueError:
+            continue
+        types.add(fields[0].lower())
+    return types
+
+
+def mcp_post_refusal(headers: Mapping[str, str]) -> tuple[int, str] | None:
+    """Streamable HTTP's rules for a POST: a JSON body, and Accept listing JSON and SSE.
+
+    Returns:
+        ``(status, message)`` (415 or 406) when the POST must be refused, else None.
+    """
+    if _media_type(headers.get("content-type", "")) != "application/json":
+        return 415, "Unsupported Media Type: POST needs Content-Type: application/json"
+    types = _accepted(headers.get("accept", ""))
+    json_ok = bool(types & {"application/json", "application/*", "*/*"})
+    sse_ok = bool(types & {"text/event-stream", "text/*", "*/*"})
+    if not (json_ok and sse_ok):
+        return 406, "Not Acceptable: Accept must list application/json and text/event-stream"
+    return None

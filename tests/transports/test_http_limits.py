@@ -1,0 +1,160 @@
+"""The HTTP front end against slow, stalled and crowding peers, and malformed framing.
+
+Real loopback sockets, an in-process server, and Trio's mock clock: timeouts of tens of
+seconds pass without waiting (the clock jumps once every task is blocked).
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+from http_support import RawHttp, read_to_end, serve
+
+TIMEOUT = 200  # mock seconds: bounds every wait below
+
+
+@pytest.fixture
+def clock() -> trio.testing.MockClock:
+    """Jump the clock when every task has been blocked 50 ms (real sockets need a moment)."""
+    return trio.testing.MockClock(autojump_threshold=0.05)
+
+
+async def healthz(port: int) -> dict[str, int]:
+    async with RawHttp.open(port) as client:
+        reply = await client.request("GET", "/healthz")
+        assert reply.status == 200, reply
+        return reply.json()  # type: ignore[no-any-return]
+
+
+async def test_a_trickled_body_gets_408_once_the_whole_body_is_late(clock):
+    head = (
+        b"POST /play/tables HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 10\r\n\r\n"
+    )
+
+    async def trickle(stream: trio.SocketStream) -> None:
+        for _ in range(9):  # one byte every 20 s: each arrives well within 30 s
+            await trio.sleep(20)
+            await stream.send_all(b" ")
+
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+            async with stream, trio.open_nursery() as nursery:
+                start = trio.current_time()
+                await stream.send_all(head)
+                nursery.start_soon(trickle, stream)
+                answer = await read_to_end(stream)
+                assert answer.startswith(b"HTTP/1.1 408"), answer[:100]
+                assert trio.current_time() - start == 30
+                nursery.cancel_scope.cancel()
+
+
+async def test_a_response_nobody_reads_is_dropped_after_send_timeout(clock):
+    async with serve(send_timeout=5.0) as server:
+        with trio.fail_after(TIMEOUT):
+            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+            async with stream:
+                stream.socket.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_RCVBUF, 4096)
+                request = b"GET /play/static/play.js HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                await stream.send_all(request * 400)  # pipelined
+                await trio.sleep(4)  # reading nothing
+                assert (await healthz(server.port))["connections"] == 2  # it and this probe
+                await trio.sleep(2)
+                assert (await healthz(server.port))["connections"] == 1  # only this probe
+
+
+async def test_an_event_stream_nobody_reads_is_dropped_after_send_timeout(clock):
+    async with serve(send_timeout=5.0) as server:
+        with trio.fail_after(TIMEOUT):
+            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+            async with stream:
+                stream.socket.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_RCVBUF, 4096)
+                await stream.send_all(b"GET /flood HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                await trio.sleep(4)  # reading nothing
+                assert (await healthz(server.port))["connections"] == 2  # it and this probe
+                await trio.sleep(2)
+                assert (await healthz(server.port))["connections"] == 1  # only this probe
+
+
+async def test_connections_over_max_connections_get_503(clock):
+    async with serve(max_connections=3) as server:
+        with trio.fail_after(TIMEOUT):
+            held = [await trio.open_tcp_stream("127.0.0.1", server.port) for _ in range(2)]
+            await trio.sleep(1)
+            async with RawHttp.open(server.port) as third:
+                assert (await third.request("GET", "/healthz")).status == 200
+                async with RawHttp.open(server.port) as fourth:
+                    refused = await fourth.request("GET", "/healthz")
+                    assert refused.status == 503, refused
+                    assert refused.headers["connection"] == "close"
+                    assert "too many connections" in refused.json()["error"]
+            for stream in held:
+                await stream.aclose()
+            await trio.sleep(1)
+            assert (await healthz(server.port))["connections"] == 1
+
+
+async def test_content_length_with_transfer_encoding_gets_400_and_close(clock):
+    smuggled = (
+        b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+        b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    )
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+            await stream.send_all(smuggled)
+            answer = await read_to_end(stream)
+            assert answer.startswith(b"HTTP/1.1 400"), answer[:100]
+            assert answer.count(b"HTTP/1.1 ") == 1  # the pipelined request was not served
+            await stream.aclose()
+
+
+async def test_expect_100_continue_is_answered_before_the_body(clock):
+    head = (
+        b"POST /mcp/probe HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Accept: application/json, text/event-stream\r\nExpect: 100-continue\r\n"
+        b"Content-Length: 4\r\n\r\n"
+    )
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+            await stream.send_all(head)
+            first = await stream.receive_some(65536)
+            assert first.startswith(b"HTTP/1.1 100 "), first
+            await stream.send_all(b"null")
+            assert (await read_to_end(stream)).startswith(b"HTTP/1.1 400")
+            await stream.aclose()
+
+
+async def test_a_body_declared_too_large_gets_413_before_it_is_sent(clock):
+    head = (
+        b"POST /mcp/probe HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Expect: 100-continue\r\nContent-Length: 70000\r\n\r\n"
+    )
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+            await stream.send_all(head)
+            assert (await read_to_end(stream)).startswith(b"HTTP/1.1 413")
+            await stream.aclose()
+
+
+async def test_a_kept_alive_connection_serves_requests_until_its_limits(clock):
+    async with serve(keep_alive_requests=3, keep_alive_seconds=5.0) as server:
+        with trio.fail_after(TIMEOUT):
+            async with RawHttp.open(server.port) as client:
+                for n in (1, 2):
+                    reply = await client.request("GET", "/healthz")
+                    assert reply.status == 200
+                    assert "connection" not in reply.headers, n
+                last = await client.request("GET", "/healthz")
+                assert last.headers["connection"] == "close"
+                assert await client.stream.receive_some(10) == b""
+            async with RawHttp.open(server.port) as client:
+                assert (await client.request("GET", "/healthz")).status == 200
+                start = trio.current_time()
+                assert await read_to_end(client.stream) == b""  # closed when idle
+                assert trio.current_time() - start == pytest.approx(5, abs=0.5)

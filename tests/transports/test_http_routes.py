@@ -1,0 +1,120 @@
+"""Who may use which route: Host/Origin everywhere, no cross-site state changes, MCP's rules.
+
+Real loopback sockets against an in-process server (see `http_support`).
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+from http_support import INITIALIZE, TOKEN, TOKEN_SHA256, RawHttp, serve
+
+from agora.config import PrincipalConfig
+
+TIMEOUT = 30
+
+FOREIGN = [
+    pytest.param({"host": "evil.example@127.0.0.1"}, id="user-info-host"),
+    pytest.param({"host": "evil.example"}, id="foreign-host"),
+    pytest.param({"host": "127.0.0.1 evil.example"}, id="two-names"),
+    pytest.param({"origin": "http://evil.example"}, id="foreign-origin"),
+    pytest.param({"origin": "http://evil.example@127.0.0.1"}, id="user-info-origin"),
+    pytest.param({"origin": "null"}, id="null-origin"),
+]
+ROUTES = ["/healthz", "/cards?date=2026-01-01", "/play/default", "/play/default/state", "/mcp"]
+
+
+@pytest.mark.parametrize("headers", FOREIGN)
+@pytest.mark.parametrize("path", ROUTES)
+async def test_every_route_checks_host_and_origin(headers, path):
+    async with serve(toolsets=["chess", "chamber"]) as server:
+        with trio.fail_after(TIMEOUT):
+            async with RawHttp.open(server.port) as client:
+                reply = await client.request("GET", path, headers=headers)
+                assert reply.status == 403, reply
+
+
+CROSS_SITE = [
+    pytest.param({"origin": "http://evil.example"}, id="foreign-origin"),
+    pytest.param({"content-type": "text/plain"}, id="simple-content-type"),
+    pytest.param({"content-type": "application/x-www-form-urlencoded"}, id="form"),
+    pytest.param({"content-type": ""}, id="no-content-type"),
+    pytest.param({"sec-fetch-site": "cross-site"}, id="sec-fetch-site-cross-site"),
+    pytest.param({"sec-fetch-site": "same-site"}, id="sec-fetch-site-same-site"),
+]
+
+
+@pytest.mark.parametrize("headers", CROSS_SITE)
+async def test_a_cross_site_table_creation_is_refused_and_creates_nothing(headers):
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            async with RawHttp.open(server.port) as client:
+                made = await client.request("POST", "/play/tables", {"name": "x1"}, headers)
+                assert made.status == 403, made
+            async with RawHttp.open(server.port) as client:
+                assert (await client.request("GET", "/play/x1/state")).status == 404
+
+
+async def test_the_page_s_own_requests_still_create_tables():
+    page = {
+        "origin": "http://127.0.0.1",
+        "sec-fetch-site": "same-origin",
+        "content-type": "application/json",
+    }
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            async with RawHttp.open(server.port) as client:
+                made = await client.request("POST", "/play/tables", {"name": "x1"}, page)
+                assert made.status == 201, made
+                assert (await client.request("GET", "/play/x1/state")).status == 200
+
+
+async def test_with_principals_table_creation_needs_a_token():
+    principals = [PrincipalConfig("ops", TOKEN_SHA256, ["operator"])]
+    async with serve(principals=principals) as server:
+        with trio.fail_after(TIMEOUT):
+            async with RawHttp.open(server.port) as client:
+                anonymous = await client.request("POST", "/play/tables", {"name": "x1"})
+                assert anonymous.status == 401, anonymous
+                assert "bearer" in anonymous.headers["www-authenticate"].lower()
+            wrong = {"authorization": "Bearer nope"}
+            async with RawHttp.open(server.port) as client:
+                assert (await client.request("POST", "/play/tables", {}, wrong)).status == 401
+            async with RawHttp.open(server.port) as client:
+                bearer = {"authorization": f"Bearer {TOKEN}"}
+                made = await client.request("POST", "/play/tables", {"name": "x1"}, bearer)
+                assert made.status == 201, made
+                # Reading stays open to anyone: the page, its state, its stream.
+                assert (await client.request("GET", "/play/x1/state")).status == 200
+
+
+MCP_POSTS = [
+    pytest.param({"content-type": "text/plain"}, 415, id="text-plain"),
+    pytest.param({"content-type": ""}, 415, id="no-content-type"),
+    pytest.param({"accept": "application/json"}, 406, id="accept-json-only"),
+    pytest.param({"accept": "text/event-stream"}, 406, id="accept-sse-only"),
+    pytest.param({"accept": ""}, 406, id="no-accept"),
+    pytest.param({"accept": "application/json, text/event-stream;q=0"}, 406, id="sse-q0"),
+]
+
+
+@pytest.mark.parametrize(("headers", "status"), MCP_POSTS)
+async def test_an_mcp_post_needs_a_json_body_and_both_accept_types(headers, status):
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            async with RawHttp.open(server.port) as client:
+                reply = await client.request("POST", "/mcp/probe", INITIALIZE, headers)
+                assert reply.status == status, reply
+                assert reply.json()["error"]["code"] == -32600
+                assert "mcp-session-id" not in reply.headers
+
+
+@pytest.mark.parametrize(
+    "accept", ["application/json, text/event-stream", "*/*", "application/*, text/*"]
+)
+async def test_an_mcp_post_with_an_acceptable_accept_is_served(accept):
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            async with RawHttp.open(server.port) as client:
+                reply = await client.request("POST", "/mcp/probe", INITIALIZE, {"accept": accept})
+                assert reply.status == 200, reply

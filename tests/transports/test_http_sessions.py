@@ -1,0 +1,136 @@
+"""Streamable HTTP sessions over real sockets: caps, idle expiry, and how a call is answered.
+
+A call that sends nothing before its result is answered with plain JSON on a kept-alive
+connection; one that streams first gets SSE, and the connection still carries the next
+request. A call whose session is deleted, or whose server shuts down, gets a JSON-RPC error.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+from http_support import INITIALIZE, TOKEN, TOKEN_SHA256, RawHttp, call, open_session, serve
+
+from agora.config import PrincipalConfig
+
+TIMEOUT = 300  # mock seconds
+
+
+@pytest.fixture
+def clock() -> trio.testing.MockClock:
+    """Jump the clock when every task has been blocked 50 ms (real sockets need a moment)."""
+    return trio.testing.MockClock(autojump_threshold=0.05)
+
+
+async def test_a_quick_call_is_answered_with_json_on_a_kept_alive_connection(clock):
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            async with RawHttp.open(server.port) as client:
+                session = await open_session(client)
+                for rid in range(1, 4):
+                    reply = await client.request("POST", "/mcp/probe", call("echo", rid), session)
+                    assert reply.status == 200
+                    assert reply.headers["content-type"] == "application/json"
+                    assert "connection" not in reply.headers
+                    assert reply.json()["id"] == rid
+                    assert reply.json()["result"]["structuredContent"] == {"echo": {}}
+
+
+async def test_a_call_that_streams_first_gets_sse_and_the_connection_lives_on(clock):
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            async with RawHttp.open(server.port) as client:
+                session = await open_session(client)
+                chatty = call("chatty", 1, _meta={"progressToken": "p"})
+                reply = await client.request("POST", "/mcp/probe", chatty, session)
+                assert reply.headers["content-type"] == "text/event-stream"
+                assert reply.headers["transfer-encoding"] == "chunked"
+                assert b'"notifications/progress"' in reply.body
+                assert reply.json()["result"]["structuredContent"] == {"done": True}
+                # Without a progress token it streams nothing first: plain JSON.
+                quiet = await client.request("POST", "/mcp/probe", call("chatty", 2), session)
+                assert quiet.headers["content-type"] == "application/json"
+
+
+async def test_a_waiting_call_whose_session_is_deleted_gets_a_json_rpc_error(clock):
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            async with RawHttp.open(server.port) as setup:
+                session = await open_session(setup)
+            answer = {}
+
+            async def waiting() -> None:
+                async with RawHttp.open(server.port) as client:
+                    reply = await client.request("POST", "/mcp/probe", call("hang", 5), session)
+                    answer["reply"] = reply
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(waiting)
+                await trio.sleep(1)
+                async with RawHttp.open(server.port) as client:
+                    assert (
+                        await client.request("DELETE", "/mcp/probe", None, session)
+                    ).status == 200
+            reply = answer["reply"]
+            assert reply.status == 200
+            assert reply.json()["id"] == 5
+            assert reply.json()["error"]["code"] == -32603
+            assert "deleted" in reply.json()["error"]["message"]
+
+
+async def test_a_waiting_call_gets_a_json_rpc_error_when_the_server_shuts_down(clock):
+    answer = {}
+
+    async def waiting(port: int, session: dict[str, str]) -> None:
+        async with RawHttp.open(port) as client:
+            answer["reply"] = await client.request("POST", "/mcp/probe", call("hang", 5), session)
+
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery, serve(grace_seconds=2.0) as server:
+            async with RawHttp.open(server.port) as setup:
+                session = await open_session(setup)
+            nursery.start_soon(waiting, server.port, session)
+            await trio.sleep(1)
+        reply = answer["reply"]
+        assert reply.json()["error"]["code"] == -32603
+        assert "shutting down" in reply.json()["error"]["message"]
+
+
+async def test_sessions_are_capped_overall_and_per_principal(clock):
+    principals = [PrincipalConfig("ops", TOKEN_SHA256)]
+    bearer = {"authorization": f"Bearer {TOKEN}"}
+    async with serve(max_sessions=3, max_sessions_per_principal=2, principals=principals) as s:
+        with trio.fail_after(TIMEOUT):
+            async with RawHttp.open(s.port) as client:
+                for _ in range(2):
+                    await open_session(client)
+                third = await client.request("POST", "/mcp/probe", INITIALIZE)
+                assert third.status == 503, third
+                assert "too many sessions for anonymous" in third.json()["error"]["message"]
+            async with RawHttp.open(s.port) as client:
+                await open_session(client, **bearer)
+                full = await client.request("POST", "/mcp/probe", INITIALIZE, bearer)
+                assert full.status == 503, full
+                assert "server full" in full.json()["error"]["message"]
+                assert full.headers["retry-after"]
+
+
+async def test_an_idle_session_expires_and_frees_its_place(clock):
+    async with serve(session_idle_seconds=60.0, max_sessions=1) as server:
+        with trio.fail_after(TIMEOUT):
+            async with RawHttp.open(server.port) as client:
+                session = await open_session(client)
+            await trio.sleep(30)
+            async with RawHttp.open(server.port) as client:
+                ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
+                assert (await client.request("POST", "/mcp/probe", ping, session)).status == 200
+            await trio.sleep(50)  # 50 s since its last use: still there
+            async with RawHttp.open(server.port) as client:
+                assert (await client.request("POST", "/mcp/probe", ping, session)).status == 200
+            await trio.sleep(80)  # past 60 s unused and the next sweep
+            async with RawHttp.open(server.port) as client:
+                gone = await client.request("POST", "/mcp/probe", ping, session)
+                assert gone.status == 404, gone
+            async with RawHttp.open(server.port) as client:
+                await open_session(client)  # its place is free again
