@@ -136,7 +136,19 @@ def build_parser() -> argparse.ArgumentParser:
     c = cards.add_parser("verify", help="re-check a saved card's hash and signature offline")
     c.add_argument("file", help="a card document as served by GET /cards/<id>")
     c.add_argument(
-        "--trust", action="append", default=[], help="public key (hex) or key id to require"
+        "--trust", action="append", default=[], help="public key (hex) or key id you trust"
+    )
+    c.add_argument(
+        "--trust-file",
+        action="append",
+        default=[],
+        help="file of trusted keys: one key (hex) or key id per line, or a /chamber/keys document",
+    )
+    c.add_argument(
+        "--keys-url",
+        action="append",
+        default=[],
+        help="trust the keys a server publishes, e.g. http://HOST:PORT/chamber/keys",
     )
 
     p = sub.add_parser("call", help="call one tool on a running server and print the result")
@@ -165,7 +177,12 @@ def main(argv: list[str] | None = None) -> int:
 
             if args.cards_command == "sign":
                 return cards_cli.cmd_sign(args.db, args.key)
-            return cards_cli.cmd_verify(args.file, trusted_keys=args.trust)
+            return cards_cli.cmd_verify(
+                args.file,
+                trusted_keys=args.trust,
+                trust_files=args.trust_file,
+                keys_urls=args.keys_url,
+            )
         elif args.command == "call":
             try:
                 arguments = json.loads(args.arguments)

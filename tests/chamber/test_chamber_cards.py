@@ -70,15 +70,16 @@ def test_card_bodies_are_canonical_json():
 def test_a_signed_card_verifies_offline_and_tampering_is_caught():
     _, outcome = sealed(signer=KEY, solve=False)
     doc = cards.publish(outcome.card.body, outcome.card.signature)
-    ok = cards.verify_document(doc)
+    ok = cards.verify_document(doc, [KEY.key_id])
     assert ok.ok
     assert ok.hash_ok
     assert ok.signature == "valid"
+    assert ok.status_signed
     assert ok.key_id == KEY.key_id
     assert cards.verify_document(doc, [KEY.public_key_hex]).trusted is True
     assert cards.verify_document(doc, ["ed25519:0000000000000000"]).ok is False
     pretty = json.dumps(json.loads(doc), indent=2).encode()
-    assert cards.verify_document(pretty).ok  # formatting does not matter, content does
+    assert cards.verify_document(pretty, [KEY.key_id]).ok  # formatting does not matter
     forged = json.loads(doc)
     forged["card"]["outcome"] = "solved"
     assert cards.verify_document(json.dumps(forged).encode()).hash_ok is False
@@ -141,8 +142,8 @@ def test_operator_signing_adds_a_signature_and_never_changes_the_body(tmp_path):
     saved = tmp_path / "card.json"
     saved.write_bytes(document)
     out: list[str] = []
-    assert cards_cli.cmd_verify(saved, out=out.append) == 0
-    assert "signature: valid" in out[2]
+    assert cards_cli.cmd_verify(saved, trusted_keys=[KEY.key_id], out=out.append) == 0
+    assert out[2] == f"  valid signature, trusted key {KEY.key_id}"
     assert cards_cli.cmd_verify(saved, trusted_keys=["ed25519:nope"], out=out.append) == 1
     assert cards_cli.cmd_sign(db, key, out=lines.append) == 0
     assert lines[-1] == f"signed 0 card(s) with {KEY.key_id}"

@@ -220,10 +220,11 @@ async def test_a_configured_key_signs_cards_and_the_export_bundle_verifies(
     assert sealed["evidence_status"] == "signed"
     assert sealed["attempt_state"] == "sealed"
     bundle = sealed["export_bundle"]
-    assert cards.verify_document(json.dumps(bundle["document"]).encode()).ok
+    trusted = [bundle["document"]["signature"]["key_id"]]
+    assert cards.verify_document(json.dumps(bundle["document"]).encode(), trusted).ok
     assert [r["op"] for r in bundle["transcript"]] == ["look"]
     document = await runtime.read(lambda conn: store.card_document(conn, sealed["card_id"]))
-    assert cards.verify_document(document).ok
+    assert cards.verify_document(document, trusted).ok
 
 
 async def test_a_card_signed_by_the_operator_later_is_reported_signed(runtime, agent):

@@ -158,7 +158,7 @@ async def test_an_agent_solves_a_room_and_its_card_is_published(
         status, out = await agora_cli("cards", "verify", str(saved))
     assert status == 1, out  # the hash holds, but an unsigned card does not verify
     assert "hash: ok" in out
-    assert "signature: missing" in out
+    assert "NOT signed (pending_signature)" in out
 
 
 async def test_a_failure_is_listed_shown_and_signed_by_the_operator(
@@ -207,22 +207,33 @@ async def test_a_failure_is_listed_shown_and_signed_by_the_operator(
         saved = tmp_path / "signed.json"
         saved.write_bytes(after.body)
         key_id = document["signature"]["key_id"]
-        assert await agora_cli("cards", "verify", str(saved)) == (
-            0,
-            f"card {card_id} (scoreia-chamber-tools/0.3.0)\n  hash: ok\n"
-            f"  signature: valid by {key_id}\n",
-        )
+        # A valid signature alone proves nothing: the reader must trust the key.
+        status, out = await agora_cli("cards", "verify", str(saved))
+        assert status == 1, out
+        assert out.splitlines()[:2] == [
+            f"card {card_id} (scoreia-chamber-tools/0.3.0)",
+            "  hash: ok",
+        ]
+        assert out.splitlines()[2].startswith(f"  valid signature, key NOT trusted ({key_id})")
         status, out = await agora_cli("cards", "verify", str(saved), "--trust", public)
-        assert (status, out.splitlines()[-1]) == (0, "  key trusted: yes")
+        assert (status, out.splitlines()[-1]) == (0, f"  valid signature, trusted key {key_id}")
         status, out = await agora_cli("cards", "verify", str(saved), "--trust", "ed25519:other")
-        assert (status, out.splitlines()[-1]) == (1, "  key trusted: NO")
+        assert status == 1
+        assert "key NOT trusted" in out
+        # The server publishes the keys that signed its cards at a fixed URL.
+        keys = await http(server.port, "GET", "/chamber/keys")
+        assert keys.status == 200
+        assert {k["key_id"]: k["public_key"] for k in keys.json()["keys"]} == {key_id: public}
+        keys_url = f"http://127.0.0.1:{server.port}/chamber/keys"
+        status, out = await agora_cli("cards", "verify", str(saved), "--keys-url", keys_url)
+        assert (status, out.splitlines()[-1]) == (0, f"  valid signature, trusted key {key_id}")
 
         forged = dict(document, card={**document["card"], "outcome": "solved"})
         (tmp_path / "forged.json").write_text(json.dumps(forged))
         status, out = await agora_cli("cards", "verify", str(tmp_path / "forged.json"))
         assert status == 1
         assert "hash: MISMATCH" in out
-        assert "signature: invalid" in out
+        assert "INVALID signature" in out
 
         listing = await http(server.port, "GET", f"/cards?date={date}")
         listed = {c["card_id"]: c for c in listing.json()["cards"]}

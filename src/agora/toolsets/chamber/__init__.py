@@ -48,7 +48,7 @@ def build_toolset(contract: ChamberContract) -> tuple[Toolset, Chamber]:
         name="chamber",
         handlers=handlers(chamber),
         migrations=store.MIGRATIONS,
-        routes=web.ROUTES,
+        routes=(*web.ROUTES, web.keys_route(chamber.public_keys)),
         aliases=dict(contract.aliases),
         background=[periodic(PURGE_EVERY, purge)],
         reject_arguments=argument_rejection,

@@ -1,11 +1,12 @@
 """Evidence 0.2 cards: building a sealed attempt's card, publishing it, verifying it offline.
 
-A card body is RFC 8785 canonical JSON, written once and stored as bytes; it never changes.
-The published document wraps those exact bytes: ``{"card": <body>, "card_sha256": ...,
-"evidence_status": ..., "signature": {...} | null}`` (keys in canonical order, so the
-document is canonical too). The signature is Ed25519 over the body bytes; signing later
-only adds the signature, never touches the body. Cards sealed under 0.2.0 are kept as the
-bytes they arrived as. This module is pure apart from `signing`'s crypto; it must not touch
+A card body is RFC 8785 canonical JSON, written once and stored as bytes; it never changes. The
+published document wraps those exact bytes: ``{"card": <body>, "card_sha256": ...,
+"evidence_status": ..., "signature": {...} | null}`` (keys in canonical order, so the document
+is canonical too). The signature is Ed25519 over a statement naming the body's hash, the key id,
+the signing time and the evidence status; signing later only adds the signature, never touches
+the body. A valid signature counts only with a trusted key. Cards sealed under 0.2.0 are kept as
+the bytes they arrived as. This module is pure apart from `signing`'s crypto; it must not touch
 the store.
 """
 
@@ -117,14 +118,42 @@ def canonical(value: Any) -> bytes:
     return rfc8785.dumps(value)
 
 
+#: The signature scheme of cards signed since the key URL: the signature covers a statement
+#: naming the card's hash, the key and the evidence status. Signatures without a scheme
+#: (cards signed before) cover the body bytes alone and stay verifiable as they are.
+SCHEME = "scoreia-chamber-signed-card/1"
+SIGNED_STATUS = "signed"
+
+
+def statement(card_sha256: str, key_id: str, signed_at: str) -> bytes:
+    """The canonical bytes a `SCHEME` signature covers."""
+    return canonical(
+        {
+            "card_sha256": card_sha256,
+            "evidence_status": SIGNED_STATUS,
+            "key_id": key_id,
+            "scheme": SCHEME,
+            "signed_at": signed_at,
+        }
+    )
+
+
 def signature_block(signer: signing.Signer, body: bytes, when: dt.datetime) -> dict[str, Any]:
-    """Sign ``body`` (a card's canonical bytes) and describe the signature."""
+    """Sign ``body`` (a card's canonical bytes) and describe the signature.
+
+    The signed part names the body's hash, the key id, the signing time and the evidence
+    status, so none of them can be edited without breaking the signature.
+    """
+    signed_at = iso(when)
+    signed = statement(sha256_tag(body), signer.key_id, signed_at)
     return {
         "alg": signing.ALGORITHM,
+        "evidence_status": SIGNED_STATUS,
         "key_id": signer.key_id,
         "public_key": signer.public_key_hex,
-        "signed_at": iso(when),
-        "value": signer.sign(body),
+        "scheme": SCHEME,
+        "signed_at": signed_at,
+        "value": signer.sign(signed),
     }
 
 
@@ -182,7 +211,9 @@ class Verification:
         hash_ok: The body hashes to ``card_sha256``.
         signature: ``valid``, ``invalid`` or ``missing``.
         key_id: The signing key's id, when signed.
-        trusted: Whether the key is among the trusted keys (None when none were given).
+        trusted: Whether the signing key is one the reader trusts.
+        status_signed: Whether the evidence status is inside the signed part (cards signed
+            before `SCHEME` existed sign the body alone).
     """
 
     card_id: str | None
@@ -190,20 +221,44 @@ class Verification:
     hash_ok: bool
     signature: str
     key_id: str | None = None
-    trusted: bool | None = None
+    trusted: bool = False
+    status_signed: bool = False
 
     @property
     def ok(self) -> bool:
-        """Hash right, signature valid, and (if trusted keys were given) the key trusted."""
-        return self.hash_ok and self.signature == "valid" and self.trusted is not False
+        """Hash right, signature valid, and the key trusted."""
+        return self.hash_ok and self.signature == "valid" and self.trusted
+
+
+def _signature_valid(doc: dict[str, Any], body: bytes, sig: dict[str, Any]) -> tuple[bool, bool]:
+    """(signature valid, evidence status signed) of a signature block."""
+    public = str(sig.get("public_key", ""))
+    try:
+        named = sig.get("key_id") == signing.key_id(public)
+    except ValueError:
+        named = False
+    if not named:
+        return False, False
+    value = str(sig.get("value", ""))
+    if "scheme" not in sig:
+        return signing.verify(public, value, body), False
+    if sig.get("scheme") != SCHEME or doc.get("evidence_status") != SIGNED_STATUS:
+        return False, False
+    if sig.get("evidence_status") != SIGNED_STATUS:
+        return False, False
+    signed = statement(sha256_tag(body), str(sig["key_id"]), str(sig.get("signed_at", "")))
+    return signing.verify(public, value, signed), True
 
 
 def verify_document(data: bytes, trusted_keys: Collection[str] = ()) -> Verification:
-    """Re-check a published card document: its hash and, if present, its signature.
+    """Re-check a published card document: its hash, its signature, and whose key signed it.
+
+    A valid signature proves only that the holder of *some* key signed the card; it is
+    evidence only when that key is one the reader trusts (``trusted_keys``).
 
     Args:
         data: The document bytes (any JSON formatting; the body is re-canonicalized).
-        trusted_keys: Public keys (hex) or key ids to accept; empty accepts any valid key.
+        trusted_keys: Public keys (hex) or key ids the reader trusts.
 
     Returns:
         The verification result.
@@ -225,15 +280,9 @@ def verify_document(data: bytes, trusted_keys: Collection[str] = ()) -> Verifica
         return Verification(card.get("card_id"), card.get("toolset_id"), hash_ok, "missing")
     if not isinstance(sig, dict) or sig.get("alg") != signing.ALGORITHM:
         return Verification(card.get("card_id"), card.get("toolset_id"), hash_ok, "invalid")
-    public = str(sig.get("public_key", ""))
-    try:
-        named = sig.get("key_id") == signing.key_id(public)
-    except ValueError:
-        named = False
-    good = named and signing.verify(public, str(sig.get("value", "")), body)
-    trusted = None
-    if trusted_keys:
-        trusted = public in trusted_keys or sig.get("key_id") in trusted_keys
+    good, status_signed = _signature_valid(doc, body, sig)
+    public = sig.get("public_key")
+    trusted = good and (public in trusted_keys or sig.get("key_id") in trusted_keys)
     return Verification(
         card.get("card_id"),
         card.get("toolset_id"),
@@ -241,4 +290,5 @@ def verify_document(data: bytes, trusted_keys: Collection[str] = ()) -> Verifica
         "valid" if good else "invalid",
         sig.get("key_id"),
         trusted,
+        status_signed,
     )

@@ -3,14 +3,17 @@
 Plain functions the CLI calls. `sign_pending_cards` signs every card sealed while no key was
 configured (it adds a signature; card bytes never change) on an open SQLite connection;
 `cmd_sign` does that on a database file. `verify_card_bytes` / `cmd_verify` re-check a card
-document offline: its body hash and its Ed25519 signature. They print through the ``out``
-callable they are given and return a process exit code.
+document: its body hash, its Ed25519 signature, and whether the reader trusts the key (keys
+given, read from a trust file, or fetched from a key URL the reader names). They print through
+the ``out`` callable they are given and return a process exit code.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import sqlite3
+import urllib.request
 from collections.abc import Callable, Collection
 from pathlib import Path
 
@@ -55,6 +58,7 @@ def sign_pending_cards(
                 sql, params = store.add_signature(card_id, block)
                 if conn.execute(sql, params).rowcount:
                     signed.append(card_id)
+                    conn.execute(*store.remember_key(block))
         after = batch[-1][0]
     return signed
 
@@ -131,25 +135,111 @@ def verify_card_bytes(data: bytes, trusted_keys: Collection[str] = ()) -> cards.
     return cards.verify_document(data, trusted_keys)
 
 
-def cmd_verify(path: str | Path, *, trusted_keys: Collection[str] = (), out: Out = print) -> int:
-    """``agora cards verify FILE``: check a saved card's hash and signature offline.
+class TrustError(ValueError):
+    """A trust file or key URL that cannot be read."""
+
+
+def keys_from_json(data: bytes) -> list[str]:
+    """Key ids and public keys listed by a server's key document (``GET /chamber/keys``).
+
+    Raises:
+        TrustError: if ``data`` is not such a document.
+    """
+    try:
+        doc = json.loads(data)
+        keys = doc["keys"]
+        return [str(k[f]) for k in keys for f in ("key_id", "public_key") if k.get(f)]
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise TrustError(f"not a key document: {exc}") from exc
+
+
+def keys_from_file(path: str | Path) -> list[str]:
+    """Trusted keys from a file: a key document (JSON), or one key (hex or id) per line.
+
+    Raises:
+        TrustError: if the file cannot be read.
+    """
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise TrustError(f"cannot read {path}: {exc.strerror}") from exc
+    if data.lstrip().startswith(b"{"):
+        return keys_from_json(data)
+    lines = (line.split("#", 1)[0].strip() for line in data.decode("utf-8", "replace").split("\n"))
+    return [line for line in lines if line]
+
+
+def keys_from_url(url: str, timeout: float = 10.0) -> list[str]:
+    """The keys a server publishes at ``url`` (its ``/chamber/keys``), fetched now.
+
+    Raises:
+        TrustError: if the URL cannot be fetched or is not a key document.
+    """
+    if not url.startswith(("http://", "https://")):
+        raise TrustError(f"{url}: only http(s) key URLs are fetched")
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            data = response.read(1 << 20)
+    except (OSError, ValueError) as exc:
+        raise TrustError(f"cannot fetch {url}: {exc}") from exc
+    return keys_from_json(data)
+
+
+def _verdict(result: cards.Verification) -> str:
+    if result.signature == "missing":
+        return "NOT signed (pending_signature): nothing vouches for this card yet"
+    if result.signature == "invalid":
+        return "INVALID signature"
+    if not result.trusted:
+        return (
+            f"valid signature, key NOT trusted ({result.key_id}): pass --trust KEY, "
+            "--trust-file FILE or --keys-url URL of the server you trust"
+        )
+    return f"valid signature, trusted key {result.key_id}"
+
+
+def cmd_verify(
+    path: str | Path,
+    *,
+    trusted_keys: Collection[str] = (),
+    trust_files: Collection[str] = (),
+    keys_urls: Collection[str] = (),
+    out: Out = print,
+) -> int:
+    """``agora cards verify FILE``: check a saved card's hash, signature and signer.
+
+    A signature only counts when its key is trusted: given with ``--trust``, listed in a
+    ``--trust-file``, or published at a ``--keys-url`` the reader names explicitly.
 
     Args:
         path: The card document (as served by ``GET /cards/<id>``).
-        trusted_keys: Public keys (hex) or key ids to require; empty accepts any valid key.
+        trusted_keys: Public keys (hex) or key ids the reader trusts.
+        trust_files: Files of trusted keys (see `keys_from_file`).
+        keys_urls: Key URLs (a server's ``/chamber/keys``) whose keys the reader trusts.
         out: Where to print.
 
     Returns:
-        0 if the hash and signature check out, 1 if not (or unsigned), 2 if unreadable.
+        0 if the hash is right and a trusted key signed the card; 1 if not (unsigned,
+        invalid, or signed by a key not trusted); 2 if the card or a trust source is
+        unreadable.
     """
+    trusted = list(trusted_keys)
     try:
-        result = verify_card_bytes(Path(path).read_bytes(), trusted_keys)
+        for file in trust_files:
+            trusted += keys_from_file(file)
+        for url in keys_urls:
+            trusted += keys_from_url(url)
+    except TrustError as exc:
+        out(f"cannot verify: {exc}")
+        return 2
+    try:
+        result = verify_card_bytes(Path(path).read_bytes(), trusted)
     except (OSError, cards.CardFormatError) as exc:
         out(f"{path}: not a card document ({exc})")
         return 2
     out(f"card {result.card_id} ({result.toolset_id})")
     out(f"  hash: {'ok' if result.hash_ok else 'MISMATCH'}")
-    out(f"  signature: {result.signature}" + (f" by {result.key_id}" if result.key_id else ""))
-    if result.trusted is not None:
-        out(f"  key trusted: {'yes' if result.trusted else 'NO'}")
+    out(f"  {_verdict(result)}")
+    if result.signature == "valid" and not result.status_signed:
+        out("  note: signed before evidence_status was signed; the body alone is covered")
     return 0 if result.ok else 1

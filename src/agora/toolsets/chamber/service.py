@@ -18,6 +18,7 @@ import trio
 
 from agora.toolsets.chamber import store
 from agora.toolsets.chamber.attempt import Rules
+from agora.toolsets.chamber.cards import SCHEME
 from agora.toolsets.chamber.commands import Act, CallForHelp, Enter, Observe, Quarantine, Seal
 from agora.toolsets.chamber.entity import AttemptKind, SealOutcome, seal_reply
 from agora.toolsets.chamber.generate import build_room
@@ -28,7 +29,7 @@ from agora.toolsets.chamber.identity import (
     validate_entry,
 )
 from agora.toolsets.chamber.replies import not_found, retired_alias
-from agora.toolsets.chamber.signing import Signer, SigningKeyError, load_signer
+from agora.toolsets.chamber.signing import ALGORITHM, Signer, SigningKeyError, load_signer
 
 if TYPE_CHECKING:
     from agora.runtime.registry import Runtime
@@ -79,6 +80,26 @@ class Chamber:
             except SigningKeyError:
                 return None, True
         return self._signers[path], False
+
+    async def public_keys(self, runtime: Runtime) -> dict[str, Any]:
+        """The operator's public keys: the configured one and every one that signed a card."""
+        signer, _ = await self.signer(runtime)
+        known = await runtime.read(store.signing_keys)
+        keys = {k["key_id"]: {**k, "current": False} for k in known}
+        if signer is not None:
+            mine = keys.get(signer.key_id, {"first_used": None})
+            keys[signer.key_id] = {
+                "key_id": signer.key_id,
+                "alg": ALGORITHM,
+                "public_key": signer.public_key_hex,
+                "first_used": mine["first_used"],
+                "current": True,
+            }
+        return {
+            "toolset_id": self.contract.toolset_id,
+            "scheme": SCHEME,
+            "keys": list(keys.values()),
+        }
 
     async def enter(self, call: ToolCall) -> dict[str, Any]:
         """``enter_open_challenge`` / ``start_challenge``."""

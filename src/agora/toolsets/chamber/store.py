@@ -225,6 +225,17 @@ def list_cards(
     return listing
 
 
+def signing_keys(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Every key that ever signed a card here, oldest first."""
+    return [
+        {"key_id": r[0], "alg": r[1], "public_key": r[2], "first_used": r[3]}
+        for r in conn.execute(
+            "SELECT key_id, alg, public_key, first_used FROM chamber_keys"
+            " ORDER BY first_used, key_id"
+        )
+    ]
+
+
 def pending_cards(
     conn: sqlite3.Connection, limit: int = 1000, after: str = ""
 ) -> list[tuple[str, bytes]]:

@@ -1,4 +1,4 @@
-"""Public card pages: ``GET /cards/{card_id}`` and ``GET /cards?date=YYYY-MM-DD``.
+"""Public card pages: ``GET /cards/{card_id}``, ``GET /cards?date=``, ``GET /chamber/keys``.
 
 A card is served as its stored document bytes (JSON), or as an HTML view when the client's
 Accept header prefers text/html (``?format=json`` or ``?format=html`` override). Every value
@@ -12,6 +12,7 @@ import datetime as dt
 import html
 import json
 import re
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from agora.toolsets.chamber import store
@@ -174,6 +175,23 @@ async def list_cards(request: Request, runtime: Runtime) -> Response:
         f"<h1>Chamber cards of {html.escape(date)}</h1><ul>{items or '<li>none</li>'}</ul>",
     )
 
+
+KeysFn = Callable[["Runtime"], Awaitable[dict[str, Any]]]
+
+
+def keys_route(keys: KeysFn) -> Route:
+    """``GET /chamber/keys``: the operator's public keys as JSON (``keys()`` lists them)."""
+
+    async def get_keys(request: Request, runtime: Runtime) -> Response:
+        response = Response.json(await keys(runtime))
+        response.headers.extend(_HEADERS)
+        return response
+
+    return Route("GET", KEYS_PATH, get_keys)
+
+
+#: Where a server publishes the keys its cards are signed with.
+KEYS_PATH = "/chamber/keys"
 
 ROUTES = (
     Route("GET", "/cards", list_cards),

@@ -1,0 +1,147 @@
+"""Signatures a reader can check: trusted keys only, a signed evidence status, published keys.
+
+A valid signature by a key the reader does not trust verifies as "key NOT trusted" and
+fails; the evidence status and key id sit inside the signed part; the server lists every
+key that signed its cards at ``/chamber/keys``; cards signed before keep verifying.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import pytest
+from harness import Session
+
+from agora.toolsets.chamber import cards, cards_cli
+from agora.toolsets.chamber.signing import signer_from_bytes
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+OPERATOR = signer_from_bytes(b"42" * 32)
+STRANGER = signer_from_bytes(b"17" * 32)
+
+
+def signed_document(signer=OPERATOR, seed: str = "sig") -> dict:
+    s = Session(seed=seed)
+    outcome = s.seal(signer=signer)
+    return json.loads(cards.publish(outcome.card.body, outcome.card.signature))
+
+
+def verify(tmp_path: Path, document: dict, **trust) -> tuple[int, list[str]]:
+    path = tmp_path / "card.json"
+    path.write_text(json.dumps(document))
+    out: list[str] = []
+    return cards_cli.cmd_verify(path, out=out.append, **trust), out
+
+
+def test_a_card_re_signed_with_a_fresh_key_is_not_trusted(tmp_path):
+    document = signed_document()
+    forged = json.loads(json.dumps(document))
+    forged["card"]["outcome"] = "solved"
+    body = cards.canonical(forged["card"])
+    forged["card_sha256"] = cards.sha256_tag(body)
+    forged["signature"] = cards.signature_block(STRANGER, body, Session().wall)
+    status, out = verify(tmp_path, forged, trusted_keys=[OPERATOR.key_id])
+    assert status == 1
+    assert out[2].startswith(f"  valid signature, key NOT trusted ({STRANGER.key_id})")
+    status, out = verify(tmp_path, forged)  # no trust given at all: never a pass
+    assert status == 1
+    assert "key NOT trusted" in out[2]
+    assert verify(tmp_path, document, trusted_keys=[OPERATOR.key_id])[0] == 0
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        pytest.param(lambda d: d.update(evidence_status="quarantined"), id="status"),
+        pytest.param(lambda d: d["signature"].update(evidence_status="x"), id="signed-status"),
+        pytest.param(lambda d: d["signature"].update(signed_at="2020-01-01T00:00:00Z"), id="at"),
+        pytest.param(lambda d: d["signature"].update(scheme="other/1"), id="scheme"),
+        pytest.param(lambda d: d["signature"].update(key_id="ed25519:" + "0" * 16), id="key"),
+    ],
+)
+def test_the_signed_part_cannot_be_edited(tmp_path, edit):
+    document = signed_document()
+    edit(document)
+    result = cards.verify_document(json.dumps(document).encode(), [OPERATOR.key_id])
+    assert result.signature == "invalid"
+    assert not result.ok
+    assert verify(tmp_path, document, trusted_keys=[OPERATOR.key_id])[0] == 1
+
+
+def test_the_signature_names_its_key_and_status_inside_the_signed_part():
+    document = signed_document()
+    sig = document["signature"]
+    assert (sig["key_id"], sig["evidence_status"], sig["scheme"]) == (
+        OPERATOR.key_id,
+        "signed",
+        cards.SCHEME,
+    )
+    result = cards.verify_document(json.dumps(document).encode(), [OPERATOR.public_key_hex])
+    assert result.ok
+    assert result.status_signed
+
+
+def test_cards_signed_before_the_scheme_still_verify(tmp_path):
+    s = Session(seed="old")
+    body = s.seal().card.body
+    # The block as the server wrote it before: a signature over the body bytes alone.
+    old = {
+        "alg": "Ed25519",
+        "key_id": OPERATOR.key_id,
+        "public_key": OPERATOR.public_key_hex,
+        "signed_at": "2026-11-30T12:00:00Z",
+        "value": OPERATOR.sign(body),
+    }
+    document = json.loads(cards.publish(body, old))
+    result = cards.verify_document(json.dumps(document).encode(), [OPERATOR.key_id])
+    assert (result.ok, result.status_signed) == (True, False)
+    status, out = verify(tmp_path, document, trusted_keys=[OPERATOR.key_id])
+    assert status == 0
+    assert "the body alone is covered" in out[-1]
+
+
+def test_trust_comes_from_a_file_of_keys_or_a_key_document(tmp_path):
+    document = signed_document()
+    lines = tmp_path / "trusted.txt"
+    lines.write_text(f"# the operator\n{OPERATOR.public_key_hex}\n\n")
+    assert verify(tmp_path, document, trust_files=[str(lines)])[0] == 0
+    keys = tmp_path / "keys.json"
+    keys.write_text(json.dumps({"keys": [{"key_id": OPERATOR.key_id, "public_key": "aa"}]}))
+    assert verify(tmp_path, document, trust_files=[str(keys)])[0] == 0
+    keys.write_text(json.dumps({"keys": [{"key_id": STRANGER.key_id}]}))
+    assert verify(tmp_path, document, trust_files=[str(keys)])[0] == 1
+    status, out = verify(tmp_path, document, trust_files=[str(tmp_path / "absent")])
+    assert status == 2
+    assert out[0].startswith("cannot verify")
+    status, out = verify(tmp_path, document, keys_urls=["file:///etc/passwd"])
+    assert status == 2
+
+
+async def test_the_server_lists_every_key_that_signed_its_cards(agent, chamber, runtime, options,
+                                                               tmp_path):  # fmt: skip
+    _, service = chamber
+    assert (await service.public_keys(runtime))["keys"] == []
+    first = tmp_path / "first.key"
+    first.write_text("42" * 32)
+    options["chamber"]["signing_key"] = str(first)
+    listed = (await service.public_keys(runtime))["keys"]
+    assert [(k["key_id"], k["current"]) for k in listed] == [(OPERATOR.key_id, True)]
+    h = (await agent.enter())["attempt_handle"]
+    await agent.tool("seal_attempt", challenge_handle=h)
+    # The operator rotates keys: cards signed with the old one stay checkable.
+    second = tmp_path / "second.key"
+    second.write_text("17" * 32)
+    options["chamber"]["signing_key"] = str(second)
+    keys = await service.public_keys(runtime)
+    assert keys["scheme"] == cards.SCHEME
+    assert {k["key_id"]: k["current"] for k in keys["keys"]} == {
+        OPERATOR.key_id: False,
+        STRANGER.key_id: True,
+    }
+    assert {k["key_id"]: k["public_key"] for k in keys["keys"]} == {
+        OPERATOR.key_id: OPERATOR.public_key_hex,
+        STRANGER.key_id: STRANGER.public_key_hex,
+    }
