@@ -106,6 +106,15 @@ def conflict(expected: int, current: int) -> ToolError:
     )
 
 
+def key_reused(key: str) -> ToolError:
+    """The refusal of an idempotency key reused for a different request."""
+    return refusal(
+        "idempotency-conflict",
+        "this idempotency key was used for a different request; use a new key",
+        idempotency_key=key,
+    )
+
+
 def new_correlation() -> str:
     """A fresh public-safe correlation id for an internal failure."""
     return f"corr-{secrets.token_hex(8)}"

@@ -4,8 +4,9 @@ Tables (all keyed by ``run_id``): ``router_runs`` (one row per workflow run: ses
 state version, plan revision, status, the plan result as JSON), ``router_work_items`` (the
 work graph), ``router_events`` (append-only reported observations), ``router_gates``
 (gate evaluations), ``router_proposals`` (support-consent proposals and decisions),
-``router_consent_audit`` (refused consent transitions) and ``router_ledger`` (each
-idempotency key's request digest and result, for replay). JSON is stored as TEXT and parsed
+``router_consent_audit`` (refused consent transitions), ``router_records`` (evaluation runs,
+comparisons and exports, immutable) and ``router_ledger`` (each idempotency key's request
+digest and result, for replay; keyed by run or record id). JSON is stored as TEXT and parsed
 in Python; timestamps are fixed-width UTC TEXT; statements use ``?`` placeholders only.
 This module builds statements and reads rows; it never commits (the actor does).
 """
@@ -74,7 +75,19 @@ def _migrate_v1(db: sqlite_utils.Database) -> None:
         db.execute(statement)
 
 
-MIGRATIONS = (Migration(component="router", version=1, apply=_migrate_v1),)
+def _migrate_v2(db: sqlite_utils.Database) -> None:
+    # Evaluation runs, comparisons and exports: immutable documents, replayed via the ledger.
+    db.execute(
+        """CREATE TABLE router_records (
+        record_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, kind TEXT NOT NULL,
+        document_json TEXT NOT NULL, created_at TEXT NOT NULL)"""
+    )
+
+
+MIGRATIONS = (
+    Migration(component="router", version=1, apply=_migrate_v1),
+    Migration(component="router", version=2, apply=_migrate_v2),
+)
 
 
 def insert_run(row: dict[str, Any]) -> Write:
@@ -166,6 +179,27 @@ def insert_ledger(run_id: str, key: str, request_digest: str, result: str, at: s
         " created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         (run_id, key, request_digest, result, at),
     )
+
+
+def insert_record(record_id: str, session: str, kind: str, document: str, at: str) -> Write:
+    """Create an immutable evaluation record (a second insert of the same id is a no-op)."""
+    return (
+        "INSERT INTO router_records (record_id, session_id, kind, document_json, created_at)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        (record_id, session, kind, document, at),
+    )
+
+
+def read_record(conn: sqlite3.Connection, record_id: str) -> dict[str, Any] | None:
+    """An evaluation record and its ledger, raw; None if there is none."""
+    row = conn.execute(
+        "SELECT session_id, kind, document_json FROM router_records WHERE record_id = ?",
+        (record_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    ledger = [tuple(r) for r in conn.execute(_READS["ledger"], (record_id,))]
+    return {"record": tuple(row), "ledger": ledger}
 
 
 _RUN_COLUMNS = (

@@ -1,16 +1,16 @@
 """The router's tools: each maps one MCP call to one command on a workflow run, or answers.
 
 A handler builds one command from validated arguments and returns the run's reply; it holds
-no rule of its own. Tools that cannot run here (the verified-host ones, and the adapter
-ones without a configured adapter) answer the typed capability-unavailable from
-`agora.toolsets.router.replies`. Memory tools are not served yet.
+no rule of its own. Tools that cannot run here (the verified-host ones) answer the typed
+capability-unavailable from `agora.toolsets.router.replies`; the adapter tools live in
+`agora.toolsets.router.evaluations`. Memory tools are not served yet.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from agora.toolsets.router import commands, replies
+from agora.toolsets.router import commands, evaluations, replies
 from agora.toolsets.router.consent import run_of
 from agora.toolsets.router.digests import request_digest
 from agora.toolsets.router.layers import plan_layers
@@ -142,7 +142,7 @@ HANDLERS: Final[dict[str, Handler]] = {
     "record_work_event": record_work_event,
     "evaluate_gate": evaluate_gate,
     "get_router_status": get_router_status,
-    "run_model_evaluation": unavailable,
-    "compare_evaluations": unavailable,
-    "export_router_artifact": unavailable,
+    "run_model_evaluation": evaluations.run_model_evaluation,
+    "compare_evaluations": evaluations.compare_evaluations,
+    "export_router_artifact": evaluations.export_router_artifact,
 }

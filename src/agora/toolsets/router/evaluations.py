@@ -1,0 +1,109 @@
+"""The three adapter tools: run an evaluation, compare two runs, export the comparison.
+
+Without ``[options.router.adapter]`` each answers capability-unavailable (the contract's
+capabilities and fallback). With it, ``authorization_ref`` must be one the operator listed.
+``run_model_evaluation`` first asks its record whether the key replays (a replay never
+reruns the adapter), then loads the sealed case and runs ``repeats`` fresh attempts, one
+subprocess each, and records them with the manifest digest. A comparison is stored under
+``<baseline_run_id>~<candidate_run_id>``: that is the ``comparison_ref`` an export names.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+import trio
+
+from agora.toolsets.router import evaluation, replies
+from agora.toolsets.router.adapter import AdapterConfig, CaseError, load_case, run_attempt
+from agora.toolsets.router.digests import request_digest, stable_id
+from agora.toolsets.router.records import RECORDS, Get, Put, Replay
+
+if TYPE_CHECKING:
+    from agora.toolsets.base import ToolCall
+
+#: Most attempts one call may run.
+MAX_REPEATS: Final = 20
+COMPARISON_SEPARATOR: Final = "~"
+
+
+def _adapter(call: ToolCall) -> tuple[AdapterConfig, str, str, str]:
+    config = AdapterConfig.from_options(call.runtime.options("router"))
+    if config is None:
+        raise replies.unavailable(call.tool)
+    if call.args["authorization_ref"] not in config.authorizations:
+        raise replies.refusal("evaluation-not-authorized", "authorization_ref is not accepted")
+    a = call.args
+    return config, a["context"]["session_id"], a["idempotency_key"], request_digest(call.tool, a)
+
+
+async def _document(call: ToolCall, record_id: str, session: str) -> dict[str, Any] | None:
+    doc: dict[str, Any] | None = await call.runtime.call(RECORDS, record_id, Get(session))
+    return doc
+
+
+async def _put(
+    call: ToolCall, record_id: str, kind: str, document: dict[str, Any], result: dict[str, Any]
+) -> dict[str, Any]:
+    a = call.args
+    session, key = a["context"]["session_id"], a["idempotency_key"]
+    digest = request_digest(call.tool, a)
+    stored: dict[str, Any] = await call.runtime.call(
+        RECORDS, record_id, Put(session, kind, key, digest, document, result)
+    )
+    return stored
+
+
+async def run_model_evaluation(call: ToolCall) -> dict[str, Any]:
+    """Run fresh attempts of a sealed case through the configured adapter."""
+    config, session, key, digest = _adapter(call)
+    run_id = stable_id("eval", session, key)
+    replayed = await call.runtime.call(RECORDS, run_id, Replay(session, key, digest))
+    if replayed is not None:
+        return dict(replayed)
+    repeats = call.args["repeats"]
+    if repeats > MAX_REPEATS:
+        raise replies.refusal("repeats-too-many", f"at most {MAX_REPEATS} attempts per call")
+    ref = call.args["sealed_case_ref"]
+    try:
+        case = await trio.to_thread.run_sync(load_case, config, ref)
+    except CaseError as exc:
+        raise replies.refusal(str(exc), "the sealed case cannot be used", case=ref) from None
+    attempts = [await run_attempt(config, case, n) for n in range(1, repeats + 1)]
+    doc, result = evaluation.evaluation(run_id, ref, case, config.identity(), attempts)
+    return await _put(call, run_id, "evaluation", doc, result)
+
+
+async def compare_evaluations(call: ToolCall) -> dict[str, Any]:
+    """Compare two recorded evaluation runs of this session."""
+    _config, session, key, digest = _adapter(call)
+    base_id, cand_id = call.args["baseline_run_id"], call.args["candidate_run_id"]
+    ref = f"{base_id}{COMPARISON_SEPARATOR}{cand_id}"
+    replayed = await call.runtime.call(RECORDS, ref, Replay(session, key, digest))
+    if replayed is not None:
+        return dict(replayed)
+    docs = [await _document(call, run_id, session) for run_id in (base_id, cand_id)]
+    if base_id == cand_id or None in docs:
+        raise replies.refusal("evaluation-run-unknown", "two distinct recorded runs are needed")
+    baseline, candidate = docs[0] or {}, docs[1] or {}
+    result = evaluation.compare(baseline, candidate)
+    manifests = [baseline["manifest_digest"], candidate["manifest_digest"]]
+    doc = {**result, "manifest_digests": manifests}
+    return await _put(call, ref, "comparison", doc, result)
+
+
+async def export_router_artifact(call: ToolCall) -> dict[str, Any]:
+    """Export a recorded comparison as a sanitized artifact that stays review-required."""
+    _config, session, key, digest = _adapter(call)
+    export_id = stable_id("export", session, key)
+    replayed = await call.runtime.call(RECORDS, export_id, Replay(session, key, digest))
+    if replayed is not None:
+        return dict(replayed)
+    ref = call.args["comparison_ref"]
+    comparison = await _document(call, ref, session) if COMPARISON_SEPARATOR in ref else None
+    if comparison is None:
+        raise replies.refusal("comparison-unknown", "comparison_ref names no recorded comparison")
+    result = evaluation.export(
+        ref, comparison, call.args["export_kind"], call.args["attestation_ref"]
+    )
+    return await _put(call, export_id, "export", result, result)
