@@ -52,7 +52,7 @@ INPUTS = {name: spec.input_schema for name, spec in load_contract("chamber").too
     ],
 )  # fmt: skip
 def test_schema_refusals_speak_the_chamber_vocabulary(tool, args, code):
-    problems = compile_validator(INPUTS[tool]).problems(args)
+    problems = compile_validator(INPUTS[tool]).errors(args)
     assert problems
     body = argument_rejection(problems)
     assert body["code"] == code
@@ -61,7 +61,7 @@ def test_schema_refusals_speak_the_chamber_vocabulary(tool, args, code):
 
 
 def test_the_toolset_hands_its_rejection_builder_to_the_server():
-    assert toolset().reject_arguments is argument_rejection
+    assert toolset().reject_issues is argument_rejection
 
 
 def test_a_rejection_without_problems_is_still_an_envelope():

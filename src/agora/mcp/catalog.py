@@ -14,12 +14,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Returns human-readable problems with the arguments; empty when they are valid.
-ArgumentCheck = Callable[[dict[str, Any]], list[str]]
+from agora.mcp.validation import ValidationIssue
+
+#: Returns the problems with the arguments (path, keyword, detail); empty when they are valid.
+ArgumentCheck = Callable[[dict[str, Any]], Sequence[ValidationIssue]]
+#: Builds the structured error body of rejected arguments in the toolset's vocabulary.
+Rejection = Callable[[Sequence[ValidationIssue]], dict[str, Any]]
 
 
-def _no_check(args: dict[str, Any]) -> list[str]:
-    return []
+def _no_check(args: dict[str, Any]) -> Sequence[ValidationIssue]:
+    return ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +41,7 @@ class ToolEntry:
     #: Set on alias entries: the canonical name. Aliases are callable but never listed.
     alias_of: str | None = None
     #: Builds the structured error body for invalid arguments in the toolset's vocabulary.
-    reject: Callable[[list[str]], dict[str, Any]] | None = None
+    reject: Rejection | None = None
 
     def listing(self) -> dict[str, Any]:
         """The tools/list entry."""

@@ -12,11 +12,16 @@ envelope (``params._meta``, ``server/discover``, ``resultType``) are served.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agora.errors import ProtocolError
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.catalog import Catalog, ToolEntry, page
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from agora.mcp.validation import ValidationIssue
 
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MODERN_VERSIONS = ("2026-07-28",)
@@ -300,8 +305,10 @@ class Session:
         target, args = self._target(kind, name, args)
         return Invoke(msg.id, kind, name, args, target, token, meta, modern)
 
-    def _rejected(self, tool: ToolEntry, problems: list[str], modern: bool) -> dict[str, Any]:
-        text = "invalid arguments: " + "; ".join(problems)
+    def _rejected(
+        self, tool: ToolEntry, problems: Sequence[ValidationIssue], modern: bool
+    ) -> dict[str, Any]:
+        text = "invalid arguments: " + "; ".join(p.describe() for p in problems)
         result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": True}
         if tool.reject is not None:
             result["structuredContent"] = tool.reject(problems)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import fastjsonschema
+import msgspec
 
 from agora.errors import AgoraError
 
@@ -47,6 +48,7 @@ _SCHEMA_MAPS = frozenset(
     {"properties", "patternProperties", "definitions", "$defs", "dependentSchemas", "dependencies"}
 )
 _CONTAINERS = (dict, list)
+_ENCODE = msgspec.json.Encoder().encode
 _NAME_TOKEN = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
 
 
@@ -61,13 +63,23 @@ class ValidationIssue:
     Attributes:
         path: Keys and indexes from the root to the offending value (empty for the root).
         rule: The JSON Schema keyword broken (``required``, ``type``, ``maxLength``, ...), or
-            ``maxDepth`` / ``maxNodes`` for the size guard.
+            ``maxDepth`` / ``maxNodes`` / ``maxBytes`` for the size guard.
         message: What the value must be, e.g. ``must match pattern ^[a-h][1-8]$``.
     """
 
     path: tuple[str | int, ...]
     rule: str
     message: str
+
+    @property
+    def keyword(self) -> str:
+        """The JSON Schema keyword broken (the same as `rule`)."""
+        return self.rule
+
+    @property
+    def detail(self) -> str:
+        """What the value must be (the same as `message`)."""
+        return self.message
 
     @property
     def field(self) -> str:
@@ -253,7 +265,9 @@ def _issues(exc: fastjsonschema.JsonSchemaValueException) -> list[ValidationIssu
     return [ValidationIssue(path, rule, _describe(rule, definition, value, exc.message))]
 
 
-def _guard(value: Any, max_depth: int, max_nodes: int) -> ValidationIssue | None:
+def _guard(value: Any, max_depth: int, max_nodes: int, max_bytes: int) -> ValidationIssue | None:
+    if max_bytes and len(_ENCODE(value)) > max_bytes:
+        return ValidationIssue((), "maxBytes", f"take more than {max_bytes} bytes as JSON")
     # Level by level, so a flat object costs one pass over its members.
     level, depth, nodes = [value], 0, 0
     while level:
@@ -283,7 +297,7 @@ class Validator:
         schema: Mapping[str, Any] | bool,
         compile_fn: Callable[[bool], Callable[[Any], Any]],
         nouns: tuple[str, str],
-        limits: tuple[int, int],
+        limits: tuple[int, int, int],
         lazy: bool = False,
     ) -> None:
         self.schema = schema
@@ -323,7 +337,7 @@ class Validator:
     def errors(self, value: Any) -> list[ValidationIssue]:
         """Every issue in ``value``, not only the first; empty when it is valid."""
         first = self._first_issues(value)
-        if not first or first[0].rule in ("maxDepth", "maxNodes"):
+        if not first or first[0].rule in ("maxDepth", "maxNodes", "maxBytes"):
             return first
         if self._all is None:
             self._all = self._compile(False)
@@ -357,6 +371,7 @@ def compile_validator(
     root: str = "arguments",
     max_depth: int = MAX_DEPTH,
     max_nodes: int = MAX_NODES,
+    max_bytes: int = 0,
     assert_formats: bool = False,
     lazy: bool = False,
 ) -> Validator:
@@ -369,6 +384,7 @@ def compile_validator(
         root: Noun for the whole value in messages (``arguments: must be an object, ...``).
         max_depth: Deepest nesting of objects and arrays accepted before the schema runs.
         max_nodes: Most values (object members plus array items) accepted in total.
+        max_bytes: Largest size of the value as compact JSON (0: no limit of its own).
         assert_formats: Reject strings that break ``format``; off by default, since ``format``
             is an annotation in the 2020-12 default vocabulary (and in the jsonschema reference).
         lazy: Generate the code on the first check instead of now (a big schema takes 10-25 ms);
@@ -395,4 +411,5 @@ def compile_validator(
             raise SchemaError(f"schema cannot be compiled: {exc}") from exc
         return validate
 
-    return Validator(schema, compile_fn, (subject, root), (max_depth, max_nodes), lazy)
+    limits = (max_depth, max_nodes, max_bytes)
+    return Validator(schema, compile_fn, (subject, root), limits, lazy)

@@ -15,7 +15,7 @@ import trio
 
 from agora import __version__
 from agora.identity import Principal
-from agora.mcp.catalog import Catalog, ToolEntry
+from agora.mcp.catalog import Catalog, Rejection, ToolEntry
 from agora.mcp.session import Session
 from agora.runtime.background import supervise
 
@@ -76,6 +76,13 @@ def _entry(
     handler = toolset.handlers.get(name)
     if handler is None:
         raise ValueError(f"toolset {toolset.name} has no handler for tool {name!r}")
+    limits = toolset.argument_limits
+    validator = compile_validator(
+        spec["inputSchema"],
+        max_depth=limits.max_depth,
+        max_nodes=limits.max_nodes,
+        max_bytes=limits.max_bytes,
+    )
     return ToolEntry(
         name=name,
         description=spec.get("description", ""),
@@ -83,11 +90,20 @@ def _entry(
         output_schema=spec.get("outputSchema"),
         annotations=spec.get("annotations") or None,
         title=spec.get("title"),
-        check=compile_validator(spec["inputSchema"]).problems,
+        check=validator.errors,
         target=handler,
         alias_of=alias_of,
-        reject=toolset.reject_arguments,
+        reject=_rejection(toolset),
     )
+
+
+def _rejection(toolset: Toolset) -> Rejection | None:
+    if toolset.reject_issues is not None:
+        return toolset.reject_issues
+    sentences = toolset.reject_arguments
+    if sentences is None:
+        return None
+    return lambda issues: sentences([issue.describe() for issue in issues])
 
 
 @dataclass

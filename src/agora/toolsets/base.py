@@ -17,16 +17,19 @@ from agora.errors import ProtocolError
 from agora.identity import Principal
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.catalog import ResourceEntry
+from agora.mcp.validation import MAX_DEPTH, MAX_NODES
 from agora.store.migrations import Migration
 from agora.web.http import Route
 
 if TYPE_CHECKING:
+    from agora.mcp.validation import ValidationIssue
     from agora.runtime.background import BackgroundTask
     from agora.runtime.registry import Runtime
 
 # Principal, Migration and Route live in their own layers (identity, store, web); they are
 # re-exported here because toolsets have always imported them from this module.
 __all__ = [
+    "ArgumentLimits",
     "Handler",
     "Migration",
     "Principal",
@@ -143,6 +146,22 @@ def resource(
     return ResourceEntry(uri, name, description, mime_type, template="{" in uri, target=target)
 
 
+@dataclass(frozen=True, slots=True)
+class ArgumentLimits:
+    """Size and depth limits on one toolset's tool arguments (from its contract).
+
+    Attributes:
+        max_depth: Deepest nesting of objects and arrays (the arguments object is level 1).
+        max_nodes: Most values in total (object members plus array items).
+        max_bytes: Largest size of the arguments as compact JSON; 0 for none of its own (the
+            transports' 65,536-byte message limit still applies).
+    """
+
+    max_depth: int = MAX_DEPTH
+    max_nodes: int = MAX_NODES
+    max_bytes: int = 0
+
+
 @dataclass
 class Toolset:
     """A named set of tools served at ``/mcp/<name>`` and listed in ``/mcp``."""
@@ -174,5 +193,13 @@ class Toolset:
     prompts: Sequence[Any] = ()
     completion: Callable[[ToolCall], Awaitable[dict[str, Any]]] | None = None
     #: Builds the structured body of an invalid-arguments error in the toolset's own
-    #: vocabulary (e.g. the chamber envelope); None sends the problems as text only.
+    #: vocabulary (e.g. the chamber envelope) from the problems found, each a
+    #: `ValidationIssue` with ``path`` (keys and indexes), ``keyword`` (the JSON Schema
+    #: keyword broken, or maxDepth/maxNodes/maxBytes), ``detail`` and ``describe()``.
+    #: None sends the problems as text only.
+    reject_issues: Callable[[Sequence[ValidationIssue]], dict[str, Any]] | None = None
+    #: Older form of `reject_issues` that gets the problems as sentences
+    #: (``argument 'from': must match ...``); used only when `reject_issues` is None.
     reject_arguments: Callable[[list[str]], dict[str, Any]] | None = None
+    #: Limits on the arguments of every tool of this toolset, checked before the schema.
+    argument_limits: ArgumentLimits = field(default_factory=lambda: ArgumentLimits())

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agora.runtime.background import periodic
-from agora.toolsets.base import Toolset
+from agora.toolsets.base import ArgumentLimits, Toolset
 from agora.toolsets.chamber import store, web
 from agora.toolsets.chamber.contract import ChamberContract, default_contract
 from agora.toolsets.chamber.replies import CODES, argument_rejection
@@ -51,7 +51,11 @@ def build_toolset(contract: ChamberContract) -> tuple[Toolset, Chamber]:
         routes=(*web.ROUTES, web.keys_route(chamber.public_keys)),
         aliases=dict(contract.aliases),
         background=[periodic(PURGE_EVERY, purge)],
-        reject_arguments=argument_rejection,
+        reject_issues=argument_rejection,
+        argument_limits=ArgumentLimits(
+            max_depth=contract.limits.max_json_depth,
+            max_bytes=contract.limits.max_request_bytes,
+        ),
     )
     return toolset, chamber
 

@@ -8,10 +8,14 @@ This module only builds dicts; it must not decide anything about attempts.
 
 from __future__ import annotations
 
-import re
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from agora.errors import ToolError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from agora.mcp.validation import ValidationIssue
 
 #: Every error code this toolset can answer; `tools.build_toolset` checks each is in the contract.
 CODES: Final = frozenset(
@@ -106,7 +110,6 @@ def retired_alias(alias: str, canonical: str, until: str) -> ToolError:
     )
 
 
-_FIELD = re.compile(r"^argument '([^'.\[]+)")
 #: Argument -> (code when it is missing, code when it is malformed).
 _ARGUMENT_CODES: Final = {
     "challenge_handle": ("attempt_not_found", "attempt_not_found"),
@@ -135,23 +138,24 @@ _ARGUMENT_HINTS: Final = {
 }
 
 
-def argument_rejection(problems: list[str]) -> dict[str, Any]:
-    """The chamber envelope for arguments that failed a tool's inputSchema.
+def argument_rejection(problems: Sequence[ValidationIssue]) -> dict[str, Any]:
+    """The chamber envelope for arguments that failed a tool's inputSchema or size limits.
 
     Args:
-        problems: The validator's sentences, e.g. ``argument 'host': is required``.
+        problems: What the validator found: path, keyword and detail of each problem.
 
     Returns:
         An ``ok: false`` body whose code names the first offending argument in the
         contract's vocabulary (``value_format_invalid`` for anything else).
     """
-    first = problems[0] if problems else "arguments: invalid"
-    m = _FIELD.match(first)
-    name = m[1] if m else ""
+    first = problems[0] if problems else None
+    name = str(first.path[0]) if first is not None and first.path else ""
     missing, malformed = _ARGUMENT_CODES.get(name, ("", ""))
     if name in ("product_plan", "host_version", "origin", "origin_claim", "next_candidate") or (
         name == "preflight"
     ):
         malformed = "identity_invalid"
-    code = (missing if first.endswith("is required") else malformed) or "value_format_invalid"
-    return failure_body(code, "; ".join(problems), _ARGUMENT_HINTS[code])
+    required = first is not None and first.keyword == "required"
+    code = (missing if required else malformed) or "value_format_invalid"
+    text = "; ".join(p.describe() for p in problems) or "arguments: invalid"
+    return failure_body(code, text, _ARGUMENT_HINTS[code])
