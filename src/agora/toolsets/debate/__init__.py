@@ -1,0 +1,30 @@
+"""Structured multi-agent debate (SHAMPOO debate coordination), part 1.
+
+Topics with roles bound to caller-owned sessions, append-only messages with addressed
+delivery, durable (ts, msg_id) cursors, push wake-ups (`debate_signal_wait`), the lifecycle
+INIT -> ACTIVE -> RESOLVED -> ARCHIVED, and lanes. Each topic is one actor (`topic.Topic`).
+This module only wires the parts together: it lists the contract's tools that have a
+handler, so nothing unimplemented is ever served.
+"""
+
+from __future__ import annotations
+
+from agora.mcp.contracts import load_contract
+from agora.toolsets.base import Toolset
+from agora.toolsets.debate.replies import argument_rejection
+from agora.toolsets.debate.sql import MIGRATIONS
+from agora.toolsets.debate.tools import HANDLERS
+
+
+def toolset() -> Toolset:
+    """The debate toolset: the implemented tools of contracts/debate.json and their tables."""
+    contract = load_contract("debate")
+    tools = [tool.to_mcp() for tool in contract.tools.values() if tool.name in HANDLERS]
+    return Toolset(
+        name="debate",
+        handlers=HANDLERS,
+        migrations=MIGRATIONS,
+        contract=None,
+        tools=tools,
+        reject_arguments=argument_rejection,
+    )

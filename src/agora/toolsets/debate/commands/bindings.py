@@ -1,0 +1,446 @@
+"""Topic creation and the roster: `InitTopic`, `AddRole`, `BindRole`, `RotateSession`.
+
+Sessions named by a command were looked up by the handler (a session's owner never changes),
+so each command carries the owner it found (None for an unknown session) and the topic
+decides with no I/O. Every accepted change writes its history event in the same unit.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from agora.runtime.entity import Effects
+from agora.toolsets.debate import access, sql
+from agora.toolsets.debate.access import Caller
+from agora.toolsets.debate.model import Binding, Cursor, TopicData, TopicRow
+from agora.toolsets.debate.rules import OPEN_STATES, SENTINEL_PROJECT, reject
+
+if TYPE_CHECKING:
+    from agora.runtime.clock import Now
+    from agora.runtime.entity import Write
+    from agora.toolsets.debate.topic import Topic
+
+
+class InitTopic(msgspec.Struct, frozen=True, tag=True):
+    """Create the topic (or answer an identical repeat)."""
+
+    caller: Caller
+    title: str
+    created_by_role: str
+    project: str | None
+    resolve_by: str | None
+    metadata: dict[str, Any]
+    #: (role, session_id, minted) per roster entry.
+    roster: tuple[tuple[str, str, bool], ...]
+    protocol: dict[str, Any]
+    shape: str
+    repeat: bool
+
+
+class AddRole(msgspec.Struct, frozen=True, tag=True):
+    """Append a new role with its active binding (conductor or star)."""
+
+    caller: Caller
+    role: str
+    session_id: str
+    session_owner: str | None
+    reason: str | None = None
+    runtime: str | None = None
+    override_msg_id: str | None = None
+    bound_by_msg_id: str | None = None
+    bound_by_role: str | None = None
+    replace_active: bool = False
+
+
+class BindRole(msgspec.Struct, frozen=True, tag=True):
+    """Install, retire or diagnose one binding."""
+
+    caller: Caller
+    role: str
+    session_id: str
+    session_owner: str | None
+    state: str = "active"
+    reason: str | None = None
+    runtime: str | None = None
+    override_msg_id: str | None = None
+    bound_by_msg_id: str | None = None
+    bound_by_role: str | None = None
+    replace_active: bool = False
+
+
+class RotateSession(msgspec.Struct, frozen=True, tag=True):
+    """Swap a role's owner between two caller-owned sessions, carrying the cursor."""
+
+    caller: Caller
+    role: str
+    old_session_id: str
+    new_session_id: str
+    owners: dict[str, str]
+    cursor_mode: str
+    reason: str | None = None
+    runtime: str | None = None
+    bound_by_msg_id: str | None = None
+    bound_by_role: str | None = None
+
+
+def init_reply(topic: Topic, minted: set[str] | None = None) -> dict[str, Any]:
+    """The debate_init result for the topic as it stands."""
+    row = topic.require_row()
+    seeded = [
+        {
+            "role": b.role,
+            "session_id": b.session_id,
+            "generation": b.generation,
+            "minted": b.session_id in (minted or set()),
+        }
+        for role in row.roles
+        for b in topic.role_bindings(role)[:1]
+    ]
+    protocol = row.protocol or None
+    return {
+        "topic_id": row.topic_id,
+        "title": row.title,
+        "state": row.state,
+        "created_at": row.created_at,
+        "created_by_role": row.created_by_role,
+        "resolve_by": row.resolve_by,
+        "archived_at": row.archived_at,
+        "project": row.project,
+        "roles": list(row.roles),
+        "metadata": row.metadata,
+        "seeded_bindings": seeded,
+        "protocol_state": protocol,
+    }
+
+
+def init_topic(topic: Topic, cmd: InitTopic, now: Now) -> Effects:
+    if topic.row is not None:
+        topic.read_gate(cmd.caller)
+        if topic.row.shape != cmd.shape:
+            raise reject(
+                "init_conflict",
+                "the topic exists with a different shape; "
+                "repeat the original arguments or create a new topic",
+            )
+        return Effects(reply=init_reply(topic))
+    if cmd.repeat:
+        raise access.denied()
+    at = topic.stamp_now(now)
+    roles = [role for role, _, _ in cmd.roster]
+    topic.row = TopicRow(
+        topic.topic_id,
+        cmd.title,
+        cmd.project,
+        "INIT",
+        at,
+        cmd.created_by_role,
+        cmd.resolve_by,
+        None,
+        cmd.metadata,
+        roles,
+        cmd.protocol,
+        cmd.shape,
+        at,
+    )
+    topic.data = TopicData()
+    writes: list[Write] = [sql.insert_topic(topic.row)]
+    minted = set()
+    for role, session_id, is_new in cmd.roster:
+        if is_new:
+            minted.add(session_id)
+            writes.append(sql.insert_session(session_id, cmd.caller.name, None, None, at))
+        b = Binding(
+            topic.topic_id,
+            role,
+            1,
+            session_id,
+            cmd.caller.name,
+            None,
+            "active",
+            "seeded by debate_init",
+            None,
+            cmd.created_by_role,
+            at,
+            at,
+        )
+        topic.data.bindings[role] = [b]
+        writes.append(sql.upsert_binding(b))
+    topic.event(writes, at, "topic_created", cmd.caller.name, roles=roles, project=cmd.project)
+    return Effects(reply=init_reply(topic, minted), writes=writes, changed=True)
+
+
+def check_override(topic: Topic, caller: Caller, msg_id: str | None) -> None:
+    """A conductor override must cite a CONDUCTOR DECISION of this topic, from a conductor
+    or star caller.
+
+    Raises:
+        DebateError: ``invalid_override``.
+    """
+    meta = topic.data.messages.get(msg_id or "")
+    if (
+        not caller.privileged
+        or meta is None
+        or meta.kind != "DECISION"
+        or (meta.role != "CONDUCTOR")
+    ):
+        raise reject(
+            "invalid_override",
+            "conductor_override_msg_id must name a CONDUCTOR "
+            "DECISION in this topic, and only conductor or star callers may cite it",
+        )
+
+
+def _check_sanction(topic: Topic, cmd: AddRole | BindRole | RotateSession) -> None:
+    if cmd.bound_by_msg_id is not None and cmd.bound_by_msg_id not in topic.data.messages:
+        raise reject("unknown_msg_id", "bound_by_msg_id names no message of this topic")
+    row = topic.require_row()
+    if row.state not in OPEN_STATES:
+        raise reject("topic_closed", f"the topic is {row.state}: its roster is final")
+
+
+def _new_binding(
+    topic: Topic,
+    cmd: AddRole | BindRole | RotateSession,
+    session_id: str,
+    state: str,
+    at: str,
+    runtime: str | None,
+) -> Binding:
+    group = topic.data.bindings.setdefault(cmd.role, [])
+    generation = group[-1].generation + 1 if group else 1
+    b = Binding(
+        topic.topic_id,
+        cmd.role,
+        generation,
+        session_id,
+        cmd.caller.name,
+        runtime,
+        state,
+        cmd.reason,
+        cmd.bound_by_msg_id,
+        cmd.bound_by_role,
+        at,
+        at,
+    )
+    group.append(b)
+    return b
+
+
+def _retire(b: Binding, at: str, writes: list[Write], by: str | None = None) -> None:
+    b.state, b.updated_at, b.retired_by = "retired", at, by
+    writes.append(sql.upsert_binding(b))
+
+
+def bind_reply(b: Binding, retired: int, **extra: Any) -> dict[str, Any]:
+    """The binding result shape."""
+    return {
+        "topic_id": b.topic_id,
+        "role": b.role,
+        "session_id": b.session_id,
+        "runtime": b.runtime,
+        "state": b.state,
+        "generation": b.generation,
+        "retired_sessions": retired,
+        "retired_worker_claims": 0,
+        **extra,
+    }
+
+
+def add_role(topic: Topic, cmd: AddRole, now: Now) -> Effects:
+    row = topic.row
+    if row is None or row.project == SENTINEL_PROJECT or not cmd.caller.privileged:
+        raise access.denied()
+    if cmd.session_owner != cmd.caller.name:
+        raise access.denied()
+    if cmd.override_msg_id is not None:
+        check_override(topic, cmd.caller, cmd.override_msg_id)
+    _check_sanction(topic, cmd)
+    if cmd.role in row.roles:
+        current = topic.active(cmd.role)
+        if current and current.session_id == cmd.session_id and current.owner == cmd.caller.name:
+            return Effects(reply=bind_reply(current, 0, added_role=False))
+        bound = bind_role(
+            topic, BindRole(**{**msgspec.structs.asdict(cmd), "state": "active"}), now
+        )
+        bound.reply = (
+            bound.reply
+            if isinstance(bound.reply, Exception)
+            else {**bound.reply, "added_role": False}
+        )
+        return bound
+    at = topic.stamp_now(now)
+    writes: list[Write] = []
+    row.roles.append(cmd.role)
+    b = _new_binding(topic, cmd, cmd.session_id, "active", at, cmd.runtime)
+    writes.append(sql.upsert_binding(b))
+    topic.touch(writes, at)
+    topic.event(
+        writes,
+        at,
+        "role_added",
+        cmd.caller.name,
+        role=cmd.role,
+        generation=1,
+        reason=cmd.reason or "flexible roster",
+    )
+    return Effects(reply=bind_reply(b, 0, added_role=True), writes=writes, changed=True)
+
+
+def _holds(topic: Topic, role: str, caller: Caller) -> bool:
+    current = topic.active(role)
+    if current is not None:
+        return current.owner == caller.name
+    group = topic.role_bindings(role)
+    return bool(group) and group[-1].owner == caller.name
+
+
+def _gate_bind(topic: Topic, cmd: BindRole) -> None:
+    row = topic.require_row()
+    if row.project == SENTINEL_PROJECT or cmd.role not in row.roles:
+        raise access.denied()
+    if not (cmd.caller.star or access.in_project(row, cmd.caller)):
+        raise access.denied()
+    if cmd.session_owner != cmd.caller.name:
+        raise access.denied()
+    if cmd.override_msg_id is not None:
+        check_override(topic, cmd.caller, cmd.override_msg_id)
+    elif not _holds(topic, cmd.role, cmd.caller):
+        raise access.denied()
+    _check_sanction(topic, cmd)
+
+
+def _bind_active(topic: Topic, cmd: BindRole, at: str, writes: list[Write]) -> tuple[Binding, int]:
+    current = topic.active(cmd.role)
+    if current is not None and current.session_id == cmd.session_id:
+        return current, -1
+    if current is not None and not cmd.replace_active:
+        raise reject(
+            "duplicate_active",
+            f"{cmd.role} already has an active owner; pass replace_active to swap it onto "
+            "the new session",
+        )
+    retired = 0
+    if current is not None:
+        _retire(current, at, writes)
+        retired = 1
+    return _new_binding(topic, cmd, cmd.session_id, "active", at, cmd.runtime), retired
+
+
+def _bind_retired(topic: Topic, cmd: BindRole, at: str, writes: list[Write]) -> Binding:
+    live = [
+        x
+        for x in topic.role_bindings(cmd.role)
+        if x.session_id == cmd.session_id and x.state != "retired"
+    ]
+    if not live:
+        raise reject("binding_not_found", "that session holds no live binding of the role")
+    b = live[-1]
+    if b.state == "active" and cmd.override_msg_id is None:
+        raise reject(
+            "override_required",
+            "retiring the active owner needs a conductor override (conductor_override_msg_id)",
+        )
+    _retire(b, at, writes)
+    return b
+
+
+def bind_role(topic: Topic, cmd: BindRole, now: Now) -> Effects:
+    _gate_bind(topic, cmd)
+    at = topic.stamp_now(now)
+    writes: list[Write] = []
+    retired = 0
+    if cmd.state == "active":
+        b, retired = _bind_active(topic, cmd, at, writes)
+        if retired < 0:
+            return Effects(reply=bind_reply(b, 0))
+    elif cmd.state == "retired":
+        b, retired = _bind_retired(topic, cmd, at, writes), 1
+    else:
+        existing = [
+            x
+            for x in topic.role_bindings(cmd.role)
+            if x.session_id == cmd.session_id and x.state == "diagnostic"
+        ]
+        if existing:
+            return Effects(reply=bind_reply(existing[-1], 0))
+        b = _new_binding(topic, cmd, cmd.session_id, "diagnostic", at, cmd.runtime)
+    writes.append(sql.upsert_binding(b))
+    topic.event(
+        writes,
+        at,
+        "binding_changed",
+        cmd.caller.name,
+        role=cmd.role,
+        generation=b.generation,
+        state=cmd.state,
+        override=cmd.override_msg_id,
+    )
+    return Effects(reply=bind_reply(b, retired), writes=writes, changed=True)
+
+
+def rotate_session(topic: Topic, cmd: RotateSession, now: Now) -> Effects:
+    row = topic.require_row()
+    if row.project == SENTINEL_PROJECT or cmd.role not in row.roles:
+        raise access.denied()
+    if not (cmd.caller.star or access.in_project(row, cmd.caller)):
+        raise access.denied()
+    owners = cmd.owners
+    if any(owners.get(s) != cmd.caller.name for s in (cmd.old_session_id, cmd.new_session_id)):
+        raise access.denied()
+    current = topic.active(cmd.role)
+    if current is None or current.session_id != cmd.old_session_id:
+        raise reject("inactive_predecessor", "old_session_id does not hold the role actively")
+    if cmd.old_session_id == cmd.new_session_id:
+        raise reject("same_session", "old and new sessions are the same")
+    _check_sanction(topic, cmd)
+    at = topic.stamp_now(now)
+    writes: list[Write] = []
+    _retire(current, at, writes)
+    b = _new_binding(topic, cmd, cmd.new_session_id, "active", at, cmd.runtime or current.runtime)
+    writes.append(sql.upsert_binding(b))
+    source, warning, cursor = None, None, Cursor()
+    old = topic.data.cursors.get((cmd.role, cmd.old_session_id))
+    if cmd.cursor_mode == "head":
+        tip = topic.tip()
+        cursor = Cursor(tip[0] or None, tip[1] or None)
+    elif cmd.cursor_mode == "copy":
+        if old is not None and old.position != ("", ""):
+            cursor, source = Cursor(old.ts, old.msg_id), "primary"
+        else:
+            cursor, warning = Cursor(superseded=True), "copy_source_cursor_missing"
+    else:
+        for (role, session_id), c in list(topic.data.cursors.items()):
+            if role == cmd.role and not c.superseded:
+                c.superseded = True
+                topic.set_cursor(writes, role, session_id, c)
+    topic.set_cursor(writes, cmd.role, cmd.new_session_id, cursor)
+    topic.event(
+        writes,
+        at,
+        "session_rotated",
+        cmd.caller.name,
+        role=cmd.role,
+        generation=b.generation,
+        cursor_mode=cmd.cursor_mode,
+        cursor_source=source,
+    )
+    reply = bind_reply(
+        b,
+        1,
+        old_session_id=cmd.old_session_id,
+        new_session_id=cmd.new_session_id,
+        cursor_mode=cmd.cursor_mode,
+        cursor_source=source,
+        warning=warning,
+    )
+    return Effects(reply=reply, writes=writes, changed=True)
+
+
+DISPATCH: dict[type, Any] = {
+    InitTopic: init_topic,
+    AddRole: add_role,
+    BindRole: bind_role,
+    RotateSession: rotate_session,
+}

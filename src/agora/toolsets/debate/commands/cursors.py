@@ -1,0 +1,189 @@
+"""Addressed delivery: `CheckInbox` (debate_signal_check / _wait) and `AdvanceCursor`.
+
+The inbox of (session, role) is every message addressed to the role or to the session, past
+the compound (ts, msg_id) cursor. Cursor precedence for a check: an explicit since_msg_id,
+then since_ts, then the persisted cursor healed forward by the role's watermark, then the
+start of the topic. A check never moves the cursor: it records when it looked, marks what it
+returned as delivered and takes one-shot DECISION claims. Only `AdvanceCursor` moves it,
+monotonically, to a message addressed to the caller, completing the deliveries up to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from agora.runtime.entity import Effects
+from agora.toolsets.debate import sql
+from agora.toolsets.debate.access import Caller
+from agora.toolsets.debate.model import Claim, Cursor
+from agora.toolsets.debate.rules import PRIORITY_RANK, START, normalise_ts, reject
+
+if TYPE_CHECKING:
+    from agora.runtime.clock import Now
+    from agora.runtime.entity import Write
+    from agora.toolsets.debate.model import MsgMeta
+    from agora.toolsets.debate.topic import Topic
+
+
+class CheckInbox(msgspec.Struct, frozen=True, tag=True):
+    """Return the caller's inbox page; with ``persist`` record the check."""
+
+    caller: Caller
+    session_id: str
+    role: str
+    limit: int
+    since_msg_id: str | None = None
+    since_ts: str | None = None
+    persist: bool = True
+
+
+class AdvanceCursor(msgspec.Struct, frozen=True, tag=True):
+    """Move the (role, session) cursor to ``target``, a message addressed to the caller."""
+
+    caller: Caller
+    session_id: str
+    role: str
+    target: str
+
+
+@dataclass(frozen=True, slots=True)
+class Inbox:
+    """A check's outcome: the messages (as index entries) and the page facts."""
+
+    pending: tuple[MsgMeta, ...]
+    truncated: bool
+    topic_state: str
+    limit: int
+
+    @property
+    def count(self) -> int:
+        """How many messages the page holds."""
+        return len(self.pending)
+
+    def summary(self) -> dict[str, Any]:
+        """Everything of the result shape except the message bodies."""
+        last = self.pending[-1] if self.pending else None
+        top = max(self.pending, key=lambda m: PRIORITY_RANK[m.priority], default=None)
+        return {
+            "count": self.count,
+            "truncated": self.truncated,
+            "next_cursor": None if last is None else {"ts": last.ts, "msg_id": last.msg_id},
+            "max_priority": None if top is None else top.priority,
+            "topic_state": self.topic_state,
+            "limit": self.limit,
+        }
+
+
+def keys(role: str, session_id: str) -> tuple[str, str]:
+    """The two recipient keys a (role, session) inbox matches."""
+    return (f"role:{role}", f"session:{session_id}")
+
+
+def _start(topic: Topic, cmd: CheckInbox) -> tuple[str, str]:
+    data = topic.data
+    if cmd.since_msg_id is not None:
+        meta = data.messages.get(cmd.since_msg_id)
+        if meta is None:
+            raise reject("unknown_cursor", "since_msg_id names no message of this topic")
+        return meta.cursor
+    if cmd.since_ts is not None:
+        return (normalise_ts(cmd.since_ts), "")
+    cursor = data.cursors.get((cmd.role, cmd.session_id))
+    position = cursor.position if cursor is not None else START
+    return max(position, data.watermarks.get(cmd.role, START))
+
+
+def _addressed(topic: Topic, role: str, session_id: str, after: tuple[str, str]) -> list[MsgMeta]:
+    seen: dict[str, MsgMeta] = {}
+    for key in keys(role, session_id):
+        for meta in reversed(topic.data.inbox.get(key, ())):
+            if meta.cursor <= after:
+                break
+            seen[meta.msg_id] = meta
+    return sorted(seen.values(), key=lambda m: m.cursor)
+
+
+def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
+    row = topic.require_row()
+    topic.session_gate(cmd.caller, cmd.role, cmd.session_id)
+    items = _addressed(topic, cmd.role, cmd.session_id, _start(topic, cmd))
+    page = tuple(items[: cmd.limit])
+    inbox = Inbox(page, len(items) > cmd.limit, row.state, cmd.limit)
+    if not cmd.persist:
+        return Effects(reply=inbox)
+    at = topic.stamp_now(now)
+    writes: list[Write] = []
+    data = topic.data
+    cursor = data.cursors.get((cmd.role, cmd.session_id)) or Cursor()
+    cursor.last_check_at = at
+    topic.set_cursor(writes, cmd.role, cmd.session_id, cursor)
+    for meta in page:
+        for key in keys(cmd.role, cmd.session_id):
+            if data.deliveries.get((meta.msg_id, key)) == "pending":
+                data.deliveries[(meta.msg_id, key)] = "delivered"
+                writes.append(sql.mark_delivery(meta.msg_id, key, "delivered", at))
+        if meta.kind == "DECISION" and meta.standing is False and meta.msg_id not in data.claims:
+            claim = Claim(meta.msg_id, cmd.role, cmd.session_id, cmd.caller.name, "active", at, at)
+            data.claims[meta.msg_id] = claim
+            writes.append(sql.upsert_claim(topic.topic_id, claim))
+            topic.event(
+                writes, at, "claim_taken", cmd.caller.name, msg_id=meta.msg_id, role=cmd.role
+            )
+    return Effects(reply=inbox, writes=writes)
+
+
+def advance_cursor(topic: Topic, cmd: AdvanceCursor, now: Now) -> Effects:
+    topic.session_gate(cmd.caller, cmd.role, cmd.session_id)
+    data = topic.data
+    target = data.messages.get(cmd.target)
+    if target is None:
+        raise reject("unknown_msg_id", "last_processed_msg_id names no message of this topic")
+    mine = keys(cmd.role, cmd.session_id)
+    if not set(target.recipients) & set(mine):
+        raise reject(
+            "target_not_addressed",
+            "the message is not addressed to this role or "
+            "session; only addressed messages can be consumed",
+        )
+    cursor = data.cursors.get((cmd.role, cmd.session_id)) or Cursor()
+    if target.cursor <= cursor.position:
+        raise reject("regressive_cursor", "the cursor is already at or past that message")
+    at = topic.stamp_now(now)
+    writes: list[Write] = []
+    topic.set_cursor(
+        writes, cmd.role, cmd.session_id, Cursor(target.ts, target.msg_id, cursor.last_check_at)
+    )
+    done = 0
+    for key in mine:
+        for meta in data.inbox.get(key, ()):
+            if meta.cursor > target.cursor:
+                break
+            if data.deliveries.pop((meta.msg_id, key), None) is not None:
+                writes.append(sql.mark_delivery(meta.msg_id, key, "done", at))
+                done += 1
+    topic.event(
+        writes,
+        at,
+        "cursor_advanced",
+        cmd.caller.name,
+        role=cmd.role,
+        session_id=cmd.session_id,
+        msg_id=target.msg_id,
+        deliveries_done=done,
+    )
+    reply = {
+        "session_id": cmd.session_id,
+        "role": cmd.role,
+        "topic_id": topic.topic_id,
+        "last_processed_msg_id": target.msg_id,
+        "last_processed_ts": target.ts,
+        "last_check_at": cursor.last_check_at,
+        "worker_claim": None,
+    }
+    return Effects(reply=reply, writes=writes)
+
+
+DISPATCH: dict[type, Any] = {CheckInbox: check_inbox, AdvanceCursor: advance_cursor}

@@ -1,0 +1,234 @@
+"""Lifecycle and triage: `ChangeState`, `SetLane`, `ReconcileProject`, `ReclaimClaims`.
+
+`transition` is the one authoritative move INIT -> ACTIVE -> RESOLVED -> ARCHIVED, shared by
+debate_state, debate_close_topic and direct STATE posts: RESOLVED retires active bindings,
+ARCHIVED also diagnostic ones, and nothing is ever removed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from agora.runtime.entity import Effects
+from agora.toolsets.debate import sql
+from agora.toolsets.debate.access import Caller
+from agora.toolsets.debate.model import MsgMeta
+from agora.toolsets.debate.rules import (
+    PROJECT_RE,
+    SENTINEL_PROJECT,
+    DebateError,
+    check_transition,
+    parse_iso,
+    reject,
+    state_body,
+)
+
+if TYPE_CHECKING:
+    from agora.runtime.clock import Now
+    from agora.runtime.entity import Write
+    from agora.toolsets.debate.topic import Topic
+
+
+class ChangeState(msgspec.Struct, frozen=True, tag=True):
+    """Move the topic to ``new_state`` (debate_state / debate_close_topic)."""
+
+    caller: Caller
+    msg_id: str
+    role: str
+    new_state: str
+    reason: str | None = None
+
+
+class SetLane(msgspec.Struct, frozen=True, tag=True):
+    """Set the conductor's P0..P7 lane."""
+
+    caller: Caller
+    role: str
+    lane: str
+    rank: int
+    reason: str
+    next_action: str | None = None
+    blocked_by: str | None = None
+
+
+class ReconcileProject(msgspec.Struct, frozen=True, tag=True):
+    """Set a sentinel topic's project, once."""
+
+    caller: Caller
+    project: str
+
+
+class ReclaimClaims(msgspec.Struct, frozen=True, tag=True):
+    """Sweep the caller's stale one-shot DECISION claims."""
+
+    caller: Caller
+    older_than: str
+    minimum_age_seconds: int
+
+
+def transition(topic: Topic, new_state: str, at: str, writes: list[Write], actor: str) -> int:
+    """Apply a (validated) lifecycle move; return how many bindings it retired."""
+    row = topic.require_row()
+    old, row.state = row.state, new_state
+    if new_state == "ARCHIVED":
+        row.archived_at = at
+    retire = {"RESOLVED": ("active",), "ARCHIVED": ("active", "diagnostic")}.get(new_state, ())
+    retired = 0
+    for b in topic.all_bindings():
+        if b.state in retire:
+            b.state, b.updated_at, b.retired_by = "retired", at, "lifecycle"
+            writes.append(sql.upsert_binding(b))
+            retired += 1
+    topic.touch(writes, at)
+    topic.event(
+        writes,
+        at,
+        "state_changed",
+        actor,
+        old_state=old,
+        new_state=new_state,
+        retired_bindings=retired,
+    )
+    return retired
+
+
+def blocking_questions(topic: Topic) -> list[dict[str, Any]]:
+    """The Qs that have no A reply (nor a [DEFERRED: reply), oldest first."""
+    return [
+        {"msg_id": q.msg_id, "role": q.role, "ts": q.ts} for q in topic.data.open_questions.values()
+    ]
+
+
+def change_state(topic: Topic, cmd: ChangeState, now: Now) -> Effects:
+    row = topic.require_row()
+    topic.write_gate(cmd.caller, cmd.role, closing=True)
+    old = row.state
+    check_transition(old, cmd.new_state)
+    at = topic.next_ts(now)
+    if cmd.new_state == "RESOLVED" and topic.data.open_questions:
+        raise DebateError(
+            "open_questions",
+            "every Q needs an A reply (or a reply starting [DEFERRED:) before RESOLVED",
+            old_state=old,
+            new_state=old,
+            ts=at,
+            blocking_questions=blocking_questions(topic),
+            transition_msg_id=None,
+            body=None,
+            retired_bindings=0,
+            retired_worker_claims=0,
+        )
+    body = state_body(cmd.new_state, cmd.reason)
+    meta = MsgMeta(cmd.msg_id, at, cmd.role, "STATE", "INFO", None, (), None, False)
+    writes: list[Write] = []
+    topic.append(writes, meta, body, author_session_id=None, vehicle="analysis")
+    retired = transition(topic, cmd.new_state, at, writes, cmd.caller.name)
+    reply = {
+        "old_state": old,
+        "new_state": cmd.new_state,
+        "ts": at,
+        "blocking_questions": [],
+        "transition_msg_id": cmd.msg_id,
+        "body": body,
+        "retired_bindings": retired,
+        "retired_worker_claims": 0,
+    }
+    return Effects(reply=reply, writes=writes, changed=True)
+
+
+def set_lane(topic: Topic, cmd: SetLane, now: Now) -> Effects:
+    row = topic.require_row()
+    if cmd.role != "CONDUCTOR":
+        raise reject("conductor_role_required", "role must read CONDUCTOR")
+    topic.write_gate(cmd.caller, cmd.role)
+    at = topic.stamp_now(now)
+    lane = {
+        "lane": cmd.lane,
+        "rank": cmd.rank,
+        "reason": cmd.reason,
+        "next_action": cmd.next_action,
+        "blocked_by": cmd.blocked_by,
+        "updated_at": at,
+    }
+    row.metadata = {**row.metadata, "conductor_priority": lane}
+    writes: list[Write] = []
+    topic.touch(writes, at)
+    topic.event(writes, at, "lane_set", cmd.caller.name, lane=cmd.lane, reason=cmd.reason)
+    return Effects(reply={"topic_id": row.topic_id, **lane}, writes=writes, changed=True)
+
+
+def reconcile_project(topic: Topic, cmd: ReconcileProject, now: Now) -> Effects:
+    row = topic.row
+    if (
+        row is None
+        or not cmd.caller.conductor
+        or row.project != SENTINEL_PROJECT
+        or not PROJECT_RE.fullmatch(cmd.project)
+    ):
+        raise reject(
+            "reconcile_rejected",
+            "unknown topic, topic project already set, or "
+            "invalid project value (conductor callers only)",
+        )
+    at = topic.stamp_now(now)
+    row.project = cmd.project
+    writes: list[Write] = []
+    topic.touch(writes, at)
+    topic.event(writes, at, "project_reconciled", cmd.caller.name, project=cmd.project)
+    return Effects(
+        reply={"topic_id": row.topic_id, "project": cmd.project, "matched": 1},
+        writes=writes,
+        changed=True,
+    )
+
+
+def reclaim_claims(topic: Topic, cmd: ReclaimClaims, now: Now) -> Effects:
+    row = topic.read_gate(cmd.caller)
+    cutoff = parse_iso(cmd.older_than)
+    floor = now.wall - dt.timedelta(seconds=cmd.minimum_age_seconds)
+    at = topic.stamp_now(now)
+    writes: list[Write] = []
+    out = []
+    for claim in sorted(topic.data.claims.values(), key=lambda c: (c.claimed_at, c.msg_id)):
+        if claim.state != "active" or claim.owner != cmd.caller.name:
+            continue
+        claimed = parse_iso(claim.claimed_at)
+        if claimed >= cutoff or claimed > floor:
+            continue
+        answered = any(
+            m.reply_to == claim.msg_id and m.kind in ("A", "STATUS") and m.role == claim.role
+            for m in topic.data.messages.values()
+        )
+        if answered:
+            claim.state = "done"
+        else:
+            claim.state = "reclaimed" if row.state in ("INIT", "ACTIVE") else "expired"
+        claim.updated_at = at
+        writes.append(sql.upsert_claim(topic.topic_id, claim))
+        topic.event(writes, at, f"claim_{claim.state}", cmd.caller.name, msg_id=claim.msg_id)
+        out.append(
+            {
+                "msg_id": claim.msg_id,
+                "role": claim.role,
+                "state": claim.state,
+                "claimed_at": claim.claimed_at,
+            }
+        )
+    reply = {
+        "topic_id": row.topic_id,
+        "topic_state": row.state,
+        "reclaimed": out,
+        "reclaimed_count": len(out),
+    }
+    return Effects(reply=reply, writes=writes, changed=bool(writes))
+
+
+DISPATCH: dict[type, Any] = {
+    ChangeState: change_state,
+    SetLane: set_lane,
+    ReconcileProject: reconcile_project,
+    ReclaimClaims: reclaim_claims,
+}

@@ -1,0 +1,249 @@
+"""Posting: `Post` (broadcast, addressed, escalation, compaction, direct STATE/WATERMARK
+posts) and `AdvanceWatermark`.
+
+A post validates everything (ownership, lifecycle, reply target, kind rules, recipients)
+before it changes anything, then preserves the message, its delivery markers and a history
+event in one unit. Recipients are declared roles (``role:R``) or sessions actively bound in
+the topic (``session:S``); a broadcast has none.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from agora.runtime.entity import Effects
+from agora.toolsets.debate import access, sql
+from agora.toolsets.debate.access import Caller
+from agora.toolsets.debate.commands.bindings import check_override
+from agora.toolsets.debate.commands.lifecycle import transition
+from agora.toolsets.debate.model import Cursor, MsgMeta
+from agora.toolsets.debate.rules import (
+    DEFERRED_PREFIX,
+    ROLE_RE,
+    STATE_BODY_RE,
+    UUID_RE,
+    DebateError,
+    check_ooda,
+    check_transition,
+    reject,
+)
+
+if TYPE_CHECKING:
+    from agora.runtime.clock import Now
+    from agora.runtime.entity import Write
+    from agora.toolsets.debate.model import Binding
+    from agora.toolsets.debate.topic import Topic
+
+
+class Post(msgspec.Struct, frozen=True, tag=True):
+    """Append one message as ``role``."""
+
+    caller: Caller
+    msg_id: str
+    role: str
+    priority: str
+    kind: str
+    body: str
+    vehicle: str = "analysis"
+    reply_to: str | None = None
+    standing: bool | None = None
+    author_session_id: str | None = None
+    #: Whether the handler found ``author_session_id`` owned by the caller.
+    author_owned: bool = True
+    addressed: bool = False
+    recipients: tuple[str, ...] = ()
+    diagnostic: tuple[str, ...] = ()
+    #: Recipients added only when they are declared roles (the escalation's target).
+    cc: tuple[str, ...] = ()
+    override_msg_id: str | None = None
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: The tool that posts (debate_post, debate_escalate, ...), for the history event.
+    tool: str = "debate_post"
+
+
+class AdvanceWatermark(msgspec.Struct, frozen=True, tag=True):
+    """Post the WATERMARK marker for ``target`` and reconcile the primary signal cursor."""
+
+    caller: Caller
+    msg_id: str
+    role: str
+    target: str
+
+
+def post_reply(topic: Topic, meta: MsgMeta, vehicle: str) -> dict[str, Any]:
+    """The post result shape."""
+    return {
+        "msg_id": meta.msg_id,
+        "ts": meta.ts,
+        "topic_state": topic.require_row().state,
+        "vehicle": vehicle,
+    }
+
+
+def _author(topic: Topic, cmd: Post) -> Binding | None:
+    """The posting binding; a valid conductor override stands in for a missing one."""
+    try:
+        return topic.write_gate(cmd.caller, cmd.role)
+    except DebateError:
+        if cmd.override_msg_id is None or cmd.role not in topic.require_row().roles:
+            raise
+        check_override(topic, cmd.caller, cmd.override_msg_id)
+        return None
+
+
+def _recipients(topic: Topic, tokens: tuple[str, ...]) -> list[str]:
+    row = topic.require_row()
+    live = topic.live_sessions()
+    keys: list[str] = []
+    for token in tokens:
+        if ROLE_RE.fullmatch(token) and token in row.roles:
+            key = f"role:{token}"
+        elif UUID_RE.fullmatch(token) and token in live:
+            key = f"session:{token}"
+        else:
+            raise reject(
+                "unknown_recipient",
+                f"recipient {token!r} is neither a declared role nor a session bound in this topic",
+            )
+        if key not in keys:
+            keys.append(key)
+    return keys
+
+
+def _check_kind(topic: Topic, cmd: Post) -> None:
+    data = topic.data
+    if cmd.reply_to is not None:
+        parent = data.messages.get(cmd.reply_to)
+        if parent is None:
+            raise reject("bad_reply_to", "reply_to names no message of this topic")
+        if cmd.kind == "DECISION" and parent.kind != "Q":
+            raise reject("bad_reply_to", "a DECISION may only reply to a Q")
+    if cmd.kind == "STATE":
+        found = STATE_BODY_RE.fullmatch(cmd.body)
+        if found is None:
+            raise reject(
+                "invalid_state_body", "a STATE body is '<STATE>' or '<STATE> [reason: ...]'"
+            )
+        check_transition(topic.require_row().state, found.group(1))
+    elif cmd.kind == "WATERMARK" and cmd.body.strip() not in data.messages:
+        raise reject("unknown_msg_id", "a WATERMARK body must be a msg_id of this topic")
+    elif cmd.kind == "COMPACTION":
+        check_ooda(cmd.body)
+
+
+def post(topic: Topic, cmd: Post, now: Now) -> Effects:
+    row = topic.require_row()
+    binding = _author(topic, cmd)
+    if cmd.author_session_id and not cmd.author_owned:
+        raise access.denied()
+    if row.state == "ARCHIVED":
+        raise reject("topic_archived", "the topic is ARCHIVED: it accepts no posts")
+    if row.state == "RESOLVED" and cmd.kind != "STATE":
+        raise reject("topic_resolved", "the topic is RESOLVED: it accepts only state moves")
+    _check_kind(topic, cmd)
+    row_roles = row.roles
+    cc = tuple(r for r in cmd.cc if r in row_roles)
+    recipients = _recipients(topic, cmd.recipients + cmd.diagnostic + cc)
+    if cmd.addressed and not recipients:
+        raise reject("empty_recipients", "addressed posts need at least one recipient")
+    ts = topic.next_ts(now)
+    meta = MsgMeta(
+        cmd.msg_id,
+        ts,
+        cmd.role,
+        cmd.kind,
+        cmd.priority,
+        cmd.reply_to,
+        tuple(recipients),
+        cmd.standing,
+        cmd.body.startswith(DEFERRED_PREFIX),
+    )
+    writes: list[Write] = []
+    topic.append(
+        writes,
+        meta,
+        cmd.body,
+        author_session_id=cmd.author_session_id or None,
+        vehicle=cmd.vehicle,
+        extra=cmd.extra,
+    )
+    topic.event(
+        writes,
+        ts,
+        "message_posted",
+        cmd.caller.name,
+        msg_id=cmd.msg_id,
+        kind=cmd.kind,
+        role=cmd.role,
+        tool=cmd.tool,
+        recipients=recipients,
+        override=cmd.override_msg_id if binding is None else None,
+    )
+    if cmd.kind == "STATE":
+        transition(topic, cmd.body.split(" ", 1)[0], ts, writes, cmd.caller.name)
+    elif cmd.kind == "WATERMARK":
+        _watermark(topic, cmd.role, cmd.body.strip(), writes)
+    _complete_claim(topic, meta, writes)
+    topic.touch(writes, ts)
+    return Effects(reply=post_reply(topic, meta, cmd.vehicle), writes=writes, changed=True)
+
+
+def _complete_claim(topic: Topic, meta: MsgMeta, writes: list[Write]) -> None:
+    """A terminal reply (A or STATUS) by the claim's role completes a DECISION claim, even
+    after it was reclaimed."""
+    claim = topic.data.claims.get(meta.reply_to or "")
+    if claim is None or meta.kind not in ("A", "STATUS") or meta.role != claim.role:
+        return
+    if claim.state in ("active", "reclaimed"):
+        claim.state, claim.updated_at = "done", meta.ts
+        writes.append(sql.upsert_claim(topic.topic_id, claim))
+        topic.event(writes, meta.ts, "claim_done", claim.owner, msg_id=claim.msg_id)
+
+
+def _watermark(topic: Topic, role: str, target: str, writes: list[Write]) -> None:
+    data = topic.data
+    position = data.messages[target].cursor
+    current = data.watermarks.get(role)
+    if current is None or position > current:
+        data.watermarks[role] = position
+        writes.append(sql.upsert_watermark(topic.topic_id, role, *position))
+    active = topic.active(role)
+    if active is not None:
+        cursor = data.cursors.get((role, active.session_id)) or Cursor()
+        if position > cursor.position:
+            topic.set_cursor(
+                writes,
+                role,
+                active.session_id,
+                Cursor(position[0], position[1], cursor.last_check_at),
+            )
+
+
+def advance_watermark(topic: Topic, cmd: AdvanceWatermark, now: Now) -> Effects:
+    row = topic.require_row()
+    topic.write_gate(cmd.caller, cmd.role)
+    if cmd.target not in topic.data.messages:
+        raise reject("unknown_msg_id", "processed_up_to_msg_id names no message of this topic")
+    if row.state == "ARCHIVED":
+        raise reject("topic_archived", "the topic is ARCHIVED: it accepts no posts")
+    ts = topic.next_ts(now)
+    meta = MsgMeta(cmd.msg_id, ts, cmd.role, "WATERMARK", "INFO", None, (), None, False)
+    writes: list[Write] = []
+    topic.append(writes, meta, cmd.target, author_session_id=None, vehicle="analysis")
+    _watermark(topic, cmd.role, cmd.target, writes)
+    topic.event(
+        writes,
+        ts,
+        "watermark_advanced",
+        cmd.caller.name,
+        role=cmd.role,
+        target=cmd.target,
+        msg_id=cmd.msg_id,
+    )
+    topic.touch(writes, ts)
+    return Effects(reply=post_reply(topic, meta, "analysis"), writes=writes, changed=True)
+
+
+DISPATCH: dict[type, Any] = {Post: post, AdvanceWatermark: advance_watermark}

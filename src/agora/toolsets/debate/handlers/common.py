@@ -1,0 +1,66 @@
+"""What every debate handler shares: the caller, running a command, session owners.
+
+Handlers do the shape checks the schema cannot express (timestamps, JSON, csv items) before
+anything that consults ownership, then send one command to the topic's actor. A
+`DebateError` from anywhere becomes a `ToolError` with its body.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from agora.toolsets.debate import sql
+from agora.toolsets.debate.access import Caller
+from agora.toolsets.debate.replies import tool_error
+from agora.toolsets.debate.rules import DebateError
+from agora.toolsets.debate.topic import KIND
+
+if TYPE_CHECKING:
+    from agora.toolsets.base import ToolCall
+
+
+def caller(call: ToolCall) -> Caller:
+    """The debate view of the call's principal."""
+    return Caller.of(call.principal)
+
+
+def new_id() -> str:
+    """A fresh lowercase UUID (topics, sessions, messages)."""
+    return str(uuid.uuid4())
+
+
+def opt(call: ToolCall, name: str) -> Any:
+    """An optional argument; an empty string counts as absent."""
+    value = call.args.get(name)
+    return None if value == "" else value
+
+
+async def run(call: ToolCall, topic_id: str, command: Any) -> Any:
+    """Run ``command`` on the topic's actor.
+
+    Raises:
+        ToolError: the command was rejected.
+    """
+    try:
+        return await call.runtime.call(KIND, topic_id, command)
+    except DebateError as err:
+        raise tool_error(err) from None
+
+
+async def owners(call: ToolCall, *session_ids: str) -> dict[str, str]:
+    """The owner of each named session that exists (sessions never change owner)."""
+    ids = sorted({s for s in session_ids if s})
+    return await call.runtime.read(lambda conn: sql.session_owners(conn, ids))
+
+
+def checked(fn: Any, *args: Any) -> Any:
+    """``fn(*args)``, with a `DebateError` turned into a `ToolError`.
+
+    Raises:
+        ToolError: ``fn`` rejected its input.
+    """
+    try:
+        return fn(*args)
+    except DebateError as err:
+        raise tool_error(err) from None

@@ -1,0 +1,74 @@
+"""Delivery handlers: debate_signal_check, debate_signal_wait and debate_signal_advance.
+
+The topic answers with index entries (`cursors.Inbox`); the bodies come from committed rows
+(messages are immutable), so the actor keeps no transcript in memory.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agora.toolsets.debate import sql
+from agora.toolsets.debate.commands.cursors import AdvanceCursor, CheckInbox, Inbox
+from agora.toolsets.debate.handlers.common import caller, checked, opt, run
+from agora.toolsets.debate.replies import message, tool_error
+from agora.toolsets.debate.rules import SIGNAL_LIMIT, SIGNAL_MAX, DebateError, normalise_ts
+from agora.toolsets.debate.topic import KIND
+
+if TYPE_CHECKING:
+    from agora.toolsets.base import ToolCall
+
+WAIT_DEFAULT_MS = 55_000
+
+
+def _check(call: ToolCall, *, persist: bool) -> CheckInbox:
+    args = call.args
+    since_ts = opt(call, "since_ts")
+    if since_ts is not None:
+        checked(normalise_ts, since_ts)
+    limit = args.get("limit")
+    limit = SIGNAL_LIMIT if limit is None else max(1, min(int(limit), SIGNAL_MAX))
+    return CheckInbox(
+        caller(call),
+        args["session_id"],
+        args["role"],
+        limit,
+        opt(call, "since_msg_id"),
+        since_ts,
+        persist,
+    )
+
+
+async def _render(call: ToolCall, inbox: Inbox) -> dict[str, Any]:
+    ids = [m.msg_id for m in inbox.pending]
+    rows = await call.runtime.read(lambda conn: sql.messages_by_id(conn, ids))
+    return {"pending": [message(rows[i]) for i in ids], **inbox.summary()}
+
+
+async def debate_signal_check(call: ToolCall) -> dict[str, Any]:
+    """The caller's inbox past its cursor."""
+    inbox: Inbox = await run(call, call.args["topic_id"], _check(call, persist=True))
+    return await _render(call, inbox)
+
+
+async def debate_signal_wait(call: ToolCall) -> dict[str, Any]:
+    """Wait until the inbox holds something (or timeout), then check it."""
+    topic_id = call.args["topic_id"]
+    peek = _check(call, persist=False)
+    timeout = int(call.args.get("timeout_ms", WAIT_DEFAULT_MS)) / 1000
+    try:
+        await call.runtime.poll(KIND, topic_id, peek, ready=lambda r: r.count > 0, timeout=timeout)
+    except DebateError as err:
+        raise tool_error(err) from None
+    inbox: Inbox = await run(call, topic_id, _check(call, persist=True))
+    return await _render(call, inbox)
+
+
+async def debate_signal_advance(call: ToolCall) -> dict[str, Any]:
+    """Record the consumption receipt."""
+    args = call.args
+    command = AdvanceCursor(
+        caller(call), args["session_id"], args["role"], args["last_processed_msg_id"]
+    )
+    result: dict[str, Any] = await run(call, args["topic_id"], command)
+    return result

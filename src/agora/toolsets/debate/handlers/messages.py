@@ -1,0 +1,134 @@
+"""Posting handlers: debate_post, debate_post_with_recipients, debate_escalate,
+debate_compact and debate_advance_watermark."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agora.toolsets.debate.commands.messages import AdvanceWatermark, Post
+from agora.toolsets.debate.handlers.common import caller, checked, new_id, opt, owners, run
+from agora.toolsets.debate.replies import tool_error
+from agora.toolsets.debate.rules import (
+    DEFAULT_VEHICLE,
+    ROLE_RE,
+    UUID_RE,
+    check_ooda,
+    normalise_ts,
+    parse_json_object,
+    reject,
+    split_csv,
+)
+
+if TYPE_CHECKING:
+    from agora.toolsets.base import ToolCall
+
+
+def _tokens(text: str | None) -> tuple[str, ...]:
+    items = split_csv(text)
+    for item in items:
+        if not (ROLE_RE.fullmatch(item) or UUID_RE.fullmatch(item)):
+            raise reject(
+                "invalid_recipient", f"recipient {item!r} is neither a role nor a session id"
+            )
+    return tuple(items)
+
+
+def _extra(call: ToolCall) -> dict[str, Any]:
+    payload = opt(call, "payload_json")
+    if payload is not None:
+        parse_json_object(payload, "payload_json")
+    return {
+        "payload": payload,
+        "body_mode": opt(call, "body_mode"),
+        "protocol_version": opt(call, "protocol_version"),
+    }
+
+
+async def _post(call: ToolCall, *, addressed: bool) -> dict[str, Any]:
+    args = call.args
+    recipients = checked(_tokens, args.get("addressed_to_csv")) if addressed else ()
+    if addressed and not recipients:
+        raise tool_error(reject("empty_recipients", "addressed_to_csv names nobody"))
+    diagnostic = checked(_tokens, args.get("diagnostic_to_csv")) if addressed else ()
+    extra = checked(_extra, call)
+    who = caller(call)
+    author = opt(call, "author_session_id")
+    owned = True
+    if author is not None:
+        owned = (await owners(call, author)).get(author) == who.name
+    command = Post(
+        who,
+        new_id(),
+        args["role"],
+        args["priority"],
+        args["kind"],
+        args["body"],
+        vehicle=opt(call, "vehicle") or DEFAULT_VEHICLE,
+        reply_to=opt(call, "reply_to"),
+        standing=args.get("standing"),
+        author_session_id=author,
+        author_owned=owned,
+        addressed=addressed,
+        recipients=recipients,
+        diagnostic=diagnostic,
+        override_msg_id=opt(call, "conductor_override_msg_id") if addressed else None,
+        extra=extra,
+        tool=call.tool,
+    )
+    result: dict[str, Any] = await run(call, args["topic_id"], command)
+    return result
+
+
+async def debate_post(call: ToolCall) -> dict[str, Any]:
+    """Append one broadcast message."""
+    return await _post(call, addressed=False)
+
+
+async def debate_post_with_recipients(call: ToolCall) -> dict[str, Any]:
+    """Append one addressed message."""
+    return await _post(call, addressed=True)
+
+
+async def debate_escalate(call: ToolCall) -> dict[str, Any]:
+    """Write the H/PING ``[ESCALATE:reason] target=ROLE``."""
+    args = call.args
+    target = args.get("target_role", "HUMAN")
+    reason = " ".join(args["reason"].split())
+    command = Post(
+        caller(call),
+        new_id(),
+        args["role"],
+        "H",
+        "PING",
+        f"[ESCALATE:{reason}] target={target}",
+        cc=(target,),
+        tool=call.tool,
+    )
+    result: dict[str, Any] = await run(call, args["topic_id"], command)
+    return result
+
+
+def _compaction_body(call: ToolCall) -> str:
+    since, until = opt(call, "since_ts"), opt(call, "until_ts")
+    since = normalise_ts(since) if since else "-"
+    until = normalise_ts(until) if until else "-"
+    body: str = call.args["body"]
+    check_ooda(body)
+    return f"[COMPACTION since_ts={since} until_ts={until}]\n{body}"
+
+
+async def debate_compact(call: ToolCall) -> dict[str, Any]:
+    """Write a COMPACTION snapshot."""
+    body = checked(_compaction_body, call)
+    args = call.args
+    command = Post(caller(call), new_id(), args["role"], "INFO", "COMPACTION", body, tool=call.tool)
+    result: dict[str, Any] = await run(call, args["topic_id"], command)
+    return result
+
+
+async def debate_advance_watermark(call: ToolCall) -> dict[str, Any]:
+    """Post the WATERMARK marker and reconcile the primary cursor."""
+    args = call.args
+    command = AdvanceWatermark(caller(call), new_id(), args["role"], args["processed_up_to_msg_id"])
+    result: dict[str, Any] = await run(call, args["topic_id"], command)
+    return result

@@ -1,0 +1,113 @@
+"""Read handlers over committed rows: debate_read and debate_search.
+
+Each runs in one read transaction: load the topic and its bindings, apply the read gate
+(`access.check_read`, the uniform denial otherwise), then query. Reading never moves a
+cursor and never writes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agora.toolsets.debate import access, sql
+from agora.toolsets.debate.handlers.common import caller, checked, opt
+from agora.toolsets.debate.replies import message
+from agora.toolsets.debate.rules import (
+    READ_LIMIT,
+    READ_MAX,
+    SEARCH_LIMIT,
+    SEARCH_MAX,
+    START,
+    fts_phrase,
+    like_pattern,
+    normalise_ts,
+    reject,
+    split_csv,
+)
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from agora.toolsets.base import ToolCall
+    from agora.toolsets.debate.access import Caller
+
+
+def _gate(conn: sqlite3.Connection, topic_id: str, who: Caller, role: str | None) -> str:
+    row = sql.topic_row(conn, topic_id)
+    row = access.check_read(row, sql.bindings(conn, topic_id), who)
+    if role is not None and role not in row.roles:
+        raise access.denied()
+    return row.state
+
+
+async def debate_read(call: ToolCall) -> dict[str, Any]:
+    """One page of the topic-wide transcript."""
+    args, who = call.args, caller(call)
+    topic_id, role = args["topic_id"], args["role"]
+    since_ts = opt(call, "since_ts")
+    since_ts = checked(normalise_ts, since_ts) if since_ts else None
+    limit = min(int(args.get("limit", READ_LIMIT)), READ_MAX)
+    kinds = split_csv(args.get("kind_filter_csv"))
+    priorities = split_csv(args.get("priority_filter_csv"))
+
+    def read(conn: sqlite3.Connection) -> dict[str, Any]:
+        state = _gate(conn, topic_id, who, role)
+        bootstrap = None
+        if opt(call, "since_msg_id") is not None:
+            after = sql.message_at(conn, topic_id, args["since_msg_id"])
+            if after is None:
+                raise reject("unknown_cursor", "since_msg_id names no message of this topic")
+        elif since_ts is not None:
+            after = (since_ts, "")
+        elif args.get("since_latest_compaction") and (
+            snap := sql.latest_of_kind(conn, topic_id, "COMPACTION")
+        ):
+            # Resume at the snapshot itself: it is the first message returned.
+            bootstrap, after = snap[1], (snap[0], "")
+        else:
+            after = sql.watermarks(conn, topic_id).get(role, START)
+        rows = sql.page(conn, topic_id, after, kinds, priorities, limit + 1)
+        truncated = len(rows) > limit
+        rows = rows[:limit]
+        last = rows[-1] if rows else None
+        return {
+            "messages": [message(r) for r in rows],
+            "topic_state": state,
+            "last_msg_id_returned": last[0] if last else None,
+            "last_ts_returned": last[2] if last else None,
+            "count": len(rows),
+            "truncated": truncated,
+            "next_msg_id_cursor": last[0] if truncated and last else None,
+            "next_ts_cursor": last[2] if truncated and last else None,
+            "limit": limit,
+            "bootstrap_compaction_msg_id": bootstrap,
+        }
+
+    result: dict[str, Any] = await call.runtime.read(lambda conn: checked(read, conn))
+    return result
+
+
+async def debate_search(call: ToolCall) -> dict[str, Any]:
+    """Literal substring search, newest first."""
+    args, who = call.args, caller(call)
+    topic_id, query = args["topic_id"], args["query"]
+    raw = args.get("limit")
+    limit = SEARCH_LIMIT if raw is None else max(1, min(int(raw), SEARCH_MAX))
+    folded = query.casefold()
+    pattern = like_pattern(folded)
+    # Trigrams need three characters; shorter queries take the literal scan.
+    phrase = fts_phrase(folded) if len(folded) >= 3 else None
+
+    def read(conn: sqlite3.Connection) -> dict[str, Any]:
+        _gate(conn, topic_id, who, None)
+        rows = sql.search(conn, topic_id, phrase, pattern, limit)
+        return {
+            "topic_id": topic_id,
+            "query": query,
+            "count": len(rows),
+            "limit": limit,
+            "messages": [message(r) for r in rows],
+        }
+
+    result: dict[str, Any] = await call.runtime.read(lambda conn: checked(read, conn))
+    return result

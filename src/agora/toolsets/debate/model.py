@@ -1,0 +1,122 @@
+"""The data a topic is made of: its row, bindings, message index, cursors and claims.
+
+Plain mutable records, owned by the topic entity and rebuilt from the store by `sql`. A
+message's body is not kept here (only what validation and delivery need), so a topic with a
+long transcript stays small in memory; bodies are read from committed rows when a reply
+needs them. This module holds no rules and does no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class TopicRow:
+    """The ``debate_topics`` row."""
+
+    topic_id: str
+    title: str
+    project: str | None
+    state: str
+    created_at: str
+    created_by_role: str
+    resolve_by: str | None
+    archived_at: str | None
+    metadata: dict[str, Any]
+    roles: list[str]
+    protocol: dict[str, Any]
+    shape: str
+    updated_at: str
+
+
+@dataclass(slots=True)
+class Binding:
+    """One (topic, role) binding generation; retired ones stay as history."""
+
+    topic_id: str
+    role: str
+    generation: int
+    session_id: str
+    owner: str
+    runtime: str | None
+    state: str
+    reason: str | None
+    bound_by_msg_id: str | None
+    bound_by_role: str | None
+    created_at: str
+    updated_at: str
+    #: "lifecycle" when retired by RESOLVED/ARCHIVED: it still lets its owner read the
+    #: transcript and finish the lifecycle, nothing else.
+    retired_by: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class MsgMeta:
+    """What the topic keeps of one message."""
+
+    msg_id: str
+    ts: str
+    role: str
+    kind: str
+    priority: str
+    reply_to: str | None
+    #: Recipient keys (``role:R`` / ``session:S``); empty for a broadcast.
+    recipients: tuple[str, ...]
+    standing: bool | None
+    deferred: bool
+
+    @property
+    def cursor(self) -> tuple[str, str]:
+        """The message's compound (ts, msg_id) position."""
+        return (self.ts, self.msg_id)
+
+
+@dataclass(slots=True)
+class Cursor:
+    """A (topic, role, session) signal cursor."""
+
+    ts: str | None = None
+    msg_id: str | None = None
+    last_check_at: str | None = None
+    superseded: bool = False
+
+    @property
+    def position(self) -> tuple[str, str]:
+        """The compound position (the start of the topic when unset or superseded)."""
+        if self.ts is None or self.msg_id is None or self.superseded:
+            return ("", "")
+        return (self.ts, self.msg_id)
+
+
+@dataclass(slots=True)
+class Claim:
+    """A one-shot DECISION claim, taken by the first check that returned the message."""
+
+    msg_id: str
+    role: str
+    session_id: str
+    owner: str
+    state: str
+    claimed_at: str
+    updated_at: str
+
+
+@dataclass(slots=True)
+class TopicData:
+    """Everything the topic entity holds besides its row."""
+
+    bindings: dict[str, list[Binding]] = field(default_factory=dict)
+    messages: dict[str, MsgMeta] = field(default_factory=dict)
+    inbox: dict[str, list[MsgMeta]] = field(default_factory=dict)
+    #: Delivery markers not yet done: (msg_id, recipient key) -> pending | delivered.
+    deliveries: dict[tuple[str, str], str] = field(default_factory=dict)
+    cursors: dict[tuple[str, str], Cursor] = field(default_factory=dict)
+    watermarks: dict[str, tuple[str, str]] = field(default_factory=dict)
+    claims: dict[str, Claim] = field(default_factory=dict)
+    open_questions: dict[str, MsgMeta] = field(default_factory=dict)
+    latest_compaction: MsgMeta | None = None
+    last_ts: str = ""
+    last_msg_id: str | None = None
+    history_seq: int = 0

@@ -1,0 +1,61 @@
+"""How debate results look: message rows rendered for replies, and error conversion.
+
+Every failure leaves as a `ToolError` whose body is ``{"ok": false, "error": <code>,
+"message": ..., ...}``; the uniform not-found body comes from `access.denied`. Argument
+rejections (schema failures) use the same envelope with code ``invalid_arguments``.
+This module renders; it decides nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from agora.errors import ToolError
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from agora.toolsets.debate.rules import DebateError
+
+
+def tool_error(err: DebateError) -> ToolError:
+    """The tool error carrying a debate rejection's body."""
+    return ToolError(dict(err.body), text=json.dumps(err.body, separators=(",", ":")))
+
+
+def argument_rejection(problems: list[str]) -> dict[str, Any]:
+    """The structured body of an invalid-arguments error (shape checks, before ownership)."""
+    return {
+        "ok": False,
+        "error": "invalid_arguments",
+        "message": "the arguments do not match the tool's inputSchema; fix them and call again",
+        "problems": problems,
+    }
+
+
+def message(r: sqlite3.Row | tuple[Any, ...]) -> dict[str, Any]:
+    """A message row (`sql.MESSAGE_COLUMNS`) as the shared message shape."""
+    standing = None if r[10] is None else bool(r[10])
+    payload = None if r[12] is None else json.loads(r[12])
+    return {
+        "msg_id": r[0],
+        "topic_id": r[1],
+        "ts": r[2],
+        "role": r[3],
+        "author_session_id": r[4],
+        "priority": r[5],
+        "kind": r[6],
+        "body": r[7],
+        "reply_to": r[8],
+        "vehicle": r[9],
+        "standing": standing,
+        "recipients": [_recipient(k) for k in json.loads(r[11])],
+        "payload": payload,
+        "body_mode": r[13],
+    }
+
+
+def _recipient(key: str) -> str:
+    """``role:R`` -> ``R``; ``session:S`` -> ``S`` (as the poster named them)."""
+    return key.split(":", 1)[1]

@@ -1,0 +1,231 @@
+"""The debate vocabulary and its pure rules: ids, roles, kinds, lifecycle, lanes, time stamps.
+
+Everything here is a constant or a pure function over plain values, shared by the handlers
+(shape checks before any actor is asked), the topic entity and the read paths. Errors are
+`DebateError` carrying the structured body a model reads. This module must not import trio,
+touch SQL or know about callers and ownership (see `access`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from typing import Any, Final
+
+UUID_RE: Final = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+ROLE_RE: Final = re.compile(r"^[A-Z][A-Z0-9_]+$")
+EXECUTOR_RE: Final = re.compile(r"^EXECUTOR_[1-9][0-9]*$")
+PROJECT_RE: Final = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+ISO_RE: Final = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?Z$")
+LANE_RE: Final = re.compile(r"^P[0-7]$")
+OODA_RE: Final = re.compile(r"\bOBSERVE\b.*\bORIENT\b.*\bDECIDE\b.*\bACT\b", re.DOTALL | re.I)
+STATE_BODY_RE: Final = re.compile(r"^(INIT|ACTIVE|RESOLVED|ARCHIVED)( \[reason: .+\])?$")
+
+#: The stored project of a legacy topic whose project was never set: it denies everyone.
+SENTINEL_PROJECT: Final = "*unset*"
+DEFERRED_PREFIX: Final = "[DEFERRED:"
+PROTOCOL_V1: Final = "debate/v1"
+PRIORITY_RANK: Final = {"H": 3, "M": 2, "L": 1, "INFO": 0}
+STATES: Final = ("INIT", "ACTIVE", "RESOLVED", "ARCHIVED")
+TRANSITIONS: Final = {"INIT": "ACTIVE", "ACTIVE": "RESOLVED", "RESOLVED": "ARCHIVED"}
+OPEN_STATES: Final = ("INIT", "ACTIVE")
+VEHICLES: Final = ("analysis", "review", "implementation")
+DEFAULT_VEHICLE: Final = "analysis"
+READ_LIMIT, READ_MAX = 200, 1000
+SIGNAL_LIMIT, SIGNAL_MAX = 200, 1000
+SEARCH_LIMIT, SEARCH_MAX = 50, 200
+#: A cursor before every message: compound (ts, msg_id) comparisons start here.
+START: Final = ("", "")
+
+
+class DebateError(ValueError):
+    """A rejected debate call: ``body`` is the structured error the model reads."""
+
+    def __init__(self, code: str, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.body: dict[str, Any] = {"ok": False, "error": code, "message": message, **details}
+
+
+def reject(code: str, message: str, **details: Any) -> DebateError:
+    """A `DebateError` with ``code`` (a stable snake_case name) and a hint."""
+    return DebateError(code, message, **details)
+
+
+def stamp(moment: dt.datetime) -> str:
+    """Fixed-width UTC text with microseconds: sorts as text in time order."""
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_iso(text: str) -> dt.datetime:
+    """A strict ISO-8601 UTC string (``...Z``) as an aware datetime.
+
+    Raises:
+        DebateError: ``invalid_timestamp`` if ``text`` is not strict UTC ISO-8601.
+    """
+    if not isinstance(text, str) or not ISO_RE.fullmatch(text):
+        raise reject("invalid_timestamp", f"{text!r} is not ISO-8601 UTC (e.g. 2026-05-09T16:35Z)")
+    try:
+        return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise reject("invalid_timestamp", f"{text!r} is not a real date and time") from None
+
+
+def normalise_ts(text: str) -> str:
+    """``text`` (strict ISO-8601 UTC) in the stored fixed-width form."""
+    return stamp(parse_iso(text))
+
+
+def next_stamp(now: dt.datetime, last: str) -> str:
+    """The authoritative ts of a new message: now, but always after ``last``."""
+    current = stamp(now)
+    if current > last:
+        return current
+    bumped = dt.datetime.fromisoformat(last.replace("Z", "+00:00")) + dt.timedelta(microseconds=1)
+    return stamp(bumped)
+
+
+def split_csv(text: str | None) -> list[str]:
+    """Items of a comma-separated list, stripped, empties dropped, order kept, no repeats."""
+    out: list[str] = []
+    for item in (text or "").split(","):
+        item = item.strip()
+        if item and item not in out:
+            out.append(item)
+    return out
+
+
+def check_role(role: str, field: str = "role") -> str:
+    """``role`` if it has the role shape.
+
+    Raises:
+        DebateError: ``invalid_role``.
+    """
+    if not isinstance(role, str) or not ROLE_RE.fullmatch(role) or len(role) > 64:
+        raise reject("invalid_role", f"{field} {role!r} must match {ROLE_RE.pattern}")
+    return role
+
+
+def check_uuid(value: str, field: str) -> str:
+    """``value`` if it is a lowercase UUID.
+
+    Raises:
+        DebateError: ``invalid_id``.
+    """
+    if not isinstance(value, str) or not UUID_RE.fullmatch(value):
+        raise reject("invalid_id", f"{field} must be a lowercase UUID")
+    return value
+
+
+def check_roster_role(role: str) -> str:
+    """A declarable role: the role shape, and executors numbered EXECUTOR_1, EXECUTOR_2, ...
+
+    Raises:
+        DebateError: ``invalid_role`` or ``executor_role_not_numbered``.
+    """
+    check_role(role)
+    if role.startswith("EXECUTOR") and not EXECUTOR_RE.fullmatch(role):
+        raise reject("executor_role_not_numbered", f"{role}: use EXECUTOR_1, EXECUTOR_2, ...")
+    return role
+
+
+def parse_lane(lane: str) -> tuple[str, int]:
+    """A lane (``p3`` or ``P3``) uppercased, with its rank (0 is the most urgent).
+
+    Raises:
+        DebateError: ``invalid_lane``.
+    """
+    upper = str(lane).strip().upper()
+    if not LANE_RE.fullmatch(upper):
+        raise reject("invalid_lane", f"lane {lane!r} must be one of P0..P7")
+    return upper, int(upper[1])
+
+
+def parse_json_object(text: str, field: str) -> dict[str, Any]:
+    """The JSON object in ``text``.
+
+    Raises:
+        DebateError: ``invalid_json`` if it is not JSON or not an object.
+    """
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise reject("invalid_json", f"{field} is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise reject("invalid_json", f"{field} must be a JSON object")
+    return value
+
+
+def initial_lane(metadata: dict[str, Any]) -> dict[str, Any]:
+    """The priority lane a new topic must carry: ``priority_lane`` + ``priority_reason``, or
+    ``conductor_priority: {lane, reason}``; returned as the stored ``conductor_priority``.
+
+    Raises:
+        DebateError: ``priority_lane_required`` or ``invalid_lane``.
+    """
+    nested = metadata.get("conductor_priority")
+    if isinstance(nested, dict):
+        lane, reason = nested.get("lane"), nested.get("reason")
+    else:
+        lane, reason = metadata.get("priority_lane"), metadata.get("priority_reason")
+    if not isinstance(lane, str) or not isinstance(reason, str) or not reason.strip():
+        raise reject(
+            "priority_lane_required",
+            "metadata_json must carry priority_lane (P0..P7) and a non-blank priority_reason",
+        )
+    upper, rank = parse_lane(lane)
+    return {"lane": upper, "rank": rank, "reason": reason.strip()}
+
+
+def check_transition(old: str, new: str) -> None:
+    """Only the next forward state is a legal move.
+
+    Raises:
+        DebateError: ``illegal_transition``.
+    """
+    if TRANSITIONS.get(old) != new:
+        allowed = TRANSITIONS.get(old)
+        raise reject(
+            "illegal_transition",
+            f"{old} -> {new} is not a forward lifecycle move",
+            old_state=old,
+            new_state=new,
+            allowed=[allowed] if allowed else [],
+        )
+
+
+def state_body(state: str, reason: str | None) -> str:
+    """The body of the synthetic STATE message."""
+    reason = " ".join((reason or "").split())
+    return f"{state} [reason: {reason}]" if reason else state
+
+
+def check_ooda(body: str) -> None:
+    """A COMPACTION body must hold OBSERVE, ORIENT, DECIDE and ACT, in that order.
+
+    Raises:
+        DebateError: ``compaction_sections_missing``.
+    """
+    if not OODA_RE.search(body):
+        raise reject(
+            "compaction_sections_missing",
+            "a COMPACTION body needs OBSERVE / ORIENT / DECIDE / ACT sections, in that order",
+        )
+
+
+def like_pattern(query: str) -> str:
+    """A LIKE pattern matching ``query`` literally as a substring (escape character ``\\``)."""
+    escaped = query.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def fts_phrase(query: str) -> str:
+    """An FTS5 phrase that matches ``query`` literally (quotes doubled, nothing special)."""
+    return '"' + query.replace('"', '""') + '"'
+
+
+def clamp(value: int | None, default: int, cap: int) -> int:
+    """A page size: ``default`` when absent, at least 1, at most ``cap``."""
+    if value is None:
+        return default
+    return max(1, min(int(value), cap))

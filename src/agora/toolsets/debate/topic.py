@@ -1,0 +1,204 @@
+"""The debate topic entity: one actor per topic, pure ``handle(command, now) -> Effects``.
+
+`Topic` holds the topic row and its records (`model.TopicData`) and dispatches each command
+through the one table in `agora.toolsets.debate.commands`; the command modules hold the
+behaviour, this module the shared moves they compose (gates, appending a message, history
+events, cursors). A command validates everything before it changes anything; a rejection is
+returned as the reply (a `DebateError`) with no writes. `TopicKind` rebuilds a topic from
+committed rows. No I/O besides `load`, no trio, no awaits.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from agora.runtime.entity import Effects
+from agora.toolsets.debate import access, sql
+from agora.toolsets.debate.model import Cursor, MsgMeta, TopicData, TopicRow
+from agora.toolsets.debate.rules import START, DebateError, next_stamp, stamp
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from agora.runtime.clock import Now
+    from agora.runtime.entity import Write
+    from agora.toolsets.debate.access import Caller
+    from agora.toolsets.debate.model import Binding
+
+KIND_NAME: Final = "debate_topic"
+
+
+class Topic:
+    """One debate topic and everything it owns."""
+
+    def __init__(
+        self, topic_id: str, row: TopicRow | None = None, data: TopicData | None = None
+    ) -> None:
+        self.topic_id = topic_id
+        self.row = row
+        self.data = data or TopicData()
+
+    def handle(self, command: object, now: Now) -> Effects:
+        """Apply one command of `agora.toolsets.debate.commands`.
+
+        Returns:
+            Effects whose reply is the command's result, or the `DebateError` that
+            rejected it (then with no writes).
+        """
+        from agora.toolsets.debate.commands import DISPATCH
+
+        run = DISPATCH.get(type(command))
+        if run is None:
+            raise TypeError(f"not a debate topic command: {command!r}")
+        try:
+            return run(self, command, now)
+        except DebateError as err:
+            return Effects(reply=err)
+
+    # -- gates ---------------------------------------------------------------------------------
+
+    def role_bindings(self, role: str) -> list[Binding]:
+        """The role's bindings, oldest generation first."""
+        return self.data.bindings.get(role, [])
+
+    def all_bindings(self) -> list[Binding]:
+        """Every binding of every role."""
+        return [b for group in self.data.bindings.values() for b in group]
+
+    def active(self, role: str) -> Binding | None:
+        """The role's active binding, if any."""
+        return next((b for b in reversed(self.role_bindings(role)) if b.state == "active"), None)
+
+    def live_sessions(self) -> set[str]:
+        """Sessions holding an active binding in this topic."""
+        return {b.session_id for b in self.all_bindings() if b.state == "active"}
+
+    def read_gate(self, caller: Caller) -> TopicRow:
+        """The topic row if the caller may read it (else the uniform denial)."""
+        return access.check_read(self.row, self.all_bindings(), caller)
+
+    def write_gate(self, caller: Caller, role: str, *, closing: bool = False) -> Binding:
+        """The caller's owned active binding on ``role`` (else the uniform denial)."""
+        return access.owned_binding(
+            self.row, self.role_bindings(role), role, caller, closing=closing
+        )
+
+    def session_gate(self, caller: Caller, role: str, session_id: str) -> Binding:
+        """The caller's active binding of ``role`` held by ``session_id`` (signal paths)."""
+        binding = self.write_gate(caller, role)
+        if binding.session_id != session_id:
+            raise access.denied()
+        return binding
+
+    def require_row(self) -> TopicRow:
+        """The row of an existing topic (else the uniform denial)."""
+        if self.row is None:
+            raise access.denied()
+        return self.row
+
+    # -- shared moves --------------------------------------------------------------------------
+
+    def next_ts(self, now: Now) -> str:
+        """The authoritative ts of the next message (strictly increasing per topic)."""
+        return next_stamp(now.wall, self.data.last_ts)
+
+    def event(self, writes: list[Write], at: str, event: str, actor: str, **detail: Any) -> None:
+        """Append one audit/history event to ``writes``."""
+        self.data.history_seq += 1
+        writes.append(
+            sql.insert_history(self.topic_id, self.data.history_seq, at, event, actor, detail)
+        )
+
+    def touch(self, writes: list[Write], at: str) -> None:
+        """Record that the topic changed at ``at``."""
+        row = self.require_row()
+        row.updated_at = at
+        writes.append(sql.update_topic(row))
+
+    def append(
+        self,
+        writes: list[Write],
+        meta: MsgMeta,
+        body: str,
+        *,
+        author_session_id: str | None,
+        vehicle: str,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        """Preserve one message and index it: transcript, inbox, delivery markers, Q/A."""
+        data = self.data
+        writes.append(
+            sql.insert_message(self.topic_id, meta, body, author_session_id, vehicle, extra or {})
+        )
+        index(data, meta)
+        for key in meta.recipients:
+            data.deliveries[(meta.msg_id, key)] = "pending"
+            writes.append(sql.insert_delivery(self.topic_id, meta.msg_id, key))
+
+    def set_cursor(self, writes: list[Write], role: str, session_id: str, cursor: Cursor) -> None:
+        """Store the (role, session) signal cursor."""
+        self.data.cursors[(role, session_id)] = cursor
+        writes.append(sql.upsert_cursor(self.topic_id, role, session_id, cursor))
+
+    def tip(self) -> tuple[str, str]:
+        """The position of the newest message (the start when there is none)."""
+        if self.data.last_msg_id is None:
+            return START
+        return (self.data.last_ts, self.data.last_msg_id)
+
+    def stamp_now(self, now: Now) -> str:
+        """``now`` as stored text."""
+        return stamp(now.wall)
+
+
+def index(data: TopicData, meta: MsgMeta) -> None:
+    """Add one message, in (ts, msg_id) order, to the topic's in-memory indexes.
+
+    A Q stays open until an A replies to it; a reply whose body starts with ``[DEFERRED:``
+    counts as an answer whatever its kind.
+    """
+    data.messages[meta.msg_id] = meta
+    data.last_ts, data.last_msg_id = meta.ts, meta.msg_id
+    for key in meta.recipients:
+        data.inbox.setdefault(key, []).append(meta)
+    if meta.kind == "Q":
+        data.open_questions[meta.msg_id] = meta
+    elif meta.reply_to in data.open_questions and (meta.kind == "A" or meta.deferred):
+        del data.open_questions[meta.reply_to]
+    if meta.kind == "COMPACTION":
+        data.latest_compaction = meta
+
+
+class TopicKind:
+    """The `EntityKind` of debate topics: rebuilds a topic from its committed rows."""
+
+    kind: str = KIND_NAME
+
+    def load(self, conn: sqlite3.Connection, key: str, now: Now) -> Topic:
+        """Build topic ``key``; a missing topic is "not yet created".
+
+        Raises:
+            LookupError: if the stored roster or metadata is malformed.
+        """
+        try:
+            row = sql.topic_row(conn, key)
+        except ValueError as exc:
+            raise LookupError(str(exc)) from exc
+        if row is None:
+            return Topic(key)
+        data = TopicData()
+        for b in sql.bindings(conn, key):
+            data.bindings.setdefault(b.role, []).append(b)
+        for meta in sql.message_metas(conn, key):
+            index(data, meta)
+        for msg_id, recipient, state in sql.open_deliveries(conn, key):
+            data.deliveries[(msg_id, recipient)] = state
+        data.cursors = sql.cursors(conn, key)
+        data.watermarks = sql.watermarks(conn, key)
+        data.claims = {c.msg_id: c for c in sql.claims(conn, key)}
+        data.history_seq = sql.history_seq(conn, key)
+        return Topic(key, row, data)
+
+
+#: The one kind instance shared by every handler.
+KIND: Final = TopicKind()
