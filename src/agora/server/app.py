@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 SERVER_INFO = {"name": "agora", "title": "agora", "version": __version__}
 
 #: Toolsets implemented in this build, in listing order.
-IMPLEMENTED = ("chamber", "chess", "router")
+IMPLEMENTED = ("chamber", "chess", "router", "debate")
 
 
 def load_toolsets(names: Sequence[str], *, conformance: bool = False) -> list[Toolset]:

@@ -19,7 +19,7 @@ from agora.toolsets.debate.rules import PROJECT_RE, SENTINEL_PROJECT, DebateErro
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from agora.toolsets.base import Principal
+    from agora.identity import Principal
     from agora.toolsets.debate.model import Binding, TopicRow
 
 DENIED_MESSAGE: Final = (

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from agora.toolsets.base import Migration
+from agora.store.migrations import Migration
 from agora.toolsets.debate.model import Binding, Claim, Cursor, MsgMeta, TopicRow
 from agora.toolsets.debate.rules import DEFERRED_PREFIX
 

@@ -1,7 +1,7 @@
 """The debate topic entity: one actor per topic, pure ``handle(command, now) -> Effects``.
 
 `Topic` holds the topic row and its records (`model.TopicData`) and dispatches each command
-through the one table in `agora.toolsets.debate.commands`; the command modules hold the
+through the one `CommandTable` in `agora.toolsets.debate.commands`; the command modules hold the
 behaviour, this module the shared moves they compose (gates, appending a message, history
 events, cursors). A command validates everything before it changes anything; a rejection is
 returned as the reply (a `DebateError`) with no writes. `TopicKind` rebuilds a topic from
@@ -45,13 +45,10 @@ class Topic:
             Effects whose reply is the command's result, or the `DebateError` that
             rejected it (then with no writes).
         """
-        from agora.toolsets.debate.commands import DISPATCH
+        from agora.toolsets.debate.commands import COMMANDS
 
-        run = DISPATCH.get(type(command))
-        if run is None:
-            raise TypeError(f"not a debate topic command: {command!r}")
         try:
-            return run(self, command, now)
+            return COMMANDS.dispatch(self, command, now)
         except DebateError as err:
             return Effects(reply=err)
 

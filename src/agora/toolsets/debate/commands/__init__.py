@@ -1,25 +1,13 @@
-"""The commands a debate topic accepts, by theme, and the one table that dispatches them.
+"""The commands a debate topic accepts, by theme, all registered in one `CommandTable`.
 
-Each theme module declares its command Structs and the pure functions that apply them to a
-`agora.toolsets.debate.topic.Topic`; `DISPATCH` maps command type -> function.
+Each theme module declares its command Structs and the pure handlers that apply them to a
+`agora.toolsets.debate.topic.Topic`; importing this package registers every handler in
+`COMMANDS` (see `table`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
-
 from agora.toolsets.debate.commands import bindings, cursors, lifecycle, messages
+from agora.toolsets.debate.commands.table import COMMANDS
 
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from agora.runtime.clock import Now
-    from agora.runtime.entity import Effects
-    from agora.toolsets.debate.topic import Topic
-
-DISPATCH: Final[dict[type, Callable[[Topic, Any, Now], Effects]]] = {
-    **bindings.DISPATCH,
-    **messages.DISPATCH,
-    **cursors.DISPATCH,
-    **lifecycle.DISPATCH,
-}
+__all__ = ["COMMANDS", "bindings", "cursors", "lifecycle", "messages"]

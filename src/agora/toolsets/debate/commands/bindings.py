@@ -14,6 +14,7 @@ import msgspec
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
+from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Binding, Cursor, TopicData, TopicRow
 from agora.toolsets.debate.rules import OPEN_STATES, SENTINEL_PROJECT, reject
 
@@ -32,7 +33,8 @@ class InitTopic(msgspec.Struct, frozen=True, tag=True):
     project: str | None
     resolve_by: str | None
     metadata: dict[str, Any]
-    #: (role, session_id, minted) per roster entry.
+    #: (role, session_id, minted) per roster entry; an empty session id leaves the role
+    #: unbound.
     roster: tuple[tuple[str, str, bool], ...]
     protocol: dict[str, Any]
     shape: str
@@ -115,6 +117,7 @@ def init_reply(topic: Topic, minted: set[str] | None = None) -> dict[str, Any]:
     }
 
 
+@COMMANDS.on(InitTopic)
 def init_topic(topic: Topic, cmd: InitTopic, now: Now) -> Effects:
     if topic.row is not None:
         topic.read_gate(cmd.caller)
@@ -148,6 +151,8 @@ def init_topic(topic: Topic, cmd: InitTopic, now: Now) -> Effects:
     writes: list[Write] = [sql.insert_topic(topic.row)]
     minted = set()
     for role, session_id, is_new in cmd.roster:
+        if not session_id:  # declared, left for a participant to bind
+            continue
         if is_new:
             minted.add(session_id)
             writes.append(sql.insert_session(session_id, cmd.caller.name, None, None, at))
@@ -248,6 +253,7 @@ def bind_reply(b: Binding, retired: int, **extra: Any) -> dict[str, Any]:
     }
 
 
+@COMMANDS.on(AddRole)
 def add_role(topic: Topic, cmd: AddRole, now: Now) -> Effects:
     row = topic.row
     if row is None or row.project == SENTINEL_PROJECT or not cmd.caller.privileged:
@@ -289,11 +295,9 @@ def add_role(topic: Topic, cmd: AddRole, now: Now) -> Effects:
 
 
 def _holds(topic: Topic, role: str, caller: Caller) -> bool:
+    """Whether binding ``role`` is no takeover: the caller holds it, or nobody does."""
     current = topic.active(role)
-    if current is not None:
-        return current.owner == caller.name
-    group = topic.role_bindings(role)
-    return bool(group) and group[-1].owner == caller.name
+    return current is None or current.owner == caller.name
 
 
 def _gate_bind(topic: Topic, cmd: BindRole) -> None:
@@ -337,7 +341,7 @@ def _bind_retired(topic: Topic, cmd: BindRole, at: str, writes: list[Write]) -> 
     if not live:
         raise reject("binding_not_found", "that session holds no live binding of the role")
     b = live[-1]
-    if b.state == "active" and cmd.override_msg_id is None:
+    if b.state == "active" and b.owner != cmd.caller.name and cmd.override_msg_id is None:
         raise reject(
             "override_required",
             "retiring the active owner needs a conductor override (conductor_override_msg_id)",
@@ -346,6 +350,7 @@ def _bind_retired(topic: Topic, cmd: BindRole, at: str, writes: list[Write]) -> 
     return b
 
 
+@COMMANDS.on(BindRole)
 def bind_role(topic: Topic, cmd: BindRole, now: Now) -> Effects:
     _gate_bind(topic, cmd)
     at = topic.stamp_now(now)
@@ -380,6 +385,7 @@ def bind_role(topic: Topic, cmd: BindRole, now: Now) -> Effects:
     return Effects(reply=bind_reply(b, retired), writes=writes, changed=True)
 
 
+@COMMANDS.on(RotateSession)
 def rotate_session(topic: Topic, cmd: RotateSession, now: Now) -> Effects:
     row = topic.require_row()
     if row.project == SENTINEL_PROJECT or cmd.role not in row.roles:
@@ -436,11 +442,3 @@ def rotate_session(topic: Topic, cmd: RotateSession, now: Now) -> Effects:
         warning=warning,
     )
     return Effects(reply=reply, writes=writes, changed=True)
-
-
-DISPATCH: dict[type, Any] = {
-    InitTopic: init_topic,
-    AddRole: add_role,
-    BindRole: bind_role,
-    RotateSession: rotate_session,
-}

@@ -18,6 +18,7 @@ import msgspec
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import sql
 from agora.toolsets.debate.access import Caller
+from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Claim, Cursor
 from agora.toolsets.debate.rules import PRIORITY_RANK, START, normalise_ts, reject
 
@@ -106,6 +107,7 @@ def _addressed(topic: Topic, role: str, session_id: str, after: tuple[str, str])
     return sorted(seen.values(), key=lambda m: m.cursor)
 
 
+@COMMANDS.on(CheckInbox)
 def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
     row = topic.require_row()
     topic.session_gate(cmd.caller, cmd.role, cmd.session_id)
@@ -135,6 +137,7 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
     return Effects(reply=inbox, writes=writes)
 
 
+@COMMANDS.on(AdvanceCursor)
 def advance_cursor(topic: Topic, cmd: AdvanceCursor, now: Now) -> Effects:
     topic.session_gate(cmd.caller, cmd.role, cmd.session_id)
     data = topic.data
@@ -184,6 +187,3 @@ def advance_cursor(topic: Topic, cmd: AdvanceCursor, now: Now) -> Effects:
         "worker_claim": None,
     }
     return Effects(reply=reply, writes=writes)
-
-
-DISPATCH: dict[type, Any] = {CheckInbox: check_inbox, AdvanceCursor: advance_cursor}

@@ -15,6 +15,7 @@ import msgspec
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import sql
 from agora.toolsets.debate.access import Caller
+from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import MsgMeta
 from agora.toolsets.debate.rules import (
     PROJECT_RE,
@@ -102,6 +103,7 @@ def blocking_questions(topic: Topic) -> list[dict[str, Any]]:
     ]
 
 
+@COMMANDS.on(ChangeState)
 def change_state(topic: Topic, cmd: ChangeState, now: Now) -> Effects:
     row = topic.require_row()
     topic.write_gate(cmd.caller, cmd.role, closing=True)
@@ -139,6 +141,7 @@ def change_state(topic: Topic, cmd: ChangeState, now: Now) -> Effects:
     return Effects(reply=reply, writes=writes, changed=True)
 
 
+@COMMANDS.on(SetLane)
 def set_lane(topic: Topic, cmd: SetLane, now: Now) -> Effects:
     row = topic.require_row()
     if cmd.role != "CONDUCTOR":
@@ -160,6 +163,7 @@ def set_lane(topic: Topic, cmd: SetLane, now: Now) -> Effects:
     return Effects(reply={"topic_id": row.topic_id, **lane}, writes=writes, changed=True)
 
 
+@COMMANDS.on(ReconcileProject)
 def reconcile_project(topic: Topic, cmd: ReconcileProject, now: Now) -> Effects:
     row = topic.row
     if (
@@ -185,6 +189,7 @@ def reconcile_project(topic: Topic, cmd: ReconcileProject, now: Now) -> Effects:
     )
 
 
+@COMMANDS.on(ReclaimClaims)
 def reclaim_claims(topic: Topic, cmd: ReclaimClaims, now: Now) -> Effects:
     row = topic.read_gate(cmd.caller)
     cutoff = parse_iso(cmd.older_than)
@@ -224,11 +229,3 @@ def reclaim_claims(topic: Topic, cmd: ReclaimClaims, now: Now) -> Effects:
         "reclaimed_count": len(out),
     }
     return Effects(reply=reply, writes=writes, changed=bool(writes))
-
-
-DISPATCH: dict[type, Any] = {
-    ChangeState: change_state,
-    SetLane: set_lane,
-    ReconcileProject: reconcile_project,
-    ReclaimClaims: reclaim_claims,
-}

@@ -18,6 +18,7 @@ from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
 from agora.toolsets.debate.commands.bindings import check_override
 from agora.toolsets.debate.commands.lifecycle import transition
+from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Cursor, MsgMeta
 from agora.toolsets.debate.rules import (
     DEFERRED_PREFIX,
@@ -133,6 +134,7 @@ def _check_kind(topic: Topic, cmd: Post) -> None:
         check_ooda(cmd.body)
 
 
+@COMMANDS.on(Post)
 def post(topic: Topic, cmd: Post, now: Now) -> Effects:
     row = topic.require_row()
     binding = _author(topic, cmd)
@@ -221,6 +223,7 @@ def _watermark(topic: Topic, role: str, target: str, writes: list[Write]) -> Non
             )
 
 
+@COMMANDS.on(AdvanceWatermark)
 def advance_watermark(topic: Topic, cmd: AdvanceWatermark, now: Now) -> Effects:
     row = topic.require_row()
     topic.write_gate(cmd.caller, cmd.role)
@@ -244,6 +247,3 @@ def advance_watermark(topic: Topic, cmd: AdvanceWatermark, now: Now) -> Effects:
     )
     topic.touch(writes, ts)
     return Effects(reply=post_reply(topic, meta, "analysis"), writes=writes, changed=True)
-
-
-DISPATCH: dict[type, Any] = {Post: post, AdvanceWatermark: advance_watermark}

@@ -34,8 +34,10 @@ if TYPE_CHECKING:
 
 
 def _roster(text: str | None, created_by: str) -> list[tuple[str, str | None]]:
+    """(role, session) entries: a session id, "" to mint one, or None to leave the role
+    unbound (open for a participant to bind with debate_bind_role)."""
     if text is None:
-        return [(created_by, None)]
+        return [(created_by, "")]
     try:
         entries = json.loads(text)
     except ValueError:
@@ -47,9 +49,11 @@ def _roster(text: str | None, created_by: str) -> list[tuple[str, str | None]]:
         if not isinstance(entry, dict) or set(entry) - {"role", "session_id"}:
             raise reject("invalid_roles", "each roles_json entry is {role, session_id}")
         role = check_roster_role(entry.get("role"))  # type: ignore[arg-type]
-        session = entry.get("session_id") or None
-        if session is not None:
+        session = entry.get("session_id", "")
+        if session:
             check_uuid(session, "session_id")
+        elif session is not None and session != "":
+            raise reject("invalid_roles", "session_id is a UUID, null or omitted")
         out.append((role, session))
     roles = [r for r, _ in out]
     sessions = [s for _, s in out if s]
@@ -106,7 +110,9 @@ def _init_command(call: ToolCall) -> tuple[InitTopic, list[str]]:
         sort_keys=True,
     )
     named = [s for _, s in roster if s]
-    entries = tuple((role, s or new_id(), s is None) for role, s in roster)
+    entries = tuple(
+        (role, "" if s is None else s or new_id(), s == "") for role, s in roster
+    )
     command = InitTopic(
         who,
         args["title"],
