@@ -72,7 +72,8 @@ class Desk:
         with pytest.raises(ToolError) as info:
             await self.call(who, tool, **args)
         body = info.value.body
-        assert body["ok"] is False and isinstance(body["error"], str), body
+        assert body["ok"] is False, body
+        assert isinstance(body["error"], str), body
         return body
 
     async def session(self, who: Principal) -> str:
@@ -85,8 +86,7 @@ class Desk:
         """A topic created by ``who`` with ``roles``: role -> a session of ``who``, or
         (principal, session) for a participant who binds the role after creation."""
         entries = [
-            {"role": r, "session_id": s if isinstance(s, str) else None}
-            for r, s in roles.items()
+            {"role": r, "session_id": s if isinstance(s, str) else None} for r, s in roles.items()
         ]
         first = next(iter(roles))
         args.setdefault("metadata_json", LANE)
@@ -102,8 +102,9 @@ class Desk:
         for role, held in roles.items():
             if not isinstance(held, str):
                 owner, session = held
-                await self.call(owner, "debate_bind_role", topic_id=topic_id, role=role,
-                                session_id=session)
+                await self.call(
+                    owner, "debate_bind_role", topic_id=topic_id, role=role, session_id=session
+                )
         if state != "INIT":
             await self.call(who, "debate_state", topic_id=topic_id, role=first, new_state="ACTIVE")
         return topic_id

@@ -10,12 +10,29 @@ from agora.server.app import load_toolsets, tool_entries
 from agora.toolsets.debate.tools import HANDLERS
 
 PART_1 = {
-    "debate_session_open", "debate_session_list", "debate_init", "debate_post",
-    "debate_post_with_recipients", "debate_read", "debate_search", "debate_signal_check",
-    "debate_signal_advance", "debate_advance_watermark", "debate_state", "debate_close_topic",
-    "debate_compact", "debate_escalate", "debate_set_lane", "debate_work_queue",
-    "debate_add_role", "debate_bind_role", "debate_list_bindings", "debate_rotate_session",
-    "debate_reconcile_project", "debate_message_claim_reclaim", "debate_signal_wait",
+    "debate_session_open",
+    "debate_session_list",
+    "debate_init",
+    "debate_post",
+    "debate_post_with_recipients",
+    "debate_read",
+    "debate_search",
+    "debate_signal_check",
+    "debate_signal_advance",
+    "debate_advance_watermark",
+    "debate_state",
+    "debate_close_topic",
+    "debate_compact",
+    "debate_escalate",
+    "debate_set_lane",
+    "debate_work_queue",
+    "debate_add_role",
+    "debate_bind_role",
+    "debate_list_bindings",
+    "debate_rotate_session",
+    "debate_reconcile_project",
+    "debate_message_claim_reclaim",
+    "debate_signal_wait",
 }
 
 

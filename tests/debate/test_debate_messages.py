@@ -17,23 +17,33 @@ async def topic(desk):
 
 
 async def post(desk, who, topic, role="CONDUCTOR", kind="STATUS", body="hello", **args):
-    return await desk.call(who, "debate_post", topic_id=topic, role=role, priority="M",
-                           kind=kind, body=body, **args)
+    return await desk.call(
+        who, "debate_post", topic_id=topic, role=role, priority="M", kind=kind, body=body, **args
+    )
 
 
 async def test_post_assigns_id_and_authoritative_increasing_ts(desk, topic):
     first = await post(desk, ALICE, topic)
     second = await post(desk, ALICE, topic)
-    assert first["vehicle"] == "analysis" and first["topic_state"] == "ACTIVE"
+    assert first["vehicle"] == "analysis"
+    assert first["topic_state"] == "ACTIVE"
     assert (first["ts"], first["msg_id"]) < (second["ts"], second["msg_id"])
-    assert first["ts"].endswith("Z") and len(first["ts"]) == 27
+    assert first["ts"].endswith("Z")
+    assert len(first["ts"]) == 27
 
 
 async def test_authorship_comes_from_the_owned_binding_never_the_role_string(desk, topic):
     assert (await post(desk, BOB, topic, role="ADVOCATE"))["msg_id"]
     for who in (BOB, MALLORY, STAR, CONDUCTOR):
-        body = await desk.refused(who, "debate_post", topic_id=topic, role="CONDUCTOR",
-                                  priority="H", kind="DECISION", body="x")
+        body = await desk.refused(
+            who,
+            "debate_post",
+            topic_id=topic,
+            role="CONDUCTOR",
+            priority="H",
+            kind="DECISION",
+            body="x",
+        )
         assert body["error"] == "unknown_topic"
 
 
@@ -43,10 +53,14 @@ async def test_authorship_comes_from_the_owned_binding_never_the_role_string(des
         pytest.param({"body": ""}, "invalid_arguments", id="empty-body"),
         pytest.param({"kind": "GOSSIP"}, "invalid_arguments", id="unknown-kind"),
         pytest.param({"priority": "X"}, "invalid_arguments", id="priority"),
-        pytest.param({"reply_to": "00000000-0000-4000-8000-000000000000"}, "bad_reply_to",
-                     id="reply-target"),
-        pytest.param({"kind": "COMPACTION", "body": "nothing"}, "compaction_sections_missing",
-                     id="compaction"),
+        pytest.param(
+            {"reply_to": "00000000-0000-4000-8000-000000000000"}, "bad_reply_to", id="reply-target"
+        ),
+        pytest.param(
+            {"kind": "COMPACTION", "body": "nothing"},
+            "compaction_sections_missing",
+            id="compaction",
+        ),
         pytest.param({"kind": "STATE", "body": "ARCHIVED"}, "illegal_transition", id="state"),
         pytest.param({"kind": "WATERMARK", "body": "nope"}, "unknown_msg_id", id="watermark"),
         pytest.param({"vehicle": "boat"}, "invalid_arguments", id="vehicle"),
@@ -55,43 +69,77 @@ async def test_authorship_comes_from_the_owned_binding_never_the_role_string(des
 )
 async def test_post_rejections_preserve_nothing(desk, topic, args, code):
     before = await desk.runtime.read(
-        lambda c: c.execute("SELECT COUNT(*) FROM debate_messages").fetchone()[0])
-    base = {"topic_id": topic, "role": "CONDUCTOR", "priority": "M", "kind": "STATUS",
-            "body": "b"}
+        lambda c: c.execute("SELECT COUNT(*) FROM debate_messages").fetchone()[0]
+    )
+    base = {"topic_id": topic, "role": "CONDUCTOR", "priority": "M", "kind": "STATUS", "body": "b"}
     body = await desk.refused(ALICE, "debate_post", **{**base, **args})
     assert body["error"] == code
     after = await desk.runtime.read(
-        lambda c: c.execute("SELECT COUNT(*) FROM debate_messages").fetchone()[0])
+        lambda c: c.execute("SELECT COUNT(*) FROM debate_messages").fetchone()[0]
+    )
     assert after == before
 
 
 async def test_author_session_must_be_owned_by_the_caller(desk, topic):
     foreign = await desk.session(BOB)
-    body = await desk.refused(ALICE, "debate_post", topic_id=topic, role="CONDUCTOR",
-                              priority="M", kind="STATUS", body="x", author_session_id=foreign)
+    body = await desk.refused(
+        ALICE,
+        "debate_post",
+        topic_id=topic,
+        role="CONDUCTOR",
+        priority="M",
+        kind="STATUS",
+        body="x",
+        author_session_id=foreign,
+    )
     assert body["error"] == "unknown_topic"
     mine = await desk.session(ALICE)
     ok = await post(desk, ALICE, topic, author_session_id=mine)
     page = await desk.call(ALICE, "debate_read", topic_id=topic, role="CONDUCTOR")
     assert [m["author_session_id"] for m in page["messages"] if m["msg_id"] == ok["msg_id"]] == [
-        mine]
+        mine
+    ]
 
 
 async def test_addressed_posts_need_declared_roles_or_live_sessions(desk, topic):
-    body = await desk.refused(ALICE, "debate_post_with_recipients", topic_id=topic,
-                              role="CONDUCTOR", priority="H", kind="Q", body="?",
-                              addressed_to_csv="JUDGE")
+    body = await desk.refused(
+        ALICE,
+        "debate_post_with_recipients",
+        topic_id=topic,
+        role="CONDUCTOR",
+        priority="H",
+        kind="Q",
+        body="?",
+        addressed_to_csv="JUDGE",
+    )
     assert body["error"] == "unknown_recipient"
-    body = await desk.refused(ALICE, "debate_post_with_recipients", topic_id=topic,
-                              role="CONDUCTOR", priority="H", kind="Q", body="?",
-                              addressed_to_csv="")
+    body = await desk.refused(
+        ALICE,
+        "debate_post_with_recipients",
+        topic_id=topic,
+        role="CONDUCTOR",
+        priority="H",
+        kind="Q",
+        body="?",
+        addressed_to_csv="",
+    )
     assert body["error"] == "invalid_arguments"
-    out = await desk.call(ALICE, "debate_post_with_recipients", topic_id=topic,
-                          role="CONDUCTOR", priority="H", kind="Q", body="?",
-                          addressed_to_csv="ADVOCATE, HUMAN")
-    rows = await desk.runtime.read(lambda c: c.execute(
-        "SELECT recipient, state FROM debate_deliveries WHERE msg_id = ? ORDER BY recipient",
-        (out["msg_id"],)).fetchall())
+    out = await desk.call(
+        ALICE,
+        "debate_post_with_recipients",
+        topic_id=topic,
+        role="CONDUCTOR",
+        priority="H",
+        kind="Q",
+        body="?",
+        addressed_to_csv="ADVOCATE, HUMAN",
+    )
+    rows = await desk.runtime.read(
+        lambda c: c.execute(
+            "SELECT recipient, state FROM debate_deliveries WHERE msg_id = ? ORDER BY recipient",
+            (out["msg_id"],),
+        ).fetchall()
+    )
     assert [tuple(r) for r in rows] == [("role:ADVOCATE", "pending"), ("role:HUMAN", "pending")]
 
 
@@ -99,24 +147,36 @@ async def test_every_post_writes_a_history_event_in_its_transaction(desk, topic)
     before = len(await desk.runtime.read(lambda c: sql.history(c, topic)))
     await post(desk, ALICE, topic)
     events = await desk.runtime.read(lambda c: sql.history(c, topic))
-    assert len(events) == before + 1 and events[-1]["event"] == "message_posted"
+    assert len(events) == before + 1
+    assert events[-1]["event"] == "message_posted"
 
 
 async def test_read_pages_with_compound_cursor_filters_and_truncation(desk, topic):
     ids = [(await post(desk, ALICE, topic, body=f"m{i}"))["msg_id"] for i in range(5)]
     page = await desk.call(BOB, "debate_read", topic_id=topic, role="ADVOCATE", limit=2)
-    assert page["truncated"] and page["count"] == 2
+    assert page["truncated"]
+    assert page["count"] == 2
     assert page["next_msg_id_cursor"] == page["last_msg_id_returned"]
-    rest = await desk.call(BOB, "debate_read", topic_id=topic, role="ADVOCATE",
-                           since_msg_id=page["next_msg_id_cursor"])
+    rest = await desk.call(
+        BOB, "debate_read", topic_id=topic, role="ADVOCATE", since_msg_id=page["next_msg_id_cursor"]
+    )
     got = [m["msg_id"] for m in page["messages"] + rest["messages"] if m["kind"] == "STATUS"]
-    assert got == ids and not rest["truncated"] and rest["next_msg_id_cursor"] is None
-    only = await desk.call(BOB, "debate_read", topic_id=topic, role="ADVOCATE",
-                           kind_filter_csv="STATE")
+    assert got == ids
+    assert not rest["truncated"]
+    assert rest["next_msg_id_cursor"] is None
+    only = await desk.call(
+        BOB, "debate_read", topic_id=topic, role="ADVOCATE", kind_filter_csv="STATE"
+    )
     assert [m["kind"] for m in only["messages"]] == ["STATE"]
-    unknown = await desk.refused(BOB, "debate_read", topic_id=topic, role="ADVOCATE",
-                                 since_msg_id="00000000-0000-4000-8000-000000000000")
-    assert unknown["error"] == "unknown_cursor" and "m1" not in str(unknown)
+    unknown = await desk.refused(
+        BOB,
+        "debate_read",
+        topic_id=topic,
+        role="ADVOCATE",
+        since_msg_id="00000000-0000-4000-8000-000000000000",
+    )
+    assert unknown["error"] == "unknown_cursor"
+    assert "m1" not in str(unknown)
 
 
 async def test_read_never_moves_a_cursor(desk, topic):
@@ -128,12 +188,18 @@ async def test_read_never_moves_a_cursor(desk, topic):
 
 async def test_read_since_latest_compaction_resumes_at_the_snapshot(desk, topic):
     await post(desk, ALICE, topic, body="old")
-    snap = await desk.call(ALICE, "debate_compact", topic_id=topic, role="CONDUCTOR",
-                           body="OBSERVE a ORIENT b DECIDE c ACT d",
-                           since_ts="2026-11-30T00:00Z")
+    snap = await desk.call(
+        ALICE,
+        "debate_compact",
+        topic_id=topic,
+        role="CONDUCTOR",
+        body="OBSERVE a ORIENT b DECIDE c ACT d",
+        since_ts="2026-11-30T00:00Z",
+    )
     tail = await post(desk, ALICE, topic, body="new")
-    page = await desk.call(BOB, "debate_read", topic_id=topic, role="ADVOCATE",
-                           since_latest_compaction=True)
+    page = await desk.call(
+        BOB, "debate_read", topic_id=topic, role="ADVOCATE", since_latest_compaction=True
+    )
     assert page["bootstrap_compaction_msg_id"] == snap["msg_id"]
     assert [m["msg_id"] for m in page["messages"]] == [snap["msg_id"], tail["msg_id"]]
     assert page["messages"][0]["body"].startswith("[COMPACTION since_ts=2026-11-30T00:00:00")
@@ -144,12 +210,15 @@ async def test_search_is_literal_casefolded_newest_first(desk, topic):
     await post(desk, ALICE, topic, body="use 1000 muslXbuilds")
     await post(desk, ALICE, topic, body="USE 100% MUSL_BUILDS again")
     hits = await desk.call(BOB, "debate_search", topic_id=topic, query="100% musl_b")
-    assert [m["body"] for m in hits["messages"]] == ["USE 100% MUSL_BUILDS again",
-                                                     "Use 100% musl_builds"]
+    assert [m["body"] for m in hits["messages"]] == [
+        "USE 100% MUSL_BUILDS again",
+        "Use 100% musl_builds",
+    ]
     short = await desk.call(BOB, "debate_search", topic_id=topic, query="%")
     assert short["count"] == 2
     one = await desk.call(BOB, "debate_search", topic_id=topic, query="use", limit=0)
-    assert one["count"] == 1 and one["limit"] == 1
+    assert one["count"] == 1
+    assert one["limit"] == 1
 
 
 async def test_conductor_and_star_read_without_participating(desk, topic):

@@ -24,13 +24,21 @@ async def test_session_open_mints_caller_owned_sessions_listed_newest_first(desk
 async def test_init_seeds_bindings_atomically_and_mints_omitted_sessions(desk):
     mine = await desk.session(ALICE)
     roles = [{"role": "CONDUCTOR", "session_id": mine}, {"role": "ADVOCATE"}]
-    out = await desk.call(ALICE, "debate_init", title="Musl-first packaging",
-                          created_by_role="CONDUCTOR", roles_json=json.dumps(roles),
-                          metadata_json=LANE)
-    assert out["state"] == "INIT" and out["archived_at"] is None
-    assert out["roles"] == ["CONDUCTOR", "ADVOCATE"] and out["project"] == "ops"
+    out = await desk.call(
+        ALICE,
+        "debate_init",
+        title="Musl-first packaging",
+        created_by_role="CONDUCTOR",
+        roles_json=json.dumps(roles),
+        metadata_json=LANE,
+    )
+    assert out["state"] == "INIT"
+    assert out["archived_at"] is None
+    assert out["roles"] == ["CONDUCTOR", "ADVOCATE"]
+    assert out["project"] == "ops"
     seeded = {b["role"]: b for b in out["seeded_bindings"]}
-    assert seeded["CONDUCTOR"]["session_id"] == mine and not seeded["CONDUCTOR"]["minted"]
+    assert seeded["CONDUCTOR"]["session_id"] == mine
+    assert not seeded["CONDUCTOR"]["minted"]
     assert seeded["ADVOCATE"]["minted"]
     sessions = await desk.call(ALICE, "debate_session_list")
     owned = {s["session_id"] for s in sessions["sessions"]}
@@ -50,20 +58,26 @@ async def test_init_repeat_with_identical_shape_returns_the_topic(desk):
 async def test_init_repeat_with_a_differing_shape_is_rejected(desk):
     args = {"title": "t", "created_by_role": "CONDUCTOR", "metadata_json": LANE}
     out = await desk.call(ALICE, "debate_init", **args)
-    body = await desk.refused(ALICE, "debate_init", **{**args, "title": "other"},
-                              topic_id=out["topic_id"])
+    body = await desk.refused(
+        ALICE, "debate_init", **{**args, "title": "other"}, topic_id=out["topic_id"]
+    )
     assert body["error"] == "init_conflict"
 
 
 async def test_init_requires_a_priority_lane_with_reason(desk):
-    for metadata in ("{}", '{"priority_lane": "P2"}', '{"priority_lane": "P9", '
-                     '"priority_reason": "x"}'):
-        body = await desk.refused(ALICE, "debate_init", title="t", created_by_role="CONDUCTOR",
-                                  metadata_json=metadata)
+    for metadata in (
+        "{}",
+        '{"priority_lane": "P2"}',
+        '{"priority_lane": "P9", "priority_reason": "x"}',
+    ):
+        body = await desk.refused(
+            ALICE, "debate_init", title="t", created_by_role="CONDUCTOR", metadata_json=metadata
+        )
         assert body["error"] in ("priority_lane_required", "invalid_lane")
     nested = '{"conductor_priority": {"lane": "p1", "reason": "outage"}}'
-    out = await desk.call(ALICE, "debate_init", title="t", created_by_role="CONDUCTOR",
-                          metadata_json=nested)
+    out = await desk.call(
+        ALICE, "debate_init", title="t", created_by_role="CONDUCTOR", metadata_json=nested
+    )
     assert out["metadata"]["conductor_priority"]["lane"] == "P1"
 
 
@@ -74,19 +88,34 @@ async def test_init_requires_a_priority_lane_with_reason(desk):
         pytest.param({"created_by_role": "lower"}, "invalid_arguments", id="role-shape"),
         pytest.param({"bogus": 1}, "invalid_arguments", id="unknown-argument"),
         pytest.param({"topic_id": "not-a-uuid"}, "invalid_arguments", id="topic-id"),
-        pytest.param({"max_rounds": 11, "protocol_version": "debate/v1"}, "invalid_arguments",
-                     id="round-bound"),
-        pytest.param({"phase_timeout_seconds": 29, "protocol_version": "debate/v1"},
-                     "invalid_arguments", id="timeout-floor"),
+        pytest.param(
+            {"max_rounds": 11, "protocol_version": "debate/v1"},
+            "invalid_arguments",
+            id="round-bound",
+        ),
+        pytest.param(
+            {"phase_timeout_seconds": 29, "protocol_version": "debate/v1"},
+            "invalid_arguments",
+            id="timeout-floor",
+        ),
         pytest.param({"protocol_version": "debate/v2"}, "invalid_arguments", id="protocol"),
-        pytest.param({"protocol_version": "debate/v1", "blind_roles_csv": "CONDUCTOR"},
-                     "invalid_blind_roles", id="one-blind-role"),
+        pytest.param(
+            {"protocol_version": "debate/v1", "blind_roles_csv": "CONDUCTOR"},
+            "invalid_blind_roles",
+            id="one-blind-role",
+        ),
         pytest.param({"max_rounds": 3}, "protocol_fields_require_debate_v1", id="v1-field"),
         pytest.param({"resolve_by": "2026-13-40T00:00Z"}, "invalid_timestamp", id="deadline"),
-        pytest.param({"roles_json": '[{"role": "EXECUTOR"}]', "created_by_role": "EXECUTOR"},
-                     "executor_role_not_numbered", id="executor"),
-        pytest.param({"roles_json": '[{"role": "A1"}, {"role": "A1"}]',
-                      "created_by_role": "A1"}, "invalid_roles", id="duplicate-role"),
+        pytest.param(
+            {"roles_json": '[{"role": "EXECUTOR"}]', "created_by_role": "EXECUTOR"},
+            "executor_role_not_numbered",
+            id="executor",
+        ),
+        pytest.param(
+            {"roles_json": '[{"role": "A1"}, {"role": "A1"}]', "created_by_role": "A1"},
+            "invalid_roles",
+            id="duplicate-role",
+        ),
         pytest.param({"roles_json": "{}"}, "invalid_roles", id="roles-not-array"),
         pytest.param({"project": "elsewhere"}, "project_out_of_scope", id="project-scope"),
         pytest.param({"project": "*"}, "invalid_project", id="wildcard"),
@@ -106,8 +135,14 @@ async def test_init_never_takes_over_a_foreign_session(desk):
     foreign = await desk.session(BOB)
     roles = json.dumps([{"role": "CONDUCTOR", "session_id": foreign}])
     for who in (ALICE, STAR, CONDUCTOR):
-        body = await desk.refused(who, "debate_init", title="t", created_by_role="CONDUCTOR",
-                                  roles_json=roles, metadata_json=LANE)
+        body = await desk.refused(
+            who,
+            "debate_init",
+            title="t",
+            created_by_role="CONDUCTOR",
+            roles_json=roles,
+            metadata_json=LANE,
+        )
         assert body["error"] == "unknown_topic"
 
 

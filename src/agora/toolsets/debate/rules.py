@@ -37,6 +37,9 @@ SIGNAL_LIMIT, SIGNAL_MAX = 200, 1000
 SEARCH_LIMIT, SEARCH_MAX = 50, 200
 #: A cursor before every message: compound (ts, msg_id) comparisons start here.
 START: Final = ("", "")
+#: Sorts after every msg_id: ``(ts, AFTER_ALL_IDS)`` is a cursor past everything at ``ts``
+#: (``since_ts`` is exclusive; message timestamps are unique within a topic).
+AFTER_ALL_IDS: Final = "~"
 
 
 class DebateError(ValueError):

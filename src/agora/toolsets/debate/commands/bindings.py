@@ -396,7 +396,9 @@ def rotate_session(topic: Topic, cmd: RotateSession, now: Now) -> Effects:
     if any(owners.get(s) != cmd.caller.name for s in (cmd.old_session_id, cmd.new_session_id)):
         raise access.denied()
     current = topic.active(cmd.role)
-    if current is None or current.session_id != cmd.old_session_id:
+    if current is None or current.owner != cmd.caller.name:
+        raise access.denied()
+    if current.session_id != cmd.old_session_id:
         raise reject("inactive_predecessor", "old_session_id does not hold the role actively")
     if cmd.old_session_id == cmd.new_session_id:
         raise reject("same_session", "old and new sessions are the same")

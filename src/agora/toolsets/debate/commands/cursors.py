@@ -20,7 +20,7 @@ from agora.toolsets.debate import sql
 from agora.toolsets.debate.access import Caller
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Claim, Cursor
-from agora.toolsets.debate.rules import PRIORITY_RANK, START, normalise_ts, reject
+from agora.toolsets.debate.rules import AFTER_ALL_IDS, PRIORITY_RANK, START, normalise_ts, reject
 
 if TYPE_CHECKING:
     from agora.runtime.clock import Now
@@ -91,7 +91,7 @@ def _start(topic: Topic, cmd: CheckInbox) -> tuple[str, str]:
             raise reject("unknown_cursor", "since_msg_id names no message of this topic")
         return meta.cursor
     if cmd.since_ts is not None:
-        return (normalise_ts(cmd.since_ts), "")
+        return (normalise_ts(cmd.since_ts), AFTER_ALL_IDS)
     cursor = data.cursors.get((cmd.role, cmd.session_id))
     position = cursor.position if cursor is not None else START
     return max(position, data.watermarks.get(cmd.role, START))

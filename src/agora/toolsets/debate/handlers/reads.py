@@ -13,6 +13,7 @@ from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.handlers.common import caller, checked, opt
 from agora.toolsets.debate.replies import message
 from agora.toolsets.debate.rules import (
+    AFTER_ALL_IDS,
     READ_LIMIT,
     READ_MAX,
     SEARCH_LIMIT,
@@ -58,7 +59,7 @@ async def debate_read(call: ToolCall) -> dict[str, Any]:
             if after is None:
                 raise reject("unknown_cursor", "since_msg_id names no message of this topic")
         elif since_ts is not None:
-            after = (since_ts, "")
+            after = (since_ts, AFTER_ALL_IDS)
         elif args.get("since_latest_compaction") and (
             snap := sql.latest_of_kind(conn, topic_id, "COMPACTION")
         ):

@@ -110,9 +110,7 @@ def _init_command(call: ToolCall) -> tuple[InitTopic, list[str]]:
         sort_keys=True,
     )
     named = [s for _, s in roster if s]
-    entries = tuple(
-        (role, "" if s is None else s or new_id(), s == "") for role, s in roster
-    )
+    entries = tuple((role, "" if s is None else s or new_id(), s == "") for role, s in roster)
     command = InitTopic(
         who,
         args["title"],

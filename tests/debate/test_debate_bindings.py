@@ -1,0 +1,297 @@
+"""debate_add_role, debate_bind_role, debate_rotate_session and debate_list_bindings."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import BOB, CAROL, CONDUCTOR, STAR
+
+from agora.toolsets.debate import sql
+
+
+@pytest.fixture
+async def room(desk):
+    """CONDUCTOR held by cora (a conductor principal), ADVOCATE by bob."""
+    c, b = await desk.session(CONDUCTOR), await desk.session(BOB)
+    topic = await desk.topic(CONDUCTOR, {"CONDUCTOR": c, "ADVOCATE": (BOB, b)})
+    return {"topic": topic, "c": c, "b": b}
+
+
+async def decision(desk, room):
+    return (
+        await desk.call(
+            CONDUCTOR,
+            "debate_post",
+            topic_id=room["topic"],
+            role="CONDUCTOR",
+            priority="H",
+            kind="DECISION",
+            body="rebind",
+        )
+    )["msg_id"]
+
+
+async def test_add_role_needs_conductor_or_star_and_an_owned_session(desk, room):
+    mine = await desk.session(CONDUCTOR)
+    out = await desk.call(
+        CONDUCTOR, "debate_add_role", topic_id=room["topic"], role="EXECUTOR_1", session_id=mine
+    )
+    assert out["added_role"]
+    assert out["generation"] == 1
+    assert out["state"] == "active"
+    replay = await desk.call(
+        CONDUCTOR, "debate_add_role", topic_id=room["topic"], role="EXECUTOR_1", session_id=mine
+    )
+    assert replay["added_role"] is False
+    assert replay["generation"] == 1
+    bob = await desk.session(BOB)
+    for who, session in ((BOB, bob), (CONDUCTOR, bob), (STAR, bob)):
+        body = await desk.refused(
+            who, "debate_add_role", topic_id=room["topic"], role="EXECUTOR_2", session_id=session
+        )
+        assert body["error"] == "unknown_topic"
+    body = await desk.refused(
+        CONDUCTOR, "debate_add_role", topic_id=room["topic"], role="EXECUTOR", session_id=mine
+    )
+    assert body["error"] == "executor_role_not_numbered"
+
+
+async def test_bind_role_takeover_is_denied_without_a_valid_override(desk, room):
+    carol = await desk.session(CAROL)
+    body = await desk.refused(
+        CAROL, "debate_bind_role", topic_id=room["topic"], role="ADVOCATE", session_id=carol
+    )
+    assert body["error"] == "unknown_topic"
+    mine = await desk.session(CONDUCTOR)
+    body = await desk.refused(
+        CONDUCTOR, "debate_bind_role", topic_id=room["topic"], role="ADVOCATE", session_id=mine
+    )
+    assert body["error"] == "unknown_topic"
+    body = await desk.refused(
+        CONDUCTOR,
+        "debate_bind_role",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        session_id=mine,
+        replace_active=True,
+        conductor_override_msg_id="00000000-0000-4000-8000-000000000000",
+    )
+    assert body["error"] == "invalid_override"
+    sanction = await decision(desk, room)
+    out = await desk.call(
+        CONDUCTOR,
+        "debate_bind_role",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        session_id=mine,
+        replace_active=True,
+        conductor_override_msg_id=sanction,
+    )
+    assert out["generation"] == 2
+    assert out["retired_sessions"] == 1
+
+
+async def test_single_active_owner_and_replace_active_swap(desk, room):
+    other = await desk.session(BOB)
+    body = await desk.refused(
+        BOB, "debate_bind_role", topic_id=room["topic"], role="ADVOCATE", session_id=other
+    )
+    assert body["error"] == "duplicate_active"
+    out = await desk.call(
+        BOB,
+        "debate_bind_role",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        session_id=other,
+        replace_active=True,
+    )
+    assert out["session_id"] == other
+    assert out["retired_sessions"] == 1
+    group = await desk.runtime.read(lambda c: sql.bindings(c, room["topic"]))
+    assert [(b.generation, b.state) for b in group if b.role == "ADVOCATE"] == [
+        (1, "retired"),
+        (2, "active"),
+    ]
+    assert await desk.call(
+        BOB,
+        "debate_post",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        priority="M",
+        kind="STATUS",
+        body="x",
+        author_session_id=other,
+    )
+
+
+async def test_bind_state_empty_fails_validation(desk, room):
+    body = await desk.refused(
+        BOB,
+        "debate_bind_role",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        session_id=room["b"],
+        state="",
+    )
+    assert body["error"] == "invalid_arguments"
+
+
+async def test_retired_bindings_stay_as_history_and_grant_nothing(desk, room):
+    out = await desk.call(
+        BOB,
+        "debate_bind_role",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        session_id=room["b"],
+        state="retired",
+    )
+    assert out["state"] == "retired"
+    body = await desk.refused(
+        BOB,
+        "debate_post",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        priority="M",
+        kind="STATUS",
+        body="x",
+    )
+    assert body["error"] == "unknown_topic"
+    listed = await desk.call(CONDUCTOR, "debate_list_bindings", topic_id=room["topic"])
+    assert [(b["role"], b["state"]) for b in listed["bindings"]] == [
+        ("ADVOCATE", "retired"),
+        ("CONDUCTOR", "active"),
+    ]
+
+
+async def test_list_bindings_shows_session_ids_only_to_owner_or_star(desk, room):
+    mine = await desk.call(BOB, "debate_list_bindings", topic_id=room["topic"])
+    shown = {b["role"]: b["session_id"] for b in mine["bindings"]}
+    assert shown == {"ADVOCATE": room["b"], "CONDUCTOR": None}
+    star = await desk.call(STAR, "debate_list_bindings", topic_id=room["topic"])
+    assert {b["role"]: b["session_id"] for b in star["bindings"]} == {
+        "ADVOCATE": room["b"],
+        "CONDUCTOR": room["c"],
+    }
+    strip = [{k: v for k, v in b.items() if k != "session_id"} for b in mine["bindings"]]
+    assert strip == [{k: v for k, v in b.items() if k != "session_id"} for b in star["bindings"]]
+
+
+async def test_rotate_copy_carries_the_cursor_and_both_sides_must_be_owned(desk, room):
+    sent = await desk.call(
+        CONDUCTOR,
+        "debate_post_with_recipients",
+        topic_id=room["topic"],
+        role="CONDUCTOR",
+        priority="M",
+        kind="STATUS",
+        body="one",
+        addressed_to_csv="ADVOCATE",
+    )
+    await desk.call(
+        BOB,
+        "debate_signal_advance",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        session_id=room["b"],
+        last_processed_msg_id=sent["msg_id"],
+    )
+    later = await desk.call(
+        CONDUCTOR,
+        "debate_post_with_recipients",
+        topic_id=room["topic"],
+        role="CONDUCTOR",
+        priority="M",
+        kind="STATUS",
+        body="two",
+        addressed_to_csv="ADVOCATE",
+    )
+    new = await desk.session(BOB)
+    foreign = await desk.session(CAROL)
+    body = await desk.refused(
+        BOB,
+        "debate_rotate_session",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        old_session_id=room["b"],
+        new_session_id=foreign,
+        cursor_mode="copy",
+    )
+    assert body["error"] == "unknown_topic"
+    out = await desk.call(
+        BOB,
+        "debate_rotate_session",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        old_session_id=room["b"],
+        new_session_id=new,
+        cursor_mode="copy",
+    )
+    assert out["cursor_source"] == "primary"
+    assert out["warning"] is None
+    inbox = await desk.call(
+        BOB, "debate_signal_check", topic_id=room["topic"], role="ADVOCATE", session_id=new
+    )
+    assert [m["msg_id"] for m in inbox["pending"]] == [later["msg_id"]]
+    body = await desk.refused(
+        BOB,
+        "debate_rotate_session",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        old_session_id=room["b"],
+        new_session_id=new,
+        cursor_mode="head",
+    )
+    assert body["error"] == "inactive_predecessor"
+
+
+async def test_rotate_modes_head_replay_and_missing_copy_source(desk, room):
+    sent = await desk.call(
+        CONDUCTOR,
+        "debate_post_with_recipients",
+        topic_id=room["topic"],
+        role="CONDUCTOR",
+        priority="M",
+        kind="STATUS",
+        body="one",
+        addressed_to_csv="ADVOCATE",
+    )
+    second, third, fourth = [await desk.session(BOB) for _ in range(3)]
+    copy = await desk.call(
+        BOB,
+        "debate_rotate_session",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        old_session_id=room["b"],
+        new_session_id=second,
+        cursor_mode="copy",
+    )
+    assert copy["warning"] == "copy_source_cursor_missing"
+    assert copy["cursor_source"] is None
+    head = await desk.call(
+        BOB,
+        "debate_rotate_session",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        old_session_id=second,
+        new_session_id=third,
+        cursor_mode="head",
+    )
+    assert head["generation"] == 3
+    inbox = await desk.call(
+        BOB, "debate_signal_check", topic_id=room["topic"], role="ADVOCATE", session_id=third
+    )
+    assert inbox["count"] == 0
+    await desk.call(
+        BOB,
+        "debate_rotate_session",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        old_session_id=third,
+        new_session_id=fourth,
+        cursor_mode="replay",
+    )
+    inbox = await desk.call(
+        BOB, "debate_signal_check", topic_id=room["topic"], role="ADVOCATE", session_id=fourth
+    )
+    assert [m["msg_id"] for m in inbox["pending"]] == [sent["msg_id"]]
+    cursors = await desk.runtime.read(lambda c: sql.cursors(c, room["topic"]))
+    assert cursors[("ADVOCATE", third)].superseded

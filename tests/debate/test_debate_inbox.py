@@ -1,0 +1,289 @@
+"""Addressed delivery: debate_signal_check, debate_signal_advance, debate_advance_watermark
+and debate_signal_wait (push wake-up)."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+from conftest import ALICE, BOB, CAROL, STAR
+
+from agora.toolsets.debate import sql
+
+
+@pytest.fixture
+async def room(desk):
+    """CONDUCTOR (alice), ADVOCATE (bob), CRITIC (carol) on one ACTIVE topic."""
+    a, b, c = await desk.session(ALICE), await desk.session(BOB), await desk.session(CAROL)
+    topic = await desk.topic(ALICE, {"CONDUCTOR": a, "ADVOCATE": (BOB, b), "CRITIC": (CAROL, c)})
+    return {"topic": topic, "a": a, "b": b, "c": c}
+
+
+async def say(desk, room, to, body="x", kind="STATUS", priority="M", **args):
+    return await desk.call(
+        ALICE,
+        "debate_post_with_recipients",
+        topic_id=room["topic"],
+        role="CONDUCTOR",
+        priority=priority,
+        kind=kind,
+        body=body,
+        addressed_to_csv=to,
+        **args,
+    )
+
+
+async def check(desk, room, who=BOB, role="ADVOCATE", session="b", **args):
+    return await desk.call(
+        who,
+        "debate_signal_check",
+        topic_id=room["topic"],
+        role=role,
+        session_id=room[session],
+        **args,
+    )
+
+
+async def test_check_returns_only_messages_addressed_to_the_role_or_session(desk, room):
+    to_role = await say(desk, room, "ADVOCATE", "for the role")
+    await say(desk, room, "CRITIC", "not for bob")
+    await desk.call(
+        ALICE,
+        "debate_post",
+        topic_id=room["topic"],
+        role="CONDUCTOR",
+        priority="H",
+        kind="STATUS",
+        body="broadcast",
+    )
+    to_session = await say(desk, room, room["b"], "for the session", priority="H")
+    inbox = await check(desk, room)
+    assert [m["msg_id"] for m in inbox["pending"]] == [to_role["msg_id"], to_session["msg_id"]]
+    assert inbox["max_priority"] == "H"
+    assert not inbox["truncated"]
+    assert inbox["next_cursor"] == {"ts": to_session["ts"], "msg_id": to_session["msg_id"]}
+
+
+async def test_empty_inbox_answers_zero_counts_and_null_cursor(desk, room):
+    inbox = await check(desk, room)
+    assert inbox["count"] == 0
+    assert inbox["next_cursor"] is None
+    assert inbox["max_priority"] is None
+
+
+async def test_check_persists_progress_but_never_moves_the_cursor(desk, room):
+    sent = await say(desk, room, "ADVOCATE")
+    await check(desk, room)
+    again = await check(desk, room)
+    assert [m["msg_id"] for m in again["pending"]] == [sent["msg_id"]]
+    cursors = await desk.runtime.read(lambda c: sql.cursors(c, room["topic"]))
+    cursor = cursors[("ADVOCATE", room["b"])]
+    assert cursor.msg_id is None
+    assert cursor.last_check_at is not None
+    rows = await desk.runtime.read(
+        lambda c: c.execute(
+            "SELECT state FROM debate_deliveries WHERE msg_id = ?", (sent["msg_id"],)
+        ).fetchall()
+    )
+    assert [r[0] for r in rows] == ["delivered"]
+
+
+async def test_cursor_precedence_explicit_id_then_ts_then_persisted(desk, room):
+    first = await say(desk, room, "ADVOCATE", "one")
+    second = await say(desk, room, "ADVOCATE", "two")
+    assert [
+        m["body"]
+        for m in (
+            await check(desk, room, since_msg_id=first["msg_id"], since_ts="2000-01-01T00:00Z")
+        )["pending"]
+    ] == ["two"]
+    assert (await check(desk, room, since_ts=second["ts"]))["count"] == 0
+    await desk.call(
+        BOB,
+        "debate_signal_advance",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        session_id=room["b"],
+        last_processed_msg_id=first["msg_id"],
+    )
+    assert [m["body"] for m in (await check(desk, room))["pending"]] == ["two"]
+
+
+async def test_check_limit_defaults_and_caps_with_truncation(desk, room):
+    for i in range(3):
+        await say(desk, room, "ADVOCATE", f"m{i}")
+    page = await check(desk, room, limit=2)
+    assert page["count"] == 2
+    assert page["truncated"]
+    assert page["limit"] == 2
+    assert (await check(desk, room, limit=0))["limit"] == 1
+    assert (await check(desk, room))["limit"] == 200
+    assert (await check(desk, room, limit=5000))["limit"] == 1000
+
+
+async def test_advance_is_monotonic_and_only_to_addressed_messages(desk, room):
+    mine = await say(desk, room, "ADVOCATE")
+    other = await say(desk, room, "CRITIC")
+    args = {"topic_id": room["topic"], "role": "ADVOCATE", "session_id": room["b"]}
+    body = await desk.refused(
+        BOB, "debate_signal_advance", last_processed_msg_id=other["msg_id"], **args
+    )
+    assert body["error"] == "target_not_addressed"
+    out = await desk.call(
+        BOB, "debate_signal_advance", last_processed_msg_id=mine["msg_id"], **args
+    )
+    assert out["last_processed_ts"] == mine["ts"]
+    assert out["worker_claim"] is None
+    body = await desk.refused(
+        BOB, "debate_signal_advance", last_processed_msg_id=mine["msg_id"], **args
+    )
+    assert body["error"] == "regressive_cursor"
+    unknown = await desk.refused(
+        BOB,
+        "debate_signal_advance",
+        last_processed_msg_id="00000000-0000-4000-8000-000000000000",
+        **args,
+    )
+    assert unknown["error"] == "unknown_msg_id"
+    rows = await desk.runtime.read(
+        lambda c: c.execute(
+            "SELECT recipient, state FROM debate_deliveries WHERE msg_id IN (?, ?) ORDER BY 1",
+            (mine["msg_id"], other["msg_id"]),
+        ).fetchall()
+    )
+    assert [tuple(r) for r in rows] == [("role:ADVOCATE", "done"), ("role:CRITIC", "pending")]
+
+
+async def test_signal_paths_need_the_callers_own_session_on_the_role(desk, room):
+    await say(desk, room, "ADVOCATE")
+    for who, session in ((CAROL, "b"), (BOB, "c"), (STAR, "b")):
+        body = await desk.refused(
+            who,
+            "debate_signal_check",
+            topic_id=room["topic"],
+            role="ADVOCATE",
+            session_id=room[session],
+        )
+        assert body["error"] == "unknown_topic"
+
+
+async def test_watermark_posts_the_marker_and_heals_the_primary_cursor(desk, room):
+    first = await say(desk, room, "ADVOCATE", "one")
+    await say(desk, room, "ADVOCATE", "two")
+    marker = await desk.call(
+        BOB,
+        "debate_advance_watermark",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        processed_up_to_msg_id=first["msg_id"],
+    )
+    page = await desk.call(
+        BOB, "debate_read", topic_id=room["topic"], role="CRITIC", kind_filter_csv="WATERMARK"
+    )
+    [msg] = page["messages"]
+    assert msg["msg_id"] == marker["msg_id"]
+    assert msg["body"] == first["msg_id"]
+    assert msg["priority"] == "INFO"
+    assert msg["recipients"] == []
+    assert [m["body"] for m in (await check(desk, room))["pending"]] == ["two"]
+    body = await desk.refused(
+        STAR,
+        "debate_advance_watermark",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        processed_up_to_msg_id=first["msg_id"],
+    )
+    assert body["error"] == "unknown_topic"
+    body = await desk.refused(
+        BOB,
+        "debate_advance_watermark",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        processed_up_to_msg_id="00000000-0000-4000-8000-000000000000",
+    )
+    assert body["error"] == "unknown_msg_id"
+
+
+async def test_one_shot_decision_is_claimed_by_its_first_check(desk, room):
+    decision = await say(desk, room, "ADVOCATE", "ship it", kind="DECISION", standing=False)
+    await check(desk, room)
+    await check(desk, room)
+    claims = await desk.runtime.read(lambda c: sql.claims(c, room["topic"]))
+    assert [(c.msg_id, c.state, c.session_id) for c in claims] == [
+        (decision["msg_id"], "active", room["b"])
+    ]
+
+
+async def test_wait_answers_when_an_addressed_message_commits(desk, room, autojump_clock):
+    async def later():
+        await trio.sleep(3)
+        await say(desk, room, "CRITIC", "not mine")
+        await trio.sleep(2)
+        await say(desk, room, "ADVOCATE", "mine")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(later)
+        with trio.fail_after(60):
+            start = trio.current_time()
+            out = await desk.call(
+                BOB,
+                "debate_signal_wait",
+                topic_id=room["topic"],
+                role="ADVOCATE",
+                session_id=room["b"],
+                timeout_ms=30_000,
+            )
+    assert trio.current_time() - start == pytest.approx(5)
+    assert [m["body"] for m in out["pending"]] == ["mine"]
+
+
+async def test_wait_times_out_with_an_empty_inbox_and_the_topic_stays_usable(
+    desk, room, autojump_clock
+):
+    with trio.fail_after(60):
+        start = trio.current_time()
+        out = await desk.call(
+            BOB,
+            "debate_signal_wait",
+            topic_id=room["topic"],
+            role="ADVOCATE",
+            session_id=room["b"],
+            timeout_ms=1000,
+        )
+    assert trio.current_time() - start == pytest.approx(1)
+    assert out["count"] == 0
+    await say(desk, room, "ADVOCATE")
+    assert (await check(desk, room))["count"] == 1
+
+
+async def test_wait_answers_at_once_on_shutdown(desk, room, autojump_clock):
+    async def stop():
+        await trio.sleep(2)
+        desk.runtime.begin_shutdown()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(stop)
+        with trio.fail_after(60):
+            start = trio.current_time()
+            out = await desk.call(
+                BOB,
+                "debate_signal_wait",
+                topic_id=room["topic"],
+                role="ADVOCATE",
+                session_id=room["b"],
+                timeout_ms=55_000,
+            )
+    assert trio.current_time() - start == pytest.approx(2)
+    assert out["count"] == 0
+
+
+async def test_wait_rejects_timeouts_out_of_range(desk, room, autojump_clock):
+    for timeout in (999, 55_001):
+        body = await desk.refused(
+            BOB,
+            "debate_signal_wait",
+            topic_id=room["topic"],
+            role="ADVOCATE",
+            session_id=room["b"],
+            timeout_ms=timeout,
+        )
+        assert body["error"] == "invalid_arguments"

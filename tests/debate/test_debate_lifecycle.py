@@ -1,0 +1,329 @@
+"""debate_state / debate_close_topic, debate_compact, debate_escalate, debate_set_lane,
+debate_reconcile_project and debate_message_claim_reclaim."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ALICE, BOB, CONDUCTOR, STAR
+
+from agora.toolsets.debate import sql
+from agora.toolsets.debate.model import Binding, TopicRow
+from agora.toolsets.debate.rules import SENTINEL_PROJECT
+
+
+@pytest.fixture
+async def room(desk):
+    a, b, h = await desk.session(ALICE), await desk.session(BOB), await desk.session(ALICE)
+    topic = await desk.topic(ALICE, {"CONDUCTOR": a, "ADVOCATE": (BOB, b), "HUMAN": h})
+    return {"topic": topic, "a": a, "b": b, "h": h}
+
+
+async def move(desk, room, state, who=ALICE, role="CONDUCTOR", tool="debate_state", **args):
+    return await desk.call(who, tool, topic_id=room["topic"], role=role, new_state=state, **args)
+
+
+async def ask(desk, room):
+    return await desk.call(
+        BOB,
+        "debate_post",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        priority="H",
+        kind="Q",
+        body="why?",
+    )
+
+
+async def bindings(desk, room):
+    return {
+        (b.role, b.generation): b.state
+        for b in await desk.runtime.read(lambda c: sql.bindings(c, room["topic"]))
+    }
+
+
+async def test_forward_moves_only(desk, room):
+    for state in ("INIT", "ACTIVE", "ARCHIVED"):
+        body = await desk.refused(
+            ALICE, "debate_state", topic_id=room["topic"], role="CONDUCTOR", new_state=state
+        )
+        assert body["error"] == "illegal_transition"
+
+
+async def test_resolved_is_blocked_by_open_questions_with_the_list(desk, room):
+    q = await ask(desk, room)
+    body = await desk.refused(
+        ALICE, "debate_state", topic_id=room["topic"], role="CONDUCTOR", new_state="RESOLVED"
+    )
+    assert body["error"] == "open_questions"
+    assert body["old_state"] == body["new_state"] == "ACTIVE"
+    assert [b["msg_id"] for b in body["blocking_questions"]] == [q["msg_id"]]
+    assert (
+        await desk.call(
+            BOB, "debate_read", topic_id=room["topic"], role="ADVOCATE", kind_filter_csv="STATE"
+        )
+    )["count"] == 1
+
+
+async def test_deferred_reply_counts_as_resolution(desk, room):
+    q = await ask(desk, room)
+    await desk.call(
+        ALICE,
+        "debate_post",
+        topic_id=room["topic"],
+        role="CONDUCTOR",
+        priority="M",
+        kind="STATUS",
+        body="[DEFERRED: next sprint]",
+        reply_to=q["msg_id"],
+    )
+    out = await move(desk, room, "RESOLVED", reason="done")
+    assert out["new_state"] == "RESOLVED"
+    assert out["body"] == "RESOLVED [reason: done]"
+
+
+async def test_resolved_retires_active_bindings_archived_also_diagnostic(desk, room):
+    diag = await desk.session(BOB)
+    await desk.call(
+        BOB,
+        "debate_bind_role",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        session_id=diag,
+        state="diagnostic",
+    )
+    out = await move(desk, room, "RESOLVED")
+    assert out["retired_bindings"] == 3
+    assert out["transition_msg_id"]
+    states = await bindings(desk, room)
+    assert states[("ADVOCATE", 2)] == "diagnostic"
+    body = await desk.refused(
+        BOB,
+        "debate_post",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        priority="M",
+        kind="STATUS",
+        body="late",
+    )
+    assert body["error"] == "unknown_topic"
+    body = await desk.refused(
+        ALICE,
+        "debate_post",
+        topic_id=room["topic"],
+        role="CONDUCTOR",
+        priority="M",
+        kind="STATUS",
+        body="late",
+    )
+    assert body["error"] == "unknown_topic"
+    out = await move(desk, room, "ARCHIVED", tool="debate_close_topic")
+    assert out["old_state"] == "RESOLVED"
+    assert out["retired_bindings"] == 1
+    assert set((await bindings(desk, room)).values()) == {"retired"}
+    page = await desk.call(BOB, "debate_read", topic_id=room["topic"], role="ADVOCATE")
+    assert page["topic_state"] == "ARCHIVED"
+
+
+async def test_direct_state_post_bypasses_the_qa_gate(desk, room):
+    await ask(desk, room)
+    out = await desk.call(
+        ALICE,
+        "debate_post",
+        topic_id=room["topic"],
+        role="CONDUCTOR",
+        priority="INFO",
+        kind="STATE",
+        body="RESOLVED",
+    )
+    assert out["topic_state"] == "RESOLVED"
+
+
+async def test_lifecycle_authority_is_the_owned_binding_not_scope(desk, room):
+    for who in (STAR, CONDUCTOR, BOB):
+        body = await desk.refused(
+            who, "debate_state", topic_id=room["topic"], role="CONDUCTOR", new_state="RESOLVED"
+        )
+        assert body["error"] == "unknown_topic"
+
+
+async def test_compact_requires_ooda_and_valid_bounds(desk, room):
+    body = await desk.refused(
+        ALICE, "debate_compact", topic_id=room["topic"], role="CONDUCTOR", body="OBSERVE ORIENT ACT"
+    )
+    assert body["error"] == "compaction_sections_missing"
+    body = await desk.refused(
+        ALICE,
+        "debate_compact",
+        topic_id=room["topic"],
+        role="CONDUCTOR",
+        body="OBSERVE ORIENT DECIDE ACT",
+        since_ts="yesterday",
+    )
+    assert body["error"] == "invalid_arguments"
+    body = await desk.refused(
+        STAR,
+        "debate_compact",
+        topic_id=room["topic"],
+        role="CONDUCTOR",
+        body="OBSERVE ORIENT DECIDE ACT",
+    )
+    assert body["error"] == "unknown_topic"
+
+
+async def test_escalate_writes_h_ping_to_the_target_role(desk, room):
+    out = await desk.call(
+        BOB, "debate_escalate", topic_id=room["topic"], role="ADVOCATE", reason="deadline  missed"
+    )
+    inbox = await desk.call(
+        ALICE, "debate_signal_check", topic_id=room["topic"], role="HUMAN", session_id=room["h"]
+    )
+    [msg] = inbox["pending"]
+    assert msg["msg_id"] == out["msg_id"]
+    assert msg["priority"] == "H"
+    assert msg["kind"] == "PING"
+    assert msg["body"] == "[ESCALATE:deadline missed] target=HUMAN"
+    body = await desk.refused(
+        BOB, "debate_escalate", topic_id=room["topic"], role="ADVOCATE", reason="   "
+    )
+    assert body["error"] == "invalid_arguments"
+
+
+async def test_set_lane_two_gates_in_order(desk, room):
+    out = await desk.call(
+        ALICE,
+        "debate_set_lane",
+        topic_id=room["topic"],
+        role="CONDUCTOR",
+        lane="p1",
+        reason="outage",
+        next_action="page ops",
+    )
+    assert (out["lane"], out["rank"], out["next_action"]) == ("P1", 1, "page ops")
+    body = await desk.refused(
+        BOB, "debate_set_lane", topic_id=room["topic"], role="ADVOCATE", lane="P1", reason="mine"
+    )
+    assert body["error"] == "conductor_role_required"
+    for who in (BOB, STAR, CONDUCTOR):
+        body = await desk.refused(
+            who, "debate_set_lane", topic_id=room["topic"], role="CONDUCTOR", lane="P1", reason="x"
+        )
+        assert body["error"] == "unknown_topic"
+    body = await desk.refused(
+        ALICE, "debate_set_lane", topic_id=room["topic"], role="CONDUCTOR", lane="P8", reason="x"
+    )
+    assert body["error"] == "invalid_arguments"
+
+
+async def legacy_topic(desk, session):
+    """A topic as an older store holds it: project never set (the sentinel)."""
+    topic_id, at = "7e57ab1e-0000-4000-8000-000000000001", "2026-01-01T00:00:00.000000Z"
+    row = TopicRow(
+        topic_id,
+        "legacy",
+        SENTINEL_PROJECT,
+        "ACTIVE",
+        at,
+        "CONDUCTOR",
+        None,
+        None,
+        {},
+        ["CONDUCTOR"],
+        {},
+        "{}",
+        at,
+    )
+    binding = Binding(
+        topic_id, "CONDUCTOR", 1, session, "alice", None, "active", None, None, None, at, at
+    )
+    await desk.runtime.write([sql.insert_topic(row), sql.upsert_binding(binding)])
+    return topic_id
+
+
+async def test_sentinel_topics_deny_everyone_until_reconciled_once(desk, room):
+    topic = await legacy_topic(desk, room["a"])
+    for who in (ALICE, STAR, CONDUCTOR):
+        body = await desk.refused(who, "debate_read", topic_id=topic, role="CONDUCTOR")
+        assert body["error"] == "unknown_topic"
+        body = await desk.refused(
+            who,
+            "debate_post",
+            topic_id=topic,
+            role="CONDUCTOR",
+            priority="M",
+            kind="STATUS",
+            body="x",
+        )
+        assert body["error"] == "unknown_topic"
+    body = await desk.refused(STAR, "debate_reconcile_project", topic_id=topic, project="ops")
+    assert body["error"] == "reconcile_rejected"
+    bad = await desk.refused(CONDUCTOR, "debate_reconcile_project", topic_id=topic, project="*")
+    assert bad == body
+    unknown = await desk.refused(
+        CONDUCTOR,
+        "debate_reconcile_project",
+        topic_id="7e57ab1e-0000-4000-8000-000000000002",
+        project="ops",
+    )
+    assert unknown == body
+    out = await desk.call(CONDUCTOR, "debate_reconcile_project", topic_id=topic, project="ops")
+    assert out == {"topic_id": topic, "project": "ops", "matched": 1}
+    again = await desk.refused(CONDUCTOR, "debate_reconcile_project", topic_id=topic, project="ops")
+    assert again == body
+    page = await desk.call(ALICE, "debate_read", topic_id=topic, role="CONDUCTOR")
+    assert page["topic_state"] == "ACTIVE"
+
+
+async def test_claim_reclaim_sweeps_only_the_callers_stale_claims(desk, room):
+    decision = await desk.call(
+        ALICE,
+        "debate_post_with_recipients",
+        topic_id=room["topic"],
+        role="CONDUCTOR",
+        priority="H",
+        kind="DECISION",
+        body="do it",
+        standing=False,
+        addressed_to_csv="ADVOCATE",
+    )
+    await desk.call(
+        BOB, "debate_signal_check", topic_id=room["topic"], role="ADVOCATE", session_id=room["b"]
+    )
+    desk.wall.advance(600)
+    cutoff = "2026-11-30T00:09Z"
+    none = await desk.call(
+        ALICE, "debate_message_claim_reclaim", topic_id=room["topic"], older_than_ts=cutoff
+    )
+    assert none["reclaimed_count"] == 0
+    out = await desk.call(
+        BOB, "debate_message_claim_reclaim", topic_id=room["topic"], older_than_ts=cutoff
+    )
+    assert [(r["msg_id"], r["state"]) for r in out["reclaimed"]] == [
+        (decision["msg_id"], "reclaimed")
+    ]
+    await desk.call(
+        BOB,
+        "debate_post",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        priority="M",
+        kind="A",
+        body="done late",
+        reply_to=decision["msg_id"],
+    )
+    claims = await desk.runtime.read(lambda c: sql.claims(c, room["topic"]))
+    assert [c.state for c in claims] == ["done"]
+    body = await desk.refused(
+        BOB,
+        "debate_message_claim_reclaim",
+        topic_id=room["topic"],
+        older_than_ts=cutoff,
+        minimum_age_seconds=59,
+    )
+    assert body["error"] == "invalid_arguments"
+    body = await desk.refused(
+        BOB,
+        "debate_message_claim_reclaim",
+        topic_id=room["topic"],
+        older_than_ts="2026-11-30 00:09",
+    )
+    assert body["error"] == "invalid_arguments"
