@@ -58,9 +58,9 @@ class Desk:
 
     async def call(self, who: Principal, tool: str, **args: Any) -> dict[str, Any]:
         """Call ``tool``; its result must match the tool's outputSchema."""
-        problems = INPUT[tool].problems(args)
-        if problems:
-            raise ToolError(argument_rejection(problems))
+        issues = INPUT[tool].errors(args)
+        if issues:
+            raise ToolError(argument_rejection(issues))
         self.calls.append(tool)
         call = ToolCall(tool=tool, args=args, principal=who, runtime=self.runtime)
         result = await HANDLERS[tool](call)

@@ -15,7 +15,9 @@ from agora.errors import ToolError
 
 if TYPE_CHECKING:
     import sqlite3
+    from collections.abc import Sequence
 
+    from agora.mcp.validation import ValidationIssue
     from agora.toolsets.debate.rules import DebateError
 
 
@@ -24,13 +26,14 @@ def tool_error(err: DebateError) -> ToolError:
     return ToolError(dict(err.body), text=json.dumps(err.body, separators=(",", ":")))
 
 
-def argument_rejection(problems: list[str]) -> dict[str, Any]:
-    """The structured body of an invalid-arguments error (shape checks, before ownership)."""
+def argument_rejection(issues: Sequence[ValidationIssue]) -> dict[str, Any]:
+    """The structured body of an invalid-arguments error (shape checks, before ownership):
+    one ``{field, rule, message}`` per problem."""
     return {
         "ok": False,
         "error": "invalid_arguments",
         "message": "the arguments do not match the tool's inputSchema; fix them and call again",
-        "problems": problems,
+        "problems": [issue.to_dict() for issue in issues],
     }
 
 
