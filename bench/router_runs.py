@@ -1,0 +1,217 @@
+"""Router workflow runs under load: durable mutations/s, mutation latency, idempotent replays/s.
+
+``--runs R`` agents (default 1000), each on its own WebSocket to
+``ws://127.0.0.1:PORT/mcp/router``, each working one workflow run: ``plan_work`` on a phased
+objective (3 phases), then for every phase ``get_next_work`` -> ``record_work_event`` ->
+``evaluate_gate`` with the passing check, each mutation sent with the state version the
+previous reply returned. Every mutation is acknowledged only after its commit
+(``AGORA_SYNCHRONOUS=FULL``: fsync'd). All agents connect first, then the phases run one
+after the other with all agents at once, so each figure is measured alone:
+
+- plans/s, and durable mutations/s over the work phase (events and gates), with the p50/p99
+  latency of each mutation as the client sees it (next-work reads are timed apart);
+- idempotent replays/s: every agent resends its last ``evaluate_gate`` (same key, same
+  request) ``--replays`` times; each must answer ``replayed: true`` with the same state
+  version, and the server's database must not grow (a replay never reaches the writer).
+
+Server and client CPU seconds per phase are printed. Afterwards the database is checked: one
+event and one gate row per acknowledged call, every run completed. The agents use the lean
+sequential client of ``wsload.py`` (the load generator shares this machine's two cores).
+
+Usage: ``.venv/bin/python bench/router_runs.py [--runs 1000] [--replays 10]
+[--synchronous FULL] [--timeout 300]``. Not run by CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+from measure import cpu_seconds, own_cpu_seconds, percentile, raise_fd_limit
+from serve import agora_serve
+from wsload import LeanClient, lean_connect
+
+from agora.toolsets.router.progress import evidence_digest
+
+OBJECTIVE = "1. design the cache\n2. implement it\n3. test it"
+CHECKS = {"plan": "plan-ready", "implement": "implementation-done", "verify": "verification-passed"}
+
+
+@dataclass
+class Agent:
+    """One agent's run and what it last sent."""
+
+    n: int
+    client: LeanClient
+    run_id: str = ""
+    version: int = 0
+    last_gate: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def context(self) -> dict[str, str]:
+        return {
+            "session_id": f"bench-{self.n}",
+            "actor": "bench",
+            "runtime_policy_snapshot_id": "p",
+        }
+
+    async def call(self, tool: str, args: dict[str, Any], samples: list[float]) -> dict[str, Any]:
+        start = time.perf_counter()
+        result = await self.client.call_tool(tool, {"context": self.context, **args})
+        samples.append(time.perf_counter() - start)
+        if result.get("isError"):
+            raise RuntimeError(f"{tool}: {result.get('structuredContent')}")
+        body: dict[str, Any] = result["structuredContent"]
+        return body
+
+
+@dataclass
+class Phase:
+    """Wall time, calls and CPU of one phase."""
+
+    name: str
+    seconds: float = 0.0
+    calls: int = 0
+    server_cpu: float = 0.0
+    client_cpu: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+
+    def report(self, unit: str) -> str:
+        rate = self.calls / self.seconds if self.seconds else 0.0
+        lat = ""
+        if self.latencies:
+            p50, p99 = percentile(self.latencies, 0.5), percentile(self.latencies, 0.99)
+            lat = f"; latency p50 {p50 * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms"
+        return (
+            f"{self.name}: {self.calls} {unit} in {self.seconds:.2f} s = {rate:,.0f}/s{lat}; "
+            f"server CPU {self.server_cpu:.1f} s, client CPU {self.client_cpu:.1f} s"
+        )
+
+
+async def timed(phase: Phase, pid: int, agents: list[Agent], step: Any) -> None:
+    cpu0, own0, t0 = cpu_seconds(pid), own_cpu_seconds(), time.perf_counter()
+    async with trio.open_nursery() as nursery:
+        for agent in agents:
+            nursery.start_soon(step, agent)
+    phase.seconds = time.perf_counter() - t0
+    phase.server_cpu, phase.client_cpu = cpu_seconds(pid) - cpu0, own_cpu_seconds() - own0
+
+
+async def plan(agent: Agent, phase: Phase) -> None:
+    body = await agent.call("plan_work", {
+        "expected_state_version": 0, "idempotency_key": "plan", "correlation_id": f"p{agent.n}",
+        "objective": OBJECTIVE, "goal_binding_id": None, "requested_work_mode": None,
+        "explicit_skill_ids": [], "explicit_semantics": None,
+    }, phase.latencies)  # fmt: skip
+    agent.run_id, agent.version = body["workflow_run_id"], 1
+    phase.calls += 1
+
+
+async def work(agent: Agent, phase: Phase, reads: list[float]) -> None:
+    run = {"workflow_run_id": agent.run_id}
+    while (nxt := await agent.call("get_next_work", run, reads))["work_item"]:
+        p = nxt["work_item"]["phase_id"]
+        event = await agent.call("record_work_event", {
+            **run, "phase_id": p, "observation": {"check_id": CHECKS[p], "outcome": "passed"},
+            "activation_receipt_ref": None, "expected_state_version": agent.version,
+            "idempotency_key": f"event-{p}", "correlation_id": f"e{agent.n}",
+        }, phase.latencies)  # fmt: skip
+        refs = event["event_ids"]
+        agent.last_gate = {
+            **run, "phase_id": p, "evidence_refs": refs,
+            "expected_evidence_digest": evidence_digest(refs), "expected_plan_revision": 1,
+            "expected_state_version": event["resulting_state_version"],
+            "idempotency_key": f"gate-{p}", "correlation_id": f"g{agent.n}",
+        }  # fmt: skip
+        gate = await agent.call("evaluate_gate", agent.last_gate, phase.latencies)
+        assert gate["passed"], gate
+        agent.version = gate["resulting_state_version"]
+        phase.calls += 2
+
+
+async def replay(agent: Agent, phase: Phase, times: int) -> None:
+    for _ in range(times):
+        body = await agent.call("evaluate_gate", agent.last_gate, phase.latencies)
+        assert body["replayed"] is True
+        assert body["resulting_state_version"] == agent.version
+        phase.calls += 1
+
+
+def db_counts(db: Path) -> tuple[int, int, int, int]:
+    conn = sqlite3.connect(db)
+    try:
+        return tuple(  # type: ignore[return-value]
+            conn.execute(sql).fetchone()[0]
+            for sql in (
+                "SELECT COUNT(*) FROM router_events", "SELECT COUNT(*) FROM router_gates",
+                "SELECT COUNT(*) FROM router_runs WHERE status = 'completed'",
+                "SELECT COUNT(*) FROM router_ledger",
+            )
+        )  # fmt: skip
+    finally:
+        conn.close()
+
+
+async def main(args: argparse.Namespace) -> None:
+    raise_fd_limit()
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "router.db"
+        async with agora_serve(db, "router", synchronous=args.synchronous) as server:
+            url = server.url.replace("http://", "ws://") + "/mcp/router"
+            async with trio.open_nursery() as nursery:
+                agents: list[Agent] = []
+
+                async def connect(n: int) -> None:
+                    client = await nursery.start(_hold, url)
+                    agents.append(Agent(n, client))
+
+                with trio.fail_after(args.timeout):
+                    async with trio.open_nursery() as starting:
+                        for n in range(args.runs):
+                            starting.start_soon(connect, n)
+                    plans, mutations, replays = Phase("plan_work"), Phase("work"), Phase("replay")
+                    reads: list[float] = []
+                    await timed(plans, server.pid, agents, lambda a: plan(a, plans))
+                    await timed(mutations, server.pid, agents, lambda a: work(a, mutations, reads))
+                    before = db_counts(db)
+                    await timed(replays, server.pid, agents,
+                                lambda a: replay(a, replays, args.replays))  # fmt: skip
+                    after = db_counts(db)
+                nursery.cancel_scope.cancel()
+    print(f"router_runs: {args.runs} runs, synchronous={args.synchronous}")
+    print(plans.report("plans (durable)"))
+    print(mutations.report("durable mutations (events + gates)"))
+    total = plans.calls + mutations.calls
+    print(f"all durable mutations: {total} in {plans.seconds + mutations.seconds:.2f} s = "
+          f"{total / (plans.seconds + mutations.seconds):,.0f}/s")  # fmt: skip
+    print(f"get_next_work reads: p50 {percentile(reads, 0.5) * 1000:.1f} ms, "
+          f"p99 {percentile(reads, 0.99) * 1000:.1f} ms")  # fmt: skip
+    print(replays.report("idempotent replays"))
+    events, gates, completed, ledger = after
+    assert (events, gates) == (3 * args.runs, 3 * args.runs), after
+    assert completed == args.runs, after
+    assert before == after, (before, after)  # replays wrote nothing
+    print(json.dumps({"events": events, "gates": gates, "completed": completed,
+                      "ledger_rows": ledger}))  # fmt: skip
+
+
+async def _hold(url: str, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    async with lean_connect(url) as client:
+        task_status.started(client)
+        await trio.sleep_forever()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--replays", type=int, default=10)
+    parser.add_argument("--synchronous", default="FULL")
+    parser.add_argument("--timeout", type=float, default=300)
+    trio.run(main, parser.parse_args())
