@@ -83,8 +83,9 @@ class Desk:
     async def topic(
         self, who: Principal, roles: dict[str, Any], *, state: str = "ACTIVE", **args: Any
     ) -> str:
-        """A topic created by ``who`` with ``roles``: role -> a session of ``who``, or
-        (principal, session) for a participant who binds the role after creation."""
+        """A topic created by ``who`` with ``roles``: role -> a session of ``who``,
+        (principal, session) for a participant who binds the role after creation, or None
+        for a role left unbound."""
         entries = [
             {"role": r, "session_id": s if isinstance(s, str) else None} for r, s in roles.items()
         ]
@@ -100,7 +101,7 @@ class Desk:
         )
         topic_id = str(out["topic_id"])
         for role, held in roles.items():
-            if not isinstance(held, str):
+            if isinstance(held, tuple):
                 owner, session = held
                 await self.call(
                     owner, "debate_bind_role", topic_id=topic_id, role=role, session_id=session

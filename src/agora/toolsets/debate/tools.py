@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from agora.toolsets.debate.handlers import inbox, messages, reads, roster, topics
+from agora.toolsets.debate.handlers import inbox, messages, queue, reads, roster, topics
 
 if TYPE_CHECKING:
     from agora.toolsets.base import Handler
@@ -36,4 +36,5 @@ HANDLERS: Final[dict[str, Handler]] = {
     "debate_set_lane": topics.debate_set_lane,
     "debate_reconcile_project": topics.debate_reconcile_project,
     "debate_message_claim_reclaim": topics.debate_message_claim_reclaim,
+    "debate_work_queue": queue.debate_work_queue,
 }

@@ -7,7 +7,22 @@ Each theme module declares its command Structs and the pure handlers that apply 
 
 from __future__ import annotations
 
-from agora.toolsets.debate.commands import bindings, cursors, lifecycle, messages
+from agora.toolsets.debate.commands import (
+    bindings,
+    creation,
+    cursors,
+    lifecycle,
+    messages,
+    rotation,
+)
 from agora.toolsets.debate.commands.table import COMMANDS
 
-__all__ = ["COMMANDS", "bindings", "cursors", "lifecycle", "messages"]
+__all__ = [
+    "COMMANDS",
+    "bindings",
+    "creation",
+    "cursors",
+    "lifecycle",
+    "messages",
+    "rotation",
+]

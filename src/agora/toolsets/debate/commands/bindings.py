@@ -7,7 +7,7 @@ decides with no I/O. Every accepted change writes its history event in the same 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -15,7 +15,7 @@ from agora.runtime.entity import Effects
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
 from agora.toolsets.debate.commands.table import COMMANDS
-from agora.toolsets.debate.model import Binding, Cursor, TopicData, TopicRow
+from agora.toolsets.debate.model import Binding
 from agora.toolsets.debate.rules import OPEN_STATES, SENTINEL_PROJECT, reject
 
 if TYPE_CHECKING:
@@ -24,21 +24,19 @@ if TYPE_CHECKING:
     from agora.toolsets.debate.topic import Topic
 
 
-class InitTopic(msgspec.Struct, frozen=True, tag=True):
-    """Create the topic (or answer an identical repeat)."""
+class RosterChange(Protocol):
+    """What every roster command carries (AddRole, BindRole, RotateSession)."""
 
-    caller: Caller
-    title: str
-    created_by_role: str
-    project: str | None
-    resolve_by: str | None
-    metadata: dict[str, Any]
-    #: (role, session_id, minted) per roster entry; an empty session id leaves the role
-    #: unbound.
-    roster: tuple[tuple[str, str, bool], ...]
-    protocol: dict[str, Any]
-    shape: str
-    repeat: bool
+    @property
+    def caller(self) -> Caller: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def reason(self) -> str | None: ...
+    @property
+    def bound_by_msg_id(self) -> str | None: ...
+    @property
+    def bound_by_role(self) -> str | None: ...
 
 
 class AddRole(msgspec.Struct, frozen=True, tag=True):
@@ -72,110 +70,6 @@ class BindRole(msgspec.Struct, frozen=True, tag=True):
     replace_active: bool = False
 
 
-class RotateSession(msgspec.Struct, frozen=True, tag=True):
-    """Swap a role's owner between two caller-owned sessions, carrying the cursor."""
-
-    caller: Caller
-    role: str
-    old_session_id: str
-    new_session_id: str
-    owners: dict[str, str]
-    cursor_mode: str
-    reason: str | None = None
-    runtime: str | None = None
-    bound_by_msg_id: str | None = None
-    bound_by_role: str | None = None
-
-
-def init_reply(topic: Topic, minted: set[str] | None = None) -> dict[str, Any]:
-    """The debate_init result for the topic as it stands."""
-    row = topic.require_row()
-    seeded = [
-        {
-            "role": b.role,
-            "session_id": b.session_id,
-            "generation": b.generation,
-            "minted": b.session_id in (minted or set()),
-        }
-        for role in row.roles
-        for b in topic.role_bindings(role)[:1]
-    ]
-    protocol = row.protocol or None
-    return {
-        "topic_id": row.topic_id,
-        "title": row.title,
-        "state": row.state,
-        "created_at": row.created_at,
-        "created_by_role": row.created_by_role,
-        "resolve_by": row.resolve_by,
-        "archived_at": row.archived_at,
-        "project": row.project,
-        "roles": list(row.roles),
-        "metadata": row.metadata,
-        "seeded_bindings": seeded,
-        "protocol_state": protocol,
-    }
-
-
-@COMMANDS.on(InitTopic)
-def init_topic(topic: Topic, cmd: InitTopic, now: Now) -> Effects:
-    if topic.row is not None:
-        topic.read_gate(cmd.caller)
-        if topic.row.shape != cmd.shape:
-            raise reject(
-                "init_conflict",
-                "the topic exists with a different shape; "
-                "repeat the original arguments or create a new topic",
-            )
-        return Effects(reply=init_reply(topic))
-    if cmd.repeat:
-        raise access.denied()
-    at = topic.stamp_now(now)
-    roles = [role for role, _, _ in cmd.roster]
-    topic.row = TopicRow(
-        topic.topic_id,
-        cmd.title,
-        cmd.project,
-        "INIT",
-        at,
-        cmd.created_by_role,
-        cmd.resolve_by,
-        None,
-        cmd.metadata,
-        roles,
-        cmd.protocol,
-        cmd.shape,
-        at,
-    )
-    topic.data = TopicData()
-    writes: list[Write] = [sql.insert_topic(topic.row)]
-    minted = set()
-    for role, session_id, is_new in cmd.roster:
-        if not session_id:  # declared, left for a participant to bind
-            continue
-        if is_new:
-            minted.add(session_id)
-            writes.append(sql.insert_session(session_id, cmd.caller.name, None, None, at))
-        b = Binding(
-            topic.topic_id,
-            role,
-            1,
-            session_id,
-            cmd.caller.name,
-            None,
-            "active",
-            "seeded by debate_init",
-            None,
-            cmd.created_by_role,
-            at,
-            at,
-        )
-        topic.data.bindings[role] = [b]
-        writes.append(sql.upsert_binding(b))
-    topic.event(writes, at, "topic_created", cmd.caller.name, roles=roles, project=cmd.project)
-    return Effects(reply=init_reply(topic, minted), writes=writes, changed=True)
-
-
 def check_override(topic: Topic, caller: Caller, msg_id: str | None) -> None:
     """A conductor override must cite a CONDUCTOR DECISION of this topic, from a conductor
     or star caller.
@@ -197,7 +91,7 @@ def check_override(topic: Topic, caller: Caller, msg_id: str | None) -> None:
         )
 
 
-def _check_sanction(topic: Topic, cmd: AddRole | BindRole | RotateSession) -> None:
+def check_sanction(topic: Topic, cmd: RosterChange) -> None:
     if cmd.bound_by_msg_id is not None and cmd.bound_by_msg_id not in topic.data.messages:
         raise reject("unknown_msg_id", "bound_by_msg_id names no message of this topic")
     row = topic.require_row()
@@ -205,9 +99,9 @@ def _check_sanction(topic: Topic, cmd: AddRole | BindRole | RotateSession) -> No
         raise reject("topic_closed", f"the topic is {row.state}: its roster is final")
 
 
-def _new_binding(
+def new_binding(
     topic: Topic,
-    cmd: AddRole | BindRole | RotateSession,
+    cmd: RosterChange,
     session_id: str,
     state: str,
     at: str,
@@ -233,7 +127,7 @@ def _new_binding(
     return b
 
 
-def _retire(b: Binding, at: str, writes: list[Write], by: str | None = None) -> None:
+def retire(b: Binding, at: str, writes: list[Write], by: str | None = None) -> None:
     b.state, b.updated_at, b.retired_by = "retired", at, by
     writes.append(sql.upsert_binding(b))
 
@@ -262,7 +156,7 @@ def add_role(topic: Topic, cmd: AddRole, now: Now) -> Effects:
         raise access.denied()
     if cmd.override_msg_id is not None:
         check_override(topic, cmd.caller, cmd.override_msg_id)
-    _check_sanction(topic, cmd)
+    check_sanction(topic, cmd)
     if cmd.role in row.roles:
         current = topic.active(cmd.role)
         if current and current.session_id == cmd.session_id and current.owner == cmd.caller.name:
@@ -279,7 +173,7 @@ def add_role(topic: Topic, cmd: AddRole, now: Now) -> Effects:
     at = topic.stamp_now(now)
     writes: list[Write] = []
     row.roles.append(cmd.role)
-    b = _new_binding(topic, cmd, cmd.session_id, "active", at, cmd.runtime)
+    b = new_binding(topic, cmd, cmd.session_id, "active", at, cmd.runtime)
     writes.append(sql.upsert_binding(b))
     topic.touch(writes, at)
     topic.event(
@@ -312,7 +206,7 @@ def _gate_bind(topic: Topic, cmd: BindRole) -> None:
         check_override(topic, cmd.caller, cmd.override_msg_id)
     elif not _holds(topic, cmd.role, cmd.caller):
         raise access.denied()
-    _check_sanction(topic, cmd)
+    check_sanction(topic, cmd)
 
 
 def _bind_active(topic: Topic, cmd: BindRole, at: str, writes: list[Write]) -> tuple[Binding, int]:
@@ -327,9 +221,9 @@ def _bind_active(topic: Topic, cmd: BindRole, at: str, writes: list[Write]) -> t
         )
     retired = 0
     if current is not None:
-        _retire(current, at, writes)
+        retire(current, at, writes)
         retired = 1
-    return _new_binding(topic, cmd, cmd.session_id, "active", at, cmd.runtime), retired
+    return new_binding(topic, cmd, cmd.session_id, "active", at, cmd.runtime), retired
 
 
 def _bind_retired(topic: Topic, cmd: BindRole, at: str, writes: list[Write]) -> Binding:
@@ -346,7 +240,7 @@ def _bind_retired(topic: Topic, cmd: BindRole, at: str, writes: list[Write]) -> 
             "override_required",
             "retiring the active owner needs a conductor override (conductor_override_msg_id)",
         )
-    _retire(b, at, writes)
+    retire(b, at, writes)
     return b
 
 
@@ -370,7 +264,7 @@ def bind_role(topic: Topic, cmd: BindRole, now: Now) -> Effects:
         ]
         if existing:
             return Effects(reply=bind_reply(existing[-1], 0))
-        b = _new_binding(topic, cmd, cmd.session_id, "diagnostic", at, cmd.runtime)
+        b = new_binding(topic, cmd, cmd.session_id, "diagnostic", at, cmd.runtime)
     writes.append(sql.upsert_binding(b))
     topic.event(
         writes,
@@ -383,64 +277,3 @@ def bind_role(topic: Topic, cmd: BindRole, now: Now) -> Effects:
         override=cmd.override_msg_id,
     )
     return Effects(reply=bind_reply(b, retired), writes=writes, changed=True)
-
-
-@COMMANDS.on(RotateSession)
-def rotate_session(topic: Topic, cmd: RotateSession, now: Now) -> Effects:
-    row = topic.require_row()
-    if row.project == SENTINEL_PROJECT or cmd.role not in row.roles:
-        raise access.denied()
-    if not (cmd.caller.star or access.in_project(row, cmd.caller)):
-        raise access.denied()
-    owners = cmd.owners
-    if any(owners.get(s) != cmd.caller.name for s in (cmd.old_session_id, cmd.new_session_id)):
-        raise access.denied()
-    current = topic.active(cmd.role)
-    if current is None or current.owner != cmd.caller.name:
-        raise access.denied()
-    if current.session_id != cmd.old_session_id:
-        raise reject("inactive_predecessor", "old_session_id does not hold the role actively")
-    if cmd.old_session_id == cmd.new_session_id:
-        raise reject("same_session", "old and new sessions are the same")
-    _check_sanction(topic, cmd)
-    at = topic.stamp_now(now)
-    writes: list[Write] = []
-    _retire(current, at, writes)
-    b = _new_binding(topic, cmd, cmd.new_session_id, "active", at, cmd.runtime or current.runtime)
-    writes.append(sql.upsert_binding(b))
-    source, warning, cursor = None, None, Cursor()
-    old = topic.data.cursors.get((cmd.role, cmd.old_session_id))
-    if cmd.cursor_mode == "head":
-        tip = topic.tip()
-        cursor = Cursor(tip[0] or None, tip[1] or None)
-    elif cmd.cursor_mode == "copy":
-        if old is not None and old.position != ("", ""):
-            cursor, source = Cursor(old.ts, old.msg_id), "primary"
-        else:
-            cursor, warning = Cursor(superseded=True), "copy_source_cursor_missing"
-    else:
-        for (role, session_id), c in list(topic.data.cursors.items()):
-            if role == cmd.role and not c.superseded:
-                c.superseded = True
-                topic.set_cursor(writes, role, session_id, c)
-    topic.set_cursor(writes, cmd.role, cmd.new_session_id, cursor)
-    topic.event(
-        writes,
-        at,
-        "session_rotated",
-        cmd.caller.name,
-        role=cmd.role,
-        generation=b.generation,
-        cursor_mode=cmd.cursor_mode,
-        cursor_source=source,
-    )
-    reply = bind_reply(
-        b,
-        1,
-        old_session_id=cmd.old_session_id,
-        new_session_id=cmd.new_session_id,
-        cursor_mode=cmd.cursor_mode,
-        cursor_source=source,
-        warning=warning,
-    )
-    return Effects(reply=reply, writes=writes, changed=True)

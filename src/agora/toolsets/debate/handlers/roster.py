@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agora.toolsets.debate import access, sql
-from agora.toolsets.debate.commands.bindings import AddRole, BindRole, RotateSession
+from agora.toolsets.debate.commands.bindings import AddRole, BindRole
+from agora.toolsets.debate.commands.rotation import RotateSession
 from agora.toolsets.debate.handlers.common import caller, checked, new_id, opt, owners, run
 from agora.toolsets.debate.rules import check_roster_role, stamp
 

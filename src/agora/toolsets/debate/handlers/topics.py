@@ -7,7 +7,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from agora.toolsets.debate import access
-from agora.toolsets.debate.commands.bindings import InitTopic
+from agora.toolsets.debate.commands.creation import InitTopic
 from agora.toolsets.debate.commands.lifecycle import (
     ChangeState,
     ReclaimClaims,

@@ -1,0 +1,129 @@
+"""Creating a topic: `InitTopic`, idempotent on an identical shape.
+
+The roster is seeded in the same unit as the topic row and its history event; sessions the
+handler minted for roster entries are inserted here too, owned by the caller.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from agora.runtime.entity import Effects
+from agora.toolsets.debate import access, sql
+from agora.toolsets.debate.access import Caller
+from agora.toolsets.debate.commands.table import COMMANDS
+from agora.toolsets.debate.model import Binding, TopicData, TopicRow
+from agora.toolsets.debate.rules import reject
+
+if TYPE_CHECKING:
+    from agora.runtime.clock import Now
+    from agora.runtime.entity import Write
+    from agora.toolsets.debate.topic import Topic
+
+
+class InitTopic(msgspec.Struct, frozen=True, tag=True):
+    """Create the topic (or answer an identical repeat)."""
+
+    caller: Caller
+    title: str
+    created_by_role: str
+    project: str | None
+    resolve_by: str | None
+    metadata: dict[str, Any]
+    #: (role, session_id, minted) per roster entry; an empty session id leaves the role
+    #: unbound.
+    roster: tuple[tuple[str, str, bool], ...]
+    protocol: dict[str, Any]
+    shape: str
+    repeat: bool
+
+
+def init_reply(topic: Topic, minted: set[str] | None = None) -> dict[str, Any]:
+    """The debate_init result for the topic as it stands."""
+    row = topic.require_row()
+    seeded = [
+        {
+            "role": b.role,
+            "session_id": b.session_id,
+            "generation": b.generation,
+            "minted": b.session_id in (minted or set()),
+        }
+        for role in row.roles
+        for b in topic.role_bindings(role)[:1]
+    ]
+    protocol = row.protocol or None
+    return {
+        "topic_id": row.topic_id,
+        "title": row.title,
+        "state": row.state,
+        "created_at": row.created_at,
+        "created_by_role": row.created_by_role,
+        "resolve_by": row.resolve_by,
+        "archived_at": row.archived_at,
+        "project": row.project,
+        "roles": list(row.roles),
+        "metadata": row.metadata,
+        "seeded_bindings": seeded,
+        "protocol_state": protocol,
+    }
+
+
+@COMMANDS.on(InitTopic)
+def init_topic(topic: Topic, cmd: InitTopic, now: Now) -> Effects:
+    if topic.row is not None:
+        topic.read_gate(cmd.caller)
+        if topic.row.shape != cmd.shape:
+            raise reject(
+                "init_conflict",
+                "the topic exists with a different shape; "
+                "repeat the original arguments or create a new topic",
+            )
+        return Effects(reply=init_reply(topic))
+    if cmd.repeat:
+        raise access.denied()
+    at = topic.stamp_now(now)
+    roles = [role for role, _, _ in cmd.roster]
+    topic.row = TopicRow(
+        topic.topic_id,
+        cmd.title,
+        cmd.project,
+        "INIT",
+        at,
+        cmd.created_by_role,
+        cmd.resolve_by,
+        None,
+        cmd.metadata,
+        roles,
+        cmd.protocol,
+        cmd.shape,
+        at,
+    )
+    topic.data = TopicData()
+    writes: list[Write] = [sql.insert_topic(topic.row)]
+    minted = set()
+    for role, session_id, is_new in cmd.roster:
+        if not session_id:  # declared, left for a participant to bind
+            continue
+        if is_new:
+            minted.add(session_id)
+            writes.append(sql.insert_session(session_id, cmd.caller.name, None, None, at))
+        b = Binding(
+            topic.topic_id,
+            role,
+            1,
+            session_id,
+            cmd.caller.name,
+            None,
+            "active",
+            "seeded by debate_init",
+            None,
+            cmd.created_by_role,
+            at,
+            at,
+        )
+        topic.data.bindings[role] = [b]
+        writes.append(sql.upsert_binding(b))
+    topic.event(writes, at, "topic_created", cmd.caller.name, roles=roles, project=cmd.project)
+    return Effects(reply=init_reply(topic, minted), writes=writes, changed=True)

@@ -1,0 +1,133 @@
+"""debate_work_queue: open topics the caller can see, in deterministic priority order.
+
+One read transaction: candidate topics, the read gate per topic (unreachable topics vanish
+silently), then the signals of the visible ones in a few set-wise queries. Conductor callers
+also get sentinel topics as metadata-only reconciliation candidates, with no message query.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agora.toolsets.debate import access, sql
+from agora.toolsets.debate.handlers.common import caller, checked
+from agora.toolsets.debate.replies import tool_error
+from agora.toolsets.debate.rules import (
+    PRIORITY_RANK,
+    SENTINEL_PROJECT,
+    STATES,
+    UUID_RE,
+    reject,
+    split_csv,
+)
+from agora.toolsets.debate.triage import ORDERING, Signals, lane_of, score
+
+if TYPE_CHECKING:
+    import datetime as dt
+    import sqlite3
+
+    from agora.toolsets.base import ToolCall
+    from agora.toolsets.debate.access import Caller
+    from agora.toolsets.debate.model import TopicRow
+
+QUEUE_LIMIT = 50
+
+
+def _item(row: TopicRow, signals: Signals | None, now: dt.datetime) -> dict[str, Any]:
+    lane, _ = lane_of(row.metadata)
+    meta = row.metadata.get("conductor_priority") or {}
+    item: dict[str, Any] = {
+        "topic_id": row.topic_id,
+        "title": row.title,
+        "state": row.state,
+        "lane": lane,
+        "next_action": meta.get("next_action"),
+        "blocked_by": meta.get("blocked_by"),
+        "resolve_by": row.resolve_by,
+    }
+    if signals is None:  # a sentinel topic: identifiers only
+        return {
+            **item,
+            "priority_score": 0.0,
+            "reason_codes": ["project_unset"],
+            "metadata_only": True,
+        }
+    total, reasons = score(signals, now)
+    top = max(signals.priorities, key=PRIORITY_RANK.__getitem__, default=None)
+    return {
+        **item,
+        "priority_score": total,
+        "reason_codes": reasons,
+        "open_questions": signals.open_questions,
+        "blocked_count": signals.blocked,
+        "active_claims": signals.claims,
+        "missing_roles": signals.missing_roles,
+        "max_priority": top,
+        "metadata_only": False,
+    }
+
+
+def _queue(
+    conn: sqlite3.Connection,
+    who: Caller,
+    states: list[str],
+    ids: list[str] | None,
+    now: dt.datetime,
+) -> list[dict[str, Any]]:
+    try:
+        rows = [sql.topic_from_row(r) for r in sql.queue_topics(conn, states, ids)]
+    except ValueError as exc:
+        raise reject("corrupt_topic_record", f"a stored topic is malformed: {exc}") from None
+    bindings = sql.bindings_of_topics(conn, [r.topic_id for r in rows])
+    visible = [r for r in rows if access.can_read(r, bindings[r.topic_id], who)]
+    sentinels = [r for r in rows if r.project == SENTINEL_PROJECT and who.conductor]
+    ids_seen = [r.topic_id for r in visible]
+    questions = sql.open_questions(conn, ids_seen)
+    claims = sql.active_claims(conn, ids_seen)
+    peaks = sql.open_priorities(conn, ids_seen)
+    latest = sql.latest_messages(conn, ids_seen)
+    items = []
+    for row in visible:
+        lane, rank = lane_of(row.metadata)
+        held = {b.role for b in bindings[row.topic_id] if b.state == "active"}
+        open_q, blocked = questions.get(row.topic_id, (0, 0))
+        signals = Signals(
+            lane,
+            rank,
+            row.resolve_by,
+            open_q,
+            blocked,
+            claims.get(row.topic_id, 0),
+            [r for r in row.roles if r not in held],
+            peaks.get(row.topic_id, set()),
+        )
+        items.append({**_item(row, signals, now), "latest_message": latest.get(row.topic_id)})
+    items.extend({**_item(row, None, now), "latest_message": None} for row in sentinels)
+    items.sort(key=lambda i: (-i["priority_score"], i["topic_id"]))
+    return items
+
+
+async def debate_work_queue(call: ToolCall) -> dict[str, Any]:
+    """Rank the open topics the caller can see."""
+    args, who = call.args, caller(call)
+    limit = int(args.get("limit", QUEUE_LIMIT))
+    states = split_csv(args.get("states_csv")) or ["INIT", "ACTIVE"]
+    unknown = [s for s in states if s not in STATES]
+    if unknown:
+        raise tool_error(reject("unknown_state", f"unknown states {unknown}; use {STATES}"))
+    ids: list[str] | None = None
+    skipped: list[str] = []
+    if args.get("topics_csv"):
+        given = split_csv(args["topics_csv"])
+        ids = [t for t in given if UUID_RE.fullmatch(t)]
+        skipped = [t for t in given if not UUID_RE.fullmatch(t)]
+    now = call.runtime.clock.wall()
+    items = await call.runtime.read(lambda conn: checked(_queue, conn, who, states, ids, now))
+    return {
+        "items": items[:limit],
+        "count": min(limit, len(items)),
+        "total": len(items),
+        "limit": limit,
+        "skipped_invalid_topic_ids": skipped,
+        "ordering": list(ORDERING),
+    }

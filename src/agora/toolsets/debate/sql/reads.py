@@ -1,0 +1,253 @@
+"""The queries on committed rows: rebuilding a topic, and the read tools' pages.
+
+Run on a read connection (``runtime.read``) or by `TopicKind.load`; nothing here writes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from agora.toolsets.debate.model import Binding, Claim, Cursor, MsgMeta, TopicRow
+from agora.toolsets.debate.rules import DEFERRED_PREFIX
+
+if TYPE_CHECKING:
+    import sqlite3
+
+MESSAGE_COLUMNS = (
+    "msg_id, topic_id, ts, role, author_session_id, priority, kind, body, reply_to, vehicle, "
+    "standing, recipients, payload, body_mode"
+)
+
+
+def topic_row(conn: sqlite3.Connection, topic_id: str) -> TopicRow | None:
+    """The topic's row, or None.
+
+    Raises:
+        ValueError: if its stored JSON is malformed.
+    """
+    r = conn.execute(
+        "SELECT topic_id, title, project, state, created_at, created_by_role, resolve_by, "
+        "archived_at, metadata, roles, protocol, shape, updated_at FROM debate_topics "
+        "WHERE topic_id = ?",
+        (topic_id,),
+    ).fetchone()
+    return None if r is None else topic_from_row(r)
+
+
+def topic_from_row(r: sqlite3.Row) -> TopicRow:
+    """A ``debate_topics`` row (all columns, in order) as a `TopicRow`.
+
+    Raises:
+        ValueError: if its stored roster or metadata is malformed.
+    """
+    metadata, roles, protocol = json.loads(r[8]), json.loads(r[9]), json.loads(r[10])
+    if not isinstance(metadata, dict) or not isinstance(roles, list):
+        raise ValueError(f"topic {r[0]}: malformed roster or metadata")
+    return TopicRow(
+        r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], metadata, roles, protocol, r[11], r[12]
+    )
+
+
+def bindings(conn: sqlite3.Connection, topic_id: str) -> list[Binding]:
+    """Every binding generation of a topic, by role then generation."""
+    rows = conn.execute(
+        "SELECT topic_id, role, generation, session_id, owner, runtime, state, reason, "
+        "bound_by_msg_id, bound_by_role, created_at, updated_at, retired_by "
+        "FROM debate_bindings WHERE topic_id = ? ORDER BY role, generation",
+        (topic_id,),
+    ).fetchall()
+    return [Binding(*r) for r in rows]
+
+
+def message_metas(conn: sqlite3.Connection, topic_id: str) -> list[MsgMeta]:
+    """What the topic entity keeps of each message, in (ts, msg_id) order."""
+    rows = conn.execute(
+        "SELECT msg_id, ts, role, kind, priority, reply_to, recipients, standing, "
+        "substr(body, 1, 10) FROM debate_messages WHERE topic_id = ? ORDER BY ts, msg_id",
+        (topic_id,),
+    ).fetchall()
+    return [
+        MsgMeta(
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            r[5],
+            tuple(json.loads(r[6])),
+            None if r[7] is None else bool(r[7]),
+            str(r[8]).startswith(DEFERRED_PREFIX),
+        )
+        for r in rows
+    ]
+
+
+def open_deliveries(conn: sqlite3.Connection, topic_id: str) -> list[tuple[str, str, str]]:
+    """(msg_id, recipient, state) of the topic's delivery markers not yet done."""
+    rows = conn.execute(
+        "SELECT msg_id, recipient, state FROM debate_deliveries "
+        "WHERE topic_id = ? AND state <> 'done'",
+        (topic_id,),
+    ).fetchall()
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def cursors(conn: sqlite3.Connection, topic_id: str) -> dict[tuple[str, str], Cursor]:
+    """The topic's signal cursors by (role, session_id)."""
+    rows = conn.execute(
+        "SELECT role, session_id, last_ts, last_msg_id, last_check_at, superseded "
+        "FROM debate_cursors WHERE topic_id = ?",
+        (topic_id,),
+    ).fetchall()
+    return {(r[0], r[1]): Cursor(r[2], r[3], r[4], bool(r[5])) for r in rows}
+
+
+def watermarks(conn: sqlite3.Connection, topic_id: str) -> dict[str, tuple[str, str]]:
+    """The topic's watermarks by role."""
+    rows = conn.execute(
+        "SELECT role, last_ts, last_msg_id FROM debate_watermarks WHERE topic_id = ?",
+        (topic_id,),
+    ).fetchall()
+    return {r[0]: (r[1], r[2]) for r in rows}
+
+
+def claims(conn: sqlite3.Connection, topic_id: str) -> list[Claim]:
+    """The topic's DECISION claims."""
+    rows = conn.execute(
+        "SELECT msg_id, role, session_id, owner, state, claimed_at, updated_at "
+        "FROM debate_claims WHERE topic_id = ?",
+        (topic_id,),
+    ).fetchall()
+    return [Claim(*r) for r in rows]
+
+
+def history_seq(conn: sqlite3.Connection, topic_id: str) -> int:
+    """The topic's last history sequence number (0 when none)."""
+    r = conn.execute(
+        "SELECT MAX(seq) FROM debate_history WHERE topic_id = ?", (topic_id,)
+    ).fetchone()
+    return int(r[0] or 0)
+
+
+def history(conn: sqlite3.Connection, topic_id: str) -> list[dict[str, Any]]:
+    """A topic's audit/history events, oldest first."""
+    rows = conn.execute(
+        "SELECT seq, at, event, actor, detail FROM debate_history WHERE topic_id = ? ORDER BY seq",
+        (topic_id,),
+    ).fetchall()
+    return [
+        {"seq": r[0], "at": r[1], "event": r[2], "actor": r[3], "detail": json.loads(r[4])}
+        for r in rows
+    ]
+
+
+def session_owners(conn: sqlite3.Connection, session_ids: list[str]) -> dict[str, str]:
+    """The owning principal of each existing session among ``session_ids``."""
+    if not session_ids:
+        return {}
+    marks = ",".join("?" * len(session_ids))
+    rows = conn.execute(
+        f"SELECT session_id, principal FROM debate_sessions WHERE session_id IN ({marks})",
+        tuple(session_ids),
+    ).fetchall()
+    return {r[0]: r[1] for r in rows}
+
+
+def sessions_of(conn: sqlite3.Connection, principal: str, limit: int) -> list[sqlite3.Row]:
+    """A principal's sessions, newest first."""
+    return conn.execute(
+        "SELECT session_id, runtime, label, created_at FROM debate_sessions "
+        "WHERE principal = ? ORDER BY created_at DESC, session_id LIMIT ?",
+        (principal, limit),
+    ).fetchall()
+
+
+def bindings_of_sessions(conn: sqlite3.Connection, session_ids: list[str]) -> list[sqlite3.Row]:
+    """Every binding of the given sessions."""
+    if not session_ids:
+        return []
+    marks = ",".join("?" * len(session_ids))
+    return conn.execute(
+        "SELECT session_id, topic_id, role, state, generation FROM debate_bindings "
+        f"WHERE session_id IN ({marks}) ORDER BY topic_id, role, generation",
+        tuple(session_ids),
+    ).fetchall()
+
+
+def messages_by_id(conn: sqlite3.Connection, msg_ids: list[str]) -> dict[str, sqlite3.Row]:
+    """Full message rows by id."""
+    if not msg_ids:
+        return {}
+    marks = ",".join("?" * len(msg_ids))
+    rows = conn.execute(
+        f"SELECT {MESSAGE_COLUMNS} FROM debate_messages WHERE msg_id IN ({marks})",
+        tuple(msg_ids),
+    ).fetchall()
+    return {r[0]: r for r in rows}
+
+
+def message_at(conn: sqlite3.Connection, topic_id: str, msg_id: str) -> tuple[str, str] | None:
+    """The (ts, msg_id) of a message of the topic, or None."""
+    r = conn.execute(
+        "SELECT ts, msg_id FROM debate_messages WHERE topic_id = ? AND msg_id = ?",
+        (topic_id, msg_id),
+    ).fetchone()
+    return None if r is None else (r[0], r[1])
+
+
+def latest_of_kind(conn: sqlite3.Connection, topic_id: str, kind: str) -> tuple[str, str] | None:
+    """The (ts, msg_id) of the topic's newest message of ``kind``, or None."""
+    r = conn.execute(
+        "SELECT ts, msg_id FROM debate_messages WHERE topic_id = ? AND kind = ? "
+        "ORDER BY ts DESC, msg_id DESC LIMIT 1",
+        (topic_id, kind),
+    ).fetchone()
+    return None if r is None else (r[0], r[1])
+
+
+def page(
+    conn: sqlite3.Connection,
+    topic_id: str,
+    after: tuple[str, str],
+    kinds: list[str],
+    priorities: list[str],
+    limit: int,
+) -> list[sqlite3.Row]:
+    """Up to ``limit`` messages strictly after the compound cursor ``after``, oldest first."""
+    where = ["topic_id = ?", "(ts > ? OR (ts = ? AND msg_id > ?))"]
+    params: list[Any] = [topic_id, after[0], after[0], after[1]]
+    if kinds:
+        where.append(f"kind IN ({','.join('?' * len(kinds))})")
+        params.extend(kinds)
+    if priorities:
+        where.append(f"priority IN ({','.join('?' * len(priorities))})")
+        params.extend(priorities)
+    params.append(limit)
+    return conn.execute(
+        f"SELECT {MESSAGE_COLUMNS} FROM debate_messages WHERE {' AND '.join(where)} "
+        "ORDER BY ts, msg_id LIMIT ?",
+        tuple(params),
+    ).fetchall()
+
+
+def search(
+    conn: sqlite3.Connection, topic_id: str, phrase: str | None, pattern: str, limit: int
+) -> list[sqlite3.Row]:
+    """Messages whose folded body contains the literal pattern, newest first.
+
+    With ``phrase`` the trigram index narrows the candidates first; without it (queries
+    shorter than a trigram) the topic's messages are scanned. Both keep the same LIKE test.
+    """
+    if phrase is not None:
+        return conn.execute(
+            f"SELECT {MESSAGE_COLUMNS} FROM debate_messages WHERE topic_id = ? "
+            "AND rowid IN (SELECT rowid FROM debate_messages_fts WHERE debate_messages_fts "
+            "MATCH ?) AND body_folded LIKE ? ESCAPE '\\' ORDER BY ts DESC, msg_id DESC LIMIT ?",
+            (topic_id, phrase, pattern, limit),
+        ).fetchall()
+    return conn.execute(
+        f"SELECT {MESSAGE_COLUMNS} FROM debate_messages WHERE topic_id = ? "
+        "AND body_folded LIKE ? ESCAPE '\\' ORDER BY ts DESC, msg_id DESC LIMIT ?",
+        (topic_id, pattern, limit),
+    ).fetchall()

@@ -1,0 +1,75 @@
+"""The debate tables and their one migration.
+
+``debate_messages`` is append-only; ``body_folded`` (the casefolded body) carries the FTS5
+``trigram`` index that search uses (kept by an insert trigger; PostgreSQL would put a
+``pg_trgm`` index on the same column). Every other table is plain rows keyed by topic.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agora.store.migrations import Migration
+
+if TYPE_CHECKING:
+    import sqlite_utils
+
+_SCHEMA = """
+CREATE TABLE debate_sessions (session_id TEXT PRIMARY KEY, principal TEXT NOT NULL,
+  runtime TEXT, label TEXT, created_at TEXT NOT NULL);
+CREATE INDEX debate_sessions_principal ON debate_sessions (principal, created_at);
+CREATE TABLE debate_topics (topic_id TEXT PRIMARY KEY, title TEXT NOT NULL, project TEXT,
+  state TEXT NOT NULL, created_at TEXT NOT NULL, created_by_role TEXT NOT NULL,
+  resolve_by TEXT, archived_at TEXT, metadata TEXT NOT NULL, roles TEXT NOT NULL,
+  protocol TEXT NOT NULL, shape TEXT NOT NULL, updated_at TEXT NOT NULL);
+CREATE INDEX debate_topics_state ON debate_topics (state);
+CREATE TABLE debate_bindings (topic_id TEXT NOT NULL, role TEXT NOT NULL,
+  generation INTEGER NOT NULL, session_id TEXT NOT NULL, owner TEXT NOT NULL, runtime TEXT,
+  state TEXT NOT NULL, reason TEXT, bound_by_msg_id TEXT, bound_by_role TEXT,
+  created_at TEXT NOT NULL, updated_at TEXT NOT NULL, retired_by TEXT,
+  PRIMARY KEY (topic_id, role, generation));
+CREATE INDEX debate_bindings_owner ON debate_bindings (owner, state);
+CREATE INDEX debate_bindings_session ON debate_bindings (session_id);
+CREATE TABLE debate_messages (msg_id TEXT PRIMARY KEY, topic_id TEXT NOT NULL,
+  ts TEXT NOT NULL, role TEXT NOT NULL, author_session_id TEXT, priority TEXT NOT NULL,
+  kind TEXT NOT NULL, body TEXT NOT NULL, body_folded TEXT NOT NULL, reply_to TEXT,
+  vehicle TEXT NOT NULL, standing INTEGER, recipients TEXT NOT NULL, payload TEXT,
+  body_mode TEXT, protocol_version TEXT);
+CREATE UNIQUE INDEX debate_messages_cursor ON debate_messages (topic_id, ts, msg_id);
+CREATE INDEX debate_messages_kind ON debate_messages (topic_id, kind, ts);
+CREATE INDEX debate_messages_reply ON debate_messages (topic_id, reply_to);
+CREATE TABLE debate_deliveries (msg_id TEXT NOT NULL, recipient TEXT NOT NULL,
+  topic_id TEXT NOT NULL, state TEXT NOT NULL, delivered_at TEXT, done_at TEXT,
+  PRIMARY KEY (msg_id, recipient));
+CREATE INDEX debate_deliveries_open ON debate_deliveries (topic_id, state);
+CREATE TABLE debate_cursors (topic_id TEXT NOT NULL, role TEXT NOT NULL,
+  session_id TEXT NOT NULL, last_ts TEXT, last_msg_id TEXT, last_check_at TEXT,
+  superseded INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (topic_id, role, session_id));
+CREATE TABLE debate_watermarks (topic_id TEXT NOT NULL, role TEXT NOT NULL,
+  last_ts TEXT NOT NULL, last_msg_id TEXT NOT NULL, PRIMARY KEY (topic_id, role));
+CREATE TABLE debate_claims (msg_id TEXT PRIMARY KEY, topic_id TEXT NOT NULL,
+  role TEXT NOT NULL, session_id TEXT NOT NULL, owner TEXT NOT NULL, state TEXT NOT NULL,
+  claimed_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+CREATE INDEX debate_claims_topic ON debate_claims (topic_id, state);
+CREATE TABLE debate_history (topic_id TEXT NOT NULL, seq INTEGER NOT NULL, at TEXT NOT NULL,
+  event TEXT NOT NULL, actor TEXT NOT NULL, detail TEXT NOT NULL,
+  PRIMARY KEY (topic_id, seq));
+CREATE VIRTUAL TABLE debate_messages_fts USING fts5 (body_folded, content='',
+  tokenize='trigram');
+"""
+_FTS_TRIGGER = """
+CREATE TRIGGER debate_messages_fts_insert AFTER INSERT ON debate_messages BEGIN
+  INSERT INTO debate_messages_fts (rowid, body_folded) VALUES (new.rowid, new.body_folded);
+END
+"""
+
+
+def _migrate_v1(db: sqlite_utils.Database) -> None:
+    # One statement at a time: executescript would commit the migration's transaction.
+    for statement in _SCHEMA.split(";"):
+        if statement.strip():
+            db.execute(statement)
+    db.execute(_FTS_TRIGGER)
+
+
+MIGRATIONS = (Migration(component="debate", version=1, apply=_migrate_v1),)

@@ -1,0 +1,117 @@
+"""debate_work_queue: participation-filtered, deterministic ordering with reason codes."""
+
+from __future__ import annotations
+
+from conftest import ALICE, BOB, CONDUCTOR, MALLORY, STAR
+
+from agora.toolsets.debate import sql
+from agora.toolsets.debate.model import Binding, TopicRow
+from agora.toolsets.debate.rules import SENTINEL_PROJECT
+
+
+async def topic(desk, lane, **args):
+    a = await desk.session(ALICE)
+    metadata = f'{{"priority_lane": "{lane}", "priority_reason": "r"}}'
+    return await desk.topic(
+        ALICE, {"CONDUCTOR": a, "ADVOCATE": None}, metadata_json=metadata, **args
+    )
+
+
+async def test_lanes_outrank_derived_urgency_and_reasons_explain(desk):
+    low = await topic(desk, "P7")
+    urgent = await topic(desk, "P1")
+    overdue = await topic(desk, "P7", resolve_by="2026-11-29T00:00Z")
+    await desk.call(
+        ALICE, "debate_post", topic_id=low, role="CONDUCTOR", priority="H", kind="Q", body="?"
+    )
+    out = await desk.call(ALICE, "debate_work_queue")
+    order = [i["topic_id"] for i in out["items"]]
+    assert order == [urgent, overdue, low]
+    by_id = {i["topic_id"]: i for i in out["items"]}
+    assert "lane:P1" in by_id[urgent]["reason_codes"]
+    assert "deadline_overdue" in by_id[overdue]["reason_codes"]
+    assert {"open_questions", "blocked_questions", "missing_roles"} <= set(
+        by_id[low]["reason_codes"]
+    )
+    assert by_id[low]["missing_roles"] == ["ADVOCATE"]
+    assert by_id[low]["latest_message"]["kind"] == "Q"
+    assert out["ordering"][0] == "lane_rank"
+    await desk.call(
+        ALICE, "debate_set_lane", topic_id=low, role="CONDUCTOR", lane="P0", reason="now"
+    )
+    again = await desk.call(ALICE, "debate_work_queue", limit=1)
+    assert [i["topic_id"] for i in again["items"]] == [low]
+    assert (again["count"], again["total"]) == (1, 3)
+
+
+async def test_unreachable_topics_vanish_and_malformed_ids_are_skipped(desk):
+    mine = await topic(desk, "P3")
+    assert (await desk.call(MALLORY, "debate_work_queue"))["items"] == []
+    out = await desk.call(BOB, "debate_work_queue", topics_csv=f"{mine},not-an-id")
+    assert out["items"] == []
+    assert out["skipped_invalid_topic_ids"] == ["not-an-id"]
+    for who in (STAR, CONDUCTOR):
+        assert [i["topic_id"] for i in (await desk.call(who, "debate_work_queue"))["items"]] == [
+            mine
+        ]
+
+
+async def test_states_filter_and_bad_states(desk):
+    t = await topic(desk, "P3", state="INIT")
+    assert [i["state"] for i in (await desk.call(ALICE, "debate_work_queue"))["items"]] == ["INIT"]
+    assert (await desk.call(ALICE, "debate_work_queue", states_csv="ACTIVE"))["items"] == []
+    body = await desk.refused(ALICE, "debate_work_queue", states_csv="OPEN")
+    assert body["error"] == "unknown_state"
+    body = await desk.refused(ALICE, "debate_work_queue", limit=0)
+    assert body["error"] == "invalid_arguments"
+    assert (await desk.call(ALICE, "debate_work_queue", states_csv=""))["total"] == 1
+    assert t
+
+
+async def test_conductor_sees_sentinel_topics_as_metadata_only(desk):
+    at = "2026-01-01T00:00:00.000000Z"
+    legacy = "7e57ab1e-0000-4000-8000-0000000000aa"
+    row = TopicRow(
+        legacy,
+        "old",
+        SENTINEL_PROJECT,
+        "ACTIVE",
+        at,
+        "CONDUCTOR",
+        None,
+        None,
+        {},
+        ["CONDUCTOR"],
+        {},
+        "{}",
+        at,
+    )
+    b = Binding(
+        legacy,
+        "CONDUCTOR",
+        1,
+        "7e57ab1e-0000-4000-8000-0000000000ab",
+        "alice",
+        None,
+        "active",
+        None,
+        None,
+        None,
+        at,
+        at,
+    )
+    await desk.runtime.write([sql.insert_topic(row), sql.upsert_binding(b)])
+    [item] = (await desk.call(CONDUCTOR, "debate_work_queue"))["items"]
+    assert item["metadata_only"] is True
+    assert item["reason_codes"] == ["project_unset"]
+    assert (await desk.call(ALICE, "debate_work_queue"))["items"] == []
+    assert (await desk.call(STAR, "debate_work_queue"))["items"] == []
+
+
+async def test_malformed_stored_metadata_fails_the_run(desk):
+    t = await topic(desk, "P3")
+    await desk.runtime.write(
+        [("UPDATE debate_topics SET metadata = ? WHERE topic_id = ?", ("[not json", t))]
+    )
+    body = await desk.refused(ALICE, "debate_work_queue")
+    assert body["error"] == "corrupt_topic_record"
