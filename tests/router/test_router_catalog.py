@@ -28,4 +28,5 @@ async def test_only_the_served_tools_are_listed_with_the_contract_schemas():
     body = bad["structuredContent"]
     assert body["code"] == "invalid-arguments"
     assert body["state_changed"] is False
-    assert body["problems"]
+    assert body["issues"][0]["field"] == "context"
+    assert body["issues"][0]["rule"] == "required"

@@ -26,5 +26,5 @@ def toolset() -> Toolset:
         migrations=MIGRATIONS,
         contract=None,
         tools=served,
-        reject_arguments=argument_rejection,
+        reject_issues=argument_rejection,
     )

@@ -18,10 +18,15 @@ from __future__ import annotations
 
 import functools
 import secrets
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from agora.errors import ToolError
 from agora.mcp.contracts import load_contract
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from agora.mcp.validation import ValidationIssue
 
 UNAVAILABLE: Final = "capability-unavailable"
 
@@ -126,13 +131,13 @@ def internal(correlation_id: str) -> ToolError:
     return ToolError(body, f"internal error (correlation id {correlation_id})")
 
 
-def argument_rejection(problems: list[str]) -> dict[str, Any]:
-    """The structured body of a call whose arguments break the inputSchema."""
+def argument_rejection(issues: Sequence[ValidationIssue]) -> dict[str, Any]:
+    """The structured body of a call whose arguments break the inputSchema (or the limits)."""
     return {
         "ok": False,
         "code": "invalid-arguments",
-        "message": problems[0] if problems else "invalid arguments",
-        "problems": problems,
+        "message": issues[0].describe() if issues else "invalid arguments",
+        "issues": [{"field": i.field, "rule": i.keyword, "message": i.detail} for i in issues],
         "retryable": False,
         "state_changed": False,
     }
