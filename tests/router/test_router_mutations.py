@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 import trio
 from router_driver import HANDLERS, Router, ctx, event_args, plan_args
 
 from agora.errors import ToolError
+from agora.runtime.actor import InternalError
 from agora.runtime.clock import Clock, FakeWall
 from agora.runtime.registry import Runtime
 from agora.store.db import open_store
@@ -108,3 +110,28 @@ async def test_runs_are_isolated_per_session(router):
     other = await router.plan(PHASED, session="s2", idem="same-key")
     mine = await router.plan(PHASED, session="s1", idem="same-key")
     assert other["workflow_run_id"] != mine["workflow_run_id"]
+
+
+async def test_cas_holds_across_two_servers_on_one_database(router, runtime, nursery):
+    # Two runtimes on one store stand for two processes (agora serve and agora stdio) sharing
+    # a database: neither sees the other's actors, so only the store can refuse the loser.
+    lock = {"explicit_skill_ids": ["skill:lead"], "explicit_semantics": "only"}
+    plan = await router.plan(PHASED, **lock)
+    run = plan["workflow_run_id"]
+    other = Router(Runtime(runtime.store, nursery, clock=Clock(FakeWall())))
+    await other.next(run)  # loads the run at version 1 in the second server
+    won = await router.event(run, "plan", {"by": "first"}, 1)
+    assert won["resulting_state_version"] == 2
+    proposal = {
+        "context": ctx(), "workflow_run_id": run, "phase_id": "plan",
+        "primary_skill_id": "skill:lead", "support_skill_ids": ["skill:a"],
+        "scope_anchor_id": "a", "goal_revision": None, "plan_revision": 1,
+        "context_fingerprint": "sha256:" + "ab" * 32, "expected_state_version": 1,
+        "idempotency_key": "late", "correlation_id": "c",
+    }  # fmt: skip
+    with pytest.raises(InternalError):  # a stale writer in another process loses
+        await other.call("propose_support_consent", **proposal)
+    count = "SELECT COUNT(*) FROM router_proposals"
+    assert (await runtime.read(lambda c: c.execute(count).fetchone()))[0] == 0
+    body = await other.refused("propose_support_consent", **proposal)  # reloaded: typed now
+    assert body["current_state_version"] == 2

@@ -137,11 +137,14 @@ class WorkflowRun:
                 assert run is not None
                 result, writes = MUTATIONS.dispatch(run, cmd, current + 1, at)
         except ToolError as refused:
+            log.info("router %s on %s refused: %s (correlation %s)", tool, self.key,
+                     refused.body.get("code"), cmd.correlation_id)  # fmt: skip
             if refused.body.get("audited"):  # a refused consent transition is kept for audit
                 return Effects(reply=refused, writes=consent.audit(run, cmd, refused, at))
             return Effects(reply=refused)
         previous, run.state_version = current, current + 1
         run.ledger[cmd.idempotency_key] = (cmd.request_digest, result)
+        writes.append(sql.claim_version(run.run_id, run.state_version, cmd.idempotency_key, at))
         if previous:
             writes.append(sql.update_run(run.run_id, run.state_version, run.status, at, previous))
         writes.append(sql.insert_ledger(run.run_id, cmd.idempotency_key, cmd.request_digest,

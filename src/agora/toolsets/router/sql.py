@@ -1,14 +1,16 @@
 """The router's tables: migrations, every statement it runs, and reading one run back.
 
-Tables (all keyed by ``run_id``): ``router_runs`` (one row per workflow run: session, CAS
-state version, plan revision, status, the plan result as JSON), ``router_work_items`` (the
-work graph), ``router_events`` (append-only reported observations), ``router_gates``
-(gate evaluations), ``router_proposals`` (support-consent proposals and decisions),
-``router_consent_audit`` (refused consent transitions), ``router_records`` (evaluation runs,
-comparisons and exports, immutable) and ``router_ledger`` (each idempotency key's request
-digest and result, for replay; keyed by run or record id). JSON is stored as TEXT and parsed
-in Python; timestamps are fixed-width UTC TEXT; statements use ``?`` placeholders only.
-This module builds statements and reads rows; it never commits (the actor does).
+Tables: ``router_runs`` (one row per workflow run: session, CAS state version, plan revision,
+status, the plan result as JSON), ``router_work_items`` (the work graph), ``router_events``
+(append-only reported observations), ``router_gates`` (gate evaluations),
+``router_proposals`` (support-consent proposals and decisions), ``router_consent_audit``
+(refused consent transitions), ``router_versions`` (each state version a run took, unique:
+the CAS guard that holds across processes sharing the database), ``router_records``
+(evaluation runs, comparisons and exports, immutable) and ``router_ledger`` (each
+idempotency key's request digest and result, for replay; keyed by run or record id). JSON
+is stored as TEXT and parsed in Python; timestamps are fixed-width UTC TEXT; statements use
+``?`` placeholders only. This module builds statements and reads rows; it never commits
+(the actor does).
 """
 
 from __future__ import annotations
@@ -84,9 +86,20 @@ def _migrate_v2(db: sqlite_utils.Database) -> None:
     )
 
 
+def _migrate_v3(db: sqlite_utils.Database) -> None:
+    # One row per state version of a run: a second writer of the same version (another
+    # process on this database, whose actors this one cannot see) fails its whole commit.
+    db.execute(
+        """CREATE TABLE router_versions (
+        run_id TEXT NOT NULL, state_version INTEGER NOT NULL, idempotency_key TEXT NOT NULL,
+        at TEXT NOT NULL, PRIMARY KEY (run_id, state_version))"""
+    )
+
+
 MIGRATIONS = (
     Migration(component="router", version=1, apply=_migrate_v1),
     Migration(component="router", version=2, apply=_migrate_v2),
+    Migration(component="router", version=3, apply=_migrate_v3),
 )
 
 
@@ -103,6 +116,15 @@ def update_run(run_id: str, version: int, status: str, at: str, previous: int) -
         "UPDATE router_runs SET state_version = ?, status = ?, updated_at = ?"
         " WHERE run_id = ? AND state_version = ?",
         (version, status, at, run_id, previous),
+    )
+
+
+def claim_version(run_id: str, version: int, key: str, at: str) -> Write:
+    """Claim a run's next state version; fails the transaction if it was already taken."""
+    return (
+        "INSERT INTO router_versions (run_id, state_version, idempotency_key, at)"
+        " VALUES (?, ?, ?, ?)",
+        (run_id, version, key, at),
     )
 
 
