@@ -2,12 +2,15 @@
 
 A `ProtocolError` becomes a JSON-RPC error object; a `ToolError` becomes a tool result with
 ``isError: true`` whose structured body tells the model what went wrong and what to do next.
-This module must not import trio or anything that does I/O.
+This module must not import trio or anything that does I/O. `Failure` describes an internal
+failure for the toolset hook that shapes it into the toolset's own vocabulary.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import secrets
+from dataclasses import dataclass
+from typing import Any, Literal
 
 
 class AgoraError(Exception):
@@ -45,3 +48,34 @@ class StoreError(AgoraError):
 
 class ActorStopped(AgoraError):
     """The actor stopped (shutdown or crash) before it could answer this command."""
+
+
+#: What kind of internal failure ended a call (see `Failure`).
+FailureKind = Literal["internal", "stopped", "store", "unexpected"]
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A call that failed inside the server, as a toolset's ``shape_failure`` hook sees it.
+
+    Attributes:
+        kind: ``internal`` (the entity failed on the command or could not be loaded;
+            nothing was changed), ``stopped`` (its actor stopped, e.g. at shutdown),
+            ``store`` (the store could not commit or read), ``unexpected`` (a bug in the
+            handler; its traceback is logged under ``correlation_id``).
+        message: Text safe to show a client; no internal detail.
+        retryable: Whether the same call may succeed if made again (nothing was saved).
+        correlation_id: Names the server's log line for this failure (``corr-`` + 16 hex).
+        tool: The tool name the client called.
+    """
+
+    kind: FailureKind
+    message: str
+    retryable: bool
+    correlation_id: str
+    tool: str
+
+
+def new_correlation_id() -> str:
+    """A fresh id to name one failure in the log and in the answer (``corr-`` + 16 hex)."""
+    return f"corr-{secrets.token_hex(8)}"

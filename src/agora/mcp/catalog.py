@@ -42,6 +42,9 @@ class ToolEntry:
     alias_of: str | None = None
     #: Builds the structured error body for invalid arguments in the toolset's vocabulary.
     reject: Rejection | None = None
+    #: Shapes an internal failure (an `agora.errors.Failure`) into the structured body of an
+    #: ``isError`` result in the toolset's vocabulary; None (or a None answer) sends text.
+    fail: Callable[[Any], dict[str, Any] | None] | None = None
 
     def listing(self) -> dict[str, Any]:
         """The tools/list entry."""

@@ -22,6 +22,8 @@ REQUEST_CANCELLED = -32800
 HEADER_MISMATCH = -32020
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 RESOURCE_NOT_FOUND = -32002
+#: A connection already runs ``max_in_flight`` calls: retry once one of them has finished.
+TOO_MANY_IN_FLIGHT = -32010
 
 #: Largest message accepted on any transport (the chamber contract's max_request_bytes).
 MAX_MESSAGE_BYTES = 65536

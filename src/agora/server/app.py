@@ -8,6 +8,7 @@ shutdown can wait for them.
 from __future__ import annotations
 
 import importlib
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,12 +21,15 @@ from agora.mcp.session import Session
 from agora.runtime.background import supervise
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from agora.config import Config
+    from agora.errors import Failure
     from agora.runtime.registry import Runtime
     from agora.toolsets.base import Toolset
     from agora.web.http import Route
+
+log = logging.getLogger(__name__)
 
 SERVER_INFO = {"name": "agora", "title": "agora", "version": __version__}
 
@@ -94,6 +98,7 @@ def _entry(
         target=handler,
         alias_of=alias_of,
         reject=_rejection(toolset),
+        fail=_failure_shaper(toolset, name, spec.get("outputSchema")),
     )
 
 
@@ -104,6 +109,67 @@ def _rejection(toolset: Toolset) -> Rejection | None:
     if sentences is None:
         return None
     return lambda issues: sentences([issue.describe() for issue in issues])
+
+
+def _failure_shaper(
+    toolset: Toolset, tool: str, output_schema: dict[str, Any] | None
+) -> Callable[[Failure], dict[str, Any] | None] | None:
+    hook = toolset.shape_failure
+    if hook is None:
+        return None
+    from agora.mcp.validation import compile_validator
+
+    # Compiled on the first failure only: most tools never fail.
+    check = (
+        compile_validator(output_schema, subject="result field", root="result", lazy=True)
+        if output_schema is not None
+        else None
+    )
+
+    def shape(failure: Failure) -> dict[str, Any] | None:
+        body = hook(failure)
+        problems = check.errors(body) if check is not None else ()
+        if problems:
+            log.error(
+                "toolset %s shaped a failure of %s that its outputSchema refuses (%s); "
+                "answering with text (correlation %s)",
+                toolset.name,
+                tool,
+                problems[0].describe("result field", "result"),
+                failure.correlation_id,
+            )
+            return None
+        return body
+
+    return shape
+
+
+def tool_names(toolset: Toolset) -> list[str]:
+    """Every tool name ``toolset`` serves, canonical names and aliases."""
+    if toolset.contract is None:
+        return [spec["name"] for spec in toolset.tools]
+    from agora.mcp.contracts import load_contract
+
+    contract = load_contract(toolset.contract or toolset.name)
+    return [name for tool in contract.tools.values() for name in (tool.name, *tool.aliases)]
+
+
+def refuse_shadowed_tools(toolsets: Sequence[Toolset]) -> None:
+    """Refuse two toolsets serving one tool name on ``/mcp`` (one would shadow the other).
+
+    Raises:
+        ValueError: naming the tool and both toolsets.
+    """
+    owner: dict[str, str] = {}
+    for toolset in toolsets:
+        for name in tool_names(toolset):
+            first = owner.setdefault(name, toolset.name)
+            if first != toolset.name:
+                raise ValueError(
+                    f"tool {name!r} is served by both toolset {first} and toolset"
+                    f" {toolset.name}: /mcp would shadow one of them; rename it or serve"
+                    " only one of the two"
+                )
 
 
 @dataclass
@@ -130,6 +196,7 @@ class App:
         resources: list[Any] = []
         prompts: list[Any] = []
         completion = None
+        refuse_shadowed_tools(toolsets)
         for t in toolsets:
             entries = tool_entries(t)
             everything.extend(entries)

@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from agora.errors import ActorStopped, ProtocolError, StoreError, ToolError
+from agora.errors import (
+    ActorStopped,
+    Failure,
+    FailureKind,
+    ProtocolError,
+    StoreError,
+    ToolError,
+    new_correlation_id,
+)
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.session import Answer, Cancel, Invoke, Send, Session, tool_result
 from agora.runtime.actor import InternalError
@@ -162,10 +170,10 @@ class Connection:
         # The session refuses a request whose id is running, so ``inv.id`` is new here.
         if len(self._calls) >= self.app.config.max_in_flight:
             self.session.ended(inv.id)
-            await self._emit(
-                rpc.error(inv.id, rpc.INTERNAL_ERROR, "too many requests in flight; retry later"),
-                inv.id,
-            )
+            limit = self.app.config.max_in_flight
+            message = f"too many requests in flight (at most {limit}); retry when one finishes"
+            data = {"max_in_flight": limit, "retryable": True}
+            await self._emit(rpc.error(inv.id, rpc.TOO_MANY_IN_FLIGHT, message, data), inv.id)
             return
         scope = trio.CancelScope()
         self._calls[inv.id] = scope
@@ -197,12 +205,35 @@ class Connection:
         except ProtocolError as exc:
             return rpc.error(inv.id, exc.code, exc.message, exc.data)
         except (InternalError, ActorStopped, StoreError) as exc:
-            text = f"{exc}; retry the call"
-            result = {"content": [{"type": "text", "text": text}], "isError": True}
-            return rpc.result(inv.id, self.session.finish(result, inv.modern))
+            kind: FailureKind = (
+                "internal"
+                if isinstance(exc, InternalError)
+                else ("stopped" if isinstance(exc, ActorStopped) else "store")
+            )
+            correlation = new_correlation_id()
+            log.warning("%s %s failed: %s (correlation %s)", inv.kind, inv.name, exc, correlation)
+            return self._failed(inv, Failure(kind, str(exc), True, correlation, inv.name))
         except Exception:
-            log.exception("%s %s failed", inv.kind, inv.name)
-            return rpc.error(inv.id, rpc.INTERNAL_ERROR, "internal error")
+            correlation = new_correlation_id()
+            log.exception("%s %s failed (correlation %s)", inv.kind, inv.name, correlation)
+            failure = Failure("unexpected", "internal error", False, correlation, inv.name)
+            return self._failed(inv, failure)
+
+    def _failed(self, inv: Invoke, failure: Failure) -> dict[str, Any]:
+        """The answer to a call that failed inside the server: in the toolset's vocabulary
+        when its ``shape_failure`` hook answers, else text (or -32603 for a bug)."""
+        entry = self.session.catalog.tool(inv.name) if inv.kind == "tool" else None
+        body = entry.fail(failure) if entry is not None and entry.fail is not None else None
+        retry = "; retry the call" if failure.retryable else ""
+        text = f"{failure.message}{retry} (correlation id {failure.correlation_id})"
+        if body is not None:
+            result = tool_result(body, error=True, text=text)
+        elif failure.kind == "unexpected":
+            data = {"correlation_id": failure.correlation_id}
+            return rpc.error(inv.id, rpc.INTERNAL_ERROR, "internal error", data)
+        else:
+            result = {"content": [{"type": "text", "text": text}], "isError": True}
+        return rpc.result(inv.id, self.session.finish(result, inv.modern))
 
     def _tool_call(self, inv: Invoke) -> ToolCall:
         rid = inv.id

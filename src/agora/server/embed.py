@@ -20,7 +20,7 @@ from agora.config import Config
 from agora.identity import Principal
 from agora.mcp import jsonrpc as rpc
 from agora.runtime.registry import Runtime
-from agora.server.app import App, load_toolsets
+from agora.server.app import App, load_toolsets, refuse_shadowed_tools
 from agora.server.connection import Connection
 from agora.store.db import open_store
 from agora.transports.http import FrontEnd
@@ -167,6 +167,7 @@ async def open_server(
         if toolsets is not None
         else load_toolsets(config.toolsets, conformance=config.conformance)
     )
+    refuse_shadowed_tools(sets)  # before anything opens: a plain ValueError, no group
     migrations = [m for t in sets for m in t.migrations]
     async with (
         open_store(

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from agora.errors import ProtocolError
+from agora.errors import Failure, ProtocolError
 from agora.identity import Principal
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.catalog import ResourceEntry
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 # re-exported here because toolsets have always imported them from this module.
 __all__ = [
     "ArgumentLimits",
+    "Failure",
     "Handler",
     "Migration",
     "Principal",
@@ -201,5 +202,11 @@ class Toolset:
     #: Older form of `reject_issues` that gets the problems as sentences
     #: (``argument 'from': must match ...``); used only when `reject_issues` is None.
     reject_arguments: Callable[[list[str]], dict[str, Any]] | None = None
+    #: Shapes an internal failure of one of its tools (`agora.errors.Failure`: kind, safe
+    #: message, retryable, correlation id, tool) into the structured body of an ``isError``
+    #: result in the toolset's vocabulary. The body must validate against the tool's
+    #: outputSchema (the server checks, logs and falls back to text if it does not).
+    #: None: text only, and an unexpected exception is JSON-RPC -32603 with the id.
+    shape_failure: Callable[[Failure], dict[str, Any]] | None = None
     #: Limits on the arguments of every tool of this toolset, checked before the schema.
     argument_limits: ArgumentLimits = field(default_factory=lambda: ArgumentLimits())

@@ -14,7 +14,7 @@ from agora.runtime.background import periodic
 from agora.toolsets.base import ArgumentLimits, Toolset
 from agora.toolsets.chamber import store, web
 from agora.toolsets.chamber.contract import ChamberContract, default_contract
-from agora.toolsets.chamber.replies import CODES, argument_rejection
+from agora.toolsets.chamber.replies import CODES, argument_rejection, internal_failure
 from agora.toolsets.chamber.service import Chamber
 from agora.toolsets.chamber.tools import handlers
 
@@ -52,6 +52,7 @@ def build_toolset(contract: ChamberContract) -> tuple[Toolset, Chamber]:
         aliases=dict(contract.aliases),
         background=[periodic(PURGE_EVERY, purge)],
         reject_issues=argument_rejection,
+        shape_failure=internal_failure,
         argument_limits=ArgumentLimits(
             max_depth=contract.limits.max_json_depth,
             max_bytes=contract.limits.max_request_bytes,

@@ -15,6 +15,7 @@ from agora.errors import ToolError
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from agora.errors import Failure
     from agora.mcp.validation import ValidationIssue
 
 #: Every error code this toolset can answer; `tools.build_toolset` checks each is in the contract.
@@ -159,3 +160,33 @@ def argument_rejection(problems: Sequence[ValidationIssue]) -> dict[str, Any]:
     code = (missing if required else malformed) or "value_format_invalid"
     text = "; ".join(p.describe() for p in problems) or "arguments: invalid"
     return failure_body(code, text, _ARGUMENT_HINTS[code])
+
+
+#: The code of a server fault. The contract lists no code for one and its envelope's ``code``
+#: is a free string, so this is the one code the chamber answers outside the contract's list.
+INTERNAL_CODE: Final = "internal_error"
+
+
+def internal_failure(failure: Failure) -> dict[str, Any]:
+    """The chamber envelope for a call that failed inside the server (nothing was changed).
+
+    Args:
+        failure: What the server knows that is safe to say, with the log's correlation id.
+
+    Returns:
+        An ``ok: false`` body with ``code: internal_error``, ``retryable``, a recovery hint
+        and the ``correlation_id`` to quote when reporting it.
+    """
+    hint = (
+        "Nothing was changed: call again with the same arguments."
+        if failure.retryable
+        else f"Report correlation id {failure.correlation_id}; other attempts are unaffected."
+    )
+    return {
+        "ok": False,
+        "code": INTERNAL_CODE,
+        "error": clip(failure.message),
+        "retryable": failure.retryable,
+        "recovery_hint": clip(hint),
+        "correlation_id": failure.correlation_id,
+    }

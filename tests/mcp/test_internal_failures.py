@@ -1,0 +1,155 @@
+"""Internal failures answered in the toolset's vocabulary; in-flight cap and shadowed names.
+
+Through the real session driver (`Connection`) with in-process clients: a tool that fails
+inside the server reaches the client as the toolset's own error body (checked against the
+tool's outputSchema) with a correlation id that names the server's log line.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+import pytest
+import trio
+
+from agora.config import Config
+from agora.errors import ActorStopped, Failure, StoreError
+from agora.mcp import jsonrpc as rpc
+from agora.runtime.actor import InternalError
+from agora.server.embed import open_server
+from agora.toolsets.base import ToolCall, Toolset
+
+OUTPUT = {
+    "type": "object",
+    "properties": {
+        "ok": {"type": "boolean"},
+        "code": {"type": "string"},
+        "correlation_id": {"type": "string", "pattern": "^corr-[0-9a-f]{16}$"},
+        "retryable": {"type": "boolean"},
+    },
+    "required": ["ok"],
+}
+ERRORS: dict[str, Exception] = {
+    "internal": InternalError("internal error in thing; nothing was changed"),
+    "stopped": ActorStopped("thing x stopped"),
+    "store": StoreError("the store is full"),
+    "unexpected": RuntimeError("secret detail that must not leak"),
+}
+
+
+async def fail(call: ToolCall) -> dict[str, Any]:
+    raise ERRORS[call.args["kind"]]
+
+
+def shaped(failure: Failure) -> dict[str, Any]:
+    return {
+        "ok": False,
+        "code": f"failed-{failure.kind}",
+        "correlation_id": failure.correlation_id,
+        "retryable": failure.retryable,
+    }
+
+
+def _toolset(name: str, **extra: Any) -> Toolset:
+    tool = {
+        "name": f"{name}_fail",
+        "description": "Fails.",
+        "inputSchema": {"type": "object"},
+        "outputSchema": OUTPUT,
+    }
+    return Toolset(name, {f"{name}_fail": fail}, contract=None, tools=[tool], **extra)
+
+
+async def _call(server, tool: str, kind: str) -> dict[str, Any]:
+    async with server.client() as client:
+        await client.initialize()
+        return await client.request("tools/call", {"name": tool, "arguments": {"kind": kind}})
+
+
+@pytest.mark.parametrize("kind", ["internal", "stopped", "store", "unexpected"])
+async def test_a_toolset_shapes_internal_failures_in_its_own_vocabulary(kind, caplog):
+    caplog.set_level(logging.WARNING)
+    sets = [_toolset("shaped", shape_failure=shaped)]
+    with trio.fail_after(20):
+        async with open_server(Config(db=":memory:"), toolsets=sets, listen=False) as server:
+            reply = await _call(server, "shaped_fail", kind)
+    result = reply["result"]
+    body = result["structuredContent"]
+    assert result["isError"] is True
+    assert body["code"] == f"failed-{kind}"
+    assert body["retryable"] is (kind != "unexpected")
+    assert re.fullmatch(r"corr-[0-9a-f]{16}", body["correlation_id"])
+    assert body["correlation_id"] in caplog.text  # the id names the server's log line
+    assert body["correlation_id"] in result["content"][0]["text"]
+    assert "secret detail" not in str(result)
+
+
+async def test_without_a_hook_failures_are_text_and_a_bug_is_32603_with_its_id(caplog):
+    sets = [_toolset("plain")]
+    with trio.fail_after(20):
+        async with open_server(Config(db=":memory:"), toolsets=sets, listen=False) as server:
+            internal = await _call(server, "plain_fail", "internal")
+            bug = await _call(server, "plain_fail", "unexpected")
+    assert internal["result"]["isError"] is True
+    assert "retry the call" in internal["result"]["content"][0]["text"]
+    assert bug["error"]["code"] == rpc.INTERNAL_ERROR
+    assert bug["error"]["data"]["correlation_id"] in caplog.text
+    assert "secret detail" not in str(bug)
+
+
+async def test_a_shaped_body_that_breaks_the_output_schema_falls_back_to_text(caplog):
+    def wrong(failure: Failure) -> dict[str, Any]:
+        return {"ok": "no", "correlation_id": failure.correlation_id}
+
+    sets = [_toolset("wrong", shape_failure=wrong)]
+    with trio.fail_after(20):
+        async with open_server(Config(db=":memory:"), toolsets=sets, listen=False) as server:
+            reply = await _call(server, "wrong_fail", "store")
+    assert "structuredContent" not in reply["result"]
+    assert reply["result"]["isError"] is True
+    assert "outputSchema refuses" in caplog.text
+
+
+async def test_too_many_calls_in_flight_get_their_own_code():
+    release = trio.Event()
+
+    async def hold(call: ToolCall) -> dict[str, Any]:
+        await release.wait()
+        return {"ok": True}
+
+    tool = {"name": "hold", "description": "Holds.", "inputSchema": {"type": "object"}}
+    sets = [Toolset("held", {"hold": hold}, contract=None, tools=[tool])]
+    config = Config(db=":memory:", max_in_flight=2)
+    replies: list[dict[str, Any]] = []
+    with trio.fail_after(20):
+        async with (
+            open_server(config, toolsets=sets, listen=False) as server,
+            server.client() as client,
+        ):
+            await client.initialize()
+
+            async def call() -> None:
+                replies.append(await client.request("tools/call", {"name": "hold"}))
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(2):
+                    nursery.start_soon(call)
+                await trio.testing.wait_all_tasks_blocked()
+                refused = await client.request("tools/call", {"name": "hold"})
+                release.set()
+    assert refused["error"]["code"] == rpc.TOO_MANY_IN_FLIGHT == -32010
+    assert refused["error"]["data"] == {"max_in_flight": 2, "retryable": True}
+    assert [r["result"]["structuredContent"] for r in replies] == [{"ok": True}] * 2
+
+
+async def test_two_toolsets_serving_one_tool_name_are_refused_at_start_up():
+    echo = {"name": "echo", "description": "", "inputSchema": {"type": "object"}}
+    sets = [
+        Toolset("one", {"echo": fail}, contract=None, tools=[echo]),
+        Toolset("two", {"echo": fail}, contract=None, tools=[echo]),
+    ]
+    with pytest.raises(ValueError, match="'echo' is served by both toolset one and toolset two"):
+        async with open_server(Config(db=":memory:"), toolsets=sets, listen=False):
+            pass
