@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from agora.mcp.contracts import load_contract
 from agora.toolsets.base import Toolset
+from agora.toolsets.debate.handlers.resources import RESOURCES
 from agora.toolsets.debate.replies import argument_rejection
 from agora.toolsets.debate.sql import MIGRATIONS
 from agora.toolsets.debate.tools import HANDLERS
@@ -27,4 +28,5 @@ def toolset() -> Toolset:
         contract=None,
         tools=tools,
         reject_issues=argument_rejection,
+        resources=RESOURCES,
     )

@@ -42,6 +42,15 @@ START: Final = ("", "")
 AFTER_ALL_IDS: Final = "~"
 
 
+#: Each session's inbox, a resource a client can subscribe to.
+INBOX_URI: Final = "debate://inbox/{session_id}"
+
+
+def inbox_uri(session_id: str) -> str:
+    """The URI of a session's inbox resource."""
+    return f"debate://inbox/{session_id}"
+
+
 class DebateError(ValueError):
     """A rejected debate call: ``body`` is the structured error the model reads."""
 

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any, Final
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.model import Cursor, MsgMeta, TopicData, TopicRow
-from agora.toolsets.debate.rules import START, DebateError, next_stamp, stamp
+from agora.toolsets.debate.rules import START, DebateError, inbox_uri, next_stamp, stamp
 
 if TYPE_CHECKING:
     import sqlite3
+    from collections.abc import Iterable
 
     from agora.runtime.clock import Now
     from agora.runtime.entity import Write
@@ -136,6 +137,17 @@ class Topic:
         """Store the (role, session) signal cursor."""
         self.data.cursors[(role, session_id)] = cursor
         writes.append(sql.upsert_cursor(self.topic_id, role, session_id, cursor))
+
+    def inbox_uris(self, keys: Iterable[str]) -> list[str]:
+        """The inbox resources (one per session) that messages for ``keys`` land in."""
+        sessions: set[str] = set()
+        for key in keys:
+            kind, _, name = key.partition(":")
+            if kind == "session":
+                sessions.add(name)
+            elif (holder := self.active(name)) is not None:
+                sessions.add(holder.session_id)
+        return sorted(inbox_uri(s) for s in sessions)
 
     def tip(self) -> tuple[str, str]:
         """The position of the newest message (the start when there is none)."""

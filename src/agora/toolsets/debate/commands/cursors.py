@@ -20,7 +20,14 @@ from agora.toolsets.debate import sql
 from agora.toolsets.debate.access import Caller
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Claim, Cursor
-from agora.toolsets.debate.rules import AFTER_ALL_IDS, PRIORITY_RANK, START, normalise_ts, reject
+from agora.toolsets.debate.rules import (
+    AFTER_ALL_IDS,
+    PRIORITY_RANK,
+    START,
+    inbox_uri,
+    normalise_ts,
+    reject,
+)
 
 if TYPE_CHECKING:
     from agora.runtime.clock import Now
@@ -186,4 +193,4 @@ def advance_cursor(topic: Topic, cmd: AdvanceCursor, now: Now) -> Effects:
         "last_check_at": cursor.last_check_at,
         "worker_claim": None,
     }
-    return Effects(reply=reply, writes=writes)
+    return Effects(reply=reply, writes=writes, updated=[inbox_uri(cmd.session_id)])

@@ -189,7 +189,12 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
         _watermark(topic, cmd.role, cmd.body.strip(), writes)
     _complete_claim(topic, meta, writes)
     topic.touch(writes, ts)
-    return Effects(reply=post_reply(topic, meta, cmd.vehicle), writes=writes, changed=True)
+    return Effects(
+        reply=post_reply(topic, meta, cmd.vehicle),
+        writes=writes,
+        changed=True,
+        updated=topic.inbox_uris(recipients),
+    )
 
 
 def _complete_claim(topic: Topic, meta: MsgMeta, writes: list[Write]) -> None:

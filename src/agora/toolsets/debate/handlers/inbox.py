@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agora.toolsets.debate import sql
+from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.commands.cursors import AdvanceCursor, CheckInbox, Inbox
 from agora.toolsets.debate.handlers.common import caller, checked, opt, run
 from agora.toolsets.debate.replies import message, tool_error
@@ -16,6 +16,8 @@ from agora.toolsets.debate.rules import SIGNAL_LIMIT, SIGNAL_MAX, DebateError, n
 from agora.toolsets.debate.topic import KIND
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from agora.toolsets.base import ToolCall
 
 WAIT_DEFAULT_MS = 55_000
@@ -46,22 +48,47 @@ async def _render(call: ToolCall, inbox: Inbox) -> dict[str, Any]:
 
 
 async def debate_signal_check(call: ToolCall) -> dict[str, Any]:
-    """The caller's inbox past its cursor."""
+    """The caller's inbox past its cursor (the topic is required here)."""
     inbox: Inbox = await run(call, call.args["topic_id"], _check(call, persist=True))
     return await _render(call, inbox)
 
 
 async def debate_signal_wait(call: ToolCall) -> dict[str, Any]:
-    """Wait until the inbox holds something (or timeout), then check it."""
-    topic_id = call.args["topic_id"]
-    peek = _check(call, persist=False)
+    """Wait until the inbox holds something (or timeout), then check it.
+
+    Without a topic, waits on every topic where the session holds the role actively and
+    answers with the first (by topic id) that has something.
+    """
     timeout = int(call.args.get("timeout_ms", WAIT_DEFAULT_MS)) / 1000
+    peek = _check(call, persist=False)
+    topics = [call.args["topic_id"]] if "topic_id" in call.args else await _topics(call, peek)
     try:
-        await call.runtime.poll(KIND, topic_id, peek, ready=lambda r: r.count > 0, timeout=timeout)
+        replies = await call.runtime.poll_many(
+            KIND,
+            dict.fromkeys(topics, peek),
+            ready=lambda r: any(inbox.count for inbox in r.values()),
+            timeout=timeout,
+        )
     except DebateError as err:
         raise tool_error(err) from None
+    topic_id = next((t for t in sorted(replies) if replies[t].count), min(replies))
     inbox: Inbox = await run(call, topic_id, _check(call, persist=True))
-    return await _render(call, inbox)
+    return {**(await _render(call, inbox)), "topic_id": topic_id}
+
+
+async def _topics(call: ToolCall, peek: CheckInbox) -> list[str]:
+    """The topics where the caller's session holds the role (else the uniform denial)."""
+    session_id, name = peek.session_id, peek.caller.name
+
+    def read(conn: sqlite3.Connection) -> list[str]:
+        if sql.session_owners(conn, [session_id]).get(session_id) != name:
+            return []
+        return [t for t, role in sql.active_bindings_of(conn, session_id) if role == peek.role]
+
+    topics = await call.runtime.read(read)
+    if not topics:
+        raise tool_error(access.denied())
+    return topics
 
 
 async def debate_signal_advance(call: ToolCall) -> dict[str, Any]:

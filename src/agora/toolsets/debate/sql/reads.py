@@ -251,3 +251,26 @@ def search(
         "AND body_folded LIKE ? ESCAPE '\\' ORDER BY ts DESC, msg_id DESC LIMIT ?",
         (topic_id, pattern, limit),
     ).fetchall()
+
+
+def active_bindings_of(conn: sqlite3.Connection, session_id: str) -> list[tuple[str, str]]:
+    """(topic_id, role) of every active binding a session holds."""
+    rows = conn.execute(
+        "SELECT topic_id, role FROM debate_bindings WHERE session_id = ? AND state = 'active' "
+        "ORDER BY topic_id, role",
+        (session_id,),
+    ).fetchall()
+    return [(r[0], r[1]) for r in rows]
+
+
+def open_inbox(
+    conn: sqlite3.Connection, topic_id: str, keys: tuple[str, str]
+) -> tuple[int, str | None, str | None]:
+    """(count, oldest ts, newest ts) of the topic's messages for ``keys`` not yet consumed."""
+    r = conn.execute(
+        "SELECT COUNT(DISTINCT d.msg_id), MIN(m.ts), MAX(m.ts) FROM debate_deliveries d "
+        "JOIN debate_messages m ON m.msg_id = d.msg_id "
+        "WHERE d.topic_id = ? AND d.recipient IN (?, ?) AND d.state <> 'done'",
+        (topic_id, *keys),
+    ).fetchone()
+    return int(r[0] or 0), r[1], r[2]
