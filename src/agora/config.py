@@ -45,6 +45,10 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     #: Log (INFO, logger agora.store.writer) the wall time each transaction became durable,
     #: so a benchmark can measure latency from the commit; off by default.
     trace_commits: bool = False
+    #: Seconds a write may wait for its commit before its caller gets a retryable error
+    #: (another process holding the database's write lock, a stalled disk); shutdown takes
+    #: at most grace_seconds plus this, whatever the database does.
+    commit_timeout: float = 10.0
     #: Seconds an actor with no commands and no waiters stays in memory.
     actor_idle_seconds: float = 300.0
     #: Seconds in-flight calls get to finish at shutdown before they are cancelled.

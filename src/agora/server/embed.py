@@ -176,6 +176,7 @@ async def open_server(
             synchronous=config.synchronous,
             group_commit=config.group_commit,
             trace=config.trace_commits,
+            commit_timeout=config.commit_timeout,
         ) as store,
         trio.open_nursery() as outer,
     ):

@@ -5,12 +5,19 @@ so readers never wait for the writer. An in-memory store (``:memory:``) runs eve
 inline on one connection: nothing to lose on a crash, and tests under Trio's autojump clock
 stay exact (a task waiting on a thread would look idle to the clock). A reply is released
 only after its COMMIT returned.
+
+Nothing waits on the writer for ever: a write not committed within ``commit_timeout`` fails
+with a retryable `StoreError` saying truthfully what became of it (see `Store.write`), and
+closing the store waits at most `STOP_SECONDS` for the writer thread.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
+from collections import deque
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -29,6 +36,42 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 READERS = 4
+#: Default seconds a write may wait for its commit (the ``commit_timeout`` setting).
+COMMIT_TIMEOUT = 10.0
+#: Seconds closing the store waits for the writer thread. By then every write's waiter has
+#: returned, so a healthy writer has nothing left to do; a stuck one is left behind.
+STOP_SECONDS = 1.0
+
+log = logging.getLogger(__name__)
+
+
+def _wait_for_commit(_: object) -> trio.lowlevel.Abort:
+    return trio.lowlevel.Abort.FAILED
+
+
+@dataclass(slots=True, eq=False)
+class _Waiter:
+    """A task waiting for its write's outcome: from the writer, or from the watchdog."""
+
+    queue: deque[_Waiter]
+    task: trio.lowlevel.Task
+    outcome: list[BaseException | None]
+    deadline: float = 0.0
+    job: Job = field(init=False)
+    done: bool = False
+
+    def complete(self, result: BaseException | None) -> None:
+        """The writer's callback, in the Trio thread, once per batch for each job."""
+        if not self.done:
+            self.finish(result)
+        queue = self.queue
+        while queue and queue[0].done:  # outcomes come in order: this keeps it short
+            queue.popleft()
+
+    def finish(self, result: BaseException | None) -> None:
+        self.done = True
+        self.outcome.append(result)
+        trio.lowlevel.reschedule(self.task)
 
 
 def _connect(path: str, *, synchronous: str, readonly: bool = False) -> sqlite3.Connection:
@@ -48,10 +91,6 @@ def _connect(path: str, *, synchronous: str, readonly: bool = False) -> sqlite3.
     if readonly:
         conn.execute("PRAGMA query_only=ON")
     return conn
-
-
-def _wait_for_commit(_: object) -> trio.lowlevel.Abort:
-    return trio.lowlevel.Abort.FAILED
 
 
 def _read_only(fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:
@@ -80,8 +119,12 @@ class Store:
         *,
         inline: bool,
         versions: dict[str, int],
+        commit_timeout: float = COMMIT_TIMEOUT,
     ) -> None:
         self.path = path
+        self.commit_timeout = commit_timeout
+        self._waiting: deque[_Waiter] = deque()
+        self._watch_scope = trio.CancelScope()
         self.versions = versions
         self._writer_conn = writer_conn
         self._writer = writer
@@ -103,10 +146,17 @@ class Store:
 
         A caller already cancelled on entry commits nothing. Once submitted, the wait is
         shielded: the write is either committed or failed, and the caller learns which even
-        if it was cancelled meanwhile (the cancellation lands at its next checkpoint).
+        if it was cancelled meanwhile (the cancellation lands at its next checkpoint). The
+        wait is bounded by ``commit_timeout``: past it the caller gets a `StoreError`, and
+        its message says which of two things happened. If the writer had not yet begun the
+        write (it waited for the database's write lock, held by another process), the
+        write is dropped: nothing of it is saved, ever. If the write was already inside its
+        transaction (a COMMIT or fsync that does not return), it may still be saved later.
 
         Raises:
-            StoreError: if the statements failed; none of them is committed.
+            StoreError: if the statements failed (none of them is committed), or the commit
+                did not come within ``commit_timeout`` (as above); retrying is safe in the
+                first case and in the "nothing was saved" one.
         """
         if self._closed:
             raise StoreError("write failed: the store is closed")
@@ -118,20 +168,65 @@ class Store:
             self._writer.commit_batch([Job(writes, outcome.append)])
             await trio.lowlevel.cancel_shielded_checkpoint()
         else:
-            task = trio.lowlevel.current_task()
-
-            def complete(result: BaseException | None) -> None:  # in this thread, per batch
-                outcome.append(result)
-                trio.lowlevel.reschedule(task)
-
-            try:
-                self._writer.submit(Job(writes, complete))
-            except WriterStopped as exc:
-                raise StoreError("write failed: the store is closed") from exc
-            # Not abortable: a cancellation waits for the outcome and lands afterwards.
-            await trio.lowlevel.wait_task_rescheduled(_wait_for_commit)
+            await self._submit_and_wait(writes, outcome)
+        if isinstance(outcome[0], StoreError):  # the deadline passed (see `_give_up`)
+            raise outcome[0]
         if outcome[0] is not None:
             raise StoreError(f"write failed: {outcome[0]}") from outcome[0]
+
+    async def _submit_and_wait(
+        self, writes: list[Write], outcome: list[BaseException | None]
+    ) -> None:
+        waiter = _Waiter(self._waiting, trio.lowlevel.current_task(), outcome)
+        waiter.deadline = trio.current_time() + self.commit_timeout
+        waiter.job = Job(writes, waiter.complete)
+        try:
+            self._writer.submit(waiter.job)
+        except WriterStopped as exc:
+            raise StoreError("write failed: the store is closed") from exc
+        self._waiting.append(waiter)
+        # Not abortable: a cancellation waits for the outcome and lands afterwards. Only
+        # the watchdog ends the wait early, past the commit deadline.
+        await trio.lowlevel.wait_task_rescheduled(_wait_for_commit)
+
+    async def _watch(self) -> None:
+        """Fail every write still waiting past its deadline; runs until the store closes.
+
+        One task for all writes, waking a few times per deadline: cheaper than a timer per
+        write. Waiters queue in submission order, which is deadline order.
+        """
+        period = min(self.commit_timeout / 4, 1.0)
+        with self._watch_scope:
+            while True:
+                await trio.sleep(period)
+                now = trio.current_time()
+                waiting = self._waiting
+                while waiting and (waiting[0].done or waiting[0].deadline <= now):
+                    waiter = waiting.popleft()
+                    if not waiter.done:
+                        self._give_up(waiter)
+
+    def _give_up(self, waiter: _Waiter) -> None:
+        if self._writer.abandon(waiter.job):
+            log.warning(
+                "a write waited %g s for the database's write lock and was dropped",
+                self.commit_timeout,
+            )
+            error = StoreError(
+                f"write not saved: the database did not take it within "
+                f"{self.commit_timeout:g} s (another process holding its write lock?); "
+                "nothing was saved, retry later"
+            )
+        else:
+            log.error(
+                "a commit did not finish within %g s; the disk may be stalled",
+                self.commit_timeout,
+            )
+            error = StoreError(
+                f"write not acknowledged: its commit did not finish within "
+                f"{self.commit_timeout:g} s (a stalled disk?); it may or may not have been saved"
+            )
+        waiter.finish(error)
 
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn(conn)`` against committed rows and return its result.
@@ -158,15 +253,33 @@ class Store:
         return _connect(self.path, synchronous="NORMAL", readonly=True)
 
     def close(self) -> None:
-        """Finish queued writes, then close every connection; later calls raise StoreError."""
+        """Finish queued writes, then close every connection; later calls raise StoreError.
+
+        Never raises: a writer thread that does not stop within `STOP_SECONDS` is left
+        behind with its connection (logged), and a final checkpoint that fails (a full
+        disk) is logged, since every committed write is safe in the WAL file anyway.
+        """
         self._closed = True
-        if not self._inline:
-            self._writer.stop()
+        if not self._inline and not self._writer.stop(STOP_SECONDS):
+            log.error(
+                "the database writer is stuck (a commit that does not return); "
+                "leaving it behind without closing %s",
+                self.path,
+            )
+            return
         for conn in self._readers:
             conn.close()
         self._readers.clear()
         if not self._inline:
-            self._writer_conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            try:
+                self._writer_conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            except sqlite3.Error as exc:
+                log.warning(
+                    "final checkpoint of %s failed (%s); committed data is safe in its "
+                    "write-ahead log and is checkpointed at the next start",
+                    self.path,
+                    exc,
+                )
         self._writer_conn.close()
 
 
@@ -178,6 +291,7 @@ async def open_store(
     synchronous: str = "FULL",
     group_commit: bool = True,
     trace: bool = False,
+    commit_timeout: float = COMMIT_TIMEOUT,
 ) -> AsyncIterator[Store]:
     """Open (creating and migrating) the database at ``path``; close it on exit.
 
@@ -187,6 +301,7 @@ async def open_store(
         synchronous: SQLite's ``synchronous`` pragma; FULL makes every commit durable.
         group_commit: Fold concurrent writes into one transaction (off only to measure it).
         trace: Log when each transaction became durable (see `Writer`).
+        commit_timeout: Seconds a write waits for its commit (see `Store.write`).
 
     Raises:
         StoreError: if the file cannot be opened or migrated.
@@ -211,12 +326,18 @@ async def open_store(
         raise
     deliver = None if inline else trio.lowlevel.current_trio_token().run_sync_soon
     writer = Writer(conn, group_commit=group_commit, deliver=deliver, trace=trace)
-    store = Store(path, conn, writer, inline=inline, versions=versions)
+    store = Store(
+        path, conn, writer, inline=inline, versions=versions, commit_timeout=commit_timeout
+    )
     if not inline:
         writer.start()
+        # A system task: it must outlive nothing but the store, and a nursery here would
+        # wrap the caller's exceptions in groups.
+        trio.lowlevel.spawn_system_task(store._watch, name="agora store watchdog")
     try:
         yield store
     finally:
+        store._watch_scope.cancel()
         with trio.CancelScope(shield=True):
             if inline:
                 store.close()

@@ -7,6 +7,13 @@ per job). With ``synchronous=FULL`` a completed job is on disk. Jobs run back to
 first; if one fails, the batch is rolled back and rerun with a SAVEPOINT around each job, so
 a bad job fails alone at no cost to the common case. This module must not import trio: it
 talks back only through the callbacks it was given.
+
+A job's waiter may give up on it (the store's commit deadline). Whether that job can still
+be saved is settled under one lock: `Writer.abandon` succeeds only while the job is
+pending, and the writer takes the jobs of a batch only once its transaction holds the
+database's write lock, dropping the abandoned ones. So a waiter that gave up while the
+writer waited for the lock (another process holding it) knows nothing of its job is saved;
+one that gave up later (a stalled COMMIT or fsync) cannot know.
 """
 
 from __future__ import annotations
@@ -31,12 +38,21 @@ log = logging.getLogger(__name__)
 MAX_BATCH = 512
 
 
-@dataclass(slots=True)
+_PENDING, _TAKEN, _DROPPED = 0, 1, 2
+
+
+@dataclass(slots=True, eq=False)
 class Job:
-    """Writes to commit together, and where to report the outcome (None = committed)."""
+    """Writes to commit together, and where to report the outcome (None = committed).
+
+    Attributes:
+        state: Pending, taken into a transaction (it may commit), or dropped (its waiter
+            gave up before that: it never runs). Changed only under the writer's lock.
+    """
 
     writes: list[Write]
     complete: Callable[[BaseException | None], None]
+    state: int = _PENDING
 
 
 _STOP = object()
@@ -69,6 +85,7 @@ class Writer:
         self._queue: queue.SimpleQueue[Job | object] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="agora-writer", daemon=True)
         self._lock = threading.Lock()
+        self._claims = threading.Lock()  # guards every Job.state
         self._stopped = False
         self.batches = 0
         self.jobs = 0
@@ -88,13 +105,27 @@ class Writer:
                 raise WriterStopped("the writer has stopped")
             self._queue.put(job)
 
-    def stop(self) -> None:
-        """Finish every queued job, then stop the thread and wait for it."""
+    def abandon(self, job: Job) -> bool:
+        """Give up on ``job``; True if it will never run, False if it may already commit."""
+        with self._claims:
+            if job.state == _TAKEN:
+                return False
+            job.state = _DROPPED
+            return True
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Finish every queued job, then stop the thread; whether it stopped.
+
+        Args:
+            timeout: Most seconds to wait for the thread (None: as long as it takes). A
+                thread still busy then (a commit that never returns) is left behind.
+        """
         with self._lock:
             if not self._stopped:
                 self._stopped = True
                 self._queue.put(_STOP)
-        self._thread.join()
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
 
     def _run(self) -> None:
         while True:
@@ -116,13 +147,28 @@ class Writer:
             if stopping:
                 return
 
+    def _take(self, batch: list[Job]) -> list[Job]:
+        """The jobs of ``batch`` whose waiters are still there, now bound to run or fail."""
+        with self._claims:
+            taken = [job for job in batch if job.state != _DROPPED]
+            for job in taken:
+                job.state = _TAKEN
+        return taken
+
     def commit_batch(self, batch: list[Job]) -> None:
-        """Run ``batch`` in one transaction, then complete every job (also usable inline)."""
+        """Run ``batch`` in one transaction, then complete every job (also usable inline).
+
+        Jobs abandoned before the transaction holds the write lock are dropped unrun and
+        not completed (their waiters are gone).
+        """
+        if all(job.state == _DROPPED for job in batch):
+            return  # nobody waits: do not queue for the write lock
         conn = self._conn
         outcomes: list[BaseException | None]
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            outcomes = _run_together(conn, batch)
+            conn.execute("BEGIN IMMEDIATE")  # waits here while another process writes
+            batch = self._take(batch)
+            outcomes = _run_together(conn, batch) if batch else []
             committed = outcomes.count(None)
             conn.execute("COMMIT" if committed else "ROLLBACK")  # no fsync for nothing
             if self._trace and committed:
@@ -130,6 +176,7 @@ class Writer:
         except Exception as exc:  # the whole batch failed: nothing of it is committed
             log.exception("commit of %d jobs failed", len(batch))
             _rollback(conn)
+            batch = self._take(batch)  # each one not dropped learns of the failure
             outcomes = [exc] * len(batch)
         else:
             if committed:
