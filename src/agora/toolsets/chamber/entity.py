@@ -51,6 +51,7 @@ class SealOutcome:
     transcript: tuple[bytes, ...] = ()
     include_export_bundle: bool = False
     key_broken: bool = False
+    transcript_retired: bool = False
 
 
 def seal_reply(outcome: SealOutcome, signature: dict[str, Any] | None) -> dict[str, Any]:
@@ -65,9 +66,8 @@ def seal_reply(outcome: SealOutcome, signature: dict[str, Any] | None) -> dict[s
         The ``ok: true`` reply.
 
     Raises:
-        ToolError: ``signature_unavailable`` (a configured key could not be used) or
-            ``evidence_pending`` (an export bundle was asked for an unsigned card); both
-            still carry the card fields, because the card exists.
+        ToolError: ``signature_unavailable`` (a configured key could not be used); it still
+            carries the card fields, because the card exists.
     """
     status = "signed" if signature else "pending_signature"
     state = "quarantined" if outcome.quarantined else ("sealed" if signature else status)
@@ -87,34 +87,49 @@ def seal_reply(outcome: SealOutcome, signature: dict[str, Any] | None) -> dict[s
             "Nothing to redo: the card exists and an operator will sign it (agora cards sign).",
             **fields,
         )
-    if outcome.include_export_bundle and not signature:
-        raise failure(
-            "evidence_pending",
-            "The card is sealed; its export bundle waits for the operator's signature.",
-            "Retry seal_attempt with include_export_bundle later; the card itself is public.",
-            **fields,
-        )
     reply = {**outcome.envelope, **fields, "card": json.loads(outcome.card.body)}
     if outcome.include_export_bundle:
+        # The bundle is an extra fold: unsigned, it says so, and the seal stands either way.
         reply["export_bundle"] = {
+            "evidence_status": status,
             "document": json.loads(cards.publish(outcome.card.body, signature)),
             "transcript": [json.loads(r) for r in outcome.transcript],
+            "transcript_retired": outcome.transcript_retired,
         }
     return reply
 
 
-class AttemptEntity:
-    """One attempt (or the empty slot a new handle names)."""
+@dataclass(frozen=True, slots=True)
+class RetiredCard:
+    """The card of an attempt whose session is past retention: the handle's link to it."""
 
-    def __init__(self, rules: Rules, handle: str, attempt: Attempt | None) -> None:
+    card: SealedCard
+    principal: str
+    suite_id: str
+    quarantined: bool
+
+
+class AttemptEntity:
+    """One attempt (or the empty slot a new handle names, or a retired session's card)."""
+
+    def __init__(
+        self,
+        rules: Rules,
+        handle: str,
+        attempt: Attempt | None,
+        retired: RetiredCard | None = None,
+    ) -> None:
         self.rules = rules
         self.key = handle
         self.attempt = attempt
+        self.retired = retired
 
     def handle(self, command: Any, now: Now) -> Effects:
         """Apply one command; return its effects. Does no I/O."""
         if isinstance(command, Enter):
             return self._enter(command, now.wall)
+        if self.attempt is None and self.retired is not None:
+            return self._after_retention(self.retired, command)
         if self.attempt is None or not _may_use(self.attempt, command):
             # A named principal's attempt answers everyone else exactly as a missing one.
             return Effects(reply=not_found(self.key))
@@ -138,8 +153,43 @@ class AttemptEntity:
                 return self._close(a, now.wall, "quarantined", Seal(signer=signer), reason)
         raise TypeError(f"not a chamber command: {command!r}")
 
+    def _after_retention(self, r: RetiredCard, command: Any) -> Effects:
+        # The session is gone but the handle -> card link is forever: a second seal
+        # still answers the first card; play answers that the attempt is sealed.
+        if not _may_use(r, command):
+            return Effects(reply=not_found(self.key))
+        signature = r.card.signature
+        state = "quarantined" if r.quarantined else ("sealed" if signature else "pending_signature")
+        if isinstance(command, Seal):
+            envelope = {
+                "ok": True, "attempt_handle": self.key, "attempt_state": state,
+                "toolset_id": self.rules.toolset_id, "suite_id": r.suite_id,
+                "allowed_ops": [], "allowed_next_tools": ["enter_open_challenge"],
+                "terminal": True, "must_seal": False,
+            }  # fmt: skip
+            outcome = SealOutcome(
+                envelope=envelope,
+                card=r.card,
+                already_sealed=True,
+                quarantined=r.quarantined,
+                handle=self.key,
+                include_export_bundle=command.include_export_bundle,
+                transcript_retired=True,
+            )
+            return Effects(reply=outcome)
+        return Effects(
+            reply=failure(
+                "attempt_already_sealed",
+                f"This attempt is sealed ({r.card.card_id}); its session has been retired.",
+                "Call enter_open_challenge to start a new attempt.",
+                attempt_handle=self.key,
+                attempt_state=state,
+                card_id=r.card.card_id,
+            )
+        )
+
     def _enter(self, c: Enter, wall: dt.datetime) -> Effects:
-        if self.attempt is not None:
+        if self.attempt is not None or self.retired is not None:
             raise RuntimeError(f"attempt handle collision on {self.key}")
         a = Attempt(
             rules=self.rules, handle=self.key, suite_id=c.suite_id, generation=c.generation,
@@ -181,6 +231,19 @@ class AttemptEntity:
         refusal = a.refusal(wall)
         if refusal is not None:
             return Effects(reply=refusal)
+        state = a.state(wall)
+        if state not in ("created", "active"):
+            return Effects(
+                reply=failure(
+                    "op_not_allowed",
+                    f"call_for_help is not open in state {state}: the attempt is over.",
+                    "Call seal_attempt to publish the card.",
+                    attempt_handle=a.handle,
+                    attempt_state=state,
+                    allowed_next_tools=["seal_attempt"],
+                    must_seal=True,
+                )
+            )
         known = dict(a.allies)
         writes = []
         if c.ally not in known:
@@ -279,7 +342,7 @@ class AttemptEntity:
         return Effects(reply=outcome_reply, writes=writes, changed=True)
 
 
-def _may_use(attempt: Attempt, command: Any) -> bool:
+def _may_use(attempt: Attempt | RetiredCard, command: Any) -> bool:
     """Whether ``command``'s caller may act on ``attempt``.
 
     Anonymous attempts are capabilities: whoever holds the handle may use them. An attempt
@@ -313,4 +376,10 @@ class AttemptKind:
             # Build the room here, where a file store reads (a worker thread), rather than on
             # the event loop at the attempt's first command: generation can take a while.
             _ = attempt.room
-        return AttemptEntity(self.rules, key, attempt)
+            return AttemptEntity(self.rules, key, attempt)
+        found = store.card_of_handle(conn, key)
+        if found is None:
+            return AttemptEntity(self.rules, key, None)
+        card, principal, suite_id = found
+        gone = RetiredCard(card, principal, suite_id, card.outcome == "quarantined")
+        return AttemptEntity(self.rules, key, None, gone)

@@ -201,8 +201,8 @@ def validate_entry(
     if not host:
         raise failure(
             "host_required",
-            "host (or host_claim) is missing.",
-            "Declare the host you run in, e.g. host=cursor; unknown is accepted.",
+            "host is missing or blank.",
+            "Declare host, the host you run in, e.g. host=cursor; unknown is accepted.",
         )
     identity: dict[str, str] = {"product": product, "host": host}
     for name in ("provider_claim", "model_claim"):

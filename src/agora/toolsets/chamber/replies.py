@@ -18,7 +18,9 @@ if TYPE_CHECKING:
     from agora.errors import Failure
     from agora.mcp.validation import ValidationIssue
 
-#: Every error code this toolset can answer; `tools.build_toolset` checks each is in the contract.
+#: Every error code this toolset can answer; `build_toolset` checks each is in the contract.
+#: The contract's ``evidence_pending`` is not among them: the export bundle never controls
+#: the canonical card, so a seal that asked for one still succeeds (the bundle says pending).
 CODES: Final = frozenset(
     {
         "attempt_not_found",
@@ -31,7 +33,6 @@ CODES: Final = frozenset(
         "value_format_invalid",
         "toolset_version_mismatch",
         "publication_notice_missing",
-        "evidence_pending",
         "signature_unavailable",
         "claim_conflict",
         "host_is_not_a_product",
@@ -44,7 +45,7 @@ CODES: Final = frozenset(
 )
 
 #: Codes worth retrying unchanged (after a pause or with the corrected field).
-_RETRYABLE: Final = frozenset({"stale_action_index", "value_format_invalid", "evidence_pending"})
+_RETRYABLE: Final = frozenset({"stale_action_index", "value_format_invalid"})
 
 _MAX_TEXT = 240
 
@@ -130,7 +131,8 @@ _ARGUMENT_HINTS: Final = {
     "identity_incomplete": "Declare provider_claim, model_claim, product and host; unknown is "
     "accepted.",
     "product_id_invalid": "Use a product id like gpt-5.6-sol: ^[a-z0-9][a-z0-9._-]{0,78}$.",
-    "host_required": "Declare host (or host_claim), e.g. host=cursor; unknown is accepted.",
+    "host_required": "Declare host, e.g. host=cursor; unknown is accepted. host_claim is only "
+    "an alias sent along with host, and must match it.",
     "identity_invalid": "Identity fields take short names only: no emails, URLs or secrets.",
     "suite_unknown": "Use chambre-chrono-v0 (the default) or chambre-atelier-v0.",
     "op_not_allowed": "Use one of the allowed_ops of the last reply.",

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agora.toolsets.chamber.lock import LockPuzzle, cap
-
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable, Mapping
+
+    from agora.toolsets.chamber.lock import LockPuzzle
 
 NOT_ACCEPTED = "not accepted"
 
@@ -143,7 +143,7 @@ def summary(room: Room, object_id: str, opened: int) -> str:
     if obj is None:
         raise KeyError(object_id)
     if obj.gate > opened:
-        return f"{obj.summary} It is sealed until {room.locks[obj.gate - 1].label} opens."
+        return f"{obj.summary} Sealed until {room.locks[obj.gate - 1].label} opens."
     return f"{obj.summary} Inspect it to examine it closely."
 
 
@@ -161,7 +161,9 @@ def _inspect(room: Room, object_id: str, opened: int) -> str:
     if obj is None:
         raise KeyError(object_id)
     if obj.gate > opened:
-        return f"{cap(obj.name)} is sealed. It opens with {room.locks[obj.gate - 1].label}."
+        # No verb agrees with the name: object names may be plural ("the key hooks").
+        label = room.locks[obj.gate - 1].label
+        return f"Sealed until {label} opens: {obj.name} cannot be examined yet."
     lines = [obj.flavor]
     for index, clues in sorted(room.clues.get(object_id, {}).items()):
         lines.append(f"Concerning {room.locks[index].label}:")

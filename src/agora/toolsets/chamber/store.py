@@ -192,6 +192,24 @@ def load_card(conn: sqlite3.Connection, card_id: str) -> SealedCard | None:
     return SealedCard(row[0], bytes(row[1]), unstamp(row[2]), row[3], signature)
 
 
+def card_of_handle(conn: sqlite3.Connection, handle: str) -> tuple[SealedCard, str, str] | None:
+    """The card sealed for attempt ``handle``, its owner and suite; None if never sealed.
+
+    Cards keep the handle forever, so this answers after the session's rows are purged.
+    """
+    row = conn.execute(
+        "SELECT card_id, principal, suite_id FROM chamber_cards WHERE handle = ?"
+        " AND body IS NOT NULL",
+        (handle,),
+    ).fetchone()
+    if row is None:
+        return None
+    card = load_card(conn, row[0])
+    if card is None:  # pragma: no cover - the row was just read
+        return None
+    return card, row[1] or "anonymous", row[2]
+
+
 def card_document(conn: sqlite3.Connection, card_id: str) -> bytes | None:
     """The public document bytes of any card (0.2.0 ones verbatim), or None."""
     row = conn.execute(
