@@ -70,4 +70,6 @@ async def plan_layers(call: ToolCall) -> tuple[list[profiles.Profile], list[str]
     if workspace_root is not None:
         authorized += await client_roots(call)
     personal = options.get("personal_profile")
+    if workspace_root is None and not personal:
+        return [], []  # nothing to read: no trip to a worker thread
     return await trio.to_thread.run_sync(_read, workspace_root, authorized, personal)

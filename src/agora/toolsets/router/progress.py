@@ -183,7 +183,8 @@ def evaluate_gate(run: RunState, cmd: EvaluateGate, version: int, at: str) -> Ap
         raise replies.refusal("evidence-digest-mismatch", "the evidence is not what you expected",
                               evidence_digest=found)  # fmt: skip
     latest: dict[str, str] = {}
-    for ref in sorted(set(cmd.evidence_refs), key=list(run.events).index):
+    order = {ref: n for n, ref in enumerate(run.events)}  # events are kept in recorded order
+    for ref in sorted(set(cmd.evidence_refs), key=order.__getitem__):
         obs = run.events[ref][1]
         if obs.get("check_id") in item.item.check_ids:
             latest[obs["check_id"]] = obs.get("outcome", "")

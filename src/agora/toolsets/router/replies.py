@@ -94,8 +94,31 @@ def host_goal(tool: str) -> ToolError:
     return unavailable(tool, required=HOST_REQUIREMENTS[tool], reason="native-goal-authority")
 
 
+#: Every refusal code the router answers (docs/router.md lists each with its meaning).
+REFUSAL_CODES: Final = frozenset(
+    {
+        "state-version-conflict", "idempotency-conflict", "unknown-phase", "phase-not-ready",
+        "phase-completed", "observation-invalid", "unknown-check-id", "unknown-evidence-ref",
+        "evidence-digest-mismatch", "stale-plan-revision", "route-mismatch",
+        "invalid-support-skills", "goal-revision-mismatch", "proposal-not-found",
+        "proposal-already-decided", "consent-stale", "evaluation-not-authorized",
+        "repeats-too-many", "sealed-case-ref-invalid", "sealed-case-unknown",
+        "sealed-case-escapes-directory", "sealed-case-malformed",
+        "sealed-case-directory-unavailable", "sealed-case-file-unreadable",
+        "sealed-case-file-too-large", "sealed-case-file-absent", "evaluation-run-unknown",
+        "no-paired-metrics", "record-conflict", "comparison-unknown", "export-kind-unsupported",
+    }
+)  # fmt: skip
+
+
 def refusal(code: str, message: str, *, retryable: bool = False, **details: Any) -> ToolError:
-    """A typed refusal: the request does not apply to the current state; nothing changed."""
+    """A typed refusal: the request does not apply to the current state; nothing changed.
+
+    Raises:
+        ValueError: for a code missing from `REFUSAL_CODES` (a bug, caught by the tests).
+    """
+    if code not in REFUSAL_CODES:
+        raise ValueError(f"undocumented router refusal code {code!r}")
     body = {"ok": False, "code": code, "message": message, "retryable": retryable, **details}
     return ToolError(body, f"{code}: {message}")
 
