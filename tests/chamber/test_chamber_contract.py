@@ -44,7 +44,7 @@ def test_schema_bundle_hash_matches_the_contract_file():
     assert default_contract().schema_bundle_hash.startswith("sha256:")
 
 
-@pytest.mark.skipif(not SEED.exists(), reason="the seed documents are not checked out here")
+@pytest.mark.skipif(not SEED.exists(), reason="needs: the seed documents at ../shared/seeds")
 def test_contract_file_and_seed_give_the_same_contract():
     from_seed = contract_from_data(json.loads(SEED.read_text()))
     c = default_contract()

@@ -36,12 +36,14 @@ PAGE_TIMEOUT_MS = 15_000
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium (apt-get)"
+        not CHROMIUM.exists(), reason="needs: Debian chromium at /usr/bin/chromium (apt-get)"
     ),
     pytest.mark.filterwarnings("ignore:Async generator .* was garbage collected:ResourceWarning"),
 ]
-mcp = pytest.importorskip("mcp")
-sync_api = pytest.importorskip("playwright.sync_api")
+mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="needs: Playwright for Python (pip install -e '.[test]')"
+)
 
 HOSTILE = '<script>window.__agoraPwned = 1</script><img src=x onerror="window.__agoraPwned = 2">'
 AGENT_NOTES = {2: f"e5, and this stays text: {HOSTILE}", 4: "Qh4# mates on the diagonal."}

@@ -24,7 +24,7 @@ from chess_server import (
     terminate_when_in_flight,
 )
 
-mcp = pytest.importorskip("mcp")
+mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")
 
 # The SDK's Streamable HTTP client leaves httpx2's SSE iterators for Trio's garbage-collection
 # hook to close; Trio then warns. That is the client library's housekeeping, not agora's.

@@ -10,7 +10,7 @@ import pytest
 import trio
 from e2e_support import AGORA, CHESS_TOOLS, TOKEN, check_structured, clean_env, write_config
 
-mcp = pytest.importorskip("mcp")
+mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")
 
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402

@@ -15,7 +15,7 @@ import pytest
 import trio
 from e2e_support import AGORA, check_structured, clean_env
 
-mcp = pytest.importorskip("mcp")
+mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")
 
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 

@@ -18,7 +18,7 @@ CONTRACTS = REPO / "src" / "agora" / "contracts"
 TOOLSETS = ("chamber", "chess", "router")
 
 needs_seeds = pytest.mark.skipif(
-    not SEEDS.is_dir(), reason=f"seed documents not found at {SEEDS} (../shared/seeds)"
+    not SEEDS.is_dir(), reason=f"needs: the seed documents at {SEEDS} (../shared/seeds)"
 )
 
 
@@ -36,7 +36,7 @@ def _extractor():
 @pytest.fixture(scope="module")
 def extracted() -> dict[str, str]:
     if not SEEDS.is_dir():
-        pytest.skip(f"seed documents not found at {SEEDS} (../shared/seeds)")
+        pytest.skip(f"needs: the seed documents at {SEEDS} (../shared/seeds)")
     return _extractor().extract_all(SEEDS)
 
 
