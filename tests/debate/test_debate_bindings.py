@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import BOB, CAROL, CONDUCTOR, STAR
+from debate_support import BOB, CAROL, CONDUCTOR, STAR
 
 from agora.toolsets.debate import sql
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import trio
-from conftest import ALICE, BOB, CAROL, STAR
+from debate_support import ALICE, BOB, CAROL, STAR
 
 from agora.toolsets.debate import sql
 

@@ -4,7 +4,7 @@ debate_reconcile_project and debate_message_claim_reclaim."""
 from __future__ import annotations
 
 import pytest
-from conftest import ALICE, BOB, CONDUCTOR, STAR
+from debate_support import ALICE, BOB, CONDUCTOR, STAR
 
 from agora.toolsets.debate import sql
 from agora.toolsets.debate.model import Binding, TopicRow

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import ALICE, BOB, CONDUCTOR, MALLORY, STAR
+from debate_support import ALICE, BOB, CONDUCTOR, MALLORY, STAR
 
 from agora.toolsets.debate import sql
 

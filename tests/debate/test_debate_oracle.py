@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ALICE, BOB, OUTSIDER
+from debate_support import ALICE, BOB, OUTSIDER
 
 UNKNOWN = "00000000-0000-4000-8000-00000000dead"
 MSG = "00000000-0000-4000-8000-00000000beef"

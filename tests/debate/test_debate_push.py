@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import trio
-from conftest import ALICE, BOB
+from debate_support import ALICE, BOB
 
 from agora.toolsets.base import ToolCall
 from agora.toolsets.debate.handlers.resources import read_inbox

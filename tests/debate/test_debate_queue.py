@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import ALICE, BOB, CONDUCTOR, MALLORY, STAR
+from debate_support import ALICE, BOB, CONDUCTOR, MALLORY, STAR
 
 from agora.toolsets.debate import sql
 from agora.toolsets.debate.model import Binding, TopicRow

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ALICE, BOB, CONDUCTOR, LANE, OUTSIDER, STAR
+from debate_support import ALICE, BOB, CONDUCTOR, LANE, OUTSIDER, STAR
 
 from agora.toolsets.debate import sql
 
