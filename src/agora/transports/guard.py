@@ -9,6 +9,7 @@ cross-site request forgery; Streamable HTTP applies `mcp_post_refusal` to its PO
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -40,11 +41,15 @@ def _known(name: str, names: Iterable[str]) -> bool:
 
 def origin_allowed(headers: Mapping[str, str], allowed: Iterable[str]) -> bool:
     """DNS-rebinding check: Host (and Origin, if sent) must name this machine or be allowed."""
+    return _names_allowed(headers.get("host", ""), headers.get("origin"), tuple(allowed))
+
+
+@lru_cache(maxsize=256)
+def _names_allowed(host: str, origin: str | None, allowed: tuple[str, ...]) -> bool:
     names = LOOPBACK | {a.lower() for a in allowed}
-    name = host_name(headers.get("host", ""))
+    name = host_name(host)
     if name is None or not _known(name, names):
         return False
-    origin = headers.get("origin")
     if origin is None:
         return True
     try:
@@ -79,7 +84,8 @@ def cross_site_refusal(method: str, headers: Mapping[str, str]) -> str | None:
     return None
 
 
-def _accepted(accept: str) -> set[str]:
+@lru_cache(maxsize=256)
+def _accepted(accept: str) -> frozenset[str]:
     types = set()
     for part in accept.split(","):
         fields = [f.strip() for f in part.split(";")]
@@ -90,7 +96,7 @@ def _accepted(accept: str) -> set[str]:
         except ValueError:
             continue
         types.add(fields[0].lower())
-    return types
+    return frozenset(types)
 
 
 def mcp_post_refusal(headers: Mapping[str, str]) -> tuple[int, str] | None:

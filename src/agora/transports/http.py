@@ -1,4 +1,4 @@
-"""The one-port front end: parse each request head with h11, check it, then route it.
+"""The one-port front end: read each request (`agora.transports.http1`), check it, route it.
 
 A WebSocket upgrade on an ``/mcp`` path goes to the WebSocket transport with the bytes
 already read; other ``/mcp`` requests go to Streamable HTTP; everything else to the
@@ -7,21 +7,25 @@ page request must not look cross-site (`agora.transports.guard`). The head, and 
 body, are bounded in bytes and in time; every write is bounded by ``send_timeout``.
 Connections stay open between requests (HTTP/1.1 keep-alive, SSE streams in chunked
 encoding) up to ``keep_alive_requests`` requests and ``keep_alive_seconds`` of idleness.
-Nothing here knows about MCP sessions or tools.
+
+Bytes move with ``os.read``/``os.write`` on the socket's descriptor (non-blocking, as Trio
+made it), as the WebSocket transport does: a response that fits the kernel's buffer costs
+one system call and no trip through the scheduler. Nothing here knows about MCP sessions.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
 
-import h11
 import trio
 
 from agora.mcp import jsonrpc as rpc
-from agora.transports import guard
+from agora.transports import guard, http1
+from agora.transports.http1 import BodyReader, Head, HttpError
 from agora.transports.linger import linger_close
 from agora.transports.sse import format_event
 from agora.transports.websocket import serve_websocket
@@ -43,6 +47,7 @@ MAX_HEAD = 16384
 MAX_PAGE_BODY = 1 << 20
 RECEIVE_BYTES = 65536
 _CLOSE = ("connection", "close")
+_BEARER = ("www-authenticate", 'Bearer realm="agora"')
 
 
 class _Closed(Exception):
@@ -98,115 +103,109 @@ class HttpConnection:
         self.app = front.app
         self.config = front.app.config
         self.stream = stream
-        self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
-        self.raw = bytearray()
-        self.refused = False
+        self.fd = stream.socket.fileno()
+        self.buf = bytearray()
         self.served = 0
+        #: A response to the current request has begun: no other may be sent.
+        self.responding = False
+        #: The last response refused the request: close lingering, so the peer reads it.
+        self.refused = False
 
     async def serve(self) -> None:
         """Serve requests until the peer closes, misbehaves, idles, or upgrades."""
         try:
             while await self._one():
-                self.h11.start_next_cycle()
-                self.raw = bytearray(self.h11.trailing_data[0])
+                pass
         except (_Closed, trio.BrokenResourceError, trio.ClosedResourceError):
             pass
-        except h11.RemoteProtocolError as exc:
-            await self._send_error(exc.error_status_hint, str(exc))
-        finally:
-            if self.refused:  # the peer may still be sending: let it read the refusal
-                await linger_close(self.stream)
-            with trio.CancelScope(shield=True), trio.move_on_after(1):
-                await self.stream.aclose()
-
-    async def refuse(self, status: int, message: str) -> None:
-        """Read the head (briefly), answer ``status`` and close."""
-        try:
-            with trio.move_on_after(REFUSE_TIMEOUT):
-                await self._next(trio.current_time() + REFUSE_TIMEOUT)
-            await self._send_error(status, message, [("retry-after", "1")])
-        except (_Closed, trio.TooSlowError, h11.RemoteProtocolError):
-            pass
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
+        except HttpError as exc:
+            await self._send_error(exc.status, exc.message)
         finally:
             if self.refused:
                 await linger_close(self.stream)
             with trio.CancelScope(shield=True), trio.move_on_after(1):
                 await self.stream.aclose()
 
+    async def refuse(self, status: int, message: str) -> None:
+        """Read the head (briefly), answer ``status`` and close."""
+        with contextlib.suppress(_Closed, trio.TooSlowError, HttpError, trio.BrokenResourceError):
+            await self._head(trio.current_time() + REFUSE_TIMEOUT)
+        await self._send_error(status, message, [("retry-after", "1")])
+        if self.refused:
+            await linger_close(self.stream)
+        with trio.CancelScope(shield=True), trio.move_on_after(1):
+            await self.stream.aclose()
+
     async def _receive(self, deadline: float) -> None:
-        with trio.move_on_at(deadline):
-            data = await self.stream.receive_some(RECEIVE_BYTES)
-            if not data:
-                raise _Closed
-            self.raw += data
-            self.h11.receive_data(data)
+        """Append what the peer sends next to ``buf``.
+
+        Raises:
+            trio.TooSlowError: nothing came before ``deadline``.
+            _Closed: the peer closed its side.
+            trio.BrokenResourceError: the connection was reset.
+        """
+        with trio.move_on_at(deadline) as late:
+            await trio.lowlevel.wait_readable(self.fd)
+        if late.cancelled_caught:
+            raise trio.TooSlowError
+        try:
+            data = os.read(self.fd, RECEIVE_BYTES)
+        except BlockingIOError:
             return
-        raise trio.TooSlowError
+        except OSError as exc:
+            raise trio.BrokenResourceError(f"read failed: {exc}") from exc
+        if not data:
+            raise _Closed
+        self.buf += data
 
-    async def _next(self, deadline: float) -> h11.Event:
-        while True:
-            event = self.h11.next_event()
-            if event is h11.PAUSED:
-                raise _Closed  # pipelined bytes after an upgrade: not served
-            if event is not h11.NEED_DATA:
-                return event  # type: ignore[return-value]
+    async def _head(self, deadline: float) -> Head:
+        while (head := http1.parse_head(self.buf, MAX_HEAD)) is None:
             await self._receive(deadline)
+        return head
 
-    async def _head(self) -> h11.Event:
-        if self.served and not self.h11.trailing_data[0]:
+    async def _one(self) -> bool:
+        if self.served and not self.buf:
             # Kept alive: wait for the next request's first bytes, then bound its head.
             try:
                 await self._receive(trio.current_time() + self.config.keep_alive_seconds)
             except trio.TooSlowError:
-                raise _Closed from None
-        return await self._next(trio.current_time() + HEAD_TIMEOUT)
-
-    async def _one(self) -> bool:
+                return False
         try:
-            event = await self._head()
+            head = await self._head(trio.current_time() + HEAD_TIMEOUT)
         except trio.TooSlowError:
             return False
-        if isinstance(event, h11.ConnectionClosed):
-            return False
-        if not isinstance(event, h11.Request):
-            raise _Closed
         self.served += 1
+        self.responding = False
         self.front.started()
         try:
-            return await self._answer(event)
+            return await self._answer(head)
         finally:
             self.front.finished()
 
-    async def _answer(self, event: h11.Request) -> bool:
-        # Bytes after the head that h11 has read but not consumed: a body, or the first
-        # frames of a WebSocket client that did not wait for the 101.
-        after_head = self.h11.trailing_data[0]
-        head_size = len(self.raw) - len(after_head)
-        if head_size > MAX_HEAD:  # h11 limits only heads that arrive in pieces
-            await self._send_error(431, f"request head larger than {MAX_HEAD} bytes")
-            return False
-        names = [k for k, _ in event.headers]
-        if b"content-length" in names and b"transfer-encoding" in names:
-            # Two framings: a proxy in front may pick the other one (request smuggling).
-            await self._send_error(400, "Content-Length and Transfer-Encoding together")
-            return False
-        target = urlsplit(event.target.decode("latin-1"))
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in event.headers}
-        req = Request(
-            method=event.method.decode("ascii"),
-            path=target.path,
-            query=dict(parse_qsl(target.query)),
-            headers=headers,
+    def _request(self, head: Head) -> Request:
+        target = head.target
+        if target.startswith("/"):
+            path, _, query = target.partition("?")
+        else:
+            parts = urlsplit(target)
+            path, query = parts.path, parts.query
+        return Request(
+            method=head.method,
+            path=path,
+            query=dict(parse_qsl(query)) if query else {},
+            headers=head.headers,
         )
+
+    async def _answer(self, head: Head) -> bool:
+        headers = head.headers
+        req = self._request(head)
         if not guard.origin_allowed(headers, self.config.allowed_hosts):
             await self._send_error(403, "Forbidden: Host or Origin is not allowed")
             return False
         principal = self.app.authenticate(headers.get("authorization"))
         if principal is None:
             unknown = rpc.error(None, rpc.INVALID_REQUEST, "Unauthorized: unknown bearer token")
-            await self._send_error(401, unknown, [("www-authenticate", 'Bearer realm="agora"')])
+            await self._send_error(401, unknown, [_BEARER])
             return False
         req.principal = principal
         endpoint = self.app.endpoint(req.path)
@@ -214,47 +213,39 @@ class HttpConnection:
             if req.method != "GET":
                 await self._send_error(405, "WebSocket upgrade needs GET")
                 return False
-            head = bytes(self.raw[:head_size])
-            await serve_websocket(self.app, self.stream, head, after_head, endpoint, principal)
+            after_head = bytes(self.buf)
+            await serve_websocket(self.app, self.stream, head.raw, after_head, endpoint, principal)
             return False
         limit = rpc.MAX_MESSAGE_BYTES if endpoint is not None else MAX_PAGE_BODY
-        declared = headers.get("content-length", "0")
-        if declared.isdigit() and int(declared) > limit:
+        if head.length > limit:
             await self._send_error(413, f"request body larger than {limit} bytes")
             return False
-        if self.h11.client_is_waiting_for_100_continue:
-            await self._write(self.h11.send(h11.InformationalResponse(status_code=100, headers=[])))
-        body = await self._body(limit)
+        if head.expects_continue:
+            await self._write(http1.CONTINUE)
+        body = await self._body(head, limit)
         if body is None:
             return False
         req.body = body
         reply = await self._route(req, endpoint)
-        keep = self.served < self.config.keep_alive_requests
+        keep = head.keep_alive and self.served < self.config.keep_alive_requests
         if isinstance(reply, EventStream):
-            await self._stream(reply, keep)
-        else:
-            await self._send(reply, keep)
-        return self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE
+            return await self._stream(reply, keep and head.version == "1.1")
+        await self._send(reply, keep)
+        return keep and not self.refused
 
-    async def _body(self, limit: int) -> bytes | None:
-        """The whole body, or None once refused (413 or 408 sent)."""
-        chunks = bytearray()
+    async def _body(self, head: Head, limit: int) -> bytes | None:
+        """The whole body, or None once refused (408 sent)."""
+        reader = BodyReader(head, limit)
         deadline = trio.current_time() + BODY_TIMEOUT
-        while True:
+        reader.feed(self.buf)
+        while not reader.done:
             try:
-                event = await self._next(deadline)
+                await self._receive(deadline)
             except trio.TooSlowError:
                 await self._send_error(408, f"request body not received within {BODY_TIMEOUT} s")
                 return None
-            if isinstance(event, h11.EndOfMessage):
-                return bytes(chunks)
-            if isinstance(event, h11.Data):
-                chunks += event.data
-                if len(chunks) > limit:
-                    await self._send_error(413, f"request body larger than {limit} bytes")
-                    return None
-            elif isinstance(event, h11.ConnectionClosed):
-                raise _Closed
+            reader.feed(self.buf)
+        return bytes(reader.body)
 
     async def _route(self, req: Request, endpoint: Endpoint | None) -> Response | EventStream:
         if endpoint is not None:
@@ -289,18 +280,25 @@ class HttpConnection:
         assert req.principal is not None
         if needs_principal and self.config.principals and req.principal.anonymous:
             resp = Response.error(401, "Unauthorized: this action needs a bearer token")
-            resp.headers.append(("www-authenticate", 'Bearer realm="agora"'))
+            resp.headers.append(_BEARER)
             return resp
         return None
 
-    async def _write(self, data: bytes | None) -> None:
+    async def _write(self, data: bytes) -> None:
         """Send bytes; a peer that leaves them unread for ``send_timeout`` is dropped."""
-        if not data:
-            return
-        with trio.move_on_after(self.config.send_timeout):
-            await self.stream.send_all(data)
-            return
-        raise _Closed
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self.fd, view) :]
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                raise trio.BrokenResourceError(f"write failed: {exc}") from exc
+            if view:  # the kernel's buffer is full: wait, but not for ever
+                with trio.move_on_after(self.config.send_timeout) as slow:
+                    await trio.lowlevel.wait_writable(self.fd)
+                if slow.cancelled_caught:
+                    raise _Closed
 
     async def _send(self, resp: Response, keep: bool = False) -> None:
         headers = [
@@ -310,13 +308,9 @@ class HttpConnection:
         ]
         if not keep or (resp.status >= 400 and resp.status != 404):
             headers.append(_CLOSE)
-            # Refused: the peer may still be sending; closing lingers so it reads this.
             self.refused = resp.status >= 400
-        send = self.h11.send
-        data = send(h11.Response(status_code=resp.status, headers=headers)) or b""
-        if resp.body:
-            data += send(h11.Data(data=resp.body)) or b""
-        await self._write(data + (send(h11.EndOfMessage()) or b""))
+        self.responding = True
+        await self._write(http1.response_head(resp.status, headers) + resp.body)
 
     async def _send_error(
         self,
@@ -325,32 +319,32 @@ class HttpConnection:
         extra: list[tuple[str, str]] | None = None,
     ) -> None:
         """Answer ``status`` (and close) if no response has started; never raises."""
-        if self.h11.our_state is not h11.IDLE and self.h11.our_state is not h11.SEND_RESPONSE:
+        if self.responding:
             return
         resp = Response.error(status, message) if isinstance(message, str) else None
         resp = resp or Response.json(message, status)
         resp.headers.extend(extra or [])
-        with contextlib.suppress(
-            h11.LocalProtocolError, _Closed, trio.BrokenResourceError, trio.ClosedResourceError
-        ):
+        with contextlib.suppress(_Closed, trio.BrokenResourceError, trio.ClosedResourceError):
             await self._send(resp)
 
-    async def _stream(self, reply: EventStream, keep: bool) -> None:
+    async def _stream(self, reply: EventStream, chunked: bool) -> bool:
+        """Send an SSE response; whether the connection can carry another request."""
         headers = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
-        if not keep:
-            headers.append(_CLOSE)
+        headers.append(("transfer-encoding", "chunked") if chunked else _CLOSE)
         headers += reply.headers
-        # No Content-Length: h11 frames the stream in chunks (HTTP/1.1), so the connection
-        # can carry the next request once the stream ends.
-        await self._write(self.h11.send(h11.Response(status_code=200, headers=headers)))
+        self.responding = True
+        frame = http1.chunk if chunked else bytes
+        await self._write(http1.response_head(200, headers))
         try:
             async for item in reply.events:
                 data = item if isinstance(item, bytes) else format_event(item[1], event=item[0])
-                await self._write(self.h11.send(h11.Data(data=data)))
+                await self._write(frame(data))
         finally:
             # Finish the source now (a stalled or vanished reader), not when it is collected.
             aclose = getattr(reply.events, "aclose", None)
             if aclose is not None:
                 with trio.CancelScope(shield=True), trio.move_on_after(1):
                     await aclose()
-        await self._write(self.h11.send(h11.EndOfMessage()))
+        if chunked:
+            await self._write(http1.LAST_CHUNK)
+        return chunked

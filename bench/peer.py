@@ -1,0 +1,475 @@
+"""agora against the official MCP Python SDK server, side by side, with one lean client.
+
+One run starts ``agora serve --conformance`` (a temp database) and the SDK's high-level
+server (``MCPServer``, formerly FastMCP, from ``bench/sdk_server.py``) with the same trivial
+tool, ``test_simple_text``. Each session opens one connection, initializes, and calls the
+tool in a loop, one call at a time, for ``--seconds``; N sessions run at once.
+
+Streamable HTTP (``--sessions``, default 1,10,100): agora, and the SDK under uvicorn (one
+worker; uvloop and httptools when installed; access log off; SDK log level WARNING) in each
+of its response modes: ``sse`` (the default: every POST answered as an SSE stream),
+``json`` (``json_response=True``) and ``stateless-json`` (``json_response=True,
+stateless_http=True``). The SDK's best mode at each N is the one agora is compared with.
+stdio (one session, the only kind): ``agora stdio`` against the SDK's ``run_stdio_async``.
+WebSocket (agora only: the SDK has no WebSocket server): the same N as HTTP.
+
+The client is this one Trio process, written to cost less than either server: raw HTTP/1.1
+on a kept-alive connection (Content-Length and chunked bodies, SSE replies read up to the
+JSON-RPC response), raw WebSocket frames (`wsload.LeanWebSocket`), raw stdio lines. It
+prints calls/s, p50/p99 latency, the server's CPU in microseconds per call (user+system of
+its process, from /proc), and the agora/SDK ratios. The machine's other load skews all of
+it: run it on a quiet machine and read the "client cpu" column to see which side was bound.
+
+Usage: ``.venv/bin/python bench/peer.py [--sessions 1,10,100] [--seconds 3]
+[--modes sse,json,stateless-json] [--skip stdio,websocket]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import msgspec
+import trio
+from measure import cpu_seconds, percentile, raise_fd_limit
+from serve import agora_serve
+from wsload import INITIALIZE, LeanWebSocket
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable
+
+HERE = Path(__file__).resolve().parent
+AGORA = str(Path(sys.executable).with_name("agora"))
+TOOL = "test_simple_text"
+MODES = {"sse": [], "json": ["--json"], "stateless-json": ["--json", "--stateless"]}
+START_TIMEOUT = 30.0
+CONNECT_CONCURRENCY = 32
+
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
+INITIALIZE_BYTES = _encode(INITIALIZE)
+INITIALIZED_BYTES = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+
+
+def call_bytes(rid: int) -> bytes:
+    return (
+        b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s","arguments":{}}}'
+        % (
+            rid,
+            TOOL.encode(),
+        )
+    )
+
+
+# -- lean clients ------------------------------------------------------------------------------
+
+
+class Session(Protocol):
+    async def call(self, rid: int) -> bool: ...
+    async def aclose(self) -> None: ...
+
+
+class LeanHttp:
+    """One Streamable HTTP session on one kept-alive connection (reopened if the server closes)."""
+
+    def __init__(self, port: int, path: str) -> None:
+        self.port = port
+        self.path = path
+        self.stream: trio.SocketStream | None = None
+        self.buf = bytearray()
+        self.session = b""
+
+    async def _post(self, body: bytes) -> tuple[int, dict[bytes, bytes], bytes]:
+        if self.stream is None:
+            self.stream = await trio.open_tcp_stream("127.0.0.1", self.port)
+            self.buf.clear()
+        head = (
+            b"POST %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\n%sContent-Length: %d\r\n\r\n"
+            % (self.path.encode(), self.port, self.session, len(body))
+        )
+        await self.stream.send_all(head + body)
+        while (end := self.buf.find(b"\r\n\r\n")) < 0:
+            await self._more()
+        lines = bytes(self.buf[:end]).split(b"\r\n")
+        del self.buf[: end + 4]
+        status = int(lines[0].split(b" ", 2)[1])
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(b":")
+            headers[name.strip().lower()] = value.strip()
+        if b"content-length" in headers:
+            size = int(headers[b"content-length"])
+            while len(self.buf) < size:
+                await self._more()
+            payload = bytes(self.buf[:size])
+            del self.buf[:size]
+        elif headers.get(b"transfer-encoding", b"").lower() == b"chunked":
+            payload = await self._chunked()
+        else:
+            raise ConnectionError("response without a length")
+        if headers.get(b"connection", b"").lower() == b"close":
+            await self.stream.aclose()
+            self.stream = None
+        return status, headers, payload
+
+    async def _more(self) -> None:
+        assert self.stream is not None
+        data = await self.stream.receive_some(65536)
+        if not data:
+            raise ConnectionError("closed by the server")
+        self.buf += data
+
+    async def _chunked(self) -> bytes:
+        out = bytearray()
+        while True:
+            while (end := self.buf.find(b"\r\n")) < 0:
+                await self._more()
+            size = int(bytes(self.buf[:end]).split(b";")[0], 16)
+            while len(self.buf) < end + 2 + size + 2:
+                await self._more()
+            out += self.buf[end + 2 : end + 2 + size]
+            del self.buf[: end + 2 + size + 2]
+            if size == 0:
+                return bytes(out)
+
+    @staticmethod
+    def _message(headers: dict[bytes, bytes], payload: bytes) -> Any:
+        if headers.get(b"content-type", b"").startswith(b"text/event-stream"):
+            for line in reversed(payload.split(b"\n")):
+                if line.startswith(b"data:") and b'"id"' in line:
+                    return _decode(line[5:])
+            return None
+        return _decode(payload)
+
+    async def open(self) -> LeanHttp:
+        status, headers, payload = await self._post(INITIALIZE_BYTES)
+        if status != 200:
+            raise ConnectionError(f"initialize: {status} {payload[:200]!r}")
+        sid = headers.get(b"mcp-session-id")
+        if sid:
+            self.session = b"Mcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-11-25\r\n" % sid
+        await self._post(INITIALIZED_BYTES)
+        return self
+
+    async def call(self, rid: int) -> bool:
+        status, headers, payload = await self._post(call_bytes(rid))
+        reply = self._message(headers, payload)
+        return status == 200 and reply is not None and reply.get("id") == rid and "result" in reply
+
+    async def aclose(self) -> None:
+        if self.stream is not None:
+            await self.stream.aclose()
+
+
+class LeanWs:
+    """One MCP session over `LeanWebSocket`."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    async def open(self) -> LeanWs:
+        self.ws = await LeanWebSocket.connect(self.url)
+        await self.ws.send(INITIALIZE_BYTES)
+        await self.ws.recv()
+        await self.ws.send(INITIALIZED_BYTES)
+        return self
+
+    async def call(self, rid: int) -> bool:
+        await self.ws.send(call_bytes(rid))
+        reply = _decode(await self.ws.recv())
+        return bool(reply.get("id") == rid and "result" in reply)
+
+    async def aclose(self) -> None:
+        await self.ws.aclose()
+
+
+class LeanStdio:
+    """One MCP session with a server subprocess over its stdin and stdout."""
+
+    def __init__(self, process: trio.Process) -> None:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        self.stdin = process.stdin
+        self.stdout = process.stdout
+        self.buf = bytearray()
+
+    async def _line(self) -> Any:
+        while (end := self.buf.find(b"\n")) < 0:
+            data = await self.stdout.receive_some(65536)
+            if not data:
+                raise ConnectionError("the server closed its stdout")
+            self.buf += data
+        line = bytes(self.buf[:end])
+        del self.buf[: end + 1]
+        return _decode(line)
+
+    async def open(self) -> LeanStdio:
+        await self.stdin.send_all(INITIALIZE_BYTES + b"\n")
+        await self._line()
+        await self.stdin.send_all(INITIALIZED_BYTES + b"\n")
+        return self
+
+    async def call(self, rid: int) -> bool:
+        await self.stdin.send_all(call_bytes(rid) + b"\n")
+        while True:
+            reply = await self._line()
+            if "method" not in reply:
+                return bool(reply.get("id") == rid and "result" in reply)
+
+    async def aclose(self) -> None:
+        await self.stdin.aclose()
+
+
+# -- servers -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Proc:
+    process: trio.Process
+    port: int = 0
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+
+@asynccontextmanager
+async def sdk_http(mode: str) -> AsyncIterator[Proc]:
+    """The SDK's HTTP server in ``mode``; killed at the end."""
+    command = [sys.executable, str(HERE / "sdk_server.py"), "http", *MODES[mode]]
+    process = await trio.lowlevel.open_process(
+        command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        assert process.stderr is not None
+        seen = bytearray()
+        with trio.fail_after(START_TIMEOUT):
+            while b" on http://" not in seen or not seen.endswith(b"\n"):
+                chunk = await process.stderr.receive_some(65536)
+                if not chunk:
+                    raise RuntimeError(f"the SDK server did not start:\n{seen.decode()}")
+                seen += chunk
+        line = next(x for x in seen.decode().splitlines() if " on http://" in x)
+        proc = Proc(process, int(line.rsplit(":", 1)[1]))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_drain, process.stderr)
+            yield proc
+            nursery.cancel_scope.cancel()
+    finally:
+        process.kill()
+        with trio.CancelScope(shield=True):
+            await process.wait()
+
+
+async def _drain(stream: trio.abc.ReceiveStream) -> None:
+    while await stream.receive_some(65536):
+        pass
+
+
+@asynccontextmanager
+async def stdio_server(command: list[str]) -> AsyncIterator[trio.Process]:
+    process = await trio.lowlevel.open_process(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    try:
+        yield process
+    finally:
+        process.kill()
+        with trio.CancelScope(shield=True):
+            await process.wait()
+
+
+# -- load --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    calls: int
+    seconds: float
+    latencies: list[float]
+    server_cpu: float
+    client_cpu: float
+    errors: int
+
+    @property
+    def rate(self) -> float:
+        return self.calls / self.seconds
+
+    @property
+    def us_per_call(self) -> float:
+        return self.server_cpu / max(self.calls, 1) * 1e6
+
+    def ms(self, q: float) -> float:
+        return percentile(self.latencies, q) * 1000 if self.latencies else float("nan")
+
+
+async def drive(
+    open_session: Callable[[], Awaitable[Session]], sessions: int, seconds: float, pid: int
+) -> Result:
+    """``sessions`` sessions calling in a loop for ``seconds``; the server is process ``pid``."""
+    latencies: list[float] = []
+    errors = 0
+    opened: list[Session] = []
+    all_open = trio.Event()
+    go = trio.Event()
+    deadline = [0.0]
+    limiter = trio.CapacityLimiter(CONNECT_CONCURRENCY)
+
+    async def one() -> None:
+        nonlocal errors
+        async with limiter:
+            session = await open_session()
+        opened.append(session)
+        if len(opened) == sessions:
+            all_open.set()
+        await go.wait()
+        clock = time.perf_counter
+        for rid in itertools.count(1):
+            t0 = clock()
+            if t0 >= deadline[0]:
+                break
+            ok = await session.call(rid)
+            t1 = clock()
+            if not ok:
+                errors += 1
+            elif t1 <= deadline[0]:
+                latencies.append(t1 - t0)
+        await session.aclose()
+
+    with trio.fail_after(seconds + 120):
+        async with trio.open_nursery() as nursery:
+            for _ in range(sessions):
+                nursery.start_soon(one)
+            await all_open.wait()
+            await trio.sleep(0.2)
+            cpu0, mine0 = cpu_seconds(pid), time.process_time()
+            deadline[0] = time.perf_counter() + seconds
+            go.set()
+            await trio.sleep(seconds)
+            server_cpu = cpu_seconds(pid) - cpu0
+            client_cpu = time.process_time() - mine0
+    return Result(len(latencies), seconds, latencies, server_cpu, client_cpu, errors)
+
+
+def row(label: str, n: int, r: Result) -> str:
+    errors = f"  ({r.errors} errors)" if r.errors else ""
+    return (
+        f"{label:<24} {n:>4} | {r.rate:>9,.0f} {r.ms(0.5):>7.2f} {r.ms(0.99):>7.2f} "
+        f"{r.us_per_call:>8.0f} | {r.client_cpu / r.seconds:>6.0%}{errors}"
+    )
+
+
+HEADER = (
+    f"{'server':<24} {'N':>4} | {'calls/s':>9} {'p50 ms':>7} {'p99 ms':>7} {'µs/call':>8} | "
+    f"{'client':>6}"
+)
+
+
+async def run(args: argparse.Namespace) -> None:
+    raise_fd_limit()
+    print(f"{args.seconds:g} s per run, one client process; µs/call = server CPU per call\n")
+    print(HEADER)
+    print("-" * len(HEADER))
+    best: dict[int, tuple[str, Result]] = {}
+    ours: dict[tuple[str, int], Result] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for mode in args.modes:
+            async with sdk_http(mode) as sdk:
+                for n in args.sessions:
+                    r = await drive(
+                        lambda: LeanHttp(sdk.port, "/mcp").open(), n, args.seconds, sdk.pid
+                    )
+                    print(row(f"sdk http {mode}", n, r), flush=True)
+                    if n not in best or r.rate > best[n][1].rate:
+                        best[n] = (mode, r)
+        async with agora_serve(Path(tmp) / "agora.db", "conformance", conformance="true") as agora:
+            for n in args.sessions:
+                r = await drive(
+                    lambda: LeanHttp(agora.port, "/mcp/conformance").open(),
+                    n,
+                    args.seconds,
+                    agora.pid,
+                )
+                ours["http", n] = r
+                print(row("agora http", n, r), flush=True)
+            if "websocket" not in args.skip:
+                url = f"ws://127.0.0.1:{agora.port}/mcp/conformance"
+                for n in args.sessions:
+                    r = await drive(lambda: LeanWs(url).open(), n, args.seconds, agora.pid)
+                    ours["websocket", n] = r
+                    print(row("agora websocket", n, r), flush=True)
+        stdio: dict[str, Result] = {}
+        if "stdio" not in args.skip:
+            commands = {
+                "sdk": [sys.executable, str(HERE / "sdk_server.py"), "stdio"],
+                "agora": [
+                    AGORA,
+                    "stdio",
+                    "--toolset",
+                    "conformance",
+                    "--db",
+                    str(Path(tmp) / "s.db"),
+                ],
+            }
+            for name, command in commands.items():
+                async with stdio_server(command) as process:
+                    client = await LeanStdio(process).open()
+                    r = await drive(lambda c=client: _same(c), 1, args.seconds, process.pid)
+                    stdio[name] = r
+                    print(row(f"{name} stdio", 1, r), flush=True)
+
+    print("\nagora / SDK (calls/s ratio; SDK µs/call over agora µs/call)")
+    for n in args.sessions:
+        mode, sdk_r = best[n]
+        a = ours["http", n]
+        print(
+            f"  http  N={n:<4} vs sdk {mode:<15} calls/s x{a.rate / sdk_r.rate:.1f}, "
+            f"cpu/call x{sdk_r.us_per_call / a.us_per_call:.1f} less"
+        )
+    if stdio:
+        a, s = stdio["agora"], stdio["sdk"]
+        print(
+            f"  stdio N=1    vs sdk stdio           calls/s x{a.rate / s.rate:.1f}, "
+            f"cpu/call x{s.us_per_call / a.us_per_call:.1f} less"
+        )
+
+
+async def _same(session: Session) -> Session:
+    return session
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--sessions",
+        type=lambda s: [int(n) for n in s.split(",")],
+        default=[1, 10, 100],
+        help="comma-separated session counts (default 1,10,100)",
+    )
+    parser.add_argument("--seconds", type=float, default=3.0, help="duration of each run")
+    parser.add_argument(
+        "--modes",
+        type=lambda s: s.split(","),
+        default=list(MODES),
+        help="SDK HTTP modes to try (default sse,json,stateless-json)",
+    )
+    parser.add_argument(
+        "--skip", type=lambda s: s.split(","), default=[], help="stdio and/or websocket"
+    )
+    args = parser.parse_args()
+    if max(args.sessions) > 1000 or args.seconds > 60:
+        parser.error("bounded: at most 1000 sessions and 60 s per run")
+    trio.run(run, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,232 @@
+"""HTTP/1.1 on the wire, sans-io: a strict request-head parser, body framing, response bytes.
+
+The front end reads bytes into a buffer and asks `parse_head` for the next request head,
+then `BodyReader` for its body; it writes what `response_head`, `chunk` and `LAST_CHUNK`
+return. Strict where laxness lets a request mean two things (RFC 9112): one framing only
+(``Content-Length`` xor ``Transfer-Encoding: chunked``), a single well-formed length, no
+obsolete line folding, no control characters, CRLF line ends, bounded sizes. It replaces
+h11 on this path because a request cycle through h11 cost several times a whole tool call;
+it does no I/O and knows nothing of routes or MCP.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: A method token, an origin-form (or asterisk/absolute) target without spaces or controls.
+_REQUEST_LINE = re.compile(rb"([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([!-~]+) HTTP/(1\.[01])")
+_HEADER = re.compile(rb"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*((?:[!-~\x80-\xff][ \t]*)*)")
+#: What a request line can look like before its end has arrived.
+_PARTIAL_LINE = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?: [!-~]*(?: [!-~]*)?)?")
+_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,8})(?:;[^\r\n]*)?")
+MAX_CHUNK_LINE = 1024
+#: Headers whose repetition would make a request ambiguous.
+_SINGLE = frozenset({"content-length", "transfer-encoding", "host"})
+REASONS = {
+    100: "Continue",
+    101: "Switching Protocols",
+    200: "OK",
+    201: "Created",
+    202: "Accepted",
+    204: "No Content",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    406: "Not Acceptable",
+    408: "Request Timeout",
+    409: "Conflict",
+    413: "Content Too Large",
+    415: "Unsupported Media Type",
+    431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
+    501: "Not Implemented",
+    503: "Service Unavailable",
+}
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+LAST_CHUNK = b"0\r\n\r\n"
+
+
+class HttpError(Exception):
+    """The request cannot be served: answer ``status`` with ``message`` and close."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass(slots=True)
+class Head:
+    """One parsed request head.
+
+    Attributes:
+        raw: The head's bytes, up to and including the blank line.
+        headers: Lower-cased names; a repeated header's values joined with ``", "``.
+        length: The body's Content-Length (0 when neither framing is given).
+        chunked: The body is in chunked transfer coding.
+        keep_alive: The client lets the connection carry another request.
+    """
+
+    method: str
+    target: str
+    version: str
+    headers: dict[str, str]
+    raw: bytes
+    length: int
+    chunked: bool
+    keep_alive: bool
+
+    @property
+    def expects_continue(self) -> bool:
+        """The client waits for ``100 Continue`` before sending its body."""
+        return self.headers.get("expect", "").lower() == "100-continue" and self.has_body
+
+    @property
+    def has_body(self) -> bool:
+        """A body follows the head."""
+        return self.chunked or self.length > 0
+
+
+def parse_head(buf: bytearray, max_head: int) -> Head | None:
+    """Take one request head off the front of ``buf``; None if it is not all there yet.
+
+    Raises:
+        HttpError: 400 for a malformed or ambiguous head, 431 past ``max_head`` bytes,
+            501 for a transfer coding other than chunked.
+    """
+    while buf.startswith(b"\r\n"):  # blank lines before a request are allowed (RFC 9112 2.2)
+        del buf[:2]
+    end = buf.find(b"\r\n\r\n", 0, max_head + 4)
+    if end < 0:
+        line_end = buf.find(b"\r\n")
+        if line_end < 0 and buf and not _PARTIAL_LINE.fullmatch(buf, 0, min(len(buf), max_head)):
+            raise HttpError(400, "malformed request line")  # noise: say so without waiting
+        if len(buf) >= max_head + 4:
+            raise HttpError(431, f"request head larger than {max_head} bytes")
+        return None
+    raw = bytes(buf[: end + 4])
+    del buf[: end + 4]
+    lines = raw[:end].split(b"\r\n")
+    first = _REQUEST_LINE.fullmatch(lines[0])
+    if first is None:
+        raise HttpError(400, "malformed request line")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        found = _HEADER.fullmatch(line)
+        if found is None:
+            raise HttpError(400, "malformed header line")
+        name = found[1].decode("ascii").lower()
+        value = found[2].rstrip(b" \t").decode("latin-1")
+        if name in headers:
+            if name in _SINGLE:
+                raise HttpError(400, f"repeated {name} header")
+            value = f"{headers[name]}, {value}"
+        headers[name] = value
+    version = first[3].decode()
+    length, chunked = _framing(headers, version)
+    tokens = {t.strip().lower() for t in headers.get("connection", "").split(",")}
+    keep_alive = "close" not in tokens and (version == "1.1" or "keep-alive" in tokens)
+    return Head(
+        method=first[1].decode("ascii"),
+        target=first[2].decode("ascii"),
+        version=version,
+        headers=headers,
+        raw=raw,
+        length=length,
+        chunked=chunked,
+        keep_alive=keep_alive,
+    )
+
+
+def _framing(headers: dict[str, str], version: str) -> tuple[int, bool]:
+    coding = headers.get("transfer-encoding")
+    declared = headers.get("content-length")
+    if coding is not None:
+        if declared is not None:
+            # Two framings: a proxy in front may pick the other one (request smuggling).
+            raise HttpError(400, "Content-Length and Transfer-Encoding together")
+        if coding.lower() != "chunked" or version != "1.1":
+            raise HttpError(501, f"unsupported Transfer-Encoding: {coding}")
+        return 0, True
+    if declared is None:
+        return 0, False
+    if not declared.isdigit() or not declared.isascii() or len(declared) > 18:
+        raise HttpError(400, "malformed Content-Length")
+    return int(declared), False
+
+
+class BodyReader:
+    """Takes one request body off a connection's buffer, bounded by ``limit`` bytes."""
+
+    def __init__(self, head: Head, limit: int) -> None:
+        self.limit = limit
+        self.chunked = head.chunked
+        self.remaining = head.length
+        self.body = bytearray()
+        self.done = not head.has_body
+        self._trailers = False
+
+    def feed(self, buf: bytearray) -> None:
+        """Consume what ``buf`` holds of the body; ``done`` once it is whole.
+
+        Raises:
+            HttpError: 413 past the limit, 400 for malformed chunked coding.
+        """
+        if self.chunked:
+            self._chunks(buf)
+        else:
+            take = buf[: self.remaining]
+            del buf[: self.remaining]
+            self.body += take
+            self.remaining -= len(take)
+            self.done = self.remaining == 0
+        if len(self.body) > self.limit:
+            raise HttpError(413, f"request body larger than {self.limit} bytes")
+
+    def _chunks(self, buf: bytearray) -> None:
+        while not self.done:
+            end = buf.find(b"\r\n", 0, MAX_CHUNK_LINE)
+            if end < 0:
+                if len(buf) >= MAX_CHUNK_LINE:
+                    raise HttpError(400, "chunk line too long")
+                return
+            if self._trailers:  # after the last chunk: trailer lines until a blank one
+                del buf[: end + 2]
+                self.done = end == 0
+                continue
+            size_line = _CHUNK_SIZE.fullmatch(buf, 0, end)
+            if size_line is None:
+                raise HttpError(400, "malformed chunk size")
+            size = int(size_line[1], 16)
+            if size == 0:
+                del buf[: end + 2]
+                self._trailers = True
+                continue
+            if len(self.body) + size > self.limit:
+                raise HttpError(413, f"request body larger than {self.limit} bytes")
+            if len(buf) < end + 2 + size + 2:
+                return
+            if buf[end + 2 + size : end + 4 + size] != b"\r\n":
+                raise HttpError(400, "chunk not followed by CRLF")
+            self.body += buf[end + 2 : end + 2 + size]
+            del buf[: end + 4 + size]
+
+
+def response_head(status: int, headers: list[tuple[str, str]]) -> bytes:
+    """A response's status line and headers, up to and including the blank line.
+
+    Raises:
+        ValueError: a header name or value would break the message (CR, LF).
+    """
+    fields = "".join(f"{name}: {value}\r\n" for name, value in headers)
+    if fields.count("\n") != len(headers) or fields.count("\r") != len(headers):
+        raise ValueError("a response header contains CR or LF")
+    return f"HTTP/1.1 {status} {REASONS.get(status, 'Unknown')}\r\n{fields}\r\n".encode("latin-1")
+
+
+def chunk(data: bytes) -> bytes:
+    """``data`` as one chunk of a chunked body (empty data would end the body: none)."""
+    return b"%x\r\n%s\r\n" % (len(data), data) if data else b""

@@ -1,0 +1,170 @@
+"""The HTTP/1.1 codec, sans-io: heads, framing, chunked bodies, response bytes."""
+
+from __future__ import annotations
+
+import pytest
+
+from agora.transports.http1 import BodyReader, HttpError, chunk, parse_head, response_head
+
+MAX = 16384
+
+
+def head_of(raw: bytes):
+    buf = bytearray(raw)
+    return parse_head(buf, MAX), buf
+
+
+def test_a_request_head_is_parsed_and_taken_off_the_buffer():
+    raw = (
+        b"\r\nPOST /mcp?x=1 HTTP/1.1\r\nHost: 127.0.0.1:80\r\nContent-Length: 2\r\n"
+        b"Accept: a\r\naccept: b \r\nX-Empty:\r\n\r\n{}next"
+    )
+    head, rest = head_of(raw)
+    assert head is not None
+    assert (head.method, head.target, head.version) == ("POST", "/mcp?x=1", "1.1")
+    assert head.headers == {
+        "host": "127.0.0.1:80",
+        "content-length": "2",
+        "accept": "a, b",
+        "x-empty": "",
+    }
+    assert (head.length, head.chunked, head.keep_alive) == (2, False, True)
+    assert bytes(rest) == b"{}next"
+
+
+@pytest.mark.parametrize("partial", [b"", b"GET", b"GET /mcp HT", b"GET / HTTP/1.1\r\nHost: a\r\n"])
+def test_an_incomplete_head_waits_for_more(partial):
+    head, rest = head_of(partial)
+    assert head is None
+    assert bytes(rest) == partial
+
+
+BAD = [
+    # (raw, status)
+    pytest.param(b"GET / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+                 400, id="cl-and-te"),
+    pytest.param(b"GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 1\r\n\r\n",
+                 400, id="te-and-cl"),
+    pytest.param(b"GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n",
+                 400, id="two-lengths"),
+    pytest.param(b"GET / HTTP/1.1\r\nContent-Length: 1, 1\r\n\r\n", 400, id="list-length"),
+    pytest.param(b"GET / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400, id="negative-length"),
+    pytest.param(b"GET / HTTP/1.1\r\nContent-Length: +1\r\n\r\n", 400, id="signed-length"),
+    pytest.param(b"GET / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501,
+                 id="other-coding"),
+    pytest.param(b"GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 501,
+                 id="chunked-in-1.0"),
+    pytest.param(b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, id="two-hosts"),
+    pytest.param(b"GET / HTTP/1.1\r\nX: a\r\n b\r\n\r\n", 400, id="obs-fold"),
+    pytest.param(b"GET / HTTP/1.1\r\nX : a\r\n\r\n", 400, id="space-before-colon"),
+    pytest.param(b"GET / HTTP/1.1\r\nX: a\x00b\r\n\r\n", 400, id="nul-in-value"),
+    pytest.param(b"GET / HTTP/1.1\r\nX: a\nY: b\r\n\r\n", 400, id="bare-lf"),
+    pytest.param(b"GET / HTTP/1.1\r\nX: a\rb\r\n\r\n", 400, id="bare-cr"),
+    pytest.param(b"GET  / HTTP/1.1\r\n\r\n", 400, id="two-spaces"),
+    pytest.param(b"GET / HTTP/2.0\r\n\r\n", 400, id="version-2"),
+    pytest.param(b"GET /a b HTTP/1.1\r\n\r\n", 400, id="space-in-target"),
+    pytest.param(bytes(range(256)), 400, id="binary-noise"),
+    pytest.param(b"GET / HTTP/1.1\r\nX: " + b"a" * MAX + b"\r\n\r\n", 431, id="oversize"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("raw", "status"), BAD)
+def test_a_malformed_or_ambiguous_head_is_refused(raw, status):
+    with pytest.raises(HttpError) as refused:
+        head_of(raw)
+    assert refused.value.status == status
+
+
+@pytest.mark.parametrize(
+    ("version", "connection", "keep"),
+    [
+        pytest.param("1.1", None, True, id="1.1"),
+        pytest.param("1.1", "close", False, id="1.1-close"),
+        pytest.param("1.1", "Keep-Alive, Close", False, id="1.1-list-close"),
+        pytest.param("1.0", None, False, id="1.0"),
+        pytest.param("1.0", "keep-alive", True, id="1.0-keep-alive"),
+    ],
+)
+def test_keep_alive_follows_the_version_and_connection_header(version, connection, keep):
+    extra = f"Connection: {connection}\r\n" if connection else ""
+    head, _ = head_of(f"GET / HTTP/{version}\r\n{extra}\r\n".encode())
+    assert head is not None
+    assert head.keep_alive is keep
+
+
+def test_expect_continue_only_matters_with_a_body():
+    head, _ = head_of(b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n")
+    assert head is not None
+    assert head.expects_continue
+    head, _ = head_of(b"GET / HTTP/1.1\r\nExpect: 100-continue\r\n\r\n")
+    assert head is not None
+    assert not head.expects_continue
+
+
+def body_of(raw_head: bytes, pieces: list[bytes], limit: int = 100) -> tuple[bytes, bytes]:
+    head, buf = head_of(raw_head)
+    assert head is not None
+    reader = BodyReader(head, limit)
+    for piece in pieces:
+        buf += piece
+        reader.feed(buf)
+    assert reader.done
+    return bytes(reader.body), bytes(buf)
+
+
+CHUNKED = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        pytest.param([b"3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\nNEXT"], id="whole"),
+        pytest.param([b"3\r", b"\nab", b"c\r\n2\r\nde", b"\r\n0\r\n", b"\r\nNEXT"], id="pieces"),
+        pytest.param([b"3\r\nabc\r\n2\r\nde\r\n0\r\nX-T: 1\r\n\r\nNEXT"], id="trailer"),
+    ],
+)
+def test_a_chunked_body_is_read_whole_and_stops_at_its_end(pieces):
+    assert body_of(CHUNKED, pieces) == (b"abcde", b"NEXT")
+
+
+def test_a_sized_body_stops_at_its_length():
+    raw = b"POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\n"
+    assert body_of(raw, [b"ab", b"cdeGET"]) == (b"abcde", b"GET")
+
+
+@pytest.mark.parametrize(
+    ("pieces", "status"),
+    [
+        pytest.param([b"zz\r\n"], 400, id="bad-size"),
+        pytest.param([b"3\r\nabcX\r\n"], 400, id="no-crlf-after-data"),
+        pytest.param([b"65\r\n"], 413, id="chunk-over-limit"),
+        pytest.param([b"1" * 2000], 400, id="endless-size-line"),
+        pytest.param([b"123456789\r\n"], 400, id="nine-digit-size"),
+    ],
+)
+def test_a_bad_chunked_body_is_refused(pieces, status):
+    with pytest.raises(HttpError) as refused:
+        body_of(CHUNKED, pieces)
+    assert refused.value.status == status
+
+
+def test_a_sized_body_over_the_limit_is_refused_as_it_arrives():
+    head, buf = head_of(b"POST / HTTP/1.1\r\nContent-Length: 500\r\n\r\n" + b"x" * 200)
+    assert head is not None
+    with pytest.raises(HttpError) as refused:
+        BodyReader(head, 100).feed(buf)
+    assert refused.value.status == 413
+
+
+def test_response_bytes():
+    assert response_head(201, [("a", "1"), ("b", "x y")]) == (
+        b"HTTP/1.1 201 Created\r\na: 1\r\nb: x y\r\n\r\n"
+    )
+    assert chunk(b"hello") == b"5\r\nhello\r\n"
+    assert chunk(b"") == b""
+
+
+@pytest.mark.parametrize("value", ["a\r\nSet-Cookie: x", "a\nb", "a\rb"])
+def test_a_response_header_cannot_smuggle_a_line(value):
+    with pytest.raises(ValueError, match="CR or LF"):
+        response_head(200, [("x", value)])
