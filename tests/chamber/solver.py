@@ -19,6 +19,7 @@ from sentences import (
     ORD,
     PARSERS,
     Candidate,
+    Chain,
     Format,
     Unparsed,
     code_test,
@@ -189,6 +190,46 @@ def solve_lock(fmt: Format, clues: list[str], facts: dict[str, int]) -> list[Can
     return list(alive)
 
 
+#: The noun a lock's label must end with, by the answer format a reader sees in ``look``.
+LABEL_NOUNS = {
+    "order": ("order",),
+    "placement": ("layout",),
+    "sequence": ("sequence",),
+    "bins": ("sorting",),
+    "number": ("number",),
+    "digits": ("setting", "depths"),
+}
+
+
+def check_label(label: str, fmt: Format, clues: list[str]) -> None:
+    """Assert the label names exactly the quantity the clues make the answer.
+
+    A careful reader takes the label at its word: a lock labelled "the collection time"
+    expects the collection time. So when the clues reckon when the lock opens, the label
+    must say "opening time" and name no event of the chain; a time described directly must
+    not be called an opening time.
+
+    Raises:
+        AssertionError: the label names something else than the answer.
+    """
+    if fmt.kind != "time":
+        assert label.endswith(LABEL_NOUNS[fmt.kind]), f"{label!r} for a {fmt.kind} answer"
+        return
+    chain = Chain()
+    for clue in clues:
+        chain.read(clue)
+    if chain.opens is not None:
+        assert label.endswith(" opening time"), f"{label!r} for when the lock opens"
+        events = {chain.opens[0], *chain.steps, *(b for b, _ in chain.steps.values())}
+        if chain.reading:
+            events.add(chain.reading[1])
+        named = [e for e in events if e in label.split()]
+        assert not named, f"{label!r} names the event(s) {named}, not the opening time"
+    else:
+        assert label.endswith(" time"), f"{label!r} for a time"
+        assert "opening" not in label, f"{label!r}: nothing here opens at that time"
+
+
 @dataclass
 class Solver:
     """Plays one attempt through ``act(op, object=None, value=None) -> reply``."""
@@ -211,6 +252,7 @@ class Solver:
         for lock in locks:
             fmt = parse_format(lock.fmt)
             clues = [c.lower() for c in clue_lines(self.seen.values(), lock.label)]
+            check_label(lock.label, fmt, clues)
             if self.check_spread:
                 self._check_spread(fmt, lock.label)
             found = solve_lock(fmt, clues, self.facts)

@@ -21,6 +21,26 @@ COUNTS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight")
 TIMES = ("never", "once", "twice", "three times", "four times", "five times")
 
 
+#: What the answer of each kind of lock is: (the noun its label must end with, a statement of
+#: exactly what is submitted). A label names the quantity its answer is, never a neighbour
+#: of it: a time lock that opens 30 minutes after the collection is "the ... opening time".
+ANSWER_IS: dict[str, tuple[str, str]] = {
+    "order": ("order", "the order of all the names, earliest first"),
+    "sequence": ("sequence", "the names of the sequence, first to last"),
+    "placement": ("layout", "which name goes in each slot"),
+    "bins": ("sorting", "which bin each name goes in"),
+    "time_window": ("time", "the time of day the clues describe"),
+    "time_chain": (
+        "opening time",
+        "the true time of day the lock opens: the stated interval after the last event, "
+        "with the clock's error undone (not the time of any event)",
+    ),
+    "number": ("number", "the number the clues describe"),
+    "dial": ("setting", "the digits the dial is set to, in order"),
+    "master": ("depths", "the cut depth of each pin of the master key, in pin order"),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class LockSpec:
     """A template's description of one lock.
@@ -45,6 +65,16 @@ class LockSpec:
     slots: tuple[str, ...] = ()
     noun: str = ""
     events: tuple[str, ...] = ()
+
+    @property
+    def quantity(self) -> str:
+        """The noun that names what this lock's answer is (its label ends with it)."""
+        return ANSWER_IS[self.kind][0]
+
+    @property
+    def answer_is(self) -> str:
+        """Exactly what the answer of this lock is, in words."""
+        return ANSWER_IS[self.kind][1]
 
 
 @dataclass(frozen=True, slots=True)

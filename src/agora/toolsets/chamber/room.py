@@ -126,7 +126,7 @@ def _look(room: Room, opened: int) -> str:
     for obj in room.objects:
         sealed = ""
         if obj.gate > opened:
-            sealed = f" (sealed until {room.locks[obj.gate - 1].label} opens)"
+            sealed = f" (sealed until {room.locks[obj.gate - 1].label} is solved)"
         lines.append(f"- {obj.id}: {obj.summary}{sealed}")
     lines.append("")
     lines.append("Locks, in the order they must be opened:")
@@ -143,7 +143,7 @@ def summary(room: Room, object_id: str, opened: int) -> str:
     if obj is None:
         raise KeyError(object_id)
     if obj.gate > opened:
-        return f"{obj.summary} Sealed until {room.locks[obj.gate - 1].label} opens."
+        return f"{obj.summary} Sealed until {room.locks[obj.gate - 1].label} is solved."
     return f"{obj.summary} Inspect it to examine it closely."
 
 
@@ -163,7 +163,7 @@ def _inspect(room: Room, object_id: str, opened: int) -> str:
     if obj.gate > opened:
         # No verb agrees with the name: object names may be plural ("the key hooks").
         label = room.locks[obj.gate - 1].label
-        return f"Sealed until {label} opens: {obj.name} cannot be examined yet."
+        return f"Sealed until {label} is solved: {obj.name} cannot be examined yet."
     lines = [obj.flavor]
     for index, clues in sorted(room.clues.get(object_id, {}).items()):
         lines.append(f"Concerning {room.locks[index].label}:")
@@ -192,7 +192,7 @@ def hint(room: Room, opened: int, level: int) -> str:
 def accepted(room: Room, opened_now: int) -> str:
     """The reply to a right answer, once ``opened_now`` locks are open."""
     lock = room.locks[opened_now - 1]
-    lines = [f"Accepted: {lock.label} is open."]
+    lines = [f"Accepted: {lock.label} is solved."]
     freed = [o.id for o in room.objects if o.gate == opened_now]
     if freed:
         lines.append(f"Now unsealed: {', '.join(freed)}.")
@@ -200,7 +200,7 @@ def accepted(room: Room, opened_now: int) -> str:
     if following is None:
         lines.append("Every lock is open: call seal_attempt.")
     else:
-        lines.append(f"Next: {following.label}, opened with {following.op}.")
+        lines.append(f"Next: {following.label}, solved with {following.op}.")
     return " ".join(lines)
 
 

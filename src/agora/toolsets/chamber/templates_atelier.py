@@ -77,20 +77,22 @@ LOCKSMITH = Template(
     ),
     locks=(
         LockSlot(
-            LockSpec("submit_placement", "placement", "the tool board", _TOOLS),
+            LockSpec("submit_placement", "placement", "the tool board layout", _TOOLS),
             ("tool_board", "order_book", "apron"),
         ),
         LockSlot(
-            LockSpec("submit_master", "master", "the master key", _DOORS, 3, noun="cylinder"),
+            LockSpec(
+                "submit_master", "master", "the master key depths", _DOORS, 3, noun="cylinder"
+            ),
             ("pin_charts", "key_rack", "order_book", "apron"),
         ),
         LockSlot(
-            LockSpec("submit_order", "order", "the finishing steps", _STEPS, 5),
+            LockSpec("submit_order", "order", "the finishing order", _STEPS, 5),
             ("order_book", "apron", "strongbox", "key_rack"),
             optional=True,
         ),
         LockSlot(
-            LockSpec("submit_bolt", "dial", "the strongbox bolt"),
+            LockSpec("submit_bolt", "dial", "the strongbox bolt setting"),
             ("strongbox", "key_rack", "pin_charts", "order_book"),
         ),
     ),
@@ -148,7 +150,7 @@ POTTERY = Template(
             LockSpec(
                 "submit_bins",
                 "bins",
-                "the kiln loads",
+                "the kiln sorting",
                 _POTS,
                 7,
                 slots=("east", "west", "north"),
@@ -161,12 +163,12 @@ POTTERY = Template(
             ("glaze_shelf", "wheel", "firing_book", "drying_rack"),
         ),
         LockSlot(
-            LockSpec("submit_placement", "placement", "the drying rack", _WARES),
+            LockSpec("submit_placement", "placement", "the drying rack layout", _WARES),
             ("drying_rack", "shed_door", "kiln_door"),
             optional=True,
         ),
         LockSlot(
-            LockSpec("submit_bolt", "dial", "the shed bolt"),
+            LockSpec("submit_bolt", "dial", "the shed bolt setting"),
             ("shed_door", "glaze_shelf", "drying_rack", "firing_book"),
         ),
     ),
@@ -218,14 +220,14 @@ LUTHIER = Template(
     ),
     locks=(
         LockSlot(
-            LockSpec("submit_placement", "placement", "the instrument wall", _INSTRUMENTS),
+            LockSpec("submit_placement", "placement", "the instrument wall layout", _INSTRUMENTS),
             ("wall", "workbook", "varnish"),
         ),
         LockSlot(
             LockSpec(
                 "submit_bins",
                 "bins",
-                "the wood stacks",
+                "the wood stack sorting",
                 _WOODS,
                 7,
                 slots=("dry", "damp", "seasoned"),
@@ -239,7 +241,7 @@ LUTHIER = Template(
             optional=True,
         ),
         LockSlot(
-            LockSpec("submit_bolt", "dial", "the hatch bolt"),
+            LockSpec("submit_bolt", "dial", "the hatch bolt setting"),
             ("hatch", "wood_store", "clamps", "varnish"),
         ),
     ),
@@ -294,14 +296,14 @@ WEAVERY = Template(
     ),
     locks=(
         LockSlot(
-            LockSpec("submit_master", "master", "the master key", _ROOMS, 3, noun="lock"),
+            LockSpec("submit_master", "master", "the master key depths", _ROOMS, 3, noun="lock"),
             ("key_chart", "loom", "pattern_book"),
         ),
         LockSlot(
             LockSpec(
                 "submit_bins",
                 "bins",
-                "the dye vats",
+                "the dye vat sorting",
                 _YARNS,
                 7,
                 slots=("indigo", "madder", "weld"),
@@ -310,16 +312,16 @@ WEAVERY = Template(
             ("vats", "pattern_book", "loom"),
         ),
         LockSlot(
-            LockSpec("submit_placement", "placement", "the pattern board", _MOTIFS),
+            LockSpec("submit_placement", "placement", "the pattern board layout", _MOTIFS),
             ("pattern_board", "loom", "key_chart", "vats"),
         ),
         LockSlot(
-            LockSpec("submit_order", "order", "the warping steps", _WARPING, 5),
+            LockSpec("submit_order", "order", "the warping order", _WARPING, 5),
             ("loom", "pattern_board", "counting_door", "pattern_book"),
             optional=True,
         ),
         LockSlot(
-            LockSpec("submit_bolt", "dial", "the counting house bolt"),
+            LockSpec("submit_bolt", "dial", "the counting house bolt setting"),
             ("counting_door", "pattern_board", "vats", "key_chart"),
         ),
     ),
@@ -371,18 +373,18 @@ SMITHY = Template(
     ),
     locks=(
         LockSlot(
-            LockSpec("submit_order", "order", "the forging steps", _FORGING, 6),
+            LockSpec("submit_order", "order", "the forging order", _FORGING, 6),
             ("anvil", "bellows", "tally"),
         ),
         LockSlot(
-            LockSpec("submit_master", "master", "the master key", _SHEDS, 3, noun="lock"),
+            LockSpec("submit_master", "master", "the master key depths", _SHEDS, 3, noun="lock"),
             ("key_hooks", "tally", "anvil", "bellows"),
         ),
         LockSlot(
             LockSpec(
                 "submit_bins",
                 "bins",
-                "the iron racks",
+                "the iron rack sorting",
                 _IRONS,
                 7,
                 slots=("upper", "middle", "lower"),
@@ -392,7 +394,7 @@ SMITHY = Template(
             optional=True,
         ),
         LockSlot(
-            LockSpec("submit_bolt", "dial", "the anvil chest bolt"),
+            LockSpec("submit_bolt", "dial", "the anvil chest bolt setting"),
             ("anvil_chest", "key_hooks", "racks", "bellows"),
         ),
     ),

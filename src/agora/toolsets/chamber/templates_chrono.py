@@ -73,7 +73,7 @@ CLOCKMAKER = Template(
             LockSpec(
                 "submit_time",
                 "time_chain",
-                "the vault clock",
+                "the vault opening time",
                 noun="hall clock",
                 events=("lamplighting", "delivery", "inspection", "closing"),
             ),
@@ -85,7 +85,7 @@ CLOCKMAKER = Template(
             optional=True,
         ),
         LockSlot(
-            LockSpec("submit_bolt", "dial", "the bolt dial"),
+            LockSpec("submit_bolt", "dial", "the bolt dial setting"),
             ("vault_door", "drawer", "calendar", "workbench"),
         ),
     ),
@@ -158,7 +158,7 @@ SIGNAL_BOX = Template(
             optional=True,
         ),
         LockSlot(
-            LockSpec("submit_bolt", "dial", "the lever lock"),
+            LockSpec("submit_bolt", "dial", "the lever lock setting"),
             ("lever_frame", "logbook", "telegraph", "timetable"),
         ),
     ),
@@ -216,7 +216,7 @@ BELL_TOWER = Template(
             LockSpec(
                 "submit_sequence",
                 "sequence",
-                "the peal",
+                "the peal sequence",
                 size=5,
                 slots=("treble", "tenor", "bass", "alto"),
             ),
@@ -230,7 +230,7 @@ BELL_TOWER = Template(
             LockSpec(
                 "submit_time",
                 "time_chain",
-                "the tower clock",
+                "the belfry lock opening time",
                 noun="tower clock",
                 events=("matins", "market", "procession", "curfew"),
             ),
@@ -243,7 +243,7 @@ BELL_TOWER = Template(
             optional=True,
         ),
         LockSlot(
-            LockSpec("submit_bolt", "dial", "the trapdoor bolt"),
+            LockSpec("submit_bolt", "dial", "the trapdoor bolt setting"),
             ("trapdoor", "chest", "tower_clock", "register"),
         ),
     ),
@@ -321,7 +321,7 @@ OBSERVATORY = Template(
             optional=True,
         ),
         LockSlot(
-            LockSpec("submit_bolt", "dial", "the dome bolt"),
+            LockSpec("submit_bolt", "dial", "the dome bolt setting"),
             ("dome_wheel", "almanac", "orrery", "star_chart"),
         ),
     ),
@@ -379,9 +379,9 @@ POST_OFFICE = Template(
             LockSpec(
                 "submit_time",
                 "time_chain",
-                "the collection time",
+                "the postbag opening time",
                 noun="wall clock",
-                events=("opening", "delivery", "sorting", "collection"),
+                events=("arrival", "delivery", "sorting", "collection"),
             ),
             ("counter", "day_book", "franking"),
         ),
@@ -406,7 +406,7 @@ POST_OFFICE = Template(
             optional=True,
         ),
         LockSlot(
-            LockSpec("submit_bolt", "dial", "the strongroom dial"),
+            LockSpec("submit_bolt", "dial", "the strongroom dial setting"),
             ("strongroom", "postbag", "day_book", "sorting_case"),
         ),
     ),
