@@ -2,13 +2,16 @@
 
 A peer that stops reading fills the kernel's buffers, so the server's send of a large
 message stops part-way through its frame. Cancelling that call then must not let the next
-frame start inside the first one: the stream, read by wsproto, must parse.
+frame start inside the first one: the stream, read by wsproto, must parse. A frame that
+cannot be finished ends the stream: nothing more is written after it.
 """
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 from _ws_peer import WsPeer
@@ -16,6 +19,8 @@ from _ws_peer import WsPeer
 from agora.config import Config
 from agora.server.embed import open_server
 from agora.toolsets.base import ToolCall, Toolset
+from agora.transports import frames
+from agora.transports.websocket import Stalled, _Peer
 
 TIMEOUT = 15
 #: Larger than the server's send buffer and the client's receive buffer together.
@@ -68,3 +73,32 @@ async def test_a_send_cancelled_mid_frame_finishes_its_frame_before_the_next():
             assert logged["method"] == "notifications/message"
             assert len(logged["params"]["data"]) == LOUD
             assert await peer.recv_json() == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
+async def test_a_frame_that_cannot_be_finished_breaks_the_stream_and_nothing_follows(
+    autojump_clock,
+):
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    sock = trio.socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    with sock:
+        await sock.connect(("127.0.0.1", port))
+        server_stream = await listeners[0].accept()
+        peer = _Peer(server_stream, send_timeout=5.0)
+        big = frames.text_frame(b"x" * LOUD)
+        # Cancelled mid-frame, with a peer that never reads: the frame cannot be finished.
+        with pytest.raises(Stalled), trio.move_on_after(1):
+            await peer.send(big)
+        assert trio.current_time() == 1 + 5.0  # the cancellation, then the send timeout
+        with pytest.raises(trio.BrokenResourceError):
+            await peer.send(frames.text_frame(b'{"jsonrpc":"2.0","id":2,"result":{}}'))
+        await server_stream.aclose()
+        client = trio.SocketStream(sock)
+        received = bytearray()
+        while chunk := await client.receive_some(1 << 16):
+            received += chunk
+        assert 0 < len(received) < len(big)
+        assert received == big[: len(received)]  # a cut frame, and nothing after it
+    for listener in listeners:
+        await listener.aclose()

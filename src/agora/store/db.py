@@ -8,7 +8,9 @@ only after its COMMIT returned.
 
 Nothing waits on the writer for ever: a write not committed within ``commit_timeout`` fails
 with a retryable `StoreError` saying truthfully what became of it (see `Store.write`), and
-closing the store waits at most `STOP_SECONDS` for the writer thread.
+closing the store waits at most `STOP_SECONDS` for the writer thread. The deadline runs on
+Trio's clock: a test that lets an autojump clock race ahead while a file store's thread
+works (threshold 0) would see writes time out, so such tests use ``:memory:``.
 """
 
 from __future__ import annotations
@@ -262,8 +264,8 @@ class Store:
         self._closed = True
         if not self._inline and not self._writer.stop(STOP_SECONDS):
             log.error(
-                "the database writer is stuck (a commit that does not return); "
-                "leaving it behind without closing %s",
+                "the database writer is stuck (waiting for the write lock, or a commit that "
+                "does not return); leaving it behind without closing %s",
                 self.path,
             )
             return
