@@ -211,3 +211,16 @@ def test_old_names_still_import_from_toolsets_base():
     from agora.web.http import Route
 
     assert (base.Principal, base.Migration, base.Route) == (Principal, Migration, Route)
+
+
+def test_readme_docs_and_sources_never_point_outside_the_repository():
+    repo = SRC.parent
+    files = [repo / "README.md", *(repo / "docs").rglob("*.md"), *(SRC / "agora").rglob("*")]
+    found = [
+        f"{path.relative_to(repo)}: {needle}"
+        for path in files
+        if path.is_file() and path.suffix in (".md", ".py", ".json", ".html", ".js", ".css")
+        for needle in ("../shared", "shared/seeds", "DESIGN.md", "SCALE-OUT.md", "STYLE.md")
+        if needle in path.read_text(encoding="utf-8")
+    ]
+    assert found == []
