@@ -76,6 +76,8 @@ async def events(stream: Response | EventStream) -> list[tuple[str, str]]:
     out = []
     async for raw in stream.events:
         assert isinstance(raw, bytes)
+        if raw.startswith(b":"):
+            continue  # a keepalive comment
         fields = {}
         for line in raw.decode().strip().split("\n"):
             key, _, value = line.partition(":")

@@ -134,3 +134,24 @@ async def test_an_idle_session_expires_and_frees_its_place(clock):
                 assert gone.status == 404, gone
             async with RawHttp.open(server.port) as client:
                 await open_session(client)  # its place is free again
+
+
+async def test_a_get_stream_whose_reader_went_away_stops_holding_its_session(clock):
+    async with serve(session_idle_seconds=60.0) as server:
+        with trio.fail_after(2 * TIMEOUT):
+            async with RawHttp.open(server.port) as client:
+                session = await open_session(client)
+            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+            async with stream:
+                fields = "".join(f"{k}: {v}\r\n" for k, v in session.items())
+                get = f"GET /mcp/probe HTTP/1.1\r\nHost: 127.0.0.1\r\n{fields}"
+                await stream.send_all(f"{get}Accept: text/event-stream\r\n\r\n".encode())
+                assert (await stream.receive_some(65536)).startswith(b"HTTP/1.1 200 ")
+                await trio.sleep(100)  # an open stream keeps the session
+                async with RawHttp.open(server.port) as client:
+                    ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
+                    assert (await client.request("POST", "/mcp/probe", ping, session)).status == 200
+            await trio.sleep(150)  # the reader is gone: keepalives fail, then the session idles
+            async with RawHttp.open(server.port) as client:
+                gone = await client.request("POST", "/mcp/probe", ping, session)
+                assert gone.status == 404, gone

@@ -14,10 +14,14 @@ from typing import TYPE_CHECKING
 import trio
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncGenerator
 
 #: Most events kept per stream for resumption.
 MAX_EVENTS = 1024
+#: Seconds a stream may stay silent before a comment line is sent: a reader that went away
+#: is then found out by the failed write (instead of holding its session for ever).
+KEEPALIVE_SECONDS = 15.0
+KEEPALIVE = b": keepalive\n\n"
 
 
 def format_event(
@@ -104,8 +108,10 @@ def parse_event_id(value: str) -> tuple[str, int] | None:
 
 def read_stream(
     buffer: EventBuffer, after: int, *, prime_retry_ms: int | None, hangups: int | None = None
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes]:
     """Wire events of ``buffer`` after number ``after``, until it closes or hangs up.
+
+    A comment line (`KEEPALIVE`) is yielded after every KEEPALIVE_SECONDS of silence.
 
     With ``prime_retry_ms``, first yield a priming event (an id and empty data, SEP-1699) so
     the client can reconnect with Last-Event-ID even before the first real event. A hangup
@@ -118,7 +124,7 @@ def read_stream(
 
 async def _read(
     buffer: EventBuffer, after: int, prime_retry_ms: int | None, hangups: int
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes]:
     if prime_retry_ms is not None:
         yield format_event("", event_id=buffer.event_id(after), retry_ms=prime_retry_ms)
     while True:
@@ -131,4 +137,7 @@ async def _read(
         after = max(after, last)
         if done:
             return
-        await signal.wait()
+        with trio.move_on_after(KEEPALIVE_SECONDS) as quiet:
+            await signal.wait()
+        if quiet.cancelled_caught:
+            yield KEEPALIVE

@@ -11,6 +11,7 @@ expire after ``session_idle_seconds`` unused. The front end has checked Host and
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,7 @@ from agora.transports.sse import EventBuffer, parse_event_id, read_stream
 from agora.web.http import EventStream, Request, Response
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncGenerator
 
     from agora.identity import Principal
     from agora.server.app import App, Endpoint
@@ -100,12 +101,13 @@ class HttpSession:
         """Unused since ``cutoff``: no request, no call in flight, no stream being read."""
         return self.last_used < cutoff and not self.conn.in_flight and not self.readers
 
-    async def reading(self, events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    async def reading(self, events: AsyncGenerator[bytes]) -> AsyncGenerator[bytes]:
         """``events``, counted as a reader of this session while they are read."""
         self.readers += 1
         try:
-            async for event in events:
-                yield event
+            async with contextlib.aclosing(events):
+                async for event in events:
+                    yield event
         finally:
             self.readers -= 1
             self.last_used = trio.current_time()
