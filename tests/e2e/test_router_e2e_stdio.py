@@ -144,3 +144,23 @@ async def test_a_client_root_authorizes_its_workspace_profile_over_stdio(tmp_pat
             )  # fmt: skip
     assert plan["route_source"] == "workspace-profile"
     assert plan["planned_skill_ids"] == ["skill:tdd"]
+
+
+async def test_a_plan_replays_identically_after_the_server_process_restarts(tmp_path):
+    args = {
+        "context": CONTEXT, "expected_state_version": 0, "idempotency_key": "restart",
+        "correlation_id": "c1", "objective": "1. design\n2. build", "goal_binding_id": None,
+        "requested_work_mode": None, "explicit_skill_ids": [], "explicit_semantics": None,
+    }  # fmt: skip
+    results = []
+    for correlation in ("c1", "c2"):  # two server processes, one after the other, one file
+        with trio.fail_after(TIMEOUT):
+            async with mcp.Client(server(tmp_path / "r.db"), mode="legacy",
+                                  read_timeout_seconds=TIMEOUT) as client:  # fmt: skip
+                result = await client.call_tool(
+                    "plan_work", {**args, "correlation_id": correlation}
+                )
+                results.append(result.structured_content)
+                conflict = await client.call_tool("plan_work", {**args, "objective": "other"})
+                assert conflict.structured_content["code"] == "idempotency-conflict"
+    assert results[0] == results[1]

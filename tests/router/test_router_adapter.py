@@ -142,3 +142,10 @@ async def test_a_sealed_case_cannot_reach_outside_its_directory(
         ref = "../secret.txt"
     body = await router.refused("run_model_evaluation", **run_args(ref))
     assert body["code"] == code
+
+
+async def test_an_adapter_over_its_memory_limit_fails_its_attempt(router, adapter):
+    adapter["command"] = [sys.executable, str(ADAPTERS / "hog.py")]
+    adapter["max_memory_mb"] = 256
+    run = await router.call("run_model_evaluation", **run_args("routing-keywords-v1"))
+    assert run["attempts"] == [{"attempt": 1, "status": "failed", "reason": "adapter-failed"}]
