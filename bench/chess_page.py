@@ -23,11 +23,16 @@ _decode = msgspec.json.Decoder().decode
 
 @dataclass
 class Table:
-    """A table the bench made, with the human's token and its own random moves."""
+    """A table the bench made, with the human's and the agent's tokens and its random moves."""
 
     name: str
     token: str
+    agent_token: str
     rng: random.Random
+
+    def mcp_path(self) -> str:
+        """The table's MCP endpoint path, seated with its agent token."""
+        return f"/mcp/chess/{self.name}?token={self.agent_token}"
 
 
 class Http:
@@ -138,7 +143,7 @@ async def create_tables(port: int, count: int, prefix: str) -> list[Table]:
     async def create(http: Http, i: int) -> None:
         status, body = await http.request("POST", "/play/tables", {"name": f"{prefix}{i}"})
         assert status == 201, body
-        tables.append(Table(body["table"], body["token"], random.Random(i)))
+        tables.append(Table(body["table"], body["token"], body["agentToken"], random.Random(i)))
 
     await in_parallel(port, list(range(count)), create)
     return sorted(tables, key=lambda t: t.name)
@@ -151,8 +156,14 @@ async def human_action(http: Http, table: Table, action: str, body: dict[str, An
     return reply
 
 
-def pick(rng: random.Random, legal: list[dict[str, Any]]) -> dict[str, Any]:
+def pick(rng: random.Random, legal: list[dict[str, Any]] | list[str]) -> dict[str, Any]:
+    """Arguments for one random legal move: from the page's move objects or the agent's UCI."""
     move = rng.choice(legal)
+    if isinstance(move, str):
+        args = {"from": move[:2], "to": move[2:4]}
+        if move[4:]:
+            args["promotion"] = move[4:]
+        return args
     args = {"from": move["from"], "to": move["to"]}
     if move["promotion"]:
         args["promotion"] = move["promotion"]

@@ -5,7 +5,8 @@ a free 127.0.0.1 port with a fresh SQLite file (``--synchronous FULL`` by defaul
 is fsync'd before its reply). All traffic stays on loopback; every phase is bounded.
 
 (a) ``--tables T`` tables made with ``POST /play/tables``. Each has one agent on its own
-    WebSocket (`agora.client.connect` to ``ws://.../mcp/chess/<table>``) looping on
+    WebSocket (`agora.client.connect` to ``ws://.../mcp/chess/<table>?token=<agent token>``)
+    looping on
     ``wait_for_turn`` / ``move_piece`` (a random entry of ``legalMoves``), and one scripted
     human that follows the page's SSE stream and answers each of its turns at once with
     ``POST /play/<table>/move`` (it also chooses sides and starts a new game after each
@@ -57,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import chess
 import trio
 import trio.testing
 from chess_page import (
@@ -155,11 +157,16 @@ class Run:
         return self.start <= time.time() < self.end
 
 
+def ply_of(reply: dict[str, Any]) -> int:
+    """The plies played in the reply's game (from its FEN; games start at the opening)."""
+    return chess.Board(reply["fen"]).ply()
+
+
 async def busy_agent(url: str, table: Table, run: Run) -> None:
     """Wait for the turn, play a random legal move, repeat."""
     async with AsyncExitStack() as stack:
         async with run.limiter:
-            client = await stack.enter_async_context(connect(f"{url}/mcp/chess/{table.name}"))
+            client = await stack.enter_async_context(connect(url + table.mcp_path()))
         await run.ready()
         reply = await tool(client, "join_game", {})
         while True:
@@ -177,7 +184,7 @@ async def busy_agent(url: str, table: Table, run: Run) -> None:
                 and last["by"] == "human"
             ):
                 run.wakes.append(
-                    Wake(table.name, reply["gameNumber"], last["ply"], sent, time.time())
+                    Wake(table.name, reply["gameNumber"], ply_of(reply), sent, time.time())
                 )
 
 
@@ -278,14 +285,14 @@ async def parked_agent(url: str, table: Table, state: Parked, limiter: trio.Capa
     try:
         async with AsyncExitStack() as stack:
             async with limiter:
-                client = await stack.enter_async_context(connect(f"{url}/mcp/chess/{table.name}"))
+                client = await stack.enter_async_context(connect(url + table.mcp_path()))
             state.connected.add(table.name)
             state.count()
             while True:
                 sent = time.time()
                 reply = await tool(client, "wait_for_turn", {"timeout_ms": 55000})
                 if reply["statusCode"] == "AGENT_TURN":
-                    ply = reply["lastMove"]["ply"]
+                    ply = ply_of(reply)
                     wake = Wake(table.name, reply["gameNumber"], ply, sent, time.time())
                     state.wakes[table.name] = wake
                     await tool(client, "move_piece", pick(table.rng, reply["legalMoves"]))
@@ -321,7 +328,7 @@ async def workload_b(args: argparse.Namespace, workdir: Path, bare: dict[str, fl
         await in_parallel(server.port, tables, human_first)  # the human is to move
         print(f"  {len(tables)} tables created, sides chosen, in {time.time() - t0:.1f} s")
         for table in tables[:20]:  # pay one-time costs of the wait path before measuring
-            async with connect(f"{server.url}/mcp/chess/{table.name}") as client:
+            async with connect(server.url + table.mcp_path()) as client:
                 await tool(client, "wait_for_turn", {"timeout_ms": 1000})
         rss_tables = vm_rss(server.pid)
 

@@ -67,13 +67,15 @@ async def _serve(config: Config) -> None:
                 break
 
 
-async def _stdio(config: Config, toolset: str) -> None:
+async def _stdio(config: Config, toolset: str, path: str | None = None) -> None:
     from agora.server.embed import open_server
     from agora.transports.stdio import serve_stdio
 
     async with open_server(config, listen=False) as server:
-        endpoint = server.app.endpoint(f"/mcp/{toolset}")
-        assert endpoint is not None
+        target = path or f"/mcp/{toolset}"
+        endpoint = server.app.endpoint(target)
+        if endpoint is None or not target.startswith(f"/mcp/{toolset}"):
+            raise SystemExit(f"agora stdio: {target} is not an endpoint of {toolset}")
         token = os.environ.get("AGORA_TOKEN")
         principal = server.app.authenticate(f"Bearer {token}" if token else None)
         if principal is None:
@@ -126,6 +128,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stdio", help="serve one toolset's MCP on stdin/stdout")
     common(p)
     p.add_argument("--toolset", required=True, help="the toolset to serve")
+    p.add_argument(
+        "--endpoint",
+        help="the endpoint path to serve, e.g. '/mcp/chess/<table>?token=<agent token>'"
+        " (default /mcp/<toolset>)",
+    )
     p.add_argument("--conformance", action="store_true", help=argparse.SUPPRESS)
 
     p = sub.add_parser("cards", help="chamber evidence cards: sign pending ones, verify a file")
@@ -171,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             trio.run(_serve, _config(args))
         elif args.command == "stdio":
             config = _config(args, toolsets=[args.toolset])
-            trio.run(_stdio, config, args.toolset)
+            trio.run(_stdio, config, args.toolset, args.endpoint)
         elif args.command == "cards":
             from agora.toolsets.chamber import cards_cli
 

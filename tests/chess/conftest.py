@@ -1,7 +1,7 @@
 """Fixtures for the chess tests: a real runtime on an in-memory store, and tool/human drivers.
 
-Every structured result the tool driver sees is validated against the tool's outputSchema,
-and every refusal against the rejection schema.
+Every structured result the tool driver sees, refusals included, is validated against the
+tool's outputSchema (and refusals also against the rejection schema alone).
 """
 
 from __future__ import annotations
@@ -18,11 +18,7 @@ from agora.runtime.registry import Runtime
 from agora.store.db import open_store
 from agora.toolsets.base import Principal, ToolCall
 from agora.toolsets.chess import ensure_table
-from agora.toolsets.chess.commands import (
-    ChooseSide,
-    HumanMove,
-    Look,
-)
+from agora.toolsets.chess.commands import ChooseSide, HumanMove, Look, Tokens
 from agora.toolsets.chess.schemas import OUTPUT_SCHEMAS, REJECTION_SCHEMA
 from agora.toolsets.chess.sql import MIGRATIONS
 from agora.toolsets.chess.table import KIND, Snapshot
@@ -42,18 +38,38 @@ class Table:
     runtime: Runtime
     name: str
     token: str
+    agent_token: str | None = None
 
-    async def tool(self, name: str, **args: Any) -> dict[str, Any]:
-        """Call a tool handler as the agent; the result must match its outputSchema."""
+    def endpoint(self, agent_token: str | None) -> dict[str, str]:
+        """The endpoint parameters of a connection with ``agent_token`` (None: watching)."""
+        found = {"table": self.name}
+        if agent_token is not None:
+            found["token"] = agent_token
+        return found
+
+    async def tool(
+        self, name: str, *, as_token: str | bool | None = True, **args: Any
+    ) -> dict[str, Any]:
+        """Call a tool handler; the result, or the refusal, must match its outputSchema.
+
+        ``as_token`` is the agent token in the endpoint URL: True for the table's (the
+        seated agent), None for none (a watcher), or any string.
+        """
+        token = self.agent_token if as_token is True else as_token
         call = ToolCall(
             tool=name,
             args=args,
             principal=Principal(),
             runtime=self.runtime,
-            endpoint={"table": self.name},
+            endpoint=self.endpoint(token if isinstance(token, str) else None),
         )
-        result = await HANDLERS[name](call)
+        try:
+            result = await HANDLERS[name](call)
+        except ToolError as err:
+            VALIDATORS[name].validate(err.body)
+            raise
         VALIDATORS[name].validate(result)
+        assert result["ok"] is True
         return result
 
     async def refused(self, name: str, **args: Any) -> dict[str, Any]:
@@ -61,6 +77,7 @@ class Table:
         with pytest.raises(ToolError) as info:
             await self.tool(name, **args)
         REJECTION_VALIDATOR.validate(info.value.body)
+        assert info.value.body["ok"] is False
         return info.value.body
 
     async def human(self, command: Any) -> Snapshot:
@@ -111,13 +128,19 @@ async def runtime(nursery):
         rt.begin_shutdown()
 
 
+def _make_table(runtime: Runtime, name: str, tokens: Tokens | None) -> Table:
+    if tokens is None:
+        return Table(runtime, name, "", None)
+    return Table(runtime, name, tokens.human, tokens.agent)
+
+
 @pytest.fixture
 def make_table():
-    """Build a `Table` driver for any runtime, table name and token."""
-    return Table
+    """Build a `Table` driver for any runtime, table name and `Tokens` (None: no tokens)."""
+    return _make_table
 
 
 @pytest.fixture
 async def table(runtime):
-    token = await ensure_table(runtime)
-    return Table(runtime, "default", token)
+    tokens = await ensure_table(runtime)
+    return Table(runtime, "default", tokens.human, tokens.agent)

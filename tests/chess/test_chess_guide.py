@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agora.toolsets.chess import render
+from agora.toolsets.chess import position as render
 from agora.toolsets.chess.guide import PIECE_VALUES, evaluation_guide
 
 
@@ -36,56 +36,53 @@ def test_the_guide_depends_only_on_the_position(board, agent_color):
 def test_the_guide_tells_the_truth(board):
     guide = evaluation_guide(board, "white")
     legal = list(board.legal_moves)
-    assert guide.in_check == board.is_check()
-    assert guide.legal_move_count == len(legal)
-    assert guide.checks_available == sorted(board.san(m) for m in legal if board.gives_check(m))
-    assert guide.captures_available == sorted(board.san(m) for m in legal if board.is_capture(m))
-    for san in guide.mates_in_one:
+
+    def listed(moves):
+        return sorted(m.uci() for m in moves)
+
+    assert guide.checks == listed(m for m in legal if board.gives_check(m))
+    assert guide.captures == listed(m for m in legal if board.is_capture(m))
+    for entry in guide.mates_in_one:
         after = board.copy()
-        after.push_san(san)
+        after.push_uci(entry)
         assert after.is_checkmate()
-    for color, listed in (
-        (chess.WHITE, guide.attacked_undefended.white),
-        (chess.BLACK, guide.attacked_undefended.black),
-    ):
-        for item in listed:
-            square = chess.parse_square(item.square)
-            piece = board.piece_at(square)
-            assert piece is not None
-            assert piece.color == color
-            assert piece.piece_type != chess.KING
-            assert board.attackers(not color, square)
-            assert not board.attackers(color, square)
+    for item in guide.hanging:
+        square = chess.parse_square(item[1:])
+        piece = board.piece_at(square)
+        assert piece is not None
+        assert piece.symbol() == item[0]
+        assert piece.piece_type != chess.KING
+        assert board.attackers(not piece.color, square)
+        assert not board.attackers(piece.color, square)
     white = sum(PIECE_VALUES[p.piece_type] for p in board.piece_map().values() if p.color)
     black = sum(PIECE_VALUES[p.piece_type] for p in board.piece_map().values() if not p.color)
-    assert (guide.material.white, guide.material.black) == (white, black)
-    assert guide.material.agent_advantage == white - black
+    assert guide.material == white - black
+    assert evaluation_guide(board, "black").material == black - white
 
 
 @pytest.mark.parametrize(
-    ("fen", "hanging_white", "hanging_black"),
+    ("fen", "hanging"),
     [
-        pytest.param(chess.STARTING_FEN, [], [], id="start"),
+        pytest.param(chess.STARTING_FEN, [], id="start"),
         pytest.param(
             "rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 1 2",
-            [],
-            ["e5"],
+            ["pe5"],
             id="knight-hits-e5",
         ),
     ],
 )
-def test_attacked_and_undefended_pieces(fen, hanging_white, hanging_black):
+def test_attacked_and_undefended_pieces(fen, hanging):
     guide = evaluation_guide(chess.Board(fen), None)
-    assert [p.square for p in guide.attacked_undefended.white] == hanging_white
-    assert [p.square for p in guide.attacked_undefended.black] == hanging_black
-    assert guide.material.agent_advantage is None
+    assert guide.hanging == hanging
+    assert guide.material is None
 
 
 def test_a_mate_in_one_is_found_and_reported():
     board = chess.Board("r1bqkb1r/pppp1ppp/2n2n2/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR w KQkq - 4 4")
     guide = evaluation_guide(board, "white")
-    assert guide.mates_in_one == ["Qxf7#"]
-    assert "white can mate in one: Qxf7#." in guide.findings
+    assert guide.mates_in_one == ["h5f7"]
+    assert "h5f7" in guide.checks
+    assert "h5f7" in guide.captures
 
 
 @settings(max_examples=50, deadline=None)

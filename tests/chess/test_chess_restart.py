@@ -42,13 +42,15 @@ async def test_a_restart_resumes_every_table_exactly(tmp_path, make_table):
             before = [await first.tool("get_board"), await second.tool("get_board")]
 
         async with server(path) as runtime:
-            assert await ensure_table(runtime) == first.token
-            first = make_table(runtime, "default", first.token)
-            second = make_table(runtime, "blitz", second.token)
+            tokens = await ensure_table(runtime)
+            assert (tokens.human, tokens.agent) == (first.token, first.agent_token)
+            first = make_table(runtime, "default", tokens)
+            second = make_table(runtime, "blitz", await ensure_table(runtime, "blitz"))
             after = [await first.tool("get_board"), await second.tool("get_board")]
             assert after == before
             assert after[0]["drawOffer"] == "human"
-            assert [m["note"] for m in after[0]["history"]] == ["centre", "mirror", "eyes on f7"]
+            assert after[0]["history"] == "1. e4 e5 2. Bc4"
+            assert after[0]["lastMove"]["note"] == "eyes on f7"
             assert after[1]["statusCode"] == "HUMAN_TURN"
             await first.human_move("b8c6")
             await first.tool("move_piece", **{"from": "d1", "to": "h5"})
@@ -57,6 +59,12 @@ async def test_a_restart_resumes_every_table_exactly(tmp_path, make_table):
             assert last["result"]["reason"] == "checkmate"
 
         async with server(path) as runtime:
-            done = await make_table(runtime, "default", first.token).tool("wait_for_turn")
+            again = make_table(runtime, "default", await ensure_table(runtime))
+            assert again.agent_token == first.agent_token
+            done = await again.tool("wait_for_turn")
             assert done["statusCode"] == "GAME_OVER"
-            assert len(done["history"]) == 7
+            assert done["lastMove"]["san"] == "Qxf7#"
+            refused = await again.refused(
+                "move_piece", as_token="stolen", **{"from": "a7", "to": "a6"}
+            )
+            assert refused["code"] == "AGENT_TOKEN_INVALID"

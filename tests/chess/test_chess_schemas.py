@@ -11,19 +11,29 @@ from agora.toolsets.chess.render import argument_rejection
 from agora.toolsets.chess.schemas import OUTPUT_SCHEMAS, REJECTION_SCHEMA
 
 COMMON = {
+    "ok",
     "protocolVersion",
     "statusCode",
+    "message",
     "nextAction",
     "agentMayMove",
+    "seat",
     "fen",
-    "pieces",
+    "board",
     "sideToMove",
-    "history",
-    "ownership",
     "legalMoves",
     "lastMove",
+    "drawOffer",
+    "drawDeclined",
     "result",
 }
+REFUSAL = {"ok", "protocolVersion", "code", "error", "statusCode", "nextAction", "legalMoves"}
+
+
+def _reply(tool: str) -> dict:
+    reply, refusal = OUTPUT_SCHEMAS[tool]["anyOf"]
+    assert refusal == REJECTION_SCHEMA
+    return reply
 
 
 def test_there_is_one_schema_per_tool():
@@ -31,42 +41,56 @@ def test_there_is_one_schema_per_tool():
 
 
 @pytest.mark.parametrize("tool", sorted(OUTPUT_SCHEMAS))
-def test_each_schema_is_self_contained_and_requires_the_common_fields(tool):
+def test_each_schema_is_self_contained_and_accepts_the_reply_or_a_refusal(tool):
     schema = OUTPUT_SCHEMAS[tool]
     assert schema["type"] == "object"
     text = json.dumps(schema)
     assert "$ref" not in text
     assert "$defs" not in text
-    assert set(schema["required"]) >= COMMON
+    jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.Draft7Validator.check_schema(schema)
+    assert set(_reply(tool)["required"]) >= COMMON
+    assert _reply(tool)["properties"]["ok"] == {"const": True}
+    assert set(REJECTION_SCHEMA["required"]) >= REFUSAL
+    assert REJECTION_SCHEMA["properties"]["ok"] == {"const": False}
 
 
 @pytest.mark.parametrize(
     ("tool", "extra"),
     [
-        pytest.param("join_game", {"collaborationContract", "evaluationGuide"}, id="join"),
-        pytest.param("get_board", {"evaluationGuide"}, id="board"),
-        pytest.param("move_piece", {"played"}, id="move"),
+        pytest.param("join_game", {"collaborationContract", "history"}, id="join"),
+        pytest.param(
+            "get_board", {"evaluationGuide", "history", "pieces", "ownership"}, id="board"
+        ),
+        pytest.param("move_piece", set(), id="move"),
         pytest.param("wait_for_turn", {"evaluationGuide"}, id="wait"),
     ],
 )
 def test_each_tool_adds_its_own_part(tool, extra):
-    assert set(OUTPUT_SCHEMAS[tool]["required"]) - COMMON >= extra
+    common = set(_reply("move_piece")["required"])
+    assert common >= COMMON
+    assert set(_reply(tool)["required"]) - common == extra
 
 
 def test_the_status_codes_are_documented_in_the_schema():
-    status = OUTPUT_SCHEMAS["wait_for_turn"]["properties"]["statusCode"]
+    status = _reply("wait_for_turn")["properties"]["statusCode"]
     assert set(status["enum"]) == {
         "SIDE_CHOICE_REQUIRED",
         "AGENT_TURN",
         "HUMAN_TURN",
         "GAME_OVER",
         "WAIT_TIMEOUT",
+        "AGENT_TOKEN_REQUIRED",
+        "INVALID_ARGUMENTS",
+        "TABLE_NOT_FOUND",
     }
+    assert REJECTION_SCHEMA["properties"]["statusCode"] == status
 
 
-def test_invalid_arguments_get_the_chess_rejection_shape():
+@pytest.mark.parametrize("tool", sorted(OUTPUT_SCHEMAS))
+def test_invalid_arguments_get_the_chess_rejection_shape(tool):
     body = argument_rejection(["argument 'from': must match pattern ^[a-h][1-8]$"])
-    jsonschema.validate(body, REJECTION_SCHEMA)
+    jsonschema.validate(body, OUTPUT_SCHEMAS[tool])
     assert body["code"] == "INVALID_ARGUMENTS"
+    assert body["statusCode"] == "INVALID_ARGUMENTS"
     assert body["nextAction"]["tool"] == "get_board"

@@ -19,9 +19,11 @@ from agora.toolsets.chess.commands import (
     CreateTable,
     HumanMove,
     Look,
+    NewAgentToken,
     NewGame,
     OfferDraw,
     Resign,
+    Tokens,
 )
 from agora.toolsets.chess.game import ChessError
 from agora.toolsets.chess.sql import MIGRATIONS
@@ -29,6 +31,7 @@ from agora.toolsets.chess.table import KIND, ChessTable, Snapshot
 
 NOW = Now(0.0, dt.datetime(2026, 11, 30, tzinfo=dt.UTC))
 TOKEN = "secret-token"
+AGENT = "agent-token"
 
 
 def open_db() -> sqlite3.Connection:
@@ -60,7 +63,7 @@ class Harness:
 @pytest.fixture
 def harness() -> Harness:
     h = Harness()
-    h.run(CreateTable(TOKEN))
+    h.run(CreateTable(TOKEN, AGENT))
     return h
 
 
@@ -71,16 +74,18 @@ def test_a_missing_table_refuses_everything_but_creation():
     assert effects.reply.code == "TABLE_NOT_FOUND"
     assert effects.reply.snapshot is None
     assert effects.writes == []
-    created = h.run(CreateTable(TOKEN))
-    assert created.reply == TOKEN
+    created = h.run(CreateTable(TOKEN, AGENT))
+    assert created.reply == Tokens(TOKEN, AGENT)
     assert created.changed
 
 
 def test_creating_twice_is_refused_unless_idempotent(harness):
-    again = harness.run(CreateTable("other"))
+    again = harness.run(CreateTable("other", "other"))
     assert isinstance(again.reply, ChessError)
     assert again.reply.code == "TABLE_EXISTS"
-    assert harness.run(CreateTable("other", must_be_new=False)).reply == TOKEN
+    assert harness.run(CreateTable("other", "other", must_be_new=False)).reply == Tokens(
+        TOKEN, AGENT
+    )
 
 
 def test_the_token_is_checked_before_any_human_action(harness):
@@ -93,6 +98,8 @@ def test_the_token_is_checked_before_any_human_action(harness):
         OfferDraw("x"),
         AcceptDraw("x"),
         NewGame("x"),
+        NewAgentToken("x", "mine now"),
+        NewAgentToken(AGENT, "the agent's token is not the human's"),
     ):
         effects = harness.run(command)
         assert isinstance(effects.reply, ChessError)
@@ -104,7 +111,7 @@ def test_the_token_is_checked_before_any_human_action(harness):
 
 def test_a_refusal_writes_nothing_and_wakes_nobody(harness):
     harness.run(ChooseSide(TOKEN, "black"))
-    effects = harness.run(AgentMove("e7", "e5"))
+    effects = harness.run(AgentMove(AGENT, "e7", "e5"))
     assert isinstance(effects.reply, ChessError)
     assert effects.reply.code == "NOT_YOUR_TURN"
     assert isinstance(effects.reply.snapshot, Snapshot)
@@ -112,25 +119,61 @@ def test_a_refusal_writes_nothing_and_wakes_nobody(harness):
 
 
 def test_the_agent_is_announced_once(harness):
-    first = harness.run(Look(agent=True))
+    watcher = harness.run(Look())
+    assert not watcher.changed
+    assert not watcher.reply.agent_present
+    first = harness.run(Look(AGENT))
     assert first.changed
     assert first.reply.agent_present
-    second = harness.run(Look(agent=True))
+    second = harness.run(Look(AGENT))
     assert (second.changed, second.writes) == (False, [])
     assert harness.reloaded().snapshot().agent_present
+
+
+@pytest.mark.parametrize(
+    ("token", "code"),
+    [
+        pytest.param(None, "AGENT_TOKEN_REQUIRED", id="no-token"),
+        pytest.param("guess", "AGENT_TOKEN_INVALID", id="wrong-token"),
+        pytest.param(TOKEN, "AGENT_TOKEN_INVALID", id="the-human-token"),
+        pytest.param("", "AGENT_TOKEN_INVALID", id="empty"),
+    ],
+)
+def test_only_the_agent_token_moves_for_the_agent(harness, token, code):
+    harness.run(ChooseSide(TOKEN, "white"))
+    effects = harness.run(AgentMove(token, "e2", "e4"))
+    assert isinstance(effects.reply, ChessError)
+    assert effects.reply.code == code
+    assert (effects.writes, effects.changed) == ([], False)
+    assert harness.run(AgentMove(AGENT, "e2", "e4")).reply.moves[-1].uci == "e2e4"
+
+
+def test_a_new_agent_token_revokes_the_old_one(harness):
+    harness.run(ChooseSide(TOKEN, "white"))
+    harness.run(Look(AGENT))
+    renewed = harness.run(NewAgentToken(TOKEN, "fresh"))
+    assert renewed.changed
+    assert renewed.reply.agent_token == "fresh"
+    assert not renewed.reply.agent_present  # present again once the new holder calls
+    for command in (AgentMove(AGENT, "e2", "e4"), Look(AGENT)):
+        effects = harness.run(command)
+        assert isinstance(effects.reply, ChessError)
+        assert effects.reply.code == "AGENT_TOKEN_INVALID"
+    assert harness.reloaded().snapshot().agent_token == "fresh"
+    assert harness.run(AgentMove("fresh", "e2", "e4")).reply.moves[-1].uci == "e2e4"
 
 
 def test_every_change_bumps_the_version(harness):
     v0 = harness.entity.snapshot().version
     harness.run(ChooseSide(TOKEN, "white"))
-    harness.run(AgentMove("e2", "e4", note="hi"))
+    harness.run(AgentMove(AGENT, "e2", "e4", note="hi"))
     assert harness.entity.snapshot().version == v0 + 2
     assert harness.run(Look()).changed is False
 
 
 def test_a_reload_restores_fen_history_notes_sides_and_offers(harness):
     harness.run(ChooseSide(TOKEN, "white"))
-    harness.run(AgentMove("e2", "e4", note="<script>alert(1)</script>"))
+    harness.run(AgentMove(AGENT, "e2", "e4", note="<script>alert(1)</script>"))
     harness.run(HumanMove(TOKEN, "e7", "e5", note="and you"))
     harness.run(OfferDraw(TOKEN))
     assert harness.reloaded().snapshot() == harness.entity.snapshot()
@@ -141,7 +184,7 @@ def test_a_reload_restores_a_result_and_the_game_number(harness):
     harness.run(Resign(TOKEN))
     harness.run(NewGame(TOKEN))
     harness.run(ChooseSide(TOKEN, "white"))
-    harness.run(AgentMove("d2", "d4"))
+    harness.run(AgentMove(AGENT, "d2", "d4"))
     harness.run(NewGame(TOKEN))
     snap = harness.reloaded().snapshot()
     assert snap == harness.entity.snapshot()
@@ -153,7 +196,20 @@ def test_a_reload_restores_a_result_and_the_game_number(harness):
 
 
 COMMANDS = st.sampled_from(
-    ["move", "move", "move", "move", "move", "side", "offer", "accept", "resign", "new", "look"]
+    [
+        "move",
+        "move",
+        "move",
+        "move",
+        "move",
+        "side",
+        "offer",
+        "accept",
+        "resign",
+        "new",
+        "look",
+        "token",
+    ]
 )
 
 
@@ -164,7 +220,7 @@ COMMANDS = st.sampled_from(
 )
 def test_any_sequence_of_commands_reloads_exactly(agent_color, script):
     h = Harness()
-    h.run(CreateTable(TOKEN))
+    h.run(CreateTable(TOKEN, AGENT))
     h.run(ChooseSide(TOKEN, agent_color))
     for action, pick, with_note in script:
         game = h.entity.game
@@ -174,7 +230,9 @@ def test_any_sequence_of_commands_reloads_exactly(agent_color, script):
             ]
             note = f"note {pick} (=)" if with_note else None
             args = (uci[:2], uci[2:4], uci[4:] or None, note)
-            command = AgentMove(*args) if game.phase == "agent_turn" else HumanMove(TOKEN, *args)
+            command = (
+                AgentMove(AGENT, *args) if game.phase == "agent_turn" else HumanMove(TOKEN, *args)
+            )
         elif action == "side":
             command = ChooseSide(TOKEN, "white" if with_note else "black")
         elif action == "accept":
@@ -185,7 +243,9 @@ def test_any_sequence_of_commands_reloads_exactly(agent_color, script):
             command = Resign(TOKEN)
         elif action == "new":
             command = NewGame(TOKEN)
+        elif action == "token":
+            command = NewAgentToken(TOKEN, AGENT if with_note else "renewed")
         else:
-            command = Look(agent=with_note)
+            command = Look(AGENT if with_note else None)
         h.run(command)
         assert h.reloaded().snapshot() == h.entity.snapshot()

@@ -17,8 +17,9 @@ TO_PROMOTION = ["a2a4", "b7b5", "a4b5", "a7a6", "b5a6", "c8b7", "a6b7", "e7e6"]
 
 async def test_join_game_returns_the_contract_and_the_opening_position(table):
     reply = await table.tool("join_game")
-    assert reply["protocolVersion"] == "agora-chess/1"
+    assert reply["protocolVersion"] == "agora-chess/2"
     assert reply["statusCode"] == "SIDE_CHOICE_REQUIRED"
+    assert reply["seat"] == "agent"
     assert reply["nextAction"] == {
         "tool": "wait_for_turn",
         "arguments": {"wait_for_human": True},
@@ -27,19 +28,19 @@ async def test_join_game_returns_the_contract_and_the_opening_position(table):
     assert reply["agentMayMove"] is False
     assert reply["legalMoves"] == []
     assert reply["fen"] == "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
-    assert reply["pieces"]["e1"] == {
-        "symbol": "K",
-        "color": "white",
-        "piece": "king",
-        "owner": None,
-    }
-    assert len(reply["pieces"]) == 32
-    assert reply["ownership"] == {
-        "white": None,
-        "black": None,
-        "agentColor": None,
-        "humanColor": None,
-    }
+    assert reply["board"] == [
+        "8 r n b q k b n r",
+        "7 p p p p p p p p",
+        "6 . . . . . . . .",
+        "5 . . . . . . . .",
+        "4 . . . . . . . .",
+        "3 . . . . . . . .",
+        "2 P P P P P P P P",
+        "1 R N B Q K B N R",
+        "  a b c d e f g h",
+    ]
+    assert reply["agentColor"] is None
+    assert reply["history"] == ""
     contract = reply["collaborationContract"]
     assert [s["name"] for s in contract["evaluationPath"]][:3] == ["checks", "captures", "threats"]
     assert "Never call move_piece while agentMayMove is false." in contract["safetyInvariants"]
@@ -51,7 +52,7 @@ async def test_wait_for_turn_bootstraps_at_once_before_the_side_choice(table):
     reply = await table.tool("wait_for_turn")
     assert reply["statusCode"] == "SIDE_CHOICE_REQUIRED"
     assert reply["nextAction"]["arguments"] == {"wait_for_human": True}
-    assert reply["evaluationGuide"]["legalMoveCount"] == 20
+    assert reply["evaluationGuide"] is None
 
 
 async def test_the_side_choice_gate_refuses_every_agent_move(table):
@@ -64,19 +65,22 @@ async def test_the_side_choice_gate_refuses_every_agent_move(table):
     assert (await table.look()).moves == ()
 
 
-async def test_agent_turn_lists_legal_moves_with_san(table):
+async def test_agent_turn_lists_legal_moves_in_uci_with_the_guide(table):
     await table.choose("white")
     reply = await table.tool("get_board")
     assert reply["statusCode"] == "AGENT_TURN"
     assert reply["agentMayMove"] is True
     assert reply["nextAction"]["tool"] == "move_piece"
     assert len(reply["legalMoves"]) == 20
-    assert {"from": "g1", "to": "f3", "promotion": None, "san": "Nf3", "uci": "g1f3"} in reply[
-        "legalMoves"
-    ]
-    assert reply["ownership"]["white"] == "agent"
-    assert reply["pieces"]["e1"]["owner"] == "agent"
-    assert reply["pieces"]["e8"]["owner"] == "human"
+    assert "g1f3" in reply["legalMoves"]
+    assert reply["ownership"] == {"white": "agent", "black": "human"}
+    assert reply["pieces"]["e1"] == "K"
+    assert reply["pieces"]["e8"] == "k"
+    assert len(reply["pieces"]) == 32
+    assert reply["evaluationGuide"]["material"] == 0
+    waited = await table.tool("wait_for_turn")
+    assert waited["legalMoves"] == reply["legalMoves"]
+    assert waited["evaluationGuide"] == reply["evaluationGuide"]
 
 
 async def test_a_move_is_recorded_with_its_note_and_hands_the_turn_over(table):
@@ -90,24 +94,21 @@ async def test_a_move_is_recorded_with_its_note_and_hands_the_turn_over(table):
         "arguments": {},
         "instruction": reply["nextAction"]["instruction"],
     }
-    assert reply["played"]["san"] == "e4"
-    assert reply["lastMove"]["note"] == "centre"
-    assert reply["history"][0]["by"] == "agent"
+    assert reply["lastMove"] == {
+        "san": "e4",
+        "uci": "e2e4",
+        "by": "agent",
+        "note": "centre",
+    }
     await table.human_move("c7c5", "hello agent")
     board = await table.tool("get_board")
     assert board["lastMove"] == {
-        "ply": 2,
-        "moveNumber": 1,
-        "color": "black",
         "san": "c5",
         "uci": "c7c5",
-        "from": "c7",
-        "to": "c5",
-        "promotion": None,
         "by": "human",
         "note": "hello agent",
     }
-    assert "hello agent" in board["message"]
+    assert board["history"] == "1. e4 c5"
 
 
 async def test_rejections_name_the_problem_and_the_next_action(table):
@@ -118,11 +119,14 @@ async def test_rejections_name_the_problem_and_the_next_action(table):
     await table.human_move("e2e4")
     body = await table.refused("move_piece", **{"from": "e7", "to": "e4"})
     assert body["code"] == "ILLEGAL_MOVE"
+    assert body["error"] == ("the pawn on e7 cannot move to e4; from e7 it can move to e5, e6.")
     assert body["nextAction"]["tool"] == "move_piece"
     assert len(body["legalMoves"]) == 20
-    assert {"from": "e7", "to": "e5", "promotion": None, "san": "e5", "uci": "e7e5"} in body[
-        "legalMoves"
-    ]
+    assert "e7e5" in body["legalMoves"]
+    body = await table.refused("move_piece", **{"from": "a1", "to": "a1"})
+    assert body["code"] == "ILLEGAL_MOVE"
+    assert "0000" not in body["error"]
+    assert "both a1" in body["error"]
     body = await table.refused("move_piece", **{"from": "i7", "to": "e5"})
     assert body["code"] == "MALFORMED_SQUARE"
     body = await table.refused("move_piece", **{"from": "e7", "to": "e5", "note": "x" * 161})
@@ -172,28 +176,28 @@ async def test_promotion_to_each_piece(table, piece, symbol):
     await table.choose("white")
     await table.play(TO_PROMOTION)
     reply = await table.tool("get_board")
-    promotions = [m for m in reply["legalMoves"] if m["from"] == "b7" and m["to"] == "a8"]
-    assert sorted(m["promotion"] for m in promotions) == ["b", "n", "q", "r"]
+    promotions = [m for m in reply["legalMoves"] if m.startswith("b7a8")]
+    assert sorted(promotions) == ["b7a8b", "b7a8n", "b7a8q", "b7a8r"]
     played = await table.tool("move_piece", **{"from": "b7", "to": "a8", "promotion": piece})
-    assert played["pieces"]["a8"]["symbol"] == symbol
-    assert played["played"]["promotion"] == piece
-    assert played["played"]["uci"] == f"b7a8{piece}"
+    assert played["board"][0].startswith(f"8 {symbol}")
+    assert played["lastMove"]["uci"] == f"b7a8{piece}"
 
 
 async def test_promotion_defaults_to_queen(table):
     await table.choose("white")
     await table.play(TO_PROMOTION)
     played = await table.tool("move_piece", **{"from": "b7", "to": "a8"})
-    assert played["played"]["san"] == "bxa8=Q"
+    assert played["lastMove"]["san"] == "bxa8=Q"
 
 
 async def test_en_passant(table):
     await table.choose("white")
     last = await table.play(["e2e4", "a7a6", "e4e5", "d7d5", "e5d6"])
     assert last is not None
-    assert last["played"]["san"] == "exd6"
-    assert "d5" not in last["pieces"]
-    assert last["pieces"]["d6"]["symbol"] == "P"
+    assert last["lastMove"]["san"] == "exd6"
+    board = (await table.tool("get_board"))["pieces"]
+    assert "d5" not in board
+    assert board["d6"] == "P"
 
 
 @pytest.mark.parametrize(
@@ -223,9 +227,10 @@ async def test_castling_both_sides(table, agent_color, moves, king, rook):
     await table.choose(agent_color)
     last = await table.play(moves.split())
     assert last is not None
-    assert last["played"]["san"] in ("O-O", "O-O-O")
-    assert last["pieces"][king]["piece"] == "king"
-    assert last["pieces"][rook]["piece"] == "rook"
+    assert last["lastMove"]["san"] in ("O-O", "O-O-O")
+    pieces = (await table.tool("get_board"))["pieces"]
+    assert pieces[king].lower() == "k"
+    assert pieces[rook].lower() == "r"
 
 
 async def test_threefold_repetition_is_a_draw(table):
@@ -265,21 +270,29 @@ async def test_a_new_game_starts_with_a_new_side_choice(table):
     reply = await table.tool("get_board")
     assert reply["gameNumber"] == 2
     assert reply["statusCode"] == "SIDE_CHOICE_REQUIRED"
-    assert reply["history"] == []
+    assert reply["history"] == ""
+    assert reply["lastMove"] is None
 
 
 async def test_a_table_that_does_not_exist_is_refused(runtime, make_table):
-    ghost = make_table(runtime, "ghost", "")
-    body = await ghost.refused("get_board")
-    assert body["code"] == "TABLE_NOT_FOUND"
-    assert body["statusCode"] is None
-    assert body["nextAction"]["tool"] is None
+    ghost = make_table(runtime, "ghost", None)
+    for tool in ("join_game", "get_board", "wait_for_turn"):
+        body = await ghost.refused(tool)
+        assert body["code"] == "TABLE_NOT_FOUND"
+        assert body["statusCode"] == "TABLE_NOT_FOUND"
+        assert body["nextAction"]["tool"] is None
 
 
 async def test_tables_are_independent(runtime, table, make_table):
     other = make_table(runtime, "second", await ensure_table(runtime, "second"))
     assert other.token != table.token
+    assert other.agent_token != table.agent_token
     await other.choose("white")
+    await table.choose("white")
+    body = await other.refused(
+        "move_piece", as_token=table.agent_token, **{"from": "d2", "to": "d4"}
+    )
+    assert body["code"] == "AGENT_TOKEN_INVALID"
     await other.tool("move_piece", **{"from": "d2", "to": "d4"})
-    assert (await table.tool("get_board"))["statusCode"] == "SIDE_CHOICE_REQUIRED"
-    assert (await other.tool("get_board"))["history"][0]["san"] == "d4"
+    assert (await table.tool("get_board"))["lastMove"] is None
+    assert (await other.tool("get_board"))["history"] == "1. d4"

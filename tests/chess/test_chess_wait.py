@@ -87,7 +87,7 @@ async def test_waiting_for_the_human_returns_when_sides_are_chosen(table, autoju
                 await table.choose(agent_color)
         reply, _ = results[0]
         assert reply["statusCode"] == status
-        assert reply["ownership"]["agentColor"] == agent_color
+        assert reply["agentColor"] == agent_color
         await table.human(NewGame(table.token))
 
 

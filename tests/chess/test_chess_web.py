@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import json
 from contextlib import aclosing
 from pathlib import Path
 
+import chess.pgn
 import trio
 
 from agora.toolsets.chess import page, toolset
+from agora.toolsets.chess.commands import Tokens
 from agora.toolsets.chess.table import Snapshot
 from agora.toolsets.chess.web import ASSETS, ROUTES
 from agora.web.http import EventStream, Request, Response
@@ -74,7 +77,7 @@ async def test_assets_are_served_locally(table):
 
 def test_the_page_board_names_each_piece_by_its_image():
     fen = "rnbqkbnr/pppp1ppp/8/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 1 2"
-    snap = Snapshot("t", 1, 1, fen, "side_choice", None, (), None, None, False)
+    snap = Snapshot("t", 1, 1, fen, "side_choice", None, (), None, None, False, "agent")
     first = page.page_state(snap, human=False, public_url=PUBLIC_URL)
     again = page.page_state(snap, human=False, public_url=PUBLIC_URL)  # from the FEN cache
     assert again.board == first.board
@@ -106,10 +109,18 @@ async def test_a_spectator_sees_the_table_but_no_moves(table):
     assert human["status"] == "Your move."
     assert len(human["legalMoves"]) == 20
     assert human["board"]["e1"] == "wK"
+    agent = table.agent_token
+    assert human["agentToken"] == agent
     assert human["agent"] == {
+        "mcpHttp": f"{PUBLIC_URL}/mcp/chess/default?token={agent}",
+        "mcpWebsocket": f"ws://127.0.0.1:8765/mcp/chess/default?token={agent}",
+    }
+    assert spectator["agentToken"] is None
+    assert spectator["agent"] == {
         "mcpHttp": f"{PUBLIC_URL}/mcp/chess/default",
         "mcpWebsocket": "ws://127.0.0.1:8765/mcp/chess/default",
     }
+    assert agent not in json.dumps(spectator)
 
 
 async def test_without_the_token_nobody_chooses_sides_or_moves(table):
@@ -212,7 +223,7 @@ async def test_creating_a_table_returns_its_urls_and_the_agent_endpoint(table, m
     assert made["table"] == "club-1"
     assert made["humanUrl"] == f"{PUBLIC_URL}/play/club-1?token={made['token']}"
     assert made["spectatorUrl"] == f"{PUBLIC_URL}/play/club-1"
-    assert made["agent"]["mcpHttp"] == f"{PUBLIC_URL}/mcp/chess/club-1"
+    assert made["agent"]["mcpHttp"] == f"{PUBLIC_URL}/mcp/chess/club-1?token={made['agentToken']}"
     status, body = await api(rt, "POST", "/play/tables", {"name": "club-1"})
     assert (status, body["code"]) == (409, "TABLE_EXISTS")
     for bad in ("static", "Upper", "a/b", "", "x" * 41):
@@ -222,7 +233,7 @@ async def test_creating_a_table_returns_its_urls_and_the_agent_endpoint(table, m
     status, anon = await api(rt, "POST", "/play/tables", None)
     assert status == 201
     assert anon["table"].startswith("t-")
-    club = make_table(rt, "club-1", made["token"])
+    club = make_table(rt, "club-1", Tokens(made["token"], made["agentToken"]))
     assert (await club.tool("join_game"))["table"] == "club-1"
     await club.choose("white")
     assert (await table.look()).phase == "side_choice"
@@ -231,7 +242,58 @@ async def test_creating_a_table_returns_its_urls_and_the_agent_endpoint(table, m
 async def test_the_token_never_reaches_the_agent(table):
     await table.choose("white")
     for name in ("join_game", "get_board", "wait_for_turn"):
-        assert table.token not in json.dumps(await table.tool(name))
+        text = json.dumps(await table.tool(name))
+        assert table.token not in text
+        assert table.agent_token not in text
+
+
+async def test_a_wrong_token_in_the_link_is_refused_not_a_silent_spectator(table):
+    rt = table.runtime
+    for path in ("/play/default/state", "/play/default/events"):
+        status, body = await api(rt, "GET", path, query={"token": "mistyped"})
+        assert (status, body["code"]) == (403, "FORBIDDEN")
+        assert "not this table's human token" in body["error"]
+    status, body = await api(rt, "GET", "/play/default/state", query={"token": table.agent_token})
+    assert status == 403
+
+
+async def test_the_human_replaces_the_agent_token(table):
+    rt = table.runtime
+    old = table.agent_token
+    status, body = await api(rt, "POST", "/play/default/agent-token", {"token": "nope"})
+    assert (status, body["code"]) == (403, "FORBIDDEN")
+    status, state = await api(rt, "POST", "/play/default/agent-token", {"token": table.token})
+    assert status == 200
+    assert state["agentToken"] not in (None, old)
+    assert state["agent"]["mcpHttp"].endswith(f"?token={state['agentToken']}")
+    body = await table.refused("get_board", as_token=old)
+    assert (body["code"], body["statusCode"]) == ("AGENT_TOKEN_INVALID", "AGENT_TOKEN_REQUIRED")
+    table.agent_token = state["agentToken"]
+    assert (await table.tool("get_board"))["seat"] == "agent"
+
+
+async def test_the_pgn_names_both_players_and_the_result(table):
+    await table.choose("black")
+    for uci, by in (("f2f3", "h"), ("e7e5", "a"), ("g2g4", "h"), ("d8h4", "a")):
+        if by == "h":
+            await table.human_move(uci, "hm} {" if uci == "f2f3" else None)
+        else:
+            await table.tool("move_piece", **{"from": uci[:2], "to": uci[2:], "note": "mate"})
+    response = await http(table.runtime, "GET", "/play/default/pgn")
+    assert response.status == 200
+    assert response.content_type.startswith("application/x-chess-pgn")
+    assert 'filename="agora-default-game1.pgn"' in dict(response.headers)["Content-Disposition"]
+    text = response.body.decode()
+    game = chess.pgn.read_game(io.StringIO(text))
+    assert game is not None
+    assert game.headers["White"] == "Human"
+    assert game.headers["Black"] == "Agent"
+    assert game.headers["Result"] == "0-1"
+    assert game.headers["Termination"] == "checkmate"
+    assert game.headers["Site"] == f"{PUBLIC_URL}/play/default"
+    assert [m.uci() for m in game.mainline_moves()] == ["f2f3", "e7e5", "g2g4", "d8h4"]
+    assert [n.comment for n in game.mainline()][:2] == ["Human: hm) {", "Agent: mate"]
+    assert game.end().board().is_checkmate()
 
 
 async def _next(events, seconds=60):

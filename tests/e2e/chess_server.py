@@ -5,8 +5,8 @@
 - `http_json` and `open_events` speak plain HTTP/1.1 (h11 over a Trio TCP stream) to the
   page's JSON API and its Server-Sent Events stream, as the human's page does.
 - `SdkAgent` is the official ``mcp`` SDK client playing as the agent: it follows each reply's
-  ``nextAction`` and validates every structured result against the outputSchema that
-  tools/list published (and every refusal against the chess rejection schema).
+  ``nextAction`` and validates every structured result, refusals included, against the
+  outputSchema that tools/list published (and every refusal against the rejection schema).
 - `ScriptedHuman` plays the human through the page API, woken by the SSE stream, never by
   polling.
 
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+import chess
 import h11
 import jsonschema
 import trio
@@ -49,6 +50,7 @@ SCHOLARS_MATE = ["e2e4", "e7e5", "f1c4", "b8c6", "d1h5", "g8f6", "h5f7"]
 
 REJECTION = jsonschema.Draft202012Validator(REJECTION_SCHEMA)
 _HUMAN_URL = re.compile(r"chess: human player: (http://\S+/play/(\S+)\?token=(\S+))")
+_AGENT_URL = re.compile(r"chess: agent endpoint: http://\S+/mcp/chess/\S+\?token=(\S+) ")
 _SERVING = re.compile(r"agora \S+ serving .* on (http://127\.0\.0\.1:\d+)")
 
 
@@ -66,6 +68,7 @@ class AgoraProcess:
     human_url: str = ""
     table: str = ""
     token: str = ""
+    agent_token: str = ""
     log: list[str] = field(default_factory=list)
     terminated: bool = False
 
@@ -75,9 +78,11 @@ class AgoraProcess:
             self.terminated = True
             self.process.send_signal(signal.SIGTERM)
 
-    def mcp_url(self, table: str = "default") -> str:
-        """The Streamable HTTP endpoint of ``table``."""
-        return f"{self.url}/mcp/chess/{table}"
+    def mcp_url(self, table: str = "default", *, seated: bool = True) -> str:
+        """The Streamable HTTP endpoint of the default table, with its agent token if seated."""
+        assert table == "default", "other tables' tokens come from POST /play/tables"
+        query = f"?token={self.agent_token}" if seated else ""
+        return f"{self.url}/mcp/chess/{table}{query}"
 
     def play_url(self, table: str, action: str) -> str:
         """A page API URL such as ``/play/<table>/move``."""
@@ -95,6 +100,8 @@ async def _read_log(proc: AgoraProcess, ready: trio.Event) -> None:
             proc.log.append(line)
             if found := _HUMAN_URL.search(line):
                 proc.human_url, proc.table, proc.token = found.groups()
+            if found := _AGENT_URL.search(line):
+                proc.agent_token = found.group(1)
             if found := _SERVING.search(line):
                 proc.url = found.group(1)
                 ready.set()
@@ -118,7 +125,7 @@ async def agora_serve(db: Path) -> AsyncIterator[AgoraProcess]:
             nursery.start_soon(_read_log, proc, ready)
             with trio.fail_after(START_TIMEOUT):
                 await ready.wait()
-            if not proc.url or not proc.token:
+            if not proc.url or not proc.token or not proc.agent_token:
                 raise RuntimeError("agora serve did not start:\n" + "\n".join(proc.log))
             yield proc
             proc.terminate()
@@ -301,9 +308,9 @@ class ScriptedHuman:
 class SdkAgent:
     """The official MCP SDK client, playing as the agent by following ``nextAction``.
 
-    Every successful structured result is validated against the outputSchema from
-    tools/list, every refusal against the rejection schema, and the text block of either
-    must carry the same JSON.
+    Every structured result, refusals included, is validated against the outputSchema
+    from tools/list (refusals also against the rejection schema alone), and the text block
+    of either must carry the same JSON.
     """
 
     client: Client
@@ -327,10 +334,10 @@ class SdkAgent:
         text = [block.text for block in result.content if block.type == "text"]
         assert text, result
         assert json.loads(text[0]) == body
+        self.validators[name].validate(body)
+        assert body["ok"] is not result.is_error
         if result.is_error:
             REJECTION.validate(body)
-        else:
-            self.validators[name].validate(body)
         self.replies.append((name, body))
         return bool(result.is_error), body
 
@@ -351,8 +358,8 @@ class SdkAgent:
     ) -> dict[str, Any]:
         """Follow nextAction from ``start`` (default: join_game) until the game is over.
 
-        The agent plays the entry of ``script`` for the current ply, which must be one of
-        its ``legalMoves``, with the note for that ply.
+        The agent plays the entry of ``script`` for the current ply (read off the FEN),
+        which must be one of its ``legalMoves``, with the note for that ply.
 
         Returns:
             The last reply (GAME_OVER, or the ``move_piece`` reply at ``stop_after_ply``).
@@ -372,25 +379,30 @@ class SdkAgent:
             assert reply["statusCode"] == "AGENT_TURN", reply
             assert reply["agentMayMove"], reply
             reply = await self._move(reply, script, notes)
-            if len(reply["history"]) == stop_after_ply:
+            if ply_of(reply) == stop_after_ply:
                 return reply
 
     async def _move(
         self, reply: dict[str, Any], script: list[str], notes: dict[int, str]
     ) -> dict[str, Any]:
-        ply = len(reply["history"])
+        ply = ply_of(reply)
         uci = script[ply]
-        (move,) = [m for m in reply["legalMoves"] if m["uci"] == uci]
-        args = {"from": move["from"], "to": move["to"]}
-        if move["promotion"]:
-            args["promotion"] = move["promotion"]
+        assert uci in reply["legalMoves"], (uci, reply["legalMoves"])
+        args = {"from": uci[:2], "to": uci[2:4]}
+        if uci[4:]:
+            args["promotion"] = uci[4:]
         if note := notes.get(ply + 1):
             args["note"] = note
         played = await self.ok("move_piece", args)
-        assert played["played"]["uci"] == uci
-        assert played["played"]["by"] == "agent"
-        assert played["played"]["note"] == notes.get(ply + 1)
+        assert played["lastMove"]["uci"] == uci
+        assert played["lastMove"]["by"] == "agent"
+        assert played["lastMove"]["note"] == notes.get(ply + 1)
         return played
+
+
+def ply_of(reply: dict[str, Any]) -> int:
+    """How many plies the game in ``reply`` has (games start from the initial position)."""
+    return chess.Board(reply["fen"]).ply()
 
 
 async def terminate_when_in_flight(server: AgoraProcess, count: int) -> None:

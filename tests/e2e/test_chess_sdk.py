@@ -109,24 +109,23 @@ async def test_the_sdk_agent_mates_a_scripted_human(tmp_path, mode, revision):
             assert final["result"]["reason"] == "checkmate"
             assert final["result"]["winnerRole"] == "agent"
             assert final["result"]["score"] == "1-0"
-            assert final["ownership"] == {
-                "white": "agent",
-                "black": "human",
-                "agentColor": "white",
-                "humanColor": "black",
-            }
-            history = final["history"]
+            assert final["agentColor"] == "white"
+            board = await agent.ok("get_board")
+            assert board["ownership"] == {"white": "agent", "black": "human"}
+            history = human.states[-1]["history"]
             assert [m["uci"] for m in history] == SCHOLARS_MATE
             assert [m["by"] for m in history] == ["agent", "human"] * 3 + ["agent"]
             assert {m["ply"]: m["note"] for m in history if m["note"]} == {
                 **agent_notes,
                 **human_notes,
             }
+            assert board["history"] == "1. e4 e5 2. Bc4 Nc6 3. Qh5 Nf6 4. Qxf7#"
 
             # The agent only ever woke up to act: no timeouts, and it saw each human note.
             waits = [body for name, body in agent.replies if name == "wait_for_turn"]
             assert [w["statusCode"] for w in waits] == ["AGENT_TURN"] * 4
-            assert [w["lastMove"] for w in waits[1:]] == history[1:6:2]
+            assert [w["lastMove"]["note"] for w in waits[1:]] == list(human_notes.values())
+            assert [w["lastMove"]["by"] for w in waits[1:]] == ["human"] * 3
 
             # The page saw the same game end.
             assert human.states[-1]["phase"] == "over"
@@ -138,6 +137,16 @@ async def test_the_sdk_agent_mates_a_scripted_human(tmp_path, mode, revision):
             is_error, refused = await agent.call("move_piece", {"from": "a2", "to": "a3"})
             assert is_error
             assert refused["code"] == "GAME_OVER"
+            is_error, refused = await agent.call("move_piece", {"from": "a2", "to": "a9"})
+            assert (is_error, refused["statusCode"]) == (True, "INVALID_ARGUMENTS")
+
+            # Another connection without the agent token may watch but never move.
+            async with sdk_client(server.mcp_url(seated=False), mode) as other:
+                watcher = SdkAgent(other)
+                await watcher.list_tools()
+                assert (await watcher.ok("get_board"))["seat"] == "watcher"
+                is_error, refused = await watcher.call("move_piece", {"from": "a2", "to": "a3"})
+                assert (is_error, refused["statusCode"]) == (True, "AGENT_TOKEN_REQUIRED")
 
 
 async def test_a_restart_mid_game_keeps_the_table_and_the_game_finishes(tmp_path):
@@ -146,7 +155,7 @@ async def test_a_restart_mid_game_keeps_the_table_and_the_game_finishes(tmp_path
     human_notes = {1: "f3, a bold start.", 3: "g4 <b>for sure</b>."}
     with trio.fail_after(45):
         async with agora_serve(db) as server:
-            token = server.token
+            token, agent_token = server.token, server.agent_token
             async with sdk_client(server.mcp_url()) as client:
                 agent = SdkAgent(client)
                 await agent.list_tools()
@@ -170,6 +179,7 @@ async def test_a_restart_mid_game_keeps_the_table_and_the_game_finishes(tmp_path
 
         async with agora_serve(db) as server:
             assert server.token == token, "the default table keeps its human token"
+            assert server.agent_token == agent_token, "and its agent token"
             after = await page_state(server, token)
             assert durable_view(after) == durable_view(before)
             assert after["agentColor"] == "black"
@@ -180,16 +190,17 @@ async def test_a_restart_mid_game_keeps_the_table_and_the_game_finishes(tmp_path
                 await agent.list_tools()
                 board = await agent.ok("get_board")
                 assert board["fen"] == played["fen"]
-                assert board["history"] == played["history"]
-                assert board["ownership"]["agentColor"] == "black"
+                assert board["history"] == "1. f3 e5"
+                assert board["lastMove"]["note"] == agent_notes[2]
+                assert board["agentColor"] == "black"
                 human = ScriptedHuman(server, "default", token, FOOLS_MATE, "black", human_notes)
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(human.play)
                     final = await agent.play(FOOLS_MATE, agent_notes, start=board)
             assert final["result"]["reason"] == "checkmate"
             assert final["result"]["winnerRole"] == "agent"
-            assert [m["uci"] for m in final["history"]] == FOOLS_MATE
             finished = await page_state(server, token)
+            assert [m["uci"] for m in finished["history"]] == FOOLS_MATE
 
         # A finished game survives a restart too.
         async with agora_serve(db) as server:

@@ -308,10 +308,10 @@ class Session:
     def _rejected(
         self, tool: ToolEntry, problems: Sequence[ValidationIssue], modern: bool
     ) -> dict[str, Any]:
+        if tool.reject is not None:  # the toolset's own body, mirrored as JSON text
+            return self.finish(tool_result(tool.reject(problems), error=True), modern)
         text = "invalid arguments: " + "; ".join(p.describe() for p in problems)
         result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": True}
-        if tool.reject is not None:
-            result["structuredContent"] = tool.reject(problems)
         return self.finish(result, modern)
 
     def _target(self, kind: str, name: str, args: dict[str, Any]) -> tuple[Any, dict[str, Any]]:

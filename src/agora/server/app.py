@@ -11,6 +11,7 @@ import importlib
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl
 
 import trio
 
@@ -21,7 +22,7 @@ from agora.mcp.session import Session
 from agora.runtime.background import supervise
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from agora.config import Config
     from agora.errors import Failure
@@ -247,8 +248,17 @@ class App:
                 name = f"{toolset.name}: {getattr(task, '__qualname__', task)}"
                 nursery.start_soon(supervise, task, self.runtime, name=name)
 
-    def endpoint(self, path: str) -> Endpoint | None:
-        """The catalog for ``/mcp``, ``/mcp/<toolset>`` or ``/mcp/<toolset>/<param>``."""
+    def endpoint(self, path: str, query: Mapping[str, str] | None = None) -> Endpoint | None:
+        """The catalog for ``/mcp``, ``/mcp/<toolset>`` or ``/mcp/<toolset>/<param>``.
+
+        Args:
+            path: The request path; a ``?query`` on it is read when ``query`` is None.
+            query: The URL's query parameters; those the toolset names in its
+                ``endpoint_query`` join the endpoint's parameters.
+        """
+        if query is None and "?" in path:
+            path, _, raw = path.partition("?")
+            query = dict(parse_qsl(raw))
         parts = [p for p in path.split("/") if p]
         if not parts or parts[0] != "mcp" or len(parts) > 3:
             return None
@@ -262,6 +272,9 @@ class App:
             params[toolset.endpoint_param] = parts[2] if len(parts) == 3 else "default"
         elif len(parts) == 3:
             return None
+        for name in toolset.endpoint_query:
+            if query and name in query:
+                params[name] = query[name]
         return Endpoint(self._per_toolset[toolset.name], params)
 
     def new_session(self, endpoint: Endpoint) -> Session:

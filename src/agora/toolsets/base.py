@@ -175,6 +175,9 @@ class Toolset:
     aliases: Mapping[str, str] = field(default_factory=dict)
     #: Extra endpoint path segment name, e.g. "table" makes /mcp/chess/<table> valid.
     endpoint_param: str | None = None
+    #: Query parameters of the endpoint URL handed to handlers in ``ToolCall.endpoint``,
+    #: e.g. ("token",) makes /mcp/chess/<table>?token=... a credential the toolset checks.
+    endpoint_query: Sequence[str] = ()
     #: Called once when the server starts (inside its nursery), e.g. to print the human URL.
     on_start: Callable[[Runtime], Awaitable[None]] | None = None
     #: Tasks the server runs in its nursery from start (after ``on_start``) to shutdown

@@ -208,7 +208,7 @@ class HttpConnection:
             await self._send_error(401, unknown, [_BEARER])
             return False
         req.principal = principal
-        endpoint = self.app.endpoint(req.path)
+        endpoint = self.app.endpoint(req.path, req.query)
         if endpoint is not None and headers.get("upgrade", "").lower() == "websocket":
             if req.method != "GET":
                 await self._send_error(405, "WebSocket upgrade needs GET")

@@ -1,8 +1,9 @@
 """Human-and-agent chess: one authoritative game per table, four tools, and a browser page.
 
 The agent plays through ``join_game``, ``get_board``, ``move_piece`` and ``wait_for_turn`` at
-``/mcp/chess/<table>`` (``/mcp/chess`` is the ``default`` table); the human plays in the page
-at ``/play/<table>?token=...``. This module only assembles the toolset.
+``/mcp/chess/<table>?token=<agent token>`` (``/mcp/chess`` is the ``default`` table; without
+the token a connection only watches); the human plays in the page at
+``/play/<table>?token=<human token>``. This module only assembles the toolset.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from agora.toolsets.base import Toolset
-from agora.toolsets.chess.commands import CreateTable
+from agora.toolsets.chess.commands import CreateTable, Tokens
 from agora.toolsets.chess.page import agent_links, human_url
 from agora.toolsets.chess.render import argument_rejection
 from agora.toolsets.chess.sql import MIGRATIONS
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 DEFAULT_TABLE = "default"
 
 
-async def ensure_table(runtime: Runtime, table: str = DEFAULT_TABLE) -> str:
+async def ensure_table(runtime: Runtime, table: str = DEFAULT_TABLE) -> Tokens:
     """Create ``table`` if it does not exist yet.
 
     Args:
@@ -34,19 +35,18 @@ async def ensure_table(runtime: Runtime, table: str = DEFAULT_TABLE) -> str:
         table: The table name.
 
     Returns:
-        The table's human token (the existing one if the table was already there).
+        The table's human and agent tokens (the existing ones if the table was there).
     """
-    token: str = await runtime.call(
-        KIND, table, CreateTable(secrets.token_urlsafe(24), must_be_new=False)
-    )
-    return token
+    fresh = CreateTable(secrets.token_urlsafe(24), secrets.token_urlsafe(24), must_be_new=False)
+    tokens: Tokens = await runtime.call(KIND, table, fresh)
+    return tokens
 
 
 async def _on_start(runtime: Runtime) -> None:
-    token = await ensure_table(runtime)
-    links = agent_links(runtime.public_url, DEFAULT_TABLE)
+    tokens = await ensure_table(runtime)
+    links = agent_links(runtime.public_url, DEFAULT_TABLE, tokens.agent)
     print(
-        f"chess: human player: {human_url(runtime.public_url, DEFAULT_TABLE, token)}\n"
+        f"chess: human player: {human_url(runtime.public_url, DEFAULT_TABLE, tokens.human)}\n"
         f"chess: agent endpoint: {links.mcp_http} (WebSocket {links.mcp_websocket})",
         file=sys.stderr,
         flush=True,
@@ -61,6 +61,7 @@ def toolset() -> Toolset:
         migrations=MIGRATIONS,
         routes=ROUTES,
         endpoint_param="table",
+        endpoint_query=("token",),
         on_start=_on_start,
         reject_arguments=argument_rejection,
     )

@@ -1,10 +1,11 @@
 """The commands a chess table accepts, as tagged msgspec Structs.
 
-Agent commands carry no credential: the agent is whoever holds the table's MCP endpoint, and
-the tool handlers only ever build `Look` and `AgentMove`. Every human command carries the
-table's secret token, which the table entity checks before anything else, so the agent's
-endpoint cannot perform a human action and neither can a page without the token.
-This module only declares data.
+The agent's seat is held by credential: `AgentMove` carries the agent token from the
+caller's endpoint URL (None when it had none), and `Look` may carry one to announce the
+seated agent; the table entity checks it, so a caller without the token can watch but
+never move. The tool handlers only ever build `Look` and `AgentMove`. Every human command
+carries the table's human token, checked before anything else, so the agent cannot perform
+a human action and neither can a page without the token. This module only declares data.
 """
 
 from __future__ import annotations
@@ -17,22 +18,39 @@ from agora.toolsets.chess.game import ColorName
 class CreateTable(msgspec.Struct, frozen=True, tag=True):
     """Create the table with its first game; ``must_be_new=False`` makes it idempotent.
 
-    Replies with the table's human token (the existing one when it already exists).
+    Replies with the table's `Tokens` (the existing ones when it already exists).
     """
 
     token: str
+    agent_token: str
     must_be_new: bool = True
 
 
-class Look(msgspec.Struct, frozen=True, tag=True):
-    """Read the table. ``agent=True`` also records, once, that an agent has arrived."""
+class Tokens(msgspec.Struct, frozen=True):
+    """The reply to `CreateTable`: the human's token and the agent's."""
 
-    agent: bool = False
+    human: str
+    agent: str
+
+
+class Look(msgspec.Struct, frozen=True, tag=True):
+    """Read the table.
+
+    With ``agent_token`` the caller claims the agent's seat: a wrong token is refused, the
+    right one records, once, that the agent has arrived. Without it, anyone may look.
+    """
+
+    agent_token: str | None = None
 
 
 class AgentMove(msgspec.Struct, frozen=True, tag=True):
-    """The agent plays one move, with an optional note for the human."""
+    """The agent plays one move, with an optional note for the human.
 
+    ``agent_token`` is the token from the caller's endpoint URL; None or a wrong one is
+    refused before the move is looked at.
+    """
+
+    agent_token: str | None
     from_square: str
     to_square: str
     promotion: str | None = None
@@ -86,5 +104,12 @@ class NewGame(msgspec.Struct, frozen=True, tag=True):
     token: str
 
 
-HumanCommand = ChooseSide | HumanMove | Resign | OfferDraw | AcceptDraw | NewGame
+class NewAgentToken(msgspec.Struct, frozen=True, tag=True):
+    """The human replaces the agent token; the old one stops working at once."""
+
+    token: str
+    agent_token: str
+
+
+HumanCommand = ChooseSide | HumanMove | Resign | OfferDraw | AcceptDraw | NewGame | NewAgentToken
 Command = CreateTable | Look | AgentMove | CheckToken | HumanCommand

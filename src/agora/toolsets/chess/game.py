@@ -56,6 +56,8 @@ ErrorCode = Literal[
     "TABLE_NOT_FOUND",
     "TABLE_EXISTS",
     "FORBIDDEN",
+    "AGENT_TOKEN_REQUIRED",
+    "AGENT_TOKEN_INVALID",
 ]
 
 NOTE_MAX_CHARS: Final = 160

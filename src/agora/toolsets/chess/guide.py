@@ -18,8 +18,6 @@ from agora.toolsets.chess.game import (
     DRAW_MARK,
     NOTE_MAX_CHARS,
     ColorName,
-    color_name,
-    other_color,
 )
 
 if TYPE_CHECKING:
@@ -43,43 +41,21 @@ def piece_name(piece_type: chess.PieceType) -> PieceName:
     return name
 
 
-class SquarePiece(msgspec.Struct, frozen=True, rename="camel"):
-    """A piece on a square, e.g. the white knight on f3."""
-
-    square: str
-    piece: PieceName
-    symbol: str
-    value: int
-
-
-class Material(msgspec.Struct, frozen=True, rename="camel"):
-    """Material in pawns (P=1, N=3, B=3, R=5, Q=9); balance is White minus Black."""
-
-    white: int
-    black: int
-    balance: int
-    agent_advantage: int | None
-
-
-class Hanging(msgspec.Struct, frozen=True, rename="camel"):
-    """Pieces (kings excepted) attacked by the opponent and defended by nobody, per side."""
-
-    white: list[SquarePiece]
-    black: list[SquarePiece]
-
-
 class EvaluationGuide(msgspec.Struct, frozen=True, rename="camel"):
-    """Facts read off the position for the side to move; deterministic per FEN."""
+    """Facts read off the position for the side to move; deterministic per FEN.
 
-    side_to_move: ColorName
-    in_check: bool
-    material: Material
-    attacked_undefended: Hanging
-    checks_available: list[str]
+    ``material`` is the agent's lead in pawns (P=1, N=3, B=3, R=5, Q=9; negative when
+    behind; null before the sides are chosen). Moves are in UCI, as ``legalMoves`` lists
+    them and ``move_piece`` takes them.
+    ``hanging`` lists pieces (kings excepted) that the opponent attacks and nobody defends,
+    as piece letter and square, uppercase for White as on the board: ``Nf3``, ``pe5``.
+    """
+
+    material: int | None
+    hanging: list[str]
+    checks: list[str]
     mates_in_one: list[str]
-    captures_available: list[str]
-    legal_move_count: int
-    findings: list[str]
+    captures: list[str]
 
 
 class EvaluationStep(msgspec.Struct, frozen=True, rename="camel"):
@@ -106,11 +82,16 @@ class CollaborationContract(msgspec.Struct, frozen=True, rename="camel"):
 STATUS_CODES: Final = {
     "SIDE_CHOICE_REQUIRED": "The human has not chosen sides; call wait_for_turn with "
     "wait_for_human true.",
-    "AGENT_TURN": "It is your move: pick one entry of legalMoves and call move_piece.",
+    "AGENT_TURN": "The agent is to move: if agentMayMove, call move_piece with one entry of "
+    "legalMoves.",
     "HUMAN_TURN": "The human is to move; call wait_for_turn.",
-    "GAME_OVER": "The game has ended; result and reason say how. Stop.",
-    "WAIT_TIMEOUT": "wait_for_turn timed out with nothing new; call wait_for_turn again "
-    "with the same arguments.",
+    "GAME_OVER": "The game has ended; result says how. Stop.",
+    "WAIT_TIMEOUT": "wait_for_turn timed out with nothing new; call it again with the same "
+    "arguments.",
+    "AGENT_TOKEN_REQUIRED": "Refused: only the seated agent may move. Connect with the "
+    "table's agent token in the endpoint URL (?token=...); without it you can only watch.",
+    "INVALID_ARGUMENTS": "Refused: the arguments do not match the tool's inputSchema.",
+    "TABLE_NOT_FOUND": "Refused: there is no such table; ask the human for the endpoint.",
 }
 
 _CHECKLIST: Final = (
@@ -129,13 +110,16 @@ _CHECKLIST: Final = (
 
 CONTRACT: Final = CollaborationContract(
     roles="One authoritative game per table. The human chooses sides first, in the browser "
-    "(the human retains first choice of White), and moves by clicking; you play the other "
-    "side through these four tools. Positions, legality and endings come from the server.",
+    "(the human retains first choice of White), and plays there; you play the other side "
+    "through these four tools. Only a connection whose endpoint URL carries the table's "
+    "agent token (?token=..., shown to the human on the page) holds the agent's seat "
+    '(seat "agent"); any other connection watches (seat "watcher") and cannot move.',
     turn_loop=[
         "Call wait_for_turn (START HERE). If statusCode is SIDE_CHOICE_REQUIRED, call it "
         'again with {"wait_for_human": true}.',
-        "On AGENT_TURN: follow evaluationPath, pick one entry of legalMoves, call move_piece "
-        "with its from, to (and promotion) and a short note.",
+        "On AGENT_TURN with agentMayMove: follow evaluationPath, pick one entry of legalMoves "
+        "and call move_piece with its from (letters 1-2), to (3-4), promotion (5th letter, "
+        "if any) and a short note.",
         "After every move_piece, call wait_for_turn immediately.",
         "On HUMAN_TURN or WAIT_TIMEOUT: call wait_for_turn again.",
         "On GAME_OVER: stop. Always do exactly what nextAction says.",
@@ -146,16 +130,18 @@ CONTRACT: Final = CollaborationContract(
     ],
     safety_invariants=[
         "Never call move_piece while agentMayMove is false.",
-        "Only play moves listed in legalMoves, using their from, to and promotion exactly.",
+        "Only play moves listed in legalMoves (UCI, e.g. e2e4 or a7a8q).",
         "One move per turn: after a successful move_piece, call wait_for_turn.",
-        "Never assume a position: read fen, pieces and history from the latest reply.",
+        "Never assume a position: read fen and board from the latest reply.",
         "Never choose sides, resign or start games for the human; only the human does that.",
     ],
     notes=f"Every move may carry a note of at most {NOTE_MAX_CHARS} characters; the human "
-    "sees it live. Say in one sentence why you chose the move.",
+    "sees it live. Say in one sentence why you chose the move. The human's note on their "
+    "last move is lastMove.note.",
     draw_offers=f"To offer a draw, or to accept the human's pending offer (drawOffer is "
     f'"human"), include {DRAW_MARK} in your move note. Your next move without it declines '
-    "the human's offer. The human accepts or declines yours in the browser.",
+    "the human's offer. The human accepts yours in the browser or declines it by moving: "
+    "drawDeclined is then true in your next reply.",
     endings="The game ends by checkmate, stalemate, insufficient material, the 75-move rule "
     "or fivefold repetition; threefold repetition and the 50-move rule end it as a draw the "
     "moment the position qualifies (no claim needed). The human may also resign, agree a "
@@ -171,25 +157,19 @@ def _material(board: chess.Board, color: chess.Color) -> int:
     )
 
 
-def attacked_undefended(board: chess.Board, color: chess.Color) -> list[SquarePiece]:
+def attacked_undefended(board: chess.Board, color: chess.Color) -> list[str]:
     """Pieces of ``color`` (kings excepted) that the opponent attacks and nobody defends.
 
     Attacks are python-chess's `Board.attackers`: pinned pieces still count, en passant
-    does not. Squares are listed from a1 to h8.
+    does not. Squares are listed from a1 to h8, each as its piece's symbol (uppercase for
+    White) and square.
     """
     found = []
     for square in chess.SquareSet(board.occupied_co[color] & ~board.kings):
         if board.attackers(not color, square) and not board.attackers(color, square):
             piece = board.piece_at(square)
             assert piece is not None
-            found.append(
-                SquarePiece(
-                    square=chess.square_name(square),
-                    piece=piece_name(piece.piece_type),
-                    symbol=piece.symbol(),
-                    value=PIECE_VALUES[piece.piece_type],
-                )
-            )
+            found.append(piece.symbol() + chess.square_name(square))
     return found
 
 
@@ -224,58 +204,18 @@ def evaluation_guide(
     moves = san_map(board) if sans is None else sans
     checks, mates, captures = [], [], []
     for move, san in moves.items():
+        entry = move.uci()
         if board.is_capture(move):
-            captures.append(san)
+            captures.append(entry)
         # SAN ends in "+" exactly when the move gives check, "#" when it also mates.
         if san[-1] in "+#":
-            checks.append(san)
+            checks.append(entry)
             if san[-1] == "#":
-                mates.append(san)
-    hanging = Hanging(
-        white=attacked_undefended(board, chess.WHITE),
-        black=attacked_undefended(board, chess.BLACK),
-    )
-    guide = EvaluationGuide(
-        side_to_move=color_name(board.turn),
-        in_check=board.is_check(),
-        material=Material(
-            white=white,
-            black=black,
-            balance=balance,
-            agent_advantage=None
-            if agent_color is None
-            else (balance if agent_color == "white" else -balance),
-        ),
-        attacked_undefended=hanging,
-        checks_available=sorted(checks),
+                mates.append(entry)
+    return EvaluationGuide(
+        material=None if agent_color is None else (balance if agent_color == "white" else -balance),
+        hanging=attacked_undefended(board, chess.WHITE) + attacked_undefended(board, chess.BLACK),
+        checks=sorted(checks),
         mates_in_one=sorted(mates),
-        captures_available=sorted(captures),
-        legal_move_count=len(moves),
-        findings=[],
+        captures=sorted(captures),
     )
-    return msgspec.structs.replace(guide, findings=_findings(guide))
-
-
-def _findings(guide: EvaluationGuide) -> list[str]:
-    mover = guide.side_to_move
-    waiting = other_color(mover)
-    findings = []
-    if guide.in_check:
-        findings.append(f"{mover} is in check and must answer it.")
-    if guide.mates_in_one:
-        findings.append(f"{mover} can mate in one: {', '.join(guide.mates_in_one)}.")
-    own = getattr(guide.attacked_undefended, mover)
-    theirs = getattr(guide.attacked_undefended, waiting)
-    if own:
-        listed = ", ".join(f"{p.piece} on {p.square}" for p in own)
-        findings.append(f"{mover} has attacked, undefended pieces: {listed}.")
-    if theirs:
-        listed = ", ".join(f"{p.piece} on {p.square}" for p in theirs)
-        findings.append(f"{waiting} has attacked, undefended pieces: {listed}.")
-    balance = guide.material.balance
-    if balance:
-        leader = "white" if balance > 0 else "black"
-        findings.append(f"{leader} is ahead by {abs(balance)} in material.")
-    else:
-        findings.append("material is level.")
-    return findings

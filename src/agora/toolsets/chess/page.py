@@ -2,11 +2,11 @@
 
 `page_state` turns a `Snapshot` into `PageState`, the JSON the page renders and the body of
 every ``state`` Server-Sent Event. The human with the table's token gets their legal moves
-on their turn; a spectator never does. Pure: no I/O, no trio, no HTML (the page escapes all
-text itself, agent notes included).
+on their turn and the agent's token (to hand to their agent); a spectator gets neither.
+Pure: no I/O, no trio, no HTML (the page escapes all text itself, agent notes included).
 
 Every page stream renders each change, so the piece map is memoised by FEN like
-`agora.toolsets.chess.render.position`; what it hands out is shared and read only.
+`agora.toolsets.chess.position.position`; what it hands out is shared and read only.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import chess
 import msgspec
 
 from agora.toolsets.chess.game import ColorName, Phase, Role, other_color
-from agora.toolsets.chess.render import POSITION_CACHE, game_result, move_entry, position
+from agora.toolsets.chess.position import POSITION_CACHE, move_entry, position
+from agora.toolsets.chess.render import game_result
 from agora.toolsets.chess.replies import GameResult, LegalMove, MoveEntry
 
 if TYPE_CHECKING:
@@ -57,13 +58,22 @@ class PageState(msgspec.Struct, frozen=True, rename="camel"):
     result: GameResult | None
     agent_present: bool
     agent: AgentLinks
+    agent_token: str | None
 
 
-def agent_links(public_url: str, table: str) -> AgentLinks:
-    """The MCP endpoints of ``table`` (the default table also answers at ``/mcp/chess``)."""
+def agent_links(public_url: str, table: str, agent_token: str | None = None) -> AgentLinks:
+    """The MCP endpoints of ``table`` (the default table also answers at ``/mcp/chess``).
+
+    With ``agent_token`` they carry it (``?token=``) and hold the agent's seat; without,
+    they only watch.
+    """
     base = public_url.rstrip("/")
     ws = "ws" + base.removeprefix("http") if base.startswith("http") else base
-    return AgentLinks(mcp_http=f"{base}/mcp/chess/{table}", mcp_websocket=f"{ws}/mcp/chess/{table}")
+    query = f"?token={agent_token}" if agent_token else ""
+    return AgentLinks(
+        mcp_http=f"{base}/mcp/chess/{table}{query}",
+        mcp_websocket=f"{ws}/mcp/chess/{table}{query}",
+    )
 
 
 def spectator_url(public_url: str, table: str) -> str:
@@ -111,7 +121,8 @@ def page_state(snap: Snapshot, *, human: bool, public_url: str) -> PageState:
         public_url: The server's base URL, for the agent's endpoints.
 
     Returns:
-        The state; ``legalMoves`` is filled only for the human on the human's turn.
+        The state; ``legalMoves`` is filled only for the human on the human's turn, and
+        ``agentToken`` (and the token in the agent's links) only for the human.
     """
     pos = position(snap.fen)
     history = [move_entry(m) for m in snap.moves]
@@ -138,7 +149,8 @@ def page_state(snap: Snapshot, *, human: bool, public_url: str) -> PageState:
         draw_offer=snap.draw_offer,
         result=result,
         agent_present=snap.agent_present,
-        agent=agent_links(public_url, snap.table),
+        agent=agent_links(public_url, snap.table, snap.agent_token if human else None),
+        agent_token=snap.agent_token if human else None,
     )
 
 

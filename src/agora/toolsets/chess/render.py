@@ -1,14 +1,12 @@
 """Turn a table `Snapshot` into the agent's replies, and a refusal into a tool error body.
 
-Decides the statusCode and the exact nextAction for each state, and fills every field of
-`agora.toolsets.chess.replies`. The board details (pieces, legal moves, SAN, the evaluation
-guide) are read from the snapshot's FEN with python-chess. Pure: no I/O, no trio, and no
-rule decisions (those belong to `agora.toolsets.chess.game`).
+Decides the statusCode and the exact nextAction for each state and seat, and fills every
+field of `agora.toolsets.chess.replies`. The board details (picture, legal moves, SAN, the
+evaluation guide) are read from the snapshot's FEN with python-chess. Pure: no I/O, no
+trio, and no rule decisions (those belong to `agora.toolsets.chess.game`).
 
-Reading a position (SAN of every legal move above all) costs about a millisecond, and one
-position is read several times: the human's reply, the woken agent's reply, every page
-stream. `position` memoises that work by FEN, and `move_entry` by move, so each is done
-once; the cached values are immutable or treated as read-only.
+What is read off a position, and memoised, lives in `agora.toolsets.chess.position`;
+here only the per-reply parts: the status, the next action, the message, the result.
 """
 
 from __future__ import annotations
@@ -16,38 +14,30 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any, Final
 
-import chess
 import msgspec
 
-from agora.toolsets.chess.game import color_name, other_color
-from agora.toolsets.chess.guide import CONTRACT, evaluation_guide, piece_name, san_map
+from agora.toolsets.chess.game import declined_draw
+from agora.toolsets.chess.guide import CONTRACT, evaluation_guide
+from agora.toolsets.chess.position import POSITION_CACHE, movetext, pieces, position
 from agora.toolsets.chess.replies import (
     PROTOCOL_VERSION,
     BoardReply,
     GameResult,
     JoinReply,
-    LegalMove,
-    MoveEntry,
+    LastMove,
     MoveReply,
     NextAction,
     Ownership,
-    PieceOnSquare,
-    PromotionName,
     Rejection,
+    Seat,
     StatusCode,
     WaitReply,
 )
 from agora.toolsets.chess.table import Snapshot, WaitCondition
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
-    from agora.toolsets.chess.game import ChessError, ColorName, PlayedMove, Role
+    from agora.toolsets.chess.game import ChessError, ColorName, Role
     from agora.toolsets.chess.guide import EvaluationGuide
-
-#: Positions kept read: enough for every table that is moving at once to hit the cache
-#: between the human's reply, the agent's wake and the page streams of one move.
-POSITION_CACHE: Final = 2048
 
 _STATUS: Final[dict[str, StatusCode]] = {
     "side_choice": "SIDE_CHOICE_REQUIRED",
@@ -55,18 +45,7 @@ _STATUS: Final[dict[str, StatusCode]] = {
     "human_turn": "HUMAN_TURN",
     "over": "GAME_OVER",
 }
-_PROMOTION: Final[dict[int, PromotionName]] = {
-    chess.QUEEN: "q",
-    chess.ROOK: "r",
-    chess.BISHOP: "b",
-    chess.KNIGHT: "n",
-}
-_MOVE_TEMPLATE: Final = {
-    "from": "<from of one legalMoves entry>",
-    "to": "<to of the same entry>",
-    "promotion": "<its promotion, only if not null>",
-    "note": "<one sentence on why, at most 160 characters>",
-}
+_MOVE_TEMPLATE: Final = {"from": "<square>", "to": "<square>", "note": "<why>"}
 _REASONS: Final = {
     "checkmate": "checkmate",
     "stalemate": "stalemate",
@@ -79,6 +58,7 @@ _REASONS: Final = {
     "agreement": "agreement",
     "abandoned": "a new game",
 }
+_TOKEN_CODES: Final = ("AGENT_TOKEN_REQUIRED", "AGENT_TOKEN_INVALID")
 
 
 def status_code(snap: Snapshot) -> StatusCode:
@@ -86,8 +66,16 @@ def status_code(snap: Snapshot) -> StatusCode:
     return _STATUS[snap.phase]
 
 
-def next_action(status: StatusCode, wait_for_human: bool = False) -> NextAction:
-    """The exact call an agent should make next in ``status``."""
+def next_action(
+    status: StatusCode, wait_for_human: bool = False, seat: Seat = "agent"
+) -> NextAction:
+    """The exact call the caller in ``seat`` should make next in ``status``."""
+    if seat == "watcher" and status not in ("GAME_OVER", "TABLE_NOT_FOUND"):
+        return NextAction(
+            "wait_for_turn",
+            {},
+            "You are watching (no agent token): call wait_for_turn to see the next change.",
+        )
     match status:
         case "SIDE_CHOICE_REQUIRED":
             return NextAction(
@@ -99,13 +87,29 @@ def next_action(status: StatusCode, wait_for_human: bool = False) -> NextAction:
             return NextAction(
                 "move_piece",
                 dict(_MOVE_TEMPLATE),
-                "Your move: follow the evaluation path, then play one entry of legalMoves.",
+                "Play one legalMoves entry: from, to, then any promotion letter.",
             )
         case "HUMAN_TURN":
             return NextAction("wait_for_turn", {}, "The human is to move; wait for your turn.")
         case "WAIT_TIMEOUT":
             args: dict[str, Any] = {"wait_for_human": True} if wait_for_human else {}
             return NextAction("wait_for_turn", args, "Nothing new yet; call wait_for_turn again.")
+        case "AGENT_TOKEN_REQUIRED":
+            return NextAction(
+                None,
+                {},
+                "Only the seated agent may move: reconnect to this endpoint with ?token=<the "
+                "table's agent token, shown to the human on the page>. Until then you may "
+                "watch with get_board and wait_for_turn.",
+            )
+        case "INVALID_ARGUMENTS":
+            return NextAction(
+                "get_board",
+                {},
+                "Re-read the board, then call again with arguments from legalMoves.",
+            )
+        case "TABLE_NOT_FOUND":
+            return NextAction(None, {}, "Ask the human for the table's agent endpoint.")
         case _:
             return NextAction(None, {}, "The game is over; stop.")
 
@@ -113,66 +117,11 @@ def next_action(status: StatusCode, wait_for_human: bool = False) -> NextAction:
 def ownership(agent_color: ColorName | None) -> Ownership:
     """Who plays which colour."""
     if agent_color is None:
-        return Ownership(white=None, black=None, agent_color=None, human_color=None)
-    human_color = other_color(agent_color)
+        return Ownership(white=None, black=None)
     agent: Role = "agent"
     human: Role = "human"
-    return Ownership(
-        white=agent if agent_color == "white" else human,
-        black=agent if agent_color == "black" else human,
-        agent_color=agent_color,
-        human_color=human_color,
-    )
-
-
-@functools.lru_cache(maxsize=8 * POSITION_CACHE)
-def move_entry(played: PlayedMove) -> MoveEntry:
-    """One history entry."""
-    move = chess.Move.from_uci(played.uci)
-    return MoveEntry(
-        ply=played.ply,
-        move_number=played.move_number,
-        color=played.color,
-        san=played.san,
-        uci=played.uci,
-        from_square=chess.square_name(move.from_square),
-        to_square=chess.square_name(move.to_square),
-        promotion=_PROMOTION.get(move.promotion or 0),
-        by=played.by,
-        note=played.note,
-    )
-
-
-def legal_moves(
-    board: chess.Board, sans: Mapping[chess.Move, str] | None = None
-) -> list[LegalMove]:
-    """Every legal move of the side to move, sorted by UCI (``sans``: its `san_map`)."""
-    moves = [
-        LegalMove(
-            from_square=chess.square_name(m.from_square),
-            to_square=chess.square_name(m.to_square),
-            promotion=_PROMOTION.get(m.promotion or 0),
-            san=san,
-            uci=m.uci(),
-        )
-        for m, san in (san_map(board) if sans is None else sans).items()
-    ]
-    return sorted(moves, key=lambda m: m.uci)
-
-
-def pieces(board: chess.Board, agent_color: ColorName | None) -> dict[str, PieceOnSquare]:
-    """The pieces by square name, from a1 to h8, with their owners."""
-    owners = ownership(agent_color)
-    found = {}
-    for square, piece in sorted(board.piece_map().items()):
-        color = color_name(piece.color)
-        found[chess.square_name(square)] = PieceOnSquare(
-            symbol=piece.symbol(),
-            color=color,
-            piece=piece_name(piece.piece_type),
-            owner=owners.white if color == "white" else owners.black,
-        )
-    return found
+    white, black = (agent, human) if agent_color == "white" else (human, agent)
+    return Ownership(white=white, black=black)
 
 
 def game_result(snap: Snapshot) -> GameResult | None:
@@ -199,56 +148,27 @@ def game_result(snap: Snapshot) -> GameResult | None:
     )
 
 
-def _message(snap: Snapshot, status: StatusCode, result: GameResult | None) -> str:
-    last = snap.moves[-1] if snap.moves else None
-    said = f' The {last.by} played {last.san}: "{last.note}".' if last and last.note else ""
-    offer = (
-        " The human offers a draw; write (=) in your move note to accept."
-        if (snap.draw_offer == "human")
-        else ""
-    )
+def _message(snap: Snapshot, status: StatusCode, seat: Seat, result: GameResult | None) -> str:
     match status:
         case "SIDE_CHOICE_REQUIRED":
             text = "Waiting for the human to choose sides."
         case "AGENT_TURN":
             text = f"Your move as {snap.agent_color}."
+            if seat == "watcher":
+                text = f"The agent ({snap.agent_color}) is to move."
         case "HUMAN_TURN":
             text = "The human is to move."
         case "WAIT_TIMEOUT":
             text = "No change before the timeout."
         case _:
             text = f"Game over. {result.summary if result else ''}".strip()
-    return text + said + offer
-
-
-class Position:
-    """What replies and pages read from one FEN, each part computed once (see `position`).
-
-    The board, side to move and check are read at once; the SAN of every legal move (the
-    costly part, ~1 ms) only when a reply first needs it: the human's page on the agent's
-    turn does not, so it is not made to wait for it. Never mutate what it hands out.
-    """
-
-    def __init__(self, fen: str) -> None:
-        self.board = chess.Board(fen)
-        self.side_to_move = color_name(self.board.turn)
-        self.in_check = self.board.is_check()
-
-    @functools.cached_property
-    def sans(self) -> dict[chess.Move, str]:
-        """`san_map` of the board."""
-        return san_map(self.board)
-
-    @functools.cached_property
-    def legal_moves(self) -> list[LegalMove]:
-        """Every legal move, sorted by UCI."""
-        return legal_moves(self.board, self.sans)
-
-
-@functools.lru_cache(maxsize=POSITION_CACHE)
-def position(fen: str) -> Position:
-    """The read of ``fen``; the board is shared by every caller: copy it to play on it."""
-    return Position(fen)
+    if declined_draw(snap.moves) == "human" and snap.result is None:
+        text += f" The human declined your draw offer by playing {snap.moves[-1].san}."
+    if snap.draw_offer == "human":
+        text += " The human offers a draw; write (=) in your move note to accept."
+    if seat == "watcher":
+        text += " You are watching: moves need the table's agent token."
+    return text
 
 
 @functools.lru_cache(maxsize=POSITION_CACHE)
@@ -257,84 +177,97 @@ def _guide(fen: str, agent_color: ColorName | None) -> EvaluationGuide:
     return evaluation_guide(pos.board, agent_color, pos.sans)
 
 
-@functools.lru_cache(maxsize=POSITION_CACHE)
-def _pieces(fen: str, agent_color: ColorName | None) -> dict[str, PieceOnSquare]:
-    return pieces(position(fen).board, agent_color)
+def _last_move(snap: Snapshot) -> LastMove | None:
+    if not snap.moves:
+        return None
+    last = snap.moves[-1]
+    return LastMove(san=last.san, uci=last.uci, by=last.by, note=last.note)
 
 
-def _fields(snap: Snapshot, status: StatusCode, wait_for_human: bool = False) -> dict[str, Any]:
+def _fields(
+    snap: Snapshot, status: StatusCode, seat: Seat, wait_for_human: bool = False
+) -> dict[str, Any]:
     pos = position(snap.fen)
-    may_move = snap.phase == "agent_turn"
+    may_move = seat == "agent" and snap.phase == "agent_turn"
     result = game_result(snap)
-    history = [move_entry(m) for m in snap.moves]
     return {
+        "ok": True,
         "protocol_version": PROTOCOL_VERSION,
         "status_code": status,
-        "message": _message(snap, status, result),
-        "next_action": next_action(status, wait_for_human),
+        "message": _message(snap, status, seat, result),
+        "next_action": next_action(status, wait_for_human, seat),
         "agent_may_move": may_move,
+        "seat": seat,
         "table": snap.table,
         "game_number": snap.game_number,
         "fen": snap.fen,
+        "board": pos.picture,
         "side_to_move": pos.side_to_move,
         "in_check": pos.in_check,
-        "pieces": _pieces(snap.fen, snap.agent_color),
-        "ownership": ownership(snap.agent_color),
-        "history": history,
-        "legal_moves": pos.legal_moves if may_move else [],
-        "last_move": history[-1] if history else None,
+        "agent_color": snap.agent_color,
+        "last_move": _last_move(snap),
+        "legal_moves": pos.legal_uci if may_move else [],
         "draw_offer": snap.draw_offer,
+        "draw_declined": declined_draw(snap.moves) == "human" and snap.result is None,
         "result": result,
     }
 
 
-def join_reply(snap: Snapshot) -> JoinReply:
+def join_reply(snap: Snapshot, seat: Seat) -> JoinReply:
     """The ``join_game`` reply."""
     return JoinReply(
-        **_fields(snap, status_code(snap)),
+        **_fields(snap, status_code(snap), seat),
+        history=movetext(snap.moves),
         collaboration_contract=CONTRACT,
+    )
+
+
+def board_reply(snap: Snapshot, seat: Seat) -> BoardReply:
+    """The ``get_board`` reply."""
+    return BoardReply(
+        **_fields(snap, status_code(snap), seat),
+        history=movetext(snap.moves),
+        pieces=pieces(snap.fen),
+        ownership=ownership(snap.agent_color),
         evaluation_guide=_guide(snap.fen, snap.agent_color),
     )
 
 
-def board_reply(snap: Snapshot) -> BoardReply:
-    """The ``get_board`` reply."""
-    guide = _guide(snap.fen, snap.agent_color)
-    return BoardReply(**_fields(snap, status_code(snap)), evaluation_guide=guide)
-
-
 def move_reply(snap: Snapshot) -> MoveReply:
     """The ``move_piece`` reply: the board after the agent's move."""
-    fields = _fields(snap, status_code(snap))
-    return MoveReply(**fields, played=fields["history"][-1])
+    return MoveReply(**_fields(snap, status_code(snap), "agent"))
 
 
-def wait_reply(snap: Snapshot, condition: WaitCondition) -> WaitReply:
+def wait_reply(snap: Snapshot, condition: WaitCondition, seat: Seat) -> WaitReply:
     """The ``wait_for_turn`` reply; WAIT_TIMEOUT when ``condition`` is still unmet."""
     status: StatusCode = status_code(snap) if condition(snap) else "WAIT_TIMEOUT"
-    fields = _fields(snap, status, condition.wait_for_human)
-    return WaitReply(**fields, evaluation_guide=_guide(snap.fen, snap.agent_color))
+    fields = _fields(snap, status, seat, condition.wait_for_human)
+    guide = _guide(snap.fen, snap.agent_color) if fields["agent_may_move"] else None
+    return WaitReply(**fields, evaluation_guide=guide)
 
 
 def rejection(err: ChessError) -> Rejection:
     """The tool error body for a refused call: the code, what to do next, legal moves."""
     snap = err.snapshot if isinstance(err.snapshot, Snapshot) else None
-    status = status_code(snap) if snap is not None else None
-    if status is None:
-        action = NextAction(None, {}, "Ask the human for the table's agent endpoint.")
+    status: StatusCode
+    if err.code in _TOKEN_CODES:
+        status = "AGENT_TOKEN_REQUIRED"
+    elif snap is None:
+        status = "TABLE_NOT_FOUND"
     else:
-        action = next_action(status)
-    moves: list[LegalMove] = []
+        status = status_code(snap)
+    seated = err.code not in _TOKEN_CODES
+    moves: list[str] = []
     if err.code == "ILLEGAL_MOVE" and snap is not None:
-        moves = position(snap.fen).legal_moves
+        moves = position(snap.fen).legal_uci
     return Rejection(
-        protocol_version=PROTOCOL_VERSION,
         ok=False,
+        protocol_version=PROTOCOL_VERSION,
         code=err.code,
         error=err.message,
         status_code=status,
-        agent_may_move=snap is not None and snap.phase == "agent_turn",
-        next_action=action,
+        agent_may_move=seated and snap is not None and snap.phase == "agent_turn",
+        next_action=next_action(status),
         legal_moves=moves,
     )
 
@@ -346,20 +279,17 @@ def argument_rejection(problems: list[str]) -> dict[str, Any]:
         problems: What the validator found, one line each.
 
     Returns:
-        A `Rejection` as builtins: code ``INVALID_ARGUMENTS`` and a ``get_board`` next action.
+        A `Rejection` as builtins: code and statusCode ``INVALID_ARGUMENTS``, a
+        ``get_board`` next action.
     """
     body = Rejection(
-        protocol_version=PROTOCOL_VERSION,
         ok=False,
+        protocol_version=PROTOCOL_VERSION,
         code="INVALID_ARGUMENTS",
         error="; ".join(problems),
-        status_code=None,
+        status_code="INVALID_ARGUMENTS",
         agent_may_move=False,
-        next_action=NextAction(
-            "get_board",
-            {},
-            "Re-read the board, then call again with arguments from legalMoves.",
-        ),
+        next_action=next_action("INVALID_ARGUMENTS"),
         legal_moves=[],
     )
     result: dict[str, Any] = msgspec.to_builtins(body)

@@ -1,17 +1,23 @@
 """The shapes of what the four chess tools return, as msgspec Structs.
 
-Every reply shares `GameReply`: protocolVersion, statusCode, nextAction, agentMayMove and
-the complete, server-generated board state. Each tool adds its own part (the collaboration
-contract, the evaluation guide, the move just played). `agora.toolsets.chess.schemas`
-turns these Structs into the contract's outputSchemas, so a field added here is a contract
-change. This module only declares shapes: it builds nothing and does no I/O.
+Every reply shares `GameReply`: ``ok``, protocolVersion, statusCode, nextAction,
+agentMayMove, the caller's seat, and the position as FEN plus a board picture, with the
+legal moves in UCI and the last move. Each tool adds its own part (the collaboration
+contract, the full history and the evaluation guide). A refused call answers `Rejection`,
+and every tool's outputSchema accepts either (`agora.toolsets.chess.schemas`), so a field
+added here is a contract change. Replies are kept small (an agent makes hundreds of calls
+a game): nothing is said twice. This module only declares shapes: no I/O.
 
 Status codes:
     SIDE_CHOICE_REQUIRED: the human has not chosen sides; every agent move is refused.
-    AGENT_TURN: the agent is to move (``agentMayMove`` is true, ``legalMoves`` is filled).
+    AGENT_TURN: the agent is to move (for the seated agent ``agentMayMove`` is true and
+        ``legalMoves`` is filled).
     HUMAN_TURN: the human is to move; the agent waits with ``wait_for_turn``.
     GAME_OVER: the game has ended; ``result`` says how.
     WAIT_TIMEOUT: ``wait_for_turn`` ran out of time with nothing to act on; call it again.
+    AGENT_TOKEN_REQUIRED: a refusal: the call needs the table's agent token.
+    INVALID_ARGUMENTS: a refusal: the arguments failed the tool's inputSchema.
+    TABLE_NOT_FOUND: a refusal: the endpoint names no table.
 """
 
 from __future__ import annotations
@@ -21,22 +27,30 @@ from typing import Any, Final, Literal
 import msgspec
 
 from agora.toolsets.chess.game import ColorName, ErrorCode, Reason, Role, Score
-from agora.toolsets.chess.guide import CollaborationContract, EvaluationGuide, PieceName
+from agora.toolsets.chess.guide import CollaborationContract, EvaluationGuide
 
-PROTOCOL_VERSION: Final = "agora-chess/1"
+PROTOCOL_VERSION: Final = "agora-chess/2"
 
 StatusCode = Literal[
-    "SIDE_CHOICE_REQUIRED", "AGENT_TURN", "HUMAN_TURN", "GAME_OVER", "WAIT_TIMEOUT"
+    "SIDE_CHOICE_REQUIRED",
+    "AGENT_TURN",
+    "HUMAN_TURN",
+    "GAME_OVER",
+    "WAIT_TIMEOUT",
+    "AGENT_TOKEN_REQUIRED",
+    "INVALID_ARGUMENTS",
+    "TABLE_NOT_FOUND",
 ]
 ToolName = Literal["join_game", "get_board", "move_piece", "wait_for_turn"]
 PromotionName = Literal["q", "r", "b", "n"]
+Seat = Literal["agent", "watcher"]
 
 
 class NextAction(msgspec.Struct, frozen=True, rename="camel"):
     """The call to make next. ``tool`` is null when there is nothing left to do.
 
-    For ``move_piece`` the arguments are a template: replace the angle-bracketed values
-    with one entry of ``legalMoves``.
+    For ``move_piece`` the arguments are a template: fill them from one ``legalMoves``
+    entry.
     """
 
     tool: ToolName | None
@@ -44,26 +58,17 @@ class NextAction(msgspec.Struct, frozen=True, rename="camel"):
     instruction: str
 
 
-class PieceOnSquare(msgspec.Struct, frozen=True, rename="camel"):
-    """A piece as seen on the board, with the player who owns it."""
+class LastMove(msgspec.Struct, frozen=True, rename="camel"):
+    """The move just played, with the note its player attached."""
 
-    symbol: str
-    color: ColorName
-    piece: PieceName
-    owner: Role | None
-
-
-class Ownership(msgspec.Struct, frozen=True, rename="camel"):
-    """Who plays which colour; all null until the human chooses sides."""
-
-    white: Role | None
-    black: Role | None
-    agent_color: ColorName | None
-    human_color: ColorName | None
+    san: str
+    uci: str
+    by: Role
+    note: str | None
 
 
 class MoveEntry(msgspec.Struct, frozen=True, rename="camel"):
-    """One move of the history with the note its player attached."""
+    """One move of the history, as the page shows it."""
 
     ply: int
     move_number: int
@@ -78,13 +83,20 @@ class MoveEntry(msgspec.Struct, frozen=True, rename="camel"):
 
 
 class LegalMove(msgspec.Struct, frozen=True, rename="camel"):
-    """A move the agent may play now: pass ``from``, ``to`` and ``promotion`` as given."""
+    """A move the human may play now (the page's form of a legal move)."""
 
     from_square: str = msgspec.field(name="from")
     to_square: str = msgspec.field(name="to")
     promotion: PromotionName | None
     san: str
     uci: str
+
+
+class Ownership(msgspec.Struct, frozen=True, rename="camel"):
+    """Who plays which colour; null until the human chooses sides."""
+
+    white: Role | None
+    black: Role | None
 
 
 class GameResult(msgspec.Struct, frozen=True, rename="camel"):
@@ -98,60 +110,72 @@ class GameResult(msgspec.Struct, frozen=True, rename="camel"):
 
 
 class GameReply(msgspec.Struct, frozen=True, rename="camel"):
-    """What every chess reply carries."""
+    """What every chess reply carries.
 
+    ``board`` is the position as text, rank 8 first (uppercase White, lowercase Black,
+    ``.`` empty), the last line naming the files; ``legalMoves`` are UCI (from, to, then the
+    promotion letter) and only filled for the seated agent on its turn.
+    """
+
+    ok: bool
     protocol_version: str
     status_code: StatusCode
     message: str
     next_action: NextAction
     agent_may_move: bool
+    seat: Seat
     table: str
     game_number: int
     fen: str
+    board: list[str]
     side_to_move: ColorName
     in_check: bool
-    pieces: dict[str, PieceOnSquare]
-    ownership: Ownership
-    history: list[MoveEntry]
-    legal_moves: list[LegalMove]
-    last_move: MoveEntry | None
+    agent_color: ColorName | None
+    last_move: LastMove | None
+    legal_moves: list[str]
     draw_offer: Role | None
+    draw_declined: bool
     result: GameResult | None
 
 
 class JoinReply(GameReply, frozen=True):
-    """``join_game``: the board plus the collaboration contract."""
+    """``join_game``: the board, the game so far (SAN movetext) and the collaboration contract."""
 
+    history: str
     collaboration_contract: CollaborationContract
-    evaluation_guide: EvaluationGuide
 
 
 class BoardReply(GameReply, frozen=True):
-    """``get_board``: the board plus the evaluation guide."""
+    """``get_board``: the board with pieces by square, history, ownership and the guide."""
 
+    history: str
+    pieces: dict[str, str]
+    ownership: Ownership
     evaluation_guide: EvaluationGuide
 
 
 class MoveReply(GameReply, frozen=True):
-    """``move_piece``: the board after the move, and the move as recorded."""
-
-    played: MoveEntry
+    """``move_piece``: the board after the move (``lastMove`` is the move just played)."""
 
 
 class WaitReply(GameReply, frozen=True):
-    """``wait_for_turn``: the board plus the evaluation guide, when the wait ended."""
+    """``wait_for_turn``: the board, with the evaluation guide when the agent may move."""
 
-    evaluation_guide: EvaluationGuide
+    evaluation_guide: EvaluationGuide | None
 
 
 class Rejection(msgspec.Struct, frozen=True, rename="camel"):
-    """The structured body of a refused tool call (an ``isError`` result)."""
+    """The structured body of a refused tool call (an ``isError`` result).
 
-    protocol_version: str
+    ``statusCode`` is the table's state when the table was read (e.g. HUMAN_TURN for
+    NOT_YOUR_TURN), else the reason the call never reached it.
+    """
+
     ok: bool
+    protocol_version: str
     code: ErrorCode
     error: str
-    status_code: StatusCode | None
+    status_code: StatusCode
     agent_may_move: bool
     next_action: NextAction
-    legal_moves: list[LegalMove]
+    legal_moves: list[str]

@@ -1,9 +1,11 @@
 """The outputSchemas of the four chess tools, generated from the reply Structs.
 
 `OUTPUT_SCHEMAS` maps each tool name to a self-contained JSON Schema (every ``$ref`` inlined,
-``"type": "object"`` at the top) produced by `msgspec.json.schema`; `REJECTION_SCHEMA` is
-the body of a refused call. A script copies them into ``contracts/chess.json``. This module
-only computes schemas; it must not describe shapes by hand.
+``"type": "object"`` at the top) produced by `msgspec.json.schema`. Every reply of a tool,
+refusals included, validates against it: the schema is ``anyOf`` the tool's reply (``ok``
+true) and `REJECTION_SCHEMA`, the body of a refused call (``ok`` false). A script copies them
+into ``contracts/chess.json``. This module only computes schemas; it must not describe
+shapes by hand beyond pinning ``ok``.
 """
 
 from __future__ import annotations
@@ -42,11 +44,40 @@ def self_contained_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
     return schema
 
 
-OUTPUT_SCHEMAS: Final[dict[str, dict[str, Any]]] = {
-    "join_game": self_contained_schema(JoinReply),
-    "get_board": self_contained_schema(BoardReply),
-    "move_piece": self_contained_schema(MoveReply),
-    "wait_for_turn": self_contained_schema(WaitReply),
+def _pinned_ok(struct: type[msgspec.Struct], ok: bool) -> dict[str, Any]:
+    schema = self_contained_schema(struct)
+    schema["properties"]["ok"] = {"const": ok}
+    return schema
+
+
+REJECTION_SCHEMA: Final = _pinned_ok(Rejection, False)
+
+
+def reply_or_rejection(struct: type[msgspec.Struct]) -> dict[str, Any]:
+    """The outputSchema of a tool answering ``struct``: that reply, or a refusal.
+
+    Args:
+        struct: The tool's reply Struct.
+
+    Returns:
+        An object schema whose ``anyOf`` is the reply (``ok`` true) or `REJECTION_SCHEMA`.
+    """
+    reply = _pinned_ok(struct, True)
+    return {
+        "type": "object",
+        "title": reply.get("title", struct.__name__),
+        "anyOf": [reply, REJECTION_SCHEMA],
+    }
+
+
+#: The reply Struct of each tool; `OUTPUT_SCHEMAS` wraps each with the refusal.
+REPLIES: Final[dict[str, type[msgspec.Struct]]] = {
+    "join_game": JoinReply,
+    "get_board": BoardReply,
+    "move_piece": MoveReply,
+    "wait_for_turn": WaitReply,
 }
 
-REJECTION_SCHEMA: Final = self_contained_schema(Rejection)
+OUTPUT_SCHEMAS: Final[dict[str, dict[str, Any]]] = {
+    name: reply_or_rejection(struct) for name, struct in REPLIES.items()
+}

@@ -1,15 +1,16 @@
 """The chess tables in SQLite: migrations, the statements that persist a change, and loading.
 
-Three tables: ``chess_tables`` (one row per table: its human token, current game number and
-change version), ``chess_games`` (one row per game: sides, pending draw offer, result) and
-``chess_moves`` (one row per move, with its note). A table is rebuilt by replaying its
-current game's moves from the start position, so FEN, history, repetitions and notes come
-back exactly. This module builds statements and reads rows; it never commits (the actor
-does) and knows nothing of the entity that uses it.
+Three tables: ``chess_tables`` (one row per table: its human and agent tokens, current game
+number and change version), ``chess_games`` (one row per game: sides, pending draw offer,
+result) and ``chess_moves`` (one row per move, with its note). A table is rebuilt by
+replaying its current game's moves from the start position, so FEN, history, repetitions
+and notes come back exactly. This module builds statements and reads rows; it never
+commits (the actor does) and knows nothing of the entity that uses it.
 """
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -70,7 +71,24 @@ def _migrate_v1(db: sqlite_utils.Database) -> None:
     )
 
 
-MIGRATIONS = (Migration(component="chess", version=1, apply=_migrate_v1),)
+def _migrate_v2(db: sqlite_utils.Database) -> None:
+    """Give every table an agent token; tables made before v2 get a fresh random one.
+
+    Stored as the human token is: both pages and ``agora serve`` must show it again.
+    """
+    db.table("chess_tables").add_column("agent_token", str)
+    names = [row[0] for row in db.execute("SELECT name FROM chess_tables")]
+    for name in names:
+        db.execute(
+            "UPDATE chess_tables SET agent_token = ? WHERE name = ?",
+            (secrets.token_urlsafe(24), name),
+        )
+
+
+MIGRATIONS = (
+    Migration(component="chess", version=1, apply=_migrate_v1),
+    Migration(component="chess", version=2, apply=_migrate_v2),
+)
 
 
 @dataclass(slots=True)
@@ -83,6 +101,7 @@ class TableRow:
     game_no: int
     version: int
     agent_seen_at: str | None
+    agent_token: str
 
 
 @dataclass(slots=True)
@@ -120,17 +139,27 @@ class StoredTable:
 def insert_table(row: TableRow) -> Write:
     """The statement that creates a table row."""
     return (
-        "INSERT INTO chess_tables (name, token, created_at, game_no, version, agent_seen_at)"
-        " VALUES (?, ?, ?, ?, ?, ?)",
-        (row.name, row.token, row.created_at, row.game_no, row.version, row.agent_seen_at),
+        "INSERT INTO chess_tables"
+        " (name, token, created_at, game_no, version, agent_seen_at, agent_token)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            row.name,
+            row.token,
+            row.created_at,
+            row.game_no,
+            row.version,
+            row.agent_seen_at,
+            row.agent_token,
+        ),
     )
 
 
 def update_table(row: TableRow) -> Write:
     """The statement that saves a table row's mutable columns."""
     return (
-        "UPDATE chess_tables SET game_no = ?, version = ?, agent_seen_at = ? WHERE name = ?",
-        (row.game_no, row.version, row.agent_seen_at, row.name),
+        "UPDATE chess_tables SET game_no = ?, version = ?, agent_seen_at = ?, agent_token = ?"
+        " WHERE name = ?",
+        (row.game_no, row.version, row.agent_seen_at, row.agent_token, row.name),
     )
 
 
@@ -183,7 +212,7 @@ def read_table(conn: sqlite3.Connection, name: str) -> StoredTable | None:
     """
     row = _one(
         conn,
-        "SELECT name, token, created_at, game_no, version, agent_seen_at"
+        "SELECT name, token, created_at, game_no, version, agent_seen_at, agent_token"
         " FROM chess_tables WHERE name = ?",
         (name,),
     )

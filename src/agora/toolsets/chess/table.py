@@ -1,8 +1,8 @@
 """The chess table entity: one authoritative game per table, driven one command at a time.
 
 `ChessTable.handle` applies a command from `agora.toolsets.chess.commands` to the current
-`Game` and returns `Effects`: the reply (a `Snapshot`, a token, or a `ChessError` with the
-snapshot attached), the SQL that makes the change durable, and whether waiters should wake.
+`Game` and returns `Effects`: the reply (a `Snapshot`, the `Tokens`, or a `ChessError` with
+the snapshot attached), the SQL that makes the change durable, and whether waiters should wake.
 Human and agent commands go through the same entity, so two moves can never land on one
 turn. `ChessTables` is the `EntityKind` that rebuilds a table from the store. Pure: no I/O
 beyond `load` reading committed rows, no trio, no awaits.
@@ -28,9 +28,11 @@ from agora.toolsets.chess.commands import (
     HumanCommand,
     HumanMove,
     Look,
+    NewAgentToken,
     NewGame,
     OfferDraw,
     Resign,
+    Tokens,
 )
 from agora.toolsets.chess.game import (
     ChessError,
@@ -63,25 +65,32 @@ class Snapshot(msgspec.Struct, frozen=True):
     draw_offer: Role | None
     result: Result | None
     agent_present: bool
+    #: The agent's credential: for the human's page only, never in an agent reply or a
+    #: spectator's view.
+    agent_token: str
 
 
 @dataclass
 class WaitCondition:
     """When ``wait_for_turn`` may answer, judged against the first snapshot it saw.
 
-    It answers at once on the agent's turn or a finished game, and when the sides are
-    still open unless ``wait_for_human`` asks to wait for the human's choice. Otherwise it
-    answers when the sides get chosen (if they were open) or a new game replaces the one
-    it started on.
+    For the seated agent it answers at once on the agent's turn or a finished game, and
+    when the sides are still open unless ``wait_for_human`` asks to wait for the human's
+    choice. Otherwise it answers when the sides get chosen (if they were open) or a new game
+    replaces the one it started on. A watcher (no agent token) has no turn to wait for: it
+    is answered at the next change of the table.
     """
 
     wait_for_human: bool
+    watching: bool = False
     first: Snapshot | None = None
 
     def __call__(self, snap: Snapshot) -> bool:
         """Whether the wait is over at ``snap``."""
         if self.first is None:
             self.first = snap
+        if self.watching:
+            return snap.version != self.first.version
         if snap.phase in ("agent_turn", "over"):
             return True
         if snap.game_number != self.first.game_number:
@@ -99,7 +108,7 @@ def _not_found(name: str) -> ChessError:
 
 
 class ChessTable:
-    """One table: its token and change version, and its current game."""
+    """One table: its tokens and change version, and its current game."""
 
     #: Command type -> handler; every handler takes ``(self, command, at)``.
     commands: ClassVar[CommandTable[Effects]] = CommandTable()
@@ -158,6 +167,7 @@ class ChessTable:
             draw_offer=game.draw_offer,
             result=game.result,
             agent_present=self.row.agent_seen_at is not None,
+            agent_token=self.row.agent_token,
         )
         return self._snapshot
 
@@ -174,6 +184,7 @@ class ChessTable:
 
     @commands.on(AgentMove)
     def _agent_move(self, command: AgentMove, at: str) -> Effects:
+        self._check_agent(command.agent_token)
         played = self.game.play(
             "agent",
             command.from_square,
@@ -210,6 +221,10 @@ class ChessTable:
                 game.accept_draw("human", at)
             case NewGame():
                 return self._new_game(at)
+            case NewAgentToken(agent_token=agent_token):
+                assert self.row is not None
+                self.row.agent_token = agent_token
+                self.row.agent_seen_at = None  # present again once the new holder calls
         return self._changed()
 
     @commands.on(CreateTable)
@@ -217,16 +232,35 @@ class ChessTable:
         if self.row is not None:
             if command.must_be_new:
                 raise ChessError("TABLE_EXISTS", f"chess table {self.name!r} already exists.")
-            return Effects(reply=self.row.token)
-        self.row = sql.TableRow(self.name, command.token, at, 1, 1, None)
+            return Effects(reply=Tokens(self.row.token, self.row.agent_token))
+        self.row = sql.TableRow(self.name, command.token, at, 1, 1, None, command.agent_token)
         self.game = Game(1)
         writes = [sql.insert_table(self.row), sql.insert_game(self.name, self.game, at)]
-        return Effects(reply=command.token, writes=writes, changed=True)
+        reply = Tokens(command.token, command.agent_token)
+        return Effects(reply=reply, writes=writes, changed=True)
+
+    def _check_agent(self, token: str | None) -> None:
+        """Refuse a caller without this table's current agent token."""
+        assert self.row is not None
+        if token is None:
+            raise ChessError(
+                "AGENT_TOKEN_REQUIRED",
+                "only the seated agent may move, and this connection has no agent token.",
+            )
+        if not _same(token, self.row.agent_token):
+            raise ChessError(
+                "AGENT_TOKEN_INVALID",
+                "the agent token in this endpoint URL is not this table's: it is wrong or"
+                " the human replaced it.",
+            )
 
     @commands.on(Look)
     def _look(self, command: Look, at: str) -> Effects:
         assert self.row is not None
-        if command.agent and self.row.agent_seen_at is None:
+        if command.agent_token is None:
+            return Effects(reply=self.snapshot())
+        self._check_agent(command.agent_token)
+        if self.row.agent_seen_at is None:
             self.row.agent_seen_at = at
             return self._changed()
         return Effects(reply=self.snapshot())
@@ -254,9 +288,12 @@ class ChessTable:
 
     def _token_ok(self, token: str) -> bool:
         assert self.row is not None
-        return isinstance(token, str) and hmac.compare_digest(
-            token.encode(), self.row.token.encode()
-        )
+        return _same(token, self.row.token)
+
+
+def _same(given: object, secret: str) -> bool:
+    """Compare a presented token with a stored one in constant time."""
+    return isinstance(given, str) and hmac.compare_digest(given.encode(), secret.encode())
 
 
 class ChessTables:

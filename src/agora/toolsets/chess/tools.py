@@ -1,9 +1,10 @@
 """The four chess tools: each maps one MCP call to one command on the endpoint's table.
 
 The table comes from the endpoint (``/mcp/chess/<table>``, ``default`` otherwise), never
-from arguments. These handlers only build agent commands (`Look`, `AgentMove`): no tool can
-reach a human action. They must not hold game logic; rules live in the entity and replies
-in `agora.toolsets.chess.render`.
+from arguments, and so does the agent token (``?token=`` on the endpoint URL): a call that
+carries it acts for the seated agent, any other call watches. These handlers only build
+agent commands (`Look`, `AgentMove`): no tool can reach a human action. They must not hold
+game logic; rules live in the entity and replies in `agora.toolsets.chess.render`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from agora.toolsets.chess.table import KIND, Snapshot, WaitCondition
 
 if TYPE_CHECKING:
     from agora.toolsets.base import Handler, ToolCall
+    from agora.toolsets.chess.replies import Seat
 
 WAIT_MIN_MS: Final = 1000
 WAIT_MAX_MS: Final = 55000
@@ -27,6 +29,16 @@ WAIT_MAX_MS: Final = 55000
 
 def _table(call: ToolCall) -> str:
     return call.endpoint.get("table", "default")
+
+
+def _agent_token(call: ToolCall) -> str | None:
+    """The agent token of the caller's endpoint URL, or None: a watcher."""
+    return call.endpoint.get("token") or None
+
+
+def _seat(call: ToolCall) -> Seat:
+    # A wrong token never gets this far: the table refuses it.
+    return "agent" if _agent_token(call) is not None else "watcher"
 
 
 def _body(reply: msgspec.Struct) -> dict[str, Any]:
@@ -49,20 +61,21 @@ async def _run(call: ToolCall, command: Look | AgentMove) -> Snapshot:
 
 async def join_game(call: ToolCall) -> dict[str, Any]:
     """Announce the agent; return the collaboration contract and the board."""
-    snap = await _run(call, Look(agent=True))
-    return _body(render.join_reply(snap))
+    snap = await _run(call, Look(_agent_token(call)))
+    return _body(render.join_reply(snap, _seat(call)))
 
 
 async def get_board(call: ToolCall) -> dict[str, Any]:
-    """Return the board with its evaluation guide."""
-    snap = await _run(call, Look())
-    return _body(render.board_reply(snap))
+    """Return the board with its history, pieces and evaluation guide."""
+    snap = await _run(call, Look(_agent_token(call)))
+    return _body(render.board_reply(snap, _seat(call)))
 
 
 async def move_piece(call: ToolCall) -> dict[str, Any]:
     """Play the agent's move; refusals become tool errors with the next action."""
     args = call.args
     command = AgentMove(
+        agent_token=_agent_token(call),
         from_square=args.get("from", ""),
         to_square=args.get("to", ""),
         promotion=args.get("promotion"),
@@ -75,14 +88,18 @@ async def move_piece(call: ToolCall) -> dict[str, Any]:
 async def wait_for_turn(call: ToolCall) -> dict[str, Any]:
     """Long-poll until the agent has something to act on, or the timeout passes."""
     timeout_ms = min(max(int(call.args.get("timeout_ms", WAIT_MAX_MS)), WAIT_MIN_MS), WAIT_MAX_MS)
-    condition = WaitCondition(wait_for_human=bool(call.args.get("wait_for_human", False)))
+    seat = _seat(call)
+    condition = WaitCondition(
+        wait_for_human=bool(call.args.get("wait_for_human", False)), watching=seat == "watcher"
+    )
+    look = Look(_agent_token(call))
     try:
         snap: Snapshot = await call.runtime.poll(
-            KIND, _table(call), Look(agent=True), ready=condition, timeout=timeout_ms / 1000
+            KIND, _table(call), look, ready=condition, timeout=timeout_ms / 1000
         )
     except ChessError as err:
         raise _refused(err) from None
-    return _body(render.wait_reply(snap, condition))
+    return _body(render.wait_reply(snap, condition, seat))
 
 
 HANDLERS: Final[dict[str, Handler]] = {

@@ -4,15 +4,18 @@ Routes (all under ``/play``):
     GET  /play/static/{name}          the page's assets and piece images (served locally)
     POST /play/tables                 create a table: {"name"?} -> its human URL and agent endpoint
     GET  /play/{table}                the page (spectator view without ``?token=``)
-    GET  /play/{table}/state          the table as `PageState` JSON (``?token=`` for the human view)
+    GET  /play/{table}/state          the table as `PageState` JSON (``?token=`` for the human
+                                      view; a wrong token is 403, never a silent spectator view)
     GET  /play/{table}/events         SSE: a ``state`` event now and after every change, ``ping``
-                                      every 20 s while nothing changes
+                                      every 20 s while nothing changes (same token rule)
+    GET  /play/{table}/pgn            the current game as a PGN download (public, like the page)
     POST /play/{table}/side           {"token", "agentColor": "white" | "black"}
     POST /play/{table}/move           {"token", "from", "to", "promotion"?, "note"?}
     POST /play/{table}/resign         {"token"}
     POST /play/{table}/offer-draw     {"token"}
     POST /play/{table}/accept-draw    {"token"}
     POST /play/{table}/new-game       {"token"}
+    POST /play/{table}/agent-token    {"token"}: a new agent token; the old one stops working
 
 Every human action is a command with the table's token, checked by the table entity; a
 refusal answers ``{"error", "code"}`` with 400, 403, 404 or 409. This module only moves
@@ -39,11 +42,14 @@ from agora.toolsets.chess.commands import (
     HumanCommand,
     HumanMove,
     Look,
+    NewAgentToken,
     NewGame,
     OfferDraw,
     Resign,
+    Tokens,
 )
 from agora.toolsets.chess.game import ChessError, ColorName
+from agora.toolsets.chess.pgn import game_pgn
 from agora.toolsets.chess.table import KIND, Snapshot
 from agora.web.http import EventStream, Request, Response, Route
 
@@ -136,11 +142,24 @@ def _valid_table(name: str) -> bool:
     return bool(TABLE_NAME.match(name)) and name not in RESERVED
 
 
+WRONG_TOKEN: Final = (
+    "The token in this link is not this table's human token: it is mistyped or from another"
+    " table. You are not seated; open the page without ?token= to watch."
+)
+
+
 async def _is_human(runtime: Runtime, table: str, token: str | None) -> bool:
+    """Whether ``token`` is the table's human token; no token means a spectator.
+
+    Raises:
+        ChessError: ``FORBIDDEN`` for a token that is not the table's.
+    """
     if not token:
         return False
     ok: bool = await runtime.call(KIND, table, CheckToken(token))
-    return ok
+    if not ok:
+        raise ChessError("FORBIDDEN", WRONG_TOKEN)
+    return True
 
 
 async def asset(request: Request, runtime: Runtime) -> Response:
@@ -246,6 +265,29 @@ def _move(body: bytes) -> HumanCommand:
     return HumanMove(b.token, b.from_square, b.to_square, b.promotion, b.note)
 
 
+def _new_agent_token(body: bytes) -> HumanCommand:
+    token = msgspec.json.decode(body, type=TokenBody).token
+    return NewAgentToken(token, secrets.token_urlsafe(24))
+
+
+async def pgn(request: Request, runtime: Runtime) -> Response:
+    """The current game as PGN, offered as a download."""
+    table = request.params["table"]
+    if not _valid_table(table):
+        return Response.error(404, "no such table")
+    try:
+        snap: Snapshot = await runtime.call(KIND, table, Look())
+    except ChessError as err:
+        return _refusal(err)
+    text = game_pgn(snap, page.spectator_url(runtime.public_url, table))
+    name = f"agora-{table}-game{snap.game_number}.pgn"
+    headers = [
+        ("Content-Disposition", f'attachment; filename="{name}"'),
+        ("Cache-Control", "no-store"),
+    ]
+    return Response(200, text.encode(), "application/x-chess-pgn; charset=utf-8", headers)
+
+
 def _token_only(
     kind: type[Resign | OfferDraw | AcceptDraw | NewGame],
 ) -> Callable[[bytes], HumanCommand]:
@@ -265,18 +307,20 @@ async def create_table(request: Request, runtime: Runtime) -> Response:
     name = body.name if body.name is not None else "t-" + secrets.token_hex(4)
     if not _valid_table(name):
         return _bad_request("table names are 1-40 of a-z 0-9 _ - (not static, tables, api)")
-    token = secrets.token_urlsafe(24)
     try:
-        await runtime.call(KIND, name, CreateTable(token))
+        tokens: Tokens = await runtime.call(
+            KIND, name, CreateTable(secrets.token_urlsafe(24), secrets.token_urlsafe(24))
+        )
     except ChessError as err:
         return _refusal(err)
-    links = page.agent_links(runtime.public_url, name)
+    links = page.agent_links(runtime.public_url, name, tokens.agent)
     return Response.json(
         {
             "table": name,
-            "token": token,
-            "humanUrl": page.human_url(runtime.public_url, name, token),
+            "token": tokens.human,
+            "humanUrl": page.human_url(runtime.public_url, name, tokens.human),
             "spectatorUrl": page.spectator_url(runtime.public_url, name),
+            "agentToken": tokens.agent,
             "agent": msgspec.to_builtins(links),
         },
         201,
@@ -295,4 +339,6 @@ ROUTES: Final = (
     Route("POST", "/play/{table}/offer-draw", _action(_token_only(OfferDraw))),
     Route("POST", "/play/{table}/accept-draw", _action(_token_only(AcceptDraw))),
     Route("POST", "/play/{table}/new-game", _action(_token_only(NewGame))),
+    Route("POST", "/play/{table}/agent-token", _action(_new_agent_token)),
+    Route("GET", "/play/{table}/pgn", pgn),
 )

@@ -1,0 +1,104 @@
+"""Chess behind the real MCP session layer: the endpoint's token, schemas and argument errors.
+
+Every tools/call result here, refusals included, is validated against the outputSchema that
+tools/list published, and its text block must be the same JSON as its structuredContent.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import trio
+
+from agora.config import Config
+from agora.runtime.clock import Clock, FakeWall
+from agora.server.embed import open_server
+from agora.toolsets.chess import ensure_table, toolset
+from agora.toolsets.chess.commands import ChooseSide
+from agora.toolsets.chess.table import KIND
+
+
+class Checked:
+    """Calls tools on an in-process client and checks each result against tools/list."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.validators: dict[str, jsonschema.Draft202012Validator] = {}
+
+    async def start(self) -> None:
+        await self.client.initialize()
+        listed = await self.client.request("tools/list")
+        for tool in listed["result"]["tools"]:
+            self.validators[tool["name"]] = jsonschema.Draft202012Validator(tool["outputSchema"])
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+        result = await self.client.call_tool(name, arguments)
+        body = result["structuredContent"]
+        self.validators[name].validate(body)
+        assert json.loads(result["content"][0]["text"]) == body
+        return bool(result.get("isError")), body
+
+
+BAD_ARGUMENTS = [
+    ("move_piece", {"from": "e2"}),
+    ("move_piece", {"from": "e2", "to": "e9"}),
+    ("move_piece", {"from": "e2", "to": "e4", "promotion": "k"}),
+    ("move_piece", {"from": "e2", "to": "e4", "colour": "white"}),
+    ("move_piece", {"from": 12, "to": "e4"}),
+    ("wait_for_turn", {"timeout_ms": 10}),
+    ("wait_for_turn", {"wait_for_human": "yes"}),
+    ("get_board", {"table": "other"}),
+    ("join_game", {"x": 1}),
+]
+
+
+async def test_the_endpoint_token_seats_the_agent_and_every_reply_keeps_its_schema():
+    config = Config(db=":memory:", toolsets=["chess"])
+    with trio.fail_after(20):
+        async with open_server(
+            config, clock=Clock(FakeWall()), toolsets=[toolset()], listen=False
+        ) as server:
+            tokens = await ensure_table(server.runtime)
+            async with (
+                server.client(f"/mcp/chess/default?token={tokens.agent}") as seated_client,
+                server.client("/mcp/chess") as watcher_client,
+            ):
+                seated, watcher = Checked(seated_client), Checked(watcher_client)
+                await seated.start()
+                await watcher.start()
+
+                for name, arguments in BAD_ARGUMENTS:
+                    is_error, body = await seated.call(name, arguments)
+                    assert is_error, (name, arguments)
+                    assert (body["code"], body["statusCode"]) == (
+                        "INVALID_ARGUMENTS",
+                        "INVALID_ARGUMENTS",
+                    )
+                    assert body["nextAction"]["tool"] == "get_board"
+
+                refused = [await seated.call("move_piece", {"from": "e2", "to": "e4"})]
+                await server.runtime.call(KIND, "default", ChooseSide(tokens.human, "white"))
+                refused.append(await watcher.call("move_piece", {"from": "e2", "to": "e4"}))
+                refused.append(await seated.call("move_piece", {"from": "a1", "to": "a1"}))
+                codes = [(err, body["code"], body["statusCode"]) for err, body in refused]
+                assert codes == [
+                    (True, "SIDE_NOT_CHOSEN", "SIDE_CHOICE_REQUIRED"),
+                    (True, "AGENT_TOKEN_REQUIRED", "AGENT_TOKEN_REQUIRED"),
+                    (True, "ILLEGAL_MOVE", "AGENT_TURN"),
+                ]
+
+                for name in ("join_game", "get_board"):  # a watcher's wait: test_chess_seat
+                    assert (await watcher.call(name, {}))[1]["seat"] == "watcher"
+                for name in ("join_game", "get_board", "wait_for_turn"):
+                    assert (await seated.call(name, {}))[1]["seat"] == "agent"
+                is_error, moved = await seated.call("move_piece", {"from": "e2", "to": "e4"})
+                assert not is_error
+                assert moved["lastMove"]["by"] == "agent"
+                is_error, body = await seated.call("move_piece", {"from": "d2", "to": "d4"})
+                assert (is_error, body["code"], body["statusCode"]) == (
+                    True,
+                    "NOT_YOUR_TURN",
+                    "HUMAN_TURN",
+                )
