@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import trio
@@ -76,7 +77,8 @@ async def test_a_toolset_gets_each_problem_as_path_keyword_and_detail():
     assert missing["structuredContent"]["problems"] == [
         {"path": ["name"], "keyword": "required", "detail": "is required"}
     ]
-    assert "argument 'prefs.tags[1]': must be a string, got integer" in result["content"][0]["text"]
+    # The text block mirrors the toolset's structured body, as for every other tool result.
+    assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
     # The older hook still gets sentences.
     assert old["structuredContent"] == {"ok": False}
     assert "argument 'name': must match pattern ^[a-z]+$" in sentences[0]
