@@ -8,6 +8,7 @@ cannot be finished ends the stream: nothing more is written after it.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from typing import Any
 
@@ -25,6 +26,13 @@ from agora.transports.websocket import Stalled, _Peer
 TIMEOUT = 15
 #: Larger than the server's send buffer and the client's receive buffer together.
 LOUD = 8 * 1024 * 1024
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}},
+}
+SHOUT = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "shout"}}
 
 
 def loud_toolset(started: trio.Event) -> Toolset:
@@ -48,18 +56,9 @@ async def test_a_send_cancelled_mid_frame_finishes_its_frame_before_the_next():
             open_server(config, toolsets=[loud_toolset(started)]) as server,
             WsPeer.open(server.port, "/mcp/loud", receive_buffer=4096) as peer,
         ):
-            await peer.send_json(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 0,
-                    "method": "initialize",
-                    "params": {"protocolVersion": "2025-11-25", "capabilities": {}},
-                }
-            )
+            await peer.send_json(INITIALIZE)
             assert (await peer.recv_json())["id"] == 0
-            call = {"name": "shout", "arguments": {}}
-            request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}
-            await peer.send_json(request)
+            await peer.send_json(SHOUT)
             await started.wait()
             # Every task is parked: the call's send waits for room, its frame begun.
             await trio.testing.wait_all_tasks_blocked()
@@ -102,3 +101,23 @@ async def test_a_frame_that_cannot_be_finished_breaks_the_stream_and_nothing_fol
         assert received == big[: len(received)]  # a cut frame, and nothing after it
     for listener in listeners:
         await listener.aclose()
+
+
+async def test_shutdown_does_not_wait_to_finish_a_frame_nobody_reads(autojump_clock):
+    started = trio.Event()
+    config = Config(db=":memory:", port=0, ping_interval=0, grace_seconds=1, send_timeout=60)
+    # Mock seconds: the grace period, the close handshake and the lingering close fit in
+    # 10; finishing the frame would wait for the whole send timeout.
+    with trio.fail_after(10):
+        # The server leaves first, with the peer still connected and not reading.
+        async with (
+            contextlib.AsyncExitStack() as peers,
+            open_server(config, toolsets=[loud_toolset(started)]) as server,
+        ):
+            peer = await peers.enter_async_context(
+                WsPeer.open(server.port, "/mcp/loud", receive_buffer=4096)
+            )
+            await peer.send_json(INITIALIZE)
+            assert (await peer.recv_json())["id"] == 0
+            await peer.send_json(SHOUT)
+            await started.wait()  # leaving the block shuts the server down mid-frame

@@ -79,6 +79,8 @@ class _Peer:
         self.garbled = False  # the peer broke the protocol: what follows is not read
         self._closed_sent = False
         self._broken = False  # a frame was cut short: nothing more may be written
+        self._finishing: trio.CancelScope | None = None  # shields a begun frame's rest
+        self._ending = False  # see `abandon_frame`
         self._lock = trio.StrictFIFOLock()
         try:
             host, port = stream.socket.getpeername()[:2]
@@ -177,15 +179,26 @@ class _Peer:
     async def _finish(self, view: memoryview) -> bool:
         """Write the rest of a begun frame although its sender was cancelled; whether it went.
 
-        A frame that cannot be finished within the send timeout breaks the stream: no
-        other frame may follow it, not even a close frame.
+        A frame that cannot be finished within the send timeout, or whose connection is
+        ending anyway (`abandon_frame`), breaks the stream: no other frame may follow it,
+        not even a close frame.
         """
-        with trio.CancelScope(shield=True), trio.move_on_after(self.send_timeout):
-            while view:
-                await trio.lowlevel.wait_writable(self.fd)
-                view = self._write_now(view)
+        with trio.CancelScope(shield=True) as self._finishing:
+            if self._ending:
+                self._finishing.cancel()
+            with trio.move_on_after(self.send_timeout):
+                while view:
+                    await trio.lowlevel.wait_writable(self.fd)
+                    view = self._write_now(view)
+        self._finishing = None
         self._broken = bool(view)
         return not view
+
+    def abandon_frame(self) -> None:
+        """Stop finishing a cancelled sender's frame, now or later: the connection is ending."""
+        self._ending = True
+        if self._finishing is not None:
+            self._finishing.cancel()
 
 
 async def serve_websocket(
@@ -271,6 +284,8 @@ async def _session(
                 peer.end(None)
             finally:
                 conn.cancel_all()
+                if not peer.peer_closed:  # nobody will read the rest of a begun frame
+                    peer.abandon_frame()
                 nursery.cancel_scope.cancel()
     finally:
         with trio.CancelScope(shield=True):
