@@ -4,7 +4,10 @@
 listener on ``config.host:config.port`` (port 0 picks a free one), and yields a `Server`
 with ``url``, ``port`` and an in-process client. Leaving the block shuts down gracefully:
 stop accepting, wake long-polls, give in-flight calls ``grace_seconds``, then cancel and
-close the store.
+close the store. A cancelled call still waiting for its write waits at most
+``commit_timeout`` more, and closing the store does not wait for a stuck writer, so leaving
+takes at most ``grace_seconds + commit_timeout`` (plus a second or two of close handshakes)
+whatever the database does.
 """
 
 from __future__ import annotations

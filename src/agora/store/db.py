@@ -89,6 +89,9 @@ def _connect(path: str, *, synchronous: str, readonly: bool = False) -> sqlite3.
         conn.execute("PRAGMA journal_mode=WAL")
     conn.execute(f"PRAGMA synchronous={synchronous}")
     conn.execute("PRAGMA foreign_keys=ON")
+    # The writer may wait this long in BEGIN IMMEDIATE for another process's write lock.
+    # It can exceed commit_timeout: waiters give up on their own, and the jobs they gave up
+    # are dropped once the lock comes, never run.
     conn.execute("PRAGMA busy_timeout=30000")
     if readonly:
         conn.execute("PRAGMA query_only=ON")
