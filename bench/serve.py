@@ -70,8 +70,11 @@ async def _read_log(server: Server, ready: trio.Event) -> None:
 
 
 @asynccontextmanager
-async def agora_serve(db: Path, toolsets: str, **settings: str) -> AsyncIterator[Server]:
-    """Run ``agora serve --toolsets <toolsets>``; ``settings`` become ``AGORA_<NAME>``.
+async def agora_serve(
+    db: Path, toolsets: str, *, config: Path | None = None, **settings: str
+) -> AsyncIterator[Server]:
+    """Run ``agora serve --toolsets <toolsets>``; ``settings`` become ``AGORA_<NAME>``,
+    ``config`` is passed as ``--config`` (e.g. for ``[[principals]]``).
 
     Raises:
         RuntimeError: it did not start, or did not exit cleanly on SIGTERM.
@@ -79,6 +82,8 @@ async def agora_serve(db: Path, toolsets: str, **settings: str) -> AsyncIterator
     script = shutil.which("agora", path=str(Path(sys.executable).parent))
     command = [script] if script else [sys.executable, "-m", "agora.cli"]
     command += ["serve", "--host", HOST, "--port", "0", "--db", str(db), "--toolsets", toolsets]
+    if config is not None:
+        command += ["--config", str(config)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGORA_")}
     env |= {f"AGORA_{name.upper()}": value for name, value in settings.items()}
     process = await trio.lowlevel.open_process(

@@ -52,8 +52,8 @@ class LeanWebSocket:
         self._buf = bytearray(extra)
 
     @classmethod
-    async def connect(cls, url: str) -> LeanWebSocket:
-        """Open ``ws://host:port/path`` with subprotocol ``mcp``."""
+    async def connect(cls, url: str, token: str | None = None) -> LeanWebSocket:
+        """Open ``ws://host:port/path`` with subprotocol ``mcp`` (and a bearer token)."""
         host, _, path = url.removeprefix("ws://").partition("/")
         name, _, port = host.rpartition(":")
         stream = await trio.open_tcp_stream(name, int(port))
@@ -62,7 +62,9 @@ class LeanWebSocket:
             (
                 f"GET /{path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\n"
                 f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-                "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: mcp\r\n\r\n"
+                "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: mcp\r\n"
+                + (f"Authorization: Bearer {token}\r\n" if token else "")
+                + "\r\n"
             ).encode()
         )
         buf = bytearray()
@@ -154,9 +156,9 @@ class LeanClient:
 
 
 @asynccontextmanager
-async def lean_connect(url: str) -> AsyncIterator[LeanClient]:
+async def lean_connect(url: str, token: str | None = None) -> AsyncIterator[LeanClient]:
     """An initialized MCP session on ``ws://host:port/path``; closed on exit."""
-    ws = await LeanWebSocket.connect(url)
+    ws = await LeanWebSocket.connect(url, token)
     try:
         client = LeanClient(ws)
         await client.request("initialize", INITIALIZE["params"])

@@ -244,6 +244,14 @@ async def test_sentinel_topics_deny_everyone_until_reconciled_once(desk, room):
     for who in (ALICE, STAR, CONDUCTOR):
         body = await desk.refused(who, "debate_read", topic_id=topic, role="CONDUCTOR")
         assert body["error"] == "unknown_topic"
+        for tool, extra in (
+            ("debate_list_bindings", {}),
+            ("debate_search", {"query": "x"}),
+            ("debate_signal_check", {"role": "CONDUCTOR", "session_id": room["a"]}),
+            ("debate_set_lane", {"role": "CONDUCTOR", "lane": "P1", "reason": "r"}),
+        ):
+            other = await desk.refused(who, tool, topic_id=topic, **extra)
+            assert other["error"] == "unknown_topic"
         body = await desk.refused(
             who,
             "debate_post",
