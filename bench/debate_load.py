@@ -229,7 +229,8 @@ async def run_load(args: argparse.Namespace, directory: Path) -> None:
         span = t1 - t0
         print(
             f"load: {stats.posts / span:,.0f} acknowledged (durable) posts/s over {span:.1f} s"
-            f"; server CPU {100 * (cpu1 - cpu0) / span:.0f}%"
+            f"; server CPU {100 * (cpu1 - cpu0) / span:.0f}%, load generator CPU "
+            f"{100 * (own1 - own0) / span:.0f}%"
         )
         print(summary("load: post round trip", stats.post_rtt))
         print(summary("load: delivery (post sent -> parked wait returned)", stats.delivery))
