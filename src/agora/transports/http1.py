@@ -14,9 +14,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
 #: A method token, an origin-form (or asterisk/absolute) target without spaces or controls.
-_REQUEST_LINE = re.compile(rb"([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([!-~]+) HTTP/(1\.[01])")
-_HEADER = re.compile(rb"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*((?:[!-~\x80-\xff][ \t]*)*)")
+_REQUEST_LINE = re.compile(rf"({_TOKEN}) ([!-~]+) HTTP/(1\.[01])")
+#: One header line: a token, a colon, a value of visible characters (and inner blanks).
+_VALUE = r"(?:[!-~\x80-\xff]+(?:[ \t]+[!-~\x80-\xff]+)*)?"
+_FIELD = re.compile(rf"({_TOKEN}):[ \t]*({_VALUE})[ \t]*\r\n")
+_FIELDS = re.compile(rf"(?:{_TOKEN}:[ \t]*{_VALUE}[ \t]*\r\n)*")
 #: What a request line can look like before its end has arrived.
 _PARTIAL_LINE = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?: [!-~]*(?: [!-~]*)?)?")
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,8})(?:;[^\r\n]*)?")
@@ -109,29 +113,25 @@ def parse_head(buf: bytearray, max_head: int) -> Head | None:
         return None
     raw = bytes(buf[: end + 4])
     del buf[: end + 4]
-    lines = raw[:end].split(b"\r\n")
-    first = _REQUEST_LINE.fullmatch(lines[0])
+    # Latin-1 maps bytes to characters one to one: the checks below see every byte.
+    text = raw[: end + 2].decode("latin-1")
+    line_end = text.index("\r\n")
+    first = _REQUEST_LINE.fullmatch(text, 0, line_end)
     if first is None:
         raise HttpError(400, "malformed request line")
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        found = _HEADER.fullmatch(line)
-        if found is None:
-            raise HttpError(400, "malformed header line")
-        name = found[1].decode("ascii").lower()
-        value = found[2].rstrip(b" \t").decode("latin-1")
-        if name in headers:
-            if name in _SINGLE:
-                raise HttpError(400, f"repeated {name} header")
-            value = f"{headers[name]}, {value}"
-        headers[name] = value
-    version = first[3].decode()
+    if not _FIELDS.fullmatch(text, line_end + 2):
+        raise HttpError(400, "malformed header line")
+    fields = _FIELD.findall(text, line_end + 2)
+    headers = {name.lower(): value for name, value in fields}
+    if len(headers) != len(fields):
+        headers = _merge(fields)
+    version = first[3]
     length, chunked = _framing(headers, version)
     tokens = {t.strip().lower() for t in headers.get("connection", "").split(",")}
     keep_alive = "close" not in tokens and (version == "1.1" or "keep-alive" in tokens)
     return Head(
-        method=first[1].decode("ascii"),
-        target=first[2].decode("ascii"),
+        method=first[1],
+        target=first[2],
         version=version,
         headers=headers,
         raw=raw,
@@ -139,6 +139,19 @@ def parse_head(buf: bytearray, max_head: int) -> Head | None:
         chunked=chunked,
         keep_alive=keep_alive,
     )
+
+
+def _merge(fields: list[tuple[str, str]]) -> dict[str, str]:
+    """Headers with repeated names joined by ``", "``; a repeated framing or Host is refused."""
+    headers: dict[str, str] = {}
+    for name, value in fields:
+        key = name.lower()
+        if key in headers:
+            if key in _SINGLE:
+                raise HttpError(400, f"repeated {key} header")
+            value = f"{headers[key]}, {value}"
+        headers[key] = value
+    return headers
 
 
 def _framing(headers: dict[str, str], version: str) -> tuple[int, bool]:
