@@ -5,10 +5,8 @@ generates. A rejection names the field (``preflight.tools_visible``, ``value[2]`
 broken (``required``, ``type``, ``pattern``, ...), e.g. ``argument 'from': must match pattern
 ^[a-h][1-8]$``. A cheap depth and size guard runs before the schema.
 
-Dialects: draft-04/06/07 schemas are compiled as they are. A schema without ``$schema`` is
-2020-12 (the MCP default), like an explicit 2019-09 or 2020-12 one: it is rewritten to draft-07
-where the meaning is the same (``prefixItems``, ``dependentRequired``, ``dependentSchemas``,
-``$ref`` with siblings) and refused with `SchemaError` where it is not.
+Dialects: draft-04/06/07 schemas are compiled as they are; 2019-09 and 2020-12 ones (and a
+schema without ``$schema``) are rewritten to draft-07 by `agora.mcp.dialects` first.
 
 This module must not import trio, change the values it checks (no defaults are filled in),
 assert ``format`` unless asked, or fetch a remote ``$ref``.
@@ -25,35 +23,25 @@ import fastjsonschema
 import msgspec
 
 from agora.errors import AgoraError
+from agora.mcp.dialects import HANDLERS, SchemaError, normalise_schema
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
-__all__ = ["ArgumentError", "SchemaError", "ValidationIssue", "Validator", "compile_validator"]
+__all__ = [
+    "ArgumentError",
+    "SchemaError",
+    "ValidationIssue",
+    "Validator",
+    "compile_validator",
+    "normalise_schema",
+]
 
-DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 MAX_DEPTH = 32
 MAX_NODES = 10_000
-_EARLY_DRAFTS = ("draft-04", "draft-06", "draft-07")
-_UNSUPPORTED = frozenset(
-    {"unevaluatedProperties", "unevaluatedItems", "minContains", "maxContains", "$dynamicRef"}
-    | {"$dynamicAnchor", "$recursiveRef", "$recursiveAnchor"}
-)
-# Keywords whose value is a schema or a list of schemas, and those holding a map of schemas.
-_SUBSCHEMAS = frozenset(
-    {"additionalItems", "additionalProperties", "contains", "propertyNames", "not", "if", "then"}
-    | {"else", "items", "prefixItems", "allOf", "anyOf", "oneOf"}
-)
-_SCHEMA_MAPS = frozenset(
-    {"properties", "patternProperties", "definitions", "$defs", "dependentSchemas", "dependencies"}
-)
 _CONTAINERS = (dict, list)
 _ENCODE = msgspec.json.Encoder().encode
 _NAME_TOKEN = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
-
-
-class SchemaError(AgoraError, ValueError):
-    """A schema cannot be compiled: a bad regex, a remote ``$ref``, or no draft-07 form."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,73 +111,6 @@ class ArgumentError(AgoraError, ValueError):
         """The error as JSON, for the body of an ``isError`` tool result."""
         body: dict[str, Any] = {"field": self.field_path, "rule": self.rule}
         return body | {"message": self.message, "issues": [i.to_dict() for i in self.issues]}
-
-
-def _refuse_remote(uri: str) -> Any:
-    raise SchemaError(f"remote $ref {uri!r} is not fetched: inline it in the contract")
-
-
-# Belt and braces: fastjsonschema would otherwise fetch unknown schemes with urllib.
-_HANDLERS = dict.fromkeys(("http", "https", "file", "ftp", "data", "urn"), _refuse_remote)
-
-
-def _prepare(node: Any, late: bool) -> Any:
-    """Copy a schema node, refusing remote refs and (``late``) rewriting 2019+ keywords."""
-    if isinstance(node, list):
-        return [_prepare(item, late) for item in node]
-    if not isinstance(node, dict):
-        return node
-    ref = node.get("$ref")
-    if isinstance(ref, str) and not ref.startswith("#"):
-        _refuse_remote(ref)
-    if late and (found := _UNSUPPORTED.intersection(node)):
-        raise SchemaError(f"keyword {min(found)!r} has no draft-07 form and is not supported")
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key in _SUBSCHEMAS:
-            out[key] = _prepare(value, late)
-        elif key in _SCHEMA_MAPS and isinstance(value, dict):
-            out[key] = {name: _prepare(sub, late) for name, sub in value.items()}
-        else:
-            out[key] = value
-    return _to_draft07(out) if late else out
-
-
-def _to_draft07(out: dict[str, Any]) -> dict[str, Any]:
-    if "prefixItems" in out:
-        if "items" in out:
-            out["additionalItems"] = out.pop("items")
-        out["items"] = out.pop("prefixItems")
-    deps = {**out.pop("dependentRequired", {}), **out.pop("dependentSchemas", {})}
-    if deps:
-        out["dependencies"] = {**out.get("dependencies", {}), **deps}
-    if "$ref" in out and out.keys() - {"$ref", "$schema", "$id", "$comment", "$defs"}:
-        # draft-07 ignores the siblings of $ref; 2019-09 and later apply both.
-        out["allOf"] = [*out.get("allOf", []), {"$ref": out.pop("$ref")}]
-    return out
-
-
-def normalise_schema(schema: Mapping[str, Any] | bool) -> dict[str, Any] | bool:
-    """Return the draft-04/06/07 schema that fastjsonschema compiles for ``schema``.
-
-    Args:
-        schema: A contract schema of any supported dialect.
-
-    Returns:
-        A copy of a draft-04/06/07 schema; a draft-07 rewrite of a 2019-09 or 2020-12 one (a
-        schema without ``$schema`` counts as 2020-12).
-
-    Raises:
-        SchemaError: The schema uses a keyword with no draft-07 form, or a remote ``$ref``.
-    """
-    if isinstance(schema, bool):
-        return schema
-    dialect = str(schema.get("$schema", ""))
-    late = not any(draft in dialect for draft in _EARLY_DRAFTS)
-    out: dict[str, Any] = _prepare(dict(schema), late)
-    if late:
-        out["$schema"] = DRAFT_07
-    return out
 
 
 _JSON_TYPES = {type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string"}
@@ -402,7 +323,7 @@ def compile_validator(
         try:
             validate: Callable[[Any], Any] = fastjsonschema.compile(
                 target,
-                handlers=_HANDLERS,
+                handlers=HANDLERS,
                 use_default=False,
                 use_formats=assert_formats,
                 fast_fail=fast_fail,

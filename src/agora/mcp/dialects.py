@@ -1,0 +1,104 @@
+"""JSON Schema dialects: the draft-04/06/07 form of a contract schema that fastjsonschema compiles.
+
+A schema without ``$schema`` is 2020-12 (the MCP default), like an explicit 2019-09 or 2020-12
+one: it is rewritten to draft-07 where the meaning is the same (``prefixItems``,
+``dependentRequired``, ``dependentSchemas``, ``$ref`` with siblings) and refused with
+`SchemaError` where it is not. A remote ``$ref`` is refused, never fetched. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agora.errors import AgoraError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = ["DRAFT_07", "HANDLERS", "SchemaError", "normalise_schema"]
+
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+_EARLY_DRAFTS = ("draft-04", "draft-06", "draft-07")
+_UNSUPPORTED = frozenset(
+    {"unevaluatedProperties", "unevaluatedItems", "minContains", "maxContains", "$dynamicRef"}
+    | {"$dynamicAnchor", "$recursiveRef", "$recursiveAnchor"}
+)
+# Keywords whose value is a schema or a list of schemas, and those holding a map of schemas.
+_SUBSCHEMAS = frozenset(
+    {"additionalItems", "additionalProperties", "contains", "propertyNames", "not", "if", "then"}
+    | {"else", "items", "prefixItems", "allOf", "anyOf", "oneOf"}
+)
+_SCHEMA_MAPS = frozenset(
+    {"properties", "patternProperties", "definitions", "$defs", "dependentSchemas", "dependencies"}
+)
+
+
+class SchemaError(AgoraError, ValueError):
+    """A schema cannot be compiled: a bad regex, a remote ``$ref``, or no draft-07 form."""
+
+
+def _refuse_remote(uri: str) -> Any:
+    raise SchemaError(f"remote $ref {uri!r} is not fetched: inline it in the contract")
+
+
+#: Belt and braces: fastjsonschema would otherwise fetch unknown schemes with urllib.
+HANDLERS = dict.fromkeys(("http", "https", "file", "ftp", "data", "urn"), _refuse_remote)
+
+
+def _prepare(node: Any, late: bool) -> Any:
+    """Copy a schema node, refusing remote refs and (``late``) rewriting 2019+ keywords."""
+    if isinstance(node, list):
+        return [_prepare(item, late) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and not ref.startswith("#"):
+        _refuse_remote(ref)
+    if late and (found := _UNSUPPORTED.intersection(node)):
+        raise SchemaError(f"keyword {min(found)!r} has no draft-07 form and is not supported")
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _SUBSCHEMAS:
+            out[key] = _prepare(value, late)
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: _prepare(sub, late) for name, sub in value.items()}
+        else:
+            out[key] = value
+    return _to_draft07(out) if late else out
+
+
+def _to_draft07(out: dict[str, Any]) -> dict[str, Any]:
+    if "prefixItems" in out:
+        if "items" in out:
+            out["additionalItems"] = out.pop("items")
+        out["items"] = out.pop("prefixItems")
+    deps = {**out.pop("dependentRequired", {}), **out.pop("dependentSchemas", {})}
+    if deps:
+        out["dependencies"] = {**out.get("dependencies", {}), **deps}
+    if "$ref" in out and out.keys() - {"$ref", "$schema", "$id", "$comment", "$defs"}:
+        # draft-07 ignores the siblings of $ref; 2019-09 and later apply both.
+        out["allOf"] = [*out.get("allOf", []), {"$ref": out.pop("$ref")}]
+    return out
+
+
+def normalise_schema(schema: Mapping[str, Any] | bool) -> dict[str, Any] | bool:
+    """Return the draft-04/06/07 schema that fastjsonschema compiles for ``schema``.
+
+    Args:
+        schema: A contract schema of any supported dialect.
+
+    Returns:
+        A copy of a draft-04/06/07 schema; a draft-07 rewrite of a 2019-09 or 2020-12 one (a
+        schema without ``$schema`` counts as 2020-12).
+
+    Raises:
+        SchemaError: The schema uses a keyword with no draft-07 form, or a remote ``$ref``.
+    """
+    if isinstance(schema, bool):
+        return schema
+    dialect = str(schema.get("$schema", ""))
+    late = not any(draft in dialect for draft in _EARLY_DRAFTS)
+    out: dict[str, Any] = _prepare(dict(schema), late)
+    if late:
+        out["$schema"] = DRAFT_07
+    return out
