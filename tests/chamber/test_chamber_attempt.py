@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import sqlite3
 
 import pytest
@@ -17,6 +18,7 @@ from agora.store.migrations import apply_migrations
 from agora.toolsets.chamber import store
 from agora.toolsets.chamber.commands import CallForHelp, Observe, Quarantine
 from agora.toolsets.chamber.entity import AttemptEntity, AttemptKind, seal_reply
+from agora.toolsets.chamber.invitation import token_for
 from agora.toolsets.chamber.signing import signer_from_bytes
 from agora.toolsets.chamber.transcript import genesis
 
@@ -197,9 +199,10 @@ def test_call_for_help_names_allies_with_fresh_seeds_and_never_lets_them_in():
     assert reply["ally_entry"]["arguments"] == {
         "product": "claude-5",
         "suite": s.suite,
-        "seed": "a1b2",
+        "seed": token_for("a1b2"),
     }
-    assert s.send(CallForHelp("claude-5", "ffff"))["ally_entry"]["arguments"]["seed"] == "a1b2"
+    assert "a1b2" not in json.dumps(reply)
+    assert s.send(CallForHelp("claude-5", "ffff"))["invitation"] == token_for("a1b2")
     s.send(CallForHelp("gemini-4", "c3"))
     s.send(CallForHelp("grok-5", "d4"))
     with pytest.raises(ToolError) as info:

@@ -251,7 +251,8 @@ async def test_call_for_help_gives_the_ally_its_own_door(agent):
     entry = reply["ally_entry"]["arguments"]
     assert entry["product"] == "claude-5"
     assert entry["suite"] == "chambre-chrono-v0"
-    assert len(entry["seed"]) == 16
+    assert entry["seed"] == reply["invitation"]
+    assert entry["seed"].startswith("inv-")
     body = await agent.refused("call_for_help", challenge_handle=h, ally="cursor")
     assert body["code"] == "host_is_not_a_product"
 

@@ -27,6 +27,7 @@ from agora.toolsets.chamber.commands import (
     Quarantine,
     Seal,
 )
+from agora.toolsets.chamber.invitation import token_for
 from agora.toolsets.chamber.replies import failure, not_found
 from agora.toolsets.chamber.transcript import chain
 
@@ -259,18 +260,27 @@ class AttemptEntity:
                 )
             known[c.ally] = c.seed
             a.allies.append((c.ally, c.seed))
+            token = token_for(c.seed)
             writes.append(store.insert_ally(a.handle, c.ally, c.seed, wall))
+            writes.append(
+                store.insert_invitation(token, a.handle, c.ally, a.suite_id, c.seed, wall)
+            )
+        invitation = token_for(known[c.ally])
         reply = {
             "ok": True,
             "attempt_handle": a.handle,
             "attempt_state": a.state(wall),
             "toolset_id": self.rules.toolset_id,
             "ally": c.ally,
+            "invitation": invitation,
             "ally_entry": {
                 "tool": "enter_open_challenge",
-                "arguments": {"product": c.ally, "suite": a.suite_id, "seed": known[c.ally]},
+                "arguments": {"product": c.ally, "suite": a.suite_id, "seed": invitation},
             },
-            "note": "The ally never joins this room; it enters its own attempt with a new seed.",
+            "note": (
+                "The ally never joins this room. It enters its own room with this invitation "
+                "as its seed; the server keeps the room's seed, so nobody can see it first."
+            ),
         }
         return Effects(reply=reply, writes=writes, changed=bool(writes))
 

@@ -28,6 +28,13 @@ from agora.toolsets.chamber.identity import (
     check_product,
     validate_entry,
 )
+from agora.toolsets.chamber.invitation import (
+    InvitationKind,
+    Redeem,
+    Redeemed,
+    is_invitation,
+    unknown,
+)
 from agora.toolsets.chamber.replies import not_found, retired_alias
 from agora.toolsets.chamber.signing import ALGORITHM, Signer, SigningKeyError, load_signer
 
@@ -50,6 +57,7 @@ class Chamber:
 
     contract: ChamberContract
     kind: AttemptKind = field(init=False)
+    invitations: InvitationKind = field(default_factory=InvitationKind, init=False)
     _signers: dict[str, Signer] = field(default_factory=dict, init=False, repr=False)
     _room_builder: trio.Lock = field(default_factory=trio.Lock, init=False, repr=False)
 
@@ -107,8 +115,17 @@ class Chamber:
         notice = check_entry_notice(self.contract)
         declared = validate_entry(self.contract, call.args, operator=call.principal.has("operator"))
         given = call.args.get("seed") or ""
-        seed = given or secrets.token_hex(8)
-        suite = declared.suite
+        handle = new_handle()
+        suite, seed = declared.suite, given or secrets.token_hex(8)
+        source = "participant" if given else "server"
+        if is_invitation(given):
+            # The ally's room: the server drew its seed and kept it; the token redeems once.
+            redeem = Redeem(declared.identity["product"], call.args.get("suite"), handle)
+            redeemed: Redeemed = await call.runtime.call(self.invitations, given, redeem)
+            invited = self.contract.suite(redeemed.suite_id)
+            if invited is None:  # pragma: no cover - invitations name contract suites
+                raise unknown(given)
+            suite, seed, source = invited, redeemed.seed, "server"
         # Generating a room is pure CPU, milliseconds and now and then over a hundred: do it
         # in a worker thread, one room at a time, so the event loop keeps serving everyone
         # else between GIL switches; the actor then finds the room in build_room's cache.
@@ -125,14 +142,15 @@ class Chamber:
             preflight=declared.preflight,
             principal=call.principal.name,
             via_alias=call.tool in self.contract.aliases,
-            seed_source="participant" if given else "server",
+            seed_source=source,
         )
-        reply: dict[str, Any] = await call.runtime.call(self.kind, new_handle(), command)
+        reply: dict[str, Any] = await call.runtime.call(self.kind, handle, command)
         reply.update(
-            suite_generation=declared.suite.generation,
-            engine=declared.suite.engine,
+            suite_generation=suite.generation,
+            engine=suite.engine,
             assurance=declared.assurance,
-            seed_source="participant" if given else "server",
+            seed_source=source,
+            invited=is_invitation(given),
             publication_notice=dict(notice),
         )
         return reply
@@ -163,10 +181,12 @@ class Chamber:
         return reply
 
     async def call_for_help(self, call: ToolCall) -> dict[str, Any]:
-        """``call_for_help``: name an ally for a separate attempt with a new seed."""
+        """``call_for_help``: name an ally; it gets an invitation, never a seed."""
         handle = self._handle(call)
         ally = check_product(str(call.args.get("ally", "")).strip(), "ally")
-        command = CallForHelp(ally=ally, seed=secrets.token_hex(8), caller=call.principal.name)
+        # 128 random bits: the ally's seed never leaves the server, only its invitation does.
+        seed = secrets.token_hex(16)
+        command = CallForHelp(ally=ally, seed=seed, caller=call.principal.name)
         reply: dict[str, Any] = await call.runtime.call(self.kind, handle, command)
         return reply
 

@@ -67,6 +67,38 @@ def insert_ally(handle: str, ally: str, seed: str, when: dt.datetime) -> Write:
     )
 
 
+def insert_invitation(
+    token: str, handle: str, ally: str, suite_id: str, seed: str, when: dt.datetime
+) -> Write:
+    """Record an invitation: the seed stays here, the caller only ever sees the token."""
+    return (
+        "INSERT INTO chamber_invitations (token, handle, ally, suite_id, seed, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        (token, handle, ally, suite_id, seed, stamp(when)),
+    )
+
+
+def redeem_invitation(token: str, handle: str, when: dt.datetime) -> Write:
+    """Mark an invitation redeemed by the attempt ``handle`` (once)."""
+    return (
+        "UPDATE chamber_invitations SET redeemed_by = ?, redeemed_at = ?"
+        " WHERE token = ? AND redeemed_by IS NULL",
+        (handle, stamp(when), token),
+    )
+
+
+def load_invitation(
+    conn: sqlite3.Connection, token: str
+) -> tuple[str, str, str, str, str, str | None] | None:
+    """(token, inviter handle, ally, suite, seed, redeemed_by) of an invitation, or None."""
+    row = conn.execute(
+        "SELECT token, handle, ally, suite_id, seed, redeemed_by FROM chamber_invitations"
+        " WHERE token = ?",
+        (token,),
+    ).fetchone()
+    return None if row is None else tuple(row)
+
+
 def insert_card(a: Attempt, card: SealedCard, quarantined: bool) -> list[Write]:
     """Store a new card (its body bytes are final) and mark the attempt sealed."""
     signature = card.signature

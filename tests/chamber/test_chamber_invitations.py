@@ -1,0 +1,97 @@
+"""call_for_help hands out an invitation, never the ally's room: the server keeps the seed.
+
+The ally enters with the invitation as its seed; the token redeems once, for the product it
+names, into the room of the seed the server drew; that attempt is server-seeded.
+"""
+
+from __future__ import annotations
+
+import json
+
+import trio
+from chamber_agent import ENTRY, Agent
+
+from agora.toolsets.chamber.generate import build_room
+
+
+async def _invite(agent: Agent, ally: str = "claude-5", **entry) -> tuple[str, dict]:
+    h = (await agent.enter(**entry))["attempt_handle"]
+    return h, await agent.tool("call_for_help", challenge_handle=h, ally=ally)
+
+
+async def _kept_seed(runtime, token: str) -> tuple[str, str]:
+    def read(conn):
+        return conn.execute(
+            "SELECT seed, suite_id FROM chamber_invitations WHERE token = ?", (token,)
+        ).fetchone()
+
+    return await runtime.read(read)
+
+
+async def test_the_caller_gets_an_invitation_and_never_the_allys_seed(agent, runtime):
+    _, reply = await _invite(agent)
+    token = reply["invitation"]
+    seed, _ = await _kept_seed(runtime, token)
+    assert seed not in json.dumps(reply)
+    assert reply["ally_entry"]["arguments"]["seed"] == token
+    assert len(seed) == 32  # 128 bits, drawn by the server
+
+
+async def test_the_ally_redeems_the_invitation_into_the_kept_room_once(agent, runtime):
+    _, reply = await _invite(agent, suite="chambre-atelier-v0")
+    args = reply["ally_entry"]["arguments"]
+    seed, suite = await _kept_seed(runtime, args["seed"])
+    entered = await agent.tool("enter_open_challenge", **{**ENTRY, **args})
+    assert entered["invited"] is True
+    assert entered["seed_source"] == "server"
+    assert entered["suite_id"] == suite == "chambre-atelier-v0"
+    assert entered["room"] == build_room(suite, "atelier", seed).title
+    handle = entered["attempt_handle"]
+    look = await agent.tool("chamber_action", challenge_handle=handle, op="look")
+    assert look["observation"].startswith(build_room(suite, "atelier", seed).title)
+    card = (await agent.tool("seal_attempt", challenge_handle=handle))["card"]
+    assert (card["seed_source"], card["practice"]) == ("server", False)
+    again = await agent.refused("enter_open_challenge", **{**ENTRY, **args})
+    assert again["code"] == "value_format_invalid"
+    assert "not a live invitation" in again["error"]
+
+
+async def test_an_invitation_is_for_its_product_and_suite(agent):
+    _, reply = await _invite(agent)
+    token = reply["invitation"]
+    wrong = await agent.refused("enter_open_challenge", **{**ENTRY, "product": "other-bot"},
+                                seed=token)  # fmt: skip
+    assert wrong["code"] == "claim_conflict"
+    other_suite = await agent.refused(
+        "enter_open_challenge", **{**ENTRY, "product": "claude-5"}, seed=token,
+        suite="chambre-atelier-v0",
+    )  # fmt: skip
+    assert other_suite["code"] == "claim_conflict"
+    # Refusals redeem nothing: the ally still gets in.
+    entered = await agent.tool("enter_open_challenge", **reply["ally_entry"]["arguments"],
+                               **{k: v for k, v in ENTRY.items() if k != "product"})  # fmt: skip
+    assert entered["invited"] is True
+
+
+async def test_unknown_invitations_are_refused(agent):
+    body = await agent.refused("enter_open_challenge", **ENTRY, seed="inv-" + "0" * 32)
+    assert body["code"] == "value_format_invalid"
+
+
+async def test_concurrent_redemptions_let_exactly_one_ally_in(agent):
+    _, reply = await _invite(agent)
+    args = {**ENTRY, **reply["ally_entry"]["arguments"]}
+    outcomes: list[str] = []
+
+    async def enter() -> None:
+        try:
+            await agent.tool("enter_open_challenge", **args)
+            outcomes.append("in")
+        except Exception as exc:
+            outcomes.append(exc.body["code"])  # type: ignore[attr-defined]
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            for _ in range(6):
+                nursery.start_soon(enter)
+    assert sorted(outcomes) == ["in"] + ["value_format_invalid"] * 5
