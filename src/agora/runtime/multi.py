@@ -19,12 +19,13 @@ import trio
 
 from agora.errors import ActorStopped, StoreError
 from agora.runtime.actor import InternalError
+from agora.runtime.entity import Effects
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
     from agora.runtime.actor import Actor
-    from agora.runtime.entity import Effects, EntityKind, Write
+    from agora.runtime.entity import EntityKind, Write
     from agora.runtime.registry import Runtime
 
 log = logging.getLogger(__name__)
@@ -120,7 +121,10 @@ async def _run_held(
     effects: list[Effects] = []
     try:
         for i, entity in zip(order, entities, strict=True):
-            effects.append(entity.handle(operations[i][2], now))
+            done = entity.handle(operations[i][2], now)
+            if not isinstance(done, Effects):
+                raise TypeError(f"handle returned {type(done).__name__}, not Effects")
+            effects.append(done)
     except Exception as exc:
         failed = held[len(effects)]
         log.exception("%s %s failed in an atomic operation", failed.kind.kind, failed.key)
