@@ -1,25 +1,29 @@
-"""End to end in a real browser: the human clicks on the page in headless Chromium.
+"""End to end in a real browser: the human plays on the page in headless Chromium.
 
-``agora serve`` runs in a subprocess; the page creates nothing itself here, the test makes a
-table through ``POST /play/tables`` and opens its human URL in Debian's Chromium, driven by
-Playwright's sync API in a worker thread. The human chooses sides and plays by clicking
-squares while the official ``mcp`` SDK plays the agent over Streamable HTTP. The page must
-show the agent's notes live and as text (a note carrying ``<script>`` runs nothing), and a
-screenshot of the final position is saved to ``test-artifacts/chess-page.png``.
+``agora serve`` runs in a subprocess; the test makes tables through ``POST /play/tables`` and
+opens their human URLs in Debian's Chromium, driven by Playwright's sync API in a worker
+thread, while the official ``mcp`` SDK plays the agent over Streamable HTTP with the table's
+agent token. The human moves by click and by drag, at both orientations; the page must show
+coordinates that flip with the board, the moves in pairs, the agent's notes live and as text
+(a note carrying ``<script>`` runs nothing), the agent token with a working copy button, a
+new agent token that takes the seat from the old one, a PGN download, and a clear refusal
+for a wrong token. Screenshots: ``test-artifacts/chess-page-white.png`` and ``-black.png``.
 """
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 from typing import Any
 
+import chess.pgn
 import pytest
 import trio
 from chess_server import FOOLS_MATE, SdkAgent, agora_serve, http_json
 
 CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACT = Path(__file__).resolve().parents[2] / "test-artifacts" / "chess-page.png"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 BROWSER_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -36,102 +40,253 @@ PAGE_TIMEOUT_MS = 15_000
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="needs: Debian chromium at /usr/bin/chromium (apt-get)"
+        not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium (apt-get)"
     ),
     pytest.mark.filterwarnings("ignore:Async generator .* was garbage collected:ResourceWarning"),
 ]
-mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")
-sync_api = pytest.importorskip(
-    "playwright.sync_api", reason="needs: Playwright for Python (pip install -e '.[test]')"
-)
+mcp = pytest.importorskip("mcp")
+sync_api = pytest.importorskip("playwright.sync_api")
 
 HOSTILE = '<script>window.__agoraPwned = 1</script><img src=x onerror="window.__agoraPwned = 2">'
 AGENT_NOTES = {2: f"e5, and this stays text: {HOSTILE}", 4: "Qh4# mates on the diagonal."}
 HUMAN_NOTE = "Hello agent, good luck!"
 
 
-def human_in_chromium(url: str, agent_moves: int) -> dict[str, Any]:
-    """Play White's fool's-mate moves by clicking, then read what the page shows.
+def _browser(playwright: Any) -> Any:
+    return playwright.chromium.launch(
+        executable_path=str(CHROMIUM), headless=True, args=BROWSER_ARGS
+    )
+
+
+def _page(browser: Any, errors: list[str]) -> Any:
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 900}, permissions=["clipboard-read", "clipboard-write"]
+    )
+    page = context.new_page()
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("dialog", lambda dialog: dialog.accept())
+    return page
+
+
+def _corners(page: Any) -> list[tuple[str, str]]:
+    """The grid's first and last squares with their coordinate labels."""
+    squares = page.locator("#board .square")
+    out = []
+    for index in (0, 56, 63):
+        square = squares.nth(index)
+        labels = "".join(square.locator(".coord").all_text_contents())
+        out.append((square.get_attribute("data-square"), labels))
+    return out
+
+
+def human_plays_white(url: str, spectator_url: str, agent_token: str) -> dict[str, Any]:
+    """Fool's mate as White: the first move by clicks, the second by drag.
 
     Runs in a worker thread: Playwright's sync API has its own event loop.
     """
     expect = sync_api.expect
     expect.set_options(timeout=PAGE_TIMEOUT_MS)
+    errors: list[str] = []
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=BROWSER_ARGS
-        )
+        browser = _browser(playwright)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(PAGE_TIMEOUT_MS)
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page = _page(browser, errors)
             page.goto(url)
             expect(page.locator("#live")).to_have_text("live")
             expect(page.locator("#role")).to_have_text("you play")
+            expect(page.locator("#agent-token")).to_have_text(agent_token)
+            page.click("#copy-agent-token")
+            expect(page.locator("#copied")).to_have_text("Copied.")
+            copied = page.evaluate("() => navigator.clipboard.readText()")
             page.click("#human-white")
             expect(page.locator("#role")).to_have_text("you play white")
+            corners = _corners(page)
 
-            moves = page.locator("#moves li")
-            for ply, uci in enumerate(FOOLS_MATE[::2]):
-                expect(moves).to_have_count(2 * ply)
-                expect(page.locator("#status")).to_have_text("Your move.")
-                if ply == 0:
-                    page.fill("#note", HUMAN_NOTE)
-                page.click(f'[data-square="{uci[:2]}"]')
-                target = page.locator(f'[data-square="{uci[2:4]}"]')
-                expect(target).to_have_class(re.compile(r"\btarget\b"))
-                target.click()  # the agent may answer before the next check: no count here
+            expect(page.locator("#status")).to_have_text("Your move.")
+            page.fill("#note", HUMAN_NOTE)
+            page.click('[data-square="f2"]')  # by clicks: the piece, then its target
+            target = page.locator('[data-square="f3"]')
+            expect(target).to_have_class(re.compile(r"\btarget\b"))
+            target.click()
+            expect(page.locator("#moves li")).to_have_count(1)
+            expect(page.locator("#status")).to_have_text("Your move.")
+            page.locator('[data-square="g2"]').drag_to(page.locator('[data-square="g4"]'))
 
-            expect(moves).to_have_count(agent_moves * 2)
             expect(page.locator("#status")).to_contain_text("checkmate")
-            expect(page.locator("#trace li")).to_have_count(agent_moves)
+            expect(page.locator("#trace li")).to_have_count(2)
             expect(page.locator("#agent-presence")).to_have_text("An agent has joined this table.")
-            ARTIFACT.parent.mkdir(exist_ok=True)
-            page.screenshot(path=str(ARTIFACT), full_page=True)
-            return {
+            with page.expect_download() as download:
+                page.click("#pgn")
+            pgn = Path(download.value.path()).read_text()
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "chess-page-white.png"), full_page=True)
+            seen = {
+                "copied": copied,
+                "corners": corners,
+                "pairs": [
+                    li.locator(".san").all_text_contents() for li in page.locator("#moves li").all()
+                ],
                 "trace": page.locator("#trace li").all_text_contents(),
-                "moves": moves.all_text_contents(),
                 "status": page.locator("#status").text_content(),
                 "injected": page.locator("#trace script, #trace img, #moves img").count(),
                 "pwned": page.evaluate("() => window.__agoraPwned === undefined ? null : 1"),
-                "errors": errors,
+                "pgn": pgn,
             }
+
+            spectator = _page(browser, errors)  # no token: watches, never sees the agent's
+            spectator.goto(spectator_url)
+            expect(spectator.locator("#role")).to_have_text("spectator")
+            expect(spectator.locator("#moves li")).to_have_count(2)
+            seen["spectator_seat_hidden"] = spectator.locator("#agent-seat").is_hidden()
+            seen["spectator_html"] = spectator.content()
+
+            wrong = _page(browser, errors)
+            wrong.goto(spectator_url + "?token=mistyped")
+            expect(wrong.locator("#token-problem")).to_be_visible()
+            seen["wrong"] = wrong.locator("#token-problem").text_content()
+            seen["wrong_status"] = wrong.locator("#status").text_content()
+            seen["errors"] = [e for e in errors if "403" not in e]
+            return seen
         finally:
             browser.close()
 
 
-async def test_a_human_in_chromium_plays_the_sdk_agent(tmp_path):
+async def test_a_human_in_chromium_plays_white_by_click_and_drag(tmp_path):
     seen: dict[str, Any] = {}
-
-    async def human(url: str) -> None:
-        seen.update(await trio.to_thread.run_sync(human_in_chromium, url, 2))
-
     with trio.fail_after(60):
         async with agora_serve(tmp_path / "agora.db") as server:
             status, table = await http_json(
                 "POST", f"{server.url}/play/tables", {"name": "browser"}
             )
             assert status == 201, table
+            assert table["agent"]["mcpHttp"].endswith(f"?token={table['agentToken']}")
+
+            async def human() -> None:
+                seen.update(
+                    await trio.to_thread.run_sync(
+                        human_plays_white,
+                        table["humanUrl"],
+                        table["spectatorUrl"],
+                        table["agentToken"],
+                    )
+                )
+
             async with mcp.Client(table["agent"]["mcpHttp"], read_timeout_seconds=30) as client:
                 agent = SdkAgent(client)
                 await agent.list_tools()
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(human, table["humanUrl"])
+                    nursery.start_soon(human)
                     final = await agent.play(FOOLS_MATE, AGENT_NOTES)
                 board = await agent.ok("get_board")
 
-    assert final["table"] == "browser"
     assert final["result"]["reason"] == "checkmate"
     assert final["result"]["winnerRole"] == "agent"
     assert board["history"] == "1. f3 e5 2. g4 Qh4#"
+    waits = [body for name, body in agent.replies if name == "wait_for_turn"]
+    assert waits[-1]["lastMove"] == {"san": "g4", "uci": "g2g4", "by": "human", "note": None}
+    assert any(w["lastMove"] and w["lastMove"]["note"] == HUMAN_NOTE for w in waits)
 
     assert seen["errors"] == []
+    assert seen["copied"] == table["agentToken"]
+    assert seen["corners"] == [("a8", "8"), ("a1", "1a"), ("h1", "h")]
+    assert seen["pairs"] == [["f3", "e5"], ["g4", "Qh4#"]]
     assert seen["injected"] == 0
     assert seen["pwned"] is None
     assert all(t.endswith(AGENT_NOTES[p]) for t, p in zip(seen["trace"], (2, 4), strict=True))
     assert HOSTILE in seen["trace"][0]
     assert "checkmate" in seen["status"]
-    assert seen["moves"][0].endswith(HUMAN_NOTE)
-    assert ARTIFACT.stat().st_size > 10_000
+    game = chess.pgn.read_game(io.StringIO(seen["pgn"]))
+    assert game is not None
+    assert (game.headers["White"], game.headers["Black"]) == ("Human", "Agent")
+    assert game.headers["Result"] == "0-1"
+    assert [m.uci() for m in game.mainline_moves()] == FOOLS_MATE
+    assert seen["spectator_seat_hidden"]
+    assert table["agentToken"] not in seen["spectator_html"]
+    assert "not this table's human token" in seen["wrong"]
+    assert "Watch as a spectator" in seen["wrong"]
+    assert "Not seated" in seen["wrong_status"]
+    assert (ARTIFACTS / "chess-page-white.png").stat().st_size > 10_000
+
+
+def human_plays_black(url: str, old_token: str, replaced: trio.Event, portal: Any) -> dict:
+    """Black against the agent's e4: drag e7e5, see the flipped board, replace the token."""
+    expect = sync_api.expect
+    expect.set_options(timeout=PAGE_TIMEOUT_MS)
+    errors: list[str] = []
+    with sync_api.sync_playwright() as playwright:
+        browser = _browser(playwright)
+        try:
+            page = _page(browser, errors)
+            page.goto(url)
+            expect(page.locator("#live")).to_have_text("live")
+            page.click("#agent-white")
+            expect(page.locator("#role")).to_have_text("you play black")
+            expect(page.locator("#status")).to_have_text("Your move.")
+            page.locator('[data-square="e7"]').drag_to(page.locator('[data-square="e5"]'))
+            expect(page.locator("#moves li .san")).to_have_count(3)
+            expect(page.locator("#status")).to_have_text("Your move.")
+            corners = _corners(page)
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "chess-page-black.png"), full_page=True)
+            page.click("#new-agent-token")
+            expect(page.locator("#agent-token")).not_to_have_text(old_token)
+            new_token = page.locator("#agent-token").text_content()
+            portal(replaced.set)
+            return {
+                "corners": corners,
+                "players": [
+                    page.locator("#player-top").text_content(),
+                    page.locator("#player-bottom").text_content(),
+                ],
+                "new_token": new_token,
+                "endpoint": page.locator("#mcp-http").text_content(),
+                "errors": errors,
+            }
+        finally:
+            browser.close()
+
+
+async def test_the_board_flips_for_black_and_a_new_agent_token_takes_the_seat(tmp_path):
+    seen: dict[str, Any] = {}
+    replaced = trio.Event()
+    token = trio.lowlevel.current_trio_token()
+
+    def portal(fn: Any) -> None:
+        trio.from_thread.run_sync(fn, trio_token=token)
+
+    with trio.fail_after(60):
+        async with agora_serve(tmp_path / "agora.db") as server:
+            status, table = await http_json("POST", f"{server.url}/play/tables", {"name": "flip"})
+            assert status == 201, table
+
+            async def human() -> None:
+                seen.update(
+                    await trio.to_thread.run_sync(
+                        human_plays_black, table["humanUrl"], table["agentToken"], replaced, portal
+                    )
+                )
+
+            script = ["e2e4", "e7e5", "g1f3"]
+            async with mcp.Client(table["agent"]["mcpHttp"], read_timeout_seconds=30) as client:
+                agent = SdkAgent(client)
+                await agent.list_tools()
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(human)
+                    played = await agent.play(script, {1: "King's pawn."}, stop_after_ply=3)
+                    await replaced.wait()
+                    is_error, refused = await agent.call("get_board", {})
+
+    assert played["lastMove"]["uci"] == "g1f3"
+    assert is_error
+    assert (refused["code"], refused["statusCode"]) == (
+        "AGENT_TOKEN_INVALID",
+        "AGENT_TOKEN_REQUIRED",
+    )
+    assert seen["errors"] == []
+    assert seen["corners"] == [("h1", "1"), ("h8", "8h"), ("a8", "a")]
+    assert seen["players"] == ["Agent (white)", "You (black)to move"]
+    assert seen["new_token"] != table["agentToken"]
+    assert seen["endpoint"].endswith(f"?token={seen['new_token']}")
+    assert (ARTIFACTS / "chess-page-black.png").stat().st_size > 10_000
