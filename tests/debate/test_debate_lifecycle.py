@@ -105,7 +105,7 @@ async def test_resolved_retires_active_bindings_archived_also_diagnostic(desk, r
         kind="STATUS",
         body="late",
     )
-    assert body["error"] == "unknown_topic"
+    assert body["error"] == "topic_resolved"
     body = await desk.refused(
         ALICE,
         "debate_post",
@@ -115,13 +115,24 @@ async def test_resolved_retires_active_bindings_archived_also_diagnostic(desk, r
         kind="STATUS",
         body="late",
     )
-    assert body["error"] == "unknown_topic"
+    assert body["error"] == "topic_resolved"
     out = await move(desk, room, "ARCHIVED", tool="debate_close_topic")
     assert out["old_state"] == "RESOLVED"
     assert out["retired_bindings"] == 1
     assert set((await bindings(desk, room)).values()) == {"retired"}
     page = await desk.call(BOB, "debate_read", topic_id=room["topic"], role="ADVOCATE")
     assert page["topic_state"] == "ARCHIVED"
+    for who, role in ((BOB, "ADVOCATE"), (ALICE, "CONDUCTOR")):
+        body = await desk.refused(
+            who,
+            "debate_post",
+            topic_id=room["topic"],
+            role=role,
+            priority="M",
+            kind="STATE",
+            body="ARCHIVED",
+        )
+        assert body["error"] == "topic_archived"
 
 
 async def test_direct_state_post_bypasses_the_qa_gate(desk, room):
@@ -320,6 +331,15 @@ async def test_claim_reclaim_sweeps_only_the_callers_stale_claims(desk, room):
     )
     claims = await desk.runtime.read(lambda c: sql.claims(c, room["topic"]))
     assert [c.state for c in claims] == ["done"]
+    events = [e["event"] for e in await desk.runtime.read(lambda c: sql.history(c, room["topic"]))]
+    assert events.count("claim_taken") == events.count("claim_reclaimed") == 1
+    assert events.count("claim_done") == 1
+    from debate_support import OUTSIDER
+
+    outsider = await desk.refused(
+        OUTSIDER, "debate_message_claim_reclaim", topic_id=room["topic"], older_than_ts=cutoff
+    )
+    assert outsider["error"] == "unknown_topic"
     body = await desk.refused(
         BOB,
         "debate_message_claim_reclaim",

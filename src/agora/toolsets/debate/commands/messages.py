@@ -85,8 +85,11 @@ def post_reply(topic: Topic, meta: MsgMeta, vehicle: str) -> dict[str, Any]:
 
 def _author(topic: Topic, cmd: Post) -> Binding | None:
     """The posting binding; a valid conductor override stands in for a missing one."""
+    closed = topic.require_row().state in ("RESOLVED", "ARCHIVED")
     try:
-        return topic.write_gate(cmd.caller, cmd.role)
+        # On a closed topic the bindings the lifecycle retired still identify the poster,
+        # so a participant hears why (topic_resolved / topic_archived), not "unknown".
+        return topic.write_gate(cmd.caller, cmd.role, closing=closed)
     except DebateError:
         if cmd.override_msg_id is None or cmd.role not in topic.require_row().roles:
             raise
