@@ -89,9 +89,11 @@ class Phase:
         if self.latencies:
             p50, p99 = percentile(self.latencies, 0.5), percentile(self.latencies, 0.99)
             lat = f"; latency p50 {p50 * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms"
+        per_call = self.server_cpu / self.calls * 1000 if self.calls else 0.0
         return (
             f"{self.name}: {self.calls} {unit} in {self.seconds:.2f} s = {rate:,.0f}/s{lat}; "
-            f"server CPU {self.server_cpu:.1f} s, client CPU {self.client_cpu:.1f} s"
+            f"server CPU {self.server_cpu:.1f} s ({per_call:.2f} ms per call), "
+            f"client CPU {self.client_cpu:.1f} s"
         )
 
 
