@@ -2,12 +2,16 @@
 
 Every subcommand has ``--help``. ``serve`` prints its endpoints and runs until SIGINT or
 SIGTERM, then shuts down gracefully. ``stdio`` speaks MCP on stdin/stdout and logs to
-stderr only. ``call`` makes one tools/call against a running server, for quick checks.
+stderr only: ``--connect URL`` relays to a running server, ``--db`` serves a database no
+server is using. ``call`` makes one tools/call against a running server, for quick checks.
+Bad configuration (settings, a database in use, a refused token) is one line on stderr and
+exit status 2, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import gc
 import json
 import logging
@@ -20,6 +24,11 @@ import trio
 
 from agora import __version__
 from agora.config import Config, load_config
+from agora.errors import StoreError
+from agora.store.lock import database_lock
+
+#: Exit status for a configuration the user must fix.
+BAD_CONFIGURATION = 2
 
 
 def _config(args: argparse.Namespace, **extra: Any) -> Config:
@@ -67,20 +76,43 @@ async def _serve(config: Config) -> None:
                 break
 
 
-async def _stdio(config: Config, toolset: str, path: str | None = None) -> None:
+async def _stdio(config: Config, path: str) -> None:
     from agora.server.embed import open_server
+    from agora.toolsets.base import Principal
     from agora.transports.stdio import serve_stdio
 
-    async with open_server(config, listen=False) as server:
-        target = path or f"/mcp/{toolset}"
-        endpoint = server.app.endpoint(target)
-        if endpoint is None or not target.startswith(f"/mcp/{toolset}"):
-            raise SystemExit(f"agora stdio: {target} is not an endpoint of {toolset}")
-        token = os.environ.get("AGORA_TOKEN")
-        principal = server.app.authenticate(f"Bearer {token}" if token else None)
-        if principal is None:
-            raise SystemExit("agora stdio: AGORA_TOKEN does not match any principal")
-        await serve_stdio(server.app, endpoint, principal)
+    token = os.environ.get("AGORA_TOKEN")
+    principal = config.principal_for(token.strip()) if token else Principal()
+    if principal is None:
+        raise _Refused("AGORA_TOKEN does not match any principal")
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with open_server(config, listen=False) as server, trio.open_nursery() as nursery:
+            nursery.start_soon(_cancel_on_signal, signals, nursery.cancel_scope)
+            endpoint = server.app.endpoint(path)
+            if endpoint is None:
+                raise _Refused(f"{path} is not an MCP endpoint of this server")
+            await serve_stdio(server.app, endpoint, principal)
+            nursery.cancel_scope.cancel()
+
+
+async def _bridge(url: str, token: str | None) -> None:
+    from agora.bridge import run_bridge
+
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_cancel_on_signal, signals, nursery.cancel_scope)
+            await run_bridge(url, token)
+            nursery.cancel_scope.cancel()
+
+
+async def _cancel_on_signal(signals: Any, scope: trio.CancelScope) -> None:
+    async for _ in signals:
+        scope.cancel()
+        return
+
+
+class _Refused(Exception):
+    """A configuration problem found while starting: one line, exit status 2."""
 
 
 async def _call(url: str, tool: str, arguments: dict[str, Any], token: str | None) -> int:
@@ -125,20 +157,42 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=None, help="port (default 8765; 0 = any free)")
     p.add_argument("--conformance", action="store_true", help="also serve the conformance fixtures")
 
-    p = sub.add_parser("stdio", help="serve one toolset's MCP on stdin/stdout")
+    p = sub.add_parser(
+        "stdio",
+        help="MCP on stdin/stdout: relay to a running server, or serve a database alone",
+        description="With --connect, relay MCP between stdin/stdout and a running agora "
+        "server (use this while `agora serve` runs). Otherwise serve a database that no "
+        "server is using (--db), one toolset (--toolset) or several (--toolsets) on one session.",
+    )
     common(p)
-    p.add_argument("--toolset", required=True, help="the toolset to serve")
+    p.add_argument(
+        "--connect",
+        metavar="URL",
+        default=None,
+        help="relay to a running server's MCP endpoint, e.g. ws://127.0.0.1:8765/mcp/chess",
+    )
+    p.add_argument(
+        "--token",
+        default=None,
+        help="bearer token for --connect (default: the AGORA_TOKEN environment variable)",
+    )
+    p.add_argument("--toolset", default=None, help="serve only this toolset (/mcp/NAME)")
     p.add_argument(
         "--endpoint",
-        help="the endpoint path to serve, e.g. '/mcp/chess/<table>?token=<agent token>'"
-        " (default /mcp/<toolset>)",
+        default=None,
+        help="with --db: the endpoint path to serve, e.g. "
+        "'/mcp/chess/<table>?token=<agent token>' (default /mcp/<toolset>, or /mcp)",
     )
     p.add_argument("--conformance", action="store_true", help=argparse.SUPPRESS)
 
     p = sub.add_parser("cards", help="chamber evidence cards: sign pending ones, verify a file")
     cards = p.add_subparsers(dest="cards_command", required=True)
     c = cards.add_parser("sign", help="sign every card pending a signature, in place")
-    c.add_argument("--db", default="./agora.db", help="the agora SQLite file")
+    c.add_argument(
+        "--db",
+        default="./agora.db",
+        help="the agora SQLite file; refused while a server uses it (stop it first)",
+    )
     c.add_argument("--key", required=True, help="Ed25519 key: PEM (PKCS#8) or 64 hex digits")
     c = cards.add_parser("verify", help="re-check a saved card's hash and signature offline")
     c.add_argument("file", help="a card document as served by GET /cards/<id>")
@@ -174,36 +228,93 @@ def main(argv: list[str] | None = None) -> int:
         level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
     )
     try:
-        if args.command == "serve":
-            trio.run(_serve, _config(args))
-        elif args.command == "stdio":
-            config = _config(args, toolsets=[args.toolset])
-            trio.run(_stdio, config, args.toolset, args.endpoint)
-        elif args.command == "cards":
-            from agora.toolsets.chamber import cards_cli
+        return _run(args)
+    except BaseException as exc:
+        leaf = _leaf(exc)
+        if isinstance(leaf, KeyboardInterrupt):
+            return 130
+        if isinstance(leaf, _Refused | ValueError | StoreError):
+            print(f"agora: {leaf}", file=sys.stderr)
+            return BAD_CONFIGURATION
+        from agora.bridge import BridgeError
 
-            if args.cards_command == "sign":
+        if isinstance(leaf, BridgeError):
+            print(f"agora stdio: {leaf}", file=sys.stderr)
+            return leaf.exit_code
+        if isinstance(leaf, OSError) and leaf.errno in _BIND_ERRORS:
+            print(f"agora: cannot listen: {leaf.strerror}", file=sys.stderr)
+            return BAD_CONFIGURATION
+        if isinstance(leaf, OSError):
+            print(f"agora: {leaf}", file=sys.stderr)
+            return 1
+        raise
+
+
+_BIND_ERRORS = (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "serve":
+        trio.run(_serve, _config(args))
+    elif args.command == "stdio":
+        return _run_stdio(args)
+    elif args.command == "cards":
+        from agora.toolsets.chamber import cards_cli
+
+        if args.cards_command == "sign":
+            if not os.path.exists(args.db):
+                return cards_cli.cmd_sign(args.db, args.key)  # it says the file is missing
+            with database_lock(args.db):
                 return cards_cli.cmd_sign(args.db, args.key)
-            return cards_cli.cmd_verify(
-                args.file,
-                trusted_keys=args.trust,
-                trust_files=args.trust_file,
-                keys_urls=args.keys_url,
-            )
-        elif args.command == "call":
-            try:
-                arguments = json.loads(args.arguments)
-            except json.JSONDecodeError as exc:
-                print(f"agora call: arguments are not JSON: {exc}", file=sys.stderr)
-                return 2
-            return trio.run(_call, args.url, args.tool, arguments, args.token)
-    except ValueError as exc:
-        print(f"agora: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"agora: {exc}", file=sys.stderr)
-        return 1
+        return cards_cli.cmd_verify(
+            args.file,
+            trusted_keys=args.trust,
+            trust_files=args.trust_file,
+            keys_urls=args.keys_url,
+        )
+    elif args.command == "call":
+        try:
+            arguments = json.loads(args.arguments)
+        except json.JSONDecodeError as exc:
+            print(f"agora call: arguments are not JSON: {exc}", file=sys.stderr)
+            return 2
+        return trio.run(_call, args.url, args.tool, arguments, args.token)
     return 0
+
+
+def _run_stdio(args: argparse.Namespace) -> int:
+    if args.connect:
+        names = ("db", "config", "toolset", "toolsets", "endpoint")
+        offline = [f"--{n}" for n in names if getattr(args, n)]
+        if offline:
+            raise _Refused(
+                f"agora stdio --connect relays to a running server: {', '.join(offline)} "
+                "belong to that server's command line, not here"
+            )
+        token = args.token if args.token is not None else os.environ.get("AGORA_TOKEN")
+        trio.run(_bridge, args.connect, token or None)
+        return 0
+    if args.token is not None:
+        raise _Refused("--token is for --connect; a local database takes AGORA_TOKEN")
+    if args.toolset and args.toolsets:
+        raise _Refused("give --toolset NAME or --toolsets A,B, not both")
+    if args.toolset:
+        config = _config(args, toolsets=[args.toolset])
+        path = args.endpoint or f"/mcp/{args.toolset}"
+        if not (path.partition("?")[0] + "/").startswith(f"/mcp/{args.toolset}/"):
+            raise _Refused(f"--endpoint {path} is not an endpoint of {args.toolset}")
+    else:
+        config = _config(args)
+        path = args.endpoint or "/mcp"
+    trio.run(_stdio, config, path)
+    return 0
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The one error inside nested single-error groups (Trio nurseries wrap what they raise)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 if __name__ == "__main__":

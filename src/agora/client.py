@@ -7,7 +7,9 @@ free of server imports: it is what a remote agent would run.
 
 from __future__ import annotations
 
+import errno
 import itertools
+import math
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -167,12 +169,18 @@ def ws_url(url: str) -> str:
 
 
 @asynccontextmanager
-async def connect(
-    url: str, *, token: str | None = None, initialize: bool = True
-) -> AsyncIterator[WsClient]:
-    """Open a WebSocket MCP session on ``url`` and (unless told not to) run the handshake.
+async def open_websocket(
+    url: str, *, token: str | None = None, connect_timeout: float = math.inf
+) -> AsyncIterator[WebSocketConnection]:
+    """Open a WebSocket (subprotocol ``mcp``) on ``url``, with ``token`` as the bearer.
+
+    Args:
+        url: An ``http(s)://`` or ``ws(s)://`` endpoint URL.
+        token: The bearer token, if any.
+        connect_timeout: Seconds the TCP connection and the upgrade may take together.
 
     Raises:
+        trio.TooSlowError: the connection or the upgrade took longer than ``connect_timeout``.
         trio_websocket.ConnectionRejected: the server refused the upgrade (e.g. 401, 403).
         trio_websocket.HandshakeError: the upgrade failed otherwise.
         OSError: the server could not be reached.
@@ -188,36 +196,23 @@ async def connect(
     closing = False
     try:
         async with trio.open_nursery() as nursery:
-            if secure:
-                stream: trio.SocketStream | trio.SSLStream[trio.SocketStream]
-                stream = await trio.open_ssl_over_tcp_stream(parts.hostname, port)
-            else:
-                stream = await trio.open_tcp_stream(parts.hostname, port)
+            deadline = trio.current_time() + connect_timeout
+            with trio.fail_after(connect_timeout):
+                stream = await _open_stream(parts.hostname, port, secure)
             # The stream is ours to close: trio-websocket leaves it open after a rejected
             # handshake or a close the server started.
             try:
-                ws = await wrap_client_stream(
-                    nursery,
-                    stream,
-                    parts.netloc.rpartition("@")[2],
-                    resource,
-                    subprotocols=["mcp"],
-                    extra_headers=headers,
-                    max_message_size=MAX_REPLY_BYTES,
-                )
-                client = WsClient(ws)
-                nursery.start_soon(client._reader)
-                if initialize:
-                    await client.request(
-                        "initialize",
-                        {
-                            "protocolVersion": PROTOCOL_VERSION,
-                            "capabilities": {},
-                            "clientInfo": {"name": "agora-client", "version": __version__},
-                        },
+                with trio.fail_at(deadline):
+                    ws = await wrap_client_stream(
+                        nursery,
+                        stream,
+                        parts.netloc.rpartition("@")[2],
+                        resource,
+                        subprotocols=["mcp"],
+                        extra_headers=headers,
+                        max_message_size=MAX_REPLY_BYTES,
                     )
-                    await client.notify("notifications/initialized")
-                yield client
+                yield ws
                 closing = True
                 with trio.move_on_after(CLOSE_TIMEOUT):
                     await ws.aclose()
@@ -233,6 +228,50 @@ async def connect(
         # Otherwise the group holds one real error (the caller's own, or a rejected
         # handshake from trio-websocket's reader): raise it as is.
         raise _single(group) from None
+
+
+@asynccontextmanager
+async def connect(
+    url: str, *, token: str | None = None, initialize: bool = True
+) -> AsyncIterator[WsClient]:
+    """Open a WebSocket MCP session on ``url`` and (unless told not to) run the handshake.
+
+    Raises:
+        trio_websocket.ConnectionRejected: the server refused the upgrade (e.g. 401, 403).
+        trio_websocket.HandshakeError: the upgrade failed otherwise.
+        OSError: the server could not be reached.
+        ValueError: ``url`` is not an http(s) or ws(s) URL.
+    """
+    async with open_websocket(url, token=token) as ws, trio.open_nursery() as nursery:
+        client = WsClient(ws)
+        nursery.start_soon(client._reader)
+        if initialize:
+            await client.request(
+                "initialize",
+                {
+                    "protocolVersion": PROTOCOL_VERSION,
+                    "capabilities": {},
+                    "clientInfo": {"name": "agora-client", "version": __version__},
+                },
+            )
+            await client.notify("notifications/initialized")
+        yield client
+        nursery.cancel_scope.cancel()
+
+
+async def _open_stream(
+    host: str, port: int, secure: bool
+) -> trio.SocketStream | trio.SSLStream[trio.SocketStream]:
+    if secure:
+        return await trio.open_ssl_over_tcp_stream(host, port)
+    stream = await trio.open_tcp_stream(host, port)
+    # Connecting to a free port of the ephemeral range on this host can pick that very port
+    # as the source and connect the socket to itself (a TCP simultaneous open), which would
+    # then wait for its own upgrade answer for ever: that is a refused connection.
+    if stream.socket.getsockname() == stream.socket.getpeername():
+        await stream.aclose()
+        raise ConnectionRefusedError(errno.ECONNREFUSED, f"nothing listens on {host}:{port}")
+    return stream
 
 
 def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:

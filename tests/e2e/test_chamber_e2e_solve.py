@@ -4,8 +4,9 @@ One server (chamber only, a temp SQLite file, no signing key) serves the module.
 ``mcp`` SDK over Streamable HTTP and agora's WebSocket client each solve one room of each
 suite with the reference solver's reasoning, seal it, and find the card at ``/cards/<id>``;
 ``agora cards verify`` finds it unsigned. A sealed failure is then listed by date, shown as
-HTML, signed with ``agora cards sign`` while the server runs, and verifies. Every structured
-result is validated against the outputSchema from tools/list.
+HTML, signed with ``agora cards sign`` (refused while the server holds the database, then run
+with the server stopped), and verifies. Every structured result is validated against the
+outputSchema from tools/list.
 """
 
 from __future__ import annotations
@@ -191,12 +192,17 @@ async def test_a_failure_is_listed_shown_and_signed_by_the_operator(
         missing = await http(server.port, "GET", "/cards/card-20000101-0000000000000000")
         assert missing.status == 404
 
-        # The operator signs while the server runs: SQLite serialises the two writers, and
-        # the server reads every card from the store, so the next GET shows the signature.
+        # One process per database: signing is refused while the server holds the file, so
+        # the operator stops the server, signs offline, and starts it again.
         key, public = write_key(tmp_path / "operator.pem")
+        status, out = await agora_cli("cards", "sign", "--db", str(server.db), "--key", str(key))
+        assert status == 2, out
+        assert f"database {server.db} is in use by another agora process" in out
+        await server.stop()
         status, out = await agora_cli("cards", "sign", "--db", str(server.db), "--key", str(key))
         assert status == 0, out
         assert card_id in out
+        server.start()
 
         after = await get_card(server, card_id)
         document = after.json()

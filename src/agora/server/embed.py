@@ -200,7 +200,10 @@ async def open_server(
                 if listen:
                     listeners = await trio.open_tcp_listeners(config.port, host=config.host)
                     port = listeners[0].socket.getsockname()[1]
-                runtime.public_url = config.public_url or _url(config.host, port)
+                # Without a listener this process serves no page: no URL to hand out.
+                runtime.public_url = (
+                    (config.public_url or _url(config.host, port)) if listen else ""
+                )
                 server = Server(app, runtime, config.host, port, outer)
                 accept = trio.CancelScope()
                 if listeners:

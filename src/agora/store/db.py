@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections import deque
-from contextlib import asynccontextmanager
+from contextlib import ExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, TypeVar
 import trio
 
 from agora.errors import StoreError
+from agora.store.lock import database_lock, database_problem
 from agora.store.migrations import apply_migrations
 from agora.store.writer import Job, Writer, WriterStopped
 
@@ -82,7 +83,6 @@ def _connect(path: str, *, synchronous: str, readonly: bool = False) -> sqlite3.
         isolation_level=None,
         check_same_thread=False,
         timeout=30.0,
-        uri=path.startswith("file:"),
     )
     conn.row_factory = sqlite3.Row
     if path != ":memory:":
@@ -300,6 +300,9 @@ async def open_store(
 ) -> AsyncIterator[Store]:
     """Open (creating and migrating) the database at ``path``; close it on exit.
 
+    A file database is held with `agora.store.lock.database_lock` while open: one process
+    (and one open store) per file.
+
     Args:
         path: A file path, or ``:memory:`` for a throwaway store.
         migrations: Every component's migrations.
@@ -309,17 +312,47 @@ async def open_store(
         commit_timeout: Seconds a write waits for its commit (see `Store.write`).
 
     Raises:
-        StoreError: if the file cannot be opened or migrated.
+        DatabaseInUse: another process holds the file (see `agora.store.lock`).
+        StoreError: if the file cannot be opened or migrated, or ``path`` is not a file path
+            or ``:memory:``.
     """
     path = str(path)
+    if problem := database_problem(path):
+        raise StoreError(f"cannot open database: {problem}")
     if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
         raise StoreError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
+    with ExitStack() as held:
+        if path != ":memory:":
+            _prepare(path)
+            held.enter_context(database_lock(path))
+        async with _open_locked(
+            path, migrations, synchronous, group_commit, trace, commit_timeout
+        ) as store:
+            yield store
+
+
+def _prepare(path: str) -> None:
+    if Path(path).is_dir():
+        raise StoreError(f"cannot open database {path}: it is a directory")
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot open database {path}: {exc}") from exc
+
+
+@asynccontextmanager
+async def _open_locked(
+    path: str,
+    migrations: Iterable[Migration],
+    synchronous: str,
+    group_commit: bool,
+    trace: bool,
+    commit_timeout: float,
+) -> AsyncIterator[Store]:
     inline = path == ":memory:"
     try:
-        if not inline:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
         conn = _connect(path, synchronous=synchronous.upper())
-    except (sqlite3.Error, OSError) as exc:
+    except sqlite3.Error as exc:
         raise StoreError(f"cannot open database {path}: {exc}") from exc
     try:
         versions = apply_migrations(conn, migrations)

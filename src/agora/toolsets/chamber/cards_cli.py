@@ -66,8 +66,9 @@ def sign_pending_cards(
 def cmd_sign(db_path: str | Path, key_path: str | Path, *, out: Out = print) -> int:
     """``agora cards sign``: sign all pending cards in the database at ``db_path``.
 
-    Safe while a server runs on the same file: SQLite serialises the writers (this one waits
-    up to `BUSY_SECONDS` for the lock) and the server reads cards from the store.
+    ``agora cards sign`` holds the database's process lock around this (`agora.store.lock`),
+    so it never runs beside a server on the same file; SQLite's busy wait (`BUSY_SECONDS`)
+    still covers any other SQLite reader.
 
     Args:
         db_path: The agora SQLite file (it must exist; it is never created here).

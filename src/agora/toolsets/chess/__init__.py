@@ -44,6 +44,8 @@ async def ensure_table(runtime: Runtime, table: str = DEFAULT_TABLE) -> Tokens:
 
 async def _on_start(runtime: Runtime) -> None:
     tokens = await ensure_table(runtime)
+    if not runtime.public_url:
+        return  # no page served by this process (``agora stdio``): no link to print
     links = agent_links(runtime.public_url, DEFAULT_TABLE, tokens.agent)
     print(
         f"chess: human player: {human_url(runtime.public_url, DEFAULT_TABLE, tokens.human)}\n"

@@ -1,0 +1,227 @@
+"""``agora stdio --connect URL``: a stdio MCP client's session on a running agora server.
+
+Clients that only speak stdio (Claude Desktop and the like) start this process; it relays
+every JSON-RPC line between its stdin/stdout and one WebSocket to the server, untouched:
+requests, answers, cancellations, progress and server requests alike. The client then
+shares the live server, its pages and its wake-ups, instead of opening the database a second
+time. When the connection drops (the server restarts), requests in flight get a JSON-RPC
+error, one line on stderr says so, and the bridge reconnects with backoff, replaying the
+client's handshake (see `agora.relay`) so the session goes on. End of input ends the bridge
+once the requests in flight have answered (or after `GRACE_SECONDS`).
+
+Client side only: nothing here imports the server.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+import trio
+from trio_websocket import ConnectionClosed, ConnectionRejected, HandshakeError
+
+from agora.client import open_websocket
+from agora.mcp import jsonrpc as rpc
+from agora.relay import Relay, ReplayRefused
+from agora.transports.pipes import OVERSIZE, READ_BYTES, Lines, open_stdio
+
+if TYPE_CHECKING:
+    from trio_websocket import WebSocketConnection
+
+    from agora.transports.pipes import LineWriter
+
+#: Seconds between reconnection attempts: doubling from the first to the last.
+BACKOFF = (0.05, 2.0)
+#: Seconds the first connection and its upgrade may take, and the replayed handshake.
+HANDSHAKE_SECONDS = 10.0
+#: Seconds a reconnection and its upgrade may take before the next try. Short: a server that
+#: dies as we connect can leave the upgrade unanswered, and trying again costs nothing.
+RECONNECT_SECONDS = 2.0
+#: Seconds requests in flight may take to answer once the input has ended.
+GRACE_SECONDS = 5.0
+
+_OVERSIZE = rpc.encode(
+    rpc.error(None, rpc.INVALID_REQUEST, f"message larger than {rpc.MAX_MESSAGE_BYTES} bytes")
+)
+_NOT_UTF8 = rpc.encode(rpc.error(None, rpc.PARSE_ERROR, "message is not valid UTF-8"))
+
+
+class BridgeError(Exception):
+    """The bridge cannot start or go on; its message is one line for stderr.
+
+    Attributes:
+        exit_code: 2 for a refusal that configuration must fix (401, 404), 1 otherwise.
+    """
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def _say(line: str) -> None:
+    print(f"agora stdio: {line}", file=sys.stderr, flush=True)
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, ConnectionRejected):
+        return f"HTTP {exc.status_code}"
+    if isinstance(exc, trio.TooSlowError):
+        return "no answer in time"
+    if isinstance(exc, ConnectionClosed):
+        reason = exc.reason
+        if reason is None:
+            return "closed"
+        return f"closed {reason.code}" + (f" {reason.reason}" if reason.reason else "")
+    cause = exc.__cause__ or exc
+    return str(cause) or type(cause).__name__
+
+
+class Bridge:
+    """One stdio session carried over successive WebSocket connections."""
+
+    def __init__(self, url: str, token: str | None) -> None:
+        self.url = url
+        self.token = token
+        self.relay = Relay(url)
+        self._ws: WebSocketConnection | None = None
+        self._drained = trio.Event()
+
+    async def run(self, stdin: int | None = None, stdout: int | None = None) -> None:
+        """Relay until stdin ends (or stdout's reader goes away).
+
+        Raises:
+            BridgeError: the first connection failed, or the server refused the replayed
+                handshake.
+        """
+        async with open_stdio(stdin, stdout) as (receive, writer):
+            try:
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(self._links, writer)
+                    await self._pump_input(receive, writer)
+                    with trio.move_on_after(GRACE_SECONDS):
+                        while self.relay.in_flight:
+                            self._drained = trio.Event()
+                            await self._drained.wait()
+                    nursery.cancel_scope.cancel()
+            except trio.BrokenResourceError:
+                return  # the client stopped reading our stdout: nobody is left to serve
+
+    async def _links(self, writer: LineWriter, *, task_status: trio.TaskStatus[None]) -> None:
+        """Hold a connection, and a new one whenever it drops, until cancelled."""
+        started = False
+        delay, shown = BACKOFF[0], ""
+        while True:
+            try:
+                limit = RECONNECT_SECONDS if started else HANDSHAKE_SECONDS
+                async with open_websocket(self.url, token=self.token, connect_timeout=limit) as ws:
+                    if started:
+                        await self._replay(ws, writer)
+                        _say(f"reconnected to {self.url}")
+                    self._ws = ws
+                    delay, shown = BACKOFF[0], ""
+                    if not started:
+                        started = True
+                        task_status.started()
+                    why = await self._pump_output(ws, writer)
+            except (OSError, HandshakeError, trio.TooSlowError) as exc:
+                if not started:
+                    raise _first_failure(self.url, exc) from None
+                if _why(exc) != shown:
+                    shown = _why(exc)
+                    _say(f"cannot reach {self.url} yet ({shown}); retrying")
+                await trio.sleep(delay)
+                delay = min(delay * 2, BACKOFF[1])
+                continue
+            except ValueError as exc:
+                raise BridgeError(str(exc), exit_code=2) from None
+            self._ws = None
+            for line in self.relay.lost():
+                await writer.send(line)
+            self._drained.set()
+            _say(f"lost the connection to {self.url} ({why}); reconnecting")
+
+    async def _replay(self, ws: WebSocketConnection, writer: LineWriter) -> None:
+        """Carry the client's session onto a new connection before anything else is sent."""
+        handshake = self.relay.handshake()
+        if handshake is None:
+            return
+        with trio.fail_after(HANDSHAKE_SECONDS):
+            await ws.send_message(handshake)
+            while True:
+                text = await ws.get_message()
+                try:
+                    line = self.relay.from_server(_text(text))
+                except ReplayRefused as exc:
+                    raise BridgeError(
+                        f"{self.url} refused the session's handshake: {exc}"
+                    ) from None
+                if line is not None:
+                    await writer.send(line)
+                if self.relay.is_handshake_answer(_text(text)):
+                    break
+            for message in self.relay.session_state():
+                await ws.send_message(message)
+
+    async def _pump_output(self, ws: WebSocketConnection, writer: LineWriter) -> str:
+        """Write every message from the server to stdout; the reason the connection closed."""
+        try:
+            while True:
+                line = self.relay.from_server(_text(await ws.get_message()))
+                if line is not None:
+                    await writer.send(line)
+                if not self.relay.in_flight:
+                    self._drained.set()
+        except ConnectionClosed as exc:
+            return _why(exc)
+
+    async def _pump_input(self, receive: trio.abc.ReceiveStream, writer: LineWriter) -> None:
+        lines = Lines(rpc.MAX_MESSAGE_BYTES)
+        while chunk := await receive.receive_some(READ_BYTES):
+            for line in lines.feed(chunk):
+                await self._forward(line, writer)
+        last = lines.end()
+        if last is not None:
+            await self._forward(last, writer)
+
+    async def _forward(self, line: bytes, writer: LineWriter) -> None:
+        if line is OVERSIZE:
+            await writer.send(_OVERSIZE)
+            return
+        if not line.strip():
+            return
+        try:
+            text = self.relay.from_client(line)
+        except UnicodeDecodeError:
+            await writer.send(_NOT_UTF8)
+            return
+        if text is None:
+            return
+        if self._ws is not None:
+            try:
+                await self._ws.send_message(text)
+                return
+            except ConnectionClosed:
+                pass
+        error = self.relay.unsent(line)
+        if error is not None:
+            await writer.send(error)
+
+
+def _text(message: str | bytes) -> str:
+    return message if isinstance(message, str) else message.decode(errors="replace")
+
+
+def _first_failure(url: str, exc: BaseException) -> BridgeError:
+    if isinstance(exc, ConnectionRejected):
+        hint = " (check --token or AGORA_TOKEN)" if exc.status_code in (401, 403) else ""
+        return BridgeError(f"{url} refused the connection: HTTP {exc.status_code}{hint}", 2)
+    return BridgeError(f"cannot connect to {url}: {_why(exc)}")
+
+
+async def run_bridge(url: str, token: str | None) -> None:
+    """Relay stdin/stdout to ``url`` until stdin ends.
+
+    Raises:
+        BridgeError: the bridge could not start or go on (one line for stderr).
+    """
+    await Bridge(url, token).run()

@@ -1,0 +1,143 @@
+"""Which database a process may open, and the OS lock that makes it the only one on it.
+
+`database_problem` refuses what is not a SQLite file path or ``:memory:`` (a URL such as
+``postgresql://...`` names a backend that does not exist yet), before anything is created.
+
+Each agora process keeps its own actors, caches and waiters, so two processes on one SQLite
+file would silently diverge. Whoever opens the database (``agora serve``, ``agora stdio
+--db``, ``agora cards sign``) first takes an exclusive ``flock`` on ``<database>.lock`` and
+writes its pid there; a second opener is refused with `DatabaseInUse`, which names the file
+and the holder. The OS drops the lock when its holder's file descriptor closes, however the
+process ends (``kill -9`` included), so a lock is never stale. The sidecar file itself stays:
+removing it would race with a process that has just opened it. The lock is on a separate file
+so that SQLite's own POSIX locks on the database stay independent of it.
+
+This module does no SQLite work and never blocks: a held lock is refused at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agora.errors import StoreError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+#: ``scheme://...``, and SQLite's own ``file:`` URIs (agora always opens a plain path).
+_URL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://|file:)")
+
+#: Bytes of the holder's pid record read back; a pid and a newline fit many times over.
+_RECORD_BYTES = 64
+
+
+class DatabaseInUse(StoreError):
+    """Another process holds the database's lock.
+
+    Attributes:
+        path: The database file.
+        pid: The holder's process id, or None if it had not written it yet.
+        command: The holder's command line, when the OS shows it.
+    """
+
+    def __init__(self, path: str, pid: int | None, command: str = "") -> None:
+        holder = f"pid {pid}" if pid is not None else "pid unknown"
+        if command:
+            holder += f": {command}"
+        super().__init__(f"database {path} is in use by another agora process ({holder})")
+        self.path = path
+        self.pid = pid
+        self.command = command
+
+
+def database_problem(value: str) -> str | None:
+    """Why ``value`` cannot name an agora database, or None if it can.
+
+    Accepted: ``:memory:`` and file paths. Refused: the empty string and anything URL-shaped
+    (``postgresql://...``, ``file:...``), which would otherwise become odd file names.
+    """
+    if value == ":memory:":
+        return None
+    if not value.strip():
+        return "the database path is empty"
+    if _URL.match(value):
+        scheme = value.split(":", 1)[0]
+        return (
+            f"{value!r} is a URL; no {scheme} backend exists yet: give a SQLite file path "
+            "or :memory:"
+        )
+    if "\0" in value:
+        return "the database path contains a NUL character"
+    return None
+
+
+def lock_path(database: str | Path) -> Path:
+    """The sidecar lock file of ``database`` (``agora.db`` -> ``agora.db.lock``)."""
+    return Path(f"{database}.lock")
+
+
+@contextmanager
+def database_lock(database: str | Path) -> Iterator[Path]:
+    """Hold the exclusive lock of ``database`` for the duration of the block.
+
+    The database file itself is not opened or created here; the lock file is created next to
+    it if needed (its directory must exist).
+
+    Args:
+        database: The database file's path.
+
+    Yields:
+        The lock file's path.
+
+    Raises:
+        DatabaseInUse: another process (or another open in this one) holds the lock.
+        StoreError: the lock file cannot be created or locked.
+    """
+    path = lock_path(database)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise StoreError(f"cannot lock database {database}: {exc.strerror}: {path}") from exc
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = _holder_pid(fd)
+            raise DatabaseInUse(str(database), pid, _command_of(pid)) from None
+        except OSError as exc:
+            raise StoreError(f"cannot lock database {database}: {exc.strerror}") from exc
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield path
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _holder_pid(fd: int) -> int | None:
+    try:
+        record = os.pread(fd, _RECORD_BYTES, 0).decode("ascii").strip()
+        return int(record) if record else None
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+
+
+def _command_of(pid: int | None) -> str:
+    """The command line of ``pid`` as ``ps`` would show it, or "" where unavailable."""
+    if pid is None:
+        return ""
+    with contextlib.suppress(OSError):
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        words = [w.decode(errors="replace") for w in raw.split(b"\0") if w]
+        if words:
+            words[0] = os.path.basename(words[0])
+            if len(words) > 1 and words[0].startswith("python"):
+                words = words[1:]
+                words[0] = os.path.basename(words[0])
+            return " ".join(words)
+    return ""

@@ -1,0 +1,300 @@
+"""``agora stdio`` and one database per server, as a user runs them.
+
+A second process on a database that ``agora serve`` holds is refused in one line naming the
+file and the holder, exit 2; a URL-shaped ``--db`` creates nothing; ``agora stdio --db`` prints
+no page URL it does not serve and honours ``--toolsets``; a wrong token is one line, exit 2.
+``agora stdio --connect`` relays the official SDK's stdio client to the running server: a chess
+game against a human on that server's page, and a session that survives a server restart.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import trio
+from chess_server import FOOLS_MATE, ScriptedHuman, SdkAgent, agora_serve, http_json
+from e2e_support import (
+    AGORA,
+    CHESS_TOOLS,
+    INITIALIZE,
+    INITIALIZED,
+    AgoraProcess,
+    clean_env,
+    http,
+    write_config,
+)
+
+mcp = pytest.importorskip("mcp")
+
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+TIMEOUT = 30
+
+
+async def run(*args: str, stdin: bytes = b"", cwd: Path | None = None, **env: str) -> Any:
+    return await trio.run_process(
+        [AGORA, *args],
+        stdin=stdin,
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+        cwd=cwd,
+        env=clean_env(**env),
+    )
+
+
+def one_line(stderr: bytes) -> str:
+    """The only line of ``stderr``; no traceback."""
+    text = stderr.decode()
+    assert "Traceback" not in text, text
+    lines = text.splitlines()
+    assert len(lines) == 1, text
+    return lines[0]
+
+
+def jsonl(*messages: dict[str, Any]) -> bytes:
+    return b"".join(json.dumps(m).encode() + b"\n" for m in messages)
+
+
+def tools_list(stdout: bytes) -> set[str]:
+    replies = [json.loads(line) for line in stdout.splitlines()]
+    (listed,) = [r for r in replies if r.get("id") == 1]
+    return {t["name"] for t in listed["result"]["tools"]}
+
+
+# -- one server per database ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(["serve", "--port", "0"], id="serve"),
+        pytest.param(["stdio", "--toolset", "chess"], id="stdio"),
+        pytest.param(["cards", "sign", "--key", "no-such-key"], id="cards-sign"),
+    ],
+)
+async def test_a_second_process_on_a_served_database_is_refused(tmp_path, command):
+    db = tmp_path / "agora.db"
+    server = AgoraProcess("--db", str(db), "--toolsets", "chess")
+    server.start()
+    try:
+        with trio.fail_after(TIMEOUT):
+            done = await run(*command, "--db", str(db))
+        assert done.returncode == 2
+        line = one_line(done.stderr)
+        assert f"database {db} is in use by another agora process (pid {server.pid}" in line
+        assert "agora serve" in line
+        assert done.stdout == b""
+        health = await http(server.port, "GET", "/healthz")
+        assert health.status == 200  # the server is untouched
+    finally:
+        server.assert_clean_exit(server.stop())
+
+
+@pytest.mark.parametrize("command", [["serve", "--port", "0"], ["stdio", "--toolset", "chess"]])
+@pytest.mark.parametrize(
+    "db", ["postgresql://user@host:5432/agora", "sqlite:///agora.db", "file:agora.db"]
+)
+async def test_a_url_shaped_db_is_refused_and_creates_nothing(tmp_path, command, db):
+    with trio.fail_after(TIMEOUT):
+        done = await run(*command, "--db", db, cwd=tmp_path)
+    assert done.returncode == 2
+    line = one_line(done.stderr)
+    assert db in line
+    assert "SQLite file path or :memory:" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- agora stdio on a database of its own ---------------------------------------------------
+
+
+async def test_stdio_prints_no_url_it_does_not_serve(tmp_path):
+    stdin = jsonl(INITIALIZE, INITIALIZED, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    with trio.fail_after(TIMEOUT):
+        done = await run("stdio", "--toolset", "chess", "--db", str(tmp_path / "a.db"), stdin=stdin)
+    assert done.returncode == 0, done.stderr
+    assert tools_list(done.stdout) == CHESS_TOOLS
+    assert b"http://" not in done.stderr
+    assert b"ws://" not in done.stderr
+    assert b"human player" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        pytest.param(["--toolsets", "chamber"], "chamber", id="chamber-only"),
+        pytest.param(["--toolsets", "chess,chamber"], "both", id="two"),
+        pytest.param(["--toolset", "chess"], "chess", id="one-toolset"),
+    ],
+)
+async def test_stdio_serves_the_toolsets_it_is_given(tmp_path, flags, expected):
+    stdin = jsonl(INITIALIZE, INITIALIZED, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    with trio.fail_after(TIMEOUT):
+        done = await run("stdio", *flags, "--db", str(tmp_path / "a.db"), stdin=stdin)
+    assert done.returncode == 0, done.stderr
+    names = tools_list(done.stdout)
+    chamber = {n for n in names if n not in CHESS_TOOLS}
+    assert (names >= CHESS_TOOLS) == (expected in ("chess", "both"))
+    assert bool(chamber) == (expected in ("chamber", "both"))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["--db", "{db}", "--config", "{config}"], id="database"),
+        pytest.param(["--connect", "ws://127.0.0.1:1/mcp/chess"], id="bridge-no-server"),
+    ],
+)
+async def test_stdio_with_a_wrong_token_says_so_in_one_line(tmp_path, args):
+    config = write_config(tmp_path)
+    args = [a.format(db=tmp_path / "t.db", config=config) for a in args]
+    with trio.fail_after(TIMEOUT):
+        done = await run("stdio", *args, stdin=jsonl(INITIALIZE), AGORA_TOKEN="not-the-token")
+    assert done.returncode in (1, 2)
+    line = one_line(done.stderr)
+    assert done.stdout == b""
+    if "--db" in args:
+        assert done.returncode == 2
+        assert "AGORA_TOKEN does not match any principal" in line
+    else:
+        assert done.returncode == 1
+        assert "cannot connect to ws://127.0.0.1:1/mcp/chess" in line
+
+
+async def test_the_bridge_refuses_a_wrong_token_and_misplaced_flags(tmp_path):
+    config = write_config(tmp_path)
+    server = AgoraProcess("--db", str(tmp_path / "agora.db"), "--config", str(config))
+    server.start()
+    url = f"ws://127.0.0.1:{server.port}/mcp/chess"
+    try:
+        with trio.fail_after(TIMEOUT):
+            bad = await run("stdio", "--connect", url, "--token", "nope", stdin=jsonl(INITIALIZE))
+            mixed = await run("stdio", "--connect", url, "--db", "x.db", cwd=tmp_path)
+        assert bad.returncode == 2
+        assert "HTTP 401" in one_line(bad.stderr)
+        assert mixed.returncode == 2
+        assert "--db" in one_line(mixed.stderr)
+        assert not (tmp_path / "x.db").exists()
+    finally:
+        server.assert_clean_exit(server.stop())
+
+
+# -- the bridge -----------------------------------------------------------------------------
+
+
+def bridge(url: str, log: Any, token: str | None = None) -> Any:
+    """The SDK's stdio client running ``agora stdio --connect url``; stderr goes to ``log``."""
+    args = ["stdio", "--connect", url] + (["--token", token] if token else [])
+    params = StdioServerParameters(command=AGORA, args=args, env=clean_env())
+    return mcp.Client(stdio_client(params, errlog=log), mode="legacy", read_timeout_seconds=30)
+
+
+async def test_the_bridge_plays_the_running_servers_game_against_its_page(tmp_path):
+    agent_notes = {2: "e5, as it should.", 4: "Qh4 is mate."}
+    with trio.fail_after(60), (tmp_path / "bridge.log").open("a+") as log:
+        async with agora_serve(tmp_path / "agora.db") as server:
+            ws = server.url.replace("http://", "ws://") + "/mcp/chess"
+            async with bridge(ws, log) as client:
+                agent = SdkAgent(client)
+                assert set(await agent.list_tools()) == CHESS_TOOLS
+                joined = await agent.ok("join_game")
+                human = ScriptedHuman(server, "default", server.token, FOOLS_MATE, "black")
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(human.play)
+                    final = await agent.play(FOOLS_MATE, agent_notes, start=joined)
+            state_url = f"{server.url}/play/default/state?token={server.token}"
+            status, page = await http_json("GET", state_url)
+        assert final["result"]["reason"] == "checkmate"
+        assert final["result"]["winnerRole"] == "agent"
+        # The human's moves (through the page) woke the agent's wait_for_turn via the bridge.
+        waits = [body for name, body in agent.replies if name == "wait_for_turn"]
+        statuses = [w["statusCode"] for w in waits]
+        assert statuses.count("AGENT_TURN") == 2, statuses  # one per human move
+        assert "WAIT_TIMEOUT" not in statuses, statuses
+        # The agent's moves are on the page of the server the bridge joined.
+        assert status == 200
+        assert page["phase"] == "over"
+        assert [m["uci"] for m in page["history"]] == FOOLS_MATE
+        assert [m["by"] for m in page["history"]] == ["human", "agent"] * 2
+        assert page["history"][3]["note"] == agent_notes[4]
+        seen = [len(s["history"]) for s in human.states]
+        assert 2 in seen  # the page's live stream showed the agent's first move
+        log.seek(0)
+        assert "Traceback" not in log.read()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def wait_for(pattern: str, log: Any) -> None:
+    """Until the bridge's stderr shows ``pattern`` (polling the file it writes, for 20 s)."""
+    with trio.move_on_after(20):
+        while True:
+            log.seek(0)
+            if re.search(pattern, log.read()):
+                return
+            await trio.sleep(0.02)
+    log.seek(0)
+    raise AssertionError(f"{pattern!r} never appeared in the bridge's log:\n{log.read()}")
+
+
+async def test_the_bridge_carries_the_session_across_a_server_restart(tmp_path):
+    port = free_port()
+    args = ("--port", str(port), "--db", str(tmp_path / "agora.db"), "--toolsets", "chess")
+    first = AgoraProcess(*args)
+    first.start()
+    url = f"ws://127.0.0.1:{port}/mcp/chess"
+    with trio.fail_after(60), (tmp_path / "bridge.log").open("a+") as log:
+        async with bridge(url, log) as client:
+            before = await client.call_tool("get_board", {})
+            assert not before.is_error
+
+            # A long-poll in flight when the server dies gets an error, not a hang.
+            failure: list[BaseException] = []
+
+            async def park() -> None:
+                arguments = {"timeout_ms": 55000, "wait_for_human": True}
+                try:
+                    await client.call_tool("wait_for_turn", arguments)
+                except MCPError as exc:
+                    failure.append(exc)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(park)
+                # No event to wait on from outside the process: ask /healthz until it counts
+                # the call (every round trip awaits the server).
+                while (await http(port, "GET", "/healthz")).json()["in_flight"] < 1:  # noqa: ASYNC110
+                    await trio.sleep(0.01)
+                first.proc.kill()  # SIGKILL: no goodbye from the server
+                await first.wait_exit()
+            assert failure, "the parked call never ended"
+            assert "connection to the agora server" in str(failure[0])
+            await wait_for("lost the connection", log)
+
+            second = AgoraProcess(*args)
+            second.start()
+            try:
+                await wait_for(f"reconnected to {url}", log)
+                # The same SDK session goes on: the server needs initialize before calls,
+                # and the bridge replayed it.
+                after = await client.call_tool("get_board", {})
+                assert not after.is_error, after
+                assert after.structured_content["fen"] == before.structured_content["fen"]
+                assert {t.name for t in (await client.list_tools()).tools} == CHESS_TOOLS
+            finally:
+                second.assert_clean_exit(second.stop())
+        log.seek(0)
+        text = log.read()
+    assert "Traceback" not in text, text
+    assert text.count("lost the connection") == 2  # the kill, then the graceful stop

@@ -1,0 +1,90 @@
+"""One process per database file: the sidecar lock, what it says, and values never opened.
+
+A second open of a held file is refused at once with the file and the holder's pid; the lock
+goes with its holder, even one killed with SIGKILL; URL-shaped values create nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+import trio
+from _items import ITEMS
+
+from agora.errors import StoreError
+from agora.store.db import open_store
+from agora.store.lock import DatabaseInUse, database_lock, database_problem, lock_path
+
+HOLDER = """
+import sys
+from agora.store.lock import database_lock
+with database_lock(sys.argv[1]):
+    print("locked", flush=True)
+    sys.stdin.read()
+"""
+
+
+async def test_a_second_open_of_a_held_file_is_refused_with_the_holder(tmp_path):
+    db = tmp_path / "agora.db"
+    async with open_store(db, [ITEMS]):
+        with pytest.raises(DatabaseInUse) as refused:
+            async with open_store(db, [ITEMS]):
+                pass
+        assert refused.value.pid == os.getpid()
+        assert str(db) in str(refused.value)
+        assert f"pid {os.getpid()}" in str(refused.value)
+        assert lock_path(db).read_text() == f"{os.getpid()}\n"
+    async with open_store(db, [ITEMS]) as store:  # released on close
+        assert store.versions == {"items": 1}
+
+
+async def test_a_killed_holder_leaves_no_stale_lock(tmp_path):
+    db = tmp_path / "agora.db"
+    command = [sys.executable, "-c", HOLDER, str(db)]
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE}
+    with subprocess.Popen(command, **pipes) as holder:  # noqa: ASYNC220 - killed below
+        try:
+            with trio.fail_after(30):
+                line = await trio.to_thread.run_sync(holder.stdout.readline)  # type: ignore[union-attr]
+            assert line == b"locked\n"
+            with pytest.raises(DatabaseInUse) as refused, database_lock(db):
+                pass
+            assert refused.value.pid == holder.pid
+            assert refused.value.command.startswith("-c")  # python's own name is left out
+        finally:
+            holder.send_signal(signal.SIGKILL)
+            holder.wait()
+    with database_lock(db):  # the OS dropped the dead process's lock
+        assert lock_path(db).read_text() == f"{os.getpid()}\n"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "postgresql://user@host:5432/db",
+        "sqlite:///tmp/agora.db",
+        "file:agora.db?mode=memory",
+        "",
+        "   ",
+    ],
+)
+async def test_a_value_that_is_no_file_path_is_refused_and_creates_nothing(
+    tmp_path, monkeypatch, value
+):
+    monkeypatch.chdir(tmp_path)
+    assert database_problem(value) is not None
+    with pytest.raises(StoreError, match="cannot open database"):
+        async with open_store(value, [ITEMS]):
+            pass
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "value", [":memory:", "agora.db", "./data/agora.db", "/var/lib/agora/a.db", "C:\\agora.db"]
+)
+def test_paths_and_memory_are_accepted(value):
+    assert database_problem(value) is None
