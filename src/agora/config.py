@@ -16,7 +16,6 @@ from typing import Any
 import msgspec
 
 from agora.identity import Principal
-from agora.store.lock import database_problem
 
 KNOWN_TOOLSETS = ("chamber", "chess", "router", "debate")
 
@@ -92,8 +91,7 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
     """Build a Config from a TOML file (if given), AGORA_* env vars, then ``overrides``.
 
     Raises:
-        ValueError: on an unknown setting, a wrong type, an unreadable file, or a ``db`` that
-            is neither a file path nor ``:memory:``.
+        ValueError: on an unknown setting, a wrong type, or an unreadable file.
     """
     data: dict[str, Any] = {}
     if path is not None:
@@ -112,8 +110,6 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
         config = msgspec.convert(data, Config, strict=False)
     except msgspec.ValidationError as exc:
         raise ValueError(f"invalid configuration: {exc}") from exc
-    if problem := database_problem(config.db):
-        raise ValueError(f"db: {problem}")
     unknown = [t for t in config.toolsets if t not in (*KNOWN_TOOLSETS, "conformance")]
     if unknown:
         raise ValueError(f"unknown toolsets {unknown}; known: {', '.join(KNOWN_TOOLSETS)}")
