@@ -81,8 +81,10 @@ class Bridge:
 
     def __init__(self, url: str, token: str | None) -> None:
         self.url = url
+        #: The URL as stderr and error messages show it: its query (a seat token) is secret.
+        self.shown = shown_url(url)
         self.token = token
-        self.relay = Relay(url)
+        self.relay = Relay(self.shown)
         self._ws: WebSocketConnection | None = None
         self._drained = trio.Event()
 
@@ -116,7 +118,7 @@ class Bridge:
                 async with open_websocket(self.url, token=self.token, connect_timeout=limit) as ws:
                     if started:
                         await self._replay(ws, writer)
-                        _say(f"reconnected to {self.url}")
+                        _say(f"reconnected to {self.shown}")
                     self._ws = ws
                     delay, shown = BACKOFF[0], ""
                     if not started:
@@ -125,10 +127,10 @@ class Bridge:
                     why = await self._pump_output(ws, writer)
             except (OSError, HandshakeError, trio.TooSlowError) as exc:
                 if not started:
-                    raise _first_failure(self.url, exc) from None
+                    raise _first_failure(self.shown, exc) from None
                 if _why(exc) != shown:
                     shown = _why(exc)
-                    _say(f"cannot reach {self.url} yet ({shown}); retrying")
+                    _say(f"cannot reach {self.shown} yet ({shown}); retrying")
                 await trio.sleep(delay)
                 delay = min(delay * 2, BACKOFF[1])
                 continue
@@ -138,7 +140,7 @@ class Bridge:
             for line in self.relay.lost():
                 await writer.send(line)
             self._drained.set()
-            _say(f"lost the connection to {self.url} ({why}); reconnecting")
+            _say(f"lost the connection to {self.shown} ({why}); reconnecting")
 
     async def _replay(self, ws: WebSocketConnection, writer: LineWriter) -> None:
         """Carry the client's session onto a new connection before anything else is sent."""
@@ -153,7 +155,7 @@ class Bridge:
                     line = self.relay.from_server(_text(text))
                 except ReplayRefused as exc:
                     raise BridgeError(
-                        f"{self.url} refused the session's handshake: {exc}"
+                        f"{self.shown} refused the session's handshake: {exc}"
                     ) from None
                 if line is not None:
                     await writer.send(line)
@@ -205,6 +207,12 @@ class Bridge:
         error = self.relay.unsent(line)
         if error is not None:
             await writer.send(error)
+
+
+def shown_url(url: str) -> str:
+    """``url`` without its query, which may hold a seat token (``?…`` marks that there was one)."""
+    base, mark, _ = url.partition("?")
+    return base + ("?…" if mark else "")
 
 
 def _text(message: str | bytes) -> str:

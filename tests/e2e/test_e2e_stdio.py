@@ -201,7 +201,7 @@ async def test_the_bridge_plays_the_running_servers_game_against_its_page(tmp_pa
     agent_notes = {2: "e5, as it should.", 4: "Qh4 is mate."}
     with trio.fail_after(60), (tmp_path / "bridge.log").open("a+") as log:
         async with agora_serve(tmp_path / "agora.db") as server:
-            ws = server.url.replace("http://", "ws://") + "/mcp/chess"
+            ws = server.mcp_url().replace("http://", "ws://")  # with the agent's seat token
             async with bridge(ws, log) as client:
                 agent = SdkAgent(client)
                 assert set(await agent.list_tools()) == CHESS_TOOLS
@@ -254,7 +254,9 @@ async def test_the_bridge_carries_the_session_across_a_server_restart(tmp_path):
     args = ("--port", str(port), "--db", str(tmp_path / "agora.db"), "--toolsets", "chess")
     first = AgoraProcess(*args)
     first.start()
-    url = f"ws://127.0.0.1:{port}/mcp/chess"
+    seat = await first.wait_for_log(r"chess: agent endpoint: \S+\?token=")
+    token = re.search(r"\?token=(\S+)", seat).group(1)  # type: ignore[union-attr]
+    url = f"ws://127.0.0.1:{port}/mcp/chess/default?token={token}"
     with trio.fail_after(60), (tmp_path / "bridge.log").open("a+") as log:
         async with bridge(url, log) as client:
             before = await client.call_tool("get_board", {})
@@ -285,7 +287,7 @@ async def test_the_bridge_carries_the_session_across_a_server_restart(tmp_path):
             second = AgoraProcess(*args)
             second.start()
             try:
-                await wait_for(f"reconnected to {url}", log)
+                await wait_for(re.escape(f"reconnected to {url.split('?')[0]}?…"), log)
                 # The same SDK session goes on: the server needs initialize before calls,
                 # and the bridge replayed it.
                 after = await client.call_tool("get_board", {})
@@ -298,3 +300,4 @@ async def test_the_bridge_carries_the_session_across_a_server_restart(tmp_path):
         text = log.read()
     assert "Traceback" not in text, text
     assert text.count("lost the connection") == 2  # the kill, then the graceful stop
+    assert token not in text  # the seat token is a secret: stderr shows no query
