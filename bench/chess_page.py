@@ -67,7 +67,11 @@ class Http:
         assert self.stream is not None
         conn = self.conn
         raw = msgspec.json.encode(body) if body is not None else b""
-        headers = [("Host", f"{HOST}:{self.port}"), ("Content-Length", str(len(raw)))]
+        headers = [
+            ("Host", f"{HOST}:{self.port}"),
+            ("Content-Type", "application/json"),
+            ("Content-Length", str(len(raw))),
+        ]
         out = conn.send(h11.Request(method=method, target=target, headers=headers)) or b""
         out += (conn.send(h11.Data(data=raw)) or b"") if raw else b""
         await self.stream.send_all(out + (conn.send(h11.EndOfMessage()) or b""))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import sqlite3
 
+import chess
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -249,3 +250,25 @@ def test_any_sequence_of_commands_reloads_exactly(agent_color, script):
             command = Look(AGENT if with_note else None)
         h.run(command)
         assert h.reloaded().snapshot() == h.entity.snapshot()
+
+
+def test_tables_made_before_agent_tokens_get_one_each_on_upgrade():
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    apply_migrations(conn, MIGRATIONS[:1])
+    for name in ("t1", "t2"):
+        conn.execute(
+            "INSERT INTO chess_tables (name, token, created_at, game_no, version)"
+            " VALUES (?, ?, '2026-11-01T00:00:00+00:00', 1, 1)",
+            (name, f"human-{name}"),
+        )
+        conn.execute(
+            "INSERT INTO chess_games (table_name, game_no, start_fen, created_at)"
+            " VALUES (?, 1, ?, '2026-11-01T00:00:00+00:00')",
+            (name, chess.STARTING_FEN),
+        )
+    apply_migrations(conn, MIGRATIONS)
+    snaps = [KIND.load(conn, name, NOW).snapshot() for name in ("t1", "t2")]
+    tokens = [snap.agent_token for snap in snaps]
+    assert all(len(token) >= 32 for token in tokens)
+    assert len(set(tokens)) == 2
+    assert KIND.load(conn, "t1", NOW).snapshot().agent_token == tokens[0]  # stored, not drawn

@@ -54,7 +54,8 @@ _AGENT_URL = re.compile(r"chess: agent endpoint: http://\S+/mcp/chess/\S+\?token
 _SERVING = re.compile(r"agora \S+ serving .* on (http://127\.0\.0\.1:\d+)")
 
 
-def _agora_command() -> list[str]:
+def agora_command() -> list[str]:
+    """The command that runs this checkout's ``agora``."""
     script = shutil.which("agora", path=str(Path(sys.executable).parent))
     return [script] if script else [sys.executable, "-m", "agora.cli"]
 
@@ -114,7 +115,7 @@ async def agora_serve(db: Path) -> AsyncIterator[AgoraProcess]:
 
     Yields once the server printed its URLs; on exit sends SIGTERM and requires a clean exit.
     """
-    command = [*_agora_command(), "serve", "--port", "0", "--db", str(db), "--toolsets", "chess"]
+    command = [*agora_command(), "serve", "--port", "0", "--db", str(db), "--toolsets", "chess"]
     process = await trio.lowlevel.open_process(
         command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )

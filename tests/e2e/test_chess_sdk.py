@@ -19,6 +19,7 @@ from chess_server import (
     AgoraProcess,
     ScriptedHuman,
     SdkAgent,
+    agora_command,
     agora_serve,
     http_json,
     terminate_when_in_flight,
@@ -205,3 +206,29 @@ async def test_a_restart_mid_game_keeps_the_table_and_the_game_finishes(tmp_path
         # A finished game survives a restart too.
         async with agora_serve(db) as server:
             assert durable_view(await page_state(server, token)) == durable_view(finished)
+
+
+async def test_a_stdio_agent_is_seated_by_the_endpoint_it_is_given(tmp_path):
+    from mcp.client.stdio import StdioServerParameters
+
+    db = tmp_path / "agora.db"
+    with trio.fail_after(45):
+        async with agora_serve(db) as server:
+            agent_token = server.agent_token
+        for endpoint, seat in (
+            (f"/mcp/chess/default?token={agent_token}", "agent"),
+            (None, "watcher"),
+        ):
+            args = ["stdio", "--toolset", "chess", "--db", str(db)]
+            if endpoint:
+                args += ["--endpoint", endpoint]
+            command, *prefix = agora_command()
+            params = StdioServerParameters(command=command, args=[*prefix, *args])
+            async with mcp.Client(params, read_timeout_seconds=30) as client:
+                agent = SdkAgent(client)
+                await agent.list_tools()
+                assert (await agent.ok("get_board"))["seat"] == seat
+                is_error, refused = await agent.call("move_piece", {"from": "e2", "to": "e4"})
+                assert is_error
+                expected = "SIDE_NOT_CHOSEN" if seat == "agent" else "AGENT_TOKEN_REQUIRED"
+                assert refused["code"] == expected

@@ -129,18 +129,14 @@ class Result(msgspec.Struct, frozen=True):
 
 
 def declined_draw(moves: tuple[PlayedMove, ...]) -> Role | None:
-    """Who declined a draw offer with the last move, if it declined one written in a note.
+    """Who declined, with the last move, a draw offered by ``(=)`` in the move before.
 
-    A player offers a draw by writing ``(=)`` in a move's note (the agent's way); the
-    opponent's next move without accepting declines it. Read from the history alone, so it
-    survives a restart without a column of its own.
+    Read from the history alone, so it survives a restart without a column of its own.
     """
-    if len(moves) < 2:
+    if len(moves) < 2 or moves[-2].by == moves[-1].by:
         return None
-    offer, answer = moves[-2], moves[-1]
-    if offer.by == answer.by or offer.note is None or DRAW_MARK not in offer.note:
-        return None
-    return answer.by
+    note = moves[-2].note
+    return moves[-1].by if note is not None and DRAW_MARK in note else None
 
 
 def check_move_input(from_sq: str, to_sq: str, promotion: str | None, note: str | None) -> None:
