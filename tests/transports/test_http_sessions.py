@@ -155,3 +155,32 @@ async def test_a_get_stream_whose_reader_went_away_stops_holding_its_session(clo
             async with RawHttp.open(server.port) as client:
                 gone = await client.request("POST", "/mcp/probe", ping, session)
                 assert gone.status == 404, gone
+
+
+async def test_a_cancelled_call_ends_its_waiting_post(clock):
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            async with RawHttp.open(server.port) as setup:
+                session = await open_session(setup)
+            answer = {}
+
+            async def waiting() -> None:
+                async with RawHttp.open(server.port) as client:
+                    reply = await client.request("POST", "/mcp/probe", call("hang", 5), session)
+                    answer["reply"] = reply
+                    answer["at"] = trio.current_time()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(waiting)
+                await trio.sleep(1)
+                cancel = {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": 5},
+                }
+                async with RawHttp.open(server.port) as client:
+                    assert (
+                        await client.request("POST", "/mcp/probe", cancel, session)
+                    ).status == 202
+            assert answer["at"] < 2
+            assert answer["reply"].json()["error"]["code"] == -32800

@@ -97,6 +97,23 @@ class HttpSession:
         if buf is not None:
             buf.hangup()
 
+    def cancelled(self, rid: object) -> None:
+        """End the response of a call the client cancelled: a cancelled call sends no result.
+
+        A POST still waiting for its JSON answer gets a "request cancelled" error (an HTTP
+        response needs a body); an SSE stream just ends.
+        """
+        if not isinstance(rid, str | int):
+            return
+        buf = self.replies.pop(rid, None)
+        if buf is None:
+            return
+        if not buf.events:
+            data = rpc.encode(rpc.error(rid, rpc.REQUEST_CANCELLED, "request cancelled"))
+            buf.append(data.decode())
+            buf.final = data.decode()
+        buf.close()
+
     def idle_since(self, cutoff: float) -> bool:
         """Unused since ``cutoff``: no request, no call in flight, no stream being read."""
         return self.last_used < cutoff and not self.conn.in_flight and not self.readers
@@ -225,6 +242,8 @@ class StreamableHTTP:
             return found
         if not isinstance(msg, rpc.Request):
             await found.conn.feed(msg)
+            if isinstance(msg, rpc.Notification) and msg.method == "notifications/cancelled":
+                found.cancelled(msg.params.get("requestId"))
             return Response(202)
         return await self._exchange(req, found, msg)
 
