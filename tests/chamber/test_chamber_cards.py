@@ -26,7 +26,7 @@ CARD_FIELDS = {
     "seed_commitment", "outcome", "locks", "actions_used", "action_limit", "hints_used",
     "wrong_submissions", "elapsed_seconds", "identity", "preflight", "schema_bundle_hash",
     "transcript_hash", "transcript_length", "allies", "publication_notice", "seed_source",
-    "practice",
+    "practice", "sealed_by",
 }  # fmt: skip
 
 

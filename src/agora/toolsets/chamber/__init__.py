@@ -16,6 +16,7 @@ from agora.toolsets.chamber import store, web
 from agora.toolsets.chamber.contract import ChamberContract, default_contract
 from agora.toolsets.chamber.replies import CODES, argument_rejection, internal_failure
 from agora.toolsets.chamber.service import Chamber
+from agora.toolsets.chamber.sweep import SWEEP_EVERY, sweep_expired
 from agora.toolsets.chamber.tools import handlers
 
 if TYPE_CHECKING:
@@ -44,13 +45,16 @@ def build_toolset(contract: ChamberContract) -> tuple[Toolset, Chamber]:
             store.purge_finished(runtime.clock.wall(), chamber.kind.rules.retention)
         )
 
+    async def sweep(runtime: Runtime) -> None:
+        await sweep_expired(runtime, chamber)
+
     toolset = Toolset(
         name="chamber",
         handlers=handlers(chamber),
         migrations=store.MIGRATIONS,
         routes=(*web.ROUTES, web.keys_route(chamber.public_keys)),
         aliases=dict(contract.aliases),
-        background=[periodic(PURGE_EVERY, purge)],
+        background=[periodic(PURGE_EVERY, purge), periodic(SWEEP_EVERY, sweep)],
         reject_issues=argument_rejection,
         shape_failure=internal_failure,
         argument_limits=ArgumentLimits(

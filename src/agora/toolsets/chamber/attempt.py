@@ -158,6 +158,8 @@ class Attempt:
         if self.card is not None:
             if self.quarantined:
                 return "quarantined"
+            if self.card.outcome == "expired":
+                return "expired"  # published, but the contract's word for it stays expired
             return "sealed" if self.card.signature else "pending_signature"
         if now >= self.expires_at:
             return "expired"

@@ -57,6 +57,9 @@ class Sealing:
     notice_hash: str | None = None
     next_candidate: str | None = None
     quarantine_reason: str | None = None
+    #: Who sealed: ``participant`` (seal_attempt), ``expiry`` (the server's sweep, when an
+    #: attempt's TTL passed unsealed) or ``operator`` (quarantine).
+    sealed_by: str = "participant"
 
 
 def card_body(attempt: Attempt, sealing: Sealing) -> dict[str, Any]:
@@ -100,6 +103,7 @@ def card_body(attempt: Attempt, sealing: Sealing) -> dict[str, Any]:
         "transcript_hash": "sha256:" + attempt.head,
         "transcript_length": len(attempt.transcript),
         "allies": [ally for ally, _ in attempt.allies],
+        "sealed_by": sealing.sealed_by,
     }
     if attempt.seed_source != "server":
         # A chosen seed can be replayed: the unsalted room id links every run of one room.

@@ -81,4 +81,10 @@ class Quarantine(msgspec.Struct, frozen=True, tag=True):
     signer: Any = None
 
 
-Command = Enter | Observe | Act | CallForHelp | Seal | Quarantine
+class Expire(msgspec.Struct, frozen=True, tag=True):
+    """Server: publish the card of an attempt whose TTL passed while unsealed (else nothing)."""
+
+    signer: Any = None
+
+
+Command = Enter | Observe | Act | CallForHelp | Seal | Quarantine | Expire

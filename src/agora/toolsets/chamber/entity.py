@@ -23,6 +23,7 @@ from agora.toolsets.chamber.commands import (
     Act,
     CallForHelp,
     Enter,
+    Expire,
     Observe,
     Quarantine,
     Seal,
@@ -72,6 +73,8 @@ def seal_reply(outcome: SealOutcome, signature: dict[str, Any] | None) -> dict[s
     """
     status = "signed" if signature else "pending_signature"
     state = "quarantined" if outcome.quarantined else ("sealed" if signature else status)
+    if outcome.card.outcome == "expired" and not outcome.quarantined:
+        state = "expired"
     fields = {
         "attempt_handle": outcome.handle,
         "attempt_state": state,
@@ -148,11 +151,20 @@ class AttemptEntity:
                 return self._help(a, command, now.wall)
             case Seal():
                 return self._seal(a, command, now.wall)
-            case Quarantine(reason=reason, signer=signer):
-                if a.card is not None:
-                    return Effects(reply=a.refusal(now.wall))
-                return self._close(a, now.wall, "quarantined", Seal(signer=signer), reason)
+            case Quarantine() | Expire():
+                return self._server_seal(a, command, now.wall)
         raise TypeError(f"not a chamber command: {command!r}")
+
+    def _server_seal(self, a: Attempt, command: Quarantine | Expire, wall: dt.datetime) -> Effects:
+        if isinstance(command, Quarantine):
+            if a.card is not None:
+                return Effects(reply=a.refusal(wall))
+            seal = Seal(signer=command.signer)
+            return self._close(a, wall, "quarantined", seal, command.reason, "operator")
+        # Abandoning a run leaves the same trace as sealing it: a dated card.
+        if a.card is not None or wall < a.expires_at:
+            return Effects(reply=None)
+        return self._close(a, wall, "expired", Seal(signer=command.signer), None, "expiry")
 
     def _after_retention(self, r: RetiredCard, command: Any) -> Effects:
         # The session is gone but the handle -> card link is forever: a second seal
@@ -161,6 +173,8 @@ class AttemptEntity:
             return Effects(reply=not_found(self.key))
         signature = r.card.signature
         state = "quarantined" if r.quarantined else ("sealed" if signature else "pending_signature")
+        if r.card.outcome == "expired" and not r.quarantined:
+            state = "expired"
         if isinstance(command, Seal):
             envelope = {
                 "ok": True, "attempt_handle": self.key, "attempt_state": state,
@@ -318,7 +332,13 @@ class AttemptEntity:
         return self._close(a, wall, outcome, c, None)
 
     def _close(
-        self, a: Attempt, wall: dt.datetime, outcome: str, c: Seal, reason: str | None
+        self,
+        a: Attempt,
+        wall: dt.datetime,
+        outcome: str,
+        c: Seal,
+        reason: str | None,
+        sealed_by: str = "participant",
     ) -> Effects:
         sealed_at = wall.astimezone(dt.UTC).replace(microsecond=0)
         sealing = cards.Sealing(
@@ -328,6 +348,7 @@ class AttemptEntity:
             notice_hash=self.rules.notice_hash,
             next_candidate=c.next_candidate,
             quarantine_reason=reason,
+            sealed_by=sealed_by,
         )
         body = cards.canonical(cards.card_body(a, sealing))
         signature = None
@@ -364,10 +385,13 @@ def _may_use(attempt: Attempt | RetiredCard, command: Any) -> bool:
 
 
 def retired(attempt: Attempt, wall: dt.datetime) -> bool:
-    """Whether the attempt's session is past retention (its card, if any, stays)."""
+    """Whether the attempt's session is past retention (its card stays).
+
+    An unsealed attempt never retires: the expiry sweep publishes its card first.
+    """
     if attempt.card is not None:
         return wall > attempt.card.sealed_at + attempt.rules.retention
-    return wall > attempt.expires_at + attempt.rules.retention
+    return False
 
 
 @dataclass

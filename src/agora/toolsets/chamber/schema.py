@@ -160,8 +160,16 @@ def _migrate_v3(db: sqlite_utils.Database) -> None:
     db.execute(_FROZEN_V3)
 
 
+def _migrate_v4(db: sqlite_utils.Database) -> None:
+    # The expiry sweep looks for unsealed attempts by expiry.
+    db.table("chamber_attempts").create_index(
+        ["card_id", "expires_at", "handle"], index_name="chamber_attempts_open_by_expiry"
+    )
+
+
 MIGRATIONS = (
     Migration(component="chamber", version=1, apply=_migrate_v1),
     Migration(component="chamber", version=2, apply=_migrate_v2),
     Migration(component="chamber", version=3, apply=_migrate_v3),
+    Migration(component="chamber", version=4, apply=_migrate_v4),
 )

@@ -162,16 +162,31 @@ def import_legacy(card_id: str, sealed_date: str, document: bytes, toolset_id: s
 
 
 def purge_finished(now: dt.datetime, retention: dt.timedelta) -> list[Write]:
-    """Delete sessions finished more than ``retention`` ago (cards stay forever)."""
+    """Delete sessions sealed more than ``retention`` ago (their cards stay forever).
+
+    Unsealed attempts are never purged: the expiry sweep publishes their cards first.
+    """
     cutoff = stamp(now - retention)
-    finished = (
-        "SELECT handle FROM chamber_attempts WHERE (sealed_at IS NOT NULL AND sealed_at < ?)"
-        " OR (sealed_at IS NULL AND expires_at < ?)"
-    )
+    finished = "SELECT handle FROM chamber_attempts WHERE sealed_at IS NOT NULL AND sealed_at < ?"
     return [
-        (f"DELETE FROM chamber_actions WHERE handle IN ({finished})", (cutoff, cutoff)),
-        (f"DELETE FROM chamber_allies WHERE handle IN ({finished})", (cutoff, cutoff)),
-        (f"DELETE FROM chamber_attempts WHERE handle IN ({finished})", (cutoff, cutoff)),
+        (f"DELETE FROM chamber_actions WHERE handle IN ({finished})", (cutoff,)),
+        (f"DELETE FROM chamber_allies WHERE handle IN ({finished})", (cutoff,)),
+        (f"DELETE FROM chamber_attempts WHERE handle IN ({finished})", (cutoff,)),
+    ]
+
+
+def expired_unsealed(
+    conn: sqlite3.Connection, now: dt.datetime, after: tuple[str, str] = ("", ""), limit: int = 500
+) -> list[tuple[str, str]]:
+    """(expires_at, handle) of unsealed attempts past their TTL, in that order, after ``after``."""
+    return [
+        (r[0], r[1])
+        for r in conn.execute(
+            "SELECT expires_at, handle FROM chamber_attempts WHERE card_id IS NULL"
+            " AND expires_at <= ? AND (expires_at > ? OR (expires_at = ? AND handle > ?))"
+            " ORDER BY expires_at, handle LIMIT ?",
+            (stamp(now), after[0], after[0], after[1], limit),
+        )
     ]
 
 

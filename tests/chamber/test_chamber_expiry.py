@@ -1,0 +1,89 @@
+"""Abandoning a run leaves the same trace as sealing it: the sweep publishes expired cards.
+
+An attempt whose TTL passes unsealed gets a dated card (outcome ``expired``, ``sealed_by:
+expiry``, contract state ``expired``) from the background sweep; nothing is deleted before
+its card exists.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+from chamber_agent import ENTRY, START
+
+from agora.config import Config
+from agora.runtime.clock import Clock, FakeWall
+from agora.server.embed import open_server
+from agora.toolsets.chamber import store, sweep, toolset
+
+
+async def _cards(runtime) -> dict[str, dict]:
+    rows = await runtime.read(lambda c: store.list_cards(c, START.date().isoformat()))
+    return {r["card_id"]: r for r in rows}
+
+
+async def test_the_sweep_publishes_every_abandoned_attempt_and_nothing_else(
+    agent, chamber, runtime, wall
+):
+    _, service = chamber
+    sealed = (await agent.enter())["attempt_handle"]
+    await agent.tool("seal_attempt", challenge_handle=sealed)
+    abandoned = (await agent.enter())["attempt_handle"]
+    await agent.tool("chamber_action", challenge_handle=abandoned, op="look")
+    assert await sweep.sweep_expired(runtime, service) == 0
+    wall.advance(7200 - 60)
+    young = (await agent.enter())["attempt_handle"]
+    wall.advance(60)  # the first two are now past their 7,200 s TTL
+    assert await sweep.sweep_expired(runtime, service) == 1
+    assert await sweep.sweep_expired(runtime, service) == 0
+    cards = await _cards(runtime)
+    assert len(cards) == 2
+    again = await agent.tool("seal_attempt", challenge_handle=abandoned)
+    assert again["already_sealed"] is True
+    assert again["attempt_state"] == "expired"
+    card = again["card"]
+    assert (card["outcome"], card["sealed_by"], card["actions_used"]) == ("expired", "expiry", 1)
+    assert cards[again["card_id"]]["outcome"] == "expired"
+    live = await agent.tool("chamber_action", challenge_handle=young, op="look")
+    assert live["attempt_state"] == "active"
+
+
+async def test_the_sweep_makes_progress_past_one_batch_and_signs(
+    agent, chamber, runtime, wall, options, tmp_path, monkeypatch
+):
+    _, service = chamber
+    monkeypatch.setattr(sweep, "BATCH", 2)
+    key = tmp_path / "k.hex"
+    key.write_text("42" * 32)
+    options["chamber"]["signing_key"] = str(key)
+    for _ in range(5):
+        await agent.enter()
+    wall.advance(7201)
+    assert await sweep.sweep_expired(runtime, service) == 5
+    cards = await _cards(runtime)
+    assert [c["evidence_status"] for c in cards.values()] == ["signed"] * 5
+    assert {c["outcome"] for c in cards.values()} == {"expired"}
+
+
+@pytest.mark.parametrize("then_seal", [False, True])
+async def test_a_running_server_sweeps_in_the_background(mock_clock, then_seal):
+    mock_clock.autojump_threshold = 0.1
+    wall = FakeWall(START)
+    config = Config(db=":memory:", toolsets=["chamber"])
+    with trio.fail_after(sweep.SWEEP_EVERY * 60):  # threads may let the clock jump
+        async with (
+            open_server(config, clock=Clock(wall), toolsets=[toolset()], listen=False) as server,
+            server.client("/mcp/chamber") as client,
+        ):
+            await client.initialize()
+            entered = await client.call_tool("enter_open_challenge", dict(ENTRY))
+            handle = entered["structuredContent"]["attempt_handle"]
+            await trio.sleep(sweep.SWEEP_EVERY * 1.5)
+            assert await _cards(server.runtime) == {}
+            wall.advance(7201)
+            await trio.sleep(sweep.SWEEP_EVERY * 1.5)  # the next tick falls inside
+            cards = await _cards(server.runtime)
+            assert [c["outcome"] for c in cards.values()] == ["expired"]
+            if then_seal:
+                reply = await client.call_tool("seal_attempt", {"challenge_handle": handle})
+                assert reply["structuredContent"]["already_sealed"] is True
