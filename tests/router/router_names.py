@@ -6,7 +6,6 @@ from agora.toolsets.router.tools import HANDLERS
 
 SERVED = frozenset(HANDLERS)
 MEMORY_TOOLS = (
-    "get_memory_status", "remember_workflow", "record_route_feedback",
     "list_workflow_candidates", "preview_profile_update", "transition_profile_update",
-    "rollback_profile_revision", "purge_workflow_memory",
+    "rollback_profile_revision",
 )  # fmt: skip

@@ -84,5 +84,11 @@ class Status(msgspec.Struct, frozen=True, tag=True):
     session_id: str
 
 
+class Snapshot(msgspec.Struct, frozen=True, tag=True):
+    """Read what Memory may retain of a run: status, envelope, route and gate outcomes."""
+
+    session_id: str
+
+
 Command = CreatePlan | RecordEvent | EvaluateGate | ProposeSupport | TransitionSupport
-Read = NextWork | Status
+Read = NextWork | Status | Snapshot

@@ -100,6 +100,26 @@ def status(run: RunState) -> dict[str, Any]:
     }
 
 
+def snapshot(run: RunState) -> dict[str, Any]:
+    """What Memory may retain of a run: routing context and outcomes, no objective, no path."""
+    plan = run.plan
+    return {
+        "workflow_run_id": run.run_id,
+        "status": run.status,
+        "goal_binding_id": run.goal_binding_id,
+        "work_graph_id": run.work_graph_id,
+        "all_gates_passed": bool(run.items) and all(i.status == "completed" for i in run.items),
+        "route": {
+            "routing_envelope": plan["routing_envelope"],
+            "route_source": plan["route_source"],
+            "selection_mode": plan["selection_mode"],
+            "planned_skill_tree": plan["planned_skill_tree"],
+            "routing_profile_digest": plan["routing_profile_digest"],
+            "matched_profile_rule_id": plan["matched_profile_rule_id"],
+        },
+    }
+
+
 def _workable(run: RunState, tool: str, phase_id: str) -> Item:
     if run.goal_binding_id is not None:
         raise replies.host_goal(tool)

@@ -107,6 +107,7 @@ REFUSAL_CODES: Final = frozenset(
         "sealed-case-directory-unavailable", "sealed-case-file-unreadable",
         "sealed-case-file-too-large", "sealed-case-file-absent", "evaluation-run-unknown",
         "no-paired-metrics", "record-conflict", "comparison-unknown", "export-kind-unsupported",
+        "observation-not-found", "workflow-context-mismatch", "correction-unbound",
     }
 )  # fmt: skip
 

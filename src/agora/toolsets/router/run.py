@@ -27,6 +27,7 @@ from agora.toolsets.router.commands import (
     NextWork,
     ProposeSupport,
     RecordEvent,
+    Snapshot,
     Status,
     TransitionSupport,
 )
@@ -48,6 +49,7 @@ TOOL_OF: Final[dict[type, str]] = {
     TransitionSupport: "transition_support_consent",
     NextWork: "get_next_work",
     Status: "get_router_status",
+    Snapshot: "remember_workflow",
 }
 
 
@@ -118,6 +120,8 @@ class WorkflowRun:
             return Effects(reply=replies.missing_graph(tool))
         if isinstance(command, NextWork):
             return Effects(reply=progress.next_work(run))
+        if isinstance(command, Snapshot):
+            return Effects(reply=progress.snapshot(run))
         return Effects(reply=progress.status(run))
 
     def _mutate(self, run: RunState | None, cmd: Mutation, tool: str, at: str) -> Effects:

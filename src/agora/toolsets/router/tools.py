@@ -3,14 +3,15 @@
 A handler builds one command from validated arguments and returns the run's reply; it holds
 no rule of its own. Tools that cannot run here (the verified-host ones) answer the typed
 capability-unavailable from `agora.toolsets.router.replies`; the adapter tools live in
-`agora.toolsets.router.evaluations`. Memory tools are not served yet.
+`agora.toolsets.router.evaluations` and the Memory tools in
+`agora.toolsets.router.memory_tools` (four of the eight so far).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from agora.toolsets.router import commands, evaluations, replies
+from agora.toolsets.router import commands, evaluations, memory_tools, replies
 from agora.toolsets.router.consent import run_of
 from agora.toolsets.router.digests import request_digest
 from agora.toolsets.router.layers import plan_layers
@@ -145,4 +146,8 @@ HANDLERS: Final[dict[str, Handler]] = {
     "run_model_evaluation": evaluations.run_model_evaluation,
     "compare_evaluations": evaluations.compare_evaluations,
     "export_router_artifact": evaluations.export_router_artifact,
+    "get_memory_status": memory_tools.get_memory_status,
+    "remember_workflow": memory_tools.remember_workflow,
+    "record_route_feedback": memory_tools.record_route_feedback,
+    "purge_workflow_memory": memory_tools.purge_workflow_memory,
 }

@@ -70,6 +70,46 @@ def read_text(path: Path) -> tuple[str | None, str | None]:
         return None, "unreadable"
 
 
+def authorized_root(
+    workspace_root: str, authorized: list[str]
+) -> tuple[Path | None, Path | None, str | None]:
+    """Resolve ``workspace_root`` and the authorized root it lies under.
+
+    Returns:
+        ``(real_root, trusted_root, None)``, or ``(None, None, warning)`` when it is not
+        absolute, does not exist, or lies under no authorized root.
+    """
+    if not os.path.isabs(workspace_root):
+        return None, None, "workspace-root-not-absolute"
+    real_root = _real(workspace_root)
+    if real_root is None:
+        return None, None, "workspace-root-missing"
+    allowed = [r for r in (_real(a) for a in authorized if os.path.isabs(a)) if r is not None]
+    trusted = next((r for r in allowed if _inside(real_root, r)), None)
+    if trusted is None:
+        return None, None, "workspace-root-not-authorized"
+    return real_root, trusted, None
+
+
+def file_in_root(real_root: Path, trusted: Path, parts: tuple[str, ...], label: str
+                 ) -> tuple[str | None, list[str]]:  # fmt: skip
+    """A fixed file under an authorized root, if its real path stays inside the root.
+
+    Returns:
+        ``(text, warnings)``; text is None when there is no such file or it was refused.
+    """
+    candidate = real_root.joinpath(*parts)
+    if not os.path.lexists(candidate):
+        return None, []
+    real_file = _real(str(candidate))
+    if real_file is None or not _inside(real_file, trusted):
+        return None, [f"{label}-escapes-root"]
+    text, problem = read_text(real_file)
+    if text is None:
+        return None, [] if problem == "absent" else [f"{label}-{problem}"]
+    return text, []
+
+
 def workspace_profile(workspace_root: str, authorized: list[str]) -> tuple[str | None, list[str]]:
     """The workspace Profile text, if the root is authorized and the file stays inside it.
 
@@ -80,25 +120,10 @@ def workspace_profile(workspace_root: str, authorized: list[str]) -> tuple[str |
     Returns:
         ``(text, warnings)``; text is None when nothing was read.
     """
-    if not os.path.isabs(workspace_root):
-        return None, ["workspace-root-not-absolute"]
-    real_root = _real(workspace_root)
-    if real_root is None:
-        return None, ["workspace-root-missing"]
-    allowed = [r for r in (_real(a) for a in authorized if os.path.isabs(a)) if r is not None]
-    trusted = next((r for r in allowed if _inside(real_root, r)), None)
-    if trusted is None:
-        return None, ["workspace-root-not-authorized"]
-    candidate = real_root.joinpath(*WORKSPACE_FILE)
-    if not os.path.lexists(candidate):
-        return None, []
-    real_file = _real(str(candidate))
-    if real_file is None or not _inside(real_file, trusted):
-        return None, ["workspace-profile-escapes-root"]
-    text, problem = read_text(real_file)
-    if text is None:
-        return None, [] if problem == "absent" else [f"workspace-profile-{problem}"]
-    return text, []
+    real_root, trusted, warning = authorized_root(workspace_root, authorized)
+    if real_root is None or trusted is None:
+        return None, [warning or "workspace-root-not-authorized"]
+    return file_in_root(real_root, trusted, WORKSPACE_FILE, "workspace-profile")
 
 
 def personal_profile(path: str | None) -> tuple[str | None, list[str]]:

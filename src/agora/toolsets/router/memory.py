@@ -1,0 +1,199 @@
+"""The Memory entity: one actor for the optional, global Memory store.
+
+It keeps in memory what its commands check (observation bindings, receipts, counts and the
+generation) and writes through the actor like every entity. The first recorded observation
+creates the store in the same commit; until then nothing exists and `Summary` answers the
+digest of an absent store. Every write bumps the generation, so the global summary digest
+changes with any change and never returns to an earlier value; a purge must name the
+current one. Receipts replay a command's result (``replayed: true``); a key reused for
+another request is refused. Pure ``handle(command, now) -> Effects``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+
+from agora.errors import ToolError
+from agora.runtime.entity import Effects
+from agora.toolsets.router import memory_sql, replies
+from agora.toolsets.router.digests import digest
+from agora.toolsets.router.sql import stamp
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from agora.runtime.clock import Now
+    from agora.runtime.entity import Write
+
+
+class Summary(msgspec.Struct, frozen=True, tag=True):
+    """Read: whether the store exists, its summary digest, and one workspace's count."""
+
+    workspace_identity: str
+
+
+class Receipted(msgspec.Struct, frozen=True, kw_only=True):
+    """What every Memory mutation carries."""
+
+    session_id: str
+    idempotency_key: str
+    request_digest: str
+
+
+class Remember(Receipted, frozen=True, tag=True):
+    """Record one observation (``row``) and answer ``result``."""
+
+    row: dict[str, Any]
+    result: dict[str, Any]
+
+
+class Feedback(Receipted, frozen=True, tag=True):
+    """Record typed feedback bound to an observation of the caller's session and run."""
+
+    observation_id: str
+    workflow_run_id: str
+    original_route_digest: str | None
+    row: dict[str, Any]
+    result: dict[str, Any]
+
+
+class Purge(Receipted, frozen=True, tag=True):
+    """Delete one scope, bound to the current summary digest."""
+
+    scope: str
+    expected_summary_digest: str
+    include_managed_profiles: bool
+
+
+class MemoryStore:
+    """The Memory entity's state (empty while the store does not exist)."""
+
+    def __init__(self, rows: dict[str, Any] | None) -> None:
+        self.exists = rows is not None
+        rows = rows or {"generation": 0, "observations": [], "feedback": 0, "receipts": []}
+        self.generation: int = rows["generation"]
+        self.observations = {o[0]: tuple(o[1:]) for o in rows["observations"]}
+        self.feedback: int = rows["feedback"]
+        self.receipts = {(s, k): (d, json.loads(r)) for s, k, d, r in rows["receipts"]}
+
+    def summary_digest(self) -> str:
+        """The global, path-free digest of the store's history."""
+        if not self.exists:
+            return digest({"memory_store": "absent"})
+        return digest({
+            "generation": self.generation, "observations": len(self.observations),
+            "feedback": self.feedback, "receipts": len(self.receipts),
+        })  # fmt: skip
+
+    def handle(self, command: Any, now: Now) -> Effects:
+        """Apply a `Summary`, `Remember`, `Feedback` or `Purge`."""
+        if isinstance(command, Summary):
+            count = sum(o[0] == command.workspace_identity for o in self.observations.values())
+            return Effects(reply=(self.exists, self.summary_digest(), count))
+        key = (command.session_id, command.idempotency_key)
+        if key in self.receipts:
+            stored_digest, result = self.receipts[key]
+            if stored_digest != command.request_digest:
+                return Effects(reply=replies.key_reused(command.idempotency_key))
+            return Effects(reply={**result, "replayed": True})
+        at = stamp(now.wall)
+        try:
+            result, writes = HANDLERS[type(command)](self, command, at)
+        except ToolError as refused:
+            return Effects(reply=refused)
+        except _Answer as answer:  # blocked, or nothing to do: no write, no receipt
+            return Effects(reply=answer.result)
+        self.generation += 1
+        self.receipts[key] = (command.request_digest, result)
+        if isinstance(command, Purge):
+            result["summary_digest_after"] = self.summary_digest()
+        writes += [
+            memory_sql.bump(self.generation),
+            memory_sql.insert_receipt(*key, command.request_digest, json.dumps(result), at),
+        ]
+        return Effects(reply=result, writes=writes, changed=True)
+
+    def _create(self) -> list[Write]:
+        if self.exists:
+            return []
+        self.exists = True
+        return memory_sql.create_store()
+
+    def remember(self, cmd: Remember, at: str) -> tuple[dict[str, Any], list[Write]]:
+        writes = self._create()
+        row = cmd.row
+        if row["observation_id"] not in self.observations:
+            self.observations[row["observation_id"]] = (
+                row["workspace_identity"], row["workflow_run_id"], row["session_id"],
+                row["route_signature_digest"],
+            )  # fmt: skip
+            writes.append(memory_sql.insert_observation({**row, "recorded_at": at}))
+        return dict(cmd.result), writes
+
+    def feedback_on(self, cmd: Feedback, at: str) -> tuple[dict[str, Any], list[Write]]:
+        bound = self.observations.get(cmd.observation_id)
+        if bound is None or bound[2] != cmd.session_id:
+            raise replies.refusal("observation-not-found", "no such observation in this session")
+        original = cmd.original_route_digest
+        if bound[1] != cmd.workflow_run_id or original not in (None, bound[3]):
+            raise replies.refusal(
+                "workflow-context-mismatch", "the observation is of another run or route"
+            )
+        self.feedback += 1
+        row = {**cmd.row, "workspace_identity": bound[0], "recorded_at": at}
+        return dict(cmd.result), [memory_sql.insert_feedback(row)]
+
+    def purge(self, cmd: Purge, at: str) -> tuple[dict[str, Any], list[Write]]:
+        before = self.summary_digest()
+        tables = memory_sql.PURGES.get(cmd.scope)
+        result: dict[str, Any] = {
+            "status": "purged", "scope": cmd.scope, "authority_mode": "router-local",
+            "replayed": False, "deleted_observations": 0, "deleted_feedback": 0,
+            "deleted_command_receipts": 0, "summary_digest_before": before,
+            "summary_digest_after": before,
+            "reason_codes": ["managed-profile-purge-not-available"]
+            if cmd.include_managed_profiles else [],
+        }  # fmt: skip
+        if cmd.expected_summary_digest != before:
+            raise _Answer({**result, "status": "blocked", "reason_codes": ["stale-summary-digest"]})
+        if tables is None:
+            codes = [*result["reason_codes"], "scope-not-available"]
+            raise _Answer({**result, "status": "scope-not-available", "reason_codes": codes})
+        if not self.exists:
+            raise _Answer(result)  # nothing to delete, and nothing is created to say so
+        if "router_memory_observations" in tables:
+            result["deleted_observations"], self.observations = len(self.observations), {}
+        if "router_memory_feedback" in tables:
+            result["deleted_feedback"], self.feedback = self.feedback, 0
+        if "router_memory_receipts" in tables:
+            result["deleted_command_receipts"], self.receipts = len(self.receipts), {}
+        return result, [memory_sql.delete_all(t) for t in tables]
+
+
+class _Answer(Exception):
+    def __init__(self, result: dict[str, Any]) -> None:
+        self.result = result
+
+
+HANDLERS: Final[dict[type, Any]] = {
+    Remember: MemoryStore.remember,
+    Feedback: MemoryStore.feedback_on,
+    Purge: MemoryStore.purge,
+}
+
+
+class MemoryKind:
+    """Loads the Memory entity (one, keyed ``global``)."""
+
+    kind = "router-memory"
+
+    def load(self, conn: sqlite3.Connection, key: str, now: Now) -> MemoryStore:
+        """The Memory store's state, empty if it does not exist."""
+        return MemoryStore(memory_sql.read_store(conn))
+
+
+MEMORY: Final = MemoryKind()
+MEMORY_KEY: Final = "global"

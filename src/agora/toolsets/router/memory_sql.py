@@ -1,0 +1,113 @@
+"""The optional Memory store: its tables, created by the first Memory write, and every statement.
+
+Memory is off by default, and reading its status must not create anything, so its tables are
+not migrations: `create_store` (``CREATE TABLE IF NOT EXISTS``) is part of the transaction of
+the first recorded observation. ``router_memory_meta`` holds the generation counter (bumped
+by every Memory write, never reset, so a summary digest never comes back),
+``router_memory_observations`` the recorded workflows (routing context only: no objective
+text, no path), ``router_memory_feedback`` typed feedback, ``router_memory_receipts`` each
+Memory command's idempotency receipt. Same rules as `sql`: ``?`` placeholders, JSON as TEXT,
+fixed-width UTC TEXT; a missing table is detected by querying it, not a catalog.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agora.runtime.entity import Write
+
+_TABLES = (
+    """CREATE TABLE IF NOT EXISTS router_memory_meta (
+        name TEXT PRIMARY KEY, value INTEGER NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS router_memory_observations (
+        observation_id TEXT PRIMARY KEY, workspace_identity TEXT NOT NULL,
+        workflow_run_id TEXT NOT NULL, session_id TEXT NOT NULL,
+        route_signature_digest TEXT NOT NULL, observation_json TEXT NOT NULL,
+        observation_digest TEXT NOT NULL, recorded_day TEXT NOT NULL, recorded_at TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS router_memory_feedback (
+        feedback_id TEXT PRIMARY KEY, observation_id TEXT NOT NULL,
+        workspace_identity TEXT NOT NULL, feedback_json TEXT NOT NULL,
+        feedback_digest TEXT NOT NULL, recorded_at TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS router_memory_receipts (
+        session_id TEXT NOT NULL, idempotency_key TEXT NOT NULL, request_digest TEXT NOT NULL,
+        result_json TEXT NOT NULL, created_at TEXT NOT NULL,
+        PRIMARY KEY (session_id, idempotency_key))""",
+    "INSERT INTO router_memory_meta (name, value) VALUES ('generation', 0) ON CONFLICT DO NOTHING",
+)
+
+
+def create_store() -> list[Write]:
+    """The statements that create the Memory store if it does not exist yet."""
+    return [(statement, ()) for statement in _TABLES]
+
+
+def bump(generation: int) -> Write:
+    """Record the store's new generation."""
+    return ("UPDATE router_memory_meta SET value = ? WHERE name = 'generation'", (generation,))
+
+
+def insert_observation(row: dict[str, Any]) -> Write:
+    """Record one observation (``row`` has every column)."""
+    cols, marks = ", ".join(row), ", ".join("?" for _ in row)
+    return (
+        f"INSERT INTO router_memory_observations ({cols}) VALUES ({marks})",
+        tuple(row.values()),
+    )
+
+
+def insert_feedback(row: dict[str, Any]) -> Write:
+    """Record one feedback entry (``row`` has every column)."""
+    cols, marks = ", ".join(row), ", ".join("?" for _ in row)
+    return (f"INSERT INTO router_memory_feedback ({cols}) VALUES ({marks})", tuple(row.values()))
+
+
+def insert_receipt(session: str, key: str, request_digest: str, result: str, at: str) -> Write:
+    """Keep a Memory command's idempotency receipt."""
+    return (
+        "INSERT INTO router_memory_receipts (session_id, idempotency_key, request_digest,"
+        " result_json, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        (session, key, request_digest, result, at),
+    )
+
+
+#: What each purge scope deletes (table names); scopes not listed are not available.
+PURGES: dict[str, tuple[str, ...]] = {
+    "history-only": ("router_memory_observations", "router_memory_feedback"),
+    "analytics-only": ("router_memory_feedback",),
+    "all-memory-data": (
+        "router_memory_observations", "router_memory_feedback", "router_memory_receipts",
+    ),
+}  # fmt: skip
+
+
+def delete_all(table: str) -> Write:
+    """Delete every row of one Memory table (``table`` comes from `PURGES`, never input)."""
+    assert table in {t for tables in PURGES.values() for t in tables}
+    return (f"DELETE FROM {table}", ())
+
+
+def read_store(conn: sqlite3.Connection) -> dict[str, Any] | None:
+    """The Memory store's rows needed in memory, or None if the store does not exist."""
+    try:
+        generation = conn.execute(
+            "SELECT value FROM router_memory_meta WHERE name = 'generation'"
+        ).fetchone()
+    except sqlite3.OperationalError:  # no such table: Memory never wrote anything
+        return None
+    observations = conn.execute(
+        "SELECT observation_id, workspace_identity, workflow_run_id, session_id,"
+        " route_signature_digest FROM router_memory_observations"
+    ).fetchall()
+    feedback = conn.execute("SELECT COUNT(*) FROM router_memory_feedback").fetchone()[0]
+    receipts = conn.execute(
+        "SELECT session_id, idempotency_key, request_digest, result_json"
+        " FROM router_memory_receipts"
+    ).fetchall()
+    return {
+        "generation": generation[0] if generation else 0,
+        "observations": [tuple(r) for r in observations],
+        "feedback": int(feedback),
+        "receipts": [tuple(r) for r in receipts],
+    }

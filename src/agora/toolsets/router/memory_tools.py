@@ -1,0 +1,204 @@
+"""The Memory tools served so far: status, remember, feedback and purge.
+
+Each reads the policy first (files only, off the Trio thread). ``get_memory_status`` creates
+nothing. ``remember_workflow`` records a workflow only when capture is enabled and it is
+eligible: completed with every gate passed, a known side-effect outcome, not ``r3``, not
+``no-memory``, and a target the policy allows; otherwise it answers ``memory-disabled`` or
+``not-recorded`` with every reason code and writes nothing. An observation keeps only the
+retained routing context (envelope, route source, skill tree, profile digest and rule) and
+outcomes: no objective text, no path; the workspace is a digest of its real path.
+``record_route_feedback`` takes typed values bound to an observation of the caller's session
+and run; a correction must name both route digests (the original being the observation's)
+and at least one dimension. ``purge_workflow_memory`` works whatever the policy says.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import TYPE_CHECKING, Any, Final
+
+import trio
+
+from agora.errors import ToolError
+from agora.toolsets.router import commands, memory_policy, replies, workspace
+from agora.toolsets.router.digests import digest, request_digest
+from agora.toolsets.router.layers import client_roots
+from agora.toolsets.router.memory import MEMORY, MEMORY_KEY, Feedback, Purge, Remember, Summary
+from agora.toolsets.router.run import KIND
+
+if TYPE_CHECKING:
+    from agora.toolsets.base import ToolCall
+
+PERSONAL_SCOPE: Final = "personal"
+
+
+def _read_policy(workspace_root: str | None, authorized: list[str], personal_path: str | None
+                 ) -> tuple[memory_policy.Policy, str]:  # fmt: skip
+    personal, _ = workspace.personal_profile(personal_path)
+    if workspace_root is None:
+        policy = memory_policy.resolve(personal, None, workspace_scoped=False, root_verified=False)
+        return policy, PERSONAL_SCOPE
+    real_root, trusted, _warning = workspace.authorized_root(workspace_root, authorized)
+    text = None
+    if real_root is not None and trusted is not None:
+        text, _ = workspace.file_in_root(real_root, trusted, memory_policy.WORKSPACE_FILE,
+                                         "workspace-memory-policy")  # fmt: skip
+    verified = real_root is not None
+    policy = memory_policy.resolve(personal, text, workspace_scoped=True, root_verified=verified)
+    identity = digest({"workspace": str(real_root)}) if verified else "unverified"
+    return policy, identity
+
+
+async def _policy(call: ToolCall) -> tuple[memory_policy.Policy, str]:
+    options = call.runtime.options("router")
+    root = call.args.get("workspace_root")
+    authorized = [str(r) for r in options.get("workspace_roots", [])]
+    if root is not None:
+        authorized += await client_roots(call)
+    return await trio.to_thread.run_sync(
+        _read_policy, root, authorized, options.get("memory_policy")
+    )
+
+
+def _id(prefix: str, *parts: str) -> str:
+    return f"{prefix}:{hashlib.sha256(chr(0).join(parts).encode()).hexdigest()[:32]}"
+
+
+def _receipted(call: ToolCall) -> dict[str, str]:
+    a = call.args
+    return {
+        "session_id": a["context"]["session_id"],
+        "idempotency_key": a["idempotency_key"],
+        "request_digest": request_digest(call.tool, a),
+    }
+
+
+async def get_memory_status(call: ToolCall) -> dict[str, Any]:
+    """The effective policy and the global history summary; creates nothing."""
+    policy, identity = await _policy(call)
+    exists, summary, count = await call.runtime.call(MEMORY, MEMORY_KEY, Summary(identity))
+    return {
+        "authority_mode": "router-local", "actual_skill_consistency": "unavailable",
+        "personal_ceiling": policy.personal_ceiling,
+        "workspace_requested_mode": policy.workspace_requested_mode,
+        "effective_mode": policy.effective_mode, "capture_enabled": policy.capture_enabled,
+        "candidate_generation_enabled": policy.candidate_generation_enabled,
+        "profile_promotion": policy.profile_promotion,
+        "allowed_targets": list(policy.allowed_targets), "policy_digest": policy.digest,
+        "reason_codes": list(policy.reason_codes), "memory_store_exists": exists,
+        "history_summary_digest": summary, "eligible_workflow_count": count,
+    }  # fmt: skip
+
+
+def _ineligible(a: dict[str, Any], policy: memory_policy.Policy, run: dict[str, Any] | None
+                ) -> list[str]:  # fmt: skip
+    reasons = []
+    if a["one_shot"] == "no-memory":
+        reasons.append("explicit-no-memory")
+    if a["risk_class"] == "r3":
+        reasons.append("risk-class-excluded")
+    if a["side_effect_outcome"] == "unknown":
+        reasons.append("unknown-side-effect-outcome")
+    if a["target_profile_class"] not in policy.allowed_targets:
+        reasons.append("profile-target-not-allowed")
+    if run is None:
+        reasons.append("workflow-run-not-found")
+    elif run["status"] != "completed" or not run["all_gates_passed"]:
+        reasons += ["workflow-not-completed", "required-gate-not-passed"]
+    return reasons
+
+
+async def remember_workflow(call: ToolCall) -> dict[str, Any]:
+    """Record one eligible completed workflow under the opt-in policy."""
+    a = call.args
+    policy, identity = await _policy(call)
+    result: dict[str, Any] = {
+        "authority_mode": "router-local", "replayed": False, "policy_digest": policy.digest,
+        "target_profile_class": a["target_profile_class"], "candidate_id": None,
+        "observation_id": None, "observation_digest": None, "route_signature_digest": None,
+    }  # fmt: skip
+    if not policy.capture_enabled:
+        return {**result, "status": "memory-disabled", "reason_codes": list(policy.reason_codes)}
+    try:
+        run = await call.runtime.call(
+            KIND, a["workflow_run_id"], commands.Snapshot(a["context"]["session_id"])
+        )
+    except ToolError:
+        run = None  # not found in this session
+    reasons = _ineligible(a, policy, run)
+    if reasons or run is None:
+        return {**result, "status": "not-recorded", "reason_codes": reasons}
+    signature = digest(run["route"])
+    observation = {
+        **run["route"], "route_signature_digest": signature,
+        "side_effect_outcome": a["side_effect_outcome"], "risk_class": a["risk_class"],
+        "target_profile_class": a["target_profile_class"], "one_shot": a["one_shot"],
+        "recorded_day": call.runtime.clock.wall().date().isoformat(),
+    }  # fmt: skip
+    observation_id = _id("observation", identity, run["workflow_run_id"])
+    row = {
+        "observation_id": observation_id, "workspace_identity": identity,
+        "workflow_run_id": run["workflow_run_id"], "session_id": a["context"]["session_id"],
+        "route_signature_digest": signature, "observation_json": json.dumps(observation),
+        "observation_digest": digest(observation), "recorded_day": observation["recorded_day"],
+    }  # fmt: skip
+    result |= {
+        "status": "recorded", "reason_codes": ["candidate-not-proposed"],
+        "observation_id": observation_id, "observation_digest": row["observation_digest"],
+        "route_signature_digest": signature,
+    }  # fmt: skip
+    reply: dict[str, Any] = await call.runtime.call(
+        MEMORY, MEMORY_KEY, Remember(row=row, result=result, **_receipted(call))
+    )
+    return reply
+
+
+async def record_route_feedback(call: ToolCall) -> dict[str, Any]:
+    """Record typed feedback bound to an observation of the caller's session and run."""
+    a = call.args
+    policy, _identity = await _policy(call)
+    result: dict[str, Any] = {
+        "authority_mode": "router-local", "replayed": False, "policy_digest": policy.digest,
+        "observation_id": a["observation_id"], "feedback_id": None, "feedback_digest": None,
+    }  # fmt: skip
+    if not policy.capture_enabled:
+        return {**result, "status": "memory-disabled", "reason_codes": list(policy.reason_codes)}
+    original, corrected = a["original_route_digest"], a["corrected_route_digest"]
+    dims = sorted(set(a["correction_dimensions"]))
+    if a["feedback_type"] == "corrected":
+        bound = original is not None and corrected is not None and original != corrected
+        if not (bound and dims):
+            raise replies.refusal("correction-unbound", "a correction needs both route digests "
+                                  "(different) and at least one dimension")  # fmt: skip
+    elif original is not None or corrected is not None or dims:
+        raise replies.refusal("correction-unbound", "only a correction names routes or dimensions")
+    feedback = {
+        "observation_id": a["observation_id"], "workflow_run_id": a["workflow_run_id"],
+        "feedback_type": a["feedback_type"], "reason_code": a["reason_code"],
+        "correction_dimensions": dims, "original_route_digest": original,
+        "corrected_route_digest": corrected,
+    }  # fmt: skip
+    session, key = a["context"]["session_id"], a["idempotency_key"]
+    feedback_id = _id("feedback", session, key)
+    row = {
+        "feedback_id": feedback_id, "observation_id": a["observation_id"],
+        "feedback_json": json.dumps(feedback), "feedback_digest": digest(feedback),
+    }  # fmt: skip
+    result |= {"status": "recorded", "reason_codes": [], "feedback_id": feedback_id,
+               "feedback_digest": row["feedback_digest"]}  # fmt: skip
+    command = Feedback(observation_id=a["observation_id"], workflow_run_id=a["workflow_run_id"],
+                       original_route_digest=original, row=row, result=result,
+                       **_receipted(call))  # fmt: skip
+    reply: dict[str, Any] = await call.runtime.call(MEMORY, MEMORY_KEY, command)
+    return reply
+
+
+async def purge_workflow_memory(call: ToolCall) -> dict[str, Any]:
+    """Purge one confirmed scope bound to the current summary digest."""
+    a = call.args
+    command = Purge(scope=a["scope"], expected_summary_digest=a["expected_summary_digest"],
+                    include_managed_profiles=a["include_managed_profiles"],
+                    **_receipted(call))  # fmt: skip
+    reply: dict[str, Any] = await call.runtime.call(MEMORY, MEMORY_KEY, command)
+    return reply

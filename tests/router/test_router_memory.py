@@ -1,0 +1,175 @@
+"""The Memory tools served so far: status, remember, feedback, purge, on a real store."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from router_driver import ctx, key
+
+SINGLE = "Fix the typo in the README"
+
+
+@pytest.fixture
+def policy(tmp_path, options):
+    """Personal ceiling ``reviewed``; an authorized workspace requesting ``observe``."""
+    path = tmp_path / "memory-policy.json"
+    path.write_text(json.dumps({"format": "agora-router-memory-policy/1", "ceiling": "reviewed",
+                                "allowed_targets": ["managed-personal"]}))  # fmt: skip
+    options["router"]["memory_policy"] = str(path)
+    root = tmp_path / "ws"
+    (root / ".codex").mkdir(parents=True)
+    (root / ".codex" / "workflow-skill-router-memory.json").write_text(
+        json.dumps({"format": "agora-router-memory-request/1", "requested_mode": "observe"})
+    )
+    options["router"]["workspace_roots"] = [str(tmp_path)]
+    return root
+
+
+async def completed_run(router, session="s1"):
+    run = (await router.plan(SINGLE, session=session))["workflow_run_id"]
+    ev = await router.event(run, "work", {"check_id": "work-done", "outcome": "passed"}, 1,
+                            session=session)  # fmt: skip
+    await router.gate(run, "work", ev["event_ids"], 2, session=session)
+    return run
+
+
+def remember_args(run, root, **over):
+    args = {"context": ctx(), "workflow_run_id": run, "workspace_root": str(root),
+            "one_shot": "none", "risk_class": "r0", "side_effect_outcome": "known-success",
+            "target_profile_class": "managed-personal", "idempotency_key": key("mem"),
+            "correlation_id": "c"}  # fmt: skip
+    return {**args, **over}
+
+
+async def tables(runtime):
+    rows = await runtime.read(lambda c: c.execute(
+        "SELECT name FROM sqlite_master WHERE name LIKE 'router_memory%'").fetchall())  # fmt: skip
+    return {r[0] for r in rows}
+
+
+async def status(router, root):
+    return await router.call("get_memory_status", context=ctx(), workspace_root=str(root))
+
+
+async def test_status_and_ineligible_workflows_create_nothing(router, runtime, policy):
+    first = await status(router, policy)
+    assert first["effective_mode"] == "observe"
+    assert first["capture_enabled"] is True
+    assert first["memory_store_exists"] is False
+    assert first["eligible_workflow_count"] == 0
+    open_run = (await router.plan(SINGLE))["workflow_run_id"]
+    cases = [
+        (remember_args(open_run, policy), ["workflow-not-completed", "required-gate-not-passed"]),
+        (remember_args("run-missing", policy), ["workflow-run-not-found"]),
+    ]
+    done = await completed_run(router)
+    cases += [
+        (remember_args(done, policy, one_shot="no-memory"), ["explicit-no-memory"]),
+        (remember_args(done, policy, risk_class="r3"), ["risk-class-excluded"]),
+        (remember_args(done, policy, side_effect_outcome="unknown"),
+         ["unknown-side-effect-outcome"]),
+        (remember_args(done, policy, target_profile_class="workspace-file"),
+         ["profile-target-not-allowed"]),
+    ]  # fmt: skip
+    for args, codes in cases:
+        answer = await router.call("remember_workflow", **args)
+        assert (answer["status"], answer["reason_codes"]) == ("not-recorded", codes)
+        assert answer["observation_id"] is None
+    assert await tables(runtime) == set()
+    assert (await status(router, policy))["history_summary_digest"] == first[
+        "history_summary_digest"
+    ]
+
+
+async def test_memory_off_answers_memory_disabled(router, runtime, options, policy):
+    del options["router"]["memory_policy"]
+    done = await completed_run(router)
+    answer = await router.call("remember_workflow", **remember_args(done, policy))
+    assert answer["status"] == "memory-disabled"
+    assert "personal-policy-missing" in answer["reason_codes"]
+    assert await tables(runtime) == set()
+
+
+async def test_remember_feedback_and_every_purge_scope(router, runtime, policy):
+    done = await completed_run(router)
+    args = remember_args(done, policy, idempotency_key="remember-1")
+    recorded = await router.call("remember_workflow", **args)
+    assert recorded["status"] == "recorded"
+    assert await router.call("remember_workflow", **args) == {**recorded, "replayed": True}
+    obs = recorded["observation_id"]
+    stored = await runtime.read(lambda c: c.execute(
+        "SELECT observation_json FROM router_memory_observations").fetchone()[0])  # fmt: skip
+    assert SINGLE not in stored
+    assert str(policy) not in stored
+    st = await status(router, policy)
+    assert st["memory_store_exists"] is True
+    assert st["eligible_workflow_count"] == 1
+
+    def feedback(**over):
+        base = {"context": ctx(), "workflow_run_id": done, "observation_id": obs,
+                "workspace_root": str(policy), "feedback_type": "accepted",
+                "reason_code": "user-accepted", "correction_dimensions": [],
+                "original_route_digest": None, "corrected_route_digest": None,
+                "idempotency_key": key("fb"), "correlation_id": "c"}  # fmt: skip
+        return {**base, **over}
+
+    assert (await router.call("record_route_feedback", **feedback()))["status"] == "recorded"
+    unbound = await router.refused("record_route_feedback", **feedback(feedback_type="corrected"))
+    assert unbound["code"] == "correction-unbound"
+    other = "sha256:" + "1" * 64
+    correction = {"feedback_type": "corrected", "correction_dimensions": ["primary-skill"]}
+    routes = {"original_route_digest": other, "corrected_route_digest": "sha256:" + "2" * 64}
+    wrong = await router.refused("record_route_feedback", **feedback(**routes, **correction))
+    assert wrong["code"] == "workflow-context-mismatch"
+    signature = recorded["route_signature_digest"]
+    fixed = await router.call("record_route_feedback", **feedback(
+        original_route_digest=signature, corrected_route_digest=other, **correction))  # fmt: skip
+    assert fixed["feedback_id"].startswith("feedback:")
+    nowhere = "observation:" + "0" * 32
+    missing = await router.refused("record_route_feedback", **feedback(observation_id=nowhere))
+    assert missing["code"] == "observation-not-found"
+
+    async def purge(scope, digest=None, **over):
+        current = digest or (await status(router, policy))["history_summary_digest"]
+        return await router.call("purge_workflow_memory", context=ctx(), scope=scope,
+                                 confirmed=True, expected_summary_digest=current,
+                                 include_managed_profiles=False, idempotency_key=key("purge"),
+                                 correlation_id="c", **over)  # fmt: skip
+
+    blocked = await purge("history-only", digest="sha256:" + "9" * 64)
+    assert (blocked["status"], blocked["reason_codes"]) == ("blocked", ["stale-summary-digest"])
+    unsupported = await purge("candidates-only")
+    assert unsupported["status"] == "scope-not-available"
+    assert unsupported["summary_digest_after"] == unsupported["summary_digest_before"]
+    analytics = await purge("analytics-only")
+    assert (analytics["deleted_feedback"], analytics["deleted_observations"]) == (2, 0)
+    counts = "SELECT (SELECT COUNT(*) FROM router_memory_observations),"
+    counts += " (SELECT COUNT(*) FROM router_memory_feedback)"
+    assert tuple(await runtime.read(lambda c: c.execute(counts).fetchone())) == (1, 0)
+    assert (
+        analytics["summary_digest_after"]
+        == (await status(router, policy))["history_summary_digest"]
+    )
+    history = await purge("history-only")
+    assert history["deleted_observations"] == 1
+    assert tuple(await runtime.read(lambda c: c.execute(counts).fetchone())) == (0, 0)
+    everything = await purge("all-memory-data")
+    assert everything["deleted_command_receipts"] == 5  # remember, 2 feedback, 2 purges
+    assert (await status(router, policy))["eligible_workflow_count"] == 0
+
+
+async def test_purge_works_after_capture_is_disabled(router, options, policy):
+    done = await completed_run(router)
+    await router.call("remember_workflow", **remember_args(done, policy))
+    del options["router"]["memory_policy"]
+    st = await status(router, policy)
+    assert st["capture_enabled"] is False
+    args = {"context": ctx(), "scope": "history-only", "confirmed": True,
+            "expected_summary_digest": st["history_summary_digest"],
+            "include_managed_profiles": True, "idempotency_key": "purge-off",
+            "correlation_id": "c"}  # fmt: skip
+    purged = await router.call("purge_workflow_memory", **args)
+    assert purged["deleted_observations"] == 1
+    assert purged["reason_codes"] == ["managed-profile-purge-not-available"]
+    assert await router.call("purge_workflow_memory", **args) == {**purged, "replayed": True}

@@ -1,0 +1,79 @@
+"""The Memory policy matrix: every personal ceiling against every workspace request."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+from agora.toolsets.router.memory_policy import MODES, resolve
+
+
+def personal(ceiling: str, **extra: object) -> str:
+    doc = {"format": "agora-router-memory-policy/1", "ceiling": ceiling,
+           "allowed_targets": ["managed-personal", "workspace-file"], **extra}  # fmt: skip
+    return json.dumps(doc)
+
+
+def request(mode: str) -> str:
+    return json.dumps({"format": "agora-router-memory-request/1", "requested_mode": mode})
+
+
+@pytest.mark.parametrize(("ceiling", "requested"), list(itertools.product(MODES, MODES)))
+def test_the_effective_mode_is_the_lower_of_ceiling_and_request(ceiling, requested):
+    policy = resolve(personal(ceiling), request(requested), workspace_scoped=True,
+                     root_verified=True)  # fmt: skip
+    effective = MODES[min(MODES.index(ceiling), MODES.index(requested))]
+    assert policy.effective_mode == effective
+    assert policy.personal_ceiling == ceiling
+    assert policy.workspace_requested_mode == requested
+    exceeds = MODES.index(requested) > MODES.index(ceiling)
+    assert ("workspace-policy-exceeds-ceiling" in policy.reason_codes) == exceeds
+    assert ("memory-disabled" in policy.reason_codes) == (effective == "disabled")
+    assert policy.capture_enabled == (effective != "disabled")
+    assert policy.candidate_generation_enabled == (effective in ("reviewed", "automatic"))
+    assert policy.allowed_targets == ("managed-personal",)  # workspace-file needs the host
+
+
+@pytest.mark.parametrize("ceiling", MODES)
+def test_without_a_workspace_root_the_ceiling_applies(ceiling):
+    policy = resolve(personal(ceiling), None, workspace_scoped=False, root_verified=False)
+    assert policy.effective_mode == ceiling
+
+
+@pytest.mark.parametrize(
+    ("personal_text", "workspace_text", "verified", "codes"),
+    [
+        pytest.param(None, None, False, ("personal-policy-missing",), id="nothing-personal"),
+        pytest.param("{oops", None, False, ("invalid-memory-policy",), id="invalid-personal"),
+        pytest.param('{"format": "agora-router-memory-policy/1", "ceiling": "observe",'
+                     ' "ceiling": "automatic"}', None, False, ("ambiguous-memory-policy",),
+                     id="ambiguous-personal"),
+        pytest.param(personal("observe", extra_key=1), None, False, ("invalid-memory-policy",),
+                     id="unknown-key"),
+        pytest.param(personal("automatic"), None, True, ("workspace-policy-missing",),
+                     id="missing-request"),
+        pytest.param(personal("automatic"), '{"format": "x"}', True,
+                     ("invalid-memory-policy",), id="invalid-request"),
+        pytest.param(personal("automatic"), request("observe"), False,
+                     ("workspace-root-unverified", "workspace-policy-missing"), id="unverified"),
+    ],
+)  # fmt: skip
+def test_missing_invalid_or_ambiguous_policies_disable_memory(
+    personal_text, workspace_text, verified, codes
+):
+    scoped = workspace_text is not None or verified or codes[0] == "workspace-root-unverified"
+    policy = resolve(personal_text, workspace_text, workspace_scoped=scoped,
+                     root_verified=verified)  # fmt: skip
+    assert policy.effective_mode == "disabled"
+    assert policy.reason_codes == (*codes, "memory-disabled")
+    assert policy.profile_promotion == "disabled"
+
+
+def test_automatic_promotion_needs_the_automatic_mode():
+    doc = personal("automatic", profile_promotion="automatic-managed")
+    assert resolve(doc, request("automatic"), workspace_scoped=True,
+                   root_verified=True).profile_promotion == "automatic-managed"  # fmt: skip
+    assert resolve(doc, request("reviewed"), workspace_scoped=True,
+                   root_verified=True).profile_promotion == "review-required"  # fmt: skip
