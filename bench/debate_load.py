@@ -18,7 +18,7 @@ shares the machine with).
     database with the toolset's own statements (so the FTS trigram index is built as the
     server builds it): one topic of ``--search-messages`` messages, the rest over
     ``--topics`` filler topics. Then over MCP: ``--queries`` ``debate_search`` calls on the
-    big topic (rare: a unique token, one hit; medium: a two-word phrase; short: two
+    big topic (rare: a unique 10-hex-digit identifier; medium: a two-word phrase; short: two
     characters, the literal scan) and ``--pages`` ``debate_read`` pages (limit 200) from
     random cursors of random topics; p50/p99 of the client's round trip for each.
 
@@ -283,7 +283,7 @@ def build_store(path: Path, args: argparse.Namespace, rng: random.Random) -> dic
                 f"2026-11-30T{n // 3600000 % 24:02d}:{n // 60000 % 60:02d}:"
                 f"{n // 1000 % 60:02d}.{n % 1000:03d}000Z"
             )
-            token = f"tok{int(topic_id[:8], 16):03d}x{n:07d}"
+            token = f"{rng.getrandbits(40):010x}"  # an identifier: unique, random trigrams
             body = " ".join(rng.choice(WORDS) for _ in range(6)) + f" {token}"
             meta = MsgMeta(msg_id, ts, "ROLE_0", "STATUS", "M", None, (), None, False)
             conn.execute(*sql.insert_message(topic_id, meta, body, None, "analysis", {}))
@@ -313,7 +313,7 @@ async def run_search(args: argparse.Namespace, directory: Path) -> None:
         async with lean_connect(url, TOKEN) as client:
             big = store["big"]
             kinds = {
-                "rare (unique token, 1 hit)": lambda: rng.choice(store["unique"]),
+                "rare (a unique 10-hex-digit id)": lambda: rng.choice(store["unique"]),
                 "medium (two-word phrase)": lambda: " ".join(rng.sample(WORDS, 2)),
                 "short (2 chars, literal scan)": lambda: rng.choice(WORDS)[:2],
             }

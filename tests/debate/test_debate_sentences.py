@@ -275,3 +275,41 @@ async def test_set_lane_needs_a_declared_conductor_role_and_reshapes_the_queue(d
         STAR, "debate_set_lane", topic_id=topic, role="CONDUCTOR", lane="P0", reason="r"
     )
     assert star == body
+
+
+async def test_search_finds_old_hits_beyond_the_recent_window(desk, room, monkeypatch):
+    from agora.toolsets.debate.handlers import reads
+
+    monkeypatch.setattr(reads, "SEARCH_WINDOW", 2)
+    old = await desk.call(
+        BOB,
+        "debate_post",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        priority="M",
+        kind="STATUS",
+        body="needle in the hay",
+    )
+    for i in range(4):
+        await desk.call(
+            BOB,
+            "debate_post",
+            topic_id=room["topic"],
+            role="ADVOCATE",
+            priority="M",
+            kind="STATUS",
+            body=f"hay {i}",
+        )
+    newer = await desk.call(
+        BOB,
+        "debate_post",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        priority="M",
+        kind="STATUS",
+        body="another needle",
+    )
+    hits = await desk.call(BOB, "debate_search", topic_id=room["topic"], query="needle")
+    assert [m["msg_id"] for m in hits["messages"]] == [newer["msg_id"], old["msg_id"]]
+    one = await desk.call(BOB, "debate_search", topic_id=room["topic"], query="needle", limit=1)
+    assert [m["msg_id"] for m in one["messages"]] == [newer["msg_id"]]

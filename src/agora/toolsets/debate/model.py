@@ -110,8 +110,9 @@ class TopicData:
     bindings: dict[str, list[Binding]] = field(default_factory=dict)
     messages: dict[str, MsgMeta] = field(default_factory=dict)
     inbox: dict[str, list[MsgMeta]] = field(default_factory=dict)
-    #: Delivery markers not yet done: (msg_id, recipient key) -> pending | delivered.
-    deliveries: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: Delivery markers not yet done, per recipient key, in (ts, msg_id) order:
+    #: msg_id -> pending | delivered.
+    deliveries: dict[str, dict[str, str]] = field(default_factory=dict)
     cursors: dict[tuple[str, str], Cursor] = field(default_factory=dict)
     watermarks: dict[str, tuple[str, str]] = field(default_factory=dict)
     claims: dict[str, Claim] = field(default_factory=dict)

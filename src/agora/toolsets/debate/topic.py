@@ -107,11 +107,11 @@ class Topic:
             sql.insert_history(self.topic_id, self.data.history_seq, at, event, actor, detail)
         )
 
-    def touch(self, writes: list[Write], at: str) -> None:
-        """Record that the topic changed at ``at``."""
+    def touch(self, writes: list[Write], at: str, *, row_changed: bool = True) -> None:
+        """Record that the topic changed at ``at`` (the whole row when ``row_changed``)."""
         row = self.require_row()
         row.updated_at = at
-        writes.append(sql.update_topic(row))
+        writes.append(sql.update_topic(row) if row_changed else sql.touch_topic(row.topic_id, at))
 
     def append(
         self,
@@ -130,7 +130,7 @@ class Topic:
         )
         index(data, meta)
         for key in meta.recipients:
-            data.deliveries[(meta.msg_id, key)] = "pending"
+            data.deliveries.setdefault(key, {})[meta.msg_id] = "pending"
             writes.append(sql.insert_delivery(self.topic_id, meta.msg_id, key))
 
     def set_cursor(self, writes: list[Write], role: str, session_id: str, cursor: Cursor) -> None:
@@ -200,8 +200,10 @@ class TopicKind:
             data.bindings.setdefault(b.role, []).append(b)
         for meta in sql.message_metas(conn, key):
             index(data, meta)
-        for msg_id, recipient, state in sql.open_deliveries(conn, key):
-            data.deliveries[(msg_id, recipient)] = state
+        open_rows = sql.open_deliveries(conn, key)
+        open_rows.sort(key=lambda r: data.messages[r[0]].cursor)
+        for msg_id, recipient, state in open_rows:
+            data.deliveries.setdefault(recipient, {})[msg_id] = state
         data.cursors = sql.cursors(conn, key)
         data.watermarks = sql.watermarks(conn, key)
         data.claims = {c.msg_id: c for c in sql.claims(conn, key)}

@@ -131,8 +131,9 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
     topic.set_cursor(writes, cmd.role, cmd.session_id, cursor)
     for meta in page:
         for key in keys(cmd.role, cmd.session_id):
-            if data.deliveries.get((meta.msg_id, key)) == "pending":
-                data.deliveries[(meta.msg_id, key)] = "delivered"
+            marks = data.deliveries.get(key)
+            if marks is not None and marks.get(meta.msg_id) == "pending":
+                marks[meta.msg_id] = "delivered"
                 writes.append(sql.mark_delivery(meta.msg_id, key, "delivered", at))
         if meta.kind == "DECISION" and meta.standing is False and meta.msg_id not in data.claims:
             claim = Claim(meta.msg_id, cmd.role, cmd.session_id, cmd.caller.name, "active", at, at)
@@ -168,12 +169,14 @@ def advance_cursor(topic: Topic, cmd: AdvanceCursor, now: Now) -> Effects:
     )
     done = 0
     for key in mine:
-        for meta in data.inbox.get(key, ()):
-            if meta.cursor > target.cursor:
+        marks = data.deliveries.get(key, {})
+        # Open markers are kept in (ts, msg_id) order: stop at the first past the target.
+        for msg_id in list(marks):
+            if data.messages[msg_id].cursor > target.cursor:
                 break
-            if data.deliveries.pop((meta.msg_id, key), None) is not None:
-                writes.append(sql.mark_delivery(meta.msg_id, key, "done", at))
-                done += 1
+            del marks[msg_id]
+            writes.append(sql.mark_delivery(msg_id, key, "done", at))
+            done += 1
     topic.event(
         writes,
         at,

@@ -191,7 +191,7 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
     elif cmd.kind == "WATERMARK":
         _watermark(topic, cmd.role, cmd.body.strip(), writes)
     _complete_claim(topic, meta, writes)
-    topic.touch(writes, ts)
+    topic.touch(writes, ts, row_changed=False)
     return Effects(
         reply=post_reply(topic, meta, cmd.vehicle),
         writes=writes,

@@ -26,6 +26,9 @@ from agora.toolsets.debate.rules import (
     split_csv,
 )
 
+#: How many of a topic's newest messages a search tries before it asks the index.
+SEARCH_WINDOW = 2000
+
 if TYPE_CHECKING:
     import sqlite3
 
@@ -101,7 +104,9 @@ async def debate_search(call: ToolCall) -> dict[str, Any]:
 
     def read(conn: sqlite3.Connection) -> dict[str, Any]:
         _gate(conn, topic_id, who, None)
-        rows = sql.search(conn, topic_id, phrase, pattern, limit)
+        rows = sql.search_recent(conn, topic_id, pattern, limit, SEARCH_WINDOW)
+        if len(rows) < limit:  # not enough among the newest: the whole topic
+            rows = sql.search(conn, topic_id, phrase, pattern, limit)
         return {
             "topic_id": topic_id,
             "query": query,

@@ -231,6 +231,23 @@ def page(
     ).fetchall()
 
 
+def search_recent(
+    conn: sqlite3.Connection, topic_id: str, pattern: str, limit: int, window: int
+) -> list[sqlite3.Row]:
+    """Matches among the topic's ``window`` newest messages, newest first.
+
+    When they hold ``limit`` matches these are the newest ``limit`` of the whole topic, so
+    a common query never touches the index (whose lists for common trigrams span every
+    topic of the store).
+    """
+    return conn.execute(
+        f"SELECT {MESSAGE_COLUMNS} FROM (SELECT {MESSAGE_COLUMNS}, body_folded "
+        "FROM debate_messages WHERE topic_id = ? ORDER BY ts DESC, msg_id DESC LIMIT ?) "
+        "AS recent WHERE body_folded LIKE ? ESCAPE '\\' ORDER BY ts DESC, msg_id DESC LIMIT ?",
+        (topic_id, window, pattern, limit),
+    ).fetchall()
+
+
 def search(
     conn: sqlite3.Connection, topic_id: str, phrase: str | None, pattern: str, limit: int
 ) -> list[sqlite3.Row]:

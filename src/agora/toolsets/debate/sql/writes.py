@@ -65,6 +65,11 @@ def update_topic(row: TopicRow) -> Write:
     )
 
 
+def touch_topic(topic_id: str, at: str) -> Write:
+    """Record when the topic last changed (posts, cursor moves leave the rest alone)."""
+    return ("UPDATE debate_topics SET updated_at = ? WHERE topic_id = ?", (at, topic_id))
+
+
 def upsert_binding(b: Binding) -> Write:
     """A binding generation, inserted or brought up to date."""
     return (
