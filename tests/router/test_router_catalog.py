@@ -35,21 +35,22 @@ async def test_only_the_served_tools_are_listed_with_the_contract_schemas():
 
 
 async def test_a_failed_commit_answers_text_with_a_correlation_id_and_no_invented_fields(tmp_path):
-    # Two servers on one database file: the second holds a stale run in memory, and its
-    # commit of version 2 is refused by the store. The router shapes no body for it (none
-    # could satisfy the strict outputSchemas without inventing fields): the core answers a
-    # text-only isError naming the correlation id of its log line.
-    config = Config(port=0, db=str(tmp_path / "two.db"), toolsets=["router"])
-    async with open_server(config, listen=False) as one, one.client("/mcp/router") as a:
-        await a.initialize()
-        plan = await a.call_tool("plan_work", plan_args("1. design\n2. build", idem="p"))
+    # A trigger makes the store refuse the event's commit. The router shapes no body for such
+    # a failure (none could satisfy its strict outputSchemas without inventing fields): the
+    # core answers a text-only isError naming the correlation id of its log line.
+    config = Config(port=0, db=str(tmp_path / "fail.db"), toolsets=["router"])
+    trigger = (
+        "CREATE TRIGGER refuse_events BEFORE INSERT ON router_events"
+        " BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
+    )
+    async with open_server(config, listen=False) as srv, srv.client("/mcp/router") as client:
+        await client.initialize()
+        plan = await client.call_tool("plan_work", plan_args("1. design\n2. build", idem="p"))
         run = plan["structuredContent"]["workflow_run_id"]
-        async with open_server(config, listen=False) as two, two.client("/mcp/router") as b:
-            await b.initialize()
-            await b.call_tool("get_next_work", {"context": ctx(), "workflow_run_id": run})
-            first = await a.call_tool("record_work_event", event_args(run, "plan", {"n": 1}, 1))
-            late = await b.call_tool("record_work_event", event_args(run, "plan", {"n": 2}, 1))
-    assert first["structuredContent"]["resulting_state_version"] == 2
+        await srv.runtime.write([(trigger, ())])
+        late = await client.call_tool("record_work_event", event_args(run, "plan", {"n": 2}, 1))
+        after = await client.call_tool("get_next_work", {"context": ctx(), "workflow_run_id": run})
     assert late["isError"] is True
     assert "structuredContent" not in late
     assert "correlation id corr-" in late["content"][0]["text"]
+    assert after["structuredContent"]["work_item"]["status"] == "ready"  # nothing was saved
