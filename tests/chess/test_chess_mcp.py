@@ -6,13 +6,16 @@ tools/list published, and its text block must be the same JSON as its structured
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from typing import Any
 
 import jsonschema
 import trio
 
 from agora.config import Config
+from agora.errors import StoreError
 from agora.runtime.clock import Clock, FakeWall
 from agora.server.embed import open_server
 from agora.toolsets.chess import ensure_table, toolset
@@ -33,11 +36,16 @@ class Checked:
         for tool in listed["result"]["tools"]:
             self.validators[tool["name"]] = jsonschema.Draft202012Validator(tool["outputSchema"])
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+    async def call(
+        self, name: str, arguments: dict[str, Any], *, mirrored: bool = True
+    ) -> tuple[bool, dict[str, Any]]:
+        """One call; ``mirrored``: its text block must be the same JSON (the core words a
+        failure inside the server as a sentence instead)."""
         result = await self.client.call_tool(name, arguments)
         body = result["structuredContent"]
         self.validators[name].validate(body)
-        assert json.loads(result["content"][0]["text"]) == body
+        if mirrored:
+            assert json.loads(result["content"][0]["text"]) == body
         return bool(result.get("isError")), body
 
 
@@ -102,3 +110,27 @@ async def test_the_endpoint_token_seats_the_agent_and_every_reply_keeps_its_sche
                     "NOT_YOUR_TURN",
                     "HUMAN_TURN",
                 )
+
+
+async def _store_fails(call: Any) -> dict[str, Any]:
+    raise StoreError("the disk is full")
+
+
+async def test_a_failure_inside_the_server_still_answers_the_declared_schema(caplog):
+    chess_toolset = toolset()
+    broken = dataclasses.replace(
+        chess_toolset, handlers={**chess_toolset.handlers, "get_board": _store_fails}
+    )
+    config = Config(db=":memory:", toolsets=["chess"])
+    with trio.fail_after(20):
+        async with (
+            open_server(config, clock=Clock(FakeWall()), toolsets=[broken], listen=False) as server,
+            server.client("/mcp/chess") as client,
+        ):
+            checked = Checked(client)
+            await checked.start()
+            is_error, body = await checked.call("get_board", {}, mirrored=False)
+    assert is_error
+    assert (body["code"], body["statusCode"]) == ("INTERNAL_ERROR", "SERVER_ERROR")
+    assert body["nextAction"]["tool"] == "get_board"
+    assert re.search(r"correlation id corr-[0-9a-f]{16}", body["error"])

@@ -58,6 +58,7 @@ ErrorCode = Literal[
     "FORBIDDEN",
     "AGENT_TOKEN_REQUIRED",
     "AGENT_TOKEN_INVALID",
+    "INTERNAL_ERROR",
 ]
 
 NOTE_MAX_CHARS: Final = 160

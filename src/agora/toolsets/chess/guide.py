@@ -92,6 +92,7 @@ STATUS_CODES: Final = {
     "table's agent token in the endpoint URL (?token=...); without it you can only watch.",
     "INVALID_ARGUMENTS": "Refused: the arguments do not match the tool's inputSchema.",
     "TABLE_NOT_FOUND": "Refused: there is no such table; ask the human for the endpoint.",
+    "SERVER_ERROR": "The call failed inside the server and changed nothing; call get_board.",
 }
 
 _CHECKLIST: Final = (

@@ -36,6 +36,7 @@ from agora.toolsets.chess.replies import (
 from agora.toolsets.chess.table import Snapshot, WaitCondition
 
 if TYPE_CHECKING:
+    from agora.errors import Failure
     from agora.toolsets.chess.game import ChessError, ColorName, Role
     from agora.toolsets.chess.guide import EvaluationGuide
 
@@ -110,6 +111,10 @@ def next_action(
             )
         case "TABLE_NOT_FOUND":
             return NextAction(None, {}, "Ask the human for the table's agent endpoint.")
+        case "SERVER_ERROR":
+            return NextAction(
+                "get_board", {}, "Nothing was changed: re-read the board, then act on it."
+            )
         case _:
             return NextAction(None, {}, "The game is over; stop.")
 
@@ -290,6 +295,31 @@ def argument_rejection(problems: list[str]) -> dict[str, Any]:
         status_code="INVALID_ARGUMENTS",
         agent_may_move=False,
         next_action=next_action("INVALID_ARGUMENTS"),
+        legal_moves=[],
+    )
+    result: dict[str, Any] = msgspec.to_builtins(body)
+    return result
+
+
+def internal_failure(failure: Failure) -> dict[str, Any]:
+    """The refusal body for a call that failed inside the server (nothing was changed).
+
+    Args:
+        failure: What is safe to say, with the correlation id of the server's log line.
+
+    Returns:
+        A `Rejection` as builtins: code ``INTERNAL_ERROR``, statusCode ``SERVER_ERROR`` and
+        a ``get_board`` next action, so it validates against every tool's outputSchema.
+    """
+    retry = "retry" if failure.retryable else "report it"
+    body = Rejection(
+        ok=False,
+        protocol_version=PROTOCOL_VERSION,
+        code="INTERNAL_ERROR",
+        error=f"{failure.message} ({retry}; correlation id {failure.correlation_id})",
+        status_code="SERVER_ERROR",
+        agent_may_move=False,
+        next_action=next_action("SERVER_ERROR"),
         legal_moves=[],
     )
     result: dict[str, Any] = msgspec.to_builtins(body)

@@ -18,6 +18,8 @@ Status codes:
     AGENT_TOKEN_REQUIRED: a refusal: the call needs the table's agent token.
     INVALID_ARGUMENTS: a refusal: the arguments failed the tool's inputSchema.
     TABLE_NOT_FOUND: a refusal: the endpoint names no table.
+    SERVER_ERROR: the call failed inside the server and changed nothing; ``error`` names the
+        log line (correlation id).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ StatusCode = Literal[
     "AGENT_TOKEN_REQUIRED",
     "INVALID_ARGUMENTS",
     "TABLE_NOT_FOUND",
+    "SERVER_ERROR",
 ]
 ToolName = Literal["join_game", "get_board", "move_piece", "wait_for_turn"]
 PromotionName = Literal["q", "r", "b", "n"]
