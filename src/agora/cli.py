@@ -25,7 +25,7 @@ import trio
 from agora import __version__
 from agora.config import Config, load_config
 from agora.errors import StoreError
-from agora.store.lock import database_lock
+from agora.store.lock import DatabaseInUse, database_lock
 
 #: Exit status for a configuration the user must fix.
 BAD_CONFIGURATION = 2
@@ -234,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(leaf, KeyboardInterrupt):
             return 130
         if isinstance(leaf, _Refused | ValueError | StoreError):
-            print(f"agora: {leaf}", file=sys.stderr)
+            hint = _IN_USE_HINTS.get(args.command, "") if isinstance(leaf, DatabaseInUse) else ""
+            print(f"agora: {leaf}{hint}", file=sys.stderr)
             return BAD_CONFIGURATION
         from agora.bridge import BridgeError
 
@@ -250,6 +251,11 @@ def main(argv: list[str] | None = None) -> int:
         raise
 
 
+_IN_USE_HINTS = {
+    "serve": "; one server per database: stop that one first",
+    "stdio": "; to use it, relay to that server: agora stdio --connect ws://HOST:PORT/mcp/...",
+    "cards": "; stop that server first (cards sign is offline)",
+}
 _BIND_ERRORS = (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES)
 
 

@@ -115,3 +115,35 @@ async def test_sigterm_answers_a_parked_long_poll_then_exits_0(start_agora):
         assert reply["structuredContent"]["table"] == "default"
         assert reply["structuredContent"]["nextAction"]["tool"] == "wait_for_turn"
         server.assert_clean_exit(await server.wait_exit())
+
+
+@pytest.mark.parametrize(
+    ("problem", "message"),
+    [
+        pytest.param("port-in-use", "cannot listen: Address already in use", id="port-in-use"),
+        pytest.param("db-is-a-directory", "it is a directory", id="db-is-a-directory"),
+        pytest.param("bad-setting", "invalid configuration", id="bad-setting"),
+    ],
+)
+async def test_bad_configuration_is_one_line_and_exit_2(tmp_path, problem, message):
+    args = ["serve", "--port", "0", "--db", str(tmp_path / "agora.db")]
+    env = clean_env()
+    with trio.socket.socket() as taken:
+        await taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        if problem == "port-in-use":
+            args[2] = str(taken.getsockname()[1])
+        elif problem == "db-is-a-directory":
+            args[4] = str(tmp_path)
+        else:
+            env["AGORA_PORT"] = "not-a-port"
+            args = ["serve", "--db", str(tmp_path / "agora.db")]
+        with trio.fail_after(TIMEOUT):
+            done = await trio.run_process(
+                [AGORA, *args], capture_stdout=True, capture_stderr=True, check=False, env=env
+            )
+    assert done.returncode == 2, done.stderr.decode()
+    lines = done.stderr.decode().splitlines()
+    assert len(lines) == 1, lines
+    assert message in lines[0]
+    assert "Traceback" not in lines[0]

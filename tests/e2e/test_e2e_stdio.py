@@ -92,6 +92,8 @@ async def test_a_second_process_on_a_served_database_is_refused(tmp_path, comman
         line = one_line(done.stderr)
         assert f"database {db} is in use by another agora process (pid {server.pid}" in line
         assert "agora serve" in line
+        hint = {"serve": "stop that one first", "stdio": "agora stdio --connect ws://"}
+        assert hint.get(command[0], "stop that server first") in line
         assert done.stdout == b""
         health = await http(server.port, "GET", "/healthz")
         assert health.status == 200  # the server is untouched
@@ -301,3 +303,65 @@ async def test_the_bridge_carries_the_session_across_a_server_restart(tmp_path):
     assert "Traceback" not in text, text
     assert text.count("lost the connection") == 2  # the kill, then the graceful stop
     assert token not in text  # the seat token is a secret: stderr shows no query
+
+
+async def test_the_bridge_relays_progress_server_requests_and_cancellations(tmp_path):
+    server = AgoraProcess("--db", str(tmp_path / "agora.db"), "--conformance")
+    server.start()
+    url = f"ws://127.0.0.1:{server.port}/mcp/conformance"
+    asked = trio.Event()
+
+    async def sample(context: Any, params: Any) -> Any:
+        (message,) = params.messages
+        return mcp.types.CreateMessageResult(
+            role="assistant",
+            content=mcp.types.TextContent(type="text", text=f"echo {message.content.text}"),
+            model="test",
+        )
+
+    async def elicit(context: Any, params: Any) -> Any:
+        asked.set()
+        await trio.sleep_forever()  # never answers: the agent gives up and cancels the call
+
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, total, message))
+
+    params = StdioServerParameters(command=AGORA, args=["stdio", "--connect", url], env=clean_env())
+    try:
+        with trio.fail_after(TIMEOUT), (tmp_path / "bridge.log").open("a+") as log:
+            async with mcp.Client(
+                stdio_client(params, errlog=log),
+                mode="legacy",
+                read_timeout_seconds=TIMEOUT,
+                sampling_callback=sample,
+                elicitation_callback=elicit,
+            ) as client:
+                done = await client.call_tool(
+                    "test_tool_with_progress", {}, progress_callback=on_progress
+                )
+                assert not done.is_error
+                assert progress == [(0, 100, "started"), (50, 100, "half way"), (100, 100, "done")]
+
+                # A server-to-client request and its answer, both through the bridge.
+                sampled = await client.call_tool("test_sampling", {"prompt": "hello"})
+                assert sampled.content[0].text == "LLM response: echo hello"
+
+                # Cancelling a call the server is still working on (it waits for the
+                # client's elicitation answer) sends notifications/cancelled through the
+                # bridge, and the server ends the call.
+                with trio.CancelScope() as scope:
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(client.call_tool, "test_elicitation", {"message": "?"})
+                        await asked.wait()
+                        assert (await http(server.port, "GET", "/healthz")).json()["in_flight"] == 1
+                        scope.cancel()
+                while (await http(server.port, "GET", "/healthz")).json()["in_flight"]:  # noqa: ASYNC110
+                    await trio.sleep(0.01)
+                again = await client.call_tool("test_simple_text", {})
+                assert not again.is_error
+            log.seek(0)
+            assert "Traceback" not in log.read()
+    finally:
+        server.assert_clean_exit(server.stop())
