@@ -24,7 +24,7 @@ shares the machine with).
 
 Usage: ``.venv/bin/python bench/debate_load.py [--topics 200] [--roles 5] [--seconds 15]
 [--search-messages 100000] [--store-messages 1000000] [--queries 300] [--pages 300]
-[--only load|search]``. Not run by CI.
+[--only load|search] [--synchronous FULL|NORMAL]``. Not run by CI.
 """
 
 from __future__ import annotations
@@ -118,6 +118,10 @@ class Stats:
         self.posts = 0
         self.post_rtt: list[float] = []
         self.delivery: list[float] = []
+        self.wait_rtt: list[float] = []
+        self.advance_rtt: list[float] = []
+        self.waits = 0
+        self.empty_waits = 0
         self.counting = False
 
 
@@ -180,11 +184,16 @@ async def agent(
                 limit=100,
             )
             back = time.perf_counter()
+            if stats.counting:
+                stats.wait_rtt.append(back - parked)
+                stats.waits += 1
+                stats.empty_waits += not inbox["pending"]
             for m in inbox["pending"]:
                 posted = float(m["body"])
                 if posted > parked and stats.counting:
                     stats.delivery.append(back - posted)
             if inbox["pending"]:
+                t_adv = time.perf_counter()
                 await tool(
                     client,
                     "debate_signal_advance",
@@ -193,11 +202,15 @@ async def agent(
                     session_id=session,
                     last_processed_msg_id=inbox["pending"][-1]["msg_id"],
                 )
+                if stats.counting:
+                    stats.advance_rtt.append(time.perf_counter() - t_adv)
 
 
 async def run_load(args: argparse.Namespace, directory: Path) -> None:
     config = write_config(directory)
-    async with agora_serve(directory / "load.db", "debate", config=config) as server:
+    async with agora_serve(
+        directory / "load.db", "debate", config=config, synchronous=args.synchronous
+    ) as server:
         url = f"ws://127.0.0.1:{server.port}/mcp/debate"
         topics: list[list[tuple[str, str, str]]] = []
         limiter = trio.CapacityLimiter(50)
@@ -232,7 +245,10 @@ async def run_load(args: argparse.Namespace, directory: Path) -> None:
             f"; server CPU {100 * (cpu1 - cpu0) / span:.0f}%, load generator CPU "
             f"{100 * (own1 - own0) / span:.0f}%"
         )
+        print(f"load: {stats.waits} waits, {stats.empty_waits} of them timed out empty")
         print(summary("load: post round trip", stats.post_rtt))
+        print(summary("load: signal_wait round trip", stats.wait_rtt))
+        print(summary("load: signal_advance round trip", stats.advance_rtt))
         print(summary("load: delivery (post sent -> parked wait returned)", stats.delivery))
 
 
@@ -354,6 +370,7 @@ async def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--pages", type=int, default=300)
     parser.add_argument("--only", choices=("load", "search"))
+    parser.add_argument("--synchronous", default="FULL", choices=("FULL", "NORMAL"))
     args = parser.parse_args()
     raise_fd_limit()
     gc.disable()
