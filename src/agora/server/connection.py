@@ -273,6 +273,7 @@ class Connection:
             client=ClientChannel(self, rid),
             close_stream=close_stream,
             resource_updated=resource_updated,
+            connection=self,
         )
 
     async def request_client(

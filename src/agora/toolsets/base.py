@@ -84,6 +84,9 @@ class ToolCall:
             on transports without resumable streams). Later messages are buffered.
         resource_updated: Tell this session that the resource at a URI changed; sends
             ``notifications/resources/updated`` if the client subscribed to it.
+        connection: The connection (MCP session) the call arrived on: the same object for
+            every call of one session, e.g. a key for per-connection limits; None when a
+            handler is called directly.
     """
 
     tool: str
@@ -97,6 +100,7 @@ class ToolCall:
     client: Any = None
     close_stream: Callable[[], None] = _no_close
     resource_updated: UpdatedFn = _no_update
+    connection: object | None = None
 
 
 Handler = Callable[[ToolCall], Awaitable[dict[str, Any]]]

@@ -9,6 +9,7 @@ except through `store` reads, and knows nothing of transports.
 
 from __future__ import annotations
 
+import math
 import re
 import secrets
 from dataclasses import dataclass, field
@@ -35,7 +36,8 @@ from agora.toolsets.chamber.invitation import (
     is_invitation,
     unknown,
 )
-from agora.toolsets.chamber.replies import not_found, retired_alias
+from agora.toolsets.chamber.ratelimit import EntryLimiter, Limits
+from agora.toolsets.chamber.replies import failure, not_found, retired_alias
 from agora.toolsets.chamber.signing import ALGORITHM, Signer, SigningKeyError, load_signer
 
 if TYPE_CHECKING:
@@ -58,6 +60,7 @@ class Chamber:
     contract: ChamberContract
     kind: AttemptKind = field(init=False)
     invitations: InvitationKind = field(default_factory=InvitationKind, init=False)
+    _limiter: EntryLimiter = field(default_factory=EntryLimiter, init=False, repr=False)
     _signers: dict[str, Signer] = field(default_factory=dict, init=False, repr=False)
     _room_builder: trio.Lock = field(default_factory=trio.Lock, init=False, repr=False)
 
@@ -109,11 +112,28 @@ class Chamber:
             "keys": list(keys.values()),
         }
 
+    def _admit(self, call: ToolCall) -> None:
+        limits = Limits.from_options(call.runtime.options("chamber"))
+        now = call.runtime.clock.monotonic()
+        refused = self._limiter.take(limits, call.principal.name, call.connection, now)
+        if refused is None:
+            return
+        which, wait = refused
+        per = {"principal": "for this principal", "connection": "on this connection"}[which]
+        raise failure(
+            "op_not_allowed",
+            f"Too many entries {per}: the chamber admits a limited number per minute.",
+            f"Wait {math.ceil(wait)} s, then call enter_open_challenge again.",
+            retryable=True,
+            retry_after_seconds=math.ceil(wait),
+        )
+
     async def enter(self, call: ToolCall) -> dict[str, Any]:
         """``enter_open_challenge`` / ``start_challenge``."""
         self._alias_gate(call)
         notice = check_entry_notice(self.contract)
         declared = validate_entry(self.contract, call.args, operator=call.principal.has("operator"))
+        self._admit(call)
         given = call.args.get("seed") or ""
         handle = new_handle()
         suite, seed = declared.suite, given or secrets.token_hex(8)

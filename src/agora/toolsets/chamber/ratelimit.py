@@ -1,0 +1,94 @@
+"""Entry limits: how fast one principal, or one connection, may enter the chamber.
+
+Token buckets on the monotonic clock: a bucket holds up to a minute's worth of entries and
+refills continuously, so a client may enter in a burst and then at the steady rate. Named
+principals have a bucket each; anonymous callers share one (they are one principal); each
+connection (MCP session) has its own, kept only as long as the connection lives. An entry
+needs a token from both its principal's and its connection's bucket and takes both or
+neither. Settings (``[options.chamber]``, per minute, 0 = no limit): `Limits.from_options`.
+Pure: no clock of its own, no I/O.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+#: Defaults, in entries per minute.
+PRINCIPAL_PER_MINUTE: Final = 60
+ANONYMOUS_PER_MINUTE: Final = 600
+CONNECTION_PER_MINUTE: Final = 30
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Entries per minute: per named principal, for all anonymous callers, per connection."""
+
+    principal: float = PRINCIPAL_PER_MINUTE
+    anonymous: float = ANONYMOUS_PER_MINUTE
+    connection: float = CONNECTION_PER_MINUTE
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> Limits:
+        """Read ``enter_per_minute``, ``anonymous_enter_per_minute`` and
+        ``connection_enter_per_minute`` from the chamber's options (missing: the defaults).
+
+        Raises:
+            ValueError: if a setting is not a number of at least 0.
+        """
+        values = []
+        for name, default in (
+            ("enter_per_minute", PRINCIPAL_PER_MINUTE),
+            ("anonymous_enter_per_minute", ANONYMOUS_PER_MINUTE),
+            ("connection_enter_per_minute", CONNECTION_PER_MINUTE),
+        ):
+            value = float(options.get(name, default))
+            if value < 0:
+                raise ValueError(f"[options.chamber] {name} must be at least 0")
+            values.append(value)
+        return cls(*values)
+
+
+@dataclass(slots=True)
+class _Bucket:
+    tokens: float
+    at: float
+
+    def level(self, rate: float, now: float) -> float:
+        return min(rate, self.tokens + (now - self.at) * rate / 60.0)
+
+
+@dataclass
+class EntryLimiter:
+    """The buckets of one server."""
+
+    _principals: dict[str, _Bucket] = field(default_factory=dict)
+    _connections: weakref.WeakKeyDictionary[object, _Bucket] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
+
+    def take(
+        self, limits: Limits, principal: str, connection: object | None, now: float
+    ) -> tuple[str, float] | None:
+        """Take one entry for ``principal`` on ``connection`` at monotonic time ``now``.
+
+        Returns:
+            None if admitted (both tokens taken), else (which limit, seconds until a token)
+            with nothing taken.
+        """
+        rate = limits.anonymous if principal == "anonymous" else limits.principal
+        wanted: list[tuple[str, _Bucket, float]] = []
+        if rate:
+            bucket = self._principals.setdefault(principal, _Bucket(rate, now))
+            wanted.append(("principal", bucket, rate))
+        if limits.connection and connection is not None:
+            bucket = self._connections.setdefault(connection, _Bucket(limits.connection, now))
+            wanted.append(("connection", bucket, limits.connection))
+        for which, bucket, r in wanted:
+            level = bucket.level(r, now)
+            if level < 1.0:
+                return which, (1.0 - level) * 60.0 / r
+        for _, bucket, r in wanted:
+            bucket.tokens, bucket.at = bucket.level(r, now) - 1.0, now
+        return None
