@@ -83,6 +83,7 @@ def test_the_status_codes_are_documented_in_the_schema():
         "AGENT_TOKEN_REQUIRED",
         "INVALID_ARGUMENTS",
         "TABLE_NOT_FOUND",
+        "SERVER_ERROR",
     }
     assert REJECTION_SCHEMA["properties"]["statusCode"] == status
 
