@@ -6,6 +6,5 @@ from agora.toolsets.router.tools import HANDLERS
 
 SERVED = frozenset(HANDLERS)
 MEMORY_TOOLS = (
-    "list_workflow_candidates", "preview_profile_update", "transition_profile_update",
-    "rollback_profile_revision",
+    "preview_profile_update", "transition_profile_update", "rollback_profile_revision",
 )  # fmt: skip

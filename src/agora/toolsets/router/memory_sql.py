@@ -111,3 +111,29 @@ def read_store(conn: sqlite3.Connection) -> dict[str, Any] | None:
         "feedback": int(feedback),
         "receipts": [tuple(r) for r in receipts],
     }
+
+
+def read_workspace(conn: sqlite3.Connection, identity: str) -> list[tuple[Any, ...]] | None:
+    """One workspace identity's observations, each with its feedback types, oldest first.
+
+    Returns:
+        ``(observation_id, workflow_run_id, observation_json, recorded_day, recorded_at,
+        [feedback_json, ...])`` rows, or None if the store does not exist.
+    """
+    try:
+        rows = conn.execute(
+            "SELECT observation_id, workflow_run_id, observation_json, recorded_day, recorded_at"
+            " FROM router_memory_observations WHERE workspace_identity = ?"
+            " ORDER BY recorded_at, observation_id",
+            (identity,),
+        ).fetchall()
+    except sqlite3.OperationalError:  # no such table: nothing was ever recorded
+        return None
+    feedback: dict[str, list[str]] = {}
+    for observation_id, doc in conn.execute(
+        "SELECT observation_id, feedback_json FROM router_memory_feedback"
+        " WHERE workspace_identity = ?",
+        (identity,),
+    ):
+        feedback.setdefault(observation_id, []).append(doc)
+    return [(*tuple(r), feedback.get(r[0], [])) for r in rows]

@@ -1,4 +1,4 @@
-"""The Memory tools served so far: status, remember, feedback and purge.
+"""The Memory tools served so far: status, remember, feedback, candidates and purge.
 
 Each reads the policy first (files only, off the Trio thread). ``get_memory_status`` creates
 nothing. ``remember_workflow`` records a workflow only when capture is enabled and it is
@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from agora.errors import ToolError
-from agora.toolsets.router import commands, memory_policy, replies, workspace
+from agora.toolsets.router import (
+    candidates,
+    commands,
+    memory_policy,
+    memory_sql,
+    replies,
+    workspace,
+)
 from agora.toolsets.router.digests import digest, request_digest
 from agora.toolsets.router.layers import client_roots
 from agora.toolsets.router.memory import MEMORY, MEMORY_KEY, Feedback, Purge, Remember, Summary
@@ -202,3 +209,26 @@ async def purge_workflow_memory(call: ToolCall) -> dict[str, Any]:
                     **_receipted(call))  # fmt: skip
     reply: dict[str, Any] = await call.runtime.call(MEMORY, MEMORY_KEY, command)
     return reply
+
+
+async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
+    """The candidates of the caller's workspace (or personal scope); read-only, bounded."""
+    a = call.args
+    policy, identity = await _policy(call)
+    rows = await call.runtime.read(lambda conn: memory_sql.read_workspace(conn, identity))
+    found: list[dict[str, Any]] = []
+    if rows and policy.candidate_generation_enabled:
+        observed = [
+            candidates.Observed(oid, run, json.loads(doc), day, at,
+                                tuple(json.loads(f)["feedback_type"] for f in fb))
+            for oid, run, doc, day, at, fb in rows
+        ]  # fmt: skip
+        found = candidates.mine(observed, identity, policy.effective_mode, policy.digest)
+    if a["status"] is not None:
+        found = [c for c in found if c["status"] == a["status"]]
+    limit = a["limit"]
+    return {
+        "authority_mode": "router-local",
+        "candidates": found[:limit],
+        "truncated": len(found) > limit,
+    }

@@ -1,0 +1,115 @@
+"""Workflow candidates: deterministic patterns mined from one workspace's observations.
+
+A pattern groups the observations of one workspace identity (or the personal scope) with
+the same routing envelope and target profile class; nothing crosses workspaces. Its metrics,
+all computed from stored observations and feedback, never estimated:
+
+- ``distinct_runs`` and ``distinct_days`` (of recording);
+- ``completion_rate``: share of runs whose side-effect outcome is not ``known-failure``;
+- ``manual_correction_rate``: share of runs with at least one ``corrected`` feedback;
+- ``route_consistency``: share of runs whose route signature is the pattern's most common
+  one (ties broken by the smaller digest), which is the route the candidate proposes;
+- ``required_gate_pass_rate``: 1.0, since only runs with every gate passed are observed;
+- ``hard_contract_violations``: ``rejected`` feedback entries;
+- ``canonical_skill_ids``: the proposed route names at least one skill and only identifiers.
+
+A pattern becomes a candidate only when it meets the reviewed thresholds (at least 3 runs on
+2 days, completion >= 0.80, corrections <= 0.20, consistency >= 0.75, no hard violation);
+it is recommended for ``automatic`` when it also meets 5 runs on 3 days, 0.90, 0.10 and 0.85
+and the policy is automatic. Candidates are derived on every read, deterministically, and
+stored nowhere: listing them changes nothing. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Final
+
+from agora.toolsets.router.digests import digest
+
+REVIEWED: Final = (3, 2, 0.80, 0.20, 0.75)
+AUTOMATIC: Final = (5, 3, 0.90, 0.10, 0.85)
+_SKILL: Final = re.compile(r"^[a-z0-9][a-z0-9._:-]{0,127}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """One stored observation with its feedback types."""
+
+    observation_id: str
+    workflow_run_id: str
+    document: dict[str, Any]
+    recorded_day: str
+    recorded_at: str
+    feedback: tuple[str, ...]
+
+
+def _meets(m: dict[str, Any], thresholds: tuple[int, int, float, float, float]) -> bool:
+    runs, days, completion, corrections, consistency = thresholds
+    return bool(
+        m["distinct_runs"] >= runs and m["distinct_days"] >= days
+        and m["completion_rate"] >= completion and m["manual_correction_rate"] <= corrections
+        and m["route_consistency"] >= consistency and m["hard_contract_violations"] == 0
+    )  # fmt: skip
+
+
+def _hex(*parts: str) -> str:
+    return digest(list(parts)).removeprefix("sha256:")[:32]
+
+
+def mine(observed: list[Observed], identity: str, effective_mode: str, policy_digest: str
+         ) -> list[dict[str, Any]]:  # fmt: skip
+    """The candidates of one workspace identity, ordered by pattern id."""
+    groups: dict[tuple[str, str], list[Observed]] = {}
+    for o in observed:
+        key = (o.document["routing_envelope"], o.document["target_profile_class"])
+        groups.setdefault(key, []).append(o)
+    out = []
+    for (envelope, target), members in sorted(groups.items()):
+        signatures = Counter(o.document["route_signature_digest"] for o in members)
+        top, top_count = min(signatures.items(), key=lambda kv: (-kv[1], kv[0]))
+        route = next(o.document for o in members if o.document["route_signature_digest"] == top)
+        skills = [s for p in route["planned_skill_tree"]
+                  for s in (p["primary_skill_id"], *p["support_skill_ids"])]  # fmt: skip
+        n = len(members)
+        metrics = {
+            "distinct_runs": len({o.workflow_run_id for o in members}),
+            "distinct_days": len({o.recorded_day for o in members}),
+            "completion_rate": sum(
+                o.document["side_effect_outcome"] != "known-failure" for o in members
+            )
+            / n,
+            "manual_correction_rate": sum("corrected" in o.feedback for o in members) / n,
+            "route_consistency": top_count / n,
+            "required_gate_pass_rate": 1.0,
+            "hard_contract_violations": sum(o.feedback.count("rejected") for o in members),
+            "canonical_skill_ids": bool(skills) and all(_SKILL.match(s) for s in skills),
+        }
+        if not _meets(metrics, REVIEWED):
+            continue
+        automatic = _meets(metrics, AUTOMATIC)
+        pattern = _hex(identity, envelope, target)
+        evidence = digest(sorted(o.observation_id for o in members))
+        candidate = {
+            "pattern_id": f"pattern:{pattern}",
+            "candidate_id": f"candidate:{_hex(pattern, top)}",
+            "scope": "personal" if identity == "personal" else "workspace",
+            "workspace_identity_digest": None if identity == "personal" else identity,
+            "target_profile_class": target,
+            "status": "proposed",
+            "recommendation_mode": "automatic"
+            if automatic and effective_mode == "automatic" else "reviewed",
+            "confidence": "high" if automatic else "medium",
+            "metrics": metrics,
+            "material_evidence_digest": evidence,
+            "policy_digest": policy_digest,
+            "created_at": min(o.recorded_at for o in members),
+            "reason_codes": [] if metrics["canonical_skill_ids"] else ["unresolved-skill-identity"],
+        }  # fmt: skip
+        candidate["candidate_digest"] = digest(
+            {k: v for k, v in candidate.items() if k != "policy_digest"}
+        )
+        out.append(candidate)
+    return sorted(out, key=lambda c: c["pattern_id"])
