@@ -20,13 +20,18 @@ prints calls/s, p50/p99 latency, the server's CPU in microseconds per call (user
 its process, from /proc), and the agora/SDK ratios. The machine's other load skews all of
 it: run it on a quiet machine and read the "client cpu" column to see which side was bound.
 
-Usage: ``.venv/bin/python bench/peer.py [--sessions 1,10,100] [--seconds 3]
+All servers run for the whole bench and their runs are interleaved (every server at N=1, then
+at N=10, ...); ``--rounds R`` repeats that R times and reports each run's best, so a burst of
+load from elsewhere on a shared machine does not decide a ratio.
+
+Usage: ``.venv/bin/python bench/peer.py [--sessions 1,10,100] [--seconds 3] [--rounds 1]
 [--modes sse,json,stateless-json] [--skip stdio,websocket]``
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import subprocess
 import sys
@@ -34,6 +39,7 @@ import tempfile
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -374,73 +380,98 @@ HEADER = (
 )
 
 
-async def run(args: argparse.Namespace) -> None:
-    raise_fd_limit()
-    print(f"{args.seconds:g} s per run, one client process; µs/call = server CPU per call\n")
+Best = dict[tuple[str, int], Result]
+
+
+def keep(best: Best, label: str, n: int, r: Result) -> None:
+    """Remember ``r`` if it is the best run of ``label`` at ``n`` sessions so far."""
+    if (label, n) not in best or r.rate > best[label, n].rate:
+        best[label, n] = r
+
+
+async def run_network(args: argparse.Namespace, tmp: Path, best: Best) -> None:
+    """Every HTTP server (and agora's WebSocket), runs interleaved, ``args.rounds`` times."""
+    async with contextlib.AsyncExitStack() as stack:
+        targets: dict[str, tuple[Callable[[], Awaitable[Session]], int]] = {}
+        for mode in args.modes:
+            sdk = await stack.enter_async_context(sdk_http(mode))
+            targets[f"sdk http {mode}"] = (partial(_http, sdk.port, "/mcp"), sdk.pid)
+        agora = await stack.enter_async_context(
+            agora_serve(tmp / "agora.db", "conformance", conformance="true")
+        )
+        targets["agora http"] = (partial(_http, agora.port, "/mcp/conformance"), agora.pid)
+        if "websocket" not in args.skip:
+            url = f"ws://127.0.0.1:{agora.port}/mcp/conformance"
+            targets["agora websocket"] = (partial(_ws, url), agora.pid)
+        for _ in range(args.rounds):
+            for n in args.sessions:
+                for label, (target, pid) in targets.items():
+                    keep(best, label, n, await drive(target, n, args.seconds, pid))
+
+
+async def run_stdio(args: argparse.Namespace, tmp: Path, best: Best) -> None:
+    """One stdio session with each server, a fresh process per run, ``args.rounds`` times."""
+    commands = {
+        "sdk stdio": [sys.executable, str(HERE / "sdk_server.py"), "stdio"],
+        "agora stdio": [AGORA, "stdio", "--toolset", "conformance", "--db"],
+    }
+    for round_no in range(args.rounds):
+        for label, command in commands.items():
+            db = [str(tmp / f"stdio-{round_no}.db")] if label.startswith("agora") else []
+            async with stdio_server(command + db) as process:
+                client = await LeanStdio(process).open()
+                r = await drive(partial(_same, client), 1, args.seconds, process.pid)
+                keep(best, label, 1, r)
+
+
+def report(args: argparse.Namespace, best: Best) -> None:
+    """The table, then the agora/SDK ratios against the SDK's best HTTP mode at each N."""
     print(HEADER)
     print("-" * len(HEADER))
-    best: dict[int, tuple[str, Result]] = {}
-    ours: dict[tuple[str, int], Result] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for mode in args.modes:
-            async with sdk_http(mode) as sdk:
-                for n in args.sessions:
-                    r = await drive(
-                        lambda: LeanHttp(sdk.port, "/mcp").open(), n, args.seconds, sdk.pid
-                    )
-                    print(row(f"sdk http {mode}", n, r), flush=True)
-                    if n not in best or r.rate > best[n][1].rate:
-                        best[n] = (mode, r)
-        async with agora_serve(Path(tmp) / "agora.db", "conformance", conformance="true") as agora:
-            for n in args.sessions:
-                r = await drive(
-                    lambda: LeanHttp(agora.port, "/mcp/conformance").open(),
-                    n,
-                    args.seconds,
-                    agora.pid,
-                )
-                ours["http", n] = r
-                print(row("agora http", n, r), flush=True)
-            if "websocket" not in args.skip:
-                url = f"ws://127.0.0.1:{agora.port}/mcp/conformance"
-                for n in args.sessions:
-                    r = await drive(lambda: LeanWs(url).open(), n, args.seconds, agora.pid)
-                    ours["websocket", n] = r
-                    print(row("agora websocket", n, r), flush=True)
-        stdio: dict[str, Result] = {}
-        if "stdio" not in args.skip:
-            commands = {
-                "sdk": [sys.executable, str(HERE / "sdk_server.py"), "stdio"],
-                "agora": [
-                    AGORA,
-                    "stdio",
-                    "--toolset",
-                    "conformance",
-                    "--db",
-                    str(Path(tmp) / "s.db"),
-                ],
-            }
-            for name, command in commands.items():
-                async with stdio_server(command) as process:
-                    client = await LeanStdio(process).open()
-                    r = await drive(lambda c=client: _same(c), 1, args.seconds, process.pid)
-                    stdio[name] = r
-                    print(row(f"{name} stdio", 1, r), flush=True)
-
+    labels = [*(f"sdk http {m}" for m in args.modes), "agora http", "agora websocket"]
+    for label in labels:
+        for n in args.sessions:
+            if (label, n) in best:
+                print(row(label, n, best[label, n]))
+    for label in ("sdk stdio", "agora stdio"):
+        if (label, 1) in best:
+            print(row(label, 1, best[label, 1]))
     print("\nagora / SDK (calls/s ratio; SDK µs/call over agora µs/call)")
     for n in args.sessions:
-        mode, sdk_r = best[n]
-        a = ours["http", n]
+        mode = max(args.modes, key=lambda m: best[f"sdk http {m}", n].rate)
+        sdk_r, a = best[f"sdk http {mode}", n], best["agora http", n]
         print(
             f"  http  N={n:<4} vs sdk {mode:<15} calls/s x{a.rate / sdk_r.rate:.1f}, "
             f"cpu/call x{sdk_r.us_per_call / a.us_per_call:.1f} less"
         )
-    if stdio:
-        a, s = stdio["agora"], stdio["sdk"]
+    if ("agora stdio", 1) in best:
+        a, sdk_r = best["agora stdio", 1], best["sdk stdio", 1]
         print(
-            f"  stdio N=1    vs sdk stdio           calls/s x{a.rate / s.rate:.1f}, "
-            f"cpu/call x{s.us_per_call / a.us_per_call:.1f} less"
+            f"  stdio N=1    vs sdk stdio           calls/s x{a.rate / sdk_r.rate:.1f}, "
+            f"cpu/call x{sdk_r.us_per_call / a.us_per_call:.1f} less"
         )
+
+
+async def run(args: argparse.Namespace) -> None:
+    raise_fd_limit()
+    print(
+        f"{args.seconds:g} s per run, best of {args.rounds} round(s) (runs interleaved), one client"
+        " process; µs/call = server CPU per call\n"
+    )
+    best: Best = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        await run_network(args, Path(tmp), best)
+        if "stdio" not in args.skip:
+            await run_stdio(args, Path(tmp), best)
+    report(args, best)
+
+
+async def _http(port: int, path: str) -> Session:
+    return await LeanHttp(port, path).open()
+
+
+async def _ws(url: str) -> Session:
+    return await LeanWs(url).open()
 
 
 async def _same(session: Session) -> Session:
@@ -464,6 +495,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--skip", type=lambda s: s.split(","), default=[], help="stdio and/or websocket"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="repeat every run; report each one's best"
     )
     args = parser.parse_args()
     if max(args.sessions) > 1000 or args.seconds > 60:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
@@ -61,6 +62,8 @@ class FrontEnd:
         self.app = app
         self.mcp = mcp
         self.connections = 0
+        #: Resolved ``/mcp...`` paths (a handful in practice; bounded all the same).
+        self._endpoints: dict[str, Endpoint | None] = {}
         #: Requests between head and the end of their response.
         self.busy = 0
         self._quiet = trio.Event()
@@ -77,6 +80,17 @@ class FrontEnd:
                 await conn.serve()
         finally:
             self.connections -= 1
+
+    def endpoint(self, path: str) -> Endpoint | None:
+        """The MCP endpoint at ``path`` with no query, if any (`App.endpoint`, remembered)."""
+        try:
+            return self._endpoints[path]
+        except KeyError:
+            found = self.app.endpoint(path)
+            if len(self._endpoints) >= 1024:
+                self._endpoints.clear()
+            self._endpoints[path] = found
+            return found
 
     def started(self) -> None:
         """A request is being answered."""
@@ -110,12 +124,20 @@ class HttpConnection:
         self.responding = False
         #: The last response refused the request: close lingering, so the peer reads it.
         self.refused = False
+        #: Bounds each wait for the peer's bytes (its deadline is set per wait): one scope
+        #: for the whole connection costs less than one per read. Once it fires, the
+        #: connection ends; a body that was late gets its 408 first.
+        self.timer = trio.CancelScope()
+        self.reading_body = False
 
     async def serve(self) -> None:
         """Serve requests until the peer closes, misbehaves, idles, or upgrades."""
         try:
-            while await self._one():
-                pass
+            with self.timer:
+                while await self._one():
+                    pass
+            if self.timer.cancelled_caught and self.reading_body:
+                await self._send_error(408, f"request body not received within {BODY_TIMEOUT} s")
         except (_Closed, trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         except HttpError as exc:
@@ -128,7 +150,10 @@ class HttpConnection:
 
     async def refuse(self, status: int, message: str) -> None:
         """Read the head (briefly), answer ``status`` and close."""
-        with contextlib.suppress(_Closed, trio.TooSlowError, HttpError, trio.BrokenResourceError):
+        with (
+            self.timer,
+            contextlib.suppress(_Closed, HttpError, trio.BrokenResourceError),
+        ):
             await self._head(trio.current_time() + REFUSE_TIMEOUT)
         await self._send_error(status, message, [("retry-after", "1")])
         if self.refused:
@@ -139,15 +164,17 @@ class HttpConnection:
     async def _receive(self, deadline: float) -> None:
         """Append what the peer sends next to ``buf``.
 
+        Nothing by ``deadline`` cancels `timer`, which ends the connection.
+
         Raises:
-            trio.TooSlowError: nothing came before ``deadline``.
             _Closed: the peer closed its side.
             trio.BrokenResourceError: the connection was reset.
         """
-        with trio.move_on_at(deadline) as late:
+        self.timer.deadline = deadline
+        try:
             await trio.lowlevel.wait_readable(self.fd)
-        if late.cancelled_caught:
-            raise trio.TooSlowError
+        finally:
+            self.timer.deadline = math.inf
         try:
             data = os.read(self.fd, RECEIVE_BYTES)
         except BlockingIOError:
@@ -166,14 +193,8 @@ class HttpConnection:
     async def _one(self) -> bool:
         if self.served and not self.buf:
             # Kept alive: wait for the next request's first bytes, then bound its head.
-            try:
-                await self._receive(trio.current_time() + self.config.keep_alive_seconds)
-            except trio.TooSlowError:
-                return False
-        try:
-            head = await self._head(trio.current_time() + HEAD_TIMEOUT)
-        except trio.TooSlowError:
-            return False
+            await self._receive(trio.current_time() + self.config.keep_alive_seconds)
+        head = await self._head(trio.current_time() + HEAD_TIMEOUT)
         self.served += 1
         self.responding = False
         self.front.started()
@@ -208,7 +229,9 @@ class HttpConnection:
             await self._send_error(401, unknown, [_BEARER])
             return False
         req.principal = principal
-        endpoint = self.app.endpoint(req.path, req.query)
+        endpoint = (
+            self.app.endpoint(req.path, req.query) if req.query else self.front.endpoint(req.path)
+        )
         if endpoint is not None and headers.get("upgrade", "").lower() == "websocket":
             if req.method != "GET":
                 await self._send_error(405, "WebSocket upgrade needs GET")
@@ -222,10 +245,7 @@ class HttpConnection:
             return False
         if head.expects_continue:
             await self._write(http1.CONTINUE)
-        body = await self._body(head, limit)
-        if body is None:
-            return False
-        req.body = body
+        req.body = await self._body(head, limit)
         reply = await self._route(req, endpoint)
         keep = head.keep_alive and self.served < self.config.keep_alive_requests
         if isinstance(reply, EventStream):
@@ -233,18 +253,16 @@ class HttpConnection:
         await self._send(reply, keep)
         return keep and not self.refused
 
-    async def _body(self, head: Head, limit: int) -> bytes | None:
-        """The whole body, or None once refused (408 sent)."""
+    async def _body(self, head: Head, limit: int) -> bytes:
+        """The whole body, read within BODY_TIMEOUT (else `timer` ends the connection)."""
         reader = BodyReader(head, limit)
         deadline = trio.current_time() + BODY_TIMEOUT
         reader.feed(self.buf)
+        self.reading_body = True
         while not reader.done:
-            try:
-                await self._receive(deadline)
-            except trio.TooSlowError:
-                await self._send_error(408, f"request body not received within {BODY_TIMEOUT} s")
-                return None
+            await self._receive(deadline)
             reader.feed(self.buf)
+        self.reading_body = False
         return bytes(reader.body)
 
     async def _route(self, req: Request, endpoint: Endpoint | None) -> Response | EventStream:

@@ -68,9 +68,10 @@ class HttpSession:
 
     def open_buffer(self, rid: rpc.RequestId | None) -> EventBuffer:
         """A new resumable stream; for ``rid``'s reply when given."""
-        finished = [sid for sid, old in self.streams.items() if old.closed]
-        for sid in finished[: max(len(finished) - KEEP_FINISHED_STREAMS, 0)]:
-            del self.streams[sid]
+        if len(self.streams) > KEEP_FINISHED_STREAMS:  # else there is nothing to drop
+            finished = [sid for sid, old in self.streams.items() if old.closed]
+            for sid in finished[: max(len(finished) - KEEP_FINISHED_STREAMS, 0)]:
+                del self.streams[sid]
         buf = EventBuffer()
         self.streams[buf.stream_id] = buf
         if rid is not None:
@@ -89,7 +90,9 @@ class HttpSession:
             buf.final = data
             buf.close()
             self.replies.pop(related, None)
-        await trio.lowlevel.checkpoint()
+        # Nothing here blocks; yield only to a cancellation (a full trip through the
+        # scheduler would cost a call's reply as much as its parsing).
+        await trio.lowlevel.checkpoint_if_cancelled()
 
     def hangup(self, rid: rpc.RequestId) -> None:
         """End the HTTP response carrying ``rid``'s stream; the client may resume it."""
