@@ -150,3 +150,33 @@ async def test_purge_works_after_capture_is_disabled(router, options, policy):
     assert purged["deleted_observations"] == 1
     assert purged["reason_codes"] == ["managed-profile-purge-not-available"]
     assert await router.call("purge_workflow_memory", **args) == {**purged, "replayed": True}
+
+
+async def test_the_retention_sweep_drops_old_and_surplus_observations(
+    router, runtime, policy, monkeypatch
+):
+    from agora.toolsets.router import memory_tools
+
+    monkeypatch.setattr(memory_tools, "RETENTION_MAX", 2)
+    runs = [await completed_run(router) for _ in range(4)]
+    for n, run in enumerate(runs):
+        await router.call("remember_workflow", **remember_args(run, policy))
+        runtime.clock.wall_source.advance(30 * 86400 if n == 0 else 3600)  # the first is oldest
+    before = (await status(router, policy))["history_summary_digest"]
+    runtime.clock.wall_source.advance(61 * 86400)  # the first is now over 90 days old
+    await memory_tools.sweep(runtime)
+    count = "SELECT workflow_run_id FROM router_memory_observations ORDER BY recorded_at"
+    left = [r[0] for r in await runtime.read(lambda c: c.execute(count).fetchall())]
+    assert left == runs[2:]  # the oldest by age, the next as surplus over 2
+    after = await status(router, policy)
+    assert after["eligible_workflow_count"] == 2
+    assert after["history_summary_digest"] != before
+    commits = runtime.store.stats
+    await memory_tools.sweep(runtime)  # nothing more to drop: no write
+    assert runtime.store.stats == commits
+
+
+def test_the_toolset_runs_the_retention_sweep():
+    from agora.toolsets.router import toolset
+
+    assert len(toolset().background) == 1

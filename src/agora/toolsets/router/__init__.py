@@ -12,7 +12,9 @@ served yet. This module only wires parts together.
 from __future__ import annotations
 
 from agora.mcp.contracts import load_contract
+from agora.runtime.background import periodic
 from agora.toolsets.base import Toolset
+from agora.toolsets.router.memory_tools import RETENTION_EVERY, sweep
 from agora.toolsets.router.replies import argument_rejection
 from agora.toolsets.router.sql import MIGRATIONS
 from agora.toolsets.router.tools import HANDLERS
@@ -29,4 +31,5 @@ def toolset() -> Toolset:
         contract=None,
         tools=served,
         reject_issues=argument_rejection,
+        background=[periodic(RETENTION_EVERY, sweep)],
     )

@@ -68,16 +68,30 @@ class Purge(Receipted, frozen=True, tag=True):
     include_managed_profiles: bool
 
 
+class Sweep(msgspec.Struct, frozen=True, tag=True):
+    """Retention: drop observations recorded before ``cutoff``, then all but the newest ``keep``."""
+
+    cutoff: str
+    keep: int
+
+
 class MemoryStore:
     """The Memory entity's state (empty while the store does not exist)."""
 
     def __init__(self, rows: dict[str, Any] | None) -> None:
         self.exists = rows is not None
-        rows = rows or {"generation": 0, "observations": [], "feedback": 0, "receipts": []}
+        rows = rows or {"generation": 0, "observations": [], "feedback": {}, "receipts": []}
         self.generation: int = rows["generation"]
+        #: observation_id -> (workspace, run, session, route signature, recorded_at), oldest first
         self.observations = {o[0]: tuple(o[1:]) for o in rows["observations"]}
-        self.feedback: int = rows["feedback"]
+        #: observation_id -> feedback entries bound to it
+        self.feedback_by: dict[str, int] = dict(rows["feedback"])
         self.receipts = {(s, k): (d, json.loads(r)) for s, k, d, r in rows["receipts"]}
+
+    @property
+    def feedback(self) -> int:
+        """Feedback entries in the store."""
+        return sum(self.feedback_by.values())
 
     def summary_digest(self) -> str:
         """The global, path-free digest of the store's history."""
@@ -90,6 +104,8 @@ class MemoryStore:
 
     def handle(self, command: Any, now: Now) -> Effects:
         """Apply a `Summary`, `Remember`, `Feedback` or `Purge`."""
+        if isinstance(command, Sweep):
+            return self._sweep(command)
         if isinstance(command, Summary):
             count = sum(o[0] == command.workspace_identity for o in self.observations.values())
             return Effects(reply=(self.exists, self.summary_digest(), count))
@@ -116,6 +132,23 @@ class MemoryStore:
         ]
         return Effects(reply=result, writes=writes, changed=True)
 
+    def _sweep(self, cmd: Sweep) -> Effects:
+        # Retention: observations older than the cutoff, then all but the newest `keep`.
+        doomed = [o for o, v in self.observations.items() if v[4] < cmd.cutoff]
+        gone = set(doomed)
+        rest = [o for o in self.observations if o not in gone]
+        doomed += rest[: max(0, len(rest) - cmd.keep)]
+        if not doomed:
+            return Effects(reply=0)
+        writes: list[Write] = []
+        for observation_id in doomed:
+            del self.observations[observation_id]
+            self.feedback_by.pop(observation_id, None)
+            writes += memory_sql.delete_observation(observation_id)
+        self.generation += 1
+        writes.append(memory_sql.bump(self.generation))
+        return Effects(reply=len(doomed), writes=writes, changed=True)
+
     def _create(self) -> list[Write]:
         if self.exists:
             return []
@@ -128,7 +161,7 @@ class MemoryStore:
         if row["observation_id"] not in self.observations:
             self.observations[row["observation_id"]] = (
                 row["workspace_identity"], row["workflow_run_id"], row["session_id"],
-                row["route_signature_digest"],
+                row["route_signature_digest"], at,
             )  # fmt: skip
             writes.append(memory_sql.insert_observation({**row, "recorded_at": at}))
         return dict(cmd.result), writes
@@ -142,7 +175,7 @@ class MemoryStore:
             raise replies.refusal(
                 "workflow-context-mismatch", "the observation is of another run or route"
             )
-        self.feedback += 1
+        self.feedback_by[cmd.observation_id] = self.feedback_by.get(cmd.observation_id, 0) + 1
         row = {**cmd.row, "workspace_identity": bound[0], "recorded_at": at}
         return dict(cmd.result), [memory_sql.insert_feedback(row)]
 
@@ -167,7 +200,7 @@ class MemoryStore:
         if "router_memory_observations" in tables:
             result["deleted_observations"], self.observations = len(self.observations), {}
         if "router_memory_feedback" in tables:
-            result["deleted_feedback"], self.feedback = self.feedback, 0
+            result["deleted_feedback"], self.feedback_by = self.feedback, {}
         if "router_memory_receipts" in tables:
             result["deleted_command_receipts"], self.receipts = len(self.receipts), {}
         return result, [memory_sql.delete_all(t) for t in tables]

@@ -82,6 +82,14 @@ PURGES: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 
 
+def delete_observation(observation_id: str) -> list[Write]:
+    """Delete one observation and the feedback bound to it (retention)."""
+    return [
+        ("DELETE FROM router_memory_feedback WHERE observation_id = ?", (observation_id,)),
+        ("DELETE FROM router_memory_observations WHERE observation_id = ?", (observation_id,)),
+    ]
+
+
 def delete_all(table: str) -> Write:
     """Delete every row of one Memory table (``table`` comes from `PURGES`, never input)."""
     assert table in {t for tables in PURGES.values() for t in tables}
@@ -98,9 +106,12 @@ def read_store(conn: sqlite3.Connection) -> dict[str, Any] | None:
         return None
     observations = conn.execute(
         "SELECT observation_id, workspace_identity, workflow_run_id, session_id,"
-        " route_signature_digest FROM router_memory_observations"
+        " route_signature_digest, recorded_at FROM router_memory_observations"
+        " ORDER BY recorded_at, observation_id"
     ).fetchall()
-    feedback = conn.execute("SELECT COUNT(*) FROM router_memory_feedback").fetchone()[0]
+    feedback = conn.execute(
+        "SELECT observation_id, COUNT(*) FROM router_memory_feedback GROUP BY observation_id"
+    ).fetchall()
     receipts = conn.execute(
         "SELECT session_id, idempotency_key, request_digest, result_json"
         " FROM router_memory_receipts"
@@ -108,7 +119,7 @@ def read_store(conn: sqlite3.Connection) -> dict[str, Any] | None:
     return {
         "generation": generation[0] if generation else 0,
         "observations": [tuple(r) for r in observations],
-        "feedback": int(feedback),
+        "feedback": {str(o): int(n) for o, n in feedback},
         "receipts": [tuple(r) for r in receipts],
     }
 

@@ -9,13 +9,17 @@ retained routing context (envelope, route source, skill tree, profile digest and
 outcomes: no objective text, no path; the workspace is a digest of its real path.
 ``record_route_feedback`` takes typed values bound to an observation of the caller's session
 and run; a correction must name both route digests (the original being the observation's)
-and at least one dimension. ``purge_workflow_memory`` works whatever the policy says.
+and at least one dimension. ``purge_workflow_memory`` works whatever the policy says. The
+background `sweep` enforces retention (90 days, at most 1000 observations; hourly, on the
+injectable wall clock).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
+import logging
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -31,12 +35,23 @@ from agora.toolsets.router import (
 )
 from agora.toolsets.router.digests import digest, request_digest
 from agora.toolsets.router.layers import client_roots
-from agora.toolsets.router.memory import MEMORY, MEMORY_KEY, Feedback, Purge, Remember, Summary
+from agora.toolsets.router.memory import (
+    MEMORY,
+    MEMORY_KEY,
+    Feedback,
+    Purge,
+    Remember,
+    Summary,
+    Sweep,
+)
 from agora.toolsets.router.run import KIND
+from agora.toolsets.router.sql import stamp
 
 if TYPE_CHECKING:
+    from agora.runtime.registry import Runtime
     from agora.toolsets.base import ToolCall
 
+log = logging.getLogger(__name__)
 PERSONAL_SCOPE: Final = "personal"
 
 
@@ -232,3 +247,17 @@ async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
         "candidates": found[:limit],
         "truncated": len(found) > limit,
     }
+
+
+#: Retention of observations: how old, how many, and how often the sweep runs (seconds).
+RETENTION_DAYS: Final = 90
+RETENTION_MAX: Final = 1000
+RETENTION_EVERY: Final = 3600.0
+
+
+async def sweep(runtime: Runtime) -> None:
+    """One retention pass: observations older than 90 days, then beyond the newest 1000."""
+    cutoff = stamp(runtime.clock.wall() - dt.timedelta(days=RETENTION_DAYS))
+    dropped = await runtime.call(MEMORY, MEMORY_KEY, Sweep(cutoff=cutoff, keep=RETENTION_MAX))
+    if dropped:
+        log.info("router memory retention dropped %d observations", dropped)
