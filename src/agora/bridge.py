@@ -113,27 +113,30 @@ class Bridge:
         started = False
         delay, shown = BACKOFF[0], ""
         while True:
+            connected = False
             try:
                 limit = RECONNECT_SECONDS if started else HANDSHAKE_SECONDS
                 async with open_websocket(self.url, token=self.token, connect_timeout=limit) as ws:
                     if started:
                         await self._replay(ws, writer)
                         _say(f"reconnected to {self.shown}")
-                    self._ws = ws
+                    self._ws, connected = ws, True
                     delay, shown = BACKOFF[0], ""
                     if not started:
                         started = True
                         task_status.started()
                     why = await self._pump_output(ws, writer)
-            except (OSError, HandshakeError, trio.TooSlowError) as exc:
+            except (OSError, HandshakeError, ConnectionClosed, trio.TooSlowError) as exc:
                 if not started:
                     raise _first_failure(self.shown, exc) from None
-                if _why(exc) != shown:
-                    shown = _why(exc)
-                    _say(f"cannot reach {self.shown} yet ({shown}); retrying")
-                await trio.sleep(delay)
-                delay = min(delay * 2, BACKOFF[1])
-                continue
+                why = _why(exc)
+                if not connected:
+                    if why != shown:
+                        shown = why
+                        _say(f"cannot reach {self.shown} yet ({why}); retrying")
+                    await trio.sleep(delay)
+                    delay = min(delay * 2, BACKOFF[1])
+                    continue
             except ValueError as exc:
                 raise BridgeError(str(exc), exit_code=2) from None
             self._ws = None
