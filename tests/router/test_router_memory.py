@@ -174,6 +174,11 @@ async def test_the_retention_sweep_drops_old_and_surplus_observations(
     commits = runtime.store.stats
     await memory_tools.sweep(runtime)  # nothing more to drop: no write
     assert runtime.store.stats == commits
+    personal = await completed_run(router)  # another scope keeps its own newest 2
+    args = remember_args(personal, policy, workspace_root=None)
+    assert (await router.call("remember_workflow", **args))["status"] == "recorded"
+    await memory_tools.sweep(runtime)
+    assert len(await runtime.read(lambda c: c.execute(count).fetchall())) == 3
 
 
 def test_the_toolset_runs_the_retention_sweep():

@@ -69,7 +69,8 @@ class Purge(Receipted, frozen=True, tag=True):
 
 
 class Sweep(msgspec.Struct, frozen=True, tag=True):
-    """Retention: drop observations recorded before ``cutoff``, then all but the newest ``keep``."""
+    """Retention: drop observations recorded before ``cutoff``, then per workspace all but
+    the newest ``keep``."""
 
     cutoff: str
     keep: int
@@ -133,11 +134,16 @@ class MemoryStore:
         return Effects(reply=result, writes=writes, changed=True)
 
     def _sweep(self, cmd: Sweep) -> Effects:
-        # Retention: observations older than the cutoff, then all but the newest `keep`.
+        # Retention: observations older than the cutoff, then, per workspace identity, all
+        # but the newest `keep` (observations are kept oldest first).
         doomed = [o for o, v in self.observations.items() if v[4] < cmd.cutoff]
         gone = set(doomed)
-        rest = [o for o in self.observations if o not in gone]
-        doomed += rest[: max(0, len(rest) - cmd.keep)]
+        per_workspace: dict[str, list[str]] = {}
+        for o, v in self.observations.items():
+            if o not in gone:
+                per_workspace.setdefault(v[0], []).append(o)
+        for kept in per_workspace.values():
+            doomed += kept[: max(0, len(kept) - cmd.keep)]
         if not doomed:
             return Effects(reply=0)
         writes: list[Write] = []

@@ -10,8 +10,8 @@ outcomes: no objective text, no path; the workspace is a digest of its real path
 ``record_route_feedback`` takes typed values bound to an observation of the caller's session
 and run; a correction must name both route digests (the original being the observation's)
 and at least one dimension. ``purge_workflow_memory`` works whatever the policy says. The
-background `sweep` enforces retention (90 days, at most 1000 observations; hourly, on the
-injectable wall clock).
+background `sweep` enforces retention (90 days, at most 1000 observations per workspace;
+hourly, on the injectable wall clock).
 """
 
 from __future__ import annotations
@@ -256,7 +256,8 @@ RETENTION_EVERY: Final = 3600.0
 
 
 async def sweep(runtime: Runtime) -> None:
-    """One retention pass: observations older than 90 days, then beyond the newest 1000."""
+    """One retention pass: observations older than 90 days, then beyond each workspace's
+    newest 1000."""
     cutoff = stamp(runtime.clock.wall() - dt.timedelta(days=RETENTION_DAYS))
     dropped = await runtime.call(MEMORY, MEMORY_KEY, Sweep(cutoff=cutoff, keep=RETENTION_MAX))
     if dropped:
