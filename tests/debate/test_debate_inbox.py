@@ -287,3 +287,27 @@ async def test_wait_rejects_timeouts_out_of_range(desk, room, autojump_clock):
             timeout_ms=timeout,
         )
         assert body["error"] == "invalid_arguments"
+
+
+async def test_consumed_messages_read_back_exactly_as_first_delivered(desk, room):
+    sent = await say(
+        desk,
+        room,
+        "ADVOCATE",
+        "payload",
+        payload_json='{"k": [1, 2]}',
+        body_mode="plain",
+        author_session_id=room["a"],
+    )
+    first = await check(desk, room)
+    await desk.call(
+        BOB,
+        "debate_signal_advance",
+        topic_id=room["topic"],
+        role="ADVOCATE",
+        session_id=room["b"],
+        last_processed_msg_id=sent["msg_id"],
+    )
+    again = await check(desk, room, since_ts="2000-01-01T00:00Z")
+    assert again["pending"] == first["pending"]
+    assert first["pending"][0]["payload"] == {"k": [1, 2]}

@@ -117,6 +117,9 @@ class TopicData:
     watermarks: dict[str, tuple[str, str]] = field(default_factory=dict)
     claims: dict[str, Claim] = field(default_factory=dict)
     open_questions: dict[str, MsgMeta] = field(default_factory=dict)
+    #: Rendered addressed messages while a delivery of theirs is open (the inbox replies
+    #: come from here without a read; consumed ones are read back from the store).
+    bodies: dict[str, dict[str, Any]] = field(default_factory=dict)
     latest_compaction: MsgMeta | None = None
     last_ts: str = ""
     last_msg_id: str | None = None

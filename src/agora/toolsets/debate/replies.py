@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from agora.mcp.validation import ValidationIssue
+    from agora.toolsets.debate.model import MsgMeta
     from agora.toolsets.debate.rules import DebateError
 
 
@@ -56,6 +57,34 @@ def message(r: sqlite3.Row | tuple[Any, ...]) -> dict[str, Any]:
         "recipients": [_recipient(k) for k in json.loads(r[11])],
         "payload": payload,
         "body_mode": r[13],
+    }
+
+
+def rendered(
+    topic_id: str,
+    meta: MsgMeta,
+    body: str,
+    author_session_id: str | None,
+    vehicle: str,
+    extra: dict[str, Any],
+) -> dict[str, Any]:
+    """A message being appended, in the shape `message` gives its stored row."""
+    payload = extra.get("payload")
+    return {
+        "msg_id": meta.msg_id,
+        "topic_id": topic_id,
+        "ts": meta.ts,
+        "role": meta.role,
+        "author_session_id": author_session_id,
+        "priority": meta.priority,
+        "kind": meta.kind,
+        "body": body,
+        "reply_to": meta.reply_to,
+        "vehicle": vehicle,
+        "standing": meta.standing,
+        "recipients": [_recipient(k) for k in meta.recipients],
+        "payload": None if payload is None else json.loads(payload),
+        "body_mode": extra.get("body_mode"),
     }
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.model import Cursor, MsgMeta, TopicData, TopicRow
+from agora.toolsets.debate.replies import message, rendered
 from agora.toolsets.debate.rules import START, DebateError, inbox_uri, next_stamp, stamp
 
 if TYPE_CHECKING:
@@ -132,6 +133,17 @@ class Topic:
         for key in meta.recipients:
             data.deliveries.setdefault(key, {})[meta.msg_id] = "pending"
             writes.append(sql.insert_delivery(self.topic_id, meta.msg_id, key))
+        if meta.recipients:
+            data.bodies[meta.msg_id] = rendered(
+                self.topic_id, meta, body, author_session_id, vehicle, extra or {}
+            )
+
+    def consumed(self, msg_id: str) -> None:
+        """Forget the rendered body of a message no recipient still has to consume."""
+        data = self.data
+        meta = data.messages[msg_id]
+        if not any(msg_id in data.deliveries.get(key, {}) for key in meta.recipients):
+            data.bodies.pop(msg_id, None)
 
     def set_cursor(self, writes: list[Write], role: str, session_id: str, cursor: Cursor) -> None:
         """Store the (role, session) signal cursor."""
@@ -204,6 +216,8 @@ class TopicKind:
         open_rows.sort(key=lambda r: data.messages[r[0]].cursor)
         for msg_id, recipient, state in open_rows:
             data.deliveries.setdefault(recipient, {})[msg_id] = state
+        rows = sql.messages_by_id(conn, sorted({r[0] for r in open_rows}))
+        data.bodies = {msg_id: message(row) for msg_id, row in rows.items()}
         data.cursors = sql.cursors(conn, key)
         data.watermarks = sql.watermarks(conn, key)
         data.claims = {c.msg_id: c for c in sql.claims(conn, key)}

@@ -65,6 +65,8 @@ class Inbox:
     truncated: bool
     topic_state: str
     limit: int
+    #: Rendered messages of the page the topic still held (the rest are read back).
+    bodies: dict[str, dict[str, Any]]
 
     @property
     def count(self) -> int:
@@ -120,7 +122,9 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
     topic.session_gate(cmd.caller, cmd.role, cmd.session_id)
     items = _addressed(topic, cmd.role, cmd.session_id, _start(topic, cmd))
     page = tuple(items[: cmd.limit])
-    inbox = Inbox(page, len(items) > cmd.limit, row.state, cmd.limit)
+    held = topic.data.bodies
+    bodies = {m.msg_id: held[m.msg_id] for m in page if m.msg_id in held}
+    inbox = Inbox(page, len(items) > cmd.limit, row.state, cmd.limit, bodies)
     if not cmd.persist:
         return Effects(reply=inbox)
     at = topic.stamp_now(now)
@@ -175,6 +179,7 @@ def advance_cursor(topic: Topic, cmd: AdvanceCursor, now: Now) -> Effects:
             if data.messages[msg_id].cursor > target.cursor:
                 break
             del marks[msg_id]
+            topic.consumed(msg_id)
             writes.append(sql.mark_delivery(msg_id, key, "done", at))
             done += 1
     topic.event(

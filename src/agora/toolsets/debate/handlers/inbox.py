@@ -42,9 +42,12 @@ def _check(call: ToolCall, *, persist: bool) -> CheckInbox:
 
 
 async def _render(call: ToolCall, inbox: Inbox) -> dict[str, Any]:
-    ids = [m.msg_id for m in inbox.pending]
-    rows = await call.runtime.read(lambda conn: sql.messages_by_id(conn, ids))
-    return {"pending": [message(rows[i]) for i in ids], **inbox.summary()}
+    found = dict(inbox.bodies)
+    missing = [m.msg_id for m in inbox.pending if m.msg_id not in found]
+    if missing:  # consumed already (an explicit since cursor went back): committed rows
+        rows = await call.runtime.read(lambda conn: sql.messages_by_id(conn, missing))
+        found.update((msg_id, message(row)) for msg_id, row in rows.items())
+    return {"pending": [found[m.msg_id] for m in inbox.pending], **inbox.summary()}
 
 
 async def debate_signal_check(call: ToolCall) -> dict[str, Any]:
