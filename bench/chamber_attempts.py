@@ -7,7 +7,10 @@ ops (look, inspect, hint), each sent with the ``expected_action_index`` taken fr
 previous reply, so every one is acknowledged only after its transcript record is committed.
 The server is ``agora serve --toolsets chamber``, started here as a subprocess on a free
 127.0.0.1 port with a fresh SQLite file and ``AGORA_SYNCHRONOUS=FULL`` (every acknowledged
-change fsync'd). All agents connect first; then the three phases run one after the other,
+change fsync'd). Agents enter without a seed, so the server draws it and hands out a room
+from its pool (the run waits until ``/chamber/pool`` has a room per agent, up to the pool's
+size); ``--chosen-seeds`` enters with one participant seed each, so every room is built at
+entry. All agents connect first; then the three phases run one after the other,
 all agents at once, so each rate is measured alone: enters/s, acknowledged actions/s (with
 p50/p99 per-action latency as the client sees it) and seals/s. Server and client CPU time per
 phase are printed, to tell which side is the bottleneck.
@@ -30,8 +33,8 @@ loopback; every phase is bounded by ``--timeout`` seconds.
 
 Usage: ``.venv/bin/python bench/chamber_attempts.py [--agents 500] [--actions 20]
 [--suite chambre-chrono-v0] [--synchronous FULL] [--timeout 300] [--no-baseline] [--no-echo]
-[--client lean|agora] [--py-spy PATH]``. ``--py-spy`` samples the server during the action
-phase (py-spy must be installed; it is a measuring aid, not a dependency).
+[--chosen-seeds] [--client lean|agora] [--py-spy PATH]``. ``--py-spy`` samples the server
+during the action phase (py-spy must be installed; it is a measuring aid, not a dependency).
 Not run by CI.
 """
 
@@ -47,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections import Counter
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -170,8 +174,10 @@ async def timed_call(
     return body
 
 
-async def enter(agent: Agent, run: Run, suite: str) -> None:
-    args = {**ENTRY, "suite": suite, "seed": f"bench-{agent.n}"}
+async def enter(agent: Agent, run: Run, suite: str, chosen: bool) -> None:
+    args = {**ENTRY, "suite": suite}
+    if chosen:
+        args["seed"] = f"bench-{agent.n}"
     body = await timed_call(agent, run, run.phase("enter"), "enter_open_challenge", args)
     if body is not None:
         agent.handle, agent.objects = body["attempt_handle"], body["objects"]
@@ -231,6 +237,22 @@ async def run_phase(
     phase.client_cpu = own_cpu_seconds() - client_cpu
 
 
+async def pool_ready(url: str, suite: str, wanted: int) -> None:
+    """Wait until the server's room pool for ``suite`` holds ``wanted`` rooms (or is full)."""
+    while True:
+        body = await trio.to_thread.run_sync(_get_json, f"{url}/chamber/pool")
+        state = body["suites"][suite]
+        if state["ready"] >= min(wanted, state["size"]) and state["size"]:
+            print(f"room pool of {suite}: {state['ready']} ready", file=sys.stderr)
+            return
+        await trio.sleep(0.2)
+
+
+def _get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read())
+
+
 async def one_run(args: argparse.Namespace, directory: Path, group_commit: bool) -> Run:
     """Start a server, connect every agent, run the three phases, stop, check the rows."""
     run = Run("group commit " + ("on" if group_commit else "off"))
@@ -246,7 +268,10 @@ async def one_run(args: argparse.Namespace, directory: Path, group_commit: bool)
                 for n in range(args.agents):
                     client = await stack.enter_async_context(agent_connection(url, args.client))
                     agents.append(Agent(client, n))
-                await run_phase(run, "enter", server.pid, agents, enter, args.suite)
+                if not args.chosen_seeds:
+                    await pool_ready(server.url, args.suite, args.agents)
+                chosen = args.chosen_seeds
+                await run_phase(run, "enter", server.pid, agents, enter, args.suite, chosen)
                 profile = args.py_spy and args.py_spy.with_suffix(f".{db.stem}.txt")
                 async with py_spy(server.pid, profile):
                     await run_phase(run, "actions", server.pid, agents, act, args.actions)
@@ -395,6 +420,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--no-echo", action="store_true", help="skip the bare WebSocket echo (transport floor)"
+    )
+    parser.add_argument(
+        "--chosen-seeds",
+        action="store_true",
+        help="enter with participant seeds (rooms built at entry) instead of server seeds,"
+        " which come from the room pool",
     )
     parser.add_argument(
         "--client",

@@ -68,7 +68,12 @@ def test_toolset_maps_every_canonical_name_and_alias():
     assert ts.aliases == dict(c.aliases)
     assert ts.name == "chamber"
     assert [m.version for m in ts.migrations] == [1, 2, 3, 4]
-    assert {r.pattern for r in ts.routes} == {"/cards", "/cards/{card_id}", "/chamber/keys"}
+    assert {r.pattern for r in ts.routes} == {
+        "/cards",
+        "/cards/{card_id}",
+        "/chamber/keys",
+        "/chamber/pool",
+    }
 
 
 def test_a_contract_missing_a_code_is_refused_at_build_time():

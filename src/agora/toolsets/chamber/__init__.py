@@ -52,9 +52,17 @@ def build_toolset(contract: ChamberContract) -> tuple[Toolset, Chamber]:
         name="chamber",
         handlers=handlers(chamber),
         migrations=store.MIGRATIONS,
-        routes=(*web.ROUTES, web.keys_route(chamber.public_keys)),
+        routes=(
+            *web.ROUTES,
+            web.keys_route(chamber.public_keys),
+            web.pool_route(chamber.pool.status),
+        ),
         aliases=dict(contract.aliases),
-        background=[periodic(PURGE_EVERY, purge), periodic(SWEEP_EVERY, sweep)],
+        background=[
+            periodic(PURGE_EVERY, purge),
+            periodic(SWEEP_EVERY, sweep),
+            chamber.pool.refill,
+        ],
         reject_issues=argument_rejection,
         shape_failure=internal_failure,
         argument_limits=ArgumentLimits(

@@ -32,6 +32,8 @@ class Enter(msgspec.Struct, frozen=True, tag=True):
     principal: str = "anonymous"
     via_alias: bool = False
     seed_source: str = "server"
+    #: The room of ``seed``, already built (from the room pool), or None to build it.
+    room: Any = None
 
 
 class Observe(msgspec.Struct, frozen=True, tag=True):

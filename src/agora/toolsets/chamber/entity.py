@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.errors import ToolError
@@ -213,6 +213,8 @@ class AttemptEntity:
             created_at=wall, expires_at=wall + self.rules.ttl, via_alias=c.via_alias,
             seed_source=c.seed_source,
         )  # fmt: skip
+        if c.room is not None:
+            a._room = c.room  # built ahead by the pool: the same room the seed gives
         room = a.room
         reply = {
             **a.envelope(wall),
@@ -400,9 +402,15 @@ class AttemptKind:
 
     rules: Rules
     kind: str = KIND_NAME
+    #: Handles just drawn by ``enter`` and not yet loaded: nothing in the store can carry
+    #: them (they are fresh 64-bit random draws), so their load reads no rows.
+    fresh: set[str] = field(default_factory=set, repr=False)
 
     def load(self, conn: sqlite3.Connection, key: str, now: Now) -> AttemptEntity:
         """The attempt ``key`` as committed; an empty slot if unknown or retired."""
+        if key in self.fresh:
+            self.fresh.discard(key)
+            return AttemptEntity(self.rules, key, None)
         attempt = store.load_attempt(conn, key, self.rules)
         if attempt is not None and retired(attempt, now.wall):
             attempt = None

@@ -36,6 +36,7 @@ from agora.toolsets.chamber.invitation import (
     is_invitation,
     unknown,
 )
+from agora.toolsets.chamber.pool import RoomPool
 from agora.toolsets.chamber.ratelimit import EntryLimiter, Limits
 from agora.toolsets.chamber.replies import failure, not_found, retired_alias
 from agora.toolsets.chamber.signing import ALGORITHM, Signer, SigningKeyError, load_signer
@@ -61,11 +62,14 @@ class Chamber:
     kind: AttemptKind = field(init=False)
     invitations: InvitationKind = field(default_factory=InvitationKind, init=False)
     _limiter: EntryLimiter = field(default_factory=EntryLimiter, init=False, repr=False)
+    pool: RoomPool = field(init=False)
     _signers: dict[str, Signer] = field(default_factory=dict, init=False, repr=False)
     _room_builder: trio.Lock = field(default_factory=trio.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.kind = AttemptKind(Rules.from_contract(self.contract))
+        active = [(s.id, s.engine) for s in self.contract.suites if s.status == "active"]
+        self.pool = RoomPool(active)
 
     def _alias_gate(self, call: ToolCall) -> None:
         canonical = self.contract.aliases.get(call.tool)
@@ -138,6 +142,9 @@ class Chamber:
         handle = new_handle()
         suite, seed = declared.suite, given or secrets.token_hex(8)
         source = "participant" if given else "server"
+        pooled = None if given else self.pool.take(suite.id)
+        if pooled is not None:
+            seed = pooled[0]
         if is_invitation(given):
             # The ally's room: the server drew its seed and kept it; the token redeems once.
             redeem = Redeem(declared.identity["product"], call.args.get("suite"), handle)
@@ -149,8 +156,9 @@ class Chamber:
         # Generating a room is pure CPU, milliseconds and now and then over a hundred: do it
         # in a worker thread, one room at a time, so the event loop keeps serving everyone
         # else between GIL switches; the actor then finds the room in build_room's cache.
-        async with self._room_builder:
-            await trio.to_thread.run_sync(build_room, suite.id, suite.engine, seed)
+        if pooled is None:
+            async with self._room_builder:
+                await trio.to_thread.run_sync(build_room, suite.id, suite.engine, seed)
         command = Enter(
             suite_id=suite.id,
             generation=suite.generation,
@@ -163,7 +171,9 @@ class Chamber:
             principal=call.principal.name,
             via_alias=call.tool in self.contract.aliases,
             seed_source=source,
+            room=None if pooled is None else pooled[1],
         )
+        self.kind.fresh.add(handle)  # its actor's load need read no rows
         reply: dict[str, Any] = await call.runtime.call(self.kind, handle, command)
         reply.update(
             suite_generation=suite.generation,

@@ -190,6 +190,17 @@ def keys_route(keys: KeysFn) -> Route:
     return Route("GET", KEYS_PATH, get_keys)
 
 
+def pool_route(status: Callable[[], dict[str, Any]]) -> Route:
+    """``GET /chamber/pool``: ready rooms per suite (for operators and load tests)."""
+
+    async def get_pool(request: Request, runtime: Runtime) -> Response:
+        response = Response.json({"suites": status()})
+        response.headers.append(("Cache-Control", "no-store"))
+        return response
+
+    return Route("GET", "/chamber/pool", get_pool)
+
+
 #: Where a server publishes the keys its cards are signed with.
 KEYS_PATH = "/chamber/keys"
 

@@ -1,0 +1,103 @@
+"""A pool of pre-built, server-seeded rooms per suite, so entering costs no generation.
+
+Building a room is pure CPU (about 3 ms, now and then much more). An entry that lets the
+server draw the seed takes a room from its suite's pool instead: no thread hop, no lock, no
+generation on the path of the call. `RoomPool.refill` is a background task that tops each
+suite's pool up to ``room_pool_size`` rooms (``[options.chamber]``, default `DEFAULT_SIZE`;
+0 turns the pool off), building one room per worker-thread call (``trio.to_thread``) so the
+event loop keeps serving between rooms, and sleeps until an entry takes one. Entries with a
+participant's seed, and entries that find the pool empty, build their room as before.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+import trio
+
+from agora.toolsets.chamber.generate import build_room
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from agora.runtime.registry import Runtime
+    from agora.toolsets.chamber.room import Room
+
+#: Rooms kept ready per suite (about 40 KiB each): enough for 500 agents entering at once.
+DEFAULT_SIZE: Final = 512
+#: After a room is taken, refilling waits until no entry came for this long.
+QUIET_SECONDS: Final = 0.25
+
+
+def fresh_room(suite_id: str, engine: str) -> tuple[str, Room]:
+    """A new server seed and its room, built without touching `build_room`'s cache."""
+    seed = secrets.token_hex(8)
+    return seed, build_room.__wrapped__(suite_id, engine, seed)
+
+
+def pool_size(options: dict[str, Any]) -> int:
+    """``room_pool_size`` from the chamber's options.
+
+    Raises:
+        ValueError: if it is not a whole number of at least 0.
+    """
+    size = int(options.get("room_pool_size", DEFAULT_SIZE))
+    if size < 0:
+        raise ValueError("[options.chamber] room_pool_size must be at least 0")
+    return size
+
+
+@dataclass
+class RoomPool:
+    """Ready rooms per suite id; `suites` lists (suite id, engine) of the active suites."""
+
+    suites: Sequence[tuple[str, str]]
+    _ready: dict[str, deque[tuple[str, Room]]] = field(default_factory=dict, init=False)
+    _taken: trio.Event = field(default_factory=trio.Event, init=False, repr=False)
+    _full: trio.Event = field(default_factory=trio.Event, init=False, repr=False)
+    _size: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        self._ready = {suite_id: deque() for suite_id, _ in self.suites}
+
+    def take(self, suite_id: str) -> tuple[str, Room] | None:
+        """A ready (seed, room) of ``suite_id``, or None if its pool is empty."""
+        ready = self._ready.get(suite_id)
+        if not ready:
+            return None
+        self._taken.set()
+        self._full = trio.Event() if self._full.is_set() else self._full
+        return ready.popleft()
+
+    def status(self) -> dict[str, dict[str, int]]:
+        """Per suite: rooms ready now and the target size."""
+        return {s: {"ready": len(q), "size": self._size} for s, q in self._ready.items()}
+
+    async def refill(self, runtime: Runtime) -> None:
+        """Keep every suite's pool full (runs until cancelled)."""
+        while True:
+            self._size = pool_size(runtime.options("chamber"))
+            built = False
+            for suite_id, engine in self.suites:
+                queue = self._ready[suite_id]
+                if len(queue) < self._size:
+                    queue.append(await trio.to_thread.run_sync(fresh_room, suite_id, engine))
+                    built = True
+            if not built:
+                self._taken = trio.Event()
+                self._full.set()
+                await self._taken.wait()
+                # Entries come in bursts: let a burst pass before competing for the CPU.
+                while True:
+                    self._taken = trio.Event()
+                    with trio.move_on_after(QUIET_SECONDS):
+                        await self._taken.wait()
+                        continue
+                    break
+
+    async def wait_full(self) -> None:
+        """Return once every suite's pool is full (an entry may empty it again right away)."""
+        await self._full.wait()
