@@ -12,6 +12,7 @@ another request is refused. Pure ``handle(command, now) -> Effects``.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -85,6 +86,8 @@ class MemoryStore:
         self.generation: int = rows["generation"]
         #: observation_id -> (workspace, run, session, route signature, recorded_at), oldest first
         self.observations = {o[0]: tuple(o[1:]) for o in rows["observations"]}
+        #: workspace identity -> its observations (kept in step with `observations`)
+        self.per_workspace = Counter(v[0] for v in self.observations.values())
         #: observation_id -> feedback entries bound to it
         self.feedback_by: dict[str, int] = dict(rows["feedback"])
         self.receipts = {(s, k): (d, json.loads(r)) for s, k, d, r in rows["receipts"]}
@@ -108,7 +111,7 @@ class MemoryStore:
         if isinstance(command, Sweep):
             return self._sweep(command)
         if isinstance(command, Summary):
-            count = sum(o[0] == command.workspace_identity for o in self.observations.values())
+            count = self.per_workspace[command.workspace_identity]
             return Effects(reply=(self.exists, self.summary_digest(), count))
         key = (command.session_id, command.idempotency_key)
         if key in self.receipts:
@@ -148,7 +151,7 @@ class MemoryStore:
             return Effects(reply=0)
         writes: list[Write] = []
         for observation_id in doomed:
-            del self.observations[observation_id]
+            self.per_workspace[self.observations.pop(observation_id)[0]] -= 1
             self.feedback_by.pop(observation_id, None)
             writes += memory_sql.delete_observation(observation_id)
         self.generation += 1
@@ -169,6 +172,7 @@ class MemoryStore:
                 row["workspace_identity"], row["workflow_run_id"], row["session_id"],
                 row["route_signature_digest"], at,
             )  # fmt: skip
+            self.per_workspace[row["workspace_identity"]] += 1
             writes.append(memory_sql.insert_observation({**row, "recorded_at": at}))
         return dict(cmd.result), writes
 
@@ -205,6 +209,7 @@ class MemoryStore:
             raise _Answer(result)  # nothing to delete, and nothing is created to say so
         if "router_memory_observations" in tables:
             result["deleted_observations"], self.observations = len(self.observations), {}
+            self.per_workspace = Counter()
         if "router_memory_feedback" in tables:
             result["deleted_feedback"], self.feedback_by = self.feedback, {}
         if "router_memory_receipts" in tables:
