@@ -105,8 +105,8 @@ class Bridge:
                             self._drained = trio.Event()
                             await self._drained.wait()
                     nursery.cancel_scope.cancel()
-            except trio.BrokenResourceError:
-                return  # the client stopped reading our stdout: nobody is left to serve
+            except* (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass  # the client stopped reading our stdout: nobody is left to serve
 
     async def _links(self, writer: LineWriter, *, task_status: trio.TaskStatus[None]) -> None:
         """Hold a connection, and a new one whenever it drops, until cancelled."""

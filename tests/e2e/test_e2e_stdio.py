@@ -365,3 +365,46 @@ async def test_the_bridge_relays_progress_server_requests_and_cancellations(tmp_
             assert "Traceback" not in log.read()
     finally:
         server.assert_clean_exit(server.stop())
+
+
+@pytest.mark.parametrize("mode", ["database", "bridge"])
+async def test_a_client_that_stops_reading_ends_the_session_quietly(tmp_path, mode):
+    server = None
+    if mode == "database":
+        args = ["stdio", "--toolset", "conformance", "--db", str(tmp_path / "a.db")]
+    else:
+        server = AgoraProcess("--db", str(tmp_path / "a.db"), "--conformance")
+        server.start()
+        args = ["stdio", "--connect", f"ws://127.0.0.1:{server.port}/mcp/conformance"]
+    progress = {"name": "test_tool_with_progress", "arguments": {}, "_meta": {"progressToken": 1}}
+    try:
+        with trio.fail_after(TIMEOUT):
+            process = await trio.lowlevel.open_process(
+                [AGORA, *args], stdin=-1, stdout=-1, stderr=-1, env=clean_env()
+            )
+            assert process.stdin is not None
+            assert process.stdout is not None
+            assert process.stderr is not None
+            try:
+                await process.stdin.send_all(jsonl(INITIALIZE, INITIALIZED))
+                assert b'"id":0' in await process.stdout.receive_some(65536)
+                await process.stdout.aclose()  # the client stops reading, then sends a call
+                call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": progress}
+                await process.stdin.send_all(jsonl(call))
+                await process.stdin.aclose()
+                status = await process.wait()
+                stderr = b""
+                while chunk := await process.stderr.receive_some(65536):
+                    stderr += chunk
+            finally:
+                if process.returncode is None:
+                    process.kill()
+                with trio.CancelScope(shield=True):
+                    await process.wait()
+                    for stream in (process.stdin, process.stdout, process.stderr):
+                        await stream.aclose()
+        assert status == 0, stderr
+        assert b"Traceback" not in stderr
+    finally:
+        if server is not None:
+            server.assert_clean_exit(server.stop())

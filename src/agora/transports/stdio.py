@@ -35,13 +35,16 @@ async def serve_stdio(
 ) -> None:
     """Serve one session over stdin/stdout (or the given fds) until the input ends.
 
-    Raises:
-        trio.BrokenResourceError: stdout's reader went away.
+    If stdout's reader goes away, nobody can hear the session any more: it ends at once,
+    cancelling the calls in flight.
     """
     async with open_stdio(stdin, stdout) as (receive, writer), trio.open_nursery() as calls:
 
         async def emit(message: dict[str, Any], related: rpc.RequestId | None) -> None:
-            await writer.send(rpc.encode(message))
+            try:
+                await writer.send(rpc.encode(message))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                calls.cancel_scope.cancel()
 
         conn = Connection(
             app,
@@ -54,14 +57,14 @@ async def serve_stdio(
         lines = Lines(rpc.MAX_MESSAGE_BYTES)
         while chunk := await receive.receive_some(READ_BYTES):
             for line in lines.feed(chunk):
-                await _feed(conn, writer, line)
+                await _feed(conn, emit, line)
         last = lines.end()
         if last is not None:
-            await _feed(conn, writer, last)
+            await _feed(conn, emit, last)
 
 
-async def _feed(conn: Connection, writer: Any, line: bytes) -> None:
+async def _feed(conn: Connection, emit: Any, line: bytes) -> None:
     if line is OVERSIZE:
-        await writer.send(rpc.encode(OVERSIZE_ERROR))
+        await emit(OVERSIZE_ERROR, None)
     elif line.strip():
         await conn.feed_bytes(line)
