@@ -52,3 +52,48 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[Any]:
     """A module skipped at import for a missing prerequisite fails in CI."""
     outcome = yield
     _fail_in_ci(outcome.get_result())
+
+
+# -- PostgreSQL: one fresh schema per test on the server named by AGORA_TEST_PG --------------
+
+#: The PostgreSQL server the tests may use (``bash scripts/pg.sh start DIR`` prints one).
+PG_ENV = "AGORA_TEST_PG"
+
+
+def pg_server() -> str | None:
+    """The test PostgreSQL server's URL, or None when none is configured."""
+    return os.environ.get(PG_ENV) or None
+
+
+def fresh_pg_schema(server: str, name: str) -> str:
+    """Create schema ``name`` on ``server``; the URL of a database living in it."""
+    import psycopg
+
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+        conn.execute(f'CREATE SCHEMA "{name}"')
+    sep = "&" if "?" in server else "?"
+    return f"{server}{sep}options=-csearch_path%3D{name}"
+
+
+def drop_pg_schema(server: str, name: str) -> None:
+    """Drop schema ``name`` and everything in it."""
+    import psycopg
+
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+@pytest.fixture
+def pg_url() -> Generator[str]:
+    """A PostgreSQL database URL of its own (a fresh schema), for one test."""
+    import secrets
+
+    server = pg_server()
+    if server is None:
+        pytest.skip(f"{NEEDS}a PostgreSQL server ({PG_ENV}; bash scripts/pg.sh start DIR)")
+    pytest.importorskip("psycopg", reason=f"{NEEDS}psycopg (pip install 'agora-mcp[pg]')")
+    name = f"t_{secrets.token_hex(6)}"
+    url = fresh_pg_schema(server, name)
+    yield url
+    drop_pg_schema(server, name)

@@ -103,7 +103,7 @@ async def test_a_second_process_on_a_served_database_is_refused(tmp_path, comman
 
 @pytest.mark.parametrize("command", [["serve", "--port", "0"], ["stdio", "--toolset", "chess"]])
 @pytest.mark.parametrize(
-    "db", ["postgresql://user@host:5432/agora", "sqlite:///agora.db", "file:agora.db"]
+    "db", ["mysql://user@host:3306/agora", "sqlite:///agora.db", "file:agora.db"]
 )
 async def test_a_url_shaped_db_is_refused_and_creates_nothing(tmp_path, command, db):
     with trio.fail_after(TIMEOUT):
@@ -111,7 +111,7 @@ async def test_a_url_shaped_db_is_refused_and_creates_nothing(tmp_path, command,
     assert done.returncode == 2
     line = one_line(done.stderr)
     assert db in line
-    assert "SQLite file path or :memory:" in line
+    assert "SQLite file path, :memory: or a postgresql:// URL" in line
     assert list(tmp_path.iterdir()) == []
 
 

@@ -38,7 +38,16 @@ def _create(db: sqlite_utils.Database) -> None:
     )
 
 
-MIGRATIONS = [Migration("counter", 1, _create)]
+#: The same tables for PostgreSQL.
+PG_TABLES = [
+    "CREATE TABLE counter_values ("
+    " key TEXT PRIMARY KEY, value BIGINT NOT NULL CHECK (value >= 0), seq BIGINT NOT NULL)",
+    "CREATE TABLE counter_log ("
+    " key TEXT NOT NULL, seq BIGINT NOT NULL, tag TEXT NOT NULL, value BIGINT NOT NULL,"
+    " PRIMARY KEY (key, seq))",
+]
+
+MIGRATIONS = [Migration("counter", 1, _create, sql={"postgresql": PG_TABLES})]
 
 #: The runtime's idle period in these tests (seconds).
 IDLE = 30.0

@@ -65,7 +65,7 @@ async def test_a_killed_holder_leaves_no_stale_lock(tmp_path):
 @pytest.mark.parametrize(
     "value",
     [
-        "postgresql://user@host:5432/db",
+        "mysql://user@host:3306/db",
         "sqlite:///tmp/agora.db",
         "file:agora.db?mode=memory",
         "",
@@ -84,7 +84,16 @@ async def test_a_value_that_is_no_file_path_is_refused_and_creates_nothing(
 
 
 @pytest.mark.parametrize(
-    "value", [":memory:", "agora.db", "./data/agora.db", "/var/lib/agora/a.db", "C:\\agora.db"]
+    "value",
+    [
+        ":memory:",
+        "agora.db",
+        "./data/agora.db",
+        "/var/lib/agora/a.db",
+        "C:\\agora.db",
+        "postgresql://user@host:5432/db",
+        "postgres://host/db",
+    ],
 )
 def test_paths_and_memory_are_accepted(value):
     assert database_problem(value) is None

@@ -21,12 +21,16 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from agora.errors import ActorStopped, AgoraError, StoreError
+from agora.store.neutral import Busy, Conflict, Guard
 
 if TYPE_CHECKING:
-    from agora.runtime.entity import Entity, EntityKind
+    from agora.runtime.entity import Effects, Entity, EntityKind
     from agora.runtime.registry import Runtime
 
 log = logging.getLogger(__name__)
+
+#: Times a command is re-run on a fresh copy when its entity changed on another node.
+RETRIES = 3
 
 
 class InternalError(AgoraError):
@@ -92,6 +96,8 @@ class Actor:
         self._idle_before_turn: float | None = None
         self._stopping = False
         self._entity: Entity | None = None
+        #: The store's version of the entity this copy was loaded at (guarded stores only).
+        self.version = 0
 
     async def run(self) -> None:
         """Serve commands until the registry evicts it (closing its mailbox), or cancelled."""
@@ -201,6 +207,9 @@ class Actor:
             slot.fail(error)
 
     async def _handle(self, command: Any, slot: Slot) -> None:
+        if self.runtime.store.guarded:
+            await self._handle_guarded(command, slot)
+            return
         runtime = self.runtime
         try:
             if self._entity is None:
@@ -236,12 +245,68 @@ class Actor:
             # the next command reloads. (Once submitted, a commit cannot be interrupted.)
             self._entity = None
             raise
+        self._released(effects, slot)
+
+    def _released(self, effects: Effects, slot: Slot) -> None:
         self.handled += 1
         if effects.changed:
             self.signal()
         if effects.updated:
-            runtime.resources.updated(*effects.updated)
+            self.runtime.resources.updated(*effects.updated)
         slot.set(effects.reply, self.change)
+
+    async def _handle_guarded(self, command: Any, slot: Slot) -> None:
+        """`_handle` on a shared store: the database's version of the entity has the final say.
+
+        A write commits only if the entity is still at the version this node loaded; a
+        read-only reply from a cached entity is released only once a version probe confirms
+        it is current. Either way, a stale copy is dropped, reloaded, and the pure `handle`
+        re-run (at most `RETRIES` times); nothing was released, so the caller never sees
+        the retry. Past that, the caller gets `Busy` (retryable; nothing changed).
+        """
+        runtime = self.runtime
+        kind, key = self.kind.kind, self.key
+        for _ in range(RETRIES + 1):
+            fresh = self._entity is None
+            try:
+                entity = await self.loaded()
+            except LookupError as exc:
+                slot.fail(exc)
+                return
+            except InternalError as exc:
+                slot.fail(exc)
+                return
+            try:
+                effects = entity.handle(command, runtime.clock.now())
+            except Exception:
+                log.exception("%s %s failed on %s", kind, key, type(command).__name__)
+                self._entity = None
+                slot.fail(InternalError(f"internal error in {kind}; nothing was changed"))
+                return
+            try:
+                if effects.writes:
+                    await runtime.store.write(effects.writes, [Guard(kind, key, self.version)])
+                    self.version += 1
+                elif not fresh:
+                    versions = await runtime.store.probe([(kind, key)])
+                    if versions[(kind, key)] != self.version:
+                        self._entity = None
+                        continue
+            except Conflict:
+                self._entity = None
+                continue
+            except StoreError as exc:
+                log.error("%s %s: commit failed: %s", kind, key, exc)
+                self._entity = None
+                slot.fail(InternalError("the change could not be saved; nothing was changed"))
+                return
+            except BaseException:
+                self._entity = None
+                raise
+            self._released(effects, slot)
+            return
+        self._entity = None
+        slot.fail(Busy(f"{kind} {key} kept changing elsewhere; nothing was changed, retry"))
 
     def signal(self, *, replace: bool = True) -> None:
         """Wake everyone parked on this actor: `change` (replaced by a fresh event unless
@@ -272,6 +337,8 @@ class Actor:
     async def loaded(self) -> Entity:
         """The entity, loaded from the store if needed; call while holding the turn.
 
+        On a guarded store the entity's version is read in the same snapshot (`version`).
+
         Raises:
             LookupError: the entity does not exist ("no such entity", as `EntityKind.load`).
             InternalError: loading failed for another reason.
@@ -280,6 +347,12 @@ class Actor:
             runtime = self.runtime
             loaded_at = runtime.clock.now()
             try:
+                if runtime.store.guarded:
+                    entity, self.version = await runtime.store.read_versioned(
+                        self.kind.kind, self.key, lambda c: self.kind.load(c, self.key, loaded_at)
+                    )
+                    self._entity = entity
+                    return entity
                 self._entity = await runtime.store.read(
                     lambda conn: self.kind.load(conn, self.key, loaded_at)
                 )
@@ -295,6 +368,18 @@ class Actor:
     def forget_entity(self) -> None:
         """Drop the in-memory entity: the next command reloads it from the store."""
         self._entity = None
+
+    def changed_elsewhere(self, version: int) -> bool:
+        """Another node committed ``version`` of this entity: drop an older copy, wake waiters.
+
+        Returns:
+            Whether this node's copy was older (and so dropped).
+        """
+        if version <= self.version:
+            return False
+        self._entity = None
+        self.signal()
+        return True
 
     def committed(self, changed: bool) -> None:
         """Count a command committed from outside the actor's loop; wake waiters if changed."""

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from agora.errors import ActorStopped, StoreError
-from agora.runtime.actor import InternalError
+from agora.runtime.actor import RETRIES, InternalError
 from agora.runtime.entity import Effects
+from agora.store.neutral import Busy, Conflict, Guard
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -116,6 +117,21 @@ async def _run_held(
     order: list[int],
     held: list[Actor],
 ) -> list[Any]:
+    # On a guarded store the commit also checks every entity's version: if another node
+    # changed one, all are reloaded and the handles re-run, as a single actor does.
+    for _ in range(RETRIES + 1):
+        replies = await _attempt(runtime, operations, order, held)
+        if replies is not None:
+            return replies
+    raise Busy("the entities kept changing elsewhere; nothing was changed, retry")
+
+
+async def _attempt(
+    runtime: Runtime,
+    operations: Sequence[tuple[EntityKind, str, Any]],
+    order: list[int],
+    held: list[Actor],
+) -> list[Any] | None:
     entities = [await actor.loaded() for actor in held]
     now = runtime.clock.now()
     effects: list[Effects] = []
@@ -136,7 +152,10 @@ async def _run_held(
             raise done.reply
     writes: list[Write] = [w for done in effects for w in done.writes]
     try:
-        await runtime.store.write(writes)
+        await _commit(runtime, held, writes)
+    except Conflict:
+        _forget(held)
+        return None
     except StoreError as exc:
         log.error("atomic operation over %d entities: commit failed: %s", len(held), exc)
         _forget(held)
@@ -151,6 +170,21 @@ async def _run_held(
         if done.updated:
             runtime.resources.updated(*done.updated)
     return replies
+
+
+async def _commit(runtime: Runtime, held: list[Actor], writes: list[Write]) -> None:
+    """Commit ``writes``; on a guarded store only if no entity of ``held`` moved (`Conflict`)."""
+    store = runtime.store
+    if not store.guarded:
+        await store.write(writes)
+    elif writes:
+        await store.write(writes, [Guard(a.kind.kind, a.key, a.version) for a in held])
+        for actor in held:
+            actor.version += 1
+    else:  # nothing to write: the replies stand if nothing moved
+        found = await store.probe([(a.kind.kind, a.key) for a in held])
+        if any(found[(a.kind.kind, a.key)] != a.version for a in held):
+            raise Conflict([(a.kind.kind, a.key) for a in held])
 
 
 def _forget(actors: list[Actor]) -> None:

@@ -16,6 +16,7 @@ from agora.errors import ActorStopped
 from agora.runtime import multi
 from agora.runtime.actor import Actor, Slot
 from agora.runtime.clock import Clock
+from agora.runtime.follow import Follower, follow
 from agora.runtime.resources import ResourceHub
 
 if TYPE_CHECKING:
@@ -98,6 +99,14 @@ class Registry:
         """The live actor for (kind, key), or None; never spawns."""
         return self._actors.get((kind.kind, key))
 
+    def named(self, kind: str, key: str) -> Actor | None:
+        """The live actor for the kind named ``kind`` and ``key``, or None; never spawns."""
+        return self._actors.get((kind, key))
+
+    def actors(self) -> list[Actor]:
+        """Every live actor (a copy of the list)."""
+        return list(self._actors.values())
+
     def forget(self, actor: Actor) -> None:
         """Drop ``actor`` if it is still the registered one for its key."""
         if self._actors.get((actor.kind.kind, actor.key)) is actor:
@@ -137,6 +146,11 @@ class Runtime:
         self.registry = Registry(self, nursery)
         #: Resource subscriptions of every session (see `resources_updated`).
         self.resources = ResourceHub()
+        #: Other nodes' changes, followed on a shared (guarded) store; None on SQLite.
+        self.follower: Follower | None = None
+        if store.guarded:
+            self.follower = Follower(self)
+            nursery.start_soon(follow, self, self.follower, name="agora change follower")
 
     def options(self, toolset: str) -> dict[str, Any]:
         """The ``[toolsets.<name>]`` table of the config file (empty if absent)."""

@@ -21,19 +21,21 @@ from collections import deque
 from contextlib import ExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
 from agora.errors import StoreError
 from agora.store.lock import database_lock, database_problem
 from agora.store.migrations import apply_migrations
+from agora.store.neutral import SQLITE
 from agora.store.writer import Job, Writer, WriterStopped
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Iterable
+    from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 
     from agora.store.migrations import Migration
+    from agora.store.neutral import Guard
     from agora.store.writer import Write
 
 T = TypeVar("T")
@@ -114,7 +116,13 @@ class Store:
     Attributes:
         path: The database file, or ``:memory:``.
         versions: Schema version of each component after migration.
+        guarded: Whether writes carry version guards (False: this process is the only
+            writer of its file, so the actor's copy is the truth).
+        dialect: The SQL dialect of the toolsets' migrations this store runs.
     """
+
+    guarded = False
+    dialect = SQLITE
 
     def __init__(
         self,
@@ -146,8 +154,11 @@ class Store:
         """
         return self._writer.batches, self._writer.jobs
 
-    async def write(self, writes: list[Write]) -> None:
+    async def write(self, writes: list[Write], guards: Sequence[Guard] = ()) -> None:
         """Commit ``writes`` atomically; return once they are durable.
+
+        ``guards`` (honoured where `guarded`) make the commit conditional: if an entity's
+        version moved, nothing is written and `agora.store.neutral.Conflict` is raised.
 
         A caller already cancelled on entry commits nothing. Once submitted, the wait is
         shielded: the write is either committed or failed, and the caller learns which even
@@ -170,21 +181,21 @@ class Store:
         await trio.lowlevel.checkpoint_if_cancelled()  # never committed-but-cancelled
         outcome: list[BaseException | None] = []
         if self._inline:
-            self._writer.commit_batch([Job(writes, outcome.append)])
+            self._writer.commit_batch([Job(writes, outcome.append, guards=tuple(guards))])
             await trio.lowlevel.cancel_shielded_checkpoint()
         else:
-            await self._submit_and_wait(writes, outcome)
+            await self._submit_and_wait(writes, outcome, tuple(guards))
         if isinstance(outcome[0], StoreError):  # the deadline passed (see `_give_up`)
             raise outcome[0]
         if outcome[0] is not None:
             raise StoreError(f"write failed: {outcome[0]}") from outcome[0]
 
     async def _submit_and_wait(
-        self, writes: list[Write], outcome: list[BaseException | None]
+        self, writes: list[Write], outcome: list[BaseException | None], guards: tuple[Guard, ...]
     ) -> None:
         waiter = _Waiter(self._waiting, trio.lowlevel.current_task(), outcome)
         waiter.deadline = trio.current_time() + self.commit_timeout
-        waiter.job = Job(writes, waiter.complete)
+        waiter.job = Job(writes, waiter.complete, guards=guards)
         try:
             self._writer.submit(waiter.job)
         except WriterStopped as exc:
@@ -254,6 +265,18 @@ class Store:
         except sqlite3.Error as exc:
             raise StoreError(f"read failed: {exc}") from exc
 
+    async def read_versioned(self, kind: str, key: str, fn: Callable[[Any], T]) -> tuple[T, int]:
+        """``fn(conn)`` and the version of entity (kind, key), read in one snapshot.
+
+        On SQLite, where nothing is guarded, the version is always 0.
+        """
+        return await self.read(fn), 0
+
+    async def probe(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        """The committed version of each (kind, key); unguarded SQLite answers 0 for each."""
+        await trio.lowlevel.checkpoint()
+        return dict.fromkeys(keys, 0)
+
     def _open_reader(self) -> sqlite3.Connection:
         return _connect(self.path, synchronous="NORMAL", readonly=True)
 
@@ -304,7 +327,9 @@ async def open_store(
     (and one open store) per file.
 
     Args:
-        path: A file path, or ``:memory:`` for a throwaway store.
+        path: A file path, ``:memory:`` for a throwaway store, or a ``postgresql://`` URL
+            (`agora.store.pg`: shared by several nodes, no file lock; ``synchronous`` is
+            then the server's ``synchronous_commit``).
         migrations: Every component's migrations.
         synchronous: SQLite's ``synchronous`` pragma; FULL makes every commit durable.
         group_commit: Fold concurrent writes into one transaction (off only to measure it).
@@ -319,6 +344,22 @@ async def open_store(
     path = str(path)
     if problem := database_problem(path):
         raise StoreError(f"cannot open database: {problem}")
+    if path.startswith(("postgresql://", "postgres://")):
+        try:
+            from agora.store.pg import open_pg_store
+        except ImportError as exc:
+            raise StoreError(
+                "a postgresql:// database needs psycopg: pip install 'agora-mcp[pg]'"
+            ) from exc
+        async with open_pg_store(
+            path,
+            migrations,
+            group_commit=group_commit,
+            trace=trace,
+            commit_timeout=commit_timeout,
+        ) as pg_store:
+            yield pg_store
+        return
     if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
         raise StoreError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
     with ExitStack() as held:

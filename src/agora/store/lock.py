@@ -1,7 +1,8 @@
 """Which database a process may open, and the OS lock that makes it the only one on it.
 
-`database_problem` refuses what is not a SQLite file path or ``:memory:`` (a URL such as
-``postgresql://...`` names a backend that does not exist yet), before anything is created.
+`database_problem` refuses what is neither a SQLite file path, ``:memory:`` nor a
+``postgresql://`` URL (another URL would become an odd file name), before anything is created.
+A PostgreSQL database takes no file lock: several agora nodes share it by design.
 
 Each agora process keeps its own actors, caches and waiters, so two processes on one SQLite
 file would silently diverge. Whoever opens the database (``agora serve``, ``agora stdio
@@ -59,18 +60,19 @@ class DatabaseInUse(StoreError):
 def database_problem(value: str) -> str | None:
     """Why ``value`` cannot name an agora database, or None if it can.
 
-    Accepted: ``:memory:`` and file paths. Refused: the empty string and anything URL-shaped
-    (``postgresql://...``, ``file:...``), which would otherwise become odd file names.
+    Accepted: ``:memory:``, file paths and ``postgresql://`` (or ``postgres://``) URLs.
+    Refused: the empty string and any other URL (``mysql://...``, ``file:...``), which
+    would otherwise become odd file names.
     """
-    if value == ":memory:":
+    if value == ":memory:" or value.startswith(("postgresql://", "postgres://")):
         return None
     if not value.strip():
         return "the database path is empty"
     if _URL.match(value):
         scheme = value.split(":", 1)[0]
         return (
-            f"{value!r} is a URL; no {scheme} backend exists yet: give a SQLite file path "
-            "or :memory:"
+            f"{value!r} is a URL; no {scheme} backend exists: give a SQLite file path, "
+            ":memory: or a postgresql:// URL"
         )
     if "\0" in value:
         return "the database path contains a NUL character"

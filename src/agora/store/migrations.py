@@ -3,12 +3,16 @@
 Each component (the core, each toolset) keeps its own version in `agora_schema`. Opening an
 older file upgrades it; a file from a newer agora (a version we do not know) is refused.
 This module runs synchronously on the writer connection before the writer thread starts.
+
+A step is written per dialect: ``apply`` (a function of a ``sqlite_utils.Database``) or
+``sql["sqlite"]`` for SQLite, ``sql["postgresql"]`` (a list of statements) for PostgreSQL.
+The PostgreSQL side is applied by `agora.store.pg` with the same versions table.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import sqlite_utils
@@ -17,16 +21,50 @@ from agora.errors import StoreError
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Mapping, Sequence
 
 
 @dataclass(frozen=True, slots=True)
 class Migration:
-    """One schema step of one component, applied once, in order, inside a transaction."""
+    """One schema step of one component, applied once, in order, inside a transaction.
+
+    Attributes:
+        apply: The SQLite step, given a ``sqlite_utils.Database`` (None: run ``sql["sqlite"]``).
+        sql: Statements per dialect (``"sqlite"``, ``"postgresql"``), run in order.
+    """
 
     component: str
     version: int
-    apply: Callable[[sqlite_utils.Database], None]
+    apply: Callable[[sqlite_utils.Database], None] | None = None
+    sql: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+    def statements(self, dialect: str) -> Sequence[str] | None:
+        """This step's statements for ``dialect``, or None if it has none."""
+        return self.sql.get(dialect)
+
+
+def plan(
+    current: dict[str, int], migrations: Iterable[Migration]
+) -> list[tuple[str, list[Migration]]]:
+    """Each component's steps, sorted; refuses a schema newer than the newest known step.
+
+    Raises:
+        StoreError: a component's stored version is newer than this agora's.
+    """
+    by_component: dict[str, list[Migration]] = defaultdict(list)
+    for m in migrations:
+        by_component[m.component].append(m)
+    out = []
+    for component, steps in sorted(by_component.items()):
+        steps.sort(key=lambda m: m.version)
+        have = current.get(component, 0)
+        newest = steps[-1].version
+        if have > newest:
+            raise StoreError(
+                f"the database has {component} schema v{have}, newer than this agora's v{newest}"
+            )
+        out.append((component, steps))
+    return out
 
 
 def apply_migrations(conn: sqlite3.Connection, migrations: Iterable[Migration]) -> dict[str, int]:
@@ -47,24 +85,19 @@ def apply_migrations(conn: sqlite3.Connection, migrations: Iterable[Migration]) 
         "(component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
     )
     current = dict(conn.execute("SELECT component, version FROM agora_schema").fetchall())
-    by_component: dict[str, list[Migration]] = defaultdict(list)
-    for m in migrations:
-        by_component[m.component].append(m)
     db = sqlite_utils.Database(conn)
-    for component, steps in sorted(by_component.items()):
-        steps.sort(key=lambda m: m.version)
+    for component, steps in plan(current, migrations):
         have = current.get(component, 0)
-        newest = steps[-1].version
-        if have > newest:
-            raise StoreError(
-                f"the database has {component} schema v{have}, newer than this agora's v{newest}"
-            )
         for step in steps:
             if step.version <= have:
                 continue
             try:
                 conn.execute("BEGIN IMMEDIATE")
-                step.apply(db)
+                if step.apply is not None:
+                    step.apply(db)
+                else:
+                    for sql in step.statements("sqlite") or ():
+                        conn.execute(sql)
                 conn.execute(
                     "INSERT INTO agora_schema (component, version) VALUES (?, ?) "
                     "ON CONFLICT(component) DO UPDATE SET version = excluded.version",

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from agora.store.neutral import Guard
+
 #: One SQL statement and its parameters, executed inside the group-commit transaction.
 Write = tuple[str, tuple[Any, ...] | dict[str, Any]]
 
@@ -53,6 +55,7 @@ class Job:
     writes: list[Write]
     complete: Callable[[BaseException | None], None]
     state: int = _PENDING
+    guards: tuple[Guard, ...] = ()
 
 
 _STOP = object()
@@ -63,7 +66,7 @@ class Writer:
 
     def __init__(
         self,
-        conn: sqlite3.Connection,
+        conn: Any,
         *,
         group_commit: bool = True,
         deliver: Callable[[Callable[[], None]], None] | None = None,
@@ -72,7 +75,8 @@ class Writer:
         """Set up the writer; `start` runs its thread.
 
         Args:
-            conn: The write connection (autocommit mode: the writer issues BEGIN itself).
+            conn: The write connection (autocommit mode: the writer issues BEGIN itself);
+                a ``sqlite3.Connection`` here, a psycopg one in `agora.store.pg_writer`.
             group_commit: Fold queued jobs into one transaction (off only to measure it).
             deliver: Runs a function in the thread that owns the jobs' callbacks (Trio's
                 ``run_sync_soon``); None runs it in place (inline use).

@@ -1,0 +1,88 @@
+"""LISTEN in Trio without a thread: one connection, its socket watched by Trio's loop.
+
+`listen` keeps one connection that has run ``LISTEN <channel>``. It waits for the socket to
+become readable (`trio.lowlevel.wait_readable`), lets libpq consume what arrived
+(``PGconn.consume_input``; libpq keeps its sockets non-blocking) and hands each notification
+to ``on_note``. When the connection breaks (the server restarted, an operator killed the
+backend, a network cut noticed by keepalives), it reconnects after ``retry`` seconds and
+calls ``on_connect`` again, so the caller can re-check whatever it may have missed: PostgreSQL
+keeps no notifications for an absent listener. This module knows nothing of actors.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+import trio
+from psycopg import pq, sql
+
+from agora.store.pg_sql import connect
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+#: Seconds between two connection attempts while the server cannot be reached.
+RETRY_SECONDS = 0.5
+
+
+def _open(url: str, channel: str) -> psycopg.Connection[Any]:
+    conn = connect(url)
+    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+    return conn
+
+
+async def listen(
+    url: str,
+    channel: str,
+    on_note: Callable[[str, int], None],
+    on_connect: Callable[[int], None],
+    *,
+    retry: float = RETRY_SECONDS,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Deliver every notification on ``channel`` until cancelled.
+
+    Args:
+        url: The database.
+        channel: The channel to LISTEN on.
+        on_note: Called with (payload, sending backend's pid) for each notification.
+        on_connect: Called with the listening backend's pid after each (re)connection,
+            before any notification of that connection is delivered.
+        retry: Seconds to wait before reconnecting.
+        task_status: Started once the first LISTEN is in place.
+    """
+    started = False
+    while True:
+        try:
+            conn = await trio.to_thread.run_sync(_open, url, channel)
+        except psycopg.Error as exc:
+            log.warning("cannot listen for changes (%s); retrying in %g s", exc, retry)
+            await trio.sleep(retry)
+            continue
+        fd = conn.pgconn.socket  # read now: libpq forgets it once the connection is lost
+        try:
+            on_connect(conn.info.backend_pid)
+            if not started:
+                started = True
+                task_status.started()
+            await _drain(conn.pgconn, fd, on_note)
+        except psycopg.Error as exc:
+            log.warning("the change listener lost its connection (%s); reconnecting", exc)
+        finally:
+            trio.lowlevel.notify_closing(fd)
+            conn.close()
+        await trio.sleep(retry)
+
+
+async def _drain(pgconn: pq.abc.PGconn, fd: int, on_note: Callable[[str, int], None]) -> None:
+    while True:
+        await trio.lowlevel.wait_readable(fd)
+        pgconn.consume_input()  # raises OperationalError when the connection is gone
+        if pgconn.status != pq.ConnStatus.OK:
+            raise psycopg.OperationalError("the listening connection closed")
+        while (note := pgconn.notifies()) is not None:
+            on_note(note.extra.decode(), note.be_pid)

@@ -1,0 +1,284 @@
+"""The PostgreSQL store: the `Store` API over psycopg 3, shared by several agora nodes.
+
+Same shape as the SQLite store: one writer thread that group-commits (`PgWriter`, under
+version guards, with NOTIFY in the commit), reads on a small pool of connections in worker
+threads behind the same limiter, and the same commit deadline and shutdown bound. What
+differs: reads run in a ``REPEATABLE READ READ ONLY`` snapshot (a loader sees the entity's
+version and rows together), writes may carry `Guard`s, `probe` batches version checks of
+cached entities, and nothing locks the database for one process: many nodes share it.
+
+The namespace is the connection's ``search_path`` schema (``public`` by default), so tests
+and benches can run many stores on one server (``?options=-csearch_path%3Dname``); the
+NOTIFY channel and advisory-lock names include it. This module must stay free of toolsets.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import psycopg
+import trio
+
+from agora.errors import StoreError
+from agora.store.db import COMMIT_TIMEOUT, STOP_SECONDS, Store
+from agora.store.migrations import plan
+from agora.store.neutral import POSTGRESQL
+from agora.store.pg_sql import PgConn, connect
+from agora.store.pg_writer import PgWriter
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable, Iterable
+
+    from agora.store.migrations import Migration
+
+T = TypeVar("T")
+
+#: Core tables every PostgreSQL store has (the schema-version table and the version guard).
+CORE_TABLES = (
+    "CREATE TABLE IF NOT EXISTS agora_schema (component TEXT PRIMARY KEY, version BIGINT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS agora_entities (kind TEXT NOT NULL, key TEXT NOT NULL, "
+    "version BIGINT NOT NULL, PRIMARY KEY (kind, key))",
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True, eq=False)
+class _Probe:
+    keys: set[tuple[str, str]] = field(default_factory=set)
+    done: trio.Event = field(default_factory=trio.Event)
+    versions: dict[tuple[str, str], int] = field(default_factory=dict)
+    error: BaseException | None = None
+
+
+class PgStore(Store):
+    """Durable storage on PostgreSQL (see the module docstring).
+
+    Attributes:
+        url: The database URL (it may hold a password: never log it).
+        schema: The namespace the tables live in.
+        channel: The NOTIFY channel of this namespace.
+    """
+
+    guarded = True
+    dialect = POSTGRESQL
+
+    def __init__(
+        self,
+        url: str,
+        schema: str,
+        writer: PgWriter,
+        *,
+        versions: dict[str, int],
+        commit_timeout: float,
+    ) -> None:
+        super().__init__(
+            "postgresql",
+            None,  # type: ignore[arg-type]  # the writer owns its connection
+            writer,
+            inline=False,
+            versions=versions,
+            commit_timeout=commit_timeout,
+        )
+        self.url = url
+        self.schema = schema
+        self.channel = f"agora:{schema}"
+        self._pg_writer = writer
+        self._pg_readers: list[PgConn] = []
+        self._probe: _Probe | None = None
+
+    @property
+    def writer_pid(self) -> int:
+        """The server process of the write connection (its notifications are our own)."""
+        return self._pg_writer.backend_pid
+
+    @property
+    def conflicts(self) -> int:
+        """Guarded jobs rejected since open because their entity changed elsewhere."""
+        return self._pg_writer.conflicts
+
+    async def read(self, fn: Callable[[Any], T]) -> T:
+        """Run ``fn(conn)`` in a read-only snapshot and return its result.
+
+        Raises:
+            StoreError: if PostgreSQL raised or cannot be reached.
+        """
+        if self._closed:
+            raise StoreError("read failed: the store is closed")
+        async with self._reader_limit:
+            pooled = self._pg_readers.pop() if self._pg_readers else None
+            try:
+                result, used = await trio.to_thread.run_sync(self._read_in_thread, fn, pooled)
+            except psycopg.Error as exc:
+                raise StoreError(f"read failed: {exc}") from exc
+            self._pg_readers.append(used)
+            return result
+
+    def _read_in_thread(self, fn: Callable[[Any], T], conn: PgConn | None) -> tuple[T, PgConn]:
+        if conn is None or conn.raw.closed or conn.raw.broken:
+            conn = PgConn(connect(self.url))
+        raw = conn.raw
+        raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        try:
+            result = fn(conn)
+        except BaseException:
+            if not raw.broken:
+                raw.execute("ROLLBACK")
+            else:
+                raw.close()
+            raise
+        raw.execute("COMMIT")
+        return result, conn
+
+    async def read_versioned(self, kind: str, key: str, fn: Callable[[Any], T]) -> tuple[T, int]:
+        """``fn(conn)`` and the version of entity (kind, key) (0: never written), one snapshot."""
+
+        def both(conn: PgConn) -> tuple[T, int]:
+            row = conn.execute(
+                "SELECT version FROM agora_entities WHERE kind = ? AND key = ?", (kind, key)
+            ).fetchone()
+            return fn(conn), (0 if row is None else int(row[0]))
+
+        return await self.read(both)
+
+    async def probe(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        """The committed version of each (kind, key), 0 if never written.
+
+        Callers arriving together share one query: the first waits one scheduling pass for
+        the others, asks for every key, and hands each caller the answer.
+
+        Raises:
+            StoreError: if PostgreSQL cannot be read.
+        """
+        wanted = set(keys)
+        batch = self._probe
+        if batch is not None:
+            batch.keys |= wanted
+            await batch.done.wait()
+        else:
+            batch = self._probe = _Probe(wanted)
+            try:
+                await trio.lowlevel.cancel_shielded_checkpoint()  # let the others join
+            finally:
+                self._probe = None
+            with trio.CancelScope(shield=True):  # followers wait for this answer
+                try:
+                    batch.versions = await self.read(lambda c: _versions(c, sorted(batch.keys)))
+                except StoreError as exc:
+                    batch.error = exc
+                finally:
+                    batch.done.set()
+        if batch.error is not None:
+            raise StoreError(str(batch.error)) from batch.error
+        return {k: batch.versions.get(k, 0) for k in wanted}
+
+    def close(self) -> None:
+        """Finish queued writes, then close every connection; never raises."""
+        self._closed = True
+        if not self._writer.stop(STOP_SECONDS):
+            log.error("the PostgreSQL writer is stuck (a commit that does not return)")
+            return
+        for conn in self._pg_readers:
+            conn.raw.close()
+        self._pg_readers.clear()
+        self._pg_writer.close()
+
+
+def _versions(conn: PgConn, keys: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    out: dict[tuple[str, str], int] = {}
+    for i in range(0, len(keys), 500):
+        chunk = keys[i : i + 500]
+        pairs = ",".join(["(?, ?)"] * len(chunk))
+        rows = conn.execute(
+            f"SELECT kind, key, version FROM agora_entities WHERE (kind, key) IN ({pairs})",
+            [x for k in chunk for x in k],
+        ).fetchall()
+        out.update({(r[0], r[1]): int(r[2]) for r in rows})
+    return out
+
+
+def migrate(url: str, migrations: Iterable[Migration]) -> tuple[str, dict[str, int]]:
+    """Create the core tables and apply every component's PostgreSQL steps.
+
+    Nodes starting together take turns on a transaction-level advisory lock per step, so
+    each step runs once. Returns the namespace and the versions after migrating.
+
+    Raises:
+        StoreError: a step has no PostgreSQL statements, fails, or the schema is newer.
+    """
+    steps = list(migrations)
+    with connect(url) as conn:
+        found = conn.execute("SELECT current_schema()").fetchone()
+        schema = str(found[0]) if found else "public"
+        conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"agora:{schema}:migrate",))
+        try:
+            for sql in CORE_TABLES:
+                conn.execute(sql)
+            rows = conn.execute("SELECT component, version FROM agora_schema").fetchall()
+            current = {r[0]: int(r[1]) for r in rows}
+            for component, todo in plan(current, steps):
+                for step in todo:
+                    if step.version <= current.get(component, 0):
+                        continue
+                    _apply(conn, step)
+                    current[component] = step.version
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (f"agora:{schema}:migrate",))
+    return schema, current
+
+
+def _apply(conn: psycopg.Connection[Any], step: Migration) -> None:
+    statements = step.statements(POSTGRESQL)
+    if statements is None:
+        raise StoreError(
+            f"{step.component} v{step.version} has no PostgreSQL schema: "
+            f"this toolset cannot run on PostgreSQL yet"
+        )
+    try:
+        with conn.transaction():
+            for sql in statements:
+                conn.execute(sql)
+            conn.execute(
+                "INSERT INTO agora_schema (component, version) VALUES (%s, %s) "
+                "ON CONFLICT (component) DO UPDATE SET version = excluded.version",
+                (step.component, step.version),
+            )
+    except psycopg.Error as exc:
+        raise StoreError(f"migration {step.component} v{step.version} failed: {exc}") from exc
+
+
+@asynccontextmanager
+async def open_pg_store(
+    url: str,
+    migrations: Iterable[Migration] = (),
+    *,
+    group_commit: bool = True,
+    trace: bool = False,
+    commit_timeout: float = COMMIT_TIMEOUT,
+) -> AsyncIterator[PgStore]:
+    """Open (migrating) the PostgreSQL database at ``url``; close it on exit.
+
+    Raises:
+        StoreError: the server cannot be reached, or migrating failed.
+    """
+    try:
+        schema, versions = await trio.to_thread.run_sync(migrate, url, list(migrations))
+        deliver = trio.lowlevel.current_trio_token().run_sync_soon
+        channel = f"agora:{schema}"
+        writer = await trio.to_thread.run_sync(
+            lambda: PgWriter(url, channel, group_commit=group_commit, deliver=deliver, trace=trace)
+        )
+    except psycopg.Error as exc:
+        raise StoreError(f"cannot open the PostgreSQL database: {exc}") from exc
+    store = PgStore(url, schema, writer, versions=versions, commit_timeout=commit_timeout)
+    writer.start()
+    trio.lowlevel.spawn_system_task(store._watch, name="agora store watchdog")
+    try:
+        yield store
+    finally:
+        store._watch_scope.cancel()
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(store.close)

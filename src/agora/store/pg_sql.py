@@ -1,0 +1,158 @@
+"""psycopg 3 glue: ``?`` statements translated once, rows by name, connections set up alike.
+
+Toolset SQL keeps SQLite's ``?`` placeholders; psycopg wants ``%s`` and reads every ``%`` as
+the start of one (its placeholder scan is not quote-aware), so `translate` turns ``?`` into
+``%s`` outside string literals and doubles every ``%``, once per distinct statement (cached).
+Mapping parameters use ``:name`` as in SQLite and become ``%(name)s``. Rows come back as
+`Row`: a tuple that also answers ``row["column"]`` like ``sqlite3.Row``. Python booleans are
+sent as integers, since the shared schema stores flags in integer columns as SQLite does.
+This module does no Trio work.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+#: libpq keepalives, so a vanished peer is noticed in seconds rather than hours.
+KEEPALIVES = {
+    "keepalives": 1,
+    "keepalives_idle": 5,
+    "keepalives_interval": 2,
+    "keepalives_count": 3,
+}
+
+_TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\?|::|:[A-Za-z_][A-Za-z0-9_]*|%")
+
+
+@lru_cache(maxsize=4096)
+def translate(sql: str, named: bool = False) -> str:
+    """``sql`` with ``?`` (or ``:name`` when ``named``) as psycopg placeholders."""
+
+    def swap(m: re.Match[str]) -> str:
+        token = m.group(0)
+        if token[0] in "'\"":  # a literal: keep its ? and :words, but double its %
+            return token.replace("%", "%%")
+        if token == "?":
+            return "%s"
+        if token == "%":
+            return "%%"
+        if named and token.startswith(":") and token != "::":
+            return f"%({token[1:]})s"
+        return token
+
+    return _TOKEN.sub(swap, sql)
+
+
+def convert(sql: str, params: Any) -> tuple[str, Any]:
+    """The psycopg form of one ``(sql, params)`` pair."""
+    if isinstance(params, dict):
+        return translate(sql, True), params
+    return translate(sql), tuple(params)
+
+
+class Row(tuple[Any, ...]):
+    """A result row: by position, or by column name (case-insensitive) like sqlite3.Row."""
+
+    _index: dict[str, int]
+
+    def __new__(cls, values: Sequence[Any], index: dict[str, int]) -> Row:
+        row = super().__new__(cls, values)
+        row._index = index
+        return row
+
+    def __getitem__(self, item: Any) -> Any:
+        if isinstance(item, str):
+            try:
+                return tuple.__getitem__(self, self._index[item.lower()])
+            except KeyError:
+                raise IndexError(f"no such column: {item}") from None
+        return tuple.__getitem__(self, item)
+
+    def keys(self) -> list[str]:
+        """The column names, in order."""
+        return list(self._index)
+
+
+def row_factory(cursor: Any) -> Any:
+    """psycopg row factory building `Row`s."""
+    names = [c.name for c in cursor.description or ()]
+    index = {name.lower(): i for i, name in enumerate(names)}
+
+    def make(values: Sequence[Any]) -> Row:
+        return Row(values, index)
+
+    return make
+
+
+class _BoolAsInt(Dumper):
+    oid = psycopg.adapters.types["int8"].oid
+    format = Format.TEXT
+
+    def dump(self, obj: Any) -> bytes:
+        return b"1" if obj else b"0"
+
+
+class PgCursor:
+    """The rows of one statement (see `agora.store.neutral.ReadCursor`)."""
+
+    def __init__(self, cursor: psycopg.Cursor[Any]) -> None:
+        self._cursor = cursor
+
+    def fetchone(self) -> Any:
+        """The next row, or None."""
+        return self._cursor.fetchone() if self._cursor.description else None
+
+    def fetchall(self) -> list[Any]:
+        """Every remaining row."""
+        return self._cursor.fetchall() if self._cursor.description else []
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fetchall())
+
+    @property
+    def rowcount(self) -> int:
+        """Rows the statement changed."""
+        return self._cursor.rowcount
+
+
+class PgConn:
+    """A psycopg connection that speaks the neutral `ReadConn` (``?`` placeholders)."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.raw = conn
+
+    def execute(self, sql: str, parameters: Any = (), /) -> PgCursor:
+        """Run one statement."""
+        query, params = convert(sql, parameters)
+        return PgCursor(self.raw.execute(query, params))
+
+
+def connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[Any]:
+    """A connection to ``url`` with agora's settings: keepalives, `Row` rows, bools as ints.
+
+    Raises:
+        psycopg.Error: if the server cannot be reached.
+    """
+    conn: psycopg.Connection[Any] = psycopg.connect(
+        url,
+        autocommit=autocommit,
+        row_factory=row_factory,
+        connect_timeout=10,
+        **KEEPALIVES,  # type: ignore[arg-type]
+    )
+    conn.adapters.register_dumper(bool, _BoolAsInt)
+    return conn
+
+
+def is_postgres_url(value: str) -> bool:
+    """Whether ``value`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
+    return value.startswith(("postgresql://", "postgres://"))

@@ -1,0 +1,231 @@
+"""The PostgreSQL writer: one connection, one batch per transaction, under version guards.
+
+The thread, queue and abandon rules are `agora.store.writer.Writer`'s; only the batch differs.
+Per batch, on one connection, in two round trips (pipeline mode):
+
+1. ``BEGIN``; create the version rows of entities guarded at version 0 (``ON CONFLICT DO
+   NOTHING``); lock every guarded entity's row ``FOR UPDATE`` in sorted (kind, key) order,
+   so two nodes' batches cannot deadlock on them.
+2. A job whose entity version moved is rejected with `Conflict` before any of its writes
+   run (no savepoint needed); the others bump their versions, run their writes, one
+   ``pg_notify`` per 8,000 bytes of ``kind\\tkey\\tversion`` lines, then ``COMMIT``.
+
+If a statement fails, the transaction is rolled back and the batch rerun without pipelining,
+each job in its own savepoint, so a bad job fails alone. A broken connection fails the
+batch (nothing of it is committed, or, if COMMIT was in flight, unknown: the waiter says
+so) and the next batch reconnects. This module must not import trio.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from agora.store.neutral import Conflict, payload_lines
+from agora.store.pg_sql import connect, convert
+from agora.store.writer import _DROPPED, Job, Writer
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+_CREATE = "INSERT INTO agora_entities (kind, key, version) VALUES {} ON CONFLICT DO NOTHING"
+_LOCK = (
+    "SELECT kind, key, version FROM agora_entities WHERE (kind, key) IN ({}) "
+    "ORDER BY kind, key FOR UPDATE"
+)
+_BUMP = "UPDATE agora_entities SET version = %s WHERE kind = %s AND key = %s"
+
+
+class PgWriter(Writer):
+    """Owns the PostgreSQL write connection and the thread that uses it.
+
+    Attributes:
+        backend_pid: The server process of the write connection: listeners skip the
+            notifications it sent (their node already knows).
+        conflicts: Jobs rejected because a guarded version had moved.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        channel: str,
+        *,
+        group_commit: bool = True,
+        deliver: Callable[[Callable[[], None]], None] | None = None,
+        trace: bool = False,
+    ) -> None:
+        """Connect the write connection; `start` runs the thread.
+
+        Raises:
+            psycopg.Error: if the database cannot be reached.
+        """
+        super().__init__(connect(url), group_commit=group_commit, deliver=deliver, trace=trace)
+        self._url = url
+        self._channel = channel
+        self.backend_pid: int = self._conn.info.backend_pid
+        self.conflicts = 0
+
+    def close(self) -> None:
+        """Close the write connection (after `stop`)."""
+        self._conn.close()
+
+    def commit_batch(self, batch: list[Job]) -> None:
+        """Run ``batch`` in one guarded transaction, then complete every job."""
+        if all(job.state == _DROPPED for job in batch):
+            return
+        batch = self._take(batch)
+        outcomes: list[BaseException | None]
+        try:
+            self._ensure_connected()
+            outcomes = self._commit(batch)
+        except Exception as exc:  # connection lost, or COMMIT failed: nothing is known good
+            log.exception("commit of %d jobs failed", len(batch))
+            self._reset()
+            outcomes = [exc] * len(batch)
+        committed = outcomes.count(None)
+        if committed:
+            self.batches += 1
+            self.jobs += committed
+            if self._trace:
+                log.info("committed %d jobs at %.6f", committed, time.time())
+        self.conflicts += sum(isinstance(o, Conflict) for o in outcomes)
+        self._report(batch, outcomes)
+
+    def _report(self, batch: list[Job], outcomes: list[BaseException | None]) -> None:
+        def finish() -> None:
+            for job, outcome in zip(batch, outcomes, strict=True):
+                try:
+                    job.complete(outcome)
+                except Exception:
+                    log.exception("could not report a write's outcome")
+
+        if self._deliver is None:
+            finish()
+            return
+        try:
+            self._deliver(finish)
+        except Exception:
+            log.exception("could not report the outcome of %d writes", len(batch))
+
+    def _ensure_connected(self) -> None:
+        if self._conn.closed or self._conn.broken:
+            self._conn = connect(self._url)
+            self.backend_pid = self._conn.info.backend_pid
+
+    def _reset(self) -> None:
+        conn = self._conn
+        try:
+            if not conn.closed and not conn.broken:
+                conn.execute("ROLLBACK")
+        except psycopg.Error:
+            conn.close()
+
+    def _commit(self, batch: list[Job]) -> list[BaseException | None]:
+        try:
+            return self._attempt(batch, pipelined=True)
+        except psycopg.errors.Error as exc:
+            if self._conn.broken or isinstance(exc, psycopg.OperationalError):
+                raise
+            self._conn.execute("ROLLBACK")
+        if len(batch) == 1:
+            try:
+                return self._attempt(batch, pipelined=False)
+            except psycopg.errors.Error as exc:
+                if self._conn.broken:
+                    raise
+                self._conn.execute("ROLLBACK")
+                return [exc]
+        return self._attempt(batch, pipelined=False)
+
+    def _attempt(self, batch: list[Job], *, pipelined: bool) -> list[BaseException | None]:
+        conn = self._conn
+        if pipelined:
+            with conn.pipeline():
+                conn.execute("BEGIN")
+                current = _lock(conn, batch)
+        else:
+            conn.execute("BEGIN")
+            current = _lock(conn, batch)
+        outcomes, accepted, changes = _judge(batch, current)
+        bumps = [(v, kind, key) for kind, key, v in changes]
+        notes = payload_lines(changes)
+        if pipelined:
+            with conn.pipeline():
+                if bumps:
+                    conn.cursor().executemany(_BUMP, bumps)
+                for i in accepted:
+                    for sql, params in batch[i].writes:
+                        conn.execute(*convert(sql, params))
+                for payload in notes:
+                    conn.execute("SELECT pg_notify(%s, %s)", (self._channel, payload))
+                conn.execute("COMMIT")
+            return outcomes
+        for i in accepted:
+            outcomes[i] = _run_job(conn, batch[i])
+        # A failed job's version is not bumped and its change not announced.
+        kept = [(k, key, v) for k, key, v in changes if _owner_ok(batch, outcomes, k, key)]
+        if kept:
+            conn.cursor().executemany(_BUMP, [(v, k, key) for k, key, v in kept])
+        for payload in payload_lines(kept):
+            conn.execute("SELECT pg_notify(%s, %s)", (self._channel, payload))
+        conn.execute("COMMIT")
+        return outcomes
+
+
+def _lock(conn: psycopg.Connection[Any], batch: list[Job]) -> dict[tuple[str, str], int]:
+    """Create the guarded rows that should exist, lock every guarded row; their versions."""
+    keys = sorted({(g.kind, g.key) for job in batch for g in job.guards})
+    if not keys:
+        return {}
+    fresh = sorted({(g.kind, g.key) for job in batch for g in job.guards if g.version == 0})
+    if fresh:
+        values = ",".join(["(%s, %s, 0)"] * len(fresh))
+        conn.execute(_CREATE.format(values), [x for k in fresh for x in k])
+    pairs = ",".join(["(%s, %s)"] * len(keys))
+    rows = conn.execute(_LOCK.format(pairs), [x for k in keys for x in k]).fetchall()
+    return {(r[0], r[1]): int(r[2]) for r in rows}
+
+
+def _judge(
+    batch: list[Job], current: dict[tuple[str, str], int]
+) -> tuple[list[BaseException | None], list[int], list[tuple[str, str, int]]]:
+    """Per job: accepted (its versions match; they are bumped here) or a `Conflict`."""
+    outcomes: list[BaseException | None] = [None] * len(batch)
+    accepted: list[int] = []
+    bumped: dict[tuple[str, str], int] = {}
+    for i, job in enumerate(batch):
+        stale = [(g.kind, g.key) for g in job.guards if current.get((g.kind, g.key)) != g.version]
+        if stale:
+            outcomes[i] = Conflict(stale)
+            continue
+        accepted.append(i)
+        for g in job.guards:
+            current[(g.kind, g.key)] = bumped[(g.kind, g.key)] = g.version + 1
+    return outcomes, accepted, [(kind, key, v) for (kind, key), v in bumped.items()]
+
+
+def _owner_ok(batch: list[Job], outcomes: list[BaseException | None], kind: str, key: str) -> bool:
+    for job, outcome in zip(batch, outcomes, strict=True):
+        if any(g.kind == kind and g.key == key for g in job.guards):
+            return outcome is None
+    return False
+
+
+def _run_job(conn: psycopg.Connection[Any], job: Job) -> BaseException | None:
+    conn.execute("SAVEPOINT job")
+    try:
+        for sql, params in job.writes:
+            conn.execute(*convert(sql, params))
+    except psycopg.errors.Error as exc:
+        if conn.broken:
+            raise
+        conn.execute("ROLLBACK TO SAVEPOINT job")
+        conn.execute("RELEASE SAVEPOINT job")
+        return exc
+    conn.execute("RELEASE SAVEPOINT job")
+    return None

@@ -1,0 +1,180 @@
+"""Two runtimes ("nodes") on one PostgreSQL database: the version guard and cross-node wake-ups.
+
+Each node has its own store (writer, readers, listener) and its own actors, as two `agora
+serve` processes would; they share only the database. Real clock (the stores use threads),
+every wait inside `trio.fail_after`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import trio
+from _counter import MIGRATIONS, Add, CounterKind, Get, log, stored
+
+from agora.runtime.clock import Clock
+from agora.runtime.registry import Runtime
+from agora.store.db import open_store
+from agora.store.neutral import Busy, Conflict
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+WAIT = 20
+
+
+@asynccontextmanager
+async def node(url: str) -> AsyncIterator[Runtime]:
+    async with open_store(url, MIGRATIONS) as store, trio.open_nursery() as nursery:
+        rt = Runtime(store, nursery, clock=Clock(), idle_seconds=60)
+        try:
+            yield rt
+        finally:
+            rt.begin_shutdown()
+            nursery.cancel_scope.cancel()
+
+
+async def wait_listening(rt: Runtime) -> None:
+    """Until ``rt``'s change listener is connected (its state, polled: no event exposes it)."""
+    assert rt.follower is not None
+    while rt.follower.connections == 0:  # noqa: ASYNC110
+        await trio.sleep(0.01)
+
+
+async def wait_parked(rt: Runtime, key: str) -> None:
+    """Until a long-poll is parked on ``rt``'s counter ``key``."""
+    while not (actor := rt.registry.named("counter", key)) or not actor.waiters:  # noqa: ASYNC110
+        await trio.sleep(0.01)
+
+
+async def test_no_update_is_lost_when_two_nodes_drive_one_key(pg_url):
+    kind = CounterKind()
+    with trio.fail_after(WAIT):
+        async with node(pg_url) as a, node(pg_url) as b:
+            acked: list[int] = []
+            busy: list[int] = []
+
+            async def drive(rt: Runtime, tag: str) -> None:
+                for _ in range(40):
+                    try:
+                        acked.append(await rt.call(kind, "k", Add(1, tag)))
+                    except Busy:  # retryable, and nothing was changed
+                        busy.append(1)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(drive, a, "a")
+                nursery.start_soon(drive, b, "b")
+            n = len(acked)
+            assert sorted(acked) == list(range(1, n + 1))  # every reply a distinct value
+            assert n >= 40
+            assert await a.read(lambda c: stored(c, "k")) == n
+            rows = await b.read(lambda c: log(c, "k"))
+            assert [seq for seq, _, _ in rows] == list(range(1, n + 1))
+            assert [value for _, _, value in rows] == list(range(1, n + 1))
+            assert await a.call(kind, "k", Get()) == n
+            assert await b.call(kind, "k", Get()) == n
+
+
+async def test_a_cached_read_sees_a_write_acknowledged_on_the_other_node(pg_url):
+    kind = CounterKind()
+    with trio.fail_after(WAIT):
+        async with node(pg_url) as a, node(pg_url) as b:
+            assert await a.call(kind, "k", Get()) == 0  # a caches the entity at version 0
+            loads = len(kind.loads)
+            assert await b.call(kind, "k", Add(5)) == 5
+            # No waiting for a notification: the probe alone must catch the new version.
+            assert await a.call(kind, "k", Get()) == 5
+            assert len(kind.loads) == loads + 2  # b loaded once, a reloaded once
+
+
+async def test_a_waiter_on_one_node_wakes_when_the_other_commits(pg_url):
+    kind = CounterKind()
+    with trio.fail_after(WAIT):
+        async with node(pg_url) as a, node(pg_url) as b:
+            await wait_listening(a)
+            got: list[Any] = []
+
+            async def wait() -> None:
+                got.append(await a.poll(kind, "k", Get(), ready=lambda v: v >= 1, timeout=60))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(wait)
+                await wait_parked(a, "k")
+                await b.call(kind, "k", Add(1))
+            assert got == [1]
+            assert a.follower is not None
+            assert a.follower.dropped >= 1
+
+
+async def test_a_waiter_wakes_after_its_nodes_listener_connection_was_killed(pg_url):
+    import psycopg
+
+    kind = CounterKind()
+    with trio.fail_after(WAIT):
+        async with node(pg_url) as a, node(pg_url) as b:
+            await wait_listening(a)
+            assert a.follower is not None
+            got: list[Any] = []
+
+            async def wait() -> None:
+                got.append(await a.poll(kind, "k", Get(), ready=lambda v: v >= 1, timeout=60))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(wait)
+                await wait_parked(a, "k")
+                with psycopg.connect(pg_url, autocommit=True) as admin:
+                    # Every listener of a's channel: b listens too, both reconnect.
+                    admin.execute(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE query LIKE 'LISTEN %%'"
+                    )
+                await b.call(kind, "k", Add(1))  # its note may reach nobody
+            assert got == [1]
+
+
+async def test_a_command_that_keeps_conflicting_answers_busy_and_changes_nothing(
+    pg_url, monkeypatch
+):
+    kind = CounterKind()
+    with trio.fail_after(WAIT):
+        async with node(pg_url) as a:
+            assert await a.call(kind, "k", Add(1)) == 1
+            tries = 0
+
+            async def always_conflict(writes: Any, guards: Any = ()) -> None:
+                nonlocal tries
+                tries += 1
+                raise Conflict([("counter", "k")])
+
+            monkeypatch.setattr(a.store, "write", always_conflict)
+            with pytest.raises(Busy, match="nothing was changed"):
+                await a.call(kind, "k", Add(1))
+            assert tries == 4  # the first run and three retries
+            monkeypatch.undo()
+            assert await a.call(kind, "k", Get()) == 1
+            assert await a.call(kind, "k", Add(1)) == 2
+
+
+async def test_atomic_operations_through_two_nodes_lose_nothing(pg_url):
+    kind = CounterKind()
+    with trio.fail_after(WAIT):
+        async with node(pg_url) as a, node(pg_url) as b:
+            acked: list[list[Any]] = []
+
+            async def drive(rt: Runtime) -> None:
+                for _ in range(15):
+                    with contextlib.suppress(Busy):  # retryable: nothing was changed
+                        acked.append(
+                            await rt.call_atomic([(kind, "x", Add(1)), (kind, "y", Add(2))])
+                        )
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(drive, a)
+                nursery.start_soon(drive, b)
+            n = len(acked)
+            assert n >= 15
+            assert sorted(acked) == [[i, 2 * i] for i in range(1, n + 1)]
+            assert await a.read(lambda c: (stored(c, "x"), stored(c, "y"))) == (n, 2 * n)

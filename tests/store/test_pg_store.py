@@ -1,0 +1,161 @@
+"""The PostgreSQL store: ``?`` translation, group commit under guards, NOTIFY, migrations.
+
+Each test gets a fresh schema on the server named by AGORA_TEST_PG (`pg_url`); the pure
+translation tests need no server. Real clock, every wait inside `trio.fail_after`.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from agora.errors import StoreError
+from agora.store.db import open_store
+from agora.store.migrations import Migration
+from agora.store.neutral import Conflict, Guard, parse_payload, payload_lines
+
+pytest.importorskip("psycopg", reason="needs: psycopg (pip install 'agora-mcp[pg]')")
+
+from agora.store.pg_sql import translate
+
+ITEMS = Migration(
+    "items",
+    1,
+    sql={"postgresql": ["CREATE TABLE items (id BIGINT PRIMARY KEY, name TEXT NOT NULL UNIQUE)"]},
+)
+WAIT = 20
+
+
+def insert(i: int, name: str | None = None) -> tuple[str, tuple[object, ...]]:
+    return ("INSERT INTO items (id, name) VALUES (?, ?)", (i, name or f"item-{i}"))
+
+
+@pytest.mark.parametrize(
+    ("sql", "named", "want"),
+    [
+        pytest.param("SELECT ? + ?", False, "SELECT %s + %s", id="positional"),
+        pytest.param("SELECT '?', ?", False, "SELECT '?', %s", id="question-in-literal"),
+        pytest.param("x LIKE '%' || ?", False, "x LIKE '%%' || %s", id="percent-in-literal"),
+        pytest.param("SELECT 5 % 2", False, "SELECT 5 %% 2", id="modulo"),
+        pytest.param(
+            "WHERE a = :a AND b::text = :b",
+            True,
+            "WHERE a = %(a)s AND b::text = %(b)s",
+            id="named-and-cast",
+        ),
+        pytest.param("SELECT 'it''s ?'", False, "SELECT 'it''s ?'", id="escaped-quote"),
+    ],
+)
+def test_statements_are_translated_for_psycopg(sql, named, want):
+    assert translate(sql, named) == want
+
+
+def test_notify_payloads_stay_under_the_limit_and_parse_back():
+    changes = [("chess", f"table-{i:04d}", i) for i in range(2000)]
+    payloads = payload_lines(changes)
+    assert len(payloads) > 1
+    assert all(len(p.encode()) < 8000 for p in payloads)
+    assert [c for p in payloads for c in parse_payload(p)] == changes
+
+
+async def test_rows_read_by_position_and_by_name(pg_url):
+    with trio.fail_after(WAIT):
+        async with open_store(pg_url, [ITEMS]) as store:
+            await store.write([insert(1, "a%b?")])
+            row = await store.read(
+                lambda c: c.execute(
+                    "SELECT id, name AS Name FROM items WHERE name LIKE '%' || ?", ("b?",)
+                ).fetchone()
+            )
+            assert (row[0], row[1], row["id"], row["NAME"]) == (1, "a%b?", 1, "a%b?")
+            assert dict(row) == {"id": 1, "name": "a%b?"}
+
+
+async def test_concurrent_writes_fold_into_few_transactions(pg_url):
+    with trio.fail_after(WAIT):
+        async with open_store(pg_url, [ITEMS]) as store:
+            async with trio.open_nursery() as nursery:
+                for i in range(200):
+                    nursery.start_soon(store.write, [insert(i)], [Guard("item", str(i), 0)])
+            batches, jobs = store.stats
+            assert jobs == 200
+            assert batches < jobs
+            n = await store.read(lambda c: c.execute("SELECT count(*) FROM items").fetchone()[0])
+            assert n == 200
+            assert await store.probe([("item", "7"), ("item", "none")]) == {
+                ("item", "7"): 1,
+                ("item", "none"): 0,
+            }
+
+
+async def test_a_stale_guard_is_rejected_before_its_writes_run(pg_url):
+    with trio.fail_after(WAIT):
+        async with open_store(pg_url, [ITEMS]) as a, open_store(pg_url, [ITEMS]) as b:
+            await a.write([insert(1)], [Guard("item", "k", 0)])
+            with pytest.raises(Conflict) as refused:
+                await b.write([insert(2)], [Guard("item", "k", 0)])
+            assert refused.value.stale == [("item", "k")]
+            await b.write([insert(3)], [Guard("item", "k", 1)])
+            ids = await a.read(lambda c: [r[0] for r in c.execute("SELECT id FROM items")])
+            assert sorted(ids) == [1, 3]  # 2 never ran
+            assert await a.probe([("item", "k")]) == {("item", "k"): 2}
+            assert (a.conflicts, b.conflicts) == (0, 1)
+
+
+async def test_a_bad_job_fails_alone_and_its_version_is_not_bumped(pg_url):
+    with trio.fail_after(WAIT):
+        async with open_store(pg_url, [ITEMS]) as store:
+            await store.write([insert(1, "dup")])
+            outcomes: dict[int, BaseException | None] = {}
+
+            async def write(i: int, name: str) -> None:
+                try:
+                    await store.write([insert(i, name)], [Guard("item", str(i), 0)])
+                    outcomes[i] = None
+                except StoreError as exc:
+                    outcomes[i] = exc
+
+            async with trio.open_nursery() as nursery:
+                for i in range(2, 12):
+                    nursery.start_soon(write, i, "dup" if i == 5 else f"n{i}")
+            assert [i for i, o in outcomes.items() if o is not None] == [5]
+            versions = await store.probe([("item", "5"), ("item", "6")])
+            assert versions == {("item", "5"): 0, ("item", "6"): 1}
+
+
+async def test_a_commit_notifies_its_changes_in_the_same_transaction(pg_url):
+    from agora.store.listen import listen
+
+    notes: list[tuple[str, int]] = []
+    got = trio.Event()
+
+    def on_note(payload: str, pid: int) -> None:
+        notes.append((payload, pid))
+        got.set()
+
+    with trio.fail_after(WAIT):
+        async with open_store(pg_url, [ITEMS]) as store, trio.open_nursery() as nursery:
+            await nursery.start(
+                lambda task_status: listen(
+                    store.url, store.channel, on_note, lambda pid: None, task_status=task_status
+                )
+            )
+            with pytest.raises(StoreError):  # a failed commit notifies nothing
+                await store.write([insert(1), insert(1)], [Guard("item", "x", 0)])
+            await store.write([insert(2)], [Guard("item", "y", 0)])
+            await got.wait()
+            nursery.cancel_scope.cancel()
+    assert notes == [("item\ty\t1", store.writer_pid)]
+
+
+async def test_a_toolset_without_a_postgresql_schema_is_refused_by_name(pg_url):
+    sqlite_only = Migration("legacy", 1, lambda db: None)
+    with pytest.raises(StoreError, match="legacy v1 has no PostgreSQL schema"):
+        async with open_store(pg_url, [ITEMS, sqlite_only]):
+            pass
+
+
+async def test_nodes_starting_together_migrate_once(pg_url):
+    with trio.fail_after(WAIT):
+        async with open_store(pg_url, [ITEMS]) as a, open_store(pg_url, [ITEMS]) as b:
+            assert a.versions["items"] == b.versions["items"] == 1
