@@ -97,3 +97,12 @@ async def test_a_value_that_is_no_file_path_is_refused_and_creates_nothing(
 )
 def test_paths_and_memory_are_accepted(value):
     assert database_problem(value) is None
+
+
+async def test_two_names_of_one_file_share_its_lock(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "data")
+    async with open_store(tmp_path / "data" / "agora.db", [ITEMS]):
+        with pytest.raises(DatabaseInUse):
+            async with open_store(tmp_path / "alias" / "agora.db", [ITEMS]):
+                pass

@@ -80,8 +80,11 @@ def database_problem(value: str) -> str | None:
 
 
 def lock_path(database: str | Path) -> Path:
-    """The sidecar lock file of ``database`` (``agora.db`` -> ``agora.db.lock``)."""
-    return Path(f"{database}.lock")
+    """The sidecar lock file of ``database`` (``agora.db`` -> ``agora.db.lock``).
+
+    Symbolic links are resolved first, so two names of one file share one lock.
+    """
+    return Path(f"{os.path.realpath(database)}.lock")
 
 
 @contextmanager
