@@ -169,7 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--connect",
         metavar="URL",
         default=None,
-        help="relay to a running server's MCP endpoint, e.g. ws://127.0.0.1:8765/mcp/chess",
+        help="relay to a running server's MCP endpoint, e.g. "
+        "'ws://127.0.0.1:8765/mcp/chess/default?token=AGENT_TOKEN'",
     )
     p.add_argument(
         "--token",
