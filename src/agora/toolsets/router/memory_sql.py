@@ -2,7 +2,8 @@
 
 Memory is off by default, and reading its status must not create anything, so its tables are
 not migrations: `create_store` (``CREATE TABLE IF NOT EXISTS``) is part of the transaction of
-the first recorded observation. ``router_memory_meta`` holds the generation counter (bumped
+the first recorded observation, and a read of a store that does not exist is told apart by
+the backend's "no such table" error. ``router_memory_meta`` holds the generation counter (bumped
 by every Memory write, never reset, so a summary digest never comes back),
 ``router_memory_observations`` the recorded workflows (routing context only: no objective
 text, no path), ``router_memory_feedback`` typed feedback, ``router_memory_receipts`` each
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
 _TABLES = (
     """CREATE TABLE IF NOT EXISTS router_memory_meta (
-        name TEXT PRIMARY KEY, value INTEGER NOT NULL)""",
+        name TEXT PRIMARY KEY, value BIGINT NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS router_memory_observations (
         observation_id TEXT PRIMARY KEY, workspace_identity TEXT NOT NULL,
         workflow_run_id TEXT NOT NULL, session_id TEXT NOT NULL,
@@ -96,14 +97,24 @@ def delete_all(table: str) -> Write:
     return (f"DELETE FROM {table}", ())
 
 
+def _missing_table(exc: Exception) -> bool:
+    # "No such table" as each backend says it: SQLite's message, PostgreSQL's SQLSTATE 42P01
+    # (read without importing the optional driver).
+    if isinstance(exc, sqlite3.OperationalError):
+        return str(exc).startswith("no such table")
+    return getattr(exc, "sqlstate", None) == "42P01"
+
+
 def read_store(conn: sqlite3.Connection) -> dict[str, Any] | None:
     """The Memory store's rows needed in memory, or None if the store does not exist."""
     try:
         generation = conn.execute(
             "SELECT value FROM router_memory_meta WHERE name = 'generation'"
         ).fetchone()
-    except sqlite3.OperationalError:  # no such table: Memory never wrote anything
-        return None
+    except Exception as exc:
+        if _missing_table(exc):  # Memory never wrote anything
+            return None
+        raise
     observations = conn.execute(
         "SELECT observation_id, workspace_identity, workflow_run_id, session_id,"
         " route_signature_digest, recorded_at FROM router_memory_observations"
@@ -138,8 +149,10 @@ def read_workspace(conn: sqlite3.Connection, identity: str) -> list[tuple[Any, .
             " ORDER BY recorded_at, observation_id",
             (identity,),
         ).fetchall()
-    except sqlite3.OperationalError:  # no such table: nothing was ever recorded
-        return None
+    except Exception as exc:
+        if _missing_table(exc):  # nothing was ever recorded
+            return None
+        raise
     feedback: dict[str, list[str]] = {}
     for observation_id, doc in conn.execute(
         "SELECT observation_id, feedback_json FROM router_memory_feedback"

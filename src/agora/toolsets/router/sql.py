@@ -23,8 +23,6 @@ from agora.toolsets.base import Migration
 if TYPE_CHECKING:
     import sqlite3
 
-    import sqlite_utils
-
     from agora.runtime.entity import Write
 
 
@@ -36,33 +34,33 @@ def stamp(when: dt.datetime) -> str:
 _SCHEMA = [
     """CREATE TABLE router_runs (
         run_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, idempotency_key TEXT NOT NULL,
-        state_version INTEGER NOT NULL, plan_revision INTEGER NOT NULL, status TEXT NOT NULL,
+        state_version BIGINT NOT NULL, plan_revision BIGINT NOT NULL, status TEXT NOT NULL,
         envelope TEXT NOT NULL, goal_binding_id TEXT, work_graph_id TEXT,
-        explicit_locked INTEGER NOT NULL, item_count INTEGER NOT NULL, plan_json TEXT NOT NULL,
+        explicit_locked BIGINT NOT NULL, item_count BIGINT NOT NULL, plan_json TEXT NOT NULL,
         created_at TEXT NOT NULL, updated_at TEXT NOT NULL)""",
     "CREATE INDEX router_runs_session ON router_runs (session_id, goal_binding_id)",
     """CREATE TABLE router_work_items (
-        run_id TEXT NOT NULL, seq INTEGER NOT NULL, work_item_id TEXT NOT NULL,
+        run_id TEXT NOT NULL, seq BIGINT NOT NULL, work_item_id TEXT NOT NULL,
         phase_id TEXT NOT NULL, primary_skill_id TEXT, support_json TEXT NOT NULL,
         dependency_json TEXT NOT NULL, gate_id TEXT NOT NULL, check_ids_json TEXT NOT NULL,
         status TEXT NOT NULL, updated_at TEXT NOT NULL, PRIMARY KEY (run_id, seq))""",
     """CREATE TABLE router_events (
-        run_id TEXT NOT NULL, seq INTEGER NOT NULL, event_id TEXT NOT NULL,
+        run_id TEXT NOT NULL, seq BIGINT NOT NULL, event_id TEXT NOT NULL,
         phase_id TEXT NOT NULL, observation_json TEXT NOT NULL, correlation_id TEXT NOT NULL,
         recorded_at TEXT NOT NULL, PRIMARY KEY (run_id, seq))""",
     """CREATE TABLE router_gates (
-        run_id TEXT NOT NULL, seq INTEGER NOT NULL, phase_id TEXT NOT NULL,
-        evidence_digest TEXT NOT NULL, passed INTEGER NOT NULL, failures_json TEXT NOT NULL,
+        run_id TEXT NOT NULL, seq BIGINT NOT NULL, phase_id TEXT NOT NULL,
+        evidence_digest TEXT NOT NULL, passed BIGINT NOT NULL, failures_json TEXT NOT NULL,
         evaluated_at TEXT NOT NULL, PRIMARY KEY (run_id, seq))""",
     """CREATE TABLE router_proposals (
         proposal_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, phase_id TEXT NOT NULL,
         primary_skill_id TEXT NOT NULL, support_json TEXT NOT NULL,
-        scope_anchor_id TEXT NOT NULL, goal_revision INTEGER, plan_revision INTEGER NOT NULL,
+        scope_anchor_id TEXT NOT NULL, goal_revision BIGINT, plan_revision BIGINT NOT NULL,
         context_fingerprint TEXT NOT NULL, status TEXT NOT NULL, decision_ref TEXT,
         created_at TEXT NOT NULL, decided_at TEXT)""",
     "CREATE INDEX router_proposals_run ON router_proposals (run_id)",
     """CREATE TABLE router_consent_audit (
-        run_id TEXT NOT NULL, seq INTEGER NOT NULL, proposal_id TEXT NOT NULL,
+        run_id TEXT NOT NULL, seq BIGINT NOT NULL, proposal_id TEXT NOT NULL,
         refusal TEXT NOT NULL, stale_json TEXT NOT NULL, correlation_id TEXT NOT NULL,
         at TEXT NOT NULL, PRIMARY KEY (run_id, seq))""",
     """CREATE TABLE router_ledger (
@@ -72,34 +70,30 @@ _SCHEMA = [
 ]
 
 
-def _migrate_v1(db: sqlite_utils.Database) -> None:
-    for statement in _SCHEMA:
-        db.execute(statement)
-
-
-def _migrate_v2(db: sqlite_utils.Database) -> None:
+_V2 = [
     # Evaluation runs, comparisons and exports: immutable documents, replayed via the ledger.
-    db.execute(
-        """CREATE TABLE router_records (
+    """CREATE TABLE router_records (
         record_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, kind TEXT NOT NULL,
-        document_json TEXT NOT NULL, created_at TEXT NOT NULL)"""
-    )
+        document_json TEXT NOT NULL, created_at TEXT NOT NULL)""",
+]
+_V3 = [
+    # One row per state version of a run: a second writer of the same version fails its
+    # whole commit, whoever it is.
+    """CREATE TABLE router_versions (
+        run_id TEXT NOT NULL, state_version BIGINT NOT NULL, idempotency_key TEXT NOT NULL,
+        at TEXT NOT NULL, PRIMARY KEY (run_id, state_version))""",
+]
 
 
-def _migrate_v3(db: sqlite_utils.Database) -> None:
-    # One row per state version of a run: a second writer of the same version (another
-    # process on this database, whose actors this one cannot see) fails its whole commit.
-    db.execute(
-        """CREATE TABLE router_versions (
-        run_id TEXT NOT NULL, state_version INTEGER NOT NULL, idempotency_key TEXT NOT NULL,
-        at TEXT NOT NULL, PRIMARY KEY (run_id, state_version))"""
-    )
+def _both(statements: list[str]) -> dict[str, list[str]]:
+    # The statements are written once, in the SQL both backends accept.
+    return {"sqlite": statements, "postgresql": statements}
 
 
 MIGRATIONS = (
-    Migration(component="router", version=1, apply=_migrate_v1),
-    Migration(component="router", version=2, apply=_migrate_v2),
-    Migration(component="router", version=3, apply=_migrate_v3),
+    Migration(component="router", version=1, sql=_both(_SCHEMA)),
+    Migration(component="router", version=2, sql=_both(_V2)),
+    Migration(component="router", version=3, sql=_both(_V3)),
 )
 
 

@@ -1,0 +1,63 @@
+"""The router on the PostgreSQL backend: a phased run to its last gate, replays, and Memory.
+
+Runs only with a test PostgreSQL server (``AGORA_TEST_PG``; ``bash scripts/pg.sh start DIR``),
+each test in a fresh schema. The same SQL as on SQLite: migrations, the run's rows, the
+ledger replay, the lazily created Memory store told apart by PostgreSQL's "no such table".
+"""
+
+from __future__ import annotations
+
+import json
+
+from router_driver import ctx, event_args, gate_args, plan_args
+
+from agora.config import Config
+from agora.server.embed import open_server
+
+CHECKS = {"plan": "plan-ready", "implement": "implementation-done", "verify": "verification-passed"}
+
+
+async def test_a_phased_run_and_memory_on_postgresql(pg_url, tmp_path):
+    policy = tmp_path / "memory.json"
+    policy.write_text(json.dumps({"format": "agora-router-memory-policy/1", "ceiling": "observe",
+                                  "allowed_targets": ["managed-personal"]}))  # fmt: skip
+    options = {"router": {"memory_policy": str(policy)}}
+    config = Config(port=0, db=pg_url, toolsets=["router"], options=options)
+    async with open_server(config, listen=False) as srv, srv.client("/mcp/router") as c:
+        await c.initialize()
+
+        async def call(tool, args):
+            result = await c.call_tool(tool, args)
+            assert not result.get("isError"), result
+            return result["structuredContent"]
+
+        status = {"context": ctx(), "workspace_root": None}
+        empty = await call("get_memory_status", status)
+        assert empty["memory_store_exists"] is False
+        args = plan_args("1. design\n2. build\n3. test", idem="pg-plan")
+        plan = await call("plan_work", args)
+        assert await call("plan_work", args) == plan  # replayed from the ledger
+        run, version = plan["workflow_run_id"], 1
+        for phase, check in CHECKS.items():
+            obs = {"check_id": check, "outcome": "passed"}
+            event = await call("record_work_event", event_args(run, phase, obs, version))
+            refs, at = event["event_ids"], event["resulting_state_version"]
+            gate = await call("evaluate_gate", gate_args(run, phase, refs, at))
+            assert gate["passed"] is True
+            version = gate["resulting_state_version"]
+        stale = await c.call_tool("record_work_event", event_args(run, "verify", {}, 1))
+        assert stale["structuredContent"]["code"] == "state-version-conflict"
+        remember = {"context": ctx(), "workflow_run_id": run, "workspace_root": None,
+                    "one_shot": "none", "risk_class": "r0", "side_effect_outcome": "none",
+                    "target_profile_class": "managed-personal", "idempotency_key": "pg-mem",
+                    "correlation_id": "c"}  # fmt: skip
+        assert (await call("remember_workflow", remember))["status"] == "recorded"
+        now = await call("get_memory_status", status)
+        assert now["memory_store_exists"] is True
+        assert now["eligible_workflow_count"] == 1
+        purged = await call("purge_workflow_memory", {
+            "context": ctx(), "scope": "all-memory-data", "confirmed": True,
+            "expected_summary_digest": now["history_summary_digest"],
+            "include_managed_profiles": False, "idempotency_key": "pg-purge",
+            "correlation_id": "c"})  # fmt: skip
+        assert purged["deleted_observations"] == 1
