@@ -73,6 +73,8 @@ def test_toolset_maps_every_canonical_name_and_alias():
         "/cards/{card_id}",
         "/chamber/keys",
         "/chamber/pool",
+        "/board",
+        "/board/cards",
     }
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from agora.runtime.background import periodic
 from agora.toolsets.base import ArgumentLimits, Toolset
-from agora.toolsets.chamber import store, web
+from agora.toolsets.chamber import board_web, store, web
 from agora.toolsets.chamber.contract import ChamberContract, default_contract
 from agora.toolsets.chamber.replies import CODES, argument_rejection, internal_failure
 from agora.toolsets.chamber.service import Chamber
@@ -56,6 +56,7 @@ def build_toolset(contract: ChamberContract) -> tuple[Toolset, Chamber]:
             *web.ROUTES,
             web.keys_route(chamber.public_keys),
             web.pool_route(chamber.pool.status),
+            *board_web.routes(tuple(s.id for s in contract.suites if s.status == "active")),
         ),
         aliases=dict(contract.aliases),
         background=[

@@ -301,6 +301,50 @@ def signing_keys(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     ]
 
 
+_BOARD_WHERE = (
+    " FROM chamber_cards WHERE body IS NOT NULL AND seed_source = ?"
+    " AND sealed_date >= ? AND sealed_date <= ?"
+)
+
+
+def board_cards(
+    conn: sqlite3.Connection, first: str, last: str, suite_id: str | None = None
+) -> list[tuple[str, str, str, int, int, int]]:
+    """(suite, product, outcome, actions, hints, wrong) of server-seeded cards sealed
+    between the UTC days ``first`` and ``last`` (inclusive), optionally of one suite."""
+    sql = (
+        "SELECT suite_id, product, outcome, actions_used, hints_used, wrong_submissions"
+        + _BOARD_WHERE
+    )
+    params: tuple[Any, ...] = ("server", first, last)
+    if suite_id is not None:
+        sql += " AND suite_id = ?"
+        params += (suite_id,)
+    return [tuple(r) for r in conn.execute(sql, params)]
+
+
+def board_card_ids(
+    conn: sqlite3.Connection,
+    suite_id: str,
+    product: str,
+    first: str,
+    last: str,
+    after: str = "",
+    limit: int = 200,
+) -> list[dict[str, Any]]:
+    """The server-seeded cards behind one board row, by id after ``after``."""
+    rows = conn.execute(
+        "SELECT card_id, sealed_at, outcome, actions_used"
+        + _BOARD_WHERE
+        + " AND suite_id = ? AND product = ? AND card_id > ? ORDER BY card_id LIMIT ?",
+        ("server", first, last, suite_id, product, after, limit),
+    ).fetchall()
+    return [
+        {"card_id": r[0], "sealed_at": r[1][:19] + "Z", "outcome": r[2], "actions_used": r[3]}
+        for r in rows
+    ]
+
+
 def pending_cards(
     conn: sqlite3.Connection, limit: int = 1000, after: str = ""
 ) -> list[tuple[str, bytes]]:

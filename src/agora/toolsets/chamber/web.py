@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 _CARD_ID = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_HEADERS = [
+HEADERS = [
     ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'"),
     ("X-Content-Type-Options", "nosniff"),
     ("Cache-Control", "public, max-age=60"),
@@ -66,13 +66,13 @@ def wants_html(request: Request) -> bool:
     return _quality(accept, "text/html") > _quality(accept, "application/json")
 
 
-def _page(title: str, inner: str) -> Response:
+def page(title: str, inner: str) -> Response:
     text = (
         "<!doctype html><html lang=en><meta charset=utf-8>"
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style><body>{inner}</body></html>"
     )
     response = Response.html(text)
-    response.headers.extend(_HEADERS)
+    response.headers.extend(HEADERS)
     return response
 
 
@@ -116,7 +116,7 @@ def card_html(document: bytes) -> Response:
     card = doc.get("card") if isinstance(doc, dict) else None
     if not isinstance(card, dict):
         pretty = html.escape(document.decode("utf-8", "replace"))
-        return _page("ScoreIA Chamber card", f"<h1>ScoreIA Chamber card</h1><pre>{pretty}</pre>")
+        return page("ScoreIA Chamber card", f"<h1>ScoreIA Chamber card</h1><pre>{pretty}</pre>")
     title = f"ScoreIA Chamber card {card.get('card_id', '')}"
     status = doc.get("evidence_status") if isinstance(doc, dict) else None
     inner = (
@@ -126,7 +126,7 @@ def card_html(document: bytes) -> Response:
         f"{_cell(card)}<h2>Integrity</h2>"
         f"{_cell({'card_sha256': doc.get('card_sha256'), 'signature': doc.get('signature')})}"
     )
-    return _page(title, inner)
+    return page(title, inner)
 
 
 async def get_card(request: Request, runtime: Runtime) -> Response:
@@ -140,7 +140,7 @@ async def get_card(request: Request, runtime: Runtime) -> Response:
     if wants_html(request):
         return card_html(document)
     response = Response(200, document, "application/json")
-    response.headers.extend(_HEADERS)
+    response.headers.extend(HEADERS)
     return response
 
 
@@ -162,7 +162,7 @@ async def list_cards(request: Request, runtime: Runtime) -> Response:
         body["next_after"] = rows[-1]["card_id"]
     if not wants_html(request):
         response = Response.json(body)
-        response.headers.extend(_HEADERS)
+        response.headers.extend(HEADERS)
         return response
     items = "".join(
         f'<li><a href="/cards/{html.escape(r["card_id"], quote=True)}">'
@@ -170,7 +170,7 @@ async def list_cards(request: Request, runtime: Runtime) -> Response:
         f"{html.escape(r['evidence_status'])}{_PRACTICE * bool(r.get('practice'))}</li>"
         for r in rows
     )
-    return _page(
+    return page(
         f"Chamber cards of {date}",
         f"<h1>Chamber cards of {html.escape(date)}</h1><ul>{items or '<li>none</li>'}</ul>",
     )
@@ -184,7 +184,7 @@ def keys_route(keys: KeysFn) -> Route:
 
     async def get_keys(request: Request, runtime: Runtime) -> Response:
         response = Response.json(await keys(runtime))
-        response.headers.extend(_HEADERS)
+        response.headers.extend(HEADERS)
         return response
 
     return Route("GET", KEYS_PATH, get_keys)

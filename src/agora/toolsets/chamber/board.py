@@ -1,0 +1,99 @@
+"""The public board: products ranked per suite over a date range, from server-seeded cards only.
+
+Only cards whose signed body says the server drew the seed count: a chosen seed can be
+replayed, so practice cards never rank. Each row is one product in one suite: attempts
+(every sealed card: solved, failed, expired or quarantined), successes, success rate, and
+the median actions, hints and wrong submissions per attempt; rows rank by success rate,
+then fewer median actions, then more attempts. `rank` is pure: the rows come from
+`store.board_cards`, the pages from `board_web`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+#: (suite_id, product, outcome, actions_used, hints_used, wrong_submissions) of one card.
+CardRow = tuple[str, str, str, int, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class BoardRow:
+    """One product's standing in one suite."""
+
+    suite_id: str
+    product: str
+    attempts: int
+    solved: int
+    expired: int
+    quarantined: int
+    median_actions: float
+    median_hints: float
+    median_wrong: float
+    hints_total: int
+    wrong_total: int
+
+    @property
+    def success_rate(self) -> float:
+        """Solved attempts over all attempts."""
+        return self.solved / self.attempts if self.attempts else 0.0
+
+    def as_json(self, rank: int, cards_url: str) -> dict[str, Any]:
+        """The row as the JSON board shows it."""
+        return {
+            "rank": rank,
+            "product": self.product,
+            "attempts": self.attempts,
+            "solved": self.solved,
+            "success_rate": round(self.success_rate, 4),
+            "expired": self.expired,
+            "quarantined": self.quarantined,
+            "median_actions": self.median_actions,
+            "median_hints": self.median_hints,
+            "median_wrong_submissions": self.median_wrong,
+            "hints_used": self.hints_total,
+            "wrong_submissions": self.wrong_total,
+            "cards": cards_url,
+        }
+
+
+def rank(rows: Iterable[CardRow]) -> dict[str, list[BoardRow]]:
+    """Suite id -> its products, best first.
+
+    Args:
+        rows: One tuple per server-seeded card in the range.
+
+    Returns:
+        The ranked rows of each suite that has any.
+    """
+    grouped: dict[tuple[str, str], list[CardRow]] = defaultdict(list)
+    for row in rows:
+        grouped[(row[0], row[1] or "unknown")].append(row)
+    board: dict[str, list[BoardRow]] = defaultdict(list)
+    for (suite_id, product), cards in grouped.items():
+        outcomes = [c[2] for c in cards]
+        board[suite_id].append(
+            BoardRow(
+                suite_id=suite_id,
+                product=product,
+                attempts=len(cards),
+                solved=outcomes.count("solved"),
+                expired=outcomes.count("expired"),
+                quarantined=outcomes.count("quarantined"),
+                median_actions=statistics.median(c[3] for c in cards),
+                median_hints=statistics.median(c[4] for c in cards),
+                median_wrong=statistics.median(c[5] for c in cards),
+                hints_total=sum(c[4] for c in cards),
+                wrong_total=sum(c[5] for c in cards),
+            )
+        )
+    for rows_of_suite in board.values():
+        rows_of_suite.sort(
+            key=lambda r: (-r.success_rate, r.median_actions, -r.attempts, r.product)
+        )
+    return dict(sorted(board.items()))

@@ -1,0 +1,160 @@
+"""The board's pages: ``GET /board`` (ranked products per suite) and ``GET /board/cards``.
+
+``/board?suite=&from=YYYY-MM-DD&to=YYYY-MM-DD`` answers JSON, or HTML when the client prefers
+it (``?format=`` overrides), with one table per suite; each row links to ``/board/cards``,
+the list of the cards behind it, each linking to its card page. Dates are UTC days; the
+default range is the last `DEFAULT_DAYS` days, at most `MAX_DAYS`. Every value shown is
+escaped (products are participant claims); pages carry the card pages' CSP. Reads committed
+rows only.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import urllib.parse
+from typing import TYPE_CHECKING, Any, Final
+
+from agora.toolsets.chamber import board, store
+from agora.toolsets.chamber.web import HEADERS, page, wants_html
+from agora.web.http import Request, Response, Route
+
+if TYPE_CHECKING:
+    from agora.runtime.registry import Runtime
+
+DEFAULT_DAYS: Final = 30
+MAX_DAYS: Final = 366
+_BOARD_STYLE = "th,td{white-space:nowrap}td.n{text-align:right}"
+
+
+class BadQuery(ValueError):
+    """A board query that cannot be answered (the message says why)."""
+
+
+def _range(request: Request, today: dt.date) -> tuple[str, str]:
+    try:
+        last = dt.date.fromisoformat(request.query.get("to") or today.isoformat())
+        default_first = last - dt.timedelta(days=DEFAULT_DAYS - 1)
+        first = dt.date.fromisoformat(request.query.get("from") or default_first.isoformat())
+    except ValueError as exc:
+        raise BadQuery("from and to must be dates YYYY-MM-DD") from exc
+    if first > last:
+        raise BadQuery("from must not be after to")
+    if (last - first).days >= MAX_DAYS:
+        raise BadQuery(f"the range may span at most {MAX_DAYS} days")
+    return first.isoformat(), last.isoformat()
+
+
+def _json(body: dict[str, Any], status: int = 200) -> Response:
+    response = Response.json(body) if status == 200 else Response.error(status, body["error"])
+    response.headers.extend(HEADERS)
+    return response
+
+
+def _cards_url(suite_id: str, product: str, first: str, last: str) -> str:
+    query = urllib.parse.urlencode(
+        {"suite": suite_id, "product": product, "from": first, "to": last}
+    )
+    return f"/board/cards?{query}"
+
+
+def board_route(suite_ids: tuple[str, ...]) -> Route:
+    """``GET /board`` for the contract's active ``suite_ids``."""
+
+    async def get_board(request: Request, runtime: Runtime) -> Response:
+        suite = request.query.get("suite") or None
+        try:
+            if suite is not None and suite not in suite_ids:
+                raise BadQuery(f"no suite {suite!r}; suites: {', '.join(suite_ids)}")
+            first, last = _range(request, runtime.clock.wall().astimezone(dt.UTC).date())
+        except BadQuery as exc:
+            return _json({"error": str(exc)}, 400)
+        rows = await runtime.read(lambda conn: store.board_cards(conn, first, last, suite))
+        ranked = board.rank(rows)
+        shown = [suite] if suite else list(suite_ids)
+        body = {
+            "from": first,
+            "to": last,
+            "seed_source": "server",
+            "suites": {
+                s: [
+                    r.as_json(i + 1, _cards_url(s, r.product, first, last))
+                    for i, r in enumerate(ranked.get(s, []))
+                ]
+                for s in shown
+            },
+        }
+        if not wants_html(request):
+            return _json(body)
+        return page(f"Chamber board {first} to {last}", _board_html(body))
+
+    return Route("GET", "/board", get_board)
+
+
+def _cards_label(n: int) -> str:
+    return f"{n} card" if n == 1 else f"{n} cards"
+
+
+def _board_html(body: dict[str, Any]) -> str:
+    parts = [
+        f"<style>{_BOARD_STYLE}</style>",
+        f"<h1>ScoreIA Chamber board</h1><p>{html.escape(body['from'])} to "
+        f"{html.escape(body['to'])} (UTC). Only rooms whose seed the server drew count; "
+        "practice runs on chosen seeds never rank. Products are participant claims; every "
+        "row links to the signed cards behind it.</p>",
+    ]
+    heads = ("#", "product", "attempts", "success rate", "median actions", "median hints",
+             "median wrong", "cards")  # fmt: skip
+    for suite, rows in body["suites"].items():
+        parts.append(f"<h2>{html.escape(suite)}</h2>")
+        if not rows:
+            parts.append("<p>No server-seeded cards in this range.</p>")
+            continue
+        head = "".join(f"<th>{h}</th>" for h in heads)
+        lines = []
+        for r in rows:
+            href = html.escape(r["cards"], quote=True)
+            cells = (
+                f"<td class=n>{r['rank']}</td><td>{html.escape(r['product'])}</td>"
+                f"<td class=n>{r['attempts']}</td>"
+                f"<td class=n>{r['success_rate']:.0%} ({r['solved']})</td>"
+                f"<td class=n>{r['median_actions']:g}</td><td class=n>{r['median_hints']:g}</td>"
+                f"<td class=n>{r['median_wrong_submissions']:g}</td>"
+                f'<td><a href="{href}">{_cards_label(r["attempts"])}</a></td>'
+            )
+            lines.append(f"<tr>{cells}</tr>")
+        parts.append(f"<table class=board><tr>{head}</tr>{''.join(lines)}</table>")
+    return "".join(parts)
+
+
+async def get_board_cards(request: Request, runtime: Runtime) -> Response:
+    """``GET /board/cards?suite=&product=&from=&to=[&after=ID]``: the cards behind one row."""
+    suite, product = request.query.get("suite", ""), request.query.get("product", "")
+    try:
+        if not suite or not product:
+            raise BadQuery("suite and product are required")
+        first, last = _range(request, runtime.clock.wall().astimezone(dt.UTC).date())
+    except BadQuery as exc:
+        return _json({"error": str(exc)}, 400)
+    after = request.query.get("after", "")
+    rows = await runtime.read(
+        lambda conn: store.board_card_ids(conn, suite, product, first, last, after, 200)
+    )
+    body: dict[str, Any] = {"suite": suite, "product": product, "from": first, "to": last}
+    body["cards"] = [{**r, "url": f"/cards/{r['card_id']}"} for r in rows]
+    if len(rows) == 200:
+        body["next_after"] = rows[-1]["card_id"]
+    if not wants_html(request):
+        return _json(body)
+    items = "".join(
+        f'<li><a href="{html.escape(c["url"], quote=True)}">{html.escape(c["card_id"])}</a> '
+        f"{html.escape(c['outcome'])}, {c['actions_used']} actions</li>"
+        for c in body["cards"]
+    )
+    title = f"{product} on {suite}, {first} to {last}"
+    return page(title, f"<h1>{html.escape(title)}</h1><ul>{items or '<li>none</li>'}</ul>")
+
+
+def routes(suite_ids: tuple[str, ...]) -> tuple[Route, Route]:
+    """The board's routes for the given active suites."""
+    return board_route(suite_ids), Route("GET", "/board/cards", get_board_cards)

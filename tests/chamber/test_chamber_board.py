@@ -1,0 +1,140 @@
+"""The public board (JSON): products ranked per suite over a date range, server seeds only.
+
+Cards are made through the tools (the reference solver solves some rooms); the board must
+count every server-seeded card in the range, leave practice cards and cards outside the
+range out, rank by success rate then median actions, and link each row to its cards.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import urllib.parse
+from typing import TYPE_CHECKING, Any
+
+import trio
+from solver import Solver
+
+from agora.toolsets.chamber import board
+from agora.web.http import Request
+
+if TYPE_CHECKING:
+    from chamber_agent import Agent
+
+
+def _request(path: str, accept: str = "application/json") -> Request:
+    parsed = urllib.parse.urlsplit(path)
+    query = dict(urllib.parse.parse_qsl(parsed.query))
+    return Request("GET", parsed.path, query, {"accept": accept})
+
+
+async def _get(toolset: Any, runtime: Any, path: str, accept: str = "application/json") -> Any:
+    route_path = urllib.parse.urlsplit(path).path
+    route = next(r for r in toolset.routes if r.pattern == route_path)
+    response = await route.handler(_request(path, accept), runtime)
+    if accept == "application/json":
+        return response.status, json.loads(response.body)
+    return response.status, response.body.decode()
+
+
+async def _solve(agent: Agent, product: str, **entry: Any) -> dict[str, Any]:
+    h = (await agent.enter(product=product, **entry))["attempt_handle"]
+
+    def act(op: str, object: str | None = None, value: Any = None) -> dict[str, Any]:
+        args: dict[str, Any] = {"challenge_handle": h, "op": op}
+        if object is not None:
+            args["object"] = object
+        if value is not None:
+            args["value"] = value
+        return trio.from_thread.run(lambda: agent.tool("chamber_action", **args))
+
+    await trio.to_thread.run_sync(lambda: Solver(act).run())
+    return (await agent.tool("seal_attempt", challenge_handle=h))["card"]
+
+
+async def _fail(agent: Agent, product: str, looks: int = 1, **entry: Any) -> dict[str, Any]:
+    h = (await agent.enter(product=product, **entry))["attempt_handle"]
+    for _ in range(looks):
+        await agent.tool("chamber_action", challenge_handle=h, op="hint")
+    return (await agent.tool("seal_attempt", challenge_handle=h))["card"]
+
+
+async def test_the_board_ranks_server_seeded_cards_and_links_each_row(
+    agent, chamber, runtime, wall
+):
+    toolset, _ = chamber
+    with trio.fail_after(60):
+        wall.current = dt.datetime(2026, 11, 1, 12, tzinfo=dt.UTC)
+        await _solve(agent, "gpt-5.6-sol")  # outside the range asked below
+        wall.current = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
+        solved = [await _solve(agent, "gpt-5.6-sol") for _ in range(2)]
+        failed = await _fail(agent, "gpt-5.6-sol", looks=3)
+        lone = await _solve(agent, "grok-4.6")
+        await _fail(agent, "composer-3", looks=2)
+        await _fail(agent, "composer-3", looks=4)
+        await _solve(agent, "cheater-1", seed="replayed")  # practice: never ranks
+        await _solve(agent, "grok-4.6", suite="chambre-atelier-v0")
+
+    status, body = await _get(toolset, runtime, "/board?from=2026-11-15&to=2026-11-30")
+    assert status == 200
+    assert (body["from"], body["to"], body["seed_source"]) == ("2026-11-15", "2026-11-30", "server")
+    chrono = body["suites"]["chambre-chrono-v0"]
+    assert [r["product"] for r in chrono] == ["grok-4.6", "gpt-5.6-sol", "composer-3"]
+    assert [r["rank"] for r in chrono] == [1, 2, 3]
+    grok, gpt, composer = chrono
+    assert (grok["attempts"], grok["solved"], grok["success_rate"]) == (1, 1, 1.0)
+    assert grok["median_actions"] == lone["actions_used"]
+    assert (gpt["attempts"], gpt["solved"]) == (3, 2)
+    assert gpt["success_rate"] == round(2 / 3, 4)
+    expected = sorted([*(c["actions_used"] for c in solved), failed["actions_used"]])[1]
+    assert gpt["median_actions"] == expected
+    assert (gpt["hints_used"], gpt["median_hints"]) == (3, 0)
+    assert (composer["attempts"], composer["solved"], composer["success_rate"]) == (2, 0, 0)
+    assert (composer["median_hints"], composer["hints_used"]) == (3, 6)
+    assert "cheater-1" not in json.dumps(body)
+    assert [r["product"] for r in body["suites"]["chambre-atelier-v0"]] == ["grok-4.6"]
+
+    # Each row links to exactly the cards it counts, each resolvable.
+    status, cards = await _get(toolset, runtime, gpt["cards"])
+    assert status == 200
+    assert len(cards["cards"]) == 3
+    ids = {c["card_id"] for c in cards["cards"]}
+    assert {c["card_id"] for c in solved} | {failed["card_id"]} == ids
+    card_route = next(r for r in toolset.routes if r.pattern == "/cards/{card_id}")
+    for c in cards["cards"]:
+        request = _request(c["url"])
+        request.params["card_id"] = c["card_id"]
+        assert (await card_route.handler(request, runtime)).status == 200
+
+    status, one = await _get(toolset, runtime, "/board?suite=chambre-atelier-v0&to=2026-11-30")
+    assert list(one["suites"]) == ["chambre-atelier-v0"]
+    assert one["from"] == "2026-11-01"  # the default range: the last 30 days
+
+
+async def test_board_queries_are_checked(chamber, runtime):
+    toolset, _ = chamber
+    for path in (
+        "/board?suite=chambre-xyz-v0",
+        "/board?from=2026-13-01",
+        "/board?from=2026-11-30&to=2026-11-01",
+        "/board?from=2020-01-01&to=2026-11-30",
+        "/board/cards?suite=chambre-chrono-v0",
+    ):
+        status, body = await _get(toolset, runtime, path)
+        assert status == 400, path
+        assert body["error"]
+
+
+def test_rank_orders_by_success_then_fewer_actions_then_more_attempts():
+    rows = [
+        ("s", "a", "solved", 20, 0, 0),
+        ("s", "b", "solved", 10, 0, 0),
+        ("s", "c", "failed", 5, 1, 2),
+        ("s", "d", "solved", 20, 0, 0),
+        ("s", "d", "solved", 20, 0, 0),
+        ("s", None, "expired", 3, 0, 0),
+    ]
+    ranked = board.rank(rows)["s"]
+    assert [r.product for r in ranked] == ["b", "d", "a", "unknown", "c"]
+    assert ranked[-1].median_wrong == 2
+    assert ranked[3].expired == 1
