@@ -313,3 +313,6 @@ async def test_search_finds_old_hits_beyond_the_recent_window(desk, room, monkey
     assert [m["msg_id"] for m in hits["messages"]] == [newer["msg_id"], old["msg_id"]]
     one = await desk.call(BOB, "debate_search", topic_id=room["topic"], query="needle", limit=1)
     assert [m["msg_id"] for m in one["messages"]] == [newer["msg_id"]]
+    # Nothing among the newest two: the trigram index finds the old one.
+    rare = await desk.call(BOB, "debate_search", topic_id=room["topic"], query="the HAY")
+    assert [m["msg_id"] for m in rare["messages"]] == [old["msg_id"]]

@@ -105,8 +105,11 @@ async def debate_search(call: ToolCall) -> dict[str, Any]:
     def read(conn: sqlite3.Connection) -> dict[str, Any]:
         _gate(conn, topic_id, who, None)
         rows = sql.search_recent(conn, topic_id, pattern, limit, SEARCH_WINDOW)
-        if len(rows) < limit:  # not enough among the newest: the whole topic
-            rows = sql.search(conn, topic_id, phrase, pattern, limit)
+        if len(rows) < limit:
+            # Not enough among the newest. Hits there mean a common query: scanning on
+            # finds the rest soon. None mean a rare one: the trigram index goes straight
+            # to its few rows (its lists for common trigrams span the whole store).
+            rows = sql.search(conn, topic_id, None if rows else phrase, pattern, limit)
         return {
             "topic_id": topic_id,
             "query": query,

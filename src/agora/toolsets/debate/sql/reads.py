@@ -14,10 +14,24 @@ from agora.toolsets.debate.rules import DEFERRED_PREFIX
 if TYPE_CHECKING:
     import sqlite3
 
-MESSAGE_COLUMNS = (
-    "msg_id, topic_id, ts, role, author_session_id, priority, kind, body, reply_to, vehicle, "
-    "standing, recipients, payload, body_mode"
+_COLUMNS = (
+    "msg_id",
+    "topic_id",
+    "ts",
+    "role",
+    "author_session_id",
+    "priority",
+    "kind",
+    "body",
+    "reply_to",
+    "vehicle",
+    "standing",
+    "recipients",
+    "payload",
+    "body_mode",
 )
+MESSAGE_COLUMNS = ", ".join(_COLUMNS)
+_PREFIXED = ", ".join(f"m.{c}" for c in _COLUMNS)
 
 
 def topic_row(conn: sqlite3.Connection, topic_id: str) -> TopicRow | None:
@@ -253,15 +267,18 @@ def search(
 ) -> list[sqlite3.Row]:
     """Messages whose folded body contains the literal pattern, newest first.
 
-    With ``phrase`` the trigram index narrows the candidates first; without it (queries
-    shorter than a trigram) the topic's messages are scanned. Both keep the same LIKE test.
+    With ``phrase`` the trigram index drives the query (its matches, then their rows: a
+    rare query costs its few matches, not a scan of the topic); without it the topic's
+    messages are scanned newest first until ``limit`` match. Both keep the same LIKE test,
+    so they return the same rows.
     """
     if phrase is not None:
         return conn.execute(
-            f"SELECT {MESSAGE_COLUMNS} FROM debate_messages WHERE topic_id = ? "
-            "AND rowid IN (SELECT rowid FROM debate_messages_fts WHERE debate_messages_fts "
-            "MATCH ?) AND body_folded LIKE ? ESCAPE '\\' ORDER BY ts DESC, msg_id DESC LIMIT ?",
-            (topic_id, phrase, pattern, limit),
+            f"SELECT {_PREFIXED} FROM (SELECT rowid AS hit FROM debate_messages_fts "
+            "WHERE debate_messages_fts MATCH ?) AS f CROSS JOIN debate_messages AS m "
+            "ON m.rowid = f.hit WHERE m.topic_id = ? AND m.body_folded LIKE ? ESCAPE '\\' "
+            "ORDER BY m.ts DESC, m.msg_id DESC LIMIT ?",
+            (phrase, topic_id, pattern, limit),
         ).fetchall()
     return conn.execute(
         f"SELECT {MESSAGE_COLUMNS} FROM debate_messages WHERE topic_id = ? "
