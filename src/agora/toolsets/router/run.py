@@ -118,11 +118,7 @@ class WorkflowRun:
             return self._mutate(run, command, tool, sql.stamp(now.wall))
         if run is None:
             return Effects(reply=replies.missing_graph(tool))
-        if isinstance(command, NextWork):
-            return Effects(reply=progress.next_work(run))
-        if isinstance(command, Snapshot):
-            return Effects(reply=progress.snapshot(run))
-        return Effects(reply=progress.status(run))
+        return Effects(reply=READS.dispatch(run, command))
 
     def _mutate(self, run: RunState | None, cmd: Mutation, tool: str, at: str) -> Effects:
         if run is not None and cmd.idempotency_key in run.ledger:
@@ -157,6 +153,12 @@ class WorkflowRun:
                  run.state_version, cmd.correlation_id)  # fmt: skip
         return Effects(reply=result, writes=writes, changed=True)
 
+
+#: The reads of an existing run, one per command type (they change nothing).
+READS: Final[CommandTable[Any]] = CommandTable()
+READS.on(NextWork)(lambda run, _command: progress.next_work(run))
+READS.on(Status)(lambda run, _command: progress.status(run))
+READS.on(Snapshot)(lambda run, _command: progress.snapshot(run))
 
 #: The handlers of the mutations that apply to an existing run, one per command type.
 MUTATIONS: Final[CommandTable[Applied]] = CommandTable()
