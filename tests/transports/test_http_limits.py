@@ -158,3 +158,15 @@ async def test_a_kept_alive_connection_serves_requests_until_its_limits(clock):
                 start = trio.current_time()
                 assert await read_to_end(client.stream) == b""  # closed when idle
                 assert trio.current_time() - start == pytest.approx(5, abs=0.5)
+
+
+async def test_an_http_1_0_client_gets_its_answer_and_the_connection_closes(clock):
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+            async with stream:
+                await stream.send_all(b"GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+                answer = await read_to_end(stream)
+            assert answer.startswith(b"HTTP/1.1 200 ")
+            assert b"\r\nconnection: close\r\n" in answer
+            assert answer.endswith(b"}")
