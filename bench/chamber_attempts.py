@@ -8,12 +8,12 @@ previous reply, so every one is acknowledged only after its transcript record is
 The server is ``agora serve --toolsets chamber``, started here as a subprocess on a free
 127.0.0.1 port with a fresh SQLite file and ``AGORA_SYNCHRONOUS=FULL`` (every acknowledged
 change fsync'd). Agents enter without a seed, so the server draws it and hands out a room
-from its pool (the run waits until ``/chamber/pool`` has a room per agent, up to the pool's
-size); ``--chosen-seeds`` enters with one participant seed each, so every room is built at
-entry. All agents connect first; then the three phases run one after the other,
-all agents at once, so each rate is measured alone: enters/s, acknowledged actions/s (with
-p50/p99 per-action latency as the client sees it) and seals/s. Server and client CPU time per
-phase are printed, to tell which side is the bottleneck.
+from its pool (``room_pool_size`` is set to one room per agent, and the run waits until
+``/chamber/pool`` has them all); ``--chosen-seeds`` enters with one participant seed each,
+so every room is built at entry. All agents connect first; then the three phases run one
+after the other, all agents at once, so each rate is measured alone: enters/s, acknowledged
+actions/s (with p50/p99 per-action latency as the client sees it) and seals/s. Server and
+client CPU time per phase are printed, to tell which side is the bottleneck.
 
 For scale, the same agents then send the same number of messages of the same size to a bare
 trio-websocket echo server (a subprocess, no MCP, no store): the transport floor of this
@@ -258,8 +258,15 @@ async def one_run(args: argparse.Namespace, directory: Path, group_commit: bool)
     run = Run("group commit " + ("on" if group_commit else "off"))
     db = directory / ("group.db" if group_commit else "single.db")
     with trio.fail_after(args.timeout):
+        config = directory / "agora.toml"
+        # One pooled room per agent, so a whole burst of entries finds its rooms ready.
+        config.write_text(f"[options.chamber]\nroom_pool_size = {max(args.agents, 128)}\n")
         async with agora_serve(
-            db, "chamber", synchronous=args.synchronous, group_commit=str(group_commit).lower()
+            db,
+            "chamber",
+            config=config,
+            synchronous=args.synchronous,
+            group_commit=str(group_commit).lower(),
         ) as server:
             print(f"[{run.label}] server pid {server.pid} on {server.url}", file=sys.stderr)
             url = f"{server.url.replace('http://', 'ws://')}/mcp/chamber"

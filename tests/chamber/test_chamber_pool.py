@@ -39,7 +39,7 @@ def test_an_empty_pool_gives_nothing_and_sizes_are_checked():
     pool = RoomPool(SUITES)
     assert pool.take("chambre-chrono-v0") is None
     assert pool.take("no-such-suite") is None
-    assert pool_size({}) == 512
+    assert pool_size({}) == 128
     with pytest.raises(ValueError, match="room_pool_size"):
         pool_size({"room_pool_size": -1})
 
