@@ -115,7 +115,8 @@ async def test_proposals_need_an_explicit_locked_plan(router):
     assert body["required_capabilities"] == ["explicit-skill-plan"]
 
 
-async def test_an_unknown_proposal_is_refused(router):
+@pytest.mark.parametrize("proposal_id", ["nope", "run-0123/proposal-4567"])
+async def test_an_unknown_proposal_is_refused(router, proposal_id):
     body = await router.refused("transition_support_consent",
-                                **transition_args({"proposal_id": "nope"}, 1))  # fmt: skip
+                                **transition_args({"proposal_id": proposal_id}, 1))  # fmt: skip
     assert body["code"] == "proposal-not-found"

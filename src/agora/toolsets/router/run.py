@@ -123,6 +123,8 @@ class WorkflowRun:
     def _mutate(self, run: RunState | None, cmd: Mutation, tool: str, at: str) -> Effects:
         if run is not None and cmd.idempotency_key in run.ledger:
             return Effects(reply=_replay(run, cmd))
+        if run is None and isinstance(cmd, TransitionSupport):
+            return Effects(reply=replies.refusal("proposal-not-found", "no such proposal"))
         if run is None and not isinstance(cmd, CreatePlan):
             return Effects(reply=replies.missing_graph(tool))
         current = 0 if run is None else run.state_version
