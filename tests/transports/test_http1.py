@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agora.transports.http1 import BodyReader, HttpError, chunk, parse_head, response_head
 
@@ -168,3 +170,44 @@ def test_response_bytes():
 def test_a_response_header_cannot_smuggle_a_line(value):
     with pytest.raises(ValueError, match="CR or LF"):
         response_head(200, [("x", value)])
+
+
+HEADS = st.lists(
+    st.sampled_from(
+        [b"GET / HTTP/1.1", b"Host: a", b"Content-Length: 3", b"Transfer-Encoding: chunked",
+         b"X: \x80\xff", b" folded", b"Bad Name: x", b"", b"\x00", b"Connection: close"]
+    ),
+    max_size=6,
+)  # fmt: skip
+
+
+def refusal(action):
+    """The status of the HttpError ``action()`` raises, or None (with its result)."""
+    try:
+        return None, action()
+    except HttpError as refused:
+        return refused.status, None
+
+
+@given(lines=HEADS, tail=st.binary(max_size=40))
+def test_any_bytes_either_parse_wait_or_are_refused_with_a_status(lines, tail):
+    before = b"\r\n".join(lines) + tail
+    buf = bytearray(before)
+    status, head = refusal(lambda: parse_head(buf, 256))
+    assert status in (None, 400, 431, 501)
+    if head is not None:
+        assert before.endswith(head.raw + bytes(buf))
+        assert not (head.chunked and head.length)
+    elif status is None:
+        assert before.endswith(bytes(buf))  # only blank lines before a request were dropped
+
+
+@given(st.binary(max_size=300))
+def test_arbitrary_chunked_bodies_are_read_or_refused(data):
+    head, buf = head_of(CHUNKED)
+    assert head is not None
+    reader = BodyReader(head, 100)
+    buf += data
+    status, _ = refusal(lambda: reader.feed(buf))
+    assert status in (None, 400, 413)
+    assert len(reader.body) <= 100
