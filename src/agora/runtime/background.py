@@ -6,13 +6,19 @@ at shutdown after the calls in flight had their grace period. Time comes from Tr
 (`trio.sleep`) and `Runtime.clock`, so tests drive background work with `MockClock` and
 `FakeWall` like everything else. `periodic` builds the common case: one step, repeated.
 This module must not hold toolset logic; it only schedules and supervises.
+
+On a shared store (several nodes on one PostgreSQL) a background task runs once per
+cluster: `supervise` first takes the task's cluster-wide lock (`PgStore.try_singleton`),
+retrying every `SINGLETON_RETRY` seconds while another node holds it, and gives the task up
+if the lock's connection dies (the lock is then free for another node). On SQLite nothing of
+this happens: the task simply runs.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -60,11 +66,54 @@ def periodic(seconds: float, step: BackgroundTask) -> BackgroundTask:
 
 
 async def supervise(task: BackgroundTask, runtime: Runtime) -> None:
-    """Run one background task; an exception is logged and ends that task, not the server."""
+    """Run one background task; an exception is logged and ends that task, not the server.
+
+    On a shared store the task runs only on the node holding its cluster-wide lock.
+    """
     try:
-        await task(runtime)
+        if runtime.store.guarded:
+            await _once_per_cluster(task, runtime)
+        else:
+            await task(runtime)
     except Exception:
         log.exception("background task %s crashed; it stays stopped until restart", _name(task))
+
+
+#: Seconds between two attempts at a task's cluster lock, and between two checks that the
+#: lock is still held.
+SINGLETON_RETRY = 2.0
+
+
+async def _once_per_cluster(task: BackgroundTask, runtime: Runtime) -> None:
+    store: Any = runtime.store
+    name = _name(task)
+    while True:
+        lock = await store.try_singleton(name)
+        if lock is None:
+            await trio.sleep(SINGLETON_RETRY)
+            continue
+        log.info("this node runs background task %s for the cluster", name)
+        finished = False
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_watch_lock, lock, nursery.cancel_scope)
+                await task(runtime)
+                finished = True
+                nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(lock.release)
+        if finished:
+            return
+
+
+async def _watch_lock(lock: Any, scope: trio.CancelScope) -> None:
+    while True:
+        await trio.sleep(SINGLETON_RETRY)
+        if not await trio.to_thread.run_sync(lock.alive):
+            log.warning("lost the cluster lock of a background task; another node may take it")
+            scope.cancel()
+            return
 
 
 def _name(fn: Callable[..., object]) -> str:

@@ -175,6 +175,23 @@ class PgStore(Store):
             raise StoreError(str(batch.error)) from batch.error
         return {k: batch.versions.get(k, 0) for k in wanted}
 
+    async def try_singleton(self, name: str) -> ClusterLock | None:
+        """Take the cluster-wide lock ``name`` if free: a `ClusterLock`, or None if held.
+
+        A session-level advisory lock on a connection of its own: it is released when the
+        lock is, or when that connection dies with its node (``kill -9`` included).
+        """
+        lock = ClusterLock(self.url, f"agora:{self.schema}:task:{name}")
+        try:
+            got = await trio.to_thread.run_sync(lock.acquire)
+        except psycopg.Error as exc:
+            lock.release()
+            raise StoreError(f"cannot take lock {name}: {exc}") from exc
+        if not got:
+            lock.release()
+            return None
+        return lock
+
     def close(self) -> None:
         """Finish queued writes, then close every connection; never raises."""
         self._closed = True
@@ -185,6 +202,38 @@ class PgStore(Store):
             conn.raw.close()
         self._pg_readers.clear()
         self._pg_writer.close()
+
+
+class ClusterLock:
+    """A session-level advisory lock held by one connection (see `PgStore.try_singleton`)."""
+
+    def __init__(self, url: str, name: str) -> None:
+        self._url = url
+        self._name = name
+        self._conn: psycopg.Connection[Any] | None = None
+
+    def acquire(self) -> bool:
+        """Try to take the lock (blocking I/O: call in a thread); whether it was taken."""
+        self._conn = connect(self._url)
+        row = self._conn.execute(
+            "SELECT pg_try_advisory_lock(hashtext(%s))", (self._name,)
+        ).fetchone()
+        return bool(row and row[0])
+
+    def alive(self) -> bool:
+        """Whether the lock is still held (its connection answers); blocking I/O."""
+        if self._conn is None or self._conn.closed:
+            return False
+        try:
+            self._conn.execute("SELECT 1")
+        except psycopg.Error:
+            return False
+        return True
+
+    def release(self) -> None:
+        """Give the lock back by closing its connection; never raises."""
+        if self._conn is not None:
+            self._conn.close()
 
 
 def _versions(conn: PgConn, keys: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
