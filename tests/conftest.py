@@ -73,7 +73,7 @@ def fresh_pg_schema(server: str, name: str) -> str:
         conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
         conn.execute(f'CREATE SCHEMA "{name}"')
     sep = "&" if "?" in server else "?"
-    return f"{server}{sep}options=-csearch_path%3D{name}"
+    return f"{server}{sep}options=-csearch_path%3D{name}%2Cpublic"
 
 
 def drop_pg_schema(server: str, name: str) -> None:

@@ -12,7 +12,7 @@ The PostgreSQL side is applied by `agora.store.pg` with the same versions table.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import sqlite_utils
@@ -41,6 +41,27 @@ class Migration:
     def statements(self, dialect: str) -> Sequence[str] | None:
         """This step's statements for ``dialect``, or None if it has none."""
         return self.sql.get(dialect)
+
+
+def with_statements(
+    migrations: Iterable[Migration], dialect: str, steps: Mapping[int, Sequence[str]]
+) -> tuple[Migration, ...]:
+    """``migrations`` with ``steps[version]`` as each step's statements for ``dialect``.
+
+    How a toolset adds its PostgreSQL twin without touching its SQLite steps:
+    ``MIGRATIONS = with_statements((...), "postgresql", {1: [...], 2: []})``.
+
+    Raises:
+        ValueError: ``steps`` names a version that is not among ``migrations``.
+    """
+    found = tuple(migrations)
+    unknown = set(steps) - {m.version for m in found}
+    if unknown:
+        raise ValueError(f"no migration step with version {sorted(unknown)}")
+    return tuple(
+        replace(m, sql={**m.sql, dialect: list(steps[m.version])}) if m.version in steps else m
+        for m in found
+    )
 
 
 def plan(

@@ -51,6 +51,15 @@ class ReadConn(Protocol):
         ...
 
 
+def dialect_of(conn: ReadConn) -> str:
+    """The SQL dialect ``conn`` speaks (``"sqlite"`` or ``"postgresql"``).
+
+    For the rare statement that must differ by engine (an index-specific search path);
+    everything else is written once, in the SQL both accept.
+    """
+    return str(getattr(conn, "dialect", SQLITE))
+
+
 @dataclass(frozen=True, slots=True)
 class Guard:
     """Commit a job only if entity (kind, key) is still at ``version`` (0: never written)."""
@@ -71,6 +80,11 @@ class Conflict(StoreError):
         names = ", ".join(f"{kind} {key}" for kind, key in stale)
         super().__init__(f"changed elsewhere since it was loaded: {names}")
         self.stale = stale
+
+
+class MissingTable(Exception):
+    """A statement named a table that does not exist (yet): what SQLite reports as an
+    ``OperationalError`` ("no such table"); for tables created on first use."""
 
 
 class Busy(StoreError):

@@ -16,8 +16,10 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import psycopg
-from psycopg.adapt import Dumper
+from psycopg.adapt import Dumper, Loader
 from psycopg.pq import Format
+
+from agora.store.neutral import MissingTable
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -101,6 +103,16 @@ class _BoolAsInt(Dumper):
         return b"1" if obj else b"0"
 
 
+class _NumericAsNumber(Loader):
+    """``numeric`` (what ``SUM`` of integers gives) as int or float, as SQLite returns it."""
+
+    def load(self, data: Any) -> int | float:
+        text = bytes(data).decode()
+        if "." in text or "e" in text.lower() or text in ("NaN", "Infinity", "-Infinity"):
+            return float(text)
+        return int(text)
+
+
 class PgCursor:
     """The rows of one statement (see `agora.store.neutral.ReadCursor`)."""
 
@@ -127,13 +139,18 @@ class PgCursor:
 class PgConn:
     """A psycopg connection that speaks the neutral `ReadConn` (``?`` placeholders)."""
 
+    dialect = "postgresql"
+
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.raw = conn
 
     def execute(self, sql: str, parameters: Any = (), /) -> PgCursor:
         """Run one statement."""
         query, params = convert(sql, parameters)
-        return PgCursor(self.raw.execute(query, params))
+        try:
+            return PgCursor(self.raw.execute(query, params))
+        except psycopg.errors.UndefinedTable as exc:
+            raise MissingTable(str(exc)) from exc
 
 
 def connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[Any]:
@@ -150,6 +167,7 @@ def connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[Any]:
         **KEEPALIVES,  # type: ignore[arg-type]
     )
     conn.adapters.register_dumper(bool, _BoolAsInt)
+    conn.adapters.register_loader("numeric", _NumericAsNumber)
     return conn
 
 
