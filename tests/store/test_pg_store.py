@@ -11,8 +11,8 @@ import trio
 
 from agora.errors import StoreError
 from agora.store.db import open_store
-from agora.store.migrations import Migration
-from agora.store.neutral import Conflict, Guard, parse_payload, payload_lines
+from agora.store.migrations import Migration, with_statements
+from agora.store.neutral import Conflict, Guard, MissingTable, parse_payload, payload_lines
 
 pytest.importorskip("psycopg", reason="needs: psycopg (pip install 'agora-mcp[pg]')")
 
@@ -159,3 +159,33 @@ async def test_nodes_starting_together_migrate_once(pg_url):
     with trio.fail_after(WAIT):
         async with open_store(pg_url, [ITEMS]) as a, open_store(pg_url, [ITEMS]) as b:
             assert a.versions["items"] == b.versions["items"] == 1
+
+
+def test_with_statements_adds_a_dialect_to_the_steps_it_names():
+    steps = (Migration("x", 1, lambda db: None), Migration("x", 2, lambda db: None))
+    both = with_statements(steps, "postgresql", {1: ["CREATE TABLE a (b TEXT)"], 2: []})
+    assert [m.statements("postgresql") for m in both] == [["CREATE TABLE a (b TEXT)"], []]
+    assert [m.apply for m in both] == [m.apply for m in steps]
+    with pytest.raises(ValueError, match=r"version \[3\]"):
+        with_statements(steps, "postgresql", {3: []})
+
+
+async def test_sums_read_as_numbers_and_a_missing_table_is_named(pg_url):
+    with trio.fail_after(WAIT):
+        async with open_store(pg_url, [ITEMS]) as store:
+            await store.write([insert(1), insert(2)])
+            total = await store.read(
+                lambda c: c.execute("SELECT SUM(id), AVG(id) FROM items").fetchone()
+            )
+            assert (total[0], total[1]) == (3, 1.5)
+            assert type(total[0]) is int
+
+            def missing(conn: object) -> str:
+                try:
+                    conn.execute("SELECT 1 FROM no_such_table")  # type: ignore[attr-defined]
+                except MissingTable:
+                    return "missing"
+                return "found"
+
+            assert await store.read(missing) == "missing"
+            assert await store.read(lambda c: c.execute("SELECT 1").fetchone()[0]) == 1
