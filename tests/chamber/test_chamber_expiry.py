@@ -16,6 +16,9 @@ from agora.runtime.clock import Clock, FakeWall
 from agora.server.embed import open_server
 from agora.toolsets.chamber import store, sweep, toolset
 
+#: No room pool: these servers need no rooms built ahead (and tests stay cheap).
+NO_POOL = {"chamber": {"room_pool_size": 0}}
+
 
 async def _cards(runtime) -> dict[str, dict]:
     rows = await runtime.read(lambda c: store.list_cards(c, START.date().isoformat()))
@@ -69,7 +72,7 @@ async def test_the_sweep_makes_progress_past_one_batch_and_signs(
 async def test_a_running_server_sweeps_in_the_background(mock_clock, then_seal):
     mock_clock.autojump_threshold = 0.1
     wall = FakeWall(START)
-    config = Config(db=":memory:", toolsets=["chamber"])
+    config = Config(db=":memory:", toolsets=["chamber"], options=NO_POOL)
     with trio.fail_after(sweep.SWEEP_EVERY * 60):  # threads may let the clock jump
         async with (
             open_server(config, clock=Clock(wall), toolsets=[toolset()], listen=False) as server,

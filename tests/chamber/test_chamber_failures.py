@@ -13,9 +13,12 @@ from agora.runtime.clock import Clock, FakeWall
 from agora.server.embed import open_server
 from agora.toolsets.chamber import toolset
 
+#: No room pool: these servers need no rooms built ahead (and tests stay cheap).
+NO_POOL = {"chamber": {"room_pool_size": 0}}
+
 
 async def test_a_failed_load_and_a_failed_commit_answer_in_the_chamber_envelope(monkeypatch):
-    config = Config(db=":memory:", toolsets=["chamber"])
+    config = Config(db=":memory:", toolsets=["chamber"], options=NO_POOL)
     with trio.fail_after(30):
         async with (
             open_server(

@@ -10,9 +10,12 @@ from agora.runtime.clock import Clock, FakeWall
 from agora.server.embed import open_server
 from agora.toolsets.chamber import toolset
 
+#: No room pool: these servers need no rooms built ahead (and tests stay cheap).
+NO_POOL = {"chamber": {"room_pool_size": 0}}
+
 
 async def test_the_chamber_over_an_in_process_mcp_session():
-    config = Config(db=":memory:", toolsets=["chamber"])
+    config = Config(db=":memory:", toolsets=["chamber"], options=NO_POOL)
     with trio.fail_after(20):
         async with (
             open_server(

@@ -85,7 +85,7 @@ async def test_each_connection_has_its_own_limit():
     config = Config(
         db=":memory:",
         toolsets=["chamber"],
-        options={"chamber": {"connection_enter_per_minute": 2}},
+        options={"chamber": {"connection_enter_per_minute": 2, "room_pool_size": 0}},
     )
     with trio.fail_after(30):
         async with (

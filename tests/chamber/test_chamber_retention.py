@@ -10,6 +10,9 @@ from agora.runtime.clock import Clock, FakeWall
 from agora.server.embed import open_server
 from agora.toolsets.chamber import PURGE_EVERY, store, toolset
 
+#: No room pool: these servers need no rooms built ahead (and tests stay cheap).
+NO_POOL = {"chamber": {"room_pool_size": 0}}
+
 
 def _count(conn) -> int:
     return conn.execute("SELECT count(*) FROM chamber_attempts").fetchone()[0]
@@ -19,7 +22,7 @@ async def test_a_running_server_purges_sessions_past_retention(mock_clock):
     # Rooms are built in a worker thread: jump only after 0.1 s of real idleness.
     mock_clock.autojump_threshold = 0.1
     wall = FakeWall(START)
-    config = Config(db=":memory:", toolsets=["chamber"])
+    config = Config(db=":memory:", toolsets=["chamber"], options=NO_POOL)
     with trio.fail_after(PURGE_EVERY * 4):
         async with (
             open_server(config, clock=Clock(wall), toolsets=[toolset()], listen=False) as server,

@@ -72,7 +72,9 @@ class ChamberServer:
 
     def set_signing_key(self, key: Path | None) -> None:
         """Write the config the next `start` uses: with ``key`` as the card signing key, or none."""
-        text = f'[options.chamber]\nsigning_key = "{key}"\n' if key else ""
+        text = "[options.chamber]\nroom_pool_size = 4\n"  # a few pooled rooms, cheap to build
+        if key:
+            text += f'signing_key = "{key}"\n'
         self.config.write_text(text)
 
     @property
