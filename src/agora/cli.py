@@ -25,7 +25,7 @@ import trio
 from agora import __version__
 from agora.config import Config, load_config
 from agora.errors import StoreError
-from agora.store.lock import DatabaseInUse, database_lock
+from agora.store.lock import DatabaseInUse, database_lock, shown_database
 
 #: Exit status for a configuration the user must fix.
 BAD_CONFIGURATION = 2
@@ -70,7 +70,7 @@ async def _serve(config: Config) -> None:
             print(f"  MCP (Streamable HTTP): {server.url}/mcp", file=sys.stderr)
             for name in server.app.toolsets:
                 print(f"  {name:<22} {server.url}/mcp/{name}", file=sys.stderr)
-            print(f"  database: {config.db}", file=sys.stderr, flush=True)
+            print(f"  database: {shown_database(config.db)}", file=sys.stderr, flush=True)
             async for signum in signals:
                 print(f"agora: {signal.Signals(signum).name}, shutting down", file=sys.stderr)
                 break
@@ -146,7 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--db", default=None, help="SQLite file, or :memory: (default ./agora.db)")
+        p.add_argument(
+            "--db",
+            default=None,
+            help="SQLite file, :memory:, or a postgresql:// URL shared by several nodes "
+            "(default ./agora.db)",
+        )
         p.add_argument("--config", default=None, help="agora.toml settings file")
         p.add_argument("--toolsets", default=None, help="comma-separated toolsets to serve")
         p.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")

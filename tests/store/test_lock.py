@@ -17,11 +17,17 @@ from _items import ITEMS
 
 from agora.errors import StoreError
 from agora.store.db import open_store
-from agora.store.lock import DatabaseInUse, database_lock, database_problem, lock_path
+from agora.store.lock import (
+    DatabaseInUse,
+    database_lock,
+    database_problem,
+    lock_path,
+    shown_database,
+)
 
 HOLDER = """
 import sys
-from agora.store.lock import database_lock
+from agora.store.lock import database_lock, shown_database
 with database_lock(sys.argv[1]):
     print("locked", flush=True)
     sys.stdin.read()
@@ -106,3 +112,16 @@ async def test_two_names_of_one_file_share_its_lock(tmp_path):
         with pytest.raises(DatabaseInUse):
             async with open_store(tmp_path / "alias" / "agora.db", [ITEMS]):
                 pass
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("postgresql://agora:secret@db:5432/agora", "postgresql://agora:***@db:5432/agora"),
+        ("postgres://u:p%40ss@h/d?x=1", "postgres://u:***@h/d?x=1"),
+        ("postgresql://agora@db/agora", "postgresql://agora@db/agora"),
+        ("./agora.db", "./agora.db"),
+    ],
+)
+def test_a_database_url_is_shown_without_its_password(value, shown):
+    assert shown_database(value) == shown

@@ -79,6 +79,14 @@ def database_problem(value: str) -> str | None:
     return None
 
 
+def shown_database(value: str) -> str:
+    """``value`` as it may be printed: a URL's password replaced by ``***``."""
+    return _PASSWORD.sub(r"\1***@", value)
+
+
+_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:)[^@/]*@")
+
+
 def lock_path(database: str | Path) -> Path:
     """The sidecar lock file of ``database`` (``agora.db`` -> ``agora.db.lock``).
 
