@@ -121,3 +121,17 @@ async def test_candidates_are_listed_per_workspace_bounded_and_read_only(
     commits = runtime.store.stats
     assert await listing(ws1) == first
     assert runtime.store.stats == commits
+
+
+def test_patterns_split_by_routing_matchers():
+    web = observed(3, days=2)
+    db = [
+        Observed(o.observation_id + "-db", o.workflow_run_id + "-db",
+                 {**o.document, "domains": ["db"], "tags": ["migration"]}, o.recorded_day,
+                 o.recorded_at, o.feedback)
+        for o in observed(3, days=2)
+    ]  # fmt: skip
+    found = mine(web + db, "personal", "reviewed", "sha256:" + "0" * 64)
+    assert len(found) == 2
+    codes = sorted(tuple(c["reason_codes"]) for c in found)
+    assert codes == [(), ("no-matchable-routing-context",)]

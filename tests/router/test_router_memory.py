@@ -79,6 +79,7 @@ async def test_remember_feedback_and_every_purge_scope(router, runtime, policy):
         "SELECT observation_json FROM router_memory_observations").fetchone()[0])  # fmt: skip
     assert SINGLE not in stored
     assert str(policy) not in stored
+    assert json.loads(stored)["domains"] == []  # the routing identifiers are kept
     st = await status(router, policy)
     assert st["memory_store_exists"] is True
     assert st["eligible_workflow_count"] == 1
@@ -150,6 +151,21 @@ async def test_purge_works_after_capture_is_disabled(router, options, policy):
     assert purged["deleted_observations"] == 1
     assert purged["reason_codes"] == ["managed-profile-purge-not-available"]
     assert await router.call("purge_workflow_memory", **args) == {**purged, "replayed": True}
+
+
+async def test_an_observation_keeps_the_routing_identifiers_as_matchers(router, runtime, policy):
+    routing = {"workspace_root": None, "domains": ["web"], "tags": ["feature", "api"],
+               "current_phase_id": None}  # fmt: skip
+    run = (await router.plan(SINGLE, routing_context=routing))["workflow_run_id"]
+    ev = await router.event(run, "work", {"check_id": "work-done", "outcome": "passed"}, 1)
+    await router.gate(run, "work", ev["event_ids"], 2)
+    assert (await router.call("remember_workflow", **remember_args(run, policy)))["status"] == (
+        "recorded"
+    )
+    stored = await runtime.read(lambda c: c.execute(
+        "SELECT observation_json FROM router_memory_observations").fetchone()[0])  # fmt: skip
+    kept = json.loads(stored)
+    assert (kept["domains"], kept["tags"]) == (["web"], ["api", "feature"])
 
 
 async def test_the_retention_sweep_drops_old_and_surplus_observations(

@@ -1,7 +1,9 @@
 """Workflow candidates: deterministic patterns mined from one workspace's observations.
 
 A pattern groups the observations of one workspace identity (or the personal scope) with
-the same routing envelope and target profile class; nothing crosses workspaces. Its metrics,
+the same routing envelope, target profile class, routing domains and tags (the matchers a
+Profile rule could use; ``no-matchable-routing-context`` when there are none); nothing
+crosses workspaces. Its metrics,
 all computed from stored observations and feedback, never estimated:
 
 - ``distinct_runs`` and ``distinct_days`` (of recording);
@@ -62,12 +64,14 @@ def _hex(*parts: str) -> str:
 def mine(observed: list[Observed], identity: str, effective_mode: str, policy_digest: str
          ) -> list[dict[str, Any]]:  # fmt: skip
     """The candidates of one workspace identity, ordered by pattern id."""
-    groups: dict[tuple[str, str], list[Observed]] = {}
+    groups: dict[tuple[str, str, str, str], list[Observed]] = {}
     for o in observed:
-        key = (o.document["routing_envelope"], o.document["target_profile_class"])
+        doc = o.document
+        key = (doc["routing_envelope"], doc["target_profile_class"],
+               ",".join(doc.get("domains", [])), ",".join(doc.get("tags", [])))  # fmt: skip
         groups.setdefault(key, []).append(o)
     out = []
-    for (envelope, target), members in sorted(groups.items()):
+    for (envelope, target, domains, tags), members in sorted(groups.items()):
         signatures = Counter(o.document["route_signature_digest"] for o in members)
         top, top_count = min(signatures.items(), key=lambda kv: (-kv[1], kv[0]))
         route = next(o.document for o in members if o.document["route_signature_digest"] == top)
@@ -90,7 +94,10 @@ def mine(observed: list[Observed], identity: str, effective_mode: str, policy_di
         if not _meets(metrics, REVIEWED):
             continue
         automatic = _meets(metrics, AUTOMATIC)
-        pattern = _hex(identity, envelope, target)
+        reasons = [] if metrics["canonical_skill_ids"] else ["unresolved-skill-identity"]
+        if not (domains or tags):
+            reasons.append("no-matchable-routing-context")
+        pattern = _hex(identity, envelope, target, domains, tags)
         evidence = digest(sorted(o.observation_id for o in members))
         candidate = {
             "pattern_id": f"pattern:{pattern}",
@@ -106,7 +113,7 @@ def mine(observed: list[Observed], identity: str, effective_mode: str, policy_di
             "material_evidence_digest": evidence,
             "policy_digest": policy_digest,
             "created_at": min(o.recorded_at for o in members),
-            "reason_codes": [] if metrics["canonical_skill_ids"] else ["unresolved-skill-identity"],
+            "reason_codes": reasons,
         }  # fmt: skip
         candidate["candidate_digest"] = digest(
             {k: v for k, v in candidate.items() if k != "policy_digest"}

@@ -5,8 +5,9 @@ nothing. ``remember_workflow`` records a workflow only when capture is enabled a
 eligible: completed with every gate passed, a known side-effect outcome, not ``r3``, not
 ``no-memory``, and a target the policy allows; otherwise it answers ``memory-disabled`` or
 ``not-recorded`` with every reason code and writes nothing. An observation keeps only the
-retained routing context (envelope, route source, skill tree, profile digest and rule) and
-outcomes: no objective text, no path; the workspace is a digest of its real path.
+retained routing context (envelope, route source, skill tree, profile digest and rule, the
+routing domains and tags) and outcomes: no objective text, no path; the workspace is a
+digest of its real path.
 ``record_route_feedback`` takes typed values bound to an observation of the caller's session
 and run; a correction must name both route digests (the original being the observation's)
 and at least one dimension. ``purge_workflow_memory`` works whatever the policy says. The
@@ -153,7 +154,7 @@ async def remember_workflow(call: ToolCall) -> dict[str, Any]:
         return {**result, "status": "not-recorded", "reason_codes": reasons}
     signature = digest(run["route"])
     observation = {
-        **run["route"], "route_signature_digest": signature,
+        **run["route"], **run["routing_context"], "route_signature_digest": signature,
         "side_effect_outcome": a["side_effect_outcome"], "risk_class": a["risk_class"],
         "target_profile_class": a["target_profile_class"], "one_shot": a["one_shot"],
         "recorded_day": call.runtime.clock.wall().date().isoformat(),

@@ -46,6 +46,8 @@ class Plan(msgspec.Struct, frozen=True):
     explicit_locked: bool
     items: tuple[WorkItem, ...]
     result: dict[str, Any]
+    #: The routing identifiers kept with the run (sorted domains and tags), for Memory.
+    routing: dict[str, list[str]] = msgspec.field(default_factory=dict)
 
 
 def _explicit_phases(
@@ -145,4 +147,5 @@ def build_plan(args: dict[str, Any], layers: list[profiles.Profile], warnings: l
         "activation_status": "intended-unverified" if planned else "not-planned",
         "support_consent_required": bool(explicit) and semantics != "all",
     }
-    return Plan(run_id, graph_id, envelope, goal, bool(explicit), tuple(items), result)
+    routing = {"domains": sorted(set(domains)), "tags": sorted(set(tags))}
+    return Plan(run_id, graph_id, envelope, goal, bool(explicit), tuple(items), result, routing)

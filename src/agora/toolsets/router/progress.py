@@ -109,6 +109,10 @@ def snapshot(run: RunState) -> dict[str, Any]:
         "goal_binding_id": run.goal_binding_id,
         "work_graph_id": run.work_graph_id,
         "all_gates_passed": bool(run.items) and all(i.status == "completed" for i in run.items),
+        "routing_context": {
+            "domains": list(run.routing.get("domains", [])),
+            "tags": list(run.routing.get("tags", [])),
+        },
         "route": {
             "routing_envelope": plan["routing_envelope"],
             "route_source": plan["route_source"],

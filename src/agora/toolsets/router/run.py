@@ -58,6 +58,7 @@ def _create(run: RunState | None, cmd: CreatePlan, at: str) -> tuple[RunState, l
     run = RunState(
         plan.workflow_run_id, cmd.session_id, 0, 1, "planned", plan.envelope,
         plan.goal_binding_id, plan.work_graph_id, plan.explicit_locked, plan.result, [],
+        routing=dict(plan.routing),
     )  # fmt: skip
     row = {
         "run_id": run.run_id, "session_id": run.session_id,
@@ -65,6 +66,7 @@ def _create(run: RunState | None, cmd: CreatePlan, at: str) -> tuple[RunState, l
         "status": run.status, "envelope": run.envelope, "goal_binding_id": run.goal_binding_id,
         "work_graph_id": run.work_graph_id, "explicit_locked": int(run.explicit_locked),
         "item_count": len(plan.items), "plan_json": json.dumps(plan.result),
+        "routing_json": json.dumps(plan.routing),
         "created_at": at, "updated_at": at,
     }  # fmt: skip
     writes = [sql.insert_run(row)]

@@ -90,10 +90,17 @@ def _both(statements: list[str]) -> dict[str, list[str]]:
     return {"sqlite": statements, "postgresql": statements}
 
 
+_V4 = [
+    # The run's routing identifiers (domains, tags), which Memory may retain as matchers.
+    "ALTER TABLE router_runs ADD COLUMN routing_json TEXT",
+]
+
+
 MIGRATIONS = (
     Migration(component="router", version=1, sql=_both(_SCHEMA)),
     Migration(component="router", version=2, sql=_both(_V2)),
     Migration(component="router", version=3, sql=_both(_V3)),
+    Migration(component="router", version=4, sql=_both(_V4)),
 )
 
 
@@ -220,7 +227,7 @@ def read_record(conn: sqlite3.Connection, record_id: str) -> dict[str, Any] | No
 
 _RUN_COLUMNS = (
     "run_id, session_id, idempotency_key, state_version, plan_revision, status, envelope,"
-    " goal_binding_id, work_graph_id, explicit_locked, item_count, plan_json"
+    " goal_binding_id, work_graph_id, explicit_locked, item_count, plan_json, routing_json"
 )
 _READS = {
     "items": "SELECT seq, work_item_id, phase_id, primary_skill_id, support_json,"

@@ -78,6 +78,8 @@ class RunState:
     gate_count: int = 0
     audit_count: int = 0
     proposals: dict[str, Proposal] = field(default_factory=dict)
+    #: Sorted routing ``domains`` and ``tags`` of the plan (empty for runs made before v4).
+    routing: dict[str, Any] = field(default_factory=dict)
     #: idempotency_key -> (request_digest, result)
     ledger: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
 
@@ -138,13 +140,15 @@ def from_rows(rows: dict[str, Any]) -> RunState:
         CorruptRun: if the rows do not form a valid run and work graph.
     """
     (run_id, session, _key, version, revision, status, envelope, goal, graph, locked, count,
-     plan_json) = rows["run"]  # fmt: skip
+     plan_json, routing_json) = rows["run"]  # fmt: skip
     items = [_item(r) for r in rows["items"]]
     _check_graph(items, count)
     if graph is None and items:
         raise CorruptRun("work items without a work graph")
     run = RunState(run_id, session, version, revision, status, envelope, goal, graph,
                    bool(locked), _json(plan_json, dict), items)  # fmt: skip
+    if routing_json is not None:
+        run.routing = _json(routing_json, dict)
     phases = {i.item.phase_id for i in items}
     for seq, event_id, phase, obs in rows["events"]:
         if phase not in phases:
