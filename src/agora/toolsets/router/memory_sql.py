@@ -16,6 +16,8 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
+from agora.store.neutral import MissingTable
+
 if TYPE_CHECKING:
     from agora.runtime.entity import Write
 
@@ -98,11 +100,11 @@ def delete_all(table: str) -> Write:
 
 
 def _missing_table(exc: Exception) -> bool:
-    # "No such table" as each backend says it: SQLite's message, PostgreSQL's SQLSTATE 42P01
-    # (read without importing the optional driver).
-    if isinstance(exc, sqlite3.OperationalError):
-        return str(exc).startswith("no such table")
-    return getattr(exc, "sqlstate", None) == "42P01"
+    # "No such table" as each backend says it: SQLite's OperationalError, and the store's
+    # `MissingTable` (PostgreSQL's SQLSTATE 42P01, translated by the backend).
+    if isinstance(exc, MissingTable):
+        return True
+    return isinstance(exc, sqlite3.OperationalError) and str(exc).startswith("no such table")
 
 
 def read_store(conn: sqlite3.Connection) -> dict[str, Any] | None:
