@@ -44,6 +44,8 @@ async def test_the_sweep_publishes_every_abandoned_attempt_and_nothing_else(
     again = await agent.tool("seal_attempt", challenge_handle=abandoned)
     assert again["already_sealed"] is True
     assert again["attempt_state"] == "expired"
+    assert again["allowed_next_tools"] == ["enter_open_challenge"]
+    assert again["must_seal"] is False
     card = again["card"]
     assert (card["outcome"], card["sealed_by"], card["actions_used"]) == ("expired", "expiry", 1)
     assert cards[again["card_id"]]["outcome"] == "expired"

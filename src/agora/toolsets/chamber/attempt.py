@@ -190,7 +190,8 @@ class Attempt:
             "action_index": self.action_index,
             "remaining_actions": max(0, self.rules.max_actions - self.action_index),
             "allowed_ops": self._ops_in(state),
-            "allowed_next_tools": _tools_in(state),
+            # Once a card exists (an expired one included) nothing is left but a new attempt.
+            "allowed_next_tools": _tools_in(state if self.card is None else "sealed"),
             "terminal": terminal,
             "must_seal": terminal and self.card is None,
             "expires_at": iso(self.expires_at),
