@@ -189,3 +189,37 @@ async def test_sums_read_as_numbers_and_a_missing_table_is_named(pg_url):
 
             assert await store.read(missing) == "missing"
             assert await store.read(lambda c: c.execute("SELECT 1").fetchone()[0]) == 1
+
+
+async def test_a_batch_holding_one_entitys_lock_does_not_hold_up_another_entity(pg_url):
+    # Node a's commit stalls inside its transaction (as a paused node's would) holding
+    # entity x's version row; node b still commits entity y at once, and x only after.
+    with trio.fail_after(WAIT):
+        async with open_store(pg_url, [ITEMS]) as a, open_store(pg_url, [ITEMS]) as b:
+            await a.write([insert(1)], [Guard("item", "x", 0)])
+            done: list[str] = []
+
+            async def stall() -> None:
+                await a.write([("SELECT pg_sleep(1.5)", ()), insert(2)], [Guard("item", "x", 1)])
+                done.append("a:x")
+
+            async def other_key() -> None:
+                await b.write([insert(3)], [Guard("item", "y", 0)])
+                done.append("b:y")
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(stall)
+                while not await a.read(_sleeping):  # noqa: ASYNC110 - the server's state
+                    await trio.sleep(0.01)
+                await other_key()
+                assert done == ["b:y"]  # a still holds x
+                with pytest.raises(Conflict):  # x waits for a, then finds it moved
+                    await b.write([insert(4)], [Guard("item", "x", 1)])
+            assert done == ["b:y", "a:x"]
+
+
+def _sleeping(conn: object) -> bool:
+    row = conn.execute(  # type: ignore[attr-defined]
+        "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%'"
+    ).fetchone()
+    return bool(row[0])
