@@ -286,6 +286,8 @@ async def test_sentinel_topics_deny_everyone_until_reconciled_once(desk, room):
     assert unknown == body
     out = await desk.call(CONDUCTOR, "debate_reconcile_project", topic_id=topic, project="ops")
     assert out == {"topic_id": topic, "project": "ops", "matched": 1}
+    events = await desk.runtime.read(lambda c: sql.history(c, topic))
+    assert [e["event"] for e in events] == ["project_reconciled"]
     again = await desk.refused(CONDUCTOR, "debate_reconcile_project", topic_id=topic, project="ops")
     assert again == body
     page = await desk.call(ALICE, "debate_read", topic_id=topic, role="CONDUCTOR")
