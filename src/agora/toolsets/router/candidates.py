@@ -61,9 +61,25 @@ def _hex(*parts: str) -> str:
     return digest(list(parts)).removeprefix("sha256:")[:32]
 
 
+@dataclass(frozen=True, slots=True)
+class Mined:
+    """A candidate with what a Profile preview needs: its route, matchers and members."""
+
+    candidate: dict[str, Any]
+    route: dict[str, Any]
+    members: tuple[Observed, ...]
+
+
 def mine(observed: list[Observed], identity: str, effective_mode: str, policy_digest: str
          ) -> list[dict[str, Any]]:  # fmt: skip
     """The candidates of one workspace identity, ordered by pattern id."""
+    return [m.candidate for m in mine_with_routes(observed, identity, effective_mode,
+                                                  policy_digest)]  # fmt: skip
+
+
+def mine_with_routes(observed: list[Observed], identity: str, effective_mode: str,
+                     policy_digest: str) -> list[Mined]:  # fmt: skip
+    """`mine`, keeping each candidate's proposed route and its pattern's observations."""
     groups: dict[tuple[str, str, str, str], list[Observed]] = {}
     for o in observed:
         doc = o.document
@@ -118,5 +134,5 @@ def mine(observed: list[Observed], identity: str, effective_mode: str, policy_di
         candidate["candidate_digest"] = digest(
             {k: v for k, v in candidate.items() if k != "policy_digest"}
         )
-        out.append(candidate)
-    return sorted(out, key=lambda c: c["pattern_id"])
+        out.append(Mined(candidate, route, tuple(members)))
+    return sorted(out, key=lambda m: m.candidate["pattern_id"])

@@ -42,8 +42,9 @@ async def client_roots(call: ToolCall) -> list[str]:
     return workspace.file_roots(uris)
 
 
-def _read(workspace_root: str | None, authorized: list[str], personal: str | None
-          ) -> tuple[list[profiles.Profile], list[str]]:  # fmt: skip
+def read_layers(workspace_root: str | None, authorized: list[str], personal: str | None
+                ) -> tuple[list[profiles.Profile], list[str]]:  # fmt: skip
+    """The valid manual Profiles (workspace file, personal), highest first, and warnings."""
     found: list[profiles.Profile] = []
     warnings: list[str] = []
     sources: list[tuple[profiles.Layer, tuple[str | None, list[str]]]] = []
@@ -72,4 +73,4 @@ async def plan_layers(call: ToolCall) -> tuple[list[profiles.Profile], list[str]
     personal = options.get("personal_profile")
     if workspace_root is None and not personal:
         return [], []  # nothing to read: no trip to a worker thread
-    return await trio.to_thread.run_sync(_read, workspace_root, authorized, personal)
+    return await trio.to_thread.run_sync(read_layers, workspace_root, authorized, personal)

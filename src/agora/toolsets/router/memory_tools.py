@@ -1,4 +1,4 @@
-"""The Memory tools served so far: status, remember, feedback, candidates and purge.
+"""The Memory tools served so far: status, remember, feedback, candidates, preview, purge.
 
 Each reads the policy first (files only, off the Trio thread). ``get_memory_status`` creates
 nothing. ``remember_workflow`` records a workflow only when capture is enabled and it is
@@ -31,11 +31,12 @@ from agora.toolsets.router import (
     commands,
     memory_policy,
     memory_sql,
+    previews,
     replies,
     workspace,
 )
 from agora.toolsets.router.digests import digest, request_digest
-from agora.toolsets.router.layers import client_roots
+from agora.toolsets.router.layers import client_roots, read_layers
 from agora.toolsets.router.memory import (
     MEMORY,
     MEMORY_KEY,
@@ -263,3 +264,49 @@ async def sweep(runtime: Runtime) -> None:
     dropped = await runtime.call(MEMORY, MEMORY_KEY, Sweep(cutoff=cutoff, keep=RETENTION_MAX))
     if dropped:
         log.info("router memory retention dropped %d observations", dropped)
+
+
+def _manual_profiles(
+    workspace_root: str | None, authorized: list[str], personal: str | None
+) -> list[Any]:
+    found, _warnings = read_layers(workspace_root, authorized, personal)
+    return found
+
+
+async def preview_profile_update(call: ToolCall) -> dict[str, Any]:
+    """Preview what a candidate would change in its managed Profile; persists nothing."""
+    a = call.args
+    policy, identity = await _policy(call)
+    answer: dict[str, Any] = {
+        "authority_mode": "router-local", "replayed": False, "proposal": None,
+        "revision_id": None, "revision_digest": None,
+    }  # fmt: skip
+    if not policy.candidate_generation_enabled:
+        return {**answer, "status": "blocked", "reason_codes": list(policy.reason_codes)}
+    rows = await call.runtime.read(lambda conn: memory_sql.read_workspace(conn, identity))
+    observed = [
+        candidates.Observed(oid, run, json.loads(doc), day, at,
+                            tuple(json.loads(f)["feedback_type"] for f in fb))
+        for oid, run, doc, day, at, fb in rows or []
+    ]  # fmt: skip
+    mined = next(
+        (m for m in candidates.mine_with_routes(observed, identity, policy.effective_mode,
+                                                policy.digest)
+         if m.candidate["candidate_id"] == a["candidate_id"]),
+        None,
+    )  # fmt: skip
+    if mined is None:
+        return {**answer, "status": "not-found", "reason_codes": ["workflow-candidate-not-found"]}
+    if mined.candidate["target_profile_class"] not in policy.allowed_targets:
+        return {**answer, "status": "blocked", "reason_codes": ["profile-target-not-allowed"]}
+    options = call.runtime.options("router")
+    authorized = [str(r) for r in options.get("workspace_roots", [])]
+    if a["workspace_root"] is not None:
+        authorized += await client_roots(call)
+    manual = await trio.to_thread.run_sync(
+        _manual_profiles, a["workspace_root"], authorized, options.get("personal_profile")
+    )
+    proposal, reasons = previews.preview(mined, observed, manual, policy.digest)
+    if proposal is None:
+        return {**answer, "status": "blocked", "reason_codes": reasons}
+    return {**answer, "status": "previewed", "proposal": proposal, "reason_codes": reasons}

@@ -4,7 +4,7 @@ A handler builds one command from validated arguments and returns the run's repl
 no rule of its own. Tools that cannot run here (the verified-host ones) answer the typed
 capability-unavailable from `agora.toolsets.router.replies`; the adapter tools live in
 `agora.toolsets.router.evaluations` and the Memory tools in
-`agora.toolsets.router.memory_tools` (five of the eight so far).
+`agora.toolsets.router.memory_tools` (six of the eight so far).
 """
 
 from __future__ import annotations
@@ -151,4 +151,5 @@ HANDLERS: Final[dict[str, Handler]] = {
     "record_route_feedback": memory_tools.record_route_feedback,
     "purge_workflow_memory": memory_tools.purge_workflow_memory,
     "list_workflow_candidates": memory_tools.list_workflow_candidates,
+    "preview_profile_update": memory_tools.preview_profile_update,
 }

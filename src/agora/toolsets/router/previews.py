@@ -1,0 +1,131 @@
+"""Profile previews: what a candidate would change in its managed Profile, and a backtest.
+
+`preview` is pure and deterministic: the same store and files give byte-identical output
+and digests. The proposed Profile (format ``agora-router-profile/1``, id
+``managed-<target>``) holds one rule built from the candidate: its matchers are the
+pattern's routing domains (any of) and tags (all of), its envelope and phases the
+candidate's route, each phase's exit gate checked by its gate id. A candidate without
+matchers is not previewed (``matcher-seed-required``): a rule matching everything would
+capture all work. No managed Profile can exist before transitions are served, so the
+expected current Profile is ``missing`` and the diff only adds the rule.
+
+The backtest replays the rule over the workspace's observations: ``positive_*`` counts the
+pattern's own runs it matches with the same route; ``unexpected_match_count`` counts other
+runs it would also match, and ``planned_route_regressions`` those of them whose route it
+would change. A manual Profile (workspace file or personal) whose rules match the pattern's
+context outranks any managed Profile: ``manual_precedence``. The preview is acceptable
+when coverage is at least 0.75, nothing regresses, and no manual Profile takes precedence.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any, Final
+
+from agora.toolsets.router import profiles
+from agora.toolsets.router.digests import canonical, digest
+
+if TYPE_CHECKING:
+    from agora.toolsets.router.candidates import Mined, Observed
+
+MIN_COVERAGE: Final = 0.75
+#: How long a preview's proposal stays valid after the newest evidence it rests on.
+VALID_FOR: Final = dt.timedelta(days=7)
+
+
+def _rule(mined: Mined) -> dict[str, Any]:
+    doc = mined.members[0].document
+    match: dict[str, Any] = {}
+    if doc.get("domains"):
+        match["domains_any"] = list(doc["domains"])
+    if doc.get("tags"):
+        match["tags_all"] = list(doc["tags"])
+    phases = [
+        {
+            "phase_id": p["phase_id"], "primary_skill_id": p["primary_skill_id"],
+            "support_skill_ids": list(p["support_skill_ids"]),
+            "exit_gate": {"gate_id": p["exit_gate"], "check_ids": [p["exit_gate"]]},
+        }
+        for p in mined.route["planned_skill_tree"]
+    ]  # fmt: skip
+    rule_id = "cand-" + mined.candidate["candidate_id"].removeprefix("candidate:")[:16]
+    return {"rule_id": rule_id, "match": match, "envelope": mined.route["routing_envelope"],
+            "phases": phases}  # fmt: skip
+
+
+def _matches(rule: dict[str, Any], o: Observed) -> bool:
+    domains = set(rule["match"].get("domains_any", []))
+    tags = set(rule["match"].get("tags_all", []))
+    doc = o.document
+    return (not domains or bool(domains & set(doc.get("domains", [])))) and tags <= set(
+        doc.get("tags", [])
+    )
+
+
+def _backtest(rule: dict[str, Any], mined: Mined, observed: list[Observed], signature: str,
+              manual: list[profiles.Profile]) -> dict[str, Any]:  # fmt: skip
+    members = {o.observation_id for o in mined.members}
+    own = [o for o in mined.members if _matches(rule, o)]
+    positive = sum(o.document["route_signature_digest"] == signature for o in own)
+    others = [o for o in observed if o.observation_id not in members and _matches(rule, o)]
+    regressions = sum(o.document["route_signature_digest"] != signature for o in others)
+    doc = mined.members[0].document
+    context = (tuple(doc.get("domains", [])), tuple(doc.get("tags", [])), None)
+    manual_route = profiles.resolve(manual, *context)
+    coverage = positive / len(mined.members)
+    test = {
+        "workspace_isolation": True, "capability_gap_summary": "unavailable",
+        "positive_observation_count": len(mined.members), "positive_match_count": positive,
+        "positive_match_coverage": coverage, "unexpected_match_count": len(others),
+        "planned_route_regressions": regressions,
+        "manual_precedence": manual_route.rule_id is not None,
+        "manual_profile_digests": sorted(p.digest for p in manual),
+        "shadowed_rule_ids": [], "equal_rank_conflicts": [],
+    }  # fmt: skip
+    test["acceptable"] = (
+        coverage >= MIN_COVERAGE and regressions == 0 and not test["manual_precedence"]
+    )
+    test["backtest_digest"] = digest(test)
+    return test
+
+
+def preview(mined: Mined, observed: list[Observed], manual: list[profiles.Profile],
+            policy_digest: str) -> tuple[dict[str, Any] | None, list[str]]:  # fmt: skip
+    """The proposal of ``mined``'s candidate, or None with the reason codes that block it."""
+    candidate = mined.candidate
+    if "no-matchable-routing-context" in candidate["reason_codes"]:
+        return None, ["matcher-seed-required"]
+    target = candidate["target_profile_class"]
+    rule = _rule(mined)
+    proposed_doc = {"format": profiles.FORMAT, "profile_id": f"managed-{target}",
+                    "rules": [rule]}  # fmt: skip
+    proposed_json = canonical(proposed_doc).decode()
+    parsed, problems = profiles.parse_profile("personal", proposed_json)
+    if parsed is None or problems:
+        return None, ["profile-lint-failed"]
+    signature = mined.route["route_signature_digest"]
+    test = _backtest(rule, mined, observed, signature, manual)
+    diff_json = canonical({"added_rules": [rule["rule_id"]], "removed_rules": [],
+                           "changed_rules": []}).decode()  # fmt: skip
+    newest = max(o.recorded_at for o in mined.members)
+    expires = dt.datetime.strptime(newest, "%Y-%m-%dT%H:%M:%S.%fZ") + VALID_FOR
+    proposal = {
+        "candidate_id": candidate["candidate_id"],
+        "candidate_digest": candidate["candidate_digest"], "target_profile_class": target,
+        "workspace_identity_digest": candidate["workspace_identity_digest"],
+        "expected_profile_digest": "missing", "state_version": 1,
+        "proposed_profile_json": proposed_json, "proposed_profile_digest": digest(proposed_doc),
+        "semantic_diff_json": diff_json, "semantic_diff_digest": digest(diff_json),
+        "backtest": test, "backtest_digest": test["backtest_digest"],
+        "policy_digest": policy_digest, "status": "pending",
+        "created_at": candidate["created_at"],
+        "expires_at": expires.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+    }  # fmt: skip
+    proposal["proposal_id"] = (
+        "proposal:"
+        + digest(
+            [candidate["candidate_id"], "missing", proposal["proposed_profile_digest"]]
+        ).removeprefix("sha256:")[:32]
+    )
+    proposal["proposal_digest"] = digest(proposal)
+    return proposal, [] if test["acceptable"] else ["profile-backtest-failed"]

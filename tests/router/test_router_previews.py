@@ -1,0 +1,105 @@
+"""Profile previews: deterministic, read-only, backtested, and blocked when they must be."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from memory_support import remember_args
+from router_driver import ctx
+
+from agora.toolsets.router.profiles import parse_profile
+
+
+@pytest.fixture
+def workspace(tmp_path, options):
+    policy = tmp_path / "memory-policy.json"
+    policy.write_text(json.dumps({
+        "format": "agora-router-memory-policy/1", "ceiling": "reviewed",
+        "allowed_targets": ["managed-personal"],
+    }))  # fmt: skip
+    options["router"]["memory_policy"] = str(policy)
+    options["router"]["workspace_roots"] = [str(tmp_path)]
+    root = tmp_path / "ws"
+    (root / ".codex").mkdir(parents=True)
+    (root / ".codex" / "workflow-skill-router-memory.json").write_text(json.dumps(
+        {"format": "agora-router-memory-request/1", "requested_mode": "reviewed"}))  # fmt: skip
+    return root
+
+
+async def record(router, runtime, root, domains, days=2, runs=3):
+    routing = {"workspace_root": str(root), "domains": domains, "tags": [],
+               "current_phase_id": None}  # fmt: skip
+    lock = {"explicit_skill_ids": ["skill:lead"], "explicit_semantics": "use"}
+    for n in range(runs):
+        plan = await router.plan("Fix the typo", routing_context=routing, **lock)
+        run = plan["workflow_run_id"]
+        ev = await router.event(run, "work", {"check_id": "work-done", "outcome": "passed"}, 1)
+        await router.gate(run, "work", ev["event_ids"], 2)
+        recorded = await router.call("remember_workflow", **remember_args(run, root))
+        assert recorded["status"] == "recorded"
+        if n % (runs // days or 1) == 0:
+            runtime.clock.wall_source.advance(86400)
+
+
+async def candidates(router, root):
+    listed = await router.call("list_workflow_candidates", context=ctx(), limit=10,
+                               workspace_root=str(root), status=None)  # fmt: skip
+    return listed["candidates"]
+
+
+async def preview(router, root, candidate_id):
+    return await router.call("preview_profile_update", context=ctx(), workspace_root=str(root),
+                             candidate_id=candidate_id)  # fmt: skip
+
+
+async def test_a_preview_is_deterministic_backtested_and_persists_nothing(
+    router, runtime, workspace
+):
+    await record(router, runtime, workspace, ["web"])
+    (candidate,) = await candidates(router, workspace)
+    commits = runtime.store.stats
+    first = await preview(router, workspace, candidate["candidate_id"])
+    again = await preview(router, workspace, candidate["candidate_id"])
+    assert runtime.store.stats == commits
+    assert json.dumps(first, sort_keys=True) == json.dumps(again, sort_keys=True)
+    assert first["status"] == "previewed"
+    assert first["reason_codes"] == []
+    proposal = first["proposal"]
+    assert proposal["expected_profile_digest"] == "missing"
+    assert proposal["backtest"]["acceptable"] is True
+    assert proposal["backtest"]["positive_match_coverage"] == 1.0
+    profile, warnings = parse_profile("personal", proposal["proposed_profile_json"])
+    assert profile is not None
+    assert warnings == []
+    (rule,) = profile.rules
+    assert rule.domains_any == frozenset({"web"})
+    assert rule.phases[0].primary_skill_id == "skill:lead"
+    await record(router, runtime, workspace, ["web"], runs=1, days=1)
+    (changed,) = await candidates(router, workspace)
+    later = await preview(router, workspace, changed["candidate_id"])
+    assert later["proposal"]["proposal_digest"] != proposal["proposal_digest"]
+
+
+async def test_previews_that_cannot_be_made_say_why(router, runtime, workspace, tmp_path, options):
+    missing = await preview(router, workspace, "candidate:" + "0" * 32)
+    assert (missing["status"], missing["reason_codes"]) == (
+        "not-found", ["workflow-candidate-not-found"]
+    )  # fmt: skip
+    await record(router, runtime, workspace, [])
+    (unmatched,) = await candidates(router, workspace)
+    blocked = await preview(router, workspace, unmatched["candidate_id"])
+    assert (blocked["status"], blocked["reason_codes"]) == ("blocked", ["matcher-seed-required"])
+    await record(router, runtime, workspace, ["web"])
+    web = next(c for c in await candidates(router, workspace) if not c["reason_codes"])
+    personal = tmp_path / "personal.json"
+    personal.write_text(json.dumps({
+        "format": "agora-router-profile/1", "profile_id": "mine",
+        "rules": [{"rule_id": "web", "match": {"domains_any": ["web"]}, "phases": [{
+            "phase_id": "p", "primary_skill_id": "skill:other",
+            "exit_gate": {"gate_id": "g", "check_ids": ["c"]}}]}],
+    }))  # fmt: skip
+    options["router"]["personal_profile"] = str(personal)
+    outranked = await preview(router, workspace, web["candidate_id"])
+    assert outranked["proposal"]["backtest"]["manual_precedence"] is True
+    assert outranked["reason_codes"] == ["profile-backtest-failed"]
