@@ -2,7 +2,10 @@
 
 Each theme module declares its command Structs and the pure handlers that apply them to a
 `agora.toolsets.debate.topic.Topic`; importing this package registers every handler in
-`COMMANDS` (see `table`).
+`COMMANDS` (see `table`). A new theme (debate/v1: claims, phases, judges, workers) is one
+more module registering its own commands here; it keeps its micro-state beside the topic's
+records, reads its configuration from ``TopicRow.protocol`` (validated at creation) and its
+posts' structured fields from ``Post.extra``, and needs no change to the dispatch.
 """
 
 from __future__ import annotations
