@@ -1,0 +1,130 @@
+"""Hostile input against every served tool of all four toolsets (chess, chamber, router, debate).
+
+The tools and their schemas come from the live server's catalog (``/mcp``), never from a
+hand-written list, so a tool added tomorrow is fuzzed tomorrow. Three tests share one server
+and one pool of harvested ids: calls shaped by each inputSchema (they reach real entities
+and must answer within the outputSchema), the same calls mutated (wrong types, boundary
+lengths, unicode edge cases, lone surrogates, deep nesting, huge numbers, null bytes,
+duplicate keys), and mutations of the JSON-RPC envelope around them. `fuzz_oracle.Oracle`
+states the properties. The server must still answer a ping at the end of each test.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from conftest import EXAMPLES, FUZZ
+from fuzz_oracle import Oracle
+from fuzz_schemas import RAW_EDGES, Raw, arguments, dumps, mutated
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agora.server.app import tool_names
+
+if TYPE_CHECKING:
+    from fuzz_live import LiveServer
+
+    from agora.mcp.catalog import ToolEntry
+
+POOL: list[str] = []
+TOOLSETS = {"chess", "chamber", "router", "debate"}
+
+
+@pytest.fixture(scope="module")
+def tools(live: LiveServer) -> list[ToolEntry]:
+    assert live.session is not None
+    catalog = live.session.app.endpoint("/mcp").catalog  # type: ignore[union-attr]
+    listed = catalog.listed_tools()
+    names = {t.name for t in listed}
+    served = {name for name, ts in live.session.app.toolsets.items() if set(tool_names(ts)) & names}
+    assert served == TOOLSETS, f"the fuzzer must see all four toolsets, saw {served}"
+    return listed
+
+
+@pytest.fixture(scope="module")
+def oracle(live: LiveServer) -> Oracle:
+    session = live.session
+    assert session is not None
+    init = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "fuzz", "version": "0"},
+    }
+    reply = live.call(_message(0, "initialize", init), 0)
+    assert reply is not None
+    assert "result" in reply, reply
+    live.call(b'{"jsonrpc":"2.0","method":"notifications/initialized"}', "none")
+    return Oracle(live, POOL)
+
+
+def _message(rid: Any, method: str, params: Any) -> bytes:
+    head = f'{{"jsonrpc":"2.0","id":{dumps(rid)},"method":"{method}",'
+    return f'{head}"params":{dumps(params)}}}'.encode()
+
+
+def _call(live: LiveServer, oracle: Oracle, tool: ToolEntry, args: Any) -> None:
+    assert live.session is not None
+    rid = live.session.next_id()
+    data = _message(rid, "tools/call", {"name": tool.name, "arguments": args})
+    oracle.check(tool, data, live.call(data, rid))
+
+
+def _still_up(live: LiveServer) -> None:
+    assert live.session is not None
+    rid = live.session.next_id()
+    reply = live.call(_message(rid, "ping", {}), rid)
+    assert reply == {"jsonrpc": "2.0", "id": rid, "result": {}}
+
+
+def test_schema_shaped_calls(live, tools, oracle):
+    @FUZZ
+    @given(st.data())
+    def run(data: st.DataObject) -> None:
+        tool = data.draw(st.sampled_from(tools))
+        _call(live, oracle, tool, data.draw(arguments(tool.input_schema, POOL)))
+
+    run()
+    _still_up(live)
+    assert oracle.cases >= min(EXAMPLES, 100)
+
+
+def test_mutated_calls(live, tools, oracle):
+    @FUZZ
+    @given(st.data())
+    def run(data: st.DataObject) -> None:
+        tool = data.draw(st.sampled_from(tools))
+        _call(live, oracle, tool, data.draw(mutated(tool.input_schema, POOL)))
+
+    run()
+    _still_up(live)
+
+
+_ENVELOPE = [
+    lambda name, args: {"name": name},  # arguments missing
+    lambda name, args: {"name": name, "arguments": None},
+    lambda name, args: {"name": name, "arguments": [args]},
+    lambda name, args: {"name": [name], "arguments": args},
+    lambda name, args: {"name": name + "\x00", "arguments": args},
+    lambda name, args: {"name": name.upper(), "arguments": args},
+    lambda name, args: {"name": name, "arguments": args, "_meta": {"progressToken": [1]}},
+    lambda name, args: {"name": name, "arguments": args, "_meta": Raw(RAW_EDGES[0])},
+    lambda name, args: {"arguments": args},
+]
+
+
+@pytest.mark.parametrize("rid", [7, "s-id", 2**62, Raw('"\\ud800"')], ids=str)
+def test_mutated_envelopes(live, tools, oracle, rid):
+    @FUZZ
+    @given(st.data())
+    def run(data: st.DataObject) -> None:
+        tool = data.draw(st.sampled_from(tools))
+        args = data.draw(arguments(tool.input_schema, POOL))
+        params = data.draw(st.sampled_from(_ENVELOPE))(tool.name, args)
+        sent = _message(rid, "tools/call", params)
+        reply_id = json.loads(str(rid)) if isinstance(rid, Raw) else rid
+        oracle.check(tool, sent, live.call(sent, reply_id, dumps(rid)))
+
+    run()
+    _still_up(live)
