@@ -1,7 +1,9 @@
 """Fixtures of the hostile-input fuzzer: one live server per module, the served tools.
 
-``AGORA_FUZZ_EXAMPLES`` sets the hypothesis example count of each fuzz test (a small seed by
-default, so CI stays quick; ``AGORA_FUZZ_EXAMPLES=100000`` for a local run).
+``AGORA_FUZZ_EXAMPLES`` N sets the hypothesis example count: N for each of the schema-shaped,
+mutated and raw-frame tests, N/4 for each of the four envelope variants (so 4N cases in all):
+a small seed by default, so CI stays quick; ``AGORA_FUZZ_EXAMPLES=25000`` is a 100,000-case
+local run.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from hypothesis import HealthCheck, settings
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-EXAMPLES = int(os.environ.get("AGORA_FUZZ_EXAMPLES", "150"))
+EXAMPLES = int(os.environ.get("AGORA_FUZZ_EXAMPLES", "120"))
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
@@ -70,6 +71,7 @@ class Oracle:
         self.pool = pool
         self.watch = Watch(live.db)
         self.cases = 0
+        self.parked: Counter[str] = Counter()
         #: Tool name -> how one of its isError bodies broke its outputSchema.
         self.loose_errors: dict[str, str] = {}
 
@@ -80,6 +82,7 @@ class Oracle:
         assert not self.live.log.records, f"{where}: server logged {self.live.log.records}"
         touched = self.watch.look()
         if reply is None:  # a long-poll parked, then cancelled: nothing to check but the log
+            self.parked[tool.name if tool else "?"] += 1
             return
         if "error" in reply:
             assert reply["error"]["code"] != INTERNAL_ERROR, f"{where}: {reply}"

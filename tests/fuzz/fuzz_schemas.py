@@ -196,13 +196,19 @@ def _boundary_strings(schema: dict[str, Any]) -> list[str]:
     return out
 
 
-@st.composite
-def mutated(draw: st.DrawFn, schema: dict[str, Any], pool: list[str]) -> Any:
+def mutated(schema: dict[str, Any], pool: list[str]) -> st.SearchStrategy[Any]:
     """Arguments from ``schema`` with one to three hostile changes (or a non-object)."""
-    args: dict[str, Any] = draw(arguments(schema, pool))
-    props: dict[str, Any] = schema.get("properties", {})
+    return _mutate(arguments(schema, pool), schema.get("properties", {}))
+
+
+_NON_OBJECT = st.one_of(_HOSTILE_VALUE, st.just(Raw("[1,2]")), st.just(Raw('"x"')))
+
+
+@st.composite
+def _mutate(draw: st.DrawFn, base: st.SearchStrategy[Any], props: dict[str, Any]) -> Any:
+    args: dict[str, Any] = draw(base)
     if draw(st.integers(0, 19)) == 0:
-        return draw(st.one_of(_HOSTILE_VALUE, st.just(Raw("[1,2]")), st.just(Raw('"x"'))))
+        return draw(_NON_OBJECT)
     for _ in range(draw(st.integers(1, 3))):
         move = draw(st.integers(0, 6))
         names = sorted(set(props) | set(args))

@@ -18,7 +18,7 @@ import pytest
 from conftest import EXAMPLES, FUZZ
 from fuzz_oracle import Oracle
 from fuzz_schemas import RAW_EDGES, Raw, arguments, dumps, mutated
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agora.server.app import tool_names
@@ -59,6 +59,18 @@ def oracle(live: LiveServer) -> Oracle:
     return Oracle(live, POOL)
 
 
+_STRATEGIES: dict[tuple[Any, str], st.SearchStrategy[Any]] = {}
+
+
+def _strategy(kind: Any, tool: ToolEntry) -> st.SearchStrategy[Any]:
+    """``kind(schema, POOL)`` for ``tool``, built once (hypothesis validates a strategy the
+    first time it draws from it, which costs more than the draw)."""
+    key = (kind, tool.name)
+    if key not in _STRATEGIES:
+        _STRATEGIES[key] = kind(tool.input_schema, POOL)
+    return _STRATEGIES[key]
+
+
 def _message(rid: Any, method: str, params: Any) -> bytes:
     head = f'{{"jsonrpc":"2.0","id":{dumps(rid)},"method":"{method}",'
     return f'{head}"params":{dumps(params)}}}'.encode()
@@ -83,7 +95,7 @@ def test_schema_shaped_calls(live, tools, oracle):
     @given(st.data())
     def run(data: st.DataObject) -> None:
         tool = data.draw(st.sampled_from(tools))
-        _call(live, oracle, tool, data.draw(arguments(tool.input_schema, POOL)))
+        _call(live, oracle, tool, data.draw(_strategy(arguments, tool)))
 
     run()
     _still_up(live)
@@ -95,10 +107,17 @@ def test_mutated_calls(live, tools, oracle):
     @given(st.data())
     def run(data: st.DataObject) -> None:
         tool = data.draw(st.sampled_from(tools))
-        _call(live, oracle, tool, data.draw(mutated(tool.input_schema, POOL)))
+        _call(live, oracle, tool, data.draw(_strategy(mutated, tool)))
 
     run()
     _still_up(live)
+    # chess and chamber describe their refusals in their outputSchemas: keep it so. (The
+    # router's and debate's isError bodies fall outside theirs; the SDK does not mind.)
+    assert live.session is not None
+    toolsets = live.session.app.toolsets
+    described = {n for name in ("chess", "chamber") for n in tool_names(toolsets[name])}
+    loose = {t: why for t, why in oracle.loose_errors.items() if t in described}
+    assert not loose, loose
 
 
 _ENVELOPE = [
@@ -116,11 +135,11 @@ _ENVELOPE = [
 
 @pytest.mark.parametrize("rid", [7, "s-id", 2**62, Raw('"\\ud800"')], ids=str)
 def test_mutated_envelopes(live, tools, oracle, rid):
-    @FUZZ
+    @settings(FUZZ, max_examples=max(1, EXAMPLES // 4))
     @given(st.data())
     def run(data: st.DataObject) -> None:
         tool = data.draw(st.sampled_from(tools))
-        args = data.draw(arguments(tool.input_schema, POOL))
+        args = data.draw(_strategy(arguments, tool))
         params = data.draw(st.sampled_from(_ENVELOPE))(tool.name, args)
         sent = _message(rid, "tools/call", params)
         reply_id = json.loads(str(rid)) if isinstance(rid, Raw) else rid
