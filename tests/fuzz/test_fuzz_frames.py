@@ -18,7 +18,7 @@ import socket
 import struct
 from typing import TYPE_CHECKING
 
-from conftest import FUZZ
+from fuzz_settings import FUZZ
 from hypothesis import given
 from hypothesis import strategies as st
 

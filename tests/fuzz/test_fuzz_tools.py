@@ -15,9 +15,9 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from conftest import EXAMPLES, FUZZ
 from fuzz_oracle import Oracle
 from fuzz_schemas import RAW_EDGES, Raw, arguments, dumps, mutated
+from fuzz_settings import EXAMPLES, FUZZ
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

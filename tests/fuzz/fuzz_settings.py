@@ -1,0 +1,21 @@
+"""How many cases the hostile-input fuzzer runs.
+
+``AGORA_FUZZ_EXAMPLES`` N sets the hypothesis example count: N for each of the schema-shaped,
+mutated and raw-frame tests, N/4 for each of the four envelope variants (so 4N cases in all):
+a small seed by default, so CI stays quick; ``AGORA_FUZZ_EXAMPLES=25000`` is a 100,000-case
+local run.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+EXAMPLES = int(os.environ.get("AGORA_FUZZ_EXAMPLES", "120"))
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
