@@ -213,6 +213,8 @@ class Actor:
         runtime = self.runtime
         try:
             if self._entity is None:
+                self._entity = self._created()
+            if self._entity is None:
                 loaded_at = runtime.clock.now()  # read here: the loader runs in a thread
                 self._entity = await runtime.store.read(
                     lambda conn: self.kind.load(conn, self.key, loaded_at)
@@ -353,8 +355,13 @@ class Actor:
                     )
                     self._entity = entity
                     return entity
-                self._entity = await runtime.store.read(
-                    lambda conn: self.kind.load(conn, self.key, loaded_at)
+                created = self._created()
+                self._entity = (
+                    created
+                    if created is not None
+                    else await runtime.store.read(
+                        lambda conn: self.kind.load(conn, self.key, loaded_at)
+                    )
                 )
             except LookupError:
                 raise
@@ -364,6 +371,18 @@ class Actor:
                     f"internal error in {self.kind.kind}; nothing was changed"
                 ) from exc
         return self._entity
+
+    def _created(self) -> Any:
+        """The entity the kind's optional ``create(key, now)`` knows to be new, else None.
+
+        A kind that knows a key names nothing stored yet (say, a handle it just drew at
+        random) spares the load its worker-thread hop; only unguarded stores ask, since a
+        guarded one must read the entity's version.
+        """
+        create = getattr(self.kind, "create", None)
+        if create is None:
+            return None
+        return create(self.key, self.runtime.clock.now())
 
     def forget_entity(self) -> None:
         """Drop the in-memory entity: the next command reloads it from the store."""

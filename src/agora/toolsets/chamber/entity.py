@@ -406,9 +406,16 @@ class AttemptKind:
     #: them (they are fresh 64-bit random draws), so their load reads no rows.
     fresh: set[str] = field(default_factory=set, repr=False)
 
+    def create(self, key: str, now: Now) -> AttemptEntity | None:
+        """The empty slot of a handle ``enter`` just drew, without reading the store."""
+        if key not in self.fresh:
+            return None
+        self.fresh.discard(key)
+        return AttemptEntity(self.rules, key, None)
+
     def load(self, conn: sqlite3.Connection, key: str, now: Now) -> AttemptEntity:
         """The attempt ``key`` as committed; an empty slot if unknown or retired."""
-        if key in self.fresh:
+        if key in self.fresh:  # a store that reads versions loads fresh handles too
             self.fresh.discard(key)
             return AttemptEntity(self.rules, key, None)
         attempt = store.load_attempt(conn, key, self.rules)
