@@ -185,6 +185,13 @@ async def test_watermark_posts_the_marker_and_heals_the_primary_cursor(desk, roo
     assert msg["priority"] == "INFO"
     assert msg["recipients"] == []
     assert [m["body"] for m in (await check(desk, room))["pending"]] == ["two"]
+    # debate_read starts after the role's watermark unless a cursor is given.
+    page = await desk.call(BOB, "debate_read", topic_id=room["topic"], role="ADVOCATE")
+    assert [m["body"] for m in page["messages"]] == ["two", first["msg_id"]]
+    whole = await desk.call(
+        BOB, "debate_read", topic_id=room["topic"], role="ADVOCATE", since_ts="2000-01-01T00:00Z"
+    )
+    assert whole["count"] > page["count"]
     body = await desk.refused(
         STAR,
         "debate_advance_watermark",
