@@ -223,3 +223,23 @@ def _sleeping(conn: object) -> bool:
         "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%'"
     ).fetchone()
     return bool(row[0])
+
+
+async def test_after_their_connections_are_killed_writer_and_readers_reconnect(pg_url):
+    import psycopg
+
+    with trio.fail_after(WAIT):
+        async with open_store(pg_url, [ITEMS]) as store:
+            await store.write([insert(1)])
+            assert await store.probe([("item", "x")]) == {("item", "x"): 0}  # a pooled reader
+            with psycopg.connect(pg_url, autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (store.writer_pid,))
+                admin.execute(  # the readers go too
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE pid <> pg_backend_pid() AND datname = current_database()"
+                )
+            with pytest.raises(StoreError):  # in flight when the connection died: not saved
+                await store.write([insert(2)])
+            await store.write([insert(3)])
+            ids = await store.read(lambda c: [r[0] for r in c.execute("SELECT id FROM items")])
+            assert sorted(ids) == [1, 3]

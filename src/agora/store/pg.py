@@ -45,6 +45,8 @@ CORE_TABLES = (
 
 log = logging.getLogger(__name__)
 
+_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
 
 @dataclass(slots=True, eq=False)
 class _Probe:
@@ -120,8 +122,13 @@ class PgStore(Store):
     def _read_in_thread(self, fn: Callable[[Any], T], conn: PgConn | None) -> tuple[T, PgConn]:
         if conn is None or conn.raw.closed or conn.raw.broken:
             conn = PgConn(connect(self.url))
+        try:
+            conn.raw.execute(_SNAPSHOT)
+        except psycopg.OperationalError:  # a pooled connection that died idle: nothing ran yet
+            conn.raw.close()
+            conn = PgConn(connect(self.url))
+            conn.raw.execute(_SNAPSHOT)
         raw = conn.raw
-        raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         try:
             result = fn(conn)
         except BaseException:
