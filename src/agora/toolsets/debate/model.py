@@ -120,7 +120,6 @@ class TopicData:
     #: Rendered addressed messages while a delivery of theirs is open (the inbox replies
     #: come from here without a read; consumed ones are read back from the store).
     bodies: dict[str, dict[str, Any]] = field(default_factory=dict)
-    latest_compaction: MsgMeta | None = None
     last_ts: str = ""
     last_msg_id: str | None = None
     history_seq: int = 0

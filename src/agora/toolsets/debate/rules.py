@@ -30,7 +30,6 @@ PRIORITY_RANK: Final = {"H": 3, "M": 2, "L": 1, "INFO": 0}
 STATES: Final = ("INIT", "ACTIVE", "RESOLVED", "ARCHIVED")
 TRANSITIONS: Final = {"INIT": "ACTIVE", "ACTIVE": "RESOLVED", "RESOLVED": "ARCHIVED"}
 OPEN_STATES: Final = ("INIT", "ACTIVE")
-VEHICLES: Final = ("analysis", "review", "implementation")
 DEFAULT_VEHICLE: Final = "analysis"
 READ_LIMIT, READ_MAX = 200, 1000
 SIGNAL_LIMIT, SIGNAL_MAX = 200, 1000
@@ -234,10 +233,3 @@ def like_pattern(query: str) -> str:
 def fts_phrase(query: str) -> str:
     """An FTS5 phrase that matches ``query`` literally (quotes doubled, nothing special)."""
     return '"' + query.replace('"', '""') + '"'
-
-
-def clamp(value: int | None, default: int, cap: int) -> int:
-    """A page size: ``default`` when absent, at least 1, at most ``cap``."""
-    if value is None:
-        return default
-    return max(1, min(int(value), cap))

@@ -186,8 +186,6 @@ def index(data: TopicData, meta: MsgMeta) -> None:
         data.open_questions[meta.msg_id] = meta
     elif meta.reply_to in data.open_questions and (meta.kind == "A" or meta.deferred):
         del data.open_questions[meta.reply_to]
-    if meta.kind == "COMPACTION":
-        data.latest_compaction = meta
 
 
 class TopicKind:
