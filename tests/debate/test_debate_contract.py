@@ -1,4 +1,5 @@
-"""contracts/debate.json: it loads, holds every part-1 tool of DESIGN §6, and is well formed."""
+"""contracts/debate.json: it loads, holds every part-1 tool of DESIGN §6 and the part-2 tools
+implemented so far, and is well formed."""
 
 from __future__ import annotations
 
@@ -34,15 +35,18 @@ PART_1 = {
     "debate_message_claim_reclaim",
     "debate_signal_wait",
 }
+#: The part-2 (debate/v1) tools implemented so far.
+PART_2 = {"debate_protocol_state"}
+ALL = PART_1 | PART_2
 
 
 def test_contract_loads_with_every_part_1_tool():
     contract = load_contract("debate")
-    assert set(contract.tools) == PART_1
+    assert set(contract.tools) == ALL
     assert contract.toolset == "debate"
 
 
-@pytest.mark.parametrize("name", sorted(PART_1))
+@pytest.mark.parametrize("name", sorted(ALL))
 def test_every_tool_has_closed_input_and_an_output_schema(name):
     tool = load_contract("debate").tools[name]
     assert tool.input_schema["additionalProperties"] is False
@@ -55,4 +59,4 @@ def test_only_implemented_tools_are_served():
     [toolset] = load_toolsets(["debate"])
     served = {entry.name for entry in tool_entries(toolset)}
     assert served == set(HANDLERS)
-    assert served <= PART_1
+    assert served <= ALL

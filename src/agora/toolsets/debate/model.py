@@ -9,7 +9,10 @@ needs them. This module holds no rules and does no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agora.toolsets.debate.protocol.state import ProtocolState
 
 
 @dataclass(slots=True)
@@ -123,3 +126,5 @@ class TopicData:
     last_ts: str = ""
     last_msg_id: str | None = None
     history_seq: int = 0
+    #: The debate/v1 micro-state (None on legacy topics).
+    protocol: ProtocolState | None = None

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from agora.toolsets.debate.handlers import inbox, messages, queue, reads, roster, topics
+from agora.toolsets.debate.handlers import (
+    inbox,
+    messages,
+    protocol,
+    queue,
+    reads,
+    roster,
+    topics,
+)
 
 if TYPE_CHECKING:
     from agora.toolsets.base import Handler
@@ -37,4 +45,5 @@ HANDLERS: Final[dict[str, Handler]] = {
     "debate_reconcile_project": topics.debate_reconcile_project,
     "debate_message_claim_reclaim": topics.debate_message_claim_reclaim,
     "debate_work_queue": queue.debate_work_queue,
+    "debate_protocol_state": protocol.debate_protocol_state,
 }

@@ -220,6 +220,7 @@ class TopicKind:
         data.watermarks = sql.watermarks(conn, key)
         data.claims = {c.msg_id: c for c in sql.claims(conn, key)}
         data.history_seq = sql.history_seq(conn, key)
+        data.protocol = sql.protocol_state(conn, key)
         return Topic(key, row, data)
 
 

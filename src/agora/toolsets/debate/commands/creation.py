@@ -15,6 +15,7 @@ from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Binding, TopicData, TopicRow
+from agora.toolsets.debate.protocol.state import ProtocolState
 from agora.toolsets.debate.rules import reject
 
 if TYPE_CHECKING:
@@ -53,7 +54,8 @@ def init_reply(topic: Topic, minted: set[str] | None = None) -> dict[str, Any]:
         for role in row.roles
         for b in topic.role_bindings(role)[:1]
     ]
-    protocol = row.protocol or None
+    state = topic.data.protocol
+    protocol = None if state is None else state.public()
     return {
         "topic_id": row.topic_id,
         "title": row.title,
@@ -125,5 +127,8 @@ def init_topic(topic: Topic, cmd: InitTopic, now: Now) -> Effects:
         )
         topic.data.bindings[role] = [b]
         writes.append(sql.upsert_binding(b))
+    if cmd.protocol:
+        topic.data.protocol = ProtocolState.start(topic.topic_id, cmd.protocol, at)
+        writes.append(sql.insert_protocol(topic.data.protocol))
     topic.event(writes, at, "topic_created", cmd.caller.name, roles=roles, project=cmd.project)
     return Effects(reply=init_reply(topic, minted), writes=writes, changed=True)

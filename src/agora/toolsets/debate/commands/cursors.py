@@ -18,6 +18,7 @@ import msgspec
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import sql
 from agora.toolsets.debate.access import Caller
+from agora.toolsets.debate.commands import protocol
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Claim, Cursor
 from agora.toolsets.debate.rules import (
@@ -121,6 +122,7 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
     row = topic.require_row()
     topic.session_gate(cmd.caller, cmd.role, cmd.session_id)
     items = _addressed(topic, cmd.role, cmd.session_id, _start(topic, cmd))
+    items = protocol.visible_inbox(topic, cmd.caller, cmd.role, items)
     page = tuple(items[: cmd.limit])
     held = topic.data.bodies
     bodies = {m.msg_id: held[m.msg_id] for m in page if m.msg_id in held}
@@ -157,6 +159,7 @@ def advance_cursor(topic: Topic, cmd: AdvanceCursor, now: Now) -> Effects:
     if target is None:
         raise reject("unknown_msg_id", "last_processed_msg_id names no message of this topic")
     mine = keys(cmd.role, cmd.session_id)
+    protocol.check_advance(topic, cmd.caller, cmd.role, mine, target)
     if not set(target.recipients) & set(mine):
         raise reject(
             "target_not_addressed",

@@ -16,6 +16,7 @@ import msgspec
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
+from agora.toolsets.debate.commands import protocol
 from agora.toolsets.debate.commands.bindings import check_override
 from agora.toolsets.debate.commands.lifecycle import transition
 from agora.toolsets.debate.commands.table import COMMANDS
@@ -153,6 +154,8 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
     recipients = _recipients(topic, cmd.recipients + cmd.diagnostic + cc)
     if cmd.addressed and not recipients:
         raise reject("empty_recipients", "addressed posts need at least one recipient")
+    semantic = protocol.gate_post(topic, cmd, binding, recipients)
+    extra = cmd.extra if semantic is None else semantic.extra(cmd.extra["payload"])
     ts = topic.next_ts(now)
     meta = MsgMeta(
         cmd.msg_id,
@@ -172,7 +175,7 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
         cmd.body,
         author_session_id=cmd.author_session_id or None,
         vehicle=cmd.vehicle,
-        extra=cmd.extra,
+        extra=extra,
     )
     topic.event(
         writes,
@@ -191,9 +194,12 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
     elif cmd.kind == "WATERMARK":
         _watermark(topic, cmd.role, cmd.body.strip(), writes)
     _complete_claim(topic, meta, writes)
+    reply = post_reply(topic, meta, cmd.vehicle)
+    if semantic is not None:
+        reply.update(protocol.record_post(topic, meta, semantic, writes, cmd.caller.name))
     topic.touch(writes, ts, row_changed=False)
     return Effects(
-        reply=post_reply(topic, meta, cmd.vehicle),
+        reply=reply,
         writes=writes,
         changed=True,
         updated=topic.inbox_uris(recipients),

@@ -70,7 +70,9 @@ async def debate_read(call: ToolCall) -> dict[str, Any]:
             bootstrap, after = snap[1], (snap[0], "")
         else:
             after = sql.watermarks(conn, topic_id).get(role, START)
-        rows = sql.page(conn, topic_id, after, kinds, priorities, limit + 1)
+        hidden = sql.blind_hidden(conn, topic_id, who, role)
+        rows = sql.page(conn, topic_id, after, kinds, priorities, limit + 1 + len(hidden))
+        rows = [r for r in rows if r[0] not in hidden]
         truncated = len(rows) > limit
         rows = rows[:limit]
         last = rows[-1] if rows else None
@@ -95,6 +97,7 @@ async def debate_search(call: ToolCall) -> dict[str, Any]:
     """Literal substring search, newest first."""
     args, who = call.args, caller(call)
     topic_id, query = args["topic_id"], args["query"]
+    viewer = opt(call, "viewer_role")
     raw = args.get("limit")
     limit = SEARCH_LIMIT if raw is None else max(1, min(int(raw), SEARCH_MAX))
     folded = query.casefold()
@@ -104,12 +107,15 @@ async def debate_search(call: ToolCall) -> dict[str, Any]:
 
     def read(conn: sqlite3.Connection) -> dict[str, Any]:
         _gate(conn, topic_id, who, None)
-        rows = sql.search_recent(conn, topic_id, pattern, limit, SEARCH_WINDOW)
-        if len(rows) < limit:
+        hidden = sql.blind_hidden(conn, topic_id, who, viewer)
+        want = limit + len(hidden)
+        rows = sql.search_recent(conn, topic_id, pattern, want, SEARCH_WINDOW)
+        if len(rows) < want:
             # Not enough among the newest. Hits there mean a common query: scanning on
             # finds the rest soon. None mean a rare one: the trigram index goes straight
             # to its few rows (its lists for common trigrams span the whole store).
-            rows = sql.search(conn, topic_id, None if rows else phrase, pattern, limit)
+            rows = sql.search(conn, topic_id, None if rows else phrase, pattern, want)
+        rows = [r for r in rows if r[0] not in hidden][:limit]
         return {
             "topic_id": topic_id,
             "query": query,

@@ -10,6 +10,7 @@ candidates and a literal ``LIKE ... ESCAPE`` decides, so both paths return the s
 and reads rows; it never commits (the actor or the runtime does).
 """
 
+from agora.toolsets.debate.sql.protocol import *  # noqa: F403
 from agora.toolsets.debate.sql.queue import *  # noqa: F403
 from agora.toolsets.debate.sql.reads import *  # noqa: F403
 from agora.toolsets.debate.sql.schema import MIGRATIONS as MIGRATIONS

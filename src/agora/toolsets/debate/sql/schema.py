@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agora.store.migrations import Migration
+from agora.toolsets.debate.sql.protocol import migrate_v2
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -72,4 +73,7 @@ def _migrate_v1(db: sqlite_utils.Database) -> None:
     db.execute(_FTS_TRIGGER)
 
 
-MIGRATIONS = (Migration(component="debate", version=1, apply=_migrate_v1),)
+MIGRATIONS = (
+    Migration(component="debate", version=1, apply=_migrate_v1),
+    Migration(component="debate", version=2, apply=migrate_v2),
+)

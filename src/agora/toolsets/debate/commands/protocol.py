@@ -1,0 +1,209 @@
+"""debate/v1 on the topic entity: the post gates and moves, and the blind barrier on delivery.
+
+`messages.post` calls `gate_post` after the part-1 checks and before anything is preserved
+(a rejection changes nothing), then `record_post` after the message is appended: a blind
+CLAIM commits behind the barrier and the second releases both and opens DEBATE; a VERIFY
+closes a round (ADJUDICATE when verified with no open CHALLENGE, STALEMATE
+``round_cap_unresolved`` at the cap, else the next round); an ESCALATE moves STALEMATE to
+ESCALATED. The inbox paths ask `visible_inbox` / `check_advance` so a blind CLAIM never
+reaches the other side early and no cursor passes one it has not seen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from agora.toolsets.debate import sql
+from agora.toolsets.debate.protocol import gates
+from agora.toolsets.debate.protocol.state import HUMAN_ROLES, ProtocolState, hidden_ids
+from agora.toolsets.debate.rules import PROTOCOL_V1, START, reject
+
+if TYPE_CHECKING:
+    from agora.runtime.entity import Write
+    from agora.toolsets.debate.access import Caller
+    from agora.toolsets.debate.commands.messages import Post
+    from agora.toolsets.debate.model import Binding, MsgMeta
+    from agora.toolsets.debate.topic import Topic
+
+
+@dataclass(frozen=True, slots=True)
+class Semantic:
+    """A semantic post that passed the gates: what `record_post` needs."""
+
+    payload: dict[str, Any]
+    body_mode: str
+    round_no: int
+
+    def extra(self, text: str) -> dict[str, Any]:
+        """The stored message columns of the post."""
+        return {"payload": text, "body_mode": self.body_mode, "protocol_version": PROTOCOL_V1}
+
+
+def set_state(topic: Topic, new: ProtocolState, writes: list[Write]) -> None:
+    """Store ``new`` (a state derived from the current one) with its CAS update."""
+    prior = topic.data.protocol
+    assert prior is not None
+    writes.append(sql.update_protocol(new, prior.transition_version))
+    topic.data.protocol = new
+
+
+def _stale_read(topic: Topic, role: str, binding: Binding | None) -> None:
+    """Refuse while an H message addressed to the poster lies past its cursor."""
+    data = topic.data
+    session = binding.session_id if binding is not None else None
+    cursor = data.cursors.get((role, session)) if session else None
+    after = max(cursor.position if cursor else START, data.watermarks.get(role, START))
+    keys = [f"role:{role}"] + ([f"session:{session}"] if session else [])
+    hidden = set(data.protocol.pending_blind()) if data.protocol else set()
+    for key in keys:
+        for meta in reversed(data.inbox.get(key, ())):
+            if meta.cursor <= after:
+                break
+            if meta.priority == "H" and meta.role != role and meta.msg_id not in hidden:
+                raise reject(
+                    "stale_read",
+                    "an urgent (H) message addressed to you is unread: check your inbox and "
+                    "debate_signal_advance past it before posting",
+                    unread_msg_id=meta.msg_id,
+                )
+
+
+def _target(topic: Topic, kind: str, reply_to: str | None) -> None:
+    allowed = gates.TARGET_KINDS.get(kind)
+    if allowed is None:
+        return
+    parent = topic.data.messages.get(reply_to or "")
+    if parent is None or parent.kind not in allowed:
+        raise reject(
+            "invalid_target",
+            f"{kind} replies (reply_to) to one of {sorted(allowed)} in this topic",
+        )
+
+
+def gate_post(
+    topic: Topic, cmd: Post, binding: Binding | None, recipients: list[str]
+) -> Semantic | None:
+    """Every debate/v1 rule a post must pass; None for posts the protocol leaves alone.
+
+    Raises:
+        DebateError: the rule that refused the post.
+    """
+    state = topic.data.protocol
+    kind = cmd.kind
+    if state is None:
+        if kind in gates.SEMANTIC_KINDS or cmd.extra.get("protocol_version"):
+            raise reject("protocol_not_configured", "semantic kinds need a debate/v1 topic")
+        return None
+    if kind in gates.LEGACY_KINDS:
+        raise reject(
+            "legacy_kind_on_v1",
+            f"{kind} is a legacy conversational kind; debate/v1 topics take the semantic "
+            "kinds (CLAIM CHALLENGE EVIDENCE REBUT CONCEDE VERIFY DISSENT ESCALATE)",
+        )
+    if kind not in gates.SEMANTIC_KINDS:
+        return None
+    payload, mode = gates.payload(kind, cmd.extra.get("payload"), cmd.extra.get("body_mode"))
+    gates.phase_kind(state, kind, cmd.role)
+    if state.phase == "BLIND_CLAIM" and cmd.role in state.blind_commits:
+        raise reject("blind_claim_duplicate", "this blind role already committed its CLAIM")
+    if kind == "DISSENT" and any(
+        m.kind == "DISSENT" and m.role == cmd.role for m in topic.data.messages.values()
+    ):
+        raise reject("dissent_duplicate", "one DISSENT per role")
+    if kind == "ESCALATE" and not any(k.split(":", 1)[1] in HUMAN_ROLES for k in recipients):
+        raise reject(
+            "human_recipient_required",
+            "an ESCALATE packet is addressed (debate_post_with_recipients) to HUMAN or OPERATOR",
+        )
+    _target(topic, kind, cmd.reply_to)
+    _stale_read(topic, cmd.role, binding)
+    return Semantic(payload, mode, state.round_no)
+
+
+def _open_challenges(topic: Topic) -> int:
+    answered = {m.reply_to for m in topic.data.messages.values() if m.kind in ("REBUT", "CONCEDE")}
+    return sum(
+        1
+        for m in topic.data.messages.values()
+        if m.kind == "CHALLENGE" and m.msg_id not in answered
+    )
+
+
+def record_post(
+    topic: Topic, meta: MsgMeta, semantic: Semantic, writes: list[Write], actor: str
+) -> dict[str, Any]:
+    """Apply the micro-state move of an accepted semantic post; return the reply fields."""
+    state = topic.data.protocol
+    assert state is not None
+    at, kind, version = meta.ts, meta.kind, state.transition_version
+    new: ProtocolState | None = None
+    if kind == "CLAIM" and state.phase == "BLIND_CLAIM":
+        commits = {**state.blind_commits, meta.role: meta.msg_id}
+        new = replace(state, blind_commits=commits, updated_at=at)
+        if len(commits) == len(state.blind_roles):
+            new = new.move("DEBATE", at, expected=version)
+            new.blind_barrier_state = "released"
+    elif kind == "VERIFY":
+        if semantic.payload.get("result") == "verified" and not _open_challenges(topic):
+            new = state.move("ADJUDICATE", at, expected=version)
+        elif state.round_no >= state.max_rounds:
+            new = state.move("STALEMATE", at, expected=version, reason="round_cap_unresolved")
+        else:
+            new = state.move("DEBATE", at, expected=version)
+            new.round_no += 1
+    elif kind == "ESCALATE":
+        new = state.move("ESCALATED", at, expected=version)
+    if new is not None:
+        set_state(topic, new, writes)
+        if new.transition_version != version:
+            topic.event(
+                writes,
+                at,
+                "protocol_moved",
+                actor,
+                msg_id=meta.msg_id,
+                old_phase=state.phase,
+                new_phase=new.phase,
+                round_no=new.round_no,
+                transition_version=new.transition_version,
+                stalemate_reason=new.stalemate_reason,
+            )
+    current = topic.data.protocol
+    assert current is not None
+    return {
+        "protocol_version": PROTOCOL_V1,
+        "round_no": semantic.round_no,
+        "body_mode": semantic.body_mode,
+        "protocol_state": current.public(),
+    }
+
+
+def visible_inbox(topic: Topic, caller: Caller, role: str, items: list[MsgMeta]) -> list[MsgMeta]:
+    """The inbox up to (not including) the first message the blind barrier hides from this
+    viewer, so no cursor can pass a CLAIM before its release."""
+    hidden = hidden_ids(topic.data.protocol, caller, role, topic.all_bindings())
+    if not hidden:
+        return items
+    for i, meta in enumerate(items):
+        if meta.msg_id in hidden:
+            return items[:i]
+    return items
+
+
+def check_advance(
+    topic: Topic, caller: Caller, role: str, keys: tuple[str, ...], target: MsgMeta
+) -> None:
+    """Refuse a cursor move past a blind CLAIM this viewer may not see yet.
+
+    Raises:
+        DebateError: ``blind_barrier_pending``.
+    """
+    hidden = hidden_ids(topic.data.protocol, caller, role, topic.all_bindings())
+    for msg_id in hidden:
+        meta = topic.data.messages[msg_id]
+        if meta.cursor <= target.cursor and set(meta.recipients) & set(keys):
+            raise reject(
+                "blind_barrier_pending",
+                "a blind CLAIM before this message is not released yet; wait for the barrier",
+            )

@@ -1,0 +1,158 @@
+"""The debate/v1 micro-state of one topic and its moves.
+
+Phases BLIND_CLAIM -> DEBATE -> ADJUDICATE -> STOPPED, or STALEMATE (-> ESCALATED). Every
+move goes through `move`, which compares the expected transition_version before it swaps
+(a stale expectation loses and changes nothing) and bumps it by one. The blind barrier holds
+the two blind roles' first CLAIMs back until both are committed, then releases them
+together. Pure: callers persist the result.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from agora.toolsets.debate.rules import PROTOCOL_V1, reject, stamp
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from agora.toolsets.debate.access import Caller
+    from agora.toolsets.debate.model import Binding
+
+PHASES: Final = ("BLIND_CLAIM", "DEBATE", "ADJUDICATE", "STOPPED", "STALEMATE", "ESCALATED")
+#: Phases with a deadline: the timeout sweep moves them to STALEMATE.
+TIMED_PHASES: Final = ("BLIND_CLAIM", "DEBATE", "ADJUDICATE")
+#: Roles the missing-role recovery never rebinds, and that may never judge.
+HUMAN_ROLES: Final = frozenset({"HUMAN", "OPERATOR"})
+NOT_CONFIGURED_MESSAGE: Final = (
+    "no debate/v1 protocol state for this topic (unknown topic, a legacy topic, "
+    "or a topic not available to this caller)"
+)
+
+
+def not_configured() -> Any:
+    """The one shape for missing, unreachable and legacy topics."""
+    return reject("protocol_not_configured", NOT_CONFIGURED_MESSAGE)
+
+
+def deadline(at: str, seconds: int) -> str:
+    """``at`` (stored stamp) plus ``seconds``, as a stored stamp."""
+    moment = dt.datetime.fromisoformat(at.replace("Z", "+00:00"))
+    return stamp(moment + dt.timedelta(seconds=seconds))
+
+
+@dataclass(slots=True)
+class ProtocolState:
+    """One topic's debate/v1 micro-state."""
+
+    topic_id: str
+    phase: str
+    round_no: int
+    max_rounds: int
+    blind_roles: list[str]
+    phase_timeout_seconds: int
+    phase_deadline_at: str | None
+    updated_at: str
+    transition_version: int = 1
+    blind_barrier_state: str = "waiting"
+    stalemate_reason: str | None = None
+    #: role -> msg_id of the blind roles' committed first CLAIMs.
+    blind_commits: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def start(cls, topic_id: str, config: dict[str, Any], at: str) -> ProtocolState:
+        """The micro-state debate_init creates: BLIND_CLAIM, round 1, barrier waiting."""
+        timeout = int(config["phase_timeout_seconds"])
+        return cls(
+            topic_id,
+            "BLIND_CLAIM",
+            1,
+            int(config["max_rounds"]),
+            list(config["blind_roles"]),
+            timeout,
+            deadline(at, timeout),
+            at,
+        )
+
+    def public(self) -> dict[str, Any]:
+        """The debate_protocol_state result."""
+        return {
+            "topic_id": self.topic_id,
+            "protocol_version": PROTOCOL_V1,
+            "phase": self.phase,
+            "round_no": self.round_no,
+            "max_rounds": self.max_rounds,
+            "blind_roles": list(self.blind_roles),
+            "blind_barrier_state": self.blind_barrier_state,
+            "stalemate_reason": self.stalemate_reason,
+            "transition_version": self.transition_version,
+            "phase_deadline_at": self.phase_deadline_at,
+            "phase_timeout_seconds": self.phase_timeout_seconds,
+            "updated_at": self.updated_at,
+        }
+
+    def pending_blind(self) -> dict[str, str]:
+        """msg_id -> author role of the committed blind CLAIMs not yet released."""
+        if self.blind_barrier_state == "released":
+            return {}
+        return {msg_id: role for role, msg_id in self.blind_commits.items()}
+
+    def move(
+        self, phase: str, at: str, *, expected: int, reason: str | None = None
+    ) -> ProtocolState:
+        """Swap to ``phase`` if the transition_version is still ``expected``.
+
+        Returns:
+            The new state (this object is left as it was).
+
+        Raises:
+            DebateError: ``transition_conflict`` when another move won first.
+        """
+        if expected != self.transition_version:
+            raise reject(
+                "transition_conflict",
+                "the protocol moved since you read it; read debate_protocol_state again",
+                expected_version=expected,
+                transition_version=self.transition_version,
+            )
+        timed = phase in TIMED_PHASES
+        return ProtocolState(
+            self.topic_id,
+            phase,
+            self.round_no,
+            self.max_rounds,
+            list(self.blind_roles),
+            self.phase_timeout_seconds,
+            deadline(at, self.phase_timeout_seconds) if timed else None,
+            at,
+            self.transition_version + 1,
+            self.blind_barrier_state,
+            reason if phase == "STALEMATE" else self.stalemate_reason,
+            dict(self.blind_commits),
+        )
+
+
+def hidden_ids(
+    state: ProtocolState | None,
+    caller: Caller,
+    viewer_role: str | None,
+    bindings: Iterable[Binding],
+) -> set[str]:
+    """The messages the blind barrier hides from this viewer.
+
+    A pending blind CLAIM stays visible to conductor callers (the control plane) and to its
+    author: a caller viewing as the author role while owning that role's active binding.
+    Everyone else, the other blind role, judges, humans and star included, sees nothing of
+    it until both claims are committed.
+    """
+    if state is None or caller.conductor:
+        return set()
+    pending = state.pending_blind()
+    if not pending:
+        return set()
+    own = viewer_role is not None and any(
+        b.role == viewer_role and b.owner == caller.name and b.state == "active" for b in bindings
+    )
+    return {msg_id for msg_id, role in pending.items() if not (own and role == viewer_role)}

@@ -1,0 +1,134 @@
+"""The debate/v1 statements: the micro-state row and the judge projections.
+
+Migration 2 adds ``debate_protocol`` (one row per v1 topic; ``blind_roles`` and
+``blind_commits`` as JSON TEXT) and ``debate_judge_projections`` (immutable AB/BA
+projections and their verdicts). A state update names the transition_version it replaces,
+so a row never moves from a stale read. Statements only; nothing here commits.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from agora.toolsets.debate.protocol.state import ProtocolState, hidden_ids
+from agora.toolsets.debate.sql.reads import bindings
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from agora.runtime.entity import Write
+    from agora.toolsets.debate.access import Caller
+
+_SCHEMA_V2 = (
+    "CREATE TABLE debate_protocol (topic_id TEXT PRIMARY KEY, protocol_version TEXT NOT NULL, "
+    "phase TEXT NOT NULL, round_no INTEGER NOT NULL, max_rounds INTEGER NOT NULL, "
+    "blind_roles TEXT NOT NULL, blind_commits TEXT NOT NULL, blind_barrier_state TEXT NOT NULL, "
+    "stalemate_reason TEXT, transition_version INTEGER NOT NULL, phase_deadline_at TEXT, "
+    "phase_timeout_seconds INTEGER NOT NULL, updated_at TEXT NOT NULL)",
+    "CREATE INDEX debate_protocol_deadline ON debate_protocol (phase_deadline_at)",
+    "CREATE TABLE debate_judge_projections (projection_id TEXT PRIMARY KEY, "
+    "topic_id TEXT NOT NULL, round_no INTEGER NOT NULL, order_key TEXT NOT NULL, "
+    "left_msg_id TEXT NOT NULL, right_msg_id TEXT NOT NULL, projection TEXT NOT NULL, "
+    "verdict TEXT, judge_role TEXT, created_at TEXT NOT NULL, decided_at TEXT)",
+    "CREATE INDEX debate_judge_projections_topic ON debate_judge_projections (topic_id)",
+)
+
+_STATE_COLUMNS = (
+    "topic_id, protocol_version, phase, round_no, max_rounds, blind_roles, blind_commits, "
+    "blind_barrier_state, stalemate_reason, transition_version, phase_deadline_at, "
+    "phase_timeout_seconds, updated_at"
+)
+
+
+def migrate_v2(db: Any) -> None:
+    """Create the debate/v1 tables."""
+    for statement in _SCHEMA_V2:
+        db.execute(statement)
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def _params(s: ProtocolState) -> tuple[Any, ...]:
+    return (
+        s.phase,
+        s.round_no,
+        s.max_rounds,
+        _dump(s.blind_roles),
+        _dump(s.blind_commits),
+        s.blind_barrier_state,
+        s.stalemate_reason,
+        s.transition_version,
+        s.phase_deadline_at,
+        s.phase_timeout_seconds,
+        s.updated_at,
+    )
+
+
+def insert_protocol(s: ProtocolState) -> Write:
+    """The micro-state row of a new v1 topic."""
+    return (
+        f"INSERT INTO debate_protocol ({_STATE_COLUMNS}) "
+        "VALUES (?, 'debate/v1', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (s.topic_id, *_params(s)),
+    )
+
+
+def update_protocol(s: ProtocolState, prior_version: int) -> Write:
+    """The new micro-state, replacing the row only at ``prior_version`` (compare-and-swap)."""
+    return (
+        "UPDATE debate_protocol SET phase = ?, round_no = ?, max_rounds = ?, blind_roles = ?, "
+        "blind_commits = ?, blind_barrier_state = ?, stalemate_reason = ?, "
+        "transition_version = ?, phase_deadline_at = ?, phase_timeout_seconds = ?, "
+        "updated_at = ? WHERE topic_id = ? AND transition_version = ?",
+        (*_params(s), s.topic_id, prior_version),
+    )
+
+
+def _state(r: Any) -> ProtocolState:
+    return ProtocolState(
+        topic_id=r[0],
+        phase=r[2],
+        round_no=int(r[3]),
+        max_rounds=int(r[4]),
+        blind_roles=json.loads(r[5]),
+        blind_commits=json.loads(r[6]),
+        blind_barrier_state=r[7],
+        stalemate_reason=r[8],
+        transition_version=int(r[9]),
+        phase_deadline_at=r[10],
+        phase_timeout_seconds=int(r[11]),
+        updated_at=r[12],
+    )
+
+
+def protocol_state(conn: sqlite3.Connection, topic_id: str) -> ProtocolState | None:
+    """The topic's micro-state, or None for a legacy (or unknown) topic."""
+    r = conn.execute(
+        f"SELECT {_STATE_COLUMNS} FROM debate_protocol WHERE topic_id = ?", (topic_id,)
+    ).fetchone()
+    return None if r is None else _state(r)
+
+
+def expired_phases(conn: sqlite3.Connection, at: str) -> list[tuple[str, str, int]]:
+    """(topic_id, phase, transition_version) of timed phases whose deadline is at or before
+    ``at``, in topic order."""
+    rows = conn.execute(
+        "SELECT topic_id, phase, transition_version FROM debate_protocol "
+        "WHERE phase_deadline_at IS NOT NULL AND phase_deadline_at <= ? "
+        "AND phase IN ('BLIND_CLAIM', 'DEBATE', 'ADJUDICATE') ORDER BY topic_id",
+        (at,),
+    ).fetchall()
+    return [(r[0], r[1], int(r[2])) for r in rows]
+
+
+def blind_hidden(
+    conn: sqlite3.Connection, topic_id: str, caller: Caller, viewer_role: str | None
+) -> set[str]:
+    """The msg_ids the blind barrier hides from this viewer (committed rows)."""
+    state = protocol_state(conn, topic_id)
+    if state is None or not state.pending_blind():
+        return set()
+    return hidden_ids(state, caller, viewer_role, bindings(conn, topic_id))

@@ -1,0 +1,111 @@
+"""debate/v1 blind barrier: a blind CLAIM stays hidden in debate_read, debate_search and
+debate_signal_check from every viewer but its author and conductors, until both claims are
+committed; then both are released together."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+from debate_support import ALICE, BOB, CAROL, CONDUCTOR, MALLORY, STAR
+from v1_support import payload, v1_topic
+
+#: (principal, the role it views as, whether it may see PRO's pending claim)
+VIEWERS = [
+    pytest.param(ALICE, "PRO", True, id="author"),
+    pytest.param(BOB, "CON", False, id="other-blind-role"),
+    pytest.param(BOB, "PRO", False, id="other-blind-role-naming-the-author-role"),
+    pytest.param(CAROL, "JUDGE", False, id="judge"),
+    pytest.param(MALLORY, "HUMAN", False, id="human"),
+    pytest.param(STAR, "PRO", False, id="star"),
+    pytest.param(CONDUCTOR, "CONDUCTOR", True, id="conductor"),
+]
+
+
+async def _seen(desk, topic, who, role, needle="secret"):
+    read = await desk.call(who, "debate_read", topic_id=topic, role=role)
+    found = await desk.call(who, "debate_search", topic_id=topic, query=needle, viewer_role=role)
+    return [m["msg_id"] for m in read["messages"]], [m["msg_id"] for m in found["messages"]]
+
+
+@pytest.mark.parametrize(("who", "role", "sees"), VIEWERS)
+async def test_a_pending_blind_claim_is_hidden_until_both_commit(desk, who, role, sees):
+    v1 = await v1_topic(desk)
+    pro = await v1.post("PRO", "CLAIM", body="secret pro", payload_json=payload("secret"))
+    read, found = await _seen(desk, v1.topic, who, role)
+    assert (pro["msg_id"] in read) is sees
+    assert (pro["msg_id"] in found) is sees
+    con = await v1.post("CON", "CLAIM", body="secret con", payload_json=payload("secret"))
+    read, found = await _seen(desk, v1.topic, who, role)
+    assert {pro["msg_id"], con["msg_id"]} <= set(read)
+    assert {pro["msg_id"], con["msg_id"]} <= set(found)
+
+
+async def test_search_without_viewer_role_hides_even_from_the_author(desk):
+    v1 = await v1_topic(desk)
+    await v1.post("PRO", "CLAIM", body="secret pro")
+    found = await desk.call(ALICE, "debate_search", topic_id=v1.topic, query="secret")
+    assert found["count"] == 0
+
+
+async def test_a_read_page_stays_full_around_a_hidden_claim(desk):
+    v1 = await v1_topic(desk)
+    pro = await v1.post("PRO", "CLAIM")
+    for _ in range(2):
+        await desk.call(
+            CONDUCTOR,
+            "debate_post",
+            topic_id=v1.topic,
+            role="CONDUCTOR",
+            priority="INFO",
+            kind="INFO",
+            body="note",
+        )
+    page = await desk.call(BOB, "debate_read", topic_id=v1.topic, role="CON", limit=2)
+    assert page["count"] == 2
+    assert pro["msg_id"] not in [m["msg_id"] for m in page["messages"]]
+
+
+async def test_signal_check_holds_the_inbox_at_a_hidden_claim(desk):
+    v1 = await v1_topic(desk)
+    con_session = v1.sessions["CON"]
+    pro = await v1.post("PRO", "CLAIM", to="CON")
+    later = await desk.call(
+        CONDUCTOR,
+        "debate_post_with_recipients",
+        topic_id=v1.topic,
+        role="CONDUCTOR",
+        priority="M",
+        kind="PING",
+        body="after the claim",
+        addressed_to_csv="CON",
+    )
+    check = {"session_id": con_session, "role": "CON", "topic_id": v1.topic}
+    inbox = await desk.call(BOB, "debate_signal_check", **check)
+    assert inbox["count"] == 0
+    body = await desk.refused(
+        BOB, "debate_signal_advance", **check, last_processed_msg_id=later["msg_id"]
+    )
+    assert body["error"] == "blind_barrier_pending"
+    # The judge is not the addressee and sees nothing; the conductor is not blind.
+    await v1.post("CON", "CLAIM")
+    inbox = await desk.call(BOB, "debate_signal_check", **check)
+    assert [m["msg_id"] for m in inbox["pending"]] == [pro["msg_id"], later["msg_id"]]
+    await desk.call(BOB, "debate_signal_advance", **check, last_processed_msg_id=later["msg_id"])
+
+
+async def test_signal_wait_wakes_on_the_release_not_on_the_hidden_claim(desk, autojump_clock):
+    v1 = await v1_topic(desk)
+    check = {"session_id": v1.sessions["CON"], "role": "CON", "topic_id": v1.topic}
+    pro = await v1.post("PRO", "CLAIM", to="CON")
+
+    async def release():
+        await trio.sleep(9)
+        await v1.post("CON", "CLAIM")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(release)
+        with trio.fail_after(60):
+            start = trio.current_time()
+            out = await desk.call(BOB, "debate_signal_wait", **check, timeout_ms=30_000)
+    assert trio.current_time() - start == pytest.approx(9)
+    assert [m["msg_id"] for m in out["pending"]] == [pro["msg_id"]]
