@@ -11,7 +11,6 @@ attempt from the store. Pure: no I/O beyond `load` reading committed rows, no tr
 from __future__ import annotations
 
 import datetime as dt
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -30,6 +29,9 @@ from agora.toolsets.chamber.commands import (
 )
 from agora.toolsets.chamber.invitation import token_for
 from agora.toolsets.chamber.replies import failure, not_found
+from agora.toolsets.chamber.sealing import RetiredCard, SealOutcome, seal_reply
+
+__all__ = ["AttemptEntity", "AttemptKind", "RetiredCard", "SealOutcome", "seal_reply"]
 from agora.toolsets.chamber.transcript import chain
 
 if TYPE_CHECKING:
@@ -39,78 +41,6 @@ if TYPE_CHECKING:
 
 KIND_NAME: Final = "chamber_attempt"
 MAX_ALLIES: Final = 3
-
-
-@dataclass(frozen=True, slots=True)
-class SealOutcome:
-    """What a seal (or a repeated seal) produced; `seal_reply` turns it into the reply."""
-
-    envelope: dict[str, Any]
-    card: SealedCard
-    already_sealed: bool
-    quarantined: bool
-    handle: str
-    transcript: tuple[bytes, ...] = ()
-    include_export_bundle: bool = False
-    key_broken: bool = False
-    transcript_retired: bool = False
-
-
-def seal_reply(outcome: SealOutcome, signature: dict[str, Any] | None) -> dict[str, Any]:
-    """The ``seal_attempt`` reply for ``outcome``, given the card's current signature.
-
-    Args:
-        outcome: The entity's answer to `Seal`.
-        signature: The card's signature as now committed (it may have been added by an
-            operator since the entity loaded).
-
-    Returns:
-        The ``ok: true`` reply.
-
-    Raises:
-        ToolError: ``signature_unavailable`` (a configured key could not be used); it still
-            carries the card fields, because the card exists.
-    """
-    status = "signed" if signature else "pending_signature"
-    state = "quarantined" if outcome.quarantined else ("sealed" if signature else status)
-    if outcome.card.outcome == "expired" and not outcome.quarantined:
-        state = "expired"
-    fields = {
-        "attempt_handle": outcome.handle,
-        "attempt_state": state,
-        "already_sealed": outcome.already_sealed,
-        "card_id": outcome.card.card_id,
-        "card_url": f"/cards/{outcome.card.card_id}",
-        "evidence_status": status,
-        "outcome": outcome.card.outcome,
-    }
-    if outcome.key_broken and not signature:
-        raise failure(
-            "signature_unavailable",
-            "The card is sealed, but the configured signing key could not be used.",
-            "Nothing to redo: the card exists and an operator will sign it (agora cards sign).",
-            **fields,
-        )
-    reply = {**outcome.envelope, **fields, "card": json.loads(outcome.card.body)}
-    if outcome.include_export_bundle:
-        # The bundle is an extra fold: unsigned, it says so, and the seal stands either way.
-        reply["export_bundle"] = {
-            "evidence_status": status,
-            "document": json.loads(cards.publish(outcome.card.body, signature)),
-            "transcript": [json.loads(r) for r in outcome.transcript],
-            "transcript_retired": outcome.transcript_retired,
-        }
-    return reply
-
-
-@dataclass(frozen=True, slots=True)
-class RetiredCard:
-    """The card of an attempt whose session is past retention: the handle's link to it."""
-
-    card: SealedCard
-    principal: str
-    suite_id: str
-    quarantined: bool
 
 
 class AttemptEntity:

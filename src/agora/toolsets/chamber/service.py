@@ -21,7 +21,7 @@ from agora.toolsets.chamber import store
 from agora.toolsets.chamber.attempt import Rules
 from agora.toolsets.chamber.cards import SCHEME
 from agora.toolsets.chamber.commands import Act, CallForHelp, Enter, Observe, Quarantine, Seal
-from agora.toolsets.chamber.entity import AttemptKind, SealOutcome, seal_reply
+from agora.toolsets.chamber.entity import AttemptKind
 from agora.toolsets.chamber.generate import build_room
 from agora.toolsets.chamber.identity import (
     check_entry_notice,
@@ -39,6 +39,7 @@ from agora.toolsets.chamber.invitation import (
 from agora.toolsets.chamber.pool import RoomPool
 from agora.toolsets.chamber.ratelimit import EntryLimiter, Limits
 from agora.toolsets.chamber.replies import failure, not_found, retired_alias
+from agora.toolsets.chamber.sealing import SealOutcome, seal_reply
 from agora.toolsets.chamber.signing import ALGORITHM, Signer, SigningKeyError, load_signer
 
 if TYPE_CHECKING:
