@@ -217,3 +217,25 @@ async def test_a_background_task_runs_on_one_node_and_moves_when_that_node_stops
             await started["b"].wait()
             b_tasks.cancel_scope.cancel()
     assert seen == ["a", "b"]
+
+
+async def test_a_kind_with_lagging_reads_answers_from_its_copy_without_a_probe(pg_url, monkeypatch):
+    lagging = CounterKind()
+    lagging.lagging_reads = True  # type: ignore[attr-defined]
+    strict = CounterKind()
+    with trio.fail_after(WAIT):
+        async with node(pg_url) as a:
+            probes: list[Any] = []
+            probe = a.store.probe
+
+            async def counted(keys: Any) -> Any:
+                probes.append(list(keys))
+                return await probe(keys)
+
+            monkeypatch.setattr(a.store, "probe", counted)
+            await a.call(strict, "k", Add(1))
+            assert await a.call(strict, "k", Get()) == 1
+            assert probes == [[("counter", "k")]]  # the cached read was confirmed
+            monkeypatch.setattr(a.registry.named("counter", "k"), "kind", lagging)
+            assert await a.call(lagging, "k", Get()) == 1
+            assert probes == [[("counter", "k")]]  # no second probe

@@ -102,7 +102,8 @@ async def test_a_stale_guard_is_rejected_before_its_writes_run(pg_url):
             assert (a.conflicts, b.conflicts) == (0, 1)
 
 
-async def test_a_bad_job_fails_alone_and_its_version_is_not_bumped(pg_url):
+@pytest.mark.parametrize("jobs", [10, 150], ids=["small-batch", "past-64-savepoints"])
+async def test_a_bad_job_fails_alone_and_its_version_is_not_bumped(pg_url, jobs):
     with trio.fail_after(WAIT):
         async with open_store(pg_url, [ITEMS]) as store:
             await store.write([insert(1, "dup")])
@@ -116,9 +117,10 @@ async def test_a_bad_job_fails_alone_and_its_version_is_not_bumped(pg_url):
                     outcomes[i] = exc
 
             async with trio.open_nursery() as nursery:
-                for i in range(2, 12):
+                for i in range(2, 2 + jobs):
                     nursery.start_soon(write, i, "dup" if i == 5 else f"n{i}")
             assert [i for i, o in outcomes.items() if o is not None] == [5]
+            assert len(outcomes) == jobs
             versions = await store.probe([("item", "5"), ("item", "6")])
             assert versions == {("item", "5"): 0, ("item", "6"): 1}
 

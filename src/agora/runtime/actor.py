@@ -262,9 +262,11 @@ class Actor:
 
         A write commits only if the entity is still at the version this node loaded; a
         read-only reply from a cached entity is released only once a version probe confirms
-        it is current. Either way, a stale copy is dropped, reloaded, and the pure `handle`
-        re-run (at most `RETRIES` times); nothing was released, so the caller never sees
-        the retry. Past that, the caller gets `Busy` (retryable; nothing changed).
+        it is current (unless its kind says ``lagging_reads = True``: a copy at most one
+        notification old is good enough for it). Either way, a stale copy is dropped,
+        reloaded, and the pure `handle` re-run (at most `RETRIES` times); nothing was
+        released, so the caller never sees the retry. Past that, the caller gets `Busy`
+        (retryable; nothing changed).
         """
         runtime = self.runtime
         kind, key = self.kind.kind, self.key
@@ -289,7 +291,7 @@ class Actor:
                 if effects.writes:
                     await runtime.store.write(effects.writes, [Guard(kind, key, self.version)])
                     self.version += 1
-                elif not fresh:
+                elif not fresh and not getattr(self.kind, "lagging_reads", False):
                     versions = await runtime.store.probe([(kind, key)])
                     if versions[(kind, key)] != self.version:
                         self._entity = None

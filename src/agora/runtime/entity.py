@@ -52,7 +52,13 @@ class Entity(Protocol):
 
 
 class EntityKind(Protocol):
-    """Loads entities of one kind from committed rows."""
+    """Loads entities of one kind from committed rows.
+
+    A kind may set ``lagging_reads = True`` (read with ``getattr``, default False): on a
+    shared PostgreSQL store its read-only replies from a cached entity are then released
+    without a version probe, so they may lag a change made on another node by as long as
+    that node's notification takes. For listings that tolerate it.
+    """
 
     kind: str
 

@@ -11,9 +11,9 @@ Per batch, on one connection, in two round trips (pipeline mode):
    ``pg_notify`` per 8,000 bytes of ``kind\\tkey\\tversion`` lines, then ``COMMIT``.
 
 If a statement fails, the transaction is rolled back and the batch rerun without pipelining,
-each job in its own savepoint, so a bad job fails alone. A broken connection fails the
-batch (nothing of it is committed, or, if COMMIT was in flight, unknown: the waiter says
-so) and the next batch reconnects. This module must not import trio.
+each job in its own savepoint (at most 64 per transaction), so a bad job fails alone. A
+broken connection fails the batch (nothing of it is committed, or, if COMMIT was in flight,
+unknown: the waiter says so) and the next batch reconnects. This module must not import trio.
 """
 
 from __future__ import annotations
@@ -39,6 +39,9 @@ _LOCK = (
     "ORDER BY kind, key FOR UPDATE"
 )
 _BUMP = "UPDATE agora_entities SET version = %s WHERE kind = %s AND key = %s"
+
+#: Jobs per transaction when a failed batch is rerun one savepoint per job.
+SAVEPOINTS_PER_TRANSACTION = 64
 
 
 class PgWriter(Writer):
@@ -140,7 +143,12 @@ class PgWriter(Writer):
                     raise
                 self._conn.execute("ROLLBACK")
                 return [exc]
-        return self._attempt(batch, pipelined=False)
+        # At most SAVEPOINTS_PER_TRANSACTION subtransactions each: past a few dozen, with
+        # row locks held, PostgreSQL's subtransaction bookkeeping gets slow for everyone.
+        outcomes: list[BaseException | None] = []
+        for i in range(0, len(batch), SAVEPOINTS_PER_TRANSACTION):
+            outcomes += self._attempt(batch[i : i + SAVEPOINTS_PER_TRANSACTION], pipelined=False)
+        return outcomes
 
     def _attempt(self, batch: list[Job], *, pipelined: bool) -> list[BaseException | None]:
         conn = self._conn
