@@ -141,6 +141,11 @@ class Mix:
     acks: Acks
     stats: Stats = field(default_factory=Stats)
     topics: list[dict[str, Any]] = field(default_factory=list)
+    #: Several servers (a multi-node set-up): actor n connects to ``urls[n % len(urls)]``.
+    urls: list[str] = field(default_factory=list)
+
+    def url_of(self, actor: Actor) -> str:
+        return self.urls[actor.n % len(self.urls)] if self.urls else self.url
 
     async def call(self, client: LeanClient, kind: str, tool: str, /, **args: Any) -> Any:
         start = time.perf_counter()
@@ -304,7 +309,7 @@ async def act(mix: Mix, actor: Actor, until: float, limiter: trio.CapacityLimite
     step = STEPS.get(actor.role, reader)
     try:
         async with limiter:
-            opened = lean_connect(mix.url, TOKEN)
+            opened = lean_connect(mix.url_of(actor), TOKEN)
             client = await opened.__aenter__()
         try:
             while time.perf_counter() < until:

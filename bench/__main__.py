@@ -1,0 +1,172 @@
+"""``python -m bench <workload>``: run a named workload and write its report.
+
+Workloads:
+
+- ``mixed``: all four toolsets at once (``bench/mixed.py``): ``--sessions`` WebSocket sessions
+  (default 1000), 60% reads, 40% durable writes, long-polls parked, for ``--seconds``.
+- ``parked``: agents parked on chess ``wait_for_turn`` and debate ``debate_signal_wait``,
+  single wakes timed while they stay parked (``bench/parked.py``; its own flags after ``--``).
+- ``soak``: the mixed load for ``--minutes``, sampling the server (``bench/soak.py``).
+- ``peer``, ``chess_tables``, ``chamber_attempts``, ``router_runs``, ``debate_load``,
+  ``ws_calls``, ``chess_replies``: the per-toolset and peer benches, run as they are (flags
+  after ``--`` go to them); their printed figures go into the report.
+
+The server is ``agora serve`` started here on a free 127.0.0.1 port with a fresh database
+(``synchronous=FULL``), or the running server(s) given with ``--url ws://HOST:PORT/mcp``
+(repeatable: sessions are spread over them; ``--pid`` names a local server to sample). Every
+run is bounded in time (``--seconds``) and prints a progress bar; the report is
+``bench/results/<date>-<workload>.json`` with a Markdown summary and a PNG chart next to it
+(see ``bench/report.py``). The machine's other load skews every figure: the report records
+the load average at the start and the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import trio  # noqa: E402
+from measure import cpu_seconds, raise_fd_limit, vm_rss  # noqa: E402
+from report import Progress, Report, latency_summary, timeline  # noqa: E402
+
+SCRIPTS = [
+    "peer",
+    "chess_tables",
+    "chamber_attempts",
+    "router_runs",
+    "debate_load",
+    "ws_calls",
+    "chess_replies",
+]
+ALL = "chess,chamber,router,debate"
+
+
+class Sampler:
+    """Server CPU between `begin` and `end`, and its peak RSS, sampled once a second."""
+
+    def __init__(self, pid: int | None) -> None:
+        self.pid = pid
+        self.cpu0 = cpu_seconds(pid) if pid else 0.0
+        self.rss_start = vm_rss(pid) if pid else 0
+        self.rss_peak = self.rss_start
+        self.cpu = 0.0
+
+    async def run(self) -> None:
+        while self.pid:
+            self.rss_peak = max(self.rss_peak, vm_rss(self.pid))
+            await trio.sleep(1.0)
+
+    def end(self) -> dict[str, float]:
+        if not self.pid:
+            return {}
+        self.cpu = cpu_seconds(self.pid) - self.cpu0
+        return {
+            "server_cpu_s": round(self.cpu, 2),
+            "server_rss_start_mib": round(self.rss_start / 2**20, 1),
+            "server_rss_peak_mib": round(self.rss_peak / 2**20, 1),
+            "server_rss_end_mib": round(vm_rss(self.pid) / 2**20, 1),
+        }
+
+
+async def run_mixed(args: argparse.Namespace, urls: list[str], pid: int | None) -> Report:
+    import mixed
+
+    report = Report("mixed", {"sessions": args.sessions, "seconds": args.seconds, "urls": urls})
+    mix = mixed.Mix(urls[0], mixed.plan_actors(args.sessions), mixed.Acks(), urls=urls)
+    with trio.fail_after(120):
+        await mixed.setup_topics(mix, max(1, args.sessions // 40))
+    mix.stats = mixed.Stats()
+    sampler = Sampler(pid)
+    progress = Progress("mixed", args.seconds, lambda: mix.stats.calls)
+    start = time.perf_counter()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(progress.run)
+        nursery.start_soon(sampler.run)
+        with trio.fail_after(args.seconds + 120):
+            await mixed.run(mix, args.seconds)
+        nursery.cancel_scope.cancel()
+    elapsed = time.perf_counter() - start
+    calls = mix.stats.calls
+    report.figures = {
+        "calls": calls,
+        "seconds": round(elapsed, 2),
+        "calls_per_s": round(calls / elapsed, 1),
+        "acknowledged_writes": len(mix.acks.records),
+        "refusals": dict(mix.stats.refusals),
+        "broken_connections": mix.stats.broken,
+        **sampler.end(),
+    }
+    if sampler.cpu and calls:
+        report.figures["server_cpu_us_per_call"] = round(sampler.cpu / calls * 1e6, 1)
+    calls_only = [s for k in ("read", "write") for s in mix.stats.latencies.get(k, [])]
+    report.latency = {"reads and writes": latency_summary(calls_only)} | {
+        kind: latency_summary(samples) for kind, samples in mix.stats.latencies.items()
+    }
+    report.per_second = timeline(mix.stats.timeline, start)
+    return report
+
+
+def run_script(name: str, extra: list[str]) -> Report:
+    """A per-toolset bench as it is; its output lines become the report's figures."""
+    command = [sys.executable, str(HERE / f"{name}.py"), *extra]
+    report = Report(name, {"argv": extra})
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    sys.stderr.write(done.stderr[-4000:])
+    report.figures = {
+        "exit_status": done.returncode,
+        "seconds": round(time.perf_counter() - start, 1),
+        "output": done.stdout.splitlines(),
+    }
+    print(done.stdout)
+    return report
+
+
+async def with_server(args: argparse.Namespace) -> Report:
+    if args.url:
+        return await run_mixed(args, args.url, args.pid)
+    import mixed
+    from serve import agora_serve
+
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        config = mixed.write_config(directory)
+        async with agora_serve(
+            directory / "bench.db", ALL, config=config, synchronous="FULL"
+        ) as server:
+            url = server.url.replace("http://", "ws://") + "/mcp"
+            return await run_mixed(args, [url], server.pid)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
+    parser.add_argument("workload", choices=["mixed", "parked", "soak", *SCRIPTS])
+    parser.add_argument("--sessions", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--url", action="append", help="a running server's ws://.../mcp")
+    parser.add_argument("--pid", type=int, help="the pid of the --url server, to sample it")
+    parser.add_argument("--out", type=Path, default=HERE / "results")
+    args, rest = parser.parse_known_args(argv)
+    extra = [a for a in rest if a != "--"]
+    raise_fd_limit()
+    if args.workload == "mixed":
+        report = trio.run(with_server, args)
+    elif args.workload in ("parked", "soak"):
+        module = __import__(args.workload)
+        report = module.main(extra)
+    else:
+        report = run_script(args.workload, extra)
+    path = report.write(args.out)
+    print(f"report: {path} (+ .md, .png)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""Soak: the mixed load for N minutes, sampling the server every 10 s, and the trend of each sample.
+
+Runs ``agora serve`` (all four toolsets, ``synchronous=FULL``, a fresh database) on a free
+127.0.0.1 port and the ``mixed`` workload (``bench/mixed.py``, ``--sessions`` sessions) against
+it for ``--minutes`` (bounded). Every ``--every`` seconds (10) it samples the server's RSS, its
+open file descriptors, the actors it holds (``/healthz``' ``actors`` once the server reports
+it; -1 until then: today /healthz gives only the calls in flight) and the database size (file
++ WAL). The first
+``--warm`` minutes (1) are left out of the trend: the slope of each series (least squares,
+per minute) over the rest is printed and reported; a flat server has slopes near zero.
+
+Usage: ``.venv/bin/python -m bench soak -- --minutes 30 [--sessions 200] [--every 10]`` or
+``.venv/bin/python bench/soak.py --minutes 30``. Not run by CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import mixed
+import trio
+from measure import raise_fd_limit, vm_rss
+from report import Progress, Report, latency_summary
+from serve import agora_serve
+
+
+def slope(points: list[tuple[float, float]]) -> float:
+    """Least-squares slope of (x, y) points; 0 with fewer than two."""
+    if len(points) < 2:
+        return 0.0
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    den = sum((x - mx) ** 2 for x, _ in points)
+    return sum((x - mx) * (y - my) for x, y in points) / den if den else 0.0
+
+
+async def _healthz(port: int) -> dict[str, Any]:
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    try:
+        await stream.send_all(
+            f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode()
+        )
+        data = b""
+        while chunk := await stream.receive_some(65536):
+            data += chunk
+    finally:
+        await stream.aclose()
+    body = data.partition(b"\r\n\r\n")[2]
+    try:
+        out: dict[str, Any] = json.loads(body)
+    except ValueError:
+        return {}
+    return out
+
+
+async def sample(pid: int, port: int, db: Path) -> dict[str, float]:
+    """One sample of the server: RSS MiB, open fds, actors, database MiB."""
+    health = await _healthz(port)
+    actors = health.get("actors", -1)
+    size = sum(p.stat().st_size for p in db.parent.glob(db.name + "*") if p.is_file())
+    return {
+        "rss_mib": round(vm_rss(pid) / 2**20, 2),
+        "fds": len(os.listdir(f"/proc/{pid}/fd")),
+        "actors": actors,
+        "db_mib": round(size / 2**20, 3),
+    }
+
+
+async def soak(args: argparse.Namespace) -> Report:
+    report = Report("soak", vars(args).copy())
+    samples: list[dict[str, float]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        config = mixed.write_config(directory)
+        db = directory / "soak.db"
+        all_sets = "chess,chamber,router,debate"
+        async with agora_serve(db, all_sets, config=config, synchronous="FULL") as server:
+            url = server.url.replace("http://", "ws://") + "/mcp"
+            mix = mixed.Mix(url, mixed.plan_actors(args.sessions), mixed.Acks())
+            await mixed.setup_topics(mix, max(1, args.sessions // 40))
+            seconds = args.minutes * 60
+            start = time.perf_counter()
+
+            async def sampler() -> None:
+                while True:
+                    point = await sample(server.pid, server.port, db)
+                    point["minute"] = round((time.perf_counter() - start) / 60, 3)
+                    samples.append(point)
+                    await trio.sleep(args.every)
+
+            progress = Progress("soak", seconds, lambda: mix.stats.calls)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(sampler)
+                nursery.start_soon(progress.run)
+                with trio.fail_after(seconds + 120):
+                    await mixed.run(mix, seconds)
+                nursery.cancel_scope.cancel()
+    warm = [s for s in samples if s["minute"] >= args.warm]
+    report.figures = {
+        "calls": mix.stats.calls,
+        "acknowledged_writes": len(mix.acks.records),
+        "refusals": dict(mix.stats.refusals),
+        "samples": samples,
+    }
+    for key in ("rss_mib", "fds", "actors", "db_mib"):
+        report.figures[f"{key}_slope_per_minute"] = round(
+            slope([(s["minute"], s[key]) for s in warm]), 4
+        )
+    report.latency = {k: latency_summary(v) for k, v in mix.stats.latencies.items()}
+    report.notes.append(f"trend over samples after the first {args.warm} minute(s)")
+    for key, value in report.figures.items():
+        if key.endswith("slope_per_minute"):
+            print(f"{key}: {value}")
+    return report
+
+
+def main(argv: list[str] | None = None) -> Report:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--sessions", type=int, default=200)
+    parser.add_argument("--every", type=float, default=10.0)
+    parser.add_argument("--warm", type=float, default=1.0)
+    args = parser.parse_args(argv)
+    raise_fd_limit()
+    return trio.run(soak, args)
+
+
+if __name__ == "__main__":
+    main().write()
