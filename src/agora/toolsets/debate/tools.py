@@ -46,4 +46,6 @@ HANDLERS: Final[dict[str, Handler]] = {
     "debate_message_claim_reclaim": topics.debate_message_claim_reclaim,
     "debate_work_queue": queue.debate_work_queue,
     "debate_protocol_state": protocol.debate_protocol_state,
+    "debate_judge_prepare": protocol.debate_judge_prepare,
+    "debate_judge_verdict": protocol.debate_judge_verdict,
 }

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from agora.toolsets.debate.access import Caller
     from agora.toolsets.debate.model import Binding
+    from agora.toolsets.debate.protocol.judging import Projection
 
 PHASES: Final = ("BLIND_CLAIM", "DEBATE", "ADJUDICATE", "STOPPED", "STALEMATE", "ESCALATED")
 #: Phases with a deadline: the timeout sweep moves them to STALEMATE.
@@ -60,6 +61,8 @@ class ProtocolState:
     stalemate_reason: str | None = None
     #: role -> msg_id of the blind roles' committed first CLAIMs.
     blind_commits: dict[str, str] = field(default_factory=dict)
+    #: projection_id -> the judge projections (immutable; kept across moves).
+    projections: dict[str, Projection] = field(default_factory=dict)
 
     @classmethod
     def start(cls, topic_id: str, config: dict[str, Any], at: str) -> ProtocolState:
@@ -131,6 +134,7 @@ class ProtocolState:
             self.blind_barrier_state,
             reason if phase == "STALEMATE" else self.stalemate_reason,
             dict(self.blind_commits),
+            self.projections,
         )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from agora.toolsets.debate.protocol.judging import Projection
 from agora.toolsets.debate.protocol.state import ProtocolState, hidden_ids
 from agora.toolsets.debate.sql.reads import bindings
 
@@ -38,6 +39,12 @@ _STATE_COLUMNS = (
     "topic_id, protocol_version, phase, round_no, max_rounds, blind_roles, blind_commits, "
     "blind_barrier_state, stalemate_reason, transition_version, phase_deadline_at, "
     "phase_timeout_seconds, updated_at"
+)
+
+
+_PROJECTION_COLUMNS = (
+    "projection_id, topic_id, round_no, order_key, left_msg_id, right_msg_id, projection, "
+    "verdict, judge_role, created_at, decided_at"
 )
 
 
@@ -105,11 +112,74 @@ def _state(r: Any) -> ProtocolState:
 
 
 def protocol_state(conn: sqlite3.Connection, topic_id: str) -> ProtocolState | None:
-    """The topic's micro-state, or None for a legacy (or unknown) topic."""
+    """The topic's micro-state with its judge projections, or None for a legacy (or
+    unknown) topic."""
     r = conn.execute(
         f"SELECT {_STATE_COLUMNS} FROM debate_protocol WHERE topic_id = ?", (topic_id,)
     ).fetchone()
-    return None if r is None else _state(r)
+    if r is None:
+        return None
+    state = _state(r)
+    rows = conn.execute(
+        f"SELECT {_PROJECTION_COLUMNS} FROM debate_judge_projections WHERE topic_id = ? "
+        "ORDER BY round_no, order_key",
+        (topic_id,),
+    ).fetchall()
+    for p in rows:
+        verdict = None if p[7] is None else json.loads(p[7])
+        state.projections[p[0]] = Projection(
+            p[0], p[1], int(p[2]), p[3], p[4], p[5], json.loads(p[6]), p[9], verdict, p[8], p[10]
+        )
+    return state
+
+
+def insert_projection(p: Projection) -> Write:
+    """A new judge projection (immutable)."""
+    return (
+        f"INSERT INTO debate_judge_projections ({_PROJECTION_COLUMNS}) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, NULL)",
+        (
+            p.projection_id,
+            p.topic_id,
+            p.round_no,
+            p.order_key,
+            p.left_msg_id,
+            p.right_msg_id,
+            _dump(p.positions),
+            p.created_at,
+        ),
+    )
+
+
+def set_verdict(p: Projection) -> Write:
+    """A projection's verdict; a projection takes exactly one."""
+    return (
+        "UPDATE debate_judge_projections SET verdict = ?, judge_role = ?, decided_at = ? "
+        "WHERE projection_id = ? AND verdict IS NULL",
+        (_dump(p.verdict), p.judge_role, p.decided_at, p.projection_id),
+    )
+
+
+def projection_topic(conn: sqlite3.Connection, projection_id: str) -> str | None:
+    """The topic a projection belongs to, or None."""
+    r = conn.execute(
+        "SELECT topic_id FROM debate_judge_projections WHERE projection_id = ?",
+        (projection_id,),
+    ).fetchone()
+    return None if r is None else str(r[0])
+
+
+def payloads(conn: sqlite3.Connection, topic_id: str, msg_ids: list[str]) -> dict[str, Any]:
+    """msg_id -> parsed payload (None when absent) of messages of one topic."""
+    out: dict[str, Any] = {}
+    for msg_id in msg_ids:
+        r = conn.execute(
+            "SELECT payload FROM debate_messages WHERE msg_id = ? AND topic_id = ?",
+            (msg_id, topic_id),
+        ).fetchone()
+        if r is not None:
+            out[msg_id] = None if r[0] is None else json.loads(r[0])
+    return out
 
 
 def expired_phases(conn: sqlite3.Connection, at: str) -> list[tuple[str, str, int]]:

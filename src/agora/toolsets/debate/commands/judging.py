@@ -1,0 +1,221 @@
+"""Order-swap judging on the topic entity: `PrepareJudging` and `GiveVerdict`.
+
+Prepare (conductor callers only, in ADJUDICATE) fixes the AB and BA projections of two
+opposing blind positions; a repeat naming the same pair answers the same projections, a
+different pair is a conflict. A verdict comes from the caller's owned binding of an active,
+declared judge role outside the blind pair and the human roles; the pair admits one judge
+role. The second verdict decides: agreement moves ADJUDICATE -> STOPPED, a split ->
+STALEMATE ``judge_order_swap_disagreement``, both with the transition_version CAS, so two
+racing verdicts can never both apply.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from agora.runtime.entity import Effects
+from agora.toolsets.debate import access, sql
+from agora.toolsets.debate.access import Caller
+from agora.toolsets.debate.commands.protocol import set_state
+from agora.toolsets.debate.commands.table import COMMANDS
+from agora.toolsets.debate.protocol.judging import (
+    ORDERS,
+    POSITION_KINDS,
+    SPLIT_REASON,
+    Projection,
+    agree,
+    position,
+    projection_id,
+)
+from agora.toolsets.debate.protocol.state import HUMAN_ROLES, ProtocolState, not_configured
+from agora.toolsets.debate.rules import reject
+
+if TYPE_CHECKING:
+    from agora.runtime.clock import Now
+    from agora.runtime.entity import Write
+    from agora.toolsets.debate.topic import Topic
+
+
+class PrepareJudging(msgspec.Struct, frozen=True, tag=True):
+    """Create (or answer again) the AB and BA projections of two positions."""
+
+    caller: Caller
+    left_msg_id: str
+    right_msg_id: str
+    #: msg_id -> stored payload, read by the handler from the (immutable) committed rows.
+    payloads: dict[str, Any]
+
+
+class GiveVerdict(msgspec.Struct, frozen=True, tag=True):
+    """Record one judge's verdict on one projection."""
+
+    caller: Caller
+    projection_id: str
+    judge_role: str
+    verdict: dict[str, str]
+
+
+def _adjudicating(topic: Topic) -> ProtocolState:
+    state = topic.data.protocol
+    if state is None:
+        raise not_configured()
+    if state.phase != "ADJUDICATE":
+        raise reject("wrong_phase", "judging happens in ADJUDICATE", phase=state.phase, allowed=[])
+    return state
+
+
+@COMMANDS.on(PrepareJudging)
+def prepare_judging(topic: Topic, cmd: PrepareJudging, now: Now) -> Effects:
+    topic.read_gate(cmd.caller)
+    if not cmd.caller.conductor:
+        raise access.denied()
+    state = _adjudicating(topic)
+    messages = topic.data.messages
+    left, right = messages.get(cmd.left_msg_id), messages.get(cmd.right_msg_id)
+    if left is None or right is None:
+        raise reject("unknown_msg_id", "left_msg_id and right_msg_id name messages of this topic")
+    if left.kind not in POSITION_KINDS or right.kind not in POSITION_KINDS:
+        raise reject("invalid_position_kind", "positions are CLAIM or REBUT messages")
+    if left.msg_id == right.msg_id or {left.role, right.role} != set(state.blind_roles):
+        raise reject(
+            "positions_not_opposing",
+            "the two positions come from the two opposing blind roles",
+            blind_roles=state.blind_roles,
+        )
+    at = topic.stamp_now(now)
+    views = {
+        m.msg_id: position(m.msg_id, m.role, m.kind, cmd.payloads.get(m.msg_id))
+        for m in (left, right)
+    }
+    wanted: list[Projection] = []
+    for order, (a, b) in zip(ORDERS, ((left, right), (right, left)), strict=True):
+        pid = projection_id(topic.topic_id, state.round_no, order)
+        wanted.append(
+            Projection(
+                pid,
+                topic.topic_id,
+                state.round_no,
+                order,
+                a.msg_id,
+                b.msg_id,
+                [views[a.msg_id], views[b.msg_id]],
+                at,
+            )
+        )
+    found = [state.projections.get(p.projection_id) for p in wanted]
+    known = [e for e in found if e is not None]
+    if known:
+        same = len(known) == len(wanted) and all(
+            (e.left_msg_id, e.right_msg_id) == (w.left_msg_id, w.right_msg_id)
+            for e, w in zip(known, wanted, strict=True)
+        )
+        if not same:
+            raise reject(
+                "projection_conflict",
+                "this round's projections already exist for another pair; they are immutable",
+            )
+        return Effects(
+            reply={"topic_id": topic.topic_id, "projections": [e.public() for e in known]}
+        )
+    writes: list[Write] = []
+    for p in wanted:
+        state.projections[p.projection_id] = p
+        writes.append(sql.insert_projection(p))
+    topic.event(
+        writes,
+        at,
+        "judge_prepared",
+        cmd.caller.name,
+        round_no=state.round_no,
+        left_msg_id=left.msg_id,
+        right_msg_id=right.msg_id,
+        projection_ids=[p.projection_id for p in wanted],
+    )
+    reply = {"topic_id": topic.topic_id, "projections": [p.public() for p in wanted]}
+    return Effects(reply=reply, writes=writes, changed=True)
+
+
+def _verdict_reply(topic: Topic, p: Projection, state: ProtocolState) -> dict[str, Any]:
+    pair = [q for q in state.projections.values() if q.round_no == p.round_no]
+    complete = len(pair) == len(ORDERS) and all(q.verdict is not None for q in pair)
+    verdicts = [q.verdict for q in pair if q.verdict is not None]
+    stable = agree(verdicts[0], verdicts[1]) if complete else None
+    current = topic.data.protocol
+    assert current is not None
+    return {
+        "projection_id": p.projection_id,
+        "topic_id": topic.topic_id,
+        "complete": complete,
+        "stable": stable,
+        "protocol_state": current.public(),
+    }
+
+
+@COMMANDS.on(GiveVerdict)
+def give_verdict(topic: Topic, cmd: GiveVerdict, now: Now) -> Effects:
+    topic.write_gate(cmd.caller, cmd.judge_role)
+    state = topic.data.protocol
+    p = None if state is None else state.projections.get(cmd.projection_id)
+    if state is None or p is None:
+        raise access.denied()
+    if cmd.judge_role in state.blind_roles or cmd.judge_role in HUMAN_ROLES:
+        raise reject(
+            "ineligible_judge",
+            "the judge role is an active declared role outside the blind pair and not human",
+        )
+    if cmd.verdict["winner_msg_id"] not in (p.left_msg_id, p.right_msg_id):
+        raise reject("invalid_verdict", "winner_msg_id names one of the projection's positions")
+    if p.verdict is not None:
+        if p.verdict == cmd.verdict and p.judge_role == cmd.judge_role:
+            return Effects(reply=_verdict_reply(topic, p, state))
+        raise reject("verdict_conflict", "this projection already holds a different verdict")
+    if state.phase != "ADJUDICATE" or p.round_no != state.round_no:
+        raise reject(
+            "phase_race_lost",
+            "the protocol left ADJUDICATE for this round; read debate_protocol_state",
+            phase=state.phase,
+        )
+    peer = next(
+        q
+        for q in state.projections.values()
+        if q.round_no == p.round_no and q.projection_id != p.projection_id
+    )
+    if peer.judge_role is not None and peer.judge_role != cmd.judge_role:
+        raise reject("judge_role_mismatch", "both orders of a pair are judged by one judge role")
+    at = topic.stamp_now(now)
+    writes: list[Write] = []
+    p.verdict, p.judge_role, p.decided_at = dict(cmd.verdict), cmd.judge_role, at
+    writes.append(sql.set_verdict(p))
+    topic.event(
+        writes,
+        at,
+        "judge_verdict",
+        cmd.caller.name,
+        projection_id=p.projection_id,
+        judge_role=cmd.judge_role,
+        verdict=cmd.verdict,
+    )
+    if peer.verdict is not None:
+        stable = agree(peer.verdict, p.verdict)
+        version = state.transition_version
+        new = (
+            state.move("STOPPED", at, expected=version)
+            if stable
+            else state.move("STALEMATE", at, expected=version, reason=SPLIT_REASON)
+        )
+        set_state(topic, new, writes)
+        topic.event(
+            writes,
+            at,
+            "protocol_moved",
+            cmd.caller.name,
+            old_phase=state.phase,
+            new_phase=new.phase,
+            round_no=new.round_no,
+            transition_version=new.transition_version,
+            stalemate_reason=new.stalemate_reason,
+        )
+    topic.touch(writes, at, row_changed=False)
+    return Effects(reply=_verdict_reply(topic, p, state), writes=writes, changed=True)
