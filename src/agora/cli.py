@@ -78,11 +78,10 @@ async def _serve(config: Config) -> None:
 
 async def _stdio(config: Config, path: str) -> None:
     from agora.server.embed import open_server
-    from agora.toolsets.base import Principal
     from agora.transports.stdio import serve_stdio
 
     token = os.environ.get("AGORA_TOKEN")
-    principal = config.principal_for(token.strip()) if token else Principal()
+    principal = config.principal_for(token.strip()) if token else config.anonymous()
     if principal is None:
         raise _Refused("AGORA_TOKEN does not match any principal")
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:

@@ -75,8 +75,19 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     keep_alive_seconds: float = 15.0
     keep_alive_requests: int = 1000
     principals: list[PrincipalConfig] = msgspec.field(default_factory=list)
+    #: Project grants of the anonymous principal (callers without a token). Unset: ``["local"]``
+    #: while no ``[[principals]]`` are configured (a single-user server on loopback can use the
+    #: debate at once), none once they are.
+    anonymous_projects: list[str] | None = None
     #: Per-toolset options: the [options.<name>] tables of agora.toml.
     options: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+
+    def anonymous(self) -> Principal:
+        """The principal of a caller that sent no token (see ``anonymous_projects``)."""
+        projects = self.anonymous_projects
+        if projects is None:
+            projects = [] if self.principals else ["local"]
+        return Principal(projects=frozenset(projects))
 
     def principal_for(self, token: str) -> Principal | None:
         """The principal whose token hashes to ``sha256(token)``, or None if unknown."""

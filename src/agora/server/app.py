@@ -16,7 +16,6 @@ from urllib.parse import parse_qsl
 import trio
 
 from agora import __version__
-from agora.identity import Principal
 from agora.mcp.catalog import Catalog, Rejection, ToolEntry
 from agora.mcp.session import Session
 from agora.runtime.background import supervise
@@ -26,6 +25,7 @@ if TYPE_CHECKING:
 
     from agora.config import Config
     from agora.errors import Failure
+    from agora.identity import Principal
     from agora.runtime.registry import Runtime
     from agora.toolsets.base import Toolset
     from agora.web.http import Route
@@ -284,7 +284,7 @@ class App:
     def authenticate(self, authorization: str | None) -> Principal | None:
         """The principal of an ``Authorization`` header; None means: answer 401."""
         if not authorization:
-            return Principal()
+            return self.config.anonymous()
         scheme, _, token = authorization.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             return None

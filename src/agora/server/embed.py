@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from agora.config import Config
-from agora.identity import Principal
 from agora.mcp import jsonrpc as rpc
 from agora.runtime.registry import Runtime
 from agora.server.app import App, load_toolsets, refuse_shadowed_tools
@@ -32,6 +31,7 @@ from agora.transports.streamable import StreamableHTTP
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
+    from agora.identity import Principal
     from agora.runtime.clock import Clock
     from agora.toolsets.base import Toolset
 
@@ -72,7 +72,7 @@ class Server:
                 self.app.new_session(endpoint),
                 client.receive,
                 nursery,
-                principal=principal or Principal(),
+                principal=principal or self.app.config.anonymous(),
                 endpoint=endpoint.params,
             )
             try:
