@@ -51,7 +51,7 @@ class LeanHttp:
         self.buf = bytearray()
         self.session = b""
 
-    async def _post(self, body: bytes) -> tuple[int, dict[bytes, bytes], bytes]:
+    async def post(self, body: bytes) -> tuple[int, dict[bytes, bytes], bytes]:
         if self.stream is None:
             self.stream = await trio.open_tcp_stream("127.0.0.1", self.port)
             self.buf.clear()
@@ -115,17 +115,17 @@ class LeanHttp:
         return _decode(payload)
 
     async def open(self) -> LeanHttp:
-        status, headers, payload = await self._post(INITIALIZE_BYTES)
+        status, headers, payload = await self.post(INITIALIZE_BYTES)
         if status != 200:
             raise ConnectionError(f"initialize: {status} {payload[:200]!r}")
         sid = headers.get(b"mcp-session-id")
         if sid:
             self.session = b"Mcp-Session-Id: %s\r\nMcp-Protocol-Version: 2025-11-25\r\n" % sid
-        await self._post(INITIALIZED_BYTES)
+        await self.post(INITIALIZED_BYTES)
         return self
 
     async def call(self, rid: int) -> bool:
-        status, headers, payload = await self._post(call_bytes(rid))
+        status, headers, payload = await self.post(call_bytes(rid))
         reply = self._message(headers, payload)
         return status == 200 and reply is not None and reply.get("id") == rid and "result" in reply
 

@@ -319,12 +319,13 @@ class HttpConnection:
                     raise _Closed
 
     async def _send(self, resp: Response, keep: bool = False) -> None:
+        """Send a whole response; with ``keep`` (the request was read whole) stay open."""
         headers = [
             ("content-type", resp.content_type),
             ("content-length", str(len(resp.body))),
             *resp.headers,
         ]
-        if not keep or (resp.status >= 400 and resp.status != 404):
+        if not keep:
             headers.append(_CLOSE)
             self.refused = resp.status >= 400
         self.responding = True
