@@ -6,5 +6,5 @@ from agora.toolsets.router.tools import HANDLERS
 
 SERVED = frozenset(HANDLERS)
 MEMORY_TOOLS = (
-    "transition_profile_update", "rollback_profile_revision",
+    "rollback_profile_revision",
 )  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import trio
 from memory_support import remember_args
 from router_driver import ctx
 
@@ -103,3 +104,100 @@ async def test_previews_that_cannot_be_made_say_why(router, runtime, workspace, 
     outranked = await preview(router, workspace, web["candidate_id"])
     assert outranked["proposal"]["backtest"]["manual_precedence"] is True
     assert outranked["reason_codes"] == ["profile-backtest-failed"]
+
+
+def transition(proposal, action="approve", key=None, **over):
+    args = {
+        "context": ctx(), "workspace_root": None, "proposal_id": proposal["proposal_id"],
+        "action": action, "expected_proposal_digest": proposal["proposal_digest"],
+        "expected_profile_digest": proposal["expected_profile_digest"],
+        "expected_state_version": proposal["state_version"],
+        "idempotency_key": key or f"t-{proposal['proposal_id'][-8:]}-{action}",
+        "correlation_id": "c",
+    }  # fmt: skip
+    return {**args, **over}
+
+
+@pytest.fixture
+def promoting(workspace, tmp_path):
+    policy = tmp_path / "memory-policy.json"
+    doc = json.loads(policy.read_text())
+    policy.write_text(json.dumps({**doc, "profile_promotion": "review-required"}))
+    return workspace
+
+
+async def test_an_approved_preview_becomes_the_managed_profile_plans_use(
+    router, runtime, promoting
+):
+    await record(router, runtime, promoting, ["web"])
+    (candidate,) = await candidates(router, promoting)
+    proposal = (await preview(router, promoting, candidate["candidate_id"]))["proposal"]
+    args = transition(proposal, workspace_root=str(promoting))
+    applied = await router.call("transition_profile_update", **args)
+    assert applied["status"] == "applied"
+    assert applied["revision_id"].startswith("revision:")
+    assert await router.call("transition_profile_update", **args) == {**applied, "replayed": True}
+    again = await router.call("transition_profile_update",
+                              **{**args, "idempotency_key": "second"})  # fmt: skip
+    assert (again["status"], again["reason_codes"]) == ("not-found", ["profile-proposal-not-found"])
+    routing = {"workspace_root": str(promoting), "domains": ["web"], "tags": [],
+               "current_phase_id": None}  # fmt: skip
+    plan = await router.plan("Fix the typo", routing_context=routing)
+    assert plan["route_source"] == "managed-personal-profile"
+    assert plan["planned_skill_ids"] == ["skill:lead"]
+    following = (await preview(router, promoting, candidate["candidate_id"]))["proposal"]
+    assert following["expected_profile_digest"] == proposal["proposed_profile_digest"]
+    assert following["state_version"] == 2
+
+
+async def test_a_changed_preview_cannot_be_approved_and_two_approvals_race(
+    router, runtime, promoting
+):
+    await record(router, runtime, promoting, ["web"])
+    (candidate,) = await candidates(router, promoting)
+    stale = (await preview(router, promoting, candidate["candidate_id"]))["proposal"]
+    await record(router, runtime, promoting, ["web"], runs=1, days=1)
+    fresh = (await preview(router, promoting, candidate["candidate_id"]))["proposal"]
+    assert fresh["proposal_id"] == stale["proposal_id"]
+    blocked = await router.call("transition_profile_update",
+                                **transition(stale, workspace_root=str(promoting)))  # fmt: skip
+    assert (blocked["status"], blocked["reason_codes"]) == ("blocked", ["profile-preview-stale"])
+    outcomes = []
+
+    async def approve(key):
+        args = transition(fresh, key=key, workspace_root=str(promoting))
+        outcomes.append(await router.call("transition_profile_update", **args))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(approve, "race-a")
+        nursery.start_soon(approve, "race-b")
+    statuses = sorted(o["status"] for o in outcomes)
+    assert statuses == ["applied", "blocked"]
+    loser = next(o for o in outcomes if o["status"] == "blocked")
+    assert loser["reason_codes"] == ["profile-proposal-state-conflict"]
+
+
+async def test_a_rejected_candidate_is_suppressed(router, runtime, promoting):
+    await record(router, runtime, promoting, ["web"])
+    (candidate,) = await candidates(router, promoting)
+    proposal = (await preview(router, promoting, candidate["candidate_id"]))["proposal"]
+    args = transition(proposal, "reject", workspace_root=str(promoting))
+    rejected = await router.call("transition_profile_update", **args)
+    assert rejected["status"] == "rejected"
+    (listed,) = await candidates(router, promoting)
+    assert listed["status"] == "suppressed"
+    assert "candidate-suppressed" in listed["reason_codes"]
+    blocked = await preview(router, promoting, candidate["candidate_id"])
+    assert (blocked["status"], blocked["reason_codes"]) == ("blocked", ["candidate-suppressed"])
+    runtime.clock.wall_source.advance(181 * 86400)
+    (later,) = await candidates(router, promoting)
+    assert later["status"] == "proposed"
+
+
+async def test_promotion_must_be_allowed_by_the_policy(router, runtime, workspace):
+    await record(router, runtime, workspace, ["web"])
+    (candidate,) = await candidates(router, workspace)
+    proposal = (await preview(router, workspace, candidate["candidate_id"]))["proposal"]
+    blocked = await router.call("transition_profile_update",
+                                **transition(proposal, workspace_root=str(workspace)))  # fmt: skip
+    assert blocked["reason_codes"] == ["profile-promotion-disabled"]

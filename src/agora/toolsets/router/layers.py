@@ -16,6 +16,7 @@ import trio
 
 from agora.errors import AgoraError
 from agora.toolsets.router import profiles, workspace
+from agora.toolsets.router.memory import MEMORY, MEMORY_KEY, Managed
 
 if TYPE_CHECKING:
     from agora.toolsets.base import ToolCall
@@ -71,6 +72,39 @@ async def plan_layers(call: ToolCall) -> tuple[list[profiles.Profile], list[str]
     if workspace_root is not None:
         authorized += await client_roots(call)
     personal = options.get("personal_profile")
-    if workspace_root is None and not personal:
-        return [], []  # nothing to read: no trip to a worker thread
-    return await trio.to_thread.run_sync(read_layers, workspace_root, authorized, personal)
+    found: list[profiles.Profile] = []
+    warnings: list[str] = []
+    if workspace_root is not None or personal:  # else nothing to read: no worker thread
+        found, warnings = await trio.to_thread.run_sync(
+            read_layers, workspace_root, authorized, personal
+        )
+    if options.get("memory_policy"):  # Memory may have written managed Profiles
+        found, more = await _with_managed(call, found, workspace_root, authorized)
+        warnings += more
+    return found, warnings
+
+
+async def _with_managed(
+    call: ToolCall, found: list[profiles.Profile], root: str | None, authorized: list[str]
+) -> tuple[list[profiles.Profile], list[str]]:
+    # Precedence: workspace file > managed workspace > personal file > managed personal.
+    identity = "personal"
+    if root is not None:
+        identity = await trio.to_thread.run_sync(workspace.identity_of, root, authorized)
+    wanted: list[tuple[profiles.Layer, tuple[str, str]]] = []
+    if identity not in ("personal", "unverified"):
+        wanted.append(("managed-workspace", ("managed-workspace-local", identity)))
+    wanted.append(("managed-personal", ("managed-personal", "personal")))
+    latest, _rejections = await call.runtime.call(
+        MEMORY, MEMORY_KEY, Managed(tuple(key for _, key in wanted))
+    )
+    warnings: list[str] = []
+    by_layer: dict[str, profiles.Profile] = {p.layer: p for p in found}
+    for layer, key in wanted:
+        if key in latest:
+            profile, problems = profiles.parse_profile(layer, latest[key][3])
+            warnings += problems
+            if profile is not None:
+                by_layer[layer] = profile
+    order = ("workspace", "managed-workspace", "personal", "managed-personal")
+    return [by_layer[name] for name in order if name in by_layer], warnings

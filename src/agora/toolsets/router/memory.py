@@ -77,6 +77,42 @@ class Sweep(msgspec.Struct, frozen=True, tag=True):
     keep: int
 
 
+class CheckReceipt(Receipted, frozen=True, tag=True):
+    """Read: this key's stored result (``replayed: true``), None if new, or the reuse refusal."""
+
+
+class Managed(msgspec.Struct, frozen=True, tag=True):
+    """Read: the newest revision of each managed Profile named (target, profile key)."""
+
+    keys: tuple[tuple[str, str], ...]
+
+
+class ApplyRevision(Receipted, frozen=True, tag=True):
+    """Write revision ``revision_no`` of a managed Profile, only if it is the next one."""
+
+    target: str
+    profile_key: str
+    revision_no: int
+    revision_id: str
+    profile_json: str
+    profile_digest: str
+    source: str
+    result: dict[str, Any]
+    blocked: dict[str, Any]
+
+
+class RejectCandidate(Receipted, frozen=True, tag=True):
+    """Record the user's rejection of a candidate."""
+
+    candidate_id: str
+    profile_key: str
+    result: dict[str, Any]
+
+
+#: Revisions kept per managed Profile.
+MAX_REVISIONS: Final = 20
+
+
 class MemoryStore:
     """The Memory entity's state (empty while the store does not exist)."""
 
@@ -91,6 +127,11 @@ class MemoryStore:
         #: observation_id -> feedback entries bound to it
         self.feedback_by: dict[str, int] = dict(rows["feedback"])
         self.receipts = {(s, k): (d, json.loads(r)) for s, k, d, r in rows["receipts"]}
+        #: (target, profile key) -> [(revision_no, revision_id, digest, profile_json)], oldest first
+        self.revisions: dict[tuple[str, str], list[tuple[int, str, str, str]]] = {}
+        for target, key, no, rid, pdigest, pjson in rows.get("revisions", []):
+            self.revisions.setdefault((target, key), []).append((no, rid, pdigest, pjson))
+        self.rejections: dict[str, str] = dict(rows.get("rejections", {}))
 
     @property
     def feedback(self) -> int:
@@ -110,15 +151,17 @@ class MemoryStore:
         """Apply a `Summary`, `Remember`, `Feedback` or `Purge`."""
         if isinstance(command, Sweep):
             return self._sweep(command)
+        if isinstance(command, Managed):
+            latest = {k: self.revisions[k][-1] for k in command.keys if self.revisions.get(k)}
+            return Effects(reply=(latest, dict(self.rejections)))
+        if isinstance(command, CheckReceipt):
+            return Effects(reply=self._receipt(command))
         if isinstance(command, Summary):
             count = self.per_workspace[command.workspace_identity]
             return Effects(reply=(self.exists, self.summary_digest(), count))
         key = (command.session_id, command.idempotency_key)
         if key in self.receipts:
-            stored_digest, result = self.receipts[key]
-            if stored_digest != command.request_digest:
-                return Effects(reply=replies.key_reused(command.idempotency_key))
-            return Effects(reply={**result, "replayed": True})
+            return Effects(reply=self._receipt(command))
         at = stamp(now.wall)
         try:
             result, writes = HANDLERS[type(command)](self, command, at)
@@ -135,6 +178,37 @@ class MemoryStore:
             memory_sql.insert_receipt(*key, command.request_digest, json.dumps(result), at),
         ]
         return Effects(reply=result, writes=writes, changed=True)
+
+    def _receipt(self, cmd: Receipted) -> dict[str, Any] | ToolError | None:
+        stored = self.receipts.get((cmd.session_id, cmd.idempotency_key))
+        if stored is None:
+            return None
+        if stored[0] != cmd.request_digest:
+            return replies.key_reused(cmd.idempotency_key)
+        return {**stored[1], "replayed": True}
+
+    def apply(self, cmd: ApplyRevision, at: str) -> tuple[dict[str, Any], list[Write]]:
+        history = self.revisions.setdefault((cmd.target, cmd.profile_key), [])
+        current = history[-1][0] if history else 0
+        if cmd.revision_no != current + 1:
+            raise _Answer(cmd.blocked)
+        writes = self._create()
+        history.append((cmd.revision_no, cmd.revision_id, cmd.profile_digest, cmd.profile_json))
+        writes.append(memory_sql.insert_revision({
+            "revision_id": cmd.revision_id, "target_profile_class": cmd.target,
+            "profile_key": cmd.profile_key, "revision_no": cmd.revision_no,
+            "profile_json": cmd.profile_json, "profile_digest": cmd.profile_digest,
+            "source": cmd.source, "created_at": at,
+        }))  # fmt: skip
+        while len(history) > MAX_REVISIONS:
+            writes.append(memory_sql.delete_revision(history.pop(0)[1]))
+        return dict(cmd.result), writes
+
+    def reject(self, cmd: RejectCandidate, at: str) -> tuple[dict[str, Any], list[Write]]:
+        writes = self._create()
+        self.rejections.setdefault(cmd.candidate_id, at)
+        writes.append(memory_sql.insert_rejection(cmd.candidate_id, cmd.profile_key, at))
+        return dict(cmd.result), writes
 
     def _sweep(self, cmd: Sweep) -> Effects:
         # Retention: observations older than the cutoff, then, per workspace identity, all
@@ -226,6 +300,8 @@ HANDLERS: Final[dict[type, Any]] = {
     Remember: MemoryStore.remember,
     Feedback: MemoryStore.feedback_on,
     Purge: MemoryStore.purge,
+    ApplyRevision: MemoryStore.apply,
+    RejectCandidate: MemoryStore.reject,
 }
 
 

@@ -2,13 +2,14 @@
 
 Memory is off by default, and reading its status must not create anything, so its tables are
 not migrations: `create_store` (``CREATE TABLE IF NOT EXISTS``) is part of the transaction of
-the first recorded observation, and a read of a store that does not exist is told apart by
-the backend's "no such table" error. ``router_memory_meta`` holds the generation counter (bumped
+the first Memory write, and a read of a store that does not exist is told apart by the
+backend's "no such table" error. ``router_memory_meta`` holds the generation counter (bumped
 by every Memory write, never reset, so a summary digest never comes back),
 ``router_memory_observations`` the recorded workflows (routing context only: no objective
 text, no path), ``router_memory_feedback`` typed feedback, ``router_memory_receipts`` each
-Memory command's idempotency receipt. Same rules as `sql`: ``?`` placeholders, JSON as TEXT,
-fixed-width UTC TEXT; a missing table is detected by querying it, not a catalog.
+Memory command's idempotency receipt, ``router_memory_revisions`` the managed Profiles'
+revisions and ``router_memory_rejections`` the candidates the user rejected. Same rules as
+`sql`: ``?`` placeholders, JSON as TEXT, fixed-width UTC TEXT timestamps.
 """
 
 from __future__ import annotations
@@ -37,6 +38,12 @@ _TABLES = (
         session_id TEXT NOT NULL, idempotency_key TEXT NOT NULL, request_digest TEXT NOT NULL,
         result_json TEXT NOT NULL, created_at TEXT NOT NULL,
         PRIMARY KEY (session_id, idempotency_key))""",
+    """CREATE TABLE IF NOT EXISTS router_memory_revisions (
+        revision_id TEXT PRIMARY KEY, target_profile_class TEXT NOT NULL,
+        profile_key TEXT NOT NULL, revision_no BIGINT NOT NULL, profile_json TEXT NOT NULL,
+        profile_digest TEXT NOT NULL, source TEXT NOT NULL, created_at TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS router_memory_rejections (
+        candidate_id TEXT PRIMARY KEY, profile_key TEXT NOT NULL, rejected_at TEXT NOT NULL)""",
     "INSERT INTO router_memory_meta (name, value) VALUES ('generation', 0) ON CONFLICT DO NOTHING",
 )
 
@@ -93,6 +100,26 @@ def delete_observation(observation_id: str) -> list[Write]:
     ]
 
 
+def insert_revision(row: dict[str, Any]) -> Write:
+    """Record one managed Profile revision (``row`` has every column)."""
+    cols, marks = ", ".join(row), ", ".join("?" for _ in row)
+    return (f"INSERT INTO router_memory_revisions ({cols}) VALUES ({marks})", tuple(row.values()))
+
+
+def delete_revision(revision_id: str) -> Write:
+    """Drop one managed Profile revision (beyond the newest kept)."""
+    return ("DELETE FROM router_memory_revisions WHERE revision_id = ?", (revision_id,))
+
+
+def insert_rejection(candidate_id: str, key: str, at: str) -> Write:
+    """Remember that the user rejected a candidate (it stays suppressed for a while)."""
+    return (
+        "INSERT INTO router_memory_rejections (candidate_id, profile_key, rejected_at)"
+        " VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+        (candidate_id, key, at),
+    )
+
+
 def delete_all(table: str) -> Write:
     """Delete every row of one Memory table (``table`` comes from `PURGES`, never input)."""
     assert table in {t for tables in PURGES.values() for t in tables}
@@ -129,11 +156,20 @@ def read_store(conn: sqlite3.Connection) -> dict[str, Any] | None:
         "SELECT session_id, idempotency_key, request_digest, result_json"
         " FROM router_memory_receipts"
     ).fetchall()
+    revisions = conn.execute(
+        "SELECT target_profile_class, profile_key, revision_no, revision_id, profile_digest,"
+        " profile_json FROM router_memory_revisions ORDER BY revision_no"
+    ).fetchall()
+    rejections = conn.execute(
+        "SELECT candidate_id, rejected_at FROM router_memory_rejections"
+    ).fetchall()
     return {
         "generation": generation[0] if generation else 0,
         "observations": [tuple(r) for r in observations],
         "feedback": {str(o): int(n) for o, n in feedback},
         "receipts": [tuple(r) for r in receipts],
+        "revisions": [tuple(r) for r in revisions],
+        "rejections": {str(c): str(at) for c, at in rejections},
     }
 
 

@@ -1,4 +1,4 @@
-"""The Memory tools served so far: status, remember, feedback, candidates, preview, purge.
+"""The Memory tools on observations: status, remember, feedback, candidates and purge.
 
 Each reads the policy first (files only, off the Trio thread). ``get_memory_status`` creates
 nothing. ``remember_workflow`` records a workflow only when capture is enabled and it is
@@ -31,12 +31,11 @@ from agora.toolsets.router import (
     commands,
     memory_policy,
     memory_sql,
-    previews,
     replies,
     workspace,
 )
 from agora.toolsets.router.digests import digest, request_digest
-from agora.toolsets.router.layers import client_roots, read_layers
+from agora.toolsets.router.layers import client_roots
 from agora.toolsets.router.memory import (
     MEMORY,
     MEMORY_KEY,
@@ -74,7 +73,8 @@ def _read_policy(workspace_root: str | None, authorized: list[str], personal_pat
     return policy, identity
 
 
-async def _policy(call: ToolCall) -> tuple[memory_policy.Policy, str]:
+async def policy_of(call: ToolCall) -> tuple[memory_policy.Policy, str]:
+    """The effective Memory policy of this call and its workspace identity (or ``personal``)."""
     options = call.runtime.options("router")
     root = call.args.get("workspace_root")
     authorized = [str(r) for r in options.get("workspace_roots", [])]
@@ -85,11 +85,13 @@ async def _policy(call: ToolCall) -> tuple[memory_policy.Policy, str]:
     )
 
 
-def _id(prefix: str, *parts: str) -> str:
+def make_id(prefix: str, *parts: str) -> str:
+    """``<prefix>:<32 hex>`` bound to ``parts``."""
     return f"{prefix}:{hashlib.sha256(chr(0).join(parts).encode()).hexdigest()[:32]}"
 
 
-def _receipted(call: ToolCall) -> dict[str, str]:
+def receipt_fields(call: ToolCall) -> dict[str, str]:
+    """Session, idempotency key and request digest of a Memory mutation."""
     a = call.args
     return {
         "session_id": a["context"]["session_id"],
@@ -100,7 +102,7 @@ def _receipted(call: ToolCall) -> dict[str, str]:
 
 async def get_memory_status(call: ToolCall) -> dict[str, Any]:
     """The effective policy and the global history summary; creates nothing."""
-    policy, identity = await _policy(call)
+    policy, identity = await policy_of(call)
     exists, summary, count = await call.runtime.call(MEMORY, MEMORY_KEY, Summary(identity))
     return {
         "authority_mode": "router-local", "actual_skill_consistency": "unavailable",
@@ -136,7 +138,7 @@ def _ineligible(a: dict[str, Any], policy: memory_policy.Policy, run: dict[str, 
 async def remember_workflow(call: ToolCall) -> dict[str, Any]:
     """Record one eligible completed workflow under the opt-in policy."""
     a = call.args
-    policy, identity = await _policy(call)
+    policy, identity = await policy_of(call)
     result: dict[str, Any] = {
         "authority_mode": "router-local", "replayed": False, "policy_digest": policy.digest,
         "target_profile_class": a["target_profile_class"], "candidate_id": None,
@@ -160,7 +162,7 @@ async def remember_workflow(call: ToolCall) -> dict[str, Any]:
         "target_profile_class": a["target_profile_class"], "one_shot": a["one_shot"],
         "recorded_day": call.runtime.clock.wall().date().isoformat(),
     }  # fmt: skip
-    observation_id = _id("observation", identity, run["workflow_run_id"])
+    observation_id = make_id("observation", identity, run["workflow_run_id"])
     row = {
         "observation_id": observation_id, "workspace_identity": identity,
         "workflow_run_id": run["workflow_run_id"], "session_id": a["context"]["session_id"],
@@ -173,7 +175,7 @@ async def remember_workflow(call: ToolCall) -> dict[str, Any]:
         "route_signature_digest": signature,
     }  # fmt: skip
     reply: dict[str, Any] = await call.runtime.call(
-        MEMORY, MEMORY_KEY, Remember(row=row, result=result, **_receipted(call))
+        MEMORY, MEMORY_KEY, Remember(row=row, result=result, **receipt_fields(call))
     )
     return reply
 
@@ -181,7 +183,7 @@ async def remember_workflow(call: ToolCall) -> dict[str, Any]:
 async def record_route_feedback(call: ToolCall) -> dict[str, Any]:
     """Record typed feedback bound to an observation of the caller's session and run."""
     a = call.args
-    policy, _identity = await _policy(call)
+    policy, _identity = await policy_of(call)
     result: dict[str, Any] = {
         "authority_mode": "router-local", "replayed": False, "policy_digest": policy.digest,
         "observation_id": a["observation_id"], "feedback_id": None, "feedback_digest": None,
@@ -204,7 +206,7 @@ async def record_route_feedback(call: ToolCall) -> dict[str, Any]:
         "corrected_route_digest": corrected,
     }  # fmt: skip
     session, key = a["context"]["session_id"], a["idempotency_key"]
-    feedback_id = _id("feedback", session, key)
+    feedback_id = make_id("feedback", session, key)
     row = {
         "feedback_id": feedback_id, "observation_id": a["observation_id"],
         "feedback_json": json.dumps(feedback), "feedback_digest": digest(feedback),
@@ -213,7 +215,7 @@ async def record_route_feedback(call: ToolCall) -> dict[str, Any]:
                "feedback_digest": row["feedback_digest"]}  # fmt: skip
     command = Feedback(observation_id=a["observation_id"], workflow_run_id=a["workflow_run_id"],
                        original_route_digest=original, row=row, result=result,
-                       **_receipted(call))  # fmt: skip
+                       **receipt_fields(call))  # fmt: skip
     reply: dict[str, Any] = await call.runtime.call(MEMORY, MEMORY_KEY, command)
     return reply
 
@@ -223,32 +225,19 @@ async def purge_workflow_memory(call: ToolCall) -> dict[str, Any]:
     a = call.args
     command = Purge(scope=a["scope"], expected_summary_digest=a["expected_summary_digest"],
                     include_managed_profiles=a["include_managed_profiles"],
-                    **_receipted(call))  # fmt: skip
+                    **receipt_fields(call))  # fmt: skip
     reply: dict[str, Any] = await call.runtime.call(MEMORY, MEMORY_KEY, command)
     return reply
 
 
-async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
-    """The candidates of the caller's workspace (or personal scope); read-only, bounded."""
-    a = call.args
-    policy, identity = await _policy(call)
+async def observations(call: ToolCall, identity: str) -> list[candidates.Observed]:
+    """One workspace identity's observations with their feedback types (none: empty)."""
     rows = await call.runtime.read(lambda conn: memory_sql.read_workspace(conn, identity))
-    found: list[dict[str, Any]] = []
-    if rows and policy.candidate_generation_enabled:
-        observed = [
-            candidates.Observed(oid, run, json.loads(doc), day, at,
-                                tuple(json.loads(f)["feedback_type"] for f in fb))
-            for oid, run, doc, day, at, fb in rows
-        ]  # fmt: skip
-        found = candidates.mine(observed, identity, policy.effective_mode, policy.digest)
-    if a["status"] is not None:
-        found = [c for c in found if c["status"] == a["status"]]
-    limit = a["limit"]
-    return {
-        "authority_mode": "router-local",
-        "candidates": found[:limit],
-        "truncated": len(found) > limit,
-    }
+    return [
+        candidates.Observed(oid, run, json.loads(doc), day, at,
+                            tuple(json.loads(f)["feedback_type"] for f in fb))
+        for oid, run, doc, day, at, fb in rows or []
+    ]  # fmt: skip
 
 
 #: Retention of observations: how old, how many, and how often the sweep runs (seconds).
@@ -264,49 +253,3 @@ async def sweep(runtime: Runtime) -> None:
     dropped = await runtime.call(MEMORY, MEMORY_KEY, Sweep(cutoff=cutoff, keep=RETENTION_MAX))
     if dropped:
         log.info("router memory retention dropped %d observations", dropped)
-
-
-def _manual_profiles(
-    workspace_root: str | None, authorized: list[str], personal: str | None
-) -> list[Any]:
-    found, _warnings = read_layers(workspace_root, authorized, personal)
-    return found
-
-
-async def preview_profile_update(call: ToolCall) -> dict[str, Any]:
-    """Preview what a candidate would change in its managed Profile; persists nothing."""
-    a = call.args
-    policy, identity = await _policy(call)
-    answer: dict[str, Any] = {
-        "authority_mode": "router-local", "replayed": False, "proposal": None,
-        "revision_id": None, "revision_digest": None,
-    }  # fmt: skip
-    if not policy.candidate_generation_enabled:
-        return {**answer, "status": "blocked", "reason_codes": list(policy.reason_codes)}
-    rows = await call.runtime.read(lambda conn: memory_sql.read_workspace(conn, identity))
-    observed = [
-        candidates.Observed(oid, run, json.loads(doc), day, at,
-                            tuple(json.loads(f)["feedback_type"] for f in fb))
-        for oid, run, doc, day, at, fb in rows or []
-    ]  # fmt: skip
-    mined = next(
-        (m for m in candidates.mine_with_routes(observed, identity, policy.effective_mode,
-                                                policy.digest)
-         if m.candidate["candidate_id"] == a["candidate_id"]),
-        None,
-    )  # fmt: skip
-    if mined is None:
-        return {**answer, "status": "not-found", "reason_codes": ["workflow-candidate-not-found"]}
-    if mined.candidate["target_profile_class"] not in policy.allowed_targets:
-        return {**answer, "status": "blocked", "reason_codes": ["profile-target-not-allowed"]}
-    options = call.runtime.options("router")
-    authorized = [str(r) for r in options.get("workspace_roots", [])]
-    if a["workspace_root"] is not None:
-        authorized += await client_roots(call)
-    manual = await trio.to_thread.run_sync(
-        _manual_profiles, a["workspace_root"], authorized, options.get("personal_profile")
-    )
-    proposal, reasons = previews.preview(mined, observed, manual, policy.digest)
-    if proposal is None:
-        return {**answer, "status": "blocked", "reason_codes": reasons}
-    return {**answer, "status": "previewed", "proposal": proposal, "reason_codes": reasons}

@@ -4,10 +4,11 @@
 and digests. The proposed Profile (format ``agora-router-profile/1``, id
 ``managed-<target>``) holds one rule built from the candidate: its matchers are the
 pattern's routing domains (any of) and tags (all of), its envelope and phases the
-candidate's route, each phase's exit gate checked by its gate id. A candidate without
-matchers is not previewed (``matcher-seed-required``): a rule matching everything would
-capture all work. No managed Profile can exist before transitions are served, so the
-expected current Profile is ``missing`` and the diff only adds the rule.
+candidate's route, each phase's exit gate checked by its gate id, added to (or replacing
+its earlier version in) the target's current managed Profile, whose digest the proposal
+expects (``missing`` when there is none) and whose next revision number is the proposal's
+``state_version``. A candidate without matchers is not previewed (``matcher-seed-required``):
+a rule matching everything would capture all work.
 
 The backtest replays the rule over the workspace's observations: ``positive_*`` counts the
 pattern's own runs it matches with the same route; ``unexpected_match_count`` counts other
@@ -20,6 +21,7 @@ when coverage is at least 0.75, nothing regresses, and no manual Profile takes p
 from __future__ import annotations
 
 import datetime as dt
+import json
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.toolsets.router import profiles
@@ -89,31 +91,50 @@ def _backtest(rule: dict[str, Any], mined: Mined, observed: list[Observed], sign
     return test
 
 
+#: A managed Profile's newest revision: (revision_no, revision_id, digest, profile_json).
+Current = tuple[int, str, str, str]
+
+
 def preview(mined: Mined, observed: list[Observed], manual: list[profiles.Profile],
-            policy_digest: str) -> tuple[dict[str, Any] | None, list[str]]:  # fmt: skip
-    """The proposal of ``mined``'s candidate, or None with the reason codes that block it."""
+            policy_digest: str, current: Current | None = None
+            ) -> tuple[dict[str, Any] | None, list[str]]:  # fmt: skip
+    """The proposal of ``mined``'s candidate, or None with the reason codes that block it.
+
+    Args:
+        mined: The candidate with its route and pattern.
+        observed: Every observation of the workspace (for the backtest).
+        manual: The manual Profiles that outrank managed ones.
+        policy_digest: The effective policy's digest.
+        current: The target managed Profile's newest revision, None if it has none.
+    """
     candidate = mined.candidate
     if "no-matchable-routing-context" in candidate["reason_codes"]:
         return None, ["matcher-seed-required"]
     target = candidate["target_profile_class"]
     rule = _rule(mined)
+    old_rules = json.loads(current[3])["rules"] if current else []
+    kept = [r for r in old_rules if r["rule_id"] != rule["rule_id"]]
     proposed_doc = {"format": profiles.FORMAT, "profile_id": f"managed-{target}",
-                    "rules": [rule]}  # fmt: skip
+                    "rules": [*kept, rule]}  # fmt: skip
+    expected = current[2] if current else "missing"
+    changed = len(kept) != len(old_rules)
     proposed_json = canonical(proposed_doc).decode()
     parsed, problems = profiles.parse_profile("personal", proposed_json)
     if parsed is None or problems:
         return None, ["profile-lint-failed"]
     signature = mined.route["route_signature_digest"]
     test = _backtest(rule, mined, observed, signature, manual)
-    diff_json = canonical({"added_rules": [rule["rule_id"]], "removed_rules": [],
-                           "changed_rules": []}).decode()  # fmt: skip
+    diff_json = canonical({
+        "added_rules": [] if changed else [rule["rule_id"]], "removed_rules": [],
+        "changed_rules": [rule["rule_id"]] if changed else [],
+    }).decode()  # fmt: skip
     newest = max(o.recorded_at for o in mined.members)
     expires = dt.datetime.strptime(newest, "%Y-%m-%dT%H:%M:%S.%fZ") + VALID_FOR
     proposal = {
         "candidate_id": candidate["candidate_id"],
         "candidate_digest": candidate["candidate_digest"], "target_profile_class": target,
         "workspace_identity_digest": candidate["workspace_identity_digest"],
-        "expected_profile_digest": "missing", "state_version": 1,
+        "expected_profile_digest": expected, "state_version": (current[0] if current else 0) + 1,
         "proposed_profile_json": proposed_json, "proposed_profile_digest": digest(proposed_doc),
         "semantic_diff_json": diff_json, "semantic_diff_digest": digest(diff_json),
         "backtest": test, "backtest_digest": test["backtest_digest"],
@@ -124,7 +145,7 @@ def preview(mined: Mined, observed: list[Observed], manual: list[profiles.Profil
     proposal["proposal_id"] = (
         "proposal:"
         + digest(
-            [candidate["candidate_id"], "missing", proposal["proposed_profile_digest"]]
+            [candidate["candidate_id"], expected, proposal["proposed_profile_digest"]]
         ).removeprefix("sha256:")[:32]
     )
     proposal["proposal_digest"] = digest(proposal)

@@ -103,10 +103,12 @@ PROFILE_SCHEMA: Final[dict[str, Any]] = {
 }
 _VALIDATOR: Final = compile_validator(PROFILE_SCHEMA)
 
-Layer = Literal["workspace", "personal", "builtin"]
+Layer = Literal["workspace", "managed-workspace", "personal", "managed-personal", "builtin"]
 ROUTE_SOURCES: Final[dict[Layer, str]] = {
     "workspace": "workspace-profile",
+    "managed-workspace": "managed-workspace-profile",
     "personal": "personal-profile",
+    "managed-personal": "managed-personal-profile",
     "builtin": "builtin-default",
 }
 

@@ -4,14 +4,14 @@ A handler builds one command from validated arguments and returns the run's repl
 no rule of its own. Tools that cannot run here (the verified-host ones) answer the typed
 capability-unavailable from `agora.toolsets.router.replies`; the adapter tools live in
 `agora.toolsets.router.evaluations` and the Memory tools in
-`agora.toolsets.router.memory_tools` (six of the eight so far).
+`agora.toolsets.router.memory_tools` and `profile_tools` (seven of the eight so far).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from agora.toolsets.router import commands, evaluations, memory_tools, replies
+from agora.toolsets.router import commands, evaluations, memory_tools, profile_tools, replies
 from agora.toolsets.router.consent import run_of
 from agora.toolsets.router.digests import request_digest
 from agora.toolsets.router.layers import plan_layers
@@ -150,6 +150,7 @@ HANDLERS: Final[dict[str, Handler]] = {
     "remember_workflow": memory_tools.remember_workflow,
     "record_route_feedback": memory_tools.record_route_feedback,
     "purge_workflow_memory": memory_tools.purge_workflow_memory,
-    "list_workflow_candidates": memory_tools.list_workflow_candidates,
-    "preview_profile_update": memory_tools.preview_profile_update,
+    "list_workflow_candidates": profile_tools.list_workflow_candidates,
+    "preview_profile_update": profile_tools.preview_profile_update,
+    "transition_profile_update": profile_tools.transition_profile_update,
 }

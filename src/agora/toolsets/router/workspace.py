@@ -126,6 +126,14 @@ def workspace_profile(workspace_root: str, authorized: list[str]) -> tuple[str |
     return file_in_root(real_root, trusted, WORKSPACE_FILE, "workspace-profile")
 
 
+def identity_of(workspace_root: str, authorized: list[str]) -> str:
+    """The path-free identity of an authorized workspace root (``unverified`` if it is not)."""
+    from agora.toolsets.router.digests import digest
+
+    real_root, _trusted, _warning = authorized_root(workspace_root, authorized)
+    return digest({"workspace": str(real_root)}) if real_root is not None else "unverified"
+
+
 def personal_profile(path: str | None) -> tuple[str | None, list[str]]:
     """The operator-configured personal Profile's text (a trusted path), if any."""
     if not path:

@@ -1,0 +1,206 @@
+"""The Memory tools on candidates and managed Profiles: list, preview, approve or reject.
+
+Candidates are derived on every read (`candidates`); one the user rejected stays
+``suppressed`` for 180 days (``candidate-suppressed``). Managed Profiles live in the Memory
+store: ``managed-personal`` under the key ``personal``, ``managed-workspace-local`` under the
+workspace identity; ``user-personal`` and ``workspace-file`` are the user's own files and are
+never written here (``profile-target-not-allowed``). ``transition_profile_update`` recomputes
+the preview of every candidate of the workspace, finds the one with the proposal id, and
+applies it only if its proposal digest, the current Profile digest (or ``missing``) and the
+next revision number (``expected_state_version``) are exactly those the caller reviewed, the
+backtest is acceptable and the policy allows promotion; the revision is written only if it
+is still the next one (CAS in the Memory entity). At most 20 revisions are kept per Profile.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, Any, Final
+
+import trio
+
+from agora.toolsets.router import candidates, previews
+from agora.toolsets.router.digests import digest
+from agora.toolsets.router.layers import client_roots, read_layers
+from agora.toolsets.router.memory import (
+    MEMORY,
+    MEMORY_KEY,
+    ApplyRevision,
+    CheckReceipt,
+    Managed,
+    RejectCandidate,
+)
+from agora.toolsets.router.memory_tools import (
+    make_id,
+    observations,
+    policy_of,
+    receipt_fields,
+)
+from agora.toolsets.router.sql import stamp
+
+if TYPE_CHECKING:
+    from agora.toolsets.base import ToolCall
+    from agora.toolsets.router.memory_policy import Policy
+
+SUPPRESSION: Final = dt.timedelta(days=180)
+
+
+def profile_key(target: str, identity: str) -> str | None:
+    """Where a managed Profile of ``target`` lives, or None for a user-owned target."""
+    if target == "managed-personal":
+        return "personal"
+    if target == "managed-workspace-local" and identity not in ("personal", "unverified"):
+        return identity
+    return None
+
+
+async def workspace_candidates(
+    call: ToolCall, policy: Policy, identity: str
+) -> tuple[list[candidates.Mined], list[candidates.Observed]]:
+    """The workspace's candidates with their routes (rejected ones marked ``suppressed``), and
+    the observations they were mined from."""
+    observed = await observations(call, identity)
+    mined = candidates.mine_with_routes(observed, identity, policy.effective_mode, policy.digest)
+    if not mined:
+        return [], observed
+    _latest, rejections = await call.runtime.call(MEMORY, MEMORY_KEY, Managed(()))
+    since = stamp(call.runtime.clock.wall() - SUPPRESSION)
+    for m in mined:
+        if rejections.get(m.candidate["candidate_id"], "") >= since:
+            c = m.candidate
+            c["status"] = "suppressed"
+            c["reason_codes"] = [*c["reason_codes"], "candidate-suppressed"]
+            c["candidate_digest"] = digest(
+                {k: v for k, v in c.items() if k not in ("policy_digest", "candidate_digest")}
+            )
+    return mined, observed
+
+
+async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
+    """The candidates of the caller's workspace (or personal scope); read-only, bounded."""
+    a = call.args
+    policy, identity = await policy_of(call)
+    found: list[dict[str, Any]] = []
+    if policy.candidate_generation_enabled:
+        mined, _observed = await workspace_candidates(call, policy, identity)
+        found = [m.candidate for m in mined]
+    if a["status"] is not None:
+        found = [c for c in found if c["status"] == a["status"]]
+    limit = a["limit"]
+    return {"authority_mode": "router-local", "candidates": found[:limit],
+            "truncated": len(found) > limit}  # fmt: skip
+
+
+Previewed = tuple["candidates.Mined", dict[str, Any] | None, list[str]]
+
+
+async def _proposals(call: ToolCall, policy: Policy, identity: str) -> list[Previewed]:
+    mined, observed = await workspace_candidates(call, policy, identity)
+    keys = {(m.candidate["target_profile_class"], profile_key(m.candidate["target_profile_class"],
+                                                             identity)) for m in mined}  # fmt: skip
+    wanted = tuple((t, k) for t, k in sorted(keys) if k is not None)
+    latest, _rejections = await call.runtime.call(MEMORY, MEMORY_KEY, Managed(wanted))
+    options = call.runtime.options("router")
+    root = call.args.get("workspace_root")
+    authorized = [str(r) for r in options.get("workspace_roots", [])]
+    if root is not None:
+        authorized += await client_roots(call)
+    manual, _warnings = await trio.to_thread.run_sync(
+        read_layers, root, authorized, options.get("personal_profile")
+    )
+    out: list[Previewed] = []
+    for m in mined:
+        target = m.candidate["target_profile_class"]
+        current = latest.get((target, profile_key(target, identity)))
+        if m.candidate["status"] == "suppressed":
+            out.append((m, None, ["candidate-suppressed"]))
+            continue
+        proposal, reasons = previews.preview(m, observed, manual, policy.digest, current)
+        out.append((m, proposal, reasons))
+    return out
+
+
+def _answer(**fields: Any) -> dict[str, Any]:
+    base = {"authority_mode": "router-local", "replayed": False, "proposal": None,
+            "revision_id": None, "revision_digest": None, "reason_codes": []}  # fmt: skip
+    return {**base, **fields}
+
+
+async def preview_profile_update(call: ToolCall) -> dict[str, Any]:
+    """Preview what a candidate would change in its managed Profile; persists nothing."""
+    policy, identity = await policy_of(call)
+    if not policy.candidate_generation_enabled:
+        return _answer(status="blocked", reason_codes=list(policy.reason_codes))
+    wanted = call.args["candidate_id"]
+    for mined, proposal, reasons in await _proposals(call, policy, identity):
+        if mined.candidate["candidate_id"] != wanted:
+            continue
+        if mined.candidate["target_profile_class"] not in policy.allowed_targets:
+            return _answer(status="blocked", reason_codes=["profile-target-not-allowed"])
+        if proposal is None:
+            return _answer(status="blocked", reason_codes=reasons)
+        return _answer(status="previewed", proposal=proposal, reason_codes=reasons)
+    return _answer(status="not-found", reason_codes=["workflow-candidate-not-found"])
+
+
+def _refusal_codes(a: dict[str, Any], proposal: dict[str, Any], policy: Policy) -> list[str]:
+    codes = []
+    if a["expected_proposal_digest"] != proposal["proposal_digest"]:
+        codes.append("profile-preview-stale")
+    if a["expected_profile_digest"] != proposal["expected_profile_digest"]:
+        codes.append("profile-drift")
+    if a["expected_state_version"] != proposal["state_version"]:
+        codes.append("profile-proposal-state-conflict")
+    if a["action"] == "approve":
+        if policy.profile_promotion == "disabled":
+            codes.append("profile-promotion-disabled")
+        if not proposal["backtest"]["acceptable"]:
+            codes.append("profile-backtest-failed")
+    return codes
+
+
+async def transition_profile_update(call: ToolCall) -> dict[str, Any]:
+    """Approve or reject the exact reviewed preview of a candidate."""
+    a = call.args
+    policy, identity = await policy_of(call)
+    if not policy.candidate_generation_enabled:
+        return _answer(status="blocked", reason_codes=list(policy.reason_codes))
+    fields = receipt_fields(call)
+    replayed = await call.runtime.call(MEMORY, MEMORY_KEY, CheckReceipt(**fields))
+    if replayed is not None:
+        return dict(replayed)
+    found = next(((m, p) for m, p, _ in await _proposals(call, policy, identity)
+                  if p is not None and p["proposal_id"] == a["proposal_id"]), None)  # fmt: skip
+    if found is None:
+        return _answer(status="not-found", reason_codes=["profile-proposal-not-found"])
+    mined, proposal = found
+    target = proposal["target_profile_class"]
+    key = profile_key(target, identity)
+    if key is None or target not in policy.allowed_targets:
+        return _answer(status="blocked", proposal=proposal,
+                       reason_codes=["profile-target-not-allowed"])  # fmt: skip
+    codes = _refusal_codes(a, proposal, policy)
+    if codes:
+        return _answer(status="blocked", proposal=proposal, reason_codes=codes)
+    if a["action"] == "reject":
+        result = _answer(status="rejected", proposal={**proposal, "status": "rejected"})
+        command: Any = RejectCandidate(candidate_id=mined.candidate["candidate_id"],
+                                       profile_key=key, result=result, **fields)  # fmt: skip
+    else:
+        no = proposal["state_version"]
+        revision_id = make_id("revision", target, key, str(no), proposal["proposed_profile_digest"])
+        result = _answer(
+            status="applied", proposal={**proposal, "status": "applied"},
+            revision_id=revision_id,
+            revision_digest=digest([revision_id, proposal["proposed_profile_digest"]]),
+        )  # fmt: skip
+        blocked = _answer(status="blocked", proposal=proposal,
+                          reason_codes=["profile-proposal-state-conflict"])  # fmt: skip
+        command = ApplyRevision(
+            target=target, profile_key=key, revision_no=no, revision_id=revision_id,
+            profile_json=proposal["proposed_profile_json"],
+            profile_digest=proposal["proposed_profile_digest"],
+            source=proposal["proposal_id"], result=result, blocked=blocked, **fields,
+        )  # fmt: skip
+    reply: dict[str, Any] = await call.runtime.call(MEMORY, MEMORY_KEY, command)
+    return reply
