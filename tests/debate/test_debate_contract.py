@@ -36,7 +36,12 @@ PART_1 = {
     "debate_signal_wait",
 }
 #: The part-2 (debate/v1) tools implemented so far.
-PART_2 = {"debate_protocol_state", "debate_judge_prepare", "debate_judge_verdict"}
+PART_2 = {
+    "debate_protocol_state",
+    "debate_judge_prepare",
+    "debate_judge_verdict",
+    "debate_protocol_maintain",
+}
 ALL = PART_1 | PART_2
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from agora.mcp.contracts import load_contract
 from agora.toolsets.base import Toolset
+from agora.toolsets.debate.handlers.maintenance import phase_timeout_task
 from agora.toolsets.debate.handlers.resources import RESOURCES
 from agora.toolsets.debate.replies import argument_rejection
 from agora.toolsets.debate.sql import MIGRATIONS
@@ -29,4 +30,5 @@ def toolset() -> Toolset:
         tools=tools,
         reject_issues=argument_rejection,
         resources=RESOURCES,
+        background=[phase_timeout_task],
     )

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Final
 
 from agora.toolsets.debate.handlers import (
     inbox,
+    maintenance,
     messages,
     protocol,
     queue,
@@ -48,4 +49,5 @@ HANDLERS: Final[dict[str, Handler]] = {
     "debate_protocol_state": protocol.debate_protocol_state,
     "debate_judge_prepare": protocol.debate_judge_prepare,
     "debate_judge_verdict": protocol.debate_judge_verdict,
+    "debate_protocol_maintain": maintenance.debate_protocol_maintain,
 }

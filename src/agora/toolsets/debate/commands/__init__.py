@@ -16,6 +16,7 @@ from agora.toolsets.debate.commands import (
     cursors,
     judging,
     lifecycle,
+    maintenance,
     messages,
     rotation,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "cursors",
     "judging",
     "lifecycle",
+    "maintenance",
     "messages",
     "rotation",
 ]

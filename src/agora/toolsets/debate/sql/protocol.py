@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from agora.toolsets.debate.protocol.judging import Projection
 from agora.toolsets.debate.protocol.state import ProtocolState, hidden_ids
-from agora.toolsets.debate.sql.reads import bindings
+from agora.toolsets.debate.sql.reads import bindings, topic_from_row
 
 if TYPE_CHECKING:
     import sqlite3
 
     from agora.runtime.entity import Write
     from agora.toolsets.debate.access import Caller
+    from agora.toolsets.debate.model import Binding, TopicRow
 
 _SCHEMA_V2 = (
     "CREATE TABLE debate_protocol (topic_id TEXT PRIMARY KEY, protocol_version TEXT NOT NULL, "
@@ -202,3 +203,39 @@ def blind_hidden(
     if state is None or not state.pending_blind():
         return set()
     return hidden_ids(state, caller, viewer_role, bindings(conn, topic_id))
+
+
+_TOPIC_COLUMNS = (
+    "t.topic_id, t.title, t.project, t.state, t.created_at, t.created_by_role, t.resolve_by, "
+    "t.archived_at, t.metadata, t.roles, t.protocol, t.shape, t.updated_at"
+)
+
+
+def recovery_candidates(
+    conn: sqlite3.Connection, topic_ids: list[str] | None
+) -> list[tuple[TopicRow, list[Binding]]]:
+    """Open (ACTIVE) debate/v1 topics whose phase is not terminal, with their bindings; only
+    ``topic_ids`` when given. In topic order.
+
+    Raises:
+        ValueError: a topic's stored roster or metadata is malformed.
+    """
+    query = (
+        f"SELECT {_TOPIC_COLUMNS} FROM debate_topics t JOIN debate_protocol p "
+        "ON p.topic_id = t.topic_id WHERE t.state = 'ACTIVE' "
+        "AND p.phase NOT IN ('STOPPED', 'ESCALATED')"
+    )
+    params: tuple[str, ...] = ()
+    if topic_ids is not None:
+        if not topic_ids:
+            return []
+        query += f" AND t.topic_id IN ({', '.join('?' for _ in topic_ids)})"
+        params = tuple(topic_ids)
+    rows = conn.execute(query + " ORDER BY t.topic_id", params).fetchall()
+    out = []
+    for r in rows:
+        row = topic_from_row(r)
+        if not all(isinstance(role, str) for role in row.roles):
+            raise ValueError(f"topic {row.topic_id}: malformed roster")
+        out.append((row, bindings(conn, row.topic_id)))
+    return out
