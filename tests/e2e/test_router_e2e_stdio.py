@@ -1,7 +1,7 @@
 """The router over stdio with the official ``mcp`` SDK: a phased objective worked to its last gate.
 
 ``agora stdio --toolset router --db FILE`` is started by the SDK's stdio client. The client
-lists exactly the 19 served tools with the contract's schemas, plans a phased objective, and
+lists exactly the 20 tools with the contract's schemas, plans a phased objective, and
 loops get_next_work -> record_work_event -> evaluate_gate until the last gate passes; every
 structured result is validated against the outputSchema tools/list published. A second
 client declares an MCP root holding a workspace Profile, which the plan must use.
@@ -31,6 +31,7 @@ SERVED = {
     "run_model_evaluation", "compare_evaluations", "export_router_artifact",
     "get_memory_status", "remember_workflow", "record_route_feedback", "purge_workflow_memory",
     "list_workflow_candidates", "preview_profile_update", "transition_profile_update",
+    "rollback_profile_revision",
 }  # fmt: skip
 
 

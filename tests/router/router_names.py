@@ -5,6 +5,4 @@ from __future__ import annotations
 from agora.toolsets.router.tools import HANDLERS
 
 SERVED = frozenset(HANDLERS)
-MEMORY_TOOLS = (
-    "rollback_profile_revision",
-)  # fmt: skip
+MEMORY_TOOLS: tuple[str, ...] = ()  # every Memory tool is served now

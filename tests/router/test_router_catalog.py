@@ -19,13 +19,11 @@ async def test_only_the_served_tools_are_listed_with_the_contract_schemas():
             spec = CONTRACT.tools[tool["name"]]
             assert tool["inputSchema"] == spec.input_schema
             assert tool["outputSchema"] == spec.output_schema
-        reply = await client.request(
-            "tools/call", {"name": "rollback_profile_revision", "arguments": {}}
-        )
+        reply = await client.request("tools/call", {"name": "no_such_tool", "arguments": {}})
         assert "error" in reply or reply["result"].get("isError")
         bad = await client.call_tool("get_next_work", {"workflow_run_id": ""})
     assert not set(MEMORY_TOOLS) & {t["name"] for t in listed}
-    assert len(listed) == len(SERVED) == 19
+    assert len(listed) == len(SERVED) == 20
     assert bad["isError"] is True
     body = bad["structuredContent"]
     assert body["code"] == "invalid-arguments"

@@ -201,3 +201,52 @@ async def test_promotion_must_be_allowed_by_the_policy(router, runtime, workspac
     blocked = await router.call("transition_profile_update",
                                 **transition(proposal, workspace_root=str(workspace)))  # fmt: skip
     assert blocked["reason_codes"] == ["profile-promotion-disabled"]
+
+
+async def test_a_rollback_is_a_reviewable_proposal_that_restores_a_revision(
+    router, runtime, promoting
+):
+    await record(router, runtime, promoting, ["web"])
+    (first,) = await candidates(router, promoting)
+    p1 = (await preview(router, promoting, first["candidate_id"]))["proposal"]
+    rev1 = await router.call("transition_profile_update",
+                             **transition(p1, workspace_root=str(promoting)))  # fmt: skip
+    await record(router, runtime, promoting, ["db"])
+    second = next(c for c in await candidates(router, promoting)
+                  if c["candidate_id"] != first["candidate_id"])  # fmt: skip
+    p2 = (await preview(router, promoting, second["candidate_id"]))["proposal"]
+    assert p2["expected_profile_digest"] == p1["proposed_profile_digest"]
+    rev2 = await router.call("transition_profile_update",
+                             **transition(p2, workspace_root=str(promoting)))  # fmt: skip
+    assert rev2["status"] == "applied"
+
+    def rollback(expected, source=rev1["revision_id"], key="rb-1"):
+        return {"context": ctx(), "workspace_root": str(promoting), "source_revision_id": source,
+                "expected_profile_digest": expected, "idempotency_key": key,
+                "correlation_id": "c"}  # fmt: skip
+
+    drift = await router.call("rollback_profile_revision",
+                              **rollback(p1["proposed_profile_digest"], key="rb-0"))  # fmt: skip
+    assert (drift["status"], drift["reason_codes"]) == ("blocked", ["profile-drift"])
+    missing = await router.call("rollback_profile_revision",
+                                **rollback(p2["proposed_profile_digest"], key="rb-x",
+                                           source="revision:" + "0" * 32))  # fmt: skip
+    assert missing["status"] == "not-found"
+    pending = await router.call("rollback_profile_revision",
+                                **rollback(p2["proposed_profile_digest"]))  # fmt: skip
+    assert pending["status"] == "pending"
+    proposal = pending["proposal"]
+    assert proposal["proposed_profile_digest"] == p1["proposed_profile_digest"]
+    assert json.loads(proposal["semantic_diff_json"])["removed_rules"]
+    routing = {"workspace_root": str(promoting), "domains": ["db"], "tags": [],
+               "current_phase_id": None}  # fmt: skip
+    before = await router.plan("Fix the typo", routing_context=routing)
+    assert before["route_source"] == "managed-personal-profile"  # the rollback wrote nothing
+    applied = await router.call("transition_profile_update",
+                                **transition(proposal, workspace_root=str(promoting)))  # fmt: skip
+    assert applied["status"] == "applied"
+    after = await router.plan("Fix the typo", routing_context=routing)
+    assert after["route_source"] == "builtin-default"  # the db rule is gone again
+    again = await router.call("transition_profile_update", **transition(
+        proposal, key="rb-again", workspace_root=str(promoting)))  # fmt: skip
+    assert again["reason_codes"][0] == "profile-drift"

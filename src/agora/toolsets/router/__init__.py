@@ -4,9 +4,8 @@ A deterministic planner and local control plane for coding agents: plans with a
 Router-owned work graph, support consent, reported events, advisory gates and status, one
 actor per workflow run. Tools that need a verified host or an evaluation adapter answer a
 typed capability-unavailable. Opt-in Memory (off by default) records completed workflows,
-typed feedback, lists candidates, previews and applies managed Profile updates, and purges.
-Only the tools with handlers are listed: the contract's ``rollback_profile_revision`` is not
-served yet. This module only wires parts together.
+typed feedback, lists candidates, previews, applies and rolls back managed Profile updates,
+and purges. All 20 tools of the contract are served. This module only wires parts together.
 """
 
 from __future__ import annotations

@@ -109,6 +109,21 @@ class RejectCandidate(Receipted, frozen=True, tag=True):
     result: dict[str, Any]
 
 
+class History(msgspec.Struct, frozen=True, tag=True):
+    """Read: every kept revision and persisted proposal of the named managed Profiles."""
+
+    keys: tuple[tuple[str, str], ...]
+
+
+class StoreProposal(Receipted, frozen=True, tag=True):
+    """Persist a reviewable proposal (a rollback) and answer ``result``."""
+
+    target: str
+    profile_key: str
+    proposal: dict[str, Any]
+    result: dict[str, Any]
+
+
 #: Revisions kept per managed Profile.
 MAX_REVISIONS: Final = 20
 
@@ -132,6 +147,8 @@ class MemoryStore:
         for target, key, no, rid, pdigest, pjson in rows.get("revisions", []):
             self.revisions.setdefault((target, key), []).append((no, rid, pdigest, pjson))
         self.rejections: dict[str, str] = dict(rows.get("rejections", {}))
+        #: proposal_id -> (target, profile key, proposal) of persisted (rollback) proposals
+        self.proposals = {p: (t, k, json.loads(doc)) for p, t, k, doc in rows.get("proposals", [])}
 
     @property
     def feedback(self) -> int:
@@ -154,6 +171,11 @@ class MemoryStore:
         if isinstance(command, Managed):
             latest = {k: self.revisions[k][-1] for k in command.keys if self.revisions.get(k)}
             return Effects(reply=(latest, dict(self.rejections)))
+        if isinstance(command, History):
+            wanted = set(command.keys)
+            revisions = {k: list(v) for k, v in self.revisions.items() if k in wanted}
+            proposals = [p for t, k, p in self.proposals.values() if (t, k) in wanted]
+            return Effects(reply=(revisions, proposals))
         if isinstance(command, CheckReceipt):
             return Effects(reply=self._receipt(command))
         if isinstance(command, Summary):
@@ -202,6 +224,15 @@ class MemoryStore:
         }))  # fmt: skip
         while len(history) > MAX_REVISIONS:
             writes.append(memory_sql.delete_revision(history.pop(0)[1]))
+        return dict(cmd.result), writes
+
+    def keep_proposal(self, cmd: StoreProposal, at: str) -> tuple[dict[str, Any], list[Write]]:
+        writes = self._create()
+        pid = cmd.proposal["proposal_id"]
+        if pid not in self.proposals:
+            self.proposals[pid] = (cmd.target, cmd.profile_key, cmd.proposal)
+            writes.append(memory_sql.insert_proposal(pid, cmd.target, cmd.profile_key,
+                                                     json.dumps(cmd.proposal), at))  # fmt: skip
         return dict(cmd.result), writes
 
     def reject(self, cmd: RejectCandidate, at: str) -> tuple[dict[str, Any], list[Write]]:
@@ -302,6 +333,7 @@ HANDLERS: Final[dict[type, Any]] = {
     Purge: MemoryStore.purge,
     ApplyRevision: MemoryStore.apply,
     RejectCandidate: MemoryStore.reject,
+    StoreProposal: MemoryStore.keep_proposal,
 }
 
 

@@ -8,7 +8,8 @@ by every Memory write, never reset, so a summary digest never comes back),
 ``router_memory_observations`` the recorded workflows (routing context only: no objective
 text, no path), ``router_memory_feedback`` typed feedback, ``router_memory_receipts`` each
 Memory command's idempotency receipt, ``router_memory_revisions`` the managed Profiles'
-revisions and ``router_memory_rejections`` the candidates the user rejected. Same rules as
+revisions, ``router_memory_rejections`` the candidates the user rejected and
+``router_memory_proposals`` the rollback proposals awaiting review. Same rules as
 `sql`: ``?`` placeholders, JSON as TEXT, fixed-width UTC TEXT timestamps.
 """
 
@@ -44,6 +45,9 @@ _TABLES = (
         profile_digest TEXT NOT NULL, source TEXT NOT NULL, created_at TEXT NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS router_memory_rejections (
         candidate_id TEXT PRIMARY KEY, profile_key TEXT NOT NULL, rejected_at TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS router_memory_proposals (
+        proposal_id TEXT PRIMARY KEY, target_profile_class TEXT NOT NULL,
+        profile_key TEXT NOT NULL, proposal_json TEXT NOT NULL, created_at TEXT NOT NULL)""",
     "INSERT INTO router_memory_meta (name, value) VALUES ('generation', 0) ON CONFLICT DO NOTHING",
 )
 
@@ -120,6 +124,15 @@ def insert_rejection(candidate_id: str, key: str, at: str) -> Write:
     )
 
 
+def insert_proposal(proposal_id: str, target: str, key: str, proposal: str, at: str) -> Write:
+    """Keep a reviewable proposal that no candidate derives (a rollback)."""
+    return (
+        "INSERT INTO router_memory_proposals (proposal_id, target_profile_class, profile_key,"
+        " proposal_json, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        (proposal_id, target, key, proposal, at),
+    )
+
+
 def delete_all(table: str) -> Write:
     """Delete every row of one Memory table (``table`` comes from `PURGES`, never input)."""
     assert table in {t for tables in PURGES.values() for t in tables}
@@ -163,7 +176,12 @@ def read_store(conn: sqlite3.Connection) -> dict[str, Any] | None:
     rejections = conn.execute(
         "SELECT candidate_id, rejected_at FROM router_memory_rejections"
     ).fetchall()
+    proposals = conn.execute(
+        "SELECT proposal_id, target_profile_class, profile_key, proposal_json"
+        " FROM router_memory_proposals"
+    ).fetchall()
     return {
+        "proposals": [tuple(r) for r in proposals],
         "generation": generation[0] if generation else 0,
         "observations": [tuple(r) for r in observations],
         "feedback": {str(o): int(n) for o, n in feedback},

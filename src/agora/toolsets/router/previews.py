@@ -55,7 +55,8 @@ def _rule(mined: Mined) -> dict[str, Any]:
             "phases": phases}  # fmt: skip
 
 
-def _matches(rule: dict[str, Any], o: Observed) -> bool:
+def rule_matches(rule: dict[str, Any], o: Observed) -> bool:
+    """Whether a Profile rule's matchers accept an observation's routing context."""
     domains = set(rule["match"].get("domains_any", []))
     tags = set(rule["match"].get("tags_all", []))
     doc = o.document
@@ -67,9 +68,9 @@ def _matches(rule: dict[str, Any], o: Observed) -> bool:
 def _backtest(rule: dict[str, Any], mined: Mined, observed: list[Observed], signature: str,
               manual: list[profiles.Profile]) -> dict[str, Any]:  # fmt: skip
     members = {o.observation_id for o in mined.members}
-    own = [o for o in mined.members if _matches(rule, o)]
+    own = [o for o in mined.members if rule_matches(rule, o)]
     positive = sum(o.document["route_signature_digest"] == signature for o in own)
-    others = [o for o in observed if o.observation_id not in members and _matches(rule, o)]
+    others = [o for o in observed if o.observation_id not in members and rule_matches(rule, o)]
     regressions = sum(o.document["route_signature_digest"] != signature for o in others)
     doc = mined.members[0].document
     context = (tuple(doc.get("domains", [])), tuple(doc.get("tags", [])), None)

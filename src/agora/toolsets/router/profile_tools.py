@@ -15,20 +15,23 @@ is still the next one (CAS in the Memory entity). At most 20 revisions are kept 
 from __future__ import annotations
 
 import datetime as dt
+import json
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
 from agora.toolsets.router import candidates, previews
-from agora.toolsets.router.digests import digest
+from agora.toolsets.router.digests import canonical, digest
 from agora.toolsets.router.layers import client_roots, read_layers
 from agora.toolsets.router.memory import (
     MEMORY,
     MEMORY_KEY,
     ApplyRevision,
     CheckReceipt,
+    History,
     Managed,
     RejectCandidate,
+    StoreProposal,
 )
 from agora.toolsets.router.memory_tools import (
     make_id,
@@ -169,23 +172,40 @@ async def transition_profile_update(call: ToolCall) -> dict[str, Any]:
     replayed = await call.runtime.call(MEMORY, MEMORY_KEY, CheckReceipt(**fields))
     if replayed is not None:
         return dict(replayed)
-    found = next(((m, p) for m, p, _ in await _proposals(call, policy, identity)
+    found = next(((m.candidate["candidate_id"], p)
+                  for m, p, _ in await _proposals(call, policy, identity)
                   if p is not None and p["proposal_id"] == a["proposal_id"]), None)  # fmt: skip
-    if found is None:
-        return _answer(status="not-found", reason_codes=["profile-proposal-not-found"])
-    mined, proposal = found
+    drift: list[str] = []
+    if found is None:  # a rollback proposal, kept until reviewed
+        revisions, kept = await call.runtime.call(
+            MEMORY, MEMORY_KEY, History(managed_keys(identity))
+        )
+        proposal = next((p for p in kept if p["proposal_id"] == a["proposal_id"]), None)
+        if proposal is None:
+            return _answer(status="not-found", reason_codes=["profile-proposal-not-found"])
+        found = (proposal["candidate_id"], proposal)
+        _latest, rejections = await call.runtime.call(MEMORY, MEMORY_KEY, Managed(()))
+        if proposal["candidate_id"] in rejections:
+            drift.append("profile-proposal-state-conflict")  # the user already rejected it
+        key = profile_key(proposal["target_profile_class"], identity)
+        history = revisions.get((proposal["target_profile_class"], key), [])
+        if not history or history[-1][2] != proposal["expected_profile_digest"]:
+            drift.append("profile-drift")
+        if proposal["expires_at"] < stamp(call.runtime.clock.wall()):
+            drift.append("profile-proposal-expired")
+    candidate_id, proposal = found
     target = proposal["target_profile_class"]
     key = profile_key(target, identity)
     if key is None or target not in policy.allowed_targets:
         return _answer(status="blocked", proposal=proposal,
                        reason_codes=["profile-target-not-allowed"])  # fmt: skip
-    codes = _refusal_codes(a, proposal, policy)
+    codes = drift + _refusal_codes(a, proposal, policy)
     if codes:
         return _answer(status="blocked", proposal=proposal, reason_codes=codes)
     if a["action"] == "reject":
         result = _answer(status="rejected", proposal={**proposal, "status": "rejected"})
-        command: Any = RejectCandidate(candidate_id=mined.candidate["candidate_id"],
-                                       profile_key=key, result=result, **fields)  # fmt: skip
+        command: Any = RejectCandidate(candidate_id=candidate_id, profile_key=key,
+                                       result=result, **fields)  # fmt: skip
     else:
         no = proposal["state_version"]
         revision_id = make_id("revision", target, key, str(no), proposal["proposed_profile_digest"])
@@ -202,5 +222,78 @@ async def transition_profile_update(call: ToolCall) -> dict[str, Any]:
             profile_digest=proposal["proposed_profile_digest"],
             source=proposal["proposal_id"], result=result, blocked=blocked, **fields,
         )  # fmt: skip
+    reply: dict[str, Any] = await call.runtime.call(MEMORY, MEMORY_KEY, command)
+    return reply
+
+
+def managed_keys(identity: str) -> tuple[tuple[str, str], ...]:
+    """The managed Profiles a workspace identity may change: personal, and its own."""
+    own = profile_key("managed-workspace-local", identity)
+    personal = (("managed-personal", "personal"),)
+    return personal if own is None else (*personal, ("managed-workspace-local", own))
+
+
+def _diff(old: str, new: str) -> str:
+    before = {r["rule_id"]: r for r in json.loads(old)["rules"]}
+    after = {r["rule_id"]: r for r in json.loads(new)["rules"]}
+    return canonical({
+        "added_rules": sorted(set(after) - set(before)),
+        "removed_rules": sorted(set(before) - set(after)),
+        "changed_rules": sorted(k for k in set(after) & set(before) if after[k] != before[k]),
+    }).decode()  # fmt: skip
+
+
+async def rollback_profile_revision(call: ToolCall) -> dict[str, Any]:
+    """Propose, for review, to restore a managed Profile's earlier revision; writes no Profile."""
+    a = call.args
+    policy, identity = await policy_of(call)
+    if not policy.candidate_generation_enabled:
+        return _answer(status="blocked", reason_codes=list(policy.reason_codes))
+    fields = receipt_fields(call)
+    replayed = await call.runtime.call(MEMORY, MEMORY_KEY, CheckReceipt(**fields))
+    if replayed is not None:
+        return dict(replayed)
+    revisions, _proposals_kept = await call.runtime.call(
+        MEMORY, MEMORY_KEY, History(managed_keys(identity))
+    )
+    found = next(((key, rev) for key, history in revisions.items() for rev in history
+                  if rev[1] == a["source_revision_id"]), None)  # fmt: skip
+    if found is None:
+        return _answer(status="not-found", reason_codes=["rollback-source-revision-unavailable"])
+    (target, key), (_no, source_id, source_digest, source_json) = found
+    current_no, _current_id, current_digest, current_json = revisions[(target, key)][-1]
+    if a["expected_profile_digest"] != current_digest:
+        return _answer(status="blocked", reason_codes=["profile-drift"])
+    observed = await observations(call, identity)
+    rules = json.loads(source_json)["rules"]
+    matched = sum(any(previews.rule_matches(r, o) for r in rules) for o in observed)
+    test = {
+        "workspace_isolation": True, "capability_gap_summary": "unavailable",
+        "positive_observation_count": len(observed), "positive_match_count": matched,
+        "positive_match_coverage": matched / len(observed) if observed else 0.0,
+        "unexpected_match_count": 0, "planned_route_regressions": 0,
+        "manual_precedence": False, "manual_profile_digests": [], "shadowed_rule_ids": [],
+        "equal_rank_conflicts": [], "acceptable": True,
+    }  # fmt: skip
+    test["backtest_digest"] = digest(test)
+    diff = _diff(current_json, source_json)
+    now = call.runtime.clock.wall()
+    proposal: dict[str, Any] = {
+        "candidate_id": make_id("candidate", "rollback", source_id),
+        "candidate_digest": digest({"rollback_of": source_id, "profile": source_digest}),
+        "target_profile_class": target,
+        "workspace_identity_digest": None if key == "personal" else key,
+        "expected_profile_digest": current_digest, "state_version": current_no + 1,
+        "proposed_profile_json": source_json, "proposed_profile_digest": source_digest,
+        "semantic_diff_json": diff, "semantic_diff_digest": digest(diff),
+        "backtest": test, "backtest_digest": test["backtest_digest"],
+        "policy_digest": policy.digest, "status": "pending", "created_at": stamp(now),
+        "expires_at": stamp(now + previews.VALID_FOR),
+        "proposal_id": make_id("proposal", "rollback", source_id, current_digest),
+    }  # fmt: skip
+    proposal["proposal_digest"] = digest(proposal)
+    result = _answer(status="pending", proposal=proposal)
+    command = StoreProposal(target=target, profile_key=key, proposal=proposal, result=result,
+                            **fields)  # fmt: skip
     reply: dict[str, Any] = await call.runtime.call(MEMORY, MEMORY_KEY, command)
     return reply
