@@ -41,6 +41,8 @@ PART_2 = {
     "debate_judge_prepare",
     "debate_judge_verdict",
     "debate_protocol_maintain",
+    "debate_worker_claim",
+    "debate_worker_reclaim",
 }
 ALL = PART_1 | PART_2
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agora.toolsets.debate.protocol.state import ProtocolState
+    from agora.toolsets.debate.sql.workers import WorkerClaim
 
 
 @dataclass(slots=True)
@@ -128,3 +129,5 @@ class TopicData:
     history_seq: int = 0
     #: The debate/v1 micro-state (None on legacy topics).
     protocol: ProtocolState | None = None
+    #: Worker claims by (role, parent session, trigger).
+    workers: dict[tuple[str, str, str], WorkerClaim] = field(default_factory=dict)

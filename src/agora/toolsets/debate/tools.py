@@ -17,6 +17,7 @@ from agora.toolsets.debate.handlers import (
     reads,
     roster,
     topics,
+    workers,
 )
 
 if TYPE_CHECKING:
@@ -50,4 +51,6 @@ HANDLERS: Final[dict[str, Handler]] = {
     "debate_judge_prepare": protocol.debate_judge_prepare,
     "debate_judge_verdict": protocol.debate_judge_verdict,
     "debate_protocol_maintain": maintenance.debate_protocol_maintain,
+    "debate_worker_claim": workers.debate_worker_claim,
+    "debate_worker_reclaim": workers.debate_worker_reclaim,
 }

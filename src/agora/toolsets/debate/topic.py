@@ -221,6 +221,7 @@ class TopicKind:
         data.claims = {c.msg_id: c for c in sql.claims(conn, key)}
         data.history_seq = sql.history_seq(conn, key)
         data.protocol = sql.protocol_state(conn, key)
+        data.workers = {c.key: c for c in sql.worker_claims(conn, key)}
         return Topic(key, row, data)
 
 

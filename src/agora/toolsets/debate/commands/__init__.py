@@ -19,6 +19,7 @@ from agora.toolsets.debate.commands import (
     maintenance,
     messages,
     rotation,
+    workers,
 )
 from agora.toolsets.debate.commands.table import COMMANDS
 
@@ -32,4 +33,5 @@ __all__ = [
     "maintenance",
     "messages",
     "rotation",
+    "workers",
 ]

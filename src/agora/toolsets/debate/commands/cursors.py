@@ -18,7 +18,7 @@ import msgspec
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import sql
 from agora.toolsets.debate.access import Caller
-from agora.toolsets.debate.commands import protocol
+from agora.toolsets.debate.commands import protocol, workers
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Claim, Cursor
 from agora.toolsets.debate.rules import (
@@ -202,6 +202,8 @@ def advance_cursor(topic: Topic, cmd: AdvanceCursor, now: Now) -> Effects:
         "last_processed_msg_id": target.msg_id,
         "last_processed_ts": target.ts,
         "last_check_at": cursor.last_check_at,
-        "worker_claim": None,
+        "worker_claim": workers.complete_on_advance(
+            topic, cmd.role, cmd.session_id, target, at, writes
+        ),
     }
     return Effects(reply=reply, writes=writes, updated=[inbox_uri(cmd.session_id)])

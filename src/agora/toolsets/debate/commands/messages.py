@@ -16,7 +16,7 @@ import msgspec
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
-from agora.toolsets.debate.commands import protocol
+from agora.toolsets.debate.commands import protocol, workers
 from agora.toolsets.debate.commands.bindings import check_override
 from agora.toolsets.debate.commands.lifecycle import transition
 from agora.toolsets.debate.commands.table import COMMANDS
@@ -194,6 +194,7 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
     elif cmd.kind == "WATERMARK":
         _watermark(topic, cmd.role, cmd.body.strip(), writes)
     _complete_claim(topic, meta, writes)
+    workers.complete_on_reply(topic, meta, writes)
     reply = post_reply(topic, meta, cmd.vehicle)
     if semantic is not None:
         reply.update(protocol.record_post(topic, meta, semantic, writes, cmd.caller.name))

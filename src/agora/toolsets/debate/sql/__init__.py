@@ -14,4 +14,5 @@ from agora.toolsets.debate.sql.protocol import *  # noqa: F403
 from agora.toolsets.debate.sql.queue import *  # noqa: F403
 from agora.toolsets.debate.sql.reads import *  # noqa: F403
 from agora.toolsets.debate.sql.schema import MIGRATIONS as MIGRATIONS
+from agora.toolsets.debate.sql.workers import *  # noqa: F403
 from agora.toolsets.debate.sql.writes import *  # noqa: F403

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from agora.store.migrations import Migration
 from agora.toolsets.debate.sql.protocol import migrate_v2
+from agora.toolsets.debate.sql.workers import migrate_v3
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -76,4 +77,5 @@ def _migrate_v1(db: sqlite_utils.Database) -> None:
 MIGRATIONS = (
     Migration(component="debate", version=1, apply=_migrate_v1),
     Migration(component="debate", version=2, apply=migrate_v2),
+    Migration(component="debate", version=3, apply=migrate_v3),
 )

@@ -1,0 +1,272 @@
+"""debate_worker_claim and debate_worker_reclaim: derived workers of addressed triggers."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from debate_support import ALICE, BOB, CAROL, MALLORY
+
+from agora.toolsets.debate.rules import stamp
+
+
+@pytest.fixture
+async def room(desk):
+    """CONDUCTOR (alice) and EXECUTOR_1 (bob) and REVIEWER (carol) on an ACTIVE topic."""
+    a, b, c = await desk.session(ALICE), await desk.session(BOB), await desk.session(CAROL)
+    topic = await desk.topic(
+        ALICE, {"CONDUCTOR": a, "EXECUTOR_1": (BOB, b), "REVIEWER": (CAROL, c)}
+    )
+    return {"topic": topic, "exec": b, "rev": c}
+
+
+async def trigger(desk, room, *, to="EXECUTOR_1", vehicle="analysis", kind="Q"):
+    out = await desk.call(
+        ALICE,
+        "debate_post_with_recipients",
+        topic_id=room["topic"],
+        role="CONDUCTOR",
+        priority="M",
+        kind=kind,
+        body="please look",
+        addressed_to_csv=to,
+        vehicle=vehicle,
+    )
+    return out["msg_id"]
+
+
+async def claim(desk, room, msg_id, who=BOB, session=None, **args):
+    return await desk.call(
+        who,
+        "debate_worker_claim",
+        topic_id=room["topic"],
+        role="EXECUTOR_1",
+        parent_session_id=session or room["exec"],
+        trigger_msg_id=msg_id,
+        **args,
+    )
+
+
+async def claim_refused(desk, room, msg_id, who=BOB, session=None, **args):
+    return await desk.refused(
+        who,
+        "debate_worker_claim",
+        topic_id=room["topic"],
+        role="EXECUTOR_1",
+        parent_session_id=session or room["exec"],
+        trigger_msg_id=msg_id,
+        **args,
+    )
+
+
+async def _rows(desk):
+    def read(conn):
+        return (
+            conn.execute("SELECT * FROM debate_worker_claims ORDER BY claimed_at").fetchall(),
+            conn.execute("SELECT COUNT(*) FROM debate_history").fetchone()[0],
+            conn.execute("SELECT * FROM debate_cursors ORDER BY session_id").fetchall(),
+        )
+
+    return await desk.runtime.read(read)
+
+
+async def reclaim(desk, room, who=BOB, age=130, **args):
+    cutoff = stamp(desk.wall.now() - dt.timedelta(seconds=age))
+    return await desk.call(
+        who, "debate_worker_reclaim", topic_id=room["topic"], older_than_ts=cutoff, **args
+    )
+
+
+async def test_a_claim_allocates_a_uuid_worker_and_repeats_heartbeat(desk, room):
+    msg = await trigger(desk, room)
+    first = await claim(desk, room, msg, details_json='{"pid": 7}')
+    assert (first["state"], first["duplicate"], first["no_action"]) == ("active", False, False)
+    assert first["worker_session_id"] not in (room["exec"], room["rev"])
+    assert first["parent_cursor"] == {"ts": None, "msg_id": None}
+    assert first["details"] == {"pid": 7}
+    desk.wall.advance(5)
+    again = await claim(desk, room, msg)
+    assert again["worker_session_id"] == first["worker_session_id"]
+    assert (again["duplicate"], again["state"]) == (True, "active")
+    assert again["heartbeat_at"] > first["heartbeat_at"]
+    other = await claim(desk, room, await trigger(desk, room))
+    assert other["worker_session_id"] != first["worker_session_id"]
+
+
+@pytest.mark.parametrize(
+    ("case", "code"),
+    [
+        pytest.param("implementation", "implementation_requires_impl_vehicle", id="impl-vehicle"),
+        pytest.param("unaddressed", "unknown_trigger", id="not-addressed-to-the-role"),
+        pytest.param("unknown", "unknown_trigger", id="unknown-message"),
+        pytest.param("foreign", "unknown_topic", id="foreign-caller"),
+        pytest.param("inactive", "worker_parent_inactive", id="inactive-parent"),
+        pytest.param("details", "invalid_json", id="details-not-an-object"),
+    ],
+)
+async def test_claim_rejections_write_nothing(desk, room, case, code):
+    msg = await trigger(desk, room, vehicle="implementation" if case == "implementation" else "")
+    args, who = {}, BOB
+    if case == "unaddressed":
+        msg = await trigger(desk, room, to="REVIEWER")
+    elif case == "unknown":
+        msg = "00000000-0000-4000-8000-000000000000"
+    elif case == "foreign":
+        who = MALLORY
+    elif case == "inactive":
+        await desk.call(
+            BOB,
+            "debate_bind_role",
+            topic_id=room["topic"],
+            role="EXECUTOR_1",
+            session_id=room["exec"],
+            state="retired",
+        )
+    elif case == "details":
+        args = {"details_json": "[1]"}
+    before = await _rows(desk)
+    body = await claim_refused(desk, room, msg, who=who, **args)
+    assert body["error"] == code, body
+    assert await _rows(desk) == before
+
+
+async def test_a_terminal_reply_completes_the_claim(desk, room):
+    msg = await trigger(desk, room)
+    taken = await claim(desk, room, msg)
+    await desk.call(
+        BOB,
+        "debate_post",
+        topic_id=room["topic"],
+        role="EXECUTOR_1",
+        priority="M",
+        kind="A",
+        body="done",
+        reply_to=msg,
+    )
+    again = await claim(desk, room, msg)
+    assert (again["state"], again["duplicate"], again["no_action"]) == ("completed", True, True)
+    assert again["worker_session_id"] == taken["worker_session_id"]
+    assert again["ack_msg_id"] is not None
+
+
+async def test_the_parents_receipt_completes_an_answered_claim(desk, room):
+    msg = await trigger(desk, room)
+    answer = await desk.call(
+        BOB,
+        "debate_post",
+        topic_id=room["topic"],
+        role="EXECUTOR_1",
+        priority="M",
+        kind="STATUS",
+        body="already handled",
+        reply_to=msg,
+    )
+    await claim(desk, room, msg)
+    out = await desk.call(
+        BOB,
+        "debate_signal_advance",
+        session_id=room["exec"],
+        role="EXECUTOR_1",
+        topic_id=room["topic"],
+        last_processed_msg_id=msg,
+    )
+    assert out["worker_claim"]["state"] == "completed"
+    assert out["worker_claim"]["ack_msg_id"] == answer["msg_id"]
+
+
+async def test_requeue_twice_then_exhausted_and_the_parent_cursor_never_moves(desk, room):
+    msg = await trigger(desk, room)
+    first = await claim(desk, room, msg)
+    for requeue in (1, 2):
+        desk.wall.advance(200)
+        out = await reclaim(desk, room)
+        [entry] = out["recovered"]
+        assert (entry["state"], entry["parent_trigger_still_pending"]) == ("retired", True)
+        assert out["retired_count"] == 1
+        inbox = await desk.call(
+            BOB,
+            "debate_signal_check",
+            session_id=room["exec"],
+            role="EXECUTOR_1",
+            topic_id=room["topic"],
+        )
+        assert [m["msg_id"] for m in inbox["pending"]] == [msg]
+        back = await claim(desk, room, msg)
+        assert (back["state"], back["requeue_count"], back.get("requeued")) == (
+            "active",
+            requeue,
+            True,
+        )
+        assert back["worker_session_id"] == first["worker_session_id"]
+    desk.wall.advance(200)
+    await reclaim(desk, room)
+    done = await claim(desk, room, msg)
+    assert (done["state"], done["exhausted"], done["no_action"]) == ("exhausted", True, True)
+    assert (await claim(desk, room, msg))["state"] == "exhausted"
+    cursors = await desk.runtime.read(
+        lambda c: c.execute(
+            "SELECT last_msg_id FROM debate_cursors WHERE session_id = ?", (room["exec"],)
+        ).fetchall()
+    )
+    assert [r[0] for r in cursors] == [None]
+
+
+async def test_reclaim_completes_answered_claims_and_late_replies_still_complete(desk, room):
+    answered, pending = await trigger(desk, room), await trigger(desk, room)
+    # The reply is preserved before the worker takes the claim (a crash between the two).
+    reply = await desk.call(
+        BOB,
+        "debate_post",
+        topic_id=room["topic"],
+        role="EXECUTOR_1",
+        priority="M",
+        kind="A",
+        body="done before the claim",
+        reply_to=answered,
+    )
+    await claim(desk, room, answered)
+    await claim(desk, room, pending)
+    desk.wall.advance(200)
+    out = await reclaim(desk, room)
+    states = {e["trigger_msg_id"]: (e["state"], e["ack_msg_id"]) for e in out["recovered"]}
+    assert states == {answered: ("completed", reply["msg_id"]), pending: ("retired", None)}
+    assert (out["completed_count"], out["retired_count"]) == (1, 1)
+    late = await desk.call(
+        BOB,
+        "debate_post",
+        topic_id=room["topic"],
+        role="EXECUTOR_1",
+        priority="M",
+        kind="A",
+        body="done after the reclaim",
+        reply_to=pending,
+    )
+    after = await claim(desk, room, pending)
+    assert (after["state"], after["ack_msg_id"]) == ("completed", late["msg_id"])
+
+
+async def test_reclaim_floors_and_ownership(desk, room):
+    msg = await trigger(desk, room)
+    await claim(desk, room, msg)
+    desk.wall.advance(100)
+    # Younger than the 120 s floor: untouched even with a cutoff in the future.
+    assert (await reclaim(desk, room, age=-60))["recovered"] == []
+    desk.wall.advance(100)
+    assert (await reclaim(desk, room, who=CAROL))["recovered"] == []  # not carol's claim
+    for bad in ({"minimum_age_seconds": 60}, {"older_than_ts": "2026-11-30 10:00:00"}):
+        body = await desk.refused(
+            BOB,
+            "debate_worker_reclaim",
+            topic_id=room["topic"],
+            **{"older_than_ts": "2026-11-30T10:00Z", **bad},
+        )
+        assert body["error"] == "invalid_arguments"
+    body = await desk.refused(
+        BOB, "debate_worker_reclaim", topic_id=room["topic"], older_than_ts="2026-13-40T00:00Z"
+    )
+    assert body["error"] == "invalid_timestamp"
+    body = await desk.refused(
+        MALLORY, "debate_worker_reclaim", topic_id=room["topic"], older_than_ts="2026-11-30T10:00Z"
+    )
+    assert body["error"] == "unknown_topic"
+    assert (await reclaim(desk, room, minimum_age_seconds=150))["recovered_count"] == 1
