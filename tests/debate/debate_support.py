@@ -2,7 +2,10 @@
 
 `Desk.call` checks the arguments against the tool's inputSchema (as the server does), runs
 the handler as a given principal and validates every structured result against the tool's
-outputSchema; `Desk.refused` returns the error body of a call that must fail.
+outputSchema; `Desk.refused` returns the error body of a call that must fail. The
+shorthands (`post`, `check`, `advance`, `bind`, `rotate`, `wait`) spell the calls the tests
+make most; each takes ``refused=True`` for a call that must fail, and then returns its error
+body. `legacy_topic` plants a topic whose project was never set.
 """
 
 from __future__ import annotations
@@ -19,7 +22,10 @@ from agora.identity import Principal
 from agora.mcp.contracts import load_contract
 from agora.mcp.validation import compile_validator
 from agora.toolsets.base import ToolCall
+from agora.toolsets.debate import sql
+from agora.toolsets.debate.model import Binding, TopicRow
 from agora.toolsets.debate.replies import argument_rejection
+from agora.toolsets.debate.rules import SENTINEL_PROJECT
 from agora.toolsets.debate.tools import HANDLERS
 
 if TYPE_CHECKING:
@@ -42,10 +48,6 @@ OUTSIDER = Principal("olga", projects=frozenset({"other"}))
 CONDUCTOR = Principal("cora", scopes=frozenset({"conductor"}), projects=frozenset({"ops"}))
 STAR = Principal("stella", scopes=frozenset({"star"}))
 LANE = '{"priority_lane": "P2", "priority_reason": "test topic"}'
-
-
-class Refused(Exception):
-    """A call that was expected to succeed failed."""
 
 
 @dataclass
@@ -109,3 +111,166 @@ class Desk:
         if state != "INIT":
             await self.call(who, "debate_state", topic_id=topic_id, role=first, new_state="ACTIVE")
         return topic_id
+
+    async def _use(self, who: Principal, tool: str, refused: bool, **args: Any) -> dict[str, Any]:
+        """``call``, or ``refused`` when the call must fail."""
+        return await (self.refused if refused else self.call)(who, tool, **args)
+
+    async def post(
+        self,
+        who: Principal,
+        topic: str,
+        role: str,
+        body: str = "x",
+        *,
+        to: str | None = None,
+        priority: str = "M",
+        kind: str = "STATUS",
+        refused: bool = False,
+        **args: Any,
+    ) -> dict[str, Any]:
+        """debate_post as ``who`` in ``role``; with ``to``, debate_post_with_recipients
+        addressed to ``to`` (its addressed_to_csv)."""
+        tool = "debate_post"
+        if to is not None:
+            tool, args["addressed_to_csv"] = "debate_post_with_recipients", to
+        return await self._use(
+            who,
+            tool,
+            refused,
+            topic_id=topic,
+            role=role,
+            priority=priority,
+            kind=kind,
+            body=body,
+            **args,
+        )
+
+    async def check(
+        self,
+        who: Principal,
+        topic: str,
+        role: str,
+        session: str,
+        *,
+        refused: bool = False,
+        **args: Any,
+    ) -> dict[str, Any]:
+        """debate_signal_check of ``role`` through ``session``."""
+        return await self._use(
+            who,
+            "debate_signal_check",
+            refused,
+            topic_id=topic,
+            role=role,
+            session_id=session,
+            **args,
+        )
+
+    async def advance(
+        self,
+        who: Principal,
+        topic: str,
+        role: str,
+        session: str,
+        msg_id: str,
+        *,
+        refused: bool = False,
+    ) -> dict[str, Any]:
+        """debate_signal_advance of ``role`` through ``session`` up to ``msg_id``."""
+        return await self._use(
+            who,
+            "debate_signal_advance",
+            refused,
+            topic_id=topic,
+            role=role,
+            session_id=session,
+            last_processed_msg_id=msg_id,
+        )
+
+    async def bind(
+        self,
+        who: Principal,
+        topic: str,
+        role: str,
+        session: str,
+        *,
+        refused: bool = False,
+        **args: Any,
+    ) -> dict[str, Any]:
+        """debate_bind_role of ``role`` to ``session``."""
+        return await self._use(
+            who, "debate_bind_role", refused, topic_id=topic, role=role, session_id=session, **args
+        )
+
+    async def rotate(
+        self,
+        who: Principal,
+        topic: str,
+        role: str,
+        old: str,
+        new: str,
+        *,
+        refused: bool = False,
+        **args: Any,
+    ) -> dict[str, Any]:
+        """debate_rotate_session of ``role`` from session ``old`` to ``new``."""
+        return await self._use(
+            who,
+            "debate_rotate_session",
+            refused,
+            topic_id=topic,
+            role=role,
+            old_session_id=old,
+            new_session_id=new,
+            **args,
+        )
+
+    async def wait(
+        self,
+        who: Principal,
+        topic: str | None,
+        role: str,
+        session: str,
+        timeout_ms: int,
+        *,
+        refused: bool = False,
+    ) -> dict[str, Any]:
+        """debate_signal_wait of ``role`` through ``session``; ``topic`` None waits on every
+        topic the session holds a role in."""
+        args: dict[str, Any] = {} if topic is None else {"topic_id": topic}
+        return await self._use(
+            who,
+            "debate_signal_wait",
+            refused,
+            role=role,
+            session_id=session,
+            timeout_ms=timeout_ms,
+            **args,
+        )
+
+
+async def legacy_topic(desk: Desk, topic_id: str, session: str, title: str = "legacy") -> str:
+    """Plant an ACTIVE topic as an older store holds it: project never set (the sentinel),
+    CONDUCTOR bound to ``session`` for alice."""
+    at = "2026-01-01T00:00:00.000000Z"
+    row = TopicRow(
+        topic_id,
+        title,
+        SENTINEL_PROJECT,
+        "ACTIVE",
+        at,
+        "CONDUCTOR",
+        None,
+        None,
+        {},
+        ["CONDUCTOR"],
+        {},
+        "{}",
+        at,
+    )
+    binding = Binding(
+        topic_id, "CONDUCTOR", 1, session, "alice", None, "active", None, None, None, at, at
+    )
+    await desk.runtime.write([sql.insert_topic(row), sql.upsert_binding(binding)])
+    return topic_id

@@ -36,16 +36,7 @@ async def dump(desk):
 async def room(desk):
     a, b, e = await desk.session(ALICE), await desk.session(BOB), await desk.session(CONDUCTOR)
     topic = await desk.topic(ALICE, {"CONDUCTOR": a, "ADVOCATE": (BOB, b), "EXECUTOR_1": None})
-    q = await desk.call(
-        ALICE,
-        "debate_post_with_recipients",
-        topic_id=topic,
-        role="CONDUCTOR",
-        priority="H",
-        kind="Q",
-        body="why?",
-        addressed_to_csv="ADVOCATE",
-    )
+    q = await desk.post(ALICE, topic, "CONDUCTOR", "why?", to="ADVOCATE", priority="H", kind="Q")
     return {"topic": topic, "a": a, "b": b, "e": e, "q": q["msg_id"]}
 
 
@@ -128,16 +119,7 @@ def mutations(room):
 async def prepared(desk, room, name):
     who, tool, args = mutations(room)[name]
     if name == "state":  # the Q must be answered first
-        await desk.call(
-            BOB,
-            "debate_post",
-            topic_id=room["topic"],
-            role="ADVOCATE",
-            priority="M",
-            kind="A",
-            body="because",
-            reply_to=room["q"],
-        )
+        await desk.post(BOB, room["topic"], "ADVOCATE", "because", kind="A", reply_to=room["q"])
     if args.get("new_session_id") == "NEW":
         args = {**args, "new_session_id": await desk.session(BOB)}
     return who, tool, args

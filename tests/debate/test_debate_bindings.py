@@ -18,14 +18,8 @@ async def room(desk):
 
 async def decision(desk, room):
     return (
-        await desk.call(
-            CONDUCTOR,
-            "debate_post",
-            topic_id=room["topic"],
-            role="CONDUCTOR",
-            priority="H",
-            kind="DECISION",
-            body="rebind",
+        await desk.post(
+            CONDUCTOR, room["topic"], "CONDUCTOR", "rebind", priority="H", kind="DECISION"
         )
     )["msg_id"]
 
@@ -57,32 +51,27 @@ async def test_add_role_needs_conductor_or_star_and_an_owned_session(desk, room)
 
 async def test_bind_role_takeover_is_denied_without_a_valid_override(desk, room):
     carol = await desk.session(CAROL)
-    body = await desk.refused(
-        CAROL, "debate_bind_role", topic_id=room["topic"], role="ADVOCATE", session_id=carol
-    )
+    body = await desk.bind(CAROL, room["topic"], "ADVOCATE", carol, refused=True)
     assert body["error"] == "unknown_topic"
     mine = await desk.session(CONDUCTOR)
-    body = await desk.refused(
-        CONDUCTOR, "debate_bind_role", topic_id=room["topic"], role="ADVOCATE", session_id=mine
-    )
+    body = await desk.bind(CONDUCTOR, room["topic"], "ADVOCATE", mine, refused=True)
     assert body["error"] == "unknown_topic"
-    body = await desk.refused(
+    body = await desk.bind(
         CONDUCTOR,
-        "debate_bind_role",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        session_id=mine,
+        room["topic"],
+        "ADVOCATE",
+        mine,
+        refused=True,
         replace_active=True,
         conductor_override_msg_id="00000000-0000-4000-8000-000000000000",
     )
     assert body["error"] == "invalid_override"
     sanction = await decision(desk, room)
-    out = await desk.call(
+    out = await desk.bind(
         CONDUCTOR,
-        "debate_bind_role",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        session_id=mine,
+        room["topic"],
+        "ADVOCATE",
+        mine,
         replace_active=True,
         conductor_override_msg_id=sanction,
     )
@@ -92,18 +81,9 @@ async def test_bind_role_takeover_is_denied_without_a_valid_override(desk, room)
 
 async def test_single_active_owner_and_replace_active_swap(desk, room):
     other = await desk.session(BOB)
-    body = await desk.refused(
-        BOB, "debate_bind_role", topic_id=room["topic"], role="ADVOCATE", session_id=other
-    )
+    body = await desk.bind(BOB, room["topic"], "ADVOCATE", other, refused=True)
     assert body["error"] == "duplicate_active"
-    out = await desk.call(
-        BOB,
-        "debate_bind_role",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        session_id=other,
-        replace_active=True,
-    )
+    out = await desk.bind(BOB, room["topic"], "ADVOCATE", other, replace_active=True)
     assert out["session_id"] == other
     assert out["retired_sessions"] == 1
     group = await desk.runtime.read(lambda c: sql.bindings(c, room["topic"]))
@@ -111,49 +91,18 @@ async def test_single_active_owner_and_replace_active_swap(desk, room):
         (1, "retired"),
         (2, "active"),
     ]
-    assert await desk.call(
-        BOB,
-        "debate_post",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        priority="M",
-        kind="STATUS",
-        body="x",
-        author_session_id=other,
-    )
+    assert await desk.post(BOB, room["topic"], "ADVOCATE", author_session_id=other)
 
 
 async def test_bind_state_empty_fails_validation(desk, room):
-    body = await desk.refused(
-        BOB,
-        "debate_bind_role",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        session_id=room["b"],
-        state="",
-    )
+    body = await desk.bind(BOB, room["topic"], "ADVOCATE", room["b"], refused=True, state="")
     assert body["error"] == "invalid_arguments"
 
 
 async def test_retired_bindings_stay_as_history_and_grant_nothing(desk, room):
-    out = await desk.call(
-        BOB,
-        "debate_bind_role",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        session_id=room["b"],
-        state="retired",
-    )
+    out = await desk.bind(BOB, room["topic"], "ADVOCATE", room["b"], state="retired")
     assert out["state"] == "retired"
-    body = await desk.refused(
-        BOB,
-        "debate_post",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        priority="M",
-        kind="STATUS",
-        body="x",
-    )
+    body = await desk.post(BOB, room["topic"], "ADVOCATE", refused=True)
     assert body["error"] == "unknown_topic"
     listed = await desk.call(CONDUCTOR, "debate_list_bindings", topic_id=room["topic"])
     assert [(b["role"], b["state"]) for b in listed["bindings"]] == [
@@ -176,122 +125,38 @@ async def test_list_bindings_shows_session_ids_only_to_owner_or_star(desk, room)
 
 
 async def test_rotate_copy_carries_the_cursor_and_both_sides_must_be_owned(desk, room):
-    sent = await desk.call(
-        CONDUCTOR,
-        "debate_post_with_recipients",
-        topic_id=room["topic"],
-        role="CONDUCTOR",
-        priority="M",
-        kind="STATUS",
-        body="one",
-        addressed_to_csv="ADVOCATE",
-    )
-    await desk.call(
-        BOB,
-        "debate_signal_advance",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        session_id=room["b"],
-        last_processed_msg_id=sent["msg_id"],
-    )
-    later = await desk.call(
-        CONDUCTOR,
-        "debate_post_with_recipients",
-        topic_id=room["topic"],
-        role="CONDUCTOR",
-        priority="M",
-        kind="STATUS",
-        body="two",
-        addressed_to_csv="ADVOCATE",
-    )
+    sent = await desk.post(CONDUCTOR, room["topic"], "CONDUCTOR", "one", to="ADVOCATE")
+    await desk.advance(BOB, room["topic"], "ADVOCATE", room["b"], sent["msg_id"])
+    later = await desk.post(CONDUCTOR, room["topic"], "CONDUCTOR", "two", to="ADVOCATE")
     new = await desk.session(BOB)
     foreign = await desk.session(CAROL)
-    body = await desk.refused(
-        BOB,
-        "debate_rotate_session",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        old_session_id=room["b"],
-        new_session_id=foreign,
-        cursor_mode="copy",
+    body = await desk.rotate(
+        BOB, room["topic"], "ADVOCATE", room["b"], foreign, refused=True, cursor_mode="copy"
     )
     assert body["error"] == "unknown_topic"
-    out = await desk.call(
-        BOB,
-        "debate_rotate_session",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        old_session_id=room["b"],
-        new_session_id=new,
-        cursor_mode="copy",
-    )
+    out = await desk.rotate(BOB, room["topic"], "ADVOCATE", room["b"], new, cursor_mode="copy")
     assert out["cursor_source"] == "primary"
     assert out["warning"] is None
-    inbox = await desk.call(
-        BOB, "debate_signal_check", topic_id=room["topic"], role="ADVOCATE", session_id=new
-    )
+    inbox = await desk.check(BOB, room["topic"], "ADVOCATE", new)
     assert [m["msg_id"] for m in inbox["pending"]] == [later["msg_id"]]
-    body = await desk.refused(
-        BOB,
-        "debate_rotate_session",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        old_session_id=room["b"],
-        new_session_id=new,
-        cursor_mode="head",
+    body = await desk.rotate(
+        BOB, room["topic"], "ADVOCATE", room["b"], new, refused=True, cursor_mode="head"
     )
     assert body["error"] == "inactive_predecessor"
 
 
 async def test_rotate_modes_head_replay_and_missing_copy_source(desk, room):
-    sent = await desk.call(
-        CONDUCTOR,
-        "debate_post_with_recipients",
-        topic_id=room["topic"],
-        role="CONDUCTOR",
-        priority="M",
-        kind="STATUS",
-        body="one",
-        addressed_to_csv="ADVOCATE",
-    )
+    sent = await desk.post(CONDUCTOR, room["topic"], "CONDUCTOR", "one", to="ADVOCATE")
     second, third, fourth = [await desk.session(BOB) for _ in range(3)]
-    copy = await desk.call(
-        BOB,
-        "debate_rotate_session",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        old_session_id=room["b"],
-        new_session_id=second,
-        cursor_mode="copy",
-    )
+    copy = await desk.rotate(BOB, room["topic"], "ADVOCATE", room["b"], second, cursor_mode="copy")
     assert copy["warning"] == "copy_source_cursor_missing"
     assert copy["cursor_source"] is None
-    head = await desk.call(
-        BOB,
-        "debate_rotate_session",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        old_session_id=second,
-        new_session_id=third,
-        cursor_mode="head",
-    )
+    head = await desk.rotate(BOB, room["topic"], "ADVOCATE", second, third, cursor_mode="head")
     assert head["generation"] == 3
-    inbox = await desk.call(
-        BOB, "debate_signal_check", topic_id=room["topic"], role="ADVOCATE", session_id=third
-    )
+    inbox = await desk.check(BOB, room["topic"], "ADVOCATE", third)
     assert inbox["count"] == 0
-    await desk.call(
-        BOB,
-        "debate_rotate_session",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        old_session_id=third,
-        new_session_id=fourth,
-        cursor_mode="replay",
-    )
-    inbox = await desk.call(
-        BOB, "debate_signal_check", topic_id=room["topic"], role="ADVOCATE", session_id=fourth
-    )
+    await desk.rotate(BOB, room["topic"], "ADVOCATE", third, fourth, cursor_mode="replay")
+    inbox = await desk.check(BOB, room["topic"], "ADVOCATE", fourth)
     assert [m["msg_id"] for m in inbox["pending"]] == [sent["msg_id"]]
     cursors = await desk.runtime.read(lambda c: sql.cursors(c, room["topic"]))
     assert cursors[("ADVOCATE", third)].superseded

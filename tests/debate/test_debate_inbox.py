@@ -18,43 +18,20 @@ async def room(desk):
     return {"topic": topic, "a": a, "b": b, "c": c}
 
 
-async def say(desk, room, to, body="x", kind="STATUS", priority="M", **args):
-    return await desk.call(
-        ALICE,
-        "debate_post_with_recipients",
-        topic_id=room["topic"],
-        role="CONDUCTOR",
-        priority=priority,
-        kind=kind,
-        body=body,
-        addressed_to_csv=to,
-        **args,
-    )
+async def say(desk, room, to, body="x", **args):
+    """A post from the CONDUCTOR (alice) addressed to ``to``."""
+    return await desk.post(ALICE, room["topic"], "CONDUCTOR", body, to=to, **args)
 
 
 async def check(desk, room, who=BOB, role="ADVOCATE", session="b", **args):
-    return await desk.call(
-        who,
-        "debate_signal_check",
-        topic_id=room["topic"],
-        role=role,
-        session_id=room[session],
-        **args,
-    )
+    """debate_signal_check as ``who`` in ``role`` through the room's session ``session``."""
+    return await desk.check(who, room["topic"], role, room[session], **args)
 
 
 async def test_check_returns_only_messages_addressed_to_the_role_or_session(desk, room):
     to_role = await say(desk, room, "ADVOCATE", "for the role")
     await say(desk, room, "CRITIC", "not for bob")
-    await desk.call(
-        ALICE,
-        "debate_post",
-        topic_id=room["topic"],
-        role="CONDUCTOR",
-        priority="H",
-        kind="STATUS",
-        body="broadcast",
-    )
+    await desk.post(ALICE, room["topic"], "CONDUCTOR", "broadcast", priority="H")
     to_session = await say(desk, room, room["b"], "for the session", priority="H")
     inbox = await check(desk, room)
     assert [m["msg_id"] for m in inbox["pending"]] == [to_role["msg_id"], to_session["msg_id"]]
@@ -97,14 +74,7 @@ async def test_cursor_precedence_explicit_id_then_ts_then_persisted(desk, room):
         )["pending"]
     ] == ["two"]
     assert (await check(desk, room, since_ts=second["ts"]))["count"] == 0
-    await desk.call(
-        BOB,
-        "debate_signal_advance",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        session_id=room["b"],
-        last_processed_msg_id=first["msg_id"],
-    )
+    await desk.advance(BOB, room["topic"], "ADVOCATE", room["b"], first["msg_id"])
     assert [m["body"] for m in (await check(desk, room))["pending"]] == ["two"]
 
 
@@ -156,13 +126,7 @@ async def test_advance_is_monotonic_and_only_to_addressed_messages(desk, room):
 async def test_signal_paths_need_the_callers_own_session_on_the_role(desk, room):
     await say(desk, room, "ADVOCATE")
     for who, session in ((CAROL, "b"), (BOB, "c"), (STAR, "b")):
-        body = await desk.refused(
-            who,
-            "debate_signal_check",
-            topic_id=room["topic"],
-            role="ADVOCATE",
-            session_id=room[session],
-        )
+        body = await desk.check(who, room["topic"], "ADVOCATE", room[session], refused=True)
         assert body["error"] == "unknown_topic"
 
 
@@ -231,14 +195,7 @@ async def test_wait_answers_when_an_addressed_message_commits(desk, room, autoju
         nursery.start_soon(later)
         with trio.fail_after(60):
             start = trio.current_time()
-            out = await desk.call(
-                BOB,
-                "debate_signal_wait",
-                topic_id=room["topic"],
-                role="ADVOCATE",
-                session_id=room["b"],
-                timeout_ms=30_000,
-            )
+            out = await desk.wait(BOB, room["topic"], "ADVOCATE", room["b"], 30_000)
     assert trio.current_time() - start == pytest.approx(5)
     assert [m["body"] for m in out["pending"]] == ["mine"]
 
@@ -248,14 +205,7 @@ async def test_wait_times_out_with_an_empty_inbox_and_the_topic_stays_usable(
 ):
     with trio.fail_after(60):
         start = trio.current_time()
-        out = await desk.call(
-            BOB,
-            "debate_signal_wait",
-            topic_id=room["topic"],
-            role="ADVOCATE",
-            session_id=room["b"],
-            timeout_ms=1000,
-        )
+        out = await desk.wait(BOB, room["topic"], "ADVOCATE", room["b"], 1000)
     assert trio.current_time() - start == pytest.approx(1)
     assert out["count"] == 0
     await say(desk, room, "ADVOCATE")
@@ -271,28 +221,14 @@ async def test_wait_answers_at_once_on_shutdown(desk, room, autojump_clock):
         nursery.start_soon(stop)
         with trio.fail_after(60):
             start = trio.current_time()
-            out = await desk.call(
-                BOB,
-                "debate_signal_wait",
-                topic_id=room["topic"],
-                role="ADVOCATE",
-                session_id=room["b"],
-                timeout_ms=55_000,
-            )
+            out = await desk.wait(BOB, room["topic"], "ADVOCATE", room["b"], 55_000)
     assert trio.current_time() - start == pytest.approx(2)
     assert out["count"] == 0
 
 
 async def test_wait_rejects_timeouts_out_of_range(desk, room, autojump_clock):
     for timeout in (999, 55_001):
-        body = await desk.refused(
-            BOB,
-            "debate_signal_wait",
-            topic_id=room["topic"],
-            role="ADVOCATE",
-            session_id=room["b"],
-            timeout_ms=timeout,
-        )
+        body = await desk.wait(BOB, room["topic"], "ADVOCATE", room["b"], timeout, refused=True)
         assert body["error"] == "invalid_arguments"
 
 
@@ -307,14 +243,7 @@ async def test_consumed_messages_read_back_exactly_as_first_delivered(desk, room
         author_session_id=room["a"],
     )
     first = await check(desk, room)
-    await desk.call(
-        BOB,
-        "debate_signal_advance",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        session_id=room["b"],
-        last_processed_msg_id=sent["msg_id"],
-    )
+    await desk.advance(BOB, room["topic"], "ADVOCATE", room["b"], sent["msg_id"])
     again = await check(desk, room, since_ts="2000-01-01T00:00Z")
     assert again["pending"] == first["pending"]
     assert first["pending"][0]["payload"] == {"k": [1, 2]}

@@ -4,11 +4,9 @@ debate_reconcile_project and debate_message_claim_reclaim."""
 from __future__ import annotations
 
 import pytest
-from debate_support import ALICE, BOB, CONDUCTOR, STAR
+from debate_support import ALICE, BOB, CONDUCTOR, OUTSIDER, STAR, legacy_topic
 
 from agora.toolsets.debate import sql
-from agora.toolsets.debate.model import Binding, TopicRow
-from agora.toolsets.debate.rules import SENTINEL_PROJECT
 
 
 @pytest.fixture
@@ -18,20 +16,14 @@ async def room(desk):
     return {"topic": topic, "a": a, "b": b, "h": h}
 
 
-async def move(desk, room, state, who=ALICE, role="CONDUCTOR", tool="debate_state", **args):
-    return await desk.call(who, tool, topic_id=room["topic"], role=role, new_state=state, **args)
+async def move(desk, room, state, who=ALICE, tool="debate_state", *, refused=False, **args):
+    """Move the room's topic to ``state`` as ``who`` in the CONDUCTOR role."""
+    use = desk.refused if refused else desk.call
+    return await use(who, tool, topic_id=room["topic"], role="CONDUCTOR", new_state=state, **args)
 
 
 async def ask(desk, room):
-    return await desk.call(
-        BOB,
-        "debate_post",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        priority="H",
-        kind="Q",
-        body="why?",
-    )
+    return await desk.post(BOB, room["topic"], "ADVOCATE", "why?", priority="H", kind="Q")
 
 
 async def bindings(desk, room):
@@ -43,17 +35,13 @@ async def bindings(desk, room):
 
 async def test_forward_moves_only(desk, room):
     for state in ("INIT", "ACTIVE", "ARCHIVED"):
-        body = await desk.refused(
-            ALICE, "debate_state", topic_id=room["topic"], role="CONDUCTOR", new_state=state
-        )
+        body = await move(desk, room, state, refused=True)
         assert body["error"] == "illegal_transition"
 
 
 async def test_resolved_is_blocked_by_open_questions_with_the_list(desk, room):
     q = await ask(desk, room)
-    body = await desk.refused(
-        ALICE, "debate_state", topic_id=room["topic"], role="CONDUCTOR", new_state="RESOLVED"
-    )
+    body = await move(desk, room, "RESOLVED", refused=True)
     assert body["error"] == "open_questions"
     assert body["old_state"] == body["new_state"] == "ACTIVE"
     assert [b["msg_id"] for b in body["blocking_questions"]] == [q["msg_id"]]
@@ -66,15 +54,8 @@ async def test_resolved_is_blocked_by_open_questions_with_the_list(desk, room):
 
 async def test_deferred_reply_counts_as_resolution(desk, room):
     q = await ask(desk, room)
-    await desk.call(
-        ALICE,
-        "debate_post",
-        topic_id=room["topic"],
-        role="CONDUCTOR",
-        priority="M",
-        kind="STATUS",
-        body="[DEFERRED: next sprint]",
-        reply_to=q["msg_id"],
+    await desk.post(
+        ALICE, room["topic"], "CONDUCTOR", "[DEFERRED: next sprint]", reply_to=q["msg_id"]
     )
     out = await move(desk, room, "RESOLVED", reason="done")
     assert out["new_state"] == "RESOLVED"
@@ -83,38 +64,15 @@ async def test_deferred_reply_counts_as_resolution(desk, room):
 
 async def test_resolved_retires_active_bindings_archived_also_diagnostic(desk, room):
     diag = await desk.session(BOB)
-    await desk.call(
-        BOB,
-        "debate_bind_role",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        session_id=diag,
-        state="diagnostic",
-    )
+    await desk.bind(BOB, room["topic"], "ADVOCATE", diag, state="diagnostic")
     out = await move(desk, room, "RESOLVED")
     assert out["retired_bindings"] == 3
     assert out["transition_msg_id"]
     states = await bindings(desk, room)
     assert states[("ADVOCATE", 2)] == "diagnostic"
-    body = await desk.refused(
-        BOB,
-        "debate_post",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        priority="M",
-        kind="STATUS",
-        body="late",
-    )
+    body = await desk.post(BOB, room["topic"], "ADVOCATE", "late", refused=True)
     assert body["error"] == "topic_resolved"
-    body = await desk.refused(
-        ALICE,
-        "debate_post",
-        topic_id=room["topic"],
-        role="CONDUCTOR",
-        priority="M",
-        kind="STATUS",
-        body="late",
-    )
+    body = await desk.post(ALICE, room["topic"], "CONDUCTOR", "late", refused=True)
     assert body["error"] == "topic_resolved"
     out = await move(desk, room, "ARCHIVED", tool="debate_close_topic")
     assert out["old_state"] == "RESOLVED"
@@ -123,37 +81,21 @@ async def test_resolved_retires_active_bindings_archived_also_diagnostic(desk, r
     page = await desk.call(BOB, "debate_read", topic_id=room["topic"], role="ADVOCATE")
     assert page["topic_state"] == "ARCHIVED"
     for who, role in ((BOB, "ADVOCATE"), (ALICE, "CONDUCTOR")):
-        body = await desk.refused(
-            who,
-            "debate_post",
-            topic_id=room["topic"],
-            role=role,
-            priority="M",
-            kind="STATE",
-            body="ARCHIVED",
-        )
+        body = await desk.post(who, room["topic"], role, "ARCHIVED", kind="STATE", refused=True)
         assert body["error"] == "topic_archived"
 
 
 async def test_direct_state_post_bypasses_the_qa_gate(desk, room):
     await ask(desk, room)
-    out = await desk.call(
-        ALICE,
-        "debate_post",
-        topic_id=room["topic"],
-        role="CONDUCTOR",
-        priority="INFO",
-        kind="STATE",
-        body="RESOLVED",
+    out = await desk.post(
+        ALICE, room["topic"], "CONDUCTOR", "RESOLVED", priority="INFO", kind="STATE"
     )
     assert out["topic_state"] == "RESOLVED"
 
 
 async def test_lifecycle_authority_is_the_owned_binding_not_scope(desk, room):
     for who in (STAR, CONDUCTOR, BOB):
-        body = await desk.refused(
-            who, "debate_state", topic_id=room["topic"], role="CONDUCTOR", new_state="RESOLVED"
-        )
+        body = await move(desk, room, "RESOLVED", who=who, refused=True)
         assert body["error"] == "unknown_topic"
 
 
@@ -185,9 +127,7 @@ async def test_escalate_writes_h_ping_to_the_target_role(desk, room):
     out = await desk.call(
         BOB, "debate_escalate", topic_id=room["topic"], role="ADVOCATE", reason="deadline  missed"
     )
-    inbox = await desk.call(
-        ALICE, "debate_signal_check", topic_id=room["topic"], role="HUMAN", session_id=room["h"]
-    )
+    inbox = await desk.check(ALICE, room["topic"], "HUMAN", room["h"])
     [msg] = inbox["pending"]
     assert msg["msg_id"] == out["msg_id"]
     assert msg["priority"] == "H"
@@ -225,33 +165,8 @@ async def test_set_lane_two_gates_in_order(desk, room):
     assert body["error"] == "invalid_arguments"
 
 
-async def legacy_topic(desk, session):
-    """A topic as an older store holds it: project never set (the sentinel)."""
-    topic_id, at = "7e57ab1e-0000-4000-8000-000000000001", "2026-01-01T00:00:00.000000Z"
-    row = TopicRow(
-        topic_id,
-        "legacy",
-        SENTINEL_PROJECT,
-        "ACTIVE",
-        at,
-        "CONDUCTOR",
-        None,
-        None,
-        {},
-        ["CONDUCTOR"],
-        {},
-        "{}",
-        at,
-    )
-    binding = Binding(
-        topic_id, "CONDUCTOR", 1, session, "alice", None, "active", None, None, None, at, at
-    )
-    await desk.runtime.write([sql.insert_topic(row), sql.upsert_binding(binding)])
-    return topic_id
-
-
 async def test_sentinel_topics_deny_everyone_until_reconciled_once(desk, room):
-    topic = await legacy_topic(desk, room["a"])
+    topic = await legacy_topic(desk, "7e57ab1e-0000-4000-8000-000000000001", room["a"])
     for who in (ALICE, STAR, CONDUCTOR):
         body = await desk.refused(who, "debate_read", topic_id=topic, role="CONDUCTOR")
         assert body["error"] == "unknown_topic"
@@ -263,15 +178,7 @@ async def test_sentinel_topics_deny_everyone_until_reconciled_once(desk, room):
         ):
             other = await desk.refused(who, tool, topic_id=topic, **extra)
             assert other["error"] == "unknown_topic"
-        body = await desk.refused(
-            who,
-            "debate_post",
-            topic_id=topic,
-            role="CONDUCTOR",
-            priority="M",
-            kind="STATUS",
-            body="x",
-        )
+        body = await desk.post(who, topic, "CONDUCTOR", refused=True)
         assert body["error"] == "unknown_topic"
     body = await desk.refused(STAR, "debate_reconcile_project", topic_id=topic, project="ops")
     assert body["error"] == "reconcile_rejected"
@@ -295,20 +202,17 @@ async def test_sentinel_topics_deny_everyone_until_reconciled_once(desk, room):
 
 
 async def test_claim_reclaim_sweeps_only_the_callers_stale_claims(desk, room):
-    decision = await desk.call(
+    decision = await desk.post(
         ALICE,
-        "debate_post_with_recipients",
-        topic_id=room["topic"],
-        role="CONDUCTOR",
+        room["topic"],
+        "CONDUCTOR",
+        "do it",
+        to="ADVOCATE",
         priority="H",
         kind="DECISION",
-        body="do it",
         standing=False,
-        addressed_to_csv="ADVOCATE",
     )
-    await desk.call(
-        BOB, "debate_signal_check", topic_id=room["topic"], role="ADVOCATE", session_id=room["b"]
-    )
+    await desk.check(BOB, room["topic"], "ADVOCATE", room["b"])
     desk.wall.advance(600)
     cutoff = "2026-11-30T00:09Z"
     none = await desk.call(
@@ -321,23 +225,14 @@ async def test_claim_reclaim_sweeps_only_the_callers_stale_claims(desk, room):
     assert [(r["msg_id"], r["state"]) for r in out["reclaimed"]] == [
         (decision["msg_id"], "reclaimed")
     ]
-    await desk.call(
-        BOB,
-        "debate_post",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        priority="M",
-        kind="A",
-        body="done late",
-        reply_to=decision["msg_id"],
+    await desk.post(
+        BOB, room["topic"], "ADVOCATE", "done late", kind="A", reply_to=decision["msg_id"]
     )
     claims = await desk.runtime.read(lambda c: sql.claims(c, room["topic"]))
     assert [c.state for c in claims] == ["done"]
     events = [e["event"] for e in await desk.runtime.read(lambda c: sql.history(c, room["topic"]))]
     assert events.count("claim_taken") == events.count("claim_reclaimed") == 1
     assert events.count("claim_done") == 1
-    from debate_support import OUTSIDER
-
     outsider = await desk.refused(
         OUTSIDER, "debate_message_claim_reclaim", topic_id=room["topic"], older_than_ts=cutoff
     )

@@ -16,10 +16,8 @@ async def topic(desk):
     return await desk.topic(ALICE, {"CONDUCTOR": a, "ADVOCATE": (BOB, b), "HUMAN": h})
 
 
-async def post(desk, who, topic, role="CONDUCTOR", kind="STATUS", body="hello", **args):
-    return await desk.call(
-        who, "debate_post", topic_id=topic, role=role, priority="M", kind=kind, body=body, **args
-    )
+async def post(desk, who, topic, role="CONDUCTOR", body="hello", **args):
+    return await desk.post(who, topic, role, body, **args)
 
 
 async def test_post_assigns_id_and_authoritative_increasing_ts(desk, topic):
@@ -35,15 +33,7 @@ async def test_post_assigns_id_and_authoritative_increasing_ts(desk, topic):
 async def test_authorship_comes_from_the_owned_binding_never_the_role_string(desk, topic):
     assert (await post(desk, BOB, topic, role="ADVOCATE"))["msg_id"]
     for who in (BOB, MALLORY, STAR, CONDUCTOR):
-        body = await desk.refused(
-            who,
-            "debate_post",
-            topic_id=topic,
-            role="CONDUCTOR",
-            priority="H",
-            kind="DECISION",
-            body="x",
-        )
+        body = await desk.post(who, topic, "CONDUCTOR", priority="H", kind="DECISION", refused=True)
         assert body["error"] == "unknown_topic"
 
 
@@ -82,16 +72,7 @@ async def test_post_rejections_preserve_nothing(desk, topic, args, code):
 
 async def test_author_session_must_be_owned_by_the_caller(desk, topic):
     foreign = await desk.session(BOB)
-    body = await desk.refused(
-        ALICE,
-        "debate_post",
-        topic_id=topic,
-        role="CONDUCTOR",
-        priority="M",
-        kind="STATUS",
-        body="x",
-        author_session_id=foreign,
-    )
+    body = await desk.post(ALICE, topic, "CONDUCTOR", refused=True, author_session_id=foreign)
     assert body["error"] == "unknown_topic"
     mine = await desk.session(ALICE)
     ok = await post(desk, ALICE, topic, author_session_id=mine)
@@ -102,37 +83,16 @@ async def test_author_session_must_be_owned_by_the_caller(desk, topic):
 
 
 async def test_addressed_posts_need_declared_roles_or_live_sessions(desk, topic):
-    body = await desk.refused(
-        ALICE,
-        "debate_post_with_recipients",
-        topic_id=topic,
-        role="CONDUCTOR",
-        priority="H",
-        kind="Q",
-        body="?",
-        addressed_to_csv="JUDGE",
+    body = await desk.post(
+        ALICE, topic, "CONDUCTOR", "?", to="JUDGE", priority="H", kind="Q", refused=True
     )
     assert body["error"] == "unknown_recipient"
-    body = await desk.refused(
-        ALICE,
-        "debate_post_with_recipients",
-        topic_id=topic,
-        role="CONDUCTOR",
-        priority="H",
-        kind="Q",
-        body="?",
-        addressed_to_csv="",
+    body = await desk.post(
+        ALICE, topic, "CONDUCTOR", "?", to="", priority="H", kind="Q", refused=True
     )
     assert body["error"] == "invalid_arguments"
-    out = await desk.call(
-        ALICE,
-        "debate_post_with_recipients",
-        topic_id=topic,
-        role="CONDUCTOR",
-        priority="H",
-        kind="Q",
-        body="?",
-        addressed_to_csv="ADVOCATE, HUMAN",
+    out = await desk.post(
+        ALICE, topic, "CONDUCTOR", "?", to="ADVOCATE, HUMAN", priority="H", kind="Q"
     )
     rows = await desk.runtime.read(
         lambda c: c.execute(

@@ -38,16 +38,7 @@ async def two_topics(desk):
 
 
 async def say(desk, topic, to, body="x"):
-    return await desk.call(
-        ALICE,
-        "debate_post_with_recipients",
-        topic_id=topic,
-        role="CONDUCTOR",
-        priority="M",
-        kind="STATUS",
-        body=body,
-        addressed_to_csv=to,
-    )
+    return await desk.post(ALICE, topic, "CONDUCTOR", body, to=to)
 
 
 async def test_inbox_resource_counts_unconsumed_messages_per_topic(desk, two_topics):
@@ -57,14 +48,7 @@ async def test_inbox_resource_counts_unconsumed_messages_per_topic(desk, two_top
     view = await inbox(desk, BOB, two_topics["b"])
     assert view["pending"] == 2
     assert {(t["topic_id"], t["pending"]) for t in view["topics"]} == {(t1, 1), (t2, 1)}
-    await desk.call(
-        BOB,
-        "debate_signal_advance",
-        topic_id=t1,
-        role="ADVOCATE",
-        session_id=two_topics["b"],
-        last_processed_msg_id=sent["msg_id"],
-    )
+    await desk.advance(BOB, t1, "ADVOCATE", two_topics["b"], sent["msg_id"])
     assert (await inbox(desk, BOB, two_topics["b"]))["pending"] == 1
 
 
@@ -79,26 +63,11 @@ async def test_subscribers_hear_of_addressed_posts_and_advances_after_commit(des
     t1, _ = two_topics["topics"]
     ear = Ear()
     desk.runtime.resources.watch(ear, {inbox_uri(two_topics["b"])})
-    await desk.call(
-        ALICE,
-        "debate_post",
-        topic_id=t1,
-        role="CONDUCTOR",
-        priority="M",
-        kind="STATUS",
-        body="broadcast",
-    )
+    await desk.post(ALICE, t1, "CONDUCTOR", "broadcast")
     assert ear.heard == []
     sent = await say(desk, t1, "ADVOCATE")
     assert ear.heard == [inbox_uri(two_topics["b"])]
-    await desk.call(
-        BOB,
-        "debate_signal_advance",
-        topic_id=t1,
-        role="ADVOCATE",
-        session_id=two_topics["b"],
-        last_processed_msg_id=sent["msg_id"],
-    )
+    await desk.advance(BOB, t1, "ADVOCATE", two_topics["b"], sent["msg_id"])
     assert len(ear.heard) == 2
 
 
@@ -115,20 +84,12 @@ async def test_wait_without_topic_answers_from_any_topic_of_the_session(
         nursery.start_soon(later)
         with trio.fail_after(60):
             start = trio.current_time()
-            out = await desk.call(
-                BOB,
-                "debate_signal_wait",
-                role="ADVOCATE",
-                session_id=two_topics["b"],
-                timeout_ms=20_000,
-            )
+            out = await desk.wait(BOB, None, "ADVOCATE", two_topics["b"], 20_000)
     assert trio.current_time() - start == pytest.approx(7)
     assert out["topic_id"] == t2
     assert [m["body"] for m in out["pending"]] == ["over here"]
 
 
 async def test_wait_without_topic_denies_a_session_that_is_not_the_callers(desk, two_topics):
-    body = await desk.refused(
-        ALICE, "debate_signal_wait", role="ADVOCATE", session_id=two_topics["b"], timeout_ms=1000
-    )
+    body = await desk.wait(ALICE, None, "ADVOCATE", two_topics["b"], 1000, refused=True)
     assert body["error"] == "unknown_topic"

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from debate_support import ALICE, BOB, CONDUCTOR, MALLORY, STAR
-
-from agora.toolsets.debate import sql
-from agora.toolsets.debate.model import Binding, TopicRow
-from agora.toolsets.debate.rules import SENTINEL_PROJECT
+from debate_support import ALICE, BOB, CONDUCTOR, MALLORY, STAR, legacy_topic
 
 
 async def topic(desk, lane, **args):
@@ -21,9 +17,7 @@ async def test_lanes_outrank_derived_urgency_and_reasons_explain(desk):
     low = await topic(desk, "P7")
     urgent = await topic(desk, "P1")
     overdue = await topic(desk, "P7", resolve_by="2026-11-29T00:00Z")
-    await desk.call(
-        ALICE, "debate_post", topic_id=low, role="CONDUCTOR", priority="H", kind="Q", body="?"
-    )
+    await desk.post(ALICE, low, "CONDUCTOR", "?", priority="H", kind="Q")
     out = await desk.call(ALICE, "debate_work_queue")
     order = [i["topic_id"] for i in out["items"]]
     assert order == [urgent, overdue, low]
@@ -69,38 +63,9 @@ async def test_states_filter_and_bad_states(desk):
 
 
 async def test_conductor_sees_sentinel_topics_as_metadata_only(desk):
-    at = "2026-01-01T00:00:00.000000Z"
-    legacy = "7e57ab1e-0000-4000-8000-0000000000aa"
-    row = TopicRow(
-        legacy,
-        "old",
-        SENTINEL_PROJECT,
-        "ACTIVE",
-        at,
-        "CONDUCTOR",
-        None,
-        None,
-        {},
-        ["CONDUCTOR"],
-        {},
-        "{}",
-        at,
+    await legacy_topic(
+        desk, "7e57ab1e-0000-4000-8000-0000000000aa", "7e57ab1e-0000-4000-8000-0000000000ab", "old"
     )
-    b = Binding(
-        legacy,
-        "CONDUCTOR",
-        1,
-        "7e57ab1e-0000-4000-8000-0000000000ab",
-        "alice",
-        None,
-        "active",
-        None,
-        None,
-        None,
-        at,
-        at,
-    )
-    await desk.runtime.write([sql.insert_topic(row), sql.upsert_binding(b)])
     [item] = (await desk.call(CONDUCTOR, "debate_work_queue"))["items"]
     assert item["metadata_only"] is True
     assert item["reason_codes"] == ["project_unset"]

@@ -52,143 +52,68 @@ async def test_add_role_on_a_role_held_elsewhere_falls_through_to_binding(desk, 
 
 
 async def test_conductor_acts_without_a_binding_only_through_the_override(desk, room):
-    body = await desk.refused(
-        CONDUCTOR,
-        "debate_post",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        priority="M",
-        kind="STATUS",
-        body="as bob",
-    )
+    body = await desk.post(CONDUCTOR, room["topic"], "ADVOCATE", "as bob", refused=True)
     assert body["error"] == "unknown_topic"
-    decision = await desk.call(
-        CONDUCTOR,
-        "debate_post",
-        topic_id=room["topic"],
-        role="CONDUCTOR",
-        priority="H",
-        kind="DECISION",
-        body="mediate",
+    decision = await desk.post(
+        CONDUCTOR, room["topic"], "CONDUCTOR", "mediate", priority="H", kind="DECISION"
     )
-    out = await desk.call(
+    out = await desk.post(
         CONDUCTOR,
-        "debate_post_with_recipients",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        priority="M",
-        kind="STATUS",
-        body="mediated",
-        addressed_to_csv="CRITIC",
+        room["topic"],
+        "ADVOCATE",
+        "mediated",
+        to="CRITIC",
         conductor_override_msg_id=decision["msg_id"],
     )
     assert out["msg_id"]
-    body = await desk.refused(
+    body = await desk.post(
         BOB,
-        "debate_post_with_recipients",
-        topic_id=room["topic"],
-        role="CRITIC",
-        priority="M",
-        kind="STATUS",
-        body="x",
-        addressed_to_csv="ADVOCATE",
+        room["topic"],
+        "CRITIC",
+        to="ADVOCATE",
+        refused=True,
         conductor_override_msg_id=decision["msg_id"],
     )
     assert body["error"] == "invalid_override"
 
 
 async def test_completing_a_delivery_affects_only_that_recipient(desk, room):
-    both = await desk.call(
-        CONDUCTOR,
-        "debate_post_with_recipients",
-        topic_id=room["topic"],
-        role="CONDUCTOR",
-        priority="M",
-        kind="STATUS",
-        body="to both",
-        addressed_to_csv="ADVOCATE,CRITIC",
-    )
-    await desk.call(
-        BOB,
-        "debate_signal_advance",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        session_id=room["b"],
-        last_processed_msg_id=both["msg_id"],
-    )
-    critic = await desk.call(
-        CAROL, "debate_signal_check", topic_id=room["topic"], role="CRITIC", session_id=room["k"]
-    )
+    both = await desk.post(CONDUCTOR, room["topic"], "CONDUCTOR", "to both", to="ADVOCATE,CRITIC")
+    await desk.advance(BOB, room["topic"], "ADVOCATE", room["b"], both["msg_id"])
+    critic = await desk.check(CAROL, room["topic"], "CRITIC", room["k"])
     assert [m["msg_id"] for m in critic["pending"]] == [both["msg_id"]]
 
 
 async def test_an_inactive_binding_cannot_advance_and_moves_nothing(desk, room):
-    sent = await desk.call(
-        CONDUCTOR,
-        "debate_post_with_recipients",
-        topic_id=room["topic"],
-        role="CONDUCTOR",
-        priority="M",
-        kind="STATUS",
-        body="x",
-        addressed_to_csv="ADVOCATE",
-    )
+    sent = await desk.post(CONDUCTOR, room["topic"], "CONDUCTOR", to="ADVOCATE")
     fresh = await desk.session(BOB)
-    await desk.call(
-        BOB,
-        "debate_rotate_session",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        old_session_id=room["b"],
-        new_session_id=fresh,
-        cursor_mode="head",
-    )
+    await desk.rotate(BOB, room["topic"], "ADVOCATE", room["b"], fresh, cursor_mode="head")
     before = await desk.runtime.read(lambda c: sql.cursors(c, room["topic"]))
-    body = await desk.refused(
-        BOB,
-        "debate_signal_advance",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        session_id=room["b"],
-        last_processed_msg_id=sent["msg_id"],
+    body = await desk.advance(
+        BOB, room["topic"], "ADVOCATE", room["b"], sent["msg_id"], refused=True
     )
     assert body["error"] == "unknown_topic"
     assert await desk.runtime.read(lambda c: sql.cursors(c, room["topic"])) == before
 
 
 async def test_rotation_takes_no_override(desk, room):
-    body = await desk.refused(
+    body = await desk.rotate(
         BOB,
-        "debate_rotate_session",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        old_session_id=room["b"],
-        new_session_id=room["b"],
+        room["topic"],
+        "ADVOCATE",
+        room["b"],
+        room["b"],
+        refused=True,
         cursor_mode="head",
         conductor_override_msg_id=NOWHERE,
     )
     assert body["error"] == "invalid_arguments"
-    body = await desk.refused(
-        BOB,
-        "debate_rotate_session",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        old_session_id=room["b"],
-        new_session_id=room["b"],
-    )
+    body = await desk.rotate(BOB, room["topic"], "ADVOCATE", room["b"], room["b"], refused=True)
     assert body["error"] == "invalid_arguments"
 
 
 async def test_search_viewer_role_never_widens_the_gate_and_errors_hold_no_content(desk, room):
-    await desk.call(
-        BOB,
-        "debate_post",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        priority="M",
-        kind="STATUS",
-        body="secret plan",
-    )
+    await desk.post(BOB, room["topic"], "ADVOCATE", "secret plan")
     body = await desk.refused(
         MALLORY, "debate_search", topic_id=room["topic"], query="secret", viewer_role="ADVOCATE"
     )
@@ -200,15 +125,7 @@ async def test_search_viewer_role_never_widens_the_gate_and_errors_hold_no_conte
 
 async def test_search_full_text_and_literal_paths_agree(desk, room):
     for body in ("Alpha 50% beta", "alpha_50 beta", "ALPHA 50% BETA gamma", "nothing here"):
-        await desk.call(
-            BOB,
-            "debate_post",
-            topic_id=room["topic"],
-            role="ADVOCATE",
-            priority="M",
-            kind="STATUS",
-            body=body,
-        )
+        await desk.post(BOB, room["topic"], "ADVOCATE", body)
     for query in ("alpha 50", "50%", "beta", "a_5"):
         folded = query.casefold()
 
@@ -231,25 +148,13 @@ async def test_list_bindings_denies_outsiders_with_the_missing_shape(desk, room)
 
 
 async def test_check_denies_undeclared_roles_and_unknown_topics_alike(desk, room):
-    undeclared = await desk.refused(
-        BOB, "debate_signal_check", topic_id=room["topic"], role="JUDGE", session_id=room["b"]
-    )
-    unknown = await desk.refused(
-        BOB, "debate_signal_check", topic_id=NOWHERE, role="ADVOCATE", session_id=room["b"]
-    )
+    undeclared = await desk.check(BOB, room["topic"], "JUDGE", room["b"], refused=True)
+    unknown = await desk.check(BOB, NOWHERE, "ADVOCATE", room["b"], refused=True)
     assert undeclared == unknown
 
 
 async def test_messages_are_never_removed_by_the_lifecycle(desk, room):
-    await desk.call(
-        BOB,
-        "debate_post",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        priority="M",
-        kind="STATUS",
-        body="kept",
-    )
+    await desk.post(BOB, room["topic"], "ADVOCATE", "kept")
     count = "SELECT COUNT(*) FROM debate_messages"
     before = await desk.runtime.read(lambda c: c.execute(count).fetchone()[0])
     await desk.call(
@@ -281,34 +186,10 @@ async def test_search_finds_old_hits_beyond_the_recent_window(desk, room, monkey
     from agora.toolsets.debate.handlers import reads
 
     monkeypatch.setattr(reads, "SEARCH_WINDOW", 2)
-    old = await desk.call(
-        BOB,
-        "debate_post",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        priority="M",
-        kind="STATUS",
-        body="needle in the hay",
-    )
+    old = await desk.post(BOB, room["topic"], "ADVOCATE", "needle in the hay")
     for i in range(4):
-        await desk.call(
-            BOB,
-            "debate_post",
-            topic_id=room["topic"],
-            role="ADVOCATE",
-            priority="M",
-            kind="STATUS",
-            body=f"hay {i}",
-        )
-    newer = await desk.call(
-        BOB,
-        "debate_post",
-        topic_id=room["topic"],
-        role="ADVOCATE",
-        priority="M",
-        kind="STATUS",
-        body="another needle",
-    )
+        await desk.post(BOB, room["topic"], "ADVOCATE", f"hay {i}")
+    newer = await desk.post(BOB, room["topic"], "ADVOCATE", "another needle")
     hits = await desk.call(BOB, "debate_search", topic_id=room["topic"], query="needle")
     assert [m["msg_id"] for m in hits["messages"]] == [newer["msg_id"], old["msg_id"]]
     one = await desk.call(BOB, "debate_search", topic_id=room["topic"], query="needle", limit=1)
