@@ -56,6 +56,52 @@ class Agent:
         body: dict[str, Any] = result["structuredContent"]
         return body
 
+    async def _use(self, tool: str, refused: bool, **args: Any) -> dict[str, Any]:
+        return await (self.refused if refused else self.call)(tool, **args)
+
+    async def post(
+        self,
+        topic: str,
+        role: str,
+        body: str,
+        *,
+        to: str | None = None,
+        priority: str = "M",
+        kind: str = "STATUS",
+        refused: bool = False,
+        **args: Any,
+    ) -> dict[str, Any]:
+        """debate_post in ``role``; with ``to``, debate_post_with_recipients addressed to it."""
+        tool = "debate_post"
+        if to is not None:
+            tool, args["addressed_to_csv"] = "debate_post_with_recipients", to
+        return await self._use(
+            tool,
+            refused,
+            topic_id=topic,
+            role=role,
+            priority=priority,
+            kind=kind,
+            body=body,
+            **args,
+        )
+
+    async def check(self, topic: str, role: str, *, refused: bool = False) -> dict[str, Any]:
+        """debate_signal_check of ``role`` through this agent's session."""
+        return await self._use(
+            "debate_signal_check", refused, topic_id=topic, role=role, session_id=self.session
+        )
+
+    async def advance(self, topic: str, role: str, msg_id: str) -> dict[str, Any]:
+        """debate_signal_advance of ``role`` through this agent's session up to ``msg_id``."""
+        return await self.call(
+            "debate_signal_advance",
+            topic_id=topic,
+            role=role,
+            session_id=self.session,
+            last_processed_msg_id=msg_id,
+        )
+
 
 async def test_five_agents_run_a_topic_from_init_to_archived(start_agora):
     server = start_agora(principals(), "--toolsets", "debate")
@@ -102,22 +148,8 @@ async def run_topic(
     for agent, role in ((ana, "ANALYST"), (ben, "CRITIC"), (hugo, "HUMAN"), (exe, "EXECUTOR_1")):
         await agent.call("debate_bind_role", topic_id=topic, role=role, session_id=agent.session)
     # A role someone holds cannot be taken over, and the denial reveals nothing.
-    taken = await ben.refused(
-        "debate_post",
-        topic_id=topic,
-        role="ANALYST",
-        priority="M",
-        kind="STATUS",
-        body="as someone else",
-    )
-    unknown = await ben.refused(
-        "debate_post",
-        topic_id="00000000-0000-4000-8000-000000000000",
-        role="CRITIC",
-        priority="M",
-        kind="STATUS",
-        body="x",
-    )
+    taken = await ben.post(topic, "ANALYST", "as someone else", refused=True)
+    unknown = await ben.post("00000000-0000-4000-8000-000000000000", "CRITIC", "x", refused=True)
     assert taken == unknown
     await cond.call("debate_state", topic_id=topic, role="CONDUCTOR", new_state="ACTIVE")
 
@@ -140,14 +172,13 @@ async def run_topic(
 
         nursery.start_soon(wait_for_question)
         await in_flight(port)  # the wait is running before the question exists
-        question = await ana.call(
-            "debate_post_with_recipients",
-            topic_id=topic,
-            role="ANALYST",
+        question = await ana.post(
+            topic,
+            "ANALYST",
+            "Is musl's DNS resolver good enough?",
+            to="CRITIC",
             priority="H",
             kind="Q",
-            body="Is musl's DNS resolver good enough?",
-            addressed_to_csv="CRITIC",
         )
     assert [m["msg_id"] for m in waited["pending"]] == [question["msg_id"]]
 
@@ -156,83 +187,43 @@ async def run_topic(
     )
     assert blocked["error"] == "open_questions"
     assert [q["msg_id"] for q in blocked["blocking_questions"]] == [question["msg_id"]]
-    answer = await ben.call(
-        "debate_post_with_recipients",
-        topic_id=topic,
-        role="CRITIC",
+    answer = await ben.post(
+        topic,
+        "CRITIC",
+        "Yes, with the TCP fallback.",
+        to="ANALYST",
         priority="H",
         kind="A",
-        body="Yes, with the TCP fallback.",
         reply_to=question["msg_id"],
-        addressed_to_csv="ANALYST",
     )
-    await ben.call(
-        "debate_signal_advance",
-        topic_id=topic,
-        role="CRITIC",
-        session_id=ben.session,
-        last_processed_msg_id=question["msg_id"],
-    )
+    await ben.advance(topic, "CRITIC", question["msg_id"])
 
     # An escalation reaches the HUMAN: pushed notification, then the inbox.
     await ana.call("debate_escalate", topic_id=topic, role="ANALYST", reason="needs sign-off")
     note = await hugo.client.next_notification("notifications/resources/updated")
     assert note["params"]["uri"] == inbox_uri
-    human = await hugo.call(
-        "debate_signal_check", topic_id=topic, role="HUMAN", session_id=hugo.session
-    )
+    human = await hugo.check(topic, "HUMAN")
     assert [m["body"] for m in human["pending"]] == ["[ESCALATE:needs sign-off] target=HUMAN"]
 
     # The executor gets a one-shot DECISION and answers it.
-    decision = await cond.call(
-        "debate_post_with_recipients",
-        topic_id=topic,
-        role="CONDUCTOR",
+    decision = await cond.post(
+        topic,
+        "CONDUCTOR",
+        "Build the musl image.",
+        to="EXECUTOR_1",
         priority="H",
         kind="DECISION",
-        body="Build the musl image.",
         standing=False,
-        addressed_to_csv="EXECUTOR_1",
         reply_to=question["msg_id"],
     )
-    work = await exe.call(
-        "debate_signal_check", topic_id=topic, role="EXECUTOR_1", session_id=exe.session
-    )
+    work = await exe.check(topic, "EXECUTOR_1")
     assert [m["msg_id"] for m in work["pending"]] == [decision["msg_id"]]
-    await exe.call(
-        "debate_post",
-        topic_id=topic,
-        role="EXECUTOR_1",
-        priority="M",
-        kind="STATUS",
-        body="image built",
-        reply_to=decision["msg_id"],
-    )
-    await exe.call(
-        "debate_signal_advance",
-        topic_id=topic,
-        role="EXECUTOR_1",
-        session_id=exe.session,
-        last_processed_msg_id=decision["msg_id"],
-    )
+    await exe.post(topic, "EXECUTOR_1", "image built", reply_to=decision["msg_id"])
+    await exe.advance(topic, "EXECUTOR_1", decision["msg_id"])
 
     # The ANALYST rotates to a fresh session, carrying its cursor (copy mode).
-    await ana.call(
-        "debate_signal_advance",
-        topic_id=topic,
-        role="ANALYST",
-        session_id=ana.session,
-        last_processed_msg_id=answer["msg_id"],
-    )
-    later = await ben.call(
-        "debate_post_with_recipients",
-        topic_id=topic,
-        role="CRITIC",
-        priority="M",
-        kind="STATUS",
-        body="after the handoff",
-        addressed_to_csv="ANALYST",
-    )
+    await ana.advance(topic, "ANALYST", answer["msg_id"])
+    later = await ben.post(topic, "CRITIC", "after the handoff", to="ANALYST")
     fresh = (await ana.call("debate_session_open"))["session_id"]
     rotated = await ana.call(
         "debate_rotate_session",
@@ -243,14 +234,10 @@ async def run_topic(
         cursor_mode="copy",
     )
     assert rotated["cursor_source"] == "primary"
-    old = await ana.refused(
-        "debate_signal_check", topic_id=topic, role="ANALYST", session_id=ana.session
-    )
+    old = await ana.check(topic, "ANALYST", refused=True)
     assert old["error"] == "unknown_topic"
     ana.session = fresh
-    carried = await ana.call(
-        "debate_signal_check", topic_id=topic, role="ANALYST", session_id=fresh
-    )
+    carried = await ana.check(topic, "ANALYST")
     assert [m["msg_id"] for m in carried["pending"]] == [later["msg_id"]]
 
     # A compaction, and a reader resuming from it.
@@ -260,9 +247,7 @@ async def run_topic(
         role="CONDUCTOR",
         body="OBSERVE: Q answered. ORIENT: musl is fine. DECIDE: ship. ACT: close the topic.",
     )
-    tail = await ana.call(
-        "debate_post", topic_id=topic, role="ANALYST", priority="L", kind="STATUS", body="agreed"
-    )
+    tail = await ana.post(topic, "ANALYST", "agreed", priority="L")
     resumed = await hugo.call(
         "debate_read", topic_id=topic, role="HUMAN", since_latest_compaction=True
     )
@@ -282,9 +267,7 @@ async def run_topic(
         reason="shipped",
     )
     assert resolved["retired_bindings"] == 5
-    late = await ben.refused(
-        "debate_post", topic_id=topic, role="CRITIC", priority="M", kind="STATUS", body="late"
-    )
+    late = await ben.post(topic, "CRITIC", "late", refused=True)
     assert late["error"] == "topic_resolved"
     archived = await cond.call(
         "debate_state", topic_id=topic, role="CONDUCTOR", new_state="ARCHIVED"
