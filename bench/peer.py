@@ -24,8 +24,14 @@ All servers run for the whole bench and their runs are interleaved (every server
 at N=10, ...); ``--rounds R`` repeats that R times and reports each run's best, so a burst of
 load from elsewhere on a shared machine does not decide a ratio.
 
+``--tool durable`` compares durable writes instead: both servers serve ``durable_counter``,
+one SQLite counter row bumped and committed before the reply (WAL, ``synchronous=FULL`` on
+both sides): agora through its store (``bench/durable.py``: writer thread, group commit),
+the SDK with one connection and one transaction per call (``sdk_server.py --durable``). The
+ratios then include agora over WebSocket against the SDK's best HTTP mode. No stdio runs.
+
 Usage: ``.venv/bin/python bench/peer.py [--sessions 1,10,100] [--seconds 3] [--rounds 1]
-[--modes sse,json,stateless-json] [--skip stdio,websocket]``
+[--modes sse,json,stateless-json] [--skip stdio,websocket] [--tool simple|durable]``
 """
 
 from __future__ import annotations
@@ -37,16 +43,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import durable
+import lean
 import trio
 from lean import LeanHttp, LeanStdio, LeanWs, Session
 from measure import cpu_seconds, percentile, raise_fd_limit
-from serve import agora_serve
+from serve import Server, agora_serve
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
@@ -70,10 +78,20 @@ class Proc:
         return self.process.pid
 
 
-@asynccontextmanager
-async def sdk_http(mode: str) -> AsyncIterator[Proc]:
-    """The SDK's HTTP server in ``mode``; killed at the end."""
+def sdk_http(mode: str, durable: Path | None = None) -> AbstractAsyncContextManager[Proc]:
+    """The SDK's HTTP server in ``mode`` (with ``durable_counter`` on ``durable``)."""
     command = [sys.executable, str(HERE / "sdk_server.py"), "http", *MODES[mode]]
+    return spawn([*command, "--durable", str(durable)] if durable else command, "the SDK server")
+
+
+def agora_durable(db: Path) -> AbstractAsyncContextManager[Proc]:
+    """agora serving ``durable_counter`` at /mcp/durable (``bench/durable.py``)."""
+    return spawn([sys.executable, str(HERE / "durable.py"), str(db)], "agora (durable)")
+
+
+@asynccontextmanager
+async def spawn(command: list[str], what: str) -> AsyncIterator[Proc]:
+    """A server process that prints ``... on http://HOST:PORT`` on stderr; killed at the end."""
     process = await trio.lowlevel.open_process(
         command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
@@ -84,7 +102,7 @@ async def sdk_http(mode: str) -> AsyncIterator[Proc]:
             while b" on http://" not in seen or not seen.endswith(b"\n"):
                 chunk = await process.stderr.receive_some(65536)
                 if not chunk:
-                    raise RuntimeError(f"the SDK server did not start:\n{seen.decode()}")
+                    raise RuntimeError(f"{what} did not start:\n{seen.decode()}")
                 seen += chunk
         line = next(x for x in seen.decode().splitlines() if " on http://" in x)
         proc = Proc(process, int(line.rsplit(":", 1)[1]))
@@ -215,15 +233,24 @@ async def run_network(args: argparse.Namespace, tmp: Path, best: Best) -> None:
     """Every HTTP server (and agora's WebSocket), runs interleaved, ``args.rounds`` times."""
     async with contextlib.AsyncExitStack() as stack:
         targets: dict[str, tuple[Callable[[], Awaitable[Session]], int]] = {}
+        durable = args.tool == "durable"
         for mode in args.modes:
-            sdk = await stack.enter_async_context(sdk_http(mode))
+            db = tmp / f"sdk-{mode}.db" if durable else None
+            sdk = await stack.enter_async_context(sdk_http(mode, db))
             targets[f"sdk http {mode}"] = (partial(_http, sdk.port, "/mcp"), sdk.pid)
-        agora = await stack.enter_async_context(
-            agora_serve(tmp / "agora.db", "conformance", conformance="true")
-        )
-        targets["agora http"] = (partial(_http, agora.port, "/mcp/conformance"), agora.pid)
+        if durable:
+            agora: Proc | Server = await stack.enter_async_context(
+                agora_durable(tmp / "agora-durable.db")
+            )
+            path = "/mcp/durable"
+        else:
+            agora = await stack.enter_async_context(
+                agora_serve(tmp / "agora.db", "conformance", conformance="true")
+            )
+            path = "/mcp/conformance"
+        targets["agora http"] = (partial(_http, agora.port, path), agora.pid)
         if "websocket" not in args.skip:
-            url = f"ws://127.0.0.1:{agora.port}/mcp/conformance"
+            url = f"ws://127.0.0.1:{agora.port}{path}"
             targets["agora websocket"] = (partial(_ws, url), agora.pid)
         for _ in range(args.rounds):
             for n in args.sessions:
@@ -266,6 +293,12 @@ def report(args: argparse.Namespace, best: Best) -> None:
             f"  http  N={n:<4} vs sdk {mode:<15} calls/s x{a.rate / sdk_r.rate:.1f}, "
             f"cpu/call x{sdk_r.us_per_call / a.us_per_call:.1f} less"
         )
+        if ("agora websocket", n) in best:
+            w = best["agora websocket", n]
+            print(
+                f"  ws    N={n:<4} vs sdk {mode:<15} calls/s x{w.rate / sdk_r.rate:.1f}, "
+                f"cpu/call x{sdk_r.us_per_call / w.us_per_call:.1f} less"
+            )
     if ("agora stdio", 1) in best:
         a, sdk_r = best["agora stdio", 1], best["sdk stdio", 1]
         print(
@@ -281,9 +314,12 @@ async def run(args: argparse.Namespace) -> None:
         " process; µs/call = server CPU per call\n"
     )
     best: Best = {}
+    if args.tool == "durable":
+        lean.TOOL = durable.TOOL  # every lean session now calls the durable counter
+        print(f"tool: {durable.TOOL} (one SQLite commit per call, synchronous=FULL, WAL)\n")
     with tempfile.TemporaryDirectory() as tmp:
         await run_network(args, Path(tmp), best)
-        if "stdio" not in args.skip:
+        if "stdio" not in args.skip and args.tool == "simple":
             await run_stdio(args, Path(tmp), best)
     report(args, best)
 
@@ -317,6 +353,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--skip", type=lambda s: s.split(","), default=[], help="stdio and/or websocket"
+    )
+    parser.add_argument(
+        "--tool",
+        choices=["simple", "durable"],
+        default="simple",
+        help="simple: a constant text; durable: a SQLite counter committed before the reply",
     )
     parser.add_argument(
         "--rounds", type=int, default=1, help="repeat every run; report each one's best"

@@ -11,6 +11,10 @@ same text block as agora's conformance fixture of that name. Modes:
   ``--stateless`` (``stateless_http=True``: no session state between requests).
 - ``stdio``: ``run_stdio_async()``.
 
+``--durable DB`` adds ``durable_counter`` (for ``peer.py --tool durable``): the statement of
+``bench/durable.py`` on one SQLite connection in WAL mode with ``synchronous=FULL``, in its
+own transaction committed before the reply, as a plain (synchronous) SDK tool does it.
+
 In HTTP mode it binds 127.0.0.1 on a free port and prints ``sdk serving sdk on
 http://127.0.0.1:PORT`` on stderr (the line agora prints), then serves until killed.
 Never imported by agora.
@@ -20,30 +24,45 @@ from __future__ import annotations
 
 import argparse
 import socket
+import sqlite3
 import sys
 
 import anyio
+from durable import BUMP, CREATE
 from mcp.server.mcpserver import MCPServer
 
 TEXT = "This is a simple text response for testing."
 
 
-def build() -> MCPServer:
-    """The server and its one tool."""
+def build(durable: str | None = None) -> MCPServer:
+    """The server and its tool (``durable_counter`` on the SQLite file ``durable``, if given)."""
     server = MCPServer("sdk-bench", log_level="WARNING")
 
     @server.tool(name="test_simple_text", description="Returns one text block.")
     def simple_text() -> str:
         return TEXT
 
+    if durable is not None:
+        conn = sqlite3.connect(durable, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute(CREATE)
+
+        @server.tool(name="durable_counter", description="Adds one; replies once committed.")
+        def durable_counter() -> str:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(BUMP)
+            conn.execute("COMMIT")
+            return "counted"
+
     return server
 
 
-def serve_http(json_response: bool, stateless: bool) -> None:
+def serve_http(json_response: bool, stateless: bool, durable: str | None) -> None:
     """Streamable HTTP under uvicorn on a free loopback port."""
     import uvicorn
 
-    app = build().streamable_http_app(json_response=json_response, stateless_http=stateless)
+    app = build(durable).streamable_http_app(json_response=json_response, stateless_http=stateless)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
@@ -73,11 +92,12 @@ def main() -> None:
     parser.add_argument("mode", choices=["http", "stdio"])
     parser.add_argument("--json", action="store_true", help="json_response=True")
     parser.add_argument("--stateless", action="store_true", help="stateless_http=True")
+    parser.add_argument("--durable", metavar="DB", help="also serve durable_counter on DB")
     args = parser.parse_args()
     if args.mode == "stdio":
-        anyio.run(build().run_stdio_async)
+        anyio.run(build(args.durable).run_stdio_async)
     else:
-        serve_http(args.json, args.stateless)
+        serve_http(args.json, args.stateless, args.durable)
 
 
 if __name__ == "__main__":
