@@ -16,54 +16,25 @@ from __future__ import annotations
 
 import os
 import random
-import re
 import signal
-import subprocess
-import sys
 from collections import Counter
-from pathlib import Path
 
 import mixed
 import trio
 from crash_checks import Frozen, check_database
+from faults_support import TIMEOUT, drain, start
 
 ROUNDS = int(os.environ.get("AGORA_CRASH_ROUNDS", "3"))
 SESSIONS = int(os.environ.get("AGORA_CRASH_SESSIONS", "40"))
-AGORA = str(Path(sys.executable).with_name("agora"))
-READY = re.compile(rb"serving .* on (http://[\d.:]+)")
-TIMEOUT = 60.0
 #: Refusals an actor may meet after a kill: its last write may have committed unacknowledged
 #: (a stale version or index), or its cursor may be behind (a shared ROLE_B cursor).
 EXPECTED = ("conflict", "stale", "regressive", "index", "version", "expired", "sealed")
 
 
-async def _start(db: Path, config: Path) -> tuple[trio.Process, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGORA_")}
-    process = await trio.lowlevel.open_process(
-        [AGORA, "serve", "--port", "0", "--db", str(db), "--config", str(config),
-         "--toolsets", "chess,chamber,router,debate"],
-        stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env | {"AGORA_SYNCHRONOUS": "FULL"},
-    )  # fmt: skip
-    assert process.stderr is not None
-    seen = b""
-    with trio.fail_after(TIMEOUT):
-        while (found := READY.search(seen)) is None:
-            chunk = await process.stderr.receive_some()
-            assert chunk, f"agora did not start:\n{seen.decode(errors='replace')}"
-            seen += chunk
-    return process, found.group(1).decode().replace("http", "ws") + "/mcp"
-
-
-async def _drain(process: trio.Process) -> None:
-    assert process.stderr is not None
-    while await process.stderr.receive_some():
-        pass
-
-
 async def _round(mix: mixed.Mix, process: trio.Process, kill_at: int | None) -> None:
     """Run the load; SIGKILL the server once ``kill_at`` more writes were acknowledged."""
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(_drain, process)
+        nursery.start_soon(drain, process)
         if kill_at is None:
             await mixed.run(mix, 3.0)
             process.terminate()
@@ -84,7 +55,7 @@ async def test_sigkill_under_mixed_load_loses_nothing_acknowledged(tmp_path):
     mix = mixed.Mix("", mixed.plan_actors(SESSIONS), acks)
     kills = 0
     for n in range(ROUNDS + 1):
-        process, mix.url = await _start(db, config)
+        process, mix.url = await start(db, config)
         if n == 0:
             with trio.fail_after(TIMEOUT):
                 await mixed.setup_topics(mix, 4)
