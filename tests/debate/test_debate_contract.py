@@ -43,6 +43,7 @@ PART_2 = {
     "debate_protocol_maintain",
     "debate_worker_claim",
     "debate_worker_reclaim",
+    "debate_trigger_dry_run",
 }
 ALL = PART_1 | PART_2
 

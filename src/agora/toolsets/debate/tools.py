@@ -53,4 +53,5 @@ HANDLERS: Final[dict[str, Handler]] = {
     "debate_protocol_maintain": maintenance.debate_protocol_maintain,
     "debate_worker_claim": workers.debate_worker_claim,
     "debate_worker_reclaim": workers.debate_worker_reclaim,
+    "debate_trigger_dry_run": workers.debate_trigger_dry_run,
 }

@@ -19,6 +19,7 @@ from agora.toolsets.debate.commands import (
     maintenance,
     messages,
     rotation,
+    wake,
     workers,
 )
 from agora.toolsets.debate.commands.table import COMMANDS
@@ -33,5 +34,6 @@ __all__ = [
     "maintenance",
     "messages",
     "rotation",
+    "wake",
     "workers",
 ]
