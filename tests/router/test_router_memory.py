@@ -117,9 +117,9 @@ async def test_remember_feedback_and_every_purge_scope(router, runtime, policy):
 
     blocked = await purge("history-only", digest="sha256:" + "9" * 64)
     assert (blocked["status"], blocked["reason_codes"]) == ("blocked", ["stale-summary-digest"])
-    unsupported = await purge("candidates-only")
-    assert unsupported["status"] == "scope-not-available"
-    assert unsupported["summary_digest_after"] == unsupported["summary_digest_before"]
+    candidates_only = await purge("candidates-only")
+    assert candidates_only["status"] == "purged"
+    assert candidates_only["deleted_observations"] == 0
     analytics = await purge("analytics-only")
     assert (analytics["deleted_feedback"], analytics["deleted_observations"]) == (2, 0)
     counts = "SELECT (SELECT COUNT(*) FROM router_memory_observations),"
@@ -133,7 +133,7 @@ async def test_remember_feedback_and_every_purge_scope(router, runtime, policy):
     assert history["deleted_observations"] == 1
     assert tuple(await runtime.read(lambda c: c.execute(counts).fetchone())) == (0, 0)
     everything = await purge("all-memory-data")
-    assert everything["deleted_command_receipts"] == 5  # remember, 2 feedback, 2 purges
+    assert everything["deleted_command_receipts"] == 6  # remember, 2 feedback, 3 purges
     assert (await status(router, policy))["eligible_workflow_count"] == 0
 
 
@@ -149,7 +149,7 @@ async def test_purge_works_after_capture_is_disabled(router, options, policy):
             "correlation_id": "c"}  # fmt: skip
     purged = await router.call("purge_workflow_memory", **args)
     assert purged["deleted_observations"] == 1
-    assert purged["reason_codes"] == ["managed-profile-purge-not-available"]
+    assert purged["reason_codes"] == []
     assert await router.call("purge_workflow_memory", **args) == {**purged, "replayed": True}
 
 

@@ -171,10 +171,33 @@ async def test_a_changed_preview_cannot_be_approved_and_two_approvals_race(
     async with trio.open_nursery() as nursery:
         nursery.start_soon(approve, "race-a")
         nursery.start_soon(approve, "race-b")
-    statuses = sorted(o["status"] for o in outcomes)
-    assert statuses == ["applied", "blocked"]
-    loser = next(o for o in outcomes if o["status"] == "blocked")
-    assert loser["reason_codes"] == ["profile-proposal-state-conflict"]
+    assert sorted(o["status"] == "applied" for o in outcomes) == [False, True]
+    (loser,) = [o for o in outcomes if o["status"] != "applied"]
+    # Either it lost the revision CAS, or it looked after the winner had applied.
+    assert loser["reason_codes"] in (["profile-proposal-state-conflict"],
+                                     ["profile-proposal-not-found"])  # fmt: skip
+
+
+def test_a_revision_is_written_only_if_it_is_still_the_next_one():
+    import datetime as datetime_module
+
+    from agora.runtime.clock import Now
+    from agora.toolsets.router.memory import ApplyRevision, MemoryStore
+
+    store = MemoryStore(None)
+    now = Now(0.0, datetime_module.datetime(2026, 11, 30, tzinfo=datetime_module.UTC))
+
+    def apply(key, revision_id):
+        return store.handle(ApplyRevision(
+            session_id="s", idempotency_key=key, request_digest=key, target="managed-personal",
+            profile_key="personal", revision_no=1, revision_id=revision_id,
+            profile_json="{}", profile_digest="sha256:" + "1" * 64, source="p",
+            result={"status": "applied"}, blocked={"status": "blocked"}), now)  # fmt: skip
+
+    first, second = apply("a", "revision:" + "a" * 32), apply("b", "revision:" + "b" * 32)
+    assert (first.reply["status"], second.reply["status"]) == ("applied", "blocked")
+    assert first.writes
+    assert second.writes == []
 
 
 async def test_a_rejected_candidate_is_suppressed(router, runtime, promoting):
@@ -250,3 +273,46 @@ async def test_a_rollback_is_a_reviewable_proposal_that_restores_a_revision(
     again = await router.call("transition_profile_update", **transition(
         proposal, key="rb-again", workspace_root=str(promoting)))  # fmt: skip
     assert again["reason_codes"][0] == "profile-drift"
+
+
+async def test_purging_candidates_revisions_and_managed_profiles(router, runtime, promoting):
+    await record(router, runtime, promoting, ["web"])
+    await record(router, runtime, promoting, ["db"])
+    web, db = sorted(await candidates(router, promoting), key=lambda c: c["pattern_id"])
+    for candidate in (web, db):
+        proposal = (await preview(router, promoting, candidate["candidate_id"]))["proposal"]
+        args = transition(proposal, workspace_root=str(promoting))
+        applied = await router.call("transition_profile_update", **args)
+        assert applied["status"] == "applied"
+    await record(router, runtime, promoting, ["api"])
+    (api,) = [c for c in await candidates(router, promoting) if c["candidate_id"] not in
+              (web["candidate_id"], db["candidate_id"])]  # fmt: skip
+    proposal = (await preview(router, promoting, api["candidate_id"]))["proposal"]
+    await router.call("transition_profile_update",
+                      **transition(proposal, "reject", workspace_root=str(promoting)))  # fmt: skip
+    count = "SELECT COUNT(*) FROM router_memory_revisions"
+
+    async def purge(scope):
+        st = await router.call("get_memory_status", context=ctx(), workspace_root=None)
+        return await router.call("purge_workflow_memory", context=ctx(), scope=scope,
+                                 confirmed=True, include_managed_profiles=False,
+                                 expected_summary_digest=st["history_summary_digest"],
+                                 idempotency_key=f"purge-{scope}", correlation_id="c")  # fmt: skip
+
+    def plan_for(domain):
+        routing = {"workspace_root": str(promoting), "domains": [domain], "tags": [],
+                   "current_phase_id": None}  # fmt: skip
+        return router.plan("Fix the typo", routing_context=routing)
+
+    assert (await runtime.read(lambda c: c.execute(count).fetchone()))[0] == 2
+    assert (await purge("revisions-only"))["status"] == "purged"
+    assert (await runtime.read(lambda c: c.execute(count).fetchone()))[0] == 1
+    assert (await plan_for("db"))["route_source"] == "managed-personal-profile"
+    assert (await purge("candidates-only"))["status"] == "purged"
+    statuses = {c["candidate_id"]: c["status"] for c in await candidates(router, promoting)}
+    assert statuses[api["candidate_id"]] == "proposed"  # no longer suppressed
+    assert (await purge("managed-profiles-only"))["status"] == "purged"
+    assert (await runtime.read(lambda c: c.execute(count).fetchone()))[0] == 0
+    assert (await plan_for("db"))["route_source"] == "builtin-default"
+    again = (await preview(router, promoting, web["candidate_id"]))["proposal"]
+    assert again["expected_profile_digest"] == "missing"

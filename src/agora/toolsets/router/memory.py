@@ -297,13 +297,13 @@ class MemoryStore:
     def purge(self, cmd: Purge, at: str) -> tuple[dict[str, Any], list[Write]]:
         before = self.summary_digest()
         tables = memory_sql.PURGES.get(cmd.scope)
+        if tables is not None and cmd.scope == "all-memory-data" and cmd.include_managed_profiles:
+            tables = (*tables, memory_sql.MANAGED_TABLE)
         result: dict[str, Any] = {
             "status": "purged", "scope": cmd.scope, "authority_mode": "router-local",
             "replayed": False, "deleted_observations": 0, "deleted_feedback": 0,
             "deleted_command_receipts": 0, "summary_digest_before": before,
-            "summary_digest_after": before,
-            "reason_codes": ["managed-profile-purge-not-available"]
-            if cmd.include_managed_profiles else [],
+            "summary_digest_after": before, "reason_codes": [],
         }  # fmt: skip
         if cmd.expected_summary_digest != before:
             raise _Answer({**result, "status": "blocked", "reason_codes": ["stale-summary-digest"]})
@@ -312,6 +312,15 @@ class MemoryStore:
             raise _Answer({**result, "status": "scope-not-available", "reason_codes": codes})
         if not self.exists:
             raise _Answer(result)  # nothing to delete, and nothing is created to say so
+        writes = self._forget(tables, result)
+        if cmd.scope == "revisions-only":  # keep each managed Profile's current revision
+            for history in self.revisions.values():
+                writes += [memory_sql.delete_revision(old[1]) for old in history[:-1]]
+                del history[:-1]
+        return result, writes
+
+    def _forget(self, tables: tuple[str, ...], result: dict[str, Any]) -> list[Write]:
+        # Drop what ``tables`` hold from memory, count it into ``result``, and delete it.
         if "router_memory_observations" in tables:
             result["deleted_observations"], self.observations = len(self.observations), {}
             self.per_workspace = Counter()
@@ -319,7 +328,13 @@ class MemoryStore:
             result["deleted_feedback"], self.feedback_by = self.feedback, {}
         if "router_memory_receipts" in tables:
             result["deleted_command_receipts"], self.receipts = len(self.receipts), {}
-        return result, [memory_sql.delete_all(t) for t in tables]
+        if "router_memory_rejections" in tables:
+            self.rejections = {}
+        if "router_memory_proposals" in tables:
+            self.proposals = {}
+        if memory_sql.MANAGED_TABLE in tables:
+            self.revisions = {}
+        return [memory_sql.delete_all(t) for t in tables]
 
 
 class _Answer(Exception):

@@ -90,10 +90,16 @@ def insert_receipt(session: str, key: str, request_digest: str, result: str, at:
 PURGES: dict[str, tuple[str, ...]] = {
     "history-only": ("router_memory_observations", "router_memory_feedback"),
     "analytics-only": ("router_memory_feedback",),
+    "candidates-only": ("router_memory_rejections", "router_memory_proposals"),
+    "managed-profiles-only": ("router_memory_revisions", "router_memory_proposals"),
+    "revisions-only": (),  # the older revisions of each managed Profile, one by one
     "all-memory-data": (
         "router_memory_observations", "router_memory_feedback", "router_memory_receipts",
+        "router_memory_rejections", "router_memory_proposals",
     ),
 }  # fmt: skip
+#: Added to ``all-memory-data`` when the caller includes managed Profiles.
+MANAGED_TABLE = "router_memory_revisions"
 
 
 def delete_observation(observation_id: str) -> list[Write]:
@@ -135,7 +141,7 @@ def insert_proposal(proposal_id: str, target: str, key: str, proposal: str, at: 
 
 def delete_all(table: str) -> Write:
     """Delete every row of one Memory table (``table`` comes from `PURGES`, never input)."""
-    assert table in {t for tables in PURGES.values() for t in tables}
+    assert table in {t for tables in PURGES.values() for t in tables} | {MANAGED_TABLE}
     return (f"DELETE FROM {table}", ())
 
 
