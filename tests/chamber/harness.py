@@ -1,21 +1,28 @@
 """Drive one attempt entity directly (no runtime): what the 1000-seed tests and unit tests use.
 
 `Session` enters an attempt on a fresh `AttemptEntity` and exposes ``act`` with the
-signature the reference solver expects; refusals are raised as `ToolError`.
+signature the reference solver expects; refusals are raised as `ToolError`. `memory_db` and
+`commit_writes` replay a session's writes into a real (in-memory) SQLite store.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import sqlite3
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agora.errors import ToolError
 from agora.runtime.clock import Now
+from agora.store.migrations import apply_migrations
+from agora.toolsets.chamber import store
 from agora.toolsets.chamber.attempt import Rules
 from agora.toolsets.chamber.commands import Act, Enter, Seal
 from agora.toolsets.chamber.contract import ChamberContract, default_contract
 from agora.toolsets.chamber.entity import AttemptEntity, SealOutcome
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 START = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
 IDENTITY = {
@@ -116,3 +123,18 @@ class QuickSession:
         if done.accepted is not None:
             reply["accepted"] = done.accepted
         return reply
+
+
+def memory_db() -> sqlite3.Connection:
+    """An in-memory SQLite store with the chamber's migrations applied."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    apply_migrations(conn, store.MIGRATIONS)
+    return conn
+
+
+def commit_writes(conn: sqlite3.Connection, writes: Iterable[tuple[str, Any]]) -> None:
+    """Commit ``writes`` (statement, parameters) in one transaction."""
+    conn.execute("BEGIN")
+    for sql, params in writes:
+        conn.execute(sql, params)
+    conn.execute("COMMIT")

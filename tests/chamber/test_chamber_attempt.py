@@ -5,16 +5,14 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import sqlite3
 
 import pytest
 import rfc8785
-from harness import START, Session
+from harness import START, Session, commit_writes, memory_db
 from solver import Solver
 
 from agora.errors import ToolError
 from agora.runtime.clock import Now
-from agora.store.migrations import apply_migrations
 from agora.toolsets.chamber import store
 from agora.toolsets.chamber.commands import CallForHelp, Observe, Quarantine
 from agora.toolsets.chamber.entity import AttemptEntity, AttemptKind, seal_reply
@@ -235,27 +233,14 @@ def test_the_transcript_is_a_hash_chain_over_every_action():
     assert a.transcript[0] == first
 
 
-def _db() -> sqlite3.Connection:
-    conn = sqlite3.connect(":memory:", isolation_level=None)
-    apply_migrations(conn, store.MIGRATIONS)
-    return conn
-
-
-def _commit(conn: sqlite3.Connection, writes) -> None:
-    conn.execute("BEGIN")
-    for sql, params in writes:
-        conn.execute(sql, params)
-    conn.execute("COMMIT")
-
-
 def test_the_written_rows_rebuild_the_same_attempt():
     s = Session(seed="persist")
     s.act("look")
     s.act(s.room.locks[0].op, value=wrong_value(s)) if s.room.locks[0].puzzle.fmt.kind in (
         "time", "number", "order", "digits") else s.act("hint")  # fmt: skip
     s.send(CallForHelp("claude-5", "a1"))
-    conn = _db()
-    _commit(conn, s.writes)
+    conn = memory_db()
+    commit_writes(conn, s.writes)
     kind = AttemptKind(s.entity.rules)
     loaded = kind.load(conn, s.handle, Now(0, s.wall)).attempt
     mine = s.entity.attempt
@@ -265,7 +250,7 @@ def test_the_written_rows_rebuild_the_same_attempt():
         assert getattr(loaded, name) == getattr(mine, name), name
     before = len(s.writes)
     outcome = s.seal(signer=KEY)
-    _commit(conn, s.writes[before:])
+    commit_writes(conn, s.writes[before:])
     reloaded = kind.load(conn, s.handle, Now(0, s.wall)).attempt
     assert reloaded.card.body == outcome.card.body
     assert reloaded.card.signature == outcome.card.signature
@@ -274,14 +259,14 @@ def test_the_written_rows_rebuild_the_same_attempt():
 def test_finished_sessions_retire_after_retention_but_cards_stay():
     s = Session(seed="retire")
     s.seal()
-    conn = _db()
-    _commit(conn, s.writes)
+    conn = memory_db()
+    commit_writes(conn, s.writes)
     kind = AttemptKind(s.entity.rules)
     later = s.wall + dt.timedelta(seconds=86400)
     assert kind.load(conn, s.handle, Now(0, later)).attempt is not None
     gone = later + dt.timedelta(seconds=1)
     assert kind.load(conn, s.handle, Now(0, gone)).attempt is None
-    _commit(conn, store.purge_finished(gone, s.entity.rules.retention))
+    commit_writes(conn, store.purge_finished(gone, s.entity.rules.retention))
     assert conn.execute("SELECT count(*) FROM chamber_attempts").fetchone()[0] == 0
     assert conn.execute("SELECT count(*) FROM chamber_actions").fetchone()[0] == 0
     assert conn.execute("SELECT count(*) FROM chamber_cards").fetchone()[0] == 1
@@ -289,10 +274,10 @@ def test_finished_sessions_retire_after_retention_but_cards_stay():
 
 def test_unsealed_sessions_never_retire_before_their_card_is_published():
     s = Session(seed="abandoned")
-    conn = _db()
-    _commit(conn, s.writes)
+    conn = memory_db()
+    commit_writes(conn, s.writes)
     kind = AttemptKind(s.entity.rules)
     expired = s.entity.attempt.expires_at + dt.timedelta(seconds=86401)
     assert kind.load(conn, s.handle, Now(0, expired)).attempt is not None
-    _commit(conn, store.purge_finished(expired, s.entity.rules.retention))
+    commit_writes(conn, store.purge_finished(expired, s.entity.rules.retention))
     assert conn.execute("SELECT count(*) FROM chamber_attempts").fetchone()[0] == 1

@@ -8,15 +8,13 @@ agree with the input schema; sealed objects read as good English.
 from __future__ import annotations
 
 import datetime as dt
-import sqlite3
 
 import pytest
 from chamber_agent import ENTRY, Agent
-from harness import Session
+from harness import Session, commit_writes, memory_db
 
 from agora.mcp.validation import ArgumentError, compile_validator
 from agora.runtime.clock import Now
-from agora.store.migrations import apply_migrations
 from agora.toolsets.base import Principal
 from agora.toolsets.chamber import room as rooms
 from agora.toolsets.chamber import store
@@ -54,31 +52,18 @@ async def test_call_for_help_follows_allowed_next_tools(agent):
     assert sealed["card"]["allies"] == []
 
 
-def _db() -> sqlite3.Connection:
-    conn = sqlite3.connect(":memory:", isolation_level=None)
-    apply_migrations(conn, store.MIGRATIONS)
-    return conn
-
-
-def _commit(conn: sqlite3.Connection, writes) -> None:
-    conn.execute("BEGIN")
-    for sql, params in writes:
-        conn.execute(sql, params)
-    conn.execute("COMMIT")
-
-
 def test_a_second_seal_after_retention_answers_the_first_card():
     s = Session(seed="forever")
     first = s.seal()
-    conn = _db()
-    _commit(conn, s.writes)
+    conn = memory_db()
+    commit_writes(conn, s.writes)
     kind = AttemptKind(s.entity.rules)
     gone = s.wall + dt.timedelta(seconds=86401)
-    _commit(conn, store.purge_finished(gone, s.entity.rules.retention))
+    commit_writes(conn, store.purge_finished(gone, s.entity.rules.retention))
     assert conn.execute("SELECT count(*) FROM chamber_attempts").fetchone()[0] == 0
     for purged in (False, True):
         if purged:
-            _commit(conn, store.purge_finished(gone, s.entity.rules.retention))
+            commit_writes(conn, store.purge_finished(gone, s.entity.rules.retention))
         entity = kind.load(conn, s.handle, Now(0, gone))
         effects = entity.handle(Seal(include_export_bundle=True), Now(0, gone))
         assert effects.reply.already_sealed is True
