@@ -52,11 +52,14 @@ class LeanWebSocket:
         self._buf = bytearray(extra)
 
     @classmethod
-    async def connect(cls, url: str, token: str | None = None) -> LeanWebSocket:
-        """Open ``ws://host:port/path`` with subprotocol ``mcp`` (and a bearer token)."""
+    async def connect(
+        cls, url: str, token: str | None = None, local_address: str | None = None
+    ) -> LeanWebSocket:
+        """Open ``ws://host:port/path`` with subprotocol ``mcp`` (and a bearer token), from
+        ``local_address`` if given (e.g. 127.0.0.7, so more than one port range is used)."""
         host, _, path = url.removeprefix("ws://").partition("/")
         name, _, port = host.rpartition(":")
-        stream = await trio.open_tcp_stream(name, int(port))
+        stream = await trio.open_tcp_stream(name, int(port), local_address=local_address)
         key = base64.b64encode(os.urandom(16)).decode()
         await stream.send_all(
             (
