@@ -378,3 +378,12 @@ async def test_stale_read_while_an_urgent_message_is_unread(desk):
         last_processed_msg_id=urgent["msg_id"],
     )
     assert (await v1.post("PRO", "CLAIM"))["protocol_state"]["phase"] == "DEBATE"
+
+
+async def test_answering_the_urgent_message_itself_is_not_a_stale_read(desk):
+    v1 = await v1_topic(desk)
+    pro, _ = await v1.to_debate()
+    challenge = await v1.post("CON", "CHALLENGE", to="PRO", priority="H", reply_to=pro)
+    body = await v1.refused("PRO", "EVIDENCE", reply_to=pro)
+    assert (body["error"], body["unread_msg_id"]) == ("stale_read", challenge["msg_id"])
+    await v1.post("PRO", "REBUT", reply_to=challenge["msg_id"])

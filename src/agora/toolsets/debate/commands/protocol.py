@@ -48,8 +48,9 @@ def set_state(topic: Topic, new: ProtocolState, writes: list[Write]) -> None:
     topic.data.protocol = new
 
 
-def _stale_read(topic: Topic, role: str, binding: Binding | None) -> None:
-    """Refuse while an H message addressed to the poster lies past its cursor."""
+def _stale_read(topic: Topic, role: str, binding: Binding | None, reply_to: str | None) -> None:
+    """Refuse while an H message addressed to the poster lies past its cursor (the message
+    the post answers counts as read: a reply shows its author read it)."""
     data = topic.data
     session = binding.session_id if binding is not None else None
     cursor = data.cursors.get((role, session)) if session else None
@@ -60,7 +61,9 @@ def _stale_read(topic: Topic, role: str, binding: Binding | None) -> None:
         for meta in reversed(data.inbox.get(key, ())):
             if meta.cursor <= after:
                 break
-            if meta.priority == "H" and meta.role != role and meta.msg_id not in hidden:
+            if meta.msg_id in hidden or meta.msg_id == reply_to:
+                continue
+            if meta.priority == "H" and meta.role != role:
                 raise reject(
                     "stale_read",
                     "an urgent (H) message addressed to you is unread: check your inbox and "
@@ -117,7 +120,7 @@ def gate_post(
             "an ESCALATE packet is addressed (debate_post_with_recipients) to HUMAN or OPERATOR",
         )
     _target(topic, kind, cmd.reply_to)
-    _stale_read(topic, cmd.role, binding)
+    _stale_read(topic, cmd.role, binding, cmd.reply_to)
     return Semantic(payload, mode, state.round_no)
 
 
