@@ -179,6 +179,14 @@ async def read_to_end(stream: trio.SocketStream) -> bytes:
         received += chunk
 
 
+async def raw_exchange(port: int, data: bytes) -> bytes:
+    """Send ``data`` on a fresh connection; everything the server sends until it closes."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        await stream.send_all(data)
+        return await read_to_end(stream)
+
+
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 0,
@@ -213,3 +221,13 @@ def call(name: str, rid: int = 1, **params: Any) -> dict[str, Any]:
         "method": "tools/call",
         "params": {"name": name, "arguments": {}, **params},
     }
+
+
+async def post_into(
+    answer: dict[str, Any], port: int, body: dict[str, Any], session: dict[str, str]
+) -> None:
+    """POST ``body`` to /mcp/probe on a fresh connection; its reply and the time it came are
+    stored in ``answer`` ("reply", "at"), for a call left waiting in a nursery."""
+    async with RawHttp.open(port) as client:
+        answer["reply"] = await client.request("POST", "/mcp/probe", body, session)
+        answer["at"] = trio.current_time()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.testing
-from http_support import RawHttp, read_to_end, serve
+from http_support import RawHttp, raw_exchange, read_to_end, serve
 
 TIMEOUT = 200  # mock seconds: bounds every wait below
 
@@ -104,12 +104,9 @@ async def test_content_length_with_transfer_encoding_gets_400_and_close(clock):
     )
     async with serve() as server:
         with trio.fail_after(TIMEOUT):
-            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
-            await stream.send_all(smuggled)
-            answer = await read_to_end(stream)
+            answer = await raw_exchange(server.port, smuggled)
             assert answer.startswith(b"HTTP/1.1 400"), answer[:100]
             assert answer.count(b"HTTP/1.1 ") == 1  # the pipelined request was not served
-            await stream.aclose()
 
 
 async def test_expect_100_continue_is_answered_before_the_body(clock):
@@ -136,10 +133,7 @@ async def test_a_body_declared_too_large_gets_413_before_it_is_sent(clock):
     )
     async with serve() as server:
         with trio.fail_after(TIMEOUT):
-            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
-            await stream.send_all(head)
-            assert (await read_to_end(stream)).startswith(b"HTTP/1.1 413")
-            await stream.aclose()
+            assert (await raw_exchange(server.port, head)).startswith(b"HTTP/1.1 413")
 
 
 async def test_a_kept_alive_connection_serves_requests_until_its_limits(clock):
@@ -163,10 +157,9 @@ async def test_a_kept_alive_connection_serves_requests_until_its_limits(clock):
 async def test_an_http_1_0_client_gets_its_answer_and_the_connection_closes(clock):
     async with serve() as server:
         with trio.fail_after(TIMEOUT):
-            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
-            async with stream:
-                await stream.send_all(b"GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-                answer = await read_to_end(stream)
+            answer = await raw_exchange(
+                server.port, b"GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"
+            )
             assert answer.startswith(b"HTTP/1.1 200 ")
             assert b"\r\nconnection: close\r\n" in answer
             assert answer.endswith(b"}")

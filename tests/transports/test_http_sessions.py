@@ -7,10 +7,21 @@ request. A call whose session is deleted, or whose server shuts down, gets a JSO
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import trio
 import trio.testing
-from http_support import INITIALIZE, TOKEN, TOKEN_SHA256, RawHttp, call, open_session, serve
+from http_support import (
+    INITIALIZE,
+    TOKEN,
+    TOKEN_SHA256,
+    RawHttp,
+    call,
+    open_session,
+    post_into,
+    serve,
+)
 
 from agora.config import PrincipalConfig
 
@@ -58,15 +69,9 @@ async def test_a_waiting_call_whose_session_is_deleted_gets_a_json_rpc_error(clo
         with trio.fail_after(TIMEOUT):
             async with RawHttp.open(server.port) as setup:
                 session = await open_session(setup)
-            answer = {}
-
-            async def waiting() -> None:
-                async with RawHttp.open(server.port) as client:
-                    reply = await client.request("POST", "/mcp/probe", call("hang", 5), session)
-                    answer["reply"] = reply
-
+            answer: dict[str, Any] = {}
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(waiting)
+                nursery.start_soon(post_into, answer, server.port, call("hang", 5), session)
                 await trio.sleep(1)
                 async with RawHttp.open(server.port) as client:
                     assert (
@@ -80,17 +85,12 @@ async def test_a_waiting_call_whose_session_is_deleted_gets_a_json_rpc_error(clo
 
 
 async def test_a_waiting_call_gets_a_json_rpc_error_when_the_server_shuts_down(clock):
-    answer = {}
-
-    async def waiting(port: int, session: dict[str, str]) -> None:
-        async with RawHttp.open(port) as client:
-            answer["reply"] = await client.request("POST", "/mcp/probe", call("hang", 5), session)
-
+    answer: dict[str, Any] = {}
     with trio.fail_after(TIMEOUT):
         async with trio.open_nursery() as nursery, serve(grace_seconds=2.0) as server:
             async with RawHttp.open(server.port) as setup:
                 session = await open_session(setup)
-            nursery.start_soon(waiting, server.port, session)
+            nursery.start_soon(post_into, answer, server.port, call("hang", 5), session)
             await trio.sleep(1)
         reply = answer["reply"]
         assert reply.json()["error"]["code"] == -32603
@@ -162,16 +162,9 @@ async def test_a_cancelled_call_ends_its_waiting_post(clock):
         with trio.fail_after(TIMEOUT):
             async with RawHttp.open(server.port) as setup:
                 session = await open_session(setup)
-            answer = {}
-
-            async def waiting() -> None:
-                async with RawHttp.open(server.port) as client:
-                    reply = await client.request("POST", "/mcp/probe", call("hang", 5), session)
-                    answer["reply"] = reply
-                    answer["at"] = trio.current_time()
-
+            answer: dict[str, Any] = {}
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(waiting)
+                nursery.start_soon(post_into, answer, server.port, call("hang", 5), session)
                 await trio.sleep(1)
                 cancel = {
                     "jsonrpc": "2.0",
