@@ -9,10 +9,12 @@ server (in-process client, no sockets: this measures the server's work) answers:
 - ``list_workflow_candidates`` for each of the 100 workspaces, ``--rounds`` times:
   candidates are derived on every read from the workspace's 1,000 observations, so its
   latency is the candidate rebuild time (p50/p99 reported);
+- ``preview_profile_update`` of each workspace's candidate (p50/p99): derivation again, the
+  proposed Profile, the semantic diff and the backtest over the 1,000 observations;
 - ``get_memory_status`` (p50/p99), which counts the workspace's observations.
 
 Usage: ``.venv/bin/python bench/router_memory.py [--workspaces 100] [--per-workspace 1000]
-[--rounds 3]``. Not run by CI. (``preview_profile_update`` is not served yet.)
+[--rounds 3]``. Not run by CI.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def seed(db: Path, roots: list[Path], per: int) -> None:
                 }  # fmt: skip
                 signature = digest(route)
                 day = f"2026-11-{1 + i % 30:02d}"
-                doc = {**route, "route_signature_digest": signature,
+                doc = {**route, "domains": ["web"], "tags": [], "route_signature_digest": signature,
                        "side_effect_outcome": "known-success", "risk_class": "r0",
                        "target_profile_class": "managed-personal", "one_shot": "none",
                        "recorded_day": day}  # fmt: skip
@@ -107,7 +109,7 @@ async def main(args: argparse.Namespace) -> None:
             first = (await c.call_tool("get_memory_status", status))["structuredContent"]
             print(f"first Memory call (entity load): {(time.perf_counter() - t) * 1000:.0f} ms; "
                   f"eligible in one workspace: {first['eligible_workflow_count']}")  # fmt: skip
-            lists, statuses = [], []
+            lists, statuses, previews = [], [], []
             for _ in range(args.rounds):
                 for root in roots:
                     t = time.perf_counter()
@@ -116,12 +118,20 @@ async def main(args: argparse.Namespace) -> None:
                         "status": None})  # fmt: skip
                     lists.append(time.perf_counter() - t)
                     assert not found.get("isError"), found
+                    for candidate in found["structuredContent"]["candidates"]:
+                        t = time.perf_counter()
+                        shown = await c.call_tool("preview_profile_update", {
+                            "context": CONTEXT, "workspace_root": str(root),
+                            "candidate_id": candidate["candidate_id"]})  # fmt: skip
+                        previews.append(time.perf_counter() - t)
+                        assert shown["structuredContent"]["status"] == "previewed", shown
                     t = time.perf_counter()
                     status = {"context": CONTEXT, "workspace_root": str(root)}
                     await c.call_tool("get_memory_status", status)
                     statuses.append(time.perf_counter() - t)
             candidates = len(found["structuredContent"]["candidates"])
             for name, samples in (("list_workflow_candidates", lists),
+                                  ("preview_profile_update", previews),
                                   ("get_memory_status", statuses)):  # fmt: skip
                 print(f"{name}: {len(samples)} calls, p50 {percentile(samples, 0.5) * 1000:.1f} ms,"
                       f" p99 {percentile(samples, 0.99) * 1000:.1f} ms")  # fmt: skip
