@@ -316,3 +316,30 @@ async def test_purging_candidates_revisions_and_managed_profiles(router, runtime
     assert (await plan_for("db"))["route_source"] == "builtin-default"
     again = (await preview(router, promoting, web["candidate_id"]))["proposal"]
     assert again["expected_profile_digest"] == "missing"
+
+
+def test_at_most_twenty_revisions_are_kept_per_managed_profile():
+    import datetime as datetime_module
+
+    from agora.runtime.clock import Now
+    from agora.toolsets.router.memory import MAX_REVISIONS, ApplyRevision, MemoryStore
+
+    store = MemoryStore(None)
+    now = Now(0.0, datetime_module.datetime(2026, 11, 30, tzinfo=datetime_module.UTC))
+    deleted = []
+    for no in range(1, MAX_REVISIONS + 3):
+        effects = store.handle(ApplyRevision(
+            session_id="s", idempotency_key=f"k{no}", request_digest=f"k{no}",
+            target="managed-personal", profile_key="personal", revision_no=no,
+            revision_id=f"revision:{no:032x}", profile_json="{}",
+            profile_digest="sha256:" + "1" * 64, source="p", result={"status": "applied"},
+            blocked={"status": "blocked"}), now)  # fmt: skip
+        assert effects.reply["status"] == "applied"
+        deleted += [
+            w[1][0]
+            for w in effects.writes
+            if w[0].startswith("DELETE FROM router_memory_revisions")
+        ]
+    history = store.revisions[("managed-personal", "personal")]
+    assert [h[0] for h in history] == list(range(3, MAX_REVISIONS + 3))
+    assert deleted == [f"revision:{1:032x}", f"revision:{2:032x}"]
