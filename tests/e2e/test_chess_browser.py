@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import io
 import re
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import chess.pgn
 import pytest
 import trio
 from chess_server import FOOLS_MATE, SdkAgent, agora_serve, http_json
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -70,6 +74,26 @@ def _page(browser: Any, errors: list[str]) -> Any:
     return page
 
 
+@contextmanager
+def _chromium() -> Iterator[Any]:
+    """Headless Debian Chromium under Playwright's sync API, closed at the end."""
+    sync_api.expect.set_options(timeout=PAGE_TIMEOUT_MS)
+    with sync_api.sync_playwright() as playwright:
+        browser = _browser(playwright)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def _live_page(browser: Any, url: str, errors: list[str]) -> Any:
+    """A fresh page on ``url``, once it shows its live connection."""
+    page = _page(browser, errors)
+    page.goto(url)
+    sync_api.expect(page.locator("#live")).to_have_text("live")
+    return page
+
+
 def _corners(page: Any) -> list[tuple[str, str]]:
     """The grid's first and last squares with their coordinate labels."""
     squares = page.locator("#board .square")
@@ -87,70 +111,63 @@ def human_plays_white(url: str, spectator_url: str, agent_token: str) -> dict[st
     Runs in a worker thread: Playwright's sync API has its own event loop.
     """
     expect = sync_api.expect
-    expect.set_options(timeout=PAGE_TIMEOUT_MS)
     errors: list[str] = []
-    with sync_api.sync_playwright() as playwright:
-        browser = _browser(playwright)
-        try:
-            page = _page(browser, errors)
-            page.goto(url)
-            expect(page.locator("#live")).to_have_text("live")
-            expect(page.locator("#role")).to_have_text("you play")
-            expect(page.locator("#agent-token")).to_have_text(agent_token)
-            page.click("#copy-agent-token")
-            expect(page.locator("#copied")).to_have_text("Copied.")
-            copied = page.evaluate("() => navigator.clipboard.readText()")
-            page.click("#human-white")
-            expect(page.locator("#role")).to_have_text("you play white")
-            corners = _corners(page)
+    with _chromium() as browser:
+        page = _live_page(browser, url, errors)
+        expect(page.locator("#role")).to_have_text("you play")
+        expect(page.locator("#agent-token")).to_have_text(agent_token)
+        page.click("#copy-agent-token")
+        expect(page.locator("#copied")).to_have_text("Copied.")
+        copied = page.evaluate("() => navigator.clipboard.readText()")
+        page.click("#human-white")
+        expect(page.locator("#role")).to_have_text("you play white")
+        corners = _corners(page)
 
-            expect(page.locator("#status")).to_have_text("Your move.")
-            page.fill("#note", HUMAN_NOTE)
-            page.click('[data-square="f2"]')  # by clicks: the piece, then its target
-            target = page.locator('[data-square="f3"]')
-            expect(target).to_have_class(re.compile(r"\btarget\b"))
-            target.click()
-            expect(page.locator("#moves li")).to_have_count(1)
-            expect(page.locator("#status")).to_have_text("Your move.")
-            page.locator('[data-square="g2"]').drag_to(page.locator('[data-square="g4"]'))
+        expect(page.locator("#status")).to_have_text("Your move.")
+        page.fill("#note", HUMAN_NOTE)
+        page.click('[data-square="f2"]')  # by clicks: the piece, then its target
+        target = page.locator('[data-square="f3"]')
+        expect(target).to_have_class(re.compile(r"\btarget\b"))
+        target.click()
+        expect(page.locator("#moves li")).to_have_count(1)
+        expect(page.locator("#status")).to_have_text("Your move.")
+        page.locator('[data-square="g2"]').drag_to(page.locator('[data-square="g4"]'))
 
-            expect(page.locator("#status")).to_contain_text("checkmate")
-            expect(page.locator("#trace li")).to_have_count(2)
-            expect(page.locator("#agent-presence")).to_have_text("An agent has joined this table.")
-            with page.expect_download() as download:
-                page.click("#pgn")
-            pgn = Path(download.value.path()).read_text()
-            ARTIFACTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / "chess-page-white.png"), full_page=True)
-            seen = {
-                "copied": copied,
-                "corners": corners,
-                "pairs": [
-                    li.locator(".san").all_text_contents() for li in page.locator("#moves li").all()
-                ],
-                "trace": page.locator("#trace li").all_text_contents(),
-                "status": page.locator("#status").text_content(),
-                "injected": page.locator("#trace script, #trace img, #moves img").count(),
-                "pwned": page.evaluate("() => window.__agoraPwned === undefined ? null : 1"),
-                "pgn": pgn,
-            }
+        expect(page.locator("#status")).to_contain_text("checkmate")
+        expect(page.locator("#trace li")).to_have_count(2)
+        expect(page.locator("#agent-presence")).to_have_text("An agent has joined this table.")
+        with page.expect_download() as download:
+            page.click("#pgn")
+        pgn = Path(download.value.path()).read_text()
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "chess-page-white.png"), full_page=True)
+        seen = {
+            "copied": copied,
+            "corners": corners,
+            "pairs": [
+                li.locator(".san").all_text_contents() for li in page.locator("#moves li").all()
+            ],
+            "trace": page.locator("#trace li").all_text_contents(),
+            "status": page.locator("#status").text_content(),
+            "injected": page.locator("#trace script, #trace img, #moves img").count(),
+            "pwned": page.evaluate("() => window.__agoraPwned === undefined ? null : 1"),
+            "pgn": pgn,
+        }
 
-            spectator = _page(browser, errors)  # no token: watches, never sees the agent's
-            spectator.goto(spectator_url)
-            expect(spectator.locator("#role")).to_have_text("spectator")
-            expect(spectator.locator("#moves li")).to_have_count(2)
-            seen["spectator_seat_hidden"] = spectator.locator("#agent-seat").is_hidden()
-            seen["spectator_html"] = spectator.content()
+        spectator = _page(browser, errors)  # no token: watches, never sees the agent's
+        spectator.goto(spectator_url)
+        expect(spectator.locator("#role")).to_have_text("spectator")
+        expect(spectator.locator("#moves li")).to_have_count(2)
+        seen["spectator_seat_hidden"] = spectator.locator("#agent-seat").is_hidden()
+        seen["spectator_html"] = spectator.content()
 
-            wrong = _page(browser, errors)
-            wrong.goto(spectator_url + "?token=mistyped")
-            expect(wrong.locator("#token-problem")).to_be_visible()
-            seen["wrong"] = wrong.locator("#token-problem").text_content()
-            seen["wrong_status"] = wrong.locator("#status").text_content()
-            seen["errors"] = [e for e in errors if "403" not in e]
-            return seen
-        finally:
-            browser.close()
+        wrong = _page(browser, errors)
+        wrong.goto(spectator_url + "?token=mistyped")
+        expect(wrong.locator("#token-problem")).to_be_visible()
+        seen["wrong"] = wrong.locator("#token-problem").text_content()
+        seen["wrong_status"] = wrong.locator("#status").text_content()
+        seen["errors"] = [e for e in errors if "403" not in e]
+        return seen
 
 
 async def test_a_human_in_chromium_plays_white_by_click_and_drag(tmp_path):
@@ -213,39 +230,32 @@ async def test_a_human_in_chromium_plays_white_by_click_and_drag(tmp_path):
 def human_plays_black(url: str, old_token: str, replaced: trio.Event, portal: Any) -> dict:
     """Black against the agent's e4: drag e7e5, see the flipped board, replace the token."""
     expect = sync_api.expect
-    expect.set_options(timeout=PAGE_TIMEOUT_MS)
     errors: list[str] = []
-    with sync_api.sync_playwright() as playwright:
-        browser = _browser(playwright)
-        try:
-            page = _page(browser, errors)
-            page.goto(url)
-            expect(page.locator("#live")).to_have_text("live")
-            page.click("#agent-white")
-            expect(page.locator("#role")).to_have_text("you play black")
-            expect(page.locator("#status")).to_have_text("Your move.")
-            page.locator('[data-square="e7"]').drag_to(page.locator('[data-square="e5"]'))
-            expect(page.locator("#moves li .san")).to_have_count(3)
-            expect(page.locator("#status")).to_have_text("Your move.")
-            corners = _corners(page)
-            ARTIFACTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / "chess-page-black.png"), full_page=True)
-            page.click("#new-agent-token")
-            expect(page.locator("#agent-token")).not_to_have_text(old_token)
-            new_token = page.locator("#agent-token").text_content()
-            portal(replaced.set)
-            return {
-                "corners": corners,
-                "players": [
-                    page.locator("#player-top").text_content(),
-                    page.locator("#player-bottom").text_content(),
-                ],
-                "new_token": new_token,
-                "endpoint": page.locator("#mcp-http").text_content(),
-                "errors": errors,
-            }
-        finally:
-            browser.close()
+    with _chromium() as browser:
+        page = _live_page(browser, url, errors)
+        page.click("#agent-white")
+        expect(page.locator("#role")).to_have_text("you play black")
+        expect(page.locator("#status")).to_have_text("Your move.")
+        page.locator('[data-square="e7"]').drag_to(page.locator('[data-square="e5"]'))
+        expect(page.locator("#moves li .san")).to_have_count(3)
+        expect(page.locator("#status")).to_have_text("Your move.")
+        corners = _corners(page)
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "chess-page-black.png"), full_page=True)
+        page.click("#new-agent-token")
+        expect(page.locator("#agent-token")).not_to_have_text(old_token)
+        new_token = page.locator("#agent-token").text_content()
+        portal(replaced.set)
+        return {
+            "corners": corners,
+            "players": [
+                page.locator("#player-top").text_content(),
+                page.locator("#player-bottom").text_content(),
+            ],
+            "new_token": new_token,
+            "endpoint": page.locator("#mcp-http").text_content(),
+            "errors": errors,
+        }
 
 
 async def test_the_board_flips_for_black_and_a_new_agent_token_takes_the_seat(tmp_path):
