@@ -61,3 +61,56 @@ async def test_a_phased_run_and_memory_on_postgresql(pg_url, tmp_path):
             "include_managed_profiles": False, "idempotency_key": "pg-purge",
             "correlation_id": "c"})  # fmt: skip
         assert purged["deleted_observations"] == 1
+
+
+async def test_managed_profiles_on_postgresql(pg_url, tmp_path):
+    from agora.runtime.clock import Clock, FakeWall
+
+    policy = tmp_path / "memory.json"
+    policy.write_text(json.dumps({
+        "format": "agora-router-memory-policy/1", "ceiling": "reviewed",
+        "profile_promotion": "review-required", "allowed_targets": ["managed-personal"],
+    }))  # fmt: skip
+    config = Config(port=0, db=pg_url, toolsets=["router"],
+                    options={"router": {"memory_policy": str(policy)}})  # fmt: skip
+    wall = FakeWall()
+    routing = {"workspace_root": None, "domains": ["web"], "tags": [], "current_phase_id": None}
+    async with (
+        open_server(config, listen=False, clock=Clock(wall)) as srv,
+        srv.client("/mcp/router") as c,
+    ):
+        await c.initialize()
+
+        async def call(tool, args):
+            result = await c.call_tool(tool, args)
+            assert not result.get("isError"), result
+            return result["structuredContent"]
+
+        for n in range(3):
+            lock = {"explicit_skill_ids": ["skill:lead"], "explicit_semantics": "use",
+                    "routing_context": routing}  # fmt: skip
+            run = (await call("plan_work", plan_args("Fix it", idem=f"p{n}", **lock)))[
+                "workflow_run_id"
+            ]
+            done = {"check_id": "work-done", "outcome": "passed"}
+            ev = await call("record_work_event", event_args(run, "work", done, 1))
+            await call("evaluate_gate", gate_args(run, "work", ev["event_ids"], 2))
+            await call("remember_workflow", {
+                "context": ctx(), "workflow_run_id": run, "workspace_root": None,
+                "one_shot": "none", "risk_class": "r0", "side_effect_outcome": "none",
+                "target_profile_class": "managed-personal", "idempotency_key": f"m{n}",
+                "correlation_id": "c"})  # fmt: skip
+            wall.advance(86400)
+        listing = {"context": ctx(), "workspace_root": None, "limit": 5, "status": None}
+        (candidate,) = (await call("list_workflow_candidates", listing))["candidates"]
+        proposal = (await call("preview_profile_update", {
+            "context": ctx(), "workspace_root": None,
+            "candidate_id": candidate["candidate_id"]}))["proposal"]  # fmt: skip
+        applied = await call("transition_profile_update", {
+            "context": ctx(), "workspace_root": None, "proposal_id": proposal["proposal_id"],
+            "action": "approve", "expected_proposal_digest": proposal["proposal_digest"],
+            "expected_profile_digest": "missing", "expected_state_version": 1,
+            "idempotency_key": "t1", "correlation_id": "c"})  # fmt: skip
+        assert applied["status"] == "applied"
+        plan = await call("plan_work", plan_args("Fix it", idem="after", routing_context=routing))
+        assert plan["route_source"] == "managed-personal-profile"
