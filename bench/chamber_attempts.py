@@ -33,8 +33,10 @@ loopback; every phase is bounded by ``--timeout`` seconds.
 
 Usage: ``.venv/bin/python bench/chamber_attempts.py [--agents 500] [--actions 20]
 [--suite chambre-chrono-v0] [--synchronous FULL] [--timeout 300] [--no-baseline] [--no-echo]
-[--chosen-seeds] [--client lean|agora] [--py-spy PATH]``. ``--py-spy`` samples the server
-during the action phase (py-spy must be installed; it is a measuring aid, not a dependency).
+[--chosen-seeds] [--client lean|agora] [--py-spy PATH] [--py-spy-phase enter|actions|seal]
+[--py-spy-rate 250]``. ``--py-spy`` samples the server during one phase (the action phase
+unless ``--py-spy-phase`` says otherwise; py-spy must be installed: it is a measuring aid,
+not a dependency).
 Not run by CI.
 """
 
@@ -201,16 +203,17 @@ async def seal(agent: Agent, run: Run) -> None:
 
 
 @asynccontextmanager
-async def py_spy(pid: int, out: Path | None):
+async def py_spy(pid: int, out: Path | None, rate: int):
     """Sample the server with ``py-spy record`` (raw collapsed stacks to ``out``) meanwhile."""
     if out is None:
         yield
         return
     spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
-    command = [spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "250"]
+    command = [spy, "record", "--pid", str(pid), "--format", "raw", "--rate", str(rate)]
     command += ["--nonblocking", "--threads", "-o", str(out)]
     process = await trio.lowlevel.open_process(command, stdout=subprocess.DEVNULL)
     try:
+        await trio.sleep(0.5)  # let py-spy attach before the phase starts
         yield
     finally:
         process.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
@@ -278,11 +281,16 @@ async def one_run(args: argparse.Namespace, directory: Path, group_commit: bool)
                 if not args.chosen_seeds:
                     await pool_ready(server.url, args.suite, args.agents)
                 chosen = args.chosen_seeds
-                await run_phase(run, "enter", server.pid, agents, enter, args.suite, chosen)
                 profile = args.py_spy and args.py_spy.with_suffix(f".{db.stem}.txt")
-                async with py_spy(server.pid, profile):
-                    await run_phase(run, "actions", server.pid, agents, act, args.actions)
-                await run_phase(run, "seal", server.pid, agents, seal)
+                phases = (
+                    ("enter", enter, (args.suite, chosen)),
+                    ("actions", act, (args.actions,)),
+                    ("seal", seal, ()),
+                )
+                for name, job, extra in phases:
+                    spied = profile if name == args.py_spy_phase else None
+                    async with py_spy(server.pid, spied, args.py_spy_rate):
+                        await run_phase(run, name, server.pid, agents, job, *extra)
     conn = sqlite3.connect(db)
     try:
         actions = conn.execute("SELECT count(*) FROM chamber_actions").fetchone()[0]
@@ -444,7 +452,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--py-spy",
         type=Path,
         metavar="PATH",
-        help="record the server with py-spy during the action phase (raw stacks to PATH.*.txt)",
+        help="record the server with py-spy during one phase (raw stacks to PATH.*.txt)",
+    )
+    parser.add_argument(
+        "--py-spy-phase",
+        choices=["enter", "actions", "seal"],
+        default="actions",
+        help="the phase --py-spy records (default actions)",
+    )
+    parser.add_argument(
+        "--py-spy-rate", type=int, default=250, help="py-spy samples per second (default 250)"
     )
     args = parser.parse_args(argv)
     if not 1 <= args.agents <= 20000 or not 0 <= args.actions <= 64:
