@@ -7,6 +7,8 @@ with a chosen seed, or one that finds the pool empty, builds its room as before.
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 import trio
 
@@ -75,3 +77,21 @@ async def test_with_the_pool_off_entries_still_build_their_rooms(agent, options)
     options["chamber"]["room_pool_size"] = 0
     entered = await agent.enter()
     assert entered["ok"] is True
+
+
+async def test_a_full_pool_leaves_no_young_objects_for_the_next_burst(runtime, options, nursery):
+    # The server collects rarely (a high young-generation threshold): without the refill's own
+    # pass, the rooms just built stay young and the next burst of entries pays for scanning them.
+    options["chamber"]["room_pool_size"] = 3
+    before = gc.get_threshold()
+    gc.collect()
+    gc.set_threshold(1_000_000, 20, 10)
+    try:
+        pool = RoomPool(SUITES)
+        nursery.start_soon(pool.refill, runtime)
+        with trio.fail_after(30):
+            await pool.wait_full()
+        young = gc.get_count()[0]
+    finally:
+        gc.set_threshold(*before)
+    assert young < 500  # six rooms are over 2,000 container objects
