@@ -270,3 +270,29 @@ async def test_reclaim_floors_and_ownership(desk, room):
     )
     assert body["error"] == "unknown_topic"
     assert (await reclaim(desk, room, minimum_age_seconds=150))["recovered_count"] == 1
+
+
+async def test_replacing_the_parent_or_resolving_retires_its_worker_claims(desk, room):
+    first, second = await trigger(desk, room, kind="PING"), await trigger(desk, room, kind="PING")
+    await claim(desk, room, first)
+    fresh = await desk.session(BOB)
+    swapped = await desk.call(
+        BOB,
+        "debate_bind_role",
+        topic_id=room["topic"],
+        role="EXECUTOR_1",
+        session_id=fresh,
+        replace_active=True,
+    )
+    assert swapped["retired_worker_claims"] == 1
+    body = await claim_refused(desk, room, first)
+    assert body["error"] == "worker_parent_inactive"
+    await claim(desk, room, second, session=fresh)
+    closed = await desk.call(
+        ALICE, "debate_state", topic_id=room["topic"], role="CONDUCTOR", new_state="RESOLVED"
+    )
+    assert closed["retired_worker_claims"] == 1
+    states = await desk.runtime.read(
+        lambda c: c.execute("SELECT state FROM debate_worker_claims ORDER BY claimed_at").fetchall()
+    )
+    assert [r[0] for r in states] == ["retired", "retired"]

@@ -14,6 +14,7 @@ import msgspec
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
+from agora.toolsets.debate.commands import workers
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Binding
 from agora.toolsets.debate.rules import OPEN_STATES, SENTINEL_PROJECT, reject
@@ -276,4 +277,6 @@ def bind_role(topic: Topic, cmd: BindRole, now: Now) -> Effects:
         state=cmd.state,
         override=cmd.override_msg_id,
     )
-    return Effects(reply=bind_reply(b, retired), writes=writes, changed=True)
+    claims = workers.retire_orphans(topic, cmd.role, at, writes, cmd.caller.name)
+    reply = bind_reply(b, retired, retired_worker_claims=claims)
+    return Effects(reply=reply, writes=writes, changed=True)

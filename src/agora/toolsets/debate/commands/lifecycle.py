@@ -15,6 +15,7 @@ import msgspec
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import sql
 from agora.toolsets.debate.access import Caller
+from agora.toolsets.debate.commands import workers
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import MsgMeta
 from agora.toolsets.debate.rules import (
@@ -83,6 +84,7 @@ def transition(topic: Topic, new_state: str, at: str, writes: list[Write], actor
             b.state, b.updated_at, b.retired_by = "retired", at, "lifecycle"
             writes.append(sql.upsert_binding(b))
             retired += 1
+    workers.retire_orphans(topic, None, at, writes, actor)
     topic.touch(writes, at)
     topic.event(
         writes,
@@ -127,7 +129,9 @@ def change_state(topic: Topic, cmd: ChangeState, now: Now) -> Effects:
     meta = MsgMeta(cmd.msg_id, at, cmd.role, "STATE", "INFO", None, (), None, False)
     writes: list[Write] = []
     topic.append(writes, meta, body, author_session_id=None, vehicle="analysis")
+    claims = workers.active_claims(topic)
     retired = transition(topic, cmd.new_state, at, writes, cmd.caller.name)
+    claims -= workers.active_claims(topic)
     reply = {
         "old_state": old,
         "new_state": cmd.new_state,
@@ -136,7 +140,7 @@ def change_state(topic: Topic, cmd: ChangeState, now: Now) -> Effects:
         "transition_msg_id": cmd.msg_id,
         "body": body,
         "retired_bindings": retired,
-        "retired_worker_claims": 0,
+        "retired_worker_claims": claims,
     }
     return Effects(reply=reply, writes=writes, changed=True)
 

@@ -15,6 +15,7 @@ import msgspec
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
+from agora.toolsets.debate.commands import workers
 from agora.toolsets.debate.commands.bindings import bind_reply, check_sanction, new_binding, retire
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Cursor
@@ -98,5 +99,6 @@ def rotate_session(topic: Topic, cmd: RotateSession, now: Now) -> Effects:
         cursor_mode=cmd.cursor_mode,
         cursor_source=source,
         warning=warning,
+        retired_worker_claims=workers.retire_orphans(topic, cmd.role, at, writes, cmd.caller.name),
     )
     return Effects(reply=reply, writes=writes, changed=True)

@@ -117,6 +117,36 @@ def complete_on_advance(
     return None
 
 
+def retire_orphans(topic: Topic, role: str | None, at: str, writes: list[Write], actor: str) -> int:
+    """Retire the active claims (of ``role``, or of every role) whose parent session no
+    longer holds the role actively; returns how many."""
+    retired = 0
+    for claim in topic.data.workers.values():
+        if claim.state != "active" or role not in (None, claim.role):
+            continue
+        holder = topic.active(claim.role)
+        if holder is not None and holder.session_id == claim.parent_session_id:
+            continue
+        claim.state, claim.heartbeat_at = "retired", at
+        writes.append(sql.upsert_worker(claim))
+        topic.event(
+            writes,
+            at,
+            "worker_retired",
+            actor,
+            worker_session_id=claim.worker_session_id,
+            trigger_msg_id=claim.trigger_msg_id,
+            reason="parent_binding_retired",
+        )
+        retired += 1
+    return retired
+
+
+def active_claims(topic: Topic) -> int:
+    """How many worker claims are active."""
+    return sum(1 for c in topic.data.workers.values() if c.state == "active")
+
+
 def _reply(claim: WorkerClaim, *, duplicate: bool, no_action: bool, **extra: Any) -> dict[str, Any]:
     return {**claim.public(), "duplicate": duplicate, "no_action": no_action, **extra}
 
