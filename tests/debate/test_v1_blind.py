@@ -109,3 +109,43 @@ async def test_signal_wait_wakes_on_the_release_not_on_the_hidden_claim(desk, au
             out = await desk.call(BOB, "debate_signal_wait", **check, timeout_ms=30_000)
     assert trio.current_time() - start == pytest.approx(9)
     assert [m["msg_id"] for m in out["pending"]] == [pro["msg_id"]]
+
+
+async def test_a_v1_cursor_moves_only_to_a_delivered_message(desk):
+    v1 = await v1_topic(desk)
+    check = {"session_id": v1.sessions["JUDGE"], "role": "JUDGE", "topic_id": v1.topic}
+    sent = await desk.call(
+        CONDUCTOR,
+        "debate_post_with_recipients",
+        topic_id=v1.topic,
+        role="CONDUCTOR",
+        priority="M",
+        kind="PING",
+        body="for the judge",
+        addressed_to_csv="JUDGE",
+    )
+    body = await desk.refused(
+        CAROL, "debate_signal_advance", **check, last_processed_msg_id=sent["msg_id"]
+    )
+    assert body["error"] == "advance_before_delivery"
+    await desk.call(CAROL, "debate_signal_check", **check)
+    await desk.call(CAROL, "debate_signal_advance", **check, last_processed_msg_id=sent["msg_id"])
+
+
+async def test_debate_escalate_keeps_its_ping_form_on_v1_topics(desk):
+    v1 = await v1_topic(desk)
+    out = await desk.call(
+        ALICE, "debate_escalate", topic_id=v1.topic, role="PRO", reason="need a human"
+    )
+    assert "protocol_state" not in out
+    state = await v1.state()
+    assert (state["phase"], state["transition_version"]) == ("BLIND_CLAIM", 1)
+    inbox = await desk.call(
+        MALLORY,
+        "debate_signal_check",
+        session_id=v1.sessions["HUMAN"],
+        role="HUMAN",
+        topic_id=v1.topic,
+    )
+    [ping] = inbox["pending"]
+    assert (ping["kind"], ping["priority"]) == ("PING", "H")

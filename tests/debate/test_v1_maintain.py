@@ -117,13 +117,10 @@ async def test_a_missing_role_is_recovered_with_its_newest_cursor(desk):
         body="first",
         addressed_to_csv="PRO",
     )
+    pro_inbox = {"session_id": v1.sessions["PRO"], "role": "PRO", "topic_id": v1.topic}
+    await desk.call(ALICE, "debate_signal_check", **pro_inbox)
     await desk.call(
-        ALICE,
-        "debate_signal_advance",
-        session_id=v1.sessions["PRO"],
-        role="PRO",
-        topic_id=v1.topic,
-        last_processed_msg_id=ping["msg_id"],
+        ALICE, "debate_signal_advance", **pro_inbox, last_processed_msg_id=ping["msg_id"]
     )
     later = await desk.call(
         CONDUCTOR,

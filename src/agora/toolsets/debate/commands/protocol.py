@@ -197,11 +197,14 @@ def visible_inbox(topic: Topic, caller: Caller, role: str, items: list[MsgMeta])
 def check_advance(
     topic: Topic, caller: Caller, role: str, keys: tuple[str, ...], target: MsgMeta
 ) -> None:
-    """Refuse a cursor move past a blind CLAIM this viewer may not see yet.
+    """On debate/v1 topics: refuse a cursor move to a message no check delivered yet, or
+    past a blind CLAIM this viewer may not see yet.
 
     Raises:
-        DebateError: ``blind_barrier_pending``.
+        DebateError: ``advance_before_delivery`` or ``blind_barrier_pending``.
     """
+    if topic.data.protocol is None:
+        return
     hidden = hidden_ids(topic.data.protocol, caller, role, topic.all_bindings())
     for msg_id in hidden:
         meta = topic.data.messages[msg_id]
@@ -210,3 +213,10 @@ def check_advance(
                 "blind_barrier_pending",
                 "a blind CLAIM before this message is not released yet; wait for the barrier",
             )
+    marks = [topic.data.deliveries.get(key, {}).get(target.msg_id) for key in keys]
+    if "pending" in marks and "delivered" not in marks:
+        raise reject(
+            "advance_before_delivery",
+            "on debate/v1 topics a cursor moves only to a message a signal check delivered; "
+            "call debate_signal_check first",
+        )
