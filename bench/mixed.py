@@ -15,7 +15,9 @@ Every acknowledged write is appended to `Acks` (and, with a path, to a JSON-line
 flushed per line) before the next call: the crash test compares it with the database after
 a SIGKILL. Actors keep their entities between `run` calls, so after a restart they resume
 where their last acknowledged write left them. A connection that breaks ends that actor's
-round quietly (the server may have been killed on purpose); a refusal is counted by code.
+round quietly (the server may have been killed on purpose); a refusal is counted by code
+(its latency goes under ``refused``), and one that says ``retry_after_seconds`` (the
+chamber's entries per principal and minute) is waited out as it asks.
 
 Imported by ``python -m bench`` (workload ``mixed``), ``bench/soak.py`` and the crash test
 (``tests/faults``); never by agora.
@@ -150,9 +152,10 @@ class Mix:
     async def call(self, client: LeanClient, kind: str, tool: str, /, **args: Any) -> Any:
         start = time.perf_counter()
         result = await client.call_tool(tool, args)
-        self.stats.sample(kind, time.perf_counter() - start)
+        refused = bool(result.get("isError"))
+        self.stats.sample("refused" if refused else kind, time.perf_counter() - start)
         body = result.get("structuredContent")
-        if result.get("isError"):
+        if refused:
             raise Refused(tool, body)
         return body
 
@@ -316,9 +319,14 @@ async def act(mix: Mix, actor: Actor, until: float, limiter: trio.CapacityLimite
                 try:
                     await step(mix, client, actor)
                 except Refused as refused:
-                    mix.stats.refusals[refused.code] += 1
-                    mix.stats.last_refusal[refused.code] = refused.body
-                    actor.state["handle"] = actor.state["run_id"] = ""  # start a fresh entity
+                    wait = (refused.body or {}).get("retry_after_seconds")
+                    code = f"rate-limited {refused.code}" if wait else refused.code
+                    mix.stats.refusals[code] += 1
+                    mix.stats.last_refusal[code] = refused.body
+                    if wait:  # a rate limit (chamber entries per principal): as told
+                        await trio.sleep(min(float(wait), 5.0))
+                    else:
+                        actor.state["handle"] = actor.state["run_id"] = ""  # a fresh entity
                 except RuntimeError as exc:  # a JSON-RPC error
                     mix.stats.refusals[f"rpc:{str(exc)[:60]}"] += 1
         finally:

@@ -27,8 +27,18 @@ from faults_support import TIMEOUT, drain, start
 ROUNDS = int(os.environ.get("AGORA_CRASH_ROUNDS", "3"))
 SESSIONS = int(os.environ.get("AGORA_CRASH_SESSIONS", "40"))
 #: Refusals an actor may meet after a kill: its last write may have committed unacknowledged
-#: (a stale version or index), or its cursor may be behind (a shared ROLE_B cursor).
-EXPECTED = ("conflict", "stale", "regressive", "index", "version", "expired", "sealed")
+#: (a stale version or index), or its cursor may be behind (a shared ROLE_B cursor); and the
+#: chamber limits entries per principal and minute.
+EXPECTED = (
+    "conflict",
+    "stale",
+    "regressive",
+    "index",
+    "version",
+    "expired",
+    "sealed",
+    "rate-limited",
+)
 
 
 async def _round(mix: mixed.Mix, process: trio.Process, kill_at: int | None) -> None:
