@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import jsonschema
 from fuzz_live import Watch
+from fuzz_settings import count_case
 
 if TYPE_CHECKING:
     from fuzz_live import LiveServer
@@ -78,6 +79,7 @@ class Oracle:
     def check(self, tool: ToolEntry | None, sent: bytes, reply: dict[str, Any] | None) -> None:
         """Assert the properties for one answered (or parked and cancelled) call."""
         self.cases += 1
+        count_case()
         where = f"tool {tool.name if tool else '?'} sent {sent[:400]!r}"
         assert not self.live.log.records, f"{where}: server logged {self.live.log.records}"
         touched = self.watch.look()

@@ -18,7 +18,7 @@ import socket
 import struct
 from typing import TYPE_CHECKING
 
-from fuzz_settings import FUZZ
+from fuzz_settings import FUZZ, count_case
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -158,6 +158,7 @@ def test_hostile_frames_close_cleanly_and_leave_the_server_up(live: LiveServer) 
     @FUZZ
     @given(st.lists(frames(), min_size=1, max_size=4), st.booleans())
     def run(sent: list[bytes], initialize: bool) -> None:
+        count_case()
         sock = _open(live.port)
         try:
             prefix = _frame(INIT) if initialize else b""
