@@ -112,7 +112,9 @@ class Desk:
             await self.call(who, "debate_state", topic_id=topic_id, role=first, new_state="ACTIVE")
         return topic_id
 
-    async def _use(self, who: Principal, tool: str, refused: bool, **args: Any) -> dict[str, Any]:
+    async def _use(
+        self, who: Principal, tool: str, *, refused: bool = False, **args: Any
+    ) -> dict[str, Any]:
         """``call``, or ``refused`` when the call must fail."""
         return await (self.refused if refused else self.call)(who, tool, **args)
 
@@ -126,7 +128,6 @@ class Desk:
         to: str | None = None,
         priority: str = "M",
         kind: str = "STATUS",
-        refused: bool = False,
         **args: Any,
     ) -> dict[str, Any]:
         """debate_post as ``who`` in ``role``; with ``to``, debate_post_with_recipients
@@ -135,96 +136,37 @@ class Desk:
         if to is not None:
             tool, args["addressed_to_csv"] = "debate_post_with_recipients", to
         return await self._use(
-            who,
-            tool,
-            refused,
-            topic_id=topic,
-            role=role,
-            priority=priority,
-            kind=kind,
-            body=body,
-            **args,
+            who, tool, topic_id=topic, role=role, priority=priority, kind=kind, body=body, **args
         )
 
     async def check(
-        self,
-        who: Principal,
-        topic: str,
-        role: str,
-        session: str,
-        *,
-        refused: bool = False,
-        **args: Any,
+        self, who: Principal, topic: str, role: str, session: str, **args: Any
     ) -> dict[str, Any]:
         """debate_signal_check of ``role`` through ``session``."""
         return await self._use(
-            who,
-            "debate_signal_check",
-            refused,
-            topic_id=topic,
-            role=role,
-            session_id=session,
-            **args,
+            who, "debate_signal_check", topic_id=topic, role=role, session_id=session, **args
         )
 
     async def advance(
-        self,
-        who: Principal,
-        topic: str,
-        role: str,
-        session: str,
-        msg_id: str,
-        *,
-        refused: bool = False,
+        self, who: Principal, topic: str, role: str, session: str, msg_id: str, **args: Any
     ) -> dict[str, Any]:
         """debate_signal_advance of ``role`` through ``session`` up to ``msg_id``."""
-        return await self._use(
-            who,
-            "debate_signal_advance",
-            refused,
-            topic_id=topic,
-            role=role,
-            session_id=session,
-            last_processed_msg_id=msg_id,
-        )
+        args.update(topic_id=topic, role=role, session_id=session, last_processed_msg_id=msg_id)
+        return await self._use(who, "debate_signal_advance", **args)
 
     async def bind(
-        self,
-        who: Principal,
-        topic: str,
-        role: str,
-        session: str,
-        *,
-        refused: bool = False,
-        **args: Any,
+        self, who: Principal, topic: str, role: str, session: str, **args: Any
     ) -> dict[str, Any]:
         """debate_bind_role of ``role`` to ``session``."""
-        return await self._use(
-            who, "debate_bind_role", refused, topic_id=topic, role=role, session_id=session, **args
-        )
+        args.update(topic_id=topic, role=role, session_id=session)
+        return await self._use(who, "debate_bind_role", **args)
 
     async def rotate(
-        self,
-        who: Principal,
-        topic: str,
-        role: str,
-        old: str,
-        new: str,
-        *,
-        refused: bool = False,
-        **args: Any,
+        self, who: Principal, topic: str, role: str, old: str, new: str, **args: Any
     ) -> dict[str, Any]:
         """debate_rotate_session of ``role`` from session ``old`` to ``new``."""
-        return await self._use(
-            who,
-            "debate_rotate_session",
-            refused,
-            topic_id=topic,
-            role=role,
-            old_session_id=old,
-            new_session_id=new,
-            **args,
-        )
+        args.update(topic_id=topic, role=role, old_session_id=old, new_session_id=new)
+        return await self._use(who, "debate_rotate_session", **args)
 
     async def wait(
         self,
@@ -233,21 +175,14 @@ class Desk:
         role: str,
         session: str,
         timeout_ms: int,
-        *,
-        refused: bool = False,
+        **args: Any,
     ) -> dict[str, Any]:
         """debate_signal_wait of ``role`` through ``session``; ``topic`` None waits on every
         topic the session holds a role in."""
-        args: dict[str, Any] = {} if topic is None else {"topic_id": topic}
-        return await self._use(
-            who,
-            "debate_signal_wait",
-            refused,
-            role=role,
-            session_id=session,
-            timeout_ms=timeout_ms,
-            **args,
-        )
+        if topic is not None:
+            args["topic_id"] = topic
+        args.update(role=role, session_id=session, timeout_ms=timeout_ms)
+        return await self._use(who, "debate_signal_wait", **args)
 
 
 async def legacy_topic(desk: Desk, topic_id: str, session: str, title: str = "legacy") -> str:
