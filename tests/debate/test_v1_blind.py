@@ -149,3 +149,28 @@ async def test_debate_escalate_keeps_its_ping_form_on_v1_topics(desk):
     )
     [ping] = inbox["pending"]
     assert (ping["kind"], ping["priority"]) == ("PING", "H")
+
+
+async def test_the_work_queue_never_names_a_pending_blind_claim(desk):
+    v1 = await v1_topic(desk)
+    note = await desk.call(
+        CONDUCTOR,
+        "debate_post",
+        topic_id=v1.topic,
+        role="CONDUCTOR",
+        priority="INFO",
+        kind="INFO",
+        body="before the claims",
+    )
+    pro = await v1.post("PRO", "CLAIM")
+
+    async def latest(who):
+        queue = await desk.call(who, "debate_work_queue", topics_csv=v1.topic)
+        [item] = queue["items"]
+        return item["latest_message"]["msg_id"]
+
+    for who in (ALICE, BOB, CAROL, MALLORY, STAR):
+        assert await latest(who) == note["msg_id"]
+    assert await latest(CONDUCTOR) == pro["msg_id"]
+    con = await v1.post("CON", "CLAIM")
+    assert await latest(BOB) == con["msg_id"]

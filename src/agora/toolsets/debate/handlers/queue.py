@@ -86,6 +86,10 @@ def _queue(
     claims = sql.active_claims(conn, ids_seen)
     peaks = sql.open_priorities(conn, ids_seen)
     latest = sql.latest_messages(conn, ids_seen)
+    if not who.conductor:  # a blind CLAIM not yet released is nobody's latest message
+        for topic_id, hidden in sql.blind_pending(conn, ids_seen).items():
+            if (latest.get(topic_id) or {}).get("msg_id") in hidden:
+                latest[topic_id] = sql.latest_visible(conn, topic_id, hidden)
     items = []
     for row in visible:
         lane, rank = lane_of(row.metadata)

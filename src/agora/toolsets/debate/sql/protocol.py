@@ -239,3 +239,37 @@ def recovery_candidates(
             raise ValueError(f"topic {row.topic_id}: malformed roster")
         out.append((row, bindings(conn, row.topic_id)))
     return out
+
+
+def blind_pending(conn: sqlite3.Connection, topic_ids: list[str]) -> dict[str, set[str]]:
+    """topic_id -> msg_ids of its committed blind CLAIMs not yet released (topics with
+    none are left out)."""
+    out: dict[str, set[str]] = {}
+    for start in range(0, len(topic_ids), 500):
+        chunk = topic_ids[start : start + 500]
+        rows = conn.execute(
+            "SELECT topic_id, blind_commits FROM debate_protocol WHERE "
+            f"blind_barrier_state = 'waiting' AND topic_id IN ({', '.join('?' for _ in chunk)})",
+            tuple(chunk),
+        ).fetchall()
+        for topic_id, commits in rows:
+            held = set(json.loads(commits).values())
+            if held:
+                out[topic_id] = held
+    return out
+
+
+def latest_visible(
+    conn: sqlite3.Connection, topic_id: str, hidden: set[str]
+) -> dict[str, Any] | None:
+    """The newest message of a topic that is not in ``hidden`` (id, ts, role, kind,
+    priority), or None."""
+    rows = conn.execute(
+        "SELECT msg_id, ts, role, kind, priority FROM debate_messages WHERE topic_id = ? "
+        "ORDER BY ts DESC, msg_id DESC LIMIT ?",
+        (topic_id, len(hidden) + 1),
+    ).fetchall()
+    for r in rows:
+        if r[0] not in hidden:
+            return {"msg_id": r[0], "ts": r[1], "role": r[2], "kind": r[3], "priority": r[4]}
+    return None
