@@ -85,7 +85,7 @@ def _queue(
     questions = sql.open_questions(conn, ids_seen)
     claims = sql.active_claims(conn, ids_seen)
     peaks = sql.open_priorities(conn, ids_seen)
-    latest = sql.latest_messages(conn, ids_seen)
+    latest: dict[str, dict[str, Any] | None] = dict(sql.latest_messages(conn, ids_seen))
     if not who.conductor:  # a blind CLAIM not yet released is nobody's latest message
         for topic_id, hidden in sql.blind_pending(conn, ids_seen).items():
             if (latest.get(topic_id) or {}).get("msg_id") in hidden:
