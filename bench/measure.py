@@ -30,7 +30,16 @@ def vm_rss(pid: int | str = "self") -> int:
 
 
 def cpu_seconds(pid: int, thread: int | None = None) -> float:
-    """User + system CPU time of ``pid``, or of its thread ``thread`` (the main one: ``pid``)."""
+    """User + system CPU time of ``pid``, or of its thread ``thread`` (the main one: ``pid``).
+
+    A thread's time comes from its schedstat, in nanoseconds (the stat file counts clock
+    ticks of 10 ms, a 20 us error on a 500-call phase); the process's from its stat file,
+    which still counts threads that have exited.
+    """
+    if thread is not None:
+        schedstat = Path(f"/proc/{pid}/task/{thread}/schedstat")
+        if schedstat.exists():
+            return int(schedstat.read_text().split()[0]) / 1e9
     path = f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat"
     fields = Path(path).read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
