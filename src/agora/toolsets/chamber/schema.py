@@ -21,7 +21,14 @@ if TYPE_CHECKING:
 
 def stamp(when: dt.datetime) -> str:
     """A UTC time as fixed-width text (sorts like time)."""
-    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if when.tzinfo is not dt.UTC:
+        when = when.astimezone(dt.UTC)
+    if when.year < 1000:  # %Y is not zero-padded there: keep strftime's text
+        return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # The same text as strftime, at well under half its cost (two per entry, one per action).
+    return "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ" % (  # noqa: UP031 - the fastest spelling
+        when.year, when.month, when.day, when.hour, when.minute, when.second, when.microsecond,
+    )  # fmt: skip
 
 
 def unstamp(text: str) -> dt.datetime:
