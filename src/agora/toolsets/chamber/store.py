@@ -27,6 +27,22 @@ if TYPE_CHECKING:
     from agora.runtime.entity import Write
 
 
+def identity_json(identity: dict[str, str]) -> str:
+    """``identity`` as stored: JSON text with sorted keys (memoised: agents enter again and
+    again with the same claims, and this is most of an INSERT's cost)."""
+    key = tuple(identity.items())
+    text = _IDENTITY_JSON.get(key)
+    if text is None:
+        if len(_IDENTITY_JSON) >= _IDENTITY_CACHE:
+            _IDENTITY_JSON.clear()
+        text = _IDENTITY_JSON[key] = json.dumps(identity, sort_keys=True)
+    return text
+
+
+_IDENTITY_CACHE = 4096
+_IDENTITY_JSON: dict[tuple[tuple[str, str], ...], str] = {}
+
+
 def insert_attempt(a: Attempt) -> Write:
     """Create the row of a new attempt."""
     return (
@@ -36,7 +52,7 @@ def insert_attempt(a: Attempt) -> Write:
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0, 0, ?, 0, ?)",
         (
             a.handle, a.suite_id, a.generation, a.engine, a.seed, a.seed_salt,
-            json.dumps(a.identity, sort_keys=True), a.assurance,
+            identity_json(a.identity), a.assurance,
             None if a.preflight is None else json.dumps(a.preflight, sort_keys=True),
             a.principal, int(a.via_alias), stamp(a.created_at), stamp(a.expires_at), a.head,
             a.seed_source,
