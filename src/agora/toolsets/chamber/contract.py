@@ -119,7 +119,7 @@ class ChamberContract:
         """Assurance of an operator-summoned attempt."""
         return str(self.identity["summoned_assurance"])
 
-    @property
+    @functools.cached_property
     def publication_notice(self) -> Mapping[str, str] | None:
         """The publication notice (en, fr, privacy, terms), or None if the contract lacks it."""
         notice = self.identity.get("publication_notice")

@@ -83,8 +83,10 @@ class EntryLimiter:
             bucket = self._principals.setdefault(principal, _Bucket(rate, now))
             wanted.append(("principal", bucket, rate))
         if limits.connection and connection is not None:
-            bucket = self._connections.setdefault(connection, _Bucket(limits.connection, now))
-            wanted.append(("connection", bucket, limits.connection))
+            found = self._connections.get(connection)  # no weak reference made when known
+            if found is None:
+                found = self._connections[connection] = _Bucket(limits.connection, now)
+            wanted.append(("connection", found, limits.connection))
         for which, bucket, r in wanted:
             level = bucket.level(r, now)
             if level < 1.0:
