@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.toolsets.chamber.replies import failure
@@ -176,6 +176,45 @@ def _origin(
             "Declare origin relayed or uninvited, or leave it out.",
         )
     return contract.summoned_assurance
+
+
+#: Every argument `validate_entry` reads (but ``preflight``, an object).
+ENTRY_FIELDS: Final = (
+    "suite", "product", "host", "host_claim", "origin", "origin_claim", "provider_claim",
+    "model_claim", "product_plan", "host_version",
+)  # fmt: skip
+
+
+@dataclass
+class EntryChecks:
+    """`validate_entry` for one contract, remembering the entries it admitted.
+
+    Agents enter again and again with the same claims; a valid entry depends only on the
+    contract, its arguments and whether the caller is an operator, so the same arguments are
+    admitted again without re-running every check. Refusals are not remembered: they are
+    checked (and raised) every time. At most `size` entries are kept.
+    """
+
+    contract: ChamberContract
+    size: int = 4096
+    _admitted: dict[tuple[Any, ...], Declared] = field(default_factory=dict, repr=False)
+
+    def __call__(self, args: Mapping[str, Any], *, operator: bool) -> Declared:
+        """`validate_entry` (the same answer, the same errors)."""
+        if args.get("preflight"):  # rare, and an object: checked every time
+            return validate_entry(self.contract, args, operator=operator)
+        key = (operator, *[args.get(name) for name in ENTRY_FIELDS])
+        try:
+            found = self._admitted.get(key)
+        except TypeError:  # an unhashable value: never valid, so validate_entry says why
+            return validate_entry(self.contract, args, operator=operator)
+        if found is None:
+            found = validate_entry(self.contract, args, operator=operator)
+            if len(self._admitted) >= self.size:
+                self._admitted.clear()
+            self._admitted[key] = found
+        # A fresh identity dict each time: callers may keep it, none may change the cache.
+        return Declared(found.suite, dict(found.identity), found.assurance, None)
 
 
 def validate_entry(

@@ -24,10 +24,10 @@ from agora.toolsets.chamber.commands import Act, CallForHelp, Enter, Observe, Qu
 from agora.toolsets.chamber.entity import AttemptKind
 from agora.toolsets.chamber.generate import build_room
 from agora.toolsets.chamber.identity import (
+    EntryChecks,
     check_entry_notice,
     check_free_text,
     check_product,
-    validate_entry,
 )
 from agora.toolsets.chamber.invitation import (
     InvitationKind,
@@ -64,6 +64,7 @@ class Chamber:
     invitations: InvitationKind = field(default_factory=InvitationKind, init=False)
     _limiter: EntryLimiter = field(default_factory=EntryLimiter, init=False, repr=False)
     pool: RoomPool = field(init=False)
+    _entry_checks: EntryChecks = field(init=False, repr=False)
     _signers: dict[str, Signer] = field(default_factory=dict, init=False, repr=False)
     _room_builder: trio.Lock = field(default_factory=trio.Lock, init=False, repr=False)
 
@@ -71,6 +72,7 @@ class Chamber:
         self.kind = AttemptKind(Rules.from_contract(self.contract))
         active = [(s.id, s.engine) for s in self.contract.suites if s.status == "active"]
         self.pool = RoomPool(active)
+        self._entry_checks = EntryChecks(self.contract)
 
     def _alias_gate(self, call: ToolCall) -> None:
         canonical = self.contract.aliases.get(call.tool)
@@ -137,7 +139,7 @@ class Chamber:
         """``enter_open_challenge`` / ``start_challenge``."""
         self._alias_gate(call)
         notice = check_entry_notice(self.contract)
-        declared = validate_entry(self.contract, call.args, operator=call.principal.has("operator"))
+        declared = self._entry_checks(call.args, operator=call.principal.has("operator"))
         self._admit(call)
         given = call.args.get("seed") or ""
         handle = new_handle()
