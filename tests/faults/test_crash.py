@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import sqlite3
 from collections import Counter
 
 import mixed
@@ -89,3 +90,21 @@ async def test_sigkill_under_mixed_load_loses_nothing_acknowledged(tmp_path):
     }
     assert not unexpected, f"refusals: {unexpected}; e.g. {mix.stats.last_refusal}"
     assert len(acks.records) > 50 * (ROUNDS + 1) // 4
+    _the_checker_can_fail(db, tmp_path / "copy.db", frozen)
+
+
+def _the_checker_can_fail(db, copy, frozen: Frozen) -> None:
+    """The checker itself: a lost ack, a half-applied run and a changed message are seen."""
+    lost = {"kind": "debate_message", "msg_id": "never-written", "topic_id": "t", "body": "b"}
+    assert check_database(db, [lost], frozen)
+    copy.write_bytes(db.read_bytes())
+    conn = sqlite3.connect(copy)
+    with conn:
+        conn.execute(
+            "DELETE FROM router_events WHERE rowid = (SELECT max(rowid) FROM router_events)"
+        )
+        conn.execute("UPDATE debate_messages SET ts = ts || ' ' WHERE rowid = 1")
+    conn.close()
+    problems = check_database(copy, [], frozen)
+    assert any("half applied" in p for p in problems), problems
+    assert any("changed after it was written" in p for p in problems), problems
