@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agora.store.writer import Write
 
 if TYPE_CHECKING:
-    import sqlite3
     from collections.abc import Sequence
 
     from agora.runtime.clock import Now
+    from agora.store.neutral import ReadConn
 
 __all__ = ["Effects", "Entity", "EntityKind", "Write"]
 
@@ -62,8 +62,11 @@ class EntityKind(Protocol):
 
     kind: str
 
-    def load(self, conn: sqlite3.Connection, key: str, now: Now) -> Entity:
+    def load(self, conn: ReadConn, key: str, now: Now) -> Entity:
         """Build the entity for ``key`` from the store (runs in a worker thread).
+
+        ``conn`` is the neutral connection (`agora.store.neutral.ReadConn`): ``?``
+        statements, rows by position or name; on PostgreSQL it reads one snapshot.
 
         Raises:
             LookupError: if the entity does not exist and cannot be created on demand.

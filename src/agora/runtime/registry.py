@@ -20,11 +20,11 @@ from agora.runtime.follow import Follower, follow
 from agora.runtime.resources import ResourceHub
 
 if TYPE_CHECKING:
-    import sqlite3
     from collections.abc import Callable, Mapping, Sequence
 
     from agora.runtime.entity import EntityKind, Write
     from agora.store.db import Store
+    from agora.store.neutral import ReadConn
 
 T = TypeVar("T")
 
@@ -292,8 +292,8 @@ class Runtime:
         """
         return await multi.call_atomic(self, operations)
 
-    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """``fn(conn)`` on committed rows, in a worker thread."""
+    async def read(self, fn: Callable[[ReadConn], T]) -> T:
+        """``fn(conn)`` on committed rows, in a worker thread (a snapshot on PostgreSQL)."""
         return await self.store.read(fn)
 
     async def write(self, writes: list[Write]) -> None:

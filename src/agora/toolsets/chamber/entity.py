@@ -35,9 +35,8 @@ __all__ = ["AttemptEntity", "AttemptKind", "RetiredCard", "SealOutcome", "seal_r
 from agora.toolsets.chamber.transcript import chain
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from agora.runtime.clock import Now
+    from agora.store.neutral import ReadConn
 
 KIND_NAME: Final = "chamber_attempt"
 MAX_ALLIES: Final = 3
@@ -343,7 +342,7 @@ class AttemptKind:
         self.fresh.discard(key)
         return AttemptEntity(self.rules, key, None)
 
-    def load(self, conn: sqlite3.Connection, key: str, now: Now) -> AttemptEntity:
+    def load(self, conn: ReadConn, key: str, now: Now) -> AttemptEntity:
         """The attempt ``key`` as committed; an empty slot if unknown or retired."""
         if key in self.fresh:  # a store that reads versions loads fresh handles too
             self.fresh.discard(key)

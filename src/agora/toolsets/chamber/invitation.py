@@ -21,10 +21,9 @@ from agora.toolsets.chamber import store
 from agora.toolsets.chamber.replies import failure
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from agora.errors import ToolError
     from agora.runtime.clock import Now
+    from agora.store.neutral import ReadConn
 
 KIND_NAME: Final = "chamber_invitation"
 PREFIX: Final = "inv-"
@@ -120,7 +119,7 @@ class InvitationKind:
 
     kind: str = KIND_NAME
 
-    def load(self, conn: sqlite3.Connection, key: str, now: Now) -> InvitationEntity:
+    def load(self, conn: ReadConn, key: str, now: Now) -> InvitationEntity:
         """The invitation ``key`` as committed (an empty slot if unknown)."""
         row = store.load_invitation(conn, key)
         return InvitationEntity(key, None if row is None else Invitation(*row))

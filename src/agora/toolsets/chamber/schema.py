@@ -13,7 +13,9 @@ import datetime as dt
 import json
 from typing import TYPE_CHECKING
 
-from agora.store.migrations import Migration
+from agora.store.migrations import Migration, with_statements
+from agora.store.neutral import POSTGRESQL
+from agora.toolsets.chamber import schema_pg
 
 if TYPE_CHECKING:
     import sqlite_utils
@@ -174,9 +176,13 @@ def _migrate_v4(db: sqlite_utils.Database) -> None:
     )
 
 
-MIGRATIONS = (
-    Migration(component="chamber", version=1, apply=_migrate_v1),
-    Migration(component="chamber", version=2, apply=_migrate_v2),
-    Migration(component="chamber", version=3, apply=_migrate_v3),
-    Migration(component="chamber", version=4, apply=_migrate_v4),
+MIGRATIONS = with_statements(
+    (
+        Migration(component="chamber", version=1, apply=_migrate_v1),
+        Migration(component="chamber", version=2, apply=_migrate_v2),
+        Migration(component="chamber", version=3, apply=_migrate_v3),
+        Migration(component="chamber", version=4, apply=_migrate_v4),
+    ),
+    POSTGRESQL,
+    schema_pg.POSTGRESQL,
 )

@@ -22,9 +22,9 @@ __all__ = ["MIGRATIONS", "stamp", "unstamp"]
 
 if TYPE_CHECKING:
     import datetime as dt
-    import sqlite3
 
     from agora.runtime.entity import Write
+    from agora.store.neutral import ReadConn
 
 
 def identity_json(identity: dict[str, str]) -> str:
@@ -104,7 +104,7 @@ def redeem_invitation(token: str, handle: str, when: dt.datetime) -> Write:
 
 
 def load_invitation(
-    conn: sqlite3.Connection, token: str
+    conn: ReadConn, token: str
 ) -> tuple[str, str, str, str, str, str | None] | None:
     """(token, inviter handle, ally, suite, seed, redeemed_by) of an invitation, or None."""
     row = conn.execute(
@@ -169,10 +169,10 @@ def add_signature(card_id: str, signature: dict[str, Any]) -> Write:
 
 
 def import_legacy(card_id: str, sealed_date: str, document: bytes, toolset_id: str) -> Write:
-    """Store a 0.2.0 card exactly as received (``INSERT OR IGNORE``: never overwritten)."""
+    """Store a 0.2.0 card exactly as received (``ON CONFLICT DO NOTHING``: never overwritten)."""
     return (
-        "INSERT OR IGNORE INTO chamber_cards (card_id, toolset_id, sealed_date, document)"
-        " VALUES (?, ?, ?, ?)",
+        "INSERT INTO chamber_cards (card_id, toolset_id, sealed_date, document)"
+        " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
         (card_id, toolset_id, sealed_date, document),
     )
 
@@ -192,7 +192,7 @@ def purge_finished(now: dt.datetime, retention: dt.timedelta) -> list[Write]:
 
 
 def expired_unsealed(
-    conn: sqlite3.Connection, now: dt.datetime, after: tuple[str, str] = ("", ""), limit: int = 500
+    conn: ReadConn, now: dt.datetime, after: tuple[str, str] = ("", ""), limit: int = 500
 ) -> list[tuple[str, str]]:
     """(expires_at, handle) of unsealed attempts past their TTL, in that order, after ``after``."""
     return [
@@ -213,7 +213,7 @@ _ATTEMPT_COLUMNS = (
 )
 
 
-def load_attempt(conn: sqlite3.Connection, handle: str, rules: Rules) -> Attempt | None:
+def load_attempt(conn: ReadConn, handle: str, rules: Rules) -> Attempt | None:
     """The attempt ``handle`` as committed, or None if there is none."""
     row = conn.execute(
         f"SELECT {_ATTEMPT_COLUMNS} FROM chamber_attempts WHERE handle = ?", (handle,)
@@ -242,7 +242,7 @@ def load_attempt(conn: sqlite3.Connection, handle: str, rules: Rules) -> Attempt
     return attempt
 
 
-def load_card(conn: sqlite3.Connection, card_id: str) -> SealedCard | None:
+def load_card(conn: ReadConn, card_id: str) -> SealedCard | None:
     """A 0.3.0 card as committed (None for unknown ids and for 0.2.0 cards)."""
     row = conn.execute(
         "SELECT card_id, body, sealed_at, outcome, signature FROM chamber_cards"
@@ -255,7 +255,7 @@ def load_card(conn: sqlite3.Connection, card_id: str) -> SealedCard | None:
     return SealedCard(row[0], bytes(row[1]), unstamp(row[2]), row[3], signature)
 
 
-def card_of_handle(conn: sqlite3.Connection, handle: str) -> tuple[SealedCard, str, str] | None:
+def card_of_handle(conn: ReadConn, handle: str) -> tuple[SealedCard, str, str] | None:
     """The card sealed for attempt ``handle``, its owner and suite; None if never sealed.
 
     Cards keep the handle forever, so this answers after the session's rows are purged.
@@ -273,7 +273,7 @@ def card_of_handle(conn: sqlite3.Connection, handle: str) -> tuple[SealedCard, s
     return card, row[1] or "anonymous", row[2]
 
 
-def card_document(conn: sqlite3.Connection, card_id: str) -> bytes | None:
+def card_document(conn: ReadConn, card_id: str) -> bytes | None:
     """The public document bytes of any card (0.2.0 ones verbatim), or None."""
     row = conn.execute(
         "SELECT document, body, signature FROM chamber_cards WHERE card_id = ?", (card_id,)
@@ -286,7 +286,7 @@ def card_document(conn: sqlite3.Connection, card_id: str) -> bytes | None:
 
 
 def list_cards(
-    conn: sqlite3.Connection, date: str, after: str = "", limit: int = 200
+    conn: ReadConn, date: str, after: str = "", limit: int = 200
 ) -> list[dict[str, Any]]:
     """Cards sealed on UTC ``date`` (``YYYY-MM-DD``), by id, after ``after``."""
     rows = conn.execute(
@@ -306,7 +306,7 @@ def list_cards(
     return listing
 
 
-def signing_keys(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+def signing_keys(conn: ReadConn) -> list[dict[str, Any]]:
     """Every key that ever signed a card here, oldest first."""
     return [
         {"key_id": r[0], "alg": r[1], "public_key": r[2], "first_used": r[3]}
@@ -324,7 +324,7 @@ _BOARD_WHERE = (
 
 
 def board_cards(
-    conn: sqlite3.Connection, first: str, last: str, suite_id: str | None = None
+    conn: ReadConn, first: str, last: str, suite_id: str | None = None
 ) -> list[tuple[str, str, str, int, int, int]]:
     """(suite, product, outcome, actions, hints, wrong) of server-seeded cards sealed
     between the UTC days ``first`` and ``last`` (inclusive), optionally of one suite."""
@@ -340,7 +340,7 @@ def board_cards(
 
 
 def board_card_ids(
-    conn: sqlite3.Connection,
+    conn: ReadConn,
     suite_id: str,
     product: str,
     first: str,
@@ -361,9 +361,7 @@ def board_card_ids(
     ]
 
 
-def pending_cards(
-    conn: sqlite3.Connection, limit: int = 1000, after: str = ""
-) -> list[tuple[str, bytes]]:
+def pending_cards(conn: ReadConn, limit: int = 1000, after: str = "") -> list[tuple[str, bytes]]:
     """Cards waiting for a signature, by id after ``after``: (card_id, body bytes)."""
     return [
         (r[0], bytes(r[1]))
@@ -375,7 +373,7 @@ def pending_cards(
     ]
 
 
-def transcript(conn: sqlite3.Connection, handle: str) -> list[bytes]:
+def transcript(conn: ReadConn, handle: str) -> list[bytes]:
     """The transcript records of an attempt (empty once its session is retired)."""
     return [
         bytes(r[0])

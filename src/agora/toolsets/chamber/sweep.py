@@ -18,9 +18,9 @@ from agora.toolsets.chamber.commands import Expire
 
 if TYPE_CHECKING:
     import datetime as dt
-    import sqlite3
 
     from agora.runtime.registry import Runtime
+    from agora.store.neutral import ReadConn
     from agora.toolsets.chamber.service import Chamber
 
 #: Seconds between two sweeps: an abandoned attempt's card appears at most this late.
@@ -31,7 +31,7 @@ BATCH: Final = 500
 Row = tuple[str, str]
 
 
-def _due(conn: sqlite3.Connection, *, now: dt.datetime, after: tuple[str, str]) -> list[Row]:
+def _due(conn: ReadConn, *, now: dt.datetime, after: tuple[str, str]) -> list[Row]:
     return store.expired_unsealed(conn, now, after, BATCH)
 
 

@@ -14,14 +14,16 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agora.store.migrations import with_statements
+from agora.store.neutral import POSTGRESQL
 from agora.toolsets.base import Migration
+from agora.toolsets.chess import sql_pg
 
 if TYPE_CHECKING:
-    import sqlite3
-
     import sqlite_utils
 
     from agora.runtime.entity import Write
+    from agora.store.neutral import ReadConn
     from agora.toolsets.chess.game import Game, PlayedMove
 
 
@@ -85,9 +87,13 @@ def _migrate_v2(db: sqlite_utils.Database) -> None:
         )
 
 
-MIGRATIONS = (
-    Migration(component="chess", version=1, apply=_migrate_v1),
-    Migration(component="chess", version=2, apply=_migrate_v2),
+MIGRATIONS = with_statements(
+    (
+        Migration(component="chess", version=1, apply=_migrate_v1),
+        Migration(component="chess", version=2, apply=_migrate_v2),
+    ),
+    POSTGRESQL,
+    sql_pg.POSTGRESQL,
 )
 
 
@@ -199,12 +205,12 @@ def insert_move(table: str, game_no: int, move: PlayedMove) -> Write:
     )
 
 
-def _one(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+def _one(conn: ReadConn, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
     row = conn.execute(sql, params).fetchone()
     return None if row is None else tuple(row)
 
 
-def read_table(conn: sqlite3.Connection, name: str) -> StoredTable | None:
+def read_table(conn: ReadConn, name: str) -> StoredTable | None:
     """Read one table's committed rows; None if the table does not exist.
 
     Raises:

@@ -45,9 +45,8 @@ from agora.toolsets.chess.game import (
 )
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from agora.runtime.clock import Now
+    from agora.store.neutral import ReadConn
 
 KIND_NAME: Final = "chess"
 
@@ -301,7 +300,7 @@ class ChessTables:
 
     kind: str = KIND_NAME
 
-    def load(self, conn: sqlite3.Connection, key: str, now: Now) -> ChessTable:
+    def load(self, conn: ReadConn, key: str, now: Now) -> ChessTable:
         """Build the table ``key`` from committed rows; a missing table is "not yet created".
 
         Raises:

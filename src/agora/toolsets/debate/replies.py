@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from agora.errors import ToolError
 
 if TYPE_CHECKING:
-    import sqlite3
     from collections.abc import Sequence
 
     from agora.mcp.validation import ValidationIssue
@@ -38,7 +37,7 @@ def argument_rejection(issues: Sequence[ValidationIssue]) -> dict[str, Any]:
     }
 
 
-def message(r: sqlite3.Row | tuple[Any, ...]) -> dict[str, Any]:
+def message(r: Any | tuple[Any, ...]) -> dict[str, Any]:
     """A message row (`sql.MESSAGE_COLUMNS`) as the shared message shape."""
     standing = None if r[10] is None else bool(r[10])
     payload = None if r[12] is None else json.loads(r[12])

@@ -19,11 +19,11 @@ from agora.toolsets.debate.replies import message, rendered
 from agora.toolsets.debate.rules import START, DebateError, inbox_uri, next_stamp, stamp
 
 if TYPE_CHECKING:
-    import sqlite3
     from collections.abc import Iterable
 
     from agora.runtime.clock import Now
     from agora.runtime.entity import Write
+    from agora.store.neutral import ReadConn
     from agora.toolsets.debate.access import Caller
     from agora.toolsets.debate.model import Binding
 
@@ -193,7 +193,7 @@ class TopicKind:
 
     kind: str = KIND_NAME
 
-    def load(self, conn: sqlite3.Connection, key: str, now: Now) -> Topic:
+    def load(self, conn: ReadConn, key: str, now: Now) -> Topic:
         """Build topic ``key``; a missing topic is "not yet created".
 
         Raises:

@@ -24,10 +24,9 @@ from agora.toolsets.router.digests import digest
 from agora.toolsets.router.sql import stamp
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from agora.runtime.clock import Now
     from agora.runtime.entity import Write
+    from agora.store.neutral import ReadConn
 
 
 class Summary(msgspec.Struct, frozen=True, tag=True):
@@ -357,7 +356,7 @@ class MemoryKind:
 
     kind = "router-memory"
 
-    def load(self, conn: sqlite3.Connection, key: str, now: Now) -> MemoryStore:
+    def load(self, conn: ReadConn, key: str, now: Now) -> MemoryStore:
         """The Memory store's state, empty if it does not exist."""
         return MemoryStore(memory_sql.read_store(conn))
 

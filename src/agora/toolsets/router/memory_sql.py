@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
-from agora.store.neutral import MissingTable
+from agora.store.neutral import MissingTable, ReadConn
 
 if TYPE_CHECKING:
     from agora.runtime.entity import Write
@@ -153,7 +153,7 @@ def _missing_table(exc: Exception) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and str(exc).startswith("no such table")
 
 
-def read_store(conn: sqlite3.Connection) -> dict[str, Any] | None:
+def read_store(conn: ReadConn) -> dict[str, Any] | None:
     """The Memory store's rows needed in memory, or None if the store does not exist."""
     try:
         generation = conn.execute(
@@ -197,7 +197,7 @@ def read_store(conn: sqlite3.Connection) -> dict[str, Any] | None:
     }
 
 
-def read_workspace(conn: sqlite3.Connection, identity: str) -> list[tuple[Any, ...]] | None:
+def read_workspace(conn: ReadConn, identity: str) -> list[tuple[Any, ...]] | None:
     """One workspace identity's observations, each with its feedback types, oldest first.
 
     Returns:

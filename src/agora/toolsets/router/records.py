@@ -17,9 +17,8 @@ from agora.runtime.entity import Effects
 from agora.toolsets.router import replies, sql
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from agora.runtime.clock import Now
+    from agora.store.neutral import ReadConn
 
 
 class Replay(msgspec.Struct, frozen=True, tag=True):
@@ -95,7 +94,7 @@ class RecordKind:
 
     kind = "router-record"
 
-    def load(self, conn: sqlite3.Connection, key: str, now: Now) -> Record:
+    def load(self, conn: ReadConn, key: str, now: Now) -> Record:
         """The record ``key`` (an empty one if it does not exist yet)."""
         return Record(key, sql.read_record(conn, key))
 

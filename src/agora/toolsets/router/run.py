@@ -34,9 +34,8 @@ from agora.toolsets.router.commands import (
 from agora.toolsets.router.state import Applied, CorruptRun, Item, RunState, from_rows
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from agora.runtime.clock import Now
+    from agora.store.neutral import ReadConn
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +176,7 @@ class RunKind:
 
     kind = "router-run"
 
-    def load(self, conn: sqlite3.Connection, key: str, now: Now) -> WorkflowRun:
+    def load(self, conn: ReadConn, key: str, now: Now) -> WorkflowRun:
         """Rebuild the run ``key`` from its rows; a missing run is an unplanned one."""
         rows = sql.read_run(conn, key)
         if rows is None:

@@ -21,9 +21,8 @@ from typing import TYPE_CHECKING, Any
 from agora.toolsets.base import Migration
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from agora.runtime.entity import Write
+    from agora.store.neutral import ReadConn
 
 
 def stamp(when: dt.datetime) -> str:
@@ -213,7 +212,7 @@ def insert_record(record_id: str, session: str, kind: str, document: str, at: st
     )
 
 
-def read_record(conn: sqlite3.Connection, record_id: str) -> dict[str, Any] | None:
+def read_record(conn: ReadConn, record_id: str) -> dict[str, Any] | None:
     """An evaluation record and its ledger, raw; None if there is none."""
     row = conn.execute(
         "SELECT session_id, kind, document_json FROM router_records WHERE record_id = ?",
@@ -245,7 +244,7 @@ _READS = {
 }
 
 
-def read_run(conn: sqlite3.Connection, run_id: str) -> dict[str, Any] | None:
+def read_run(conn: ReadConn, run_id: str) -> dict[str, Any] | None:
     """Every committed row of one run, raw (parsing and checks are the entity's job).
 
     Returns:
@@ -265,7 +264,7 @@ def read_run(conn: sqlite3.Connection, run_id: str) -> dict[str, Any] | None:
 
 
 def session_summary(
-    conn: sqlite3.Connection, session_id: str, goal_binding_id: str | None
+    conn: ReadConn, session_id: str, goal_binding_id: str | None
 ) -> tuple[int, int, str | None, str | None]:
     """Runs and work items of a session (of one goal binding when given), and its latest run.
 

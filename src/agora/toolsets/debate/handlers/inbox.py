@@ -16,8 +16,7 @@ from agora.toolsets.debate.rules import SIGNAL_LIMIT, SIGNAL_MAX, DebateError, n
 from agora.toolsets.debate.topic import KIND
 
 if TYPE_CHECKING:
-    import sqlite3
-
+    from agora.store.neutral import ReadConn
     from agora.toolsets.base import ToolCall
 
 WAIT_DEFAULT_MS = 55_000
@@ -83,7 +82,7 @@ async def _topics(call: ToolCall, peek: CheckInbox) -> list[str]:
     """The topics where the caller's session holds the role (else the uniform denial)."""
     session_id, name = peek.session_id, peek.caller.name
 
-    def read(conn: sqlite3.Connection) -> list[str]:
+    def read(conn: ReadConn) -> list[str]:
         if sql.session_owners(conn, [session_id]).get(session_id) != name:
             return []
         return [t for t, role in sql.active_bindings_of(conn, session_id) if role == peek.role]

@@ -20,9 +20,8 @@ from agora.toolsets.debate.rules import check_uuid, reject, split_csv, stamp
 from agora.toolsets.debate.topic import KIND
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from agora.runtime.registry import Runtime
+    from agora.store.neutral import ReadConn
     from agora.toolsets.base import ToolCall
 
 #: Who the background sweep acts as in history events.
@@ -48,7 +47,7 @@ async def debate_protocol_maintain(call: ToolCall) -> dict[str, Any]:
         raise tool_error(reject("conductor_required", "debate_protocol_maintain is for conductors"))
     at = stamp(call.runtime.clock.wall())
 
-    def read(conn: sqlite3.Connection) -> dict[str, Sweep]:
+    def read(conn: ReadConn) -> dict[str, Sweep]:
         sweeps: dict[str, Sweep] = {}
         for topic_id, phase, version in sql.expired_phases(conn, at):
             if sql.topic_row(conn, topic_id) is not None:  # raises on a malformed row

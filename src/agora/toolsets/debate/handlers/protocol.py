@@ -16,8 +16,7 @@ from agora.toolsets.debate.protocol.state import not_configured
 from agora.toolsets.debate.replies import tool_error
 
 if TYPE_CHECKING:
-    import sqlite3
-
+    from agora.store.neutral import ReadConn
     from agora.toolsets.base import ToolCall
 
 
@@ -25,7 +24,7 @@ async def debate_protocol_state(call: ToolCall) -> dict[str, Any]:
     """The topic's debate/v1 micro-state."""
     topic_id, who = call.args["topic_id"], caller(call)
 
-    def read(conn: sqlite3.Connection) -> dict[str, Any] | None:
+    def read(conn: ReadConn) -> dict[str, Any] | None:
         row = sql.topic_row(conn, topic_id)
         if not access.can_read(row, sql.bindings(conn, topic_id), who):
             return None

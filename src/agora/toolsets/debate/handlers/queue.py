@@ -24,8 +24,8 @@ from agora.toolsets.debate.triage import ORDERING, Signals, lane_of, score
 
 if TYPE_CHECKING:
     import datetime as dt
-    import sqlite3
 
+    from agora.store.neutral import ReadConn
     from agora.toolsets.base import ToolCall
     from agora.toolsets.debate.access import Caller
     from agora.toolsets.debate.model import TopicRow
@@ -68,7 +68,7 @@ def _item(row: TopicRow, signals: Signals | None, now: dt.datetime) -> dict[str,
 
 
 def _queue(
-    conn: sqlite3.Connection,
+    conn: ReadConn,
     who: Caller,
     states: list[str],
     ids: list[str] | None,

@@ -30,13 +30,12 @@ from agora.toolsets.debate.rules import (
 SEARCH_WINDOW = 2000
 
 if TYPE_CHECKING:
-    import sqlite3
-
+    from agora.store.neutral import ReadConn
     from agora.toolsets.base import ToolCall
     from agora.toolsets.debate.access import Caller
 
 
-def _gate(conn: sqlite3.Connection, topic_id: str, who: Caller, role: str | None) -> str:
+def _gate(conn: ReadConn, topic_id: str, who: Caller, role: str | None) -> str:
     row = sql.topic_row(conn, topic_id)
     row = access.check_read(row, sql.bindings(conn, topic_id), who)
     if role is not None and role not in row.roles:
@@ -54,7 +53,7 @@ async def debate_read(call: ToolCall) -> dict[str, Any]:
     kinds = split_csv(args.get("kind_filter_csv"))
     priorities = split_csv(args.get("priority_filter_csv"))
 
-    def read(conn: sqlite3.Connection) -> dict[str, Any]:
+    def read(conn: ReadConn) -> dict[str, Any]:
         state = _gate(conn, topic_id, who, role)
         bootstrap = None
         if opt(call, "since_msg_id") is not None:
@@ -105,7 +104,7 @@ async def debate_search(call: ToolCall) -> dict[str, Any]:
     # Trigrams need three characters; shorter queries take the literal scan.
     phrase = fts_phrase(folded) if len(folded) >= 3 else None
 
-    def read(conn: sqlite3.Connection) -> dict[str, Any]:
+    def read(conn: ReadConn) -> dict[str, Any]:
         _gate(conn, topic_id, who, None)
         hidden = sql.blind_hidden(conn, topic_id, who, viewer)
         want = limit + len(hidden)

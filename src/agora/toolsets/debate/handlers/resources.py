@@ -17,9 +17,8 @@ from agora.toolsets.debate.handlers.common import caller
 from agora.toolsets.debate.rules import INBOX_URI, UUID_RE
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from agora.mcp.catalog import ResourceEntry
+    from agora.store.neutral import ReadConn
     from agora.toolsets.base import ToolCall
 
 
@@ -33,7 +32,7 @@ async def read_inbox(call: ToolCall) -> dict[str, Any]:
     if not UUID_RE.fullmatch(session_id):
         raise LookupError(session_id)
 
-    def read(conn: sqlite3.Connection) -> dict[str, Any]:
+    def read(conn: ReadConn) -> dict[str, Any]:
         if sql.session_owners(conn, [session_id]).get(session_id) != who.name:
             raise LookupError(session_id)
         topics = []

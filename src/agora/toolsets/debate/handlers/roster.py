@@ -12,8 +12,7 @@ from agora.toolsets.debate.handlers.common import caller, checked, new_id, opt, 
 from agora.toolsets.debate.rules import check_roster_role, stamp
 
 if TYPE_CHECKING:
-    import sqlite3
-
+    from agora.store.neutral import ReadConn
     from agora.toolsets.base import ToolCall
 
 
@@ -36,7 +35,7 @@ async def debate_session_list(call: ToolCall) -> dict[str, Any]:
     """The caller's sessions, newest first, with their bindings."""
     name, limit = caller(call).name, int(call.args.get("limit", 200))
 
-    def read(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    def read(conn: ReadConn) -> list[dict[str, Any]]:
         rows = sql.sessions_of(conn, name, limit)
         found: dict[str, dict[str, Any]] = {
             r[0]: {
@@ -119,7 +118,7 @@ async def debate_list_bindings(call: ToolCall) -> dict[str, Any]:
     """A topic's bindings; session ids only for their owner or a star caller."""
     who, topic_id = caller(call), call.args["topic_id"]
 
-    def read(conn: sqlite3.Connection) -> dict[str, Any]:
+    def read(conn: ReadConn) -> dict[str, Any]:
         row = sql.topic_row(conn, topic_id)
         group = sql.bindings(conn, topic_id)
         row = access.check_read(row, group, who)

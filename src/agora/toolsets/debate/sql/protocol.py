@@ -16,9 +16,8 @@ from agora.toolsets.debate.protocol.state import ProtocolState, hidden_ids
 from agora.toolsets.debate.sql.reads import bindings, topic_from_row
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from agora.runtime.entity import Write
+    from agora.store.neutral import ReadConn
     from agora.toolsets.debate.access import Caller
     from agora.toolsets.debate.model import Binding, TopicRow
 
@@ -112,7 +111,7 @@ def _state(r: Any) -> ProtocolState:
     )
 
 
-def protocol_state(conn: sqlite3.Connection, topic_id: str) -> ProtocolState | None:
+def protocol_state(conn: ReadConn, topic_id: str) -> ProtocolState | None:
     """The topic's micro-state with its judge projections, or None for a legacy (or
     unknown) topic."""
     r = conn.execute(
@@ -161,7 +160,7 @@ def set_verdict(p: Projection) -> Write:
     )
 
 
-def projection_topic(conn: sqlite3.Connection, projection_id: str) -> str | None:
+def projection_topic(conn: ReadConn, projection_id: str) -> str | None:
     """The topic a projection belongs to, or None."""
     r = conn.execute(
         "SELECT topic_id FROM debate_judge_projections WHERE projection_id = ?",
@@ -170,7 +169,7 @@ def projection_topic(conn: sqlite3.Connection, projection_id: str) -> str | None
     return None if r is None else str(r[0])
 
 
-def payloads(conn: sqlite3.Connection, topic_id: str, msg_ids: list[str]) -> dict[str, Any]:
+def payloads(conn: ReadConn, topic_id: str, msg_ids: list[str]) -> dict[str, Any]:
     """msg_id -> parsed payload (None when absent) of messages of one topic."""
     out: dict[str, Any] = {}
     for msg_id in msg_ids:
@@ -183,7 +182,7 @@ def payloads(conn: sqlite3.Connection, topic_id: str, msg_ids: list[str]) -> dic
     return out
 
 
-def expired_phases(conn: sqlite3.Connection, at: str) -> list[tuple[str, str, int]]:
+def expired_phases(conn: ReadConn, at: str) -> list[tuple[str, str, int]]:
     """(topic_id, phase, transition_version) of timed phases whose deadline is at or before
     ``at``, in topic order."""
     rows = conn.execute(
@@ -196,7 +195,7 @@ def expired_phases(conn: sqlite3.Connection, at: str) -> list[tuple[str, str, in
 
 
 def blind_hidden(
-    conn: sqlite3.Connection, topic_id: str, caller: Caller, viewer_role: str | None
+    conn: ReadConn, topic_id: str, caller: Caller, viewer_role: str | None
 ) -> set[str]:
     """The msg_ids the blind barrier hides from this viewer (committed rows)."""
     state = protocol_state(conn, topic_id)
@@ -212,7 +211,7 @@ _TOPIC_COLUMNS = (
 
 
 def recovery_candidates(
-    conn: sqlite3.Connection, topic_ids: list[str] | None
+    conn: ReadConn, topic_ids: list[str] | None
 ) -> list[tuple[TopicRow, list[Binding]]]:
     """Open (ACTIVE) debate/v1 topics whose phase is not terminal, with their bindings; only
     ``topic_ids`` when given. In topic order.

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from agora.toolsets.debate.model import Binding
 
 if TYPE_CHECKING:
-    import sqlite3
+    from agora.store.neutral import ReadConn
 
 _TOPIC_COLUMNS = (
     "topic_id, title, project, state, created_at, created_by_role, resolve_by, archived_at, "
@@ -23,9 +23,7 @@ def _marks(items: list[str]) -> str:
     return ",".join("?" * len(items))
 
 
-def queue_topics(
-    conn: sqlite3.Connection, states: list[str], topic_ids: list[str] | None
-) -> list[sqlite3.Row]:
+def queue_topics(conn: ReadConn, states: list[str], topic_ids: list[str] | None) -> list[Any]:
     """Topic rows in ``states`` (and among ``topic_ids`` when given), by topic id."""
     sql = f"SELECT {_TOPIC_COLUMNS} FROM debate_topics WHERE state IN ({_marks(states)})"
     params: list[Any] = list(states)
@@ -35,7 +33,7 @@ def queue_topics(
     return conn.execute(sql + " ORDER BY topic_id", tuple(params)).fetchall()
 
 
-def bindings_of_topics(conn: sqlite3.Connection, topic_ids: list[str]) -> dict[str, list[Binding]]:
+def bindings_of_topics(conn: ReadConn, topic_ids: list[str]) -> dict[str, list[Binding]]:
     """Every binding of the given topics, by topic."""
     out: dict[str, list[Binding]] = {t: [] for t in topic_ids}
     if not topic_ids:
@@ -51,7 +49,7 @@ def bindings_of_topics(conn: sqlite3.Connection, topic_ids: list[str]) -> dict[s
     return out
 
 
-def open_questions(conn: sqlite3.Connection, topic_ids: list[str]) -> dict[str, tuple[int, int]]:
+def open_questions(conn: ReadConn, topic_ids: list[str]) -> dict[str, tuple[int, int]]:
     """(open Qs, open H-priority Qs) per topic: Qs with no A reply nor [DEFERRED: reply."""
     if not topic_ids:
         return {}
@@ -66,7 +64,7 @@ def open_questions(conn: sqlite3.Connection, topic_ids: list[str]) -> dict[str, 
     return {r[0]: (int(r[1]), int(r[2] or 0)) for r in rows}
 
 
-def active_claims(conn: sqlite3.Connection, topic_ids: list[str]) -> dict[str, int]:
+def active_claims(conn: ReadConn, topic_ids: list[str]) -> dict[str, int]:
     """Active one-shot DECISION claims per topic."""
     if not topic_ids:
         return {}
@@ -78,7 +76,7 @@ def active_claims(conn: sqlite3.Connection, topic_ids: list[str]) -> dict[str, i
     return {r[0]: int(r[1]) for r in rows}
 
 
-def open_priorities(conn: sqlite3.Connection, topic_ids: list[str]) -> dict[str, set[str]]:
+def open_priorities(conn: ReadConn, topic_ids: list[str]) -> dict[str, set[str]]:
     """The priorities of messages whose delivery is not done yet, per topic."""
     if not topic_ids:
         return {}
@@ -94,7 +92,7 @@ def open_priorities(conn: sqlite3.Connection, topic_ids: list[str]) -> dict[str,
     return out
 
 
-def latest_messages(conn: sqlite3.Connection, topic_ids: list[str]) -> dict[str, dict[str, Any]]:
+def latest_messages(conn: ReadConn, topic_ids: list[str]) -> dict[str, dict[str, Any]]:
     """The newest message of each topic (id, ts, role, kind, priority)."""
     out: dict[str, dict[str, Any]] = {}
     for topic_id in topic_ids:

@@ -8,11 +8,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from agora.store.neutral import SQLITE, dialect_of
 from agora.toolsets.debate.model import Binding, Claim, Cursor, MsgMeta, TopicRow
 from agora.toolsets.debate.rules import DEFERRED_PREFIX
 
 if TYPE_CHECKING:
-    import sqlite3
+    from agora.store.neutral import ReadConn
 
 _COLUMNS = (
     "msg_id",
@@ -34,7 +35,7 @@ MESSAGE_COLUMNS = ", ".join(_COLUMNS)
 _PREFIXED = ", ".join(f"m.{c}" for c in _COLUMNS)
 
 
-def topic_row(conn: sqlite3.Connection, topic_id: str) -> TopicRow | None:
+def topic_row(conn: ReadConn, topic_id: str) -> TopicRow | None:
     """The topic's row, or None.
 
     Raises:
@@ -49,7 +50,7 @@ def topic_row(conn: sqlite3.Connection, topic_id: str) -> TopicRow | None:
     return None if r is None else topic_from_row(r)
 
 
-def topic_from_row(r: sqlite3.Row) -> TopicRow:
+def topic_from_row(r: Any) -> TopicRow:
     """A ``debate_topics`` row (all columns, in order) as a `TopicRow`.
 
     Raises:
@@ -63,7 +64,7 @@ def topic_from_row(r: sqlite3.Row) -> TopicRow:
     )
 
 
-def bindings(conn: sqlite3.Connection, topic_id: str) -> list[Binding]:
+def bindings(conn: ReadConn, topic_id: str) -> list[Binding]:
     """Every binding generation of a topic, by role then generation."""
     rows = conn.execute(
         "SELECT topic_id, role, generation, session_id, owner, runtime, state, reason, "
@@ -74,7 +75,7 @@ def bindings(conn: sqlite3.Connection, topic_id: str) -> list[Binding]:
     return [Binding(*r) for r in rows]
 
 
-def message_metas(conn: sqlite3.Connection, topic_id: str) -> list[MsgMeta]:
+def message_metas(conn: ReadConn, topic_id: str) -> list[MsgMeta]:
     """What the topic entity keeps of each message, in (ts, msg_id) order."""
     rows = conn.execute(
         "SELECT msg_id, ts, role, kind, priority, reply_to, recipients, standing, "
@@ -97,7 +98,7 @@ def message_metas(conn: sqlite3.Connection, topic_id: str) -> list[MsgMeta]:
     ]
 
 
-def open_deliveries(conn: sqlite3.Connection, topic_id: str) -> list[tuple[str, str, str]]:
+def open_deliveries(conn: ReadConn, topic_id: str) -> list[tuple[str, str, str]]:
     """(msg_id, recipient, state) of the topic's delivery markers not yet done."""
     rows = conn.execute(
         "SELECT msg_id, recipient, state FROM debate_deliveries "
@@ -107,7 +108,7 @@ def open_deliveries(conn: sqlite3.Connection, topic_id: str) -> list[tuple[str, 
     return [(r[0], r[1], r[2]) for r in rows]
 
 
-def cursors(conn: sqlite3.Connection, topic_id: str) -> dict[tuple[str, str], Cursor]:
+def cursors(conn: ReadConn, topic_id: str) -> dict[tuple[str, str], Cursor]:
     """The topic's signal cursors by (role, session_id)."""
     rows = conn.execute(
         "SELECT role, session_id, last_ts, last_msg_id, last_check_at, superseded "
@@ -117,7 +118,7 @@ def cursors(conn: sqlite3.Connection, topic_id: str) -> dict[tuple[str, str], Cu
     return {(r[0], r[1]): Cursor(r[2], r[3], r[4], bool(r[5])) for r in rows}
 
 
-def watermarks(conn: sqlite3.Connection, topic_id: str) -> dict[str, tuple[str, str]]:
+def watermarks(conn: ReadConn, topic_id: str) -> dict[str, tuple[str, str]]:
     """The topic's watermarks by role."""
     rows = conn.execute(
         "SELECT role, last_ts, last_msg_id FROM debate_watermarks WHERE topic_id = ?",
@@ -126,7 +127,7 @@ def watermarks(conn: sqlite3.Connection, topic_id: str) -> dict[str, tuple[str, 
     return {r[0]: (r[1], r[2]) for r in rows}
 
 
-def claims(conn: sqlite3.Connection, topic_id: str) -> list[Claim]:
+def claims(conn: ReadConn, topic_id: str) -> list[Claim]:
     """The topic's DECISION claims."""
     rows = conn.execute(
         "SELECT msg_id, role, session_id, owner, state, claimed_at, updated_at "
@@ -136,7 +137,7 @@ def claims(conn: sqlite3.Connection, topic_id: str) -> list[Claim]:
     return [Claim(*r) for r in rows]
 
 
-def history_seq(conn: sqlite3.Connection, topic_id: str) -> int:
+def history_seq(conn: ReadConn, topic_id: str) -> int:
     """The topic's last history sequence number (0 when none)."""
     r = conn.execute(
         "SELECT MAX(seq) FROM debate_history WHERE topic_id = ?", (topic_id,)
@@ -144,7 +145,7 @@ def history_seq(conn: sqlite3.Connection, topic_id: str) -> int:
     return int(r[0] or 0)
 
 
-def history(conn: sqlite3.Connection, topic_id: str) -> list[dict[str, Any]]:
+def history(conn: ReadConn, topic_id: str) -> list[dict[str, Any]]:
     """A topic's audit/history events, oldest first."""
     rows = conn.execute(
         "SELECT seq, at, event, actor, detail FROM debate_history WHERE topic_id = ? ORDER BY seq",
@@ -156,7 +157,7 @@ def history(conn: sqlite3.Connection, topic_id: str) -> list[dict[str, Any]]:
     ]
 
 
-def session_owners(conn: sqlite3.Connection, session_ids: list[str]) -> dict[str, str]:
+def session_owners(conn: ReadConn, session_ids: list[str]) -> dict[str, str]:
     """The owning principal of each existing session among ``session_ids``."""
     if not session_ids:
         return {}
@@ -168,7 +169,7 @@ def session_owners(conn: sqlite3.Connection, session_ids: list[str]) -> dict[str
     return {r[0]: r[1] for r in rows}
 
 
-def sessions_of(conn: sqlite3.Connection, principal: str, limit: int) -> list[sqlite3.Row]:
+def sessions_of(conn: ReadConn, principal: str, limit: int) -> list[Any]:
     """A principal's sessions, newest first."""
     return conn.execute(
         "SELECT session_id, runtime, label, created_at FROM debate_sessions "
@@ -177,7 +178,7 @@ def sessions_of(conn: sqlite3.Connection, principal: str, limit: int) -> list[sq
     ).fetchall()
 
 
-def bindings_of_sessions(conn: sqlite3.Connection, session_ids: list[str]) -> list[sqlite3.Row]:
+def bindings_of_sessions(conn: ReadConn, session_ids: list[str]) -> list[Any]:
     """Every binding of the given sessions."""
     if not session_ids:
         return []
@@ -189,7 +190,7 @@ def bindings_of_sessions(conn: sqlite3.Connection, session_ids: list[str]) -> li
     ).fetchall()
 
 
-def messages_by_id(conn: sqlite3.Connection, msg_ids: list[str]) -> dict[str, sqlite3.Row]:
+def messages_by_id(conn: ReadConn, msg_ids: list[str]) -> dict[str, Any]:
     """Full message rows by id."""
     if not msg_ids:
         return {}
@@ -201,7 +202,7 @@ def messages_by_id(conn: sqlite3.Connection, msg_ids: list[str]) -> dict[str, sq
     return {r[0]: r for r in rows}
 
 
-def message_at(conn: sqlite3.Connection, topic_id: str, msg_id: str) -> tuple[str, str] | None:
+def message_at(conn: ReadConn, topic_id: str, msg_id: str) -> tuple[str, str] | None:
     """The (ts, msg_id) of a message of the topic, or None."""
     r = conn.execute(
         "SELECT ts, msg_id FROM debate_messages WHERE topic_id = ? AND msg_id = ?",
@@ -210,7 +211,7 @@ def message_at(conn: sqlite3.Connection, topic_id: str, msg_id: str) -> tuple[st
     return None if r is None else (r[0], r[1])
 
 
-def latest_of_kind(conn: sqlite3.Connection, topic_id: str, kind: str) -> tuple[str, str] | None:
+def latest_of_kind(conn: ReadConn, topic_id: str, kind: str) -> tuple[str, str] | None:
     """The (ts, msg_id) of the topic's newest message of ``kind``, or None."""
     r = conn.execute(
         "SELECT ts, msg_id FROM debate_messages WHERE topic_id = ? AND kind = ? "
@@ -221,13 +222,13 @@ def latest_of_kind(conn: sqlite3.Connection, topic_id: str, kind: str) -> tuple[
 
 
 def page(
-    conn: sqlite3.Connection,
+    conn: ReadConn,
     topic_id: str,
     after: tuple[str, str],
     kinds: list[str],
     priorities: list[str],
     limit: int,
-) -> list[sqlite3.Row]:
+) -> list[Any]:
     """Up to ``limit`` messages strictly after the compound cursor ``after``, oldest first."""
     where = ["topic_id = ?", "(ts > ? OR (ts = ? AND msg_id > ?))"]
     params: list[Any] = [topic_id, after[0], after[0], after[1]]
@@ -246,8 +247,8 @@ def page(
 
 
 def search_recent(
-    conn: sqlite3.Connection, topic_id: str, pattern: str, limit: int, window: int
-) -> list[sqlite3.Row]:
+    conn: ReadConn, topic_id: str, pattern: str, limit: int, window: int
+) -> list[Any]:
     """Matches among the topic's ``window`` newest messages, newest first.
 
     When they hold ``limit`` matches these are the newest ``limit`` of the whole topic, so
@@ -263,8 +264,8 @@ def search_recent(
 
 
 def search(
-    conn: sqlite3.Connection, topic_id: str, phrase: str | None, pattern: str, limit: int
-) -> list[sqlite3.Row]:
+    conn: ReadConn, topic_id: str, phrase: str | None, pattern: str, limit: int
+) -> list[Any]:
     """Messages whose folded body contains the literal pattern, newest first.
 
     With ``phrase`` the trigram index drives the query (its matches, then their rows: a
@@ -272,7 +273,7 @@ def search(
     messages are scanned newest first until ``limit`` match. Both keep the same LIKE test,
     so they return the same rows.
     """
-    if phrase is not None:
+    if phrase is not None and dialect_of(conn) == SQLITE:  # PostgreSQL: pg_trgm serves LIKE
         return conn.execute(
             f"SELECT {_PREFIXED} FROM (SELECT rowid AS hit FROM debate_messages_fts "
             "WHERE debate_messages_fts MATCH ?) AS f CROSS JOIN debate_messages AS m "
@@ -287,7 +288,7 @@ def search(
     ).fetchall()
 
 
-def active_bindings_of(conn: sqlite3.Connection, session_id: str) -> list[tuple[str, str]]:
+def active_bindings_of(conn: ReadConn, session_id: str) -> list[tuple[str, str]]:
     """(topic_id, role) of every active binding a session holds."""
     rows = conn.execute(
         "SELECT topic_id, role FROM debate_bindings WHERE session_id = ? AND state = 'active' "
@@ -298,7 +299,7 @@ def active_bindings_of(conn: sqlite3.Connection, session_id: str) -> list[tuple[
 
 
 def open_inbox(
-    conn: sqlite3.Connection, topic_id: str, keys: tuple[str, str]
+    conn: ReadConn, topic_id: str, keys: tuple[str, str]
 ) -> tuple[int, str | None, str | None]:
     """(count, oldest ts, newest ts) of the topic's messages for ``keys`` not yet consumed."""
     r = conn.execute(

@@ -7,13 +7,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from agora.store.migrations import Migration
+from agora.store.migrations import Migration, with_statements
+from agora.store.neutral import POSTGRESQL
 from agora.toolsets.debate.sql.protocol import migrate_v2
 from agora.toolsets.debate.sql.workers import migrate_v3
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import sqlite_utils
 
 _SCHEMA = """
@@ -74,8 +77,37 @@ def _migrate_v1(db: sqlite_utils.Database) -> None:
     db.execute(_FTS_TRIGGER)
 
 
-MIGRATIONS = (
-    Migration(component="debate", version=1, apply=_migrate_v1),
-    Migration(component="debate", version=2, apply=migrate_v2),
-    Migration(component="debate", version=3, apply=migrate_v3),
+# PostgreSQL: the same tables (the DDL is plain SQL both accept); no FTS5 table and trigger,
+# but a pg_trgm GIN index on the folded body, which serves the same ``LIKE '%...%'``.
+_POSTGRESQL = [
+    *(s for s in _SCHEMA.split(";") if s.strip() and "VIRTUAL TABLE" not in s),
+    "CREATE EXTENSION IF NOT EXISTS pg_trgm",
+    "CREATE INDEX debate_messages_trgm ON debate_messages USING gin (body_folded gin_trgm_ops)",
+]
+
+
+class _Recorder:
+    """Collects the statements a migration step runs (its DDL is plain SQL both accept)."""
+
+    def __init__(self) -> None:
+        self.statements: list[str] = []
+
+    def execute(self, sql: str, params: object = ()) -> None:
+        self.statements.append(sql)
+
+
+def _statements_of(step: Callable[[Any], None]) -> list[str]:
+    recorder = _Recorder()
+    step(recorder)
+    return recorder.statements
+
+
+MIGRATIONS = with_statements(
+    (
+        Migration(component="debate", version=1, apply=_migrate_v1),
+        Migration(component="debate", version=2, apply=migrate_v2),
+        Migration(component="debate", version=3, apply=migrate_v3),
+    ),
+    POSTGRESQL,
+    {1: _POSTGRESQL, 2: _statements_of(migrate_v2), 3: _statements_of(migrate_v3)},
 )

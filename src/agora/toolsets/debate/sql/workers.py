@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from agora.runtime.entity import Write
+    from agora.store.neutral import ReadConn
 
 _SCHEMA_V3 = (
     "CREATE TABLE debate_worker_claims (topic_id TEXT NOT NULL, role TEXT NOT NULL, "
@@ -114,7 +113,7 @@ def upsert_worker(c: WorkerClaim) -> Write:
     )
 
 
-def worker_claims(conn: sqlite3.Connection, topic_id: str) -> list[WorkerClaim]:
+def worker_claims(conn: ReadConn, topic_id: str) -> list[WorkerClaim]:
     """Every worker claim of a topic, oldest first."""
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM debate_worker_claims WHERE topic_id = ? "
@@ -127,7 +126,7 @@ def worker_claims(conn: sqlite3.Connection, topic_id: str) -> list[WorkerClaim]:
     ]
 
 
-def trigger_vehicle(conn: sqlite3.Connection, topic_id: str, msg_id: str) -> str | None:
+def trigger_vehicle(conn: ReadConn, topic_id: str, msg_id: str) -> str | None:
     """The preserved vehicle of a message of the topic (None when it is not there)."""
     r = conn.execute(
         "SELECT vehicle FROM debate_messages WHERE msg_id = ? AND topic_id = ?",
