@@ -240,7 +240,7 @@ def recovery_candidates(
     return out
 
 
-def blind_pending(conn: sqlite3.Connection, topic_ids: list[str]) -> dict[str, set[str]]:
+def blind_pending(conn: ReadConn, topic_ids: list[str]) -> dict[str, set[str]]:
     """topic_id -> msg_ids of its committed blind CLAIMs not yet released (topics with
     none are left out)."""
     out: dict[str, set[str]] = {}
@@ -258,9 +258,7 @@ def blind_pending(conn: sqlite3.Connection, topic_ids: list[str]) -> dict[str, s
     return out
 
 
-def latest_visible(
-    conn: sqlite3.Connection, topic_id: str, hidden: set[str]
-) -> dict[str, Any] | None:
+def latest_visible(conn: ReadConn, topic_id: str, hidden: set[str]) -> dict[str, Any] | None:
     """The newest message of a topic that is not in ``hidden`` (id, ts, role, kind,
     priority), or None."""
     rows = conn.execute(
