@@ -242,3 +242,54 @@ async def test_the_background_task_times_phases_out_on_the_mock_clock(autojump_c
         )
         assert [tuple(r) for r in actors] == [(SWEEPER,)]
         nursery.cancel_scope.cancel()
+
+
+async def test_recovery_carries_a_completed_workers_newer_cursor(desk):
+    v1 = await v1_topic(desk)
+
+    async def ping(body):
+        out = await desk.call(
+            CONDUCTOR,
+            "debate_post_with_recipients",
+            topic_id=v1.topic,
+            role="CONDUCTOR",
+            priority="M",
+            kind="PING",
+            body=body,
+            addressed_to_csv="PRO",
+        )
+        return out["msg_id"]
+
+    first, second = await ping("one"), await ping("two")
+    primary = {"session_id": v1.sessions["PRO"], "role": "PRO", "topic_id": v1.topic}
+    await desk.call(ALICE, "debate_signal_check", **primary)
+    await desk.call(ALICE, "debate_signal_advance", **primary, last_processed_msg_id=first)
+    taken = await desk.call(
+        ALICE,
+        "debate_worker_claim",
+        topic_id=v1.topic,
+        role="PRO",
+        parent_session_id=v1.sessions["PRO"],
+        trigger_msg_id=second,
+    )
+    worker = {**primary, "session_id": taken["worker_session_id"]}
+    await desk.call(ALICE, "debate_signal_check", **worker)
+    await desk.call(ALICE, "debate_signal_advance", **worker, last_processed_msg_id=second)
+    await v1.post("PRO", "CLAIM", reply_to=second)  # the terminal reply completes the worker
+    await desk.call(
+        ALICE,
+        "debate_bind_role",
+        topic_id=v1.topic,
+        role="PRO",
+        session_id=v1.sessions["PRO"],
+        state="retired",
+    )
+    [recovered] = (await maintain(desk, topic_ids_csv=v1.topic))["role_recoveries"]
+    inbox = await desk.call(
+        CONDUCTOR,
+        "debate_signal_check",
+        session_id=recovered["session_id"],
+        role="PRO",
+        topic_id=v1.topic,
+    )
+    assert inbox["count"] == 0  # carried from the completed worker, past "two"

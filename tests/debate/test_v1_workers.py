@@ -296,3 +296,69 @@ async def test_replacing_the_parent_or_resolving_retires_its_worker_claims(desk,
         lambda c: c.execute("SELECT state FROM debate_worker_claims ORDER BY claimed_at").fetchall()
     )
     assert [r[0] for r in states] == ["retired", "retired"]
+
+
+async def test_the_worker_session_reads_the_parents_inbox_with_a_cursor_of_its_own(desk, room):
+    msg = await trigger(desk, room, kind="PING")
+    taken = await claim(desk, room, msg)
+    worker = taken["worker_session_id"]
+    as_worker = {"session_id": worker, "role": "EXECUTOR_1", "topic_id": room["topic"]}
+    as_parent = {**as_worker, "session_id": room["exec"]}
+    inbox = await desk.call(BOB, "debate_signal_check", **as_worker)
+    assert [m["msg_id"] for m in inbox["pending"]] == [msg]
+    out = await desk.call(BOB, "debate_signal_advance", **as_worker, last_processed_msg_id=msg)
+    assert out["worker_claim"] is None  # no terminal reply yet
+    assert (await desk.call(BOB, "debate_signal_check", **as_worker))["count"] == 0
+    # The parent's cursor did not move: the trigger is still waiting for the parent.
+    parent = await desk.call(BOB, "debate_signal_check", **as_parent)
+    assert [m["msg_id"] for m in parent["pending"]] == [msg]
+    answer = await desk.call(
+        BOB,
+        "debate_post",
+        topic_id=room["topic"],
+        role="EXECUTOR_1",
+        priority="M",
+        kind="STATUS",
+        body="done",
+        reply_to=msg,
+    )
+    done = await claim(desk, room, msg)
+    assert (done["state"], done["ack_msg_id"]) == ("completed", answer["msg_id"])
+    # A completed worker is no longer a signal-path identity.
+    body = await desk.refused(BOB, "debate_signal_check", **as_worker)
+    assert body["error"] == "unknown_topic"
+
+
+async def test_a_worker_receipt_completes_an_answered_claim(desk, room):
+    msg = await trigger(desk, room, kind="PING")
+    await desk.call(
+        BOB,
+        "debate_post",
+        topic_id=room["topic"],
+        role="EXECUTOR_1",
+        priority="M",
+        kind="STATUS",
+        body="answered before the claim",
+        reply_to=msg,
+    )
+    worker = (await claim(desk, room, msg))["worker_session_id"]
+    as_worker = {"session_id": worker, "role": "EXECUTOR_1", "topic_id": room["topic"]}
+    await desk.call(BOB, "debate_signal_check", **as_worker)
+    out = await desk.call(BOB, "debate_signal_advance", **as_worker, last_processed_msg_id=msg)
+    assert out["worker_claim"]["state"] == "completed"
+    assert out["worker_claim"]["worker_session_id"] == worker
+
+
+async def test_a_uuid_session_without_a_claim_or_of_another_caller_is_denied(desk, room):
+    msg = await trigger(desk, room, kind="PING")
+    worker = (await claim(desk, room, msg))["worker_session_id"]
+    stranger = "00000000-0000-4000-8000-000000000000"
+    for who, session in ((BOB, stranger), (CAROL, worker), (MALLORY, worker)):
+        body = await desk.refused(
+            who,
+            "debate_signal_check",
+            session_id=session,
+            role="EXECUTOR_1",
+            topic_id=room["topic"],
+        )
+        assert body["error"] == "unknown_topic"

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from agora.store.neutral import ReadConn
     from agora.toolsets.debate.access import Caller
     from agora.toolsets.debate.model import Binding
+    from agora.toolsets.debate.sql.workers import WorkerClaim
 
 KIND_NAME: Final = "debate_topic"
 
@@ -83,11 +84,24 @@ class Topic:
         )
 
     def session_gate(self, caller: Caller, role: str, session_id: str) -> Binding:
-        """The caller's active binding of ``role`` held by ``session_id`` (signal paths)."""
+        """The caller's active binding of ``role`` held by ``session_id``, or by the parent of
+        the active worker claim whose UUID session ``session_id`` is (signal paths)."""
         binding = self.write_gate(caller, role)
-        if binding.session_id != session_id:
+        if binding.session_id != session_id and self.worker_of(role, session_id, binding) is None:
             raise access.denied()
         return binding
+
+    def worker_of(self, role: str, session_id: str, parent: Binding) -> WorkerClaim | None:
+        """The active worker claim whose session ``session_id`` acts for ``parent``."""
+        for claim in self.data.workers.values():
+            if (
+                claim.worker_session_id == session_id
+                and claim.role == role
+                and claim.state == "active"
+                and claim.parent_session_id == parent.session_id
+            ):
+                return claim
+        return None
 
     def require_row(self) -> TopicRow:
         """The row of an existing topic (else the uniform denial)."""

@@ -33,7 +33,7 @@ from agora.toolsets.debate.rules import (
 if TYPE_CHECKING:
     from agora.runtime.clock import Now
     from agora.runtime.entity import Write
-    from agora.toolsets.debate.model import MsgMeta
+    from agora.toolsets.debate.model import Binding, MsgMeta
     from agora.toolsets.debate.topic import Topic
 
 
@@ -93,7 +93,19 @@ def keys(role: str, session_id: str) -> tuple[str, str]:
     return (f"role:{role}", f"session:{session_id}")
 
 
-def _start(topic: Topic, cmd: CheckInbox) -> tuple[str, str]:
+def start_cursor(topic: Topic, role: str, session_id: str, parent: Binding) -> Cursor:
+    """The (role, session) cursor; a worker session without one starts where its parent's
+    cursor stood when the claim was taken."""
+    cursor = topic.data.cursors.get((role, session_id))
+    if cursor is not None or session_id == parent.session_id:
+        return cursor or Cursor()
+    claim = topic.worker_of(role, session_id, parent)
+    if claim is None:
+        return Cursor()
+    return Cursor(claim.parent_cursor_ts, claim.parent_cursor_msg_id)
+
+
+def _start(topic: Topic, cmd: CheckInbox, parent: Binding) -> tuple[str, str]:
     data = topic.data
     if cmd.since_msg_id is not None:
         meta = data.messages.get(cmd.since_msg_id)
@@ -102,8 +114,7 @@ def _start(topic: Topic, cmd: CheckInbox) -> tuple[str, str]:
         return meta.cursor
     if cmd.since_ts is not None:
         return (normalise_ts(cmd.since_ts), AFTER_ALL_IDS)
-    cursor = data.cursors.get((cmd.role, cmd.session_id))
-    position = cursor.position if cursor is not None else START
+    position = start_cursor(topic, cmd.role, cmd.session_id, parent).position
     return max(position, data.watermarks.get(cmd.role, START))
 
 
@@ -120,8 +131,9 @@ def _addressed(topic: Topic, role: str, session_id: str, after: tuple[str, str])
 @COMMANDS.on(CheckInbox)
 def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
     row = topic.require_row()
-    topic.session_gate(cmd.caller, cmd.role, cmd.session_id)
-    items = _addressed(topic, cmd.role, cmd.session_id, _start(topic, cmd))
+    # A worker session reads its parent's inbox through a cursor of its own.
+    parent = topic.session_gate(cmd.caller, cmd.role, cmd.session_id)
+    items = _addressed(topic, cmd.role, parent.session_id, _start(topic, cmd, parent))
     items = protocol.visible_inbox(topic, cmd.caller, cmd.role, items)
     page = tuple(items[: cmd.limit])
     held = topic.data.bodies
@@ -132,11 +144,11 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
     at = topic.stamp_now(now)
     writes: list[Write] = []
     data = topic.data
-    cursor = data.cursors.get((cmd.role, cmd.session_id)) or Cursor()
+    cursor = start_cursor(topic, cmd.role, cmd.session_id, parent)
     cursor.last_check_at = at
     topic.set_cursor(writes, cmd.role, cmd.session_id, cursor)
     for meta in page:
-        for key in keys(cmd.role, cmd.session_id):
+        for key in keys(cmd.role, parent.session_id):
             marks = data.deliveries.get(key)
             if marks is not None and marks.get(meta.msg_id) == "pending":
                 marks[meta.msg_id] = "delivered"
@@ -153,12 +165,12 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
 
 @COMMANDS.on(AdvanceCursor)
 def advance_cursor(topic: Topic, cmd: AdvanceCursor, now: Now) -> Effects:
-    topic.session_gate(cmd.caller, cmd.role, cmd.session_id)
+    parent = topic.session_gate(cmd.caller, cmd.role, cmd.session_id)
     data = topic.data
     target = data.messages.get(cmd.target)
     if target is None:
         raise reject("unknown_msg_id", "last_processed_msg_id names no message of this topic")
-    mine = keys(cmd.role, cmd.session_id)
+    mine = keys(cmd.role, parent.session_id)
     protocol.check_advance(topic, cmd.caller, cmd.role, mine, target)
     if not set(target.recipients) & set(mine):
         raise reject(
@@ -166,7 +178,7 @@ def advance_cursor(topic: Topic, cmd: AdvanceCursor, now: Now) -> Effects:
             "the message is not addressed to this role or "
             "session; only addressed messages can be consumed",
         )
-    cursor = data.cursors.get((cmd.role, cmd.session_id)) or Cursor()
+    cursor = start_cursor(topic, cmd.role, cmd.session_id, parent)
     if target.cursor <= cursor.position:
         raise reject("regressive_cursor", "the cursor is already at or past that message")
     at = topic.stamp_now(now)
@@ -175,7 +187,8 @@ def advance_cursor(topic: Topic, cmd: AdvanceCursor, now: Now) -> Effects:
         writes, cmd.role, cmd.session_id, Cursor(target.ts, target.msg_id, cursor.last_check_at)
     )
     done = 0
-    for key in mine:
+    # A worker's receipt moves its own cursor only: the parent's deliveries stay open.
+    for key in mine if parent.session_id == cmd.session_id else ():
         marks = data.deliveries.get(key, {})
         # Open markers are kept in (ts, msg_id) order: stop at the first past the target.
         for msg_id in list(marks):

@@ -76,9 +76,16 @@ def _timeout(topic: Topic, cmd: Sweep, at: str, writes: list[Write]) -> dict[str
 
 
 def _newest_cursor(topic: Topic, role: str) -> Cursor | None:
+    """The newest cursor of the role's primary sessions and completed workers (a worker
+    still at work has not vouched for its progress)."""
+    unfinished = {
+        c.worker_session_id for c in topic.data.workers.values() if c.state != "completed"
+    }
     best: Cursor | None = None
-    for (r, _), c in topic.data.cursors.items():
-        if r == role and c.position != START and (best is None or c.position > best.position):
+    for (r, session), c in topic.data.cursors.items():
+        if r != role or session in unfinished or c.position == START:
+            continue
+        if best is None or c.position > best.position:
             best = c
     return best
 

@@ -102,13 +102,13 @@ def complete_on_reply(topic: Topic, meta: MsgMeta, writes: list[Write]) -> None:
 def complete_on_advance(
     topic: Topic, role: str, session_id: str, target: MsgMeta, at: str, writes: list[Write]
 ) -> dict[str, Any] | None:
-    """The parent's receipt past a claimed trigger completes the claim when its terminal
-    reply exists; returns the claim it completed."""
+    """The receipt of the parent or of the worker past a claimed trigger completes the claim
+    when its terminal reply exists; returns the claim it completed."""
     for claim in topic.data.workers.values():
         if (
             claim.state == "active"
             and claim.role == role
-            and claim.parent_session_id == session_id
+            and session_id in (claim.parent_session_id, claim.worker_session_id)
             and topic.data.messages[claim.trigger_msg_id].cursor <= target.cursor
             and (ack := _terminal(topic, claim)) is not None
         ):
