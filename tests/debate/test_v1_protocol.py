@@ -387,3 +387,24 @@ async def test_answering_the_urgent_message_itself_is_not_a_stale_read(desk):
     body = await v1.refused("PRO", "EVIDENCE", reply_to=pro)
     assert (body["error"], body["unread_msg_id"]) == ("stale_read", challenge["msg_id"])
     await v1.post("PRO", "REBUT", reply_to=challenge["msg_id"])
+
+
+async def test_a_v1_init_repeat_is_idempotent_and_a_different_config_conflicts(desk):
+    args = {
+        "title": "v1",
+        "created_by_role": "CONDUCTOR",
+        "roles_json": json.dumps([{"role": r, "session_id": None} for r in SEATS]),
+        "metadata_json": LANE,
+        "protocol_version": "debate/v1",
+        "blind_roles_csv": "PRO,CON",
+        "max_rounds": 4,
+    }
+    first = await desk.call(CONDUCTOR, "debate_init", **args)
+    again = await desk.call(CONDUCTOR, "debate_init", topic_id=first["topic_id"], **args)
+    assert again["protocol_state"] == first["protocol_state"]
+    body = await desk.refused(
+        CONDUCTOR, "debate_init", topic_id=first["topic_id"], **{**args, "max_rounds": 5}
+    )
+    assert body["error"] == "init_conflict"
+    state = await desk.call(CONDUCTOR, "debate_protocol_state", topic_id=first["topic_id"])
+    assert state["max_rounds"] == 4
