@@ -293,3 +293,22 @@ async def test_recovery_carries_a_completed_workers_newer_cursor(desk):
         topic_id=v1.topic,
     )
     assert inbox["count"] == 0  # carried from the completed worker, past "two"
+
+
+async def test_maintain_times_a_phase_out_on_the_mock_clock(autojump_clock):
+    async with trio.open_nursery() as nursery, open_store(":memory:", MIGRATIONS) as store:
+        rt = Runtime(store, nursery, clock=Clock(TrioWall()))
+        desk = Desk(rt, None)  # type: ignore[arg-type]
+        v1 = await v1_topic(desk, phase_timeout_seconds=45)
+        await v1.to_debate()
+        deadline = (await v1.state())["phase_deadline_at"]
+        await trio.sleep(44)
+        assert await maintain(desk) == {"timed_out": [], "role_recoveries": []}
+        await trio.sleep(2)
+        out = await maintain(desk)
+        assert out["timed_out"] == [{"topic_id": v1.topic, "reason": "phase_timeout:DEBATE"}]
+        state = await v1.state()
+        assert (state["phase"], state["phase_deadline_at"]) == ("STALEMATE", None)
+        assert state["updated_at"] > deadline
+        rt.begin_shutdown()
+        nursery.cancel_scope.cancel()
