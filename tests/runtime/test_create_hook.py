@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from _counter import Add, CounterKind
+import trio
+import trio.testing
+from _counter import IDLE, Add, CounterKind
 
 from agora.runtime.entity import Effects
 
@@ -43,3 +45,47 @@ async def test_a_created_entity_is_used_without_reading_the_store(runtime):
     # A key the kind does not know is new is loaded as before.
     assert await runtime.call(kind, "stored", Add(1)) == 1
     assert kind.loads == ["stored"]
+
+
+async def test_an_actor_whose_first_command_ran_inline_is_still_evicted_when_idle(
+    runtime, store, autojump_clock, monkeypatch
+):
+    # Its task starts while the inline command awaits the commit and parks on the mailbox:
+    # the actor is idle from then on, and the reaper must see it so.
+    kind = FreshKind(new={"made"})
+    committing, commit = trio.Event(), trio.Event()
+    write = store.write
+
+    async def held(writes, *args):
+        committing.set()
+        await commit.wait()
+        await write(writes, *args)
+
+    monkeypatch.setattr(store, "write", held)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(runtime.call, kind, "made", Add(1))
+        with trio.fail_after(5):
+            await committing.wait()
+        await trio.testing.wait_all_tasks_blocked()  # the actor's task is parked meanwhile
+        commit.set()
+    assert len(runtime.registry) == 1
+    await trio.sleep(IDLE * 2)
+    assert len(runtime.registry) == 0
+    assert await runtime.call(kind, "made", Add(1)) == 1  # never stored: Fresh keeps no row
+
+
+async def test_the_first_command_on_a_created_entity_runs_in_the_callers_task(runtime, monkeypatch):
+    # No trip through the new actor's mailbox: the entity is known new, so nothing is loaded
+    # and the caller runs the command under the actor's turn, as for any free loaded actor.
+    kind = FreshKind(new={"made"})
+    ran_in: list[trio.lowlevel.Task] = []
+    handle = Fresh.handle
+
+    def spy(self, command, now):
+        ran_in.append(trio.lowlevel.current_task())
+        return handle(self, command, now)
+
+    monkeypatch.setattr(Fresh, "handle", spy)
+    assert await runtime.call(kind, "made", Add(2)) == 2
+    assert ran_in == [trio.lowlevel.current_task()]
+    assert runtime.registry.get(kind, "made").handled == 1

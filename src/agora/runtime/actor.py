@@ -149,13 +149,17 @@ class Actor:
         )
 
     def can_run_inline(self) -> bool:
-        """Whether a caller may run its command now, in its own task (see `run_inline`)."""
-        return (
-            self._entity is not None
-            and not self.queued
-            and not self._turn.locked()
-            and not self._stopping
-        )
+        """Whether a caller may run its command now, in its own task (see `run_inline`).
+
+        A free actor whose entity is not loaded asks its kind's ``create`` first (unguarded
+        stores only, as `_handle` does): an entity the kind knows to be new needs no load,
+        so its first command runs inline too instead of going through the mailbox.
+        """
+        if self.queued or self._turn.locked() or self._stopping:
+            return False
+        if self._entity is None and not self.runtime.store.guarded:
+            self._entity = self._created()
+        return self._entity is not None
 
     async def run_inline(self, command: Any) -> Slot:
         """Run ``command`` in the calling task, holding the actor's turn.
@@ -185,7 +189,10 @@ class Actor:
             self.send.close()
         finally:
             self._turn.release()
-            self.idle_since = trio.current_time() if idle_since is not None else None
+            # Idle again if the actor's task was waiting for commands, or began to meanwhile
+            # (a new actor's task starts while its first, inline, command commits).
+            if idle_since is not None or self.idle_since is not None:
+                self.idle_since = trio.current_time()
         return slot
 
     def evictable(self, idle_before: float) -> bool:
