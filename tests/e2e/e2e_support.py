@@ -170,13 +170,24 @@ class AgoraProcess:
         return int(found.group(1))
 
 
+def principal_toml(
+    name: str, token: str, *, scopes: str | None = None, projects: str | None = None
+) -> str:
+    """A ``[[principals]]`` table for ``name`` holding ``token``; ``scopes`` and ``projects``
+    (TOML arrays) only when given."""
+    digest = hashlib.sha256(token.encode()).hexdigest()
+    table = f'[[principals]]\nname = "{name}"\ntoken_sha256 = "{digest}"\n'
+    if scopes is not None:
+        table += f"scopes = {scopes}\n"
+    if projects is not None:
+        table += f"projects = {projects}\n"
+    return table
+
+
 def write_config(directory: Path, extra: str = "") -> Path:
     """An agora.toml with one operator principal (``TOKEN``) and ``extra`` settings."""
-    digest = hashlib.sha256(TOKEN.encode()).hexdigest()
     path = directory / "agora.toml"
-    path.write_text(
-        f'{extra}\n[[principals]]\nname = "ops"\ntoken_sha256 = "{digest}"\nscopes = ["operator"]\n'
-    )
+    path.write_text(f"{extra}\n" + principal_toml("ops", TOKEN, scopes='["operator"]'))
     return path
 
 

@@ -10,12 +10,11 @@ outputSchema that tools/list advertises.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
 import trio
-from e2e_support import check_structured, http
+from e2e_support import check_structured, http, principal_toml
 
 from agora.client import WsClient, connect
 
@@ -31,9 +30,7 @@ AGENTS = {
 
 def principals() -> str:
     return "\n".join(
-        f'[[principals]]\nname = "{name}"\n'
-        f'token_sha256 = "{hashlib.sha256(token.encode()).hexdigest()}"\n'
-        f'scopes = {scopes}\nprojects = ["ops"]\n'
+        principal_toml(name, token, scopes=scopes, projects='["ops"]')
         for name, (token, scopes) in AGENTS.items()
     )
 
