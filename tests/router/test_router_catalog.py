@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import re
+
 from router_driver import CONTRACT, ctx, event_args, plan_args
 from router_names import MEMORY_TOOLS, SERVED
 
@@ -32,10 +35,24 @@ async def test_only_the_served_tools_are_listed_with_the_contract_schemas():
     assert body["issues"][0]["rule"] == "required"
 
 
-async def test_a_failed_commit_answers_text_with_a_correlation_id_and_no_invented_fields(tmp_path):
-    # A trigger makes the store refuse the event's commit. The router shapes no body for such
-    # a failure (none could satisfy its strict outputSchemas without inventing fields): the
-    # core answers a text-only isError naming the correlation id of its log line.
+def internal_error(answer: dict, log: str) -> dict:
+    """The checked body of a sanitized internal error; its id names a server log line."""
+    assert answer["isError"] is True
+    body = answer["structuredContent"]
+    assert set(body) == {"ok", "code", "message", "retryable", "correlation_id", "state_changed"}
+    assert body["ok"] is False
+    assert body["code"] == "internal-error"
+    assert body["state_changed"] is False
+    assert re.fullmatch(r"corr-[0-9a-f]{16}", body["correlation_id"])
+    assert body["correlation_id"] in answer["content"][0]["text"]
+    assert body["correlation_id"] in log
+    assert "refused by the test" not in body["message"] + answer["content"][0]["text"]
+    return body
+
+
+async def test_a_failed_commit_answers_the_sanitized_internal_error(tmp_path, caplog):
+    # A trigger makes the store refuse the event's commit: the router's shape_failure hook
+    # answers its internal-error refusal, with the id of the server's log line.
     config = Config(port=0, db=str(tmp_path / "fail.db"), toolsets=["router"])
     trigger = (
         "CREATE TRIGGER refuse_events BEFORE INSERT ON router_events"
@@ -46,9 +63,30 @@ async def test_a_failed_commit_answers_text_with_a_correlation_id_and_no_invente
         plan = await client.call_tool("plan_work", plan_args("1. design\n2. build", idem="p"))
         run = plan["structuredContent"]["workflow_run_id"]
         await srv.runtime.write([(trigger, ())])
-        late = await client.call_tool("record_work_event", event_args(run, "plan", {"n": 2}, 1))
+        with caplog.at_level(logging.WARNING):
+            late = await client.call_tool("record_work_event", event_args(run, "plan", {"n": 2}, 1))
         after = await client.call_tool("get_next_work", {"context": ctx(), "workflow_run_id": run})
-    assert late["isError"] is True
-    assert "structuredContent" not in late
-    assert "correlation id corr-" in late["content"][0]["text"]
+    body = internal_error(late, caplog.text)
+    assert body["retryable"] is True
     assert after["structuredContent"]["work_item"]["status"] == "ready"  # nothing was saved
+
+
+async def test_a_run_that_cannot_be_loaded_answers_the_sanitized_internal_error(tmp_path, caplog):
+    # The run's rows cannot be read at all (a table it reads is gone): the actor's load fails.
+    db = tmp_path / "load.db"
+    config = Config(port=0, db=str(db), toolsets=["router"])
+    async with open_server(config, listen=False) as srv, srv.client("/mcp/router") as client:
+        await client.initialize()
+        plan = await client.call_tool("plan_work", plan_args("1. design\n2. build", idem="p"))
+        run = plan["structuredContent"]["workflow_run_id"]
+    async with open_server(config, listen=False) as srv, srv.client("/mcp/router") as client:
+        await srv.runtime.write([("DROP TABLE router_gates", ())])
+        await client.initialize()
+        with caplog.at_level(logging.WARNING):
+            first = await client.call_tool(
+                "get_next_work", {"context": ctx(), "workflow_run_id": run}
+            )
+            second = await client.call_tool("record_work_event", event_args(run, "plan", {}, 1))
+    one, two = internal_error(first, caplog.text), internal_error(second, caplog.text)
+    assert one["correlation_id"] != two["correlation_id"]
+    assert one["message"] == two["message"]

@@ -93,7 +93,9 @@ async def test_a_corrupt_graph_answers_a_sanitized_internal_error(
     with caplog.at_level(logging.ERROR, logger="agora.toolsets.router.run"):
         body = await fresh.refused("get_next_work", context=ctx(), workflow_run_id=run)
         again = await fresh.refused("record_work_event", **event_args(run, "plan", {}, 1))
-    assert set(body) == {"ok", "code", "correlation_id"}
+    assert set(body) == {"ok", "code", "message", "retryable", "correlation_id", "state_changed"}
+    assert body["retryable"] is False  # the rows stay corrupt
+    assert body["state_changed"] is False
     assert body["code"] == again["code"] == "internal-error"
     assert body["correlation_id"] != again["correlation_id"]
     assert body["correlation_id"] in caplog.text

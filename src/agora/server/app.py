@@ -120,10 +120,11 @@ def _failure_shaper(
         return None
     from agora.mcp.validation import compile_validator
 
+    schema = toolset.failure_schema if toolset.failure_schema is not None else output_schema
     # Compiled on the first failure only: most tools never fail.
     check = (
-        compile_validator(output_schema, subject="result field", root="result", lazy=True)
-        if output_schema is not None
+        compile_validator(schema, subject="result field", root="result", lazy=True)
+        if schema is not None
         else None
     )
 

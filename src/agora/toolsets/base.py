@@ -215,5 +215,9 @@ class Toolset:
     #: outputSchema (the server checks, logs and falls back to text if it does not).
     #: None: text only, and an unexpected exception is JSON-RPC -32603 with the id.
     shape_failure: Callable[[Failure], dict[str, Any]] | None = None
+    #: The JSON Schema a shaped failure must satisfy instead of the tool's outputSchema, for
+    #: a toolset whose ``isError`` bodies lie outside its strict outputSchemas (the router's
+    #: refusals do). The server still checks, logs and falls back to text on a mismatch.
+    failure_schema: dict[str, Any] | None = None
     #: Limits on the arguments of every tool of this toolset, checked before the schema.
     argument_limits: ArgumentLimits = field(default_factory=lambda: ArgumentLimits())

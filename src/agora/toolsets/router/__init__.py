@@ -14,7 +14,7 @@ from agora.mcp.contracts import load_contract
 from agora.runtime.background import periodic
 from agora.toolsets.base import Toolset
 from agora.toolsets.router.memory_tools import RETENTION_EVERY, sweep
-from agora.toolsets.router.replies import argument_rejection
+from agora.toolsets.router.replies import INTERNAL_SCHEMA, argument_rejection, shape_failure
 from agora.toolsets.router.sql import MIGRATIONS
 from agora.toolsets.router.tools import HANDLERS
 
@@ -30,5 +30,7 @@ def toolset() -> Toolset:
         contract=None,
         tools=served,
         reject_issues=argument_rejection,
+        shape_failure=shape_failure,
+        failure_schema=INTERNAL_SCHEMA,
         background=[periodic(RETENTION_EVERY, sweep)],
     )

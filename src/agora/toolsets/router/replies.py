@@ -9,7 +9,9 @@ result). Three shapes, all with ``ok: false`` and a ``code``:
 - a refusal (``state-version-conflict``, ``idempotency-conflict``, ``consent-stale``, ...):
   the request cannot apply to the current state; ``retryable`` says whether re-reading and
   retrying can help; nothing was changed.
-- ``internal-error``: sanitized, only a ``correlation_id`` to find the server's log line.
+- ``internal-error``: sanitized (a fixed message, ``retryable``, ``state_changed: false``)
+  with a ``correlation_id`` to find the server's log line: a corrupt run, and every failure
+  the core hands `shape_failure` (a failed commit or load, a stopped actor, a bug).
 
 This module only builds bodies.
 """
@@ -20,7 +22,7 @@ import functools
 import secrets
 from typing import TYPE_CHECKING, Any, Final
 
-from agora.errors import ToolError
+from agora.errors import Failure, ToolError
 from agora.mcp.contracts import load_contract
 
 if TYPE_CHECKING:
@@ -149,10 +151,48 @@ def new_correlation() -> str:
     return f"corr-{secrets.token_hex(8)}"
 
 
+#: What an internal failure says, by `agora.errors.Failure` kind: fixed text, no detail.
+INTERNAL_MESSAGES: Final[dict[str, str]] = {
+    "corrupt": "the workflow run's stored rows are inconsistent; nothing was changed",
+    "internal": "the router could not complete this call; nothing was changed",
+    "store": "the router's store could not complete this call; nothing was changed",
+    "stopped": "the router stopped before answering (shutting down); nothing was changed",
+    "unexpected": "internal error in the router; nothing was changed",
+}
+
+#: The schema every internal-error body satisfies (`agora.toolsets.base.Toolset.failure_schema`).
+INTERNAL_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["ok", "code", "message", "retryable", "correlation_id", "state_changed"],
+    "properties": {
+        "ok": {"const": False},
+        "code": {"const": "internal-error"},
+        "message": {"enum": sorted(set(INTERNAL_MESSAGES.values()))},
+        "retryable": {"type": "boolean"},
+        "correlation_id": {"type": "string", "pattern": "^corr-[0-9a-f]{16}$"},
+        "state_changed": {"const": False},
+    },
+}
+
+
+def internal_body(kind: str, retryable: bool, correlation_id: str) -> dict[str, Any]:
+    """The sanitized internal-error body: a fixed message and the id of the server's log line."""
+    return {
+        "ok": False, "code": "internal-error", "message": INTERNAL_MESSAGES[kind],
+        "retryable": retryable, "correlation_id": correlation_id, "state_changed": False,
+    }  # fmt: skip
+
+
 def internal(correlation_id: str) -> ToolError:
-    """The sanitized internal error: no detail, only the id of the server's log line."""
-    body = {"ok": False, "code": "internal-error", "correlation_id": correlation_id}
+    """A corrupt run's internal error (not retryable: the rows stay corrupt)."""
+    body = internal_body("corrupt", False, correlation_id)
     return ToolError(body, f"internal error (correlation id {correlation_id})")
+
+
+def shape_failure(failure: Failure) -> dict[str, Any]:
+    """Every internal failure the core reports, as the router's sanitized internal error."""
+    return internal_body(failure.kind, failure.retryable, failure.correlation_id)
 
 
 def argument_rejection(issues: Sequence[ValidationIssue]) -> dict[str, Any]:
