@@ -217,6 +217,26 @@ async def test_a_rejected_candidate_is_suppressed(router, runtime, promoting):
     assert later["status"] == "proposed"
 
 
+async def test_the_retention_sweep_deletes_suppressions_after_180_days(router, runtime, promoting):
+    from agora.toolsets.router import memory_tools
+
+    await record(router, runtime, promoting, ["web"])
+    (candidate,) = await candidates(router, promoting)
+    proposal = (await preview(router, promoting, candidate["candidate_id"]))["proposal"]
+    args = transition(proposal, "reject", workspace_root=str(promoting))
+    assert (await router.call("transition_profile_update", **args))["status"] == "rejected"
+    count = "SELECT COUNT(*) FROM router_memory_rejections"
+    runtime.clock.wall_source.advance(179 * 86400)
+    await memory_tools.sweep(runtime)  # still within its 180 days: kept
+    assert (await runtime.read(lambda c: c.execute(count).fetchone()))[0] == 1
+    runtime.clock.wall_source.advance(2 * 86400)
+    await memory_tools.sweep(runtime)
+    assert (await runtime.read(lambda c: c.execute(count).fetchone()))[0] == 0
+    commits = runtime.store.stats
+    await memory_tools.sweep(runtime)  # nothing left to drop: no write
+    assert runtime.store.stats == commits
+
+
 async def test_promotion_must_be_allowed_by_the_policy(router, runtime, workspace):
     await record(router, runtime, workspace, ["web"])
     (candidate,) = await candidates(router, workspace)

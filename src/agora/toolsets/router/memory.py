@@ -70,10 +70,12 @@ class Purge(Receipted, frozen=True, tag=True):
 
 class Sweep(msgspec.Struct, frozen=True, tag=True):
     """Retention: drop observations recorded before ``cutoff``, then per workspace all but
-    the newest ``keep``."""
+    the newest ``keep``, and rejected-candidate suppressions recorded before
+    ``suppressed_before``. Replies ``(observations, suppressions)`` dropped."""
 
     cutoff: str
     keep: int
+    suppressed_before: str
 
 
 class CheckReceipt(Receipted, frozen=True, tag=True):
@@ -251,16 +253,20 @@ class MemoryStore:
                 per_workspace.setdefault(v[0], []).append(o)
         for kept in per_workspace.values():
             doomed += kept[: max(0, len(kept) - cmd.keep)]
-        if not doomed:
-            return Effects(reply=0)
+        expired = sorted(c for c, at in self.rejections.items() if at < cmd.suppressed_before)
+        if not doomed and not expired:
+            return Effects(reply=(0, 0))
         writes: list[Write] = []
         for observation_id in doomed:
             self.per_workspace[self.observations.pop(observation_id)[0]] -= 1
             self.feedback_by.pop(observation_id, None)
             writes += memory_sql.delete_observation(observation_id)
+        for candidate_id in expired:
+            del self.rejections[candidate_id]
+            writes.append(memory_sql.delete_rejection(candidate_id))
         self.generation += 1
         writes.append(memory_sql.bump(self.generation))
-        return Effects(reply=len(doomed), writes=writes, changed=True)
+        return Effects(reply=(len(doomed), len(expired)), writes=writes, changed=True)
 
     def _create(self) -> list[Write]:
         if self.exists:

@@ -121,6 +121,11 @@ def delete_revision(revision_id: str) -> Write:
     return ("DELETE FROM router_memory_revisions WHERE revision_id = ?", (revision_id,))
 
 
+def delete_rejection(candidate_id: str) -> Write:
+    """Forget a rejection whose suppression expired (retention)."""
+    return ("DELETE FROM router_memory_rejections WHERE candidate_id = ?", (candidate_id,))
+
+
 def insert_rejection(candidate_id: str, key: str, at: str) -> Write:
     """Remember that the user rejected a candidate (it stays suppressed for a while)."""
     return (

@@ -243,13 +243,19 @@ async def observations(call: ToolCall, identity: str) -> list[candidates.Observe
 #: Retention of observations: how old, how many, and how often the sweep runs (seconds).
 RETENTION_DAYS: Final = 90
 RETENTION_MAX: Final = 1000
+#: Days a rejected candidate stays suppressed; the sweep then deletes the rejection.
+SUPPRESSION_DAYS: Final = 180
 RETENTION_EVERY: Final = 3600.0
 
 
 async def sweep(runtime: Runtime) -> None:
     """One retention pass: observations older than 90 days, then beyond each workspace's
-    newest 1000."""
-    cutoff = stamp(runtime.clock.wall() - dt.timedelta(days=RETENTION_DAYS))
-    dropped = await runtime.call(MEMORY, MEMORY_KEY, Sweep(cutoff=cutoff, keep=RETENTION_MAX))
-    if dropped:
-        log.info("router memory retention dropped %d observations", dropped)
+    newest 1000; rejected-candidate suppressions older than 180 days."""
+    now = runtime.clock.wall()
+    cutoff = stamp(now - dt.timedelta(days=RETENTION_DAYS))
+    suppressed = stamp(now - dt.timedelta(days=SUPPRESSION_DAYS))
+    command = Sweep(cutoff=cutoff, keep=RETENTION_MAX, suppressed_before=suppressed)
+    observations, suppressions = await runtime.call(MEMORY, MEMORY_KEY, command)
+    if observations or suppressions:
+        log.info("router memory retention dropped %d observations and %d expired suppressions",
+                 observations, suppressions)  # fmt: skip

@@ -34,6 +34,7 @@ from agora.toolsets.router.memory import (
     StoreProposal,
 )
 from agora.toolsets.router.memory_tools import (
+    SUPPRESSION_DAYS,
     make_id,
     observations,
     policy_of,
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from agora.toolsets.base import ToolCall
     from agora.toolsets.router.memory_policy import Policy
 
-SUPPRESSION: Final = dt.timedelta(days=180)
+SUPPRESSION: Final = dt.timedelta(days=SUPPRESSION_DAYS)
 
 
 def profile_key(target: str, identity: str) -> str | None:
