@@ -346,9 +346,22 @@ class Session:
             value.setdefault("_meta", {})[META_SERVER_INFO] = self.server_info
         return value
 
-    def wants_log(self, level: str) -> bool:
-        """Whether a notifications/message at ``level`` passes the client's setLevel."""
-        return LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.log_level)
+    def wants_log(self, level: str, meta: dict[str, Any] | None = None) -> bool:
+        """Whether a notifications/message at ``level`` passes the client's minimum level.
+
+        Args:
+            level: The message's level.
+            meta: The ``_meta`` of a 2026-07-28 request: its ``logLevel`` entry, when valid,
+                sets the minimum for that request alone (there is no session to hold a
+                ``logging/setLevel``); otherwise the session's level applies.
+
+        Returns:
+            True when the message should be sent.
+        """
+        floor = meta.get(META_LOG_LEVEL) if meta else None
+        if floor not in LOG_LEVELS:
+            floor = self.log_level
+        return LOG_LEVELS.index(level) >= LOG_LEVELS.index(floor)
 
 
 def _with_cursor(value: dict[str, Any], cursor: str | None) -> dict[str, Any]:

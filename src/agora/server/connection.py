@@ -250,7 +250,7 @@ class Connection:
             await self._emit(rpc.notification("notifications/progress", params), rid)
 
         async def send_log(level: str, data: Any) -> None:
-            if self.session.wants_log(level):
+            if self.session.wants_log(level, inv.meta if inv.modern else None):
                 params = {"level": level, "logger": inv.name, "data": data}
                 await self._emit(rpc.notification("notifications/message", params), rid)
 
