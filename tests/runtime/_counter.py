@@ -62,6 +62,13 @@ class Add:
 
 
 @dataclass(frozen=True)
+class Publish:
+    """Add 1 and say that resource ``uri`` changed (`Effects.updated`)."""
+
+    uri: str
+
+
+@dataclass(frozen=True)
 class Get:
     """Reply with the current value."""
 
@@ -103,6 +110,12 @@ class Counter:
                 return Effects(reply=self.value)
             case When():
                 return Effects(reply=now)
+            case Publish(uri=uri):
+                self.value += 1
+                self.seq += 1
+                return Effects(
+                    reply=self.value, writes=self._save("publish"), changed=True, updated=[uri]
+                )
             case Add(delta=delta, tag=tag):
                 self.value += delta
                 self.seq += 1

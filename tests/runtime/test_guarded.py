@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import trio
-from _counter import MIGRATIONS, Add, CounterKind, Get, log, stored
+from _counter import MIGRATIONS, Add, CounterKind, Get, Publish, log, stored
 
 from agora.runtime.clock import Clock
 from agora.runtime.registry import Runtime
@@ -144,7 +144,7 @@ async def test_a_command_that_keeps_conflicting_answers_busy_and_changes_nothing
             assert await a.call(kind, "k", Add(1)) == 1
             tries = 0
 
-            async def always_conflict(writes: Any, guards: Any = ()) -> None:
+            async def always_conflict(writes: Any, guards: Any = (), updated: Any = ()) -> None:
                 nonlocal tries
                 tries += 1
                 raise Conflict([("counter", "k")])
@@ -239,3 +239,30 @@ async def test_a_kind_with_lagging_reads_answers_from_its_copy_without_a_probe(p
             monkeypatch.setattr(a.registry.named("counter", "k"), "kind", lagging)
             assert await a.call(lagging, "k", Get()) == 1
             assert probes == [[("counter", "k")]]  # no second probe
+
+
+class Listener:
+    """A session as the resource hub sees it: remembers the URIs it was told of."""
+
+    def __init__(self) -> None:
+        self.heard: list[str] = []
+        self.told = trio.Event()
+
+    def resource_changed(self, uri: str) -> None:
+        self.heard.append(uri)
+        self.told.set()
+
+
+async def test_a_subscriber_on_one_node_hears_of_a_resource_changed_on_another(pg_url):
+    kind = CounterKind()
+    with trio.fail_after(WAIT):
+        async with node(pg_url) as a, node(pg_url) as b:
+            await wait_listening(a)
+            here, there = Listener(), Listener()
+            a.resources.watch(there, ["counter://k"])
+            b.resources.watch(here, ["counter://k"])
+            await b.call(kind, "k", Add(1))  # no URI named: nobody is told
+            await b.call(kind, "k", Publish("counter://k"))
+            await there.told.wait()
+            assert there.heard == ["counter://k"]
+            assert here.heard == ["counter://k"]  # the committing node tells its own, once

@@ -12,7 +12,14 @@ import trio
 from agora.errors import StoreError
 from agora.store.db import open_store
 from agora.store.migrations import Migration, with_statements
-from agora.store.neutral import Conflict, Guard, MissingTable, parse_payload, payload_lines
+from agora.store.neutral import (
+    Conflict,
+    Guard,
+    MissingTable,
+    parse_payload,
+    parse_uris,
+    payload_lines,
+)
 
 pytest.importorskip("psycopg", reason="needs: psycopg (pip install 'agora-mcp[pg]')")
 
@@ -56,6 +63,9 @@ def test_notify_payloads_stay_under_the_limit_and_parse_back():
     assert len(payloads) > 1
     assert all(len(p.encode()) < 8000 for p in payloads)
     assert [c for p in payloads for c in parse_payload(p)] == changes
+    with_uris = payload_lines(changes[:2], ["debate://topic/t1", "bad\nuri", "x" * 9000])
+    assert [u for p in with_uris for u in parse_uris(p)] == ["debate://topic/t1"]
+    assert [c for p in with_uris for c in parse_payload(p)] == changes[:2]
 
 
 async def test_rows_read_by_position_and_by_name(pg_url):

@@ -296,7 +296,8 @@ class Actor:
                 return
             try:
                 if effects.writes:
-                    await runtime.store.write(effects.writes, [Guard(kind, key, self.version)])
+                    guard = [Guard(kind, key, self.version)]
+                    await runtime.store.write(effects.writes, guard, effects.updated)
                     self.version += 1
                 elif not fresh and not getattr(self.kind, "lagging_reads", False):
                     versions = await runtime.store.probe([(kind, key)])

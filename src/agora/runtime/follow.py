@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from agora.store.neutral import parse_payload
+from agora.store.neutral import parse_payload, parse_uris
 
 if TYPE_CHECKING:
     from agora.runtime.registry import Runtime
@@ -50,6 +50,9 @@ class Follower:
             actor = registry.named(kind, key)
             if actor is not None and actor.changed_elsewhere(version):
                 self.dropped += 1
+        uris = parse_uris(payload)
+        if uris:  # sessions subscribed here hear of changes committed on other nodes
+            self.runtime.resources.updated(*uris)
 
     def on_connect(self, _pid: int) -> None:
         """A (re)connected listener: whatever was missed meanwhile, every copy re-checks."""

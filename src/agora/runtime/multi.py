@@ -152,7 +152,7 @@ async def _attempt(
             raise done.reply
     writes: list[Write] = [w for done in effects for w in done.writes]
     try:
-        await _commit(runtime, held, writes)
+        await _commit(runtime, held, writes, [u for done in effects for u in done.updated])
     except Conflict:
         _forget(held)
         return None
@@ -172,13 +172,15 @@ async def _attempt(
     return replies
 
 
-async def _commit(runtime: Runtime, held: list[Actor], writes: list[Write]) -> None:
+async def _commit(
+    runtime: Runtime, held: list[Actor], writes: list[Write], updated: list[str]
+) -> None:
     """Commit ``writes``; on a guarded store only if no entity of ``held`` moved (`Conflict`)."""
     store = runtime.store
     if not store.guarded:
         await store.write(writes)
     elif writes:
-        await store.write(writes, [Guard(a.kind.kind, a.key, a.version) for a in held])
+        await store.write(writes, [Guard(a.kind.kind, a.key, a.version) for a in held], updated)
         for actor in held:
             actor.version += 1
     else:  # nothing to write: the replies stand if nothing moved

@@ -154,11 +154,15 @@ class Store:
         """
         return self._writer.batches, self._writer.jobs
 
-    async def write(self, writes: list[Write], guards: Sequence[Guard] = ()) -> None:
+    async def write(
+        self, writes: list[Write], guards: Sequence[Guard] = (), updated: Sequence[str] = ()
+    ) -> None:
         """Commit ``writes`` atomically; return once they are durable.
 
         ``guards`` (honoured where `guarded`) make the commit conditional: if an entity's
         version moved, nothing is written and `agora.store.neutral.Conflict` is raised.
+        ``updated`` names resource URIs the writes change; a shared store announces them to
+        the other nodes with the commit (SQLite has no other nodes to tell).
 
         A caller already cancelled on entry commits nothing. Once submitted, the wait is
         shielded: the write is either committed or failed, and the caller learns which even
@@ -181,21 +185,27 @@ class Store:
         await trio.lowlevel.checkpoint_if_cancelled()  # never committed-but-cancelled
         outcome: list[BaseException | None] = []
         if self._inline:
-            self._writer.commit_batch([Job(writes, outcome.append, guards=tuple(guards))])
+            self._writer.commit_batch(
+                [Job(writes, outcome.append, guards=tuple(guards), updated=tuple(updated))]
+            )
             await trio.lowlevel.cancel_shielded_checkpoint()
         else:
-            await self._submit_and_wait(writes, outcome, tuple(guards))
+            await self._submit_and_wait(writes, outcome, tuple(guards), tuple(updated))
         if isinstance(outcome[0], StoreError):  # the deadline passed (see `_give_up`)
             raise outcome[0]
         if outcome[0] is not None:
             raise StoreError(f"write failed: {outcome[0]}") from outcome[0]
 
     async def _submit_and_wait(
-        self, writes: list[Write], outcome: list[BaseException | None], guards: tuple[Guard, ...]
+        self,
+        writes: list[Write],
+        outcome: list[BaseException | None],
+        guards: tuple[Guard, ...],
+        updated: tuple[str, ...],
     ) -> None:
         waiter = _Waiter(self._waiting, trio.lowlevel.current_task(), outcome)
         waiter.deadline = trio.current_time() + self.commit_timeout
-        waiter.job = Job(writes, waiter.complete, guards=guards)
+        waiter.job = Job(writes, waiter.complete, guards=guards, updated=updated)
         try:
             self._writer.submit(waiter.job)
         except WriterStopped as exc:

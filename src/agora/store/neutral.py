@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agora.errors import StoreError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
 #: The two SQL dialects a migration may provide statements for.
 SQLITE = "sqlite"
@@ -91,18 +91,25 @@ class Busy(StoreError):
     """A command kept meeting changes made elsewhere; nothing was changed, retry it."""
 
 
-def payload_lines(changes: list[tuple[str, str, int]], limit: int = 7900) -> list[str]:
-    """NOTIFY payloads (``kind\\tkey\\tversion`` lines), each under ``limit`` bytes.
+#: How a NOTIFY line names a changed resource URI (``@\\t<uri>``) rather than an entity.
+URI_MARK = "@"
 
-    A single line longer than ``limit`` (an absurd key) is sent alone; PostgreSQL refuses
-    payloads of 8000 bytes or more, so such keys are left out and a listener's sweep catches
-    them instead.
+
+def payload_lines(
+    changes: list[tuple[str, str, int]], uris: Sequence[str] = (), limit: int = 7900
+) -> list[str]:
+    """NOTIFY payloads (``kind\\tkey\\tversion`` and ``@\\turi`` lines), each under ``limit``.
+
+    A line longer than ``limit`` (an absurd key or URI) is left out, since PostgreSQL refuses
+    payloads of 8000 bytes or more: a listener's sweep catches such a key instead (a URI's
+    subscribers on other nodes then hear nothing of that change).
     """
     out: list[str] = []
     lines: list[str] = []
     size = 0
-    for kind, key, version in changes:
-        line = f"{kind}\t{key}\t{version}"
+    every = [f"{kind}\t{key}\t{version}" for kind, key, version in changes]
+    every += [f"{URI_MARK}\t{uri}" for uri in uris if "\n" not in uri]
+    for line in every:
         n = len(line.encode()) + 1
         if n > limit:
             continue
@@ -114,6 +121,12 @@ def payload_lines(changes: list[tuple[str, str, int]], limit: int = 7900) -> lis
     if lines:
         out.append("\n".join(lines))
     return out
+
+
+def parse_uris(payload: str) -> list[str]:
+    """The resource URIs named by one NOTIFY payload (its ``@\\turi`` lines)."""
+    mark = URI_MARK + "\t"
+    return [line[len(mark) :] for line in payload.split("\n") if line.startswith(mark)]
 
 
 def parse_payload(payload: str) -> list[tuple[str, str, int]]:

@@ -161,7 +161,7 @@ class PgWriter(Writer):
             current = _lock(conn, batch)
         outcomes, accepted, changes = _judge(batch, current)
         bumps = [(v, kind, key) for kind, key, v in changes]
-        notes = payload_lines(changes)
+        notes = payload_lines(changes, [u for i in accepted for u in batch[i].updated])
         if pipelined:
             with conn.pipeline():
                 if bumps:
@@ -179,7 +179,8 @@ class PgWriter(Writer):
         kept = [(k, key, v) for k, key, v in changes if _owner_ok(batch, outcomes, k, key)]
         if kept:
             conn.cursor().executemany(_BUMP, [(v, k, key) for k, key, v in kept])
-        for payload in payload_lines(kept):
+        uris = [u for job, o in zip(batch, outcomes, strict=True) if o is None for u in job.updated]
+        for payload in payload_lines(kept, uris):
             conn.execute("SELECT pg_notify(%s, %s)", (self._channel, payload))
         conn.execute("COMMIT")
         return outcomes

@@ -56,6 +56,7 @@ class Job:
     complete: Callable[[BaseException | None], None]
     state: int = _PENDING
     guards: tuple[Guard, ...] = ()
+    updated: tuple[str, ...] = ()
 
 
 _STOP = object()
