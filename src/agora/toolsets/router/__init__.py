@@ -13,7 +13,8 @@ from __future__ import annotations
 from agora.mcp.contracts import load_contract
 from agora.runtime.background import periodic
 from agora.toolsets.base import Toolset
-from agora.toolsets.router.memory_tools import RETENTION_EVERY, sweep
+from agora.toolsets.router.memory_tools import RETENTION_EVERY
+from agora.toolsets.router.promotion import upkeep
 from agora.toolsets.router.replies import INTERNAL_SCHEMA, argument_rejection, shape_failure
 from agora.toolsets.router.sql import MIGRATIONS
 from agora.toolsets.router.tools import HANDLERS
@@ -32,5 +33,5 @@ def toolset() -> Toolset:
         reject_issues=argument_rejection,
         shape_failure=shape_failure,
         failure_schema=INTERNAL_SCHEMA,
-        background=[periodic(RETENTION_EVERY, sweep)],
+        background=[periodic(RETENTION_EVERY, upkeep)],
     )

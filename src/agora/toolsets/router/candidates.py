@@ -136,3 +136,36 @@ def mine_with_routes(observed: list[Observed], identity: str, effective_mode: st
         )
         out.append(Mined(candidate, route, tuple(members)))
     return sorted(out, key=lambda m: m.candidate["pattern_id"])
+
+
+#: Targets the user owns: never written without review (nor here at all).
+USER_OWNED: Final = ("user-personal", "workspace-file")
+
+
+def promotion_blockers(mined: Mined, profile_promotion: str) -> list[str]:
+    """Why a candidate recommended for ``automatic`` may not be promoted without review.
+
+    Empty for one that may (or for a candidate not recommended for ``automatic``).
+    """
+    candidate = mined.candidate
+    if candidate["recommendation_mode"] != "automatic":
+        return []
+    codes = []
+    if profile_promotion != "automatic-managed":
+        codes.append("profile-promotion-disabled")
+    if candidate["target_profile_class"] in USER_OWNED:
+        codes.append("automatic-user-profile-write-forbidden")
+    if mined.route.get("selection_mode") == "explicit-locked":
+        codes.append("explicit-route-requires-review")
+    return codes
+
+
+def mark(candidate: dict[str, Any], status: str | None, reasons: list[str]) -> None:
+    """Set a candidate's status (None: keep it) and add reason codes; its digest follows."""
+    if status is not None:
+        candidate["status"] = status
+    known = candidate["reason_codes"]
+    candidate["reason_codes"] = [*known, *(r for r in reasons if r not in known)]
+    candidate["candidate_digest"] = digest(
+        {k: v for k, v in candidate.items() if k not in ("policy_digest", "candidate_digest")}
+    )

@@ -88,6 +88,10 @@ class Managed(msgspec.Struct, frozen=True, tag=True):
     keys: tuple[tuple[str, str], ...]
 
 
+class Promoted(msgspec.Struct, frozen=True, tag=True):
+    """Read: the candidate ids whose automatic-managed promotion wrote a kept revision."""
+
+
 class ApplyRevision(Receipted, frozen=True, tag=True):
     """Write revision ``revision_no`` of a managed Profile, only if it is the next one."""
 
@@ -148,6 +152,8 @@ class MemoryStore:
         for target, key, no, rid, pdigest, pjson in rows.get("revisions", []):
             self.revisions.setdefault((target, key), []).append((no, rid, pdigest, pjson))
         self.rejections: dict[str, str] = dict(rows.get("rejections", {}))
+        #: revision_id -> candidate_id of the kept revisions an automatic promotion wrote
+        self.auto_promoted: dict[str, str] = dict(rows.get("auto_promoted", {}))
         #: proposal_id -> (target, profile key, proposal) of persisted (rollback) proposals
         self.proposals = {p: (t, k, json.loads(doc)) for p, t, k, doc in rows.get("proposals", [])}
 
@@ -172,6 +178,8 @@ class MemoryStore:
         if isinstance(command, Managed):
             latest = {k: self.revisions[k][-1] for k in command.keys if self.revisions.get(k)}
             return Effects(reply=(latest, dict(self.rejections)))
+        if isinstance(command, Promoted):
+            return Effects(reply=frozenset(self.auto_promoted.values()))
         if isinstance(command, History):
             wanted = set(command.keys)
             revisions = {k: list(v) for k, v in self.revisions.items() if k in wanted}
@@ -217,6 +225,8 @@ class MemoryStore:
             raise _Answer(cmd.blocked)
         writes = self._create()
         history.append((cmd.revision_no, cmd.revision_id, cmd.profile_digest, cmd.profile_json))
+        if cmd.source.startswith(memory_sql.AUTO_SOURCE):
+            self.auto_promoted[cmd.revision_id] = cmd.source.removeprefix(memory_sql.AUTO_SOURCE)
         writes.append(memory_sql.insert_revision({
             "revision_id": cmd.revision_id, "target_profile_class": cmd.target,
             "profile_key": cmd.profile_key, "revision_no": cmd.revision_no,
@@ -224,7 +234,9 @@ class MemoryStore:
             "source": cmd.source, "created_at": at,
         }))  # fmt: skip
         while len(history) > MAX_REVISIONS:
-            writes.append(memory_sql.delete_revision(history.pop(0)[1]))
+            dropped = history.pop(0)[1]
+            self.auto_promoted.pop(dropped, None)
+            writes.append(memory_sql.delete_revision(dropped))
         return dict(cmd.result), writes
 
     def keep_proposal(self, cmd: StoreProposal, at: str) -> tuple[dict[str, Any], list[Write]]:
@@ -321,6 +333,8 @@ class MemoryStore:
         if cmd.scope == "revisions-only":  # keep each managed Profile's current revision
             for history in self.revisions.values():
                 writes += [memory_sql.delete_revision(old[1]) for old in history[:-1]]
+                for old in history[:-1]:
+                    self.auto_promoted.pop(old[1], None)
                 del history[:-1]
         return result, writes
 
@@ -338,7 +352,7 @@ class MemoryStore:
         if "router_memory_proposals" in tables:
             self.proposals = {}
         if memory_sql.MANAGED_TABLE in tables:
-            self.revisions = {}
+            self.revisions, self.auto_promoted = {}, {}
         return [memory_sql.delete_all(t) for t in tables]
 
 

@@ -16,7 +16,7 @@ revisions, ``router_memory_rejections`` the candidates the user rejected and
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from agora.store.neutral import MissingTable, ReadConn
 
@@ -158,6 +158,10 @@ def _missing_table(exc: Exception) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and str(exc).startswith("no such table")
 
 
+#: The ``source`` of a revision the automatic-managed promotion wrote: this + candidate id.
+AUTO_SOURCE: Final = "auto:"
+
+
 def read_store(conn: ReadConn) -> dict[str, Any] | None:
     """The Memory store's rows needed in memory, or None if the store does not exist."""
     try:
@@ -187,6 +191,7 @@ def read_store(conn: ReadConn) -> dict[str, Any] | None:
     rejections = conn.execute(
         "SELECT candidate_id, rejected_at FROM router_memory_rejections"
     ).fetchall()
+    sources = conn.execute("SELECT revision_id, source FROM router_memory_revisions").fetchall()
     proposals = conn.execute(
         "SELECT proposal_id, target_profile_class, profile_key, proposal_json"
         " FROM router_memory_proposals"
@@ -199,6 +204,11 @@ def read_store(conn: ReadConn) -> dict[str, Any] | None:
         "receipts": [tuple(r) for r in receipts],
         "revisions": [tuple(r) for r in revisions],
         "rejections": {str(c): str(at) for c, at in rejections},
+        "auto_promoted": {
+            str(r): str(src).removeprefix(AUTO_SOURCE)
+            for r, src in sources
+            if str(src).startswith(AUTO_SOURCE)
+        },
     }
 
 

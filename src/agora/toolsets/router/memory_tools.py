@@ -85,6 +85,13 @@ async def policy_of(call: ToolCall) -> tuple[memory_policy.Policy, str]:
     )
 
 
+async def personal_policy(runtime: Runtime) -> memory_policy.Policy:
+    """The effective policy of the personal scope (no workspace root), read off the thread."""
+    path = runtime.options("router").get("memory_policy")
+    policy, _identity = await trio.to_thread.run_sync(_read_policy, None, [], path)
+    return policy
+
+
 def make_id(prefix: str, *parts: str) -> str:
     """``<prefix>:<32 hex>`` bound to ``parts``."""
     return f"{prefix}:{hashlib.sha256(chr(0).join(parts).encode()).hexdigest()[:32]}"
@@ -232,7 +239,12 @@ async def purge_workflow_memory(call: ToolCall) -> dict[str, Any]:
 
 async def observations(call: ToolCall, identity: str) -> list[candidates.Observed]:
     """One workspace identity's observations with their feedback types (none: empty)."""
-    rows = await call.runtime.read(lambda conn: memory_sql.read_workspace(conn, identity))
+    return await observations_in(call.runtime, identity)
+
+
+async def observations_in(runtime: Runtime, identity: str) -> list[candidates.Observed]:
+    """`observations` for a caller-less task (the automatic promotion)."""
+    rows = await runtime.read(lambda conn: memory_sql.read_workspace(conn, identity))
     return [
         candidates.Observed(oid, run, json.loads(doc), day, at,
                             tuple(json.loads(f)["feedback_type"] for f in fb))

@@ -30,6 +30,7 @@ from agora.toolsets.router.memory import (
     CheckReceipt,
     History,
     Managed,
+    Promoted,
     RejectCandidate,
     StoreProposal,
 )
@@ -68,15 +69,16 @@ async def workspace_candidates(
     if not mined:
         return [], observed
     _latest, rejections = await call.runtime.call(MEMORY, MEMORY_KEY, Managed(()))
+    promoted = await call.runtime.call(MEMORY, MEMORY_KEY, Promoted())
     since = stamp(call.runtime.clock.wall() - SUPPRESSION)
     for m in mined:
-        if rejections.get(m.candidate["candidate_id"], "") >= since:
-            c = m.candidate
-            c["status"] = "suppressed"
-            c["reason_codes"] = [*c["reason_codes"], "candidate-suppressed"]
-            c["candidate_digest"] = digest(
-                {k: v for k, v in c.items() if k not in ("policy_digest", "candidate_digest")}
-            )
+        cid = m.candidate["candidate_id"]
+        if rejections.get(cid, "") >= since:
+            candidates.mark(m.candidate, "suppressed", ["candidate-suppressed"])
+        elif cid in promoted:
+            candidates.mark(m.candidate, "auto-promoted", [])
+        elif blockers := candidates.promotion_blockers(m, policy.profile_promotion):
+            candidates.mark(m.candidate, None, blockers)
     return mined, observed
 
 
