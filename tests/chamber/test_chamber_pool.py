@@ -8,11 +8,13 @@ with a chosen seed, or one that finds the pool empty, builds its room as before.
 from __future__ import annotations
 
 import gc
+import secrets
 
 import pytest
 import trio
 
 from agora.toolsets.chamber import room as rooms
+from agora.toolsets.chamber import service
 from agora.toolsets.chamber.generate import build_room
 from agora.toolsets.chamber.pool import RoomPool, pool_size
 
@@ -95,3 +97,24 @@ async def test_a_full_pool_leaves_no_young_objects_for_the_next_burst(runtime, o
     finally:
         gc.set_threshold(*before)
     assert young < 500  # six rooms are over 2,000 container objects
+
+
+async def test_a_pooled_entry_draws_no_seed_of_its_own(
+    agent, chamber, runtime, options, nursery, monkeypatch
+):
+    options["chamber"]["room_pool_size"] = 1
+    pool = chamber[1].pool
+    nursery.start_soon(pool.refill, runtime)
+    with trio.fail_after(30):
+        await pool.wait_full()
+    drawn: list[int] = []
+    token_hex = secrets.token_hex
+
+    def counted(nbytes=None):
+        drawn.append(nbytes)
+        return token_hex(nbytes)
+
+    monkeypatch.setattr(service.secrets, "token_hex", counted)
+    entered = await agent.enter()
+    assert entered["seed_source"] == "server"
+    assert drawn == [8, 16]  # the handle and the seed's salt; the pooled room brought its seed

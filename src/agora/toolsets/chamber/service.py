@@ -143,11 +143,11 @@ class Chamber:
         self._admit(call)
         given = call.args.get("seed") or ""
         handle = new_handle()
-        suite, seed = declared.suite, given or secrets.token_hex(8)
+        suite = declared.suite
         source = "participant" if given else "server"
         pooled = None if given else self.pool.take(suite.id)
-        if pooled is not None:
-            seed = pooled[0]
+        # A pooled room brings its seed: draw one only for a room built now.
+        seed = given or (pooled[0] if pooled is not None else secrets.token_hex(8))
         if is_invitation(given):
             # The ally's room: the server drew its seed and kept it; the token redeems once.
             redeem = Redeem(declared.identity["product"], call.args.get("suite"), handle)
