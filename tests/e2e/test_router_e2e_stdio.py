@@ -10,6 +10,8 @@ client declares an MCP root holding a workspace Profile, which the plan must use
 from __future__ import annotations
 
 import json
+import re
+import sqlite3
 
 import pytest
 import trio
@@ -17,7 +19,7 @@ from e2e_support import AGORA, check_structured, clean_env
 
 mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")
 
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 from agora.mcp.contracts import load_contract  # noqa: E402
 from agora.toolsets.router.progress import evidence_digest  # noqa: E402
@@ -167,3 +169,37 @@ async def test_a_plan_replays_identically_after_the_server_process_restarts(tmp_
                 conflict = await client.call_tool("plan_work", {**args, "objective": "other"})
                 assert conflict.structured_content["code"] == "idempotency-conflict"
     assert results[0] == results[1]
+
+
+async def test_a_failed_commit_answers_the_routers_internal_error_over_stdio(tmp_path):
+    # The store refuses the event's commit (a trigger added while no server runs): the SDK
+    # gets the router's sanitized internal error; its correlation id names the log line.
+    db = tmp_path / "r.db"
+    plan_args = {
+        "context": CONTEXT, "expected_state_version": 0, "idempotency_key": "p",
+        "correlation_id": "c", "objective": "1. design\n2. build", "goal_binding_id": None,
+        "requested_work_mode": None, "explicit_skill_ids": [], "explicit_semantics": None,
+    }  # fmt: skip
+    with trio.fail_after(TIMEOUT):
+        async with mcp.Client(server(db), mode="legacy", read_timeout_seconds=TIMEOUT) as client:
+            run = (await client.call_tool("plan_work", plan_args)).structured_content
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TRIGGER refuse_events BEFORE INSERT ON router_events"
+                     " BEGIN SELECT RAISE(ABORT, 'refused by the test'); END")  # fmt: skip
+    event = {
+        "context": CONTEXT, "expected_state_version": 1, "idempotency_key": "e",
+        "correlation_id": "c", "workflow_run_id": run["workflow_run_id"], "phase_id": "plan",
+        "activation_receipt_ref": None, "observation": {"note": 1},
+    }  # fmt: skip
+    with (tmp_path / "stderr.log").open("w") as errlog, trio.fail_after(TIMEOUT):
+        async with mcp.Client(stdio_client(server(db), errlog=errlog), mode="legacy",
+                              read_timeout_seconds=TIMEOUT) as client:  # fmt: skip
+            failed = await client.call_tool("record_work_event", event)
+    assert failed.is_error
+    body = failed.structured_content
+    assert body is not None
+    assert set(body) == {"ok", "code", "message", "retryable", "correlation_id", "state_changed"}
+    assert (body["ok"], body["code"], body["state_changed"]) == (False, "internal-error", False)
+    assert re.fullmatch(r"corr-[0-9a-f]{16}", body["correlation_id"])
+    assert "refused by the test" not in body["message"]
+    assert body["correlation_id"] in (tmp_path / "stderr.log").read_text()
