@@ -5,10 +5,13 @@ from __future__ import annotations
 import logging
 import re
 
+import jsonschema
+import pytest
 from router_driver import CONTRACT, ctx, event_args, plan_args
 from router_names import MEMORY_TOOLS, SERVED
 
 from agora.config import Config
+from agora.errors import Failure
 from agora.server.embed import open_server
 
 
@@ -90,3 +93,20 @@ async def test_a_run_that_cannot_be_loaded_answers_the_sanitized_internal_error(
     one, two = internal_error(first, caplog.text), internal_error(second, caplog.text)
     assert one["correlation_id"] != two["correlation_id"]
     assert one["message"] == two["message"]
+
+
+@pytest.mark.parametrize("kind", ["internal", "stopped", "store", "unexpected"])
+def test_every_failure_kind_is_shaped_within_the_declared_schema(kind):
+    from agora.toolsets.router import toolset
+
+    served = toolset()
+    assert served.shape_failure is not None
+    assert served.failure_schema is not None
+    retryable = kind != "unexpected"
+    failure = Failure(kind, "internal error in router-run; detail", retryable,
+                      "corr-0123456789abcdef", "get_next_work")  # fmt: skip
+    body = served.shape_failure(failure)
+    jsonschema.validate(body, served.failure_schema)
+    assert body["retryable"] is retryable
+    assert body["correlation_id"] == failure.correlation_id
+    assert "router-run" not in body["message"]  # a fixed text, never the core's detail
