@@ -3,13 +3,14 @@
 #
 #   bash scripts/pg.sh start DIR [PORT]   # prints the database URL on stdout
 #   bash scripts/pg.sh stop DIR
+#   bash scripts/pg.sh crash DIR          # immediate stop: crash recovery at the next start
 #
 # Uses Debian's `postgresql` package (CI installs it with apt-get). `initdb` refuses to run
 # as root, so as root the cluster belongs to the `postgres` user and is run through runuser.
 # The cluster trusts local connections: it listens on 127.0.0.1 only and lives in DIR.
 set -euo pipefail
-cmd=${1:?usage: pg.sh start|stop DIR [PORT]}
-dir=${2:?usage: pg.sh start|stop DIR [PORT]}
+cmd=${1:?usage: pg.sh start|stop|crash DIR [PORT]}
+dir=${2:?usage: pg.sh start|stop|crash DIR [PORT]}
 port=${3:-55432}
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 if [ -z "$bin" ]; then
@@ -37,8 +38,11 @@ case "$cmd" in
   stop)
     as_owner "$bin/pg_ctl" -D "$dir" -m fast -w stop >/dev/null
     ;;
+  crash)
+    as_owner "$bin/pg_ctl" -D "$dir" -m immediate -w stop >/dev/null
+    ;;
   *)
-    echo "usage: pg.sh start|stop DIR [PORT]" >&2
+    echo "usage: pg.sh start|stop|crash DIR [PORT]" >&2
     exit 2
     ;;
 esac

@@ -266,3 +266,31 @@ async def test_a_subscriber_on_one_node_hears_of_a_resource_changed_on_another(p
             await there.told.wait()
             assert there.heard == ["counter://k"]
             assert here.heard == ["counter://k"]  # the committing node tells its own, once
+
+
+async def test_a_background_task_waits_out_a_database_that_is_away(pg_url, monkeypatch):
+    from agora.errors import StoreError
+    from agora.runtime import background
+
+    monkeypatch.setattr(background, "SINGLETON_RETRY", 0.01)
+    ran = trio.Event()
+
+    async def sweep(runtime: Runtime) -> None:
+        ran.set()
+
+    with trio.fail_after(WAIT):
+        async with node(pg_url) as a:
+            take = a.store.try_singleton  # type: ignore[attr-defined]
+            attempts = 0
+
+            async def flaky(name: str) -> Any:
+                nonlocal attempts
+                attempts += 1
+                if attempts == 1:
+                    raise StoreError("cannot take lock: the database system is starting up")
+                return await take(name)
+
+            monkeypatch.setattr(a.store, "try_singleton", flaky)
+            await background.supervise(sweep, a)  # returns once the task ran and finished
+    assert ran.is_set()
+    assert attempts == 2

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from agora.errors import StoreError
+
 if TYPE_CHECKING:
     from agora.runtime.registry import Runtime
 
@@ -88,7 +90,11 @@ async def _once_per_cluster(task: BackgroundTask, runtime: Runtime) -> None:
     store: Any = runtime.store
     name = _name(task)
     while True:
-        lock = await store.try_singleton(name)
+        try:
+            lock = await store.try_singleton(name)
+        except StoreError as exc:  # the database is away (restarting?): try again later
+            log.warning("cannot take the cluster lock of %s (%s); retrying", name, exc)
+            lock = None
         if lock is None:
             await trio.sleep(SINGLETON_RETRY)
             continue

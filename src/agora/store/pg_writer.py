@@ -86,7 +86,13 @@ class PgWriter(Writer):
         try:
             self._ensure_connected()
             outcomes = self._commit(batch)
-        except Exception as exc:  # connection lost, or COMMIT failed: nothing is known good
+        except psycopg.OperationalError as exc:  # the server went away: an event, not a bug
+            log.error(
+                "commit of %d jobs failed, the database connection broke: %s", len(batch), exc
+            )
+            self._reset()
+            outcomes = [exc] * len(batch)
+        except Exception as exc:  # COMMIT failed otherwise: nothing is known good
             log.exception("commit of %d jobs failed", len(batch))
             self._reset()
             outcomes = [exc] * len(batch)
