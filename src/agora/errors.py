@@ -43,7 +43,17 @@ class ToolError(AgoraError):
 
 
 class StoreError(AgoraError):
-    """The store could not commit or read; the caller's command had no effect."""
+    """The store could not commit or read.
+
+    Attributes:
+        outcome_unknown: True when a commit was in flight as it failed (the database went
+            away during COMMIT, or COMMIT did not return in time): the change may or may not
+            have been saved. False: the caller's command certainly had no effect.
+    """
+
+    def __init__(self, *args: object, outcome_unknown: bool = False) -> None:
+        super().__init__(*args)
+        self.outcome_unknown = outcome_unknown
 
 
 class ActorStopped(AgoraError):
@@ -67,6 +77,9 @@ class Failure:
         retryable: Whether the same call may succeed if made again (nothing was saved).
         correlation_id: Names the server's log line for this failure (``corr-`` + 16 hex).
         tool: The tool name the client called.
+        outcome_unknown: The change may or may not have been saved (its commit was in
+            flight when the store failed): the client must read the current state before
+            deciding to call again (``retryable`` is then false).
     """
 
     kind: FailureKind
@@ -74,6 +87,7 @@ class Failure:
     retryable: bool
     correlation_id: str
     tool: str
+    outcome_unknown: bool = False
 
 
 def new_correlation_id() -> str:

@@ -43,6 +43,7 @@ async def test_a_write_kept_from_the_write_lock_fails_in_time_and_is_never_saved
             other.execute("ROLLBACK")  # the lock is free: the writer gets to the job now
             other.close()
         assert "nothing was saved" in str(refused.value)
+        assert not refused.value.outcome_unknown
         assert "dropped" in caplog.text
         with trio.fail_after(TIMEOUT):
             await store.write([insert(2)])  # behind the dropped job: it has been dealt with
@@ -57,6 +58,7 @@ async def test_a_commit_that_does_not_return_fails_in_time_and_says_it_may_be_sa
     with trio.fail_after(TIMEOUT), pytest.raises(StoreError) as refused:
         await store.write([insert(1), GATE])  # runs, then hangs inside its transaction
     assert "may or may not have been saved" in str(refused.value)
+    assert refused.value.outcome_unknown  # the runtime tells the caller so
     assert "stalled" in caplog.text
     gate.open()  # the commit returns after all: the error did not promise otherwise
     with trio.fail_after(TIMEOUT):

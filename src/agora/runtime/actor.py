@@ -34,7 +34,28 @@ RETRIES = 3
 
 
 class InternalError(AgoraError):
-    """The entity failed on this command; the message is safe to show a client."""
+    """The entity failed on this command; the message is safe to show a client.
+
+    Attributes:
+        outcome_unknown: Its commit was in flight when the store failed: the change may or
+            may not have been saved (see `agora.errors.StoreError`).
+    """
+
+    def __init__(self, message: str, *, outcome_unknown: bool = False) -> None:
+        super().__init__(message)
+        self.outcome_unknown = outcome_unknown
+
+
+def commit_failed(exc: StoreError) -> InternalError:
+    """What the caller learns of a failed commit: nothing was saved, or (when the store
+    cannot tell) that the change may or may not have been saved."""
+    if exc.outcome_unknown:
+        return InternalError(
+            "the change may or may not have been saved (the database did not confirm it); "
+            "read the current state before calling again",
+            outcome_unknown=True,
+        )
+    return InternalError("the change could not be saved; nothing was changed")
 
 
 @dataclass(slots=True, eq=False)
@@ -247,7 +268,7 @@ class Actor:
         except StoreError as exc:
             log.error("%s %s: commit failed: %s", self.kind.kind, self.key, exc)
             self._entity = None
-            slot.fail(InternalError("the change could not be saved; nothing was changed"))
+            slot.fail(commit_failed(exc))
             return
         except BaseException:
             # Cancelled (or worse) before the commit: memory may be ahead of the store, so
@@ -310,7 +331,7 @@ class Actor:
             except StoreError as exc:
                 log.error("%s %s: commit failed: %s", kind, key, exc)
                 self._entity = None
-                slot.fail(InternalError("the change could not be saved; nothing was changed"))
+                slot.fail(commit_failed(exc))
                 return
             except BaseException:
                 self._entity = None

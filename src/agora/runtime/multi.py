@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from agora.errors import ActorStopped, StoreError
-from agora.runtime.actor import RETRIES, InternalError
+from agora.runtime.actor import RETRIES, InternalError, commit_failed
 from agora.runtime.entity import Effects
 from agora.store.neutral import Busy, Conflict, Guard
 
@@ -159,7 +159,7 @@ async def _attempt(
     except StoreError as exc:
         log.error("atomic operation over %d entities: commit failed: %s", len(held), exc)
         _forget(held)
-        raise InternalError("the change could not be saved; nothing was changed") from exc
+        raise commit_failed(exc) from exc
     except BaseException:
         _forget(held)  # cancelled before the commit: memory may be ahead of the store
         raise

@@ -212,7 +212,9 @@ class Connection:
             )
             correlation = new_correlation_id()
             log.warning("%s %s failed: %s (correlation %s)", inv.kind, inv.name, exc, correlation)
-            return self._failed(inv, Failure(kind, str(exc), True, correlation, inv.name))
+            unknown = bool(getattr(exc, "outcome_unknown", False))
+            failure = Failure(kind, str(exc), not unknown, correlation, inv.name, unknown)
+            return self._failed(inv, failure)
         except Exception:
             correlation = new_correlation_id()
             log.exception("%s %s failed (correlation %s)", inv.kind, inv.name, correlation)
@@ -225,6 +227,8 @@ class Connection:
         entry = self.session.catalog.tool(inv.name) if inv.kind == "tool" else None
         body = entry.fail(failure) if entry is not None and entry.fail is not None else None
         retry = "; retry the call" if failure.retryable else ""
+        if failure.outcome_unknown:
+            retry = "; read the current state before deciding to call again"
         text = f"{failure.message}{retry} (correlation id {failure.correlation_id})"
         if body is not None:
             result = tool_result(body, error=True, text=text)

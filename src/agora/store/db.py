@@ -250,7 +250,8 @@ class Store:
             )
             error = StoreError(
                 f"write not acknowledged: its commit did not finish within "
-                f"{self.commit_timeout:g} s (a stalled disk?); it may or may not have been saved"
+                f"{self.commit_timeout:g} s (a stalled disk?); it may or may not have been saved",
+                outcome_unknown=True,
             )
         waiter.finish(error)
 

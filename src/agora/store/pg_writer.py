@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
+from agora.errors import StoreError
 from agora.store.neutral import Conflict, payload_lines
 from agora.store.pg_sql import connect, convert
 from agora.store.writer import _DROPPED, Job, Writer
@@ -72,6 +73,9 @@ class PgWriter(Writer):
         self._channel = channel
         self.backend_pid: int = self._conn.info.backend_pid
         self.conflicts = 0
+        #: COMMIT of the current transaction has been sent: if the connection breaks now,
+        #: whether it was saved is unknown.
+        self._committing = False
 
     def close(self) -> None:
         """Close the write connection (after `stop`)."""
@@ -83,6 +87,7 @@ class PgWriter(Writer):
             return
         batch = self._take(batch)
         outcomes: list[BaseException | None]
+        self._committing = False
         try:
             self._ensure_connected()
             outcomes = self._commit(batch)
@@ -91,7 +96,7 @@ class PgWriter(Writer):
                 "commit of %d jobs failed, the database connection broke: %s", len(batch), exc
             )
             self._reset()
-            outcomes = [exc] * len(batch)
+            outcomes = [_broken(exc, unknown=self._committing)] * len(batch)
         except Exception as exc:  # COMMIT failed otherwise: nothing is known good
             log.exception("commit of %d jobs failed", len(batch))
             self._reset()
@@ -141,6 +146,7 @@ class PgWriter(Writer):
             if self._conn.broken or isinstance(exc, psycopg.OperationalError):
                 raise
             self._conn.execute("ROLLBACK")
+            self._committing = False  # that COMMIT was refused: nothing of it is saved
         if len(batch) == 1:
             try:
                 return self._attempt(batch, pipelined=False)
@@ -177,6 +183,7 @@ class PgWriter(Writer):
                         conn.execute(*convert(sql, params))
                 for payload in notes:
                     conn.execute("SELECT pg_notify(%s, %s)", (self._channel, payload))
+                self._committing = True  # sent with the writes: their fate is COMMIT's
                 conn.execute("COMMIT")
             return outcomes
         for i in accepted:
@@ -188,8 +195,26 @@ class PgWriter(Writer):
         uris = [u for job, o in zip(batch, outcomes, strict=True) if o is None for u in job.updated]
         for payload in payload_lines(kept, uris):
             conn.execute("SELECT pg_notify(%s, %s)", (self._channel, payload))
+        self._committing = True
         conn.execute("COMMIT")
         return outcomes
+
+
+def _broken(exc: psycopg.OperationalError, *, unknown: bool) -> StoreError:
+    """The outcome of a batch whose connection broke: certain (before COMMIT was sent,
+    nothing of it is saved) or unknown (COMMIT was sent; PostgreSQL may have applied it)."""
+    if unknown:
+        error = StoreError(
+            f"write not acknowledged: the database connection broke during its COMMIT ({exc}); "
+            "it may or may not have been saved",
+            outcome_unknown=True,
+        )
+    else:
+        error = StoreError(
+            f"write failed: the database connection broke ({exc}); nothing was saved"
+        )
+    error.__cause__ = exc
+    return error
 
 
 def _lock(conn: psycopg.Connection[Any], batch: list[Job]) -> dict[tuple[str, str], int]:

@@ -184,6 +184,11 @@ def internal_failure(failure: Failure) -> dict[str, Any]:
         if failure.retryable
         else f"Report correlation id {failure.correlation_id}; other attempts are unaffected."
     )
+    if failure.outcome_unknown:
+        hint = (
+            "The change may or may not have been saved: read the attempt's current state "
+            "before calling again."
+        )
     return {
         "ok": False,
         "code": INTERNAL_CODE,

@@ -312,6 +312,8 @@ def internal_failure(failure: Failure) -> dict[str, Any]:
         a ``get_board`` next action, so it validates against every tool's outputSchema.
     """
     retry = "retry" if failure.retryable else "report it"
+    if failure.outcome_unknown:
+        retry = "read the board before deciding to retry"
     body = Rejection(
         ok=False,
         protocol_version=PROTOCOL_VERSION,

@@ -9,7 +9,8 @@ result). Three shapes, all with ``ok: false`` and a ``code``:
 - a refusal (``state-version-conflict``, ``idempotency-conflict``, ``consent-stale``, ...):
   the request cannot apply to the current state; ``retryable`` says whether re-reading and
   retrying can help; nothing was changed.
-- ``internal-error``: sanitized (a fixed message, ``retryable``, ``state_changed: false``)
+- ``internal-error``: sanitized (a fixed message, ``retryable``, ``state_changed: false``, or
+  ``"unknown"`` when a commit's outcome is unknown)
   with a ``correlation_id`` to find the server's log line: a corrupt run, and every failure
   the core hands `shape_failure` (a failed commit or load, a stopped actor, a bug).
 
@@ -158,6 +159,8 @@ INTERNAL_MESSAGES: Final[dict[str, str]] = {
     "store": "the router's store could not complete this call; nothing was changed",
     "stopped": "the router stopped before answering (shutting down); nothing was changed",
     "unexpected": "internal error in the router; nothing was changed",
+    "unknown": "the router's store did not confirm this call's change; it may or may not have "
+    "been saved: read the run before calling again",
 }
 
 #: The schema every internal-error body satisfies (`agora.toolsets.base.Toolset.failure_schema`).
@@ -171,7 +174,7 @@ INTERNAL_SCHEMA: Final[dict[str, Any]] = {
         "message": {"enum": sorted(set(INTERNAL_MESSAGES.values()))},
         "retryable": {"type": "boolean"},
         "correlation_id": {"type": "string", "pattern": "^corr-[0-9a-f]{16}$"},
-        "state_changed": {"const": False},
+        "state_changed": {"enum": [False, "unknown"]},
     },
 }
 
@@ -191,7 +194,12 @@ def internal(correlation_id: str) -> ToolError:
 
 
 def shape_failure(failure: Failure) -> dict[str, Any]:
-    """Every internal failure the core reports, as the router's sanitized internal error."""
+    """Every internal failure the core reports, as the router's sanitized internal error
+    (``state_changed: "unknown"`` when the commit was in flight as the store failed)."""
+    if failure.outcome_unknown:
+        body = internal_body("unknown", False, failure.correlation_id)
+        body["state_changed"] = "unknown"
+        return body
     return internal_body(failure.kind, failure.retryable, failure.correlation_id)
 
 
