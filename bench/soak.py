@@ -6,7 +6,8 @@ it for ``--minutes`` (bounded). Every ``--every`` seconds (10) it samples the se
 open file descriptors, the actors it holds (``/healthz``' ``actors`` once the server reports
 it; -1 until then: today /healthz gives only the calls in flight) and the database size (file
 + WAL). The first
-``--warm`` minutes (1) are left out of the trend: the slope of each series (least squares,
+``--warm`` minutes (5: the server took 6 to settle in a 30-minute run) are left out of the
+trend: the slope of each series (least squares,
 per minute) over the rest is printed and reported; a flat server has slopes near zero.
 
 Usage: ``.venv/bin/python -m bench soak -- --minutes 30 [--sessions 200] [--every 10]`` or
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> Report:
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--every", type=float, default=10.0)
-    parser.add_argument("--warm", type=float, default=1.0)
+    parser.add_argument("--warm", type=float, default=5.0)
     args = parser.parse_args(argv)
     raise_fd_limit()
     return trio.run(soak, args)
