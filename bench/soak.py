@@ -5,10 +5,9 @@ Runs ``agora serve`` (all four toolsets, ``synchronous=FULL``, a fresh database)
 it for ``--minutes`` (bounded). Every ``--every`` seconds (10) it samples the server's RSS, its
 open file descriptors, the actors it holds (``/healthz``' ``actors`` once the server reports
 it; -1 until then: today /healthz gives only the calls in flight) and the database size (file
-+ WAL). The first
-``--warm`` minutes (5: the server took 6 to settle in a 30-minute run) are left out of the
-trend: the slope of each series (least squares,
-per minute) over the rest is printed and reported; a flat server has slopes near zero.
++ WAL). The first ``--warm`` minutes (5: the server took 6 to settle in a 30-minute run) are
+left out of the trend: the slope of each series (least squares, per minute) over the rest is
+printed and reported; a flat server has slopes near zero.
 
 Usage: ``.venv/bin/python -m bench soak -- --minutes 30 [--sessions 200] [--every 10]`` or
 ``.venv/bin/python bench/soak.py --minutes 30``. Not run by CI.
