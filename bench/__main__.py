@@ -13,7 +13,9 @@ Workloads:
 
 The server is ``agora serve`` started here on a free 127.0.0.1 port with a fresh database
 (``synchronous=FULL``), or the running server(s) given with ``--url ws://HOST:PORT/mcp``
-(repeatable: sessions are spread over them; ``--pid`` names a local server to sample). Every
+(repeatable: sessions are spread over them; ``--pid`` names a local server to sample), which
+must know the bench's principal: start it with ``--config`` on the agora.toml that
+``mixed.write_config`` writes (``python -m bench config DIR`` writes it to DIR). Every
 run is bounded in time (``--seconds``) and prints a progress bar; the report is
 ``bench/results/<date>-<workload>.json`` with a Markdown summary and a PNG chart next to it
 (see ``bench/report.py``). The machine's other load skews every figure: the report records
@@ -148,7 +150,7 @@ async def with_server(args: argparse.Namespace) -> Report:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
-    parser.add_argument("workload", choices=["mixed", "parked", "soak", *SCRIPTS])
+    parser.add_argument("workload", choices=["mixed", "parked", "soak", "config", *SCRIPTS])
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--url", action="append", help="a running server's ws://.../mcp")
@@ -157,6 +159,11 @@ def main(argv: list[str] | None = None) -> None:
     args, rest = parser.parse_known_args(argv)
     extra = [a for a in rest if a != "--"]
     raise_fd_limit()
+    if args.workload == "config":
+        import mixed
+
+        print(mixed.write_config(Path(extra[0] if extra else ".")))
+        return
     if args.workload == "mixed":
         report = trio.run(with_server, args)
     elif args.workload in ("parked", "soak"):
