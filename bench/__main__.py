@@ -7,6 +7,10 @@ Workloads:
 - ``parked``: agents parked on chess ``wait_for_turn`` and debate ``debate_signal_wait``,
   single wakes timed while they stay parked (``bench/parked.py``; its own flags after ``--``).
 - ``soak``: the mixed load for ``--minutes``, sampling the server (``bench/soak.py``).
+- ``clients``: the mixed load for ``--seconds`` alone, then again with rude clients
+  (``bench/rude.py``: ``--stalled`` stalled connections, one never-reading client, two
+  64 KB-frame flooders, hang-ups mid-call and mid-long-poll); the others' p50/p99 in both and
+  their ratio (goal: p99 within 2x), server RSS.
 - ``peer``, ``chess_tables``, ``chamber_attempts``, ``router_runs``, ``debate_load``,
   ``ws_calls``, ``chess_replies``: the per-toolset and peer benches, run as they are (flags
   after ``--`` go to them); their printed figures go into the report.
@@ -116,6 +120,48 @@ async def run_mixed(args: argparse.Namespace, urls: list[str], pid: int | None) 
     return report
 
 
+async def run_clients(args: argparse.Namespace, urls: list[str], pid: int | None) -> Report:
+    """The mixed load alone, then with rude clients; the polite sessions' latency in both."""
+    import mixed
+    import rude
+
+    report = Report("clients", {"sessions": args.sessions, "seconds": args.seconds,
+                                "stalled": args.stalled})  # fmt: skip
+    mix = mixed.Mix(urls[0], mixed.plan_actors(args.sessions), mixed.Acks(), urls=urls)
+    with trio.fail_after(120):
+        await mixed.setup_topics(mix, max(1, args.sessions // 40))
+    port = int(urls[0].split("://", 1)[1].split("/")[0].rsplit(":", 1)[1])
+    phases: dict[str, mixed.Stats] = {}
+    rss: dict[str, float] = {}
+    held: list[trio.SocketStream] = []
+    for phase in ("alone", "with rude clients"):
+        mix.stats = phases[phase] = mixed.Stats()
+        async with trio.open_nursery() as nursery:
+            if phase != "alone":
+                await rude.stall(port, args.stalled, held)
+                nursery.start_soon(rude.never_reads, urls[0], mix.topics[0]["topic_id"])
+                nursery.start_soon(rude.flood, urls[0])
+                nursery.start_soon(rude.flood, urls[0])
+                nursery.start_soon(rude.hang_up, urls[0], mix.topics[0], 10_000)
+            progress = Progress(phase, args.seconds, lambda: mix.stats.calls)
+            nursery.start_soon(progress.run)
+            with trio.fail_after(args.seconds + 120):
+                await mixed.run(mix, args.seconds)
+            if pid:
+                rss[phase] = round(vm_rss(pid) / 2**20, 1)
+            nursery.cancel_scope.cancel()
+    for stream in held + rude.OPENED:
+        await stream.aclose()
+    for phase, stats in phases.items():
+        calls = [s for k in ("read", "write") for s in stats.latencies.get(k, [])]
+        report.latency[phase] = latency_summary(calls)
+        report.figures[f"calls_per_s {phase}"] = round(stats.calls / args.seconds, 1)
+    alone, loaded = (report.latency[p].get("p99_ms", 0.0) for p in phases)
+    report.figures["p99_ratio"] = round(loaded / alone, 2) if alone else None
+    report.figures["server_rss_mib"] = rss
+    return report
+
+
 def run_script(name: str, extra: list[str]) -> Report:
     """A per-toolset bench as it is; its output lines become the report's figures."""
     command = [sys.executable, str(HERE / f"{name}.py"), *extra]
@@ -133,8 +179,9 @@ def run_script(name: str, extra: list[str]) -> Report:
 
 
 async def with_server(args: argparse.Namespace) -> Report:
+    workload = run_clients if args.workload == "clients" else run_mixed
     if args.url:
-        return await run_mixed(args, args.url, args.pid)
+        return await workload(args, args.url, args.pid)
     import mixed
     from serve import agora_serve
 
@@ -145,12 +192,15 @@ async def with_server(args: argparse.Namespace) -> Report:
             directory / "bench.db", ALL, config=config, synchronous="FULL"
         ) as server:
             url = server.url.replace("http://", "ws://") + "/mcp"
-            return await run_mixed(args, [url], server.pid)
+            return await workload(args, [url], server.pid)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
-    parser.add_argument("workload", choices=["mixed", "parked", "soak", "config", *SCRIPTS])
+    parser.add_argument(
+        "workload", choices=["mixed", "clients", "parked", "soak", "config", *SCRIPTS]
+    )
+    parser.add_argument("--stalled", type=int, default=2000, help="clients: stalled sockets")
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--url", action="append", help="a running server's ws://.../mcp")
@@ -164,7 +214,7 @@ def main(argv: list[str] | None = None) -> None:
 
         print(mixed.write_config(Path(extra[0] if extra else ".")))
         return
-    if args.workload == "mixed":
+    if args.workload in ("mixed", "clients"):
         report = trio.run(with_server, args)
     elif args.workload in ("parked", "soak"):
         module = __import__(args.workload)

@@ -108,7 +108,7 @@ class Report:
         stem = out / f"{self.started[:10]}-{self.workload}"
         self.machine["load_average_end"] = os.getloadavg()
         chart = _chart(self, stem.with_suffix(".png"))
-        if chart is None:
+        if chart is None and self.per_second:
             self.notes.append("no chart: matplotlib is not installed (pip install matplotlib)")
         stem.with_suffix(".json").write_text(json.dumps(asdict(self), indent=2) + "\n")
         stem.with_suffix(".md").write_text(self.markdown(chart))

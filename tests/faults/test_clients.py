@@ -14,20 +14,17 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 from pathlib import Path
 
 import mixed
 import trio
 from faults_support import TIMEOUT, drain, start
-from wsload import INITIALIZE, LeanWebSocket, lean_connect
+from rude import OPENED, flood, hang_up, never_reads, stall
+from wsload import lean_connect
 
 STALLED = int(os.environ.get("AGORA_FAULT_STALLED", "200"))
 POLITE_CALLS = 150
 RSS_BOUND = 256 * 2**20
-FLOOD = json.dumps(
-    {"jsonrpc": "2.0", "method": "notifications/flood", "params": {"x": "y" * 65_000}}
-).encode()
 
 
 def _rss(pid: int) -> int:
@@ -47,68 +44,6 @@ async def _healthz(port: int) -> dict[str, object]:
     await stream.aclose()
     assert data.startswith(b"HTTP/1.1 200"), data[:100]
     return json.loads(data.partition(b"\r\n\r\n")[2])  # type: ignore[no-any-return]
-
-
-async def _stall(port: int, n: int, held: list[trio.SocketStream]) -> None:
-    for i in range(n):
-        stream = await trio.open_tcp_stream("127.0.0.1", port)
-        held.append(stream)
-        if i % 2:
-            await stream.send_all(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgr")
-
-
-#: Every connection a rude client opened, closed at the end of the test.
-OPENED: list[trio.SocketStream] = []
-
-
-async def _ws(url: str) -> LeanWebSocket:
-    ws = await LeanWebSocket.connect(url, mixed.TOKEN)
-    OPENED.append(ws.stream)
-    await ws.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                              "params": INITIALIZE["params"]}).encode())  # fmt: skip
-    await ws.recv()
-    await ws.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
-    return ws
-
-
-async def _never_reads(url: str, topic: str) -> None:
-    ws = await _ws(url)
-    read = {"name": "debate_read", "arguments": {"topic_id": topic, "role": "ROLE_A"}}
-    for rid in range(1, 400):
-        message = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": read}
-        with trio.move_on_after(5):  # the server stops reading us once we stop reading it
-            await ws.send(json.dumps(message).encode())
-            continue
-        break
-    await trio.sleep_forever()
-
-
-async def _flood(url: str) -> None:
-    ws = await _ws(url)
-    try:
-        while True:
-            await ws.send(FLOOD)
-    except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
-        return  # the server may close a flooder: that is its right
-
-
-async def _hang_up(url: str, topic: dict[str, str], rounds: int) -> None:
-    """Connect, start a long-poll or a durable post, and drop the TCP connection at once."""
-    for i in range(rounds):
-        ws = await _ws(url)
-        if i % 2:
-            args = {"topic_id": topic["topic_id"], "role": "ROLE_B", "session_id": topic["b"],
-                    "timeout_ms": 30_000}  # fmt: skip
-            call = {"name": "debate_signal_wait", "arguments": args}
-        else:
-            args = {"topic_id": topic["topic_id"], "role": "ROLE_A", "priority": "M",
-                    "kind": "STATUS", "body": f"hang-up {i}",
-                    "addressed_to_csv": "ROLE_B"}  # fmt: skip
-            call = {"name": "debate_post_with_recipients", "arguments": args}
-        message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}
-        await ws.send(json.dumps(message).encode())
-        await ws.stream.send_all(struct.pack("!BB", 0x88, 0x80) + b"\0\0\0\0")  # a close
-        await ws.stream.aclose()  # without waiting for the answer or the close handshake
 
 
 async def _polite(url: str, topic: str, calls: int) -> list[float]:
@@ -144,12 +79,12 @@ async def test_rude_clients_leave_the_server_serving_others_in_bounded_memory(tm
             rss_before = _rss(process.pid)
             async with trio.open_nursery() as rude:
                 with trio.fail_after(TIMEOUT):
-                    await _stall(port, STALLED, held)
-                rude.start_soon(_never_reads, url, topic["topic_id"])
-                rude.start_soon(_flood, url)
-                rude.start_soon(_flood, url)
+                    await stall(port, STALLED, held)
+                rude.start_soon(never_reads, url, topic["topic_id"])
+                rude.start_soon(flood, url)
+                rude.start_soon(flood, url)
                 with trio.fail_after(TIMEOUT * 2):
-                    await _hang_up(url, topic, 20)
+                    await hang_up(url, topic, 20)
                     await _polite(url, topic["topic_id"], POLITE_CALLS)
                 rss_peak = _rss(process.pid)
                 rude.cancel_scope.cancel()
