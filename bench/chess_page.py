@@ -17,6 +17,8 @@ import msgspec
 import trio
 from serve import HOST
 
+from agora.toolsets.chess.position import ungroup_moves
+
 HTTP_TIMEOUT = 30.0
 _decode = msgspec.json.Decoder().decode
 
@@ -160,9 +162,9 @@ async def human_action(http: Http, table: Table, action: str, body: dict[str, An
     return reply
 
 
-def pick(rng: random.Random, legal: list[dict[str, Any]] | list[str]) -> dict[str, Any]:
-    """Arguments for one random legal move: from the page's move objects or the agent's UCI."""
-    move = rng.choice(legal)
+def pick(rng: random.Random, legal: list[dict[str, Any]] | dict[str, str]) -> dict[str, Any]:
+    """Arguments for one random legal move: from the page's move objects or the agent's map."""
+    move = rng.choice(ungroup_moves(legal) if isinstance(legal, dict) else legal)
     if isinstance(move, str):
         args = {"from": move[:2], "to": move[2:4]}
         if move[4:]:

@@ -8,7 +8,8 @@ long master game (Kasparov-Topalov 1999, 87 plies). Every move of both sides car
 of ``--note`` characters (160, the limit, by default: the worst case for ``lastMove``).
 
 For each tool it prints the size of the structured result as compact JSON, which is also the
-text block the result mirrors: median, p95 and max, and the largest reply of all. The agent
+text block the result mirrors: median, p95 and max, and the largest reply of all; and how
+often the byte budget (`REPLY_BUDGET`) made a reply drop its evaluation guide or cut a note. The agent
 calls ``wait_for_turn`` before each of its moves (it answers at once on its turn),
 ``move_piece`` for each move, and ``get_board`` and ``join_game`` once per game.
 
@@ -33,6 +34,7 @@ from agora.runtime.clock import Clock, FakeWall
 from agora.server.embed import open_server
 from agora.toolsets.chess import ensure_table, toolset
 from agora.toolsets.chess.commands import ChooseSide, HumanMove, NewGame
+from agora.toolsets.chess.replies import REPLY_BUDGET
 from agora.toolsets.chess.table import KIND
 
 KASPAROV_TOPALOV = (
@@ -60,6 +62,8 @@ class Game:
         self.note = note
         self.sizes: dict[str, list[int]] = defaultdict(list)
         self.largest: tuple[int, str, dict[str, Any]] = (0, "", {})
+        self.guide_dropped = 0
+        self.note_cut = 0
 
     async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         result = await self.client.call_tool(name, arguments)
@@ -67,6 +71,11 @@ class Game:
         assert not result.get("isError"), body
         measured = size(body)
         self.sizes[name].append(measured)
+        if name == "wait_for_turn" and body["agentMayMove"] and body["evaluationGuide"] is None:
+            self.guide_dropped += 1
+        last = body.get("lastMove") or {}
+        if name in ("wait_for_turn", "move_piece") and (last.get("note") or "").endswith("…"):
+            self.note_cut += 1
         if measured > self.largest[0]:
             self.largest = (measured, name, body)
         return body
@@ -120,6 +129,10 @@ async def main(args: argparse.Namespace) -> None:
             f"  {name:14} n={len(values):5}  median {percentile(values, 0.5):6.0f}"
             f"  p95 {percentile(values, 0.95):6.0f}  max {values[-1]:6}"
         )
+    print(
+        f"  budget {REPLY_BUDGET} bytes: evaluation guide dropped in {games.guide_dropped}"
+        f" waits, note cut in {games.note_cut} replies"
+    )
     measured, name, body = games.largest
     if args.show:
         print(f"largest reply: {name}, {measured} bytes:\n{json.dumps(body, indent=1)}")

@@ -36,7 +36,7 @@ async def test_a_watcher_reads_but_never_moves(table):
         assert reply["seat"] == "watcher"
         assert reply["statusCode"] == "AGENT_TURN"
         assert reply["agentMayMove"] is False
-        assert reply["legalMoves"] == []
+        assert reply["legalMoves"] == {}
         assert reply["nextAction"]["tool"] == "wait_for_turn"
         assert "watching" in reply["message"]
     assert not (await table.look()).agent_present  # watching announces no agent

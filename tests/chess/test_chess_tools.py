@@ -11,13 +11,14 @@ from games import LOYD_STALEMATE, SCHOLARS_MATE
 from agora.toolsets.chess import ensure_table
 from agora.toolsets.chess.commands import NewGame, OfferDraw, Resign
 from agora.toolsets.chess.guide import CONTRACT
+from agora.toolsets.chess.position import ungroup_moves
 
 TO_PROMOTION = ["a2a4", "b7b5", "a4b5", "a7a6", "b5a6", "c8b7", "a6b7", "e7e6"]
 
 
 async def test_join_game_returns_the_contract_and_the_opening_position(table):
     reply = await table.tool("join_game")
-    assert reply["protocolVersion"] == "agora-chess/2"
+    assert reply["protocolVersion"] == "agora-chess/3"
     assert reply["statusCode"] == "SIDE_CHOICE_REQUIRED"
     assert reply["seat"] == "agent"
     assert reply["nextAction"] == {
@@ -26,7 +27,7 @@ async def test_join_game_returns_the_contract_and_the_opening_position(table):
         "instruction": reply["nextAction"]["instruction"],
     }
     assert reply["agentMayMove"] is False
-    assert reply["legalMoves"] == []
+    assert reply["legalMoves"] == {}
     assert reply["fen"] == "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
     assert reply["board"] == [
         "8 r n b q k b n r",
@@ -71,8 +72,9 @@ async def test_agent_turn_lists_legal_moves_in_uci_with_the_guide(table):
     assert reply["statusCode"] == "AGENT_TURN"
     assert reply["agentMayMove"] is True
     assert reply["nextAction"]["tool"] == "move_piece"
-    assert len(reply["legalMoves"]) == 20
-    assert "g1f3" in reply["legalMoves"]
+    assert reply["legalMoves"]["g1"] == "f3 h3"
+    assert len(ungroup_moves(reply["legalMoves"])) == 20
+    assert "g1f3" in ungroup_moves(reply["legalMoves"])
     assert reply["ownership"] == {"white": "agent", "black": "human"}
     assert reply["pieces"]["e1"] == "K"
     assert reply["pieces"]["e8"] == "k"
@@ -88,7 +90,7 @@ async def test_a_move_is_recorded_with_its_note_and_hands_the_turn_over(table):
     reply = await table.tool("move_piece", **{"from": "e2", "to": "e4", "note": "centre"})
     assert reply["statusCode"] == "HUMAN_TURN"
     assert reply["agentMayMove"] is False
-    assert reply["legalMoves"] == []
+    assert reply["legalMoves"] == {}
     assert reply["nextAction"] == {
         "tool": "wait_for_turn",
         "arguments": {},
@@ -121,8 +123,8 @@ async def test_rejections_name_the_problem_and_the_next_action(table):
     assert body["code"] == "ILLEGAL_MOVE"
     assert body["error"] == ("the pawn on e7 cannot move to e4; from e7 it can move to e5, e6.")
     assert body["nextAction"]["tool"] == "move_piece"
-    assert len(body["legalMoves"]) == 20
-    assert "e7e5" in body["legalMoves"]
+    assert len(ungroup_moves(body["legalMoves"])) == 20
+    assert body["legalMoves"]["e7"] == "e5 e6"
     body = await table.refused("move_piece", **{"from": "a1", "to": "a1"})
     assert body["code"] == "ILLEGAL_MOVE"
     assert "0000" not in body["error"]
@@ -176,7 +178,7 @@ async def test_promotion_to_each_piece(table, piece, symbol):
     await table.choose("white")
     await table.play(TO_PROMOTION)
     reply = await table.tool("get_board")
-    promotions = [m for m in reply["legalMoves"] if m.startswith("b7a8")]
+    promotions = [m for m in ungroup_moves(reply["legalMoves"]) if m.startswith("b7a8")]
     assert sorted(promotions) == ["b7a8b", "b7a8n", "b7a8q", "b7a8r"]
     played = await table.tool("move_piece", **{"from": "b7", "to": "a8", "promotion": piece})
     assert played["board"][0].startswith(f"8 {symbol}")

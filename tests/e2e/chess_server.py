@@ -32,6 +32,7 @@ import h11
 import jsonschema
 import trio
 
+from agora.toolsets.chess.position import ungroup_moves
 from agora.toolsets.chess.schemas import REJECTION_SCHEMA
 
 if TYPE_CHECKING:
@@ -388,7 +389,7 @@ class SdkAgent:
     ) -> dict[str, Any]:
         ply = ply_of(reply)
         uci = script[ply]
-        assert uci in reply["legalMoves"], (uci, reply["legalMoves"])
+        assert uci in ungroup_moves(reply["legalMoves"]), (uci, reply["legalMoves"])
         args = {"from": uci[:2], "to": uci[2:4]}
         if uci[4:]:
             args["promotion"] = uci[4:]

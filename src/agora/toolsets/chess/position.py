@@ -92,6 +92,24 @@ def movetext(moves: tuple[PlayedMove, ...]) -> str:
     return " ".join(parts)
 
 
+def group_moves(ucis: list[str]) -> dict[str, str]:
+    """UCI moves grouped by from-square: ``{"e2": "e3 e4", "e7": "e8q e8r"}``.
+
+    Each value lists the to-squares (with the promotion letter, if any) space-separated, in
+    the order of ``ucis``. About half the bytes of a JSON list of UCI strings, so a reply
+    fits its budget even in a position with 218 legal moves.
+    """
+    grouped: dict[str, list[str]] = {}
+    for uci in ucis:
+        grouped.setdefault(uci[:2], []).append(uci[2:])
+    return {square: " ".join(targets) for square, targets in grouped.items()}
+
+
+def ungroup_moves(grouped: Mapping[str, str]) -> list[str]:
+    """The UCI moves of a `group_moves` mapping, in its order: ``["e2e3", "e2e4"]``."""
+    return [square + target for square, targets in grouped.items() for target in targets.split()]
+
+
 class Position:
     """What replies and pages read from one FEN, each part computed once (see `position`).
 
@@ -118,8 +136,13 @@ class Position:
 
     @functools.cached_property
     def legal_uci(self) -> list[str]:
-        """Every legal move in UCI, sorted: the agent's ``legalMoves``."""
+        """Every legal move in UCI, sorted."""
         return sorted(move.uci() for move in self.board.legal_moves)
+
+    @functools.cached_property
+    def legal_by_square(self) -> dict[str, str]:
+        """The agent's ``legalMoves``: `group_moves` of `legal_uci`."""
+        return group_moves(self.legal_uci)
 
 
 @functools.lru_cache(maxsize=POSITION_CACHE)

@@ -6,13 +6,14 @@ evaluation guide) are read from the snapshot's FEN with python-chess. Pure: no I
 trio, and no rule decisions (those belong to `agora.toolsets.chess.game`).
 
 What is read off a position, and memoised, lives in `agora.toolsets.chess.position`;
-here only the per-reply parts: the status, the next action, the message, the result.
+here only the per-reply parts: the status, the next action, the message, the result, and
+`fit`, which keeps a ``move_piece`` or ``wait_for_turn`` reply within `REPLY_BUDGET` bytes.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import msgspec
 
@@ -21,6 +22,7 @@ from agora.toolsets.chess.guide import CONTRACT, evaluation_guide
 from agora.toolsets.chess.position import POSITION_CACHE, movetext, pieces, position
 from agora.toolsets.chess.replies import (
     PROTOCOL_VERSION,
+    REPLY_BUDGET,
     BoardReply,
     GameResult,
     JoinReply,
@@ -88,7 +90,7 @@ def next_action(
             return NextAction(
                 "move_piece",
                 dict(_MOVE_TEMPLATE),
-                "Play one legalMoves entry: from, to, then any promotion letter.",
+                "from: a legalMoves key; to: one of its squares (a 5th letter: promotion).",
             )
         case "HUMAN_TURN":
             return NextAction("wait_for_turn", {}, "The human is to move; wait for your turn.")
@@ -211,7 +213,7 @@ def _fields(
         "in_check": pos.in_check,
         "agent_color": snap.agent_color,
         "last_move": _last_move(snap),
-        "legal_moves": pos.legal_uci if may_move else [],
+        "legal_moves": pos.legal_by_square if may_move else {},
         "draw_offer": snap.draw_offer,
         "draw_declined": declined_draw(snap.moves) == "human" and snap.result is None,
         "result": result,
@@ -240,7 +242,7 @@ def board_reply(snap: Snapshot, seat: Seat) -> BoardReply:
 
 def move_reply(snap: Snapshot) -> MoveReply:
     """The ``move_piece`` reply: the board after the agent's move."""
-    return MoveReply(**_fields(snap, status_code(snap), "agent"))
+    return fit(MoveReply(**_fields(snap, status_code(snap), "agent")))
 
 
 def wait_reply(snap: Snapshot, condition: WaitCondition, seat: Seat) -> WaitReply:
@@ -248,7 +250,46 @@ def wait_reply(snap: Snapshot, condition: WaitCondition, seat: Seat) -> WaitRepl
     status: StatusCode = status_code(snap) if condition(snap) else "WAIT_TIMEOUT"
     fields = _fields(snap, status, seat, condition.wait_for_human)
     guide = _guide(snap.fen, snap.agent_color) if fields["agent_may_move"] else None
-    return WaitReply(**fields, evaluation_guide=guide)
+    return fit(WaitReply(**fields, evaluation_guide=guide))
+
+
+def reply_size(reply: msgspec.Struct) -> int:
+    """Bytes of ``reply`` as compact UTF-8 JSON, as the result's text block carries it."""
+    return len(msgspec.json.encode(reply))
+
+
+_Fitted = TypeVar("_Fitted", MoveReply, WaitReply)
+
+
+def fit(reply: _Fitted, budget: int = REPLY_BUDGET) -> _Fitted:
+    """``reply`` cut to at most ``budget`` bytes, dropping the least needed part first.
+
+    Most replies fit untouched. Otherwise the evaluation guide goes first (``get_board``
+    still has it), then the echoed ``lastMove.note`` is shortened to end in "…". FEN,
+    board, legal moves, status and next action are never cut: with them alone the largest
+    reply (218 legal moves, every note and message at its longest) stays under the budget,
+    which the tests check.
+    """
+    excess = reply_size(reply) - budget
+    if excess <= 0:
+        return reply
+    if isinstance(reply, WaitReply) and reply.evaluation_guide is not None:
+        reply = msgspec.structs.replace(reply, evaluation_guide=None)
+        excess = reply_size(reply) - budget
+        if excess <= 0:
+            return reply
+    last = reply.last_move
+    if last is None or not last.note:
+        return reply
+    note = last.note
+    while note and excess > 0:
+        # A character costs 1 to 6 encoded bytes (UTF-8, JSON escapes): cut, re-measure.
+        note = note[: len(note) - max(1, excess // 6)]
+        reply = msgspec.structs.replace(
+            reply, last_move=msgspec.structs.replace(last, note=note + "…")
+        )
+        excess = reply_size(reply) - budget
+    return reply
 
 
 def rejection(err: ChessError) -> Rejection:
@@ -262,9 +303,9 @@ def rejection(err: ChessError) -> Rejection:
     else:
         status = status_code(snap)
     seated = err.code not in _TOKEN_CODES
-    moves: list[str] = []
+    moves: dict[str, str] = {}
     if err.code == "ILLEGAL_MOVE" and snap is not None:
-        moves = position(snap.fen).legal_uci
+        moves = position(snap.fen).legal_by_square
     return Rejection(
         ok=False,
         protocol_version=PROTOCOL_VERSION,
@@ -295,7 +336,7 @@ def argument_rejection(problems: list[str]) -> dict[str, Any]:
         status_code="INVALID_ARGUMENTS",
         agent_may_move=False,
         next_action=next_action("INVALID_ARGUMENTS"),
-        legal_moves=[],
+        legal_moves={},
     )
     result: dict[str, Any] = msgspec.to_builtins(body)
     return result
@@ -322,7 +363,7 @@ def internal_failure(failure: Failure) -> dict[str, Any]:
         status_code="SERVER_ERROR",
         agent_may_move=False,
         next_action=next_action("SERVER_ERROR"),
-        legal_moves=[],
+        legal_moves={},
     )
     result: dict[str, Any] = msgspec.to_builtins(body)
     return result

@@ -2,11 +2,14 @@
 
 Every reply shares `GameReply`: ``ok``, protocolVersion, statusCode, nextAction,
 agentMayMove, the caller's seat, and the position as FEN plus a board picture, with the
-legal moves in UCI and the last move. Each tool adds its own part (the collaboration
-contract, the full history and the evaluation guide). A refused call answers `Rejection`,
-and every tool's outputSchema accepts either (`agora.toolsets.chess.schemas`), so a field
-added here is a contract change. Replies are kept small (an agent makes hundreds of calls
-a game): nothing is said twice. This module only declares shapes: no I/O.
+legal moves (grouped by from-square) and the last move. Each tool adds its own part (the
+collaboration contract, the full history and the evaluation guide). A refused call answers
+`Rejection`, and every tool's outputSchema accepts either (`agora.toolsets.chess.schemas`),
+so a field added here is a contract change. Replies are kept small (an agent makes hundreds
+of calls a game): nothing is said twice, and a ``move_piece`` or ``wait_for_turn`` reply
+is at most `REPLY_BUDGET` bytes of compact JSON in every position with up to
+`BUDGET_LEGAL_MOVES` legal moves, whatever the notes (`agora.toolsets.chess.render.fit`).
+This module only declares shapes: no I/O.
 
 Status codes:
     SIDE_CHOICE_REQUIRED: the human has not chosen sides; every agent move is refused.
@@ -31,7 +34,12 @@ import msgspec
 from agora.toolsets.chess.game import ColorName, ErrorCode, Reason, Role, Score
 from agora.toolsets.chess.guide import CollaborationContract, EvaluationGuide
 
-PROTOCOL_VERSION: Final = "agora-chess/2"
+PROTOCOL_VERSION: Final = "agora-chess/3"
+#: The most bytes (compact UTF-8 JSON) of a ``move_piece`` or ``wait_for_turn`` reply.
+REPLY_BUDGET: Final = 1500
+#: Legal moves up to which `REPLY_BUDGET` holds in every position, with room to spare (real
+#: games stay far below; the 218-move maximum answers at most about 1,720 bytes).
+BUDGET_LEGAL_MOVES: Final = 100
 
 StatusCode = Literal[
     "SIDE_CHOICE_REQUIRED",
@@ -116,8 +124,11 @@ class GameReply(msgspec.Struct, frozen=True, rename="camel"):
     """What every chess reply carries.
 
     ``board`` is the position as text, rank 8 first (uppercase White, lowercase Black,
-    ``.`` empty), the last line naming the files; ``legalMoves`` are UCI (from, to, then the
-    promotion letter) and only filled for the seated agent on its turn.
+    ``.`` empty), the last line naming the files. ``legalMoves`` maps each from-square to
+    its to-squares, space-separated, a fifth letter naming a promotion
+    (``{"e2": "e3 e4", "b7": "a8q a8r a8b a8n"}``), and is only filled for the seated agent
+    on its turn. ``lastMove.note`` may end in "…" when the whole note would not fit the
+    reply's byte budget (then ``evaluationGuide`` is dropped first).
     """
 
     ok: bool
@@ -135,7 +146,7 @@ class GameReply(msgspec.Struct, frozen=True, rename="camel"):
     in_check: bool
     agent_color: ColorName | None
     last_move: LastMove | None
-    legal_moves: list[str]
+    legal_moves: dict[str, str]
     draw_offer: Role | None
     draw_declined: bool
     result: GameResult | None
@@ -181,4 +192,4 @@ class Rejection(msgspec.Struct, frozen=True, rename="camel"):
     status_code: StatusCode
     agent_may_move: bool
     next_action: NextAction
-    legal_moves: list[str]
+    legal_moves: dict[str, str]
