@@ -9,8 +9,8 @@ of ``--note`` characters (160, the limit, by default: the worst case for ``lastM
 
 For each tool it prints the size of the structured result as compact JSON, which is also the
 text block the result mirrors: median, p95 and max, and the largest reply of all; and how
-often the byte budget (`REPLY_BUDGET`) made a reply drop its evaluation guide or cut a note. The agent
-calls ``wait_for_turn`` before each of its moves (it answers at once on its turn),
+often the byte budget (`REPLY_BUDGET`) made a reply drop its evaluation guide or cut a note.
+The agent calls ``wait_for_turn`` before each of its moves (it answers at once on its turn),
 ``move_piece`` for each move, and ``get_board`` and ``join_game`` once per game.
 
 Usage: ``.venv/bin/python bench/chess_replies.py [--games 40] [--plies 160] [--note 160]``.

@@ -45,8 +45,8 @@ class EvaluationGuide(msgspec.Struct, frozen=True, rename="camel"):
     """Facts read off the position for the side to move; deterministic per FEN.
 
     ``material`` is the agent's lead in pawns (P=1, N=3, B=3, R=5, Q=9; negative when
-    behind; null before the sides are chosen). Moves are in UCI, as ``legalMoves`` lists
-    them and ``move_piece`` takes them.
+    behind; null before the sides are chosen). Moves are in UCI (from, to, any promotion
+    letter: ``e2e4``, ``a7a8q``).
     ``hanging`` lists pieces (kings excepted) that the opponent attacks and nobody defends,
     as piece letter and square, uppercase for White as on the board: ``Nf3``, ``pe5``.
     """
@@ -82,7 +82,7 @@ class CollaborationContract(msgspec.Struct, frozen=True, rename="camel"):
 STATUS_CODES: Final = {
     "SIDE_CHOICE_REQUIRED": "The human has not chosen sides; call wait_for_turn with "
     "wait_for_human true.",
-    "AGENT_TURN": "The agent is to move: if agentMayMove, call move_piece with one entry of "
+    "AGENT_TURN": "The agent is to move: if agentMayMove, call move_piece with a move from "
     "legalMoves.",
     "HUMAN_TURN": "The human is to move; call wait_for_turn.",
     "GAME_OVER": "The game has ended; result says how. Stop.",
@@ -118,9 +118,9 @@ CONTRACT: Final = CollaborationContract(
     turn_loop=[
         "Call wait_for_turn (START HERE). If statusCode is SIDE_CHOICE_REQUIRED, call it "
         'again with {"wait_for_human": true}.',
-        "On AGENT_TURN with agentMayMove: follow evaluationPath, pick one entry of legalMoves "
-        "and call move_piece with its from (letters 1-2), to (3-4), promotion (5th letter, "
-        "if any) and a short note.",
+        "On AGENT_TURN with agentMayMove: follow evaluationPath, pick a move from legalMoves "
+        '(grouped by from-square: {"e2": "e3 e4"}) and call move_piece with from (the key), '
+        "to (one of its squares), promotion (a 5th letter, if any) and a short note.",
         "After every move_piece, call wait_for_turn immediately.",
         "On HUMAN_TURN or WAIT_TIMEOUT: call wait_for_turn again.",
         "On GAME_OVER: stop. Always do exactly what nextAction says.",
@@ -131,7 +131,8 @@ CONTRACT: Final = CollaborationContract(
     ],
     safety_invariants=[
         "Never call move_piece while agentMayMove is false.",
-        "Only play moves listed in legalMoves (UCI, e.g. e2e4 or a7a8q).",
+        'Only play moves listed in legalMoves (e.g. {"e2": "e4"} is e2 to e4, {"a7": "a8q"} '
+        "promotes to a queen).",
         "One move per turn: after a successful move_piece, call wait_for_turn.",
         "Never assume a position: read fen and board from the latest reply.",
         "Never choose sides, resign or start games for the human; only the human does that.",

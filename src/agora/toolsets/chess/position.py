@@ -97,7 +97,7 @@ def group_moves(ucis: list[str]) -> dict[str, str]:
 
     Each value lists the to-squares (with the promotion letter, if any) space-separated, in
     the order of ``ucis``. About half the bytes of a JSON list of UCI strings, so a reply
-    fits its budget even in a position with 218 legal moves.
+    fits its byte budget in positions with many legal moves.
     """
     grouped: dict[str, list[str]] = {}
     for uci in ucis:
