@@ -2,8 +2,9 @@
 
 PostgreSQL goes away mid-batch: the test holds a row lock so the node's writer blocks, then
 kills the writer's connection with ``pg_terminate_backend``. Blocked before COMMIT was sent
-(on the entity's version row), nothing of the batch can be saved; blocked after (on the
-counter's row, COMMIT already pipelined behind the write), the node cannot know. Real
+(on the entity's version row), nothing of the batch can be saved: the writer runs it once
+more on a new connection, and saves it unless that one is killed too. Blocked after (on
+the counter's row, COMMIT already pipelined behind the write), the node cannot know. Real
 PostgreSQL, real clock, every wait inside `trio.fail_after`.
 """
 
@@ -26,8 +27,11 @@ if TYPE_CHECKING:
     from agora.runtime.registry import Runtime
 
 
-async def _kill_writer_while_blocked_on(pg_url: str, rt: Runtime, lock_sql: str) -> InternalError:
-    """Hold ``lock_sql``'s row lock, send Add(5) to counter a, kill the blocked writer."""
+async def _kill_writer_while_blocked_on(
+    pg_url: str, rt: Runtime, lock_sql: str, times: int = 1
+) -> InternalError:
+    """Hold ``lock_sql``'s row lock, send Add(5) to counter a, kill the blocked writer
+    (``times`` times: each new connection the writer opens, once it is blocked too)."""
     import psycopg
 
     kind = CounterKind()
@@ -45,11 +49,15 @@ async def _kill_writer_while_blocked_on(pg_url: str, rt: Runtime, lock_sql: str)
         holder.execute(lock_sql)  # a transaction holding the row, until the rollback below
         async with trio.open_nursery() as nursery:
             nursery.start_soon(add)
-            pid = rt.store.writer_pid  # type: ignore[attr-defined]
             query = "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s"
-            while admin.execute(query, (pid,)).fetchone() != ("Lock",):  # noqa: ASYNC110
-                await trio.sleep(0.01)
-            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            killed: set[int] = set()
+            while len(killed) < times:
+                pid = rt.store.writer_pid  # type: ignore[attr-defined]
+                if pid in killed or admin.execute(query, (pid,)).fetchone() != ("Lock",):
+                    await trio.sleep(0.01)
+                    continue
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+                killed.add(pid)
         holder.rollback()
     return failed[0]
 
@@ -60,11 +68,25 @@ async def test_a_batch_killed_before_its_commit_says_nothing_was_changed(pg_url)
             kind = CounterKind()
             assert await rt.call(kind, "a", Add(1)) == 1
             lock = "SELECT 1 FROM agora_entities WHERE kind = 'counter' AND key = 'a' FOR UPDATE"
-            error = await _kill_writer_while_blocked_on(pg_url, rt, lock)
+            # Killed before COMMIT was sent, the batch runs once more on a new connection;
+            # that one is killed too.
+            error = await _kill_writer_while_blocked_on(pg_url, rt, lock, times=2)
             assert not error.outcome_unknown
             assert "nothing was changed" in str(error)
             assert await rt.call(kind, "a", Get()) == 1
             assert await rt.call(kind, "a", Add(1)) == 2  # the writer reconnected
+
+
+async def test_a_batch_killed_once_before_its_commit_runs_again_and_is_saved(pg_url):
+    import psycopg
+
+    with trio.fail_after(WAIT):
+        async with node(pg_url) as rt:
+            kind = CounterKind()
+            assert await rt.call(kind, "a", Add(1)) == 1
+            with psycopg.connect(pg_url, autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (rt.store.writer_pid,))  # type: ignore[attr-defined]
+            assert await rt.call(kind, "a", Add(5)) == 6  # a server restart is not an error
 
 
 async def test_a_batch_killed_during_its_commit_says_the_outcome_is_unknown(pg_url):

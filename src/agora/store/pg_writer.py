@@ -12,8 +12,9 @@ Per batch, on one connection, in two round trips (pipeline mode):
 
 If a statement fails, the transaction is rolled back and the batch rerun without pipelining,
 each job in its own savepoint (at most 64 per transaction), so a bad job fails alone. A
-broken connection fails the batch (nothing of it is committed, or, if COMMIT was in flight,
-unknown: the waiter says so) and the next batch reconnects. This module must not import trio.
+broken connection before COMMIT was sent is replaced and the batch run once more (nothing of
+it was committed); if that fails too, or COMMIT was in flight (the outcome is unknown: the
+waiter says so), the batch fails and the next one reconnects. This module must not import trio.
 """
 
 from __future__ import annotations
@@ -90,7 +91,17 @@ class PgWriter(Writer):
         self._committing = False
         try:
             self._ensure_connected()
-            outcomes = self._commit(batch)
+            try:
+                outcomes = self._commit(batch)
+            except psycopg.OperationalError as exc:
+                if self._committing:
+                    raise
+                # Broken before COMMIT was sent (say the server restarted since the last
+                # batch): nothing of it is saved, so it runs once more on a fresh connection.
+                log.warning("the database connection broke (%s); reconnecting", exc)
+                self._reset()
+                self._ensure_connected()
+                outcomes = self._commit(batch)
         except psycopg.OperationalError as exc:  # the server went away: an event, not a bug
             log.error(
                 "commit of %d jobs failed, the database connection broke: %s", len(batch), exc
