@@ -14,6 +14,7 @@ from agora.mcp.contracts import load_contract
 from agora.runtime.background import periodic
 from agora.toolsets.base import Toolset
 from agora.toolsets.router.memory_tools import RETENTION_EVERY
+from agora.toolsets.router.ownership import owned
 from agora.toolsets.router.promotion import upkeep
 from agora.toolsets.router.replies import INTERNAL_SCHEMA, argument_rejection, shape_failure
 from agora.toolsets.router.sql import MIGRATIONS
@@ -26,7 +27,7 @@ def toolset() -> Toolset:
     served = [tool.to_mcp() for name, tool in contract.tools.items() if name in HANDLERS]
     return Toolset(
         name="router",
-        handlers=HANDLERS,
+        handlers={name: owned(handler) for name, handler in HANDLERS.items()},
         migrations=MIGRATIONS,
         contract=None,
         tools=served,
