@@ -3,10 +3,10 @@
 Runs ``agora serve`` (all four toolsets, ``synchronous=FULL``, a fresh database) on a free
 127.0.0.1 port and the ``mixed`` workload (``bench/mixed.py``, ``--sessions`` sessions) against
 it for ``--minutes`` (bounded). Every ``--every`` seconds (10) it samples the server's RSS, its
-open file descriptors, the actors it holds (``/healthz``' ``actors`` once the server reports
-it; -1 until then: today /healthz gives only the calls in flight) and the database size (file
-+ WAL). The first ``--warm`` minutes (5: the server took 6 to settle in a 30-minute run) are
-left out of the trend: the slope of each series (least squares, per minute) over the rest is
+open file descriptors, the actors it holds and the long-polls parked on them (``/healthz``'
+``actors`` and ``parked``; -1 from a server too old to report them) and the database size
+(file + WAL). The first ``--warm`` minutes (5: the server took 6 to settle in a 30-minute run)
+are left out of the trend: the slope of each series (least squares, per minute) over the rest is
 printed and reported; a flat server has slopes near zero.
 
 Usage: ``.venv/bin/python -m bench soak -- --minutes 30 [--sessions 200] [--every 10]`` or
@@ -61,14 +61,14 @@ async def _healthz(port: int) -> dict[str, Any]:
 
 
 async def sample(pid: int, port: int, db: Path) -> dict[str, float]:
-    """One sample of the server: RSS MiB, open fds, actors, database MiB."""
+    """One sample of the server: RSS MiB, open fds, actors, parked long-polls, database MiB."""
     health = await _healthz(port)
-    actors = health.get("actors", -1)
     size = sum(p.stat().st_size for p in db.parent.glob(db.name + "*") if p.is_file())
     return {
         "rss_mib": round(vm_rss(pid) / 2**20, 2),
         "fds": len(os.listdir(f"/proc/{pid}/fd")),
-        "actors": actors,
+        "actors": health.get("actors", -1),
+        "parked": health.get("parked", -1),
         "db_mib": round(size / 2**20, 3),
     }
 
@@ -109,7 +109,7 @@ async def soak(args: argparse.Namespace) -> Report:
         "refusals": dict(mix.stats.refusals),
         "samples": samples,
     }
-    for key in ("rss_mib", "fds", "actors", "db_mib"):
+    for key in ("rss_mib", "fds", "actors", "parked", "db_mib"):
         report.figures[f"{key}_slope_per_minute"] = round(
             slope([(s["minute"], s[key]) for s in warm]), 4
         )

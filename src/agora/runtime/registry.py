@@ -107,6 +107,10 @@ class Registry:
         """Every live actor (a copy of the list)."""
         return list(self._actors.values())
 
+    def parked(self) -> int:
+        """Long-polls parked on live actors (one `poll_many` counts once per key it waits on)."""
+        return sum(actor.waiters for actor in self._actors.values())
+
     def forget(self, actor: Actor) -> None:
         """Drop ``actor`` if it is still the registered one for its key."""
         if self._actors.get((actor.kind.kind, actor.key)) is actor:

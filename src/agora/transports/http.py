@@ -287,6 +287,8 @@ class HttpConnection:
                     "in_flight": self.app.in_flight,
                     "connections": self.front.connections,
                     "sessions": len(self.front.mcp.sessions),
+                    "actors": len(self.app.runtime.registry),
+                    "parked": self.app.runtime.registry.parked(),
                 }
             )
         return Response.error(404, f"no such page: {req.path}")
