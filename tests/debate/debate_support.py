@@ -2,7 +2,8 @@
 
 `Desk.call` checks the arguments against the tool's inputSchema (as the server does), runs
 the handler as a given principal and validates every structured result against the tool's
-outputSchema; `Desk.refused` returns the error body of a call that must fail. The
+outputSchema; `Desk.refused` returns the error body of a call that must fail, after checking
+it fits the tool's outputSchema as served (its reply or the contract's refusal). The
 shorthands (`post`, `check`, `advance`, `bind`, `rotate`, `wait`) spell the calls the tests
 make most; each takes ``refused=True`` for a call that must fail, and then returns its error
 body. `legacy_topic` plants a topic whose project was never set.
@@ -24,7 +25,7 @@ from agora.mcp.validation import compile_validator
 from agora.toolsets.base import ToolCall
 from agora.toolsets.debate import sql
 from agora.toolsets.debate.model import Binding, TopicRow
-from agora.toolsets.debate.replies import argument_rejection
+from agora.toolsets.debate.replies import argument_rejection, with_refusal
 from agora.toolsets.debate.rules import SENTINEL_PROJECT
 from agora.toolsets.debate.tools import HANDLERS
 
@@ -36,6 +37,14 @@ CONTRACT = load_contract("debate")
 INPUT = {n: compile_validator(dict(t.input_schema)) for n, t in CONTRACT.tools.items()}
 OUTPUT = {
     n: jsonschema.Draft202012Validator(dict(t.output_schema))
+    for n, t in CONTRACT.tools.items()
+    if t.output_schema is not None
+}
+#: The outputSchemas as served (reply or refusal): every refusal body must fit them.
+SERVED = {
+    n: jsonschema.Draft202012Validator(
+        with_refusal(t.to_mcp(), CONTRACT.data["refusal"])["outputSchema"]
+    )
     for n, t in CONTRACT.tools.items()
     if t.output_schema is not None
 }
@@ -76,6 +85,7 @@ class Desk:
         body = info.value.body
         assert body["ok"] is False, body
         assert isinstance(body["error"], str), body
+        SERVED[tool].validate(body)
         return body
 
     async def session(self, who: Principal) -> str:

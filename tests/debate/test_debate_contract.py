@@ -3,11 +3,17 @@ implemented so far, and is well formed."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import jsonschema
 import pytest
 
 from agora.mcp.contracts import load_contract
+from agora.mcp.validation import ValidationIssue
 from agora.server.app import load_toolsets, tool_entries
+from agora.toolsets.debate.access import denied
+from agora.toolsets.debate.replies import argument_rejection
+from agora.toolsets.debate.rules import reject
 from agora.toolsets.debate.tools import HANDLERS
 
 PART_1 = {
@@ -68,3 +74,39 @@ def test_only_implemented_tools_are_served():
     served = {entry.name for entry in tool_entries(toolset)}
     assert served == set(HANDLERS)
     assert served <= ALL
+
+
+def _served_schemas() -> dict[str, dict[str, Any]]:
+    [toolset] = load_toolsets(["debate"])
+    return {e.name: e.output_schema for e in tool_entries(toolset) if e.output_schema}
+
+
+def test_every_served_output_schema_accepts_the_refusals_and_keeps_the_reply():
+    contract = load_contract("debate")
+    issues = [ValidationIssue(("topic_id",), "pattern", "topic_id must match pattern")]
+    refusals = [
+        argument_rejection(issues),
+        dict(denied().body),
+        dict(reject("wrong_phase", "not now", phase="OPENING", allowed=["REBUTTAL"]).body),
+    ]
+    served = _served_schemas()
+    assert set(served) == set(HANDLERS)
+    for name, schema in served.items():
+        assert schema["anyOf"][0] == contract.tools[name].output_schema
+        check = jsonschema.Draft202012Validator(schema)
+        for body in refusals:
+            check.validate(body)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"ok": True, "error": "unknown_topic", "message": "m"},
+        {"ok": False, "message": "m"},
+        {"ok": False, "error": "Not Snake", "message": "m"},
+        {"ok": False, "error": "invalid_arguments", "message": "m", "problems": [{}]},
+    ],
+)
+def test_a_malformed_refusal_fits_no_served_output_schema(body):
+    for schema in _served_schemas().values():
+        assert not jsonschema.Draft202012Validator(schema).is_valid(body), schema

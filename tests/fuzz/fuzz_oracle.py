@@ -5,8 +5,10 @@
   nothing at WARNING or above while answering.
 - A successful structured result is valid against the tool's outputSchema, checked with the
   independent ``jsonschema`` library (agora validates with fastjsonschema). An ``isError``
-  body is not held to it (the official SDK client never validates one either); the tools
-  whose error bodies fall outside their outputSchema are kept in ``Oracle.loose_errors``.
+  body is not held to it here (the official SDK client never validates one either); the
+  tools whose error bodies fall outside their outputSchema are kept in ``Oracle.loose_errors``,
+  which `test_fuzz_tools` requires empty for every toolset but the router (whose schemas
+  must stay exactly the seed's).
 - A rejected call (a JSON-RPC error or ``isError``) left every row of the database as it was.
 - Strings in successful structured results are harvested into the pool that later calls
   draw ids and handles from.

@@ -4,7 +4,8 @@ Topics with roles bound to caller-owned sessions, append-only messages with addr
 delivery, durable (ts, msg_id) cursors, push wake-ups (`debate_signal_wait`), the lifecycle
 INIT -> ACTIVE -> RESOLVED -> ARCHIVED, and lanes. Each topic is one actor (`topic.Topic`).
 This module only wires the parts together: it lists the contract's tools that have a
-handler, so nothing unimplemented is ever served.
+handler, so nothing unimplemented is ever served, and widens each outputSchema with the
+contract's shared ``refusal`` (`replies.with_refusal`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from agora.mcp.contracts import load_contract
 from agora.toolsets.base import Toolset
 from agora.toolsets.debate.handlers.maintenance import phase_timeout_task
 from agora.toolsets.debate.handlers.resources import RESOURCES
-from agora.toolsets.debate.replies import argument_rejection
+from agora.toolsets.debate.replies import argument_rejection, with_refusal
 from agora.toolsets.debate.sql import MIGRATIONS
 from agora.toolsets.debate.tools import HANDLERS
 
@@ -21,7 +22,12 @@ from agora.toolsets.debate.tools import HANDLERS
 def toolset() -> Toolset:
     """The debate toolset: the implemented tools of contracts/debate.json and their tables."""
     contract = load_contract("debate")
-    tools = [tool.to_mcp() for tool in contract.tools.values() if tool.name in HANDLERS]
+    refusal = contract.data["refusal"]
+    tools = [
+        with_refusal(tool.to_mcp(), refusal)
+        for tool in contract.tools.values()
+        if tool.name in HANDLERS
+    ]
     return Toolset(
         name="debate",
         handlers=HANDLERS,

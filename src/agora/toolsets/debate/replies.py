@@ -3,18 +3,20 @@
 Every failure leaves as a `ToolError` whose body is ``{"ok": false, "error": <code>,
 "message": ..., ...}``; the uniform not-found body comes from `access.denied`. Argument
 rejections (schema failures) use the same envelope with code ``invalid_arguments``.
-This module renders; it decides nothing.
+`with_refusal` widens a tool's outputSchema to ``anyOf`` its reply and the contract's one
+``refusal`` schema, so refusals validate too. This module renders; it decides nothing.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import TYPE_CHECKING, Any
 
 from agora.errors import ToolError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from agora.mcp.validation import ValidationIssue
     from agora.toolsets.debate.model import MsgMeta
@@ -35,6 +37,22 @@ def argument_rejection(issues: Sequence[ValidationIssue]) -> dict[str, Any]:
         "message": "the arguments do not match the tool's inputSchema; fix them and call again",
         "problems": [issue.to_dict() for issue in issues],
     }
+
+
+def with_refusal(listing: dict[str, Any], refusal: Mapping[str, Any]) -> dict[str, Any]:
+    """A tools/list entry whose outputSchema also accepts ``refusal`` (an ``isError`` body).
+
+    Args:
+        listing: The entry from the contract (`ToolSpec.to_mcp`); changed in place.
+        refusal: The contract's shared ``refusal`` schema.
+
+    Returns:
+        ``listing``, its ``outputSchema`` now ``anyOf`` the reply and the refusal.
+    """
+    reply = listing.get("outputSchema")
+    if reply is not None:
+        listing["outputSchema"] = {"type": "object", "anyOf": [reply, copy.deepcopy(dict(refusal))]}
+    return listing
 
 
 def message(r: Any | tuple[Any, ...]) -> dict[str, Any]:
