@@ -1,18 +1,30 @@
-"""A full disk mid-load: clear retryable errors, nothing acknowledged lost, recovery with space.
+"""The database's disk full or turned read-only mid-load: clear retryable errors, nothing lost.
 
-The database lives on a small tmpfs (mounted here: the test needs root, as CI has; elsewhere
-it skips). A client posts debate messages of 4 KB until the disk fills: each refused post
-must say it can be retried (``retryable``) and the server must stay up and keep answering
-reads. Then the tmpfs grows (``remount,size=...``): posts are acknowledged again. Last, the
-server stops and every acknowledged post is in the file, with the body acknowledged.
+Both tests need root (CI has it; elsewhere they skip with the reason). A client posts debate
+messages of 4 KB; every refused post must say it can be retried (``retryable``), the server
+must stay up and keep answering reads, and once the server stops every acknowledged post is in
+the file with the body acknowledged.
+
+- Full: the database lives on a small tmpfs until it fills; then the tmpfs grows
+  (``remount,size=...``) and posts are acknowledged again by the same server.
+- Read-only: Linux refuses ``remount,ro`` (EBUSY) of a file system on which a file is open
+  for writing, as the database always is, so the directory cannot be made read-only under a
+  running server by an operator. It happens when the kernel forces it: an ext4 file system
+  mounted ``errors=remount-ro`` turns read-only on its first error (here set off through
+  ``/sys/fs/ext4/<dev>/trigger_fs_error``). The kernel (6.x, ``emergency_ro``) keeps it
+  read-only until it is unmounted, even after ``remount,rw``, so recovery is a restart on the
+  file system mounted again: the acknowledged posts are there and posts are acknowledged.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import subprocess
-from typing import Any
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import mixed
 import pytest
@@ -20,17 +32,20 @@ import trio
 from faults_support import TIMEOUT, drain, start
 from wsload import lean_connect
 
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
 BODY = "x" * 4000
 SMALL, LARGE = "3m", "64m"
 
 
+def _run(*argv: str) -> bool:
+    return subprocess.run(argv, capture_output=True, check=False).returncode == 0
+
+
 def _mount(path: Any, size: str, remount: bool = False) -> bool:
     options = f"remount,size={size}" if remount else f"size={size}"
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)],
-        capture_output=True, check=False,
-    )  # fmt: skip
-    return done.returncode == 0
+    return _run("mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path))
 
 
 def _umount(path: Any) -> None:
@@ -43,65 +58,154 @@ def _retryable(result: dict[str, Any]) -> bool:
     return bool(body.get("retryable")) or "retry" in text
 
 
+class Poster:
+    """Posts numbered 4 KB debate messages to one topic; keeps the acknowledged ones."""
+
+    def __init__(self, client: Any, topic: str, acked: dict[str, str]) -> None:
+        self.client = client
+        self.topic = topic
+        self.acked = acked
+        self.sent = 0
+
+    async def post(self) -> dict[str, Any]:
+        body = f"{self.sent} {BODY}"
+        self.sent += 1
+        args = {"topic_id": self.topic, "role": "ROLE_A", "priority": "M", "kind": "STATUS",
+                "addressed_to_csv": "ROLE_B", "body": body}  # fmt: skip
+        result = await self.client.call_tool("debate_post_with_recipients", args)
+        if not result.get("isError"):
+            self.acked[result["structuredContent"]["msg_id"]] = body
+        return result  # type: ignore[no-any-return]
+
+    async def refusals(self, count: int) -> list[dict[str, Any]]:
+        """Post until ``count`` posts are refused (at most 5000 tries); the refusals."""
+        refused: list[dict[str, Any]] = []
+        while len(refused) < count and self.sent < 5000:
+            result = await self.post()
+            if result.get("isError"):
+                refused.append(result)
+        return refused
+
+    async def recovered(self, wanted: int = 4) -> bool:
+        """Whether ``wanted`` posts are acknowledged within 200 tries."""
+        before = len(self.acked)
+        for _ in range(200):
+            await self.post()
+            if len(self.acked) >= before + wanted:
+                return True
+        return False
+
+    async def read(self) -> dict[str, Any]:
+        args = {"topic_id": self.topic, "role": "ROLE_A", "limit": 1}
+        return await self.client.call_tool("debate_read", args)  # type: ignore[no-any-return]
+
+
+@asynccontextmanager
+async def serving(db: Path, config: Path, acked: dict[str, str]) -> AsyncIterator[Poster]:
+    """Run agora on ``db`` with a debate topic; a `Poster` on it; stop the server at the end."""
+    log: list[str] = []
+    process, url = await start(db, config)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(drain, process, log)
+        mix = mixed.Mix(url, [], mixed.Acks())
+        with trio.fail_after(TIMEOUT):
+            topic = await _topic(db, mix)
+        async with lean_connect(url, mixed.TOKEN) as client:
+            yield Poster(client, topic, acked)
+        process.terminate()
+        with trio.fail_after(TIMEOUT):
+            await process.wait()
+    assert process.returncode == 0, "\n".join(log[-30:])
+
+
+async def _topic(db: Path, mix: mixed.Mix) -> str:
+    """The topic of an earlier run on ``db``, or a new one."""
+    conn = sqlite3.connect(db)
+    try:
+        row = conn.execute("SELECT topic_id FROM debate_topics LIMIT 1").fetchone()
+    finally:
+        conn.close()
+    if row is not None:
+        return str(row[0])
+    await mixed.setup_topics(mix, 1)
+    return str(mix.topics[0]["topic_id"])
+
+
+def _lost(db: Path, acked: dict[str, str]) -> set[str]:
+    """The acknowledged posts missing from ``db`` or stored with another body."""
+    conn = sqlite3.connect(db)
+    try:
+        stored = dict(conn.execute("SELECT msg_id, body FROM debate_messages").fetchall())
+    finally:
+        conn.close()
+    return {m for m, body in acked.items() if stored.get(m) != body}
+
+
 async def test_a_full_disk_refuses_writes_retryably_and_recovers(tmp_path):
     disk = tmp_path / "disk"
     disk.mkdir()
     if os.geteuid() != 0 or not _mount(disk, SMALL):
         pytest.skip("cannot mount a tmpfs here (not root, or no CAP_SYS_ADMIN)")
     acked: dict[str, str] = {}
-    refusals: list[dict[str, Any]] = []
-    log: list[str] = []
     try:
-        process, url = await start(disk / "full.db", mixed.write_config(tmp_path))
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(drain, process, log)
-            mix = mixed.Mix(url, [], mixed.Acks())
-            with trio.fail_after(TIMEOUT):
-                await mixed.setup_topics(mix, 1)
-            topic = mix.topics[0]["topic_id"]
-            post = {"topic_id": topic, "role": "ROLE_A", "priority": "M", "kind": "STATUS",
-                    "addressed_to_csv": "ROLE_B"}  # fmt: skip
-            async with lean_connect(url, mixed.TOKEN) as client:
+        async with serving(disk / "full.db", mixed.write_config(tmp_path), acked) as poster:
+            with trio.fail_after(TIMEOUT * 2):
+                refusals = await poster.refusals(5)
+                assert len(refusals) == 5, "the disk never filled"
+                assert all(_retryable(r) for r in refusals), refusals[0]
+                assert not (await poster.read()).get("isError")
+                assert _mount(disk, LARGE, remount=True)
+                assert await poster.recovered(), "no write succeeded after space returned"
+        assert not _lost(disk / "full.db", acked), "acknowledged posts lost"
+    finally:
+        _umount(disk)
 
-                async def send(i: int) -> dict[str, Any]:
-                    body = f"{i} {BODY}"
-                    result = await client.call_tool(
-                        "debate_post_with_recipients", post | {"body": body}
-                    )
-                    if not result.get("isError"):
-                        acked[result["structuredContent"]["msg_id"]] = body
-                    return result  # type: ignore[no-any-return]
 
-                with trio.fail_after(TIMEOUT * 2):
-                    i = 0
-                    while len(refusals) < 5 and i < 5000:
-                        result = await send(i)
-                        i += 1
-                        if result.get("isError"):
-                            refusals.append(result)
-                    assert refusals, "the disk never filled"
-                    assert all(_retryable(r) for r in refusals), refusals[0]
-                    read = await client.call_tool(
-                        "debate_read", {"topic_id": topic, "role": "ROLE_A", "limit": 1}
-                    )
-                    assert not read.get("isError"), read
-                    assert _mount(disk, LARGE, remount=True)
-                    before = len(acked)
-                    for _ in range(200):  # writes succeed again once space returns
-                        if not (await send(i)).get("isError") and len(acked) > before + 3:
-                            break
-                        i += 1
-                    assert len(acked) > before + 3, "no write succeeded after space returned"
-            process.terminate()
+def _ext4(image: Path, mount: Path) -> Path | None:
+    """Mount a fresh 32 MiB ext4 image ``errors=remount-ro``; its error trigger, or None."""
+    if os.geteuid() != 0 or shutil.which("mkfs.ext4") is None:
+        return None
+    with image.open("wb") as f:
+        f.truncate(32 * 2**20)
+    if not _run("mkfs.ext4", "-q", "-F", "-O", "^has_journal", str(image)):
+        return None
+    if not _mount_ext4(image, mount):
+        return None
+    with open("/proc/mounts") as mounts:
+        device = next(line.split()[0] for line in mounts if line.split()[1] == str(mount))
+    trigger = Path("/sys/fs/ext4") / Path(device).name / "trigger_fs_error"
+    return trigger if trigger.exists() else None
+
+
+def _mount_ext4(image: Path, mount: Path) -> bool:
+    return _run("mount", "-o", "loop,errors=remount-ro", str(image), str(mount))
+
+
+async def test_a_disk_turned_read_only_refuses_writes_retryably_and_loses_nothing(tmp_path):
+    disk, image = tmp_path / "disk", tmp_path / "disk.img"
+    disk.mkdir()
+    trigger = _ext4(image, disk)
+    if trigger is None:
+        _umount(disk)
+        pytest.skip("needs: root, mkfs.ext4, a loop device and ext4's trigger_fs_error")
+    config = mixed.write_config(tmp_path)
+    db = disk / "ro.db"
+    acked: dict[str, str] = {}
+    try:
+        async with serving(db, config, acked) as poster:
+            with trio.fail_after(TIMEOUT * 2):
+                assert await poster.recovered(20)  # mid-load: 20 posts acknowledged first
+                trigger.write_text("agora fault test\n")  # the kernel turns it read-only
+                refusals = await poster.refusals(5)
+                assert len(refusals) == 5, "writes still succeed on a read-only file system"
+                assert all(_retryable(r) for r in refusals), refusals[0]
+                assert not (await poster.read()).get("isError")
+        _umount(disk)
+        assert _mount_ext4(image, disk), "the image does not mount again"
+        assert not _lost(db, acked), "acknowledged posts lost"
+        async with serving(db, config, acked) as poster:  # restarted on it, writable again
             with trio.fail_after(TIMEOUT):
-                await process.wait()
-        assert process.returncode == 0, "\n".join(log[-30:])
-        conn = sqlite3.connect(disk / "full.db")
-        try:
-            stored = dict(conn.execute("SELECT msg_id, body FROM debate_messages").fetchall())
-        finally:
-            conn.close()
-        lost = {m for m, body in acked.items() if stored.get(m) != body}
-        assert not lost, f"{len(lost)} acknowledged posts lost"
+                assert await poster.recovered(), "no write succeeded after the restart"
+        assert not _lost(db, acked), "acknowledged posts lost"
     finally:
         _umount(disk)
