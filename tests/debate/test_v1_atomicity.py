@@ -65,16 +65,7 @@ async def _setup(desk, name):
     if name == "maintain":
         desk.wall.advance(60)
         return v1, (CONDUCTOR, "debate_protocol_maintain", {})
-    ping = await desk.call(
-        CONDUCTOR,
-        "debate_post_with_recipients",
-        topic_id=v1.topic,
-        role="CONDUCTOR",
-        priority="M",
-        kind="PING",
-        body="work",
-        addressed_to_csv="CON",
-    )
+    ping = await desk.post(CONDUCTOR, v1.topic, "CONDUCTOR", "work", to="CON", kind="PING")
     claim = (
         BOB,
         "debate_worker_claim",

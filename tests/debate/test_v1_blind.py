@@ -51,15 +51,7 @@ async def test_a_read_page_stays_full_around_a_hidden_claim(desk):
     v1 = await v1_topic(desk)
     pro = await v1.post("PRO", "CLAIM")
     for _ in range(2):
-        await desk.call(
-            CONDUCTOR,
-            "debate_post",
-            topic_id=v1.topic,
-            role="CONDUCTOR",
-            priority="INFO",
-            kind="INFO",
-            body="note",
-        )
+        await desk.post(CONDUCTOR, v1.topic, "CONDUCTOR", "note", priority="INFO", kind="INFO")
     page = await desk.call(BOB, "debate_read", topic_id=v1.topic, role="CON", limit=2)
     assert page["count"] == 2
     assert pro["msg_id"] not in [m["msg_id"] for m in page["messages"]]
@@ -69,15 +61,8 @@ async def test_signal_check_holds_the_inbox_at_a_hidden_claim(desk):
     v1 = await v1_topic(desk)
     con_session = v1.sessions["CON"]
     pro = await v1.post("PRO", "CLAIM", to="CON")
-    later = await desk.call(
-        CONDUCTOR,
-        "debate_post_with_recipients",
-        topic_id=v1.topic,
-        role="CONDUCTOR",
-        priority="M",
-        kind="PING",
-        body="after the claim",
-        addressed_to_csv="CON",
+    later = await desk.post(
+        CONDUCTOR, v1.topic, "CONDUCTOR", "after the claim", to="CON", kind="PING"
     )
     check = {"session_id": con_session, "role": "CON", "topic_id": v1.topic}
     inbox = await desk.call(BOB, "debate_signal_check", **check)
@@ -114,15 +99,8 @@ async def test_signal_wait_wakes_on_the_release_not_on_the_hidden_claim(desk, au
 async def test_a_v1_cursor_moves_only_to_a_delivered_message(desk):
     v1 = await v1_topic(desk)
     check = {"session_id": v1.sessions["JUDGE"], "role": "JUDGE", "topic_id": v1.topic}
-    sent = await desk.call(
-        CONDUCTOR,
-        "debate_post_with_recipients",
-        topic_id=v1.topic,
-        role="CONDUCTOR",
-        priority="M",
-        kind="PING",
-        body="for the judge",
-        addressed_to_csv="JUDGE",
+    sent = await desk.post(
+        CONDUCTOR, v1.topic, "CONDUCTOR", "for the judge", to="JUDGE", kind="PING"
     )
     body = await desk.refused(
         CAROL, "debate_signal_advance", **check, last_processed_msg_id=sent["msg_id"]
@@ -153,14 +131,8 @@ async def test_debate_escalate_keeps_its_ping_form_on_v1_topics(desk):
 
 async def test_the_work_queue_never_names_a_pending_blind_claim(desk):
     v1 = await v1_topic(desk)
-    note = await desk.call(
-        CONDUCTOR,
-        "debate_post",
-        topic_id=v1.topic,
-        role="CONDUCTOR",
-        priority="INFO",
-        kind="INFO",
-        body="before the claims",
+    note = await desk.post(
+        CONDUCTOR, v1.topic, "CONDUCTOR", "before the claims", priority="INFO", kind="INFO"
     )
     pro = await v1.post("PRO", "CLAIM")
 

@@ -63,14 +63,7 @@ async def test_an_expired_phase_times_out_to_stalemate(desk, stage):
 async def test_the_timeout_sweep_is_global_and_the_csv_scopes_recovery(desk):
     first = await v1_topic(desk, phase_timeout_seconds=30)
     second = await v1_topic(desk, phase_timeout_seconds=30)
-    await desk.call(
-        ALICE,
-        "debate_bind_role",
-        topic_id=first.topic,
-        role="PRO",
-        session_id=first.sessions["PRO"],
-        state="retired",
-    )
+    await desk.bind(ALICE, first.topic, "PRO", first.sessions["PRO"], state="retired")
     desk.wall.advance(30)
     out = await maintain(desk, topic_ids_csv=second.topic)
     assert sorted(t["topic_id"] for t in out["timed_out"]) == sorted([first.topic, second.topic])
@@ -107,40 +100,15 @@ async def test_a_malformed_stored_roster_fails_the_whole_run(desk):
 
 async def test_a_missing_role_is_recovered_with_its_newest_cursor(desk):
     v1 = await v1_topic(desk)
-    ping = await desk.call(
-        CONDUCTOR,
-        "debate_post_with_recipients",
-        topic_id=v1.topic,
-        role="CONDUCTOR",
-        priority="M",
-        kind="PING",
-        body="first",
-        addressed_to_csv="PRO",
-    )
+    ping = await desk.post(CONDUCTOR, v1.topic, "CONDUCTOR", "first", to="PRO", kind="PING")
     pro_inbox = {"session_id": v1.sessions["PRO"], "role": "PRO", "topic_id": v1.topic}
     await desk.call(ALICE, "debate_signal_check", **pro_inbox)
     await desk.call(
         ALICE, "debate_signal_advance", **pro_inbox, last_processed_msg_id=ping["msg_id"]
     )
-    later = await desk.call(
-        CONDUCTOR,
-        "debate_post_with_recipients",
-        topic_id=v1.topic,
-        role="CONDUCTOR",
-        priority="M",
-        kind="PING",
-        body="second",
-        addressed_to_csv="PRO",
-    )
+    later = await desk.post(CONDUCTOR, v1.topic, "CONDUCTOR", "second", to="PRO", kind="PING")
     for who, role in ((ALICE, "PRO"), (MALLORY, "HUMAN")):
-        await desk.call(
-            who,
-            "debate_bind_role",
-            topic_id=v1.topic,
-            role=role,
-            session_id=v1.sessions[role],
-            state="retired",
-        )
+        await desk.bind(who, v1.topic, role, v1.sessions[role], state="retired")
     out = await maintain(desk, topic_ids_csv=v1.topic)
     [recovered] = out["role_recoveries"]
     assert recovered["topic_id"] == v1.topic
@@ -160,14 +128,7 @@ async def test_a_missing_role_is_recovered_with_its_newest_cursor(desk):
 async def test_concurrent_runs_report_only_true_winners(desk):
     topics = [await v1_topic(desk, phase_timeout_seconds=30) for _ in range(3)]
     for v1 in topics:
-        await desk.call(
-            BOB,
-            "debate_bind_role",
-            topic_id=v1.topic,
-            role="CON",
-            session_id=v1.sessions["CON"],
-            state="retired",
-        )
+        await desk.bind(BOB, v1.topic, "CON", v1.sessions["CON"], state="retired")
     desk.wall.advance(30)
     runs = []
 
@@ -248,16 +209,7 @@ async def test_recovery_carries_a_completed_workers_newer_cursor(desk):
     v1 = await v1_topic(desk)
 
     async def ping(body):
-        out = await desk.call(
-            CONDUCTOR,
-            "debate_post_with_recipients",
-            topic_id=v1.topic,
-            role="CONDUCTOR",
-            priority="M",
-            kind="PING",
-            body=body,
-            addressed_to_csv="PRO",
-        )
+        out = await desk.post(CONDUCTOR, v1.topic, "CONDUCTOR", body, to="PRO", kind="PING")
         return out["msg_id"]
 
     first, second = await ping("one"), await ping("two")
@@ -276,14 +228,7 @@ async def test_recovery_carries_a_completed_workers_newer_cursor(desk):
     await desk.call(ALICE, "debate_signal_check", **worker)
     await desk.call(ALICE, "debate_signal_advance", **worker, last_processed_msg_id=second)
     await v1.post("PRO", "CLAIM", reply_to=second)  # the terminal reply completes the worker
-    await desk.call(
-        ALICE,
-        "debate_bind_role",
-        topic_id=v1.topic,
-        role="PRO",
-        session_id=v1.sessions["PRO"],
-        state="retired",
-    )
+    await desk.bind(ALICE, v1.topic, "PRO", v1.sessions["PRO"], state="retired")
     [recovered] = (await maintain(desk, topic_ids_csv=v1.topic))["role_recoveries"]
     inbox = await desk.call(
         CONDUCTOR,

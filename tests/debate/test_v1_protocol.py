@@ -117,14 +117,8 @@ async def test_protocol_state_denials_are_the_not_configured_shape(desk):
     unknown = "00000000-0000-4000-8000-000000000000"
     for who, topic in [(OUTSIDER, v1.topic), (ALICE, unknown), (CONDUCTOR, legacy)]:
         assert await desk.refused(who, "debate_protocol_state", topic_id=topic) == expected
-    await desk.call(
-        ALICE,
-        "debate_bind_role",
-        topic_id=v1.topic,
-        role="PRO",
-        session_id=v1.sessions["PRO"],
-        state="retired",
-        replace_active=False,
+    await desk.bind(
+        ALICE, v1.topic, "PRO", v1.sessions["PRO"], state="retired", replace_active=False
     )
     assert await desk.refused(ALICE, "debate_protocol_state", topic_id=v1.topic) == expected
     for who in (BOB, CAROL, MALLORY, STAR, CONDUCTOR):
@@ -287,15 +281,7 @@ async def test_each_gate_names_its_rule_and_changes_nothing(desk, stage, role, k
     if args.get("payload_json", "") is None:
         args = {k: v for k, v in args.items() if k != "payload_json"}
         before = await _snapshot(desk, v1.topic)
-        body = await desk.refused(
-            SEATS[role],
-            "debate_post",
-            topic_id=v1.topic,
-            role=role,
-            priority="M",
-            kind=kind,
-            body="x",
-        )
+        body = await desk.post(SEATS[role], v1.topic, role, "x", kind=kind, refused=True)
     else:
         before = await _snapshot(desk, v1.topic)
         body = await v1.refused(role, kind, **args)
@@ -313,45 +299,23 @@ async def test_a_second_blind_claim_is_refused(desk):
 
 async def test_semantic_kinds_need_a_v1_topic(desk):
     legacy = await desk.topic(ALICE, {"CONDUCTOR": await desk.session(ALICE)})
-    body = await desk.refused(
-        ALICE,
-        "debate_post",
-        topic_id=legacy,
-        role="CONDUCTOR",
-        priority="M",
-        kind="CLAIM",
-        body="x",
-        payload_json=payload(),
+    body = await desk.post(
+        ALICE, legacy, "CONDUCTOR", "x", kind="CLAIM", payload_json=payload(), refused=True
     )
     assert body["error"] == "protocol_not_configured"
 
 
 async def test_control_kinds_pass_on_v1_topics(desk):
     v1 = await v1_topic(desk)
-    out = await desk.call(
-        CONDUCTOR,
-        "debate_post",
-        topic_id=v1.topic,
-        role="CONDUCTOR",
-        priority="INFO",
-        kind="INFO",
-        body="note",
-    )
+    out = await desk.post(CONDUCTOR, v1.topic, "CONDUCTOR", "note", priority="INFO", kind="INFO")
     assert "protocol_state" not in out
     assert (await v1.state())["transition_version"] == 1
 
 
 async def test_stale_read_while_an_urgent_message_is_unread(desk):
     v1 = await v1_topic(desk)
-    urgent = await v1.desk.call(
-        CONDUCTOR,
-        "debate_post_with_recipients",
-        topic_id=v1.topic,
-        role="CONDUCTOR",
-        priority="H",
-        kind="PING",
-        body="read this first",
-        addressed_to_csv="PRO",
+    urgent = await v1.desk.post(
+        CONDUCTOR, v1.topic, "CONDUCTOR", "read this first", to="PRO", priority="H", kind="PING"
     )
     # Not urgent for CON: CON posts freely.
     await v1.post("CON", "CLAIM")

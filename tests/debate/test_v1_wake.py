@@ -23,16 +23,8 @@ async def room(desk):
 
 
 async def trigger(desk, room, to, vehicle="analysis"):
-    out = await desk.call(
-        ALICE,
-        "debate_post_with_recipients",
-        topic_id=room["topic"],
-        role="CONDUCTOR",
-        priority="M",
-        kind="Q",
-        body="wake?",
-        addressed_to_csv=to,
-        vehicle=vehicle,
+    out = await desk.post(
+        ALICE, room["topic"], "CONDUCTOR", "wake?", to=to, kind="Q", vehicle=vehicle
     )
     return out["msg_id"]
 

@@ -21,16 +21,8 @@ async def room(desk):
 
 
 async def trigger(desk, room, *, to="EXECUTOR_1", vehicle="analysis", kind="Q"):
-    out = await desk.call(
-        ALICE,
-        "debate_post_with_recipients",
-        topic_id=room["topic"],
-        role="CONDUCTOR",
-        priority="M",
-        kind=kind,
-        body="please look",
-        addressed_to_csv=to,
-        vehicle=vehicle,
+    out = await desk.post(
+        ALICE, room["topic"], "CONDUCTOR", "please look", to=to, kind=kind, vehicle=vehicle
     )
     return out["msg_id"]
 
@@ -114,14 +106,7 @@ async def test_claim_rejections_write_nothing(desk, room, case, code):
     elif case == "foreign":
         who = MALLORY
     elif case == "inactive":
-        await desk.call(
-            BOB,
-            "debate_bind_role",
-            topic_id=room["topic"],
-            role="EXECUTOR_1",
-            session_id=room["exec"],
-            state="retired",
-        )
+        await desk.bind(BOB, room["topic"], "EXECUTOR_1", room["exec"], state="retired")
     elif case == "details":
         args = {"details_json": "[1]"}
     before = await _rows(desk)
@@ -133,16 +118,7 @@ async def test_claim_rejections_write_nothing(desk, room, case, code):
 async def test_a_terminal_reply_completes_the_claim(desk, room):
     msg = await trigger(desk, room)
     taken = await claim(desk, room, msg)
-    await desk.call(
-        BOB,
-        "debate_post",
-        topic_id=room["topic"],
-        role="EXECUTOR_1",
-        priority="M",
-        kind="A",
-        body="done",
-        reply_to=msg,
-    )
+    await desk.post(BOB, room["topic"], "EXECUTOR_1", "done", kind="A", reply_to=msg)
     again = await claim(desk, room, msg)
     assert (again["state"], again["duplicate"], again["no_action"]) == ("completed", True, True)
     assert again["worker_session_id"] == taken["worker_session_id"]
@@ -151,16 +127,7 @@ async def test_a_terminal_reply_completes_the_claim(desk, room):
 
 async def test_the_parents_receipt_completes_an_answered_claim(desk, room):
     msg = await trigger(desk, room)
-    answer = await desk.call(
-        BOB,
-        "debate_post",
-        topic_id=room["topic"],
-        role="EXECUTOR_1",
-        priority="M",
-        kind="STATUS",
-        body="already handled",
-        reply_to=msg,
-    )
+    answer = await desk.post(BOB, room["topic"], "EXECUTOR_1", "already handled", reply_to=msg)
     await claim(desk, room, msg)
     out = await desk.call(
         BOB,
@@ -214,15 +181,8 @@ async def test_requeue_twice_then_exhausted_and_the_parent_cursor_never_moves(de
 async def test_reclaim_completes_answered_claims_and_late_replies_still_complete(desk, room):
     answered, pending = await trigger(desk, room), await trigger(desk, room)
     # The reply is preserved before the worker takes the claim (a crash between the two).
-    reply = await desk.call(
-        BOB,
-        "debate_post",
-        topic_id=room["topic"],
-        role="EXECUTOR_1",
-        priority="M",
-        kind="A",
-        body="done before the claim",
-        reply_to=answered,
+    reply = await desk.post(
+        BOB, room["topic"], "EXECUTOR_1", "done before the claim", kind="A", reply_to=answered
     )
     await claim(desk, room, answered)
     await claim(desk, room, pending)
@@ -231,15 +191,8 @@ async def test_reclaim_completes_answered_claims_and_late_replies_still_complete
     states = {e["trigger_msg_id"]: (e["state"], e["ack_msg_id"]) for e in out["recovered"]}
     assert states == {answered: ("completed", reply["msg_id"]), pending: ("retired", None)}
     assert (out["completed_count"], out["retired_count"]) == (1, 1)
-    late = await desk.call(
-        BOB,
-        "debate_post",
-        topic_id=room["topic"],
-        role="EXECUTOR_1",
-        priority="M",
-        kind="A",
-        body="done after the reclaim",
-        reply_to=pending,
+    late = await desk.post(
+        BOB, room["topic"], "EXECUTOR_1", "done after the reclaim", kind="A", reply_to=pending
     )
     after = await claim(desk, room, pending)
     assert (after["state"], after["ack_msg_id"]) == ("completed", late["msg_id"])
@@ -276,14 +229,7 @@ async def test_replacing_the_parent_or_resolving_retires_its_worker_claims(desk,
     first, second = await trigger(desk, room, kind="PING"), await trigger(desk, room, kind="PING")
     await claim(desk, room, first)
     fresh = await desk.session(BOB)
-    swapped = await desk.call(
-        BOB,
-        "debate_bind_role",
-        topic_id=room["topic"],
-        role="EXECUTOR_1",
-        session_id=fresh,
-        replace_active=True,
-    )
+    swapped = await desk.bind(BOB, room["topic"], "EXECUTOR_1", fresh, replace_active=True)
     assert swapped["retired_worker_claims"] == 1
     body = await claim_refused(desk, room, first)
     assert body["error"] == "worker_parent_inactive"
@@ -312,16 +258,7 @@ async def test_the_worker_session_reads_the_parents_inbox_with_a_cursor_of_its_o
     # The parent's cursor did not move: the trigger is still waiting for the parent.
     parent = await desk.call(BOB, "debate_signal_check", **as_parent)
     assert [m["msg_id"] for m in parent["pending"]] == [msg]
-    answer = await desk.call(
-        BOB,
-        "debate_post",
-        topic_id=room["topic"],
-        role="EXECUTOR_1",
-        priority="M",
-        kind="STATUS",
-        body="done",
-        reply_to=msg,
-    )
+    answer = await desk.post(BOB, room["topic"], "EXECUTOR_1", "done", reply_to=msg)
     done = await claim(desk, room, msg)
     assert (done["state"], done["ack_msg_id"]) == ("completed", answer["msg_id"])
     # A completed worker is no longer a signal-path identity.
@@ -331,16 +268,7 @@ async def test_the_worker_session_reads_the_parents_inbox_with_a_cursor_of_its_o
 
 async def test_a_worker_receipt_completes_an_answered_claim(desk, room):
     msg = await trigger(desk, room, kind="PING")
-    await desk.call(
-        BOB,
-        "debate_post",
-        topic_id=room["topic"],
-        role="EXECUTOR_1",
-        priority="M",
-        kind="STATUS",
-        body="answered before the claim",
-        reply_to=msg,
-    )
+    await desk.post(BOB, room["topic"], "EXECUTOR_1", "answered before the claim", reply_to=msg)
     worker = (await claim(desk, room, msg))["worker_session_id"]
     as_worker = {"session_id": worker, "role": "EXECUTOR_1", "topic_id": room["topic"]}
     await desk.call(BOB, "debate_signal_check", **as_worker)
