@@ -6,7 +6,8 @@ outputSchema; `Desk.refused` returns the error body of a call that must fail, af
 it fits the tool's outputSchema as served (its reply or the contract's refusal). The
 shorthands (`post`, `check`, `advance`, `bind`, `rotate`, `wait`) spell the calls the tests
 make most; each takes ``refused=True`` for a call that must fail, and then returns its error
-body. `legacy_topic` plants a topic whose project was never set.
+body. `legacy_topic` plants a topic whose project was never set; `crew` seats a topic of
+alice, bob and carol for the worker and wake tests, and `trigger` addresses it a question.
 """
 
 from __future__ import annotations
@@ -219,3 +220,27 @@ async def legacy_topic(desk: Desk, topic_id: str, session: str, title: str = "le
     )
     await desk.runtime.write([sql.insert_topic(row), sql.upsert_binding(binding)])
     return topic_id
+
+
+async def crew(desk: Desk, **more: Any) -> dict[str, str]:
+    """An ACTIVE topic of alice: CONDUCTOR (alice), EXECUTOR_1 (bob) and REVIEWER (carol), each
+    on a session of its own, plus ``more`` roles as `Desk.topic` takes them. Returns the topic
+    id ("topic") and the sessions of EXECUTOR_1 ("exec") and REVIEWER ("rev")."""
+    a, b, c = await desk.session(ALICE), await desk.session(BOB), await desk.session(CAROL)
+    roles = {"CONDUCTOR": a, "EXECUTOR_1": (BOB, b), "REVIEWER": (CAROL, c), **more}
+    return {"topic": await desk.topic(ALICE, roles), "exec": b, "rev": c}
+
+
+async def trigger(
+    desk: Desk,
+    room: dict[str, str],
+    to: str = "EXECUTOR_1",
+    *,
+    vehicle: str = "analysis",
+    kind: str = "Q",
+) -> str:
+    """The msg_id of a post by alice's CONDUCTOR on a `crew` topic addressed to ``to``."""
+    out = await desk.post(
+        ALICE, room["topic"], "CONDUCTOR", "please look", to=to, kind=kind, vehicle=vehicle
+    )
+    return str(out["msg_id"])

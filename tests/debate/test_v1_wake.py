@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from debate_support import ALICE, BOB, CAROL, OUTSIDER
+from debate_support import ALICE, BOB, CAROL, OUTSIDER, crew, trigger
 from v1_support import SEATS, v1_topic
 
 SCHEMA = "debate.trigger/v1"
@@ -15,18 +15,7 @@ SCHEMA = "debate.trigger/v1"
 @pytest.fixture
 async def room(desk):
     """CONDUCTOR (alice), EXECUTOR_1 (bob), REVIEWER (carol), HUMAN unbound."""
-    a, b, c = await desk.session(ALICE), await desk.session(BOB), await desk.session(CAROL)
-    topic = await desk.topic(
-        ALICE, {"CONDUCTOR": a, "EXECUTOR_1": (BOB, b), "REVIEWER": (CAROL, c), "HUMAN": None}
-    )
-    return {"topic": topic, "exec": b, "rev": c}
-
-
-async def trigger(desk, room, to, vehicle="analysis"):
-    out = await desk.post(
-        ALICE, room["topic"], "CONDUCTOR", "wake?", to=to, kind="Q", vehicle=vehicle
-    )
-    return out["msg_id"]
+    return await crew(desk, HUMAN=None)
 
 
 def response(topic, msg_id, schema=SCHEMA, **extra):
@@ -121,9 +110,8 @@ async def test_consumed_and_claimed_recipients_are_suppressed_retired_claims_red
     ],
 )
 async def test_every_path_records_its_history_event(desk, room, case, result):
-    msg = await trigger(
-        desk, room, "EXECUTOR_1", "implementation" if case == "implementation" else ""
-    )
+    vehicle = "implementation" if case == "implementation" else ""
+    msg = await trigger(desk, room, "EXECUTOR_1", vehicle=vehicle)
     text = {
         "schema": response(room["topic"], msg, schema="debate.trigger/v0"),
         "unknown": response(room["topic"], "00000000-0000-4000-8000-000000000000"),

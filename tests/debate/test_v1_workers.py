@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from debate_support import ALICE, BOB, CAROL, MALLORY
+from debate_support import ALICE, BOB, CAROL, MALLORY, crew, trigger
 
 from agora.toolsets.debate.rules import stamp
 
@@ -13,34 +13,14 @@ from agora.toolsets.debate.rules import stamp
 @pytest.fixture
 async def room(desk):
     """CONDUCTOR (alice) and EXECUTOR_1 (bob) and REVIEWER (carol) on an ACTIVE topic."""
-    a, b, c = await desk.session(ALICE), await desk.session(BOB), await desk.session(CAROL)
-    topic = await desk.topic(
-        ALICE, {"CONDUCTOR": a, "EXECUTOR_1": (BOB, b), "REVIEWER": (CAROL, c)}
-    )
-    return {"topic": topic, "exec": b, "rev": c}
+    return await crew(desk)
 
 
-async def trigger(desk, room, *, to="EXECUTOR_1", vehicle="analysis", kind="Q"):
-    out = await desk.post(
-        ALICE, room["topic"], "CONDUCTOR", "please look", to=to, kind=kind, vehicle=vehicle
-    )
-    return out["msg_id"]
-
-
-async def claim(desk, room, msg_id, who=BOB, session=None, **args):
-    return await desk.call(
-        who,
-        "debate_worker_claim",
-        topic_id=room["topic"],
-        role="EXECUTOR_1",
-        parent_session_id=session or room["exec"],
-        trigger_msg_id=msg_id,
-        **args,
-    )
-
-
-async def claim_refused(desk, room, msg_id, who=BOB, session=None, **args):
-    return await desk.refused(
+async def claim(desk, room, msg_id, who=BOB, session=None, *, refused=False, **args):
+    """debate_worker_claim of EXECUTOR_1 (its parent session by default); with ``refused``
+    the claim must fail, and its error body is returned."""
+    use = desk.refused if refused else desk.call
+    return await use(
         who,
         "debate_worker_claim",
         topic_id=room["topic"],
@@ -110,7 +90,7 @@ async def test_claim_rejections_write_nothing(desk, room, case, code):
     elif case == "details":
         args = {"details_json": "[1]"}
     before = await _rows(desk)
-    body = await claim_refused(desk, room, msg, who=who, **args)
+    body = await claim(desk, room, msg, who=who, refused=True, **args)
     assert body["error"] == code, body
     assert await _rows(desk) == before
 
@@ -231,7 +211,7 @@ async def test_replacing_the_parent_or_resolving_retires_its_worker_claims(desk,
     fresh = await desk.session(BOB)
     swapped = await desk.bind(BOB, room["topic"], "EXECUTOR_1", fresh, replace_active=True)
     assert swapped["retired_worker_claims"] == 1
-    body = await claim_refused(desk, room, first)
+    body = await claim(desk, room, first, refused=True)
     assert body["error"] == "worker_parent_inactive"
     await claim(desk, room, second, session=fresh)
     closed = await desk.call(
