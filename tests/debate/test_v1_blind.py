@@ -118,13 +118,7 @@ async def test_debate_escalate_keeps_its_ping_form_on_v1_topics(desk):
     assert "protocol_state" not in out
     state = await v1.state()
     assert (state["phase"], state["transition_version"]) == ("BLIND_CLAIM", 1)
-    inbox = await desk.call(
-        MALLORY,
-        "debate_signal_check",
-        session_id=v1.sessions["HUMAN"],
-        role="HUMAN",
-        topic_id=v1.topic,
-    )
+    inbox = await desk.check(MALLORY, v1.topic, "HUMAN", v1.sessions["HUMAN"])
     [ping] = inbox["pending"]
     assert (ping["kind"], ping["priority"]) == ("PING", "H")
 

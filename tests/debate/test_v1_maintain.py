@@ -118,9 +118,7 @@ async def test_a_missing_role_is_recovered_with_its_newest_cursor(desk):
     assert session in [
         s["session_id"] for s in (await desk.call(CONDUCTOR, "debate_session_list"))["sessions"]
     ]
-    inbox = await desk.call(
-        CONDUCTOR, "debate_signal_check", session_id=session, role="PRO", topic_id=v1.topic
-    )
+    inbox = await desk.check(CONDUCTOR, v1.topic, "PRO", session)
     assert [m["msg_id"] for m in inbox["pending"]] == [later["msg_id"]]
     assert await maintain(desk, topic_ids_csv=v1.topic) == {"timed_out": [], "role_recoveries": []}
 
@@ -230,13 +228,7 @@ async def test_recovery_carries_a_completed_workers_newer_cursor(desk):
     await v1.post("PRO", "CLAIM", reply_to=second)  # the terminal reply completes the worker
     await desk.bind(ALICE, v1.topic, "PRO", v1.sessions["PRO"], state="retired")
     [recovered] = (await maintain(desk, topic_ids_csv=v1.topic))["role_recoveries"]
-    inbox = await desk.call(
-        CONDUCTOR,
-        "debate_signal_check",
-        session_id=recovered["session_id"],
-        role="PRO",
-        topic_id=v1.topic,
-    )
+    inbox = await desk.check(CONDUCTOR, v1.topic, "PRO", recovered["session_id"])
     assert inbox["count"] == 0  # carried from the completed worker, past "two"
 
 

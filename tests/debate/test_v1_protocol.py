@@ -323,24 +323,11 @@ async def test_stale_read_while_an_urgent_message_is_unread(desk):
     body = await v1.refused("PRO", "CLAIM")
     assert (body["error"], body["unread_msg_id"]) == ("stale_read", urgent["msg_id"])
     assert await _snapshot(desk, v1.topic) == before
-    inbox = await desk.call(
-        ALICE,
-        "debate_signal_check",
-        session_id=v1.sessions["PRO"],
-        role="PRO",
-        topic_id=v1.topic,
-    )
+    inbox = await desk.check(ALICE, v1.topic, "PRO", v1.sessions["PRO"])
     assert [m["msg_id"] for m in inbox["pending"]] == [urgent["msg_id"]]
     # Checking is not reading to the end: still stale until the receipt.
     assert (await v1.refused("PRO", "CLAIM"))["error"] == "stale_read"
-    await desk.call(
-        ALICE,
-        "debate_signal_advance",
-        session_id=v1.sessions["PRO"],
-        role="PRO",
-        topic_id=v1.topic,
-        last_processed_msg_id=urgent["msg_id"],
-    )
+    await desk.advance(ALICE, v1.topic, "PRO", v1.sessions["PRO"], urgent["msg_id"])
     assert (await v1.post("PRO", "CLAIM"))["protocol_state"]["phase"] == "DEBATE"
 
 

@@ -71,14 +71,7 @@ async def test_targets_come_from_the_preserved_message_once_each(desk, room):
 
 async def test_consumed_and_claimed_recipients_are_suppressed_retired_claims_redispatch(desk, room):
     msg = await trigger(desk, room, "EXECUTOR_1,REVIEWER")
-    await desk.call(
-        CAROL,
-        "debate_signal_advance",
-        session_id=room["rev"],
-        role="REVIEWER",
-        topic_id=room["topic"],
-        last_processed_msg_id=msg,
-    )
+    await desk.advance(CAROL, room["topic"], "REVIEWER", room["rev"], msg)
     await desk.call(
         BOB,
         "debate_worker_claim",

@@ -109,14 +109,7 @@ async def test_the_parents_receipt_completes_an_answered_claim(desk, room):
     msg = await trigger(desk, room)
     answer = await desk.post(BOB, room["topic"], "EXECUTOR_1", "already handled", reply_to=msg)
     await claim(desk, room, msg)
-    out = await desk.call(
-        BOB,
-        "debate_signal_advance",
-        session_id=room["exec"],
-        role="EXECUTOR_1",
-        topic_id=room["topic"],
-        last_processed_msg_id=msg,
-    )
+    out = await desk.advance(BOB, room["topic"], "EXECUTOR_1", room["exec"], msg)
     assert out["worker_claim"]["state"] == "completed"
     assert out["worker_claim"]["ack_msg_id"] == answer["msg_id"]
 
@@ -130,13 +123,7 @@ async def test_requeue_twice_then_exhausted_and_the_parent_cursor_never_moves(de
         [entry] = out["recovered"]
         assert (entry["state"], entry["parent_trigger_still_pending"]) == ("retired", True)
         assert out["retired_count"] == 1
-        inbox = await desk.call(
-            BOB,
-            "debate_signal_check",
-            session_id=room["exec"],
-            role="EXECUTOR_1",
-            topic_id=room["topic"],
-        )
+        inbox = await desk.check(BOB, room["topic"], "EXECUTOR_1", room["exec"])
         assert [m["msg_id"] for m in inbox["pending"]] == [msg]
         back = await claim(desk, room, msg)
         assert (back["state"], back["requeue_count"], back.get("requeued")) == (
@@ -262,11 +249,5 @@ async def test_a_uuid_session_without_a_claim_or_of_another_caller_is_denied(des
     worker = (await claim(desk, room, msg))["worker_session_id"]
     stranger = "00000000-0000-4000-8000-000000000000"
     for who, session in ((BOB, stranger), (CAROL, worker), (MALLORY, worker)):
-        body = await desk.refused(
-            who,
-            "debate_signal_check",
-            session_id=session,
-            role="EXECUTOR_1",
-            topic_id=room["topic"],
-        )
+        body = await desk.check(who, room["topic"], "EXECUTOR_1", session, refused=True)
         assert body["error"] == "unknown_topic"
