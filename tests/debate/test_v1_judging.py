@@ -37,8 +37,11 @@ async def judged(desk):
     return v1, pro, con
 
 
-async def _prepare(desk, v1, left, right, who=CONDUCTOR):
-    return await desk.call(
+async def _prepare(desk, v1, left, right, who=CONDUCTOR, *, refused=False):
+    """debate_judge_prepare of ``left`` and ``right``; with ``refused`` it must fail, and its
+    error body is returned."""
+    use = desk.refused if refused else desk.call
+    return await use(
         who, "debate_judge_prepare", topic_id=v1.topic, left_msg_id=left, right_msg_id=right
     )
 
@@ -47,13 +50,26 @@ def _verdict(winner, decision="adopt"):
     return json.dumps({"winner_msg_id": winner, "decision": decision})
 
 
-async def _judge(desk, projection, winner, *, role="JUDGE", who=CAROL, decision="adopt"):
-    return await desk.call(
+async def _judge(
+    desk,
+    projection,
+    winner,
+    *,
+    role="JUDGE",
+    who=CAROL,
+    decision="adopt",
+    verdict=None,
+    refused=False,
+):
+    """debate_judge_verdict of ``role`` naming ``winner`` (or the raw ``verdict`` text); with
+    ``refused`` it must fail, and its error body is returned."""
+    use = desk.refused if refused else desk.call
+    return await use(
         who,
         "debate_judge_verdict",
         projection_id=projection,
         judge_role=role,
-        verdict_json=_verdict(winner, decision),
+        verdict_json=_verdict(winner, decision) if verdict is None else verdict,
     )
 
 
@@ -70,9 +86,7 @@ async def test_prepare_makes_immutable_ab_and_ba_projections(desk, judged):
     before = await _counts(desk)
     assert await _prepare(desk, v1, pro, con) == out
     assert await _counts(desk) == before
-    swapped = await desk.refused(
-        CONDUCTOR, "debate_judge_prepare", topic_id=v1.topic, left_msg_id=con, right_msg_id=pro
-    )
+    swapped = await _prepare(desk, v1, con, pro, refused=True)
     assert swapped["error"] == "projection_conflict"
     assert await _counts(desk) == before
 
@@ -116,9 +130,7 @@ async def test_prepare_rejections_change_nothing(desk, case, code):
     elif case == "same-msg":
         right = pro
     before = await _counts(desk)
-    body = await desk.refused(
-        who, "debate_judge_prepare", topic_id=v1.topic, left_msg_id=left, right_msg_id=right
-    )
+    body = await _prepare(desk, v1, left, right, who, refused=True)
     assert body["error"] == code, body
     assert await _counts(desk) == before
 
@@ -130,13 +142,7 @@ async def test_agreeing_verdicts_stop_the_debate(desk, judged):
     assert (first["complete"], first["stable"]) == (False, None)
     assert first["protocol_state"]["phase"] == "ADJUDICATE"
     # The reference client sends the verdict as a JSON string inside JSON.
-    second = await desk.call(
-        CAROL,
-        "debate_judge_verdict",
-        projection_id=ba["projection_id"],
-        judge_role="JUDGE",
-        verdict_json=json.dumps(_verdict(pro)),
-    )
+    second = await _judge(desk, ba["projection_id"], None, verdict=json.dumps(_verdict(pro)))
     assert (second["complete"], second["stable"]) == (True, True)
     state = second["protocol_state"]
     assert (state["phase"], state["stalemate_reason"], state["phase_deadline_at"]) == (
@@ -179,58 +185,24 @@ async def test_verdict_rejections(desk, judged):
     )
     pid = ab["projection_id"]
     before = await _counts(desk)
-    unowned = await desk.refused(
-        BOB,
-        "debate_judge_verdict",
-        projection_id=pid,
-        judge_role="JUDGE",
-        verdict_json=_verdict(pro),
-    )
-    unknown = await desk.refused(
-        CAROL,
-        "debate_judge_verdict",
-        projection_id="00000000-0000-4000-8000-000000000000",
-        judge_role="JUDGE",
-        verdict_json=_verdict(pro),
-    )
+    unowned = await _judge(desk, pid, pro, who=BOB, refused=True)
+    unknown = await _judge(desk, "00000000-0000-4000-8000-000000000000", pro, refused=True)
     assert unowned == unknown
     assert unknown["error"] == "unknown_topic"
     for who, role in ((ALICE, "PRO"), (MALLORY, "HUMAN")):
-        body = await desk.refused(
-            who,
-            "debate_judge_verdict",
-            projection_id=pid,
-            judge_role=role,
-            verdict_json=_verdict(pro),
-        )
+        body = await _judge(desk, pid, pro, role=role, who=who, refused=True)
         assert body["error"] == "ineligible_judge"
     for bad in ("[]", "{]", json.dumps({"winner_msg_id": pro}), _verdict(ab["topic_id"])):
-        body = await desk.refused(
-            CAROL,
-            "debate_judge_verdict",
-            projection_id=pid,
-            judge_role="JUDGE",
-            verdict_json=bad,
-        )
+        body = await _judge(desk, pid, None, verdict=bad, refused=True)
         assert body["error"] == "invalid_verdict"
     assert await _counts(desk) == before
     await _judge(desk, pid, pro)
     again = await _judge(desk, pid, pro)
     assert again["complete"] is False
-    conflict = await desk.refused(
-        CAROL,
-        "debate_judge_verdict",
-        projection_id=pid,
-        judge_role="JUDGE",
-        verdict_json=_verdict(con),
-    )
+    conflict = await _judge(desk, pid, con, refused=True)
     assert conflict["error"] == "verdict_conflict"
-    other = await desk.refused(
-        CONDUCTOR,
-        "debate_judge_verdict",
-        projection_id=ba["projection_id"],
-        judge_role="JUDGE_TWO",
-        verdict_json=_verdict(pro),
+    other = await _judge(
+        desk, ba["projection_id"], pro, role="JUDGE_TWO", who=CONDUCTOR, refused=True
     )
     assert other["error"] == "judge_role_mismatch"
     assert (await v1.state())["phase"] == "ADJUDICATE"
