@@ -7,7 +7,8 @@ it fits the tool's outputSchema as served (its reply or the contract's refusal).
 shorthands (`post`, `check`, `advance`, `bind`, `rotate`, `wait`) spell the calls the tests
 make most; each takes ``refused=True`` for a call that must fail, and then returns its error
 body. `legacy_topic` plants a topic whose project was never set; `crew` seats a topic of
-alice, bob and carol for the worker and wake tests, and `trigger` addresses it a question.
+alice, bob and carol for the worker and wake tests, `trigger` addresses it a question and
+`claim` takes a trigger as a derived worker of EXECUTOR_1.
 """
 
 from __future__ import annotations
@@ -244,3 +245,27 @@ async def trigger(
         ALICE, room["topic"], "CONDUCTOR", "please look", to=to, kind=kind, vehicle=vehicle
     )
     return str(out["msg_id"])
+
+
+async def claim(
+    desk: Desk,
+    room: dict[str, str],
+    msg_id: str,
+    who: Principal = BOB,
+    session: str | None = None,
+    *,
+    refused: bool = False,
+    **args: Any,
+) -> dict[str, Any]:
+    """debate_worker_claim of EXECUTOR_1 on a `crew` topic (its parent session by default);
+    with ``refused`` the claim must fail, and its error body is returned."""
+    use = desk.refused if refused else desk.call
+    return await use(
+        who,
+        "debate_worker_claim",
+        topic_id=room["topic"],
+        role="EXECUTOR_1",
+        parent_session_id=session or room["exec"],
+        trigger_msg_id=msg_id,
+        **args,
+    )

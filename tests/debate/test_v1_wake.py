@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from debate_support import ALICE, BOB, CAROL, OUTSIDER, crew, trigger
+from debate_support import ALICE, BOB, CAROL, OUTSIDER, claim, crew, trigger
 from v1_support import SEATS, v1_topic
 
 SCHEMA = "debate.trigger/v1"
@@ -72,14 +72,7 @@ async def test_targets_come_from_the_preserved_message_once_each(desk, room):
 async def test_consumed_and_claimed_recipients_are_suppressed_retired_claims_redispatch(desk, room):
     msg = await trigger(desk, room, "EXECUTOR_1,REVIEWER")
     await desk.advance(CAROL, room["topic"], "REVIEWER", room["rev"], msg)
-    await desk.call(
-        BOB,
-        "debate_worker_claim",
-        topic_id=room["topic"],
-        role="EXECUTOR_1",
-        parent_session_id=room["exec"],
-        trigger_msg_id=msg,
-    )
+    await claim(desk, room, msg)
     out = await dry(desk, response(room["topic"], msg))
     assert out["result"] == "no_targets"
     assert [e["result"] for e in out["logs"]] == [

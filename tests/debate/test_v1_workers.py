@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from debate_support import ALICE, BOB, CAROL, MALLORY, crew, trigger
+from debate_support import ALICE, BOB, CAROL, MALLORY, claim, crew, trigger
 
 from agora.toolsets.debate.rules import stamp
 
@@ -14,21 +14,6 @@ from agora.toolsets.debate.rules import stamp
 async def room(desk):
     """CONDUCTOR (alice) and EXECUTOR_1 (bob) and REVIEWER (carol) on an ACTIVE topic."""
     return await crew(desk)
-
-
-async def claim(desk, room, msg_id, who=BOB, session=None, *, refused=False, **args):
-    """debate_worker_claim of EXECUTOR_1 (its parent session by default); with ``refused``
-    the claim must fail, and its error body is returned."""
-    use = desk.refused if refused else desk.call
-    return await use(
-        who,
-        "debate_worker_claim",
-        topic_id=room["topic"],
-        role="EXECUTOR_1",
-        parent_session_id=session or room["exec"],
-        trigger_msg_id=msg_id,
-        **args,
-    )
 
 
 async def _rows(desk):
