@@ -9,6 +9,11 @@ make most; each takes ``refused=True`` for a call that must fail, and then retur
 body. `legacy_topic` plants a topic whose project was never set; `crew` seats a topic of
 alice, bob and carol for the worker and wake tests, `trigger` addresses it a question and
 `claim` takes a trigger as a derived worker of EXECUTOR_1.
+
+debate/v1: `v1_topic` seats an ACTIVE v1 topic (`V1`): CONDUCTOR (cora, conductor scope), the
+blind roles PRO (alice) and CON (bob), JUDGE (carol) and HUMAN (mallory), each on its own
+session (`SEATS`); `V1.post` posts a structured `payload`, and `to_debate` / `to_adjudicate`
+drive the topic to those phases.
 """
 
 from __future__ import annotations
@@ -269,3 +274,84 @@ async def claim(
         trigger_msg_id=msg_id,
         **args,
     )
+
+
+SEATS = {"CONDUCTOR": CONDUCTOR, "PRO": ALICE, "CON": BOB, "JUDGE": CAROL, "HUMAN": MALLORY}
+
+
+def payload(summary: str = "a position", **extra: Any) -> str:
+    """A structured debate/v1 payload."""
+    return json.dumps({"summary": summary, "assumptions": [], "evidence_refs": [], **extra})
+
+
+@dataclass
+class V1:
+    """A seated debate/v1 topic."""
+
+    desk: Desk
+    topic: str
+    sessions: dict[str, str]
+
+    async def post(
+        self, role: str, kind: str, *, priority: str = "M", to: str | None = None, **args: Any
+    ) -> dict[str, Any]:
+        """Post as ``role`` (its seat's principal) with a structured payload."""
+        args.setdefault("payload_json", payload(f"{role} {kind}"))
+        args.setdefault("body", f"{role} says {kind}")
+        tool = "debate_post" if to is None else "debate_post_with_recipients"
+        if to is not None:
+            args["addressed_to_csv"] = to
+        return await self.desk.call(
+            SEATS[role],
+            tool,
+            topic_id=self.topic,
+            role=role,
+            priority=priority,
+            kind=kind,
+            **args,
+        )
+
+    async def refused(self, role: str, kind: str, **args: Any) -> dict[str, Any]:
+        """A post as ``role`` that must be refused; its error body."""
+        args.setdefault("payload_json", payload())
+        return await self.desk.refused(
+            SEATS[role],
+            "debate_post",
+            topic_id=self.topic,
+            role=role,
+            priority="M",
+            kind=kind,
+            body="x",
+            **args,
+        )
+
+    async def state(self, who: Principal = CONDUCTOR) -> dict[str, Any]:
+        """debate_protocol_state as ``who``."""
+        return await self.desk.call(who, "debate_protocol_state", topic_id=self.topic)
+
+    async def to_debate(self) -> tuple[str, str]:
+        """Commit both blind claims; return their msg_ids (PRO, CON)."""
+        pro = await self.post("PRO", "CLAIM")
+        con = await self.post("CON", "CLAIM")
+        return pro["msg_id"], con["msg_id"]
+
+    async def to_adjudicate(self) -> tuple[str, str]:
+        """Blind claims, then a verified VERIFY by JUDGE: ADJUDICATE."""
+        pro, con = await self.to_debate()
+        await self.post(
+            "JUDGE", "VERIFY", reply_to=pro, payload_json=payload("checked", result="verified")
+        )
+        return pro, con
+
+
+async def v1_topic(desk: Desk, **args: Any) -> V1:
+    """An ACTIVE debate/v1 topic with every seat bound to its own session."""
+    sessions = {role: await desk.session(who) for role, who in SEATS.items()}
+    roles: dict[str, Any] = {
+        role: sessions[role] if who is CONDUCTOR else (who, sessions[role])
+        for role, who in SEATS.items()
+    }
+    args.setdefault("protocol_version", "debate/v1")
+    args.setdefault("blind_roles_csv", "PRO,CON")
+    topic = await desk.topic(CONDUCTOR, roles, **args)
+    return V1(desk, topic, sessions)

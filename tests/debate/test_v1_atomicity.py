@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from debate_support import BOB, CAROL, CONDUCTOR
-from v1_support import payload, v1_topic
+from debate_support import BOB, CAROL, CONDUCTOR, payload, v1_topic
 
 from agora.runtime.actor import InternalError
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 import trio
-from debate_support import ALICE, BOB, CAROL, CONDUCTOR, MALLORY, STAR
-from v1_support import payload, v1_topic
+from debate_support import ALICE, BOB, CAROL, CONDUCTOR, MALLORY, STAR, payload, v1_topic
 
 #: (principal, the role it views as, whether it may see PRO's pending claim)
 VIEWERS = [

@@ -6,8 +6,7 @@ import json
 
 import pytest
 import trio
-from debate_support import ALICE, BOB, CAROL, CONDUCTOR, MALLORY, STAR
-from v1_support import payload, v1_topic
+from debate_support import ALICE, BOB, CAROL, CONDUCTOR, MALLORY, STAR, payload, v1_topic
 
 
 async def _counts(desk):

@@ -8,8 +8,7 @@ import json
 
 import pytest
 import trio
-from debate_support import ALICE, BOB, CAROL, CONDUCTOR, MALLORY, STAR, Desk
-from v1_support import payload, v1_topic
+from debate_support import ALICE, BOB, CAROL, CONDUCTOR, MALLORY, STAR, Desk, v1_topic
 
 from agora.runtime.clock import Clock
 from agora.runtime.registry import Runtime
@@ -34,12 +33,10 @@ async def _snapshot(desk):
 
 
 async def _in(v1, stage):
-    if stage in ("DEBATE", "ADJUDICATE"):
-        pro, _ = await v1.to_debate()
-    if stage == "ADJUDICATE":
-        await v1.post(
-            "JUDGE", "VERIFY", reply_to=pro, payload_json=payload("ok", result="verified")
-        )
+    if stage == "DEBATE":
+        await v1.to_debate()
+    elif stage == "ADJUDICATE":
+        await v1.to_adjudicate()
 
 
 @pytest.mark.parametrize("stage", ["BLIND_CLAIM", "DEBATE", "ADJUDICATE"])

@@ -8,10 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 import trio
-from debate_support import Desk
+from debate_support import SEATS, Desk, payload, v1_topic
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from v1_support import SEATS, payload, v1_topic
 
 from agora.errors import ToolError
 from agora.runtime.clock import Clock, FakeWall

@@ -6,8 +6,19 @@ import datetime as dt
 import json
 
 import pytest
-from debate_support import ALICE, BOB, CAROL, CONDUCTOR, LANE, MALLORY, OUTSIDER, STAR
-from v1_support import SEATS, payload, v1_topic
+from debate_support import (
+    ALICE,
+    BOB,
+    CAROL,
+    CONDUCTOR,
+    LANE,
+    MALLORY,
+    OUTSIDER,
+    SEATS,
+    STAR,
+    payload,
+    v1_topic,
+)
 
 STATE_FIELDS = {
     "topic_id",

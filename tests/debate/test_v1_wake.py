@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from debate_support import ALICE, BOB, CAROL, OUTSIDER, claim, crew, trigger
-from v1_support import SEATS, v1_topic
+from debate_support import ALICE, BOB, CAROL, OUTSIDER, SEATS, claim, crew, trigger, v1_topic
 
 SCHEMA = "debate.trigger/v1"
 
