@@ -31,7 +31,7 @@ import jsonschema
 import trio
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Mapping
 
 AGORA = str(Path(sys.executable).with_name("agora"))
 READY = re.compile(r"serving .* on (http://[\d.:]+)")
@@ -182,6 +182,14 @@ def principal_toml(
     if projects is not None:
         table += f"projects = {projects}\n"
     return table
+
+
+def roster_toml(agents: Mapping[str, tuple[str, str]], *, projects: str) -> str:
+    """``[[principals]]`` tables for ``{name: (token, scopes)}``, each granted ``projects``."""
+    return "\n".join(
+        principal_toml(name, token, scopes=scopes, projects=projects)
+        for name, (token, scopes) in agents.items()
+    )
 
 
 def write_config(directory: Path, extra: str = "") -> Path:

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 import trio
-from e2e_support import check_structured, http, principal_toml
+from e2e_support import check_structured, http, roster_toml
 
 from agora.client import WsClient, connect
 
@@ -29,10 +29,7 @@ AGENTS = {
 
 
 def principals() -> str:
-    return "\n".join(
-        principal_toml(name, token, scopes=scopes, projects='["ops"]')
-        for name, (token, scopes) in AGENTS.items()
-    )
+    return roster_toml(AGENTS, projects='["ops"]')
 
 
 class Agent:

@@ -11,12 +11,11 @@ structured result is checked against the outputSchema that tools/list advertises
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
 import trio
-from e2e_support import AgoraProcess, check_structured, write_config
+from e2e_support import AgoraProcess, check_structured, roster_toml, write_config
 
 from agora.client import WsClient, connect
 
@@ -35,12 +34,7 @@ AGENTS = {
 
 
 def principals() -> str:
-    return "\n".join(
-        f'[[principals]]\nname = "{role.lower()}"\n'
-        f'token_sha256 = "{hashlib.sha256(token.encode()).hexdigest()}"\n'
-        f'scopes = {scopes}\nprojects = ["ops"]\n'
-        for role, (token, scopes) in AGENTS.items()
-    )
+    return roster_toml({role.lower(): seat for role, seat in AGENTS.items()}, projects='["ops"]')
 
 
 def payload(summary: str, **extra: Any) -> str:

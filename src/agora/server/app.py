@@ -189,6 +189,8 @@ class App:
         self.config = config
         self.runtime = runtime
         self.toolsets = {t.name: t for t in toolsets}
+        #: Every tokenless request shares one principal (built once, off the request path).
+        self.anonymous = config.anonymous()
         self._in_flight = 0
         self._idle = trio.Event()
         self._idle.set()
@@ -285,7 +287,7 @@ class App:
     def authenticate(self, authorization: str | None) -> Principal | None:
         """The principal of an ``Authorization`` header; None means: answer 401."""
         if not authorization:
-            return self.config.anonymous()
+            return self.anonymous
         scheme, _, token = authorization.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             return None

@@ -72,7 +72,7 @@ class Server:
                 self.app.new_session(endpoint),
                 client.receive,
                 nursery,
-                principal=principal or self.app.config.anonymous(),
+                principal=principal or self.app.anonymous,
                 endpoint=endpoint.params,
             )
             try:
