@@ -58,6 +58,22 @@ def commit_failed(exc: StoreError) -> InternalError:
     return InternalError("the change could not be saved; nothing was changed")
 
 
+@dataclass(slots=True)
+class GuardCounts:
+    """What the version guard cost this node's commands (`Runtime.guard`).
+
+    Attributes:
+        retried: Writes rejected by the guard (their entity changed on another node);
+            each reran its command on a fresh copy, or answered `Busy` if it was the last try.
+        stale_reads: Read-only replies held back because a probe found a newer version.
+        busy: Commands answered `Busy` after `RETRIES` reruns.
+    """
+
+    retried: int = 0
+    stale_reads: int = 0
+    busy: int = 0
+
+
 @dataclass(slots=True, eq=False)
 class Slot:
     """Where the actor leaves one command's outcome.
@@ -324,9 +340,11 @@ class Actor:
                     versions = await runtime.store.probe([(kind, key)])
                     if versions[(kind, key)] != self.version:
                         self._entity = None
+                        runtime.guard.stale_reads += 1
                         continue
             except Conflict:
                 self._entity = None
+                runtime.guard.retried += 1
                 continue
             except StoreError as exc:
                 log.error("%s %s: commit failed: %s", kind, key, exc)
@@ -339,6 +357,7 @@ class Actor:
             self._released(effects, slot)
             return
         self._entity = None
+        runtime.guard.busy += 1
         slot.fail(Busy(f"{kind} {key} kept changing elsewhere; nothing was changed, retry"))
 
     def signal(self, *, replace: bool = True) -> None:

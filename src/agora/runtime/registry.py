@@ -14,7 +14,7 @@ import trio
 
 from agora.errors import ActorStopped
 from agora.runtime import multi
-from agora.runtime.actor import Actor, Slot
+from agora.runtime.actor import Actor, GuardCounts, Slot
 from agora.runtime.clock import Clock
 from agora.runtime.follow import Follower, follow
 from agora.runtime.resources import ResourceHub
@@ -150,11 +150,32 @@ class Runtime:
         self.registry = Registry(self, nursery)
         #: Resource subscriptions of every session (see `resources_updated`).
         self.resources = ResourceHub()
+        #: What the version guard cost (a shared store's conflicts, stale reads, busy answers).
+        self.guard = GuardCounts()
         #: Other nodes' changes, followed on a shared (guarded) store; None on SQLite.
         self.follower: Follower | None = None
         if store.guarded:
             self.follower = Follower(self)
             nursery.start_soon(follow, self, self.follower, name="agora change follower")
+
+    def counters(self) -> dict[str, Any]:
+        """The store's counters (`Store.counters`) and, on a shared store, this node's share
+        of the cluster's work: ``retried``, ``stale_reads``, ``busy`` (`GuardCounts`),
+        ``notes_received`` (other nodes' NOTIFYs), ``copies_dropped`` (cached entities they
+        made stale), ``listener_connects`` (1 + the listener's reconnections)."""
+        out = self.store.counters()
+        follower = self.follower
+        if follower is not None:
+            guard = self.guard
+            out |= {
+                "retried": guard.retried,
+                "stale_reads": guard.stale_reads,
+                "busy": guard.busy,
+                "notes_received": follower.notes,
+                "copies_dropped": follower.dropped,
+                "listener_connects": follower.connections,
+            }
+        return out
 
     def options(self, toolset: str) -> dict[str, Any]:
         """The ``[toolsets.<name>]`` table of the config file (empty if absent)."""

@@ -154,6 +154,19 @@ class Store:
         """
         return self._writer.batches, self._writer.jobs
 
+    def counters(self) -> dict[str, Any]:
+        """What the writer did since open, for ``/healthz``: ``engine``, ``commits``
+        (transactions), ``commands`` (jobs committed in them), and the histograms
+        ``batch_size`` (commands per commit) and ``commit_ms`` (BEGIN to COMMIT's return)."""
+        writer = self._writer
+        return {
+            "engine": self.dialect,
+            "commits": writer.batches,
+            "commands": writer.jobs,
+            "batch_size": writer.batch_sizes.snapshot(),
+            "commit_ms": writer.commit_ms.snapshot(),
+        }
+
     async def write(
         self, writes: list[Write], guards: Sequence[Guard] = (), updated: Sequence[str] = ()
     ) -> None:

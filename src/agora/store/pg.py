@@ -91,6 +91,8 @@ class PgStore(Store):
         self._pg_writer = writer
         self._pg_readers: list[PgConn] = []
         self._probe: _Probe | None = None
+        self.probes = 0
+        self.probed = 0
 
     @property
     def writer_pid(self) -> int:
@@ -101,6 +103,22 @@ class PgStore(Store):
     def conflicts(self) -> int:
         """Guarded jobs rejected since open because their entity changed elsewhere."""
         return self._pg_writer.conflicts
+
+    def counters(self) -> dict[str, Any]:
+        """`Store.counters`, plus the version guard's and the shared store's own:
+        ``conflicts`` (guarded commands rejected: their entity changed on another node),
+        ``probes`` (version-probe queries) and ``probed`` (keys they checked),
+        ``notes_sent`` (NOTIFY calls committed), ``writer_reconnects`` and ``reruns``
+        (batches rerun one savepoint per command after a statement failed)."""
+        writer = self._pg_writer
+        return super().counters() | {
+            "conflicts": writer.conflicts,
+            "probes": self.probes,
+            "probed": self.probed,
+            "notes_sent": writer.notes_sent,
+            "writer_reconnects": writer.reconnects,
+            "reruns": writer.reruns,
+        }
 
     async def read(self, fn: Callable[[Any], T]) -> T:
         """Run ``fn(conn)`` in a read-only snapshot and return its result.
@@ -172,6 +190,8 @@ class PgStore(Store):
             finally:
                 self._probe = None
             with trio.CancelScope(shield=True):  # followers wait for this answer
+                self.probes += 1
+                self.probed += len(batch.keys)
                 try:
                     batch.versions = await self.read(lambda c: _versions(c, sorted(batch.keys)))
                 except StoreError as exc:

@@ -53,6 +53,9 @@ class PgWriter(Writer):
         backend_pid: The server process of the write connection: listeners skip the
             notifications it sent (their node already knows).
         conflicts: Jobs rejected because a guarded version had moved.
+        notes_sent: ``pg_notify`` calls in committed transactions.
+        reconnects: Times the write connection was replaced after it broke.
+        reruns: Batches rerun one savepoint per job after a statement failed.
     """
 
     def __init__(
@@ -74,6 +77,10 @@ class PgWriter(Writer):
         self._channel = channel
         self.backend_pid: int = self._conn.info.backend_pid
         self.conflicts = 0
+        self.notes_sent = 0
+        self.reconnects = 0
+        self.reruns = 0
+        self._notes = 0  # pg_notify calls of the batch being committed
         #: COMMIT of the current transaction has been sent: if the connection breaks now,
         #: whether it was saved is unknown.
         self._committing = False
@@ -89,6 +96,8 @@ class PgWriter(Writer):
         batch = self._take(batch)
         outcomes: list[BaseException | None]
         self._committing = False
+        self._notes = 0
+        began = time.perf_counter()
         try:
             self._ensure_connected()
             try:
@@ -114,10 +123,8 @@ class PgWriter(Writer):
             outcomes = [exc] * len(batch)
         committed = outcomes.count(None)
         if committed:
-            self.batches += 1
-            self.jobs += committed
-            if self._trace:
-                log.info("committed %d jobs at %.6f", committed, time.time())
+            self.notes_sent += self._notes
+        self.counted(committed, began)
         self.conflicts += sum(isinstance(o, Conflict) for o in outcomes)
         self._report(batch, outcomes)
 
@@ -141,6 +148,7 @@ class PgWriter(Writer):
         if self._conn.closed or self._conn.broken:
             self._conn = connect(self._url)
             self.backend_pid = self._conn.info.backend_pid
+            self.reconnects += 1
 
     def _reset(self) -> None:
         conn = self._conn
@@ -158,6 +166,8 @@ class PgWriter(Writer):
                 raise
             self._conn.execute("ROLLBACK")
             self._committing = False  # that COMMIT was refused: nothing of it is saved
+        self.reruns += 1
+        self._notes = 0
         if len(batch) == 1:
             try:
                 return self._attempt(batch, pipelined=False)
@@ -194,6 +204,7 @@ class PgWriter(Writer):
                         conn.execute(*convert(sql, params))
                 for payload in notes:
                     conn.execute("SELECT pg_notify(%s, %s)", (self._channel, payload))
+                self._notes = len(notes)
                 self._committing = True  # sent with the writes: their fate is COMMIT's
                 conn.execute("COMMIT")
             return outcomes
@@ -204,8 +215,10 @@ class PgWriter(Writer):
         if kept:
             conn.cursor().executemany(_BUMP, [(v, k, key) for k, key, v in kept])
         uris = [u for job, o in zip(batch, outcomes, strict=True) if o is None for u in job.updated]
-        for payload in payload_lines(kept, uris):
+        notes = payload_lines(kept, uris)
+        for payload in notes:
             conn.execute("SELECT pg_notify(%s, %s)", (self._channel, payload))
+        self._notes += len(notes)
         self._committing = True
         conn.execute("COMMIT")
         return outcomes

@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agora.store.stats import BATCH_SIZE, COMMIT_MS, Histogram
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -94,6 +96,21 @@ class Writer:
         self._stopped = False
         self.batches = 0
         self.jobs = 0
+        #: Commands per committed transaction, and how long each transaction took (ms,
+        #: from BEGIN to COMMIT's return, lock waits included): the operator's counters.
+        self.batch_sizes = Histogram(BATCH_SIZE)
+        self.commit_ms = Histogram(COMMIT_MS)
+
+    def counted(self, committed: int, began: float) -> None:
+        """Count one transaction that committed ``committed`` jobs, begun at ``began``
+        (`time.perf_counter`)."""
+        if committed:
+            self.batches += 1
+            self.jobs += committed
+            self.batch_sizes.add(committed)
+            self.commit_ms.add((time.perf_counter() - began) * 1e3)
+            if self._trace:
+                log.info("committed %d jobs at %.6f", committed, time.time())
 
     def start(self) -> None:
         """Start the writer thread."""
@@ -170,23 +187,20 @@ class Writer:
             return  # nobody waits: do not queue for the write lock
         conn = self._conn
         outcomes: list[BaseException | None]
+        began = time.perf_counter()
         try:
             conn.execute("BEGIN IMMEDIATE")  # waits here while another process writes
             batch = self._take(batch)
             outcomes = _run_together(conn, batch) if batch else []
             committed = outcomes.count(None)
             conn.execute("COMMIT" if committed else "ROLLBACK")  # no fsync for nothing
-            if self._trace and committed:
-                log.info("committed %d jobs at %.6f", committed, time.time())
         except Exception as exc:  # the whole batch failed: nothing of it is committed
             log.exception("commit of %d jobs failed", len(batch))
             _rollback(conn)
             batch = self._take(batch)  # each one not dropped learns of the failure
             outcomes = [exc] * len(batch)
         else:
-            if committed:
-                self.batches += 1
-                self.jobs += committed
+            self.counted(committed, began)
 
         def finish() -> None:
             for job, outcome in zip(batch, outcomes, strict=True):

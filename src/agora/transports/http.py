@@ -289,6 +289,7 @@ class HttpConnection:
                     "sessions": len(self.front.mcp.sessions),
                     "actors": len(self.app.runtime.registry),
                     "parked": self.app.runtime.registry.parked(),
+                    "store": self.app.runtime.counters(),
                 }
             )
         return Response.error(404, f"no such page: {req.path}")
