@@ -1,35 +1,37 @@
-"""agora on 1, 2 and 3 nodes sharing one PostgreSQL, next to one node on SQLite.
+"""agora on 1, 2 and 3 CPU-capped nodes sharing one PostgreSQL, next to one node on SQLite.
 
-Workload: router workflow runs (``record_work_event`` with the state version of the previous
-reply: each call is a durable, guarded, CAS-checked commit). ``--clients C`` lean WebSocket
-agents are spread round-robin over the nodes, each for ``--seconds``:
+For each workload of ``--workloads`` (default ``chamber,chess``; ``router`` too, see
+``bench/nodes_load.py``), one row on SQLite (one node), then one row per entry of ``--nodes``
+on PostgreSQL (a fresh schema each). Each node is an ``agora serve`` subprocess capped at
+``--cap`` cores (default 0.5) with a cgroup v1 CPU quota (``bench/cgroups.py``), so added
+nodes add capacity even on a 2-core machine; PostgreSQL is uncapped unless ``--pg-cap`` says
+otherwise, and this load generator is never capped. The clients (``--clients``) spread
+round-robin over the nodes, all connect, then work for ``--seconds``.
 
-- disjoint: every agent works its own run (throughput, no conflicts by design);
-- shared: all agents work ``--shared`` runs (contention: the router's CAS answers
-  ``state-version-conflict`` and the agent retries with the version it was told; counted as
-  conflicts/s; a retryable busy answer is counted too).
+Printed per row: acknowledged commands/s (each a durable commit) and their client-side
+latency p50/p99; server CPU per command (agora's nodes; PostgreSQL's postmaster and every
+backend, counted by a cpuacct group; both added up, and that total as a multiple of the
+SQLite row's); conflicts/s (commands the version guard rejected and reran), busy answers;
+batch size (commands per commit) and commit p99 (BEGIN to COMMIT's return, from the nodes'
+``/healthz`` histograms, so "<= bucket bound"); for chess, the wake p99: the human's move
+acknowledged by one node -> the agent's ``wait_for_turn`` answered by another; and how often
+the cap throttled the nodes. Then, per workload, throughput on N nodes over one node.
 
-Printed per configuration: acknowledged calls/s, client-side call latency p50/p99 (a call's
-reply is released only after its commit: an upper bound of commit latency), agora CPU per
-call (all nodes), PostgreSQL CPU per call (all its processes), conflicts/s.
+Last, cross-node wake latency in-process (no load, no caps): two runtimes on one database, a
+waiter parked on A, B commits, from B's acknowledged commit to A's answer, ``--wakes`` times.
 
-Then cross-node wake latency, in-process: two runtimes (two "nodes", each with its own
-store, listener and actors) on one database; a waiter parked on node A in ``Runtime.poll``,
-node B commits a change, and the time from B's acknowledged commit to A's answer is taken
-``--wakes`` times (NOTIFY, listener, stale copy dropped, reload, re-run).
-
-Without cgroup v2 (not mounted on this machine), nodes are not CPU-capped: PostgreSQL, the
-nodes and this load generator share the machine's cores, so added nodes cannot add capacity
-here; what this measures is the cost per call and the absence of contention collapse.
-
-PostgreSQL: ``--pg URL``, or a throwaway cluster started with ``scripts/pg.sh`` (Debian's
-postgresql). Usage: ``.venv/bin/python bench/nodes.py [--seconds 8] [--clients 24]
-[--nodes 1,2,3] [--wakes 200]``. Not run by CI.
+PostgreSQL: ``--pg URL`` (its CPU is then every process named postgres on this machine), or
+a throwaway cluster started with ``scripts/pg.sh`` (Debian's postgresql, ``fsync=on``,
+``synchronous_commit=on``). Needs root for the cgroups (else the nodes run uncapped, as
+printed). Usage: ``.venv/bin/python bench/nodes.py [--workloads chamber,chess]
+[--nodes 1,2,3] [--seconds 10] [--clients 48] [--cap 0.5] [--pg-cap CORES] [--wakes 200]``.
+Not run by CI.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import secrets
 import subprocess
@@ -37,30 +39,39 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import cgroups
 import trio
-from measure import cpu_seconds, percentile
-from wsload import lean_connect
+from measure import cpu_seconds, percentile, raise_fd_limit
+from nodes_load import TOOLSETS, WORKLOADS, Gate, Tally
+
+from agora.store.stats import merged, quantile, window
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
 ROOT = Path(__file__).resolve().parents[1]
 AGORA = str(Path(sys.executable).with_name("agora"))
-CONTEXT = {"actor": "bench", "runtime_policy_snapshot_id": "p"}
+CONFIG = """[options.chamber]
+enter_per_minute = 0
+anonymous_enter_per_minute = 0
+connection_enter_per_minute = 0
+"""
 
 
 class Node:
     """One ``agora serve`` subprocess; its stderr is read on a thread for the URL line."""
 
-    def __init__(self, db: str, *args: str) -> None:
+    def __init__(self, db: str, toolsets: str, config: Path) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("AGORA_")}
         self.proc = subprocess.Popen(
-            [AGORA, "serve", "--port", "0", "--db", db, "--toolsets", "router", *args],
+            [AGORA, "serve", "--port", "0", "--db", db, "--toolsets", toolsets,
+             "--config", str(config)],
             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env,
         )  # fmt: skip
         self.url = ""
@@ -89,114 +100,142 @@ class Node:
             self.proc.kill()
 
 
-def postgres_cpu() -> float:
-    """CPU seconds of every process named postgres on this machine."""
-    total = 0.0
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                if Path(f"/proc/{pid}/comm").read_text().strip() == "postgres":
-                    total += cpu_seconds(int(pid))
-            except OSError:
-                continue
-    return total
+class PgCpu:
+    """PostgreSQL's CPU: a cpuacct group holding its postmaster (whose backends inherit it),
+    or, without one, every process named postgres."""
 
+    def __init__(self, pgdir: str | None, cores: float | None) -> None:
+        self.group: cgroups.CpuGroup | None = None
+        if pgdir and cgroups.available() is None:
+            postmaster = int(Path(pgdir, "postmaster.pid").read_text().split()[0])
+            self.group = cgroups.CpuGroup(f"agora-bench-pg-{os.getpid()}", cores)
+            for pid in [postmaster, *cgroups.children(postmaster)]:
+                self.group.add(pid)
 
-@dataclass
-class Result:
-    label: str
-    calls: int
-    conflicts: int
-    seconds: float
-    latencies: list[float]
-    agora_cpu: float
-    pg_cpu: float
-
-    def line(self) -> str:
-        per = max(self.calls, 1)
-        return (
-            f"{self.label:<22} {self.calls / self.seconds:8.0f} calls/s  "
-            f"p50 {percentile(self.latencies, 0.5) * 1e3:6.1f} ms  "
-            f"p99 {percentile(self.latencies, 0.99) * 1e3:6.1f} ms  "
-            f"agora {self.agora_cpu / per * 1e3:5.2f} ms CPU/call  "
-            f"postgres {self.pg_cpu / per * 1e3:5.2f} ms CPU/call  "
-            f"conflicts {self.conflicts / self.seconds:6.0f}/s"
-        )
-
-
-async def agent(url: str, session: str, run_of: dict[str, str], seconds: float,
-                out: list[float], counts: dict[str, int]) -> None:  # fmt: skip
-    """Record events on run ``run_of[session]`` until ``seconds`` pass."""
-    ws = url.replace("http://", "ws://") + "/mcp/router"
-    context = {**CONTEXT, "session_id": session}
-    async with lean_connect(ws) as c:
-        run = run_of.get(session)
-        if run is None:
-            planned = await c.call_tool("plan_work", {
-                "context": context, "expected_state_version": 0, "idempotency_key": "plan",
-                "correlation_id": "p", "objective": "1. design\n2. build",
-                "goal_binding_id": None, "requested_work_mode": None,
-                "explicit_skill_ids": [], "explicit_semantics": None,
-            })  # fmt: skip
-            run = run_of[session] = planned["structuredContent"]["workflow_run_id"]
-        version, n = 1, 0
-        end = time.perf_counter() + seconds
-        while time.perf_counter() < end:
-            n += 1
-            start = time.perf_counter()
-            got = (await c.call_tool("record_work_event", {
-                "context": context, "workflow_run_id": run, "phase_id": "plan",
-                "observation": {"n": n}, "activation_receipt_ref": None,
-                "expected_state_version": version, "idempotency_key": f"{session}-{n}",
-                "correlation_id": "c",
-            }))["structuredContent"]  # fmt: skip
-            if "event_ids" in got:
-                out.append(time.perf_counter() - start)
-                version = got["resulting_state_version"]
-                counts["calls"] += 1
-            elif got.get("code") == "state-version-conflict":
-                version = got["current_state_version"]
-                counts["conflicts"] += 1
-            else:
-                counts["conflicts"] += 1  # busy (retryable): same call again
-
-
-async def measure(label: str, urls: list[str], pids: list[int], args: argparse.Namespace,
-                  shared: int | None) -> Result:  # fmt: skip
-    tag = secrets.token_hex(3)
-    sessions = [f"{tag}-{i}" for i in range(args.clients)]
-    run_of: dict[str, str] = {}
-    if shared:
-        owners = sessions[:shared]
-        async with trio.open_nursery() as nursery:  # plan the shared runs first
-            for s in owners:
-                nursery.start_soon(agent, urls[0], s, run_of, 0.0, [], {"calls": 0})
-        for i, s in enumerate(sessions):
-            run_of[s] = run_of[owners[i % shared]]
-    latencies: list[float] = []
-    counts = {"calls": 0, "conflicts": 0}
-    cpu0 = sum(cpu_seconds(p) for p in pids)
-    pg0 = postgres_cpu()
-    start = time.perf_counter()
-    async with trio.open_nursery() as nursery:
-        for i, s in enumerate(sessions):
-            nursery.start_soon(agent, urls[i % len(urls)], s, run_of, args.seconds,
-                               latencies, counts)  # fmt: skip
-    elapsed = time.perf_counter() - start
-    return Result(label, counts["calls"], counts["conflicts"], elapsed, latencies,
-                  sum(cpu_seconds(p) for p in pids) - cpu0, postgres_cpu() - pg0)  # fmt: skip
+    def seconds(self) -> float:
+        if self.group is not None:
+            return self.group.usage()
+        total = 0.0
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    if Path(f"/proc/{pid}/comm").read_text().strip() == "postgres":
+                        total += cpu_seconds(int(pid))
+                except OSError:
+                    continue
+        return total
 
 
 @asynccontextmanager
-async def cluster(db: str, n: int) -> AsyncIterator[list[Node]]:
-    nodes = [Node(db) for _ in range(n)]
+async def cluster(
+    db: str, n: int, toolsets: str, config: Path, cap: float | None
+) -> AsyncIterator[tuple[list[Node], list[cgroups.CpuGroup]]]:
+    nodes: list[Node] = []
+    groups: list[cgroups.CpuGroup] = []
     try:
+        for i in range(n):
+            node = Node(db, toolsets, config)
+            nodes.append(node)
+            if cap is not None:
+                group = cgroups.CpuGroup(f"agora-bench-node{i}-{os.getpid()}", cap)
+                groups.append(group)
+                group.add(node.proc.pid)
         for node in nodes:
             await trio.to_thread.run_sync(node.wait_ready)
-        yield nodes
+        yield nodes, groups
     finally:
         for node in nodes:
             node.stop()
+        for group in groups:
+            group.remove()
+
+
+def store_counters(url: str) -> dict[str, Any]:
+    with urllib.request.urlopen(f"{url}/healthz", timeout=30) as response:
+        return dict(json.loads(response.read())["store"])
+
+
+def counters_delta(after: list[dict[str, Any]], before: list[dict[str, Any]]) -> dict[str, Any]:
+    """The nodes' counters over the window, added up (histograms merged)."""
+    out: dict[str, Any] = {}
+    for key, value in after[0].items():
+        if isinstance(value, dict):
+            out[key] = merged([window(a[key], b[key]) for a, b in zip(after, before, strict=True)])
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            out[key] = sum(a[key] - b[key] for a, b in zip(after, before, strict=True))
+    return out
+
+
+@dataclass
+class Row:
+    workload: str
+    label: str
+    nodes: int
+    seconds: float
+    tally: Tally
+    agora_cpu: float
+    pg_cpu: float
+    store: dict[str, Any]
+    throttled: float
+
+    @property
+    def rate(self) -> float:
+        return self.tally.commands / self.seconds
+
+    def cpu_per_command(self) -> float:
+        return (self.agora_cpu + self.pg_cpu) / max(self.tally.commands, 1)
+
+    def line(self, sqlite: Row | None) -> str:
+        per = 1e3 / max(self.tally.commands, 1)
+        lat = self.tally.latencies or [0.0]
+        text = (
+            f"{self.workload:<8} {self.label:<15} {self.rate:7.0f} cmd/s  "
+            f"p50 {percentile(lat, 0.5) * 1e3:5.1f} p99 {percentile(lat, 0.99) * 1e3:6.1f} ms | "
+            f"CPU/cmd agora {self.agora_cpu * per:.3f} + pg {self.pg_cpu * per:.3f} "
+            f"= {self.cpu_per_command() * 1e3:.3f} ms"
+        )
+        if sqlite is not None and sqlite is not self:
+            text += f" ({self.cpu_per_command() / sqlite.cpu_per_command():.2f}x sqlite)"
+        s = self.store
+        commit_p99 = quantile(s["commit_ms"], 0.99) if s.get("commit_ms") else None
+        text += (
+            f" | conflicts {s.get('conflicts', 0) / self.seconds:5.1f}/s busy {s.get('busy', 0)}"
+            f" | batch {s['commands'] / max(s['commits'], 1):4.2f} cmd/commit"
+            f" commit p99 <= {commit_p99 if commit_p99 is not None else '-'} ms"
+        )
+        if self.tally.wakes:
+            text += f" | wake p99 {percentile(self.tally.wakes, 0.99) * 1e3:.1f} ms"
+        text += f" | throttled {self.throttled:.0%}"
+        if self.tally.refusals:
+            text += f" | refused {dict(self.tally.refusals)}"
+        return text
+
+
+async def measure(workload: str, label: str, nodes: list[Node], groups: list[cgroups.CpuGroup],
+                  pg: PgCpu | None, args: argparse.Namespace) -> Row:  # fmt: skip
+    urls = [node.url for node in nodes]
+    tally = Tally()
+    gate = Gate(args.clients)
+    run = WORKLOADS[workload]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run, urls, args.clients, tally, gate)
+        with trio.fail_after(120):
+            await gate.all_in.wait()
+        before = [await trio.to_thread.run_sync(store_counters, u) for u in urls]
+        cpu0 = sum(cpu_seconds(node.proc.pid) for node in nodes)
+        pg0 = pg.seconds() if pg else 0.0
+        throttle0 = [g.throttled() for g in groups]
+        start = time.perf_counter()
+        tally.end = start + args.seconds
+        gate.go.set()
+    elapsed = time.perf_counter() - start
+    cpu = sum(cpu_seconds(node.proc.pid) for node in nodes) - cpu0
+    pg_cpu = (pg.seconds() - pg0) if pg else 0.0
+    after = [await trio.to_thread.run_sync(store_counters, u) for u in urls]
+    periods = sum(g.throttled()[0] - t[0] for g, t in zip(groups, throttle0, strict=True))
+    hit = sum(g.throttled()[1] - t[1] for g, t in zip(groups, throttle0, strict=True))
+    return Row(workload, label, len(nodes), elapsed, tally, cpu, pg_cpu,
+               counters_delta(after, before), hit / periods if periods else 0.0)  # fmt: skip
 
 
 def fresh_schema(server: str) -> str:
@@ -254,9 +293,33 @@ async def wakes(server: str, count: int) -> list[float]:
     return out
 
 
+async def run_workload(workload: str, server: str, pg: PgCpu | None, config: Path,
+                       args: argparse.Namespace, tmp: Path) -> list[Row]:  # fmt: skip
+    rows: list[Row] = []
+    toolsets = TOOLSETS[workload]
+    async with cluster(str(tmp / f"{workload}.db"), 1, toolsets, config, args.cap) as (nodes, g):
+        rows.append(await measure(workload, "sqlite, 1 node", nodes, g, None, args))
+        print(rows[-1].line(rows[0]), flush=True)
+    for n in args.nodes:
+        async with cluster(fresh_schema(server), n, toolsets, config, args.cap) as (nodes, g):
+            rows.append(await measure(workload, f"pg, {n} node{'s' * (n > 1)}", nodes, g, pg, args))
+            print(rows[-1].line(rows[0]), flush=True)
+    pg_rows = {row.nodes: row for row in rows[1:]}
+    if 1 in pg_rows:
+        one = pg_rows[1].rate
+        print(f"{workload:<8} scaling (model-free, measured): " + ", ".join(
+            f"{n} nodes {row.rate / one:.2f}x" for n, row in pg_rows.items() if n > 1
+        ) or "-", flush=True)  # fmt: skip
+    return rows
+
+
 async def main(args: argparse.Namespace) -> None:
-    server = args.pg
-    pgdir = None
+    raise_fd_limit()
+    why = cgroups.available()
+    if why is not None and args.cap is not None:
+        print(f"no CPU caps: {why}")
+        args.cap = None
+    server, pgdir = args.pg, None
     if not server:
         pgdir = tempfile.mkdtemp(prefix="agora-bench-pg-")
         started = await trio.run_process(
@@ -264,27 +327,27 @@ async def main(args: argparse.Namespace) -> None:
             capture_stdout=True,
         )
         server = started.stdout.decode().strip()
+    pg = PgCpu(pgdir, args.pg_cap)
     try:
-        print(f"cores: {os.cpu_count()}, clients: {args.clients}, {args.seconds:g} s per row; "
-              "no cgroup CPU caps (cgroup v2 not mounted)")  # fmt: skip
+        load = os.getloadavg()[0]
+        print(f"cores: {os.cpu_count()}, load average {load:.1f}; {args.clients} clients, "
+              f"{args.seconds:g} s per row; nodes capped at "
+              f"{args.cap if args.cap is not None else 'no'} cores each, PostgreSQL at "
+              f"{args.pg_cap or 'no'} cap, load generator uncapped", flush=True)  # fmt: skip
         with tempfile.TemporaryDirectory() as tmp:
-            async with cluster(str(Path(tmp) / "bench.db"), 1) as nodes:
-                urls, pids = [n.url for n in nodes], [n.proc.pid for n in nodes]
-                print((await measure("sqlite, 1 node", urls, pids, args, None)).line())
-                print((await measure("sqlite, 1 node, shared", urls, pids, args,
-                                     args.shared)).line())  # fmt: skip
-        for n in args.nodes:
-            async with cluster(fresh_schema(server), n) as nodes:
-                urls, pids = [x.url for x in nodes], [x.proc.pid for x in nodes]
-                print((await measure(f"postgresql, {n} node(s)", urls, pids, args, None)).line())
-                print((await measure(f"postgresql, {n}, shared", urls, pids, args,
-                                     args.shared)).line())  # fmt: skip
+            config = Path(tmp) / "agora.toml"
+            config.write_text(CONFIG)
+            for workload in args.workloads:
+                await run_workload(workload, server, pg, config, args, Path(tmp))
         lat = await wakes(server, args.wakes)
         print(
-            f"cross-node wake (B's commit acknowledged -> A's poll answers), {len(lat)} wakes: "
-            f"p50 {percentile(lat, 0.5) * 1e3:.2f} ms, p99 {percentile(lat, 0.99) * 1e3:.2f} ms"
+            f"cross-node wake in-process (B's commit acknowledged -> A's poll answers), "
+            f"{len(lat)} wakes: p50 {percentile(lat, 0.5) * 1e3:.2f} ms, "
+            f"p99 {percentile(lat, 0.99) * 1e3:.2f} ms"
         )
     finally:
+        if pg.group is not None:
+            pg.group.remove()
         if pgdir:
             with trio.CancelScope(shield=True):
                 await trio.run_process(
@@ -294,11 +357,14 @@ async def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seconds", type=float, default=8.0)
-    parser.add_argument("--clients", type=int, default=24)
-    parser.add_argument("--shared", type=int, default=2, help="runs shared by all agents")
+    parser.add_argument("--workloads", type=lambda s: s.split(","), default=["chamber", "chess"])
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--clients", type=int, default=48, help="agents, or chess tables")
     parser.add_argument("--nodes", type=lambda s: [int(x) for x in s.split(",")],
                         default=[1, 2, 3])  # fmt: skip
+    parser.add_argument("--cap", type=float, default=0.5, help="cores per node (cgroup quota)")
+    parser.add_argument("--no-cap", dest="cap", action="store_const", const=None)
+    parser.add_argument("--pg-cap", type=float, default=None, help="cores for PostgreSQL")
     parser.add_argument("--wakes", type=int, default=200)
     parser.add_argument("--pg", default="", help="a PostgreSQL server URL (else one is started)")
     parser.add_argument("--pg-port", type=int, default=55470)

@@ -109,6 +109,40 @@ async def test_a_waiter_on_one_node_wakes_when_the_other_commits(pg_url):
             assert a.follower.dropped >= 1
 
 
+async def test_a_waiter_wakes_when_the_other_node_commits_while_its_probe_is_answered(
+    pg_url, monkeypatch
+):
+    # The race the chess bench hit (wakes ~2 s late, by the sweep): a's long-poll confirms
+    # its cached copy with a probe; b commits after the probe's query ran but before its
+    # answer is used; b's note reaches a meanwhile. The reply (from the probed, older copy) is
+    # not ready, and the poll must not park on a change event made after that note.
+    from agora.runtime import follow
+
+    monkeypatch.setattr(follow, "SWEEP_SECONDS", 3600.0)  # only the note may wake it
+    kind = CounterKind()
+    with trio.fail_after(WAIT):
+        async with node(pg_url) as a, node(pg_url) as b:
+            await wait_listening(a)
+            assert a.follower is not None
+            assert await a.call(kind, "k", Get()) == 0  # a caches the entity: next reads probe
+            real_probe = a.store.probe
+            raced: list[int] = []
+
+            async def probe_then_commit_elsewhere(keys: Any) -> Any:
+                found = await real_probe(keys)
+                if not raced:
+                    notes = a.follower.notes
+                    raced.append(await b.call(kind, "k", Add(1)))
+                    while a.follower.notes == notes:  # noqa: ASYNC110 - until b's note is in
+                        await trio.sleep(0.001)
+                return found
+
+            monkeypatch.setattr(a.store, "probe", probe_then_commit_elsewhere)
+            got = await a.poll(kind, "k", Get(), ready=lambda v: v >= 1, timeout=3600)
+            assert raced == [1]
+            assert got == 1
+
+
 async def test_a_waiter_wakes_after_its_nodes_listener_connection_was_killed(pg_url):
     import psycopg
 

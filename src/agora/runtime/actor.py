@@ -293,13 +293,21 @@ class Actor:
             raise
         self._released(effects, slot)
 
-    def _released(self, effects: Effects, slot: Slot) -> None:
+    def _released(self, effects: Effects, slot: Slot, seen: trio.Event | None = None) -> None:
+        """Count the command, wake waiters if it changed the entity, answer its caller.
+
+        ``seen`` is the change event as it was when the command began. If it was set since
+        (another node's change noticed while this command awaited its load or probe), the
+        reply may predate that change: the caller gets that set event, so a long-poll re-runs
+        at once instead of parking on a fresh event and missing the change.
+        """
+        missed = seen is not None and seen.is_set()
         self.handled += 1
         if effects.changed:
             self.signal()
         if effects.updated:
             self.runtime.resources.updated(*effects.updated)
-        slot.set(effects.reply, self.change)
+        slot.set(effects.reply, seen if missed and seen is not None else self.change)
 
     async def _handle_guarded(self, command: Any, slot: Slot) -> None:
         """`_handle` on a shared store: the database's version of the entity has the final say.
@@ -315,6 +323,7 @@ class Actor:
         runtime = self.runtime
         kind, key = self.kind.kind, self.key
         for _ in range(RETRIES + 1):
+            seen = self.change
             fresh = self._entity is None
             try:
                 entity = await self.loaded()
@@ -354,7 +363,7 @@ class Actor:
             except BaseException:
                 self._entity = None
                 raise
-            self._released(effects, slot)
+            self._released(effects, slot, seen)
             return
         self._entity = None
         runtime.guard.busy += 1
