@@ -228,6 +228,10 @@ async def measure(workload: str, label: str, nodes: list[Node], groups: list[cgr
         start = time.perf_counter()
         tally.end = start + args.seconds
         gate.go.set()
+        if args.py_spy:
+            for i, node in enumerate(nodes):
+                out = Path(args.py_spy) / f"{workload}-{label.replace(', ', '-')}-{i}.txt"
+                nursery.start_soon(spy, node.proc.pid, out, args.seconds)
     elapsed = time.perf_counter() - start
     cpu = sum(cpu_seconds(node.proc.pid) for node in nodes) - cpu0
     pg_cpu = (pg.seconds() - pg0) if pg else 0.0
@@ -236,6 +240,14 @@ async def measure(workload: str, label: str, nodes: list[Node], groups: list[cgr
     hit = sum(g.throttled()[1] - t[1] for g, t in zip(groups, throttle0, strict=True))
     return Row(workload, label, len(nodes), elapsed, tally, cpu, pg_cpu,
                counters_delta(after, before), hit / periods if periods else 0.0)  # fmt: skip
+
+
+async def spy(pid: int, out: Path, seconds: float) -> None:
+    """``py-spy record`` of process ``pid`` for ``seconds`` (collapsed stacks, to ``out``)."""
+    command = [str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(pid),
+               "--duration", str(max(1, int(seconds))), "--rate", "200", "--format", "raw",
+               "--nonblocking", "-o", str(out)]  # fmt: skip
+    await trio.run_process(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def fresh_schema(server: str) -> str:
@@ -368,4 +380,5 @@ if __name__ == "__main__":
     parser.add_argument("--wakes", type=int, default=200)
     parser.add_argument("--pg", default="", help="a PostgreSQL server URL (else one is started)")
     parser.add_argument("--pg-port", type=int, default=55470)
+    parser.add_argument("--py-spy", default="", help="a directory: profile each node per row")
     trio.run(main, parser.parse_args())

@@ -9,11 +9,13 @@ and, for chess, the cross-node wake latencies. Imported by ``bench/nodes.py``; n
 - chamber: each agent enters its own attempt, makes up to 60 valid read actions (look,
   inspect, hint; each sent with the ``expected_action_index`` of the previous reply), seals,
   and enters again. Commands: enters, actions, seals.
-- chess: one table per pair; the agent plays over WebSocket through node ``i``, the human
-  over HTTP through node ``i + 1``, so on two or more nodes every human move is committed on
-  one node and wakes a ``wait_for_turn`` parked on another. Commands: moves. The wake is
-  timed from the human's acknowledged move (its POST answered) to the agent's reply (0 if
-  the reply came first).
+- chess: table ``i`` has an agent playing over WebSocket and a human over HTTP (the page's
+  API), both through node ``i mod N``: what a load balancer hashing on the table's path
+  gives. Commands: moves. The wake is timed from the human's acknowledged move (its POST
+  answered) to the agent's ``wait_for_turn`` reply (0 if the reply came first).
+- chess-cross: the same, but the human goes through node ``i + 1``: on two or more nodes
+  every move is committed on one node and wakes a wait parked on the other, which must
+  reload the table (the worst case: no affinity at all).
 - router: each agent records events on its own workflow run, with the state version of the
   previous reply (a CAS-checked commit per call).
 """
@@ -195,13 +197,19 @@ async def chess_table(agent_url: str, human_url: str, table: Table, tally: Tally
                 state = {"phase": "human_turn", "legalMoves": human_moves(body["fen"])}
 
 
-async def chess_tables(urls: list[str], count: int, tally: Tally, gate: Gate) -> None:
+async def chess_tables(urls: list[str], count: int, tally: Tally, gate: Gate,
+                       cross: bool = False) -> None:  # fmt: skip
     port = int(urls[0].rsplit(":", 1)[1])
     tables = await create_tables(port, count, f"t{random.randrange(10**6)}-")
     n = len(urls)
     async with trio.open_nursery() as nursery:
         for i, table in enumerate(tables):
-            nursery.start_soon(chess_table, urls[i % n], urls[(i + 1) % n], table, tally, gate)
+            human = urls[(i + cross) % n]
+            nursery.start_soon(chess_table, urls[i % n], human, table, tally, gate)
+
+
+async def chess_cross(urls: list[str], count: int, tally: Tally, gate: Gate) -> None:
+    await chess_tables(urls, count, tally, gate, cross=True)
 
 
 # -- router ----------------------------------------------------------------------------------
@@ -239,6 +247,11 @@ async def router(urls: list[str], count: int, tally: Tally, gate: Gate) -> None:
             nursery.start_soon(router_agent, urls[i % len(urls)], f"{tag}-{i}", tally, gate)
 
 
-WORKLOADS = {"chamber": chamber, "chess": chess_tables, "router": router}
+WORKLOADS = {
+    "chamber": chamber,
+    "chess": chess_tables,
+    "chess-cross": chess_cross,
+    "router": router,
+}
 #: The toolset each workload needs on the nodes.
-TOOLSETS = {"chamber": "chamber", "chess": "chess", "router": "router"}
+TOOLSETS = {"chamber": "chamber", "chess": "chess", "chess-cross": "chess", "router": "router"}
