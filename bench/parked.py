@@ -18,9 +18,14 @@ alternately a chess table (the human moves: POST sent -> the agent's reply) and 
 (a post addressed to it: post sent -> its waiter's reply), each timed while every other
 agent stays parked (goal: p99 under 10 ms; both figures include the waking write's fsync'd
 commit). The load generator runs with its cyclic GC off, so its pauses are not the server's.
+The server runs under `probed_serve`, which times its garbage collections: the count and the
+longest pause per generation while the agents connect and during the wakes are printed, with
+the objects the collector tracks. ``--trace-frames N`` also traces its allocations
+(tracemalloc, N frames each) and prints the growth per parked agent by line, by call stack
+and by object type (slow: use a few thousand agents).
 
 Usage: ``.venv/bin/python -m bench parked -- [--agents 100000] [--chess-share 0.5]
-[--sources 8] [--wakes 200]``. Not run by CI.
+[--sources 8] [--wakes 200] [--trace-frames 0]``. Not run by CI.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import json
 import random
 import tempfile
 import time
+import tracemalloc
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -180,9 +186,11 @@ async def parked(args: argparse.Namespace) -> Report:
     debate_n = args.agents - chess_n
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
+        (directory / "probe").mkdir()
         async with agora_serve(
             directory / "parked.db", "chess,debate", synchronous="FULL",
-            max_connections=str(args.agents + 1000),
+            max_connections=str(args.agents + 1000), probe=directory / "probe",
+            trace_frames=args.trace_frames,
         ) as server:  # fmt: skip
             ws_base = server.url.replace("http://", "ws://")
             t0 = time.perf_counter()
@@ -208,6 +216,7 @@ async def parked(args: argparse.Namespace) -> Report:
             gc.collect()
             gc.disable()
             rss_before = vm_rss(server.pid)
+            setup_gc, snap_before = await server.probe()
             state = State(len(agents))
             worst = [0.0]
             stop = trio.Event()
@@ -226,8 +235,14 @@ async def parked(args: argparse.Namespace) -> Report:
                 connect_s = time.perf_counter() - c0
                 stop.set()
                 rss_parked = vm_rss(server.pid)
+                ramp_gc, snap_parked = await server.probe()
                 wakes = await single_wakes(args, server.port, agents, topics, http)
+                wake_gc, _ = await server.probe()
+                wake_gc.pop("types", None)
                 nursery.cancel_scope.cancel()
+            if snap_before is not None and snap_parked is not None:
+                traced = allocation_sites(snap_before, snap_parked, max(state.parked, 1))
+                traced["type"] = object_types(setup_gc, ramp_gc, max(state.parked, 1))
     per_agent = (rss_parked - rss_before) / max(state.parked, 1)
     report.figures = {
         "agents_parked": state.parked,
@@ -240,13 +255,60 @@ async def parked(args: argparse.Namespace) -> Report:
         "server_rss_parked_mib": round(rss_parked / 2**20, 1),
         "kib_per_parked_agent": round(per_agent / 1024, 2),
         "longest_ping_during_connect_ms": round(worst[0] * 1000, 1),
+        "gc_during_connect": ramp_gc,
+        "gc_during_wakes": wake_gc,
     }
+    if args.trace_frames:
+        report.figures["note"] = "traced: RSS includes tracemalloc's own memory"
+        report.figures["traced_kib_per_parked_agent"] = traced.pop("kib_per_agent")
+        report.figures["traced_top"] = traced
     report.latency = {k: latency_summary(v) for k, v in wakes.items()}
     for key, value in report.figures.items():
-        print(f"{key}: {value}")
+        if key == "traced_top":
+            for kind, rows in traced.items():
+                what = "objects per agent" if kind == "type" else "bytes, count per agent"
+                print(f"tracemalloc top by {kind} ({what}):")
+                for row in rows:
+                    print(f"  {row}")
+        else:
+            print(f"{key}: {value}")
     for key, value in report.latency.items():
         print(f"wake {key}: {value}")
     return report
+
+
+def object_types(before: dict[str, Any], after: dict[str, Any], agents: int) -> list[str]:
+    """The 20 types whose objects tracked by the collector grew most, per agent."""
+    old, new = before.pop("types"), after.pop("types")
+    grown = sorted(((n - old.get(t, 0), t) for t, n in new.items()), reverse=True)
+    total = after["tracked_objects"] - before["tracked_objects"]
+    rows = [f"{d / agents:6.2f}  {t}" for d, t in grown[:20]]
+    return [f"{total / agents:6.2f}  (all tracked objects)", *rows]
+
+
+def allocation_sites(before: Path, after: Path, agents: int) -> dict[str, Any]:
+    """What the parked agents' memory was allocated by: tracemalloc's growth per agent by
+    line (the top 15) and by call stack (the top 8, agora/trio/wsproto frames only)."""
+    old = tracemalloc.Snapshot.load(str(before))
+    new = tracemalloc.Snapshot.load(str(after))
+    grown = sum(s.size_diff for s in new.compare_to(old, "filename"))
+    out: dict[str, Any] = {"kib_per_agent": round(grown / agents / 1024, 2)}
+    out["line"] = [
+        f"{s.size_diff / agents:8.1f} B {s.count_diff / agents:6.2f}  {s.traceback[0]}"
+        for s in new.compare_to(old, "lineno")[:30]
+    ]
+    stacks = []
+    for s in new.compare_to(old, "traceback")[:12]:
+        frames = [
+            f"{Path(f.filename).name}:{f.lineno}"
+            for f in s.traceback
+            if any(part in f.filename for part in ("agora", "trio", "wsproto"))
+        ]
+        stacks.append(
+            f"{s.size_diff / agents:8.1f} B {s.count_diff / agents:6.2f}  " + " < ".join(frames[:6])
+        )
+    out["stack"] = stacks
+    return out
 
 
 async def single_wakes(
@@ -291,6 +353,12 @@ def main(argv: list[str] | None = None) -> Report:
     parser.add_argument("--sources", type=int, default=8)
     parser.add_argument("--wakes", type=int, default=200)
     parser.add_argument("--connect-timeout", type=float, default=1800.0)
+    parser.add_argument(
+        "--trace-frames", type=int, default=0,
+        help="run the server under tracemalloc with this many frames per allocation and "
+        "print where the parked agents' memory was allocated (RSS figures then include "
+        "tracemalloc's own memory)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     raise_fd_limit()
     return trio.run(parked, args)

@@ -10,6 +10,7 @@ report. Leaving the block sends SIGTERM and requires a clean exit with no traceb
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -18,7 +19,7 @@ import sys
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
 HOST = "127.0.0.1"
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0
+#: A traced server's snapshot of 100k connections takes a while to write.
+PROBE_TIMEOUT = 300.0
 #: How the server logs a durable commit when ``trace_commits`` is on.
 COMMIT_TRACE = "INFO agora.store.writer: committed "
 
@@ -46,10 +49,27 @@ class Server:
     port: int = 0
     log: list[str] = field(default_factory=list)
     commits: list[float] = field(default_factory=list)
+    probe_dir: Path | None = None
+    probes: int = 0
 
     @property
     def pid(self) -> int:
         return self.process.pid
+
+    async def probe(self) -> tuple[dict[str, Any], Path | None]:
+        """Ask a `probed_serve` server for its collections since the last probe and, when it
+        traces, its tracemalloc snapshot (the path of the file)."""
+        assert self.probe_dir is not None, "start the server with probe=DIR"
+        n = self.probes
+        self.probes += 1
+        self.process.send_signal(signal.SIGUSR1)
+        done = self.probe_dir / f"{n}.done"
+        with trio.fail_after(PROBE_TIMEOUT):
+            while not done.exists():  # noqa: ASYNC110 - a file from another process
+                await trio.sleep(0.05)
+        snap = self.probe_dir / f"{n}.snap"
+        figures = json.loads((self.probe_dir / f"{n}.json").read_text())
+        return figures, snap if snap.exists() else None
 
 
 async def _read_log(server: Server, ready: trio.Event) -> None:
@@ -71,25 +91,37 @@ async def _read_log(server: Server, ready: trio.Event) -> None:
 
 @asynccontextmanager
 async def agora_serve(
-    db: Path, toolsets: str, *, config: Path | None = None, **settings: str
+    db: Path,
+    toolsets: str,
+    *,
+    config: Path | None = None,
+    probe: Path | None = None,
+    trace_frames: int = 0,
+    **settings: str,
 ) -> AsyncIterator[Server]:
     """Run ``agora serve --toolsets <toolsets>``; ``settings`` become ``AGORA_<NAME>``,
-    ``config`` is passed as ``--config`` (e.g. for ``[[principals]]``).
+    ``config`` is passed as ``--config`` (e.g. for ``[[principals]]``). With ``probe`` (a
+    directory) it runs under `probed_serve`, which times its garbage collections and, with
+    ``trace_frames``, traces its allocations; `Server.probe` asks it for them.
 
     Raises:
         RuntimeError: it did not start, or did not exit cleanly on SIGTERM.
     """
     script = shutil.which("agora", path=str(Path(sys.executable).parent))
     command = [script] if script else [sys.executable, "-m", "agora.cli"]
+    if probe is not None:
+        command = [sys.executable, str(Path(__file__).with_name("probed_serve.py"))]
     command += ["serve", "--host", HOST, "--port", "0", "--db", str(db), "--toolsets", toolsets]
     if config is not None:
         command += ["--config", str(config)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGORA_")}
     env |= {f"AGORA_{name.upper()}": value for name, value in settings.items()}
+    if probe is not None:
+        env |= {"BENCH_PROBE_DIR": str(probe), "BENCH_TRACE_FRAMES": str(trace_frames)}
     process = await trio.lowlevel.open_process(
         command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
     )
-    server = Server(process, db)
+    server = Server(process, db, probe_dir=probe)
     try:
         async with trio.open_nursery() as nursery:
             ready = trio.Event()
@@ -100,7 +132,7 @@ async def agora_serve(
                 raise RuntimeError("agora serve did not start:\n" + "\n".join(server.log))
             yield server
             process.send_signal(signal.SIGTERM)
-            with trio.fail_after(STOP_TIMEOUT):
+            with trio.fail_after(STOP_TIMEOUT * (10 if trace_frames else 1)):
                 await process.wait()
             if process.returncode != 0 or any("Traceback" in line for line in server.log):
                 raise RuntimeError(

@@ -1,0 +1,85 @@
+"""``agora serve`` with probes, for benches that ask where a server's memory and pauses go.
+
+Run as ``python bench/probed_serve.py serve ...`` (the arguments of ``agora``), with
+``BENCH_PROBE_DIR`` set. It times every cyclic garbage collection (``gc.callbacks``: cheap)
+and, if ``BENCH_TRACE_FRAMES`` is above 0, traces allocations with tracemalloc from before
+agora is imported. Each SIGUSR1 writes ``<n>.json`` (n = 0, 1, ...: the collections since
+the last signal: count per generation, longest and total pause; the objects tracked by the
+collector and, when tracing, their count by type), ``<n>.snap`` (the tracemalloc
+snapshot, when tracing) and then ``<n>.done``, so the bench knows both are whole. Tracing
+costs CPU and about doubles RSS: its figures are for comparing allocation sites, not RSS.
+Bench-only; agora never imports it.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import signal
+import sys
+import time
+import tracemalloc
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from types import FrameType
+
+FRAMES = int(os.environ.get("BENCH_TRACE_FRAMES", "0"))
+if FRAMES > 0:
+    tracemalloc.start(FRAMES)
+
+
+class _Pauses:
+    def __init__(self) -> None:
+        self.dumps = 0
+        self.reset()
+
+    def reset(self) -> None:
+        self.started = 0.0
+        self.count = [0, 0, 0]
+        self.longest = [0.0, 0.0, 0.0]
+        self.total = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self.started = time.perf_counter()
+            return
+        took = time.perf_counter() - self.started
+        generation = info["generation"]
+        self.count[generation] += 1
+        self.longest[generation] = max(self.longest[generation], took)
+        self.total += took
+
+    def dump(self, signum: int, frame: FrameType | None) -> None:
+        directory = Path(os.environ["BENCH_PROBE_DIR"])
+        n = self.dumps
+        self.dumps += 1
+        tracked = gc.get_objects()
+        figures: dict[str, Any] = {
+            "collections": self.count,
+            "longest_pause_ms": [round(s * 1000, 2) for s in self.longest],
+            "total_pause_ms": round(self.total * 1000, 1),
+            "tracked_objects": len(tracked),
+            "frozen_objects": gc.get_freeze_count(),
+        }
+        if FRAMES > 0:
+            figures["types"] = Counter(type(o).__qualname__ for o in tracked)
+        del tracked
+        (directory / f"{n}.json").write_text(json.dumps(figures))
+        if FRAMES > 0:
+            tracemalloc.take_snapshot().dump(str(directory / f"{n}.snap"))
+        (directory / f"{n}.done").touch()
+        self.reset()
+
+
+_pauses = _Pauses()
+gc.callbacks.append(_pauses)
+signal.signal(signal.SIGUSR1, _pauses.dump)
+
+from agora.cli import main  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
