@@ -6,116 +6,59 @@ and one configured principal; every agent connects over WebSocket with its beare
 (`wsload.LeanClient`: raw frames, so the load generator costs less CPU than the server it
 shares the machine with).
 
-(load) ``--topics`` topics x ``--roles`` role sessions. Each role has one agent on its own
-    connection looping for ``--seconds``: post one addressed message to the next role
-    (``debate_post_with_recipients``), then ``debate_signal_wait`` on its inbox (1 s at most)
-    and ``debate_signal_advance`` past what it got. Reported: acknowledged (durable) posts/s;
-    post round trip p50/p99; delivery latency p50/p99, measured only for waits that were
+(load) ``--topics`` topics x ``--roles`` role sessions; each role is one agent that posts
+    addressed messages to the next role (``debate_post_with_recipients``) and drains its
+    inbox with ``debate_signal_wait`` (1 s at most) + ``debate_signal_advance``, for
+    ``--seconds`` after a warm-up.
+    Closed loop (the default): one connection per agent looping post, wait, advance; the
+    figure is the throughput (every agent always has a call in flight, so latencies there
+    are queueing: agents / throughput).
+    Open loop (``--rate N``): N posts/s offered in all, each agent posting on its own
+    connection at N / agents per second on a fixed schedule (random phase), whatever the
+    replies do, while a second connection of the agent drains its inbox. The figure is the
+    delivery latency at that offered rate.
+    Reported: acknowledged (durable) posts/s; the server's CPU in all and of its main
+    (Trio) thread, per post; transactions/s and jobs per transaction (the group commit);
+    round trips p50/p99; delivery latency p50/p99, measured only for waits that were
     already parked when the message was posted, from the poster sending the post to the
     recipient's wait returning (an upper bound on "post committed -> wait returns": it also
-    counts the post's own trip and commit); the server's CPU.
-(search, read) A store of ``--store-messages`` messages is written straight into a fresh
-    database with the toolset's own statements (so the FTS trigram index is built as the
-    server builds it): one topic of ``--search-messages`` messages, the rest over
-    ``--topics`` filler topics. Then over MCP: ``--queries`` ``debate_search`` calls on the
-    big topic (rare: a unique 10-hex-digit identifier; medium: a two-word phrase; short: two
-    characters, the literal scan) and ``--pages`` ``debate_read`` pages (limit 200) from
-    random cursors of random topics; p50/p99 of the client's round trip for each.
+    counts the post's own trip and commit).
+(search, read) see ``debate_store.py``.
 
 Usage: ``.venv/bin/python bench/debate_load.py [--topics 200] [--roles 5] [--seconds 15]
-[--search-messages 100000] [--store-messages 1000000] [--queries 300] [--pages 300]
-[--only load|search] [--synchronous FULL|NORMAL]``. Not run by CI.
+[--rate N] [--search-messages 100000] [--store-messages 1000000] [--queries 300]
+[--pages 300] [--only load|search] [--synchronous FULL|NORMAL]``. Not run by CI.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
-import hashlib
 import json
 import random
-import sqlite3
 import tempfile
 import time
-from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import trio
+from debate_store import TOKEN, run_search, summary, tool, write_config
 from measure import cpu_seconds, percentile, raise_fd_limit
 from serve import agora_serve
-from wsload import LeanClient, lean_connect
+from wsload import lean_connect
 
-from agora.store.migrations import apply_migrations
-from agora.toolsets.debate import sql
-from agora.toolsets.debate.model import Binding, MsgMeta, TopicRow
+if TYPE_CHECKING:
+    from serve import Server
+    from wsload import LeanClient
 
-TOKEN = "debate-bench-token"
-PRINCIPAL = "bench"
 LANE = '{"priority_lane": "P3", "priority_reason": "bench"}'
-WORDS = [
-    "musl",
-    "glibc",
-    "resolver",
-    "packaging",
-    "release",
-    "static",
-    "binary",
-    "image",
-    "layer",
-    "cache",
-    "tls",
-    "dns",
-    "fallback",
-    "kernel",
-    "socket",
-    "latency",
-    "budget",
-    "review",
-    "verdict",
-    "claim",
-    "evidence",
-    "rebut",
-    "concede",
-    "ship",
-    "hold",
-    "block",
-]
-
-
-def write_config(directory: Path) -> Path:
-    digest = hashlib.sha256(TOKEN.encode()).hexdigest()
-    path = directory / "agora.toml"
-    path.write_text(
-        f'[[principals]]\nname = "{PRINCIPAL}"\ntoken_sha256 = "{digest}"\nprojects = ["bench"]\n'
-    )
-    return path
-
-
-async def tool(client: LeanClient, name: str, **args: Any) -> dict[str, Any]:
-    result = await client.call_tool(name, args)
-    if result.get("isError"):
-        raise RuntimeError(f"{name}: {result['structuredContent']}")
-    out: dict[str, Any] = result["structuredContent"]
-    return out
-
-
-def summary(label: str, samples: list[float]) -> str:
-    if not samples:
-        return f"{label}: no samples"
-    ms = [s * 1000 for s in samples]
-    return (
-        f"{label}: n={len(ms)} p50 {percentile(ms, 0.5):.2f} ms, p99 {percentile(ms, 0.99):.2f} ms,"
-        f" max {max(ms):.2f} ms"
-    )
-
-
-# -- (load) ------------------------------------------------------------------------------------
+WARMUP = 2.0
 
 
 class Stats:
     def __init__(self) -> None:
         self.posts = 0
+        self.late_posts = 0
         self.post_rtt: list[float] = []
         self.delivery: list[float] = []
         self.wait_rtt: list[float] = []
@@ -145,71 +88,111 @@ async def setup_topic(url: str, roles: int) -> list[tuple[str, str, str]]:
         return [(out["topic_id"], r, s) for r, s in zip(names, sessions, strict=True)]
 
 
-async def agent(
+async def post(client: LeanClient, topic: str, role: str, to: str, stats: Stats) -> None:
+    """One addressed post; its body is the time it was sent (for the delivery latency)."""
+    sent = time.perf_counter()
+    await tool(
+        client,
+        "debate_post_with_recipients",
+        topic_id=topic,
+        role=role,
+        priority="M",
+        kind="STATUS",
+        body=f"{sent:.9f}",
+        addressed_to_csv=to,
+    )
+    if stats.counting:
+        stats.posts += 1
+        stats.post_rtt.append(time.perf_counter() - sent)
+
+
+async def drain(client: LeanClient, topic: str, role: str, session: str, stats: Stats) -> None:
+    """One ``debate_signal_wait``, then ``debate_signal_advance`` past what it returned."""
+    parked = time.perf_counter()
+    inbox = await tool(
+        client,
+        "debate_signal_wait",
+        topic_id=topic,
+        role=role,
+        session_id=session,
+        timeout_ms=1000,
+        limit=100,
+    )
+    back = time.perf_counter()
+    if stats.counting:
+        stats.wait_rtt.append(back - parked)
+        stats.waits += 1
+        stats.empty_waits += not inbox["pending"]
+        for m in inbox["pending"]:
+            posted = float(m["body"])
+            if posted > parked:
+                stats.delivery.append(back - posted)
+    if inbox["pending"]:
+        t_adv = time.perf_counter()
+        await tool(
+            client,
+            "debate_signal_advance",
+            topic_id=topic,
+            role=role,
+            session_id=session,
+            last_processed_msg_id=inbox["pending"][-1]["msg_id"],
+        )
+        if stats.counting:
+            stats.advance_rtt.append(time.perf_counter() - t_adv)
+
+
+async def closed_agent(
+    url: str, seat: tuple[str, str, str], to: str, stats: Stats, deadline: float, go: trio.Event
+) -> None:
+    topic, role, session = seat
+    async with lean_connect(url, TOKEN) as client:
+        await go.wait()
+        while time.perf_counter() < deadline:
+            await post(client, topic, role, to, stats)
+            await drain(client, topic, role, session, stats)
+
+
+async def open_poster(
     url: str,
-    topic: str,
-    role: str,
-    session: str,
+    seat: tuple[str, str, str],
     to: str,
     stats: Stats,
     deadline: float,
-    ready: trio.Event,
+    go: trio.Event,
+    interval: float,
 ) -> None:
+    topic, role, _ = seat
     async with lean_connect(url, TOKEN) as client:
-        await ready.wait()
+        await go.wait()
+        due = time.perf_counter() + random.uniform(0, interval)
+        while due < deadline:
+            now = time.perf_counter()
+            if due > now:
+                await trio.sleep(due - now)
+            elif now - due > 0.005 and stats.counting:
+                stats.late_posts += 1  # the schedule slipped: the offered rate is not met
+            await post(client, topic, role, to, stats)
+            due += interval
+
+
+async def open_receiver(
+    url: str, seat: tuple[str, str, str], stats: Stats, deadline: float, go: trio.Event
+) -> None:
+    topic, role, session = seat
+    async with lean_connect(url, TOKEN) as client:
+        await go.wait()
         while time.perf_counter() < deadline:
-            sent = time.perf_counter()
-            await tool(
-                client,
-                "debate_post_with_recipients",
-                topic_id=topic,
-                role=role,
-                priority="M",
-                kind="STATUS",
-                body=f"{sent:.9f}",
-                addressed_to_csv=to,
-            )
-            acked = time.perf_counter()
-            if stats.counting:
-                stats.posts += 1
-                stats.post_rtt.append(acked - sent)
-            parked = time.perf_counter()
-            inbox = await tool(
-                client,
-                "debate_signal_wait",
-                topic_id=topic,
-                role=role,
-                session_id=session,
-                timeout_ms=1000,
-                limit=100,
-            )
-            back = time.perf_counter()
-            if stats.counting:
-                stats.wait_rtt.append(back - parked)
-                stats.waits += 1
-                stats.empty_waits += not inbox["pending"]
-            for m in inbox["pending"]:
-                posted = float(m["body"])
-                if posted > parked and stats.counting:
-                    stats.delivery.append(back - posted)
-            if inbox["pending"]:
-                t_adv = time.perf_counter()
-                await tool(
-                    client,
-                    "debate_signal_advance",
-                    topic_id=topic,
-                    role=role,
-                    session_id=session,
-                    last_processed_msg_id=inbox["pending"][-1]["msg_id"],
-                )
-                if stats.counting:
-                    stats.advance_rtt.append(time.perf_counter() - t_adv)
+            await drain(client, topic, role, session, stats)
 
 
 async def run_load(args: argparse.Namespace, directory: Path) -> None:
     config = write_config(directory)
     async with agora_serve(
-        directory / "load.db", "debate", config=config, synchronous=args.synchronous
+        directory / "load.db",
+        "debate",
+        config=config,
+        synchronous=args.synchronous,
+        trace_commits="true",
     ) as server:
         url = f"ws://127.0.0.1:{server.port}/mcp/debate"
         topics: list[list[tuple[str, str, str]]] = []
@@ -222,142 +205,76 @@ async def run_load(args: argparse.Namespace, directory: Path) -> None:
         async with trio.open_nursery() as nursery:
             for _ in range(args.topics):
                 nursery.start_soon(one)
-        print(f"load: {args.topics} topics x {args.roles} roles set up", flush=True)
-        stats, ready = Stats(), trio.Event()
-        warmup = 2.0
-        deadline = time.perf_counter() + warmup + args.seconds + 1
+        agents = args.topics * args.roles
+        mode = (
+            "closed loop" if args.rate is None else f"open loop, {args.rate:,.0f} posts/s offered"
+        )
+        print(f"load: {args.topics} topics x {args.roles} roles set up ({mode})", flush=True)
+        stats, go = Stats(), trio.Event()
+        deadline = time.perf_counter() + WARMUP + args.seconds + 1
         async with trio.open_nursery() as nursery:
             for roster in topics:
-                for i, (topic, role, session) in enumerate(roster):
+                for i, seat in enumerate(roster):
                     to = roster[(i + 1) % len(roster)][1]
-                    nursery.start_soon(agent, url, topic, role, session, to, stats, deadline, ready)
+                    if args.rate is None:
+                        nursery.start_soon(closed_agent, url, seat, to, stats, deadline, go)
+                        continue
+                    interval = agents / args.rate
+                    nursery.start_soon(open_poster, url, seat, to, stats, deadline, go, interval)
+                    nursery.start_soon(open_receiver, url, seat, stats, deadline, go)
             await trio.sleep(1)  # connections open
-            ready.set()
-            await trio.sleep(warmup)
-            cpu0, t0, own0 = cpu_seconds(server.pid), time.perf_counter(), time.process_time()
-            stats.counting = True
-            await trio.sleep(args.seconds)
-            stats.counting = False
-            cpu1, t1, own1 = cpu_seconds(server.pid), time.perf_counter(), time.process_time()
-        span = t1 - t0
-        print(
-            f"load: {stats.posts / span:,.0f} acknowledged (durable) posts/s over {span:.1f} s"
-            f"; server CPU {100 * (cpu1 - cpu0) / span:.0f}%, load generator CPU "
-            f"{100 * (own1 - own0) / span:.0f}%"
-        )
-        print(f"load: {stats.waits} waits, {stats.empty_waits} of them timed out empty")
-        print(summary("load: post round trip", stats.post_rtt))
-        print(summary("load: signal_wait round trip", stats.wait_rtt))
-        print(summary("load: signal_advance round trip", stats.advance_rtt))
-        print(summary("load: delivery (post sent -> parked wait returned)", stats.delivery))
+            go.set()
+            await trio.sleep(WARMUP)
+            await measure(server, stats, args.seconds)
+    report(stats)
 
 
-# -- (search, read) ----------------------------------------------------------------------------
-
-
-def build_store(path: Path, args: argparse.Namespace, rng: random.Random) -> dict[str, Any]:
-    """Write the big store offline with the toolset's statements; returns what to query."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=OFF")
-    apply_migrations(conn, sql.MIGRATIONS)
-    at = "2026-11-30T00:00:00.000000Z"
-    session = "5e551011-0000-4000-8000-000000000000"
-    conn.execute(*sql.insert_session(session, PRINCIPAL, "bench", None, at))
-    topics = [f"{n:08x}-0000-4000-8000-000000000000" for n in range(args.topics + 1)]
-    sizes = [args.search_messages] + [
-        (args.store_messages - args.search_messages) // args.topics
-    ] * args.topics
-    samples: dict[str, list[str]] = {}
-    unique: list[str] = []
-    for topic_id, size in zip(topics, sizes, strict=True):
-        row = TopicRow(
-            topic_id,
-            "bench",
-            "bench",
-            "ACTIVE",
-            at,
-            "ROLE_0",
-            None,
-            None,
-            {"conductor_priority": {"lane": "P3", "rank": 3, "reason": "b"}},
-            ["ROLE_0"],
-            {},
-            "{}",
-            at,
-        )
-        binding = Binding(
-            topic_id, "ROLE_0", 1, session, PRINCIPAL, None, "active", None, None, None, at, at
-        )
-        conn.execute("BEGIN")
-        conn.execute(*sql.insert_topic(row))
-        conn.execute(*sql.upsert_binding(binding))
-        ids = samples.setdefault(topic_id, [])
-        for n in range(size):
-            msg_id = f"{n:08x}-{int(topic_id[:8], 16):04x}-4000-8000-000000000000"
-            ts = (
-                f"2026-11-30T{n // 3600000 % 24:02d}:{n // 60000 % 60:02d}:"
-                f"{n // 1000 % 60:02d}.{n % 1000:03d}000Z"
-            )
-            token = f"{rng.getrandbits(40):010x}"  # an identifier: unique, random trigrams
-            body = " ".join(rng.choice(WORDS) for _ in range(6)) + f" {token}"
-            meta = MsgMeta(msg_id, ts, "ROLE_0", "STATUS", "M", None, (), None, False)
-            conn.execute(*sql.insert_message(topic_id, meta, body, None, "analysis", {}))
-            if n % 997 == 0:
-                ids.append(msg_id)
-                if topic_id == topics[0]:
-                    unique.append(token)
-        conn.execute("COMMIT")
-    conn.close()
-    return {"big": topics[0], "topics": topics, "ids": samples, "unique": unique}
-
-
-async def run_search(args: argparse.Namespace, directory: Path) -> None:
-    rng = random.Random(7)
-    db = directory / "search.db"
-    started = time.perf_counter()
-    store = await trio.to_thread.run_sync(build_store, db, args, rng)
-    print(
-        f"search: wrote {args.store_messages:,} messages ({args.search_messages:,} in one "
-        f"topic) in {time.perf_counter() - started:.0f} s; database "
-        f"{db.stat().st_size / 2**20:,.0f} MiB",
-        flush=True,
+async def measure(server: Server, stats: Stats, seconds: float) -> None:
+    """Count for ``seconds``; print throughput, CPU and group-commit figures."""
+    pid = server.pid
+    cpu0, main0 = cpu_seconds(pid), cpu_seconds(pid, pid)
+    t0, own0, wall0, seen = (
+        time.perf_counter(),
+        time.process_time(),
+        time.time(),
+        len(server.commits),
     )
-    config = write_config(directory)
-    async with agora_serve(db, "debate", config=config) as server:
-        url = f"ws://127.0.0.1:{server.port}/mcp/debate"
-        async with lean_connect(url, TOKEN) as client:
-            big = store["big"]
-            kinds = {
-                "rare (a unique 10-hex-digit id)": lambda: rng.choice(store["unique"]),
-                "medium (two-word phrase)": lambda: " ".join(rng.sample(WORDS, 2)),
-                "short (2 chars, literal scan)": lambda: rng.choice(WORDS)[:2],
-            }
-            await tool(client, "debate_search", topic_id=big, query="warm up")
-            for label, make in kinds.items():
-                times = []
-                for _ in range(args.queries):
-                    query = make()
-                    t0 = time.perf_counter()
-                    await tool(client, "debate_search", topic_id=big, query=query, limit=20)
-                    times.append(time.perf_counter() - t0)
-                print(summary(f"search {label}", times), flush=True)
-            times = []
-            for _ in range(args.pages):
-                topic = rng.choice(store["topics"])
-                since = rng.choice(store["ids"][topic])
-                t0 = time.perf_counter()
-                page = await tool(
-                    client,
-                    "debate_read",
-                    topic_id=topic,
-                    role="ROLE_0",
-                    since_msg_id=since,
-                    limit=200,
-                )
-                times.append(time.perf_counter() - t0)
-                assert page["count"] > 0
-            print(summary(f"read page (limit 200, {args.store_messages:,} messages stored)", times))
+    stats.counting = True
+    await trio.sleep(seconds)
+    stats.counting = False
+    cpu1, main1 = cpu_seconds(pid), cpu_seconds(pid, pid)
+    t1, own1, wall1 = time.perf_counter(), time.process_time(), time.time()
+    span, posts = t1 - t0, max(stats.posts, 1)
+    jobs = [
+        float(n)
+        for at, n in zip(server.commits[seen:], server.commit_jobs[seen:], strict=True)
+        if wall0 <= at <= wall1
+    ]
+    print(
+        f"load: {stats.posts / span:,.0f} acknowledged (durable) posts/s over {span:.1f} s"
+        f"; server CPU {100 * (cpu1 - cpu0) / span:.0f}% (main thread "
+        f"{100 * (main1 - main0) / span:.0f}%), load generator CPU "
+        f"{100 * (own1 - own0) / span:.0f}%"
+    )
+    print(
+        f"load: server CPU per post {1e6 * (cpu1 - cpu0) / posts:,.0f} us (main thread "
+        f"{1e6 * (main1 - main0) / posts:,.0f} us), each post with its wait and advance"
+    )
+    if jobs:
+        print(
+            f"load: {len(jobs) / span:,.0f} transactions/s, jobs per transaction: mean "
+            f"{sum(jobs) / len(jobs):.1f}, p50 {percentile(jobs, 0.5):.0f}, max {max(jobs):.0f}"
+        )
+
+
+def report(stats: Stats) -> None:
+    print(f"load: {stats.waits} waits, {stats.empty_waits} of them timed out empty")
+    if stats.late_posts:
+        print(f"load: {stats.late_posts} posts went out over 5 ms late (offered rate not met)")
+    print(summary("load: post round trip", stats.post_rtt))
+    print(summary("load: signal_wait round trip", stats.wait_rtt))
+    print(summary("load: signal_advance round trip", stats.advance_rtt))
+    print(summary("load: delivery (post sent -> parked wait returned)", stats.delivery))
 
 
 async def main() -> None:
@@ -365,6 +282,7 @@ async def main() -> None:
     parser.add_argument("--topics", type=int, default=200)
     parser.add_argument("--roles", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=15)
+    parser.add_argument("--rate", type=float, help="open loop: posts/s offered in all")
     parser.add_argument("--search-messages", type=int, default=100_000)
     parser.add_argument("--store-messages", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=300)
@@ -375,11 +293,10 @@ async def main() -> None:
     raise_fd_limit()
     gc.disable()
     with tempfile.TemporaryDirectory(prefix="debate-bench-") as tmp:
-        async with AsyncExitStack():
-            if args.only in (None, "load"):
-                await run_load(args, Path(tmp))
-            if args.only in (None, "search"):
-                await run_search(args, Path(tmp))
+        if args.only in (None, "load"):
+            await run_load(args, Path(tmp))
+        if args.only in (None, "search"):
+            await run_search(args, Path(tmp))
 
 
 if __name__ == "__main__":

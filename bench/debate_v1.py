@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from debate_load import summary, tool
+from debate_store import summary, tool
 from measure import cpu_seconds, raise_fd_limit
 from serve import agora_serve
 from wsload import LeanClient, lean_connect

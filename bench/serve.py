@@ -41,6 +41,7 @@ class Server:
 
     Attributes:
         commits: Wall times at which its transactions became durable (``trace_commits``).
+        commit_jobs: How many jobs (commands' writes) each of those transactions held.
     """
 
     process: trio.Process
@@ -49,6 +50,7 @@ class Server:
     port: int = 0
     log: list[str] = field(default_factory=list)
     commits: list[float] = field(default_factory=list)
+    commit_jobs: list[int] = field(default_factory=list)
     probe_dir: Path | None = None
     probes: int = 0
 
@@ -80,6 +82,7 @@ async def _read_log(server: Server, ready: trio.Event) -> None:
         for line in (raw.decode(errors="replace") for raw in lines):
             if line.startswith(COMMIT_TRACE):
                 server.commits.append(float(line.rsplit(" at ", 1)[1]))
+                server.commit_jobs.append(int(line[len(COMMIT_TRACE) :].split(" ", 1)[0]))
                 continue
             server.log.append(line)
             if " serving " in line and " on http://" in line:
