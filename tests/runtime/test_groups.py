@@ -1,0 +1,150 @@
+"""Commands that queue while an actor commits run together under one commit.
+
+Each test holds the first write at a gate so that the next commands queue in the mailbox,
+then opens it and checks what the group did: one commit, replies in order, a read in the
+group woken by a later change of the same group, all or nothing on a failed commit, a
+failing ``handle`` alone. Inline ``:memory:`` store, autojump clock where time matters.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import trio
+import trio.testing
+from _counter import Add, Explode, Get, log, stored
+
+from agora.runtime.actor import InternalError
+
+
+def gated_writes(store, monkeypatch) -> tuple[trio.Event, list[int]]:
+    """Hold every write until the returned event is set; record each write's statements."""
+    gate = trio.Event()
+    sizes: list[int] = []
+    write = store.write
+
+    async def held(writes):
+        sizes.append(len(writes))
+        await gate.wait()
+        await write(writes)
+
+    monkeypatch.setattr(store, "write", held)
+    return gate, sizes
+
+
+async def start_in_order(nursery, *fns) -> None:
+    """Start each call once the previous one is parked (so they queue in this order)."""
+    for fn in fns:
+        nursery.start_soon(fn)
+        await trio.testing.wait_all_tasks_blocked()
+
+
+async def test_commands_queued_behind_a_commit_share_the_next_commit(
+    runtime, kind, store, monkeypatch
+):
+    gate, sizes = gated_writes(store, monkeypatch)
+    replies: list[int] = []
+
+    async def add(tag: str) -> None:
+        replies.append(await runtime.call(kind, "k", Add(1, tag)))
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as callers:
+            await start_in_order(callers, *(lambda t=t: add(t) for t in "abcdef"))
+            assert sizes == [2]  # "a" is committing; the other five wait in the mailbox
+            gate.set()
+    assert sorted(replies) == [1, 2, 3, 4, 5, 6]
+    assert sizes == [2, 10]  # one commit for the five queued commands
+    assert [tag for _, tag, _ in await runtime.read(lambda c: log(c, "k"))] == list("abcdef")
+
+
+async def test_a_read_in_a_group_wakes_for_a_later_change_of_the_group(
+    runtime, kind, store, monkeypatch, autojump_clock
+):
+    gate, sizes = gated_writes(store, monkeypatch)
+    got: list[int] = []
+
+    async def poll() -> None:
+        got.append(await runtime.poll(kind, "k", Get(), ready=lambda v: v >= 2, timeout=60))
+
+    with trio.fail_after(120):
+        async with trio.open_nursery() as callers:
+            start = trio.current_time()
+            await start_in_order(
+                callers,
+                lambda: runtime.call(kind, "k", Add(1)),  # committing
+                poll,  # queued: reads 1, not ready
+                lambda: runtime.call(kind, "k", Add(1)),  # queued after it: makes 2
+            )
+            gate.set()
+    assert got == [2]
+    assert trio.current_time() == start  # woken by the group's commit, not the timeout
+    assert sizes == [2, 2, 0]  # the group's commit, then the poll's re-run (a read)
+
+
+async def test_a_failed_group_commit_fails_every_command_of_the_group(
+    runtime, kind, store, monkeypatch
+):
+    gate, _ = gated_writes(store, monkeypatch)
+    outcomes: dict[int, object] = {}
+
+    async def add(n: int, delta: int) -> None:
+        try:
+            outcomes[n] = await runtime.call(kind, "k", Add(delta))
+        except InternalError as exc:
+            outcomes[n] = str(exc)
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as callers:
+            await start_in_order(callers, lambda: add(0, 1), lambda: add(1, 1), lambda: add(2, -5))
+            gate.set()
+    failed = "the change could not be saved; nothing was changed"
+    # -5 breaks the CHECK: its group commits nothing
+    assert outcomes == {0: 1, 1: failed, 2: failed}
+    assert await runtime.read(lambda c: stored(c, "k")) == 1
+    assert await runtime.call(kind, "k", Get()) == 1  # reloaded from the store
+
+
+async def test_a_handle_that_raises_in_a_group_fails_alone(
+    runtime, kind, store, monkeypatch, caplog
+):
+    gate, _ = gated_writes(store, monkeypatch)
+    outcomes: dict[str, object] = {}
+
+    async def run(name: str, command) -> None:
+        try:
+            outcomes[name] = await runtime.call(kind, "k", command)
+        except InternalError:
+            outcomes[name] = "internal error"
+
+    with trio.fail_after(5), caplog.at_level(logging.ERROR):
+        async with trio.open_nursery() as callers:
+            await start_in_order(
+                callers,
+                lambda: run("a", Add(1, "a")),
+                lambda: run("b", Add(1, "b")),
+                lambda: run("x", Explode()),  # mutates +1000, then raises
+                lambda: run("c", Add(1, "c")),  # runs on the reloaded entity
+            )
+            gate.set()
+    assert outcomes == {"a": 1, "b": 2, "x": "internal error", "c": 3}
+    assert [tag for _, tag, _ in await runtime.read(lambda c: log(c, "k"))] == list("abc")
+    assert await runtime.read(lambda c: stored(c, "k")) == 3
+    assert "failed on Explode" in caplog.text
+
+
+@pytest.mark.parametrize("count", [pytest.param(40, id="more-than-a-group")])
+async def test_a_group_is_bounded_and_the_rest_follow(runtime, kind, store, monkeypatch, count):
+    gate, sizes = gated_writes(store, monkeypatch)
+
+    async def add() -> None:
+        await runtime.call(kind, "k", Add(1))
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as callers:
+            await start_in_order(callers, *([add] * count))
+            gate.set()
+    assert await runtime.read(lambda c: stored(c, "k")) == count
+    assert sum(sizes) == 2 * count
+    assert max(sizes) == 2 * 32  # MAX_GROUP commands of two statements each
