@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[1]
 AGORA = str(Path(sys.executable).with_name("agora"))
 CONFIG = """[options.chamber]
+room_pool_size = 32
 enter_per_minute = 0
 anonymous_enter_per_minute = 0
 connection_enter_per_minute = 0
@@ -150,9 +151,42 @@ async def cluster(
             group.remove()
 
 
+def thread_cpu(pid: int) -> tuple[float, float]:
+    """CPU seconds of the process's main thread and of its writer thread (schedstat, ns).
+
+    Trio names its worker threads ("Trio thread N"); the one other thread is the writer.
+    """
+    main = writer = 0.0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            comm = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+            ns = int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
+        except OSError:
+            continue
+        if int(tid) == pid:
+            main += ns / 1e9
+        elif not comm.startswith("Trio"):  # Python names no OS thread: not Trio's is ours
+            writer += ns / 1e9
+    return main, writer
+
+
 def store_counters(url: str) -> dict[str, Any]:
-    with urllib.request.urlopen(f"{url}/healthz", timeout=30) as response:
-        return dict(json.loads(response.read())["store"])
+    return dict(get_json(f"{url}/healthz")["store"])
+
+
+async def pool_full(url: str) -> None:
+    """Until the node's chamber room pools are full (their start-up building is over)."""
+    with trio.fail_after(300):
+        while True:
+            body = await trio.to_thread.run_sync(get_json, f"{url}/chamber/pool")
+            if all(s["ready"] >= s["size"] for s in body["suites"].values()):
+                return
+            await trio.sleep(0.2)
+
+
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return json.loads(response.read())
 
 
 def counters_delta(after: list[dict[str, Any]], before: list[dict[str, Any]]) -> dict[str, Any]:
@@ -177,6 +211,8 @@ class Row:
     pg_cpu: float
     store: dict[str, Any]
     throttled: float
+    main_cpu: float
+    writer_cpu: float
 
     @property
     def rate(self) -> float:
@@ -196,6 +232,10 @@ class Row:
         )
         if sqlite is not None and sqlite is not self:
             text += f" ({self.cpu_per_command() / sqlite.cpu_per_command():.2f}x sqlite)"
+        text += (
+            f" [main {self.main_cpu * per:.3f}, writer {self.writer_cpu * per:.3f}, other "
+            f"{(self.agora_cpu - self.main_cpu - self.writer_cpu) * per:.3f}]"
+        )
         s = self.store
         commit_p99 = quantile(s["commit_ms"], 0.99) if s.get("commit_ms") else None
         text += (
@@ -221,8 +261,12 @@ async def measure(workload: str, label: str, nodes: list[Node], groups: list[cgr
         nursery.start_soon(run, urls, args.clients, tally, gate)
         with trio.fail_after(120):
             await gate.all_in.wait()
+        if TOOLSETS[workload] == "chamber":  # start once the nodes' room pools are full
+            for url in urls:
+                await pool_full(url)
         before = [await trio.to_thread.run_sync(store_counters, u) for u in urls]
         cpu0 = sum(cpu_seconds(node.proc.pid) for node in nodes)
+        threads0 = [thread_cpu(node.proc.pid) for node in nodes]
         pg0 = pg.seconds() if pg else 0.0
         throttle0 = [g.throttled() for g in groups]
         start = time.perf_counter()
@@ -234,19 +278,23 @@ async def measure(workload: str, label: str, nodes: list[Node], groups: list[cgr
                 nursery.start_soon(spy, node.proc.pid, out, args.seconds)
     elapsed = time.perf_counter() - start
     cpu = sum(cpu_seconds(node.proc.pid) for node in nodes) - cpu0
+    threads = [thread_cpu(node.proc.pid) for node in nodes]
+    main = sum(t[0] - t0[0] for t, t0 in zip(threads, threads0, strict=True))
+    writer = sum(t[1] - t0[1] for t, t0 in zip(threads, threads0, strict=True))
     pg_cpu = (pg.seconds() - pg0) if pg else 0.0
     after = [await trio.to_thread.run_sync(store_counters, u) for u in urls]
     periods = sum(g.throttled()[0] - t[0] for g, t in zip(groups, throttle0, strict=True))
     hit = sum(g.throttled()[1] - t[1] for g, t in zip(groups, throttle0, strict=True))
     return Row(workload, label, len(nodes), elapsed, tally, cpu, pg_cpu,
-               counters_delta(after, before), hit / periods if periods else 0.0)  # fmt: skip
+               counters_delta(after, before), hit / periods if periods else 0.0,
+               main, writer)  # fmt: skip
 
 
 async def spy(pid: int, out: Path, seconds: float) -> None:
     """``py-spy record`` of process ``pid`` for ``seconds`` (collapsed stacks, to ``out``)."""
     command = [str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(pid),
                "--duration", str(max(1, int(seconds))), "--rate", "200", "--format", "raw",
-               "--nonblocking", "-o", str(out)]  # fmt: skip
+               "--nonblocking", "--gil", "-o", str(out)]  # fmt: skip
     await trio.run_process(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

@@ -7,8 +7,9 @@ Per batch, on one connection, in two round trips (pipeline mode):
    NOTHING``); lock every guarded entity's row ``FOR UPDATE`` in sorted (kind, key) order,
    so two nodes' batches cannot deadlock on them.
 2. A job whose entity version moved is rejected with `Conflict` before any of its writes
-   run (no savepoint needed); the others bump their versions, run their writes, one
-   ``pg_notify`` per 8,000 bytes of ``kind\\tkey\\tversion`` lines, then ``COMMIT``.
+   run (no savepoint needed); the others bump their versions (one statement for the
+   batch), run their writes, send every ``kind\\tkey\\tversion`` line in payloads under
+   8,000 bytes (one ``pg_notify`` statement), then ``COMMIT``.
 
 If a statement fails, the transaction is rolled back and the batch rerun without pipelining,
 each job in its own savepoint (at most 64 per transaction), so a bad job fails alone. A
@@ -27,6 +28,7 @@ import psycopg
 
 from agora.errors import StoreError
 from agora.store.neutral import Conflict, payload_lines
+from agora.store.pg_pipe import Pipe, Unsupported
 from agora.store.pg_sql import connect, convert
 from agora.store.writer import _DROPPED, Job, Writer
 
@@ -35,12 +37,29 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_CREATE = "INSERT INTO agora_entities (kind, key, version) VALUES {} ON CONFLICT DO NOTHING"
-_LOCK = (
-    "SELECT kind, key, version FROM agora_entities WHERE (kind, key) IN ({}) "
-    "ORDER BY kind, key FOR UPDATE"
+# One statement text each, whatever the batch's size (keys travel as arrays), so psycopg
+# prepares each once per connection and the server plans it once: a batch costs the same few
+# statements whether it guards one entity or hundreds.
+_CREATE = (
+    "INSERT INTO agora_entities (kind, key, version) "
+    "SELECT kind, key, 0 FROM unnest(%s::text[], %s::text[]) AS k(kind, key) "
+    "ON CONFLICT DO NOTHING"
 )
-_BUMP = "UPDATE agora_entities SET version = %s WHERE kind = %s AND key = %s"
+_LOCK = (
+    "SELECT e.kind, e.key, e.version FROM agora_entities AS e "
+    "JOIN unnest(%s::text[], %s::text[]) AS k(kind, key) ON e.kind = k.kind AND e.key = k.key "
+    "ORDER BY e.kind, e.key FOR UPDATE OF e"
+)
+_BUMP = (
+    "UPDATE agora_entities AS e SET version = v.version "
+    "FROM unnest(%s::text[], %s::text[], %s::bigint[]) AS v(kind, key, version) "
+    "WHERE e.kind = v.kind AND e.key = v.key"
+)
+_NOTIFY = "SELECT pg_notify(%s, p) FROM unnest(%s::text[]) AS p"
+# The same, as `Pipe` takes them.
+_CREATE_Q, _LOCK_Q, _BUMP_Q, _NOTIFY_Q = (
+    q.replace("%s", "?") for q in (_CREATE, _LOCK, _BUMP, _NOTIFY)
+)
 
 #: Jobs per transaction when a failed batch is rerun one savepoint per job.
 SAVEPOINTS_PER_TRANSACTION = 64
@@ -81,6 +100,7 @@ class PgWriter(Writer):
         self.reconnects = 0
         self.reruns = 0
         self._notes = 0  # pg_notify calls of the batch being committed
+        self._pipe: Pipe | None = None
         #: COMMIT of the current transaction has been sent: if the connection breaks now,
         #: whether it was saved is unknown.
         self._committing = False
@@ -183,9 +203,53 @@ class PgWriter(Writer):
             outcomes += self._attempt(batch[i : i + SAVEPOINTS_PER_TRANSACTION], pipelined=False)
         return outcomes
 
+    def _piped(self, batch: list[Job]) -> list[BaseException | None]:
+        """`_attempt` through `Pipe`: two round trips, two socket writes.
+
+        Raises:
+            Unsupported: a write has a parameter the pipe does not send (nothing was sent).
+        """
+        if self._pipe is None or self._pipe.conn is not self._conn:
+            self._pipe = Pipe(self._conn)
+        pipe = self._pipe
+        writes = [[pipe.wire(sql, params) for sql, params in job.writes] for job in batch]
+        keys = sorted({(g.kind, g.key) for job in batch for g in job.guards})
+        fresh = sorted({(g.kind, g.key) for job in batch for g in job.guards if g.version == 0})
+        first = [pipe.wire("BEGIN", ())]
+        if fresh:
+            first.append(pipe.wire(_CREATE_Q, _columns(fresh)))
+        if keys:
+            first.append(pipe.wire(_LOCK_Q, _columns(keys)))
+        results = pipe.run(first)
+        current: dict[tuple[str, str], int] = {}
+        if keys:
+            locked = results[-1]
+            for row in range(locked.ntuples):
+                kind, key, version = (locked.get_value(row, col) for col in range(3))
+                assert kind is not None
+                assert key is not None
+                assert version is not None
+                current[(bytes(kind).decode(), bytes(key).decode())] = int(bytes(version))
+        outcomes, accepted, changes = _judge(batch, current)
+        notes = payload_lines(changes, [u for i in accepted for u in batch[i].updated])
+        second = [pipe.wire(_BUMP_Q, _columns(changes))] if changes else []
+        for i in accepted:
+            second += writes[i]
+        if notes:
+            second.append(pipe.wire(_NOTIFY_Q, (self._channel, notes)))
+        second.append(pipe.wire("COMMIT", ()))
+        self._notes = len(notes)
+        self._committing = True  # sent with the writes: their fate is COMMIT's
+        pipe.run(second)
+        return outcomes
+
     def _attempt(self, batch: list[Job], *, pipelined: bool) -> list[BaseException | None]:
         conn = self._conn
         if pipelined:
+            try:
+                return self._piped(batch)
+            except Unsupported:
+                pass  # psycopg's own pipeline below sends any type it adapts
             with conn.pipeline():
                 conn.execute("BEGIN")
                 current = _lock(conn, batch)
@@ -193,17 +257,16 @@ class PgWriter(Writer):
             conn.execute("BEGIN")
             current = _lock(conn, batch)
         outcomes, accepted, changes = _judge(batch, current)
-        bumps = [(v, kind, key) for kind, key, v in changes]
         notes = payload_lines(changes, [u for i in accepted for u in batch[i].updated])
         if pipelined:
             with conn.pipeline():
-                if bumps:
-                    conn.cursor().executemany(_BUMP, bumps)
+                if changes:
+                    conn.execute(_BUMP, _columns(changes))
                 for i in accepted:
                     for sql, params in batch[i].writes:
                         conn.execute(*convert(sql, params))
-                for payload in notes:
-                    conn.execute("SELECT pg_notify(%s, %s)", (self._channel, payload))
+                if notes:
+                    conn.execute(_NOTIFY, (self._channel, notes))
                 self._notes = len(notes)
                 self._committing = True  # sent with the writes: their fate is COMMIT's
                 conn.execute("COMMIT")
@@ -213,11 +276,11 @@ class PgWriter(Writer):
         # A failed job's version is not bumped and its change not announced.
         kept = [(k, key, v) for k, key, v in changes if _owner_ok(batch, outcomes, k, key)]
         if kept:
-            conn.cursor().executemany(_BUMP, [(v, k, key) for k, key, v in kept])
+            conn.execute(_BUMP, _columns(kept))
         uris = [u for job, o in zip(batch, outcomes, strict=True) if o is None for u in job.updated]
         notes = payload_lines(kept, uris)
-        for payload in notes:
-            conn.execute("SELECT pg_notify(%s, %s)", (self._channel, payload))
+        if notes:
+            conn.execute(_NOTIFY, (self._channel, notes))
         self._notes += len(notes)
         self._committing = True
         conn.execute("COMMIT")
@@ -248,11 +311,14 @@ def _lock(conn: psycopg.Connection[Any], batch: list[Job]) -> dict[tuple[str, st
         return {}
     fresh = sorted({(g.kind, g.key) for job in batch for g in job.guards if g.version == 0})
     if fresh:
-        values = ",".join(["(%s, %s, 0)"] * len(fresh))
-        conn.execute(_CREATE.format(values), [x for k in fresh for x in k])
-    pairs = ",".join(["(%s, %s)"] * len(keys))
-    rows = conn.execute(_LOCK.format(pairs), [x for k in keys for x in k]).fetchall()
+        conn.execute(_CREATE, _columns(fresh))
+    rows = conn.execute(_LOCK, _columns(keys)).fetchall()
     return {(r[0], r[1]): int(r[2]) for r in rows}
+
+
+def _columns(rows: list[tuple[Any, ...]]) -> list[list[Any]]:
+    """``[(a, b), (c, d)]`` as ``[[a, c], [b, d]]``: one array parameter per column."""
+    return [list(column) for column in zip(*rows, strict=True)]
 
 
 def _judge(
