@@ -27,7 +27,8 @@ shares the machine with).
 
 Usage: ``.venv/bin/python bench/debate_load.py [--topics 200] [--roles 5] [--seconds 15]
 [--rate N] [--search-messages 100000] [--store-messages 1000000] [--queries 300]
-[--pages 300] [--only load|search] [--synchronous FULL|NORMAL]``. Not run by CI.
+[--pages 300] [--keep-store PATH] [--only load|search] [--synchronous FULL|NORMAL]``.
+Not run by CI.
 """
 
 from __future__ import annotations
@@ -287,6 +288,7 @@ async def main() -> None:
     parser.add_argument("--store-messages", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--pages", type=int, default=300)
+    parser.add_argument("--keep-store", type=Path, help="(search) write or reuse the store here")
     parser.add_argument("--only", choices=("load", "search"))
     parser.add_argument("--synchronous", default="FULL", choices=("FULL", "NORMAL"))
     args = parser.parse_args()

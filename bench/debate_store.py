@@ -6,7 +6,8 @@ topic of ``--search-messages`` messages, the rest over ``--topics`` filler topic
 MCP: ``--queries`` ``debate_search`` calls on the big topic (rare: a unique 10-hex-digit
 identifier; medium: a two-word phrase; short: two characters, the literal scan) and
 ``--pages`` ``debate_read`` pages (limit 200) from random cursors of random topics; p50/p99
-of the client's round trip for each.
+of the client's round trip for each. With ``--keep-store PATH`` the store is written there
+(with its query list in ``PATH.json``) and reused by later runs instead of rebuilt.
 
 Imported by ``debate_load.py`` (run that); never by agora.
 """
@@ -14,6 +15,7 @@ Imported by ``debate_load.py`` (run that); never by agora.
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import sqlite3
 import time
@@ -150,15 +152,21 @@ def build_store(path: Path, args: argparse.Namespace, rng: random.Random) -> dic
 
 async def run_search(args: argparse.Namespace, directory: Path) -> None:
     rng = random.Random(7)
-    db = directory / "search.db"
-    started = time.perf_counter()
-    store = await trio.to_thread.run_sync(build_store, db, args, rng)
-    print(
-        f"search: wrote {args.store_messages:,} messages ({args.search_messages:,} in one "
-        f"topic) in {time.perf_counter() - started:.0f} s; database "
-        f"{db.stat().st_size / 2**20:,.0f} MiB",
-        flush=True,
-    )
+    db = args.keep_store or directory / "search.db"
+    index = db.with_name(db.name + ".json")
+    if index.exists():  # built by an earlier run with --keep-store: the server reopens it
+        store = json.loads(index.read_text())
+        print(f"search: reusing {db} ({db.stat().st_size / 2**20:,.0f} MiB)", flush=True)
+    else:
+        started = time.perf_counter()
+        store = await trio.to_thread.run_sync(build_store, db, args, rng)
+        index.write_text(json.dumps(store))
+        print(
+            f"search: wrote {args.store_messages:,} messages ({args.search_messages:,} in one "
+            f"topic) in {time.perf_counter() - started:.0f} s; database "
+            f"{db.stat().st_size / 2**20:,.0f} MiB",
+            flush=True,
+        )
     config = write_config(directory)
     async with agora_serve(db, "debate", config=config) as server:
         url = f"ws://127.0.0.1:{server.port}/mcp/debate"

@@ -28,6 +28,8 @@ from agora.toolsets.debate.rules import (
 
 #: How many of a topic's newest messages a search tries before it asks the index.
 SEARCH_WINDOW = 2000
+#: Most messages a search expects to scan past those before it asks the index instead.
+SCAN_BUDGET = 10 * SEARCH_WINDOW
 
 if TYPE_CHECKING:
     from agora.store.neutral import ReadConn
@@ -110,10 +112,14 @@ async def debate_search(call: ToolCall) -> dict[str, Any]:
         want = limit + len(hidden)
         rows = sql.search_recent(conn, topic_id, pattern, want, SEARCH_WINDOW)
         if len(rows) < want:
-            # Not enough among the newest. Hits there mean a common query: scanning on
-            # finds the rest soon. None mean a rare one: the trigram index goes straight
-            # to its few rows (its lists for common trigrams span the whole store).
-            rows = sql.search(conn, topic_id, None if rows else phrase, pattern, want)
+            # Not enough among the newest. At the density found there, will a scan of the
+            # topic find the rest within SCAN_BUDGET messages? Then it is a common query
+            # (the trigram index's lists for common trigrams span the whole store).
+            # Otherwise it is a rare one, even with a hit or two among the newest: the
+            # index goes straight to its few rows instead of scanning the whole topic.
+            found = len(rows)
+            common = found and (want - found) * SEARCH_WINDOW <= SCAN_BUDGET * found
+            rows = sql.search(conn, topic_id, None if common else phrase, pattern, want)
         rows = [r for r in rows if r[0] not in hidden][:limit]
         return {
             "topic_id": topic_id,
