@@ -8,6 +8,7 @@ import trio
 from debate_support import ALICE, BOB, CAROL, STAR
 
 from agora.toolsets.debate import sql
+from agora.toolsets.debate.topic import KIND
 
 
 @pytest.fixture
@@ -210,6 +211,37 @@ async def test_wait_times_out_with_an_empty_inbox_and_the_topic_stays_usable(
     assert out["count"] == 0
     await say(desk, room, "ADVOCATE")
     assert (await check(desk, room))["count"] == 1
+
+
+async def test_a_wait_that_finds_mail_records_its_check_in_one_command(desk, room):
+    sent = await say(desk, room, "ADVOCATE")
+    actor = desk.runtime.registry.get(KIND, room["topic"])
+    before = actor.handled
+    with trio.fail_after(60):
+        out = await desk.wait(BOB, room["topic"], "ADVOCATE", room["b"], 30_000)
+    assert [m["msg_id"] for m in out["pending"]] == [sent["msg_id"]]
+    assert actor.handled == before + 1  # it was a look, then a check: two turns
+    cursor = (await desk.runtime.read(lambda c: sql.cursors(c, room["topic"])))[
+        ("ADVOCATE", room["b"])
+    ]
+    assert cursor.last_check_at is not None
+    assert cursor.msg_id is None  # a wait never moves the cursor
+    rows = await desk.runtime.read(
+        lambda c: c.execute(
+            "SELECT state FROM debate_deliveries WHERE msg_id = ?", (sent["msg_id"],)
+        ).fetchall()
+    )
+    assert [r[0] for r in rows] == ["delivered"]
+
+
+async def test_a_wait_that_times_out_empty_records_its_check(desk, room, autojump_clock):
+    with trio.fail_after(60):
+        out = await desk.wait(BOB, room["topic"], "ADVOCATE", room["b"], 1000)
+    assert out["count"] == 0
+    cursor = (await desk.runtime.read(lambda c: sql.cursors(c, room["topic"])))[
+        ("ADVOCATE", room["b"])
+    ]
+    assert cursor.last_check_at is not None
 
 
 async def test_wait_answers_at_once_on_shutdown(desk, room, autojump_clock):

@@ -47,6 +47,8 @@ class CheckInbox(msgspec.Struct, frozen=True, tag=True):
     since_msg_id: str | None = None
     since_ts: str | None = None
     persist: bool = True
+    #: Record the check only when the page holds something (a wait's first look).
+    only_if_found: bool = False
 
 
 class AdvanceCursor(msgspec.Struct, frozen=True, tag=True):
@@ -139,7 +141,7 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
     held = topic.data.bodies
     bodies = {m.msg_id: held[m.msg_id] for m in page if m.msg_id in held}
     inbox = Inbox(page, len(items) > cmd.limit, row.state, cmd.limit, bodies)
-    if not cmd.persist:
+    if not cmd.persist or (cmd.only_if_found and not page):
         return Effects(reply=inbox)
     at = topic.stamp_now(now)
     writes: list[Write] = []

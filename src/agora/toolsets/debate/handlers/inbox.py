@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.commands.cursors import AdvanceCursor, CheckInbox, Inbox
 from agora.toolsets.debate.handlers.common import caller, checked, opt, run
@@ -62,8 +64,10 @@ async def debate_signal_wait(call: ToolCall) -> dict[str, Any]:
     answers with the first (by topic id) that has something.
     """
     timeout = int(call.args.get("timeout_ms", WAIT_DEFAULT_MS)) / 1000
+    if "topic_id" in call.args:
+        return await _wait_one(call, call.args["topic_id"], timeout)
     peek = _check(call, persist=False)
-    topics = [call.args["topic_id"]] if "topic_id" in call.args else await _topics(call, peek)
+    topics = await _topics(call, peek)
     try:
         replies = await call.runtime.poll_many(
             KIND,
@@ -75,6 +79,22 @@ async def debate_signal_wait(call: ToolCall) -> dict[str, Any]:
         raise tool_error(err) from None
     topic_id = next((t for t in sorted(replies) if replies[t].count), min(replies))
     inbox: Inbox = await run(call, topic_id, _check(call, persist=True))
+    return {**(await _render(call, inbox)), "topic_id": topic_id}
+
+
+async def _wait_one(call: ToolCall, topic_id: str, timeout: float) -> dict[str, Any]:  # noqa: ASYNC109
+    """`debate_signal_wait` on one topic: each look that finds something records the check
+    in the same turn (one command, not a look and then a check); only a wait that times
+    out empty records its check afterwards."""
+    look = msgspec.structs.replace(_check(call, persist=True), only_if_found=True)
+    try:
+        inbox: Inbox = await call.runtime.poll(
+            KIND, topic_id, look, ready=lambda r: bool(r.count), timeout=timeout
+        )
+    except DebateError as err:
+        raise tool_error(err) from None
+    if not inbox.count:
+        inbox = await run(call, topic_id, _check(call, persist=True))
     return {**(await _render(call, inbox)), "topic_id": topic_id}
 
 
