@@ -15,8 +15,10 @@ import trio
 
 from agora.toolsets.chamber import room as rooms
 from agora.toolsets.chamber import service
+from agora.toolsets.chamber.attempt import seed_commitment
 from agora.toolsets.chamber.generate import build_room
 from agora.toolsets.chamber.pool import RoomPool, pool_size
+from agora.toolsets.chamber.transcript import genesis
 
 SUITES = [("chambre-chrono-v0", "chamber"), ("chambre-atelier-v0", "atelier")]
 
@@ -28,12 +30,15 @@ async def test_the_pool_fills_every_suite_and_tops_up_after_a_take(runtime, opti
     with trio.fail_after(30):
         await pool.wait_full()
     assert pool.status() == {s: {"ready": 3, "size": 3} for s, _ in SUITES}
-    seed, room = pool.take("chambre-atelier-v0")
+    ready = pool.take("chambre-atelier-v0")
+    assert ready is not None
     assert pool.status()["chambre-atelier-v0"]["ready"] == 2
-    # A pooled room is exactly the room its seed gives.
-    assert rooms.every_text(room) == rooms.every_text(
-        build_room.__wrapped__("chambre-atelier-v0", "atelier", seed)
+    # A pooled room is exactly the room its seed gives, and its head the genesis of its seed
+    # commitment.
+    assert rooms.every_text(ready.room) == rooms.every_text(
+        build_room.__wrapped__("chambre-atelier-v0", "atelier", ready.seed)
     )
+    assert ready.head == genesis(seed_commitment(ready.salt, "chambre-atelier-v0", ready.seed))
     with trio.fail_after(30):
         await pool.wait_full()
     assert pool.status()["chambre-atelier-v0"]["ready"] == 3
@@ -56,7 +61,7 @@ async def test_server_seeded_entries_take_pooled_rooms_chosen_seeds_do_not(
     nursery.start_soon(pool.refill, runtime)
     with trio.fail_after(30):
         await pool.wait_full()
-    ready = [seed for seed, _ in pool._ready["chambre-chrono-v0"]]
+    ready = [r.seed for r in pool._ready["chambre-chrono-v0"]]
     entered = await agent.enter()
     handle = entered["attempt_handle"]
 
@@ -70,7 +75,7 @@ async def test_server_seeded_entries_take_pooled_rooms_chosen_seeds_do_not(
     assert entered["seed_source"] == "server"
     chosen = await agent.enter(seed="mine")
     assert chosen["seed_source"] == "participant"
-    remaining = [seed for seed, _ in pool._ready["chambre-chrono-v0"]]
+    remaining = [r.seed for r in pool._ready["chambre-chrono-v0"]]
     assert ready[1] in remaining
     assert ready[0] not in remaining
 
@@ -99,7 +104,7 @@ async def test_a_full_pool_leaves_no_young_objects_for_the_next_burst(runtime, o
     assert young < 500  # six rooms are over 2,000 container objects
 
 
-async def test_a_pooled_entry_draws_no_seed_of_its_own(
+async def test_a_pooled_entry_draws_nothing_and_keeps_what_the_pool_drew(
     agent, chamber, runtime, options, nursery, monkeypatch
 ):
     options["chamber"]["room_pool_size"] = 1
@@ -107,6 +112,7 @@ async def test_a_pooled_entry_draws_no_seed_of_its_own(
     nursery.start_soon(pool.refill, runtime)
     with trio.fail_after(30):
         await pool.wait_full()
+    ready = pool._ready["chambre-chrono-v0"][0]
     drawn: list[int] = []
     token_hex = secrets.token_hex
 
@@ -116,5 +122,39 @@ async def test_a_pooled_entry_draws_no_seed_of_its_own(
 
     monkeypatch.setattr(service.secrets, "token_hex", counted)
     entered = await agent.enter()
+    assert drawn == []  # handle, seed and salt all came with the pooled room
+    monkeypatch.undo()
     assert entered["seed_source"] == "server"
-    assert drawn == [8, 16]  # the handle and the seed's salt; the pooled room brought its seed
+    assert entered["attempt_handle"] == ready.handle
+
+    def row(conn):
+        return conn.execute(
+            "SELECT seed, seed_salt, head FROM chamber_attempts WHERE handle = ?", (ready.handle,)
+        ).fetchone()
+
+    seed, salt, head = await runtime.read(row)
+    assert (seed, salt) == (ready.seed, ready.salt)
+    assert head == genesis(seed_commitment(salt, "chambre-chrono-v0", seed))
+    # The chain goes on from that head: an action's record links to it.
+    acted = await agent.tool(
+        "chamber_action", challenge_handle=ready.handle, op="look", expected_action_index=0
+    )
+    assert acted["action_index"] == 1
+
+
+async def test_an_entry_the_pool_cannot_serve_draws_its_own_handle_seed_and_salt(
+    agent, options, monkeypatch
+):
+    options["chamber"]["room_pool_size"] = 0
+    drawn: list[int] = []
+    token_hex = secrets.token_hex
+
+    def counted(nbytes=None):
+        drawn.append(nbytes)
+        return token_hex(nbytes)
+
+    monkeypatch.setattr(service.secrets, "token_hex", counted)
+    entered = await agent.enter()
+    monkeypatch.undo()
+    assert entered["seed_source"] == "server"
+    assert sorted(drawn) == [8, 8, 16]  # the handle, the seed and its salt

@@ -81,6 +81,23 @@ async def test_a_principal_is_refused_past_its_rate_and_admitted_later(
     await alice.enter()
 
 
+async def test_a_changed_setting_applies_from_the_next_entry(runtime, chamber, options, mock_clock):
+    # The handler keeps the settings it parsed last; a change must still be seen at once,
+    # and a broken one refused on every entry, not only the first.
+    alice = Agent(runtime, dict(chamber[0].handlers), Principal("alice"))
+    options["chamber"]["enter_per_minute"] = 1
+    await alice.enter()
+    await alice.refused("enter_open_challenge", **ENTRY)
+    options["chamber"]["enter_per_minute"] = 0  # no limit
+    await alice.enter()
+    options["chamber"]["enter_per_minute"] = -1
+    for _ in range(2):
+        with pytest.raises(ValueError, match="at least 0"):
+            await alice.enter()
+    options["chamber"]["enter_per_minute"] = 1
+    await alice.refused("enter_open_challenge", **ENTRY)  # the bucket kept its level
+
+
 async def test_each_connection_has_its_own_limit():
     config = Config(
         db=":memory:",

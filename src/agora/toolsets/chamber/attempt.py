@@ -54,6 +54,12 @@ _ISO_CACHE = 4096
 _ISO_SECONDS: dict[int, str] = {}
 
 
+def seed_commitment(salt: str, suite_id: str, seed: str) -> str:
+    """The salted hash of ``seed`` an attempt publishes (`Attempt.seed_commitment`)."""
+    digest = hashlib.sha256(f"{salt}:{suite_id}:{seed}".encode())
+    return "sha256:" + digest.hexdigest()
+
+
 @dataclass(frozen=True, slots=True)
 class Rules:
     """What the contract fixes about every attempt."""
@@ -139,8 +145,7 @@ class Attempt:
     @property
     def seed_commitment(self) -> str:
         """Salted hash of the seed: publishable, and provable later by revealing both."""
-        digest = hashlib.sha256(f"{self.seed_salt}:{self.suite_id}:{self.seed}".encode())
-        return "sha256:" + digest.hexdigest()
+        return seed_commitment(self.seed_salt, self.suite_id, self.seed)
 
     @property
     def room_id(self) -> str:

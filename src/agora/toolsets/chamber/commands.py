@@ -34,6 +34,9 @@ class Enter(msgspec.Struct, frozen=True, tag=True):
     seed_source: str = "server"
     #: The room of ``seed``, already built (from the room pool), or None to build it.
     room: Any = None
+    #: The transcript's genesis head for this seed and salt, if already computed (the
+    #: pool's), else empty: the attempt computes it.
+    head: str = ""
 
 
 class Observe(msgspec.Struct, frozen=True, tag=True):

@@ -140,7 +140,7 @@ class AttemptEntity:
             engine=c.engine, seed=c.seed, seed_salt=c.seed_salt, identity=dict(c.identity),
             assurance=c.assurance, preflight=c.preflight, principal=c.principal,
             created_at=wall, expires_at=wall + self.rules.ttl, via_alias=c.via_alias,
-            seed_source=c.seed_source,
+            seed_source=c.seed_source, head=c.head,
         )  # fmt: skip
         if c.room is not None:
             a._room = c.room  # built ahead by the pool: the same room the seed gives

@@ -1,12 +1,18 @@
 """A pool of pre-built, server-seeded rooms per suite, so entering costs no generation.
 
 Building a room is pure CPU (about 3 ms, now and then much more). An entry that lets the
-server draw the seed takes a room from its suite's pool instead: no thread hop, no lock, no
-generation on the path of the call. `RoomPool.refill` is a background task that tops each
-suite's pool up to ``room_pool_size`` rooms (``[options.chamber]``, default `DEFAULT_SIZE`;
-0 turns the pool off), building one room per worker-thread call (``trio.to_thread``) so the
-event loop keeps serving between rooms, and sleeps until an entry takes one. Entries with a
-participant's seed, and entries that find the pool empty, build their room as before.
+server draw the seed takes a `Ready` room from its suite's pool instead: no thread hop, no
+lock, no generation on the path of the call. Everything else an entry would draw or hash
+for its room comes with it, made in the same worker thread: the attempt handle, the seed's
+salt and the transcript's genesis head (each random value is drawn for one room and used
+once), so a pooled entry makes no system call for randomness (one that releases the GIL
+to the store's writer thread in the middle of a burst) and hashes nothing.
+
+`RoomPool.refill` is a background task that tops each suite's pool up to ``room_pool_size``
+rooms (``[options.chamber]``, default `DEFAULT_SIZE`; 0 turns the pool off), building one room
+per worker-thread call (``trio.to_thread``) so the event loop keeps serving between rooms, and
+sleeps until an entry takes one. Entries with a participant's seed, and entries that find the
+pool empty, build their room as before.
 
 Each room is a few hundred container objects, so a refill leaves tens of thousands of young
 objects behind, and the burst that follows would pay for the cyclic collector's next pass over
@@ -25,7 +31,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
+from agora.toolsets.chamber.attempt import seed_commitment
 from agora.toolsets.chamber.generate import build_room
+from agora.toolsets.chamber.transcript import genesis
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -41,10 +49,31 @@ DEFAULT_SIZE: Final = 128
 QUIET_SECONDS: Final = 0.25
 
 
-def fresh_room(suite_id: str, engine: str) -> tuple[str, Room]:
-    """A new server seed and its room, built without touching `build_room`'s cache."""
-    seed = secrets.token_hex(8)
-    return seed, build_room.__wrapped__(suite_id, engine, seed)
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """One pooled entry: a fresh handle, a server seed, its salt, the genesis head, the room.
+
+    Attributes:
+        handle: The attempt handle the entry will have (``chl-`` and 64 random bits).
+        seed: The server-drawn seed (64 random bits, hex).
+        salt: The seed commitment's salt (128 random bits, hex).
+        head: ``genesis(seed_commitment(salt, suite, seed))``: the transcript's first head.
+        room: ``build_room(suite, engine, seed)``.
+    """
+
+    handle: str
+    seed: str
+    salt: str
+    head: str
+    room: Room
+
+
+def fresh_room(suite_id: str, engine: str) -> Ready:
+    """A new pooled entry of ``suite_id``, its room built without touching `build_room`'s cache."""
+    seed, salt = secrets.token_hex(8), secrets.token_hex(16)
+    head = genesis(seed_commitment(salt, suite_id, seed))
+    room = build_room.__wrapped__(suite_id, engine, seed)
+    return Ready("chl-" + secrets.token_hex(8), seed, salt, head, room)
 
 
 def pool_size(options: dict[str, Any]) -> int:
@@ -64,7 +93,7 @@ class RoomPool:
     """Ready rooms per suite id; `suites` lists (suite id, engine) of the active suites."""
 
     suites: Sequence[tuple[str, str]]
-    _ready: dict[str, deque[tuple[str, Room]]] = field(default_factory=dict, init=False)
+    _ready: dict[str, deque[Ready]] = field(default_factory=dict, init=False)
     _taken: trio.Event = field(default_factory=trio.Event, init=False, repr=False)
     _full: trio.Event = field(default_factory=trio.Event, init=False, repr=False)
     _size: int = field(default=0, init=False)
@@ -72,8 +101,8 @@ class RoomPool:
     def __post_init__(self) -> None:
         self._ready = {suite_id: deque() for suite_id, _ in self.suites}
 
-    def take(self, suite_id: str) -> tuple[str, Room] | None:
-        """A ready (seed, room) of ``suite_id``, or None if its pool is empty."""
+    def take(self, suite_id: str) -> Ready | None:
+        """A `Ready` entry of ``suite_id``, or None if its pool is empty."""
         ready = self._ready.get(suite_id)
         if not ready:
             return None

@@ -19,6 +19,13 @@ from typing import Any, Final
 PRINCIPAL_PER_MINUTE: Final = 60
 ANONYMOUS_PER_MINUTE: Final = 600
 CONNECTION_PER_MINUTE: Final = 30
+#: The settings, in the order of `Limits`' fields, and their defaults.
+LIMIT_SETTINGS: Final = (
+    "enter_per_minute",
+    "anonymous_enter_per_minute",
+    "connection_enter_per_minute",
+)
+DEFAULTS: Final = (PRINCIPAL_PER_MINUTE, ANONYMOUS_PER_MINUTE, CONNECTION_PER_MINUTE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +45,7 @@ class Limits:
             ValueError: if a setting is not a number of at least 0.
         """
         values = []
-        for name, default in (
-            ("enter_per_minute", PRINCIPAL_PER_MINUTE),
-            ("anonymous_enter_per_minute", ANONYMOUS_PER_MINUTE),
-            ("connection_enter_per_minute", CONNECTION_PER_MINUTE),
-        ):
+        for name, default in zip(LIMIT_SETTINGS, DEFAULTS, strict=True):
             value = float(options.get(name, default))
             if value < 0:
                 raise ValueError(f"[options.chamber] {name} must be at least 0")
@@ -80,7 +83,9 @@ class EntryLimiter:
         rate = limits.anonymous if principal == "anonymous" else limits.principal
         wanted: list[tuple[str, _Bucket, float]] = []
         if rate:
-            bucket = self._principals.setdefault(principal, _Bucket(rate, now))
+            bucket = self._principals.get(principal)  # no bucket made when known
+            if bucket is None:
+                bucket = self._principals[principal] = _Bucket(rate, now)
             wanted.append(("principal", bucket, rate))
         if limits.connection and connection is not None:
             found = self._connections.get(connection)  # no weak reference made when known

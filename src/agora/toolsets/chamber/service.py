@@ -37,7 +37,7 @@ from agora.toolsets.chamber.invitation import (
     unknown,
 )
 from agora.toolsets.chamber.pool import RoomPool
-from agora.toolsets.chamber.ratelimit import EntryLimiter, Limits
+from agora.toolsets.chamber.ratelimit import LIMIT_SETTINGS, EntryLimiter, Limits
 from agora.toolsets.chamber.replies import failure, not_found, retired_alias
 from agora.toolsets.chamber.sealing import SealOutcome, seal_reply
 from agora.toolsets.chamber.signing import ALGORITHM, Signer, SigningKeyError, load_signer
@@ -67,6 +67,8 @@ class Chamber:
     _entry_checks: EntryChecks = field(init=False, repr=False)
     _signers: dict[str, Signer] = field(default_factory=dict, init=False, repr=False)
     _room_builder: trio.Lock = field(default_factory=trio.Lock, init=False, repr=False)
+    _limits_key: tuple[Any, ...] | None = field(default=None, init=False, repr=False)
+    _limits_now: Limits = field(default_factory=Limits, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.kind = AttemptKind(Rules.from_contract(self.contract))
@@ -119,8 +121,16 @@ class Chamber:
             "keys": list(keys.values()),
         }
 
+    def _limits(self, options: dict[str, Any]) -> Limits:
+        # The settings are read on every entry (an operator may change them) but parsed
+        # only when they differ from the last ones parsed.
+        key = tuple(options.get(name) for name in LIMIT_SETTINGS)
+        if key != self._limits_key:
+            self._limits_now, self._limits_key = Limits.from_options(options), key
+        return self._limits_now
+
     def _admit(self, call: ToolCall) -> None:
-        limits = Limits.from_options(call.runtime.options("chamber"))
+        limits = self._limits(call.runtime.options("chamber"))
         now = call.runtime.clock.monotonic()
         refused = self._limiter.take(limits, call.principal.name, call.connection, now)
         if refused is None:
@@ -142,12 +152,15 @@ class Chamber:
         declared = self._entry_checks(call.args, operator=call.principal.has("operator"))
         self._admit(call)
         given = call.args.get("seed") or ""
-        handle = new_handle()
         suite = declared.suite
         source = "participant" if given else "server"
         pooled = None if given else self.pool.take(suite.id)
-        # A pooled room brings its seed: draw one only for a room built now.
-        seed = given or (pooled[0] if pooled is not None else secrets.token_hex(8))
+        # A pooled room brings its handle, seed, salt and genesis head: draw them only for a
+        # room built now.
+        if pooled is not None:
+            handle, seed, salt = pooled.handle, pooled.seed, pooled.salt
+        else:
+            handle, seed, salt = new_handle(), given or secrets.token_hex(8), secrets.token_hex(16)
         if is_invitation(given):
             # The ally's room: the server drew its seed and kept it; the token redeems once.
             redeem = Redeem(declared.identity["product"], call.args.get("suite"), handle)
@@ -167,14 +180,15 @@ class Chamber:
             generation=suite.generation,
             engine=suite.engine,
             seed=seed,
-            seed_salt=secrets.token_hex(16),
+            seed_salt=salt,
             identity=declared.identity,
             assurance=declared.assurance,
             preflight=declared.preflight,
             principal=call.principal.name,
             via_alias=call.tool in self.contract.aliases,
             seed_source=source,
-            room=None if pooled is None else pooled[1],
+            room=None if pooled is None else pooled.room,
+            head="" if pooled is None else pooled.head,
         )
         self.kind.fresh.add(handle)  # its actor's load need read no rows
         reply: dict[str, Any] = await call.runtime.call(self.kind, handle, command)
