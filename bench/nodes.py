@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import cgroups
 import trio
-from measure import cpu_seconds, percentile, raise_fd_limit
+from measure import cpu_seconds, own_cpu_seconds, percentile, raise_fd_limit
 from nodes_load import TOOLSETS, WORKLOADS, Gate, Tally
 
 from agora.store.stats import merged, quantile, window
@@ -213,6 +213,7 @@ class Row:
     throttled: float
     main_cpu: float
     writer_cpu: float
+    client_cpu: float
 
     @property
     def rate(self) -> float:
@@ -245,7 +246,7 @@ class Row:
         )
         if self.tally.wakes:
             text += f" | wake p99 {percentile(self.tally.wakes, 0.99) * 1e3:.1f} ms"
-        text += f" | throttled {self.throttled:.0%}"
+        text += f" | throttled {self.throttled:.0%} | load generator {self.client_cpu * per:.3f} ms"
         if self.tally.refusals:
             text += f" | refused {dict(self.tally.refusals)}"
         return text
@@ -269,6 +270,7 @@ async def measure(workload: str, label: str, nodes: list[Node], groups: list[cgr
         threads0 = [thread_cpu(node.proc.pid) for node in nodes]
         pg0 = pg.seconds() if pg else 0.0
         throttle0 = [g.throttled() for g in groups]
+        client0 = own_cpu_seconds()
         start = time.perf_counter()
         tally.end = start + args.seconds
         gate.go.set()
@@ -277,6 +279,7 @@ async def measure(workload: str, label: str, nodes: list[Node], groups: list[cgr
                 out = Path(args.py_spy) / f"{workload}-{label.replace(', ', '-')}-{i}.txt"
                 nursery.start_soon(spy, node.proc.pid, out, args.seconds)
     elapsed = time.perf_counter() - start
+    client = own_cpu_seconds() - client0
     cpu = sum(cpu_seconds(node.proc.pid) for node in nodes) - cpu0
     threads = [thread_cpu(node.proc.pid) for node in nodes]
     main = sum(t[0] - t0[0] for t, t0 in zip(threads, threads0, strict=True))
@@ -287,7 +290,7 @@ async def measure(workload: str, label: str, nodes: list[Node], groups: list[cgr
     hit = sum(g.throttled()[1] - t[1] for g, t in zip(groups, throttle0, strict=True))
     return Row(workload, label, len(nodes), elapsed, tally, cpu, pg_cpu,
                counters_delta(after, before), hit / periods if periods else 0.0,
-               main, writer)  # fmt: skip
+               main, writer, client)  # fmt: skip
 
 
 async def spy(pid: int, out: Path, seconds: float) -> None:
