@@ -2,7 +2,7 @@
 
 This machine mounts the cgroup v1 ``cpu`` and ``cpuacct`` hierarchies (the v2 tree at
 ``/sys/fs/cgroup/unified`` has no cpu controller). A `CpuGroup` makes one directory in each:
-in ``cpu``, ``cpu.cfs_quota_us`` over a 100 ms period caps its processes at ``cores`` (0.5:
+in ``cpu``, ``cpu.cfs_quota_us`` over a 10 ms period caps its processes at ``cores`` (0.5:
 half a core); in ``cpuacct``, ``cpuacct.usage`` counts the CPU of every process in it,
 children forked later included (how PostgreSQL's backends are counted). ``cpu.stat`` says
 how often the cap throttled them. `CpuGroup.remove` moves what is left to the root group
@@ -18,7 +18,9 @@ from pathlib import Path
 
 CPU = Path("/sys/fs/cgroup/cpu")
 CPUACCT = Path("/sys/fs/cgroup/cpuacct")
-PERIOD_US = 100_000
+#: The quota's period. Short, so that a capped node waits at most a few ms when throttled
+#: (with the default 100 ms, a node at 0.25 core could stall for 75 ms at a time).
+PERIOD_US = 10_000
 
 
 def available() -> str | None:

@@ -1,21 +1,24 @@
 """agora on 1, 2 and 3 CPU-capped nodes sharing one PostgreSQL, next to one node on SQLite.
 
-For each workload of ``--workloads`` (default ``chamber,chess``; ``router`` too, see
-``bench/nodes_load.py``), one row on SQLite (one node), then one row per entry of ``--nodes``
-on PostgreSQL (a fresh schema each). Each node is an ``agora serve`` subprocess capped at
-``--cap`` cores (default 0.5) with a cgroup v1 CPU quota (``bench/cgroups.py``), so added
-nodes add capacity even on a 2-core machine; PostgreSQL is uncapped unless ``--pg-cap`` says
-otherwise, and this load generator is never capped. The clients (``--clients``) spread
-round-robin over the nodes, all connect, then work for ``--seconds``.
+For each workload of ``--workloads`` (default ``chamber,chess,chess-cross``; ``router`` too,
+see ``bench/nodes_load.py``), one row on SQLite (one node), then one row per entry of
+``--nodes`` on PostgreSQL (a fresh schema each). Each node is an ``agora serve`` subprocess
+capped at ``--cap`` cores (default 0.25) with a cgroup v1 CPU quota (``bench/cgroups.py``),
+so added nodes add capacity even on a 2-core machine (three nodes take 0.75 core, leaving the
+rest to PostgreSQL and the load generator); PostgreSQL is uncapped unless ``--pg-cap`` says
+otherwise, and this load generator is never capped. The clients (``--clients``: agents, or
+chess tables) spread round-robin over the nodes, all connect, then work for ``--seconds``.
 
 Printed per row: acknowledged commands/s (each a durable commit) and their client-side
 latency p50/p99; server CPU per command (agora's nodes; PostgreSQL's postmaster and every
 backend, counted by a cpuacct group; both added up, and that total as a multiple of the
-SQLite row's); conflicts/s (commands the version guard rejected and reran), busy answers;
+SQLite row's), agora's split into main thread, writer thread and other threads (reads,
+room building); conflicts/s (commands the version guard rejected and reran), busy answers;
 batch size (commands per commit) and commit p99 (BEGIN to COMMIT's return, from the nodes'
 ``/healthz`` histograms, so "<= bucket bound"); for chess, the wake p99: the human's move
-acknowledged by one node -> the agent's ``wait_for_turn`` answered by another; and how often
-the cap throttled the nodes. Then, per workload, throughput on N nodes over one node.
+acknowledged -> the agent's ``wait_for_turn`` answered (by another node in chess-cross); how
+often the cap throttled the nodes; the load generator's CPU per command. Then, per workload,
+throughput on N nodes over one node.
 
 Last, cross-node wake latency in-process (no load, no caps): two runtimes on one database, a
 waiter parked on A, B commits, from B's acknowledged commit to A's answer, ``--wakes`` times.
@@ -23,8 +26,9 @@ waiter parked on A, B commits, from B's acknowledged commit to A's answer, ``--w
 PostgreSQL: ``--pg URL`` (its CPU is then every process named postgres on this machine), or
 a throwaway cluster started with ``scripts/pg.sh`` (Debian's postgresql, ``fsync=on``,
 ``synchronous_commit=on``). Needs root for the cgroups (else the nodes run uncapped, as
-printed). Usage: ``.venv/bin/python bench/nodes.py [--workloads chamber,chess]
-[--nodes 1,2,3] [--seconds 10] [--clients 48] [--cap 0.5] [--pg-cap CORES] [--wakes 200]``.
+printed). Usage: ``.venv/bin/python bench/nodes.py [--workloads chamber,chess,chess-cross]
+[--nodes 1,2,3] [--seconds 10] [--clients 48] [--cap 0.25 | --no-cap] [--pg-cap CORES]
+[--wakes 200] [--py-spy DIR]``.
 Not run by CI.
 """
 
@@ -420,12 +424,13 @@ async def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--workloads", type=lambda s: s.split(","), default=["chamber", "chess"])
+    parser.add_argument("--workloads", type=lambda s: s.split(","),
+                        default=["chamber", "chess", "chess-cross"])  # fmt: skip
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--clients", type=int, default=48, help="agents, or chess tables")
     parser.add_argument("--nodes", type=lambda s: [int(x) for x in s.split(",")],
                         default=[1, 2, 3])  # fmt: skip
-    parser.add_argument("--cap", type=float, default=0.5, help="cores per node (cgroup quota)")
+    parser.add_argument("--cap", type=float, default=0.25, help="cores per node (cgroup quota)")
     parser.add_argument("--no-cap", dest="cap", action="store_const", const=None)
     parser.add_argument("--pg-cap", type=float, default=None, help="cores for PostgreSQL")
     parser.add_argument("--wakes", type=int, default=200)
