@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 from _counter import IDLE, Add, CounterKind
@@ -89,3 +90,78 @@ async def test_the_first_command_on_a_created_entity_runs_in_the_callers_task(ru
     assert await runtime.call(kind, "made", Add(2)) == 2
     assert ran_in == [trio.lowlevel.current_task()]
     assert runtime.registry.get(kind, "made").handled == 1
+
+
+def _actor_tasks() -> list[str]:
+    """The names of the live actor tasks of `FreshKind` (every task of the run, walked)."""
+    found, tasks = [], [trio.lowlevel.current_root_task()]
+    while tasks:
+        task = tasks.pop()
+        if task.name.startswith("fresh_counter:"):
+            found.append(task.name)
+        tasks.extend(child for n in task.child_nurseries for child in n.child_tasks)
+    return found
+
+
+async def test_an_actor_whose_commands_all_run_inline_never_starts_a_task(runtime, nursery):
+    # Entering the chamber makes one new actor per attempt: its task, mailbox and their
+    # scheduling were a fifth of an entry's event-loop time, for commands that never queue.
+    kind = FreshKind(new={f"k{i}" for i in range(50)})
+    for i in range(50):
+        assert await runtime.call(kind, f"k{i}", Add(1)) == 1
+    assert await runtime.call(kind, "k0", Add(1)) == 2
+    assert len(runtime.registry) == 50
+    assert _actor_tasks() == []
+
+
+async def test_a_command_that_must_queue_starts_the_task_and_runs_after_the_inline_one(
+    runtime, store, nursery, monkeypatch
+):
+    kind = FreshKind(new={"made"})
+    committing, commit = trio.Event(), trio.Event()
+    write = store.write
+
+    async def held(writes, *args):
+        committing.set()
+        await commit.wait()
+        await write(writes, *args)
+
+    monkeypatch.setattr(store, "write", held)
+    replies: list[int] = []
+
+    async def call(delta: int) -> None:
+        replies.append(await runtime.call(kind, "made", Add(delta)))
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as callers:
+            callers.start_soon(call, 1)
+            await committing.wait()
+            assert _actor_tasks() == []  # the first command runs in its caller's task
+            callers.start_soon(call, 10)
+            await trio.testing.wait_all_tasks_blocked()
+            assert _actor_tasks() == ["fresh_counter:made"]  # the second had to queue
+            commit.set()
+    assert replies == [1, 11]
+
+
+async def test_an_idle_actor_without_a_task_is_evicted(runtime, nursery, autojump_clock):
+    kind = FreshKind(new={"made"})
+    assert await runtime.call(kind, "made", Add(1)) == 1
+    assert len(runtime.registry) == 1
+    await trio.sleep(IDLE * 2)
+    assert len(runtime.registry) == 0
+    assert _actor_tasks() == []
+
+
+async def test_a_stopped_runtime_runs_no_command_not_even_an_inline_one(store):
+    from agora.errors import ActorStopped
+    from agora.runtime.registry import Runtime
+
+    kind = FreshKind(new={"made", "late"})
+    async with trio.open_nursery() as actors:
+        runtime = Runtime(store, actors, idle_seconds=IDLE)
+        assert await runtime.call(kind, "made", Add(1)) == 1
+        actors.cancel_scope.cancel()
+        with pytest.raises(ActorStopped):
+            await runtime.call(kind, "late", Add(1))
+    assert "late" in kind.new  # nothing was created for it

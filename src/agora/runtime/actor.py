@@ -11,7 +11,9 @@ task under the turn (`Actor.run_inline`) instead of posting it and waiting for t
 task to wake: same order, same rules, two trips through the scheduler fewer. Whatever
 arrives meanwhile goes through the mailbox as usual, and the commands found waiting there
 when the turn comes back run together under one commit (`Actor._handle_group`): a busy
-entity pays one commit wait per group, not one per command.
+entity pays one commit wait per group, not one per command. The mailbox and the task are
+made only by the first command that has to queue: an actor whose commands all run inline (a
+chamber attempt just entered by a burst of agents, say) never has either.
 """
 
 from __future__ import annotations
@@ -126,12 +128,18 @@ class Actor:
         self.runtime = runtime
         self.kind = kind
         self.key = key
-        self.send, self._recv = trio.open_memory_channel[tuple[Any, Slot]](mailbox)
+        # The mailbox and the task that reads it are made by the first command that must
+        # queue (`mailbox`): an actor whose commands all run inline never has either.
+        self._size = mailbox
+        self._send: trio.MemorySendChannel[tuple[Any, Slot]] | None = None
+        self._recv: trio.MemoryReceiveChannel[tuple[Any, Slot]] | None = None
+        self._closed = False
         self.change = trio.Event()
         self.listeners: set[trio.Event] = set()
         self.waiters = 0
         self.handled = 0
-        self.idle_since: float | None = None
+        # Idle from the start: an actor nobody uses is evicted like one whose task waits.
+        self.idle_since: float | None = trio.current_time()
         self.queued = 0
         self._turn = trio.Lock()
         self._idle_before_turn: float | None = None
@@ -140,14 +148,42 @@ class Actor:
         #: The store's version of the entity this copy was loaded at (guarded stores only).
         self.version = 0
 
+    def mailbox(self) -> trio.MemorySendChannel[tuple[Any, Slot]]:
+        """Where commands queue; the first call opens it and starts the actor's task.
+
+        Raises:
+            trio.ClosedResourceError: the actor has stopped (evicted, or broken): a caller
+                gets a fresh actor from the registry.
+            ActorStopped: the runtime's nursery has closed, so no actor task can start.
+        """
+        if self._send is None:
+            if self._closed:
+                raise trio.ClosedResourceError(f"{self.kind.kind} {self.key} has stopped")
+            self._send, self._recv = trio.open_memory_channel[tuple[Any, Slot]](self._size)
+            self.runtime.registry.start(self)
+        return self._send
+
+    @property
+    def send(self) -> trio.MemorySendChannel[tuple[Any, Slot]]:
+        """The mailbox (see `mailbox`)."""
+        return self.mailbox()
+
+    def close(self) -> None:
+        """Take no more commands: close the mailbox; its task, if any, ends once it is empty."""
+        self._closed = True
+        if self._send is not None:
+            self._send.close()
+
     async def run(self) -> None:
         """Serve commands until the registry evicts it (closing its mailbox), or cancelled."""
         group: list[tuple[Any, Slot]] = []
+        recv = self._recv
+        assert recv is not None  # `mailbox` opens it before starting this task
         try:
             while True:
                 self.idle_since = trio.current_time()
                 try:
-                    first = await self._recv.receive()
+                    first = await recv.receive()
                 except trio.EndOfChannel:  # evicted: the mailbox was closed, and is empty
                     return
                 self.idle_since = None
@@ -186,7 +222,7 @@ class Actor:
             # Drain before closing: closing the receive side discards whatever is buffered,
             # and those callers would wait forever.
             self._fail_queued(stopped)
-            self._recv.close()
+            recv.close()
             self.signal(replace=False)
 
     def _gather(self, group: list[tuple[Any, Slot]]) -> None:
@@ -197,9 +233,11 @@ class Actor:
         """
         if self.runtime.store.guarded:
             return
+        recv = self._recv
+        assert recv is not None  # only the actor's task gathers
         while len(group) < MAX_GROUP:
             try:
-                group.append(self._recv.receive_nowait())
+                group.append(recv.receive_nowait())
             except (trio.WouldBlock, trio.EndOfChannel):
                 return
 
@@ -247,7 +285,7 @@ class Actor:
             self._stopping = True
             self._entity = None
             self.runtime.registry.forget(self)
-            self.send.close()
+            self.close()
         finally:
             self._turn.release()
             # Idle again if the actor's task was waiting for commands, or began to meanwhile
@@ -267,9 +305,12 @@ class Actor:
         )
 
     def _fail_queued(self, error: BaseException) -> None:
+        recv = self._recv
+        if recv is None:
+            return
         while True:
             try:
-                _, slot = self._recv.receive_nowait()
+                _, slot = recv.receive_nowait()
             except (trio.WouldBlock, trio.ClosedResourceError, trio.EndOfChannel):
                 return
             slot.fail(error)

@@ -46,25 +46,40 @@ class Registry:
         return len(self._actors)
 
     def get(self, kind: EntityKind, key: str) -> Actor:
-        """The live actor for (kind, key), spawned now if there is none. Never awaits.
+        """The live actor for (kind, key), made now if there is none. Never awaits.
+
+        A new actor has no task yet: its commands run inline in their callers' tasks while
+        it is free, and its task starts (`start`) when a command first has to queue.
 
         Raises:
-            ActorStopped: if the runtime's nursery has closed, so no actor can start.
+            ActorStopped: if the runtime's nursery is cancelled or closed, so no actor task
+                could run.
         """
         actor = self._actors.get((kind.kind, key))
         if actor is None:
+            if self._nursery.cancel_scope.cancel_called:
+                raise ActorStopped(f"{kind.kind} {key}: the runtime has stopped")
             rt = self._runtime
             actor = Actor(rt, kind, key, rt.mailbox)
-            try:
-                self._nursery.start_soon(self._supervise, actor, name=f"{kind.kind}:{key}")
-            except RuntimeError as exc:  # the nursery closed: registering would strand callers
-                raise ActorStopped(f"{kind.kind} {key}: the runtime has stopped") from exc
             self._actors[(kind.kind, key)] = actor
             self.spawned += 1
             if not self._reaping:
                 self._reaping = True
                 self._nursery.start_soon(self._reap, name="actor reaper")
         return actor
+
+    def start(self, actor: Actor) -> None:
+        """Start ``actor``'s task (its mailbox is open).
+
+        Raises:
+            ActorStopped: the runtime's nursery has closed; the actor is dropped and closed.
+        """
+        try:
+            self._nursery.start_soon(self._supervise, actor, name=f"{actor.kind.kind}:{actor.key}")
+        except RuntimeError as exc:  # the nursery closed: a queued command would wait forever
+            self.forget(actor)
+            actor.close()
+            raise ActorStopped(f"{actor.kind.kind} {actor.key}: the runtime has stopped") from exc
 
     async def _supervise(self, actor: Actor) -> None:
         # The one place an unexpected exception from an actor is caught: it ends that actor
@@ -91,7 +106,7 @@ class Registry:
                 idle_before = trio.current_time() - runtime.idle_seconds
                 for actor in [a for a in self._actors.values() if a.evictable(idle_before)]:
                     self.forget(actor)
-                    actor.send.close()
+                    actor.close()
         finally:
             self._reaping = False
 
@@ -190,10 +205,11 @@ class Runtime:
             slot = Slot()
             actor.queued += 1
             try:
+                mailbox = actor.mailbox()
                 try:  # room in the mailbox (the usual case): no extra trip through the scheduler
-                    actor.send.send_nowait((command, slot))
+                    mailbox.send_nowait((command, slot))
                 except trio.WouldBlock:
-                    await actor.send.send((command, slot))
+                    await mailbox.send((command, slot))
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 actor.queued -= 1
                 continue  # it was evicted between lookup and send: the next get() respawns
