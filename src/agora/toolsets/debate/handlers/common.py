@@ -7,7 +7,8 @@ anything that consults ownership, then send one command to the topic's actor. A
 
 from __future__ import annotations
 
-import uuid
+import functools
+import os
 from typing import TYPE_CHECKING, Any
 
 from agora.toolsets.debate import sql
@@ -17,17 +18,25 @@ from agora.toolsets.debate.rules import DebateError
 from agora.toolsets.debate.topic import KIND
 
 if TYPE_CHECKING:
+    from agora.identity import Principal
     from agora.toolsets.base import ToolCall
 
 
 def caller(call: ToolCall) -> Caller:
     """The debate view of the call's principal."""
-    return Caller.of(call.principal)
+    return _caller(call.principal)
+
+
+@functools.lru_cache(maxsize=1024)
+def _caller(principal: Principal) -> Caller:
+    # Principals are few and immutable (from the config); every call asks.
+    return Caller.of(principal)
 
 
 def new_id() -> str:
-    """A fresh lowercase UUID (topics, sessions, messages)."""
-    return str(uuid.uuid4())
+    """A fresh lowercase random (version 4) UUID (topics, sessions, messages)."""
+    h = os.urandom(16).hex()  # what uuid.uuid4() draws, formatted in a third of its time
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
 def opt(call: ToolCall, name: str) -> Any:

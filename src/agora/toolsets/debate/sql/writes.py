@@ -5,8 +5,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 if TYPE_CHECKING:
     from agora.runtime.entity import Write
@@ -192,5 +193,10 @@ def insert_history(
     )
 
 
+#: Compact JSON with sorted keys (what ``json.dumps(..., separators=(",", ":"),
+#: sort_keys=True)`` writes for ASCII text; non-ASCII stays UTF-8), about ten times faster.
+_ENCODER = msgspec.json.Encoder(order="sorted")
+
+
 def _dump(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    return _ENCODER.encode(value).decode()

@@ -1,0 +1,51 @@
+"""The fast text forms keep the slow ones' exact shape: timestamps, ids, stored JSON."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+
+import pytest
+
+from agora.toolsets.debate.handlers.common import new_id
+from agora.toolsets.debate.rules import UUID_RE, stamp
+from agora.toolsets.debate.sql.writes import _dump
+
+MOMENTS = [
+    pytest.param(dt.datetime(2026, 11, 30, 17, 5, 9, 42, tzinfo=dt.UTC), id="utc"),
+    pytest.param(dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC), id="whole-second"),
+    pytest.param(
+        dt.datetime(2026, 12, 31, 23, 30, 0, 999999, tzinfo=dt.timezone(dt.timedelta(hours=-5))),
+        id="other-zone",
+    ),
+]
+
+
+@pytest.mark.parametrize("moment", MOMENTS)
+def test_stamp_is_fixed_width_utc_with_microseconds(moment):
+    assert stamp(moment) == moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    assert len(stamp(moment)) == 27
+
+
+def test_new_ids_are_random_version_4_uuids():
+    ids = {new_id() for _ in range(2000)}
+    assert len(ids) == 2000
+    for text in ids:
+        assert UUID_RE.fullmatch(text)
+        parsed = uuid.UUID(text)
+        assert (parsed.version, parsed.variant) == (4, uuid.RFC_4122)
+        assert str(parsed) == text
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param({"b": 1, "a": [None, True, 2.5, "x"], "c": {"z": 1, "y": 2}}, id="nested"),
+        pytest.param(["role:A", "session:5e55"], id="list"),
+        pytest.param({}, id="empty"),
+    ],
+)
+def test_stored_json_is_compact_with_sorted_keys(value):
+    assert _dump(value) == json.dumps(value, separators=(",", ":"), sort_keys=True)
+    assert json.loads(_dump({"é": "ü"})) == {"é": "ü"}
