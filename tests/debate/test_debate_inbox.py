@@ -234,6 +234,49 @@ async def test_a_wait_that_finds_mail_records_its_check_in_one_command(desk, roo
     assert [r[0] for r in rows] == ["delivered"]
 
 
+async def test_a_wait_sleeps_through_posts_to_other_roles(desk, room, autojump_clock):
+    await say(desk, room, "CRITIC", "warm")  # the topic's actor is loaded
+    actor = desk.runtime.registry.get(KIND, room["topic"])
+    before = actor.handled
+    got = []
+
+    async def wait():
+        got.append(await desk.wait(BOB, room["topic"], "ADVOCATE", room["b"], 30_000))
+
+    start = trio.current_time()
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wait)
+            await trio.sleep(1)
+            await say(desk, room, "CRITIC", "not for bob")
+            await desk.post(ALICE, room["topic"], "CONDUCTOR", "broadcast")
+            await trio.sleep(1)
+            assert actor.handled == before + 3  # the look and two posts: no re-run
+            mine = await say(desk, room, "ADVOCATE", "for bob")
+    assert trio.current_time() == start + 2
+    assert [m["msg_id"] for m in got[0]["pending"]] == [mine["msg_id"]]
+
+
+async def test_a_wait_wakes_when_the_topic_state_moves(desk, room, autojump_clock):
+    got = []
+
+    async def wait():
+        got.append(await desk.wait(BOB, room["topic"], "ADVOCATE", room["b"], 30_000, refused=True))
+
+    start = trio.current_time()
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wait)
+            await trio.sleep(1)
+            topic = room["topic"]
+            await desk.call(
+                ALICE, "debate_state", topic_id=topic, role="CONDUCTOR", new_state="RESOLVED"
+            )
+    # It looked again at once (RESOLVED retired bob's binding), not at its timeout.
+    assert got[0]["error"] == "unknown_topic"
+    assert trio.current_time() == start + 1
+
+
 async def test_a_wait_that_times_out_empty_records_its_check(desk, room, autojump_clock):
     with trio.fail_after(60):
         out = await desk.wait(BOB, room["topic"], "ADVOCATE", room["b"], 1000)

@@ -69,6 +69,13 @@ class Publish:
 
 
 @dataclass(frozen=True)
+class Tagged:
+    """Add 1; the change concerns only the long-polls keyed by ``wakes`` (`Effects.wakes`)."""
+
+    wakes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Get:
     """Reply with the current value."""
 
@@ -115,6 +122,12 @@ class Counter:
                 self.seq += 1
                 return Effects(
                     reply=self.value, writes=self._save("publish"), changed=True, updated=[uri]
+                )
+            case Tagged(wakes=wakes):
+                self.value += 1
+                self.seq += 1
+                return Effects(
+                    reply=self.value, writes=self._save("tagged"), changed=True, wakes=wakes
                 )
             case Add(delta=delta, tag=tag):
                 self.value += delta

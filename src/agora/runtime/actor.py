@@ -19,6 +19,7 @@ chamber attempt just entered by a burst of agents, say) never has either.
 from __future__ import annotations
 
 import logging
+from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,8 @@ from agora.errors import ActorStopped, AgoraError, StoreError
 from agora.store.neutral import Busy, Conflict, Guard
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from agora.runtime.entity import Effects, Entity, EntityKind
     from agora.runtime.registry import Runtime
 
@@ -37,6 +40,8 @@ log = logging.getLogger(__name__)
 RETRIES = 3
 #: Most queued commands an actor runs under one commit (see `Actor._handle_group`).
 MAX_GROUP = 32
+#: Recent signals an actor remembers for keyed long-polls (`Actor.concerns`).
+SIGNAL_LOG = 64
 
 
 class InternalError(AgoraError):
@@ -91,11 +96,13 @@ class Slot:
     value: Any = None
     error: BaseException | None = None
     change: trio.Event | None = None
+    #: The actor's `Actor.epoch` the reply reflects (-1: unknown, a long-poll re-runs).
+    epoch: int = -1
     finished: bool = False
     _event: trio.Event | None = None  # made only if someone waits before it finishes
 
-    def set(self, value: Any, change: trio.Event) -> None:
-        self.value, self.change = value, change
+    def set(self, value: Any, change: trio.Event, epoch: int = -1) -> None:
+        self.value, self.change, self.epoch = value, change, epoch
         self._finish()
 
     def fail(self, error: BaseException) -> None:
@@ -136,6 +143,9 @@ class Actor:
         self._closed = False
         self.change = trio.Event()
         self.listeners: set[trio.Event] = set()
+        #: Signals so far; the last `SIGNAL_LOG` with the keys they concerned (`concerns`).
+        self.epoch = 0
+        self._signals: deque[tuple[int, frozenset[str] | None]] = deque(maxlen=SIGNAL_LOG)
         self.waiters = 0
         self.handled = 0
         # Idle from the start: an actor nobody uses is evicted like one whose task waits.
@@ -409,10 +419,13 @@ class Actor:
         missed = seen is not None and seen.is_set()
         self.handled += 1
         if effects.changed:
-            self.signal()
+            self.signal(keys=effects.wakes)
         if effects.updated:
             self.runtime.resources.updated(*effects.updated)
-        slot.set(effects.reply, seen if missed and seen is not None else self.change)
+        if missed and seen is not None:
+            slot.set(effects.reply, seen)
+        else:
+            slot.set(effects.reply, self.change, self.epoch)
 
     async def _handle_guarded(self, command: Any, slot: Slot) -> None:
         """`_handle` on a shared store: the database's version of the entity has the final say.
@@ -474,14 +487,35 @@ class Actor:
         runtime.guard.busy += 1
         slot.fail(Busy(f"{kind} {key} kept changing elsewhere; nothing was changed, retry"))
 
-    def signal(self, *, replace: bool = True) -> None:
+    def signal(self, *, replace: bool = True, keys: Collection[str] | None = None) -> None:
         """Wake everyone parked on this actor: `change` (replaced by a fresh event unless
-        ``replace`` is false, as when the actor stops or shutdown begins) and `listeners`."""
+        ``replace`` is false, as when the actor stops or shutdown begins) and `listeners`.
+
+        ``keys`` (None: any) says which keyed long-polls the change concerns: the others
+        go back to sleep without re-running their command (see `concerns`).
+        """
+        self.epoch += 1
+        self._signals.append((self.epoch, None if keys is None else frozenset(keys)))
         self.change.set()
         if replace:
             self.change = trio.Event()
         for listener in self.listeners:
             listener.set()
+
+    def concerns(self, since: int, key: str) -> bool:
+        """Whether a signal after epoch ``since`` may concern long-polls keyed ``key``.
+
+        True when unsure: ``since`` unknown (-1) or older than the signals remembered.
+        """
+        signals = self._signals
+        if since < 0 or not signals or signals[0][0] > since + 1:
+            return since < self.epoch
+        for epoch, keys in reversed(signals):
+            if epoch <= since:
+                return False
+            if keys is None or key in keys:
+                return True
+        return False
 
     # -- turns held from outside, for operations over several actors (runtime.multi) ----------
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agora.store.writer import Write
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Collection, Sequence
 
     from agora.runtime.clock import Now
     from agora.store.neutral import ReadConn
@@ -35,12 +35,16 @@ class Effects:
         changed: True when waiters (long-polls) should wake and re-read.
         updated: URIs of resources this command changed; sessions subscribed to them get
             ``notifications/resources/updated`` once the writes are committed.
+        wakes: With ``changed``, the keys of the long-polls the change concerns (see
+            ``wait_key`` of `Runtime.poll`); None (the default) wakes them all. Long-polls
+            without a key wake on every change.
     """
 
     reply: Any = None
     writes: list[Write] = field(default_factory=list)
     changed: bool = False
     updated: Sequence[str] = ()
+    wakes: Collection[str] | None = None
 
 
 class Entity(Protocol):

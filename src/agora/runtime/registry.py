@@ -246,8 +246,12 @@ class Runtime:
         *,
         ready: Callable[[Any], bool],
         timeout: float,  # noqa: ASYNC109 - the long-poll deadline is part of the command
+        wait_key: str | None = None,
     ) -> Any:
         """Repeat ``command`` whenever the entity changes, until ``ready(reply)`` or timeout.
+
+        With ``wait_key``, a change whose `Effects.wakes` leave the key out does not re-run
+        the command (it cannot make the reply ready): the poll sleeps on.
 
         Returns:
             The first ready reply, or the latest one when ``timeout`` seconds passed or the
@@ -270,6 +274,12 @@ class Runtime:
             try:
                 with trio.move_on_at(deadline):
                     await change.wait()
+                    epoch = slot.epoch
+                    while wait_key is not None and not self.closing:
+                        if actor.concerns(epoch, wait_key):
+                            break
+                        epoch, change = actor.epoch, actor.change  # other keys': sleep on
+                        await change.wait()
             finally:
                 actor.waiters -= 1
             if self.closing or not change.is_set():

@@ -175,6 +175,18 @@ class Topic:
                 sessions.add(holder.session_id)
         return sorted(inbox_uri(s) for s in sessions)
 
+    def recipient_roles(self, keys: Iterable[str]) -> set[str]:
+        """The roles whose inboxes messages for ``keys`` land in (a session's: the roles it
+        holds actively here); waits are keyed by role (`Effects.wakes`)."""
+        roles: set[str] = set()
+        for key in keys:
+            kind, _, name = key.partition(":")
+            if kind == "role":
+                roles.add(name)
+            else:
+                roles.update(b.role for b in self.all_bindings() if b.session_id == name)
+        return roles
+
     def tip(self) -> tuple[str, str]:
         """The position of the newest message (the start when there is none)."""
         if self.data.last_msg_id is None:

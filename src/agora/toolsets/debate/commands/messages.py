@@ -193,17 +193,23 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
         transition(topic, cmd.body.split(" ", 1)[0], ts, writes, cmd.caller.name)
     elif cmd.kind == "WATERMARK":
         _watermark(topic, cmd.role, cmd.body.strip(), writes)
+    posted = len(writes)
     _complete_claim(topic, meta, writes)
     workers.complete_on_reply(topic, meta, writes)
     reply = post_reply(topic, meta, cmd.vehicle)
     if semantic is not None:
         reply.update(protocol.record_post(topic, meta, semantic, writes, cmd.caller.name))
+    # A plain message changes only its recipients' inboxes: the other roles' waits sleep
+    # on. Anything more (a state move, a watermark, a claim or worker settled, a protocol
+    # step that may reveal blind messages) wakes every wait.
+    plain = len(writes) == posted and semantic is None and cmd.kind not in ("STATE", "WATERMARK")
     topic.touch(writes, ts, row_changed=False)
     return Effects(
         reply=reply,
         writes=writes,
         changed=True,
         updated=topic.inbox_uris(recipients),
+        wakes=topic.recipient_roles(recipients) if plain else None,
     )
 
 

@@ -89,7 +89,12 @@ async def _wait_one(call: ToolCall, topic_id: str, timeout: float) -> dict[str, 
     look = msgspec.structs.replace(_check(call, persist=True), only_if_found=True)
     try:
         inbox: Inbox = await call.runtime.poll(
-            KIND, topic_id, look, ready=lambda r: bool(r.count), timeout=timeout
+            KIND,
+            topic_id,
+            look,
+            ready=lambda r: bool(r.count),
+            timeout=timeout,
+            wait_key=look.role,  # only posts to this role (or its session) re-run the look
         )
     except DebateError as err:
         raise tool_error(err) from None
