@@ -14,12 +14,21 @@ after the other with all agents at once, so each figure is measured alone:
   request) ``--replays`` times; each must answer ``replayed: true`` with the same state
   version, and the server's database must not grow (a replay never reaches the writer).
 
+The closed-loop phases give the maximum throughput; with every agent waiting for its
+reply before the next call, latency there is just ``runs / throughput``. ``--rate N`` adds an
+open-loop phase: ``N`` mutations/s offered in total, spread evenly over the runs (agent ``n``
+starts at ``n / N`` s, then sends one mutation every ``runs / N`` s), each agent working
+``--rounds`` fresh workflow runs (plan -> next -> event -> gate per phase). Each mutation's
+latency is measured from its *scheduled* send time, so a late reply that delays the agent's
+next send counts against that send too (no coordinated omission); the service time (from
+the actual send) is printed beside it. ``--no-closed`` runs only the open-loop phase.
+
 Server and client CPU seconds per phase are printed. Afterwards the database is checked: one
 event and one gate row per acknowledged call, every run completed. The agents use the lean
 sequential client of ``wsload.py`` (the load generator shares this machine's two cores).
 
-Usage: ``.venv/bin/python bench/router_runs.py [--runs 1000] [--replays 10]
-[--synchronous FULL] [--timeout 300]``. Not run by CI.
+Usage: ``.venv/bin/python bench/router_runs.py [--runs 1000] [--replays 10] [--rate 2000]
+[--rounds 3] [--no-closed] [--synchronous FULL] [--timeout 300]``. Not run by CI.
 """
 
 from __future__ import annotations
@@ -62,10 +71,22 @@ class Agent:
             "runtime_policy_snapshot_id": "p",
         }
 
-    async def call(self, tool: str, args: dict[str, Any], samples: list[float]) -> dict[str, Any]:
-        start = time.perf_counter()
+    async def call(
+        self,
+        tool: str,
+        args: dict[str, Any],
+        samples: list[float],
+        due: float | None = None,
+        service: list[float] | None = None,
+    ) -> dict[str, Any]:
+        """Call ``tool``; its latency goes to ``samples``, from ``due`` (a `trio.current_time`
+        schedule) when given, the time from the actual send to ``service``."""
+        start = trio.current_time()
         result = await self.client.call_tool(tool, {"context": self.context, **args})
-        samples.append(time.perf_counter() - start)
+        end = trio.current_time()
+        samples.append(end - (start if due is None else due))
+        if service is not None:
+            service.append(end - start)
         if result.get("isError"):
             raise RuntimeError(f"{tool}: {result.get('structuredContent')}")
         body: dict[str, Any] = result["structuredContent"]
@@ -138,6 +159,84 @@ async def work(agent: Agent, phase: Phase, reads: list[float]) -> None:
         phase.calls += 2
 
 
+@dataclass
+class OpenLoop:
+    """The open-loop phase: a fixed schedule of sends, and what each kind of call took."""
+
+    rate: float
+    interval: float
+    rounds: int
+    plans: list[float] = field(default_factory=list)
+    steps: list[float] = field(default_factory=list)
+    service: list[float] = field(default_factory=list)
+    reads: list[float] = field(default_factory=list)
+    late: float = 0.0
+
+    def report(self, phase: Phase) -> str:
+        every = self.plans + self.steps
+        ms = {
+            name: " / ".join(f"{percentile(xs, q) * 1000:.1f}" for q in (0.5, 0.99, 1.0))
+            for name, xs in (
+                ("all", every),
+                ("plans", self.plans),
+                ("steps", self.steps),
+                ("service", self.service),
+                ("reads", self.reads),
+            )
+        }
+        return (
+            f"open loop: {self.rate:,.0f} mutations/s offered ({self.interval * 1000:.0f} ms "
+            f"between one run's mutations, {self.rounds} workflow runs per agent); "
+            f"{phase.calls} mutations in {phase.seconds:.2f} s = "
+            f"{phase.calls / phase.seconds:,.0f}/s achieved; latency from the scheduled send "
+            f"p50 / p99 / max ms: all {ms['all']}, plans {ms['plans']}, events + gates "
+            f"{ms['steps']}; service time (from the actual send) {ms['service']}; "
+            f"get_next_work reads {ms['reads']}; worst start lag {self.late * 1000:.1f} ms\n"
+            f"open loop: server CPU {phase.server_cpu:.1f} s "
+            f"({phase.server_cpu / phase.calls * 1000:.2f} ms per mutation, reads included), "
+            f"client CPU {phase.client_cpu:.1f} s"
+        )
+
+
+async def paced(agent: Agent, phase: Phase, loop: OpenLoop, start: float) -> None:
+    """Work ``loop.rounds`` workflow runs, each mutation sent at its scheduled time."""
+    schedule = (start + k * loop.interval for k in range(1 << 30))
+
+    async def call(tool: str, args: dict[str, Any], samples: list[float]) -> dict[str, Any]:
+        due = next(schedule)
+        await trio.sleep_until(due)
+        loop.late = max(loop.late, trio.current_time() - due)
+        body = await agent.call(tool, args, samples, due, loop.service)
+        phase.calls += 1
+        return body
+
+    for r in range(loop.rounds):
+        body = await call("plan_work", {
+            "expected_state_version": 0, "idempotency_key": f"open-plan-{r}",
+            "correlation_id": f"op{agent.n}", "objective": OBJECTIVE, "goal_binding_id": None,
+            "requested_work_mode": None, "explicit_skill_ids": [], "explicit_semantics": None,
+        }, loop.plans)  # fmt: skip
+        run = {"workflow_run_id": body["workflow_run_id"]}
+        version = 1
+        while (nxt := await agent.call("get_next_work", run, loop.reads))["work_item"]:
+            p = nxt["work_item"]["phase_id"]
+            event = await call("record_work_event", {
+                **run, "phase_id": p, "observation": {"check_id": CHECKS[p], "outcome": "passed"},
+                "activation_receipt_ref": None, "expected_state_version": version,
+                "idempotency_key": f"event-{p}", "correlation_id": f"oe{agent.n}",
+            }, loop.steps)  # fmt: skip
+            refs = event["event_ids"]
+            agent.last_gate = {
+                **run, "phase_id": p, "evidence_refs": refs,
+                "expected_evidence_digest": evidence_digest(refs), "expected_plan_revision": 1,
+                "expected_state_version": event["resulting_state_version"],
+                "idempotency_key": f"gate-{p}", "correlation_id": f"og{agent.n}",
+            }  # fmt: skip
+            gate = await call("evaluate_gate", agent.last_gate, loop.steps)
+            assert gate["passed"], gate
+            version = agent.version = gate["resulting_state_version"]
+
+
 async def replay(agent: Agent, phase: Phase, times: int) -> None:
     for _ in range(times):
         body = await agent.call("evaluate_gate", agent.last_gate, phase.latencies)
@@ -178,27 +277,42 @@ async def main(args: argparse.Namespace) -> None:
                     async with trio.open_nursery() as starting:
                         for n in range(args.runs):
                             starting.start_soon(connect, n)
+                    agents.sort(key=lambda a: a.n)
                     plans, mutations, replays = Phase("plan_work"), Phase("work"), Phase("replay")
+                    opened = Phase("open loop")
+                    loop = OpenLoop(args.rate, args.runs / args.rate if args.rate else 0.0,
+                                    args.rounds)  # fmt: skip
                     reads: list[float] = []
-                    await timed(plans, server.pid, agents, lambda a: plan(a, plans))
-                    await timed(mutations, server.pid, agents, lambda a: work(a, mutations, reads))
+                    if args.closed:
+                        await timed(plans, server.pid, agents, lambda a: plan(a, plans))
+                        await timed(mutations, server.pid, agents,
+                                    lambda a: work(a, mutations, reads))  # fmt: skip
+                    if args.rate:
+                        t0 = trio.current_time() + 0.1
+                        await timed(opened, server.pid, agents,
+                                    lambda a: paced(a, opened, loop, t0 + a.n / args.rate),
+                                    )  # fmt: skip
                     before = db_counts(db)
                     await timed(replays, server.pid, agents,
                                 lambda a: replay(a, replays, args.replays))  # fmt: skip
                     after = db_counts(db)
                 nursery.cancel_scope.cancel()
     print(f"router_runs: {args.runs} runs, synchronous={args.synchronous}")
-    print(plans.report("plans (durable)"))
-    print(mutations.report("durable mutations (events + gates)"))
-    total = plans.calls + mutations.calls
-    print(f"all durable mutations: {total} in {plans.seconds + mutations.seconds:.2f} s = "
-          f"{total / (plans.seconds + mutations.seconds):,.0f}/s")  # fmt: skip
-    print(f"get_next_work reads: p50 {percentile(reads, 0.5) * 1000:.1f} ms, "
-          f"p99 {percentile(reads, 0.99) * 1000:.1f} ms")  # fmt: skip
+    if args.closed:
+        print(plans.report("plans (durable)"))
+        print(mutations.report("durable mutations (events + gates)"))
+        total = plans.calls + mutations.calls
+        print(f"all durable mutations: {total} in {plans.seconds + mutations.seconds:.2f} s = "
+              f"{total / (plans.seconds + mutations.seconds):,.0f}/s")  # fmt: skip
+        print(f"get_next_work reads: p50 {percentile(reads, 0.5) * 1000:.1f} ms, "
+              f"p99 {percentile(reads, 0.99) * 1000:.1f} ms")  # fmt: skip
+    if args.rate:
+        print(loop.report(opened))
     print(replays.report("idempotent replays"))
     events, gates, completed, ledger = after
-    assert (events, gates) == (3 * args.runs, 3 * args.runs), after
-    assert completed == args.runs, after
+    workflows = args.runs * (int(args.closed) + (args.rounds if args.rate else 0))
+    assert (events, gates) == (3 * workflows, 3 * workflows), after
+    assert completed == workflows, after
     assert before == after, (before, after)  # replays wrote nothing
     print(json.dumps({"events": events, "gates": gates, "completed": completed,
                       "ledger_rows": ledger}))  # fmt: skip
@@ -214,6 +328,21 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--replays", type=int, default=10)
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="open-loop mutations/s offered in total (0: no open-loop phase)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="workflow runs per agent in the open-loop phase"
+    )
+    parser.add_argument(
+        "--closed",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="run the closed-loop plan and work phases",
+    )
     parser.add_argument("--synchronous", default="FULL")
     parser.add_argument("--timeout", type=float, default=300)
     trio.run(main, parser.parse_args())
