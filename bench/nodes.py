@@ -20,8 +20,12 @@ acknowledged -> the agent's ``wait_for_turn`` answered (by another node in chess
 often the cap throttled the nodes; the load generator's CPU per command. Then, per workload,
 throughput on N nodes over one node.
 
-Last, cross-node wake latency in-process (no load, no caps): two runtimes on one database, a
-waiter parked on A, B commits, from B's acknowledged commit to A's answer, ``--wakes`` times.
+Then the wake under light load: chess-cross with ``--light-tables`` tables (default 1) on
+two uncapped nodes, far from saturated (under full load a wake waits in the queue of a
+saturated node like any other call, and each chess-cross wake reloads the table, replaying
+its game). Last, cross-node wake latency in-process (no load, no caps): two runtimes on one
+database, a waiter parked on A, B commits, from B's acknowledged commit to A's answer,
+``--wakes`` times.
 
 PostgreSQL: ``--pg URL`` (its CPU is then every process named postgres on this machine), or
 a throwaway cluster started with ``scripts/pg.sh`` (Debian's postgresql, ``fsync=on``,
@@ -249,7 +253,11 @@ class Row:
             f" commit p99 <= {commit_p99 if commit_p99 is not None else '-'} ms"
         )
         if self.tally.wakes:
-            text += f" | wake p99 {percentile(self.tally.wakes, 0.99) * 1e3:.1f} ms"
+            wakes = self.tally.wakes
+            text += (
+                f" | wake p50 {percentile(wakes, 0.5) * 1e3:.1f} "
+                f"p99 {percentile(wakes, 0.99) * 1e3:.1f} ms"
+            )
         text += f" | throttled {self.throttled:.0%} | load generator {self.client_cpu * per:.3f} ms"
         if self.tally.refusals:
             text += f" | refused {dict(self.tally.refusals)}"
@@ -406,6 +414,11 @@ async def main(args: argparse.Namespace) -> None:
             config.write_text(CONFIG)
             for workload in args.workloads:
                 await run_workload(workload, server, pg, config, args, Path(tmp))
+            if args.light_tables:  # cross-node wakes when the capped nodes are not saturated
+                light = argparse.Namespace(**{**vars(args), "clients": args.light_tables})
+                async with cluster(fresh_schema(server), 2, "chess", config, None) as (ns, g):
+                    row = await measure("chess-cross", "pg, 2, light", ns, g, pg, light)
+                    print(row.line(None), flush=True)
         lat = await wakes(server, args.wakes)
         print(
             f"cross-node wake in-process (B's commit acknowledged -> A's poll answers), "
@@ -434,6 +447,8 @@ if __name__ == "__main__":
     parser.add_argument("--no-cap", dest="cap", action="store_const", const=None)
     parser.add_argument("--pg-cap", type=float, default=None, help="cores for PostgreSQL")
     parser.add_argument("--wakes", type=int, default=200)
+    parser.add_argument("--light-tables", type=int, default=1,
+                        help="chess-cross tables of the light-load wake row (0: none)")  # fmt: skip
     parser.add_argument("--pg", default="", help="a PostgreSQL server URL (else one is started)")
     parser.add_argument("--pg-port", type=int, default=55470)
     parser.add_argument("--py-spy", default="", help="a directory: profile each node per row")
