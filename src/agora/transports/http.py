@@ -27,12 +27,14 @@ import trio
 from agora.mcp import jsonrpc as rpc
 from agora.transports import guard, http1
 from agora.transports.http1 import BodyReader, Head, HttpError
+from agora.transports.keepalive import Keepalive
 from agora.transports.linger import linger_close
 from agora.transports.sse import format_event
-from agora.transports.websocket import serve_websocket
+from agora.transports.websocket import accept_websocket, serve_websocket
 from agora.web.http import EventStream, Request, Response
 
 if TYPE_CHECKING:
+    from agora.identity import Principal
     from agora.server.app import App, Endpoint
     from agora.transports.streamable import StreamableHTTP
 
@@ -68,6 +70,8 @@ class FrontEnd:
         self.busy = 0
         self._quiet = trio.Event()
         self._quiet.set()
+        #: Pings every WebSocket peer from one task.
+        self.keepalive = Keepalive(app.config.ping_interval, mcp.nursery)
 
     async def handle(self, stream: trio.SocketStream) -> None:
         """Serve one accepted connection until it ends."""
@@ -76,8 +80,13 @@ class FrontEnd:
             conn = HttpConnection(self, stream)
             if self.connections > self.app.config.max_connections:
                 await conn.refuse(503, "server full: too many connections; retry later")
-            else:
-                await conn.serve()
+                return
+            await conn.serve()
+            upgrade = conn.upgrade
+            # A WebSocket may stay parked for hours: nothing of its HTTP exchange stays with it.
+            del conn
+            if upgrade is not None:
+                await serve_websocket(self.app, stream, *upgrade, keepalive=self.keepalive)
         finally:
             self.connections -= 1
 
@@ -129,9 +138,13 @@ class HttpConnection:
         #: connection ends; a body that was late gets its 408 first.
         self.timer = trio.CancelScope()
         self.reading_body = False
+        #: The WebSocket the connection became (what `serve_websocket` needs but the
+        #: stream): the stream stays open for it.
+        self.upgrade: tuple[bytes, Endpoint, Principal] | None = None
 
     async def serve(self) -> None:
-        """Serve requests until the peer closes, misbehaves, idles, or upgrades."""
+        """Serve requests until the peer closes, misbehaves, idles, or upgrades (see
+        `upgrade`: the stream is then left open)."""
         try:
             with self.timer:
                 while await self._one():
@@ -143,10 +156,11 @@ class HttpConnection:
         except HttpError as exc:
             await self._send_error(exc.status, exc.message)
         finally:
-            if self.refused:
-                await linger_close(self.stream)
-            with trio.CancelScope(shield=True), trio.move_on_after(1):
-                await self.stream.aclose()
+            if self.upgrade is None:
+                if self.refused:
+                    await linger_close(self.stream)
+                with trio.CancelScope(shield=True), trio.move_on_after(1):
+                    await self.stream.aclose()
 
     async def refuse(self, status: int, message: str) -> None:
         """Read the head (briefly), answer ``status`` and close."""
@@ -236,8 +250,10 @@ class HttpConnection:
             if req.method != "GET":
                 await self._send_error(405, "WebSocket upgrade needs GET")
                 return False
-            after_head = bytes(self.buf)
-            await serve_websocket(self.app, self.stream, head.raw, after_head, endpoint, principal)
+            if await accept_websocket(self.stream, head.raw):
+                self.upgrade = (bytes(self.buf), endpoint, principal)
+            else:
+                self.refused = True  # the refusal went out: linger so that it is read
             return False
         limit = rpc.MAX_MESSAGE_BYTES if endpoint is not None else MAX_PAGE_BODY
         if head.length > limit:

@@ -1,10 +1,11 @@
 """MCP over WebSocket: one JSON-RPC message per text frame, subprotocol ``mcp``.
 
 The HTTP front end has already read the upgrade request and checked the path, Host/Origin
-and the bearer token. This module completes the handshake with wsproto, then runs the
-connection from one reader task: bytes in, frames decoded by `agora.transports.frames`,
-whole messages to the session; replies are framed and written under a FIFO lock by
-whichever task produced them. A keepalive pings a quiet peer. A peer that misses pongs,
+and the bearer token. This module completes the handshake with wsproto
+(`accept_websocket`), then runs the connection (`serve_websocket`) from one reader task:
+bytes in, frames decoded by `agora.transports.frames`, whole messages to the session;
+replies are framed and written under a FIFO lock by whichever task produced them. The
+shared keepalive (`agora.transports.keepalive`) pings a quiet peer. A peer that misses pongs,
 breaks the protocol (close code 1002, or 1007 for invalid UTF-8), sends an oversize
 message (1009) or stops reading is closed; nobody else notices. Every connection has its
 own nursery and its socket is closed in ``finally``, lingering so that the peer reads the
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from agora.identity import Principal
     from agora.server.app import App, Endpoint
     from agora.server.connection import Emit
+    from agora.transports.keepalive import Keepalive
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +51,7 @@ CLOSE_TIMEOUT = 1.0
 RECEIVE_BYTES = 65536
 #: Close code for a peer that stopped answering pings.
 PING_TIMEOUT = 1011
-_PING_PAYLOAD = b"agora"
+_PING_FRAME = frames.control_frame(frames.PING, b"agora")
 
 
 class Stalled(Exception):
@@ -65,7 +67,32 @@ class _Peer:
             shutdown ends a session without saying why.
         pongs: Pongs received so far (the keepalive compares counts).
         peer_closed: The peer sent its close frame (ours is then the answer).
+        scope: The session's cancel scope (the keepalive cancels it).
     """
+
+    # Thousands of parked agents each hold one: no per-instance __dict__.
+    __slots__ = (
+        "_broken",
+        "_closed_sent",
+        "_decided",
+        "_ending",
+        "_finishing",
+        "_lock",
+        "_rest",
+        "answered",
+        "close_code",
+        "close_reason",
+        "fd",
+        "garbled",
+        "missed",
+        "peer_closed",
+        "pinged",
+        "pongs",
+        "scope",
+        "send_timeout",
+        "slot",
+        "stream",
+    )
 
     def __init__(self, stream: trio.SocketStream, send_timeout: float) -> None:
         self.stream = stream
@@ -82,11 +109,21 @@ class _Peer:
         self._finishing: trio.CancelScope | None = None  # shields a begun frame's rest
         self._ending = False  # see `abandon_frame`
         self._lock = trio.StrictFIFOLock()
+        self._rest: memoryview | None = None  # a ping's tail the socket had no room for
+        self.scope: trio.CancelScope | None = None
+        self.slot = 0  # the keepalive's bucket
+        self.pinged = False
+        self.missed = 0
+        self.answered = 0
+
+    @property
+    def remote(self) -> str:
+        """The peer's address, for the log."""
         try:
-            host, port = stream.socket.getpeername()[:2]
-            self.remote = f"{host}:{port}"
+            name = self.stream.socket.getpeername()
         except OSError:
-            self.remote = "?"
+            return "?"
+        return f"{name[0]}:{name[1]}" if isinstance(name, tuple) else str(name) or "?"
 
     def end(self, code: int | None, reason: str = "") -> None:
         """Say how the connection should close (the first reason given wins)."""
@@ -145,10 +182,46 @@ class _Peer:
             if self._closed_sent:
                 return False
             self._closed_sent = closing
+            if self._rest is not None:  # a keepalive ping began: it goes out first
+                rest, self._rest = self._rest, None
+                await self._write(rest, begun=True)
             await self._write(memoryview(frame))
             return True
         finally:
             lock.release()
+
+    def keepalive_round(self) -> bool:
+        """One visit of the keepalive (`agora.transports.keepalive`): False when the peer
+        missed two pongs in a row and its session is being cancelled (close code 1011).
+
+        A peer that answers pings is alive however quiet it is. The ping is written only if
+        the socket takes it now: a peer whose socket is full does not read, and misses its
+        pong; a ping cut short is finished before the next frame (`send`). While another
+        frame is being sent, this round neither pings nor judges.
+        """
+        if self.pinged:
+            self.missed = 0 if self.pongs > self.answered else self.missed + 1
+        if self.missed >= 2:
+            log.info("websocket peer %s missed %d pongs; closing", self.remote, self.missed)
+            self.end(PING_TIMEOUT, "ping timeout")
+            if self.scope is not None:
+                self.scope.cancel()
+            return False
+        self.answered = self.pongs
+        if self._lock.locked() or self._broken or self._closed_sent:
+            self.pinged = False
+            return True
+        self.pinged = True
+        try:
+            rest = self._rest if self._rest is not None else memoryview(_PING_FRAME)
+            rest = self._write_now(rest)
+        except trio.BrokenResourceError:
+            self.end(None)
+            if self.scope is not None:
+                self.scope.cancel()
+            return False
+        self._rest = rest if rest else None
+        return True
 
     def _write_now(self, view: memoryview) -> memoryview:
         """What is left of ``view`` after writing what the socket takes without waiting."""
@@ -160,8 +233,8 @@ class _Peer:
             self._broken = True
             raise trio.BrokenResourceError(f"write failed: {exc}") from exc
 
-    async def _write(self, view: memoryview) -> None:
-        size = len(view)
+    async def _write(self, view: memoryview, *, begun: bool = False) -> None:
+        size = len(view) + begun  # a begun frame counts as partly written from the start
         view = self._write_now(view)
         while view:  # the kernel's buffer is full: wait, but not for ever
             try:
@@ -201,56 +274,64 @@ class _Peer:
             self._finishing.cancel()
 
 
+async def accept_websocket(stream: trio.SocketStream, head: bytes) -> bool:
+    """Answer the upgrade request ``head`` (101, or the refusal wsproto suggests) within
+    `HANDSHAKE_TIMEOUT`; whether it was accepted (if not, close the stream lingering).
+    """
+    with trio.move_on_after(HANDSHAKE_TIMEOUT):
+        ws = WSConnection(ConnectionType.SERVER)
+        try:
+            ws.receive_data(head)
+            request = next((e for e in ws.events() if isinstance(e, Request)), None)
+        except RemoteProtocolError as err:
+            if err.event_hint is not None:
+                with contextlib.suppress(LocalProtocolError, trio.BrokenResourceError):
+                    await stream.send_all(ws.send(err.event_hint))
+            return False
+        if request is None:  # the front end hands over a whole head: this cannot happen
+            return False
+        sub = "mcp" if "mcp" in request.subprotocols else None
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await stream.send_all(ws.send(AcceptConnection(subprotocol=sub)))
+            return True
+    return False
+
+
 async def serve_websocket(
     app: App,
     stream: trio.SocketStream,
-    head: bytes,
     early: bytes,
     endpoint: Endpoint,
     principal: Principal,
+    *,
+    keepalive: Keepalive | None = None,
 ) -> None:
-    """Complete the upgrade whose request ``head`` was read, then serve the connection.
+    """Serve an accepted WebSocket (`accept_websocket`) until it ends; close the stream.
 
     Args:
         app: The server.
-        stream: The client's socket, positioned after what was read.
-        head: The upgrade request's head, as received.
-        early: Bytes received after the head: frames of a client that did not wait for the
-            101 (wsproto's server handshake would drop them, so they are fed after it).
+        stream: The client's socket, positioned after the upgrade request.
+        early: Bytes received after the request's head: frames of a client that did not
+            wait for the 101 (wsproto's server handshake would drop them, so they are fed
+            after it).
         endpoint: The MCP endpoint of the request path.
         principal: Who the bearer token says the client is.
+        keepalive: Pings the peer while the session lasts (None: it is not pinged).
     """
     peer = _Peer(stream, app.config.send_timeout)
     try:
-        accepted = False
-        with trio.move_on_after(HANDSHAKE_TIMEOUT):
-            accepted = await _accept(peer, head)
-        if accepted:
-            await _session(app, peer, endpoint, principal, early)
+        await _session(app, peer, endpoint, principal, early, keepalive)
     finally:
         await linger_close(stream)
 
 
-async def _accept(peer: _Peer, head: bytes) -> bool:
-    """Answer the upgrade (101, or the refusal wsproto suggests); whether it was accepted."""
-    ws = WSConnection(ConnectionType.SERVER)
-    try:
-        ws.receive_data(head)
-        request = next((e for e in ws.events() if isinstance(e, Request)), None)
-    except RemoteProtocolError as err:
-        if err.event_hint is not None:
-            with contextlib.suppress(LocalProtocolError, trio.BrokenResourceError):
-                await peer.stream.send_all(ws.send(err.event_hint))
-        return False
-    if request is None:  # the front end hands over a whole head: this cannot happen
-        return False
-    sub = "mcp" if "mcp" in request.subprotocols else None
-    await peer.stream.send_all(ws.send(AcceptConnection(subprotocol=sub)))
-    return True
-
-
 async def _session(
-    app: App, peer: _Peer, endpoint: Endpoint, principal: Principal, early: bytes
+    app: App,
+    peer: _Peer,
+    endpoint: Endpoint,
+    principal: Principal,
+    early: bytes,
+    keepalive: Keepalive | None,
 ) -> None:
     try:
         async with trio.open_nursery() as nursery:
@@ -276,13 +357,16 @@ async def _session(
                 principal=principal,
                 endpoint=endpoint.params,
             )
-            if app.config.ping_interval > 0:
-                nursery.start_soon(_keepalive, peer, app.config.ping_interval, nursery.cancel_scope)
+            peer.scope = nursery.cancel_scope
+            if keepalive is not None:
+                keepalive.add(peer)
             try:
                 await _read(peer, conn, emit, early)
             except (trio.BrokenResourceError, trio.ClosedResourceError, Stalled):
                 peer.end(None)
             finally:
+                if keepalive is not None:
+                    keepalive.discard(peer)
                 conn.cancel_all()
                 if not peer.peer_closed:  # nobody will read the rest of a begun frame
                     peer.abandon_frame()
@@ -336,29 +420,4 @@ async def _close(peer: _Peer) -> None:
                 if any(opcode == frames.CLOSE for opcode, _ in reader.feed(data)):
                     return
         except (trio.BrokenResourceError, trio.ClosedResourceError, Stalled, FrameError):
-            return
-
-
-async def _keepalive(peer: _Peer, interval: float, scope: trio.CancelScope) -> None:
-    # A peer that answers pings is alive however quiet it is; one that misses two in a row
-    # is not, and is closed so its calls and memory are released.
-    missed = 0
-    answered = peer.pongs
-    pinged = False
-    ping = frames.control_frame(frames.PING, _PING_PAYLOAD)
-    while True:
-        await trio.sleep(interval)
-        if pinged:
-            missed = 0 if peer.pongs > answered else missed + 1
-        if missed >= 2:
-            log.info("websocket peer %s missed %d pongs; closing", peer.remote, missed)
-            peer.end(PING_TIMEOUT, "ping timeout")
-            scope.cancel()
-            return
-        answered = peer.pongs
-        try:
-            pinged = await peer.send(ping)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, Stalled):
-            peer.end(None)
-            scope.cancel()
             return
