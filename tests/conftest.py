@@ -1,10 +1,17 @@
-"""Suite-wide rule: a test that cannot run because something it needs is missing.
+"""Suite-wide rules: missing prerequisites, and the PostgreSQL pass.
 
-Such a test skips with one line naming what is missing (``pytest.skip("needs: ...")``,
+A test that cannot run because something it needs is missing skips with one line naming what
+is missing skips with one line naming what is missing (``pytest.skip("needs: ...")``,
 ``pytest.importorskip("mcp", reason="needs: ...")`` or ``skipif(..., reason="needs: ...")``)
 on a developer's machine, and FAILS under ``CI=true``, where everything must be installed:
 the seed documents, the official MCP SDK, Playwright and Debian's chromium. Other skips are
 left alone.
+
+``AGORA_TEST_BACKEND=postgresql`` (with ``AGORA_TEST_PG`` naming a server) runs the whole
+suite on PostgreSQL: this session creates a database of its own on that server, and every
+store the tests open, in process or in the servers they start, becomes a schema in it
+(`agora.store.pg_redirect`); the database is dropped at the end. Tests of SQLite itself are
+marked ``sqlite_only("why")`` and skipped by that pass.
 """
 
 from __future__ import annotations
@@ -58,6 +65,75 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[Any]:
 
 #: The PostgreSQL server the tests may use (``bash scripts/pg.sh start DIR`` prints one).
 PG_ENV = "AGORA_TEST_PG"
+#: ``postgresql``: run the whole suite on PostgreSQL (see the module docstring).
+BACKEND_ENV = "AGORA_TEST_BACKEND"
+_suite_db: dict[str, str] = {}
+
+
+def on_postgresql() -> bool:
+    """Whether this session is the suite's PostgreSQL pass."""
+    return os.environ.get(BACKEND_ENV, "").lower() == "postgresql"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """On the PostgreSQL pass, create this session's database and point every store at it."""
+    if not on_postgresql() or _suite_db:
+        return
+    server = pg_server()
+    if server is None:
+        raise pytest.UsageError(f"{BACKEND_ENV}=postgresql needs {PG_ENV} (a PostgreSQL URL)")
+    import secrets
+
+    import psycopg
+
+    name = f"agora_suite_{secrets.token_hex(4)}"
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = _as_url(server, name)
+    # Every schema finds pg_trgm in public; an extension created by a test's migration would
+    # live in (and vanish with) that test's schema.
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")
+    _suite_db.update(server=server, name=name)
+    os.environ[PG_ENV] = url
+
+
+def _as_url(server: str, name: str) -> str:
+    """``server`` (a postgresql:// URL) naming database ``name`` instead."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(server)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Drop the PostgreSQL pass's database (servers still connected are cut off)."""
+    if not _suite_db:
+        return
+    import psycopg
+
+    os.environ[PG_ENV] = _suite_db["server"]
+    with psycopg.connect(_suite_db["server"], autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{_suite_db["name"]}" WITH (FORCE)')
+    _suite_db.clear()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """Which backend the stores of this session run on."""
+    if _suite_db:
+        return f"agora backend: postgresql (database {_suite_db['name']})"
+    return "agora backend: sqlite"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On the PostgreSQL pass, skip the tests of SQLite itself, saying why."""
+    if not on_postgresql():
+        return
+    for item in items:
+        marker = item.get_closest_marker("sqlite_only")
+        if marker is not None:
+            why = marker.args[0] if marker.args else "tests SQLite itself"
+            item.add_marker(pytest.mark.skip(reason=f"SQLite only: {why}"))
 
 
 def pg_server() -> str | None:

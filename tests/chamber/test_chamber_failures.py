@@ -31,7 +31,7 @@ async def test_a_failed_load_and_a_failed_commit_answer_in_the_chamber_envelope(
             handle = entered["structuredContent"]["attempt_handle"]
             store = server.runtime.store
 
-            async def no_commit(writes):
+            async def no_commit(writes, *rest):
                 raise StoreError("disk full")
 
             monkeypatch.setattr(store, "write", no_commit)

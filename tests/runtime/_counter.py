@@ -197,13 +197,13 @@ def break_first_write(store: Any, monkeypatch: Any, error: Exception) -> Any:
     write = store.write
     writes = 0
 
-    async def broken_once(batch: Any) -> None:
+    async def broken_once(batch: Any, *rest: Any) -> None:
         nonlocal writes
         writes += 1
         if writes == 1:
             await opened.wait()
             raise error
-        await write(batch)
+        await write(batch, *rest)
 
     monkeypatch.setattr(store, "write", broken_once)
     return opened

@@ -180,9 +180,9 @@ async def test_a_full_mailbox_makes_callers_wait_their_turn(store, nursery, kind
     gate = trio.Event()
     write = store.write
 
-    async def slow_write(writes):
+    async def slow_write(writes, *rest):
         await gate.wait()
-        await write(writes)
+        await write(writes, *rest)
 
     monkeypatch.setattr(store, "write", slow_write)
     results: list[int] = []

@@ -19,9 +19,9 @@ def slow_writes(store, monkeypatch, seconds: float = 1.0) -> None:
     """Every commit first waits ``seconds`` (Trio clock), so turns stay held meanwhile."""
     write = store.write
 
-    async def slow(batch):
+    async def slow(batch, *rest):
         await trio.sleep(seconds)
-        await write(batch)
+        await write(batch, *rest)
 
     monkeypatch.setattr(store, "write", slow)
 

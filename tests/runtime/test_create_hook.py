@@ -12,6 +12,11 @@ from _counter import IDLE, Add, CounterKind
 
 from agora.runtime.entity import Effects
 
+pytestmark = pytest.mark.sqlite_only(
+    "the create hook skips the load only on an unguarded store; a guarded (PostgreSQL) store "
+    "always loads, since it must read the entity's version"
+)
+
 
 @dataclass
 class Fresh:

@@ -29,10 +29,10 @@ class Gate:
         self._write = store.write
         monkeypatch.setattr(store, "write", self.write)
 
-    async def write(self, writes):
+    async def write(self, writes, *rest):
         self.entered += 1
         await self.opened.wait()
-        await self._write(writes)
+        await self._write(writes, *rest)
 
 
 async def test_a_free_actor_runs_the_command_in_the_callers_task(runtime, kind, monkeypatch):
@@ -138,7 +138,7 @@ async def test_a_store_error_on_the_inline_path_is_an_internal_error_and_a_reloa
 ):
     await runtime.call(kind, "a", Add(2))
 
-    async def full(writes):
+    async def full(writes, *rest):
         raise StoreError("disk full")
 
     monkeypatch.setattr(store, "write", full)

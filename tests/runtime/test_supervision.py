@@ -136,9 +136,9 @@ async def test_callers_of_a_stopping_runtime_get_actor_stopped(store, kind, monk
     gate = trio.Event()
     write = store.write
 
-    async def held(batch):
+    async def held(batch, *rest):
         await gate.wait()
-        await write(batch)
+        await write(batch, *rest)
 
     monkeypatch.setattr(store, "write", held)
     outcomes: list[object] = []

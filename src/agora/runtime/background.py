@@ -102,21 +102,21 @@ async def _once_per_cluster(task: BackgroundTask, runtime: Runtime) -> None:
         finished = False
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_watch_lock, lock, nursery.cancel_scope)
+                nursery.start_soon(_watch_lock, store, lock, nursery.cancel_scope)
                 await task(runtime)
                 finished = True
                 nursery.cancel_scope.cancel()
         finally:
             with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(lock.release)
+                await store.blocking(lock.release)
         if finished:
             return
 
 
-async def _watch_lock(lock: Any, scope: trio.CancelScope) -> None:
+async def _watch_lock(store: Any, lock: Any, scope: trio.CancelScope) -> None:
     while True:
         await trio.sleep(SINGLETON_RETRY)
-        if not await trio.to_thread.run_sync(lock.alive):
+        if not await store.blocking(lock.alive):
             log.warning("lost the cluster lock of a background task; another node may take it")
             scope.cancel()
             return

@@ -91,10 +91,16 @@ async def follow(
     store = runtime.store
     url: str = getattr(store, "url", "")
     channel: str = getattr(store, "channel", "")
+    inline: bool = getattr(store, "inline", False)
     async with trio.open_nursery() as nursery:
         await nursery.start(
             lambda task_status: listen(
-                url, channel, follower.on_note, follower.on_connect, task_status=task_status
+                url,
+                channel,
+                follower.on_note,
+                follower.on_connect,
+                inline=inline,
+                task_status=task_status,
             )
         )
         nursery.start_soon(_sweep, follower)

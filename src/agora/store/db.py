@@ -16,6 +16,7 @@ works (threshold 0) would see writes time out, so such tests use ``:memory:``.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 from collections import deque
 from contextlib import ExitStack, asynccontextmanager
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 READERS = 4
+#: The test suite's switch to run every SQLite store on PostgreSQL (`agora.store.pg_redirect`).
+TEST_BACKEND_ENV = "AGORA_TEST_BACKEND"
 #: Default seconds a write may wait for its commit (the ``commit_timeout`` setting).
 COMMIT_TIMEOUT = 10.0
 #: Seconds closing the store waits for the writer thread. By then every write's waiter has
@@ -386,6 +389,22 @@ async def open_store(
         return
     if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
         raise StoreError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
+    if os.environ.get(TEST_BACKEND_ENV):  # the test suite's PostgreSQL pass
+        from agora.store.pg_redirect import open_redirected, redirect_server
+
+        if (server := redirect_server()) is not None:
+            if path != ":memory:":
+                _prepare(path)
+            async with open_redirected(
+                server,
+                path,
+                migrations,
+                group_commit=group_commit,
+                trace=trace,
+                commit_timeout=commit_timeout,
+            ) as redirected:
+                yield redirected
+            return
     with ExitStack() as held:
         if path != ":memory:":
             _prepare(path)

@@ -42,6 +42,7 @@ async def listen(
     on_connect: Callable[[int], None],
     *,
     retry: float = RETRY_SECONDS,
+    inline: bool = False,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Deliver every notification on ``channel`` until cancelled.
@@ -53,12 +54,18 @@ async def listen(
         on_connect: Called with the listening backend's pid after each (re)connection,
             before any notification of that connection is delivered.
         retry: Seconds to wait before reconnecting.
+        inline: Connect on the Trio thread rather than in a worker thread (an inline store's
+            listener: no thread may hide work from an autojump clock).
         task_status: Started once the first LISTEN is in place.
     """
     started = False
     while True:
         try:
-            conn = await trio.to_thread.run_sync(_open, url, channel)
+            if inline:
+                await trio.lowlevel.checkpoint()
+                conn = _open(url, channel)
+            else:
+                conn = await trio.to_thread.run_sync(_open, url, channel)
         except psycopg.Error as exc:
             log.warning("cannot listen for changes (%s); retrying in %g s", exc, retry)
             await trio.sleep(retry)

@@ -7,6 +7,11 @@ differs: reads run in a ``REPEATABLE READ READ ONLY`` snapshot (a loader sees th
 version and rows together), writes may carry `Guard`s, `probe` batches version checks of
 cached entities, and nothing locks the database for one process: many nodes share it.
 
+An inline store (``inline=True``) runs all of that on the Trio thread instead, as SQLite's
+``:memory:`` store does, so tests under Trio's autojump clock stay exact: a task waiting on a
+thread would look idle to the clock. It blocks the event loop for each round trip, so it is
+for tests, never for serving.
+
 The namespace is the connection's ``search_path`` schema (``public`` by default), so tests
 and benches can run many stores on one server (``?options=-csearch_path%3Dname``); the
 NOTIFY channel and advisory-lock names include it. This module must stay free of toolsets.
@@ -76,12 +81,13 @@ class PgStore(Store):
         *,
         versions: dict[str, int],
         commit_timeout: float,
+        inline: bool = False,
     ) -> None:
         super().__init__(
             "postgresql",
             None,  # type: ignore[arg-type]  # the writer owns its connection
             writer,
-            inline=False,
+            inline=inline,
             versions=versions,
             commit_timeout=commit_timeout,
         )
@@ -93,6 +99,18 @@ class PgStore(Store):
         self._probe: _Probe | None = None
         self.probes = 0
         self.probed = 0
+
+    @property
+    def inline(self) -> bool:
+        """Whether every round trip runs on the Trio thread (see the module docstring)."""
+        return self._inline
+
+    async def blocking(self, fn: Callable[[], T]) -> T:
+        """``fn()`` (blocking I/O): in a worker thread, or on the Trio thread if inline."""
+        if self._inline:
+            await trio.lowlevel.checkpoint()
+            return fn()
+        return await trio.to_thread.run_sync(fn)
 
     @property
     def writer_pid(self) -> int:
@@ -132,37 +150,38 @@ class PgStore(Store):
         if self._closed:
             raise StoreError("read failed: the store is closed")
         async with self._reader_limit:
-            pooled = self._pg_readers.pop() if self._pg_readers else None
+            # The connection used goes back to the pool even when ``fn`` raised (a loader's
+            # LookupError): it is rolled back and reusable, or closed.
+            held: list[PgConn] = self._pg_readers[-1:]
+            del self._pg_readers[-1:]
             try:
-                result, used = await trio.to_thread.run_sync(
-                    self._read_in_thread, fn, pooled, snapshot
-                )
+                return await self.blocking(lambda: self._read_in_thread(fn, held, snapshot))
             except psycopg.Error as exc:
                 raise StoreError(f"read failed: {exc}") from exc
-            self._pg_readers.append(used)
-            return result
+            finally:
+                self._pg_readers += [c for c in held if not c.raw.closed]
 
     def _read_in_thread(
-        self, fn: Callable[[Any], T], conn: PgConn | None, snapshot: bool = True
-    ) -> tuple[T, PgConn]:
-        if conn is None or conn.raw.closed or conn.raw.broken:
-            conn = PgConn(connect(self.url))
+        self, fn: Callable[[Any], T], held: list[PgConn], snapshot: bool = True
+    ) -> T:
+        if not held or held[0].raw.closed or held[0].raw.broken:
+            held[:] = [PgConn(connect(self.url))]
         if not snapshot:
             try:
-                return fn(conn), conn
+                return fn(held[0])
             except psycopg.OperationalError:  # maybe a pooled connection that died idle
-                conn.raw.close()
-                conn = PgConn(connect(self.url))
-                return fn(conn), conn
+                held[0].raw.close()
+                held[:] = [PgConn(connect(self.url))]
+                return fn(held[0])
         try:
-            conn.raw.execute(_SNAPSHOT)
+            held[0].raw.execute(_SNAPSHOT)
         except psycopg.OperationalError:  # a pooled connection that died idle: nothing ran yet
-            conn.raw.close()
-            conn = PgConn(connect(self.url))
-            conn.raw.execute(_SNAPSHOT)
-        raw = conn.raw
+            held[0].raw.close()
+            held[:] = [PgConn(connect(self.url))]
+            held[0].raw.execute(_SNAPSHOT)
+        raw = held[0].raw
         try:
-            result = fn(conn)
+            result = fn(held[0])
         except BaseException:
             if not raw.broken:
                 raw.execute("ROLLBACK")
@@ -170,7 +189,7 @@ class PgStore(Store):
                 raw.close()
             raise
         raw.execute("COMMIT")
-        return result, conn
+        return result
 
     async def read_versioned(self, kind: str, key: str, fn: Callable[[Any], T]) -> tuple[T, int]:
         """``fn(conn)`` and the version of entity (kind, key) (0: never written), one snapshot."""
@@ -226,7 +245,7 @@ class PgStore(Store):
         """
         lock = ClusterLock(self.url, f"agora:{self.schema}:task:{name}")
         try:
-            got = await trio.to_thread.run_sync(lock.acquire)
+            got = await self.blocking(lock.acquire)
         except psycopg.Error as exc:
             lock.release()
             raise StoreError(f"cannot take lock {name}: {exc}") from exc
@@ -238,7 +257,7 @@ class PgStore(Store):
     def close(self) -> None:
         """Finish queued writes, then close every connection; never raises."""
         self._closed = True
-        if not self._writer.stop(STOP_SECONDS):
+        if not self._inline and not self._writer.stop(STOP_SECONDS):
             log.error("the PostgreSQL writer is stuck (a commit that does not return)")
             return
         for conn in self._pg_readers:
@@ -350,27 +369,46 @@ async def open_pg_store(
     group_commit: bool = True,
     trace: bool = False,
     commit_timeout: float = COMMIT_TIMEOUT,
+    inline: bool = False,
 ) -> AsyncIterator[PgStore]:
     """Open (migrating) the PostgreSQL database at ``url``; close it on exit.
+
+    Args:
+        url: The database URL.
+        migrations: Every component's migrations.
+        group_commit: Fold concurrent writes into one transaction.
+        trace: Log when each transaction became durable.
+        commit_timeout: Seconds a write waits for its commit.
+        inline: Run every round trip on the Trio thread (tests on an autojump clock; see
+            the module docstring).
 
     Raises:
         StoreError: the server cannot be reached, or migrating failed.
     """
+
+    async def blocking(fn: Callable[[], T]) -> T:
+        if inline:
+            return fn()
+        return await trio.to_thread.run_sync(fn)
+
     try:
-        schema, versions = await trio.to_thread.run_sync(migrate, url, list(migrations))
-        deliver = trio.lowlevel.current_trio_token().run_sync_soon
+        schema, versions = await blocking(lambda: migrate(url, list(migrations)))
+        deliver = None if inline else trio.lowlevel.current_trio_token().run_sync_soon
         channel = f"agora:{schema}"
-        writer = await trio.to_thread.run_sync(
+        writer = await blocking(
             lambda: PgWriter(url, channel, group_commit=group_commit, deliver=deliver, trace=trace)
         )
     except psycopg.Error as exc:
         raise StoreError(f"cannot open the PostgreSQL database: {exc}") from exc
-    store = PgStore(url, schema, writer, versions=versions, commit_timeout=commit_timeout)
-    writer.start()
-    trio.lowlevel.spawn_system_task(store._watch, name="agora store watchdog")
+    store = PgStore(
+        url, schema, writer, versions=versions, commit_timeout=commit_timeout, inline=inline
+    )
+    if not inline:
+        writer.start()
+        trio.lowlevel.spawn_system_task(store._watch, name="agora store watchdog")
     try:
         yield store
     finally:
         store._watch_scope.cancel()
         with trio.CancelScope(shield=True):
-            await trio.to_thread.run_sync(store.close)
+            await blocking(store.close)
