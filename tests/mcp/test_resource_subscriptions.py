@@ -19,6 +19,7 @@ from agora.config import Config
 from agora.runtime.entity import Effects
 from agora.server.embed import open_server
 from agora.store.migrations import Migration
+from agora.store.neutral import POSTGRESQL
 from agora.toolsets.base import ToolCall, Toolset, resource
 
 if TYPE_CHECKING:
@@ -27,8 +28,11 @@ if TYPE_CHECKING:
     from agora.runtime.clock import Now
 
 
+NOTES = "CREATE TABLE notes (key TEXT PRIMARY KEY, text TEXT NOT NULL)"
+
+
 def _create(db: Any) -> None:
-    db.execute("CREATE TABLE notes (key TEXT PRIMARY KEY, text TEXT NOT NULL)")
+    db.execute(NOTES)
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,7 @@ def notes_toolset() -> Toolset:
     return Toolset(
         name="notes",
         handlers={"put_note": put_note},
-        migrations=[Migration("notes", 1, _create)],
+        migrations=[Migration("notes", 1, _create, sql={POSTGRESQL: [NOTES]})],
         contract=None,
         tools=[{"name": "put_note", "description": "Write a note.", "inputSchema": schema}],
         resources=[resource("notes://note/{key}", "note", read_note, description="One note.")],

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from router_driver import ctx, key
 
+from agora.store.neutral import POSTGRESQL, SQLITE, dialect_of
+
 SINGLE = "Fix the typo in the README"
 
 
@@ -23,7 +25,14 @@ def remember_args(run, root, **over):
     return {**args, **over}
 
 
+#: The Memory tables that exist, as each engine lists its tables.
+TABLES = {
+    SQLITE: "SELECT name FROM sqlite_master WHERE name LIKE 'router_memory%'",
+    POSTGRESQL: "SELECT table_name FROM information_schema.tables"
+    " WHERE table_schema = current_schema() AND table_name LIKE 'router_memory%'",
+}
+
+
 async def tables(runtime):
-    rows = await runtime.read(lambda c: c.execute(
-        "SELECT name FROM sqlite_master WHERE name LIKE 'router_memory%'").fetchall())  # fmt: skip
+    rows = await runtime.read(lambda c: c.execute(TABLES[dialect_of(c)]).fetchall())
     return {r[0] for r in rows}

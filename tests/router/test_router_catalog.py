@@ -13,6 +13,7 @@ from router_names import MEMORY_TOOLS, SERVED
 from agora.config import Config
 from agora.errors import Failure
 from agora.server.embed import open_server
+from agora.store.neutral import POSTGRESQL, SQLITE
 
 
 async def test_only_the_served_tools_are_listed_with_the_contract_schemas():
@@ -53,19 +54,30 @@ def internal_error(answer: dict, log: str) -> dict:
     return body
 
 
+#: A trigger that refuses every router event, in each engine's dialect.
+REFUSE_EVENTS = {
+    SQLITE: [
+        "CREATE TRIGGER refuse_events BEFORE INSERT ON router_events"
+        " BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
+    ],
+    POSTGRESQL: [
+        "CREATE FUNCTION refuse_events() RETURNS trigger LANGUAGE plpgsql"
+        " AS $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$",
+        "CREATE TRIGGER refuse_events BEFORE INSERT ON router_events"
+        " FOR EACH ROW EXECUTE FUNCTION refuse_events()",
+    ],
+}
+
+
 async def test_a_failed_commit_answers_the_sanitized_internal_error(tmp_path, caplog):
     # A trigger makes the store refuse the event's commit: the router's shape_failure hook
     # answers its internal-error refusal, with the id of the server's log line.
     config = Config(port=0, db=str(tmp_path / "fail.db"), toolsets=["router"])
-    trigger = (
-        "CREATE TRIGGER refuse_events BEFORE INSERT ON router_events"
-        " BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
-    )
     async with open_server(config, listen=False) as srv, srv.client("/mcp/router") as client:
         await client.initialize()
         plan = await client.call_tool("plan_work", plan_args("1. design\n2. build", idem="p"))
         run = plan["structuredContent"]["workflow_run_id"]
-        await srv.runtime.write([(trigger, ())])
+        await srv.runtime.write([(sql, ()) for sql in REFUSE_EVENTS[srv.runtime.store.dialect]])
         with caplog.at_level(logging.WARNING):
             late = await client.call_tool("record_work_event", event_args(run, "plan", {"n": 2}, 1))
         after = await client.call_tool("get_next_work", {"context": ctx(), "workflow_run_id": run})

@@ -20,6 +20,10 @@ from agora.server.embed import open_server
 from agora.store.db import open_store
 from agora.toolsets.base import Toolset
 
+pytestmark = pytest.mark.sqlite_only(
+    "a second SQLite connection holding BEGIN IMMEDIATE stands for another process"
+)
+
 #: Seconds a write may wait here: short, so the tests are quick.
 DEADLINE = 0.2
 TIMEOUT = 10

@@ -14,9 +14,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import trio
 
 from agora.store.db import open_store
+
+pytestmark = pytest.mark.sqlite_only(
+    "SIGKILL durability of a SQLite file (PostgreSQL's: tests/nodes)"
+)
 
 WRITER = Path(__file__).with_name("_writer_proc.py")
 TASKS = 16

@@ -25,6 +25,10 @@ from agora.store.lock import (
     shown_database,
 )
 
+pytestmark = pytest.mark.sqlite_only(
+    "the SQLite file lock (one process per file); PostgreSQL is shared by design"
+)
+
 HOLDER = """
 import sys
 from agora.store.lock import database_lock, shown_database

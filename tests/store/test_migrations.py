@@ -14,6 +14,10 @@ from agora.toolsets.base import Migration
 if TYPE_CHECKING:
     from pathlib import Path
 
+pytestmark = pytest.mark.sqlite_only(
+    "the SQLite migration runner (sqlite-utils steps); PostgreSQL's: test_pg_store.py"
+)
+
 
 class Steps:
     """Builds migration steps that record when they run."""

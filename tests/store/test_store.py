@@ -19,6 +19,10 @@ from _items import GATE, ITEMS, ids, insert
 from agora.errors import StoreError
 from agora.store.db import READERS, open_store
 
+pytestmark = pytest.mark.sqlite_only(
+    "the SQLite store itself: WAL readers, its writer thread, pragmas, file paths"
+)
+
 
 def count(conn) -> int:
     return int(conn.execute("SELECT count(*) FROM items").fetchone()[0])

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
@@ -67,11 +67,9 @@ def schema_for(path: str) -> str:
 
 
 def _create(server: str, schema: str) -> None:
-    with psycopg.connect(server, autocommit=True) as conn:
-        try:
-            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-        except psycopg.errors.UniqueViolation:  # another process created it just now
-            pass
+    # UniqueViolation: another process created it just now.
+    with psycopg.connect(server, autocommit=True) as conn, suppress(psycopg.errors.UniqueViolation):
+        conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
 
 
 def _drop(server: str, schema: str) -> None:
