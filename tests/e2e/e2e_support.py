@@ -46,11 +46,15 @@ OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0x1, 0x2, 0x8, 0x9, 0xA
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """This process's environment without AGORA_* settings, plus ``extra``."""
+    """This process's environment without AGORA_* settings, plus ``extra``.
+
+    The suite's own AGORA_TEST_* switches stay: a server started on the PostgreSQL pass
+    keeps its stores there (see tests/conftest.py).
+    """
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith("AGORA_") and k != "PYTHONTRACEMALLOC"
+        if (not k.startswith("AGORA_") or k.startswith("AGORA_TEST_")) and k != "PYTHONTRACEMALLOC"
     }
     env.update(extra)
     return env

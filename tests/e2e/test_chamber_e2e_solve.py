@@ -162,6 +162,7 @@ async def test_an_agent_solves_a_room_and_its_card_is_published(
     assert "NOT signed (pending_signature)" in out
 
 
+@pytest.mark.sqlite_only("agora cards sign works on a SQLite file only")
 async def test_a_failure_is_listed_shown_and_signed_by_the_operator(
     server: ChamberServer, tmp_path: Path
 ) -> None:

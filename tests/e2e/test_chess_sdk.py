@@ -24,6 +24,7 @@ from chess_server import (
     http_json,
     terminate_when_in_flight,
 )
+from e2e_support import clean_env
 
 mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")
 
@@ -223,7 +224,7 @@ async def test_a_stdio_agent_is_seated_by_the_endpoint_it_is_given(tmp_path):
             if endpoint:
                 args += ["--endpoint", endpoint]
             command, *prefix = agora_command()
-            params = StdioServerParameters(command=command, args=[*prefix, *args])
+            params = StdioServerParameters(command=command, args=[*prefix, *args], env=clean_env())
             async with mcp.Client(params, read_timeout_seconds=30) as client:
                 agent = SdkAgent(client)
                 await agent.list_tools()

@@ -64,6 +64,7 @@ def fill(directory: Path) -> None:
                 pass
 
 
+@pytest.mark.sqlite_only("a SQLite file on a full tmpfs")
 async def test_sigterm_on_a_full_disk_logs_the_failed_checkpoint_and_exits_0(small_disk):
     db = small_disk / "agora.db"
     server = AgoraProcess("--db", str(db), "--toolsets", "chess")

@@ -73,6 +73,7 @@ def tools_list(stdout: bytes) -> set[str]:
 # -- one server per database ----------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only("the SQLite file lock; PostgreSQL is shared by nodes")
 @pytest.mark.parametrize(
     "command",
     [

@@ -171,6 +171,9 @@ async def test_a_plan_replays_identically_after_the_server_process_restarts(tmp_
     assert results[0] == results[1]
 
 
+@pytest.mark.sqlite_only(
+    "adds its trigger through sqlite3 on the file (in process on both: test_router_catalog)"
+)
 async def test_a_failed_commit_answers_the_routers_internal_error_over_stdio(tmp_path):
     # The store refuses the event's commit (a trigger added while no server runs): the SDK
     # gets the router's sanitized internal error; its correlation id names the log line.

@@ -23,7 +23,11 @@ TIMEOUT = 60.0
 
 async def start(db: Path, config: Path, **settings: str) -> tuple[trio.Process, str]:
     """Start the server; return it and its WebSocket MCP URL."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGORA_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("AGORA_") or k.startswith("AGORA_TEST_")  # the suite's switches
+    }
     env |= {"AGORA_SYNCHRONOUS": "FULL"} | {f"AGORA_{k.upper()}": v for k, v in settings.items()}
     process = await trio.lowlevel.open_process(
         [AGORA, "serve", "--port", "0", "--db", str(db), "--config", str(config),
