@@ -21,9 +21,14 @@ import sqlite3
 from collections import Counter
 
 import mixed
+import pytest
 import trio
 from crash_checks import Frozen, check_database
 from faults_support import TIMEOUT, drain, start
+
+pytestmark = pytest.mark.sqlite_only(
+    "checks a copy of the SQLite file; PostgreSQL's kill -9: tests/nodes"
+)
 
 ROUNDS = int(os.environ.get("AGORA_CRASH_ROUNDS", "3"))
 SESSIONS = int(os.environ.get("AGORA_CRASH_SESSIONS", "40"))

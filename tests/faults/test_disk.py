@@ -35,6 +35,10 @@ from wsload import lean_connect
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
+pytestmark = pytest.mark.sqlite_only(
+    "a SQLite file on a small tmpfs, filled or remounted read-only"
+)
+
 BODY = "x" * 4000
 SMALL, LARGE = "3m", "64m"
 
