@@ -17,6 +17,11 @@ from _counter import Add, Explode, Get, log, stored
 
 from agora.runtime.actor import InternalError
 
+pytestmark = pytest.mark.sqlite_only(
+    "queued commands share a commit only on an unguarded store; a guarded one commits each "
+    "under its own version guard"
+)
+
 
 def gated_writes(store, monkeypatch) -> tuple[trio.Event, list[int]]:
     """Hold every write until the returned event is set; record each write's statements."""
@@ -24,10 +29,10 @@ def gated_writes(store, monkeypatch) -> tuple[trio.Event, list[int]]:
     sizes: list[int] = []
     write = store.write
 
-    async def held(writes):
+    async def held(writes, *rest):
         sizes.append(len(writes))
         await gate.wait()
-        await write(writes)
+        await write(writes, *rest)
 
     monkeypatch.setattr(store, "write", held)
     return gate, sizes
