@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 import uuid
 
 import pytest
 
-from agora.toolsets.debate.handlers.common import new_id
+from agora.toolsets.debate.handlers.common import new_id, new_msg_id
 from agora.toolsets.debate.rules import UUID_RE, stamp
 from agora.toolsets.debate.sql.writes import _dump
 
@@ -49,3 +50,18 @@ def test_new_ids_are_random_version_4_uuids():
 def test_stored_json_is_compact_with_sorted_keys(value):
     assert _dump(value) == json.dumps(value, separators=(",", ":"), sort_keys=True)
     assert json.loads(_dump({"é": "ü"})) == {"é": "ü"}
+
+
+def test_message_ids_are_time_ordered_version_7_uuids():
+    before = time.time_ns() // 1_000_000
+    ids = [new_msg_id() for _ in range(2000)]
+    after = time.time_ns() // 1_000_000
+    assert len(set(ids)) == 2000
+    for text in ids:
+        assert UUID_RE.fullmatch(text)
+        parsed = uuid.UUID(text)
+        assert (parsed.version, parsed.variant) == (7, uuid.RFC_4122)
+        assert str(parsed) == text
+        assert before <= parsed.int >> 80 <= after  # the leading 48 bits: Unix milliseconds
+    stamps = [uuid.UUID(text).int >> 80 for text in ids]
+    assert stamps == sorted(stamps)

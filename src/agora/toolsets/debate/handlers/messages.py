@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agora.toolsets.debate.commands.messages import AdvanceWatermark, Post
-from agora.toolsets.debate.handlers.common import caller, checked, new_id, opt, owners, run
+from agora.toolsets.debate.handlers.common import caller, checked, new_msg_id, opt, owners, run
 from agora.toolsets.debate.replies import tool_error
 from agora.toolsets.debate.rules import (
     DEFAULT_VEHICLE,
@@ -58,7 +58,7 @@ async def _post(call: ToolCall, *, addressed: bool) -> dict[str, Any]:
         owned = (await owners(call, author)).get(author) == who.name
     command = Post(
         who,
-        new_id(),
+        new_msg_id(),
         args["role"],
         args["priority"],
         args["kind"],
@@ -96,7 +96,7 @@ async def debate_escalate(call: ToolCall) -> dict[str, Any]:
     reason = " ".join(args["reason"].split())
     command = Post(
         caller(call),
-        new_id(),
+        new_msg_id(),
         args["role"],
         "H",
         "PING",
@@ -121,7 +121,9 @@ async def debate_compact(call: ToolCall) -> dict[str, Any]:
     """Write a COMPACTION snapshot."""
     body = checked(_compaction_body, call)
     args = call.args
-    command = Post(caller(call), new_id(), args["role"], "INFO", "COMPACTION", body, tool=call.tool)
+    command = Post(
+        caller(call), new_msg_id(), args["role"], "INFO", "COMPACTION", body, tool=call.tool
+    )
     result: dict[str, Any] = await run(call, args["topic_id"], command)
     return result
 
@@ -129,6 +131,7 @@ async def debate_compact(call: ToolCall) -> dict[str, Any]:
 async def debate_advance_watermark(call: ToolCall) -> dict[str, Any]:
     """Post the WATERMARK marker and reconcile the primary cursor."""
     args = call.args
-    command = AdvanceWatermark(caller(call), new_id(), args["role"], args["processed_up_to_msg_id"])
+    target = args["processed_up_to_msg_id"]
+    command = AdvanceWatermark(caller(call), new_msg_id(), args["role"], target)
     result: dict[str, Any] = await run(call, args["topic_id"], command)
     return result

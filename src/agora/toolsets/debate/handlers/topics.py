@@ -14,7 +14,15 @@ from agora.toolsets.debate.commands.lifecycle import (
     ReconcileProject,
     SetLane,
 )
-from agora.toolsets.debate.handlers.common import caller, checked, new_id, opt, owners, run
+from agora.toolsets.debate.handlers.common import (
+    caller,
+    checked,
+    new_id,
+    new_msg_id,
+    opt,
+    owners,
+    run,
+)
 from agora.toolsets.debate.replies import tool_error
 from agora.toolsets.debate.rules import (
     PROTOCOL_V1,
@@ -141,7 +149,7 @@ async def debate_state(call: ToolCall) -> dict[str, Any]:
     """Move the topic forward (also debate_close_topic: the same path)."""
     args = call.args
     command = ChangeState(
-        caller(call), new_id(), args["role"], args["new_state"], opt(call, "reason")
+        caller(call), new_msg_id(), args["role"], args["new_state"], opt(call, "reason")
     )
     result: dict[str, Any] = await run(call, args["topic_id"], command)
     return result
