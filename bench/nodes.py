@@ -187,7 +187,7 @@ async def pool_full(url: str) -> None:
     with trio.fail_after(300):
         while True:
             body = await trio.to_thread.run_sync(get_json, f"{url}/chamber/pool")
-            if all(s["ready"] >= s["size"] for s in body["suites"].values()):
+            if all(0 < s["size"] <= s["ready"] for s in body["suites"].values()):
                 return
             await trio.sleep(0.2)
 

@@ -10,15 +10,16 @@ This module must not hold toolset logic; it only schedules and supervises.
 On a shared store (several nodes on one PostgreSQL) a background task runs once per
 cluster: `supervise` first takes the task's cluster-wide lock (`PgStore.try_singleton`),
 retrying every `SINGLETON_RETRY` seconds while another node holds it, and gives the task up
-if the lock's connection dies (the lock is then free for another node). On SQLite nothing of
-this happens: the task simply runs.
+if the lock's connection dies (the lock is then free for another node). A task that keeps
+this node's own memory in shape (a cache, a pool of pre-built objects) is marked
+`node_local` and runs on every node. On SQLite nothing of this happens: the task simply runs.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
@@ -31,6 +32,18 @@ log = logging.getLogger(__name__)
 
 #: What a toolset declares in ``Toolset.background``.
 BackgroundTask = Callable[["Runtime"], Awaitable[None]]
+
+
+_NODE_LOCAL = "agora_node_local"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def node_local(task: F) -> F:
+    """Mark ``task`` (a function, or a method: mark the function) to run on every node of a
+    shared store, not once per cluster: it tends this node's memory, not the database."""
+    setattr(task, _NODE_LOCAL, True)
+    return task
 
 
 def periodic(seconds: float, step: BackgroundTask) -> BackgroundTask:
@@ -70,10 +83,11 @@ def periodic(seconds: float, step: BackgroundTask) -> BackgroundTask:
 async def supervise(task: BackgroundTask, runtime: Runtime) -> None:
     """Run one background task; an exception is logged and ends that task, not the server.
 
-    On a shared store the task runs only on the node holding its cluster-wide lock.
+    On a shared store the task runs only on the node holding its cluster-wide lock, unless
+    it is `node_local`.
     """
     try:
-        if runtime.store.guarded:
+        if runtime.store.guarded and not getattr(task, _NODE_LOCAL, False):
             await _once_per_cluster(task, runtime)
         else:
             await task(runtime)

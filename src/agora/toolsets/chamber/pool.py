@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
+from agora.runtime.background import node_local
 from agora.toolsets.chamber.attempt import seed_commitment
 from agora.toolsets.chamber.generate import build_room
 from agora.toolsets.chamber.transcript import genesis
@@ -114,6 +115,7 @@ class RoomPool:
         """Per suite: rooms ready now and the target size."""
         return {s: {"ready": len(q), "size": self._size} for s, q in self._ready.items()}
 
+    @node_local  # each node's pool is in its own memory: every node fills its own
     async def refill(self, runtime: Runtime) -> None:
         """Keep every suite's pool full (runs until cancelled)."""
         while True:
