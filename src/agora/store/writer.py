@@ -225,10 +225,11 @@ class WriterStopped(Exception):
 def _run_together(conn: sqlite3.Connection, batch: list[Job]) -> list[BaseException | None]:
     # Inside an open transaction. The fast path runs every job back to back; a failure rolls
     # the whole batch back and reruns it job by job, each in its own savepoint.
+    execute = conn.cursor().execute  # one cursor for the batch: conn.execute makes one each
     try:
         for job in batch:
             for sql, params in job.writes:
-                conn.execute(sql, params)
+                execute(sql, params)
     except Exception as exc:
         conn.execute("ROLLBACK")
         conn.execute("BEGIN IMMEDIATE")  # the caller ends this one
