@@ -47,6 +47,7 @@ from measure import cpu_seconds, own_cpu_seconds, percentile, raise_fd_limit
 from serve import agora_serve
 from wsload import LeanClient, lean_connect
 
+from agora.store.stats import window
 from agora.toolsets.router.progress import evidence_digest
 
 OBJECTIVE = "1. design the cache\n2. implement it\n3. test it"
@@ -103,6 +104,23 @@ class Phase:
     server_cpu: float = 0.0
     client_cpu: float = 0.0
     latencies: list[float] = field(default_factory=list)
+    #: The writer's ``batch_size`` histogram over the phase (from ``/healthz``).
+    batches: dict[str, Any] = field(default_factory=dict)
+
+    def group_commit(self) -> str:
+        """Commits, commands and batch sizes of the writer during the phase."""
+        counts, le = self.batches.get("counts", []), self.batches.get("le", [])
+        commits = sum(counts)
+        if not commits:
+            return f"{self.name}: no commits"
+        commands = self.batches["sum"]
+        reached = [i for i, c in enumerate(counts) if c]
+        top = reached[-1]
+        largest = f"<= {le[top]}" if top < len(le) else f"> {le[-1]}"
+        return (
+            f"{self.name} group commit: {commands:,.0f} commands in {commits:,} commits "
+            f"(mean {commands / commits:.1f} per commit, largest batch {largest})"
+        )
 
     def report(self, unit: str) -> str:
         rate = self.calls / self.seconds if self.seconds else 0.0
@@ -118,13 +136,30 @@ class Phase:
         )
 
 
-async def timed(phase: Phase, pid: int, agents: list[Agent], step: Any) -> None:
-    cpu0, own0, t0 = cpu_seconds(pid), own_cpu_seconds(), time.perf_counter()
+async def timed(phase: Phase, server: Any, agents: list[Agent], step: Any) -> None:
+    before = await batch_sizes(server.port)
+    cpu0, own0, t0 = cpu_seconds(server.pid), own_cpu_seconds(), time.perf_counter()
     async with trio.open_nursery() as nursery:
         for agent in agents:
             nursery.start_soon(step, agent)
     phase.seconds = time.perf_counter() - t0
-    phase.server_cpu, phase.client_cpu = cpu_seconds(pid) - cpu0, own_cpu_seconds() - own0
+    phase.server_cpu = cpu_seconds(server.pid) - cpu0
+    phase.client_cpu = own_cpu_seconds() - own0
+    phase.batches = window(await batch_sizes(server.port), before)
+
+
+async def batch_sizes(port: int) -> dict[str, Any]:
+    """The writer's batch-size histogram so far, from ``/healthz``."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        await stream.send_all(
+            b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        )
+        data = b""
+        while chunk := await stream.receive_some(65536):
+            data += chunk
+    sizes: dict[str, Any] = json.loads(data.split(b"\r\n\r\n", 1)[1])["store"]["batch_size"]
+    return sizes
 
 
 async def plan(agent: Agent, phase: Phase) -> None:
@@ -284,23 +319,25 @@ async def main(args: argparse.Namespace) -> None:
                                     args.rounds)  # fmt: skip
                     reads: list[float] = []
                     if args.closed:
-                        await timed(plans, server.pid, agents, lambda a: plan(a, plans))
-                        await timed(mutations, server.pid, agents,
+                        await timed(plans, server, agents, lambda a: plan(a, plans))
+                        await timed(mutations, server, agents,
                                     lambda a: work(a, mutations, reads))  # fmt: skip
                     if args.rate:
                         t0 = trio.current_time() + 0.1
-                        await timed(opened, server.pid, agents,
+                        await timed(opened, server, agents,
                                     lambda a: paced(a, opened, loop, t0 + a.n / args.rate),
                                     )  # fmt: skip
                     before = db_counts(db)
-                    await timed(replays, server.pid, agents,
+                    await timed(replays, server, agents,
                                 lambda a: replay(a, replays, args.replays))  # fmt: skip
                     after = db_counts(db)
                 nursery.cancel_scope.cancel()
     print(f"router_runs: {args.runs} runs, synchronous={args.synchronous}")
     if args.closed:
         print(plans.report("plans (durable)"))
+        print(plans.group_commit())
         print(mutations.report("durable mutations (events + gates)"))
+        print(mutations.group_commit())
         total = plans.calls + mutations.calls
         print(f"all durable mutations: {total} in {plans.seconds + mutations.seconds:.2f} s = "
               f"{total / (plans.seconds + mutations.seconds):,.0f}/s")  # fmt: skip
@@ -308,7 +345,9 @@ async def main(args: argparse.Namespace) -> None:
               f"p99 {percentile(reads, 0.99) * 1000:.1f} ms")  # fmt: skip
     if args.rate:
         print(loop.report(opened))
+        print(opened.group_commit())
     print(replays.report("idempotent replays"))
+    print(replays.group_commit())
     events, gates, completed, ledger = after
     workflows = args.runs * (int(args.closed) + (args.rounds if args.rate else 0))
     assert (events, gates) == (3 * workflows, 3 * workflows), after
