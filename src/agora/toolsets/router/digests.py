@@ -37,7 +37,7 @@ def _plain(value: Any) -> bool:
     if kind is str or kind is bool or value is None:
         return True
     if kind is int:
-        return -_SAFE_INT <= value <= _SAFE_INT
+        return bool(-_SAFE_INT <= value <= _SAFE_INT)
     if kind is dict:
         return all(type(k) is str and k.isascii() and _plain(v) for k, v in value.items())
     if kind is list:
