@@ -1,9 +1,11 @@
 """An in-process agora on a real loopback socket, a test toolset, and a raw HTTP/1.1 client.
 
 The server runs in the test's own Trio run (a ``:memory:`` store, so nothing leaves the
-event loop and Trio's mock clock can jump over timeouts). The `probe` toolset has three
-tools (``echo`` answers at once, ``chatty`` reports progress first, ``hang`` never ends)
-and one page route, ``GET /flood``, an endless SSE stream of 64 KiB events. `RawHttp`
+event loop and Trio's mock clock can jump over timeouts). The `probe` toolset's tools:
+``echo`` answers at once, ``chatty`` reports progress first, ``hang`` never ends, ``ask``
+asks the client (``probe/ask``) and answers what it was told, ``resume`` ends its POST's
+stream (the client resumes it) before it answers. One page route, ``GET /flood``, is an
+endless SSE stream of 64 KiB events. `RawHttp`
 speaks HTTP/1.1 with h11 over one connection, for many requests in a row.
 """
 
@@ -51,6 +53,15 @@ async def _hang(call: ToolCall) -> dict[str, Any]:
     raise AssertionError("unreachable")
 
 
+async def _ask(call: ToolCall) -> dict[str, Any]:
+    return {"told": await call.client.request("probe/ask", {"question": "?"})}
+
+
+async def _resume(call: ToolCall) -> dict[str, Any]:
+    call.close_stream()
+    return {"resumed": True}
+
+
 async def _flood_events() -> AsyncIterator[bytes]:
     event = b"data: " + b"x" * 65536 + b"\n\n"
     while True:
@@ -65,11 +76,12 @@ def probe() -> Toolset:
     """The test toolset."""
     tools = [
         {"name": name, "description": name, "inputSchema": NO_ARGS}
-        for name in ("echo", "chatty", "hang")
+        for name in ("echo", "chatty", "hang", "ask", "resume")
     ]
+    handlers = {"echo": _echo, "chatty": _chatty, "hang": _hang, "ask": _ask, "resume": _resume}
     return Toolset(
         name="probe",
-        handlers={"echo": _echo, "chatty": _chatty, "hang": _hang},
+        handlers=handlers,
         contract=None,
         tools=tools,
         routes=[Route("GET", "/flood", _flood)],

@@ -100,8 +100,15 @@ class Connection:
         """Calls running now."""
         return len(self._calls)
 
-    async def feed(self, msg: rpc.Message) -> None:
-        """Handle one decoded message from the client."""
+    async def feed(self, msg: rpc.Message, *, inline: bool = False) -> None:
+        """Handle one decoded message from the client.
+
+        With ``inline``, a call the message starts runs in the caller's task, and this
+        returns once it is answered: a transport that only waits for the answer saves a task
+        and a wake-up. The call stays cancellable (``notifications/cancelled``, `cancel_all`)
+        and counted in flight; what it emits still goes through ``emit``, so the transport
+        must serve those messages from another task if it needs to send them meanwhile.
+        """
         actions = self.session.handle(msg)
         if isinstance(msg, rpc.Request) and msg.method in SUBSCRIPTION_METHODS:
             self.app.runtime.resources.watch(self, self.session.subscriptions)
@@ -110,7 +117,7 @@ class Connection:
                 case Send(message, related):
                     await self._emit(message, related)
                 case Invoke():
-                    await self._start(action)
+                    await self._start(action, inline)
                 case Cancel(rid):
                     scope = self._calls.get(rid)
                     if scope is not None:
@@ -166,7 +173,7 @@ class Connection:
         finally:
             self._notifying = False
 
-    async def _start(self, inv: Invoke) -> None:
+    async def _start(self, inv: Invoke, inline: bool = False) -> None:
         # The session refuses a request whose id is running, so ``inv.id`` is new here.
         if len(self._calls) >= self.app.config.max_in_flight:
             self.session.ended(inv.id)
@@ -177,7 +184,10 @@ class Connection:
             return
         scope = trio.CancelScope()
         self._calls[inv.id] = scope
-        self._nursery.start_soon(self._run, inv, scope)
+        if inline:
+            await self._run(inv, scope)
+        else:
+            self._nursery.start_soon(self._run, inv, scope)
 
     async def _run(self, inv: Invoke, scope: trio.CancelScope) -> None:
         self.app.call_started()

@@ -141,10 +141,29 @@ class HttpConnection:
         #: The WebSocket the connection became (what `serve_websocket` needs but the
         #: stream): the stream stays open for it.
         self.upgrade: tuple[bytes, Endpoint, Principal] | None = None
+        #: Runs an SSE response that starts while its request's task still runs the call.
+        self.nursery: trio.Nursery | None = None
+        #: Whether the current request may be answered in chunked encoding and kept alive.
+        self.chunked = False
+        #: The SSE response started early for the current request, once there is one.
+        self.early: EventStream | None = None
+        self.early_done = trio.Event()
+        self.early_keep = False
 
     async def serve(self) -> None:
         """Serve requests until the peer closes, misbehaves, idles, or upgrades (see
         `upgrade`: the stream is then left open)."""
+        try:
+            async with trio.open_nursery() as self.nursery:
+                await self._serve()
+        finally:
+            if self.upgrade is None:
+                if self.refused:
+                    await linger_close(self.stream)
+                with trio.CancelScope(shield=True), trio.move_on_after(1):
+                    await self.stream.aclose()
+
+    async def _serve(self) -> None:
         try:
             with self.timer:
                 while await self._one():
@@ -155,12 +174,6 @@ class HttpConnection:
             pass
         except HttpError as exc:
             await self._send_error(exc.status, exc.message)
-        finally:
-            if self.upgrade is None:
-                if self.refused:
-                    await linger_close(self.stream)
-                with trio.CancelScope(shield=True), trio.move_on_after(1):
-                    await self.stream.aclose()
 
     async def refuse(self, status: int, message: str) -> None:
         """Read the head (briefly), answer ``status`` and close."""
@@ -262,10 +275,15 @@ class HttpConnection:
         if head.expects_continue:
             await self._write(http1.CONTINUE)
         req.body = await self._body(head, limit)
-        reply = await self._route(req, endpoint)
         keep = head.keep_alive and self.served < self.config.keep_alive_requests
+        self.chunked = keep and head.version == "1.1"
+        reply = await self._route(req, endpoint)
+        if reply is self.early:  # already being sent (`_stream_early`)
+            self.early = None
+            await self.early_done.wait()
+            return self.early_keep
         if isinstance(reply, EventStream):
-            return await self._stream(reply, keep and head.version == "1.1")
+            return await self._stream(reply, self.chunked)
         await self._send(reply, keep)
         return keep and not self.refused
 
@@ -283,7 +301,7 @@ class HttpConnection:
 
     async def _route(self, req: Request, endpoint: Endpoint | None) -> Response | EventStream:
         if endpoint is not None:
-            return await self.front.mcp.handle(req, endpoint)
+            return await self.front.mcp.handle(req, endpoint, self._stream_early)
         for route in self.app.routes:
             params = route.match(req.method, req.path)
             if params is not None:
@@ -364,6 +382,23 @@ class HttpConnection:
         resp.headers.extend(extra or [])
         with contextlib.suppress(_Closed, trio.BrokenResourceError, trio.ClosedResourceError):
             await self._send(resp)
+
+    def _stream_early(self, reply: EventStream) -> None:
+        """Start sending ``reply`` from another task: this one is still running the call."""
+        assert self.nursery is not None
+        self.responding = True
+        self.early = reply
+        self.early_done = trio.Event()
+        self.nursery.start_soon(self._send_early, reply, self.chunked)
+
+    async def _send_early(self, reply: EventStream, chunked: bool) -> None:
+        self.early_keep = False
+        try:
+            self.early_keep = await self._stream(reply, chunked)
+        except (_Closed, trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            self.early_done.set()
 
     async def _stream(self, reply: EventStream, chunked: bool) -> bool:
         """Send an SSE response; whether the connection can carry another request."""

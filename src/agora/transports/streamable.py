@@ -26,10 +26,13 @@ from agora.transports.sse import EventBuffer, parse_event_id, read_stream
 from agora.web.http import EventStream, Request, Response
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator
+    from collections.abc import AsyncGenerator, Callable
 
     from agora.identity import Principal
     from agora.server.app import App, Endpoint
+
+    #: Sends an SSE response while the request's task still runs its call.
+    Early = Callable[[EventStream], None]
 
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
@@ -65,6 +68,9 @@ class HttpSession:
         self.last_used = trio.current_time()
         #: HTTP responses reading one of this session's streams now.
         self.readers = 0
+        #: Calls running in their POST's own task, each with what turns its POST's answer
+        #: into an SSE stream when the call sends something before its result.
+        self.early: dict[rpc.RequestId, Callable[[], None]] = {}
 
     def open_buffer(self, rid: rpc.RequestId | None) -> EventBuffer:
         """A new resumable stream; for ``rid``'s reply when given."""
@@ -90,6 +96,8 @@ class HttpSession:
             buf.final = data
             buf.close()
             self.replies.pop(related, None)
+        elif self.early and related in self.early:
+            self.early.pop(related)()
         # Nothing here blocks; yield only to a cancellation (a full trip through the
         # scheduler would cost a call's reply as much as its parsing).
         await trio.lowlevel.checkpoint_if_cancelled()
@@ -99,6 +107,8 @@ class HttpSession:
         buf = self.replies.get(rid)
         if buf is not None:
             buf.hangup()
+            if rid in self.early:
+                self.early.pop(rid)()
 
     def cancelled(self, rid: object) -> None:
         """End the response of a call the client cancelled: a cancelled call sends no result.
@@ -156,12 +166,19 @@ class StreamableHTTP:
         #: Sessions of 2026-07-28 requests, one per request, while it is served.
         self._one_shot: set[HttpSession] = set()
 
-    async def handle(self, req: Request, endpoint: Endpoint) -> Response | EventStream:
-        """Serve one request on an ``/mcp`` path (Host and Origin already checked)."""
+    async def handle(
+        self, req: Request, endpoint: Endpoint, early: Early | None = None
+    ) -> Response | EventStream:
+        """Serve one request on an ``/mcp`` path (Host and Origin already checked).
+
+        With ``early`` (the front end can send a response while this request's task is
+        busy), a POST's call runs in this task; if it streams before its result, its SSE
+        stream is handed to ``early`` at once and is also what this returns.
+        """
         principal = req.principal
         assert principal is not None
         if req.method == "POST":
-            return await self._post(req, endpoint, principal)
+            return await self._post(req, endpoint, principal, early)
         session = self._session(req)
         if isinstance(session, Response):
             return session
@@ -212,7 +229,7 @@ class StreamableHTTP:
             del self._held[name]
 
     async def _post(
-        self, req: Request, endpoint: Endpoint, principal: Principal
+        self, req: Request, endpoint: Endpoint, principal: Principal, early: Early | None
     ) -> Response | EventStream:
         refused = mcp_post_refusal(req.headers)
         if refused is not None:
@@ -222,7 +239,7 @@ class StreamableHTTP:
         except ProtocolError as exc:
             return Response.json(rpc.error(rpc.error_id(exc), exc.code, exc.message), 400)
         if isinstance(msg, rpc.Request) and _is_modern(msg):
-            return await self._stateless(req, msg, endpoint, principal)
+            return await self._stateless(req, msg, endpoint, principal, early)
         if isinstance(msg, rpc.Request) and msg.method == "initialize":
             if req.headers.get(SESSION_HEADER):
                 return _rpc_error(400, "Bad Request: initialize must not carry a session id")
@@ -230,7 +247,7 @@ class StreamableHTTP:
             full = self._add(session)
             if full is not None:
                 return full
-            reply = await self._exchange(req, session, msg)
+            reply = await self._exchange(session, msg, early)
             if (
                 isinstance(reply, Response)
                 and reply.status == 200
@@ -248,10 +265,10 @@ class StreamableHTTP:
             if isinstance(msg, rpc.Notification) and msg.method == "notifications/cancelled":
                 found.cancelled(msg.params.get("requestId"))
             return Response(202)
-        return await self._exchange(req, found, msg)
+        return await self._exchange(found, msg, early)
 
     async def _exchange(
-        self, req: Request, session: HttpSession, msg: rpc.Request
+        self, session: HttpSession, msg: rpc.Request, early: Early | None
     ) -> Response | EventStream:
         if msg.id in session.replies:
             return Response.json(
@@ -259,19 +276,44 @@ class StreamableHTTP:
             )
         buf = session.open_buffer(msg.id)
         hangups = buf.hangups
-        await session.conn.feed(msg)
+        if early is None:
+            await session.conn.feed(msg)
+        else:
+            # The call runs here; what it streams before its result goes out at once.
+            started: list[EventStream] = []
+
+            def stream_now() -> None:
+                started.append(self._stream(session, buf, hangups))
+                early(started[0])
+
+            session.early[msg.id] = stream_now
+            try:
+                await session.conn.feed(msg, inline=True)
+            finally:
+                session.early.pop(msg.id, None)
+            if started:
+                return started[0]
         # Plain JSON unless the call streams something before its result.
         while not (buf.events or buf.closed or buf.hangups != hangups):
             await buf.signal().wait()
         if buf.final is not None and len(buf.events) == 1:
             session.streams.pop(buf.stream_id, None)
             return Response(200, buf.final.encode(), "application/json")
+        return self._stream(session, buf, hangups)
+
+    @staticmethod
+    def _stream(session: HttpSession, buf: EventBuffer, hangups: int) -> EventStream:
         prime = PRIME_RETRY_MS if session.session.protocol_version == "2025-11-25" else None
         events = read_stream(buf, 0, prime_retry_ms=prime, hangups=hangups)
         return EventStream(session.reading(events))
 
     async def _stateless(
-        self, req: Request, msg: rpc.Request, endpoint: Endpoint, principal: Principal
+        self,
+        req: Request,
+        msg: rpc.Request,
+        endpoint: Endpoint,
+        principal: Principal,
+        early: Early | None,
     ) -> Response | EventStream:
         meta = msg.params.get("_meta", {})
         version = req.headers.get(VERSION_HEADER)
@@ -285,7 +327,7 @@ class StreamableHTTP:
         session = HttpSession(self.app, endpoint, principal, self.nursery)
         self._one_shot.add(session)
         try:
-            reply = await self._exchange(req, session, msg)
+            reply = await self._exchange(session, msg, early)
         finally:
             self._one_shot.discard(session)
         if isinstance(reply, Response) and version not in MODERN_VERSIONS:
