@@ -39,6 +39,7 @@ Not run by CI.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import secrets
@@ -118,8 +119,10 @@ class PgCpu:
         if pgdir and cgroups.available() is None:
             postmaster = int(Path(pgdir, "postmaster.pid").read_text().split()[0])
             self.group = cgroups.CpuGroup(f"agora-bench-pg-{os.getpid()}", cores)
-            for pid in [postmaster, *cgroups.children(postmaster)]:
-                self.group.add(pid)
+            self.group.add(postmaster)  # its later backends are born in the group
+            for pid in cgroups.children(postmaster):
+                with contextlib.suppress(ProcessLookupError):  # one that exited meanwhile
+                    self.group.add(pid)
 
     def seconds(self) -> float:
         if self.group is not None:
@@ -402,8 +405,9 @@ async def main(args: argparse.Namespace) -> None:
             capture_stdout=True,
         )
         server = started.stdout.decode().strip()
-    pg = PgCpu(pgdir, args.pg_cap)
+    pg: PgCpu | None = None
     try:
+        pg = PgCpu(pgdir, args.pg_cap)
         load = os.getloadavg()[0]
         print(f"cores: {os.cpu_count()}, load average {load:.1f}; {args.clients} clients, "
               f"{args.seconds:g} s per row; nodes capped at "
@@ -426,13 +430,13 @@ async def main(args: argparse.Namespace) -> None:
             f"p99 {percentile(lat, 0.99) * 1e3:.2f} ms"
         )
     finally:
-        if pg.group is not None:
-            pg.group.remove()
-        if pgdir:
+        if pgdir:  # stopped first: no backend is born while its group is removed
             with trio.CancelScope(shield=True):
                 await trio.run_process(
                     ["bash", str(ROOT / "scripts" / "pg.sh"), "stop", pgdir], check=False
                 )
+        if pg is not None and pg.group is not None:
+            pg.group.remove()
 
 
 if __name__ == "__main__":
