@@ -104,8 +104,9 @@ class Phase:
     server_cpu: float = 0.0
     client_cpu: float = 0.0
     latencies: list[float] = field(default_factory=list)
-    #: The writer's ``batch_size`` histogram over the phase (from ``/healthz``).
+    #: The writer's ``batch_size`` and ``commit_ms`` histograms over the phase (``/healthz``).
     batches: dict[str, Any] = field(default_factory=dict)
+    commits: dict[str, Any] = field(default_factory=dict)
 
     def group_commit(self) -> str:
         """Commits, commands and batch sizes of the writer during the phase."""
@@ -119,7 +120,9 @@ class Phase:
         largest = f"<= {le[top]}" if top < len(le) else f"> {le[-1]}"
         return (
             f"{self.name} group commit: {commands:,.0f} commands in {commits:,} commits "
-            f"(mean {commands / commits:.1f} per commit, largest batch {largest})"
+            f"(mean {commands / commits:.1f} per commit, largest batch {largest}); "
+            f"BEGIN to COMMIT mean {self.commits['sum'] / commits:.1f} ms, "
+            f"p99 <= {_bucket(self.commits, 0.99)} ms"
         )
 
     def report(self, unit: str) -> str:
@@ -137,7 +140,7 @@ class Phase:
 
 
 async def timed(phase: Phase, server: Any, agents: list[Agent], step: Any) -> None:
-    before = await batch_sizes(server.port)
+    before = await writer_stats(server.port)
     cpu0, own0, t0 = cpu_seconds(server.pid), own_cpu_seconds(), time.perf_counter()
     async with trio.open_nursery() as nursery:
         for agent in agents:
@@ -145,11 +148,24 @@ async def timed(phase: Phase, server: Any, agents: list[Agent], step: Any) -> No
     phase.seconds = time.perf_counter() - t0
     phase.server_cpu = cpu_seconds(server.pid) - cpu0
     phase.client_cpu = own_cpu_seconds() - own0
-    phase.batches = window(await batch_sizes(server.port), before)
+    after = await writer_stats(server.port)
+    phase.batches = window(after["batch_size"], before["batch_size"])
+    phase.commits = window(after["commit_ms"], before["commit_ms"])
 
 
-async def batch_sizes(port: int) -> dict[str, Any]:
-    """The writer's batch-size histogram so far, from ``/healthz``."""
+def _bucket(histogram: dict[str, Any], q: float) -> str:
+    """The upper bound of the bucket holding the ``q`` quantile of ``histogram``."""
+    counts, le = histogram["counts"], histogram["le"]
+    rank, seen = q * sum(counts), 0
+    for n, count in enumerate(counts):
+        seen += count
+        if seen >= rank:
+            return str(le[n]) if n < len(le) else f"> {le[-1]}"
+    return "?"
+
+
+async def writer_stats(port: int) -> dict[str, Any]:
+    """The writer's histograms so far (``batch_size``, ``commit_ms``), from ``/healthz``."""
     stream = await trio.open_tcp_stream("127.0.0.1", port)
     async with stream:
         await stream.send_all(
@@ -158,8 +174,8 @@ async def batch_sizes(port: int) -> dict[str, Any]:
         data = b""
         while chunk := await stream.receive_some(65536):
             data += chunk
-    sizes: dict[str, Any] = json.loads(data.split(b"\r\n\r\n", 1)[1])["store"]["batch_size"]
-    return sizes
+    store: dict[str, Any] = json.loads(data.split(b"\r\n\r\n", 1)[1])["store"]
+    return store
 
 
 async def plan(agent: Agent, phase: Phase) -> None:
