@@ -129,7 +129,7 @@ async def agora_serve(
         async with trio.open_nursery() as nursery:
             ready = trio.Event()
             nursery.start_soon(_read_log, server, ready)
-            with trio.fail_after(START_TIMEOUT):
+            with trio.fail_after(START_TIMEOUT * (4 if trace_frames else 1)):
                 await ready.wait()
             if not server.url:
                 raise RuntimeError("agora serve did not start:\n" + "\n".join(server.log))

@@ -48,11 +48,18 @@ CLIENT_REQUEST_TIMEOUT = 120.0
 
 
 class ClientChannel:
-    """Lets a handler send requests to the client, on the stream of the call it serves."""
+    """One call's way back to its client, on the stream of the call it serves: server-to-client
+    requests (sampling, elicitation), progress, log messages, resource updates.
 
-    def __init__(self, conn: Connection, related: rpc.RequestId) -> None:
+    One object per call whose bound methods fill the call's `ToolCall` (closures would cost
+    a parked call a function and cells each).
+    """
+
+    __slots__ = ("_conn", "_inv")
+
+    def __init__(self, conn: Connection, inv: Invoke) -> None:
         self._conn = conn
-        self._related = related
+        self._inv = inv
 
     @property
     def capabilities(self) -> dict[str, Any]:
@@ -65,7 +72,35 @@ class ClientChannel:
         Raises:
             ProtocolError: the client answered with an error, or did not answer in time.
         """
-        return await self._conn.request_client(method, params, self._related)
+        return await self._conn.request_client(method, params, self._inv.id)
+
+    async def progress(self, done: float, total: float | None, message: str | None) -> None:
+        """Send notifications/progress (only if the client asked with a progressToken)."""
+        token = self._inv.progress_token
+        if token is None:
+            return
+        params: dict[str, Any] = {"progressToken": token, "progress": done}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self._conn._emit(rpc.notification("notifications/progress", params), self._inv.id)
+
+    async def log(self, level: str, data: Any) -> None:
+        """Send notifications/message if the session's (or the request's) level admits it."""
+        inv = self._inv
+        if self._conn.session.wants_log(level, inv.meta if inv.modern else None):
+            params = {"level": level, "logger": inv.name, "data": data}
+            await self._conn._emit(rpc.notification("notifications/message", params), inv.id)
+
+    def close_stream(self) -> None:
+        """End the transport stream of this call's messages (see `ToolCall.close_stream`)."""
+        if self._conn._hangup is not None:
+            self._conn._hangup(self._inv.id)
+
+    async def resource_updated(self, uri: str) -> None:
+        """Tell the session that ``uri`` changed, on this call's stream."""
+        await self._conn.resource_updated(uri, self._inv.id)
 
 
 class Connection:
@@ -194,7 +229,14 @@ class Connection:
         try:
             reply: dict[str, Any] | None = None
             with scope:
-                reply = await self._outcome(inv)
+                # The call awaits here, however long it is parked: `_outcome` is sync so
+                # that a parked call keeps one coroutine frame fewer.
+                try:
+                    value = await inv.target(self._tool_call(inv))
+                except Exception as exc:
+                    reply = self._outcome(inv, None, exc)
+                else:
+                    reply = self._outcome(inv, value, None)
             if reply is not None and not scope.cancelled_caught:
                 await self._emit(reply, inv.id)
         finally:
@@ -202,9 +244,11 @@ class Connection:
             del self._calls[inv.id]
             self.session.ended(inv.id)
 
-    async def _outcome(self, inv: Invoke) -> dict[str, Any]:
+    def _outcome(self, inv: Invoke, value: Any, error: Exception | None) -> dict[str, Any]:
+        """The reply to a call that returned ``value`` or raised ``error``."""
         try:
-            value = await inv.target(self._tool_call(inv))
+            if error is not None:
+                raise error
             if inv.kind == "tool":
                 return rpc.result(inv.id, self.session.finish(tool_result(value), inv.modern))
             cacheable = inv.kind == "resource"
@@ -250,43 +294,19 @@ class Connection:
         return rpc.result(inv.id, self.session.finish(result, inv.modern))
 
     def _tool_call(self, inv: Invoke) -> ToolCall:
-        rid = inv.id
-        token = inv.progress_token
-
-        async def progress(done: float, total: float | None, message: str | None) -> None:
-            if token is None:
-                return
-            params: dict[str, Any] = {"progressToken": token, "progress": done}
-            if total is not None:
-                params["total"] = total
-            if message is not None:
-                params["message"] = message
-            await self._emit(rpc.notification("notifications/progress", params), rid)
-
-        async def send_log(level: str, data: Any) -> None:
-            if self.session.wants_log(level, inv.meta if inv.modern else None):
-                params = {"level": level, "logger": inv.name, "data": data}
-                await self._emit(rpc.notification("notifications/message", params), rid)
-
-        def close_stream() -> None:
-            if self._hangup is not None:
-                self._hangup(rid)
-
-        async def resource_updated(uri: str) -> None:
-            await self.resource_updated(uri, rid)
-
+        channel = ClientChannel(self, inv)
         return ToolCall(
             tool=inv.name,
             args=inv.args,
             principal=self.principal,
             runtime=self.app.runtime,
             endpoint=self.endpoint,
-            progress=progress,
-            log=send_log,
+            progress=channel.progress,
+            log=channel.log,
             meta=inv.meta,
-            client=ClientChannel(self, rid),
-            close_stream=close_stream,
-            resource_updated=resource_updated,
+            client=channel,
+            close_stream=channel.close_stream,
+            resource_updated=channel.resource_updated,
             connection=self,
         )
 

@@ -39,7 +39,6 @@ from agora.transports.linger import linger_close
 if TYPE_CHECKING:
     from agora.identity import Principal
     from agora.server.app import App, Endpoint
-    from agora.server.connection import Emit
     from agora.transports.keepalive import Keepalive
 
 log = logging.getLogger(__name__)
@@ -131,20 +130,16 @@ class _Peer:
             self._decided = True
             self.close_code, self.close_reason = code, reason
 
-    async def receive(self, *, drained: bool = False) -> bytes:
+    async def receive(self, *, waited: bool = False) -> bytes:
         """The next bytes from the peer; empty at end of stream.
 
         Args:
-            drained: The last read emptied the socket (it returned less than asked), so
-                wait for it to be readable before trying: a client that waits for each
-                reply has sent nothing more, and a read now would only fail.
+            waited: The caller has just waited for the socket to be readable (so this does
+                not yield again when the bytes are there).
 
         Raises:
             trio.BrokenResourceError: the connection was reset.
         """
-        waited = drained
-        if drained:
-            await trio.lowlevel.wait_readable(self.fd)
         while True:
             try:
                 data = os.read(self.fd, RECEIVE_BYTES)
@@ -189,6 +184,24 @@ class _Peer:
             return True
         finally:
             lock.release()
+
+    async def emit(self, message: dict[str, Any], related: rpc.RequestId | None) -> None:
+        """Send one JSON-RPC message (the session's ``emit``).
+
+        Runs in the reader and in call tasks: a peer that is gone or stalled ends the whole
+        connection here rather than failing one call task.
+        """
+        try:
+            await self.send(frames.text_frame(rpc.encode(message)))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.end(None)
+        except Stalled:
+            log.info("websocket peer %s stopped reading; closing", self.remote)
+            self.end(None)
+        else:
+            return
+        if self.scope is not None:
+            self.scope.cancel()
 
     def keepalive_round(self) -> bool:
         """One visit of the keepalive (`agora.transports.keepalive`): False when the peer
@@ -320,48 +333,20 @@ async def serve_websocket(
     """
     peer = _Peer(stream, app.config.send_timeout)
     try:
-        await _session(app, peer, endpoint, principal, early, keepalive)
-    finally:
-        await linger_close(stream)
-
-
-async def _session(
-    app: App,
-    peer: _Peer,
-    endpoint: Endpoint,
-    principal: Principal,
-    early: bytes,
-    keepalive: Keepalive | None,
-) -> None:
-    try:
         async with trio.open_nursery() as nursery:
-
-            async def emit(message: dict[str, Any], related: rpc.RequestId | None) -> None:
-                # Runs in the reader and in call tasks: a peer that is gone or stalled ends
-                # the whole connection here rather than failing one call task.
-                try:
-                    await peer.send(frames.text_frame(rpc.encode(message)))
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    peer.end(None)
-                    nursery.cancel_scope.cancel()
-                except Stalled:
-                    log.info("websocket peer %s stopped reading; closing", peer.remote)
-                    peer.end(None)
-                    nursery.cancel_scope.cancel()
-
+            peer.scope = nursery.cancel_scope
             conn = Connection(
                 app,
                 app.new_session(endpoint),
-                emit,
+                peer.emit,
                 nursery,
                 principal=principal,
                 endpoint=endpoint.params,
             )
-            peer.scope = nursery.cancel_scope
             if keepalive is not None:
                 keepalive.add(peer)
             try:
-                await _read(peer, conn, emit, early)
+                await _read(peer, conn, early)
             except (trio.BrokenResourceError, trio.ClosedResourceError, Stalled):
                 peer.end(None)
             finally:
@@ -372,11 +357,14 @@ async def _session(
                     peer.abandon_frame()
                 nursery.cancel_scope.cancel()
     finally:
-        with trio.CancelScope(shield=True):
-            await _close(peer)
+        try:
+            with trio.CancelScope(shield=True):
+                await _close(peer)
+        finally:
+            await linger_close(stream)
 
 
-async def _read(peer: _Peer, conn: Connection, emit: Emit, data: bytes) -> None:
+async def _read(peer: _Peer, conn: Connection, data: bytes) -> None:
     """Feed each whole message to the session until the peer closes or breaks a rule."""
     reader = MessageReader(rpc.MAX_MESSAGE_BYTES)
     while True:
@@ -390,7 +378,7 @@ async def _read(peer: _Peer, conn: Connection, emit: Emit, data: bytes) -> None:
             if opcode == frames.TEXT:
                 await conn.feed_bytes(payload)
             elif opcode == frames.BINARY:
-                await emit(rpc.error(None, rpc.INVALID_REQUEST, "send text frames"), None)
+                await peer.emit(rpc.error(None, rpc.INVALID_REQUEST, "send text frames"), None)
             elif opcode == frames.PING:
                 await peer.send(frames.control_frame(frames.PONG, payload))
             elif opcode == frames.PONG:
@@ -400,7 +388,13 @@ async def _read(peer: _Peer, conn: Connection, emit: Emit, data: bytes) -> None:
                 peer.peer_closed = True
                 peer.end(code)
                 return
-        data = await peer.receive(drained=len(data) < RECEIVE_BYTES)
+        if len(data) < RECEIVE_BYTES:
+            # The last read emptied the socket: a client that waits for each reply has sent
+            # nothing more, so wait here (a parked session sleeps in this frame) before reading.
+            await trio.lowlevel.wait_readable(peer.fd)
+            data = await peer.receive(waited=True)
+        else:
+            data = await peer.receive()
         if not data:
             peer.end(None)  # the socket ended without a close frame
             return
