@@ -42,6 +42,18 @@ class ToolError(AgoraError):
         self.text = text
 
 
+#: Why the store could not write, when the operating system says so (`StoreError.cause`):
+#: the database's disk is full, its files or file system refuse writes, or the disk failed.
+StoreCause = Literal["disk_full", "read_only", "io_error"]
+
+#: How each `StoreCause` is named to a client: what happened, in words an operator acts on.
+STORE_CAUSES: dict[str, str] = {
+    "disk_full": "the database's disk is full",
+    "read_only": "the database is read-only (its files or file system refuse writes)",
+    "io_error": "the database's disk reported an I/O error",
+}
+
+
 class StoreError(AgoraError):
     """The store could not commit or read.
 
@@ -49,11 +61,16 @@ class StoreError(AgoraError):
         outcome_unknown: True when a commit was in flight as it failed (the database went
             away during COMMIT, or COMMIT did not return in time): the change may or may not
             have been saved. False: the caller's command certainly had no effect.
+        cause: What the disk said (`StoreCause`), or None when the failure is not the
+            disk's (a lost connection, a timeout, a bad statement).
     """
 
-    def __init__(self, *args: object, outcome_unknown: bool = False) -> None:
+    def __init__(
+        self, *args: object, outcome_unknown: bool = False, cause: StoreCause | None = None
+    ) -> None:
         super().__init__(*args)
         self.outcome_unknown = outcome_unknown
+        self.cause = cause
 
 
 class ActorStopped(AgoraError):
@@ -80,6 +97,8 @@ class Failure:
         outcome_unknown: The change may or may not have been saved (its commit was in
             flight when the store failed): the client must read the current state before
             deciding to call again (``retryable`` is then false).
+        cause: Why the store refused the write (`StoreCause`: disk full, read-only, I/O
+            error), already named in ``message``; None when the failure is not the disk's.
     """
 
     kind: FailureKind
@@ -88,6 +107,7 @@ class Failure:
     correlation_id: str
     tool: str
     outcome_unknown: bool = False
+    cause: StoreCause | None = None
 
 
 def new_correlation_id() -> str:

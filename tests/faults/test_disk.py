@@ -1,9 +1,10 @@
 """The database's disk full or turned read-only mid-load: clear retryable errors, nothing lost.
 
-Both tests need root (CI has it; elsewhere they skip with the reason). A client posts debate
-messages of 4 KB; every refused post must say it can be retried (``retryable``), the server
-must stay up and keep answering reads, and once the server stops every acknowledged post is in
-the file with the body acknowledged.
+The tests need root (CI has it; elsewhere they skip with the reason). A client posts debate
+messages of 4 KB; every refused post must say it can be retried (``retryable``) and name the
+cause (disk full, read-only), a router plan and a chamber entry are refused naming it in their
+own vocabularies, the server must stay up and keep answering reads, and once the server stops
+every acknowledged post is in the file with the body acknowledged.
 
 - Full: the database lives on a small tmpfs until it fills; then the tmpfs grows
   (``remount,size=...``) and posts are acknowledged again by the same server.
@@ -14,11 +15,16 @@ the file with the body acknowledged.
   ``/sys/fs/ext4/<dev>/trigger_fs_error``). The kernel (6.x, ``emergency_ro``) keeps it
   read-only until it is unmounted, even after ``remount,rw``, so recovery is a restart on the
   file system mounted again: the acknowledged posts are there and posts are acknowledged.
+- Immutable: the database, its WAL and its directory made immutable (``chattr +i``, which
+  stops root's writes on open files too) on ext4, then writable again: the same server takes
+  writes again without a restart.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -56,17 +62,52 @@ def _umount(path: Any) -> None:
     subprocess.run(["umount", "-l", str(path)], check=False)
 
 
+#: How each toolset names a cause (`agora.errors.STORE_CAUSES`, the router's own messages).
+NAMED = {
+    "disk_full": re.compile(r"disk is full|out of disk space"),
+    "read_only": re.compile(r"is read-only"),
+}
+
+
 def _retryable(result: dict[str, Any]) -> bool:
     body = result.get("structuredContent") or {}
     text = " ".join(c.get("text", "") for c in result.get("content", []))
     return bool(body.get("retryable")) or "retry" in text
 
 
+def _names(cause: str, result: dict[str, Any]) -> bool:
+    """Whether a refusal names ``cause``, in its text and in any structured body."""
+    text = " ".join(c.get("text", "") for c in result.get("content", []))
+    body = result.get("structuredContent")
+    said = [text] + ([json.dumps(body)] if body else [])
+    return all(NAMED[cause].search(part) for part in said)
+
+
+async def _each_toolset_names(url: str, cause: str) -> None:
+    """A router plan and a chamber entry are refused too, each naming ``cause`` in its
+    toolset's vocabulary (they may fit in the last free bytes a few times first)."""
+    mix = mixed.Mix(url, [], mixed.Acks())
+    async with lean_connect(url, mixed.TOKEN) as client:
+        for role, fn in (("router", mixed.router), ("chamber", mixed.chamber)):
+            actor = mixed.Actor(1, role)
+            for _ in range(50):
+                actor.state.clear()  # always the write that starts a run or an attempt
+                try:
+                    await fn(mix, client, actor)
+                except mixed.Refused as refused:
+                    said = json.dumps(refused.body)
+                    assert NAMED[cause].search(said), f"{role} does not say {cause}: {said}"
+                    break
+            else:
+                raise AssertionError(f"{role} writes still succeed")
+
+
 class Poster:
     """Posts numbered 4 KB debate messages to one topic; keeps the acknowledged ones."""
 
-    def __init__(self, client: Any, topic: str, acked: dict[str, str]) -> None:
+    def __init__(self, client: Any, url: str, topic: str, acked: dict[str, str]) -> None:
         self.client = client
+        self.url = url
         self.topic = topic
         self.acked = acked
         self.sent = 0
@@ -115,7 +156,7 @@ async def serving(db: Path, config: Path, acked: dict[str, str]) -> AsyncIterato
         with trio.fail_after(TIMEOUT):
             topic = await _topic(db, mix)
         async with lean_connect(url, mixed.TOKEN) as client:
-            yield Poster(client, topic, acked)
+            yield Poster(client, url, topic, acked)
         process.terminate()
         with trio.fail_after(TIMEOUT):
             await process.wait()
@@ -157,6 +198,8 @@ async def test_a_full_disk_refuses_writes_retryably_and_recovers(tmp_path):
                 refusals = await poster.refusals(5)
                 assert len(refusals) == 5, "the disk never filled"
                 assert all(_retryable(r) for r in refusals), refusals[0]
+                assert all(_names("disk_full", r) for r in refusals), refusals[0]
+                await _each_toolset_names(poster.url, "disk_full")
                 assert not (await poster.read()).get("isError")
                 assert _mount(disk, LARGE, remount=True)
                 assert await poster.recovered(), "no write succeeded after space returned"
@@ -203,6 +246,7 @@ async def test_a_disk_turned_read_only_refuses_writes_retryably_and_loses_nothin
                 refusals = await poster.refusals(5)
                 assert len(refusals) == 5, "writes still succeed on a read-only file system"
                 assert all(_retryable(r) for r in refusals), refusals[0]
+                assert all(_names("read_only", r) for r in refusals), refusals[0]
                 assert not (await poster.read()).get("isError")
         _umount(disk)
         assert _mount_ext4(image, disk), "the image does not mount again"
@@ -212,4 +256,35 @@ async def test_a_disk_turned_read_only_refuses_writes_retryably_and_loses_nothin
                 assert await poster.recovered(), "no write succeeded after the restart"
         assert not _lost(db, acked), "acknowledged posts lost"
     finally:
+        _umount(disk)
+
+
+async def test_database_files_made_read_only_refuse_writes_and_recover_without_restart(tmp_path):
+    # As root a chmod stops nothing, and a mounted file system cannot be made read-only
+    # under an open database (EBUSY); the immutable attribute stops root's writes too, on
+    # the files SQLite holds open, and is taken off again under the same server.
+    disk, image = tmp_path / "disk", tmp_path / "disk.img"
+    disk.mkdir()
+    if _ext4(image, disk) is None or shutil.which("chattr") is None:
+        _umount(disk)
+        pytest.skip("needs: root, mkfs.ext4, chattr and a loop device")
+    db = disk / "immutable.db"
+    frozen = [str(disk), str(db), f"{db}-wal"]
+    acked: dict[str, str] = {}
+    try:
+        async with serving(db, mixed.write_config(tmp_path), acked) as poster:
+            with trio.fail_after(TIMEOUT * 2):
+                assert await poster.recovered(20)  # mid-load: 20 posts acknowledged first
+                assert _run("chattr", "+i", *frozen)
+                refusals = await poster.refusals(5)
+                assert len(refusals) == 5, "writes still succeed on immutable files"
+                assert all(_retryable(r) for r in refusals), refusals[0]
+                assert all(_names("read_only", r) for r in refusals), refusals[0]
+                await _each_toolset_names(poster.url, "read_only")
+                assert not (await poster.read()).get("isError")
+                assert _run("chattr", "-i", *frozen)
+                assert await poster.recovered(), "no write succeeded once writes were allowed"
+        assert not _lost(db, acked), "acknowledged posts lost"
+    finally:
+        _run("chattr", "-i", *frozen)
         _umount(disk)

@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from agora.errors import ActorStopped, AgoraError, StoreError
+from agora.errors import STORE_CAUSES, ActorStopped, AgoraError, StoreError
 from agora.store.neutral import Busy, Conflict, Guard
 
 if TYPE_CHECKING:
     from collections.abc import Collection
 
+    from agora.errors import StoreCause
     from agora.runtime.entity import Effects, Entity, EntityKind
     from agora.runtime.registry import Runtime
 
@@ -50,21 +51,32 @@ class InternalError(AgoraError):
     Attributes:
         outcome_unknown: Its commit was in flight when the store failed: the change may or
             may not have been saved (see `agora.errors.StoreError`).
+        cause: The disk's part in a failed commit (`agora.errors.StoreCause`), named in
+            the message too; None when the disk is not to blame.
     """
 
-    def __init__(self, message: str, *, outcome_unknown: bool = False) -> None:
+    def __init__(
+        self, message: str, *, outcome_unknown: bool = False, cause: StoreCause | None = None
+    ) -> None:
         super().__init__(message)
         self.outcome_unknown = outcome_unknown
+        self.cause = cause
 
 
 def commit_failed(exc: StoreError) -> InternalError:
-    """What the caller learns of a failed commit: nothing was saved, or (when the store
-    cannot tell) that the change may or may not have been saved."""
+    """What the caller learns of a failed commit: nothing was saved (and why, when the disk
+    refused it), or (when the store cannot tell) that the change may or may not have been
+    saved."""
     if exc.outcome_unknown:
         return InternalError(
             "the change may or may not have been saved (the database did not confirm it); "
             "read the current state before calling again",
             outcome_unknown=True,
+        )
+    if exc.cause is not None:
+        return InternalError(
+            f"the change could not be saved: {STORE_CAUSES[exc.cause]}; nothing was changed",
+            cause=exc.cause,
         )
     return InternalError("the change could not be saved; nothing was changed")
 

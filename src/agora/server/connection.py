@@ -267,7 +267,8 @@ class Connection:
             correlation = new_correlation_id()
             log.warning("%s %s failed: %s (correlation %s)", inv.kind, inv.name, exc, correlation)
             unknown = bool(getattr(exc, "outcome_unknown", False))
-            failure = Failure(kind, str(exc), not unknown, correlation, inv.name, unknown)
+            cause = getattr(exc, "cause", None)  # the disk's part, named in the message
+            failure = Failure(kind, str(exc), not unknown, correlation, inv.name, unknown, cause)
             return self._failed(inv, failure)
         except Exception:
             correlation = new_correlation_id()

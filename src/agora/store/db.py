@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import trio
 
 from agora.errors import StoreError
+from agora.store.diskfault import DiskDoctor
 from agora.store.lock import database_lock, database_problem
 from agora.store.migrations import apply_migrations
 from agora.store.neutral import SQLITE
@@ -192,7 +193,9 @@ class Store:
         Raises:
             StoreError: if the statements failed (none of them is committed), or the commit
                 did not come within ``commit_timeout`` (as above); retrying is safe in the
-                first case and in the "nothing was saved" one.
+                first case and in the "nothing was saved" one. When the disk is to blame
+                (full, read-only, an I/O error) its ``cause`` says so
+                (`agora.store.diskfault`); writes succeed again once the disk takes them.
         """
         if self._closed:
             raise StoreError("write failed: the store is closed")
@@ -207,7 +210,7 @@ class Store:
             await trio.lowlevel.cancel_shielded_checkpoint()
         else:
             await self._submit_and_wait(writes, outcome, tuple(guards), tuple(updated))
-        if isinstance(outcome[0], StoreError):  # the deadline passed (see `_give_up`)
+        if isinstance(outcome[0], StoreError):  # the deadline passed, or the disk refused
             raise outcome[0]
         if outcome[0] is not None:
             raise StoreError(f"write failed: {outcome[0]}") from outcome[0]
@@ -447,7 +450,8 @@ async def _open_locked(
         conn.close()  # a newer schema or a failed step: leave nothing open
         raise
     deliver = None if inline else trio.lowlevel.current_trio_token().run_sync_soon
-    writer = Writer(conn, group_commit=group_commit, deliver=deliver, trace=trace)
+    doctor = None if inline else DiskDoctor(path)
+    writer = Writer(conn, group_commit=group_commit, deliver=deliver, trace=trace, doctor=doctor)
     store = Store(
         path, conn, writer, inline=inline, versions=versions, commit_timeout=commit_timeout
     )

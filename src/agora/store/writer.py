@@ -31,6 +31,7 @@ from agora.store.stats import BATCH_SIZE, COMMIT_MS, Histogram
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from agora.store.diskfault import DiskDoctor
     from agora.store.neutral import Guard
 
 #: One SQL statement and its parameters, executed inside the group-commit transaction.
@@ -74,6 +75,7 @@ class Writer:
         group_commit: bool = True,
         deliver: Callable[[Callable[[], None]], None] | None = None,
         trace: bool = False,
+        doctor: DiskDoctor | None = None,
     ) -> None:
         """Set up the writer; `start` runs its thread.
 
@@ -84,8 +86,11 @@ class Writer:
             deliver: Runs a function in the thread that owns the jobs' callbacks (Trio's
                 ``run_sync_soon``); None runs it in place (inline use).
             trace: Log, at INFO, the wall time at which each transaction became durable.
+            doctor: Names the disk's part in failed jobs (full, read-only, I/O error):
+                they fail with a `agora.errors.StoreError` that says so. None: as raised.
         """
         self._conn = conn
+        self._doctor = doctor
         self._group = group_commit
         self._deliver = deliver
         self._trace = trace
@@ -187,6 +192,8 @@ class Writer:
             return  # nobody waits: do not queue for the write lock
         conn = self._conn
         outcomes: list[BaseException | None]
+        committed = 0
+        failed: Exception | None = None
         began = time.perf_counter()
         try:
             conn.execute("BEGIN IMMEDIATE")  # waits here while another process writes
@@ -195,12 +202,20 @@ class Writer:
             committed = outcomes.count(None)
             conn.execute("COMMIT" if committed else "ROLLBACK")  # no fsync for nothing
         except Exception as exc:  # the whole batch failed: nothing of it is committed
-            log.exception("commit of %d jobs failed", len(batch))
             _rollback(conn)
             batch = self._take(batch)  # each one not dropped learns of the failure
             outcomes = [exc] * len(batch)
+            failed, committed = exc, 0
         else:
             self.counted(committed, began)
+        if self._doctor is not None and committed != len(outcomes):
+            outcomes = self._doctor.name(outcomes)
+        if failed is not None:
+            cause = getattr(outcomes[0], "cause", None) if outcomes else None
+            if cause is None:
+                log.error("commit of %d jobs failed", len(batch), exc_info=failed)
+            else:  # the disk's fault, said in every refusal: no traceback per batch
+                log.warning("commit of %d jobs failed: %s (%s)", len(batch), cause, failed)
 
         def finish() -> None:
             for job, outcome in zip(batch, outcomes, strict=True):

@@ -180,7 +180,8 @@ def internal_failure(failure: Failure) -> dict[str, Any]:
         and the ``correlation_id`` to quote when reporting it.
     """
     hint = (
-        "Nothing was changed: call again with the same arguments."
+        "Nothing was changed: call again with the same arguments"
+        + (" once the server's disk takes writes again." if failure.cause else ".")
         if failure.retryable
         else f"Report correlation id {failure.correlation_id}; other attempts are unaffected."
     )

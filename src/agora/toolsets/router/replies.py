@@ -161,6 +161,11 @@ INTERNAL_MESSAGES: Final[dict[str, str]] = {
     "unexpected": "internal error in the router; nothing was changed",
     "unknown": "the router's store did not confirm this call's change; it may or may not have "
     "been saved: read the run before calling again",
+    # The disk's part in a failed commit (`agora.errors.StoreCause`): retry once it is fixed.
+    "disk_full": "the router's store is out of disk space; nothing was changed: retry later",
+    "read_only": "the router's store is read-only (its files refuse writes); nothing was "
+    "changed: retry later",
+    "io_error": "the router's store had a disk I/O error; nothing was changed: retry later",
 }
 
 #: The schema every internal-error body satisfies (`agora.toolsets.base.Toolset.failure_schema`).
@@ -200,7 +205,8 @@ def shape_failure(failure: Failure) -> dict[str, Any]:
         body = internal_body("unknown", False, failure.correlation_id)
         body["state_changed"] = "unknown"
         return body
-    return internal_body(failure.kind, failure.retryable, failure.correlation_id)
+    kind = failure.cause or failure.kind  # a disk fault is named for what it is
+    return internal_body(kind, failure.retryable, failure.correlation_id)
 
 
 def argument_rejection(issues: Sequence[ValidationIssue]) -> dict[str, Any]:

@@ -1,0 +1,106 @@
+"""Why a SQLite write failed, when the disk is to blame: full, read-only, or failing.
+
+SQLite says ``SQLITE_FULL`` for a full disk and ``SQLITE_READONLY`` when it could only open
+the file for reading, but a file system that refuses writes under an open database (made
+read-only by the kernel after an error, or files made immutable) shows only as
+``SQLITE_IOERR`` ("disk I/O error"), and Python does not expose the ``errno`` behind it.
+`DiskDoctor` then asks the operating system itself: it writes, syncs and removes a small
+probe file beside the database (``<database>.probe``) and reads the errno of the refusal
+(``EROFS``, ``EPERM``, ``EACCES``: read-only; ``ENOSPC``, ``EDQUOT``: full). The probe runs
+only after a failed write, on the writer's thread, never on the Trio thread.
+
+`DiskDoctor.name` turns such an exception into a `StoreError` whose ``cause`` and message
+name the cause; the toolsets' failure replies carry it on (`agora.errors.Failure`). A write
+that failed this way changed nothing and may be retried: SQLite keeps using its connection,
+so writes succeed again as soon as space or write permission returns, without a restart.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import sqlite3
+from typing import TYPE_CHECKING
+
+from agora.errors import STORE_CAUSES, StoreError
+
+if TYPE_CHECKING:
+    from agora.errors import StoreCause
+
+# SQLite's primary result codes (the low byte of an extended code).
+_SQLITE_READONLY, _SQLITE_IOERR, _SQLITE_FULL, _SQLITE_CANTOPEN = 8, 10, 13, 14
+
+_ERRNO_CAUSES: dict[int, StoreCause] = {
+    errno.ENOSPC: "disk_full",
+    errno.EDQUOT: "disk_full",
+    errno.EROFS: "read_only",
+    errno.EPERM: "read_only",
+    errno.EACCES: "read_only",
+}
+
+#: Bytes the probe writes: one page, so a full file system refuses it.
+PROBE_BYTES = 4096
+
+
+def sqlite_cause(exc: BaseException) -> StoreCause | None:
+    """The cause SQLite's own result code names, None if it names none."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(exc, sqlite3.Error) or code is None:
+        return None
+    primary = code & 0xFF
+    if primary == _SQLITE_FULL:
+        return "disk_full"
+    if primary == _SQLITE_READONLY:
+        return "read_only"
+    if primary in (_SQLITE_IOERR, _SQLITE_CANTOPEN):
+        return "io_error"
+    return None
+
+
+def errno_cause(error: OSError) -> StoreCause:
+    """The cause an operating-system refusal names (any other errno: an I/O error)."""
+    return _ERRNO_CAUSES.get(error.errno or 0, "io_error")
+
+
+class DiskDoctor:
+    """Names the disk's part in failed writes to one database file."""
+
+    def __init__(self, path: str) -> None:
+        """Args: path: the database file (the probe goes beside it)."""
+        self.probe_path = f"{path}.probe"
+
+    def probe(self) -> StoreCause | None:
+        """Write, sync and remove the probe file; what the OS refused, None if it took it."""
+        try:
+            fd = os.open(self.probe_path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+        except OSError as exc:
+            return errno_cause(exc)
+        try:
+            os.write(fd, b"\0" * PROBE_BYTES)
+            os.fsync(fd)
+        except OSError as exc:
+            return errno_cause(exc)
+        finally:
+            os.close(fd)
+            with contextlib.suppress(OSError):  # one that refuses it refused the write
+                os.unlink(self.probe_path)
+        return None
+
+    def name(self, outcomes: list[BaseException | None]) -> list[BaseException | None]:
+        """A batch's ``outcomes`` with each failure the disk caused replaced by a
+        `StoreError` naming the cause. At most one probe per batch: its jobs share a disk."""
+        probed: list[StoreCause | None] = []
+
+        def named(outcome: BaseException | None) -> BaseException | None:
+            if outcome is None or (cause := sqlite_cause(outcome)) is None:
+                return outcome
+            if cause == "io_error":  # SQLite cannot tell why: ask the OS, once
+                if not probed:
+                    probed.append(self.probe())
+                cause = probed[0] or "io_error"
+            error = StoreError(f"write failed: {STORE_CAUSES[cause]} ({outcome})", cause=cause)
+            error.__cause__ = outcome
+            return error
+
+        return [named(outcome) for outcome in outcomes]
