@@ -5,8 +5,10 @@ everything queued, runs them in one transaction, COMMITs once, and only then com
 batch's jobs with a single ``deliver`` call into the Trio thread (one wake-up per batch, not
 per job). With ``synchronous=FULL`` a completed job is on disk. Jobs run back to back at
 first; if one fails, the batch is rolled back and rerun with a SAVEPOINT around each job, so
-a bad job fails alone at no cost to the common case. This module must not import trio: it
-talks back only through the callbacks it was given.
+a bad job fails alone at no cost to the common case. A failure after which SQLite rolled the
+transaction back itself (a full disk, an I/O error) fails the whole batch instead, with that
+error (named by `agora.store.diskfault` when a doctor is given). This module must not import
+trio: it talks back only through the callbacks it was given.
 
 A job's waiter may give up on it (the store's commit deadline). Whether that job can still
 be saved is settled under one lock: `Writer.abandon` succeeds only while the job is
@@ -246,6 +248,8 @@ def _run_together(conn: sqlite3.Connection, batch: list[Job]) -> list[BaseExcept
             for sql, params in job.writes:
                 execute(sql, params)
     except Exception as exc:
+        if not conn.in_transaction:  # SQLite rolled it back itself (a full disk, an I/O
+            raise  # error): the whole batch fails, it is no one job's fault
         conn.execute("ROLLBACK")
         conn.execute("BEGIN IMMEDIATE")  # the caller ends this one
         if len(batch) == 1:
@@ -260,6 +264,8 @@ def _run_job(conn: sqlite3.Connection, job: Job) -> BaseException | None:
         for sql, params in job.writes:
             conn.execute(sql, params)
     except Exception as exc:  # any bad job (SQL error, malformed write) fails alone
+        if not conn.in_transaction:
+            raise  # rolled back by SQLite itself, savepoints and all: the batch fails
         conn.execute("ROLLBACK TO job")
         conn.execute("RELEASE job")
         return exc

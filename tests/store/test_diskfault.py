@@ -1,0 +1,100 @@
+"""`agora.store.diskfault`: SQLite's refusals named for what they are, without root.
+
+A database capped with ``max_page_count`` answers ``SQLITE_FULL`` as a full disk does, and one
+opened ``mode=ro`` answers ``SQLITE_READONLY``; the store then fails the write with a
+`StoreError` whose ``cause`` and message say so, and takes writes again once the cap is lifted.
+The disk tests (tests/faults/test_disk.py) do the same on real full and read-only disks.
+"""
+
+from __future__ import annotations
+
+import errno
+import sqlite3
+
+import pytest
+import trio
+
+from agora.errors import StoreError
+from agora.store.db import open_store
+from agora.store.diskfault import DiskDoctor, errno_cause, sqlite_cause
+from agora.store.migrations import Migration
+
+pytestmark = pytest.mark.sqlite_only("SQLite's own result codes")
+
+ITEMS = Migration("items", 1, lambda db: db.execute("CREATE TABLE items (body TEXT)"))
+
+
+def _full(path: str) -> sqlite3.Error:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("CREATE TABLE t (x)")
+    conn.execute("PRAGMA max_page_count=3")
+    try:
+        conn.execute("INSERT INTO t VALUES (?)", ("x" * 20000,))
+    except sqlite3.Error as exc:
+        return exc
+    finally:
+        conn.close()
+    raise AssertionError("the capped database took the row")
+
+
+def test_sqlite_result_codes_name_full_and_read_only(tmp_path):
+    assert sqlite_cause(_full(str(tmp_path / "full.db"))) == "disk_full"
+    conn = sqlite3.connect(f"file:{tmp_path / 'full.db'}?mode=ro", uri=True)
+    with pytest.raises(sqlite3.Error) as refused:
+        conn.execute("INSERT INTO t VALUES (1)")
+    conn.close()
+    assert sqlite_cause(refused.value) == "read_only"
+    assert sqlite_cause(sqlite3.IntegrityError("not the disk")) is None
+    assert sqlite_cause(ValueError("not SQLite")) is None
+
+
+def test_operating_system_refusals_are_named_by_errno():
+    assert errno_cause(OSError(errno.ENOSPC, "full")) == "disk_full"
+    assert errno_cause(OSError(errno.EROFS, "read-only")) == "read_only"
+    assert errno_cause(OSError(errno.EPERM, "immutable")) == "read_only"
+    assert errno_cause(OSError(errno.EIO, "bad sector")) == "io_error"
+
+
+def test_the_probe_passes_on_a_writable_disk_and_names_a_missing_directory(tmp_path):
+    assert DiskDoctor(str(tmp_path / "agora.db")).probe() is None
+    assert not list(tmp_path.iterdir())  # it left nothing behind
+    assert DiskDoctor(str(tmp_path / "gone" / "agora.db")).probe() == "io_error"
+
+
+def test_naming_keeps_other_failures_and_names_each_disk_one(tmp_path):
+    full = _full(str(tmp_path / "full.db"))
+    other = sqlite3.IntegrityError("UNIQUE constraint failed")
+    named = DiskDoctor(str(tmp_path / "full.db")).name([None, full, other, full])
+    assert named[0] is None
+    assert named[2] is other
+    for error in (named[1], named[3]):
+        assert isinstance(error, StoreError)
+        assert error.cause == "disk_full"
+        assert "disk is full" in str(error)
+        assert error.__cause__ is full
+    assert named[1] is not named[3]  # each waiter raises its own
+
+
+async def _fill(store) -> StoreError:
+    """Write 4 KB rows until the store refuses one; the refusal."""
+    for _ in range(20):
+        try:
+            await store.write([("INSERT INTO items VALUES (?)", ("x" * 4000,))])
+        except StoreError as exc:
+            return exc
+    raise AssertionError("the capped database took every row")
+
+
+async def test_a_store_refuses_writes_naming_a_full_disk_and_recovers(tmp_path):
+    path = tmp_path / "agora.db"
+    async with open_store(path, [ITEMS]) as store:
+        with trio.fail_after(10):
+            await store.write([("PRAGMA max_page_count=8", ())])
+            refused = await _fill(store)
+            assert "the database's disk is full" in str(refused)
+            assert refused.cause == "disk_full"
+            assert not refused.outcome_unknown
+            await store.write([("PRAGMA max_page_count=100000", ())])
+            await store.write([("INSERT INTO items VALUES (?)", ("after",))])
+            rows = await store.read(lambda c: c.execute("SELECT body FROM items").fetchall())
+    assert rows[-1][0] == "after"
