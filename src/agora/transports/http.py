@@ -4,7 +4,8 @@ A WebSocket upgrade on an ``/mcp`` path goes to the WebSocket transport with the
 already read; other ``/mcp`` requests go to Streamable HTTP; everything else to the
 toolsets' page routes. Every request passes the same Host/Origin check, and a state-changing
 page request must not look cross-site (`agora.transports.guard`). The head, and the whole
-body, are bounded in bytes and in time; every write is bounded by ``send_timeout``.
+body, are bounded in bytes and in time (one `Sweeper` per listener ends the connections
+waiting past their deadline); every write is bounded by ``send_timeout``.
 Connections stay open between requests (HTTP/1.1 keep-alive, SSE streams in chunked
 encoding) up to ``keep_alive_requests`` requests and ``keep_alive_seconds`` of idleness.
 
@@ -26,6 +27,7 @@ import trio
 
 from agora.mcp import jsonrpc as rpc
 from agora.transports import guard, http1
+from agora.transports.deadlines import Sweeper
 from agora.transports.http1 import BodyReader, Head, HttpError
 from agora.transports.keepalive import Keepalive
 from agora.transports.linger import linger_close
@@ -72,6 +74,8 @@ class FrontEnd:
         self._quiet.set()
         #: Pings every WebSocket peer from one task.
         self.keepalive = Keepalive(app.config.ping_interval, mcp.nursery)
+        #: Ends the connections that wait too long for their peer, from one task.
+        self.sweeper = Sweeper(mcp.nursery)
 
     async def handle(self, stream: trio.SocketStream) -> None:
         """Serve one accepted connection until it ends."""
@@ -81,7 +85,11 @@ class FrontEnd:
             if self.connections > self.app.config.max_connections:
                 await conn.refuse(503, "server full: too many connections; retry later")
                 return
-            await conn.serve()
+            self.sweeper.add(conn)
+            try:
+                await conn.serve()
+            finally:
+                self.sweeper.discard(conn)
             upgrade = conn.upgrade
             # A WebSocket may stay parked for hours: nothing of its HTTP exchange stays with it.
             del conn
@@ -133,10 +141,12 @@ class HttpConnection:
         self.responding = False
         #: The last response refused the request: close lingering, so the peer reads it.
         self.refused = False
-        #: Bounds each wait for the peer's bytes (its deadline is set per wait): one scope
-        #: for the whole connection costs less than one per read. Once it fires, the
-        #: connection ends; a body that was late gets its 408 first.
+        #: Bounds each wait for the peer's bytes: the front end's `Sweeper` cancels it once
+        #: `deadline` has passed (a refused connection sets its own deadline). Once it
+        #: fires, the connection ends; a body that was late gets its 408 first.
         self.timer = trio.CancelScope()
+        #: When the current wait for the peer's bytes must end (inf: not waiting).
+        self.deadline = math.inf
         self.reading_body = False
         #: The WebSocket the connection became (what `serve_websocket` needs but the
         #: stream): the stream stays open for it.
@@ -181,7 +191,8 @@ class HttpConnection:
             self.timer,
             contextlib.suppress(_Closed, HttpError, trio.BrokenResourceError),
         ):
-            await self._head(trio.current_time() + REFUSE_TIMEOUT)
+            self.timer.deadline = trio.current_time() + REFUSE_TIMEOUT
+            await self._head(self.timer.deadline)
         await self._send_error(status, message, [("retry-after", "1")])
         if self.refused:
             await linger_close(self.stream)
@@ -191,17 +202,19 @@ class HttpConnection:
     async def _receive(self, deadline: float) -> None:
         """Append what the peer sends next to ``buf``.
 
-        Nothing by ``deadline`` cancels `timer`, which ends the connection.
+        Nothing by ``deadline`` cancels `timer` (see `expire`), which ends the connection.
 
         Raises:
             _Closed: the peer closed its side.
             trio.BrokenResourceError: the connection was reset.
         """
-        self.timer.deadline = deadline
+        self.deadline = deadline
+        if deadline < self.front.sweeper.wake_at:
+            self.front.sweeper.due(deadline)
         try:
             await trio.lowlevel.wait_readable(self.fd)
         finally:
-            self.timer.deadline = math.inf
+            self.deadline = math.inf
         try:
             data = os.read(self.fd, RECEIVE_BYTES)
         except BlockingIOError:
@@ -211,6 +224,10 @@ class HttpConnection:
         if not data:
             raise _Closed
         self.buf += data
+
+    def expire(self) -> None:
+        """The wait for the peer's bytes is past its deadline (called by the `Sweeper`)."""
+        self.timer.cancel()
 
     async def _head(self, deadline: float) -> Head:
         while (head := http1.parse_head(self.buf, MAX_HEAD)) is None:
