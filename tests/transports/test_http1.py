@@ -6,7 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agora.transports.http1 import BodyReader, HttpError, chunk, parse_head, response_head
+from agora.transports.http1 import (
+    BodyReader,
+    HttpError,
+    chunk,
+    parse_head,
+    plain_head,
+    response_head,
+)
 
 MAX = 16384
 
@@ -170,6 +177,21 @@ def test_response_bytes():
 def test_a_response_header_cannot_smuggle_a_line(value):
     with pytest.raises(ValueError, match="CR or LF"):
         response_head(200, [("x", value)])
+    with pytest.raises(ValueError, match="CR or LF"):
+        plain_head(200, value, 3)
+
+
+@given(
+    st.sampled_from([200, 202, 404, 418]),
+    st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=40),
+    st.integers(0, 10**9),
+)
+def test_a_templated_head_is_the_head_response_head_makes(status, content_type, length):
+    expected = response_head(
+        status, [("content-type", content_type), ("content-length", str(length))]
+    )
+    assert plain_head(status, content_type, length) == expected
+    assert plain_head(status, content_type, length) == expected  # from the template now
 
 
 HEADS = st.lists(

@@ -105,9 +105,14 @@ def mcp_post_refusal(headers: Mapping[str, str]) -> tuple[int, str] | None:
     Returns:
         ``(status, message)`` (415 or 406) when the POST must be refused, else None.
     """
-    if _media_type(headers.get("content-type", "")) != "application/json":
+    return _post_refusal(headers.get("content-type", ""), headers.get("accept", ""))
+
+
+@lru_cache(maxsize=256)
+def _post_refusal(content_type: str, accept: str) -> tuple[int, str] | None:
+    if _media_type(content_type) != "application/json":
         return 415, "Unsupported Media Type: POST needs Content-Type: application/json"
-    types = _accepted(headers.get("accept", ""))
+    types = _accepted(accept)
     json_ok = bool(types & {"application/json", "application/*", "*/*"})
     sse_ok = bool(types & {"text/event-stream", "text/*", "*/*"})
     if not (json_ok and sse_ok):

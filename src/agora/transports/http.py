@@ -70,8 +70,8 @@ class FrontEnd:
         self._endpoints: dict[str, Endpoint | None] = {}
         #: Requests between head and the end of their response.
         self.busy = 0
-        self._quiet = trio.Event()
-        self._quiet.set()
+        #: Set once `busy` drops to 0, for `wait_quiet` (made only when someone waits).
+        self._quiet: trio.Event | None = None
         #: Pings every WebSocket peer from one task.
         self.keepalive = Keepalive(app.config.ping_interval, mcp.nursery)
         #: Ends the connections that wait too long for their peer, from one task.
@@ -111,19 +111,21 @@ class FrontEnd:
 
     def started(self) -> None:
         """A request is being answered."""
-        if self.busy == 0:
-            self._quiet = trio.Event()
         self.busy += 1
 
     def finished(self) -> None:
         """A request's answer is written (or abandoned)."""
         self.busy -= 1
-        if self.busy == 0:
+        if self.busy == 0 and self._quiet is not None:
             self._quiet.set()
+            self._quiet = None
 
     async def wait_quiet(self) -> None:
         """Until no response is being written (shutdown lets them finish)."""
-        await self._quiet.wait()
+        if self.busy:
+            if self._quiet is None:
+                self._quiet = trio.Event()
+            await self._quiet.wait()
 
 
 class HttpConnection:
@@ -306,6 +308,11 @@ class HttpConnection:
 
     async def _body(self, head: Head, limit: int) -> bytes:
         """The whole body, read within BODY_TIMEOUT (else `timer` ends the connection)."""
+        length = head.length
+        if not head.chunked and len(self.buf) >= length:  # all here (limit checked before)
+            body = bytes(self.buf[:length])
+            del self.buf[:length]
+            return body
         reader = BodyReader(head, limit)
         deadline = trio.current_time() + BODY_TIMEOUT
         reader.feed(self.buf)
@@ -374,6 +381,12 @@ class HttpConnection:
 
     async def _send(self, resp: Response, keep: bool = False) -> None:
         """Send a whole response; with ``keep`` (the request was read whole) stay open."""
+        if keep and not resp.headers:  # the usual answer: its head from a template
+            self.responding = True
+            await self._write(
+                http1.plain_head(resp.status, resp.content_type, len(resp.body)) + resp.body
+            )
+            return
         headers = [
             ("content-type", resp.content_type),
             ("content-length", str(len(resp.body))),

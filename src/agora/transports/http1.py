@@ -127,8 +127,12 @@ def parse_head(buf: bytearray, max_head: int) -> Head | None:
         headers = _merge(fields)
     version = first[3]
     length, chunked = _framing(headers, version)
-    tokens = {t.strip().lower() for t in headers.get("connection", "").split(",")}
-    keep_alive = "close" not in tokens and (version == "1.1" or "keep-alive" in tokens)
+    connection = headers.get("connection")
+    if connection is None:
+        keep_alive = version == "1.1"
+    else:
+        tokens = {t.strip().lower() for t in connection.split(",")}
+        keep_alive = "close" not in tokens and (version == "1.1" or "keep-alive" in tokens)
     return Head(
         method=first[1],
         target=first[2],
@@ -238,6 +242,26 @@ def response_head(status: int, headers: list[tuple[str, str]]) -> bytes:
     if fields.count("\n") != len(headers) or fields.count("\r") != len(headers):
         raise ValueError("a response header contains CR or LF")
     return f"HTTP/1.1 {status} {REASONS.get(status, 'Unknown')}\r\n{fields}\r\n".encode("latin-1")
+
+
+_PLAIN: dict[tuple[int, str], bytes] = {}
+
+
+def plain_head(status: int, content_type: str, length: int) -> bytes:
+    """`response_head` with just Content-Type and Content-Length, from a template made once
+    per status and type.
+
+    Raises:
+        ValueError: the content type contains CR or LF.
+    """
+    try:
+        template = _PLAIN[status, content_type]
+    except KeyError:
+        head = response_head(status, [("content-type", content_type), ("content-length", "")])
+        template = head.replace(b"%", b"%%").replace(b"length: \r\n", b"length: %d\r\n")
+        if len(_PLAIN) < 64:  # a handful in practice; bounded all the same
+            _PLAIN[status, content_type] = template
+    return template % length
 
 
 def chunk(data: bytes) -> bytes:

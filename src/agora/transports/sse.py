@@ -7,6 +7,7 @@ reconnect with ``Last-Event-ID`` and read on from where it was, until the buffer
 
 from __future__ import annotations
 
+import itertools
 import secrets
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -22,6 +23,10 @@ MAX_EVENTS = 1024
 #: is then found out by the failed write (instead of holding its session for ever).
 KEEPALIVE_SECONDS = 15.0
 KEEPALIVE = b": keepalive\n\n"
+#: Stream ids: unique in this process (a stream is found through its session, which the
+#: client must hold anyway), so a counter after a random prefix; no system call per stream.
+_ID_PREFIX = secrets.token_hex(4)
+_ids = itertools.count(1)
 
 
 def format_event(
@@ -43,7 +48,7 @@ def format_event(
 class EventBuffer:
     """Events of one stream, numbered from 1; ``closed`` once the last one is written."""
 
-    stream_id: str = field(default_factory=lambda: secrets.token_hex(8))
+    stream_id: str = field(default_factory=lambda: f"{_ID_PREFIX}{next(_ids):x}")
     events: list[bytes] = field(default_factory=list)
     first: int = 1
     closed: bool = False
