@@ -23,9 +23,11 @@ latency is measured from its *scheduled* send time, so a late reply that delays 
 next send counts against that send too (no coordinated omission); the service time (from
 the actual send) is printed beside it. ``--no-closed`` runs only the open-loop phase.
 
-Server and client CPU seconds per phase are printed. Afterwards the database is checked: one
-event and one gate row per acknowledged call, every run completed. The agents use the lean
-sequential client of ``wsload.py`` (the load generator shares this machine's two cores).
+Server and client CPU seconds per phase are printed, and the writer's group commit over the
+phase (from ``/healthz``: commands per commit, largest batch, BEGIN-to-COMMIT time).
+Afterwards the database is checked: one event and one gate row per acknowledged call, every
+run completed. The agents use the lean sequential client of ``wsload.py`` (the load
+generator shares this machine's two cores).
 
 Usage: ``.venv/bin/python bench/router_runs.py [--runs 1000] [--replays 10] [--rate 2000]
 [--rounds 3] [--no-closed] [--synchronous FULL] [--timeout 300]``. Not run by CI.
