@@ -69,6 +69,7 @@ from trio_websocket import (
 from wsload import LeanWebSocket, lean_connect
 
 from agora.client import connect
+from agora.toolsets.chamber.ratelimit import ANONYMOUS_PER_MINUTE
 
 SUITES = ("chambre-chrono-v0", "chambre-atelier-v0")
 ENTRY = {
@@ -263,7 +264,11 @@ async def one_run(args: argparse.Namespace, directory: Path, group_commit: bool)
     with trio.fail_after(args.timeout):
         config = directory / "agora.toml"
         # One pooled room per agent, so a whole burst of entries finds its rooms ready.
-        config.write_text(f"[options.chamber]\nroom_pool_size = {max(args.agents, 128)}\n")
+        text = f"[options.chamber]\nroom_pool_size = {max(args.agents, 128)}\n"
+        # The agents are anonymous, so they share one bucket: past its size, lift its limit.
+        if args.agents > ANONYMOUS_PER_MINUTE:
+            text += "anonymous_enter_per_minute = 0\n"
+        config.write_text(text)
         async with agora_serve(
             db,
             "chamber",
