@@ -12,12 +12,13 @@ import secrets
 
 import pytest
 import trio
+import trio.testing
 
 from agora.toolsets.chamber import room as rooms
 from agora.toolsets.chamber import service
 from agora.toolsets.chamber.attempt import seed_commitment
 from agora.toolsets.chamber.generate import build_room
-from agora.toolsets.chamber.pool import RoomPool, pool_size
+from agora.toolsets.chamber.pool import QUIET_SECONDS, RoomPool, pool_size
 from agora.toolsets.chamber.transcript import genesis
 
 SUITES = [("chambre-chrono-v0", "chamber"), ("chambre-atelier-v0", "atelier")]
@@ -158,3 +159,25 @@ async def test_an_entry_the_pool_cannot_serve_draws_its_own_handle_seed_and_salt
     monkeypatch.undo()
     assert entered["seed_source"] == "server"
     assert sorted(drawn) == [8, 8, 16]  # the handle, the seed and its salt
+
+
+async def test_the_refill_waits_until_no_entry_came_for_the_quiet_period(
+    runtime, options, nursery, mock_clock
+):
+    # A burst of takes must not wake the refill once per take: it notes the time of the
+    # last one and resumes building only QUIET_SECONDS after it.
+    options["chamber"]["room_pool_size"] = 3
+    pool = RoomPool(SUITES[:1])
+    nursery.start_soon(pool.refill, runtime)
+    with trio.fail_after(30):
+        await pool.wait_full()
+    suite = SUITES[0][0]
+    for _ in range(2):
+        assert pool.take(suite) is not None
+        mock_clock.jump(QUIET_SECONDS * 0.8)
+        await trio.testing.wait_all_tasks_blocked()
+    assert pool.status()[suite]["ready"] == 1  # a take came within the quiet period
+    mock_clock.jump(QUIET_SECONDS * 0.3)  # now none came for QUIET_SECONDS
+    with trio.fail_after(30):
+        await pool.wait_full()
+    assert pool.status()[suite]["ready"] == 3

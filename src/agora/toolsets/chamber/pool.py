@@ -98,6 +98,7 @@ class RoomPool:
     _taken: trio.Event = field(default_factory=trio.Event, init=False, repr=False)
     _full: trio.Event = field(default_factory=trio.Event, init=False, repr=False)
     _size: int = field(default=0, init=False)
+    _last_take: float = field(default=0.0, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._ready = {suite_id: deque() for suite_id, _ in self.suites}
@@ -107,8 +108,14 @@ class RoomPool:
         ready = self._ready.get(suite_id)
         if not ready:
             return None
-        self._taken.set()
-        self._full = trio.Event() if self._full.is_set() else self._full
+        # Only the first take after the pool was full wakes the refill task; the later ones
+        # of a burst just note the time (a wake, a fresh event and a deadline per entry were
+        # a quarter of an entry's time on the event loop).
+        self._last_take = trio.current_time()
+        if not self._taken.is_set():
+            self._taken.set()
+        if self._full.is_set():
+            self._full = trio.Event()
         return ready.popleft()
 
     def status(self) -> dict[str, dict[str, int]]:
@@ -131,13 +138,17 @@ class RoomPool:
                 self._taken = trio.Event()
                 self._full.set()
                 await self._taken.wait()
-                # Entries come in bursts: let a burst pass before competing for the CPU.
-                while True:
-                    self._taken = trio.Event()
-                    with trio.move_on_after(QUIET_SECONDS):
-                        await self._taken.wait()
-                        continue
-                    break
+                # Entries come in bursts: let a burst pass (no take for QUIET_SECONDS) before
+                # competing for the CPU.
+                await self._quiet()
+
+    async def _quiet(self) -> None:
+        """Return once no entry took a room for `QUIET_SECONDS`."""
+        while True:
+            quiet = self._last_take + QUIET_SECONDS - trio.current_time()
+            if quiet <= 0:
+                return
+            await trio.sleep(quiet)
 
     async def wait_full(self) -> None:
         """Return once every suite's pool is full (an entry may empty it again right away)."""
