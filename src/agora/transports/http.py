@@ -11,7 +11,8 @@ encoding) up to ``keep_alive_requests`` requests and ``keep_alive_seconds`` of i
 
 Bytes move with ``os.read``/``os.write`` on the socket's descriptor (non-blocking, as Trio
 made it), as the WebSocket transport does: a response that fits the kernel's buffer costs
-one system call and no trip through the scheduler. Nothing here knows about MCP sessions.
+one system call and no trip through the scheduler (the writing half of a connection is
+`agora.transports.respond`). Nothing here knows about MCP sessions.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from agora.transports.deadlines import Sweeper
 from agora.transports.http1 import BodyReader, Head, HttpError
 from agora.transports.keepalive import Keepalive
 from agora.transports.linger import linger_close
-from agora.transports.sse import format_event
+from agora.transports.respond import Closed, Responder
 from agora.transports.websocket import accept_websocket, serve_websocket
 from agora.web.http import EventStream, Request, Response
 
@@ -51,12 +52,7 @@ REFUSE_TIMEOUT = 1.0
 MAX_HEAD = 16384
 MAX_PAGE_BODY = 1 << 20
 RECEIVE_BYTES = 65536
-_CLOSE = ("connection", "close")
 _BEARER = ("www-authenticate", 'Bearer realm="agora"')
-
-
-class _Closed(Exception):
-    """End the connection without another word."""
 
 
 class FrontEnd:
@@ -128,21 +124,16 @@ class FrontEnd:
             await self._quiet.wait()
 
 
-class HttpConnection:
+class HttpConnection(Responder):
     """One TCP connection: a loop of requests until close, or a WebSocket hand-off."""
 
     def __init__(self, front: FrontEnd, stream: trio.SocketStream) -> None:
+        super().__init__(stream, front.app.config.send_timeout)
         self.front = front
         self.app = front.app
         self.config = front.app.config
-        self.stream = stream
-        self.fd = stream.socket.fileno()
         self.buf = bytearray()
         self.served = 0
-        #: A response to the current request has begun: no other may be sent.
-        self.responding = False
-        #: The last response refused the request: close lingering, so the peer reads it.
-        self.refused = False
         #: Bounds each wait for the peer's bytes: the front end's `Sweeper` cancels it once
         #: `deadline` has passed (a refused connection sets its own deadline). Once it
         #: fires, the connection ends; a body that was late gets its 408 first.
@@ -153,14 +144,6 @@ class HttpConnection:
         #: The WebSocket the connection became (what `serve_websocket` needs but the
         #: stream): the stream stays open for it.
         self.upgrade: tuple[bytes, Endpoint, Principal] | None = None
-        #: Runs an SSE response that starts while its request's task still runs the call.
-        self.nursery: trio.Nursery | None = None
-        #: Whether the current request may be answered in chunked encoding and kept alive.
-        self.chunked = False
-        #: The SSE response started early for the current request, once there is one.
-        self.early: EventStream | None = None
-        self.early_done = trio.Event()
-        self.early_keep = False
 
     async def serve(self) -> None:
         """Serve requests until the peer closes, misbehaves, idles, or upgrades (see
@@ -182,7 +165,7 @@ class HttpConnection:
                     pass
             if self.timer.cancelled_caught and self.reading_body:
                 await self._send_error(408, f"request body not received within {BODY_TIMEOUT} s")
-        except (_Closed, trio.BrokenResourceError, trio.ClosedResourceError):
+        except (Closed, trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         except HttpError as exc:
             await self._send_error(exc.status, exc.message)
@@ -191,7 +174,7 @@ class HttpConnection:
         """Read the head (briefly), answer ``status`` and close."""
         with (
             self.timer,
-            contextlib.suppress(_Closed, HttpError, trio.BrokenResourceError),
+            contextlib.suppress(Closed, HttpError, trio.BrokenResourceError),
         ):
             self.timer.deadline = trio.current_time() + REFUSE_TIMEOUT
             await self._head(self.timer.deadline)
@@ -207,7 +190,7 @@ class HttpConnection:
         Nothing by ``deadline`` cancels `timer` (see `expire`), which ends the connection.
 
         Raises:
-            _Closed: the peer closed its side.
+            Closed: the peer closed its side.
             trio.BrokenResourceError: the connection was reset.
         """
         self.deadline = deadline
@@ -224,7 +207,7 @@ class HttpConnection:
         except OSError as exc:
             raise trio.BrokenResourceError(f"read failed: {exc}") from exc
         if not data:
-            raise _Closed
+            raise Closed
         self.buf += data
 
     def expire(self) -> None:
@@ -297,7 +280,7 @@ class HttpConnection:
         keep = head.keep_alive and self.served < self.config.keep_alive_requests
         self.chunked = keep and head.version == "1.1"
         reply = await self._route(req, endpoint)
-        if reply is self.early:  # already being sent (`_stream_early`)
+        if reply is self.early:  # already being sent (`stream_early`)
             self.early = None
             await self.early_done.wait()
             return self.early_keep
@@ -325,7 +308,7 @@ class HttpConnection:
 
     async def _route(self, req: Request, endpoint: Endpoint | None) -> Response | EventStream:
         if endpoint is not None:
-            return await self.front.mcp.handle(req, endpoint, self._stream_early)
+            return await self.front.mcp.handle(req, endpoint, self.stream_early)
         for route in self.app.routes:
             params = route.match(req.method, req.path)
             if params is not None:
@@ -362,92 +345,3 @@ class HttpConnection:
             resp.headers.append(_BEARER)
             return resp
         return None
-
-    async def _write(self, data: bytes) -> None:
-        """Send bytes; a peer that leaves them unread for ``send_timeout`` is dropped."""
-        view = memoryview(data)
-        while view:
-            try:
-                view = view[os.write(self.fd, view) :]
-            except BlockingIOError:
-                pass
-            except OSError as exc:
-                raise trio.BrokenResourceError(f"write failed: {exc}") from exc
-            if view:  # the kernel's buffer is full: wait, but not for ever
-                with trio.move_on_after(self.config.send_timeout) as slow:
-                    await trio.lowlevel.wait_writable(self.fd)
-                if slow.cancelled_caught:
-                    raise _Closed
-
-    async def _send(self, resp: Response, keep: bool = False) -> None:
-        """Send a whole response; with ``keep`` (the request was read whole) stay open."""
-        if keep and not resp.headers:  # the usual answer: its head from a template
-            self.responding = True
-            await self._write(
-                http1.plain_head(resp.status, resp.content_type, len(resp.body)) + resp.body
-            )
-            return
-        headers = [
-            ("content-type", resp.content_type),
-            ("content-length", str(len(resp.body))),
-            *resp.headers,
-        ]
-        if not keep:
-            headers.append(_CLOSE)
-            self.refused = resp.status >= 400
-        self.responding = True
-        await self._write(http1.response_head(resp.status, headers) + resp.body)
-
-    async def _send_error(
-        self,
-        status: int,
-        message: str | dict[str, object],
-        extra: list[tuple[str, str]] | None = None,
-    ) -> None:
-        """Answer ``status`` (and close) if no response has started; never raises."""
-        if self.responding:
-            return
-        resp = Response.error(status, message) if isinstance(message, str) else None
-        resp = resp or Response.json(message, status)
-        resp.headers.extend(extra or [])
-        with contextlib.suppress(_Closed, trio.BrokenResourceError, trio.ClosedResourceError):
-            await self._send(resp)
-
-    def _stream_early(self, reply: EventStream) -> None:
-        """Start sending ``reply`` from another task: this one is still running the call."""
-        assert self.nursery is not None
-        self.responding = True
-        self.early = reply
-        self.early_done = trio.Event()
-        self.nursery.start_soon(self._send_early, reply, self.chunked)
-
-    async def _send_early(self, reply: EventStream, chunked: bool) -> None:
-        self.early_keep = False
-        try:
-            self.early_keep = await self._stream(reply, chunked)
-        except (_Closed, trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        finally:
-            self.early_done.set()
-
-    async def _stream(self, reply: EventStream, chunked: bool) -> bool:
-        """Send an SSE response; whether the connection can carry another request."""
-        headers = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
-        headers.append(("transfer-encoding", "chunked") if chunked else _CLOSE)
-        headers += reply.headers
-        self.responding = True
-        frame = http1.chunk if chunked else bytes
-        await self._write(http1.response_head(200, headers))
-        try:
-            async for item in reply.events:
-                data = item if isinstance(item, bytes) else format_event(item[1], event=item[0])
-                await self._write(frame(data))
-        finally:
-            # Finish the source now (a stalled or vanished reader), not when it is collected.
-            aclose = getattr(reply.events, "aclose", None)
-            if aclose is not None:
-                with trio.CancelScope(shield=True), trio.move_on_after(1):
-                    await aclose()
-        if chunked:
-            await self._write(http1.LAST_CHUNK)
-        return chunked

@@ -1,0 +1,141 @@
+"""Writing HTTP/1.1 responses on a connection's descriptor: whole ones, SSE streams, errors.
+
+`Responder` is the writing half of a front-end connection (`agora.transports.http`): a
+whole response is one ``os.write`` when the kernel takes it (head and body together), a
+write the peer leaves unread for ``send_timeout`` ends the connection, an error is sent only
+if no response has begun. An SSE reply is streamed as chunks (or until close); one that
+begins while the request's own task is still running its call (`stream_early`) is written
+by a second task of the connection, in `nursery`. Nothing here reads requests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import trio
+
+from agora.transports import http1
+from agora.transports.sse import format_event
+from agora.web.http import EventStream, Response
+
+CLOSE = ("connection", "close")
+
+
+class Closed(Exception):
+    """End the connection without another word."""
+
+
+class Responder:
+    """What a connection writes, and whether it has begun to answer the current request.
+
+    Args:
+        stream: The connection (its descriptor is written directly).
+        send_timeout: Seconds a write may wait for the peer to read.
+    """
+
+    def __init__(self, stream: trio.SocketStream, send_timeout: float) -> None:
+        self.stream = stream
+        self.fd = stream.socket.fileno()
+        self.send_timeout = send_timeout
+        #: A response to the current request has begun: no other may be sent.
+        self.responding = False
+        #: The last response refused the request: close lingering, so the peer reads it.
+        self.refused = False
+        #: Runs an SSE response that starts while its request's task still runs the call.
+        self.nursery: trio.Nursery | None = None
+        #: Whether the current request may be answered in chunked encoding and kept alive.
+        self.chunked = False
+        #: The SSE response started early for the current request, once there is one.
+        self.early: EventStream | None = None
+        self.early_done = trio.Event()
+        self.early_keep = False
+
+    async def _write(self, data: bytes) -> None:
+        """Send bytes; a peer that leaves them unread for ``send_timeout`` is dropped."""
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self.fd, view) :]
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                raise trio.BrokenResourceError(f"write failed: {exc}") from exc
+            if view:  # the kernel's buffer is full: wait, but not for ever
+                with trio.move_on_after(self.send_timeout) as slow:
+                    await trio.lowlevel.wait_writable(self.fd)
+                if slow.cancelled_caught:
+                    raise Closed
+
+    async def _send(self, resp: Response, keep: bool = False) -> None:
+        """Send a whole response; with ``keep`` (the request was read whole) stay open."""
+        if keep and not resp.headers:  # the usual answer: its head from a template
+            self.responding = True
+            await self._write(
+                http1.plain_head(resp.status, resp.content_type, len(resp.body)) + resp.body
+            )
+            return
+        headers = [
+            ("content-type", resp.content_type),
+            ("content-length", str(len(resp.body))),
+            *resp.headers,
+        ]
+        if not keep:
+            headers.append(CLOSE)
+            self.refused = resp.status >= 400
+        self.responding = True
+        await self._write(http1.response_head(resp.status, headers) + resp.body)
+
+    async def _send_error(
+        self,
+        status: int,
+        message: str | dict[str, object],
+        extra: list[tuple[str, str]] | None = None,
+    ) -> None:
+        """Answer ``status`` (and close) if no response has started; never raises."""
+        if self.responding:
+            return
+        resp = Response.error(status, message) if isinstance(message, str) else None
+        resp = resp or Response.json(message, status)
+        resp.headers.extend(extra or [])
+        with contextlib.suppress(Closed, trio.BrokenResourceError, trio.ClosedResourceError):
+            await self._send(resp)
+
+    def stream_early(self, reply: EventStream) -> None:
+        """Start sending ``reply`` from another task: this one is still running the call."""
+        assert self.nursery is not None
+        self.responding = True
+        self.early = reply
+        self.early_done = trio.Event()
+        self.nursery.start_soon(self._send_early, reply, self.chunked)
+
+    async def _send_early(self, reply: EventStream, chunked: bool) -> None:
+        self.early_keep = False
+        try:
+            self.early_keep = await self._stream(reply, chunked)
+        except (Closed, trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            self.early_done.set()
+
+    async def _stream(self, reply: EventStream, chunked: bool) -> bool:
+        """Send an SSE response; whether the connection can carry another request."""
+        headers = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
+        headers.append(("transfer-encoding", "chunked") if chunked else CLOSE)
+        headers += reply.headers
+        self.responding = True
+        frame = http1.chunk if chunked else bytes
+        await self._write(http1.response_head(200, headers))
+        try:
+            async for item in reply.events:
+                data = item if isinstance(item, bytes) else format_event(item[1], event=item[0])
+                await self._write(frame(data))
+        finally:
+            # Finish the source now (a stalled or vanished reader), not when it is collected.
+            aclose = getattr(reply.events, "aclose", None)
+            if aclose is not None:
+                with trio.CancelScope(shield=True), trio.move_on_after(1):
+                    await aclose()
+        if chunked:
+            await self._write(http1.LAST_CHUNK)
+        return chunked
