@@ -22,18 +22,25 @@ must know the bench's principal: start it with ``--config`` on the agora.toml th
 ``mixed.write_config`` writes (``python -m bench config DIR`` writes it to DIR). Every
 run is bounded in time (``--seconds``) and prints a progress bar; the report is
 ``bench/results/<date>-<workload>.json`` with a Markdown summary and a PNG chart next to it
-(see ``bench/report.py``). The machine's other load skews every figure: the report records
+(see ``bench/report.py``). ``--nodes N`` (``mixed``, ``clients``) runs N nodes on one
+PostgreSQL instead (``--pg URL``, a fresh schema on it; else a throwaway cluster started
+with ``scripts/pg.sh``), the sessions spread over them: all four toolsets on every node,
+the servers' CPU and RSS added up (``--store postgresql`` alone: one node on PostgreSQL).
+The machine's other load skews every figure: the report records
 the load average at the start and the end.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
@@ -56,41 +63,49 @@ ALL = "chess,chamber,router,debate"
 
 
 class Sampler:
-    """Server CPU between `begin` and `end`, and its peak RSS, sampled once a second."""
+    """Servers' CPU between `begin` and `end`, and their peak RSS (added up over every
+    node), sampled once a second."""
 
-    def __init__(self, pid: int | None) -> None:
-        self.pid = pid
-        self.cpu0 = cpu_seconds(pid) if pid else 0.0
-        self.rss_start = vm_rss(pid) if pid else 0
+    def __init__(self, pids: list[int]) -> None:
+        self.pids = pids
+        self.cpu0 = self._cpu()
+        self.rss_start = self._rss()
         self.rss_peak = self.rss_start
         self.cpu = 0.0
 
+    def _cpu(self) -> float:
+        return sum(cpu_seconds(pid) for pid in self.pids)
+
+    def _rss(self) -> int:
+        return sum(vm_rss(pid) for pid in self.pids)
+
     async def run(self) -> None:
-        while self.pid:
-            self.rss_peak = max(self.rss_peak, vm_rss(self.pid))
+        while self.pids:
+            self.rss_peak = max(self.rss_peak, self._rss())
             await trio.sleep(1.0)
 
     def end(self) -> dict[str, float]:
-        if not self.pid:
+        if not self.pids:
             return {}
-        self.cpu = cpu_seconds(self.pid) - self.cpu0
+        self.cpu = self._cpu() - self.cpu0
         return {
             "server_cpu_s": round(self.cpu, 2),
             "server_rss_start_mib": round(self.rss_start / 2**20, 1),
             "server_rss_peak_mib": round(self.rss_peak / 2**20, 1),
-            "server_rss_end_mib": round(vm_rss(self.pid) / 2**20, 1),
+            "server_rss_end_mib": round(self._rss() / 2**20, 1),
         }
 
 
-async def run_mixed(args: argparse.Namespace, urls: list[str], pid: int | None) -> Report:
+async def run_mixed(args: argparse.Namespace, urls: list[str], pids: list[int]) -> Report:
     import mixed
 
-    report = Report("mixed", {"sessions": args.sessions, "seconds": args.seconds, "urls": urls})
+    params = {"sessions": args.sessions, "seconds": args.seconds, "urls": urls}
+    report = Report("mixed", params | {"nodes": len(urls), "store": args.store})
     mix = mixed.Mix(urls[0], mixed.plan_actors(args.sessions), mixed.Acks(), urls=urls)
     with trio.fail_after(120):
         await mixed.setup_topics(mix, max(1, args.sessions // 40))
     mix.stats = mixed.Stats()
-    sampler = Sampler(pid)
+    sampler = Sampler(pids)
     progress = Progress("mixed", args.seconds, lambda: mix.stats.calls)
     start = time.perf_counter()
     async with trio.open_nursery() as nursery:
@@ -120,7 +135,7 @@ async def run_mixed(args: argparse.Namespace, urls: list[str], pid: int | None) 
     return report
 
 
-async def run_clients(args: argparse.Namespace, urls: list[str], pid: int | None) -> Report:
+async def run_clients(args: argparse.Namespace, urls: list[str], pids: list[int]) -> Report:
     """The mixed load alone, then with rude clients; the polite sessions' latency in both."""
     import mixed
     import rude
@@ -147,8 +162,8 @@ async def run_clients(args: argparse.Namespace, urls: list[str], pid: int | None
             nursery.start_soon(progress.run)
             with trio.fail_after(args.seconds + 120):
                 await mixed.run(mix, args.seconds)
-            if pid:
-                rss[phase] = round(vm_rss(pid) / 2**20, 1)
+            if pids:
+                rss[phase] = round(sum(vm_rss(pid) for pid in pids) / 2**20, 1)
             nursery.cancel_scope.cancel()
     for stream in held + rude.OPENED:
         await stream.aclose()
@@ -181,7 +196,9 @@ def run_script(name: str, extra: list[str]) -> Report:
 async def with_server(args: argparse.Namespace) -> Report:
     workload = run_clients if args.workload == "clients" else run_mixed
     if args.url:
-        return await workload(args, args.url, args.pid)
+        return await workload(args, args.url, [args.pid] if args.pid else [])
+    if args.store == "postgresql":
+        return await on_nodes(args, workload)
     import mixed
     from serve import agora_serve
 
@@ -192,7 +209,42 @@ async def with_server(args: argparse.Namespace) -> Report:
             directory / "bench.db", ALL, config=config, synchronous="FULL"
         ) as server:
             url = server.url.replace("http://", "ws://") + "/mcp"
-            return await workload(args, [url], server.pid)
+            return await workload(args, [url], [server.pid])
+
+
+async def on_nodes(args: argparse.Namespace, workload: Any) -> Report:
+    """``workload`` over ``--nodes`` agora nodes sharing one PostgreSQL database (a fresh
+    schema on ``--pg``, or on a throwaway cluster started with ``scripts/pg.sh``); the
+    sessions spread round-robin over the nodes, every node's CPU and RSS added up."""
+    import mixed
+
+    import nodes
+
+    server, pgdir = args.pg, ""
+    if not server:
+        pgdir = tempfile.mkdtemp(prefix="agora-bench-pg-")  # pg.sh hands it to postgres
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        started = await trio.run_process(
+            ["bash", str(HERE.parent / "scripts" / "pg.sh"), "start", pgdir, str(port)],
+            capture_stdout=True,
+        )
+        server = started.stdout.decode().strip()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            config = mixed.write_config(Path(tmp))
+            schema = nodes.fresh_schema(server)
+            async with nodes.cluster(schema, args.nodes, ALL, config, None) as (running, _):
+                urls = [n.url.replace("http://", "ws://") + "/mcp" for n in running]
+                return await workload(args, urls, [n.proc.pid for n in running])  # type: ignore[no-any-return]
+    finally:
+        if pgdir:
+            with trio.CancelScope(shield=True):
+                await trio.run_process(
+                    ["bash", str(HERE.parent / "scripts" / "pg.sh"), "stop", pgdir], check=False
+                )
+            shutil.rmtree(pgdir, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -205,8 +257,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--url", action="append", help="a running server's ws://.../mcp")
     parser.add_argument("--pid", type=int, help="the pid of the --url server, to sample it")
+    parser.add_argument(
+        "--nodes",
+        type=int,
+        default=1,
+        help="mixed, clients: agora nodes on one PostgreSQL (implies --store)",
+    )
+    parser.add_argument("--store", choices=["sqlite", "postgresql"], default="sqlite")
+    parser.add_argument("--pg", default="", help="a PostgreSQL server URL (else one is started)")
     parser.add_argument("--out", type=Path, default=HERE / "results")
     args, rest = parser.parse_known_args(argv)
+    if args.nodes > 1 or args.pg:
+        args.store = "postgresql"
     extra = [a for a in rest if a != "--"]
     raise_fd_limit()
     if args.workload == "config":

@@ -156,6 +156,9 @@ class Mix:
         self.stats.sample("refused" if refused else kind, time.perf_counter() - start)
         body = result.get("structuredContent")
         if refused:
+            if body is None:  # a text refusal (a store failure, a busy entity): its words
+                text = " ".join(c.get("text", "") for c in result.get("content", []))
+                body = {"error": text.split(" (correlation id")[0][:80]}
             raise Refused(tool, body)
         return body
 
