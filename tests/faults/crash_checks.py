@@ -1,7 +1,8 @@
 """What a database must hold after a SIGKILL: the client's acknowledgements and whole changes.
 
 `check_database` reads the killed server's SQLite file (the process is gone, so nothing else
-writes) and returns every broken promise as a sentence:
+writes), `check_pg` the PostgreSQL database several nodes share (in one snapshot), and each
+returns every broken promise as a sentence:
 
 - every acknowledged write is present: debate messages with the very body acknowledged
   (and exactly one delivery row for their one recipient), router runs at least at the
@@ -36,7 +37,7 @@ class Frozen:
             problems.append(f"{kind} {key} changed after it was written")
 
 
-def _acked(conn: sqlite3.Connection, acks: list[dict[str, Any]], problems: list[str]) -> None:
+def _acked(conn: Any, acks: list[dict[str, Any]], problems: list[str]) -> None:
     for ack in acks:
         match ack["kind"]:
             case "debate_message":
@@ -65,7 +66,7 @@ def _acked(conn: sqlite3.Connection, acks: list[dict[str, Any]], problems: list[
                     problems.append(f"acknowledged card {ack['card_id']} is missing")
 
 
-def _whole(conn: sqlite3.Connection, problems: list[str]) -> None:
+def _whole(conn: Any, problems: list[str]) -> None:
     runs = conn.execute(
         "SELECT r.run_id, r.state_version,"
         " (SELECT count(*) FROM router_ledger l WHERE l.run_id = r.run_id),"
@@ -100,7 +101,7 @@ def _whole(conn: sqlite3.Connection, problems: list[str]) -> None:
         problems.append(f"{orphans} debate deliveries without their message")
 
 
-def _addressed(conn: sqlite3.Connection, acks: list[dict[str, Any]], problems: list[str]) -> None:
+def _addressed(conn: Any, acks: list[dict[str, Any]], problems: list[str]) -> None:
     for ack in acks:
         if ack["kind"] == "debate_message":
             n = conn.execute(
@@ -110,13 +111,20 @@ def _addressed(conn: sqlite3.Connection, acks: list[dict[str, Any]], problems: l
                 problems.append(f"debate message {ack['msg_id']} has {n} delivery rows")
 
 
-def _frozen(conn: sqlite3.Connection, frozen: Frozen, problems: list[str]) -> None:
+def _frozen(conn: Any, frozen: Frozen, problems: list[str]) -> None:
     for card_id, document, body in conn.execute(
         "SELECT card_id, document, body FROM chamber_cards"
     ):
         frozen.compare("card", card_id, (document, body), problems)
-    for row in conn.execute("SELECT * FROM debate_messages"):
-        frozen.compare("debate message", row[0], row, problems)
+    for row in conn.execute("SELECT msg_id, * FROM debate_messages"):
+        frozen.compare("debate message", row[0], tuple(row), problems)
+
+
+def _check(conn: Any, acks: list[dict[str, Any]], frozen: Frozen, problems: list[str]) -> None:
+    _acked(conn, acks, problems)
+    _addressed(conn, acks, problems)
+    _whole(conn, problems)
+    _frozen(conn, frozen, problems)
 
 
 def check_database(db: Path, acks: list[dict[str, Any]], frozen: Frozen) -> list[str]:
@@ -127,10 +135,29 @@ def check_database(db: Path, acks: list[dict[str, Any]], frozen: Frozen) -> list
         status = conn.execute("PRAGMA integrity_check").fetchone()[0]
         if status != "ok":
             problems.append(f"integrity_check: {status}")
-        _acked(conn, acks, problems)
-        _addressed(conn, acks, problems)
-        _whole(conn, problems)
-        _frozen(conn, frozen, problems)
+        _check(conn, acks, frozen, problems)
         return problems
     finally:
         conn.close()
+
+
+class _Pg:
+    """A psycopg connection that takes the checker's ``?`` placeholders."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        return self.conn.execute(sql.replace("?", "%s"), params)
+
+
+def check_pg(url: str, acks: list[dict[str, Any]], frozen: Frozen) -> list[str]:
+    """`check_database` for a PostgreSQL database shared by several nodes (``url``), read in
+    one repeatable-read snapshot so rows written meanwhile by a surviving node agree."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        problems: list[str] = []
+        _check(_Pg(conn), acks, frozen, problems)
+        return problems
