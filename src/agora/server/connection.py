@@ -104,7 +104,13 @@ class ClientChannel:
 
 
 class Connection:
-    """One session's calls in flight, on one nursery."""
+    """One session's calls in flight, on one nursery.
+
+    The nursery may outlive the connection (a WebSocket's calls run in the server's, so a
+    parked one costs no nursery of its own): the transport then calls `cancel_all` and
+    `wait_finished` before it lets go of its stream, and a call that fails past its
+    outcome is logged rather than raised into that nursery.
+    """
 
     def __init__(
         self,
@@ -129,6 +135,7 @@ class Connection:
         self._ids = itertools.count(1)
         self._updates: dict[str, None] = {}  # changed URIs not yet notified, in order
         self._notifying = False
+        self._finished: trio.Event | None = None  # see `wait_finished`
 
     @property
     def in_flight(self) -> int:
@@ -220,11 +227,11 @@ class Connection:
         scope = trio.CancelScope()
         self._calls[inv.id] = scope
         if inline:
-            await self._run(inv, scope)
+            await self._run(inv, scope, inline)
         else:
             self._nursery.start_soon(self._run, inv, scope)
 
-    async def _run(self, inv: Invoke, scope: trio.CancelScope) -> None:
+    async def _run(self, inv: Invoke, scope: trio.CancelScope, inline: bool = False) -> None:
         self.app.call_started()
         try:
             reply: dict[str, Any] | None = None
@@ -239,10 +246,17 @@ class Connection:
                     reply = self._outcome(inv, value, None)
             if reply is not None and not scope.cancelled_caught:
                 await self._emit(reply, inv.id)
+        except Exception:
+            if inline:
+                raise
+            # A task in a nursery shared by many connections: a bug here ends this call only.
+            log.exception("%s %s failed after its outcome", inv.kind, inv.name)
         finally:
             self.app.call_finished()
             del self._calls[inv.id]
             self.session.ended(inv.id)
+            if not self._calls and self._finished is not None:
+                self._finished.set()
 
     def _outcome(self, inv: Invoke, value: Any, error: Exception | None) -> dict[str, Any]:
         """The reply to a call that returned ``value`` or raised ``error``."""
@@ -337,3 +351,9 @@ class Connection:
         self.app.runtime.resources.forget(self)
         for scope in self._calls.values():
             scope.cancel()
+
+    async def wait_finished(self) -> None:
+        """Until no call of this connection runs (after `cancel_all`, promptly)."""
+        while self._calls:
+            self._finished = trio.Event()
+            await self._finished.wait()

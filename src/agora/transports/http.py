@@ -90,7 +90,9 @@ class FrontEnd:
             # A WebSocket may stay parked for hours: nothing of its HTTP exchange stays with it.
             del conn
             if upgrade is not None:
-                await serve_websocket(self.app, stream, *upgrade, keepalive=self.keepalive)
+                await serve_websocket(
+                    self.app, stream, *upgrade, nursery=self.mcp.nursery, keepalive=self.keepalive
+                )
         finally:
             self.connections -= 1
 

@@ -280,6 +280,10 @@ class _Peer:
         self._broken = bool(view)
         return not view
 
+    def closed(self) -> None:
+        """The stream is about to close: from now on every send fails, none writes."""
+        self._broken = True
+
     def abandon_frame(self) -> None:
         """Stop finishing a cancelled sender's frame, now or later: the connection is ending."""
         self._ending = True
@@ -317,6 +321,7 @@ async def serve_websocket(
     endpoint: Endpoint,
     principal: Principal,
     *,
+    nursery: trio.Nursery,
     keepalive: Keepalive | None = None,
 ) -> None:
     """Serve an accepted WebSocket (`accept_websocket`) until it ends; close the stream.
@@ -329,20 +334,21 @@ async def serve_websocket(
             after it).
         endpoint: The MCP endpoint of the request path.
         principal: Who the bearer token says the client is.
+        nursery: Runs the session's calls (the server's: a parked WebSocket costs no
+            nursery of its own); it must outlive the connection.
         keepalive: Pings the peer while the session lasts (None: it is not pinged).
     """
     peer = _Peer(stream, app.config.send_timeout)
+    conn = Connection(
+        app,
+        app.new_session(endpoint),
+        peer.emit,
+        nursery,
+        principal=principal,
+        endpoint=endpoint.params,
+    )
     try:
-        async with trio.open_nursery() as nursery:
-            peer.scope = nursery.cancel_scope
-            conn = Connection(
-                app,
-                app.new_session(endpoint),
-                peer.emit,
-                nursery,
-                principal=principal,
-                endpoint=endpoint.params,
-            )
+        with trio.CancelScope() as peer.scope:
             if keepalive is not None:
                 keepalive.add(peer)
             try:
@@ -355,12 +361,15 @@ async def serve_websocket(
                 conn.cancel_all()
                 if not peer.peer_closed:  # nobody will read the rest of a begun frame
                     peer.abandon_frame()
-                nursery.cancel_scope.cancel()
+        # The calls run in ``nursery``, which outlives us: none may write after the close.
+        with trio.CancelScope(shield=True):
+            await conn.wait_finished()
     finally:
         try:
             with trio.CancelScope(shield=True):
                 await _close(peer)
         finally:
+            peer.closed()
             await linger_close(stream)
 
 
