@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 import trio
+from psycopg import pq
 
 from agora.errors import StoreError
 from agora.store.db import COMMIT_TIMEOUT, STOP_SECONDS, Store
@@ -173,22 +174,35 @@ class PgStore(Store):
                 held[0].raw.close()
                 held[:] = [PgConn(connect(self.url))]
                 return fn(held[0])
+        conn = held[0]
         try:
-            held[0].raw.execute(_SNAPSHOT)
-        except psycopg.OperationalError:  # a pooled connection that died idle: nothing ran yet
-            held[0].raw.close()
+            return self._in_snapshot(fn, conn)
+        except psycopg.OperationalError:
+            if conn.began:
+                raise
+            # A pooled connection that died idle: the snapshot's BEGIN, sent with the first
+            # statement, never reached the server, so nothing ran yet.
+            conn.raw.close()
             held[:] = [PgConn(connect(self.url))]
-            held[0].raw.execute(_SNAPSHOT)
-        raw = held[0].raw
+            return self._in_snapshot(fn, held[0])
+
+    @staticmethod
+    def _in_snapshot(fn: Callable[[Any], T], conn: PgConn) -> T:
+        # BEGIN travels with fn's first statement (one round trip fewer per read).
+        conn.begin, conn.began = _SNAPSHOT, False
+        raw = conn.raw
         try:
-            result = fn(held[0])
+            result = fn(conn)
         except BaseException:
-            if not raw.broken:
-                raw.execute("ROLLBACK")
-            else:
+            conn.begin = None
+            if raw.broken:
                 raw.close()
+            elif raw.info.transaction_status != pq.TransactionStatus.IDLE:
+                raw.execute("ROLLBACK")
             raise
-        raw.execute("COMMIT")
+        conn.begin = None
+        if raw.info.transaction_status != pq.TransactionStatus.IDLE:  # fn ran a statement
+            raw.execute("COMMIT")  # (in a transaction a failed statement aborted: a ROLLBACK)
         return result
 
     async def read_versioned(self, kind: str, key: str, fn: Callable[[Any], T]) -> tuple[T, int]:

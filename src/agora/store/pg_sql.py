@@ -137,18 +137,34 @@ class PgCursor:
 
 
 class PgConn:
-    """A psycopg connection that speaks the neutral `ReadConn` (``?`` placeholders)."""
+    """A psycopg connection that speaks the neutral `ReadConn` (``?`` placeholders).
+
+    Attributes:
+        begin: A ``BEGIN ...`` to send together with the next statement (one round trip for
+            both, in a pipeline), or None. `began` says whether it has been sent.
+        began: The pending ``begin`` and its statement ran; False while it waits for a
+            statement, and when they failed (if they never reached the server, nothing ran).
+    """
 
     dialect = "postgresql"
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.raw = conn
+        self.begin: str | None = None
+        self.began = False
 
     def execute(self, sql: str, parameters: Any = (), /) -> PgCursor:
-        """Run one statement."""
+        """Run one statement (after the pending ``begin``, in the same round trip)."""
         query, params = convert(sql, parameters)
         try:
-            return PgCursor(self.raw.execute(query, params))
+            if self.begin is None:
+                return PgCursor(self.raw.execute(query, params))
+            begin, self.begin = self.begin, None
+            with self.raw.pipeline():
+                self.raw.execute(begin)
+                cursor = self.raw.execute(query, params)
+            self.began = True
+            return PgCursor(cursor)
         except psycopg.errors.UndefinedTable as exc:
             raise MissingTable(str(exc)) from exc
 
