@@ -9,9 +9,10 @@ The server is ``agora serve --toolsets chamber``, started here as a subprocess o
 127.0.0.1 port with a fresh SQLite file and ``AGORA_SYNCHRONOUS=FULL`` (every acknowledged
 change fsync'd). Agents enter without a seed, so the server draws it and hands out a room
 from its pool (``room_pool_size`` is set to one room per agent, and the run waits until
-``/chamber/pool`` has them all); ``--chosen-seeds`` enters with one participant seed each,
-so every room is built at entry. All agents connect first; then the three phases run one
-after the other, all agents at once, so each rate is measured alone: enters/s, acknowledged
+``/chamber/pool`` has them all; past the anonymous entry limit, 600 a minute shared by all
+anonymous callers, the run lifts that limit); ``--chosen-seeds`` enters with one participant
+seed each, so every room is built at entry. All agents connect first; then the three phases
+run one after the other, all agents at once, so each rate is measured alone: enters/s, acknowledged
 actions/s (with p50/p99 per-action latency as the client sees it) and seals/s. Server and
 client CPU time per phase are printed, to tell which side is the bottleneck.
 
