@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agora.transports import http1
 from agora.transports.http1 import (
     BodyReader,
     HttpError,
@@ -233,3 +234,23 @@ def test_arbitrary_chunked_bodies_are_read_or_refused(data):
     status, _ = refusal(lambda: reader.feed(buf))
     assert status in (None, 400, 413)
     assert len(reader.body) <= 100
+
+
+def test_a_head_seen_again_means_the_same_and_has_headers_of_its_own():
+    raw = b"POST /mcp HTTP/1.1\r\nHost: a\r\nX-Twice: 1\r\nx-twice: 2\r\nContent-Length: 3\r\n\r\n"
+    first = parse_head(bytearray(raw + b"abc"), 1024)
+    assert first is not None
+    first.headers["host"] = "changed by a handler"
+    buf = bytearray(raw + b"abc")
+    again = parse_head(buf, 1024)
+    assert again is not None
+    assert again.headers == {"host": "a", "x-twice": "1, 2", "content-length": "3"}
+    assert (again.method, again.target, again.length, again.keep_alive) == ("POST", "/mcp", 3, True)
+    assert again.raw == raw
+    assert buf == b"abc"  # the head was taken off the buffer all the same
+
+
+def test_the_heads_remembered_are_bounded():
+    for n in range(http1.MAX_PARSED * 2):
+        assert parse_head(bytearray(b"GET /%d HTTP/1.1\r\nHost: a\r\n\r\n" % n), 1024) is not None
+        assert len(http1._PARSED) <= http1.MAX_PARSED

@@ -60,7 +60,8 @@ class EventBuffer:
     cut: int = 0
     #: The final JSON-RPC response written to this stream, once there is one.
     final: str | None = None
-    _changed: trio.Event = field(default_factory=trio.Event)
+    #: Set by the next change; made only when someone waits (most streams are never read).
+    _changed: trio.Event | None = None
 
     def event_id(self, n: int) -> str:
         """The wire id of event number ``n``."""
@@ -87,11 +88,14 @@ class EventBuffer:
         self._wake()
 
     def _wake(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
 
     def signal(self) -> trio.Event:
         """An event set by the next append, close or hangup."""
+        if self._changed is None:
+            self._changed = trio.Event()
         return self._changed
 
     def since(self, n: int, upto: int | None = None) -> tuple[list[bytes], int]:

@@ -86,13 +86,21 @@ class HttpSession:
 
     async def emit(self, message: dict[str, Any], related: rpc.RequestId | None) -> None:
         """Route a message to its request's stream, else to the GET stream, else drop it."""
-        buf = self.replies.get(related) if related is not None else None
-        buf = buf or self.standalone
+        own = self.replies.get(related) if related is not None else None
+        buf = own or self.standalone
         if buf is None:
             return
         data = rpc.encode(message).decode()
+        final = "method" not in message and message.get("id") == related
+        if final and own is not None and not own.events and related in self.early:
+            # The call's own POST waits for this answer alone: plain JSON, never an event.
+            own.final = data
+            own.close()
+            self.replies.pop(related, None)
+            await trio.lowlevel.checkpoint_if_cancelled()
+            return
         buf.append(data)
-        if "method" not in message and message.get("id") == related and related is not None:
+        if final and related is not None:
             buf.final = data
             buf.close()
             self.replies.pop(related, None)
@@ -296,7 +304,7 @@ class StreamableHTTP:
         # Plain JSON unless the call streams something before its result.
         while not (buf.events or buf.closed or buf.hangups != hangups):
             await buf.signal().wait()
-        if buf.final is not None and len(buf.events) == 1:
+        if buf.final is not None and len(buf.events) <= 1:  # the answer, as its only event
             session.streams.pop(buf.stream_id, None)
             return Response(200, buf.final.encode(), "application/json")
         return self._stream(session, buf, hangups)
