@@ -21,6 +21,7 @@ from fuzz_settings import EXAMPLES, FUZZ
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agora.mcp.contracts import load_contract
 from agora.server.app import tool_names
 
 if TYPE_CHECKING:
@@ -158,3 +159,49 @@ def test_mutated_envelopes(live, tools, oracle, rid):
 
     run()
     _still_up(live)
+
+
+#: Shaped and mutated calls each tool gets in `test_every_tool_is_fuzzed`, whatever the
+#: random draws of the other tests picked (59 tools: a small seed misses some of them).
+PER_TOOL = max(2, EXAMPLES // 40)
+
+
+def _fuzz_one(live: LiveServer, oracle: Oracle, tool: ToolEntry, kind: Any) -> int:
+    """Up to `PER_TOOL` calls of ``tool`` drawn by ``kind`` (fewer when its arguments have
+    fewer distinct values); how many were made."""
+    made = [0]
+
+    @settings(FUZZ, max_examples=PER_TOOL)
+    @given(st.data())
+    def run(data: st.DataObject) -> None:
+        _call(live, oracle, tool, data.draw(_strategy(kind, tool)))
+        made[0] += 1
+
+    run()
+    return made[0]
+
+
+def test_every_tool_is_fuzzed(live, tools, oracle):
+    skipped = [
+        (tool.name, kind.__name__)
+        for tool in tools
+        for kind in (arguments, mutated)
+        if not _fuzz_one(live, oracle, tool, kind)
+    ]
+    assert not skipped, skipped
+    _still_up(live)
+    _refusals_described(live, oracle)
+    assert live.session is not None
+    toolsets = live.session.app.toolsets
+    listed = {tool.name for tool in tools}
+    for name in ("router", "debate", "chess", "chamber"):
+        missed = _canonical(toolsets[name]) - listed
+        assert not missed, f"{name} tools not in the catalog the fuzzer calls: {sorted(missed)}"
+
+
+def _canonical(toolset: Any) -> set[str]:
+    """Every tool ``toolset`` serves under its own name (aliases are the same tools)."""
+    if toolset.contract is None:
+        return {spec["name"] for spec in toolset.tools}
+    contract = load_contract(toolset.contract or toolset.name)
+    return {tool.name for tool in contract.tools.values()}
