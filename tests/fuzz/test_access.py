@@ -6,7 +6,10 @@ template that names one of her ids, Bob makes the same call twice: with Alice's 
 foreign entity) and with those ids changed in their last hex digits (a missing entity of the
 same shape). Either Bob's foreign call succeeds (the tool does not check ownership of that
 entity: a shared read) or both calls must be refused with byte-identical answers once the ids
-he supplied are blanked: nothing tells Bob that Alice's entity exists. Each template is tried
+he supplied are blanked: nothing tells Bob that Alice's entity exists (a listing that
+filters by her ids answers him as for missing ones). Alice's scenario reaches 24 tools that
+name an entity, 18 of them debate tools (signals, rotations, reclaims, a debate/v1 topic's
+protocol state and lane) and 4 router run tools (`COMPARED`). Each template is tried
 as Alice sent it and with her names in it (the router's ``context``) changed to Bob's. No
 hand-written list of tools: every template Alice's scenario produces is tried.
 """
@@ -22,6 +25,7 @@ import trio
 from agora.config import Config
 from agora.identity import Principal
 from agora.server.embed import open_server
+from agora.toolsets.router.progress import evidence_digest
 
 ALICE = Principal("alice", frozenset(), frozenset({"shared"}))
 BOB = Principal("bob", frozenset(), frozenset({"shared"}))
@@ -91,6 +95,7 @@ async def _alice(rec: Recorder) -> None:
         "debate_advance_watermark", topic_id=topic, role="ROLE_A",
         processed_up_to_msg_id=post["msg_id"],
     )  # fmt: skip
+    await _alice_debate_more(rec, topic, session)
     entry = {"product": "alice-agent", "host": "h", "provider_claim": "p", "model_claim": "m"}
     attempt = await rec.call(
         "enter_open_challenge", **entry, suite="chambre-chrono-v0", seed="alice"
@@ -104,8 +109,70 @@ async def _alice(rec: Recorder) -> None:
         requested_work_mode=None, explicit_skill_ids=[], explicit_semantics=None,
     )  # fmt: skip
     run = {"workflow_run_id": plan["workflow_run_id"]}
-    await rec.call("get_next_work", context=CONTEXT, **run)
+    work = await rec.call("get_next_work", context=CONTEXT, **run)
     await rec.call("get_router_status", context=CONTEXT, goal_binding_id=None, **run)
+    phase = work["work_item"]["phase_id"]
+    event = await rec.call(
+        "record_work_event", context=CONTEXT, **run, phase_id=phase,
+        observation={"check_id": "plan-ready", "outcome": "passed"},
+        activation_receipt_ref=None, expected_state_version=1, idempotency_key="e",
+        correlation_id="e",
+    )  # fmt: skip
+    refs = event["event_ids"]
+    await rec.call(
+        "evaluate_gate", context=CONTEXT, **run, phase_id=phase, evidence_refs=refs,
+        expected_evidence_digest=evidence_digest(refs), expected_plan_revision=1,
+        expected_state_version=event["resulting_state_version"], idempotency_key="g",
+        correlation_id="g",
+    )  # fmt: skip
+
+
+async def _alice_debate_more(rec: Recorder, topic: str, session: str) -> None:
+    """The debate tools that name a topic, a session or a message beyond the first ones."""
+    other = (await rec.call("debate_session_open"))["session_id"]
+    roster = json.dumps(
+        [{"role": "ROLE_A", "session_id": session}, {"role": "ROLE_B", "session_id": other}]
+    )
+    init = await rec.call(
+        "debate_init", title="two", created_by_role="ROLE_A", roles_json=roster,
+        metadata_json=LANE,
+    )  # fmt: skip
+    topic = init["topic_id"]
+    await rec.call("debate_state", topic_id=topic, role="ROLE_A", new_state="ACTIVE")
+    sent = await rec.call(
+        "debate_post_with_recipients", topic_id=topic, role="ROLE_A", priority="M",
+        kind="STATUS", body="to b", addressed_to_csv="ROLE_B",
+    )  # fmt: skip
+    inbox = {"session_id": other, "role": "ROLE_B", "topic_id": topic}
+    await rec.call("debate_signal_wait", **inbox, timeout_ms=1000)
+    await rec.call("debate_signal_advance", **inbox, last_processed_msg_id=sent["msg_id"])
+    third = (await rec.call("debate_session_open"))["session_id"]
+    await rec.call(
+        "debate_rotate_session", topic_id=topic, role="ROLE_B", old_session_id=other,
+        new_session_id=third, cursor_mode="copy",
+    )  # fmt: skip
+    await _alice_v1(rec)
+    cutoff = "2020-01-01T00:00Z"
+    await rec.call("debate_message_claim_reclaim", topic_id=topic, older_than_ts=cutoff)
+    await rec.call("debate_worker_reclaim", topic_id=topic, older_than_ts=cutoff)
+    await rec.call("debate_work_queue", topics_csv=topic)
+    await rec.call("debate_escalate", topic_id=topic, role="ROLE_A", reason="needs a human")
+
+
+async def _alice_v1(rec: Recorder) -> None:
+    """A debate/v1 topic with every seat Alice's: its protocol state."""
+    seats = ("CONDUCTOR", "PRO", "CON", "JUDGE", "HUMAN")
+    sessions = {role: (await rec.call("debate_session_open"))["session_id"] for role in seats}
+    roster = [{"role": r, "session_id": None if r == "HUMAN" else s} for r, s in sessions.items()]
+    init = await rec.call(
+        "debate_init", title="v1", created_by_role="CONDUCTOR", roles_json=json.dumps(roster),
+        metadata_json=LANE, protocol_version="debate/v1", blind_roles_csv="PRO,CON",
+    )  # fmt: skip
+    topic = init["topic_id"]
+    await rec.call("debate_bind_role", topic_id=topic, role="HUMAN", session_id=sessions["HUMAN"])
+    await rec.call("debate_state", topic_id=topic, role="CONDUCTOR", new_state="ACTIVE")
+    await rec.call("debate_protocol_state", topic_id=topic)
+    await rec.call("debate_set_lane", topic_id=topic, role="CONDUCTOR", lane="p1", reason="r")
 
 
 async def _compare(
@@ -117,10 +184,11 @@ async def _compare(
     foreign = await bob.request("tools/call", {"name": tool, "arguments": args})
     swap = {i: _missing(i) for i in ids}
     missing = await bob.request("tools/call", {"name": tool, "arguments": _swap(args, swap)})
-    if "result" in foreign and not foreign["result"].get("isError"):
-        shared.append(tool)
-        return
     foreign.pop("id"), missing.pop("id")
+    answered = "result" in foreign and not foreign["result"].get("isError")
+    if answered and _blank(foreign, ids) != _blank(missing, set(swap.values())):
+        shared.append(tool)  # answered about Alice's entity: a shared read
+        return
     assert _blank(foreign, ids) == _blank(missing, set(swap.values())), (
         f"{tool}: Bob can tell Alice's entity from a missing one:\n"
         f"foreign: {foreign}\nmissing: {missing}"
@@ -146,5 +214,16 @@ async def test_a_foreign_entity_answers_like_a_missing_one(tmp_path):
     # Router runs belong to their principal: Bob naming Alice's context.session_id reaches
     # no run of hers ("context fields are correlation, not authority").
     assert shared == [], shared
-    assert {"get_next_work", "get_router_status", "chamber_action", "debate_post"} <= set(checked)
-    assert len(set(checked)) >= 10, checked
+    assert set(checked) >= COMPARED, sorted(COMPARED - set(checked))
+
+
+#: The tools whose foreign and missing answers Bob must find identical (each names an id).
+COMPARED = {
+    "chamber_action", "observe_chamber",
+    "get_next_work", "get_router_status", "record_work_event", "evaluate_gate",
+    "debate_advance_watermark", "debate_bind_role", "debate_escalate", "debate_list_bindings",
+    "debate_message_claim_reclaim", "debate_post", "debate_post_with_recipients",
+    "debate_protocol_state", "debate_read", "debate_rotate_session", "debate_search",
+    "debate_set_lane", "debate_signal_advance", "debate_signal_check", "debate_signal_wait",
+    "debate_state", "debate_work_queue", "debate_worker_reclaim",
+}  # fmt: skip
