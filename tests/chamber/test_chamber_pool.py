@@ -7,17 +7,21 @@ with a chosen seed, or one that finds the pool empty, builds its room as before.
 
 from __future__ import annotations
 
+import datetime as dt
 import gc
 import secrets
 
 import pytest
 import trio
 import trio.testing
+from harness import START
 
 from agora.toolsets.chamber import room as rooms
 from agora.toolsets.chamber import service
-from agora.toolsets.chamber.attempt import seed_commitment
+from agora.toolsets.chamber.attempt import Attempt, Rules, seed_commitment
+from agora.toolsets.chamber.contract import default_contract
 from agora.toolsets.chamber.generate import build_room
+from agora.toolsets.chamber.opening import entry_reply, opening
 from agora.toolsets.chamber.pool import QUIET_SECONDS, RoomPool, pool_size
 from agora.toolsets.chamber.transcript import genesis
 
@@ -181,3 +185,32 @@ async def test_the_refill_waits_until_no_entry_came_for_the_quiet_period(
     with trio.fail_after(30):
         await pool.wait_full()
     assert pool.status()[suite]["ready"] == 3
+
+
+@pytest.mark.parametrize(("suite", "engine"), SUITES)
+def test_a_pre_rendered_entry_reply_is_the_one_the_room_gives(suite, engine):
+    # The pool renders the room's part of the entry reply in its worker thread; the reply
+    # built from it must be the long way's, key for key and in the same order (the text
+    # mirror of structuredContent is its JSON), for every room and whatever the attempt.
+    rules = Rules.from_contract(default_contract())
+    for n in range(60):
+        seed = f"pre-{n}"
+        room = build_room(suite, engine, seed)
+        wall = START + dt.timedelta(seconds=n)
+        attempt = Attempt(
+            rules=rules, handle=f"chl-{n:016x}", suite_id=suite, generation="001",
+            engine=engine, seed=seed, seed_salt="00" * 16, identity={}, assurance="a",
+            preflight=None, principal="anonymous", created_at=wall,
+            expires_at=wall + rules.ttl,
+        )  # fmt: skip
+        attempt._room = room
+        pre = opening(room)
+        fast, slow = entry_reply(attempt, wall, pre), entry_reply(attempt, wall, None)
+        assert list(fast.items()) == list(slow.items())
+        # Past its expiry, or once played, the opening is not trusted: the long way answers.
+        late = wall + rules.ttl
+        assert list(entry_reply(attempt, late, pre).items()) == list(
+            entry_reply(attempt, late, None).items()
+        )
+        attempt.action_index = 1
+        assert entry_reply(attempt, wall, pre) == entry_reply(attempt, wall, None)

@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from agora.toolsets.chamber.contract import ChamberContract
     from agora.toolsets.chamber.room import Room
 
-_READ_OPS = ("look", "inspect", "hint")
-_OPEN_TOOLS = ("observe_chamber", "chamber_action", "call_for_help", "seal_attempt")
+READ_OPS = ("look", "inspect", "hint")
+OPEN_TOOLS = ("observe_chamber", "chamber_action", "call_for_help", "seal_attempt")
 
 
 def iso(when: dt.datetime) -> str:
@@ -180,7 +180,7 @@ class Attempt:
         if state not in ("created", "active"):
             return []
         lock = self.room.current(self.opened)
-        return [*_READ_OPS, lock.op] if lock else list(_READ_OPS)
+        return [*READ_OPS, lock.op] if lock else list(READ_OPS)
 
     def envelope(self, now: dt.datetime) -> dict[str, Any]:
         """The attempt fields every successful reply carries."""
@@ -230,7 +230,7 @@ class Attempt:
 
 def _tools_in(state: str) -> list[str]:
     if state in ("created", "active"):
-        return list(_OPEN_TOOLS)
+        return list(OPEN_TOOLS)
     if state in ("terminal_unsealed", "expired"):
         return ["seal_attempt"]
     return ["enter_open_challenge"]

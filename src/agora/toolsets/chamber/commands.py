@@ -37,6 +37,8 @@ class Enter(msgspec.Struct, frozen=True, tag=True):
     #: The transcript's genesis head for this seed and salt, if already computed (the
     #: pool's), else empty: the attempt computes it.
     head: str = ""
+    #: The room's part of the reply, rendered by the pool (`opening.Opening`), or None.
+    opening: Any = None
 
 
 class Observe(msgspec.Struct, frozen=True, tag=True):

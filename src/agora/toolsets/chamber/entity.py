@@ -28,6 +28,7 @@ from agora.toolsets.chamber.commands import (
     Seal,
 )
 from agora.toolsets.chamber.invitation import token_for
+from agora.toolsets.chamber.opening import entry_reply
 from agora.toolsets.chamber.replies import failure, not_found
 from agora.toolsets.chamber.sealing import RetiredCard, SealOutcome, seal_reply
 
@@ -144,12 +145,7 @@ class AttemptEntity:
         )  # fmt: skip
         if c.room is not None:
             a._room = c.room  # built ahead by the pool: the same room the seed gives
-        room = a.room
-        reply = {
-            **a.envelope(wall),
-            "room": room.title,
-            "objects": list(room.object_ids),
-        }
+        reply = entry_reply(a, wall, c.opening)
         writes = [store.insert_attempt(a)]
         self.attempt = a
         return Effects(reply=reply, writes=writes, changed=True)

@@ -2,11 +2,12 @@
 
 Building a room is pure CPU (about 3 ms, now and then much more). An entry that lets the
 server draw the seed takes a `Ready` room from its suite's pool instead: no thread hop, no
-lock, no generation on the path of the call. Everything else an entry would draw or hash
-for its room comes with it, made in the same worker thread: the attempt handle, the seed's
-salt and the transcript's genesis head (each random value is drawn for one room and used
-once), so a pooled entry makes no system call for randomness (one that releases the GIL
-to the store's writer thread in the middle of a burst) and hashes nothing.
+lock, no generation on the path of the call. Everything else an entry would draw, hash or
+read of its room comes with it, made in the same worker thread: the attempt handle, the
+seed's salt, the transcript's genesis head and the room's part of the entry reply (each
+random value is drawn for one room and used once), so a pooled entry makes no system call
+for randomness (one that releases the GIL to the store's writer thread in the middle of a
+burst), hashes nothing and does not walk the room.
 
 `RoomPool.refill` is a background task that tops each suite's pool up to ``room_pool_size``
 rooms (``[options.chamber]``, default `DEFAULT_SIZE`; 0 turns the pool off), building one room
@@ -34,6 +35,7 @@ import trio
 from agora.runtime.background import node_local
 from agora.toolsets.chamber.attempt import seed_commitment
 from agora.toolsets.chamber.generate import build_room
+from agora.toolsets.chamber.opening import Opening, opening
 from agora.toolsets.chamber.transcript import genesis
 
 if TYPE_CHECKING:
@@ -60,6 +62,7 @@ class Ready:
         salt: The seed commitment's salt (128 random bits, hex).
         head: ``genesis(seed_commitment(salt, suite, seed))``: the transcript's first head.
         room: ``build_room(suite, engine, seed)``.
+        opening: The room's part of the entry reply (`attempt.opening`).
     """
 
     handle: str
@@ -67,6 +70,7 @@ class Ready:
     salt: str
     head: str
     room: Room
+    opening: Opening
 
 
 def fresh_room(suite_id: str, engine: str) -> Ready:
@@ -74,7 +78,7 @@ def fresh_room(suite_id: str, engine: str) -> Ready:
     seed, salt = secrets.token_hex(8), secrets.token_hex(16)
     head = genesis(seed_commitment(salt, suite_id, seed))
     room = build_room.__wrapped__(suite_id, engine, seed)
-    return Ready("chl-" + secrets.token_hex(8), seed, salt, head, room)
+    return Ready("chl-" + secrets.token_hex(8), seed, salt, head, room, opening(room))
 
 
 def pool_size(options: dict[str, Any]) -> int:

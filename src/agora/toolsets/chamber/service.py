@@ -189,6 +189,7 @@ class Chamber:
             seed_source=source,
             room=None if pooled is None else pooled.room,
             head="" if pooled is None else pooled.head,
+            opening=None if pooled is None else pooled.opening,
         )
         self.kind.fresh.add(handle)  # its actor's load need read no rows
         reply: dict[str, Any] = await call.runtime.call(self.kind, handle, command)
