@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agora.transports import http1
 from agora.transports.http1 import (
     BodyReader,
     HttpError,
@@ -248,9 +247,3 @@ def test_a_head_seen_again_means_the_same_and_has_headers_of_its_own():
     assert (again.method, again.target, again.length, again.keep_alive) == ("POST", "/mcp", 3, True)
     assert again.raw == raw
     assert buf == b"abc"  # the head was taken off the buffer all the same
-
-
-def test_the_heads_remembered_are_bounded():
-    for n in range(http1.MAX_PARSED * 2):
-        assert parse_head(bytearray(b"GET /%d HTTP/1.1\r\nHost: a\r\n\r\n" % n), 1024) is not None
-        assert len(http1._PARSED) <= http1.MAX_PARSED

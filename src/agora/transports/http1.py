@@ -25,11 +25,6 @@ _FIELDS = re.compile(rf"(?:{_TOKEN}:[ \t]*{_VALUE}[ \t]*\r\n)*")
 _PARTIAL_LINE = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?: [!-~]*(?: [!-~]*)?)?")
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,8})(?:;[^\r\n]*)?")
 MAX_CHUNK_LINE = 1024
-#: Heads parsed lately, by their exact bytes: a client sends the same head again and again
-#: (only Content-Length tends to change), and parsing is a pure function of the bytes. Each
-#: `Head` gets its own copy of the headers. A refused head is never kept.
-_PARSED: dict[bytes, tuple[str, str, str, dict[str, str], int, bool, bool]] = {}
-MAX_PARSED = 256
 #: Headers whose repetition would make a request ambiguous.
 _SINGLE = frozenset({"content-length", "transfer-encoding", "host"})
 REASONS = {
@@ -118,10 +113,6 @@ def parse_head(buf: bytearray, max_head: int) -> Head | None:
         return None
     raw = bytes(buf[: end + 4])
     del buf[: end + 4]
-    known = _PARSED.get(raw)
-    if known is not None:  # the same bytes as a recent head: the same meaning
-        method, target, version, headers, length, chunked, keep_alive = known
-        return Head(method, target, version, dict(headers), raw, length, chunked, keep_alive)
     # Latin-1 maps bytes to characters one to one: the checks below see every byte.
     text = raw[: end + 2].decode("latin-1")
     line_end = text.index("\r\n")
@@ -142,10 +133,7 @@ def parse_head(buf: bytearray, max_head: int) -> Head | None:
     else:
         tokens = {t.strip().lower() for t in connection.split(",")}
         keep_alive = "close" not in tokens and (version == "1.1" or "keep-alive" in tokens)
-    if len(_PARSED) >= MAX_PARSED:
-        _PARSED.clear()
-    _PARSED[raw] = (first[1], first[2], version, headers, length, chunked, keep_alive)
-    return Head(first[1], first[2], version, dict(headers), raw, length, chunked, keep_alive)
+    return Head(first[1], first[2], version, headers, raw, length, chunked, keep_alive)
 
 
 def _merge(fields: list[tuple[str, str]]) -> dict[str, str]:
