@@ -16,10 +16,10 @@ import trio
 
 from agora.errors import StoreError
 from agora.store.db import open_store
-from agora.store.diskfault import DiskDoctor, errno_cause, sqlite_cause
+from agora.store.diskfault import DiskDoctor, errno_cause, name_pg, pg_cause, sqlite_cause
 from agora.store.migrations import Migration
 
-pytestmark = pytest.mark.sqlite_only("SQLite's own result codes")
+pytestmark = pytest.mark.sqlite_only("SQLite's own result codes (and the PostgreSQL mapping)")
 
 ITEMS = Migration("items", 1, lambda db: db.execute("CREATE TABLE items (body TEXT)"))
 
@@ -98,3 +98,17 @@ async def test_a_store_refuses_writes_naming_a_full_disk_and_recovers(tmp_path):
             await store.write([("INSERT INTO items VALUES (?)", ("after",))])
             rows = await store.read(lambda c: c.execute("SELECT body FROM items").fetchall())
     assert rows[-1][0] == "after"
+
+
+def test_postgresql_sqlstates_name_full_and_read_only():
+    errors = pytest.importorskip("psycopg.errors")
+    assert pg_cause(errors.DiskFull("no space")) == "disk_full"
+    assert pg_cause(errors.ReadOnlySqlTransaction("read-only")) == "read_only"
+    assert pg_cause(errors.UniqueViolation("not the disk")) is None
+    other = errors.UniqueViolation("duplicate")
+    named = name_pg([None, errors.DiskFull("no space"), other])
+    assert named[0] is None
+    assert named[2] is other
+    assert isinstance(named[1], StoreError)
+    assert named[1].cause == "disk_full"
+    assert "disk is full" in str(named[1])

@@ -13,6 +13,8 @@ only after a failed write, on the writer's thread, never on the Trio thread.
 name the cause; the toolsets' failure replies carry it on (`agora.errors.Failure`). A write
 that failed this way changed nothing and may be retried: SQLite keeps using its connection,
 so writes succeed again as soon as space or write permission returns, without a restart.
+On PostgreSQL the server names the cause itself (SQLSTATE ``53100`` disk full, ``25006``
+read-only transaction, ``58030`` I/O error): `name_pg`.
 """
 
 from __future__ import annotations
@@ -58,6 +60,33 @@ def sqlite_cause(exc: BaseException) -> StoreCause | None:
     return None
 
 
+#: PostgreSQL's SQLSTATEs that name a cause: disk_full, read_only_sql_transaction (a server
+#: or database made read-only, a standby), io_error.
+_PG_CAUSES: dict[str, StoreCause] = {
+    "53100": "disk_full",
+    "25006": "read_only",
+    "58030": "io_error",
+}
+
+
+def pg_cause(exc: BaseException) -> StoreCause | None:
+    """The cause a PostgreSQL error's SQLSTATE names, None if it names none."""
+    return _PG_CAUSES.get(str(getattr(exc, "sqlstate", None) or ""))
+
+
+def named(exc: BaseException, cause: StoreCause) -> StoreError:
+    """``exc`` as the retryable `StoreError` that names ``cause`` (nothing was saved)."""
+    error = StoreError(f"write failed: {STORE_CAUSES[cause]} ({exc})", cause=cause)
+    error.__cause__ = exc
+    return error
+
+
+def name_pg(outcomes: list[BaseException | None]) -> list[BaseException | None]:
+    """A PostgreSQL batch's ``outcomes`` with each failure whose SQLSTATE names a cause
+    replaced by a `StoreError` naming it."""
+    return [o if o is None or (cause := pg_cause(o)) is None else named(o, cause) for o in outcomes]
+
+
 def errno_cause(error: OSError) -> StoreCause:
     """The cause an operating-system refusal names (any other errno: an I/O error)."""
     return _ERRNO_CAUSES.get(error.errno or 0, "io_error")
@@ -92,15 +121,13 @@ class DiskDoctor:
         `StoreError` naming the cause. At most one probe per batch: its jobs share a disk."""
         probed: list[StoreCause | None] = []
 
-        def named(outcome: BaseException | None) -> BaseException | None:
+        def one(outcome: BaseException | None) -> BaseException | None:
             if outcome is None or (cause := sqlite_cause(outcome)) is None:
                 return outcome
             if cause == "io_error":  # SQLite cannot tell why: ask the OS, once
                 if not probed:
                     probed.append(self.probe())
                 cause = probed[0] or "io_error"
-            error = StoreError(f"write failed: {STORE_CAUSES[cause]} ({outcome})", cause=cause)
-            error.__cause__ = outcome
-            return error
+            return named(outcome, cause)
 
-        return [named(outcome) for outcome in outcomes]
+        return [one(outcome) for outcome in outcomes]

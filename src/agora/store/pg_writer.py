@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from agora.errors import StoreError
+from agora.store.diskfault import name_pg, pg_cause
 from agora.store.neutral import Conflict, payload_lines
 from agora.store.pg_pipe import Pipe, Unsupported
 from agora.store.pg_sql import connect, convert
@@ -132,16 +133,26 @@ class PgWriter(Writer):
                 self._ensure_connected()
                 outcomes = self._commit(batch)
         except psycopg.OperationalError as exc:  # the server went away: an event, not a bug
-            log.error(
-                "commit of %d jobs failed, the database connection broke: %s", len(batch), exc
-            )
-            self._reset()
-            outcomes = [_broken(exc, unknown=self._committing)] * len(batch)
+            if pg_cause(exc) is not None and not self._conn.broken:  # it refused: disk full
+                log.warning("commit of %d jobs refused: %s", len(batch), exc)
+                self._reset()
+                outcomes = [exc] * len(batch)
+            else:
+                log.error(
+                    "commit of %d jobs failed, the database connection broke: %s", len(batch), exc
+                )
+                self._reset()
+                outcomes = [_broken(exc, unknown=self._committing)] * len(batch)
         except Exception as exc:  # COMMIT failed otherwise: nothing is known good
-            log.exception("commit of %d jobs failed", len(batch))
+            if pg_cause(exc) is None:
+                log.exception("commit of %d jobs failed", len(batch))
+            else:  # read-only, named in every refusal: no traceback per batch
+                log.warning("commit of %d jobs refused: %s", len(batch), exc)
             self._reset()
             outcomes = [exc] * len(batch)
         committed = outcomes.count(None)
+        if committed != len(outcomes):
+            outcomes = name_pg(outcomes)
         if committed:
             self.notes_sent += self._notes
         self.counted(committed, began)
