@@ -131,8 +131,23 @@ async def run_mixed(args: argparse.Namespace, urls: list[str], pids: list[int]) 
     report.latency = {"reads and writes": latency_summary(calls_only)} | {
         kind: latency_summary(samples) for kind, samples in mix.stats.latencies.items()
     }
+    report.latency |= {  # per toolset, tool by tool (refusals included)
+        f"{toolset_of(tool)}: {tool}": latency_summary(samples)
+        for tool, samples in sorted(mix.stats.tools.items(), key=lambda t: toolset_of(t[0]))
+    }
     report.per_second = timeline(mix.stats.timeline, start)
     return report
+
+
+def toolset_of(tool: str) -> str:
+    """The toolset serving ``tool`` (the mixed load's tools only)."""
+    if tool.startswith("debate_"):
+        return "debate"
+    if tool in ("get_board", "make_move", "wait_for_turn"):
+        return "chess"
+    if "chamber" in tool or tool in ("enter_open_challenge", "seal_attempt"):
+        return "chamber"
+    return "router"
 
 
 async def run_clients(args: argparse.Namespace, urls: list[str], pids: list[int]) -> Report:

@@ -118,11 +118,15 @@ class Stats:
     last_refusal: dict[str, Any] = field(default_factory=dict)
     calls: int = 0
     timeline: list[tuple[float, float]] = field(default_factory=list)  # (done at, latency)
+    #: Latency samples per tool (refusals included), for the per-toolset report.
+    tools: dict[str, list[float]] = field(default_factory=dict)
 
-    def sample(self, kind: str, seconds: float) -> None:
+    def sample(self, kind: str, seconds: float, tool: str = "") -> None:
         self.latencies.setdefault(kind, []).append(seconds)
         self.calls += 1
         self.timeline.append((time.perf_counter(), seconds))
+        if tool:
+            self.tools.setdefault(tool, []).append(seconds)
 
 
 @dataclass
@@ -153,7 +157,7 @@ class Mix:
         start = time.perf_counter()
         result = await client.call_tool(tool, args)
         refused = bool(result.get("isError"))
-        self.stats.sample("refused" if refused else kind, time.perf_counter() - start)
+        self.stats.sample("refused" if refused else kind, time.perf_counter() - start, tool)
         body = result.get("structuredContent")
         if refused:
             if body is None:  # a text refusal (a store failure, a busy entity): its words
