@@ -240,6 +240,12 @@ async def parked(args: argparse.Namespace) -> Report:
                 wake_gc, _ = await server.probe()
                 wake_gc.pop("types", None)
                 nursery.cancel_scope.cancel()
+            # Every agent hangs up: what their connections left for the cyclic collector.
+            with trio.move_on_after(60):
+                while (await http.request("GET", "/healthz"))[1]["connections"] > 2:  # noqa: ASYNC110
+                    await trio.sleep(0.2)
+            closed_gc, _ = await server.probe(collect=True)
+            closed_gc.pop("types", None)
             if snap_before is not None and snap_parked is not None:
                 traced = allocation_sites(snap_before, snap_parked, max(state.parked, 1))
                 traced["type"] = object_types(setup_gc, ramp_gc, max(state.parked, 1))
@@ -257,6 +263,9 @@ async def parked(args: argparse.Namespace) -> Report:
         "longest_ping_during_connect_ms": round(worst[0] * 1000, 1),
         "gc_during_connect": ramp_gc,
         "gc_during_wakes": wake_gc,
+        "cyclic_garbage_per_closed_agent": round(
+            closed_gc["unreachable_found"] / max(state.parked, 1), 2
+        ),
     }
     if args.trace_frames:
         report.figures["note"] = "traced: RSS includes tracemalloc's own memory"

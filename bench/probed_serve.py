@@ -4,10 +4,13 @@ Run as ``python bench/probed_serve.py serve ...`` (the arguments of ``agora``), 
 ``BENCH_PROBE_DIR`` set. It times every cyclic garbage collection (``gc.callbacks``: cheap)
 and, if ``BENCH_TRACE_FRAMES`` is above 0, traces allocations with tracemalloc from before
 agora is imported. Each SIGUSR1 writes ``<n>.json`` (n = 0, 1, ...: the collections since
-the last signal: count per generation, longest and total pause; the objects tracked by the
-collector and, when tracing, their count by type), ``<n>.snap`` (the tracemalloc
-snapshot, when tracing) and then ``<n>.done``, so the bench knows both are whole. Tracing
-costs CPU and about doubles RSS: its figures are for comparing allocation sites, not RSS.
+the last signal: count per generation, longest pause in wall and CPU time, total; the
+objects tracked by the collector and, when tracing, their count by type; if ``<n>.collect``
+exists, what a full collection of the whole heap, frozen part included, found
+unreachable), ``<n>.snap``
+(the tracemalloc snapshot, when tracing) and then ``<n>.done``, so the bench knows both are
+whole. Tracing costs CPU and about doubles RSS: its figures are for comparing allocation
+sites, not RSS.
 Bench-only; agora never imports it.
 """
 
@@ -39,18 +42,23 @@ class _Pauses:
 
     def reset(self) -> None:
         self.started = 0.0
+        self.started_cpu = 0.0
         self.count = [0, 0, 0]
         self.longest = [0.0, 0.0, 0.0]
+        self.longest_cpu = [0.0, 0.0, 0.0]
         self.total = 0.0
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
             self.started = time.perf_counter()
+            self.started_cpu = time.thread_time()
             return
         took = time.perf_counter() - self.started
+        cpu = time.thread_time() - self.started_cpu
         generation = info["generation"]
         self.count[generation] += 1
         self.longest[generation] = max(self.longest[generation], took)
+        self.longest_cpu[generation] = max(self.longest_cpu[generation], cpu)
         self.total += took
 
     def dump(self, signum: int, frame: FrameType | None) -> None:
@@ -61,6 +69,8 @@ class _Pauses:
         figures: dict[str, Any] = {
             "collections": self.count,
             "longest_pause_ms": [round(s * 1000, 2) for s in self.longest],
+            # CPU time of the longest pauses: what they cost on a quiet machine.
+            "longest_pause_cpu_ms": [round(s * 1000, 2) for s in self.longest_cpu],
             "total_pause_ms": round(self.total * 1000, 1),
             "tracked_objects": len(tracked),
             "frozen_objects": gc.get_freeze_count(),
@@ -68,6 +78,10 @@ class _Pauses:
         if FRAMES > 0:
             figures["types"] = Counter(type(o).__qualname__ for o in tracked)
         del tracked
+        if (directory / f"{n}.collect").exists():  # asked for: how much cyclic garbage
+            gc.unfreeze()
+            figures["unreachable_found"] = gc.collect()
+            gc.freeze()
         (directory / f"{n}.json").write_text(json.dumps(figures))
         if FRAMES > 0:
             tracemalloc.take_snapshot().dump(str(directory / f"{n}.snap"))

@@ -58,12 +58,15 @@ class Server:
     def pid(self) -> int:
         return self.process.pid
 
-    async def probe(self) -> tuple[dict[str, Any], Path | None]:
+    async def probe(self, *, collect: bool = False) -> tuple[dict[str, Any], Path | None]:
         """Ask a `probed_serve` server for its collections since the last probe and, when it
-        traces, its tracemalloc snapshot (the path of the file)."""
+        traces, its tracemalloc snapshot (the path of the file); with ``collect``, for a
+        full collection too (``unreachable_found``: the cyclic garbage it held)."""
         assert self.probe_dir is not None, "start the server with probe=DIR"
         n = self.probes
         self.probes += 1
+        if collect:
+            (self.probe_dir / f"{n}.collect").touch()
         self.process.send_signal(signal.SIGUSR1)
         done = self.probe_dir / f"{n}.done"
         with trio.fail_after(PROBE_TIMEOUT):

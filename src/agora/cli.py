@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import gc
 import json
 import logging
 import os
@@ -46,23 +45,15 @@ def _config(args: argparse.Namespace, **extra: Any) -> Config:
     )
 
 
-def _tune_gc() -> None:
-    # A call's objects die by reference counting; what the cyclic collector mostly does is
-    # rescan the long-lived heap (modules, contracts, every connection's state: ~250k objects
-    # at 1,000 sessions). With the default thresholds it spent ~4 s of a ~10 s bench run
-    # (bench/ws_calls.py, 100 then 1,000 sessions); freezing the start-up heap and collecting
-    # far less often cut that to ~0.3 s and raised calls/s at 1,000 sessions by ~50%.
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 10)
-
-
 async def _serve(config: Config) -> None:
     from agora.server.embed import open_server
+    from agora.server.heap import HeapKeeper
 
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with open_server(config) as server:
-            _tune_gc()
+        async with open_server(config) as server, trio.open_nursery() as keeper_nursery:
+            keeper = HeapKeeper()
+            keeper.install()  # short collector pauses however large the heap grows
+            keeper_nursery.start_soon(keeper.run)
             names = ", ".join(server.app.toolsets)
             ws = server.url.replace("http://", "ws://")
             print(f"agora {__version__} serving {names} on {server.url}", file=sys.stderr)
@@ -74,6 +65,7 @@ async def _serve(config: Config) -> None:
             async for signum in signals:
                 print(f"agora: {signal.Signals(signum).name}, shutting down", file=sys.stderr)
                 break
+            keeper_nursery.cancel_scope.cancel()
 
 
 async def _stdio(config: Config, path: str) -> None:
