@@ -25,7 +25,7 @@ the objects the collector tracks. ``--trace-frames N`` also traces its allocatio
 and by object type (slow: use a few thousand agents).
 
 Usage: ``.venv/bin/python -m bench parked -- [--agents 100000] [--chess-share 0.5]
-[--sources 8] [--wakes 200] [--trace-frames 0]``. Not run by CI.
+[--sources 8] [--wakes 200] [--trace-frames 0] [--old-gc]``. Not run by CI.
 """
 
 from __future__ import annotations
@@ -190,7 +190,7 @@ async def parked(args: argparse.Namespace) -> Report:
         async with agora_serve(
             directory / "parked.db", "chess,debate", synchronous="FULL",
             max_connections=str(args.agents + 1000), probe=directory / "probe",
-            trace_frames=args.trace_frames,
+            trace_frames=args.trace_frames, old_gc=args.old_gc,
         ) as server:  # fmt: skip
             ws_base = server.url.replace("http://", "ws://")
             t0 = time.perf_counter()
@@ -367,6 +367,10 @@ def main(argv: list[str] | None = None) -> Report:
         help="run the server under tracemalloc with this many frames per allocation and "
         "print where the parked agents' memory was allocated (RSS figures then include "
         "tracemalloc's own memory)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--old-gc", action="store_true",
+        help="the server's collector policy of before agora.server.heap, to compare pauses",
     )  # fmt: skip
     args = parser.parse_args(argv)
     raise_fd_limit()

@@ -10,7 +10,8 @@ exists, what a full collection of the whole heap, frozen part included, found
 unreachable), ``<n>.snap``
 (the tracemalloc snapshot, when tracing) and then ``<n>.done``, so the bench knows both are
 whole. Tracing costs CPU and about doubles RSS: its figures are for comparing allocation
-sites, not RSS.
+sites, not RSS. With ``BENCH_OLD_GC`` set, the server keeps the collector policy it had
+before `agora.server.heap` (thresholds 50000/20/10, nothing frozen after start-up).
 Bench-only; agora never imports it.
 """
 
@@ -92,6 +93,16 @@ class _Pauses:
 _pauses = _Pauses()
 gc.callbacks.append(_pauses)
 signal.signal(signal.SIGUSR1, _pauses.dump)
+
+if os.environ.get("BENCH_OLD_GC"):  # the policy before agora.server.heap, to compare
+    from agora.server import heap
+
+    def _old_policy(self: heap.HeapKeeper) -> None:
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(50_000, 20, 10)
+
+    heap.HeapKeeper.install = _old_policy  # type: ignore[method-assign]
 
 from agora.cli import main  # noqa: E402
 

@@ -103,12 +103,14 @@ async def agora_serve(
     config: Path | None = None,
     probe: Path | None = None,
     trace_frames: int = 0,
+    old_gc: bool = False,
     **settings: str,
 ) -> AsyncIterator[Server]:
     """Run ``agora serve --toolsets <toolsets>``; ``settings`` become ``AGORA_<NAME>``,
     ``config`` is passed as ``--config`` (e.g. for ``[[principals]]``). With ``probe`` (a
     directory) it runs under `probed_serve`, which times its garbage collections and, with
-    ``trace_frames``, traces its allocations; `Server.probe` asks it for them.
+    ``trace_frames``, traces its allocations (``old_gc``: with the collector policy of
+    before `agora.server.heap`); `Server.probe` asks it for them.
 
     Raises:
         RuntimeError: it did not start, or did not exit cleanly on SIGTERM.
@@ -124,6 +126,8 @@ async def agora_serve(
     env |= {f"AGORA_{name.upper()}": value for name, value in settings.items()}
     if probe is not None:
         env |= {"BENCH_PROBE_DIR": str(probe), "BENCH_TRACE_FRAMES": str(trace_frames)}
+        if old_gc:
+            env["BENCH_OLD_GC"] = "1"
     process = await trio.lowlevel.open_process(
         command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
     )
