@@ -87,7 +87,7 @@ async def supervise(task: BackgroundTask, runtime: Runtime) -> None:
     it is `node_local`.
     """
     try:
-        if runtime.store.guarded and not getattr(task, _NODE_LOCAL, False):
+        if runtime.store.shared and not getattr(task, _NODE_LOCAL, False):
             await _once_per_cluster(task, runtime)
         else:
             await task(runtime)

@@ -167,9 +167,10 @@ class Runtime:
         self.resources = ResourceHub()
         #: What the version guard cost (a shared store's conflicts, stale reads, busy answers).
         self.guard = GuardCounts()
-        #: Other nodes' changes, followed on a shared (guarded) store; None on SQLite.
+        #: Other nodes' changes, followed on a shared store; None on SQLite (and on a store
+        #: no other process can reach: an inline test store).
         self.follower: Follower | None = None
-        if store.guarded:
+        if store.shared:
             self.follower = Follower(self)
             nursery.start_soon(follow, self, self.follower, name="agora change follower")
 

@@ -123,9 +123,12 @@ class Store:
         guarded: Whether writes carry version guards (False: this process is the only
             writer of its file, so the actor's copy is the truth).
         dialect: The SQL dialect of the toolsets' migrations this store runs.
+        shared: Whether other processes may use this database at the same time (then the
+            runtime follows their changes and runs background tasks once per cluster).
     """
 
     guarded = False
+    shared = False
     dialect = SQLITE
 
     def __init__(

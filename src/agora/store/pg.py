@@ -10,7 +10,8 @@ cached entities, and nothing locks the database for one process: many nodes shar
 An inline store (``inline=True``) runs all of that on the Trio thread instead, as SQLite's
 ``:memory:`` store does, so tests under Trio's autojump clock stay exact: a task waiting on a
 thread would look idle to the clock. It blocks the event loop for each round trip, so it is
-for tests, never for serving.
+for tests, never for serving; its schema is its own alone (`shared` is False), so the runtime
+neither listens for other nodes nor takes cluster locks for it.
 
 The namespace is the connection's ``search_path`` schema (``public`` by default), so tests
 and benches can run many stores on one server (``?options=-csearch_path%3Dname``); the
@@ -100,6 +101,11 @@ class PgStore(Store):
         self._probe: _Probe | None = None
         self.probes = 0
         self.probed = 0
+
+    @property
+    def shared(self) -> bool:  # type: ignore[override]
+        """Other nodes may use this database; an inline store's schema is its own alone."""
+        return not self._inline
 
     @property
     def inline(self) -> bool:
