@@ -4,11 +4,13 @@ With ``AGORA_TEST_BACKEND=postgresql`` and ``AGORA_TEST_PG`` (a PostgreSQL datab
 the environment, `agora.store.db.open_store` (and so ``agora serve --db``, ``agora stdio
 --db`` and every store a test opens) does not open SQLite. It opens instead:
 
-- ``:memory:`` as a fresh schema of its own, run inline on the Trio thread like SQLite's
-  in-memory store (autojump clocks stay exact), dropped when the store closes;
-- a file path as the schema named after the file's absolute path, created on first use and
-  kept, so a restarted server (or a second process given the same path) finds its rows.
-  The file itself is never created.
+- ``:memory:`` as a schema of its own, run inline on the Trio thread like SQLite's in-memory
+  store (autojump clocks stay exact). Once closed, the schema is emptied and kept for the
+  next ``:memory:`` store of the same migrations (this process only), so most stores skip
+  their migrations; one whose tables a test changed is dropped instead;
+- a file path as the schema named after the file's absolute path (a pooled one renamed, or a
+  new one), kept, so a restarted server (or a second process given the same path) finds
+  its rows. The file itself is never created.
 
 The test suite sets both variables for its PostgreSQL pass (servers it starts inherit them);
 nothing else should. Schemas are isolated by ``search_path``, as `agora.store.pg` expects.
@@ -28,6 +30,7 @@ from urllib.parse import quote
 import psycopg
 
 from agora.errors import StoreError
+from agora.store.neutral import POSTGRESQL
 from agora.store.pg import open_pg_store
 
 if TYPE_CHECKING:
@@ -66,14 +69,86 @@ def schema_for(path: str) -> str:
     return f"f_{digest[:24]}"
 
 
+#: One key per distinct migration list: the schemas in `_free` under it are migrated by it.
+PoolKey = tuple[tuple[str, int, tuple[str, ...]], ...]
+
+#: Migrated, emptied schemas of this process, ready for the next ``:memory:`` store. Making a
+#: schema costs tens of DDL statements (a quarter of a second on a busy machine) and dropping
+#: it more; emptying one costs a DELETE per table.
+_free: dict[PoolKey, list[str]] = {}
+#: The catalog fingerprint of each pooled schema right after it was migrated: a test that
+#: changed its tables (a trigger, a dropped table) leaves a schema that is dropped instead.
+_shape: dict[str, str] = {}
+
+_SHAPE = """
+SELECT md5(coalesce(string_agg(x, ',' ORDER BY x), '')) FROM (
+  SELECT concat_ws(':', c.relname, c.relkind, a.attname, a.atttypid) AS x
+    FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
+   WHERE c.relnamespace = %(s)s::regnamespace AND a.attnum > 0 AND NOT a.attisdropped
+  UNION ALL SELECT concat('t:', t.tgname) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+   WHERE c.relnamespace = %(s)s::regnamespace
+  UNION ALL SELECT concat('c:', conname) FROM pg_constraint WHERE connamespace = %(s)s::regnamespace
+  UNION ALL SELECT concat('p:', proname) FROM pg_proc WHERE pronamespace = %(s)s::regnamespace
+) shape
+"""
+_TABLES = (
+    "SELECT relname FROM pg_class WHERE relnamespace = %s::regnamespace "
+    "AND relkind IN ('r', 'p') AND relname <> 'agora_schema'"
+)
+
+
+def pool_key(migrations: Iterable[Migration]) -> PoolKey:
+    """What a schema migrated by ``migrations`` is fit for."""
+    return tuple(
+        (m.component, m.version, tuple(m.statements(POSTGRESQL) or ())) for m in migrations
+    )
+
+
 def _create(server: str, schema: str) -> None:
     # UniqueViolation: another process created it just now.
     with psycopg.connect(server, autocommit=True) as conn, suppress(psycopg.errors.UniqueViolation):
         conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
 
 
-def _drop(server: str, schema: str) -> None:
+def _claim(server: str, key: PoolKey, path: str) -> str:
+    """A schema for ``path``: a pooled one if any (renamed after a file path), else new."""
+    free = _free.get(key)
+    if path == ":memory:":
+        if free:
+            return free.pop()
+        schema = schema_for(path)
+        _create(server, schema)
+        return schema
+    schema = schema_for(path)
     with psycopg.connect(server, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,))
+        if exists.fetchone() is None and free:
+            pooled = free.pop()
+            _shape.pop(pooled, None)
+            conn.execute(f'ALTER SCHEMA "{pooled}" RENAME TO "{schema}"')
+            return schema
+    _create(server, schema)
+    return schema
+
+
+def _release(server: str, key: PoolKey, schema: str) -> None:
+    """Empty ``schema`` into the pool if its tables are as migrated, else drop it."""
+    with psycopg.connect(server, autocommit=True) as conn:
+        shape = conn.execute(_SHAPE, {"s": schema}).fetchone()
+        if shape is not None and _shape.setdefault(schema, shape[0]) == shape[0]:
+            tables = [r[0] for r in conn.execute(_TABLES, (schema,)).fetchall()]
+            try:
+                # Replica role: no trigger fires (the chamber's immutable rows go too). One
+                # round trip: statements without parameters may go together.
+                deletes = "".join(f'; DELETE FROM "{schema}"."{table}"' for table in tables)
+                with conn.transaction():
+                    conn.execute(f"SET LOCAL session_replication_role = replica{deletes}")
+            except psycopg.errors.InsufficientPrivilege:
+                pass  # not a superuser: no pool, a fresh schema each time
+            else:
+                _free.setdefault(key, []).append(schema)
+                return
+        _shape.pop(schema, None)
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
@@ -92,22 +167,28 @@ async def open_redirected(
     Raises:
         StoreError: the server cannot be reached, or migrating failed.
     """
-    schema = schema_for(path)
+    steps = list(migrations)
+    key = pool_key(steps)
     inline = path == ":memory:"
     try:
-        _create(server, schema)
+        schema = _claim(server, key, path)
     except psycopg.Error as exc:
         raise StoreError(f"cannot open the PostgreSQL database: {exc}") from exc
+    fresh = schema not in _shape
     try:
         async with open_pg_store(
             schema_url(server, schema),
-            migrations,
+            steps,
             group_commit=group_commit,
             trace=trace,
             commit_timeout=commit_timeout,
             inline=inline,
         ) as store:
+            if inline and fresh:  # its shape as migrated, to compare at release
+                with psycopg.connect(server, autocommit=True) as conn:
+                    found = conn.execute(_SHAPE, {"s": schema}).fetchone()
+                    _shape[schema] = found[0] if found else ""
             yield store
     finally:
         if inline:
-            _drop(server, schema)
+            _release(server, key, schema)
