@@ -81,6 +81,23 @@ async def test_rows_read_by_position_and_by_name(pg_url):
             assert dict(row) == {"id": 1, "name": "a%b?"}
 
 
+async def test_a_read_that_raises_gives_its_connection_back_to_the_pool(pg_url):
+    # A loader's LookupError used to drop its reader connection without closing it: every
+    # read of a missing entity leaked one server connection (a ResourceWarning at best).
+    def missing(conn):
+        conn.execute("SELECT 1").fetchone()
+        raise LookupError("no such entity")
+
+    with trio.fail_after(WAIT):
+        async with open_store(pg_url, [ITEMS]) as store:
+            for _ in range(3):
+                with pytest.raises(LookupError):
+                    await store.read(missing)
+            assert len(store._pg_readers) == 1  # one connection, reused, still open
+            assert await store.read(lambda c: c.execute("SELECT 2").fetchone()[0]) == 2
+            assert len(store._pg_readers) == 1
+
+
 async def test_concurrent_writes_fold_into_few_transactions(pg_url):
     with trio.fail_after(WAIT):
         async with open_store(pg_url, [ITEMS]) as store:
