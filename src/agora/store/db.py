@@ -23,6 +23,7 @@ from contextlib import ExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import quote
 
 import trio
 
@@ -83,12 +84,15 @@ class _Waiter:
         trio.lowlevel.reschedule(self.task)
 
 
-def _connect(path: str, *, synchronous: str, readonly: bool = False) -> sqlite3.Connection:
+def _connect(
+    path: str, *, synchronous: str, readonly: bool = False, create: bool = True
+) -> sqlite3.Connection:
     conn = sqlite3.connect(
-        path,
+        path if create else f"file:{quote(path)}?mode=rw",  # reopen: never a new empty file
         isolation_level=None,
         check_same_thread=False,
         timeout=30.0,
+        uri=not create,
     )
     conn.row_factory = sqlite3.Row
     if path != ":memory:":
@@ -149,7 +153,9 @@ class Store:
         self._writer_conn = writer_conn
         self._writer = writer
         self._inline = inline
-        self._readers: list[sqlite3.Connection] = []
+        self._readers: list[tuple[int, sqlite3.Connection]] = []
+        #: Bumped by the writer thread when it reopens the database: older readers close.
+        self.generation = 0
         self._reader_limit = trio.CapacityLimiter(READERS)
         self._closed = False
 
@@ -290,11 +296,14 @@ class Store:
                 await trio.lowlevel.checkpoint()
                 return _read_only(fn, self._writer_conn)
             async with self._reader_limit:
-                conn = self._readers.pop() if self._readers else self._open_reader()
+                generation, conn = self._reader()
                 try:
                     return await trio.to_thread.run_sync(fn, conn)
                 finally:
-                    self._readers.append(conn)
+                    if generation == self.generation:
+                        self._readers.append((generation, conn))
+                    else:  # opened before the database was reopened: on the old mount
+                        conn.close()
         except sqlite3.Error as exc:
             raise StoreError(f"read failed: {exc}") from exc
 
@@ -310,8 +319,13 @@ class Store:
         await trio.lowlevel.checkpoint()
         return dict.fromkeys(keys, 0)
 
-    def _open_reader(self) -> sqlite3.Connection:
-        return _connect(self.path, synchronous="NORMAL", readonly=True)
+    def _reader(self) -> tuple[int, sqlite3.Connection]:
+        while self._readers:
+            generation, conn = self._readers.pop()
+            if generation == self.generation:
+                return generation, conn
+            conn.close()
+        return self.generation, _connect(self.path, synchronous="NORMAL", readonly=True)
 
     def close(self) -> None:
         """Finish queued writes, then close every connection; later calls raise StoreError.
@@ -328,9 +342,10 @@ class Store:
                 self.path,
             )
             return
-        for conn in self._readers:
+        for _, conn in self._readers:
             conn.close()
         self._readers.clear()
+        self._writer_conn = self._writer.conn  # reopened after a disk error, maybe
         if not self._inline:
             try:
                 self._writer_conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
@@ -454,10 +469,25 @@ async def _open_locked(
         raise
     deliver = None if inline else trio.lowlevel.current_trio_token().run_sync_soon
     doctor = None if inline else DiskDoctor(path)
-    writer = Writer(conn, group_commit=group_commit, deliver=deliver, trace=trace, doctor=doctor)
+    holder: list[Store] = []
+
+    def reopen() -> sqlite3.Connection:
+        fresh = _connect(path, synchronous=synchronous.upper(), create=False)
+        holder[0].generation += 1  # the readers follow at their next use
+        return fresh
+
+    writer = Writer(
+        conn,
+        group_commit=group_commit,
+        deliver=deliver,
+        trace=trace,
+        doctor=doctor,
+        reopen=None if inline else reopen,
+    )
     store = Store(
         path, conn, writer, inline=inline, versions=versions, commit_timeout=commit_timeout
     )
+    holder.append(store)
     if not inline:
         writer.start()
         # A system task: it must outlive nothing but the store, and a nursery here would

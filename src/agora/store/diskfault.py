@@ -11,8 +11,9 @@ only after a failed write, on the writer's thread, never on the Trio thread.
 
 `DiskDoctor.name` turns such an exception into a `StoreError` whose ``cause`` and message
 name the cause; the toolsets' failure replies carry it on (`agora.errors.Failure`). A write
-that failed this way changed nothing and may be retried: SQLite keeps using its connection,
-so writes succeed again as soon as space or write permission returns, without a restart.
+that failed this way changed nothing and may be retried: writes succeed again as soon as space
+or write permission returns, without a restart (after a read-only or failed file system the
+writer reopens the database first, so one mounted again at its path is used: `Writer`).
 On PostgreSQL the server names the cause itself (SQLSTATE ``53100`` disk full, ``25006``
 read-only transaction, ``58030`` I/O error): `name_pg`.
 """

@@ -78,6 +78,7 @@ class Writer:
         deliver: Callable[[Callable[[], None]], None] | None = None,
         trace: bool = False,
         doctor: DiskDoctor | None = None,
+        reopen: Callable[[], Any] | None = None,
     ) -> None:
         """Set up the writer; `start` runs its thread.
 
@@ -90,9 +91,16 @@ class Writer:
             trace: Log, at INFO, the wall time at which each transaction became durable.
             doctor: Names the disk's part in failed jobs (full, read-only, I/O error):
                 they fail with a `agora.errors.StoreError` that says so. None: as raised.
+            reopen: Opens a fresh write connection. After a batch failed because the file
+                system went read-only or failed (``read_only``, ``io_error``), the next batch
+                first swaps the connection for a fresh one, so a file system mounted again
+                at the database's path is written through without a restart (the old
+                connection pinned the failed one). A reopen that fails keeps the old one.
         """
         self._conn = conn
         self._doctor = doctor
+        self._reopen = reopen
+        self._suspect = False  # the last batch failed for the file system: reopen first
         self._group = group_commit
         self._deliver = deliver
         self._trace = trace
@@ -118,6 +126,44 @@ class Writer:
             self.commit_ms.add((time.perf_counter() - began) * 1e3)
             if self._trace:
                 log.info("committed %d jobs at %.6f", committed, time.time())
+
+    @property
+    def conn(self) -> Any:
+        """The write connection now (a reopen replaces it)."""
+        return self._conn
+
+    def _refresh(self) -> None:
+        """Swap in a fresh connection if the last batch failed for the file system."""
+        if not self._suspect or self._reopen is None:
+            return
+        try:
+            fresh = self._reopen()
+        except Exception as exc:  # still away: the batch runs on the old one and fails
+            log.warning("could not reopen the database after a disk error: %s", exc)
+            return
+        old, self._conn, self._suspect = self._conn, fresh, False
+        try:
+            old.close()
+        except Exception as exc:  # a connection to a failed file system may not close
+            log.warning("could not close the database connection left behind: %s", exc)
+        log.info("reopened the database after a disk error")
+
+    def _diagnose(
+        self, outcomes: list[BaseException | None], failed: Exception | None
+    ) -> list[BaseException | None]:
+        """Name the disk's part in a batch's failures (``failed``: the whole batch's), log
+        them, and reopen before the next batch if the file system failed."""
+        if self._doctor is not None:
+            outcomes = self._doctor.name(outcomes)
+            causes = {getattr(o, "cause", None) for o in outcomes}
+            self._suspect = bool(causes & {"read_only", "io_error"})
+        if failed is not None:
+            cause = getattr(outcomes[0], "cause", None) if outcomes else None
+            if cause is None:
+                log.error("commit of %d jobs failed", len(outcomes), exc_info=failed)
+            else:  # the disk's fault, said in every refusal: no traceback per batch
+                log.warning("commit of %d jobs failed: %s (%s)", len(outcomes), cause, failed)
+        return outcomes
 
     def start(self) -> None:
         """Start the writer thread."""
@@ -192,6 +238,7 @@ class Writer:
         """
         if all(job.state == _DROPPED for job in batch):
             return  # nobody waits: do not queue for the write lock
+        self._refresh()
         conn = self._conn
         outcomes: list[BaseException | None]
         committed = 0
@@ -210,14 +257,8 @@ class Writer:
             failed, committed = exc, 0
         else:
             self.counted(committed, began)
-        if self._doctor is not None and committed != len(outcomes):
-            outcomes = self._doctor.name(outcomes)
-        if failed is not None:
-            cause = getattr(outcomes[0], "cause", None) if outcomes else None
-            if cause is None:
-                log.error("commit of %d jobs failed", len(batch), exc_info=failed)
-            else:  # the disk's fault, said in every refusal: no traceback per batch
-                log.warning("commit of %d jobs failed: %s (%s)", len(batch), cause, failed)
+        if committed != len(outcomes):
+            outcomes = self._diagnose(outcomes, failed)
 
         def finish() -> None:
             for job, outcome in zip(batch, outcomes, strict=True):
