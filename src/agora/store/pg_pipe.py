@@ -7,7 +7,7 @@ statements each, that was most of the PostgreSQL path's cost on the agora side. 
 drives the same libpq pipeline directly: every statement is queued in libpq's buffer, one
 ``Sync`` ends the list, the buffer goes out in as few writes as the kernel takes, and the
 results are read back in order until the sync. Statements are prepared once per connection
-(named ``agora_N``, by statement text and parameter types), so the server plans each once.
+(by statement text and parameter types; a name is never reused), so the server plans each once.
 
 Parameters are sent the way psycopg sends them by default: ``str`` as text of unknown type
 (the server infers it), ``int`` as int2/int4/int8/numeric by size, ``float`` as float8,
@@ -21,6 +21,7 @@ raises `psycopg.OperationalError`. Blocking I/O (the writer's thread); no Trio.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import select
@@ -33,6 +34,9 @@ from psycopg import errors, pq
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+#: Prepared statement numbers, unique in this process (so any two pipes on one connection
+#: never clash).
+_NAMES = itertools.count(1)
 #: Distinct statements prepared per connection; past this, statements go unprepared.
 MAX_PREPARED = 256
 
@@ -160,7 +164,8 @@ class Pipe:
             key = (query, types)
             name = self._prepared.get(key)
             if name is None and len(self._prepared) < MAX_PREPARED:
-                name = self._prepared[key] = f"agora_{len(self._prepared)}".encode()
+                # Never reused: a Prepare in a pipeline that failed may exist on the server.
+                name = self._prepared[key] = f"agora_{next(_NAMES)}".encode()
                 pgconn.send_prepare(name, query, types)
                 fresh.append(key)
                 sent.append(True)
