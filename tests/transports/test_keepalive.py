@@ -162,10 +162,10 @@ async def test_a_ping_cut_short_is_finished_before_the_next_frame():
 
 async def test_no_ping_while_another_frame_is_being_sent():
     with paired() as (peer, other):
-        await peer._lock.acquire()
+        peer._sending = True  # as while a call's reply is being written
         assert peer.keepalive_round()
         assert not peer.pinged
-        peer._lock.release()
+        peer._sending = False
         other.setblocking(False)
         try:
             assert other.recv(64) == b""
@@ -173,3 +173,30 @@ async def test_no_ping_while_another_frame_is_being_sent():
             pass  # nothing was written
         else:
             raise AssertionError("the ping was written while the lock was held")
+
+
+async def test_senders_that_wait_go_in_turn_and_one_cancelled_drops_out():
+    with paired() as (peer, other):
+        first = frames.text_frame(b"1" * 300_000)  # more than the socket pair holds
+        second, third = frames.text_frame(b'"2"'), frames.text_frame(b'"3"')
+        dropped = trio.CancelScope()
+
+        async def send_second() -> None:
+            with dropped:
+                await peer.send(second)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(peer.send, first)
+            await trio.testing.wait_all_tasks_blocked()  # part written, waiting for room
+            nursery.start_soon(send_second)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(peer.send, third)
+            await trio.testing.wait_all_tasks_blocked()
+            assert peer._queue is not None
+            assert len(peer._queue) == 2
+            dropped.cancel()  # the second sender gives up its place
+            received = bytearray()
+            while len(received) < len(first) + len(third):
+                received += await trio.to_thread.run_sync(other.recv, 1 << 16)
+        assert received == first + third
+        assert not peer._sending

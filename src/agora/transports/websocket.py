@@ -4,12 +4,13 @@ The HTTP front end has already read the upgrade request and checked the path, Ho
 and the bearer token. This module completes the handshake with wsproto
 (`accept_websocket`), then runs the connection (`serve_websocket`) from one reader task:
 bytes in, frames decoded by `agora.transports.frames`, whole messages to the session;
-replies are framed and written under a FIFO lock by whichever task produced them. The
-shared keepalive (`agora.transports.keepalive`) pings a quiet peer. A peer that misses pongs,
-breaks the protocol (close code 1002, or 1007 for invalid UTF-8), sends an oversize
-message (1009) or stops reading is closed; nobody else notices. Every connection has its
-own nursery and its socket is closed in ``finally``, lingering so that the peer reads the
-close frame (`agora.transports.linger`). Nothing here knows about tools.
+replies are framed and written in turn (first come, first served) by whichever task
+produced them. The shared keepalive (`agora.transports.keepalive`) pings a quiet peer. A
+peer that misses pongs, breaks the protocol (close code 1002, or 1007 for invalid UTF-8),
+sends an oversize message (1009) or stops reading is closed; nobody else notices. Calls run
+in the server's nursery (a parked session holds no nursery of its own); the connection
+waits for its cancelled calls before its socket is closed in ``finally``, lingering so that
+the peer reads the close frame (`agora.transports.linger`). Nothing here knows about tools.
 
 After the handshake, bytes move with ``os.read``/``os.write`` on the socket's descriptor
 (non-blocking, as Trio made it), waiting with Trio's ``wait_readable``/``wait_writable``
@@ -76,8 +77,9 @@ class _Peer:
         "_decided",
         "_ending",
         "_finishing",
-        "_lock",
+        "_queue",
         "_rest",
+        "_sending",
         "answered",
         "close_code",
         "close_reason",
@@ -107,7 +109,11 @@ class _Peer:
         self._broken = False  # a frame was cut short: nothing more may be written
         self._finishing: trio.CancelScope | None = None  # shields a begun frame's rest
         self._ending = False  # see `abandon_frame`
-        self._lock = trio.StrictFIFOLock()
+        # A FIFO lock over frames: `_sending` while one is being written, and the senders
+        # waiting their turn in `_queue`, made on the first wait (a lock made up front would
+        # cost every parked agent its ParkingLot, ~340 bytes).
+        self._sending = False
+        self._queue: trio.lowlevel.ParkingLot | None = None
         self._rest: memoryview | None = None  # a ping's tail the socket had no room for
         self.scope: trio.CancelScope | None = None
         self.slot = 0  # the keepalive's bucket
@@ -156,21 +162,22 @@ class _Peer:
     async def send(self, frame: bytes, *, closing: bool = False) -> bool:
         """Write one frame; False if a close frame has already gone out.
 
-        Frames are written whole and in turn under a FIFO lock, and nothing follows the
-        close frame (``closing``). Taking a free lock does not yield. A frame is never
-        left half written for the next one to land in: once its first byte is out, a
-        cancellation waits (shielded, for at most the send timeout) for the rest, and a
-        frame that cannot be finished breaks the stream for good.
+        Frames are written whole and in turn (first come, first served), and nothing
+        follows the close frame (``closing``). A send with nobody before it does not
+        yield. A frame is never left half written for the next one to land in: once its
+        first byte is out, a cancellation waits (shielded, for at most the send timeout)
+        for the rest, and a frame that cannot be finished breaks the stream for good.
 
         Raises:
             trio.BrokenResourceError: the peer is gone, or an earlier frame was cut short.
             Stalled: the peer has not read for the send timeout.
         """
-        lock = self._lock
-        if lock.locked():
-            await lock.acquire()
+        if self._sending:  # another frame is being written: wait for our turn, in order
+            if self._queue is None:
+                self._queue = trio.lowlevel.ParkingLot()
+            await self._queue.park()  # the sender before us hands its turn over
         else:
-            lock.acquire_nowait()
+            self._sending = True
         try:
             if self._broken:
                 raise trio.BrokenResourceError("an earlier frame was cut short")
@@ -183,7 +190,10 @@ class _Peer:
             await self._write(memoryview(frame))
             return True
         finally:
-            lock.release()
+            if self._queue:  # the turn passes to the first waiter: still sending
+                self._queue.unpark()
+            else:
+                self._sending = False
 
     async def emit(self, message: dict[str, Any], related: rpc.RequestId | None) -> None:
         """Send one JSON-RPC message (the session's ``emit``).
@@ -221,7 +231,7 @@ class _Peer:
                 self.scope.cancel()
             return False
         self.answered = self.pongs
-        if self._lock.locked() or self._broken or self._closed_sent:
+        if self._sending or self._broken or self._closed_sent:
             self.pinged = False
             return True
         self.pinged = True
