@@ -41,6 +41,19 @@ async def test_check_returns_only_messages_addressed_to_the_role_or_session(desk
     assert inbox["next_cursor"] == {"ts": to_session["ts"], "msg_id": to_session["msg_id"]}
 
 
+async def test_a_page_merges_role_and_session_mail_in_order_once_each(desk, room):
+    # Mail for the role, for the session and for both, interleaved: one page in (ts, msg_id)
+    # order, a message addressed to both listed once (then a page from one key alone).
+    both = f"ADVOCATE,{room['b']}"
+    sent = [await say(desk, room, to) for to in ("ADVOCATE", room["b"], both, "ADVOCATE", both)]
+    inbox = await check(desk, room)
+    assert [m["msg_id"] for m in inbox["pending"]] == [m["msg_id"] for m in sent]
+    await desk.advance(BOB, room["topic"], "ADVOCATE", room["b"], sent[-1]["msg_id"])
+    later = [await say(desk, room, room["b"]) for _ in range(2)]
+    inbox = await check(desk, room)
+    assert [m["msg_id"] for m in inbox["pending"]] == [m["msg_id"] for m in later]
+
+
 async def test_empty_inbox_answers_zero_counts_and_null_cursor(desk, room):
     inbox = await check(desk, room)
     assert inbox["count"] == 0

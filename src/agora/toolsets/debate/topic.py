@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from agora.runtime.clock import Now
+    from agora.runtime.commands import CommandTable
     from agora.runtime.entity import Write
     from agora.store.neutral import ReadConn
     from agora.toolsets.debate.access import Caller
@@ -48,10 +49,8 @@ class Topic:
             Effects whose reply is the command's result, or the `DebateError` that
             rejected it (then with no writes).
         """
-        from agora.toolsets.debate.commands import COMMANDS
-
         try:
-            return COMMANDS.dispatch(self, command, now)
+            return _commands().dispatch(self, command, now)
         except DebateError as err:
             return Effects(reply=err)
 
@@ -196,6 +195,19 @@ class Topic:
     def stamp_now(self, now: Now) -> str:
         """``now`` as stored text."""
         return stamp(now.wall)
+
+
+def _commands() -> CommandTable[Effects]:
+    """The command table (imported on first use: the command modules import this one)."""
+    global _COMMANDS
+    if _COMMANDS is None:
+        from agora.toolsets.debate.commands import COMMANDS
+
+        _COMMANDS = COMMANDS
+    return _COMMANDS
+
+
+_COMMANDS: CommandTable[Effects] | None = None
 
 
 def index(data: TopicData, meta: MsgMeta) -> None:

@@ -107,7 +107,8 @@ def start_cursor(topic: Topic, role: str, session_id: str, parent: Binding) -> C
     return Cursor(claim.parent_cursor_ts, claim.parent_cursor_msg_id)
 
 
-def _start(topic: Topic, cmd: CheckInbox, parent: Binding) -> tuple[str, str]:
+def _start(topic: Topic, cmd: CheckInbox, cursor: Cursor) -> tuple[str, str]:
+    """Where the page starts (``cursor``: the caller's own signal cursor)."""
     data = topic.data
     if cmd.since_msg_id is not None:
         meta = data.messages.get(cmd.since_msg_id)
@@ -116,18 +117,26 @@ def _start(topic: Topic, cmd: CheckInbox, parent: Binding) -> tuple[str, str]:
         return meta.cursor
     if cmd.since_ts is not None:
         return (normalise_ts(cmd.since_ts), AFTER_ALL_IDS)
-    position = start_cursor(topic, cmd.role, cmd.session_id, parent).position
-    return max(position, data.watermarks.get(cmd.role, START))
+    return max(cursor.position, data.watermarks.get(cmd.role, START))
 
 
-def _addressed(topic: Topic, role: str, session_id: str, after: tuple[str, str]) -> list[MsgMeta]:
-    seen: dict[str, MsgMeta] = {}
-    for key in keys(role, session_id):
-        for meta in reversed(topic.data.inbox.get(key, ())):
+def _addressed(topic: Topic, mine: tuple[str, str], after: tuple[str, str]) -> list[MsgMeta]:
+    """The messages for the keys ``mine`` past ``after``, in (ts, msg_id) order."""
+    inbox = topic.data.inbox
+    found: list[MsgMeta] = []
+    sources = 0
+    for key in mine:
+        start = len(found)
+        for meta in reversed(inbox.get(key, ())):
             if meta.cursor <= after:
                 break
-            seen[meta.msg_id] = meta
-    return sorted(seen.values(), key=lambda m: m.cursor)
+            found.append(meta)
+        sources += len(found) > start
+    if sources < 2:  # one key's list, newest first: no repeats to merge
+        found.reverse()
+        return found
+    unique = {meta.msg_id: meta for meta in found}
+    return sorted(unique.values(), key=lambda m: m.cursor)
 
 
 @COMMANDS.on(CheckInbox)
@@ -135,7 +144,9 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
     row = topic.require_row()
     # A worker session reads its parent's inbox through a cursor of its own.
     parent = topic.session_gate(cmd.caller, cmd.role, cmd.session_id)
-    items = _addressed(topic, cmd.role, parent.session_id, _start(topic, cmd, parent))
+    mine = keys(cmd.role, parent.session_id)
+    cursor = start_cursor(topic, cmd.role, cmd.session_id, parent)
+    items = _addressed(topic, mine, _start(topic, cmd, cursor))
     items = protocol.visible_inbox(topic, cmd.caller, cmd.role, items)
     page = tuple(items[: cmd.limit])
     held = topic.data.bodies
@@ -146,11 +157,10 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
     at = topic.stamp_now(now)
     writes: list[Write] = []
     data = topic.data
-    cursor = start_cursor(topic, cmd.role, cmd.session_id, parent)
     cursor.last_check_at = at
     topic.set_cursor(writes, cmd.role, cmd.session_id, cursor)
     for meta in page:
-        for key in keys(cmd.role, parent.session_id):
+        for key in mine:
             marks = data.deliveries.get(key)
             if marks is not None and marks.get(meta.msg_id) == "pending":
                 marks[meta.msg_id] = "delivered"
@@ -174,7 +184,7 @@ def advance_cursor(topic: Topic, cmd: AdvanceCursor, now: Now) -> Effects:
         raise reject("unknown_msg_id", "last_processed_msg_id names no message of this topic")
     mine = keys(cmd.role, parent.session_id)
     protocol.check_advance(topic, cmd.caller, cmd.role, mine, target)
-    if not set(target.recipients) & set(mine):
+    if not any(key in target.recipients for key in mine):
         raise reject(
             "target_not_addressed",
             "the message is not addressed to this role or "
@@ -191,15 +201,20 @@ def advance_cursor(topic: Topic, cmd: AdvanceCursor, now: Now) -> Effects:
     done = 0
     # A worker's receipt moves its own cursor only: the parent's deliveries stay open.
     for key in mine if parent.session_id == cmd.session_id else ():
-        marks = data.deliveries.get(key, {})
+        marks = data.deliveries.get(key)
+        if not marks:
+            continue
         # Open markers are kept in (ts, msg_id) order: stop at the first past the target.
-        for msg_id in list(marks):
+        upto = []
+        for msg_id in marks:
             if data.messages[msg_id].cursor > target.cursor:
                 break
+            upto.append(msg_id)
+        for msg_id in upto:
             del marks[msg_id]
             topic.consumed(msg_id)
             writes.append(sql.mark_delivery(msg_id, key, "done", at))
-            done += 1
+        done += len(upto)
     topic.event(
         writes,
         at,

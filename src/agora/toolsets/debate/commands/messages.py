@@ -100,12 +100,12 @@ def _author(topic: Topic, cmd: Post) -> Binding | None:
 
 def _recipients(topic: Topic, tokens: tuple[str, ...]) -> list[str]:
     row = topic.require_row()
-    live = topic.live_sessions()
+    live: set[str] | None = None  # the bound sessions, gathered only if a token needs them
     keys: list[str] = []
     for token in tokens:
-        if ROLE_RE.fullmatch(token) and token in row.roles:
+        if token in row.roles and ROLE_RE.fullmatch(token):
             key = f"role:{token}"
-        elif UUID_RE.fullmatch(token) and token in live:
+        elif UUID_RE.fullmatch(token) and token in (live := live or topic.live_sessions()):
             key = f"session:{token}"
         else:
             raise reject(

@@ -185,6 +185,8 @@ def record_post(
 def visible_inbox(topic: Topic, caller: Caller, role: str, items: list[MsgMeta]) -> list[MsgMeta]:
     """The inbox up to (not including) the first message the blind barrier hides from this
     viewer, so no cursor can pass a CLAIM before its release."""
+    if topic.data.protocol is None:  # no blind barrier outside debate/v1
+        return items
     hidden = hidden_ids(topic.data.protocol, caller, role, topic.all_bindings())
     if not hidden:
         return items
