@@ -43,6 +43,8 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -391,6 +393,13 @@ async def run_workload(workload: str, server: str, pg: PgCpu | None, config: Pat
     return rows
 
 
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 just now (for the throwaway PostgreSQL)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 async def main(args: argparse.Namespace) -> None:
     raise_fd_limit()
     why = cgroups.available()
@@ -398,15 +407,16 @@ async def main(args: argparse.Namespace) -> None:
         print(f"no CPU caps: {why}")
         args.cap = None
     server, pgdir = args.pg, None
-    if not server:
-        pgdir = tempfile.mkdtemp(prefix="agora-bench-pg-")
-        started = await trio.run_process(
-            ["bash", str(ROOT / "scripts" / "pg.sh"), "start", pgdir, str(args.pg_port)],
-            capture_stdout=True,
-        )
-        server = started.stdout.decode().strip()
     pg: PgCpu | None = None
     try:
+        if not server:
+            pgdir = tempfile.mkdtemp(prefix="agora-bench-pg-")
+            port = args.pg_port or free_port()
+            started = await trio.run_process(
+                ["bash", str(ROOT / "scripts" / "pg.sh"), "start", pgdir, str(port)],
+                capture_stdout=True,
+            )
+            server = started.stdout.decode().strip()
         pg = PgCpu(pgdir, args.pg_cap)
         load = os.getloadavg()[0]
         print(f"cores: {os.cpu_count()}, load average {load:.1f}; {args.clients} clients, "
@@ -435,6 +445,9 @@ async def main(args: argparse.Namespace) -> None:
                 await trio.run_process(
                     ["bash", str(ROOT / "scripts" / "pg.sh"), "stop", pgdir], check=False
                 )
+            shutil.rmtree(pgdir, ignore_errors=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(f"{pgdir}.initdb.log")
         if pg is not None and pg.group is not None:
             pg.group.remove()
 
@@ -454,6 +467,6 @@ if __name__ == "__main__":
     parser.add_argument("--light-tables", type=int, default=1,
                         help="chess-cross tables of the light-load wake row (0: none)")  # fmt: skip
     parser.add_argument("--pg", default="", help="a PostgreSQL server URL (else one is started)")
-    parser.add_argument("--pg-port", type=int, default=55470)
+    parser.add_argument("--pg-port", type=int, default=0, help="0: a free port")
     parser.add_argument("--py-spy", default="", help="a directory: profile each node per row")
     trio.run(main, parser.parse_args())
