@@ -3,7 +3,7 @@
 `start` runs it on ``db`` with the mixed load's principal (``bench/mixed.py``) and
 ``synchronous=FULL`` (plus any ``AGORA_*`` settings given) and returns the process and its
 ``ws://.../mcp`` URL once it says it is serving; `drain` reads its stderr until it exits
-(so a full pipe never blocks it) and keeps the lines.
+(so a full pipe never blocks it) and keeps the lines; `reap` kills what a failed test left.
 """
 
 from __future__ import annotations
@@ -52,3 +52,10 @@ async def drain(process: trio.Process, lines: list[str] | None = None) -> None:
         *complete, pending = (pending + chunk).split(b"\n")
         if lines is not None:
             lines.extend(c.decode(errors="replace") for c in complete)
+
+
+def reap(processes: list[trio.Process]) -> None:
+    """SIGKILL every server of ``processes`` still running (a failed test leaves none)."""
+    for process in processes:
+        if process.returncode is None and process.poll() is None:
+            process.kill()

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import mixed
 import pytest
 import trio
-from faults_support import TIMEOUT, drain, start
+from faults_support import TIMEOUT, drain, reap, start
 from wsload import lean_connect
 
 if TYPE_CHECKING:
@@ -151,16 +151,19 @@ async def serving(db: Path, config: Path, acked: dict[str, str]) -> AsyncIterato
     """Run agora on ``db`` with a debate topic; a `Poster` on it; stop the server at the end."""
     log: list[str] = []
     process, url = await start(db, config)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(drain, process, log)
-        mix = mixed.Mix(url, [], mixed.Acks())
-        with trio.fail_after(TIMEOUT):
-            topic = await _topic(db, mix)
-        async with lean_connect(url, mixed.TOKEN) as client:
-            yield Poster(client, url, topic, acked)
-        process.terminate()
-        with trio.fail_after(TIMEOUT):
-            await process.wait()
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(drain, process, log)
+            mix = mixed.Mix(url, [], mixed.Acks())
+            with trio.fail_after(TIMEOUT):
+                topic = await _topic(db, mix)
+            async with lean_connect(url, mixed.TOKEN) as client:
+                yield Poster(client, url, topic, acked)
+            process.terminate()
+            with trio.fail_after(TIMEOUT):
+                await process.wait()
+    finally:
+        reap([process])
     assert process.returncode == 0, "\n".join(log[-30:])
 
 

@@ -32,7 +32,7 @@ for where in (TESTS / "faults", TESTS.parent / "bench"):
 
 import mixed  # noqa: E402
 from crash_checks import Frozen, check_pg  # noqa: E402
-from faults_support import TIMEOUT, drain, start  # noqa: E402
+from faults_support import TIMEOUT, drain, reap, start  # noqa: E402
 
 ROUNDS = int(os.environ.get("AGORA_NODES_CRASH_ROUNDS", "2"))
 SESSIONS = int(os.environ.get("AGORA_NODES_CRASH_SESSIONS", "36"))
@@ -66,6 +66,7 @@ class Cluster:
     def __init__(self, db: str, config: Path, nursery: trio.Nursery, mix: mixed.Mix) -> None:
         self.db, self.config, self.nursery, self.mix = db, config, nursery, mix
         self.processes: list[trio.Process] = []
+        self.before: Counter[str] = Counter()  # acknowledgements before the last round
 
     async def start(self, index: int) -> None:
         process, url = await start(self.db, self.config)  # type: ignore[arg-type]
@@ -103,27 +104,14 @@ async def test_sigkill_of_a_node_under_mixed_load_loses_nothing_acknowledged(pg_
     mix = mixed.Mix("", mixed.plan_actors(SESSIONS), acks)
     async with trio.open_nursery() as nursery:
         cluster = Cluster(pg_url, config, nursery, mix)
-        for index in range(NODES):
-            await cluster.start(index)
-        with trio.fail_after(TIMEOUT):
-            await mixed.setup_topics(mix, 4)
-        for kill in range(1, ROUNDS + 1):
-            victim = rng.randrange(NODES)
-            await _kill_round(cluster, victim, rng.randrange(20, 200))
-            problems = check_pg(pg_url, acks.records, frozen)
-            assert not problems, f"after kill {kill} (node {victim}): " + "\n".join(problems[:20])
-            await cluster.start(victim)
-        before = Counter(a["kind"] for a in acks.records)
-        await mixed.run(mix, 3.0)  # the last round: no kill, every node up
-        for process in cluster.processes:
-            process.terminate()
-        with trio.fail_after(TIMEOUT):
-            for process in cluster.processes:
-                await process.wait()
+        try:
+            await _rounds(cluster, rng, frozen)
+        finally:
+            reap(cluster.processes)
     assert all(p.returncode == 0 for p in cluster.processes)
     problems = check_pg(pg_url, acks.records, frozen)
     assert not problems, "after the last round: " + "\n".join(problems[:20])
-    progress = Counter(a["kind"] for a in acks.records) - before
+    progress = Counter(a["kind"] for a in acks.records) - cluster.before
     for kind in ("debate_message", "router_gate", "chamber_action"):
         assert progress[kind] > 0, f"{kind} writers did not resume after {ROUNDS} kills"
     unexpected = {
@@ -133,6 +121,28 @@ async def test_sigkill_of_a_node_under_mixed_load_loses_nothing_acknowledged(pg_
     }
     assert not unexpected, f"refusals: {unexpected}; e.g. {mix.stats.last_refusal}"
     _the_checker_can_fail(pg_url, frozen)
+
+
+async def _rounds(cluster: Cluster, rng: random.Random, frozen: Frozen) -> None:
+    """Start the nodes; each round kills one, checks and restarts it; a last clean round."""
+    mix, acks, pg_url = cluster.mix, cluster.mix.acks, cluster.db
+    for index in range(NODES):
+        await cluster.start(index)
+    with trio.fail_after(TIMEOUT):
+        await mixed.setup_topics(mix, 4)
+    for kill in range(1, ROUNDS + 1):
+        victim = rng.randrange(NODES)
+        await _kill_round(cluster, victim, rng.randrange(20, 200))
+        problems = check_pg(pg_url, acks.records, frozen)
+        assert not problems, f"after kill {kill} (node {victim}): " + "\n".join(problems[:20])
+        await cluster.start(victim)
+    cluster.before = Counter(a["kind"] for a in acks.records)
+    await mixed.run(mix, 3.0)  # the last round: no kill, every node up
+    for process in cluster.processes:
+        process.terminate()
+    with trio.fail_after(TIMEOUT):
+        for process in cluster.processes:
+            await process.wait()
 
 
 def _the_checker_can_fail(url: str, frozen: Frozen) -> None:

@@ -26,7 +26,7 @@ for where in (TESTS / "faults", TESTS.parent / "bench"):
         sys.path.insert(0, str(where))
 
 import mixed  # noqa: E402
-from faults_support import TIMEOUT, drain, start  # noqa: E402
+from faults_support import TIMEOUT, drain, reap, start  # noqa: E402
 from wsload import lean_connect  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
@@ -81,44 +81,22 @@ async def _recovered(client: Any, topic: str, acked: dict[str, str]) -> None:
 async def test_a_read_only_postgresql_is_named_and_left_without_a_restart(pg_url, tmp_path):
     config = mixed.write_config(tmp_path)
     acked: dict[str, str] = {}
+    nodes: list[tuple[trio.Process, str]] = []
     async with trio.open_nursery() as nursery:
-        nodes = []
-        for _ in range(2):
-            process, url = await start(pg_url, config)  # type: ignore[arg-type]
-            nursery.start_soon(drain, process)
-            nodes.append((process, url))
-        mix = mixed.Mix(nodes[0][1], [], mixed.Acks())
-        with trio.fail_after(TIMEOUT):
-            await mixed.setup_topics(mix, 1)
-        topic = mix.topics[0]["topic_id"]
         try:
-            async with (
-                lean_connect(nodes[0][1], mixed.TOKEN) as a,
-                lean_connect(nodes[1][1], mixed.TOKEN) as b,
-            ):
-                with trio.fail_after(TIMEOUT):
-                    await _recovered(a, topic, acked)
-                    _read_only(pg_url, True)
-                    for client in (a, b):
-                        refused = await _refused(client, topic, acked)
-                        assert "read-only" in _text(refused), refused
-                        assert "retry" in _text(refused), refused
-                    for role, fn in (("router", mixed.router), ("chamber", mixed.chamber)):
-                        with pytest.raises(mixed.Refused) as caught:
-                            await fn(mix, b, mixed.Actor(1, role))
-                        assert "read-only" in json.dumps(caught.value.body), caught.value.body
-                    read = await a.call_tool("debate_read", {"topic_id": topic, "role": "ROLE_A"})
-                    assert not read.get("isError"), read
-                    _read_only(pg_url, False)
-                    await _recovered(a, topic, acked)
-                    await _recovered(b, topic, acked)
+            for _ in range(2):
+                process, url = await start(pg_url, config)  # type: ignore[arg-type]
+                nursery.start_soon(drain, process)
+                nodes.append((process, url))
+            await _exercise(pg_url, nodes, acked)
+            for process, _ in nodes:
+                process.terminate()
+            with trio.fail_after(TIMEOUT):
+                for process, _ in nodes:
+                    await process.wait()
         finally:
             _read_only(pg_url, False)
-        for process, _ in nodes:
-            process.terminate()
-        with trio.fail_after(TIMEOUT):
-            for process, _ in nodes:
-                await process.wait()
+            reap([process for process, _ in nodes])
     assert all(process.returncode == 0 for process, _ in nodes)
     _stored(pg_url, acked)
 
@@ -130,3 +108,33 @@ def _stored(url: str, acked: dict[str, str]) -> None:
         rows = dict(conn.execute("SELECT msg_id, body FROM debate_messages").fetchall())
     assert acked, "nothing was acknowledged"
     assert {m: b for m, b in acked.items() if rows.get(m) != b} == {}, "acknowledged posts lost"
+
+
+async def _exercise(
+    pg_url: str, nodes: list[tuple[trio.Process, str]], acked: dict[str, str]
+) -> None:
+    """Writes through both nodes; read-only: refused, named, reads answer; writable: again."""
+    mix = mixed.Mix(nodes[0][1], [], mixed.Acks())
+    with trio.fail_after(TIMEOUT):
+        await mixed.setup_topics(mix, 1)
+    topic = mix.topics[0]["topic_id"]
+    async with (
+        lean_connect(nodes[0][1], mixed.TOKEN) as a,
+        lean_connect(nodes[1][1], mixed.TOKEN) as b,
+    ):
+        with trio.fail_after(TIMEOUT):
+            await _recovered(a, topic, acked)
+            _read_only(pg_url, True)
+            for client in (a, b):
+                refused = await _refused(client, topic, acked)
+                assert "read-only" in _text(refused), refused
+                assert "retry" in _text(refused), refused
+            for role, fn in (("router", mixed.router), ("chamber", mixed.chamber)):
+                with pytest.raises(mixed.Refused) as caught:
+                    await fn(mix, b, mixed.Actor(1, role))
+                assert "read-only" in json.dumps(caught.value.body), caught.value.body
+            read = await a.call_tool("debate_read", {"topic_id": topic, "role": "ROLE_A"})
+            assert not read.get("isError"), read
+            _read_only(pg_url, False)
+            await _recovered(a, topic, acked)
+            await _recovered(b, topic, acked)
