@@ -384,32 +384,27 @@ async def serve_websocket(
 
 
 async def _read(peer: _Peer, conn: Connection, data: bytes) -> None:
-    """Feed each whole message to the session until the peer closes or breaks a rule."""
+    """Feed each whole message to the session until the peer closes or breaks a rule.
+
+    A parked session sleeps in this frame: it keeps neither the bytes it last read nor the
+    messages they held (`_deliver` has them).
+    """
     reader = MessageReader(rpc.MAX_MESSAGE_BYTES)
     while True:
+        drained = len(data) < RECEIVE_BYTES
         try:
             received = reader.feed(data)
         except FrameError as err:
             peer.end(err.code, err.reason)
             peer.garbled = True
             return
-        for opcode, payload in received:
-            if opcode == frames.TEXT:
-                await conn.feed_bytes(payload)
-            elif opcode == frames.BINARY:
-                await peer.emit(rpc.error(None, rpc.INVALID_REQUEST, "send text frames"), None)
-            elif opcode == frames.PING:
-                await peer.send(frames.control_frame(frames.PONG, payload))
-            elif opcode == frames.PONG:
-                peer.pongs += 1
-            else:  # the peer's close frame: answered with its own code in `_close`
-                code, _ = payload
-                peer.peer_closed = True
-                peer.end(code)
-                return
-        if len(data) < RECEIVE_BYTES:
+        del data
+        if not await _deliver(peer, conn, received):
+            return
+        del received
+        if drained:
             # The last read emptied the socket: a client that waits for each reply has sent
-            # nothing more, so wait here (a parked session sleeps in this frame) before reading.
+            # nothing more, so wait before reading.
             await trio.lowlevel.wait_readable(peer.fd)
             data = await peer.receive(waited=True)
         else:
@@ -417,6 +412,25 @@ async def _read(peer: _Peer, conn: Connection, data: bytes) -> None:
         if not data:
             peer.end(None)  # the socket ended without a close frame
             return
+
+
+async def _deliver(peer: _Peer, conn: Connection, received: list[frames.Received]) -> bool:
+    """Hand what the peer sent to the session; False once it sent its close frame."""
+    for opcode, payload in received:
+        if opcode == frames.TEXT:
+            await conn.feed_bytes(payload)
+        elif opcode == frames.BINARY:
+            await peer.emit(rpc.error(None, rpc.INVALID_REQUEST, "send text frames"), None)
+        elif opcode == frames.PING:
+            await peer.send(frames.control_frame(frames.PONG, payload))
+        elif opcode == frames.PONG:
+            peer.pongs += 1
+        else:  # the peer's close frame: answered with its own code in `_close`
+            code, _ = payload
+            peer.peer_closed = True
+            peer.end(code)
+            return False
+    return True
 
 
 async def _close(peer: _Peer) -> None:
