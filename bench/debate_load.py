@@ -9,7 +9,11 @@ shares the machine with).
 (load) ``--topics`` topics x ``--roles`` role sessions; each role is one agent that posts
     addressed messages to the next role (``debate_post_with_recipients``) and drains its
     inbox with ``debate_signal_wait`` (1 s at most) + ``debate_signal_advance``, for
-    ``--seconds`` after a warm-up.
+    ``--seconds`` after a warm-up. An agent drains as a real one does: it takes every
+    message the wait returned (up to 100) and sends one receipt, advancing to the last of
+    them (the contract lets a receipt pass several messages addressed to the caller); a
+    wait that returned nothing sends none. In the closed loop a wait mostly returns the one
+    message the previous role posted since, so a post costs about one wait and one advance.
     Closed loop (the default): one connection per agent looping post, wait, advance; the
     figure is the throughput (every agent always has a call in flight, so latencies there
     are queueing: agents / throughput).
