@@ -42,13 +42,16 @@ def _check(call: ToolCall, *, persist: bool) -> CheckInbox:
     )
 
 
-async def _render(call: ToolCall, inbox: Inbox) -> dict[str, Any]:
-    found = dict(inbox.bodies)
+async def _render(call: ToolCall, inbox: Inbox, **more: str) -> dict[str, Any]:
+    """The result shape of a check or wait (``more``: fields after the summary's)."""
+    found = inbox.bodies
     missing = [m.msg_id for m in inbox.pending if m.msg_id not in found]
     if missing:  # consumed already (an explicit since cursor went back): committed rows
         rows = await call.runtime.read(lambda conn: sql.messages_by_id(conn, missing))
-        found.update((msg_id, message(row)) for msg_id, row in rows.items())
-    return {"pending": [found[m.msg_id] for m in inbox.pending], **inbox.summary()}
+        found = {**found, **{msg_id: message(row) for msg_id, row in rows.items()}}
+    out: dict[str, Any] = {"pending": [found[m.msg_id] for m in inbox.pending]}
+    out.update(inbox.summary(), **more)
+    return out
 
 
 async def debate_signal_check(call: ToolCall) -> dict[str, Any]:
@@ -79,7 +82,7 @@ async def debate_signal_wait(call: ToolCall) -> dict[str, Any]:
         raise tool_error(err) from None
     topic_id = next((t for t in sorted(replies) if replies[t].count), min(replies))
     inbox: Inbox = await run(call, topic_id, _check(call, persist=True))
-    return {**(await _render(call, inbox)), "topic_id": topic_id}
+    return await _render(call, inbox, topic_id=topic_id)
 
 
 async def _wait_one(call: ToolCall, topic_id: str, timeout: float) -> dict[str, Any]:  # noqa: ASYNC109
@@ -100,7 +103,7 @@ async def _wait_one(call: ToolCall, topic_id: str, timeout: float) -> dict[str, 
         raise tool_error(err) from None
     if not inbox.count:
         inbox = await run(call, topic_id, _check(call, persist=True))
-    return {**(await _render(call, inbox)), "topic_id": topic_id}
+    return await _render(call, inbox, topic_id=topic_id)
 
 
 async def _topics(call: ToolCall, peek: CheckInbox) -> list[str]:
