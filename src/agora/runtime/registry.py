@@ -266,7 +266,8 @@ class Runtime:
             reply = slot.value
             if isinstance(reply, BaseException):
                 raise reply
-            change = slot.change
+            change, epoch = slot.change, slot.epoch
+            del slot  # a parked poll keeps only what it needs (a slot may hold an Event)
             if ready(reply) or self.closing or change is None or trio.current_time() >= deadline:
                 return reply
             # Park on the actor that answered (a lookup now could spawn a new one), and
@@ -275,7 +276,6 @@ class Runtime:
             try:
                 with trio.move_on_at(deadline):
                     await change.wait()
-                    epoch = slot.epoch
                     while wait_key is not None and not self.closing:
                         if actor.concerns(epoch, wait_key):
                             break
