@@ -1,29 +1,18 @@
-"""The store as Trio code sees it: `await store.write(...)`, `await store.read(...)`.
+"""Opening a store: `open_store` picks the backend by path, locks and migrates the file.
 
-A file store runs its writer in a thread and reads on a small pool of WAL read connections,
-so readers never wait for the writer. An in-memory store (``:memory:``) runs everything
-inline on one connection: nothing to lose on a crash, and tests under Trio's autojump clock
-stay exact (a task waiting on a thread would look idle to the clock). A reply is released
-only after its COMMIT returned.
-
-Nothing waits on the writer for ever: a write not committed within ``commit_timeout`` fails
-with a retryable `StoreError` saying truthfully what became of it (see `Store.write`), and
-closing the store waits at most `STOP_SECONDS` for the writer thread. The deadline runs on
-Trio's clock: a test that lets an autojump clock race ahead while a file store's thread
-works (threshold 0) would see writes time out, so such tests use ``:memory:``.
+A file path opens SQLite (held with `agora.store.lock.database_lock`: one process per file),
+``:memory:`` a throwaway inline store, and a ``postgresql://`` URL the shared store of
+`agora.store.pg`. The open store itself (writes and their deadline, the read pool, closing)
+is `agora.store.sqlite.Store`, also importable from here as before.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import sqlite3
-from collections import deque
 from contextlib import ExitStack, asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import quote
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -31,332 +20,25 @@ from agora.errors import StoreError
 from agora.store.diskfault import DiskDoctor
 from agora.store.lock import database_lock, database_problem
 from agora.store.migrations import apply_migrations
-from agora.store.neutral import SQLITE
-from agora.store.writer import Job, Writer, WriterStopped
+from agora.store.sqlite import COMMIT_TIMEOUT, READERS, STOP_SECONDS, Store, connect
+from agora.store.writer import Writer
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+    from collections.abc import AsyncIterator, Iterable
 
     from agora.store.migrations import Migration
-    from agora.store.neutral import Guard
-    from agora.store.writer import Write
 
-T = TypeVar("T")
+__all__ = [
+    "COMMIT_TIMEOUT",
+    "READERS",
+    "STOP_SECONDS",
+    "TEST_BACKEND_ENV",
+    "Store",
+    "open_store",
+]
 
-READERS = 4
 #: The test suite's switch to run every SQLite store on PostgreSQL (`agora.store.pg_redirect`).
 TEST_BACKEND_ENV = "AGORA_TEST_BACKEND"
-#: Default seconds a write may wait for its commit (the ``commit_timeout`` setting).
-COMMIT_TIMEOUT = 10.0
-#: Seconds closing the store waits for the writer thread. By then every write's waiter has
-#: returned, so a healthy writer has nothing left to do; a stuck one is left behind.
-STOP_SECONDS = 1.0
-
-log = logging.getLogger(__name__)
-
-
-def _wait_for_commit(_: object) -> trio.lowlevel.Abort:
-    return trio.lowlevel.Abort.FAILED
-
-
-@dataclass(slots=True, eq=False)
-class _Waiter:
-    """A task waiting for its write's outcome: from the writer, or from the watchdog."""
-
-    queue: deque[_Waiter]
-    task: trio.lowlevel.Task
-    outcome: list[BaseException | None]
-    deadline: float = 0.0
-    job: Job = field(init=False)
-    done: bool = False
-
-    def complete(self, result: BaseException | None) -> None:
-        """The writer's callback, in the Trio thread, once per batch for each job."""
-        if not self.done:
-            self.finish(result)
-        queue = self.queue
-        while queue and queue[0].done:  # outcomes come in order: this keeps it short
-            queue.popleft()
-
-    def finish(self, result: BaseException | None) -> None:
-        self.done = True
-        self.outcome.append(result)
-        trio.lowlevel.reschedule(self.task)
-
-
-def _connect(
-    path: str, *, synchronous: str, readonly: bool = False, create: bool = True
-) -> sqlite3.Connection:
-    conn = sqlite3.connect(
-        path if create else f"file:{quote(path)}?mode=rw",  # reopen: never a new empty file
-        isolation_level=None,
-        check_same_thread=False,
-        timeout=30.0,
-        uri=not create,
-    )
-    conn.row_factory = sqlite3.Row
-    if path != ":memory:":
-        conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute(f"PRAGMA synchronous={synchronous}")
-    conn.execute("PRAGMA foreign_keys=ON")
-    # The writer may wait this long in BEGIN IMMEDIATE for another process's write lock.
-    # It can exceed commit_timeout: waiters give up on their own, and the jobs they gave up
-    # are dropped once the lock comes, never run.
-    conn.execute("PRAGMA busy_timeout=30000")
-    if readonly:
-        conn.execute("PRAGMA query_only=ON")
-    return conn
-
-
-def _read_only(fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:
-    # Inline reads share the writer's connection; refuse writes as a read connection would,
-    # so code tested on ``:memory:`` behaves as it will on a file.
-    conn.execute("PRAGMA query_only=ON")
-    try:
-        return fn(conn)
-    finally:
-        conn.execute("PRAGMA query_only=OFF")
-
-
-class Store:
-    """Durable storage for every toolset.
-
-    Attributes:
-        path: The database file, or ``:memory:``.
-        versions: Schema version of each component after migration.
-        guarded: Whether writes carry version guards (False: this process is the only
-            writer of its file, so the actor's copy is the truth).
-        dialect: The SQL dialect of the toolsets' migrations this store runs.
-        shared: Whether other processes may use this database at the same time (then the
-            runtime follows their changes and runs background tasks once per cluster).
-    """
-
-    guarded = False
-    shared = False
-    dialect = SQLITE
-
-    def __init__(
-        self,
-        path: str,
-        writer_conn: sqlite3.Connection,
-        writer: Writer,
-        *,
-        inline: bool,
-        versions: dict[str, int],
-        commit_timeout: float = COMMIT_TIMEOUT,
-    ) -> None:
-        self.path = path
-        self.commit_timeout = commit_timeout
-        self._waiting: deque[_Waiter] = deque()
-        self._watch_scope = trio.CancelScope()
-        self.versions = versions
-        self._writer_conn = writer_conn
-        self._writer = writer
-        self._inline = inline
-        self._readers: list[tuple[int, sqlite3.Connection]] = []
-        #: Bumped by the writer thread when it reopens the database: older readers close.
-        self.generation = 0
-        self._reader_limit = trio.CapacityLimiter(READERS)
-        self._closed = False
-
-    @property
-    def stats(self) -> tuple[int, int]:
-        """(transactions committed, jobs committed) since open: the group-commit ratio.
-
-        A job that failed inside a committed transaction is not counted.
-        """
-        return self._writer.batches, self._writer.jobs
-
-    def counters(self) -> dict[str, Any]:
-        """What the writer did since open, for ``/healthz``: ``engine``, ``commits``
-        (transactions), ``commands`` (jobs committed in them), and the histograms
-        ``batch_size`` (commands per commit) and ``commit_ms`` (BEGIN to COMMIT's return)."""
-        writer = self._writer
-        return {
-            "engine": self.dialect,
-            "commits": writer.batches,
-            "commands": writer.jobs,
-            "batch_size": writer.batch_sizes.snapshot(),
-            "commit_ms": writer.commit_ms.snapshot(),
-        }
-
-    async def write(
-        self, writes: list[Write], guards: Sequence[Guard] = (), updated: Sequence[str] = ()
-    ) -> None:
-        """Commit ``writes`` atomically; return once they are durable.
-
-        ``guards`` (honoured where `guarded`) make the commit conditional: if an entity's
-        version moved, nothing is written and `agora.store.neutral.Conflict` is raised.
-        ``updated`` names resource URIs the writes change; a shared store announces them to
-        the other nodes with the commit (SQLite has no other nodes to tell).
-
-        A caller already cancelled on entry commits nothing. Once submitted, the wait is
-        shielded: the write is either committed or failed, and the caller learns which even
-        if it was cancelled meanwhile (the cancellation lands at its next checkpoint). The
-        wait is bounded by ``commit_timeout``: past it the caller gets a `StoreError`, and
-        its message says which of two things happened. If the writer had not yet begun the
-        write (it waited for the database's write lock, held by another process), the
-        write is dropped: nothing of it is saved, ever. If the write was already inside its
-        transaction (a COMMIT or fsync that does not return), it may still be saved later.
-
-        Raises:
-            StoreError: if the statements failed (none of them is committed), or the commit
-                did not come within ``commit_timeout`` (as above); retrying is safe in the
-                first case and in the "nothing was saved" one. When the disk is to blame
-                (full, read-only, an I/O error) its ``cause`` says so
-                (`agora.store.diskfault`); writes succeed again once the disk takes them.
-        """
-        if self._closed:
-            raise StoreError("write failed: the store is closed")
-        if not writes:
-            return
-        await trio.lowlevel.checkpoint_if_cancelled()  # never committed-but-cancelled
-        outcome: list[BaseException | None] = []
-        if self._inline:
-            self._writer.commit_batch(
-                [Job(writes, outcome.append, guards=tuple(guards), updated=tuple(updated))]
-            )
-            await trio.lowlevel.cancel_shielded_checkpoint()
-        else:
-            await self._submit_and_wait(writes, outcome, tuple(guards), tuple(updated))
-        if isinstance(outcome[0], StoreError):  # the deadline passed, or the disk refused
-            raise outcome[0]
-        if outcome[0] is not None:
-            raise StoreError(f"write failed: {outcome[0]}") from outcome[0]
-
-    async def _submit_and_wait(
-        self,
-        writes: list[Write],
-        outcome: list[BaseException | None],
-        guards: tuple[Guard, ...],
-        updated: tuple[str, ...],
-    ) -> None:
-        waiter = _Waiter(self._waiting, trio.lowlevel.current_task(), outcome)
-        waiter.deadline = trio.current_time() + self.commit_timeout
-        waiter.job = Job(writes, waiter.complete, guards=guards, updated=updated)
-        try:
-            self._writer.submit(waiter.job)
-        except WriterStopped as exc:
-            raise StoreError("write failed: the store is closed") from exc
-        self._waiting.append(waiter)
-        # Not abortable: a cancellation waits for the outcome and lands afterwards. Only
-        # the watchdog ends the wait early, past the commit deadline.
-        await trio.lowlevel.wait_task_rescheduled(_wait_for_commit)
-
-    async def _watch(self) -> None:
-        """Fail every write still waiting past its deadline; runs until the store closes.
-
-        One task for all writes, waking a few times per deadline: cheaper than a timer per
-        write. Waiters queue in submission order, which is deadline order.
-        """
-        period = min(self.commit_timeout / 4, 1.0)
-        with self._watch_scope:
-            while True:
-                await trio.sleep(period)
-                now = trio.current_time()
-                waiting = self._waiting
-                while waiting and (waiting[0].done or waiting[0].deadline <= now):
-                    waiter = waiting.popleft()
-                    if not waiter.done:
-                        self._give_up(waiter)
-
-    def _give_up(self, waiter: _Waiter) -> None:
-        if self._writer.abandon(waiter.job):
-            log.warning(
-                "a write waited %g s for the database's write lock and was dropped",
-                self.commit_timeout,
-            )
-            error = StoreError(
-                f"write not saved: the database did not take it within "
-                f"{self.commit_timeout:g} s (another process holding its write lock?); "
-                "nothing was saved, retry later"
-            )
-        else:
-            log.error(
-                "a commit did not finish within %g s; the disk may be stalled",
-                self.commit_timeout,
-            )
-            error = StoreError(
-                f"write not acknowledged: its commit did not finish within "
-                f"{self.commit_timeout:g} s (a stalled disk?); it may or may not have been saved",
-                outcome_unknown=True,
-            )
-        waiter.finish(error)
-
-    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn(conn)`` against committed rows and return its result.
-
-        Raises:
-            StoreError: if SQLite raised.
-        """
-        if self._closed:
-            raise StoreError("read failed: the store is closed")
-        try:
-            if self._inline:
-                await trio.lowlevel.checkpoint()
-                return _read_only(fn, self._writer_conn)
-            async with self._reader_limit:
-                generation, conn = self._reader()
-                try:
-                    return await trio.to_thread.run_sync(fn, conn)
-                finally:
-                    if generation == self.generation:
-                        self._readers.append((generation, conn))
-                    else:  # opened before the database was reopened: on the old mount
-                        conn.close()
-        except sqlite3.Error as exc:
-            raise StoreError(f"read failed: {exc}") from exc
-
-    async def read_versioned(self, kind: str, key: str, fn: Callable[[Any], T]) -> tuple[T, int]:
-        """``fn(conn)`` and the version of entity (kind, key), read in one snapshot.
-
-        On SQLite, where nothing is guarded, the version is always 0.
-        """
-        return await self.read(fn), 0
-
-    async def probe(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
-        """The committed version of each (kind, key); unguarded SQLite answers 0 for each."""
-        await trio.lowlevel.checkpoint()
-        return dict.fromkeys(keys, 0)
-
-    def _reader(self) -> tuple[int, sqlite3.Connection]:
-        while self._readers:
-            generation, conn = self._readers.pop()
-            if generation == self.generation:
-                return generation, conn
-            conn.close()
-        return self.generation, _connect(self.path, synchronous="NORMAL", readonly=True)
-
-    def close(self) -> None:
-        """Finish queued writes, then close every connection; later calls raise StoreError.
-
-        Never raises: a writer thread that does not stop within `STOP_SECONDS` is left
-        behind with its connection (logged), and a final checkpoint that fails (a full
-        disk) is logged, since every committed write is safe in the WAL file anyway.
-        """
-        self._closed = True
-        if not self._inline and not self._writer.stop(STOP_SECONDS):
-            log.error(
-                "the database writer is stuck (waiting for the write lock, or a commit that "
-                "does not return); leaving it behind without closing %s",
-                self.path,
-            )
-            return
-        for _, conn in self._readers:
-            conn.close()
-        self._readers.clear()
-        self._writer_conn = self._writer.conn  # reopened after a disk error, maybe
-        if not self._inline:
-            try:
-                self._writer_conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            except sqlite3.Error as exc:
-                log.warning(
-                    "final checkpoint of %s failed (%s); committed data is safe in its "
-                    "write-ahead log and is checkpointed at the next start",
-                    self.path,
-                    exc,
-                )
-        self._writer_conn.close()
 
 
 @asynccontextmanager
@@ -456,7 +138,7 @@ async def _open_locked(
 ) -> AsyncIterator[Store]:
     inline = path == ":memory:"
     try:
-        conn = _connect(path, synchronous=synchronous.upper())
+        conn = connect(path, synchronous=synchronous.upper())
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open database {path}: {exc}") from exc
     try:
@@ -472,7 +154,7 @@ async def _open_locked(
     holder: list[Store] = []
 
     def reopen() -> sqlite3.Connection:
-        fresh = _connect(path, synchronous=synchronous.upper(), create=False)
+        fresh = connect(path, synchronous=synchronous.upper(), create=False)
         holder[0].generation += 1  # the readers follow at their next use
         return fresh
 
