@@ -9,7 +9,6 @@ handler outcomes into JSON-RPC replies.
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -131,9 +130,11 @@ class Connection:
         self._hangup = hangup
         self._nursery = nursery
         self._calls: dict[rpc.RequestId, trio.CancelScope] = {}
-        self._pending: dict[rpc.RequestId, tuple[trio.Event, list[rpc.Response]]] = {}
-        self._ids = itertools.count(1)
-        self._updates: dict[str, None] = {}  # changed URIs not yet notified, in order
+        # Made when first needed: most sessions never ask the client anything and subscribe
+        # to nothing, and a parked agent's session should cost no empty containers.
+        self._pending: dict[rpc.RequestId, tuple[trio.Event, list[rpc.Response]]] | None = None
+        self._asked = 0  # requests sent to the client so far
+        self._updates: dict[str, None] | None = None  # changed URIs not yet notified, in order
         self._notifying = False
         self._finished: trio.Event | None = None  # see `wait_finished`
 
@@ -165,7 +166,8 @@ class Connection:
                     if scope is not None:
                         scope.cancel()
                 case Answer(response):
-                    waiting = self._pending.get(response.id)
+                    pending = self._pending
+                    waiting = pending.get(response.id) if pending is not None else None
                     if waiting is not None:
                         waiting[1].append(response)
                         waiting[0].set()
@@ -194,6 +196,8 @@ class Connection:
     def resource_changed(self, uri: str) -> None:
         """Queue notifications/resources/updated for ``uri`` (called by the runtime's
         `ResourceHub` after a commit); one task per connection sends the queue in order."""
+        if self._updates is None:
+            self._updates = {}
         self._updates[uri] = None
         if not self._notifying:
             try:
@@ -205,9 +209,9 @@ class Connection:
 
     async def _send_updates(self) -> None:
         try:
-            while self._updates:
-                uri = next(iter(self._updates))
-                del self._updates[uri]
+            while updates := self._updates:
+                uri = next(iter(updates))
+                del updates[uri]
                 await self.resource_updated(uri)
         except Exception:  # the transport broke under us: this session hears no more
             log.debug("resource notification failed; dropping the subscriptions", exc_info=True)
@@ -329,16 +333,20 @@ class Connection:
         self, method: str, params: dict[str, Any], related: rpc.RequestId | None
     ) -> Any:
         """Send a request to the client; wait for its response (see `ClientChannel`)."""
-        rid = f"agora-{next(self._ids)}"
+        self._asked += 1
+        rid = f"agora-{self._asked}"
+        pending = self._pending
+        if pending is None:
+            pending = self._pending = {}
         done: trio.Event = trio.Event()
         box: list[rpc.Response] = []
-        self._pending[rid] = (done, box)
+        pending[rid] = (done, box)
         try:
             await self._emit(rpc.request(rid, method, params), related)
             with trio.move_on_after(CLIENT_REQUEST_TIMEOUT):
                 await done.wait()
         finally:
-            del self._pending[rid]
+            del pending[rid]
         if not box:
             raise ProtocolError(rpc.INTERNAL_ERROR, f"the client did not answer {method}")
         if box[0].error is not None:
