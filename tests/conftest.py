@@ -11,7 +11,8 @@ left alone.
 suite on PostgreSQL: this session creates a database of its own on that server, and every
 store the tests open, in process or in the servers they start, becomes a schema in it
 (`agora.store.pg_redirect`); the database is dropped at the end. Tests of SQLite itself are
-marked ``sqlite_only("why")`` and skipped by that pass.
+marked ``sqlite_only("why")`` and skipped by that pass, as are the tests that take a
+``pg_url`` (they run on PostgreSQL in the first pass already).
 """
 
 from __future__ import annotations
@@ -126,7 +127,8 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On the PostgreSQL pass, skip the tests of SQLite itself, saying why."""
+    """On the PostgreSQL pass, skip the tests of SQLite itself, saying why, and the tests
+    that take a ``pg_url``: they run on PostgreSQL in the SQLite pass already."""
     if not on_postgresql():
         return
     for item in items:
@@ -134,6 +136,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if marker is not None:
             why = marker.args[0] if marker.args else "tests SQLite itself"
             item.add_marker(pytest.mark.skip(reason=f"SQLite only: {why}"))
+        elif "pg_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(
+                pytest.mark.skip(reason="ran on PostgreSQL in the SQLite pass (pg_url)")
+            )
 
 
 def pg_server() -> str | None:
