@@ -153,23 +153,44 @@ class LiveServer:
             raise RuntimeError("the server failed") from self._error
 
 
+def _pg_url(db: Path) -> str | None:
+    """On the suite's PostgreSQL pass, the URL of the schema that stands for ``db``."""
+    from agora.store.pg_redirect import redirect_server, schema_for, schema_url
+
+    server = redirect_server()
+    return None if server is None else schema_url(server, schema_for(str(db)))
+
+
+_PG_TABLES = (
+    "SELECT table_name FROM information_schema.tables"
+    " WHERE table_schema = current_schema() ORDER BY table_name"
+)
+
+
 def digest(db: Path) -> dict[str, str]:
     """Table name -> sha256 over its rows in a stable order, for every table of ``db``."""
+    url = _pg_url(db)
+    if url is not None:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as pg:
+            return _digest(pg, _PG_TABLES)
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        out = {}
-        tables = conn.execute(
-            "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name"
-        ).fetchall()
-        for (table,) in tables:
-            h = hashlib.sha256()
-            rows = conn.execute(f'SELECT * FROM "{table}"').fetchall()
-            for row in sorted(rows, key=repr):
-                h.update(repr(row).encode())
-            out[table] = h.hexdigest()
-        return out
+        return _digest(conn, "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")
     finally:
         conn.close()
+
+
+def _digest(conn: Any, tables_sql: str) -> dict[str, str]:
+    out = {}
+    for (table,) in conn.execute(tables_sql).fetchall():
+        h = hashlib.sha256()
+        rows = conn.execute(f'SELECT * FROM "{table}"').fetchall()
+        for row in sorted(rows, key=repr):
+            h.update(repr(row).encode())
+        out[table] = h.hexdigest()
+    return out
 
 
 class Watch:
@@ -177,20 +198,29 @@ class Watch:
 
     ``PRAGMA data_version`` on a connection of our own changes exactly when another
     connection committed; the per-table `digest` is computed only then (and names the
-    tables a rejected call changed).
+    tables a rejected call changed). PostgreSQL has no such counter, so on the suite's
+    PostgreSQL pass every look digests (a commit that changed no row goes unseen there).
     """
 
     def __init__(self, db: Path) -> None:
         self.db = db
-        self._conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
+        self._pg = _pg_url(db) is not None
+        self._conn = None
+        if not self._pg:
+            self._conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
         self._version = self._data_version()
         self.tables = digest(db)
 
     def _data_version(self) -> int:
+        if self._conn is None:
+            return -1
         return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
 
     def look(self) -> list[str]:
         """The tables whose rows changed since the last look (empty: no commit at all)."""
+        if self._pg:
+            before, self.tables = self.tables, digest(self.db)
+            return changed(before, self.tables)
         version = self._data_version()
         if version == self._version:
             return []

@@ -29,8 +29,6 @@ if TYPE_CHECKING:
 
     from agora.mcp.catalog import ToolEntry
 
-pytestmark = pytest.mark.sqlite_only("the oracle watches the SQLite file (PRAGMA data_version)")
-
 POOL: list[str] = []
 TOOLSETS = {"chess", "chamber", "router", "debate"}
 
