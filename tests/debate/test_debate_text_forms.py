@@ -8,6 +8,8 @@ import time
 import uuid
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agora.toolsets.debate.handlers.common import new_id, new_msg_id
 from agora.toolsets.debate.rules import UUID_RE, stamp
@@ -27,6 +29,19 @@ MOMENTS = [
 def test_stamp_is_fixed_width_utc_with_microseconds(moment):
     assert stamp(moment) == moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     assert len(stamp(moment)) == 27
+
+
+@given(
+    st.datetimes(
+        min_value=dt.datetime(2, 1, 1),
+        max_value=dt.datetime(9998, 12, 31),
+        timezones=st.sampled_from([dt.UTC, dt.timezone(dt.timedelta(hours=9))]),
+    )
+)
+def test_stamp_is_isoformat_in_utc(moment):
+    # Any aware moment, in UTC or not: the text isoformat gives, cut at the microseconds.
+    utc = moment.astimezone(dt.UTC)
+    assert stamp(moment) == utc.isoformat(timespec="microseconds")[:26] + "Z"
 
 
 def test_new_ids_are_random_version_4_uuids():
