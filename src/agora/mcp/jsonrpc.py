@@ -168,6 +168,30 @@ def result(rid: RequestId, value: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "result": value}
 
 
+class Encoded(dict[str, Any]):
+    """A message that carries its own JSON (`encode` returns ``raw``, no second pass).
+
+    Every reader sees the plain message dict; it must not be changed once made (the bytes
+    would no longer match it).
+    """
+
+    __slots__ = ("raw",)
+    raw: bytes
+
+
+def spliced_result(rid: RequestId, value: dict[str, Any], key: str, data: bytes) -> Encoded:
+    """A success response whose ``value[key]`` is already encoded as ``data``.
+
+    The bytes are those `encode` would give for ``result(rid, value)`` (same encoder, same
+    key order); ``value[key]`` goes in as ``data`` instead of being encoded again.
+    """
+    wire = dict(value)
+    wire[key] = msgspec.Raw(data)
+    message = Encoded(jsonrpc="2.0", id=rid, result=value)
+    message.raw = _encoder.encode({"jsonrpc": "2.0", "id": rid, "result": wire})
+    return message
+
+
 def error(rid: RequestId | None, code: int, message: str, data: Any = None) -> dict[str, Any]:
     """An error response (``id`` null when the request's id could not be read)."""
     err: dict[str, Any] = {"code": code, "message": message}
@@ -193,4 +217,6 @@ def request(rid: RequestId, method: str, params: dict[str, Any] | None = None) -
 
 def encode(message: dict[str, Any]) -> bytes:
     """Serialize a message to compact UTF-8 JSON."""
+    if type(message) is Encoded:
+        return message.raw
     return _encoder.encode(message)

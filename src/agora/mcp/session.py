@@ -370,6 +370,16 @@ def _with_cursor(value: dict[str, Any], cursor: str | None) -> dict[str, Any]:
     return value
 
 
+def tool_reply(session: Session, rid: rpc.RequestId, value: Any, modern: bool) -> dict[str, Any]:
+    """The response to a tools/call that returned ``value``: ``tool_result`` stamped by
+    ``session.finish``, with ``value`` encoded once for both its text copy and the message."""
+    if not isinstance(value, dict) or ("content" in value and "structuredContent" not in value):
+        return rpc.result(rid, session.finish(tool_result(value), modern))
+    data = rpc.encode(value)
+    out = {"content": [{"type": "text", "text": data.decode()}], "structuredContent": value}
+    return rpc.spliced_result(rid, session.finish(out, modern), "structuredContent", data)
+
+
 def tool_result(
     value: dict[str, Any], *, error: bool = False, text: str | None = None
 ) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from agora.errors import (
     new_correlation_id,
 )
 from agora.mcp import jsonrpc as rpc
-from agora.mcp.session import Answer, Cancel, Invoke, Send, Session, tool_result
+from agora.mcp.session import Answer, Cancel, Invoke, Send, Session, tool_reply, tool_result
 from agora.runtime.actor import InternalError
 from agora.toolsets.base import ToolCall
 
@@ -268,7 +268,7 @@ class Connection:
             if error is not None:
                 raise error
             if inv.kind == "tool":
-                return rpc.result(inv.id, self.session.finish(tool_result(value), inv.modern))
+                return tool_reply(self.session, inv.id, value, inv.modern)
             cacheable = inv.kind == "resource"
             return rpc.result(inv.id, self.session.finish(value, inv.modern, cacheable=cacheable))
         except ToolError as exc:

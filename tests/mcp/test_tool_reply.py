@@ -1,0 +1,64 @@
+"""A tools/call reply is encoded once: its bytes are those of the plain two-pass encoding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agora.mcp import jsonrpc as rpc
+from agora.mcp.catalog import Catalog
+from agora.mcp.session import Session, tool_reply, tool_result
+
+_scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text()
+_scalars |= st.floats(allow_nan=False, allow_infinity=False)
+_json = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def session() -> Session:
+    return Session(Catalog(), {"name": "t", "version": "0"})
+
+
+def two_pass(s: Session, rid: rpc.RequestId, value: Any, modern: bool) -> bytes:
+    """The encoding before the splice: the text copy encoded, then the whole message."""
+    return rpc.encode(rpc.result(rid, s.finish(tool_result(value), modern)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    value=st.dictionaries(st.text(), _json, max_size=5),
+    rid=st.integers(0, 2**31) | st.text(max_size=8),
+    modern=st.booleans(),
+)
+def test_a_spliced_reply_is_byte_identical_to_the_two_pass_encoding(
+    value: dict[str, Any], rid: rpc.RequestId, modern: bool
+) -> None:
+    s = session()
+    reply = tool_reply(s, rid, value, modern)
+    assert rpc.encode(reply) == two_pass(s, rid, value, modern)
+    # Readers of the message (in-process clients) see the same plain dict as before.
+    assert reply == msgspec.json.decode(two_pass(s, rid, value, modern))
+
+
+def test_the_text_copy_is_the_structured_content_encoded() -> None:
+    value = {"room": 'é\u2028"q"', "n": [1, 2.5, None], "nested": {"ok": True}}
+    reply = tool_reply(session(), 7, value, False)
+    result = reply["result"]
+    assert result["structuredContent"] is value
+    assert result["content"] == [{"type": "text", "text": rpc.encode(value).decode()}]
+    assert type(reply) is rpc.Encoded
+
+
+def test_content_only_results_and_modern_stamps_are_unchanged() -> None:
+    s = session()
+    fixture = {"content": [{"type": "text", "text": "hi"}]}
+    assert tool_reply(s, 1, fixture, False) == rpc.result(1, fixture)
+    modern = tool_reply(s, 2, {"a": 1}, True)
+    assert modern["result"]["resultType"] == "complete"
+    assert rpc.encode(modern) == two_pass(s, 2, {"a": 1}, True)
