@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.catalog import Catalog
-from agora.mcp.session import Session, tool_reply, tool_result
+from agora.mcp.session import SPLICE_MIN, Session, tool_reply, tool_result
 
 _scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text()
 _scalars |= st.floats(allow_nan=False, allow_infinity=False)
@@ -40,7 +40,7 @@ def test_a_spliced_reply_is_byte_identical_to_the_two_pass_encoding(
     value: dict[str, Any], rid: rpc.RequestId, modern: bool
 ) -> None:
     s = session()
-    reply = tool_reply(s, rid, value, modern)
+    reply = tool_reply(s, rid, value, modern, splice_min=0)  # splice even the smallest
     assert rpc.encode(reply) == two_pass(s, rid, value, modern)
     # Readers of the message (in-process clients) see the same plain dict as before.
     assert reply == msgspec.json.decode(two_pass(s, rid, value, modern))
@@ -48,7 +48,7 @@ def test_a_spliced_reply_is_byte_identical_to_the_two_pass_encoding(
 
 def test_the_text_copy_is_the_structured_content_encoded() -> None:
     value = {"room": 'é\u2028"q"', "n": [1, 2.5, None], "nested": {"ok": True}}
-    reply = tool_reply(session(), 7, value, False)
+    reply = tool_reply(session(), 7, value, False, splice_min=0)
     result = reply["result"]
     assert result["structuredContent"] is value
     assert result["content"] == [{"type": "text", "text": rpc.encode(value).decode()}]
@@ -59,6 +59,17 @@ def test_content_only_results_and_modern_stamps_are_unchanged() -> None:
     s = session()
     fixture = {"content": [{"type": "text", "text": "hi"}]}
     assert tool_reply(s, 1, fixture, False) == rpc.result(1, fixture)
-    modern = tool_reply(s, 2, {"a": 1}, True)
+    modern = tool_reply(s, 2, {"a": 1}, True, splice_min=0)
     assert modern["result"]["resultType"] == "complete"
     assert rpc.encode(modern) == two_pass(s, 2, {"a": 1}, True)
+
+
+def test_only_replies_from_splice_min_bytes_on_are_spliced() -> None:
+    s = session()
+    small = {"ok": True}
+    big = {"objects": [{"id": f"o{i}", "name": "lamp \u00e9"} for i in range(40)]}
+    assert len(rpc.encode(big)) >= SPLICE_MIN > len(rpc.encode(small))
+    assert type(tool_reply(s, 1, small, False)) is dict
+    spliced = tool_reply(s, 2, big, False)
+    assert type(spliced) is rpc.Encoded
+    assert rpc.encode(spliced) == two_pass(s, 2, big, False)
