@@ -4,6 +4,7 @@ survivors of each middle or full collection frozen so the next one scans only wh
 from __future__ import annotations
 
 import gc
+import weakref
 from typing import TYPE_CHECKING
 
 import pytest
@@ -81,4 +82,30 @@ async def test_run_freezes_within_a_check_interval(
         await trio.sleep(heap.CHECK_SECONDS * 1.5)
         assert keeper.freezes >= 1
         assert gc.get_freeze_count() >= frozen
+        nursery.cancel_scope.cancel()
+
+
+def test_a_cycle_that_died_frozen_is_freed_by_the_thaw(keeper: HeapKeeper):
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    gc.collect(1)
+    assert keeper.freeze_if_collected()  # the live cycle is frozen with the survivors
+    probe = weakref.ref(a)
+    del a, b
+    gc.collect()
+    assert probe() is not None  # dead, but frozen: out of the collector's reach
+    assert keeper.thaw() >= 2
+    assert probe() is None
+    assert gc.get_freeze_count() > 0  # what is alive is frozen again
+
+
+async def test_run_thaws_every_thaw_interval(
+    keeper: HeapKeeper, autojump_clock: trio.testing.MockClock
+):
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(keeper.run)
+        await trio.sleep(heap.THAW_SECONDS - heap.CHECK_SECONDS / 2)
+        assert keeper.thaws == 0
+        await trio.sleep(heap.CHECK_SECONDS)
+        assert keeper.thaws == 1
         nursery.cancel_scope.cancel()
