@@ -30,11 +30,11 @@ import trio
 from psycopg import pq
 
 from agora.errors import StoreError
-from agora.store.db import COMMIT_TIMEOUT, STOP_SECONDS, Store
-from agora.store.migrations import plan
 from agora.store.neutral import POSTGRESQL
+from agora.store.pg_cluster import ClusterLock, migrate
 from agora.store.pg_sql import PgConn, connect
 from agora.store.pg_writer import PgWriter
+from agora.store.sqlite import COMMIT_TIMEOUT, STOP_SECONDS, Store
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterable
@@ -42,13 +42,6 @@ if TYPE_CHECKING:
     from agora.store.migrations import Migration
 
 T = TypeVar("T")
-
-#: Core tables every PostgreSQL store has (the schema-version table and the version guard).
-CORE_TABLES = (
-    "CREATE TABLE IF NOT EXISTS agora_schema (component TEXT PRIMARY KEY, version BIGINT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS agora_entities (kind TEXT NOT NULL, key TEXT NOT NULL, "
-    "version BIGINT NOT NULL, PRIMARY KEY (kind, key))",
-)
 
 log = logging.getLogger(__name__)
 
@@ -286,38 +279,6 @@ class PgStore(Store):
         self._pg_writer.close()
 
 
-class ClusterLock:
-    """A session-level advisory lock held by one connection (see `PgStore.try_singleton`)."""
-
-    def __init__(self, url: str, name: str) -> None:
-        self._url = url
-        self._name = name
-        self._conn: psycopg.Connection[Any] | None = None
-
-    def acquire(self) -> bool:
-        """Try to take the lock (blocking I/O: call in a thread); whether it was taken."""
-        self._conn = connect(self._url)
-        row = self._conn.execute(
-            "SELECT pg_try_advisory_lock(hashtext(%s))", (self._name,)
-        ).fetchone()
-        return bool(row and row[0])
-
-    def alive(self) -> bool:
-        """Whether the lock is still held (its connection answers); blocking I/O."""
-        if self._conn is None or self._conn.closed:
-            return False
-        try:
-            self._conn.execute("SELECT 1")
-        except psycopg.Error:
-            return False
-        return True
-
-    def release(self) -> None:
-        """Give the lock back by closing its connection; never raises."""
-        if self._conn is not None:
-            self._conn.close()
-
-
 #: One statement text whatever the number of keys (they travel as two arrays), so it is
 #: prepared once per connection; one statement, so it needs no snapshot of its own.
 _VERSIONS = (
@@ -329,56 +290,6 @@ _VERSIONS = (
 def _versions(conn: PgConn, keys: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
     rows = conn.execute(_VERSIONS, ([k for k, _ in keys], [key for _, key in keys])).fetchall()
     return {(r[0], r[1]): int(r[2]) for r in rows}
-
-
-def migrate(url: str, migrations: Iterable[Migration]) -> tuple[str, dict[str, int]]:
-    """Create the core tables and apply every component's PostgreSQL steps.
-
-    Nodes starting together take turns on a transaction-level advisory lock per step, so
-    each step runs once. Returns the namespace and the versions after migrating.
-
-    Raises:
-        StoreError: a step has no PostgreSQL statements, fails, or the schema is newer.
-    """
-    steps = list(migrations)
-    with connect(url) as conn:
-        found = conn.execute("SELECT current_schema()").fetchone()
-        schema = str(found[0]) if found else "public"
-        conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"agora:{schema}:migrate",))
-        try:
-            for sql in CORE_TABLES:
-                conn.execute(sql)
-            rows = conn.execute("SELECT component, version FROM agora_schema").fetchall()
-            current = {r[0]: int(r[1]) for r in rows}
-            for component, todo in plan(current, steps):
-                for step in todo:
-                    if step.version <= current.get(component, 0):
-                        continue
-                    _apply(conn, step)
-                    current[component] = step.version
-        finally:
-            conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (f"agora:{schema}:migrate",))
-    return schema, current
-
-
-def _apply(conn: psycopg.Connection[Any], step: Migration) -> None:
-    statements = step.statements(POSTGRESQL)
-    if statements is None:
-        raise StoreError(
-            f"{step.component} v{step.version} has no PostgreSQL schema: "
-            f"this toolset cannot run on PostgreSQL yet"
-        )
-    try:
-        with conn.transaction():
-            for sql in statements:
-                conn.execute(sql)
-            conn.execute(
-                "INSERT INTO agora_schema (component, version) VALUES (%s, %s) "
-                "ON CONFLICT (component) DO UPDATE SET version = excluded.version",
-                (step.component, step.version),
-            )
-    except psycopg.Error as exc:
-        raise StoreError(f"migration {step.component} v{step.version} failed: {exc}") from exc
 
 
 @asynccontextmanager
