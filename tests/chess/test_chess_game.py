@@ -239,10 +239,10 @@ def test_abandoning_records_no_result_only_once():
 
 def test_restore_replays_moves_and_refuses_an_illegal_one():
     game = Game(1)
-    game.restore("e2e4", "agent", "note", AT)
+    game.restore("e2e4", "e4", "agent", "note", AT)
     assert game.moves[0].san == "e4"
     with pytest.raises(ValueError, match="illegal"):
-        game.restore("e2e4", "human", None, AT)
+        game.restore("e2e4", "e4", "human", None, AT)
 
 
 @pytest.mark.parametrize(
@@ -302,3 +302,18 @@ def test_a_declined_draw_offer_is_read_from_the_history():
     assert declined_draw(game.moves) == "human"
     play(game, ["g1f3"])
     assert declined_draw(game.moves) is None
+
+
+def test_a_replayed_game_has_the_history_the_live_one_made():
+    # Castling, captures, a promotion and checks: the stored notation restores the same moves.
+    live = Game(1, start_fen="r3k2r/1P6/8/8/8/8/8/R3K2R w KQkq - 0 1")
+    played = []
+    for uci in ("b7a8q", "e8e7", "e1c1", "h8h1", "d1h1"):
+        move = chess.Move.from_uci(uci)
+        played.append(live._push(move, "human" if live.board.turn else "agent", None, AT))
+    again = Game(1, start_fen="r3k2r/1P6/8/8/8/8/8/R3K2R w KQkq - 0 1")
+    for p in played:
+        again.restore(p.uci, p.san, p.by, p.note, p.played_at)
+    assert again.moves == live.moves
+    assert again.board.fen() == live.board.fen()
+    assert [p.san for p in again.moves] == ["bxa8=Q+", "Ke7", "O-O-O", "Rxh1", "Rxh1"]

@@ -296,16 +296,31 @@ class Game:
             return None
         return self._finish("*", "abandoned", None, at)
 
-    def restore(self, uci: str, by: Role, note: str | None, at: str) -> None:
+    def restore(self, uci: str, san: str, by: Role, note: str | None, at: str) -> None:
         """Replay one stored move (loading from the store); the result is restored separately.
+
+        The move's legality is checked again; its notation is the stored one (computing SAN
+        costs a legal-move search of the position after the move: most of a reload).
 
         Raises:
             ValueError: if the stored move is not legal here (a corrupt store).
         """
         move = chess.Move.from_uci(uci)
-        if move not in self.board.legal_moves:
+        board = self.board
+        if not board.is_legal(move):
             raise ValueError(f"stored move {uci} is illegal at ply {len(self.moves) + 1}")
-        self._push(move, by, note, at)
+        played = PlayedMove(
+            ply=len(self.moves) + 1,
+            move_number=board.fullmove_number,
+            color=color_name(board.turn),
+            uci=uci,
+            san=san,
+            by=by,
+            note=note,
+            played_at=at,
+        )
+        board.push(move)
+        self.moves = (*self.moves, played)
 
     # -- internals ------------------------------------------------------------------------
 

@@ -128,6 +128,7 @@ class MoveRow:
     """One ``chess_moves`` row."""
 
     uci: str
+    san: str
     by: str
     note: str | None
     played_at: str
@@ -236,7 +237,7 @@ def read_table(conn: ReadConn, name: str) -> StoredTable | None:
     moves = [
         MoveRow(*tuple(m))
         for m in conn.execute(
-            "SELECT uci, by, note, played_at FROM chess_moves"
+            "SELECT uci, san, by, note, played_at FROM chess_moves"
             " WHERE table_name = ? AND game_no = ? ORDER BY ply",
             (name, table.game_no),
         )

@@ -313,7 +313,7 @@ class ChessTables:
         game = Game(stored.table.game_no, start_fen=g.start_fen)
         for move in stored.moves:
             try:
-                game.restore(move.uci, _role(move.by), move.note, move.played_at)
+                game.restore(move.uci, move.san, _role(move.by), move.note, move.played_at)
             except ValueError as exc:
                 raise LookupError(f"chess table {key!r}: {exc}") from exc
         game.agent_color = _color(g.agent_color)
