@@ -18,11 +18,49 @@ returns every broken promise as a sentence:
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+#: Refusals an actor may meet after a kill: its last write may have committed unacknowledged
+#: (a stale version or index), or its cursor may be behind (a shared cursor); and the chamber
+#: limits entries per principal and minute.
+EXPECTED_REFUSALS = (
+    "conflict",
+    "stale",
+    "regressive",
+    "index",
+    "version",
+    "expired",
+    "sealed",
+    "rate-limited",
+)
+#: The writers whose progress after the kills shows the load resumed.
+WRITERS = ("debate_message", "router_gate", "chamber_action")
+
+
+def resumed_problems(
+    records: list[dict[str, Any]],
+    before: Counter[str],
+    refusals: dict[str, int],
+    last_refusal: object,
+    expected: tuple[str, ...] = EXPECTED_REFUSALS,
+) -> list[str]:
+    """What says the load did not come back whole: a kind of writer that made no progress
+    since ``before`` (a count of acknowledgements by kind), or a refusal outside ``expected``."""
+    progress = Counter(a["kind"] for a in records) - before
+    problems = [f"{kind} writers did not resume" for kind in WRITERS if progress[kind] <= 0]
+    unexpected = {
+        code: count
+        for code, count in refusals.items()
+        if not any(word in code.lower() for word in expected)
+    }
+    if unexpected:
+        problems.append(f"refusals: {unexpected}; e.g. {last_refusal}")
+    return problems
 
 
 @dataclass
