@@ -139,7 +139,8 @@ class Actor:
     Attributes:
         change: Set (then replaced) after every committed command that changed the entity.
         waiters: Long-polls parked on `change`; an actor with waiters is never evicted.
-        listeners: Events of multi-key polls, set along with `change` (see `signal`).
+        listeners: What parked polls wait on (`park.Sleeper`, or any object with
+            ``set()``), set along with `change` (see `signal`).
         idle_since: When it began waiting for its next command (None while handling one).
     """
 
@@ -154,7 +155,7 @@ class Actor:
         self._recv: trio.MemoryReceiveChannel[tuple[Any, Slot]] | None = None
         self._closed = False
         self.change = trio.Event()
-        self.listeners: set[trio.Event] = set()
+        self.listeners: set[Any] = set()  # trio.Event or park.Sleeper: have set()
         #: Signals so far; the last `SIGNAL_LOG` with the keys they concerned (`concerns`).
         self.epoch = 0
         self._signals: deque[tuple[int, frozenset[str] | None]] = deque(maxlen=SIGNAL_LOG)

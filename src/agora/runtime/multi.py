@@ -61,18 +61,14 @@ async def poll_many(
         todo = [key for key, change in changes.items() if change.is_set()]
         if todo:
             continue
-        woke = trio.Event()
         parked = list(actors.values())
         for actor in parked:
             actor.waiters += 1  # an actor with waiters is never evicted
-            actor.listeners.add(woke)
         try:
-            with trio.move_on_at(deadline):
-                await woke.wait()
+            await runtime.timers.park([actor.listeners for actor in parked], deadline)
         finally:
             for actor in parked:
                 actor.waiters -= 1
-                actor.listeners.discard(woke)
         todo = [key for key, change in changes.items() if change.is_set()]
         if runtime.closing or not todo:
             return dict(replies)

@@ -17,6 +17,7 @@ from agora.runtime import multi
 from agora.runtime.actor import Actor, GuardCounts, Slot
 from agora.runtime.clock import Clock
 from agora.runtime.follow import Follower, follow
+from agora.runtime.park import Timers
 from agora.runtime.resources import ResourceHub
 
 if TYPE_CHECKING:
@@ -163,6 +164,8 @@ class Runtime:
         self.closing = False
         self._options = options or {}
         self.registry = Registry(self, nursery)
+        #: The deadlines of parked long-polls (one timer task for them all).
+        self.timers = Timers(nursery)
         #: Resource subscriptions of every session (see `resources_updated`).
         self.resources = ResourceHub()
         #: What the version guard cost (a shared store's conflicts, stale reads, busy answers).
@@ -274,13 +277,12 @@ class Runtime:
             # count ourselves so that it is not evicted under us.
             actor.waiters += 1
             try:
-                with trio.move_on_at(deadline):
-                    await change.wait()
-                    while wait_key is not None and not self.closing:
-                        if actor.concerns(epoch, wait_key):
-                            break
-                        epoch, change = actor.epoch, actor.change  # other keys': sleep on
-                        await change.wait()
+                while not change.is_set():
+                    if not await self.timers.park((actor.listeners,), deadline):
+                        break  # the deadline passed
+                    if wait_key is None or self.closing or actor.concerns(epoch, wait_key):
+                        break
+                    epoch, change = actor.epoch, actor.change  # other keys': sleep on
             finally:
                 actor.waiters -= 1
             if self.closing or not change.is_set():

@@ -1,0 +1,137 @@
+"""Parking long-polls without a cancel scope and an event per wait.
+
+A parked long-poll (`Runtime.poll`, `poll_many`) used to sleep in ``trio.move_on_at``
+around ``Event.wait``: per parked call a CancelScope with its status (two sets), a
+ParkingLot and two coroutine frames. Here a poll parks its task directly
+(``wait_task_rescheduled``) behind a `Sleeper` that the actors it watches hold among
+their ``listeners`` (they call ``set()`` when they change), and its deadline goes into
+one heap per runtime, served by one timer task that sleeps until the earliest deadline.
+
+The outer cancel scopes still cancel a parked poll (the abort function drops it), and a
+deadline fires at its exact time (the timer task's own scope deadline is moved to the
+earliest one whenever an earlier one arrives), so autojump clocks stay exact.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from typing import TYPE_CHECKING, Any
+
+import outcome
+import trio
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["Sleeper", "Timers"]
+
+
+class Sleeper:
+    """One parked task: woken once, by a change (`set`) or by its deadline (`expire`)."""
+
+    __slots__ = ("task",)
+
+    def __init__(self, task: trio.lowlevel.Task) -> None:
+        self.task: trio.lowlevel.Task | None = task
+
+    def set(self) -> None:
+        """Wake the task: something it watches changed (as ``trio.Event.set``)."""
+        self._wake(True)
+
+    def expire(self) -> None:
+        """Wake the task: its deadline passed."""
+        self._wake(False)
+
+    def _wake(self, changed: bool) -> None:
+        task = self.task
+        if task is not None:
+            self.task = None
+            trio.lowlevel.reschedule(task, outcome.Value(changed))
+
+
+class Timers:
+    """The deadlines of a runtime's parked long-polls, served by one task.
+
+    The task runs only while some poll is parked, so it never holds up a shutdown.
+    """
+
+    __slots__ = ("_heap", "_live", "_nursery", "_running", "_scope", "_seq")
+
+    def __init__(self, nursery: trio.Nursery) -> None:
+        self._nursery = nursery
+        self._heap: list[tuple[float, int, Sleeper]] = []
+        self._seq = 0
+        self._live = 0  # sleepers in the heap still parked
+        self._scope: trio.CancelScope | None = None
+        self._running = False
+
+    async def park(self, listeners: Iterable[set[Any]], deadline: float) -> bool:
+        """Sleep until a ``set()`` from one of the sets' owners (True) or ``deadline`` (False).
+
+        Adds a `Sleeper` to each set of ``listeners`` while parked and takes it out after.
+        A checkpoint: cancellation by any enclosing scope raises ``trio.Cancelled``.
+        """
+        if deadline <= trio.current_time() or not self._start():
+            await trio.sleep_until(deadline)
+            return False
+        sleeper = Sleeper(trio.lowlevel.current_task())
+        self._push(deadline, sleeper)
+        sets = list(listeners)
+        for watched in sets:
+            watched.add(sleeper)
+
+        def abort(_: Any) -> trio.lowlevel.Abort:
+            sleeper.task = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        try:
+            changed: bool = await trio.lowlevel.wait_task_rescheduled(abort)
+        finally:
+            self._live -= 1
+            for watched in sets:
+                watched.discard(sleeper)
+            if not self._live and self._scope is not None:
+                self._scope.cancel()  # no one parked: the timer task ends
+        return changed
+
+    def _start(self) -> bool:
+        if not self._running:
+            if self._nursery.cancel_scope.cancel_called:  # shutting down: plain sleeps
+                return False
+            try:
+                self._nursery.start_soon(self._serve, name="agora long-poll timers")
+            except RuntimeError:  # the runtime's nursery closed: plain sleeps then
+                return False
+            self._running = True
+        return True
+
+    def _push(self, deadline: float, sleeper: Sleeper) -> None:
+        heap = self._heap
+        if len(heap) > 2 * self._live + 64:  # many woken early: drop their entries
+            self._heap = heap = [entry for entry in heap if entry[2].task is not None]
+            heapq.heapify(heap)
+        self._seq += 1
+        self._live += 1
+        heapq.heappush(heap, (deadline, self._seq, sleeper))
+        scope = self._scope
+        if scope is not None and deadline < scope.deadline:
+            scope.deadline = deadline
+
+    async def _serve(self) -> None:
+        try:
+            while self._live:
+                heap = self._heap
+                with trio.CancelScope(deadline=heap[0][0] if heap else math.inf) as scope:
+                    self._scope = scope
+                    await trio.sleep_forever()
+                self._scope = None
+                now = trio.current_time()
+                heap = self._heap
+                while heap and heap[0][0] <= now:
+                    heapq.heappop(heap)[2].expire()
+        finally:
+            self._running = False
+            self._scope = None
+            if not self._live:
+                self._heap = []
