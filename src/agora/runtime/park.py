@@ -22,7 +22,7 @@ import outcome
 import trio
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Sequence
 
 __all__ = ["Sleeper", "Timers"]
 
@@ -38,6 +38,11 @@ class Sleeper:
     def set(self) -> None:
         """Wake the task: something it watches changed (as ``trio.Event.set``)."""
         self._wake(True)
+
+    def abort(self, _: Any) -> trio.lowlevel.Abort:
+        """The task was cancelled while parked: no wake may reach it any more."""
+        self.task = None
+        return trio.lowlevel.Abort.SUCCEEDED
 
     def expire(self) -> None:
         """Wake the task: its deadline passed."""
@@ -66,7 +71,7 @@ class Timers:
         self._scope: trio.CancelScope | None = None
         self._running = False
 
-    async def park(self, listeners: Iterable[set[Any]], deadline: float) -> bool:
+    async def park(self, listeners: Sequence[set[Any]], deadline: float) -> bool:
         """Sleep until a ``set()`` from one of the sets' owners (True) or ``deadline`` (False).
 
         Adds a `Sleeper` to each set of ``listeners`` while parked and takes it out after.
@@ -77,19 +82,14 @@ class Timers:
             return False
         sleeper = Sleeper(trio.lowlevel.current_task())
         self._push(deadline, sleeper)
-        sets = list(listeners)
-        for watched in sets:
+        for watched in listeners:
             watched.add(sleeper)
-
-        def abort(_: Any) -> trio.lowlevel.Abort:
-            sleeper.task = None
-            return trio.lowlevel.Abort.SUCCEEDED
-
         try:
-            changed: bool = await trio.lowlevel.wait_task_rescheduled(abort)
+            # A bound method, not a closure: a parked poll keeps no function and cell.
+            changed: bool = await trio.lowlevel.wait_task_rescheduled(sleeper.abort)
         finally:
             self._live -= 1
-            for watched in sets:
+            for watched in listeners:
                 watched.discard(sleeper)
             if not self._live and self._scope is not None:
                 self._scope.cancel()  # no one parked: the timer task ends
