@@ -95,3 +95,21 @@ async def test_a_past_deadline_returns_at_once(
             timers = Timers(nursery)
             assert not await timers.park((set(),), trio.current_time() + delay)
     assert trio.current_time() == 0
+
+
+async def test_a_shutting_down_runtime_parks_no_one(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def runtime_nursery(*, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            task_status.started(nursery)
+            await trio.sleep_forever()
+
+    with trio.fail_after(1000):
+        async with trio.open_nursery() as outer:
+            nursery = await outer.start(runtime_nursery)
+            nursery.cancel_scope.cancel()  # shutdown began: no timer task would run
+            watched: set[Any] = set()
+            assert not await Timers(nursery).park((watched,), trio.current_time() + 60)
+            assert not watched
+    assert trio.current_time() == 0

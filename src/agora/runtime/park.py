@@ -75,33 +75,53 @@ class Timers:
         """Sleep until a ``set()`` from one of the sets' owners (True) or ``deadline`` (False).
 
         Adds a `Sleeper` to each set of ``listeners`` while parked and takes it out after.
+        Returns False at once when the runtime is shutting down (see `enter`).
         A checkpoint: cancellation by any enclosing scope raises ``trio.Cancelled``.
+        Long-polls inline the three steps (`enter`, ``wait_task_rescheduled``, `leave`)
+        so that a parked one keeps no coroutine frame of this method.
+        """
+        sleeper = self.enter(listeners, deadline)
+        if sleeper is None:
+            await trio.lowlevel.checkpoint()
+            return False
+        try:
+            changed: bool = await trio.lowlevel.wait_task_rescheduled(sleeper.abort)
+        finally:
+            self.leave(listeners, sleeper)
+        return changed
+
+    def enter(self, listeners: Sequence[set[Any]], deadline: float) -> Sleeper | None:
+        """Register the current task to be woken by ``listeners`` or at ``deadline``.
+
+        The caller then awaits ``trio.lowlevel.wait_task_rescheduled(sleeper.abort)``
+        (True: a change, False: the deadline) and calls `leave` in a ``finally``.
+        None when ``deadline`` has passed or the runtime is shutting down (its nursery
+        cancelled or closed): the caller then returns as at its deadline.
         """
         if deadline <= trio.current_time() or not self._start():
-            await trio.sleep_until(deadline)
-            return False
+            return None
         sleeper = Sleeper(trio.lowlevel.current_task())
         self._push(deadline, sleeper)
         for watched in listeners:
             watched.add(sleeper)
-        try:
-            # A bound method, not a closure: a parked poll keeps no function and cell.
-            changed: bool = await trio.lowlevel.wait_task_rescheduled(sleeper.abort)
-        finally:
-            self._live -= 1
-            for watched in listeners:
-                watched.discard(sleeper)
-            if not self._live and self._scope is not None:
-                self._scope.cancel()  # no one parked: the timer task ends
-        return changed
+        return sleeper
+
+    def leave(self, listeners: Sequence[set[Any]], sleeper: Sleeper) -> None:
+        """Undo `enter` once the task is awake (woken, expired or cancelled)."""
+        sleeper.task = None
+        self._live -= 1
+        for watched in listeners:
+            watched.discard(sleeper)
+        if not self._live and self._scope is not None:
+            self._scope.cancel()  # no one parked: the timer task ends
 
     def _start(self) -> bool:
         if not self._running:
-            if self._nursery.cancel_scope.cancel_called:  # shutting down: plain sleeps
+            if self._nursery.cancel_scope.cancel_called:  # shutting down
                 return False
             try:
                 self._nursery.start_soon(self._serve, name="agora long-poll timers")
-            except RuntimeError:  # the runtime's nursery closed: plain sleeps then
+            except RuntimeError:  # the runtime's nursery closed
                 return False
             self._running = True
         return True

@@ -278,7 +278,17 @@ class Runtime:
             actor.waiters += 1
             try:
                 while not change.is_set():
-                    if not await self.timers.park((actor.listeners,), deadline):
+                    # `Timers.park` inlined: a parked poll keeps one coroutine frame fewer.
+                    watched = (actor.listeners,)
+                    sleeper = self.timers.enter(watched, deadline)
+                    if sleeper is None:  # shutting down: the latest reply
+                        await trio.lowlevel.checkpoint()
+                        break
+                    try:
+                        woke = await trio.lowlevel.wait_task_rescheduled(sleeper.abort)
+                    finally:
+                        self.timers.leave(watched, sleeper)
+                    if not woke:
                         break  # the deadline passed
                     if wait_key is None or self.closing or actor.concerns(epoch, wait_key):
                         break
