@@ -65,7 +65,16 @@ async def poll_many(
         for actor in parked:
             actor.waiters += 1  # an actor with waiters is never evicted
         try:
-            await runtime.timers.park([actor.listeners for actor in parked], deadline)
+            # `Timers.park` inlined: a parked poll keeps one coroutine frame fewer.
+            watched = [actor.listeners for actor in parked]
+            sleeper = runtime.timers.enter(watched, deadline)
+            if sleeper is None:  # shutting down: the latest replies
+                await trio.lowlevel.checkpoint()
+            else:
+                try:
+                    await trio.lowlevel.wait_task_rescheduled(sleeper.abort)
+                finally:
+                    runtime.timers.leave(watched, sleeper)
         finally:
             for actor in parked:
                 actor.waiters -= 1
