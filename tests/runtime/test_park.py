@@ -113,3 +113,25 @@ async def test_a_shutting_down_runtime_parks_no_one(
             assert not await Timers(nursery).park((watched,), trio.current_time() + 60)
             assert not watched
     assert trio.current_time() == 0
+
+
+async def test_entries_of_woken_polls_are_dropped(autojump_clock: trio.testing.MockClock) -> None:
+    with trio.fail_after(1000):
+        async with trio.open_nursery() as nursery:
+            timers = Timers(nursery)
+            watched: set[Any] = set()
+
+            async def long_wait() -> None:
+                assert await timers.park((watched,), trio.current_time() + 900)
+
+            nursery.start_soon(timers.park, (set(),), 5.0)  # keeps the timer task running
+            for _ in range(300):  # each woken at once: its heap entry is stale
+                nursery.start_soon(long_wait)
+                await trio.sleep(0.001)
+                for sleeper in list(watched):
+                    sleeper.set()
+                await trio.sleep(0.001)
+            assert len(timers._heap) <= 2 * 1 + 64 + 1  # compacted, not 301 entries
+            start = trio.current_time()
+            assert not await timers.park((watched,), start + 2)
+            assert trio.current_time() == start + 2

@@ -30,10 +30,15 @@ __all__ = ["Sleeper", "Timers"]
 class Sleeper:
     """One parked task: woken once, by a change (`set`) or by its deadline (`expire`)."""
 
-    __slots__ = ("task",)
+    __slots__ = ("deadline", "task")
 
-    def __init__(self, task: trio.lowlevel.Task) -> None:
+    def __init__(self, task: trio.lowlevel.Task, deadline: float) -> None:
         self.task: trio.lowlevel.Task | None = task
+        self.deadline = deadline
+
+    def __lt__(self, other: Sleeper) -> bool:
+        # Sleepers are the heap's entries themselves (no tuple and counter per poll).
+        return self.deadline < other.deadline
 
     def set(self) -> None:
         """Wake the task: something it watches changed (as ``trio.Event.set``)."""
@@ -61,12 +66,11 @@ class Timers:
     The task runs only while some poll is parked, so it never holds up a shutdown.
     """
 
-    __slots__ = ("_heap", "_live", "_nursery", "_running", "_scope", "_seq")
+    __slots__ = ("_heap", "_live", "_nursery", "_running", "_scope")
 
     def __init__(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
-        self._heap: list[tuple[float, int, Sleeper]] = []
-        self._seq = 0
+        self._heap: list[Sleeper] = []
         self._live = 0  # sleepers in the heap still parked
         self._scope: trio.CancelScope | None = None
         self._running = False
@@ -100,7 +104,7 @@ class Timers:
         """
         if deadline <= trio.current_time() or not self._start():
             return None
-        sleeper = Sleeper(trio.lowlevel.current_task())
+        sleeper = Sleeper(trio.lowlevel.current_task(), deadline)
         self._push(deadline, sleeper)
         for watched in listeners:
             watched.add(sleeper)
@@ -129,11 +133,10 @@ class Timers:
     def _push(self, deadline: float, sleeper: Sleeper) -> None:
         heap = self._heap
         if len(heap) > 2 * self._live + 64:  # many woken early: drop their entries
-            self._heap = heap = [entry for entry in heap if entry[2].task is not None]
+            self._heap = heap = [entry for entry in heap if entry.task is not None]
             heapq.heapify(heap)
-        self._seq += 1
         self._live += 1
-        heapq.heappush(heap, (deadline, self._seq, sleeper))
+        heapq.heappush(heap, sleeper)
         scope = self._scope
         if scope is not None and deadline < scope.deadline:
             scope.deadline = deadline
@@ -142,14 +145,14 @@ class Timers:
         try:
             while self._live:
                 heap = self._heap
-                with trio.CancelScope(deadline=heap[0][0] if heap else math.inf) as scope:
+                with trio.CancelScope(deadline=heap[0].deadline if heap else math.inf) as scope:
                     self._scope = scope
                     await trio.sleep_forever()
                 self._scope = None
                 now = trio.current_time()
                 heap = self._heap
-                while heap and heap[0][0] <= now:
-                    heapq.heappop(heap)[2].expire()
+                while heap and heap[0].deadline <= now:
+                    heapq.heappop(heap).expire()
         finally:
             self._running = False
             self._scope = None
