@@ -1,0 +1,314 @@
+"""Running commands on an actor's entity: load it, `handle`, commit, release the replies.
+
+A base class of `agora.runtime.actor.Actor`, holding the part of it that turns a command into
+a committed change: alone or as a group under one commit on an unguarded store
+(`_handle_group`), or under the version guard on a shared one (`_handle_guarded`, rerun on a
+fresh copy when the entity changed on another node), and the errors a caller gets when that
+fails. Only the holder of the actor's turn calls these; the mailbox, the turn, inline runs and
+the change signal are the actor's own (`agora.runtime.actor`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agora.errors import STORE_CAUSES, AgoraError, StoreError
+from agora.store.neutral import Busy, Conflict, Guard
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
+    import trio
+
+    from agora.errors import StoreCause
+    from agora.runtime.actor import Slot
+    from agora.runtime.entity import Effects, Entity, EntityKind
+    from agora.runtime.registry import Runtime
+
+log = logging.getLogger(__name__)
+
+#: Times a command is re-run on a fresh copy when its entity changed on another node.
+RETRIES = 3
+
+
+class InternalError(AgoraError):
+    """The entity failed on this command; the message is safe to show a client.
+
+    Attributes:
+        outcome_unknown: Its commit was in flight when the store failed: the change may or
+            may not have been saved (see `agora.errors.StoreError`).
+        cause: The disk's part in a failed commit (`agora.errors.StoreCause`), named in
+            the message too; None when the disk is not to blame.
+    """
+
+    def __init__(
+        self, message: str, *, outcome_unknown: bool = False, cause: StoreCause | None = None
+    ) -> None:
+        super().__init__(message)
+        self.outcome_unknown = outcome_unknown
+        self.cause = cause
+
+
+def commit_failed(exc: StoreError) -> InternalError:
+    """What the caller learns of a failed commit: nothing was saved (and why, when the disk
+    refused it), or (when the store cannot tell) that the change may or may not have been
+    saved."""
+    if exc.outcome_unknown:
+        return InternalError(
+            "the change may or may not have been saved (the database did not confirm it); "
+            "read the current state before calling again",
+            outcome_unknown=True,
+        )
+    if exc.cause is not None:
+        return InternalError(
+            f"the change could not be saved: {STORE_CAUSES[exc.cause]}; nothing was changed",
+            cause=exc.cause,
+        )
+    return InternalError("the change could not be saved; nothing was changed")
+
+
+@dataclass(slots=True)
+class GuardCounts:
+    """What the version guard cost this node's commands (`Runtime.guard`).
+
+    Attributes:
+        retried: Writes rejected by the guard (their entity changed on another node);
+            each reran its command on a fresh copy, or answered `Busy` if it was the last try.
+        stale_reads: Read-only replies held back because a probe found a newer version.
+        busy: Commands answered `Busy` after `RETRIES` reruns.
+    """
+
+    retried: int = 0
+    stale_reads: int = 0
+    busy: int = 0
+
+
+class Handling:
+    """How an `Actor` runs commands on its entity (see the module docstring)."""
+
+    runtime: Runtime
+    kind: EntityKind
+    key: str
+    #: The store's version of the entity this copy was loaded at (guarded stores only).
+    version: int
+    handled: int
+    change: trio.Event
+    epoch: int
+    _entity: Entity | None
+
+    if TYPE_CHECKING:
+
+        def signal(self, *, replace: bool = True, keys: Collection[str] | None = None) -> None:
+            """`Actor.signal`."""
+
+    async def _load(self, slots: list[Slot]) -> bool:
+        """Load the entity if needed (unguarded stores); on failure fail ``slots``, say False."""
+        runtime = self.runtime
+        try:
+            if self._entity is None:
+                self._entity = self._created()
+            if self._entity is None:
+                loaded_at = runtime.clock.now()  # read here: the loader runs in a thread
+                self._entity = await runtime.store.read(
+                    lambda conn: self.kind.load(conn, self.key, loaded_at)
+                )
+        except LookupError as exc:  # "no such entity", as `EntityKind.load` documents
+            for slot in slots:
+                slot.fail(exc)
+            return False
+        except Exception:
+            log.exception("%s %s failed to load", self.kind.kind, self.key)
+            for slot in slots:
+                slot.fail(InternalError(f"internal error in {self.kind.kind}; nothing was changed"))
+            return False
+        return True
+
+    async def _handle(self, command: Any, slot: Slot) -> None:
+        if self.runtime.store.guarded:
+            await self._handle_guarded(command, slot)
+            return
+        await self._handle_group([(command, slot)])
+
+    async def _handle_group(self, group: list[tuple[Any, Slot]]) -> None:
+        """Run several queued commands in order and commit all their writes at once.
+
+        Each `handle` sees the changes of those before it, as one at a time would; the
+        replies are released only after the one commit, each with the change event that
+        follows it (a read-only reply parked on it still wakes for a later command of the
+        group). All or nothing, as one command: if the commit fails none is saved and
+        every caller is told. A `handle` that raises fails its own command alone: the ones
+        before it are committed, the entity is reloaded, and the ones after it run as a
+        group of their own.
+        """
+        runtime = self.runtime
+        while group:
+            if not await self._load([slot for _, slot in group]):
+                return
+            entity = self._entity
+            assert entity is not None
+            done: list[tuple[Effects, Slot]] = []
+            rest: list[tuple[Any, Slot]] = []
+            broken = False
+            for i, (command, slot) in enumerate(group):
+                try:
+                    # A LookupError from `handle` (say a KeyError) is a bug like any other:
+                    # the entity may be half-mutated, so it is reloaded, not trusted.
+                    effects = entity.handle(command, runtime.clock.now())
+                except Exception:
+                    log.exception(
+                        "%s %s failed on %s", self.kind.kind, self.key, type(command).__name__
+                    )
+                    slot.fail(
+                        InternalError(f"internal error in {self.kind.kind}; nothing was changed")
+                    )
+                    rest, broken = group[i + 1 :], True
+                    break
+                done.append((effects, slot))
+            group = rest
+            try:
+                await runtime.store.write([w for effects, _ in done for w in effects.writes])
+            except StoreError as exc:
+                log.error("%s %s: commit failed: %s", self.kind.kind, self.key, exc)
+                self._entity = None
+                for _, slot in done:
+                    slot.fail(commit_failed(exc))
+                continue
+            except BaseException:
+                # Cancelled (or worse) before the commit: memory may be ahead of the store,
+                # so the next command reloads. (Once submitted, a commit cannot be
+                # interrupted.)
+                self._entity = None
+                raise
+            if broken:
+                self._entity = None  # half-mutated by the failed handle: reload
+            for effects, slot in done:
+                self._released(effects, slot)
+
+    def _released(self, effects: Effects, slot: Slot, seen: trio.Event | None = None) -> None:
+        """Count the command, wake waiters if it changed the entity, answer its caller.
+
+        ``seen`` is the change event as it was when the command began. If it was set since
+        (another node's change noticed while this command awaited its load or probe), the
+        reply may predate that change: the caller gets that set event, so a long-poll re-runs
+        at once instead of parking on a fresh event and missing the change.
+        """
+        missed = seen is not None and seen.is_set()
+        self.handled += 1
+        if effects.changed:
+            self.signal(keys=effects.wakes)
+        if effects.updated:
+            self.runtime.resources.updated(*effects.updated)
+        if missed and seen is not None:
+            slot.set(effects.reply, seen)
+        else:
+            slot.set(effects.reply, self.change, self.epoch)
+
+    async def _handle_guarded(self, command: Any, slot: Slot) -> None:
+        """`_handle` on a shared store: the database's version of the entity has the final say.
+
+        A write commits only if the entity is still at the version this node loaded; a
+        read-only reply from a cached entity is released only once a version probe confirms
+        it is current (unless its kind says ``lagging_reads = True``: a copy at most one
+        notification old is good enough for it). Either way, a stale copy is dropped,
+        reloaded, and the pure `handle` re-run (at most `RETRIES` times); nothing was
+        released, so the caller never sees the retry. Past that, the caller gets `Busy`
+        (retryable; nothing changed).
+        """
+        runtime = self.runtime
+        kind, key = self.kind.kind, self.key
+        for _ in range(RETRIES + 1):
+            seen = self.change
+            fresh = self._entity is None
+            try:
+                entity = await self.loaded()
+            except LookupError as exc:
+                slot.fail(exc)
+                return
+            except InternalError as exc:
+                slot.fail(exc)
+                return
+            try:
+                effects = entity.handle(command, runtime.clock.now())
+            except Exception:
+                log.exception("%s %s failed on %s", kind, key, type(command).__name__)
+                self._entity = None
+                slot.fail(InternalError(f"internal error in {kind}; nothing was changed"))
+                return
+            try:
+                if effects.writes:
+                    guard = [Guard(kind, key, self.version)]
+                    await runtime.store.write(effects.writes, guard, effects.updated)
+                    self.version += 1
+                elif not fresh and not getattr(self.kind, "lagging_reads", False):
+                    versions = await runtime.store.probe([(kind, key)])
+                    if versions[(kind, key)] != self.version:
+                        self._entity = None
+                        runtime.guard.stale_reads += 1
+                        continue
+            except Conflict:
+                self._entity = None
+                runtime.guard.retried += 1
+                continue
+            except StoreError as exc:
+                log.error("%s %s: commit failed: %s", kind, key, exc)
+                self._entity = None
+                slot.fail(commit_failed(exc))
+                return
+            except BaseException:
+                self._entity = None
+                raise
+            self._released(effects, slot, seen)
+            return
+        self._entity = None
+        runtime.guard.busy += 1
+        slot.fail(Busy(f"{kind} {key} kept changing elsewhere; nothing was changed, retry"))
+
+    async def loaded(self) -> Entity:
+        """The entity, loaded from the store if needed; call while holding the turn.
+
+        On a guarded store the entity's version is read in the same snapshot (`version`).
+
+        Raises:
+            LookupError: the entity does not exist ("no such entity", as `EntityKind.load`).
+            InternalError: loading failed for another reason.
+        """
+        if self._entity is None:
+            runtime = self.runtime
+            loaded_at = runtime.clock.now()
+            try:
+                if runtime.store.guarded:
+                    entity, self.version = await runtime.store.read_versioned(
+                        self.kind.kind, self.key, lambda c: self.kind.load(c, self.key, loaded_at)
+                    )
+                    self._entity = entity
+                    return entity
+                created = self._created()
+                self._entity = (
+                    created
+                    if created is not None
+                    else await runtime.store.read(
+                        lambda conn: self.kind.load(conn, self.key, loaded_at)
+                    )
+                )
+            except LookupError:
+                raise
+            except Exception as exc:
+                log.exception("%s %s failed to load", self.kind.kind, self.key)
+                raise InternalError(
+                    f"internal error in {self.kind.kind}; nothing was changed"
+                ) from exc
+        return self._entity
+
+    def _created(self) -> Any:
+        """The entity the kind's optional ``create(key, now)`` knows to be new, else None.
+
+        A kind that knows a key names nothing stored yet (say, a handle it just drew at
+        random) spares the load its worker-thread hop; only unguarded stores ask, since a
+        guarded one must read the entity's version.
+        """
+        create = getattr(self.kind, "create", None)
+        if create is None:
+            return None
+        return create(self.key, self.runtime.clock.now())
