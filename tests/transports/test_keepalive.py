@@ -1,7 +1,7 @@
 """The shared WebSocket keepalive: one task pings every peer once per interval.
 
 The schedule is tested on Trio's autojump clock with scripted peers; a real peer's ping
-round (`_Peer.keepalive_round`) on a real socket pair: a ping the socket cannot take counts
+round (`Peer.keepalive_round`) on a real socket pair: a ping the socket cannot take counts
 as sent and unanswered, a ping cut short is finished before the next frame.
 """
 
@@ -17,7 +17,7 @@ import trio.testing
 
 from agora.transports import frames
 from agora.transports.keepalive import BATCH, SLOTS, Keepalive
-from agora.transports.websocket import PING_TIMEOUT, _Peer
+from agora.transports.ws_peer import PING_TIMEOUT, Peer
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -112,12 +112,12 @@ async def test_no_interval_means_no_keepalive(autojump_clock: trio.testing.MockC
 
 
 @contextmanager
-def paired() -> Iterator[tuple[_Peer, socket.socket]]:
-    """A `_Peer` on one end of a socket pair, and the other end (blocking)."""
+def paired() -> Iterator[tuple[Peer, socket.socket]]:
+    """A `Peer` on one end of a socket pair, and the other end (blocking)."""
     ours, theirs = trio.socket.socketpair()
     other = socket.socket(fileno=theirs.detach())
     with ours, other:
-        yield _Peer(trio.SocketStream(ours), send_timeout=1.0), other
+        yield Peer(trio.SocketStream(ours), send_timeout=1.0), other
 
 
 async def test_a_peer_pinged_twice_without_a_pong_is_cancelled_with_1011():

@@ -21,7 +21,7 @@ from agora.config import Config
 from agora.server.embed import open_server
 from agora.toolsets.base import ToolCall, Toolset
 from agora.transports import frames
-from agora.transports.websocket import Stalled, _Peer
+from agora.transports.ws_peer import Peer, Stalled
 
 TIMEOUT = 15
 #: Larger than the server's send buffer and the client's receive buffer together.
@@ -84,7 +84,7 @@ async def test_a_frame_that_cannot_be_finished_breaks_the_stream_and_nothing_fol
     with sock:
         await sock.connect(("127.0.0.1", port))
         server_stream = await listeners[0].accept()
-        peer = _Peer(server_stream, send_timeout=5.0)
+        peer = Peer(server_stream, send_timeout=5.0)
         big = frames.text_frame(b"x" * LOUD)
         # Cancelled mid-frame, with a peer that never reads: the frame cannot be finished.
         with pytest.raises(Stalled), trio.move_on_after(1):
