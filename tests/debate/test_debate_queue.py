@@ -80,3 +80,10 @@ async def test_malformed_stored_metadata_fails_the_run(desk):
     )
     body = await desk.refused(ALICE, "debate_work_queue")
     assert body["error"] == "corrupt_topic_record"
+
+
+async def test_a_filter_of_only_malformed_ids_ranks_nothing_and_names_them(desk):
+    await topic(desk, "P1")
+    out = await desk.call(ALICE, "debate_work_queue", topics_csv="not-a-topic,also-not")
+    assert (out["items"], out["total"]) == ([], 0)
+    assert out["skipped_invalid_topic_ids"] == ["not-a-topic", "also-not"]

@@ -25,6 +25,8 @@ def _marks(items: list[str]) -> str:
 
 def queue_topics(conn: ReadConn, states: list[str], topic_ids: list[str] | None) -> list[Any]:
     """Topic rows in ``states`` (and among ``topic_ids`` when given), by topic id."""
+    if not states or (topic_ids is not None and not topic_ids):
+        return []  # `IN ()` is SQLite's, not standard SQL: PostgreSQL refuses it
     sql = f"SELECT {_TOPIC_COLUMNS} FROM debate_topics WHERE state IN ({_marks(states)})"
     params: list[Any] = list(states)
     if topic_ids is not None:
