@@ -306,31 +306,21 @@ class Game:
             ValueError: if the stored move is not legal here (a corrupt store).
         """
         move = chess.Move.from_uci(uci)
-        board = self.board
-        if not board.is_legal(move):
+        if not self.board.is_legal(move):
             raise ValueError(f"stored move {uci} is illegal at ply {len(self.moves) + 1}")
-        played = PlayedMove(
-            ply=len(self.moves) + 1,
-            move_number=board.fullmove_number,
-            color=color_name(board.turn),
-            uci=uci,
-            san=san,
-            by=by,
-            note=note,
-            played_at=at,
-        )
-        board.push(move)
-        self.moves = (*self.moves, played)
+        self._push(move, by, note, at, san)
 
     # -- internals ------------------------------------------------------------------------
 
-    def _push(self, move: chess.Move, by: Role, note: str | None, at: str) -> PlayedMove:
+    def _push(
+        self, move: chess.Move, by: Role, note: str | None, at: str, san: str | None = None
+    ) -> PlayedMove:
         played = PlayedMove(
             ply=len(self.moves) + 1,
             move_number=self.board.fullmove_number,
             color=color_name(self.board.turn),
             uci=move.uci(),
-            san=self.board.san(move),
+            san=self.board.san(move) if san is None else san,
             by=by,
             note=note,
             played_at=at,
