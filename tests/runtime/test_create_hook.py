@@ -43,6 +43,21 @@ class FreshKind(CounterKind):
         return None
 
 
+@pytest.fixture
+def held_commit(store, monkeypatch) -> tuple[trio.Event, trio.Event]:
+    """(committing, commit): the store's writes wait for ``commit`` once ``committing`` is set."""
+    committing, commit = trio.Event(), trio.Event()
+    write = store.write
+
+    async def held(writes, *args):
+        committing.set()
+        await commit.wait()
+        await write(writes, *args)
+
+    monkeypatch.setattr(store, "write", held)
+    return committing, commit
+
+
 async def test_a_created_entity_is_used_without_reading_the_store(runtime):
     kind = FreshKind(new={"made"})
     assert await runtime.call(kind, "made", Add(2)) == 2
@@ -54,20 +69,12 @@ async def test_a_created_entity_is_used_without_reading_the_store(runtime):
 
 
 async def test_an_actor_whose_first_command_ran_inline_is_still_evicted_when_idle(
-    runtime, store, autojump_clock, monkeypatch
+    runtime, autojump_clock, held_commit
 ):
     # Its task starts while the inline command awaits the commit and parks on the mailbox:
     # the actor is idle from then on, and the reaper must see it so.
     kind = FreshKind(new={"made"})
-    committing, commit = trio.Event(), trio.Event()
-    write = store.write
-
-    async def held(writes, *args):
-        committing.set()
-        await commit.wait()
-        await write(writes, *args)
-
-    monkeypatch.setattr(store, "write", held)
+    committing, commit = held_commit
     async with trio.open_nursery() as nursery:
         nursery.start_soon(runtime.call, kind, "made", Add(1))
         with trio.fail_after(5):
@@ -120,18 +127,10 @@ async def test_an_actor_whose_commands_all_run_inline_never_starts_a_task(runtim
 
 
 async def test_a_command_that_must_queue_starts_the_task_and_runs_after_the_inline_one(
-    runtime, store, nursery, monkeypatch
+    runtime, nursery, held_commit
 ):
     kind = FreshKind(new={"made"})
-    committing, commit = trio.Event(), trio.Event()
-    write = store.write
-
-    async def held(writes, *args):
-        committing.set()
-        await commit.wait()
-        await write(writes, *args)
-
-    monkeypatch.setattr(store, "write", held)
+    committing, commit = held_commit
     replies: list[int] = []
 
     async def call(delta: int) -> None:
