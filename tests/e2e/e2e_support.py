@@ -140,6 +140,20 @@ class AgoraProcess:
         assert line is not None, f"{pattern!r} never appeared in:\n{self.log}"
         return line
 
+    def __enter__(self) -> AgoraProcess:
+        """Start the server (``with AgoraProcess(...) as server``); leaving kills it if it runs."""
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.kill()
+
+    def kill(self) -> None:
+        """SIGKILL (no shutdown: only what was committed survives) and reap, if still running."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
     def signal(self, signum: int = signal.SIGTERM) -> None:
         """Send ``signum`` to the server."""
         self.proc.send_signal(signum)

@@ -31,9 +31,8 @@ async def test_acknowledged_state_survives_kill_9(tmp_path: Path) -> None:
         tmp_path, f'[[principals]]\nname = "ada"\ntoken_sha256 = "{digest}"\nprojects = ["ops"]\n'
     )
     args = ("--db", str(tmp_path / "debate.db"), "--toolsets", "debate", "--config", str(config))
-    first = AgoraProcess(*args)
-    url = first.start().replace("http", "ws") + "/mcp/debate"
-    try:
+    with AgoraProcess(*args) as first:
+        url = first.url.replace("http", "ws") + "/mcp/debate"
         with trio.fail_after(30):
             async with connect(url, token=TOKEN) as client:
                 tools = {t["name"]: t for t in await client.list_tools()}
@@ -74,15 +73,9 @@ async def test_acknowledged_state_survives_kill_9(tmp_path: Path) -> None:
                     session_id=peer,
                     last_processed_msg_id=sent[0]["msg_id"],
                 )
-        first.proc.kill()  # no shutdown: only what was committed survives
-        first.proc.wait()
-    finally:
-        if first.proc.poll() is None:
-            first.proc.kill()
-            first.proc.wait()
-    second = AgoraProcess(*args)
-    url = second.start().replace("http", "ws") + "/mcp/debate"
-    try:
+        first.kill()  # no shutdown: only what was committed survives
+    with AgoraProcess(*args) as second:
+        url = second.url.replace("http", "ws") + "/mcp/debate"
         with trio.fail_after(30):
             async with connect(url, token=TOKEN) as client:
                 tools = {t["name"]: t for t in await client.list_tools()}
@@ -117,7 +110,3 @@ async def test_acknowledged_state_survives_kill_9(tmp_path: Path) -> None:
                 )
                 assert later["ts"] > sent[2]["ts"]
         second.assert_clean_exit(second.stop())
-    finally:
-        if second.proc.poll() is None:
-            second.proc.kill()
-            second.proc.wait()

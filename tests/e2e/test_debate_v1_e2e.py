@@ -303,9 +303,8 @@ async def test_kill_9_mid_phase_resumes_the_exact_micro_state(tmp_path: Path) ->
 
     config = write_config(tmp_path, principals())
     args = ("--db", str(tmp_path / "v1.db"), "--toolsets", "debate", "--config", str(config))
-    first = AgoraProcess(*args)
-    url = first.start().replace("http", "ws") + "/mcp/debate"
-    try:
+    with AgoraProcess(*args) as first:
+        url = first.url.replace("http", "ws") + "/mcp/debate"
         with trio.fail_after(TIMEOUT):
             async with AsyncExitStack() as stack:
                 seats = await seat_all(url, stack)
@@ -313,15 +312,9 @@ async def test_kill_9_mid_phase_resumes_the_exact_micro_state(tmp_path: Path) ->
                 pro = (await seats["PRO"].post("CLAIM"))["msg_id"]
                 before = await seats["CONDUCTOR"].state()
                 sessions = {role: seat.session for role, seat in seats.items()}
-        first.proc.kill()  # no shutdown: only what was committed survives
-        first.proc.wait()
-    finally:
-        if first.proc.poll() is None:
-            first.proc.kill()
-            first.proc.wait()
-    second = AgoraProcess(*args)
-    url = second.start().replace("http", "ws") + "/mcp/debate"
-    try:
+        first.kill()  # no shutdown: only what was committed survives
+    with AgoraProcess(*args) as second:
+        url = second.url.replace("http", "ws") + "/mcp/debate"
         with trio.fail_after(TIMEOUT):
             async with AsyncExitStack() as stack:
                 seats = {}
@@ -343,7 +336,3 @@ async def test_kill_9_mid_phase_resumes_the_exact_micro_state(tmp_path: Path) ->
                 )
                 assert pro in await seats["CON"].transcript()
         second.assert_clean_exit(second.stop())
-    finally:
-        if second.proc.poll() is None:
-            second.proc.kill()
-            second.proc.wait()

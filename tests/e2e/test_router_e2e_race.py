@@ -27,10 +27,8 @@ def event(run: str, who: str) -> dict[str, object]:
 
 async def test_two_clients_race_on_one_version_and_exactly_one_wins(tmp_path):
     db = str(tmp_path / "race.db")
-    server = AgoraProcess("--db", db, "--toolsets", "router")
-    server.start()
-    outcomes: dict[str, dict] = {}
-    try:
+    with AgoraProcess("--db", db, "--toolsets", "router") as server:
+        outcomes: dict[str, dict] = {}
         with trio.fail_after(TIMEOUT):
             async with connect(f"{server.url}/mcp/router") as planner:
                 planned = await planner.call_tool("plan_work", {
@@ -54,9 +52,6 @@ async def test_two_clients_race_on_one_version_and_exactly_one_wins(tmp_path):
                 nursery.start_soon(client, "a")
                 nursery.start_soon(client, "b")
         server.assert_clean_exit(server.stop())
-    finally:
-        if server.proc.poll() is None:
-            server.proc.kill()
     results = [o["structuredContent"] for o in outcomes.values()]
     wins = [r for r in results if "event_ids" in r]
     losses = [r for r in results if r.get("code") == "state-version-conflict"]
@@ -64,14 +59,9 @@ async def test_two_clients_race_on_one_version_and_exactly_one_wins(tmp_path):
     assert wins[0]["resulting_state_version"] == losses[0]["current_state_version"] == 2
     winner = next(w for w, o in outcomes.items() if "event_ids" in o["structuredContent"])
 
-    again = AgoraProcess("--db", db, "--toolsets", "router")
-    again.start()
-    try:
+    with AgoraProcess("--db", db, "--toolsets", "router") as again:
         with trio.fail_after(TIMEOUT):
             async with connect(f"{again.url}/mcp/router") as c:
                 replay = await c.call_tool("record_work_event", event(run, winner))
         again.assert_clean_exit(again.stop())
-    finally:
-        if again.proc.poll() is None:
-            again.proc.kill()
     assert replay["structuredContent"] == {**wins[0], "replayed": True}
