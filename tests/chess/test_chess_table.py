@@ -26,9 +26,9 @@ from agora.toolsets.chess.commands import (
     Resign,
     Tokens,
 )
-from agora.toolsets.chess.game import ChessError
 from agora.toolsets.chess.sql import MIGRATIONS
 from agora.toolsets.chess.table import KIND, ChessTable, Snapshot
+from agora.toolsets.chess.terms import ChessError
 
 NOW = Now(0.0, dt.datetime(2026, 11, 30, tzinfo=dt.UTC))
 TOKEN = "secret-token"

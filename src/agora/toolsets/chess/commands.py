@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import msgspec
 
-from agora.toolsets.chess.game import ColorName
+from agora.toolsets.chess.terms import ColorName
 
 
 class CreateTable(msgspec.Struct, frozen=True, tag=True):

@@ -19,50 +19,26 @@ uses the page's buttons. An offer stands until the opponent's next move, which d
 from __future__ import annotations
 
 import re
-from typing import Final, Literal
+from typing import Final
 
 import chess
 import msgspec
 
 from agora.toolsets.chess.illegal import explain_illegal
+from agora.toolsets.chess.terms import (
+    DRAW_MARK,
+    NOTE_MAX_CHARS,
+    ChessError,
+    ColorName,
+    Phase,
+    Reason,
+    Role,
+    Score,
+    color_name,
+    other,
+    other_color,
+)
 
-Role = Literal["human", "agent"]
-ColorName = Literal["white", "black"]
-Phase = Literal["side_choice", "agent_turn", "human_turn", "over"]
-Score = Literal["1-0", "0-1", "1/2-1/2", "*"]
-Reason = Literal[
-    "checkmate",
-    "stalemate",
-    "insufficient_material",
-    "seventyfive_moves",
-    "fivefold_repetition",
-    "fifty_moves",
-    "threefold_repetition",
-    "resignation",
-    "agreement",
-    "abandoned",
-]
-ErrorCode = Literal[
-    "INVALID_ARGUMENTS",
-    "MALFORMED_SQUARE",
-    "MALFORMED_PROMOTION",
-    "NOTE_TOO_LONG",
-    "SIDE_NOT_CHOSEN",
-    "SIDE_ALREADY_CHOSEN",
-    "NOT_YOUR_TURN",
-    "ILLEGAL_MOVE",
-    "GAME_OVER",
-    "NO_DRAW_OFFER",
-    "TABLE_NOT_FOUND",
-    "TABLE_EXISTS",
-    "FORBIDDEN",
-    "AGENT_TOKEN_REQUIRED",
-    "AGENT_TOKEN_INVALID",
-    "INTERNAL_ERROR",
-]
-
-NOTE_MAX_CHARS: Final = 160
-DRAW_MARK: Final = "(=)"
 _SQUARE = re.compile(r"[a-h][1-8]")
 _PROMOTIONS: Final = {"q": chess.QUEEN, "r": chess.ROOK, "b": chess.BISHOP, "n": chess.KNIGHT}
 _TERMINATIONS: Final[dict[chess.Termination, Reason]] = {
@@ -72,39 +48,6 @@ _TERMINATIONS: Final[dict[chess.Termination, Reason]] = {
     chess.Termination.SEVENTYFIVE_MOVES: "seventyfive_moves",
     chess.Termination.FIVEFOLD_REPETITION: "fivefold_repetition",
 }
-
-
-def color_name(color: chess.Color) -> ColorName:
-    """The name of a python-chess colour (``chess.WHITE`` is ``"white"``)."""
-    return "white" if color == chess.WHITE else "black"
-
-
-def other(role: Role) -> Role:
-    """The opponent of ``role``."""
-    return "agent" if role == "human" else "human"
-
-
-def other_color(color: ColorName) -> ColorName:
-    """The colour that plays against ``color``."""
-    return "black" if color == "white" else "white"
-
-
-class ChessError(ValueError):
-    """A command the rules refuse; nothing was changed.
-
-    Attributes:
-        code: What was wrong, in the toolset's vocabulary (see `ErrorCode`).
-        legal_moves: For ``ILLEGAL_MOVE``, the UCI moves that are legal in the position.
-        snapshot: The table as it stands, attached by the table entity so that the
-            caller can say what to do next.
-    """
-
-    def __init__(self, code: ErrorCode, message: str, legal_moves: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
-        self.code: ErrorCode = code
-        self.message = message
-        self.legal_moves = legal_moves
-        self.snapshot: object | None = None
 
 
 class PlayedMove(msgspec.Struct, frozen=True):

@@ -14,11 +14,7 @@ from typing import TYPE_CHECKING, Final, Literal
 import chess
 import msgspec
 
-from agora.toolsets.chess.game import (
-    DRAW_MARK,
-    NOTE_MAX_CHARS,
-    ColorName,
-)
+from agora.toolsets.chess.terms import DRAW_MARK, NOTE_MAX_CHARS, ColorName
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Final, Literal
 import chess
 import msgspec
 
-from agora.toolsets.chess.game import ColorName, Phase, Role, other_color
 from agora.toolsets.chess.position import POSITION_CACHE, move_entry, position
 from agora.toolsets.chess.render import game_result
 from agora.toolsets.chess.replies import GameResult, LegalMove, MoveEntry
+from agora.toolsets.chess.terms import ColorName, Phase, Role, other_color
 
 if TYPE_CHECKING:
     from agora.toolsets.chess.table import Snapshot

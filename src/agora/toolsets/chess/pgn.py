@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Final
 import chess
 import chess.pgn
 
-from agora.toolsets.chess.game import other_color
+from agora.toolsets.chess.terms import other_color
 
 if TYPE_CHECKING:
     from agora.toolsets.chess.table import Snapshot

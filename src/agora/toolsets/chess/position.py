@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Final
 
 import chess
 
-from agora.toolsets.chess.game import color_name
 from agora.toolsets.chess.guide import san_map
 from agora.toolsets.chess.replies import LegalMove, MoveEntry, PromotionName
+from agora.toolsets.chess.terms import color_name
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

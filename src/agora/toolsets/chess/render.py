@@ -39,8 +39,8 @@ from agora.toolsets.chess.table import Snapshot, WaitCondition
 
 if TYPE_CHECKING:
     from agora.errors import Failure
-    from agora.toolsets.chess.game import ChessError, ColorName, Role
     from agora.toolsets.chess.guide import EvaluationGuide
+    from agora.toolsets.chess.terms import ChessError, ColorName, Role
 
 _STATUS: Final[dict[str, StatusCode]] = {
     "side_choice": "SIDE_CHOICE_REQUIRED",

@@ -31,8 +31,8 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from agora.toolsets.chess.game import ColorName, ErrorCode, Reason, Role, Score
 from agora.toolsets.chess.guide import CollaborationContract, EvaluationGuide
+from agora.toolsets.chess.terms import ColorName, ErrorCode, Reason, Role, Score
 
 PROTOCOL_VERSION: Final = "agora-chess/3"
 #: The most bytes (compact UTF-8 JSON) of a ``move_piece`` or ``wait_for_turn`` reply.

@@ -34,15 +34,8 @@ from agora.toolsets.chess.commands import (
     Resign,
     Tokens,
 )
-from agora.toolsets.chess.game import (
-    ChessError,
-    ColorName,
-    Game,
-    Phase,
-    PlayedMove,
-    Result,
-    Role,
-)
+from agora.toolsets.chess.game import Game, PlayedMove, Result
+from agora.toolsets.chess.terms import ChessError, ColorName, Phase, Role
 
 if TYPE_CHECKING:
     from agora.runtime.clock import Now

@@ -16,8 +16,8 @@ import msgspec
 from agora.errors import ToolError
 from agora.toolsets.chess import render
 from agora.toolsets.chess.commands import AgentMove, Look
-from agora.toolsets.chess.game import ChessError
 from agora.toolsets.chess.table import KIND, Snapshot, WaitCondition
+from agora.toolsets.chess.terms import ChessError
 
 if TYPE_CHECKING:
     from agora.toolsets.base import Handler, ToolCall

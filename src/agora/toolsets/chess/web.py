@@ -48,9 +48,9 @@ from agora.toolsets.chess.commands import (
     Resign,
     Tokens,
 )
-from agora.toolsets.chess.game import ChessError, ColorName
 from agora.toolsets.chess.pgn import game_pgn
 from agora.toolsets.chess.table import KIND, Snapshot
+from agora.toolsets.chess.terms import ChessError, ColorName
 from agora.web.http import EventStream, Request, Response, Route
 
 if TYPE_CHECKING:
