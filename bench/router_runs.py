@@ -21,9 +21,12 @@ starts at ``n / N`` s, then sends one mutation every ``runs / N`` s), each agent
 ``--rounds`` fresh workflow runs (plan -> next -> event -> gate per phase). Each mutation's
 latency is measured from its *scheduled* send time, so a late reply that delays the agent's
 next send counts against that send too (no coordinated omission); the service time (from
-the actual send) is printed beside it. ``--no-closed`` runs only the open-loop phase.
+the actual send) is printed beside it, and so is the client's own send lag (how late an agent
+woke for a send it was ready for: when that grows the load generator, not the server, is
+the bottleneck). ``--no-closed`` runs only the open-loop phase.
 
-Server and client CPU seconds per phase are printed, and the writer's group commit over the
+Server CPU seconds per phase are printed (all threads, and the main thread alone: the event
+loop that parses, handles and replies), the client's too, and the writer's group commit over the
 phase (from ``/healthz``: commands per commit, largest batch, BEGIN-to-COMMIT time).
 Afterwards the database is checked: one event and one gate row per acknowledged call, every
 run completed. The agents use the lean sequential client of ``wsload.py`` (the load
@@ -40,6 +43,7 @@ import json
 import sqlite3
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,6 +108,8 @@ class Phase:
     seconds: float = 0.0
     calls: int = 0
     server_cpu: float = 0.0
+    #: The server's main thread alone (the event loop: parsing, handlers, replies).
+    main_cpu: float = 0.0
     client_cpu: float = 0.0
     latencies: list[float] = field(default_factory=list)
     #: The writer's ``batch_size`` and ``commit_ms`` histograms over the phase (``/healthz``).
@@ -133,22 +139,31 @@ class Phase:
         if self.latencies:
             p50, p99 = percentile(self.latencies, 0.5), percentile(self.latencies, 0.99)
             lat = f"; latency p50 {p50 * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms"
-        per_call = self.server_cpu / self.calls * 1000 if self.calls else 0.0
         return (
             f"{self.name}: {self.calls} {unit} in {self.seconds:.2f} s = {rate:,.0f}/s{lat}; "
-            f"server CPU {self.server_cpu:.1f} s ({per_call:.2f} ms per call), "
-            f"client CPU {self.client_cpu:.1f} s"
+            + (self.cpu("call"))
+        )
+
+    def cpu(self, per: str) -> str:
+        """Server CPU (all threads, then the main thread) per call, and the client's CPU."""
+        calls = self.calls or 1
+        return (
+            f"server CPU {self.server_cpu:.1f} s ({self.server_cpu / calls * 1000:.3f} ms per "
+            f"{per}), main thread {self.main_cpu:.1f} s ({self.main_cpu / calls * 1000:.3f} ms "
+            f"per {per}); client CPU {self.client_cpu:.1f} s"
         )
 
 
 async def timed(phase: Phase, server: Any, agents: list[Agent], step: Any) -> None:
     before = await writer_stats(server.port)
-    cpu0, own0, t0 = cpu_seconds(server.pid), own_cpu_seconds(), time.perf_counter()
+    cpu0, main0 = cpu_seconds(server.pid), cpu_seconds(server.pid, server.pid)
+    own0, t0 = own_cpu_seconds(), time.perf_counter()
     async with trio.open_nursery() as nursery:
         for agent in agents:
             nursery.start_soon(step, agent)
     phase.seconds = time.perf_counter() - t0
     phase.server_cpu = cpu_seconds(server.pid) - cpu0
+    phase.main_cpu = cpu_seconds(server.pid, server.pid) - main0
     phase.client_cpu = own_cpu_seconds() - own0
     after = await writer_stats(server.port)
     phase.batches = window(after["batch_size"], before["batch_size"])
@@ -180,36 +195,57 @@ async def writer_stats(port: int) -> dict[str, Any]:
     return store
 
 
-async def plan(agent: Agent, phase: Phase) -> None:
-    body = await agent.call("plan_work", {
-        "expected_state_version": 0, "idempotency_key": "plan", "correlation_id": f"p{agent.n}",
+#: Sends one mutation (tool, arguments, where its latency goes) and returns its reply body.
+Send = Callable[[str, dict[str, Any], list[float]], Awaitable[dict[str, Any]]]
+
+
+def closed(agent: Agent, phase: Phase) -> Send:
+    """Send each mutation as soon as the previous reply is in (the closed loop)."""
+
+    async def send(tool: str, args: dict[str, Any], samples: list[float]) -> dict[str, Any]:
+        body = await agent.call(tool, args, samples)
+        phase.calls += 1
+        return body
+
+    return send
+
+
+async def plan(
+    agent: Agent, send: Send, samples: list[float], key: str, tag: str
+) -> dict[str, str]:
+    """Plan a fresh workflow run (idempotency key ``key``); return its ``workflow_run_id``."""
+    body = await send("plan_work", {
+        "expected_state_version": 0, "idempotency_key": key, "correlation_id": f"{tag}{agent.n}",
         "objective": OBJECTIVE, "goal_binding_id": None, "requested_work_mode": None,
         "explicit_skill_ids": [], "explicit_semantics": None,
-    }, phase.latencies)  # fmt: skip
+    }, samples)  # fmt: skip
     agent.run_id, agent.version = body["workflow_run_id"], 1
-    phase.calls += 1
+    return {"workflow_run_id": agent.run_id}
 
 
-async def work(agent: Agent, phase: Phase, reads: list[float]) -> None:
+async def work(
+    agent: Agent, send: Send, samples: list[float], reads: list[float], tag: str
+) -> None:
+    """Work the agent's planned run to its last gate: get_next_work (timed into ``reads``),
+    then record_work_event and evaluate_gate (sent by ``send``) for every phase."""
     run = {"workflow_run_id": agent.run_id}
     while (nxt := await agent.call("get_next_work", run, reads))["work_item"]:
         p = nxt["work_item"]["phase_id"]
-        event = await agent.call("record_work_event", {
+        event = await send("record_work_event", {
             **run, "phase_id": p, "observation": {"check_id": CHECKS[p], "outcome": "passed"},
             "activation_receipt_ref": None, "expected_state_version": agent.version,
-            "idempotency_key": f"event-{p}", "correlation_id": f"e{agent.n}",
-        }, phase.latencies)  # fmt: skip
+            "idempotency_key": f"event-{p}", "correlation_id": f"{tag}e{agent.n}",
+        }, samples)  # fmt: skip
         refs = event["event_ids"]
         agent.last_gate = {
             **run, "phase_id": p, "evidence_refs": refs,
             "expected_evidence_digest": evidence_digest(refs), "expected_plan_revision": 1,
             "expected_state_version": event["resulting_state_version"],
-            "idempotency_key": f"gate-{p}", "correlation_id": f"g{agent.n}",
+            "idempotency_key": f"gate-{p}", "correlation_id": f"{tag}g{agent.n}",
         }  # fmt: skip
-        gate = await agent.call("evaluate_gate", agent.last_gate, phase.latencies)
+        gate = await send("evaluate_gate", agent.last_gate, samples)
         assert gate["passed"], gate
         agent.version = gate["resulting_state_version"]
-        phase.calls += 2
 
 
 @dataclass
@@ -223,7 +259,8 @@ class OpenLoop:
     steps: list[float] = field(default_factory=list)
     service: list[float] = field(default_factory=list)
     reads: list[float] = field(default_factory=list)
-    late: float = 0.0
+    #: How late the client woke for each send it was ready for (its own scheduling lag).
+    lags: list[float] = field(default_factory=list)
 
     def report(self, phase: Phase) -> str:
         every = self.plans + self.steps
@@ -235,6 +272,7 @@ class OpenLoop:
                 ("steps", self.steps),
                 ("service", self.service),
                 ("reads", self.reads),
+                ("lags", self.lags),
             )
         }
         return (
@@ -244,10 +282,8 @@ class OpenLoop:
             f"{phase.calls / phase.seconds:,.0f}/s achieved; latency from the scheduled send "
             f"p50 / p99 / max ms: all {ms['all']}, plans {ms['plans']}, events + gates "
             f"{ms['steps']}; service time (from the actual send) {ms['service']}; "
-            f"get_next_work reads {ms['reads']}; worst start lag {self.late * 1000:.1f} ms\n"
-            f"open loop: server CPU {phase.server_cpu:.1f} s "
-            f"({phase.server_cpu / phase.calls * 1000:.2f} ms per mutation, reads included), "
-            f"client CPU {phase.client_cpu:.1f} s"
+            f"get_next_work reads {ms['reads']}; client send lag {ms['lags']}\n"
+            f"open loop: {phase.cpu('mutation, reads included')}"
         )
 
 
@@ -255,39 +291,20 @@ async def paced(agent: Agent, phase: Phase, loop: OpenLoop, start: float) -> Non
     """Work ``loop.rounds`` workflow runs, each mutation sent at its scheduled time."""
     schedule = (start + k * loop.interval for k in range(1 << 30))
 
-    async def call(tool: str, args: dict[str, Any], samples: list[float]) -> dict[str, Any]:
+    async def send(tool: str, args: dict[str, Any], samples: list[float]) -> dict[str, Any]:
         due = next(schedule)
+        ready = trio.current_time()
         await trio.sleep_until(due)
-        loop.late = max(loop.late, trio.current_time() - due)
+        # The client's own lag: how late this task woke for a send it was ready for in time
+        # (a late reply that delays the send is counted in the latency, not here).
+        loop.lags.append(max(0.0, trio.current_time() - max(due, ready)))
         body = await agent.call(tool, args, samples, due, loop.service)
         phase.calls += 1
         return body
 
     for r in range(loop.rounds):
-        body = await call("plan_work", {
-            "expected_state_version": 0, "idempotency_key": f"open-plan-{r}",
-            "correlation_id": f"op{agent.n}", "objective": OBJECTIVE, "goal_binding_id": None,
-            "requested_work_mode": None, "explicit_skill_ids": [], "explicit_semantics": None,
-        }, loop.plans)  # fmt: skip
-        run = {"workflow_run_id": body["workflow_run_id"]}
-        version = 1
-        while (nxt := await agent.call("get_next_work", run, loop.reads))["work_item"]:
-            p = nxt["work_item"]["phase_id"]
-            event = await call("record_work_event", {
-                **run, "phase_id": p, "observation": {"check_id": CHECKS[p], "outcome": "passed"},
-                "activation_receipt_ref": None, "expected_state_version": version,
-                "idempotency_key": f"event-{p}", "correlation_id": f"oe{agent.n}",
-            }, loop.steps)  # fmt: skip
-            refs = event["event_ids"]
-            agent.last_gate = {
-                **run, "phase_id": p, "evidence_refs": refs,
-                "expected_evidence_digest": evidence_digest(refs), "expected_plan_revision": 1,
-                "expected_state_version": event["resulting_state_version"],
-                "idempotency_key": f"gate-{p}", "correlation_id": f"og{agent.n}",
-            }  # fmt: skip
-            gate = await call("evaluate_gate", agent.last_gate, loop.steps)
-            assert gate["passed"], gate
-            version = agent.version = gate["resulting_state_version"]
+        await plan(agent, send, loop.plans, f"open-plan-{r}", "op")
+        await work(agent, send, loop.steps, loop.reads, "o")
 
 
 async def replay(agent: Agent, phase: Phase, times: int) -> None:
@@ -337,9 +354,12 @@ async def main(args: argparse.Namespace) -> None:
                                     args.rounds)  # fmt: skip
                     reads: list[float] = []
                     if args.closed:
-                        await timed(plans, server, agents, lambda a: plan(a, plans))
+                        await timed(plans, server, agents,
+                                    lambda a: plan(a, closed(a, plans), plans.latencies,
+                                                   "plan", "p"))  # fmt: skip
                         await timed(mutations, server, agents,
-                                    lambda a: work(a, mutations, reads))  # fmt: skip
+                                    lambda a: work(a, closed(a, mutations), mutations.latencies,
+                                                   reads, ""))  # fmt: skip
                     if args.rate:
                         t0 = trio.current_time() + 0.1
                         await timed(opened, server, agents,
