@@ -199,5 +199,8 @@ async def test_the_retention_sweep_drops_old_and_surplus_observations(
 
 def test_the_toolset_runs_the_retention_sweep():
     from agora.toolsets.router import toolset
+    from agora.toolsets.router.index import index_runs
 
-    assert len(toolset().background) == 1
+    names = [task.__name__ for task in toolset().background]
+    assert names == ["periodic(upkeep)", "index_runs"]
+    assert toolset().background[1] is index_runs

@@ -13,6 +13,7 @@ from __future__ import annotations
 from agora.mcp.contracts import load_contract
 from agora.runtime.background import periodic
 from agora.toolsets.base import Toolset
+from agora.toolsets.router.index import index_runs
 from agora.toolsets.router.memory_tools import RETENTION_EVERY
 from agora.toolsets.router.ownership import owned
 from agora.toolsets.router.promotion import upkeep
@@ -34,5 +35,5 @@ def toolset() -> Toolset:
         reject_issues=argument_rejection,
         shape_failure=shape_failure,
         failure_schema=INTERNAL_SCHEMA,
-        background=[periodic(RETENTION_EVERY, upkeep)],
+        background=[periodic(RETENTION_EVERY, upkeep), index_runs],
     )

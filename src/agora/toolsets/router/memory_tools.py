@@ -45,7 +45,7 @@ from agora.toolsets.router.memory import (
     Summary,
     Sweep,
 )
-from agora.toolsets.router.run import KIND
+from agora.toolsets.router.run import kind_of
 from agora.toolsets.router.sql import stamp
 
 if TYPE_CHECKING:
@@ -155,7 +155,9 @@ async def remember_workflow(call: ToolCall) -> dict[str, Any]:
         return {**result, "status": "memory-disabled", "reason_codes": list(policy.reason_codes)}
     try:
         run = await call.runtime.call(
-            KIND, a["workflow_run_id"], commands.Snapshot(a["context"]["session_id"])
+            kind_of(call.runtime),
+            a["workflow_run_id"],
+            commands.Snapshot(a["context"]["session_id"]),
         )
     except ToolError:
         run = None  # not found in this session

@@ -7,13 +7,15 @@ write at all; the same key with another request is refused), then the CAS check 
 validates first and raises a `ToolError` refusal before touching state; on success it
 returns the result and its writes, and the gate bumps the state version and records the
 result in the ledger, all in one commit. A run whose rows are corrupt answers every command
-with a sanitized internal error. No I/O here beyond `RunKind.load` reading rows.
+with a sanitized internal error. No I/O here beyond `RunKind.load` reading rows; a run the
+store's `RunIndex` knows to be absent is created empty without reading (`RunKind.create`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import weakref
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -33,10 +35,12 @@ from agora.toolsets.router.commands import (
     Status,
     TransitionSupport,
 )
+from agora.toolsets.router.index import RunIndex, index_of
 from agora.toolsets.router.state import Applied, CorruptRun, Item, RunState, from_rows
 
 if TYPE_CHECKING:
     from agora.runtime.clock import Now
+    from agora.runtime.registry import Runtime
     from agora.store.neutral import ReadConn
 
 log = logging.getLogger(__name__)
@@ -62,8 +66,12 @@ TOOL_OF: Final[dict[type, str]] = {
 }
 
 
-def _create(run: RunState | None, cmd: CreatePlan, at: str) -> tuple[RunState, list[Write]]:
+def _create(
+    run: RunState | None, cmd: CreatePlan, at: str, index: RunIndex | None
+) -> tuple[RunState, list[Write]]:
     plan = cmd.plan
+    if index is not None:  # before the commit: the run may be stored from now on
+        index.add(plan.workflow_run_id)
     run = RunState(
         plan.workflow_run_id, cmd.session_id, 0, 1, "planned", plan.envelope,
         plan.goal_binding_id, plan.work_graph_id, plan.explicit_locked, plan.result, [],
@@ -102,12 +110,22 @@ def _replay(run: RunState, cmd: Mutation) -> dict[str, Any] | ToolError:
 
 
 class WorkflowRun:
-    """One run: its state (None until planned), or the mark that its rows are corrupt."""
+    """One run: its state (None until planned), or the mark that its rows are corrupt.
 
-    def __init__(self, key: str, state: RunState | None, corrupt: str | None = None) -> None:
+    ``index`` is the store's filter of runs that may exist; a plan adds its run to it.
+    """
+
+    def __init__(
+        self,
+        key: str,
+        state: RunState | None,
+        corrupt: str | None = None,
+        index: RunIndex | None = None,
+    ) -> None:
         self.key = key
         self.state = state
         self.corrupt = corrupt
+        self.index = index
 
     def handle(self, command: Any, now: Now) -> Effects:
         """Apply one command from `agora.toolsets.router.commands`.
@@ -143,7 +161,7 @@ class WorkflowRun:
             return Effects(reply=replies.conflict(cmd.expected_state_version, current))
         try:
             if isinstance(cmd, CreatePlan):
-                run, writes = _create(run, cmd, at)
+                run, writes = _create(run, cmd, at, self.index)
                 result = cmd.plan.result
                 self.state = run
             else:
@@ -183,19 +201,39 @@ MUTATIONS.on(TransitionSupport)(consent.transition)
 
 
 class RunKind:
-    """Loads workflow runs (the `EntityKind` of the router)."""
+    """Loads workflow runs (the `EntityKind` of the router) of one store, whose `RunIndex`
+    it keeps; `kind_of` gives a runtime's."""
 
     kind = "router-run"
+
+    def __init__(self, index: RunIndex | None = None) -> None:
+        self.index = index
+
+    def create(self, key: str, now: Now) -> WorkflowRun | None:
+        """An unplanned run, without reading, when the index knows ``key`` is not stored."""
+        if self.index is None or not self.index.absent(key):
+            return None
+        return WorkflowRun(key, None, index=self.index)
 
     def load(self, conn: ReadConn, key: str, now: Now) -> WorkflowRun:
         """Rebuild the run ``key`` from its rows; a missing run is an unplanned one."""
         rows = sql.read_run(conn, key)
         if rows is None:
-            return WorkflowRun(key, None)
+            return WorkflowRun(key, None, index=self.index)
         try:
-            return WorkflowRun(key, from_rows(rows))
+            return WorkflowRun(key, from_rows(rows), index=self.index)
         except CorruptRun as exc:
-            return WorkflowRun(key, None, corrupt=str(exc))
+            return WorkflowRun(key, None, corrupt=str(exc), index=self.index)
 
 
-KIND: Final = RunKind()
+_KINDS: weakref.WeakKeyDictionary[Any, RunKind] = weakref.WeakKeyDictionary()
+
+
+def kind_of(runtime: Runtime) -> RunKind:
+    """The run kind of ``runtime``'s store: every runtime on one store shares its index (a
+    guarded store has none: it never asks `RunKind.create`)."""
+    store = runtime.store
+    kind = _KINDS.get(store)
+    if kind is None:
+        kind = _KINDS[store] = RunKind(None if store.guarded else index_of(store))
+    return kind

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from agora.toolsets.base import Migration
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from agora.runtime.entity import Write
     from agora.store.neutral import ReadConn
 
@@ -262,6 +264,12 @@ def read_run(conn: ReadConn, run_id: str) -> dict[str, Any] | None:
         rows = [tuple(r) for r in conn.execute(statement, (run_id,))]
         out[name] = rows[0][0] if name in ("gates", "audit") else rows
     return out
+
+
+def run_ids(conn: ReadConn) -> Iterator[str]:
+    """The id of every stored run, streamed (`agora.toolsets.router.index` scans them)."""
+    for row in conn.execute("SELECT run_id FROM router_runs"):
+        yield str(row[0])
 
 
 def session_summary(

@@ -16,7 +16,7 @@ from agora.toolsets.router.consent import run_of
 from agora.toolsets.router.digests import request_digest
 from agora.toolsets.router.layers import plan_layers
 from agora.toolsets.router.planning import build_plan
-from agora.toolsets.router.run import KIND
+from agora.toolsets.router.run import kind_of
 from agora.toolsets.router.sql import session_summary
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def _mutation(call: ToolCall) -> dict[str, Any]:
 
 
 async def _run(call: ToolCall, run_id: str, command: Any) -> dict[str, Any]:
-    reply: dict[str, Any] = await call.runtime.call(KIND, run_id, command)
+    reply: dict[str, Any] = await call.runtime.call(kind_of(call.runtime), run_id, command)
     return reply
 
 
