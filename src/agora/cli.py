@@ -41,6 +41,7 @@ def _config(args: argparse.Namespace, **extra: Any) -> Config:
         db=args.db,
         toolsets=toolsets,
         conformance=True if getattr(args, "conformance", False) else None,
+        shared=True if getattr(args, "shared", False) else None,
         **extra,
     )
 
@@ -145,6 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument("--config", default=None, help="agora.toml settings file")
         p.add_argument("--toolsets", default=None, help="comma-separated toolsets to serve")
+        p.add_argument(
+            "--shared",
+            action="store_true",
+            help="open the SQLite file shared: other agora processes opened with --shared "
+            "may use it at the same time (writes under a version guard)",
+        )
         p.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")
 
     p = sub.add_parser("serve", help="serve MCP over WebSocket and HTTP on one port")
@@ -157,8 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
         "stdio",
         help="MCP on stdin/stdout: relay to a running server, or serve a database alone",
         description="With --connect, relay MCP between stdin/stdout and a running agora "
-        "server (use this while `agora serve` runs). Otherwise serve a database that no "
-        "server is using (--db), one toolset (--toolset) or several (--toolsets) on one session.",
+        "server (use this while `agora serve` runs). Otherwise serve a database (--db) that "
+        "no server is using, or that every process opens with --shared, one toolset "
+        "(--toolset) or several (--toolsets) on one session.",
     )
     common(p)
     p.add_argument(
@@ -231,7 +239,9 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(leaf, KeyboardInterrupt):
             return 130
         if isinstance(leaf, _Refused | ValueError | StoreError):
-            hint = _IN_USE_HINTS.get(args.command, "") if isinstance(leaf, DatabaseInUse) else ""
+            hint = ""
+            if isinstance(leaf, DatabaseInUse) and not leaf.shared:
+                hint = _IN_USE_HINTS.get(args.command, "")
             print(f"agora: {leaf}{hint}", file=sys.stderr)
             return BAD_CONFIGURATION
         from agora.bridge import BridgeError
@@ -249,8 +259,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 _IN_USE_HINTS = {
-    "serve": "; one server per database: stop that one first",
-    "stdio": "; to use it, relay to that server: agora stdio --connect ws://HOST:PORT/mcp/...",
+    "serve": "; one server per database: stop that one first, or run both with --shared",
+    "stdio": "; to use it, relay to that server: agora stdio --connect ws://HOST:PORT/mcp/..., "
+    "or run both with --shared",
     "cards": "; stop that server first (cards sign is offline)",
 }
 _BIND_ERRORS = (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES)
@@ -287,7 +298,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _run_stdio(args: argparse.Namespace) -> int:
     if args.connect:
-        names = ("db", "config", "toolset", "toolsets", "endpoint")
+        names = ("db", "config", "toolset", "toolsets", "endpoint", "shared")
         offline = [f"--{n}" for n in names if getattr(args, n)]
         if offline:
             raise _Refused(

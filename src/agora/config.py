@@ -49,6 +49,11 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     #: (another process holding the database's write lock, a stalled disk); shutdown takes
     #: at most grace_seconds plus this, whatever the database does.
     commit_timeout: float = 10.0
+    #: Open the SQLite file shared: agora processes that all open it shared (``agora serve``
+    #: beside ``agora stdio --db``) run on it together, their writes under a version guard
+    #: and their waiters woken by each other's commits; an unshared process is refused
+    #: beside them. Off: one process per file, the fastest path. PostgreSQL is always shared.
+    shared: bool = False
     #: Seconds an actor with no commands and no waiters stays in memory.
     actor_idle_seconds: float = 300.0
     #: Seconds in-flight calls get to finish at shutdown before they are cancelled.

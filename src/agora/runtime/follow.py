@@ -1,9 +1,10 @@
 """Following changes made by other nodes of a shared store: stale copies dropped, waiters woken.
 
 On a guarded store (PostgreSQL) every commit that bumps entity versions sends a NOTIFY with
-``kind\\tkey\\tversion`` lines inside its transaction. `follow` listens for them: a live actor
-holding an older copy drops it and wakes its waiters (`Runtime.poll`, `poll_many`), which
-re-run their command on a fresh load. Notes sent by this node's own writer are skipped.
+``kind\\tkey\\tversion`` lines inside its transaction (a shared SQLite file is polled
+instead). `follow` listens for them: a live actor holding an older copy drops it and wakes
+its waiters (`Runtime.poll`, `poll_many`), which re-run their command on a fresh load.
+Notes sent by this node's own writer are skipped.
 
 PostgreSQL keeps no notification for an absent listener, so two safety nets bound what a
 lost one can cost: after the listener reconnects, every actor drops its copy and every
@@ -45,12 +46,15 @@ class Follower:
         if pid == getattr(store, "writer_pid", None):
             return  # our own commit: our actors already hold what it wrote
         self.notes += 1
+        self.on_changes(parse_payload(payload), parse_uris(payload))
+
+    def on_changes(self, changes: list[tuple[str, str, int]], uris: list[str]) -> None:
+        """Entities (kind, key, version) and resource URIs another node or process changed."""
         registry = self.runtime.registry
-        for kind, key, version in parse_payload(payload):
+        for kind, key, version in changes:
             actor = registry.named(kind, key)
             if actor is not None and actor.changed_elsewhere(version):
                 self.dropped += 1
-        uris = parse_uris(payload)
         if uris:  # sessions subscribed here hear of changes committed on other nodes
             self.runtime.resources.updated(*uris)
 
@@ -85,10 +89,24 @@ async def follow(
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Listen for other nodes' changes and sweep for missed ones, until cancelled."""
+    """Listen for other nodes' changes and sweep for missed ones, until cancelled.
+
+    A shared SQLite file has no NOTIFY: its store's ``watch`` polls for other processes'
+    commits instead (`agora.store.sqlite_shared`).
+    """
+    store = runtime.store
+    watch = getattr(store, "watch", None)
+    if watch is not None:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(
+                lambda task_status: watch(follower.on_changes, task_status=task_status)
+            )
+            follower.on_connect(0)
+            nursery.start_soon(_sweep, follower)
+            task_status.started()
+        return
     from agora.store.listen import listen
 
-    store = runtime.store
     url: str = getattr(store, "url", "")
     channel: str = getattr(store, "channel", "")
     inline: bool = getattr(store, "inline", False)

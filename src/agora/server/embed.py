@@ -180,6 +180,7 @@ async def open_server(
             group_commit=config.group_commit,
             trace=config.trace_commits,
             commit_timeout=config.commit_timeout,
+            shared=config.shared,
         ) as store,
         trio.open_nursery() as outer,
     ):

@@ -1,6 +1,7 @@
 """Opening a store: `open_store` picks the backend by path, locks and migrates the file.
 
-A file path opens SQLite (held with `agora.store.lock.database_lock`: one process per file),
+A file path opens SQLite (held with `agora.store.lock.database_lock`: one process per file,
+or, opened ``shared``, any number of guarded processes: `agora.store.sqlite_shared`),
 ``:memory:`` a throwaway inline store, and a ``postgresql://`` URL the shared store of
 `agora.store.pg`. The open store itself (writes and their deadline, the read pool, closing)
 is `agora.store.sqlite.Store`, also importable from here as before.
@@ -18,9 +19,12 @@ import trio
 
 from agora.errors import StoreError
 from agora.store.diskfault import DiskDoctor
+from agora.store.guard import TABLES
 from agora.store.lock import database_lock, database_problem
 from agora.store.migrations import apply_migrations
 from agora.store.sqlite import COMMIT_TIMEOUT, READERS, STOP_SECONDS, Store, connect
+from agora.store.sqlite_guard import GuardedWriter
+from agora.store.sqlite_shared import SharedStore
 from agora.store.writer import Writer
 
 if TYPE_CHECKING:
@@ -50,11 +54,12 @@ async def open_store(
     group_commit: bool = True,
     trace: bool = False,
     commit_timeout: float = COMMIT_TIMEOUT,
+    shared: bool = False,
 ) -> AsyncIterator[Store]:
     """Open (creating and migrating) the database at ``path``; close it on exit.
 
     A file database is held with `agora.store.lock.database_lock` while open: one process
-    (and one open store) per file.
+    (and one open store) per file, unless it is opened ``shared``.
 
     Args:
         path: A file path, ``:memory:`` for a throwaway store, or a ``postgresql://`` URL
@@ -65,6 +70,9 @@ async def open_store(
         group_commit: Fold concurrent writes into one transaction (off only to measure it).
         trace: Log when each transaction became durable (see `Writer`).
         commit_timeout: Seconds a write waits for its commit (see `Store.write`).
+        shared: Open a SQLite file so that other agora processes opening it shared may use
+            it at the same time: writes under the version guard, their changes followed
+            (`agora.store.sqlite_shared`). Ignored for PostgreSQL, which is always shared.
 
     Raises:
         DatabaseInUse: another process holds the file (see `agora.store.lock`).
@@ -90,6 +98,8 @@ async def open_store(
         ) as pg_store:
             yield pg_store
         return
+    if shared and path == ":memory:":
+        raise StoreError("cannot share :memory:: only a database file can be shared")
     if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
         raise StoreError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
     if os.environ.get(TEST_BACKEND_ENV):  # the test suite's PostgreSQL pass
@@ -111,9 +121,9 @@ async def open_store(
     with ExitStack() as held:
         if path != ":memory:":
             _prepare(path)
-            held.enter_context(database_lock(path))
+            held.enter_context(database_lock(path, shared=shared))
         async with _open_locked(
-            path, migrations, synchronous, group_commit, trace, commit_timeout
+            path, migrations, synchronous, group_commit, trace, commit_timeout, shared
         ) as store:
             yield store
 
@@ -135,6 +145,7 @@ async def _open_locked(
     group_commit: bool,
     trace: bool,
     commit_timeout: float,
+    shared: bool = False,
 ) -> AsyncIterator[Store]:
     inline = path == ":memory:"
     try:
@@ -142,6 +153,8 @@ async def _open_locked(
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open database {path}: {exc}") from exc
     try:
+        if shared:
+            _create_guard_tables(conn)
         versions = apply_migrations(conn, migrations)
     except sqlite3.Error as exc:
         conn.close()
@@ -158,7 +171,7 @@ async def _open_locked(
         holder[0].generation += 1  # the readers follow at their next use
         return fresh
 
-    writer = Writer(
+    writer = (GuardedWriter if shared else Writer)(
         conn,
         group_commit=group_commit,
         deliver=deliver,
@@ -166,9 +179,27 @@ async def _open_locked(
         doctor=doctor,
         reopen=None if inline else reopen,
     )
-    store = Store(
-        path, conn, writer, inline=inline, versions=versions, commit_timeout=commit_timeout
-    )
+    store: Store
+    if shared:
+        try:
+            watch = connect(path, synchronous="NORMAL", readonly=True, create=False)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise StoreError(f"cannot open database {path}: {exc}") from exc
+        watch.execute("PRAGMA busy_timeout=1000")  # it runs on the Trio thread
+        store = SharedStore(
+            path,
+            conn,
+            writer,
+            inline=False,
+            versions=versions,
+            commit_timeout=commit_timeout,
+            watch_conn=watch,
+        )
+    else:
+        store = Store(
+            path, conn, writer, inline=inline, versions=versions, commit_timeout=commit_timeout
+        )
     holder.append(store)
     if not inline:
         writer.start()
@@ -184,3 +215,15 @@ async def _open_locked(
                 store.close()
             else:
                 await trio.to_thread.run_sync(store.close)
+
+
+def _create_guard_tables(conn: sqlite3.Connection) -> None:
+    """The version table of a shared file (`agora.store.guard.TABLES`), if it is missing."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for sql in TABLES:
+            conn.execute(sql)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

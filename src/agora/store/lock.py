@@ -4,12 +4,15 @@
 ``postgresql://`` URL (another URL would become an odd file name), before anything is created.
 A PostgreSQL database takes no file lock: several agora nodes share it by design.
 
-Each agora process keeps its own actors, caches and waiters, so two processes on one SQLite
-file would silently diverge. Whoever opens the database (``agora serve``, ``agora stdio
---db``, ``agora cards sign``) first takes an exclusive ``flock`` on ``<database>.lock`` and
-writes its pid there; a second opener is refused with `DatabaseInUse`, which names the file
-and the holder. The OS drops the lock when its holder's file descriptor closes, however the
-process ends (``kill -9`` included), so a lock is never stale. The sidecar file itself stays:
+Each agora process keeps its own actors, caches and waiters, so two unguarded processes on
+one SQLite file would silently diverge. Whoever opens the database (``agora serve``, ``agora
+stdio --db``, ``agora cards sign``) takes an ``flock`` on ``<database>.lock``: an exclusive
+one (and writes its pid there), unless it opens the file *shared*, under the version guard
+(`agora.store.sqlite_shared`): shared openers take a shared lock, so any number of them run
+together while an unshared one can never write beside them. A refused opener gets
+`DatabaseInUse`, which names the file and the holder (or says the file is shared). The OS
+drops the lock when its holder's file descriptor closes, however the process ends (``kill
+-9`` included), so a lock is never stale. The sidecar file itself stays:
 removing it would race with a process that has just opened it. The lock is on a separate file
 so that SQLite's own POSIX locks on the database stay independent of it.
 
@@ -47,14 +50,25 @@ class DatabaseInUse(StoreError):
         command: The holder's command line, when the OS shows it.
     """
 
-    def __init__(self, path: str, pid: int | None, command: str = "") -> None:
-        holder = f"pid {pid}" if pid is not None else "pid unknown"
-        if command:
-            holder += f": {command}"
-        super().__init__(f"database {path} is in use by another agora process ({holder})")
+    def __init__(
+        self, path: str, pid: int | None, command: str = "", *, shared: bool = False
+    ) -> None:
+        if shared:
+            message = (
+                f"database {path} is shared by other agora processes; open it shared too "
+                "(--shared, or shared = true) to run beside them"
+            )
+        else:
+            holder = f"pid {pid}" if pid is not None else "pid unknown"
+            if command:
+                holder += f": {command}"
+            message = f"database {path} is in use by another agora process ({holder})"
+        super().__init__(message)
         self.path = path
         self.pid = pid
         self.command = command
+        #: The holders opened it shared (an unshared opener was refused).
+        self.shared = shared
 
 
 def database_problem(value: str) -> str | None:
@@ -96,14 +110,16 @@ def lock_path(database: str | Path) -> Path:
 
 
 @contextmanager
-def database_lock(database: str | Path) -> Iterator[Path]:
-    """Hold the exclusive lock of ``database`` for the duration of the block.
+def database_lock(database: str | Path, *, shared: bool = False) -> Iterator[Path]:
+    """Hold the lock of ``database`` for the duration of the block.
 
     The database file itself is not opened or created here; the lock file is created next to
     it if needed (its directory must exist).
 
     Args:
         database: The database file's path.
+        shared: Take the shared lock of a guarded process (other shared openers may hold
+            it too), rather than the exclusive one.
 
     Yields:
         The lock file's path.
@@ -119,17 +135,31 @@ def database_lock(database: str | Path) -> Iterator[Path]:
         raise StoreError(f"cannot lock database {database}: {exc.strerror}: {path}") from exc
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except BlockingIOError:
+            if not shared and _held_shared(fd):
+                raise DatabaseInUse(str(database), None, shared=True) from None
             pid = _holder_pid(fd)
             raise DatabaseInUse(str(database), pid, _command_of(pid)) from None
         except OSError as exc:
             raise StoreError(f"cannot lock database {database}: {exc.strerror}") from exc
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        if not shared:  # shared holders are many: the record names an exclusive one only
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield path
     finally:
         os.close(fd)  # releases the lock
+
+
+def _held_shared(fd: int) -> bool:
+    """Whether the lock ``fd`` could not take exclusively is held shared (then taken
+    shared here for an instant, and given back)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return True
 
 
 def _holder_pid(fd: int) -> int | None:

@@ -114,6 +114,14 @@ def apply_migrations(conn: sqlite3.Connection, migrations: Iterable[Migration]) 
                 continue
             try:
                 conn.execute("BEGIN IMMEDIATE")
+                # Another process sharing the file may have applied it since we looked.
+                row = conn.execute(
+                    "SELECT version FROM agora_schema WHERE component = ?", (component,)
+                ).fetchone()
+                if row is not None and row[0] >= step.version:
+                    conn.execute("ROLLBACK")
+                    have = step.version
+                    continue
                 if step.apply is not None:
                     step.apply(db)
                 else:

@@ -222,6 +222,14 @@ class Writer:
             if stopping:
                 return
 
+    def _run_batch(self, conn: Any, batch: list[Job]) -> list[BaseException | None]:
+        """Run ``batch``'s writes inside the open transaction; each job's outcome.
+
+        A failure SQLite rolled back itself raises (the whole batch fails). The guarded
+        writer of a shared file (`agora.store.sqlite_shared`) adds its checks here.
+        """
+        return _run_together(conn, batch)
+
     def _take(self, batch: list[Job]) -> list[Job]:
         """The jobs of ``batch`` whose waiters are still there, now bound to run or fail."""
         with self._claims:
@@ -247,7 +255,7 @@ class Writer:
         try:
             conn.execute("BEGIN IMMEDIATE")  # waits here while another process writes
             batch = self._take(batch)
-            outcomes = _run_together(conn, batch) if batch else []
+            outcomes = self._run_batch(conn, batch) if batch else []
             committed = outcomes.count(None)
             conn.execute("COMMIT" if committed else "ROLLBACK")  # no fsync for nothing
         except Exception as exc:  # the whole batch failed: nothing of it is committed

@@ -1,0 +1,230 @@
+"""Two runtimes on one SQLite file opened shared: the version guard and the polled change feed.
+
+Each runtime has its own store (writer thread, readers, watch connection) and its own actors,
+as two agora processes would; they share only the file. (Real processes: test_processes.py.)
+Real clock (the stores use threads), every wait inside `trio.fail_after`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import trio
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
+
+from _counter import MIGRATIONS, Add, CounterKind, Get, Publish, log, stored
+
+from agora.runtime.clock import Clock
+from agora.runtime.registry import Runtime
+from agora.store.db import open_store
+from agora.store.neutral import Busy
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+pytestmark = pytest.mark.sqlite_only("a SQLite file shared by two processes")
+
+WAIT = 20
+
+
+@asynccontextmanager
+async def node(path: Path) -> AsyncIterator[Runtime]:
+    async with open_store(path, MIGRATIONS, shared=True) as store, trio.open_nursery() as nursery:
+        rt = Runtime(store, nursery, clock=Clock(), idle_seconds=60)
+        try:
+            yield rt
+        finally:
+            rt.begin_shutdown()
+            nursery.cancel_scope.cancel()
+
+
+async def wait_following(rt: Runtime) -> None:
+    """Until ``rt``'s change feed runs (its state, polled: no event exposes it)."""
+    assert rt.follower is not None
+    while rt.follower.connections == 0:  # noqa: ASYNC110
+        await trio.sleep(0.005)
+
+
+async def wait_parked(rt: Runtime, key: str) -> None:
+    """Until a long-poll is parked on ``rt``'s counter ``key``."""
+    while not (actor := rt.registry.named("counter", key)) or not actor.waiters:  # noqa: ASYNC110
+        await trio.sleep(0.005)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "agora.db"
+
+
+async def test_no_update_is_lost_when_two_processes_drive_one_key(db):
+    kind = CounterKind()
+    with trio.fail_after(WAIT):
+        async with node(db) as a, node(db) as b:
+            acked: list[int] = []
+
+            async def drive(rt: Runtime, tag: str) -> None:
+                for _ in range(40):
+                    with contextlib.suppress(Busy):  # retryable, and nothing was changed
+                        acked.append(await rt.call(kind, "k", Add(1, tag)))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(drive, a, "a")
+                nursery.start_soon(drive, b, "b")
+            n = len(acked)
+            assert sorted(acked) == list(range(1, n + 1))  # every reply a distinct value
+            assert n >= 40
+            assert await a.read(lambda c: stored(c, "k")) == n
+            rows = await b.read(lambda c: log(c, "k"))
+            assert [value for _, _, value in rows] == list(range(1, n + 1))
+            assert await a.call(kind, "k", Get()) == n
+            assert await b.call(kind, "k", Get()) == n
+            # Both sides wrote, so at least one of them must have been overtaken and rerun.
+            assert a.store.counters()["conflicts"] + b.store.counters()["conflicts"] >= 1
+
+
+async def test_a_cached_read_sees_a_write_acknowledged_by_the_other_process(db, monkeypatch):
+    from agora.store import sqlite_shared
+
+    monkeypatch.setattr(sqlite_shared, "POLL_SECONDS", 3600.0)  # no change feed: the probe
+    kind = CounterKind()
+    with trio.fail_after(WAIT):
+        async with node(db) as a, node(db) as b:
+            assert await a.call(kind, "k", Get()) == 0  # a caches the entity at version 0
+            loads = len(kind.loads)
+            assert await b.call(kind, "k", Add(5)) == 5
+            assert await a.call(kind, "k", Get()) == 5
+            assert len(kind.loads) == loads + 2  # b loaded once, a reloaded once
+
+
+async def test_a_stale_write_is_rejected_reloaded_and_rerun(db, monkeypatch):
+    from agora.store import sqlite_shared
+
+    monkeypatch.setattr(sqlite_shared, "POLL_SECONDS", 3600.0)  # a keeps its stale copy
+    kind = CounterKind()
+    with trio.fail_after(WAIT):
+        async with node(db) as a, node(db) as b:
+            assert await a.call(kind, "k", Add(1)) == 1
+            assert await b.call(kind, "k", Add(1)) == 2
+            assert await a.call(kind, "k", Add(1)) == 3  # a's copy said 1: rejected, rerun
+            assert a.store.counters()["conflicts"] == 1
+            assert a.guard.retried == 1
+            assert await b.read(lambda c: stored(c, "k")) == 3
+
+
+async def test_a_waiter_in_one_process_wakes_when_the_other_commits(db, monkeypatch):
+    from agora.runtime import follow
+
+    monkeypatch.setattr(follow, "SWEEP_SECONDS", 3600.0)  # only the change feed may wake it
+    kind = CounterKind()
+    with trio.fail_after(WAIT):
+        async with node(db) as a, node(db) as b:
+            await wait_following(a)
+            got: list[Any] = []
+
+            async def wait() -> None:
+                got.append(await a.poll(kind, "k", Get(), ready=lambda v: v >= 1, timeout=60))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(wait)
+                await wait_parked(a, "k")
+                await b.call(kind, "k", Add(1))
+            assert got == [1]
+            assert a.follower is not None
+            assert a.follower.dropped >= 1
+
+
+async def test_atomic_operations_through_two_processes_lose_nothing(db):
+    kind = CounterKind()
+    with trio.fail_after(WAIT):
+        async with node(db) as a, node(db) as b:
+            acked: list[list[Any]] = []
+
+            async def drive(rt: Runtime) -> None:
+                for _ in range(15):
+                    with contextlib.suppress(Busy):  # retryable: nothing was changed
+                        acked.append(
+                            await rt.call_atomic([(kind, "x", Add(1)), (kind, "y", Add(2))])
+                        )
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(drive, a)
+                nursery.start_soon(drive, b)
+            n = len(acked)
+            assert n >= 15
+            assert sorted(acked) == [[i, 2 * i] for i in range(1, n + 1)]
+            assert await a.read(lambda c: (stored(c, "x"), stored(c, "y"))) == (n, 2 * n)
+
+
+async def test_a_background_task_runs_in_one_process_and_moves_when_it_stops(db, monkeypatch):
+    from agora.runtime import background
+
+    monkeypatch.setattr(background, "SINGLETON_RETRY", 0.02)
+    running: list[str] = []
+    seen: list[str] = []
+    started = {"a": trio.Event(), "b": trio.Event()}
+
+    def sweep_of(name: str) -> background.BackgroundTask:
+        async def sweep(runtime: Runtime) -> None:
+            running.append(name)
+            seen.append(name)
+            assert len(running) == 1, running  # never two runners at once
+            started[name].set()
+            try:
+                await trio.sleep_forever()
+            finally:
+                running.remove(name)
+
+        sweep.__qualname__ = "sweep"  # one task name in every process, as with a toolset's
+        return sweep
+
+    with trio.fail_after(WAIT):
+        async with node(db) as b, trio.open_nursery() as b_tasks:
+            async with node(db) as a, trio.open_nursery() as a_tasks:
+                a_tasks.start_soon(background.supervise, sweep_of("a"), a)
+                await started["a"].wait()
+                b_tasks.start_soon(background.supervise, sweep_of("b"), b)
+                for _ in range(5):  # b keeps trying while a holds the lock
+                    await trio.sleep(0.02)
+                assert seen == ["a"]
+                a_tasks.cancel_scope.cancel()  # a stops; its lock goes with it
+            await started["b"].wait()
+            b_tasks.cancel_scope.cancel()
+    assert seen == ["a", "b"]
+
+
+class Listener:
+    """A session as the resource hub sees it: remembers the URIs it was told of."""
+
+    def __init__(self) -> None:
+        self.heard: list[str] = []
+        self.told = trio.Event()
+
+    def resource_changed(self, uri: str) -> None:
+        self.heard.append(uri)
+        self.told.set()
+
+
+async def test_a_subscriber_in_one_process_hears_of_a_resource_changed_in_the_other(db):
+    kind = CounterKind()
+    with trio.fail_after(WAIT):
+        async with node(db) as a, node(db) as b:
+            await wait_following(a)
+            await wait_following(b)
+            here, there = Listener(), Listener()
+            a.resources.watch(there, ["counter://k"])
+            b.resources.watch(here, ["counter://k"])
+            await b.call(kind, "k", Add(1))  # no URI named: nobody is told
+            await b.call(kind, "k", Publish("counter://k"))
+            await there.told.wait()
+            await b.call(kind, "k", Add(1))
+            await a.call(kind, "k", Add(1))  # let b's feed run past its own stamps
+            for _ in range(10):
+                await trio.sleep(0.01)
+            assert there.heard == ["counter://k"]
+            assert here.heard == ["counter://k"]  # the committing process tells its own, once
