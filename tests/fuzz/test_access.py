@@ -1,45 +1,62 @@
-"""Access: another principal's entity looks exactly like a missing one, for every tool.
+"""Access: another principal's entity answers exactly as a missing one, for every scoped tool.
 
-Alice builds entities in every toolset that has owners (debate sessions and topics, chamber
-attempts, router runs) and every call she makes is kept as a template. Then, for each
-template that names one of her ids, Bob makes the same call twice: with Alice's ids (a
-foreign entity) and with those ids changed in their last hex digits (a missing entity of the
-same shape). Either Bob's foreign call succeeds (the tool does not check ownership of that
-entity: a shared read) or both calls must be refused with byte-identical answers once the ids
-he supplied are blanked: nothing tells Bob that Alice's entity exists (a listing that
-filters by her ids answers him as for missing ones). Alice's scenario reaches 24 tools that
-name an entity, 18 of them debate tools (signals, rotations, reclaims, a debate/v1 topic's
-protocol state and lane) and 4 router run tools (`COMPARED`). Each template is tried
-as Alice sent it and with her names in it (the router's ``context``) changed to Bob's. No
-hand-written list of tools: every template Alice's scenario produces is tried.
+One real ``agora serve`` with every toolset, reached by the official ``mcp`` SDK over
+Streamable HTTP with bearer tokens. The catalog (``tools/list``) must be exactly the tools
+`access_catalog` classifies: scoped (the rule each enforces) or public (why not). Alice
+(`access_alice`) makes an entity of every kind and calls every scoped tool on one; each
+call is a template. Bob replays each template that names one of her ids twice: with her
+ids (a foreign entity) and with them changed in their last hex digits (a missing entity of
+the same shape), as sent and with her names in the router's ``context`` changed to his.
+The two whole answers (isError, structuredContent, content text; or the JSON-RPC error)
+must be identical once the ids he supplied are blanked; every scoped tool must have been
+compared so. Then a debater seated on a topic calls the conductor-only tools there and gets
+the contract's refusal, changing nothing.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import pytest
 import trio
+from access_alice import LANE as LANE_P3
+from access_alice import Recorder, adjudicate, alice
+from access_catalog import PUBLIC, SCOPED
+from access_world import World, answer, catalog, sdk_client
 
-from agora.config import Config
-from agora.identity import Principal
-from agora.server.embed import open_server
-from agora.toolsets.router.progress import evidence_digest
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
-ALICE = Principal("alice", frozenset(), frozenset({"shared"}))
-BOB = Principal("bob", frozenset(), frozenset({"shared"}))
-ID = re.compile(r"^(chl|run|graph|card)-[0-9a-f]{12,}$|^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-")
-LANE = '{"priority_lane": "P3", "priority_reason": "access"}'
-CONTEXT = {"session_id": "alice-1", "actor": "alice", "runtime_policy_snapshot_id": "p"}
+    from mcp import Client
+
+# The SDK's Streamable HTTP client leaves its SSE iterators to Trio's GC hook (see e2e).
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Async generator .* was garbage collected:ResourceWarning"
+)
+
+#: Every id an entity of the four toolsets has: prefixed hex ids and UUIDs, wherever they
+#: sit in a string (a proposal id holds its run's id, a comparison_ref two run ids).
+ID = re.compile(
+    r"(?:chl|card|run|graph|proposal|eval|export|observation|feedback)[-:][0-9a-f]{12,}"
+    r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+)
+#: A role no topic of the test declares.
+OUTSIDER = "OUTSIDER"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    started = World.start(tmp_path_factory.mktemp("access"))
+    try:
+        yield started
+    finally:
+        started.stop()
 
 
 def _ids(value: Any) -> set[str]:
-    if isinstance(value, dict):
-        return {i for v in value.values() for i in _ids(v)}
-    if isinstance(value, list):
-        return {i for v in value for i in _ids(v)}
-    return {value} if isinstance(value, str) and ID.match(value) else set()
+    return set(ID.findall(json.dumps(value)))
 
 
 def _missing(entity_id: str) -> str:
@@ -62,168 +79,162 @@ def _blank(reply: dict[str, Any], ids: set[str]) -> str:
     return text
 
 
-class Recorder:
-    """Alice's calls: each successful one is kept as a template."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-        self.templates: list[tuple[str, dict[str, Any]]] = []
-
-    async def call(self, tool: str, **args: Any) -> dict[str, Any]:
-        result = await self.client.call_tool(tool, args)
-        assert not result.get("isError"), (tool, result)
-        self.templates.append((tool, args))
-        return result["structuredContent"]  # type: ignore[no-any-return]
-
-
-async def _alice(rec: Recorder) -> None:
-    session = (await rec.call("debate_session_open"))["session_id"]
-    roster = json.dumps([{"role": "ROLE_A", "session_id": session}])
-    init = await rec.call(
-        "debate_init", title="t", created_by_role="ROLE_A", roles_json=roster, metadata_json=LANE
-    )
-    topic = init["topic_id"]
-    await rec.call("debate_state", topic_id=topic, role="ROLE_A", new_state="ACTIVE")
-    post = await rec.call(
-        "debate_post", topic_id=topic, role="ROLE_A", priority="M", kind="STATUS", body="hi"
-    )
-    await rec.call("debate_read", topic_id=topic, role="ROLE_A")
-    await rec.call("debate_list_bindings", topic_id=topic)
-    await rec.call("debate_search", topic_id=topic, query="hi")
-    await rec.call("debate_signal_check", session_id=session, role="ROLE_A", topic_id=topic)
-    await rec.call(
-        "debate_advance_watermark", topic_id=topic, role="ROLE_A",
-        processed_up_to_msg_id=post["msg_id"],
-    )  # fmt: skip
-    await _alice_debate_more(rec, topic, session)
-    entry = {"product": "alice-agent", "host": "h", "provider_claim": "p", "model_claim": "m"}
-    attempt = await rec.call(
-        "enter_open_challenge", **entry, suite="chambre-chrono-v0", seed="alice"
-    )
-    handle = attempt["attempt_handle"]
-    await rec.call("observe_chamber", challenge_handle=handle, object=attempt["objects"][0])
-    await rec.call("chamber_action", challenge_handle=handle, op="look", expected_action_index=0)
-    plan = await rec.call(
-        "plan_work", context=CONTEXT, expected_state_version=0, idempotency_key="k",
-        correlation_id="c", objective="1. a\n2. b", goal_binding_id=None,
-        requested_work_mode=None, explicit_skill_ids=[], explicit_semantics=None,
-    )  # fmt: skip
-    run = {"workflow_run_id": plan["workflow_run_id"]}
-    work = await rec.call("get_next_work", context=CONTEXT, **run)
-    await rec.call("get_router_status", context=CONTEXT, goal_binding_id=None, **run)
-    phase = work["work_item"]["phase_id"]
-    event = await rec.call(
-        "record_work_event", context=CONTEXT, **run, phase_id=phase,
-        observation={"check_id": "plan-ready", "outcome": "passed"},
-        activation_receipt_ref=None, expected_state_version=1, idempotency_key="e",
-        correlation_id="e",
-    )  # fmt: skip
-    refs = event["event_ids"]
-    await rec.call(
-        "evaluate_gate", context=CONTEXT, **run, phase_id=phase, evidence_refs=refs,
-        expected_evidence_digest=evidence_digest(refs), expected_plan_revision=1,
-        expected_state_version=event["resulting_state_version"], idempotency_key="g",
-        correlation_id="g",
-    )  # fmt: skip
-
-
-async def _alice_debate_more(rec: Recorder, topic: str, session: str) -> None:
-    """The debate tools that name a topic, a session or a message beyond the first ones."""
-    other = (await rec.call("debate_session_open"))["session_id"]
-    roster = json.dumps(
-        [{"role": "ROLE_A", "session_id": session}, {"role": "ROLE_B", "session_id": other}]
-    )
-    init = await rec.call(
-        "debate_init", title="two", created_by_role="ROLE_A", roles_json=roster,
-        metadata_json=LANE,
-    )  # fmt: skip
-    topic = init["topic_id"]
-    await rec.call("debate_state", topic_id=topic, role="ROLE_A", new_state="ACTIVE")
-    sent = await rec.call(
-        "debate_post_with_recipients", topic_id=topic, role="ROLE_A", priority="M",
-        kind="STATUS", body="to b", addressed_to_csv="ROLE_B",
-    )  # fmt: skip
-    inbox = {"session_id": other, "role": "ROLE_B", "topic_id": topic}
-    await rec.call("debate_signal_wait", **inbox, timeout_ms=1000)
-    await rec.call("debate_signal_advance", **inbox, last_processed_msg_id=sent["msg_id"])
-    third = (await rec.call("debate_session_open"))["session_id"]
-    await rec.call(
-        "debate_rotate_session", topic_id=topic, role="ROLE_B", old_session_id=other,
-        new_session_id=third, cursor_mode="copy",
-    )  # fmt: skip
-    await _alice_v1(rec)
-    cutoff = "2020-01-01T00:00Z"
-    await rec.call("debate_message_claim_reclaim", topic_id=topic, older_than_ts=cutoff)
-    await rec.call("debate_worker_reclaim", topic_id=topic, older_than_ts=cutoff)
-    await rec.call("debate_work_queue", topics_csv=topic)
-    await rec.call("debate_escalate", topic_id=topic, role="ROLE_A", reason="needs a human")
-
-
-async def _alice_v1(rec: Recorder) -> None:
-    """A debate/v1 topic with every seat Alice's: its protocol state."""
-    seats = ("CONDUCTOR", "PRO", "CON", "JUDGE", "HUMAN")
-    sessions = {role: (await rec.call("debate_session_open"))["session_id"] for role in seats}
-    roster = [{"role": r, "session_id": None if r == "HUMAN" else s} for r, s in sessions.items()]
-    init = await rec.call(
-        "debate_init", title="v1", created_by_role="CONDUCTOR", roles_json=json.dumps(roster),
-        metadata_json=LANE, protocol_version="debate/v1", blind_roles_csv="PRO,CON",
-    )  # fmt: skip
-    topic = init["topic_id"]
-    await rec.call("debate_bind_role", topic_id=topic, role="HUMAN", session_id=sessions["HUMAN"])
-    await rec.call("debate_state", topic_id=topic, role="CONDUCTOR", new_state="ACTIVE")
-    await rec.call("debate_protocol_state", topic_id=topic)
-    await rec.call("debate_set_lane", topic_id=topic, role="CONDUCTOR", lane="p1", reason="r")
+def _variants(args: dict[str, Any], sessions: set[str], own: str) -> list[dict[str, Any]]:
+    """How Bob tries Alice's call: as she sent it; with her names changed to his (the
+    router's ``context``); with every role it names changed to one no topic declares; with
+    her sessions changed to one of his."""
+    tries = [args, _swap(args, {'"alice': '"bob'})]
+    tries.append({k: OUTSIDER if k.endswith("role") else v for k, v in args.items()})
+    tries.append(_swap(args, dict.fromkeys(sessions, own)))
+    return [t for n, t in enumerate(tries) if t not in tries[:n]]
 
 
 async def _compare(
-    bob: Any, tool: str, args: dict[str, Any], checked: list[str], shared: list[str]
+    bob: Client, tool: str, args: dict[str, Any], checked: set[str], own: str = ""
 ) -> None:
-    ids = _ids(args)
+    ids = _ids(args) - {own}
     if not ids:
         return
-    foreign = await bob.request("tools/call", {"name": tool, "arguments": args})
     swap = {i: _missing(i) for i in ids}
-    missing = await bob.request("tools/call", {"name": tool, "arguments": _swap(args, swap)})
-    foreign.pop("id"), missing.pop("id")
-    answered = "result" in foreign and not foreign["result"].get("isError")
-    if answered and _blank(foreign, ids) != _blank(missing, set(swap.values())):
-        shared.append(tool)  # answered about Alice's entity: a shared read
-        return
+    foreign = await answer(bob, tool, args)
+    missing = await answer(bob, tool, _swap(args, swap))
     assert _blank(foreign, ids) == _blank(missing, set(swap.values())), (
         f"{tool}: Bob can tell Alice's entity from a missing one:\n"
         f"foreign: {foreign}\nmissing: {missing}"
     )
-    checked.append(tool)
+    checked.add(tool)
 
 
-async def test_a_foreign_entity_answers_like_a_missing_one(tmp_path):
-    config = Config(db=str(tmp_path / "access.db"))
-    checked: list[str] = []
-    shared: list[str] = []
+async def test_every_tool_is_classified_scoped_or_public(world):
     with trio.fail_after(60):
-        async with open_server(config, listen=False) as server:
-            async with server.client(principal=ALICE) as alice:
-                await alice.initialize()
-                rec = Recorder(alice)
-                await _alice(rec)
-            async with server.client(principal=BOB) as bob:
-                await bob.initialize()
-                for tool, args in rec.templates:
-                    for bob_args in (args, _swap(args, {'"alice': '"bob'})):
-                        await _compare(bob, tool, bob_args, checked, shared)
-    # Router runs belong to their principal: Bob naming Alice's context.session_id reaches
-    # no run of hers ("context fields are correlation, not authority").
-    assert shared == [], shared
-    assert set(checked) >= COMPARED, sorted(COMPARED - set(checked))
+        async with sdk_client(world, "bob") as bob:
+            listed = await catalog(bob)
+    assert len(listed) == len(set(listed)), listed
+    assert not set(SCOPED) & set(PUBLIC), sorted(set(SCOPED) & set(PUBLIC))
+    unclassified = set(listed) - set(SCOPED) - set(PUBLIC)
+    assert not unclassified, f"classify these in access_catalog.py: {sorted(unclassified)}"
+    gone = (set(SCOPED) | set(PUBLIC)) - set(listed)
+    assert not gone, f"no longer served: {sorted(gone)}"
 
 
-#: The tools whose foreign and missing answers Bob must find identical (each names an id).
-COMPARED = {
-    "chamber_action", "observe_chamber",
-    "get_next_work", "get_router_status", "record_work_event", "evaluate_gate",
-    "debate_advance_watermark", "debate_bind_role", "debate_escalate", "debate_list_bindings",
-    "debate_message_claim_reclaim", "debate_post", "debate_post_with_recipients",
-    "debate_protocol_state", "debate_read", "debate_rotate_session", "debate_search",
-    "debate_set_lane", "debate_signal_advance", "debate_signal_check", "debate_signal_wait",
-    "debate_state", "debate_work_queue", "debate_worker_reclaim",
-}  # fmt: skip
+async def test_a_foreign_entity_answers_like_a_missing_one(world):
+    checked: set[str] = set()
+    with trio.fail_after(120):
+        async with sdk_client(world, "alice") as client:
+            rec = Recorder(client)
+            await alice(rec, world.workspace)
+        async with sdk_client(world, "bob") as bob:
+            own = await Recorder(bob).session()
+            for tool, args in rec.templates:
+                for bob_args in _variants(args, rec.sessions, own):
+                    await _compare(bob, tool, bob_args, checked, own)
+    assert checked <= set(SCOPED), sorted(checked - set(SCOPED))
+    assert checked == set(SCOPED), f"never compared: {sorted(set(SCOPED) - checked)}"
+
+
+#: What a debater seated on a topic gets from each conductor-only call there (seed 003):
+#: (tool, arguments beyond topic_id, the error, whether a missing topic answers the same).
+CONDUCTOR_ONLY = [
+    # "Conductor callers only" ... "rejected uniformly": the not-found shape.
+    ("debate_judge_prepare", {"left_msg_id": "<pro>", "right_msg_id": "<con>"},
+     "unknown_topic", True),
+    # "callers without conductor or star scope are rejected uniformly".
+    ("debate_add_role", {"role": "EXECUTOR_1", "session_id": "<own>"}, "unknown_topic", True),
+    # "the caller must hold the conductor role": a CONDUCTOR binding he does not own.
+    ("debate_set_lane", {"role": "CONDUCTOR", "lane": "P0", "reason": "mine"},
+     "unknown_topic", True),
+    # "the role argument must read CONDUCTOR": the first gate, before the topic.
+    ("debate_set_lane", {"role": "PRO", "lane": "P0", "reason": "mine"},
+     "conductor_role_required", True),
+    # Lifecycle authority is the owned binding: "Unowned roles deny as not-found".
+    ("debate_state", {"role": "CONDUCTOR", "new_state": "RESOLVED"}, "unknown_topic", True),
+    ("debate_close_topic", {"role": "CONDUCTOR", "new_state": "RESOLVED"}, "unknown_topic", True),
+    # "Conductor callers only. All other principals ... are denied".
+    ("debate_reconcile_project", {"project": "mine"}, "reconcile_rejected", True),
+    # The override "cites the sanctioning CONDUCTOR decision": conductor or star only.
+    ("debate_bind_role", {"role": "CONDUCTOR", "session_id": "<own>",
+                          "conductor_override_msg_id": "<pro>", "replace_active": True},
+     "invalid_override", False),
+]  # fmt: skip
+
+
+def _fill(args: dict[str, Any], values: dict[str, str]) -> dict[str, Any]:
+    return {k: values.get(v, v) if isinstance(v, str) else v for k, v in args.items()}
+
+
+async def _seated(conductor: Recorder, debater: Recorder) -> tuple[str, str]:
+    """A debate/v1 topic of Alice's in ADJUDICATE where Dave holds PRO: (topic, his session)."""
+    seats = {role: await conductor.session() for role in ("CONDUCTOR", "CON", "JUDGE")}
+    roster = [{"role": r, "session_id": seats.get(r)} for r in ("CONDUCTOR", "PRO", "CON", "JUDGE")]
+    init = await conductor.call(
+        "debate_init", title="seated", created_by_role="CONDUCTOR",
+        roles_json=json.dumps(roster), metadata_json=LANE_P3, protocol_version="debate/v1",
+        blind_roles_csv="PRO,CON",
+    )  # fmt: skip
+    topic = str(init["topic_id"])
+    own = await debater.session()
+    await debater.call("debate_bind_role", topic_id=topic, role="PRO", session_id=own)
+    await conductor.call("debate_state", topic_id=topic, role="CONDUCTOR", new_state="ACTIVE")
+    return topic, own
+
+
+async def _refused(client: Client, tool: str, args: dict[str, Any], code: str) -> dict[str, Any]:
+    """A refusal in the debate's vocabulary: exactly {ok, error, message}, mirrored as text."""
+    got = await answer(client, tool, args)
+    assert got.get("isError") is True, (tool, got)
+    body = got["structuredContent"]
+    assert (set(body), body["ok"], body["error"]) == ({"ok", "error", "message"}, False, code), (
+        tool,
+        got,
+    )
+    assert json.loads(got["content"][0]["text"]) == body
+    return got
+
+
+async def test_a_debater_calling_a_conductor_tool_gets_the_contracts_refusal(world):
+    with trio.fail_after(120):
+        async with sdk_client(world, "alice") as a, sdk_client(world, "dave") as d:
+            conductor, debater = Recorder(a), Recorder(d)
+            topic, own = await _seated(conductor, debater)
+            pro, con = await adjudicate(conductor, topic, pro=debater)
+            values = {"<pro>": pro, "<con>": con, "<own>": own}
+            before = await _topic_view(a, topic)
+            for tool, extra, code, uniform in CONDUCTOR_ONLY:
+                args = {"topic_id": topic, **_fill(extra, values)}
+                got = await _refused(d, tool, args, code)
+                if uniform:  # nothing tells the debater more than a missing topic would
+                    nowhere = _missing(topic)
+                    missing = await answer(d, tool, {**args, "topic_id": nowhere})
+                    assert _blank(got, {topic}) == _blank(missing, {nowhere}), (tool, missing)
+            await _refused(d, "debate_protocol_maintain", {"topic_ids_csv": topic},
+                           "conductor_required")  # fmt: skip
+            assert await _topic_view(a, topic) == before  # the refusals changed nothing
+            prepared = await conductor.call(
+                "debate_judge_prepare", topic_id=topic, left_msg_id=pro, right_msg_id=con
+            )
+            verdict = {
+                "projection_id": prepared["projections"][0]["projection_id"],
+                "verdict_json": json.dumps({"winner_msg_id": pro, "decision": "adopt"}),
+            }
+            # The JUDGE seat is Alice's; his own PRO seat is blind: "ineligible judges".
+            await _refused(d, "debate_judge_verdict", {**verdict, "judge_role": "JUDGE"},
+                           "unknown_topic")  # fmt: skip
+            await _refused(d, "debate_judge_verdict", {**verdict, "judge_role": "PRO"},
+                           "ineligible_judge")  # fmt: skip
+            assert (await _topic_view(a, topic))["phase"] == "ADJUDICATE"
+            await conductor.call(
+                "debate_set_lane", topic_id=topic, role="CONDUCTOR", lane="P1", reason="mine"
+            )
+
+
+async def _topic_view(client: Client, topic: str) -> dict[str, Any]:
+    """The conductor's view of the topic: protocol state, bindings, transcript size."""
+    state = await answer(client, "debate_protocol_state", {"topic_id": topic})
+    bindings = await answer(client, "debate_list_bindings", {"topic_id": topic})
+    read = await answer(client, "debate_read", {"topic_id": topic, "role": "CONDUCTOR"})
+    return {
+        "phase": state["structuredContent"]["phase"],
+        "state": state["structuredContent"],
+        "bindings": bindings["structuredContent"],
+        "count": read["structuredContent"]["count"],
+    }

@@ -147,9 +147,11 @@ def change_state(topic: Topic, cmd: ChangeState, now: Now) -> Effects:
 
 @COMMANDS.on(SetLane)
 def set_lane(topic: Topic, cmd: SetLane, now: Now) -> Effects:
-    row = topic.require_row()
+    # The role argument is the first gate, before the topic is looked at: checked after,
+    # it told a stranger that the topic exists (no such topic answers unknown_topic).
     if cmd.role != "CONDUCTOR":
         raise reject("conductor_role_required", "role must read CONDUCTOR")
+    row = topic.require_row()
     topic.write_gate(cmd.caller, cmd.role)
     at = topic.stamp_now(now)
     lane = {
