@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from agora.toolsets.router.classifier import REVISION, classify, with_profile_envelope
+from agora.toolsets.router.classifier import (
+    CACHED_CHARS,
+    REVISION,
+    _cached,
+    _classify,
+    classify,
+    with_profile_envelope,
+)
 
 TABLE = [
     pytest.param("Fix the typo in the README", {}, "single", "deterministic-analyzer", "high",
@@ -61,3 +68,24 @@ def test_a_profile_envelope_applies_only_without_binding_or_hint():
     assert with_profile_envelope(auto, None) is auto
     hinted = classify("x", requested_work_mode="single")
     assert with_profile_envelope(hinted, "phased") is hinted
+
+
+@pytest.mark.parametrize(("objective", "kw"), [(p.values[0], p.values[1]) for p in TABLE])
+def test_a_cached_classification_is_the_one_computed(objective, kw):
+    computed = _classify(
+        objective,
+        kw.get("requested_work_mode"),
+        kw.get("goal_binding_id"),
+        tuple(kw.get("domains", ())),
+    )
+    assert classify(objective, **kw) == computed
+    assert classify(objective, **kw) == computed  # served from the cache this time
+
+
+def test_only_short_objectives_are_cached():
+    long = "1. design it\n2. build it\n" + "x" * CACHED_CHARS
+    assert classify(long).envelope == "phased"
+    assert classify(long) is not classify(long)  # computed each time, never kept
+    short = "1. design it\n2. build it\n3. ship it"
+    assert classify(short) is classify(short)
+    assert _cached.cache_info().currsize <= 1024

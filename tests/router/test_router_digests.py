@@ -7,6 +7,7 @@ give the reference library's bytes, or fail where it fails.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 
 import pytest
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from agora.toolsets.router.digests import canonical, digest
 from agora.toolsets.router.progress import evidence_digest
+from agora.toolsets.router.sql import stamp
 
 SAFE = 2**53 - 1
 
@@ -99,3 +101,12 @@ def test_digest_of_an_event_is_unchanged():
         evidence_digest(refs)
         == "sha256:" + hashlib.sha256(rfc8785.dumps(sorted(set(refs)))).hexdigest()
     )
+
+
+@pytest.mark.parametrize("offset", [0, 2, -5])
+def test_a_stamp_is_fixed_width_utc_whatever_the_zone(offset):
+    zone = dt.UTC if offset == 0 else dt.timezone(dt.timedelta(hours=offset))
+    for micro in (0, 7, 999_999):
+        when = dt.datetime(2026, 11, 30, 15, 0, 0, micro, tzinfo=zone)
+        utc = when.astimezone(dt.UTC)
+        assert stamp(when) == utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -21,11 +21,14 @@ the reasons that decided it. The rules (revision ``agora-structural-v1``), in or
    ``builtin-fallback``, reason ``no-structural-signal``, confidence ``low``).
 
 A matched Profile rule may later set the envelope (source ``profile-route``) when neither a
-goal binding nor a hint fixed it. This module is pure.
+goal binding nor a hint fixed it. This module is pure, so `classify` is memoised for
+objectives up to `CACHED_CHARS` long: agents send the same objectives again and again, and
+the regular expressions cost more than the rest of a plan.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -43,6 +46,8 @@ Source = Literal[
 Confidence = Literal["high", "medium", "low"]
 
 REVISION: Final = "agora-structural-v1"
+#: Longest objective whose classification is cached (the latest 1024 are: a few MiB at most).
+CACHED_CHARS: Final = 2048
 
 _FAMILIES: Final = {
     "plan": r"plan|design|analy[sz]e|investigate|scope",
@@ -122,8 +127,20 @@ def classify(
         domains: The routing context's domain identifiers.
 
     Returns:
-        The envelope, its source, a categorical confidence and the reason codes.
+        The envelope, its source, a categorical confidence and the reason codes (immutable,
+        and the same object for the same arguments while they are cached).
     """
+    if goal_binding_id is not None or len(objective) > CACHED_CHARS:  # no regex, or no cache
+        return _classify(objective, requested_work_mode, goal_binding_id, domains)
+    return _cached(objective, requested_work_mode, None, domains)
+
+
+def _classify(
+    objective: str,
+    requested_work_mode: Envelope | None,
+    goal_binding_id: str | None,
+    domains: tuple[str, ...],
+) -> Classification:
     if goal_binding_id is not None:
         return Classification(
             "managed-goal", "native-goal-binding", "high", ("native-goal-binding",)
@@ -163,6 +180,9 @@ def classify(
     reasons.append("single-default")
     confidence = "high" if len(families) == 1 and not sequencing else "medium"
     return Classification("single", "deterministic-analyzer", confidence, tuple(reasons))
+
+
+_cached: Final = functools.lru_cache(maxsize=1024)(_classify)
 
 
 def with_profile_envelope(found: Classification, envelope: Envelope | None) -> Classification:

@@ -13,6 +13,7 @@ store's `RunIndex` knows to be absent is created empty without reading (`RunKind
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import weakref
@@ -54,6 +55,12 @@ def _text(value: dict[str, Any]) -> str:
     return _ENCODER.encode(value).decode()
 
 
+@functools.lru_cache(maxsize=256)
+def _ids_json(ids: tuple[str, ...]) -> str:
+    """A stored list of skill or check ids (the same few lists for every plan of a layout)."""
+    return json.dumps(list(ids))
+
+
 TOOL_OF: Final[dict[type, str]] = {
     CreatePlan: "plan_work",
     RecordEvent: "record_work_event",
@@ -67,8 +74,9 @@ TOOL_OF: Final[dict[type, str]] = {
 
 
 def _create(
-    run: RunState | None, cmd: CreatePlan, at: str, index: RunIndex | None
+    cmd: CreatePlan, at: str, index: RunIndex | None, text: str
 ) -> tuple[RunState, list[Write]]:
+    """The new run of a plan and its inserts (``text``: the plan result as stored JSON)."""
     plan = cmd.plan
     if index is not None:  # before the commit: the run may be stored from now on
         index.add(plan.workflow_run_id)
@@ -82,7 +90,7 @@ def _create(
         "idempotency_key": cmd.idempotency_key, "state_version": 1, "plan_revision": 1,
         "status": run.status, "envelope": run.envelope, "goal_binding_id": run.goal_binding_id,
         "work_graph_id": run.work_graph_id, "explicit_locked": int(run.explicit_locked),
-        "item_count": len(plan.items), "plan_json": _text(plan.result),
+        "item_count": len(plan.items), "plan_json": text,
         "routing_json": json.dumps(plan.routing),
         "created_at": at, "updated_at": at,
     }  # fmt: skip
@@ -93,9 +101,9 @@ def _create(
         fields = {
             "work_item_id": work.work_item_id, "phase_id": work.phase_id,
             "primary_skill_id": work.primary_skill_id,
-            "support_json": json.dumps(list(work.support_skill_ids)),
+            "support_json": _ids_json(work.support_skill_ids),
             "dependency_json": json.dumps(list(work.dependency_ids)),
-            "gate_id": work.gate_id, "check_ids_json": json.dumps(list(work.check_ids)),
+            "gate_id": work.gate_id, "check_ids_json": _ids_json(work.check_ids),
         }  # fmt: skip
         writes.append(sql.insert_item(run.run_id, n, fields, status, at))
     return run, writes
@@ -160,13 +168,15 @@ class WorkflowRun:
         if cmd.expected_state_version != current:
             return Effects(reply=replies.conflict(cmd.expected_state_version, current))
         try:
-            if isinstance(cmd, CreatePlan):
-                run, writes = _create(run, cmd, at, self.index)
+            if isinstance(cmd, CreatePlan):  # the plan is stored as the result: encoded once
                 result = cmd.plan.result
+                text = _text(result)
+                run, writes = _create(cmd, at, self.index, text)
                 self.state = run
             else:
                 assert run is not None
                 result, writes = MUTATIONS.dispatch(run, cmd, current + 1, at)
+                text = _text(result)
         except ToolError as refused:
             log.info("router %s on %s refused: %s (correlation %s)", tool, self.key,
                      refused.body.get("code"), cmd.correlation_id)  # fmt: skip
@@ -179,7 +189,7 @@ class WorkflowRun:
         if previous:
             writes.append(sql.update_run(run.run_id, run.state_version, run.status, at, previous))
         writes.append(sql.insert_ledger(run.run_id, cmd.idempotency_key, cmd.request_digest,
-                                        _text(result), at))  # fmt: skip
+                                        text, at))  # fmt: skip
         # DEBUG (``agora serve -v``): an INFO line per commit cost ~8% of the server's CPU.
         log.debug("router %s on %s -> version %d (correlation %s)", tool, run.run_id,
                   run.state_version, cmd.correlation_id)  # fmt: skip

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 def stamp(when: dt.datetime) -> str:
     """A fixed-width UTC timestamp, e.g. ``2026-11-30T15:00:00.000000Z``."""
+    if when.tzinfo is dt.UTC:  # the system clock's: "...+00:00" -> "...Z", one call
+        return when.isoformat(timespec="microseconds")[:-6] + "Z"
     utc = when.astimezone(dt.UTC).replace(tzinfo=None)
     return utc.isoformat(timespec="microseconds") + "Z"  # what strftime writes, 4x faster
 
