@@ -1,7 +1,8 @@
 """The access tests' world: a real ``agora serve`` with every toolset, reached by the SDK.
 
-`World.start` writes an agora.toml with three principals (alice: conductor scope; bob and
-dave: plain participants; all three granted project ``shared``), the router's evaluation
+`World.start` writes an agora.toml with four principals (alice: conductor scope; bob and
+dave: plain participants; all three granted project ``shared``; olga granted only project
+``other``), the router's evaluation
 adapter (the example one, on a copy of its sealed cases) and a Memory policy with an
 authorized workspace that captures, then runs ``agora serve`` on a loopback port.
 `sdk_client` opens the official ``mcp`` SDK client for one principal over Streamable HTTP
@@ -32,8 +33,14 @@ if TYPE_CHECKING:
 
 REPO = Path(__file__).parents[2]
 EXAMPLE = REPO / "examples" / "router-adapter"
-TOKENS = {"alice": "access-alice-token", "bob": "access-bob-token", "dave": "access-dave-token"}
-SCOPES = {"alice": '["conductor"]', "bob": "[]", "dave": "[]"}
+TOKENS = {
+    "alice": "access-alice-token",
+    "bob": "access-bob-token",
+    "dave": "access-dave-token",
+    "olga": "access-olga-token",
+}
+SCOPES = {"alice": '["conductor"]', "bob": "[]", "dave": "[]", "olga": "[]"}
+PROJECTS = {"alice": '["shared"]', "bob": '["shared"]', "dave": '["shared"]', "olga": '["other"]'}
 #: The authorization the adapter accepts.
 AUTH = "auth-access"
 TIMEOUT = 30.0
@@ -83,7 +90,7 @@ class World:
             "max_memory_mb = 512\n"
         )
         people = "".join(
-            principal_toml(name, token, scopes=SCOPES[name], projects='["shared"]')
+            principal_toml(name, token, scopes=SCOPES[name], projects=PROJECTS[name])
             for name, token in TOKENS.items()
         )
         config = directory / "agora.toml"

@@ -4,12 +4,13 @@ One real ``agora serve`` with every toolset, reached by the official ``mcp`` SDK
 Streamable HTTP with bearer tokens. The catalog (``tools/list``) must be exactly the tools
 `access_catalog` classifies: scoped (the rule each enforces) or public (why not). Alice
 (`access_alice`) makes an entity of every kind and calls every scoped tool on one; each
-call is a template. Bob replays each template that names one of her ids twice: with her
-ids (a foreign entity) and with them changed in their last hex digits (a missing entity of
-the same shape), as sent and with her names in the router's ``context`` changed to his.
-The two whole answers (isError, structuredContent, content text; or the JSON-RPC error)
-must be identical once the ids he supplied are blanked; every scoped tool must have been
-compared so. Then a debater seated on a topic calls the conductor-only tools there and gets
+call is a template. Bob (of her project) and Olga (of another) replay each template that
+names one of her ids twice: with her ids (a foreign entity) and with them changed in their
+last hex digits (a missing entity of the same shape); as sent, with her names in the
+router's ``context`` changed to theirs, with every role changed to one no topic declares,
+and with her debate sessions changed to one of theirs. The two whole answers (isError,
+structuredContent, content text; or the JSON-RPC error) must be identical once the ids
+supplied are blanked; every scoped tool must have been compared so. Then a debater seated on a topic calls the conductor-only tools there and gets
 the contract's refusal, changing nothing.
 """
 
@@ -42,6 +43,8 @@ ID = re.compile(
     r"(?:chl|card|run|graph|proposal|eval|export|observation|feedback)[-:][0-9a-f]{12,}"
     r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 )
+#: Who tries Alice's entities: a principal of her project, and one of another project.
+STRANGERS = ("bob", "olga")
 #: A role no topic of the test declares.
 OUTSIDER = "OUTSIDER"
 
@@ -79,11 +82,13 @@ def _blank(reply: dict[str, Any], ids: set[str]) -> str:
     return text
 
 
-def _variants(args: dict[str, Any], sessions: set[str], own: str) -> list[dict[str, Any]]:
+def _variants(
+    args: dict[str, Any], sessions: set[str], own: str, name: str
+) -> list[dict[str, Any]]:
     """How Bob tries Alice's call: as she sent it; with her names changed to his (the
     router's ``context``); with every role it names changed to one no topic declares; with
     her sessions changed to one of his."""
-    tries = [args, _swap(args, {'"alice': '"bob'})]
+    tries = [args, _swap(args, {'"alice': f'"{name}'})]
     tries.append({k: OUTSIDER if k.endswith("role") else v for k, v in args.items()})
     tries.append(_swap(args, dict.fromkeys(sessions, own)))
     return [t for n, t in enumerate(tries) if t not in tries[:n]]
@@ -123,11 +128,12 @@ async def test_a_foreign_entity_answers_like_a_missing_one(world):
         async with sdk_client(world, "alice") as client:
             rec = Recorder(client)
             await alice(rec, world.workspace)
-        async with sdk_client(world, "bob") as bob:
-            own = await Recorder(bob).session()
-            for tool, args in rec.templates:
-                for bob_args in _variants(args, rec.sessions, own):
-                    await _compare(bob, tool, bob_args, checked, own)
+        for stranger in STRANGERS:
+            async with sdk_client(world, stranger) as bob:
+                own = await Recorder(bob).session()
+                for tool, args in rec.templates:
+                    for bob_args in _variants(args, rec.sessions, own, stranger):
+                        await _compare(bob, tool, bob_args, checked, own)
     assert checked <= set(SCOPED), sorted(checked - set(SCOPED))
     assert checked == set(SCOPED), f"never compared: {sorted(set(SCOPED) - checked)}"
 
