@@ -125,6 +125,15 @@ async def answer(client: Client, tool: str, args: dict[str, Any]) -> dict[str, A
     return result.model_dump(by_alias=True, exclude_none=True)
 
 
+async def read_answer(client: Client, uri: str) -> dict[str, Any]:
+    """The whole answer to resources/read of ``uri`` (the result or the JSON-RPC error)."""
+    try:
+        result = await client.read_resource(uri, cache_mode="bypass")
+    except MCPError as exc:
+        return {"jsonrpc_error": exc.error.model_dump(by_alias=True, exclude_none=True)}
+    return dict(result.model_dump(by_alias=True, exclude_none=True))
+
+
 async def catalog(client: Client) -> list[str]:
     """Every tool the server lists (all pages)."""
     names: list[str] = []

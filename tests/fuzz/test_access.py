@@ -10,8 +10,10 @@ last hex digits (a missing entity of the same shape); as sent, with her names in
 router's ``context`` changed to theirs, with every role changed to one no topic declares,
 and with her debate sessions changed to one of theirs. The two whole answers (isError,
 structuredContent, content text; or the JSON-RPC error) must be identical once the ids
-supplied are blanked; every scoped tool must have been compared so. Then a debater seated on a topic calls the conductor-only tools there and gets
-the contract's refusal, changing nothing.
+supplied are blanked; every scoped tool must have been compared so. The debate inbox
+resource of each of her sessions reads as a missing session's. Then a debater seated on a
+topic calls the conductor-only tools there and gets the contract's refusal, changing
+nothing.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ import trio
 from access_alice import LANE as LANE_P3
 from access_alice import Recorder, adjudicate, alice
 from access_catalog import PUBLIC, SCOPED
-from access_world import World, answer, catalog, sdk_client
+from access_world import World, answer, catalog, read_answer, sdk_client
+
+from agora.toolsets.debate.rules import INBOX_URI
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -110,6 +114,15 @@ async def _compare(
     checked.add(tool)
 
 
+async def _compare_inbox(bob: Client, session: str) -> None:
+    """The debate inbox resource of Alice's session reads as a missing session's."""
+    nowhere = _missing(session)
+    foreign = await read_answer(bob, INBOX_URI.format(session_id=session))
+    missing = await read_answer(bob, INBOX_URI.format(session_id=nowhere))
+    assert "jsonrpc_error" in foreign, foreign
+    assert _blank(foreign, {session}) == _blank(missing, {nowhere}), (foreign, missing)
+
+
 async def test_every_tool_is_classified_scoped_or_public(world):
     with trio.fail_after(60):
         async with sdk_client(world, "bob") as bob:
@@ -128,12 +141,17 @@ async def test_a_foreign_entity_answers_like_a_missing_one(world):
         async with sdk_client(world, "alice") as client:
             rec = Recorder(client)
             await alice(rec, world.workspace)
+            for session in rec.sessions:  # she reads her own inboxes
+                mine = await read_answer(client, INBOX_URI.format(session_id=session))
+                assert "contents" in mine, mine
         for stranger in STRANGERS:
             async with sdk_client(world, stranger) as bob:
                 own = await Recorder(bob).session()
                 for tool, args in rec.templates:
                     for bob_args in _variants(args, rec.sessions, own, stranger):
                         await _compare(bob, tool, bob_args, checked, own)
+                for session in sorted(rec.sessions):
+                    await _compare_inbox(bob, session)
     assert checked <= set(SCOPED), sorted(checked - set(SCOPED))
     assert checked == set(SCOPED), f"never compared: {sorted(set(SCOPED) - checked)}"
 
