@@ -65,7 +65,7 @@ async def debate_read(call: ToolCall) -> dict[str, Any]:
         elif since_ts is not None:
             after = (since_ts, AFTER_ALL_IDS)
         elif args.get("since_latest_compaction") and (
-            snap := sql.latest_of_kind(conn, topic_id, "COMPACTION")
+            snap := sql.latest_compaction(conn, topic_id)
         ):
             # Resume at the snapshot itself: it is the first message returned.
             bootstrap, after = snap[1], (snap[0], "")

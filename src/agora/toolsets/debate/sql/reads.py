@@ -211,12 +211,16 @@ def message_at(conn: ReadConn, topic_id: str, msg_id: str) -> tuple[str, str] | 
     return None if r is None else (r[0], r[1])
 
 
-def latest_of_kind(conn: ReadConn, topic_id: str, kind: str) -> tuple[str, str] | None:
-    """The (ts, msg_id) of the topic's newest message of ``kind``, or None."""
+def latest_compaction(conn: ReadConn, topic_id: str) -> tuple[str, str] | None:
+    """The (ts, msg_id) of the topic's newest COMPACTION message, or None.
+
+    The kind is written literally: the kind index holds only the kinds a query names (see
+    `agora.toolsets.debate.sql.schema`), and a planner proves it applies from the literal.
+    """
     r = conn.execute(
-        "SELECT ts, msg_id FROM debate_messages WHERE topic_id = ? AND kind = ? "
+        "SELECT ts, msg_id FROM debate_messages WHERE topic_id = ? AND kind = 'COMPACTION' "
         "ORDER BY ts DESC, msg_id DESC LIMIT 1",
-        (topic_id, kind),
+        (topic_id,),
     ).fetchone()
     return None if r is None else (r[0], r[1])
 

@@ -3,6 +3,15 @@
 ``debate_messages`` is append-only; ``body_folded`` (the casefolded body) carries the FTS5
 ``trigram`` index that search uses (kept by an insert trigger; PostgreSQL would put a
 ``pg_trgm`` index on the same column). Every other table is plain rows keyed by topic.
+
+Migration 4 makes three secondary indexes partial, so a post writes only the index entries a
+query reads (each entry a page write at a random place of its index, under the one writer):
+delivery markers not yet done (every delivery query asks ``state <> 'done'``), replies
+(``reply_to IS NOT NULL``: a query that joins on ``reply_to = ...`` implies it) and the two
+kinds a query looks up by kind (``kind = 'Q'``, ``kind = 'COMPACTION'``, written literally in
+those queries so both engines can prove the index applies; it ends in ``msg_id`` so the newest
+compaction is one index step, where the full index left that query scanning the topic's
+cursor index backwards). Both engines take the same DDL.
 """
 
 from __future__ import annotations
@@ -69,6 +78,19 @@ END
 """
 
 
+_PARTIAL_V4 = [
+    "DROP INDEX debate_deliveries_open",
+    "CREATE INDEX debate_deliveries_open ON debate_deliveries (topic_id, recipient) "
+    "WHERE state <> 'done'",
+    "DROP INDEX debate_messages_reply",
+    "CREATE INDEX debate_messages_reply ON debate_messages (topic_id, reply_to) "
+    "WHERE reply_to IS NOT NULL",
+    "DROP INDEX debate_messages_kind",
+    "CREATE INDEX debate_messages_kind ON debate_messages (topic_id, kind, ts, msg_id) "
+    "WHERE kind = 'Q' OR kind = 'COMPACTION'",
+]
+
+
 def _migrate_v1(db: sqlite_utils.Database) -> None:
     # One statement at a time: executescript would commit the migration's transaction.
     for statement in _SCHEMA.split(";"):
@@ -107,6 +129,11 @@ MIGRATIONS = with_statements(
         Migration(component="debate", version=1, apply=_migrate_v1),
         Migration(component="debate", version=2, apply=migrate_v2),
         Migration(component="debate", version=3, apply=migrate_v3),
+        Migration(
+            component="debate",
+            version=4,
+            sql={"sqlite": _PARTIAL_V4, "postgresql": _PARTIAL_V4},
+        ),
     ),
     POSTGRESQL,
     {1: _POSTGRESQL, 2: _statements_of(migrate_v2), 3: _statements_of(migrate_v3)},
