@@ -28,7 +28,7 @@ async def _seed(desk: Desk) -> dict[str, str]:
     """A topic with a Q and its A, an open Q, a compaction, and deliveries in every state."""
     a, b = await desk.session(ALICE), await desk.session(BOB)
     topic = await desk.topic(ALICE, {"CONDUCTOR": a, "EXECUTOR_1": (BOB, b)})
-    q1 = (await desk.post(ALICE, topic, "CONDUCTOR", "first?", to="EXECUTOR_1", kind="Q"))
+    q1 = await desk.post(ALICE, topic, "CONDUCTOR", "first?", to="EXECUTOR_1", kind="Q")
     await desk.post(BOB, topic, "EXECUTOR_1", "yes", kind="A", reply_to=q1["msg_id"])
     await desk.post(ALICE, topic, "CONDUCTOR", "second?", to="EXECUTOR_1", kind="Q")
     await desk.call(ALICE, "debate_compact", topic_id=topic, role="CONDUCTOR", body=OODA)
