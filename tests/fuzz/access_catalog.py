@@ -24,8 +24,9 @@ _MEMORY = (
     "names nothing a principal owns"
 )
 _CHESS = (
-    "names no entity: the table is the endpoint path's shared room, seats go by arrival "
-    "(chess contract); nothing in the call identifies another principal's state"
+    "no argument names an entity and no principal owns a table: the table is the endpoint "
+    "path's, which any caller may watch by name (chess contract); acting for its agent "
+    "needs the agent token in the endpoint URL, a capability the table checks"
 )
 _UNAVAILABLE = "verified-host-required: always answers capability-unavailable and reads nothing"
 

@@ -89,13 +89,30 @@ def _blank(reply: dict[str, Any], ids: set[str]) -> str:
 def _variants(
     args: dict[str, Any], sessions: set[str], own: str, name: str
 ) -> list[dict[str, Any]]:
-    """How Bob tries Alice's call: as she sent it; with her names changed to his (the
-    router's ``context``); with every role it names changed to one no topic declares; with
-    her sessions changed to one of his."""
+    """How a stranger tries Alice's call: as she sent it; with her names changed to theirs
+    (the router's ``context``); with every role it names changed to one no topic declares;
+    with her sessions changed to one of theirs; with each other argument changed in turn
+    (a check that runs between the lookup and the gate would tell them apart)."""
     tries = [args, _swap(args, {'"alice': f'"{name}'})]
     tries.append({k: OUTSIDER if k.endswith("role") else v for k, v in args.items()})
     tries.append(_swap(args, dict.fromkeys(sessions, own)))
+    tries += [{**args, k: _other(v)} for k, v in args.items() if k != "context" and not _ids(v)]
     return [t for n, t in enumerate(tries) if t not in tries[:n]]
+
+
+def _other(value: Any) -> Any:
+    """Another value of the same JSON type (a string no rule accepts, a bigger number)."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 97
+    if isinstance(value, str):
+        return value + "!?"
+    if isinstance(value, list):
+        return [] if value else ["x"]
+    if isinstance(value, dict):
+        return {}
+    return "x"
 
 
 async def _compare(
