@@ -1,13 +1,17 @@
 """Alice's scenario: she makes an entity of every kind and calls every scoped tool on it.
 
-Each call she makes is kept as a template (tool, arguments) for Bob to replay. Her calls
-must succeed, except those marked ``refused`` (a conductor-only tool on a topic it does not
-apply to): they still name her entities, which is all a template needs. Alice holds the
-conductor scope, so the conductor-only tools are hers to call.
+Each call she makes is kept as a template (tool, arguments) for a stranger to replay. Her
+calls must succeed, except those marked ``refused`` (a conductor-only tool on a topic it
+does not apply to): they still name her entities, which is all a template needs. Alice
+holds the conductor scope, so the conductor-only tools are hers to call. A stranger plays
+the same scenario on entities of their own (without the conductor-only steps), so that
+each of Alice's ids can be put, one at a time, into a call that is otherwise the
+stranger's own.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -16,12 +20,16 @@ from access_world import AUTH, answer
 from agora.toolsets.router.progress import evidence_digest
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
     from pathlib import Path
 
     from mcp import Client
 
+    Probe = Callable[[str, dict[str, Any]], Awaitable[None]]
+
 LANE = '{"priority_lane": "P3", "priority_reason": "access"}'
-CONTEXT = {"session_id": "alice-1", "actor": "alice", "runtime_policy_snapshot_id": "p"}
+#: Each scenario's router context names a session of its own ("alice-<n>").
+_SCENARIOS = itertools.count(1)
 FINGERPRINT = "sha256:" + "ab" * 32
 SECTIONS = "OBSERVE a\nORIENT b\nDECIDE c\nACT d"
 V1_SEATS = ("CONDUCTOR", "PRO", "CON", "JUDGE", "HUMAN")
@@ -35,14 +43,28 @@ def payload(summary: str, **extra: Any) -> str:
 class Recorder:
     """One principal's SDK client; each call is kept as a template."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(
+        self, client: Client, *, conductor: bool = True, before: Probe | None = None
+    ) -> None:
         self.client = client
+        #: Called with each call's tool and arguments just before the call is made.
+        self.before = before
+        #: Whether the principal holds the conductor scope (else the conductor-only steps
+        #: of the scenario are left out).
+        self.conductor = conductor
         self.templates: list[tuple[str, dict[str, Any]]] = []
         self.sessions: set[str] = set()
+        self.context = {
+            "session_id": f"alice-{next(_SCENARIOS)}",
+            "actor": "alice",
+            "runtime_policy_snapshot_id": "p",
+        }
 
     async def call(self, tool: str, *, refused: bool = False, **args: Any) -> dict[str, Any]:
         """Call ``tool``: it must succeed (or be refused with ``refused``); its
         structuredContent."""
+        if self.before is not None:
+            await self.before(tool, args)
         reply = await answer(self.client, tool, args)
         assert bool(reply.get("isError")) == refused, (tool, reply)
         self.templates.append((tool, args))
@@ -100,7 +122,8 @@ async def _crew(rec: Recorder) -> None:
     )  # fmt: skip
     topic = init["topic_id"]
     await rec.call("debate_state", topic_id=topic, role="CONDUCTOR", new_state="ACTIVE")
-    await rec.call("debate_add_role", topic_id=topic, role="REVIEWER", session_id=lead)
+    if rec.conductor:
+        await rec.call("debate_add_role", topic_id=topic, role="REVIEWER", session_id=lead)
     sent = await rec.call(
         "debate_post_with_recipients", topic_id=topic, role="CONDUCTOR", priority="M",
         kind="Q", body="please look", addressed_to_csv="EXECUTOR_1",
@@ -124,7 +147,8 @@ async def _crew(rec: Recorder) -> None:
     await rec.call("debate_worker_reclaim", topic_id=topic, older_than_ts=cutoff)
     await rec.call("debate_work_queue", topics_csv=topic)
     await rec.call("debate_escalate", topic_id=topic, role="CONDUCTOR", reason="needs a human")
-    await rec.call("debate_protocol_maintain", topic_ids_csv=topic)
+    if rec.conductor:
+        await rec.call("debate_protocol_maintain", topic_ids_csv=topic)
 
 
 async def _v1(rec: Recorder) -> None:
@@ -141,6 +165,8 @@ async def _v1(rec: Recorder) -> None:
     await rec.call("debate_protocol_state", topic_id=topic)
     await rec.call("debate_set_lane", topic_id=topic, role="CONDUCTOR", lane="p1", reason="r")
     claims = await adjudicate(rec, topic)
+    if not rec.conductor:
+        return
     prepared = await rec.call(
         "debate_judge_prepare", topic_id=topic, left_msg_id=claims[0], right_msg_id=claims[1]
     )
@@ -180,8 +206,8 @@ async def _chamber(rec: Recorder) -> None:
     await rec.call("seal_attempt", challenge_handle=handle)
 
 
-def _mutation(key: str) -> dict[str, Any]:
-    return {"context": CONTEXT, "idempotency_key": key, "correlation_id": key}
+def _mutation(rec: Recorder, key: str) -> dict[str, Any]:
+    return {"context": rec.context, "idempotency_key": key, "correlation_id": key}
 
 
 async def _router(rec: Recorder, workspace: Path) -> None:
@@ -189,26 +215,26 @@ async def _router(rec: Recorder, workspace: Path) -> None:
     done = await _run(rec, "Fix the typo in the README", [], None, phase_check=("work-done", "w"))
     root = str(workspace)
     remembered = await rec.call(
-        "remember_workflow", **_mutation("mem"), workflow_run_id=done, workspace_root=root,
+        "remember_workflow", **_mutation(rec, "mem"), workflow_run_id=done, workspace_root=root,
         one_shot="none", risk_class="r0", side_effect_outcome="known-success",
         target_profile_class="managed-personal",
     )  # fmt: skip
     assert remembered["status"] == "recorded", remembered
     await rec.call(
-        "record_route_feedback", **_mutation("fb"), workflow_run_id=done, workspace_root=root,
+        "record_route_feedback", **_mutation(rec, "fb"), workflow_run_id=done, workspace_root=root,
         observation_id=remembered["observation_id"], feedback_type="accepted",
         reason_code="user-accepted", correction_dimensions=[], original_route_digest=None,
         corrected_route_digest=None,
     )  # fmt: skip
     locked = await _plan(rec, "1. design\n2. build", ["skill:lead"], "only", "locked")
     proposal = await rec.call(
-        "propose_support_consent", **_mutation("prop"), workflow_run_id=locked,
+        "propose_support_consent", **_mutation(rec, "prop"), workflow_run_id=locked,
         phase_id="plan", primary_skill_id="skill:lead", support_skill_ids=["skill:a"],
         scope_anchor_id="anchor-1", goal_revision=None, plan_revision=1,
         context_fingerprint=FINGERPRINT, expected_state_version=1,
     )  # fmt: skip
     await rec.call(
-        "transition_support_consent", **_mutation("decide"),
+        "transition_support_consent", **_mutation(rec, "decide"),
         proposal_id=proposal["proposal_id"], action="approve", current_phase_id="plan",
         current_scope_anchor_id="anchor-1", current_goal_revision=None,
         current_plan_revision=1, current_context_fingerprint=FINGERPRINT,
@@ -221,7 +247,7 @@ async def _plan(
     rec: Recorder, objective: str, skills: list[str], semantics: str | None, key: str
 ) -> str:
     plan = await rec.call(
-        "plan_work", **_mutation(key), expected_state_version=0, objective=objective,
+        "plan_work", **_mutation(rec, key), expected_state_version=0, objective=objective,
         goal_binding_id=None, requested_work_mode=None, explicit_skill_ids=skills,
         explicit_semantics=semantics,
     )  # fmt: skip
@@ -240,17 +266,17 @@ async def _run(
     check, key = phase_check
     run_id = await _plan(rec, objective, skills, semantics, f"plan-{key}")
     run = {"workflow_run_id": run_id}
-    work = await rec.call("get_next_work", context=CONTEXT, **run)
-    await rec.call("get_router_status", context=CONTEXT, goal_binding_id=None, **run)
+    work = await rec.call("get_next_work", context=rec.context, **run)
+    await rec.call("get_router_status", context=rec.context, goal_binding_id=None, **run)
     phase = work["work_item"]["phase_id"]
     event = await rec.call(
-        "record_work_event", **_mutation(f"event-{key}"), **run, phase_id=phase,
+        "record_work_event", **_mutation(rec, f"event-{key}"), **run, phase_id=phase,
         observation={"check_id": check, "outcome": "passed"}, activation_receipt_ref=None,
         expected_state_version=1,
     )  # fmt: skip
     refs = event["event_ids"]
     await rec.call(
-        "evaluate_gate", **_mutation(f"gate-{key}"), **run, phase_id=phase, evidence_refs=refs,
+        "evaluate_gate", **_mutation(rec, f"gate-{key}"), **run, phase_id=phase, evidence_refs=refs,
         expected_evidence_digest=evidence_digest(refs), expected_plan_revision=1,
         expected_state_version=event["resulting_state_version"],
     )  # fmt: skip
@@ -261,16 +287,16 @@ async def _evaluations(rec: Recorder) -> None:
     runs = []
     for case in ("routing-keywords-v1", "routing-keywords-v2"):
         run = await rec.call(
-            "run_model_evaluation", **_mutation(f"eval-{case}"), authorization_ref=AUTH,
+            "run_model_evaluation", **_mutation(rec, f"eval-{case}"), authorization_ref=AUTH,
             repeats=1, sealed_case_ref=case,
         )  # fmt: skip
         runs.append(run["run_id"])
     await rec.call(
-        "compare_evaluations", **_mutation("cmp"), authorization_ref=AUTH,
+        "compare_evaluations", **_mutation(rec, "cmp"), authorization_ref=AUTH,
         baseline_run_id=runs[0], candidate_run_id=runs[1],
     )  # fmt: skip
     await rec.call(
-        "export_router_artifact", **_mutation("exp"), authorization_ref=AUTH,
+        "export_router_artifact", **_mutation(rec, "exp"), authorization_ref=AUTH,
         comparison_ref=f"{runs[0]}~{runs[1]}", export_kind="comparison-summary",
         attestation_ref=None,
     )  # fmt: skip

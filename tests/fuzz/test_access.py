@@ -11,9 +11,11 @@ router's ``context`` changed to theirs, with every role changed to one no topic 
 and with her debate sessions changed to one of theirs. The two whole answers (isError,
 structuredContent, content text; or the JSON-RPC error) must be identical once the ids
 supplied are blanked; every scoped tool must have been compared so. The debate inbox
-resource of each of her sessions reads as a missing session's. Then a debater seated on a
-topic calls the conductor-only tools there and gets the contract's refusal, changing
-nothing.
+resource of each of her sessions reads as a missing session's. Bob then plays her scenario
+on his own entities, and before each of his calls makes it with one of his ids replaced by
+the matching one of hers (her message in his topic, her observation under his run) and by
+a missing one: the same comparison. Last, a debater seated on a topic calls the
+conductor-only tools there and gets the contract's refusal, changing nothing.
 """
 
 from __future__ import annotations
@@ -171,6 +173,67 @@ async def test_a_foreign_entity_answers_like_a_missing_one(world):
                     await _compare_inbox(bob, session)
     assert checked <= set(SCOPED), sorted(checked - set(SCOPED))
     assert checked == set(SCOPED), f"never compared: {sorted(set(SCOPED) - checked)}"
+
+
+class Probe:
+    """Before each of Bob's own calls: the same call with one of his ids replaced by the
+    matching id of Alice's (from her call of that tool made as often before) and by a
+    missing one. Made in the state where his own call then succeeds."""
+
+    def __init__(self, bob: Client, hers: list[tuple[str, dict[str, Any]]]) -> None:
+        self.bob = bob
+        self.hers: dict[str, list[dict[str, Any]]] = {}
+        for tool, args in hers:
+            self.hers.setdefault(tool, []).append(args)
+        self.seen: dict[str, int] = {}
+        self.checked: set[str] = set()
+
+    async def __call__(self, tool: str, args: dict[str, Any]) -> None:
+        n = self.seen.get(tool, 0)
+        self.seen[tool] = n + 1
+        if n >= len(self.hers.get(tool, [])):
+            return
+        hers, his = ID.findall(json.dumps(self.hers[tool][n])), ID.findall(json.dumps(args))
+        if len(hers) != len(his):
+            return
+        links: dict[str, set[str]] = {}
+        for a, b in zip(hers, his, strict=True):
+            links.setdefault(b, set()).add(a)
+        for own_id, matching in links.items():
+            her_id = matching.pop()
+            if matching or her_id == own_id:
+                continue
+            nowhere = _missing(her_id)
+            foreign = await answer(self.bob, tool, _swap(args, {own_id: her_id}))
+            missing = await answer(self.bob, tool, _swap(args, {own_id: nowhere}))
+            assert _blank(foreign, {her_id}) == _blank(missing, {nowhere}), (
+                f"{tool}: her {her_id} in place of his {own_id}:\n"
+                f"foreign: {foreign}\nmissing: {missing}"
+            )
+            self.checked.add(tool)
+
+
+async def test_one_of_her_ids_in_a_strangers_own_call_answers_as_a_missing_one(world):
+    """Bob plays Alice's scenario on his own entities; before each of his calls, the same
+    call with one of his ids replaced by hers (her message in his topic, her observation
+    under his run, her evaluation run beside his) answers as with a missing id."""
+    with trio.fail_after(120):
+        async with sdk_client(world, "alice") as a, sdk_client(world, "bob") as b:
+            rec = Recorder(a)
+            await alice(rec, world.workspace)
+            probe = Probe(b, rec.templates)
+            await alice(Recorder(b, conductor=False, before=probe), world.workspace)
+    never = set(SCOPED) - probe.checked - CONDUCTOR_STEPS
+    assert not never, f"never compared: {sorted(never)}"
+
+
+#: The scenario's steps a stranger without the conductor scope leaves out.
+CONDUCTOR_STEPS = {
+    "debate_add_role",
+    "debate_protocol_maintain",
+    "debate_judge_prepare",
+    "debate_judge_verdict",
+}
 
 
 #: What a debater seated on a topic gets from each conductor-only call there (seed 003):
