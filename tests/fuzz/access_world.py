@@ -106,8 +106,9 @@ class World:
 
 @asynccontextmanager
 async def sdk_client(world: World, name: str) -> AsyncIterator[Client]:
-    """The official SDK client of principal ``name`` (its bearer token) on every toolset."""
-    headers = {"Authorization": f"Bearer {TOKENS[name]}"}
+    """The official SDK client of principal ``name`` (its bearer token) on every toolset;
+    ``anonymous`` sends no token."""
+    headers = {} if name == "anonymous" else {"Authorization": f"Bearer {TOKENS[name]}"}
     async with create_mcp_http_client(headers=headers) as http_client:
         transport = streamable_http_client(world.url, http_client=http_client)
         async with Client(transport, read_timeout_seconds=TIMEOUT) as client:

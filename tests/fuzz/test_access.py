@@ -49,8 +49,9 @@ ID = re.compile(
     r"(?:chl|card|run|graph|proposal|eval|export|observation|feedback)[-:][0-9a-f]{12,}"
     r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 )
-#: Who tries Alice's entities: a principal of her project, and one of another project.
-STRANGERS = ("bob", "olga")
+#: Who tries Alice's entities: a principal of her project, one of another project, and a
+#: caller without a token.
+STRANGERS = ("bob", "olga", "anonymous")
 #: A role no topic of the test declares.
 OUTSIDER = "OUTSIDER"
 
