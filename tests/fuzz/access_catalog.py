@@ -19,9 +19,10 @@ _READ = "topic read gate: project scope AND participation (an owned binding)"
 _WRITE = "topic write gate: the caller's own active binding on the named role"
 _SESSION = "the named session must be the caller's own, and hold the role on the topic"
 _MEMORY = (
-    "Memory is the server's single store for its authorized workspaces and the operator's "
-    "personal profile (files named in the config): shared by every principal by design, it "
-    "names nothing a principal owns"
+    "Memory is one store per server, for its authorized workspaces and the personal profile "
+    "its config names (the contract's single user): not principal-scoped today, so every "
+    "principal reads the same counts and candidates and may purge the same history; no "
+    "argument names anything a principal owns"
 )
 _CHESS = (
     "no argument names an entity and no principal owns a table: the table is the endpoint "
