@@ -99,3 +99,36 @@ async def test_a_corrupt_graph_answers_a_sanitized_internal_error(
     assert body["code"] == again["code"] == "internal-error"
     assert body["correlation_id"] != again["correlation_id"]
     assert body["correlation_id"] in caplog.text
+
+
+async def test_the_stored_items_follow_every_event_and_gate(router, runtime, nursery):
+    # Items are inserted in one statement and a passed gate's status changes in one: the
+    # rows must say exactly what the run says, item by item (a reload reads only them).
+    run = (await router.plan(PHASED))["workflow_run_id"]
+    rows = "SELECT seq, phase_id, status, updated_at FROM router_work_items ORDER BY seq"
+
+    async def stored() -> list[tuple[object, ...]]:
+        found = await runtime.read(lambda c: c.execute(rows).fetchall())
+        return [tuple(r) for r in found]
+
+    planned = await stored()
+    assert [r[:3] for r in planned] == [
+        (1, "plan", "ready"), (2, "implement", "pending"), (3, "verify", "pending")
+    ]  # fmt: skip
+    assert len({r[3] for r in planned}) == 1
+    version, checks = 1, {"plan": "plan-ready", "implement": "implementation-done",
+                          "verify": "verification-passed"}  # fmt: skip
+    expected = ["ready", "pending", "pending"]
+    for n, phase in enumerate(checks):
+        ev = await router.event(run, phase, {"check_id": checks[phase], "outcome": "passed"},
+                                version)  # fmt: skip
+        expected[n] = "active"
+        assert [r[2] for r in await stored()] == expected
+        gate = await router.gate(run, phase, ev["event_ids"], version + 1)
+        version = gate["resulting_state_version"]
+        expected[n] = "completed"
+        if n + 1 < len(expected):
+            expected[n + 1] = "ready"
+        assert [r[2] for r in await stored()] == expected
+    reloaded = Router(Runtime(runtime.store, nursery, clock=Clock(FakeWall())))
+    assert (await reloaded.next(run))["status"] == "completed"

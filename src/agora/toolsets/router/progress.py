@@ -180,7 +180,7 @@ def record_event(run: RunState, cmd: RecordEvent, version: int, at: str) -> Appl
     run.events[event_id] = (cmd.phase_id, dict(cmd.observation))
     if item.status == "ready":
         item.status = "active"
-        writes.append(sql.update_item(run.run_id, item.seq, item.status, at))
+        writes.append(sql.update_items(run.run_id, [(item.seq, item.status)], at))
     run.status = "in-progress"
     result = {"event_ids": [event_id], "replayed": False, "resulting_state_version": version}
     return {**result, **LOCAL}, writes
@@ -219,12 +219,13 @@ def evaluate_gate(run: RunState, cmd: EvaluateGate, version: int, at: str) -> Ap
                               json.dumps(failures), at)]  # fmt: skip
     if passed:
         item.status = "completed"
-        writes.append(sql.update_item(run.run_id, item.seq, item.status, at))
+        changes = [(item.seq, item.status)]
         done = run.completed_ids()
         for other in run.items:
             if other.status == "pending" and set(other.item.dependency_ids) <= done:
                 other.status = "ready"
-                writes.append(sql.update_item(run.run_id, other.seq, other.status, at))
+                changes.append((other.seq, other.status))
+        writes.append(sql.update_items(run.run_id, changes, at))  # one statement for all
         run.status = "completed" if len(done) == len(run.items) else "in-progress"
     result = {
         "status": "passed" if passed else "failed",

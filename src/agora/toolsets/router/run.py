@@ -95,17 +95,17 @@ def _create(
         "created_at": at, "updated_at": at,
     }  # fmt: skip
     writes = [sql.insert_run(row)]
+    items = []
     for n, work in enumerate(plan.items, start=1):
         status = "pending" if work.dependency_ids else "ready"
         run.items.append(Item(n, work, status))
-        fields = {
-            "work_item_id": work.work_item_id, "phase_id": work.phase_id,
-            "primary_skill_id": work.primary_skill_id,
-            "support_json": _ids_json(work.support_skill_ids),
-            "dependency_json": json.dumps(list(work.dependency_ids)),
-            "gate_id": work.gate_id, "check_ids_json": _ids_json(work.check_ids),
-        }  # fmt: skip
-        writes.append(sql.insert_item(run.run_id, n, fields, status, at))
+        items.append((
+            n, work.work_item_id, work.phase_id, work.primary_skill_id,
+            _ids_json(work.support_skill_ids), json.dumps(list(work.dependency_ids)),
+            work.gate_id, _ids_json(work.check_ids), status,
+        ))  # fmt: skip
+    if items:  # one statement for the whole graph: the writer runs fewer
+        writes.append(sql.insert_items(run.run_id, items, at))
     return run, writes
 
 

@@ -16,6 +16,7 @@ is stored as TEXT and parsed in Python; timestamps are fixed-width UTC TEXT; sta
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from typing import TYPE_CHECKING, Any
 
 from agora.toolsets.base import Migration
@@ -133,23 +134,41 @@ def claim_version(run_id: str, version: int, key: str, at: str) -> Write:
     )
 
 
-def insert_item(run_id: str, seq: int, item: dict[str, Any], status: str, at: str) -> Write:
-    """Create one work item (``item`` holds the JSON-ready lists)."""
-    return (
-        "INSERT INTO router_work_items (run_id, seq, work_item_id, phase_id, primary_skill_id,"
-        " support_json, dependency_json, gate_id, check_ids_json, status, updated_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (run_id, seq, item["work_item_id"], item["phase_id"], item["primary_skill_id"],
-         item["support_json"], item["dependency_json"], item["gate_id"],
-         item["check_ids_json"], status, at),
-    )  # fmt: skip
+_ITEM_COLUMNS = (
+    "run_id, seq, work_item_id, phase_id, primary_skill_id, support_json, dependency_json,"
+    " gate_id, check_ids_json, status, updated_at"
+)
 
 
-def update_item(run_id: str, seq: int, status: str, at: str) -> Write:
-    """Set one work item's status."""
+@functools.lru_cache(maxsize=16)
+def _insert_items_sql(count: int) -> str:
+    rows = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * count)
+    return f"INSERT INTO router_work_items ({_ITEM_COLUMNS}) VALUES {rows}"
+
+
+def insert_items(run_id: str, items: list[tuple[Any, ...]], at: str) -> Write:
+    """Create a run's work items in one statement; each item is ``(seq, work_item_id,
+    phase_id, primary_skill_id, support_json, dependency_json, gate_id, check_ids_json,
+    status)``."""
+    params = tuple(v for item in items for v in (run_id, *item, at))
+    return (_insert_items_sql(len(items)), params)
+
+
+def update_items(run_id: str, changes: list[tuple[int, str]], at: str) -> Write:
+    """Set the status of one or more work items, ``changes`` being ``(seq, status)`` pairs,
+    in one statement."""
+    if len(changes) == 1:
+        ((seq, status),) = changes
+        return (
+            "UPDATE router_work_items SET status = ?, updated_at = ? WHERE run_id = ? AND seq = ?",
+            (status, at, run_id, seq),
+        )
+    cases = " ".join(["WHEN ? THEN ?"] * len(changes))
+    marks = ", ".join(["?"] * len(changes))
     return (
-        "UPDATE router_work_items SET status = ?, updated_at = ? WHERE run_id = ? AND seq = ?",
-        (status, at, run_id, seq),
+        f"UPDATE router_work_items SET status = CASE seq {cases} END, updated_at = ?"
+        f" WHERE run_id = ? AND seq IN ({marks})",
+        (*(v for change in changes for v in change), at, run_id, *(seq for seq, _ in changes)),
     )
 
 
