@@ -111,12 +111,23 @@ async def _read_log(proc: AgoraProcess, ready: trio.Event) -> None:
 
 
 @asynccontextmanager
-async def agora_serve(db: Path) -> AsyncIterator[AgoraProcess]:
-    """Run ``agora serve`` on a free loopback port and the SQLite file ``db``.
+async def agora_serve(db: Path, *extra: str) -> AsyncIterator[AgoraProcess]:
+    """Run ``agora serve`` on a free loopback port and the SQLite file ``db`` (``extra``:
+    more flags, such as ``--shared``).
 
     Yields once the server printed its URLs; on exit sends SIGTERM and requires a clean exit.
     """
-    command = [*agora_command(), "serve", "--port", "0", "--db", str(db), "--toolsets", "chess"]
+    command = [
+        *agora_command(),
+        "serve",
+        "--port",
+        "0",
+        "--db",
+        str(db),
+        "--toolsets",
+        "chess",
+        *extra,
+    ]
     process = await trio.lowlevel.open_process(
         command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )

@@ -228,3 +228,32 @@ async def test_a_subscriber_in_one_process_hears_of_a_resource_changed_in_the_ot
                 await trio.sleep(0.01)
             assert there.heard == ["counter://k"]
             assert here.heard == ["counter://k"]  # the committing process tells its own, once
+
+
+def test_a_step_another_process_applied_meanwhile_is_not_applied_twice(db, monkeypatch):
+    # Two processes opening a fresh file shared both plan the same steps; the second to take
+    # the write lock must find the step done, not run its CREATE TABLE again.
+    from agora.store import migrations
+    from agora.store.sqlite import connect
+
+    real_plan = migrations.plan
+    raced: list[dict[str, int]] = []
+
+    def plan_then_race(current: Any, steps: Any) -> Any:
+        planned = real_plan(current, steps)
+        if not raced:
+            raced.append({})
+            other = connect(str(db), synchronous="FULL")
+            raced[0] = migrations.apply_migrations(other, MIGRATIONS)  # the other process
+            other.close()
+        return planned
+
+    monkeypatch.setattr(migrations, "plan", plan_then_race)
+    conn = connect(str(db), synchronous="FULL")
+    try:
+        assert migrations.apply_migrations(conn, MIGRATIONS) == {"counter": 1}
+        assert raced == [{"counter": 1}]
+        rows = conn.execute("SELECT component, version FROM agora_schema").fetchall()
+        assert [tuple(r) for r in rows] == [("counter", 1)]
+    finally:
+        conn.close()

@@ -68,12 +68,12 @@ class SharedStore(Store):
         self,
         *args: Any,
         watch_conn: sqlite3.Connection,
-        poll_seconds: float = POLL_SECONDS,
+        poll_seconds: float | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self._watch_conn = watch_conn
-        self.poll_seconds = poll_seconds
+        self.poll_seconds = POLL_SECONDS if poll_seconds is None else poll_seconds
         self.probes = 0
         self.polls = 0
 

@@ -1,0 +1,216 @@
+"""``agora serve --shared`` and ``agora stdio --db --shared`` on one SQLite file, as users run them.
+
+Real processes on a real file: an agent plays a chess game through a stdio process against a
+human on the server's page (each side's waiter is woken by the other process's commits); the
+chamber's action-index CAS sent through both at once has exactly one winner; a server killed
+with SIGKILL loses no acknowledged action while the stdio process goes on; an unshared
+process is refused beside shared ones. The stdio side is the official MCP SDK's client.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import trio
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "e2e"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "nodes"))
+
+from chess_server import FOOLS_MATE, ScriptedHuman, SdkAgent, agora_serve, http_json
+from e2e_support import AGORA, AgoraProcess, clean_env
+from test_nodes_chamber import enter, look
+
+from agora.client import connect
+
+mcp = pytest.importorskip("mcp")
+
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+pytestmark = pytest.mark.sqlite_only("agora processes sharing one SQLite file")
+
+TIMEOUT = 60
+
+
+@asynccontextmanager
+async def stdio(db: Path, log_path: Path, *args: str) -> AsyncIterator[Any]:
+    """The SDK's stdio client running ``agora stdio --db db --shared args``."""
+    params = StdioServerParameters(
+        command=AGORA, args=["stdio", "--db", str(db), "--shared", *args], env=clean_env()
+    )
+    with log_path.open("a+") as log:
+        async with mcp.Client(
+            stdio_client(params, errlog=log), mode="legacy", read_timeout_seconds=TIMEOUT
+        ) as client:
+            yield client
+
+
+async def act(client: Any, handle: str, expected: int) -> dict[str, Any]:
+    """``look`` at ``expected`` through the SDK client; its structured reply."""
+    got = await client.call_tool(
+        "chamber_action",
+        {"challenge_handle": handle, "op": "look", "expected_action_index": expected},
+    )
+    assert got.structured_content is not None, got
+    return dict(got.structured_content)
+
+
+async def test_an_agent_in_a_stdio_process_plays_the_servers_page_on_one_file(tmp_path):
+    db = tmp_path / "agora.db"
+    notes = {2: "e5, as it should.", 4: "Qh4 is mate."}
+    with trio.fail_after(TIMEOUT):
+        async with agora_serve(db, "--shared") as server:
+            endpoint = f"/mcp/chess/default?token={server.agent_token}"
+            async with stdio(
+                db, tmp_path / "stdio.log", "--toolset", "chess", "--endpoint", endpoint
+            ) as client:
+                agent = SdkAgent(client)
+                await agent.list_tools()
+                joined = await agent.ok("join_game")
+                # The human moves through the server's page; the agent's waits park in the
+                # stdio process and wake on the server's commits, and the other way round.
+                human = ScriptedHuman(server, "default", server.token, FOOLS_MATE, "black")
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(human.play)
+                    final = await agent.play(FOOLS_MATE, notes, start=joined)
+                state_url = f"{server.url}/play/default/state?token={server.token}"
+                status, page = await http_json("GET", state_url)
+    assert final["result"]["reason"] == "checkmate"
+    assert final["result"]["winnerRole"] == "agent"
+    waits = [body for name, body in agent.replies if name == "wait_for_turn"]
+    statuses = [w["statusCode"] for w in waits]
+    assert statuses.count("AGENT_TURN") == 2, statuses  # one per human move, never timed out
+    assert "WAIT_TIMEOUT" not in statuses, statuses
+    # The agent's moves, committed by the stdio process, are on the server's page.
+    assert status == 200
+    assert page["phase"] == "over"
+    assert [m["uci"] for m in page["history"]] == FOOLS_MATE
+    assert [m["by"] for m in page["history"]] == ["human", "agent"] * 2
+    assert page["history"][3]["note"] == notes[4]
+
+
+async def test_the_same_action_index_through_serve_and_stdio_has_exactly_one_winner(tmp_path):
+    db = tmp_path / "agora.db"
+    with AgoraProcess("--db", str(db), "--shared", "--toolsets", "chamber") as server:
+        with trio.fail_after(TIMEOUT):
+            handle = await enter(server.url)
+            ws = f"{server.url.replace('http', 'ws')}/mcp/chamber"
+            async with (
+                stdio(db, tmp_path / "stdio.log", "--toolset", "chamber") as there,
+                connect(ws) as here,
+            ):
+                wins = [0, 0]
+                for expected in range(30):
+                    got: list[dict[str, Any]] = [{}, {}]
+
+                    async def one(i: int, at: int = expected, got: list[Any] = got) -> None:
+                        got[i] = await (
+                            look(here, handle, at) if i == 0 else act(there, handle, at)
+                        )
+
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(one, 0)
+                        nursery.start_soon(one, 1)
+                    assert sum(bool(g.get("ok")) for g in got) == 1, got  # the CAS stays exact
+                    (loser,) = [g for g in got if not g.get("ok")]
+                    assert loser["code"] == "stale_action_index", loser
+                    assert loser["current_action_index"] == expected + 1
+                    wins[0 if got[0].get("ok") else 1] += 1
+                assert (await look(here, handle, 30))["action_index"] == 31
+        server.assert_clean_exit(server.stop())
+    assert sum(wins) == 30
+
+
+async def test_a_killed_server_loses_no_acknowledged_action_and_stdio_goes_on(tmp_path):
+    db = tmp_path / "agora.db"
+    acked: list[int] = []  # through the server, on its attempt
+    server = AgoraProcess("--db", str(db), "--shared", "--toolsets", "chamber")
+    with server, trio.fail_after(TIMEOUT):
+        mine, theirs = await enter(server.url), await enter(server.url)
+        async with stdio(db, tmp_path / "stdio.log", "--toolset", "chamber") as there:
+            killed = trio.Event()
+
+            async def through_server() -> None:
+                try:
+                    async with connect(f"{server.url.replace('http', 'ws')}/mcp/chamber") as c:
+                        while len(acked) < 50:  # an attempt takes at most 64 actions
+                            body = await look(c, mine, len(acked))
+                            assert body.get("ok"), body
+                            acked.append(body["action_index"])
+                        await trio.sleep_forever()
+                except Exception:
+                    assert killed.is_set()  # the connection died with the server
+                    return
+
+            async def through_stdio(handle: str, start: int, rounds: int) -> int:
+                for at in range(start, start + rounds):
+                    body = await act(there, handle, at)
+                    assert body.get("ok"), body
+                return start + rounds
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(through_server)
+                done = await through_stdio(theirs, 0, 10)  # both processes write meanwhile
+                while len(acked) < 20:  # noqa: ASYNC110 - the server side's progress, by count
+                    await trio.sleep(0.01)
+                killed.set()
+                server.signal(signal.SIGKILL)
+                await server.wait_exit()
+            # The file is still served, by the stdio process: its writes go on.
+            done = await through_stdio(theirs, done, 10)
+            # Every action the server acknowledged is on file; at most one more, sent as it died.
+            body = await act(there, mine, 64)
+            assert body["code"] == "stale_action_index", body
+            on_file = body["current_action_index"]
+            assert on_file - len(acked) in (0, 1), (on_file, acked)
+    assert acked == list(range(1, len(acked) + 1))
+    with AgoraProcess("--db", str(db), "--toolsets", "chamber") as fresh, trio.fail_after(TIMEOUT):
+        async with connect(f"{fresh.url.replace('http', 'ws')}/mcp/chamber") as c:
+            assert (await look(c, mine, on_file))["action_index"] == on_file + 1
+            assert (await look(c, theirs, done))["action_index"] == done + 1
+        fresh.assert_clean_exit(fresh.stop())
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "says"),
+    [
+        pytest.param("--shared", "", "is shared by other agora processes", id="unshared-refused"),
+        pytest.param(
+            "", "--shared", "is in use by another agora process (pid", id="shared-refused"
+        ),
+    ],
+)
+async def test_an_unshared_process_is_never_beside_a_shared_one(tmp_path, first, second, says):
+    db = tmp_path / "agora.db"
+    flags = [f for f in (first,) if f]
+    with AgoraProcess("--db", str(db), *flags, "--toolsets", "chess") as server:
+        with trio.fail_after(TIMEOUT):
+            done = await trio.run_process(
+                [
+                    AGORA,
+                    "stdio",
+                    "--toolset",
+                    "chess",
+                    "--db",
+                    str(db),
+                    *[f for f in (second,) if f],
+                ],
+                stdin=b"",
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+                env=clean_env(),
+            )
+        assert done.returncode == 2
+        line = done.stderr.decode().strip()
+        assert "Traceback" not in line
+        assert says in line, line
+        assert "--shared" in line, line
+        server.assert_clean_exit(server.stop())
