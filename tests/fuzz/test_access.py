@@ -94,12 +94,14 @@ def _variants(
 ) -> list[dict[str, Any]]:
     """How a stranger tries Alice's call: as she sent it; with her names changed to theirs
     (the router's ``context``); with every role it names changed to one no topic declares;
-    with her sessions changed to one of theirs; with each other argument changed in turn
-    (a check that runs between the lookup and the gate would tell them apart)."""
+    with her sessions changed to one of theirs; and (Bob, of her project, the stranger who
+    gets furthest) with each other argument changed in turn: a check that runs between the
+    lookup and the gate would tell them apart."""
     tries = [args, _swap(args, {'"alice': f'"{name}'})]
     tries.append({k: OUTSIDER if k.endswith("role") else v for k, v in args.items()})
     tries.append(_swap(args, dict.fromkeys(sessions, own)))
-    tries += [{**args, k: _other(v)} for k, v in args.items() if k != "context" and not _ids(v)]
+    if name == STRANGERS[0]:
+        tries += [{**args, k: _other(v)} for k, v in args.items() if k != "context" and not _ids(v)]
     return [t for n, t in enumerate(tries) if t not in tries[:n]]
 
 
@@ -143,6 +145,23 @@ async def _compare_inbox(bob: Client, session: str) -> None:
     assert _blank(foreign, {session}) == _blank(missing, {nowhere}), (foreign, missing)
 
 
+async def _listed(client: Client, rec: Recorder) -> tuple[set[str], int]:
+    """What the tools that list without naming an entity show ``client``: the ids in the
+    caller's sessions, the work queue, and the router status of Alice's context, and that
+    status's count of work items."""
+    seen: set[str] = set()
+    for tool, args in (
+        ("debate_session_list", {"limit": 1000}),
+        ("debate_work_queue", {"limit": 1000}),
+        ("get_router_status", {"context": rec.context, "workflow_run_id": None,
+                               "goal_binding_id": None}),
+    ):  # fmt: skip
+        got = await answer(client, tool, args)
+        assert not got.get("isError"), (tool, got)
+        seen |= _ids(got)
+    return seen, got["structuredContent"]["created_work_items"]
+
+
 async def test_every_tool_is_classified_scoped_or_public(world):
     with trio.fail_after(60):
         async with sdk_client(world, "bob") as bob:
@@ -164,6 +183,10 @@ async def test_a_foreign_entity_answers_like_a_missing_one(world):
             for session in rec.sessions:  # she reads her own inboxes
                 mine = await read_answer(client, INBOX_URI.format(session_id=session))
                 assert "contents" in mine, mine
+            hers = set().union(*(_ids(args) for _tool, args in rec.templates))
+            listed, items = await _listed(client, rec)
+            assert rec.sessions <= listed, listed  # she sees hers
+            assert items > 0
         for stranger in STRANGERS:
             async with sdk_client(world, stranger) as bob:
                 own = await Recorder(bob).session()
@@ -172,6 +195,9 @@ async def test_a_foreign_entity_answers_like_a_missing_one(world):
                         await _compare(bob, tool, bob_args, checked, own)
                 for session in sorted(rec.sessions):
                     await _compare_inbox(bob, session)
+                listed, items = await _listed(bob, rec)
+                assert not listed & hers, (stranger, listed & hers)
+                assert items == 0, stranger
     assert checked <= set(SCOPED), sorted(checked - set(SCOPED))
     assert checked == set(SCOPED), f"never compared: {sorted(set(SCOPED) - checked)}"
 
