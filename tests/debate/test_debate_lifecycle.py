@@ -165,6 +165,25 @@ async def test_set_lane_two_gates_in_order(desk, room):
     assert body["error"] == "invalid_arguments"
 
 
+async def test_set_lane_role_gate_says_nothing_of_the_topic(desk, room):
+    """The role gate comes before the topic: a stranger naming another role gets the same
+    answer for an existing topic as for one that does not exist."""
+    args = {"role": "ADVOCATE", "lane": "P1", "reason": "mine"}
+    missing = "7e57ab1e-0000-4000-8000-00000000000f"
+    for who in (OUTSIDER, BOB):
+        there = await desk.refused(who, "debate_set_lane", topic_id=room["topic"], **args)
+        nowhere = await desk.refused(who, "debate_set_lane", topic_id=missing, **args)
+        assert (
+            there
+            == nowhere
+            == {
+                "ok": False,
+                "error": "conductor_role_required",
+                "message": "role must read CONDUCTOR",
+            }
+        )
+
+
 async def test_sentinel_topics_deny_everyone_until_reconciled_once(desk, room):
     topic = await legacy_topic(desk, "7e57ab1e-0000-4000-8000-000000000001", room["a"])
     for who in (ALICE, STAR, CONDUCTOR):
