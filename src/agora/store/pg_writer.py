@@ -28,6 +28,7 @@ import psycopg
 
 from agora.errors import StoreError
 from agora.store.diskfault import name_pg, pg_cause
+from agora.store.guard import guarded_keys, judge, kept_changes
 from agora.store.neutral import Conflict, payload_lines
 from agora.store.pg_pipe import Pipe, Unsupported
 from agora.store.pg_sql import connect, convert
@@ -224,8 +225,7 @@ class PgWriter(Writer):
             self._pipe = Pipe(self._conn)
         pipe = self._pipe
         writes = [[pipe.wire(sql, params) for sql, params in job.writes] for job in batch]
-        keys = sorted({(g.kind, g.key) for job in batch for g in job.guards})
-        fresh = sorted({(g.kind, g.key) for job in batch for g in job.guards if g.version == 0})
+        keys, fresh = guarded_keys(batch)
         first = [pipe.wire("BEGIN", ())]
         if fresh:
             first.append(pipe.wire(_CREATE_Q, _columns(fresh)))
@@ -241,7 +241,7 @@ class PgWriter(Writer):
                 assert key is not None
                 assert version is not None
                 current[(bytes(kind).decode(), bytes(key).decode())] = int(bytes(version))
-        outcomes, accepted, changes = _judge(batch, current)
+        outcomes, accepted, changes = judge(batch, current)
         notes = payload_lines(changes, [u for i in accepted for u in batch[i].updated])
         second = [pipe.wire(_BUMP_Q, _columns(changes))] if changes else []
         for i in accepted:
@@ -267,7 +267,7 @@ class PgWriter(Writer):
         else:
             conn.execute("BEGIN")
             current = _lock(conn, batch)
-        outcomes, accepted, changes = _judge(batch, current)
+        outcomes, accepted, changes = judge(batch, current)
         notes = payload_lines(changes, [u for i in accepted for u in batch[i].updated])
         if pipelined:
             with conn.pipeline():
@@ -285,7 +285,7 @@ class PgWriter(Writer):
         for i in accepted:
             outcomes[i] = _run_job(conn, batch[i])
         # A failed job's version is not bumped and its change not announced.
-        kept = [(k, key, v) for k, key, v in changes if _owner_ok(batch, outcomes, k, key)]
+        kept = kept_changes(batch, outcomes, changes)
         if kept:
             conn.execute(_BUMP, _columns(kept))
         uris = [u for job, o in zip(batch, outcomes, strict=True) if o is None for u in job.updated]
@@ -317,10 +317,9 @@ def _broken(exc: psycopg.OperationalError, *, unknown: bool) -> StoreError:
 
 def _lock(conn: psycopg.Connection[Any], batch: list[Job]) -> dict[tuple[str, str], int]:
     """Create the guarded rows that should exist, lock every guarded row; their versions."""
-    keys = sorted({(g.kind, g.key) for job in batch for g in job.guards})
+    keys, fresh = guarded_keys(batch)
     if not keys:
         return {}
-    fresh = sorted({(g.kind, g.key) for job in batch for g in job.guards if g.version == 0})
     if fresh:
         conn.execute(_CREATE, _columns(fresh))
     rows = conn.execute(_LOCK, _columns(keys)).fetchall()
@@ -330,31 +329,6 @@ def _lock(conn: psycopg.Connection[Any], batch: list[Job]) -> dict[tuple[str, st
 def _columns(rows: list[tuple[Any, ...]]) -> list[list[Any]]:
     """``[(a, b), (c, d)]`` as ``[[a, c], [b, d]]``: one array parameter per column."""
     return [list(column) for column in zip(*rows, strict=True)]
-
-
-def _judge(
-    batch: list[Job], current: dict[tuple[str, str], int]
-) -> tuple[list[BaseException | None], list[int], list[tuple[str, str, int]]]:
-    """Per job: accepted (its versions match; they are bumped here) or a `Conflict`."""
-    outcomes: list[BaseException | None] = [None] * len(batch)
-    accepted: list[int] = []
-    bumped: dict[tuple[str, str], int] = {}
-    for i, job in enumerate(batch):
-        stale = [(g.kind, g.key) for g in job.guards if current.get((g.kind, g.key)) != g.version]
-        if stale:
-            outcomes[i] = Conflict(stale)
-            continue
-        accepted.append(i)
-        for g in job.guards:
-            current[(g.kind, g.key)] = bumped[(g.kind, g.key)] = g.version + 1
-    return outcomes, accepted, [(kind, key, v) for (kind, key), v in bumped.items()]
-
-
-def _owner_ok(batch: list[Job], outcomes: list[BaseException | None], kind: str, key: str) -> bool:
-    for job, outcome in zip(batch, outcomes, strict=True):
-        if any(g.kind == kind and g.key == key for g in job.guards):
-            return outcome is None
-    return False
 
 
 def _run_job(conn: psycopg.Connection[Any], job: Job) -> BaseException | None:
