@@ -163,12 +163,19 @@ def update_items(run_id: str, changes: list[tuple[int, str]], at: str) -> Write:
             "UPDATE router_work_items SET status = ?, updated_at = ? WHERE run_id = ? AND seq = ?",
             (status, at, run_id, seq),
         )
-    cases = " ".join(["WHEN ? THEN ?"] * len(changes))
-    marks = ", ".join(["?"] * len(changes))
+    return (
+        _update_items_sql(len(changes)),
+        (*(v for change in changes for v in change), at, run_id, *(seq for seq, _ in changes)),
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def _update_items_sql(count: int) -> str:
+    cases = " ".join(["WHEN ? THEN ?"] * count)
+    marks = ", ".join(["?"] * count)
     return (
         f"UPDATE router_work_items SET status = CASE seq {cases} END, updated_at = ?"
-        f" WHERE run_id = ? AND seq IN ({marks})",
-        (*(v for change in changes for v in change), at, run_id, *(seq for seq, _ in changes)),
+        f" WHERE run_id = ? AND seq IN ({marks})"
     )
 
 
