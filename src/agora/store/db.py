@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from contextlib import ExitStack, asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,7 @@ import trio
 from agora.errors import StoreError
 from agora.store.diskfault import DiskDoctor
 from agora.store.guard import TABLES
-from agora.store.lock import database_lock, database_problem
+from agora.store.lock import database_lock, database_problem, lock_path
 from agora.store.migrations import apply_migrations
 from agora.store.sqlite import COMMIT_TIMEOUT, READERS, STOP_SECONDS, Store, connect
 from agora.store.sqlite_guard import GuardedWriter
@@ -171,14 +172,19 @@ async def _open_locked(
         holder[0].generation += 1  # the readers follow at their next use
         return fresh
 
-    writer = (GuardedWriter if shared else Writer)(
-        conn,
-        group_commit=group_commit,
-        deliver=deliver,
-        trace=trace,
-        doctor=doctor,
-        reopen=None if inline else reopen,
-    )
+    make = partial(GuardedWriter, turns=f"{lock_path(path)}.write") if shared else Writer
+    try:
+        writer = make(
+            conn,
+            group_commit=group_commit,
+            deliver=deliver,
+            trace=trace,
+            doctor=doctor,
+            reopen=None if inline else reopen,
+        )
+    except OSError as exc:  # the turns file of a shared one
+        conn.close()
+        raise StoreError(f"cannot open database {path}: {exc}") from exc
     store: Store
     if shared:
         try:

@@ -177,9 +177,11 @@ class SharedStore(Store):
                 on_changes(changes, uris)
 
     def close(self) -> None:
-        """`Store.close`, and the watch connection."""
+        """`Store.close`, and the watch connection and the writers' turns file."""
         super().close()
         self._watch_conn.close()
+        if not self._writer.running:  # a stuck writer keeps what it holds (see Store.close)
+            self._guarded_writer.close()
 
 
 class TaskLock:

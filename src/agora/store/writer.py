@@ -169,6 +169,11 @@ class Writer:
         """Start the writer thread."""
         self._thread.start()
 
+    @property
+    def running(self) -> bool:
+        """Whether the writer thread is alive (started and not stopped, or stuck)."""
+        return self._thread.is_alive()
+
     def submit(self, job: Job) -> None:
         """Queue a job; never blocks.
 
