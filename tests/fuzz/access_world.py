@@ -1,10 +1,10 @@
 """The access tests' world: a real ``agora serve`` with every toolset, reached by the SDK.
 
-`World.start` writes an agora.toml with four principals (alice: conductor scope; bob and
+`World.start` writes an agora.toml with five principals (alice: conductor scope; bob and
 dave: plain participants; all three granted project ``shared``; olga granted only project
-``other``), the router's evaluation
-adapter (the example one, on a copy of its sealed cases) and a Memory policy with an
-authorized workspace that captures, then runs ``agora serve`` on a loopback port.
+``other``; stella: star scope, no project), the router's evaluation adapter (the example
+one, on a copy of its sealed cases) and a Memory policy with an authorized workspace that
+captures, then runs ``agora serve`` on a loopback port.
 `sdk_client` opens the official ``mcp`` SDK client for one principal over Streamable HTTP
 with its bearer token, and `answer` turns any outcome of ``tools/call`` (a result, or a
 JSON-RPC error the SDK raises) into one comparable dictionary.
@@ -38,9 +38,10 @@ TOKENS = {
     "bob": "access-bob-token",
     "dave": "access-dave-token",
     "olga": "access-olga-token",
+    "stella": "access-stella-token",
 }
-SCOPES = {"alice": '["conductor"]', "bob": "[]", "dave": "[]", "olga": "[]"}
-PROJECTS = {"alice": '["shared"]', "bob": '["shared"]', "dave": '["shared"]', "olga": '["other"]'}
+SCOPES = {"alice": '["conductor"]', "stella": '["star"]'}
+PROJECTS = {"olga": '["other"]', "stella": "[]"}
 #: The authorization the adapter accepts.
 AUTH = "auth-access"
 TIMEOUT = 30.0
@@ -90,7 +91,12 @@ class World:
             "max_memory_mb = 512\n"
         )
         people = "".join(
-            principal_toml(name, token, scopes=SCOPES[name], projects=PROJECTS[name])
+            principal_toml(
+                name,
+                token,
+                scopes=SCOPES.get(name, "[]"),
+                projects=PROJECTS.get(name, '["shared"]'),
+            )
             for name, token in TOKENS.items()
         )
         config = directory / "agora.toml"
@@ -145,3 +151,17 @@ async def catalog(client: Client) -> list[str]:
         cursor = page.next_cursor
         if not cursor:
             return names
+
+
+def missing_id(entity_id: str) -> str:
+    """The same id with its last eight hex digits changed (same pattern, no such entity)."""
+    head, tail = entity_id[:-8], entity_id[-8:]
+    return head + "".join("0123456789abcdef"[(int(c, 16) + 7) % 16] for c in tail)
+
+
+def blank(reply: dict[str, Any], ids: set[str]) -> str:
+    """``reply`` as sorted JSON text with each of ``ids`` replaced by ``<id>``."""
+    text = json.dumps(reply, sort_keys=True)
+    for entity_id in sorted(ids, key=len, reverse=True):
+        text = text.replace(entity_id, "<id>")
+    return text

@@ -1,10 +1,12 @@
-"""Fixtures of the hostile-input fuzzer: one live server per module."""
+"""Fixtures of the hostile-input fuzzer (one live server per module) and of the access
+tests (one ``agora serve`` with principals, shared by their modules)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 import pytest
+from access_world import World
 from fuzz_live import LiveServer
 
 if TYPE_CHECKING:
@@ -18,3 +20,13 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    """The access tests' server (`access_world`), stopped cleanly at the end."""
+    started = World.start(tmp_path_factory.mktemp("access"))
+    try:
+        yield started
+    finally:
+        started.stop()

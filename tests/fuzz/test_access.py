@@ -14,8 +14,7 @@ supplied are blanked; every scoped tool must have been compared so. The debate i
 resource of each of her sessions reads as a missing session's. Bob then plays her scenario
 on his own entities, and before each of his calls makes it with one of his ids replaced by
 the matching one of hers (her message in his topic, her observation under his run) and by
-a missing one: the same comparison. Last, a debater seated on a topic calls the
-conductor-only tools there and gets the contract's refusal, changing nothing.
+a missing one: the same comparison. (Refusals by role: `test_access_roles`.)
 """
 
 from __future__ import annotations
@@ -26,16 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import trio
-from access_alice import LANE as LANE_P3
-from access_alice import Recorder, adjudicate, alice
+from access_alice import Recorder, alice
 from access_catalog import PUBLIC, SCOPED
-from access_world import World, answer, catalog, read_answer, sdk_client
+from access_world import answer, blank, catalog, missing_id, read_answer, sdk_client
 
 from agora.toolsets.debate.rules import INBOX_URI
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from mcp import Client
 
 # The SDK's Streamable HTTP client leaves its SSE iterators to Trio's GC hook (see e2e).
@@ -56,23 +52,8 @@ STRANGERS = ("bob", "olga", "anonymous")
 OUTSIDER = "OUTSIDER"
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    started = World.start(tmp_path_factory.mktemp("access"))
-    try:
-        yield started
-    finally:
-        started.stop()
-
-
 def _ids(value: Any) -> set[str]:
     return set(ID.findall(json.dumps(value)))
-
-
-def _missing(entity_id: str) -> str:
-    """The same id with its last eight hex digits changed (same pattern, no such entity)."""
-    head, tail = entity_id[:-8], entity_id[-8:]
-    return head + "".join("0123456789abcdef"[(int(c, 16) + 7) % 16] for c in tail)
 
 
 def _swap(value: Any, swap: dict[str, str]) -> Any:
@@ -80,13 +61,6 @@ def _swap(value: Any, swap: dict[str, str]) -> Any:
     for old, new in swap.items():
         text = text.replace(old, new)
     return json.loads(text)
-
-
-def _blank(reply: dict[str, Any], ids: set[str]) -> str:
-    text = json.dumps(reply, sort_keys=True)
-    for entity_id in sorted(ids, key=len, reverse=True):
-        text = text.replace(entity_id, "<id>")
-    return text
 
 
 def _variants(
@@ -126,10 +100,10 @@ async def _compare(
     ids = _ids(args) - {own}
     if not ids:
         return
-    swap = {i: _missing(i) for i in ids}
+    swap = {i: missing_id(i) for i in ids}
     foreign = await answer(bob, tool, args)
     missing = await answer(bob, tool, _swap(args, swap))
-    assert _blank(foreign, ids) == _blank(missing, set(swap.values())), (
+    assert blank(foreign, ids) == blank(missing, set(swap.values())), (
         f"{tool}: Bob can tell Alice's entity from a missing one:\n"
         f"foreign: {foreign}\nmissing: {missing}"
     )
@@ -138,11 +112,11 @@ async def _compare(
 
 async def _compare_inbox(bob: Client, session: str) -> None:
     """The debate inbox resource of Alice's session reads as a missing session's."""
-    nowhere = _missing(session)
+    nowhere = missing_id(session)
     foreign = await read_answer(bob, INBOX_URI.format(session_id=session))
     missing = await read_answer(bob, INBOX_URI.format(session_id=nowhere))
     assert "jsonrpc_error" in foreign, foreign
-    assert _blank(foreign, {session}) == _blank(missing, {nowhere}), (foreign, missing)
+    assert blank(foreign, {session}) == blank(missing, {nowhere}), (foreign, missing)
 
 
 async def _listed(client: Client, rec: Recorder) -> tuple[set[str], int]:
@@ -230,10 +204,10 @@ class Probe:
             her_id = matching.pop()
             if matching or her_id == own_id:
                 continue
-            nowhere = _missing(her_id)
+            nowhere = missing_id(her_id)
             foreign = await answer(self.bob, tool, _swap(args, {own_id: her_id}))
             missing = await answer(self.bob, tool, _swap(args, {own_id: nowhere}))
-            assert _blank(foreign, {her_id}) == _blank(missing, {nowhere}), (
+            assert blank(foreign, {her_id}) == blank(missing, {nowhere}), (
                 f"{tool}: her {her_id} in place of his {own_id}:\n"
                 f"foreign: {foreign}\nmissing: {missing}"
             )
@@ -261,111 +235,3 @@ CONDUCTOR_STEPS = {
     "debate_judge_prepare",
     "debate_judge_verdict",
 }
-
-
-#: What a debater seated on a topic gets from each conductor-only call there (seed 003):
-#: (tool, arguments beyond topic_id, the error, whether a missing topic answers the same).
-CONDUCTOR_ONLY = [
-    # "Conductor callers only" ... "rejected uniformly": the not-found shape.
-    ("debate_judge_prepare", {"left_msg_id": "<pro>", "right_msg_id": "<con>"},
-     "unknown_topic", True),
-    # "callers without conductor or star scope are rejected uniformly".
-    ("debate_add_role", {"role": "EXECUTOR_1", "session_id": "<own>"}, "unknown_topic", True),
-    # "the caller must hold the conductor role": a CONDUCTOR binding he does not own.
-    ("debate_set_lane", {"role": "CONDUCTOR", "lane": "P0", "reason": "mine"},
-     "unknown_topic", True),
-    # "the role argument must read CONDUCTOR": the first gate, before the topic.
-    ("debate_set_lane", {"role": "PRO", "lane": "P0", "reason": "mine"},
-     "conductor_role_required", True),
-    # Lifecycle authority is the owned binding: "Unowned roles deny as not-found".
-    ("debate_state", {"role": "CONDUCTOR", "new_state": "RESOLVED"}, "unknown_topic", True),
-    ("debate_close_topic", {"role": "CONDUCTOR", "new_state": "RESOLVED"}, "unknown_topic", True),
-    # "Conductor callers only. All other principals ... are denied".
-    ("debate_reconcile_project", {"project": "mine"}, "reconcile_rejected", True),
-    # The override "cites the sanctioning CONDUCTOR decision": conductor or star only.
-    ("debate_bind_role", {"role": "CONDUCTOR", "session_id": "<own>",
-                          "conductor_override_msg_id": "<pro>", "replace_active": True},
-     "invalid_override", False),
-]  # fmt: skip
-
-
-def _fill(args: dict[str, Any], values: dict[str, str]) -> dict[str, Any]:
-    return {k: values.get(v, v) if isinstance(v, str) else v for k, v in args.items()}
-
-
-async def _seated(conductor: Recorder, debater: Recorder) -> tuple[str, str]:
-    """A debate/v1 topic of Alice's in ADJUDICATE where Dave holds PRO: (topic, his session)."""
-    seats = {role: await conductor.session() for role in ("CONDUCTOR", "CON", "JUDGE")}
-    roster = [{"role": r, "session_id": seats.get(r)} for r in ("CONDUCTOR", "PRO", "CON", "JUDGE")]
-    init = await conductor.call(
-        "debate_init", title="seated", created_by_role="CONDUCTOR",
-        roles_json=json.dumps(roster), metadata_json=LANE_P3, protocol_version="debate/v1",
-        blind_roles_csv="PRO,CON",
-    )  # fmt: skip
-    topic = str(init["topic_id"])
-    own = await debater.session()
-    await debater.call("debate_bind_role", topic_id=topic, role="PRO", session_id=own)
-    await conductor.call("debate_state", topic_id=topic, role="CONDUCTOR", new_state="ACTIVE")
-    return topic, own
-
-
-async def _refused(client: Client, tool: str, args: dict[str, Any], code: str) -> dict[str, Any]:
-    """A refusal in the debate's vocabulary: exactly {ok, error, message}, mirrored as text."""
-    got = await answer(client, tool, args)
-    assert got.get("isError") is True, (tool, got)
-    body = got["structuredContent"]
-    assert (set(body), body["ok"], body["error"]) == ({"ok", "error", "message"}, False, code), (
-        tool,
-        got,
-    )
-    assert json.loads(got["content"][0]["text"]) == body
-    return got
-
-
-async def test_a_debater_calling_a_conductor_tool_gets_the_contracts_refusal(world):
-    with trio.fail_after(120):
-        async with sdk_client(world, "alice") as a, sdk_client(world, "dave") as d:
-            conductor, debater = Recorder(a), Recorder(d)
-            topic, own = await _seated(conductor, debater)
-            pro, con = await adjudicate(conductor, topic, pro=debater)
-            values = {"<pro>": pro, "<con>": con, "<own>": own}
-            before = await _topic_view(a, topic)
-            for tool, extra, code, uniform in CONDUCTOR_ONLY:
-                args = {"topic_id": topic, **_fill(extra, values)}
-                got = await _refused(d, tool, args, code)
-                if uniform:  # nothing tells the debater more than a missing topic would
-                    nowhere = _missing(topic)
-                    missing = await answer(d, tool, {**args, "topic_id": nowhere})
-                    assert _blank(got, {topic}) == _blank(missing, {nowhere}), (tool, missing)
-            await _refused(d, "debate_protocol_maintain", {"topic_ids_csv": topic},
-                           "conductor_required")  # fmt: skip
-            assert await _topic_view(a, topic) == before  # the refusals changed nothing
-            prepared = await conductor.call(
-                "debate_judge_prepare", topic_id=topic, left_msg_id=pro, right_msg_id=con
-            )
-            verdict = {
-                "projection_id": prepared["projections"][0]["projection_id"],
-                "verdict_json": json.dumps({"winner_msg_id": pro, "decision": "adopt"}),
-            }
-            # The JUDGE seat is Alice's; his own PRO seat is blind: "ineligible judges".
-            await _refused(d, "debate_judge_verdict", {**verdict, "judge_role": "JUDGE"},
-                           "unknown_topic")  # fmt: skip
-            await _refused(d, "debate_judge_verdict", {**verdict, "judge_role": "PRO"},
-                           "ineligible_judge")  # fmt: skip
-            assert (await _topic_view(a, topic))["phase"] == "ADJUDICATE"
-            await conductor.call(
-                "debate_set_lane", topic_id=topic, role="CONDUCTOR", lane="P1", reason="mine"
-            )
-
-
-async def _topic_view(client: Client, topic: str) -> dict[str, Any]:
-    """The conductor's view of the topic: protocol state, bindings, transcript size."""
-    state = await answer(client, "debate_protocol_state", {"topic_id": topic})
-    bindings = await answer(client, "debate_list_bindings", {"topic_id": topic})
-    read = await answer(client, "debate_read", {"topic_id": topic, "role": "CONDUCTOR"})
-    return {
-        "phase": state["structuredContent"]["phase"],
-        "state": state["structuredContent"],
-        "bindings": bindings["structuredContent"],
-        "count": read["structuredContent"]["count"],
-    }
