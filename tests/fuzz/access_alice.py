@@ -92,6 +92,11 @@ async def _debate(rec: Recorder) -> None:
         "debate_init", title="t", created_by_role="ROLE_A", roles_json=roster, metadata_json=LANE
     )
     topic = init["topic_id"]
+    again = await rec.call(
+        "debate_init", topic_id=topic, title="t", created_by_role="ROLE_A", roles_json=roster,
+        metadata_json=LANE,
+    )  # fmt: skip
+    assert again["topic_id"] == topic  # an identical repeat answers the topic
     await rec.call("debate_state", topic_id=topic, role="ROLE_A", new_state="ACTIVE")
     post = await rec.call(
         "debate_post", topic_id=topic, role="ROLE_A", priority="M", kind="STATUS", body="hi"
