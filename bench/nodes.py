@@ -16,8 +16,11 @@ SQLite row's), agora's split into main thread, writer thread and other threads (
 room building); conflicts/s (commands the version guard rejected and reran), busy answers;
 batch size (commands per commit) and commit p99 (BEGIN to COMMIT's return, from the nodes'
 ``/healthz`` histograms, so "<= bucket bound"); for chess, the wake p99: the human's move
-acknowledged -> the agent's ``wait_for_turn`` answered (by another node in chess-cross); how
-often the cap throttled the nodes; the load generator's CPU per command. Then, per workload,
+acknowledged -> the agent's ``wait_for_turn`` answered (by another node in chess-cross); on
+PostgreSQL, what the shared store cost per command (``/healthz``): reads (entity loads,
+listings and probes), version probes, other nodes' notifications heard, cached copies they
+made stale (counted per notification line that names a live actor), stale reads; how often
+the cap throttled the nodes; the load generator's CPU per command. Then, per workload,
 throughput on N nodes over one node.
 
 Then the wake under light load: chess-cross with ``--light-tables`` tables (default 1) on
@@ -257,6 +260,14 @@ class Row:
             f" | batch {s['commands'] / max(s['commits'], 1):4.2f} cmd/commit"
             f" commit p99 <= {commit_p99 if commit_p99 is not None else '-'} ms"
         )
+        if "reads" in s:  # a shared store: what the guard and the follower cost per command
+            n = max(self.tally.commands, 1)
+            text += (
+                f" | per cmd: reads {s['reads'] / n:.2f} probes {s.get('probes', 0) / n:.2f}"
+                f" notes in {s.get('notes_received', 0) / n:.2f}"
+                f" stale copies {s.get('copies_dropped', 0) / n:.2f}"
+                f" stale reads {s.get('stale_reads', 0) / n:.2f}"
+            )
         if self.tally.wakes:
             wakes = self.tally.wakes
             text += (
@@ -433,12 +444,13 @@ async def main(args: argparse.Namespace) -> None:
                 async with cluster(fresh_schema(server), 2, "chess", config, None) as (ns, g):
                     row = await measure("chess-cross", "pg, 2, light", ns, g, pg, light)
                     print(row.line(None), flush=True)
-        lat = await wakes(server, args.wakes)
-        print(
-            f"cross-node wake in-process (B's commit acknowledged -> A's poll answers), "
-            f"{len(lat)} wakes: p50 {percentile(lat, 0.5) * 1e3:.2f} ms, "
-            f"p99 {percentile(lat, 0.99) * 1e3:.2f} ms"
-        )
+        lat = await wakes(server, args.wakes) if args.wakes else []
+        if lat:
+            print(
+                f"cross-node wake in-process (B's commit acknowledged -> A's poll answers), "
+                f"{len(lat)} wakes: p50 {percentile(lat, 0.5) * 1e3:.2f} ms, "
+                f"p99 {percentile(lat, 0.99) * 1e3:.2f} ms"
+            )
     finally:
         if pgdir:  # stopped first: no backend is born while its group is removed
             with trio.CancelScope(shield=True):

@@ -94,6 +94,7 @@ class PgStore(Store):
         self._probe: _Probe | None = None
         self.probes = 0
         self.probed = 0
+        self.reads = 0
 
     @property
     def shared(self) -> bool:  # type: ignore[override]
@@ -125,12 +126,14 @@ class PgStore(Store):
     def counters(self) -> dict[str, Any]:
         """`Store.counters`, plus the version guard's and the shared store's own:
         ``conflicts`` (guarded commands rejected: their entity changed on another node),
-        ``probes`` (version-probe queries) and ``probed`` (keys they checked),
+        ``reads`` (read calls: entity loads, listings and probes alike), ``probes``
+        (version-probe queries) and ``probed`` (keys they checked),
         ``notes_sent`` (NOTIFY calls committed), ``writer_reconnects`` and ``reruns``
         (batches rerun one savepoint per command after a statement failed)."""
         writer = self._pg_writer
         return super().counters() | {
             "conflicts": writer.conflicts,
+            "reads": self.reads,
             "probes": self.probes,
             "probed": self.probed,
             "notes_sent": writer.notes_sent,
@@ -149,6 +152,7 @@ class PgStore(Store):
         """
         if self._closed:
             raise StoreError("read failed: the store is closed")
+        self.reads += 1
         async with self._reader_limit:
             # The connection used goes back to the pool even when ``fn`` raised (a loader's
             # LookupError): it is rolled back and reusable, or closed.
