@@ -275,6 +275,79 @@ async def test_a_kind_with_lagging_reads_answers_from_its_copy_without_a_probe(p
             assert probes == [[("counter", "k")]]  # no second probe
 
 
+def count_probes(rt: Runtime, monkeypatch: Any) -> list[list[Any]]:
+    """The keys of every version probe ``rt``'s store sends from now on."""
+    probes: list[list[Any]] = []
+    probe = rt.store.probe
+
+    async def counted(keys: Any) -> Any:
+        probes.append(list(keys))
+        return await probe(keys)
+
+    monkeypatch.setattr(rt.store, "probe", counted)
+    return probes
+
+
+async def test_a_long_poll_woken_by_its_own_nodes_commit_answers_without_a_probe(
+    pg_url, monkeypatch
+):
+    # The commit that woke it showed the copy current after the poll began: the re-run's
+    # reply reflects the database at that commit, a moment within the call.
+    kind = CounterKind()
+    with trio.fail_after(WAIT):
+        async with node(pg_url) as a:
+            assert await a.call(kind, "k", Get()) == 0  # a caches the entity
+            probes = count_probes(a, monkeypatch)
+            got: list[int] = []
+
+            async def wait() -> None:
+                got.append(await a.poll(kind, "k", Get(), ready=lambda v: v >= 1, timeout=60))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(wait)
+                await wait_parked(a, "k")
+                assert probes == [[("counter", "k")]]  # its first run confirmed the copy
+                assert await a.call(kind, "k", Add(1)) == 1
+            assert got == [1]
+            assert probes == [[("counter", "k")]]  # the re-run sent none
+
+
+async def test_a_read_that_arrives_while_its_nodes_commit_returns_sees_a_later_commit_elsewhere(
+    pg_url, monkeypatch
+):
+    # a commits; b commits on top and is acknowledged; only then a read reaches a, while a's
+    # commit is still returning to its caller. a's copy was shown current at its commit, before
+    # the read began: the read must be probed. No notification is heard and no sweep runs,
+    # so only that probe can catch b's commit.
+    from agora.runtime import follow
+
+    monkeypatch.setattr(follow, "SWEEP_SECONDS", 3600.0)
+    monkeypatch.setattr(follow.Follower, "on_note", lambda self, payload, pid: None)
+    kind = CounterKind()
+    with trio.fail_after(WAIT):
+        async with node(pg_url) as a, node(pg_url) as b, trio.open_nursery() as nursery:
+            assert await a.call(kind, "k", Add(1)) == 1
+            real_write = a.store.write
+            read: list[int] = []
+
+            async def reader() -> None:
+                read.append(await a.call(kind, "k", Get()))
+
+            async def write_then_race(*args: Any) -> None:
+                await real_write(*args)
+                assert await b.call(kind, "k", Add(10)) == 12
+                nursery.start_soon(reader)
+                actor = a.registry.named("counter", "k")
+                assert actor is not None
+                while not actor.queued:  # until the read waits for its turn
+                    await trio.lowlevel.checkpoint()
+
+            monkeypatch.setattr(a.store, "write", write_then_race)
+            assert await a.call(kind, "k", Add(1)) == 2
+            monkeypatch.setattr(a.store, "write", real_write)
+        assert read == [12]
+
+
 class Listener:
     """A session as the resource hub sees it: remembers the URIs it was told of."""
 

@@ -24,13 +24,20 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from agora.errors import ActorStopped
-from agora.runtime.handling import RETRIES, GuardCounts, Handling, InternalError, commit_failed
+from agora.runtime.handling import (
+    RETRIES,
+    GuardCounts,
+    Handling,
+    InternalError,
+    commit_failed,
+    stamp,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -70,6 +77,9 @@ class Slot:
     change: trio.Event | None = None
     #: The actor's `Actor.epoch` the reply reflects (-1: unknown, a long-poll re-runs).
     epoch: int = -1
+    #: When the call began (`agora.runtime.handling.stamp`): a copy shown current after it
+    #: needs no version probe before a read-only reply (see `Handling._handle_guarded`).
+    since: int = field(default_factory=stamp)
     finished: bool = False
     _event: trio.Event | None = None  # made only if someone waits before it finishes
 
@@ -130,6 +140,7 @@ class Actor(Handling):
         self._entity: Entity | None = None
         #: The store's version of the entity this copy was loaded at (guarded stores only).
         self.version = 0
+        self.confirmed = 0
 
     def mailbox(self) -> trio.MemorySendChannel[tuple[Any, Slot]]:
         """Where commands queue; the first call opens it and starts the actor's task.
@@ -243,7 +254,7 @@ class Actor(Handling):
             self._entity = self._created()
         return self._entity is not None
 
-    async def run_inline(self, command: Any) -> Slot:
+    async def run_inline(self, command: Any, since: int | None = None) -> Slot:
         """Run ``command`` in the calling task, holding the actor's turn.
 
         Only when `can_run_inline`: the entity is loaded, nothing is queued, no command is
@@ -255,7 +266,7 @@ class Actor(Handling):
         """
         self._turn.acquire_nowait()
         idle_since, self.idle_since = self.idle_since, None
-        slot = Slot()
+        slot = Slot() if since is None else Slot(since=since)
         try:
             await self._handle(command, slot)
         except Exception:

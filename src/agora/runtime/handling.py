@@ -10,6 +10,7 @@ the change signal are the actor's own (`agora.runtime.actor`).
 
 from __future__ import annotations
 
+import itertools
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,18 @@ log = logging.getLogger(__name__)
 
 #: Times a command is re-run on a fresh copy when its entity changed on another node.
 RETRIES = 3
+
+_stamps = itertools.count(1)
+
+
+def stamp() -> int:
+    """A number greater than every one handed out before in this process.
+
+    Orders a command's arrival (`agora.runtime.actor.Slot.since`) against the moments a
+    cached copy was known to be current (`Handling.confirmed`), with no clock: two events of
+    one Trio tick still get distinct, ordered stamps.
+    """
+    return next(_stamps)
 
 
 class InternalError(AgoraError):
@@ -93,6 +106,9 @@ class Handling:
     key: str
     #: The store's version of the entity this copy was loaded at (guarded stores only).
     version: int
+    #: A `stamp` taken before the latest load, commit or probe that showed this copy to be
+    #: the database's current version (guarded stores only; 0: never).
+    confirmed: int
     handled: int
     change: trio.Event
     epoch: int
@@ -211,10 +227,14 @@ class Handling:
         A write commits only if the entity is still at the version this node loaded; a
         read-only reply from a cached entity is released only once a version probe confirms
         it is current (unless its kind says ``lagging_reads = True``: a copy at most one
-        notification old is good enough for it). Either way, a stale copy is dropped,
-        reloaded, and the pure `handle` re-run (at most `RETRIES` times); nothing was
-        released, so the caller never sees the retry. Past that, the caller gets `Busy`
-        (retryable; nothing changed).
+        notification old is good enough for it), or if the copy was already shown current
+        after the command arrived (``slot.since``): loaded, committed or probed since, as
+        when a long-poll re-runs after this node's own commit woke it. The reply then
+        reflects the database at that moment, which lies within the call, so no write
+        acknowledged elsewhere before the call began can be missing. Either way, a stale
+        copy is dropped, reloaded, and the pure `handle` re-run (at most `RETRIES` times);
+        nothing was released, so the caller never sees the retry. Past that, the caller gets
+        `Busy` (retryable; nothing changed).
         """
         runtime = self.runtime
         kind, key = self.kind.kind, self.key
@@ -238,15 +258,23 @@ class Handling:
                 return
             try:
                 if effects.writes:
+                    at = stamp()
                     guard = [Guard(kind, key, self.version)]
                     await runtime.store.write(effects.writes, guard, effects.updated)
                     self.version += 1
-                elif not fresh and not getattr(self.kind, "lagging_reads", False):
+                    self.confirmed = at
+                elif (
+                    not fresh
+                    and self.confirmed <= slot.since
+                    and not getattr(self.kind, "lagging_reads", False)
+                ):
+                    at = stamp()
                     versions = await runtime.store.probe([(kind, key)])
                     if versions[(kind, key)] != self.version:
                         self._entity = None
                         runtime.guard.stale_reads += 1
                         continue
+                    self.confirmed = at
             except Conflict:
                 self._entity = None
                 runtime.guard.retried += 1
@@ -279,10 +307,11 @@ class Handling:
             loaded_at = runtime.clock.now()
             try:
                 if runtime.store.guarded:
+                    at = stamp()
                     entity, self.version = await runtime.store.read_versioned(
                         self.kind.kind, self.key, lambda c: self.kind.load(c, self.key, loaded_at)
                     )
-                    self._entity = entity
+                    self._entity, self.confirmed = entity, at
                     return entity
                 created = self._created()
                 self._entity = (

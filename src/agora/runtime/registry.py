@@ -17,6 +17,7 @@ from agora.runtime import multi
 from agora.runtime.actor import Actor, GuardCounts, Slot
 from agora.runtime.clock import Clock
 from agora.runtime.follow import Follower, follow
+from agora.runtime.handling import stamp
 from agora.runtime.park import Timers
 from agora.runtime.resources import ResourceHub
 
@@ -200,13 +201,16 @@ class Runtime:
         """The ``[toolsets.<name>]`` table of the config file (empty if absent)."""
         return dict(self._options.get(toolset, {}))
 
-    async def _submit(self, kind: EntityKind, key: str, command: Any) -> tuple[Actor, Slot]:
+    async def _submit(
+        self, kind: EntityKind, key: str, command: Any, since: int | None = None
+    ) -> tuple[Actor, Slot]:
         await trio.lowlevel.checkpoint_if_cancelled()  # a caller cancelled already sends nothing
+        since = stamp() if since is None else since  # when the call began (`Slot.since`)
         for _ in range(3):
             actor = self.registry.get(kind, key)
             if actor.can_run_inline():
-                return actor, await actor.run_inline(command)
-            slot = Slot()
+                return actor, await actor.run_inline(command, since)
+            slot = Slot(since=since)
             actor.queued += 1
             try:
                 mailbox = actor.mailbox()
@@ -262,8 +266,9 @@ class Runtime:
             server began shutting down.
         """
         deadline = trio.current_time() + timeout
+        since = stamp()  # re-runs belong to this one call: a copy current since needs no probe
         while True:
-            actor, slot = await self._submit(kind, key, command)
+            actor, slot = await self._submit(kind, key, command, since)
             if slot.error is not None:
                 raise slot.error
             reply = slot.value
