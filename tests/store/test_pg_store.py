@@ -272,3 +272,30 @@ async def test_after_their_connections_are_killed_writer_and_readers_reconnect(p
             await store.write([insert(3)])
             ids = await store.read(lambda c: [r[0] for r in c.execute("SELECT id FROM items")])
             assert sorted(ids) == [1, 2, 3]
+
+
+async def test_probes_of_awkward_keys_gathered_and_after_their_connection_was_killed(pg_url):
+    import psycopg
+
+    keys = ["plain", 'a "quoted", key', "back\\slash", "{braces}", "é ü", "NULL", ""]
+    with trio.fail_after(WAIT):
+        async with open_store(pg_url, [ITEMS]) as store:
+            for i, key in enumerate(keys):
+                await store.write([insert(i)], [Guard("item", key, 0)])
+            want = {("item", key): 1 for key in keys} | {("item", "absent"): 0}
+            got: list[dict[tuple[str, str], int]] = []
+
+            async def probe(key: str) -> None:
+                got.append(await store.probe([("item", key)]))
+
+            async with trio.open_nursery() as nursery:  # arriving together: few queries
+                for key in [*keys, "absent"]:
+                    nursery.start_soon(probe, key)
+            assert sorted(got, key=str) == sorted(({k: v} for k, v in want.items()), key=str)
+            assert store.probes < len(want)  # type: ignore[attr-defined]
+            with psycopg.connect(pg_url, autocommit=True) as admin:
+                admin.execute(  # every connection of the store goes, the probe's too
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE pid <> pg_backend_pid() AND datname = current_database()"
+                )
+            assert await store.probe(want) == want  # on a new connection

@@ -32,6 +32,7 @@ from psycopg import pq
 from agora.errors import StoreError
 from agora.store.neutral import POSTGRESQL
 from agora.store.pg_cluster import ClusterLock, migrate
+from agora.store.pg_probe import VERSIONS, ProbeConn
 from agora.store.pg_sql import PgConn, connect
 from agora.store.pg_writer import PgWriter
 from agora.store.sqlite import COMMIT_TIMEOUT, STOP_SECONDS, Store
@@ -92,6 +93,8 @@ class PgStore(Store):
         self._pg_writer = writer
         self._pg_readers: list[PgConn] = []
         self._probe: _Probe | None = None
+        self._probe_conn = ProbeConn(url)
+        self._probe_turn = trio.Lock()
         self.probes = 0
         self.probed = 0
         self.reads = 0
@@ -223,7 +226,10 @@ class PgStore(Store):
         """The committed version of each (kind, key), 0 if never written.
 
         Callers arriving together share one query: the first waits one scheduling pass for
-        the others, asks for every key, and hands each caller the answer.
+        the others (and for the query before, if one is out: one at a time), asks for every
+        key, and hands each caller the answer. The query is sent only after every caller in
+        it arrived. It runs on the Trio thread (`agora.store.pg_probe`), except on an inline
+        store, whose reads all run there anyway.
 
         Raises:
             StoreError: if PostgreSQL cannot be read.
@@ -234,21 +240,28 @@ class PgStore(Store):
             batch.keys |= wanted
             await batch.done.wait()
         else:
-            batch = self._probe = _Probe(wanted)
-            try:
-                await trio.lowlevel.cancel_shielded_checkpoint()  # let the others join
-            finally:
-                self._probe = None
+            batch = self._probe = _Probe(set(wanted))  # its own set: others add to it
             with trio.CancelScope(shield=True):  # followers wait for this answer
+                try:
+                    await trio.lowlevel.cancel_shielded_checkpoint()  # let the others join
+                    await self._probe_turn.acquire()  # they join while the last one is out
+                finally:
+                    self._probe = None
                 self.probes += 1
                 self.probed += len(batch.keys)
                 try:
-                    batch.versions = await self.read(
-                        lambda c: _versions(c, sorted(batch.keys)), snapshot=False
-                    )
+                    if self._closed:
+                        raise StoreError("read failed: the store is closed")
+                    if self._inline:
+                        batch.versions = await self.read(
+                            lambda c: _versions(c, sorted(batch.keys)), snapshot=False
+                        )
+                    else:
+                        batch.versions = await self._probe_conn.versions(batch.keys)
                 except StoreError as exc:
                     batch.error = exc
                 finally:
+                    self._probe_turn.release()
                     batch.done.set()
         if batch.error is not None:
             raise StoreError(str(batch.error)) from batch.error
@@ -280,19 +293,12 @@ class PgStore(Store):
         for conn in self._pg_readers:
             conn.raw.close()
         self._pg_readers.clear()
+        self._probe_conn.close()
         self._pg_writer.close()
 
 
-#: One statement text whatever the number of keys (they travel as two arrays), so it is
-#: prepared once per connection; one statement, so it needs no snapshot of its own.
-_VERSIONS = (
-    "SELECT e.kind, e.key, e.version FROM agora_entities AS e "
-    "JOIN unnest(?::text[], ?::text[]) AS k(kind, key) ON e.kind = k.kind AND e.key = k.key"
-)
-
-
 def _versions(conn: PgConn, keys: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
-    rows = conn.execute(_VERSIONS, ([k for k, _ in keys], [key for _, key in keys])).fetchall()
+    rows = conn.execute(VERSIONS, ([k for k, _ in keys], [key for _, key in keys])).fetchall()
     return {(r[0], r[1]): int(r[2]) for r in rows}
 
 
@@ -345,5 +351,6 @@ async def open_pg_store(
         yield store
     finally:
         store._watch_scope.cancel()
+        store._probe_conn.close()  # here: its socket is watched by this thread's loop
         with trio.CancelScope(shield=True):
             await blocking(store.close)
