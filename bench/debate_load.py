@@ -22,7 +22,10 @@ shares the machine with).
     replies do, while a second connection of the agent drains its inbox (waits of 30 s, cut
     short when the run ends). The figure is the delivery latency at that offered rate.
     Reported: acknowledged (durable) posts/s; the server's CPU in all and of its main
-    (Trio) thread, per post; transactions/s and jobs per transaction (the group commit);
+    (Trio) thread, per post; the writer's per post (``/healthz`` store counters): its
+    thread's CPU, its wall time in statements and in COMMIT (WAL write, fsync, checkpoints),
+    and the bytes the server wrote to storage (``/proc/PID/io``); transactions/s and jobs
+    per transaction (the group commit);
     round trips p50/p99; delivery latency p50/p99, measured only for waits that were
     already parked when the message was posted, from the poster sending the post to the
     recipient's wait returning (it also counts the post's own trip and commit), and from the
@@ -48,7 +51,7 @@ import random
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 from debate_store import TOKEN, run_search, summary, tool, write_config
@@ -246,9 +249,45 @@ async def run_load(args: argparse.Namespace, directory: Path) -> None:
     report(stats, sorted(server.commits))
 
 
+async def store_counters(port: int) -> dict[str, Any]:
+    """The server's store counters (``/healthz`` "store") and its bytes written to storage
+    so far (``/proc/PID/io`` write_bytes: the WAL, checkpoints; added as "disk_bytes")."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        await stream.send_all(
+            b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        )
+        data = b""
+        while chunk := await stream.receive_some(65536):
+            data += chunk
+    return dict(json.loads(data.split(b"\r\n\r\n", 1)[1])["store"])
+
+
+def writer_figures(before: dict[str, Any], after: dict[str, Any], posts: int) -> str:
+    """Where the writer's time went, per post: its thread's CPU, the wall time of its
+    statements and of the rest of each transaction (COMMIT: WAL write, fsync, checkpoints)."""
+    cpu = after["writer_cpu_ms"] - before["writer_cpu_ms"]
+    statements = after["statements_ms"] - before["statements_ms"]
+    busy = after["commit_ms"]["sum"] - before["commit_ms"]["sum"]
+    return (
+        f"load: writer per post: CPU {1e3 * cpu / posts:,.0f} us; wall {1e3 * busy / posts:,.0f}"
+        f" us in transactions, of which {1e3 * statements / posts:,.0f} us in statements and"
+        f" {1e3 * (busy - statements) / posts:,.0f} us in COMMIT (WAL write, fsync, checkpoints)"
+    )
+
+
+def disk_bytes(pid: int) -> int:
+    """Bytes ``pid`` has caused to be written to storage (WAL, checkpoints)."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("write_bytes:"):
+            return int(line.split()[1])
+    return 0
+
+
 async def measure(server: Server, stats: Stats, seconds: float) -> None:
-    """Count for ``seconds``; print throughput, CPU and group-commit figures."""
+    """Count for ``seconds``; print throughput, CPU, writer and group-commit figures."""
     pid = server.pid
+    store0, disk0 = await store_counters(server.port), disk_bytes(pid)
     cpu0, main0 = cpu_seconds(pid), cpu_seconds(pid, pid)
     t0, own0, wall0, seen = (
         time.perf_counter(),
@@ -261,6 +300,7 @@ async def measure(server: Server, stats: Stats, seconds: float) -> None:
     stats.counting = False
     cpu1, main1 = cpu_seconds(pid), cpu_seconds(pid, pid)
     t1, own1, wall1 = time.perf_counter(), time.process_time(), time.time()
+    store1, disk1 = await store_counters(server.port), disk_bytes(pid)
     span, posts = t1 - t0, max(stats.posts, 1)
     jobs = [
         float(n)
@@ -277,6 +317,8 @@ async def measure(server: Server, stats: Stats, seconds: float) -> None:
         f"load: server CPU per post {1e6 * (cpu1 - cpu0) / posts:,.0f} us (main thread "
         f"{1e6 * (main1 - main0) / posts:,.0f} us), each post with its wait and advance"
     )
+    print(writer_figures(store0, store1, posts))
+    print(f"load: written to storage per post {(disk1 - disk0) / posts / 1024:,.1f} KiB")
     if jobs:
         print(
             f"load: {len(jobs) / span:,.0f} transactions/s, jobs per transaction: mean "

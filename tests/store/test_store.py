@@ -54,6 +54,23 @@ async def test_a_write_load_commits_in_fewer_transactions_than_jobs(tmp_path):
         assert await store.read(count) == 300
 
 
+async def test_the_counters_split_the_writer_time_into_cpu_statements_and_commit(tmp_path):
+    async with open_store(tmp_path / "split.db", [ITEMS]) as store:
+        before = store.counters()
+        with trio.fail_after(20):
+            async with trio.open_nursery() as nursery:
+                for i in range(200):
+                    nursery.start_soon(store.write, [insert(i)])
+        after = store.counters()
+    if after["engine"] != "sqlite":
+        pytest.skip("statements_ms is measured by the SQLite writer")
+    commit_ms = after["commit_ms"]["sum"] - before["commit_ms"]["sum"]
+    statements_ms = after["statements_ms"] - before["statements_ms"]
+    cpu_ms = after["writer_cpu_ms"] - before["writer_cpu_ms"]
+    assert 0 < statements_ms <= commit_ms  # the statements are part of BEGIN..COMMIT
+    assert cpu_ms > 0
+
+
 async def test_without_group_commit_each_write_is_its_own_transaction(tmp_path):
     async with open_store(tmp_path / "single.db", [ITEMS], group_commit=False) as store:
         with trio.fail_after(20):

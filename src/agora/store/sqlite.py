@@ -165,7 +165,9 @@ class Store:
     def counters(self) -> dict[str, Any]:
         """What the writer did since open, for ``/healthz``: ``engine``, ``commits``
         (transactions), ``commands`` (jobs committed in them), and the histograms
-        ``batch_size`` (commands per commit) and ``commit_ms`` (BEGIN to COMMIT's return)."""
+        ``batch_size`` (commands per commit) and ``commit_ms`` (BEGIN to COMMIT's return),
+        and the writer thread's totals ``writer_cpu_ms`` (its CPU) and ``statements_ms`` (wall
+        time in the statements; SQLite only: the rest of ``commit_ms`` is the COMMIT)."""
         writer = self._writer
         return {
             "engine": self.dialect,
@@ -173,6 +175,8 @@ class Store:
             "commands": writer.jobs,
             "batch_size": writer.batch_sizes.snapshot(),
             "commit_ms": writer.commit_ms.snapshot(),
+            "writer_cpu_ms": round(writer.cpu_s * 1e3, 3),
+            "statements_ms": round(writer.statements_s * 1e3, 3),
         }
 
     async def write(

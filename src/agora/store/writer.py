@@ -115,6 +115,12 @@ class Writer:
         #: from BEGIN to COMMIT's return, lock waits included): the operator's counters.
         self.batch_sizes = Histogram(BATCH_SIZE)
         self.commit_ms = Histogram(COMMIT_MS)
+        #: Seconds of CPU the writer thread spent on batches (its own clock: what the
+        #: statements, the COMMIT and the checkpoints cost it, not the waits), and of wall
+        #: time in the statements of SQLite batches (from BEGIN's return to the last one's:
+        #: what is left of ``commit_ms`` is the COMMIT, its fsync and any checkpoint).
+        self.cpu_s = 0.0
+        self.statements_s = 0.0
 
     def counted(self, committed: int, began: float) -> None:
         """Count one transaction that committed ``committed`` jobs, begun at ``began``
@@ -223,7 +229,9 @@ class Writer:
                     stopping = True
                     break
                 batch.append(item)  # type: ignore[arg-type]
+            cpu = time.thread_time()
             self.commit_batch(batch)
+            self.cpu_s += time.thread_time() - cpu
             if stopping:
                 return
 
@@ -260,7 +268,9 @@ class Writer:
         try:
             conn.execute("BEGIN IMMEDIATE")  # waits here while another process writes
             batch = self._take(batch)
+            began_statements = time.perf_counter()
             outcomes = self._run_batch(conn, batch) if batch else []
+            self.statements_s += time.perf_counter() - began_statements
             committed = outcomes.count(None)
             conn.execute("COMMIT" if committed else "ROLLBACK")  # no fsync for nothing
         except Exception as exc:  # the whole batch failed: nothing of it is committed
