@@ -240,8 +240,9 @@ def main(argv: list[str] | None = None) -> int:
             return 130
         if isinstance(leaf, _Refused | ValueError | StoreError):
             hint = ""
-            if isinstance(leaf, DatabaseInUse) and not leaf.shared:
-                hint = _IN_USE_HINTS.get(args.command, "")
+            if isinstance(leaf, DatabaseInUse):
+                hints = _SHARED_HINTS if leaf.shared else _IN_USE_HINTS
+                hint = hints.get(args.command, "")
             print(f"agora: {leaf}{hint}", file=sys.stderr)
             return BAD_CONFIGURATION
         from agora.bridge import BridgeError
@@ -263,6 +264,11 @@ _IN_USE_HINTS = {
     "stdio": "; to use it, relay to that server: agora stdio --connect ws://HOST:PORT/mcp/..., "
     "or run both with --shared",
     "cards": "; stop that server first (cards sign is offline)",
+}
+_SHARED_HINTS = {
+    "serve": "; to run beside them, open it shared too: --shared (or shared = true)",
+    "stdio": "; to run beside them, open it shared too: --shared (or shared = true)",
+    "cards": "; cards sign is offline: stop them first",
 }
 _BIND_ERRORS = (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES)
 

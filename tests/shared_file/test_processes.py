@@ -214,3 +214,21 @@ async def test_an_unshared_process_is_never_beside_a_shared_one(tmp_path, first,
         assert says in line, line
         assert "--shared" in line, line
         server.assert_clean_exit(server.stop())
+
+
+async def test_cards_sign_is_refused_beside_shared_processes(tmp_path):
+    db = tmp_path / "agora.db"
+    with AgoraProcess("--db", str(db), "--shared", "--toolsets", "chamber") as server:
+        with trio.fail_after(TIMEOUT):
+            done = await trio.run_process(
+                [AGORA, "cards", "sign", "--db", str(db), "--key", "no-such-key"],
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+                env=clean_env(),
+            )
+        assert done.returncode == 2
+        line = done.stderr.decode().strip()
+        assert "is shared by other agora processes" in line, line
+        assert "cards sign is offline: stop them first" in line, line
+        server.assert_clean_exit(server.stop())

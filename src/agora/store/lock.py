@@ -54,10 +54,7 @@ class DatabaseInUse(StoreError):
         self, path: str, pid: int | None, command: str = "", *, shared: bool = False
     ) -> None:
         if shared:
-            message = (
-                f"database {path} is shared by other agora processes; open it shared too "
-                "(--shared, or shared = true) to run beside them"
-            )
+            message = f"database {path} is shared by other agora processes (opened --shared)"
         else:
             holder = f"pid {pid}" if pid is not None else "pid unknown"
             if command:
