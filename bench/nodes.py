@@ -466,7 +466,7 @@ async def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--workloads", type=lambda s: s.split(","),
+    parser.add_argument("--workloads", type=lambda s: [w for w in s.split(",") if w],
                         default=["chamber", "chess", "chess-cross"])  # fmt: skip
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--clients", type=int, default=48, help="agents, or chess tables")

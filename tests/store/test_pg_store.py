@@ -299,3 +299,47 @@ async def test_probes_of_awkward_keys_gathered_and_after_their_connection_was_ki
                     "WHERE pid <> pg_backend_pid() AND datname = current_database()"
                 )
             assert await store.probe(want) == want  # on a new connection
+
+
+async def test_versioned_reads_leave_no_transaction_open_and_survive_a_killed_reader(pg_url):
+    import psycopg
+
+    def names(conn: object) -> list[str]:
+        rows = conn.execute("SELECT name FROM items ORDER BY id")  # type: ignore[attr-defined]
+        return [r[0] for r in rows]
+
+    def nothing_yet(conn: object) -> str:  # as a loader of a toolset that never wrote
+        try:
+            conn.execute("SELECT * FROM never_made")  # type: ignore[attr-defined]
+        except MissingTable:
+            return "no table"
+        raise AssertionError("the table exists")
+
+    def open_transactions(admin: psycopg.Connection) -> int:
+        row = admin.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND state LIKE 'idle in transaction%'"
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    with trio.fail_after(WAIT):
+        async with open_store(pg_url, [ITEMS]) as store:
+            await store.write([insert(1)], [Guard("item", "k", 0)])
+            await store.write([insert(2)], [Guard("item", "k", 1)])
+            read = store.read_versioned  # type: ignore[attr-defined]
+            assert await read("item", "k", names) == (["item-1", "item-2"], 2)
+            assert await read("item", "k", lambda c: "no statement") == ("no statement", 2)
+            assert await read("item", "absent", names) == (["item-1", "item-2"], 0)
+            # Its first statement failed, and the version's query rode with it: still read.
+            assert await read("item", "k", nothing_yet) == ("no table", 2)
+            with psycopg.connect(pg_url, autocommit=True) as admin:
+                # The snapshot's COMMIT went out unanswered; the server ended it all the same.
+                while open_transactions(admin):  # noqa: ASYNC110 - the server's state, polled
+                    await trio.sleep(0.01)
+                admin.execute(  # the pooled reader, its COMMIT's answer unread, goes
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE pid <> pg_backend_pid() AND datname = current_database()"
+                )
+            await store.write([insert(3)], [Guard("item", "k", 2)])
+            got = await read("item", "k", names)
+            assert got == (["item-1", "item-2", "item-3"], 3)

@@ -47,6 +47,7 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 _SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+_VERSION = "SELECT version FROM agora_entities WHERE kind = ? AND key = ?"
 
 
 @dataclass(slots=True, eq=False)
@@ -171,6 +172,11 @@ class PgStore(Store):
     def _read_in_thread(
         self, fn: Callable[[Any], T], held: list[PgConn], snapshot: bool = True
     ) -> T:
+        if held and held[0].committing:
+            try:
+                held[0].settle()  # the last read's COMMIT (see `_in_snapshot`)
+            except psycopg.OperationalError:  # the connection died idle: nothing ran yet
+                held[0].raw.close()
         if not held or held[0].raw.closed or held[0].raw.broken:
             held[:] = [PgConn(connect(self.url))]
         if not snapshot:
@@ -194,13 +200,14 @@ class PgStore(Store):
 
     @staticmethod
     def _in_snapshot(fn: Callable[[Any], T], conn: PgConn) -> T:
-        # BEGIN travels with fn's first statement (one round trip fewer per read).
+        # BEGIN travels with fn's first statement, and COMMIT is sent without waiting for
+        # its answer (the next read on this connection reads it): two round trips fewer.
         conn.begin, conn.began = _SNAPSHOT, False
         raw = conn.raw
         try:
             result = fn(conn)
         except BaseException:
-            conn.begin = None
+            conn.begin = conn.ahead = None
             if raw.broken:
                 raw.close()
             elif raw.info.transaction_status != pq.TransactionStatus.IDLE:
@@ -208,17 +215,22 @@ class PgStore(Store):
             raise
         conn.begin = None
         if raw.info.transaction_status != pq.TransactionStatus.IDLE:  # fn ran a statement
-            raw.execute("COMMIT")  # (in a transaction a failed statement aborted: a ROLLBACK)
+            conn.commit_later()  # (in a transaction a failed statement aborted: a ROLLBACK)
         return result
 
     async def read_versioned(self, kind: str, key: str, fn: Callable[[Any], T]) -> tuple[T, int]:
-        """``fn(conn)`` and the version of entity (kind, key) (0: never written), one snapshot."""
+        """``fn(conn)`` and the version of entity (kind, key) (0: never written), one snapshot.
+
+        The version's query travels with the loader's first statement (one round trip).
+        """
 
         def both(conn: PgConn) -> tuple[T, int]:
-            row = conn.execute(
-                "SELECT version FROM agora_entities WHERE kind = ? AND key = ?", (kind, key)
-            ).fetchone()
-            return fn(conn), (0 if row is None else int(row[0]))
+            conn.send_ahead(_VERSION, (kind, key))
+            result = fn(conn)
+            rows = conn.ahead_result()
+            if rows is None:  # the loader ran no statement
+                rows = conn.execute(_VERSION, (kind, key)).fetchall()
+            return result, (int(rows[0][0]) if rows else 0)
 
         return await self.read(both)
 

@@ -12,10 +12,12 @@ This module does no Trio work.
 from __future__ import annotations
 
 import re
+import select
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import psycopg
+from psycopg import pq
 from psycopg.adapt import Dumper, Loader
 from psycopg.pq import Format
 
@@ -144,6 +146,11 @@ class PgConn:
             both, in a pipeline), or None. `began` says whether it has been sent.
         began: The pending ``begin`` and its statement ran; False while it waits for a
             statement, and when they failed (if they never reached the server, nothing ran).
+        ahead: A statement (``?`` placeholders, parameters) to send in that same round trip,
+            after ``begin`` and before the next statement, or None; its rows land in
+            `ahead_rows`. How an entity's version travels with its loader's first query.
+        committing: A ``COMMIT`` was sent and its answer not read yet (`commit_later`):
+            `settle` reads it before anything else is sent.
     """
 
     dialect = "postgresql"
@@ -152,21 +159,83 @@ class PgConn:
         self.raw = conn
         self.begin: str | None = None
         self.began = False
+        self.ahead: tuple[str, Any] | None = None
+        self.ahead_rows: list[Any] | None = None
+        self.committing = False
 
     def execute(self, sql: str, parameters: Any = (), /) -> PgCursor:
-        """Run one statement (after the pending ``begin``, in the same round trip)."""
+        """Run one statement (after the pending ``begin`` and ``ahead``, in one round trip)."""
         query, params = convert(sql, parameters)
         try:
-            if self.begin is None:
+            if self.begin is None and self.ahead is None:
                 return PgCursor(self.raw.execute(query, params))
             begin, self.begin = self.begin, None
-            with self.raw.pipeline():
-                self.raw.execute(begin)
-                cursor = self.raw.execute(query, params)
+            ahead, self.ahead = self.ahead, None
+            first = None
+            try:
+                with self.raw.pipeline():
+                    if begin is not None:
+                        self.raw.execute(begin)
+                    first = None if ahead is None else self.raw.execute(*convert(*ahead))
+                    cursor = self.raw.execute(query, params)
+            finally:
+                # Kept even if the statement failed (a loader may expect that: a missing
+                # table), since the transaction cannot run the ``ahead`` one after it.
+                if first is not None and first.pgresult is not None:
+                    self.ahead_rows = first.fetchall()
             self.began = True
             return PgCursor(cursor)
         except psycopg.errors.UndefinedTable as exc:
             raise MissingTable(str(exc)) from exc
+
+    def send_ahead(self, sql: str, parameters: Any) -> None:
+        """Send ``sql`` in the round trip of the next statement, before it (`ahead`)."""
+        self.ahead, self.ahead_rows = (sql, parameters), None
+
+    def ahead_result(self) -> list[Any] | None:
+        """The rows of the `send_ahead` statement; None if no statement carried it (it is
+        then dropped)."""
+        rows, self.ahead, self.ahead_rows = self.ahead_rows, None, None
+        return rows
+
+    def commit_later(self) -> None:
+        """Send ``COMMIT`` without waiting for its answer (`settle` reads it).
+
+        The server ends the transaction as soon as it reads the message; only this side's
+        wait is spared (a round trip per read, and on a busy machine one more wait for the
+        server process and this thread to be scheduled).
+        """
+        pgconn = self.raw.pgconn
+        pgconn.send_query(b"COMMIT")
+        self.committing = True
+        while pgconn.flush():  # 1: more to send once the socket is writable
+            select.select([pgconn.socket], [pgconn.socket], [])
+            pgconn.consume_input()
+
+    def settle(self) -> None:
+        """Read the answer of a `commit_later` ``COMMIT``, if one is out.
+
+        Raises:
+            psycopg.OperationalError: the connection broke meanwhile (nothing is lost: the
+                transaction only read).
+        """
+        if not self.committing:
+            return
+        self.committing = False
+        pgconn = self.raw.pgconn
+        failed = None
+        while True:
+            while pgconn.is_busy():
+                select.select([pgconn.socket], [], [])
+                pgconn.consume_input()
+            result = pgconn.get_result()
+            if result is None:
+                break
+            if result.status != pq.ExecStatus.COMMAND_OK:
+                failed = result.error_message
+        if failed is not None or pgconn.status != pq.ConnStatus.OK:
+            self.raw.close()
+            raise psycopg.OperationalError(f"a read's COMMIT failed: {failed!r}")
 
 
 def connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[Any]:
