@@ -26,16 +26,29 @@ throughput on N nodes over one node.
 Then the wake under light load: chess-cross with ``--light-tables`` tables (default 1) on
 two uncapped nodes, far from saturated (under full load a wake waits in the queue of a
 saturated node like any other call, and each chess-cross wake reloads the table, replaying
-its game). Last, cross-node wake latency in-process (no load, no caps): two runtimes on one
-database, a waiter parked on A, B commits, from B's acknowledged commit to A's answer,
-``--wakes`` times.
+its game). Its path: B commits the human's move (NOTIFY in the transaction), A's listener
+(waiting on its socket in Trio, no polling) drops A's copy and wakes the parked
+``wait_for_turn``, which reloads the table in a worker thread (3 round trips and the replay)
+and renders its reply; meanwhile B renders the page's reply to the human. So on this
+2-core machine each wake has four processes wanting a core at once (both nodes, PostgreSQL,
+the load generator): its tail is mostly scheduling, which a quiet machine shortens. The
+nodes are uncapped here, so no cgroup quota period shapes it (capped, the 10 ms period of
+`cgroups.PERIOD_US` bounds a throttled node's stall at 7.5 ms at 0.25 core; the default 100
+ms would allow 75). Last, cross-node wake latency in-process (no load, no caps): two
+runtimes on one database, a waiter parked on A, B commits, from B's acknowledged commit to
+A's answer, ``--wakes`` times.
+
+Not a model of any deployment: one load generator process drives every client, on the same
+2 cores as the nodes and PostgreSQL (its CPU per command is printed), so past 2 nodes the
+machine, not agora, bounds throughput. What each chess workload stands for is in
+``bench/nodes_load.py``.
 
 PostgreSQL: ``--pg URL`` (its CPU is then every process named postgres on this machine), or
 a throwaway cluster started with ``scripts/pg.sh`` (Debian's postgresql, ``fsync=on``,
 ``synchronous_commit=on``). Needs root for the cgroups (else the nodes run uncapped, as
 printed). Usage: ``.venv/bin/python bench/nodes.py [--workloads chamber,chess,chess-cross]
 [--nodes 1,2,3] [--seconds 10] [--clients 48] [--cap 0.25 | --no-cap] [--pg-cap CORES]
-[--wakes 200] [--py-spy DIR]``.
+[--wakes 200] [--py-spy DIR]``; ``--workloads ''`` runs only the two wake rows.
 Not run by CI.
 """
 

@@ -11,11 +11,21 @@ and, for chess, the cross-node wake latencies. Imported by ``bench/nodes.py``; n
   and enters again. Commands: enters, actions, seals.
 - chess: table ``i`` has an agent playing over WebSocket and a human over HTTP (the page's
   API), both through node ``i mod N``: what a load balancer hashing on the table's path
-  gives. Commands: moves. The wake is timed from the human's acknowledged move (its POST
-  answered) to the agent's ``wait_for_turn`` reply (0 if the reply came first).
+  gives, so a table's players share a node and its moves wake waits on that node. Commands:
+  moves. The wake is timed from the human's acknowledged move (its POST answered) to the
+  agent's ``wait_for_turn`` reply (0 if the reply came first). What it measures: scale-out
+  with affinity, where the nodes share only the database and each other's notifications.
+  Not quite a deployment: every table is created through node 0 (one POST each, before the
+  timed window), so node 0 keeps a copy of each table until it is evicted as idle and hears
+  every move made on the other nodes (the "stale copies" column: ~0.5 per command on 2
+  nodes). A deployment whose creation call lands on a node other than the table's sees the
+  same, per such table.
 - chess-cross: the same, but the human goes through node ``i + 1``: on two or more nodes
   every move is committed on one node and wakes a wait parked on the other, which must
-  reload the table (the worst case: no affinity at all).
+  reload the table (replaying its game) before answering. No affinity at all: a bound on
+  what the cross-node path costs (a reload per move on each side) and the cross-node wake
+  under load; not the throughput a deployment with affinity should expect. On one node it
+  is the chess workload.
 - router: each agent records events on its own workflow run, with the state version of the
   previous reply (a CAS-checked commit per call).
 """
