@@ -124,6 +124,13 @@ async def test_the_same_action_index_through_serve_and_stdio_has_exactly_one_win
                     assert loser["current_action_index"] == expected + 1
                     wins[0 if got[0].get("ok") else 1] += 1
                 assert (await look(here, handle, 30))["action_index"] == 31
+                status, health = await http_json("GET", f"{server.url}/healthz")
+                assert status == 200, health
+                store = health["store"]
+                assert store["engine"] == "sqlite"
+                assert store["retried"] == store["conflicts"]  # each rejected command reran
+                assert store["busy"] == 0  # one rival write per round never needs a 4th try
+                assert store["listener_connects"] == 1  # the change feed started once
         server.assert_clean_exit(server.stop())
     assert sum(wins) == 30
 

@@ -37,6 +37,22 @@ async def test_shared_openers_run_together_and_an_unshared_one_is_refused(tmp_pa
         assert not alone.shared
 
 
+async def test_an_unshared_file_gets_no_guard_tables_and_no_turns_file(tmp_path):
+    db = tmp_path / "agora.db"
+    async with open_store(db, [ITEMS]) as store:
+        names = await store.read(
+            lambda c: [r[0] for r in c.execute("SELECT name FROM sqlite_master")]
+        )
+    assert "agora_entities" not in names
+    assert sorted(p.name for p in tmp_path.iterdir() if ".lock" in p.name) == ["agora.db.lock"]
+    async with open_store(db, [ITEMS], shared=True) as store:
+        names = await store.read(
+            lambda c: [r[0] for r in c.execute("SELECT name FROM sqlite_master")]
+        )
+    assert "agora_entities" in names
+    assert (tmp_path / "agora.db.lock.write").exists()
+
+
 async def test_a_shared_opener_is_refused_beside_an_unshared_one(tmp_path):
     db = tmp_path / "agora.db"
     async with open_store(db, [ITEMS]):

@@ -60,6 +60,7 @@ class GuardedWriter(Writer):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.conflicts = 0
         self.own: set[int] = set()
+        self._stamp: int | None = None  # the change stamp of the batch being committed
         self._turns = os.open(turns, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
 
     def commit_batch(self, batch: list[Job]) -> None:
@@ -68,9 +69,18 @@ class GuardedWriter(Writer):
             return  # nobody waits: do not queue for the turn
         fcntl.flock(self._turns, fcntl.LOCK_EX)
         try:
+            committed, self._stamp = self.batches, None
             super().commit_batch(batch)
+            stamp = self._written_stamp()
+            if stamp is not None and self.batches == committed:
+                # Rolled back: the next commit, maybe another process's, takes this stamp.
+                self.own.discard(stamp)
         finally:
             fcntl.flock(self._turns, fcntl.LOCK_UN)
+
+    def _written_stamp(self) -> int | None:
+        """The change stamp the last batch wrote, if it bumped anything."""
+        return self._stamp
 
     def close(self) -> None:
         """Close the turns file (after `stop`)."""
@@ -103,6 +113,7 @@ class GuardedWriter(Writer):
                 cursor.executemany(BUMP, [(v, stamp, kind, key) for kind, key, v in bumps])
             if uris:
                 cursor.executemany(TOUCH, [(URI_MARK, uri, stamp) for uri in dict.fromkeys(uris)])
+            self._stamp = stamp
             own = self.own
             own.add(stamp)
             if len(own) > OWN_STAMPS:

@@ -155,17 +155,23 @@ class SharedStore(Store):
         last = int(conn.execute(LAST_STAMP).fetchone()[0])
         task_status.started()
         own = self._guarded_writer.own
+        failing = False
         while True:
             await trio.sleep(self.poll_seconds)
             try:
                 moved = conn.execute("PRAGMA data_version").fetchone()[0]
                 if moved == seen:
                     continue
-                seen = moved
                 rows = conn.execute(CHANGED, (last,)).fetchall()
             except sqlite3.Error as exc:  # a busy or failing file: the next poll retries
-                log.warning("cannot read changes made by other processes: %s", exc)
+                if not failing:  # once per spell, not every poll
+                    log.warning("cannot read changes made by other processes: %s", exc)
+                failing = True
                 continue
+            if failing:
+                log.info("reading changes made by other processes again")
+                failing = False
+            seen = moved
             self.polls += 1
             if not rows:
                 continue
