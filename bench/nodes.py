@@ -18,7 +18,7 @@ batch size (commands per commit) and commit p99 (BEGIN to COMMIT's return, from 
 ``/healthz`` histograms, so "<= bucket bound"); for chess, the wake p99: the human's move
 acknowledged -> the agent's ``wait_for_turn`` answered (by another node in chess-cross); on
 PostgreSQL, what the shared store cost per command (``/healthz``): reads (entity loads,
-listings and probes), version probes, other nodes' notifications heard, cached copies they
+listings), version probes, other nodes' notifications heard, cached copies they
 made stale (counted per notification line that names a live actor), stale reads; how often
 the cap throttled the nodes; the load generator's CPU per command. Then, per workload,
 throughput on N nodes over one node.

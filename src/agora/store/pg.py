@@ -130,7 +130,7 @@ class PgStore(Store):
     def counters(self) -> dict[str, Any]:
         """`Store.counters`, plus the version guard's and the shared store's own:
         ``conflicts`` (guarded commands rejected: their entity changed on another node),
-        ``reads`` (read calls: entity loads, listings and probes alike), ``probes``
+        ``reads`` (read calls: entity loads and listings), ``probes``
         (version-probe queries) and ``probed`` (keys they checked),
         ``notes_sent`` (NOTIFY calls committed), ``writer_reconnects`` and ``reruns``
         (batches rerun one savepoint per command after a statement failed)."""
