@@ -5,8 +5,9 @@ Run as ``python bench/probed_serve.py serve ...`` (the arguments of ``agora``), 
 and, if ``BENCH_TRACE_FRAMES`` is above 0, traces allocations with tracemalloc from before
 agora is imported. Each SIGUSR1 writes ``<n>.json`` (n = 0, 1, ...: the collections since
 the last signal: count per generation, longest pause in wall and CPU time, total; the
-objects tracked by the collector and, when tracing, their count by type; if ``<n>.collect``
-exists, what a full collection of the whole heap, frozen part included, found
+objects tracked by the collector and, when tracing or with ``BENCH_TYPES`` set, their
+count by type (with ``BENCH_TYPES`` and a collection: of every live object, frozen ones too);
+if ``<n>.collect`` exists, what a full collection of the whole heap, frozen part included, found
 unreachable), ``<n>.snap``
 (the tracemalloc snapshot, when tracing) and then ``<n>.done``, so the bench knows both are
 whole. Tracing costs CPU and about doubles RSS: its figures are for comparing allocation
@@ -76,12 +77,14 @@ class _Pauses:
             "tracked_objects": len(tracked),
             "frozen_objects": gc.get_freeze_count(),
         }
-        if FRAMES > 0:
+        if FRAMES > 0 or os.environ.get("BENCH_TYPES"):
             figures["types"] = Counter(type(o).__qualname__ for o in tracked)
         del tracked
         if (directory / f"{n}.collect").exists():  # asked for: how much cyclic garbage
             gc.unfreeze()
             figures["unreachable_found"] = gc.collect()
+            if os.environ.get("BENCH_TYPES"):  # every live tracked object, frozen ones too
+                figures["types"] = Counter(type(o).__qualname__ for o in gc.get_objects())
             gc.freeze()
         (directory / f"{n}.json").write_text(json.dumps(figures))
         if FRAMES > 0:

@@ -104,16 +104,18 @@ async def agora_serve(
     probe: Path | None = None,
     trace_frames: int = 0,
     old_gc: bool = False,
+    types: bool = False,
     **settings: str,
 ) -> AsyncIterator[Server]:
     """Run ``agora serve --toolsets <toolsets>``; ``settings`` become ``AGORA_<NAME>``,
-    ``config`` is passed as ``--config`` (e.g. for ``[[principals]]``). With ``probe`` (a
-    directory) it runs under `probed_serve`, which times its garbage collections and, with
-    ``trace_frames``, traces its allocations (``old_gc``: with the collector policy of
-    before `agora.server.heap`); `Server.probe` asks it for them.
+        ``config`` is passed as ``--config`` (e.g. for ``[[principals]]``). With ``probe`` (a
+        directory) it runs under `probed_serve`, which times its garbage collections and, with
+        ``trace_frames``, traces its allocations (``types``: counts live objects by type without
+    tracing; ``old_gc``: with the collector policy of
+        before `agora.server.heap`); `Server.probe` asks it for them.
 
-    Raises:
-        RuntimeError: it did not start, or did not exit cleanly on SIGTERM.
+        Raises:
+            RuntimeError: it did not start, or did not exit cleanly on SIGTERM.
     """
     script = shutil.which("agora", path=str(Path(sys.executable).parent))
     command = [script] if script else [sys.executable, "-m", "agora.cli"]
@@ -128,6 +130,8 @@ async def agora_serve(
         env |= {"BENCH_PROBE_DIR": str(probe), "BENCH_TRACE_FRAMES": str(trace_frames)}
         if old_gc:
             env["BENCH_OLD_GC"] = "1"
+        if types:
+            env["BENCH_TYPES"] = "1"
     process = await trio.lowlevel.open_process(
         command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
     )

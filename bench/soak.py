@@ -73,6 +73,53 @@ async def sample(pid: int, port: int, db: Path) -> dict[str, float]:
     }
 
 
+def _growth(before: Any, after: Any, top: int) -> list[str]:
+    """The ``top`` allocation sites (tracebacks) that grew most from ``before`` to ``after``."""
+    diff = after.compare_to(before, "traceback")
+    lines = []
+    for stat in diff[:top]:
+        lines.append(
+            f"{stat.size_diff / 2**20:+.2f} MiB ({stat.count_diff:+d} blocks), "
+            f"now {stat.size / 2**20:.2f} MiB"
+        )
+        lines += ["    " + line for line in stat.traceback.format()]
+    return lines
+
+
+async def tracer(server: Any, args: argparse.Namespace, start: float) -> None:
+    """Every ``--trace-every`` minutes: the server's tracemalloc snapshot and live objects by
+    type, compared with the first one taken after warm-up; written to ``--trace-out``."""
+    import tracemalloc
+    from collections import Counter
+
+    out = Path(args.trace_out)
+    first: Any = None
+    first_types: Counter[str] | None = None
+    await trio.sleep(args.warm * 60)
+    while True:
+        figures, path = await server.probe(collect=True)
+        minute = (time.perf_counter() - start) / 60
+        snap = tracemalloc.Snapshot.load(str(path)) if path else None
+        types = Counter(figures.get("types", {}))
+        if first_types is None:
+            first, first_types = snap, types
+        else:
+            lines = [
+                f"== minute {minute:.1f} vs warm ({figures.get('tracked_objects')} tracked,"
+                f" unreachable {figures.get('unreachable_found')},"
+                f" rss {vm_rss(server.pid) >> 20} MiB)"
+            ]
+            grown = (types - first_types).most_common(25)
+            lines += [f"  {name}: +{count}" for name, count in grown]
+            if snap is not None and first is not None:
+                lines += _growth(first, snap, args.trace_top)
+            with out.open("a") as f:  # noqa: ASYNC230 - a bench report, once a minute
+                f.write("\n".join(lines) + "\n")
+        if path:
+            path.unlink()
+        await trio.sleep(args.trace_every * 60)
+
+
 async def soak(args: argparse.Namespace) -> Report:
     report = Report("soak", vars(args).copy())
     samples: list[dict[str, float]] = []
@@ -81,7 +128,15 @@ async def soak(args: argparse.Namespace) -> Report:
         config = mixed.write_config(directory)
         db = directory / "soak.db"
         all_sets = "chess,chamber,router,debate"
-        async with agora_serve(db, all_sets, config=config, synchronous="FULL") as server:
+        probe = None
+        if args.trace_frames or args.types:
+            probe = directory / "probe"
+            probe.mkdir()
+        async with agora_serve(
+            db, all_sets, config=config, probe=probe, trace_frames=args.trace_frames,
+            types=args.types,
+            synchronous="FULL",
+        ) as server:  # fmt: skip
             url = server.url.replace("http://", "ws://") + "/mcp"
             mix = mixed.Mix(url, mixed.plan_actors(args.sessions), mixed.Acks())
             await mixed.setup_topics(mix, max(1, args.sessions // 40))
@@ -98,6 +153,8 @@ async def soak(args: argparse.Namespace) -> Report:
             progress = Progress("soak", seconds, lambda: mix.stats.calls)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(sampler)
+                if probe is not None:
+                    nursery.start_soon(tracer, server, args, start)
                 nursery.start_soon(progress.run)
                 with trio.fail_after(seconds + 120):
                     await mixed.run(mix, seconds)
@@ -127,6 +184,18 @@ def main(argv: list[str] | None = None) -> Report:
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--every", type=float, default=10.0)
     parser.add_argument("--warm", type=float, default=5.0)
+    parser.add_argument(
+        "--trace-frames",
+        type=int,
+        default=0,
+        help="run the server under tracemalloc with this many frames",
+    )
+    parser.add_argument(
+        "--types", action="store_true", help="count the server's live objects by type (no tracing)"
+    )
+    parser.add_argument("--trace-every", type=float, default=2.0)
+    parser.add_argument("--trace-top", type=int, default=15)
+    parser.add_argument("--trace-out", default="soak-trace.txt")
     args = parser.parse_args(argv)
     raise_fd_limit()
     return trio.run(soak, args)
