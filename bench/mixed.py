@@ -11,6 +11,10 @@ actor with one job, in proportions that give about 60% reads and 40% durable wri
 - parked (10%): ``debate_signal_wait`` long-polls (5 s) on the posters' topics, advancing
   past what they get.
 
+With `Mix.topic_messages` set, a topic that has that many messages is replaced by a fresh one
+(the poster that reaches the count opens it; readers and parked sessions follow on their next
+call), so the live topics' transcripts stay bounded, as when debates end.
+
 Every acknowledged write is appended to `Acks` (and, with a path, to a JSON-lines file
 flushed per line) before the next call: the crash test compares it with the database after
 a SIGKILL. Actors keep their entities between `run` calls, so after a restart they resume
@@ -149,6 +153,10 @@ class Mix:
     topics: list[dict[str, Any]] = field(default_factory=list)
     #: Several servers (a multi-node set-up): actor n connects to ``urls[n % len(urls)]``.
     urls: list[str] = field(default_factory=list)
+    #: Messages after which a topic is replaced by a fresh one (0: never). Real debates
+    #: end; a topic that lives for the whole run holds its whole transcript's index in the
+    #: server's memory (see `bench/soak.py`), which is growth with data, not a leak.
+    topic_messages: int = 0
 
     def url_of(self, actor: Actor) -> str:
         return self.urls[actor.n % len(self.urls)] if self.urls else self.url
@@ -182,25 +190,29 @@ async def setup_topics(mix: Mix, count: int) -> None:
     """``count`` active topics of two roles each (A posts to B; B parks on its inbox)."""
     async with lean_connect(mix.url, TOKEN) as client:
         for _ in range(count):
-            a = (await mix.call(client, "setup", "debate_session_open"))["session_id"]
-            b = (await mix.call(client, "setup", "debate_session_open"))["session_id"]
-            roster = [{"role": "ROLE_A", "session_id": a}, {"role": "ROLE_B", "session_id": b}]
-            topic = await mix.call(
-                client, "setup", "debate_init", title="mixed", created_by_role="ROLE_A",
-                roles_json=json.dumps(roster), metadata_json=LANE,
-            )  # fmt: skip
-            tid = topic["topic_id"]
-            await mix.call(
-                client, "setup", "debate_state", topic_id=tid, role="ROLE_A", new_state="ACTIVE"
-            )
-            mix.topics.append({"topic_id": tid, "a": a, "b": b})
+            mix.topics.append(await new_topic(mix, client))
+
+
+async def new_topic(mix: Mix, client: LeanClient) -> dict[str, Any]:
+    """A fresh ACTIVE topic of two roles, each held by a session of its own."""
+    a = (await mix.call(client, "setup", "debate_session_open"))["session_id"]
+    b = (await mix.call(client, "setup", "debate_session_open"))["session_id"]
+    roster = [{"role": "ROLE_A", "session_id": a}, {"role": "ROLE_B", "session_id": b}]
+    topic = await mix.call(
+        client, "setup", "debate_init", title="mixed", created_by_role="ROLE_A",
+        roles_json=json.dumps(roster), metadata_json=LANE,
+    )  # fmt: skip
+    tid = topic["topic_id"]
+    await mix.call(client, "setup", "debate_state", topic_id=tid, role="ROLE_A", new_state="ACTIVE")
+    return {"topic_id": tid, "a": a, "b": b, "posted": 0}
 
 
 # -- the actors' steps -----------------------------------------------------------------------
 
 
 async def poster(mix: Mix, client: LeanClient, actor: Actor) -> None:
-    topic = mix.topics[actor.n % len(mix.topics)]
+    slot = actor.n % len(mix.topics)
+    topic = mix.topics[slot]
     actor.state["posted"] = sent = actor.state.get("posted", 0) + 1
     body = f"mixed {actor.n} #{sent}"
     out = await mix.call(
@@ -208,6 +220,10 @@ async def poster(mix: Mix, client: LeanClient, actor: Actor) -> None:
         role="ROLE_A", priority="M", kind="STATUS", body=body, addressed_to_csv="ROLE_B",
     )  # fmt: skip
     mix.acks.add("debate_message", msg_id=out["msg_id"], topic_id=topic["topic_id"], body=body)
+    topic["posted"] += 1
+    if mix.topic_messages and topic["posted"] >= mix.topic_messages and "next" not in topic:
+        topic["next"] = True  # one poster replaces it; the others post on meanwhile
+        mix.topics[slot] = await new_topic(mix, client)
 
 
 def _context(actor: Actor) -> dict[str, str]:

@@ -139,6 +139,7 @@ async def soak(args: argparse.Namespace) -> Report:
         ) as server:  # fmt: skip
             url = server.url.replace("http://", "ws://") + "/mcp"
             mix = mixed.Mix(url, mixed.plan_actors(args.sessions), mixed.Acks())
+            mix.topic_messages = args.topic_messages
             await mixed.setup_topics(mix, max(1, args.sessions // 40))
             seconds = args.minutes * 60
             start = time.perf_counter()
@@ -184,6 +185,10 @@ def main(argv: list[str] | None = None) -> Report:
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--every", type=float, default=10.0)
     parser.add_argument("--warm", type=float, default=5.0)
+    parser.add_argument(
+        "--topic-messages", type=int, default=1000,
+        help="replace a debate topic by a fresh one after this many messages (0: never)",
+    )  # fmt: skip
     parser.add_argument(
         "--trace-frames",
         type=int,

@@ -131,3 +131,5 @@ class TopicData:
     protocol: ProtocolState | None = None
     #: Worker claims by (role, parent session, trigger).
     workers: dict[tuple[str, str, str], WorkerClaim] = field(default_factory=dict)
+    #: The one tuple of each distinct recipient set the messages share (`topic.compact`).
+    recipient_sets: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)

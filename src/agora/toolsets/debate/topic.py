@@ -10,6 +10,7 @@ committed rows. No I/O besides `load`, no trio, no awaits.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.runtime.entity import Effects
@@ -142,7 +143,7 @@ class Topic:
         writes.append(
             sql.insert_message(self.topic_id, meta, body, author_session_id, vehicle, extra or {})
         )
-        index(data, meta)
+        meta = index(data, meta)
         for key in meta.recipients:
             data.deliveries.setdefault(key, {})[meta.msg_id] = "pending"
             writes.append(sql.insert_delivery(self.topic_id, meta.msg_id, key))
@@ -210,12 +211,14 @@ def _commands() -> CommandTable[Effects]:
 _COMMANDS: CommandTable[Effects] | None = None
 
 
-def index(data: TopicData, meta: MsgMeta) -> None:
-    """Add one message, in (ts, msg_id) order, to the topic's in-memory indexes.
+def index(data: TopicData, meta: MsgMeta) -> MsgMeta:
+    """Add one message, in (ts, msg_id) order, to the topic's in-memory indexes; return the
+    copy they hold (`compact`).
 
     A Q stays open until an A replies to it; a reply whose body starts with ``[DEFERRED:``
     counts as an answer whatever its kind.
     """
+    meta = compact(data, meta)
     data.messages[meta.msg_id] = meta
     data.last_ts, data.last_msg_id = meta.ts, meta.msg_id
     for key in meta.recipients:
@@ -224,6 +227,38 @@ def index(data: TopicData, meta: MsgMeta) -> None:
         data.open_questions[meta.msg_id] = meta
     elif meta.reply_to in data.open_questions and (meta.kind == "A" or meta.deferred):
         del data.open_questions[meta.reply_to]
+    return meta
+
+
+def compact(data: TopicData, meta: MsgMeta) -> MsgMeta:
+    """``meta`` with the fields messages repeat shared: role, kind and priority interned,
+    the recipients tuple one per distinct set in the topic, reply_to the parent's own id.
+
+    A live topic keeps every message's `MsgMeta` for as long as it stays in memory: a
+    busy one holds hundreds of thousands. Each message's own copies of those strings were
+    about 40% of its ~530 bytes (a soak's RSS grew by that much per message posted).
+    """
+    recipients = meta.recipients
+    if recipients:
+        shared = data.recipient_sets.get(recipients)
+        if shared is None:
+            shared = tuple(sys.intern(key) for key in recipients)
+            data.recipient_sets[shared] = shared
+        recipients = shared
+    reply_to = meta.reply_to
+    if reply_to is not None and (parent := data.messages.get(reply_to)) is not None:
+        reply_to = parent.msg_id
+    return MsgMeta(
+        meta.msg_id,
+        meta.ts,
+        sys.intern(meta.role),
+        sys.intern(meta.kind),
+        sys.intern(meta.priority),
+        reply_to,
+        recipients,
+        meta.standing,
+        meta.deferred,
+    )
 
 
 class TopicKind:
