@@ -9,10 +9,10 @@ local actors are a per-process cache and the file has the final word:
   the runtime reloads and re-runs it (`agora.runtime.handling`);
 - a read from a cached entity is confirmed by `SharedStore.probe`, one indexed lookup per key
   on the store's own watch connection, run in place: cheaper than a worker-thread hop;
-- `SharedStore.watch` replaces NOTIFY: every `POLL_SECONDS` it asks ``PRAGMA data_version``
-  (it changes when another connection committed; a read of shared memory, no I/O), and when
-  it moved, reads the version rows stamped since it last looked (`agora.store.guard.CHANGED`)
-  and hands them to the runtime, which drops stale copies and wakes waiters;
+- `SharedStore.watch` replaces NOTIFY: every `POLL_SECONDS` a thread asks ``PRAGMA
+  data_version`` (it changes when another connection committed; a read of shared memory, no
+  I/O), and when it moved, reads the version rows stamped since it last looked and hands
+  them to the runtime, which drops stale copies and wakes waiters (`agora.store.sqlite_feed`);
 - a background task runs in one process at a time (`SharedStore.try_singleton`, an ``flock``
   beside the database, dropped by the OS when its holder dies).
 
@@ -23,7 +23,6 @@ Locking the file so that an unshared process never writes beside shared ones is
 from __future__ import annotations
 
 import fcntl
-import logging
 import os
 import re
 import sqlite3
@@ -32,25 +31,23 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import trio
 
 from agora.errors import StoreError
-from agora.store.guard import CHANGED, LAST_STAMP, VERSION
+from agora.store.guard import VERSION
 from agora.store.lock import lock_path
-from agora.store.neutral import URI_MARK
-from agora.store.sqlite import Store
+from agora.store.sqlite import Store, connect
+from agora.store.sqlite_feed import ChangeFeed
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
+    from agora.store.sqlite_feed import Changes
     from agora.store.sqlite_guard import GuardedWriter
 
 T = TypeVar("T")
 
-log = logging.getLogger(__name__)
 
 #: Seconds between two ``PRAGMA data_version`` checks: the bound on cross-process wake-up
 #: latency (the runtime's ~2 s sweep bounds anything missed otherwise).
 POLL_SECONDS = 0.01
-
-Changes = list[tuple[str, str, int]]
 
 
 class SharedStore(Store):
@@ -58,7 +55,6 @@ class SharedStore(Store):
 
     Attributes:
         probes: Version-probe lookups since open (each may ask for several keys).
-        polls: ``data_version`` checks that found a change made by another connection.
     """
 
     guarded = True
@@ -75,7 +71,7 @@ class SharedStore(Store):
         self._watch_conn = watch_conn
         self.poll_seconds = POLL_SECONDS if poll_seconds is None else poll_seconds
         self.probes = 0
-        self.polls = 0
+        self._feed: ChangeFeed | None = None
 
     @property
     def _guarded_writer(self) -> GuardedWriter:
@@ -87,11 +83,12 @@ class SharedStore(Store):
         return self._guarded_writer.conflicts
 
     def counters(self) -> dict[str, Any]:
-        """`Store.counters`, plus ``conflicts``, ``probes`` and ``polls`` (see the class)."""
+        """`Store.counters`, plus ``conflicts``, ``probes`` (see the class) and ``polls``
+        (change-feed polls that found another connection's commit)."""
         return super().counters() | {
             "conflicts": self.conflicts,
             "probes": self.probes,
-            "polls": self.polls,
+            "polls": self._feed.polls if self._feed is not None else 0,
         }
 
     async def blocking(self, fn: Callable[[], T]) -> T:
@@ -147,41 +144,31 @@ class SharedStore(Store):
     ) -> None:
         """Hand ``on_changes`` what other processes commit, until cancelled.
 
-        ``on_changes(changes, uris)`` gets the (kind, key, version) of each entity changed
-        and the resource URIs named changed since the last call.
+        ``on_changes(changes, uris)`` runs in the Trio thread with the (kind, key, version)
+        of each entity changed and the resource URIs named changed since the last call
+        (`agora.store.sqlite_feed`).
+
+        Raises:
+            StoreError: if the file cannot be read when the feed starts.
         """
-        conn = self._watch_conn
-        seen = conn.execute("PRAGMA data_version").fetchone()[0]
-        last = int(conn.execute(LAST_STAMP).fetchone()[0])
+        token = trio.lowlevel.current_trio_token()
+
+        def deliver(changes: Changes, uris: list[str]) -> None:
+            token.run_sync_soon(on_changes, changes, uris)
+
+        try:
+            conn = connect(self.path, synchronous="NORMAL", readonly=True, create=False)
+            conn.execute("PRAGMA busy_timeout=1000")
+            feed = ChangeFeed(conn, self._guarded_writer.own, deliver, self.poll_seconds)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot follow changes to {self.path}: {exc}") from exc
+        self._feed = feed
+        feed.start()
         task_status.started()
-        own = self._guarded_writer.own
-        failing = False
-        while True:
-            await trio.sleep(self.poll_seconds)
-            try:
-                moved = conn.execute("PRAGMA data_version").fetchone()[0]
-                if moved == seen:
-                    continue
-                rows = conn.execute(CHANGED, (last,)).fetchall()
-            except sqlite3.Error as exc:  # a busy or failing file: the next poll retries
-                if not failing:  # once per spell, not every poll
-                    log.warning("cannot read changes made by other processes: %s", exc)
-                failing = True
-                continue
-            if failing:
-                log.info("reading changes made by other processes again")
-                failing = False
-            seen = moved
-            self.polls += 1
-            if not rows:
-                continue
-            last = int(rows[-1][3])
-            theirs = [r for r in rows if int(r[3]) not in own]
-            own.difference_update([s for s in list(own) if s <= last])
-            changes = [(r[0], r[1], int(r[2])) for r in theirs if r[0] != URI_MARK]
-            uris = [r[1] for r in theirs if r[0] == URI_MARK]
-            if changes or uris:
-                on_changes(changes, uris)
+        try:
+            await trio.sleep_forever()
+        finally:
+            feed.stop()
 
     def close(self) -> None:
         """`Store.close`, and the watch connection and the writers' turns file."""
