@@ -27,11 +27,13 @@ from agora.errors import (
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.session import Answer, Cancel, Invoke, Send, Session, tool_reply, tool_result
 from agora.runtime.actor import InternalError
+from agora.server.channel import ClientChannel
 from agora.toolsets.base import ToolCall
 
 if TYPE_CHECKING:
     from agora.identity import Principal
     from agora.server.app import App
+    from agora.server.workers import Workers
 
 log = logging.getLogger(__name__)
 
@@ -44,62 +46,8 @@ SUBSCRIPTION_METHODS = frozenset({"resources/subscribe", "resources/unsubscribe"
 
 #: How long a server-to-client request (sampling, elicitation) may wait for its answer.
 CLIENT_REQUEST_TIMEOUT = 120.0
-
-
-class ClientChannel:
-    """One call's way back to its client, on the stream of the call it serves: server-to-client
-    requests (sampling, elicitation), progress, log messages, resource updates.
-
-    One object per call whose bound methods fill the call's `ToolCall` (closures would cost
-    a parked call a function and cells each).
-    """
-
-    __slots__ = ("_conn", "_inv")
-
-    def __init__(self, conn: Connection, inv: Invoke) -> None:
-        self._conn = conn
-        self._inv = inv
-
-    @property
-    def capabilities(self) -> dict[str, Any]:
-        """What the client declared at initialize."""
-        return self._conn.session.client_capabilities
-
-    async def request(self, method: str, params: dict[str, Any]) -> Any:
-        """Send a request to the client and return its result.
-
-        Raises:
-            ProtocolError: the client answered with an error, or did not answer in time.
-        """
-        return await self._conn.request_client(method, params, self._inv.id)
-
-    async def progress(self, done: float, total: float | None, message: str | None) -> None:
-        """Send notifications/progress (only if the client asked with a progressToken)."""
-        token = self._inv.progress_token
-        if token is None:
-            return
-        params: dict[str, Any] = {"progressToken": token, "progress": done}
-        if total is not None:
-            params["total"] = total
-        if message is not None:
-            params["message"] = message
-        await self._conn._emit(rpc.notification("notifications/progress", params), self._inv.id)
-
-    async def log(self, level: str, data: Any) -> None:
-        """Send notifications/message if the session's (or the request's) level admits it."""
-        inv = self._inv
-        if self._conn.session.wants_log(level, inv.meta if inv.modern else None):
-            params = {"level": level, "logger": inv.name, "data": data}
-            await self._conn._emit(rpc.notification("notifications/message", params), inv.id)
-
-    def close_stream(self) -> None:
-        """End the transport stream of this call's messages (see `ToolCall.close_stream`)."""
-        if self._conn._hangup is not None:
-            self._conn._hangup(self._inv.id)
-
-    async def resource_updated(self, uri: str) -> None:
-        """Tell the session that ``uri`` changed, on this call's stream."""
-        await self._conn.resource_updated(uri, self._inv.id)
+#: Stands in the table for a worker's call whose reply is being sent (never entered).
+_REPLYING = trio.CancelScope()
 
 
 class Connection:
@@ -108,7 +56,9 @@ class Connection:
     The nursery may outlive the connection (a WebSocket's calls run in the server's, so a
     parked one costs no nursery of its own): the transport then calls `cancel_all` and
     `wait_finished` before it lets go of its stream, and a call that fails past its
-    outcome is logged rather than raised into that nursery.
+    outcome is logged rather than raised into that nursery. With ``workers`` (a pool on
+    that nursery, `agora.server.workers`), a call starts in an idle worker rather than a
+    task of its own.
     """
 
     def __init__(
@@ -121,6 +71,7 @@ class Connection:
         principal: Principal,
         endpoint: Mapping[str, str],
         hangup: Hangup | None = None,
+        workers: Workers | None = None,
     ) -> None:
         self.app = app
         self.session = session
@@ -129,6 +80,8 @@ class Connection:
         self._emit = emit
         self._hangup = hangup
         self._nursery = nursery
+        # Calls start in an idle worker of the nursery when the transport has a pool.
+        self._workers = workers
         self._calls: dict[rpc.RequestId, trio.CancelScope] = {}
         # Made when first needed: most sessions never ask the client anything and subscribe
         # to nothing, and a parked agent's session should cost no empty containers.
@@ -228,10 +181,12 @@ class Connection:
             data = {"max_in_flight": limit, "retryable": True}
             await self._emit(rpc.error(inv.id, rpc.TOO_MANY_IN_FLIGHT, message, data), inv.id)
             return
-        scope = trio.CancelScope()
+        scope = trio.CancelScope()  # in a worker, only holds a cancel until the call begins
         self._calls[inv.id] = scope
         if inline:
             await self._run(inv, scope, inline)
+        elif self._workers is not None:
+            self._workers.start_soon((self, inv))
         else:
             self._nursery.start_soon(self._run, inv, scope)
 
@@ -256,11 +211,53 @@ class Connection:
             # A task in a nursery shared by many connections: a bug here ends this call only.
             log.exception("%s %s failed after its outcome", inv.kind, inv.name)
         finally:
-            self.app.call_finished()
-            del self._calls[inv.id]
-            self.session.ended(inv.id)
-            if not self._calls and self._finished is not None:
-                self._finished.set()
+            self._ended(inv)
+
+    @staticmethod
+    async def worker(workers: Workers, job: tuple[Connection, Invoke] | None) -> None:
+        """A call worker's life (the ``body`` of `call_workers`): `_run`, call after call.
+
+        Each call runs in this frame (a parked call keeps no frame more than in a task of its
+        own) under the worker's cancel scope, which replaces the one `_start` made (a cancel
+        that came before the call began is on that one: the call then never begins) until
+        its reply is being sent. A cancelled call uses the scope up: a fresh one follows.
+        """
+        prepared = job is None
+        while True:
+            with trio.CancelScope() as scope:
+                while True:
+                    if job is not None:
+                        conn, inv = job
+                        job = value = reply = None
+                        conn.app.call_started()
+                        try:
+                            if not conn._calls[inv.id].cancel_called:
+                                conn._calls[inv.id] = scope
+                                try:
+                                    value = await inv.target(conn._tool_call(inv))
+                                except Exception as exc:
+                                    reply = conn._outcome(inv, None, exc)
+                                else:
+                                    reply = conn._outcome(inv, value, None)
+                                conn._calls[inv.id] = _REPLYING  # as in `_run`: not cancelled
+                                await conn._emit(reply, inv.id)
+                        except Exception:  # not its cancellation: that ends in the scope
+                            log.exception("%s %s failed after its outcome", inv.kind, inv.name)
+                        finally:
+                            conn._ended(inv)
+                        # An idle worker keeps nothing of its last call.
+                        del conn, inv, value, reply
+                    job = await workers.next(prepared=prepared)
+                    prepared = False
+                    if job is None:
+                        return
+
+    def _ended(self, inv: Invoke) -> None:
+        self.app.call_finished()
+        del self._calls[inv.id]
+        self.session.ended(inv.id)
+        if not self._calls and self._finished is not None:
+            self._finished.set()
 
     def _outcome(self, inv: Invoke, value: Any, error: Exception | None) -> dict[str, Any]:
         """The reply to a call that returned ``value`` or raised ``error``."""

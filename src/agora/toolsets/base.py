@@ -78,7 +78,7 @@ class ToolCall:
         log: Send a notifications/message at a level (filtered by logging/setLevel).
         meta: The request's ``_meta`` object, if any.
         client: Sends server-to-client requests (sampling, elicitation) on this call's
-            stream; an ``agora.server.connection.ClientChannel`` when available.
+            stream; an ``agora.server.channel.ClientChannel`` when available.
         close_stream: End the transport stream carrying this call's messages without ending
             the call (Streamable HTTP: the client resumes with ``Last-Event-ID``; a no-op
             on transports without resumable streams). Later messages are buffered.

@@ -27,6 +27,8 @@ from urllib.parse import parse_qsl, urlsplit
 import trio
 
 from agora.mcp import jsonrpc as rpc
+from agora.server.connection import Connection
+from agora.server.workers import Workers
 from agora.transports import guard, http1
 from agora.transports.deadlines import Sweeper
 from agora.transports.http1 import BodyReader, Head, HttpError
@@ -72,6 +74,8 @@ class FrontEnd:
         self.keepalive = Keepalive(app.config.ping_interval, mcp.nursery)
         #: Ends the connections that wait too long for their peer, from one task.
         self.sweeper = Sweeper(mcp.nursery)
+        #: Run the WebSocket sessions' calls (their nursery is cancelled at shutdown).
+        self.workers = Workers(mcp.nursery, Connection.worker)
 
     async def handle(self, stream: trio.SocketStream) -> None:
         """Serve one accepted connection until it ends."""
@@ -91,7 +95,12 @@ class FrontEnd:
             del conn
             if upgrade is not None:
                 await serve_websocket(
-                    self.app, stream, *upgrade, nursery=self.mcp.nursery, keepalive=self.keepalive
+                    self.app,
+                    stream,
+                    *upgrade,
+                    nursery=self.mcp.nursery,
+                    keepalive=self.keepalive,
+                    workers=self.workers,
                 )
         finally:
             self.connections -= 1

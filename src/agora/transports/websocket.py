@@ -37,6 +37,7 @@ from agora.transports.ws_peer import PING_TIMEOUT, RECEIVE_BYTES, Peer, Stalled
 if TYPE_CHECKING:
     from agora.identity import Principal
     from agora.server.app import App, Endpoint
+    from agora.server.workers import Workers
     from agora.transports.keepalive import Keepalive
 
 __all__ = [
@@ -86,6 +87,7 @@ async def serve_websocket(
     *,
     nursery: trio.Nursery,
     keepalive: Keepalive | None = None,
+    workers: Workers | None = None,
 ) -> None:
     """Serve an accepted WebSocket (`accept_websocket`) until it ends; close the stream.
 
@@ -100,6 +102,8 @@ async def serve_websocket(
         nursery: Runs the session's calls (the server's: a parked WebSocket costs no
             nursery of its own); it must outlive the connection.
         keepalive: Pings the peer while the session lasts (None: it is not pinged).
+        workers: Idle tasks of ``nursery`` that run the session's calls (None: each call
+            gets a task of its own); one more is prepared for this connection.
     """
     peer = Peer(stream, app.config.send_timeout)
     conn = Connection(
@@ -109,7 +113,10 @@ async def serve_websocket(
         nursery,
         principal=principal,
         endpoint=endpoint.params,
+        workers=workers,
     )
+    if workers is not None:
+        workers.prepare()  # a wave of connections is often followed by a burst of calls
     try:
         with trio.CancelScope() as peer.scope:
             if keepalive is not None:

@@ -1,0 +1,72 @@
+"""What a tool call uses to reach its client: `ClientChannel`, one per call.
+
+Server-to-client requests (sampling, elicitation), progress, log messages, resource updates
+and the end of the call's transport stream, all on the stream of the call they serve, through
+the `agora.server.connection.Connection` the call arrived on.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agora.mcp import jsonrpc as rpc
+
+if TYPE_CHECKING:
+    from agora.mcp.session import Invoke
+    from agora.server.connection import Connection
+
+
+class ClientChannel:
+    """One call's way back to its client, on the stream of the call it serves: server-to-client
+    requests (sampling, elicitation), progress, log messages, resource updates.
+
+    One object per call whose bound methods fill the call's `ToolCall` (closures would cost
+    a parked call a function and cells each).
+    """
+
+    __slots__ = ("_conn", "_inv")
+
+    def __init__(self, conn: Connection, inv: Invoke) -> None:
+        self._conn = conn
+        self._inv = inv
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """What the client declared at initialize."""
+        return self._conn.session.client_capabilities
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        """Send a request to the client and return its result.
+
+        Raises:
+            ProtocolError: the client answered with an error, or did not answer in time.
+        """
+        return await self._conn.request_client(method, params, self._inv.id)
+
+    async def progress(self, done: float, total: float | None, message: str | None) -> None:
+        """Send notifications/progress (only if the client asked with a progressToken)."""
+        token = self._inv.progress_token
+        if token is None:
+            return
+        params: dict[str, Any] = {"progressToken": token, "progress": done}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self._conn._emit(rpc.notification("notifications/progress", params), self._inv.id)
+
+    async def log(self, level: str, data: Any) -> None:
+        """Send notifications/message if the session's (or the request's) level admits it."""
+        inv = self._inv
+        if self._conn.session.wants_log(level, inv.meta if inv.modern else None):
+            params = {"level": level, "logger": inv.name, "data": data}
+            await self._conn._emit(rpc.notification("notifications/message", params), inv.id)
+
+    def close_stream(self) -> None:
+        """End the transport stream of this call's messages (see `ToolCall.close_stream`)."""
+        if self._conn._hangup is not None:
+            self._conn._hangup(self._inv.id)
+
+    async def resource_updated(self, uri: str) -> None:
+        """Tell the session that ``uri`` changed, on this call's stream."""
+        await self._conn.resource_updated(uri, self._inv.id)
