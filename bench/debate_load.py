@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 from debate_store import TOKEN, run_search, summary, tool, write_config
-from measure import cpu_seconds, percentile, raise_fd_limit
+from measure import commit_split, cpu_seconds, percentile, raise_fd_limit
 from serve import agora_serve
 from wsload import lean_connect
 
@@ -318,6 +318,7 @@ async def measure(server: Server, stats: Stats, seconds: float) -> None:
         f"{1e6 * (main1 - main0) / posts:,.0f} us), each post with its wait and advance"
     )
     print(writer_figures(store0, store1, posts))
+    print("load: " + commit_split(store0, store1))
     print(f"load: written to storage per post {(disk1 - disk0) / posts / 1024:,.1f} KiB")
     if jobs:
         print(

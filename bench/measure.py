@@ -10,6 +10,7 @@ import resource
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 
 def raise_fd_limit() -> int:
@@ -72,3 +73,47 @@ def commit_cost(directory: Path, synchronous: str, n: int = 200) -> float:
         return (time.perf_counter() - start) / n
     finally:
         conn.close()
+
+
+def commit_split(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """Where a commit's latency went between two ``/healthz`` "store" snapshots (SQLite):
+    per transaction, its oldest job's queue wait, BEGIN, the statements (wall and CPU: the
+    gap is waiting for the GIL or a core), the COMMIT (wall and CPU: the rest is the WAL
+    write, the fsync and getting the GIL back) and the hand-off back to the event loop; the
+    queue, reply and whole-latency p50/p99 are bucket upper bounds."""
+    if "latency_ms" not in after:
+        return "commit split: not reported by this server"
+    commits = after["commits"] - before["commits"]
+    if not commits:
+        return "commit split: no commits"
+
+    def per(name: str) -> float:
+        return float(after[name] - before[name]) / commits
+
+    def spread(name: str) -> str:
+        seen = _window(after[name], before[name])
+        mean = seen["sum"] / max(sum(seen["counts"]), 1)
+        return f"mean {mean:.2f} p50 <= {_bound(seen, 0.5)} p99 <= {_bound(seen, 0.99)}"
+
+    statements, end = per("statements_ms"), per("end_ms")
+    return (
+        f"commit split per transaction ({commits:,}): queue {spread('queue_ms')} ms; BEGIN "
+        f"{per('begin_ms'):.2f} ms; statements {statements:.2f} ms (CPU "
+        f"{per('statements_cpu_ms'):.2f}); COMMIT {end:.2f} ms (CPU {per('end_cpu_ms'):.2f}); "
+        f"reply {spread('reply_ms')} ms; enqueue to reply {spread('latency_ms')} ms"
+    )
+
+
+def _window(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
+    counts = [a - b for a, b in zip(after["counts"], before["counts"], strict=True)]
+    return {"le": after["le"], "counts": counts, "sum": after["sum"] - before["sum"]}
+
+
+def _bound(histogram: dict[str, Any], q: float) -> str:
+    counts, le = histogram["counts"], histogram["le"]
+    rank, seen = q * sum(counts), 0
+    for n, count in enumerate(counts):
+        seen += count
+        if seen >= rank:
+            return str(le[n]) if n < len(le) else f"> {le[-1]}"
+    return "?"

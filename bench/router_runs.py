@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from measure import cpu_seconds, own_cpu_seconds, percentile, raise_fd_limit
+from measure import commit_split, cpu_seconds, own_cpu_seconds, percentile, raise_fd_limit
 from serve import agora_serve
 from wsload import LeanClient, lean_connect
 
@@ -115,6 +115,8 @@ class Phase:
     #: The writer's ``batch_size`` and ``commit_ms`` histograms over the phase (``/healthz``).
     batches: dict[str, Any] = field(default_factory=dict)
     commits: dict[str, Any] = field(default_factory=dict)
+    #: Where each commit's latency went over the phase (`measure.commit_split`).
+    split: str = ""
 
     def group_commit(self) -> str:
         """Commits, commands and batch sizes of the writer during the phase."""
@@ -130,7 +132,7 @@ class Phase:
             f"{self.name} group commit: {commands:,.0f} commands in {commits:,} commits "
             f"(mean {commands / commits:.1f} per commit, largest batch {largest}); "
             f"BEGIN to COMMIT mean {self.commits['sum'] / commits:.1f} ms, "
-            f"p99 <= {_bucket(self.commits, 0.99)} ms"
+            f"p99 <= {_bucket(self.commits, 0.99)} ms\n  {self.name} {self.split}"
         )
 
     def report(self, unit: str) -> str:
@@ -168,6 +170,7 @@ async def timed(phase: Phase, server: Any, agents: list[Agent], step: Any) -> No
     after = await writer_stats(server.port)
     phase.batches = window(after["batch_size"], before["batch_size"])
     phase.commits = window(after["commit_ms"], before["commit_ms"])
+    phase.split = commit_split(before, after)
 
 
 def _bucket(histogram: dict[str, Any], q: float) -> str:

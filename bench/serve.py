@@ -107,15 +107,15 @@ async def agora_serve(
     types: bool = False,
     **settings: str,
 ) -> AsyncIterator[Server]:
-    """Run ``agora serve --toolsets <toolsets>``; ``settings`` become ``AGORA_<NAME>``,
-        ``config`` is passed as ``--config`` (e.g. for ``[[principals]]``). With ``probe`` (a
-        directory) it runs under `probed_serve`, which times its garbage collections and, with
-        ``trace_frames``, traces its allocations (``types``: counts live objects by type without
-    tracing; ``old_gc``: with the collector policy of
-        before `agora.server.heap`); `Server.probe` asks it for them.
+    """Run ``agora serve --toolsets <toolsets>``; ``settings`` (and the environment's
+    ``BENCH_AGORA_<NAME>``) become ``AGORA_<NAME>``, ``config`` is passed as ``--config``
+    (e.g. for ``[[principals]]``). With ``probe`` (a directory) it runs under
+    `probed_serve`, which times its garbage collections and, with ``trace_frames``, traces
+    its allocations (``types``: counts live objects by type without tracing; ``old_gc``:
+    with the collector policy of before `agora.server.heap`); `Server.probe` asks it for them.
 
-        Raises:
-            RuntimeError: it did not start, or did not exit cleanly on SIGTERM.
+    Raises:
+        RuntimeError: it did not start, or did not exit cleanly on SIGTERM.
     """
     script = shutil.which("agora", path=str(Path(sys.executable).parent))
     command = [script] if script else [sys.executable, "-m", "agora.cli"]
@@ -125,6 +125,8 @@ async def agora_serve(
     if config is not None:
         command += ["--config", str(config)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGORA_")}
+    # BENCH_AGORA_<NAME> in the bench's environment sets the server's AGORA_<NAME> (A/B runs)
+    env |= {k[6:]: v for k, v in os.environ.items() if k.startswith("BENCH_AGORA_")}
     env |= {f"AGORA_{name.upper()}": value for name, value in settings.items()}
     if probe is not None:
         env |= {"BENCH_PROBE_DIR": str(probe), "BENCH_TRACE_FRAMES": str(trace_frames)}

@@ -275,7 +275,11 @@ _BIND_ERRORS = (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES)
 
 def _run(args: argparse.Namespace) -> int:
     if args.command == "serve":
-        trio.run(_serve, _config(args))
+        config = _config(args)
+        from agora.server.embed import set_switch_interval
+
+        set_switch_interval(config.switch_interval_ms)
+        trio.run(_serve, config)
     elif args.command == "stdio":
         return _run_stdio(args)
     elif args.command == "cards":

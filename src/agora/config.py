@@ -84,6 +84,13 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     #: while no ``[[principals]]`` are configured (a single-user server on loopback can use the
     #: debate at once), none once they are.
     anonymous_projects: list[str] | None = None
+    #: Milliseconds a thread waiting for Python's GIL waits before the running one is asked
+    #: to let it go (``sys.setswitchinterval``), set when ``agora serve`` starts; 0 keeps
+    #: the interpreter's own (5 ms). The writer thread needs the GIL back after every fsync
+    #: while the event loop runs: a shorter interval shortens that wait for every commit.
+    #: A program embedding the server keeps its own unless it calls
+    #: `agora.server.embed.set_switch_interval`.
+    switch_interval_ms: float = 0.0
     #: Per-toolset options: the [options.<name>] tables of agora.toml.
     options: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
 

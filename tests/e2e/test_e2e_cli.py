@@ -147,3 +147,27 @@ async def test_bad_configuration_is_one_line_and_exit_2(tmp_path, problem, messa
     assert len(lines) == 1, lines
     assert message in lines[0]
     assert "Traceback" not in lines[0]
+
+
+async def test_serve_sets_the_switch_interval_it_is_configured_with(start_agora):
+    default = start_agora()
+    tuned = start_agora("switch_interval_ms = 0.5")
+    with trio.fail_after(TIMEOUT):
+        health = (await http(default.port, "GET", "/healthz")).json()
+        assert health["switch_interval_ms"] == 5.0  # 0 keeps the interpreter's own
+        health = (await http(tuned.port, "GET", "/healthz")).json()
+        assert health["switch_interval_ms"] == 0.5
+
+
+async def test_a_negative_switch_interval_is_refused_in_one_line(tmp_path):
+    env = clean_env(AGORA_SWITCH_INTERVAL_MS="-1")
+    args = ["serve", "--port", "0", "--db", str(tmp_path / "agora.db")]
+    with trio.fail_after(TIMEOUT):
+        done = await trio.run_process(
+            [AGORA, *args], capture_stdout=True, capture_stderr=True, check=False, env=env
+        )
+    assert done.returncode == 2, done.stderr.decode()
+    assert done.stderr.decode().splitlines() == [
+        "agora: switch_interval_ms must be 0 or more, not -1"
+    ]
+    assert not (tmp_path / "agora.db").exists()  # refused before anything opened

@@ -18,6 +18,7 @@ from _items import GATE, ITEMS, ids, insert
 
 from agora.errors import StoreError
 from agora.store.db import READERS, open_store
+from agora.store.stats import window
 
 pytestmark = pytest.mark.sqlite_only(
     "the SQLite store itself: WAL readers, its writer thread, pragmas, file paths"
@@ -69,6 +70,35 @@ async def test_the_counters_split_the_writer_time_into_cpu_statements_and_commit
     cpu_ms = after["writer_cpu_ms"] - before["writer_cpu_ms"]
     assert 0 < statements_ms <= commit_ms  # the statements are part of BEGIN..COMMIT
     assert cpu_ms > 0
+
+
+async def test_the_counters_split_a_commits_latency_into_queue_statements_commit_and_reply(
+    tmp_path,
+):
+    async with open_store(tmp_path / "latency.db", [ITEMS]) as store:
+        before = store.counters()
+        with trio.fail_after(20):
+            async with trio.open_nursery() as nursery:
+                for i in range(200):
+                    nursery.start_soon(store.write, [insert(i)])
+        after = store.counters()
+    if after["engine"] != "sqlite":
+        pytest.skip("the latency split is measured by the SQLite writer")
+    commits = after["commits"] - before["commits"]
+    parts = {}
+    for name in ("queue_ms", "reply_ms", "latency_ms"):
+        seen = window(after[name], before[name])
+        assert sum(seen["counts"]) == commits  # one observation per transaction
+        parts[name] = seen["sum"]
+    commit_ms = after["commit_ms"]["sum"] - before["commit_ms"]["sum"]
+    # The whole is its parts: queued, then BEGIN..COMMIT, then handed back to Trio.
+    assert parts["latency_ms"] + 0.01 >= parts["queue_ms"] + parts["reply_ms"]
+    assert parts["latency_ms"] + 0.01 >= commit_ms
+    begin, end = (after[k] - before[k] for k in ("begin_ms", "end_ms"))
+    statements = after["statements_ms"] - before["statements_ms"]
+    assert 0 < begin + statements + end <= commit_ms + 0.01  # counters rounded to 1 us
+    assert 0 < after["statements_cpu_ms"] - before["statements_cpu_ms"] <= statements + 0.01
+    assert 0 < after["end_cpu_ms"] - before["end_cpu_ms"] <= end + 0.01
 
 
 async def test_without_group_commit_each_write_is_its_own_transaction(tmp_path):

@@ -8,11 +8,15 @@ close the store. A cancelled call still waiting for its write waits at most
 ``commit_timeout`` more, and closing the store does not wait for a stuck writer, so leaving
 takes at most ``grace_seconds + commit_timeout`` (plus a second or two of close handshakes)
 whatever the database does.
+
+``agora serve`` also applies the ``switch_interval_ms`` setting (`set_switch_interval`); an
+embedding program keeps its interpreter's own unless it calls that itself.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -142,6 +146,18 @@ class InProcessClient:
         if "error" in reply:
             raise RuntimeError(f"{reply['error']['code']}: {reply['error']['message']}")
         return reply["result"]  # type: ignore[no-any-return]
+
+
+def set_switch_interval(ms: float) -> None:
+    """Apply the ``switch_interval_ms`` setting to this interpreter (0: keep its own).
+
+    Raises:
+        ValueError: if ``ms`` is negative.
+    """
+    if ms < 0:
+        raise ValueError(f"switch_interval_ms must be 0 or more, not {ms:g}")
+    if ms:
+        sys.setswitchinterval(ms / 1e3)
 
 
 @asynccontextmanager

@@ -167,7 +167,15 @@ class Store:
         (transactions), ``commands`` (jobs committed in them), and the histograms
         ``batch_size`` (commands per commit) and ``commit_ms`` (BEGIN to COMMIT's return),
         and the writer thread's totals ``writer_cpu_ms`` (its CPU) and ``statements_ms`` (wall
-        time in the statements; SQLite only: the rest of ``commit_ms`` is the COMMIT)."""
+        time in the statements; SQLite only: the rest of ``commit_ms`` is the COMMIT).
+
+        SQLite also says where a commit's latency goes, per transaction, from its oldest job:
+        histograms ``queue_ms`` (submitted to BEGIN), ``reply_ms`` (COMMIT's return to the
+        Trio thread running the callbacks) and ``latency_ms`` (submitted to callbacks); and
+        totals ``begin_ms`` (BEGIN: the write lock), ``statements_cpu_ms`` (the statements'
+        CPU: ``statements_ms`` minus it is waiting for the GIL or a core), ``end_ms`` and
+        ``end_cpu_ms`` (the COMMIT's wall and CPU: the rest is the WAL write, the fsync and
+        getting the GIL back)."""
         writer = self._writer
         return {
             "engine": self.dialect,
@@ -177,6 +185,13 @@ class Store:
             "commit_ms": writer.commit_ms.snapshot(),
             "writer_cpu_ms": round(writer.cpu_s * 1e3, 3),
             "statements_ms": round(writer.statements_s * 1e3, 3),
+            "queue_ms": writer.queue_ms.snapshot(),
+            "reply_ms": writer.reply_ms.snapshot(),
+            "latency_ms": writer.latency_ms.snapshot(),
+            "begin_ms": round(writer.begin_s * 1e3, 3),
+            "statements_cpu_ms": round(writer.statements_cpu_s * 1e3, 3),
+            "end_ms": round(writer.end_s * 1e3, 3),
+            "end_cpu_ms": round(writer.end_cpu_s * 1e3, 3),
         }
 
     async def write(

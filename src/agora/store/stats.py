@@ -3,8 +3,9 @@
 A `Histogram` counts observations into fixed buckets (Prometheus style: ``le`` upper bounds,
 the last one unbounded). Counts only grow, so a reader takes two snapshots and subtracts
 them to get the distribution over any window (`window`, `quantile`); nothing is ever reset.
-The writer thread is the only one that records; readers copy the list (one atomic step under
-the GIL), so no lock is needed. Pure Python: no I/O, no Trio.
+Each histogram has one thread that records it (the writer thread, or the Trio thread for
+the hand-off back); readers copy the list (one atomic step under the GIL), so no lock is
+needed. Pure Python: no I/O, no Trio.
 """
 
 from __future__ import annotations

@@ -62,6 +62,7 @@ class Job:
     state: int = _PENDING
     guards: tuple[Guard, ...] = ()
     updated: tuple[str, ...] = ()
+    queued: float = 0.0  # `time.perf_counter` when submitted (0: run inline)
 
 
 _STOP = object()
@@ -121,6 +122,21 @@ class Writer:
         #: what is left of ``commit_ms`` is the COMMIT, its fsync and any checkpoint).
         self.cpu_s = 0.0
         self.statements_s = 0.0
+        #: Where a commit's latency goes, per transaction, measured on its oldest job (the
+        #: first queued, the one that waited longest): ``queue_ms`` from its submission to
+        #: BEGIN, ``reply_ms`` from COMMIT's return to the jobs' callbacks running in the
+        #: Trio thread (the hand-off back, the GIL included), and ``latency_ms`` the whole,
+        #: submission to callbacks. Totals in seconds: BEGIN's wall (the write lock), the
+        #: statements' own CPU (their wall minus it is time spent waiting for the GIL or a
+        #: core), and the COMMIT's wall and CPU (the rest of its wall is the WAL write, the
+        #: fsync, and getting the GIL back after them).
+        self.queue_ms = Histogram(COMMIT_MS)
+        self.reply_ms = Histogram(COMMIT_MS)
+        self.latency_ms = Histogram(COMMIT_MS)
+        self.begin_s = 0.0
+        self.statements_cpu_s = 0.0
+        self.end_s = 0.0
+        self.end_cpu_s = 0.0
 
     def counted(self, committed: int, began: float) -> None:
         """Count one transaction that committed ``committed`` jobs, begun at ``began``
@@ -189,6 +205,7 @@ class Writer:
         with self._lock:
             if self._stopped:
                 raise WriterStopped("the writer has stopped")
+            job.queued = time.perf_counter()
             self._queue.put(job)
 
     def abandon(self, job: Job) -> bool:
@@ -264,15 +281,24 @@ class Writer:
         outcomes: list[BaseException | None]
         committed = 0
         failed: Exception | None = None
-        began = time.perf_counter()
+        clock, cpu_clock = time.perf_counter, time.thread_time
+        queued = batch[0].queued
+        began = clock()
+        if queued:
+            self.queue_ms.add((began - queued) * 1e3)
         try:
             conn.execute("BEGIN IMMEDIATE")  # waits here while another process writes
             batch = self._take(batch)
-            began_statements = time.perf_counter()
+            began_statements, cpu = clock(), cpu_clock()
+            self.begin_s += began_statements - began
             outcomes = self._run_batch(conn, batch) if batch else []
-            self.statements_s += time.perf_counter() - began_statements
+            ended, ended_cpu = clock(), cpu_clock()
+            self.statements_s += ended - began_statements
+            self.statements_cpu_s += ended_cpu - cpu
             committed = outcomes.count(None)
             conn.execute("COMMIT" if committed else "ROLLBACK")  # no fsync for nothing
+            self.end_s += clock() - ended
+            self.end_cpu_s += cpu_clock() - ended_cpu
         except Exception as exc:  # the whole batch failed: nothing of it is committed
             _rollback(conn)
             batch = self._take(batch)  # each one not dropped learns of the failure
@@ -283,7 +309,13 @@ class Writer:
         if committed != len(outcomes):
             outcomes = self._diagnose(outcomes, failed)
 
+        returned = clock()
+
         def finish() -> None:
+            now = time.perf_counter()
+            self.reply_ms.add((now - returned) * 1e3)
+            if queued:
+                self.latency_ms.add((now - queued) * 1e3)
             for job, outcome in zip(batch, outcomes, strict=True):
                 try:
                     job.complete(outcome)

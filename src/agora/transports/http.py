@@ -21,6 +21,7 @@ import contextlib
 import logging
 import math
 import os
+import sys
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
 
@@ -342,6 +343,7 @@ class HttpConnection(Responder):
                     "actors": len(self.app.runtime.registry),
                     "parked": self.app.runtime.registry.parked(),
                     "store": self.app.runtime.counters(),
+                    "switch_interval_ms": round(sys.getswitchinterval() * 1e3, 3),
                 }
             )
         return Response.error(404, f"no such page: {req.path}")
