@@ -246,9 +246,7 @@ class Writer:
                     stopping = True
                     break
                 batch.append(item)  # type: ignore[arg-type]
-            cpu = time.thread_time()
             self.commit_batch(batch)
-            self.cpu_s += time.thread_time() - cpu
             if stopping:
                 return
 
@@ -283,7 +281,7 @@ class Writer:
         failed: Exception | None = None
         clock, cpu_clock = time.perf_counter, time.thread_time
         queued = batch[0].queued
-        began = clock()
+        began, began_cpu = clock(), cpu_clock()
         if queued:
             self.queue_ms.add((began - queued) * 1e3)
         try:
@@ -309,6 +307,9 @@ class Writer:
         if committed != len(outcomes):
             outcomes = self._diagnose(outcomes, failed)
 
+        # Counted before any job hears its outcome: a caller that reads the counters after
+        # its write returned sees its batch in them.
+        self.cpu_s += cpu_clock() - began_cpu
         returned = clock()
 
         def finish() -> None:
