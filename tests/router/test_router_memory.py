@@ -180,7 +180,7 @@ async def test_the_retention_sweep_drops_old_and_surplus_observations(
         runtime.clock.wall_source.advance(30 * 86400 if n == 0 else 3600)  # the first is oldest
     before = (await status(router, policy))["history_summary_digest"]
     runtime.clock.wall_source.advance(61 * 86400)  # the first is now over 90 days old
-    await memory_tools.sweep(runtime)
+    await memory_tools.sweep(runtime, "")
     count = "SELECT workflow_run_id FROM router_memory_observations ORDER BY recorded_at"
     left = [r[0] for r in await runtime.read(lambda c: c.execute(count).fetchall())]
     assert left == runs[2:]  # the oldest by age, the next as surplus over 2
@@ -188,12 +188,12 @@ async def test_the_retention_sweep_drops_old_and_surplus_observations(
     assert after["eligible_workflow_count"] == 2
     assert after["history_summary_digest"] != before
     commits = runtime.store.stats
-    await memory_tools.sweep(runtime)  # nothing more to drop: no write
+    await memory_tools.sweep(runtime, "")  # nothing more to drop: no write
     assert runtime.store.stats == commits
     personal = await completed_run(router)  # another scope keeps its own newest 2
     args = remember_args(personal, policy, workspace_root=None)
     assert (await router.call("remember_workflow", **args))["status"] == "recorded"
-    await memory_tools.sweep(runtime)
+    await memory_tools.sweep(runtime, "")
     assert len(await runtime.read(lambda c: c.execute(count).fetchall())) == 3
 
 

@@ -227,13 +227,13 @@ async def test_the_retention_sweep_deletes_suppressions_after_180_days(router, r
     assert (await router.call("transition_profile_update", **args))["status"] == "rejected"
     count = "SELECT COUNT(*) FROM router_memory_rejections"
     runtime.clock.wall_source.advance(179 * 86400)
-    await memory_tools.sweep(runtime)  # still within its 180 days: kept
+    await memory_tools.sweep(runtime, "")  # still within its 180 days: kept
     assert (await runtime.read(lambda c: c.execute(count).fetchone()))[0] == 1
     runtime.clock.wall_source.advance(2 * 86400)
-    await memory_tools.sweep(runtime)
+    await memory_tools.sweep(runtime, "")
     assert (await runtime.read(lambda c: c.execute(count).fetchone()))[0] == 0
     commits = runtime.store.stats
-    await memory_tools.sweep(runtime)  # nothing left to drop: no write
+    await memory_tools.sweep(runtime, "")  # nothing left to drop: no write
     assert runtime.store.stats == commits
 
 
@@ -356,10 +356,10 @@ def test_at_most_twenty_revisions_are_kept_per_managed_profile():
             blocked={"status": "blocked"}), now)  # fmt: skip
         assert effects.reply["status"] == "applied"
         deleted += [
-            w[1][0]
+            w[1]
             for w in effects.writes
             if w[0].startswith("DELETE FROM router_memory_revisions")
         ]
     history = store.revisions[("managed-personal", "personal")]
     assert [h[0] for h in history] == list(range(3, MAX_REVISIONS + 3))
-    assert deleted == [f"revision:{1:032x}", f"revision:{2:032x}"]
+    assert deleted == [("", f"revision:{1:032x}"), ("", f"revision:{2:032x}")]  # owner, id

@@ -59,13 +59,13 @@ async def test_an_automatic_candidate_is_promoted_when_the_policy_allows(
     await record(router, runtime, runs=4)  # 4 runs: reviewed only, never promoted
     (reviewed,) = await listed(router)
     assert reviewed["recommendation_mode"] == "reviewed"
-    assert await promotion.promote(runtime) == 0
+    assert await promotion.promote(runtime, "") == 0
     await record(router, runtime, runs=1)
     (candidate,) = await listed(router)
     assert (candidate["recommendation_mode"], candidate["status"]) == ("automatic", "proposed")
     assert candidate["metrics"]["distinct_runs"] == 5
     assert candidate["metrics"]["distinct_days"] == 3
-    assert await promotion.promote(runtime) == 0  # the user's own Profile still routes it
+    assert await promotion.promote(runtime, "") == 0  # the user's own Profile still routes it
     del options["router"]["personal_profile"]  # the user retires it: the managed one may take over
     await promotion.upkeep(runtime)  # what the background task runs
     rows = await runtime.read(lambda c: c.execute(REVISIONS).fetchall())
@@ -76,7 +76,7 @@ async def test_an_automatic_candidate_is_promoted_when_the_policy_allows(
     plan = await router.plan("Fix the typo", routing_context=ROUTING)
     assert plan["route_source"] == "managed-personal-profile"
     commits = runtime.store.stats
-    assert await promotion.promote(runtime) == 0  # once only: no second write
+    assert await promotion.promote(runtime, "") == 0  # once only: no second write
     assert runtime.store.stats == commits
 
 
@@ -100,7 +100,7 @@ async def test_automatic_promotion_is_refused_when_the_policy_does_not_allow_it(
     assert candidate["recommendation_mode"] == "automatic"
     assert candidate["status"] == "proposed"
     assert code in candidate["reason_codes"]
-    assert await promotion.promote(runtime) == 0
+    assert await promotion.promote(runtime, "") == 0
     assert await runtime.read(lambda c: c.execute(REVISIONS).fetchall()) == []
     (still,) = await listed(router)
     assert still == candidate

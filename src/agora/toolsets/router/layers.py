@@ -16,7 +16,8 @@ import trio
 
 from agora.errors import AgoraError
 from agora.toolsets.router import profiles, workspace
-from agora.toolsets.router.memory import MEMORY, MEMORY_KEY, Managed
+from agora.toolsets.router.memory import MEMORY, Managed
+from agora.toolsets.router.ownership import memory_key
 
 if TYPE_CHECKING:
     from agora.toolsets.base import ToolCall
@@ -96,7 +97,7 @@ async def _with_managed(
         wanted.append(("managed-workspace", ("managed-workspace-local", identity)))
     wanted.append(("managed-personal", ("managed-personal", "personal")))
     latest, _rejections = await call.runtime.call(
-        MEMORY, MEMORY_KEY, Managed(tuple(key for _, key in wanted))
+        MEMORY, memory_key(call.principal), Managed(tuple(key for _, key in wanted))
     )
     warnings: list[str] = []
     by_layer: dict[str, profiles.Profile] = {p.layer: p for p in found}

@@ -1,10 +1,12 @@
-"""The Memory entity: one actor for the optional, global Memory store.
+"""The Memory entity: one actor per owner of the optional Memory store.
 
-It keeps in memory what its commands check (observation bindings, receipts, counts and the
-generation) and writes through the actor like every entity. The first recorded observation
-creates the store in the same commit; until then nothing exists and `Summary` answers the
-digest of an absent store. Every write bumps the generation, so the global summary digest
-changes with any change and never returns to an earlier value; a purge must name the
+Each principal's Memory is its own entity (`ownership.memory_key`; the anonymous/local
+caller's is keyed ``global``) loading and writing only the rows it owns. It keeps in
+memory what its commands check (observation bindings, receipts, counts and the generation)
+and writes through the actor like every entity. The first recorded observation creates the
+store in the same commit; until then nothing exists and `Summary` answers the digest of an
+absent store. Every write bumps the owner's generation, so its summary digest changes with
+any change of its rows and never returns to an earlier value; a purge must name the
 current one. Receipts replay a command's result (``replayed: true``); a key reused for
 another request is refused. Pure ``handle(command, now) -> Effects``.
 """
@@ -21,6 +23,7 @@ from agora.errors import ToolError
 from agora.runtime.entity import Effects
 from agora.toolsets.router import memory_sql, replies
 from agora.toolsets.router.digests import digest
+from agora.toolsets.router.ownership import memory_owner
 from agora.toolsets.router.sql import stamp
 
 if TYPE_CHECKING:
@@ -136,7 +139,8 @@ MAX_REVISIONS: Final = 20
 class MemoryStore:
     """The Memory entity's state (empty while the store does not exist)."""
 
-    def __init__(self, rows: dict[str, Any] | None) -> None:
+    def __init__(self, rows: dict[str, Any] | None, owner: str = "") -> None:
+        self.owner = owner
         self.exists = rows is not None
         rows = rows or {"generation": 0, "observations": [], "feedback": {}, "receipts": []}
         self.generation: int = rows["generation"]
@@ -163,7 +167,7 @@ class MemoryStore:
         return sum(self.feedback_by.values())
 
     def summary_digest(self) -> str:
-        """The global, path-free digest of the store's history."""
+        """The path-free digest of this owner's history."""
         if not self.exists:
             return digest({"memory_store": "absent"})
         return digest({
@@ -205,8 +209,10 @@ class MemoryStore:
         if isinstance(command, Purge):
             result["summary_digest_after"] = self.summary_digest()
         writes += [
-            memory_sql.bump(self.generation),
-            memory_sql.insert_receipt(*key, command.request_digest, json.dumps(result), at),
+            memory_sql.bump(self.owner, self.generation),
+            memory_sql.insert_receipt(
+                self.owner, *key, command.request_digest, json.dumps(result), at
+            ),
         ]
         return Effects(reply=result, writes=writes, changed=True)
 
@@ -227,7 +233,7 @@ class MemoryStore:
         history.append((cmd.revision_no, cmd.revision_id, cmd.profile_digest, cmd.profile_json))
         if cmd.source.startswith(memory_sql.AUTO_SOURCE):
             self.auto_promoted[cmd.revision_id] = cmd.source.removeprefix(memory_sql.AUTO_SOURCE)
-        writes.append(memory_sql.insert_revision({
+        writes.append(memory_sql.insert_revision(self.owner, {
             "revision_id": cmd.revision_id, "target_profile_class": cmd.target,
             "profile_key": cmd.profile_key, "revision_no": cmd.revision_no,
             "profile_json": cmd.profile_json, "profile_digest": cmd.profile_digest,
@@ -236,7 +242,7 @@ class MemoryStore:
         while len(history) > MAX_REVISIONS:
             dropped = history.pop(0)[1]
             self.auto_promoted.pop(dropped, None)
-            writes.append(memory_sql.delete_revision(dropped))
+            writes.append(memory_sql.delete_revision(self.owner, dropped))
         return dict(cmd.result), writes
 
     def keep_proposal(self, cmd: StoreProposal, at: str) -> tuple[dict[str, Any], list[Write]]:
@@ -244,14 +250,16 @@ class MemoryStore:
         pid = cmd.proposal["proposal_id"]
         if pid not in self.proposals:
             self.proposals[pid] = (cmd.target, cmd.profile_key, cmd.proposal)
-            writes.append(memory_sql.insert_proposal(pid, cmd.target, cmd.profile_key,
+            writes.append(memory_sql.insert_proposal(self.owner, pid, cmd.target, cmd.profile_key,
                                                      json.dumps(cmd.proposal), at))  # fmt: skip
         return dict(cmd.result), writes
 
     def reject(self, cmd: RejectCandidate, at: str) -> tuple[dict[str, Any], list[Write]]:
         writes = self._create()
         self.rejections.setdefault(cmd.candidate_id, at)
-        writes.append(memory_sql.insert_rejection(cmd.candidate_id, cmd.profile_key, at))
+        writes.append(
+            memory_sql.insert_rejection(self.owner, cmd.candidate_id, cmd.profile_key, at)
+        )
         return dict(cmd.result), writes
 
     def _sweep(self, cmd: Sweep) -> Effects:
@@ -272,19 +280,19 @@ class MemoryStore:
         for observation_id in doomed:
             self.per_workspace[self.observations.pop(observation_id)[0]] -= 1
             self.feedback_by.pop(observation_id, None)
-            writes += memory_sql.delete_observation(observation_id)
+            writes += memory_sql.delete_observation(self.owner, observation_id)
         for candidate_id in expired:
             del self.rejections[candidate_id]
-            writes.append(memory_sql.delete_rejection(candidate_id))
+            writes.append(memory_sql.delete_rejection(self.owner, candidate_id))
         self.generation += 1
-        writes.append(memory_sql.bump(self.generation))
+        writes.append(memory_sql.bump(self.owner, self.generation))
         return Effects(reply=(len(doomed), len(expired)), writes=writes, changed=True)
 
     def _create(self) -> list[Write]:
         if self.exists:
             return []
         self.exists = True
-        return memory_sql.create_store()
+        return memory_sql.create_store(self.owner)
 
     def remember(self, cmd: Remember, at: str) -> tuple[dict[str, Any], list[Write]]:
         writes = self._create()
@@ -295,7 +303,7 @@ class MemoryStore:
                 row["route_signature_digest"], at,
             )  # fmt: skip
             self.per_workspace[row["workspace_identity"]] += 1
-            writes.append(memory_sql.insert_observation({**row, "recorded_at": at}))
+            writes.append(memory_sql.insert_observation(self.owner, {**row, "recorded_at": at}))
         return dict(cmd.result), writes
 
     def feedback_on(self, cmd: Feedback, at: str) -> tuple[dict[str, Any], list[Write]]:
@@ -309,7 +317,7 @@ class MemoryStore:
             )
         self.feedback_by[cmd.observation_id] = self.feedback_by.get(cmd.observation_id, 0) + 1
         row = {**cmd.row, "workspace_identity": bound[0], "recorded_at": at}
-        return dict(cmd.result), [memory_sql.insert_feedback(row)]
+        return dict(cmd.result), [memory_sql.insert_feedback(self.owner, row)]
 
     def purge(self, cmd: Purge, at: str) -> tuple[dict[str, Any], list[Write]]:
         before = self.summary_digest()
@@ -332,7 +340,7 @@ class MemoryStore:
         writes = self._forget(tables, result)
         if cmd.scope == "revisions-only":  # keep each managed Profile's current revision
             for history in self.revisions.values():
-                writes += [memory_sql.delete_revision(old[1]) for old in history[:-1]]
+                writes += [memory_sql.delete_revision(self.owner, old[1]) for old in history[:-1]]
                 for old in history[:-1]:
                     self.auto_promoted.pop(old[1], None)
                 del history[:-1]
@@ -353,7 +361,7 @@ class MemoryStore:
             self.proposals = {}
         if memory_sql.MANAGED_TABLE in tables:
             self.revisions, self.auto_promoted = {}, {}
-        return [memory_sql.delete_all(t) for t in tables]
+        return [memory_sql.delete_all(self.owner, t) for t in tables]
 
 
 class _Answer(Exception):
@@ -372,14 +380,14 @@ HANDLERS: Final[dict[type, Any]] = {
 
 
 class MemoryKind:
-    """Loads the Memory entity (one, keyed ``global``)."""
+    """Loads a Memory entity (one per owner, keyed by `ownership.memory_key`)."""
 
     kind = "router-memory"
 
     def load(self, conn: ReadConn, key: str, now: Now) -> MemoryStore:
-        """The Memory store's state, empty if it does not exist."""
-        return MemoryStore(memory_sql.read_store(conn))
+        """The owner's Memory state, empty if it has none."""
+        owner = memory_owner(key)
+        return MemoryStore(memory_sql.read_store(conn, owner), owner)
 
 
 MEMORY: Final = MemoryKind()
-MEMORY_KEY: Final = "global"

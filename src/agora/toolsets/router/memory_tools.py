@@ -38,13 +38,13 @@ from agora.toolsets.router.digests import digest, request_digest
 from agora.toolsets.router.layers import client_roots
 from agora.toolsets.router.memory import (
     MEMORY,
-    MEMORY_KEY,
     Feedback,
     Purge,
     Remember,
     Summary,
     Sweep,
 )
+from agora.toolsets.router.ownership import memory_key, memory_key_of, memory_owner
 from agora.toolsets.router.run import kind_of
 from agora.toolsets.router.sql import stamp
 
@@ -110,7 +110,9 @@ def receipt_fields(call: ToolCall) -> dict[str, str]:
 async def get_memory_status(call: ToolCall) -> dict[str, Any]:
     """The effective policy and the global history summary; creates nothing."""
     policy, identity = await policy_of(call)
-    exists, summary, count = await call.runtime.call(MEMORY, MEMORY_KEY, Summary(identity))
+    exists, summary, count = await call.runtime.call(
+        MEMORY, memory_key(call.principal), Summary(identity)
+    )
     return {
         "authority_mode": "router-local", "actual_skill_consistency": "unavailable",
         "personal_ceiling": policy.personal_ceiling,
@@ -184,7 +186,7 @@ async def remember_workflow(call: ToolCall) -> dict[str, Any]:
         "route_signature_digest": signature,
     }  # fmt: skip
     reply: dict[str, Any] = await call.runtime.call(
-        MEMORY, MEMORY_KEY, Remember(row=row, result=result, **receipt_fields(call))
+        MEMORY, memory_key(call.principal), Remember(row=row, result=result, **receipt_fields(call))
     )
     return reply
 
@@ -225,7 +227,7 @@ async def record_route_feedback(call: ToolCall) -> dict[str, Any]:
     command = Feedback(observation_id=a["observation_id"], workflow_run_id=a["workflow_run_id"],
                        original_route_digest=original, row=row, result=result,
                        **receipt_fields(call))  # fmt: skip
-    reply: dict[str, Any] = await call.runtime.call(MEMORY, MEMORY_KEY, command)
+    reply: dict[str, Any] = await call.runtime.call(MEMORY, memory_key(call.principal), command)
     return reply
 
 
@@ -235,18 +237,20 @@ async def purge_workflow_memory(call: ToolCall) -> dict[str, Any]:
     command = Purge(scope=a["scope"], expected_summary_digest=a["expected_summary_digest"],
                     include_managed_profiles=a["include_managed_profiles"],
                     **receipt_fields(call))  # fmt: skip
-    reply: dict[str, Any] = await call.runtime.call(MEMORY, MEMORY_KEY, command)
+    reply: dict[str, Any] = await call.runtime.call(MEMORY, memory_key(call.principal), command)
     return reply
 
 
 async def observations(call: ToolCall, identity: str) -> list[candidates.Observed]:
-    """One workspace identity's observations with their feedback types (none: empty)."""
-    return await observations_in(call.runtime, identity)
+    """The caller's observations of one workspace identity with their feedback types."""
+    owner = memory_owner(memory_key(call.principal))
+    return await observations_in(call.runtime, owner, identity)
 
 
-async def observations_in(runtime: Runtime, identity: str) -> list[candidates.Observed]:
-    """`observations` for a caller-less task (the automatic promotion)."""
-    rows = await runtime.read(lambda conn: memory_sql.read_workspace(conn, identity))
+async def observations_in(runtime: Runtime, owner: str, identity: str
+                          ) -> list[candidates.Observed]:  # fmt: skip
+    """`observations` of ``owner``'s Memory, for a caller-less task (the promotion)."""
+    rows = await runtime.read(lambda conn: memory_sql.read_workspace(conn, owner, identity))
     return [
         candidates.Observed(oid, run, json.loads(doc), day, at,
                             tuple(json.loads(f)["feedback_type"] for f in fb))
@@ -262,14 +266,15 @@ SUPPRESSION_DAYS: Final = 180
 RETENTION_EVERY: Final = 3600.0
 
 
-async def sweep(runtime: Runtime) -> None:
-    """One retention pass: observations older than 90 days, then beyond each workspace's
-    newest 1000; rejected-candidate suppressions older than 180 days."""
+async def sweep(runtime: Runtime, owner: str) -> None:
+    """One retention pass over ``owner``'s Memory: observations older than 90 days, then
+    beyond each workspace's newest 1000; rejected-candidate suppressions older than 180
+    days."""
     now = runtime.clock.wall()
     cutoff = stamp(now - dt.timedelta(days=RETENTION_DAYS))
     suppressed = stamp(now - dt.timedelta(days=SUPPRESSION_DAYS))
     command = Sweep(cutoff=cutoff, keep=RETENTION_MAX, suppressed_before=suppressed)
-    observations, suppressions = await runtime.call(MEMORY, MEMORY_KEY, command)
+    observations, suppressions = await runtime.call(MEMORY, memory_key_of(owner), command)
     if observations or suppressions:
         log.info("router memory retention dropped %d observations and %d expired suppressions",
                  observations, suppressions)  # fmt: skip

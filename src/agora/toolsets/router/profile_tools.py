@@ -25,7 +25,6 @@ from agora.toolsets.router.digests import canonical, digest
 from agora.toolsets.router.layers import client_roots, read_layers
 from agora.toolsets.router.memory import (
     MEMORY,
-    MEMORY_KEY,
     ApplyRevision,
     CheckReceipt,
     History,
@@ -41,6 +40,7 @@ from agora.toolsets.router.memory_tools import (
     policy_of,
     receipt_fields,
 )
+from agora.toolsets.router.ownership import memory_key
 from agora.toolsets.router.sql import stamp
 
 if TYPE_CHECKING:
@@ -68,8 +68,8 @@ async def workspace_candidates(
     mined = candidates.mine_with_routes(observed, identity, policy.effective_mode, policy.digest)
     if not mined:
         return [], observed
-    _latest, rejections = await call.runtime.call(MEMORY, MEMORY_KEY, Managed(()))
-    promoted = await call.runtime.call(MEMORY, MEMORY_KEY, Promoted())
+    _latest, rejections = await call.runtime.call(MEMORY, memory_key(call.principal), Managed(()))
+    promoted = await call.runtime.call(MEMORY, memory_key(call.principal), Promoted())
     since = stamp(call.runtime.clock.wall() - SUPPRESSION)
     for m in mined:
         cid = m.candidate["candidate_id"]
@@ -105,7 +105,9 @@ async def _proposals(call: ToolCall, policy: Policy, identity: str) -> list[Prev
     keys = {(m.candidate["target_profile_class"], profile_key(m.candidate["target_profile_class"],
                                                              identity)) for m in mined}  # fmt: skip
     wanted = tuple((t, k) for t, k in sorted(keys) if k is not None)
-    latest, _rejections = await call.runtime.call(MEMORY, MEMORY_KEY, Managed(wanted))
+    latest, _rejections = await call.runtime.call(
+        MEMORY, memory_key(call.principal), Managed(wanted)
+    )
     options = call.runtime.options("router")
     root = call.args.get("workspace_root")
     authorized = [str(r) for r in options.get("workspace_roots", [])]
@@ -172,7 +174,7 @@ async def transition_profile_update(call: ToolCall) -> dict[str, Any]:
     if not policy.candidate_generation_enabled:
         return _answer(status="blocked", reason_codes=list(policy.reason_codes))
     fields = receipt_fields(call)
-    replayed = await call.runtime.call(MEMORY, MEMORY_KEY, CheckReceipt(**fields))
+    replayed = await call.runtime.call(MEMORY, memory_key(call.principal), CheckReceipt(**fields))
     if replayed is not None:
         return dict(replayed)
     found = next(((m.candidate["candidate_id"], p)
@@ -181,13 +183,15 @@ async def transition_profile_update(call: ToolCall) -> dict[str, Any]:
     drift: list[str] = []
     if found is None:  # a rollback proposal, kept until reviewed
         revisions, kept = await call.runtime.call(
-            MEMORY, MEMORY_KEY, History(managed_keys(identity))
+            MEMORY, memory_key(call.principal), History(managed_keys(identity))
         )
         proposal = next((p for p in kept if p["proposal_id"] == a["proposal_id"]), None)
         if proposal is None:
             return _answer(status="not-found", reason_codes=["profile-proposal-not-found"])
         found = (proposal["candidate_id"], proposal)
-        _latest, rejections = await call.runtime.call(MEMORY, MEMORY_KEY, Managed(()))
+        _latest, rejections = await call.runtime.call(
+            MEMORY, memory_key(call.principal), Managed(())
+        )
         if proposal["candidate_id"] in rejections:
             drift.append("profile-proposal-state-conflict")  # the user already rejected it
         key = profile_key(proposal["target_profile_class"], identity)
@@ -225,7 +229,7 @@ async def transition_profile_update(call: ToolCall) -> dict[str, Any]:
             profile_digest=proposal["proposed_profile_digest"],
             source=proposal["proposal_id"], result=result, blocked=blocked, **fields,
         )  # fmt: skip
-    reply: dict[str, Any] = await call.runtime.call(MEMORY, MEMORY_KEY, command)
+    reply: dict[str, Any] = await call.runtime.call(MEMORY, memory_key(call.principal), command)
     return reply
 
 
@@ -253,11 +257,11 @@ async def rollback_profile_revision(call: ToolCall) -> dict[str, Any]:
     if not policy.candidate_generation_enabled:
         return _answer(status="blocked", reason_codes=list(policy.reason_codes))
     fields = receipt_fields(call)
-    replayed = await call.runtime.call(MEMORY, MEMORY_KEY, CheckReceipt(**fields))
+    replayed = await call.runtime.call(MEMORY, memory_key(call.principal), CheckReceipt(**fields))
     if replayed is not None:
         return dict(replayed)
     revisions, _proposals_kept = await call.runtime.call(
-        MEMORY, MEMORY_KEY, History(managed_keys(identity))
+        MEMORY, memory_key(call.principal), History(managed_keys(identity))
     )
     found = next(((key, rev) for key, history in revisions.items() for rev in history
                   if rev[1] == a["source_revision_id"]), None)  # fmt: skip
@@ -298,5 +302,5 @@ async def rollback_profile_revision(call: ToolCall) -> dict[str, Any]:
     result = _answer(status="pending", proposal=proposal)
     command = StoreProposal(target=target, profile_key=key, proposal=proposal, result=result,
                             **fields)  # fmt: skip
-    reply: dict[str, Any] = await call.runtime.call(MEMORY, MEMORY_KEY, command)
+    reply: dict[str, Any] = await call.runtime.call(MEMORY, memory_key(call.principal), command)
     return reply

@@ -24,8 +24,8 @@ import trio
 from agora.toolsets.router import candidates, previews
 from agora.toolsets.router.digests import digest
 from agora.toolsets.router.layers import read_layers
-from agora.toolsets.router.memory import MEMORY, MEMORY_KEY, ApplyRevision, Managed, Promoted
-from agora.toolsets.router.memory_sql import AUTO_SOURCE
+from agora.toolsets.router.memory import MEMORY, ApplyRevision, Managed, Promoted
+from agora.toolsets.router.memory_sql import AUTO_SOURCE, owners
 from agora.toolsets.router.memory_tools import (
     PERSONAL_SCOPE,
     make_id,
@@ -33,6 +33,7 @@ from agora.toolsets.router.memory_tools import (
     personal_policy,
     sweep,
 )
+from agora.toolsets.router.ownership import memory_key_of
 from agora.toolsets.router.profile_tools import SUPPRESSION, profile_key
 from agora.toolsets.router.sql import stamp
 
@@ -45,16 +46,18 @@ log = logging.getLogger(__name__)
 AUTO_SESSION: Final = "router-automatic-promotion"
 
 
-async def promote(runtime: Runtime) -> int:
-    """Promote every personal candidate the policy lets through; returns how many."""
+async def promote(runtime: Runtime, owner: str) -> int:
+    """Promote every personal candidate of ``owner``'s Memory the policy lets through;
+    returns how many."""
     policy = await personal_policy(runtime)
     if policy.profile_promotion != "automatic-managed":
         return 0
-    observed = await observations_in(runtime, PERSONAL_SCOPE)
+    memory = memory_key_of(owner)
+    observed = await observations_in(runtime, owner, PERSONAL_SCOPE)
     mined = candidates.mine_with_routes(observed, PERSONAL_SCOPE, policy.effective_mode,
                                         policy.digest)  # fmt: skip
-    _latest, rejections = await runtime.call(MEMORY, MEMORY_KEY, Managed(()))
-    done = await runtime.call(MEMORY, MEMORY_KEY, Promoted())
+    _latest, rejections = await runtime.call(MEMORY, memory, Managed(()))
+    done = await runtime.call(MEMORY, memory, Promoted())
     since = stamp(runtime.clock.wall() - SUPPRESSION)
     ready = [
         m for m in mined
@@ -74,12 +77,12 @@ async def promote(runtime: Runtime) -> int:
         key = profile_key(target, PERSONAL_SCOPE)
         if key is None:
             continue
-        latest, _ = await runtime.call(MEMORY, MEMORY_KEY, Managed(((target, key),)))
+        latest, _ = await runtime.call(MEMORY, memory, Managed(((target, key),)))
         proposal, _reasons = previews.preview(m, observed, manual, policy.digest,
                                               latest.get((target, key)))  # fmt: skip
         if proposal is None or not proposal["backtest"]["acceptable"]:
             continue
-        reply = await runtime.call(MEMORY, MEMORY_KEY, _apply(m, proposal, target, key))
+        reply = await runtime.call(MEMORY, memory, _apply(m, proposal, target, key))
         applied += reply.get("status") == "applied"
     if applied:
         log.info("router memory promoted %d candidates automatically", applied)
@@ -102,6 +105,8 @@ def _apply(m: candidates.Mined, proposal: dict[str, Any], target: str, key: str)
 
 
 async def upkeep(runtime: Runtime) -> None:
-    """The Memory background step: retention, then automatic promotion."""
-    await sweep(runtime)
-    await promote(runtime)
+    """The Memory background step, for each owner's Memory in turn: retention, then
+    automatic promotion."""
+    for owner in await runtime.read(owners):
+        await sweep(runtime, owner)
+        await promote(runtime, owner)

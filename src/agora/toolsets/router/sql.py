@@ -20,6 +20,7 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from agora.toolsets.base import Migration
+from agora.toolsets.router import memory_sql
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -106,6 +107,7 @@ MIGRATIONS = (
     Migration(component="router", version=2, sql=_both(_V2)),
     Migration(component="router", version=3, sql=_both(_V3)),
     Migration(component="router", version=4, sql=_both(_V4)),
+    memory_sql.V5,
 )
 
 
