@@ -356,9 +356,7 @@ def test_at_most_twenty_revisions_are_kept_per_managed_profile():
             blocked={"status": "blocked"}), now)  # fmt: skip
         assert effects.reply["status"] == "applied"
         deleted += [
-            w[1]
-            for w in effects.writes
-            if w[0].startswith("DELETE FROM router_memory_revisions")
+            w[1] for w in effects.writes if w[0].startswith("DELETE FROM router_memory_revisions")
         ]
     history = store.revisions[("managed-personal", "personal")]
     assert [h[0] for h in history] == list(range(3, MAX_REVISIONS + 3))
