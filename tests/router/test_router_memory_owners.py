@@ -194,6 +194,15 @@ async def test_a_store_made_before_owners_opens_as_the_local_owners(
         )  # the digest it had before the step: the same history
         hers = await status(alice, policy)
         assert (hers["memory_store_exists"], hers["eligible_workflow_count"]) == (False, 0)
+        # the key is (owner, id) now: another owner may hold the same observation id
+        same_id = _old_rows(identity)[0][1]
+        await st.write([(
+            "INSERT INTO router_memory_observations (owner, observation_id, workspace_identity,"
+            " workflow_run_id, session_id, route_signature_digest, observation_json,"
+            " observation_digest, recorded_day, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            ("carol", *same_id),
+        )])  # fmt: skip
+        assert await counts(runtime, "carol") == (1, 0)
         await remember(alice, policy)  # her part of the store, beside the migrated rows
         assert (await status(local, policy))["history_summary_digest"] == (
             mine["history_summary_digest"]
