@@ -217,20 +217,7 @@ def _mutation(rec: Recorder, key: str) -> dict[str, Any]:
 
 async def _router(rec: Recorder, workspace: Path) -> None:
     await _run(rec, "1. a\n2. b", [], None, phase_check=("plan-ready", "g"))
-    done = await _run(rec, "Fix the typo in the README", [], None, phase_check=("work-done", "w"))
-    root = str(workspace)
-    remembered = await rec.call(
-        "remember_workflow", **_mutation(rec, "mem"), workflow_run_id=done, workspace_root=root,
-        one_shot="none", risk_class="r0", side_effect_outcome="known-success",
-        target_profile_class="managed-personal",
-    )  # fmt: skip
-    assert remembered["status"] == "recorded", remembered
-    await rec.call(
-        "record_route_feedback", **_mutation(rec, "fb"), workflow_run_id=done, workspace_root=root,
-        observation_id=remembered["observation_id"], feedback_type="accepted",
-        reason_code="user-accepted", correction_dimensions=[], original_route_digest=None,
-        corrected_route_digest=None,
-    )  # fmt: skip
+    await memory(rec, workspace)
     locked = await _plan(rec, "1. design\n2. build", ["skill:lead"], "only", "locked")
     proposal = await rec.call(
         "propose_support_consent", **_mutation(rec, "prop"), workflow_run_id=locked,
@@ -246,6 +233,51 @@ async def _router(rec: Recorder, workspace: Path) -> None:
         expected_state_version=2,
     )  # fmt: skip
     await _evaluations(rec)
+
+
+async def memory(rec: Recorder, workspace: Path) -> None:
+    """A completed run remembered in the caller's Memory, and feedback on it."""
+    done = await _run(rec, "Fix the typo in the README", [], None, phase_check=("work-done", "w"))
+    root = str(workspace)
+    remembered = await rec.call(
+        "remember_workflow", **_mutation(rec, "mem"), workflow_run_id=done, workspace_root=root,
+        one_shot="none", risk_class="r0", side_effect_outcome="known-success",
+        target_profile_class="managed-personal",
+    )  # fmt: skip
+    assert remembered["status"] == "recorded", remembered
+    await rec.call(
+        "record_route_feedback", **_mutation(rec, "fb"), workflow_run_id=done, workspace_root=root,
+        observation_id=remembered["observation_id"], feedback_type="accepted",
+        reason_code="user-accepted", correction_dimensions=[], original_route_digest=None,
+        corrected_route_digest=None,
+    )  # fmt: skip
+
+
+def memory_calls(
+    name: str, workspace: Path, digest: str, key: str
+) -> list[tuple[str, dict[str, Any]]]:
+    """The six Memory tools that name no entity of anyone's, as principal ``name`` calls
+    them on its own context: status, candidates, a preview, a transition and a rollback
+    of ids nobody made, and a purge of everything bound to ``digest``."""
+    context = {"session_id": f"{name}-memory", "actor": name, "runtime_policy_snapshot_id": "p"}
+    root = {"context": context, "workspace_root": str(workspace)}
+    nobody = "sha256:" + "0" * 64
+    mutation = {"context": context, "idempotency_key": f"{key}-m", "correlation_id": key}
+    return [
+        ("get_memory_status", root),
+        ("list_workflow_candidates", {**root, "status": None, "limit": 50}),
+        ("preview_profile_update", {**root, "candidate_id": "candidate:" + "0" * 32}),
+        ("transition_profile_update", {
+            **mutation, "workspace_root": str(workspace), "proposal_id": "proposal:" + "0" * 32,
+            "expected_proposal_digest": nobody, "expected_profile_digest": None,
+            "expected_state_version": 0, "action": "approve"}),
+        ("rollback_profile_revision", {
+            **mutation, "workspace_root": str(workspace),
+            "source_revision_id": "revision:" + "0" * 32, "expected_profile_digest": nobody}),
+        ("purge_workflow_memory", {
+            **mutation, "scope": "all-memory-data", "expected_summary_digest": digest,
+            "include_managed_profiles": True, "confirmed": True}),
+    ]  # fmt: skip
 
 
 async def _plan(

@@ -2,10 +2,11 @@
 
 `SCOPED` maps each tool that checks ownership or scope to the rule it enforces; the access
 test proves, for each one, that a second principal naming the first one's entity gets the
-same answer as for an entity that does not exist. `PUBLIC` maps each other tool to the
-reason it needs no such check. The test lists the tools of a server with every toolset:
-a tool in neither table (a new tool nobody classified) or in both fails it, and so does a
-name here that the server no longer lists.
+same answer as for an entity that does not exist, or, for the Memory tools that name no
+entity (`EMPTY_MEMORY`), the same answer as before the first one's Memory existed. `PUBLIC`
+maps each other tool to the reason it needs no such check. The test lists the tools of a
+server with every toolset: a tool in neither table (a new tool nobody classified) or in
+both fails it, and so does a name here that the server no longer lists.
 """
 
 from __future__ import annotations
@@ -19,10 +20,8 @@ _READ = "topic read gate: project scope AND participation (an owned binding)"
 _WRITE = "topic write gate: the caller's own active binding on the named role"
 _SESSION = "the named session must be the caller's own, and hold the role on the topic"
 _MEMORY = (
-    "Memory is one store per server, for its authorized workspaces and the personal profile "
-    "its config names (the contract's single user): not principal-scoped today, so every "
-    "principal reads the same counts and candidates and may purge the same history; no "
-    "argument names anything a principal owns"
+    "Memory is its principal's (router ownership): no argument names an entity of Alice's, so "
+    "a stranger's Memory calls answer exactly as before her Memory existed (an empty one)"
 )
 _CHESS = (
     "no argument names an entity and no principal owns a table: the table is the endpoint "
@@ -48,6 +47,13 @@ SCOPED: Final[dict[str, str]] = {
     "export_router_artifact": _RECORD + " (the comparison_ref names two of them)",
     "remember_workflow": _RUN + "; only the caller's completed run is remembered",
     "record_route_feedback": "the observation is bound to the caller's session and run",
+    # router Memory: compared by `EMPTY_MEMORY`'s rule, not by entity ids
+    "get_memory_status": _MEMORY,
+    "list_workflow_candidates": _MEMORY,
+    "preview_profile_update": _MEMORY,
+    "transition_profile_update": _MEMORY,
+    "rollback_profile_revision": _MEMORY,
+    "purge_workflow_memory": _MEMORY,
     # debate
     "debate_init": "sessions in roles_json must be the caller's own (no takeover by id)",
     "debate_add_role": "conductor or star scope, on a visible topic, with the caller's session",
@@ -79,6 +85,10 @@ SCOPED: Final[dict[str, str]] = {
     "debate_worker_reclaim": _READ + "; only the caller's own claims move",
 }
 
+#: The scoped tools whose contract names no entity of Alice's (the router's Memory tools):
+#: a stranger's whole answers must be the same before and after her Memory is written.
+EMPTY_MEMORY: Final = frozenset(name for name, rule in SCOPED.items() if rule == _MEMORY)
+
 PUBLIC: Final[dict[str, str]] = {
     "enter_open_challenge": "creates the caller's own attempt; names no existing entity",
     "join_game": _CHESS,
@@ -95,12 +105,6 @@ PUBLIC: Final[dict[str, str]] = {
         "names only operator things (a sealed case under cases_dir, a configured "
         "authorization); the run it records is keyed by the caller's scoped session"
     ),
-    "get_memory_status": _MEMORY,
-    "list_workflow_candidates": _MEMORY,
-    "preview_profile_update": _MEMORY,
-    "transition_profile_update": _MEMORY,
-    "rollback_profile_revision": _MEMORY,
-    "purge_workflow_memory": _MEMORY,
     "debate_session_open": "mints a session owned by the caller; names nothing",
     "debate_session_list": "takes no entity id and lists only the caller's own sessions",
 }

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import trio
-from access_alice import Recorder, alice
-from access_catalog import PUBLIC, SCOPED
+from access_alice import Recorder, alice, memory, memory_calls
+from access_catalog import EMPTY_MEMORY, PUBLIC, SCOPED
 from access_world import answer, blank, catalog, missing_id, read_answer, sdk_client
 
 from agora.toolsets.debate.rules import INBOX_URI
@@ -173,7 +173,8 @@ async def test_a_foreign_entity_answers_like_a_missing_one(world):
                 assert not listed & hers, (stranger, listed & hers)
                 assert items == 0, stranger
     assert checked <= set(SCOPED), sorted(checked - set(SCOPED))
-    assert checked == set(SCOPED), f"never compared: {sorted(set(SCOPED) - checked)}"
+    by_id = set(SCOPED) - EMPTY_MEMORY  # the others: test_a_strangers_memory_answers_...
+    assert checked == by_id, f"never compared: {sorted(by_id - checked)}"
 
 
 class Probe:
@@ -224,7 +225,7 @@ async def test_one_of_her_ids_in_a_strangers_own_call_answers_as_a_missing_one(w
             await alice(rec, world.workspace)
             probe = Probe(b, rec.templates)
             await alice(Recorder(b, conductor=False, before=probe), world.workspace)
-    never = set(SCOPED) - probe.checked - CONDUCTOR_STEPS
+    never = set(SCOPED) - probe.checked - CONDUCTOR_STEPS - EMPTY_MEMORY
     assert not never, f"never compared: {sorted(never)}"
 
 
@@ -235,3 +236,44 @@ CONDUCTOR_STEPS = {
     "debate_judge_prepare",
     "debate_judge_verdict",
 }
+
+
+#: Strangers whose Memory nothing of the access tests writes (so it is empty): a principal
+#: of Alice's project, one of another, and a caller without a token.
+EMPTY_STRANGERS = ("dave", "olga", "anonymous")
+
+
+async def _memory_answers(world, name: str, key: str) -> list[dict[str, Any]]:
+    """``name``'s whole answers to the six Memory calls (`memory_calls`), the purge bound to
+    the digest its own status just answered."""
+    async with sdk_client(world, name) as client:
+        status = await answer(client, *memory_calls(name, world.workspace, "", key)[0])
+        own = status["structuredContent"]["history_summary_digest"]
+        return [
+            await answer(client, tool, args)
+            for tool, args in memory_calls(name, world.workspace, own, key)
+        ]
+
+
+async def test_a_strangers_memory_answers_like_an_empty_one(world):
+    """The Memory tools name no entity of Alice's (`EMPTY_MEMORY`), so a foreign entity and a
+    missing one cannot be told apart by id. Instead: each stranger's whole answers to the
+    six calls (status, candidates, preview, transition, rollback, purge of everything, each
+    on their own context) are identical before and after Alice records a workflow and its
+    feedback in her Memory, while her own status changes; the strangers' purges delete
+    nothing (of hers or anyone's) and leave her status as it was."""
+    status_of = memory_calls("alice", world.workspace, "", "status")[0]
+    with trio.fail_after(120):
+        before = {name: await _memory_answers(world, name, "before") for name in EMPTY_STRANGERS}
+        async with sdk_client(world, "alice") as client:
+            empty = (await answer(client, *status_of))["structuredContent"]
+            await memory(Recorder(client), world.workspace)
+            hers = (await answer(client, *status_of))["structuredContent"]
+            assert hers["eligible_workflow_count"] == empty["eligible_workflow_count"] + 1
+            for name in EMPTY_STRANGERS:
+                after = await _memory_answers(world, name, "after")
+                assert after == before[name], (name, before[name], after)
+                purged = after[-1]["structuredContent"]
+                assert (purged["deleted_observations"], purged["deleted_feedback"]) == (0, 0)
+            assert (await answer(client, *status_of))["structuredContent"] == hers
+    assert {tool for tool, _ in memory_calls("x", world.workspace, "", "x")} == EMPTY_MEMORY
