@@ -3,14 +3,15 @@
 Memory is off by default, and reading its status must not create anything, so its tables are
 not migrations: `create_store` (``CREATE TABLE IF NOT EXISTS``) is part of the transaction of
 the first Memory write, and a read of a store that does not exist is told apart by the
-backend's "no such table" error. ``router_memory_meta`` holds the generation counter (bumped
-by every Memory write, never reset, so a summary digest never comes back),
-``router_memory_observations`` the recorded workflows (routing context only: no objective
-text, no path), ``router_memory_feedback`` typed feedback, ``router_memory_receipts`` each
-Memory command's idempotency receipt, ``router_memory_revisions`` the managed Profiles'
-revisions, ``router_memory_rejections`` the candidates the user rejected and
-``router_memory_proposals`` the rollback proposals awaiting review. Same rules as
-`sql`: ``?`` placeholders, JSON as TEXT, fixed-width UTC TEXT timestamps.
+backend's "no such table" error (an owner that never wrote has no generation row).
+``router_memory_meta`` holds the generation counter (bumped by every Memory write, never
+reset, so a summary digest never comes back), ``router_memory_observations`` the recorded
+workflows (routing context only: no objective text, no path), ``router_memory_feedback``
+typed feedback, ``router_memory_receipts`` each Memory command's idempotency receipt,
+``router_memory_revisions`` the managed Profiles' revisions, ``router_memory_rejections``
+the candidates the user rejected and ``router_memory_proposals`` the rollback proposals
+awaiting review. Same rules as `sql`: ``?`` placeholders, JSON as TEXT, fixed-width UTC
+TEXT timestamps.
 
 Every row belongs to an owner: the name of the principal whose call wrote it, ``''`` for a
 caller without a token (a local, single-user server). Each owner has its own generation

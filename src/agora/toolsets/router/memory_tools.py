@@ -108,7 +108,7 @@ def receipt_fields(call: ToolCall) -> dict[str, str]:
 
 
 async def get_memory_status(call: ToolCall) -> dict[str, Any]:
-    """The effective policy and the global history summary; creates nothing."""
+    """The effective policy and the caller's history summary; creates nothing."""
     policy, identity = await policy_of(call)
     exists, summary, count = await call.runtime.call(
         MEMORY, memory_key(call.principal), Summary(identity)
