@@ -214,3 +214,52 @@ async def test_a_store_made_before_owners_opens_as_the_local_owners(
         assert await runtime.read(lambda c: c.execute(revisions).fetchall()) == []
         assert await counts(runtime, "alice") == (1, 0)
         runtime.begin_shutdown()
+
+
+async def test_candidates_previews_and_managed_profiles_are_each_principals(
+    runtime, tmp_path, options
+):
+    from test_router_previews import candidates, preview, record, transition
+
+    policy = tmp_path / "memory-policy.json"
+    policy.write_text(json.dumps({"format": "agora-router-memory-policy/1",
+                                  "ceiling": "reviewed", "profile_promotion": "review-required",
+                                  "allowed_targets": ["managed-personal"]}))  # fmt: skip
+    options["router"]["memory_policy"] = str(policy)
+    options["router"]["workspace_roots"] = [str(tmp_path)]
+    root = tmp_path / "ws"
+    (root / ".codex").mkdir(parents=True)
+    (root / ".codex" / "workflow-skill-router-memory.json").write_text(json.dumps(
+        {"format": "agora-router-memory-request/1", "requested_mode": "reviewed"}))  # fmt: skip
+    alice, bob = Router(runtime, principal=ALICE), Router(runtime, principal=BOB)
+    await record(alice, runtime, root, ["web"])
+    (candidate,) = await candidates(alice, root)
+    assert await candidates(bob, root) == []
+    nowhere = "candidate:" + "0" * 32
+    hers = await preview(bob, root, candidate["candidate_id"])
+    missing = await preview(bob, root, nowhere)
+    assert missing["reason_codes"] == ["workflow-candidate-not-found"]
+    assert json.dumps(hers).replace(candidate["candidate_id"], nowhere) == json.dumps(missing)
+    proposal = (await preview(alice, root, candidate["candidate_id"]))["proposal"]
+    args = transition(proposal, workspace_root=str(root))
+    assert (await alice.call("transition_profile_update", **args))["status"] == "applied"
+    stolen = await bob.call("transition_profile_update", **{**args, "idempotency_key": "bob"})
+    assert (stolen["status"], stolen["reason_codes"]) == (
+        "not-found",
+        ["profile-proposal-not-found"],
+    )
+    await record(bob, runtime, root, ["web"])  # the same routes: the same candidate id
+    (his,) = await candidates(bob, root)
+    assert his["candidate_id"] == candidate["candidate_id"]
+    his_proposal = (await preview(bob, root, his["candidate_id"]))["proposal"]
+    assert (his_proposal["expected_profile_digest"], his_proposal["state_version"]) == (
+        "missing", 1,
+    )  # her revision is not his Profile  # fmt: skip
+    applied = await bob.call("transition_profile_update",
+                             **transition(his_proposal, workspace_root=str(root)))  # fmt: skip
+    assert applied["status"] == "applied"
+    owners = "SELECT owner, revision_no FROM router_memory_revisions ORDER BY owner"
+    rows = await runtime.read(lambda c: c.execute(owners).fetchall())
+    assert [tuple(r) for r in rows] == [("alice", 1), ("bob", 1)]
+    after = (await preview(alice, root, candidate["candidate_id"]))["proposal"]
+    assert after["state_version"] == 2  # hers moved on; his approval did not touch it
