@@ -1,8 +1,9 @@
 """Router Memory at scale: 100,000 observations across 100 workspaces.
 
-The store is seeded directly (as ``remember_workflow`` would have written it: same tables,
-same observation documents; per workspace one route in 80%, two others in 10% each, over
-30 days, one corrected feedback in ten) into a fresh SQLite file, then an embedded agora
+The store is seeded directly (as ``remember_workflow`` of a caller without a token would
+have written it: the local owner's rows, same tables, same observation documents; per
+workspace one route in 80%, two others in 10% each, over 30 days, one corrected feedback in
+ten) into a fresh SQLite file, then an embedded agora
 server (in-process client, no sockets: this measures the server's work) answers:
 
 - the Memory entity's first load (every observation binding into memory);
@@ -54,7 +55,7 @@ def write_policies(base: Path, workspaces: int) -> tuple[Path, list[Path]]:
 def seed(db: Path, roots: list[Path], per: int) -> None:
     conn = sqlite3.connect(db)
     with conn:
-        for statement, params in memory_sql.create_store():
+        for statement, params in memory_sql.create_store(""):  # the local owner's
             conn.execute(statement, params)
         for w, root in enumerate(roots):
             identity = digest({"workspace": str(root.resolve())})
@@ -82,9 +83,10 @@ def seed(db: Path, roots: list[Path], per: int) -> None:
                     feedback.append((f"feedback:{w:08x}{i:024x}", oid, identity, json.dumps(fb),
                                      digest(fb), f"{day}T13:00:00.000000Z"))  # fmt: skip
             conn.executemany(
-                "INSERT INTO router_memory_observations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+                "INSERT INTO router_memory_observations VALUES ('', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
             )
-            conn.executemany("INSERT INTO router_memory_feedback VALUES (?, ?, ?, ?, ?, ?)",
+            conn.executemany("INSERT INTO router_memory_feedback VALUES ('', ?, ?, ?, ?, ?, ?)",
                              feedback)  # fmt: skip
     conn.close()
 
