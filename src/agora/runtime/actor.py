@@ -38,6 +38,7 @@ from agora.runtime.handling import (
     commit_failed,
     stamp,
 )
+from agora.runtime.park import Turn
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -74,7 +75,6 @@ class Slot:
 
     value: Any = None
     error: BaseException | None = None
-    change: trio.Event | None = None
     #: The actor's `Actor.epoch` the reply reflects (-1: unknown, a long-poll re-runs).
     epoch: int = -1
     #: When the call began (`agora.runtime.handling.stamp`): a copy shown current after it
@@ -82,9 +82,32 @@ class Slot:
     since: int = field(default_factory=stamp)
     finished: bool = False
     _event: trio.Event | None = None  # made only if someone waits before it finishes
+    _change: trio.Event | None = None
+    _actor: Handling | None = None  # whose change event at `epoch` follows the reply
 
-    def set(self, value: Any, change: trio.Event, epoch: int = -1) -> None:
-        self.value, self.change, self.epoch = value, change, epoch
+    @property
+    def change(self) -> trio.Event | None:
+        """Set by the first change after the reply (None: no reply); looked up on first use,
+        so a caller that never parks costs its actor no event."""
+        actor = self._actor
+        if self._change is None and actor is not None:
+            self._actor = None
+            if actor.epoch == self.epoch:
+                self._change = actor.change
+            else:  # changed since the reply: as the event it had then, already set
+                self._change = trio.Event()
+                self._change.set()
+        return self._change
+
+    def set(
+        self,
+        value: Any,
+        change: trio.Event | None,
+        epoch: int = -1,
+        actor: Handling | None = None,
+    ) -> None:
+        """The reply, followed by ``change`` (or by ``actor``'s change at ``epoch``)."""
+        self.value, self._change, self.epoch, self._actor = value, change, epoch, actor
         self._finish()
 
     def fail(self, error: BaseException) -> None:
@@ -124,7 +147,7 @@ class Actor(Handling):
         self._send: trio.MemorySendChannel[tuple[Any, Slot]] | None = None
         self._recv: trio.MemoryReceiveChannel[tuple[Any, Slot]] | None = None
         self._closed = False
-        self.change = trio.Event()
+        self._change: trio.Event | None = None  # `change`, made on first use
         self.listeners: set[Any] = set()  # trio.Event or park.Sleeper: have set()
         #: Signals so far; the last `SIGNAL_LOG` with the keys they concerned (`concerns`).
         self.epoch = 0
@@ -134,13 +157,21 @@ class Actor(Handling):
         # Idle from the start: an actor nobody uses is evicted like one whose task waits.
         self.idle_since: float | None = trio.current_time()
         self.queued = 0
-        self._turn = trio.Lock()
+        self._turn = Turn()
         self._idle_before_turn: float | None = None
         self._stopping = False
         self._entity: Entity | None = None
         #: The store's version of the entity this copy was loaded at (guarded stores only).
         self.version = 0
         self.confirmed = 0
+
+    @property
+    def change(self) -> trio.Event:
+        """Set (then replaced) by the next change; made on first use."""
+        change = self._change
+        if change is None:
+            change = self._change = trio.Event()
+        return change
 
     def mailbox(self) -> trio.MemorySendChannel[tuple[Any, Slot]]:
         """Where commands queue; the first call opens it and starts the actor's task.
@@ -318,9 +349,14 @@ class Actor(Handling):
         """
         self.epoch += 1
         self._signals.append((self.epoch, None if keys is None else frozenset(keys)))
-        self.change.set()
+        change = self._change
+        if change is not None:
+            change.set()
         if replace:
-            self.change = trio.Event()
+            self._change = None  # a fresh one when someone asks
+        elif change is None:
+            self._change = trio.Event()
+            self._change.set()
         for listener in self.listeners:
             listener.set()
 

@@ -110,11 +110,14 @@ class Handling:
     #: the database's current version (guarded stores only; 0: never).
     confirmed: int
     handled: int
-    change: trio.Event
     epoch: int
     _entity: Entity | None
 
     if TYPE_CHECKING:
+
+        @property
+        def change(self) -> trio.Event:
+            """`Actor.change`."""
 
         def signal(self, *, replace: bool = True, keys: Collection[str] | None = None) -> None:
             """`Actor.signal`."""
@@ -142,10 +145,33 @@ class Handling:
         return True
 
     async def _handle(self, command: Any, slot: Slot) -> None:
-        if self.runtime.store.guarded:
+        runtime = self.runtime
+        if runtime.store.guarded:
             await self._handle_guarded(command, slot)
             return
-        await self._handle_group([(command, slot)])
+        entity = self._entity
+        if entity is None:  # to load: as a group of one
+            await self._handle_group([(command, slot)])
+            return
+        # `_handle_group` for one command with its entity loaded, without its lists.
+        try:
+            effects = entity.handle(command, runtime.clock.now())
+        except Exception:
+            log.exception("%s %s failed on %s", self.kind.kind, self.key, type(command).__name__)
+            self._entity = None  # maybe half-mutated: reload
+            slot.fail(InternalError(f"internal error in {self.kind.kind}; nothing was changed"))
+            return
+        try:
+            await runtime.store.write(effects.writes)
+        except StoreError as exc:
+            log.error("%s %s: commit failed: %s", self.kind.kind, self.key, exc)
+            self._entity = None
+            slot.fail(commit_failed(exc))
+            return
+        except BaseException:
+            self._entity = None  # cancelled before the commit: memory may be ahead
+            raise
+        self._released(effects, slot)
 
     async def _handle_group(self, group: list[tuple[Any, Slot]]) -> None:
         """Run several queued commands in order and commit all their writes at once.
@@ -219,7 +245,7 @@ class Handling:
         if missed and seen is not None:
             slot.set(effects.reply, seen)
         else:
-            slot.set(effects.reply, self.change, self.epoch)
+            slot.set(effects.reply, None, self.epoch, self)
 
     async def _handle_guarded(self, command: Any, slot: Slot) -> None:
         """`_handle` on a shared store: the database's version of the entity has the final say.

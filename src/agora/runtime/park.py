@@ -10,6 +10,8 @@ one heap per runtime, served by one timer task that sleeps until the earliest de
 The outer cancel scopes still cancel a parked poll (the abort function drops it), and a
 deadline fires at its exact time (the timer task's own scope deadline is moved to the
 earliest one whenever an earlier one arrives), so autojump clocks stay exact.
+
+`Turn` is an actor's one-at-a-time lock, cheap for the actor that never waits for it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import trio
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["Sleeper", "Timers"]
+__all__ = ["Sleeper", "Timers", "Turn"]
 
 
 class Sleeper:
@@ -158,3 +160,53 @@ class Timers:
             self._scope = None
             if not self._live:
                 self._heap = []
+
+
+class Turn:
+    """A FIFO lock whose queue is made by the first task that has to wait.
+
+    An actor's turn (`agora.runtime.actor.Actor`): most are taken and given back by one
+    inline command at a time, with nobody waiting, so a flag does; a ``trio.Lock`` per
+    actor cost its making (a ParkingLot and attrs) on every fresh entity. Unlike
+    ``trio.Lock`` it does not track its owner: the actor code pairs every take with a give.
+    A release hands the turn straight to the longest waiter, so no task can cut in.
+    """
+
+    __slots__ = ("_lot", "held")
+
+    def __init__(self) -> None:
+        self.held = False
+        self._lot: trio.lowlevel.ParkingLot | None = None
+
+    def locked(self) -> bool:
+        """Whether some task holds the turn."""
+        return self.held
+
+    def acquire_nowait(self) -> None:
+        """Take the turn now.
+
+        Raises:
+            trio.WouldBlock: it is held.
+        """
+        if self.held:
+            raise trio.WouldBlock
+        self.held = True
+
+    async def acquire(self) -> None:
+        """Take the turn, waiting in line while it is held (a checkpoint either way)."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if not self.held:
+            self.held = True
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return
+        if self._lot is None:
+            self._lot = trio.lowlevel.ParkingLot()
+        await self._lot.park()  # `release` handed the turn over: ``held`` stayed True
+
+    def release(self) -> None:
+        """Give the turn back: to the longest waiter if any, else free it."""
+        if not self.held:
+            raise RuntimeError("release of a turn nobody holds")
+        if self._lot is not None and self._lot.unpark():
+            return
+        self.held = False

@@ -1,0 +1,104 @@
+"""An actor's turn and change event are made lazily, and behave as the objects they replace.
+
+`agora.runtime.park.Turn` replaces a ``trio.Lock`` per actor: a flag until a task has to
+wait, then a FIFO queue whose release hands the turn to the longest waiter. An actor's
+``change`` event is made only when someone asks for it (a long-poll, a guarded command), so
+a reply's ``Slot.change`` is looked up on first use: the event current at the reply if
+nothing changed since, else an event already set.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+from _counter import Add, Get
+
+from agora.runtime.park import Turn
+
+
+async def test_a_turn_goes_to_its_waiters_in_arrival_order():
+    turn = Turn()
+    turn.acquire_nowait()
+    order: list[int] = []
+
+    async def waiter(i: int) -> None:
+        await turn.acquire()
+        order.append(i)
+        await trio.lowlevel.checkpoint()
+        turn.release()
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            for i in range(4):  # each in line before the next arrives
+                nursery.start_soon(waiter, i)
+                await trio.testing.wait_all_tasks_blocked()
+            turn.release()
+            # Handed over, not freed: nobody may cut in ahead of the queue.
+            assert turn.locked()
+            with pytest.raises(trio.WouldBlock):
+                turn.acquire_nowait()
+    assert order == [0, 1, 2, 3]
+    assert not turn.locked()
+
+
+async def test_a_cancelled_waiter_leaves_the_line_without_the_turn():
+    turn = Turn()
+    turn.acquire_nowait()
+    got: list[str] = []
+    scopes: dict[str, trio.CancelScope] = {}
+
+    async def waiter(name: str) -> None:
+        with trio.CancelScope() as scopes[name]:
+            await turn.acquire()
+            got.append(name)
+            turn.release()
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            for name in ("cancelled", "kept"):
+                nursery.start_soon(waiter, name)
+                await trio.testing.wait_all_tasks_blocked()
+            scopes["cancelled"].cancel()
+            await trio.testing.wait_all_tasks_blocked()
+            turn.release()
+    assert got == ["kept"]
+    assert not turn.locked()
+
+
+async def test_a_free_turn_is_taken_at_once_and_a_stray_release_is_refused():
+    turn = Turn()
+    with trio.fail_after(5):
+        await turn.acquire()
+    assert turn.locked()
+    turn.release()
+    with pytest.raises(RuntimeError):
+        turn.release()
+
+
+async def test_inline_commands_make_no_change_event_until_someone_asks(runtime, kind):
+    await runtime.call(kind, "a", Add(1))  # loads it in the actor's task
+    actor = runtime.registry.get(kind, "a")
+    await runtime.call(kind, "a", Add(1))  # runs inline, changes the entity
+    assert actor._change is None
+    first = actor.change
+    assert first is actor.change
+    assert not first.is_set()
+    await runtime.call(kind, "a", Add(1))
+    assert first.is_set()  # the change woke whoever held it
+    assert actor._change is None
+
+
+async def test_a_replys_change_event_is_the_next_change_even_if_asked_for_late(runtime, kind):
+    await runtime.call(kind, "a", Add(1))
+    _, early = await runtime._submit(kind, "a", Get())
+    await runtime.call(kind, "a", Add(1))  # a change after that reply, before anyone asked
+    _, latest = await runtime._submit(kind, "a", Get())
+    assert early.change is not None
+    assert early.change.is_set()
+    assert latest.change is not None
+    assert not latest.change.is_set()
+    actor = runtime.registry.get(kind, "a")
+    assert latest.change is actor.change
+    await runtime.call(kind, "a", Add(1))
+    assert latest.change.is_set()
