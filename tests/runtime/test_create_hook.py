@@ -10,7 +10,9 @@ import trio
 import trio.testing
 from _counter import IDLE, Add, CounterKind
 
+from agora.runtime.clock import Clock, FakeWall, Now
 from agora.runtime.entity import Effects
+from agora.runtime.registry import Runtime
 
 pytestmark = pytest.mark.sqlite_only(
     "the create hook skips the load only on an unguarded store; a guarded (PostgreSQL) store "
@@ -169,3 +171,50 @@ async def test_a_stopped_runtime_runs_no_command_not_even_an_inline_one(store):
         with pytest.raises(ActorStopped):
             await runtime.call(kind, "late", Add(1))
     assert "late" in kind.new  # nothing was created for it
+
+
+@dataclass
+class Readings(Clock):
+    """A clock that keeps every reading it gives."""
+
+    given: list[Now] = field(default_factory=list)
+
+    def now(self) -> Now:
+        reading = super().now()
+        self.given.append(reading)
+        return reading
+
+
+@dataclass
+class Stamped:
+    """An entity that remembers the readings it was made and handled at."""
+
+    made: Now
+    handled: list[Now] = field(default_factory=list)
+
+    def handle(self, command: Any, now: Now) -> Effects:
+        self.handled.append(now)
+        return Effects(reply=self)
+
+
+@dataclass
+class StampedKind(CounterKind):
+    kind: str = "stamped"
+
+    def create(self, key: str, now: Now) -> Stamped:
+        return Stamped(now)
+
+
+async def test_a_created_entitys_first_command_reads_the_clock_once(store, nursery):
+    clock = Readings(FakeWall())
+    runtime = Runtime(store, nursery, clock=clock, idle_seconds=IDLE)
+    kind = StampedKind()
+    entity = await runtime.call(kind, "a", Add(1))
+    assert clock.given == [entity.made]
+    assert entity.handled == [entity.made]
+    clock.wall_source.advance(5)
+    await runtime.call(kind, "a", Add(1))  # loaded already: a reading of its own
+    assert len(clock.given) == 2
+    assert entity.handled == clock.given
+    assert entity.handled[1].wall > entity.made.wall
+    runtime.begin_shutdown()

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -36,13 +35,13 @@ from agora.runtime.handling import (
     Handling,
     InternalError,
     commit_failed,
-    stamp,
 )
-from agora.runtime.park import Turn
+from agora.runtime.park import Slot, Turn
 
 if TYPE_CHECKING:
     from collections.abc import Collection
 
+    from agora.runtime.clock import Now
     from agora.runtime.entity import Entity, EntityKind
     from agora.runtime.registry import Runtime
 
@@ -63,67 +62,6 @@ log = logging.getLogger(__name__)
 MAX_GROUP = 32
 #: Recent signals an actor remembers for keyed long-polls (`Actor.concerns`).
 SIGNAL_LOG = 64
-
-
-@dataclass(slots=True, eq=False)
-class Slot:
-    """Where the actor leaves one command's outcome.
-
-    Attributes:
-        finished: The outcome is in (``value`` or ``error``).
-    """
-
-    value: Any = None
-    error: BaseException | None = None
-    #: The actor's `Actor.epoch` the reply reflects (-1: unknown, a long-poll re-runs).
-    epoch: int = -1
-    #: When the call began (`agora.runtime.handling.stamp`): a copy shown current after it
-    #: needs no version probe before a read-only reply (see `Handling._handle_guarded`).
-    since: int = field(default_factory=stamp)
-    finished: bool = False
-    _event: trio.Event | None = None  # made only if someone waits before it finishes
-    _change: trio.Event | None = None
-    _actor: Handling | None = None  # whose change event at `epoch` follows the reply
-
-    @property
-    def change(self) -> trio.Event | None:
-        """Set by the first change after the reply (None: no reply); looked up on first use,
-        so a caller that never parks costs its actor no event."""
-        actor = self._actor
-        if self._change is None and actor is not None:
-            self._actor = None
-            if actor.epoch == self.epoch:
-                self._change = actor.change
-            else:  # changed since the reply: as the event it had then, already set
-                self._change = trio.Event()
-                self._change.set()
-        return self._change
-
-    def set(
-        self,
-        value: Any,
-        change: trio.Event | None,
-        epoch: int = -1,
-        actor: Handling | None = None,
-    ) -> None:
-        """The reply, followed by ``change`` (or by ``actor``'s change at ``epoch``)."""
-        self.value, self._change, self.epoch, self._actor = value, change, epoch, actor
-        self._finish()
-
-    def fail(self, error: BaseException) -> None:
-        self.error = error
-        self._finish()
-
-    def _finish(self) -> None:
-        self.finished = True
-        if self._event is not None:
-            self._event.set()
-
-    async def wait(self) -> None:
-        """Until the outcome is in (returns at once, without a checkpoint, if it is)."""
-        if not self.finished:
-            self._event = self._event or trio.Event()
-            await self._event.wait()
 
 
 class Actor(Handling):
@@ -161,6 +99,7 @@ class Actor(Handling):
         self._idle_before_turn: float | None = None
         self._stopping = False
         self._entity: Entity | None = None
+        self._now: Now | None = None  # the clock reading `can_run_inline` made the entity at
         #: The store's version of the entity this copy was loaded at (guarded stores only).
         self.version = 0
         self.confirmed = 0
@@ -282,7 +221,10 @@ class Actor(Handling):
         if self.queued or self._turn.locked() or self._stopping:
             return False
         if self._entity is None and not self.runtime.store.guarded:
-            self._entity = self._created()
+            now = self.runtime.clock.now()
+            self._entity = self._created(now)
+            if self._entity is not None:
+                self._now = now  # the command's `handle` (next, in `run_inline`) reads it too
         return self._entity is not None
 
     async def run_inline(self, command: Any, since: int | None = None) -> Slot:
@@ -312,6 +254,7 @@ class Actor(Handling):
             self.runtime.registry.forget(self)
             self.close()
         finally:
+            self._now = None
             self._turn.release()
             # Idle again if the actor's task was waiting for commands, or began to meanwhile
             # (a new actor's task starts while its first, inline, command commits).

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
     import trio
 
     from agora.errors import StoreCause
-    from agora.runtime.actor import Slot
+    from agora.runtime.clock import Now
     from agora.runtime.entity import Effects, Entity, EntityKind
+    from agora.runtime.park import Slot
     from agora.runtime.registry import Runtime
 
 log = logging.getLogger(__name__)
@@ -112,6 +113,7 @@ class Handling:
     handled: int
     epoch: int
     _entity: Entity | None
+    _now: Now | None
 
     if TYPE_CHECKING:
 
@@ -153,9 +155,11 @@ class Handling:
         if entity is None:  # to load: as a group of one
             await self._handle_group([(command, slot)])
             return
-        # `_handle_group` for one command with its entity loaded, without its lists.
+        # `_handle_group` for one command with its entity loaded, without its lists; one
+        # clock reading if `Actor.can_run_inline` just made the entity.
+        now, self._now = self._now, None
         try:
-            effects = entity.handle(command, runtime.clock.now())
+            effects = entity.handle(command, runtime.clock.now() if now is None else now)
         except Exception:
             log.exception("%s %s failed on %s", self.kind.kind, self.key, type(command).__name__)
             self._entity = None  # maybe half-mutated: reload
@@ -356,7 +360,7 @@ class Handling:
                 ) from exc
         return self._entity
 
-    def _created(self) -> Any:
+    def _created(self, now: Now | None = None) -> Any:
         """The entity the kind's optional ``create(key, now)`` knows to be new, else None.
 
         A kind that knows a key names nothing stored yet (say, a handle it just drew at
@@ -366,4 +370,4 @@ class Handling:
         create = getattr(self.kind, "create", None)
         if create is None:
             return None
-        return create(self.key, self.runtime.clock.now())
+        return create(self.key, self.runtime.clock.now() if now is None else now)

@@ -11,22 +11,28 @@ The outer cancel scopes still cancel a parked poll (the abort function drops it)
 deadline fires at its exact time (the timer task's own scope deadline is moved to the
 earliest one whenever an earlier one arrives), so autojump clocks stay exact.
 
-`Turn` is an actor's one-at-a-time lock, cheap for the actor that never waits for it.
+`Turn` is an actor's one-at-a-time lock, cheap for the actor that never waits for it, and
+a `Slot` is where a caller waits for its command's outcome, with no event unless it must.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import outcome
 import trio
 
+from agora.runtime.handling import stamp
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["Sleeper", "Timers", "Turn"]
+    from agora.runtime.handling import Handling
+
+__all__ = ["Sleeper", "Slot", "Timers", "Turn"]
 
 
 class Sleeper:
@@ -210,3 +216,64 @@ class Turn:
         if self._lot is not None and self._lot.unpark():
             return
         self.held = False
+
+
+@dataclass(slots=True, eq=False)
+class Slot:
+    """Where the actor leaves one command's outcome.
+
+    Attributes:
+        finished: The outcome is in (``value`` or ``error``).
+    """
+
+    value: Any = None
+    error: BaseException | None = None
+    #: The actor's `Actor.epoch` the reply reflects (-1: unknown, a long-poll re-runs).
+    epoch: int = -1
+    #: When the call began (`agora.runtime.handling.stamp`): a copy shown current after it
+    #: needs no version probe before a read-only reply (see `Handling._handle_guarded`).
+    since: int = field(default_factory=stamp)
+    finished: bool = False
+    _event: trio.Event | None = None  # made only if someone waits before it finishes
+    _change: trio.Event | None = None
+    _actor: Handling | None = None  # whose change event at `epoch` follows the reply
+
+    @property
+    def change(self) -> trio.Event | None:
+        """Set by the first change after the reply (None: no reply); looked up on first use,
+        so a caller that never parks costs its actor no event."""
+        actor = self._actor
+        if self._change is None and actor is not None:
+            self._actor = None
+            if actor.epoch == self.epoch:
+                self._change = actor.change
+            else:  # changed since the reply: as the event it had then, already set
+                self._change = trio.Event()
+                self._change.set()
+        return self._change
+
+    def set(
+        self,
+        value: Any,
+        change: trio.Event | None,
+        epoch: int = -1,
+        actor: Handling | None = None,
+    ) -> None:
+        """The reply, followed by ``change`` (or by ``actor``'s change at ``epoch``)."""
+        self.value, self._change, self.epoch, self._actor = value, change, epoch, actor
+        self._finish()
+
+    def fail(self, error: BaseException) -> None:
+        self.error = error
+        self._finish()
+
+    def _finish(self) -> None:
+        self.finished = True
+        if self._event is not None:
+            self._event.set()
+
+    async def wait(self) -> None:
+        """Until the outcome is in (returns at once, without a checkpoint, if it is)."""
+        if not self.finished:
+            self._event = self._event or trio.Event()
+            await self._event.wait()
