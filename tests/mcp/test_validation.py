@@ -391,3 +391,20 @@ def test_generated_values_include_accepted_and_rejected_ones(schema):
     )
     find(_near(schema), lambda v: not reference.is_valid(v), settings=quick)
     find(_near(schema), reference.is_valid, settings=quick)
+
+
+def test_a_nul_anywhere_is_refused_at_its_place_when_asked():
+    schema = {"type": "object"}
+    strict, lenient = compile_validator(schema, refuse_nul=True), compile_validator(schema)
+    for value, field in [
+        ({"a": "x\x00"}, "a"),
+        ({"a": [1, "ok", {"b\x00": 2}]}, "a[2].b\x00"),
+        ({"a": {"b": ["ok", "\x00"]}}, "a.b[1]"),
+    ]:
+        assert lenient.is_valid(value)
+        with pytest.raises(ArgumentError) as refused:
+            strict.check(value)
+        assert refused.value.rule == "noNul"
+        assert "U+0000" in str(refused.value)
+        assert strict.errors(value)[0].field == field
+    assert strict.is_valid({"a": ["no nul", 1, 2.5, None, {"b": True}]})

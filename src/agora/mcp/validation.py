@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import fastjsonschema
 import msgspec
@@ -40,6 +40,7 @@ __all__ = [
 MAX_DEPTH = 32
 MAX_NODES = 10_000
 _CONTAINERS = (dict, list)
+NUL_TEXT: Final = "must not contain a NUL character (U+0000): agora stores no text with one"
 _ENCODE = msgspec.json.Encoder().encode
 _NAME_TOKEN = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
 
@@ -186,7 +187,26 @@ def _issues(exc: fastjsonschema.JsonSchemaValueException) -> list[ValidationIssu
     return [ValidationIssue(path, rule, _describe(rule, definition, value, exc.message))]
 
 
-def _guard(value: Any, max_depth: int, max_nodes: int, max_bytes: int) -> ValidationIssue | None:
+def _nul_path(value: Any, path: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
+    """Where the first U+0000 in ``value`` is (a string, or an object's key), or None."""
+    if type(value) is str:
+        return path if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, child in value.items():
+            if "\x00" in key:
+                return (*path, key[:64])
+            if type(child) is not int and (found := _nul_path(child, (*path, key))) is not None:
+                return found
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            if type(child) is not int and (found := _nul_path(child, (*path, index))) is not None:
+                return found
+    return None
+
+
+def _guard(
+    value: Any, max_depth: int, max_nodes: int, max_bytes: int, refuse_nul: bool
+) -> ValidationIssue | None:
     if max_bytes and len(_ENCODE(value)) > max_bytes:
         return ValidationIssue((), "maxBytes", f"take more than {max_bytes} bytes as JSON")
     # Level by level, so a flat object costs one pass over its members.
@@ -205,6 +225,8 @@ def _guard(value: Any, max_depth: int, max_nodes: int, max_bytes: int) -> Valida
         if nodes > max_nodes:
             return ValidationIssue((), "maxNodes", f"hold more than {max_nodes} values")
         level = below
+    if refuse_nul and (where := _nul_path(value)) is not None:
+        return ValidationIssue(where, "noNul", NUL_TEXT)
     return None
 
 
@@ -218,7 +240,7 @@ class Validator:
         schema: Mapping[str, Any] | bool,
         compile_fn: Callable[[bool], Callable[[Any], Any]],
         nouns: tuple[str, str],
-        limits: tuple[int, int, int],
+        limits: tuple[int, int, int, bool],
         lazy: bool = False,
     ) -> None:
         self.schema = schema
@@ -258,7 +280,7 @@ class Validator:
     def errors(self, value: Any) -> list[ValidationIssue]:
         """Every issue in ``value``, not only the first; empty when it is valid."""
         first = self._first_issues(value)
-        if not first or first[0].rule in ("maxDepth", "maxNodes", "maxBytes"):
+        if not first or first[0].rule in ("maxDepth", "maxNodes", "maxBytes", "noNul"):
             return first
         if self._all is None:
             self._all = self._compile(False)
@@ -295,6 +317,7 @@ def compile_validator(
     max_bytes: int = 0,
     assert_formats: bool = False,
     lazy: bool = False,
+    refuse_nul: bool = False,
 ) -> Validator:
     """Compile a JSON Schema into a reusable `Validator`.
 
@@ -308,6 +331,9 @@ def compile_validator(
         max_bytes: Largest size of the value as compact JSON (0: no limit of its own).
         assert_formats: Reject strings that break ``format``; off by default, since ``format``
             is an annotation in the 2020-12 default vocabulary (and in the jsonschema reference).
+        refuse_nul: Refuse a NUL character (U+0000) in any string or key, before the schema
+            runs (tool arguments: every store must be able to keep what a call sends, and
+            PostgreSQL text cannot hold NUL, so both backends refuse it alike).
         lazy: Generate the code on the first check instead of now (a big schema takes 10-25 ms);
             a schema that cannot be compiled then raises `SchemaError` from that first check.
 
@@ -332,5 +358,5 @@ def compile_validator(
             raise SchemaError(f"schema cannot be compiled: {exc}") from exc
         return validate
 
-    limits = (max_depth, max_nodes, max_bytes)
+    limits = (max_depth, max_nodes, max_bytes, refuse_nul)
     return Validator(schema, compile_fn, (subject, root), limits, lazy)

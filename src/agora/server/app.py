@@ -87,6 +87,7 @@ def _entry(
         max_depth=limits.max_depth,
         max_nodes=limits.max_nodes,
         max_bytes=limits.max_bytes,
+        refuse_nul=True,
     )
     return ToolEntry(
         name=name,
