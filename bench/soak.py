@@ -2,12 +2,25 @@
 
 Runs ``agora serve`` (all four toolsets, ``synchronous=FULL``, a fresh database) on a free
 127.0.0.1 port and the ``mixed`` workload (``bench/mixed.py``, ``--sessions`` sessions) against
-it for ``--minutes`` (bounded). Every ``--every`` seconds (10) it samples the server's RSS, its
-open file descriptors, the actors it holds and the long-polls parked on them (``/healthz``'
-``actors`` and ``parked``; -1 from a server too old to report them) and the database size
-(file + WAL). The first ``--warm`` minutes (5: the server took 6 to settle in a 30-minute run)
-are left out of the trend: the slope of each series (least squares, per minute) over the rest is
-printed and reported; a flat server has slopes near zero.
+it for ``--minutes`` (bounded). Every ``--every`` seconds (10) it samples the server's RSS (and
+its anonymous and file-backed parts), its open file descriptors, the actors it holds and the
+long-polls parked on them (``/healthz``' ``actors`` and ``parked``; -1 from a server too old to
+report them), the database size (file + WAL) and the WAL's alone (one that keeps growing means
+a reader pins it). The first ``--warm`` minutes (5: idle actors leave after 5 minutes, so the
+actor table fills for that long) are left out of the trend: the slope of each series (least
+squares, per minute) over the rest is printed and reported; a flat server has slopes near zero.
+
+A live debate topic keeps every message's index entry (about 300 bytes) in memory, so a load
+that posts into the same topics for the whole run grows by that much per message: growth with
+data, not a leak. Debates end; ``--topic-messages`` (1000) replaces a topic by a fresh one
+after that many messages, and the old one is evicted once idle (``0``: the same topics for
+the whole run, the load of the first soaks).
+
+To see what grows: ``--types`` runs the server under ``bench/probed_serve.py`` and writes to
+``--trace-out``, every ``--trace-every`` minutes after warm-up, how many more live objects of
+each type it holds than at the end of warm-up (after a full collection, frozen objects
+included); ``--trace-frames N`` also traces allocations (tracemalloc, N frames: slow, for
+short runs) and adds the allocation sites that grew most.
 
 Usage: ``.venv/bin/python -m bench soak -- --minutes 30 [--sessions 200] [--every 10]`` or
 ``.venv/bin/python bench/soak.py --minutes 30``. Not run by CI.
@@ -28,6 +41,9 @@ import trio
 from measure import raise_fd_limit, vm_rss
 from report import Progress, Report, latency_summary
 from serve import agora_serve
+
+#: The sampled series whose trend after warm-up the report gives.
+SERIES = ("rss_mib", "rss_anon_mib", "rss_file_mib", "fds", "actors", "parked", "db_mib", "wal_mib")
 
 
 def slope(points: list[tuple[float, float]]) -> float:
@@ -60,11 +76,27 @@ async def _healthz(port: int) -> dict[str, Any]:
     return out
 
 
+def _rss_parts(pid: int) -> dict[str, float]:
+    """The server's resident memory by kind (MiB): anonymous (heap: Python objects, SQLite's
+    page caches, malloc's free lists) and file-backed (code, mapped files)."""
+    parts = {"rss_anon_mib": -1.0, "rss_file_mib": -1.0}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("RssAnon", "RssFile"):
+            parts[f"rss_{name[3:].lower()}_mib"] = round(int(value.split()[0]) / 1024, 2)
+    return parts
+
+
 async def sample(pid: int, port: int, db: Path) -> dict[str, float]:
-    """One sample of the server: RSS MiB, open fds, actors, parked long-polls, database MiB."""
+    """One sample of the server: RSS MiB (and its anonymous and file-backed parts), open fds,
+    actors, parked long-polls, database MiB (file + WAL) and the WAL's MiB alone (a WAL that
+    keeps growing means checkpoints cannot finish: a reader pins it)."""
     health = await _healthz(port)
     size = sum(p.stat().st_size for p in db.parent.glob(db.name + "*") if p.is_file())
+    wal = db.with_name(db.name + "-wal")
     return {
+        **_rss_parts(pid),
+        "wal_mib": round(wal.stat().st_size / 2**20, 3) if wal.exists() else 0.0,
         "rss_mib": round(vm_rss(pid) / 2**20, 2),
         "fds": len(os.listdir(f"/proc/{pid}/fd")),
         "actors": health.get("actors", -1),
@@ -167,7 +199,7 @@ async def soak(args: argparse.Namespace) -> Report:
         "refusals": dict(mix.stats.refusals),
         "samples": samples,
     }
-    for key in ("rss_mib", "fds", "actors", "parked", "db_mib"):
+    for key in SERIES:
         report.figures[f"{key}_slope_per_minute"] = round(
             slope([(s["minute"], s[key]) for s in warm]), 4
         )
