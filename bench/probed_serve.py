@@ -25,7 +25,7 @@ import signal
 import sys
 import time
 import tracemalloc
-from collections import Counter
+from collections import Counter, deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -84,13 +84,29 @@ class _Pauses:
             gc.unfreeze()
             figures["unreachable_found"] = gc.collect()
             if os.environ.get("BENCH_TYPES"):  # every live tracked object, frozen ones too
-                figures["types"] = Counter(type(o).__qualname__ for o in gc.get_objects())
+                live = gc.get_objects()
+                figures["types"] = Counter(type(o).__qualname__ for o in live)
+                figures["largest"] = _largest(live)
+                del live
             gc.freeze()
         (directory / f"{n}.json").write_text(json.dumps(figures))
         if FRAMES > 0:
             tracemalloc.take_snapshot().dump(str(directory / f"{n}.snap"))
         (directory / f"{n}.done").touch()
         self.reset()
+
+
+def _largest(live: list[Any], top: int = 40) -> dict[str, int]:
+    """The ``top`` largest containers (dict, list, set, deque) by length, each named by its
+    type, its id and a sample of its content: one that keeps growing shows as the same name
+    with a larger length (a growing dict adds no object to the counts by type)."""
+    sized = [o for o in live if type(o) in (dict, list, set, deque) and len(o) >= 256]
+    sized.sort(key=len, reverse=True)
+    out = {}
+    for o in sized[:top]:
+        first = next(iter(o.items() if isinstance(o, dict) else o), None)
+        out[f"{type(o).__name__}@{id(o):x} {repr(first)[:70]}"] = len(o)
+    return out
 
 
 _pauses = _Pauses()

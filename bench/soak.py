@@ -127,6 +127,7 @@ async def tracer(server: Any, args: argparse.Namespace, start: float) -> None:
     out = Path(args.trace_out)
     first: Any = None
     first_types: Counter[str] | None = None
+    first_largest: dict[str, int] = {}
     await trio.sleep(args.warm * 60)
     while True:
         figures, path = await server.probe(collect=True)
@@ -135,6 +136,7 @@ async def tracer(server: Any, args: argparse.Namespace, start: float) -> None:
         types = Counter(figures.get("types", {}))
         if first_types is None:
             first, first_types = snap, types
+            first_largest = figures.get("largest", {})
         else:
             lines = [
                 f"== minute {minute:.1f} vs warm ({figures.get('tracked_objects')} tracked,"
@@ -143,6 +145,11 @@ async def tracer(server: Any, args: argparse.Namespace, start: float) -> None:
             ]
             grown = (types - first_types).most_common(25)
             lines += [f"  {name}: +{count}" for name, count in grown]
+            largest = figures.get("largest", {})
+            lines += [
+                f"  {size} (was {first_largest.get(name, '-')}) {name}"
+                for name, size in list(largest.items())[:20]
+            ]
             if snap is not None and first is not None:
                 lines += _growth(first, snap, args.trace_top)
             with out.open("a") as f:  # noqa: ASYNC230 - a bench report, once a minute
