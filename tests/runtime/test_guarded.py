@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import trio
 from _counter import MIGRATIONS, Add, CounterKind, Get, Publish, log, stored
+from _singleton import one_runner_that_moves
 
 from agora.runtime.clock import Clock
 from agora.runtime.registry import Runtime
@@ -217,40 +218,7 @@ async def test_atomic_operations_through_two_nodes_lose_nothing(pg_url):
 async def test_a_background_task_runs_on_one_node_and_moves_when_that_node_stops(
     pg_url, monkeypatch
 ):
-    from agora.runtime import background
-
-    monkeypatch.setattr(background, "SINGLETON_RETRY", 0.05)
-    running: list[str] = []
-    seen: list[str] = []
-    started = {"a": trio.Event(), "b": trio.Event()}
-
-    def sweep_of(name: str) -> background.BackgroundTask:
-        async def sweep(runtime: Runtime) -> None:
-            running.append(name)
-            seen.append(name)
-            assert len(running) == 1, running  # never two runners at once
-            started[name].set()
-            try:
-                await trio.sleep_forever()
-            finally:
-                running.remove(name)
-
-        sweep.__qualname__ = "sweep"  # one task name on every node, as with a toolset's
-        return sweep
-
-    with trio.fail_after(WAIT):
-        async with node(pg_url) as b, trio.open_nursery() as b_tasks:
-            async with node(pg_url) as a, trio.open_nursery() as a_tasks:
-                a_tasks.start_soon(background.supervise, sweep_of("a"), a)
-                await started["a"].wait()
-                b_tasks.start_soon(background.supervise, sweep_of("b"), b)
-                for _ in range(5):  # b keeps trying while a holds the lock
-                    await trio.sleep(0.05)
-                assert seen == ["a"]
-                a_tasks.cancel_scope.cancel()  # a's node stops; its lock goes with it
-            await started["b"].wait()
-            b_tasks.cancel_scope.cancel()
-    assert seen == ["a", "b"]
+    await one_runner_that_moves(node, pg_url, 0.05, monkeypatch, WAIT)
 
 
 async def test_a_kind_with_lagging_reads_answers_from_its_copy_without_a_probe(pg_url, monkeypatch):

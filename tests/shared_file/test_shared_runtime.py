@@ -19,6 +19,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
 
 from _counter import MIGRATIONS, Add, CounterKind, Get, Publish, log, stored
+from _singleton import one_runner_that_moves
 
 from agora.runtime.clock import Clock
 from agora.runtime.registry import Runtime
@@ -162,40 +163,7 @@ async def test_atomic_operations_through_two_processes_lose_nothing(db):
 
 
 async def test_a_background_task_runs_in_one_process_and_moves_when_it_stops(db, monkeypatch):
-    from agora.runtime import background
-
-    monkeypatch.setattr(background, "SINGLETON_RETRY", 0.02)
-    running: list[str] = []
-    seen: list[str] = []
-    started = {"a": trio.Event(), "b": trio.Event()}
-
-    def sweep_of(name: str) -> background.BackgroundTask:
-        async def sweep(runtime: Runtime) -> None:
-            running.append(name)
-            seen.append(name)
-            assert len(running) == 1, running  # never two runners at once
-            started[name].set()
-            try:
-                await trio.sleep_forever()
-            finally:
-                running.remove(name)
-
-        sweep.__qualname__ = "sweep"  # one task name in every process, as with a toolset's
-        return sweep
-
-    with trio.fail_after(WAIT):
-        async with node(db) as b, trio.open_nursery() as b_tasks:
-            async with node(db) as a, trio.open_nursery() as a_tasks:
-                a_tasks.start_soon(background.supervise, sweep_of("a"), a)
-                await started["a"].wait()
-                b_tasks.start_soon(background.supervise, sweep_of("b"), b)
-                for _ in range(5):  # b keeps trying while a holds the lock
-                    await trio.sleep(0.02)
-                assert seen == ["a"]
-                a_tasks.cancel_scope.cancel()  # a stops; its lock goes with it
-            await started["b"].wait()
-            b_tasks.cancel_scope.cancel()
-    assert seen == ["a", "b"]
+    await one_runner_that_moves(node, db, 0.02, monkeypatch, WAIT)
 
 
 class Listener:
