@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from typing import TYPE_CHECKING, Any
+
 from router_driver import ctx, key
 
 from agora.store.neutral import POSTGRESQL, SQLITE, dialect_of
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 SINGLE = "Fix the typo in the README"
 
@@ -36,3 +42,24 @@ TABLES = {
 async def tables(runtime):
     rows = await runtime.read(lambda c: c.execute(TABLES[dialect_of(c)]).fetchall())
     return {r[0] for r in rows}
+
+
+def observe_policy(tmp_path: Path, options: dict[str, Any]) -> Path:
+    """Set ``options`` to a personal ceiling ``reviewed`` and an authorized workspace that
+    requests ``observe``; the workspace's root."""
+    path = tmp_path / "memory-policy.json"
+    path.write_text(json.dumps({"format": "agora-router-memory-policy/1", "ceiling": "reviewed",
+                                "allowed_targets": ["managed-personal"]}))  # fmt: skip
+    options["router"]["memory_policy"] = str(path)
+    root = tmp_path / "ws"
+    (root / ".codex").mkdir(parents=True)
+    (root / ".codex" / "workflow-skill-router-memory.json").write_text(
+        json.dumps({"format": "agora-router-memory-request/1", "requested_mode": "observe"})
+    )
+    options["router"]["workspace_roots"] = [str(tmp_path)]
+    return root
+
+
+async def status(router: Any, root: Path) -> Any:
+    """``get_memory_status`` for the workspace at ``root``."""
+    return await router.call("get_memory_status", context=ctx(), workspace_root=str(root))

@@ -5,28 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from memory_support import SINGLE, completed_run, remember_args, tables
+from memory_support import SINGLE, completed_run, observe_policy, remember_args, status, tables
 from router_driver import ctx, key
 
 
 @pytest.fixture
 def policy(tmp_path, options):
     """Personal ceiling ``reviewed``; an authorized workspace requesting ``observe``."""
-    path = tmp_path / "memory-policy.json"
-    path.write_text(json.dumps({"format": "agora-router-memory-policy/1", "ceiling": "reviewed",
-                                "allowed_targets": ["managed-personal"]}))  # fmt: skip
-    options["router"]["memory_policy"] = str(path)
-    root = tmp_path / "ws"
-    (root / ".codex").mkdir(parents=True)
-    (root / ".codex" / "workflow-skill-router-memory.json").write_text(
-        json.dumps({"format": "agora-router-memory-request/1", "requested_mode": "observe"})
-    )
-    options["router"]["workspace_roots"] = [str(tmp_path)]
-    return root
-
-
-async def status(router, root):
-    return await router.call("get_memory_status", context=ctx(), workspace_root=str(root))
+    return observe_policy(tmp_path, options)
 
 
 async def test_status_and_ineligible_workflows_create_nothing(router, runtime, policy):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import trio
 from _counter import MIGRATIONS, Add, CounterKind, Get, Publish, log, stored
-from _singleton import one_runner_that_moves
+from _two_runtimes import Listener, one_runner_that_moves
 
 from agora.runtime.clock import Clock
 from agora.runtime.registry import Runtime
@@ -314,18 +314,6 @@ async def test_a_read_that_arrives_while_its_nodes_commit_returns_sees_a_later_c
             assert await a.call(kind, "k", Add(1)) == 2
             monkeypatch.setattr(a.store, "write", real_write)
         assert read == [12]
-
-
-class Listener:
-    """A session as the resource hub sees it: remembers the URIs it was told of."""
-
-    def __init__(self) -> None:
-        self.heard: list[str] = []
-        self.told = trio.Event()
-
-    def resource_changed(self, uri: str) -> None:
-        self.heard.append(uri)
-        self.told.set()
 
 
 async def test_a_subscriber_on_one_node_hears_of_a_resource_changed_on_another(pg_url):

@@ -19,7 +19,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
 
 from _counter import MIGRATIONS, Add, CounterKind, Get, Publish, log, stored
-from _singleton import one_runner_that_moves
+from _two_runtimes import Listener, one_runner_that_moves
 
 from agora.runtime.clock import Clock
 from agora.runtime.registry import Runtime
@@ -164,18 +164,6 @@ async def test_atomic_operations_through_two_processes_lose_nothing(db):
 
 async def test_a_background_task_runs_in_one_process_and_moves_when_it_stops(db, monkeypatch):
     await one_runner_that_moves(node, db, 0.02, monkeypatch, WAIT)
-
-
-class Listener:
-    """A session as the resource hub sees it: remembers the URIs it was told of."""
-
-    def __init__(self) -> None:
-        self.heard: list[str] = []
-        self.told = trio.Event()
-
-    def resource_changed(self, uri: str) -> None:
-        self.heard.append(uri)
-        self.told.set()
 
 
 async def test_a_subscriber_in_one_process_hears_of_a_resource_changed_in_the_other(db):

@@ -1,7 +1,7 @@
-"""A background singleton on two runtimes over one store: one runner at a time, and it moves.
-
-Shared by the PostgreSQL nodes test (tests/runtime/test_guarded.py) and the shared SQLite file test
-(tests/shared_file/test_shared_runtime.py): the same claim, two stores.
+"""Checks of two runtimes over one store, shared by the PostgreSQL nodes test
+(tests/runtime/test_guarded.py) and the shared SQLite file test (tests/shared_file/
+test_shared_runtime.py): the same claims, two stores. A background singleton has one runner at
+a time and moves when its runtime stops; `Listener` records the resource changes a session hears.
 """
 
 from __future__ import annotations
@@ -54,3 +54,15 @@ async def one_runner_that_moves(
             await started["b"].wait()
             b_tasks.cancel_scope.cancel()
     assert seen == ["a", "b"]
+
+
+class Listener:
+    """A session as the resource hub sees it: remembers the URIs it was told of."""
+
+    def __init__(self) -> None:
+        self.heard: list[str] = []
+        self.told = trio.Event()
+
+    def resource_changed(self, uri: str) -> None:
+        self.heard.append(uri)
+        self.told.set()
