@@ -62,7 +62,15 @@ from typing import Any
 
 import trio
 from echo import SCRIPT as echo_script
-from measure import commit_cost, cpu_seconds, own_cpu_seconds, percentile, raise_fd_limit
+from measure import (
+    Cpu,
+    commit_cost,
+    cpu_window,
+    latency_text,
+    percentile,
+    raise_fd_limit,
+    rate_text,
+)
 from serve import HOST, START_TIMEOUT, STOP_TIMEOUT, agora_serve
 from trio_websocket import (
     open_websocket_url,
@@ -92,9 +100,7 @@ class Phase:
     calls: int = 0
     seconds: float = 0.0
     latencies: list[float] = field(default_factory=list)
-    server_cpu: float = 0.0
-    server_main_cpu: float = 0.0
-    client_cpu: float = 0.0
+    cpu: Cpu = field(default_factory=Cpu)
 
     @property
     def rate(self) -> float:
@@ -103,17 +109,11 @@ class Phase:
 
     def line(self) -> str:
         """A one-line report."""
-        text = f"{self.name:<8} {self.calls:>6} in {self.seconds:6.2f} s = {self.rate:8.0f}/s"
+        text = f"{self.name:<8} {rate_text(self.calls, self.seconds)}"
         if self.latencies:
-            p50, p99 = percentile(self.latencies, 0.5), percentile(self.latencies, 0.99)
-            text += f"   p50 {p50 * 1e3:7.2f} ms  p99 {p99 * 1e3:7.2f} ms"
+            text += f"   {latency_text(self.latencies, 2)}"
         if self.calls:
-            per = 1e6 / self.calls
-            text += (
-                f"   server CPU {self.server_cpu:5.2f} s ({self.server_cpu * per:4.0f} us/call,"
-                f" main thread {self.server_main_cpu * per:4.0f})"
-                f"  client CPU {self.client_cpu:5.2f} s ({self.client_cpu * per:4.0f} us/call)"
-            )
+            text += f"   {self.cpu.per(self.calls)}"
         return text
 
 
@@ -230,16 +230,12 @@ async def run_phase(
 ) -> None:
     """Run ``job(agent, run, *args)`` for every agent at once; time it and count CPU."""
     phase = run.phase(name)
-    server_cpu, client_cpu = cpu_seconds(pid), own_cpu_seconds()
-    main_cpu = cpu_seconds(pid, pid)
     start = time.perf_counter()
-    async with trio.open_nursery() as nursery:
-        for agent in agents:
-            nursery.start_soon(job, agent, run, *args)
+    with cpu_window(pid) as phase.cpu:
+        async with trio.open_nursery() as nursery:
+            for agent in agents:
+                nursery.start_soon(job, agent, run, *args)
     phase.seconds = time.perf_counter() - start
-    phase.server_cpu = cpu_seconds(pid) - server_cpu
-    phase.server_main_cpu = cpu_seconds(pid, pid) - main_cpu
-    phase.client_cpu = own_cpu_seconds() - client_cpu
 
 
 async def pool_ready(url: str, suite: str, wanted: int) -> None:
@@ -376,16 +372,12 @@ async def echo_floor(args: argparse.Namespace) -> Phase:
                 sockets = [
                     await open_one(stack, f"ws://{HOST}:{port}/") for _ in range(args.agents)
                 ]
-                server_cpu, client_cpu = cpu_seconds(process.pid), own_cpu_seconds()
-                main_cpu = cpu_seconds(process.pid, process.pid)
                 start = time.perf_counter()
-                async with trio.open_nursery() as nursery:
-                    for ws in sockets:
-                        nursery.start_soon(agent, ws)
+                with cpu_window(process.pid) as phase.cpu:
+                    async with trio.open_nursery() as nursery:
+                        for ws in sockets:
+                            nursery.start_soon(agent, ws)
                 phase.seconds = time.perf_counter() - start
-                phase.server_cpu = cpu_seconds(process.pid) - server_cpu
-                phase.server_main_cpu = cpu_seconds(process.pid, process.pid) - main_cpu
-                phase.client_cpu = own_cpu_seconds() - client_cpu
     finally:
         process.kill()
         with trio.CancelScope(shield=True):

@@ -54,8 +54,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trio
-from debate_store import TOKEN, run_search, summary, tool, write_config
-from measure import commit_split, cpu_seconds, percentile, raise_fd_limit
+from debate_store import TOKEN, run_search, tool, write_config
+from measure import commit_split, cpu_window, healthz, percentile, raise_fd_limit, summary
 from serve import agora_serve
 from wsload import lean_connect
 
@@ -252,15 +252,7 @@ async def run_load(args: argparse.Namespace, directory: Path) -> None:
 async def store_counters(port: int) -> dict[str, Any]:
     """The server's store counters (``/healthz`` "store") and its bytes written to storage
     so far (``/proc/PID/io`` write_bytes: the WAL, checkpoints; added as "disk_bytes")."""
-    stream = await trio.open_tcp_stream("127.0.0.1", port)
-    async with stream:
-        await stream.send_all(
-            b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-        )
-        data = b""
-        while chunk := await stream.receive_some(65536):
-            data += chunk
-    return dict(json.loads(data.split(b"\r\n\r\n", 1)[1])["store"])
+    return dict((await healthz(port))["store"])
 
 
 def writer_figures(before: dict[str, Any], after: dict[str, Any], posts: int) -> str:
@@ -288,18 +280,12 @@ async def measure(server: Server, stats: Stats, seconds: float) -> None:
     """Count for ``seconds``; print throughput, CPU, writer and group-commit figures."""
     pid = server.pid
     store0, disk0 = await store_counters(server.port), disk_bytes(pid)
-    cpu0, main0 = cpu_seconds(pid), cpu_seconds(pid, pid)
-    t0, own0, wall0, seen = (
-        time.perf_counter(),
-        time.process_time(),
-        time.time(),
-        len(server.commits),
-    )
-    stats.counting = True
-    await trio.sleep(seconds)
-    stats.counting = False
-    cpu1, main1 = cpu_seconds(pid), cpu_seconds(pid, pid)
-    t1, own1, wall1 = time.perf_counter(), time.process_time(), time.time()
+    t0, wall0, seen = time.perf_counter(), time.time(), len(server.commits)
+    with cpu_window(pid) as cpu:
+        stats.counting = True
+        await trio.sleep(seconds)
+        stats.counting = False
+    t1, wall1 = time.perf_counter(), time.time()
     store1, disk1 = await store_counters(server.port), disk_bytes(pid)
     span, posts = t1 - t0, max(stats.posts, 1)
     jobs = [
@@ -309,14 +295,9 @@ async def measure(server: Server, stats: Stats, seconds: float) -> None:
     ]
     print(
         f"load: {stats.posts / span:,.0f} acknowledged (durable) posts/s over {span:.1f} s"
-        f"; server CPU {100 * (cpu1 - cpu0) / span:.0f}% (main thread "
-        f"{100 * (main1 - main0) / span:.0f}%), load generator CPU "
-        f"{100 * (own1 - own0) / span:.0f}%"
+        f"; {cpu.shares(span)}"
     )
-    print(
-        f"load: server CPU per post {1e6 * (cpu1 - cpu0) / posts:,.0f} us (main thread "
-        f"{1e6 * (main1 - main0) / posts:,.0f} us), each post with its wait and advance"
-    )
+    print(f"load: {cpu.per(posts, 'post')}, each post with its wait and advance")
     print(writer_figures(store0, store1, posts))
     print("load: " + commit_split(store0, store1))
     print(f"load: written to storage per post {(disk1 - disk0) / posts / 1024:,.1f} KiB")

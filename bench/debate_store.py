@@ -22,7 +22,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import trio
-from measure import percentile
+from measure import summary
 from serve import agora_serve
 from wsload import LeanClient, lean_connect
 
@@ -81,16 +81,6 @@ async def tool(client: LeanClient, name: str, **args: Any) -> dict[str, Any]:
         raise RuntimeError(f"{name}: {result['structuredContent']}")
     out: dict[str, Any] = result["structuredContent"]
     return out
-
-
-def summary(label: str, samples: list[float]) -> str:
-    if not samples:
-        return f"{label}: no samples"
-    ms = [s * 1000 for s in samples]
-    return (
-        f"{label}: n={len(ms)} p50 {percentile(ms, 0.5):.2f} ms, p99 {percentile(ms, 0.99):.2f} ms,"
-        f" max {max(ms):.2f} ms"
-    )
 
 
 def build_store(path: Path, args: argparse.Namespace, rng: random.Random) -> dict[str, Any]:

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from debate_store import summary, tool
-from measure import cpu_seconds, raise_fd_limit
+from debate_store import tool
+from measure import cpu_window, raise_fd_limit, summary
 from serve import agora_serve
 from wsload import LeanClient, lean_connect
 
@@ -148,16 +148,15 @@ async def run(args: argparse.Namespace, directory: Path) -> None:
             for _ in range(args.topics):
                 nursery.start_soon(topic)
             await connected.wait()
-            cpu0, t0, own0 = cpu_seconds(server.pid), time.perf_counter(), time.process_time()
-            go.set()
-            await done.wait()
-            span, cpu1 = time.perf_counter() - t0, cpu_seconds(server.pid)
-            own = time.process_time() - own0
+            t0 = time.perf_counter()
+            with cpu_window(server.pid) as cpu:
+                go.set()
+                await done.wait()
+            span = time.perf_counter() - t0
             nursery.cancel_scope.cancel()
     print(
         f"v1: {stats.stopped} topics driven to STOPPED in {span:.2f} s: "
-        f"{stats.stopped / span:,.1f} topics completed/s; server CPU "
-        f"{100 * (cpu1 - cpu0) / span:.0f}%, load generator CPU {100 * own / span:.0f}%"
+        f"{stats.stopped / span:,.1f} topics completed/s; {cpu.shares(span)}"
     )
     print(summary("v1: post round trip (5 per topic)", stats.post_rtt))
     print(summary("v1: judge verdict round trip", stats.verdict_rtt))

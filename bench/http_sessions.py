@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import tempfile
 import time
 from pathlib import Path
 
 import trio
 from lean import INITIALIZE_BYTES, LeanHttp
-from measure import vm_rss
+from measure import healthz, vm_rss
 from serve import agora_serve
 
 
@@ -44,22 +43,10 @@ async def run(args: argparse.Namespace) -> None:
                     nursery.start_soon(flood)
             seconds = time.perf_counter() - t0
             after = vm_rss(server.pid)
-            sessions = await _sessions(server.port)
+            sessions = int((await healthz(server.port))["sessions"])
     total = sum(statuses.values())
     print(f"{total:,} initialize POSTs in {seconds:.1f} s: {dict(statuses)}")
     print(f"VmRSS {before / 2**20:.0f} MiB -> {after / 2**20:.0f} MiB; sessions held: {sessions}")
-
-
-async def _sessions(port: int) -> int:
-    stream = await trio.open_tcp_stream("127.0.0.1", port)
-    async with stream:
-        await stream.send_all(
-            b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-        )
-        data = b""
-        while chunk := await stream.receive_some(65536):
-            data += chunk
-    return int(json.loads(data.split(b"\r\n\r\n", 1)[1])["sessions"])
 
 
 def main() -> None:

@@ -1,16 +1,26 @@
-"""Measuring helpers shared by the benchmarks: process CPU and memory, percentiles, fsync cost.
+"""Measuring helpers shared by the benchmarks: process CPU and memory, percentiles, fsync cost,
+a server's ``/healthz``, and the summary lines the benches print (throughput, latency
+percentiles, server and client CPU per operation).
 
 Linux-only (reads /proc). Imported by the bench scripts as a sibling module; never by agora.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import sqlite3
 import time
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 
 def raise_fd_limit() -> int:
@@ -58,6 +68,84 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
 
 
+def rate_text(count: int, seconds: float, unit: str = "") -> str:
+    """``N unit in S s = R/s``: a count over a wall time and its rate."""
+    rate = count / seconds if seconds else 0.0
+    return f"{count:,}{' ' + unit if unit else ''} in {seconds:.2f} s = {rate:,.0f}/s"
+
+
+def latency_text(samples: list[float], digits: int = 1, *, with_max: bool = False) -> str:
+    """``p50 X ms, p99 Y ms`` (and ``, max Z ms``) of ``samples`` given in seconds."""
+    if not samples:
+        return "no samples"
+    ms = [s * 1000 for s in samples]
+    text = f"p50 {percentile(ms, 0.5):.{digits}f} ms, p99 {percentile(ms, 0.99):.{digits}f} ms"
+    return text + (f", max {max(ms):.{digits}f} ms" if with_max else "")
+
+
+def summary(label: str, samples: list[float]) -> str:
+    """``label: n=N p50 .. ms, p99 .. ms, max .. ms`` of ``samples`` given in seconds."""
+    if not samples:
+        return f"{label}: no samples"
+    return f"{label}: n={len(samples)} {latency_text(samples, 2, with_max=True)}"
+
+
+@dataclass
+class Cpu:
+    """CPU seconds spent over a window: by the server process (every thread), by its main
+    thread alone (the event loop: parsing, handlers, replies) and by this load generator."""
+
+    server: float = 0.0
+    main: float = 0.0
+    client: float = 0.0
+
+    def per(self, count: int, unit: str = "call") -> str:
+        """Each side's CPU in all and per ``unit`` (``count`` of them), in microseconds."""
+        n = count or 1
+
+        def each(name: str, seconds: float) -> str:
+            return f"{name} {seconds:.2f} s ({1e6 * seconds / n:,.0f} us per {unit})"
+
+        server, main = each("server CPU", self.server), each("main thread", self.main)
+        return f"{server}, {main}; {each('client CPU', self.client)}"
+
+    def shares(self, seconds: float) -> str:
+        """Each side's CPU as a share of one core over ``seconds`` of wall time."""
+        span = seconds or 1.0
+        return (
+            f"server CPU {100 * self.server / span:.0f}% (main thread"
+            f" {100 * self.main / span:.0f}%), load generator CPU {100 * self.client / span:.0f}%"
+        )
+
+
+@contextmanager
+def cpu_window(pid: int) -> Iterator[Cpu]:
+    """The CPU spent while the ``with`` block runs by ``pid`` (every thread, and its main
+    thread) and by this process; the yielded `Cpu` is filled when the block ends."""
+    cpu = Cpu()
+    server, main, client = cpu_seconds(pid), cpu_seconds(pid, pid), own_cpu_seconds()
+    try:
+        yield cpu
+    finally:
+        cpu.server = cpu_seconds(pid) - server
+        cpu.main = cpu_seconds(pid, pid) - main
+        cpu.client = own_cpu_seconds() - client
+
+
+async def healthz(port: int) -> dict[str, Any]:
+    """The ``/healthz`` JSON of the server on loopback ``port`` (one HTTP/1.1 request)."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        await stream.send_all(
+            f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode()
+        )
+        data = b""
+        while chunk := await stream.receive_some(65536):
+            data += chunk
+    out: dict[str, Any] = json.loads(data.partition(b"\r\n\r\n")[2])
+    return out
+
+
 def commit_cost(directory: Path, synchronous: str, n: int = 200) -> float:
     """Seconds per single-row WAL commit with ``synchronous`` on this disk."""
     conn = sqlite3.connect(directory / "probe.db", isolation_level=None)
@@ -93,7 +181,7 @@ def commit_split(before: dict[str, Any], after: dict[str, Any]) -> str:
     def spread(name: str) -> str:
         seen = _window(after[name], before[name])
         mean = seen["sum"] / max(sum(seen["counts"]), 1)
-        return f"mean {mean:.2f} p50 <= {_bound(seen, 0.5)} p99 <= {_bound(seen, 0.99)}"
+        return f"mean {mean:.2f} p50 <= {bound(seen, 0.5)} p99 <= {bound(seen, 0.99)}"
 
     statements, end = per("statements_ms"), per("end_ms")
     return (
@@ -109,7 +197,8 @@ def _window(after: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
     return {"le": after["le"], "counts": counts, "sum": after["sum"] - before["sum"]}
 
 
-def _bound(histogram: dict[str, Any], q: float) -> str:
+def bound(histogram: dict[str, Any], q: float) -> str:
+    """The upper bound of the bucket holding the ``q`` quantile of ``histogram``."""
     counts, le = histogram["counts"], histogram["le"]
     rank, seen = q * sum(counts), 0
     for n, count in enumerate(counts):

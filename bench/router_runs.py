@@ -49,7 +49,17 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from measure import commit_split, cpu_seconds, own_cpu_seconds, percentile, raise_fd_limit
+from measure import (
+    Cpu,
+    bound,
+    commit_split,
+    cpu_window,
+    healthz,
+    latency_text,
+    percentile,
+    raise_fd_limit,
+    rate_text,
+)
 from serve import agora_serve
 from wsload import LeanClient, lean_connect
 
@@ -107,10 +117,7 @@ class Phase:
     name: str
     seconds: float = 0.0
     calls: int = 0
-    server_cpu: float = 0.0
-    #: The server's main thread alone (the event loop: parsing, handlers, replies).
-    main_cpu: float = 0.0
-    client_cpu: float = 0.0
+    cpu: Cpu = field(default_factory=Cpu)
     latencies: list[float] = field(default_factory=list)
     #: The writer's ``batch_size`` and ``commit_ms`` histograms over the phase (``/healthz``).
     batches: dict[str, Any] = field(default_factory=dict)
@@ -132,69 +139,33 @@ class Phase:
             f"{self.name} group commit: {commands:,.0f} commands in {commits:,} commits "
             f"(mean {commands / commits:.1f} per commit, largest batch {largest}); "
             f"BEGIN to COMMIT mean {self.commits['sum'] / commits:.1f} ms, "
-            f"p99 <= {_bucket(self.commits, 0.99)} ms\n  {self.name} {self.split}"
+            f"p99 <= {bound(self.commits, 0.99)} ms\n  {self.name} {self.split}"
         )
 
     def report(self, unit: str) -> str:
-        rate = self.calls / self.seconds if self.seconds else 0.0
-        lat = ""
-        if self.latencies:
-            p50, p99 = percentile(self.latencies, 0.5), percentile(self.latencies, 0.99)
-            lat = f"; latency p50 {p50 * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms"
-        return (
-            f"{self.name}: {self.calls} {unit} in {self.seconds:.2f} s = {rate:,.0f}/s{lat}; "
-            + (self.cpu("call"))
-        )
-
-    def cpu(self, per: str) -> str:
-        """Server CPU (all threads, then the main thread) per call, and the client's CPU."""
-        calls = self.calls or 1
-        return (
-            f"server CPU {self.server_cpu:.1f} s ({self.server_cpu / calls * 1000:.3f} ms per "
-            f"{per}), main thread {self.main_cpu:.1f} s ({self.main_cpu / calls * 1000:.3f} ms "
-            f"per {per}); client CPU {self.client_cpu:.1f} s"
+        lat = f"; latency {latency_text(self.latencies)}" if self.latencies else ""
+        return f"{self.name}: {rate_text(self.calls, self.seconds, unit)}{lat}; " + self.cpu.per(
+            self.calls
         )
 
 
 async def timed(phase: Phase, server: Any, agents: list[Agent], step: Any) -> None:
     before = await writer_stats(server.port)
-    cpu0, main0 = cpu_seconds(server.pid), cpu_seconds(server.pid, server.pid)
-    own0, t0 = own_cpu_seconds(), time.perf_counter()
-    async with trio.open_nursery() as nursery:
-        for agent in agents:
-            nursery.start_soon(step, agent)
+    t0 = time.perf_counter()
+    with cpu_window(server.pid) as phase.cpu:
+        async with trio.open_nursery() as nursery:
+            for agent in agents:
+                nursery.start_soon(step, agent)
     phase.seconds = time.perf_counter() - t0
-    phase.server_cpu = cpu_seconds(server.pid) - cpu0
-    phase.main_cpu = cpu_seconds(server.pid, server.pid) - main0
-    phase.client_cpu = own_cpu_seconds() - own0
     after = await writer_stats(server.port)
     phase.batches = window(after["batch_size"], before["batch_size"])
     phase.commits = window(after["commit_ms"], before["commit_ms"])
     phase.split = commit_split(before, after)
 
 
-def _bucket(histogram: dict[str, Any], q: float) -> str:
-    """The upper bound of the bucket holding the ``q`` quantile of ``histogram``."""
-    counts, le = histogram["counts"], histogram["le"]
-    rank, seen = q * sum(counts), 0
-    for n, count in enumerate(counts):
-        seen += count
-        if seen >= rank:
-            return str(le[n]) if n < len(le) else f"> {le[-1]}"
-    return "?"
-
-
 async def writer_stats(port: int) -> dict[str, Any]:
     """The writer's histograms so far (``batch_size``, ``commit_ms``), from ``/healthz``."""
-    stream = await trio.open_tcp_stream("127.0.0.1", port)
-    async with stream:
-        await stream.send_all(
-            b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-        )
-        data = b""
-        while chunk := await stream.receive_some(65536):
-            data += chunk
-    store: dict[str, Any] = json.loads(data.split(b"\r\n\r\n", 1)[1])["store"]
+    store: dict[str, Any] = (await healthz(port))["store"]
     return store
 
 
@@ -286,7 +257,7 @@ class OpenLoop:
             f"p50 / p99 / max ms: all {ms['all']}, plans {ms['plans']}, events + gates "
             f"{ms['steps']}; service time (from the actual send) {ms['service']}; "
             f"get_next_work reads {ms['reads']}; client send lag {ms['lags']}\n"
-            f"open loop: {phase.cpu('mutation, reads included')}"
+            f"open loop: {phase.cpu.per(phase.calls, 'mutation, reads included')}"
         )
 
 
@@ -382,8 +353,7 @@ async def main(args: argparse.Namespace) -> None:
         total = plans.calls + mutations.calls
         print(f"all durable mutations: {total} in {plans.seconds + mutations.seconds:.2f} s = "
               f"{total / (plans.seconds + mutations.seconds):,.0f}/s")  # fmt: skip
-        print(f"get_next_work reads: p50 {percentile(reads, 0.5) * 1000:.1f} ms, "
-              f"p99 {percentile(reads, 0.99) * 1000:.1f} ms")  # fmt: skip
+        print(f"get_next_work reads: {latency_text(reads)}")
     if args.rate:
         print(loop.report(opened))
         print(opened.group_commit())

@@ -29,7 +29,6 @@ Usage: ``.venv/bin/python -m bench soak -- --minutes 30 [--sessions 200] [--ever
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import tempfile
 import time
@@ -38,7 +37,7 @@ from typing import Any
 
 import mixed
 import trio
-from measure import raise_fd_limit, vm_rss
+from measure import healthz, raise_fd_limit, vm_rss
 from report import Progress, Report, latency_summary
 from serve import agora_serve
 
@@ -58,22 +57,10 @@ def slope(points: list[tuple[float, float]]) -> float:
 
 
 async def _healthz(port: int) -> dict[str, Any]:
-    stream = await trio.open_tcp_stream("127.0.0.1", port)
     try:
-        await stream.send_all(
-            f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode()
-        )
-        data = b""
-        while chunk := await stream.receive_some(65536):
-            data += chunk
-    finally:
-        await stream.aclose()
-    body = data.partition(b"\r\n\r\n")[2]
-    try:
-        out: dict[str, Any] = json.loads(body)
+        return await healthz(port)
     except ValueError:
         return {}
-    return out
 
 
 def _rss_parts(pid: int) -> dict[str, float]:
