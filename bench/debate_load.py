@@ -46,16 +46,26 @@ import argparse
 import bisect
 import datetime as dt
 import gc
-import json
 import random
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import debate_agent
 import trio
+from debate_agent import Seat, writer_split
 from debate_store import TOKEN, run_search, tool, write_config
-from measure import commit_split, cpu_window, healthz, percentile, raise_fd_limit, summary
+from measure import (
+    commit_split,
+    cpu_window,
+    disk_bytes,
+    healthz,
+    percentile,
+    raise_fd_limit,
+    summary,
+)
 from serve import agora_serve
 from wsload import lean_connect
 
@@ -63,7 +73,6 @@ if TYPE_CHECKING:
     from serve import Server
     from wsload import LeanClient
 
-LANE = '{"priority_lane": "P3", "priority_reason": "bench"}'
 WARMUP = 2.0
 
 
@@ -82,58 +91,26 @@ class Stats:
         self.counting = False
 
 
-async def setup_topic(url: str, roles: int) -> list[tuple[str, str, str]]:
-    """One topic; returns (topic_id, role, session_id) per role."""
+async def setup_topic(url: str, roles: int) -> list[Seat]:
+    """One ACTIVE topic; (topic_id, role, session_id) per role."""
     async with lean_connect(url, TOKEN) as client:
-        sessions = [(await tool(client, "debate_session_open"))["session_id"] for _ in range(roles)]
-        names = [f"ROLE_{i}" for i in range(roles)]
-        roster = [{"role": r, "session_id": s} for r, s in zip(names, sessions, strict=True)]
-        out = await tool(
-            client,
-            "debate_init",
-            title="load",
-            created_by_role=names[0],
-            roles_json=json.dumps(roster),
-            metadata_json=LANE,
-        )
-        await tool(
-            client, "debate_state", topic_id=out["topic_id"], role=names[0], new_state="ACTIVE"
-        )
-        return [(out["topic_id"], r, s) for r, s in zip(names, sessions, strict=True)]
+        return await debate_agent.setup_topic(partial(tool, client), roles, "load")
 
 
-async def post(client: LeanClient, topic: str, role: str, to: str, stats: Stats) -> None:
+async def post(client: LeanClient, seat: Seat, to: str, stats: Stats) -> None:
     """One addressed post; its body is the time it was sent (for the delivery latency)."""
     sent = time.perf_counter()
-    await tool(
-        client,
-        "debate_post_with_recipients",
-        topic_id=topic,
-        role=role,
-        priority="M",
-        kind="STATUS",
-        body=f"{sent:.9f}",
-        addressed_to_csv=to,
-    )
+    await debate_agent.post(partial(tool, client), seat, to, f"{sent:.9f}")
     if stats.counting:
         stats.posts += 1
         stats.post_rtt.append(time.perf_counter() - sent)
 
 
-async def drain(
-    client: LeanClient, topic: str, role: str, session: str, stats: Stats, wait_ms: int = 1000
-) -> None:
+async def drain(client: LeanClient, seat: Seat, stats: Stats, wait_ms: int = 1000) -> None:
     """One ``debate_signal_wait``, then ``debate_signal_advance`` past what it returned."""
+    call = partial(tool, client)
     parked = time.perf_counter()
-    inbox = await tool(
-        client,
-        "debate_signal_wait",
-        topic_id=topic,
-        role=role,
-        session_id=session,
-        timeout_ms=wait_ms,
-        limit=100,
-    )
+    inbox = await debate_agent.wait(call, seat, wait_ms)
     back, back_wall = time.perf_counter(), time.time()
     if stats.counting:
         stats.wait_rtt.append(back - parked)
@@ -146,39 +123,30 @@ async def drain(
                 stats.delivered.append((back_wall, m["ts"]))
     if inbox["pending"]:
         t_adv = time.perf_counter()
-        await tool(
-            client,
-            "debate_signal_advance",
-            topic_id=topic,
-            role=role,
-            session_id=session,
-            last_processed_msg_id=inbox["pending"][-1]["msg_id"],
-        )
+        await debate_agent.advance(call, seat, inbox)
         if stats.counting:
             stats.advance_rtt.append(time.perf_counter() - t_adv)
 
 
 async def closed_agent(
-    url: str, seat: tuple[str, str, str], to: str, stats: Stats, deadline: float, go: trio.Event
+    url: str, seat: Seat, to: str, stats: Stats, deadline: float, go: trio.Event
 ) -> None:
-    topic, role, session = seat
     async with lean_connect(url, TOKEN) as client:
         await go.wait()
         while time.perf_counter() < deadline:
-            await post(client, topic, role, to, stats)
-            await drain(client, topic, role, session, stats)
+            await post(client, seat, to, stats)
+            await drain(client, seat, stats)
 
 
 async def open_poster(
     url: str,
-    seat: tuple[str, str, str],
+    seat: Seat,
     to: str,
     stats: Stats,
     deadline: float,
     go: trio.Event,
     interval: float,
 ) -> None:
-    topic, role, _ = seat
     async with lean_connect(url, TOKEN) as client:
         await go.wait()
         due = time.perf_counter() + random.uniform(0, interval)
@@ -188,21 +156,20 @@ async def open_poster(
                 await trio.sleep(due - now)
             elif now - due > 0.005 and stats.counting:
                 stats.late_posts += 1  # the schedule slipped: the offered rate is not met
-            await post(client, topic, role, to, stats)
+            await post(client, seat, to, stats)
             due += interval
 
 
 async def open_receiver(
-    url: str, seat: tuple[str, str, str], stats: Stats, deadline: float, go: trio.Event
+    url: str, seat: Seat, stats: Stats, deadline: float, go: trio.Event
 ) -> None:
-    topic, role, session = seat
     async with lean_connect(url, TOKEN) as client:
         await go.wait()
         # A long wait (a timed-out wait costs a look and a recorded check): the run's end
         # cuts it short instead.
         with trio.move_on_after(deadline - time.perf_counter()):
             while True:
-                await drain(client, topic, role, session, stats, wait_ms=30_000)
+                await drain(client, seat, stats, wait_ms=30_000)
 
 
 async def run_load(args: argparse.Namespace, directory: Path) -> None:
@@ -215,7 +182,7 @@ async def run_load(args: argparse.Namespace, directory: Path) -> None:
         trace_commits="true",
     ) as server:
         url = f"ws://127.0.0.1:{server.port}/mcp/debate"
-        topics: list[list[tuple[str, str, str]]] = []
+        topics: list[list[Seat]] = []
         limiter = trio.CapacityLimiter(50)
 
         async def one() -> None:
@@ -250,30 +217,19 @@ async def run_load(args: argparse.Namespace, directory: Path) -> None:
 
 
 async def store_counters(port: int) -> dict[str, Any]:
-    """The server's store counters (``/healthz`` "store") and its bytes written to storage
-    so far (``/proc/PID/io`` write_bytes: the WAL, checkpoints; added as "disk_bytes")."""
+    """The server's store counters (``/healthz`` "store")."""
     return dict((await healthz(port))["store"])
 
 
 def writer_figures(before: dict[str, Any], after: dict[str, Any], posts: int) -> str:
     """Where the writer's time went, per post: its thread's CPU, the wall time of its
     statements and of the rest of each transaction (COMMIT: WAL write, fsync, checkpoints)."""
-    cpu = after["writer_cpu_ms"] - before["writer_cpu_ms"]
-    statements = after["statements_ms"] - before["statements_ms"]
-    busy = after["commit_ms"]["sum"] - before["commit_ms"]["sum"]
+    cpu, statements, busy = writer_split(before, after)
     return (
         f"load: writer per post: CPU {1e3 * cpu / posts:,.0f} us; wall {1e3 * busy / posts:,.0f}"
         f" us in transactions, of which {1e3 * statements / posts:,.0f} us in statements and"
         f" {1e3 * (busy - statements) / posts:,.0f} us in COMMIT (WAL write, fsync, checkpoints)"
     )
-
-
-def disk_bytes(pid: int) -> int:
-    """Bytes ``pid`` has caused to be written to storage (WAL, checkpoints)."""
-    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
-        if line.startswith("write_bytes:"):
-            return int(line.split()[1])
-    return 0
 
 
 async def measure(server: Server, stats: Stats, seconds: float) -> None:

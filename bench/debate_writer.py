@@ -23,14 +23,17 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import struct
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import debate_agent
 import trio
+from debate_agent import writer_split
+from measure import disk_bytes
 
 from agora.identity import Principal
 from agora.runtime.clock import Clock
@@ -41,11 +44,12 @@ from agora.toolsets.debate.sql import MIGRATIONS
 from agora.toolsets.debate.tools import HANDLERS
 
 if TYPE_CHECKING:
+    from debate_agent import Call, Seat
+
     from agora.store.sqlite import Store
 
 WARMUP = 2.0
 AGENT = Principal("bench", projects=frozenset({"bench"}))
-LANE = '{"priority_lane": "P3", "priority_reason": "bench"}'
 
 
 async def call(runtime: Runtime, tool: str, **args: Any) -> dict[str, Any]:
@@ -55,66 +59,13 @@ async def call(runtime: Runtime, tool: str, **args: Any) -> dict[str, Any]:
     return result
 
 
-async def setup_topic(runtime: Runtime, roles: int) -> list[tuple[str, str, str]]:
-    """One ACTIVE topic; (topic_id, role, session_id) per role."""
-    sessions = [(await call(runtime, "debate_session_open"))["session_id"] for _ in range(roles)]
-    names = [f"ROLE_{i}" for i in range(roles)]
-    roster = [{"role": r, "session_id": s} for r, s in zip(names, sessions, strict=True)]
-    out = await call(
-        runtime,
-        "debate_init",
-        title="writer",
-        created_by_role=names[0],
-        roles_json=json.dumps(roster),
-        metadata_json=LANE,
-    )
-    topic = out["topic_id"]
-    await call(runtime, "debate_state", topic_id=topic, role=names[0], new_state="ACTIVE")
-    return [(topic, r, s) for r, s in zip(names, sessions, strict=True)]
-
-
-async def agent(
-    runtime: Runtime, seat: tuple[str, str, str], to: str, posts: list[int], deadline: float
-) -> None:
-    topic, role, session = seat
+async def agent(call: Call, seat: Seat, to: str, posts: list[int], deadline: float) -> None:
     while time.perf_counter() < deadline:
-        await call(
-            runtime,
-            "debate_post_with_recipients",
-            topic_id=topic,
-            role=role,
-            priority="M",
-            kind="STATUS",
-            body=f"{time.time():.9f}",
-            addressed_to_csv=to,
-        )
+        await debate_agent.post(call, seat, to, f"{time.time():.9f}")
         posts[0] += 1
-        inbox = await call(
-            runtime,
-            "debate_signal_wait",
-            topic_id=topic,
-            role=role,
-            session_id=session,
-            timeout_ms=1000,
-            limit=100,
-        )
+        inbox = await debate_agent.wait(call, seat, 1000)
         if inbox["pending"]:
-            await call(
-                runtime,
-                "debate_signal_advance",
-                topic_id=topic,
-                role=role,
-                session_id=session,
-                last_processed_msg_id=inbox["pending"][-1]["msg_id"],
-            )
-
-
-def disk_bytes() -> int:
-    """Bytes this process has caused to be written to storage."""
-    for line in Path("/proc/self/io").read_text().splitlines():
-        if line.startswith("write_bytes:"):
-            return int(line.split()[1])
-    return 0
+            await debate_agent.advance(call, seat, inbox)
 
 
 def wal_pages(db: Path, since: int) -> collections.Counter[str]:
@@ -144,7 +95,11 @@ async def run(args: argparse.Namespace, directory: Path) -> None:
     db = directory / "writer.db"
     async with open_store(db, MIGRATIONS, synchronous="FULL") as store, trio.open_nursery() as n:
         runtime = Runtime(store, n, clock=Clock())
-        seats = [await setup_topic(runtime, args.roles) for _ in range(args.topics)]
+        on_runtime = partial(call, runtime)
+        seats = [
+            await debate_agent.setup_topic(on_runtime, args.roles, "writer")
+            for _ in range(args.topics)
+        ]
         if args.pages:  # the WAL keeps every frame of the run: read it back at the end
             await store.write([("PRAGMA wal_autocheckpoint=0", ())])
         posts = [0]
@@ -153,7 +108,7 @@ async def run(args: argparse.Namespace, directory: Path) -> None:
             for roster in seats:
                 for i, seat in enumerate(roster):
                     to = roster[(i + 1) % len(roster)][1]
-                    agents.start_soon(agent, runtime, seat, to, posts, deadline)
+                    agents.start_soon(agent, on_runtime, seat, to, posts, deadline)
             await trio.sleep(WARMUP)
             await measure(store, db, posts, args)
         runtime.begin_shutdown()
@@ -165,9 +120,7 @@ async def measure(store: Store, db: Path, posts: list[int], args: argparse.Names
     await trio.sleep(args.seconds)
     after, disk1, main1, count = store.counters(), disk_bytes(), time.thread_time(), posts[0]
     count -= posted0
-    cpu = after["writer_cpu_ms"] - before["writer_cpu_ms"]
-    statements = after["statements_ms"] - before["statements_ms"]
-    busy = after["commit_ms"]["sum"] - before["commit_ms"]["sum"]
+    cpu, statements, busy = writer_split(before, after)
     commits = after["commits"] - before["commits"]
     jobs = after["commands"] - before["commands"]
     print(f"writer: {count / args.seconds:,.0f} posts/s in process; {commits} transactions of")

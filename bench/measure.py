@@ -40,6 +40,15 @@ def vm_rss(pid: int | str = "self") -> int:
     raise RuntimeError("no VmRSS in /proc status")
 
 
+def disk_bytes(pid: int | str = "self") -> int:
+    """Bytes ``pid`` has caused to be written to storage so far (``/proc/PID/io``
+    write_bytes: a database's WAL, checkpoints)."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("write_bytes:"):
+            return int(line.split()[1])
+    return 0
+
+
 def cpu_seconds(pid: int, thread: int | None = None) -> float:
     """User + system CPU time of ``pid``, or of its thread ``thread`` (the main one: ``pid``).
 
