@@ -81,6 +81,15 @@ class Get:
 
 
 @dataclass(frozen=True)
+class Look:
+    """Reply with the value; once it reaches ``need``, record a ``looked`` log row too (as a
+    wait that finds its mail records its check). With ``explode``, raise there instead."""
+
+    need: int = 1
+    explode: bool = False
+
+
+@dataclass(frozen=True)
 class When:
     """Reply with the `Now` that ``handle`` was given."""
 
@@ -117,6 +126,13 @@ class Counter:
                 return Effects(reply=self.value)
             case When():
                 return Effects(reply=now)
+            case Look(need=need, explode=explode):
+                if self.value < need:
+                    return Effects(reply=self.value)
+                if explode:
+                    raise RuntimeError("boom")
+                self.seq += 1
+                return Effects(reply=self.value, writes=self._save("looked"))
             case Publish(uri=uri):
                 self.value += 1
                 self.seq += 1

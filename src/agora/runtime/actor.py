@@ -36,13 +36,14 @@ from agora.runtime.handling import (
     InternalError,
     commit_failed,
 )
-from agora.runtime.park import Slot, Turn
+from agora.runtime.park import Parked, Slot, Turn
+from agora.runtime.polls import fold
 
 if TYPE_CHECKING:
     from collections.abc import Collection
 
     from agora.runtime.clock import Now
-    from agora.runtime.entity import Entity, EntityKind
+    from agora.runtime.entity import Effects, Entity, EntityKind
     from agora.runtime.registry import Runtime
 
 __all__ = [
@@ -87,6 +88,9 @@ class Actor(Handling):
         self._closed = False
         self._change: trio.Event | None = None  # `change`, made on first use
         self.listeners: set[Any] = set()  # trio.Event or park.Sleeper: have set()
+        #: The `Runtime.poll`s parked here, oldest first (also among `listeners`): the
+        #: change that wakes one may answer it in its own turn (`agora.runtime.polls`).
+        self.parked: dict[Parked, None] = {}
         #: Signals so far; the last `SIGNAL_LOG` with the keys they concerned (`concerns`).
         self.epoch = 0
         self._signals: deque[tuple[int, frozenset[str] | None]] = deque(maxlen=SIGNAL_LOG)
@@ -301,7 +305,21 @@ class Actor(Handling):
             self._change = trio.Event()
             self._change.set()
         for listener in self.listeners:
-            listener.set()
+            # A keyed poll the change does not concern sleeps on (see `concerns`).
+            keyed = keys is not None and type(listener) is Parked and listener.key is not None
+            if not keyed or listener.key in keys:  # type: ignore[operator]
+                listener.set()
+
+    def _fold(
+        self,
+        entity: Entity,
+        effects: Effects,
+        done: list[tuple[Effects, Slot]],
+        folded: list[Parked],
+    ) -> bool:
+        """Run the commands of the parked polls that ``effects`` wakes in this turn, into
+        the batch ``done`` (`agora.runtime.polls.fold`)."""
+        return fold(self, entity, effects, done, folded)
 
     def concerns(self, since: int, key: str) -> bool:
         """Whether a signal after epoch ``since`` may concern long-polls keyed ``key``.

@@ -19,14 +19,14 @@ from agora.errors import STORE_CAUSES, AgoraError, StoreError
 from agora.store.neutral import Busy, Conflict, Guard
 
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    from collections.abc import Collection, Sequence
 
     import trio
 
     from agora.errors import StoreCause
     from agora.runtime.clock import Now
     from agora.runtime.entity import Effects, Entity, EntityKind
-    from agora.runtime.park import Slot
+    from agora.runtime.park import Parked, Slot
     from agora.runtime.registry import Runtime
 
 log = logging.getLogger(__name__)
@@ -115,7 +115,19 @@ class Handling:
     _entity: Entity | None
     _now: Now | None
 
+    #: The long-polls parked on this actor (`agora.runtime.polls`).
+    parked: dict[Parked, None]
+
     if TYPE_CHECKING:
+
+        def _fold(
+            self,
+            entity: Entity,
+            effects: Effects,
+            done: list[tuple[Effects, Slot]],
+            folded: list[Parked],
+        ) -> bool:
+            """`Actor._fold`."""
 
         @property
         def change(self) -> trio.Event:
@@ -165,17 +177,13 @@ class Handling:
             self._entity = None  # maybe half-mutated: reload
             slot.fail(InternalError(f"internal error in {self.kind.kind}; nothing was changed"))
             return
-        try:
-            await runtime.store.write(effects.writes)
-        except StoreError as exc:
-            log.error("%s %s: commit failed: %s", self.kind.kind, self.key, exc)
-            self._entity = None
-            slot.fail(commit_failed(exc))
+        done = [(effects, slot)]
+        if not self.parked or not effects.changed:
+            await self._commit(done)
             return
-        except BaseException:
-            self._entity = None  # cancelled before the commit: memory may be ahead
-            raise
-        self._released(effects, slot)
+        folded: list[Parked] = []  # the polls this change answers in its turn
+        intact = self._fold(entity, effects, done, folded)
+        await self._commit(done, folded, intact)
 
     async def _handle_group(self, group: list[tuple[Any, Slot]]) -> None:
         """Run several queued commands in order and commit all their writes at once.
@@ -185,9 +193,8 @@ class Handling:
         follows it (a read-only reply parked on it still wakes for a later command of the
         group). All or nothing, as one command: if the commit fails none is saved and
         every caller is told. A `handle` that raises fails its own command alone: the ones
-        before it are committed, the entity is reloaded, and the ones after it run as a
-        group of their own.
-        """
+        before it are committed, the entity reloads, the ones after it run as a group of
+        their own. The polls a command wakes run right after it (`_fold`)."""
         runtime = self.runtime
         while group:
             if not await self._load([slot for _, slot in group]):
@@ -195,8 +202,9 @@ class Handling:
             entity = self._entity
             assert entity is not None
             done: list[tuple[Effects, Slot]] = []
+            folded: list[Parked] = []
             rest: list[tuple[Any, Slot]] = []
-            broken = False
+            intact = True
             for i, (command, slot) in enumerate(group):
                 try:
                     # A LookupError from `handle` (say a KeyError) is a bug like any other:
@@ -209,28 +217,47 @@ class Handling:
                     slot.fail(
                         InternalError(f"internal error in {self.kind.kind}; nothing was changed")
                     )
-                    rest, broken = group[i + 1 :], True
+                    intact = False
+                else:
+                    done.append((effects, slot))
+                    if self.parked and effects.changed:
+                        intact = self._fold(entity, effects, done, folded)
+                if not intact:
+                    rest = group[i + 1 :]
                     break
-                done.append((effects, slot))
             group = rest
+            await self._commit(done, folded, intact)
+
+    async def _commit(
+        self, done: list[tuple[Effects, Slot]], folded: Sequence[Parked] = (), intact: bool = True
+    ) -> None:
+        """Commit ``done``'s writes at once and release its replies in order (or fail them
+        all), then answer the ``folded`` polls. Not ``intact``: the entity then reloads."""
+        try:
             try:
-                await runtime.store.write([w for effects, _ in done for w in effects.writes])
+                writes = (
+                    done[0][0].writes if len(done) == 1 else [w for e, _ in done for w in e.writes]
+                )
+                await self.runtime.store.write(writes)
             except StoreError as exc:
                 log.error("%s %s: commit failed: %s", self.kind.kind, self.key, exc)
                 self._entity = None
                 for _, slot in done:
                     slot.fail(commit_failed(exc))
-                continue
+                return
             except BaseException:
                 # Cancelled (or worse) before the commit: memory may be ahead of the store,
                 # so the next command reloads. (Once submitted, a commit cannot be
                 # interrupted.)
                 self._entity = None
                 raise
-            if broken:
+            if not intact:
                 self._entity = None  # half-mutated by the failed handle: reload
             for effects, slot in done:
                 self._released(effects, slot)
+        finally:
+            for poll in folded:  # with their outcome, or (none came) to re-run themselves
+                poll.answer()
 
     def _released(self, effects: Effects, slot: Slot, seen: trio.Event | None = None) -> None:
         """Count the command, wake waiters if it changed the entity, answer its caller.

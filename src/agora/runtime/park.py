@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from agora.runtime.handling import Handling
 
-__all__ = ["Sleeper", "Slot", "Timers", "Turn"]
+__all__ = ["Parked", "Sleeper", "Slot", "Timers", "Turn"]
 
 
 class Sleeper:
@@ -66,6 +66,59 @@ class Sleeper:
         if task is not None:
             self.task = None
             trio.lowlevel.reschedule(task, outcome.Value(changed))
+
+
+class Parked(Sleeper):
+    """A parked `Runtime.poll`: a `Sleeper` that also carries the poll's command.
+
+    The change that wakes it may run that command in its own turn and commit its writes
+    in the same transaction (`agora.runtime.polls`): it first `claim`s the poll (a `Slot`
+    for the outcome), and from then on neither a change nor the deadline wakes the task;
+    only `answer` does, once the outcome is in (or the claim was given up).
+
+    Attributes:
+        command: What the poll runs on the entity.
+        key: The poll's ``wait_key`` (None: every change concerns it).
+        since: When the poll began (`Slot.since` of its runs).
+        slot: Where a claiming change leaves the command's outcome (None: not claimed).
+    """
+
+    __slots__ = ("command", "key", "since", "slot")
+
+    def __init__(
+        self, task: trio.lowlevel.Task, deadline: float, command: Any, key: str | None, since: int
+    ) -> None:
+        super().__init__(task, deadline)
+        self.command = command
+        self.key = key
+        self.since = since
+        self.slot: Slot | None = None
+
+    def set(self) -> None:
+        """A change: wake the task unless a change claimed it (that one answers)."""
+        if self.slot is None:
+            self._wake(True)
+
+    def expire(self) -> None:
+        """The deadline: wake the task unless a change claimed it (its answer is coming)."""
+        if self.slot is None:
+            self._wake(False)
+
+    def claim(self) -> Slot | None:
+        """Take the poll for a change running its command now; None if it is awake already
+        (woken, expired or cancelled) or claimed."""
+        if self.task is None or self.slot is not None:
+            return None
+        self.slot = Slot(since=self.since)
+        return self.slot
+
+    def answer(self) -> None:
+        """Wake the task with the claim's outcome; with none (the change was cancelled
+        before its commit) the claim is given up and the poll re-runs its command itself."""
+        slot = self.slot
+        if slot is not None and not slot.finished:
+            self.slot = None
+        self._wake(True)
 
 
 class Timers:
@@ -102,8 +155,13 @@ class Timers:
             self.leave(listeners, sleeper)
         return changed
 
-    def enter(self, listeners: Sequence[set[Any]], deadline: float) -> Sleeper | None:
+    def enter(
+        self, listeners: Sequence[set[Any]], deadline: float, sleeper: Sleeper | None = None
+    ) -> Sleeper | None:
         """Register the current task to be woken by ``listeners`` or at ``deadline``.
+
+        ``sleeper`` (made for the current task, with ``deadline``) is the one to register;
+        by default a plain `Sleeper`.
 
         The caller then awaits ``trio.lowlevel.wait_task_rescheduled(sleeper.abort)``
         (True: a change, False: the deadline) and calls `leave` in a ``finally``.
@@ -112,7 +170,8 @@ class Timers:
         """
         if deadline <= trio.current_time() or not self._start():
             return None
-        sleeper = Sleeper(trio.lowlevel.current_task(), deadline)
+        if sleeper is None:
+            sleeper = Sleeper(trio.lowlevel.current_task(), deadline)
         self._push(deadline, sleeper)
         for watched in listeners:
             watched.add(sleeper)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import trio
 
 from agora.errors import ActorStopped
-from agora.runtime import multi
+from agora.runtime import multi, polls
 from agora.runtime.actor import Actor, GuardCounts, Slot
 from agora.runtime.clock import Clock
 from agora.runtime.follow import Follower, follow
@@ -259,49 +259,18 @@ class Runtime:
         """Repeat ``command`` whenever the entity changes, until ``ready(reply)`` or timeout.
 
         With ``wait_key``, a change whose `Effects.wakes` leave the key out does not re-run
-        the command (it cannot make the reply ready): the poll sleeps on.
+        the command (it cannot make the reply ready): the poll sleeps on. A change that does
+        concern the poll runs its command in the change's own turn and commits it in the
+        same transaction (`agora.runtime.polls`): no second trip through the actor and the
+        writer, and the reply is durable before the poll gets it.
 
         Returns:
             The first ready reply, or the latest one when ``timeout`` seconds passed or the
             server began shutting down.
         """
-        deadline = trio.current_time() + timeout
-        since = stamp()  # re-runs belong to this one call: a copy current since needs no probe
-        while True:
-            actor, slot = await self._submit(kind, key, command, since)
-            if slot.error is not None:
-                raise slot.error
-            reply = slot.value
-            if isinstance(reply, BaseException):
-                raise reply
-            change, epoch = slot.change, slot.epoch
-            del slot  # a parked poll keeps only what it needs (a slot may hold an Event)
-            if ready(reply) or self.closing or change is None or trio.current_time() >= deadline:
-                return reply
-            # Park on the actor that answered (a lookup now could spawn a new one), and
-            # count ourselves so that it is not evicted under us.
-            actor.waiters += 1
-            try:
-                while not change.is_set():
-                    # `Timers.park` inlined: a parked poll keeps one coroutine frame fewer.
-                    watched = (actor.listeners,)
-                    sleeper = self.timers.enter(watched, deadline)
-                    if sleeper is None:  # shutting down: the latest reply
-                        await trio.lowlevel.checkpoint()
-                        break
-                    try:
-                        woke = await trio.lowlevel.wait_task_rescheduled(sleeper.abort)
-                    finally:
-                        self.timers.leave(watched, sleeper)
-                    if not woke:
-                        break  # the deadline passed
-                    if wait_key is None or self.closing or actor.concerns(epoch, wait_key):
-                        break
-                    epoch, change = actor.epoch, actor.change  # other keys': sleep on
-            finally:
-                actor.waiters -= 1
-            if self.closing or not change.is_set():
-                return reply
+        return await polls.poll(
+            self, kind, key, command, ready=ready, timeout=timeout, wait_key=wait_key
+        )
 
     async def poll_many(
         self,

@@ -1,0 +1,139 @@
+"""Long-polls on one entity, and how a change answers them in its own turn.
+
+A parked `Runtime.poll` waits outside its actor, behind a `agora.runtime.park.Parked` that
+the actor lists in `Actor.parked`. When a command changes the entity, the polls that change
+concerns (``wait_key`` among its `Effects.wakes`, or every poll when it names no keys) would
+wake, submit their command again, queue behind the writer for a second transaction, and
+only then answer. Instead the actor *folds* them (`fold`): right after the waking command,
+in the same turn, it runs each such poll's command on the entity (so it sees exactly the
+state the change left, as if it had run right after it), adds its writes to the same atomic
+batch, and once that one commit is done hands each poll its outcome directly (`answer`).
+
+The poll then judges the reply as it would have: ready, it returns; not ready, it parks
+again (its command's writes, if any, are committed like any re-run's). A fold that raises
+fails that poll alone with an internal error, as a re-run would have; the batch before it
+commits and the entity reloads. A failed commit fails every command of the batch, folded
+polls included, and applies nothing. A change cancelled before its commit gives its claims
+up: those polls wake and re-run their command themselves, on the reloaded entity.
+
+Only unguarded stores fold: on a shared store (`Handling._handle_guarded`) a change wakes
+its polls and they re-run their commands under the version guard, one transaction each.
+Waits over several keys (`agora.runtime.multi.poll_many`) re-run as before too.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from agora.runtime.handling import InternalError, stamp
+from agora.runtime.park import Parked
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from agora.runtime.actor import Actor
+    from agora.runtime.entity import Effects, Entity, EntityKind
+    from agora.runtime.park import Slot
+    from agora.runtime.registry import Runtime
+
+log = logging.getLogger(__name__)
+
+
+def fold(
+    actor: Actor,
+    entity: Entity,
+    effects: Effects,
+    done: list[tuple[Effects, Slot]],
+    folded: list[Parked],
+) -> bool:
+    """Run, right after the command whose ``effects`` these are, the commands of the polls
+    parked on ``actor`` that it wakes; append each outcome to ``done`` (the batch to commit,
+    in order) and each poll to ``folded`` (to `answer` once the batch's fate is known).
+
+    Returns:
+        False if a poll's command raised (that poll's slot is failed; the entity may be
+        half-mutated: commit what ``done`` holds, then reload it), else True.
+    """
+    parked = actor.parked
+    if not parked or not effects.changed:
+        return True
+    wakes = effects.wakes
+    for poll in list(parked):
+        if wakes is not None and poll.key is not None and poll.key not in wakes:
+            continue
+        slot = poll.claim()
+        if slot is None:
+            continue
+        folded.append(poll)
+        try:
+            done.append((entity.handle(poll.command, actor.runtime.clock.now()), slot))
+        except Exception:
+            kind = actor.kind.kind
+            log.exception("%s %s failed on %s", kind, actor.key, type(poll.command).__name__)
+            slot.fail(InternalError(f"internal error in {kind}; nothing was changed"))
+            return False
+    return True
+
+
+def answer(folded: list[Parked]) -> None:
+    """Wake every folded poll with its outcome (or, if none came, to re-run itself)."""
+    for poll in folded:
+        poll.answer()
+
+
+async def poll(
+    runtime: Runtime,
+    kind: EntityKind,
+    key: str,
+    command: Any,
+    *,
+    ready: Callable[[Any], bool],
+    timeout: float,  # noqa: ASYNC109 - the long-poll deadline is part of the command
+    wait_key: str | None = None,
+) -> Any:
+    """See `Runtime.poll`."""
+    deadline = trio.current_time() + timeout
+    since = stamp()  # re-runs belong to this one call: a copy current since needs no probe
+    slot: Slot | None = None
+    while True:
+        if slot is None:
+            actor, slot = await runtime._submit(kind, key, command, since)
+        if slot.error is not None:
+            raise slot.error
+        reply = slot.value
+        if isinstance(reply, BaseException):
+            raise reply
+        change, epoch = slot.change, slot.epoch
+        slot = None  # a parked poll keeps only what it needs (a slot may hold an Event)
+        if ready(reply) or runtime.closing or change is None or trio.current_time() >= deadline:
+            return reply
+        # Park on the actor that answered (a lookup now could spawn a new one), and
+        # count ourselves so that it is not evicted under us.
+        actor.waiters += 1
+        try:
+            while not change.is_set():
+                # `Timers.park` inlined: a parked poll keeps one coroutine frame fewer.
+                watched = (actor.listeners,)
+                parked = Parked(trio.lowlevel.current_task(), deadline, command, wait_key, since)
+                if runtime.timers.enter(watched, deadline, parked) is None:
+                    await trio.lowlevel.checkpoint()  # shutting down: the latest reply
+                    break
+                actor.parked[parked] = None
+                try:
+                    woke = await trio.lowlevel.wait_task_rescheduled(parked.abort)
+                finally:
+                    runtime.timers.leave(watched, parked)
+                    actor.parked.pop(parked, None)
+                slot = parked.slot  # a change ran the command for us: its outcome
+                if slot is not None or not woke:
+                    break  # answered, or the deadline passed
+                if wait_key is None or runtime.closing or actor.concerns(epoch, wait_key):
+                    break
+                epoch, change = actor.epoch, actor.change  # other keys': sleep on
+        finally:
+            actor.waiters -= 1
+        if slot is None and (runtime.closing or not change.is_set()):
+            return reply
