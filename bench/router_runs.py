@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
 import tempfile
 import time
@@ -61,6 +62,7 @@ from measure import (
     rate_text,
 )
 from serve import agora_serve
+from stalls import attribute
 from wsload import LeanClient, lean_connect
 
 from agora.store.stats import window
@@ -235,6 +237,10 @@ class OpenLoop:
     reads: list[float] = field(default_factory=list)
     #: How late the client woke for each send it was ready for (its own scheduling lag).
     lags: list[float] = field(default_factory=list)
+    #: Each mutation's (scheduled send, reply) on ``time.perf_counter`` and its tool, with
+    #: ``--stalls``: to match the slowest with the server's stalls.
+    spans: list[tuple[float, float, str]] = field(default_factory=list)
+    stalls: bool = False
 
     def report(self, phase: Phase) -> str:
         every = self.plans + self.steps
@@ -273,6 +279,9 @@ async def paced(agent: Agent, phase: Phase, loop: OpenLoop, start: float) -> Non
         # (a late reply that delays the send is counted in the latency, not here).
         loop.lags.append(max(0.0, trio.current_time() - max(due, ready)))
         body = await agent.call(tool, args, samples, due, loop.service)
+        if loop.stalls:
+            end = time.perf_counter()
+            loop.spans.append((end - samples[-1], end, tool))
         phase.calls += 1
         return body
 
@@ -306,9 +315,17 @@ def db_counts(db: Path) -> tuple[int, int, int, int]:
 
 async def main(args: argparse.Namespace) -> None:
     raise_fd_limit()
+    stalls = ""
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "router.db"
-        async with agora_serve(db, "router", synchronous=args.synchronous) as server:
+        probe = None
+        if args.stalls:
+            os.environ["BENCH_STALLS_MS"] = str(args.stalls)
+            probe = Path(tmp) / "probe"
+            probe.mkdir()
+        async with agora_serve(
+            db, "router", synchronous=args.synchronous, probe=probe
+        ) as server:
             url = server.url.replace("http://", "ws://") + "/mcp/router"
             async with trio.open_nursery() as nursery:
                 agents: list[Agent] = []
@@ -325,7 +342,7 @@ async def main(args: argparse.Namespace) -> None:
                     plans, mutations, replays = Phase("plan_work"), Phase("work"), Phase("replay")
                     opened = Phase("open loop")
                     loop = OpenLoop(args.rate, args.runs / args.rate if args.rate else 0.0,
-                                    args.rounds)  # fmt: skip
+                                    args.rounds, stalls=bool(args.stalls))  # fmt: skip
                     reads: list[float] = []
                     if args.closed:
                         await timed(plans, server, agents,
@@ -335,10 +352,14 @@ async def main(args: argparse.Namespace) -> None:
                                     lambda a: work(a, closed(a, mutations), mutations.latencies,
                                                    reads, ""))  # fmt: skip
                     if args.rate:
+                        if probe is not None:
+                            await server.probe()  # only the open loop's stalls from here
                         t0 = trio.current_time() + 0.1
                         await timed(opened, server, agents,
                                     lambda a: paced(a, opened, loop, t0 + a.n / args.rate),
                                     )  # fmt: skip
+                        if probe is not None:
+                            stalls = attribute(loop.spans, (await server.probe())[0])
                     before = db_counts(db)
                     await timed(replays, server, agents,
                                 lambda a: replay(a, replays, args.replays))  # fmt: skip
@@ -357,6 +378,8 @@ async def main(args: argparse.Namespace) -> None:
     if args.rate:
         print(loop.report(opened))
         print(opened.group_commit())
+        if stalls:
+            print(stalls)
     print(replays.report("idempotent replays"))
     print(replays.group_commit())
     events, gates, completed, ledger = after
@@ -394,5 +417,12 @@ if __name__ == "__main__":
         help="run the closed-loop plan and work phases",
     )
     parser.add_argument("--synchronous", default="FULL")
+    parser.add_argument(
+        "--stalls",
+        type=float,
+        default=0.0,
+        help="run the server under probed_serve and match the open loop's slowest "
+        "mutations with its main-thread stalls of at least this many ms (bench/stalls.py)",
+    )
     parser.add_argument("--timeout", type=float, default=300)
     trio.run(main, parser.parse_args())
