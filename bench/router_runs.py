@@ -323,9 +323,7 @@ async def main(args: argparse.Namespace) -> None:
             os.environ["BENCH_STALLS_MS"] = str(args.stalls)
             probe = Path(tmp) / "probe"
             probe.mkdir()
-        async with agora_serve(
-            db, "router", synchronous=args.synchronous, probe=probe
-        ) as server:
+        async with agora_serve(db, "router", synchronous=args.synchronous, probe=probe) as server:
             url = server.url.replace("http://", "ws://") + "/mcp/router"
             async with trio.open_nursery() as nursery:
                 agents: list[Agent] = []

@@ -61,8 +61,9 @@ def attribute(spans: list[tuple[float, float, str]], probe: dict[str, Any], q: f
     longest_gc = {g: max(c[1] for c in timeline["collections"] if c[2] == g) for g in by_gen}
     lines = [
         f"collector: {probe['collections']} collections by generation, "
-        f"{probe['total_pause_ms']} ms in all, longest (CPU ms) {probe['longest_pause_cpu_ms']};"
-        f" {probe['tracked_objects']:,} objects tracked, {probe['frozen_objects']:,} frozen",
+        f"{probe['total_pause_ms']} ms in all ({probe['total_pause_cpu_ms']} ms CPU), "
+        f"longest (CPU ms) {probe['longest_pause_cpu_ms']}; "
+        f"{probe['tracked_objects']:,} objects tracked, {probe['frozen_objects']:,} frozen",
         f"stalls: {len(timeline['batches'])} scheduler runs, {len(timeline['steps'])} task "
         f"steps and {len(timeline['collections'])} collections at or over the threshold "
         f"(collections by generation {dict(sorted(by_gen.items()))}, longest ms "
