@@ -172,7 +172,11 @@ async def _open_locked(
         holder[0].generation += 1  # the readers follow at their next use
         return fresh
 
-    make = partial(GuardedWriter, turns=f"{lock_path(path)}.write") if shared else Writer
+    make = (
+        partial(GuardedWriter, turns=f"{lock_path(path)}.write", turn_timeout=commit_timeout)
+        if shared
+        else Writer
+    )
     try:
         writer = make(
             conn,

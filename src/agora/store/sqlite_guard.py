@@ -16,20 +16,25 @@ The writers of the processes sharing a file take turns on an ``flock`` of their 
 (``<db>.lock.write``) around each batch, before ``BEGIN IMMEDIATE``: the kernel wakes the
 next one the moment the lock is given back, where SQLite's busy handler would sleep and poll
 (1, 2, 5, 10 ms...), which made every turn under contention a few milliseconds late. The OS
-drops it when its holder dies. This module must not import trio.
+drops it when its holder dies; a holder that lives but does not let go (stopped with
+SIGSTOP) is waited for no longer than the store's commit deadline: the batch then fails
+with a `StoreError` saying another process holds the turn and nothing was saved, and
+`GuardedWriter.stop` ends the wait (`agora.store.write_turn`). This module must not import
+trio.
 """
 
 from __future__ import annotations
 
-import fcntl
 import logging
-import os
+import time
 from typing import TYPE_CHECKING
 
+from agora.errors import StoreError
 from agora.store.guard import BUMP, CREATE, LAST_STAMP, TOUCH, VERSION, guarded_keys, judge
 from agora.store.guard import kept_changes as kept
 from agora.store.neutral import URI_MARK
-from agora.store.writer import _DROPPED, Writer, _run_job, _run_together
+from agora.store.write_turn import WriteTurn
+from agora.store.writer import _DROPPED, _PENDING, Writer, _run_job, _run_together
 
 if TYPE_CHECKING:
     import sqlite3
@@ -51,8 +56,12 @@ class GuardedWriter(Writer):
             process already knows them). Written by the writer thread, read by Trio's.
     """
 
-    def __init__(self, *args: object, turns: str, **kwargs: object) -> None:
-        """`Writer`'s arguments, and ``turns``: the file whose ``flock`` writers take turns on.
+    def __init__(
+        self, *args: object, turns: str, turn_timeout: float = 10.0, **kwargs: object
+    ) -> None:
+        """`Writer`'s arguments; ``turns``: the file whose ``flock`` writers take turns on;
+        ``turn_timeout``: the most seconds a batch waits for its turn, from its oldest job's
+        submission (the store's commit deadline).
 
         Raises:
             OSError: the turns file cannot be opened.
@@ -61,13 +70,27 @@ class GuardedWriter(Writer):
         self.conflicts = 0
         self.own: set[int] = set()
         self._stamp: int | None = None  # the change stamp of the batch being committed
-        self._turns = os.open(turns, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self._turn = WriteTurn(turns)
+        self.turn_timeout = turn_timeout
+
+    @property
+    def turn(self) -> WriteTurn:
+        """The write turn this writer takes around each batch."""
+        return self._turn
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close` let go of the turns file."""
+        return self._turn.closed
 
     def commit_batch(self, batch: list[Job]) -> None:
         """`Writer.commit_batch`, in this process's turn (see the module docstring)."""
         if all(job.state == _DROPPED for job in batch):
             return  # nobody waits: do not queue for the turn
-        fcntl.flock(self._turns, fcntl.LOCK_EX)
+        deadline = (batch[0].queued or time.perf_counter()) + self.turn_timeout
+        if not self._turn.take(deadline, lambda: all(job.state == _DROPPED for job in batch)):
+            self._refuse(batch)
+            return
         try:
             committed, self._stamp = self.batches, None
             super().commit_batch(batch)
@@ -76,15 +99,59 @@ class GuardedWriter(Writer):
                 # Rolled back: the next commit, maybe another process's, takes this stamp.
                 self.own.discard(stamp)
         finally:
-            fcntl.flock(self._turns, fcntl.LOCK_UN)
+            self._turn.give()
+
+    def _refuse(self, batch: list[Job]) -> None:
+        """Fail the jobs of ``batch`` still waiting: their turn did not come. Each is dropped
+        (never run) under the writer's lock, so the store's watchdog, if it gets to one
+        first, says the same: nothing of it was saved."""
+        with self._claims:
+            refused = [job for job in batch if job.state == _PENDING]
+            for job in refused:
+                job.state = _DROPPED
+        if not refused:
+            return
+        if self._stopped:
+            text = "the store closed while another process held the shared database's write turn"
+        else:
+            text = (
+                f"another process has held the shared database's write turn for over "
+                f"{self.turn_timeout:g} s (a stopped or stuck agora process?)"
+            )
+        log.warning("%d writes dropped: %s", len(refused), text)
+        error = StoreError(f"write not saved: {text}; nothing was saved, retry later")
+
+        def finish() -> None:
+            for job in refused:
+                try:
+                    job.complete(error)
+                except Exception:  # one broken callback must not strand the others
+                    log.exception("could not report a write's outcome")
+
+        if self._deliver is None:
+            finish()
+            return
+        try:
+            self._deliver(finish)
+        except Exception:  # e.g. its Trio run ended: nobody is left to tell
+            log.exception("could not report the outcome of %d writes", len(refused))
 
     def _written_stamp(self) -> int | None:
         """The change stamp the last batch wrote, if it bumped anything."""
         return self._stamp
 
+    def stop(self, timeout: float | None = None) -> bool:
+        """`Writer.stop`; if the thread is still busy after ``timeout``, a wait for the turn
+        ends (that batch and those queued behind it fail: see `_refuse`) and the thread is
+        waited for once more, as long."""
+        if super().stop(timeout):
+            return True
+        self._turn.stop()
+        return super().stop(timeout)
+
     def close(self) -> None:
         """Close the turns file (after `stop`)."""
-        os.close(self._turns)
+        self._turn.close()
 
     def _run_batch(self, conn: sqlite3.Connection, batch: list[Job]) -> list[BaseException | None]:
         keys, fresh = guarded_keys(batch)

@@ -1,0 +1,122 @@
+"""The write turn of a shared SQLite file, held by another process that does not let go.
+
+The writers of the processes sharing a file take turns on an ``flock`` (``<db>.lock.write``,
+`agora.store.sqlite_guard`). Here a real second process takes that lock and keeps it, as a
+process stopped with SIGSTOP would: a write then fails within the store's commit deadline
+with an error naming the other process's hold, nothing of it is saved, the store closes
+promptly with its writer thread ended, and once the other process lets go the writes go
+through again. Real files, a real subprocess, a short ``commit_timeout``; every wait in
+``trio.fail_after``.
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+import pytest
+import trio
+from _items import ITEMS, ids, insert
+
+from agora.errors import StoreError
+from agora.store.db import open_store
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
+
+    from agora.store.sqlite import Store
+
+pytestmark = pytest.mark.sqlite_only("the flock the writers of a shared SQLite file take turns on")
+
+#: Seconds a write may wait here: short, so the tests are quick.
+DEADLINE = 0.3
+TIMEOUT = 10
+
+#: Takes the write turn's flock, says so, and keeps it until its stdin closes.
+HOLDER = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+@asynccontextmanager
+async def turn_held(db: Path) -> AsyncIterator[trio.Process]:
+    """Another process holding ``db``'s write turn while the block runs."""
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-c", HOLDER, f"{db}.lock.write"], stdin=-1, stdout=-1
+    )
+    assert process.stdin is not None
+    assert process.stdout is not None
+    try:
+        with trio.fail_after(TIMEOUT):
+            said = b""
+            while b"\n" not in said:
+                chunk = await process.stdout.receive_some()
+                assert chunk, "the holder ended before taking the lock"
+                said += chunk
+        yield process
+    finally:
+        with trio.CancelScope(shield=True), trio.fail_after(TIMEOUT):
+            await process.stdin.aclose()  # lets go of the lock
+            await process.wait()
+            await process.stdout.aclose()
+
+
+async def test_a_write_kept_from_the_turn_fails_in_time_and_the_store_closes(tmp_path):
+    db = tmp_path / "agora.db"
+    async with turn_held(db):
+        async with open_store(db, [ITEMS], shared=True, commit_timeout=DEADLINE) as store:
+            writer = store._guarded_writer
+            with trio.fail_after(TIMEOUT), pytest.raises(StoreError) as refused:
+                await store.write([insert(1)])
+            assert "nothing was saved" in str(refused.value)
+            assert "another process" in str(refused.value)
+            assert not refused.value.outcome_unknown
+        # Closed while the turn is still held: the writer thread stopped waiting and ended,
+        # and the store let go of everything (not left behind as a stuck writer).
+        assert not writer.running
+        assert writer.closed
+    async with open_store(db, [ITEMS], shared=True) as store:
+        assert await store.read(ids) == []  # the refused write was never saved
+
+
+async def test_writes_go_through_again_once_the_other_process_lets_go(tmp_path):
+    db = tmp_path / "agora.db"
+    async with open_store(db, [ITEMS], shared=True, commit_timeout=DEADLINE) as store:
+        async with turn_held(db):
+            for n in range(2):  # the first batch waits for the turn, the next one too
+                with trio.fail_after(TIMEOUT), pytest.raises(StoreError, match="another process"):
+                    await store.write([insert(n)])
+        with trio.fail_after(TIMEOUT):
+            await store.write([insert(7)])
+            assert await store.read(ids) == [7]
+
+
+async def test_closing_the_store_ends_its_writers_wait_for_the_turn(tmp_path):
+    db = tmp_path / "agora.db"
+    refused: list[StoreError] = []
+
+    async def write(store: Store) -> None:
+        with pytest.raises(StoreError) as caught:
+            await store.write([insert(1)])
+        refused.append(caught.value)
+
+    async with trio.open_nursery() as nursery, turn_held(db):
+        async with open_store(db, [ITEMS], shared=True, commit_timeout=60) as store:
+            writer = store._guarded_writer
+            nursery.start_soon(write, store)
+            with trio.fail_after(TIMEOUT):
+                while not writer.turn.contended:  # noqa: ASYNC110 - the writer thread's state
+                    await trio.sleep(0.005)
+        # Closed while its writer waited for the turn (a deadline of a minute away): the
+        # wait ended, the write failed saying so, and the thread is gone.
+        assert not writer.running
+        assert writer.closed
+    assert len(refused) == 1
+    assert "the store closed while another process held" in str(refused[0])
+    assert "nothing was saved" in str(refused[0])
