@@ -42,11 +42,12 @@ if FRAMES > 0:
 class _Pauses:
     def __init__(self) -> None:
         self.dumps = 0
+        self.started = 0.0
+        self.started_cpu = 0.0
         self.reset()
 
     def reset(self) -> None:
-        self.started = 0.0
-        self.started_cpu = 0.0
+        # Not the start times: a dump can run (a signal) while a collection is under way.
         self.count = [0, 0, 0]
         self.longest = [0.0, 0.0, 0.0]
         self.longest_cpu = [0.0, 0.0, 0.0]

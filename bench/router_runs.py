@@ -39,6 +39,7 @@ Usage: ``.venv/bin/python bench/router_runs.py [--runs 1000] [--replays 10] [--r
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sqlite3
@@ -62,9 +63,10 @@ from measure import (
     rate_text,
 )
 from serve import agora_serve
-from stalls import attribute
+from stalls import ClientCollections, attribute
 from wsload import LeanClient, lean_connect
 
+from agora.server.heap import HeapKeeper
 from agora.store.stats import window
 from agora.toolsets.router.progress import evidence_digest
 
@@ -126,6 +128,9 @@ class Phase:
     commits: dict[str, Any] = field(default_factory=dict)
     #: Where each commit's latency went over the phase (`measure.commit_split`).
     split: str = ""
+    #: The database's write-ahead log and main file at the phase's end (bytes).
+    wal: int = 0
+    size: int = 0
 
     def group_commit(self) -> str:
         """Commits, commands and batch sizes of the writer during the phase."""
@@ -141,7 +146,9 @@ class Phase:
             f"{self.name} group commit: {commands:,.0f} commands in {commits:,} commits "
             f"(mean {commands / commits:.1f} per commit, largest batch {largest}); "
             f"BEGIN to COMMIT mean {self.commits['sum'] / commits:.1f} ms, "
-            f"p99 <= {bound(self.commits, 0.99)} ms\n  {self.name} {self.split}"
+            f"p99 <= {bound(self.commits, 0.99)} ms; at its end the WAL holds "
+            f"{self.wal / 2**20:.1f} MiB, the database {self.size / 2**20:.1f} MiB"
+            f"\n  {self.name} {self.split}"
         )
 
     def report(self, unit: str) -> str:
@@ -163,6 +170,13 @@ async def timed(phase: Phase, server: Any, agents: list[Agent], step: Any) -> No
     phase.batches = window(after["batch_size"], before["batch_size"])
     phase.commits = window(after["commit_ms"], before["commit_ms"])
     phase.split = commit_split(before, after)
+    phase.wal, phase.size = _sizes(server.db)
+
+
+def _sizes(db: Path) -> tuple[int, int]:
+    """The bytes of ``db``'s write-ahead log and of its main file."""
+    wal = db.with_name(db.name + "-wal")
+    return (wal.stat().st_size if wal.exists() else 0), db.stat().st_size
 
 
 async def writer_stats(port: int) -> dict[str, Any]:
@@ -316,6 +330,8 @@ def db_counts(db: Path) -> tuple[int, int, int, int]:
 async def main(args: argparse.Namespace) -> None:
     raise_fd_limit()
     stalls = ""
+    keeper = HeapKeeper()
+    mine = ClientCollections(args.stalls)
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "router.db"
         probe = None
@@ -337,6 +353,8 @@ async def main(args: argparse.Namespace) -> None:
                         for n in range(args.runs):
                             starting.start_soon(connect, n)
                     agents.sort(key=lambda a: a.n)
+                    if args.client_gc == "server":
+                        keeper.install()  # after connecting: the agents' state is frozen
                     plans, mutations, replays = Phase("plan_work"), Phase("work"), Phase("replay")
                     opened = Phase("open loop")
                     loop = OpenLoop(args.rate, args.runs / args.rate if args.rate else 0.0,
@@ -352,17 +370,20 @@ async def main(args: argparse.Namespace) -> None:
                     if args.rate:
                         if probe is not None:
                             await server.probe()  # only the open loop's stalls from here
+                            gc.callbacks.append(mine)
                         t0 = trio.current_time() + 0.1
                         await timed(opened, server, agents,
                                     lambda a: paced(a, opened, loop, t0 + a.n / args.rate),
                                     )  # fmt: skip
                         if probe is not None:
-                            stalls = attribute(loop.spans, (await server.probe())[0])
+                            gc.callbacks.remove(mine)
+                            stalls = attribute(loop.spans, (await server.probe())[0], mine)
                     before = db_counts(db)
                     await timed(replays, server, agents,
                                 lambda a: replay(a, replays, args.replays))  # fmt: skip
                     after = db_counts(db)
                 nursery.cancel_scope.cancel()
+    keeper.remove()
     print(f"router_runs: {args.runs} runs, synchronous={args.synchronous}")
     if args.closed:
         print(plans.report("plans (durable)"))
@@ -415,6 +436,14 @@ if __name__ == "__main__":
         help="run the closed-loop plan and work phases",
     )
     parser.add_argument("--synchronous", default="FULL")
+    parser.add_argument(
+        "--client-gc",
+        choices=["server", "default"],
+        default="server",
+        help="the load generator's collector: the server's policy (agora.server.heap, "
+        "installed once the agents are connected) or Python's default, whose full "
+        "collections of the client's heap (60-70 ms of CPU) delay every reply in flight",
+    )
     parser.add_argument(
         "--stalls",
         type=float,

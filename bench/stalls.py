@@ -6,16 +6,21 @@ A `probed_serve` server run with ``BENCH_STALLS_MS`` records, on ``time.perf_cou
 longer than that: a scheduler run between two I/O waits (``batches``: how many task steps,
 the costliest tasks), a single task step (``steps``), a cyclic garbage collection
 (``collections``). `attribute` matches them with the bench's calls, each a (scheduled send,
-reply, name) span on the same clock: for the calls at or above a latency quantile, how many
-overlapped a collection, a long scheduler run, or neither (then the wait was elsewhere: the
-writer thread, the client, the kernel). A stall only explains a call it overlaps.
+reply, name) span on the same clock, and with the bench's own collections
+(`ClientCollections`): for each call at or above a latency quantile, the kind of stall that
+covered the largest share of its latency, if a quarter or more, else none of them (then the
+wait was elsewhere: the writer thread, the kernel, queueing behind ordinary work).
 """
 
 from __future__ import annotations
 
+import time
 from bisect import bisect_left
 from collections import Counter
 from typing import Any
+
+#: The least share of a call's latency a kind of stall must cover to be named its cause.
+SHARE = 0.25
 
 #: (start, duration) pairs sorted by start, with the longest duration (for overlap queries).
 Intervals = tuple[list[float], list[float], float]
@@ -37,13 +42,41 @@ def _overlap(ivs: Intervals, start: float, end: float) -> float:
     return total
 
 
-def attribute(spans: list[tuple[float, float, str]], probe: dict[str, Any], q: float = 0.99) -> str:
+class ClientCollections:
+    """The bench process's own collections of at least ``threshold_ms`` (a ``gc.callbacks``
+    entry): a pause of the load generator delays every reply it is waiting for, so the
+    slowest calls are matched with these too."""
+
+    def __init__(self, threshold_ms: float) -> None:
+        self.threshold = threshold_ms / 1000
+        self.rows: list[tuple[float, float, int, float]] = []
+        self.count = [0, 0, 0]
+        self._start = self._cpu = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._start, self._cpu = time.perf_counter(), time.thread_time()
+            return
+        self.count[info["generation"]] += 1
+        if (took := time.perf_counter() - self._start) >= self.threshold:
+            self.rows.append(
+                (self._start, took, info["generation"], time.thread_time() - self._cpu)
+            )
+
+
+def attribute(
+    spans: list[tuple[float, float, str]],
+    probe: dict[str, Any],
+    client: ClientCollections | None = None,
+    q: float = 0.99,
+) -> str:
     """A report from a `probed_serve` probe taken with ``BENCH_STALLS_MS``: the server's
     collections and stalls, and what the calls at or above the ``q`` latency quantile
-    overlapped."""
+    overlapped (``client``: the bench's own collections, matched first)."""
     if not spans:
         return "stalls: no calls"
     timeline = probe["timeline"]
+    mine = _intervals([list(row) for row in client.rows] if client else [])
     gcs = _intervals(timeline["collections"])
     runs = _intervals(timeline["batches"])
     latencies = sorted(end - start for start, end, _ in spans)
@@ -52,10 +85,16 @@ def attribute(spans: list[tuple[float, float, str]], probe: dict[str, Any], q: f
     kinds: Counter[str] = Counter()
     gc_share = run_share = 0.0
     for start, end, _ in slow:
-        in_gc, in_runs = _overlap(gcs, start, end), _overlap(runs, start, end)
-        gc_share += in_gc / (end - start)
-        run_share += in_runs / (end - start)
-        kinds["collection" if in_gc else "long scheduler run" if in_runs else "neither"] += 1
+        span = end - start
+        shares = {
+            "client collection": _overlap(mine, start, end) / span,
+            "server collection": _overlap(gcs, start, end) / span,
+            "long scheduler run": _overlap(runs, start, end) / span,
+        }
+        gc_share += shares["server collection"]
+        run_share += shares["long scheduler run"]
+        top = max(shares, key=shares.__getitem__)
+        kinds[top if shares[top] >= SHARE else "none of them"] += 1
     origin = min(s[0] for s in spans)
     by_gen = Counter(c[2] for c in timeline["collections"])
     longest_gc = {g: max(c[1] for c in timeline["collections"] if c[2] == g) for g in by_gen}
@@ -68,8 +107,9 @@ def attribute(spans: list[tuple[float, float, str]], probe: dict[str, Any], q: f
         f"steps and {len(timeline['collections'])} collections at or over the threshold "
         f"(collections by generation {dict(sorted(by_gen.items()))}, longest ms "
         f"{ {g: round(t * 1000, 1) for g, t in sorted(longest_gc.items())} })",
-        f"stalls: the {len(slow)} calls at or over p{q * 100:g} ({cut * 1000:.1f} ms) "
-        f"overlapped: {dict(kinds)}; on average {gc_share / len(slow):.0%} of their latency "
+        f"stalls: the {len(slow)} calls at or over p{q * 100:g} ({cut * 1000:.1f} ms), by "
+        f"the stall covering most of their latency (if {SHARE:.0%} or more): {dict(kinds)}; "
+        f"on average {gc_share / len(slow):.0%} of their latency "
         f"in collections, {run_share / len(slow):.0%} in long scheduler runs; by tool "
         f"{dict(Counter(name for _, _, name in slow))}",
     ]
@@ -82,6 +122,15 @@ def attribute(spans: list[tuple[float, float, str]], probe: dict[str, Any], q: f
         lines.append(
             f"  collection at +{start - origin:.3f} s: generation {gen}, {took * 1000:.1f} ms "
             f"({cpu * 1000:.1f} ms CPU)"
+        )
+    if client is not None:
+        longest = [
+            (round(c[1] * 1000, 1), round(c[3] * 1000, 1), c[2])
+            for c in sorted(client.rows, key=lambda c: -c[1])[:3]
+        ]
+        lines.append(
+            f"client collector: {client.count} collections by generation; longest (ms, CPU "
+            f"ms, generation) {longest}"
         )
     for start, took, name in sorted(timeline["steps"], key=lambda s: -s[1])[:5]:
         lines.append(f"  task step at +{start - origin:.3f} s: {took * 1000:.1f} ms, {name}")
