@@ -76,6 +76,34 @@ async def test_a_free_turn_is_taken_at_once_and_a_stray_release_is_refused():
         turn.release()
 
 
+async def test_only_the_task_holding_the_turn_may_give_it_back():
+    turn = Turn()
+    turn.acquire_nowait()  # held by this task
+    refused: list[RuntimeError] = []
+
+    async def stranger() -> None:
+        with pytest.raises(RuntimeError, match="does not hold") as caught:
+            turn.release()
+        refused.append(caught.value)
+
+    async def waiter() -> None:
+        await turn.acquire()  # handed over by the release below: now this task's
+        turn.release()
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(stranger)
+            await trio.testing.wait_all_tasks_blocked()
+            assert refused
+            assert turn.locked()  # the stranger's release changed nothing
+            nursery.start_soon(waiter)
+            await trio.testing.wait_all_tasks_blocked()
+            turn.release()
+            with pytest.raises(RuntimeError, match="does not hold"):
+                turn.release()  # handed to the waiter: no longer this task's
+    assert not turn.locked()
+
+
 async def test_inline_commands_make_no_change_event_until_someone_asks(runtime, kind):
     await runtime.call(kind, "a", Add(1))  # loads it in the actor's task
     actor = runtime.registry.get(kind, "a")

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Parked", "Sleeper", "Slot", "Timers", "Turn"]
 
+_current_task = trio.lowlevel.current_task  # looked up once: `Turn` is on every call's path
+
 
 class Sleeper:
     """One parked task: woken once, by a change (`set`) or by its deadline (`expire`)."""
@@ -231,21 +233,21 @@ class Turn:
     """A FIFO lock whose queue is made by the first task that has to wait.
 
     An actor's turn (`agora.runtime.actor.Actor`): most are taken and given back by one
-    inline command at a time, with nobody waiting, so a flag does; a ``trio.Lock`` per
-    actor cost its making (a ParkingLot and attrs) on every fresh entity. Unlike
-    ``trio.Lock`` it does not track its owner: the actor code pairs every take with a give.
-    A release hands the turn straight to the longest waiter, so no task can cut in.
+    inline command at a time, with nobody waiting, so a task reference does; a
+    ``trio.Lock`` per actor cost its making (a ParkingLot and attrs) on every fresh entity.
+    As ``trio.Lock``, it knows its holder: only the task that holds the turn may give it
+    back. A release hands the turn straight to the longest waiter, so no task can cut in.
     """
 
-    __slots__ = ("_lot", "held")
+    __slots__ = ("_lot", "_owner")
 
     def __init__(self) -> None:
-        self.held = False
+        self._owner: trio.lowlevel.Task | None = None
         self._lot: trio.lowlevel.ParkingLot | None = None
 
     def locked(self) -> bool:
         """Whether some task holds the turn."""
-        return self.held
+        return self._owner is not None
 
     def acquire_nowait(self) -> None:
         """Take the turn now.
@@ -253,28 +255,33 @@ class Turn:
         Raises:
             trio.WouldBlock: it is held.
         """
-        if self.held:
+        if self._owner is not None:
             raise trio.WouldBlock
-        self.held = True
+        self._owner = _current_task()
 
     async def acquire(self) -> None:
         """Take the turn, waiting in line while it is held (a checkpoint either way)."""
         await trio.lowlevel.checkpoint_if_cancelled()
-        if not self.held:
-            self.held = True
+        if self._owner is None:
+            self._owner = _current_task()
             await trio.lowlevel.cancel_shielded_checkpoint()
             return
         if self._lot is None:
             self._lot = trio.lowlevel.ParkingLot()
-        await self._lot.park()  # `release` handed the turn over: ``held`` stayed True
+        await self._lot.park()  # `release` handed the turn over, to this task
 
     def release(self) -> None:
-        """Give the turn back: to the longest waiter if any, else free it."""
-        if not self.held:
-            raise RuntimeError("release of a turn nobody holds")
-        if self._lot is not None and self._lot.unpark():
+        """Give the turn back: to the longest waiter if any, else free it.
+
+        Raises:
+            RuntimeError: the calling task does not hold the turn.
+        """
+        if self._owner is not _current_task():
+            raise RuntimeError("release of a turn this task does not hold")
+        if self._lot is not None and (woken := self._lot.unpark()):
+            self._owner = woken[0]
             return
-        self.held = False
+        self._owner = None
 
 
 @dataclass(slots=True, eq=False)
