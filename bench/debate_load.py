@@ -25,7 +25,8 @@ shares the machine with).
     (Trio) thread, per post; the writer's per post (``/healthz`` store counters): its
     thread's CPU, its wall time in statements and in COMMIT (WAL write, fsync, checkpoints),
     and the bytes the server wrote to storage (``/proc/PID/io``); transactions/s and jobs
-    per transaction (the group commit);
+    per transaction (the group commit); parked waits answered in the turn of the post
+    that woke them (one transaction for both) and those that re-ran their look themselves;
     round trips p50/p99; delivery latency p50/p99, measured only for waits that were
     already parked when the message was posted, from the poster sending the post to the
     recipient's wait returning (it also counts the post's own trip and commit), and from the
@@ -261,6 +262,13 @@ async def measure(server: Server, stats: Stats, seconds: float) -> None:
         print(
             f"load: {len(jobs) / span:,.0f} transactions/s, jobs per transaction: mean "
             f"{sum(jobs) / len(jobs):.1f}, p50 {percentile(jobs, 0.5):.0f}, max {max(jobs):.0f}"
+        )
+    if "polls_answered" in store1:
+        answered = store1["polls_answered"] - store0["polls_answered"]
+        rerun = store1["polls_rerun"] - store0["polls_rerun"]
+        print(
+            f"load: parked waits answered in the post's own turn {answered:,}, re-run by "
+            f"themselves {rerun:,} (per post {answered / posts:.2f} / {rerun / posts:.2f})"
         )
 
 

@@ -24,6 +24,7 @@ Waits over several keys (`agora.runtime.multi.poll_many`) re-run as before too.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -40,6 +41,20 @@ if TYPE_CHECKING:
     from agora.runtime.registry import Runtime
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class PollCounts:
+    """How parked polls came back to life (`Runtime.polls`, in ``/healthz``).
+
+    Attributes:
+        answered: Polls answered by the change that woke them, in its own turn (`fold`).
+        rerun: Polls that woke and submitted their command again themselves (a shared
+            store, a change from outside the actor's turn, a claim given up, ...).
+    """
+
+    answered: int = 0
+    rerun: int = 0
 
 
 def fold(
@@ -68,6 +83,7 @@ def fold(
         if slot is None:
             continue
         folded.append(poll)
+        actor.runtime.polls.answered += 1
         try:
             done.append((entity.handle(poll.command, actor.runtime.clock.now()), slot))
         except Exception:
@@ -135,5 +151,7 @@ async def poll(
                 epoch, change = actor.epoch, actor.change  # other keys': sleep on
         finally:
             actor.waiters -= 1
-        if slot is None and (runtime.closing or not change.is_set()):
-            return reply
+        if slot is None:
+            if runtime.closing or not change.is_set():
+                return reply
+            runtime.polls.rerun += 1

@@ -19,6 +19,7 @@ from agora.runtime.clock import Clock
 from agora.runtime.follow import Follower, follow
 from agora.runtime.handling import stamp
 from agora.runtime.park import Timers
+from agora.runtime.polls import PollCounts
 from agora.runtime.resources import ResourceHub
 
 if TYPE_CHECKING:
@@ -169,6 +170,8 @@ class Runtime:
         self.timers = Timers(nursery)
         #: Resource subscriptions of every session (see `resources_updated`).
         self.resources = ResourceHub()
+        #: How parked long-polls were answered (`agora.runtime.polls`).
+        self.polls = PollCounts()
         #: What the version guard cost (a shared store's conflicts, stale reads, busy answers).
         self.guard = GuardCounts()
         #: Other nodes' changes, followed on a shared store; None on SQLite (and on a store
@@ -179,11 +182,13 @@ class Runtime:
             nursery.start_soon(follow, self, self.follower, name="agora change follower")
 
     def counters(self) -> dict[str, Any]:
-        """The store's counters (`Store.counters`) and, on a shared store, this node's share
+        """The store's counters (`Store.counters`), ``polls_answered`` and ``polls_rerun``
+        (`agora.runtime.polls.PollCounts`) and, on a shared store, this node's share
         of the cluster's work: ``retried``, ``stale_reads``, ``busy`` (`GuardCounts`),
         ``notes_received`` (other nodes' NOTIFYs), ``copies_dropped`` (cached entities they
         made stale), ``listener_connects`` (1 + the listener's reconnections)."""
         out = self.store.counters()
+        out |= {"polls_answered": self.polls.answered, "polls_rerun": self.polls.rerun}
         follower = self.follower
         if follower is not None:
             guard = self.guard
