@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import trio
 
 from agora.toolsets.chess.commands import NewGame, OfferDraw
@@ -140,3 +141,18 @@ async def test_a_wait_answers_cleanly_when_the_server_shuts_down(table, autojump
     assert at - start == 2
     assert reply["statusCode"] == "WAIT_TIMEOUT"
     assert reply["nextAction"]["tool"] == "wait_for_turn"
+
+
+@pytest.mark.sqlite_only("a guarded store re-runs a woken wait under its own version guard")
+async def test_the_human_move_answers_a_parked_wait_in_its_own_turn(table, autojump_clock):
+    # The wait's look runs right after the move, on the table's actor (no second trip).
+    await table.choose("black")
+    polls = table.runtime.polls
+    results: list = []
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_wait, table, results)
+            await trio.sleep(1)
+            await table.human_move("e2e4")
+    assert results[0][0]["statusCode"] == "AGENT_TURN"
+    assert (polls.answered, polls.rerun) == (1, 0)
