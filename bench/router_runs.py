@@ -30,10 +30,19 @@ loop that parses, handles and replies), the client's too, and the writer's group
 phase (from ``/healthz``: commands per commit, largest batch, BEGIN-to-COMMIT time).
 Afterwards the database is checked: one event and one gate row per acknowledged call, every
 run completed. The agents use the lean sequential client of ``wsload.py`` (the load
-generator shares this machine's two cores).
+generator shares this machine's two cores); once connected, the client runs the server's
+collector policy (`agora.server.heap`), so its own collections do not pause the replies it
+waits for (``--client-gc default`` keeps Python's).
+
+``--stalls MS`` explains the open loop's tail: the server runs under ``probed_serve.py``,
+which records every scheduler run, task step and collection of the main thread of at least
+MS ms (with its CPU time), and ``stalls.py`` names, for each mutation at or over the p99,
+the stall that covered most of its latency: a server collection, a client collection, a long
+scheduler run (a burst of work or a preempted server), or none of them (queueing, the writer).
 
 Usage: ``.venv/bin/python bench/router_runs.py [--runs 1000] [--replays 10] [--rate 2000]
-[--rounds 3] [--no-closed] [--synchronous FULL] [--timeout 300]``. Not run by CI.
+[--rounds 3] [--no-closed] [--synchronous FULL] [--timeout 300] [--stalls 5]
+[--client-gc server|default]``. Not run by CI.
 """
 
 from __future__ import annotations
