@@ -173,11 +173,13 @@ def commit_cost(directory: Path, synchronous: str, n: int = 200) -> float:
 
 
 def commit_split(before: dict[str, Any], after: dict[str, Any]) -> str:
-    """Where a commit's latency went between two ``/healthz`` "store" snapshots (SQLite):
-    per transaction, its oldest job's queue wait, BEGIN, the statements (wall and CPU: the
-    gap is waiting for the GIL or a core), the COMMIT (wall and CPU: the rest is the WAL
-    write, the fsync and getting the GIL back) and the hand-off back to the event loop; the
-    queue, reply and whole-latency p50/p99 are bucket upper bounds."""
+    """Where a commit's latency went between two ``/healthz`` "store" snapshots: per
+    transaction, its oldest job's queue wait, BEGIN, the statements (wall and CPU: the gap
+    is waiting for the GIL or a core), the COMMIT (wall and CPU: the rest is the WAL write,
+    the fsync and getting the GIL back) and the hand-off back to the event loop; on
+    PostgreSQL the first round trip (BEGIN, the guarded rows' locks) and the second (the
+    writes with their COMMIT) instead of BEGIN, statements and COMMIT. The queue, reply and
+    whole-latency p50/p99 are bucket upper bounds."""
     if "latency_ms" not in after:
         return "commit split: not reported by this server"
     commits = after["commits"] - before["commits"]
@@ -192,11 +194,16 @@ def commit_split(before: dict[str, Any], after: dict[str, Any]) -> str:
         mean = seen["sum"] / max(sum(seen["counts"]), 1)
         return f"mean {mean:.2f} p50 <= {bound(seen, 0.5)} p99 <= {bound(seen, 0.99)}"
 
-    statements, end = per("statements_ms"), per("end_ms")
+    end = f"{per('end_ms'):.2f} ms (CPU {per('end_cpu_ms'):.2f})"
+    if "statements_ms" in after:  # SQLite
+        middle = (
+            f"BEGIN {per('begin_ms'):.2f} ms; statements {per('statements_ms'):.2f} ms (CPU "
+            f"{per('statements_cpu_ms'):.2f}); COMMIT {end}"
+        )
+    else:  # PostgreSQL: the statements travel with their COMMIT
+        middle = f"BEGIN and row locks {per('begin_ms'):.2f} ms; writes and COMMIT {end}"
     return (
-        f"commit split per transaction ({commits:,}): queue {spread('queue_ms')} ms; BEGIN "
-        f"{per('begin_ms'):.2f} ms; statements {statements:.2f} ms (CPU "
-        f"{per('statements_cpu_ms'):.2f}); COMMIT {end:.2f} ms (CPU {per('end_cpu_ms'):.2f}); "
+        f"commit split per transaction ({commits:,}): queue {spread('queue_ms')} ms; {middle}; "
         f"reply {spread('reply_ms')} ms; enqueue to reply {spread('latency_ms')} ms"
     )
 

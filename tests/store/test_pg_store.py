@@ -20,6 +20,7 @@ from agora.store.neutral import (
     parse_uris,
     payload_lines,
 )
+from agora.store.stats import window
 
 pytest.importorskip("psycopg", reason="needs: psycopg (pip install 'agora-mcp[pg]')")
 
@@ -113,6 +114,38 @@ async def test_concurrent_writes_fold_into_few_transactions(pg_url):
                 ("item", "7"): 1,
                 ("item", "none"): 0,
             }
+
+
+async def test_the_counters_split_a_commits_latency_as_on_sqlite_where_it_maps(pg_url):
+    with trio.fail_after(WAIT):
+        async with open_store(pg_url, [ITEMS]) as store:
+            before = store.counters()
+            async with trio.open_nursery() as nursery:
+                for i in range(200):
+                    nursery.start_soon(store.write, [insert(i)], [Guard("item", str(i), 0)])
+            await store.write([insert(1000)])  # unguarded: the same two round trips
+            after = store.counters()
+    commits = after["commits"] - before["commits"]
+    assert commits > 0
+    parts = {}
+    for name in ("queue_ms", "reply_ms", "latency_ms"):
+        seen = window(after[name], before[name])
+        assert sum(seen["counts"]) == commits  # one observation per transaction
+        parts[name] = seen["sum"]
+    commit_ms = after["commit_ms"]["sum"] - before["commit_ms"]["sum"]
+    # The whole is its parts: queued, then BEGIN..COMMIT, then handed back to Trio.
+    assert parts["latency_ms"] + 0.01 >= parts["queue_ms"] + parts["reply_ms"]
+    assert parts["latency_ms"] + 0.01 >= commit_ms
+    # Two round trips: BEGIN and the locks, then the writes with their COMMIT.
+    begin, end = (after[k] - before[k] for k in ("begin_ms", "end_ms"))
+    assert begin > 0
+    assert end > 0
+    assert begin + end <= commit_ms + 0.01  # counters rounded to 1 us
+    assert 0 < after["end_cpu_ms"] - before["end_cpu_ms"] <= end + 0.01
+    assert after["writer_cpu_ms"] > before["writer_cpu_ms"]
+    # Not timed apart from the COMMIT they travel with: not reported rather than 0.
+    assert "statements_ms" not in after
+    assert "statements_cpu_ms" not in after
 
 
 async def test_a_stale_guard_is_rejected_before_its_writes_run(pg_url):

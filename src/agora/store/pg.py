@@ -133,9 +133,16 @@ class PgStore(Store):
         ``reads`` (read calls: entity loads and listings), ``probes``
         (version-probe queries) and ``probed`` (keys they checked),
         ``notes_sent`` (NOTIFY calls committed), ``writer_reconnects`` and ``reruns``
-        (batches rerun one savepoint per command after a statement failed)."""
+        (batches rerun one savepoint per command after a statement failed).
+
+        A commit's split is SQLite's where it maps (`agora.store.pg_writer`): ``begin_ms``
+        is the first round trip (BEGIN, the guarded rows' locks), ``end_ms`` and
+        ``end_cpu_ms`` the second (the writes, NOTIFY and COMMIT together); there is no
+        ``statements_ms`` or ``statements_cpu_ms``: the statements go out with the COMMIT."""
         writer = self._pg_writer
-        return super().counters() | {
+        split = super().counters()
+        del split["statements_ms"], split["statements_cpu_ms"]
+        return split | {
             "conflicts": writer.conflicts,
             "reads": self.reads,
             "probes": self.probes,

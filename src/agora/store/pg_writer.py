@@ -11,6 +11,13 @@ Per batch, on one connection, in two round trips (pipeline mode):
    batch), run their writes, send every ``kind\\tkey\\tversion`` line in payloads under
    8,000 bytes (one ``pg_notify`` statement), then ``COMMIT``.
 
+Where a commit's time goes is counted as on SQLite where it maps (`Writer`'s counters): the
+oldest job's queue wait and the hand-off back (``queue_ms``, ``reply_ms``, ``latency_ms``),
+the writer thread's CPU, ``begin_s`` for the first round trip (BEGIN and the guarded rows'
+locks, the batch's judging included), ``end_s`` and ``end_cpu_s`` for the second (the
+writes, NOTIFY and COMMIT, sent together). The statements are not timed apart from their
+COMMIT: they travel in one round trip with it.
+
 If a statement fails, the transaction is rolled back and the batch rerun without pipelining,
 each job in its own savepoint (at most 64 per transaction), so a bad job fails alone. A
 broken connection before COMMIT was sent is replaced and the batch run once more (nothing of
@@ -106,6 +113,9 @@ class PgWriter(Writer):
         #: COMMIT of the current transaction has been sent: if the connection breaks now,
         #: whether it was saved is unknown.
         self._committing = False
+        #: `time.perf_counter` and `time.thread_time` when the batch's second round trip
+        #: (writes and COMMIT) was about to go out.
+        self._second = (0.0, 0.0)
 
     def close(self) -> None:
         """Close the write connection (after `stop`)."""
@@ -119,7 +129,12 @@ class PgWriter(Writer):
         outcomes: list[BaseException | None]
         self._committing = False
         self._notes = 0
-        began = time.perf_counter()
+        clock, cpu_clock = time.perf_counter, time.thread_time
+        queued = batch[0].queued
+        began, began_cpu = clock(), cpu_clock()
+        if queued:
+            self.queue_ms.add((began - queued) * 1e3)
+        self._second = (began, began_cpu)
         try:
             self._ensure_connected()
             try:
@@ -133,6 +148,10 @@ class PgWriter(Writer):
                 self._reset()
                 self._ensure_connected()
                 outcomes = self._commit(batch)
+            sent, sent_cpu = self._second
+            self.begin_s += sent - began
+            self.end_s += clock() - sent
+            self.end_cpu_s += cpu_clock() - sent_cpu
         except psycopg.OperationalError as exc:  # the server went away: an event, not a bug
             if pg_cause(exc) is not None and not self._conn.broken:  # it refused: disk full
                 log.warning("commit of %d jobs refused: %s", len(batch), exc)
@@ -158,10 +177,20 @@ class PgWriter(Writer):
             self.notes_sent += self._notes
         self.counted(committed, began)
         self.conflicts += sum(isinstance(o, Conflict) for o in outcomes)
-        self._report(batch, outcomes)
+        # Counted before any job hears its outcome, as on SQLite.
+        self.cpu_s += cpu_clock() - began_cpu
+        self._report(batch, outcomes, queued)
 
-    def _report(self, batch: list[Job], outcomes: list[BaseException | None]) -> None:
+    def _report(
+        self, batch: list[Job], outcomes: list[BaseException | None], queued: float
+    ) -> None:
+        returned = time.perf_counter()
+
         def finish() -> None:
+            now = time.perf_counter()
+            self.reply_ms.add((now - returned) * 1e3)
+            if queued:
+                self.latency_ms.add((now - queued) * 1e3)
             for job, outcome in zip(batch, outcomes, strict=True):
                 try:
                     job.complete(outcome)
@@ -251,6 +280,7 @@ class PgWriter(Writer):
         second.append(pipe.wire("COMMIT", ()))
         self._notes = len(notes)
         self._committing = True  # sent with the writes: their fate is COMMIT's
+        self._second = (time.perf_counter(), time.thread_time())
         pipe.run(second)
         return outcomes
 
@@ -269,6 +299,7 @@ class PgWriter(Writer):
             current = _lock(conn, batch)
         outcomes, accepted, changes = judge(batch, current)
         notes = payload_lines(changes, [u for i in accepted for u in batch[i].updated])
+        self._second = (time.perf_counter(), time.thread_time())
         if pipelined:
             with conn.pipeline():
                 if changes:
