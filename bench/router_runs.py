@@ -364,6 +364,7 @@ async def main(args: argparse.Namespace) -> None:
                     agents.sort(key=lambda a: a.n)
                     if args.client_gc == "server":
                         keeper.install()  # after connecting: the agents' state is frozen
+                        nursery.start_soon(keeper.run)
                     plans, mutations, replays = Phase("plan_work"), Phase("work"), Phase("replay")
                     opened = Phase("open loop")
                     loop = OpenLoop(args.rate, args.runs / args.rate if args.rate else 0.0,

@@ -90,6 +90,28 @@ def test_no_collection_scans_more_than_what_was_made_since_the_last(keeper: Heap
     del kept
 
 
+async def test_run_collects_the_young_generation_every_tick(
+    keeper: HeapKeeper, autojump_clock: trio.testing.MockClock
+):
+    # Regression: the count is net (a freed frozen object takes one off it), so a heap that
+    # keeps its size while its objects are replaced never reached the young threshold, and
+    # the young generation grew without bound: one long pause later.
+    olds = [Node() for _ in range(3 * heap.YOUNG)]
+    gc.collect(0)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(keeper.run)
+        await trio.sleep(heap.TICK_SECONDS / 2)
+        collections = keeper.collections
+        for n in range(len(olds)):
+            olds[n] = Node()  # one made, one frozen freed: the count stays where it was
+        assert keeper.collections == collections  # the thresholds never fired
+        assert len(gc.get_objects(0)) >= len(olds)
+        await trio.sleep(heap.TICK_SECONDS)
+        assert keeper.collections > collections
+        assert len(gc.get_objects(0)) < heap.YOUNG
+        nursery.cancel_scope.cancel()
+
+
 def test_a_cycle_that_died_frozen_is_freed_by_the_thaw(keeper: HeapKeeper):
     a, b = Node(), Node()
     a.other, b.other = b, a

@@ -9,14 +9,17 @@ WebSocket bench run, and seconds per full collection with 100,000 parked agents 
 tracked objects).
 
 So: the start-up heap is frozen (`gc.freeze`: never scanned again), a young collection runs
-every `YOUNG` net allocations of tracked objects, and right after every collection, in the
-collector's own callback, what survived it is frozen too. Each collection then scans only
-the objects made since the last one, at most about `YOUNG` plus what was in flight: a pause
-of a few milliseconds however large the heap (at 2,000 router mutations/s a young
-generation of 50,000 took 35-75 ms of CPU a collection, and a middle one 125 ms, with the
-survivors frozen only once a second after middle collections: the mutations' p99 was those
-pauses). The middle and old generations stay empty, so `MIDDLE` and `OLD` only say how often
-the collector counts a collection as middle or full.
+every `YOUNG` net allocations of tracked objects and at least every `TICK_SECONDS`
+(`HeapKeeper.run`), and right after every collection, in the collector's own callback, what
+survived it is frozen too. Each collection then scans only the objects made since the last
+one that are still alive: a pause of a few milliseconds however large the heap (at 2,000
+router mutations/s a young generation of 50,000 took 35-75 ms of CPU a collection, and a
+middle one 125 ms, with the survivors frozen only once a second after middle collections:
+the mutations' p99 was those pauses). The tick is needed because the count is net: each
+object freed, frozen ones too, takes one off it, so a server whose heap stays the same size
+(new state replacing old) could let the young generation grow without bound before the
+count reached `YOUNG`. The middle and old generations stay empty, so `MIDDLE` and `OLD` only
+say how often the collector counts a collection as middle or full.
 
 The price: an object frozen while alive that later dies inside a reference cycle is not
 freed while it stays frozen. Trio and agora free connections and calls by reference counting
@@ -41,6 +44,8 @@ YOUNG = 5_000
 MIDDLE = 10
 #: Middle collections between two full collections (nothing left to scan there either).
 OLD = 10
+#: Seconds between two young collections at least (the net count alone may never get there).
+TICK_SECONDS = 0.1
 #: Seconds between two thaws: the frozen heap collected whole, so cycles that died frozen
 #: are freed (bounds what the freezing can keep alive to what dies in this many seconds).
 THAW_SECONDS = 600.0
@@ -95,7 +100,13 @@ class HeapKeeper:
         return found
 
     async def run(self) -> None:
-        """`thaw` every `THAW_SECONDS`, forever."""
+        """Collect the young generation every `TICK_SECONDS` and `thaw` every
+        `THAW_SECONDS`, forever."""
+        thaw_at = trio.current_time() + THAW_SECONDS
         while True:
-            await trio.sleep(THAW_SECONDS)
-            self.thaw()
+            await trio.sleep(TICK_SECONDS)
+            if trio.current_time() >= thaw_at:
+                thaw_at = trio.current_time() + THAW_SECONDS
+                self.thaw()
+            else:
+                gc.collect(0)
