@@ -430,3 +430,46 @@ async def terminate_when_in_flight(server: AgoraProcess, count: int) -> None:
         if health["in_flight"] >= count:
             server.terminate()
             return
+
+
+async def fools_mate_against_the_page(
+    server: AgoraProcess, client: Any, notes: dict[int, str]
+) -> tuple[SdkAgent, ScriptedHuman, dict[str, Any], dict[str, Any]]:
+    """The agent behind ``client`` (an SDK client session, through whatever process) plays
+    fool's mate as black against a human on ``server``'s page; the agent (with its replies),
+    the human (with the states its page saw), the agent's final reply, and the page's state
+    after the game."""
+    agent = SdkAgent(client)
+    assert set(await agent.list_tools()) == {
+        "join_game",
+        "get_board",
+        "move_piece",
+        "wait_for_turn",
+    }
+    joined = await agent.ok("join_game")
+    # The human moves through the page; the agent's waits wake on those moves, and the
+    # page on the agent's.
+    human = ScriptedHuman(server, "default", server.token, FOOLS_MATE, "black")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(human.play)
+        final = await agent.play(FOOLS_MATE, notes, start=joined)
+    status, page = await http_json("GET", f"{server.url}/play/default/state?token={server.token}")
+    assert status == 200
+    return agent, human, final, page
+
+
+def check_fools_mate(
+    agent: SdkAgent, final: dict[str, Any], page: dict[str, Any], notes: dict[int, str]
+) -> None:
+    """The agent won fool's mate, woken once per human move (never a timeout), and the
+    page shows every move with its side and the agent's last note."""
+    assert final["result"]["reason"] == "checkmate"
+    assert final["result"]["winnerRole"] == "agent"
+    waits = [body for name, body in agent.replies if name == "wait_for_turn"]
+    statuses = [w["statusCode"] for w in waits]
+    assert statuses.count("AGENT_TURN") == 2, statuses  # one per human move
+    assert "WAIT_TIMEOUT" not in statuses, statuses
+    assert page["phase"] == "over"
+    assert [m["uci"] for m in page["history"]] == FOOLS_MATE
+    assert [m["by"] for m in page["history"]] == ["human", "agent"] * 2
+    assert page["history"][3]["note"] == notes[4]

@@ -1,10 +1,11 @@
 """Helpers for the end-to-end tests: an `agora` subprocess, raw HTTP and raw WebSocket peers.
 
 `AgoraProcess` runs the real console script and reads its stderr on a thread, so tests can
-wait for a log line without sleeping. `http` speaks HTTP/1.1 with h11 on a fresh connection
-per request, so a test controls every byte (bad bodies, foreign Host headers). `RawWebSocket`
-frames by hand, for what a polite client cannot do: invalid UTF-8 text frames, ignoring pings,
-never reading.
+wait for a log line without sleeping; `run_agora` runs one command to its end, and
+`sdk_stdio` runs one as the stdio server of the official MCP SDK's client. `http` speaks
+HTTP/1.1 with h11 on a fresh connection per request, so a test controls every byte (bad
+bodies, foreign Host headers). `RawWebSocket` frames by hand, for what a polite client
+cannot do: invalid UTF-8 text frames, ignoring pings, never reading.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import jsonschema
 import trio
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Mapping
+    from collections.abc import AsyncIterator, Mapping, Sequence
 
 AGORA = str(Path(sys.executable).with_name("agora"))
 READY = re.compile(r"serving .* on (http://[\d.:]+)")
@@ -186,6 +187,44 @@ class AgoraProcess:
         found = re.search(r"VmRSS:\s+(\d+) kB", status)
         assert found is not None
         return int(found.group(1))
+
+
+async def run_agora(
+    *args: str, stdin: bytes = b"", cwd: Path | None = None, **env: str
+) -> subprocess.CompletedProcess[bytes]:
+    """``agora args`` to its end (run inside ``trio.fail_after``), its output captured, with
+    a clean environment plus ``env``."""
+    return await trio.run_process(
+        [AGORA, *args],
+        stdin=stdin,
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+        cwd=cwd,
+        env=clean_env(**env),
+    )
+
+
+def one_line(stderr: bytes) -> str:
+    """The only line of ``stderr``; no traceback."""
+    text = stderr.decode()
+    assert "Traceback" not in text, text
+    lines = text.splitlines()
+    assert len(lines) == 1, text
+    return lines[0]
+
+
+def sdk_stdio(args: Sequence[str], log: Any, read_timeout: float = 30.0) -> Any:
+    """The official MCP SDK's client (an async context manager) over ``agora args`` run as
+    its stdio server, whose stderr goes to ``log`` (an open file)."""
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    import mcp
+
+    params = StdioServerParameters(command=AGORA, args=list(args), env=clean_env())
+    return mcp.Client(
+        stdio_client(params, errlog=log), mode="legacy", read_timeout_seconds=read_timeout
+    )
 
 
 def principal_toml(

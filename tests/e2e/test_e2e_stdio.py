@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import re
 import socket
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 import trio
-from chess_server import FOOLS_MATE, ScriptedHuman, SdkAgent, agora_serve, http_json
+from chess_server import agora_serve, check_fools_mate, fools_mate_against_the_page
 from e2e_support import (
     AGORA,
     CHESS_TOOLS,
@@ -25,6 +25,9 @@ from e2e_support import (
     AgoraProcess,
     clean_env,
     http,
+    one_line,
+    run_agora,
+    sdk_stdio,
     write_config,
 )
 
@@ -33,31 +36,7 @@ mcp = pytest.importorskip("mcp")
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
-if TYPE_CHECKING:
-    from pathlib import Path
-
 TIMEOUT = 30
-
-
-async def run(*args: str, stdin: bytes = b"", cwd: Path | None = None, **env: str) -> Any:
-    return await trio.run_process(
-        [AGORA, *args],
-        stdin=stdin,
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
-        cwd=cwd,
-        env=clean_env(**env),
-    )
-
-
-def one_line(stderr: bytes) -> str:
-    """The only line of ``stderr``; no traceback."""
-    text = stderr.decode()
-    assert "Traceback" not in text, text
-    lines = text.splitlines()
-    assert len(lines) == 1, text
-    return lines[0]
 
 
 def jsonl(*messages: dict[str, Any]) -> bytes:
@@ -88,7 +67,7 @@ async def test_a_second_process_on_a_served_database_is_refused(tmp_path, comman
     server.start()
     try:
         with trio.fail_after(TIMEOUT):
-            done = await run(*command, "--db", str(db))
+            done = await run_agora(*command, "--db", str(db))
         assert done.returncode == 2
         line = one_line(done.stderr)
         assert f"database {db} is in use by another agora process (pid {server.pid}" in line
@@ -108,7 +87,7 @@ async def test_a_second_process_on_a_served_database_is_refused(tmp_path, comman
 )
 async def test_a_url_shaped_db_is_refused_and_creates_nothing(tmp_path, command, db):
     with trio.fail_after(TIMEOUT):
-        done = await run(*command, "--db", db, cwd=tmp_path)
+        done = await run_agora(*command, "--db", db, cwd=tmp_path)
     assert done.returncode == 2
     line = one_line(done.stderr)
     assert db in line
@@ -122,7 +101,9 @@ async def test_a_url_shaped_db_is_refused_and_creates_nothing(tmp_path, command,
 async def test_stdio_prints_no_url_it_does_not_serve(tmp_path):
     stdin = jsonl(INITIALIZE, INITIALIZED, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     with trio.fail_after(TIMEOUT):
-        done = await run("stdio", "--toolset", "chess", "--db", str(tmp_path / "a.db"), stdin=stdin)
+        done = await run_agora(
+            "stdio", "--toolset", "chess", "--db", str(tmp_path / "a.db"), stdin=stdin
+        )
     assert done.returncode == 0, done.stderr
     assert tools_list(done.stdout) == CHESS_TOOLS
     assert b"http://" not in done.stderr
@@ -141,7 +122,7 @@ async def test_stdio_prints_no_url_it_does_not_serve(tmp_path):
 async def test_stdio_serves_the_toolsets_it_is_given(tmp_path, flags, expected):
     stdin = jsonl(INITIALIZE, INITIALIZED, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     with trio.fail_after(TIMEOUT):
-        done = await run("stdio", *flags, "--db", str(tmp_path / "a.db"), stdin=stdin)
+        done = await run_agora("stdio", *flags, "--db", str(tmp_path / "a.db"), stdin=stdin)
     assert done.returncode == 0, done.stderr
     names = tools_list(done.stdout)
     chamber = {n for n in names if n not in CHESS_TOOLS}
@@ -160,7 +141,7 @@ async def test_stdio_with_a_wrong_token_says_so_in_one_line(tmp_path, args):
     config = write_config(tmp_path)
     args = [a.format(db=tmp_path / "t.db", config=config) for a in args]
     with trio.fail_after(TIMEOUT):
-        done = await run("stdio", *args, stdin=jsonl(INITIALIZE), AGORA_TOKEN="not-the-token")
+        done = await run_agora("stdio", *args, stdin=jsonl(INITIALIZE), AGORA_TOKEN="not-the-token")
     assert done.returncode in (1, 2)
     line = one_line(done.stderr)
     assert done.stdout == b""
@@ -179,8 +160,10 @@ async def test_the_bridge_refuses_a_wrong_token_and_misplaced_flags(tmp_path):
     url = f"ws://127.0.0.1:{server.port}/mcp/chess"
     try:
         with trio.fail_after(TIMEOUT):
-            bad = await run("stdio", "--connect", url, "--token", "nope", stdin=jsonl(INITIALIZE))
-            mixed = await run("stdio", "--connect", url, "--db", "x.db", cwd=tmp_path)
+            bad = await run_agora(
+                "stdio", "--connect", url, "--token", "nope", stdin=jsonl(INITIALIZE)
+            )
+            mixed = await run_agora("stdio", "--connect", url, "--db", "x.db", cwd=tmp_path)
         assert bad.returncode == 2
         assert "HTTP 401" in one_line(bad.stderr)
         assert mixed.returncode == 2
@@ -195,9 +178,7 @@ async def test_the_bridge_refuses_a_wrong_token_and_misplaced_flags(tmp_path):
 
 def bridge(url: str, log: Any, token: str | None = None) -> Any:
     """The SDK's stdio client running ``agora stdio --connect url``; stderr goes to ``log``."""
-    args = ["stdio", "--connect", url] + (["--token", token] if token else [])
-    params = StdioServerParameters(command=AGORA, args=args, env=clean_env())
-    return mcp.Client(stdio_client(params, errlog=log), mode="legacy", read_timeout_seconds=30)
+    return sdk_stdio(["stdio", "--connect", url] + (["--token", token] if token else []), log)
 
 
 async def test_the_bridge_plays_the_running_servers_game_against_its_page(tmp_path):
@@ -206,28 +187,12 @@ async def test_the_bridge_plays_the_running_servers_game_against_its_page(tmp_pa
         async with agora_serve(tmp_path / "agora.db") as server:
             ws = server.mcp_url().replace("http://", "ws://")  # with the agent's seat token
             async with bridge(ws, log) as client:
-                agent = SdkAgent(client)
-                assert set(await agent.list_tools()) == CHESS_TOOLS
-                joined = await agent.ok("join_game")
-                human = ScriptedHuman(server, "default", server.token, FOOLS_MATE, "black")
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(human.play)
-                    final = await agent.play(FOOLS_MATE, agent_notes, start=joined)
-            state_url = f"{server.url}/play/default/state?token={server.token}"
-            status, page = await http_json("GET", state_url)
-        assert final["result"]["reason"] == "checkmate"
-        assert final["result"]["winnerRole"] == "agent"
-        # The human's moves (through the page) woke the agent's wait_for_turn via the bridge.
-        waits = [body for name, body in agent.replies if name == "wait_for_turn"]
-        statuses = [w["statusCode"] for w in waits]
-        assert statuses.count("AGENT_TURN") == 2, statuses  # one per human move
-        assert "WAIT_TIMEOUT" not in statuses, statuses
-        # The agent's moves are on the page of the server the bridge joined.
-        assert status == 200
-        assert page["phase"] == "over"
-        assert [m["uci"] for m in page["history"]] == FOOLS_MATE
-        assert [m["by"] for m in page["history"]] == ["human", "agent"] * 2
-        assert page["history"][3]["note"] == agent_notes[4]
+                # The human's moves (through the page) wake the agent's waits via the bridge,
+                # and the agent's moves are on the page of the server the bridge joined.
+                agent, human, final, page = await fools_mate_against_the_page(
+                    server, client, agent_notes
+                )
+        check_fools_mate(agent, final, page, agent_notes)
         seen = [len(s["history"]) for s in human.states]
         assert 2 in seen  # the page's live stream showed the agent's first move
         log.seek(0)

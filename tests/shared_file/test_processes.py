@@ -21,15 +21,14 @@ import trio
 sys.path.insert(0, str(Path(__file__).parents[1] / "e2e"))
 sys.path.insert(0, str(Path(__file__).parents[1] / "nodes"))
 
-from chess_server import FOOLS_MATE, ScriptedHuman, SdkAgent, agora_serve, http_json
-from e2e_support import AGORA, AgoraProcess, clean_env
+from chess_server import agora_serve, check_fools_mate, fools_mate_against_the_page, http_json
+from e2e_support import AgoraProcess, one_line, run_agora, sdk_stdio
 from test_nodes_chamber import enter, look
 
 from agora.client import connect
 
 mcp = pytest.importorskip("mcp")
 
-from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -42,13 +41,8 @@ TIMEOUT = 60
 @asynccontextmanager
 async def stdio(db: Path, log_path: Path, *args: str) -> AsyncIterator[Any]:
     """The SDK's stdio client running ``agora stdio --db db --shared args``."""
-    params = StdioServerParameters(
-        command=AGORA, args=["stdio", "--db", str(db), "--shared", *args], env=clean_env()
-    )
     with log_path.open("a+") as log:
-        async with mcp.Client(
-            stdio_client(params, errlog=log), mode="legacy", read_timeout_seconds=TIMEOUT
-        ) as client:
+        async with sdk_stdio(["stdio", "--db", str(db), "--shared", *args], log, TIMEOUT) as client:
             yield client
 
 
@@ -71,29 +65,11 @@ async def test_an_agent_in_a_stdio_process_plays_the_servers_page_on_one_file(tm
             async with stdio(
                 db, tmp_path / "stdio.log", "--toolset", "chess", "--endpoint", endpoint
             ) as client:
-                agent = SdkAgent(client)
-                await agent.list_tools()
-                joined = await agent.ok("join_game")
-                # The human moves through the server's page; the agent's waits park in the
-                # stdio process and wake on the server's commits, and the other way round.
-                human = ScriptedHuman(server, "default", server.token, FOOLS_MATE, "black")
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(human.play)
-                    final = await agent.play(FOOLS_MATE, notes, start=joined)
-                state_url = f"{server.url}/play/default/state?token={server.token}"
-                status, page = await http_json("GET", state_url)
-    assert final["result"]["reason"] == "checkmate"
-    assert final["result"]["winnerRole"] == "agent"
-    waits = [body for name, body in agent.replies if name == "wait_for_turn"]
-    statuses = [w["statusCode"] for w in waits]
-    assert statuses.count("AGENT_TURN") == 2, statuses  # one per human move, never timed out
-    assert "WAIT_TIMEOUT" not in statuses, statuses
+                # The agent's waits park in the stdio process and wake on the server's
+                # commits (the human's moves), and the other way round.
+                agent, _, final, page = await fools_mate_against_the_page(server, client, notes)
     # The agent's moves, committed by the stdio process, are on the server's page.
-    assert status == 200
-    assert page["phase"] == "over"
-    assert [m["uci"] for m in page["history"]] == FOOLS_MATE
-    assert [m["by"] for m in page["history"]] == ["human", "agent"] * 2
-    assert page["history"][3]["note"] == notes[4]
+    check_fools_mate(agent, final, page, notes)
 
 
 async def test_the_same_action_index_through_serve_and_stdio_has_exactly_one_winner(tmp_path):
@@ -199,25 +175,11 @@ async def test_an_unshared_process_is_never_beside_a_shared_one(tmp_path, first,
     flags = [f for f in (first,) if f]
     with AgoraProcess("--db", str(db), *flags, "--toolsets", "chess") as server:
         with trio.fail_after(TIMEOUT):
-            done = await trio.run_process(
-                [
-                    AGORA,
-                    "stdio",
-                    "--toolset",
-                    "chess",
-                    "--db",
-                    str(db),
-                    *[f for f in (second,) if f],
-                ],
-                stdin=b"",
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-                env=clean_env(),
+            done = await run_agora(
+                "stdio", "--toolset", "chess", "--db", str(db), *[f for f in (second,) if f]
             )
         assert done.returncode == 2
-        line = done.stderr.decode().strip()
-        assert "Traceback" not in line
+        line = one_line(done.stderr)
         assert says in line, line
         assert "--shared" in line, line
         server.assert_clean_exit(server.stop())
@@ -227,15 +189,9 @@ async def test_cards_sign_is_refused_beside_shared_processes(tmp_path):
     db = tmp_path / "agora.db"
     with AgoraProcess("--db", str(db), "--shared", "--toolsets", "chamber") as server:
         with trio.fail_after(TIMEOUT):
-            done = await trio.run_process(
-                [AGORA, "cards", "sign", "--db", str(db), "--key", "no-such-key"],
-                capture_stdout=True,
-                capture_stderr=True,
-                check=False,
-                env=clean_env(),
-            )
+            done = await run_agora("cards", "sign", "--db", str(db), "--key", "no-such-key")
         assert done.returncode == 2
-        line = done.stderr.decode().strip()
+        line = one_line(done.stderr)
         assert "is shared by other agora processes" in line, line
         assert "cards sign is offline: stop them first" in line, line
         server.assert_clean_exit(server.stop())
