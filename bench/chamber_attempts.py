@@ -35,9 +35,13 @@ loopback; every phase is bounded by ``--timeout`` seconds.
 Usage: ``.venv/bin/python bench/chamber_attempts.py [--agents 500] [--actions 20]
 [--suite chambre-chrono-v0] [--synchronous FULL] [--timeout 300] [--no-baseline] [--no-echo]
 [--chosen-seeds] [--client lean|agora] [--py-spy PATH] [--py-spy-phase enter|actions|seal]
-[--py-spy-rate 250]``. ``--py-spy`` samples the server during one phase (the action phase
-unless ``--py-spy-phase`` says otherwise; py-spy must be installed: it is a measuring aid,
-not a dependency).
+[--py-spy-rate 250] [--py-spy-gil] [--gc]``. ``--py-spy`` samples the server during one
+phase (the action phase unless ``--py-spy-phase`` says otherwise; ``--py-spy-gil`` samples only
+the thread holding the GIL, so a thread waiting for it is not counted as busy; py-spy must be
+installed: it is a measuring aid, not a dependency). Each phase also prints where its commits
+spent their time (``/healthz``: queue, BEGIN, statements, COMMIT, the hand-off back) and, with
+``--gc``, the server runs under ``probed_serve.py`` and each phase prints its collections and
+their CPU (per call: the collector's share of an entry).
 Not run by CI.
 """
 
@@ -65,13 +69,14 @@ from echo import SCRIPT as echo_script
 from measure import (
     Cpu,
     commit_cost,
+    commit_split,
     cpu_window,
     latency_text,
     percentile,
     raise_fd_limit,
     rate_text,
 )
-from serve import HOST, START_TIMEOUT, STOP_TIMEOUT, agora_serve
+from serve import HOST, START_TIMEOUT, STOP_TIMEOUT, Server, agora_serve
 from trio_websocket import (
     open_websocket_url,
 )
@@ -101,6 +106,8 @@ class Phase:
     seconds: float = 0.0
     latencies: list[float] = field(default_factory=list)
     cpu: Cpu = field(default_factory=Cpu)
+    split: str = ""  # where the phase's commits spent their time (`measure.commit_split`)
+    collector: str = ""  # the cyclic collector's part (`collector_text`, with ``--gc``)
 
     @property
     def rate(self) -> float:
@@ -114,6 +121,9 @@ class Phase:
             text += f"   {latency_text(self.latencies, 2)}"
         if self.calls:
             text += f"   {self.cpu.per(self.calls)}"
+        for more in (self.split, self.collector):
+            if more:
+                text += "\n           " + more
         return text
 
 
@@ -205,14 +215,15 @@ async def seal(agent: Agent, run: Run) -> None:
 
 
 @asynccontextmanager
-async def py_spy(pid: int, out: Path | None, rate: int):
-    """Sample the server with ``py-spy record`` (raw collapsed stacks to ``out``) meanwhile."""
+async def py_spy(pid: int, out: Path | None, rate: int, gil: bool = False):
+    """Sample the server with ``py-spy record`` (raw collapsed stacks to ``out``) meanwhile;
+    ``gil``: only the thread holding the GIL (its Python work, not its waits for the GIL)."""
     if out is None:
         yield
         return
     spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
     command = [spy, "record", "--pid", str(pid), "--format", "raw", "--rate", str(rate)]
-    command += ["--nonblocking", "--threads", "-o", str(out)]
+    command += ["--nonblocking", "--threads", "-o", str(out)] + (["--gil"] if gil else [])
     process = await trio.lowlevel.open_process(command, stdout=subprocess.DEVNULL)
     try:
         await trio.sleep(0.5)  # let py-spy attach before the phase starts
@@ -226,16 +237,37 @@ async def py_spy(pid: int, out: Path | None, rate: int):
 
 
 async def run_phase(
-    run: Run, name: str, pid: int, agents: list[Agent], job: Any, *args: Any
+    run: Run, name: str, server: Server, agents: list[Agent], job: Any, *args: Any
 ) -> None:
-    """Run ``job(agent, run, *args)`` for every agent at once; time it and count CPU."""
+    """Run ``job(agent, run, *args)`` for every agent at once; time it, count CPU, and say
+    where its commits spent their time (the server's ``/healthz`` store counters) and, for a
+    probed server (``--gc``), what the cyclic collector cost meanwhile."""
     phase = run.phase(name)
+    before = await trio.to_thread.run_sync(_get_json, f"{server.url}/healthz")
+    if server.probe_dir is not None:
+        await server.probe()  # the collections so far are not this phase's
     start = time.perf_counter()
-    with cpu_window(pid) as phase.cpu:
+    with cpu_window(server.pid) as phase.cpu:
         async with trio.open_nursery() as nursery:
             for agent in agents:
                 nursery.start_soon(job, agent, run, *args)
     phase.seconds = time.perf_counter() - start
+    if server.probe_dir is not None:
+        figures, _ = await server.probe()
+        phase.collector = collector_text(figures, phase.calls)
+    after = await trio.to_thread.run_sync(_get_json, f"{server.url}/healthz")
+    phase.split = commit_split(before["store"], after["store"])
+
+
+def collector_text(figures: dict[str, Any], calls: int) -> str:
+    """The collections a `probed_serve` probe counted, and their CPU (per call too)."""
+    cpu_ms = figures["total_pause_cpu_ms"]
+    per = f" = {cpu_ms * 1e3 / calls:.1f} us per call" if calls else ""
+    young, middle, old = figures["collections"]
+    return (
+        f"collector: {young}/{middle}/{old} collections (young/middle/old), CPU {cpu_ms:.1f} ms"
+        f"{per}, longest {max(figures['longest_pause_cpu_ms']):.1f} ms"
+    )
 
 
 async def pool_ready(url: str, suite: str, wanted: int) -> None:
@@ -266,12 +298,16 @@ async def one_run(args: argparse.Namespace, directory: Path, group_commit: bool)
         if args.agents > ANONYMOUS_PER_MINUTE:
             text += "anonymous_enter_per_minute = 0\n"
         config.write_text(text)
+        probe = directory / f"probe-{db.stem}" if args.gc else None
+        if probe is not None:
+            probe.mkdir()
         async with agora_serve(
             db,
             "chamber",
             config=config,
             synchronous=args.synchronous,
             group_commit=str(group_commit).lower(),
+            probe=probe,
         ) as server:
             print(f"[{run.label}] server pid {server.pid} on {server.url}", file=sys.stderr)
             url = f"{server.url.replace('http://', 'ws://')}/mcp/chamber"
@@ -291,8 +327,8 @@ async def one_run(args: argparse.Namespace, directory: Path, group_commit: bool)
                 )
                 for name, job, extra in phases:
                     spied = profile if name == args.py_spy_phase else None
-                    async with py_spy(server.pid, spied, args.py_spy_rate):
-                        await run_phase(run, name, server.pid, agents, job, *extra)
+                    async with py_spy(server.pid, spied, args.py_spy_rate, args.py_spy_gil):
+                        await run_phase(run, name, server, agents, job, *extra)
     conn = sqlite3.connect(db)
     try:
         actions = conn.execute("SELECT count(*) FROM chamber_actions").fetchone()[0]
@@ -460,6 +496,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--py-spy-rate", type=int, default=250, help="py-spy samples per second (default 250)"
+    )
+    parser.add_argument(
+        "--gc",
+        action="store_true",
+        help="run the server under probed_serve and print the collector's CPU per phase",
+    )
+    parser.add_argument(
+        "--py-spy-gil",
+        action="store_true",
+        help="sample only the thread holding the GIL (its work, without its waits for the GIL)",
     )
     args = parser.parse_args(argv)
     if not 1 <= args.agents <= 20000 or not 0 <= args.actions <= 64:
