@@ -11,7 +11,10 @@ through again. Real files, a real subprocess, a short ``commit_timeout``; every 
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sys
+import time
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
@@ -21,6 +24,7 @@ from _items import ITEMS, ids, insert
 
 from agora.errors import StoreError
 from agora.store.db import open_store
+from agora.store.write_turn import WriteTurn
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -45,10 +49,11 @@ sys.stdin.read()
 
 
 @asynccontextmanager
-async def turn_held(db: Path) -> AsyncIterator[trio.Process]:
-    """Another process holding ``db``'s write turn while the block runs."""
+async def turn_held(db: Path, lock: str = ".lock.write") -> AsyncIterator[trio.Process]:
+    """Another process holding ``db``'s write turn (the flock of ``db`` + ``lock``) while
+    the block runs."""
     process = await trio.lowlevel.open_process(
-        [sys.executable, "-c", HOLDER, f"{db}.lock.write"], stdin=-1, stdout=-1
+        [sys.executable, "-c", HOLDER, f"{db}{lock}"], stdin=-1, stdout=-1
     )
     assert process.stdin is not None
     assert process.stdout is not None
@@ -120,3 +125,84 @@ async def test_closing_the_store_ends_its_writers_wait_for_the_turn(tmp_path):
     assert len(refused) == 1
     assert "the store closed while another process held" in str(refused[0])
     assert "nothing was saved" in str(refused[0])
+
+
+def free(path: Path) -> bool:
+    """Whether another open file description can take ``path``'s flock now."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # drops the lock if taken
+    return True
+
+
+async def test_a_turn_that_comes_after_its_taker_gave_up_is_given_back(tmp_path):
+    path = tmp_path / "turns"
+    turn = WriteTurn(str(path))
+    try:
+        async with turn_held(path, ""):
+            with trio.fail_after(TIMEOUT):
+                deadline = time.perf_counter() + DEADLINE
+                assert not await trio.to_thread.run_sync(turn.take, deadline)
+            assert (turn.contended, turn.missed) == (1, 1)
+        # The holder let go: the helper's flock got the turn for nobody, and gave it back.
+        with trio.fail_after(TIMEOUT):
+            while not free(path):  # noqa: ASYNC110 - the helper thread's flock, polled
+                await trio.sleep(0.005)
+            assert await trio.to_thread.run_sync(turn.take, time.perf_counter() + DEADLINE)
+        assert turn.contended == 1  # taken without waiting
+        assert not free(path)
+        turn.give()
+        assert free(path)
+    finally:
+        turn.close()
+
+
+async def test_a_waiting_taker_gets_the_turn_the_moment_it_is_free(tmp_path):
+    path = tmp_path / "turns"
+    turn = WriteTurn(str(path))
+    try:
+        with trio.fail_after(TIMEOUT):
+            async with trio.open_nursery() as nursery, turn_held(path, "") as holder:
+                got: list[bool] = []
+
+                async def take() -> None:
+                    got.append(await trio.to_thread.run_sync(turn.take, time.perf_counter() + 60))
+
+                nursery.start_soon(take)
+                while not turn.contended:  # noqa: ASYNC110 - the taker thread's state
+                    await trio.sleep(0.005)
+                assert holder.stdin is not None
+                await holder.stdin.aclose()  # the holder lets go and ends
+            assert got == [True]  # long before its deadline: handed over by the helper
+        assert not free(path)
+        turn.give()
+        assert free(path)
+    finally:
+        turn.close()
+
+
+async def test_stop_ends_a_wait_for_the_turn(tmp_path):
+    path = tmp_path / "turns"
+    turn = WriteTurn(str(path))
+    try:
+        async with turn_held(path, ""):
+            with trio.fail_after(TIMEOUT):
+                async with trio.open_nursery() as nursery:
+                    got: list[bool] = []
+
+                    async def take() -> None:
+                        deadline = time.perf_counter() + 60
+                        got.append(await trio.to_thread.run_sync(turn.take, deadline))
+
+                    nursery.start_soon(take)
+                    while not turn.contended:  # noqa: ASYNC110 - the taker thread's state
+                        await trio.sleep(0.005)
+                    turn.stop()
+            assert got == [False]
+            assert not await trio.to_thread.run_sync(turn.take, time.perf_counter() + 60)
+    finally:
+        turn.close()
