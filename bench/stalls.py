@@ -51,6 +51,7 @@ class ClientCollections:
         self.threshold = threshold_ms / 1000
         self.rows: list[tuple[float, float, int, float]] = []
         self.count = [0, 0, 0]
+        self.cpu = 0.0  # all collections'
         self._start = self._cpu = 0.0
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
@@ -58,10 +59,10 @@ class ClientCollections:
             self._start, self._cpu = time.perf_counter(), time.thread_time()
             return
         self.count[info["generation"]] += 1
+        cpu = time.thread_time() - self._cpu
+        self.cpu += cpu
         if (took := time.perf_counter() - self._start) >= self.threshold:
-            self.rows.append(
-                (self._start, took, info["generation"], time.thread_time() - self._cpu)
-            )
+            self.rows.append((self._start, took, info["generation"], cpu))
 
 
 def attribute(
@@ -129,7 +130,8 @@ def attribute(
             for c in sorted(client.rows, key=lambda c: -c[1])[:3]
         ]
         lines.append(
-            f"client collector: {client.count} collections by generation; longest (ms, CPU "
+            f"client collector: {client.count} collections by generation, "
+            f"{client.cpu * 1000:.1f} ms CPU in all; longest (ms, CPU "
             f"ms, generation) {longest}"
         )
     for start, took, name in sorted(timeline["steps"], key=lambda s: -s[1])[:5]:
