@@ -14,7 +14,6 @@ Imported by ``debate_load.py`` (run that); never by agora.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import sqlite3
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 from measure import summary
-from serve import agora_serve
+from serve import agora_serve, principal_config
 from wsload import LeanClient, lean_connect
 
 from agora.store.migrations import apply_migrations
@@ -67,12 +66,7 @@ WORDS = [
 
 
 def write_config(directory: Path) -> Path:
-    digest = hashlib.sha256(TOKEN.encode()).hexdigest()
-    path = directory / "agora.toml"
-    path.write_text(
-        f'[[principals]]\nname = "{PRINCIPAL}"\ntoken_sha256 = "{digest}"\nprojects = ["bench"]\n'
-    )
-    return path
+    return principal_config(directory, TOKEN, PRINCIPAL)
 
 
 async def tool(client: LeanClient, name: str, **args: Any) -> dict[str, Any]:

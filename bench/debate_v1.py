@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import hashlib
 import json
 import tempfile
 import time
@@ -27,7 +26,7 @@ from typing import Any
 import trio
 from debate_store import tool
 from measure import cpu_window, raise_fd_limit, summary
-from serve import agora_serve
+from serve import agora_serve, principal_config
 from wsload import LeanClient, lean_connect
 
 TOKEN = "debate-v1-bench-token"
@@ -36,13 +35,7 @@ ROLES = ("CONDUCTOR", "PRO", "CON", "JUDGE", "HUMAN")
 
 
 def write_config(directory: Path) -> Path:
-    digest = hashlib.sha256(TOKEN.encode()).hexdigest()
-    path = directory / "agora.toml"
-    path.write_text(
-        f'[[principals]]\nname = "bench"\ntoken_sha256 = "{digest}"\n'
-        'scopes = ["conductor"]\nprojects = ["bench"]\n'
-    )
-    return path
+    return principal_config(directory, TOKEN, scopes=("conductor",))
 
 
 def payload(summary_text: str, **extra: Any) -> str:

@@ -29,7 +29,6 @@ Imported by ``python -m bench`` (workload ``mixed``), ``bench/soak.py`` and the 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import time
@@ -38,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import trio
+from serve import principal_config
 from wsload import lean_connect
 
 from agora.toolsets.router.progress import evidence_digest
@@ -64,12 +64,7 @@ CONNECT_AT_ONCE = 64
 
 def write_config(directory: Path) -> Path:
     """An agora.toml with the one principal every actor uses."""
-    digest = hashlib.sha256(TOKEN.encode()).hexdigest()
-    path = directory / "agora.toml"
-    path.write_text(
-        f'[[principals]]\nname = "{PRINCIPAL}"\ntoken_sha256 = "{digest}"\nprojects = ["bench"]\n'
-    )
-    return path
+    return principal_config(directory, TOKEN, PRINCIPAL)
 
 
 class Refused(Exception):

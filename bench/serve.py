@@ -6,10 +6,12 @@ toolsets and ``AGORA_*`` settings (any inherited from the environment are droppe
 is what the script says). Its stderr is read line by line: the "serving ... on URL" line
 gives the URL, ``trace_commits`` lines give commit times, the rest is kept for the error
 report. Leaving the block sends SIGTERM and requires a clean exit with no traceback.
+`principal_config` writes the ``agora.toml`` of a bench's one principal.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -33,6 +35,21 @@ STOP_TIMEOUT = 30.0
 PROBE_TIMEOUT = 300.0
 #: How the server logs a durable commit when ``trace_commits`` is on.
 COMMIT_TRACE = "INFO agora.store.writer: committed "
+
+
+def principal_config(
+    directory: Path, token: str, name: str = "bench", scopes: tuple[str, ...] = ()
+) -> Path:
+    """``directory/agora.toml`` with one principal, ``name``, of project "bench", whose
+    bearer token is ``token`` (and its ``scopes``, if any); returns its path."""
+    digest = hashlib.sha256(token.encode()).hexdigest()
+    scoped = f"scopes = {json.dumps(list(scopes))}\n" if scopes else ""
+    path = directory / "agora.toml"
+    path.write_text(
+        f'[[principals]]\nname = "{name}"\ntoken_sha256 = "{digest}"\n{scoped}'
+        'projects = ["bench"]\n'
+    )
+    return path
 
 
 @dataclass
