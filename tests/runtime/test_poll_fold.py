@@ -228,3 +228,48 @@ async def test_a_poll_cancelled_while_its_look_commits_leaves_the_change_whole(
     assert results == []
     assert [row[1] for row in await runtime.read(lambda c: log(c, "k"))] == ["tagged", "looked"]
     assert runtime.registry.get(kind, "k").parked == {}
+
+
+async def test_a_change_queued_behind_a_polls_first_look_answers_it_in_the_same_group(
+    runtime, kind, store, monkeypatch
+):
+    results: list[object] = []
+    await runtime.call(kind, "k", Get())
+    gate = gated_writes(store, monkeypatch)
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(runtime.call, kind, "k", Add(1, "first"))  # held at the gate
+            await trio.testing.wait_all_tasks_blocked()
+            await parked(runtime, kind, nursery, results, Look(2))  # its look queues
+            nursery.start_soon(runtime.call, kind, "k", Tagged(("me",)))  # queues behind it
+            await trio.testing.wait_all_tasks_blocked()
+            gate.set()
+    assert results == [2]
+    assert (runtime.polls.answered, runtime.polls.rerun) == (1, 0)  # it never parked
+    assert await runtime.read(lambda c: log(c, "k")) == [
+        (1, "first", 1),
+        (2, "tagged", 2),
+        (3, "looked", 2),
+    ]
+
+
+async def test_a_change_in_the_group_for_another_key_leaves_the_look_as_it_was(
+    runtime, kind, store, monkeypatch, autojump_clock
+):
+    results: list[object] = []
+    await runtime.call(kind, "k", Get())
+    gate = gated_writes(store, monkeypatch)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(runtime.call, kind, "k", Add(1, "first"))
+            await trio.testing.wait_all_tasks_blocked()
+            await parked(runtime, kind, nursery, results, Look(2))
+            nursery.start_soon(runtime.call, kind, "k", Tagged(("other",)))
+            await trio.testing.wait_all_tasks_blocked()
+            gate.set()
+            await trio.testing.wait_all_tasks_blocked()
+            assert results == []  # value 2 now, but nothing told the look: it waits
+            assert runtime.polls.answered == 0
+            await runtime.call(kind, "k", Tagged(("me",)))
+    assert results == [3]
+    assert runtime.polls.answered == 1

@@ -314,12 +314,14 @@ class Actor(Handling):
         self,
         entity: Entity,
         effects: Effects,
+        slot: Slot,
         done: list[tuple[Effects, Slot]],
         folded: list[Parked],
+        pending: dict[Slot, Any],
     ) -> bool:
-        """Run the commands of the parked polls that ``effects`` wakes in this turn, into
-        the batch ``done`` (`agora.runtime.polls.fold`)."""
-        return fold(self, entity, effects, done, folded)
+        """Run in this turn the commands of the polls that ``effects`` wakes, into the batch
+        ``done`` (`agora.runtime.polls.fold`)."""
+        return fold(self, entity, effects, slot, done, folded, pending)
 
     def concerns(self, since: int, key: str) -> bool:
         """Whether a signal after epoch ``since`` may concern long-polls keyed ``key``.

@@ -114,7 +114,6 @@ class Handling:
     epoch: int
     _entity: Entity | None
     _now: Now | None
-
     #: The long-polls parked on this actor (`agora.runtime.polls`).
     parked: dict[Parked, None]
 
@@ -124,8 +123,10 @@ class Handling:
             self,
             entity: Entity,
             effects: Effects,
+            slot: Slot,
             done: list[tuple[Effects, Slot]],
             folded: list[Parked],
+            pending: dict[Slot, Any],
         ) -> bool:
             """`Actor._fold`."""
 
@@ -178,11 +179,8 @@ class Handling:
             slot.fail(InternalError(f"internal error in {self.kind.kind}; nothing was changed"))
             return
         done = [(effects, slot)]
-        if not self.parked or not effects.changed:
-            await self._commit(done)
-            return
         folded: list[Parked] = []  # the polls this change answers in its turn
-        intact = self._fold(entity, effects, done, folded)
+        intact = not self.parked or self._fold(entity, effects, slot, done, folded, {})
         await self._commit(done, folded, intact)
 
     async def _handle_group(self, group: list[tuple[Any, Slot]]) -> None:
@@ -194,7 +192,8 @@ class Handling:
         group). All or nothing, as one command: if the commit fails none is saved and
         every caller is told. A `handle` that raises fails its own command alone: the ones
         before it are committed, the entity reloads, the ones after it run as a group of
-        their own. The polls a command wakes run right after it (`_fold`)."""
+        their own. The polls a command wakes run right after it (`_fold`), those parked
+        and those whose own command ran earlier in the group and was not ready."""
         runtime = self.runtime
         while group:
             if not await self._load([slot for _, slot in group]):
@@ -203,6 +202,7 @@ class Handling:
             assert entity is not None
             done: list[tuple[Effects, Slot]] = []
             folded: list[Parked] = []
+            pending: dict[Slot, Any] = {}  # the polls' own commands run so far
             rest: list[tuple[Any, Slot]] = []
             intact = True
             for i, (command, slot) in enumerate(group):
@@ -220,8 +220,7 @@ class Handling:
                     intact = False
                 else:
                     done.append((effects, slot))
-                    if self.parked and effects.changed:
-                        intact = self._fold(entity, effects, done, folded)
+                    intact = self._fold(entity, effects, slot, done, folded, pending)
                 if not intact:
                     rest = group[i + 1 :]
                     break

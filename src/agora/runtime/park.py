@@ -28,11 +28,11 @@ import trio
 from agora.runtime.handling import stamp
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from agora.runtime.handling import Handling
 
-__all__ = ["Parked", "Sleeper", "Slot", "Timers", "Turn"]
+__all__ = ["Parked", "Sleeper", "Slot", "Timers", "Turn", "Waiting"]
 
 _current_task = trio.lowlevel.current_task  # looked up once: `Turn` is on every call's path
 
@@ -121,6 +121,29 @@ class Parked(Sleeper):
         if slot is not None and not slot.finished:
             self.slot = None
         self._wake(True)
+
+
+class Waiting:
+    """A `Runtime.poll`'s command as submitted: if its reply is not ``ready``, the poll will
+    wait, so a later command of the same group that concerns ``key`` runs ``command`` again
+    for it (`agora.runtime.polls.fold`) instead of the poll parking only to re-run it."""
+
+    __slots__ = ("command", "key", "ready")
+
+    def __init__(self, command: Any, key: str | None, ready: Callable[[Any], bool]) -> None:
+        self.command = command
+        self.key = key
+        self.ready = ready
+
+    def waits(self, reply: Any) -> bool:
+        """Whether the poll will wait after ``reply`` (an error or a ``ready`` that raises
+        goes back to the poll, which raises it)."""
+        if isinstance(reply, BaseException):
+            return False
+        try:
+            return not self.ready(reply)
+        except Exception:
+            return False
 
 
 class Timers:
@@ -300,6 +323,8 @@ class Slot:
     #: needs no version probe before a read-only reply (see `Handling._handle_guarded`).
     since: int = field(default_factory=stamp)
     finished: bool = False
+    #: A poll's own command: how a later command of its group may answer it.
+    waiting: Waiting | None = None
     _event: trio.Event | None = None  # made only if someone waits before it finishes
     _change: trio.Event | None = None
     _actor: Handling | None = None  # whose change event at `epoch` follows the reply

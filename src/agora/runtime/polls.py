@@ -9,8 +9,14 @@ in the same turn, it runs each such poll's command on the entity (so it sees exa
 state the change left, as if it had run right after it), adds its writes to the same atomic
 batch, and once that one commit is done hands each poll its outcome directly (`answer`).
 
+The same holds inside a group of queued commands (`Handling._handle_group`): a poll whose own
+command ran earlier in the group with a reply that is not ready would park only to find the
+entity changed and re-run; a later command of the group that concerns it runs its command
+again right after itself, and the poll's slot gets that newer outcome after the first.
+
 The poll then judges the reply as it would have: ready, it returns; not ready, it parks
-again (its command's writes, if any, are committed like any re-run's). A fold that raises
+again (its command's writes, if any, are committed like any re-run's). A keyed poll whose
+entity changed before it parked re-runs only if a change concerned its key. A fold that raises
 fails that poll alone with an internal error, as a re-run would have; the batch before it
 commits and the entity reloads. A failed commit fails every command of the batch, folded
 polls included, and applies nothing. A change cancelled before its commit gives its claims
@@ -30,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from agora.runtime.handling import InternalError, stamp
-from agora.runtime.park import Parked
+from agora.runtime.park import Parked, Waiting
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -61,36 +67,62 @@ def fold(
     actor: Actor,
     entity: Entity,
     effects: Effects,
+    slot: Slot,
     done: list[tuple[Effects, Slot]],
     folded: list[Parked],
+    pending: dict[Slot, Any],
 ) -> bool:
-    """Run, right after the command whose ``effects`` these are, the commands of the polls
-    parked on ``actor`` that it wakes; append each outcome to ``done`` (the batch to commit,
-    in order) and each poll to ``folded`` (to `answer` once the batch's fate is known).
+    """After the command whose ``effects`` these are (its ``slot`` last in ``done``, the batch
+    to commit, in order): if it changed the entity, run the commands of the polls it wakes,
+    each parked on ``actor`` (claimed, added to ``folded`` to `answer` once the batch's fate
+    is known) or ``pending`` (slot -> latest reply of the polls whose own command ran earlier
+    in this group: one whose reply is not ready gets the new outcome after the first); each
+    outcome joins ``done``. Then, if ``slot`` is a poll's own command, add it to ``pending``
+    (its ``ready`` is asked only if a later change concerns it).
 
     Returns:
         False if a poll's command raised (that poll's slot is failed; the entity may be
         half-mutated: commit what ``done`` holds, then reload it), else True.
     """
-    parked = actor.parked
-    if not parked or not effects.changed:
-        return True
-    wakes = effects.wakes
-    for poll in list(parked):
-        if wakes is not None and poll.key is not None and poll.key not in wakes:
-            continue
-        slot = poll.claim()
-        if slot is None:
-            continue
-        folded.append(poll)
-        actor.runtime.polls.answered += 1
-        try:
-            done.append((entity.handle(poll.command, actor.runtime.clock.now()), slot))
-        except Exception:
-            kind = actor.kind.kind
-            log.exception("%s %s failed on %s", kind, actor.key, type(poll.command).__name__)
-            slot.fail(InternalError(f"internal error in {kind}; nothing was changed"))
-            return False
+    if effects.changed and (actor.parked or pending):
+        wakes = effects.wakes
+        for poll in list(actor.parked):
+            if wakes is not None and poll.key is not None and poll.key not in wakes:
+                continue
+            claimed = poll.claim()
+            if claimed is None:
+                continue
+            folded.append(poll)
+            if not _run(actor, entity, poll.command, claimed, done):
+                return False
+        for queued, reply in list(pending.items()):
+            waiting = queued.waiting
+            assert waiting is not None
+            if wakes is not None and waiting.key is not None and waiting.key not in wakes:
+                continue
+            if not waiting.waits(reply):  # ready: the poll returns with it
+                del pending[queued]
+                continue
+            if not _run(actor, entity, waiting.command, queued, done):
+                return False
+            pending[queued] = done[-1][0].reply
+    if slot.waiting is not None:
+        pending[slot] = effects.reply
+    return True
+
+
+def _run(
+    actor: Actor, entity: Entity, command: Any, slot: Slot, done: list[tuple[Effects, Slot]]
+) -> bool:
+    """Run a poll's ``command`` for the batch ``done``; False (``slot`` failed) if it raised."""
+    actor.runtime.polls.answered += 1
+    try:
+        done.append((entity.handle(command, actor.runtime.clock.now()), slot))
+    except Exception:
+        kind = actor.kind.kind
+        log.exception("%s %s failed on %s", kind, actor.key, type(command).__name__)
+        slot.fail(InternalError(f"internal error in {kind}; nothing was changed"))
+        return False
     return True
 
 
@@ -98,6 +130,17 @@ def answer(folded: list[Parked]) -> None:
     """Wake every folded poll with its outcome (or, if none came, to re-run itself)."""
     for poll in folded:
         poll.answer()
+
+
+def _outcome(slot: Slot) -> tuple[Any, trio.Event | None, int]:
+    """The reply, the change event after it and its epoch; raises what the command failed
+    with or answered as an exception."""
+    if slot.error is not None:
+        raise slot.error
+    reply = slot.value
+    if isinstance(reply, BaseException):
+        raise reply
+    return reply, slot.change, slot.epoch
 
 
 async def poll(
@@ -114,15 +157,11 @@ async def poll(
     deadline = trio.current_time() + timeout
     since = stamp()  # re-runs belong to this one call: a copy current since needs no probe
     slot: Slot | None = None
+    waiting = Waiting(command, wait_key, ready)
     while True:
         if slot is None:
-            actor, slot = await runtime._submit(kind, key, command, since)
-        if slot.error is not None:
-            raise slot.error
-        reply = slot.value
-        if isinstance(reply, BaseException):
-            raise reply
-        change, epoch = slot.change, slot.epoch
+            actor, slot = await runtime._submit(kind, key, command, since, waiting)
+        reply, change, epoch = _outcome(slot)
         slot = None  # a parked poll keeps only what it needs (a slot may hold an Event)
         if ready(reply) or runtime.closing or change is None or trio.current_time() >= deadline:
             return reply
@@ -130,7 +169,11 @@ async def poll(
         # count ourselves so that it is not evicted under us.
         actor.waiters += 1
         try:
-            while not change.is_set():
+            while True:
+                if change.is_set():  # changed since the reply
+                    if wait_key is None or runtime.closing or actor.concerns(epoch, wait_key):
+                        break
+                    epoch, change = actor.epoch, actor.change  # other keys': sleep on
                 # `Timers.park` inlined: a parked poll keeps one coroutine frame fewer.
                 watched = (actor.listeners,)
                 parked = Parked(trio.lowlevel.current_task(), deadline, command, wait_key, since)
@@ -146,9 +189,6 @@ async def poll(
                 slot = parked.slot  # a change ran the command for us: its outcome
                 if slot is not None or not woke:
                     break  # answered, or the deadline passed
-                if wait_key is None or runtime.closing or actor.concerns(epoch, wait_key):
-                    break
-                epoch, change = actor.epoch, actor.change  # other keys': sleep on
         finally:
             actor.waiters -= 1
         if slot is None:

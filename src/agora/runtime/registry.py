@@ -18,7 +18,7 @@ from agora.runtime.actor import Actor, GuardCounts, Slot
 from agora.runtime.clock import Clock
 from agora.runtime.follow import Follower, follow
 from agora.runtime.handling import stamp
-from agora.runtime.park import Timers
+from agora.runtime.park import Timers, Waiting
 from agora.runtime.polls import PollCounts
 from agora.runtime.resources import ResourceHub
 
@@ -207,7 +207,12 @@ class Runtime:
         return dict(self._options.get(toolset, {}))
 
     async def _submit(
-        self, kind: EntityKind, key: str, command: Any, since: int | None = None
+        self,
+        kind: EntityKind,
+        key: str,
+        command: Any,
+        since: int | None = None,
+        waiting: Waiting | None = None,
     ) -> tuple[Actor, Slot]:
         await trio.lowlevel.checkpoint_if_cancelled()  # a caller cancelled already sends nothing
         since = stamp() if since is None else since  # when the call began (`Slot.since`)
@@ -215,7 +220,7 @@ class Runtime:
             actor = self.registry.get(kind, key)
             if actor.can_run_inline():
                 return actor, await actor.run_inline(command, since)
-            slot = Slot(since=since)
+            slot = Slot(since=since, waiting=waiting)
             actor.queued += 1
             try:
                 mailbox = actor.mailbox()
