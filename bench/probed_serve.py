@@ -13,16 +13,28 @@ unreachable), ``<n>.snap``
 whole. Tracing costs CPU and about doubles RSS: its figures are for comparing allocation
 sites, not RSS. With ``BENCH_OLD_GC`` set, the server keeps the collector policy it had
 before `agora.server.heap` (thresholds 50000/20/10, nothing frozen after start-up).
+
+Every probe also says where the native heap goes (``native``, and ``native_collected`` after
+the full collection when one was asked for): glibc malloc's bytes in use, free inside its
+arenas and mapped apart (``mallinfo2``), what SQLite holds (page caches, schemas,
+statements: ``sqlite3_memory_used``) and pymalloc's (bytes in blocks in use, free blocks,
+free pools, ``total``: its arenas; ``sys._debugmallocstats``). Free bytes that keep growing
+while bytes in use stay flat are fragmentation, not a leak. With ``BENCH_MALLOC_TRIM_SECONDS``
+set, a thread calls ``malloc_trim(0)`` that often (an A/B; its CPU time is reported).
 Bench-only; agora never imports it.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
 import json
 import os
 import signal
 import sys
+import tempfile
+import threading
 import time
 import tracemalloc
 from collections import Counter, deque
@@ -82,6 +94,7 @@ class _Pauses:
             "total_pause_cpu_ms": round(self.total_cpu * 1000, 1),
             "tracked_objects": len(tracked),
             "frozen_objects": gc.get_freeze_count(),
+            "native": native(),
         }
         if _timeline is not None:
             figures["timeline"] = _timeline.dump()
@@ -100,6 +113,7 @@ class _Pauses:
                 figures["types"] = Counter(type(o).__qualname__ for o in live)
                 figures["largest"] = _largest(live)
                 del live
+            figures["native_collected"] = native()
             gc.freeze()
             gc.callbacks.extend(callbacks)
         (directory / f"{n}.json").write_text(json.dumps(figures))
@@ -188,6 +202,97 @@ if _timeline is not None:
 
     trio.run = _instrumented_run
     gc.callbacks.append(_timeline.collected)
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd",
+            "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost",
+        )
+    ]  # fmt: skip
+
+
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+_LIBC.mallinfo2.restype = _MallInfo2
+try:  # the SQLite the sqlite3 module runs on (Debian's shared library)
+    _SQLITE: Any = ctypes.CDLL(ctypes.util.find_library("sqlite3") or "libsqlite3.so.0")
+    _SQLITE.sqlite3_memory_used.restype = ctypes.c_int64
+    _SQLITE.sqlite3_memory_highwater.restype = ctypes.c_int64
+except (OSError, AttributeError):
+    _SQLITE = None
+_TRIMS = {"count": 0, "cpu_s": 0.0}
+
+
+def _pymalloc() -> dict[str, int]:
+    """pymalloc's totals, from ``sys._debugmallocstats`` (it writes to fd 2 only)."""
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as out:
+        os.dup2(out.fileno(), 2)
+        try:
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        text = out.read().decode(errors="replace")
+    wanted = {
+        "arenas allocated current": "arenas",
+        "bytes in allocated blocks": "in_use",
+        "bytes in available blocks": "free_blocks",
+        "bytes lost to pool headers": "pool_headers",
+        "bytes lost to quantization": "quantization",
+        "Total": "total",
+    }
+    out_figures: dict[str, int] = {}
+    for line in text.splitlines():
+        label, _, value = line.partition("=")
+        label = label.strip().lstrip("# ").strip()
+        if label in wanted and wanted[label] not in out_figures:  # the first Total
+            out_figures[wanted[label]] = int(value.strip().replace(",", ""))
+        elif label.endswith("unused pools * 16384 bytes"):
+            out_figures["free_pools"] = int(value.strip().replace(",", ""))
+    return out_figures
+
+
+def native() -> dict[str, Any]:
+    """The native heap: malloc (MiB in use, free in its arenas, mapped apart), SQLite's and
+    pymalloc's memory, and the trimming thread's work so far."""
+    info = _LIBC.mallinfo2()
+    mib = 2**20
+    figures: dict[str, Any] = {
+        "malloc_in_use_mib": round(info.uordblks / mib, 2),
+        "malloc_free_mib": round(info.fordblks / mib, 2),
+        "malloc_arena_mib": round(info.arena / mib, 2),
+        "malloc_mmapped_mib": round(info.hblkhd / mib, 2),
+        "malloc_top_free_mib": round(info.keepcost / mib, 2),
+        "pymalloc_mib": {k: round(v / mib, 2) for k, v in _pymalloc().items() if k != "arenas"},
+        "trims": dict(_TRIMS),
+    }
+    if _SQLITE is not None:
+        figures["sqlite_mib"] = round(_SQLITE.sqlite3_memory_used() / mib, 2)
+        figures["sqlite_highwater_mib"] = round(_SQLITE.sqlite3_memory_highwater(0) / mib, 2)
+    return figures
+
+
+def _trimmer(seconds: float) -> None:
+    _LIBC.malloc_trim.argtypes = [ctypes.c_size_t]
+    while True:
+        time.sleep(seconds)
+        started = time.thread_time()
+        _LIBC.malloc_trim(0)
+        _TRIMS["count"] += 1
+        _TRIMS["cpu_s"] += time.thread_time() - started
+
+
+if os.environ.get("BENCH_MALLOC_TRIM_SECONDS"):
+    threading.Thread(
+        target=_trimmer,
+        args=(float(os.environ["BENCH_MALLOC_TRIM_SECONDS"]),),
+        daemon=True,
+        name="bench-malloc-trim",
+    ).start()
 
 _pauses = _Pauses()
 gc.callbacks.append(_pauses)

@@ -29,6 +29,7 @@ Usage: ``.venv/bin/python -m bench soak -- --minutes 30 [--sessions 200] [--ever
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tempfile
 import time
@@ -105,9 +106,12 @@ def _growth(before: Any, after: Any, top: int) -> list[str]:
     return lines
 
 
-async def tracer(server: Any, args: argparse.Namespace, start: float) -> None:
+async def tracer(
+    server: Any, args: argparse.Namespace, start: float, natives: list[dict[str, Any]]
+) -> None:
     """Every ``--trace-every`` minutes: the server's tracemalloc snapshot and live objects by
-    type, compared with the first one taken after warm-up; written to ``--trace-out``."""
+    type, compared with the first one taken after warm-up, and where the native heap goes
+    (malloc, SQLite, pymalloc: appended to ``natives``); written to ``--trace-out``."""
     import tracemalloc
     from collections import Counter
 
@@ -121,6 +125,10 @@ async def tracer(server: Any, args: argparse.Namespace, start: float) -> None:
         minute = (time.perf_counter() - start) / 60
         snap = tracemalloc.Snapshot.load(str(path)) if path else None
         types = Counter(figures.get("types", {}))
+        natives.append({"minute": round(minute, 2), **figures.get("native", {})})
+        natives[-1]["collected"] = figures.get("native_collected", {})
+        with out.open("a") as f:  # noqa: ASYNC230 - a bench report, once a minute
+            f.write(f"-- minute {minute:.1f} native: {json.dumps(natives[-1])}\n")
         if first_types is None:
             first, first_types = snap, types
             first_largest = figures.get("largest", {})
@@ -149,6 +157,7 @@ async def tracer(server: Any, args: argparse.Namespace, start: float) -> None:
 async def soak(args: argparse.Namespace) -> Report:
     report = Report("soak", vars(args).copy())
     samples: list[dict[str, float]] = []
+    natives: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         config = mixed.write_config(directory)
@@ -181,7 +190,7 @@ async def soak(args: argparse.Namespace) -> Report:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(sampler)
                 if probe is not None:
-                    nursery.start_soon(tracer, server, args, start)
+                    nursery.start_soon(tracer, server, args, start, natives)
                 nursery.start_soon(progress.run)
                 with trio.fail_after(seconds + 120):
                     await mixed.run(mix, seconds)
@@ -192,6 +201,7 @@ async def soak(args: argparse.Namespace) -> Report:
         "acknowledged_writes": len(mix.acks.records),
         "refusals": dict(mix.stats.refusals),
         "samples": samples,
+        "native": natives,
     }
     for key in SERIES:
         report.figures[f"{key}_slope_per_minute"] = round(
