@@ -290,7 +290,7 @@ def object_types(before: dict[str, Any], after: dict[str, Any], agents: int) -> 
     """The 20 types whose objects tracked by the collector grew most, per agent."""
     old, new = before.pop("types"), after.pop("types")
     grown = sorted(((n - old.get(t, 0), t) for t, n in new.items()), reverse=True)
-    total = after["tracked_objects"] - before["tracked_objects"]
+    total = sum(new.values()) - sum(old.values())  # frozen ones too (see probed_serve)
     rows = [f"{d / agents:6.2f}  {t}" for d, t in grown[:20]]
     return [f"{total / agents:6.2f}  (all tracked objects)", *rows]
 

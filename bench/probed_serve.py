@@ -5,14 +5,16 @@ Run as ``python bench/probed_serve.py serve ...`` (the arguments of ``agora``), 
 and, if ``BENCH_TRACE_FRAMES`` is above 0, traces allocations with tracemalloc from before
 agora is imported. Each SIGUSR1 writes ``<n>.json`` (n = 0, 1, ...: the collections since
 the last signal: count per generation, longest pause in wall and CPU time, total; the
-objects tracked by the collector and, when tracing or with ``BENCH_TYPES`` set, their
-count by type (with ``BENCH_TYPES`` and a collection: of every live object, frozen ones too);
-if ``<n>.collect`` exists, what a full collection of the whole heap, frozen part included, found
-unreachable), ``<n>.snap``
-(the tracemalloc snapshot, when tracing) and then ``<n>.done``, so the bench knows both are
-whole. Tracing costs CPU and about doubles RSS: its figures are for comparing allocation
-sites, not RSS. With ``BENCH_OLD_GC`` set, the server keeps the collector policy it had
-before `agora.server.heap` (thresholds 50000/20/10, nothing frozen after start-up).
+objects tracked by the collector (frozen ones apart) and, when tracing or with
+``BENCH_TYPES`` set, the count by type of every live tracked object, frozen ones too (but
+for ``BENCH_OLD_GC``, whose start-up heap stays out of it); if ``<n>.collect`` exists,
+what a full collection of the whole heap, frozen part included, found unreachable),
+``<n>.snap`` (the tracemalloc snapshot, when tracing) and then ``<n>.done``, so the bench
+knows both are whole. Tracing costs CPU and about doubles RSS: its figures are for comparing
+allocation sites, not RSS. With ``BENCH_STALLS_MS`` set it also records the main thread's
+stalls (`_Timeline`, read by ``bench/stalls.py``). With ``BENCH_OLD_GC`` set, the server
+keeps the collector policy it had before `agora.server.heap` (thresholds 50000/20/10,
+nothing frozen after start-up).
 
 Every probe also says where the native heap goes (``native``, and ``native_collected`` after
 the full collection when one was asked for): glibc malloc's bytes in use, free inside its
@@ -99,6 +101,12 @@ class _Pauses:
         if _timeline is not None:
             figures["timeline"] = _timeline.dump()
         if FRAMES > 0 or os.environ.get("BENCH_TYPES"):
+            if not os.environ.get("BENCH_OLD_GC"):
+                # The server's policy freezes nearly every survivor: count the frozen too
+                # (they go back, with what is young, once counted).
+                gc.unfreeze()
+                tracked = gc.get_objects()
+                gc.freeze()
             figures["types"] = Counter(type(o).__qualname__ for o in tracked)
         del tracked
         if (directory / f"{n}.collect").exists():  # asked for: how much cyclic garbage
