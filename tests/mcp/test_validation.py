@@ -408,3 +408,19 @@ def test_a_nul_anywhere_is_refused_at_its_place_when_asked():
         assert "U+0000" in str(refused.value)
         assert strict.errors(value)[0].field == field
     assert strict.is_valid({"a": ["no nul", 1, 2.5, None, {"b": True}]})
+
+
+@pytest.mark.parametrize("max_bytes", [0, 4096])
+def test_the_nul_check_reads_the_encoding_but_never_mistakes_an_escape_for_a_nul(max_bytes):
+    # The guard skips its walk when the compact JSON holds no "\u0000" escape: a NUL is
+    # still found wherever it is, and text that only looks like the escape is no NUL.
+    strict = compile_validator({"type": "object"}, refuse_nul=True, max_bytes=max_bytes)
+    assert strict.is_valid({"a": "\\u0000", "b\\u0000": ["\\u0000", {"c": "x"}]})
+    assert strict.is_valid({"a": "\u2400 is a picture of NUL, not one", "n": 2**70})
+    for value, field in [
+        ({"a": "\\u0000", "b": "\x00"}, "b"),
+        ({"a\\u0000": {"k\x00": 1}}, "a\\u0000.k\x00"),
+        ({"deep": [[{"x": ["ok", "\x00"]}]]}, "deep[0][0].x[1]"),
+    ]:
+        assert strict.errors(value)[0].field == field
+        assert strict.errors(value)[0].rule == "noNul"

@@ -204,10 +204,19 @@ def _nul_path(value: Any, path: tuple[str | int, ...] = ()) -> tuple[str | int, 
     return None
 
 
+def _encoded(value: Any) -> bytes | None:
+    """``value`` as compact JSON, or None if it is not JSON (say an integer past 64 bits)."""
+    try:
+        return _ENCODE(value)
+    except (msgspec.EncodeError, OverflowError, TypeError):
+        return None
+
+
 def _guard(
     value: Any, max_depth: int, max_nodes: int, max_bytes: int, refuse_nul: bool
 ) -> ValidationIssue | None:
-    if max_bytes and len(_ENCODE(value)) > max_bytes:
+    encoded = _ENCODE(value) if max_bytes else None
+    if encoded is not None and len(encoded) > max_bytes:
         return ValidationIssue((), "maxBytes", f"take more than {max_bytes} bytes as JSON")
     # Level by level, so a flat object costs one pass over its members.
     level, depth, nodes = [value], 0, 0
@@ -225,7 +234,19 @@ def _guard(
         if nodes > max_nodes:
             return ValidationIssue((), "maxNodes", f"hold more than {max_nodes} values")
         level = below
-    if refuse_nul and (where := _nul_path(value)) is not None:
+    return _nul_issue(value, encoded) if refuse_nul else None
+
+
+def _nul_issue(value: Any, encoded: bytes | None) -> ValidationIssue | None:
+    """The first U+0000 in ``value`` (``encoded``: its compact JSON, if made) as an issue."""
+    if encoded is None:
+        encoded = _encoded(value)
+    # JSON can only write U+0000 escaped, as \u0000 (in a string or a key): an encoding
+    # without that text has none to find (with it, the walk says where, or that it was a
+    # backslash the client wrote before "u0000").
+    if encoded is not None and b"\\u0000" not in encoded:
+        return None
+    if (where := _nul_path(value)) is not None:
         return ValidationIssue(where, "noNul", NUL_TEXT)
     return None
 
