@@ -23,12 +23,12 @@ say how often the collector counts a collection as middle or full.
 
 The price: an object frozen while alive that later dies inside a reference cycle is not
 freed while it stays frozen. Trio and agora free connections and calls by reference counting
-(``bench parked`` prints the cyclic garbage its closed agents left: under one object each),
-so little piles up, but a server that runs for weeks must not keep even that: every
-`THAW_SECONDS` `HeapKeeper.run` gives the frozen heap back to the collector, collects it
-whole once (the one pause that grows with the heap, a fraction of a second at 20,000 parked
-agents) and freezes what is still alive. Nothing else here; the embedded server
-(`agora.server.embed`) leaves the collector to its host.
+(``bench parked`` prints the cyclic garbage its closed agents left: 2.4 objects each with
+this policy, 2.7 with the one before it), so little piles up, but a server that runs for
+weeks must not keep even that: every `THAW_SECONDS` `HeapKeeper.run` gives the frozen heap
+back to the collector, collects it whole once (the one pause that grows with the heap, a
+fraction of a second at 20,000 parked agents) and freezes what is still alive. Nothing else
+here; the embedded server (`agora.server.embed`) leaves the collector to its host.
 """
 
 from __future__ import annotations
@@ -52,8 +52,9 @@ THAW_SECONDS = 600.0
 
 
 class HeapKeeper:
-    """Installs the policy (`install`: every collection's survivors frozen as it ends) and
-    thaws the frozen heap every `THAW_SECONDS` (`run`)."""
+    """Installs the policy (`install`: every collection's survivors frozen as it ends),
+    collects the young generation every `TICK_SECONDS` and thaws the frozen heap every
+    `THAW_SECONDS` (`run`)."""
 
     def __init__(self) -> None:
         self.collections = 0  # every generation (each followed by a freeze)
