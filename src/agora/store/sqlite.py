@@ -250,6 +250,9 @@ class Store:
             # the watchdog ends the wait early, past the commit deadline.
             await trio.lowlevel.wait_task_rescheduled(_wait_for_commit)
             result = waiter.outcome
+            # The job holds the waiter's bound method: without this, a cycle that only the
+            # cyclic collector frees (and `agora.server.heap` freezes whatever survives one).
+            del waiter.job
         if isinstance(result, StoreError):  # the deadline passed, or the disk refused
             raise result
         if result is not None:
