@@ -8,7 +8,8 @@ the last signal: count per generation, longest pause in wall and CPU time, total
 objects tracked by the collector (frozen ones apart) and, when tracing or with
 ``BENCH_TYPES`` set, the count by type of every live tracked object, frozen ones too (but
 for ``BENCH_OLD_GC``, whose start-up heap stays out of it); if ``<n>.collect`` exists,
-what a full collection of the whole heap, frozen part included, found unreachable),
+what a full collection of the whole heap, frozen part included, found unreachable, and the
+10 commonest types among it: what is left in reference cycles),
 ``<n>.snap`` (the tracemalloc snapshot, when tracing) and then ``<n>.done``, so the bench
 knows both are whole. Tracing costs CPU and about doubles RSS: its figures are for comparing
 allocation sites, not RSS. With ``BENCH_STALLS_MS`` set it also records the main thread's
@@ -115,7 +116,14 @@ class _Pauses:
             callbacks = gc.callbacks[:]
             gc.callbacks.clear()
             gc.unfreeze()
+            gc.set_debug(gc.DEBUG_SAVEALL)  # kept in gc.garbage, to be counted by type
             figures["unreachable_found"] = gc.collect()
+            gc.set_debug(0)
+            figures["garbage_types"] = dict(
+                Counter(type(o).__qualname__ for o in gc.garbage).most_common(10)
+            )
+            gc.garbage.clear()
+            gc.collect()  # now free them
             if os.environ.get("BENCH_TYPES"):  # every live tracked object, frozen ones too
                 live = gc.get_objects()
                 figures["types"] = Counter(type(o).__qualname__ for o in live)

@@ -72,7 +72,7 @@ from measure import (
     rate_text,
 )
 from serve import agora_serve
-from stalls import ClientCollections, attribute
+from stalls import ClientCollections, attribute, garbage_line
 from wsload import LeanClient, lean_connect
 
 from agora.server.heap import HeapKeeper
@@ -313,6 +313,28 @@ async def paced(agent: Agent, phase: Phase, loop: OpenLoop, start: float) -> Non
         await work(agent, send, loop.steps, loop.reads, "o")
 
 
+async def open_loop(
+    server: Any,
+    agents: list[Agent],
+    phase: Phase,
+    loop: OpenLoop,
+    mine: ClientCollections,
+    probe: Path | None,
+) -> str:
+    """Run the open-loop phase; with ``probe`` (``--stalls``), return the report of the
+    stalls its slowest mutations went through (`stalls.attribute`), else ''."""
+    if probe is not None:
+        await server.probe()  # only the open loop's stalls from here
+        gc.callbacks.append(mine)
+    t0 = trio.current_time() + 0.1
+    await timed(phase, server, agents,
+                lambda a: paced(a, phase, loop, t0 + a.n / loop.rate))  # fmt: skip
+    if probe is None:
+        return ""
+    gc.callbacks.remove(mine)
+    return attribute(loop.spans, (await server.probe())[0], mine)
+
+
 async def replay(agent: Agent, phase: Phase, times: int) -> None:
     for _ in range(times):
         body = await agent.call("evaluate_gate", agent.last_gate, phase.latencies)
@@ -378,20 +400,13 @@ async def main(args: argparse.Namespace) -> None:
                                     lambda a: work(a, closed(a, mutations), mutations.latencies,
                                                    reads, ""))  # fmt: skip
                     if args.rate:
-                        if probe is not None:
-                            await server.probe()  # only the open loop's stalls from here
-                            gc.callbacks.append(mine)
-                        t0 = trio.current_time() + 0.1
-                        await timed(opened, server, agents,
-                                    lambda a: paced(a, opened, loop, t0 + a.n / args.rate),
-                                    )  # fmt: skip
-                        if probe is not None:
-                            gc.callbacks.remove(mine)
-                            stalls = attribute(loop.spans, (await server.probe())[0], mine)
+                        stalls = await open_loop(server, agents, opened, loop, mine, probe)
                     before = db_counts(db)
                     await timed(replays, server, agents,
                                 lambda a: replay(a, replays, args.replays))  # fmt: skip
                     after = db_counts(db)
+                    if probe is not None:  # what the run left in reference cycles
+                        stalls += "\n" + garbage_line((await server.probe(collect=True))[0])
                 nursery.cancel_scope.cancel()
     keeper.remove()
     print(f"router_runs: {args.runs} runs, synchronous={args.synchronous}")

@@ -137,3 +137,11 @@ def attribute(
     for start, took, name in sorted(timeline["steps"], key=lambda s: -s[1])[:5]:
         lines.append(f"  task step at +{start - origin:.3f} s: {took * 1000:.1f} ms, {name}")
     return "\n".join(lines)
+
+
+def garbage_line(probe: dict[str, Any]) -> str:
+    """What a `probed_serve` probe with a full collection found left in reference cycles."""
+    return (
+        f"cyclic garbage at the end (a full collection, frozen heap included): "
+        f"{probe['unreachable_found']:,} objects, by type {probe['garbage_types']}"
+    )

@@ -23,8 +23,8 @@ say how often the collector counts a collection as middle or full.
 
 The price: an object frozen while alive that later dies inside a reference cycle is not
 freed while it stays frozen. Trio and agora free connections and calls by reference counting
-(``bench parked`` prints the cyclic garbage its closed agents left: 2.4 objects each with
-this policy, 2.7 with the one before it), so little piles up, but a server that runs for
+(``bench parked`` prints the cyclic garbage its closed agents left: none, since a write no
+longer leaves a cycle; 2.4-2.7 objects each before), so little piles up, but a server that runs for
 weeks must not keep even that: every `THAW_SECONDS` `HeapKeeper.run` gives the frozen heap
 back to the collector, collects it whole once (the one pause that grows with the heap, a
 fraction of a second at 20,000 parked agents) and freezes what is still alive. Nothing else
