@@ -112,6 +112,7 @@ async def run(args: argparse.Namespace, directory: Path) -> None:
             await trio.sleep(WARMUP)
             await measure(store, db, posts, args)
         runtime.begin_shutdown()
+        n.cancel_scope.cancel()  # the actors' reaper and tasks run until cancelled
 
 
 async def measure(store: Store, db: Path, posts: list[int], args: argparse.Namespace) -> None:
