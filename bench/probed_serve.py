@@ -23,7 +23,9 @@ arenas and mapped apart (``mallinfo2``), what SQLite holds (page caches, schemas
 statements: ``sqlite3_memory_used``) and pymalloc's (bytes in blocks in use, free blocks,
 free pools, ``total``: its arenas; ``sys._debugmallocstats``). Free bytes that keep growing
 while bytes in use stay flat are fragmentation, not a leak. With ``BENCH_MALLOC_TRIM_SECONDS``
-set, a thread calls ``malloc_trim(0)`` that often (an A/B; its CPU time is reported).
+set, a thread calls ``malloc_trim(0)`` that often (an A/B; its CPU time is reported);
+``server_trims`` counts the server's own (`agora.server.heap`), which ``BENCH_NO_TRIM`` turns
+off (the A/B of that policy).
 Bench-only; agora never imports it.
 """
 
@@ -238,7 +240,8 @@ try:  # the SQLite the sqlite3 module runs on (Debian's shared library)
     _SQLITE.sqlite3_memory_highwater.restype = ctypes.c_int64
 except (OSError, AttributeError):
     _SQLITE = None
-_TRIMS = {"count": 0, "cpu_s": 0.0}
+_TRIMS = {"count": 0, "cpu_s": 0.0}  # BENCH_MALLOC_TRIM_SECONDS' thread
+_KEEPER_TRIMS = {"count": 0, "cpu_s": 0.0}  # the server's own (agora.server.heap)
 
 
 def _pymalloc() -> dict[str, int]:
@@ -285,6 +288,7 @@ def native() -> dict[str, Any]:
         "malloc_top_free_mib": round(info.keepcost / mib, 2),
         "pymalloc_mib": {k: round(v / mib, 2) for k, v in _pymalloc().items() if k != "arenas"},
         "trims": dict(_TRIMS),
+        "server_trims": dict(_KEEPER_TRIMS),
     }
     if _SQLITE is not None:
         figures["sqlite_mib"] = round(_SQLITE.sqlite3_memory_used() / mib, 2)
@@ -323,6 +327,21 @@ if os.environ.get("BENCH_OLD_GC"):  # the policy before agora.server.heap, to co
         gc.set_threshold(50_000, 20, 10)
 
     heap.HeapKeeper.install = _old_policy  # type: ignore[method-assign]
+
+from agora.server import heap as _heap  # noqa: E402
+
+_server_trim = _heap.HeapKeeper.trim
+
+
+def _counted_trim(self: _heap.HeapKeeper) -> bool:
+    done = _server_trim(self)
+    _KEEPER_TRIMS.update(count=self.trims, cpu_s=round(self.trim_cpu_seconds, 4))
+    return done
+
+
+_heap.HeapKeeper.trim = _counted_trim  # type: ignore[method-assign]
+if os.environ.get("BENCH_NO_TRIM"):  # the server without its periodic malloc_trim, to compare
+    _heap.TRIM_SECONDS = 1e9
 
 from agora.cli import main  # noqa: E402
 

@@ -4,7 +4,10 @@ survivors of every collection frozen as it ends, so the next one scans only what
 from __future__ import annotations
 
 import gc
+import os
+import time
 import weakref
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -136,3 +139,49 @@ async def test_run_thaws_every_thaw_interval(
         assert keeper.thaws == 1
         assert gc.get_freeze_count() > 0
         nursery.cancel_scope.cancel()
+
+
+async def _trims_reach(keeper: HeapKeeper, count: int) -> bool:
+    # The trim runs in a worker thread, which the mock clock does not see: give the loop
+    # turns (no sleep) until it comes back, for at most 10 s of real time.
+    deadline = time.monotonic() + 10
+    while keeper.trims < count and time.monotonic() < deadline:
+        await trio.lowlevel.checkpoint()
+    return keeper.trims >= count
+
+
+async def test_run_trims_the_c_heap_every_trim_interval(
+    keeper: HeapKeeper, mock_clock: trio.testing.MockClock
+):
+    if not keeper.trim():
+        pytest.skip("this C library has no malloc_trim")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(keeper.run)
+        for n in range(2, 5):
+            await trio.testing.wait_all_tasks_blocked()
+            mock_clock.jump(heap.TRIM_SECONDS - 0.5)
+            await trio.testing.wait_all_tasks_blocked()
+            assert keeper.trims == n - 1  # not before TRIM_SECONDS
+            mock_clock.jump(0.5)
+            assert await _trims_reach(keeper, n)
+        assert keeper.trim_cpu_seconds > 0
+        nursery.cancel_scope.cancel()
+
+
+def _resident_bytes() -> int:
+    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="needs Linux's /proc")
+def test_trim_gives_back_the_pages_malloc_kept_after_a_free(keeper: HeapKeeper):
+    # Blocks under malloc's mmap threshold come from its arenas; keeping every 16th pins the
+    # arena's top, so free() alone gives nothing back: the holes stay resident.
+    blocks = [bytearray(b"x" * 64 * 1024) for _ in range(512)]  # 32 MiB, touched
+    kept = blocks[::16]
+    del blocks
+    before = _resident_bytes()
+    if not keeper.trim():
+        pytest.skip("this C library has no malloc_trim")
+    assert before - _resident_bytes() > 16 * 2**20  # most of the 30 MiB freed
+    assert keeper.trims == 1
+    assert len(kept) == 32
