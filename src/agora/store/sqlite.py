@@ -40,6 +40,11 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 READERS = 4
+#: Bytes the WAL file is cut back to once a checkpoint has emptied it. A checkpoint cannot
+#: pass a snapshot still read, so under a load that keeps the readers busy (or after a stall
+#: that let work pile up) the WAL can grow to hundreds of MiB before it is emptied; without a
+#: limit SQLite then reuses the file at that size for ever (a 30-minute soak: 660 MiB).
+WAL_SIZE_LIMIT = 64 * 2**20
 #: Default seconds a write may wait for its commit (the ``commit_timeout`` setting).
 COMMIT_TIMEOUT = 10.0
 #: Seconds closing the store waits for the writer thread. By then every write's waiter has
@@ -92,6 +97,7 @@ def connect(
     conn.row_factory = sqlite3.Row
     if path != ":memory:":
         conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
     conn.execute(f"PRAGMA synchronous={synchronous}")
     conn.execute("PRAGMA foreign_keys=ON")
     # The writer may wait this long in BEGIN IMMEDIATE for another process's write lock.
