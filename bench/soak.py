@@ -138,6 +138,8 @@ async def tracer(
                 f" unreachable {figures.get('unreachable_found')},"
                 f" rss {vm_rss(server.pid) >> 20} MiB)"
             ]
+            garbage = figures.get("garbage_types", {})
+            lines += [f"  garbage {name}: {count}" for name, count in list(garbage.items())[:15]]
             grown = (types - first_types).most_common(25)
             lines += [f"  {name}: +{count}" for name, count in grown]
             largest = figures.get("largest", {})
