@@ -250,11 +250,17 @@ class Runtime:
             Exception: whatever exception instance the entity returned as its reply.
         """
         _, slot = await self._submit(kind, key, command)
-        if slot.error is not None:
-            raise slot.error
-        if isinstance(slot.value, BaseException):
-            raise slot.value
-        return slot.value
+        error = slot.error if slot.error is not None else slot.value
+        if not isinstance(error, BaseException):
+            return slot.value
+        # The traceback will hold this frame: let go of the exception here (through the
+        # slot and the local), else the two make a reference cycle, which the server's
+        # collector policy (`agora.server.heap`) would keep frozen until its next thaw.
+        slot.error = slot.value = None
+        try:
+            raise error
+        finally:
+            del error
 
     async def poll(
         self,

@@ -1,0 +1,32 @@
+"""A refusal that `Runtime.call` raises leaves no reference cycle behind. The exception's
+traceback holds the frames it passed through; a frame that still held the exception (through
+the command's slot) made a cycle, which the server's collector policy freezes with whatever
+survived the collection (`agora.server.heap`) and keeps until its thaw, minutes later."""
+
+from __future__ import annotations
+
+import gc
+
+from _counter import Add, Refuse
+
+
+async def test_a_refusal_raised_by_call_leaves_no_cycle(runtime, kind):
+    await runtime.call(kind, "c1", Add(1))  # loaded: the refusals below run inline
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        refused = 0
+        for _ in range(20):
+            try:
+                await runtime.call(kind, "c1", Refuse())
+            except ValueError:  # not bound: the test's frame keeps no reference to it
+                refused += 1
+        gc.collect()
+        left = {type(o).__qualname__ for o in gc.garbage}
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert refused == 20
+    assert not left & {"ValueError", "Slot", "traceback", "frame"}
