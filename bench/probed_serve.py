@@ -121,9 +121,10 @@ class _Pauses:
             gc.set_debug(gc.DEBUG_SAVEALL)  # kept in gc.garbage, to be counted by type
             figures["unreachable_found"] = gc.collect()
             gc.set_debug(0)
-            figures["garbage_types"] = dict(
-                Counter(type(o).__qualname__ for o in gc.garbage).most_common(10)
-            )
+            garbage = Counter(type(o).__qualname__ for o in gc.garbage)
+            figures["garbage_types"] = dict(garbage.most_common(10))
+            if os.environ.get("BENCH_TYPES"):  # one cycle through each common type
+                figures["garbage_cycles"] = _cycles(gc.garbage, garbage)
             gc.garbage.clear()
             gc.collect()  # now free them
             if os.environ.get("BENCH_TYPES"):  # every live tracked object, frozen ones too
@@ -139,6 +140,39 @@ class _Pauses:
             tracemalloc.take_snapshot().dump(str(directory / f"{n}.snap"))
         (directory / f"{n}.done").touch()
         self.reset()
+
+
+def _cycles(garbage: list[Any], types: Counter[str], top: int = 6) -> dict[str, str]:
+    """For each of the ``top`` commonest non-builtin types in the cyclic garbage, one
+    reference cycle through an object of it (the types along the way, attribute-free)."""
+    ids = {id(o): o for o in garbage}
+    builtin = {"tuple", "list", "dict", "set", "frozenset", "cell", "function", "method"}
+    out: dict[str, str] = {}
+    for name, _ in types.most_common():
+        if len(out) >= top:
+            break
+        if name in builtin:
+            continue
+        start = next(o for o in garbage if type(o).__qualname__ == name)
+        parent: dict[int, int] = {id(start): 0}
+        queue, found = deque([start]), None
+        while queue and found is None and len(parent) < 100_000:
+            node = queue.popleft()
+            for ref in gc.get_referents(node):
+                if ref is start:
+                    found = node
+                    break
+                if id(ref) in ids and id(ref) not in parent:
+                    parent[id(ref)] = id(node)
+                    queue.append(ref)
+        if found is None:
+            continue
+        path, at = [], id(found)
+        while at:
+            path.append(type(ids[at]).__qualname__)
+            at = parent[at]
+        out[name] = " -> ".join(reversed(path)) + f" -> {name}"
+    return out
 
 
 def _largest(live: list[Any], top: int = 40) -> dict[str, int]:

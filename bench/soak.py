@@ -140,6 +140,8 @@ async def tracer(
             ]
             garbage = figures.get("garbage_types", {})
             lines += [f"  garbage {name}: {count}" for name, count in list(garbage.items())[:15]]
+            cycles = figures.get("garbage_cycles", {})
+            lines += [f"  a cycle through {name}: {path}" for name, path in cycles.items()]
             grown = (types - first_types).most_common(25)
             lines += [f"  {name}: +{count}" for name, count in grown]
             largest = figures.get("largest", {})
