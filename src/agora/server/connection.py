@@ -290,6 +290,11 @@ class Connection:
             log.exception("%s %s failed (correlation %s)", inv.kind, inv.name, correlation)
             failure = Failure("unexpected", "internal error", False, correlation, inv.name)
             return self._failed(inv, failure)
+        finally:
+            # `raise error` put this frame in the error's traceback: let go of the error, else
+            # the two make a reference cycle per failed call, which `agora serve`'s collector
+            # policy (`agora.server.heap`) would keep frozen until its next thaw.
+            del error
 
     def _failed(self, inv: Invoke, failure: Failure) -> dict[str, Any]:
         """The answer to a call that failed inside the server: in the toolset's vocabulary
