@@ -6,8 +6,15 @@ survived the collection (`agora.server.heap`) and keeps until its thaw, minutes 
 from __future__ import annotations
 
 import gc
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from _counter import Add, Refuse
+
+from agora.runtime.entity import Effects
+
+if TYPE_CHECKING:
+    from agora.runtime.clock import Now
 
 
 async def test_a_refusal_raised_by_call_leaves_no_cycle(runtime, kind):
@@ -30,3 +37,48 @@ async def test_a_refusal_raised_by_call_leaves_no_cycle(runtime, kind):
         gc.enable()
     assert refused == 20
     assert not left & {"ValueError", "Slot", "traceback", "frame"}
+
+
+class Rejected(Exception):
+    """A business refusal raised inside the entity, returned as its reply."""
+
+
+@dataclass
+class Strict:
+    """An entity that refuses every command the way the toolsets do: raise, catch, reply."""
+
+    def handle(self, command: object, now: Now) -> Effects:
+        try:
+            raise Rejected("no")
+        except Rejected as err:
+            return Effects(reply=err)
+
+
+@dataclass
+class StrictKind:
+    kind: str = "strict"
+
+    def load(self, conn: object, key: str, now: Now) -> Strict:
+        return Strict()
+
+
+async def test_a_refusal_raised_and_caught_in_the_entity_leaves_no_cycle(runtime):
+    kind = StrictKind()
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        refused = 0
+        for _ in range(20):
+            try:
+                await runtime.call(kind, "s1", "anything")
+            except Rejected:
+                refused += 1
+        gc.collect()
+        left = {type(o).__qualname__ for o in gc.garbage}
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert refused == 20
+    assert not left & {"Rejected", "Effects", "traceback", "frame"}

@@ -268,6 +268,12 @@ class Handling:
         """
         missed = seen is not None and seen.is_set()
         self.handled += 1
+        if isinstance(effects.reply, BaseException):
+            # A refusal the entity raised and caught: its traceback holds the frames that
+            # hold these effects, a reference cycle that `agora serve`'s collector policy
+            # (`agora.server.heap`) would keep frozen until its next thaw. Raised again for
+            # the caller, it gets a traceback of its own.
+            effects.reply.__traceback__ = None
         if effects.changed:
             self.signal(keys=effects.wakes)
         if effects.updated:
