@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 
 #: Most jobs folded into one transaction; bounds the latency of the first job in a batch.
 MAX_BATCH = 512
+#: SQLite: every this many seconds, between batches, a WAL past `WAL_RESTART_FRAMES` (64 MiB
+#: of 4 KiB pages) is restarted, waiting up to `WAL_RESTART_WAIT_MS` for readers on it.
+WAL_CHECK_SECONDS, WAL_RESTART_FRAMES, WAL_RESTART_WAIT_MS = 1.0, 16_384, 100
 
 
 _PENDING, _TAKEN, _DROPPED = 0, 1, 2
@@ -110,6 +113,8 @@ class Writer:
         self._lock = threading.Lock()
         self._claims = threading.Lock()  # guards every Job.state
         self._stopped = False
+        self._next_wal_check = 0.0
+        self.wal_restarts = 0  # by `_keep_wal_short` (SQLite), the readers keeping it long
         self.batches = 0
         self.jobs = 0
         #: Commands per committed transaction, and how long each transaction took (ms,
@@ -249,6 +254,28 @@ class Writer:
             self.commit_batch(batch)
             if stopping:
                 return
+            if type(self._conn) is sqlite3.Connection:
+                self._keep_wal_short(self._conn)
+
+    def _keep_wal_short(self, conn: sqlite3.Connection) -> None:
+        """Restart the WAL past `WAL_RESTART_FRAMES`: SQLite's own checkpoints never wait, so
+        the WAL grows for as long as a reader is on it whenever a write begins (a steady read
+        load: 3.2 GiB in a 30-minute mixed soak); ``RESTART`` waits a little for readers."""
+        if (now := time.perf_counter()) < self._next_wal_check:
+            return
+        self._next_wal_check = now + WAL_CHECK_SECONDS
+        try:
+            if conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1] < WAL_RESTART_FRAMES:
+                return
+            (wait,) = conn.execute("PRAGMA busy_timeout").fetchone()
+            conn.execute(f"PRAGMA busy_timeout={WAL_RESTART_WAIT_MS}")
+            try:
+                busy = conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()[0]
+            finally:
+                conn.execute(f"PRAGMA busy_timeout={int(wait)}")
+            self.wal_restarts += not busy
+        except sqlite3.Error as exc:  # a full or failed disk: the next batch says so
+            log.warning("could not checkpoint the write-ahead log: %s", exc)
 
     def _run_batch(self, conn: Any, batch: list[Job]) -> list[BaseException | None]:
         """Run ``batch``'s writes inside the open transaction; each job's outcome.
