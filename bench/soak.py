@@ -19,8 +19,12 @@ the whole run, the load of the first soaks).
 To see what grows: ``--types`` runs the server under ``bench/probed_serve.py`` and writes to
 ``--trace-out``, every ``--trace-every`` minutes after warm-up, how many more live objects of
 each type it holds than at the end of warm-up (after a full collection, frozen objects
-included); ``--trace-frames N`` also traces allocations (tracemalloc, N frames: slow, for
-short runs) and adds the allocation sites that grew most.
+included), where the native heap goes (glibc malloc in use, free in its arenas and their
+size; SQLite's memory, each connection's page cache and statements; pymalloc's arenas: a line
+``native`` per probe, also in the report) and what the full collection found in reference
+cycles (by type, with one cycle through each common type: what the server's collector policy
+keeps frozen until its thaw); ``--trace-frames N`` also traces allocations (tracemalloc, N
+frames: slow, for short runs) and adds the allocation sites that grew most.
 
 Usage: ``.venv/bin/python -m bench soak -- --minutes 30 [--sessions 200] [--every 10]`` or
 ``.venv/bin/python bench/soak.py --minutes 30``. Not run by CI.
