@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from agora.toolsets.debate.protocol.judging import Projection
 from agora.toolsets.debate.protocol.state import ProtocolState, hidden_ids
+from agora.toolsets.debate.sql.inlist import in_list
 from agora.toolsets.debate.sql.reads import bindings, topic_from_row
 
 if TYPE_CHECKING:
@@ -228,8 +229,8 @@ def recovery_candidates(
     if topic_ids is not None:
         if not topic_ids:
             return []
-        query += f" AND t.topic_id IN ({', '.join('?' for _ in topic_ids)})"
-        params = tuple(topic_ids)
+        marks, params = in_list(topic_ids)
+        query += f" AND t.topic_id IN ({marks})"
     rows = conn.execute(query + " ORDER BY t.topic_id", params).fetchall()
     out = []
     for r in rows:
@@ -245,11 +246,11 @@ def blind_pending(conn: ReadConn, topic_ids: list[str]) -> dict[str, set[str]]:
     none are left out)."""
     out: dict[str, set[str]] = {}
     for start in range(0, len(topic_ids), 500):
-        chunk = topic_ids[start : start + 500]
+        marks, params = in_list(topic_ids[start : start + 500])
         rows = conn.execute(
             "SELECT topic_id, blind_commits FROM debate_protocol WHERE "
-            f"blind_barrier_state = 'waiting' AND topic_id IN ({', '.join('?' for _ in chunk)})",
-            tuple(chunk),
+            f"blind_barrier_state = 'waiting' AND topic_id IN ({marks})",
+            params,
         ).fetchall()
         for topic_id, commits in rows:
             held = set(json.loads(commits).values())

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agora.toolsets.debate.model import Binding
+from agora.toolsets.debate.sql.inlist import in_list
 
 if TYPE_CHECKING:
     from agora.store.neutral import ReadConn
@@ -19,20 +20,17 @@ _TOPIC_COLUMNS = (
 )
 
 
-def _marks(items: list[str]) -> str:
-    return ",".join("?" * len(items))
-
-
 def queue_topics(conn: ReadConn, states: list[str], topic_ids: list[str] | None) -> list[Any]:
     """Topic rows in ``states`` (and among ``topic_ids`` when given), by topic id."""
     if not states or (topic_ids is not None and not topic_ids):
         return []  # `IN ()` is SQLite's, not standard SQL: PostgreSQL refuses it
-    sql = f"SELECT {_TOPIC_COLUMNS} FROM debate_topics WHERE state IN ({_marks(states)})"
-    params: list[Any] = list(states)
+    marks, params = in_list(states)
+    sql = f"SELECT {_TOPIC_COLUMNS} FROM debate_topics WHERE state IN ({marks})"
     if topic_ids is not None:
-        sql += f" AND topic_id IN ({_marks(topic_ids)})"
-        params.extend(topic_ids)
-    return conn.execute(sql + " ORDER BY topic_id", tuple(params)).fetchall()
+        marks, more = in_list(topic_ids)
+        sql += f" AND topic_id IN ({marks})"
+        params += more
+    return conn.execute(sql + " ORDER BY topic_id", params).fetchall()
 
 
 def bindings_of_topics(conn: ReadConn, topic_ids: list[str]) -> dict[str, list[Binding]]:
@@ -40,11 +38,12 @@ def bindings_of_topics(conn: ReadConn, topic_ids: list[str]) -> dict[str, list[B
     out: dict[str, list[Binding]] = {t: [] for t in topic_ids}
     if not topic_ids:
         return out
+    marks, params = in_list(topic_ids)
     rows = conn.execute(
         "SELECT topic_id, role, generation, session_id, owner, runtime, state, reason, "
         "bound_by_msg_id, bound_by_role, created_at, updated_at, retired_by FROM debate_bindings "
-        f"WHERE topic_id IN ({_marks(topic_ids)}) ORDER BY topic_id, role, generation",
-        tuple(topic_ids),
+        f"WHERE topic_id IN ({marks}) ORDER BY topic_id, role, generation",
+        params,
     ).fetchall()
     for r in rows:
         out[r[0]].append(Binding(*r))
@@ -55,13 +54,14 @@ def open_questions(conn: ReadConn, topic_ids: list[str]) -> dict[str, tuple[int,
     """(open Qs, open H-priority Qs) per topic: Qs with no A reply nor [DEFERRED: reply."""
     if not topic_ids:
         return {}
+    marks, params = in_list(topic_ids)
     rows = conn.execute(
         "SELECT q.topic_id, COUNT(*), SUM(CASE WHEN q.priority = 'H' THEN 1 ELSE 0 END) "
-        f"FROM debate_messages q WHERE q.topic_id IN ({_marks(topic_ids)}) AND q.kind = 'Q' "
+        f"FROM debate_messages q WHERE q.topic_id IN ({marks}) AND q.kind = 'Q' "
         "AND NOT EXISTS (SELECT 1 FROM debate_messages a WHERE a.topic_id = q.topic_id "
         "AND a.reply_to = q.msg_id AND (a.kind = 'A' OR substr(a.body, 1, 10) = '[DEFERRED:')) "
         "GROUP BY q.topic_id",
-        tuple(topic_ids),
+        params,
     ).fetchall()
     return {r[0]: (int(r[1]), int(r[2] or 0)) for r in rows}
 
@@ -70,10 +70,11 @@ def active_claims(conn: ReadConn, topic_ids: list[str]) -> dict[str, int]:
     """Active one-shot DECISION claims per topic."""
     if not topic_ids:
         return {}
+    marks, params = in_list(topic_ids)
     rows = conn.execute(
         "SELECT topic_id, COUNT(*) FROM debate_claims WHERE state = 'active' "
-        f"AND topic_id IN ({_marks(topic_ids)}) GROUP BY topic_id",
-        tuple(topic_ids),
+        f"AND topic_id IN ({marks}) GROUP BY topic_id",
+        params,
     ).fetchall()
     return {r[0]: int(r[1]) for r in rows}
 
@@ -82,11 +83,12 @@ def open_priorities(conn: ReadConn, topic_ids: list[str]) -> dict[str, set[str]]
     """The priorities of messages whose delivery is not done yet, per topic."""
     if not topic_ids:
         return {}
+    marks, params = in_list(topic_ids)
     rows = conn.execute(
         "SELECT DISTINCT d.topic_id, m.priority FROM debate_deliveries d "
         "JOIN debate_messages m ON m.msg_id = d.msg_id "
-        f"WHERE d.state <> 'done' AND d.topic_id IN ({_marks(topic_ids)})",
-        tuple(topic_ids),
+        f"WHERE d.state <> 'done' AND d.topic_id IN ({marks})",
+        params,
     ).fetchall()
     out: dict[str, set[str]] = {}
     for r in rows:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from agora.store.neutral import SQLITE, dialect_of
 from agora.toolsets.debate.model import Binding, Claim, Cursor, MsgMeta, TopicRow
 from agora.toolsets.debate.rules import DEFERRED_PREFIX
+from agora.toolsets.debate.sql.inlist import in_list
 
 if TYPE_CHECKING:
     from agora.store.neutral import ReadConn
@@ -161,10 +162,10 @@ def session_owners(conn: ReadConn, session_ids: list[str]) -> dict[str, str]:
     """The owning principal of each existing session among ``session_ids``."""
     if not session_ids:
         return {}
-    marks = ",".join("?" * len(session_ids))
+    marks, params = in_list(session_ids)
     rows = conn.execute(
         f"SELECT session_id, principal FROM debate_sessions WHERE session_id IN ({marks})",
-        tuple(session_ids),
+        params,
     ).fetchall()
     return {r[0]: r[1] for r in rows}
 
@@ -182,11 +183,11 @@ def bindings_of_sessions(conn: ReadConn, session_ids: list[str]) -> list[Any]:
     """Every binding of the given sessions."""
     if not session_ids:
         return []
-    marks = ",".join("?" * len(session_ids))
+    marks, params = in_list(session_ids)
     return conn.execute(
         "SELECT session_id, topic_id, role, state, generation FROM debate_bindings "
         f"WHERE session_id IN ({marks}) ORDER BY topic_id, role, generation",
-        tuple(session_ids),
+        params,
     ).fetchall()
 
 
@@ -194,10 +195,9 @@ def messages_by_id(conn: ReadConn, msg_ids: list[str]) -> dict[str, Any]:
     """Full message rows by id."""
     if not msg_ids:
         return {}
-    marks = ",".join("?" * len(msg_ids))
+    marks, params = in_list(msg_ids)
     rows = conn.execute(
-        f"SELECT {MESSAGE_COLUMNS} FROM debate_messages WHERE msg_id IN ({marks})",
-        tuple(msg_ids),
+        f"SELECT {MESSAGE_COLUMNS} FROM debate_messages WHERE msg_id IN ({marks})", params
     ).fetchall()
     return {r[0]: r for r in rows}
 
