@@ -34,7 +34,7 @@ from agora.store.guard import BUMP, CREATE, LAST_STAMP, TOUCH, VERSION, guarded_
 from agora.store.guard import kept_changes as kept
 from agora.store.neutral import URI_MARK
 from agora.store.write_turn import WriteTurn
-from agora.store.writer import _DROPPED, _PENDING, Writer, _run_job, _run_together
+from agora.store.writer import _DROPPED, _PENDING, Writer, _run_job, _run_together, complete
 
 if TYPE_CHECKING:
     import sqlite3
@@ -121,20 +121,7 @@ class GuardedWriter(Writer):
         log.warning("%d writes dropped: %s", len(refused), text)
         error = StoreError(f"write not saved: {text}; nothing was saved, retry later")
 
-        def finish() -> None:
-            for job in refused:
-                try:
-                    job.complete(error)
-                except Exception:  # one broken callback must not strand the others
-                    log.exception("could not report a write's outcome")
-
-        if self._deliver is None:
-            finish()
-            return
-        try:
-            self._deliver(finish)
-        except Exception:  # e.g. its Trio run ended: nobody is left to tell
-            log.exception("could not report the outcome of %d writes", len(refused))
+        self._hand_back(lambda: complete((job, error) for job in refused), len(refused))
 
     def _written_stamp(self) -> int | None:
         """The change stamp the last batch wrote, if it bumped anything."""

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from agora.store.stats import BATCH_SIZE, COMMIT_MS, Histogram
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from agora.store.diskfault import DiskDoctor
     from agora.store.neutral import Guard
@@ -344,19 +344,29 @@ class Writer:
             self.reply_ms.add((now - returned) * 1e3)
             if queued:
                 self.latency_ms.add((now - queued) * 1e3)
-            for job, outcome in zip(batch, outcomes, strict=True):
-                try:
-                    job.complete(outcome)
-                except Exception:  # one broken callback must not strand the others
-                    log.exception("could not report a write's outcome")
+            complete(zip(batch, outcomes, strict=True))
 
+        self._hand_back(finish, len(batch))
+
+    def _hand_back(self, finish: Callable[[], None], count: int) -> None:
+        """Run ``finish`` (which tells ``count`` jobs their outcome) in the thread that
+        `deliver` names, or here without one."""
         if self._deliver is None:
             finish()
             return
         try:
             self._deliver(finish)
         except Exception:  # e.g. its Trio run ended: nobody is left to tell
-            log.exception("could not report the outcome of %d writes", len(batch))
+            log.exception("could not report the outcome of %d writes", count)
+
+
+def complete(outcomes: Iterable[tuple[Job, BaseException | None]]) -> None:
+    """Tell each job its outcome; one broken callback must not strand the others."""
+    for job, outcome in outcomes:
+        try:
+            job.complete(outcome)
+        except Exception:
+            log.exception("could not report a write's outcome")
 
 
 class WriterStopped(Exception):
