@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from typing import TYPE_CHECKING
 
+import pytest
 import trio
 from _items import ITEMS, insert
 
 from agora.store import writer as writer_module
 from agora.store.db import open_store
 
-if TYPE_CHECKING:
-    import pytest
+pytestmark = pytest.mark.sqlite_only("the SQLite writer's WAL and its readers")
 
 
 def _read_steadily(path: str, stop: threading.Event) -> None:
