@@ -11,6 +11,7 @@ import pytest
 import trio
 from _items import ITEMS, insert
 
+from agora.store import wal as wal_module
 from agora.store import writer as writer_module
 from agora.store.db import open_store
 
@@ -32,8 +33,8 @@ def _read_steadily(path: str, stop: threading.Event) -> None:
 async def test_the_writer_restarts_a_wal_that_readers_kept_growing(
     tmp_path, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.setattr(writer_module, "WAL_CHECK_SECONDS", 0.0, raising=False)
-    monkeypatch.setattr(writer_module, "WAL_RESTART_FRAMES", 100, raising=False)
+    monkeypatch.setattr(writer_module, "WAL_CHECK_SECONDS", 0.0)
+    monkeypatch.setattr(wal_module, "RESTART_FRAMES", 100)
     path = tmp_path / "wal.db"
     wal = tmp_path / "wal.db-wal"
     async with open_store(path, [ITEMS]) as store:

@@ -21,7 +21,6 @@ one that gave up later (a stalled COMMIT or fsync) cannot know.
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import sqlite3
 import threading
@@ -29,6 +28,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agora.store import wal
 from agora.store.stats import BATCH_SIZE, COMMIT_MS, Histogram
 
 if TYPE_CHECKING:
@@ -44,9 +44,9 @@ log = logging.getLogger(__name__)
 
 #: Most jobs folded into one transaction; bounds the latency of the first job in a batch.
 MAX_BATCH = 512
-#: SQLite: every this many seconds, between batches, a WAL past `WAL_RESTART_FRAMES` (64 MiB
-#: of 4 KiB pages) is restarted, waiting up to `WAL_RESTART_WAIT_MS` for readers on it.
-WAL_CHECK_SECONDS, WAL_RESTART_FRAMES, WAL_RESTART_WAIT_MS = 1.0, 16_384, 100
+#: SQLite: every this many seconds, between batches, the writer checks the WAL's length
+#: (`agora.store.wal.restart_if_long`).
+WAL_CHECK_SECONDS = 1.0
 
 
 _PENDING, _TAKEN, _DROPPED = 0, 1, 2
@@ -259,36 +259,11 @@ class Writer:
                 self._keep_wal_short(self._conn)
 
     def _keep_wal_short(self, conn: sqlite3.Connection) -> None:
-        """Restart the WAL past `WAL_RESTART_FRAMES`: SQLite's own checkpoints never wait, so
-        the WAL grows for as long as a reader is on it whenever a write begins (a steady read
-        load: 3.2 GiB in a 30-minute mixed soak); ``RESTART`` waits a little for readers.
-
-        The WAL's length is read from its file's size, not from a checkpoint: a checkpoint
-        every second would copy pages into the database (and fsync it) behind the queue's
-        back, and leave a shutdown on a full disk nothing to report."""
+        """Once every `WAL_CHECK_SECONDS`, restart the WAL if readers let it grow long."""
         if (now := time.perf_counter()) < self._next_wal_check:
             return
         self._next_wal_check = now + WAL_CHECK_SECONDS
-        try:
-            path = next((r[2] for r in conn.execute("PRAGMA database_list") if r[1] == "main"), "")
-            if not path:
-                return  # in memory: no WAL file
-            (page,) = conn.execute("PRAGMA page_size").fetchone()
-            try:
-                frames = (os.path.getsize(f"{path}-wal") - 32) // (int(page) + 24)
-            except FileNotFoundError:
-                return
-            if frames < WAL_RESTART_FRAMES:
-                return
-            (wait,) = conn.execute("PRAGMA busy_timeout").fetchone()
-            conn.execute(f"PRAGMA busy_timeout={WAL_RESTART_WAIT_MS}")
-            try:
-                busy = conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()[0]
-            finally:
-                conn.execute(f"PRAGMA busy_timeout={int(wait)}")
-            self.wal_restarts += not busy
-        except sqlite3.Error as exc:  # a full or failed disk: the next batch says so
-            log.warning("could not checkpoint the write-ahead log: %s", exc)
+        self.wal_restarts += wal.restart_if_long(conn)
 
     def _run_batch(self, conn: Any, batch: list[Job]) -> list[BaseException | None]:
         """Run ``batch``'s writes inside the open transaction; each job's outcome.
