@@ -19,7 +19,7 @@ from agora.errors import STORE_CAUSES, AgoraError, StoreError
 from agora.store.neutral import Busy, Conflict, Guard
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Sequence
+    from collections.abc import Callable, Collection, Sequence
 
     import trio
 
@@ -117,18 +117,12 @@ class Handling:
     #: The long-polls parked on this actor (`agora.runtime.polls`).
     parked: dict[Parked, None]
 
-    if TYPE_CHECKING:
+    #: `Actor._fold` (`agora.runtime.polls.fold`, which imports this module).
+    _fold: Callable[
+        [Entity, Effects, Slot, list[tuple[Effects, Slot]], list[Parked], dict[Slot, Any]], bool
+    ]
 
-        def _fold(
-            self,
-            entity: Entity,
-            effects: Effects,
-            slot: Slot,
-            done: list[tuple[Effects, Slot]],
-            folded: list[Parked],
-            pending: dict[Slot, Any],
-        ) -> bool:
-            """`Actor._fold`."""
+    if TYPE_CHECKING:
 
         @property
         def change(self) -> trio.Event:
