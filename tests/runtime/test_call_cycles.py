@@ -17,8 +17,9 @@ if TYPE_CHECKING:
     from agora.runtime.clock import Now
 
 
-async def test_a_refusal_raised_by_call_leaves_no_cycle(runtime, kind):
-    await runtime.call(kind, "c1", Add(1))  # loaded: the refusals below run inline
+async def refusals_and_garbage(refuse, error: type[Exception]) -> tuple[int, set[str]]:
+    """Run `refuse` 20 times with the collector paused and saving what it finds: how many
+    raised `error`, and the types of the objects that only a reference cycle kept alive."""
     gc.collect()
     gc.disable()
     gc.set_debug(gc.DEBUG_SAVEALL)
@@ -26,15 +27,22 @@ async def test_a_refusal_raised_by_call_leaves_no_cycle(runtime, kind):
         refused = 0
         for _ in range(20):
             try:
-                await runtime.call(kind, "c1", Refuse())
-            except ValueError:  # not bound: the test's frame keeps no reference to it
+                await refuse()
+            except error:  # not bound: the test's frame keeps no reference to it
                 refused += 1
         gc.collect()
-        left = {type(o).__qualname__ for o in gc.garbage}
+        return refused, {type(o).__qualname__ for o in gc.garbage}
     finally:
         gc.set_debug(0)
         gc.garbage.clear()
         gc.enable()
+
+
+async def test_a_refusal_raised_by_call_leaves_no_cycle(runtime, kind):
+    await runtime.call(kind, "c1", Add(1))  # loaded: the refusals below run inline
+    refused, left = await refusals_and_garbage(
+        lambda: runtime.call(kind, "c1", Refuse()), ValueError
+    )
     assert refused == 20
     assert not left & {"ValueError", "Slot", "traceback", "frame"}
 
@@ -64,21 +72,8 @@ class StrictKind:
 
 async def test_a_refusal_raised_and_caught_in_the_entity_leaves_no_cycle(runtime):
     kind = StrictKind()
-    gc.collect()
-    gc.disable()
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    try:
-        refused = 0
-        for _ in range(20):
-            try:
-                await runtime.call(kind, "s1", "anything")
-            except Rejected:
-                refused += 1
-        gc.collect()
-        left = {type(o).__qualname__ for o in gc.garbage}
-    finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
-        gc.enable()
+    refused, left = await refusals_and_garbage(
+        lambda: runtime.call(kind, "s1", "anything"), Rejected
+    )
     assert refused == 20
     assert not left & {"Rejected", "Effects", "traceback", "frame"}

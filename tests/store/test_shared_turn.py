@@ -139,70 +139,66 @@ def free(path: Path) -> bool:
     return True
 
 
-async def test_a_turn_that_comes_after_its_taker_gave_up_is_given_back(tmp_path):
+@pytest.fixture
+def turns(tmp_path):
+    """The path of a write turn's lock file, and a `WriteTurn` on it (closed after the test)."""
     path = tmp_path / "turns"
     turn = WriteTurn(str(path))
-    try:
-        async with turn_held(path, ""):
-            with trio.fail_after(TIMEOUT):
-                deadline = time.perf_counter() + DEADLINE
-                assert not await trio.to_thread.run_sync(turn.take, deadline)
-            assert (turn.contended, turn.missed) == (1, 1)
-        # The holder let go: the helper's flock got the turn for nobody, and gave it back.
+    yield path, turn
+    turn.close()
+
+
+async def taker_waiting(nursery: trio.Nursery, turn: WriteTurn, got: list[bool]) -> None:
+    """Start a thread taking ``turn`` (deadline a minute away) that appends what it got to
+    ``got``; return once it waits for a holder to let go."""
+
+    async def take() -> None:
+        got.append(await trio.to_thread.run_sync(turn.take, time.perf_counter() + 60))
+
+    nursery.start_soon(take)
+    while not turn.contended:  # noqa: ASYNC110 - the taker thread's state
+        await trio.sleep(0.005)
+
+
+async def test_a_turn_that_comes_after_its_taker_gave_up_is_given_back(turns):
+    path, turn = turns
+    async with turn_held(path, ""):
         with trio.fail_after(TIMEOUT):
-            while not free(path):  # noqa: ASYNC110 - the helper thread's flock, polled
-                await trio.sleep(0.005)
-            assert await trio.to_thread.run_sync(turn.take, time.perf_counter() + DEADLINE)
-        assert turn.contended == 1  # taken without waiting
-        assert not free(path)
-        turn.give()
-        assert free(path)
-    finally:
-        turn.close()
+            deadline = time.perf_counter() + DEADLINE
+            assert not await trio.to_thread.run_sync(turn.take, deadline)
+        assert (turn.contended, turn.missed) == (1, 1)
+    # The holder let go: the helper's flock got the turn for nobody, and gave it back.
+    with trio.fail_after(TIMEOUT):
+        while not free(path):  # noqa: ASYNC110 - the helper thread's flock, polled
+            await trio.sleep(0.005)
+        assert await trio.to_thread.run_sync(turn.take, time.perf_counter() + DEADLINE)
+    assert turn.contended == 1  # taken without waiting
+    assert not free(path)
+    turn.give()
+    assert free(path)
 
 
-async def test_a_waiting_taker_gets_the_turn_the_moment_it_is_free(tmp_path):
-    path = tmp_path / "turns"
-    turn = WriteTurn(str(path))
-    try:
+async def test_a_waiting_taker_gets_the_turn_the_moment_it_is_free(turns):
+    path, turn = turns
+    got: list[bool] = []
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery, turn_held(path, "") as holder:
+            await taker_waiting(nursery, turn, got)
+            assert holder.stdin is not None
+            await holder.stdin.aclose()  # the holder lets go and ends
+        assert got == [True]  # long before its deadline: handed over by the helper
+    assert not free(path)
+    turn.give()
+    assert free(path)
+
+
+async def test_stop_ends_a_wait_for_the_turn(turns):
+    path, turn = turns
+    got: list[bool] = []
+    async with turn_held(path, ""):
         with trio.fail_after(TIMEOUT):
-            async with trio.open_nursery() as nursery, turn_held(path, "") as holder:
-                got: list[bool] = []
-
-                async def take() -> None:
-                    got.append(await trio.to_thread.run_sync(turn.take, time.perf_counter() + 60))
-
-                nursery.start_soon(take)
-                while not turn.contended:  # noqa: ASYNC110 - the taker thread's state
-                    await trio.sleep(0.005)
-                assert holder.stdin is not None
-                await holder.stdin.aclose()  # the holder lets go and ends
-            assert got == [True]  # long before its deadline: handed over by the helper
-        assert not free(path)
-        turn.give()
-        assert free(path)
-    finally:
-        turn.close()
-
-
-async def test_stop_ends_a_wait_for_the_turn(tmp_path):
-    path = tmp_path / "turns"
-    turn = WriteTurn(str(path))
-    try:
-        async with turn_held(path, ""):
-            with trio.fail_after(TIMEOUT):
-                async with trio.open_nursery() as nursery:
-                    got: list[bool] = []
-
-                    async def take() -> None:
-                        deadline = time.perf_counter() + 60
-                        got.append(await trio.to_thread.run_sync(turn.take, deadline))
-
-                    nursery.start_soon(take)
-                    while not turn.contended:  # noqa: ASYNC110 - the taker thread's state
-                        await trio.sleep(0.005)
-                    turn.stop()
-            assert got == [False]
-            assert not await trio.to_thread.run_sync(turn.take, time.perf_counter() + 60)
-    finally:
-        turn.close()
+            async with trio.open_nursery() as nursery:
+                await taker_waiting(nursery, turn, got)
+                turn.stop()
+        assert got == [False]
+        assert not await trio.to_thread.run_sync(turn.take, time.perf_counter() + 60)
