@@ -2,9 +2,12 @@
 
 Runs against ``agora serve --toolsets debate`` started here on a free 127.0.0.1 port with a
 fresh SQLite file (``synchronous=FULL``: every acknowledged post is fsync'd before its reply)
-and one configured principal; every agent connects over WebSocket with its bearer token
-(`wsload.LeanClient`: raw frames, so the load generator costs less CPU than the server it
-shares the machine with).
+and one configured principal; every agent connects over WebSocket with its bearer token.
+The load generator shares the 2 cores with the server, so it must not be the bottleneck:
+its agents speak through `debate_wire.WireClient` (raw frames on the non-blocking socket
+itself, pre-encoded requests, replies decoded only as far as an agent reads them) and run
+with the collector off (what they allocate dies by reference counting); the client's CPU
+per post is printed beside the server's.
 
 (load) ``--topics`` topics x ``--roles`` role sessions; each role is one agent that posts
     addressed messages to the next role (``debate_post_with_recipients``) and drains its
@@ -50,14 +53,14 @@ import gc
 import random
 import tempfile
 import time
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import debate_agent
 import trio
 from debate_agent import Seat, writer_split
-from debate_store import TOKEN, run_search, tool, write_config
+from debate_store import TOKEN, run_search, write_config
+from debate_wire import wire_connect
 from measure import (
     commit_split,
     cpu_window,
@@ -68,11 +71,10 @@ from measure import (
     summary,
 )
 from serve import agora_serve
-from wsload import lean_connect
 
 if TYPE_CHECKING:
+    from debate_wire import WireClient
     from serve import Server
-    from wsload import LeanClient
 
 WARMUP = 2.0
 
@@ -94,22 +96,22 @@ class Stats:
 
 async def setup_topic(url: str, roles: int) -> list[Seat]:
     """One ACTIVE topic; (topic_id, role, session_id) per role."""
-    async with lean_connect(url, TOKEN) as client:
-        return await debate_agent.setup_topic(partial(tool, client), roles, "load")
+    async with wire_connect(url, TOKEN) as client:
+        return await debate_agent.setup_topic(client.tool, roles, "load")
 
 
-async def post(client: LeanClient, seat: Seat, to: str, stats: Stats) -> None:
+async def post(client: WireClient, seat: Seat, to: str, stats: Stats) -> None:
     """One addressed post; its body is the time it was sent (for the delivery latency)."""
     sent = time.perf_counter()
-    await debate_agent.post(partial(tool, client), seat, to, f"{sent:.9f}")
+    await debate_agent.post(client.tool, seat, to, f"{sent:.9f}")
     if stats.counting:
         stats.posts += 1
         stats.post_rtt.append(time.perf_counter() - sent)
 
 
-async def drain(client: LeanClient, seat: Seat, stats: Stats, wait_ms: int = 1000) -> None:
+async def drain(client: WireClient, seat: Seat, stats: Stats, wait_ms: int = 1000) -> None:
     """One ``debate_signal_wait``, then ``debate_signal_advance`` past what it returned."""
-    call = partial(tool, client)
+    call = client.tool
     parked = time.perf_counter()
     inbox = await debate_agent.wait(call, seat, wait_ms)
     back, back_wall = time.perf_counter(), time.time()
@@ -132,7 +134,7 @@ async def drain(client: LeanClient, seat: Seat, stats: Stats, wait_ms: int = 100
 async def closed_agent(
     url: str, seat: Seat, to: str, stats: Stats, deadline: float, go: trio.Event
 ) -> None:
-    async with lean_connect(url, TOKEN) as client:
+    async with wire_connect(url, TOKEN) as client:
         await go.wait()
         while time.perf_counter() < deadline:
             await post(client, seat, to, stats)
@@ -148,7 +150,7 @@ async def open_poster(
     go: trio.Event,
     interval: float,
 ) -> None:
-    async with lean_connect(url, TOKEN) as client:
+    async with wire_connect(url, TOKEN) as client:
         await go.wait()
         due = time.perf_counter() + random.uniform(0, interval)
         while due < deadline:
@@ -164,7 +166,7 @@ async def open_poster(
 async def open_receiver(
     url: str, seat: Seat, stats: Stats, deadline: float, go: trio.Event
 ) -> None:
-    async with lean_connect(url, TOKEN) as client:
+    async with wire_connect(url, TOKEN) as client:
         await go.wait()
         # A long wait (a timed-out wait costs a look and a recorded check): the run's end
         # cuts it short instead.
