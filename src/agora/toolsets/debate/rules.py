@@ -65,7 +65,7 @@ def reject(code: str, message: str, **details: Any) -> DebateError:
 
 def stamp(moment: dt.datetime) -> str:
     """Fixed-width UTC text with microseconds: sorts as text in time order."""
-    if moment.utcoffset() != _NO_OFFSET:
+    if moment.tzinfo is not dt.UTC and moment.utcoffset() != _NO_OFFSET:
         moment = moment.astimezone(dt.UTC)
     # isoformat is C and always fixed-width here: twice as fast as strftime on every post.
     return moment.isoformat(timespec="microseconds")[:26] + "Z"

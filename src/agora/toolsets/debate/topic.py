@@ -67,7 +67,10 @@ class Topic:
 
     def active(self, role: str) -> Binding | None:
         """The role's active binding, if any."""
-        return next((b for b in reversed(self.role_bindings(role)) if b.state == "active"), None)
+        for b in reversed(self.data.bindings.get(role, ())):  # a loop: no generator per call
+            if b.state == "active":
+                return b
+        return None
 
     def live_sessions(self) -> set[str]:
         """Sessions holding an active binding in this topic."""
@@ -155,9 +158,12 @@ class Topic:
     def consumed(self, msg_id: str) -> None:
         """Forget the rendered body of a message no recipient still has to consume."""
         data = self.data
-        meta = data.messages[msg_id]
-        if not any(msg_id in data.deliveries.get(key, {}) for key in meta.recipients):
-            data.bodies.pop(msg_id, None)
+        deliveries = data.deliveries
+        for key in data.messages[msg_id].recipients:
+            marks = deliveries.get(key)
+            if marks is not None and msg_id in marks:
+                return
+        data.bodies.pop(msg_id, None)
 
     def set_cursor(self, writes: list[Write], role: str, session_id: str, cursor: Cursor) -> None:
         """Store the (role, session) signal cursor."""

@@ -184,7 +184,7 @@ def advance_cursor(topic: Topic, cmd: AdvanceCursor, now: Now) -> Effects:
         raise reject("unknown_msg_id", "last_processed_msg_id names no message of this topic")
     mine = keys(cmd.role, parent.session_id)
     protocol.check_advance(topic, cmd.caller, cmd.role, mine, target)
-    if not any(key in target.recipients for key in mine):
+    if mine[0] not in target.recipients and mine[1] not in target.recipients:
         raise reject(
             "target_not_addressed",
             "the message is not addressed to this role or "
@@ -207,7 +207,8 @@ def advance_cursor(topic: Topic, cmd: AdvanceCursor, now: Now) -> Effects:
         # Open markers are kept in (ts, msg_id) order: stop at the first past the target.
         upto = []
         for msg_id in marks:
-            if data.messages[msg_id].cursor > target.cursor:
+            meta = data.messages[msg_id]
+            if meta.ts > target.ts or (meta.ts == target.ts and meta.msg_id > target.msg_id):
                 break
             upto.append(msg_id)
         for msg_id in upto:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.commands.cursors import AdvanceCursor, CheckInbox, Inbox
 from agora.toolsets.debate.handlers.common import caller, checked, opt, run
@@ -24,7 +22,7 @@ if TYPE_CHECKING:
 WAIT_DEFAULT_MS = 55_000
 
 
-def _check(call: ToolCall, *, persist: bool) -> CheckInbox:
+def _check(call: ToolCall, *, persist: bool, only_if_found: bool = False) -> CheckInbox:
     args = call.args
     since_ts = opt(call, "since_ts")
     if since_ts is not None:
@@ -39,6 +37,7 @@ def _check(call: ToolCall, *, persist: bool) -> CheckInbox:
         opt(call, "since_msg_id"),
         since_ts,
         persist,
+        only_if_found,
     )
 
 
@@ -89,7 +88,7 @@ async def _wait_one(call: ToolCall, topic_id: str, timeout: float) -> dict[str, 
     """`debate_signal_wait` on one topic: each look that finds something records the check
     in the same turn (one command, not a look and then a check); only a wait that times
     out empty records its check afterwards."""
-    look = msgspec.structs.replace(_check(call, persist=True), only_if_found=True)
+    look = _check(call, persist=True, only_if_found=True)
     try:
         inbox: Inbox = await call.runtime.poll(
             KIND,
