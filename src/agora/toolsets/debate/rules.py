@@ -67,8 +67,10 @@ def stamp(moment: dt.datetime) -> str:
     """Fixed-width UTC text with microseconds: sorts as text in time order."""
     if moment.tzinfo is not dt.UTC and moment.utcoffset() != _NO_OFFSET:
         moment = moment.astimezone(dt.UTC)
-    # isoformat is C and always fixed-width here: twice as fast as strftime on every post.
-    return moment.isoformat(timespec="microseconds")[:26] + "Z"
+    # isoformat is C: twice as fast as strftime on every post, and faster still without
+    # its timespec keyword (it then leaves out a zero microsecond: put it back).
+    text = moment.isoformat()
+    return text[:26] + "Z" if moment.microsecond else text[:19] + ".000000Z"
 
 
 _NO_OFFSET: Final = dt.timedelta(0)

@@ -7,7 +7,6 @@ anything that consults ownership, then send one command to the topic's actor. A
 
 from __future__ import annotations
 
-import functools
 import os
 import random
 import time
@@ -26,13 +25,21 @@ if TYPE_CHECKING:
 
 def caller(call: ToolCall) -> Caller:
     """The debate view of the call's principal."""
-    return _caller(call.principal)
+    principal = call.principal
+    # Principals are few and immutable (from the config) and every call asks: the last
+    # view made of each name is reused while the principal is the very same object (an
+    # identity check, where a cache keyed by the principal hashed its fields every call).
+    known = _CALLERS.get(principal.name)
+    if known is not None and known[0] is principal:
+        return known[1]
+    view = Caller.of(principal)
+    if len(_CALLERS) >= 1024:
+        _CALLERS.clear()
+    _CALLERS[principal.name] = (principal, view)
+    return view
 
 
-@functools.lru_cache(maxsize=1024)
-def _caller(principal: Principal) -> Caller:
-    # Principals are few and immutable (from the config); every call asks.
-    return Caller.of(principal)
+_CALLERS: dict[str, tuple[Principal, Caller]] = {}
 
 
 def new_msg_id() -> str:
