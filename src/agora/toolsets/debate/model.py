@@ -56,9 +56,12 @@ class Binding:
     retired_by: str | None = None
 
 
-@dataclass(slots=True, frozen=True)
+# Never changed once made, but not ``frozen``: a frozen dataclass's __init__ sets each field
+# through object.__setattr__, about five times the cost of a plain one, and every post makes
+# one (a topic load one per message). ``unsafe_hash`` keeps it hashable as it was.
+@dataclass(slots=True, unsafe_hash=True)
 class MsgMeta:
-    """What the topic keeps of one message."""
+    """What the topic keeps of one message (treated as immutable)."""
 
     msg_id: str
     ts: str

@@ -60,9 +60,10 @@ class AdvanceCursor(msgspec.Struct, frozen=True, tag=True):
     target: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass is slow to make, one per look
 class Inbox:
-    """A check's outcome: the messages (as index entries) and the page facts."""
+    """A check's outcome: the messages (as index entries) and the page facts (never
+    changed once made)."""
 
     pending: tuple[MsgMeta, ...]
     truncated: bool
