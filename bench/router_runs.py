@@ -16,14 +16,11 @@ after the other with all agents at once, so each figure is measured alone:
 
 The closed-loop phases give the maximum throughput; with every agent waiting for its
 reply before the next call, latency there is just ``runs / throughput``. ``--rate N`` adds an
-open-loop phase: ``N`` mutations/s offered in total, spread evenly over the runs (agent ``n``
-starts at ``n / N`` s, then sends one mutation every ``runs / N`` s), each agent working
-``--rounds`` fresh workflow runs (plan -> next -> event -> gate per phase). Each mutation's
-latency is measured from its *scheduled* send time, so a late reply that delays the agent's
-next send counts against that send too (no coordinated omission); the service time (from
-the actual send) is printed beside it, and so is the client's own send lag (how late an agent
-woke for a send it was ready for: when that grows the load generator, not the server, is
-the bottleneck). ``--no-closed`` runs only the open-loop phase.
+open-loop phase (`router_open`): ``N`` mutations/s offered in total on a fixed schedule, each
+agent working ``--rounds`` fresh workflow runs, latency measured from each mutation's
+*scheduled* send (no coordinated omission), service time and the client's own send lag
+beside it. ``--no-closed`` runs only the open-loop phase. The agents' calls and the figures
+of a phase are in `router_flow`.
 
 Server CPU seconds per phase are printed (all threads, and the main thread alone: the event
 loop that parses, handles and replies), the client's too, and the writer's group commit over the
@@ -48,299 +45,22 @@ Usage: ``.venv/bin/python bench/router_runs.py [--runs 1000] [--replays 10] [--r
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import sqlite3
 import tempfile
-import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import trio
-from measure import (
-    Cpu,
-    bound,
-    commit_split,
-    cpu_window,
-    healthz,
-    latency_text,
-    percentile,
-    raise_fd_limit,
-    rate_text,
-)
+from measure import latency_text, raise_fd_limit
+from router_flow import Agent, Phase, closed, plan, replay, timed, work
+from router_open import OpenLoop, open_loop
 from serve import agora_serve
-from stalls import ClientCollections, attribute, garbage_line
-from wsload import LeanClient, lean_connect
+from stalls import ClientCollections, garbage_line
+from wsload import lean_connect
 
 from agora.server.heap import HeapKeeper
-from agora.store.stats import window
-from agora.toolsets.router.progress import evidence_digest
-
-OBJECTIVE = "1. design the cache\n2. implement it\n3. test it"
-CHECKS = {"plan": "plan-ready", "implement": "implementation-done", "verify": "verification-passed"}
-
-
-@dataclass
-class Agent:
-    """One agent's run and what it last sent."""
-
-    n: int
-    client: LeanClient
-    run_id: str = ""
-    version: int = 0
-    last_gate: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def context(self) -> dict[str, str]:
-        return {
-            "session_id": f"bench-{self.n}",
-            "actor": "bench",
-            "runtime_policy_snapshot_id": "p",
-        }
-
-    async def call(
-        self,
-        tool: str,
-        args: dict[str, Any],
-        samples: list[float],
-        due: float | None = None,
-        service: list[float] | None = None,
-    ) -> dict[str, Any]:
-        """Call ``tool``; its latency goes to ``samples``, from ``due`` (a `trio.current_time`
-        schedule) when given, the time from the actual send to ``service``."""
-        start = trio.current_time()
-        result = await self.client.call_tool(tool, {"context": self.context, **args})
-        end = trio.current_time()
-        samples.append(end - (start if due is None else due))
-        if service is not None:
-            service.append(end - start)
-        if result.get("isError"):
-            raise RuntimeError(f"{tool}: {result.get('structuredContent')}")
-        body: dict[str, Any] = result["structuredContent"]
-        return body
-
-
-@dataclass
-class Phase:
-    """Wall time, calls and CPU of one phase."""
-
-    name: str
-    seconds: float = 0.0
-    calls: int = 0
-    cpu: Cpu = field(default_factory=Cpu)
-    latencies: list[float] = field(default_factory=list)
-    #: The writer's ``batch_size`` and ``commit_ms`` histograms over the phase (``/healthz``).
-    batches: dict[str, Any] = field(default_factory=dict)
-    commits: dict[str, Any] = field(default_factory=dict)
-    #: Where each commit's latency went over the phase (`measure.commit_split`).
-    split: str = ""
-    #: The database's write-ahead log and main file at the phase's end (bytes).
-    wal: int = 0
-    size: int = 0
-
-    def group_commit(self) -> str:
-        """Commits, commands and batch sizes of the writer during the phase."""
-        counts, le = self.batches.get("counts", []), self.batches.get("le", [])
-        commits = sum(counts)
-        if not commits:
-            return f"{self.name}: no commits"
-        commands = self.batches["sum"]
-        reached = [i for i, c in enumerate(counts) if c]
-        top = reached[-1]
-        largest = f"<= {le[top]}" if top < len(le) else f"> {le[-1]}"
-        return (
-            f"{self.name} group commit: {commands:,.0f} commands in {commits:,} commits "
-            f"(mean {commands / commits:.1f} per commit, largest batch {largest}); "
-            f"BEGIN to COMMIT mean {self.commits['sum'] / commits:.1f} ms, "
-            f"p99 <= {bound(self.commits, 0.99)} ms; at its end the WAL holds "
-            f"{self.wal / 2**20:.1f} MiB, the database {self.size / 2**20:.1f} MiB"
-            f"\n  {self.name} {self.split}"
-        )
-
-    def report(self, unit: str) -> str:
-        lat = f"; latency {latency_text(self.latencies)}" if self.latencies else ""
-        return f"{self.name}: {rate_text(self.calls, self.seconds, unit)}{lat}; " + self.cpu.per(
-            self.calls
-        )
-
-
-async def timed(phase: Phase, server: Any, agents: list[Agent], step: Any) -> None:
-    before = await writer_stats(server.port)
-    t0 = time.perf_counter()
-    with cpu_window(server.pid) as phase.cpu:
-        async with trio.open_nursery() as nursery:
-            for agent in agents:
-                nursery.start_soon(step, agent)
-    phase.seconds = time.perf_counter() - t0
-    after = await writer_stats(server.port)
-    phase.batches = window(after["batch_size"], before["batch_size"])
-    phase.commits = window(after["commit_ms"], before["commit_ms"])
-    phase.split = commit_split(before, after)
-    phase.wal, phase.size = _sizes(server.db)
-
-
-def _sizes(db: Path) -> tuple[int, int]:
-    """The bytes of ``db``'s write-ahead log and of its main file."""
-    wal = db.with_name(db.name + "-wal")
-    return (wal.stat().st_size if wal.exists() else 0), db.stat().st_size
-
-
-async def writer_stats(port: int) -> dict[str, Any]:
-    """The writer's histograms so far (``batch_size``, ``commit_ms``), from ``/healthz``."""
-    store: dict[str, Any] = (await healthz(port))["store"]
-    return store
-
-
-#: Sends one mutation (tool, arguments, where its latency goes) and returns its reply body.
-Send = Callable[[str, dict[str, Any], list[float]], Awaitable[dict[str, Any]]]
-
-
-def closed(agent: Agent, phase: Phase) -> Send:
-    """Send each mutation as soon as the previous reply is in (the closed loop)."""
-
-    async def send(tool: str, args: dict[str, Any], samples: list[float]) -> dict[str, Any]:
-        body = await agent.call(tool, args, samples)
-        phase.calls += 1
-        return body
-
-    return send
-
-
-async def plan(
-    agent: Agent, send: Send, samples: list[float], key: str, tag: str
-) -> dict[str, str]:
-    """Plan a fresh workflow run (idempotency key ``key``); return its ``workflow_run_id``."""
-    body = await send("plan_work", {
-        "expected_state_version": 0, "idempotency_key": key, "correlation_id": f"{tag}{agent.n}",
-        "objective": OBJECTIVE, "goal_binding_id": None, "requested_work_mode": None,
-        "explicit_skill_ids": [], "explicit_semantics": None,
-    }, samples)  # fmt: skip
-    agent.run_id, agent.version = body["workflow_run_id"], 1
-    return {"workflow_run_id": agent.run_id}
-
-
-async def work(
-    agent: Agent, send: Send, samples: list[float], reads: list[float], tag: str
-) -> None:
-    """Work the agent's planned run to its last gate: get_next_work (timed into ``reads``),
-    then record_work_event and evaluate_gate (sent by ``send``) for every phase."""
-    run = {"workflow_run_id": agent.run_id}
-    while (nxt := await agent.call("get_next_work", run, reads))["work_item"]:
-        p = nxt["work_item"]["phase_id"]
-        event = await send("record_work_event", {
-            **run, "phase_id": p, "observation": {"check_id": CHECKS[p], "outcome": "passed"},
-            "activation_receipt_ref": None, "expected_state_version": agent.version,
-            "idempotency_key": f"event-{p}", "correlation_id": f"{tag}e{agent.n}",
-        }, samples)  # fmt: skip
-        refs = event["event_ids"]
-        agent.last_gate = {
-            **run, "phase_id": p, "evidence_refs": refs,
-            "expected_evidence_digest": evidence_digest(refs), "expected_plan_revision": 1,
-            "expected_state_version": event["resulting_state_version"],
-            "idempotency_key": f"gate-{p}", "correlation_id": f"{tag}g{agent.n}",
-        }  # fmt: skip
-        gate = await send("evaluate_gate", agent.last_gate, samples)
-        assert gate["passed"], gate
-        agent.version = gate["resulting_state_version"]
-
-
-@dataclass
-class OpenLoop:
-    """The open-loop phase: a fixed schedule of sends, and what each kind of call took."""
-
-    rate: float
-    interval: float
-    rounds: int
-    plans: list[float] = field(default_factory=list)
-    steps: list[float] = field(default_factory=list)
-    service: list[float] = field(default_factory=list)
-    reads: list[float] = field(default_factory=list)
-    #: How late the client woke for each send it was ready for (its own scheduling lag).
-    lags: list[float] = field(default_factory=list)
-    #: Each mutation's (scheduled send, reply) on ``time.perf_counter`` and its tool, with
-    #: ``--stalls``: to match the slowest with the server's stalls.
-    spans: list[tuple[float, float, str]] = field(default_factory=list)
-    stalls: bool = False
-
-    def report(self, phase: Phase) -> str:
-        every = self.plans + self.steps
-        ms = {
-            name: " / ".join(f"{percentile(xs, q) * 1000:.1f}" for q in (0.5, 0.99, 1.0))
-            for name, xs in (
-                ("all", every),
-                ("plans", self.plans),
-                ("steps", self.steps),
-                ("service", self.service),
-                ("reads", self.reads),
-                ("lags", self.lags),
-            )
-        }
-        return (
-            f"open loop: {self.rate:,.0f} mutations/s offered ({self.interval * 1000:.0f} ms "
-            f"between one run's mutations, {self.rounds} workflow runs per agent); "
-            f"{phase.calls} mutations in {phase.seconds:.2f} s = "
-            f"{phase.calls / phase.seconds:,.0f}/s achieved; latency from the scheduled send "
-            f"p50 / p99 / max ms: all {ms['all']}, plans {ms['plans']}, events + gates "
-            f"{ms['steps']}; service time (from the actual send) {ms['service']}; "
-            f"get_next_work reads {ms['reads']}; client send lag {ms['lags']}\n"
-            f"open loop: {phase.cpu.per(phase.calls, 'mutation, reads included')}"
-        )
-
-
-async def paced(agent: Agent, phase: Phase, loop: OpenLoop, start: float) -> None:
-    """Work ``loop.rounds`` workflow runs, each mutation sent at its scheduled time."""
-    schedule = (start + k * loop.interval for k in range(1 << 30))
-
-    async def send(tool: str, args: dict[str, Any], samples: list[float]) -> dict[str, Any]:
-        due = next(schedule)
-        ready = trio.current_time()
-        await trio.sleep_until(due)
-        # The client's own lag: how late this task woke for a send it was ready for in time
-        # (a late reply that delays the send is counted in the latency, not here).
-        loop.lags.append(max(0.0, trio.current_time() - max(due, ready)))
-        body = await agent.call(tool, args, samples, due, loop.service)
-        if loop.stalls:
-            end = time.perf_counter()
-            loop.spans.append((end - samples[-1], end, tool))
-        phase.calls += 1
-        return body
-
-    for r in range(loop.rounds):
-        await plan(agent, send, loop.plans, f"open-plan-{r}", "op")
-        await work(agent, send, loop.steps, loop.reads, "o")
-
-
-async def open_loop(
-    server: Any,
-    agents: list[Agent],
-    phase: Phase,
-    loop: OpenLoop,
-    mine: ClientCollections,
-    probe: Path | None,
-) -> str:
-    """Run the open-loop phase; with ``probe`` (``--stalls``), return the report of the
-    stalls its slowest mutations went through (`stalls.attribute`), else ''."""
-    if probe is not None:
-        await server.probe()  # only the open loop's stalls from here
-        gc.callbacks.append(mine)
-    t0 = trio.current_time() + 0.1
-    await timed(phase, server, agents,
-                lambda a: paced(a, phase, loop, t0 + a.n / loop.rate))  # fmt: skip
-    if probe is None:
-        return ""
-    gc.callbacks.remove(mine)
-    return attribute(loop.spans, (await server.probe())[0], mine)
-
-
-async def replay(agent: Agent, phase: Phase, times: int) -> None:
-    for _ in range(times):
-        body = await agent.call("evaluate_gate", agent.last_gate, phase.latencies)
-        assert body["replayed"] is True
-        assert body["resulting_state_version"] == agent.version
-        phase.calls += 1
 
 
 def db_counts(db: Path) -> tuple[int, int, int, int]:
