@@ -13,9 +13,10 @@ what a full collection of the whole heap, frozen part included, found unreachabl
 ``<n>.snap`` (the tracemalloc snapshot, when tracing) and then ``<n>.done``, so the bench
 knows both are whole. Tracing costs CPU and about doubles RSS: its figures are for comparing
 allocation sites, not RSS. With ``BENCH_STALLS_MS`` set it also records the main thread's
-stalls (`_Timeline`, read by ``bench/stalls.py``). With ``BENCH_OLD_GC`` set, the server
-keeps the collector policy it had before `agora.server.heap` (thresholds 50000/20/10,
-nothing frozen after start-up).
+and the writer thread's stalls (`probe_stalls`, read by ``bench/stalls.py``; with
+``BENCH_CHECKPOINTER`` too, checkpoints move out of the writer's COMMITs: an A/B). With
+``BENCH_OLD_GC`` set, the server keeps the collector policy it had before
+`agora.server.heap` (thresholds 50000/20/10, nothing frozen after start-up).
 
 Every probe also says where the native heap goes (``native``, and ``native_collected`` after
 the full collection when one was asked for): glibc malloc's bytes in use, free inside its
@@ -45,8 +46,6 @@ import tracemalloc
 from collections import Counter, deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import trio
 
 if TYPE_CHECKING:
     from types import FrameType
@@ -188,72 +187,17 @@ def _largest(live: list[Any], top: int = 40) -> dict[str, int]:
     return out
 
 
-class _Timeline(trio.abc.Instrument):
-    """With ``BENCH_STALLS_MS`` set: when the event loop or the collector held the main thread
-    for longer than that many ms, on ``time.perf_counter`` (CLOCK_MONOTONIC, the same clock in
-    the bench process): every task step that long (with its task's name), every run of the
-    scheduler between two I/O waits that long (how many steps, the 3 costliest tasks, and the
-    thread's CPU time: a run far longer than its CPU was preempted), and every collection of
-    the cyclic collector that long (with its CPU time); kept in memory, dumped by SIGUSR1."""
-
-    def __init__(self, threshold_ms: float) -> None:
-        self.threshold = threshold_ms / 1000
-        self.steps: list[tuple[float, float, str]] = []
-        self.batches: list[tuple[float, float, int, list[tuple[str, float]], float]] = []
-        self.collections: list[tuple[float, float, int, float]] = []
-        self._step = self._batch = self._gc = self._batch_cpu = self._gc_cpu = 0.0
-        self._count = 0
-        self._costs: Counter[str] = Counter()
-
-    def after_io_wait(self, timeout: float) -> None:
-        self._batch = time.perf_counter()
-        self._batch_cpu = time.thread_time()
-        self._count = 0
-        self._costs.clear()
-
-    def before_io_wait(self, timeout: float) -> None:
-        took = time.perf_counter() - self._batch
-        if took >= self.threshold:
-            top = [(name, round(t * 1000, 2)) for name, t in self._costs.most_common(3)]
-            cpu = time.thread_time() - self._batch_cpu
-            self.batches.append((self._batch, took, self._count, top, cpu))
-
-    def before_task_step(self, task: trio.lowlevel.Task) -> None:
-        self._step = time.perf_counter()
-
-    def after_task_step(self, task: trio.lowlevel.Task) -> None:
-        took = time.perf_counter() - self._step
-        self._count += 1
-        self._costs[task.name] += took
-        if took >= self.threshold:
-            self.steps.append((self._step, took, task.name))
-
-    def collected(self, phase: str, info: dict[str, Any]) -> None:
-        if phase == "start":
-            self._gc = time.perf_counter()
-            self._gc_cpu = time.thread_time()
-        elif (took := time.perf_counter() - self._gc) >= self.threshold:
-            cpu = time.thread_time() - self._gc_cpu
-            self.collections.append((self._gc, took, info["generation"], cpu))
-
-    def dump(self) -> dict[str, Any]:
-        out = {"steps": self.steps, "batches": self.batches, "collections": self.collections}
-        self.steps, self.batches, self.collections = [], [], []
-        return out
-
+# After tracemalloc has started: it imports agora.
+from probe_stalls import install  # noqa: E402
 
 _timeline = (
-    _Timeline(float(os.environ["BENCH_STALLS_MS"])) if os.environ.get("BENCH_STALLS_MS") else None
+    install(
+        float(os.environ["BENCH_STALLS_MS"]),
+        checkpointer=bool(os.environ.get("BENCH_CHECKPOINTER")),
+    )
+    if os.environ.get("BENCH_STALLS_MS")
+    else None
 )
-if _timeline is not None:
-    _run = trio.run
-
-    def _instrumented_run(*args: Any, **kwargs: Any) -> Any:
-        kwargs["instruments"] = [*kwargs.get("instruments", ()), _timeline]
-        return _run(*args, **kwargs)
-
-    trio.run = _instrumented_run
-    gc.callbacks.append(_timeline.collected)
 
 
 class _MallInfo2(ctypes.Structure):

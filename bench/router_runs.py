@@ -35,7 +35,8 @@ waits for (``--client-gc default`` keeps Python's).
 which records every scheduler run, task step and collection of the main thread of at least
 MS ms (with its CPU time), and ``stalls.py`` names, for each mutation at or over the p99,
 the stall that covered most of its latency: a server collection, a client collection, a long
-scheduler run (a burst of work or a preempted server), or none of them (queueing, the writer).
+scheduler run (a burst of work or a preempted server), a long transaction of the writer
+(with or without a checkpoint in its COMMIT), or none of them (queueing).
 
 Usage: ``.venv/bin/python bench/router_runs.py [--runs 1000] [--replays 10] [--rate 2000]
 [--rounds 3] [--no-closed] [--synchronous FULL] [--timeout 300] [--stalls 5]
