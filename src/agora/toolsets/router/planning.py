@@ -10,10 +10,16 @@ the locked skills that are no phase's primary become supports of the first phase
 checks; the builtin default supplies phases and checks but plans no skill. With a
 ``current_phase_id`` in the tree, only that phase's skills are the current planned intent.
 A plan bound to a native Goal gets no Router-owned work graph.
+
+Everything but a plan's ids follows from its deterministic inputs (objective, hints, routing
+context, explicit lock, the Profiles' layers and digests, the warnings), so that part, its
+*shape*, is built once per set of inputs and kept (the latest `SHAPES`): a plan then costs
+its two ids and its work items. Plans of one shape share the shape's nested values.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
@@ -24,8 +30,12 @@ from agora.toolsets.router.digests import stable_id
 RUNTIME_MODE: Final = "bundled-local-r0"
 
 
-class WorkItem(msgspec.Struct, frozen=True):
-    """One node of a Router-owned work graph: a phase's work, its gate and dependencies."""
+class WorkItem(msgspec.Struct, frozen=True, gc=False):
+    """One node of a Router-owned work graph: a phase's work, its gate and dependencies.
+
+    Never tracked by the cyclic collector (``gc=False``): it holds only strings and tuples
+    of strings, so it cannot be part of a cycle, and every run keeps one per phase.
+    """
 
     work_item_id: str
     phase_id: str
@@ -67,21 +77,47 @@ def _unique(values: list[str]) -> list[str]:
     return list(dict.fromkeys(values))
 
 
-def build_plan(args: dict[str, Any], layers: list[profiles.Profile], warnings: list[str]) -> Plan:
-    """Build the plan of one ``plan_work`` request.
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """The part of a plan that its ids do not change: one per set of deterministic inputs."""
 
-    Args:
-        args: The validated ``plan_work`` arguments.
-        layers: Valid Profiles read for this request, highest layer first.
-        warnings: Profile warnings collected while reading them (reported as given).
+    phases: tuple[profiles.Phase, ...]
+    envelope: str
+    #: The result's fields after its ids, in order; shared by every plan of this shape
+    #: (and so by their results, runs and ledgers): never mutated.
+    fields: dict[str, Any]
+    routing: dict[str, list[str]]
 
-    Returns:
-        The plan with its result body (``workflow_run_id`` and ``work_graph_id`` derived
-        from the session and idempotency key).
-    """
-    session = args["context"]["session_id"]
-    key = args["idempotency_key"]
+
+#: Shapes kept for reuse (`_SHAPES`, oldest dropped first): agents plan the same objectives
+#: with the same context again and again.
+SHAPES: Final = 1024
+_SHAPES: dict[tuple[Any, ...], _Shape] = {}
+
+
+def _shape(args: dict[str, Any], layers: list[profiles.Profile], warnings: list[str]) -> _Shape:
+    """The shape of a request's plan, from `_SHAPES` when one is kept for its inputs."""
     ctx = args.get("routing_context") or {}
+    objective = args["objective"]
+    key = (
+        objective, args.get("requested_work_mode"), args.get("goal_binding_id") is not None,
+        tuple(ctx.get("domains", ())), tuple(ctx.get("tags", ())), ctx.get("current_phase_id"),
+        tuple(args.get("explicit_skill_ids") or ()), args.get("explicit_semantics"),
+        tuple((p.layer, p.profile_id, p.digest) for p in layers), tuple(warnings),
+    )  # fmt: skip
+    shape = _SHAPES.get(key)
+    if shape is None:
+        shape = _build_shape(args, ctx, layers, warnings)
+        if len(objective) <= classifier.CACHED_CHARS:
+            if len(_SHAPES) >= SHAPES:
+                del _SHAPES[next(iter(_SHAPES))]
+            _SHAPES[key] = shape
+    return shape
+
+
+def _build_shape(
+    args: dict[str, Any], ctx: dict[str, Any], layers: list[profiles.Profile], warnings: list[str]
+) -> _Shape:
     domains = tuple(ctx.get("domains", ()))
     tags = tuple(ctx.get("tags", ()))
     current = ctx.get("current_phase_id")
@@ -116,23 +152,9 @@ def build_plan(args: dict[str, Any], layers: list[profiles.Profile], warnings: l
     scope = {t["phase_id"] for t in in_scope}
     skills = [(p.primary_skill_id, *p.support_skill_ids) for p in phases if p.phase_id in scope]
     planned = explicit or _unique([s for group in skills for s in group if s])
-    run_id = stable_id("run", session, key)
-    graph_id = None if goal is not None else stable_id("graph", session, key)
-    items: list[WorkItem] = []
-    if graph_id is not None:
-        for p in phases:
-            deps = (items[-1].work_item_id,) if items else ()
-            item_id = f"{graph_id}:{len(items) + 1}:{p.phase_id}"
-            items.append(
-                WorkItem(item_id, p.phase_id, p.primary_skill_id, p.support_skill_ids, deps,
-                         p.gate_id, p.check_ids)
-            )  # fmt: skip
     selection = "explicit-locked" if explicit else ("profile-route" if tree else "automatic")
-    result = {
-        "status": "planned",
-        "workflow_run_id": run_id,
-        "work_graph_id": graph_id,
-        "created_work_items": len(items),
+    fields = {
+        "created_work_items": 0 if goal is not None else len(phases),
         "routing_envelope": envelope,
         "runtime_mode": RUNTIME_MODE,
         "selection_mode": selection,
@@ -148,4 +170,40 @@ def build_plan(args: dict[str, Any], layers: list[profiles.Profile], warnings: l
         "support_consent_required": bool(explicit) and semantics != "all",
     }
     routing = {"domains": sorted(set(domains)), "tags": sorted(set(tags))}
-    return Plan(run_id, graph_id, envelope, goal, bool(explicit), tuple(items), result, routing)
+    return _Shape(phases, envelope, fields, routing)
+
+
+def build_plan(args: dict[str, Any], layers: list[profiles.Profile], warnings: list[str]) -> Plan:
+    """Build the plan of one ``plan_work`` request.
+
+    Args:
+        args: The validated ``plan_work`` arguments.
+        layers: Valid Profiles read for this request, highest layer first.
+        warnings: Profile warnings collected while reading them (reported as given).
+
+    Returns:
+        The plan with its result body (``workflow_run_id`` and ``work_graph_id`` derived
+        from the session and idempotency key). Its nested values are shared with every plan
+        of the same inputs (`_shape`): never mutate them.
+    """
+    session = args["context"]["session_id"]
+    key = args["idempotency_key"]
+    goal = args.get("goal_binding_id")
+    shape = _shape(args, layers, warnings)
+    run_id = stable_id("run", session, key)
+    graph_id = None if goal is not None else stable_id("graph", session, key)
+    items: list[WorkItem] = []
+    if graph_id is not None:
+        for p in shape.phases:
+            deps = (items[-1].work_item_id,) if items else ()
+            item_id = f"{graph_id}:{len(items) + 1}:{p.phase_id}"
+            items.append(
+                WorkItem(item_id, p.phase_id, p.primary_skill_id, p.support_skill_ids, deps,
+                         p.gate_id, p.check_ids)
+            )  # fmt: skip
+    result = {
+        "status": "planned", "workflow_run_id": run_id, "work_graph_id": graph_id,
+        **shape.fields,
+    }  # fmt: skip
+    return Plan(run_id, graph_id, shape.envelope, goal, bool(args.get("explicit_skill_ids")),
+                tuple(items), result, shape.routing)  # fmt: skip

@@ -14,7 +14,6 @@ store's `RunIndex` knows to be absent is created empty without reading (`RunKind
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import weakref
 from typing import TYPE_CHECKING, Any, Final
@@ -58,7 +57,7 @@ def _text(value: dict[str, Any]) -> str:
 @functools.lru_cache(maxsize=256)
 def _ids_json(ids: tuple[str, ...]) -> str:
     """A stored list of skill or check ids (the same few lists for every plan of a layout)."""
-    return json.dumps(list(ids))
+    return _ENCODER.encode(ids).decode()
 
 
 TOOL_OF: Final[dict[type, str]] = {
@@ -85,23 +84,18 @@ def _create(
         plan.goal_binding_id, plan.work_graph_id, plan.explicit_locked, plan.result, [],
         routing=dict(plan.routing),
     )  # fmt: skip
-    row = {
-        "run_id": run.run_id, "session_id": run.session_id,
-        "idempotency_key": cmd.idempotency_key, "state_version": 1, "plan_revision": 1,
-        "status": run.status, "envelope": run.envelope, "goal_binding_id": run.goal_binding_id,
-        "work_graph_id": run.work_graph_id, "explicit_locked": int(run.explicit_locked),
-        "item_count": len(plan.items), "plan_json": text,
-        "routing_json": json.dumps(plan.routing),
-        "created_at": at, "updated_at": at,
-    }  # fmt: skip
-    writes = [sql.insert_run(row)]
+    writes = [sql.insert_run(
+        run.run_id, run.session_id, cmd.idempotency_key, run.status, run.envelope,
+        run.goal_binding_id, run.work_graph_id, run.explicit_locked, len(plan.items), text,
+        _text(plan.routing), at,
+    )]  # fmt: skip
     items = []
     for n, work in enumerate(plan.items, start=1):
         status = "pending" if work.dependency_ids else "ready"
         run.items.append(Item(n, work, status))
         items.append((
             n, work.work_item_id, work.phase_id, work.primary_skill_id,
-            _ids_json(work.support_skill_ids), json.dumps(list(work.dependency_ids)),
+            _ids_json(work.support_skill_ids), _ENCODER.encode(work.dependency_ids).decode(),
             work.gate_id, _ids_json(work.check_ids), status,
         ))  # fmt: skip
     if items:  # one statement for the whole graph: the writer runs fewer

@@ -111,11 +111,22 @@ MIGRATIONS = (
 )
 
 
-def insert_run(row: dict[str, Any]) -> Write:
-    """Create a run row (``row`` has every column)."""
-    cols = ", ".join(row)
-    marks = ", ".join("?" for _ in row)
-    return (f"INSERT INTO router_runs ({cols}) VALUES ({marks})", tuple(row.values()))
+_INSERT_RUN = (
+    "INSERT INTO router_runs (run_id, session_id, idempotency_key, state_version,"
+    " plan_revision, status, envelope, goal_binding_id, work_graph_id, explicit_locked,"
+    " item_count, plan_json, routing_json, created_at, updated_at)"
+    " VALUES (?, ?, ?, 1, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def insert_run(run_id: str, session: str, key: str, status: str, envelope: str,
+               goal: str | None, graph: str | None, locked: bool, items: int, plan: str,
+               routing: str, at: str) -> Write:  # fmt: skip
+    """Create a run row at state version 1 and plan revision 1 (``plan`` and ``routing``:
+    JSON text)."""
+    params = (run_id, session, key, status, envelope, goal, graph, int(locked), items, plan,
+              routing, at, at)  # fmt: skip
+    return (_INSERT_RUN, params)
 
 
 def update_run(run_id: str, version: int, status: str, at: str, previous: int) -> Write:
