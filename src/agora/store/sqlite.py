@@ -21,7 +21,6 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections import deque
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
@@ -58,21 +57,32 @@ def _wait_for_commit(_: object) -> trio.lowlevel.Abort:
     return trio.lowlevel.Abort.FAILED
 
 
-@dataclass(slots=True, eq=False)
-class _Waiter:
-    """A task waiting for its write's outcome: from the writer, or from the watchdog."""
+class _Waiter(Job):
+    """A task waiting for its write's outcome, and that write's job: the writer completes
+    it (`complete`), or the watchdog gives up on it."""
 
-    queue: deque[_Waiter]
-    task: trio.lowlevel.Task
-    deadline: float
-    job: Job = field(init=False)
-    outcome: BaseException | None = None
-    done: bool = False
+    __slots__ = ("deadline", "done", "outcome", "queue", "task")
 
-    def complete(self, result: BaseException | None) -> None:
-        """The writer's callback, in the Trio thread, once per batch for each job."""
+    def __init__(
+        self,
+        writes: list[Write],
+        guards: tuple[Guard, ...],
+        updated: tuple[str, ...],
+        queue: deque[_Waiter],
+        task: trio.lowlevel.Task,
+        deadline: float,
+    ) -> None:
+        Job.__init__(self, writes, guards=guards, updated=updated)
+        self.queue = queue
+        self.task = task
+        self.deadline = deadline
+        self.outcome: BaseException | None = None
+        self.done = False
+
+    def complete(self, outcome: BaseException | None) -> None:
+        """The writer's report, in the Trio thread, once per batch for each job."""
         if not self.done:
-            self.finish(result)
+            self.finish(outcome)
         queue = self.queue
         while queue and queue[0].done:  # outcomes come in order: this keeps it short
             queue.popleft()
@@ -239,16 +249,19 @@ class Store:
             await trio.lowlevel.cancel_shielded_checkpoint()
             result = outcome[0]
         else:
-            # In this frame (no coroutine of its own): a burst of writes keeps one frame
-            # fewer per waiting call, and the collector scans one object fewer each.
+            # In this frame (no coroutine of its own), and the waiter is the job (no job and
+            # callback apart): a burst of writes keeps fewer objects per waiting call, and
+            # the collector scans fewer.
             waiter = _Waiter(
+                writes,
+                held,
+                uris,
                 self._waiting,
                 trio.lowlevel.current_task(),
                 trio.current_time() + self.commit_timeout,
             )
-            waiter.job = Job(writes, waiter.complete, guards=held, updated=uris)
             try:
-                self._writer.submit(waiter.job)
+                self._writer.submit(waiter)
             except WriterStopped as exc:
                 raise StoreError("write failed: the store is closed") from exc
             self._waiting.append(waiter)
@@ -256,9 +269,6 @@ class Store:
             # the watchdog ends the wait early, past the commit deadline.
             await trio.lowlevel.wait_task_rescheduled(_wait_for_commit)
             result = waiter.outcome
-            # The job holds the waiter's bound method: without this, a cycle that only the
-            # cyclic collector frees (and `agora.server.heap` freezes whatever survives one).
-            del waiter.job
         if isinstance(result, StoreError):  # the deadline passed, or the disk refused
             raise result
         if result is not None:
@@ -282,7 +292,7 @@ class Store:
                         self._give_up(waiter)
 
     def _give_up(self, waiter: _Waiter) -> None:
-        if self._writer.abandon(waiter.job):
+        if self._writer.abandon(waiter):
             log.warning(
                 "a write waited %g s for the database's write lock and was dropped",
                 self.commit_timeout,

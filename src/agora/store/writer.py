@@ -56,17 +56,24 @@ _PENDING, _TAKEN, _DROPPED = 0, 1, 2
 class Job:
     """Writes to commit together, and where to report the outcome (None = committed).
 
+    `complete` calls ``callback``, or a subclass overrides it (`agora.store.sqlite`'s waiter).
+
     Attributes:
         state: Pending, taken into a transaction (it may commit), or dropped (its waiter
             gave up before that: it never runs). Changed only under the writer's lock.
     """
 
     writes: list[Write]
-    complete: Callable[[BaseException | None], None]
+    callback: Callable[[BaseException | None], None] | None = None
     state: int = _PENDING
     guards: tuple[Guard, ...] = ()
     updated: tuple[str, ...] = ()
     queued: float = 0.0  # `time.perf_counter` when submitted (0: run inline)
+
+    def complete(self, outcome: BaseException | None) -> None:
+        """Report ``outcome`` (None: committed); runs where the writer's ``deliver`` says."""
+        if self.callback is not None:
+            self.callback(outcome)
 
 
 _STOP = object()
@@ -94,12 +101,10 @@ class Writer:
             deliver: Runs a function in the thread that owns the jobs' callbacks (Trio's
                 ``run_sync_soon``); None runs it in place (inline use).
             trace: Log, at INFO, the wall time at which each transaction became durable.
-            doctor: Names the disk's part in failed jobs (full, read-only, I/O error):
-                they fail with a `agora.errors.StoreError` that says so. None: as raised.
-            reopen: Opens a fresh write connection. After a batch failed because the file
-                system went read-only or failed (``read_only``, ``io_error``), the next batch
-                first swaps the connection for a fresh one, so a file system mounted again
-                at the database's path is written through without a restart (the old
+            doctor: Names the disk's part in failed jobs (full, read-only, I/O error).
+            reopen: Opens a fresh write connection: after a batch failed because the file
+                system went read-only or failed, the next batch swaps it in first (a file
+                system mounted again is written through without a restart; the old
                 connection pinned the failed one). A reopen that fails keeps the old one.
         """
         self._conn = conn
@@ -118,24 +123,21 @@ class Writer:
         self.wal_restarts = 0  # by `_keep_wal_short` (SQLite), the readers keeping it long
         self.batches = 0
         self.jobs = 0
-        #: Commands per committed transaction, and how long each transaction took (ms,
-        #: from BEGIN to COMMIT's return, lock waits included): the operator's counters.
+        #: Commands per committed transaction, and ms from BEGIN to COMMIT's return (lock
+        #: waits included): the operator's counters.
         self.batch_sizes = Histogram(BATCH_SIZE)
         self.commit_ms = Histogram(COMMIT_MS)
-        #: Seconds of CPU the writer thread spent on batches (its own clock: what the
-        #: statements, the COMMIT and the checkpoints cost it, not the waits), and of wall
-        #: time in the statements of SQLite batches (from BEGIN's return to the last one's:
-        #: what is left of ``commit_ms`` is the COMMIT, its fsync and any checkpoint).
+        #: Seconds of the writer thread's CPU on batches (statements, COMMIT, checkpoints),
+        #: and of wall time in SQLite batches' statements (the rest of ``commit_ms`` is the
+        #: COMMIT, its fsync and any checkpoint).
         self.cpu_s = 0.0
         self.statements_s = 0.0
-        #: Where a commit's latency goes, per transaction, measured on its oldest job (the
-        #: first queued, the one that waited longest): ``queue_ms`` from its submission to
-        #: BEGIN, ``reply_ms`` from COMMIT's return to the jobs' callbacks running in the
-        #: Trio thread (the hand-off back, the GIL included), and ``latency_ms`` the whole,
-        #: submission to callbacks. Totals in seconds: BEGIN's wall (the write lock), the
-        #: statements' own CPU (their wall minus it is time spent waiting for the GIL or a
-        #: core), and the COMMIT's wall and CPU (the rest of its wall is the WAL write, the
-        #: fsync, and getting the GIL back after them).
+        #: Where a commit's latency goes, per transaction, on its oldest job: ``queue_ms``
+        #: (submitted to BEGIN), ``reply_ms`` (COMMIT's return to the callbacks running in
+        #: the Trio thread, the GIL included), ``latency_ms`` (the whole). Totals in seconds:
+        #: BEGIN's wall (the write lock), the statements' CPU (their wall minus it waited
+        #: for the GIL or a core), the COMMIT's wall and CPU (the rest: WAL write, fsync,
+        #: the GIL back).
         self.queue_ms = Histogram(COMMIT_MS)
         self.reply_ms = Histogram(COMMIT_MS)
         self.latency_ms = Histogram(COMMIT_MS)
@@ -145,8 +147,7 @@ class Writer:
         self.end_cpu_s = 0.0
 
     def counted(self, committed: int, began: float) -> None:
-        """Count one transaction that committed ``committed`` jobs, begun at ``began``
-        (`time.perf_counter`)."""
+        """Count a transaction of ``committed`` jobs begun at ``began`` (perf_counter)."""
         if committed:
             self.batches += 1
             self.jobs += committed
@@ -223,12 +224,9 @@ class Writer:
             return True
 
     def stop(self, timeout: float | None = None) -> bool:
-        """Finish every queued job, then stop the thread; whether it stopped.
-
-        Args:
-            timeout: Most seconds to wait for the thread (None: as long as it takes). A
-                thread still busy then (a commit that never returns) is left behind.
-        """
+        """Finish every queued job, then stop the thread; whether it stopped within
+        ``timeout`` seconds (None: as long as it takes; a thread still busy then, a commit
+        that never returns, is left behind)."""
         with self._lock:
             if not self._stopped:
                 self._stopped = True
@@ -337,8 +335,7 @@ class Writer:
         self._hand_back(finish, len(batch))
 
     def _hand_back(self, finish: Callable[[], None], count: int) -> None:
-        """Run ``finish`` (which tells ``count`` jobs their outcome) in the thread that
-        `deliver` names, or here without one."""
+        """Run ``finish`` (``count`` jobs' outcomes) where `deliver` says, or here."""
         if self._deliver is None:
             finish()
             return
@@ -362,8 +359,7 @@ class WriterStopped(Exception):
 
 
 def _run_together(conn: sqlite3.Connection, batch: list[Job]) -> list[BaseException | None]:
-    # Inside an open transaction. The fast path runs every job back to back; a failure rolls
-    # the whole batch back and reruns it job by job, each in its own savepoint.
+    # In an open transaction: every job back to back; a failure reruns them in savepoints.
     execute = conn.cursor().execute  # one cursor for the batch: conn.execute makes one each
     try:
         for job in batch:
