@@ -162,8 +162,8 @@ class Handling:
         if entity is None:  # to load: as a group of one
             await self._handle_group([(command, slot)])
             return
-        # `_handle_group` for one command with its entity loaded, without its lists; one
-        # clock reading if `Actor.can_run_inline` just made the entity.
+        # `_handle_group` for one loaded entity's command, without its lists (one clock
+        # reading if `Actor.can_run_inline` just made the entity).
         now, self._now = self._now, None
         try:
             effects = entity.handle(command, runtime.clock.now() if now is None else now)
@@ -173,8 +173,10 @@ class Handling:
             slot.fail(InternalError(f"internal error in {self.kind.kind}; nothing was changed"))
             return
         done = [(effects, slot)]
+        if not self.parked:  # the usual case: no poll to fold, no list for them
+            return await self._commit(done)
         folded: list[Parked] = []  # the polls this change answers in its turn
-        intact = not self.parked or self._fold(entity, effects, slot, done, folded, {})
+        intact = self._fold(entity, effects, slot, done, folded, {})
         await self._commit(done, folded, intact)
 
     async def _handle_group(self, group: list[tuple[Any, Slot]]) -> None:
@@ -287,10 +289,9 @@ class Handling:
         after the command arrived (``slot.since``): loaded, committed or probed since, as
         when a long-poll re-runs after this node's own commit woke it. The reply then
         reflects the database at that moment, which lies within the call, so no write
-        acknowledged elsewhere before the call began can be missing. Either way, a stale
-        copy is dropped, reloaded, and the pure `handle` re-run (at most `RETRIES` times);
-        nothing was released, so the caller never sees the retry. Past that, the caller gets
-        `Busy` (retryable; nothing changed).
+        acknowledged elsewhere before the call began can be missing. A stale copy is dropped,
+        reloaded, and `handle` re-run (at most `RETRIES` times) unseen by the caller; past
+        that, the caller gets `Busy` (retryable; nothing changed).
         """
         runtime = self.runtime
         kind, key = self.kind.kind, self.key
