@@ -203,7 +203,7 @@ class EntryChecks:
         """`validate_entry` (the same answer, the same errors)."""
         if args.get("preflight"):  # rare, and an object: checked every time
             return validate_entry(self.contract, args, operator=operator)
-        key = (operator, *[args.get(name) for name in ENTRY_FIELDS])
+        key = (operator, *map(args.get, ENTRY_FIELDS))  # no list, no comprehension's frame
         try:
             found = self._admitted.get(key)
         except TypeError:  # an unhashable value: never valid, so validate_entry says why

@@ -80,22 +80,24 @@ class EntryLimiter:
             None if admitted (both tokens taken), else (which limit, seconds until a token)
             with nothing taken.
         """
+        # Every entry passes here: two named buckets, no list of them made per call.
         rate = limits.anonymous if principal == "anonymous" else limits.principal
-        wanted: list[tuple[str, _Bucket, float]] = []
+        mine = theirs = None
         if rate:
-            bucket = self._principals.get(principal)  # no bucket made when known
-            if bucket is None:
-                bucket = self._principals[principal] = _Bucket(rate, now)
-            wanted.append(("principal", bucket, rate))
-        if limits.connection and connection is not None:
-            found = self._connections.get(connection)  # no weak reference made when known
-            if found is None:
-                found = self._connections[connection] = _Bucket(limits.connection, now)
-            wanted.append(("connection", found, limits.connection))
-        for which, bucket, r in wanted:
-            level = bucket.level(r, now)
-            if level < 1.0:
-                return which, (1.0 - level) * 60.0 / r
-        for _, bucket, r in wanted:
-            bucket.tokens, bucket.at = bucket.level(r, now) - 1.0, now
+            mine = self._principals.get(principal)  # no bucket made when known
+            if mine is None:
+                mine = self._principals[principal] = _Bucket(rate, now)
+            if (level := mine.level(rate, now)) < 1.0:
+                return "principal", (1.0 - level) * 60.0 / rate
+        per = limits.connection
+        if per and connection is not None:
+            theirs = self._connections.get(connection)  # no weak reference made when known
+            if theirs is None:
+                theirs = self._connections[connection] = _Bucket(per, now)
+            if (level := theirs.level(per, now)) < 1.0:
+                return "connection", (1.0 - level) * 60.0 / per
+        if mine is not None:
+            mine.tokens, mine.at = mine.level(rate, now) - 1.0, now
+        if theirs is not None:
+            theirs.tokens, theirs.at = theirs.level(per, now) - 1.0, now
         return None

@@ -124,7 +124,7 @@ class Chamber:
     def _limits(self, options: dict[str, Any]) -> Limits:
         # The settings are read on every entry (an operator may change them) but parsed
         # only when they differ from the last ones parsed.
-        key = tuple(options.get(name) for name in LIMIT_SETTINGS)
+        key = tuple(map(options.get, LIMIT_SETTINGS))
         if key != self._limits_key:
             self._limits_now, self._limits_key = Limits.from_options(options), key
         return self._limits_now
