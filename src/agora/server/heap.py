@@ -9,17 +9,21 @@ WebSocket bench run, and seconds per full collection with 100,000 parked agents 
 tracked objects).
 
 So: the start-up heap is frozen (`gc.freeze`: never scanned again), a young collection runs
-every `YOUNG` net allocations of tracked objects and at least every `TICK_SECONDS`
-(`HeapKeeper.run`), and right after every collection, in the collector's own callback, what
-survived it is frozen too. Each collection then scans only the objects made since the last
-one that are still alive: a pause of a few milliseconds however large the heap (at 2,000
-router mutations/s a young generation of 50,000 took 35-75 ms of CPU a collection, and a
-middle one 125 ms, with the survivors frozen only once a second after middle collections:
-the mutations' p99 was those pauses). The tick is needed because the count is net: each
-object freed, frozen ones too, takes one off it, so a server whose heap stays the same size
-(new state replacing old) could let the young generation grow without bound before the
-count reached `YOUNG`. The middle and old generations stay empty, so `MIDDLE` and `OLD` only
-say how often the collector counts a collection as middle or full.
+every `YOUNG` net allocations of tracked objects and, when the young generation holds `YOUNG`
+objects or more, at the next `TICK_SECONDS` tick (`HeapKeeper.run`), and right after every
+collection, in the collector's own callback, what survived it is frozen too. Each collection
+then scans only the objects made since the last one that are still alive: a pause of a few
+milliseconds however large the heap (at 2,000 router mutations/s a young generation of
+50,000 took 35-75 ms of CPU a collection, and a middle one 125 ms, with the survivors frozen
+only once a second after middle collections: the mutations' p99 was those pauses). The tick
+is needed because the count is net: each object freed, frozen ones too, takes one off it,
+so a server whose heap stays the same size (new state replacing old) could let the young
+generation grow without bound before the count reached `YOUNG`. A tick that finds fewer
+than `YOUNG` young objects leaves them to the count: under a burst of calls most of them
+belong to calls in flight, which a collection would scan and freeze only for them to die by
+reference counting a moment later (500 simultaneous chamber entries: one young collection in
+four or five was a tick's). The middle and old generations stay empty, so `MIDDLE` and
+`OLD` only say how often the collector counts a collection as middle or full.
 
 The price: an object frozen while alive that later dies inside a reference cycle is not
 freed while it stays frozen. Trio and agora free connections and calls by reference counting
@@ -142,8 +146,9 @@ class HeapKeeper:
         return True
 
     async def run(self) -> None:
-        """Collect the young generation every `TICK_SECONDS`, `thaw` every `THAW_SECONDS`
-        and `trim` every `TRIM_SECONDS` (in a worker thread), forever."""
+        """Collect the young generation every `TICK_SECONDS` if it holds `YOUNG` objects or
+        more, `thaw` every `THAW_SECONDS` and `trim` every `TRIM_SECONDS` (in a worker
+        thread), forever."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._trim_every, TRIM_SECONDS)
             thaw_at = trio.current_time() + THAW_SECONDS
@@ -152,7 +157,7 @@ class HeapKeeper:
                 if trio.current_time() >= thaw_at:
                     thaw_at = trio.current_time() + THAW_SECONDS
                     self.thaw()
-                else:
+                elif len(gc.get_objects(0)) >= YOUNG:  # else the count's own collection comes
                     gc.collect(0)
 
     async def _trim_every(self, seconds: float) -> None:
