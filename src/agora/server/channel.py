@@ -10,9 +10,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agora.mcp import jsonrpc as rpc
+from agora.toolsets.base import ToolCall
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from agora.identity import Principal
     from agora.mcp.session import Invoke
+    from agora.runtime.registry import Runtime
     from agora.server.connection import Connection
 
 
@@ -70,3 +75,37 @@ class ClientChannel:
     async def resource_updated(self, uri: str) -> None:
         """Tell the session that ``uri`` changed, on this call's stream."""
         await self._conn.resource_updated(uri, self._inv.id)
+
+
+#: What `ChannelCall` takes from its channel when a handler asks.
+_FROM_CHANNEL = frozenset({"progress", "log", "close_stream", "resource_updated"})
+
+
+class ChannelCall(ToolCall):
+    """The `ToolCall` of a call that came through a connection: its ``progress``, ``log``,
+    ``close_stream`` and ``resource_updated`` are its `ClientChannel`'s (``client``), bound
+    when a handler asks for one rather than when the call starts. Most handlers never ask,
+    and a call parked on its commit (hundreds at once under a burst of calls) then keeps no
+    bound methods for the cyclic collector to scan."""
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        tool: str,
+        args: dict[str, Any],
+        principal: Principal,
+        runtime: Runtime,
+        endpoint: Mapping[str, str],
+        meta: Mapping[str, Any],
+        channel: ClientChannel,
+        connection: Connection,
+    ) -> None:
+        # The four fields above stay unset: reading one lands in `__getattr__`.
+        self.tool, self.args, self.principal, self.runtime = tool, args, principal, runtime
+        self.endpoint, self.meta, self.client, self.connection = endpoint, meta, channel, connection
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _FROM_CHANNEL:
+            return getattr(self.client, name)
+        raise AttributeError(name)

@@ -27,13 +27,13 @@ from agora.errors import (
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.session import Answer, Cancel, Invoke, Send, Session, tool_reply, tool_result
 from agora.runtime.actor import InternalError
-from agora.server.channel import ClientChannel
-from agora.toolsets.base import ToolCall
+from agora.server.channel import ChannelCall, ClientChannel
 
 if TYPE_CHECKING:
     from agora.identity import Principal
     from agora.server.app import App
     from agora.server.workers import Workers
+    from agora.toolsets.base import ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -316,20 +316,10 @@ class Connection:
 
     def _tool_call(self, inv: Invoke) -> ToolCall:
         channel = ClientChannel(self, inv)
-        return ToolCall(
-            tool=inv.name,
-            args=inv.args,
-            principal=self.principal,
-            runtime=self.app.runtime,
-            endpoint=self.endpoint,
-            progress=channel.progress,
-            log=channel.log,
-            meta=inv.meta,
-            client=channel,
-            close_stream=channel.close_stream,
-            resource_updated=channel.resource_updated,
-            connection=self,
-        )
+        return ChannelCall(
+            inv.name, inv.args, self.principal, self.app.runtime, self.endpoint, inv.meta,
+            channel, self,
+        )  # fmt: skip
 
     async def request_client(
         self, method: str, params: dict[str, Any], related: rpc.RequestId | None
