@@ -157,3 +157,29 @@ async def test_correlation_ids_are_logged_refusals_at_info_commits_at_debug(rout
     refusals = [r for r in caplog.records if "c-stale" in r.getMessage()]
     assert [r.levelno for r in commits] == [logging.DEBUG]
     assert [r.levelno for r in refusals] == [logging.INFO]
+
+
+async def test_the_first_version_is_guarded_by_the_runs_insert_not_a_claim(router, runtime):
+    # A plan claims no row of router_versions (one random index page less per plan in the
+    # WAL): a second creation of the same run, as another process sharing the file would
+    # commit, fails on the run's own key and changes nothing.
+    from agora.toolsets.router.commands import CreatePlan
+    from agora.toolsets.router.planning import build_plan
+    from agora.toolsets.router.run import WorkflowRun
+
+    args = plan_args(PHASED, idem="only-once")
+    run = (await router.call("plan_work", **args))["workflow_run_id"]
+    claims = "SELECT COUNT(*) FROM router_versions WHERE run_id = ?"
+    assert (await runtime.read(lambda c: c.execute(claims, (run,)).fetchone()))[0] == 0
+    command = CreatePlan(plan=build_plan(args, [], []), session_id="s1",
+                         expected_state_version=0, idempotency_key="only-once",
+                         request_digest="sha256:other", correlation_id="c")  # fmt: skip
+    effects = WorkflowRun(run, None).handle(command, runtime.clock.now())
+    assert effects.writes
+    with pytest.raises(Exception):  # noqa: B017, PT011 - the backend's integrity error
+        await runtime.store.write(effects.writes)
+    rows = "SELECT COUNT(*) FROM router_runs WHERE run_id = ?"
+    assert (await runtime.read(lambda c: c.execute(rows, (run,)).fetchone()))[0] == 1
+    event = await router.event(run, "plan", {"note": "x"}, 1)
+    assert event["resulting_state_version"] == 2
+    assert (await runtime.read(lambda c: c.execute(claims, (run,)).fetchone()))[0] == 1

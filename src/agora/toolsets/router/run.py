@@ -179,8 +179,9 @@ class WorkflowRun:
             return Effects(reply=refused)
         previous, run.state_version = current, current + 1
         run.ledger[cmd.idempotency_key] = (cmd.request_digest, result)
-        writes.append(sql.claim_version(run.run_id, run.state_version, cmd.idempotency_key, at))
-        if previous:
+        if previous:  # version 1 needs no claim: the run's own insert (its key) guards it
+            writes.append(sql.claim_version(run.run_id, run.state_version, cmd.idempotency_key,
+                                            at))  # fmt: skip
             writes.append(sql.update_run(run.run_id, run.state_version, run.status, at, previous))
         writes.append(sql.insert_ledger(run.run_id, cmd.idempotency_key, cmd.request_digest,
                                         text, at))  # fmt: skip

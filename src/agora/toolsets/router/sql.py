@@ -4,8 +4,9 @@ Tables: ``router_runs`` (one row per workflow run: session, CAS state version, p
 status, the plan result as JSON), ``router_work_items`` (the work graph), ``router_events``
 (append-only reported observations), ``router_gates`` (gate evaluations),
 ``router_proposals`` (support-consent proposals and decisions), ``router_consent_audit``
-(refused consent transitions), ``router_versions`` (each state version a run took, unique:
-the CAS guard that holds across processes sharing the database), ``router_records``
+(refused consent transitions), ``router_versions`` (each state version a run took after its
+first, unique: the CAS guard that holds across processes sharing the database; the first is
+guarded by the run's own insert), ``router_records``
 (evaluation runs, comparisons and exports, immutable) and ``router_ledger`` (each
 idempotency key's request digest and result, for replay; keyed by run or record id). JSON
 is stored as TEXT and parsed in Python; timestamps are fixed-width UTC TEXT; statements use
