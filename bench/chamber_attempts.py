@@ -32,16 +32,18 @@ to show what the general client costs.
 RLIMIT_NOFILE is raised to its hard limit first (the server inherits it). Traffic stays on
 loopback; every phase is bounded by ``--timeout`` seconds.
 
-Usage: ``.venv/bin/python bench/chamber_attempts.py [--agents 500] [--actions 20]
-[--suite chambre-chrono-v0] [--synchronous FULL] [--timeout 300] [--no-baseline] [--no-echo]
+Usage: ``.venv/bin/python bench/chamber_attempts.py [--agents 500] [--actions 20] [--suite
+chambre-chrono-v0] [--synchronous FULL] [--timeout 300] [--no-baseline] [--no-echo]
 [--chosen-seeds] [--client lean|agora] [--py-spy PATH] [--py-spy-phase enter|actions|seal]
-[--py-spy-rate 250] [--py-spy-gil] [--gc]``. ``--py-spy`` samples the server during one
-phase (the action phase unless ``--py-spy-phase`` says otherwise; ``--py-spy-gil`` samples only
-the thread holding the GIL, so a thread waiting for it is not counted as busy; py-spy must be
-installed: it is a measuring aid, not a dependency). Each phase also prints where its commits
-spent their time (``/healthz``: queue, BEGIN, statements, COMMIT, the hand-off back) and, with
-``--gc``, the server runs under ``probed_serve.py`` and each phase prints its collections and
-their CPU (per call: the collector's share of an entry).
+[--py-spy-rate 250] [--py-spy-gil] [--gc] [--strace PATH]``. ``--py-spy`` samples the server
+during one phase (the action phase unless ``--py-spy-phase`` says otherwise; ``--py-spy-gil``
+samples only the thread holding the GIL, so a thread waiting for it is not counted as busy;
+py-spy must be installed: it is a measuring aid, not a dependency). Each phase also prints where
+its commits spent their time (``/healthz``: queue, BEGIN, statements, COMMIT, the hand-off back)
+and, with ``--gc``, the server runs under ``probed_serve.py`` and each phase prints its
+collections and their CPU (per call: the collector's share of an entry). ``--strace PATH``
+counts the server's system calls (``strace -c -f``, every thread) during the ``--py-spy-phase``
+phase.
 Not run by CI.
 """
 
@@ -236,6 +238,25 @@ async def py_spy(pid: int, out: Path | None, rate: int, gil: bool = False):
             process.kill()
 
 
+@asynccontextmanager
+async def strace(pid: int, out: Path | None):
+    """Count the server's system calls (every thread, ``strace -c -f``; to ``out``) meanwhile."""
+    if out is None:
+        yield
+        return
+    command = ["strace", "-c", "-f", "-p", str(pid), "-o", str(out)]
+    process = await trio.lowlevel.open_process(command, stderr=subprocess.DEVNULL)
+    try:
+        await trio.sleep(0.5)  # let strace attach before the phase starts
+        yield
+    finally:
+        process.send_signal(signal.SIGINT)  # strace writes its summary on SIGINT
+        with trio.CancelScope(shield=True), trio.move_on_after(STOP_TIMEOUT):
+            await process.wait()
+        if process.returncode is None:
+            process.kill()
+
+
 async def run_phase(
     run: Run, name: str, server: Server, agents: list[Agent], job: Any, *args: Any
 ) -> None:
@@ -325,9 +346,14 @@ async def one_run(args: argparse.Namespace, directory: Path, group_commit: bool)
                     ("actions", act, (args.actions,)),
                     ("seal", seal, ()),
                 )
+                traced = args.strace and args.strace.with_suffix(f".{db.stem}.txt")
                 for name, job, extra in phases:
                     spied = profile if name == args.py_spy_phase else None
-                    async with py_spy(server.pid, spied, args.py_spy_rate, args.py_spy_gil):
+                    counted = traced if name == args.py_spy_phase else None
+                    async with (
+                        py_spy(server.pid, spied, args.py_spy_rate, args.py_spy_gil),
+                        strace(server.pid, counted),
+                    ):
                         await run_phase(run, name, server, agents, job, *extra)
     conn = sqlite3.connect(db)
     try:
@@ -487,6 +513,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=Path,
         metavar="PATH",
         help="record the server with py-spy during one phase (raw stacks to PATH.*.txt)",
+    )
+    parser.add_argument(
+        "--strace",
+        type=Path,
+        metavar="PATH",
+        help="count the server's system calls (strace -c -f) during the --py-spy-phase phase"
+        " (summary to PATH.*.txt; it slows the phase down: for counts, not times)",
     )
     parser.add_argument(
         "--py-spy-phase",
