@@ -16,7 +16,9 @@ the same clock in the bench process), everything that took at least that many ms
 
 With ``BENCH_CHECKPOINTER`` also set (an A/B), the writer's connection gets
 ``wal_autocheckpoint=0`` and a thread of its own, on its own connection, runs a PASSIVE
-checkpoint every `CHECKPOINT_POLL` seconds, so no COMMIT carries one.
+checkpoint every `CHECKPOINT_POLL` seconds, so no COMMIT carries one. ``BENCH_AUTOCHECKPOINT=N``
+(another A/B) sets the writer's ``wal_autocheckpoint`` to N pages instead (SQLite's default:
+1000): fewer, longer checkpoints, each page rewritten meanwhile copied once.
 Kept in memory and dumped with each probe (`Timeline.dump`); read by ``bench/stalls.py``.
 Bench-only; agora never imports it.
 """
@@ -135,6 +137,8 @@ def _watch_writer(timeline: Timeline, checkpointer: bool) -> None:
         key = id(self)
         if key not in files:
             files[key] = _database(self.conn)
+            if pages := os.environ.get("BENCH_AUTOCHECKPOINT"):
+                self.conn.execute(f"PRAGMA wal_autocheckpoint={int(pages)}")
             if checkpointer and files[key]:
                 self.conn.execute("PRAGMA wal_autocheckpoint=0")
                 threading.Thread(

@@ -9,6 +9,11 @@ so is the client's own send lag (how late an agent woke for a send it was ready 
 that grows, the load generator, not the server, is the bottleneck). With the server under
 ``probed_serve`` (``--stalls``), `open_loop` matches the slowest mutations with the
 server's stalls (`stalls.attribute`).
+
+The agents' schedules are in step: every agent sends the k-th mutation of its rounds within
+the same interval, so all the plans of a round arrive within one interval (``runs`` plans
+in ``runs / rate`` s: the whole offered rate is plans then), then all its first events, and
+so on. The plans' windows are the heaviest (a plan writes more than an event or a gate).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ class OpenLoop:
     plans: list[float] = field(default_factory=list)
     steps: list[float] = field(default_factory=list)
     service: list[float] = field(default_factory=list)
+    plan_service: list[float] = field(default_factory=list)
     reads: list[float] = field(default_factory=list)
     #: How late the client woke for each send it was ready for (its own scheduling lag).
     lags: list[float] = field(default_factory=list)
@@ -54,6 +60,7 @@ class OpenLoop:
                 ("plans", self.plans),
                 ("steps", self.steps),
                 ("service", self.service),
+                ("plan service", self.plan_service),
                 ("reads", self.reads),
                 ("lags", self.lags),
             )
@@ -64,7 +71,8 @@ class OpenLoop:
             f"{phase.calls} mutations in {phase.seconds:.2f} s = "
             f"{phase.calls / phase.seconds:,.0f}/s achieved; latency from the scheduled send "
             f"p50 / p99 / max ms: all {ms['all']}, plans {ms['plans']}, events + gates "
-            f"{ms['steps']}; service time (from the actual send) {ms['service']}; "
+            f"{ms['steps']}; service time (from the actual send) plans {ms['plan service']}, "
+            f"events + gates {ms['service']}; "
             f"get_next_work reads {ms['reads']}; client send lag {ms['lags']}\n"
             f"open loop: {phase.cpu.per(phase.calls, 'mutation, reads included')}"
         )
@@ -81,7 +89,8 @@ async def paced(agent: Agent, phase: Phase, loop: OpenLoop, start: float) -> Non
         # The client's own lag: how late this task woke for a send it was ready for in time
         # (a late reply that delays the send is counted in the latency, not here).
         loop.lags.append(max(0.0, trio.current_time() - max(due, ready)))
-        body = await agent.call(tool, args, samples, due, loop.service)
+        service = loop.plan_service if tool == "plan_work" else loop.service
+        body = await agent.call(tool, args, samples, due, service)
         if loop.stalls:
             end = time.perf_counter()
             loop.spans.append((end - samples[-1], end, tool))
