@@ -27,6 +27,7 @@ per post is printed beside the server's.
     Reported: acknowledged (durable) posts/s; the server's CPU in all and of its main
     (Trio) thread, per post; the writer's per post (``/healthz`` store counters): its
     thread's CPU, its wall time in statements and in COMMIT (WAL write, fsync, checkpoints),
+    the share of the run it was busy (a serial resource: near 100% it bounds the rate)
     and the bytes the server wrote to storage (``/proc/PID/io``); transactions/s and jobs
     per transaction (the group commit); parked waits answered in the turn of the post
     that woke them (one transaction for both) and those that re-ran their look themselves;
@@ -224,14 +225,18 @@ async def store_counters(port: int) -> dict[str, Any]:
     return dict((await healthz(port))["store"])
 
 
-def writer_figures(before: dict[str, Any], after: dict[str, Any], posts: int) -> str:
+def writer_figures(before: dict[str, Any], after: dict[str, Any], posts: int, span: float) -> str:
     """Where the writer's time went, per post: its thread's CPU, the wall time of its
-    statements and of the rest of each transaction (COMMIT: WAL write, fsync, checkpoints)."""
+    statements and of the rest of each transaction (COMMIT: WAL write, fsync, checkpoints);
+    and how much of the run it was busy in transactions (the one writer is a serial
+    resource: near 100% it, not the CPU, bounds the posts/s)."""
     cpu, statements, busy = writer_split(before, after)
     return (
         f"load: writer per post: CPU {1e3 * cpu / posts:,.0f} us; wall {1e3 * busy / posts:,.0f}"
         f" us in transactions, of which {1e3 * statements / posts:,.0f} us in statements and"
         f" {1e3 * (busy - statements) / posts:,.0f} us in COMMIT (WAL write, fsync, checkpoints)"
+        f"; busy {100 * busy / 1e3 / span:.0f}% of the run ({100 * statements / 1e3 / span:.0f}%"
+        " in statements)"
     )
 
 
@@ -257,7 +262,7 @@ async def measure(server: Server, stats: Stats, seconds: float) -> None:
         f"; {cpu.shares(span)}"
     )
     print(f"load: {cpu.per(posts, 'post')}, each post with its wait and advance")
-    print(writer_figures(store0, store1, posts))
+    print(writer_figures(store0, store1, posts, span))
     print("load: " + commit_split(store0, store1))
     print(f"load: written to storage per post {(disk1 - disk0) / posts / 1024:,.1f} KiB")
     if jobs:
