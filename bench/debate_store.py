@@ -130,6 +130,13 @@ def build_store(path: Path, args: argparse.Namespace, rng: random.Random) -> dic
                 if topic_id == topics[0]:
                     unique.append(token)
         conn.execute("COMMIT")
+    # The search index is kept in batches (the server's background task, `sql.fts`):
+    # index the whole store before the server opens it, as that task would.
+    while sql.backlog(conn) > 0:
+        conn.execute("BEGIN")
+        for statement in sql.catch_up():
+            conn.execute(*statement)
+        conn.execute("COMMIT")
     conn.close()
     return {"big": topics[0], "topics": topics, "ids": samples, "unique": unique}
 

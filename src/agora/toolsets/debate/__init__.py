@@ -13,6 +13,7 @@ from __future__ import annotations
 from agora.mcp.contracts import load_contract
 from agora.toolsets.base import Toolset
 from agora.toolsets.debate.handlers.maintenance import phase_timeout_task
+from agora.toolsets.debate.handlers.reads import index_task
 from agora.toolsets.debate.handlers.resources import RESOURCES
 from agora.toolsets.debate.replies import argument_rejection, with_refusal
 from agora.toolsets.debate.sql import MIGRATIONS
@@ -36,5 +37,5 @@ def toolset() -> Toolset:
         tools=tools,
         reject_issues=argument_rejection,
         resources=RESOURCES,
-        background=[phase_timeout_task],
+        background=[phase_timeout_task, index_task],
     )

@@ -1,7 +1,8 @@
-"""Read handlers over committed rows: debate_read and debate_search.
+"""Read handlers over committed rows: debate_read and debate_search; and the background
+task that keeps search's index (`index_task`).
 
-Each runs in one read transaction: load the topic and its bindings, apply the read gate
-(`access.check_read`, the uniform denial otherwise), then query. Reading never moves a
+Each handler runs in one read transaction: load the topic and its bindings, apply the read
+gate (`access.check_read`, the uniform denial otherwise), then query. Reading never moves a
 cursor and never writes.
 """
 
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agora.runtime.background import periodic
+from agora.store.neutral import SQLITE
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.handlers.common import caller, checked, opt
 from agora.toolsets.debate.replies import message
@@ -25,13 +28,33 @@ from agora.toolsets.debate.rules import (
     reject,
     split_csv,
 )
+from agora.toolsets.debate.sql import fts
 
 #: How many of a topic's newest messages a search tries before it asks the index.
 SEARCH_WINDOW = 2000
+#: Seconds between two catch-ups of the SQLite search index (`sql.fts`): the tail a
+#: search reads past the index holds the messages of about this long.
+INDEX_EVERY = 0.25
+
+
+async def index_step(runtime: Runtime) -> None:
+    """Index the messages past the search index's watermark (SQLite only), a backlog
+    `fts.BATCH` messages per transaction; new posts meanwhile wait for the next tick."""
+    if runtime.store.dialect != SQLITE:
+        return
+    while (pending := await runtime.read(sql.backlog)) > 0:
+        await runtime.write(sql.catch_up())
+        if pending <= fts.BATCH:
+            return
+
+
+#: The background task of the toolset: `index_step` every `INDEX_EVERY` seconds.
+index_task = periodic(INDEX_EVERY, index_step)
 #: Most messages a search expects to scan past those before it asks the index instead.
 SCAN_BUDGET = 10 * SEARCH_WINDOW
 
 if TYPE_CHECKING:
+    from agora.runtime.registry import Runtime
     from agora.store.neutral import ReadConn
     from agora.toolsets.base import ToolCall
     from agora.toolsets.debate.access import Caller

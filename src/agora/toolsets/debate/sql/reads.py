@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from agora.store.neutral import SQLITE, dialect_of
 from agora.toolsets.debate.model import Binding, Claim, Cursor, MsgMeta, TopicRow
 from agora.toolsets.debate.rules import DEFERRED_PREFIX
+from agora.toolsets.debate.sql.fts import SEARCH_HITS
 from agora.toolsets.debate.sql.inlist import in_list
 
 if TYPE_CHECKING:
@@ -272,15 +273,15 @@ def search(
 ) -> list[Any]:
     """Messages whose folded body contains the literal pattern, newest first.
 
-    With ``phrase`` the trigram index drives the query (its matches, then their rows: a
-    rare query costs its few matches, not a scan of the topic); without it the topic's
+    With ``phrase`` the trigram index drives the query (its matches and the messages past
+    its watermark, `fts.SEARCH_HITS`, then their rows: a rare query costs its few matches,
+    not a scan of the topic); without it the topic's
     messages are scanned newest first until ``limit`` match. Both keep the same LIKE test,
     so they return the same rows.
     """
     if phrase is not None and dialect_of(conn) == SQLITE:  # PostgreSQL: pg_trgm serves LIKE
         return conn.execute(
-            f"SELECT {_PREFIXED} FROM (SELECT rowid AS hit FROM debate_messages_fts "
-            "WHERE debate_messages_fts MATCH ?) AS f CROSS JOIN debate_messages AS m "
+            f"SELECT {_PREFIXED} FROM ({SEARCH_HITS}) AS f CROSS JOIN debate_messages AS m "
             "ON m.rowid = f.hit WHERE m.topic_id = ? AND m.body_folded LIKE ? ESCAPE '\\' "
             "ORDER BY m.ts DESC, m.msg_id DESC LIMIT ?",
             (phrase, topic_id, pattern, limit),

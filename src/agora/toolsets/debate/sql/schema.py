@@ -1,8 +1,9 @@
 """The debate tables and their one migration.
 
 ``debate_messages`` is append-only; ``body_folded`` (the casefolded body) carries the FTS5
-``trigram`` index that search uses (kept by an insert trigger; PostgreSQL would put a
-``pg_trgm`` index on the same column). Every other table is plain rows keyed by topic.
+``trigram`` index that search uses (kept by an insert trigger until migration 5, which
+indexes in batches instead: `fts`; PostgreSQL puts a ``pg_trgm`` index on the same column).
+Every other table is plain rows keyed by topic.
 
 Migration 4 makes three secondary indexes partial, so a post writes only the index entries a
 query reads (each entry a page write at a random place of its index, under the one writer):
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agora.store.migrations import Migration, with_statements
 from agora.store.neutral import POSTGRESQL
+from agora.toolsets.debate.sql.fts import MIGRATE_V5
 from agora.toolsets.debate.sql.protocol import migrate_v2
 from agora.toolsets.debate.sql.workers import migrate_v3
 
@@ -134,6 +136,8 @@ MIGRATIONS = with_statements(
             version=4,
             sql={"sqlite": _PARTIAL_V4, "postgresql": _PARTIAL_V4},
         ),
+        # The search index kept in batches (`fts`); PostgreSQL has no FTS5 table.
+        Migration(component="debate", version=5, sql={"sqlite": MIGRATE_V5, "postgresql": []}),
     ),
     POSTGRESQL,
     {1: _POSTGRESQL, 2: _statements_of(migrate_v2), 3: _statements_of(migrate_v3)},
