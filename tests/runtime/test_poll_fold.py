@@ -20,7 +20,7 @@ import trio.testing
 from _counter import Add, Get, Look, Tagged, log, stored
 
 from agora.errors import StoreError
-from agora.runtime.actor import InternalError
+from agora.runtime.actor import Actor, InternalError
 
 pytestmark = pytest.mark.sqlite_only(
     "only an unguarded store folds a poll into the change that wakes it; a guarded one "
@@ -48,17 +48,23 @@ def gated_writes(store, monkeypatch, fail: Exception | None = None) -> trio.Even
 
 
 class Submits:
-    """Counts the commands the runtime submits to actors (a poll's re-runs among them)."""
+    """Counts the commands the runtime hands to actors (a poll's re-runs among them): each
+    one runs inline in its caller's task or is posted to the actor's mailbox."""
 
     def __init__(self, runtime, monkeypatch) -> None:
         self.count = 0
-        submit = runtime._submit
+        run_inline, mailbox = Actor.run_inline, Actor.mailbox
 
-        async def counted(*args):
+        async def inline(actor, *args):
             self.count += 1
-            return await submit(*args)
+            return await run_inline(actor, *args)
 
-        monkeypatch.setattr(runtime, "_submit", counted)
+        def posted(actor):
+            self.count += 1
+            return mailbox(actor)
+
+        monkeypatch.setattr(Actor, "run_inline", inline)
+        monkeypatch.setattr(Actor, "mailbox", posted)
 
 
 async def parked(runtime, kind, nursery, results, look=None, key="me", key_of="k"):

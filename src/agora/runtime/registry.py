@@ -249,7 +249,12 @@ class Runtime:
             ActorStopped: shutdown began before it could answer.
             Exception: whatever exception instance the entity returned as its reply.
         """
-        _, slot = await self._submit(kind, key, command)
+        await trio.lowlevel.checkpoint_if_cancelled()  # a caller cancelled already sends nothing
+        actor = self.registry.get(kind, key)
+        if actor.can_run_inline():  # `_submit`'s usual case, one coroutine fewer per call
+            slot = await actor.run_inline(command, stamp())
+        else:
+            _, slot = await self._submit(kind, key, command)
         error = slot.error if slot.error is not None else slot.value
         if not isinstance(error, BaseException):
             return slot.value
