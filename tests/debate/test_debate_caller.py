@@ -21,6 +21,8 @@ def test_the_view_follows_the_principal_object_not_only_its_name() -> None:
     first = caller(_call(plain))
     assert (first.conductor, first.projects) == (False, frozenset({"alpha"}))
     assert caller(_call(plain)) is first  # the same object: the view is reused
+    twin = Principal("carol", projects=frozenset({"alpha"}))  # another connection's
+    assert caller(_call(twin)) is first  # an equal principal: reused too
     promoted = Principal("carol", scopes=frozenset({"conductor"}), projects=frozenset({"b"}))
     second = caller(_call(promoted))
     assert (second.name, second.conductor, second.projects) == ("carol", True, frozenset({"b"}))

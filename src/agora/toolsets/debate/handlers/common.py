@@ -26,11 +26,11 @@ if TYPE_CHECKING:
 def caller(call: ToolCall) -> Caller:
     """The debate view of the call's principal."""
     principal = call.principal
-    # Principals are few and immutable (from the config) and every call asks: the last
-    # view made of each name is reused while the principal is the very same object (an
-    # identity check, where a cache keyed by the principal hashed its fields every call).
+    # Principals are few and immutable (from the config) and every call asks: the view made
+    # of each name is reused while the principal is the same object (each connection has
+    # its own) or an equal one (an lru_cache keyed by the principal hashed its fields).
     known = _CALLERS.get(principal.name)
-    if known is not None and known[0] is principal:
+    if known is not None and (known[0] is principal or known[0] == principal):
         return known[1]
     view = Caller.of(principal)
     if len(_CALLERS) >= 1024:
