@@ -11,6 +11,7 @@ import pytest
 import trio
 from _items import ITEMS, insert
 
+from agora.store import checkpoint as checkpoint_module
 from agora.store import wal as wal_module
 from agora.store import writer as writer_module
 from agora.store.db import open_store
@@ -30,11 +31,16 @@ def _read_steadily(path: str, stop: threading.Event) -> None:
         conn.close()
 
 
+@pytest.mark.parametrize(("checkpoint_pages", "commits"), [(None, 800), (20, 400)])
 async def test_the_writer_restarts_a_wal_that_readers_kept_growing(
-    tmp_path, monkeypatch: pytest.MonkeyPatch
+    tmp_path, monkeypatch: pytest.MonkeyPatch, checkpoint_pages: int | None, commits: int
 ):
+    # None: the checkpointer never has its turn; 20: it checkpoints all along, beside the
+    # readers and the writer's restarts (only one checkpoint runs at a time: a busy one waits
+    # for its next turn).
     monkeypatch.setattr(writer_module, "WAL_CHECK_SECONDS", 0.0)
     monkeypatch.setattr(wal_module, "RESTART_FRAMES", 100)
+    monkeypatch.setattr(checkpoint_module, "CHECKPOINT_PAGES", checkpoint_pages or 10**9)
     path = tmp_path / "wal.db"
     wal = tmp_path / "wal.db-wal"
     async with open_store(path, [ITEMS]) as store:
@@ -46,12 +52,15 @@ async def test_the_writer_restarts_a_wal_that_readers_kept_growing(
             reader.start()
         try:
             with trio.fail_after(60):
-                for i in range(800):
+                for i in range(commits):
                     await store.write([insert(i, f"{i:06d}" + "x" * 2000)])
         finally:
             stop.set()
             for reader in readers:
                 reader.join()
         largest = wal.stat().st_size
-    # 800 commits of a 2 KB row each: 7-9 MiB of WAL if it never restarts (before: it did not).
+        checkpoints = store.counters()["checkpoints"]
+    # 800 commits of a 2 KB row each: 7-9 MiB of WAL if it never restarts (before: it did not);
+    # 400: 3.5-4.5 MiB.
     assert largest < 2 * 2**20
+    assert (checkpoints > 0) == bool(checkpoint_pages)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from agora.errors import StoreError
+from agora.store.checkpoint import Checkpointer
 from agora.store.diskfault import DiskDoctor
 from agora.store.guard import TABLES
 from agora.store.lock import database_lock, database_problem, lock_path
@@ -212,7 +213,12 @@ async def _open_locked(
         )
     holder.append(store)
     if not inline:
+        store.checkpointer = Checkpointer(
+            path, partial(connect, path, synchronous=synchronous.upper(), create=False)
+        )
+        writer.on_batch = store.checkpointer.wake
         writer.start()
+        store.checkpointer.start()
         # A system task: it must outlive nothing but the store, and a nursery here would
         # wrap the caller's exceptions in groups.
         trio.lowlevel.spawn_system_task(store._watch, name="agora store watchdog")

@@ -33,6 +33,7 @@ from agora.store.writer import Job, WriterStopped
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
+    from agora.store.checkpoint import Checkpointer
     from agora.store.neutral import Guard
     from agora.store.writer import Write, Writer
 
@@ -108,6 +109,8 @@ def connect(
     if path != ":memory:":
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
+        if not readonly:  # no checkpoint in a COMMIT: they are `agora.store.checkpoint`'s
+            conn.execute("PRAGMA wal_autocheckpoint=0")
     conn.execute(f"PRAGMA synchronous={synchronous}")
     conn.execute("PRAGMA foreign_keys=ON")
     # The writer may wait this long in BEGIN IMMEDIATE for another process's write lock.
@@ -145,6 +148,7 @@ class Store:
     guarded = False
     shared = False
     dialect = SQLITE
+    checkpointer: Checkpointer | None = None  # a file's (`agora.store.checkpoint`)
 
     def __init__(
         self,
@@ -191,9 +195,11 @@ class Store:
         totals ``begin_ms`` (BEGIN: the write lock), ``statements_cpu_ms`` (the statements'
         CPU: ``statements_ms`` minus it is waiting for the GIL or a core), ``end_ms`` and
         ``end_cpu_ms`` (the COMMIT's wall and CPU: the rest is the WAL write, the fsync and
-        getting the GIL back)."""
+        getting the GIL back). A file's also says what its checkpointer did
+        (`agora.store.checkpoint.Checkpointer.counters`)."""
         writer = self._writer
-        return {
+        ckpt = {} if self.checkpointer is None else self.checkpointer.counters()
+        return ckpt | {
             "engine": self.dialect,
             "commits": writer.batches,
             "commands": writer.jobs,
@@ -366,7 +372,10 @@ class Store:
         disk) is logged, since every committed write is safe in the WAL file anyway.
         """
         self._closed = True
-        if not self._inline and not self._writer.stop(STOP_SECONDS):
+        stuck = not self._inline and not self._writer.stop(STOP_SECONDS)
+        if self.checkpointer is not None and not self.checkpointer.stop(STOP_SECONDS):
+            log.error("the checkpointer of %s is stuck; leaving it behind", self.path)
+        if stuck:
             log.error(
                 "the database writer is stuck (waiting for the write lock, or a commit that "
                 "does not return); leaving it behind without closing %s",

@@ -1,13 +1,14 @@
 """Keeping a SQLite write-ahead log short while readers keep reading.
 
-SQLite's own checkpoints never wait for readers, so under a steady read load a reader is on
-the WAL whenever a write begins and the WAL grows without end (3.2 GiB in a 30-minute mixed
-soak). The writer thread calls `restart_if_long` between batches, at most once a second: past
-`RESTART_FRAMES` it runs ``wal_checkpoint(RESTART)``, which waits up to `RESTART_WAIT_MS` for
-the readers on the WAL, and the connection's ``journal_size_limit`` then cuts the file back.
-The WAL's length is read from its file's size, not from a checkpoint: a checkpoint every
-second would copy pages into the database (and fsync it) behind the queue's back, and leave a
-shutdown on a full disk nothing to report.
+PASSIVE checkpoints (the store's checkpointer's, `agora.store.checkpoint`) never wait for
+readers, nor for the writer's next commit, so under a steady load a reader is on the WAL, or
+frames are past the checkpoint, whenever a write begins, and the WAL grows without end
+(3.2 GiB in a 30-minute mixed soak). The writer thread calls `restart_if_long` between
+batches, at most once a second: past `RESTART_FRAMES` it runs ``wal_checkpoint(RESTART)``,
+which waits up to `RESTART_WAIT_MS` for the readers on the WAL, and the connection's
+``journal_size_limit`` then cuts the file back.
+The WAL's length is read from its file's size, not from a checkpoint: a checkpoint in the
+writer's thread would copy pages into the database (and fsync it) behind the queue's back.
 """
 
 from __future__ import annotations

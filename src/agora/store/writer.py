@@ -44,10 +44,8 @@ log = logging.getLogger(__name__)
 
 #: Most jobs folded into one transaction; bounds the latency of the first job in a batch.
 MAX_BATCH = 512
-#: SQLite: every this many seconds, between batches, the writer checks the WAL's length
-#: (`agora.store.wal.restart_if_long`).
+#: SQLite: seconds between the writer's checks of the WAL's length (`wal.restart_if_long`).
 WAL_CHECK_SECONDS = 1.0
-
 
 _PENDING, _TAKEN, _DROPPED = 0, 1, 2
 
@@ -121,6 +119,7 @@ class Writer:
         self._stopped = False
         self._next_wal_check = 0.0
         self.wal_restarts = 0  # by `_keep_wal_short` (SQLite), the readers keeping it long
+        self.on_batch: Callable[[], None] | None = None  # SQLite: the checkpointer's wake
         self.batches = 0
         self.jobs = 0
         #: Commands per committed transaction, and ms from BEGIN to COMMIT's return (lock
@@ -257,7 +256,9 @@ class Writer:
                 self._keep_wal_short(self._conn)
 
     def _keep_wal_short(self, conn: sqlite3.Connection) -> None:
-        """Once every `WAL_CHECK_SECONDS`, restart the WAL if readers let it grow long."""
+        """Tell `on_batch`; once every `WAL_CHECK_SECONDS`, restart a WAL grown long."""
+        if self.on_batch is not None:
+            self.on_batch()
         if (now := time.perf_counter()) < self._next_wal_check:
             return
         self._next_wal_check = now + WAL_CHECK_SECONDS

@@ -1,0 +1,181 @@
+"""Checkpoints of a SQLite store's write-ahead log, kept out of the writer's COMMITs.
+
+SQLite's automatic checkpoint runs inside the COMMIT that takes the WAL past
+``wal_autocheckpoint`` pages: it copies those pages into the database file and fsyncs it
+while the writer holds its transaction (26-59 ms on a slow disk, several times a second at
+2,000 writes/s), and every reply of that batch waits for it. So the store's writable
+connections turn it off (`agora.store.sqlite.connect`), and a `Checkpointer` thread, on a
+connection of its own, runs ``wal_checkpoint(PASSIVE)`` once about `CHECKPOINT_PAGES` frames
+of the WAL are not yet in the database: meanwhile the writer keeps committing.
+
+It learns how far behind the database is from the WAL index (the ``-shm`` file, whose
+layout is part of SQLite's documented file format: ``mxFrame``, the last valid frame, and
+``nBackfill``, the frames already copied), read at most every `POLL_SECONDS` and only after
+the writer said it committed (`Checkpointer.wake`): an idle store costs nothing. A PASSIVE
+checkpoint never waits, for readers or for a checkpoint another connection or process runs
+(SQLite runs one at a time: a busy one is counted and skipped), and never loses a commit:
+the WAL keeps every frame until the database holds it and is synced.
+
+Under steady commits a PASSIVE checkpoint rarely ends with the whole WAL copied, so the
+writer's next BEGIN seldom starts the WAL over: the WAL stays long, and the writer's own
+`agora.store.wal.restart_if_long` still bounds it. Errors are logged, never raised; the
+thread ends with `stop`. Must not import trio.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from agora.store.stats import COMMIT_MS, Histogram
+
+if TYPE_CHECKING:
+    import sqlite3
+    from collections.abc import Callable
+
+__all__ = ["CHECKPOINT_PAGES", "POLL_SECONDS", "Checkpointer", "behind"]
+
+log = logging.getLogger(__name__)
+
+#: Frames of the WAL not yet in the database past which a checkpoint runs (SQLite's own
+#: ``wal_autocheckpoint`` default).
+CHECKPOINT_PAGES = 1000
+#: Least seconds between two looks at the WAL index while the writer commits.
+POLL_SECONDS = 0.05
+#: The WAL index header's ``mxFrame`` (bytes 16-19) and the checkpoint info's ``nBackfill``
+#: (bytes 96-99), both in the machine's byte order (https://sqlite.org/walformat.html).
+_MX_FRAME, _BACKFILL, _INDEX_HEAD = struct.Struct("=I"), struct.Struct("=I"), 100
+
+
+def behind(shm: str) -> int | None:
+    """Frames of the WAL not yet copied into the database, read from its index ``shm``
+    (None: no index to read, say before the first write)."""
+    try:
+        fd = os.open(shm, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        head = os.pread(fd, _INDEX_HEAD, 0)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(head) < _INDEX_HEAD:
+        return None
+    (frames,) = _MX_FRAME.unpack_from(head, 16)
+    (copied,) = _BACKFILL.unpack_from(head, 96)
+    return max(int(frames) - int(copied), 0)
+
+
+class Checkpointer:
+    """A thread that checkpoints one database file's WAL while its writer commits.
+
+    Attributes:
+        runs: Checkpoints run; ``busy``: those skipped because another connection was
+            checkpointing; ``failures``: those that failed, or found no connection (logged).
+        ms: How long each checkpoint run took (copy and fsync), a `Histogram`.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        open_conn: Callable[[], sqlite3.Connection],
+        *,
+        pages: int | None = None,
+        poll_seconds: float | None = None,
+    ) -> None:
+        """``open_conn`` opens the thread's connection to ``path`` (in the thread)."""
+        self._shm = f"{path}-shm"
+        self._open = open_conn
+        self.pages = CHECKPOINT_PAGES if pages is None else pages
+        self.poll_seconds = POLL_SECONDS if poll_seconds is None else poll_seconds
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="agora-checkpointer", daemon=True)
+        self.runs = self.busy = self.failures = 0
+        self.ms = Histogram(COMMIT_MS)
+
+    def start(self) -> None:
+        """Start the thread; its first look at the WAL is at once (a migration may have
+        left it long)."""
+        self._wake.set()
+        self._thread.start()
+
+    def wake(self) -> None:
+        """The writer committed: look at the WAL soon (cheap; called after every batch)."""
+        if not self._wake.is_set():
+            self._wake.set()
+
+    @property
+    def running(self) -> bool:
+        """Whether the thread is alive."""
+        return self._thread.is_alive()
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """End the thread (a checkpoint under way finishes first); whether it ended within
+        ``timeout`` seconds (one stuck in an fsync is left behind)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread.ident is None:
+            return True  # never started
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def counters(self) -> dict[str, Any]:
+        """``checkpoints`` run, ``checkpoints_busy`` skipped, and ``checkpoint_ms``."""
+        return {
+            "checkpoints": self.runs,
+            "checkpoints_busy": self.busy,
+            "checkpoint_ms": self.ms.snapshot(),
+        }
+
+    def _run(self) -> None:
+        conn: sqlite3.Connection | None = None
+        try:
+            while True:
+                self._wake.wait()
+                if self._stop.is_set():
+                    return
+                self._wake.clear()
+                frames = behind(self._shm)
+                if frames is None or frames >= self.pages:
+                    conn = self._connected(conn)
+                    if conn is not None and not self.checkpoint(conn):
+                        conn.close()  # it may pin a file system that failed: a fresh one next
+                        conn = None
+                if self._stop.wait(self.poll_seconds):
+                    return
+        finally:
+            if conn is not None:
+                conn.close()
+
+    def _connected(self, conn: sqlite3.Connection | None) -> sqlite3.Connection | None:
+        if conn is not None:
+            return conn
+        try:
+            return self._open()
+        except Exception as exc:
+            self.failures += 1
+            log.warning("cannot open %s to checkpoint it: %s", self._shm[:-4], exc)
+            return None
+
+    def checkpoint(self, conn: sqlite3.Connection) -> bool:
+        """Run one PASSIVE checkpoint on ``conn`` and count it; whether it did not fail
+        (never raises: a failure is logged)."""
+        began = time.perf_counter()
+        try:
+            busy = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[0]
+        except Exception as exc:  # a full or failed disk: the next commit says so
+            self.failures += 1
+            log.warning("checkpoint of %s failed: %s", self._shm[:-4], exc)
+            return False
+        if busy:
+            self.busy += 1
+        else:
+            self.runs += 1
+            self.ms.add((time.perf_counter() - began) * 1e3)
+        return True
