@@ -9,16 +9,16 @@ the same clock in the bench process), everything that took at least that many ms
   and every collection of the cyclic collector (with its CPU time);
 - on the store's writer thread (`agora.store.writer.Writer.commit_batch` wrapped): every
   transaction, BEGIN to the jobs' hand-back, with its job count, the wall time of its
-  statements and of its COMMIT, its CPU time, and whether the database file changed under it
-  (in WAL mode only a checkpoint writes the database file: SQLite's automatic checkpoint runs
-  inside the COMMIT that takes the WAL past ``wal_autocheckpoint`` pages, and fsyncs the file;
-  not told apart under ``BENCH_CHECKPOINTER``, whose thread writes the file at any time).
+  statements and of its COMMIT, its CPU time, and whether its COMMIT checkpointed (the
+  database file changed under it: in WAL mode only a checkpoint writes it), which it can only
+  under ``BENCH_AUTOCHECKPOINT``;
+- the store's checkpointer (`agora.store.checkpoint.Checkpointer.checkpoint` wrapped): every
+  checkpoint it ran, whatever its length, on its own thread beside the writer.
 
-With ``BENCH_CHECKPOINTER`` also set (an A/B), the writer's connection gets
-``wal_autocheckpoint=0`` and a thread of its own, on its own connection, runs a PASSIVE
-checkpoint every `CHECKPOINT_POLL` seconds, so no COMMIT carries one. ``BENCH_AUTOCHECKPOINT=N``
-(another A/B) sets the writer's ``wal_autocheckpoint`` to N pages instead (SQLite's default:
-1000): fewer, longer checkpoints, each page rewritten meanwhile copied once.
+``BENCH_AUTOCHECKPOINT=N`` (an A/B: the "before" of the checkpointer) gives the writer's
+connection SQLite's automatic checkpoint back, at ``wal_autocheckpoint`` N pages (SQLite's
+default: 1000), and idles the store's checkpointer: each checkpoint then runs inside the
+COMMIT that takes the WAL past N pages, as before `agora.store.checkpoint`.
 Kept in memory and dumped with each probe (`Timeline.dump`); read by ``bench/stalls.py``.
 Bench-only; agora never imports it.
 """
@@ -28,17 +28,14 @@ from __future__ import annotations
 import gc
 import os
 import sqlite3
-import threading
 import time
 from collections import Counter
 from typing import Any
 
 import trio
 
+from agora.store import checkpoint as _checkpoint
 from agora.store import writer as _writer
-
-#: Seconds between two checkpoints of the A/B's checkpoint thread.
-CHECKPOINT_POLL = 0.1
 
 
 class Timeline(trio.abc.Instrument):
@@ -51,7 +48,8 @@ class Timeline(trio.abc.Instrument):
         self.collections: list[tuple[float, float, int, float]] = []
         #: (start, wall, jobs, statements wall, COMMIT wall, CPU, checkpointed)
         self.commits: list[tuple[float, float, int, float, float, float, bool]] = []
-        self.checkpoints = {"count": 0, "seconds": 0.0}  # the A/B thread's
+        #: (start, wall): every checkpoint of the store's checkpointer
+        self.checkpoints: list[tuple[float, float]] = []
         self._step = self._batch = self._gc = self._batch_cpu = self._gc_cpu = 0.0
         self._count = 0
         self._costs: Counter[str] = Counter()
@@ -93,10 +91,10 @@ class Timeline(trio.abc.Instrument):
             "batches": self.batches,
             "collections": self.collections,
             "commits": self.commits,
-            "checkpoints": dict(self.checkpoints),
+            "checkpoints": self.checkpoints,
         }
         self.steps, self.batches, self.collections, self.commits = [], [], [], []
-        self.checkpoints.update(count=0, seconds=0.0)
+        self.checkpoints = []
         return out
 
 
@@ -114,37 +112,32 @@ def _mtime(path: str) -> int:
         return 0
 
 
-def _checkpointer(path: str, timeline: Timeline) -> None:
-    """The A/B's checkpoint thread: a PASSIVE checkpoint every `CHECKPOINT_POLL` seconds
-    (one with nothing new to copy returns at once)."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    while True:
-        time.sleep(CHECKPOINT_POLL)
+def _watch_checkpointer(timeline: Timeline) -> None:
+    checkpoint = _checkpoint.Checkpointer.checkpoint
+
+    def timed(self: _checkpoint.Checkpointer, conn: sqlite3.Connection) -> bool:
         began = time.perf_counter()
         try:
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-        except sqlite3.Error:
-            continue
-        timeline.checkpoints["count"] += 1
-        timeline.checkpoints["seconds"] += time.perf_counter() - began
+            return checkpoint(self, conn)
+        finally:
+            timeline.checkpoints.append((began, time.perf_counter() - began))
+
+    _checkpoint.Checkpointer.checkpoint = timed  # type: ignore[method-assign]
 
 
-def _watch_writer(timeline: Timeline, checkpointer: bool) -> None:
+def _watch_writer(timeline: Timeline) -> None:
     commit_batch = _writer.Writer.commit_batch
     files: dict[int, str] = {}
+    pages = os.environ.get("BENCH_AUTOCHECKPOINT")
+    if pages:
+        _checkpoint.CHECKPOINT_PAGES = 2**62  # idle: the COMMITs checkpoint, as before
 
     def timed(self: _writer.Writer, batch: list[Any]) -> None:
         key = id(self)
         if key not in files:
             files[key] = _database(self.conn)
-            if pages := os.environ.get("BENCH_AUTOCHECKPOINT"):
+            if pages:
                 self.conn.execute(f"PRAGMA wal_autocheckpoint={int(pages)}")
-            if checkpointer and files[key]:
-                self.conn.execute("PRAGMA wal_autocheckpoint=0")
-                threading.Thread(
-                    target=_checkpointer, args=(files[key], timeline), daemon=True,
-                    name="bench-checkpointer",
-                ).start()  # fmt: skip
         path = files[key]
         mtime, statements, end = _mtime(path), self.statements_s, self.end_s
         began, cpu = time.perf_counter(), time.thread_time()
@@ -156,15 +149,15 @@ def _watch_writer(timeline: Timeline, checkpointer: bool) -> None:
                 timeline.commits.append((
                     began, took, len(batch), self.statements_s - statements,
                     self.end_s - end, time.thread_time() - cpu,
-                    not checkpointer and _mtime(path) != mtime,
+                    bool(pages) and _mtime(path) != mtime,
                 ))  # fmt: skip
 
     _writer.Writer.commit_batch = timed  # type: ignore[method-assign]
 
 
-def install(threshold_ms: float, *, checkpointer: bool = False) -> Timeline:
+def install(threshold_ms: float) -> Timeline:
     """Record the stalls of at least ``threshold_ms`` from now on (`trio.run` gets the
-    instrument); with ``checkpointer``, checkpoints leave the writer's COMMITs."""
+    instrument), and the store's checkpoints."""
     timeline = Timeline(threshold_ms)
     run = trio.run
 
@@ -174,5 +167,6 @@ def install(threshold_ms: float, *, checkpointer: bool = False) -> Timeline:
 
     trio.run = instrumented_run
     gc.callbacks.append(timeline.collected)
-    _watch_writer(timeline, checkpointer)
+    _watch_writer(timeline)
+    _watch_checkpointer(timeline)
     return timeline

@@ -14,7 +14,7 @@ what a full collection of the whole heap, frozen part included, found unreachabl
 knows both are whole. Tracing costs CPU and about doubles RSS: its figures are for comparing
 allocation sites, not RSS. With ``BENCH_STALLS_MS`` set it also records the main thread's
 and the writer thread's stalls (`probe_stalls`, read by ``bench/stalls.py``; with
-``BENCH_CHECKPOINTER`` too, checkpoints move out of the writer's COMMITs: an A/B). With
+``BENCH_AUTOCHECKPOINT=N`` too, SQLite's automatic checkpoint is back in the COMMITs: an A/B). With
 ``BENCH_OLD_GC`` set, the server keeps the collector policy it had before
 `agora.server.heap` (thresholds 50000/20/10, nothing frozen after start-up).
 
@@ -191,12 +191,7 @@ def _largest(live: list[Any], top: int = 40) -> dict[str, int]:
 from probe_stalls import install  # noqa: E402
 
 _timeline = (
-    install(
-        float(os.environ["BENCH_STALLS_MS"]),
-        checkpointer=bool(os.environ.get("BENCH_CHECKPOINTER")),
-    )
-    if os.environ.get("BENCH_STALLS_MS")
-    else None
+    install(float(os.environ["BENCH_STALLS_MS"])) if os.environ.get("BENCH_STALLS_MS") else None
 )
 
 

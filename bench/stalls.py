@@ -6,12 +6,13 @@ A `probed_serve` server run with ``BENCH_STALLS_MS`` records, on ``time.perf_cou
 longer than that: a scheduler run between two I/O waits (``batches``: how many task steps,
 the costliest tasks), a single task step (``steps``), a cyclic garbage collection
 (``collections``), and each time its store's writer thread spent that long on one
-transaction (``commits``: its COMMIT's share, and whether a checkpoint ran in it; see
-`probe_stalls`). `attribute` matches them with the bench's calls, each a (scheduled send,
-reply, name) span on the same clock, and with the bench's own collections
-(`ClientCollections`): for each call at or above a latency quantile, the kind of stall that
-covered the largest share of its latency, if a quarter or more, else none of them (then the
-wait was elsewhere: the kernel, queueing behind ordinary work, short commits in a row).
+transaction (``commits``: its COMMIT's share, and whether a checkpoint ran in it), and each
+checkpoint of the store's checkpointer thread (``checkpoints``; see `probe_stalls`).
+`attribute` matches them with the bench's calls, each a (scheduled send, reply, name) span
+on the same clock, and with the bench's own collections (`ClientCollections`): for each
+call at or above a latency quantile, the kind of stall that covered the largest share of its
+latency, if a quarter or more, else none of them (then the wait was elsewhere: the kernel,
+queueing behind ordinary work, short commits in a row).
 """
 
 from __future__ import annotations
@@ -85,12 +86,14 @@ def attribute(
     commits = timeline.get("commits", [])
     writes = _intervals(commits)
     checkpointing = _intervals([c for c in commits if c[6]])
+    checkpoints = timeline.get("checkpoints") or []
+    beside = _intervals(checkpoints)
     latencies = sorted(end - start for start, end, _ in spans)
     cut = latencies[min(len(latencies) - 1, int(q * len(latencies)))]
     slow = [s for s in spans if s[1] - s[0] >= cut]
     kinds: Counter[str] = Counter()
     gc_share = run_share = commit_share = 0.0
-    behind_checkpoint = 0
+    behind_checkpoint = beside_checkpoint = 0
     for start, end, _ in slow:
         span = end - start
         shares = {
@@ -103,6 +106,7 @@ def attribute(
         run_share += shares["long scheduler run"]
         commit_share += shares["long commit"]
         behind_checkpoint += _overlap(checkpointing, start, end) > 0
+        beside_checkpoint += _overlap(beside, start, end) > 0
         top = max(shares, key=shares.__getitem__)
         kinds[top if shares[top] >= SHARE else "none of them"] += 1
     origin = min(s[0] for s in spans)
@@ -122,8 +126,9 @@ def attribute(
         f"on average {gc_share / len(slow):.0%} of their latency "
         f"in collections, {run_share / len(slow):.0%} in long scheduler runs, "
         f"{commit_share / len(slow):.0%} in long commits ({behind_checkpoint} overlapped one "
-        f"that checkpointed); by tool {dict(Counter(name for _, _, name in slow))}",
-        _commit_line(commits, timeline.get("checkpoints")),
+        f"that checkpointed in its COMMIT, {beside_checkpoint} a checkpoint of the "
+        f"checkpointer); by tool {dict(Counter(name for _, _, name in slow))}",
+        _commit_line(commits, checkpoints),
     ]
     for start, took, count, top, cpu in sorted(timeline["batches"], key=lambda b: -b[1])[:8]:
         lines.append(
@@ -150,28 +155,30 @@ def attribute(
     return "\n".join(lines)
 
 
-def _commit_line(commits: list[list[Any]], checkpoints: dict[str, Any] | None) -> str:
-    """The writer's long transactions: how many, how long, how many checkpointed."""
-    if not commits:
-        return "writer: no transaction at or over the threshold"
-    ms = sorted(c[1] * 1000 for c in commits)
-    checked = [c for c in commits if c[6]]
-    mean = sum(c[4] for c in checked) / len(checked) * 1000 if checked else 0.0
-    longest = sorted(commits, key=lambda c: -c[1])[:3]
-    shown = [
-        f"{c[1] * 1000:.1f} ms ({c[2]} jobs, statements {c[3] * 1000:.1f}, COMMIT "
-        f"{c[4] * 1000:.1f}, CPU {c[5] * 1000:.1f}{', checkpoint' if c[6] else ''})"
-        for c in longest
-    ]
-    line = (
-        f"writer: {len(commits)} transactions at or over the threshold (median "
-        f"{ms[len(ms) // 2]:.1f} ms, longest {ms[-1]:.1f}); {len(checked)} of them "
-        f"checkpointed in their COMMIT (its mean {mean:.1f} ms); longest {shown}"
-    )
-    if checkpoints and checkpoints["count"]:
+def _commit_line(commits: list[list[Any]], checkpoints: list[list[float]]) -> str:
+    """The writer's long transactions (how many, how long, how many checkpointed in their
+    COMMIT) and the checkpointer's checkpoints."""
+    line = "writer: no transaction at or over the threshold"
+    if commits:
+        ms = sorted(c[1] * 1000 for c in commits)
+        checked = [c for c in commits if c[6]]
+        mean = sum(c[4] for c in checked) / len(checked) * 1000 if checked else 0.0
+        longest = sorted(commits, key=lambda c: -c[1])[:3]
+        shown = [
+            f"{c[1] * 1000:.1f} ms ({c[2]} jobs, statements {c[3] * 1000:.1f}, COMMIT "
+            f"{c[4] * 1000:.1f}, CPU {c[5] * 1000:.1f}{', checkpoint' if c[6] else ''})"
+            for c in longest
+        ]
+        line = (
+            f"writer: {len(commits)} transactions at or over the threshold (median "
+            f"{ms[len(ms) // 2]:.1f} ms, longest {ms[-1]:.1f}); {len(checked)} of them "
+            f"checkpointed in their COMMIT (its mean {mean:.1f} ms); longest {shown}"
+        )
+    if checkpoints:
+        took = sorted(c[1] * 1000 for c in checkpoints)
         line += (
-            f"; checkpoint thread (BENCH_CHECKPOINTER): {checkpoints['count']} checkpoints, "
-            f"{checkpoints['seconds'] * 1000:.0f} ms in all"
+            f"; checkpointer: {len(checkpoints)} checkpoints, {sum(took):.0f} ms in all "
+            f"(median {took[len(took) // 2]:.1f} ms, longest {took[-1]:.1f})"
         )
     return line
 
