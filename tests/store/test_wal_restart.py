@@ -31,11 +31,11 @@ def _read_steadily(path: str, stop: threading.Event) -> None:
         conn.close()
 
 
-@pytest.mark.parametrize(("checkpoint_pages", "commits"), [(None, 800), (20, 400)])
+@pytest.mark.parametrize(("checkpoint_pages", "commits"), [(None, 800), (1, 400)])
 async def test_the_writer_restarts_a_wal_that_readers_kept_growing(
     tmp_path, monkeypatch: pytest.MonkeyPatch, checkpoint_pages: int | None, commits: int
 ):
-    # None: the checkpointer never has its turn; 20: it checkpoints all along, beside the
+    # None: the checkpointer never has its turn; 1: it checkpoints after every commit, beside the
     # readers and the writer's restarts (only one checkpoint runs at a time: a busy one waits
     # for its next turn).
     monkeypatch.setattr(writer_module, "WAL_CHECK_SECONDS", 0.0)
@@ -59,7 +59,8 @@ async def test_the_writer_restarts_a_wal_that_readers_kept_growing(
             for reader in readers:
                 reader.join()
         largest = wal.stat().st_size
-        checkpoints = store.counters()["checkpoints"]
+        counters = store.counters()
+        checkpoints = counters["checkpoints"] + counters["checkpoints_busy"]  # busy: a restart
     # 800 commits of a 2 KB row each: 7-9 MiB of WAL if it never restarts (before: it did not);
     # 400: 3.5-4.5 MiB.
     assert largest < 2 * 2**20
