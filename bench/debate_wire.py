@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
-from wsload import INITIALIZE
+from wsload import INITIALIZE, client_frame
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -57,18 +57,6 @@ class _ToolReply(msgspec.Struct):
 
 _decode_reply = msgspec.json.Decoder(_Reply).decode
 _decode_tool = msgspec.json.Decoder(_ToolReply).decode
-
-
-def _frame(payload: bytes, opcode: int = 0x1) -> bytes:
-    """One final client frame, masked with a zero key (masking is then a no-op)."""
-    size = len(payload)
-    if size < 126:
-        header = struct.pack("!BB", 0x80 | opcode, 0x80 | size)
-    elif size < 1 << 16:
-        header = struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, size)
-    else:
-        header = struct.pack("!BBQ", 0x80 | opcode, 0x80 | 127, size)
-    return header + b"\0\0\0\0" + payload
 
 
 class WireClient:
@@ -121,7 +109,7 @@ class WireClient:
             payload = bytes(buf[offset : offset + size])
             del buf[: offset + size]
             if opcode == 0x9:
-                await self._send(_frame(payload, 0xA))
+                await self._send(client_frame(payload, 0xA))
             elif opcode == 0x8:
                 raise ConnectionError(f"closed by the server: {payload[:2].hex()}")
             elif opcode in (0x1, 0x2):
@@ -132,7 +120,7 @@ class WireClient:
         self._ids += 1
         rid = self._ids
         message = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
-        await self._send(_frame(_encode(message)))
+        await self._send(client_frame(_encode(message)))
         while True:
             reply = _decode_reply(await self.recv())
             if reply.id == rid and reply.method is None:
@@ -145,7 +133,7 @@ class WireClient:
         self._ids += 1
         rid = self._ids
         await self._send(
-            _frame(
+            client_frame(
                 b'{"jsonrpc":"2.0","method":"tools/call","id":%d,"params":{"name":"%s",'
                 b'"arguments":%s}}' % (rid, name.encode(), _encode(arguments))
             )
@@ -164,7 +152,7 @@ class WireClient:
     async def aclose(self) -> None:
         """Send a close frame and drop the connection."""
         with contextlib.suppress(OSError):
-            self.sock.send(_frame(struct.pack("!H", 1000), 0x8))
+            self.sock.send(client_frame(struct.pack("!H", 1000), 0x8))
         trio.lowlevel.notify_closing(self.sock)
         self.sock.close()
 
@@ -202,7 +190,7 @@ async def wire_connect(url: str, token: str) -> AsyncIterator[WireClient]:
     client = WireClient(sock, rest)
     try:
         await client.request("initialize", INITIALIZE["params"])
-        await client._send(_frame(b'{"jsonrpc":"2.0","method":"notifications/initialized"}'))
+        await client._send(client_frame(b'{"jsonrpc":"2.0","method":"notifications/initialized"}'))
         yield client
     finally:
         with trio.CancelScope(shield=True):

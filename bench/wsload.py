@@ -40,6 +40,18 @@ INITIALIZE = {
 }
 
 
+def client_frame(payload: bytes, opcode: int = 0x1) -> bytes:
+    """One final client frame, masked with a zero key (masking is then a no-op)."""
+    size = len(payload)
+    if size < 126:
+        header = struct.pack("!BB", 0x80 | opcode, 0x80 | size)
+    elif size < 1 << 16:
+        header = struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, size)
+    else:
+        header = struct.pack("!BBQ", 0x80 | opcode, 0x80 | 127, size)
+    return header + b"\0\0\0\0" + payload
+
+
 class LeanWebSocket:
     """A minimal WebSocket client, so the load generator costs less than the servers.
 
@@ -83,14 +95,7 @@ class LeanWebSocket:
 
     async def send(self, payload: bytes, opcode: int = 0x1) -> None:
         """One final frame, masked with a zero key."""
-        size = len(payload)
-        if size < 126:
-            header = struct.pack("!BB", 0x80 | opcode, 0x80 | size)
-        elif size < 1 << 16:
-            header = struct.pack("!BBH", 0x80 | opcode, 0x80 | 126, size)
-        else:
-            header = struct.pack("!BBQ", 0x80 | opcode, 0x80 | 127, size)
-        await self.stream.send_all(header + b"\0\0\0\0" + payload)
+        await self.stream.send_all(client_frame(payload, opcode))
 
     async def _need(self, size: int) -> None:
         while len(self._buf) < size:
