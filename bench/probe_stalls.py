@@ -13,7 +13,9 @@ the same clock in the bench process), everything that took at least that many ms
   database file changed under it: in WAL mode only a checkpoint writes it), which it can only
   under ``BENCH_AUTOCHECKPOINT``;
 - the store's checkpointer (`agora.store.checkpoint.Checkpointer.checkpoint` wrapped): every
-  checkpoint it ran, whatever its length, on its own thread beside the writer.
+  checkpoint it ran, whatever its length, on its own thread beside the writer;
+- the writer's WAL restarts (`agora.store.wal.restart_if_long` wrapped, between two of its
+  transactions): every RESTART checkpoint (the WAL was long), and any look that took 1 ms.
 
 ``BENCH_AUTOCHECKPOINT=N`` (an A/B: the "before" of the checkpointer) gives the writer's
 connection SQLite's automatic checkpoint back, at ``wal_autocheckpoint`` N pages (SQLite's
@@ -35,6 +37,7 @@ from typing import Any
 import trio
 
 from agora.store import checkpoint as _checkpoint
+from agora.store import wal as _wal
 from agora.store import writer as _writer
 
 
@@ -50,6 +53,9 @@ class Timeline(trio.abc.Instrument):
         self.commits: list[tuple[float, float, int, float, float, float, bool]] = []
         #: (start, wall): every checkpoint of the store's checkpointer
         self.checkpoints: list[tuple[float, float]] = []
+        #: (start, wall): the writer's RESTART checkpoints (`agora.store.wal`), and any look
+        #: at the WAL's length that took a millisecond or more
+        self.restarts: list[tuple[float, float]] = []
         self._step = self._batch = self._gc = self._batch_cpu = self._gc_cpu = 0.0
         self._count = 0
         self._costs: Counter[str] = Counter()
@@ -92,9 +98,10 @@ class Timeline(trio.abc.Instrument):
             "collections": self.collections,
             "commits": self.commits,
             "checkpoints": self.checkpoints,
+            "restarts": self.restarts,
         }
         self.steps, self.batches, self.collections, self.commits = [], [], [], []
-        self.checkpoints = []
+        self.checkpoints, self.restarts = [], []
         return out
 
 
@@ -123,6 +130,18 @@ def _watch_checkpointer(timeline: Timeline) -> None:
             timeline.checkpoints.append((began, time.perf_counter() - began))
 
     _checkpoint.Checkpointer.checkpoint = timed  # type: ignore[method-assign]
+    restart_if_long = _wal.restart_if_long
+
+    def restart_timed(conn: sqlite3.Connection) -> bool:
+        began = time.perf_counter()
+        restarted = restart_if_long(conn)
+        took = time.perf_counter() - began
+        # A look that found the WAL short takes microseconds: kept only past a millisecond.
+        if restarted or took >= 0.001:
+            timeline.restarts.append((began, took))
+        return restarted
+
+    _wal.restart_if_long = restart_timed
 
 
 def _watch_writer(timeline: Timeline) -> None:

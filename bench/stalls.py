@@ -7,7 +7,8 @@ longer than that: a scheduler run between two I/O waits (``batches``: how many t
 the costliest tasks), a single task step (``steps``), a cyclic garbage collection
 (``collections``), and each time its store's writer thread spent that long on one
 transaction (``commits``: its COMMIT's share, and whether a checkpoint ran in it), and each
-checkpoint of the store's checkpointer thread (``checkpoints``; see `probe_stalls`).
+checkpoint of the store's checkpointer thread (``checkpoints``) and each WAL restart of the
+writer (``restarts``; see `probe_stalls`).
 `attribute` matches them with the bench's calls, each a (scheduled send, reply, name) span
 on the same clock, and with the bench's own collections (`ClientCollections`): for each
 call at or above a latency quantile, the kind of stall that covered the largest share of its
@@ -88,12 +89,14 @@ def attribute(
     checkpointing = _intervals([c for c in commits if c[6]])
     checkpoints = timeline.get("checkpoints") or []
     beside = _intervals(checkpoints)
+    restarts = timeline.get("restarts") or []
+    restarting = _intervals(restarts)
     latencies = sorted(end - start for start, end, _ in spans)
     cut = latencies[min(len(latencies) - 1, int(q * len(latencies)))]
     slow = [s for s in spans if s[1] - s[0] >= cut]
     kinds: Counter[str] = Counter()
     gc_share = run_share = commit_share = 0.0
-    behind_checkpoint = beside_checkpoint = 0
+    behind_checkpoint = beside_checkpoint = behind_restart = 0
     for start, end, _ in slow:
         span = end - start
         shares = {
@@ -107,6 +110,7 @@ def attribute(
         commit_share += shares["long commit"]
         behind_checkpoint += _overlap(checkpointing, start, end) > 0
         beside_checkpoint += _overlap(beside, start, end) > 0
+        behind_restart += _overlap(restarting, start, end) > 0
         top = max(shares, key=shares.__getitem__)
         kinds[top if shares[top] >= SHARE else "none of them"] += 1
     origin = min(s[0] for s in spans)
@@ -127,8 +131,9 @@ def attribute(
         f"in collections, {run_share / len(slow):.0%} in long scheduler runs, "
         f"{commit_share / len(slow):.0%} in long commits ({behind_checkpoint} overlapped one "
         f"that checkpointed in its COMMIT, {beside_checkpoint} a checkpoint of the "
-        f"checkpointer); by tool {dict(Counter(name for _, _, name in slow))}",
-        _commit_line(commits, checkpoints),
+        f"checkpointer, {behind_restart} a WAL restart of the writer); "
+        f"by tool {dict(Counter(name for _, _, name in slow))}",
+        _commit_line(commits, checkpoints, restarts),
     ]
     for start, took, count, top, cpu in sorted(timeline["batches"], key=lambda b: -b[1])[:8]:
         lines.append(
@@ -155,9 +160,11 @@ def attribute(
     return "\n".join(lines)
 
 
-def _commit_line(commits: list[list[Any]], checkpoints: list[list[float]]) -> str:
+def _commit_line(
+    commits: list[list[Any]], checkpoints: list[list[float]], restarts: list[list[float]]
+) -> str:
     """The writer's long transactions (how many, how long, how many checkpointed in their
-    COMMIT) and the checkpointer's checkpoints."""
+    COMMIT), the checkpointer's checkpoints and the writer's WAL restarts."""
     line = "writer: no transaction at or over the threshold"
     if commits:
         ms = sorted(c[1] * 1000 for c in commits)
@@ -180,6 +187,9 @@ def _commit_line(commits: list[list[Any]], checkpoints: list[list[float]]) -> st
             f"; checkpointer: {len(checkpoints)} checkpoints, {sum(took):.0f} ms in all "
             f"(median {took[len(took) // 2]:.1f} ms, longest {took[-1]:.1f})"
         )
+    if restarts:
+        took = sorted(r[1] * 1000 for r in restarts)
+        line += f"; WAL restarts of the writer: {len(restarts)}, ms {[round(t, 1) for t in took]}"
     return line
 
 
