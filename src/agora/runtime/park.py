@@ -12,7 +12,7 @@ deadline fires at its exact time (the timer task's own scope deadline is moved t
 earliest one whenever an earlier one arrives), so autojump clocks stay exact.
 
 `Turn` is an actor's one-at-a-time lock, cheap for the actor that never waits for it, and
-a `Slot` is where a caller waits for its command's outcome, with no event unless it must.
+a `Slot` is where a caller waits for its command's outcome, the caller parked without an event.
 """
 
 from __future__ import annotations
@@ -325,7 +325,8 @@ class Slot:
     finished: bool = False
     #: A poll's own command: how a later command of its group may answer it.
     waiting: Waiting | None = None
-    _event: trio.Event | None = None  # made only if someone waits before it finishes
+    #: The caller's task parked in `wait` (None: nobody waits, or it was cancelled).
+    _task: trio.lowlevel.Task | None = None
     _change: trio.Event | None = None
     _actor: Handling | None = None  # whose change event at `epoch` follows the reply
 
@@ -360,11 +361,23 @@ class Slot:
 
     def _finish(self) -> None:
         self.finished = True
-        if self._event is not None:
-            self._event.set()
+        task = self._task
+        if task is not None:
+            self._task = None
+            trio.lowlevel.reschedule(task)
 
     async def wait(self) -> None:
-        """Until the outcome is in (returns at once, without a checkpoint, if it is)."""
+        """Until the outcome is in (returns at once, without a checkpoint, if it is).
+
+        One caller waits on a slot (the one that submitted its command). Its task parks
+        itself, as `Sleeper` does: an event per queued command cost its making (a
+        ParkingLot), its wait and its set on every call that went through a mailbox.
+        Cancellable while parked, as ``Event.wait``: the command still runs, unanswered.
+        """
         if not self.finished:
-            self._event = self._event or trio.Event()
-            await self._event.wait()
+            self._task = _current_task()
+            await trio.lowlevel.wait_task_rescheduled(self._abort)
+
+    def _abort(self, _: Any) -> trio.lowlevel.Abort:
+        self._task = None
+        return trio.lowlevel.Abort.SUCCEEDED
