@@ -13,9 +13,11 @@ import logging
 import pytest
 import trio
 import trio.testing
-from _counter import Add, Explode, Get, log, stored
+from _counter import IDLE, Add, CounterKind, Explode, Get, When, log, stored
 
 from agora.runtime.actor import InternalError
+from agora.runtime.clock import Clock, FakeWall
+from agora.runtime.registry import Runtime
 
 pytestmark = pytest.mark.sqlite_only(
     "queued commands share a commit only on an unguarded store; a guarded one commits each "
@@ -156,3 +158,40 @@ async def test_a_group_is_bounded_and_the_rest_follow(runtime, kind, store, monk
     assert await runtime.read(lambda c: stored(c, "k")) == count
     assert sum(sizes) == 2 * count
     assert max(sizes) == 2 * 32  # MAX_GROUP commands of two statements each
+
+
+class Ticking(FakeWall):
+    """A wall clock one second later at every reading."""
+
+    def now(self):
+        self.advance(1)
+        return self.current
+
+
+async def test_a_group_reads_the_clock_once_for_all_its_commands(store, nursery, monkeypatch):
+    runtime = Runtime(store, nursery, clock=Clock(Ticking()), idle_seconds=IDLE, mailbox=8)
+    kind = CounterKind()
+    gate, sizes = gated_writes(store, monkeypatch)
+    seen: dict[str, object] = {}
+
+    async def when(name: str) -> None:
+        seen[name] = (await runtime.call(kind, "k", When())).wall
+
+    try:
+        with trio.fail_after(5):
+            async with trio.open_nursery() as callers:
+                await start_in_order(
+                    callers,
+                    lambda: runtime.call(kind, "k", Add(1)),  # committing
+                    lambda: when("a"),  # the group queued behind it
+                    lambda: runtime.call(kind, "k", Add(1)),
+                    lambda: when("b"),
+                )
+                gate.set()
+        assert sizes == [2, 2]
+        # One reading, not one per command: they ran back to back, in one step.
+        assert seen["a"] == seen["b"]
+        await when("after")
+        assert seen["after"] > seen["a"]  # a later command reads the clock again
+    finally:
+        runtime.begin_shutdown()

@@ -318,10 +318,11 @@ class Actor(Handling):
         done: list[tuple[Effects, Slot]],
         folded: list[Parked],
         pending: dict[Slot, Any],
+        now: Now,
     ) -> bool:
         """Run in this turn the commands of the polls that ``effects`` wakes, into the batch
         ``done`` (`agora.runtime.polls.fold`)."""
-        return fold(self, entity, effects, slot, done, folded, pending)
+        return fold(self, entity, effects, slot, done, folded, pending, now)
 
     def concerns(self, since: int, key: str) -> bool:
         """Whether a signal after epoch ``since`` may concern long-polls keyed ``key``.

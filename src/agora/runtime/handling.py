@@ -119,7 +119,8 @@ class Handling:
 
     #: `Actor._fold` (`agora.runtime.polls.fold`, which imports this module).
     _fold: Callable[
-        [Entity, Effects, Slot, list[tuple[Effects, Slot]], list[Parked], dict[Slot, Any]], bool
+        [Entity, Effects, Slot, list[tuple[Effects, Slot]], list[Parked], dict[Slot, Any], Now],
+        bool,
     ]
 
     if TYPE_CHECKING:
@@ -165,8 +166,10 @@ class Handling:
         # `_handle_group` for one loaded entity's command, without its lists (one clock
         # reading if `Actor.can_run_inline` just made the entity).
         now, self._now = self._now, None
+        if now is None:
+            now = runtime.clock.now()
         try:
-            effects = entity.handle(command, runtime.clock.now() if now is None else now)
+            effects = entity.handle(command, now)
         except Exception:
             log.exception("%s %s failed on %s", self.kind.kind, self.key, type(command).__name__)
             self._entity = None  # maybe half-mutated: reload
@@ -176,7 +179,7 @@ class Handling:
         if not self.parked:  # the usual case: no poll to fold, no list for them
             return await self._commit(done)
         folded: list[Parked] = []  # the polls this change answers in its turn
-        intact = self._fold(entity, effects, slot, done, folded, {})
+        intact = self._fold(entity, effects, slot, done, folded, {}, now)
         await self._commit(done, folded, intact)
 
     async def _handle_group(self, group: list[tuple[Any, Slot]]) -> None:
@@ -201,11 +204,14 @@ class Handling:
             pending: dict[Slot, Any] = {}  # the polls' own commands run so far
             rest: list[tuple[Any, Slot]] = []
             intact = True
+            # One clock reading for the group: its commands run back to back in this one
+            # step, as if at one instant (two readings that close may be equal anyway).
+            now = runtime.clock.now()
             for i, (command, slot) in enumerate(group):
                 try:
                     # A LookupError from `handle` (say a KeyError) is a bug like any other:
                     # the entity may be half-mutated, so it is reloaded, not trusted.
-                    effects = entity.handle(command, runtime.clock.now())
+                    effects = entity.handle(command, now)
                 except Exception:
                     log.exception(
                         "%s %s failed on %s", self.kind.kind, self.key, type(command).__name__
@@ -216,7 +222,8 @@ class Handling:
                     intact = False
                 else:
                     done.append((effects, slot))
-                    intact = self._fold(entity, effects, slot, done, folded, pending)
+                    if (effects.changed and (self.parked or pending)) or slot.waiting is not None:
+                        intact = self._fold(entity, effects, slot, done, folded, pending, now)
                 if not intact:
                     rest = group[i + 1 :]
                     break

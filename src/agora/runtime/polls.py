@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from agora.runtime.actor import Actor
+    from agora.runtime.clock import Now
     from agora.runtime.entity import Effects, Entity, EntityKind
     from agora.runtime.park import Slot
     from agora.runtime.registry import Runtime
@@ -71,13 +72,15 @@ def fold(
     done: list[tuple[Effects, Slot]],
     folded: list[Parked],
     pending: dict[Slot, Any],
+    now: Now,
 ) -> bool:
     """After the command whose ``effects`` these are (its ``slot`` last in ``done``, the batch
     to commit, in order): if it changed the entity, run the commands of the polls it wakes,
     each parked on ``actor`` (claimed, added to ``folded`` to `answer` once the batch's fate
     is known) or ``pending`` (slot -> latest reply of the polls whose own command ran earlier
     in this group: one whose reply is not ready gets the new outcome after the first); each
-    outcome joins ``done``. Then, if ``slot`` is a poll's own command, add it to ``pending``
+    outcome joins ``done``; each runs at ``now``, the waking command's reading (right after
+    it, in the same step). Then, if ``slot`` is a poll's own command, add it to ``pending``
     (its ``ready`` is asked only if a later change concerns it).
 
     Returns:
@@ -93,7 +96,7 @@ def fold(
             if claimed is None:
                 continue
             folded.append(poll)
-            if not _run(actor, entity, poll.command, claimed, done):
+            if not _run(actor, entity, poll.command, claimed, done, now):
                 return False
         for queued, reply in list(pending.items()):
             waiting = queued.waiting
@@ -103,7 +106,7 @@ def fold(
             if not waiting.waits(reply):  # ready: the poll returns with it
                 del pending[queued]
                 continue
-            if not _run(actor, entity, waiting.command, queued, done):
+            if not _run(actor, entity, waiting.command, queued, done, now):
                 return False
             pending[queued] = done[-1][0].reply
     if slot.waiting is not None:
@@ -112,12 +115,17 @@ def fold(
 
 
 def _run(
-    actor: Actor, entity: Entity, command: Any, slot: Slot, done: list[tuple[Effects, Slot]]
+    actor: Actor,
+    entity: Entity,
+    command: Any,
+    slot: Slot,
+    done: list[tuple[Effects, Slot]],
+    now: Now,
 ) -> bool:
     """Run a poll's ``command`` for the batch ``done``; False (``slot`` failed) if it raised."""
     actor.runtime.polls.answered += 1
     try:
-        done.append((entity.handle(command, actor.runtime.clock.now()), slot))
+        done.append((entity.handle(command, now), slot))
     except Exception:
         kind = actor.kind.kind
         log.exception("%s %s failed on %s", kind, actor.key, type(command).__name__)

@@ -213,13 +213,23 @@ class Runtime:
         command: Any,
         since: int | None = None,
         waiting: Waiting | None = None,
+        busy: Actor | None = None,
     ) -> tuple[Actor, Slot]:
-        await trio.lowlevel.checkpoint_if_cancelled()  # a caller cancelled already sends nothing
+        """Run ``command`` on the entity: inline if its actor is free, else through its
+        mailbox; returns the actor and the slot holding the outcome.
+
+        ``busy``: the actor `call` just found unable to run it inline, in this same step
+        (it checked for cancellation already): the first try posts to it directly.
+        """
+        actor = busy
+        if actor is None:  # a caller cancelled already sends nothing
+            await trio.lowlevel.checkpoint_if_cancelled()
         since = stamp() if since is None else since  # when the call began (`Slot.since`)
         for _ in range(3):
-            actor = self.registry.get(kind, key)
-            if actor.can_run_inline():
-                return actor, await actor.run_inline(command, since)
+            if actor is None:
+                actor = self.registry.get(kind, key)
+                if actor.can_run_inline():
+                    return actor, await actor.run_inline(command, since)
             slot = Slot(since=since, waiting=waiting)
             actor.queued += 1
             try:
@@ -230,12 +240,14 @@ class Runtime:
                     await mailbox.send((command, slot))
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 actor.queued -= 1
+                actor = None
                 continue  # it was evicted between lookup and send: the next get() respawns
             except BaseException:
                 actor.queued -= 1  # cancelled while the mailbox was full: never sent
                 raise
             await slot.wait()  # posted: the actor's task has not run it yet, so this parks
             if isinstance(slot.error, ActorStopped) and not self.closing:
+                actor = None
                 continue  # it stopped before starting this command: a fresh actor may run it
             return actor, slot
         raise ActorStopped(f"{kind.kind} {key} is not accepting commands")
@@ -254,7 +266,7 @@ class Runtime:
         if actor.can_run_inline():  # `_submit`'s usual case, one coroutine fewer per call
             slot = await actor.run_inline(command, stamp())
         else:
-            _, slot = await self._submit(kind, key, command)
+            _, slot = await self._submit(kind, key, command, busy=actor)
         error = slot.error if slot.error is not None else slot.value
         if not isinstance(error, BaseException):
             return slot.value
