@@ -7,7 +7,9 @@ import pytest
 import trio
 from debate_support import ALICE, BOB, CAROL, STAR
 
+from agora.toolsets.base import ToolCall
 from agora.toolsets.debate import sql
+from agora.toolsets.debate.handlers import inbox
 from agora.toolsets.debate.topic import KIND
 
 
@@ -335,3 +337,16 @@ async def test_consumed_messages_read_back_exactly_as_first_delivered(desk, room
     again = await check(desk, room, since_ts="2000-01-01T00:00Z")
     assert again["pending"] == first["pending"]
     assert first["pending"][0]["payload"] == {"k": [1, 2]}
+
+
+async def test_a_wait_on_a_topic_is_its_topic_wait_itself_not_awaited_in_a_dispatch(desk, room):
+    # A parked wait's every wake-up walks its coroutines: debate_signal_wait hands over the
+    # coroutine of the wait it picked (one topic, or the session's topics) without a frame.
+    args = {"session_id": room["b"], "role": "ADVOCATE", "timeout_ms": 0}
+    for topic, waits in ((room["topic"], "_wait_one"), (None, "_wait_any")):
+        given = args if topic is None else {**args, "topic_id": topic}
+        call = ToolCall(tool="debate_signal_wait", args=given, principal=BOB, runtime=desk.runtime)
+        coro = inbox.debate_signal_wait(call)
+        assert coro.cr_code.co_name == waits
+        reply = await coro
+        assert reply["pending"] == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import trio
+import trio.testing
 from _counter import Add, Explode, Garble, Get, Refuse
 
 from agora.runtime.actor import InternalError
@@ -153,3 +154,33 @@ async def test_a_poll_raises_what_its_command_raises(runtime, kind, autojump_clo
     with pytest.raises(error):
         await runtime.poll(kind, "a", command, ready=lambda _: False, timeout=55)
     assert trio.current_time() == 0
+
+
+def awaiting(task: trio.lowlevel.Task) -> list[str]:
+    """The coroutines a parked task is suspended in, outermost first."""
+    chain, coro = [], task.coro
+    while hasattr(coro, "cr_code"):
+        chain.append(coro.cr_code.co_qualname)
+        coro = coro.cr_await
+    return chain
+
+
+async def test_a_parked_poll_keeps_no_frame_of_runtime_poll(runtime, kind, autojump_clock):
+    tasks: list[trio.lowlevel.Task] = []
+
+    async def poll() -> None:
+        tasks.append(trio.lowlevel.current_task())
+        await runtime.poll(kind, "a", Get(), ready=at_least(1), timeout=60)
+
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(poll)
+            await trio.testing.wait_all_tasks_blocked()
+            # Every wake-up of a parked poll walks its frames: `Runtime.poll` hands over the
+            # coroutine of `agora.runtime.polls.poll` instead of awaiting it in one more.
+            assert awaiting(tasks[0]) == [
+                "test_a_parked_poll_keeps_no_frame_of_runtime_poll.<locals>.poll",
+                "poll",
+                "wait_task_rescheduled",
+            ]
+            await runtime.call(kind, "a", Add(1))

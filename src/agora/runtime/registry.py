@@ -23,7 +23,7 @@ from agora.runtime.polls import PollCounts
 from agora.runtime.resources import ResourceHub
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Coroutine, Mapping, Sequence
 
     from agora.runtime.entity import EntityKind, Write
     from agora.store.db import Store
@@ -279,16 +279,16 @@ class Runtime:
         finally:
             del error
 
-    async def poll(
+    def poll(
         self,
         kind: EntityKind,
         key: str,
         command: Any,
         *,
         ready: Callable[[Any], bool],
-        timeout: float,  # noqa: ASYNC109 - the long-poll deadline is part of the command
+        timeout: float,
         wait_key: str | None = None,
-    ) -> Any:
+    ) -> Coroutine[Any, Any, Any]:
         """Repeat ``command`` whenever the entity changes, until ``ready(reply)`` or timeout.
 
         With ``wait_key``, a change whose `Effects.wakes` leave the key out does not re-run
@@ -298,12 +298,12 @@ class Runtime:
         writer, and the reply is durable before the poll gets it.
 
         Returns:
-            The first ready reply, or the latest one when ``timeout`` seconds passed or the
-            server began shutting down.
+            To await: the first ready reply, or the latest one when ``timeout`` seconds
+            passed or the server began shutting down. (The coroutine of
+            `agora.runtime.polls.poll` itself: a parked poll keeps no frame of this method,
+            and every wake-up passes through one frame fewer.)
         """
-        return await polls.poll(
-            self, kind, key, command, ready=ready, timeout=timeout, wait_key=wait_key
-        )
+        return polls.poll(self, kind, key, command, ready=ready, timeout=timeout, wait_key=wait_key)
 
     async def poll_many(
         self,

@@ -16,6 +16,8 @@ from agora.toolsets.debate.rules import SIGNAL_LIMIT, SIGNAL_MAX, DebateError, n
 from agora.toolsets.debate.topic import KIND
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
     from agora.store.neutral import ReadConn
     from agora.toolsets.base import ToolCall
 
@@ -59,15 +61,22 @@ async def debate_signal_check(call: ToolCall) -> dict[str, Any]:
     return await _render(call, inbox)
 
 
-async def debate_signal_wait(call: ToolCall) -> dict[str, Any]:
+def debate_signal_wait(call: ToolCall) -> Coroutine[Any, Any, dict[str, Any]]:
     """Wait until the inbox holds something (or timeout), then check it.
 
     Without a topic, waits on every topic where the session holds the role actively and
-    answers with the first (by topic id) that has something.
+    answers with the first (by topic id) that has something. Returns the coroutine of the
+    wait itself (one on a topic, or over the session's topics): a parked wait keeps no
+    frame of this dispatch.
     """
     timeout = int(call.args.get("timeout_ms", WAIT_DEFAULT_MS)) / 1000
     if "topic_id" in call.args:
-        return await _wait_one(call, call.args["topic_id"], timeout)
+        return _wait_one(call, call.args["topic_id"], timeout)
+    return _wait_any(call, timeout)
+
+
+async def _wait_any(call: ToolCall, timeout: float) -> dict[str, Any]:  # noqa: ASYNC109
+    """`debate_signal_wait` without a topic: over every topic of the session's role."""
     peek = _check(call, persist=False)
     topics = await _topics(call, peek)
     try:
