@@ -132,8 +132,9 @@ class Handling:
         def signal(self, *, replace: bool = True, keys: Collection[str] | None = None) -> None:
             """`Actor.signal`."""
 
-    async def _load(self, slots: list[Slot]) -> bool:
-        """Load the entity if needed (unguarded stores); on failure fail ``slots``, say False."""
+    async def _load(self, group: list[tuple[Any, Slot]]) -> bool:
+        """Load the entity if needed (unguarded stores); on failure fail the slots of
+        ``group``, say False."""
         runtime = self.runtime
         try:
             if self._entity is None:
@@ -144,12 +145,12 @@ class Handling:
                     lambda conn: self.kind.load(conn, self.key, loaded_at)
                 )
         except LookupError as exc:  # "no such entity", as `EntityKind.load` documents
-            for slot in slots:
+            for _, slot in group:
                 slot.fail(exc)
             return False
         except Exception:
             log.exception("%s %s failed to load", self.kind.kind, self.key)
-            for slot in slots:
+            for _, slot in group:
                 slot.fail(InternalError(f"internal error in {self.kind.kind}; nothing was changed"))
             return False
         return True
@@ -195,8 +196,8 @@ class Handling:
         and those whose own command ran earlier in the group and was not ready."""
         runtime = self.runtime
         while group:
-            if not await self._load([slot for _, slot in group]):
-                return
+            if self._entity is None and not await self._load(group):
+                return  # (loaded: no list of the slots, no coroutine)
             entity = self._entity
             assert entity is not None
             done: list[tuple[Effects, Slot]] = []
