@@ -353,7 +353,11 @@ class Slot:
     ) -> None:
         """The reply, followed by ``change`` (or by ``actor``'s change at ``epoch``)."""
         self.value, self._change, self.epoch, self._actor = value, change, epoch, actor
-        self._finish()
+        self.finished = True  # `_finish` inlined: every command's reply comes this way
+        task = self._task
+        if task is not None:
+            self._task = None
+            trio.lowlevel.reschedule(task)
 
     def fail(self, error: BaseException) -> None:
         self.error = error
