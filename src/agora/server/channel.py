@@ -7,7 +7,7 @@ the `agora.server.connection.Connection` the call arrived on.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agora.mcp import jsonrpc as rpc
 from agora.toolsets.base import ToolCall
@@ -82,13 +82,14 @@ _FROM_CHANNEL = frozenset({"progress", "log", "close_stream", "resource_updated"
 
 
 class ChannelCall(ToolCall):
-    """The `ToolCall` of a call that came through a connection: its ``progress``, ``log``,
-    ``close_stream`` and ``resource_updated`` are its `ClientChannel`'s (``client``), bound
-    when a handler asks for one rather than when the call starts. Most handlers never ask,
-    and a call parked on its commit (hundreds at once under a burst of calls) then keeps no
-    bound methods for the cyclic collector to scan."""
+    """The `ToolCall` of a call that came through a connection: its ``client`` is a
+    `ClientChannel` made when a handler first asks for it, and its ``progress``, ``log``,
+    ``close_stream`` and ``resource_updated`` are that channel's, bound when a handler asks
+    for one rather than when the call starts. Most handlers never ask, and a call parked on
+    its commit (hundreds at once under a burst of calls) then keeps neither a channel nor
+    bound methods for the cyclic collector to scan, and made none."""
 
-    __slots__ = ()
+    __slots__ = ("_inv",)
 
     def __init__(
         self,
@@ -98,14 +99,17 @@ class ChannelCall(ToolCall):
         runtime: Runtime,
         endpoint: Mapping[str, str],
         meta: Mapping[str, Any],
-        channel: ClientChannel,
         connection: Connection,
+        inv: Invoke,
     ) -> None:
-        # The four fields above stay unset: reading one lands in `__getattr__`.
+        # ``client`` and the four fields above stay unset: reading one lands in `__getattr__`.
         self.tool, self.args, self.principal, self.runtime = tool, args, principal, runtime
-        self.endpoint, self.meta, self.client, self.connection = endpoint, meta, channel, connection
+        self.endpoint, self.meta, self.connection, self._inv = endpoint, meta, connection, inv
 
     def __getattr__(self, name: str) -> Any:
+        if name == "client":
+            channel = self.client = ClientChannel(cast("Connection", self.connection), self._inv)
+            return channel
         if name in _FROM_CHANNEL:
             return getattr(self.client, name)
         raise AttributeError(name)

@@ -27,7 +27,7 @@ from agora.errors import (
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.session import Answer, Cancel, Invoke, Send, Session, tool_reply, tool_result
 from agora.runtime.actor import InternalError
-from agora.server.channel import ChannelCall, ClientChannel
+from agora.server.channel import ChannelCall
 
 if TYPE_CHECKING:
     from agora.identity import Principal
@@ -46,7 +46,11 @@ SUBSCRIPTION_METHODS = frozenset({"resources/subscribe", "resources/unsubscribe"
 
 #: How long a server-to-client request (sampling, elicitation) may wait for its answer.
 CLIENT_REQUEST_TIMEOUT = 120.0
-#: Stands in the table for a worker's call whose reply is being sent (never entered).
+#: Stand in the table for a worker's call (never entered, so cancelling one changes nothing):
+#: handed to a worker but cancelled before it began, and having its reply sent. A call
+#: handed to a worker and not yet begun is None there, not a scope of its own made per call
+#: only to be replaced by the worker's.
+_CANCELLED = trio.CancelScope()
 _REPLYING = trio.CancelScope()
 
 
@@ -82,7 +86,8 @@ class Connection:
         self._nursery = nursery
         # Calls start in an idle worker of the nursery when the transport has a pool.
         self._workers = workers
-        self._calls: dict[rpc.RequestId, trio.CancelScope] = {}
+        # A call's cancel scope; None while it waits for its worker to begin it.
+        self._calls: dict[rpc.RequestId, trio.CancelScope | None] = {}
         # Made when first needed: most sessions never ask the client anything and subscribe
         # to nothing, and a parked agent's session should cost no empty containers.
         self._pending: dict[rpc.RequestId, tuple[trio.Event, list[rpc.Response]]] | None = None
@@ -115,9 +120,7 @@ class Connection:
                 case Invoke():
                     await self._start(action, inline)
                 case Cancel(rid):
-                    scope = self._calls.get(rid)
-                    if scope is not None:
-                        scope.cancel()
+                    self._cancel(rid)
                 case Answer(response):
                     pending = self._pending
                     waiting = pending.get(response.id) if pending is not None else None
@@ -181,14 +184,24 @@ class Connection:
             data = {"max_in_flight": limit, "retryable": True}
             await self._emit(rpc.error(inv.id, rpc.TOO_MANY_IN_FLIGHT, message, data), inv.id)
             return
-        scope = trio.CancelScope()  # in a worker, only holds a cancel until the call begins
-        self._calls[inv.id] = scope
+        if self._workers is not None and not inline:
+            self._calls[inv.id] = None  # the worker's own scope replaces it
+            self._workers.start_soon((self, inv))
+            return
+        scope = self._calls[inv.id] = trio.CancelScope()
         if inline:
             await self._run(inv, scope, inline)
-        elif self._workers is not None:
-            self._workers.start_soon((self, inv))
         else:
             self._nursery.start_soon(self._run, inv, scope)
+
+    def _cancel(self, rid: rpc.RequestId) -> None:
+        """Cancel call ``rid`` if it is in flight (before its worker began it: it never does)."""
+        if rid in self._calls:
+            scope = self._calls[rid]
+            if scope is None:
+                self._calls[rid] = _CANCELLED
+            elif scope is not _CANCELLED and scope is not _REPLYING:
+                scope.cancel()  # (a stand-in would keep the first canceller's task)
 
     async def _run(self, inv: Invoke, scope: trio.CancelScope, inline: bool = False) -> None:
         self.app.call_started()
@@ -218,9 +231,10 @@ class Connection:
         """A call worker's life (the ``body`` of `call_workers`): `_run`, call after call.
 
         Each call runs in this frame (a parked call keeps no frame more than in a task of its
-        own) under the worker's cancel scope, which replaces the one `_start` made (a cancel
-        that came before the call began is on that one: the call then never begins) until
-        its reply is being sent. A cancelled call uses the scope up: a fresh one follows.
+        own) under the worker's cancel scope, which stands in the connection's table for the
+        call from its start (a cancel that came before is marked there: the call then never
+        begins) until its reply is being sent. A cancelled call uses the scope up: a fresh
+        one follows.
         """
         prepared = job is None
         while True:
@@ -231,7 +245,7 @@ class Connection:
                         job = value = reply = None
                         conn.app.call_started()
                         try:
-                            if not conn._calls[inv.id].cancel_called:
+                            if conn._calls[inv.id] is None:  # not cancelled before it began
                                 conn._calls[inv.id] = scope
                                 try:
                                     value = await inv.target(conn._tool_call(inv))
@@ -315,10 +329,8 @@ class Connection:
         return rpc.result(inv.id, self.session.finish(result, inv.modern))
 
     def _tool_call(self, inv: Invoke) -> ToolCall:
-        channel = ClientChannel(self, inv)
         return ChannelCall(
-            inv.name, inv.args, self.principal, self.app.runtime, self.endpoint, inv.meta,
-            channel, self,
+            inv.name, inv.args, self.principal, self.app.runtime, self.endpoint, inv.meta, self, inv
         )  # fmt: skip
 
     async def request_client(
@@ -349,8 +361,8 @@ class Connection:
     def cancel_all(self) -> None:
         """Cancel every call in flight (the peer went away)."""
         self.app.runtime.resources.forget(self)
-        for scope in self._calls.values():
-            scope.cancel()
+        for rid in list(self._calls):
+            self._cancel(rid)
 
     async def wait_finished(self) -> None:
         """Until no call of this connection runs (after `cancel_all`, promptly)."""
