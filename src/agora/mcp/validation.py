@@ -215,9 +215,16 @@ def _encoded(value: Any) -> bytes | None:
 def _guard(
     value: Any, max_depth: int, max_nodes: int, max_bytes: int, refuse_nul: bool
 ) -> ValidationIssue | None:
-    encoded = _ENCODE(value) if max_bytes else None
-    if encoded is not None and len(encoded) > max_bytes:
-        return ValidationIssue((), "maxBytes", f"take more than {max_bytes} bytes as JSON")
+    # The NUL check needs the JSON text too (arguments: at most a message's size).
+    encoded = _ENCODE(value) if max_bytes else _encoded(value) if refuse_nul else None
+    if encoded is not None:
+        if max_bytes and len(encoded) > max_bytes:
+            return ValidationIssue((), "maxBytes", f"take more than {max_bytes} bytes as JSON")
+        # Each value below the top takes a byte of the text at least, and each level of
+        # nesting an opening bracket: a text this short cannot break either limit, so the
+        # walk below is skipped (most arguments: a few short fields).
+        if len(encoded) <= max_nodes and encoded.count(b"{") + encoded.count(b"[") <= max_depth:
+            return _nul_issue(value, encoded) if refuse_nul else None
     # Level by level, so a flat object costs one pass over its members.
     level, depth, nodes = [value], 0, 0
     while level:
