@@ -16,6 +16,10 @@ from _counter import Add, Get
 
 from agora.runtime.park import Turn
 
+#: Why the event tests are SQLite's: on a guarded store every command takes its actor's
+#: change event (to notice another node's change while it awaits its load or probe).
+GUARDED_TAKES_THE_EVENT = "a guarded store's command takes its actor's change event"
+
 
 async def test_a_turn_goes_to_its_waiters_in_arrival_order():
     turn = Turn()
@@ -130,3 +134,37 @@ async def test_a_replys_change_event_is_the_next_change_even_if_asked_for_late(r
     assert latest.change is actor.change
     await runtime.call(kind, "a", Add(1))
     assert latest.change.is_set()
+
+
+@pytest.mark.sqlite_only(GUARDED_TAKES_THE_EVENT)
+async def test_a_poll_whose_first_reply_is_ready_makes_no_change_event(runtime, kind):
+    await runtime.call(kind, "a", Add(1))  # loads it in the actor's task
+    actor = runtime.registry.get(kind, "a")
+    await runtime.call(kind, "a", Add(1))
+    assert actor._change is None
+    with trio.fail_after(5):
+        assert await runtime.poll(kind, "a", Get(), ready=lambda v: v >= 2, timeout=60) == 2
+    assert actor._change is None  # it would not park: no event to park on
+
+
+@pytest.mark.sqlite_only(GUARDED_TAKES_THE_EVENT)
+async def test_a_poll_answered_ready_by_the_change_it_waited_for_makes_no_new_event(
+    runtime, kind, autojump_clock
+):
+    await runtime.call(kind, "a", Add(1))
+    actor = runtime.registry.get(kind, "a")
+    got: list[int] = []
+
+    async def poll() -> None:
+        got.append(await runtime.poll(kind, "a", Get(), ready=lambda v: v >= 2, timeout=60))
+
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(poll)
+            await trio.testing.wait_all_tasks_blocked()
+            parked_on = actor._change
+            assert parked_on is not None  # the parked poll asked for the event of its reply
+            await runtime.call(kind, "a", Add(1))  # answers the poll in its own turn
+    assert got == [2]
+    assert parked_on.is_set()
+    assert actor._change is None  # the ready answer made no event after the change

@@ -140,15 +140,14 @@ def answer(folded: list[Parked]) -> None:
         poll.answer()
 
 
-def _outcome(slot: Slot) -> tuple[Any, trio.Event | None, int]:
-    """The reply, the change event after it and its epoch; raises what the command failed
-    with or answered as an exception."""
+def _reply(slot: Slot) -> Any:
+    """The reply; raises what the command failed with or answered as an exception."""
     if slot.error is not None:
         raise slot.error
     reply = slot.value
     if isinstance(reply, BaseException):
         raise reply
-    return reply, slot.change, slot.epoch
+    return reply
 
 
 async def poll(
@@ -169,9 +168,14 @@ async def poll(
     while True:
         if slot is None:
             actor, slot = await runtime._submit(kind, key, command, since, waiting)
-        reply, change, epoch = _outcome(slot)
+        reply = _reply(slot)
+        if ready(reply) or runtime.closing or trio.current_time() >= deadline:
+            return reply
+        # The change event after the reply, only now that the poll may park: a ready reply
+        # (most, under load) makes its actor no event (`Slot.change` makes it on first use).
+        change, epoch = slot.change, slot.epoch
         slot = None  # a parked poll keeps only what it needs (a slot may hold an Event)
-        if ready(reply) or runtime.closing or change is None or trio.current_time() >= deadline:
+        if change is None:
             return reply
         # Park on the actor that answered (a lookup now could spawn a new one), and
         # count ourselves so that it is not evicted under us.
