@@ -35,15 +35,17 @@ loopback; every phase is bounded by ``--timeout`` seconds.
 Usage: ``.venv/bin/python bench/chamber_attempts.py [--agents 500] [--actions 20] [--suite
 chambre-chrono-v0] [--synchronous FULL] [--timeout 300] [--no-baseline] [--no-echo]
 [--chosen-seeds] [--client lean|agora] [--py-spy PATH] [--py-spy-phase enter|actions|seal]
-[--py-spy-rate 250] [--py-spy-gil] [--gc] [--strace PATH]``. ``--py-spy`` samples the server
-during one phase (the action phase unless ``--py-spy-phase`` says otherwise; ``--py-spy-gil``
-samples only the thread holding the GIL, so a thread waiting for it is not counted as busy;
-py-spy must be installed: it is a measuring aid, not a dependency). Each phase also prints where
-its commits spent their time (``/healthz``: queue, BEGIN, statements, COMMIT, the hand-off back)
-and, with ``--gc``, the server runs under ``probed_serve.py`` and each phase prints its
-collections and their CPU (per call: the collector's share of an entry). ``--strace PATH``
-counts the server's system calls (``strace -c -f``, every thread) during the ``--py-spy-phase``
-phase.
+[--py-spy-rate 250] [--py-spy-gil] [--gc] [--strace PATH] [--calls [--top 8]]``. ``--py-spy``
+samples the server during one phase (the action phase unless ``--py-spy-phase`` says otherwise;
+``--py-spy-gil`` samples only the thread holding the GIL, so a thread waiting for it is not
+counted as busy; py-spy must be installed: it is a measuring aid, not a dependency). Each phase
+also prints where its commits spent their time (``/healthz``: queue, BEGIN, statements, COMMIT,
+the hand-off back) and, with ``--gc``, the server runs under ``probed_serve.py`` and each phase
+prints its collections and their CPU (per call: the collector's share of an entry). ``--strace
+PATH`` counts the server's system calls (``strace -c -f``, every thread) during the
+``--py-spy-phase`` phase, and ``--calls`` the main thread's Python calls per call of that phase
+(cProfile, under ``probed_serve``, by module): counts a busy machine cannot skew, to compare two
+trees with ``PYTHONPATH=OTHER/src``.
 Not run by CI.
 """
 
@@ -52,6 +54,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pstats
 import shutil
 import signal
 import sqlite3
@@ -110,6 +113,7 @@ class Phase:
     cpu: Cpu = field(default_factory=Cpu)
     split: str = ""  # where the phase's commits spent their time (`measure.commit_split`)
     collector: str = ""  # the cyclic collector's part (`collector_text`, with ``--gc``)
+    python_calls: str = ""  # the main thread's Python calls per call (with ``--calls``)
 
     @property
     def rate(self) -> float:
@@ -123,7 +127,7 @@ class Phase:
             text += f"   {latency_text(self.latencies, 2)}"
         if self.calls:
             text += f"   {self.cpu.per(self.calls)}"
-        for more in (self.split, self.collector):
+        for more in (self.split, self.collector, self.python_calls):
             if more:
                 text += "\n           " + more
         return text
@@ -239,6 +243,43 @@ async def py_spy(pid: int, out: Path | None, rate: int, gil: bool = False):
 
 
 @asynccontextmanager
+async def python_calls(server: Server, phase: Phase, on: bool, top: int):
+    """Profile the server's main thread meanwhile (``probed_serve``'s SIGUSR2, cProfile)
+    and put its Python calls per call of the phase in ``phase.python_calls``, in all and by
+    module (``~``: built-ins). cProfile counts each resumption of a coroutine as a call."""
+    if not on:
+        yield
+        return
+    assert server.probe_dir is not None
+    done = server.probe_dir / "calls.done"
+    done.unlink(missing_ok=True)
+    server.process.send_signal(signal.SIGUSR2)
+    await trio.sleep(0.2)  # the handler runs at the server's next bytecode
+    try:
+        yield
+    finally:
+        server.process.send_signal(signal.SIGUSR2)
+        with trio.fail_after(STOP_TIMEOUT):
+            while not done.exists():  # noqa: ASYNC110 - a file from another process
+                await trio.sleep(0.05)
+    stats: dict[Any, Any] = pstats.Stats(str(server.probe_dir / "calls.pstats")).stats  # type: ignore[attr-defined]
+    by_module: Counter[str] = Counter()
+    for (path, _, _), (_, ncalls, *_) in stats.items():
+        if "/agora/" in path:
+            name = "agora/" + path.rsplit("/agora/", 1)[-1].split("/")[0]
+        elif "site-packages/" in path:
+            name = path.split("site-packages/")[-1].split("/")[0]
+        else:
+            name = path.rsplit("/", 1)[-1]
+        by_module[name] += ncalls
+    n = max(phase.calls, 1)
+    parts = ", ".join(f"{name} {count / n:.1f}" for name, count in by_module.most_common(top))
+    phase.python_calls = (
+        f"Python calls per call (main thread, cProfile) {sum(by_module.values()) / n:.1f}: {parts}"
+    )
+
+
+@asynccontextmanager
 async def strace(pid: int, out: Path | None):
     """Count the server's system calls (every thread, ``strace -c -f``; to ``out``) meanwhile."""
     if out is None:
@@ -319,9 +360,11 @@ async def one_run(args: argparse.Namespace, directory: Path, group_commit: bool)
         if args.agents > ANONYMOUS_PER_MINUTE:
             text += "anonymous_enter_per_minute = 0\n"
         config.write_text(text)
-        probe = directory / f"probe-{db.stem}" if args.gc else None
+        probe = directory / f"probe-{db.stem}" if args.gc or args.calls else None
         if probe is not None:
             probe.mkdir()
+        if args.calls:  # inherited by the server: probed_serve profiles on SIGUSR2
+            os.environ["BENCH_PROFILE"] = "1"
         async with agora_serve(
             db,
             "chamber",
@@ -350,9 +393,11 @@ async def one_run(args: argparse.Namespace, directory: Path, group_commit: bool)
                 for name, job, extra in phases:
                     spied = profile if name == args.py_spy_phase else None
                     counted = traced if name == args.py_spy_phase else None
+                    profiled = args.calls and name == args.py_spy_phase
                     async with (
                         py_spy(server.pid, spied, args.py_spy_rate, args.py_spy_gil),
                         strace(server.pid, counted),
+                        python_calls(server, run.phase(name), profiled, args.top),
                     ):
                         await run_phase(run, name, server, agents, job, *extra)
     conn = sqlite3.connect(db)
@@ -530,6 +575,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--py-spy-rate", type=int, default=250, help="py-spy samples per second (default 250)"
     )
+    parser.add_argument(
+        "--calls",
+        action="store_true",
+        help="run the server under probed_serve and print the main thread's Python calls per"
+        " call of the --py-spy-phase phase (cProfile: it slows the phase, counts not times)",
+    )
+    parser.add_argument("--top", type=int, default=8, help="modules shown by --calls")
     parser.add_argument(
         "--gc",
         action="store_true",

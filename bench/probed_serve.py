@@ -27,11 +27,14 @@ while bytes in use stay flat are fragmentation, not a leak. With ``BENCH_MALLOC_
 set, a thread calls ``malloc_trim(0)`` that often (an A/B; its CPU time is reported);
 ``server_trims`` counts the server's own (`agora.server.heap`), which ``BENCH_NO_TRIM`` turns
 off (the A/B of that policy).
+With ``BENCH_PROFILE`` set, SIGUSR2 starts and then stops ``cProfile`` on the main thread
+(``calls.pstats``, then ``calls.done``, in the probe directory).
 Bench-only; agora never imports it.
 """
 
 from __future__ import annotations
 
+import cProfile
 import ctypes
 import ctypes.util
 import gc
@@ -313,6 +316,31 @@ if os.environ.get("BENCH_MALLOC_TRIM_SECONDS"):
 _pauses = _Pauses()
 gc.callbacks.append(_pauses)
 signal.signal(signal.SIGUSR1, _pauses.dump)
+
+
+class _Calls:
+    """With ``BENCH_PROFILE`` set, SIGUSR2 starts ``cProfile`` on the main thread (the event
+    loop's: a signal handler runs there) and the next SIGUSR2 stops it and writes
+    ``calls.pstats`` and then ``calls.done`` in the probe directory: the Python calls a phase
+    made, a count a busy machine cannot skew."""
+
+    def __init__(self) -> None:
+        self.profile: cProfile.Profile | None = None
+
+    def toggle(self, signum: int, frame: FrameType | None) -> None:
+        if self.profile is None:
+            self.profile = cProfile.Profile()
+            self.profile.enable()
+            return
+        self.profile.disable()
+        directory = Path(os.environ["BENCH_PROBE_DIR"])
+        self.profile.dump_stats(directory / "calls.pstats")
+        (directory / "calls.done").touch()
+        self.profile = None
+
+
+if os.environ.get("BENCH_PROFILE"):
+    signal.signal(signal.SIGUSR2, _Calls().toggle)
 
 if os.environ.get("BENCH_OLD_GC"):  # the policy before agora.server.heap, to compare
     from agora.server import heap
