@@ -134,6 +134,32 @@ async def test_a_tick_leaves_a_small_young_generation_to_the_count(
     del in_flight
 
 
+async def test_a_tick_after_a_collection_by_the_count_measures_nothing(
+    keeper: HeapKeeper, autojump_clock: trio.testing.MockClock, monkeypatch
+):
+    # Regression: every tick measured the young generation with gc.get_objects(0), a list
+    # of all of it, 2-5% of the main thread under the debate's load, where the count
+    # collects many times between two ticks anyway.
+    looked: list[object] = []
+    objects = gc.get_objects
+
+    def measured(*generation: int) -> list[object]:
+        looked.append(generation)
+        return objects(*generation)
+
+    monkeypatch.setattr(gc, "get_objects", measured)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(keeper.run)
+        await trio.sleep(heap.TICK_SECONDS / 2)
+        for _ in range(3):
+            gc.collect(0)  # as the count does under a burst of calls, between two ticks
+            await trio.sleep(heap.TICK_SECONDS)
+        assert looked == []
+        await trio.sleep(heap.TICK_SECONDS)  # a tick with no collection since the last
+        assert looked == [(0,)]
+        nursery.cancel_scope.cancel()
+
+
 def test_a_cycle_that_died_frozen_is_freed_by_the_thaw(keeper: HeapKeeper):
     a, b = Node(), Node()
     a.other, b.other = b, a
