@@ -111,6 +111,26 @@ async def test_every_post_writes_a_history_event_in_its_transaction(desk, topic)
     assert events[-1]["event"] == "message_posted"
 
 
+async def test_a_post_writes_no_update_of_the_topics_row(desk, topic, monkeypatch):
+    # Regression: every post also ran UPDATE debate_topics SET updated_at, one statement in
+    # eight of the writer's work per delivered post, for a column no tool shows.
+    written: list[str] = []
+    store = desk.runtime.store
+    write = store.write
+
+    async def recorded(statements, *rest):
+        written.extend(str(w[0]) for w in statements)
+        return await write(statements, *rest)
+
+    monkeypatch.setattr(store, "write", recorded)
+    stamp = "SELECT updated_at FROM debate_topics WHERE topic_id = ?"
+    before = await desk.runtime.read(lambda c: c.execute(stamp, (topic,)).fetchone()[0])
+    await post(desk, ALICE, topic, to="ADVOCATE")
+    assert any(w.startswith("INSERT INTO debate_messages") for w in written)
+    assert not [w for w in written if w.startswith("UPDATE debate_topics")]
+    assert await desk.runtime.read(lambda c: c.execute(stamp, (topic,)).fetchone()[0]) == before
+
+
 async def test_read_pages_with_compound_cursor_filters_and_truncation(desk, topic):
     ids = [(await post(desk, ALICE, topic, body=f"m{i}"))["msg_id"] for i in range(5)]
     page = await desk.call(BOB, "debate_read", topic_id=topic, role="ADVOCATE", limit=2)

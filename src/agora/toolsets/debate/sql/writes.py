@@ -67,7 +67,8 @@ def update_topic(row: TopicRow) -> Write:
 
 
 def touch_topic(topic_id: str, at: str) -> Write:
-    """Record when the topic last changed (posts, cursor moves leave the rest alone)."""
+    """Record when the topic last changed without its row changing (maintenance, judging);
+    posts and cursor moves leave it alone: a message's ts says when it came."""
     return ("UPDATE debate_topics SET updated_at = ? WHERE topic_id = ?", (at, topic_id))
 
 
