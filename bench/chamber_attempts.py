@@ -54,9 +54,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import pstats
-import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -81,7 +78,8 @@ from measure import (
     raise_fd_limit,
     rate_text,
 )
-from serve import HOST, START_TIMEOUT, STOP_TIMEOUT, Server, agora_serve
+from profilers import py_spy, python_calls, strace
+from serve import HOST, START_TIMEOUT, Server, agora_serve
 from trio_websocket import (
     open_websocket_url,
 )
@@ -218,84 +216,6 @@ async def seal(agent: Agent, run: Run) -> None:
     if agent.handle:
         args = {"challenge_handle": agent.handle, "expected_action_index": agent.index}
         await timed_call(agent, run, run.phase("seal"), "seal_attempt", args)
-
-
-@asynccontextmanager
-async def py_spy(pid: int, out: Path | None, rate: int, gil: bool = False):
-    """Sample the server with ``py-spy record`` (raw collapsed stacks to ``out``) meanwhile;
-    ``gil``: only the thread holding the GIL (its Python work, not its waits for the GIL)."""
-    if out is None:
-        yield
-        return
-    spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
-    command = [spy, "record", "--pid", str(pid), "--format", "raw", "--rate", str(rate)]
-    command += ["--nonblocking", "--threads", "-o", str(out)] + (["--gil"] if gil else [])
-    process = await trio.lowlevel.open_process(command, stdout=subprocess.DEVNULL)
-    try:
-        await trio.sleep(0.5)  # let py-spy attach before the phase starts
-        yield
-    finally:
-        process.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
-        with trio.CancelScope(shield=True), trio.move_on_after(STOP_TIMEOUT):
-            await process.wait()
-        if process.returncode is None:
-            process.kill()
-
-
-@asynccontextmanager
-async def python_calls(server: Server, phase: Phase, on: bool, top: int):
-    """Profile the server's main thread meanwhile (``probed_serve``'s SIGUSR2, cProfile)
-    and put its Python calls per call of the phase in ``phase.python_calls``, in all and by
-    module (``~``: built-ins). cProfile counts each resumption of a coroutine as a call."""
-    if not on:
-        yield
-        return
-    assert server.probe_dir is not None
-    done = server.probe_dir / "calls.done"
-    done.unlink(missing_ok=True)
-    server.process.send_signal(signal.SIGUSR2)
-    await trio.sleep(0.2)  # the handler runs at the server's next bytecode
-    try:
-        yield
-    finally:
-        server.process.send_signal(signal.SIGUSR2)
-        with trio.fail_after(STOP_TIMEOUT):
-            while not done.exists():  # noqa: ASYNC110 - a file from another process
-                await trio.sleep(0.05)
-    stats: dict[Any, Any] = pstats.Stats(str(server.probe_dir / "calls.pstats")).stats  # type: ignore[attr-defined]
-    by_module: Counter[str] = Counter()
-    for (path, _, _), (_, ncalls, *_) in stats.items():
-        if "/agora/" in path:
-            name = "agora/" + path.rsplit("/agora/", 1)[-1].split("/")[0]
-        elif "site-packages/" in path:
-            name = path.split("site-packages/")[-1].split("/")[0]
-        else:
-            name = path.rsplit("/", 1)[-1]
-        by_module[name] += ncalls
-    n = max(phase.calls, 1)
-    parts = ", ".join(f"{name} {count / n:.1f}" for name, count in by_module.most_common(top))
-    phase.python_calls = (
-        f"Python calls per call (main thread, cProfile) {sum(by_module.values()) / n:.1f}: {parts}"
-    )
-
-
-@asynccontextmanager
-async def strace(pid: int, out: Path | None):
-    """Count the server's system calls (every thread, ``strace -c -f``; to ``out``) meanwhile."""
-    if out is None:
-        yield
-        return
-    command = ["strace", "-c", "-f", "-p", str(pid), "-o", str(out)]
-    process = await trio.lowlevel.open_process(command, stderr=subprocess.DEVNULL)
-    try:
-        await trio.sleep(0.5)  # let strace attach before the phase starts
-        yield
-    finally:
-        process.send_signal(signal.SIGINT)  # strace writes its summary on SIGINT
-        with trio.CancelScope(shield=True), trio.move_on_after(STOP_TIMEOUT):
-            await process.wait()
-        if process.returncode is None:
-            process.kill()
 
 
 async def run_phase(

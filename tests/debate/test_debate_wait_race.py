@@ -10,7 +10,6 @@ A lost message leaves a consumer waiting: `fail_after` catches it.
 
 from __future__ import annotations
 
-import json
 import random
 
 import pytest
@@ -32,25 +31,10 @@ POSTS = 20  # per role
 
 async def seat(desk: Desk) -> tuple[str, list[str]]:
     """A topic with CONDUCTOR and the three roles bound; its id and the roles' sessions."""
-    own = await desk.session(CONDUCTOR)
-    roster = [{"role": "CONDUCTOR", "session_id": own}] + [
-        {"role": r, "session_id": None} for r in ROLES
-    ]
-    out = await desk.call(
-        CONDUCTOR,
-        "debate_init",
-        title="race",
-        created_by_role="CONDUCTOR",
-        roles_json=json.dumps(roster),
-        metadata_json='{"priority_lane": "P3", "priority_reason": "race"}',
-    )
-    topic = str(out["topic_id"])
-    sessions = []
-    for who, role in zip(PEOPLE, ROLES, strict=True):
-        session = await desk.session(who)
-        await desk.call(who, "debate_bind_role", topic_id=topic, role=role, session_id=session)
-        sessions.append(session)
-    return topic, sessions
+    sessions = [await desk.session(who) for who in PEOPLE]
+    roles: dict[str, object] = {"CONDUCTOR": await desk.session(CONDUCTOR)}
+    roles.update(zip(ROLES, zip(PEOPLE, sessions, strict=True), strict=True))
+    return await desk.topic(CONDUCTOR, roles, state="INIT"), sessions
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

@@ -34,12 +34,9 @@ log = logging.getLogger(__name__)
 #: Times a command is re-run on a fresh copy when its entity changed on another node.
 RETRIES = 3
 
-#: ``stamp()``: a number greater than every one handed out before in this process.
-#:
-#: Orders a command's arrival (`agora.runtime.actor.Slot.since`) against the moments a
-#: cached copy was known to be current (`Handling.confirmed`), with no clock: two events of
-#: one Trio tick still get distinct, ordered stamps. The counter's own ``__next__`` (every
-#: call and poll takes one): no Python function around it.
+#: ``stamp()``: a number greater than every one before in this process, ordering a command's
+#: arrival (`agora.runtime.actor.Slot.since`) against the moments a cached copy was known
+#: current (`Handling.confirmed`) with no clock; the counter's own ``__next__`` (per call).
 stamp: Callable[[], int] = itertools.count(1).__next__
 
 
@@ -201,8 +198,7 @@ class Handling:
             pending: dict[Slot, Any] = {}  # the polls' own commands run so far
             rest: list[tuple[Any, Slot]] = []
             intact = True
-            # One clock reading for the group: its commands run back to back in this one
-            # step, as if at one instant (two readings that close may be equal anyway).
+            # One clock reading: the group's commands run back to back in this one step.
             now = runtime.clock.now()
             for i, (command, slot) in enumerate(group):
                 try:

@@ -161,9 +161,9 @@ class HeapKeeper:
                 if trio.current_time() >= thaw_at:
                     thaw_at = trio.current_time() + THAW_SECONDS
                     self.thaw()
-                elif self.collections != seen:
-                    pass  # the count collected since the last tick: nothing to look at
-                elif len(gc.get_objects(0)) >= YOUNG:  # else the count's own collection comes
+                # Measured only when the count collected nothing since the last tick, and
+                # collected only when big enough (else the count's own collection comes).
+                elif self.collections == seen and len(gc.get_objects(0)) >= YOUNG:
                     gc.collect(0)
                 seen = self.collections
 

@@ -89,6 +89,7 @@ class Checkpointer:
         poll_seconds: float | None = None,
     ) -> None:
         """``open_conn`` opens the thread's connection to ``path`` (in the thread)."""
+        self._path = path
         self._shm = f"{path}-shm"
         self._open = open_conn
         self.pages = CHECKPOINT_PAGES if pages is None else pages
@@ -160,7 +161,7 @@ class Checkpointer:
             return self._open()
         except Exception as exc:
             self.failures += 1
-            log.warning("cannot open %s to checkpoint it: %s", self._shm[:-4], exc)
+            log.warning("cannot open %s to checkpoint it: %s", self._path, exc)
             return None
 
     def checkpoint(self, conn: sqlite3.Connection) -> bool:
@@ -171,7 +172,7 @@ class Checkpointer:
             busy = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[0]
         except Exception as exc:  # a full or failed disk: the next commit says so
             self.failures += 1
-            log.warning("checkpoint of %s failed: %s", self._shm[:-4], exc)
+            log.warning("checkpoint of %s failed: %s", self._path, exc)
             return False
         if busy:
             self.busy += 1
