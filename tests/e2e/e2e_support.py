@@ -146,8 +146,12 @@ class AgoraProcess:
         self.start()
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        ended = self.proc.poll()
         self.kill()
+        if kind is not None:  # the test failed: say how the server was, with its log
+            state = "running" if ended is None else f"had exited with status {ended}"
+            print(f"agora serve {state} when the test failed; its log:\n{self.log}")
 
     def kill(self) -> None:
         """SIGKILL (no shutdown: only what was committed survives) and reap, if still running."""
