@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.commands.cursors import AdvanceCursor, CheckInbox, Inbox
-from agora.toolsets.debate.handlers.common import caller, checked, opt, run
+from agora.toolsets.debate.handlers.common import caller, checked, run
 from agora.toolsets.debate.replies import message, tool_error
 from agora.toolsets.debate.rules import SIGNAL_LIMIT, SIGNAL_MAX, DebateError, normalise_ts
 from agora.toolsets.debate.topic import KIND
@@ -26,21 +26,28 @@ WAIT_DEFAULT_MS = 55_000
 
 def _check(call: ToolCall, *, persist: bool, only_if_found: bool = False) -> CheckInbox:
     args = call.args
-    since_ts = opt(call, "since_ts")
+    get = args.get
+    since_ts = get("since_ts") or None  # `opt` for a string argument, without its call
     if since_ts is not None:
         checked(normalise_ts, since_ts)
-    limit = args.get("limit")
+    limit = get("limit")
     limit = SIGNAL_LIMIT if limit is None else max(1, min(int(limit), SIGNAL_MAX))
     return CheckInbox(
         caller(call),
         args["session_id"],
         args["role"],
         limit,
-        opt(call, "since_msg_id"),
+        get("since_msg_id") or None,
         since_ts,
         persist,
         only_if_found,
     )
+
+
+def _found(inbox: Inbox) -> bool:
+    """A wait's readiness: its look found something (one function for every wait, not a
+    lambda made, and kept by the parked poll, per wait)."""
+    return bool(inbox.count)
 
 
 async def _render(call: ToolCall, inbox: Inbox, **more: str) -> dict[str, Any]:
@@ -103,7 +110,7 @@ async def _wait_one(call: ToolCall, topic_id: str, timeout: float) -> dict[str, 
             KIND,
             topic_id,
             look,
-            ready=lambda r: bool(r.count),
+            ready=_found,
             timeout=timeout,
             wait_key=look.role,  # only posts to this role (or its session) re-run the look
         )

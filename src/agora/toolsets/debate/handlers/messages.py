@@ -12,6 +12,7 @@ from agora.toolsets.debate.rules import (
     DEFAULT_VEHICLE,
     ROLE_RE,
     UUID_RE,
+    DebateError,
     check_ooda,
     normalise_ts,
     parse_json_object,
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 
 
 def _tokens(text: str | None) -> tuple[str, ...]:
+    if not text:  # absent or empty: names nobody (no list to split)
+        return ()
     items = split_csv(text)
     for item in items:
         if not (ROLE_RE.fullmatch(item) or UUID_RE.fullmatch(item)):
@@ -33,26 +36,35 @@ def _tokens(text: str | None) -> tuple[str, ...]:
     return tuple(items)
 
 
-def _extra(call: ToolCall) -> dict[str, Any]:
-    payload = opt(call, "payload_json")
+def _extra(args: dict[str, Any]) -> dict[str, Any]:
+    # ``or None``: what `opt` does for these string arguments (the schema admits no other
+    # type), without a call per argument on every post.
+    payload = args.get("payload_json") or None
     if payload is not None:
         parse_json_object(payload, "payload_json")
     return {
         "payload": payload,
-        "body_mode": opt(call, "body_mode"),
-        "protocol_version": opt(call, "protocol_version"),
+        "body_mode": args.get("body_mode") or None,
+        "protocol_version": args.get("protocol_version") or None,
     }
 
 
 async def _post(call: ToolCall, *, addressed: bool) -> dict[str, Any]:
     args = call.args
-    recipients = checked(_tokens, args.get("addressed_to_csv")) if addressed else ()
-    if addressed and not recipients:
-        raise tool_error(reject("empty_recipients", "addressed_to_csv names nobody"))
-    diagnostic = checked(_tokens, args.get("diagnostic_to_csv")) if addressed else ()
-    extra = checked(_extra, call)
+    get = args.get
+    try:  # the shape checks of one post, each a `DebateError` before anything is asked
+        if addressed:
+            recipients = _tokens(get("addressed_to_csv"))
+            if not recipients:
+                raise reject("empty_recipients", "addressed_to_csv names nobody")
+            diagnostic = _tokens(get("diagnostic_to_csv"))
+        else:
+            recipients = diagnostic = ()
+        extra = _extra(args)
+    except DebateError as err:
+        raise tool_error(err) from None
     who = caller(call)
-    author = opt(call, "author_session_id")
+    author = get("author_session_id") or None
     owned = True
     if author is not None:
         owned = (await owners(call, author)).get(author) == who.name
@@ -63,15 +75,15 @@ async def _post(call: ToolCall, *, addressed: bool) -> dict[str, Any]:
         args["priority"],
         args["kind"],
         args["body"],
-        vehicle=opt(call, "vehicle") or DEFAULT_VEHICLE,
-        reply_to=opt(call, "reply_to"),
-        standing=args.get("standing"),
+        vehicle=get("vehicle") or DEFAULT_VEHICLE,
+        reply_to=get("reply_to") or None,
+        standing=get("standing"),
         author_session_id=author,
         author_owned=owned,
         addressed=addressed,
         recipients=recipients,
         diagnostic=diagnostic,
-        override_msg_id=opt(call, "conductor_override_msg_id") if addressed else None,
+        override_msg_id=(get("conductor_override_msg_id") or None) if addressed else None,
         extra=extra,
         tool=call.tool,
     )
