@@ -50,8 +50,9 @@ class Topic:
             Effects whose reply is the command's result, or the `DebateError` that
             rejected it (then with no writes).
         """
+        table = _COMMANDS if _COMMANDS is not None else _commands()  # no call once loaded
         try:
-            return _commands().dispatch(self, command, now)
+            return table.dispatch(self, command, now)
         except DebateError as err:
             return Effects(reply=err)
 
@@ -83,13 +84,13 @@ class Topic:
     def write_gate(self, caller: Caller, role: str, *, closing: bool = False) -> Binding:
         """The caller's owned active binding on ``role`` (else the uniform denial)."""
         return access.owned_binding(
-            self.row, self.role_bindings(role), role, caller, closing=closing
+            self.row, self.data.bindings.get(role, ()), role, caller, closing=closing
         )
 
     def session_gate(self, caller: Caller, role: str, session_id: str) -> Binding:
         """The caller's active binding of ``role`` held by ``session_id``, or by the parent of
         the active worker claim whose UUID session ``session_id`` is (signal paths)."""
-        binding = self.write_gate(caller, role)
+        binding = access.owned_binding(self.row, self.data.bindings.get(role, ()), role, caller)
         if binding.session_id != session_id and self.worker_of(role, session_id, binding) is None:
             raise access.denied()
         return binding

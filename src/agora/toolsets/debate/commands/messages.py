@@ -35,7 +35,7 @@ from agora.toolsets.debate.rules import (
 if TYPE_CHECKING:
     from agora.runtime.clock import Now
     from agora.runtime.entity import Write
-    from agora.toolsets.debate.model import Binding
+    from agora.toolsets.debate.model import Binding, TopicRow
     from agora.toolsets.debate.topic import Topic
 
 
@@ -74,32 +74,26 @@ class AdvanceWatermark(msgspec.Struct, frozen=True, tag=True):
     target: str
 
 
-def post_reply(topic: Topic, meta: MsgMeta, vehicle: str) -> dict[str, Any]:
-    """The post result shape."""
-    return {
-        "msg_id": meta.msg_id,
-        "ts": meta.ts,
-        "topic_state": topic.require_row().state,
-        "vehicle": vehicle,
-    }
+def post_reply(row: TopicRow, meta: MsgMeta, vehicle: str) -> dict[str, Any]:
+    """The post result shape (``row``: the topic's, after the post)."""
+    return {"msg_id": meta.msg_id, "ts": meta.ts, "topic_state": row.state, "vehicle": vehicle}
 
 
-def _author(topic: Topic, cmd: Post) -> Binding | None:
+def _author(topic: Topic, row: TopicRow, cmd: Post) -> Binding | None:
     """The posting binding; a valid conductor override stands in for a missing one."""
-    closed = topic.require_row().state in ("RESOLVED", "ARCHIVED")
+    closed = row.state in ("RESOLVED", "ARCHIVED")
     try:
         # On a closed topic the bindings the lifecycle retired still identify the poster,
         # so a participant hears why (topic_resolved / topic_archived), not "unknown".
         return topic.write_gate(cmd.caller, cmd.role, closing=closed)
     except DebateError:
-        if cmd.override_msg_id is None or cmd.role not in topic.require_row().roles:
+        if cmd.override_msg_id is None or cmd.role not in row.roles:
             raise
         check_override(topic, cmd.caller, cmd.override_msg_id)
         return None
 
 
-def _recipients(topic: Topic, tokens: tuple[str, ...]) -> list[str]:
-    row = topic.require_row()
+def _recipients(topic: Topic, row: TopicRow, tokens: tuple[str, ...]) -> list[str]:
     live: set[str] | None = None  # the bound sessions, gathered only if a token needs them
     keys: list[str] = []
     for token in tokens:
@@ -117,7 +111,7 @@ def _recipients(topic: Topic, tokens: tuple[str, ...]) -> list[str]:
     return keys
 
 
-def _check_kind(topic: Topic, cmd: Post) -> None:
+def _check_kind(topic: Topic, row: TopicRow, cmd: Post) -> None:
     data = topic.data
     if cmd.reply_to is not None:
         parent = data.messages.get(cmd.reply_to)
@@ -131,7 +125,7 @@ def _check_kind(topic: Topic, cmd: Post) -> None:
             raise reject(
                 "invalid_state_body", "a STATE body is '<STATE>' or '<STATE> [reason: ...]'"
             )
-        check_transition(topic.require_row().state, found.group(1))
+        check_transition(row.state, found.group(1))
     elif cmd.kind == "WATERMARK" and cmd.body.strip() not in data.messages:
         raise reject("unknown_msg_id", "a WATERMARK body must be a msg_id of this topic")
     elif cmd.kind == "COMPACTION":
@@ -141,17 +135,17 @@ def _check_kind(topic: Topic, cmd: Post) -> None:
 @COMMANDS.on(Post)
 def post(topic: Topic, cmd: Post, now: Now) -> Effects:
     row = topic.require_row()
-    binding = _author(topic, cmd)
+    binding = _author(topic, row, cmd)
     if cmd.author_session_id and not cmd.author_owned:
         raise access.denied()
     if row.state == "ARCHIVED":
         raise reject("topic_archived", "the topic is ARCHIVED: it accepts no posts")
     if row.state == "RESOLVED" and cmd.kind != "STATE":
         raise reject("topic_resolved", "the topic is RESOLVED: it accepts only state moves")
-    _check_kind(topic, cmd)
+    _check_kind(topic, row, cmd)
     row_roles = row.roles
     cc = tuple(r for r in cmd.cc if r in row_roles)
-    recipients = _recipients(topic, cmd.recipients + cmd.diagnostic + cc)
+    recipients = _recipients(topic, row, cmd.recipients + cmd.diagnostic + cc)
     if cmd.addressed and not recipients:
         raise reject("empty_recipients", "addressed posts need at least one recipient")
     semantic = protocol.gate_post(topic, cmd, binding, recipients)
@@ -196,7 +190,7 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
     posted = len(writes)
     _complete_claim(topic, meta, writes)
     workers.complete_on_reply(topic, meta, writes)
-    reply = post_reply(topic, meta, cmd.vehicle)
+    reply = post_reply(row, meta, cmd.vehicle)
     if semantic is not None:
         reply.update(protocol.record_post(topic, meta, semantic, writes, cmd.caller.name))
     # A plain message changes only its recipients' inboxes: the other roles' waits sleep
@@ -269,4 +263,4 @@ def advance_watermark(topic: Topic, cmd: AdvanceWatermark, now: Now) -> Effects:
         msg_id=cmd.msg_id,
     )
     topic.touch(writes, ts)
-    return Effects(reply=post_reply(topic, meta, "analysis"), writes=writes, changed=True)
+    return Effects(reply=post_reply(row, meta, "analysis"), writes=writes, changed=True)
