@@ -10,7 +10,6 @@ monotonically, to a message addressed to the caller, completing the deliveries u
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -20,7 +19,7 @@ from agora.toolsets.debate import sql
 from agora.toolsets.debate.access import Caller
 from agora.toolsets.debate.commands import protocol, workers
 from agora.toolsets.debate.commands.table import COMMANDS
-from agora.toolsets.debate.model import Claim, Cursor
+from agora.toolsets.debate.model import Claim, Cursor, MsgMeta
 from agora.toolsets.debate.rules import (
     AFTER_ALL_IDS,
     PRIORITY_RANK,
@@ -33,11 +32,14 @@ from agora.toolsets.debate.rules import (
 if TYPE_CHECKING:
     from agora.runtime.clock import Now
     from agora.runtime.entity import Write
-    from agora.toolsets.debate.model import Binding, MsgMeta
+    from agora.toolsets.debate.model import Binding
     from agora.toolsets.debate.topic import Topic
 
 
-class CheckInbox(msgspec.Struct, frozen=True, tag=True):
+# ``gc=False`` on the commands of the post cycle: they hold strings, numbers and a `Caller`,
+# never a container that could lead back to them, so the cyclic collector need not track
+# them (a parked wait holds its look for as long as it sleeps).
+class CheckInbox(msgspec.Struct, frozen=True, tag=True, gc=False):
     """Return the caller's inbox page; with ``persist`` record the check."""
 
     caller: Caller
@@ -51,7 +53,7 @@ class CheckInbox(msgspec.Struct, frozen=True, tag=True):
     only_if_found: bool = False
 
 
-class AdvanceCursor(msgspec.Struct, frozen=True, tag=True):
+class AdvanceCursor(msgspec.Struct, frozen=True, tag=True, gc=False):
     """Move the (role, session) cursor to ``target``, a message addressed to the caller."""
 
     caller: Caller
@@ -60,32 +62,43 @@ class AdvanceCursor(msgspec.Struct, frozen=True, tag=True):
     target: str
 
 
-@dataclass(slots=True)  # not frozen: a frozen dataclass is slow to make, one per look
-class Inbox:
+class Inbox(msgspec.Struct, gc=False):
     """A check's outcome: the messages (as index entries) and the page facts (never
-    changed once made)."""
+    changed once made).
+
+    A Struct made positionally in C, untracked by the cyclic collector (``gc=False``: its
+    messages and bodies never lead back to it), with ``count`` a field, not a property: a
+    wait asks it on every look, a parked wait keeps its last one.
+    """
 
     pending: tuple[MsgMeta, ...]
+    #: How many messages the page holds: ``len(pending)``.
+    count: int
     truncated: bool
     topic_state: str
     limit: int
     #: Rendered messages of the page the topic still held (the rest are read back).
     bodies: dict[str, dict[str, Any]]
 
-    @property
-    def count(self) -> int:
-        """How many messages the page holds."""
-        return len(self.pending)
-
     def summary(self) -> dict[str, Any]:
         """Everything of the result shape except the message bodies."""
-        last = self.pending[-1] if self.pending else None
-        top = max(self.pending, key=lambda m: PRIORITY_RANK[m.priority], default=None)
+        pending = self.pending
+        if not pending:
+            next_cursor = top = None
+        else:
+            last = pending[-1]
+            next_cursor = {"ts": last.ts, "msg_id": last.msg_id}
+            # The first of the most urgent (what max() by rank gives), without a key call
+            # per message.
+            top, rank = None, -1
+            for meta in pending:
+                if PRIORITY_RANK[meta.priority] > rank:
+                    top, rank = meta.priority, PRIORITY_RANK[meta.priority]
         return {
             "count": self.count,
             "truncated": self.truncated,
-            "next_cursor": None if last is None else {"ts": last.ts, "msg_id": last.msg_id},
-            "max_priority": None if top is None else top.priority,
+            "next_cursor": next_cursor,
+            "max_priority": top,
             "topic_state": self.topic_state,
             "limit": self.limit,
         }
@@ -152,7 +165,7 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
     page = tuple(items[: cmd.limit])
     held = topic.data.bodies
     bodies = {m.msg_id: held[m.msg_id] for m in page if m.msg_id in held}
-    inbox = Inbox(page, len(items) > cmd.limit, row.state, cmd.limit, bodies)
+    inbox = Inbox(page, len(page), len(items) > cmd.limit, row.state, cmd.limit, bodies)
     if not cmd.persist or (cmd.only_if_found and not page):
         return Effects(reply=inbox)
     at = topic.stamp_now(now)

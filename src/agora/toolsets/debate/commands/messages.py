@@ -39,8 +39,9 @@ if TYPE_CHECKING:
     from agora.toolsets.debate.topic import Topic
 
 
-class Post(msgspec.Struct, frozen=True, tag=True):
-    """Append one message as ``role``."""
+class Post(msgspec.Struct, frozen=True, tag=True, gc=False):
+    """Append one message as ``role`` (untracked by the cyclic collector: nothing it holds
+    leads back to it)."""
 
     caller: Caller
     msg_id: str
