@@ -27,3 +27,25 @@ def test_the_view_follows_the_principal_object_not_only_its_name() -> None:
     second = caller(_call(promoted))
     assert (second.name, second.conductor, second.projects) == ("carol", True, frozenset({"b"}))
     assert caller(_call(plain)).conductor is False  # and back again
+
+
+class _Counted(frozenset[str]):
+    """Projects that count the comparisons made with them (a principal compares its fields)."""
+
+    compared = 0
+
+    def __eq__(self, other: object) -> bool:
+        type(self).compared += 1
+        return super().__eq__(other)
+
+    __hash__ = frozenset.__hash__
+
+
+def test_a_connections_principal_is_compared_once_not_on_every_call() -> None:
+    # Each connection has its own principal object; under load every call of every
+    # connection but one compared its principal field by field with the last one seen.
+    view = caller(_call(Principal("dave", projects=frozenset({"alpha"}))))
+    other = Principal("dave", projects=_Counted({"alpha"}))  # another connection's
+    for _ in range(5):
+        assert caller(_call(other)) is view
+    assert _Counted.compared == 1
