@@ -142,7 +142,7 @@ def _addressed(topic: Topic, mine: tuple[str, str], after: tuple[str, str]) -> l
     for key in mine:
         start = len(found)
         for meta in reversed(inbox.get(key, ())):
-            if meta.cursor <= after:
+            if (meta.ts, meta.msg_id) <= after:  # its cursor, without the property's call
                 break
             found.append(meta)
         sources += len(found) > start
@@ -205,7 +205,7 @@ def advance_cursor(topic: Topic, cmd: AdvanceCursor, now: Now) -> Effects:
             "session; only addressed messages can be consumed",
         )
     cursor = start_cursor(topic, cmd.role, cmd.session_id, parent)
-    if target.cursor <= cursor.position:
+    if (target.ts, target.msg_id) <= cursor.position:
         raise reject("regressive_cursor", "the cursor is already at or past that message")
     at = topic.stamp_now(now)
     writes: list[Write] = []

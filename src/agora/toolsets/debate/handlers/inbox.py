@@ -50,16 +50,24 @@ def _found(inbox: Inbox) -> bool:
     return bool(inbox.count)
 
 
-async def _render(call: ToolCall, inbox: Inbox, **more: str) -> dict[str, Any]:
-    """The result shape of a check or wait (``more``: fields after the summary's)."""
+def _result(inbox: Inbox, found: dict[str, dict[str, Any]], topic_id: str | None) -> dict[str, Any]:
+    """The result shape of a check or wait, its messages from ``found`` (a wait's also names
+    its topic, last)."""
+    out: dict[str, Any] = {"pending": [found[m.msg_id] for m in inbox.pending]}
+    out.update(inbox.summary())
+    if topic_id is not None:
+        out["topic_id"] = topic_id
+    return out
+
+
+async def _render(call: ToolCall, inbox: Inbox, topic_id: str | None = None) -> dict[str, Any]:
+    """`_result`, reading back the messages the topic no longer held."""
     found = inbox.bodies
     missing = [m.msg_id for m in inbox.pending if m.msg_id not in found]
     if missing:  # consumed already (an explicit since cursor went back): committed rows
         rows = await call.runtime.read(lambda conn: sql.messages_by_id(conn, missing))
         found = {**found, **{msg_id: message(row) for msg_id, row in rows.items()}}
-    out: dict[str, Any] = {"pending": [found[m.msg_id] for m in inbox.pending]}
-    out.update(inbox.summary(), **more)
-    return out
+    return _result(inbox, found, topic_id)
 
 
 async def debate_signal_check(call: ToolCall) -> dict[str, Any]:
@@ -97,7 +105,7 @@ async def _wait_any(call: ToolCall, timeout: float) -> dict[str, Any]:  # noqa: 
         raise tool_error(err) from None
     topic_id = next((t for t in sorted(replies) if replies[t].count), min(replies))
     inbox: Inbox = await run(call, topic_id, _check(call, persist=True))
-    return await _render(call, inbox, topic_id=topic_id)
+    return await _render(call, inbox, topic_id)
 
 
 async def _wait_one(call: ToolCall, topic_id: str, timeout: float) -> dict[str, Any]:  # noqa: ASYNC109
@@ -118,7 +126,9 @@ async def _wait_one(call: ToolCall, topic_id: str, timeout: float) -> dict[str, 
         raise tool_error(err) from None
     if not inbox.count:
         inbox = await run(call, topic_id, _check(call, persist=True))
-    return await _render(call, inbox, topic_id=topic_id)
+    if len(inbox.bodies) == inbox.count:  # the topic held every body: nothing to read
+        return _result(inbox, inbox.bodies, topic_id)
+    return await _render(call, inbox, topic_id)
 
 
 async def _topics(call: ToolCall, peek: CheckInbox) -> list[str]:
@@ -142,5 +152,8 @@ async def debate_signal_advance(call: ToolCall) -> dict[str, Any]:
     command = AdvanceCursor(
         caller(call), args["session_id"], args["role"], args["last_processed_msg_id"]
     )
-    result: dict[str, Any] = await run(call, args["topic_id"], command)
+    try:  # `run` inlined: a receipt resumes through one frame fewer
+        result: dict[str, Any] = await call.runtime.call(KIND, args["topic_id"], command)
+    except DebateError as err:
+        raise tool_error(err) from None
     return result
