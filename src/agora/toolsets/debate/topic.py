@@ -148,8 +148,12 @@ class Topic:
             sql.insert_message(self.topic_id, meta, body, author_session_id, vehicle, extra or {})
         )
         meta = index(data, meta)
+        deliveries = data.deliveries
         for key in meta.recipients:
-            data.deliveries.setdefault(key, {})[meta.msg_id] = "pending"
+            marks = deliveries.get(key)  # not setdefault: no empty dict made per message
+            if marks is None:
+                marks = deliveries[key] = {}
+            marks[meta.msg_id] = "pending"
             writes.append(sql.insert_delivery(self.topic_id, meta.msg_id, key))
         if meta.recipients:
             data.bodies[meta.msg_id] = rendered(
@@ -180,7 +184,9 @@ class Topic:
                 sessions.add(name)
             elif (holder := self.active(name)) is not None:
                 sessions.add(holder.session_id)
-        return sorted(inbox_uri(s) for s in sessions)
+        uris = [inbox_uri(s) for s in sessions]  # not sorted(genexpr): one step per item
+        uris.sort()
+        return uris
 
     def recipient_roles(self, keys: Iterable[str]) -> set[str]:
         """The roles whose inboxes messages for ``keys`` land in (a session's: the roles it
@@ -228,8 +234,13 @@ def index(data: TopicData, meta: MsgMeta) -> MsgMeta:
     meta = compact(data, meta)
     data.messages[meta.msg_id] = meta
     data.last_ts, data.last_msg_id = meta.ts, meta.msg_id
+    inbox = data.inbox
     for key in meta.recipients:
-        data.inbox.setdefault(key, []).append(meta)
+        listed = inbox.get(key)  # not setdefault: no empty list made per message
+        if listed is None:
+            inbox[key] = [meta]
+        else:
+            listed.append(meta)
     if meta.kind == "Q":
         data.open_questions[meta.msg_id] = meta
     elif meta.reply_to in data.open_questions and (meta.kind == "A" or meta.deferred):

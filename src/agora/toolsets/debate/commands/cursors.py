@@ -161,10 +161,15 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
     mine = keys(cmd.role, parent.session_id)
     cursor = start_cursor(topic, cmd.role, cmd.session_id, parent)
     items = _addressed(topic, mine, _start(topic, cmd, cursor))
-    items = protocol.visible_inbox(topic, cmd.caller, cmd.role, items)
-    page = tuple(items[: cmd.limit])
+    if topic.data.protocol is not None:  # only debate/v1 has a blind barrier
+        items = protocol.visible_inbox(topic, cmd.caller, cmd.role, items)
+    page = tuple(items) if len(items) <= cmd.limit else tuple(items[: cmd.limit])
     held = topic.data.bodies
-    bodies = {m.msg_id: held[m.msg_id] for m in page if m.msg_id in held}
+    bodies: dict[str, dict[str, Any]] = {}
+    for m in page:  # a loop, not a comprehension: a page mostly holds one message
+        body = held.get(m.msg_id)
+        if body is not None:
+            bodies[m.msg_id] = body
     inbox = Inbox(page, len(page), len(items) > cmd.limit, row.state, cmd.limit, bodies)
     if not cmd.persist or (cmd.only_if_found and not page):
         return Effects(reply=inbox)
@@ -197,7 +202,8 @@ def advance_cursor(topic: Topic, cmd: AdvanceCursor, now: Now) -> Effects:
     if target is None:
         raise reject("unknown_msg_id", "last_processed_msg_id names no message of this topic")
     mine = keys(cmd.role, parent.session_id)
-    protocol.check_advance(topic, cmd.caller, cmd.role, mine, target)
+    if data.protocol is not None:  # the barrier and delivery rules of debate/v1 only
+        protocol.check_advance(topic, cmd.caller, cmd.role, mine, target)
     if mine[0] not in target.recipients and mine[1] not in target.recipients:
         raise reject(
             "target_not_addressed",

@@ -144,9 +144,11 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
     if row.state == "RESOLVED" and cmd.kind != "STATE":
         raise reject("topic_resolved", "the topic is RESOLVED: it accepts only state moves")
     _check_kind(topic, row, cmd)
-    row_roles = row.roles
-    cc = tuple(r for r in cmd.cc if r in row_roles)
-    recipients = _recipients(topic, row, cmd.recipients + cmd.diagnostic + cc)
+    tokens = cmd.recipients
+    if cmd.diagnostic or cmd.cc:  # most posts name only recipients: no tuples to join
+        row_roles = row.roles
+        tokens += cmd.diagnostic + tuple(r for r in cmd.cc if r in row_roles)
+    recipients = _recipients(topic, row, tokens)
     if cmd.addressed and not recipients:
         raise reject("empty_recipients", "addressed posts need at least one recipient")
     semantic = protocol.gate_post(topic, cmd, binding, recipients)
@@ -189,8 +191,9 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
     elif cmd.kind == "WATERMARK":
         _watermark(topic, cmd.role, cmd.body.strip(), writes)
     posted = len(writes)
-    _complete_claim(topic, meta, writes)
-    workers.complete_on_reply(topic, meta, writes)
+    if meta.reply_to is not None:  # only a reply settles a claim
+        _complete_claim(topic, meta, writes)
+        workers.complete_on_reply(topic, meta, writes)
     reply = post_reply(row, meta, cmd.vehicle)
     if semantic is not None:
         reply.update(protocol.record_post(topic, meta, semantic, writes, cmd.caller.name))
