@@ -35,7 +35,7 @@ async def test_the_pool_fills_every_suite_and_tops_up_after_a_take(runtime, opti
     with trio.fail_after(30):
         await pool.wait_full()
     assert pool.status() == {s: {"ready": 3, "size": 3} for s, _ in SUITES}
-    ready = pool.take("chambre-atelier-v0")
+    ready = pool.take("chambre-atelier-v0", 0.0)
     assert ready is not None
     assert pool.status()["chambre-atelier-v0"]["ready"] == 2
     # A pooled room is exactly the room its seed gives, and its head the genesis of its seed
@@ -51,8 +51,8 @@ async def test_the_pool_fills_every_suite_and_tops_up_after_a_take(runtime, opti
 
 def test_an_empty_pool_gives_nothing_and_sizes_are_checked():
     pool = RoomPool(SUITES)
-    assert pool.take("chambre-chrono-v0") is None
-    assert pool.take("no-such-suite") is None
+    assert pool.take("chambre-chrono-v0", 0.0) is None
+    assert pool.take("no-such-suite", 0.0) is None
     assert pool_size({}) == 128
     with pytest.raises(ValueError, match="room_pool_size"):
         pool_size({"room_pool_size": -1})
@@ -177,7 +177,7 @@ async def test_the_refill_waits_until_no_entry_came_for_the_quiet_period(
         await pool.wait_full()
     suite = SUITES[0][0]
     for _ in range(2):
-        assert pool.take(suite) is not None
+        assert pool.take(suite, trio.current_time()) is not None
         mock_clock.jump(QUIET_SECONDS * 0.8)
         await trio.testing.wait_all_tasks_blocked()
     assert pool.status()[suite]["ready"] == 1  # a take came within the quiet period

@@ -80,24 +80,26 @@ class EntryLimiter:
             None if admitted (both tokens taken), else (which limit, seconds until a token)
             with nothing taken.
         """
-        # Every entry passes here: two named buckets, no list of them made per call.
+        # Every entry passes here: two named buckets, no list of them made per call, and
+        # each bucket's level worked out once (the check's level is the one taken from).
         rate = limits.anonymous if principal == "anonymous" else limits.principal
         mine = theirs = None
+        mine_level = their_level = 0.0
         if rate:
             mine = self._principals.get(principal)  # no bucket made when known
             if mine is None:
                 mine = self._principals[principal] = _Bucket(rate, now)
-            if (level := mine.level(rate, now)) < 1.0:
-                return "principal", (1.0 - level) * 60.0 / rate
+            if (mine_level := mine.level(rate, now)) < 1.0:
+                return "principal", (1.0 - mine_level) * 60.0 / rate
         per = limits.connection
         if per and connection is not None:
             theirs = self._connections.get(connection)  # no weak reference made when known
             if theirs is None:
                 theirs = self._connections[connection] = _Bucket(per, now)
-            if (level := theirs.level(per, now)) < 1.0:
-                return "connection", (1.0 - level) * 60.0 / per
+            if (their_level := theirs.level(per, now)) < 1.0:
+                return "connection", (1.0 - their_level) * 60.0 / per
         if mine is not None:
-            mine.tokens, mine.at = mine.level(rate, now) - 1.0, now
+            mine.tokens, mine.at = mine_level - 1.0, now
         if theirs is not None:
-            theirs.tokens, theirs.at = theirs.level(per, now) - 1.0, now
+            theirs.tokens, theirs.at = their_level - 1.0, now
         return None

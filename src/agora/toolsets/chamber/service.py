@@ -129,9 +129,8 @@ class Chamber:
             self._limits_now, self._limits_key = Limits.from_options(options), key
         return self._limits_now
 
-    def _admit(self, call: ToolCall) -> None:
+    def _admit(self, call: ToolCall, now: float) -> None:
         limits = self._limits(call.runtime.options("chamber"))
-        now = call.runtime.clock.monotonic()
         refused = self._limiter.take(limits, call.principal.name, call.connection, now)
         if refused is None:
             return
@@ -150,18 +149,20 @@ class Chamber:
         self._alias_gate(call)
         notice = check_entry_notice(self.contract)
         declared = self._entry_checks(call.args, operator=call.principal.has("operator"))
-        self._admit(call)
+        now = call.runtime.clock.monotonic()  # one reading for the limits and the pool
+        self._admit(call, now)
         given = call.args.get("seed") or ""
+        invitation = is_invitation(given)
         suite = declared.suite
         source = "participant" if given else "server"
-        pooled = None if given else self.pool.take(suite.id)
+        pooled = None if given else self.pool.take(suite.id, now)
         # A pooled room brings its handle, seed, salt and genesis head: draw them only for a
         # room built now.
         if pooled is not None:
             handle, seed, salt = pooled.handle, pooled.seed, pooled.salt
         else:
             handle, seed, salt = new_handle(), given or secrets.token_hex(8), secrets.token_hex(16)
-        if is_invitation(given):
+        if invitation:
             # The ally's room: the server drew its seed and kept it; the token redeems once.
             redeem = Redeem(declared.identity["product"], call.args.get("suite"), handle)
             redeemed: Redeemed = await call.runtime.call(self.invitations, given, redeem)
@@ -198,7 +199,7 @@ class Chamber:
             engine=suite.engine,
             assurance=declared.assurance,
             seed_source=source,
-            invited=is_invitation(given),
+            invited=invitation,
             publication_notice=dict(notice),
         )
         return reply
