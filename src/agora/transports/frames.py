@@ -30,6 +30,7 @@ NO_STATUS: Final = 1005
 INVALID_DATA: Final = 1007
 TOO_BIG: Final = 1009
 _MAX_CONTROL: Final = 125
+_NOT_UTF8: Final = "text message is not valid UTF-8"
 #: Codes a peer may put in a close frame: the defined ones that may be sent, and 3000-4999.
 _SENDABLE: Final = frozenset({1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013})
 
@@ -76,16 +77,24 @@ class MessageReader:
         out: list[Received] = []
         pos = 0
         end = len(buf)
-        while (header := _header(buf, pos, end)) is not None:
+        while end - pos >= 2 and (header := _header(buf, pos, end)) is not None:
             fin, opcode, length, head = header
-            self._check(fin, opcode, length)
+            # A whole text message in one frame (nearly every one) needs neither `_check`'s
+            # judgement of fragments and control frames nor `_complete`'s assembly.
+            whole = fin and opcode == TEXT and self._opcode is None
+            if not whole or length > self._max:
+                self._check(fin, opcode, length)
             if end - pos < head + length:
                 break
             key = buf[pos + head - 4 : pos + head]
             payload = _unmask(buf[pos + head : pos + head + length], key)
             pos += head + length
-            item = self._complete(fin, opcode, payload)
-            if item is not None:
+            if whole:
+                try:
+                    out.append((TEXT, payload.decode()))
+                except UnicodeDecodeError:
+                    raise FrameError(INVALID_DATA, _NOT_UTF8) from None
+            elif (item := self._complete(fin, opcode, payload)) is not None:
                 out.append(item)
         if pos < end:
             if buf is self._buffer:
@@ -140,7 +149,7 @@ class MessageReader:
         try:
             return TEXT, payload.decode()
         except UnicodeDecodeError:
-            raise FrameError(INVALID_DATA, "text message is not valid UTF-8") from None
+            raise FrameError(INVALID_DATA, _NOT_UTF8) from None
 
 
 def _header(buf: bytes | bytearray, pos: int, end: int) -> tuple[int, int, int, int] | None:
@@ -202,7 +211,8 @@ def _close_payload(payload: bytes) -> tuple[int, str]:
         raise FrameError(INVALID_DATA, "close reason is not valid UTF-8") from None
 
 
-def _frame(opcode: int, payload: bytes) -> bytes:
+def frame(payload: bytes, opcode: int = TEXT) -> bytes:
+    """One unfragmented frame: a text frame (``payload`` UTF-8) unless ``opcode`` says else."""
     n = len(payload)
     if n < 126:
         return bytes((0x80 | opcode, n)) + payload
@@ -211,20 +221,20 @@ def _frame(opcode: int, payload: bytes) -> bytes:
     return bytes((0x80 | opcode, 127)) + n.to_bytes(8, "big") + payload
 
 
-def text_frame(payload: bytes) -> bytes:
-    """One unfragmented text frame; ``payload`` must be UTF-8."""
-    return _frame(TEXT, payload)
+#: One unfragmented text frame; ``payload`` must be UTF-8. The same function as `frame`, not
+#: a wrapper of it: every reply and notification is framed here, and a wrapper is a call more.
+text_frame = frame
 
 
 def control_frame(opcode: int, payload: bytes = b"") -> bytes:
     """A ping or pong frame (payload cut to 125 bytes)."""
-    return _frame(opcode, payload[:_MAX_CONTROL])
+    return frame(payload[:_MAX_CONTROL], opcode)
 
 
 def close_frame(code: int, reason: str = "") -> bytes:
     """A close frame; 1005 (no status) is sent as an empty payload."""
     if code == NO_STATUS:
-        return _frame(CLOSE, b"")
+        return frame(b"", CLOSE)
     data = reason.encode()[: _MAX_CONTROL - 2]
     while True:  # never cut a character in half
         try:
@@ -232,4 +242,4 @@ def close_frame(code: int, reason: str = "") -> bytes:
             break
         except UnicodeDecodeError:
             data = data[:-1]
-    return _frame(CLOSE, code.to_bytes(2, "big") + data)
+    return frame(code.to_bytes(2, "big") + data, CLOSE)

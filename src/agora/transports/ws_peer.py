@@ -163,8 +163,11 @@ class Peer:
             self._closed_sent = closing
             if self._rest is not None:  # a keepalive ping began: it goes out first
                 rest, self._rest = self._rest, None
-                await self._write(rest, begun=True)
-            await self._write(memoryview(frame))
+                await self._write(self._write_now(rest), len(rest) + 1)
+            # Written here first: `_write`, a coroutine more, only when the socket is full.
+            view = self._write_now(memoryview(frame))
+            if view:
+                await self._write(view, len(frame))
             return True
         finally:
             if self._queue:  # the turn passes to the first waiter: still sending
@@ -233,9 +236,9 @@ class Peer:
             self._broken = True
             raise trio.BrokenResourceError(f"write failed: {exc}") from exc
 
-    async def _write(self, view: memoryview, *, begun: bool = False) -> None:
-        size = len(view) + begun  # a begun frame counts as partly written from the start
-        view = self._write_now(view)
+    async def _write(self, view: memoryview, size: int) -> None:
+        """Write ``view``, the rest of a frame of ``size`` bytes that the socket had no room
+        for (a ping begun by the keepalive counts as partly written however much is left)."""
         while view:  # the kernel's buffer is full: wait, but not for ever
             try:
                 with trio.move_on_after(self.send_timeout) as slow:
