@@ -34,6 +34,9 @@ RequestId = str | int
 
 _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
+#: Compact UTF-8 JSON of any value (a message's own bytes: `encode`): the encoder's method
+#: itself, for the callers that encode on every call.
+encode_value = _encoder.encode
 
 
 @dataclass(slots=True)  # one per message: frozen would cost ~0.1 us a field

@@ -383,11 +383,13 @@ def tool_reply(
     bytes on, spliced as those same bytes into the message (see `rpc.spliced_result`)."""
     if not isinstance(value, dict) or ("content" in value and "structuredContent" not in value):
         return rpc.result(rid, session.finish(tool_result(value), modern))
-    data = rpc.encode(value)
+    data = rpc.encode_value(value)
     out = {"content": [{"type": "text", "text": data.decode()}], "structuredContent": value}
+    if modern:  # (every tool reply passes here: no call to stamp what needs no stamp)
+        out = session.finish(out, modern)
     if len(data) < splice_min:
-        return rpc.result(rid, session.finish(out, modern))
-    return rpc.spliced_result(rid, session.finish(out, modern), "structuredContent", data)
+        return rpc.result(rid, out)
+    return rpc.spliced_result(rid, out, "structuredContent", data)
 
 
 def tool_result(
