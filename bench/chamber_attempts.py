@@ -46,226 +46,32 @@ PATH`` counts the server's system calls (``strace -c -f``, every thread) during 
 ``--py-spy-phase`` phase, and ``--calls`` the main thread's Python calls per call of that phase
 (cProfile, under ``probed_serve``, by module): counts a busy machine cannot skew, to compare two
 trees with ``PYTHONPATH=OTHER/src``.
+The agents' jobs are in ``chamber_agents.py``, the phases and their report in
+``chamber_phases.py``, the echo floor in ``chamber_echo.py``, the profilers in ``profilers.py``.
 Not run by CI.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sqlite3
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
-from collections import Counter
-from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
+from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
 
 import trio
-from echo import SCRIPT as echo_script
-from measure import (
-    Cpu,
-    commit_cost,
-    commit_split,
-    cpu_window,
-    latency_text,
-    percentile,
-    raise_fd_limit,
-    rate_text,
-)
+from chamber_agents import Agent, act, agent_connection, enter, seal
+from chamber_echo import echo_floor
+from chamber_phases import Run, pool_ready, report, run_phase
+from measure import commit_cost, percentile, raise_fd_limit
 from profilers import py_spy, python_calls, strace
-from serve import HOST, START_TIMEOUT, Server, agora_serve
-from trio_websocket import (
-    open_websocket_url,
-)
-from wsload import LeanWebSocket, lean_connect
+from serve import agora_serve
 
-from agora.client import connect
 from agora.toolsets.chamber.ratelimit import ANONYMOUS_PER_MINUTE
 
 SUITES = ("chambre-chrono-v0", "chambre-atelier-v0")
-ENTRY = {
-    "product": "bench-agent",
-    "host": "bench",
-    "provider_claim": "agora-bench",
-    "model_claim": "scripted",
-}
-
-
-# -- measuring -------------------------------------------------------------------------------
-
-
-@dataclass
-class Phase:
-    """One phase's wall time, call latencies and the CPU both sides spent."""
-
-    name: str
-    calls: int = 0
-    seconds: float = 0.0
-    latencies: list[float] = field(default_factory=list)
-    cpu: Cpu = field(default_factory=Cpu)
-    split: str = ""  # where the phase's commits spent their time (`measure.commit_split`)
-    collector: str = ""  # the cyclic collector's part (`collector_text`, with ``--gc``)
-    python_calls: str = ""  # the main thread's Python calls per call (with ``--calls``)
-
-    @property
-    def rate(self) -> float:
-        """Calls per second."""
-        return self.calls / self.seconds if self.seconds else 0.0
-
-    def line(self) -> str:
-        """A one-line report."""
-        text = f"{self.name:<8} {rate_text(self.calls, self.seconds)}"
-        if self.latencies:
-            text += f"   {latency_text(self.latencies, 2)}"
-        if self.calls:
-            text += f"   {self.cpu.per(self.calls)}"
-        for more in (self.split, self.collector, self.python_calls):
-            if more:
-                text += "\n           " + more
-        return text
-
-
-@dataclass
-class Run:
-    """Every phase of one run, and what went wrong."""
-
-    label: str
-    phases: dict[str, Phase] = field(default_factory=dict)
-    refusals: Counter[str] = field(default_factory=Counter)
-    rows: tuple[int, int] = (0, 0)
-
-    def phase(self, name: str) -> Phase:
-        return self.phases.setdefault(name, Phase(name))
-
-
-# -- the agents ------------------------------------------------------------------------------
-
-
-@dataclass
-class Agent:
-    """One agent: its connection and its attempt."""
-
-    client: Any  # wsload.LeanClient or agora.client.WsClient: both have call_tool
-    n: int
-    handle: str = ""
-    objects: list[str] = field(default_factory=list)
-    index: int = 0
-
-
-def plan(agent: Agent, j: int) -> dict[str, Any]:
-    """The ``j``-th action: look, inspect (round the room's objects) or hint."""
-    kind = (agent.n + j) % 5
-    if kind == 0:
-        return {"op": "look"}
-    if kind == 3:
-        return {"op": "hint"}
-    return {"op": "inspect", "object": agent.objects[(agent.n + j) % len(agent.objects)]}
-
-
-@asynccontextmanager
-async def agent_connection(url: str, client: str):
-    """The agent's connection: wsload's lean client, or `agora.client`."""
-    opened = lean_connect(url) if client == "lean" else connect(url)
-    async with opened as connection:
-        yield connection
-
-
-async def timed_call(
-    agent: Agent, run: Run, phase: Phase, tool: str, args: dict[str, Any]
-) -> dict[str, Any] | None:
-    """One tool call; its latency goes to ``phase``; the structured body, None if refused."""
-    start = time.perf_counter()
-    result = await agent.client.call_tool(tool, args)
-    elapsed = time.perf_counter() - start
-    body: dict[str, Any] = result["structuredContent"]
-    if result.get("isError"):
-        run.refusals[f"{tool}:{body.get('code')}"] += 1
-        return None
-    phase.latencies.append(elapsed)
-    phase.calls += 1
-    return body
-
-
-async def enter(agent: Agent, run: Run, suite: str, chosen: bool) -> None:
-    args = {**ENTRY, "suite": suite}
-    if chosen:
-        args["seed"] = f"bench-{agent.n}"
-    body = await timed_call(agent, run, run.phase("enter"), "enter_open_challenge", args)
-    if body is not None:
-        agent.handle, agent.objects = body["attempt_handle"], body["objects"]
-
-
-async def act(agent: Agent, run: Run, actions: int) -> None:
-    phase = run.phase("actions")
-    for j in range(actions):
-        if not agent.handle:
-            return
-        args = {"challenge_handle": agent.handle, "expected_action_index": agent.index}
-        body = await timed_call(agent, run, phase, "chamber_action", args | plan(agent, j))
-        if body is not None:
-            agent.index = body["action_index"]
-
-
-async def seal(agent: Agent, run: Run) -> None:
-    if agent.handle:
-        args = {"challenge_handle": agent.handle, "expected_action_index": agent.index}
-        await timed_call(agent, run, run.phase("seal"), "seal_attempt", args)
-
-
-async def run_phase(
-    run: Run, name: str, server: Server, agents: list[Agent], job: Any, *args: Any
-) -> None:
-    """Run ``job(agent, run, *args)`` for every agent at once; time it, count CPU, and say
-    where its commits spent their time (the server's ``/healthz`` store counters) and, for a
-    probed server (``--gc``), what the cyclic collector cost meanwhile."""
-    phase = run.phase(name)
-    before = await trio.to_thread.run_sync(_get_json, f"{server.url}/healthz")
-    if server.probe_dir is not None:
-        await server.probe()  # the collections so far are not this phase's
-    start = time.perf_counter()
-    with cpu_window(server.pid) as phase.cpu:
-        async with trio.open_nursery() as nursery:
-            for agent in agents:
-                nursery.start_soon(job, agent, run, *args)
-    phase.seconds = time.perf_counter() - start
-    if server.probe_dir is not None:
-        figures, _ = await server.probe()
-        phase.collector = collector_text(figures, phase.calls)
-    after = await trio.to_thread.run_sync(_get_json, f"{server.url}/healthz")
-    phase.split = commit_split(before["store"], after["store"])
-
-
-def collector_text(figures: dict[str, Any], calls: int) -> str:
-    """The collections a `probed_serve` probe counted, and their CPU (per call too)."""
-    cpu_ms = figures["total_pause_cpu_ms"]
-    per = f" = {cpu_ms * 1e3 / calls:.1f} us per call" if calls else ""
-    young, middle, old = figures["collections"]
-    return (
-        f"collector: {young}/{middle}/{old} collections (young/middle/old), CPU {cpu_ms:.1f} ms"
-        f"{per}, longest {max(figures['longest_pause_cpu_ms']):.1f} ms"
-    )
-
-
-async def pool_ready(url: str, suite: str, wanted: int) -> None:
-    """Wait until the server's room pool for ``suite`` holds ``wanted`` rooms (or is full)."""
-    while True:
-        body = await trio.to_thread.run_sync(_get_json, f"{url}/chamber/pool")
-        state = body["suites"][suite]
-        if state["ready"] >= min(wanted, state["size"]) and state["size"]:
-            print(f"room pool of {suite}: {state['ready']} ready", file=sys.stderr)
-            return
-        await trio.sleep(0.2)
-
-
-def _get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=10) as response:
-        return json.loads(response.read())
 
 
 async def one_run(args: argparse.Namespace, directory: Path, group_commit: bool) -> Run:
@@ -330,86 +136,6 @@ async def one_run(args: argparse.Namespace, directory: Path, group_commit: bool)
     assert actions == run.phase("actions").calls, (actions, run.phase("actions").calls)
     assert sealed == run.phase("seal").calls, (sealed, run.phase("seal").calls)
     return run
-
-
-def report(run: Run) -> None:
-    print(f"{run.label}:")
-    for phase in run.phases.values():
-        print("  " + phase.line())
-    actions, cards = run.rows
-    print(f"  committed rows: {actions} transcript records, {cards} cards", end="")
-    print(f"; refusals: {dict(run.refusals)}" if run.refusals else "; no refusals")
-
-
-# -- the transport floor ----------------------------------------------------------------------
-
-
-async def echo_floor(args: argparse.Namespace) -> Phase:
-    """The same agents and message count against a bare echo server: the transport floor."""
-    phase = Phase("echo")
-    process = await trio.lowlevel.open_process(
-        [sys.executable, echo_script], stderr=subprocess.PIPE
-    )
-    try:
-        assert process.stderr is not None
-        with trio.fail_after(START_TIMEOUT):
-            announced = b""
-            while b"\n" not in announced:
-                announced += await process.stderr.receive_some(4096)
-            port = int(announced.split(b"\n")[0].rsplit(b":", 1)[1])
-        message = json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": 7,
-                "method": "tools/call",
-                "params": {
-                    "name": "chamber_action",
-                    "arguments": {
-                        "challenge_handle": "chl-0123456789abcdef",
-                        "op": "inspect",
-                        "object": "clock_face",
-                        "expected_action_index": 7,
-                    },
-                },
-            }
-        )
-
-        async def agent(ws: Any) -> None:
-            for _ in range(args.actions):
-                start = time.perf_counter()
-                if args.client == "lean":
-                    await ws.send(payload)
-                    await ws.recv()
-                else:
-                    await ws.send_message(message)
-                    await ws.get_message()
-                phase.latencies.append(time.perf_counter() - start)
-                phase.calls += 1
-
-        async def open_one(stack: AsyncExitStack, url: str) -> Any:
-            if args.client == "lean":
-                ws = await LeanWebSocket.connect(url)
-                stack.push_async_callback(ws.aclose)
-                return ws
-            return await stack.enter_async_context(open_websocket_url(url))
-
-        payload = message.encode()
-        with trio.fail_after(args.timeout):
-            async with AsyncExitStack() as stack:
-                sockets = [
-                    await open_one(stack, f"ws://{HOST}:{port}/") for _ in range(args.agents)
-                ]
-                start = time.perf_counter()
-                with cpu_window(process.pid) as phase.cpu:
-                    async with trio.open_nursery() as nursery:
-                        for ws in sockets:
-                            nursery.start_soon(agent, ws)
-                phase.seconds = time.perf_counter() - start
-    finally:
-        process.kill()
-        with trio.CancelScope(shield=True):
-            await process.wait()
-    return phase
 
 
 async def main(args: argparse.Namespace) -> None:
