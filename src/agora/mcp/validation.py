@@ -224,7 +224,8 @@ def _guard(
         # nesting an opening bracket: a text this short cannot break either limit, so the
         # walk below is skipped (most arguments: a few short fields).
         if len(encoded) <= max_nodes and encoded.count(b"{") + encoded.count(b"[") <= max_depth:
-            return _nul_issue(value, encoded) if refuse_nul else None
+            # `_nul_issue`'s first test, made here: nearly every argument passes it.
+            return _nul_issue(value, encoded) if refuse_nul and _NUL in encoded else None
     # Level by level, so a flat object costs one pass over its members.
     level, depth, nodes = [value], 0, 0
     while level:
@@ -244,6 +245,10 @@ def _guard(
     return _nul_issue(value, encoded) if refuse_nul else None
 
 
+#: How JSON writes U+0000 (in a string or a key): an encoding without it has none.
+_NUL = b"\\u0000"
+
+
 def _nul_issue(value: Any, encoded: bytes | None) -> ValidationIssue | None:
     """The first U+0000 in ``value`` (``encoded``: its compact JSON, if made) as an issue."""
     if encoded is None:
@@ -251,7 +256,7 @@ def _nul_issue(value: Any, encoded: bytes | None) -> ValidationIssue | None:
     # JSON can only write U+0000 escaped, as \u0000 (in a string or a key): an encoding
     # without that text has none to find (with it, the walk says where, or that it was a
     # backslash the client wrote before "u0000").
-    if encoded is not None and b"\\u0000" not in encoded:
+    if encoded is not None and _NUL not in encoded:
         return None
     if (where := _nul_path(value)) is not None:
         return ValidationIssue(where, "noNul", NUL_TEXT)
