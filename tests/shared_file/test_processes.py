@@ -20,7 +20,9 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "e2e"))
 sys.path.insert(0, str(Path(__file__).parents[1] / "nodes"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "store"))
 
+from _wal_lock import dms_holder, open_from_other_processes
 from chess_server import agora_serve, check_fools_mate, fools_mate_against_the_page, http_json
 from e2e_support import AgoraProcess, one_line, run_agora, sdk_stdio
 from test_nodes_chamber import enter, look
@@ -109,6 +111,30 @@ async def test_the_same_action_index_through_serve_and_stdio_has_exactly_one_win
                 assert store["listener_connects"] == 1  # the change feed started once
         server.assert_clean_exit(server.stop())
     assert sum(wins) == 30
+
+
+async def test_other_processes_opening_the_file_never_kill_the_server(tmp_path):
+    # The failure this stands for: `agora stdio --db F --shared` started beside a server that
+    # had just answered, and the server was gone (SIGBUS, nothing in its log). Its checkpointer
+    # had opened and closed the -shm to read it, which dropped the server's SQLite locks on
+    # it, so the next process to open F truncated the -shm the server maps.
+    db = tmp_path / "agora.db"
+    with AgoraProcess("--db", str(db), "--shared", "--toolsets", "chamber") as server:
+        with trio.fail_after(TIMEOUT):
+            await enter(server.url)  # a commit: the checkpointer looks at the WAL index
+            for _ in range(5):
+                # Before: nobody, once the checkpointer had looked (a look follows each commit).
+                assert await trio.to_thread.run_sync(dms_holder, db) == server.pid
+                await trio.sleep(0.05)
+            # Before: the server died of SIGBUS now and then (1 in 16 to 67 openers).
+            await trio.to_thread.run_sync(open_from_other_processes, db, 200)
+            async with stdio(db, tmp_path / "stdio.log", "--toolset", "chamber") as there:
+                handle = await enter(server.url)
+                assert (await act(there, handle, 0))["action_index"] == 1
+            status, health = await http_json("GET", f"{server.url}/healthz")
+            assert status == 200, health
+            assert await trio.to_thread.run_sync(dms_holder, db) == server.pid
+        server.assert_clean_exit(server.stop())
 
 
 async def test_a_killed_server_loses_no_acknowledged_action_and_stdio_goes_on(tmp_path):

@@ -18,7 +18,7 @@ import trio
 from _items import ITEMS, ids, insert
 
 from agora.store import checkpoint as checkpoint_module
-from agora.store.checkpoint import Checkpointer, behind
+from agora.store.checkpoint import Checkpointer
 from agora.store.db import open_store
 
 if TYPE_CHECKING:
@@ -62,7 +62,8 @@ async def test_no_commit_of_the_writer_carries_a_checkpoint(
         assert autocheckpoint == 0  # before: SQLite's 1000
         size = path.stat().st_size
         await _write_pages(store, 130)  # about 1300 frames, past SQLite's 1000
-        frames = behind(f"{path}-shm")
+        assert store.checkpointer is not None
+        frames = store.checkpointer.index.behind()
         assert frames is not None
         assert frames > 1000
         # Only a checkpoint writes the database file in WAL mode: no COMMIT ran one.
@@ -163,3 +164,4 @@ def test_a_failed_checkpoint_is_logged_not_raised(
     checkpointer.start()  # its thread outlives failures and ends when told
     checkpointer.wake()
     assert checkpointer.stop(10)
+    checkpointer.close()

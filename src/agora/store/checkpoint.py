@@ -11,10 +11,14 @@ of the WAL are not yet in the database: meanwhile the writer keeps committing.
 It learns how far behind the database is from the WAL index (the ``-shm`` file, whose
 layout is part of SQLite's documented file format: ``mxFrame``, the last valid frame, and
 ``nBackfill``, the frames already copied), read at most every `POLL_SECONDS` and only after
-the writer said it committed (`Checkpointer.wake`): an idle store costs nothing. A PASSIVE
-checkpoint never waits, for readers or for a checkpoint another connection or process runs
-(SQLite runs one at a time: a busy one is counted and skipped), and never loses a commit:
-the WAL keeps every frame until the database holds it and is synced.
+the writer said it committed (`Checkpointer.wake`): an idle store costs nothing. It reads
+it through a hold on the file (`agora.store.wal_index`), never opening and closing the
+``-shm`` itself, which would drop this process's SQLite locks on it. The hold stands for the
+whole store, which lets go of it (`Checkpointer.close`) once its connections are closed.
+
+A PASSIVE checkpoint never waits, for readers or for a checkpoint another connection or
+process runs (SQLite runs one at a time: a busy one is counted and skipped), and never loses
+a commit: the WAL keeps every frame until the database holds it and is synced.
 
 Under steady commits a PASSIVE checkpoint rarely ends with the whole WAL copied, so the
 writer's next BEGIN seldom starts the WAL over: the WAL stays long, and the writer's own
@@ -25,19 +29,18 @@ thread ends with `stop`. Must not import trio.
 from __future__ import annotations
 
 import logging
-import os
-import struct
 import threading
 import time
 from typing import TYPE_CHECKING, Any
 
 from agora.store.stats import COMMIT_MS, Histogram
+from agora.store.wal_index import hold
 
 if TYPE_CHECKING:
     import sqlite3
     from collections.abc import Callable
 
-__all__ = ["CHECKPOINT_PAGES", "POLL_SECONDS", "Checkpointer", "behind"]
+__all__ = ["CHECKPOINT_PAGES", "POLL_SECONDS", "Checkpointer"]
 
 log = logging.getLogger(__name__)
 
@@ -46,29 +49,6 @@ log = logging.getLogger(__name__)
 CHECKPOINT_PAGES = 1000
 #: Least seconds between two looks at the WAL index while the writer commits.
 POLL_SECONDS = 0.05
-#: The WAL index header's ``mxFrame`` (bytes 16-19) and the checkpoint info's ``nBackfill``
-#: (bytes 96-99), both in the machine's byte order (https://sqlite.org/walformat.html).
-_MX_FRAME, _BACKFILL, _INDEX_HEAD = struct.Struct("=I"), struct.Struct("=I"), 100
-
-
-def behind(shm: str) -> int | None:
-    """Frames of the WAL not yet copied into the database, read from its index ``shm``
-    (None: no index to read, say before the first write)."""
-    try:
-        fd = os.open(shm, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        head = os.pread(fd, _INDEX_HEAD, 0)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if len(head) < _INDEX_HEAD:
-        return None
-    (frames,) = _MX_FRAME.unpack_from(head, 16)
-    (copied,) = _BACKFILL.unpack_from(head, 96)
-    return max(int(frames) - int(copied), 0)
 
 
 class Checkpointer:
@@ -90,7 +70,8 @@ class Checkpointer:
     ) -> None:
         """``open_conn`` opens the thread's connection to ``path`` (in the thread)."""
         self._path = path
-        self._shm = f"{path}-shm"
+        #: The store's hold on the file's WAL index (`agora.store.wal_index`).
+        self.index = hold(path)
         self._open = open_conn
         self.pages = CHECKPOINT_PAGES if pages is None else pages
         self.poll_seconds = POLL_SECONDS if poll_seconds is None else poll_seconds
@@ -126,6 +107,13 @@ class Checkpointer:
         self._thread.join(timeout)
         return not self._thread.is_alive()
 
+    def close(self) -> None:
+        """Let go of the WAL index, once the thread has ended and every connection the store
+        opened on the file is closed (earlier, closing it would drop their locks). A thread
+        still running (stuck) keeps it."""
+        if not self.running:
+            self.index.release()
+
     def counters(self) -> dict[str, Any]:
         """``checkpoints`` run, ``checkpoints_busy`` skipped, and ``checkpoint_ms``."""
         return {
@@ -142,7 +130,7 @@ class Checkpointer:
                 if self._stop.is_set():
                     return
                 self._wake.clear()
-                frames = behind(self._shm)
+                frames = self.index.behind()
                 if frames is None or frames >= self.pages:
                     conn = self._connected(conn)
                     if conn is not None and not self.checkpoint(conn):

@@ -176,10 +176,8 @@ class Store:
 
     @property
     def stats(self) -> tuple[int, int]:
-        """(transactions committed, jobs committed) since open: the group-commit ratio.
-
-        A job that failed inside a committed transaction is not counted.
-        """
+        """(transactions committed, jobs committed) since open: the group-commit ratio (a job
+        that failed inside a committed transaction is not counted)."""
         return self._writer.batches, self._writer.jobs
 
     def counters(self) -> dict[str, Any]:
@@ -369,7 +367,8 @@ class Store:
 
         Never raises: a writer thread that does not stop within `STOP_SECONDS` is left
         behind with its connection (logged), and a final checkpoint that fails (a full
-        disk) is logged, since every committed write is safe in the WAL file anyway.
+        disk) is logged, since every committed write is safe in the WAL file anyway. The
+        WAL index is let go of last (`agora.store.wal_index`), only if nothing was left open.
         """
         self._closed = True
         stuck = not self._inline and not self._writer.stop(STOP_SECONDS)
@@ -397,3 +396,5 @@ class Store:
                     exc,
                 )
         self._writer_conn.close()
+        if self.checkpointer is not None:
+            self.checkpointer.close()

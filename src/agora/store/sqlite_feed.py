@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     import sqlite3
     from collections.abc import Callable
 
+    from agora.store.wal_index import WalIndex
+
 log = logging.getLogger(__name__)
 
 Changes = list[tuple[str, str, int]]
@@ -45,6 +47,7 @@ class ChangeFeed:
         own: set[int],
         deliver: Callable[[Changes, list[str]], None],
         poll: float,
+        index: WalIndex | None = None,
     ) -> None:
         """Read where the file stands now; `start` runs the thread.
 
@@ -54,6 +57,8 @@ class ChangeFeed:
             deliver: Called from the feed's thread with (changes, uris); must hand them to
                 the Trio thread, and raise to stop the feed (the Trio run is over).
             poll: Seconds between two polls.
+            index: A hold on the file's WAL index, released once the connection is closed
+                (`agora.store.wal_index`: closing the ``-shm`` earlier drops its locks).
 
         Raises:
             sqlite3.Error: if the file cannot be read.
@@ -62,6 +67,7 @@ class ChangeFeed:
         self._own = own
         self._deliver = deliver
         self._poll = poll
+        self._index = index
         self._stop = threading.Event()
         self._seen = conn.execute("PRAGMA data_version").fetchone()[0]
         self._last = int(conn.execute(LAST_STAMP).fetchone()[0])
@@ -96,6 +102,8 @@ class ChangeFeed:
             log.debug("the change feed stopped", exc_info=True)
         finally:
             self._conn.close()
+            if self._index is not None:
+                self._index.release()
 
     def check(self) -> tuple[Changes, list[str]] | None:
         """One poll: what other processes changed since the last one, or None.

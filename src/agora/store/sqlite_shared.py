@@ -35,6 +35,7 @@ from agora.store.guard import VERSION
 from agora.store.lock import lock_path
 from agora.store.sqlite import Store, connect
 from agora.store.sqlite_feed import ChangeFeed
+from agora.store.wal_index import hold
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -156,11 +157,16 @@ class SharedStore(Store):
         def deliver(changes: Changes, uris: list[str]) -> None:
             token.run_sync_soon(on_changes, changes, uris)
 
+        index = hold(self.path)  # the feed's thread lets go once its connection is closed
+        conn: sqlite3.Connection | None = None
         try:
             conn = connect(self.path, synchronous="NORMAL", readonly=True, create=False)
             conn.execute("PRAGMA busy_timeout=1000")
-            feed = ChangeFeed(conn, self._guarded_writer.own, deliver, self.poll_seconds)
+            feed = ChangeFeed(conn, self._guarded_writer.own, deliver, self.poll_seconds, index)
         except sqlite3.Error as exc:
+            if conn is not None:
+                conn.close()
+            index.release()
             raise StoreError(f"cannot follow changes to {self.path}: {exc}") from exc
         self._feed = feed
         feed.start()
@@ -171,9 +177,11 @@ class SharedStore(Store):
             feed.stop()
 
     def close(self) -> None:
-        """`Store.close`, and the watch connection and the writers' turns file."""
-        super().close()
+        """`Store.close`, and the watch connection (first: the store lets go of the file's
+        WAL index last) and the writers' turns file."""
+        self._closed = True  # no probe starts on the watch connection any more
         self._watch_conn.close()
+        super().close()
         if not self._writer.running:  # a stuck writer keeps what it holds (see Store.close)
             self._guarded_writer.close()
 
