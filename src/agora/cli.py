@@ -5,13 +5,17 @@ SIGTERM, then shuts down gracefully. ``stdio`` speaks MCP on stdin/stdout and lo
 stderr only: ``--connect URL`` relays to a running server, ``--db`` serves a database no
 server is using. ``call`` makes one tools/call against a running server, for quick checks.
 Bad configuration (settings, a database in use, a refused token) is one line on stderr and
-exit status 2, never a traceback.
+exit status 2, never a traceback. A process killed by a fatal signal (SIGSEGV, SIGBUS, ...)
+writes every thread's Python stack to stderr first (`faulthandler`): a server that vanished
+says where it was.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
+import faulthandler
 import json
 import logging
 import os
@@ -228,6 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``agora`` console script."""
     args = build_parser().parse_args(argv)
+    if not faulthandler.is_enabled():  # stderr is every command's log (stdio's stdout: MCP)
+        with contextlib.suppress(ValueError, OSError):  # a stderr with no descriptor: none
+            faulthandler.enable()
     level = logging.DEBUG if getattr(args, "verbose", False) else logging.INFO
     logging.basicConfig(
         level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"

@@ -137,6 +137,21 @@ async def test_other_processes_opening_the_file_never_kill_the_server(tmp_path):
         server.assert_clean_exit(server.stop())
 
 
+async def test_a_server_dying_of_a_fatal_signal_says_where_it_was(tmp_path):
+    # What the SIGBUS above left in the server's log: nothing. Now every thread's stack.
+    db = tmp_path / "agora.db"
+    with AgoraProcess("--db", str(db), "--shared", "--toolsets", "chamber") as server:
+        with trio.fail_after(TIMEOUT):
+            await enter(server.url)
+            server.signal(signal.SIGBUS)
+            assert await server.wait_exit() == -signal.SIGBUS
+            await server.wait_for_log("Fatal Python error: Bus error")
+            log = server.log
+            assert "Current thread" in log, log
+            assert "agora/cli.py" in log, log  # the main thread's stack, down to main()
+            assert "agora/store/writer.py" in log, log  # and every other thread's
+
+
 async def test_a_killed_server_loses_no_acknowledged_action_and_stdio_goes_on(tmp_path):
     db = tmp_path / "agora.db"
     acked: list[int] = []  # through the server, on its attempt
