@@ -27,6 +27,7 @@ from agora.toolsets.debate.rules import (
     inbox_uri,
     normalise_ts,
     reject,
+    stamp,
 )
 
 if TYPE_CHECKING:
@@ -80,8 +81,9 @@ class Inbox(msgspec.Struct, gc=False):
     #: Rendered messages of the page the topic still held (the rest are read back).
     bodies: dict[str, dict[str, Any]]
 
-    def summary(self) -> dict[str, Any]:
-        """Everything of the result shape except the message bodies."""
+    def result(self, messages: list[dict[str, Any]], topic_id: str | None) -> dict[str, Any]:
+        """The result shape of a check or wait: ``messages`` (the page's, rendered), the page
+        facts and, for a wait, its ``topic_id`` (last). One dict, made once."""
         pending = self.pending
         if not pending:
             next_cursor = top = None
@@ -94,7 +96,8 @@ class Inbox(msgspec.Struct, gc=False):
             for meta in pending:
                 if PRIORITY_RANK[meta.priority] > rank:
                     top, rank = meta.priority, PRIORITY_RANK[meta.priority]
-        return {
+        out = {
+            "pending": messages,
             "count": self.count,
             "truncated": self.truncated,
             "next_cursor": next_cursor,
@@ -102,6 +105,9 @@ class Inbox(msgspec.Struct, gc=False):
             "topic_state": self.topic_state,
             "limit": self.limit,
         }
+        if topic_id is not None:
+            out["topic_id"] = topic_id
+        return out
 
 
 def keys(role: str, session_id: str) -> tuple[str, str]:
@@ -173,7 +179,7 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
     inbox = Inbox(page, len(page), len(items) > cmd.limit, row.state, cmd.limit, bodies)
     if not cmd.persist or (cmd.only_if_found and not page):
         return Effects(reply=inbox)
-    at = topic.stamp_now(now)
+    at = stamp(now.wall)
     writes: list[Write] = []
     data = topic.data
     cursor.last_check_at = at
@@ -213,7 +219,7 @@ def advance_cursor(topic: Topic, cmd: AdvanceCursor, now: Now) -> Effects:
     cursor = start_cursor(topic, cmd.role, cmd.session_id, parent)
     if (target.ts, target.msg_id) <= cursor.position:
         raise reject("regressive_cursor", "the cursor is already at or past that message")
-    at = topic.stamp_now(now)
+    at = stamp(now.wall)
     writes: list[Write] = []
     topic.set_cursor(
         writes, cmd.role, cmd.session_id, Cursor(target.ts, target.msg_id, cursor.last_check_at)

@@ -53,11 +53,7 @@ def _found(inbox: Inbox) -> bool:
 def _result(inbox: Inbox, found: dict[str, dict[str, Any]], topic_id: str | None) -> dict[str, Any]:
     """The result shape of a check or wait, its messages from ``found`` (a wait's also names
     its topic, last)."""
-    out: dict[str, Any] = {"pending": [found[m.msg_id] for m in inbox.pending]}
-    out.update(inbox.summary())
-    if topic_id is not None:
-        out["topic_id"] = topic_id
-    return out
+    return inbox.result([found[m.msg_id] for m in inbox.pending], topic_id)
 
 
 async def _render(call: ToolCall, inbox: Inbox, topic_id: str | None = None) -> dict[str, Any]:
