@@ -237,6 +237,7 @@ class Connection:
         one follows.
         """
         prepared = job is None
+        waiter = workers.waiter()
         while True:
             with trio.CancelScope() as scope:
                 while True:
@@ -261,7 +262,7 @@ class Connection:
                             conn._ended(inv)
                         # An idle worker keeps nothing of its last call.
                         del conn, inv, value, reply
-                    job = await workers.next(prepared=prepared)
+                    job = await workers.next(prepared=prepared, waiter=waiter)
                     prepared = False
                     if job is None:
                         return

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 #: Idle workers kept per pool (each is a parked task).
 KEEP = 512
 
+#: A worker's task and the abort function of its waits for a job (`Workers.waiter`).
+Waiter = tuple[trio.lowlevel.Task, "Callable[[Any], trio.lowlevel.Abort]"]
+
 
 class Workers:
     """Idle tasks of ``nursery`` that run the jobs handed to `start_soon` with ``body``.
@@ -78,9 +81,17 @@ class Workers:
                 return
             self._coming += 1
 
-    async def next(self, *, prepared: bool = False) -> Any:
+    def waiter(self) -> Waiter:
+        """The calling worker's task and the abort function of its waits in `next`, made once
+        by a worker and passed to each of its `next` calls (made per wait, they were a
+        closure, two cells and a lookup of the current task per call)."""
+        task = trio.lowlevel.current_task()
+        return task, lambda _: self._abort(task)
+
+    async def next(self, *, prepared: bool = False, waiter: Waiter | None = None) -> Any:
         """The calling worker's next job, once handed over; None if it should end (`keep`
-        workers idle already). ``prepared``: the worker is new, from `prepare`.
+        workers idle already). ``prepared``: the worker is new, from `prepare`; ``waiter``:
+        the calling worker's own `waiter` (None: made now).
 
         Raises:
             trio.Cancelled: the worker's scope or its nursery was cancelled meanwhile; the
@@ -90,9 +101,9 @@ class Workers:
             self._coming -= 1
         if len(self._idle) >= self.keep:
             return None
-        task = trio.lowlevel.current_task()
+        task, abort = waiter if waiter is not None else self.waiter()
         self._idle.append(task)
-        await trio.lowlevel.wait_task_rescheduled(lambda _: self._abort(task))
+        await trio.lowlevel.wait_task_rescheduled(abort)
         return self._handed.pop(task)
 
     def _abort(self, task: trio.lowlevel.Task) -> trio.lowlevel.Abort:
