@@ -87,7 +87,8 @@ class Actor(Handling):
         self._recv: trio.MemoryReceiveChannel[tuple[Any, Slot]] | None = None
         self._closed = False
         self._change: trio.Event | None = None  # `change`, made on first use
-        self.listeners: set[Any] = set()  # trio.Event or park.Sleeper: have set()
+        # `listeners`, made by the first poll that parks here: most actors never have one.
+        self._listeners: set[Any] | None = None
         #: The `Runtime.poll`s parked here, oldest first (also among `listeners`): the
         #: change that wakes one may answer it in its own turn (`agora.runtime.polls`).
         self.parked: dict[Parked, None] = {}
@@ -107,6 +108,14 @@ class Actor(Handling):
         #: The store's version of the entity this copy was loaded at (guarded stores only).
         self.version = 0
         self.confirmed = 0
+
+    @property
+    def listeners(self) -> set[Any]:
+        """What parked polls wait on (trio.Event or park.Sleeper: each has ``set()``)."""
+        listeners = self._listeners
+        if listeners is None:
+            listeners = self._listeners = set()
+        return listeners
 
     @property
     def change(self) -> trio.Event:
@@ -304,7 +313,7 @@ class Actor(Handling):
         elif change is None:
             self._change = trio.Event()
             self._change.set()
-        for listener in self.listeners:
+        for listener in self._listeners or ():
             # A keyed poll the change does not concern sleeps on (see `concerns`).
             keyed = keys is not None and type(listener) is Parked and listener.key is not None
             if not keyed or listener.key in keys:  # type: ignore[operator]
