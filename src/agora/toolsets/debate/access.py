@@ -114,14 +114,7 @@ def owned_binding(
     Raises:
         DebateError: the uniform denial, whatever failed.
     """
-    if row is None:
-        raise denied()
-    project = row.project
-    # `in_project` inlined (every post, check and receipt passes here): sentinel denies all,
-    # star sees every project, others need a grant (untagged passes).
-    if project == SENTINEL_PROJECT or role not in row.roles:
-        raise denied()
-    if not (caller.star or project is None or project in caller.projects):
+    if row is None or role not in row.roles or not in_project(row, caller):
         raise denied()
     for b in reversed(role_bindings):
         if b.owner != caller.name:

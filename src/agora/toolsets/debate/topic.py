@@ -90,7 +90,7 @@ class Topic:
     def session_gate(self, caller: Caller, role: str, session_id: str) -> Binding:
         """The caller's active binding of ``role`` held by ``session_id``, or by the parent of
         the active worker claim whose UUID session ``session_id`` is (signal paths)."""
-        binding = access.owned_binding(self.row, self.data.bindings.get(role, ()), role, caller)
+        binding = self.write_gate(caller, role)
         if binding.session_id != session_id and self.worker_of(role, session_id, binding) is None:
             raise access.denied()
         return binding

@@ -148,8 +148,5 @@ async def debate_signal_advance(call: ToolCall) -> dict[str, Any]:
     command = AdvanceCursor(
         caller(call), args["session_id"], args["role"], args["last_processed_msg_id"]
     )
-    try:  # `run` inlined: a receipt resumes through one frame fewer
-        result: dict[str, Any] = await call.runtime.call(KIND, args["topic_id"], command)
-    except DebateError as err:
-        raise tool_error(err) from None
+    result: dict[str, Any] = await run(call, args["topic_id"], command)
     return result

@@ -19,7 +19,6 @@ from agora.toolsets.debate.rules import (
     reject,
     split_csv,
 )
-from agora.toolsets.debate.topic import KIND
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine
@@ -90,10 +89,7 @@ async def _post(call: ToolCall, *, addressed: bool) -> dict[str, Any]:
         extra=extra,
         tool=call.tool,
     )
-    try:  # `run` inlined: a post resumes through one frame fewer
-        result: dict[str, Any] = await call.runtime.call(KIND, args["topic_id"], command)
-    except DebateError as err:
-        raise tool_error(err) from None
+    result: dict[str, Any] = await run(call, args["topic_id"], command)
     return result
 
 
