@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import functools
-import os
 import struct
 import tempfile
 import time
@@ -40,6 +38,7 @@ from measure import disk_bytes
 from agora.identity import Principal
 from agora.runtime.clock import Clock
 from agora.runtime.registry import Runtime
+from agora.store import wal
 from agora.store.db import open_store
 from agora.toolsets.base import ToolCall
 from agora.toolsets.debate.sql import MIGRATIONS
@@ -49,6 +48,7 @@ if TYPE_CHECKING:
     from debate_agent import Call, Seat
 
     from agora.store.sqlite import Store
+    from agora.store.wal_index import WalIndex
 
 WARMUP = 2.0
 AGENT = Principal("bench", projects=frozenset({"bench"}))
@@ -87,16 +87,11 @@ def wal_pages(db: Path, since: int) -> collections.Counter[str]:
     return counts
 
 
-@functools.cache
-def _shm(db: Path) -> int:
-    # Opened once and never closed while the bench runs: closing a descriptor of the -shm
-    # drops every POSIX lock this process holds on it, SQLite's (agora.store.wal_index).
-    return os.open(db.parent / (db.name + "-shm"), os.O_RDONLY | os.O_CLOEXEC)
-
-
-def frames(db: Path) -> int:
-    """The WAL's last valid frame (the wal-index header's mxFrame)."""
-    return int(struct.unpack("=I", os.pread(_shm(db), 4, 16))[0])
+def frames(index: WalIndex) -> int:
+    """The WAL's last valid frame (the wal-index header's mxFrame), read through a hold on
+    the index: opening and closing the -shm here would drop SQLite's locks on it."""
+    read = index.frames()
+    return 0 if read is None else read[0]
 
 
 async def run(args: argparse.Namespace, directory: Path) -> None:
@@ -108,8 +103,10 @@ async def run(args: argparse.Namespace, directory: Path) -> None:
             await debate_agent.setup_topic(on_runtime, args.roles, "writer")
             for _ in range(args.topics)
         ]
-        if args.pages:  # the WAL keeps every frame of the run: read it back at the end
-            await store.write([("PRAGMA wal_autocheckpoint=0", ())])
+        if args.pages:  # the WAL keeps every frame of the run, read back at the end:
+            wal.RESTART_FRAMES = 1 << 40  # neither the writer's restart of a long WAL
+            if store.checkpointer is not None:
+                store.checkpointer.stop()  # nor any checkpoint
         posts = [0]
         deadline = time.perf_counter() + WARMUP + args.seconds
         async with trio.open_nursery() as agents:
@@ -125,7 +122,8 @@ async def run(args: argparse.Namespace, directory: Path) -> None:
 
 async def measure(store: Store, db: Path, posts: list[int], args: argparse.Namespace) -> None:
     before, disk0, main0, posted0 = store.counters(), disk_bytes(), time.thread_time(), posts[0]
-    frame0 = frames(db) if args.pages else 0
+    index = store.checkpointer.index if store.checkpointer is not None else None
+    frame0 = frames(index) if args.pages and index is not None else 0
     await trio.sleep(args.seconds)
     after, disk1, main1, count = store.counters(), disk_bytes(), time.thread_time(), posts[0]
     count -= posted0

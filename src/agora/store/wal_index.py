@@ -30,8 +30,8 @@ from dataclasses import dataclass
 __all__ = ["WalIndex", "hold"]
 
 #: The WAL index header's ``mxFrame`` (bytes 16-19) and the checkpoint info's ``nBackfill``
-#: (bytes 96-99), both in the machine's byte order (https://sqlite.org/walformat.html).
-_MX_FRAME, _BACKFILL, _INDEX_HEAD = struct.Struct("=I"), struct.Struct("=I"), 100
+#: (bytes 96-99): 32-bit counts in the machine's byte order (https://sqlite.org/walformat.html).
+_U32, _INDEX_HEAD = struct.Struct("=I"), 100
 
 
 @dataclass(slots=True)
@@ -76,6 +76,12 @@ class WalIndex:
     def behind(self) -> int | None:
         """Frames of the WAL not yet copied into the database (None: no index to read yet,
         say before the first write, or this hold was released)."""
+        read = self.frames()
+        return None if read is None else max(read[0] - read[1], 0)
+
+    def frames(self) -> tuple[int, int] | None:
+        """The WAL's last valid frame and the frames already copied into the database (None:
+        no index to read yet, or this hold was released)."""
         with _lock:  # a few microseconds: release never closes the descriptor under a read
             shm = self._shm
             if shm is None:
@@ -91,9 +97,7 @@ class WalIndex:
                 return None
         if len(head) < _INDEX_HEAD:
             return None
-        (frames,) = _MX_FRAME.unpack_from(head, 16)
-        (copied,) = _BACKFILL.unpack_from(head, 96)
-        return max(int(frames) - int(copied), 0)
+        return int(_U32.unpack_from(head, 16)[0]), int(_U32.unpack_from(head, 96)[0])
 
     def release(self) -> None:
         """End this hold; the last one closes the ``-shm`` file. Only once the holder's own
