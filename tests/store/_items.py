@@ -18,6 +18,7 @@ from agora.toolsets.base import Migration
 if TYPE_CHECKING:
     import sqlite3
 
+    import pytest
     import sqlite_utils
 
 
@@ -70,3 +71,20 @@ class Gate:
     def open(self) -> None:
         """Let the writer thread go on."""
         self._release.set()
+
+
+def checkpoints_run(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """An event set after each checkpoint a store's checkpointer runs (clear it to wait for
+    the next)."""
+    from agora.store.checkpoint import Checkpointer
+
+    ran = threading.Event()
+    original = Checkpointer.checkpoint
+
+    def counted(self: Checkpointer, conn: sqlite3.Connection) -> bool:
+        done = original(self, conn)
+        ran.set()
+        return done
+
+    monkeypatch.setattr(Checkpointer, "checkpoint", counted)
+    return ran

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 import trio
-from _items import ITEMS, ids, insert
+from _items import ITEMS, checkpoints_run, ids, insert
 
 from agora.store import checkpoint as checkpoint_module
 from agora.store.checkpoint import Checkpointer
@@ -36,20 +36,6 @@ async def _write_pages(store, batches: int, first: int = 0) -> None:
             await store.write(
                 [insert(first + b * 10 + i, f"{first + b * 10 + i:06d}{ROW}") for i in range(10)]
             )
-
-
-def _ran(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
-    """An event set after each checkpoint the checkpointer runs."""
-    ran = threading.Event()
-    original = Checkpointer.checkpoint
-
-    def counted(self: Checkpointer, conn: sqlite3.Connection) -> bool:
-        done = original(self, conn)
-        ran.set()
-        return done
-
-    monkeypatch.setattr(Checkpointer, "checkpoint", counted)
-    return ran
 
 
 async def test_no_commit_of_the_writer_carries_a_checkpoint(
@@ -84,7 +70,7 @@ async def test_the_checkpointer_copies_the_wal_once_the_database_is_behind(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(checkpoint_module, "CHECKPOINT_PAGES", 200)
-    ran = _ran(monkeypatch)
+    ran = checkpoints_run(monkeypatch)
     path = tmp_path / "ckpt.db"
     async with open_store(path, [ITEMS]) as store:
         size = path.stat().st_size
@@ -103,7 +89,7 @@ async def test_a_commit_wakes_the_checkpointer(
 ) -> None:
     monkeypatch.setattr(checkpoint_module, "CHECKPOINT_PAGES", 0)  # every look checkpoints
     # It looks once at start, then waits for the writer: only a commit wakes it again.
-    ran = _ran(monkeypatch)
+    ran = checkpoints_run(monkeypatch)
     async with open_store(tmp_path / "idle.db", [ITEMS]) as store:
         with trio.fail_after(30):
             await trio.to_thread.run_sync(ran.wait)  # the look at start

@@ -16,15 +16,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 import trio
-from _items import ITEMS, ids, insert
+from _items import ITEMS, checkpoints_run, ids, insert
 from _wal_lock import dms_holder, open_from_other_processes
 
 from agora.store import checkpoint as checkpoint_module
-from agora.store.checkpoint import Checkpointer
 from agora.store.db import open_store
 
 if TYPE_CHECKING:
-    import sqlite3
     from pathlib import Path
 
 pytestmark = pytest.mark.sqlite_only("the SQLite store's WAL index")
@@ -33,16 +31,7 @@ pytestmark = pytest.mark.sqlite_only("the SQLite store's WAL index")
 def _looked(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     """An event set after each look of the checkpointer (every look checkpoints)."""
     monkeypatch.setattr(checkpoint_module, "CHECKPOINT_PAGES", 0)
-    looked = threading.Event()
-    original = Checkpointer.checkpoint
-
-    def counted(self: Checkpointer, conn: sqlite3.Connection) -> bool:
-        done = original(self, conn)
-        looked.set()
-        return done
-
-    monkeypatch.setattr(Checkpointer, "checkpoint", counted)
-    return looked
+    return checkpoints_run(monkeypatch)
 
 
 async def _holder(db: Path) -> int | None:
