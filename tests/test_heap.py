@@ -187,11 +187,13 @@ async def test_run_thaws_every_thaw_interval(
 
 
 async def _trims_reach(keeper: HeapKeeper, count: int) -> bool:
-    # The trim runs in a worker thread, which the mock clock does not see: give the loop
-    # turns (no sleep) until it comes back, for at most 10 s of real time.
-    deadline = time.monotonic() + 10
+    # The trim runs in a worker thread, which the mock clock does not see: wait for it in
+    # real time, in short sleeps of a thread of our own, so the loop runs and the trim's
+    # thread gets the GIL (a loop of bare checkpoints kept it on this thread), for at most
+    # 60 s (a trim of a whole test run's heap on a loaded machine: a CI run missed 10 s).
+    deadline = time.monotonic() + 60
     while keeper.trims < count and time.monotonic() < deadline:
-        await trio.lowlevel.checkpoint()
+        await trio.to_thread.run_sync(time.sleep, 0.005)
     return keeper.trims >= count
 
 
