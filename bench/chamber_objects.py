@@ -1,17 +1,17 @@
 """Tracked objects per chamber entry: those alive while a burst waits for its commit, and those
 left behind once it is answered. Counts, not times: a busy machine cannot skew them.
 
-The cyclic collector's share of a burst of entries (`agora.server.heap`: a young collection per
-5,000 net allocations of tracked objects, each scanning what is young and alive) grows with
-the tracked objects each entry makes and keeps alive meanwhile. This counts them, in process:
-an `agora.server.embed.open_server` with the chamber on a loopback port, ``--agents`` (300)
-lean WebSocket clients (`wsload`) on the same Trio loop, a warm-up burst (every agent enters
-once), then the counted burst: the collector is frozen and off, the store's writer thread is
-held before its commit, and once every entry has submitted its write the young generation is
-counted (in flight: parked in the commit wait, all at once), then again after the writer is
-let go and every entry answered (left behind: the new actors and attempts, and the waits the
-readers and call workers went back to). The client's objects are in both counts, the same
-for any server code. Per entry, with the commonest types.
+The cyclic collector's share of a burst of entries (`agora.server.heap`: a young collection once
+the net allocations of tracked objects since the last tick pass `YOUNG`, scanning what is young
+and alive) grows with the tracked objects each entry makes and keeps alive meanwhile. This
+counts them, in process: an `agora.server.embed.open_server` with the chamber on a loopback
+port, ``--agents`` (300) lean WebSocket clients (`wsload`) on the same Trio loop, a warm-up
+burst (every agent enters once), then the counted burst: the collector is frozen and off, the
+store's writer thread is held before its commit, and once every entry has submitted its write
+the young generation is counted (in flight: parked in the commit wait, all at once), then again
+after the writer is let go and every entry answered (left behind: the new actors and attempts,
+and the waits the readers and call workers went back to). The client's objects are in both
+counts, the same for any server code. Per entry, with the commonest types.
 
 Compare two trees with ``PYTHONPATH=OTHER/src .venv/bin/python bench/chamber_objects.py``
 against ``.venv/bin/python bench/chamber_objects.py``. Bench-only; not run by CI.

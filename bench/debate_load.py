@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 
 import debate_agent
 import trio
+from chamber_phases import collector_text
 from debate_agent import Seat, writer_split
 from debate_store import TOKEN, run_search, write_config
 from debate_wire import wire_connect
@@ -178,12 +179,15 @@ async def open_receiver(
 
 async def run_load(args: argparse.Namespace, directory: Path) -> None:
     config = write_config(directory)
+    if args.gc:
+        (directory / "probe").mkdir()
     async with agora_serve(
         directory / "load.db",
         "debate",
         config=config,
         synchronous=args.synchronous,
         trace_commits="true",
+        probe=directory / "probe" if args.gc else None,
     ) as server:
         url = f"ws://127.0.0.1:{server.port}/mcp/debate"
         topics: list[list[Seat]] = []
@@ -244,6 +248,8 @@ async def measure(server: Server, stats: Stats, seconds: float) -> None:
     """Count for ``seconds``; print throughput, CPU, writer and group-commit figures."""
     pid = server.pid
     store0, disk0 = await store_counters(server.port), disk_bytes(pid)
+    if server.probe_dir is not None:
+        await server.probe()  # the collections so far are not this window's
     t0, wall0, seen = time.perf_counter(), time.time(), len(server.commits)
     with cpu_window(pid) as cpu:
         stats.counting = True
@@ -262,6 +268,9 @@ async def measure(server: Server, stats: Stats, seconds: float) -> None:
         f"; {cpu.shares(span)}"
     )
     print(f"load: {cpu.per(posts, 'post')}, each post with its wait and advance")
+    if server.probe_dir is not None:
+        figures, _ = await server.probe()
+        print("load: " + collector_text(figures, posts).replace("per call", "per post"))
     print(writer_figures(store0, store1, posts, span))
     print("load: " + commit_split(store0, store1))
     print(f"load: written to storage per post {(disk1 - disk0) / posts / 1024:,.1f} KiB")
@@ -320,6 +329,11 @@ async def main() -> None:
     parser.add_argument("--keep-store", type=Path, help="(search) write or reuse the store here")
     parser.add_argument("--only", choices=("load", "search"))
     parser.add_argument("--synchronous", default="FULL", choices=("FULL", "NORMAL"))
+    parser.add_argument(
+        "--gc",
+        action="store_true",
+        help="run the server under probed_serve.py: the cyclic collector's share of the load",
+    )
     args = parser.parse_args()
     raise_fd_limit()
     gc.disable()

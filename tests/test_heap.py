@@ -1,5 +1,6 @@
-"""The server's collector policy (`agora.server.heap`): small young collections, and the
-survivors of every collection frozen as it ends, so the next one scans only what is new."""
+"""The server's collector policy (`agora.server.heap`): what is young frozen every tick without
+a scan, a sampled collection to find cyclic garbage (and a collection every tick while there
+is some), and the survivors of every collection frozen as it ends."""
 
 from __future__ import annotations
 
@@ -93,53 +94,46 @@ def test_no_collection_scans_more_than_what_was_made_since_the_last(keeper: Heap
     del kept
 
 
-async def test_run_collects_the_young_generation_every_tick(
+def _cycle() -> weakref.ref[Node]:
+    """A reference cycle, dropped at once: garbage only the cyclic collector can free."""
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    return weakref.ref(a)
+
+
+async def _to_tick(started: float, tick: int) -> None:
+    """Sleep until half a tick after the ``tick``-th of a ``run`` started at ``started``."""
+    await trio.sleep_until(started + (tick + 0.5) * heap.TICK_SECONDS)
+
+
+async def test_a_tick_freezes_the_young_generation_without_scanning_it(
     keeper: HeapKeeper, autojump_clock: trio.testing.MockClock
 ):
-    # Regression: the count is net (a freed frozen object takes one off it), so a heap that
-    # keeps its size while its objects are replaced never reached the young threshold, and
-    # the young generation grew without bound: one long pause later.
+    # Regression: every tick collected the young generation, which under load is mostly the
+    # calls in flight: 13,000-30,000 objects a tick under the debate's closed loop, 8-25 ms
+    # pauses ten times a second, 12-15% of the main thread, and no garbage found.
     olds = [Node() for _ in range(3 * heap.YOUNG)]
     gc.collect(0)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(keeper.run)
         await trio.sleep(heap.TICK_SECONDS / 2)
-        collections = keeper.collections
+        collections, scans = keeper.collections, gc.get_stats()[0]["collections"]
         for n in range(len(olds)):
             olds[n] = Node()  # one made, one frozen freed: the count stays where it was
-        assert keeper.collections == collections  # the thresholds never fired
         assert len(gc.get_objects(0)) >= len(olds)
         await trio.sleep(heap.TICK_SECONDS)
-        assert keeper.collections > collections
-        assert len(gc.get_objects(0)) < heap.YOUNG
+        assert gc.get_stats()[0]["collections"] == scans  # frozen, not scanned
+        assert keeper.collections == collections
+        assert len(gc.get_objects(0)) < heap.YOUNG  # out of every later collection's scan
+        assert keeper.freezes == 1
         nursery.cancel_scope.cancel()
 
 
-async def test_a_tick_leaves_a_small_young_generation_to_the_count(
-    keeper: HeapKeeper, autojump_clock: trio.testing.MockClock
-):
-    # Regression: every tick collected, however few young objects there were; under a burst
-    # of calls those are mostly the calls in flight, scanned and frozen only to die a moment
-    # later (one young collection in four or five of 500 simultaneous chamber entries).
-    gc.collect(0)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(keeper.run)
-        await trio.sleep(heap.TICK_SECONDS / 2)
-        collections = keeper.collections
-        in_flight = [Node() for _ in range(heap.YOUNG // 4)]
-        await trio.sleep(3 * heap.TICK_SECONDS)
-        assert keeper.collections == collections  # three ticks, no collection
-        assert len(gc.get_objects(0)) >= len(in_flight)
-        nursery.cancel_scope.cancel()
-    del in_flight
-
-
-async def test_a_tick_after_a_collection_by_the_count_measures_nothing(
+async def test_no_tick_lists_the_young_generation(
     keeper: HeapKeeper, autojump_clock: trio.testing.MockClock, monkeypatch
 ):
-    # Regression: every tick measured the young generation with gc.get_objects(0), a list
-    # of all of it, 2-5% of the main thread under the debate's load, where the count
-    # collects many times between two ticks anyway.
+    # Regression: a tick that followed no collection listed the young generation
+    # (gc.get_objects(0)) to decide whether to collect: 2-5% of the main thread under load.
     looked: list[object] = []
     objects = gc.get_objects
 
@@ -150,13 +144,55 @@ async def test_a_tick_after_a_collection_by_the_count_measures_nothing(
     monkeypatch.setattr(gc, "get_objects", measured)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(keeper.run)
-        await trio.sleep(heap.TICK_SECONDS / 2)
-        for _ in range(3):
-            gc.collect(0)  # as the count does under a burst of calls, between two ticks
-            await trio.sleep(heap.TICK_SECONDS)
+        started = trio.current_time()
+        await _to_tick(started, 2 * heap.SAMPLE_TICKS + 1)
         assert looked == []
-        await trio.sleep(heap.TICK_SECONDS)  # a tick with no collection since the last
-        assert looked == [(0,)]
+        nursery.cancel_scope.cancel()
+
+
+async def test_every_sample_tick_collects_the_young_generation(
+    keeper: HeapKeeper, autojump_clock: trio.testing.MockClock
+):
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(keeper.run)
+        started = trio.current_time()
+        await _to_tick(started, heap.SAMPLE_TICKS - 2)
+        frozen = _cycle()  # dropped before a tick that freezes: kept until the next thaw
+        await _to_tick(started, heap.SAMPLE_TICKS - 1)
+        collections = keeper.collections
+        found = _cycle()  # dropped before the sample
+        await _to_tick(started, heap.SAMPLE_TICKS)
+        assert keeper.collections == collections + 1
+        assert found() is None
+        assert frozen() is not None
+        assert keeper.garbage >= 2
+        nursery.cancel_scope.cancel()
+    assert keeper.thaw() >= 2
+    assert frozen() is None
+
+
+async def test_garbage_found_makes_every_tick_collect_until_none_is_found(
+    keeper: HeapKeeper, autojump_clock: trio.testing.MockClock
+):
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(keeper.run)
+        started = trio.current_time()
+        await _to_tick(started, heap.SAMPLE_TICKS - 1)
+        _cycle()
+        await _to_tick(started, heap.SAMPLE_TICKS)  # the sample finds it
+        for tick in range(heap.SAMPLE_TICKS + 1, heap.SAMPLE_TICKS + 4):
+            dropped = _cycle()  # a server still making cyclic garbage: freed within a tick
+            await _to_tick(started, tick)
+            assert dropped() is None
+        collections, freezes = keeper.collections, keeper.freezes
+        # The last garbage was found at tick SAMPLE_TICKS + 3: every tick collects until
+        # COLLECT_TICKS ticks after it, then the ticks freeze again.
+        quiet_from = heap.SAMPLE_TICKS + 3 + heap.COLLECT_TICKS
+        await _to_tick(started, quiet_from)
+        assert keeper.freezes == freezes
+        assert keeper.collections == collections + heap.COLLECT_TICKS
+        await _to_tick(started, quiet_from + 1)
+        assert keeper.freezes == freezes + 1
         nursery.cancel_scope.cancel()
 
 

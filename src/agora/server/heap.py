@@ -2,39 +2,41 @@
 
 A call's objects die by reference counting; what the cyclic collector mostly does is rescan
 live objects. A collection is a pause of the whole server (every thread waits on the GIL),
-about a microsecond per object it scans, so what bounds a pause is how many objects a
-collection may scan. With the default thresholds the collector rescans the long-lived heap
-(modules, contracts, every connection's and actor's state) over and over: ~4 s of a ~10 s
-WebSocket bench run, and seconds per full collection with 100,000 parked agents (~8 million
-tracked objects).
+about a microsecond per object it scans on the development machine, so what a collection
+scans is what it costs. With the default thresholds the collector rescans the long-lived
+heap (modules, contracts, every connection's and actor's state) over and over: ~4 s of a
+~10 s WebSocket bench run, and seconds per full collection with 100,000 parked agents (~8
+million tracked objects).
 
-So: the start-up heap is frozen (`gc.freeze`: never scanned again), a young collection runs
-every `YOUNG` net allocations of tracked objects and, when the young generation holds `YOUNG`
-objects or more, at the next `TICK_SECONDS` tick (`HeapKeeper.run`), and right after every
-collection, in the collector's own callback, what survived it is frozen too. Each collection
-then scans only the objects made since the last one that are still alive: a pause of a few
-milliseconds however large the heap (at 2,000 router mutations/s a young generation of
-50,000 took 35-75 ms of CPU a collection, and a middle one 125 ms, with the survivors frozen
-only once a second after middle collections: the mutations' p99 was those pauses). The tick
-is needed because the count is net: each object freed, frozen ones too, takes one off it,
-so a server whose heap stays the same size (new state replacing old) could let the young
-generation grow without bound before the count reached `YOUNG`. A tick that finds fewer
-than `YOUNG` young objects leaves them to the count: under a burst of calls most of them
-belong to calls in flight, which a collection would scan and freeze only for them to die by
-reference counting a moment later (500 simultaneous chamber entries: one young collection in
-four or five was a tick's). A tick that follows a collection looks at nothing: measuring the
-young generation (`gc.get_objects`) builds a list of it, 2-5% of the main thread under the
-debate's load, where the count collects many times a tick anyway. The middle and old
-generations stay empty, so `MIDDLE` and `OLD` only say how often the collector counts a
-collection as middle or full.
+So the start-up heap is frozen (`gc.freeze`: never scanned again), and so is everything made
+since, every `TICK_SECONDS` (`HeapKeeper.run`), without scanning it: a freeze moves the
+collector's lists whole. Scanning is kept for where garbage is:
+
+- every `SAMPLE_TICKS`-th tick collects the young generation instead (what was made since the
+  last tick and is still alive), and what survives is frozen as the collection ends (the
+  collector's own callback);
+- a collection that finds objects dead in reference cycles makes every tick collect for the
+  next `COLLECT_TICKS` ticks (renewed while they find more), so a server that makes cyclic
+  garbage frees it within a tick of its death, not at the next thaw;
+- the count still collects when `YOUNG` net allocations of tracked objects come between two
+  ticks (a burst, or a loop that does not get to run its tick), which bounds what any one
+  collection scans.
+
+Why not collect at every tick: under load the young generation at any moment is mostly the
+calls in flight (their coroutines, arguments and replies), which die by reference counting a
+moment later. Collecting it every 0.1 s scanned 13,000-30,000 objects a tick under the
+debate's closed loop, 8-25 ms pauses, 12-15% of the main thread, and found no garbage at all
+(the server makes none per call: `bench parked` and the soak count it). A tick's freeze
+costs nothing, and the samples cost a tenth of that.
 
 The price: an object frozen while alive that later dies inside a reference cycle is not
-freed while it stays frozen. Trio and agora free connections and calls by reference counting
-(``bench parked`` prints the cyclic garbage its closed agents left: none, since a write no
-longer leaves a cycle; 2.4-2.7 objects each before), so little piles up, but a server that runs for
-weeks must not keep even that: every `THAW_SECONDS` `HeapKeeper.run` gives the frozen heap
-back to the collector, collects it whole once (the one pause that grows with the heap, a
-fraction of a second at 20,000 parked agents) and freezes what is still alive.
+freed while it stays frozen, and a cycle made and dropped between two samples is frozen
+unscanned. Trio and agora free connections and calls by reference counting, so little piles
+up, but a server that runs for weeks must not keep even that: every `THAW_SECONDS`
+`HeapKeeper.run` gives the frozen heap back to the collector, collects it whole once (the one
+pause that grows with the heap, a fraction of a second at 20,000 parked agents) and freezes
+what is still alive. The middle and old generations stay empty, so `MIDDLE` and `OLD` only
+say how often the collector counts a collection as middle or full.
 
 The C heap too: glibc's malloc keeps what the server frees (Python objects over 512 bytes,
 SQLite's page caches and statements, allocated by the reader and writer threads in arenas of
@@ -59,14 +61,20 @@ import trio
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-#: Net allocations of tracked objects between two collections: bounds what one scans.
-YOUNG = 5_000
+#: Net allocations of tracked objects that make the count collect before the next tick:
+#: bounds what one collection scans.
+YOUNG = 20_000
 #: Young collections between two middle-generation collections (nothing left to scan there).
 MIDDLE = 10
 #: Middle collections between two full collections (nothing left to scan there either).
 OLD = 10
-#: Seconds between two young collections at least (the net count alone may never get there).
+#: Seconds between two freezes of what is young (the net count alone may never collect it).
 TICK_SECONDS = 0.1
+#: Every this many ticks, one collects the young generation instead: a sample of whether the
+#: server is making cyclic garbage.
+SAMPLE_TICKS = 50
+#: Ticks that collect after a collection found cyclic garbage (renewed while they find more).
+COLLECT_TICKS = 50
 #: Seconds between two thaws: the frozen heap collected whole, so cycles that died frozen
 #: are freed (bounds what the freezing can keep alive to what dies in this many seconds).
 THAW_SECONDS = 600.0
@@ -87,11 +95,15 @@ def _malloc_trim() -> Callable[[int], int] | None:
 
 class HeapKeeper:
     """Installs the policy (`install`: every collection's survivors frozen as it ends),
-    collects the young generation every `TICK_SECONDS`, thaws the frozen heap every
-    `THAW_SECONDS` and trims the C heap every `TRIM_SECONDS` (`run`)."""
+    freezes or collects the young generation every `TICK_SECONDS`, thaws the frozen heap
+    every `THAW_SECONDS` and trims the C heap every `TRIM_SECONDS` (`run`)."""
 
     def __init__(self) -> None:
         self.collections = 0  # every generation (each followed by a freeze)
+        self.freezes = 0  # ticks that froze the young generation unscanned
+        self.garbage = 0  # objects the collections found dead in reference cycles
+        self.ticks = 0
+        self._collect_until = 0  # ticks before this one collect: garbage was found
         self.thaws = 0
         self.trims = 0
         self.trim_cpu_seconds = 0.0
@@ -122,6 +134,9 @@ class HeapKeeper:
         # are settled: `gc.freeze` only moves them whole), in whichever thread allocated.
         if phase == "stop" and not self._thawing:
             self.collections += 1
+            if info["collected"]:
+                self.garbage += info["collected"]
+                self._collect_until = self.ticks + 1 + COLLECT_TICKS
             gc.freeze()
 
     def thaw(self) -> int:
@@ -149,23 +164,24 @@ class HeapKeeper:
         return True
 
     async def run(self) -> None:
-        """Collect the young generation every `TICK_SECONDS` if it holds `YOUNG` objects or
-        more, `thaw` every `THAW_SECONDS` and `trim` every `TRIM_SECONDS` (in a worker
-        thread), forever."""
+        """Every `TICK_SECONDS` freeze the young generation, or collect it (every
+        `SAMPLE_TICKS`-th tick, and every tick for `COLLECT_TICKS` after garbage was found);
+        `thaw` every `THAW_SECONDS` and `trim` every `TRIM_SECONDS` (in a worker thread),
+        forever."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._trim_every, TRIM_SECONDS)
             thaw_at = trio.current_time() + THAW_SECONDS
-            seen = self.collections
             while True:
                 await trio.sleep(TICK_SECONDS)
+                self.ticks += 1
                 if trio.current_time() >= thaw_at:
                     thaw_at = trio.current_time() + THAW_SECONDS
                     self.thaw()
-                # Measured only when the count collected nothing since the last tick, and
-                # collected only when big enough (else the count's own collection comes).
-                elif self.collections == seen and len(gc.get_objects(0)) >= YOUNG:
+                elif self.ticks < self._collect_until or self.ticks % SAMPLE_TICKS == 0:
                     gc.collect(0)
-                seen = self.collections
+                else:
+                    gc.freeze()
+                    self.freezes += 1
 
     async def _trim_every(self, seconds: float) -> None:
         if self._malloc_trim is None:

@@ -7,8 +7,8 @@ principal answers anyone else as if it did not exist. Signing keys travel inside
 This module only declares data.
 
 Every command is made for one call and nothing it holds refers back to it, so none is ever
-part of a reference cycle: ``gc=False`` keeps them out of the cyclic collector's count (a
-young collection per 5,000 tracked allocations, `agora.server.heap`) and its scans.
+part of a reference cycle: ``gc=False`` keeps them out of the cyclic collector's count (what
+makes a young collection between two ticks, `agora.server.heap`) and its scans.
 """
 
 from __future__ import annotations

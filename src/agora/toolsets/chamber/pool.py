@@ -16,10 +16,11 @@ sleeps until an entry takes one. Entries with a participant's seed, and entries 
 pool empty, build their room as before.
 
 Each room is a few hundred container objects, so a refill leaves tens of thousands of young
-objects behind, and the burst that follows would pay for the cyclic collector's next pass over
-them (10-30 ms, and over 100 ms on a busy machine, in the middle of 500 entries). So once the
-pool is full the refill runs that young-generation pass itself, while the server is quiet: the
-same work, done before the burst instead of inside it.
+objects behind. `agora serve` freezes them unscanned at its next tick (`agora.server.heap`),
+but under an embedding host's collector the burst that follows would pay for the next pass
+over them (10-30 ms, and over 100 ms on a busy machine, in the middle of 500 entries). So once
+the pool is full the refill runs that young-generation pass itself, while the server is quiet:
+the same work, done before the burst instead of inside it.
 """
 
 from __future__ import annotations
