@@ -105,7 +105,7 @@ def test_a_close_frame_reads_as_wsproto_reads_it(code, reason):
 @given(payload=st.text(max_size=70_000))
 def test_our_text_frames_read_back_through_wsproto(payload):
     client = Connection(ConnectionType.CLIENT)
-    client.receive_data(frames.text_frame(payload.encode()))
+    client.receive_data(frames.frame(payload.encode()))
     events = list(client.events())
     assert [(type(e), e.data, e.message_finished) for e in events] == [(TextMessage, payload, True)]
 

@@ -155,7 +155,7 @@ async def test_a_ping_the_socket_cannot_take_counts_as_unanswered():
 async def test_a_ping_cut_short_is_finished_before_the_next_frame():
     with paired() as (peer, other):
         peer._rest = memoryview(PING)[3:]  # as if the socket had taken 3 bytes of the ping
-        text = frames.text_frame(b'{"jsonrpc":"2.0"}')
+        text = frames.frame(b'{"jsonrpc":"2.0"}')
         assert await peer.send(text)
         assert other.recv(4096) == PING[3:] + text
 
@@ -177,8 +177,8 @@ async def test_no_ping_while_another_frame_is_being_sent():
 
 async def test_senders_that_wait_go_in_turn_and_one_cancelled_drops_out():
     with paired() as (peer, other):
-        first = frames.text_frame(b"1" * 300_000)  # more than the socket pair holds
-        second, third = frames.text_frame(b'"2"'), frames.text_frame(b'"3"')
+        first = frames.frame(b"1" * 300_000)  # more than the socket pair holds
+        second, third = frames.frame(b'"2"'), frames.frame(b'"3"')
         dropped = trio.CancelScope()
 
         async def send_second() -> None:

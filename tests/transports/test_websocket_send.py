@@ -85,13 +85,13 @@ async def test_a_frame_that_cannot_be_finished_breaks_the_stream_and_nothing_fol
         await sock.connect(("127.0.0.1", port))
         server_stream = await listeners[0].accept()
         peer = Peer(server_stream, send_timeout=5.0)
-        big = frames.text_frame(b"x" * LOUD)
+        big = frames.frame(b"x" * LOUD)
         # Cancelled mid-frame, with a peer that never reads: the frame cannot be finished.
         with pytest.raises(Stalled), trio.move_on_after(1):
             await peer.send(big)
         assert trio.current_time() == 1 + 5.0  # the cancellation, then the send timeout
         with pytest.raises(trio.BrokenResourceError):
-            await peer.send(frames.text_frame(b'{"jsonrpc":"2.0","id":2,"result":{}}'))
+            await peer.send(frames.frame(b'{"jsonrpc":"2.0","id":2,"result":{}}'))
         await server_stream.aclose()
         client = trio.SocketStream(sock)
         received = bytearray()

@@ -221,11 +221,6 @@ def frame(payload: bytes, opcode: int = TEXT) -> bytes:
     return bytes((0x80 | opcode, 127)) + n.to_bytes(8, "big") + payload
 
 
-#: One unfragmented text frame; ``payload`` must be UTF-8. The same function as `frame`, not
-#: a wrapper of it: every reply and notification is framed here, and a wrapper is a call more.
-text_frame = frame
-
-
 def control_frame(opcode: int, payload: bytes = b"") -> bytes:
     """A ping or pong frame (payload cut to 125 bytes)."""
     return frame(payload[:_MAX_CONTROL], opcode)

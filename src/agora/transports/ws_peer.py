@@ -182,7 +182,7 @@ class Peer:
         connection here rather than failing one call task.
         """
         try:
-            await self.send(frames.text_frame(rpc.encode(message)))
+            await self.send(frames.frame(rpc.encode(message)))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self.end(None)
         except Stalled:
