@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.catalog import Catalog
-from agora.mcp.session import SPLICE_MIN, Session, tool_reply, tool_result
+from agora.mcp.results import SPLICE_MIN, tool_reply, tool_result
+from agora.mcp.session import Session
 
 _scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text()
 _scalars |= st.floats(allow_nan=False, allow_infinity=False)

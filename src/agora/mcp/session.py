@@ -1,12 +1,12 @@
 """One MCP session's protocol state machine, sans-io.
 
-Feed it decoded messages with `Session.handle`; it answers what it can itself (initialize,
-ping, lists, logging level, discovery, resource subscriptions) and hands the rest to the
-driver as `Invoke` actions (tools/call, resources/read, prompts/get, completion/complete)
-or `Cancel`. The driver runs those and turns their outcome into a reply with `tool_result`
-& co; `resource_updated` tells it which changes a subscribed client must hear of.
-Both handshake revisions (initialize / initialized) and the 2026-07-28 per-request
-envelope (``params._meta``, ``server/discover``, ``resultType``) are served.
+Feed it decoded messages with `Session.handle`; it answers what it can itself (initialize, ping,
+lists, logging level, discovery, resource subscriptions) and hands the rest to the driver as
+`Invoke` actions (tools/call, resources/read, prompts/get, completion/complete) or `Cancel`. The
+driver runs those and turns their outcome into a reply (`agora.mcp.results`); `resource_updated`
+tells it which changes a subscribed client must hear of. Both handshake revisions (initialize /
+initialized) and the 2026-07-28 per-request envelope (``params._meta``, ``server/discover``,
+``resultType``) are served.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agora.errors import ProtocolError
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.catalog import Catalog, ToolEntry, page
+from agora.mcp.results import tool_result
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -368,45 +369,3 @@ def _with_cursor(value: dict[str, Any], cursor: str | None) -> dict[str, Any]:
     if cursor is not None:
         value["nextCursor"] = cursor
     return value
-
-
-#: Replies whose structured content encodes to fewer bytes are encoded whole: splicing costs
-#: about a microsecond of set-up, more than encoding a small value a second time saves.
-SPLICE_MIN = 512
-
-
-def tool_reply(
-    session: Session, rid: rpc.RequestId, value: Any, modern: bool, splice_min: int = SPLICE_MIN
-) -> dict[str, Any]:
-    """The response to a tools/call that returned ``value``: ``tool_result`` stamped by
-    ``session.finish``, ``value`` encoded once for its text copy and, from ``splice_min``
-    bytes on, spliced as those same bytes into the message (see `rpc.spliced_result`)."""
-    if not isinstance(value, dict) or ("content" in value and "structuredContent" not in value):
-        return rpc.result(rid, session.finish(tool_result(value), modern))
-    data = rpc.encode_value(value)
-    out = {"content": [{"type": "text", "text": data.decode()}], "structuredContent": value}
-    if modern:  # (every tool reply passes here: no call to stamp what needs no stamp)
-        out = session.finish(out, modern)
-    if len(data) < splice_min:
-        return rpc.result(rid, out)
-    return rpc.spliced_result(rid, out, "structuredContent", data)
-
-
-def tool_result(
-    value: dict[str, Any], *, error: bool = False, text: str | None = None
-) -> dict[str, Any]:
-    """A tools/call result: ``value`` as structuredContent plus its JSON as a text block.
-
-    A handler that returns ``{"content": [...]}`` without structured data (fixture tools)
-    is passed through unchanged.
-    """
-    if "content" in value and "structuredContent" not in value and not error:
-        return value
-    mirror = text if text is not None else rpc.encode(value).decode()
-    out: dict[str, Any] = {
-        "content": [{"type": "text", "text": mirror}],
-        "structuredContent": value,
-    }
-    if error:
-        out["isError"] = True
-    return out

@@ -25,7 +25,8 @@ from agora.errors import (
     new_correlation_id,
 )
 from agora.mcp import jsonrpc as rpc
-from agora.mcp.session import Answer, Cancel, Invoke, Send, Session, tool_reply, tool_result
+from agora.mcp.results import tool_reply, tool_result
+from agora.mcp.session import Answer, Cancel, Invoke, Send, Session
 from agora.runtime.actor import InternalError
 from agora.server.channel import ChannelCall
 

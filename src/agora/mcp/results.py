@@ -1,0 +1,57 @@
+"""A tools/call's result: its structured content and the JSON text copy MCP asks for beside it.
+
+`tool_result` builds one (a refusal too, with ``isError``); `tool_reply` is the whole response
+to a call that returned a value, encoding the value once and, from `SPLICE_MIN` bytes on,
+splicing those bytes into the message instead of encoding them a second time.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agora.mcp import jsonrpc as rpc
+
+if TYPE_CHECKING:
+    from agora.mcp.session import Session
+
+
+#: Replies whose structured content encodes to fewer bytes are encoded whole: splicing costs
+#: about a microsecond of set-up, more than encoding a small value a second time saves.
+SPLICE_MIN = 512
+
+
+def tool_reply(
+    session: Session, rid: rpc.RequestId, value: Any, modern: bool, splice_min: int = SPLICE_MIN
+) -> dict[str, Any]:
+    """The response to a tools/call that returned ``value``: ``tool_result`` stamped by
+    ``session.finish``, ``value`` encoded once for its text copy and, from ``splice_min``
+    bytes on, spliced as those same bytes into the message (see `rpc.spliced_result`)."""
+    if not isinstance(value, dict) or ("content" in value and "structuredContent" not in value):
+        return rpc.result(rid, session.finish(tool_result(value), modern))
+    data = rpc.encode_value(value)
+    out = {"content": [{"type": "text", "text": data.decode()}], "structuredContent": value}
+    if modern:  # (every tool reply passes here: no call to stamp what needs no stamp)
+        out = session.finish(out, modern)
+    if len(data) < splice_min:
+        return rpc.result(rid, out)
+    return rpc.spliced_result(rid, out, "structuredContent", data)
+
+
+def tool_result(
+    value: dict[str, Any], *, error: bool = False, text: str | None = None
+) -> dict[str, Any]:
+    """A tools/call result: ``value`` as structuredContent plus its JSON as a text block.
+
+    A handler that returns ``{"content": [...]}`` without structured data (fixture tools)
+    is passed through unchanged.
+    """
+    if "content" in value and "structuredContent" not in value and not error:
+        return value
+    mirror = text if text is not None else rpc.encode(value).decode()
+    out: dict[str, Any] = {
+        "content": [{"type": "text", "text": mirror}],
+        "structuredContent": value,
+    }
+    if error:
+        out["isError"] = True
+    return out
