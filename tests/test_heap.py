@@ -8,6 +8,7 @@ import gc
 import os
 import time
 import weakref
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +20,7 @@ from agora.server import heap
 from agora.server.heap import HeapKeeper
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 
 @pytest.fixture
@@ -101,9 +102,19 @@ def _cycle() -> weakref.ref[Node]:
     return weakref.ref(a)
 
 
-async def _to_tick(started: float, tick: int) -> None:
-    """Sleep until half a tick after the ``tick``-th of a ``run`` started at ``started``."""
-    await trio.sleep_until(started + (tick + 0.5) * heap.TICK_SECONDS)
+@asynccontextmanager
+async def _running(keeper: HeapKeeper) -> AsyncIterator[Callable[[int], Awaitable[None]]]:
+    """``keeper.run`` in the background; yields ``to_tick(n)``, which sleeps until half a
+    tick after its ``n``-th tick."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(keeper.run)
+        started = trio.current_time()
+
+        async def to_tick(tick: int) -> None:
+            await trio.sleep_until(started + (tick + 0.5) * heap.TICK_SECONDS)
+
+        yield to_tick
+        nursery.cancel_scope.cancel()
 
 
 async def test_a_tick_freezes_the_young_generation_without_scanning_it(
@@ -114,19 +125,17 @@ async def test_a_tick_freezes_the_young_generation_without_scanning_it(
     # pauses ten times a second, 12-15% of the main thread, and no garbage found.
     olds = [Node() for _ in range(3 * heap.YOUNG)]
     gc.collect(0)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(keeper.run)
-        await trio.sleep(heap.TICK_SECONDS / 2)
+    async with _running(keeper) as to_tick:
+        await to_tick(0)
         collections, scans = keeper.collections, gc.get_stats()[0]["collections"]
         for n in range(len(olds)):
             olds[n] = Node()  # one made, one frozen freed: the count stays where it was
         assert len(gc.get_objects(0)) >= len(olds)
-        await trio.sleep(heap.TICK_SECONDS)
+        await to_tick(1)
         assert gc.get_stats()[0]["collections"] == scans  # frozen, not scanned
         assert keeper.collections == collections
         assert len(gc.get_objects(0)) < heap.YOUNG  # out of every later collection's scan
         assert keeper.freezes == 1
-        nursery.cancel_scope.cancel()
 
 
 async def test_no_tick_lists_the_young_generation(
@@ -142,31 +151,25 @@ async def test_no_tick_lists_the_young_generation(
         return objects(*generation)
 
     monkeypatch.setattr(gc, "get_objects", measured)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(keeper.run)
-        started = trio.current_time()
-        await _to_tick(started, 2 * heap.SAMPLE_TICKS + 1)
+    async with _running(keeper) as to_tick:
+        await to_tick(2 * heap.SAMPLE_TICKS + 1)
         assert looked == []
-        nursery.cancel_scope.cancel()
 
 
 async def test_every_sample_tick_collects_the_young_generation(
     keeper: HeapKeeper, autojump_clock: trio.testing.MockClock
 ):
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(keeper.run)
-        started = trio.current_time()
-        await _to_tick(started, heap.SAMPLE_TICKS - 2)
+    async with _running(keeper) as to_tick:
+        await to_tick(heap.SAMPLE_TICKS - 2)
         frozen = _cycle()  # dropped before a tick that freezes: kept until the next thaw
-        await _to_tick(started, heap.SAMPLE_TICKS - 1)
+        await to_tick(heap.SAMPLE_TICKS - 1)
         collections = keeper.collections
         found = _cycle()  # dropped before the sample
-        await _to_tick(started, heap.SAMPLE_TICKS)
+        await to_tick(heap.SAMPLE_TICKS)
         assert keeper.collections == collections + 1
         assert found() is None
         assert frozen() is not None
         assert keeper.garbage >= 2
-        nursery.cancel_scope.cancel()
     assert keeper.thaw() >= 2
     assert frozen() is None
 
@@ -174,26 +177,23 @@ async def test_every_sample_tick_collects_the_young_generation(
 async def test_garbage_found_makes_every_tick_collect_until_none_is_found(
     keeper: HeapKeeper, autojump_clock: trio.testing.MockClock
 ):
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(keeper.run)
-        started = trio.current_time()
-        await _to_tick(started, heap.SAMPLE_TICKS - 1)
+    async with _running(keeper) as to_tick:
+        await to_tick(heap.SAMPLE_TICKS - 1)
         _cycle()
-        await _to_tick(started, heap.SAMPLE_TICKS)  # the sample finds it
+        await to_tick(heap.SAMPLE_TICKS)  # the sample finds it
         for tick in range(heap.SAMPLE_TICKS + 1, heap.SAMPLE_TICKS + 4):
             dropped = _cycle()  # a server still making cyclic garbage: freed within a tick
-            await _to_tick(started, tick)
+            await to_tick(tick)
             assert dropped() is None
         collections, freezes = keeper.collections, keeper.freezes
         # The last garbage was found at tick SAMPLE_TICKS + 3: every tick collects until
         # COLLECT_TICKS ticks after it, then the ticks freeze again.
         quiet_from = heap.SAMPLE_TICKS + 3 + heap.COLLECT_TICKS
-        await _to_tick(started, quiet_from)
+        await to_tick(quiet_from)
         assert keeper.freezes == freezes
         assert keeper.collections == collections + heap.COLLECT_TICKS
-        await _to_tick(started, quiet_from + 1)
+        await to_tick(quiet_from + 1)
         assert keeper.freezes == freezes + 1
-        nursery.cancel_scope.cancel()
 
 
 def test_a_cycle_that_died_frozen_is_freed_by_the_thaw(keeper: HeapKeeper):
