@@ -56,6 +56,33 @@ def test_remove_gives_the_collector_back():
     assert keeper._collected not in gc.callbacks
 
 
+def test_the_installed_keeper_is_found_and_counts_what_it_did():
+    assert heap.installed() is None  # the test process runs the collector its own way
+    keeper = HeapKeeper()
+    keeper.install()
+    try:
+        assert heap.installed() is keeper
+        survivors = [Node() for _ in range(10)]
+        _cycle()
+        gc.collect(0)
+        counters = keeper.counters()
+        assert counters["collections"] == 1
+        assert counters["garbage_found"] >= 2
+        assert counters["frozen_objects"] >= len(survivors)
+        assert set(counters) == {
+            "collections",
+            "freezes",
+            "garbage_found",
+            "thaws",
+            "trims",
+            "trim_cpu_seconds",
+            "frozen_objects",
+        }
+    finally:
+        keeper.remove()
+    assert heap.installed() is None
+
+
 @pytest.mark.parametrize("generation", [0, 1, 2])
 def test_the_survivors_of_every_collection_are_frozen_as_it_ends(
     keeper: HeapKeeper, generation: int

@@ -159,6 +159,18 @@ async def test_serve_sets_the_switch_interval_it_is_configured_with(start_agora)
         assert health["switch_interval_ms"] == 0.5
 
 
+async def test_serve_reports_its_collector_policy_in_healthz(start_agora):
+    server = start_agora()
+    with trio.fail_after(TIMEOUT):
+        while True:  # a tick every 0.1 s freezes what is young, unscanned
+            collector = (await http(server.port, "GET", "/healthz")).json()["collector"]
+            if collector["freezes"] >= 2:
+                break
+            await trio.sleep(0.05)
+    assert collector["frozen_objects"] > 0
+    assert collector["garbage_found"] == 0  # the server makes no reference cycles
+
+
 async def test_a_negative_switch_interval_is_refused_in_one_line(tmp_path):
     env = clean_env(AGORA_SWITCH_INTERVAL_MS="-1")
     args = ["serve", "--port", "0", "--db", str(tmp_path / "agora.db")]

@@ -7,6 +7,7 @@ seconds pass without waiting (the clock jumps once every task is blocked).
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 import pytest
 import trio
@@ -24,11 +25,17 @@ def clock() -> trio.testing.MockClock:
     return trio.testing.MockClock(autojump_threshold=0.05)
 
 
-async def healthz(port: int) -> dict[str, int]:
+async def healthz(port: int) -> dict[str, Any]:
     async with RawHttp.open(port) as client:
         reply = await client.request("GET", "/healthz")
         assert reply.status == 200, reply
         return reply.json()  # type: ignore[no-any-return]
+
+
+async def test_an_embedded_server_leaves_the_collector_to_its_host():
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            assert (await healthz(server.port))["collector"] is None
 
 
 async def test_a_trickled_body_gets_408_once_the_whole_body_is_late(clock):

@@ -81,6 +81,14 @@ THAW_SECONDS = 600.0
 #: Seconds between two trims of the C heap (free pages of malloc's arenas given back).
 TRIM_SECONDS = 60.0
 
+_installed: HeapKeeper | None = None
+
+
+def installed() -> HeapKeeper | None:
+    """The keeper installed in this process (`agora serve` installs one), None if none is:
+    an embedding host runs the collector its own way."""
+    return _installed
+
 
 def _malloc_trim() -> Callable[[int], int] | None:
     """glibc's ``malloc_trim``, or None where the C library has none (musl, macOS)."""
@@ -120,6 +128,8 @@ class HeapKeeper:
         gc.set_threshold(YOUNG, MIDDLE, OLD)
         gc.callbacks.append(self._collected)
         self._installed = True
+        global _installed
+        _installed = self
 
     def remove(self) -> None:
         """Undo `install` (the frozen objects are given back to the collector)."""
@@ -128,6 +138,24 @@ class HeapKeeper:
             gc.set_threshold(*self._before)
             gc.unfreeze()
             self._installed = False
+            global _installed
+            if _installed is self:
+                _installed = None
+
+    def counters(self) -> dict[str, float]:
+        """What the policy did since `install` (``/healthz`` "collector"): collections of
+        any kind, ticks that froze unscanned, objects found dead in reference cycles (above
+        0: something in the process makes them), thaws, trims of the C heap and their CPU,
+        and the objects frozen now."""
+        return {
+            "collections": self.collections,
+            "freezes": self.freezes,
+            "garbage_found": self.garbage,
+            "thaws": self.thaws,
+            "trims": self.trims,
+            "trim_cpu_seconds": round(self.trim_cpu_seconds, 6),
+            "frozen_objects": gc.get_freeze_count(),
+        }
 
     def _collected(self, phase: str, info: dict[str, Any]) -> None:
         # Runs in the collector's "stop" callback, once the collection is over (its lists

@@ -28,6 +28,7 @@ from urllib.parse import parse_qsl, urlsplit
 import trio
 
 from agora.mcp import jsonrpc as rpc
+from agora.server import heap
 from agora.server.connection import Connection
 from agora.server.workers import Workers
 from agora.transports import guard, http1
@@ -344,6 +345,7 @@ class HttpConnection(Responder):
                     "parked": self.app.runtime.registry.parked(),
                     "store": self.app.runtime.counters(),
                     "switch_interval_ms": round(sys.getswitchinterval() * 1e3, 3),
+                    "collector": keeper.counters() if (keeper := heap.installed()) else None,
                 }
             )
         return Response.error(404, f"no such page: {req.path}")
