@@ -16,8 +16,8 @@ collector's lists whole. Scanning is kept for where garbage is:
   last tick and is still alive), and what survives is frozen as the collection ends (the
   collector's own callback);
 - a collection that finds objects dead in reference cycles makes every tick collect for the
-  next `COLLECT_TICKS` ticks (renewed while they find more), so a server that makes cyclic
-  garbage frees it within a tick of its death, not at the next thaw;
+  next `COLLECT_TICKS` ticks (renewed while they find more), so once a sample has found
+  some, a server that keeps making cyclic garbage frees it within a tick, not at the thaw;
 - the count still collects when `YOUNG` net allocations of tracked objects come between two
   ticks (a burst, or a loop that does not get to run its tick), which bounds what any one
   collection scans.
@@ -27,7 +27,8 @@ calls in flight (their coroutines, arguments and replies), which die by referenc
 moment later. Collecting it every 0.1 s scanned 13,000-30,000 objects a tick under the
 debate's closed loop, 8-25 ms pauses, 12-15% of the main thread, and found no garbage at all
 (the server makes none per call: `bench parked` and the soak count it). A tick's freeze
-costs nothing, and the samples cost a tenth of that.
+costs nothing, and the samples, one tick in fifty, a thirtieth of that (4 us of collector
+CPU per debate post against 117-140: `bench/debate_load.py --gc`).
 
 The price: an object frozen while alive that later dies inside a reference cycle is not
 freed while it stays frozen, and a cycle made and dropped between two samples is frozen
