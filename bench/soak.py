@@ -120,6 +120,7 @@ async def tracer(
     from collections import Counter
 
     out = Path(args.trace_out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     first: Any = None
     first_types: Counter[str] | None = None
     first_largest: dict[str, int] = {}
@@ -244,7 +245,11 @@ def main(argv: list[str] | None = None) -> Report:
     )
     parser.add_argument("--trace-every", type=float, default=2.0)
     parser.add_argument("--trace-top", type=int, default=15)
-    parser.add_argument("--trace-out", default="soak-trace.txt")
+    parser.add_argument(
+        "--trace-out",
+        default=str(Path(__file__).with_name("results") / "soak-trace.txt"),
+        help="where the --trace-every probes are written (default: bench/results/, not tracked)",
+    )
     args = parser.parse_args(argv)
     raise_fd_limit()
     return trio.run(soak, args)
