@@ -78,6 +78,8 @@ def test_the_installed_keeper_is_found_and_counts_what_it_did():
             "trim_cpu_seconds",
             "frozen_objects",
         }
+        with pytest.raises(RuntimeError, match="already installed"):
+            HeapKeeper().install()  # one policy per process
     finally:
         keeper.remove()
     assert heap.installed() is None

@@ -118,30 +118,32 @@ class HeapKeeper:
         self.trim_cpu_seconds = 0.0
         self._malloc_trim = _malloc_trim()
         self._thawing = False
-        self._installed = False
         self._before: tuple[int, int, int] = gc.get_threshold()
 
     def install(self) -> None:
-        """Collect and freeze the heap as it is now; set the thresholds; watch collections."""
+        """Collect and freeze the heap as it is now; set the thresholds; watch collections.
+
+        Raises:
+            RuntimeError: another keeper is installed (one policy per process).
+        """
+        global _installed
+        if _installed is not None:
+            raise RuntimeError("a HeapKeeper is already installed in this process")
         gc.collect()
         gc.freeze()
         self._before = gc.get_threshold()
         gc.set_threshold(YOUNG, MIDDLE, OLD)
         gc.callbacks.append(self._collected)
-        self._installed = True
-        global _installed
         _installed = self
 
     def remove(self) -> None:
         """Undo `install` (the frozen objects are given back to the collector)."""
-        if self._installed:
+        global _installed
+        if _installed is self:
             gc.callbacks.remove(self._collected)
             gc.set_threshold(*self._before)
             gc.unfreeze()
-            self._installed = False
-            global _installed
-            if _installed is self:
-                _installed = None
+            _installed = None
 
     def counters(self) -> dict[str, float]:
         """What the policy did since `install` (``/healthz`` "collector"): collections of
