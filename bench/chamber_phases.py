@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import trio
-from measure import Cpu, commit_split, cpu_window, latency_text, rate_text
+from measure import Cpu, collector_text, commit_split, cpu_window, latency_text, rate_text
 
 if TYPE_CHECKING:
     from serve import Server
@@ -100,17 +100,6 @@ async def run_phase(
         phase.collector = collector_text(figures, phase.calls)
     after = await trio.to_thread.run_sync(get_json, f"{server.url}/healthz")
     phase.split = commit_split(before["store"], after["store"])
-
-
-def collector_text(figures: dict[str, Any], calls: int) -> str:
-    """The collections a `probed_serve` probe counted, and their CPU (per call too)."""
-    cpu_ms = figures["total_pause_cpu_ms"]
-    per = f" = {cpu_ms * 1e3 / calls:.1f} us per call" if calls else ""
-    young, middle, old = figures["collections"]
-    return (
-        f"collector: {young}/{middle}/{old} collections (young/middle/old), CPU {cpu_ms:.1f} ms"
-        f"{per}, longest {max(figures['longest_pause_cpu_ms']):.1f} ms"
-    )
 
 
 async def pool_ready(url: str, suite: str, wanted: int) -> None:

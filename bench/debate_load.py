@@ -59,11 +59,11 @@ from typing import TYPE_CHECKING, Any
 
 import debate_agent
 import trio
-from chamber_phases import collector_text
 from debate_agent import Seat, writer_split
 from debate_store import TOKEN, run_search, write_config
 from debate_wire import wire_connect
 from measure import (
+    collector_text,
     commit_split,
     cpu_window,
     disk_bytes,
@@ -179,15 +179,16 @@ async def open_receiver(
 
 async def run_load(args: argparse.Namespace, directory: Path) -> None:
     config = write_config(directory)
-    if args.gc:
-        (directory / "probe").mkdir()
+    probe = directory / "probe" if args.gc else None
+    if probe is not None:
+        probe.mkdir()
     async with agora_serve(
         directory / "load.db",
         "debate",
         config=config,
         synchronous=args.synchronous,
         trace_commits="true",
-        probe=directory / "probe" if args.gc else None,
+        probe=probe,
     ) as server:
         url = f"ws://127.0.0.1:{server.port}/mcp/debate"
         topics: list[list[Seat]] = []
@@ -270,7 +271,7 @@ async def measure(server: Server, stats: Stats, seconds: float) -> None:
     print(f"load: {cpu.per(posts, 'post')}, each post with its wait and advance")
     if server.probe_dir is not None:
         figures, _ = await server.probe()
-        print("load: " + collector_text(figures, posts).replace("per call", "per post"))
+        print("load: " + collector_text(figures, posts, "post"))
     print(writer_figures(store0, store1, posts, span))
     print("load: " + commit_split(store0, store1))
     print(f"load: written to storage per post {(disk1 - disk0) / posts / 1024:,.1f} KiB")

@@ -222,3 +222,14 @@ def bound(histogram: dict[str, Any], q: float) -> str:
         if seen >= rank:
             return str(le[n]) if n < len(le) else f"> {le[-1]}"
     return "?"
+
+
+def collector_text(figures: dict[str, Any], calls: int, unit: str = "call") -> str:
+    """The collections a `probed_serve` probe counted, and their CPU (per ``unit`` too)."""
+    cpu_ms = figures["total_pause_cpu_ms"]
+    per = f" = {cpu_ms * 1e3 / calls:.1f} us per {unit}" if calls else ""
+    young, middle, old = figures["collections"]
+    return (
+        f"collector: {young}/{middle}/{old} collections (young/middle/old), CPU {cpu_ms:.1f} ms"
+        f"{per}, longest {max(figures['longest_pause_cpu_ms']):.1f} ms"
+    )
