@@ -40,6 +40,13 @@ class Node:
         self.other: Node | None = None
 
 
+def _cycle() -> weakref.ref[Node]:
+    """A reference cycle, dropped at once: garbage only the cyclic collector can free."""
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    return weakref.ref(a)
+
+
 def test_install_freezes_the_heap_and_bounds_the_generations(keeper: HeapKeeper):
     assert gc.get_threshold() == (heap.YOUNG, heap.MIDDLE, heap.OLD)
     assert gc.get_freeze_count() > 0
@@ -96,10 +103,9 @@ def test_the_survivors_of_every_collection_are_frozen_as_it_ends(
     assert gc.get_freeze_count() >= frozen + len(survivors)
     assert gc.get_count() == (0, 0, 0)
     # Garbage made since is still found: only what survived is out of the collector's reach.
-    a, b = Node(), Node()
-    a.other, b.other = b, a
-    del a, b
+    dropped = _cycle()
     assert gc.collect() >= 2
+    assert dropped() is None
 
 
 def test_no_collection_scans_more_than_what_was_made_since_the_last(keeper: HeapKeeper):
@@ -122,13 +128,6 @@ def test_no_collection_scans_more_than_what_was_made_since_the_last(keeper: Heap
     assert max(scanned) <= 2 * heap.YOUNG
     assert all(len(gc.get_objects(g)) == 0 for g in (1, 2))
     del kept
-
-
-def _cycle() -> weakref.ref[Node]:
-    """A reference cycle, dropped at once: garbage only the cyclic collector can free."""
-    a, b = Node(), Node()
-    a.other, b.other = b, a
-    return weakref.ref(a)
 
 
 @asynccontextmanager
