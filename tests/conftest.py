@@ -22,8 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from disks import small_tmpfs
+
 if TYPE_CHECKING:
     from collections.abc import Generator
+    from pathlib import Path
 
 #: The reason prefix that marks "a prerequisite is missing".
 NEEDS = "needs: "
@@ -179,3 +182,10 @@ def pg_url() -> Generator[str]:
     url = fresh_pg_schema(server, name)
     yield url
     drop_pg_schema(server, name)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Generator[Path]:
+    """A 4 MiB tmpfs to fill (`disks.fill`), unmounted afterwards; root only."""
+    with small_tmpfs(tmp_path) as mount:
+        yield mount

@@ -54,6 +54,11 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     #: and their waiters woken by each other's commits; an unshared process is refused
     #: beside them. Off: one process per file, the fastest path. PostgreSQL is always shared.
     shared: bool = False
+    #: Run the SQLite writer's statements and COMMITs in a child process (``python -I``, one
+    #: per open database file), so that they never wait for the GIL the event loop holds;
+    #: off: in the server's writer thread. Not used for ``:memory:``, a shared file or
+    #: PostgreSQL.
+    writer_process: bool = True
     #: Seconds an actor with no commands and no waiters stays in memory.
     actor_idle_seconds: float = 300.0
     #: Seconds in-flight calls get to finish at shutdown before they are cancelled.

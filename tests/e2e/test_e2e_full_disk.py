@@ -8,66 +8,27 @@ needs root: elsewhere the test skips with one "needs:" line (and fails under CI=
 from __future__ import annotations
 
 import contextlib
-import errno
-import os
 import sqlite3
-import subprocess
-from typing import TYPE_CHECKING
 
 import pytest
 import trio
-from e2e_support import AgoraProcess
+from e2e_support import AgoraProcess, clean_env
 
 from agora.client import connect
-
-if TYPE_CHECKING:
-    from collections.abc import Iterator
-    from pathlib import Path
+from disks import fill
 
 TIMEOUT = 30
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 4 MiB tmpfs, unmounted afterwards."""
-    if os.geteuid() != 0:
-        pytest.skip("needs: root, to mount a small tmpfs")
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"needs: a tmpfs mount ({done.stderr.strip()})")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-def fill(directory: Path) -> None:
-    """Write a file until the filesystem is full."""
-    chunk = b"\0" * 65536
-    with (directory / "filler").open("wb", buffering=0) as out:
-        while True:
-            try:
-                out.write(chunk)
-            except OSError as exc:
-                if exc.errno != errno.ENOSPC:
-                    raise
-                break
-        with contextlib.suppress(OSError):  # the last few bytes, if a page is half used
-            while out.write(b"\0"):
-                pass
 
 
 @pytest.mark.sqlite_only("a SQLite file on a full tmpfs")
 async def test_sigterm_on_a_full_disk_logs_the_failed_checkpoint_and_exits_0(small_disk):
     db = small_disk / "agora.db"
-    server = AgoraProcess("--db", str(db), "--toolsets", "chess")
+    # The writer thread's connection: its WAL still holds the migrations, so the final
+    # checkpoint must grow the file (the writer process checkpoints them at its start; its own
+    # final checkpoint on a full disk: tests/store/test_writer_process.py).
+    server = AgoraProcess(
+        "--db", str(db), "--toolsets", "chess", env=clean_env(AGORA_WRITER_PROCESS="false")
+    )
     server.start()
     try:
         with trio.fail_after(TIMEOUT):

@@ -17,6 +17,9 @@ def gate():
 
 @pytest.fixture
 async def file_store(tmp_path, gate):
-    async with open_store(tmp_path / "agora.db", [ITEMS, gate.migration]) as store:
+    # The gate is a Python function on the writer's connection: the writer thread's own.
+    async with open_store(
+        tmp_path / "agora.db", [ITEMS, gate.migration], writer_process=False
+    ) as store:
         yield store
         gate.open()  # before the close, which waits for the writer thread

@@ -76,7 +76,10 @@ async def test_a_commit_that_does_not_return_fails_in_time_and_says_it_may_be_sa
 async def test_closing_the_store_does_not_wait_for_a_stuck_writer(tmp_path, gate, caplog):
     with trio.fail_after(TIMEOUT):
         async with open_store(
-            tmp_path / "agora.db", [ITEMS, gate.migration], commit_timeout=STARTED_DEADLINE
+            tmp_path / "agora.db",
+            [ITEMS, gate.migration],
+            commit_timeout=STARTED_DEADLINE,
+            writer_process=False,  # the gate holds the writer thread's own connection
         ) as store:
             with pytest.raises(StoreError, match="may or may not"):
                 await store.write([GATE])
@@ -102,7 +105,12 @@ async def test_shutdown_is_bounded_whatever_the_writer_does(tmp_path, gate):
         migrations=[ITEMS, gate.migration],
         background=[write_forever],
     )
-    config = Config(db=str(tmp_path / "agora.db"), grace_seconds=DEADLINE, commit_timeout=DEADLINE)
+    config = Config(
+        db=str(tmp_path / "agora.db"),
+        grace_seconds=DEADLINE,
+        commit_timeout=DEADLINE,
+        writer_process=False,  # the gate holds the writer thread's own connection
+    )
     with trio.fail_after(TIMEOUT):  # the gate would hold the writer for 10 s
         async with open_server(config, toolsets=[items], listen=False):
             await writing.wait()

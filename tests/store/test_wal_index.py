@@ -56,7 +56,8 @@ async def test_the_checkpointers_looks_leave_the_wal_index_locked_by_this_proces
 ) -> None:
     looked = _looked(monkeypatch)
     db = tmp_path / "agora.db"
-    async with open_store(db, [ITEMS]) as store:
+    # The writer thread's own connection: no writer process beside this one to hold the lock.
+    async with open_store(db, [ITEMS], writer_process=False) as store:
         for i in range(3):
             looked.clear()
             await store.write([insert(i)])

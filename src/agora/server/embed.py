@@ -197,6 +197,7 @@ async def open_server(
             trace=config.trace_commits,
             commit_timeout=config.commit_timeout,
             shared=config.shared,
+            writer_process=config.writer_process,
         ) as store,
         trio.open_nursery() as outer,
     ):

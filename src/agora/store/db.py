@@ -24,13 +24,22 @@ from agora.store.diskfault import DiskDoctor
 from agora.store.guard import TABLES
 from agora.store.lock import database_lock, database_problem, lock_path
 from agora.store.migrations import apply_migrations
-from agora.store.sqlite import COMMIT_TIMEOUT, READERS, STOP_SECONDS, Store, connect
+from agora.store.sqlite import (
+    COMMIT_TIMEOUT,
+    READERS,
+    STOP_SECONDS,
+    Store,
+    connect,
+    database_uri,
+    setup,
+)
 from agora.store.sqlite_guard import GuardedWriter
 from agora.store.sqlite_shared import SharedStore
 from agora.store.writer import Writer
+from agora.store.writer_process import ProcessWriter, WriterProcess
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterable
+    from collections.abc import AsyncIterator, Callable, Iterable
 
     from agora.store.migrations import Migration
 
@@ -57,6 +66,7 @@ async def open_store(
     trace: bool = False,
     commit_timeout: float = COMMIT_TIMEOUT,
     shared: bool = False,
+    writer_process: bool = True,
 ) -> AsyncIterator[Store]:
     """Open (creating and migrating) the database at ``path``; close it on exit.
 
@@ -75,6 +85,9 @@ async def open_store(
         shared: Open a SQLite file so that other agora processes opening it shared may use
             it at the same time: writes under the version guard, their changes followed
             (`agora.store.sqlite_shared`). Ignored for PostgreSQL, which is always shared.
+        writer_process: Run the writer's statements and COMMITs in a child process
+            (`agora.store.writer_process`), out of this process's GIL; False runs them in
+            the writer thread. Only for an unshared file (not ``:memory:``, not shared).
 
     Raises:
         DatabaseInUse: another process holds the file (see `agora.store.lock`).
@@ -125,7 +138,14 @@ async def open_store(
             _prepare(path)
             held.enter_context(database_lock(path, shared=shared))
         async with _open_locked(
-            path, migrations, synchronous, group_commit, trace, commit_timeout, shared
+            path,
+            migrations,
+            synchronous,
+            group_commit,
+            trace,
+            commit_timeout,
+            shared,
+            writer_process=writer_process,
         ) as store:
             yield store
 
@@ -148,36 +168,37 @@ async def _open_locked(
     trace: bool,
     commit_timeout: float,
     shared: bool = False,
+    *,
+    writer_process: bool = False,
 ) -> AsyncIterator[Store]:
     inline = path == ":memory:"
-    try:
-        conn = connect(path, synchronous=synchronous.upper())
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot open database {path}: {exc}") from exc
-    try:
-        if shared:
-            _create_guard_tables(conn)
-        versions = apply_migrations(conn, migrations)
-    except sqlite3.Error as exc:
+    process = writer_process and not inline and not shared
+    conn: sqlite3.Connection | WriterProcess
+    conn, versions = _migrated(path, migrations, synchronous, shared)
+    if process:  # the child writes from now on; the migrations' connection is done
         conn.close()
-        raise StoreError(f"cannot migrate database {path}: {exc}") from exc
-    except BaseException:
-        conn.close()  # a newer schema or a failed step: leave nothing open
-        raise
+        try:
+            conn = await trio.to_thread.run_sync(_spawn, path, synchronous.upper())
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open database {path}: its writer process: {exc}") from exc
     deliver = None if inline else trio.lowlevel.current_trio_token().run_sync_soon
     doctor = None if inline else DiskDoctor(path)
     holder: list[Store] = []
 
-    def reopen() -> sqlite3.Connection:
-        fresh = connect(path, synchronous=synchronous.upper(), create=False)
+    def reopen() -> sqlite3.Connection | WriterProcess:
+        fresh: sqlite3.Connection | WriterProcess
+        if process:
+            fresh = _spawn(path, synchronous.upper())
+        else:
+            fresh = connect(path, synchronous=synchronous.upper(), create=False)
         holder[0].generation += 1  # the readers follow at their next use
         return fresh
 
-    make = (
-        partial(GuardedWriter, turns=f"{lock_path(path)}.write", turn_timeout=commit_timeout)
-        if shared
-        else Writer
-    )
+    make: Callable[..., Writer]
+    if shared:
+        make = partial(GuardedWriter, turns=f"{lock_path(path)}.write", turn_timeout=commit_timeout)
+    else:
+        make = ProcessWriter if process else Writer
     try:
         writer = make(
             conn,
@@ -231,6 +252,33 @@ async def _open_locked(
                 store.close()
             else:
                 await trio.to_thread.run_sync(store.close)
+
+
+def _migrated(
+    path: str, migrations: Iterable[Migration], synchronous: str, shared: bool
+) -> tuple[sqlite3.Connection, dict[str, int]]:
+    """A write connection to ``path``, its schema migrated; and each component's version."""
+    try:
+        conn = connect(path, synchronous=synchronous.upper())
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open database {path}: {exc}") from exc
+    try:
+        if shared:
+            _create_guard_tables(conn)
+        return conn, apply_migrations(conn, migrations)
+    except sqlite3.Error as exc:
+        conn.close()
+        raise StoreError(f"cannot migrate database {path}: {exc}") from exc
+    except BaseException:
+        conn.close()  # a newer schema or a failed step: leave nothing open
+        raise
+
+
+def _spawn(path: str, synchronous: str) -> WriterProcess:
+    """The writer's child process on the existing file ``path``."""
+    return WriterProcess(
+        database_uri(path, create=False), uri=True, setup=setup(path, synchronous=synchronous)
+    )
 
 
 def _create_guard_tables(conn: sqlite3.Connection) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections import deque
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import quote
 
 import trio
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from agora.store.checkpoint import Checkpointer
     from agora.store.neutral import Guard
     from agora.store.writer import Write, Writer
+    from agora.store.writer_process import WriterProcess
 
 T = TypeVar("T")
 
@@ -99,27 +100,40 @@ def connect(
 ) -> sqlite3.Connection:
     """A connection to ``path`` set up as every store connection is (WAL, pragmas)."""
     conn = sqlite3.connect(
-        path if create else f"file:{quote(path)}?mode=rw",  # reopen: never a new empty file
+        database_uri(path, create=create),
         isolation_level=None,
         check_same_thread=False,
         timeout=30.0,
         uri=not create,
     )
     conn.row_factory = sqlite3.Row
+    for sql in setup(path, synchronous=synchronous, readonly=readonly):
+        conn.execute(sql)
+    return conn
+
+
+def setup(path: str, *, synchronous: str, readonly: bool = False) -> list[str]:
+    """The pragmas every store connection to ``path`` runs first (`connect`, and the writer's
+    child process: `agora.store.writer_process`)."""
+    statements = []
     if path != ":memory:":
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
+        statements += ["PRAGMA journal_mode=WAL", f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}"]
         if not readonly:  # no checkpoint in a COMMIT: they are `agora.store.checkpoint`'s
-            conn.execute("PRAGMA wal_autocheckpoint=0")
-    conn.execute(f"PRAGMA synchronous={synchronous}")
-    conn.execute("PRAGMA foreign_keys=ON")
+            statements.append("PRAGMA wal_autocheckpoint=0")
+    statements += [f"PRAGMA synchronous={synchronous}", "PRAGMA foreign_keys=ON"]
     # The writer may wait this long in BEGIN IMMEDIATE for another process's write lock.
     # It can exceed commit_timeout: waiters give up on their own, and the jobs they gave up
     # are dropped once the lock comes, never run.
-    conn.execute("PRAGMA busy_timeout=30000")
+    statements.append("PRAGMA busy_timeout=30000")
     if readonly:
-        conn.execute("PRAGMA query_only=ON")
-    return conn
+        statements.append("PRAGMA query_only=ON")
+    return statements
+
+
+def database_uri(path: str, *, create: bool) -> str:
+    """What `sqlite3.connect` opens for ``path``: the path, or (``create`` False) a ``file:``
+    URI that never makes a new empty file (a reopen after a disk error)."""
+    return path if create else f"file:{quote(path)}?mode=rw"
 
 
 def _read_only(fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:
@@ -153,7 +167,7 @@ class Store:
     def __init__(
         self,
         path: str,
-        writer_conn: sqlite3.Connection,
+        writer_conn: sqlite3.Connection | WriterProcess,
         writer: Writer,
         *,
         inline: bool,
@@ -194,7 +208,9 @@ class Store:
         CPU: ``statements_ms`` minus it is waiting for the GIL or a core), ``end_ms`` and
         ``end_cpu_ms`` (the COMMIT's wall and CPU: the rest is the WAL write, the fsync and
         getting the GIL back). A file's also says what its checkpointer did
-        (`agora.store.checkpoint.Checkpointer.counters`)."""
+        (`agora.store.checkpoint.Checkpointer.counters`), and ``writer_pid``, the writer's
+        child process (None when the writer thread writes itself), with ``writer_restarts``,
+        the children started in place of one that died (`agora.store.writer_process`)."""
         writer = self._writer
         ckpt = {} if self.checkpointer is None else self.checkpointer.counters()
         return ckpt | {
@@ -212,6 +228,8 @@ class Store:
             "statements_cpu_ms": round(writer.statements_cpu_s * 1e3, 3),
             "end_ms": round(writer.end_s * 1e3, 3),
             "end_cpu_ms": round(writer.end_cpu_s * 1e3, 3),
+            "writer_pid": getattr(writer.conn, "pid", None),
+            "writer_restarts": getattr(writer, "restarts", 0),
         }
 
     async def write(
@@ -329,7 +347,7 @@ class Store:
         try:
             if self._inline:
                 await trio.lowlevel.checkpoint()
-                return _read_only(fn, self._writer_conn)
+                return _read_only(fn, cast("sqlite3.Connection", self._writer_conn))
             async with self._reader_limit:
                 generation, conn = self._reader()
                 try:

@@ -28,8 +28,9 @@ RESTART_WAIT_MS = 100
 _HEADER, _FRAME_HEADER = 32, 24  # bytes: the WAL file's header, each frame's header
 
 
-def restart_if_long(conn: sqlite3.Connection) -> bool:
-    """Restart ``conn``'s WAL if it is past `RESTART_FRAMES`; whether it was restarted.
+def restart_if_long(conn: sqlite3.Connection, frames: int | None = None) -> bool:
+    """Restart ``conn``'s WAL if it is past ``frames`` (default `RESTART_FRAMES`); whether it
+    was restarted.
 
     Never raises for SQLite: a full or failed disk is logged (the next batch says so)."""
     try:
@@ -41,7 +42,8 @@ def restart_if_long(conn: sqlite3.Connection) -> bool:
             size = os.path.getsize(f"{path}-wal")
         except FileNotFoundError:
             return False
-        if (size - _HEADER) // (int(page) + _FRAME_HEADER) < RESTART_FRAMES:
+        limit = RESTART_FRAMES if frames is None else frames
+        if (size - _HEADER) // (int(page) + _FRAME_HEADER) < limit:
             return False
         (wait,) = conn.execute("PRAGMA busy_timeout").fetchone()
         conn.execute(f"PRAGMA busy_timeout={RESTART_WAIT_MS}")

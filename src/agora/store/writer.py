@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from agora.store import wal
 from agora.store.stats import BATCH_SIZE, COMMIT_MS, Histogram
+from agora.store.writer_child import run_job, run_together
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -118,7 +119,7 @@ class Writer:
         self._claims = threading.Lock()  # guards every Job.state
         self._stopped = False
         self._next_wal_check = 0.0
-        self.wal_restarts = 0  # by `_keep_wal_short` (SQLite), the readers keeping it long
+        self.wal_restarts = 0  # by `_between_batches` (SQLite), the readers keeping it long
         self.on_batch: Callable[[], None] | None = None  # SQLite: the checkpointer's wake
         self.batches = 0
         self.jobs = 0
@@ -252,17 +253,23 @@ class Writer:
             self.commit_batch(batch)
             if stopping:
                 return
-            if type(self._conn) is sqlite3.Connection:
-                self._keep_wal_short(self._conn)
+            self._between_batches()
 
-    def _keep_wal_short(self, conn: sqlite3.Connection) -> None:
-        """Tell `on_batch`; once every `WAL_CHECK_SECONDS`, restart a WAL grown long."""
+    def _between_batches(self) -> None:
+        """SQLite: tell `on_batch`; once every `WAL_CHECK_SECONDS`, restart a WAL grown long."""
+        if type(self._conn) is not sqlite3.Connection:
+            return
         if self.on_batch is not None:
             self.on_batch()
+        if self._wal_check_due():
+            self.wal_restarts += wal.restart_if_long(self._conn)
+
+    def _wal_check_due(self) -> bool:
+        """Whether `WAL_CHECK_SECONDS` passed since the last check (then it starts again)."""
         if (now := time.perf_counter()) < self._next_wal_check:
-            return
+            return False
         self._next_wal_check = now + WAL_CHECK_SECONDS
-        self.wal_restarts += wal.restart_if_long(conn)
+        return True
 
     def _run_batch(self, conn: Any, batch: list[Job]) -> list[BaseException | None]:
         """Run ``batch``'s writes inside the open transaction; each job's outcome.
@@ -301,16 +308,9 @@ class Writer:
         try:
             conn.execute("BEGIN IMMEDIATE")  # waits here while another process writes
             batch = self._take(batch)
-            began_statements, cpu = clock(), cpu_clock()
-            self.begin_s += began_statements - began
-            outcomes = self._run_batch(conn, batch) if batch else []
-            ended, ended_cpu = clock(), cpu_clock()
-            self.statements_s += ended - began_statements
-            self.statements_cpu_s += ended_cpu - cpu
+            self.begin_s += clock() - began
+            outcomes = self._transact(conn, batch)
             committed = outcomes.count(None)
-            conn.execute("COMMIT" if committed else "ROLLBACK")  # no fsync for nothing
-            self.end_s += clock() - ended
-            self.end_cpu_s += cpu_clock() - ended_cpu
         except Exception as exc:  # the whole batch failed: nothing of it is committed
             _rollback(conn)
             batch = self._take(batch)  # each one not dropped learns of the failure
@@ -334,6 +334,21 @@ class Writer:
             complete(zip(batch, outcomes, strict=True))
 
         self._hand_back(finish, len(batch))
+
+    def _transact(self, conn: Any, batch: list[Job]) -> list[BaseException | None]:
+        """In the transaction BEGIN opened: run ``batch``, then COMMIT if any job succeeded
+        (else ROLLBACK: no fsync for nothing); each job's outcome. Raises if the whole batch
+        failed (SQLite rolled it back itself, or the COMMIT failed)."""
+        clock, cpu_clock = time.perf_counter, time.thread_time
+        began, cpu = clock(), cpu_clock()
+        outcomes = self._run_batch(conn, batch) if batch else []
+        ended, ended_cpu = clock(), cpu_clock()
+        self.statements_s += ended - began
+        self.statements_cpu_s += ended_cpu - cpu
+        conn.execute("COMMIT" if None in outcomes else "ROLLBACK")
+        self.end_s += clock() - ended
+        self.end_cpu_s += cpu_clock() - ended_cpu
+        return outcomes
 
     def _hand_back(self, finish: Callable[[], None], count: int) -> None:
         """Run ``finish`` (``count`` jobs' outcomes) where `deliver` says, or here."""
@@ -361,35 +376,11 @@ class WriterStopped(Exception):
 
 def _run_together(conn: sqlite3.Connection, batch: list[Job]) -> list[BaseException | None]:
     # In an open transaction: every job back to back; a failure reruns them in savepoints.
-    execute = conn.cursor().execute  # one cursor for the batch: conn.execute makes one each
-    try:
-        for job in batch:
-            for sql, params in job.writes:
-                execute(sql, params)
-    except Exception as exc:
-        if not conn.in_transaction:  # SQLite rolled it back itself (a full disk, an I/O
-            raise  # error): the whole batch fails, it is no one job's fault
-        conn.execute("ROLLBACK")
-        conn.execute("BEGIN IMMEDIATE")  # the caller ends this one
-        if len(batch) == 1:
-            return [exc]
-        return [_run_job(conn, job) for job in batch]
-    return [None] * len(batch)
+    return run_together(conn, [job.writes for job in batch])
 
 
 def _run_job(conn: sqlite3.Connection, job: Job) -> BaseException | None:
-    conn.execute("SAVEPOINT job")
-    try:
-        for sql, params in job.writes:
-            conn.execute(sql, params)
-    except Exception as exc:  # any bad job (SQL error, malformed write) fails alone
-        if not conn.in_transaction:
-            raise  # rolled back by SQLite itself, savepoints and all: the batch fails
-        conn.execute("ROLLBACK TO job")
-        conn.execute("RELEASE job")
-        return exc
-    conn.execute("RELEASE job")
-    return None
+    return run_job(conn, job.writes)
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
