@@ -49,11 +49,12 @@ def disk_bytes(pid: int | str = "self") -> int:
     return 0
 
 
-def cpu_seconds(pid: int, thread: int | None = None) -> float:
-    """User + system CPU time of ``pid``, or of its thread ``thread`` (the main one: ``pid``).
+def cpu_seconds(pid: int, thread: int | None = None, *, children: bool = True) -> float:
+    """User + system CPU time of ``pid`` and (``children``) its live child processes (the
+    server's writer process), or of its thread ``thread`` alone (the main one: ``pid``).
 
     A thread's time comes from its schedstat, in nanoseconds (the stat file counts clock
-    ticks of 10 ms, a 20 us error on a 500-call phase); the process's from its stat file,
+    ticks of 10 ms, a 20 us error on a 500-call phase); a process's from its stat file,
     which still counts threads that have exited.
     """
     if thread is not None:
@@ -62,7 +63,21 @@ def cpu_seconds(pid: int, thread: int | None = None) -> float:
             return int(schedstat.read_text().split()[0]) / 1e9
     path = f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat"
     fields = Path(path).read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    if thread is not None or not children:
+        return own
+    return own + sum(cpu_seconds(child) for child in child_processes(pid))
+
+
+def child_processes(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (gone ones are skipped)."""
+    found = []
+    for listed in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            found += [int(c) for c in listed.read_text().split()]
+        except OSError:  # its thread ended meanwhile
+            continue
+    return found
 
 
 def own_cpu_seconds() -> float:
@@ -101,8 +116,9 @@ def summary(label: str, samples: list[float]) -> str:
 
 @dataclass
 class Cpu:
-    """CPU seconds spent over a window: by the server process (every thread), by its main
-    thread alone (the event loop: parsing, handlers, replies) and by this load generator."""
+    """CPU seconds spent over a window: by the server (every thread, and its writer process),
+    by its main thread alone (the event loop: parsing, handlers, replies) and by this load
+    generator."""
 
     server: float = 0.0
     main: float = 0.0

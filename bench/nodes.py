@@ -150,7 +150,7 @@ class PgCpu:
             if pid.isdigit():
                 try:
                     if Path(f"/proc/{pid}/comm").read_text().strip() == "postgres":
-                        total += cpu_seconds(int(pid))
+                        total += cpu_seconds(int(pid), children=False)  # each one once
                 except OSError:
                     continue
         return total
