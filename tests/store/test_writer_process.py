@@ -14,7 +14,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 import pytest
 import trio
@@ -26,9 +26,6 @@ from agora.store import writer_process
 from agora.store.db import open_store
 from agora.store.writer_process import ProcessWriter
 from disks import fill
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 pytestmark = pytest.mark.sqlite_only("the SQLite writer's child process")
 
@@ -47,15 +44,16 @@ def _child(store) -> int:
 
 
 def _gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended (a zombie not yet reaped has)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
         return True
-    return False
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
 
 async def _until_gone(pid: int) -> None:
-    """Until process ``pid`` (a child of this one, reaped by the writer) has ended."""
+    """Until process ``pid`` has ended."""
     with trio.fail_after(10):
         while not _gone(pid):  # noqa: ASYNC110 - another process's end, polled
             await trio.sleep(0.01)
@@ -73,6 +71,20 @@ async def test_writes_are_committed_by_a_child_process_in_its_own_session(tmp_pa
         assert counters["commands"] == 1
         assert counters["statements_cpu_ms"] > 0  # the child's, reported back
     await _until_gone(child)  # closing the store ends it
+
+
+async def test_the_child_outlives_a_sigterm_sent_to_every_process_of_the_server(tmp_path: Path):
+    # systemd's stop signals every process of the service: the server's shutdown still needs
+    # its writer for the writes in flight.
+    async with open_store(tmp_path / "a.db", [ITEMS]) as store:
+        child = _child(store)
+        for stop in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            os.kill(child, stop)
+        await trio.sleep(0.2)
+        await store.write([insert(1)])
+        assert _child(store) == child
+        assert store.counters()["writer_restarts"] == 0
+        assert await store.read(ids) == [1]
 
 
 async def test_writer_process_off_keeps_the_writes_in_the_thread(tmp_path: Path):

@@ -25,8 +25,9 @@ Requests, and what a success answers:
 
 Each reply is ``(True, result, in_transaction)`` or ``(False, describe(error),
 in_transaction)``. The child ends at the end of its input (the parent closed the pipe, or
-died): a batch it was running is finished first, and nothing is left half-done either way,
-since SQLite rolls back a transaction its process did not commit.
+died), never on SIGTERM, SIGINT or SIGHUP: a batch it was running is finished first, and
+nothing is left half-done either way, since SQLite rolls back a transaction its process did
+not commit.
 """
 
 from __future__ import annotations
@@ -227,9 +228,11 @@ class _Child:
 
 def main() -> None:
     """Serve requests from standard input until it ends."""
-    # A Ctrl-C in the terminal reaches the whole process group: the server shuts down on it
-    # and still needs its writer for the writes in flight.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Its server decides when it ends (the end of its input): a Ctrl-C at the terminal, or a
+    # service manager's SIGTERM to every process of the service (systemd's default), starts
+    # the server's shutdown, which still needs the writer for the writes in flight.
+    for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(stop, signal.SIG_IGN)
     # Replies go out on a private copy of standard output; anything printed goes to stderr.
     out = os.dup(1)
     os.dup2(2, 1)
