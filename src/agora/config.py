@@ -54,7 +54,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     #: and their waiters woken by each other's commits; an unshared process is refused
     #: beside them. Off: one process per file, the fastest path. PostgreSQL is always shared.
     shared: bool = False
-    #: Run the SQLite writer's statements and COMMITs in a child process (``python -I``, one
+    #: Run the SQLite writer's statements and COMMITs in a child process (``python -I -S``, one
     #: per open database file), so that they never wait for the GIL the event loop holds;
     #: off: in the server's writer thread. Not used for ``:memory:``, a shared file or
     #: PostgreSQL.

@@ -8,7 +8,7 @@ is a child process that owns the write connection instead: the writer thread
 the GIL, until its reply; the statements and the COMMIT's fsync then run on another core,
 under another interpreter's lock.
 
-It imports nothing but the standard library (the child starts with ``python -I`` on this
+It imports nothing but the standard library (the child starts with ``python -I -S`` on this
 file and no package path), and the WAL check it loads from its sibling ``wal.py`` by path.
 
 The pipe protocol, one message each way per request: a 4-byte little-endian length, then a

@@ -88,7 +88,9 @@ class WriterProcess:
             sqlite3.Error: the child could not open the database (or died meanwhile).
         """
         self._proc = subprocess.Popen(
-            [sys.executable, "-I", str(CHILD)],
+            # Isolated, and without site (no .pth hooks of the installed packages): the child
+            # needs the standard library only.
+            [sys.executable, "-I", "-S", str(CHILD)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             bufsize=0,
