@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import trio
@@ -55,7 +56,11 @@ async def drain(process: trio.Process, lines: list[str] | None = None) -> None:
 
 
 def reap(processes: list[trio.Process]) -> None:
-    """SIGKILL every server of ``processes`` still running (a failed test leaves none)."""
+    """SIGKILL every server of ``processes`` still running (a failed test leaves none), and
+    wait for its end: one left unreaped warns in whichever test runs when it is collected."""
     for process in processes:
         if process.returncode is None and process.poll() is None:
             process.kill()
+            deadline = time.monotonic() + TIMEOUT
+            while process.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)

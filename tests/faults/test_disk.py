@@ -30,6 +30,7 @@ import re
 import shutil
 import sqlite3
 import subprocess
+import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -165,6 +166,10 @@ async def serving(db: Path, config: Path, acked: dict[str, str]) -> AsyncIterato
             process.terminate()
             with trio.fail_after(TIMEOUT):
                 await process.wait()
+    except BaseException:
+        # What the server said, shown with the failure (pytest prints a failed test's stderr).
+        print("\n".join(["agora's last log lines:", *log[-40:]]), file=sys.stderr)
+        raise
     finally:
         reap([process])
     assert process.returncode == 0, "\n".join(log[-30:])
