@@ -12,7 +12,7 @@ import sqlite3
 
 import pytest
 import trio
-from e2e_support import AgoraProcess, clean_env
+from e2e_support import AgoraProcess
 
 from agora.client import connect
 from disks import fill
@@ -23,12 +23,7 @@ TIMEOUT = 30
 @pytest.mark.sqlite_only("a SQLite file on a full tmpfs")
 async def test_sigterm_on_a_full_disk_logs_the_failed_checkpoint_and_exits_0(small_disk):
     db = small_disk / "agora.db"
-    # The writer thread's connection: its WAL still holds the migrations, so the final
-    # checkpoint must grow the file (the writer process checkpoints them at its start; its own
-    # final checkpoint on a full disk: tests/store/test_writer_process.py).
-    server = AgoraProcess(
-        "--db", str(db), "--toolsets", "chess", env=clean_env(AGORA_WRITER_PROCESS="false")
-    )
+    server = AgoraProcess("--db", str(db), "--toolsets", "chess")
     server.start()
     try:
         with trio.fail_after(TIMEOUT):

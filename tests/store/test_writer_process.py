@@ -73,6 +73,17 @@ async def test_writes_are_committed_by_a_child_process_in_its_own_session(tmp_pa
     await _until_gone(child)  # closing the store ends it
 
 
+async def test_opening_keeps_the_wal_and_index_the_migrations_made(tmp_path: Path):
+    # Had the migrations' connection closed before the child opened the file, it would have
+    # been the last one: the WAL checkpointed and deleted with its index, both made anew by
+    # the child (new files, which a disk failing soon after may never have written out).
+    db = tmp_path / "a.db"
+    async with open_store(db, [ITEMS]) as store:
+        wal = await trio.Path(f"{db}-wal").stat()
+        assert wal.st_size > 0  # the migrations' frames are still there
+        assert store.counters()["commits"] == 0
+
+
 async def test_the_child_outlives_a_sigterm_sent_to_every_process_of_the_server(tmp_path: Path):
     # systemd's stop signals every process of the service: the server's shutdown still needs
     # its writer for the writes in flight.

@@ -175,12 +175,17 @@ async def _open_locked(
     process = writer_process and not inline and not shared
     conn: sqlite3.Connection | WriterProcess
     conn, versions = _migrated(path, migrations, synchronous, shared)
-    if process:  # the child writes from now on; the migrations' connection is done
-        conn.close()
+    if process:  # the child writes from now on
         try:
-            conn = await trio.to_thread.run_sync(_spawn, path, synchronous.upper())
+            child = await trio.to_thread.run_sync(_spawn, path, synchronous.upper())
         except (OSError, sqlite3.Error) as exc:
+            conn.close()
             raise StoreError(f"cannot open database {path}: its writer process: {exc}") from exc
+        # Closed only once the child has the file open: the last connection to close would
+        # checkpoint the WAL and delete it and its index, for the child to create anew (new
+        # files a failing disk may never have written out).
+        conn.close()
+        conn = child
     deliver = None if inline else trio.lowlevel.current_trio_token().run_sync_soon
     doctor = None if inline else DiskDoctor(path)
     holder: list[Store] = []
