@@ -190,7 +190,7 @@ def test_a_step_another_process_applied_meanwhile_is_not_applied_twice(db, monke
     # Two processes opening a fresh file shared both plan the same steps; the second to take
     # the write lock must find the step done, not run its CREATE TABLE again.
     from agora.store import migrations
-    from agora.store.sqlite import connect
+    from agora.store.sqlite_connect import connect
 
     real_plan = migrations.plan
     raced: list[dict[str, int]] = []

@@ -13,7 +13,7 @@ from _items import ITEMS, ids, insert
 
 from agora.store.db import open_store
 from agora.store.neutral import Conflict, Guard
-from agora.store.sqlite import connect
+from agora.store.sqlite_connect import connect
 from agora.store.sqlite_feed import ChangeFeed
 
 pytestmark = pytest.mark.sqlite_only("the shared SQLite file's own writer and feed")

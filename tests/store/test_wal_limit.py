@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agora.store import sqlite
+from agora.store import sqlite_connect
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -23,11 +23,11 @@ def _write(conn: object, rows: int) -> None:
 def test_the_wal_is_cut_back_once_a_checkpoint_emptied_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.setattr(sqlite, "WAL_SIZE_LIMIT", LIMIT, raising=False)
+    monkeypatch.setattr(sqlite_connect, "WAL_SIZE_LIMIT", LIMIT)
     path = tmp_path / "wal.db"
-    writer = sqlite.connect(str(path), synchronous="OFF")
+    writer = sqlite_connect.connect(str(path), synchronous="OFF")
     writer.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, x BLOB)")
-    reader = sqlite.connect(str(path), synchronous="OFF", readonly=True)
+    reader = sqlite_connect.connect(str(path), synchronous="OFF", readonly=True)
     wal = tmp_path / "wal.db-wal"
     try:
         reader.execute("BEGIN")

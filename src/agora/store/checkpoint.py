@@ -4,7 +4,7 @@ SQLite's automatic checkpoint runs inside the COMMIT that takes the WAL past
 ``wal_autocheckpoint`` pages: it copies those pages into the database file and fsyncs it
 while the writer holds its transaction (26-59 ms on a slow disk, several times a second at
 2,000 writes/s), and every reply of that batch waits for it. So the store's writable
-connections turn it off (`agora.store.sqlite.connect`), and a `Checkpointer` thread, on a
+connections turn it off (`agora.store.sqlite_connect.connect`), and a `Checkpointer` thread, on a
 connection of its own, runs ``wal_checkpoint(PASSIVE)`` once about `CHECKPOINT_PAGES` frames
 of the WAL are not yet in the database: meanwhile the writer keeps committing.
 

@@ -24,15 +24,8 @@ from agora.store.diskfault import DiskDoctor
 from agora.store.guard import TABLES
 from agora.store.lock import database_lock, database_problem, lock_path
 from agora.store.migrations import apply_migrations
-from agora.store.sqlite import (
-    COMMIT_TIMEOUT,
-    READERS,
-    STOP_SECONDS,
-    Store,
-    connect,
-    database_uri,
-    setup,
-)
+from agora.store.sqlite import COMMIT_TIMEOUT, READERS, STOP_SECONDS, Store
+from agora.store.sqlite_connect import connect
 from agora.store.sqlite_guard import GuardedWriter
 from agora.store.sqlite_shared import SharedStore
 from agora.store.writer import Writer
@@ -281,9 +274,7 @@ def _migrated(
 
 def _spawn(path: str, synchronous: str) -> WriterProcess:
     """The writer's child process on the existing file ``path``."""
-    return WriterProcess(
-        database_uri(path, create=False), uri=True, setup=setup(path, synchronous=synchronous)
-    )
+    return WriterProcess(path, synchronous=synchronous)
 
 
 def _create_guard_tables(conn: sqlite3.Connection) -> None:

@@ -22,12 +22,12 @@ import logging
 import sqlite3
 from collections import deque
 from typing import TYPE_CHECKING, Any, TypeVar, cast
-from urllib.parse import quote
 
 import trio
 
 from agora.errors import StoreError
 from agora.store.neutral import SQLITE
+from agora.store.sqlite_connect import connect
 from agora.store.writer import Job, WriterStopped
 
 if TYPE_CHECKING:
@@ -41,11 +41,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 READERS = 4
-#: Bytes the WAL file is cut back to once a checkpoint has emptied it. A checkpoint cannot
-#: pass a snapshot still read, so under a load that keeps the readers busy (or after a stall
-#: that let work pile up) the WAL can grow to hundreds of MiB before it is emptied; without a
-#: limit SQLite then reuses the file at that size for ever (a 30-minute soak: 660 MiB).
-WAL_SIZE_LIMIT = 64 * 2**20
 #: Default seconds a write may wait for its commit (the ``commit_timeout`` setting).
 COMMIT_TIMEOUT = 10.0
 #: Seconds closing the store waits for the writer thread. By then every write's waiter has
@@ -93,47 +88,6 @@ class _Waiter(Job):
         self.done = True
         self.outcome = result
         trio.lowlevel.reschedule(self.task)
-
-
-def connect(
-    path: str, *, synchronous: str, readonly: bool = False, create: bool = True
-) -> sqlite3.Connection:
-    """A connection to ``path`` set up as every store connection is (WAL, pragmas)."""
-    conn = sqlite3.connect(
-        database_uri(path, create=create),
-        isolation_level=None,
-        check_same_thread=False,
-        timeout=30.0,
-        uri=not create,
-    )
-    conn.row_factory = sqlite3.Row
-    for sql in setup(path, synchronous=synchronous, readonly=readonly):
-        conn.execute(sql)
-    return conn
-
-
-def setup(path: str, *, synchronous: str, readonly: bool = False) -> list[str]:
-    """The pragmas every store connection to ``path`` runs first (`connect`, and the writer's
-    child process: `agora.store.writer_process`)."""
-    statements = []
-    if path != ":memory:":
-        statements += ["PRAGMA journal_mode=WAL", f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}"]
-        if not readonly:  # no checkpoint in a COMMIT: they are `agora.store.checkpoint`'s
-            statements.append("PRAGMA wal_autocheckpoint=0")
-    statements += [f"PRAGMA synchronous={synchronous}", "PRAGMA foreign_keys=ON"]
-    # The writer may wait this long in BEGIN IMMEDIATE for another process's write lock.
-    # It can exceed commit_timeout: waiters give up on their own, and the jobs they gave up
-    # are dropped once the lock comes, never run.
-    statements.append("PRAGMA busy_timeout=30000")
-    if readonly:
-        statements.append("PRAGMA query_only=ON")
-    return statements
-
-
-def database_uri(path: str, *, create: bool) -> str:
-    """What `sqlite3.connect` opens for ``path``: the path, or (``create`` False) a ``file:``
-    URI that never makes a new empty file (a reopen after a disk error)."""
-    return path if create else f"file:{quote(path)}?mode=rw"
 
 
 def _read_only(fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:

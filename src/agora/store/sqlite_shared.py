@@ -33,7 +33,8 @@ import trio
 from agora.errors import StoreError
 from agora.store.guard import VERSION
 from agora.store.lock import lock_path
-from agora.store.sqlite import Store, connect
+from agora.store.sqlite import Store
+from agora.store.sqlite_connect import connect
 from agora.store.sqlite_feed import ChangeFeed
 from agora.store.wal_index import hold
 

@@ -9,14 +9,16 @@ the GIL, until its reply; the statements and the COMMIT's fsync then run on anot
 under another interpreter's lock.
 
 It imports nothing but the standard library (the child starts with ``python -I -S`` on this
-file and no package path), and the WAL check it loads from its sibling ``wal.py`` by path.
+file and no package path); its siblings ``sqlite_connect.py`` (how a store connection is
+opened) and ``wal.py`` (the WAL restart) it loads by path.
 
 The pipe protocol, one message each way per request: a 4-byte little-endian length, then a
 pickle (the parent and the child are the same program, so nothing untrusted is unpickled).
 Requests, and what a success answers:
 
-- ``("open", database, uri, setup)``: connect (``setup``: the pragmas to run) -> None
-- ``("exec", sql)``: one statement without parameters (BEGIN, ROLLBACK, a pragma) -> its rows
+- ``("open", path, synchronous)``: `sqlite_connect.connect` to the existing file -> None
+- ``("exec", sql)``: one statement without parameters (BEGIN, ROLLBACK, a pragma) -> its rows,
+  as tuples
 - ``("batch", writes)``: each job's writes back to back in the open transaction (a failure
   reruns them one savepoint each: `run_together`), then COMMIT if any job succeeded, else
   ROLLBACK -> ``(outcomes, statements_s, statements_cpu_s, end_s, end_cpu_s)``, one outcome
@@ -141,10 +143,10 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def send(fd: int, message: object) -> None:
-    """Write one framed message."""
+def frame(message: object) -> bytes:
+    """``message`` as it crosses the pipe: its length, then its pickle."""
     payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    write_all(fd, HEADER.pack(len(payload)) + payload)
+    return HEADER.pack(len(payload)) + payload
 
 
 def receive(fd: int) -> Any:
@@ -159,10 +161,10 @@ def receive(fd: int) -> Any:
     return pickle.loads(payload)
 
 
-def _wal_module() -> Any:
-    """Its sibling ``wal.py``, loaded by path (the child has no package to import from)."""
+def _sibling(name: str) -> Any:
+    """Its sibling module ``name``, loaded by path (the child has no package to import)."""
     spec = importlib.util.spec_from_file_location(
-        "agora_writer_child_wal", Path(__file__).with_name("wal.py")
+        f"agora_writer_child_{name}", Path(__file__).with_name(f"{name}.py")
     )
     assert spec is not None
     assert spec.loader is not None
@@ -178,17 +180,9 @@ class _Child:
         self.conn: sqlite3.Connection | None = None
         self.wal: Any = None
 
-    def open(self, database: str, uri: bool, setup: list[str]) -> None:
-        conn = sqlite3.connect(
-            database, isolation_level=None, check_same_thread=False, timeout=30.0, uri=uri
-        )
-        try:
-            for sql in setup:
-                conn.execute(sql)
-        except BaseException:
-            conn.close()
-            raise
-        self.conn = conn
+    def open(self, path: str, synchronous: str) -> None:
+        opener = _sibling("sqlite_connect")
+        self.conn = opener.connect(path, synchronous=synchronous, create=False)
 
     def batch(self, jobs: list[list[Write]]) -> tuple[Any, ...]:
         conn = self.conn
@@ -214,14 +208,14 @@ class _Child:
             return self.batch(request[1])
         if kind == "exec":
             assert self.conn is not None
-            return self.conn.execute(request[1]).fetchall()
+            return [tuple(row) for row in self.conn.execute(request[1])]
         if kind == "wal":
             assert self.conn is not None
             if self.wal is None:
-                self.wal = _wal_module()
+                self.wal = _sibling("wal")
             return bool(self.wal.restart_if_long(self.conn, request[1]))
         if kind == "open":
-            self.open(request[1], request[2], request[3])
+            self.open(request[1], request[2])
             return None
         raise ValueError(f"unknown request {kind!r}")
 
@@ -247,7 +241,7 @@ def main() -> None:
             in_transaction = child.conn is not None and child.conn.in_transaction
             reply = (True, result, in_transaction)
         try:
-            send(out, reply)
+            write_all(out, frame(reply))
         except BrokenPipeError:  # the parent is gone
             break
     if child.conn is not None:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from agora.errors import StoreError
 from agora.store import wal, writer_child
 from agora.store.writer import Writer
-from agora.store.writer_child import HEADER, read_exactly, rebuild, write_all
+from agora.store.writer_child import frame, rebuild, receive, write_all
 
 if TYPE_CHECKING:
     from agora.store.writer import Job, Write
@@ -69,19 +69,14 @@ class Rows(list[tuple[Any, ...]]):
         return list(self)
 
 
-def _dumps(message: object) -> bytes:
-    payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    return HEADER.pack(len(payload)) + payload
-
-
 class WriterProcess:
     """A write connection in a child process: as much of a ``sqlite3.Connection`` as
     `agora.store.writer.Writer` uses (``execute`` of a statement without parameters,
     ``in_transaction``, ``close``), and `batch` and `restart_wal` for `ProcessWriter`."""
 
-    def __init__(self, database: str, *, uri: bool, setup: list[str]) -> None:
-        """Start the child and open ``database`` in it (``uri``: a ``file:`` URI), running
-        the ``setup`` statements (its pragmas).
+    def __init__(self, path: str, *, synchronous: str) -> None:
+        """Start the child and open the existing database file ``path`` in it, as every
+        store connection is opened (`agora.store.sqlite_connect.connect`).
 
         Raises:
             OSError: the child could not be started.
@@ -106,7 +101,7 @@ class WriterProcess:
         #: Whether the child's connection is inside a transaction (as of its last reply).
         self.in_transaction = False
         try:
-            self._call(_dumps(("open", database, uri, setup)), unknown=False)
+            self._call(frame(("open", path, synchronous)), unknown=False)
         except BaseException:
             self.close()
             raise
@@ -127,7 +122,7 @@ class WriterProcess:
         Raises:
             sqlite3.Error: what SQLite raised in the child, or `ChildDied`.
         """
-        return Rows(self._call(_dumps(("exec", sql)), unknown=False))
+        return Rows(self._call(frame(("exec", sql)), unknown=False))
 
     def batch(
         self, jobs: list[list[Write]]
@@ -143,7 +138,7 @@ class WriterProcess:
                 failed), or `ChildDied` (``unknown`` once the writes were sent).
         """
         try:
-            message = _dumps(("batch", jobs))
+            message = frame(("batch", jobs))
         except Exception:  # which job it was is found below
             return self._batch_without_unpicklable(jobs)
         described, statements_s, statements_cpu_s, end_s, end_cpu_s = self._call(
@@ -172,20 +167,16 @@ class WriterProcess:
     def restart_wal(self) -> bool:
         """`agora.store.wal.restart_if_long` on the child's connection (past this process's
         `agora.store.wal.RESTART_FRAMES`)."""
-        return bool(self._call(_dumps(("wal", wal.RESTART_FRAMES)), unknown=False))
+        return bool(self._call(frame(("wal", wal.RESTART_FRAMES)), unknown=False))
 
     def _call(self, message: bytes, *, unknown: bool) -> Any:
         if self._dead:
             raise ChildDied("the database writer's process has ended", unknown=False)
         sent = False
-        reply = None
         try:
             write_all(self._to, message)
             sent = True
-            head = read_exactly(self._from, HEADER.size)
-            if head is not None:
-                body = read_exactly(self._from, HEADER.unpack(head)[0])
-                reply = None if body is None else pickle.loads(body)
+            reply = receive(self._from)  # None: the end of its output
         except OSError:  # a broken pipe: it is gone
             reply = None
         if reply is None:
