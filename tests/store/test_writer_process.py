@@ -112,6 +112,7 @@ async def test_a_child_killed_between_batches_is_replaced_before_the_next_write(
         first = _child(store)
         os.kill(first, signal.SIGKILL)
         await _until_gone(first)
+        assert store.counters()["writer_pid"] is None  # no child runs until the next write
         await store.write([insert(2)])  # not refused: a new child took it
         assert _child(store) != first
         counters = store.counters()

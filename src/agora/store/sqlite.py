@@ -163,9 +163,12 @@ class Store:
         ``end_cpu_ms`` (the COMMIT's wall and CPU: the rest is the WAL write, the fsync and
         getting the GIL back). A file's also says what its checkpointer did
         (`agora.store.checkpoint.Checkpointer.counters`), and ``writer_pid``, the writer's
-        child process (None when the writer thread writes itself), with ``writer_restarts``,
-        the children started in place of one that died (`agora.store.writer_process`)."""
+        child process (None when the writer thread writes itself, and while no child runs:
+        one that died is replaced by the next write), with ``writer_restarts``, the
+        children started in place of one that died (`agora.store.writer_process`)."""
         writer = self._writer
+        child = writer.conn
+        writer_pid = child.pid if getattr(child, "alive", False) else None
         ckpt = {} if self.checkpointer is None else self.checkpointer.counters()
         return ckpt | {
             "engine": self.dialect,
@@ -182,7 +185,7 @@ class Store:
             "statements_cpu_ms": round(writer.statements_cpu_s * 1e3, 3),
             "end_ms": round(writer.end_s * 1e3, 3),
             "end_cpu_ms": round(writer.end_cpu_s * 1e3, 3),
-            "writer_pid": getattr(writer.conn, "pid", None),
+            "writer_pid": writer_pid,
             "writer_restarts": getattr(writer, "restarts", 0),
         }
 
