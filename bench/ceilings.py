@@ -41,7 +41,7 @@ from pathlib import Path
 
 import trio
 from debate_wire import WireClient, wire_connect
-from measure import Cpu, cpu_window, raise_fd_limit
+from measure import Cpu, cpu_window, pace_text, raise_fd_limit
 from serve import agora_serve, principal_config
 
 TOKEN = "ceilings-bench-token"
@@ -161,7 +161,7 @@ async def run(args: argparse.Namespace) -> None:
             url = f"{server.url.replace('http://', 'ws://')}/mcp/chess"
             print(
                 f"ceilings: {args.sessions} sessions over WebSocket, {args.seconds:g} s per kind,"
-                f" {CORES} CPUs, server pid {server.pid}",
+                f" {CORES} CPUs, server pid {server.pid}; {pace_text()}",
                 flush=True,
             )
             floors = []

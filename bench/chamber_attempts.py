@@ -65,7 +65,7 @@ import trio
 from chamber_agents import Agent, act, agent_connection, enter, seal
 from chamber_echo import echo_floor
 from chamber_phases import Run, pool_ready, report, run_phase
-from measure import commit_cost, percentile, raise_fd_limit
+from measure import commit_cost, pace_text, percentile, raise_fd_limit
 from profilers import py_spy, python_calls, strace
 from serve import agora_serve
 
@@ -142,7 +142,8 @@ async def main(args: argparse.Namespace) -> None:
     limit = raise_fd_limit()
     print(
         f"chamber_attempts: {args.agents} agents x {args.actions} actions, suite {args.suite},"
-        f" synchronous={args.synchronous}, RLIMIT_NOFILE {limit}, {os.cpu_count()} CPUs"
+        f" synchronous={args.synchronous}, RLIMIT_NOFILE {limit}, {os.cpu_count()} CPUs;"
+        f" {pace_text()}"
     )
     with tempfile.TemporaryDirectory(prefix="agora-chamber-bench-") as tmp:
         directory = Path(tmp)

@@ -68,6 +68,7 @@ from measure import (
     cpu_window,
     disk_bytes,
     healthz,
+    pace_text,
     percentile,
     raise_fd_limit,
     summary,
@@ -205,7 +206,10 @@ async def run_load(args: argparse.Namespace, directory: Path) -> None:
         mode = (
             "closed loop" if args.rate is None else f"open loop, {args.rate:,.0f} posts/s offered"
         )
-        print(f"load: {args.topics} topics x {args.roles} roles set up ({mode})", flush=True)
+        print(
+            f"load: {args.topics} topics x {args.roles} roles set up ({mode}); {pace_text()}",
+            flush=True,
+        )
         stats, go = Stats(), trio.Event()
         deadline = time.perf_counter() + WARMUP + args.seconds + 1
         async with trio.open_nursery() as nursery:

@@ -1,6 +1,6 @@
 """Measuring helpers shared by the benchmarks: process CPU and memory, percentiles, fsync cost,
-a server's ``/healthz``, and the summary lines the benches print (throughput, latency
-percentiles, server and client CPU per operation).
+a server's ``/healthz``, the machine's pace, and the summary lines the benches print
+(throughput, latency percentiles, server and client CPU per operation).
 
 Linux-only (reads /proc). Imported by the bench scripts as a sibling module; never by agora.
 """
@@ -84,6 +84,18 @@ def own_cpu_seconds() -> float:
     """User + system CPU time of this process."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def pace_text(steps: int = 2_000_000) -> str:
+    """How fast this machine runs Python right now: the wall time of a fixed loop of
+    ``steps`` additions, per step. The machine's speed swings (a shared host) by as much as
+    the code changes a bench measures; a figure is comparable only with its pace beside it."""
+    began = time.perf_counter()
+    total = 0
+    for i in range(steps):
+        total += i
+    per = (time.perf_counter() - began) / steps
+    return f"Python pace {per * 1e9:.0f} ns per loop step (lower is faster)"
 
 
 def percentile(samples: list[float], q: float) -> float:

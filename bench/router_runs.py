@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from measure import latency_text, raise_fd_limit
+from measure import latency_text, pace_text, raise_fd_limit
 from router_flow import Agent, Phase, closed, plan, replay, timed, work
 from router_open import OpenLoop, open_loop
 from serve import agora_serve
@@ -81,6 +81,7 @@ def db_counts(db: Path) -> tuple[int, int, int, int]:
 
 async def main(args: argparse.Namespace) -> None:
     raise_fd_limit()
+    pace = pace_text()  # before the load: the machine's, not the bench's
     stalls = ""
     keeper = HeapKeeper()
     mine = ClientCollections(args.stalls)
@@ -130,7 +131,7 @@ async def main(args: argparse.Namespace) -> None:
                         stalls += "\n" + garbage_line((await server.probe(collect=True))[0])
                 nursery.cancel_scope.cancel()
     keeper.remove()
-    print(f"router_runs: {args.runs} runs, synchronous={args.synchronous}")
+    print(f"router_runs: {args.runs} runs, synchronous={args.synchronous}; {pace}")
     if args.closed:
         print(plans.report("plans (durable)"))
         print(plans.group_commit())
