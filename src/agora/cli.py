@@ -137,7 +137,9 @@ async def _call(url: str, tool: str, arguments: dict[str, Any], token: str | Non
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``agora`` command."""
-    parser = argparse.ArgumentParser(prog="agora", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="agora", description="agora: an MCP server for stateful, long-running agent sessions"
+    )
     parser.add_argument("--version", action="version", version=f"agora {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 

@@ -76,6 +76,7 @@ def test_every_subcommand_has_help(capsys):
         assert exited.value.code == 0
         out = capsys.readouterr().out
         assert out.startswith(f"usage: agora {name}".rstrip()), out
+        assert "``" not in out, out  # help is read in a terminal: no reST markup
 
 
 async def test_the_console_script_runs():
