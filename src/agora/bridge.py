@@ -23,7 +23,7 @@ from trio_websocket import ConnectionClosed, ConnectionRejected, HandshakeError
 from agora.client import open_websocket
 from agora.mcp import jsonrpc as rpc
 from agora.relay import Relay, ReplayRefused
-from agora.transports.pipes import OVERSIZE, READ_BYTES, Lines, open_stdio
+from agora.transports.pipes import READ_BYTES, Lines, Oversize, open_stdio
 
 if TYPE_CHECKING:
     from trio_websocket import WebSocketConnection
@@ -40,9 +40,6 @@ RECONNECT_SECONDS = 2.0
 #: Seconds requests in flight may take to answer once the input has ended.
 GRACE_SECONDS = 5.0
 
-_OVERSIZE = rpc.encode(
-    rpc.error(None, rpc.INVALID_REQUEST, f"message larger than {rpc.MAX_MESSAGE_BYTES} bytes")
-)
 _NOT_UTF8 = rpc.encode(rpc.error(None, rpc.PARSE_ERROR, "message is not valid UTF-8"))
 
 
@@ -180,7 +177,7 @@ class Bridge:
             return _why(exc)
 
     async def _pump_input(self, receive: trio.abc.ReceiveStream, writer: LineWriter) -> None:
-        lines = Lines(rpc.MAX_MESSAGE_BYTES)
+        lines = Lines(rpc.MAX_MESSAGE_BYTES, rpc.OVERSIZE_HEAD_BYTES)
         while chunk := await receive.receive_some(READ_BYTES):
             for line in lines.feed(chunk):
                 await self._forward(line, writer)
@@ -188,9 +185,10 @@ class Bridge:
         if last is not None:
             await self._forward(last, writer)
 
-    async def _forward(self, line: bytes, writer: LineWriter) -> None:
-        if line is OVERSIZE:
-            await writer.send(_OVERSIZE)
+    async def _forward(self, line: bytes | Oversize, writer: LineWriter) -> None:
+        if isinstance(line, Oversize):  # refused here, with its id so its call fails at once
+            rid = rpc.request_id_in(line.head)
+            await writer.send(rpc.encode(rpc.error(rid, rpc.INVALID_REQUEST, rpc.OVERSIZE_MESSAGE)))
             return
         if not line.strip():
             return

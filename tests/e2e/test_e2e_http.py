@@ -12,6 +12,8 @@ import pytest
 import trio
 from e2e_support import INITIALIZE, INITIALIZED, RawWebSocket, http, nested, raw_exchange
 
+from agora.mcp.jsonrpc import MAX_MESSAGE_BYTES
+
 TIMEOUT = 15
 VERSION = "2025-11-25"
 MODERN_META = {
@@ -72,16 +74,16 @@ async def test_a_bad_body_gets_an_http_and_json_rpc_error(agora, body, status, c
         await assert_alive(agora.port)
 
 
-async def test_a_70kb_body_gets_413(agora):
-    body = json.dumps(rpc("ping", {"pad": "x" * 70_000})).encode()
+async def test_a_body_over_the_message_limit_gets_413(agora):
+    body = json.dumps(rpc("ping", {"pad": "x" * MAX_MESSAGE_BYTES})).encode()
     with trio.fail_after(TIMEOUT):
         reply = await http(agora.port, "POST", "/mcp/chess", body)
         assert reply.status == 413, reply
         await assert_alive(agora.port)
 
 
-async def test_a_70kb_chunked_body_gets_413(agora):
-    chunk = b"x" * 10_000
+async def test_a_chunked_body_over_the_message_limit_gets_413(agora):
+    chunk = b"x" * (MAX_MESSAGE_BYTES // 6)
     head = (
         f"POST /mcp/chess HTTP/1.1\r\nHost: 127.0.0.1:{agora.port}\r\n"
         "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"

@@ -28,6 +28,7 @@ from e2e_support import (
 from trio_websocket import open_websocket_url
 
 from agora.client import McpError, connect
+from agora.mcp.jsonrpc import MAX_MESSAGE_BYTES
 
 TIMEOUT = 15
 
@@ -161,8 +162,8 @@ async def test_calls_in_flight_are_capped_per_connection_and_cancellable(agora):
 
 async def test_a_message_at_the_size_limit_is_served(agora):
     envelope = len(request("ping", {"pad": ""}))
-    exactly = request("ping", {"pad": "x" * (65536 - envelope)})
-    assert len(exactly.encode()) == 65536
+    exactly = request("ping", {"pad": "x" * (MAX_MESSAGE_BYTES - envelope)})
+    assert len(exactly.encode()) == MAX_MESSAGE_BYTES
     with trio.fail_after(TIMEOUT):
         async with open_websocket_url(f"ws://127.0.0.1:{agora.port}/mcp") as ws:
             await ws.send_message(json.dumps(INITIALIZE))
@@ -174,9 +175,9 @@ async def test_a_message_at_the_size_limit_is_served(agora):
 @pytest.mark.parametrize(
     "payload",
     [
-        pytest.param("x" * 70_000, id="70KB"),
-        # 40,000 characters but 80,000 bytes: the limit counts bytes.
-        pytest.param("\u00e9" * 40_000, id="80KB-in-40k-chars"),
+        pytest.param("x" * (MAX_MESSAGE_BYTES + 1000), id="over-by-1000"),
+        # Fewer characters than the limit has bytes, but more bytes: the limit counts bytes.
+        pytest.param("\u00e9" * (MAX_MESSAGE_BYTES // 2 + 1000), id="over-in-2-byte-chars"),
     ],
 )
 async def test_an_oversize_frame_closes_with_1009_and_the_server_survives(agora, payload):
@@ -184,7 +185,7 @@ async def test_an_oversize_frame_closes_with_1009_and_the_server_survives(agora,
         {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": payload}},
         ensure_ascii=False,
     ).encode()
-    assert len(frame) > 65536
+    assert len(frame) > MAX_MESSAGE_BYTES
     with trio.fail_after(TIMEOUT):
         async with RawWebSocket.open(agora.port, "/mcp") as ws:
             await ws.send_json(INITIALIZE)

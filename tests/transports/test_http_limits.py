@@ -7,6 +7,7 @@ seconds pass without waiting (the clock jumps once every task is blocked).
 from __future__ import annotations
 
 import contextlib
+import json
 from typing import Any
 
 import pytest
@@ -14,7 +15,9 @@ import trio
 import trio.testing
 from http_support import RawHttp, raw_exchange, read_to_end, serve
 
+from agora.mcp import jsonrpc as rpc
 from agora.transports.deadlines import PERIOD
+from agora.transports.http import MAX_PAGE_BODY
 
 TIMEOUT = 200  # mock seconds: bounds every wait below
 
@@ -158,11 +161,48 @@ async def test_expect_100_continue_is_answered_before_the_body(clock):
 async def test_a_body_declared_too_large_gets_413_before_it_is_sent(clock):
     head = (
         b"POST /mcp/probe HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-        b"Expect: 100-continue\r\nContent-Length: 70000\r\n\r\n"
+        b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % (rpc.MAX_MESSAGE_BYTES + 1)
     )
     async with serve() as server:
         with trio.fail_after(TIMEOUT):
-            assert (await raw_exchange(server.port, head)).startswith(b"HTTP/1.1 413")
+            reply = await raw_exchange(server.port, head)
+    assert reply.startswith(b"HTTP/1.1 413")
+    # An MCP endpoint's refusal is a JSON-RPC error, which an MCP client reports as it is.
+    body = json.loads(reply.partition(b"\r\n\r\n")[2])
+    assert body["error"]["code"] == rpc.INVALID_REQUEST
+    assert f"larger than {rpc.MAX_MESSAGE_BYTES} bytes" in body["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("path", "limit", "json_rpc"),
+    [
+        pytest.param("/mcp/probe", rpc.MAX_MESSAGE_BYTES, True, id="mcp-endpoint"),
+        pytest.param("/play/tables", MAX_PAGE_BODY, False, id="page"),
+    ],
+)
+async def test_a_chunked_body_past_the_limit_gets_413_in_the_endpoints_terms(
+    clock, path, limit, json_rpc
+):
+    size = limit + 10
+    data = (
+        (
+            b"POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n%x\r\n" % (path.encode(), size)
+        )
+        + b"x" * size
+        + b"\r\n0\r\n\r\n"
+    )
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            reply = await raw_exchange(server.port, data)
+    assert reply.startswith(b"HTTP/1.1 413"), reply[:200]
+    body = json.loads(reply.partition(b"\r\n\r\n")[2])
+    message = f"request body larger than {limit} bytes"
+    if json_rpc:
+        assert body == {"jsonrpc": "2.0", "id": None,
+                        "error": {"code": rpc.INVALID_REQUEST, "message": message}}  # fmt: skip
+    else:
+        assert body == {"error": message}
 
 
 async def test_a_kept_alive_connection_serves_requests_until_its_limits(clock):

@@ -15,6 +15,7 @@ from _ws_peer import WsPeer
 from wsproto.events import Message
 
 from agora.config import Config
+from agora.mcp.jsonrpc import MAX_MESSAGE_BYTES
 from agora.server.embed import open_server
 
 if TYPE_CHECKING:
@@ -23,7 +24,8 @@ if TYPE_CHECKING:
     from agora.server.embed import Server
 
 TIMEOUT = 15
-MEGABYTE = 1 << 20
+#: A body or frame the server refuses, whole: past the message limit by a good margin.
+OVER = MAX_MESSAGE_BYTES + (1 << 20)
 
 
 @pytest.fixture
@@ -43,13 +45,13 @@ async def send_then_read(port: int, data: bytes) -> bytes:
         return bytes(received)
 
 
-async def test_a_one_megabyte_body_reads_413_then_a_clean_close(server):
+async def test_an_oversize_body_reads_413_then_a_clean_close(server):
     head = (
         "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-        f"accept: application/json, text/event-stream\r\ncontent-length: {MEGABYTE}\r\n\r\n"
+        f"accept: application/json, text/event-stream\r\ncontent-length: {OVER}\r\n\r\n"
     )
     with trio.fail_after(TIMEOUT):
-        answer = await send_then_read(server.port, head.encode() + b"x" * MEGABYTE)
+        answer = await send_then_read(server.port, head.encode() + b"x" * OVER)
     assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
 
 
@@ -60,9 +62,9 @@ async def test_a_100kb_header_line_reads_431_then_a_clean_close(server):
     assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
 
 
-async def test_a_one_megabyte_frame_reads_1009_then_a_clean_close(server):
+async def test_an_oversize_frame_reads_1009_then_a_clean_close(server):
     with trio.fail_after(TIMEOUT):
         async with WsPeer.open(server.port, "/mcp") as peer:
-            await peer.stream.send_all(peer.ws.send(Message(data="x" * MEGABYTE)))
+            await peer.stream.send_all(peer.ws.send(Message(data="x" * OVER)))
             assert await peer.close_code() == 1009
             assert await peer.stream.receive_some(65536) == b""

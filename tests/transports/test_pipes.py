@@ -8,13 +8,17 @@ import os
 import pytest
 import trio
 
-from agora.transports.pipes import OVERSIZE, Lines, open_stdio
+from agora.transports.pipes import Lines, Oversize, open_stdio
 
 LIMIT = 10
+#: An oversize line as `split` shows it (its head kept: none here).
+OVERSIZE = Oversize(b"")
 
 
-def split(chunks: list[bytes]) -> tuple[list[bytes], bytes | None]:
-    lines = Lines(LIMIT)
+def split(
+    chunks: list[bytes], keep: int = 0
+) -> tuple[list[bytes | Oversize], bytes | Oversize | None]:
+    lines = Lines(LIMIT, keep)
     out = [line for chunk in chunks for line in lines.feed(chunk)]
     return out, lines.end()
 
@@ -41,9 +45,23 @@ def test_lines_are_split_however_the_bytes_arrive(chunks, lines, last):
     assert split(chunks) == (lines, last)
 
 
-def test_an_oversize_line_is_reported_by_identity_not_by_content():
-    out, _ = split([OVERSIZE[:LIMIT] + b"\n"])
-    assert out[0] is not OVERSIZE
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        pytest.param([b"0123456789abc\nok\n"], id="whole-line"),
+        pytest.param([b"01", b"2345", b"6789ab", b"c\nok\n"], id="across-chunks"),
+        pytest.param([b"0123", b"456789abcdef", b"\nok\n"], id="head-in-the-buffer"),
+    ],
+)
+def test_an_oversize_line_keeps_its_head_for_the_refusal(chunks):
+    out, last = split(chunks, keep=6)
+    assert out == [Oversize(b"012345"), b"ok"]
+    assert last is None
+
+
+def test_an_oversize_line_is_reported_by_type_not_by_content():
+    out, _ = split([b"\x00oversize\n"])
+    assert out == [b"\x00oversize"]
 
 
 async def test_pipes_are_used_non_blocking_and_their_flags_restored():

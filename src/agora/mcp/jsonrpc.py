@@ -6,6 +6,7 @@ and refuses batches, which MCP removed in 2025-06-18. Nothing here does I/O or i
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,8 +26,16 @@ RESOURCE_NOT_FOUND = -32002
 #: A connection already runs ``max_in_flight`` calls: retry once one of them has finished.
 TOO_MANY_IN_FLIGHT = -32010
 
-#: Largest message accepted on any transport (the chamber contract's max_request_bytes).
-MAX_MESSAGE_BYTES = 65536
+#: Largest message accepted on any transport. The contracts' largest valid request (a debate
+#: post: a 32,768-character body and as long a payload, each character up to 4 bytes of UTF-8,
+#: or 12 as an escaped surrogate pair) fits with room to spare; a toolset whose contract sets
+#: a smaller request size bounds its own arguments (`agora.toolsets.base.ArgumentLimits`, as
+#: the chamber does with its max_request_bytes of 65,536).
+MAX_MESSAGE_BYTES = 1_048_576
+#: What a message over the size limit is told.
+OVERSIZE_MESSAGE = f"message larger than {MAX_MESSAGE_BYTES} bytes"
+#: Bytes of an oversize message read for its request id (`request_id_in`).
+OVERSIZE_HEAD_BYTES = 4096
 #: Deepest nesting accepted inside ``params`` (the params object itself is level 1).
 MAX_PARAMS_DEPTH = 8
 
@@ -96,7 +105,12 @@ def decode(data: bytes | str) -> Message:
             deep). ``data`` of the error carries the request id when one could be read.
     """
     if len(data) > MAX_MESSAGE_BYTES:
-        raise ProtocolError(INVALID_REQUEST, f"message larger than {MAX_MESSAGE_BYTES} bytes")
+        head = data[:OVERSIZE_HEAD_BYTES]
+        raise ProtocolError(
+            INVALID_REQUEST,
+            OVERSIZE_MESSAGE,
+            {"id": request_id_in(head.encode() if isinstance(head, str) else head)},
+        )
     try:
         obj = _decoder.decode(data)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
@@ -158,6 +172,47 @@ def _response(obj: dict[str, Any], rid: RequestId | None) -> Response:
     if error is not None and not isinstance(error, dict):
         raise ProtocolError(INVALID_REQUEST, "error must be an object")
     return Response(rid, obj.get("result"), error)
+
+
+_OPENS = frozenset(b"{[")
+_SYNTAX = re.compile(rb'["{}\[\]]')
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+# A number must be followed by what ends it: at the cut, "12" may be the start of "123".
+_ID_VALUE = re.compile(rb'\s*:\s*(-?(?:0|[1-9][0-9]*)(?=\s*[,}])|"(?:[^"\\]|\\.)*")')
+
+
+def request_id_in(head: bytes) -> RequestId | None:
+    """The ``id`` of the top-level object that ``head``, the start of a message too large to
+    decode, begins; None when it is not there (the id may come after the cut).
+
+    So the refusal of an oversize request carries its id and the client can fail that call
+    rather than wait for an answer that never comes. Strings are skipped whole (a quote or
+    bracket inside one counts for nothing), and a cut inside a string ends the search: an
+    ``"id"`` further on might be text, not the key.
+    """
+    depth = 0
+    at = 0
+    while (found := _SYNTAX.search(head, at)) is not None:
+        start = found.start()
+        char = head[start]
+        if char != 0x22:  # a bracket
+            depth += 1 if char in _OPENS else -1
+            at = start + 1
+            continue
+        string = _STRING.match(head, start)
+        if string is None:
+            return None  # cut inside a string
+        at = string.end()
+        if depth == 1 and string.group() == b'"id"':
+            value = _ID_VALUE.match(head, at)
+            if value is not None:  # a key (a value "id" has no colon after it)
+                token = value.group(1)
+                try:
+                    rid = msgspec.json.decode(token)
+                except msgspec.DecodeError:
+                    return None
+                return rid if isinstance(rid, (str, int)) else None
+    return None
 
 
 def error_id(exc: ProtocolError) -> RequestId | None:

@@ -154,6 +154,9 @@ class HttpConnection(Responder):
         #: When the current wait for the peer's bytes must end (inf: not waiting).
         self.deadline = math.inf
         self.reading_body = False
+        #: The request being read is for an MCP endpoint: a refusal of its body (too large,
+        #: late, malformed) is then a JSON-RPC error too, which an MCP client reports.
+        self.mcp_request = False
         #: The WebSocket the connection became (what `serve_websocket` needs but the
         #: stream): the stream stays open for it.
         self.upgrade: tuple[bytes, Endpoint, Principal] | None = None
@@ -177,11 +180,19 @@ class HttpConnection(Responder):
                 while await self._one():
                     pass
             if self.timer.cancelled_caught and self.reading_body:
-                await self._send_error(408, f"request body not received within {BODY_TIMEOUT} s")
+                await self._refuse_body(408, f"request body not received within {BODY_TIMEOUT} s")
         except (Closed, trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         except HttpError as exc:
-            await self._send_error(exc.status, exc.message)
+            await self._refuse_body(exc.status, exc.message)
+
+    async def _refuse_body(self, status: int, message: str) -> None:
+        """Answer ``status``: as a JSON-RPC error when the request was for an MCP endpoint
+        (the client then fails the call with ``message``, not with a bare HTTP status)."""
+        if self.mcp_request:
+            await self._send_error(status, rpc.error(None, rpc.INVALID_REQUEST, message))
+        else:
+            await self._send_error(status, message)
 
     async def refuse(self, status: int, message: str) -> None:
         """Read the head (briefly), answer ``status`` and close."""
@@ -233,6 +244,7 @@ class HttpConnection(Responder):
         return head
 
     async def _one(self) -> bool:
+        self.mcp_request = False
         if self.served and not self.buf:
             # Kept alive: wait for the next request's first bytes, then bound its head.
             await self._receive(trio.current_time() + self.config.keep_alive_seconds)
@@ -284,8 +296,9 @@ class HttpConnection(Responder):
                 self.refused = True  # the refusal went out: linger so that it is read
             return False
         limit = rpc.MAX_MESSAGE_BYTES if endpoint is not None else MAX_PAGE_BODY
+        self.mcp_request = endpoint is not None
         if head.length > limit:
-            await self._send_error(413, f"request body larger than {limit} bytes")
+            await self._refuse_body(413, f"request body larger than {limit} bytes")
             return False
         if head.expects_continue:
             await self._write(http1.CONTINUE)

@@ -10,7 +10,8 @@ stderr (``2>&1``), a regular file or ``/dev/null`` (which epoll refuses) are ser
 blocking calls in a worker thread instead, where speed does not matter.
 
 `Lines` is the sans-io framing: it never holds more than one message's worth of bytes, and
-reports an oversize line once while skipping the rest of it. Shared by ``agora stdio`` (the
+reports an oversize line once (with its first bytes, enough to name the request it was) while
+skipping the rest of it. Shared by ``agora stdio`` (the
 server) and the bridge (``agora stdio --connect``); nothing here knows about MCP.
 """
 
@@ -20,34 +21,42 @@ import os
 import stat
 import sys
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Final
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import trio
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-#: Marks a line that was longer than the limit (its bytes are dropped).
-OVERSIZE: Final = b"\x00oversize"
 #: Bytes asked of stdin per read.
 READ_BYTES = 65536
+
+
+@dataclass(frozen=True, slots=True)
+class Oversize:
+    """A line longer than the limit: its bytes are dropped but for the first few (``head``)."""
+
+    head: bytes
 
 
 class Lines:
     """Splits a byte stream into lines without their ``\\n`` (and a ``\\r`` before it).
 
     Args:
-        limit: The longest line kept; a longer one comes out as `OVERSIZE`, once.
+        limit: The longest line kept; a longer one comes out as an `Oversize`, once.
+        keep: Bytes of an oversize line's start its `Oversize` keeps.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, keep: int = 0) -> None:
         self.limit = limit
+        self.keep = keep
         self._buf = bytearray()
         self._skipping = False
 
-    def feed(self, data: bytes | bytearray) -> list[bytes]:
-        """The lines that ``data`` completes, in order (`OVERSIZE` for each one too long)."""
-        out: list[bytes] = []
+    def feed(self, data: bytes | bytearray) -> list[bytes | Oversize]:
+        """The lines that ``data`` completes, in order (an `Oversize` for each one too long)."""
+        out: list[bytes | Oversize] = []
         start = 0
         if self._skipping:
             start = data.find(b"\n") + 1
@@ -65,14 +74,16 @@ class Lines:
             start = end + 1
         if start < len(data):
             if len(self._buf) + len(data) - start > self.limit + 1:  # +1: a CR may follow
+                head = bytes(self._buf[: self.keep])
+                head += data[start : start + self.keep - len(head)]
                 self._buf.clear()
                 self._skipping = True
-                out.append(OVERSIZE)
+                out.append(Oversize(head))
             else:
                 self._buf += data[start:]
         return out
 
-    def end(self) -> bytes | None:
+    def end(self) -> bytes | Oversize | None:
         """At end of input: the last line if it had no newline, else None."""
         if not self._buf:
             return None
@@ -80,10 +91,10 @@ class Lines:
         self._buf.clear()
         return self._checked(line)
 
-    def _checked(self, line: bytes) -> bytes:
+    def _checked(self, line: bytes) -> bytes | Oversize:
         if line.endswith(b"\r"):
             line = line[:-1]
-        return line if len(line) <= self.limit else OVERSIZE
+        return line if len(line) <= self.limit else Oversize(line[: self.keep])
 
 
 class LineWriter:

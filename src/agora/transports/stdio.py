@@ -15,15 +15,11 @@ import trio
 
 from agora.mcp import jsonrpc as rpc
 from agora.server.connection import Connection
-from agora.transports.pipes import OVERSIZE, READ_BYTES, Lines, open_stdio
+from agora.transports.pipes import READ_BYTES, Lines, Oversize, open_stdio
 
 if TYPE_CHECKING:
     from agora.identity import Principal
     from agora.server.app import App, Endpoint
-
-OVERSIZE_ERROR = rpc.error(
-    None, rpc.INVALID_REQUEST, f"message larger than {rpc.MAX_MESSAGE_BYTES} bytes"
-)
 
 
 async def serve_stdio(
@@ -54,7 +50,7 @@ async def serve_stdio(
             principal=principal,
             endpoint=endpoint.params,
         )
-        lines = Lines(rpc.MAX_MESSAGE_BYTES)
+        lines = Lines(rpc.MAX_MESSAGE_BYTES, rpc.OVERSIZE_HEAD_BYTES)
         while chunk := await receive.receive_some(READ_BYTES):
             for line in lines.feed(chunk):
                 await _feed(conn, emit, line)
@@ -63,8 +59,9 @@ async def serve_stdio(
             await _feed(conn, emit, last)
 
 
-async def _feed(conn: Connection, emit: Any, line: bytes) -> None:
-    if line is OVERSIZE:
-        await emit(OVERSIZE_ERROR, None)
+async def _feed(conn: Connection, emit: Any, line: bytes | Oversize) -> None:
+    if isinstance(line, Oversize):  # refused with its id, if it has one: its call then fails
+        rid = rpc.request_id_in(line.head)
+        await emit(rpc.error(rid, rpc.INVALID_REQUEST, rpc.OVERSIZE_MESSAGE), rid)
     elif line.strip():
         await conn.feed_bytes(line)
