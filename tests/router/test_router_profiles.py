@@ -150,3 +150,38 @@ async def test_a_workspace_root_must_be_absolute(router, workspace):
     plan = await router.plan("Fix it", routing_context=routing("relative/path"))
     assert plan["profile_warnings"] == ["workspace-root-not-absolute"]
     assert plan_args("x")["explicit_skill_ids"] == []
+
+
+async def test_a_root_outside_the_authorized_roots_tells_nothing_about_the_filesystem(
+    router, workspace, tmp_path, monkeypatch
+):
+    (tmp_path / "outside").mkdir()
+    touched: list[str] = []
+    real = os.path.realpath
+
+    def spy(path, *args, **kwargs):
+        touched.append(str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os.path, "realpath", spy)
+    for probe in (tmp_path / "outside", tmp_path / "outside-missing", "/etc/passwd",
+                  "/etc/passwdx", f"{workspace}/../../outside"):  # fmt: skip
+        plan = await router.plan("Fix it", routing_context=routing(probe))
+        assert plan["profile_warnings"] == ["workspace-root-not-authorized"], probe
+    assert set(touched) <= {str(tmp_path / "allowed")}  # only the authorized root is resolved
+    # Under an authorized root the path is resolved: a missing one says so, a symlink that
+    # leads out is still refused.
+    plan = await router.plan("Fix it", routing_context=routing(workspace / "missing"))
+    assert plan["profile_warnings"] == ["workspace-root-missing"]
+    os.symlink(tmp_path / "outside", workspace / "out")
+    plan = await router.plan("Fix it", routing_context=routing(workspace / "out"))
+    assert plan["profile_warnings"] == ["workspace-root-not-authorized"]
+
+
+async def test_a_link_out_of_an_authorized_root_is_no_oracle_either(router, workspace, tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "there").mkdir()
+    os.symlink(tmp_path / "elsewhere", workspace / "link")
+    for probe in ("there", "not-there"):
+        plan = await router.plan("Fix it", routing_context=routing(f"{workspace}/link/{probe}"))
+        assert plan["profile_warnings"] == ["workspace-root-not-authorized"], probe

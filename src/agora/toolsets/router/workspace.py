@@ -1,11 +1,13 @@
 """Reading Profile files: the workspace file only under an authorized root, never beyond it.
 
 A ``plan_work`` call may name a ``workspace_root``; the router then reads the fixed file
-``<root>/.codex/workflow-skill-router.json``, but only when the real path of that root lies
-inside a root the operator configured (``[options.router] workspace_roots``) or the MCP
-client declared (``roots/list``), and only when the real path of the file still lies
-inside that authorized root: ``..`` segments and symlinks are resolved first, so neither
-can lead outside. Anything refused or unreadable becomes a profile warning, never an error.
+``<root>/.codex/workflow-skill-router.json``, but only when that root lies inside a root the
+operator configured (``[options.router] workspace_roots``) or the MCP client declared
+(``roots/list``): first lexically (a path outside every authorized root is refused without
+looking at the disk, so the warning never tells whether it exists), then by its real path,
+and only when the real path of the file still lies inside that authorized root: ``..``
+segments and symlinks are resolved, so neither can lead outside. Anything refused or
+unreadable becomes a profile warning, never an error.
 This module does blocking file I/O: call it from a worker thread.
 """
 
@@ -70,24 +72,47 @@ def read_text(path: Path) -> tuple[str | None, str | None]:
         return None, "unreadable"
 
 
+def _lexical(path: str) -> Path:
+    """``path`` with ``.``, ``..`` and repeated separators folded, without touching the disk."""
+    return Path(os.path.normpath(path))
+
+
 def authorized_root(
     workspace_root: str, authorized: list[str]
 ) -> tuple[Path | None, Path | None, str | None]:
     """Resolve ``workspace_root`` and the authorized root it lies under.
 
+    A path outside every authorized root is refused lexically, before anything on the disk
+    is looked at, so the answer (``workspace-root-not-authorized``) is the same whether such
+    a path exists or not: the warning is no oracle for the caller. Only a path lexically
+    under an authorized root (as configured or declared, or as it resolves) is then
+    resolved, and its real path must still lie under the real path of an authorized root,
+    which refuses a symlink or ``..`` through one that leads out (whether or not what it
+    leads to exists: only a path that stays inside may be called missing).
+
     Returns:
         ``(real_root, trusted_root, None)``, or ``(None, None, warning)`` when it is not
-        absolute, does not exist, or lies under no authorized root.
+        absolute, lies under no authorized root, or (under one) does not exist.
     """
     if not os.path.isabs(workspace_root):
         return None, None, "workspace-root-not-absolute"
-    real_root = _real(workspace_root)
-    if real_root is None:
-        return None, None, "workspace-root-missing"
-    allowed = [r for r in (_real(a) for a in authorized if os.path.isabs(a)) if r is not None]
-    trusted = next((r for r in allowed if _inside(real_root, r)), None)
+    roots = [a for a in authorized if os.path.isabs(a)]
+    if not roots:
+        return None, None, "workspace-root-not-authorized"
+    lexical = _lexical(workspace_root)
+    allowed = [r for r in (_real(a) for a in roots) if r is not None]
+    if not any(_inside(lexical, r) for r in (*(_lexical(a) for a in roots), *allowed)):
+        return None, None, "workspace-root-not-authorized"
+    try:  # as far as it exists: a link that leads out is refused whether its target exists
+        resolved = Path(os.path.realpath(workspace_root))
+    except (OSError, ValueError):
+        return None, None, "workspace-root-not-authorized"
+    trusted = next((r for r in allowed if _inside(resolved, r)), None)
     if trusted is None:
         return None, None, "workspace-root-not-authorized"
+    real_root = _real(str(resolved))
+    if real_root is None:
+        return None, None, "workspace-root-missing"
     return real_root, trusted, None
 
 
