@@ -16,6 +16,7 @@ import trio
 
 from agora.errors import AgoraError
 from agora.toolsets.router import profiles, workspace
+from agora.toolsets.router.logsafe import loggable
 from agora.toolsets.router.memory import MEMORY, Managed
 from agora.toolsets.router.ownership import memory_key
 
@@ -37,7 +38,7 @@ async def client_roots(call: ToolCall) -> list[str]:
         with trio.fail_after(ROOTS_TIMEOUT):
             answer: Any = await client.request("roots/list", {})
     except (trio.TooSlowError, AgoraError) as exc:
-        log.info("roots/list failed: %s", exc)
+        log.info("roots/list failed: %s", loggable(exc))  # the client's own text
         return []
     roots = answer.get("roots", []) if isinstance(answer, dict) else []
     uris = [r["uri"] for r in roots if isinstance(r, dict) and isinstance(r.get("uri"), str)]

@@ -36,6 +36,7 @@ from agora.toolsets.router.commands import (
     TransitionSupport,
 )
 from agora.toolsets.router.index import RunIndex, index_of
+from agora.toolsets.router.logsafe import loggable
 from agora.toolsets.router.state import Applied, CorruptRun, Item, RunState, from_rows
 
 if TYPE_CHECKING:
@@ -139,8 +140,8 @@ class WorkflowRun:
         tool = TOOL_OF[type(command)]
         if self.corrupt is not None:
             correlation = replies.new_correlation()
-            log.error("router run %s is corrupt (%s); correlation %s", self.key, self.corrupt,
-                      correlation)  # fmt: skip
+            log.error("router run %s is corrupt (%s); correlation %s", loggable(self.key),
+                      loggable(self.corrupt, 400), correlation)  # fmt: skip
             return Effects(reply=replies.internal(correlation))
         run = self.state
         if run is not None and run.session_id != command.session_id:
@@ -172,8 +173,8 @@ class WorkflowRun:
                 result, writes = MUTATIONS.dispatch(run, cmd, current + 1, at)
                 text = _text(result)
         except ToolError as refused:
-            log.info("router %s on %s refused: %s (correlation %s)", tool, self.key,
-                     refused.body.get("code"), cmd.correlation_id)  # fmt: skip
+            log.info("router %s on %s refused: %s (correlation %s)", tool, loggable(self.key),
+                     refused.body.get("code"), loggable(cmd.correlation_id))  # fmt: skip
             if refused.body.get("audited"):  # a refused consent transition is kept for audit
                 return Effects(reply=refused, writes=consent.audit(run, cmd, refused, at))
             return Effects(reply=refused)
@@ -186,8 +187,10 @@ class WorkflowRun:
         writes.append(sql.insert_ledger(run.run_id, cmd.idempotency_key, cmd.request_digest,
                                         text, at))  # fmt: skip
         # DEBUG (``agora serve -v``): an INFO line per commit cost ~8% of the server's CPU.
-        log.debug("router %s on %s -> version %d (correlation %s)", tool, run.run_id,
-                  run.state_version, cmd.correlation_id)  # fmt: skip
+        if log.isEnabledFor(logging.DEBUG):  # not even the escaping on the hot path otherwise
+            log.debug("router %s on %s -> version %d (correlation %s)", tool,
+                      loggable(run.run_id), run.state_version,
+                      loggable(cmd.correlation_id))  # fmt: skip
         return Effects(reply=result, writes=writes, changed=True)
 
 

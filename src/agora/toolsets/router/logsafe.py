@@ -1,0 +1,44 @@
+"""Caller-supplied values as the router logs them: escaped and cut, so none forges a log line.
+
+Every value a client chose (``correlation_id``, a run id it named, an error text its
+``roots/list`` answer carried) goes through `loggable` before it reaches a log call: control
+and format characters (newline, carriage return, ESC, NEL, U+2028/U+2029, bidi overrides,
+lone surrogates) and the backslash are written as escapes, so one call makes at most one
+line and cannot paint the terminal, and a value longer than `MAX_LOGGED` characters is cut
+with a marker saying how much was left out.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Final
+
+#: Most characters of one caller-supplied value in a log line (before escaping).
+MAX_LOGGED: Final = 160
+#: Unicode categories written as escapes: control, format, surrogate, line/paragraph separator.
+_ESCAPED: Final = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def _escape(ch: str) -> str:
+    if ch == "\\":
+        return "\\\\"
+    if unicodedata.category(ch) not in _ESCAPED:
+        return ch
+    code = ord(ch)
+    if ch in "\n\r\t":
+        return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}[ch]
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def loggable(value: object, limit: int = MAX_LOGGED) -> str:
+    """``value`` (its ``str``) safe for one log line: escaped, and cut to ``limit`` characters
+    with a ``...[+N chars]`` marker when longer."""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) <= limit and text.isprintable() and "\\" not in text:
+        return text  # the common case: a short printable id
+    cut = len(text) - limit
+    head = text[:limit] if cut > 0 else text
+    escaped = "".join(map(_escape, head))
+    return f"{escaped}...[+{cut} chars]" if cut > 0 else escaped
