@@ -1,22 +1,27 @@
 """The structural classifier: single, phased or managed-goal, from the shape of an objective.
 
 No model and no network: the same objective and hints always give the same answer, with
-the reasons that decided it. The rules (revision ``agora-structural-v1``), in order:
+the reasons that decided it. The rules (revision ``agora-structural-v2``), in order:
 
 1. A ``goal_binding_id`` makes the plan ``managed-goal`` (source ``native-goal-binding``):
    a native Goal owns the outer envelope.
 2. A ``requested_work_mode`` is taken as given (source ``caller-work-mode-hint``).
 3. Otherwise the objective is read for structural signals (source ``deterministic-analyzer``):
-   ``enumerated-steps`` (two or more numbered or bulleted items), ``sequencing-words``
-   (then, next, finally, after that, followed by, afterwards), ``multiple-action-families``
+   ``enumerated-steps`` (two or more numbered or bulleted items or labelled steps: a unit,
+   phase, step, stage, milestone or part, with a number, 1-99, one-ten or i-x, or after an
+   ordinal, first-tenth, then a colon, period, parenthesis or dash: "Phase 1:", "Step two -",
+   "Second stage:"), ``sequencing-words`` (then, next, finally, after that, followed by,
+   afterwards, once done, or a stepwise phrase: "phase by phase", "step by step", "stage by
+   stage", "milestone by milestone", "part by part"), ``multiple-action-families``
    (two or more of plan/design, implement/build, test/verify, document, release/deploy,
    review, each counted once; a family preceded by a negation such as "do not" or "skip"
    is ignored and reported as ``negated-action-ignored``), ``multi-domain`` (two or more
    routing domains), and managed-goal signals (milestones, cross-repository work,
-   long-running or resumable work, a dependency graph, a roadmap).
-   Two or more managed-goal signals give ``managed-goal``; enumerated steps, sequencing
-   words joining two action families, three or more action families, or several domains
-   give ``phased``; anything else is ``single``.
+   long-running or resumable work, including "over the next quarter", "over several months",
+   "multi-month", a dependency graph, a roadmap).
+   Two or more managed-goal signals give ``managed-goal``; enumerated steps, a stepwise
+   phrase, sequencing words joining two action families, three or more action families, or
+   several domains give ``phased``; anything else is ``single``.
 4. An objective with no signal at all is ``single`` by the builtin fallback (source
    ``builtin-fallback``, reason ``no-structural-signal``, confidence ``low``).
 
@@ -45,7 +50,7 @@ Source = Literal[
 ]
 Confidence = Literal["high", "medium", "low"]
 
-REVISION: Final = "agora-structural-v1"
+REVISION: Final = "agora-structural-v2"
 #: Longest objective whose classification is cached (the latest 1024 are: a few MiB at most).
 CACHED_CHARS: Final = 2048
 
@@ -65,10 +70,24 @@ _SEQUENCE: Final = re.compile(
     r"\b(?:then|next|finally|afterwards|after\s+that|followed\s+by|once\s+done)\b"
 )
 _ENUMERATED: Final = re.compile(r"(?:^|[\n;:])\s*(?:\d{1,2}[.)]|[-*\u2022])\s+\S")
+_UNITS: Final = r"phase|step|stage|milestone|part"
+_NUMBERS: Final = r"\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|i{1,3}|iv|vi{0,3}|ix|x"
+_ORDINALS: Final = r"first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth"
+#: A labelled step: "Phase 1:", "Step two -", "Stage III)", "Milestone 2.", "Second phase:".
+_LABELLED: Final = re.compile(
+    rf"\b(?:(?:{_UNITS})\s+(?:{_NUMBERS})|(?:{_ORDINALS})\s+(?:{_UNITS}))"
+    r"\s*(?::|\)|\.(?!\d)|[\u2013\u2014]|-(?=\s))"
+)
+#: A stepwise phrase: "phase by phase", "step by step", "milestone by milestone".
+_STEPWISE: Final = re.compile(rf"\b({_UNITS})\s+by\s+\1\b")
 _MANAGED: Final = {
     "milestones": re.compile(r"\bmilestones?\b"),
     "cross-repository": re.compile(r"\bcross[-\s]?repo(?:sitory|sitories|s)?\b|\bacross\s+repos"),
-    "long-running": re.compile(r"\b(?:long[-\s]?running|resumable|multi[-\s]?week|over\s+weeks)\b"),
+    "long-running": re.compile(
+        r"\b(?:long[-\s]?running|resumable|multi[-\s]?(?:week|month|quarter)s?"
+        r"|over\s+(?:the\s+)?(?:next\s+|coming\s+)?(?:few\s+|several\s+|\d+\s+)?"
+        r"(?:weeks|months|quarters?|sprints))\b"
+    ),
     "dependency-graph": re.compile(r"\bdependency\s+(?:graph|dag)\b"),
     "roadmap": re.compile(r"\broadmap\b"),
 }
@@ -154,8 +173,9 @@ def _classify(
     families, negated = _families(text)
     if negated:
         reasons.append("negated-action-ignored")
-    enumerated = len(_ENUMERATED.findall(text)) >= 2
-    sequencing = bool(_SEQUENCE.search(text))
+    enumerated = len(_ENUMERATED.findall(text)) + len(_LABELLED.findall(text)) >= 2
+    stepwise = bool(_STEPWISE.search(text))
+    sequencing = stepwise or bool(_SEQUENCE.search(text))
     managed = [name for name, pattern in _MANAGED.items() if pattern.search(text)]
     multi_domain = len(set(domains)) >= 2
     if enumerated:
@@ -171,7 +191,7 @@ def _classify(
         reasons.append("managed-goal-signals")
         confidence: Confidence = "high" if len(managed) >= 3 else "medium"
         return Classification("managed-goal", "deterministic-analyzer", confidence, tuple(reasons))
-    staged = enumerated or (sequencing and len(families) >= 2)
+    staged = enumerated or stepwise or (sequencing and len(families) >= 2)
     if staged or len(families) >= 3 or multi_domain:
         confidence = "high" if staged else "medium"
         return Classification("phased", "deterministic-analyzer", confidence, tuple(reasons))
