@@ -120,3 +120,31 @@ async def test_an_unknown_proposal_is_refused(router, proposal_id):
     body = await router.refused("transition_support_consent",
                                 **transition_args({"proposal_id": proposal_id}, 1))  # fmt: skip
     assert body["code"] == "proposal-not-found"
+
+
+async def test_an_approved_support_set_is_the_work_items_supports(router, runtime, nursery):
+    from router_driver import Router
+
+    from agora.runtime.clock import Clock, FakeWall
+    from agora.runtime.registry import Runtime
+
+    plan = await locked_plan(router)
+    run = plan["workflow_run_id"]
+    rejected = await router.call("propose_support_consent",
+                                 **proposal_args(plan, support_skill_ids=["skill:x"]))  # fmt: skip
+    await router.call("transition_support_consent", **transition_args(rejected, 2, "reject"))
+    assert (await router.next(run))["work_item"]["support_skill_ids"] == []
+    first = await router.call("propose_support_consent", **proposal_args(plan, version=3))
+    assert (await router.next(run))["work_item"]["support_skill_ids"] == []  # not yet decided
+    await router.call("transition_support_consent", **transition_args(first, 4))
+    item = (await router.next(run))["work_item"]
+    assert item["phase_id"] == "plan"
+    assert item["support_skill_ids"] == ["skill:a", "skill:b"]
+    # A later approved set for the phase replaces the earlier one (one concrete set each).
+    later_args = proposal_args(plan, version=5, support_skill_ids=["skill:c"])
+    later = await router.call("propose_support_consent", **later_args)
+    await router.call("transition_support_consent", **transition_args(later, 6))
+    assert (await router.next(run))["work_item"]["support_skill_ids"] == ["skill:c"]
+    # Kept in the store: another server reading the run sees the same.
+    other = Router(Runtime(runtime.store, nursery, clock=Clock(FakeWall())))
+    assert (await other.next(run))["work_item"]["support_skill_ids"] == ["skill:c"]

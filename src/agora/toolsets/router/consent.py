@@ -9,7 +9,10 @@ A transition approves or rejects a proposal still awaiting a decision; the calle
 phase, scope anchor, goal revision, plan revision and context fingerprint must all equal the
 bound ones, and the phase must not be completed, or the transition fails closed with every
 stale field named (the refusal is kept in ``router_consent_audit``). A decided proposal is
-never decided again. The proposal id embeds the run id, so a transition finds its run.
+never decided again. An approved set becomes the support skills of its phase's work item
+(``support_skill_ids`` in ``get_next_work``), replacing any set approved before for that
+phase: each proposal is one concrete set. A rejected one changes nothing. The proposal id
+embeds the run id, so a transition finds its run.
 Pure: handlers return results and writes, or raise refusals before changing anything.
 """
 
@@ -17,6 +20,8 @@ from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from agora.toolsets.router import replies, sql
 from agora.toolsets.router.digests import stable_id
@@ -120,8 +125,13 @@ def transition(run: RunState, cmd: TransitionSupport, version: int, at: str) -> 
                               stale_fields=stale, audited=True)  # fmt: skip
     p.status = "approved" if cmd.action == "approve" else "rejected"
     p.decision_ref = stable_id("decision", p.proposal_id, cmd.idempotency_key)
-    return _result(run, p, version), [sql.decide_proposal(p.proposal_id, p.status,
-                                                          p.decision_ref, at)]  # fmt: skip
+    writes = [sql.decide_proposal(p.proposal_id, p.status, p.decision_ref, at)]
+    item = run.item_for(p.phase_id)
+    if p.status == "approved" and item is not None:  # the phase's supports from now on
+        item.item = msgspec.structs.replace(item.item, support_skill_ids=p.support_skill_ids)
+        writes.append(sql.set_item_supports(run.run_id, item.seq,
+                                            json.dumps(list(p.support_skill_ids)), at))  # fmt: skip
+    return _result(run, p, version), writes
 
 
 def audit(run: RunState | None, cmd: Mutation, refused: ToolError, at: str) -> list[Write]:

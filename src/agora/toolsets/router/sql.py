@@ -183,6 +183,15 @@ def update_items(run_id: str, changes: list[tuple[int, str]], at: str) -> Write:
     )
 
 
+def set_item_supports(run_id: str, seq: int, support_json: str, at: str) -> Write:
+    """Set a work item's support skills (an approved consent's set)."""
+    return (
+        "UPDATE router_work_items SET support_json = ?, updated_at = ?"
+        " WHERE run_id = ? AND seq = ?",
+        (support_json, at, run_id, seq),
+    )
+
+
 @functools.lru_cache(maxsize=16)
 def _update_items_sql(count: int) -> str:
     cases = " ".join(["WHEN ? THEN ?"] * count)
