@@ -74,3 +74,19 @@ def test_only_replies_from_splice_min_bytes_on_are_spliced() -> None:
     spliced = tool_reply(s, 2, big, False)
     assert type(spliced) is rpc.Encoded
     assert rpc.encode(spliced) == two_pass(s, 2, big, False)
+
+
+def test_a_guided_value_adds_its_guidance_after_the_json_copy() -> None:
+    from agora.mcp.results import Guided
+
+    plain = {"n": 1, "pad": "x" * SPLICE_MIN}
+    for splice_min in (0, 10 * SPLICE_MIN):
+        guided = Guided(plain, "do this next")
+        assert guided == plain
+        reply = tool_reply(session(), 3, guided, False, splice_min=splice_min)
+        decoded = msgspec.json.decode(rpc.encode(reply))
+        assert decoded["result"]["structuredContent"] == plain
+        assert decoded["result"]["content"] == [
+            {"type": "text", "text": rpc.encode(plain).decode()},
+            {"type": "text", "text": "do this next"},
+        ]

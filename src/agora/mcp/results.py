@@ -2,7 +2,9 @@
 
 `tool_result` builds one (a refusal too, with ``isError``); `tool_reply` is the whole response
 to a call that returned a value, encoding the value once and, from `SPLICE_MIN` bytes on,
-splicing those bytes into the message instead of encoding them a second time.
+splicing those bytes into the message instead of encoding them a second time. A handler that
+returns a `Guided` value adds a second text block, after the JSON copy: a note for the model
+that the tool's closed outputSchema has no field for.
 """
 
 from __future__ import annotations
@@ -13,6 +15,21 @@ from agora.mcp import jsonrpc as rpc
 
 if TYPE_CHECKING:
     from agora.mcp.session import Session
+
+
+class Guided(dict[str, Any]):
+    """A tool's structured result (the dict itself) with ``guidance`` for the model.
+
+    The structured content and its JSON text copy are those of the plain dict; ``guidance``
+    follows as a second text block (MCP allows several), for what the outputSchema has no
+    field for. Equal to the plain dict, so callers that compare results see no difference.
+    """
+
+    __slots__ = ("guidance",)
+
+    def __init__(self, value: dict[str, Any], guidance: str) -> None:
+        super().__init__(value)
+        self.guidance = guidance
 
 
 #: Replies whose structured content encodes to fewer bytes are encoded whole: splicing costs
@@ -29,7 +46,10 @@ def tool_reply(
     if not isinstance(value, dict) or ("content" in value and "structuredContent" not in value):
         return rpc.result(rid, session.finish(tool_result(value), modern))
     data = rpc.encode_value(value)
-    out = {"content": [{"type": "text", "text": data.decode()}], "structuredContent": value}
+    content = [{"type": "text", "text": data.decode()}]
+    if type(value) is Guided:
+        content.append({"type": "text", "text": value.guidance})
+    out = {"content": content, "structuredContent": value}
     if modern:  # (every tool reply passes here: no call to stamp what needs no stamp)
         out = session.finish(out, modern)
     if len(data) < splice_min:
