@@ -15,3 +15,11 @@ def test_every_refusal_code_is_documented_and_nothing_else():
     rows = [line.split("|")[1] for line in table.splitlines() if line.startswith("| `")]
     documented = {code for row in rows for code in re.findall(r"`([a-z-]+)`", row)}
     assert documented == REFUSAL_CODES | {"invalid-arguments", "internal-error"}
+
+
+def test_the_readmes_evidence_digest_example_is_what_a_gate_expects():
+    from agora.toolsets.router.progress import evidence_digest
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    refs = ["sha256:" + "b" * 64, "sha256:" + "a" * 64, "sha256:" + "b" * 64]
+    assert f"whose digest is\n`{evidence_digest(refs)}`" in readme

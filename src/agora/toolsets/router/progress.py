@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import rfc8785
 
-from agora.toolsets.router import replies, sql
+from agora.toolsets.router import guidance, replies, sql
 from agora.toolsets.router.digests import canonical, digest, stable_id
 
 if TYPE_CHECKING:
@@ -67,13 +67,14 @@ def next_work(run: RunState) -> dict[str, Any] | ToolError:
         None,
     )
     status = "work-available" if item else ("completed" if run.status == "completed" else "blocked")
-    return {
+    result: dict[str, Any] = {
         "status": status,
         "work_item": None if item is None else _view(run, item),
         "authority_mode": "router-local",
         "host_goal_mutated": False,
         "refresh_requirements": [],
     }
+    return guidance.next_item(result, item)  # its gate's check ids, in a text block
 
 
 def status(run: RunState) -> dict[str, Any]:

@@ -23,7 +23,7 @@ import msgspec
 from agora.errors import ToolError
 from agora.runtime.commands import CommandTable
 from agora.runtime.entity import Effects, Write
-from agora.toolsets.router import consent, progress, replies, sql
+from agora.toolsets.router import consent, guidance, progress, replies, sql
 from agora.toolsets.router.commands import (
     CreatePlan,
     EvaluateGate,
@@ -154,7 +154,10 @@ class WorkflowRun:
 
     def _mutate(self, run: RunState | None, cmd: Mutation, tool: str, at: str) -> Effects:
         if run is not None and cmd.idempotency_key in run.ledger:
-            return Effects(reply=_replay(run, cmd))
+            reply = _replay(run, cmd)
+            if isinstance(cmd, CreatePlan) and isinstance(reply, dict):  # no `replayed` field
+                reply = guidance.planned(reply, run.items, replayed=True)
+            return Effects(reply=reply)
         if run is None and isinstance(cmd, TransitionSupport):
             return Effects(reply=replies.refusal("proposal-not-found", "no such proposal"))
         if run is None and not isinstance(cmd, CreatePlan):
@@ -191,6 +194,8 @@ class WorkflowRun:
             log.debug("router %s on %s -> version %d (correlation %s)", tool,
                       loggable(run.run_id), run.state_version,
                       loggable(cmd.correlation_id))  # fmt: skip
+        if isinstance(cmd, CreatePlan):  # the checks of each phase, which no field names
+            result = guidance.planned(result, run.items, replayed=False)
         return Effects(reply=result, writes=writes, changed=True)
 
 

@@ -1,0 +1,71 @@
+"""The notes the router adds for the model beside a result whose outputSchema has no room.
+
+`plan_work` and `get_next_work` answer closed objects (the contract's outputSchemas allow no
+other property), and none of their fields holds a phase's exit-gate check ids: the tree of
+planned skills lists only phases with a skill and names the gate (``exit_gate``), not its
+checks. An agent needs those ids to report progress, so each answer is sent as a
+`agora.mcp.results.Guided` value: its structured content unchanged, and a second text block
+naming the checks and how to report them. A replayed ``plan_work`` (whose outputSchema has
+no ``replayed`` field either) says so there too. Pure; the texts are cached per layout.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any, Final
+
+from agora.mcp.results import Guided
+
+if TYPE_CHECKING:
+    from agora.toolsets.router.state import Item
+
+#: One phase as the notes see it: (phase_id, gate_id, check_ids).
+Gate = tuple[str, str, tuple[str, ...]]
+
+REPORT: Final = (
+    'Report each check with record_work_event (phase_id, observation {"check_id": ID, '
+    '"outcome": "passed"} or "failed"), then call evaluate_gate with evidence_refs = the '
+    'event_ids it returned and expected_evidence_digest = "sha256:" + hex SHA-256 of the '
+    "RFC 8785 JSON of those refs sorted and de-duplicated. The gate passes when the latest "
+    "referenced event of every check says passed."
+)
+REPLAYED: Final = (
+    "replayed: this idempotency key already made this plan; this is its stored result and "
+    "nothing was written."
+)
+
+
+def _gate(phase: str, gate: str, checks: tuple[str, ...]) -> str:
+    names = ", ".join(checks)
+    example = f'{{"check_id": "{checks[0]}", "outcome": "passed"}}' if checks else "{}"
+    return f"phase {phase} (exit gate {gate}): checks {names}; e.g. {example}"
+
+
+@functools.lru_cache(maxsize=256)
+def _plan_note(gates: tuple[Gate, ...], replayed: bool) -> str:
+    lines = [REPLAYED] if replayed else []
+    if gates:
+        lines.append("Exit-gate checks by phase (check_id values for record_work_event):")
+        lines.extend(f"- {_gate(*g)}" for g in gates)
+        lines.append(REPORT)
+    return "\n".join(lines)
+
+
+def planned(result: dict[str, Any], items: list[Item], replayed: bool) -> dict[str, Any]:
+    """A ``plan_work`` result with its note (the plain result when there is nothing to say)."""
+    gates = tuple((i.item.phase_id, i.item.gate_id, i.item.check_ids) for i in items)
+    if not gates and not replayed:
+        return result
+    return Guided(result, _plan_note(gates, replayed))
+
+
+@functools.lru_cache(maxsize=256)
+def _next_note(phase: str, gate: str, checks: tuple[str, ...]) -> str:
+    return f"Next: {_gate(phase, gate, checks)}.\n{REPORT}"
+
+
+def next_item(result: dict[str, Any], item: Item | None) -> dict[str, Any]:
+    """A ``get_next_work`` result with the checks of its work item's gate, if it has one."""
+    if item is None:
+        return result
+    return Guided(result, _next_note(item.item.phase_id, item.item.gate_id, item.item.check_ids))
