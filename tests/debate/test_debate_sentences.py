@@ -25,9 +25,10 @@ async def room(desk):
 async def test_add_role_denials_are_uniform_and_shape_comes_first(desk, room):
     bob = await desk.session(BOB)
     mine = await desk.session(CONDUCTOR)
+    olga = await desk.session(OUTSIDER)
     bodies = [
         await desk.refused(
-            BOB, "debate_add_role", topic_id=room["topic"], role="EXECUTOR_2", session_id=bob
+            OUTSIDER, "debate_add_role", topic_id=room["topic"], role="EXECUTOR_2", session_id=olga
         ),
         await desk.refused(
             CONDUCTOR, "debate_add_role", topic_id=NOWHERE, role="EXECUTOR_2", session_id=mine
@@ -37,6 +38,11 @@ async def test_add_role_denials_are_uniform_and_shape_comes_first(desk, room):
         ),
     ]
     assert bodies[0] == bodies[1] == bodies[2]
+    # Bob sees the topic (he holds ADVOCATE): the missing scope is no secret to him.
+    seated = await desk.refused(
+        BOB, "debate_add_role", topic_id=room["topic"], role="EXECUTOR_2", session_id=bob
+    )
+    assert seated["error"] == "conductor_required"
     shape = await desk.refused(
         BOB, "debate_add_role", topic_id=NOWHERE, role="executor", session_id=bob
     )
