@@ -7,6 +7,7 @@ import pytest
 from debate_support import ALICE, BOB, CONDUCTOR, OUTSIDER, STAR, legacy_topic
 
 from agora.toolsets.debate import sql
+from agora.toolsets.debate.rules import TRANSITIONS, DebateError, check_transition
 
 
 @pytest.fixture
@@ -37,6 +38,56 @@ async def test_forward_moves_only(desk, room):
     for state in ("INIT", "ACTIVE", "ARCHIVED"):
         body = await move(desk, room, state, refused=True)
         assert body["error"] == "illegal_transition"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "says"),
+    [
+        ("INIT", "RESOLVED", "skips ACTIVE"),
+        ("INIT", "ARCHIVED", "skips ACTIVE and RESOLVED"),
+        ("ACTIVE", "ARCHIVED", "skips RESOLVED"),
+    ],
+)
+def test_a_skip_says_which_states_it_skips_and_the_one_move_allowed(old, new, says):
+    with pytest.raises(DebateError) as info:
+        check_transition(old, new)
+    body = info.value.body
+    message = body["message"]
+    assert "not a forward" not in message  # it is forward: what is wrong is the skip
+    assert says in message, message
+    allowed = TRANSITIONS[old]
+    assert f"{old} -> {allowed}" in message, message
+    assert body["allowed"] == [allowed]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "says"),
+    [
+        ("ACTIVE", "ACTIVE", "already ACTIVE"),
+        ("ACTIVE", "INIT", "backward"),
+        ("RESOLVED", "INIT", "backward"),
+        ("ARCHIVED", "ACTIVE", "ARCHIVED is the last state"),
+        ("ARCHIVED", "ARCHIVED", "already ARCHIVED"),
+    ],
+)
+def test_a_refused_move_says_what_is_wrong_with_it(old, new, says):
+    with pytest.raises(DebateError) as info:
+        check_transition(old, new)
+    assert says in info.value.body["message"], info.value.body
+
+
+async def test_init_to_resolved_is_refused_as_a_skip(desk):
+    a = await desk.session(ALICE)
+    topic = await desk.topic(ALICE, {"CONDUCTOR": a}, state="INIT")
+    body = await desk.refused(
+        ALICE, "debate_state", topic_id=topic, role="CONDUCTOR", new_state="RESOLVED"
+    )
+    assert body["error"] == "illegal_transition"
+    assert body["message"] == (
+        "INIT -> RESOLVED skips ACTIVE: the lifecycle moves one state at a time "
+        "(INIT -> ACTIVE -> RESOLVED -> ARCHIVED), so the only move from INIT is INIT -> ACTIVE"
+    )
+    assert body["allowed"] == ["ACTIVE"]
 
 
 async def test_resolved_is_blocked_by_open_questions_with_the_list(desk, room):

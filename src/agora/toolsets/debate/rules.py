@@ -212,17 +212,40 @@ def check_transition(old: str, new: str) -> None:
     """Only the next forward state is a legal move.
 
     Raises:
-        DebateError: ``illegal_transition``.
+        DebateError: ``illegal_transition``, whose message says what is wrong with the move
+            (a skip names the states it skips; a repeat, a backward move, a move from the
+            last state) and which move is allowed from ``old``.
     """
-    if TRANSITIONS.get(old) != new:
-        allowed = TRANSITIONS.get(old)
-        raise reject(
-            "illegal_transition",
-            f"{old} -> {new} is not a forward lifecycle move",
-            old_state=old,
-            new_state=new,
-            allowed=[allowed] if allowed else [],
-        )
+    allowed = TRANSITIONS.get(old)
+    if allowed == new:
+        return
+    raise reject(
+        "illegal_transition",
+        _transition_problem(old, new, allowed),
+        old_state=old,
+        new_state=new,
+        allowed=[allowed] if allowed else [],
+    )
+
+
+def _transition_problem(old: str, new: str, allowed: str | None) -> str:
+    """What is wrong with the move ``old -> new``, and the move that is allowed instead."""
+    chain = " -> ".join(STATES)
+    if allowed is None:
+        already = "already " if new == old else ""
+        return f"the topic is {already}{old}: {old} is the last state ({chain}), no move is left"
+    then = f"the only move from {old} is {old} -> {allowed}"
+    if new == old:
+        return f"the topic is already {old}; {then}"
+    if new not in STATES:
+        return f"{new} is not a lifecycle state ({chain}); {then}"
+    if STATES.index(new) < STATES.index(old):
+        return f"{old} -> {new} is backward: the lifecycle only moves forward ({chain}); {then}"
+    skipped = STATES[STATES.index(old) + 1 : STATES.index(new)]
+    return (
+        f"{old} -> {new} skips {' and '.join(skipped)}: the lifecycle moves one state at a "
+        f"time ({chain}), so {then}"
+    )
 
 
 def state_body(state: str, reason: str | None) -> str:
