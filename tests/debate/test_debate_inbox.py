@@ -314,6 +314,33 @@ async def test_wait_answers_at_once_on_shutdown(desk, room, autojump_clock):
             out = await desk.wait(BOB, room["topic"], "ADVOCATE", room["b"], 55_000)
     assert trio.current_time() - start == pytest.approx(2)
     assert out["count"] == 0
+    # Not a timeout: the answer says the server is going away (wait again after reconnecting).
+    assert out["shutting_down"] is True
+
+
+@pytest.mark.parametrize("on_topic", [True, False], ids=["one-topic", "every-topic"])
+async def test_only_a_wait_cut_short_by_shutdown_says_so(desk, room, autojump_clock, on_topic):
+    topic = room["topic"] if on_topic else None
+    with trio.fail_after(60):
+        timed_out = await desk.wait(BOB, topic, "ADVOCATE", room["b"], 1000)
+    assert timed_out["count"] == 0
+    assert "shutting_down" not in timed_out  # a real timeout: nothing came, none is ending
+    await say(desk, room, "ADVOCATE", "mine")
+    with trio.fail_after(60):
+        found = await desk.wait(BOB, topic, "ADVOCATE", room["b"], 1000)
+    assert found["count"] == 1
+    assert "shutting_down" not in found
+    await desk.advance(BOB, room["topic"], "ADVOCATE", room["b"], found["pending"][0]["msg_id"])
+
+    async def stop():
+        await trio.sleep(2)
+        desk.runtime.begin_shutdown()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(stop)
+        with trio.fail_after(60):
+            out = await desk.wait(BOB, topic, "ADVOCATE", room["b"], 30_000)
+    assert (out["count"], out["shutting_down"], out["topic_id"]) == (0, True, room["topic"])
 
 
 async def test_wait_rejects_timeouts_out_of_range(desk, room, autojump_clock):

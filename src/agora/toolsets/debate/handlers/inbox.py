@@ -101,7 +101,7 @@ async def _wait_any(call: ToolCall, timeout: float) -> dict[str, Any]:  # noqa: 
         raise tool_error(err) from None
     topic_id = next((t for t in sorted(replies) if replies[t].count), min(replies))
     inbox: Inbox = await run(call, topic_id, _check(call, persist=True))
-    return await _render(call, inbox, topic_id)
+    return _ended(call, inbox, await _render(call, inbox, topic_id))
 
 
 async def _wait_one(call: ToolCall, topic_id: str, timeout: float) -> dict[str, Any]:  # noqa: ASYNC109
@@ -122,9 +122,20 @@ async def _wait_one(call: ToolCall, topic_id: str, timeout: float) -> dict[str, 
         raise tool_error(err) from None
     if not inbox.count:
         inbox = await run(call, topic_id, _check(call, persist=True))
+        if not inbox.count:
+            return _ended(call, inbox, _result(inbox, inbox.bodies, topic_id))
     if len(inbox.bodies) == inbox.count:  # the topic held every body: nothing to read
         return _result(inbox, inbox.bodies, topic_id)
     return await _render(call, inbox, topic_id)
+
+
+def _ended(call: ToolCall, inbox: Inbox, result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` of a wait, marked ``shutting_down: true`` when it found nothing because the
+    server began shutting down (the runtime answers parked long-polls at once then, with
+    their latest reply): not a timeout, so the agent knows to wait again once reconnected."""
+    if not inbox.count and call.runtime.closing:
+        result["shutting_down"] = True
+    return result
 
 
 async def _topics(call: ToolCall, peek: CheckInbox) -> list[str]:
