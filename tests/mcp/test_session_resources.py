@@ -118,6 +118,29 @@ def test_subscriptions_decide_who_hears_of_updates() -> None:
     assert s.subscriptions == {"test://item/1/part/a"}
 
 
+def test_a_resource_with_a_check_is_subscribed_only_once_its_check_passed() -> None:
+    checked = ResourceEntry(
+        "test://inbox/{id}", "inbox", template=True, target="read-inbox", check="check-inbox"
+    )
+    s = session(checked)
+    action = one(s, "resources/subscribe", {"uri": "test://inbox/7"})
+    assert isinstance(action, Invoke)  # the driver runs the check
+    assert (action.kind, action.name, action.args, action.target) == (
+        "subscribe",
+        "test://inbox/7",
+        {"id": "7"},
+        "check-inbox",
+    )
+    assert s.subscriptions == set()  # not before the check passed
+    assert s.subscribed("test://inbox/7") == {}
+    s.ended(action.id)
+    assert s.subscriptions == {"test://inbox/7"}
+    # A URI no entry serves is refused here, as a read is, before any check.
+    refused = one(s, "resources/subscribe", {"uri": "test://elsewhere"})
+    assert isinstance(refused, Send)
+    assert refused.message["error"]["code"] == rpc.RESOURCE_NOT_FOUND
+
+
 def test_subscribing_without_resources_is_method_not_found() -> None:
     action = one(session(), "resources/subscribe", {"uri": "test://text"})
     assert isinstance(action, Send)

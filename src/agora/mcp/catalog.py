@@ -72,6 +72,10 @@ class ResourceEntry:
     mime_type: str | None = None
     template: bool = False
     target: Any = None
+    #: ``async def check(call) -> dict`` run before a resources/subscribe to this resource is
+    #: accepted (it raises the error the client gets, as ``target`` does for a read); None:
+    #: any URI the entry matches may be subscribed to, even before it exists.
+    check: Any = None
 
     def listing(self) -> dict[str, Any]:
         """The resources/list (or resources/templates/list) entry."""

@@ -166,6 +166,8 @@ class Session:
         kind = INVOKED.get(msg.method)
         if kind is not None:
             return [self._invoke(msg, kind, meta, modern)]
+        if msg.method == "resources/subscribe":
+            return [self._subscribe(msg, meta, modern)]
         value = self._answer(msg, meta)
         cacheable = msg.method in CACHEABLE
         return [Send(rpc.result(msg.id, self.finish(value, modern, cacheable=cacheable)), msg.id)]
@@ -227,8 +229,8 @@ class Session:
             case "prompts/list":
                 prompts, nxt = self._page(list(cat.prompts), params)
                 return _with_cursor({"prompts": [p.listing() for p in prompts]}, nxt)
-            case "resources/subscribe" | "resources/unsubscribe":
-                self._subscription(msg.method, params)
+            case "resources/unsubscribe":
+                self.subscriptions.discard(self._subscription_uri(params))
                 return {}
             case "logging/setLevel":
                 level = params.get("level")
@@ -238,18 +240,31 @@ class Session:
                 return {}
         raise ProtocolError(rpc.METHOD_NOT_FOUND, f"method not found: {msg.method}")
 
-    def _subscription(self, method: str, params: dict[str, Any]) -> None:
+    def _subscription_uri(self, params: dict[str, Any]) -> str:
         if not self.catalog.resources:
             raise ProtocolError(rpc.METHOD_NOT_FOUND, "resources are not offered here")
         uri = params.get("uri")
         if not isinstance(uri, str) or not uri:
             raise ProtocolError(rpc.INVALID_PARAMS, "params.uri must be a string")
-        if method == "resources/unsubscribe":
-            self.subscriptions.discard(uri)
-            return
-        if self.catalog.resource(uri) is None:
+        return uri
+
+    def _subscribe(self, msg: rpc.Request, meta: dict[str, Any], modern: bool) -> Send | Invoke:
+        """A resources/subscribe: answered here, or, for a resource with a ``check`` (who may
+        see it, whether it exists), an `Invoke` of kind ``subscribe`` that runs the check;
+        the driver then calls `subscribed` (or answers the check's error, as a read would)."""
+        uri = self._subscription_uri(msg.params)
+        found = self.catalog.resource(uri)
+        if found is None:
             raise ProtocolError(rpc.RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+        entry, args = found
+        if entry.check is not None:
+            return Invoke(msg.id, "subscribe", uri, args, entry.check, None, meta, modern)
+        return Send(rpc.result(msg.id, self.finish(self.subscribed(uri), modern)), msg.id)
+
+    def subscribed(self, uri: str) -> dict[str, Any]:
+        """Subscribe to ``uri`` (its check, if any, passed); the resources/subscribe result."""
         self.subscriptions.add(uri)
+        return {}
 
     def resource_updated(self, uri: str) -> dict[str, Any] | None:
         """The notifications/resources/updated message for ``uri``, if this session subscribed.

@@ -115,6 +115,7 @@ def resource(
     *,
     description: str = "",
     mime_type: str = "application/json",
+    check: ReadResource | None = None,
 ) -> ResourceEntry:
     """A resource a toolset serves, for `Toolset.resources`.
 
@@ -127,18 +128,23 @@ def resource(
             exist) answers "Resource not found".
         description: Shown in the listing.
         mime_type: Of the contents (JSON by default).
+        check: ``async def check(call) -> None``, run before a resources/subscribe to the
+            URI is accepted: a `LookupError` refuses it with the very error a read gets
+            ("Resource not found"). Without it any URI the entry matches may be subscribed
+            to, even one that does not exist yet.
 
     Returns:
         The catalog entry; listed as a template when ``uri`` has ``{...}`` parts.
     """
 
+    def not_found(call: ToolCall) -> ProtocolError:
+        return ProtocolError(rpc.RESOURCE_NOT_FOUND, "Resource not found", {"uri": call.tool})
+
     async def target(call: ToolCall) -> dict[str, Any]:
         try:
             value = await read(call)
         except LookupError:
-            raise ProtocolError(
-                rpc.RESOURCE_NOT_FOUND, "Resource not found", {"uri": call.tool}
-            ) from None
+            raise not_found(call) from None
         body: dict[str, Any] = {"uri": call.tool, "mimeType": mime_type}
         if isinstance(value, str):
             body["text"] = value
@@ -148,7 +154,20 @@ def resource(
             body["text"] = rpc.encode(value).decode()
         return {"contents": [body]}
 
-    return ResourceEntry(uri, name, description, mime_type, template="{" in uri, target=target)
+    subscribable = None
+    if check is not None:
+        confirm = check
+
+        async def subscribable(call: ToolCall) -> dict[str, Any]:
+            try:
+                await confirm(call)
+            except LookupError:
+                raise not_found(call) from None
+            return {}
+
+    return ResourceEntry(
+        uri, name, description, mime_type, template="{" in uri, target=target, check=subscribable
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,8 +3,9 @@
 Reading it lists, per active binding of the session, how many addressed messages still wait
 for their consumption receipt. A session that subscribed gets
 ``notifications/resources/updated`` when a post addressed to it (or to a role it holds)
-commits, and when it advances its cursor. Only the session's owner can read it; any other
-caller gets "Resource not found", as for a session that does not exist.
+commits, and when it advances its cursor. Only the session's owner can read it or subscribe
+to it; any other caller gets "Resource not found" for both, as for a session that does not
+exist.
 """
 
 from __future__ import annotations
@@ -17,9 +18,39 @@ from agora.toolsets.debate.handlers.common import caller
 from agora.toolsets.debate.rules import INBOX_URI, UUID_RE
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from agora.mcp.catalog import ResourceEntry
     from agora.store.neutral import ReadConn
     from agora.toolsets.base import ToolCall
+
+
+def _owned(call: ToolCall) -> Callable[[ReadConn], str]:
+    """A read that returns the inbox's session id if the caller owns that session.
+
+    Raises:
+        LookupError: (at once, or from the read) the session does not exist, its id is
+            malformed, or it is not the caller's: one answer for all.
+    """
+    session_id, who = str(call.args.get("session_id", "")), caller(call)
+    if not UUID_RE.fullmatch(session_id):
+        raise LookupError(session_id)
+
+    def owned(conn: ReadConn) -> str:
+        if sql.session_owners(conn, [session_id]).get(session_id) != who.name:
+            raise LookupError(session_id)
+        return session_id
+
+    return owned
+
+
+async def check_inbox(call: ToolCall) -> None:
+    """May the caller subscribe to this inbox: the same test as `read_inbox`'s.
+
+    Raises:
+        LookupError: the session does not exist or is not the caller's.
+    """
+    await call.runtime.read(_owned(call))
 
 
 async def read_inbox(call: ToolCall) -> dict[str, Any]:
@@ -28,13 +59,10 @@ async def read_inbox(call: ToolCall) -> dict[str, Any]:
     Raises:
         LookupError: the session does not exist or is not the caller's.
     """
-    session_id, who = str(call.args.get("session_id", "")), caller(call)
-    if not UUID_RE.fullmatch(session_id):
-        raise LookupError(session_id)
+    owned = _owned(call)
 
     def read(conn: ReadConn) -> dict[str, Any]:
-        if sql.session_owners(conn, [session_id]).get(session_id) != who.name:
-            raise LookupError(session_id)
+        session_id = owned(conn)
         topics = []
         for topic_id, role in sql.active_bindings_of(conn, session_id):
             count, oldest, newest = sql.open_inbox(
@@ -65,6 +93,8 @@ RESOURCES: list[ResourceEntry] = [
         "debate inbox",
         read_inbox,
         description="A session's addressed messages still waiting for debate_signal_advance, "
-        "per topic and role; subscribe for notifications/resources/updated on every change.",
+        "per topic and role; subscribe for notifications/resources/updated on every change "
+        "(only its owner may read it or subscribe to it).",
+        check=check_inbox,
     )
 ]
