@@ -114,7 +114,7 @@ def decode(data: bytes | str) -> Message:
     try:
         obj = _decoder.decode(data)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-        raise ProtocolError(PARSE_ERROR, f"parse error: {exc}") from None
+        raise ProtocolError(PARSE_ERROR, f"parse error: {decode_problem(data, exc)}") from None
     except RecursionError:
         raise ProtocolError(INVALID_REQUEST, "JSON nested too deeply") from None
     # Every nesting level opens a bracket, so a message with few brackets (most of them)
@@ -124,6 +124,22 @@ def decode(data: bytes | str) -> Message:
     else:
         brackets = data.count("{") + data.count("[")
     return parse(obj, walk=brackets > MAX_PARAMS_DEPTH)
+
+
+def decode_problem(data: bytes | str, exc: Exception) -> str:
+    """What is wrong with ``data``, which did not decode: the decoder's words, but for an
+    unpaired high surrogate escape, which it calls truncated input."""
+    raw = data.encode(errors="surrogatepass") if isinstance(data, str) else data
+    if isinstance(exc, msgspec.DecodeError) and (lone := _LONE_HIGH.search(raw)):
+        escape = lone.group().decode()
+        return (
+            f"invalid \\u escape at byte {lone.start()}: {escape} (a high surrogate) must be "
+            "followed by a low surrogate escape (\\udc00-\\udfff)"
+        )
+    return str(exc)
+
+
+_LONE_HIGH = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})")
 
 
 def parse(obj: Any, *, walk: bool = True) -> Message:

@@ -1,0 +1,36 @@
+"""What a message that is not JSON is told: the decoder's words, but plain ones where its own
+would mislead (an unpaired surrogate escape reads as "Input data was truncated" to msgspec)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agora.errors import ProtocolError
+from agora.mcp import jsonrpc as rpc
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        pytest.param(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":"\\ud800"}}',
+                     "invalid \\u escape at byte 55: \\ud800 (a high surrogate) must be followed",
+                     id="lone-high-at-the-end"),
+        pytest.param(b'{"a":"\\uDBFFx"}', "\\uDBFF (a high surrogate)", id="lone-high-mid-string"),
+        pytest.param('{"a":"\\ud800"}', "\\ud800 (a high surrogate)", id="text"),
+        pytest.param(b'{"a":"\\udc00"}', "invalid utf-16 surrogate pair", id="lone-low"),
+        pytest.param(b'{"a":', "Input data was truncated", id="truly-truncated"),
+    ],
+)  # fmt: skip
+def test_a_parse_error_says_what_is_wrong(data, said):
+    with pytest.raises(ProtocolError) as refused:
+        rpc.decode(data)
+    assert refused.value.code == rpc.PARSE_ERROR
+    assert said in refused.value.message
+
+
+def test_a_surrogate_pair_is_text():
+    message = rpc.decode(
+        b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":"\\ud83d\\ude00"}}'
+    )
+    assert isinstance(message, rpc.Request)
+    assert message.params == {"a": "\U0001f600"}
