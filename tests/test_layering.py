@@ -132,7 +132,7 @@ COMPOSITION_ROOT = ("agora", "agora.cli", "agora.server.embed", "agora.client", 
 def _layer(module: str) -> str | None:
     if module in COMPOSITION_ROOT:
         return None
-    if module in ("agora.errors", "agora.identity"):
+    if module in ("agora.errors", "agora.identity", "agora.logsafe"):
         return "leaf"
     if module == "agora.config":
         return "config"

@@ -62,7 +62,7 @@ async def test_a_client_error_from_roots_list_is_logged_escaped_and_cut(router, 
 
 
 def test_loggable_escapes_and_cuts():
-    from agora.toolsets.router.logsafe import MAX_LOGGED, loggable
+    from agora.logsafe import MAX_LOGGED, loggable
 
     assert loggable("corr-abc") == "corr-abc"
     assert loggable("a\nb\\n\x1b\u2028\U000e0001") == "a\\nb\\\\n\\x1b\\u2028\\U000e0001"

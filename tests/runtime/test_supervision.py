@@ -42,6 +42,18 @@ async def test_a_failing_handle_answers_internal_error_and_reloads_the_entity(
     assert await runtime.call(kind, "a", Add(1)) == 4
 
 
+async def test_a_hostile_entity_key_cannot_forge_a_log_line(runtime, kind, caplog):
+    # Keys come from callers (a router run id is any string): a failure's log line escapes it.
+    key = "a\nERROR agora.fake: forged \x1b[31m" + "x" * 500
+    with trio.fail_after(5), caplog.at_level(logging.ERROR), pytest.raises(InternalError):
+        await runtime.call(kind, key, Explode())
+    (line,) = [r.getMessage() for r in caplog.records if "failed on Explode" in r.getMessage()]
+    assert "\n" not in line
+    assert "\x1b" not in line
+    assert "a\\nERROR agora.fake: forged \\x1b[31m" in line
+    assert line.endswith("chars] failed on Explode")
+
+
 async def test_one_failing_actor_does_not_disturb_the_others(runtime, kind):
     failures = 0
 

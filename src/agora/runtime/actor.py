@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from agora.errors import ActorStopped
+from agora.logsafe import loggable
 from agora.runtime.handling import (
     RETRIES,
     GuardCounts,
@@ -221,7 +222,9 @@ class Actor(Handling):
     def log_crash(self) -> None:
         """Log the exception being handled as this actor's crash (with its traceback)."""
         log.exception(
-            "actor %s %s crashed; it restarts from the store on next use", self.kind.kind, self.key
+            "actor %s %s crashed; it restarts from the store on next use",
+            self.kind.kind,
+            loggable(self.key),
         )
 
     def can_run_inline(self) -> bool:

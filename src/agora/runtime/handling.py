@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agora.errors import STORE_CAUSES, AgoraError, StoreError
+from agora.logsafe import loggable
 from agora.store.neutral import Busy, Conflict, Guard
 
 if TYPE_CHECKING:
@@ -142,7 +143,7 @@ class Handling:
                 slot.fail(exc)
             return False
         except Exception:
-            log.exception("%s %s failed to load", self.kind.kind, self.key)
+            log.exception("%s %s failed to load", self.kind.kind, loggable(self.key))
             for _, slot in group:
                 slot.fail(InternalError(f"internal error in {self.kind.kind}; nothing was changed"))
             return False
@@ -165,7 +166,9 @@ class Handling:
         try:
             effects = entity.handle(command, now)
         except Exception:
-            log.exception("%s %s failed on %s", self.kind.kind, self.key, type(command).__name__)
+            log.exception(
+                "%s %s failed on %s", self.kind.kind, loggable(self.key), type(command).__name__
+            )
             self._entity = None  # maybe half-mutated: reload
             slot.fail(InternalError(f"internal error in {self.kind.kind}; nothing was changed"))
             return
@@ -207,7 +210,10 @@ class Handling:
                     effects = entity.handle(command, now)
                 except Exception:
                     log.exception(
-                        "%s %s failed on %s", self.kind.kind, self.key, type(command).__name__
+                        "%s %s failed on %s",
+                        self.kind.kind,
+                        loggable(self.key),
+                        type(command).__name__,
                     )
                     slot.fail(
                         InternalError(f"internal error in {self.kind.kind}; nothing was changed")
@@ -235,7 +241,7 @@ class Handling:
                 )
                 await self.runtime.store.write(writes)
             except StoreError as exc:
-                log.error("%s %s: commit failed: %s", self.kind.kind, self.key, exc)
+                log.error("%s %s: commit failed: %s", self.kind.kind, loggable(self.key), exc)
                 self._entity = None
                 for _, slot in done:
                     slot.fail(commit_failed(exc))
@@ -309,7 +315,7 @@ class Handling:
             try:
                 effects = entity.handle(command, runtime.clock.now())
             except Exception:
-                log.exception("%s %s failed on %s", kind, key, type(command).__name__)
+                log.exception("%s %s failed on %s", kind, loggable(key), type(command).__name__)
                 self._entity = None
                 slot.fail(InternalError(f"internal error in {kind}; nothing was changed"))
                 return
@@ -337,7 +343,7 @@ class Handling:
                 runtime.guard.retried += 1
                 continue
             except StoreError as exc:
-                log.error("%s %s: commit failed: %s", kind, key, exc)
+                log.error("%s %s: commit failed: %s", kind, loggable(key), exc)
                 self._entity = None
                 slot.fail(commit_failed(exc))
                 return
@@ -381,7 +387,7 @@ class Handling:
             except LookupError:
                 raise
             except Exception as exc:
-                log.exception("%s %s failed to load", self.kind.kind, self.key)
+                log.exception("%s %s failed to load", self.kind.kind, loggable(self.key))
                 raise InternalError(
                     f"internal error in {self.kind.kind}; nothing was changed"
                 ) from exc

@@ -27,6 +27,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import trio
 
+from agora.logsafe import loggable
 from agora.mcp import jsonrpc as rpc
 from agora.server import heap
 from agora.server.connection import Connection
@@ -345,7 +346,7 @@ class HttpConnection(Responder):
                 try:
                     return await route.handler(req, self.app.runtime)
                 except Exception:
-                    log.exception("page %s %s failed", req.method, req.path)
+                    log.exception("page %s %s failed", req.method, loggable(req.path))
                     return Response.error(500, "internal error")
         if req.path == "/healthz":
             return Response.json(

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from agora.errors import AgoraError
+from agora.logsafe import loggable
 from agora.toolsets.router import profiles, workspace
-from agora.toolsets.router.logsafe import loggable
 from agora.toolsets.router.memory import MEMORY, Managed
 from agora.toolsets.router.ownership import memory_key
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from agora.errors import ToolError
+from agora.logsafe import loggable
 from agora.runtime.commands import CommandTable
 from agora.runtime.entity import Effects, Write
 from agora.toolsets.router import consent, guidance, progress, replies, sql
@@ -36,7 +37,6 @@ from agora.toolsets.router.commands import (
     TransitionSupport,
 )
 from agora.toolsets.router.index import RunIndex, index_of
-from agora.toolsets.router.logsafe import loggable
 from agora.toolsets.router.state import Applied, CorruptRun, Item, RunState, from_rows
 
 if TYPE_CHECKING:

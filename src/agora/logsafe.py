@@ -1,11 +1,11 @@
-"""Caller-supplied values as the router logs them: escaped and cut, so none forges a log line.
+"""Caller-supplied values as agora logs them: escaped and cut, so none forges a log line.
 
-Every value a client chose (``correlation_id``, a run id it named, an error text its
-``roots/list`` answer carried) goes through `loggable` before it reaches a log call: control
-and format characters (newline, carriage return, ESC, NEL, U+2028/U+2029, bidi overrides,
-lone surrogates) and the backslash are written as escapes, so one call makes at most one
-line and cannot paint the terminal, and a value longer than `MAX_LOGGED` characters is cut
-with a marker saying how much was left out.
+Every value a client chose (an entity key such as a run id it named, the router's
+``correlation_id``, an error text a client's ``roots/list`` answer carried) goes through
+`loggable` before it reaches a log call: control and format characters (newline, carriage
+return, ESC, NEL, U+2028/U+2029, bidi overrides, lone surrogates) and the backslash are
+written as escapes, so one call makes at most one line and cannot paint the terminal, and a
+value longer than `MAX_LOGGED` characters is cut with a marker saying how much was left out.
 """
 
 from __future__ import annotations
