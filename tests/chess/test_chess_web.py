@@ -336,3 +336,24 @@ async def test_a_spectator_stream_has_no_moves_to_offer(table, autojump_clock):
     missing = await http(table.runtime, "GET", "/play/ghost/events")
     assert isinstance(missing, Response)
     assert missing.status == 404
+
+
+async def test_every_page_post_refuses_a_nul_character_as_mcp_does(table):
+    rt, token = table.runtime, table.token
+    nul = "must not contain a NUL character (U+0000): agora stores no text with one"
+    await api(rt, "POST", "/play/default/side", {"token": token, "agentColor": "white"})
+    await table.tool("move_piece", **{"from": "e2", "to": "e4"})
+    move = {"token": token, "from": "e7", "to": "e5", "note": "a\u0000b"}
+    status, body = await api(rt, "POST", "/play/default/move", move)
+    assert status == 400, body
+    assert body["code"] == "BAD_REQUEST"
+    assert body["error"] == f"note {nul}"
+    status, state = await api(rt, "GET", "/play/default/state", query={"token": token})
+    assert state["lastMove"]["to"] == "e4"
+    pgn = await http(rt, "GET", "/play/default/pgn")
+    assert b"\x00" not in pgn.body
+    for path in ("resign", "offer-draw", "accept-draw", "new-game", "agent-token"):
+        status, body = await api(rt, "POST", f"/play/default/{path}", {"token": "x\u0000"})
+        assert (status, body["error"]) == (400, f"token {nul}"), path
+    status, body = await api(rt, "POST", "/play/tables", {"name": "a\u0000"})
+    assert (status, body["error"]) == (400, f"name {nul}")

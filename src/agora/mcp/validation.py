@@ -204,6 +204,18 @@ def _nul_path(value: Any, path: tuple[str | int, ...] = ()) -> tuple[str | int, 
     return None
 
 
+def nul_field(value: Any) -> str | None:
+    """Where the first U+0000 in a decoded JSON ``value`` is, as ``a.b[2]`` text, or None.
+
+    For the page routes that take JSON bodies outside MCP: they refuse a NUL as MCP does,
+    with `NUL_TEXT` after the field this names.
+    """
+    where = _nul_path(value)
+    if where is None:
+        return None
+    return ValidationIssue(where, "noNul", NUL_TEXT).field or "body"
+
+
 def _encoded(value: Any) -> bytes | None:
     """``value`` as compact JSON, or None if it is not JSON (say an integer past 64 bits)."""
     try:

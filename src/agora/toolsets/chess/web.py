@@ -18,8 +18,10 @@ Routes (all under ``/play``):
     POST /play/{table}/agent-token    {"token"}: a new agent token; the old one stops working
 
 Every human action is a command with the table's token, checked by the table entity; a
-refusal answers ``{"error", "code"}`` with 400, 403, 404 or 409. This module only moves
-requests to commands and snapshots to JSON: no rules, and no HTML built from data.
+refusal answers ``{"error", "code"}`` with 400, 403, 404 or 409. A body with a NUL character
+(U+0000) in any string is refused with 400 before anything runs, worded as MCP refuses it.
+This module only moves requests to commands and snapshots to JSON: no rules, and no HTML
+built from data.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import chess
 import chess.svg
 import msgspec
 
+from agora.mcp.validation import NUL_TEXT, nul_field
 from agora.toolsets.chess import page
 from agora.toolsets.chess.commands import (
     AcceptDraw,
@@ -132,6 +135,20 @@ def _refusal(err: ChessError) -> Response:
 
 def _bad_request(error: str) -> Response:
     return Response.json({"error": error, "code": "BAD_REQUEST"}, 400)
+
+
+def _nul_refusal(body: bytes) -> Response | None:
+    """A 400 when the JSON ``body`` holds a NUL (U+0000) anywhere, worded as MCP words it.
+
+    PostgreSQL text cannot hold one and SQLite would keep it: both backends refuse it alike.
+    """
+    if b"\\u0000" not in body:  # JSON can only write U+0000 escaped
+        return None
+    try:
+        where = nul_field(msgspec.json.decode(body))
+    except msgspec.DecodeError:
+        return None  # the typed decode says what is wrong with it
+    return None if where is None else _bad_request(f"{where} {NUL_TEXT}")
 
 
 def _json(body: bytes) -> Response:
@@ -240,6 +257,8 @@ def _action(
         table = request.params["table"]
         if not _valid_table(table):
             return Response.error(404, "no such table")
+        if (refused := _nul_refusal(request.body)) is not None:
+            return refused
         try:
             command = parse(request.body)
         except (msgspec.ValidationError, msgspec.DecodeError) as err:
@@ -300,6 +319,8 @@ def _token_only(
 
 async def create_table(request: Request, runtime: Runtime) -> Response:
     """Create a table; answer its human URL, token and the agent's endpoints."""
+    if (refused := _nul_refusal(request.body)) is not None:
+        return refused
     try:
         body = msgspec.json.decode(request.body or b"{}", type=CreateBody)
     except (msgspec.ValidationError, msgspec.DecodeError) as err:
