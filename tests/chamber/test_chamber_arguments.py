@@ -66,3 +66,23 @@ def test_the_toolset_hands_its_rejection_builder_to_the_server():
 
 def test_a_rejection_without_problems_is_still_an_envelope():
     assert argument_rejection([])["code"] == "value_format_invalid"
+
+
+def _rejection(tool: str, args: dict) -> dict:
+    return argument_rejection(compile_validator(INPUTS[tool]).errors(args))
+
+
+def test_a_missing_ally_is_named_not_the_entry_identity():
+    body = _rejection("call_for_help", {"challenge_handle": HANDLE})
+    assert body["code"] in default_contract().error_codes
+    assert body["code"] != "identity_incomplete"
+    assert "ally" in body["recovery_hint"]
+    assert "provider_claim" not in body["recovery_hint"]
+
+
+def test_a_missing_handle_is_said_to_be_missing():
+    body = _rejection("chamber_action", {"op": "look"})
+    assert body["code"] == "attempt_not_found"
+    assert "missing" in body["recovery_hint"]
+    assert "challenge_handle" in body["recovery_hint"]
+    assert "sia_" not in body["recovery_hint"]

@@ -95,3 +95,21 @@ async def test_concurrent_redemptions_let_exactly_one_ally_in(agent):
             for _ in range(6):
                 nursery.start_soon(enter)
     assert sorted(outcomes) == ["in"] + ["value_format_invalid"] * 5
+
+
+async def test_a_dead_invitation_is_not_worth_retrying(agent):
+    body = await agent.refused("enter_open_challenge", **ENTRY, seed="inv-" + "0" * 32)
+    assert body["retryable"] is False
+    _, reply = await _invite(agent)
+    args = reply["ally_entry"]["arguments"]
+    await agent.tool("enter_open_challenge", **{**ENTRY, **args})
+    again = await agent.refused("enter_open_challenge", **{**ENTRY, **args})
+    assert again["retryable"] is False
+
+
+async def test_inspect_without_an_object_says_it_needs_one(agent):
+    handle = (await agent.enter())["attempt_handle"]
+    body = await agent.refused("chamber_action", challenge_handle=handle, op="inspect")
+    assert body["code"] == "object_not_available"
+    assert body["error"].startswith("inspect needs `object`: one of ")
+    assert "None" not in body["error"]

@@ -324,7 +324,14 @@ def step(attempt: Attempt, act: Act, now: dt.datetime) -> Step | ToolError:
     if act.op == "look":
         text = rooms.look(room, opened)
     elif act.op == "inspect":
-        if act.object is None or room.object(act.object) is None:
+        if act.object is None:
+            return failure(
+                "object_not_available",
+                f"inspect needs `object`: one of {', '.join(room.object_ids)}.",
+                "Call chamber_action again with op=inspect and one of those object ids.",
+                attempt_handle=attempt.handle,
+            )
+        if room.object(act.object) is None:
             return failure(
                 "object_not_available",
                 f"There is no object {act.object!r} in this room.",

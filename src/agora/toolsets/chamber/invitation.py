@@ -73,6 +73,7 @@ def unknown(token: str) -> ToolError:
         "value_format_invalid",
         f"seed {token[:40]!r} is not a live invitation (unknown, or already redeemed).",
         "Leave seed out to enter a fresh room, or ask your inviter to call call_for_help.",
+        retryable=False,  # the same token can never succeed again
     )
 
 

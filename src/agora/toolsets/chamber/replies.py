@@ -116,7 +116,7 @@ def retired_alias(alias: str, canonical: str, until: str) -> ToolError:
 _ARGUMENT_CODES: Final = {
     "challenge_handle": ("attempt_not_found", "attempt_not_found"),
     "product": ("identity_incomplete", "product_id_invalid"),
-    "ally": ("identity_incomplete", "product_id_invalid"),
+    "ally": ("value_format_invalid", "product_id_invalid"),
     "host": ("host_required", "identity_invalid"),
     "host_claim": ("host_required", "identity_invalid"),
     "provider_claim": ("identity_incomplete", "identity_invalid"),
@@ -138,6 +138,13 @@ _ARGUMENT_HINTS: Final = {
     "op_not_allowed": "Use one of the allowed_ops of the last reply.",
     "object_not_available": "Use an object id returned at entry.",
     "value_format_invalid": "Fix the arguments as the error says and call again.",
+}
+#: Hints for a missing argument whose code's general hint would send the caller elsewhere.
+_MISSING_HINTS: Final = {
+    "challenge_handle": "challenge_handle is missing: pass the chl- handle (16 hex digits) "
+    "returned by enter_open_challenge.",
+    "ally": "ally is missing: name the product id of the model to invite (e.g. claude-5); "
+    "the ally declares its own identity when it enters.",
 }
 
 
@@ -161,7 +168,8 @@ def argument_rejection(problems: Sequence[ValidationIssue]) -> dict[str, Any]:
     required = first is not None and first.keyword == "required"
     code = (missing if required else malformed) or "value_format_invalid"
     text = "; ".join(p.describe() for p in problems) or "arguments: invalid"
-    return failure_body(code, text, _ARGUMENT_HINTS[code])
+    hint = _MISSING_HINTS.get(name, "") if required else ""
+    return failure_body(code, text, hint or _ARGUMENT_HINTS[code])
 
 
 #: The code of a server fault. The contract lists no code for one and its envelope's ``code``

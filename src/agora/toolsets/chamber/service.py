@@ -232,7 +232,15 @@ class Chamber:
     async def call_for_help(self, call: ToolCall) -> dict[str, Any]:
         """``call_for_help``: name an ally; it gets an invitation, never a seed."""
         handle = self._handle(call)
-        ally = check_product(str(call.args.get("ally", "")).strip(), "ally")
+        ally = str(call.args.get("ally") or "").strip()
+        if not ally:
+            raise failure(
+                "value_format_invalid",
+                "ally is missing.",
+                "Name the product id of the model to invite (e.g. claude-5); the ally declares "
+                "its own identity when it enters.",
+            )
+        ally = check_product(ally, "ally")
         # 128 random bits: the ally's seed never leaves the server, only its invitation does.
         seed = secrets.token_hex(16)
         command = CallForHelp(ally=ally, seed=seed, caller=call.principal.name)
