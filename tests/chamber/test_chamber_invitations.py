@@ -113,3 +113,25 @@ async def test_inspect_without_an_object_says_it_needs_one(agent):
     assert body["code"] == "object_not_available"
     assert body["error"].startswith("inspect needs `object`: one of ")
     assert "None" not in body["error"]
+
+
+async def test_ally_entry_names_the_claims_the_ally_adds(agent):
+    _, reply = await _invite(agent)
+    entry = reply["ally_entry"]
+    adds = entry["ally_adds"]
+    assert adds == ["provider_claim", "model_claim", "host"]
+    assert all(name in entry["note"] for name in adds)
+    alone = await agent.refused("enter_open_challenge", **entry["arguments"])
+    assert alone["code"] in ("identity_incomplete", "host_required")
+    claims = {name: ENTRY[name] for name in adds}
+    entered = await agent.tool("enter_open_challenge", **entry["arguments"], **claims)
+    assert entered["invited"] is True
+
+
+def test_the_readme_says_what_the_ally_adds_to_ally_entry():
+    from pathlib import Path
+
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    assert "exact call" not in readme
+    assert "`ally_entry`" in readme
+    assert "provider_claim`, `model_claim` and `host`" in readme

@@ -42,6 +42,9 @@ if TYPE_CHECKING:
 KIND_NAME: Final = "chamber_attempt"
 MAX_ALLIES: Final = 3
 
+#: The identity claims an ally adds to `ally_entry`'s arguments: only it can make them.
+ALLY_ADDS: Final = ("provider_claim", "model_claim", "host")
+
 
 class AttemptEntity:
     """One attempt (or the empty slot a new handle names, or a retired session's card)."""
@@ -217,6 +220,12 @@ class AttemptEntity:
             "ally_entry": {
                 "tool": "enter_open_challenge",
                 "arguments": {"product": c.ally, "suite": a.suite_id, "seed": invitation},
+                # The server cannot know the ally's own claims: the ally adds them.
+                "ally_adds": list(ALLY_ADDS),
+                "note": (
+                    "Not complete on its own: the ally adds its own "
+                    f"{', '.join(ALLY_ADDS[:-1])} and {ALLY_ADDS[-1]} (unknown is accepted)."
+                ),
             },
             "note": (
                 "The ally never joins this room. It enters its own room with this invitation "
