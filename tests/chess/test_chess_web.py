@@ -357,3 +357,19 @@ async def test_every_page_post_refuses_a_nul_character_as_mcp_does(table):
         assert (status, body["error"]) == (400, f"token {nul}"), path
     status, body = await api(rt, "POST", "/play/tables", {"name": "a\u0000"})
     assert (status, body["error"]) == (400, f"name {nul}")
+
+
+async def test_the_play_page_named_by_the_unknown_table_error_exists(table):
+    missing = await http(table.runtime, "GET", "/play/nowhere/state")
+    assert "/play page" in json.loads(missing.body)["error"]
+    for path in ("/play", "/play/"):
+        response = await http(table.runtime, "GET", path)
+        assert response.status == 200, path
+        assert response.content_type.startswith("text/html")
+        assert "script-src 'self'" in dict(response.headers)["Content-Security-Policy"]
+        assert b'id="create-table"' in response.body
+        assert b'<script src="/play/static/index.js"' in response.body
+        assert table.token.encode() not in response.body
+    script = await http(table.runtime, "GET", "/play/static/index.js")
+    assert script.status == 200
+    assert b'"/play/tables"' in script.body

@@ -300,3 +300,28 @@ async def test_the_board_flips_for_black_and_a_new_agent_token_takes_the_seat(tm
     assert seen["new_token"] != table["agentToken"]
     assert seen["endpoint"].endswith(f"?token={seen['new_token']}")
     assert (ARTIFACTS / "chess-page-black.png").stat().st_size > 10_000
+
+
+def human_creates_a_table_at_play(base: str) -> dict[str, Any]:
+    """Open /play, create a table with its button, and follow the link to the table."""
+    expect = sync_api.expect
+    errors: list[str] = []
+    with _chromium() as browser:
+        page = _page(browser, errors)
+        page.goto(f"{base}/play")
+        page.fill("#new-table-name", "from-index")
+        page.click("#create-table")
+        link = page.locator("#new-table a")
+        expect(link).to_have_text("Play at table from-index")
+        link.click()
+        expect(page.locator("#live")).to_have_text("live")
+        return {"url": page.url, "role": page.locator("#role").text_content(), "errors": errors}
+
+
+async def test_the_play_page_creates_a_table_and_links_to_it(tmp_path):
+    with trio.fail_after(60):
+        async with agora_serve(tmp_path / "agora.db") as server:
+            seen = await trio.to_thread.run_sync(human_creates_a_table_at_play, server.url)
+    assert seen["errors"] == []
+    assert "/play/from-index?token=" in seen["url"]
+    assert seen["role"] == "you play"

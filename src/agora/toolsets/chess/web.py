@@ -2,6 +2,7 @@
 
 Routes (all under ``/play``):
     GET  /play/static/{name}          the page's assets and piece images (served locally)
+    GET  /play (or /play/)            a page that creates a table (lists none)
     POST /play/tables                 create a table: {"name"?} -> its human URL and agent endpoint
     GET  /play/{table}                the page (spectator view without ``?token=``)
     GET  /play/{table}/state          the table as `PageState` JSON (``?token=`` for the human
@@ -188,6 +189,12 @@ async def asset(request: Request, runtime: Runtime) -> Response:
     return Response(200, body, content_type, [("Cache-Control", "no-cache")])
 
 
+async def index_page(request: Request, runtime: Runtime) -> Response:
+    """Serve the page that creates tables (with ``POST /play/tables``); it lists none."""
+    body, content_type = ASSETS["index.html"]
+    return Response(200, body, content_type, list(_SECURITY_HEADERS))
+
+
 async def play_page(request: Request, runtime: Runtime) -> Response:
     """Serve the page; it reads the table and token from its own URL."""
     table = request.params["table"]
@@ -350,6 +357,8 @@ async def create_table(request: Request, runtime: Runtime) -> Response:
 
 ROUTES: Final = (
     Route("GET", "/play/static/{name}", asset),
+    Route("GET", "/play", index_page),
+    Route("GET", "/play/", index_page),
     Route("POST", "/play/tables", create_table, needs_principal=True),
     Route("GET", "/play/{table}", play_page),
     Route("GET", "/play/{table}/state", state),

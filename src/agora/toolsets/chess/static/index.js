@@ -1,0 +1,29 @@
+// The /play page: creates a table with POST /play/tables and links to it. It lists nothing:
+// a table's link carries its human token, and only its creator gets it.
+"use strict";
+
+(() => {
+  const $ = (id) => document.getElementById(id);
+
+  async function createTable() {
+    const name = $("new-table-name").value.trim();
+    const res = await fetch("/play/tables", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(name ? { name } : {}),
+    });
+    const data = await res.json().catch(() => ({ error: res.statusText }));
+    const out = $("new-table");
+    out.replaceChildren();
+    if (!res.ok) {
+      out.textContent = data.error || res.statusText;
+      return;
+    }
+    const link = document.createElement("a");
+    link.href = data.humanUrl;
+    link.textContent = `Play at table ${data.table}`;
+    out.append(link);
+  }
+
+  $("create-table").addEventListener("click", createTable);
+})();
