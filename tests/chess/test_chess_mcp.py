@@ -84,7 +84,16 @@ async def test_the_endpoint_token_seats_the_agent_and_every_reply_keeps_its_sche
                         "INVALID_ARGUMENTS",
                         "INVALID_ARGUMENTS",
                     )
-                    assert body["nextAction"]["tool"] == "get_board"
+                    instruction = body["nextAction"]["instruction"]
+                    if name == "move_piece":
+                        assert body["nextAction"]["tool"] == "get_board"
+                    else:  # no legalMoves to take arguments from: say what to fix
+                        assert "legalMoves" not in instruction, (name, arguments)
+                    if "timeout_ms" in arguments:
+                        assert body["nextAction"]["tool"] == "wait_for_turn"
+                        assert "timeout_ms" in instruction
+                        assert "1000" in instruction
+                        assert "55000" in instruction
 
                 refused = [await seated.call("move_piece", {"from": "e2", "to": "e4"})]
                 await server.runtime.call(KIND, "default", ChooseSide(tokens.human, "white"))

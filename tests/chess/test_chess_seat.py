@@ -59,6 +59,10 @@ async def test_a_wrong_agent_token_is_refused_on_every_tool(table, tool):
     args = {"from": "e2", "to": "e4"} if tool == "move_piece" else {}
     body = await table.refused(tool, as_token="guessed", **args)
     assert (body["code"], body["statusCode"]) == ("AGENT_TOKEN_INVALID", "AGENT_TOKEN_REQUIRED")
+    # Every tool refuses this URL: watching needs a reconnection without the wrong token.
+    instruction = body["nextAction"]["instruction"]
+    assert "you may watch with get_board" not in instruction.lower()
+    assert "without ?token=" in instruction
     assert (await table.look()).moves == ()
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from agora.toolsets.base import Toolset
 from agora.toolsets.chess.commands import CreateTable, Tokens
 from agora.toolsets.chess.page import agent_links, human_url
-from agora.toolsets.chess.render import argument_rejection, internal_failure
+from agora.toolsets.chess.render import internal_failure, issue_rejection
 from agora.toolsets.chess.sql import MIGRATIONS
 from agora.toolsets.chess.table import KIND
 from agora.toolsets.chess.tools import HANDLERS
@@ -65,6 +65,6 @@ def toolset() -> Toolset:
         endpoint_param="table",
         endpoint_query=("token",),
         on_start=_on_start,
-        reject_arguments=argument_rejection,
+        reject_issues=issue_rejection,
         shape_failure=internal_failure,
     )
