@@ -112,3 +112,11 @@ async def test_legacy_cards_are_served_byte_for_byte(runtime):
         page = await web.get_card(get(f"/cards/{card_id}", BROWSER), runtime)
         assert page.status == 200
         assert b"<script" not in page.body
+
+
+async def test_a_right_to_left_override_in_a_claim_stays_inside_its_value(runtime, agent):
+    sealed = await sealed_card(agent, model_claim="model\u202eevil")
+    response = await web.get_card(get(f"/cards/{sealed['card_id']}", BROWSER), runtime)
+    page = response.body.decode()
+    assert "<bdi>model\u202eevil</bdi>" in page
+    assert f"<code><bdi>{sealed['card_id']}</bdi></code>" in page

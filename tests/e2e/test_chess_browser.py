@@ -52,7 +52,8 @@ mcp = pytest.importorskip("mcp")
 sync_api = pytest.importorskip("playwright.sync_api")
 
 HOSTILE = '<script>window.__agoraPwned = 1</script><img src=x onerror="window.__agoraPwned = 2">'
-AGENT_NOTES = {2: f"e5, and this stays text: {HOSTILE}", 4: "Qh4# mates on the diagonal."}
+# The U+202E (right-to-left override) must not reverse anything past the note itself.
+AGENT_NOTES = {2: f"e5, and this stays text: {HOSTILE}", 4: "Qh4# mates \u202eon the diagonal."}
 HUMAN_NOTE = "Hello agent, good luck!"
 
 
@@ -148,6 +149,9 @@ def human_plays_white(url: str, spectator_url: str, agent_token: str) -> dict[st
                 li.locator(".san").all_text_contents() for li in page.locator("#moves li").all()
             ],
             "trace": page.locator("#trace li").all_text_contents(),
+            "note_bidi": page.locator("#trace li .note").evaluate_all(
+                "els => els.map(e => getComputedStyle(e).unicodeBidi)"
+            ),
             "status": page.locator("#status").text_content(),
             "injected": page.locator("#trace script, #trace img, #moves img").count(),
             "pwned": page.evaluate("() => window.__agoraPwned === undefined ? null : 1"),
@@ -213,6 +217,7 @@ async def test_a_human_in_chromium_plays_white_by_click_and_drag(tmp_path):
     assert seen["pwned"] is None
     assert all(t.endswith(AGENT_NOTES[p]) for t, p in zip(seen["trace"], (2, 4), strict=True))
     assert HOSTILE in seen["trace"][0]
+    assert seen["note_bidi"] == ["isolate", "isolate"]
     assert "checkmate" in seen["status"]
     game = chess.pgn.read_game(io.StringIO(seen["pgn"]))
     assert game is not None

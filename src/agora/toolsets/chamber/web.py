@@ -81,13 +81,16 @@ def _cell(value: Any) -> str:
         rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{_cell(v)}</td></tr>"
                        for k, v in value.items())  # fmt: skip
         return f"<table>{rows}</table>"
+    # <bdi> isolates each value: a right-to-left override in a claim cannot reverse the
+    # text around it.
     if isinstance(value, list):
-        return html.escape(", ".join(str(v) for v in value)) or "&mdash;"
+        return ", ".join(f"<bdi>{html.escape(str(v))}</bdi>" for v in value) or "&mdash;"
     if value is None:
         return "&mdash;"
     if not isinstance(value, str):
-        value = json.dumps(value)  # true/false and numbers as the JSON document has them
-    return f"<code>{html.escape(value)}</code>"
+        # true/false and numbers as the JSON document has them (no text to isolate)
+        return f"<code>{html.escape(json.dumps(value))}</code>"
+    return f"<code><bdi>{html.escape(value)}</bdi></code>"
 
 
 def _practice_note(card: dict[str, Any]) -> str:

@@ -211,7 +211,8 @@
       const item = el("li");
       const label = `${move.moveNumber}${move.color === "white" ? "." : "…"} ${move.san}`;
       item.append(el("span", { class: "san" }, label));
-      item.append(document.createTextNode(move.note));
+      // <bdi>: a right-to-left override in the note stays inside it.
+      item.append(el("bdi", { class: "note" }, move.note));
       trace.append(item);
     }
     const moves = $("moves");
@@ -226,7 +227,8 @@
       }
       const last = state.lastMove && state.lastMove.ply === move.ply ? " last" : "";
       const attrs = { class: `san ${move.by}${last}`, "data-ply": String(move.ply) };
-      attrs.title = move.note ? `${who(move)}: ${move.note}` : who(move);
+      // FSI ... PDI isolate the note in the tooltip, as <bdi> does on the page.
+      attrs.title = move.note ? `${who(move)}: \u2068${move.note}\u2069` : who(move);
       row.append(el("span", attrs, move.san));
     }
     moves.scrollTop = moves.scrollHeight;
