@@ -138,3 +138,15 @@ def test_rank_orders_by_success_then_fewer_actions_then_more_attempts():
     assert [r.product for r in ranked] == ["b", "d", "a", "unknown", "c"]
     assert ranked[-1].median_wrong == 2
     assert ranked[3].expired == 1
+
+
+async def test_browsers_get_board_errors_as_html_pages(chamber, runtime):
+    toolset, _ = chamber
+    browser = "text/html,application/xhtml+xml,*/*;q=0.8"
+    for path in ("/board?suite=nope", "/board/cards?suite=chambre-chrono-v0"):
+        status, page = await _get(toolset, runtime, path, browser)
+        assert status == 400, path
+        assert page.startswith("<!doctype html>"), path
+        assert "Content-Security-Policy" in page or "<h1>" in page
+    status, page = await _get(toolset, runtime, "/board?suite=nope", browser)
+    assert "no suite &#x27;nope&#x27;" in page

@@ -120,3 +120,23 @@ async def test_a_right_to_left_override_in_a_claim_stays_inside_its_value(runtim
     page = response.body.decode()
     assert "<bdi>model\u202eevil</bdi>" in page
     assert f"<code><bdi>{sealed['card_id']}</bdi></code>" in page
+
+
+async def test_browsers_get_errors_as_small_html_pages_with_the_same_status(runtime):
+    cases = [
+        (web.get_card, get("/cards/card-nope", BROWSER), 404, "no such card"),
+        (web.list_cards, get("/cards", BROWSER, date="2026-02-30"), 400, "date must be"),
+    ]
+    for handler, request, status, message in cases:
+        response = await handler(request, runtime)
+        assert response.status == status
+        assert response.content_type.startswith("text/html")
+        page = response.body.decode()
+        assert message in page
+        assert page.startswith("<!doctype html>")
+        api = await handler(
+            Request("GET", request.path, request.query, {"accept": "*/*"}, b"", request.params),
+            runtime,
+        )
+        assert (api.status, api.content_type) == (status, "application/json")
+        assert message in json.loads(api.body)["error"]

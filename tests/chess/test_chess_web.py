@@ -373,3 +373,18 @@ async def test_the_play_page_named_by_the_unknown_table_error_exists(table):
     script = await http(table.runtime, "GET", "/play/static/index.js")
     assert script.status == 200
     assert b'"/play/tables"' in script.body
+
+
+async def test_a_browser_gets_an_unknown_table_as_an_html_page(table):
+    from agora.toolsets.chess.web import play_page
+
+    browser = "text/html,application/xhtml+xml,*/*;q=0.8"
+    for name in ("x", "..%2F"):
+        request = Request("GET", f"/play/{name}", {}, {"accept": browser}, b"", {"table": name})
+        response = await play_page(request, table.runtime)
+        assert response.status == 404
+        assert response.content_type.startswith("text/html")
+        assert b"/play" in response.body
+        assert "default-src 'none'" in dict(response.headers)["Content-Security-Policy"]
+    api_response = await http(table.runtime, "GET", "/play/x")
+    assert api_response.content_type.startswith("application/json")

@@ -107,3 +107,31 @@ class Route:
             return None
         m = self._regex.match(path)
         return m.groupdict() if m else None
+
+
+def _quality(accept: str, wanted: str) -> float:
+    best = 0.0
+    main = wanted.split("/")[0]
+    for part in accept.split(","):
+        fields = [f.strip() for f in part.split(";")]
+        media = fields[0].lower()
+        q = 1.0
+        for f in fields[1:]:
+            if f.startswith("q="):
+                try:
+                    q = float(f[2:])
+                except ValueError:
+                    q = 0.0
+        if media in (wanted, f"{main}/*", "*/*"):
+            exact = 1.0 if media == wanted else (0.5 if media == f"{main}/*" else 0.0)
+            best = max(best, q + exact / 1000)
+    return best
+
+
+def wants_html(request: Request) -> bool:
+    """Whether to answer HTML: ``?format=``, else Accept prefers text/html over JSON."""
+    forced = request.query.get("format")
+    if forced in ("json", "html"):
+        return forced == "html"
+    accept = request.headers.get("accept", "")
+    return _quality(accept, "text/html") > _quality(accept, "application/json")

@@ -16,8 +16,8 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.toolsets.chamber import board, store
-from agora.toolsets.chamber.web import HEADERS, page, wants_html
-from agora.web.http import Request, Response, Route
+from agora.toolsets.chamber.web import HEADERS, error_response, page
+from agora.web.http import Request, Response, Route, wants_html
 
 if TYPE_CHECKING:
     from agora.runtime.registry import Runtime
@@ -68,7 +68,7 @@ def board_route(suite_ids: tuple[str, ...]) -> Route:
                 raise BadQuery(f"no suite {suite!r}; suites: {', '.join(suite_ids)}")
             first, last = _range(request, runtime.clock.wall().astimezone(dt.UTC).date())
         except BadQuery as exc:
-            return _json({"error": str(exc)}, 400)
+            return error_response(request, 400, str(exc))
         rows = await runtime.read(lambda conn: store.board_cards(conn, first, last, suite))
         ranked = board.rank(rows)
         shown = [suite] if suite else list(suite_ids)
@@ -135,7 +135,7 @@ async def get_board_cards(request: Request, runtime: Runtime) -> Response:
             raise BadQuery("suite and product are required")
         first, last = _range(request, runtime.clock.wall().astimezone(dt.UTC).date())
     except BadQuery as exc:
-        return _json({"error": str(exc)}, 400)
+        return error_response(request, 400, str(exc))
     after = request.query.get("after", "")
     rows = await runtime.read(
         lambda conn: store.board_card_ids(conn, suite, product, first, last, after, 200)

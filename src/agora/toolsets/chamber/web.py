@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from agora.toolsets.chamber import store
-from agora.web.http import Request, Response, Route
+from agora.web.http import Request, Response, Route, wants_html
 
 if TYPE_CHECKING:
     from agora.runtime.registry import Runtime
@@ -37,43 +37,37 @@ _STYLE = (
 
 _PRACTICE = " <strong>practice</strong>"
 
-
-def _quality(accept: str, wanted: str) -> float:
-    best = 0.0
-    main = wanted.split("/")[0]
-    for part in accept.split(","):
-        fields = [f.strip() for f in part.split(";")]
-        media = fields[0].lower()
-        q = 1.0
-        for f in fields[1:]:
-            if f.startswith("q="):
-                try:
-                    q = float(f[2:])
-                except ValueError:
-                    q = 0.0
-        if media in (wanted, f"{main}/*", "*/*"):
-            exact = 1.0 if media == wanted else (0.5 if media == f"{main}/*" else 0.0)
-            best = max(best, q + exact / 1000)
-    return best
+__all__ = [
+    "HEADERS",
+    "KeysFn",
+    "card_html",
+    "error_response",
+    "get_card",
+    "keys_route",
+    "list_cards",
+    "page",
+    "pool_route",
+    "wants_html",
+]
 
 
-def wants_html(request: Request) -> bool:
-    """Whether to answer HTML: ``?format=``, else Accept prefers text/html over JSON."""
-    forced = request.query.get("format")
-    if forced in ("json", "html"):
-        return forced == "html"
-    accept = request.headers.get("accept", "")
-    return _quality(accept, "text/html") > _quality(accept, "application/json")
-
-
-def page(title: str, inner: str) -> Response:
+def page(title: str, inner: str, status: int = 200) -> Response:
     text = (
         "<!doctype html><html lang=en><meta charset=utf-8>"
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style><body>{inner}</body></html>"
     )
-    response = Response.html(text)
+    response = Response.html(text, status)
     response.headers.extend(HEADERS)
     return response
+
+
+def error_response(request: Request, status: int, message: str) -> Response:
+    """``{"error": message}`` for API clients; a small HTML page for a browser (same status)."""
+    if not wants_html(request):
+        return Response.error(status, message)
+    title = "Not found" if status == 404 else "Bad request" if status == 400 else "Error"
+    inner = f"<h1>{title}</h1><p>{html.escape(message)}.</p><p><a href=/board>Board</a></p>"
+    return page(title, inner, status)
 
 
 def _cell(value: Any) -> str:
@@ -136,10 +130,10 @@ async def get_card(request: Request, runtime: Runtime) -> Response:
     """``GET /cards/{card_id}``: the card document, or its HTML view."""
     card_id = request.params.get("card_id", "")
     if not _CARD_ID.match(card_id):
-        return Response.error(404, "no such card")
+        return error_response(request, 404, "no such card")
     document = await runtime.read(lambda conn: store.card_document(conn, card_id))
     if document is None:
-        return Response.error(404, "no such card")
+        return error_response(request, 404, "no such card")
     if wants_html(request):
         return card_html(document)
     response = Response(200, document, "application/json")
@@ -156,7 +150,7 @@ async def list_cards(request: Request, runtime: Runtime) -> Response:
         dt.date.fromisoformat(date)
         limit = int(request.query.get("limit", "200"))
     except ValueError:
-        return Response.error(400, "date must be YYYY-MM-DD and limit a number")
+        return error_response(request, 400, "date must be YYYY-MM-DD and limit a number")
     limit = max(1, min(limit, 1000))
     after = request.query.get("after", "")
     rows = await runtime.read(lambda conn: store.list_cards(conn, date, after, limit))

@@ -27,6 +27,7 @@ built from data.
 
 from __future__ import annotations
 
+import html
 import re
 import secrets
 from importlib import resources
@@ -55,7 +56,7 @@ from agora.toolsets.chess.commands import (
 from agora.toolsets.chess.pgn import game_pgn
 from agora.toolsets.chess.table import KIND, Snapshot
 from agora.toolsets.chess.terms import ChessError, ColorName
-from agora.web.http import EventStream, Request, Response, Route
+from agora.web.http import EventStream, Request, Response, Route, wants_html
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
@@ -195,15 +196,32 @@ async def index_page(request: Request, runtime: Runtime) -> Response:
     return Response(200, body, content_type, list(_SECURITY_HEADERS))
 
 
+def _error_page(status: int, message: str) -> Response:
+    """A small HTML page for a browser's refused request (no script, no data but escaped)."""
+    text = (
+        '<!doctype html><html lang="en"><meta charset="utf-8"><title>agora chess</title>'
+        '<link rel="stylesheet" href="/play/static/play.css"><body><h1>agora chess</h1>'
+        f'<p role="alert">{html.escape(message)}</p>'
+        '<p><a href="/play">Create a table</a></p></body></html>'
+    )
+    return Response(status, text.encode(), "text/html; charset=utf-8", list(_SECURITY_HEADERS))
+
+
 async def play_page(request: Request, runtime: Runtime) -> Response:
-    """Serve the page; it reads the table and token from its own URL."""
+    """Serve the page; it reads the table and token from its own URL.
+
+    A browser asking for a table that does not exist gets an HTML page saying so (404);
+    other clients get the JSON refusal.
+    """
     table = request.params["table"]
+    browser = wants_html(request)
     if not _valid_table(table):
-        return Response.error(404, "no such table")
+        message = "There is no such table."
+        return _error_page(404, message) if browser else Response.error(404, "no such table")
     try:
         await runtime.call(KIND, table, Look())
     except ChessError as err:
-        return _refusal(err)
+        return _error_page(_STATUS.get(err.code, 409), err.message) if browser else _refusal(err)
     body, content_type = ASSETS["play.html"]
     return Response(200, body, content_type, list(_SECURITY_HEADERS))
 
