@@ -170,6 +170,12 @@ def human_plays_white(url: str, spectator_url: str, agent_token: str) -> dict[st
         expect(wrong.locator("#token-problem")).to_be_visible()
         seen["wrong"] = wrong.locator("#token-problem").text_content()
         seen["wrong_status"] = wrong.locator("#status").text_content()
+        # Only the refusal shows: no empty board, blank table name or stuck "connecting".
+        seen["wrong_visible"] = [
+            sel
+            for sel in ("main", "#board", "#table-label", "#live", "#mcp-http")
+            if wrong.locator(sel).is_visible()
+        ]
         seen["errors"] = [e for e in errors if "403" not in e]
         return seen
 
@@ -229,6 +235,7 @@ async def test_a_human_in_chromium_plays_white_by_click_and_drag(tmp_path):
     assert "not this table's human token" in seen["wrong"]
     assert "Watch as a spectator" in seen["wrong"]
     assert "Not seated" in seen["wrong_status"]
+    assert seen["wrong_visible"] == []
     assert (ARTIFACTS / "chess-page-white.png").stat().st_size > 10_000
 
 

@@ -383,13 +383,29 @@
     document.addEventListener("pointercancel", pointerUp);
   }
 
+  // A page that cannot show the table shows only why and what to do: no empty board,
+  // blank table name, "connecting" badge or endpoint fields.
+  function showOnly(box) {
+    box.hidden = false;
+    document.querySelector("main").hidden = true;
+    for (const id of ["table-label", "live"]) $(id).hidden = true;
+  }
+
   function refuseToken(message) {
     const box = $("token-problem");
     box.replaceChildren(document.createTextNode(`${message} `));
     box.append(el("a", { href: api("").slice(0, -1) }, "Watch as a spectator"));
-    box.hidden = false;
     $("status").textContent = "Not seated: the link's token is wrong.";
     $("role").textContent = "not seated";
+    showOnly(box);
+  }
+
+  function refuseTable(message) {
+    const box = $("token-problem");
+    box.replaceChildren(document.createTextNode(`${message} `));
+    box.append(el("a", { href: "/play" }, "Create a table"));
+    $("role").hidden = true;
+    showOnly(box);
   }
 
   async function start() {
@@ -400,7 +416,9 @@
         refuseToken(data.error || "The token in this link is wrong.");
         return;
       }
-      $("status").textContent = res.status === 404 ? "There is no such table." : res.statusText;
+      const text = res.status === 404 ? "There is no such table." : data.error || res.statusText;
+      $("status").textContent = text;
+      refuseTable(text);
       return;
     }
     render(await res.json());
