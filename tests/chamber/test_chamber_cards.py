@@ -144,7 +144,8 @@ def test_operator_signing_adds_a_signature_and_never_changes_the_body(tmp_path):
     out: list[str] = []
     assert cards_cli.cmd_verify(saved, trusted_keys=[KEY.key_id], out=out.append) == 0
     assert out[2] == f"  valid signature, trusted key {KEY.key_id}"
-    assert cards_cli.cmd_verify(saved, trusted_keys=["ed25519:nope"], out=out.append) == 1
+    unknown = "ed25519:" + "0" * 16  # well formed, but not the key that signed
+    assert cards_cli.cmd_verify(saved, trusted_keys=[unknown], out=out.append) == 1
     assert cards_cli.cmd_sign(db, key, out=lines.append) == 0
     assert lines[-1] == f"signed 0 card(s) with {KEY.key_id}"
 
@@ -238,3 +239,28 @@ def test_the_store_refuses_to_change_or_delete_a_card():
         with pytest.raises(sqlite3.IntegrityError, match="chamber cards"):
             conn.execute(sql, (card_id,))
     assert store.load_card(conn, card_id).body == outcome.card.body
+
+
+def test_a_malformed_signing_key_names_both_accepted_forms():
+    with pytest.raises(SigningKeyError) as err:
+        signer_from_bytes(b"-----BEGIN NONSENSE-----")
+    assert "PEM" in str(err.value)
+    assert "64 hex digits" in str(err.value)
+
+
+@pytest.mark.parametrize("key", ["deadbeef", "ed25519:nope", "ed25519:" + "0" * 15, "g" * 64])
+def test_verify_refuses_a_trusted_key_that_is_no_key(tmp_path, key):
+    _, outcome = sealed(solve=False)
+    saved = tmp_path / "card.json"
+    saved.write_bytes(cards.publish(outcome.card.body, None))
+    out: list[str] = []
+    assert cards_cli.cmd_verify(saved, trusted_keys=[key], out=out.append) == 2
+    assert out == [
+        f"cannot verify: --trust {key!r} is not a key: give an Ed25519 public key as 64 hex"
+        " digits, or a key id like ed25519:0123456789abcdef"
+    ]
+    listed = tmp_path / "trusted.txt"
+    listed.write_text(f"{key}\n")
+    out.clear()
+    assert cards_cli.cmd_verify(saved, trust_files=[str(listed)], out=out.append) == 2
+    assert out[0].startswith(f"cannot verify: {listed} line 1: {key!r} is not a key")

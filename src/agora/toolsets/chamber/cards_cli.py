@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import sqlite3
 import urllib.request
 from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import Final
 
 from agora.toolsets.chamber import cards, store
 from agora.toolsets.chamber.signing import Signer, SigningKeyError, load_signer
@@ -140,6 +142,24 @@ class TrustError(ValueError):
     """A trust file or key URL that cannot be read."""
 
 
+_KEY_FORMS: Final = re.compile(r"[0-9a-fA-F]{64}|ed25519:[0-9a-f]{16}")
+_KEY_HELP: Final = (
+    "is not a key: give an Ed25519 public key as 64 hex digits, or a key id like"
+    " ed25519:0123456789abcdef"
+)
+
+
+def checked_key(key: str, where: str) -> str:
+    """``key`` if it is a public key (64 hex) or a key id; ``where`` names it in the error.
+
+    Raises:
+        TrustError: if it is neither (say ``deadbeef``), which would trust nothing silently.
+    """
+    if not _KEY_FORMS.fullmatch(key):
+        raise TrustError(f"{where}{key!r} {_KEY_HELP}")
+    return key
+
+
 def keys_from_json(data: bytes) -> list[str]:
     """Key ids and public keys listed by a server's key document (``GET /chamber/keys``).
 
@@ -167,7 +187,7 @@ def keys_from_file(path: str | Path) -> list[str]:
     if data.lstrip().startswith(b"{"):
         return keys_from_json(data)
     lines = (line.split("#", 1)[0].strip() for line in data.decode("utf-8", "replace").split("\n"))
-    return [line for line in lines if line]
+    return [checked_key(line, f"{path} line {n}: ") for n, line in enumerate(lines, 1) if line]
 
 
 def keys_from_url(url: str, timeout: float = 10.0) -> list[str]:
@@ -224,8 +244,8 @@ def cmd_verify(
         invalid, or signed by a key not trusted); 2 if the card or a trust source is
         unreadable.
     """
-    trusted = list(trusted_keys)
     try:
+        trusted = [checked_key(key, "--trust ") for key in trusted_keys]
         for file in trust_files:
             trusted += keys_from_file(file)
         for url in keys_urls:

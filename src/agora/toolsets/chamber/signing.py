@@ -77,7 +77,10 @@ def signer_from_bytes(data: bytes) -> Signer:
     try:
         key = serialization.load_pem_private_key(text, password=None)
     except (ValueError, TypeError) as exc:
-        raise SigningKeyError("the signing key is not a PEM private key") from exc
+        raise SigningKeyError(
+            "the signing key is neither a PEM Ed25519 private key nor a 32-byte seed as 64 hex"
+            " digits"
+        ) from exc
     if not isinstance(key, Ed25519PrivateKey):
         raise SigningKeyError("the signing key is not an Ed25519 key")
     return Signer(key)
