@@ -359,6 +359,13 @@ async def test_every_page_post_refuses_a_nul_character_as_mcp_does(table):
     assert (status, body["error"]) == (400, f"name {nul}")
 
 
+async def test_a_page_body_with_an_unpaired_surrogate_is_told_so(table):
+    body = b'{"token":"%s","from":"e7","to":"e5","note":"a\\ud800"}' % table.token.encode()
+    status, refused = await api(table.runtime, "POST", "/play/default/move", body)
+    assert status == 400
+    assert "\\ud800 (a high surrogate) must be followed by a low surrogate" in refused["error"]
+
+
 async def test_the_play_page_named_by_the_unknown_table_error_exists(table):
     missing = await http(table.runtime, "GET", "/play/nowhere/state")
     assert "/play page" in json.loads(missing.body)["error"]

@@ -37,6 +37,7 @@ import chess
 import chess.svg
 import msgspec
 
+from agora.mcp import jsonrpc as rpc
 from agora.mcp.validation import NUL_TEXT, nul_field
 from agora.toolsets.chess import page
 from agora.toolsets.chess.commands import (
@@ -287,7 +288,7 @@ def _action(
         try:
             command = parse(request.body)
         except (msgspec.ValidationError, msgspec.DecodeError) as err:
-            return _bad_request(str(err))
+            return _bad_request(rpc.decode_problem(request.body, err))
         try:
             snap: Snapshot = await runtime.call(KIND, table, command)
         except ChessError as err:
@@ -349,7 +350,7 @@ async def create_table(request: Request, runtime: Runtime) -> Response:
     try:
         body = msgspec.json.decode(request.body or b"{}", type=CreateBody)
     except (msgspec.ValidationError, msgspec.DecodeError) as err:
-        return _bad_request(str(err))
+        return _bad_request(rpc.decode_problem(request.body, err))
     name = body.name if body.name is not None else "t-" + secrets.token_hex(4)
     if not _valid_table(name):
         return _bad_request("table names are 1-40 of a-z 0-9 _ - (not static, tables, api)")
