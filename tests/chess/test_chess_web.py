@@ -375,9 +375,9 @@ async def test_the_play_page_named_by_the_unknown_table_error_exists(table):
         assert response.content_type.startswith("text/html")
         assert "script-src 'self'" in dict(response.headers)["Content-Security-Policy"]
         assert b'id="create-table"' in response.body
-        assert b'<script src="/play/static/index.js"' in response.body
+        assert b'<script src="/play/static/tables.js"' in response.body
         assert table.token.encode() not in response.body
-    script = await http(table.runtime, "GET", "/play/static/index.js")
+    script = await http(table.runtime, "GET", "/play/static/tables.js")
     assert script.status == 200
     assert b'"/play/tables"' in script.body
 

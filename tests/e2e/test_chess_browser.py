@@ -325,9 +325,16 @@ def human_creates_a_table_at_play(base: str) -> dict[str, Any]:
         page.click("#create-table")
         link = page.locator("#new-table a")
         expect(link).to_have_text("Play at table from-index")
+        expect(page.locator("#new-table")).to_contain_text("Agent endpoint: http")
         link.click()
         expect(page.locator("#live")).to_have_text("live")
-        return {"url": page.url, "role": page.locator("#role").text_content(), "errors": errors}
+        url, role = page.url, page.locator("#role").text_content()
+        # A table's own page creates tables with the same script.
+        page.fill("#new-table-name", "from-table")
+        page.click("#create-table")
+        expect(page.locator("#new-table a")).to_have_text("Play at table from-table")
+        expect(page.locator("#new-table")).to_contain_text("/mcp/chess/from-table?token=")
+        return {"url": url, "role": role, "errors": errors}
 
 
 async def test_the_play_page_creates_a_table_and_links_to_it(tmp_path):

@@ -312,24 +312,6 @@
     });
   }
 
-  async function createTable() {
-    const name = $("new-table-name").value.trim();
-    const res = await fetch("/play/tables", {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(name ? { name } : {}),
-    });
-    const data = await res.json().catch(() => ({ error: res.statusText }));
-    const out = $("new-table");
-    out.replaceChildren();
-    if (!res.ok) {
-      out.textContent = data.error || res.statusText;
-      return;
-    }
-    const link = el("a", { href: data.humanUrl }, `Play at table ${data.table}`);
-    out.append(link, el("br"), document.createTextNode(`Agent endpoint: ${data.agent.mcpHttp}`));
-  }
-
   async function copyAgentToken() {
     const text = state && state.agentToken;
     if (!text) return;
@@ -365,7 +347,6 @@
       if (!confirm("Issue a new agent token? The agent using the old one loses its seat.")) return;
       if (await send("agent-token", {})) $("copied").textContent = "New token issued.";
     });
-    $("create-table").addEventListener("click", createTable);
     $("promotion-cancel").addEventListener("click", () => {
       showPromotion(false);
       selected = null;

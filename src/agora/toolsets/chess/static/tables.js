@@ -1,5 +1,6 @@
-// The /play page: creates a table with POST /play/tables and links to it. It lists nothing:
-// a table's link carries its human token, and only its creator gets it.
+// "Create a table", on the /play page and on every table's page: POST /play/tables, then a
+// link to the new table and its agent endpoint. It lists nothing: a table's link carries its
+// human token, and only its creator gets it.
 "use strict";
 
 (() => {
@@ -22,7 +23,8 @@
     const link = document.createElement("a");
     link.href = data.humanUrl;
     link.textContent = `Play at table ${data.table}`;
-    out.append(link);
+    const endpoint = document.createTextNode(`Agent endpoint: ${data.agent.mcpHttp}`);
+    out.append(link, document.createElement("br"), endpoint);
   }
 
   $("create-table").addEventListener("click", createTable);
