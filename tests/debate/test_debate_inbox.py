@@ -302,13 +302,14 @@ async def test_a_wait_that_times_out_empty_records_its_check(desk, room, autojum
     assert cursor.last_check_at is not None
 
 
-async def test_wait_answers_at_once_on_shutdown(desk, room, autojump_clock):
-    async def stop():
-        await trio.sleep(2)
-        desk.runtime.begin_shutdown()
+async def _shut_down_after(desk, seconds: float) -> None:
+    await trio.sleep(seconds)
+    desk.runtime.begin_shutdown()
 
+
+async def test_wait_answers_at_once_on_shutdown(desk, room, autojump_clock):
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(stop)
+        nursery.start_soon(_shut_down_after, desk, 2)
         with trio.fail_after(60):
             start = trio.current_time()
             out = await desk.wait(BOB, room["topic"], "ADVOCATE", room["b"], 55_000)
@@ -332,12 +333,8 @@ async def test_only_a_wait_cut_short_by_shutdown_says_so(desk, room, autojump_cl
     assert "shutting_down" not in found
     await desk.advance(BOB, room["topic"], "ADVOCATE", room["b"], found["pending"][0]["msg_id"])
 
-    async def stop():
-        await trio.sleep(2)
-        desk.runtime.begin_shutdown()
-
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(stop)
+        nursery.start_soon(_shut_down_after, desk, 2)
         with trio.fail_after(60):
             out = await desk.wait(BOB, topic, "ADVOCATE", room["b"], 30_000)
     assert (out["count"], out["shutting_down"], out["topic_id"]) == (0, True, room["topic"])
