@@ -25,10 +25,9 @@ async def room(desk):
 async def test_add_role_denials_are_uniform_and_shape_comes_first(desk, room):
     bob = await desk.session(BOB)
     mine = await desk.session(CONDUCTOR)
-    olga = await desk.session(OUTSIDER)
     bodies = [
         await desk.refused(
-            OUTSIDER, "debate_add_role", topic_id=room["topic"], role="EXECUTOR_2", session_id=olga
+            BOB, "debate_add_role", topic_id=room["topic"], role="EXECUTOR_2", session_id=bob
         ),
         await desk.refused(
             CONDUCTOR, "debate_add_role", topic_id=NOWHERE, role="EXECUTOR_2", session_id=mine
@@ -38,11 +37,10 @@ async def test_add_role_denials_are_uniform_and_shape_comes_first(desk, room):
         ),
     ]
     assert bodies[0] == bodies[1] == bodies[2]
-    # Bob sees the topic (he holds ADVOCATE): the missing scope is no secret to him.
-    seated = await desk.refused(
-        BOB, "debate_add_role", topic_id=room["topic"], role="EXECUTOR_2", session_id=bob
-    )
-    assert seated["error"] == "conductor_required"
+    # Uniform, yet it names the scope among the reasons: an anonymous CONDUCTOR (a server
+    # without [[principals]]) learns what it lacks without learning whether the topic exists.
+    assert "conductor scope" in bodies[0]["message"]
+    assert "[[principals]]" in bodies[0]["message"]
     shape = await desk.refused(
         BOB, "debate_add_role", topic_id=NOWHERE, role="executor", session_id=bob
     )

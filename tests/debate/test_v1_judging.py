@@ -93,8 +93,8 @@ async def test_prepare_makes_immutable_ab_and_ba_projections(desk, judged):
 @pytest.mark.parametrize(
     ("case", "code"),
     [
-        pytest.param("participant", "conductor_required", id="not-conductor"),
-        pytest.param("star", "conductor_required", id="star-is-not-conductor"),
+        pytest.param("participant", "unknown_topic", id="not-conductor"),
+        pytest.param("star", "unknown_topic", id="star-is-not-conductor"),
         pytest.param("unknown-msg", "unknown_msg_id", id="unknown-message"),
         pytest.param("wrong-kind", "invalid_position_kind", id="wrong-kind"),
         pytest.param("same-role", "positions_not_opposing", id="same-role"),

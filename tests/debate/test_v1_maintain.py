@@ -74,6 +74,7 @@ async def test_maintain_is_for_conductors_and_checks_every_id_first(desk):
     for who in (ALICE, STAR):
         body = await desk.refused(who, "debate_protocol_maintain")
         assert body["error"] == "conductor_required"
+        assert 'scopes include "conductor"' in body["message"]  # what to configure
     body = await desk.refused(
         CONDUCTOR, "debate_protocol_maintain", topic_ids_csv=f"{v1.topic},not-a-topic"
     )

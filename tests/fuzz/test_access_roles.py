@@ -4,11 +4,10 @@ On the access tests' server (`access_world`), Alice (conductor scope) seats a de
 topic in ADJUDICATE where Dave holds PRO. Dave calls the conductor-only tools there
 (seed 003: judge_prepare, add_role, set_lane, state and close on the CONDUCTOR role,
 reconcile_project, an override on bind_role, protocol_maintain, a verdict for a seat not
-his): each refuses in the debate's shape (``{ok, error, message}``, mirrored as text) and
-nothing changes. The scope-gated tools answer ``conductor_required`` to a caller who sees
-the topic; the role-gated ones the same bytes as for a missing topic. Stella (star scope,
-not seated) reads the topic, as star may, and may grow its roster, but star is no
-conductor: the conductor-only tools refuse her too.
+his): each refuses with the seed's error in the debate's shape (``{ok, error, message}``,
+mirrored as text), the same bytes as for a missing topic where the seed says "uniformly",
+and nothing changes. Stella (star scope, not seated) reads the topic, as star may, and may
+grow its roster, but star is no conductor: the conductor-only tools refuse her too.
 """
 
 from __future__ import annotations
@@ -32,15 +31,12 @@ pytestmark = pytest.mark.filterwarnings(
 
 #: What a debater seated on a topic gets from each conductor-only call there (seed 003):
 #: (tool, arguments beyond topic_id, the error, whether a missing topic answers the same).
-#: The scope-gated tools tell a caller who sees the topic what is missing
-#: (``conductor_required``); to one who cannot see it they answer as a missing topic.
 CONDUCTOR_ONLY = [
-    # "Conductor callers only": Dave sees the topic, so he is told the scope is missing.
+    # "Conductor callers only" ... "rejected uniformly": the not-found shape.
     ("debate_judge_prepare", {"left_msg_id": "<pro>", "right_msg_id": "<con>"},
-     "conductor_required", False),
-    # "Conductor or star callers only".
-    ("debate_add_role", {"role": "EXECUTOR_1", "session_id": "<own>"},
-     "conductor_required", False),
+     "unknown_topic", True),
+    # "callers without conductor or star scope are rejected uniformly".
+    ("debate_add_role", {"role": "EXECUTOR_1", "session_id": "<own>"}, "unknown_topic", True),
     # "the caller must hold the conductor role": a CONDUCTOR binding he does not own.
     ("debate_set_lane", {"role": "CONDUCTOR", "lane": "P0", "reason": "mine"},
      "unknown_topic", True),
@@ -51,7 +47,7 @@ CONDUCTOR_ONLY = [
     ("debate_state", {"role": "CONDUCTOR", "new_state": "RESOLVED"}, "unknown_topic", True),
     ("debate_close_topic", {"role": "CONDUCTOR", "new_state": "RESOLVED"}, "unknown_topic", True),
     # "Conductor callers only. All other principals ... are denied".
-    ("debate_reconcile_project", {"project": "mine"}, "conductor_required", False),
+    ("debate_reconcile_project", {"project": "mine"}, "reconcile_rejected", True),
     # The override "cites the sanctioning CONDUCTOR decision": conductor or star only.
     ("debate_bind_role", {"role": "CONDUCTOR", "session_id": "<own>",
                           "conductor_override_msg_id": "<pro>", "replace_active": True},
@@ -141,20 +137,17 @@ async def _topic_view(client: Client, topic: str) -> dict[str, Any]:
     }
 
 
-#: What a star caller, seated nowhere, gets from the conductor-only calls (seed 003), and
-#: whether a missing topic answers the same (star sees every topic: a scope-gated tool
-#: tells it the conductor scope is missing).
+#: What a star caller, seated nowhere, gets from the conductor-only calls (seed 003).
 STAR_REFUSED = [
     # "Conductor callers only": star is not one.
     ("debate_judge_prepare", {"left_msg_id": "<pro>", "right_msg_id": "<con>"},
-     "conductor_required", False),
+     "unknown_topic"),
     # "star scope alone never suffices".
-    ("debate_set_lane", {"role": "CONDUCTOR", "lane": "P0", "reason": "star"},
-     "unknown_topic", True),
+    ("debate_set_lane", {"role": "CONDUCTOR", "lane": "P0", "reason": "star"}, "unknown_topic"),
     # "no star or conductor exception" on lifecycle moves.
-    ("debate_state", {"role": "CONDUCTOR", "new_state": "RESOLVED"}, "unknown_topic", True),
+    ("debate_state", {"role": "CONDUCTOR", "new_state": "RESOLVED"}, "unknown_topic"),
     # "All other principals, including star, are denied".
-    ("debate_reconcile_project", {"project": "star"}, "conductor_required", False),
+    ("debate_reconcile_project", {"project": "star"}, "reconcile_rejected"),
 ]  # fmt: skip
 
 
@@ -170,13 +163,12 @@ async def test_a_star_caller_reads_and_grows_the_roster_but_is_no_conductor(worl
             pro, con = await adjudicate(conductor, topic, pro=Recorder(d))
             values = {"<pro>": pro, "<con>": con}
             before = await _topic_view(a, topic)
-            for tool, extra, code, uniform in STAR_REFUSED:
+            for tool, extra, code in STAR_REFUSED:
                 args = {"topic_id": topic, **_fill(extra, values)}
                 got = await _refused(s, tool, args, code)
-                if uniform:
-                    nowhere = missing_id(topic)
-                    missing = await answer(s, tool, {**args, "topic_id": nowhere})
-                    assert blank(got, {topic}) == blank(missing, {nowhere}), (tool, missing)
+                nowhere = missing_id(topic)
+                missing = await answer(s, tool, {**args, "topic_id": nowhere})
+                assert blank(got, {topic}) == blank(missing, {nowhere}), (tool, missing)
             await _refused(s, "debate_protocol_maintain", {"topic_ids_csv": topic},
                            "conductor_required")  # fmt: skip
             assert await _topic_view(a, topic) == before

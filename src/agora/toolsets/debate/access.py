@@ -5,10 +5,7 @@ undeclared role and a role the caller does not own all raise the same `denied()`
 byte for byte. Reads need project scope AND participation (an owned binding), which
 conductor and star callers do not need; a topic whose project is the sentinel denies
 everyone. Writes need an owned active binding on the named role: authorship comes from the
-binding, never from the role string, and star never stands in for ownership. The
-conductor-only tools (`require_conductor`) answer ``conductor_required``, naming the missing
-scope, to a caller who can read the topic (who knows it exists already), and `denied()` to
-anyone else.
+binding, never from the role string, and star never stands in for ownership.
 Pure functions over the topic's records; no I/O.
 """
 
@@ -27,52 +24,15 @@ if TYPE_CHECKING:
 
 DENIED_MESSAGE: Final = (
     "unknown topic, or the topic or role is not available to this caller "
-    "(check topic_id, and that one of your sessions holds the role)"
+    "(check topic_id, and that one of your sessions holds the role; the conductor-only "
+    "tools also need the conductor scope, which only a [[principals]] entry's bearer token "
+    "carries)"
 )
 
 
 def denied() -> DebateError:
     """The uniform not-found error: the same bytes whatever was missing or foreign."""
     return DebateError("unknown_topic", DENIED_MESSAGE)
-
-
-def conductor_required(tool: str, *, star: bool = False) -> DebateError:
-    """The refusal of a conductor-only tool to a caller without the scope.
-
-    Args:
-        tool: The tool refused (named in the message).
-        star: The tool also admits the ``star`` scope.
-    """
-    scopes = "the conductor (or star) scope" if star else "the conductor scope"
-    return DebateError(
-        "conductor_required",
-        f"{tool} needs {scopes}, which this caller's principal does not hold (owning the "
-        "CONDUCTOR role is not enough): call with the bearer token of a [[principals]] entry "
-        'whose scopes include "conductor"; a caller without a token holds no scope, so a '
-        "server with no [[principals]] cannot run this step",
-    )
-
-
-def require_conductor(
-    row: TopicRow | None,
-    bindings: Iterable[Binding],
-    caller: Caller,
-    tool: str,
-    *,
-    star: bool = False,
-) -> None:
-    """The scope gate of a conductor-only tool on a topic: pass a conductor (and, with
-    ``star``, a star caller); refuse anyone else with `conductor_required` if they can read
-    the topic, else with the uniform `denied()` (no existence oracle).
-
-    Raises:
-        DebateError: ``conductor_required`` or the uniform denial.
-    """
-    if caller.conductor or (star and caller.star):
-        return
-    if can_read(row, bindings, caller):
-        raise conductor_required(tool, star=star)
-    raise denied()
 
 
 @dataclass(frozen=True, slots=True)

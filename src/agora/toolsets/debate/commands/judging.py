@@ -68,8 +68,9 @@ def _adjudicating(topic: Topic) -> ProtocolState:
 
 @COMMANDS.on(PrepareJudging)
 def prepare_judging(topic: Topic, cmd: PrepareJudging, now: Now) -> Effects:
-    access.require_conductor(topic.row, topic.all_bindings(), cmd.caller, "debate_judge_prepare")
     topic.read_gate(cmd.caller)
+    if not cmd.caller.conductor:
+        raise access.denied()
     state = _adjudicating(topic)
     messages = topic.data.messages
     left, right = messages.get(cmd.left_msg_id), messages.get(cmd.right_msg_id)

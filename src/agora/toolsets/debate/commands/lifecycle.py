@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from agora.runtime.entity import Effects
-from agora.toolsets.debate import access, sql
+from agora.toolsets.debate import sql
 from agora.toolsets.debate.access import Caller
 from agora.toolsets.debate.commands import workers
 from agora.toolsets.debate.commands.table import COMMANDS
@@ -172,10 +172,6 @@ def set_lane(topic: Topic, cmd: SetLane, now: Now) -> Effects:
 @COMMANDS.on(ReconcileProject)
 def reconcile_project(topic: Topic, cmd: ReconcileProject, now: Now) -> Effects:
     row = topic.row
-    if not cmd.caller.conductor and access.can_read(row, topic.all_bindings(), cmd.caller):
-        # Only a caller who sees the topic learns what is missing; to anyone else the
-        # refusal stays the one an unknown topic gets.
-        raise access.conductor_required("debate_reconcile_project")
     if (
         row is None
         or not cmd.caller.conductor

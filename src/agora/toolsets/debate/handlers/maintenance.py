@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.runtime.background import periodic
-from agora.toolsets.debate import access, sql
+from agora.toolsets.debate import sql
 from agora.toolsets.debate.commands.maintenance import Sweep, missing_roles
 from agora.toolsets.debate.handlers.common import caller, checked, new_id
 from agora.toolsets.debate.replies import tool_error
@@ -44,7 +44,14 @@ async def debate_protocol_maintain(call: ToolCall) -> dict[str, Any]:
     ids = checked(_ids, call.args.get("topic_ids_csv"))
     who = caller(call)
     if not who.conductor:
-        raise tool_error(access.conductor_required("debate_protocol_maintain"))
+        raise tool_error(
+            reject(
+                "conductor_required",
+                "debate_protocol_maintain needs the conductor scope: call with the bearer token "
+                'of a [[principals]] entry whose scopes include "conductor" (a caller without a '
+                "token holds no scope)",
+            )
+        )
     at = stamp(call.runtime.clock.wall())
 
     def read(conn: ReadConn) -> dict[str, Sweep]:
