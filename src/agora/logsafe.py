@@ -11,7 +11,10 @@ value longer than `MAX_LOGGED` characters is cut with a marker saying how much w
 from __future__ import annotations
 
 import unicodedata
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    import logging
 
 #: Most characters of one caller-supplied value in a log line (before escaping).
 MAX_LOGGED: Final = 160
@@ -42,3 +45,11 @@ def loggable(value: object, limit: int = MAX_LOGGED) -> str:
     head = text[:limit] if cut > 0 else text
     escaped = "".join(map(_escape, head))
     return f"{escaped}...[+{cut} chars]" if cut > 0 else escaped
+
+
+def entity_failed(
+    log: logging.Logger, kind: str, key: Any, what: str, *, trace: bool = True
+) -> None:
+    """Log, at ERROR on ``log``, that ``what`` went wrong with entity ``key`` of ``kind``
+    (with the traceback being handled, if ``trace``), the key escaped: callers choose keys."""
+    log.error("%s %s %s", kind, loggable(key), what, exc_info=trace)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agora.errors import STORE_CAUSES, AgoraError, StoreError
-from agora.logsafe import loggable
+from agora.logsafe import entity_failed
 from agora.store.neutral import Busy, Conflict, Guard
 
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ class Handling:
                 slot.fail(exc)
             return False
         except Exception:
-            log.exception("%s %s failed to load", self.kind.kind, loggable(self.key))
+            entity_failed(log, self.kind.kind, self.key, "failed to load")
             for _, slot in group:
                 slot.fail(InternalError(f"internal error in {self.kind.kind}; nothing was changed"))
             return False
@@ -166,9 +166,7 @@ class Handling:
         try:
             effects = entity.handle(command, now)
         except Exception:
-            log.exception(
-                "%s %s failed on %s", self.kind.kind, loggable(self.key), type(command).__name__
-            )
+            entity_failed(log, self.kind.kind, self.key, f"failed on {type(command).__name__}")
             self._entity = None  # maybe half-mutated: reload
             slot.fail(InternalError(f"internal error in {self.kind.kind}; nothing was changed"))
             return
@@ -209,12 +207,8 @@ class Handling:
                     # the entity may be half-mutated, so it is reloaded, not trusted.
                     effects = entity.handle(command, now)
                 except Exception:
-                    log.exception(
-                        "%s %s failed on %s",
-                        self.kind.kind,
-                        loggable(self.key),
-                        type(command).__name__,
-                    )
+                    what = f"failed on {type(command).__name__}"
+                    entity_failed(log, self.kind.kind, self.key, what)
                     slot.fail(
                         InternalError(f"internal error in {self.kind.kind}; nothing was changed")
                     )
@@ -241,7 +235,7 @@ class Handling:
                 )
                 await self.runtime.store.write(writes)
             except StoreError as exc:
-                log.error("%s %s: commit failed: %s", self.kind.kind, loggable(self.key), exc)
+                entity_failed(log, self.kind.kind, self.key, f"commit failed: {exc}", trace=False)
                 self._entity = None
                 for _, slot in done:
                     slot.fail(commit_failed(exc))
@@ -315,7 +309,7 @@ class Handling:
             try:
                 effects = entity.handle(command, runtime.clock.now())
             except Exception:
-                log.exception("%s %s failed on %s", kind, loggable(key), type(command).__name__)
+                entity_failed(log, kind, key, f"failed on {type(command).__name__}")
                 self._entity = None
                 slot.fail(InternalError(f"internal error in {kind}; nothing was changed"))
                 return
@@ -343,7 +337,7 @@ class Handling:
                 runtime.guard.retried += 1
                 continue
             except StoreError as exc:
-                log.error("%s %s: commit failed: %s", kind, loggable(key), exc)
+                entity_failed(log, kind, key, f"commit failed: {exc}", trace=False)
                 self._entity = None
                 slot.fail(commit_failed(exc))
                 return
@@ -387,7 +381,7 @@ class Handling:
             except LookupError:
                 raise
             except Exception as exc:
-                log.exception("%s %s failed to load", self.kind.kind, loggable(self.key))
+                entity_failed(log, self.kind.kind, self.key, "failed to load")
                 raise InternalError(
                     f"internal error in {self.kind.kind}; nothing was changed"
                 ) from exc

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from agora.errors import ActorStopped, StoreError
-from agora.logsafe import loggable
+from agora.logsafe import entity_failed
 from agora.runtime.actor import RETRIES, InternalError, commit_failed
 from agora.runtime.entity import Effects
 from agora.store.neutral import Busy, Conflict, Guard
@@ -149,7 +149,7 @@ async def _attempt(
             effects.append(done)
     except Exception as exc:
         failed = held[len(effects)]
-        log.exception("%s %s failed in an atomic operation", failed.kind.kind, loggable(failed.key))
+        entity_failed(log, failed.kind.kind, failed.key, "failed in an atomic operation")
         _forget(held)
         raise InternalError(f"internal error in {failed.kind.kind}; nothing was changed") from exc
     for done in effects:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from agora.logsafe import loggable
+from agora.logsafe import entity_failed
 from agora.runtime.handling import InternalError, stamp
 from agora.runtime.park import Parked, Waiting
 
@@ -129,7 +129,7 @@ def _run(
         done.append((entity.handle(command, now), slot))
     except Exception:
         kind = actor.kind.kind
-        log.exception("%s %s failed on %s", kind, loggable(actor.key), type(command).__name__)
+        entity_failed(log, kind, actor.key, f"failed on {type(command).__name__}")
         slot.fail(InternalError(f"internal error in {kind}; nothing was changed"))
         return False
     return True
