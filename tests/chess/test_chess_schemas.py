@@ -7,7 +7,7 @@ import json
 import jsonschema
 import pytest
 
-from agora.toolsets.chess.render import argument_rejection
+from agora.toolsets.chess.arguments import argument_rejection
 from agora.toolsets.chess.schemas import OUTPUT_SCHEMAS, REJECTION_SCHEMA
 
 COMMON = {
