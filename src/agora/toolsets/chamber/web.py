@@ -37,19 +37,6 @@ _STYLE = (
 
 _PRACTICE = " <strong>practice</strong>"
 
-__all__ = [
-    "HEADERS",
-    "KeysFn",
-    "card_html",
-    "error_response",
-    "get_card",
-    "keys_route",
-    "list_cards",
-    "page",
-    "pool_route",
-    "wants_html",
-]
-
 
 def page(title: str, inner: str, status: int = 200) -> Response:
     text = (
