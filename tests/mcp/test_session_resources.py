@@ -132,13 +132,41 @@ def test_a_resource_with_a_check_is_subscribed_only_once_its_check_passed() -> N
         "check-inbox",
     )
     assert s.subscriptions == set()  # not before the check passed
-    assert s.subscribed("test://inbox/7") == {}
+    assert s.subscribed("test://inbox/7", action.id) == {}
     s.ended(action.id)
     assert s.subscriptions == {"test://inbox/7"}
     # A URI no entry serves is refused here, as a read is, before any check.
     refused = one(s, "resources/subscribe", {"uri": "test://elsewhere"})
     assert isinstance(refused, Send)
     assert refused.message["error"]["code"] == rpc.RESOURCE_NOT_FOUND
+
+
+def test_an_unsubscribe_sent_while_the_check_runs_wins() -> None:
+    """The client's last word on a URI holds: a subscribe whose check is still running when
+    an unsubscribe for the same URI arrives ends unsubscribed (its answer still succeeds);
+    a subscribe sent after that unsubscribe subscribes again."""
+    checked = ResourceEntry(
+        "test://inbox/{id}", "inbox", template=True, target="read-inbox", check="check-inbox"
+    )
+    s = session(checked)
+    first = s.handle(rpc.Request(1, "resources/subscribe", {"uri": "test://inbox/7"}))[0]
+    other = s.handle(rpc.Request(2, "resources/subscribe", {"uri": "test://inbox/8"}))[0]
+    unsub = s.handle(rpc.Request(3, "resources/unsubscribe", {"uri": "test://inbox/7"}))[0]
+    assert isinstance(unsub, Send)
+    assert unsub.message["result"] == {}
+    again = s.handle(rpc.Request(4, "resources/subscribe", {"uri": "test://inbox/7"}))[0]
+    assert isinstance(first, Invoke)
+    assert isinstance(other, Invoke)
+    assert isinstance(again, Invoke)
+    assert s.subscribed(first.name, first.id) == {}  # its check passed after the unsubscribe
+    s.ended(first.id)
+    assert s.subscriptions == set()
+    assert s.subscribed(other.name, other.id) == {}  # another URI's is untouched
+    s.ended(other.id)
+    assert s.subscriptions == {"test://inbox/8"}
+    assert s.subscribed(again.name, again.id) == {}
+    s.ended(again.id)
+    assert s.subscriptions == {"test://inbox/8", "test://inbox/7"}
 
 
 def test_subscribing_without_resources_is_method_not_found() -> None:

@@ -112,6 +112,8 @@ class Session:
     subscriptions: set[str] = field(default_factory=set)
     #: Ids of the requests handed to the driver as `Invoke` and not yet `ended`.
     running: set[rpc.RequestId] = field(default_factory=set)
+    #: Subscribes whose check runs: request id -> URI (an unsubscribe of the URI drops them).
+    _checking: dict[rpc.RequestId, str] | None = field(default=None, init=False, repr=False)
 
     def handle(self, msg: rpc.Message) -> list[Action]:
         """React to one message from the client.
@@ -136,6 +138,8 @@ class Session:
     def ended(self, rid: rpc.RequestId) -> None:
         """The driver finished (or refused to run) the `Invoke` for request ``rid``."""
         self.running.discard(rid)
+        if self._checking is not None:
+            self._checking.pop(rid, None)
 
     def _notification(self, msg: rpc.Notification) -> list[Action]:
         if msg.method == "notifications/initialized":
@@ -230,8 +234,7 @@ class Session:
                 prompts, nxt = self._page(list(cat.prompts), params)
                 return _with_cursor({"prompts": [p.listing() for p in prompts]}, nxt)
             case "resources/unsubscribe":
-                self.subscriptions.discard(self._subscription_uri(params))
-                return {}
+                return self._unsubscribe(self._subscription_uri(params))
             case "logging/setLevel":
                 level = params.get("level")
                 if level not in LOG_LEVELS:
@@ -239,6 +242,13 @@ class Session:
                 self.log_level = level
                 return {}
         raise ProtocolError(rpc.METHOD_NOT_FOUND, f"method not found: {msg.method}")
+
+    def _unsubscribe(self, uri: str) -> dict[str, Any]:
+        self.subscriptions.discard(uri)
+        if self._checking:  # a subscribe still checking must not outlive this
+            for rid in [r for r, u in self._checking.items() if u == uri]:
+                del self._checking[rid]
+        return {}
 
     def _subscription_uri(self, params: dict[str, Any]) -> str:
         if not self.catalog.resources:
@@ -258,23 +268,22 @@ class Session:
             raise ProtocolError(rpc.RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
         entry, args = found
         if entry.check is not None:
+            if self._checking is None:
+                self._checking = {}
+            self._checking[msg.id] = uri
             return Invoke(msg.id, "subscribe", uri, args, entry.check, None, meta, modern)
         return Send(rpc.result(msg.id, self.finish(self.subscribed(uri), modern)), msg.id)
 
-    def subscribed(self, uri: str) -> dict[str, Any]:
-        """Subscribe to ``uri`` (its check, if any, passed); the resources/subscribe result."""
-        self.subscriptions.add(uri)
+    def subscribed(self, uri: str, rid: rpc.RequestId | None = None) -> dict[str, Any]:
+        """Subscribe to ``uri`` (the check of subscribe ``rid``, if any, passed); the result.
+        If an unsubscribe of ``uri`` came while that check ran, that later word holds."""
+        if rid is None or (self._checking is not None and self._checking.pop(rid, None) == uri):
+            self.subscriptions.add(uri)
         return {}
 
     def resource_updated(self, uri: str) -> dict[str, Any] | None:
-        """The notifications/resources/updated message for ``uri``, if this session subscribed.
-
-        Args:
-            uri: The resource that changed.
-
-        Returns:
-            The notification to send, or None when the client did not subscribe to ``uri``.
-        """
+        """The notifications/resources/updated message for ``uri`` (a resource that changed),
+        or None when this session did not subscribe to it."""
         if uri not in self.subscriptions:
             return None
         return rpc.notification("notifications/resources/updated", {"uri": uri})

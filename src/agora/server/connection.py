@@ -283,7 +283,7 @@ class Connection:
             if inv.kind == "tool":
                 return tool_reply(self.session, inv.id, value, inv.modern)
             if inv.kind == "subscribe":  # its check passed: subscribe, and tell the hub
-                value = self.session.subscribed(inv.name)
+                value = self.session.subscribed(inv.name, inv.id)
                 self.app.runtime.resources.watch(self, self.session.subscriptions)
             cacheable = inv.kind == "resource"
             return rpc.result(inv.id, self.session.finish(value, inv.modern, cacheable=cacheable))
