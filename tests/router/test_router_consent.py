@@ -148,3 +148,55 @@ async def test_an_approved_support_set_is_the_work_items_supports(router, runtim
     # Kept in the store: another server reading the run sees the same.
     other = Router(Runtime(runtime.store, nursery, clock=Clock(FakeWall())))
     assert (await other.next(run))["work_item"]["support_skill_ids"] == ["skill:c"]
+
+
+async def test_approvals_an_older_server_kept_only_on_the_proposal_reach_the_work_items(
+    tmp_path, nursery
+):
+    from router_driver import Router
+
+    from agora.runtime.clock import Clock, FakeWall
+    from agora.runtime.registry import Runtime
+    from agora.store.db import open_store
+    from agora.toolsets.router.sql import MIGRATIONS
+
+    path, wall = tmp_path / "old.db", FakeWall()
+    async with open_store(path, MIGRATIONS[:5]) as old:  # router schema 5
+        runtime = Runtime(old, nursery, clock=Clock(wall))
+        router = Router(runtime)
+        plan = await locked_plan(router)
+        run = plan["workflow_run_id"]
+
+        async def consent(version, skills, action="approve", phase="plan"):
+            args = proposal_args(plan, version, phase_id=phase, support_skill_ids=skills)
+            proposal = await router.call("propose_support_consent", **args)
+            if action is not None:
+                decide = transition_args(proposal, version + 1, action, current_phase_id=phase)
+                await router.call("transition_support_consent", **decide)
+
+        wall.advance(10)
+        await consent(1, ["skill:a", "skill:b"])
+        wall.advance(-5)  # the wall clock stepped back: the later approval still wins
+        await consent(3, ["skill:c"])
+        await consent(5, ["skill:x"], "reject")
+        await consent(7, ["skill:y"], None)  # undecided
+        await consent(8, ["skill:d"], phase="implement")
+        # What a server older than approvals writing the work item left: the sets only on
+        # the proposals.
+        await old.write([("UPDATE router_work_items SET support_json = '[]'", ())])
+        runtime.begin_shutdown()
+    async with open_store(path, MIGRATIONS) as st:  # router schema 6 back-fills them
+        runtime = Runtime(st, nursery, clock=Clock(FakeWall()))
+        router = Router(runtime)
+        item = (await router.next(run))["work_item"]
+        assert (item["phase_id"], item["support_skill_ids"]) == ("plan", ["skill:c"])
+        ev = await router.event(run, "plan", {"check_id": "plan-ready", "outcome": "passed"}, 10)
+        await router.gate(run, "plan", ev["event_ids"], 11)
+        item = (await router.next(run))["work_item"]
+        assert (item["phase_id"], item["support_skill_ids"]) == ("implement", ["skill:d"])
+        supports = "SELECT phase_id, support_json FROM router_work_items ORDER BY seq"
+        rows = await runtime.read(lambda c: c.execute(supports).fetchall())
+        assert [tuple(r) for r in rows] == [
+            ("plan", '["skill:c"]'), ("implement", '["skill:d"]'), ("verify", "[]")
+        ]  # fmt: skip
+        runtime.begin_shutdown()

@@ -11,8 +11,9 @@ bound ones, and the phase must not be completed, or the transition fails closed 
 stale field named (the refusal is kept in ``router_consent_audit``). A decided proposal is
 never decided again. An approved set becomes the support skills of its phase's work item
 (``support_skill_ids`` in ``get_next_work``), replacing any set approved before for that
-phase: each proposal is one concrete set. A rejected one changes nothing. The proposal id
-embeds the run id, so a transition finds its run.
+phase: each proposal is one concrete set. A rejected one changes nothing (router schema
+step 6, in `sql`, applies this rule to runs whose approvals an older agora kept only on the
+proposal). The proposal id embeds the run id, so a transition finds its run.
 Pure: handlers return results and writes, or raise refusals before changing anything.
 """
 

@@ -103,12 +103,31 @@ _V4 = [
 ]
 
 
+_V6 = [
+    # Servers before approvals wrote the work item kept an approved support set only on its
+    # proposal. Each work item of a run with an approval takes its phase's latest approved
+    # set, as `consent.transition` would have written it: latest in command order (the state
+    # version claimed at the decision's time; runs older than step 3 claimed none), then by
+    # decision time. Rejected and undecided proposals do not count.
+    """UPDATE router_work_items SET support_json = COALESCE((
+        SELECT p.support_json FROM router_proposals p
+        WHERE p.run_id = router_work_items.run_id AND p.phase_id = router_work_items.phase_id
+            AND p.status = 'approved'
+        ORDER BY COALESCE((SELECT MAX(v.state_version) FROM router_versions v
+                           WHERE v.run_id = p.run_id AND v.at = p.decided_at), 0) DESC,
+            p.decided_at DESC, p.proposal_id DESC
+        LIMIT 1), support_json)
+    WHERE run_id IN (SELECT run_id FROM router_proposals WHERE status = 'approved')""",
+]
+
+
 MIGRATIONS = (
     Migration(component="router", version=1, sql=_both(_SCHEMA)),
     Migration(component="router", version=2, sql=_both(_V2)),
     Migration(component="router", version=3, sql=_both(_V3)),
     Migration(component="router", version=4, sql=_both(_V4)),
     memory_sql.V5,
+    Migration(component="router", version=6, sql=_both(_V6)),
 )
 
 
