@@ -37,6 +37,7 @@ async def test_a_wait_times_out_at_the_given_ms_and_the_game_stays_usable(table,
         reply = await table.tool("wait_for_turn", timeout_ms=1500)
     assert trio.current_time() - start == 1.5
     assert reply["statusCode"] == "WAIT_TIMEOUT"
+    assert "shuttingDown" not in reply  # a real timeout: call again at once
     assert reply["agentMayMove"] is False
     assert reply["nextAction"]["tool"] == "wait_for_turn"
     assert reply["nextAction"]["arguments"] == {}
@@ -140,7 +141,31 @@ async def test_a_wait_answers_cleanly_when_the_server_shuts_down(table, autojump
     reply, at = results[0]
     assert at - start == 2
     assert reply["statusCode"] == "WAIT_TIMEOUT"
+    assert reply["shuttingDown"] is True  # not a real timeout: reconnect, then wait again
     assert reply["nextAction"]["tool"] == "wait_for_turn"
+    assert "Reconnect" in reply["nextAction"]["instruction"]
+
+
+async def test_a_wait_met_as_shutdown_begins_is_not_marked(table, autojump_clock):
+    # Shutdown answers a wait whose condition already holds with the ordinary reply.
+    await table.choose("white")
+    table.runtime.begin_shutdown()
+    with trio.fail_after(60):
+        reply = await table.tool("wait_for_turn")
+    assert reply["statusCode"] == "AGENT_TURN"
+    assert "shuttingDown" not in reply
+    assert reply["nextAction"]["tool"] == "move_piece"
+
+
+async def test_a_watcher_cut_short_by_shutdown_is_told_to_reconnect(table, autojump_clock):
+    await table.choose("black")
+    table.runtime.begin_shutdown()
+    with trio.fail_after(60):
+        reply = await table.tool("wait_for_turn", as_token=None)
+    assert (reply["statusCode"], reply["seat"]) == ("WAIT_TIMEOUT", "watcher")
+    assert reply["shuttingDown"] is True
+    assert reply["nextAction"]["arguments"] == {}
+    assert "Reconnect" in reply["nextAction"]["instruction"]
 
 
 @pytest.mark.sqlite_only("a guarded store re-runs a woken wait under its own version guard")

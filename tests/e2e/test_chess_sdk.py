@@ -175,7 +175,8 @@ async def test_a_restart_mid_game_keeps_the_table_and_the_game_finishes(tmp_path
                     nursery.start_soon(terminate_when_in_flight, server, 1)
                     wait = {**played["nextAction"]["arguments"], "timeout_ms": 20000}
                     parked = await agent.ok("wait_for_turn", wait)
-                assert parked["statusCode"] == "WAIT_TIMEOUT", parked  # "call again"
+                assert parked["statusCode"] == "WAIT_TIMEOUT", parked
+                assert parked["shuttingDown"] is True  # reconnect, then call again
                 assert parked["nextAction"]["tool"] == "wait_for_turn"
                 assert parked["fen"] == played["fen"]
 

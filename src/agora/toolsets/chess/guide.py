@@ -83,7 +83,7 @@ STATUS_CODES: Final = {
     "HUMAN_TURN": "The human is to move; call wait_for_turn.",
     "GAME_OVER": "The game has ended; result says how. Stop.",
     "WAIT_TIMEOUT": "wait_for_turn timed out with nothing new; call it again with the same "
-    "arguments.",
+    "arguments. With shuttingDown true the server is shutting down: reconnect first.",
     "AGENT_TOKEN_REQUIRED": "Refused: only the seated agent may move. Connect with the "
     "table's agent token in the endpoint URL (?token=...); without it you can only watch.",
     "INVALID_ARGUMENTS": "Refused: the arguments do not match the tool's inputSchema.",
@@ -118,7 +118,8 @@ CONTRACT: Final = CollaborationContract(
         '(grouped by from-square: {"e2": "e3 e4"}) and call move_piece with from (the key), '
         "to (one of its squares), promotion (a 5th letter, if any) and a short note.",
         "After every move_piece, call wait_for_turn immediately.",
-        "On HUMAN_TURN or WAIT_TIMEOUT: call wait_for_turn again.",
+        "On HUMAN_TURN or WAIT_TIMEOUT: call wait_for_turn again (if shuttingDown is true, "
+        "the server is going away: reconnect to the endpoint first).",
         "On GAME_OVER: stop. Always do exactly what nextAction says.",
     ],
     evaluation_path=[

@@ -63,6 +63,11 @@ _REASONS: Final = {
     "abandoned": "a new game",
 }
 _TOKEN_CODES: Final = ("AGENT_TOKEN_REQUIRED", "AGENT_TOKEN_INVALID")
+#: The next action of a wait cut short by shutdown: this connection is about to close.
+_RECONNECT: Final = (
+    "The server is shutting down: do not call again on this connection. Reconnect to this "
+    "endpoint (once the server is back) and call wait_for_turn again."
+)
 
 
 def status_code(snap: Snapshot) -> StatusCode:
@@ -156,7 +161,9 @@ def game_result(snap: Snapshot) -> GameResult | None:
     )
 
 
-def _message(snap: Snapshot, status: StatusCode, seat: Seat, result: GameResult | None) -> str:
+def _message(
+    snap: Snapshot, status: StatusCode, seat: Seat, result: GameResult | None, shutting_down: bool
+) -> str:
     match status:
         case "SIDE_CHOICE_REQUIRED":
             text = "Waiting for the human to choose sides."
@@ -166,6 +173,8 @@ def _message(snap: Snapshot, status: StatusCode, seat: Seat, result: GameResult 
                 text = f"The agent ({snap.agent_color}) is to move."
         case "HUMAN_TURN":
             text = "The human is to move."
+        case "WAIT_TIMEOUT" if shutting_down:
+            text = "The server is shutting down; nothing changed before it did."
         case "WAIT_TIMEOUT":
             text = "No change before the timeout."
         case _:
@@ -193,17 +202,24 @@ def _last_move(snap: Snapshot) -> LastMove | None:
 
 
 def _fields(
-    snap: Snapshot, status: StatusCode, seat: Seat, wait_for_human: bool = False
+    snap: Snapshot,
+    status: StatusCode,
+    seat: Seat,
+    wait_for_human: bool = False,
+    shutting_down: bool = False,
 ) -> dict[str, Any]:
     pos = position(snap.fen)
     may_move = seat == "agent" and snap.phase == "agent_turn"
     result = game_result(snap)
+    action = next_action(status, wait_for_human, seat)
+    if shutting_down:
+        action = NextAction("wait_for_turn", action.arguments, _RECONNECT)
     return {
         "ok": True,
         "protocol_version": PROTOCOL_VERSION,
         "status_code": status,
-        "message": _message(snap, status, seat, result),
-        "next_action": next_action(status, wait_for_human, seat),
+        "message": _message(snap, status, seat, result, shutting_down),
+        "next_action": action,
         "agent_may_move": may_move,
         "seat": seat,
         "table": snap.table,
@@ -246,11 +262,23 @@ def move_reply(snap: Snapshot) -> MoveReply:
     return fit(MoveReply(**_fields(snap, status_code(snap), "agent")))
 
 
-def wait_reply(snap: Snapshot, condition: WaitCondition, seat: Seat) -> WaitReply:
-    """The ``wait_for_turn`` reply; WAIT_TIMEOUT when ``condition`` is still unmet."""
-    status: StatusCode = status_code(snap) if condition(snap) else "WAIT_TIMEOUT"
-    fields = _fields(snap, status, seat, condition.wait_for_human)
+def wait_reply(
+    snap: Snapshot, condition: WaitCondition, seat: Seat, shutting_down: bool = False
+) -> WaitReply:
+    """The ``wait_for_turn`` reply; WAIT_TIMEOUT when ``condition`` is still unmet.
+
+    ``shutting_down`` says the server began shutting down, which ends a parked wait at once
+    with its latest snapshot. If that snapshot still leaves ``condition`` unmet, the
+    WAIT_TIMEOUT is marked ``shuttingDown: true`` and its message and next action tell the
+    caller to reconnect before waiting again; a wait whose condition is met is not marked.
+    """
+    ready = condition(snap)
+    status: StatusCode = status_code(snap) if ready else "WAIT_TIMEOUT"
+    cut_short = shutting_down and not ready
+    fields = _fields(snap, status, seat, condition.wait_for_human, cut_short)
     guide = _guide(snap.fen, snap.agent_color) if fields["agent_may_move"] else None
+    if cut_short:
+        return fit(WaitReply(**fields, evaluation_guide=guide, shutting_down=True))
     return fit(WaitReply(**fields, evaluation_guide=guide))
 
 

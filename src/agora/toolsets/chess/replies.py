@@ -18,6 +18,8 @@ Status codes:
     HUMAN_TURN: the human is to move; the agent waits with ``wait_for_turn``.
     GAME_OVER: the game has ended; ``result`` says how.
     WAIT_TIMEOUT: ``wait_for_turn`` ran out of time with nothing to act on; call it again.
+        Marked ``shuttingDown: true`` when the wait was cut short because the server is
+        shutting down: reconnect, then call it again.
     AGENT_TOKEN_REQUIRED: a refusal: the call needs the table's agent token.
     INVALID_ARGUMENTS: a refusal: the arguments failed the tool's inputSchema.
     TABLE_NOT_FOUND: a refusal: the endpoint names no table.
@@ -27,7 +29,7 @@ Status codes:
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
@@ -173,9 +175,21 @@ class MoveReply(GameReply, frozen=True):
 
 
 class WaitReply(GameReply, frozen=True):
-    """``wait_for_turn``: the board, with the evaluation guide when the agent may move."""
+    """``wait_for_turn``: the board, with the evaluation guide when the agent may move.
+
+    ``shuttingDown`` is only there (and true) on a WAIT_TIMEOUT that the server's graceful
+    shutdown cut short: this connection is going away, so the agent reconnects before it
+    waits again, rather than calling again at once as after a real timeout.
+    """
 
     evaluation_guide: EvaluationGuide | None
+    shutting_down: Annotated[
+        Literal[True] | msgspec.UnsetType,
+        msgspec.Meta(
+            description="Present only when the wait ended early, with nothing to act on, "
+            "because the server is shutting down."
+        ),
+    ] = msgspec.UNSET
 
 
 class Rejection(msgspec.Struct, frozen=True, rename="camel"):

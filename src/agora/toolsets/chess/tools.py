@@ -86,7 +86,7 @@ async def move_piece(call: ToolCall) -> dict[str, Any]:
 
 
 async def wait_for_turn(call: ToolCall) -> dict[str, Any]:
-    """Long-poll until the agent has something to act on, or the timeout passes."""
+    """Long-poll until the agent has something to act on, the timeout passes, or shutdown."""
     timeout_ms = min(max(int(call.args.get("timeout_ms", WAIT_MAX_MS)), WAIT_MIN_MS), WAIT_MAX_MS)
     seat = _seat(call)
     condition = WaitCondition(
@@ -99,7 +99,10 @@ async def wait_for_turn(call: ToolCall) -> dict[str, Any]:
         )
     except ChessError as err:
         raise _refused(err) from None
-    return _body(render.wait_reply(snap, condition, seat))
+    # Shutdown answers a parked poll at once with its latest snapshot: the reply says so
+    # (unless that snapshot is ready), so the agent reconnects rather than call again here.
+    closing = call.runtime.closing
+    return _body(render.wait_reply(snap, condition, seat, shutting_down=closing))
 
 
 HANDLERS: Final[dict[str, Handler]] = {
