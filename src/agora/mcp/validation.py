@@ -205,11 +205,8 @@ def _nul_path(value: Any, path: tuple[str | int, ...] = ()) -> tuple[str | int, 
 
 
 def nul_field(value: Any) -> str | None:
-    """Where the first U+0000 in a decoded JSON ``value`` is, as ``a.b[2]`` text, or None.
-
-    For the page routes that take JSON bodies outside MCP: they refuse a NUL as MCP does,
-    with `NUL_TEXT` after the field this names.
-    """
+    """Where the first U+0000 in a decoded JSON ``value`` is, as ``a.b[2]`` text, or None
+    (for the page routes' JSON bodies: they refuse a NUL as MCP does, with `NUL_TEXT`)."""
     where = _nul_path(value)
     if where is None:
         return None
@@ -238,7 +235,6 @@ def _guard(
         if len(encoded) <= max_nodes and encoded.count(b"{") + encoded.count(b"[") <= max_depth:
             # `_nul_issue`'s first test, made here: nearly every argument passes it.
             return _nul_issue(value, encoded) if refuse_nul and _NUL in encoded else None
-    # Level by level, so a flat object costs one pass over its members.
     level, depth, nodes = [value], 0, 0
     while level:
         depth += 1
@@ -257,7 +253,7 @@ def _guard(
     return _nul_issue(value, encoded) if refuse_nul else None
 
 
-#: How JSON writes U+0000 (in a string or a key): an encoding without it has none.
+#: How JSON writes U+0000 (in a string or a key; only escaped): an encoding without it has none.
 _NUL = b"\\u0000"
 
 
@@ -265,9 +261,7 @@ def _nul_issue(value: Any, encoded: bytes | None) -> ValidationIssue | None:
     """The first U+0000 in ``value`` (``encoded``: its compact JSON, if made) as an issue."""
     if encoded is None:
         encoded = _encoded(value)
-    # JSON can only write U+0000 escaped, as \u0000 (in a string or a key): an encoding
-    # without that text has none to find (with it, the walk says where, or that it was a
-    # backslash the client wrote before "u0000").
+    # With the text, the walk says where, or finds it was a backslash written before "u0000".
     if encoded is not None and _NUL not in encoded:
         return None
     if (where := _nul_path(value)) is not None:
@@ -297,16 +291,9 @@ class Validator:
         self._limits = limits
 
     def check(self, value: Any) -> None:
-        """Accept ``value`` or raise at its first problem.
-
-        Args:
-            value: The decoded JSON to check (e.g. a tools/call ``arguments`` object).
-
-        Raises:
-            ArgumentError: The value breaks the schema or the depth/size guard; the message
-                names the field and the rule.
-            SchemaError: Only from a ``lazy`` validator whose schema cannot be compiled.
-        """
+        """Accept ``value`` (decoded JSON, e.g. a tools/call ``arguments`` object) or raise at
+        its first problem: `ArgumentError` naming the field and the rule it breaks (schema or
+        depth/size guard); `SchemaError` only from a ``lazy`` validator that cannot compile."""
         issues = self._first_issues(value)
         if issues:
             text = "; ".join(issue.describe(*self._nouns) for issue in issues[:3])
