@@ -3,8 +3,10 @@
 Reads and writes go through `agora.transports.pipes`: non-blocking file descriptors on pipes,
 no thread per operation. A line never holds more than one message's worth of bytes: an
 oversize line is answered with an error and skipped. Lines are written whole, one at a
-time. End of input ends the session after the calls in flight have answered. Nothing here
-knows about tools.
+time. End of input ends the session as a shutdown ends the server: parked long-polls answer
+at once, the other calls in flight get ``grace_seconds`` to answer, then are cancelled, so a
+client that dies mid-wait does not leave the process (and its database lock) behind. Nothing
+here knows about tools.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ async def serve_stdio(
     """Serve one session over stdin/stdout (or the given fds) until the input ends.
 
     If stdout's reader goes away, nobody can hear the session any more: it ends at once,
-    cancelling the calls in flight.
+    cancelling the calls in flight. At the end of input, long-polls are woken and the calls in
+    flight get the configured ``grace_seconds`` before they are cancelled.
     """
     async with open_stdio(stdin, stdout) as (receive, writer), trio.open_nursery() as calls:
 
@@ -57,6 +60,10 @@ async def serve_stdio(
         last = lines.end()
         if last is not None:
             await _feed(conn, emit, last)
+        # The client is done or dead (a host killed with -9 closes both pipes): a 55 s wait
+        # must not keep this process and its database lock until it times out.
+        app.runtime.begin_shutdown()
+        calls.cancel_scope.deadline = trio.current_time() + app.config.grace_seconds
 
 
 async def _feed(conn: Connection, emit: Any, line: bytes | Oversize) -> None:

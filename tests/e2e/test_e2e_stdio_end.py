@@ -1,0 +1,75 @@
+"""The end of ``agora stdio --db``'s input ends the process promptly, even mid long-poll.
+
+A host that dies (``kill -9``) closes both pipes of the stdio server it started. A long-poll
+in flight (``wait_for_turn`` waits up to 55 s) must not keep the process, and the lock it
+holds on its database, alive until it times out: a host restarted at once would be refused
+the database. End of input wakes the long-poll as a shutdown does, and the process exits.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import trio
+from e2e_support import AGORA, INITIALIZE, INITIALIZED, clean_env
+
+#: Well under the 55 s the long-poll below asks for.
+TIMEOUT = 30
+
+WAIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {"name": "wait_for_turn", "arguments": {"wait_for_human": True, "timeout_ms": 55000}},
+}
+
+
+def jsonl(*messages: dict[str, object]) -> bytes:
+    return b"".join(json.dumps(m).encode() + b"\n" for m in messages)
+
+
+@pytest.mark.parametrize(
+    "client",
+    [
+        pytest.param("closes-stdin", id="client-closes-stdin-and-reads-on"),
+        pytest.param("dies", id="client-dies"),
+    ],
+)
+async def test_end_of_input_ends_a_parked_long_poll_at_once(tmp_path, client):
+    args = ["stdio", "--toolset", "chess", "--db", str(tmp_path / "a.db")]
+    with trio.fail_after(TIMEOUT):
+        process = await trio.lowlevel.open_process(
+            [AGORA, *args], stdin=-1, stdout=-1, stderr=-1, env=clean_env()
+        )
+        assert process.stdin is not None
+        assert process.stdout is not None
+        assert process.stderr is not None
+        try:
+            await process.stdin.send_all(jsonl(INITIALIZE, INITIALIZED))
+            assert b'"id":0' in await process.stdout.receive_some(65536)
+            await process.stdin.send_all(jsonl(WAIT))
+            if client == "dies":
+                await process.stdout.aclose()
+            await process.stdin.aclose()
+            out = b""
+            if client != "dies":
+                while chunk := await process.stdout.receive_some(65536):
+                    out += chunk
+            status = await process.wait()
+            stderr = b""
+            while chunk := await process.stderr.receive_some(65536):
+                stderr += chunk
+        finally:
+            if process.returncode is None:
+                process.kill()
+            with trio.CancelScope(shield=True):
+                await process.wait()
+                for stream in (process.stdin, process.stdout, process.stderr):
+                    await stream.aclose()
+    assert status == 0, stderr
+    assert b"Traceback" not in stderr
+    if client != "dies":
+        (reply,) = [json.loads(line) for line in out.splitlines()]
+        assert reply["id"] == 1
+        assert not reply["result"].get("isError"), reply
