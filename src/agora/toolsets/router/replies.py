@@ -1,7 +1,8 @@
 """The router's typed answers that are not results: refusals, capability-unavailable, internal.
 
 Each is a `agora.errors.ToolError` whose structured body the model reads (an ``isError``
-result). Three shapes, all with ``ok: false`` and a ``code``:
+result), its JSON also the text block: hosts that show the model only text must not lose the
+``fallback_action`` or ``retryable``. Three shapes, all with ``ok: false`` and a ``code``:
 
 - ``capability-unavailable``: the tool (or this branch of it) needs something this server
   does not have. It names the ``required_capabilities``, the ``local_conditions`` and the
@@ -81,7 +82,7 @@ def unavailable(
         "fallback_action": fallback or f["fallback"],
         "state_changed": False,
     }
-    return ToolError(body, f"{tool}: capability unavailable ({body['reason']})")
+    return ToolError(body)
 
 
 def missing_graph(tool: str) -> ToolError:
@@ -124,7 +125,7 @@ def refusal(code: str, message: str, *, retryable: bool = False, **details: Any)
     if code not in REFUSAL_CODES:
         raise ValueError(f"undocumented router refusal code {code!r}")
     body = {"ok": False, "code": code, "message": message, "retryable": retryable, **details}
-    return ToolError(body, f"{code}: {message}")
+    return ToolError(body)
 
 
 def conflict(expected: int, current: int) -> ToolError:
@@ -195,7 +196,7 @@ def internal_body(kind: str, retryable: bool, correlation_id: str) -> dict[str, 
 def internal(correlation_id: str) -> ToolError:
     """A corrupt run's internal error (not retryable: the rows stay corrupt)."""
     body = internal_body("corrupt", False, correlation_id)
-    return ToolError(body, f"internal error (correlation id {correlation_id})")
+    return ToolError(body)
 
 
 def shape_failure(failure: Failure) -> dict[str, Any]:
