@@ -76,19 +76,28 @@ def tool_entries(toolset: Toolset) -> list[ToolEntry]:
 def _entry(
     spec: dict[str, Any], toolset: Toolset, name: str, alias_of: str | None = None
 ) -> ToolEntry:
+    from agora.mcp.dialects import SchemaError
     from agora.mcp.validation import compile_validator
 
     handler = toolset.handlers.get(name)
     if handler is None:
         raise ValueError(f"toolset {toolset.name} has no handler for tool {name!r}")
+    if "inputSchema" not in spec:
+        raise ValueError(f"toolset {toolset.name}: tool {name!r} has no inputSchema")
     limits = toolset.argument_limits
-    validator = compile_validator(
-        spec["inputSchema"],
-        max_depth=limits.max_depth,
-        max_nodes=limits.max_nodes,
-        max_bytes=limits.max_bytes,
-        refuse_nul=True,
-    )
+    try:
+        validator = compile_validator(
+            spec["inputSchema"],
+            max_depth=limits.max_depth,
+            max_nodes=limits.max_nodes,
+            max_bytes=limits.max_bytes,
+            refuse_nul=True,
+        )
+    except SchemaError as exc:
+        raise ValueError(
+            f"toolset {toolset.name}: tool {name!r} has an inputSchema that cannot be"
+            f" compiled: {exc}"
+        ) from exc
     return ToolEntry(
         name=name,
         description=spec.get("description", ""),
@@ -175,6 +184,21 @@ def refuse_shadowed_tools(toolsets: Sequence[Toolset]) -> None:
                 )
 
 
+def catalog_entries(toolsets: Sequence[Toolset]) -> dict[str, list[ToolEntry]]:
+    """Check ``toolsets`` and build each one's catalog entries (before anything opens).
+
+    Returns:
+        Each toolset's entries by toolset name, for `App`.
+
+    Raises:
+        ValueError: a name served twice (`refuse_shadowed_tools`), a tool without a
+            handler or with an inputSchema that cannot be compiled, naming the toolset
+            and the tool.
+    """
+    refuse_shadowed_tools(toolsets)
+    return {t.name: tool_entries(t) for t in toolsets}
+
+
 @dataclass
 class Endpoint:
     """A resolved ``/mcp...`` path: its catalog and path parameters."""
@@ -186,7 +210,13 @@ class Endpoint:
 class App:
     """Everything a transport needs to serve a request."""
 
-    def __init__(self, config: Config, runtime: Runtime, toolsets: Sequence[Toolset]) -> None:
+    def __init__(
+        self,
+        config: Config,
+        runtime: Runtime,
+        toolsets: Sequence[Toolset],
+        entries: Mapping[str, list[ToolEntry]] | None = None,
+    ) -> None:
         self.config = config
         self.runtime = runtime
         self.toolsets = {t.name: t for t in toolsets}
@@ -201,15 +231,14 @@ class App:
         resources: list[Any] = []
         prompts: list[Any] = []
         completion = None
-        refuse_shadowed_tools(toolsets)
+        built = entries if entries is not None else catalog_entries(toolsets)
         for t in toolsets:
-            entries = tool_entries(t)
-            everything.extend(entries)
+            everything.extend(built[t.name])
             resources.extend(t.resources)
             prompts.extend(t.prompts)
             completion = completion or t.completion
             per[t.name] = Catalog(
-                tools=entries,
+                tools=built[t.name],
                 resources=t.resources,
                 prompts=t.prompts,
                 completion=t.completion,

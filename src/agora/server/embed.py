@@ -26,7 +26,7 @@ import trio
 from agora.config import Config
 from agora.mcp import jsonrpc as rpc
 from agora.runtime.registry import Runtime
-from agora.server.app import App, load_toolsets, refuse_shadowed_tools
+from agora.server.app import App, catalog_entries, load_toolsets
 from agora.server.connection import Connection
 from agora.store.db import open_store
 from agora.transports.http import FrontEnd
@@ -186,7 +186,7 @@ async def open_server(
         if toolsets is not None
         else load_toolsets(config.toolsets, conformance=config.conformance)
     )
-    refuse_shadowed_tools(sets)  # before anything opens: a plain ValueError, no group
+    entries = catalog_entries(sets)  # before anything opens: a plain ValueError, no group
     migrations = [m for t in sets for m in t.migrations]
     async with (
         open_store(
@@ -209,7 +209,7 @@ async def open_server(
                 options=config.options,
                 idle_seconds=config.actor_idle_seconds,
             )
-            app = App(config, runtime, sets)
+            app = App(config, runtime, sets, entries)
             async with trio.open_nursery() as work:
                 mcp = StreamableHTTP(app, work)
                 front = FrontEnd(app, mcp)

@@ -1,0 +1,66 @@
+"""A toolset author's mistakes are refused at start-up, by name, before the store opens.
+
+An embedding program hands `open_server` its own toolsets; a mistake in one (a tool without
+a handler, an inputSchema that cannot be compiled or is missing) must fail the ``async
+with`` at once with one plain `ValueError` that names the toolset and the tool, not an
+exception group raised from inside the server's nurseries after the database was created
+and migrated.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from agora.config import Config
+from agora.server.embed import open_server
+from agora.toolsets.base import ToolCall, Toolset
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+async def ok(call: ToolCall) -> dict[str, Any]:
+    return {"ok": True}
+
+
+def spec(name: str, schema: Any = None) -> dict[str, Any]:
+    """A tools/list entry; ``schema`` None leaves the inputSchema out."""
+    entry: dict[str, Any] = {"name": name, "description": "a tool"}
+    if schema is not None:
+        entry["inputSchema"] = schema
+    return entry
+
+
+OBJECT = {"type": "object"}
+
+
+@pytest.mark.parametrize(
+    ("toolset", "message"),
+    [
+        pytest.param(
+            Toolset("mine", {"a": ok}, contract=None, tools=[spec("a", OBJECT), spec("b", OBJECT)]),
+            "toolset mine has no handler for tool 'b'",
+            id="missing-handler",
+        ),
+        pytest.param(
+            Toolset("mine", {"a": ok}, contract=None, tools=[spec("a", {"type": "objekt"})]),
+            "toolset mine: tool 'a' has an inputSchema that cannot be compiled",
+            id="uncompilable-schema",
+        ),
+        pytest.param(
+            Toolset("mine", {"a": ok}, contract=None, tools=[spec("a")]),
+            "toolset mine: tool 'a' has no inputSchema",
+            id="missing-schema",
+        ),
+    ],
+)
+async def test_a_broken_toolset_is_refused_by_name_before_the_store_opens(
+    tmp_path: Path, toolset: Toolset, message: str
+) -> None:
+    db = tmp_path / "embedded.db"
+    with pytest.raises(ValueError, match=message):
+        async with open_server(Config(db=str(db)), toolsets=[toolset], listen=False):
+            pytest.fail("the server started with a broken toolset")
+    assert not db.exists()
