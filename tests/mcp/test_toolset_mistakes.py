@@ -4,7 +4,9 @@ An embedding program hands `open_server` its own toolsets; a mistake in one (a t
 a handler, an inputSchema that cannot be compiled or is missing) must fail the ``async
 with`` at once with one plain `ValueError` that names the toolset and the tool, not an
 exception group raised from inside the server's nurseries after the database was created
-and migrated.
+and migrated. A name served twice (a tool one toolset lists twice, two toolsets with one
+name) is refused the same way: tools/list would list the tool twice, and ``/mcp/<name>``
+would serve only one of the two toolsets.
 """
 
 from __future__ import annotations
@@ -63,4 +65,32 @@ async def test_a_broken_toolset_is_refused_by_name_before_the_store_opens(
     with pytest.raises(ValueError, match=message):
         async with open_server(Config(db=str(db)), toolsets=[toolset], listen=False):
             pytest.fail("the server started with a broken toolset")
+    assert not db.exists()
+
+
+@pytest.mark.parametrize(
+    ("toolsets", "message"),
+    [
+        pytest.param(
+            [Toolset("mine", {"a": ok}, contract=None, tools=[spec("a", OBJECT)] * 2)],
+            "toolset mine lists tool 'a' twice",
+            id="one-tool-twice",
+        ),
+        pytest.param(
+            [
+                Toolset("mine", {"a": ok}, contract=None, tools=[spec("a", OBJECT)]),
+                Toolset("mine", {"b": ok}, contract=None, tools=[spec("b", OBJECT)]),
+            ],
+            "two toolsets are named 'mine'",
+            id="one-name-twice",
+        ),
+    ],
+)
+async def test_a_name_served_twice_is_refused(
+    tmp_path: Path, toolsets: list[Toolset], message: str
+) -> None:
+    db = tmp_path / "embedded.db"
+    with pytest.raises(ValueError, match=message):
+        async with open_server(Config(db=str(db)), toolsets=toolsets, listen=False):
+            pytest.fail("the server started serving a name twice")
     assert not db.exists()

@@ -167,14 +167,28 @@ def tool_names(toolset: Toolset) -> list[str]:
 
 
 def refuse_shadowed_tools(toolsets: Sequence[Toolset]) -> None:
-    """Refuse two toolsets serving one tool name on ``/mcp`` (one would shadow the other).
+    """Refuse a name served twice, where one would shadow the other or be listed twice.
+
+    Two toolsets with one name (``/mcp/<name>`` would serve only the last), a tool name
+    served by two toolsets (``/mcp``), or a tool name one toolset lists twice.
 
     Raises:
-        ValueError: naming the tool and both toolsets.
+        ValueError: naming the tool or toolset, and its owners.
     """
     owner: dict[str, str] = {}
+    named: set[str] = set()
     for toolset in toolsets:
+        if toolset.name in named:
+            raise ValueError(
+                f"two toolsets are named {toolset.name!r}: /mcp/{toolset.name} would serve"
+                " only one of them; rename one"
+            )
+        named.add(toolset.name)
+        listed: set[str] = set()
         for name in tool_names(toolset):
+            if name in listed:
+                raise ValueError(f"toolset {toolset.name} lists tool {name!r} twice")
+            listed.add(name)
             first = owner.setdefault(name, toolset.name)
             if first != toolset.name:
                 raise ValueError(
