@@ -138,6 +138,19 @@ async def test_a_failing_step_rolls_back_alone_and_a_fixed_one_applies_later(tmp
     assert "notes_extra" in tables(path)
 
 
+async def test_two_steps_with_one_component_and_version_are_refused(tmp_path):
+    # An embedding program's toolset that reused another's component name: one of the two
+    # v1 steps used to be skipped in silence, and its tables never made.
+    path = tmp_path / "agora.db"
+    s = Steps()
+    mine = s.step("notes", 1, "CREATE TABLE notes (id INTEGER PRIMARY KEY)")
+    theirs = s.step("notes", 1, "CREATE TABLE notes_extra (id INTEGER)")
+    with pytest.raises(StoreError, match="two migration steps are notes v1"):
+        async with open_store(path, [mine, theirs]):
+            pass
+    assert s.applied == []
+
+
 async def test_components_keep_their_own_versions(tmp_path):
     path = tmp_path / "agora.db"
     s = Steps()

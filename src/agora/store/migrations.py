@@ -11,6 +11,7 @@ The PostgreSQL side is applied by `agora.store.pg` with the same versions table.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -70,7 +71,9 @@ def plan(
     """Each component's steps, sorted; refuses a schema newer than the newest known step.
 
     Raises:
-        StoreError: a component's stored version is newer than this agora's.
+        StoreError: a component's stored version is newer than this agora's, or two steps
+            of one component have one version (say, a toolset that took another's
+            component name): one of them would never run.
     """
     by_component: dict[str, list[Migration]] = defaultdict(list)
     for m in migrations:
@@ -78,6 +81,13 @@ def plan(
     out = []
     for component, steps in sorted(by_component.items()):
         steps.sort(key=lambda m: m.version)
+        for before, after in itertools.pairwise(steps):
+            if before.version == after.version:
+                raise StoreError(
+                    f"two migration steps are {component} v{after.version}: only one would"
+                    " run; give each component (a toolset) a name of its own and each of its"
+                    " steps a version of its own"
+                )
         have = current.get(component, 0)
         newest = steps[-1].version
         if have > newest:
