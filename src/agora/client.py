@@ -31,7 +31,7 @@ _decode = msgspec.json.Decoder().decode
 
 #: The revision `connect` asks for in ``initialize``.
 PROTOCOL_VERSION = "2025-11-25"
-#: Largest reply accepted (a server's replies are not bound by its 64 KiB request limit).
+#: Largest reply accepted (a server's replies are not bound by its 1 MiB request limit).
 MAX_REPLY_BYTES = 16 * 1024 * 1024
 #: Seconds the close handshake may take when leaving `connect`.
 CLOSE_TIMEOUT = 1.0

@@ -178,7 +178,7 @@ class ArgumentLimits:
         max_depth: Deepest nesting of objects and arrays (the arguments object is level 1).
         max_nodes: Most values in total (object members plus array items).
         max_bytes: Largest size of the arguments as compact JSON; 0 for none of its own (the
-            transports' 65,536-byte message limit still applies).
+            transports' 1,048,576-byte message limit still applies).
     """
 
     max_depth: int = MAX_DEPTH
