@@ -6,14 +6,18 @@ with`` at once with one plain `ValueError` that names the toolset and the tool, 
 exception group raised from inside the server's nurseries after the database was created
 and migrated. A name served twice (a tool one toolset lists twice, two toolsets with one
 name) is refused the same way: tools/list would list the tool twice, and ``/mcp/<name>``
-would serve only one of the two toolsets.
+would serve only one of the two toolsets. A handler that returns something other than a
+dict gets an internal error that names what it returned, never a result whose
+structuredContent is not an object.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 import pytest
+import trio
 
 from agora.config import Config
 from agora.server.embed import open_server
@@ -94,3 +98,30 @@ async def test_a_name_served_twice_is_refused(
         async with open_server(Config(db=str(db)), toolsets=toolsets, listen=False):
             pytest.fail("the server started serving a name twice")
     assert not db.exists()
+
+
+@pytest.mark.filterwarnings("ignore:Async generator .* was garbage collected:ResourceWarning")
+@pytest.mark.parametrize(
+    "returned", [pytest.param([1, 2], id="list"), pytest.param(None, id="none")]
+)
+async def test_a_handler_that_returns_no_dict_fails_naming_what_it_returned(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, returned: Any
+) -> None:
+    mcp = pytest.importorskip(
+        "mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')"
+    )
+
+    async def wrong(call: ToolCall) -> Any:
+        return returned
+
+    mine = Toolset("mine", {"wrong": wrong}, contract=None, tools=[spec("wrong", OBJECT)])
+    config = Config(port=0, db=str(tmp_path / "embedded.db"))
+    with trio.fail_after(30):
+        async with (
+            open_server(config, toolsets=[mine]) as server,
+            mcp.Client(f"{server.url}/mcp/mine", read_timeout_seconds=30) as client,
+        ):
+            with pytest.raises(mcp.MCPError, match="internal error"):
+                await client.call_tool("wrong", {})
+    failed = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert f"not {type(returned).__name__}" in str(failed[0].exc_info[1])

@@ -42,8 +42,17 @@ def tool_reply(
 ) -> dict[str, Any]:
     """The response to a tools/call that returned ``value``: ``tool_result`` stamped by
     ``session.finish``, ``value`` encoded once for its text copy and, from ``splice_min``
-    bytes on, spliced as those same bytes into the message (see `rpc.spliced_result`)."""
-    if not isinstance(value, dict) or ("content" in value and "structuredContent" not in value):
+    bytes on, spliced as those same bytes into the message (see `rpc.spliced_result`).
+
+    Raises:
+        TypeError: ``value`` is not a dict (a handler's mistake, answered as an internal
+            error and logged with the tool's name).
+    """
+    if not isinstance(value, dict):  # MCP's structuredContent is an object
+        raise TypeError(
+            f"a tool handler returns a dict (its structured result), not {type(value).__name__}"
+        )
+    if "content" in value and "structuredContent" not in value:
         return rpc.result(rid, session.finish(tool_result(value), modern))
     data = rpc.encode_value(value)
     content = [{"type": "text", "text": data.decode()}]
