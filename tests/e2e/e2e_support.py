@@ -209,6 +209,39 @@ async def run_agora(
     )
 
 
+def jsonl(*messages: Mapping[str, Any]) -> bytes:
+    """Messages as a stdio client writes them: one JSON text per line."""
+    return b"".join(json.dumps(m).encode() + b"\n" for m in messages)
+
+
+@asynccontextmanager
+async def stdio_process(args: Sequence[str]) -> AsyncIterator[trio.Process]:
+    """``agora ARGS`` with its three pipes (a raw stdio client's view); killed if it still runs
+    at the end, its pipes closed either way."""
+    process = await trio.lowlevel.open_process(
+        [AGORA, *args], stdin=-1, stdout=-1, stderr=-1, env=clean_env()
+    )
+    try:
+        yield process
+    finally:
+        if process.returncode is None:
+            process.kill()
+        with trio.CancelScope(shield=True):
+            await process.wait()
+            for stream in (process.stdin, process.stdout, process.stderr):
+                if stream is not None:
+                    await stream.aclose()
+
+
+async def read_to_end(stream: trio.abc.ReceiveStream | None) -> bytes:
+    """Everything ``stream`` gives until it ends."""
+    assert stream is not None
+    out = b""
+    while chunk := await stream.receive_some(65536):
+        out += chunk
+    return out
+
+
 def one_line(stderr: bytes) -> str:
     """The only line of ``stderr``; no traceback."""
     text = stderr.decode()

@@ -25,9 +25,12 @@ from e2e_support import (
     AgoraProcess,
     clean_env,
     http,
+    jsonl,
     one_line,
+    read_to_end,
     run_agora,
     sdk_stdio,
+    stdio_process,
     write_config,
 )
 
@@ -37,10 +40,6 @@ from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
 TIMEOUT = 30
-
-
-def jsonl(*messages: dict[str, Any]) -> bytes:
-    return b"".join(json.dumps(m).encode() + b"\n" for m in messages)
 
 
 def tools_list(stdout: bytes) -> set[str]:
@@ -345,13 +344,9 @@ async def test_a_client_that_stops_reading_ends_the_session_quietly(tmp_path, mo
     progress = {"name": "test_tool_with_progress", "arguments": {}, "_meta": {"progressToken": 1}}
     try:
         with trio.fail_after(TIMEOUT):
-            process = await trio.lowlevel.open_process(
-                [AGORA, *args], stdin=-1, stdout=-1, stderr=-1, env=clean_env()
-            )
-            assert process.stdin is not None
-            assert process.stdout is not None
-            assert process.stderr is not None
-            try:
+            async with stdio_process(args) as process:
+                assert process.stdin is not None
+                assert process.stdout is not None
                 await process.stdin.send_all(jsonl(INITIALIZE, INITIALIZED))
                 assert b'"id":0' in await process.stdout.receive_some(65536)
                 await process.stdout.aclose()  # the client stops reading, then sends a call
@@ -359,16 +354,7 @@ async def test_a_client_that_stops_reading_ends_the_session_quietly(tmp_path, mo
                 await process.stdin.send_all(jsonl(call))
                 await process.stdin.aclose()
                 status = await process.wait()
-                stderr = b""
-                while chunk := await process.stderr.receive_some(65536):
-                    stderr += chunk
-            finally:
-                if process.returncode is None:
-                    process.kill()
-                with trio.CancelScope(shield=True):
-                    await process.wait()
-                    for stream in (process.stdin, process.stdout, process.stderr):
-                        await stream.aclose()
+                stderr = await read_to_end(process.stderr)
         assert status == 0, stderr
         assert b"Traceback" not in stderr
     finally:

@@ -12,7 +12,7 @@ import json
 
 import pytest
 import trio
-from e2e_support import AGORA, INITIALIZE, INITIALIZED, clean_env
+from e2e_support import INITIALIZE, INITIALIZED, jsonl, read_to_end, stdio_process
 
 #: Well under the 55 s the long-poll below asks for.
 TIMEOUT = 30
@@ -25,10 +25,6 @@ WAIT = {
 }
 
 
-def jsonl(*messages: dict[str, object]) -> bytes:
-    return b"".join(json.dumps(m).encode() + b"\n" for m in messages)
-
-
 @pytest.mark.parametrize(
     "client",
     [
@@ -39,34 +35,18 @@ def jsonl(*messages: dict[str, object]) -> bytes:
 async def test_end_of_input_ends_a_parked_long_poll_at_once(tmp_path, client):
     args = ["stdio", "--toolset", "chess", "--db", str(tmp_path / "a.db")]
     with trio.fail_after(TIMEOUT):
-        process = await trio.lowlevel.open_process(
-            [AGORA, *args], stdin=-1, stdout=-1, stderr=-1, env=clean_env()
-        )
-        assert process.stdin is not None
-        assert process.stdout is not None
-        assert process.stderr is not None
-        try:
+        async with stdio_process(args) as process:
+            assert process.stdin is not None
+            assert process.stdout is not None
             await process.stdin.send_all(jsonl(INITIALIZE, INITIALIZED))
             assert b'"id":0' in await process.stdout.receive_some(65536)
             await process.stdin.send_all(jsonl(WAIT))
             if client == "dies":
                 await process.stdout.aclose()
             await process.stdin.aclose()
-            out = b""
-            if client != "dies":
-                while chunk := await process.stdout.receive_some(65536):
-                    out += chunk
+            out = b"" if client == "dies" else await read_to_end(process.stdout)
             status = await process.wait()
-            stderr = b""
-            while chunk := await process.stderr.receive_some(65536):
-                stderr += chunk
-        finally:
-            if process.returncode is None:
-                process.kill()
-            with trio.CancelScope(shield=True):
-                await process.wait()
-                for stream in (process.stdin, process.stdout, process.stderr):
-                    await stream.aclose()
+            stderr = await read_to_end(process.stderr)
     assert status == 0, stderr
     assert b"Traceback" not in stderr
     if client != "dies":
