@@ -7,8 +7,10 @@ starts nothing.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -119,34 +121,63 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
     """Build a Config from a TOML file (if given), AGORA_* env vars, then ``overrides``.
 
     Raises:
-        ValueError: on an unknown setting, a wrong type, or an unreadable file.
+        ValueError: on an unknown setting, a wrong type, or an unreadable file; the message
+            names where the setting came from (the file or the AGORA_* variable).
     """
     data: dict[str, Any] = {}
+    #: Where each top-level setting's value came from, for the error messages.
+    sources: dict[str, str] = {}
     if path is not None:
         try:
             data = tomllib.loads(Path(path).read_text())
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ValueError(f"cannot read config {path}: {exc}") from exc
+        sources = dict.fromkeys(data, str(path))
     fields = {f.name: f for f in msgspec.structs.fields(Config)}
     for name, field in fields.items():
-        raw = os.environ.get(f"AGORA_{name.upper()}")
+        variable = f"AGORA_{name.upper()}"
+        raw = os.environ.get(variable)
         if raw is None or name in ("principals", "options"):
             continue
         data[name] = _from_env(raw, field.type)
-    data.update({k: v for k, v in overrides.items() if v is not None})
+        sources[name] = variable
+    flags = {k: v for k, v in overrides.items() if v is not None}
+    data.update(flags)
+    sources.update({k: f"--{k}" for k in flags})
     try:
         config = msgspec.convert(data, Config, strict=False)
     except msgspec.ValidationError as exc:
-        raise ValueError(f"invalid configuration: {exc}") from exc
+        raise ValueError(_located(str(exc), sources, list(fields))) from exc
     unknown = [t for t in config.toolsets if t not in (*KNOWN_TOOLSETS, "conformance")]
     if unknown:
         raise ValueError(f"unknown toolsets {unknown}; known: {', '.join(KNOWN_TOOLSETS)}")
     return config
 
 
+def _located(problem: str, sources: dict[str, str], known: list[str]) -> str:
+    """``problem`` (a msgspec message) prefixed with the source of the setting it names."""
+    message = f"invalid configuration: {problem}"
+    at = re.search(r"`\$\.(\w+)", problem)
+    stray = None if at else re.search(r"unknown field `([^`]*)`", problem)
+    key = at.group(1) if at else stray.group(1) if stray else None
+    if stray is not None:
+        near = difflib.get_close_matches(stray.group(1), known, n=1)
+        if near:
+            message += f"; did you mean `{near[0]}`?"
+    source = sources.get(key) if key is not None else None
+    return f"{source}: {message}" if source else message
+
+
+#: The words an AGORA_* variable may use for a boolean setting.
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off", ""})
+
+
 def _from_env(raw: str, annotation: Any) -> Any:
     if annotation is bool:
-        return raw.lower() in ("1", "true", "yes", "on")
+        word = raw.strip().lower()
+        # Any other word is left as it is, for the conversion to refuse by name.
+        return True if word in _TRUE else False if word in _FALSE else raw
     if "list" in str(annotation):
         return [item.strip() for item in raw.split(",") if item.strip()]
     return raw
