@@ -121,8 +121,10 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
     """Build a Config from a TOML file (if given), AGORA_* env vars, then ``overrides``.
 
     Raises:
-        ValueError: on an unknown setting, a wrong type, or an unreadable file; the message
-            names where the setting came from (the file or the AGORA_* variable).
+        ValueError: on an unknown setting, a wrong type, a value the server cannot run with
+            (a port past 65535, a negative duration, no calls in flight, options for no
+            toolset), or an unreadable file; the message names where the setting came from
+            (the file, the AGORA_* variable or the flag).
     """
     data: dict[str, Any] = {}
     #: Where each top-level setting's value came from, for the error messages.
@@ -151,7 +153,50 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
     unknown = [t for t in config.toolsets if t not in (*KNOWN_TOOLSETS, "conformance")]
     if unknown:
         raise ValueError(f"unknown toolsets {unknown}; known: {', '.join(KNOWN_TOOLSETS)}")
+    wrong = _out_of_range(config)
+    if wrong is not None:
+        key, problem = wrong
+        raise ValueError(f"{sources[key]}: {problem}" if key in sources else problem)
     return config
+
+
+#: Settings that must be 0 or more, more than 0, or at least 1 (a count).
+_AT_LEAST_ZERO = ("grace_seconds", "ping_interval")
+_ABOVE_ZERO = (
+    "commit_timeout",
+    "actor_idle_seconds",
+    "send_timeout",
+    "session_idle_seconds",
+    "keep_alive_seconds",
+)
+_COUNTS = (
+    "max_in_flight",
+    "page_size",
+    "max_connections",
+    "max_sessions",
+    "max_sessions_per_principal",
+    "keep_alive_requests",
+)
+
+
+def _out_of_range(config: Config) -> tuple[str, str] | None:
+    """The first setting whose value the server cannot run with: (its name, why)."""
+    if not 0 <= config.port <= 65535:
+        return "port", f"port must be between 0 and 65535, not {config.port}"
+    for name in _AT_LEAST_ZERO:
+        if (value := getattr(config, name)) < 0:
+            return name, f"{name} must be 0 or more, not {value:g}"
+    for name in _ABOVE_ZERO:
+        if (value := getattr(config, name)) <= 0:
+            return name, f"{name} must be more than 0, not {value:g}"
+    for name in _COUNTS:
+        if (value := getattr(config, name)) < 1:
+            return name, f"{name} must be at least 1, not {value}"
+    for table in config.options:
+        if table not in (*KNOWN_TOOLSETS, "conformance"):
+            known = ", ".join(KNOWN_TOOLSETS)
+            return "options", f"[options.{table}] names no toolset; known: {known}"
+    return None
 
 
 def _located(problem: str, sources: dict[str, str], known: list[str]) -> str:

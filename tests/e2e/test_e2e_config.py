@@ -39,6 +39,30 @@ async def refused(tmp_path: Path, toml: str, **env: str) -> str:
     return lines[0]
 
 
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        pytest.param("port = 99999", "port must be between 0 and 65535, not 99999", id="port-big"),
+        pytest.param("port = -1", "port must be between 0 and 65535, not -1", id="port-negative"),
+        pytest.param("grace_seconds = -5", "grace_seconds must be 0 or more, not -5", id="grace"),
+        pytest.param(
+            "commit_timeout = 0", "commit_timeout must be more than 0, not 0", id="commit"
+        ),
+        pytest.param(
+            "max_in_flight = 0", "max_in_flight must be at least 1, not 0", id="in-flight"
+        ),
+        pytest.param(
+            "[options.chesss]\nx = 1",
+            "[options.chesss] names no toolset; known: chamber, chess, router, debate",
+            id="options-table",
+        ),
+    ],
+)
+async def test_a_setting_out_of_range_is_refused_naming_the_file(tmp_path, toml, message):
+    line = await refused(tmp_path, toml)
+    assert line == f"agora: {tmp_path / 'agora.toml'}: {message}"
+
+
 async def test_a_misspelt_setting_in_the_file_names_the_file_and_a_near_name(tmp_path):
     line = await refused(tmp_path, "prot = 8765")
     assert line.startswith(f"agora: {tmp_path / 'agora.toml'}: invalid configuration:"), line
