@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from agora.identity import Principal
+from agora.identity import ANONYMOUS, SCOPES, Principal
 
 KNOWN_TOOLSETS = ("chamber", "chess", "router", "debate")
 
@@ -153,7 +153,7 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
     unknown = [t for t in config.toolsets if t not in (*KNOWN_TOOLSETS, "conformance")]
     if unknown:
         raise ValueError(f"unknown toolsets {unknown}; known: {', '.join(KNOWN_TOOLSETS)}")
-    wrong = _out_of_range(config)
+    wrong = _out_of_range(config) or _unusable_principal(config)
     if wrong is not None:
         key, problem = wrong
         raise ValueError(f"{sources[key]}: {problem}" if key in sources else problem)
@@ -177,6 +177,40 @@ _COUNTS = (
     "max_sessions_per_principal",
     "keep_alive_requests",
 )
+
+
+_SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
+
+
+def _unusable_principal(config: Config) -> tuple[str, str] | None:
+    """The first ``[[principals]]`` entry that cannot work as written: ("principals", why).
+
+    A token_sha256 that is not a digest (the token itself, the README's placeholder) would
+    answer its owner 401 on every call; a misspelt scope would refuse its tools; a second
+    principal with the same digest would never be reached; and a principal named anonymous
+    would pass for a caller that sent no token.
+    """
+    owners: dict[str, str] = {}
+    for i, p in enumerate(config.principals):
+        which = f"principal {p.name!r} (principals[{i}])"
+        if p.name == ANONYMOUS:
+            return "principals", f"{which}: {ANONYMOUS} is the name of callers without a token"
+        if not _SHA256_HEX.fullmatch(p.token_sha256):
+            return "principals", (
+                f"{which}: token_sha256 must be 64 hex digits, the sha256 of the token"
+                ' (printf %s "$TOKEN" | sha256sum), not the token itself'
+            )
+        for scope in p.scopes:
+            if scope not in SCOPES:
+                known = ", ".join(SCOPES)
+                return "principals", f"{which}: unknown scope {scope!r}; known: {known}"
+        first = owners.setdefault(p.token_sha256.lower(), p.name)
+        if first != p.name:
+            return "principals", (
+                f"principals {first!r} and {p.name!r} have the same token_sha256; each"
+                " principal needs a token of its own"
+            )
+    return None
 
 
 def _out_of_range(config: Config) -> tuple[str, str] | None:

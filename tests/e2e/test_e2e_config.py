@@ -9,6 +9,7 @@ created the database: a server that starts half-configured fails later, at a wor
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING
 
 import pytest
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 TIMEOUT = 20
+HASH = hashlib.sha256(b"a-token").hexdigest()
 
 
 async def refused(tmp_path: Path, toml: str, **env: str) -> str:
@@ -61,6 +63,51 @@ async def refused(tmp_path: Path, toml: str, **env: str) -> str:
 async def test_a_setting_out_of_range_is_refused_naming_the_file(tmp_path, toml, message):
     line = await refused(tmp_path, toml)
     assert line == f"agora: {tmp_path / 'agora.toml'}: {message}"
+
+
+@pytest.mark.parametrize(
+    ("principal", "message"),
+    [
+        pytest.param(
+            'token_sha256 = "a-token"',
+            "principal 'p' (principals[0]): token_sha256 must be 64 hex digits, the sha256 of"
+            ' the token (printf %s "$TOKEN" | sha256sum), not the token itself',
+            id="plain-token",
+        ),
+        pytest.param(
+            'token_sha256 = "…"',
+            "principal 'p' (principals[0]): token_sha256 must be 64 hex digits",
+            id="placeholder",
+        ),
+        pytest.param(
+            f'token_sha256 = "{HASH}"\nscopes = ["operater"]',
+            "principal 'p' (principals[0]): unknown scope 'operater'; known: conductor,"
+            " operator, star",
+            id="scope",
+        ),
+        pytest.param(
+            f'token_sha256 = "{HASH}"\nname = "anonymous"',
+            "principal 'anonymous' (principals[0]): anonymous is the name of callers without"
+            " a token",
+            id="anonymous",
+        ),
+    ],
+)
+async def test_a_principal_that_cannot_work_is_refused(tmp_path, principal, message):
+    name = "" if "name =" in principal else 'name = "p"\n'
+    line = await refused(tmp_path, f"[[principals]]\n{name}{principal}\n")
+    assert line.startswith(f"agora: {tmp_path / 'agora.toml'}: {message}"), line
+
+
+async def test_two_principals_with_one_token_are_refused(tmp_path):
+    toml = "".join(
+        f'[[principals]]\nname = "{name}"\ntoken_sha256 = "{HASH}"\n' for name in ("a", "b")
+    )
+    line = await refused(tmp_path, toml)
+    assert line == (
+        f"agora: {tmp_path / 'agora.toml'}: principals 'a' and 'b' have the same"
+        " token_sha256; each principal needs a token of its own"
+    )
 
 
 async def test_a_misspelt_setting_in_the_file_names_the_file_and_a_near_name(tmp_path):
