@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import faulthandler
 import json
 import logging
@@ -255,12 +254,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"agora: {leaf}{hint}", file=sys.stderr)
             return BAD_CONFIGURATION
         from agora.bridge import BridgeError
+        from agora.server.embed import CannotListen
 
         if isinstance(leaf, BridgeError):
             print(f"agora stdio: {leaf}", file=sys.stderr)
             return leaf.exit_code
-        if isinstance(leaf, OSError) and leaf.errno in _BIND_ERRORS:
-            print(f"agora: cannot listen: {leaf.strerror}", file=sys.stderr)
+        if isinstance(leaf, CannotListen):
+            print(f"agora: {leaf.strerror}", file=sys.stderr)
             return BAD_CONFIGURATION
         if isinstance(leaf, OSError):
             print(f"agora: {leaf}", file=sys.stderr)
@@ -279,7 +279,6 @@ _SHARED_HINTS = {
     "stdio": "; to run beside them, open it shared too: --shared (or shared = true)",
     "cards": "; cards sign is offline: stop them first",
 }
-_BIND_ERRORS = (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES)
 
 
 def _run(args: argparse.Namespace) -> int:

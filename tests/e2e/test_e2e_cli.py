@@ -121,7 +121,7 @@ async def test_sigterm_answers_a_parked_long_poll_then_exits_0(start_agora):
 @pytest.mark.parametrize(
     ("problem", "message"),
     [
-        pytest.param("port-in-use", "cannot listen: Address already in use", id="port-in-use"),
+        pytest.param("port-in-use", ": Address already in use (another", id="port-in-use"),
         pytest.param("db-is-a-directory", "it is a directory", id="db-is-a-directory"),
         pytest.param("bad-setting", "invalid configuration", id="bad-setting"),
     ],

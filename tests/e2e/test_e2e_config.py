@@ -23,8 +23,9 @@ TIMEOUT = 20
 HASH = hashlib.sha256(b"a-token").hexdigest()
 
 
-async def refused(tmp_path: Path, toml: str, **env: str) -> str:
-    """Run ``agora serve`` on ``toml``; its one stderr line, after checking exit status 2."""
+async def refused(tmp_path: Path, toml: str, *, opens: bool = False, **env: str) -> str:
+    """Run ``agora serve`` on ``toml``; its one stderr line, after checking exit status 2
+    (and, unless it ``opens`` the database before it fails, that no database was made)."""
     config = tmp_path / "agora.toml"
     # Any free port, should the mistake be missed: never a port another server may hold.
     config.write_text(toml if toml.startswith("port") else f"port = 0\n{toml}")
@@ -37,7 +38,7 @@ async def refused(tmp_path: Path, toml: str, **env: str) -> str:
     lines = done.stderr.decode().splitlines()
     assert done.returncode == 2, lines
     assert len(lines) == 1, lines
-    assert not db.exists(), "refused after opening the database"
+    assert opens or not db.exists(), "refused after opening the database"
     return lines[0]
 
 
@@ -128,3 +129,22 @@ async def test_a_bad_environment_variable_is_named(tmp_path, variable, value, ke
     line = await refused(tmp_path, "", **{variable: value})
     assert line.startswith(f"agora: {variable}: invalid configuration:"), line
     assert f"`$.{key}`" in line
+
+
+async def test_a_port_in_use_names_the_address_and_what_to_do(tmp_path):
+    with trio.socket.socket() as taken:
+        await taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        line = await refused(tmp_path, f"port = {port}", opens=True)
+    assert line == (
+        f"agora: cannot listen on 127.0.0.1:{port}: Address already in use (another process"
+        " has that port: stop it, or choose another with --port N or port = N (0 picks a"
+        " free one))"
+    )
+
+
+async def test_a_host_that_does_not_resolve_is_bad_configuration(tmp_path):
+    line = await refused(tmp_path, 'host = "no-such-host.invalid"', opens=True)
+    assert line.startswith("agora: cannot listen on no-such-host.invalid:0: "), line
+    assert line.endswith("(the host name does not resolve: check --host)"), line

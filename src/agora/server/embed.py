@@ -15,7 +15,9 @@ embedding program keeps its interpreter's own unless it calls that itself.
 
 from __future__ import annotations
 
+import errno
 import logging
+import socket
 import sys
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -178,7 +180,7 @@ async def open_server(
 
     Raises:
         StoreError: the database could not be opened or migrated.
-        OSError: the port could not be bound.
+        CannotListen: the port could not be bound.
     """
     config = config or Config()
     sets = (
@@ -216,7 +218,7 @@ async def open_server(
                 port = config.port
                 listeners: list[trio.SocketListener] = []
                 if listen:
-                    listeners = await trio.open_tcp_listeners(config.port, host=config.host)
+                    listeners = await _listen(config.host, config.port)
                     port = listeners[0].socket.getsockname()[1]
                 # Without a listener this process serves no page: no URL to hand out.
                 runtime.public_url = (
@@ -244,6 +246,33 @@ async def open_server(
                         work.cancel_scope.cancel()
             actors.cancel_scope.cancel()
         outer.cancel_scope.cancel()
+
+
+class CannotListen(OSError):
+    """The listener could not open on the configured host and port; ``strerror`` says where,
+    why, and what to change."""
+
+
+#: What the operator can do about each reason a listener cannot open.
+_LISTEN_HINTS = {
+    errno.EADDRINUSE: "another process has that port: stop it, or choose another with"
+    " --port N or port = N (0 picks a free one)",
+    errno.EACCES: "ports below 1024 need privileges: choose --port 1024 or above",
+    errno.EADDRNOTAVAIL: "no interface of this machine has that address: check --host",
+}
+
+
+async def _listen(host: str, port: int) -> list[trio.SocketListener]:
+    try:
+        return await trio.open_tcp_listeners(port, host=host)
+    except OSError as exc:
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        if isinstance(exc, socket.gaierror):
+            hint = "the host name does not resolve: check --host"
+        else:
+            hint = _LISTEN_HINTS.get(exc.errno or 0, "")
+        why = f"{exc.strerror} ({hint})" if hint else str(exc.strerror)
+        raise CannotListen(exc.errno, f"cannot listen on {where}: {why}") from exc
 
 
 async def _drain(app: App, runtime: Runtime, grace: float) -> None:
