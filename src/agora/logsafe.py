@@ -6,6 +6,7 @@ Every value a client chose (an entity key such as a run id it named, the router'
 return, ESC, NEL, U+2028/U+2029, bidi overrides, lone surrogates) and the backslash are
 written as escapes, so one call makes at most one line and cannot paint the terminal, and a
 value longer than `MAX_LOGGED` characters is cut with a marker saying how much was left out.
+`one_line` does the same for a library's error text (psycopg's span several lines).
 """
 
 from __future__ import annotations
@@ -45,6 +46,17 @@ def loggable(value: object, limit: int = MAX_LOGGED) -> str:
     head = text[:limit] if cut > 0 else text
     escaped = "".join(map(_escape, head))
     return f"{escaped}...[+{cut} chars]" if cut > 0 else escaped
+
+
+#: Most characters of a library's error text in a log line.
+MAX_ERROR: Final = 1000
+
+
+def one_line(error: object) -> str:
+    """A library's error text (``str(error)``) for one log line: every run of whitespace,
+    line breaks included, made one space (libpq puts its hint on a line of its own, tab
+    first), then escaped and cut like `loggable`."""
+    return loggable(" ".join(str(error).split()), MAX_ERROR)
 
 
 def entity_failed(

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import trio
 
 from agora.errors import StoreError
+from agora.logsafe import one_line
 
 if TYPE_CHECKING:
     from agora.runtime.registry import Runtime
@@ -107,7 +108,7 @@ async def _once_per_cluster(task: BackgroundTask, runtime: Runtime) -> None:
         try:
             lock = await store.try_singleton(name)
         except StoreError as exc:  # the database is away (restarting?): try again later
-            log.warning("cannot take the cluster lock of %s (%s); retrying", name, exc)
+            log.warning("cannot take the cluster lock of %s (%s); retrying", name, one_line(exc))
             lock = None
         if lock is None:
             await trio.sleep(SINGLETON_RETRY)

@@ -18,6 +18,7 @@ import psycopg
 import trio
 from psycopg import pq, sql
 
+from agora.logsafe import one_line
 from agora.store.pg_sql import connect
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ async def listen(
             else:
                 conn = await trio.to_thread.run_sync(_open, url, channel)
         except psycopg.Error as exc:
-            log.warning("cannot listen for changes (%s); retrying in %g s", exc, retry)
+            log.warning("cannot listen for changes (%s); retrying in %g s", one_line(exc), retry)
             await trio.sleep(retry)
             continue
         fd = conn.pgconn.socket  # read now: libpq forgets it once the connection is lost
@@ -78,7 +79,7 @@ async def listen(
                 task_status.started()
             await _drain(conn.pgconn, fd, on_note)
         except psycopg.Error as exc:
-            log.warning("the change listener lost its connection (%s); reconnecting", exc)
+            log.warning("the change listener lost its connection (%s); reconnecting", one_line(exc))
         finally:
             trio.lowlevel.notify_closing(fd)
             conn.close()

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from agora.errors import StoreError
+from agora.logsafe import one_line
 from agora.store.diskfault import name_pg, pg_cause
 from agora.store.guard import guarded_keys, judge, kept_changes
 from agora.store.neutral import Conflict, payload_lines
@@ -144,7 +145,7 @@ class PgWriter(Writer):
                     raise
                 # Broken before COMMIT was sent (say the server restarted since the last
                 # batch): nothing of it is saved, so it runs once more on a fresh connection.
-                log.warning("the database connection broke (%s); reconnecting", exc)
+                log.warning("the database connection broke (%s); reconnecting", one_line(exc))
                 self._reset()
                 self._ensure_connected()
                 outcomes = self._commit(batch)
@@ -154,12 +155,14 @@ class PgWriter(Writer):
             self.end_cpu_s += cpu_clock() - sent_cpu
         except psycopg.OperationalError as exc:  # the server went away: an event, not a bug
             if pg_cause(exc) is not None and not self._conn.broken:  # it refused: disk full
-                log.warning("commit of %d jobs refused: %s", len(batch), exc)
+                log.warning("commit of %d jobs refused: %s", len(batch), one_line(exc))
                 self._reset()
                 outcomes = [exc] * len(batch)
             else:
                 log.error(
-                    "commit of %d jobs failed, the database connection broke: %s", len(batch), exc
+                    "commit of %d jobs failed, the database connection broke: %s",
+                    len(batch),
+                    one_line(exc),
                 )
                 self._reset()
                 outcomes = [_broken(exc, unknown=self._committing)] * len(batch)
@@ -167,7 +170,7 @@ class PgWriter(Writer):
             if pg_cause(exc) is None:
                 log.exception("commit of %d jobs failed", len(batch))
             else:  # read-only, named in every refusal: no traceback per batch
-                log.warning("commit of %d jobs refused: %s", len(batch), exc)
+                log.warning("commit of %d jobs refused: %s", len(batch), one_line(exc))
             self._reset()
             outcomes = [exc] * len(batch)
         committed = outcomes.count(None)
