@@ -124,6 +124,11 @@ async def test_two_names_of_one_file_share_its_lock(tmp_path):
         ("postgresql://agora:secret@db:5432/agora", "postgresql://agora:***@db:5432/agora"),
         ("postgres://u:p%40ss@h/d?x=1", "postgres://u:***@h/d?x=1"),
         ("postgresql://agora@db/agora", "postgresql://agora@db/agora"),
+        ("postgresql://agora@db/agora?password=secret", "postgresql://agora@db/agora?password=***"),
+        (
+            "postgresql://a:b@db/agora?sslmode=require&password=secret&x=1",
+            "postgresql://a:***@db/agora?sslmode=require&password=***&x=1",
+        ),
         ("./agora.db", "./agora.db"),
     ],
 )

@@ -91,11 +91,13 @@ def database_problem(value: str) -> str | None:
 
 
 def shown_database(value: str) -> str:
-    """``value`` as it may be printed: a URL's password replaced by ``***``."""
-    return _PASSWORD.sub(r"\1***@", value)
+    """``value`` as it may be printed: a URL's password replaced by ``***``, whether in its
+    user part or as libpq's ``password=`` query parameter."""
+    return _PASSWORD_PARAM.sub(r"\1***", _PASSWORD.sub(r"\1***@", value))
 
 
 _PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:)[^@/]*@")
+_PASSWORD_PARAM = re.compile(r"([?&]password=)[^&#]*")
 
 
 def lock_path(database: str | Path) -> Path:
