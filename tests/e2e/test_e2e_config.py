@@ -148,3 +148,23 @@ async def test_a_host_that_does_not_resolve_is_bad_configuration(tmp_path):
     line = await refused(tmp_path, 'host = "no-such-host.invalid"', opens=True)
     assert line.startswith("agora: cannot listen on no-such-host.invalid:0: "), line
     assert line.endswith("(the host name does not resolve: check --host)"), line
+
+
+async def test_a_postgresql_server_out_of_reach_is_one_line(tmp_path):
+    pytest.importorskip("psycopg", reason="needs: psycopg (pip install 'agora-mcp[pg]')")
+    with trio.socket.socket() as closed:  # bound, never listening: connections are refused
+        await closed.bind(("127.0.0.1", 0))
+        url = f"postgresql://agora@127.0.0.1:{closed.getsockname()[1]}/agora"
+        with trio.fail_after(TIMEOUT):
+            done = await trio.run_process(
+                [AGORA, "serve", "--port", "0", "--db", url],
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+                env=clean_env(),
+            )
+    lines = done.stderr.decode().splitlines()
+    assert done.returncode == 2, lines
+    assert len(lines) == 1, lines  # libpq's hint used to follow on a line of its own
+    assert lines[0].startswith("agora: cannot open the PostgreSQL database: "), lines
+    assert "Connection refused Is the server running on that host" in lines[0]

@@ -30,6 +30,7 @@ import trio
 from psycopg import pq
 
 from agora.errors import StoreError
+from agora.logsafe import one_line
 from agora.store.neutral import POSTGRESQL
 from agora.store.pg_cluster import ClusterLock, migrate
 from agora.store.pg_probe import VERSIONS, ProbeConn
@@ -359,7 +360,7 @@ async def open_pg_store(
             lambda: PgWriter(url, channel, group_commit=group_commit, deliver=deliver, trace=trace)
         )
     except psycopg.Error as exc:
-        raise StoreError(f"cannot open the PostgreSQL database: {exc}") from exc
+        raise StoreError(f"cannot open the PostgreSQL database: {one_line(exc)}") from exc
     store = PgStore(
         url, schema, writer, versions=versions, commit_timeout=commit_timeout, inline=inline
     )

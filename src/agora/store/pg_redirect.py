@@ -30,6 +30,7 @@ from urllib.parse import quote
 import psycopg
 
 from agora.errors import StoreError
+from agora.logsafe import one_line
 from agora.store.neutral import POSTGRESQL
 from agora.store.pg import open_pg_store
 
@@ -173,7 +174,7 @@ async def open_redirected(
     try:
         schema = _claim(server, key, path)
     except psycopg.Error as exc:
-        raise StoreError(f"cannot open the PostgreSQL database: {exc}") from exc
+        raise StoreError(f"cannot open the PostgreSQL database: {one_line(exc)}") from exc
     fresh = schema not in _shape
     try:
         async with open_pg_store(
