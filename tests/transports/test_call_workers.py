@@ -202,3 +202,47 @@ async def test_a_call_cancelled_before_it_began_never_runs_and_a_worker_keeps_no
             await trio.testing.wait_all_tasks_blocked()
             gc.collect()
             assert replies[0]() is None  # the idle worker let go of the reply it sent
+
+
+async def test_a_call_that_returns_after_its_cancellation_was_asked_for_is_not_answered():
+    """A handler may be past its last checkpoint when ``notifications/cancelled`` comes (a
+    shielded step, a long-poll cut short by shutdown without parking): its return must not
+    be sent, as a cancelled call's is not (here once its worker has a cancelled scope)."""
+    parked, release = trio.Event(), trio.Event()
+
+    async def shielded(call: ToolCall) -> dict[str, Any]:
+        with trio.CancelScope(shield=True):
+            parked.set()
+            await release.wait()
+        return {"done": True}
+
+    async def where(call: ToolCall) -> dict[str, Any]:
+        return {"n": 1}
+
+    specs = [
+        {"name": name, "description": name, "inputSchema": {"type": "object"}}
+        for name in ("shielded", "where")
+    ]
+    handlers = {"shielded": shielded, "where": where}
+    calls = Toolset(name="calls", contract=None, tools=specs, handlers=handlers)
+    config = Config(db=":memory:", port=0, ping_interval=0)
+    with trio.fail_after(TIMEOUT):
+        async with (
+            open_server(config, toolsets=[calls]) as server,
+            WsPeer.open(server.port, "/mcp/calls") as peer,
+        ):
+            init = {"protocolVersion": "2025-11-25", "capabilities": {}}
+            await peer.send_json(request(0, "initialize", init))
+            assert (await peer.recv_json())["id"] == 0
+            await peer.send_json(request(1, "tools/call", {"name": "shielded"}))
+            await parked.wait()
+            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled"}
+            cancel["params"] = {"requestId": 1}
+            await peer.send_json(cancel)
+            await peer.send_json(request(2, "ping", {}))  # read after the cancellation
+            assert (await peer.recv_json())["id"] == 2
+            release.set()
+            await trio.testing.wait_all_tasks_blocked()
+            await peer.send_json(request(3, "tools/call", {"name": "where"}))
+            reply = await peer.recv_json()
+            assert reply["id"] == 3  # nothing was sent for the cancelled call

@@ -217,7 +217,9 @@ class Connection:
                     reply = self._outcome(inv, None, exc)
                 else:
                     reply = self._outcome(inv, value, None)
-            if reply is not None and not scope.cancelled_caught:
+            # Not even a reply a handler returned after its cancellation was asked for: it
+            # may have been past its last checkpoint (a shielded step, a wait cut short).
+            if reply is not None and not scope.cancel_called:
                 await self._emit(reply, inv.id)
         except Exception:
             if inline:
@@ -256,7 +258,8 @@ class Connection:
                                 else:
                                     reply = conn._outcome(inv, value, None)
                                 conn._calls[inv.id] = _REPLYING  # as in `_run`: not cancelled
-                                await conn._emit(reply, inv.id)
+                                if not scope.cancel_called:  # else asked to be cancelled
+                                    await conn._emit(reply, inv.id)
                         except Exception:  # not its cancellation: that ends in the scope
                             log.exception("%s %s failed after its outcome", inv.kind, inv.name)
                         finally:
