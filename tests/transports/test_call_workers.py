@@ -130,6 +130,13 @@ def request(rid: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
 
 
+async def initialize(peer: WsPeer) -> None:
+    """Open the MCP session on ``peer`` (request id 0)."""
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}}
+    await peer.send_json(request(0, "initialize", init))
+    assert (await peer.recv_json())["id"] == 0
+
+
 async def test_websocket_calls_reuse_workers_and_a_cancelled_call_leaves_its_worker_usable():
     tools = Tools()
     config = Config(db=":memory:", port=0, ping_interval=0)
@@ -138,9 +145,7 @@ async def test_websocket_calls_reuse_workers_and_a_cancelled_call_leaves_its_wor
             open_server(config, toolsets=[toolset(tools)]) as server,
             WsPeer.open(server.port, "/mcp/calls") as peer,
         ):
-            init = {"protocolVersion": "2025-11-25", "capabilities": {}}
-            await peer.send_json(request(0, "initialize", init))
-            assert (await peer.recv_json())["id"] == 0
+            await initialize(peer)
             for rid in (1, 2):
                 await peer.send_json(request(rid, "tools/call", {"name": "where"}))
                 reply = await peer.recv_json()
@@ -184,9 +189,7 @@ async def test_a_call_cancelled_before_it_began_never_runs_and_a_worker_keeps_no
             open_server(config, toolsets=[calls]) as server,
             WsPeer.open(server.port, "/mcp/calls") as peer,
         ):
-            init = {"protocolVersion": "2025-11-25", "capabilities": {}}
-            await peer.send_json(request(0, "initialize", init))
-            assert (await peer.recv_json())["id"] == 0
+            await initialize(peer)
             # The call and its cancellation in one write: the server reads both before the
             # call's worker runs, so the call never begins and nothing answers it.
             doomed = request(1, "tools/call", {"name": "where", "arguments": {"tag": "doomed"}})
@@ -231,9 +234,7 @@ async def test_a_call_that_returns_after_its_cancellation_was_asked_for_is_not_a
             open_server(config, toolsets=[calls]) as server,
             WsPeer.open(server.port, "/mcp/calls") as peer,
         ):
-            init = {"protocolVersion": "2025-11-25", "capabilities": {}}
-            await peer.send_json(request(0, "initialize", init))
-            assert (await peer.recv_json())["id"] == 0
+            await initialize(peer)
             await peer.send_json(request(1, "tools/call", {"name": "shielded"}))
             await parked.wait()
             cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled"}
