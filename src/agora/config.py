@@ -20,6 +20,8 @@ import msgspec
 from agora.identity import ANONYMOUS, SCOPES, Principal
 
 KNOWN_TOOLSETS = ("chamber", "chess", "router", "debate")
+#: What ``toolsets`` and ``[options.X]`` may name: the toolsets and the conformance fixtures.
+SERVABLE = (*KNOWN_TOOLSETS, "conformance")
 
 
 class PrincipalConfig(msgspec.Struct, forbid_unknown_fields=True):
@@ -150,7 +152,7 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
         config = msgspec.convert(data, Config, strict=False)
     except msgspec.ValidationError as exc:
         raise ValueError(_located(str(exc), sources, list(fields))) from exc
-    unknown = [t for t in config.toolsets if t not in (*KNOWN_TOOLSETS, "conformance")]
+    unknown = [t for t in config.toolsets if t not in SERVABLE]
     if unknown:
         raise ValueError(f"unknown toolsets {unknown}; known: {', '.join(KNOWN_TOOLSETS)}")
     wrong = _out_of_range(config) or _unusable_principal(config)
@@ -227,7 +229,7 @@ def _out_of_range(config: Config) -> tuple[str, str] | None:
         if (value := getattr(config, name)) < 1:
             return name, f"{name} must be at least 1, not {value}"
     for table in config.options:
-        if table not in (*KNOWN_TOOLSETS, "conformance"):
+        if table not in SERVABLE:
             known = ", ".join(KNOWN_TOOLSETS)
             return "options", f"[options.{table}] names no toolset; known: {known}"
     return None

@@ -63,5 +63,6 @@ def entity_failed(
     log: logging.Logger, kind: str, key: Any, what: str, *, trace: bool = True
 ) -> None:
     """Log, at ERROR on ``log``, that ``what`` went wrong with entity ``key`` of ``kind``
-    (with the traceback being handled, if ``trace``), the key escaped: callers choose keys."""
-    log.error("%s %s %s", kind, loggable(key), what, exc_info=trace)
+    (with the traceback being handled, if ``trace``), the key escaped (callers choose keys)
+    and ``what`` one line (it may quote a library's error: `one_line`)."""
+    log.error("%s %s %s", kind, loggable(key), one_line(what), exc_info=trace)

@@ -288,6 +288,13 @@ class App:
         """Until no call is in flight."""
         await self._idle.wait()
 
+    async def drain(self, grace: float) -> None:
+        """The graceful end of serving: every long-poll answers now (`Runtime.begin_shutdown`),
+        then the calls in flight get up to ``grace`` seconds to answer."""
+        self.runtime.begin_shutdown()
+        with trio.move_on_after(grace):
+            await self.wait_idle()
+
     def start_background(self, nursery: trio.Nursery) -> None:
         """Start every toolset's background tasks in ``nursery`` (cancelled at shutdown)."""
         for toolset in self.toolsets.values():

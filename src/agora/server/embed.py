@@ -238,7 +238,7 @@ async def open_server(
                 finally:
                     with trio.CancelScope(shield=True):
                         accept.cancel()
-                        await _drain(app, runtime, config.grace_seconds)
+                        await app.drain(config.grace_seconds)
                         mcp.close_all()
                         # Calls just answered by close_all get their error written.
                         with trio.move_on_after(CLOSE_FLUSH_SECONDS):
@@ -273,12 +273,6 @@ async def _listen(host: str, port: int) -> list[trio.SocketListener]:
             hint = _LISTEN_HINTS.get(exc.errno or 0, "")
         why = f"{exc.strerror} ({hint})" if hint else str(exc.strerror)
         raise CannotListen(exc.errno, f"cannot listen on {where}: {why}") from exc
-
-
-async def _drain(app: App, runtime: Runtime, grace: float) -> None:
-    runtime.begin_shutdown()
-    with trio.move_on_after(grace):
-        await app.wait_idle()
 
 
 async def _accept(
