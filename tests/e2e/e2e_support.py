@@ -216,12 +216,16 @@ def jsonl(*messages: Mapping[str, Any]) -> bytes:
 
 @asynccontextmanager
 async def stdio_process(args: Sequence[str]) -> AsyncIterator[trio.Process]:
-    """``agora ARGS`` with its three pipes (a raw stdio client's view); killed if it still runs
-    at the end, its pipes closed either way."""
+    """``agora ARGS`` with its three pipes (a raw stdio client's view), its MCP session
+    initialized; killed if it still runs at the end, its pipes closed either way."""
     process = await trio.lowlevel.open_process(
         [AGORA, *args], stdin=-1, stdout=-1, stderr=-1, env=clean_env()
     )
     try:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        await process.stdin.send_all(jsonl(INITIALIZE, INITIALIZED))
+        assert b'"id":0' in await process.stdout.receive_some(65536)
         yield process
     finally:
         if process.returncode is None:

@@ -9,7 +9,8 @@ with SIGTERM, and against an embedded server leaving its block.
 
 from __future__ import annotations
 
-from typing import Any
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import trio
@@ -18,6 +19,10 @@ from chess_server import SdkAgent, agora_serve, terminate_when_in_flight
 from agora.config import Config
 from agora.server.embed import open_server
 from agora.toolsets.chess import ensure_table
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
 
 mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")
 
@@ -33,6 +38,19 @@ PARKED_MS = 30_000
 ANSWERED_WITHIN = 10
 
 
+@asynccontextmanager
+async def _agent_at(path: Path) -> AsyncIterator[tuple[Any, SdkAgent]]:
+    """``agora serve`` on the database ``path`` and an SDK agent seated at its table, its
+    tools listed (as hosts list them when they connect)."""
+    async with (
+        agora_serve(path) as server,
+        mcp.Client(server.mcp_url(), read_timeout_seconds=30) as client,
+    ):
+        agent = SdkAgent(client)
+        await agent.list_tools()
+        yield server, agent
+
+
 def _assert_cut_short_by_shutdown(reply: dict[str, Any], args: dict[str, Any]) -> None:
     assert reply["statusCode"] == "WAIT_TIMEOUT", reply
     assert reply["shuttingDown"] is True, reply
@@ -44,12 +62,7 @@ def _assert_cut_short_by_shutdown(reply: dict[str, Any], args: dict[str, Any]) -
 
 async def test_sigterm_answers_a_parked_wait_marked_shutting_down(tmp_path):
     with trio.fail_after(45):
-        async with (
-            agora_serve(tmp_path / "agora.db") as server,
-            mcp.Client(server.mcp_url(), read_timeout_seconds=30) as client,
-        ):
-            agent = SdkAgent(client)
-            await agent.list_tools()
+        async with _agent_at(tmp_path / "agora.db") as (server, agent):
             joined = await agent.ok("join_game")
             assert joined["statusCode"] == "SIDE_CHOICE_REQUIRED"
             args = dict(joined["nextAction"]["arguments"])
@@ -67,12 +80,7 @@ async def test_sigterm_answers_a_parked_wait_marked_shutting_down(tmp_path):
 
 async def test_a_real_timeout_is_not_marked_shutting_down(tmp_path):
     with trio.fail_after(45):
-        async with (
-            agora_serve(tmp_path / "agora.db") as server,
-            mcp.Client(server.mcp_url(), read_timeout_seconds=30) as client,
-        ):
-            agent = SdkAgent(client)
-            await agent.list_tools()
+        async with _agent_at(tmp_path / "agora.db") as (_, agent):
             reply = await agent.ok("wait_for_turn", {"wait_for_human": True, "timeout_ms": 1000})
     assert reply["statusCode"] == "WAIT_TIMEOUT", reply
     assert "shuttingDown" not in reply

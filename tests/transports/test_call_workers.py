@@ -9,7 +9,8 @@ from __future__ import annotations
 import gc
 import json
 import weakref
-from typing import Any
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import trio
@@ -20,7 +21,10 @@ from wsproto.events import TextMessage
 from agora.config import Config
 from agora.server.embed import open_server
 from agora.server.workers import Workers
-from agora.toolsets.base import ToolCall, Toolset
+from agora.toolsets.base import Handler, ToolCall, Toolset
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 TIMEOUT = 15
 
@@ -117,12 +121,11 @@ class Tools:
         raise AssertionError("unreachable")
 
 
-def toolset(tools: Tools) -> Toolset:
+def toolset(handlers: dict[str, Handler]) -> Toolset:
+    """The ``calls`` toolset: a tool per handler, any object its arguments."""
     specs = [
-        {"name": name, "description": name, "inputSchema": {"type": "object"}}
-        for name in ("where", "park")
+        {"name": name, "description": name, "inputSchema": {"type": "object"}} for name in handlers
     ]
-    handlers = {"where": tools.where, "park": tools.park}
     return Toolset(name="calls", contract=None, tools=specs, handlers=handlers)
 
 
@@ -130,22 +133,24 @@ def request(rid: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
 
 
-async def initialize(peer: WsPeer) -> None:
-    """Open the MCP session on ``peer`` (request id 0)."""
-    init = {"protocolVersion": "2025-11-25", "capabilities": {}}
-    await peer.send_json(request(0, "initialize", init))
-    assert (await peer.recv_json())["id"] == 0
+@asynccontextmanager
+async def session(handlers: dict[str, Handler]) -> AsyncIterator[WsPeer]:
+    """A server of `toolset` ``handlers`` and a WebSocket peer whose MCP session is open."""
+    config = Config(db=":memory:", port=0, ping_interval=0)
+    async with (
+        open_server(config, toolsets=[toolset(handlers)]) as server,
+        WsPeer.open(server.port, "/mcp/calls") as peer,
+    ):
+        init = {"protocolVersion": "2025-11-25", "capabilities": {}}
+        await peer.send_json(request(0, "initialize", init))
+        assert (await peer.recv_json())["id"] == 0
+        yield peer
 
 
 async def test_websocket_calls_reuse_workers_and_a_cancelled_call_leaves_its_worker_usable():
     tools = Tools()
-    config = Config(db=":memory:", port=0, ping_interval=0)
     with trio.fail_after(TIMEOUT):
-        async with (
-            open_server(config, toolsets=[toolset(tools)]) as server,
-            WsPeer.open(server.port, "/mcp/calls") as peer,
-        ):
-            await initialize(peer)
+        async with session({"where": tools.where, "park": tools.park}) as peer:
             for rid in (1, 2):
                 await peer.send_json(request(rid, "tools/call", {"name": "where"}))
                 reply = await peer.recv_json()
@@ -181,15 +186,8 @@ async def test_a_call_cancelled_before_it_began_never_runs_and_a_worker_keeps_no
         replies.append(weakref.ref(reply))
         return reply
 
-    spec = {"name": "where", "description": "where", "inputSchema": {"type": "object"}}
-    calls = Toolset(name="calls", contract=None, tools=[spec], handlers={"where": where})
-    config = Config(db=":memory:", port=0, ping_interval=0)
     with trio.fail_after(TIMEOUT):
-        async with (
-            open_server(config, toolsets=[calls]) as server,
-            WsPeer.open(server.port, "/mcp/calls") as peer,
-        ):
-            await initialize(peer)
+        async with session({"where": where}) as peer:
             # The call and its cancellation in one write: the server reads both before the
             # call's worker runs, so the call never begins and nothing answers it.
             doomed = request(1, "tools/call", {"name": "where", "arguments": {"tag": "doomed"}})
@@ -222,19 +220,8 @@ async def test_a_call_that_returns_after_its_cancellation_was_asked_for_is_not_a
     async def where(call: ToolCall) -> dict[str, Any]:
         return {"n": 1}
 
-    specs = [
-        {"name": name, "description": name, "inputSchema": {"type": "object"}}
-        for name in ("shielded", "where")
-    ]
-    handlers = {"shielded": shielded, "where": where}
-    calls = Toolset(name="calls", contract=None, tools=specs, handlers=handlers)
-    config = Config(db=":memory:", port=0, ping_interval=0)
     with trio.fail_after(TIMEOUT):
-        async with (
-            open_server(config, toolsets=[calls]) as server,
-            WsPeer.open(server.port, "/mcp/calls") as peer,
-        ):
-            await initialize(peer)
+        async with session({"shielded": shielded, "where": where}) as peer:
             await peer.send_json(request(1, "tools/call", {"name": "shielded"}))
             await parked.wait()
             cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled"}
