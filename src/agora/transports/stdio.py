@@ -62,8 +62,10 @@ async def serve_stdio(
             await _feed(conn, emit, last)
         # The client is done or dead (a host killed with -9 closes both pipes): a 55 s wait
         # must not keep this process and its database lock until it times out.
-        await app.drain(app.config.grace_seconds)
-        calls.cancel_scope.cancel()  # what did not answer within the grace
+        # Not `App.drain`: calls read just before the end may not have started yet, and this
+        # nursery's exit waits for them too, which the app's count of calls in flight cannot.
+        app.runtime.begin_shutdown()
+        calls.cancel_scope.deadline = trio.current_time() + app.config.grace_seconds
 
 
 async def _feed(conn: Connection, emit: Any, line: bytes | Oversize) -> None:
