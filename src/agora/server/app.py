@@ -222,14 +222,15 @@ class Endpoint:
 
 
 class App:
-    """Everything a transport needs to serve a request."""
+    """Everything a transport needs to serve a request (``entries``: each toolset's catalog
+    entries, checked and built by `catalog_entries` before anything opened)."""
 
     def __init__(
         self,
         config: Config,
         runtime: Runtime,
         toolsets: Sequence[Toolset],
-        entries: Mapping[str, list[ToolEntry]] | None = None,
+        entries: Mapping[str, list[ToolEntry]],
     ) -> None:
         self.config = config
         self.runtime = runtime
@@ -245,14 +246,13 @@ class App:
         resources: list[Any] = []
         prompts: list[Any] = []
         completion = None
-        built = entries if entries is not None else catalog_entries(toolsets)
         for t in toolsets:
-            everything.extend(built[t.name])
+            everything.extend(entries[t.name])
             resources.extend(t.resources)
             prompts.extend(t.prompts)
             completion = completion or t.completion
             per[t.name] = Catalog(
-                tools=built[t.name],
+                tools=entries[t.name],
                 resources=t.resources,
                 prompts=t.prompts,
                 completion=t.completion,
