@@ -70,6 +70,11 @@ def periodic(seconds: float, step: BackgroundTask) -> BackgroundTask:
         while True:
             try:
                 await step(runtime)
+            except StoreError as exc:  # the database is away (restarting?): an event, not a bug
+                log.warning(
+                    "background step %s failed (%s); it runs again in %s s",
+                    _name(step), one_line(exc), seconds,
+                )  # fmt: skip
             except Exception:
                 log.exception(
                     "background step %s failed; it runs again in %s s", _name(step), seconds
