@@ -80,13 +80,16 @@ async def test_the_endpoint_token_seats_the_agent_and_every_reply_keeps_its_sche
                 for name, arguments in BAD_ARGUMENTS:
                     is_error, body = await seated.call(name, arguments)
                     assert is_error, (name, arguments)
-                    assert (body["code"], body["statusCode"]) == (
+                    assert (body["code"], body["statusCode"], body["agentMayMove"]) == (
                         "INVALID_ARGUMENTS",
-                        "INVALID_ARGUMENTS",
+                        "SIDE_CHOICE_REQUIRED",  # the table's, as on any refusal
+                        False,
                     )
                     instruction = body["nextAction"]["instruction"]
-                    if name == "move_piece":
-                        assert body["nextAction"]["tool"] == "get_board"
+                    if "colour" in arguments:  # not a field: drop it
+                        assert "declared fields" in instruction
+                    elif name == "move_piece":  # no side yet: wait for the human's choice
+                        assert body["nextAction"]["tool"] == "wait_for_turn"
                     else:  # no legalMoves to take arguments from: say what to fix
                         assert "legalMoves" not in instruction, (name, arguments)
                     if "timeout_ms" in arguments:
@@ -119,6 +122,61 @@ async def test_the_endpoint_token_seats_the_agent_and_every_reply_keeps_its_sche
                     "NOT_YOUR_TURN",
                     "HUMAN_TURN",
                 )
+
+
+async def test_bad_arguments_are_refused_with_the_table_as_it_stands():
+    """A bad move on the agent's turn says the agent may move and lists the legal moves (the
+    refusal used to say agentMayMove false, made before the table was read); on the human's
+    turn it says wait; with a token the table refuses it keeps the arguments' own refusal."""
+    config = Config(db=":memory:", toolsets=["chess"])
+    with trio.fail_after(20):
+        async with open_server(
+            config, clock=Clock(FakeWall()), toolsets=[toolset()], listen=False
+        ) as server:
+            tokens = await ensure_table(server.runtime)
+            await server.runtime.call(KIND, "default", ChooseSide(tokens.human, "white"))
+            async with (
+                server.client(f"/mcp/chess/default?token={tokens.agent}") as seated_client,
+                server.client("/mcp/chess/default?token=not-the-token") as stranger_client,
+            ):
+                seated, stranger = Checked(seated_client), Checked(stranger_client)
+                await seated.start()
+                await stranger.start()
+
+                is_error, body = await seated.call("move_piece", {"from": "e2", "to": "e9"})
+                assert is_error
+                assert (body["code"], body["statusCode"], body["agentMayMove"]) == (
+                    "INVALID_ARGUMENTS",
+                    "AGENT_TURN",
+                    True,
+                )
+                assert body["error"].startswith("argument 'to'")
+                assert body["nextAction"]["tool"] == "move_piece"
+                assert body["legalMoves"]["e2"] == "e3 e4"
+                _, board = await seated.call("get_board", {})
+                assert body["legalMoves"] == board["legalMoves"]
+
+                is_error, body = await seated.call("wait_for_turn", {"timeout_ms": 10})
+                assert (body["statusCode"], body["agentMayMove"]) == ("AGENT_TURN", True)
+                assert body["nextAction"]["tool"] == "wait_for_turn"  # says what it takes
+                assert "timeout_ms" in body["nextAction"]["instruction"]
+
+                assert not (await seated.call("move_piece", {"from": "e2", "to": "e4"}))[0]
+                is_error, body = await seated.call("move_piece", {"from": "d7"})
+                assert (body["statusCode"], body["agentMayMove"], body["legalMoves"]) == (
+                    "HUMAN_TURN",
+                    False,
+                    {},
+                )
+                assert body["nextAction"]["tool"] == "wait_for_turn"
+
+                is_error, body = await stranger.call("move_piece", {"from": "d7"})
+                assert (body["code"], body["statusCode"], body["agentMayMove"]) == (
+                    "INVALID_ARGUMENTS",
+                    "INVALID_ARGUMENTS",
+                    False,
+                )
+                assert body["nextAction"]["tool"] == "get_board"
 
 
 async def _store_fails(call: Any) -> dict[str, Any]:

@@ -140,7 +140,12 @@ async def test_the_sdk_agent_mates_a_scripted_human(tmp_path, mode, revision):
             assert is_error
             assert refused["code"] == "GAME_OVER"
             is_error, refused = await agent.call("move_piece", {"from": "a2", "to": "a9"})
-            assert (is_error, refused["statusCode"]) == (True, "INVALID_ARGUMENTS")
+            assert (is_error, refused["code"], refused["statusCode"]) == (
+                True,
+                "INVALID_ARGUMENTS",
+                "GAME_OVER",  # the table's: nothing more to play
+            )
+            assert refused["nextAction"]["tool"] is None
 
             # Another connection without the agent token may watch but never move.
             async with sdk_client(server.mcp_url(seated=False), mode) as other:

@@ -42,6 +42,9 @@ class ToolEntry:
     alias_of: str | None = None
     #: Builds the structured error body for invalid arguments in the toolset's vocabulary.
     reject: Rejection | None = None
+    #: Instead of `reject`: the target (as ``target``) of a call that answers the refusal
+    #: of these problems itself, reading what it reports (e.g. the entity's state).
+    refuse: Callable[[Sequence[ValidationIssue]], Any] | None = None
     #: Shapes an internal failure (an `agora.errors.Failure`) into the structured body of an
     #: ``isError`` result in the toolset's vocabulary; None (or a None answer) sends text.
     fail: Callable[[Any], dict[str, Any] | None] | None = None

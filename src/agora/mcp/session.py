@@ -324,6 +324,8 @@ class Session:
             if tool is None:
                 raise ProtocolError(rpc.INVALID_PARAMS, f"unknown tool: {name}")
             problems = tool.check(args)
+            if problems and tool.refuse is not None:  # refused by a call that reads state
+                return Invoke(msg.id, kind, name, args, tool.refuse(problems), token, meta, modern)
             if problems:
                 return Send(rpc.result(msg.id, self._rejected(tool, problems, modern)), msg.id)
             return Invoke(msg.id, kind, name, args, tool.target, token, meta, modern)

@@ -16,6 +16,7 @@ from urllib.parse import parse_qsl
 import trio
 
 from agora import __version__
+from agora.errors import ToolError
 from agora.mcp.catalog import Catalog, Rejection, ToolEntry
 from agora.mcp.session import Session
 from agora.runtime.background import supervise
@@ -26,8 +27,9 @@ if TYPE_CHECKING:
     from agora.config import Config
     from agora.errors import Failure
     from agora.identity import Principal
+    from agora.mcp.validation import ValidationIssue
     from agora.runtime.registry import Runtime
-    from agora.toolsets.base import Toolset
+    from agora.toolsets.base import Handler, ToolCall, Toolset
     from agora.web.http import Route
 
 log = logging.getLogger(__name__)
@@ -109,6 +111,7 @@ def _entry(
         target=handler,
         alias_of=alias_of,
         reject=_rejection(toolset),
+        refuse=_refusal(toolset),
         fail=_failure_shaper(toolset, name, spec.get("outputSchema")),
     )
 
@@ -120,6 +123,21 @@ def _rejection(toolset: Toolset) -> Rejection | None:
     if sentences is None:
         return None
     return lambda issues: sentences([issue.describe() for issue in issues])
+
+
+def _refusal(toolset: Toolset) -> Callable[[Sequence[ValidationIssue]], Handler] | None:
+    """The target maker for `Toolset.reject_call`: a handler whose answer is the refusal."""
+    hook = toolset.reject_call
+    if hook is None:
+        return None
+
+    def refusing(issues: Sequence[ValidationIssue]) -> Handler:
+        async def refuse(call: ToolCall) -> dict[str, Any]:
+            raise ToolError(await hook(call, issues))
+
+        return refuse
+
+    return refusing
 
 
 def _failure_shaper(

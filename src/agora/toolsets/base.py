@@ -225,6 +225,13 @@ class Toolset:
     #: keyword broken, or maxDepth/maxNodes/maxBytes), ``detail`` and ``describe()``.
     #: None sends the problems as text only.
     reject_issues: Callable[[Sequence[ValidationIssue]], dict[str, Any]] | None = None
+    #: The same body built by a call of its own, for a refusal that reports the entity's
+    #: state (the chess table's turn and legal moves): ``async def reject(call, issues)``
+    #: may read the entity (never change it) and returns the body. Used instead of
+    #: `reject_issues` when set; the refused call then counts as a call in flight.
+    reject_call: (
+        Callable[[ToolCall, Sequence[ValidationIssue]], Awaitable[dict[str, Any]]] | None
+    ) = None
     #: Older form of `reject_issues` that gets the problems as sentences
     #: (``argument 'from': must match ...``); used only when `reject_issues` is None.
     reject_arguments: Callable[[list[str]], dict[str, Any]] | None = None

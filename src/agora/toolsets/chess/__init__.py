@@ -19,7 +19,7 @@ from agora.toolsets.chess.page import agent_links, human_url
 from agora.toolsets.chess.render import internal_failure
 from agora.toolsets.chess.sql import MIGRATIONS
 from agora.toolsets.chess.table import KIND
-from agora.toolsets.chess.tools import HANDLERS
+from agora.toolsets.chess.tools import HANDLERS, refuse_arguments
 from agora.toolsets.chess.web import ROUTES
 
 if TYPE_CHECKING:
@@ -67,5 +67,6 @@ def toolset() -> Toolset:
         endpoint_query=("token",),
         on_start=_on_start,
         reject_issues=issue_rejection,
+        reject_call=refuse_arguments,
         shape_failure=internal_failure,
     )

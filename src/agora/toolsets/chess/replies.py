@@ -21,7 +21,9 @@ Status codes:
         Marked ``shuttingDown: true`` when the wait was cut short because the server is
         shutting down: reconnect, then call it again.
     AGENT_TOKEN_REQUIRED: a refusal: the call needs the table's agent token.
-    INVALID_ARGUMENTS: a refusal: the arguments failed the tool's inputSchema.
+    INVALID_ARGUMENTS: a refusal: the arguments failed the tool's inputSchema and the table
+        could not be read (such a refusal otherwise carries the table's status, with code
+        ``INVALID_ARGUMENTS``).
     TABLE_NOT_FOUND: a refusal: the endpoint names no table.
     SERVER_ERROR: the call failed inside the server and changed nothing; ``error`` names the
         log line (correlation id).

@@ -15,11 +15,15 @@ import msgspec
 
 from agora.errors import ToolError
 from agora.toolsets.chess import render
+from agora.toolsets.chess.arguments import issue_rejection
 from agora.toolsets.chess.commands import AgentMove, Look
 from agora.toolsets.chess.table import KIND, Snapshot, WaitCondition
 from agora.toolsets.chess.terms import ChessError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from agora.mcp.validation import ValidationIssue
     from agora.toolsets.base import Handler, ToolCall
     from agora.toolsets.chess.replies import Seat
 
@@ -103,6 +107,17 @@ async def wait_for_turn(call: ToolCall) -> dict[str, Any]:
     # (unless that snapshot is ready), so the agent reconnects rather than call again here.
     closing = call.runtime.closing
     return _body(render.wait_reply(snap, condition, seat, shutting_down=closing))
+
+
+async def refuse_arguments(call: ToolCall, issues: Sequence[ValidationIssue]) -> dict[str, Any]:
+    """The refusal of arguments that failed the inputSchema, with the table as it stands
+    (its turn, agentMayMove and legal moves, as on any other refusal); without it when the
+    table cannot be read (say a wrong token: the next call is told that)."""
+    try:
+        snap: Snapshot = await call.runtime.call(KIND, _table(call), Look(_agent_token(call)))
+    except ChessError:
+        return issue_rejection(issues)
+    return issue_rejection(issues, (snap, _seat(call)))
 
 
 HANDLERS: Final[dict[str, Handler]] = {
