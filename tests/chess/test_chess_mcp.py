@@ -9,7 +9,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from typing import Any
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 import trio
@@ -21,6 +22,9 @@ from agora.server.embed import open_server
 from agora.toolsets.chess import ensure_table, toolset
 from agora.toolsets.chess.commands import ChooseSide
 from agora.toolsets.chess.table import KIND
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 
 class Checked:
@@ -62,121 +66,123 @@ BAD_ARGUMENTS = [
 ]
 
 
-async def test_the_endpoint_token_seats_the_agent_and_every_reply_keeps_its_schema():
+@asynccontextmanager
+async def _clients(
+    *paths: str, agent_side: str | None = None
+) -> AsyncIterator[tuple[Any, Any, list[Checked]]]:
+    """A chess server with its default table (the agent given ``agent_side`` by the human,
+    when set), its tokens, and a started `Checked` client on each path (``{agent}`` stands
+    for the agent token)."""
     config = Config(db=":memory:", toolsets=["chess"])
-    with trio.fail_after(20):
-        async with open_server(
-            config, clock=Clock(FakeWall()), toolsets=[toolset()], listen=False
-        ) as server:
-            tokens = await ensure_table(server.runtime)
-            async with (
-                server.client(f"/mcp/chess/default?token={tokens.agent}") as seated_client,
-                server.client("/mcp/chess") as watcher_client,
-            ):
-                seated, watcher = Checked(seated_client), Checked(watcher_client)
-                await seated.start()
-                await watcher.start()
-
-                for name, arguments in BAD_ARGUMENTS:
-                    is_error, body = await seated.call(name, arguments)
-                    assert is_error, (name, arguments)
-                    assert (body["code"], body["statusCode"], body["agentMayMove"]) == (
-                        "INVALID_ARGUMENTS",
-                        "SIDE_CHOICE_REQUIRED",  # the table's, as on any refusal
-                        False,
-                    )
-                    instruction = body["nextAction"]["instruction"]
-                    if "colour" in arguments:  # not a field: drop it
-                        assert "declared fields" in instruction
-                    elif name == "move_piece":  # no side yet: wait for the human's choice
-                        assert body["nextAction"]["tool"] == "wait_for_turn"
-                    else:  # no legalMoves to take arguments from: say what to fix
-                        assert "legalMoves" not in instruction, (name, arguments)
-                    if "timeout_ms" in arguments:
-                        assert body["nextAction"]["tool"] == "wait_for_turn"
-                        assert "timeout_ms" in instruction
-                        assert "1000" in instruction
-                        assert "55000" in instruction
-
-                refused = [await seated.call("move_piece", {"from": "e2", "to": "e4"})]
-                await server.runtime.call(KIND, "default", ChooseSide(tokens.human, "white"))
-                refused.append(await watcher.call("move_piece", {"from": "e2", "to": "e4"}))
-                refused.append(await seated.call("move_piece", {"from": "a1", "to": "a1"}))
-                codes = [(err, body["code"], body["statusCode"]) for err, body in refused]
-                assert codes == [
-                    (True, "SIDE_NOT_CHOSEN", "SIDE_CHOICE_REQUIRED"),
-                    (True, "AGENT_TOKEN_REQUIRED", "AGENT_TOKEN_REQUIRED"),
-                    (True, "ILLEGAL_MOVE", "AGENT_TURN"),
-                ]
-
-                for name in ("join_game", "get_board"):  # a watcher's wait: test_chess_seat
-                    assert (await watcher.call(name, {}))[1]["seat"] == "watcher"
-                for name in ("join_game", "get_board", "wait_for_turn"):
-                    assert (await seated.call(name, {}))[1]["seat"] == "agent"
-                is_error, moved = await seated.call("move_piece", {"from": "e2", "to": "e4"})
-                assert not is_error
-                assert moved["lastMove"]["by"] == "agent"
-                is_error, body = await seated.call("move_piece", {"from": "d2", "to": "d4"})
-                assert (is_error, body["code"], body["statusCode"]) == (
-                    True,
-                    "NOT_YOUR_TURN",
-                    "HUMAN_TURN",
+    async with open_server(
+        config, clock=Clock(FakeWall()), toolsets=[toolset()], listen=False
+    ) as server:
+        tokens = await ensure_table(server.runtime)
+        if agent_side is not None:
+            await server.runtime.call(KIND, "default", ChooseSide(tokens.human, agent_side))
+        async with AsyncExitStack() as stack:
+            clients = []
+            for path in paths:
+                client = await stack.enter_async_context(
+                    server.client(path.format(agent=tokens.agent))
                 )
+                clients.append(Checked(client))
+                await clients[-1].start()
+            yield server, tokens, clients
+
+
+async def test_the_endpoint_token_seats_the_agent_and_every_reply_keeps_its_schema():
+    with trio.fail_after(20):
+        async with _clients("/mcp/chess/default?token={agent}", "/mcp/chess") as opened:
+            server, tokens, (seated, watcher) = opened
+            for name, arguments in BAD_ARGUMENTS:
+                is_error, body = await seated.call(name, arguments)
+                assert is_error, (name, arguments)
+                assert (body["code"], body["statusCode"], body["agentMayMove"]) == (
+                    "INVALID_ARGUMENTS",
+                    "SIDE_CHOICE_REQUIRED",  # the table's, as on any refusal
+                    False,
+                )
+                instruction = body["nextAction"]["instruction"]
+                if "colour" in arguments:  # not a field: drop it
+                    assert "declared fields" in instruction
+                elif name == "move_piece":  # no side yet: wait for the human's choice
+                    assert body["nextAction"]["tool"] == "wait_for_turn"
+                else:  # no legalMoves to take arguments from: say what to fix
+                    assert "legalMoves" not in instruction, (name, arguments)
+                if "timeout_ms" in arguments:
+                    assert body["nextAction"]["tool"] == "wait_for_turn"
+                    assert "timeout_ms" in instruction
+                    assert "1000" in instruction
+                    assert "55000" in instruction
+
+            refused = [await seated.call("move_piece", {"from": "e2", "to": "e4"})]
+            await server.runtime.call(KIND, "default", ChooseSide(tokens.human, "white"))
+            refused.append(await watcher.call("move_piece", {"from": "e2", "to": "e4"}))
+            refused.append(await seated.call("move_piece", {"from": "a1", "to": "a1"}))
+            codes = [(err, body["code"], body["statusCode"]) for err, body in refused]
+            assert codes == [
+                (True, "SIDE_NOT_CHOSEN", "SIDE_CHOICE_REQUIRED"),
+                (True, "AGENT_TOKEN_REQUIRED", "AGENT_TOKEN_REQUIRED"),
+                (True, "ILLEGAL_MOVE", "AGENT_TURN"),
+            ]
+
+            for name in ("join_game", "get_board"):  # a watcher's wait: test_chess_seat
+                assert (await watcher.call(name, {}))[1]["seat"] == "watcher"
+            for name in ("join_game", "get_board", "wait_for_turn"):
+                assert (await seated.call(name, {}))[1]["seat"] == "agent"
+            is_error, moved = await seated.call("move_piece", {"from": "e2", "to": "e4"})
+            assert not is_error
+            assert moved["lastMove"]["by"] == "agent"
+            is_error, body = await seated.call("move_piece", {"from": "d2", "to": "d4"})
+            assert (is_error, body["code"], body["statusCode"]) == (
+                True,
+                "NOT_YOUR_TURN",
+                "HUMAN_TURN",
+            )
 
 
 async def test_bad_arguments_are_refused_with_the_table_as_it_stands():
     """A bad move on the agent's turn says the agent may move and lists the legal moves (the
     refusal used to say agentMayMove false, made before the table was read); on the human's
     turn it says wait; with a token the table refuses it keeps the arguments' own refusal."""
-    config = Config(db=":memory:", toolsets=["chess"])
+    paths = ("/mcp/chess/default?token={agent}", "/mcp/chess/default?token=not-the-token")
     with trio.fail_after(20):
-        async with open_server(
-            config, clock=Clock(FakeWall()), toolsets=[toolset()], listen=False
-        ) as server:
-            tokens = await ensure_table(server.runtime)
-            await server.runtime.call(KIND, "default", ChooseSide(tokens.human, "white"))
-            async with (
-                server.client(f"/mcp/chess/default?token={tokens.agent}") as seated_client,
-                server.client("/mcp/chess/default?token=not-the-token") as stranger_client,
-            ):
-                seated, stranger = Checked(seated_client), Checked(stranger_client)
-                await seated.start()
-                await stranger.start()
+        async with _clients(*paths, agent_side="white") as (_, _, (seated, stranger)):
+            is_error, body = await seated.call("move_piece", {"from": "e2", "to": "e9"})
+            assert is_error
+            assert (body["code"], body["statusCode"], body["agentMayMove"]) == (
+                "INVALID_ARGUMENTS",
+                "AGENT_TURN",
+                True,
+            )
+            assert body["error"].startswith("argument 'to'")
+            assert body["nextAction"]["tool"] == "move_piece"
+            assert body["legalMoves"]["e2"] == "e3 e4"
+            _, board = await seated.call("get_board", {})
+            assert body["legalMoves"] == board["legalMoves"]
 
-                is_error, body = await seated.call("move_piece", {"from": "e2", "to": "e9"})
-                assert is_error
-                assert (body["code"], body["statusCode"], body["agentMayMove"]) == (
-                    "INVALID_ARGUMENTS",
-                    "AGENT_TURN",
-                    True,
-                )
-                assert body["error"].startswith("argument 'to'")
-                assert body["nextAction"]["tool"] == "move_piece"
-                assert body["legalMoves"]["e2"] == "e3 e4"
-                _, board = await seated.call("get_board", {})
-                assert body["legalMoves"] == board["legalMoves"]
+            is_error, body = await seated.call("wait_for_turn", {"timeout_ms": 10})
+            assert (body["statusCode"], body["agentMayMove"]) == ("AGENT_TURN", True)
+            assert body["nextAction"]["tool"] == "wait_for_turn"  # says what it takes
+            assert "timeout_ms" in body["nextAction"]["instruction"]
 
-                is_error, body = await seated.call("wait_for_turn", {"timeout_ms": 10})
-                assert (body["statusCode"], body["agentMayMove"]) == ("AGENT_TURN", True)
-                assert body["nextAction"]["tool"] == "wait_for_turn"  # says what it takes
-                assert "timeout_ms" in body["nextAction"]["instruction"]
+            assert not (await seated.call("move_piece", {"from": "e2", "to": "e4"}))[0]
+            is_error, body = await seated.call("move_piece", {"from": "d7"})
+            assert (body["statusCode"], body["agentMayMove"], body["legalMoves"]) == (
+                "HUMAN_TURN",
+                False,
+                {},
+            )
+            assert body["nextAction"]["tool"] == "wait_for_turn"
 
-                assert not (await seated.call("move_piece", {"from": "e2", "to": "e4"}))[0]
-                is_error, body = await seated.call("move_piece", {"from": "d7"})
-                assert (body["statusCode"], body["agentMayMove"], body["legalMoves"]) == (
-                    "HUMAN_TURN",
-                    False,
-                    {},
-                )
-                assert body["nextAction"]["tool"] == "wait_for_turn"
-
-                is_error, body = await stranger.call("move_piece", {"from": "d7"})
-                assert (body["code"], body["statusCode"], body["agentMayMove"]) == (
-                    "INVALID_ARGUMENTS",
-                    "INVALID_ARGUMENTS",
-                    False,
-                )
-                assert body["nextAction"]["tool"] == "get_board"
+            is_error, body = await stranger.call("move_piece", {"from": "d7"})
+            assert (body["code"], body["statusCode"], body["agentMayMove"]) == (
+                "INVALID_ARGUMENTS",
+                "INVALID_ARGUMENTS",
+                False,
+            )
+            assert body["nextAction"]["tool"] == "get_board"
 
 
 async def _store_fails(call: Any) -> dict[str, Any]:
