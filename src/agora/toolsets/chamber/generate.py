@@ -22,16 +22,16 @@ from agora.toolsets.chamber.lock_digits import make_dial, make_master, make_numb
 from agora.toolsets.chamber.lock_order import make_order, make_placement
 from agora.toolsets.chamber.lock_time import make_time_chain, make_time_window
 from agora.toolsets.chamber.room import Lock, Room, RoomObject, every_text
-from agora.toolsets.chamber.templates_atelier import ATELIER
-from agora.toolsets.chamber.templates_chrono import CHRONO
+from agora.toolsets.chamber.template import load_all
 
 if TYPE_CHECKING:
     from agora.toolsets.chamber.template import LockSlot, Template
 
 _TRIES = 40
 
-#: Engine (as the contract's suites name it) -> its room templates.
-TEMPLATES: dict[str, tuple[Template, ...]] = {"chamber": CHRONO, "atelier": ATELIER}
+#: Engine (as the contract's suites name it) -> its room templates, read once at import from
+#: the data files under ``rooms/`` (a file that does not decode fails the import).
+TEMPLATES: dict[str, tuple[Template, ...]] = load_all()
 
 
 Maker = Callable[[random.Random, LockSpec, Sequence[tuple[str, int]]], LockPuzzle | None]
