@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from contextlib import aclosing
 from pathlib import Path
 
@@ -51,7 +52,8 @@ async def test_the_page_is_served_with_a_strict_content_security_policy(table):
     headers = dict(response.headers)
     assert "script-src 'self'" in headers["Content-Security-Policy"]
     assert headers["Referrer-Policy"] == "no-referrer"
-    assert b'<script src="/play/static/play.js"' in response.body
+    scripts = re.findall(rb'<script src="/play/static/([^"]+)" defer></script>', response.body)
+    assert scripts == [b"view.js", b"moves.js", b"play.js", b"tables.js"]  # run in this order
     assert table.token.encode() not in response.body
     missing = await http(table.runtime, "GET", "/play/nowhere")
     assert missing.status == 404
@@ -61,7 +63,10 @@ async def test_the_page_is_served_with_a_strict_content_security_policy(table):
 
 async def test_assets_are_served_locally(table):
     for name, kind in (
+        ("view.js", "text/javascript"),
+        ("moves.js", "text/javascript"),
         ("play.js", "text/javascript"),
+        ("tables.js", "text/javascript"),
         ("play.css", "text/css"),
         ("wK.svg", "image/svg+xml"),
         ("bN.svg", "image/svg+xml"),
@@ -69,6 +74,7 @@ async def test_assets_are_served_locally(table):
         response = await http(table.runtime, "GET", f"/play/static/{name}")
         assert response.status == 200, name
         assert response.content_type.startswith(kind)
+        assert dict(response.headers)["Cache-Control"] == "no-cache", name
     assert (await http(table.runtime, "GET", "/play/static/secret.txt")).status == 404
     html = (STATIC / "play.html").read_text()
     assert "http://" not in html
@@ -89,9 +95,12 @@ def test_the_page_board_names_each_piece_by_its_image():
 
 
 def test_the_page_never_inserts_server_text_as_html():
-    script = (STATIC / "play.js").read_text()
-    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
-        assert sink not in script
+    scripts = sorted(STATIC.glob("*.js"))
+    assert {s.name for s in scripts} == {"view.js", "moves.js", "play.js", "tables.js"}
+    for script in scripts:
+        text = script.read_text()
+        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
+            assert sink not in text, (script.name, sink)
 
 
 async def test_a_spectator_sees_the_table_but_no_moves(table):

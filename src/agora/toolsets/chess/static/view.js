@@ -1,0 +1,195 @@
+// The chess page's view: draws the table's state (the board, the status line, the players,
+// the moves, the agent's notes, the agent's endpoints) into the page. Loaded first; play.js
+// and moves.js call it. It keeps no state of its own (the board's selection is handed in),
+// listens to no event and sends nothing. All text from the server, the agent's notes
+// included, is inserted with textContent, never as HTML.
+"use strict";
+
+const chessView = (() => {
+  const $ = (id) => document.getElementById(id);
+  const files = "abcdefgh";
+
+  function el(tag, attrs = {}, text = "") {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, value);
+    if (text) node.textContent = text;
+    return node;
+  }
+
+  function showError(message) {
+    $("error").textContent = message || "";
+  }
+
+  function isMyTurn(state) {
+    return state && state.role === "human" && state.phase === "human_turn";
+  }
+
+  function movesFrom(state, square) {
+    return isMyTurn(state) ? state.legalMoves.filter((m) => m.from === square) : [];
+  }
+
+  function flipped(state) {
+    return Boolean(state && state.humanColor === "black");
+  }
+
+  function squareOrder(state) {
+    const squares = [];
+    for (let row = 0; row < 8; row++) {
+      for (let col = 0; col < 8; col++) {
+        const rank = flipped(state) ? row + 1 : 8 - row;
+        const file = flipped(state) ? files[7 - col] : files[col];
+        squares.push(file + rank);
+      }
+    }
+    return squares;
+  }
+
+  // ui: {selected, dragging}: the square picked, and the square whose piece is being dragged.
+  function renderBoard(state, ui) {
+    const board = $("board");
+    board.replaceChildren();
+    const targets = new Set(ui.selected ? movesFrom(state, ui.selected).map((m) => m.to) : []);
+    const last = state.lastMove;
+    const bottomRank = flipped(state) ? "8" : "1";
+    const leftFile = flipped(state) ? "h" : "a";
+    for (const square of squareOrder(state)) {
+      const fileIndex = files.indexOf(square[0]);
+      const rank = Number(square[1]);
+      const light = (fileIndex + rank) % 2 === 0;
+      const button = el("button", {
+        type: "button",
+        class: `square ${light ? "light" : "dark"}`,
+        "data-square": square,
+        "aria-label": square,
+      });
+      if (square[0] === leftFile) button.append(el("span", { class: "coord rank" }, square[1]));
+      if (square[1] === bottomRank) button.append(el("span", { class: "coord file" }, square[0]));
+      const piece = state.board[square];
+      if (piece) {
+        button.append(
+          el("img", { src: `/play/static/${piece}.svg`, alt: piece, draggable: "false" }),
+        );
+      }
+      if (last && (last.from === square || last.to === square)) button.classList.add("last");
+      if (state.checkSquare === square) button.classList.add("check");
+      if (ui.selected === square) button.classList.add("selected");
+      if (targets.has(square)) button.classList.add("target");
+      if (targets.has(square) && piece) button.classList.add("occupied");
+      if (movesFrom(state, square).length) button.classList.add("movable");
+      if (ui.dragging === square) button.classList.add("dragging");
+      board.append(button);
+    }
+  }
+
+  // The promotion chooser: shown with the human's four pieces, or hidden.
+  function renderPromotion(state, show) {
+    const box = $("promotion");
+    box.hidden = !show;
+    if (!show) return;
+    const color = state.humanColor === "black" ? "b" : "w";
+    for (const button of box.querySelectorAll("[data-promotion]")) {
+      const kind = button.dataset.promotion;
+      const img = el("img", { src: `/play/static/${color}${kind.toUpperCase()}.svg`, alt: kind });
+      button.replaceChildren(img);
+    }
+  }
+
+  function who(state, move) {
+    if (move.by === "agent") return "agent";
+    return state.role === "human" ? "you" : "human";
+  }
+
+  function renderLists(state, pgnUrl) {
+    const trace = $("trace");
+    trace.replaceChildren();
+    for (const move of state.history) {
+      if (move.by !== "agent" || !move.note) continue;
+      const item = el("li");
+      const label = `${move.moveNumber}${move.color === "white" ? "." : "…"} ${move.san}`;
+      item.append(el("span", { class: "san" }, label));
+      // <bdi>: a right-to-left override in the note stays inside it.
+      item.append(el("bdi", { class: "note" }, move.note));
+      trace.append(item);
+    }
+    const moves = $("moves");
+    moves.replaceChildren();
+    let row = null;
+    for (const move of state.history) {
+      if (move.color === "white" || row === null) {
+        row = el("li");
+        row.append(el("span", { class: "num" }, `${move.moveNumber}.`));
+        if (move.color === "black") row.append(el("span", { class: "san" }, "…"));
+        moves.append(row);
+      }
+      const last = state.lastMove && state.lastMove.ply === move.ply ? " last" : "";
+      const attrs = { class: `san ${move.by}${last}`, "data-ply": String(move.ply) };
+      // FSI ... PDI isolate the note in the tooltip, as <bdi> does on the page.
+      attrs.title = move.note ? `${who(state, move)}: \u2068${move.note}\u2069` : who(state, move);
+      row.append(el("span", attrs, move.san));
+    }
+    moves.scrollTop = moves.scrollHeight;
+    $("pgn").setAttribute("href", pgnUrl);
+  }
+
+  function renderPlayers(state) {
+    const human = state.role === "human";
+    const humanColor = state.humanColor;
+    const agentColor = state.agentColor;
+    const bottom = humanColor || "white";
+    const top = bottom === "white" ? "black" : "white";
+    for (const [id, color] of [["player-top", top], ["player-bottom", bottom]]) {
+      const box = $(id);
+      box.replaceChildren();
+      box.append(el("span", { class: `dot ${color}` }));
+      let name = color === "white" ? "White" : "Black";
+      if (agentColor === color) name = "Agent";
+      if (humanColor === color) name = human ? "You" : "Human";
+      box.append(el("span", {}, `${name} (${color})`));
+      const toMove = state.phase !== "over" && state.phase !== "side_choice";
+      if (toMove && state.turn === color) box.append(el("span", { class: "turn" }, "to move"));
+    }
+  }
+
+  function renderAgent(state) {
+    const human = state.role === "human";
+    $("mcp-http").textContent = state.agent.mcpHttp;
+    $("mcp-ws").textContent = state.agent.mcpWebsocket;
+    const config = { mcpServers: { "agora-chess": { type: "http", url: state.agent.mcpHttp } } };
+    $("mcp-config").textContent = JSON.stringify(config, null, 2);
+    $("agent-seat").hidden = !human;
+    $("watch-only").hidden = human;
+    $("agent-token").textContent = state.agentToken || "";
+    $("agent-presence").textContent = state.agentPresent
+      ? "An agent has joined this table."
+      : "No agent has joined this table yet.";
+  }
+
+  function renderStatus(state) {
+    let text = state.status;
+    if (state.drawOffer === "agent") text += " The agent offers a draw.";
+    if (state.drawOffer === "human") text += " You offered a draw.";
+    $("status").textContent = text;
+    const human = state.role === "human";
+    const playing = state.phase === "human_turn" || state.phase === "agent_turn";
+    $("role").textContent = human
+      ? "you play" + (state.humanColor ? ` ${state.humanColor}` : "")
+      : "spectator";
+    $("side-choice").hidden = !(human && state.phase === "side_choice");
+    $("controls").hidden = !human;
+    $("offer-draw").disabled = !playing || state.drawOffer === "human";
+    $("resign").disabled = !playing;
+    $("accept-draw").hidden = !(playing && state.drawOffer === "agent");
+  }
+
+  // The whole table: ui is the board's selection (see renderBoard), pgnUrl the PGN link.
+  function render(state, ui, pgnUrl) {
+    $("table-name").textContent = state.table;
+    renderStatus(state);
+    renderPlayers(state);
+    renderBoard(state, ui);
+    renderLists(state, pgnUrl);
+    renderAgent(state);
+  }
+
+  return { $, el, showError, isMyTurn, movesFrom, renderBoard, renderPromotion, render };
+})();
