@@ -541,3 +541,53 @@ INITIALIZE = {
     },
 }
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+# -- the official SDK's client over WebSocket ---------------------------------------------------
+
+
+@asynccontextmanager
+async def sdk_websocket(url: str) -> AsyncIterator[Any]:
+    """A transport for the official MCP SDK's client (``mcp.Client(sdk_websocket(url))``) over
+    MCP on WebSocket: the SDK has no WebSocket client of its own, so this only moves each
+    JSON-RPC message between one text frame and the SDK's streams; the session, its requests
+    and its checks are the SDK's. The server closing the connection ends the SDK's read stream,
+    as a broken pipe ends its stdio client's."""
+    import anyio
+    import mcp_types
+    from mcp.shared.message import SessionMessage
+    from trio_websocket import ConnectionClosed, open_websocket_url
+
+    to_sdk, read_stream = anyio.create_memory_object_stream[Any](0)
+    write_stream, from_sdk = anyio.create_memory_object_stream[Any](0)
+
+    async with open_websocket_url(url, subprotocols=["mcp"]) as ws, trio.open_nursery() as pumps:
+
+        async def receive() -> None:
+            async with to_sdk:
+                try:
+                    while True:
+                        text = await ws.get_message()
+                        message = mcp_types.jsonrpc_message_adapter.validate_json(
+                            text, by_name=False
+                        )
+                        await to_sdk.send(SessionMessage(message))
+                except (ConnectionClosed, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    return
+
+        async def send() -> None:
+            async with from_sdk:
+                try:
+                    async for item in from_sdk:
+                        await ws.send_message(
+                            item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                        )
+                except ConnectionClosed:
+                    await to_sdk.aclose()
+
+        pumps.start_soon(receive)
+        pumps.start_soon(send)
+        try:
+            yield read_stream, write_stream
+        finally:
+            pumps.cancel_scope.cancel()
