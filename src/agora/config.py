@@ -67,6 +67,11 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     actor_idle_seconds: float = 300.0
     #: Seconds in-flight calls get to finish at shutdown before they are cancelled.
     grace_seconds: float = 5.0
+    #: Seconds, within grace_seconds, that connections stay open at shutdown once the calls
+    #: in flight have answered, for the requests a client sends after a reply that change
+    #: nothing (tools/list, ping: the official SDK lists tools to check a result against its
+    #: outputSchema); over as soon as every client has closed. 0: close at once.
+    linger_seconds: float = 1.0
     max_in_flight: int = 32
     page_size: int = 50
     #: Extra Host/Origin names allowed besides loopback (DNS-rebinding protection).
@@ -163,7 +168,7 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
 
 
 #: Settings that must be 0 or more, more than 0, or at least 1 (a count).
-_AT_LEAST_ZERO = ("grace_seconds", "ping_interval")
+_AT_LEAST_ZERO = ("grace_seconds", "linger_seconds", "ping_interval")
 _ABOVE_ZERO = (
     "commit_timeout",
     "actor_idle_seconds",

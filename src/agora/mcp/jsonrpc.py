@@ -25,6 +25,8 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 RESOURCE_NOT_FOUND = -32002
 #: A connection already runs ``max_in_flight`` calls: retry once one of them has finished.
 TOO_MANY_IN_FLIGHT = -32010
+#: The server is shutting down: the call was not run; call it again once reconnected.
+SHUTTING_DOWN = -32011
 
 #: Largest message accepted on any transport. The contracts' largest valid request (a debate
 #: post: a 32,768-character body and as long a payload, each character up to 4 bytes of UTF-8,

@@ -2,7 +2,8 @@
 
 `App` is transport-free: transports ask it which catalog serves a path, who a bearer token
 belongs to, and which route answers a plain HTTP request. It also counts calls in flight so
-shutdown can wait for them.
+shutdown can wait for them, and says when shutdown began (`App.draining`) so that connections
+refuse new calls.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from agora.mcp.session import Session
 from agora.runtime.background import supervise
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Awaitable, Callable, Mapping, Sequence
 
     from agora.config import Config
     from agora.errors import Failure
@@ -256,6 +257,8 @@ class App:
         #: Every tokenless request shares one principal (built once, off the request path).
         self.anonymous = config.anonymous()
         self._in_flight = 0
+        #: Shutdown began (`drain`): a new call is refused with JSON-RPC error -32011.
+        self.draining = False
         self._idle = trio.Event()
         self._idle.set()
         self.routes: list[Route] = [r for t in toolsets for r in t.routes]
@@ -306,12 +309,28 @@ class App:
         """Until no call is in flight."""
         await self._idle.wait()
 
-    async def drain(self, grace: float) -> None:
-        """The graceful end of serving: every long-poll answers now (`Runtime.begin_shutdown`),
-        then the calls in flight get up to ``grace`` seconds to answer."""
+    async def drain(
+        self, grace: float, until_closed: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
+        """The graceful end of serving, within ``grace`` seconds.
+
+        From now on a new call is refused (`draining`) and every long-poll answers
+        (`Runtime.begin_shutdown`); the calls in flight get to answer. Then, if any was in
+        flight, the connections stay open ``linger_seconds`` more, or until ``until_closed``
+        returns (every client has closed): a client that has just been answered may still
+        send the requests that change nothing and need no actor (the official SDK's client
+        lists the tools after a result, to check it against its outputSchema), which the
+        sessions answer as usual. Without ``until_closed`` (no listener) there is no linger.
+        """
+        deadline = trio.current_time() + grace
+        self.draining = True
+        answering = self._in_flight > 0
         self.runtime.begin_shutdown()
-        with trio.move_on_after(grace):
+        with trio.move_on_at(deadline):
             await self.wait_idle()
+            if answering and until_closed is not None:
+                with trio.move_on_after(self.config.linger_seconds):
+                    await until_closed()
 
     def start_background(self, nursery: trio.Nursery) -> None:
         """Start every toolset's background tasks in ``nursery`` (cancelled at shutdown)."""

@@ -3,8 +3,9 @@
 A transport decodes a message and calls `Connection.feed`; replies, progress, log messages
 and server-to-client requests go out through the transport's ``emit(message, related_id)``.
 Each call runs in its own cancel scope so ``notifications/cancelled`` really stops it; the
-number of calls in flight per connection is capped. This is the only place that turns
-handler outcomes into JSON-RPC replies.
+number of calls in flight per connection is capped, and once shutdown began (`App.draining`)
+a new call is refused while what the session answers itself (tools/list, ping, ...) is still
+answered. This is the only place that turns handler outcomes into JSON-RPC replies.
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ Hangup = Callable[[rpc.RequestId], None]
 #: Requests after which the runtime's resource hub learns the session's subscriptions.
 SUBSCRIPTION_METHODS = frozenset({"resources/subscribe", "resources/unsubscribe"})
 
+#: What a call sent once shutdown began is told (JSON-RPC error -32011): it never ran.
+SHUTTING_DOWN = (
+    "the server is shutting down: this call was not run; reconnect once it is back, then call again"
+)
 #: How long a server-to-client request (sampling, elicitation) may wait for its answer.
 CLIENT_REQUEST_TIMEOUT = 120.0
 #: Stand in the table for a worker's call (never entered, so cancelling one changes nothing):
@@ -178,12 +183,9 @@ class Connection:
 
     async def _start(self, inv: Invoke, inline: bool = False) -> None:
         # The session refuses a request whose id is running, so ``inv.id`` is new here.
-        if len(self._calls) >= self.app.config.max_in_flight:
+        if len(self._calls) >= self.app.config.max_in_flight or self.app.draining:
             self.session.ended(inv.id)
-            limit = self.app.config.max_in_flight
-            message = f"too many requests in flight (at most {limit}); retry when one finishes"
-            data = {"max_in_flight": limit, "retryable": True}
-            await self._emit(rpc.error(inv.id, rpc.TOO_MANY_IN_FLIGHT, message, data), inv.id)
+            await self._emit(self._refusal(inv), inv.id)
             return
         if self._workers is not None and not inline:
             self._calls[inv.id] = None  # the worker's own scope replaces it
@@ -194,6 +196,17 @@ class Connection:
             await self._run(inv, scope, inline)
         else:
             self._nursery.start_soon(self._run, inv, scope)
+
+    def _refusal(self, inv: Invoke) -> dict[str, Any]:
+        """The JSON-RPC error of a call that will not run: the server is shutting down
+        (-32011), or the connection has ``max_in_flight`` calls running (-32010)."""
+        if self.app.draining:
+            data: dict[str, Any] = {"retryable": True}
+            return rpc.error(inv.id, rpc.SHUTTING_DOWN, SHUTTING_DOWN, data)
+        limit = self.app.config.max_in_flight
+        message = f"too many requests in flight (at most {limit}); retry when one finishes"
+        data = {"max_in_flight": limit, "retryable": True}
+        return rpc.error(inv.id, rpc.TOO_MANY_IN_FLIGHT, message, data)
 
     def _cancel(self, rid: rpc.RequestId) -> None:
         """Cancel call ``rid`` if it is in flight (before its worker began it: it never does)."""

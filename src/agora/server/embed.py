@@ -3,8 +3,9 @@
 ``async with open_server(config) as server:`` opens the store, starts the runtime and the
 listener on ``config.host:config.port`` (port 0 picks a free one), and yields a `Server`
 with ``url``, ``port`` and an in-process client. Leaving the block shuts down gracefully:
-stop accepting, wake long-polls, give in-flight calls ``grace_seconds``, then cancel and
-close the store. A cancelled call still waiting for its write waits at most
+stop accepting, refuse new calls, wake long-polls, give in-flight calls ``grace_seconds``
+(within which the connections then linger ``linger_seconds`` for what follows a reply, see
+`App.drain`), then cancel and close the store. A cancelled call still waiting for its write waits at most
 ``commit_timeout`` more, and closing the store does not wait for a stuck writer, so leaving
 takes at most ``grace_seconds + commit_timeout`` (plus a second or two of close handshakes)
 whatever the database does.
@@ -238,7 +239,7 @@ async def open_server(
                 finally:
                     with trio.CancelScope(shield=True):
                         accept.cancel()
-                        await app.drain(config.grace_seconds)
+                        await app.drain(config.grace_seconds, front.wait_closed)
                         mcp.close_all()
                         # Calls just answered by close_all get their error written.
                         with trio.move_on_after(CLOSE_FLUSH_SECONDS):

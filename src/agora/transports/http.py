@@ -73,6 +73,8 @@ class FrontEnd:
         self.busy = 0
         #: Set once `busy` drops to 0, for `wait_quiet` (made only when someone waits).
         self._quiet: trio.Event | None = None
+        #: Set once `connections` drops to 0, for `wait_closed` (likewise).
+        self._closed: trio.Event | None = None
         #: Pings every WebSocket peer from one task.
         self.keepalive = Keepalive(app.config.ping_interval, mcp.nursery)
         #: Ends the connections that wait too long for their peer, from one task.
@@ -107,6 +109,9 @@ class FrontEnd:
                 )
         finally:
             self.connections -= 1
+            if not self.connections and self._closed is not None:
+                self._closed.set()
+                self._closed = None
 
     def endpoint(self, path: str) -> Endpoint | None:
         """The MCP endpoint at ``path`` with no query, if any (`App.endpoint`, remembered)."""
@@ -129,6 +134,14 @@ class FrontEnd:
         if self.busy == 0 and self._quiet is not None:
             self._quiet.set()
             self._quiet = None
+
+    async def wait_closed(self) -> None:
+        """Until no connection is open: every client has closed (shutdown's linger, see
+        `App.drain`, ends then)."""
+        if self.connections:
+            if self._closed is None:
+                self._closed = trio.Event()
+            await self._closed.wait()
 
     async def wait_quiet(self) -> None:
         """Until no response is being written (shutdown lets them finish)."""
