@@ -2,30 +2,42 @@
 
 Each case is a real ``agora serve`` process given one mistake an operator makes (a value out
 of range, a principal whose token can never match, a setting spelt wrong in the file or in
-the environment): it must exit 2 with one line on stderr that names the setting, where it
-came from (the file or the ``AGORA_*`` variable), and what is expected, and it must not have
-created the database: a server that starts half-configured fails later, at a worse moment.
+the environment, a port in use): it must exit 2 with one line on stderr that names the
+setting, where it came from (the file or the ``AGORA_*`` variable), and what is expected, and
+it must not have created the database, nor touched one that exists: a server that starts
+half-configured fails later, at a worse moment. An embedded server refuses a port in use the
+same way, before it opens the database.
 """
 
 from __future__ import annotations
 
 import hashlib
+import sqlite3
+from contextlib import closing
 from typing import TYPE_CHECKING
 
 import pytest
 import trio
 from e2e_support import AGORA, clean_env
 
+from agora.config import Config
+from agora.server.embed import CannotListen, open_server
+
 if TYPE_CHECKING:
     from pathlib import Path
 
 TIMEOUT = 20
 HASH = hashlib.sha256(b"a-token").hexdigest()
+#: What a port in use is, and what to do about it.
+PORT_IN_USE = (
+    "Address already in use (another process has that port: stop it, or choose another with"
+    " --port N or port = N (0 picks a free one))"
+)
 
 
-async def refused(tmp_path: Path, toml: str, *, opens: bool = False, **env: str) -> str:
+async def refused(tmp_path: Path, toml: str, **env: str) -> str:
     """Run ``agora serve`` on ``toml``; its one stderr line, after checking exit status 2
-    (and, unless it ``opens`` the database before it fails, that no database was made)."""
+    and that no database was made."""
     config = tmp_path / "agora.toml"
     # Any free port, should the mistake be missed: never a port another server may hold.
     config.write_text(toml if toml.startswith("port") else f"port = 0\n{toml}")
@@ -38,7 +50,7 @@ async def refused(tmp_path: Path, toml: str, *, opens: bool = False, **env: str)
     lines = done.stderr.decode().splitlines()
     assert done.returncode == 2, lines
     assert len(lines) == 1, lines
-    assert opens or not db.exists(), "refused after opening the database"
+    assert not db.exists(), "refused after opening the database"
     return lines[0]
 
 
@@ -136,16 +148,55 @@ async def test_a_port_in_use_names_the_address_and_what_to_do(tmp_path):
         await taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        line = await refused(tmp_path, f"port = {port}", opens=True)
-    assert line == (
-        f"agora: cannot listen on 127.0.0.1:{port}: Address already in use (another process"
-        " has that port: stop it, or choose another with --port N or port = N (0 picks a"
-        " free one))"
-    )
+        line = await refused(tmp_path, f"port = {port}")
+    assert line == f"agora: cannot listen on 127.0.0.1:{port}: {PORT_IN_USE}"
+
+
+async def test_a_port_in_use_leaves_an_existing_database_as_it_was(tmp_path):
+    # A database of an older schema: opening it would migrate it and take its lock.
+    db = tmp_path / "agora.db"
+    with closing(sqlite3.connect(db)) as conn:
+        conn.execute("CREATE TABLE old (x)")
+        conn.commit()
+    before = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in tmp_path.iterdir()}
+    with trio.socket.socket() as taken:
+        await taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with trio.fail_after(TIMEOUT):
+            done = await trio.run_process(
+                [AGORA, "serve", "--port", str(port), "--db", str(db)],
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+                env=clean_env(),
+            )
+    lines = done.stderr.decode().splitlines()
+    assert done.returncode == 2, lines
+    assert lines == [f"agora: cannot listen on 127.0.0.1:{port}: {PORT_IN_USE}"]
+    # Not migrated, not locked (no .lock), no WAL opened: every file as it was.
+    after = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in tmp_path.iterdir()}
+    assert after == before
+
+
+async def test_an_embedded_server_on_a_port_in_use_raises_before_opening_the_database(
+    tmp_path,
+):
+    db = tmp_path / "agora.db"
+    with trio.socket.socket() as taken:
+        await taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = Config(port=port, db=str(db), toolsets=["chess"])
+        with trio.fail_after(TIMEOUT), pytest.raises(CannotListen) as raised:
+            async with open_server(config):
+                pytest.fail("served on a port in use")
+    assert raised.value.strerror == f"cannot listen on 127.0.0.1:{port}: {PORT_IN_USE}"
+    assert list(tmp_path.iterdir()) == []  # neither the database nor its lock file
 
 
 async def test_a_host_that_does_not_resolve_is_bad_configuration(tmp_path):
-    line = await refused(tmp_path, 'host = "no-such-host.invalid"', opens=True)
+    line = await refused(tmp_path, 'host = "no-such-host.invalid"')
     assert line.startswith("agora: cannot listen on no-such-host.invalid:0: "), line
     assert line.endswith("(the host name does not resolve: check --host)"), line
 

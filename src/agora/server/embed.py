@@ -1,14 +1,14 @@
 """Running agora: `open_server` for embedding in a Trio program, `serve` for the CLI.
 
-``async with open_server(config) as server:`` opens the store, starts the runtime and the
-listener on ``config.host:config.port`` (port 0 picks a free one), and yields a `Server`
-with ``url``, ``port`` and an in-process client. Leaving the block shuts down gracefully:
-stop accepting, refuse new calls, wake long-polls, give in-flight calls ``grace_seconds``
-(within which the connections then linger ``linger_seconds`` for what follows a reply, see
-`App.drain`), then cancel and close the store. A cancelled call still waiting for its write waits at most
-``commit_timeout`` more, and closing the store does not wait for a stuck writer, so leaving
-takes at most ``grace_seconds + commit_timeout`` (plus a second or two of close handshakes)
-whatever the database does.
+``async with open_server(config) as server:`` binds the listener on ``config.host:config.port``
+(port 0 picks a free one) before it opens the store (a port in use leaves the database
+untouched), starts the runtime, accepts, and yields a `Server` with ``url``, ``port`` and an
+in-process client. Leaving the block shuts down gracefully: stop accepting, refuse new calls,
+wake long-polls, give in-flight calls ``grace_seconds`` (within which the connections then
+linger ``linger_seconds`` for what follows a reply, see `App.drain`), then cancel and close the
+store. A cancelled call still waiting for its write waits at most ``commit_timeout`` more, and
+closing the store does not wait for a stuck writer, so leaving takes at most ``grace_seconds +
+commit_timeout`` (plus a second or two of close handshakes) whatever the database does.
 
 ``agora serve`` also applies the ``switch_interval_ms`` setting (`set_switch_interval`); an
 embedding program keeps its interpreter's own unless it calls that itself.
@@ -180,8 +180,11 @@ async def open_server(
         listen: False to skip the TCP listener (in-process clients only).
 
     Raises:
+        ValueError: a toolset is not implemented or is wrong (see `catalog_entries`);
+            raised before anything opens.
+        CannotListen: the port could not be bound; raised before the database is opened,
+            which is then left as it was (neither created, migrated nor locked).
         StoreError: the database could not be opened or migrated.
-        CannotListen: the port could not be bound.
     """
     config = config or Config()
     sets = (
@@ -192,6 +195,9 @@ async def open_server(
     entries = catalog_entries(sets)  # before anything opens: a plain ValueError, no group
     migrations = [m for t in sets for m in t.migrations]
     async with (
+        # The port before the database: a port in use fails at once (a plain CannotListen,
+        # no group), leaving the database as it was, neither created, migrated nor locked.
+        _listening(config.host, config.port, listen) as listeners,
         open_store(
             config.db,
             migrations,
@@ -216,11 +222,7 @@ async def open_server(
             async with trio.open_nursery() as work:
                 mcp = StreamableHTTP(app, work)
                 front = FrontEnd(app, mcp)
-                port = config.port
-                listeners: list[trio.SocketListener] = []
-                if listen:
-                    listeners = await _listen(config.host, config.port)
-                    port = listeners[0].socket.getsockname()[1]
+                port = listeners[0].socket.getsockname()[1] if listeners else config.port
                 # Without a listener this process serves no page: no URL to hand out.
                 runtime.public_url = (
                     (config.public_url or _url(config.host, port)) if listen else ""
@@ -261,6 +263,24 @@ _LISTEN_HINTS = {
     errno.EACCES: "ports below 1024 need privileges: choose --port 1024 or above",
     errno.EADDRNOTAVAIL: "no interface of this machine has that address: check --host",
 }
+
+
+@asynccontextmanager
+async def _listening(
+    host: str, port: int, listen: bool
+) -> AsyncIterator[list[trio.SocketListener]]:
+    """The listeners on ``host:port`` (none without ``listen``), closed on the way out (if
+    serving them has not closed them already).
+
+    Raises:
+        CannotListen: the port could not be bound.
+    """
+    listeners = await _listen(host, port) if listen else []
+    try:
+        yield listeners
+    finally:
+        for listener in listeners:
+            listener.socket.close()
 
 
 async def _listen(host: str, port: int) -> list[trio.SocketListener]:
