@@ -1,18 +1,21 @@
 """A toolset author's mistakes are refused at start-up, by name, before the store opens.
 
 An embedding program hands `open_server` its own toolsets; a mistake in one (a tool without
-a handler, an inputSchema that cannot be compiled or is missing) must fail the ``async
-with`` at once with one plain `ValueError` that names the toolset and the tool, not an
-exception group raised from inside the server's nurseries after the database was created
-and migrated. A name served twice (a tool one toolset lists twice, two toolsets with one
-name) is refused the same way: tools/list would list the tool twice, and ``/mcp/<name>``
-would serve only one of the two toolsets. A handler that returns something other than a
-dict gets an internal error that names what it returned, never a result whose
-structuredContent is not an object.
+a handler, a handler the server cannot call as ``await handler(call)``, an inputSchema that
+cannot be compiled or is missing) must fail the ``async with`` at once with one plain
+`ValueError` that names the toolset, the tool and what is wrong, not an exception group
+raised from inside the server's nurseries after the database was created and migrated (nor,
+for a handler, an internal error on the tool's first call). Every shape the server can await
+is served, the built-in toolsets' and the conformance fixtures' included. A name served twice
+(a tool one toolset lists twice, two toolsets with one name) is refused the same way:
+tools/list would list the tool twice, and ``/mcp/<name>`` would serve only one of the two
+toolsets. A handler that returns something other than a dict gets an internal error that
+names what it returned, never a result whose structuredContent is not an object.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -20,10 +23,12 @@ import pytest
 import trio
 
 from agora.config import Config
+from agora.server.app import load_toolsets
 from agora.server.embed import open_server
-from agora.toolsets.base import ToolCall, Toolset
+from agora.toolsets.base import ToolCall, Toolset, handler_problem
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
     from pathlib import Path
 
 
@@ -70,6 +75,137 @@ async def test_a_broken_toolset_is_refused_by_name_before_the_store_opens(
         async with open_server(Config(db=str(db)), toolsets=[toolset], listen=False):
             pytest.fail("the server started with a broken toolset")
     assert not db.exists()
+
+
+async def two(call: ToolCall, extra: str) -> dict[str, Any]:
+    return {"extra": extra}
+
+
+async def none() -> dict[str, Any]:
+    return {}
+
+
+async def keyword(call: ToolCall, *, must: int) -> dict[str, Any]:
+    return {}
+
+
+def sync(call: ToolCall) -> dict[str, Any]:
+    return {"ok": True}
+
+
+class Handlers:
+    """Handlers as methods and callable objects: ``self`` is not the call."""
+
+    async def method(self, call: ToolCall) -> dict[str, Any]:
+        return {"ok": "method"}
+
+    async def __call__(self, call: ToolCall) -> dict[str, Any]:
+        return {"ok": "object"}
+
+
+def handing_over(call: ToolCall) -> Coroutine[Any, Any, dict[str, Any]]:
+    """Sync, returning another coroutine (as the debate's posting handlers do)."""
+    return ok(call)
+
+
+@functools.wraps(ok)
+def wrapped(call: ToolCall) -> Any:
+    return ok(call)
+
+
+#: What a handler must be, as every message says it.
+SHAPE = "a handler is `async def handler(call: ToolCall) -> dict`"
+
+
+@pytest.mark.parametrize(
+    ("handler", "message"),
+    [
+        pytest.param(
+            sync,
+            "the handler of tool 'a' (sync) is not async: declare it `async def`",
+            id="sync",
+        ),
+        pytest.param(
+            lambda call: {"ok": True},
+            "the handler of tool 'a' (<lambda>) is not async",
+            id="sync-lambda",
+        ),
+        pytest.param(
+            none,
+            "the handler of tool 'a' (none) takes no positional parameter: it must take one,"
+            " the ToolCall",
+            id="no-parameter",
+        ),
+        pytest.param(
+            two,
+            "the handler of tool 'a' (two) needs more than the ToolCall (extra, without"
+            " defaults): it gets only that",
+            id="two-parameters",
+        ),
+        pytest.param(
+            keyword,
+            "the handler of tool 'a' (keyword) needs more than the ToolCall (must, without"
+            " defaults)",
+            id="keyword-only",
+        ),
+        pytest.param(
+            Handlers,
+            "the handler of tool 'a' (Handlers) is not async",  # the class, not an instance
+            id="class",
+        ),
+        pytest.param(
+            {"ok": True}, "the handler of tool 'a' (dict) is not callable (a dict)", id="data"
+        ),
+    ],
+)
+async def test_a_handler_that_cannot_be_called_so_is_refused_at_start_up(
+    tmp_path: Path, handler: Any, message: str
+) -> None:
+    db = tmp_path / "embedded.db"
+    mine = Toolset("mine", {"a": handler}, contract=None, tools=[spec("a", OBJECT)])
+    with pytest.raises(ValueError, match=r"^toolset mine: ") as raised:
+        async with open_server(Config(db=str(db)), toolsets=[mine], listen=False):
+            pytest.fail("the server started with a handler it cannot call")
+    assert message in str(raised.value)
+    assert str(raised.value).endswith(SHAPE)
+    assert not db.exists()
+
+
+async def test_handlers_of_every_shape_the_server_can_await_are_served() -> None:
+    handlers: dict[str, Any] = {
+        "plain": ok,
+        "method": Handlers().method,
+        "object": Handlers(),
+        "partial": functools.partial(two, extra="given"),
+        "handing_over": handing_over,
+        "wrapped": wrapped,
+    }
+    mine = Toolset("mine", handlers, contract=None, tools=[spec(name, OBJECT) for name in handlers])
+    config = Config(db=":memory:")
+    with trio.fail_after(30):
+        async with (
+            open_server(config, toolsets=[mine], listen=False) as server,
+            server.client("/mcp/mine") as client,
+        ):
+            await client.initialize()
+            results = {name: await client.call_tool(name) for name in handlers}
+    structured = {name: result["structuredContent"] for name, result in results.items()}
+    assert structured == {
+        "plain": {"ok": True},
+        "method": {"ok": "method"},
+        "object": {"ok": "object"},
+        "partial": {"extra": "given"},
+        "handing_over": {"ok": True},
+        "wrapped": {"ok": True},
+    }
+
+
+def test_every_built_in_handler_and_fixture_passes_the_check() -> None:
+    toolsets = load_toolsets([], conformance=True)
+    assert {t.name for t in toolsets} == {"chamber", "chess", "router", "debate", "conformance"}
+    for toolset in toolsets:
+        for name, handler in toolset.handlers.items():
+            assert handler_problem(handler) is None, (toolset.name, name)
 
 
 @pytest.mark.parametrize(

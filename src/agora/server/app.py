@@ -21,6 +21,7 @@ from agora.errors import ToolError
 from agora.mcp.catalog import Catalog, Rejection, ToolEntry
 from agora.mcp.session import Session
 from agora.runtime.background import supervise
+from agora.toolsets.base import handler_problem
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -85,6 +86,13 @@ def _entry(
     handler = toolset.handlers.get(name)
     if handler is None:
         raise ValueError(f"toolset {toolset.name} has no handler for tool {name!r}")
+    problem = handler_problem(handler)
+    if problem is not None:
+        shown = getattr(handler, "__qualname__", None) or type(handler).__name__
+        raise ValueError(
+            f"toolset {toolset.name}: the handler of tool {name!r} ({shown}) {problem};"
+            " a handler is `async def handler(call: ToolCall) -> dict`"
+        )
     if "inputSchema" not in spec:
         raise ValueError(f"toolset {toolset.name}: tool {name!r} has no inputSchema")
     limits = toolset.argument_limits
@@ -225,8 +233,9 @@ def catalog_entries(toolsets: Sequence[Toolset]) -> dict[str, list[ToolEntry]]:
 
     Raises:
         ValueError: a name served twice (`refuse_shadowed_tools`), a tool without a
-            handler or with an inputSchema that cannot be compiled, naming the toolset
-            and the tool.
+            handler, with a handler that cannot be called as ``await handler(call)``
+            (`agora.toolsets.base.handler_problem`) or with an inputSchema that cannot be
+            compiled, naming the toolset and the tool.
     """
     refuse_shadowed_tools(toolsets)
     return {t.name: tool_entries(t) for t in toolsets}

@@ -9,9 +9,13 @@ return a JSON-able dict (the structured result) or raise `agora.errors.ToolError
 from __future__ import annotations
 
 import base64
+import contextlib
+import functools
+import inspect
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_origin
 
 from agora.errors import Failure, ProtocolError
 from agora.identity import Principal
@@ -38,6 +42,7 @@ __all__ = [
     "Route",
     "ToolCall",
     "Toolset",
+    "handler_problem",
     "resource",
 ]
 
@@ -106,6 +111,73 @@ class ToolCall:
 Handler = Callable[[ToolCall], Awaitable[dict[str, Any]]]
 #: Reads one resource: ``call.tool`` is the URI, ``call.args`` the template variables.
 ReadResource = Callable[[ToolCall], Awaitable[Any]]
+
+
+def handler_problem(handler: object) -> str | None:
+    """What keeps ``handler`` from being a tool handler, which the server calls as
+    ``await handler(call)``; None when nothing does.
+
+    A handler makes an awaitable: an ``async def`` function or method, or a plain function
+    whose return annotation says it returns one (``-> Coroutine[Any, Any, dict[str, Any]]``,
+    as the debate's posting handlers do to hand over their worker's coroutine), or a
+    `functools.partial`, a decorator's wrapper naming one as ``__wrapped__``
+    (`functools.wraps`) or an object whose ``__call__`` is one. It can be called with one
+    positional argument, the `ToolCall`: any other parameter has a default. A callable
+    whose signature cannot be read (some builtins) is taken as it is.
+
+    Returns:
+        A phrase that follows the handler's name (``is not callable (a str)``, ...).
+    """
+    if not callable(handler):
+        return f"is not callable (a {type(handler).__name__})"
+    if not _makes_awaitable(handler):
+        return (
+            "is not async: declare it `async def` (the server awaits what it returns), or"
+            " annotate the awaitable it returns (`-> Coroutine[Any, Any, dict[str, Any]]`)"
+        )
+    try:
+        parameters = list(inspect.signature(handler).parameters.values())
+    except (TypeError, ValueError):  # no signature to read: judged when called
+        return None
+    positional = [p for p in parameters if p.kind in _POSITIONAL]
+    if not positional and not any(p.kind is p.VAR_POSITIONAL for p in parameters):
+        return "takes no positional parameter: it must take one, the ToolCall"
+    needed = [p.name for p in positional[1:] if p.default is p.empty]
+    needed += [p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
+    if needed:
+        names = ", ".join(needed)
+        return f"needs more than the ToolCall ({names}, without defaults): it gets only that"
+    return None
+
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+#: A return annotation, as written (``from __future__ import annotations``), of an awaitable.
+_AWAITABLE = re.compile(r"(?:[\w.]+\.)?(?:Awaitable|Coroutine)\b")
+
+
+def _makes_awaitable(handler: Callable[..., Any]) -> bool:
+    """Whether calling ``handler`` makes an awaitable, as far as its definition says."""
+    while isinstance(handler, functools.partial):
+        handler = handler.func
+    if inspect.isclass(handler):  # calling it makes an instance
+        return False
+    candidates = [handler]
+    with contextlib.suppress(ValueError):  # a __wrapped__ cycle
+        candidates.append(inspect.unwrap(handler))
+    if not inspect.isroutine(handler):  # a callable object
+        candidates.append(type(handler).__call__)
+    return any(inspect.iscoroutinefunction(f) or _returns_awaitable(f) for f in candidates)
+
+
+def _returns_awaitable(function: Callable[..., Any]) -> bool:
+    try:
+        annotation = inspect.signature(function).return_annotation
+    except (TypeError, ValueError):
+        return False
+    if isinstance(annotation, str):
+        return _AWAITABLE.match(annotation) is not None
+    origin = get_origin(annotation) or annotation
+    return isinstance(origin, type) and issubclass(origin, Awaitable)
 
 
 def resource(
