@@ -2,7 +2,8 @@
 
 `AgoraProcess` runs the real console script and reads its stderr on a thread, so tests can
 wait for a log line without sleeping; `run_agora` runs one command to its end, and
-`sdk_stdio` runs one as the stdio server of the official MCP SDK's client. `http` speaks
+`sdk_stdio` runs one as the stdio server of the official MCP SDK's client; `sdk_websocket`
+is that client's transport over MCP on WebSocket. `http` speaks
 HTTP/1.1 with h11 on a fresh connection per request, so a test controls every byte (bad
 bodies, foreign Host headers). `RawWebSocket` frames by hand, for what a polite client
 cannot do: invalid UTF-8 text frames, ignoring pings, never reading.
