@@ -47,7 +47,7 @@ Hangup = Callable[[rpc.RequestId], None]
 SUBSCRIPTION_METHODS = frozenset({"resources/subscribe", "resources/unsubscribe"})
 
 #: What a call sent once shutdown began is told (JSON-RPC error -32011): it never ran.
-SHUTTING_DOWN = (
+SHUTTING_DOWN_MESSAGE = (
     "the server is shutting down: this call was not run; reconnect once it is back, then call again"
 )
 #: How long a server-to-client request (sampling, elicitation) may wait for its answer.
@@ -202,7 +202,7 @@ class Connection:
         (-32011), or the connection has ``max_in_flight`` calls running (-32010)."""
         if self.app.draining:
             data: dict[str, Any] = {"retryable": True}
-            return rpc.error(inv.id, rpc.SHUTTING_DOWN, SHUTTING_DOWN, data)
+            return rpc.error(inv.id, rpc.SHUTTING_DOWN, SHUTTING_DOWN_MESSAGE, data)
         limit = self.app.config.max_in_flight
         message = f"too many requests in flight (at most {limit}); retry when one finishes"
         data = {"max_in_flight": limit, "retryable": True}
