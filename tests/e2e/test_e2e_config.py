@@ -152,6 +152,7 @@ async def test_a_port_in_use_names_the_address_and_what_to_do(tmp_path):
     assert line == f"agora: cannot listen on 127.0.0.1:{port}: {PORT_IN_USE}"
 
 
+@pytest.mark.sqlite_only("an SQLite file, its lock and its WAL, byte for byte")
 async def test_a_port_in_use_leaves_an_existing_database_as_it_was(tmp_path):
     # A database of an older schema: opening it would migrate it and take its lock.
     db = tmp_path / "agora.db"
