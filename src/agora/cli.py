@@ -3,7 +3,8 @@
 Every subcommand has ``--help``. ``serve`` prints its endpoints and runs until SIGINT or
 SIGTERM, then shuts down gracefully. ``stdio`` speaks MCP on stdin/stdout and logs to
 stderr only: ``--connect URL`` relays to a running server, ``--db`` serves a database no
-server is using. ``call`` makes one tools/call against a running server, for quick checks.
+server is using; on SIGINT or SIGTERM it reads no more and answers the calls in flight first.
+``call`` makes one tools/call against a running server, for quick checks.
 Bad configuration (settings, a database in use, a refused token) is one line on stderr and
 exit status 2, never a traceback. A process killed by a fatal signal (SIGSEGV, SIGBUS, ...)
 writes every thread's Python stack to stderr first (`faulthandler`): a server that vanished
@@ -20,7 +21,7 @@ import logging
 import os
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -28,6 +29,9 @@ from agora import __version__
 from agora.config import Config, load_config
 from agora.errors import StoreError
 from agora.store.lock import DatabaseInUse, database_lock, shown_database
+
+if TYPE_CHECKING:
+    from agora.transports.stdio import StopReading
 
 #: Exit status for a configuration the user must fix.
 BAD_CONFIGURATION = 2
@@ -74,19 +78,20 @@ async def _serve(config: Config) -> None:
 
 async def _stdio(config: Config, path: str) -> None:
     from agora.server.embed import open_server
-    from agora.transports.stdio import serve_stdio
+    from agora.transports.stdio import StopReading, serve_stdio
 
     token = os.environ.get("AGORA_TOKEN")
     principal = config.principal_for(token.strip()) if token else config.anonymous()
     if principal is None:
         raise _Refused("AGORA_TOKEN does not match any principal")
+    stop = StopReading()
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with open_server(config, listen=False) as server, trio.open_nursery() as nursery:
-            nursery.start_soon(_cancel_on_signal, signals, nursery.cancel_scope)
+            nursery.start_soon(_stop_on_signal, signals, stop)
             endpoint = server.app.endpoint(path)
             if endpoint is None:
                 raise _Refused(f"{path} is not an MCP endpoint of this server")
-            await serve_stdio(server.app, endpoint, principal)
+            await serve_stdio(server.app, endpoint, principal, stop=stop)
             nursery.cancel_scope.cancel()
 
 
@@ -98,6 +103,16 @@ async def _bridge(url: str, token: str | None) -> None:
             nursery.start_soon(_cancel_on_signal, signals, nursery.cancel_scope)
             await run_bridge(url, token)
             nursery.cancel_scope.cancel()
+
+
+async def _stop_on_signal(signals: Any, stop: StopReading) -> None:
+    """The first SIGINT or SIGTERM ends the session's input: the calls in flight are
+    answered (long-polls at once) within ``grace_seconds``, as when the host closes stdin;
+    later ones wait for that, as ``agora serve`` does."""
+    async for signum in signals:
+        print(f"agora: {signal.Signals(signum).name}, shutting down", file=sys.stderr)
+        stop()
+        return
 
 
 async def _cancel_on_signal(signals: Any, scope: trio.CancelScope) -> None:

@@ -5,8 +5,10 @@ no thread per operation. A line never holds more than one message's worth of byt
 oversize line is answered with an error and skipped. Lines are written whole, one at a
 time. End of input ends the session as a shutdown ends the server: parked long-polls answer
 at once, the other calls in flight get ``grace_seconds`` to answer, then are cancelled, so a
-client that dies mid-wait does not leave the process (and its database lock) behind. Nothing
-here knows about tools.
+client that dies mid-wait does not leave the process (and its database lock) behind. A
+`StopReading` (``agora stdio`` pulls it on SIGTERM or SIGINT) ends the input the same way
+while the client still listens, so the calls in flight are answered before the process goes.
+Nothing here knows about tools.
 """
 
 from __future__ import annotations
@@ -24,19 +26,49 @@ if TYPE_CHECKING:
     from agora.server.app import App, Endpoint
 
 
+class StopReading:
+    """Ends a stdio session's input as if the client had closed it (a graceful stop): no
+    message is read after it, and what was read is served as at the end of input."""
+
+    def __init__(self) -> None:
+        self.pulled = False
+        self._waiting: trio.CancelScope | None = None  # the read it cuts short
+
+    def __call__(self) -> None:
+        self.pulled = True
+        if self._waiting is not None:
+            self._waiting.cancel()
+
+    async def read(self, receive: Any) -> bytes:
+        """The next chunk of input: ``b""`` at its end or once pulled. Only the wait for
+        input is cut short, never the serving of a message already read."""
+        if self.pulled:
+            return b""
+        try:
+            with trio.CancelScope() as self._waiting:
+                chunk: bytes = await receive.receive_some(READ_BYTES)
+                return chunk
+        finally:
+            self._waiting = None
+        return b""  # pulled while waiting
+
+
 async def serve_stdio(
     app: App,
     endpoint: Endpoint,
     principal: Principal,
     stdin: int | None = None,
     stdout: int | None = None,
+    stop: StopReading | None = None,
 ) -> None:
-    """Serve one session over stdin/stdout (or the given fds) until the input ends.
+    """Serve one session over stdin/stdout (or the given fds) until the input ends or
+    ``stop`` is pulled.
 
     If stdout's reader goes away, nobody can hear the session any more: it ends at once,
     cancelling the calls in flight. At the end of input, long-polls are woken and the calls in
     flight get the configured ``grace_seconds`` before they are cancelled.
     """
+    stop = stop or StopReading()
     async with open_stdio(stdin, stdout) as (receive, writer), trio.open_nursery() as calls:
 
         async def emit(message: dict[str, Any], related: rpc.RequestId | None) -> None:
@@ -54,11 +86,11 @@ async def serve_stdio(
             endpoint=endpoint.params,
         )
         lines = Lines(rpc.MAX_MESSAGE_BYTES, rpc.OVERSIZE_HEAD_BYTES)
-        while chunk := await receive.receive_some(READ_BYTES):
+        while chunk := await stop.read(receive):
             for line in lines.feed(chunk):
                 await _feed(conn, emit, line)
         last = lines.end()
-        if last is not None:
+        if last is not None and not stop.pulled:  # (cut short, a last line may be a part)
             await _feed(conn, emit, last)
         # The client is done or dead (a host killed with -9 closes both pipes): a 55 s wait
         # must not keep this process and its database lock until it times out.
