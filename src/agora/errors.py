@@ -63,14 +63,23 @@ class StoreError(AgoraError):
             have been saved. False: the caller's command certainly had no effect.
         cause: What the disk said (`StoreCause`), or None when the failure is not the
             disk's (a lost connection, a timeout, a bad statement).
+        permanent: True when retrying cannot help: the statement itself failed (a
+            constraint violation, a syntax error, a missing table or column;
+            `agora.store.failures`). A bug, answered as an internal error; its message is
+            for the operator's log, never for a client. False: a retry may succeed.
     """
 
     def __init__(
-        self, *args: object, outcome_unknown: bool = False, cause: StoreCause | None = None
+        self,
+        *args: object,
+        outcome_unknown: bool = False,
+        cause: StoreCause | None = None,
+        permanent: bool = False,
     ) -> None:
         super().__init__(*args)
         self.outcome_unknown = outcome_unknown
         self.cause = cause
+        self.permanent = permanent
 
 
 class ActorStopped(AgoraError):
@@ -88,8 +97,10 @@ class Failure:
     Attributes:
         kind: ``internal`` (the entity failed on the command or could not be loaded;
             nothing was changed), ``stopped`` (its actor stopped, e.g. at shutdown),
-            ``store`` (the store could not commit or read), ``unexpected`` (a bug in the
-            handler; its traceback is logged under ``correlation_id``).
+            ``store`` (the store could not commit or read, for a reason a retry may cure),
+            ``unexpected`` (a bug: in the handler, its traceback logged under
+            ``correlation_id``; or a store failure no retry can cure, such as a constraint
+            violation or a missing column, logged with the database's words).
         message: Text safe to show a client; no internal detail.
         retryable: Whether the same call may succeed if made again (nothing was saved).
         correlation_id: Names the server's log line for this failure (``corr-`` + 16 hex).

@@ -31,7 +31,8 @@ from psycopg import pq
 
 from agora.errors import StoreError
 from agora.logsafe import one_line
-from agora.store.neutral import POSTGRESQL
+from agora.store.failures import store_error
+from agora.store.neutral import POSTGRESQL, MissingTable
 from agora.store.pg_cluster import ClusterLock, migrate
 from agora.store.pg_probe import VERSIONS, ProbeConn
 from agora.store.pg_sql import PgConn, connect
@@ -160,7 +161,8 @@ class PgStore(Store):
         COMMIT: two round trips fewer), for a reader of one statement.
 
         Raises:
-            StoreError: if PostgreSQL raised or cannot be reached.
+            StoreError: if PostgreSQL raised or cannot be reached (``permanent`` when a
+                retry cannot help: a missing column, a syntax error).
         """
         if self._closed:
             raise StoreError("read failed: the store is closed")
@@ -172,8 +174,10 @@ class PgStore(Store):
             del self._pg_readers[-1:]
             try:
                 return await self.blocking(lambda: self._read_in_thread(fn, held, snapshot))
-            except psycopg.Error as exc:
-                raise StoreError(f"read failed: {exc}") from exc
+            except psycopg.Error as exc:  # retryable, or a bug (`agora.store.failures`)
+                raise store_error("read failed", exc) from exc
+            except MissingTable as exc:  # SQLite's "no such table", as `PgConn` names it
+                raise store_error("read failed", exc.__cause__ or exc) from exc
             finally:
                 self._pg_readers += [c for c in held if not c.raw.closed]
 

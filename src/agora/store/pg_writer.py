@@ -41,6 +41,7 @@ from agora.store.neutral import Conflict, payload_lines
 from agora.store.pg_pipe import Pipe, Unsupported
 from agora.store.pg_sql import connect, convert
 from agora.store.writer import _DROPPED, Job, Writer
+from agora.store.writer_child import note_statement
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -367,6 +368,7 @@ def _columns(rows: list[tuple[Any, ...]]) -> list[list[Any]]:
 
 def _run_job(conn: psycopg.Connection[Any], job: Job) -> BaseException | None:
     conn.execute("SAVEPOINT job")
+    sql = ""
     try:
         for sql, params in job.writes:
             conn.execute(*convert(sql, params))
@@ -375,6 +377,7 @@ def _run_job(conn: psycopg.Connection[Any], job: Job) -> BaseException | None:
             raise
         conn.execute("ROLLBACK TO SAVEPOINT job")
         conn.execute("RELEASE SAVEPOINT job")
+        note_statement(exc, sql)
         return exc
     conn.execute("RELEASE SAVEPOINT job")
     return None

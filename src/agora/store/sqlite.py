@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import trio
 
 from agora.errors import StoreError
+from agora.store.failures import store_error
 from agora.store.neutral import SQLITE
 from agora.store.sqlite_connect import connect
 from agora.store.writer import Job, WriterStopped
@@ -214,6 +215,8 @@ class Store:
                 first case and in the "nothing was saved" one. When the disk is to blame
                 (full, read-only, an I/O error) its ``cause`` says so
                 (`agora.store.diskfault`); writes succeed again once the disk takes them.
+                A statement that fails for a reason no retry can cure (a constraint, a
+                missing column) is ``permanent`` (`agora.store.failures`).
         """
         if self._closed:
             raise StoreError("write failed: the store is closed")
@@ -250,8 +253,8 @@ class Store:
             result = waiter.outcome
         if isinstance(result, StoreError):  # the deadline passed, or the disk refused
             raise result
-        if result is not None:
-            raise StoreError(f"write failed: {result}") from result
+        if result is not None:  # a statement failed: retryable, or a bug (`failures`)
+            raise store_error("write failed", result)
 
     async def _watch(self) -> None:
         """Fail every write still waiting past its deadline; runs until the store closes.
@@ -297,7 +300,7 @@ class Store:
         """Run ``fn(conn)`` against committed rows and return its result.
 
         Raises:
-            StoreError: if SQLite raised.
+            StoreError: if SQLite raised (``permanent`` when a retry cannot help).
         """
         if self._closed:
             raise StoreError("read failed: the store is closed")
@@ -315,7 +318,7 @@ class Store:
                     else:  # opened before the database was reopened: on the old mount
                         conn.close()
         except sqlite3.Error as exc:
-            raise StoreError(f"read failed: {exc}") from exc
+            raise store_error("read failed", exc) from exc
 
     async def read_versioned(self, kind: str, key: str, fn: Callable[[Any], T]) -> tuple[T, int]:
         """``fn(conn)`` and the version of entity (kind, key), read in one snapshot.

@@ -47,8 +47,9 @@ from typing import Any
 
 #: One statement and its parameters (`agora.store.writer.Write`).
 Write = tuple[str, Any]
-#: A failure as it crosses the pipe: its class name, message, and SQLite's codes.
-Described = tuple[str, str, int | None, str | None]
+#: A failure as it crosses the pipe: its class name, message, SQLite's codes, and its notes
+#: (`note_statement`).
+Described = tuple[str, str, int | None, str | None, tuple[str, ...]]
 
 HEADER = struct.Struct("<I")
 
@@ -62,6 +63,7 @@ def run_together(conn: sqlite3.Connection, jobs: list[list[Write]]) -> list[Base
     the whole batch fails, it is no one job's fault.
     """
     execute = conn.cursor().execute  # one cursor for the batch: conn.execute makes one each
+    sql = ""
     try:
         for writes in jobs:
             for sql, params in writes:
@@ -72,6 +74,7 @@ def run_together(conn: sqlite3.Connection, jobs: list[list[Write]]) -> list[Base
         conn.execute("ROLLBACK")
         conn.execute("BEGIN IMMEDIATE")  # the caller ends this one
         if len(jobs) == 1:
+            note_statement(exc, sql)
             return [exc]
         return [run_job(conn, writes) for writes in jobs]
     return [None] * len(jobs)
@@ -80,6 +83,7 @@ def run_together(conn: sqlite3.Connection, jobs: list[list[Write]]) -> list[Base
 def run_job(conn: sqlite3.Connection, writes: list[Write]) -> BaseException | None:
     """Run one job's writes in a savepoint; its failure, or None."""
     conn.execute("SAVEPOINT job")
+    sql = ""
     try:
         for sql, params in writes:
             conn.execute(sql, params)
@@ -88,9 +92,18 @@ def run_job(conn: sqlite3.Connection, writes: list[Write]) -> BaseException | No
             raise  # rolled back by SQLite itself, savepoints and all: the batch fails
         conn.execute("ROLLBACK TO job")
         conn.execute("RELEASE job")
+        note_statement(exc, sql)
         return exc
     conn.execute("RELEASE job")
     return None
+
+
+def note_statement(exc: BaseException, sql: str) -> None:
+    """Say on ``exc`` which statement of its job failed, for the operator's log: its SQL
+    text only (the parameters may hold what a client sent), once."""
+    note = f"statement: {' '.join(sql.split())}"
+    if note not in (getattr(exc, "__notes__", None) or ()):
+        exc.add_note(note)
 
 
 def describe(exc: BaseException) -> Described:
@@ -100,13 +113,14 @@ def describe(exc: BaseException) -> Described:
         str(exc),
         getattr(exc, "sqlite_errorcode", None),
         getattr(exc, "sqlite_errorname", None),
+        tuple(getattr(exc, "__notes__", None) or ()),
     )
 
 
 def rebuild(described: Described) -> Exception:
     """The exception `describe` described: the same ``sqlite3`` class (or builtin) with the
-    same message and SQLite codes (`agora.store.diskfault` reads the codes)."""
-    name, message, code, code_name = described
+    same message, SQLite codes (`agora.store.diskfault` reads the codes) and notes."""
+    name, message, code, code_name, notes = described
     cls = getattr(sqlite3, name, None) or getattr(builtins, name, None)
     if not (isinstance(cls, type) and issubclass(cls, Exception)):
         cls = None
@@ -117,6 +131,8 @@ def rebuild(described: Described) -> Exception:
     if isinstance(exc, sqlite3.Error):
         exc.sqlite_errorcode = code  # type: ignore[assignment]
         exc.sqlite_errorname = code_name  # type: ignore[assignment]
+    for note in notes:
+        exc.add_note(note)
     return exc
 
 
