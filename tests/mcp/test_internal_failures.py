@@ -36,6 +36,13 @@ ERRORS: dict[str, Exception] = {
     "stopped": ActorStopped("thing x stopped"),
     "store": StoreError("the store is full"),
     "unexpected": RuntimeError("secret detail that must not leak"),
+    # Store failures no retry can cure (`agora.store.failures`): answered as a bug.
+    "permanent-write": StoreError("write failed: IntegrityError: secret row", permanent=True),
+    "permanent-commit": InternalError(
+        "internal error; nothing was changed",
+        permanent=True,
+        detail="thing x commit failed: write failed: IntegrityError: secret row",
+    ),
 }
 
 
@@ -84,6 +91,34 @@ async def test_a_toolset_shapes_internal_failures_in_its_own_vocabulary(kind, ca
     assert body["correlation_id"] in caplog.text  # the id names the server's log line
     assert body["correlation_id"] in result["content"][0]["text"]
     assert "secret detail" not in str(result)
+
+
+@pytest.mark.parametrize("kind", ["permanent-write", "permanent-commit"])
+async def test_a_store_failure_no_retry_can_cure_is_answered_as_a_bug(kind, caplog):
+    seen: list[Failure] = []
+
+    def keep(failure: Failure) -> dict[str, Any]:
+        seen.append(failure)
+        return shaped(failure)
+
+    sets = [_toolset("shaped", shape_failure=keep), _toolset("plain")]
+    with trio.fail_after(20):
+        async with open_server(Config(db=":memory:"), toolsets=sets, listen=False) as server:
+            shaped_reply = await _call(server, "shaped_fail", kind)
+            plain_reply = await _call(server, "plain_fail", kind)
+    (failure,) = seen
+    assert failure.kind == "unexpected"
+    assert failure.retryable is False
+    assert failure.message == "internal error; nothing was changed"
+    result = shaped_reply["result"]
+    assert result["structuredContent"]["retryable"] is False
+    assert "retry" not in result["content"][0]["text"]
+    assert plain_reply["error"]["code"] == rpc.INTERNAL_ERROR  # no hook: as any bug
+    for correlation in (failure.correlation_id, plain_reply["error"]["data"]["correlation_id"]):
+        lines = [r for r in caplog.records if correlation in r.getMessage()]
+        assert [r.levelname for r in lines] == ["ERROR"], caplog.text  # once, with the detail
+        assert "IntegrityError: secret row" in lines[0].getMessage()
+    assert "secret" not in str(shaped_reply) + str(plain_reply)
 
 
 async def test_without_a_hook_failures_are_text_and_a_bug_is_32603_with_its_id(caplog):

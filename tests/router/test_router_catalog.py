@@ -71,7 +71,8 @@ REFUSE_EVENTS = {
 
 async def test_a_failed_commit_answers_the_sanitized_internal_error(tmp_path, caplog):
     # A trigger makes the store refuse the event's commit: the router's shape_failure hook
-    # answers its internal-error refusal, with the id of the server's log line.
+    # answers its internal-error refusal, with the id of the server's log line, not
+    # retryable (the same call would be refused the same way).
     config = Config(port=0, db=str(tmp_path / "fail.db"), toolsets=["router"])
     async with open_server(config, listen=False) as srv, srv.client("/mcp/router") as client:
         await client.initialize()
@@ -82,7 +83,7 @@ async def test_a_failed_commit_answers_the_sanitized_internal_error(tmp_path, ca
             late = await client.call_tool("record_work_event", event_args(run, "plan", {"n": 2}, 1))
         after = await client.call_tool("get_next_work", {"context": ctx(), "workflow_run_id": run})
     body = internal_error(late, caplog.text)
-    assert body["retryable"] is True
+    assert body["retryable"] is False  # the trigger refuses every retry alike: a bug
     assert after["structuredContent"]["work_item"]["status"] == "ready"  # nothing was saved
 
 
@@ -105,6 +106,7 @@ async def test_a_run_that_cannot_be_loaded_answers_the_sanitized_internal_error(
     one, two = internal_error(first, caplog.text), internal_error(second, caplog.text)
     assert one["correlation_id"] != two["correlation_id"]
     assert one["message"] == two["message"]
+    assert one["retryable"] is two["retryable"] is False  # the table stays gone
 
 
 @pytest.mark.parametrize("kind", ["internal", "stopped", "store", "unexpected"])

@@ -30,13 +30,8 @@ import trio
 
 from agora.errors import ActorStopped
 from agora.logsafe import loggable
-from agora.runtime.handling import (
-    RETRIES,
-    GuardCounts,
-    Handling,
-    InternalError,
-    commit_failed,
-)
+from agora.runtime.failures import InternalError, commit_failed
+from agora.runtime.handling import RETRIES, GuardCounts, Handling
 from agora.runtime.park import Parked, Slot, Turn
 from agora.runtime.polls import fold
 

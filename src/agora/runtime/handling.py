@@ -15,8 +15,9 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agora.errors import STORE_CAUSES, AgoraError, StoreError
+from agora.errors import StoreError
 from agora.logsafe import entity_failed
+from agora.runtime.failures import InternalError, commit_failed, entity_name, store_bug
 from agora.store.neutral import Busy, Conflict, Guard
 
 if TYPE_CHECKING:
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
 
     import trio
 
-    from agora.errors import StoreCause
     from agora.runtime.clock import Now
     from agora.runtime.entity import Effects, Entity, EntityKind
     from agora.runtime.park import Parked, Slot
@@ -39,42 +39,6 @@ RETRIES = 3
 #: arrival (`agora.runtime.actor.Slot.since`) against the moments a cached copy was known
 #: current (`Handling.confirmed`) with no clock; the counter's own ``__next__`` (per call).
 stamp: Callable[[], int] = itertools.count(1).__next__
-
-
-class InternalError(AgoraError):
-    """The entity failed on this command; the message is safe to show a client.
-
-    Attributes:
-        outcome_unknown: Its commit was in flight when the store failed: the change may or
-            may not have been saved (see `agora.errors.StoreError`).
-        cause: The disk's part in a failed commit (`agora.errors.StoreCause`), named in
-            the message too; None when the disk is not to blame.
-    """
-
-    def __init__(
-        self, message: str, *, outcome_unknown: bool = False, cause: StoreCause | None = None
-    ) -> None:
-        super().__init__(message)
-        self.outcome_unknown = outcome_unknown
-        self.cause = cause
-
-
-def commit_failed(exc: StoreError) -> InternalError:
-    """What the caller learns of a failed commit: nothing was saved (and why, when the disk
-    refused it), or (when the store cannot tell) that the change may or may not have been
-    saved."""
-    if exc.outcome_unknown:
-        return InternalError(
-            "the change may or may not have been saved (the database did not confirm it); "
-            "read the current state before calling again",
-            outcome_unknown=True,
-        )
-    if exc.cause is not None:
-        return InternalError(
-            f"the change could not be saved: {STORE_CAUSES[exc.cause]}; nothing was changed",
-            cause=exc.cause,
-        )
-    return InternalError("the change could not be saved; nothing was changed")
 
 
 @dataclass(slots=True)
@@ -141,6 +105,13 @@ class Handling:
         except LookupError as exc:  # "no such entity", as `EntityKind.load` documents
             for _, slot in group:
                 slot.fail(exc)
+            return False
+        except StoreError as exc:
+            if not exc.permanent:
+                entity_failed(log, self.kind.kind, self.key, "failed to load")
+            failure = self._load_failed(exc)
+            for _, slot in group:
+                slot.fail(failure)
             return False
         except Exception:
             entity_failed(log, self.kind.kind, self.key, "failed to load")
@@ -235,10 +206,12 @@ class Handling:
                 )
                 await self.runtime.store.write(writes)
             except StoreError as exc:
-                entity_failed(log, self.kind.kind, self.key, f"commit failed: {exc}", trace=False)
+                if not exc.permanent:  # (a permanent one is logged once, by its reporter)
+                    what = f"commit failed: {exc}"
+                    entity_failed(log, self.kind.kind, self.key, what, trace=False)
                 self._entity = None
                 for _, slot in done:
-                    slot.fail(commit_failed(exc))
+                    slot.fail(commit_failed(exc, entity_name(self.kind.kind, self.key)))
                 return
             except BaseException:
                 # Cancelled (or worse) before the commit: memory may be ahead of the store,
@@ -337,9 +310,10 @@ class Handling:
                 runtime.guard.retried += 1
                 continue
             except StoreError as exc:
-                entity_failed(log, kind, key, f"commit failed: {exc}", trace=False)
+                if not exc.permanent:  # (a permanent one is logged once, by its reporter)
+                    entity_failed(log, kind, key, f"commit failed: {exc}", trace=False)
                 self._entity = None
-                slot.fail(commit_failed(exc))
+                slot.fail(commit_failed(exc, entity_name(kind, key)))
                 return
             except BaseException:
                 self._entity = None
@@ -380,12 +354,22 @@ class Handling:
                 )
             except LookupError:
                 raise
+            except StoreError as exc:
+                if not exc.permanent:
+                    entity_failed(log, self.kind.kind, self.key, "failed to load")
+                raise self._load_failed(exc) from exc
             except Exception as exc:
                 entity_failed(log, self.kind.kind, self.key, "failed to load")
                 raise InternalError(
                     f"internal error in {self.kind.kind}; nothing was changed"
                 ) from exc
         return self._entity
+
+    def _load_failed(self, exc: StoreError) -> InternalError:
+        """What the caller learns when the store failed to load the entity."""
+        if exc.permanent:
+            return store_bug(entity_name(self.kind.kind, self.key), "load failed", exc)
+        return InternalError(f"internal error in {self.kind.kind}; nothing was changed")
 
     def _created(self, now: Now | None = None) -> Any:
         """The entity the kind's optional ``create(key, now)`` knows to be new, else None.

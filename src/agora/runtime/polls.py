@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from agora.logsafe import entity_failed
-from agora.runtime.handling import InternalError, stamp
+from agora.runtime.failures import InternalError
+from agora.runtime.handling import stamp
 from agora.runtime.park import Parked, Waiting
 
 if TYPE_CHECKING:

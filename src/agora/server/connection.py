@@ -25,6 +25,7 @@ from agora.errors import (
     ToolError,
     new_correlation_id,
 )
+from agora.logsafe import one_line
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.results import tool_reply, tool_result
 from agora.mcp.session import Answer, Cancel, Invoke, Send, Session
@@ -50,6 +51,8 @@ SUBSCRIPTION_METHODS = frozenset({"resources/subscribe", "resources/unsubscribe"
 SHUTTING_DOWN_MESSAGE = (
     "the server is shutting down: this call was not run; reconnect once it is back, then call again"
 )
+#: What a client is told of a store failure no retry can cure (the details are logged).
+STORE_BUG = "internal error; nothing was changed"
 #: How long a server-to-client request (sampling, elicitation) may wait for its answer.
 CLIENT_REQUEST_TIMEOUT = 120.0
 #: Stand in the table for a worker's call (never entered, so cancelling one changes nothing):
@@ -309,12 +312,14 @@ class Connection:
         except ProtocolError as exc:
             return rpc.error(inv.id, exc.code, exc.message, exc.data)
         except (InternalError, ActorStopped, StoreError) as exc:
+            correlation = new_correlation_id()
+            if not isinstance(exc, ActorStopped) and exc.permanent:  # no retry can cure it
+                return self._failed(inv, self._store_bug(inv, exc, correlation))
             kind: FailureKind = (
                 "internal"
                 if isinstance(exc, InternalError)
                 else ("stopped" if isinstance(exc, ActorStopped) else "store")
             )
-            correlation = new_correlation_id()
             log.warning("%s %s failed: %s (correlation %s)", inv.kind, inv.name, exc, correlation)
             unknown = bool(getattr(exc, "outcome_unknown", False))
             cause = getattr(exc, "cause", None)  # the disk's part, named in the message
@@ -330,6 +335,18 @@ class Connection:
             # the two make a reference cycle per failed call, which `agora serve`'s collector
             # policy (`agora.server.heap`) would keep frozen until its next thaw.
             del error
+
+    @staticmethod
+    def _store_bug(inv: Invoke, exc: InternalError | StoreError, correlation: str) -> Failure:
+        """A store failure no retry can cure (`agora.store.failures`), answered as an
+        internal error: logged once, at ERROR, with what the operator needs (the entity,
+        the database's words, the statement) under the id the client gets; the client
+        gets a fixed text, not retryable."""
+        detail = exc.detail if isinstance(exc, InternalError) else str(exc)
+        log.error(
+            "%s %s failed: %s (correlation %s)", inv.kind, inv.name, one_line(detail), correlation
+        )
+        return Failure("unexpected", STORE_BUG, False, correlation, inv.name)
 
     def _failed(self, inv: Invoke, failure: Failure) -> dict[str, Any]:
         """The answer to a call that failed inside the server: in the toolset's vocabulary

@@ -1,0 +1,84 @@
+"""What a caller learns when its command failed inside the runtime: `InternalError`.
+
+The entity failed on the command, or the store could not load it or commit its change. The
+message is safe to show a client; the attributes say whether the change may have been saved
+(``outcome_unknown``), whether the disk was to blame (``cause``), and whether no retry can
+cure it (``permanent``: a bug, whose ``detail`` is for the operator's log alone). The server
+turns these into its answers (`agora.server.connection`); this module only builds them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agora.errors import STORE_CAUSES, AgoraError
+from agora.logsafe import loggable
+
+if TYPE_CHECKING:
+    from agora.errors import StoreCause, StoreError
+
+
+class InternalError(AgoraError):
+    """The entity failed on this command; the message is safe to show a client.
+
+    Attributes:
+        outcome_unknown: Its commit was in flight when the store failed: the change may or
+            may not have been saved (see `agora.errors.StoreError`).
+        cause: The disk's part in a failed commit (`agora.errors.StoreCause`), named in
+            the message too; None when the disk is not to blame.
+        permanent: The store failed for a reason no retry can cure (a constraint, a
+            missing column: `agora.errors.StoreError.permanent`); nothing was changed.
+            Not logged here: whoever reports it logs ``detail`` once, with its own id.
+        detail: What the operator needs of a ``permanent`` failure (the entity, the
+            database's words, the statement), never shown to a client; else empty.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        outcome_unknown: bool = False,
+        cause: StoreCause | None = None,
+        permanent: bool = False,
+        detail: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.outcome_unknown = outcome_unknown
+        self.cause = cause
+        self.permanent = permanent
+        self.detail = detail
+        if detail:  # shown with the traceback of a caller that logs one (a page, a task)
+            self.add_note(detail)
+
+
+def store_bug(where: str, what: str, exc: StoreError) -> InternalError:
+    """A permanent store failure (``exc``) while ``what`` ("commit failed", "load failed")
+    for ``where`` (`entity_name`), as the caller learns it: nothing was changed."""
+    return InternalError(
+        "internal error; nothing was changed", permanent=True, detail=f"{where} {what}: {exc}"
+    )
+
+
+def entity_name(kind: str, key: str) -> str:
+    """Entity ``key`` of ``kind`` as a log names it (the key escaped: callers choose keys)."""
+    return f"{kind} {loggable(key)}"
+
+
+def commit_failed(exc: StoreError, where: str = "the entity") -> InternalError:
+    """What the caller learns of a failed commit: nothing was saved (and why, when the disk
+    refused it), or (when the store cannot tell) that the change may or may not have been
+    saved; a failure no retry can cure is a bug of ``where`` (`store_bug`)."""
+    if exc.permanent:
+        return store_bug(where, "commit failed", exc)
+    if exc.outcome_unknown:
+        return InternalError(
+            "the change may or may not have been saved (the database did not confirm it); "
+            "read the current state before calling again",
+            outcome_unknown=True,
+        )
+    if exc.cause is not None:
+        return InternalError(
+            f"the change could not be saved: {STORE_CAUSES[exc.cause]}; nothing was changed",
+            cause=exc.cause,
+        )
+    return InternalError("the change could not be saved; nothing was changed")
