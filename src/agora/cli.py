@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
             if isinstance(leaf, DatabaseInUse):
                 hints = _SHARED_HINTS if leaf.shared else _IN_USE_HINTS
                 hint = hints.get(args.command, "")
-            print(f"agora: {leaf}{hint}", file=sys.stderr)
+            print(f"agora: {_source(leaf, args)}{leaf}{hint}", file=sys.stderr)
             return BAD_CONFIGURATION
         from agora.bridge import BridgeError
         from agora.server.embed import CannotListen
@@ -281,6 +281,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"agora: {leaf}", file=sys.stderr)
             return 1
         raise
+
+
+def _source(refusal: BaseException, args: argparse.Namespace) -> str:
+    """``"FILE: "`` when ``refusal`` is about an ``[options.X]`` table, which only the config
+    file sets (load_config's own refusals name their source already)."""
+    from agora.toolsets.options import OptionsError
+
+    config = getattr(args, "config", None)
+    return f"{config}: " if isinstance(refusal, OptionsError) and config else ""
 
 
 _IN_USE_HINTS = {

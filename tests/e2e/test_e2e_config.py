@@ -130,6 +130,69 @@ async def test_a_misspelt_setting_in_the_file_names_the_file_and_a_near_name(tmp
     assert "did you mean `port`?" in line
 
 
+KNOWN_ROUTER = "(known: adapter, memory_policy, personal_profile, workspace_roots)"
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        pytest.param(
+            '[options.router]\nworkspace_root = ["/srv/src"]',
+            "[options.router]: unknown key `workspace_root`; did you mean `workspace_roots`?"
+            f" {KNOWN_ROUTER}",
+            id="router-misspelt",
+        ),
+        pytest.param(
+            '[options.router]\nworkspace_roots = "/srv/src"',
+            "[options.router]: workspace_roots must be a list of strings, not a string",
+            id="router-type",
+        ),
+        pytest.param(
+            "[options.router.adapter]\ntimeout_second = 5",
+            "[options.router.adapter]: unknown key `timeout_second`; did you mean"
+            " `timeout_seconds`? (known: authorizations, cases_dir, command, max_memory_mb,"
+            " max_output_bytes, timeout_seconds)",
+            id="router-adapter",
+        ),
+        pytest.param(
+            '[options.router]\nadapter = "/opt/adapter"',
+            "[options.router]: adapter must be a table, not a string",
+            id="router-table",
+        ),
+        pytest.param(
+            '[options.chamber]\nroom_pool_size = "big"',
+            "[options.chamber]: room_pool_size must be an integer, not a string",
+            id="chamber-type",
+        ),
+        pytest.param(
+            "[options.chamber]\nenter_per_minutes = 5",
+            "[options.chamber]: unknown key `enter_per_minutes`; did you mean"
+            " `enter_per_minute`? (known: anonymous_enter_per_minute,"
+            " connection_enter_per_minute, enter_per_minute, room_pool_size, signing_key)",
+            id="chamber-misspelt",
+        ),
+        pytest.param(
+            "[options.debate]\nphase_sweep_seconds = true",
+            "[options.debate]: phase_sweep_seconds must be a number, not true",
+            id="debate-type",
+        ),
+        pytest.param(
+            '[options.chess]\ntable = "default"',
+            "[options.chess]: unknown key `table`; it takes no options",
+            id="chess",
+        ),
+        pytest.param(
+            "conformance = true\n[options.conformance]\nfixtures = 1",
+            "[options.conformance]: unknown key `fixtures`; it takes no options",
+            id="conformance",
+        ),
+    ],
+)
+async def test_a_toolset_option_it_does_not_read_is_refused(tmp_path, toml, message):
+    line = await refused(tmp_path, toml)
+    assert line == f"agora: {tmp_path / 'agora.toml'}: {message}"
+
+
 @pytest.mark.parametrize(
     ("variable", "value", "key"),
     [

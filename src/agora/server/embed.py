@@ -32,6 +32,7 @@ from agora.runtime.registry import Runtime
 from agora.server.app import App, catalog_entries, load_toolsets
 from agora.server.connection import Connection
 from agora.store.db import open_store
+from agora.toolsets.options import check_toolset_options
 from agora.transports.http import FrontEnd
 from agora.transports.streamable import StreamableHTTP
 
@@ -180,8 +181,10 @@ async def open_server(
         listen: False to skip the TCP listener (in-process clients only).
 
     Raises:
-        ValueError: a toolset is not implemented or is wrong (see `catalog_entries`);
-            raised before anything opens.
+        ValueError: a toolset is not implemented or is wrong (see `catalog_entries`), the
+            toolsets cannot be served together, or one's ``[options.<name>]`` table has a
+            key it does not read or a value of the wrong type
+            (`agora.toolsets.options.OptionsError`); raised before anything opens.
         CannotListen: the port could not be bound; raised before the database is opened,
             which is then left as it was (neither created, migrated nor locked).
         StoreError: the database could not be opened or migrated.
@@ -193,6 +196,7 @@ async def open_server(
         else load_toolsets(config.toolsets, conformance=config.conformance)
     )
     entries = catalog_entries(sets)  # before anything opens: a plain ValueError, no group
+    check_toolset_options(config.options, sets)  # the same: a misspelt option key
     migrations = [m for t in sets for m in t.migrations]
     async with (
         # The port before the database: a port in use fails at once (a plain CannotListen,

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from agora.mcp.validation import ValidationIssue
     from agora.runtime.background import BackgroundTask
     from agora.runtime.registry import Runtime
+    from agora.toolsets.options import OptionSpec
 
 # Principal, Migration and Route live in their own layers (identity, store, web); they are
 # re-exported here because toolsets have always imported them from this module.
@@ -319,3 +320,8 @@ class Toolset:
     failure_schema: dict[str, Any] | None = None
     #: Limits on the arguments of every tool of this toolset, checked before the schema.
     argument_limits: ArgumentLimits = field(default_factory=lambda: ArgumentLimits())
+    #: The keys of its ``[options.<name>]`` table it reads, each with the type of its value
+    #: (`agora.toolsets.options.OptionSpec`): the server refuses to start on any other key
+    #: or on a value of another type. None: the table is passed on unchecked; ``{}``: the
+    #: toolset takes no options.
+    options: OptionSpec | None = None

@@ -14,6 +14,7 @@ from agora.runtime.background import periodic
 from agora.toolsets.base import ArgumentLimits, Toolset
 from agora.toolsets.chamber import board_web, store, web
 from agora.toolsets.chamber.contract import ChamberContract, default_contract
+from agora.toolsets.chamber.ratelimit import LIMIT_SETTINGS
 from agora.toolsets.chamber.replies import CODES, argument_rejection, internal_failure
 from agora.toolsets.chamber.service import Chamber
 from agora.toolsets.chamber.sweep import SWEEP_EVERY, sweep_expired
@@ -21,11 +22,20 @@ from agora.toolsets.chamber.tools import handlers
 
 if TYPE_CHECKING:
     from agora.runtime.registry import Runtime
+    from agora.toolsets.options import OptionSpec
 
 
 #: Seconds between two passes of the retention purge (the first runs at start-up): a finished
 #: session's rows outlive the contract's retention by at most this.
 PURGE_EVERY = 600.0
+
+#: ``[options.chamber]``: the card-signing key file, the room pool's size per suite, and the
+#: entry rates per minute (README, "Chamber attempts and evidence cards").
+OPTIONS: OptionSpec = {
+    "signing_key": str,
+    "room_pool_size": int,
+    **dict.fromkeys(LIMIT_SETTINGS, float),
+}
 
 
 def build_toolset(contract: ChamberContract) -> tuple[Toolset, Chamber]:
@@ -66,6 +76,7 @@ def build_toolset(contract: ChamberContract) -> tuple[Toolset, Chamber]:
         ],
         reject_issues=argument_rejection,
         shape_failure=internal_failure,
+        options=OPTIONS,
         argument_limits=ArgumentLimits(
             max_depth=contract.limits.max_json_depth,
             max_bytes=contract.limits.max_request_bytes,

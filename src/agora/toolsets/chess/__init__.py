@@ -69,4 +69,5 @@ def toolset() -> Toolset:
         reject_issues=issue_rejection,
         reject_call=refuse_arguments,
         shape_failure=internal_failure,
+        options={},  # chess takes no options
     )

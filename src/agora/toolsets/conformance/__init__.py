@@ -25,4 +25,5 @@ def toolset() -> Toolset:
         resources=resources(watched),
         prompts=PROMPTS,
         completion=complete,
+        options={},  # the fixtures take no options
     )

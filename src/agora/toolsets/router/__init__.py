@@ -10,9 +10,12 @@ and purges. All 20 tools of the contract are served. This module only wires part
 
 from __future__ import annotations
 
+from typing import Final
+
 from agora.mcp.contracts import load_contract
 from agora.runtime.background import periodic
 from agora.toolsets.base import Toolset
+from agora.toolsets.router.adapter import ADAPTER_OPTIONS
 from agora.toolsets.router.index import index_runs
 from agora.toolsets.router.memory_tools import RETENTION_EVERY
 from agora.toolsets.router.ownership import owned
@@ -20,6 +23,15 @@ from agora.toolsets.router.promotion import upkeep
 from agora.toolsets.router.replies import INTERNAL_SCHEMA, argument_rejection, shape_failure
 from agora.toolsets.router.sql import MIGRATIONS
 from agora.toolsets.router.tools import HANDLERS
+
+#: ``[options.router]``: authorized workspace roots, the personal Profile and Memory policy
+#: files, and the evaluation adapter (README, "Router").
+OPTIONS: Final = {
+    "workspace_roots": list[str],
+    "personal_profile": str,
+    "memory_policy": str,
+    "adapter": ADAPTER_OPTIONS,
+}
 
 
 def toolset() -> Toolset:
@@ -36,4 +48,5 @@ def toolset() -> Toolset:
         shape_failure=shape_failure,
         failure_schema=INTERNAL_SCHEMA,
         background=[periodic(RETENTION_EVERY, upkeep), index_runs],
+        options=OPTIONS,
     )

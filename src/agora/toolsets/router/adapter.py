@@ -38,6 +38,17 @@ _NAME: Final = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _FILE: Final = re.compile(r"^[A-Za-z0-9._/-]{1,200}$")
 
 
+#: ``[options.router.adapter]``: the keys `AdapterConfig.from_options` reads.
+ADAPTER_OPTIONS: Final = {
+    "command": list[str],
+    "cases_dir": str,
+    "authorizations": list[str],
+    "timeout_seconds": float,
+    "max_memory_mb": int,
+    "max_output_bytes": int,
+}
+
+
 class CaseError(ValueError):
     """A sealed case that cannot be used: unknown, malformed, or reaching outside its directory."""
 

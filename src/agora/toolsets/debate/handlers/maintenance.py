@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 SWEEPER: Final = "agora:phase-timeout-sweep"
 #: Seconds between two background phase-timeout sweeps (option ``phase_sweep_seconds``).
 SWEEP_EVERY: Final = 5.0
+#: ``[options.debate]``: seconds between two sweeps of expired phases (default `SWEEP_EVERY`).
+OPTIONS: Final = {"phase_sweep_seconds": float}
 
 
 def _ids(text: str | None) -> list[str] | None:

@@ -1,0 +1,126 @@
+"""The keys a toolset accepts in its ``[options.<name>]`` table of agora.toml, checked at start.
+
+A toolset declares them in `Toolset.options`: each key it reads, with the type of its value
+(`OptionSpec`). The server checks every served toolset's table against its declaration
+before it opens anything (`check_toolset_options`) and refuses to start on a key the toolset
+does not read (a misspelling: ``workspace_root`` for ``workspace_roots`` would otherwise be
+ignored, and the router would find no authorized roots) or on a value of the wrong type,
+with one message naming the table, the key and the closest known key. A toolset that
+declares nothing (``options = None``, an embedder's) has its table passed on unchecked, as
+before; one that declares ``{}`` takes no options at all. Ranges and the meaning of values
+stay the toolset's to check where it reads them. This module only checks; it reads no file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from agora.toolsets.base import Toolset
+
+#: What a toolset declares: each key -> the type of its value. A type is ``str``, ``int``,
+#: ``float`` (any number), ``bool``, ``list[T]`` of one of these, ``dict`` (any table),
+#: ``typing.Any`` (anything), or a nested `OptionSpec` for a sub-table whose keys are
+#: checked in turn (``[options.router.adapter]``).
+OptionSpec = Mapping[str, Any]
+
+
+class OptionsError(ValueError):
+    """A ``[options.<name>]`` table a served toolset cannot run with (see the module)."""
+
+
+def check_toolset_options(
+    options: Mapping[str, Mapping[str, Any]], toolsets: Sequence[Toolset]
+) -> None:
+    """Check the options table of every toolset in ``toolsets`` that declares its keys.
+
+    Raises:
+        OptionsError: a key the toolset does not read, or a value of the wrong type.
+    """
+    for toolset in toolsets:
+        if toolset.options is not None:
+            check_options(toolset.name, toolset.options, options.get(toolset.name, {}))
+
+
+def check_options(table: str, spec: OptionSpec, values: Mapping[str, Any]) -> None:
+    """Check ``values``, the table ``[options.<table>]``, against ``spec``.
+
+    Raises:
+        OptionsError: the first key ``spec`` lacks (with the closest one it has) or the
+            first value whose type is wrong, naming the table and the key.
+    """
+    where = f"[options.{table}]"
+    for key, value in values.items():
+        if key not in spec:
+            raise OptionsError(f"{where}: unknown key `{key}`{_hint(key, spec)}")
+        kind = spec[key]
+        if isinstance(kind, Mapping):
+            if not isinstance(value, Mapping):
+                raise OptionsError(f"{where}: {key} must be a table, not {_article(value)}")
+            check_options(f"{table}.{key}", kind, value)
+        elif not _fits(value, kind):
+            raise OptionsError(f"{where}: {key} must be {_described(kind)}, not {_article(value)}")
+
+
+def _hint(key: str, spec: OptionSpec) -> str:
+    if not spec:
+        return "; it takes no options"
+    near = difflib.get_close_matches(key, list(spec), n=1, cutoff=0.6)
+    known = ", ".join(sorted(spec))
+    return f"; did you mean `{near[0]}`? (known: {known})" if near else f" (known: {known})"
+
+
+def _fits(value: Any, kind: Any) -> bool:
+    """Whether ``value`` (as TOML gives it) is of the declared ``kind``."""
+    if kind is Any:
+        return True
+    if kind is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    origin = typing.get_origin(kind)
+    if origin is list:
+        (item,) = typing.get_args(kind) or (Any,)
+        return isinstance(value, list) and all(_fits(v, item) for v in value)
+    if origin is dict or kind is dict:
+        return isinstance(value, dict)
+    return isinstance(value, kind)
+
+
+_WORDS = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
+
+
+def _described(kind: Any) -> str:
+    """``kind`` in words: ``list[str]`` is "a list of strings"."""
+    if kind in _WORDS:
+        return _WORDS[kind]
+    if typing.get_origin(kind) is list:
+        (item,) = typing.get_args(kind) or (Any,)
+        if item is Any:
+            return "a list"
+        return "a list of " + _described(item).removeprefix("a ").removeprefix("an ") + "s"
+    if kind is dict or typing.get_origin(kind) is dict:
+        return "a table"
+    if isinstance(kind, types.UnionType):
+        return " or ".join(_described(k) for k in typing.get_args(kind))
+    return getattr(kind, "__name__", str(kind))
+
+
+def _article(value: Any) -> str:
+    """What ``value`` is, in words (``"a string"``, ``"a list"``...)."""
+    if isinstance(value, bool):
+        return f"{str(value).lower()}"
+    for kind in (int, float, str):
+        if isinstance(value, kind):
+            return _WORDS[kind]
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "a table"
+    return type(value).__name__

@@ -1,0 +1,107 @@
+"""``[options.<toolset>]`` tables checked against the keys each toolset declares.
+
+The built-in toolsets declare theirs (`Toolset.options`); every ``[options.*]`` example in
+the README and docs/ passes the check (the declarations and the documentation agree); a
+misspelt key or a wrong type stops `open_server` before it opens the database; a toolset
+that declares nothing (an embedder's) gets its table unchecked, as before.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from agora.config import Config
+from agora.server.app import load_toolsets
+from agora.server.embed import open_server
+from agora.toolsets.base import ToolCall, Toolset
+from agora.toolsets.options import OptionsError, check_options, check_toolset_options
+
+ROOT = Path(__file__).parents[1]
+BUILT_IN = ("chamber", "chess", "router", "debate", "conformance")
+
+
+def test_every_built_in_toolset_declares_its_options():
+    for toolset in load_toolsets(BUILT_IN):
+        assert toolset.options is not None, toolset.name
+
+
+def _documented_tables() -> list[tuple[str, dict[str, Any]]]:
+    """Every ``[options.X]`` table of a TOML example in the README and docs/."""
+    tables = []
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for block in re.findall(r"```toml\n(.*?)```", doc.read_text(), re.S):
+            options = tomllib.loads(block).get("options", {})
+            tables += [(f"{doc.name}: {name}", {name: t}) for name, t in options.items()]
+    return tables
+
+
+def test_every_documented_option_example_is_accepted():
+    tables = _documented_tables()
+    assert {label.split(": ")[1] for label, _ in tables} >= {"chamber", "router", "debate"}
+    toolsets = load_toolsets(BUILT_IN)
+    for label, options in tables:
+        try:
+            check_toolset_options(options, toolsets)
+        except OptionsError as exc:
+            raise AssertionError(f"{label}: {exc}") from exc
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        pytest.param({"rate": 2}, "[options.t]: unknown key `rate`; did you mean `rates`?"),
+        pytest.param({"names": "a"}, "[options.t]: names must be a list of strings, not a"),
+        pytest.param({"names": ["a", 1]}, "[options.t]: names must be a list of strings"),
+        pytest.param({"count": 1.5}, "[options.t]: count must be an integer, not a number"),
+        pytest.param({"count": True}, "[options.t]: count must be an integer, not true"),
+        pytest.param({"sub": {"dept": 1}}, "[options.t.sub]: unknown key `dept`; did you"),
+        pytest.param({"sub": []}, "[options.t]: sub must be a table, not a list"),
+        pytest.param({"zzz": 1}, "[options.t]: unknown key `zzz` (known: count, names,"),
+    ],
+)
+def test_a_table_is_checked_key_by_key(values, message):
+    spec = {"rates": float, "names": list[str], "count": int, "sub": {"depth": int}}
+    with pytest.raises(OptionsError) as refused:
+        check_options("t", spec, values)
+    assert str(refused.value).startswith(message), refused.value
+
+
+def test_numbers_and_anything_are_accepted_as_declared():
+    spec = {"rate": float, "anything": Any, "table": dict, "flag": bool}
+    check_options("t", spec, {"rate": 60, "anything": [1, "a"], "table": {"x": 1}, "flag": False})
+    check_options("t", spec, {"rate": 0.5})
+
+
+async def _nothing(call: ToolCall) -> dict[str, Any]:
+    return {}
+
+
+def _embedded(options: Any) -> Toolset:
+    tool = {"name": "mine_noop", "description": "Nothing.", "inputSchema": {"type": "object"}}
+    return Toolset("mine", {"mine_noop": _nothing}, contract=None, tools=[tool], options=options)
+
+
+async def test_a_misspelt_key_stops_the_server_before_it_opens_the_database(tmp_path):
+    db = tmp_path / "agora.db"
+    config = Config(db=str(db), options={"router": {"workspace_root": ["/srv"]}})
+    with trio.fail_after(20), pytest.raises(OptionsError, match="did you mean `workspace_roots`"):
+        async with open_server(config, toolsets=load_toolsets(["router"]), listen=False):
+            pass
+    assert not db.exists()
+
+
+async def test_a_toolset_that_declares_nothing_gets_its_table_unchecked():
+    config = Config(db=":memory:", options={"mine": {"whatever": [1, 2], "x": "y"}})
+    with trio.fail_after(20):
+        async with open_server(config, toolsets=[_embedded(None)], listen=False) as server:
+            assert server.runtime.options("mine") == {"whatever": [1, 2], "x": "y"}
+    declared = Config(db=":memory:", options={"mine": {"x": "y"}})
+    with trio.fail_after(20), pytest.raises(OptionsError, match="it takes no options"):
+        async with open_server(declared, toolsets=[_embedded({})], listen=False):
+            pass
