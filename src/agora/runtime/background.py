@@ -71,10 +71,7 @@ def periodic(seconds: float, step: BackgroundTask) -> BackgroundTask:
             try:
                 await step(runtime)
             except StoreError as exc:  # the database is away (restarting?): an event, not a bug
-                log.warning(
-                    "background step %s failed (%s); it runs again in %s s",
-                    _name(step), one_line(exc), seconds,
-                )  # fmt: skip
+                _store_failed(runtime, f"background step {_name(step)}", exc, seconds)
             except Exception:
                 log.exception(
                     "background step %s failed; it runs again in %s s", _name(step), seconds
@@ -84,6 +81,19 @@ def periodic(seconds: float, step: BackgroundTask) -> BackgroundTask:
 
     task.__name__ = task.__qualname__ = f"periodic({_name(step)})"
     return task
+
+
+def _store_failed(runtime: Runtime, what: str, exc: StoreError, seconds: float) -> None:
+    """A step's `StoreError`: a bug if no retry can cure it (logged as one); else an
+    event, told to the store's `agora.store.outage.Outage` if it keeps one (once, then
+    seldom), or logged in one line."""
+    outage = getattr(runtime.store, "outage", None)
+    if exc.permanent:
+        log.error("%s failed: %s; it runs again in %s s", what, one_line(exc), seconds)
+    elif outage is not None:
+        outage.failed(what, exc)
+    else:
+        log.warning("%s failed (%s); it runs again in %s s", what, one_line(exc), seconds)
 
 
 async def supervise(task: BackgroundTask, runtime: Runtime) -> None:
@@ -108,13 +118,22 @@ SINGLETON_RETRY = 2.0
 
 async def _once_per_cluster(task: BackgroundTask, runtime: Runtime) -> None:
     store: Any = runtime.store
+    outage = getattr(store, "outage", None)
     name = _name(task)
     while True:
         try:
             lock = await store.try_singleton(name)
         except StoreError as exc:  # the database is away (restarting?): try again later
-            log.warning("cannot take the cluster lock of %s (%s); retrying", name, one_line(exc))
+            if outage is not None:
+                outage.failed(f"the cluster lock of {name}", exc)
+            else:
+                log.warning(
+                    "cannot take the cluster lock of %s (%s); retrying", name, one_line(exc)
+                )
             lock = None
+        else:
+            if outage is not None:  # the database answered (whoever holds the lock)
+                outage.answered(f"the cluster lock of {name}")
         if lock is None:
             await trio.sleep(SINGLETON_RETRY)
             continue
@@ -122,7 +141,7 @@ async def _once_per_cluster(task: BackgroundTask, runtime: Runtime) -> None:
         finished = False
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_watch_lock, store, lock, nursery.cancel_scope)
+                nursery.start_soon(_watch_lock, store, lock, name, nursery.cancel_scope)
                 await task(runtime)
                 finished = True
                 nursery.cancel_scope.cancel()
@@ -133,11 +152,15 @@ async def _once_per_cluster(task: BackgroundTask, runtime: Runtime) -> None:
             return
 
 
-async def _watch_lock(store: Any, lock: Any, scope: trio.CancelScope) -> None:
+async def _watch_lock(store: Any, lock: Any, name: str, scope: trio.CancelScope) -> None:
     while True:
         await trio.sleep(SINGLETON_RETRY)
         if not await store.blocking(lock.alive):
-            log.warning("lost the cluster lock of a background task; another node may take it")
+            outage = getattr(store, "outage", None)
+            if outage is not None:  # (the database went away, most likely: told once)
+                outage.failed(f"the cluster lock of {name}", "its connection was lost")
+            else:
+                log.warning("lost the cluster lock of %s; another node may take it", name)
             scope.cancel()
             return
 

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from agora.errors import StoreError
+from agora.logsafe import one_line
 from agora.store.neutral import parse_payload, parse_uris
 
 if TYPE_CHECKING:
@@ -118,6 +120,7 @@ async def follow(
                 follower.on_note,
                 follower.on_connect,
                 inline=inline,
+                outage=store.outage,
                 task_status=task_status,
             )
         )
@@ -126,9 +129,16 @@ async def follow(
 
 
 async def _sweep(follower: Follower) -> None:
+    outage = follower.runtime.store.outage
     while True:
         await trio.sleep(SWEEP_SECONDS)
         try:
             await follower.sweep_once()
+        except StoreError as exc:  # the database is away: an event, told once (`Outage`)
+            if outage is not None and not exc.permanent:
+                outage.failed("the sweep for missed changes", exc)
+            else:
+                what = one_line(exc)
+                log.warning("the sweep for missed changes failed (%s); it runs again", what)
         except Exception:
             log.exception("the sweep for missed changes failed; it runs again shortly")

@@ -24,6 +24,8 @@ from agora.store.pg_sql import connect
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from agora.store.outage import Outage
+
 log = logging.getLogger(__name__)
 
 #: Seconds between two connection attempts while the server cannot be reached.
@@ -44,6 +46,7 @@ async def listen(
     *,
     retry: float = RETRY_SECONDS,
     inline: bool = False,
+    outage: Outage | None = None,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Deliver every notification on ``channel`` until cancelled.
@@ -57,6 +60,9 @@ async def listen(
         retry: Seconds to wait before reconnecting.
         inline: Connect on the Trio thread rather than in a worker thread (an inline store's
             listener: no thread may hide work from an autojump clock).
+        outage: The store's account of its outages (`agora.store.outage`): a lost connection
+            and failed reconnections are told to it, which logs them once and then seldom,
+            and so is the reconnection that ends them. None: each is logged as it happens.
         task_status: Started once the first LISTEN is in place.
     """
     started = False
@@ -68,18 +74,30 @@ async def listen(
             else:
                 conn = await trio.to_thread.run_sync(_open, url, channel)
         except psycopg.Error as exc:
-            log.warning("cannot listen for changes (%s); retrying in %g s", one_line(exc), retry)
+            if outage is not None:
+                outage.failed("the change listener", exc)
+            else:
+                log.warning(
+                    "cannot listen for changes (%s); retrying in %g s", one_line(exc), retry
+                )
             await trio.sleep(retry)
             continue
         fd = conn.pgconn.socket  # read now: libpq forgets it once the connection is lost
         try:
+            if outage is not None:
+                outage.answered("the change listener reconnected")
             on_connect(conn.info.backend_pid)
             if not started:
                 started = True
                 task_status.started()
             await _drain(conn.pgconn, fd, on_note)
         except psycopg.Error as exc:
-            log.warning("the change listener lost its connection (%s); reconnecting", one_line(exc))
+            if outage is not None:
+                outage.failed("the change listener lost its connection", exc)
+            else:
+                log.warning(
+                    "the change listener lost its connection (%s); reconnecting", one_line(exc)
+                )
         finally:
             trio.lowlevel.notify_closing(fd)
             conn.close()

@@ -33,6 +33,7 @@ from agora.errors import StoreError
 from agora.logsafe import one_line
 from agora.store.failures import store_error
 from agora.store.neutral import POSTGRESQL, MissingTable
+from agora.store.outage import Outage
 from agora.store.pg_cluster import ClusterLock, migrate
 from agora.store.pg_probe import VERSIONS, ProbeConn
 from agora.store.pg_sql import PgConn, connect
@@ -101,6 +102,7 @@ class PgStore(Store):
         self.probes = 0
         self.probed = 0
         self.reads = 0
+        self.outage: Outage | None = Outage("PostgreSQL")
 
     @property
     def shared(self) -> bool:  # type: ignore[override]

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from agora.store.checkpoint import Checkpointer
     from agora.store.neutral import Guard
+    from agora.store.outage import Outage
     from agora.store.writer import Write, Writer
     from agora.store.writer_process import WriterProcess
 
@@ -118,6 +119,9 @@ class Store:
     shared = False
     dialect = SQLITE
     checkpointer: Checkpointer | None = None  # a file's (`agora.store.checkpoint`)
+    #: A shared database's account of its outages, for the log (`agora.store.outage`);
+    #: None where nothing retries against a database that went away.
+    outage: Outage | None = None
 
     def __init__(
         self,

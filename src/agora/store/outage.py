@@ -1,0 +1,97 @@
+"""A database that stopped answering, as the log tells it: once, then seldom, then once more.
+
+While PostgreSQL is away, every part of a node that needs it retries on its own clock: the
+change listener every half second, each background task's cluster lock every two seconds,
+the periodic steps, the sweep for missed changes. Logged one line per failed attempt, an
+idle node wrote about nine lines a second for as long as the database was down, burying the
+one line that said why. `Outage` is the node's one account of it, shared by those parts
+(`agora.store.pg.PgStore.outage`):
+
+- the first failure is logged at once, at WARNING, with its cause (libpq's own words);
+- further failures are counted, and a summary line (how long, how many failures since the
+  last line, the latest cause) is logged `FIRST_SUMMARY` seconds later, then at intervals
+  that double up to `MAX_INTERVAL`;
+- the first success after that is logged once, at INFO, with the outage's length and count.
+
+Failures a retry cannot cure (`agora.errors.StoreError.permanent`) are no outage: their
+callers log them as the bugs they are. Time is Trio's clock; call from the Trio thread.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Final
+
+import trio
+
+from agora.logsafe import one_line
+
+log = logging.getLogger(__name__)
+
+#: Seconds from the first failure to the first summary line.
+FIRST_SUMMARY: Final = 10.0
+#: The longest interval between two summary lines (the interval doubles up to it).
+MAX_INTERVAL: Final = 300.0
+
+
+class Outage:
+    """Whether the database answers, told once per change and seldom in between.
+
+    Attributes:
+        since: Trio time of the first failure of the outage under way; None while it
+            answers.
+        failures: Failures counted since the outage began.
+    """
+
+    def __init__(self, name: str = "PostgreSQL") -> None:
+        """Args: name: how the log names the database."""
+        self.name = name
+        self.since: float | None = None
+        self.failures = 0
+        self._unsaid = 0  # failures since the last line
+        self._interval = FIRST_SUMMARY
+        self._next = 0.0
+        self._last = ""
+
+    @property
+    def away(self) -> bool:
+        """Whether an outage is under way."""
+        return self.since is not None
+
+    def failed(self, what: str, error: object) -> None:
+        """``what`` (a part of the node: "the change listener") could not reach the
+        database because of ``error``: logged if it is the first failure or a summary is
+        due, else counted."""
+        now = trio.current_time()
+        self._last = f"{what}: {one_line(error)}"
+        self.failures += 1
+        self._unsaid += 1
+        if self.since is None:
+            self.since, self._interval = now, FIRST_SUMMARY
+            self._next, self._unsaid = now + FIRST_SUMMARY, 0
+            log.warning(
+                "%s is unreachable (%s); retrying: a summary follows in %g s, and a line "
+                "once it is back",
+                self.name, self._last, FIRST_SUMMARY,
+            )  # fmt: skip
+            return
+        if now < self._next:
+            return
+        log.warning(
+            "%s still unreachable after %.0f s: %d failed attempts in the last %.0f s "
+            "(latest: %s); next summary in %g s",
+            self.name, now - self.since, self._unsaid, now - self._next + self._interval,
+            self._last, min(self._interval * 2, MAX_INTERVAL),
+        )  # fmt: skip
+        self._interval = min(self._interval * 2, MAX_INTERVAL)
+        self._next, self._unsaid = now + self._interval, 0
+
+    def answered(self, what: str) -> None:
+        """``what`` reached the database: if an outage was under way, it ends (one line)."""
+        if self.since is None:
+            return
+        log.info(
+            "%s answers again (%s), after %.0f s unreachable and %d failed attempts",
+            self.name, what, trio.current_time() - self.since, self.failures,
+        )  # fmt: skip
+        self.since, self.failures, self._unsaid = None, 0, 0

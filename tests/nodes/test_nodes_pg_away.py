@@ -1,0 +1,53 @@
+"""PostgreSQL stopped under an idle node: the node says so once, then seldom, then when it is back.
+
+A real ``agora serve`` with every toolset (five background tasks holding cluster locks, the
+change listener, the periodic steps) on the test cluster, which the test stops for a while
+and starts again. Before, the node logged each failed retry: about five to nine lines a
+second for as long as the database was down (the listener every 0.5 s, each task's lock
+every 2 s, each step), and the first line's cause scrolled away. Now: one line with the
+cause at once, a summary after 10 s, and one line when the database answers again.
+
+The window is real time (the node is a real process; what is measured is a rate of lines),
+so this test waits a dozen seconds with the database down. Needs the test cluster's data
+directory (AGORA_TEST_PG_DIR and AGORA_TEST_PG_PORT, set by .ci/run) to stop and start it.
+"""
+
+from __future__ import annotations
+
+import trio
+from nodes_support import stopped_cleanly
+from test_nodes_pg_crash import needs_the_cluster_directory, pg
+from test_nodes_router import plan
+
+TIMEOUT = 90
+#: Seconds the database stays down while the node's log is watched.
+WINDOW = 12.0
+
+
+async def test_postgresql_away_is_told_once_then_summarised_then_back(cluster):
+    needs_the_cluster_directory()
+    (node,) = cluster(1)  # every toolset: their background tasks all hold cluster locks
+    with stopped_cleanly([node]), trio.fail_after(TIMEOUT):
+        await plan(node.url, "before")  # the node works
+        await node.wait_for_log("this node runs background task phase_timeout_task")
+        before = len(node.lines)
+        await trio.to_thread.run_sync(pg, "stop")
+        try:
+            await node.wait_for_log(r"^WARNING agora\.")  # it noticed
+            await trio.sleep(WINDOW)  # real time: a real process's log rate
+            lines = [line for line in node.lines[before:] if line]
+            assert len(lines) <= 4, lines  # before: dozens, one per failed retry
+        finally:
+            await trio.to_thread.run_sync(pg, "start")
+        back = await node.wait_for_log("PostgreSQL answers again")
+        await plan(node.url, "after")  # and works again, without a restart
+    first = [line for line in lines if "PostgreSQL is unreachable" in line]
+    summaries = [line for line in lines if "PostgreSQL still unreachable" in line]
+    assert len(first) == 1, lines
+    assert first[0].startswith("WARNING agora.store.outage: PostgreSQL is unreachable ("), first
+    assert "failed attempts" not in first[0]
+    assert len(summaries) == 1, lines  # at 10 s; the next is due 20 s later
+    assert "failed attempts in the last 10 s" in summaries[0], summaries
+    assert back.startswith("INFO agora.store.outage: PostgreSQL answers again ("), back
+    assert sum("PostgreSQL answers again" in line for line in node.lines) == 1, node.log
+    assert "Traceback" not in node.log, node.log
