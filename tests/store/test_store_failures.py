@@ -23,6 +23,7 @@ from agora.errors import StoreError
 from agora.store.db import open_store
 from agora.store.failures import is_permanent, store_error
 from agora.store.migrations import with_statements
+from agora.store.neutral import Guard
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -177,6 +178,17 @@ async def test_a_bad_statement_fails_its_write_as_permanent_naming_the_statement
     assert "item-1" not in str(duplicate.value).split("statement:")[1]  # no parameters
     assert missing.value.permanent
     assert "no such column" in str(missing.value)
+
+
+@pytest.mark.sqlite_only("a SQLite file opened shared (the guarded writer)")
+async def test_a_bad_guarded_write_on_a_shared_file_is_permanent(tmp_path):
+    async with open_store(tmp_path / "items.db", [ITEMS], shared=True) as store:
+        with trio.fail_after(20):
+            await store.write([insert(1)], [Guard("item", "1", 0)])
+            with pytest.raises(StoreError) as duplicate:
+                await store.write([insert(2, "item-1")], [Guard("item", "2", 0)])
+    assert duplicate.value.permanent
+    assert "statement: INSERT INTO items" in str(duplicate.value)
 
 
 async def test_a_bad_statement_is_permanent_on_every_backend(tmp_path):

@@ -35,6 +35,7 @@ from agora.store.guard import kept_changes as kept
 from agora.store.neutral import URI_MARK
 from agora.store.write_turn import WriteTurn
 from agora.store.writer import _DROPPED, _PENDING, Writer, _run_job, _run_together, complete
+from agora.store.writer_child import note_statement
 
 if TYPE_CHECKING:
     import sqlite3
@@ -180,6 +181,7 @@ def _run_guarded(conn: sqlite3.Connection, jobs: list[Job]) -> list[BaseExceptio
     the transaction that holds the checks (see the module docstring)."""
     conn.execute("SAVEPOINT guarded")
     execute = conn.cursor().execute
+    sql = ""
     try:
         for job in jobs:
             for sql, params in job.writes:
@@ -190,6 +192,7 @@ def _run_guarded(conn: sqlite3.Connection, jobs: list[Job]) -> list[BaseExceptio
         conn.execute("ROLLBACK TO guarded")
         if len(jobs) == 1:
             conn.execute("RELEASE guarded")
+            note_statement(exc, sql)
             return [exc]
         outcomes = [_run_job(conn, job) for job in jobs]
         conn.execute("RELEASE guarded")
