@@ -5,7 +5,8 @@ change listener, the periodic steps) on the test cluster, which the test stops f
 and starts again. Before, the node logged each failed retry: about five to nine lines a
 second for as long as the database was down (the listener every 0.5 s, each task's lock
 every 2 s, each step), and the first line's cause scrolled away. Now: one line with the
-cause at once, a summary after 10 s, and one line when the database answers again.
+cause at once, a summary after 10 s, and one line when the database answers again. A call
+made meanwhile is answered retryable and logged in one line, without a traceback.
 
 The window is real time (the node is a real process; what is measured is a rate of lines),
 so this test waits a dozen seconds with the database down. Needs the test cluster's data
@@ -17,7 +18,9 @@ from __future__ import annotations
 import trio
 from nodes_support import stopped_cleanly
 from test_nodes_pg_crash import needs_the_cluster_directory, pg
-from test_nodes_router import plan
+from test_nodes_router import ctx, plan
+
+from agora.client import connect
 
 TIMEOUT = 90
 #: Seconds the database stays down while the node's log is watched.
@@ -37,6 +40,10 @@ async def test_postgresql_away_is_told_once_then_summarised_then_back(cluster):
             await trio.sleep(WINDOW)  # real time: a real process's log rate
             lines = [line for line in node.lines[before:] if line]
             assert len(lines) <= 4, lines  # before: dozens, one per failed retry
+            async with connect(f"{node.url}/mcp/router") as client:  # a call meanwhile
+                away = await client.call_tool("get_next_work", {
+                    "context": ctx("away"), "workflow_run_id": "run-" + "0" * 32,
+                })  # fmt: skip
         finally:
             await trio.to_thread.run_sync(pg, "start")
         back = await node.wait_for_log("PostgreSQL answers again")
@@ -49,5 +56,10 @@ async def test_postgresql_away_is_told_once_then_summarised_then_back(cluster):
     assert len(summaries) == 1, lines  # at 10 s; the next is due 20 s later
     assert "failed attempts in the last 10 s" in summaries[0], summaries
     assert back.startswith("INFO agora.store.outage: PostgreSQL answers again ("), back
+    # The call's load failed for a reason a retry cures: retryable, logged in a line or two
+    # with its correlation id, no traceback (it is an event, not a bug).
+    body = away["structuredContent"]
+    assert (body["code"], body["retryable"]) == ("internal-error", True), body
+    assert body["correlation_id"] in node.log
     assert sum("PostgreSQL answers again" in line for line in node.lines) == 1, node.log
     assert "Traceback" not in node.log, node.log

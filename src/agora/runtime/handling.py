@@ -107,8 +107,6 @@ class Handling:
                 slot.fail(exc)
             return False
         except StoreError as exc:
-            if not exc.permanent:
-                entity_failed(log, self.kind.kind, self.key, "failed to load")
             failure = self._load_failed(exc)
             for _, slot in group:
                 slot.fail(failure)
@@ -355,8 +353,6 @@ class Handling:
             except LookupError:
                 raise
             except StoreError as exc:
-                if not exc.permanent:
-                    entity_failed(log, self.kind.kind, self.key, "failed to load")
                 raise self._load_failed(exc) from exc
             except Exception as exc:
                 entity_failed(log, self.kind.kind, self.key, "failed to load")
@@ -366,9 +362,12 @@ class Handling:
         return self._entity
 
     def _load_failed(self, exc: StoreError) -> InternalError:
-        """What the caller learns when the store failed to load the entity."""
+        """What the caller learns when the store failed to load the entity. A transient
+        failure (the database away) is an event, logged in one line without a traceback;
+        a permanent one is a bug, logged once by whoever reports it (`store_bug`)."""
         if exc.permanent:
             return store_bug(entity_name(self.kind.kind, self.key), "load failed", exc)
+        entity_failed(log, self.kind.kind, self.key, f"failed to load: {exc}", trace=False)
         return InternalError(f"internal error in {self.kind.kind}; nothing was changed")
 
     def _created(self, now: Now | None = None) -> Any:
