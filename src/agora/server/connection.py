@@ -16,21 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from agora.errors import (
-    ActorStopped,
-    Failure,
-    FailureKind,
-    ProtocolError,
-    StoreError,
-    ToolError,
-    new_correlation_id,
-)
-from agora.logsafe import one_line
+from agora.errors import ProtocolError, ToolError
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.results import tool_reply, tool_result
 from agora.mcp.session import Answer, Cancel, Invoke, Send, Session
-from agora.runtime.actor import InternalError
 from agora.server.channel import ChannelCall
+from agora.server.failed import failed_reply, failure_of
 
 if TYPE_CHECKING:
     from agora.identity import Principal
@@ -51,8 +42,6 @@ SUBSCRIPTION_METHODS = frozenset({"resources/subscribe", "resources/unsubscribe"
 SHUTTING_DOWN_MESSAGE = (
     "the server is shutting down: this call was not run; reconnect once it is back, then call again"
 )
-#: What a client is told of a store failure no retry can cure (the details are logged).
-STORE_BUG = "internal error; nothing was changed"
 #: How long a server-to-client request (sampling, elicitation) may wait for its answer.
 CLIENT_REQUEST_TIMEOUT = 120.0
 #: Stand in the table for a worker's call (never entered, so cancelling one changes nothing):
@@ -311,60 +300,13 @@ class Connection:
             return rpc.result(inv.id, self.session.finish(result, inv.modern))
         except ProtocolError as exc:
             return rpc.error(inv.id, exc.code, exc.message, exc.data)
-        except (InternalError, ActorStopped, StoreError) as exc:
-            correlation = new_correlation_id()
-            if not isinstance(exc, ActorStopped) and exc.permanent:  # no retry can cure it
-                return self._failed(inv, self._store_bug(inv, exc, correlation))
-            kind: FailureKind = (
-                "internal"
-                if isinstance(exc, InternalError)
-                else ("stopped" if isinstance(exc, ActorStopped) else "store")
-            )
-            log.warning("%s %s failed: %s (correlation %s)", inv.kind, inv.name, exc, correlation)
-            unknown = bool(getattr(exc, "outcome_unknown", False))
-            cause = getattr(exc, "cause", None)  # the disk's part, named in the message
-            failure = Failure(kind, str(exc), not unknown, correlation, inv.name, unknown, cause)
-            return self._failed(inv, failure)
-        except Exception:
-            correlation = new_correlation_id()
-            log.exception("%s %s failed (correlation %s)", inv.kind, inv.name, correlation)
-            failure = Failure("unexpected", "internal error", False, correlation, inv.name)
-            return self._failed(inv, failure)
+        except Exception as exc:  # the entity, its actor, the store, or a bug
+            return failed_reply(self.session, inv, failure_of(inv, exc))
         finally:
             # `raise error` put this frame in the error's traceback: let go of the error, else
             # the two make a reference cycle per failed call, which `agora serve`'s collector
             # policy (`agora.server.heap`) would keep frozen until its next thaw.
             del error
-
-    @staticmethod
-    def _store_bug(inv: Invoke, exc: InternalError | StoreError, correlation: str) -> Failure:
-        """A store failure no retry can cure (`agora.store.failures`), answered as an
-        internal error: logged once, at ERROR, with what the operator needs (the entity,
-        the database's words, the statement) under the id the client gets; the client
-        gets a fixed text, not retryable."""
-        detail = exc.detail if isinstance(exc, InternalError) else str(exc)
-        log.error(
-            "%s %s failed: %s (correlation %s)", inv.kind, inv.name, one_line(detail), correlation
-        )
-        return Failure("unexpected", STORE_BUG, False, correlation, inv.name)
-
-    def _failed(self, inv: Invoke, failure: Failure) -> dict[str, Any]:
-        """The answer to a call that failed inside the server: in the toolset's vocabulary
-        when its ``shape_failure`` hook answers, else text (or -32603 for a bug)."""
-        entry = self.session.catalog.tool(inv.name) if inv.kind == "tool" else None
-        body = entry.fail(failure) if entry is not None and entry.fail is not None else None
-        retry = "; retry the call" if failure.retryable else ""
-        if failure.outcome_unknown:
-            retry = "; read the current state before deciding to call again"
-        text = f"{failure.message}{retry} (correlation id {failure.correlation_id})"
-        if body is not None:
-            result = tool_result(body, error=True, text=text)
-        elif failure.kind == "unexpected":
-            data = {"correlation_id": failure.correlation_id}
-            return rpc.error(inv.id, rpc.INTERNAL_ERROR, "internal error", data)
-        else:
-            result = {"content": [{"type": "text", "text": text}], "isError": True}
-        return rpc.result(inv.id, self.session.finish(result, inv.modern))
 
     def _tool_call(self, inv: Invoke) -> ToolCall:
         return ChannelCall(

@@ -1,0 +1,72 @@
+"""What a call that failed inside the server is answered: the failure named, logged, shaped.
+
+`failure_of` turns what a handler raised past the toolset's own refusals (`ToolError` and
+`ProtocolError` never come here) into a `Failure`: the command's entity failed
+(`InternalError`), its actor stopped (`ActorStopped`), the store failed (`StoreError`), or a
+bug. Each is logged once under a fresh correlation id that the client is given too. A store
+failure no retry can cure (`agora.store.failures`: a bug in SQL, a schema changed under the
+server) is answered as a bug: a fixed text, not retryable, its details only in the log.
+`failed_reply` words the answer, in the toolset's vocabulary when its ``shape_failure`` hook
+gives one. No I/O here but the log.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Final
+
+from agora.errors import ActorStopped, Failure, FailureKind, StoreError, new_correlation_id
+from agora.logsafe import one_line
+from agora.mcp import jsonrpc as rpc
+from agora.mcp.results import tool_result
+from agora.runtime.actor import InternalError
+
+if TYPE_CHECKING:
+    from agora.mcp.session import Invoke, Session
+
+log = logging.getLogger("agora.server.connection")  # the operator's filters name this one
+
+#: What a client is told of a store failure no retry can cure (the details are logged).
+STORE_BUG: Final = "internal error; nothing was changed"
+
+
+def failure_of(inv: Invoke, exc: Exception) -> Failure:
+    """The `Failure` of call ``inv`` that raised ``exc``, logged under its correlation id."""
+    correlation = new_correlation_id()
+    if isinstance(exc, (InternalError, StoreError)) and exc.permanent:  # no retry cures it
+        detail = exc.detail if isinstance(exc, InternalError) else str(exc)
+        log.error(
+            "%s %s failed: %s (correlation %s)", inv.kind, inv.name, one_line(detail), correlation
+        )
+        return Failure("unexpected", STORE_BUG, False, correlation, inv.name)
+    if isinstance(exc, (InternalError, ActorStopped, StoreError)):
+        kind: FailureKind = (
+            "internal"
+            if isinstance(exc, InternalError)
+            else ("stopped" if isinstance(exc, ActorStopped) else "store")
+        )
+        log.warning("%s %s failed: %s (correlation %s)", inv.kind, inv.name, exc, correlation)
+        unknown = bool(getattr(exc, "outcome_unknown", False))
+        cause = getattr(exc, "cause", None)  # the disk's part, named in the message
+        return Failure(kind, str(exc), not unknown, correlation, inv.name, unknown, cause)
+    log.error("%s %s failed (correlation %s)", inv.kind, inv.name, correlation, exc_info=exc)
+    return Failure("unexpected", "internal error", False, correlation, inv.name)
+
+
+def failed_reply(session: Session, inv: Invoke, failure: Failure) -> dict[str, Any]:
+    """The answer to a call that failed inside the server: in the toolset's vocabulary
+    when its ``shape_failure`` hook answers, else text (or -32603 for a bug)."""
+    entry = session.catalog.tool(inv.name) if inv.kind == "tool" else None
+    body = entry.fail(failure) if entry is not None and entry.fail is not None else None
+    retry = "; retry the call" if failure.retryable else ""
+    if failure.outcome_unknown:
+        retry = "; read the current state before deciding to call again"
+    text = f"{failure.message}{retry} (correlation id {failure.correlation_id})"
+    if body is not None:
+        result = tool_result(body, error=True, text=text)
+    elif failure.kind == "unexpected":
+        data = {"correlation_id": failure.correlation_id}
+        return rpc.error(inv.id, rpc.INTERNAL_ERROR, "internal error", data)
+    else:
+        result = {"content": [{"type": "text", "text": text}], "isError": True}
+    return rpc.result(inv.id, session.finish(result, inv.modern))
