@@ -1,7 +1,7 @@
 """Drivers for the chamber end-to-end tests: a chamber server, two agents and the solver.
 
 - `ChamberServer` is ``agora serve --toolsets chamber`` on a free loopback port and a temp
-  SQLite file (`e2e_support.AgoraProcess`), optionally with a signing key configured; it can be
+  SQLite file (`e2e_process.AgoraProcess`), optionally with a signing key configured; it can be
   stopped with SIGTERM (a clean exit is required) and started again on the same database.
 - `SdkPlayer` (the official ``mcp`` SDK over Streamable HTTP) and `WsPlayer` (`agora.client`
   over WebSocket) call tools and validate every structured result, refusals included, against
@@ -28,7 +28,7 @@ import jsonschema
 import trio
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from e2e_support import AGORA, PROCESS_TIMEOUT, AgoraProcess, clean_env
+from e2e_process import AGORA, PROCESS_TIMEOUT, AgoraProcess, clean_env
 
 if TYPE_CHECKING:
     from agora.client import WsClient

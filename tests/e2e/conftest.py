@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
-from e2e_support import AgoraProcess, write_config
+from e2e_config import write_config
+from e2e_process import AgoraProcess
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import trio
-from e2e_support import TOKEN
+from e2e_config import TOKEN
 
 from agora.client import connect
 

@@ -31,7 +31,7 @@ from chamber_server import (
     refused,
     write_key,
 )
-from e2e_support import http
+from e2e_http import http
 
 from agora.client import connect
 

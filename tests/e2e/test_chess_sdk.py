@@ -24,7 +24,7 @@ from chess_server import (
     http_json,
     terminate_when_in_flight,
 )
-from e2e_support import clean_env
+from e2e_process import clean_env
 
 mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")
 

@@ -14,7 +14,9 @@ import json
 from typing import Any
 
 import trio
-from e2e_support import check_structured, http, roster_toml
+from e2e_config import roster_toml
+from e2e_http import http
+from e2e_mcp import check_structured
 
 from agora.client import WsClient, connect
 

@@ -9,7 +9,9 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import trio
-from e2e_support import AgoraProcess, check_structured, write_config
+from e2e_config import write_config
+from e2e_mcp import check_structured
+from e2e_process import AgoraProcess
 
 from agora.client import WsClient, connect
 

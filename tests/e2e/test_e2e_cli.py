@@ -9,7 +9,9 @@ import signal
 
 import pytest
 import trio
-from e2e_support import AGORA, TOKEN, clean_env, http
+from e2e_config import TOKEN
+from e2e_http import http
+from e2e_process import AGORA, clean_env
 
 from agora.cli import build_parser, main
 from agora.client import connect

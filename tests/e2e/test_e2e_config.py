@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 import trio
-from e2e_support import AGORA, clean_env
+from e2e_process import AGORA, clean_env
 
 from agora.config import Config
 from agora.server.embed import CannotListen, open_server

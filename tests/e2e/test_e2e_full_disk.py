@@ -12,7 +12,7 @@ import sqlite3
 
 import pytest
 import trio
-from e2e_support import AgoraProcess
+from e2e_process import AgoraProcess
 
 from agora.client import connect
 from disks import fill

@@ -10,7 +10,9 @@ import json
 
 import pytest
 import trio
-from e2e_support import INITIALIZE, INITIALIZED, RawWebSocket, http, nested, raw_exchange
+from e2e_http import http, raw_exchange
+from e2e_mcp import INITIALIZE, INITIALIZED, nested
+from e2e_websocket import RawWebSocket
 
 from agora.mcp.jsonrpc import MAX_MESSAGE_BYTES
 

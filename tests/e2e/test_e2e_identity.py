@@ -7,7 +7,11 @@ import json
 
 import pytest
 import trio
-from e2e_support import AGORA, INITIALIZE, TOKEN, RawWebSocket, clean_env, http, write_config
+from e2e_config import TOKEN, write_config
+from e2e_http import http
+from e2e_mcp import INITIALIZE
+from e2e_process import AGORA, clean_env
+from e2e_websocket import RawWebSocket
 from trio_websocket import ConnectionRejected
 
 from agora.client import connect

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 import trio
-from e2e_support import TOKEN, sdk_stdio
+from e2e_config import TOKEN
+from e2e_sdk import sdk_stdio
 
 from agora.mcp.jsonrpc import MAX_MESSAGE_BYTES
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import trio
-from e2e_support import AgoraProcess
+from e2e_process import AgoraProcess
 
 from agora.client import connect
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import pytest
 import trio
-from e2e_support import AGORA, CHESS_TOOLS, TOKEN, check_structured, clean_env, write_config
+from e2e_config import TOKEN, write_config
+from e2e_mcp import CHESS_TOOLS, check_structured
+from e2e_process import AGORA, clean_env
 
 mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")
 

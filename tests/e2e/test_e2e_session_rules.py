@@ -9,7 +9,10 @@ from __future__ import annotations
 import json
 
 import trio
-from e2e_support import AGORA, INITIALIZE, TOKEN, clean_env, http, write_config
+from e2e_config import TOKEN, write_config
+from e2e_http import http
+from e2e_mcp import INITIALIZE
+from e2e_process import AGORA, clean_env
 
 from agora.client import connect
 

@@ -17,22 +17,19 @@ from typing import Any
 import pytest
 import trio
 from chess_server import agora_serve, check_fools_mate, fools_mate_against_the_page
-from e2e_support import (
+from e2e_config import write_config
+from e2e_http import http
+from e2e_mcp import CHESS_TOOLS, INITIALIZE, INITIALIZED, jsonl
+from e2e_process import (
     AGORA,
-    CHESS_TOOLS,
-    INITIALIZE,
-    INITIALIZED,
     AgoraProcess,
     clean_env,
-    http,
-    jsonl,
     one_line,
     read_to_end,
     run_agora,
-    sdk_stdio,
     stdio_process,
-    write_config,
 )
+from e2e_sdk import sdk_stdio
 
 mcp = pytest.importorskip("mcp")
 

@@ -14,7 +14,8 @@ import signal
 
 import pytest
 import trio
-from e2e_support import jsonl, read_to_end, stdio_process
+from e2e_mcp import jsonl
+from e2e_process import read_to_end, stdio_process
 
 #: Well under the 55 s the long-poll below asks for.
 TIMEOUT = 30

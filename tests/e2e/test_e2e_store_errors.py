@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import trio
-from e2e_support import AgoraProcess
+from e2e_process import AgoraProcess
 
 mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")
 

@@ -12,19 +12,9 @@ import signal
 
 import pytest
 import trio
-from e2e_support import (
-    CHESS_TOOLS,
-    INITIALIZE,
-    INITIALIZED,
-    OP_BINARY,
-    OP_PING,
-    OP_PONG,
-    OP_TEXT,
-    RawWebSocket,
-    check_structured,
-    nested,
-    raw_exchange,
-)
+from e2e_http import raw_exchange
+from e2e_mcp import CHESS_TOOLS, INITIALIZE, INITIALIZED, check_structured, nested
+from e2e_websocket import OP_BINARY, OP_PING, OP_PONG, OP_TEXT, RawWebSocket
 from trio_websocket import open_websocket_url
 
 from agora.client import McpError, connect

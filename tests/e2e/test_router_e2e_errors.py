@@ -12,7 +12,7 @@ import json
 
 import pytest
 import trio
-from e2e_support import AGORA, clean_env
+from e2e_process import AGORA, clean_env
 
 mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")
 

@@ -9,7 +9,7 @@ winner's call after a server restart answers ``replayed: true`` with the same ev
 from __future__ import annotations
 
 import trio
-from e2e_support import AgoraProcess
+from e2e_process import AgoraProcess
 
 from agora.client import connect
 

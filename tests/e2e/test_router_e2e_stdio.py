@@ -15,7 +15,8 @@ import sqlite3
 
 import pytest
 import trio
-from e2e_support import AGORA, check_structured, clean_env
+from e2e_mcp import check_structured
+from e2e_process import AGORA, clean_env
 
 mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")
 

@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import trio
 from chess_server import agora_serve, terminate_when_in_flight
-from e2e_support import INITIALIZE, INITIALIZED, RawWebSocket, sdk_stdio, sdk_websocket
+from e2e_mcp import INITIALIZE, INITIALIZED
+from e2e_sdk import sdk_stdio, sdk_websocket
+from e2e_websocket import RawWebSocket
 
 from agora.config import Config
 from agora.mcp.jsonrpc import SHUTTING_DOWN

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "e2e"))
 
-from e2e_support import AgoraProcess, principal_toml
+from e2e_config import principal_toml
+from e2e_process import AgoraProcess
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client

@@ -14,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "e2e"))
 
-from e2e_support import AgoraProcess
+from e2e_process import AgoraProcess
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from e2e_support import AgoraProcess
+    from e2e_process import AgoraProcess
 
 
 @contextmanager

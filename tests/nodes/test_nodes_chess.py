@@ -26,7 +26,7 @@ from nodes_support import stopped_cleanly
 from agora.client import connect
 
 if TYPE_CHECKING:
-    from e2e_support import AgoraProcess
+    from e2e_process import AgoraProcess
 
 TIMEOUT = 60
 HUMAN = re.compile(r"human player: \S+/play/default\?token=(\S+)")

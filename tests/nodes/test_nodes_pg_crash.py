@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import trio
 from chamber_server import write_key
-from e2e_support import http
+from e2e_http import http
 from nodes_support import stopped_cleanly
 from test_nodes_chamber import enter, look
 from test_nodes_router import current_version, event, plan

@@ -15,7 +15,7 @@ import trio
 from nodes_support import stopped_cleanly
 
 if TYPE_CHECKING:
-    from e2e_support import AgoraProcess
+    from e2e_process import AgoraProcess
 
 TIMEOUT = 60
 TAKES = r"runs background task (\S+) for the cluster"
