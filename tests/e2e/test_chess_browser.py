@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 import chess.pgn
 import pytest
 import trio
-from chess_server import FOOLS_MATE, SdkAgent, agora_serve, http_json
+from chess_page_http import http_json
+from chess_players import FOOLS_MATE, SdkAgent
+from chess_server import agora_serve
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

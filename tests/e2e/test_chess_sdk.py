@@ -13,17 +13,9 @@ from typing import Any
 
 import pytest
 import trio
-from chess_server import (
-    FOOLS_MATE,
-    SCHOLARS_MATE,
-    AgoraProcess,
-    ScriptedHuman,
-    SdkAgent,
-    agora_command,
-    agora_serve,
-    http_json,
-    terminate_when_in_flight,
-)
+from chess_page_http import http_json
+from chess_players import FOOLS_MATE, SCHOLARS_MATE, ScriptedHuman, SdkAgent
+from chess_server import AgoraProcess, agora_command, agora_serve, terminate_when_in_flight
 from e2e_process import clean_env
 
 mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")

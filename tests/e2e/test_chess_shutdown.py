@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import trio
-from chess_server import SdkAgent, agora_serve, terminate_when_in_flight
+from chess_players import SdkAgent
+from chess_server import agora_serve, terminate_when_in_flight
 
 from agora.config import Config
 from agora.server.embed import open_server

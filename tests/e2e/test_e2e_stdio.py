@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 import trio
-from chess_server import agora_serve, check_fools_mate, fools_mate_against_the_page
+from chess_players import check_fools_mate, fools_mate_against_the_page
+from chess_server import agora_serve
 from e2e_config import write_config
 from e2e_http import http
 from e2e_mcp import CHESS_TOOLS, INITIALIZE, INITIALIZED, jsonl

@@ -20,7 +20,7 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "e2e"))
 
-from chess_server import http_json
+from chess_page_http import http_json
 from nodes_support import stopped_cleanly
 
 from agora.client import connect

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import trio
-from chess_server import http_json
+from chess_page_http import http_json
 from nodes_support import stopped_cleanly
 from test_nodes_chamber import enter, look
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import trio
-from chess_server import http_json
+from chess_page_http import http_json
 from nodes_support import stopped_cleanly
 
 if TYPE_CHECKING:

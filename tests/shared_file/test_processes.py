@@ -23,7 +23,9 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "nodes"))
 sys.path.insert(0, str(Path(__file__).parents[1] / "store"))
 
 from _wal_lock import dms_holder, open_from_other_processes
-from chess_server import agora_serve, check_fools_mate, fools_mate_against_the_page, http_json
+from chess_page_http import http_json
+from chess_players import check_fools_mate, fools_mate_against_the_page
+from chess_server import agora_serve
 from e2e_process import AgoraProcess, one_line, run_agora
 from e2e_sdk import sdk_stdio
 from test_nodes_chamber import enter, look
