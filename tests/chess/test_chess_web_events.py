@@ -1,0 +1,53 @@
+"""The page's Server-Sent Events stream: every change pushed, pings, and the spectator's view."""
+
+from __future__ import annotations
+
+import json
+from contextlib import aclosing
+
+import trio
+from page_routes import http
+
+from agora.web.http import EventStream, Response
+
+
+async def _next(events, seconds=60):
+    with trio.fail_after(seconds):
+        return await events.__anext__()
+
+
+async def test_the_event_stream_pushes_every_change(table, autojump_clock):
+    stream = await http(table.runtime, "GET", "/play/default/events", query={"token": table.token})
+    assert isinstance(stream, EventStream)
+    events = stream.events
+    name, data = await _next(events)
+    first = json.loads(data)
+    assert (name, first["role"], first["phase"]) == ("state", "human", "side_choice")
+    await table.choose("white")
+    name, data = await _next(events)
+    assert (name, json.loads(data)["phase"]) == ("state", "agent_turn")
+    await table.tool("move_piece", **{"from": "g1", "to": "f3", "note": "develop"})
+    name, data = await _next(events)
+    state = json.loads(data)
+    assert state["lastMove"]["note"] == "develop"
+    assert len(state["legalMoves"]) == 20
+    start = trio.current_time()
+    assert await _next(events) == ("ping", "{}")
+    assert trio.current_time() - start == 20
+    table.runtime.begin_shutdown()
+    with trio.fail_after(5):
+        rest = [item async for item in events]
+    assert rest == []
+
+
+async def test_a_spectator_stream_has_no_moves_to_offer(table, autojump_clock):
+    await table.choose("black")
+    stream = await http(table.runtime, "GET", "/play/default/events")
+    assert isinstance(stream, EventStream)
+    async with aclosing(stream.events) as events:
+        _name, data = await _next(events)
+    assert json.loads(data)["role"] == "spectator"
+    assert json.loads(data)["legalMoves"] == []
+    missing = await http(table.runtime, "GET", "/play/ghost/events")
+    assert isinstance(missing, Response)
+    assert missing.status == 404
