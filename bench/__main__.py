@@ -232,8 +232,7 @@ async def on_nodes(args: argparse.Namespace, workload: Any) -> Report:
     schema on ``--pg``, or on a throwaway cluster started with ``scripts/pg.sh``); the
     sessions spread round-robin over the nodes, every node's CPU and RSS added up."""
     import mixed
-
-    import nodes
+    import nodes_cluster
 
     server, pgdir = args.pg, ""
     if not server:
@@ -249,8 +248,8 @@ async def on_nodes(args: argparse.Namespace, workload: Any) -> Report:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             config = mixed.write_config(Path(tmp))
-            schema = nodes.fresh_schema(server)
-            async with nodes.cluster(schema, args.nodes, ALL, config, None) as (running, _):
+            schema = nodes_cluster.fresh_schema(server)
+            async with nodes_cluster.cluster(schema, args.nodes, ALL, config, None) as (running, _):
                 urls = [n.url.replace("http://", "ws://") + "/mcp" for n in running]
                 return await workload(args, urls, [n.proc.pid for n in running])  # type: ignore[no-any-return]
     finally:
