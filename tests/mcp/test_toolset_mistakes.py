@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -25,7 +26,7 @@ import trio
 from agora.config import Config
 from agora.server.app import load_toolsets
 from agora.server.embed import open_server
-from agora.toolsets.base import ToolCall, Toolset, handler_problem
+from agora.toolsets.base import ToolCall, Toolset, handler_problem, hook_problems, resource
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine
@@ -200,12 +201,73 @@ async def test_handlers_of_every_shape_the_server_can_await_are_served() -> None
     }
 
 
+def two_positional(call: ToolCall, problems: Any) -> Any:
+    """A sync stand-in, as a resource's read or a task must not be."""
+    return None
+
+
+async def read_with_extra(call: ToolCall, extra: int) -> Any:
+    return extra
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        pytest.param(
+            lambda: Toolset("mine", {}, contract=None, completion=read_with_extra),
+            "toolset mine: its completion (read_with_extra) needs more than the ToolCall"
+            " (extra, without defaults)",
+            id="completion",
+        ),
+        pytest.param(
+            lambda: Toolset("mine", {}, contract=None, reject_call=ok),
+            "toolset mine: its reject_call (ok) takes 1 positional parameters: it must take"
+            " the ToolCall and the problems",
+            id="reject-call",
+        ),
+        pytest.param(
+            lambda: Toolset("mine", {}, contract=None, on_start=two_positional),
+            "toolset mine: its on_start (two_positional) is not async",
+            id="on-start",
+        ),
+        pytest.param(
+            lambda: Toolset("mine", {}, contract=None, background=[ok, read_with_extra]),
+            "toolset mine: its background task 1 (read_with_extra) needs more than the Runtime",
+            id="background",
+        ),
+        pytest.param(
+            lambda: Toolset("mine", {}, contract=None, resources=[resource("x://a", "a", sync)]),
+            "resource 'x://a': its read function is not async",
+            id="resource-read",
+        ),
+        pytest.param(
+            lambda: Toolset(
+                "mine", {}, contract=None, resources=[resource("x://a", "a", ok, check=none)]
+            ),
+            "resource 'x://a': its check function takes no positional parameter",
+            id="resource-check",
+        ),
+    ],
+)
+async def test_a_hook_the_server_cannot_call_so_is_refused_at_start_up(
+    tmp_path: Path, make: Any, message: str
+) -> None:
+    """Resources, completions, refusals by call, start and background hooks used to fail
+    only when first called (a background task: logged, and the task gone)."""
+    db = tmp_path / "embedded.db"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        async with open_server(Config(db=str(db)), toolsets=[make()], listen=False):
+            pytest.fail("the server started with a hook it cannot call")
+    assert not db.exists()
+
+
 def test_every_built_in_handler_and_fixture_passes_the_check() -> None:
     toolsets = load_toolsets([], conformance=True)
     assert {t.name for t in toolsets} == {"chamber", "chess", "router", "debate", "conformance"}
     for toolset in toolsets:
         for name, handler in toolset.handlers.items():
             assert handler_problem(handler) is None, (toolset.name, name)
+        assert hook_problems(toolset) == [], toolset.name
 
 
 @pytest.mark.parametrize(

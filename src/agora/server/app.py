@@ -21,7 +21,7 @@ from agora.errors import ToolError
 from agora.mcp.catalog import Catalog, Rejection, ToolEntry
 from agora.mcp.session import Session
 from agora.runtime.background import supervise
-from agora.toolsets.base import handler_problem
+from agora.toolsets.base import handler_problem, hook_problems
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -61,7 +61,15 @@ def load_toolsets(names: Sequence[str], *, conformance: bool = False) -> list[To
 
 
 def tool_entries(toolset: Toolset) -> list[ToolEntry]:
-    """Catalog entries for a toolset's tools: from its contract, or defined in code."""
+    """Catalog entries for a toolset's tools: from its contract, or defined in code.
+
+    Raises:
+        ValueError: a hook of the toolset cannot be called as the server calls it
+            (`agora.toolsets.base.hook_problems`), or see `_entry`.
+    """
+    problems = hook_problems(toolset)
+    if problems:
+        raise ValueError(f"toolset {toolset.name}: {'; '.join(problems)}")
     entries: list[ToolEntry] = []
     if toolset.contract is None:
         return [_entry(spec, toolset, spec["name"]) for spec in toolset.tools]

@@ -44,6 +44,7 @@ __all__ = [
     "ToolCall",
     "Toolset",
     "handler_problem",
+    "hook_problems",
     "resource",
 ]
 
@@ -114,9 +115,12 @@ Handler = Callable[[ToolCall], Awaitable[dict[str, Any]]]
 ReadResource = Callable[[ToolCall], Awaitable[Any]]
 
 
-def handler_problem(handler: object) -> str | None:
+def handler_problem(handler: object, takes: Sequence[str] = ("the ToolCall",)) -> str | None:
     """What keeps ``handler`` from being a tool handler, which the server calls as
-    ``await handler(call)``; None when nothing does.
+    ``await handler(call)``; None when nothing does. The other hooks a toolset gives the
+    server are checked alike, with what they are called with as ``takes`` (a resource's read:
+    the ToolCall; `Toolset.reject_call`: the ToolCall and the problems; a background task:
+    the Runtime).
 
     A handler makes an awaitable: an ``async def`` function or method, or a plain function
     whose return annotation says it returns one (``-> Coroutine[Any, Any, dict[str, Any]]``,
@@ -141,14 +145,38 @@ def handler_problem(handler: object) -> str | None:
     except (TypeError, ValueError):  # no signature to read: judged when called
         return None
     positional = [p for p in parameters if p.kind in _POSITIONAL]
-    if not positional and not any(p.kind is p.VAR_POSITIONAL for p in parameters):
-        return "takes no positional parameter: it must take one, the ToolCall"
-    needed = [p.name for p in positional[1:] if p.default is p.empty]
+    given = " and ".join(takes)
+    if len(positional) < len(takes) and not any(p.kind is p.VAR_POSITIONAL for p in parameters):
+        if not positional and len(takes) == 1:
+            return f"takes no positional parameter: it must take one, {given}"
+        return f"takes {len(positional)} positional parameters: it must take {given}"
+    needed = [p.name for p in positional[len(takes) :] if p.default is p.empty]
     needed += [p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
     if needed:
         names = ", ".join(needed)
-        return f"needs more than the ToolCall ({names}, without defaults): it gets only that"
+        return f"needs more than {given} ({names}, without defaults): it gets only that"
     return None
+
+
+def hook_problems(toolset: Toolset) -> list[str]:
+    """What is wrong with the hooks ``toolset`` gives the server besides its tool handlers
+    (`handler_problem`, with what each is called with), one sentence each naming the hook."""
+    hooks: list[tuple[str, object, tuple[str, ...]]] = [
+        ("completion", toolset.completion, ("the ToolCall",)),
+        ("reject_call", toolset.reject_call, ("the ToolCall", "the problems")),
+        ("on_start", toolset.on_start, ("the Runtime",)),
+    ]
+    hooks += [
+        (f"background task {i}", task, ("the Runtime",))
+        for i, task in enumerate(toolset.background)
+    ]
+    out = []
+    for what, hook, takes in hooks:
+        problem = None if hook is None else handler_problem(hook, takes)
+        if problem is not None:
+            shown = getattr(hook, "__qualname__", None) or type(hook).__name__
+            out.append(f"its {what} ({shown}) {problem}")
+    return out
 
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -209,6 +237,14 @@ def resource(
     Returns:
         The catalog entry; listed as a template when ``uri`` has ``{...}`` parts.
     """
+
+    for what, function in (("read", read), ("check", check)):
+        problem = None if function is None else handler_problem(function)
+        if problem is not None:
+            raise ValueError(
+                f"resource {uri!r}: its {what} function {problem}; it is"
+                f" `async def {what}(call: ToolCall)`"
+            )
 
     def not_found(call: ToolCall) -> ProtocolError:
         return ProtocolError(rpc.RESOURCE_NOT_FOUND, "Resource not found", {"uri": call.tool})
