@@ -18,7 +18,7 @@ from __future__ import annotations
 import trio
 from nodes_support import stopped_cleanly
 from test_nodes_pg_crash import needs_the_cluster_directory, pg
-from test_nodes_router import ctx, plan
+from test_nodes_router import ctx, event, plan
 
 from agora.client import connect
 
@@ -31,7 +31,7 @@ async def test_postgresql_away_is_told_once_then_summarised_then_back(cluster):
     needs_the_cluster_directory()
     (node,) = cluster(1)  # every toolset: their background tasks all hold cluster locks
     with stopped_cleanly([node]), trio.fail_after(TIMEOUT):
-        await plan(node.url, "before")  # the node works
+        run = await plan(node.url, "before")  # the node works; the run's actor stays loaded
         await node.wait_for_log("this node runs background task phase_timeout_task")
         before = len(node.lines)
         await trio.to_thread.run_sync(pg, "stop")
@@ -40,10 +40,14 @@ async def test_postgresql_away_is_told_once_then_summarised_then_back(cluster):
             await trio.sleep(WINDOW)  # real time: a real process's log rate
             lines = [line for line in node.lines[before:] if line]
             assert len(lines) <= 4, lines  # before: dozens, one per failed retry
-            async with connect(f"{node.url}/mcp/router") as client:  # a call meanwhile
+            async with connect(f"{node.url}/mcp/router") as client:  # calls meanwhile
                 away = await client.call_tool("get_next_work", {
                     "context": ctx("away"), "workflow_run_id": "run-" + "0" * 32,
                 })  # fmt: skip
+                writes = [  # on the loaded run: each reaches the writer, which fails
+                    await client.call_tool("record_work_event", event("before", run, 1, f"w{i}"))
+                    for i in range(3)
+                ]
         finally:
             await trio.to_thread.run_sync(pg, "start")
         back = await node.wait_for_log("PostgreSQL answers again")
@@ -62,4 +66,10 @@ async def test_postgresql_away_is_told_once_then_summarised_then_back(cluster):
     assert (body["code"], body["retryable"]) == ("internal-error", True), body
     assert body["correlation_id"] in node.log
     assert sum("PostgreSQL answers again" in line for line in node.lines) == 1, node.log
+    # The writes failed retryable, each logged with its correlation id; the writer's own
+    # failures were told to the outage's account, not one line per batch (before: 1-2 each).
+    for write in writes:
+        assert write["structuredContent"]["retryable"] is True, write
+    writer_lines = [line for line in node.lines if "commit of" in line or "reconnecting" in line]
+    assert writer_lines == [], writer_lines
     assert "Traceback" not in node.log, node.log

@@ -31,6 +31,7 @@ async def plan(url: str, session: str) -> str:
             "goal_binding_id": None, "requested_work_mode": None,
             "explicit_skill_ids": [], "explicit_semantics": None,
         })  # fmt: skip
+    assert "workflow_run_id" in planned["structuredContent"], planned
     return str(planned["structuredContent"]["workflow_run_id"])
 
 

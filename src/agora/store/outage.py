@@ -20,11 +20,14 @@ callers log them as the bugs they are. Time is Trio's clock; call from the Trio 
 from __future__ import annotations
 
 import logging
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import trio
 
 from agora.logsafe import one_line
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
@@ -95,3 +98,42 @@ class Outage:
             self.name, what, trio.current_time() - self.since, self.failures,
         )  # fmt: skip
         self.since, self.failures, self._unsaid = None, 0, 0
+
+
+class Teller:
+    """An `Outage` told from another thread (the PostgreSQL writer's), in the Trio thread,
+    where it reads Trio's clock; an outage ends only if this teller had told of a failure.
+
+    Attributes:
+        outage: The node's account, set by its store; None: nothing is told (the caller
+            logs the failure itself).
+    """
+
+    def __init__(self, deliver: Callable[[Callable[[], None]], None] | None) -> None:
+        """Args: deliver: runs a function in the Trio thread (None: this is the Trio
+        thread, as for an inline store)."""
+        self.outage: Outage | None = None
+        self._deliver = deliver
+        self._told = False  # of a failure, not yet of the end
+
+    def failed(self, what: str, error: BaseException) -> bool:
+        """Tell the outage ``what`` failed with ``error``; whether there is one to tell."""
+        outage = self.outage
+        if outage is None:
+            return False
+        self._told = True
+        self._run(lambda: outage.failed(what, error))
+        return True
+
+    def answered(self, what: str) -> None:
+        """``what`` reached the database again: told if this teller had told a failure."""
+        outage = self.outage
+        if self._told and outage is not None:
+            self._told = False
+            self._run(lambda: outage.answered(what))
+
+    def _run(self, report: Callable[[], None]) -> None:
+        if self._deliver is None:
+            report()
+        else:
+            self._deliver(report)

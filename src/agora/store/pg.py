@@ -103,6 +103,7 @@ class PgStore(Store):
         self.probed = 0
         self.reads = 0
         self.outage: Outage | None = Outage("PostgreSQL")
+        writer.teller.outage = self.outage
 
     @property
     def shared(self) -> bool:  # type: ignore[override]

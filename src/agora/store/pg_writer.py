@@ -38,6 +38,7 @@ from agora.logsafe import one_line
 from agora.store.diskfault import name_pg, pg_cause
 from agora.store.guard import guarded_keys, judge, kept_changes
 from agora.store.neutral import Conflict, payload_lines
+from agora.store.outage import Teller
 from agora.store.pg_pipe import Pipe, Unsupported
 from agora.store.pg_sql import connect, convert
 from agora.store.writer import _DROPPED, Job, Writer
@@ -118,10 +119,28 @@ class PgWriter(Writer):
         #: `time.perf_counter` and `time.thread_time` when the batch's second round trip
         #: (writes and COMMIT) was about to go out.
         self._second = (0.0, 0.0)
+        #: Tells the node's account of the database being away (its outage is set by the
+        #: store) of this connection's failures, instead of a line per batch.
+        self.teller = Teller(deliver)
 
     def close(self) -> None:
         """Close the write connection (after `stop`)."""
         self._conn.close()
+
+    def _commit_reconnecting(self, batch: list[Job]) -> list[BaseException | None]:
+        """`_commit`, once more on a fresh connection if the connection broke before COMMIT
+        was sent (say the server restarted since the last batch): nothing was saved."""
+        self._ensure_connected()
+        try:
+            return self._commit(batch)
+        except psycopg.OperationalError as exc:
+            if self._committing:
+                raise
+            if not self.teller.failed("the writer", exc):
+                log.warning("the database connection broke (%s); reconnecting", one_line(exc))
+            self._reset()
+            self._ensure_connected()
+            return self._commit(batch)
 
     def commit_batch(self, batch: list[Job]) -> None:
         """Run ``batch`` in one guarded transaction, then complete every job."""
@@ -138,18 +157,8 @@ class PgWriter(Writer):
             self.queue_ms.add((began - queued) * 1e3)
         self._second = (began, began_cpu)
         try:
-            self._ensure_connected()
-            try:
-                outcomes = self._commit(batch)
-            except psycopg.OperationalError as exc:
-                if self._committing:
-                    raise
-                # Broken before COMMIT was sent (say the server restarted since the last
-                # batch): nothing of it is saved, so it runs once more on a fresh connection.
-                log.warning("the database connection broke (%s); reconnecting", one_line(exc))
-                self._reset()
-                self._ensure_connected()
-                outcomes = self._commit(batch)
+            outcomes = self._commit_reconnecting(batch)
+            self.teller.answered("the writer")
             sent, sent_cpu = self._second
             self.begin_s += sent - began
             self.end_s += clock() - sent
@@ -160,11 +169,12 @@ class PgWriter(Writer):
                 self._reset()
                 outcomes = [exc] * len(batch)
             else:
-                log.error(
-                    "commit of %d jobs failed, the database connection broke: %s",
-                    len(batch),
-                    one_line(exc),
-                )
+                if not self.teller.failed("the writer", exc):
+                    log.error(
+                        "commit of %d jobs failed, the database connection broke: %s",
+                        len(batch),
+                        one_line(exc),
+                    )
                 self._reset()
                 outcomes = [_broken(exc, unknown=self._committing)] * len(batch)
         except Exception as exc:  # COMMIT failed otherwise: nothing is known good
