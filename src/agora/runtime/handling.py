@@ -204,12 +204,9 @@ class Handling:
                 )
                 await self.runtime.store.write(writes)
             except StoreError as exc:
-                if not exc.permanent:  # (a permanent one is logged once, by its reporter)
-                    what = f"commit failed: {exc}"
-                    entity_failed(log, self.kind.kind, self.key, what, trace=False)
-                self._entity = None
+                failure = self._commit_failed(exc)
                 for _, slot in done:
-                    slot.fail(commit_failed(exc, entity_name(self.kind.kind, self.key)))
+                    slot.fail(failure)
                 return
             except BaseException:
                 # Cancelled (or worse) before the commit: memory may be ahead of the store,
@@ -308,10 +305,7 @@ class Handling:
                 runtime.guard.retried += 1
                 continue
             except StoreError as exc:
-                if not exc.permanent:  # (a permanent one is logged once, by its reporter)
-                    entity_failed(log, kind, key, f"commit failed: {exc}", trace=False)
-                self._entity = None
-                slot.fail(commit_failed(exc, entity_name(kind, key)))
+                slot.fail(self._commit_failed(exc))
                 return
             except BaseException:
                 self._entity = None
@@ -360,6 +354,15 @@ class Handling:
                     f"internal error in {self.kind.kind}; nothing was changed"
                 ) from exc
         return self._entity
+
+    def _commit_failed(self, exc: StoreError) -> InternalError:
+        """Forget the entity (memory may be ahead of the store) and say what its callers
+        learn of the failed commit. A failure a retry may cure is logged here in one line; a
+        permanent one is a bug, logged once by whoever reports it (`store_bug`)."""
+        self._entity = None
+        if not exc.permanent:
+            entity_failed(log, self.kind.kind, self.key, f"commit failed: {exc}", trace=False)
+        return commit_failed(exc, entity_name(self.kind.kind, self.key))
 
     def _load_failed(self, exc: StoreError) -> InternalError:
         """What the caller learns when the store failed to load the entity. A transient

@@ -21,7 +21,7 @@ from agora.errors import ToolError
 from agora.mcp.catalog import Catalog, Rejection, ToolEntry
 from agora.mcp.session import Session
 from agora.runtime.background import supervise
-from agora.toolsets.base import handler_problem, hook_problems
+from agora.toolsets.base import handler_problem, hook_problems, shown_name
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -96,9 +96,9 @@ def _entry(
         raise ValueError(f"toolset {toolset.name} has no handler for tool {name!r}")
     problem = handler_problem(handler)
     if problem is not None:
-        shown = getattr(handler, "__qualname__", None) or type(handler).__name__
         raise ValueError(
-            f"toolset {toolset.name}: the handler of tool {name!r} ({shown}) {problem};"
+            f"toolset {toolset.name}: the handler of tool {name!r} ({shown_name(handler)})"
+            f" {problem};"
             " a handler is `async def handler(call: ToolCall) -> dict`"
         )
     if "inputSchema" not in spec:

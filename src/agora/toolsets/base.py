@@ -174,9 +174,13 @@ def hook_problems(toolset: Toolset) -> list[str]:
     for what, hook, takes in hooks:
         problem = None if hook is None else handler_problem(hook, takes)
         if problem is not None:
-            shown = getattr(hook, "__qualname__", None) or type(hook).__name__
-            out.append(f"its {what} ({shown}) {problem}")
+            out.append(f"its {what} ({shown_name(hook)}) {problem}")
     return out
+
+
+def shown_name(hook: object) -> str:
+    """How a refusal names a handler or hook: its qualified name, else its type's name."""
+    return getattr(hook, "__qualname__", None) or type(hook).__name__
 
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
