@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import trio
 from chess_server import agora_serve, terminate_when_in_flight
+from e2e_http import keep_alive
 from e2e_mcp import INITIALIZE, INITIALIZED
 from e2e_sdk import sdk_stdio, sdk_websocket
 from e2e_websocket import RawWebSocket
@@ -217,3 +218,27 @@ async def test_clients_that_never_close_hold_shutdown_no_longer_than_the_linger(
                         break  # the server closed the connection
                 await embedded.left.wait()
         assert linger <= embedded.left_at - answered_at < linger + 8
+
+
+async def test_while_draining_a_new_session_is_refused_as_retryable():
+    with trio.fail_after(TIMEOUT):
+        async with _embedded(linger_seconds=60, grace_seconds=90) as embedded:
+            port, path = embedded.server.port, embedded.path
+            # A connection opened before shutdown began and kept alive, as a client's pool does.
+            async with keep_alive(port) as http:
+                opened = await http.request("POST", path, INITIALIZE)
+                assert opened.status == 200, opened.body
+                session = {"mcp-session-id": opened.headers["mcp-session-id"]}
+                async with _session(port, path) as waiter:
+                    await _parked_and_answered(waiter, embedded)
+                    refused = await http.request("POST", path, INITIALIZE)
+                    assert refused.status == 200, refused.body
+                    assert "mcp-session-id" not in refused.headers
+                    error = refused.json()["error"]
+                    assert error["code"] == SHUTTING_DOWN, error
+                    assert error["data"] == {"retryable": True}
+                    assert "shutting down" in error["message"]
+                    assert "no new session" in error["message"]
+                    # The session opened before shutdown is still answered meanwhile.
+                    ping = await http.request("POST", path, _request(5, "ping"), headers=session)
+                    assert ping.json() == {"jsonrpc": "2.0", "id": 5, "result": {}}, ping.body

@@ -4,8 +4,9 @@ A transport decodes a message and calls `Connection.feed`; replies, progress, lo
 and server-to-client requests go out through the transport's ``emit(message, related_id)``.
 Each call runs in its own cancel scope so ``notifications/cancelled`` really stops it; the
 number of calls in flight per connection is capped, and once shutdown began (`App.draining`)
-a new call is refused while what the session answers itself (tools/list, ping, ...) is still
-answered. This is the only place that turns handler outcomes into JSON-RPC replies.
+a new call or session (``initialize``) is refused while what the session answers itself
+(tools/list, ping, ...) is still answered. This is the only place that turns handler outcomes
+into JSON-RPC replies.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ SUBSCRIPTION_METHODS = frozenset({"resources/subscribe", "resources/unsubscribe"
 #: What a call sent once shutdown began is told (JSON-RPC error -32011): it never ran.
 SHUTTING_DOWN_MESSAGE = (
     "the server is shutting down: this call was not run; reconnect once it is back, then call again"
+)
+#: What an ``initialize`` sent once shutdown began is told (-32011): no session was opened.
+SHUTTING_DOWN_INITIALIZE = (
+    "the server is shutting down: no new session is opened now; connect again once it is back"
 )
 #: How long a server-to-client request (sampling, elicitation) may wait for its answer.
 CLIENT_REQUEST_TIMEOUT = 120.0
@@ -108,6 +113,12 @@ class Connection:
         and counted in flight; what it emits still goes through ``emit``, so the transport
         must serve those messages from another task if it needs to send them meanwhile.
         """
+        if self.app.draining and isinstance(msg, rpc.Request) and msg.method == "initialize":
+            # A session opened now would be closed within the linger: refused, retryable.
+            data = {"retryable": True}
+            error = rpc.error(msg.id, rpc.SHUTTING_DOWN, SHUTTING_DOWN_INITIALIZE, data)
+            await self._emit(error, msg.id)
+            return
         actions = self.session.handle(msg)
         if isinstance(msg, rpc.Request) and msg.method in SUBSCRIPTION_METHODS:
             self.app.runtime.resources.watch(self, self.session.subscriptions)
