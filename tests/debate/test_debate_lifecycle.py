@@ -164,6 +164,62 @@ async def test_compact_requires_ooda_and_valid_bounds(desk, room):
     assert body["error"] == "unknown_topic"
 
 
+async def test_compact_refuses_a_window_that_runs_backwards(desk, room):
+    before = await desk.call(ALICE, "debate_read", topic_id=room["topic"], role="CONDUCTOR")
+    body = await desk.refused(
+        ALICE,
+        "debate_compact",
+        topic_id=room["topic"],
+        role="CONDUCTOR",
+        body="OBSERVE ORIENT DECIDE ACT",
+        since_ts="2026-05-01T00:00:00Z",
+        until_ts="2026-01-01T00:00:00Z",
+    )
+    assert body["error"] == "invalid_timestamp"
+    assert "runs backwards" in body["message"]
+    after = await desk.call(ALICE, "debate_read", topic_id=room["topic"], role="CONDUCTOR")
+    assert after["count"] == before["count"]  # nothing preserved
+    # One instant is a window too, and either bound alone is none to compare.
+    for bounds in (
+        {"since_ts": "2026-01-01T00:00:00Z", "until_ts": "2026-01-01T00:00:00Z"},
+        {"since_ts": "2026-05-01T00:00:00Z"},
+        {"until_ts": "2026-01-01T00:00:00Z"},
+    ):
+        await desk.call(
+            ALICE,
+            "debate_compact",
+            topic_id=room["topic"],
+            role="CONDUCTOR",
+            body="OBSERVE ORIENT DECIDE ACT",
+            **bounds,
+        )
+
+
+async def test_escalate_to_a_role_nobody_holds_is_refused_unless_human(desk):
+    a, b = await desk.session(ALICE), await desk.session(BOB)
+    topic = await desk.topic(ALICE, {"CONDUCTOR": a, "ADVOCATE": (BOB, b)})
+    before = await desk.call(ALICE, "debate_read", topic_id=topic, role="CONDUCTOR")
+    body = await desk.refused(
+        BOB, "debate_escalate", topic_id=topic, role="ADVOCATE", reason="x", target_role="CONDUTOR"
+    )
+    assert body["error"] == "unknown_recipient"
+    assert "CONDUCTOR" in body["message"]  # the declared roles, to pick the right one
+    after = await desk.call(ALICE, "debate_read", topic_id=topic, role="CONDUCTOR")
+    assert after["count"] == before["count"]  # nothing preserved
+    # Humans read the whole topic: HUMAN (the default) and OPERATOR need not be declared.
+    for target in ("HUMAN", "OPERATOR"):
+        out = await desk.call(
+            BOB, "debate_escalate", topic_id=topic, role="ADVOCATE", reason="x", target_role=target
+        )
+        assert out["msg_id"]
+    # A declared target's inbox receives it.
+    out = await desk.call(
+        BOB, "debate_escalate", topic_id=topic, role="ADVOCATE", reason="y", target_role="CONDUCTOR"
+    )
+    inbox = await desk.check(ALICE, topic, "CONDUCTOR", a)
+    assert out["msg_id"] in {m["msg_id"] for m in inbox["pending"]}
+
+
 async def test_escalate_writes_h_ping_to_the_target_role(desk, room):
     out = await desk.call(
         BOB, "debate_escalate", topic_id=room["topic"], role="ADVOCATE", reason="deadline  missed"

@@ -200,6 +200,10 @@ async def test_verdict_rejections(desk, judged):
     assert again["complete"] is False
     conflict = await _judge(desk, pid, con, refused=True)
     assert conflict["error"] == "verdict_conflict"
+    # Another judge role, even agreeing word for word: the pair already has its judge role.
+    second = await _judge(desk, pid, pro, role="JUDGE_TWO", who=CONDUCTOR, refused=True)
+    assert second["error"] == "judge_role_mismatch"
+    assert "JUDGE" in second["message"]
     other = await _judge(
         desk, ba["projection_id"], pro, role="JUDGE_TWO", who=CONDUCTOR, refused=True
     )

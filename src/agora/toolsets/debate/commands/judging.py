@@ -168,7 +168,13 @@ def give_verdict(topic: Topic, cmd: GiveVerdict, now: Now) -> Effects:
     if cmd.verdict["winner_msg_id"] not in (p.left_msg_id, p.right_msg_id):
         raise reject("invalid_verdict", "winner_msg_id names one of the projection's positions")
     if p.verdict is not None:
-        if p.verdict == cmd.verdict and p.judge_role == cmd.judge_role:
+        if p.judge_role != cmd.judge_role:  # whatever it says: the pair has its judge role
+            raise reject(
+                "judge_role_mismatch",
+                f"this projection was judged by {p.judge_role}: one judge role judges both"
+                " orders of a pair",
+            )
+        if p.verdict == cmd.verdict:
             return Effects(reply=_verdict_reply(topic, p, state))
         raise reject("verdict_conflict", "this projection already holds a different verdict")
     if state.phase != "ADJUDICATE" or p.round_no != state.round_no:

@@ -21,6 +21,7 @@ from agora.toolsets.debate.commands.bindings import check_override
 from agora.toolsets.debate.commands.lifecycle import transition
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Cursor, MsgMeta
+from agora.toolsets.debate.protocol.state import HUMAN_ROLES
 from agora.toolsets.debate.rules import (
     DEFERRED_PREFIX,
     ROLE_RE,
@@ -33,6 +34,8 @@ from agora.toolsets.debate.rules import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from agora.runtime.clock import Now
     from agora.runtime.entity import Write
     from agora.toolsets.debate.model import Binding, TopicRow
@@ -58,7 +61,8 @@ class Post(msgspec.Struct, frozen=True, tag=True, gc=False):
     addressed: bool = False
     recipients: tuple[str, ...] = ()
     diagnostic: tuple[str, ...] = ()
-    #: Recipients added only when they are declared roles (the escalation's target).
+    #: Recipients added when they are declared roles (the escalation's target); any other
+    #: than HUMAN or OPERATOR is refused (`_check_targets`).
     cc: tuple[str, ...] = ()
     override_msg_id: str | None = None
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
@@ -112,6 +116,20 @@ def _recipients(topic: Topic, row: TopicRow, tokens: tuple[str, ...]) -> list[st
     return keys
 
 
+def _check_targets(targets: tuple[str, ...], roles: Collection[str]) -> None:
+    """Refuse an escalation's target that no inbox and no human would ever answer: a role
+    the topic does not declare, other than HUMAN or OPERATOR (humans read the whole topic,
+    so escalating to them needs no declared role)."""
+    for target in targets:
+        if target not in roles and target not in HUMAN_ROLES:
+            declared = ", ".join(sorted(roles))
+            raise reject(
+                "unknown_recipient",
+                f"target_role {target!r} is not a declared role of this topic (declared:"
+                f" {declared}); name one of them, or HUMAN or OPERATOR",
+            )
+
+
 def _check_kind(topic: Topic, row: TopicRow, cmd: Post) -> None:
     data = topic.data
     if cmd.reply_to is not None:
@@ -148,6 +166,7 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
     if cmd.diagnostic or cmd.cc:  # most posts name only recipients: no tuples to join
         row_roles = row.roles
         tokens += cmd.diagnostic + tuple(r for r in cmd.cc if r in row_roles)
+        _check_targets(cmd.cc, row_roles)
     recipients = _recipients(topic, row, tokens)
     if cmd.addressed and not recipients:
         raise reject("empty_recipients", "addressed posts need at least one recipient")

@@ -127,6 +127,11 @@ def _compaction_body(call: ToolCall) -> str:
     since, until = opt(call, "since_ts"), opt(call, "until_ts")
     since = normalise_ts(since) if since else "-"
     until = normalise_ts(until) if until else "-"
+    if "-" not in (since, until) and since > until:  # fixed-width stamps sort as times
+        raise reject(
+            "invalid_timestamp",
+            f"since_ts {since} is after until_ts {until}: the window runs backwards",
+        )
     body: str = call.args["body"]
     check_ooda(body)
     return f"[COMPACTION since_ts={since} until_ts={until}]\n{body}"
