@@ -287,8 +287,9 @@ async def test_a_wait_wakes_when_the_topic_state_moves(desk, room, autojump_cloc
             await desk.call(
                 ALICE, "debate_state", topic_id=topic, role="CONDUCTOR", new_state="RESOLVED"
             )
-    # It looked again at once (RESOLVED retired bob's binding), not at its timeout.
-    assert got[0]["error"] == "unknown_topic"
+    # It looked again at once (RESOLVED retired bob's binding), not at its timeout, and says
+    # why it will never be delivered anything more.
+    assert got[0]["error"] == "topic_resolved"
     assert trio.current_time() == start + 1
 
 

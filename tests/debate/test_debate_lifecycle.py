@@ -126,6 +126,27 @@ async def test_resolved_retires_active_bindings_archived_also_diagnostic(desk, r
         assert body["error"] == "topic_archived"
 
 
+async def test_a_retired_participant_hears_why_its_inbox_is_closed(desk, room):
+    await move(desk, room, "RESOLVED")
+    for state in ("RESOLVED", "ARCHIVED"):
+        if state == "ARCHIVED":
+            await move(desk, room, "ARCHIVED", tool="debate_close_topic")
+        for tool in ("debate_signal_check", "debate_signal_wait"):
+            extra = {"timeout_ms": 1000} if tool == "debate_signal_wait" else {}
+            args = {"topic_id": room["topic"], "role": "ADVOCATE", "session_id": room["b"]}
+            body = await desk.refused(BOB, tool, **args, **extra)
+            assert body["error"] == f"topic_{state.lower()}", body
+            assert "retired" in body["message"]
+            # Who never held that binding still gets the uniform denial.
+            other = await desk.session(ALICE)
+            body = await desk.refused(ALICE, tool, **{**args, "session_id": other}, **extra)
+            assert body["error"] == "unknown_topic"
+            body = await desk.refused(OUTSIDER, tool, **args, **extra)
+            assert body["error"] == "unknown_topic"
+        page = await desk.call(BOB, "debate_read", topic_id=room["topic"], role="ADVOCATE")
+        assert page["topic_state"] == state
+
+
 async def test_direct_state_post_bypasses_the_qa_gate(desk, room):
     await ask(desk, room)
     out = await desk.post(

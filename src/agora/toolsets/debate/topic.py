@@ -17,7 +17,14 @@ from agora.runtime.entity import Effects
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.model import Cursor, MsgMeta, TopicData, TopicRow
 from agora.toolsets.debate.replies import message, rendered
-from agora.toolsets.debate.rules import START, DebateError, inbox_uri, next_stamp, stamp
+from agora.toolsets.debate.rules import (
+    START,
+    DebateError,
+    inbox_uri,
+    next_stamp,
+    reject,
+    stamp,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -90,10 +97,32 @@ class Topic:
     def session_gate(self, caller: Caller, role: str, session_id: str) -> Binding:
         """The caller's active binding of ``role`` held by ``session_id``, or by the parent of
         the active worker claim whose UUID session ``session_id`` is (signal paths)."""
-        binding = self.write_gate(caller, role)
+        try:
+            binding = self.write_gate(caller, role)
+        except DebateError:
+            self._check_closed_for(caller, role, session_id)
+            raise
         if binding.session_id != session_id and self.worker_of(role, session_id, binding) is None:
             raise access.denied()
         return binding
+
+    def _check_closed_for(self, caller: Caller, role: str, session_id: str) -> None:
+        """Say why a participant whose binding closing the topic retired is refused, as a
+        post does (``topic_resolved`` / ``topic_archived``), rather than the uniform denial
+        meant for those who never held the binding."""
+        row = self.row
+        if row is None or row.state not in ("RESOLVED", "ARCHIVED"):
+            return
+        try:
+            retired = self.write_gate(caller, role, closing=True)
+        except DebateError:
+            return
+        if retired.session_id == session_id:
+            raise reject(
+                f"topic_{row.state.lower()}",
+                f"the topic is {row.state}: closing it retired its bindings, so nothing more"
+                " is delivered to them (debate_read shows the topic as it ended)",
+            )
 
     def worker_of(self, role: str, session_id: str, parent: Binding) -> WorkerClaim | None:
         """The active worker claim whose session ``session_id`` acts for ``parent``."""
