@@ -90,7 +90,8 @@ async def test_the_board_ranks_server_seeded_cards_and_links_each_row(
     assert gpt["median_actions"] == expected
     assert (gpt["hints_used"], gpt["median_hints"]) == (3, 0)
     assert (composer["attempts"], composer["solved"], composer["success_rate"]) == (2, 0, 0)
-    assert (composer["median_hints"], composer["hints_used"]) == (3, 6)
+    # 2 and 4 hint calls: 2 and 3 hints given (a lock has three; the fourth call gives none).
+    assert (composer["median_hints"], composer["hints_used"]) == (2.5, 5)
     assert "cheater-1" not in json.dumps(body)
     assert [r["product"] for r in body["suites"]["chambre-atelier-v0"]] == ["grok-4.6"]
 

@@ -84,7 +84,7 @@ def test_hints_are_graded_and_counted():
     assert texts[2].startswith("Hint 3")
     assert texts[1] != texts[2]
     assert texts[3] == f"No further hints for {lock.label}."
-    assert s.entity.attempt.hints_used == 4
+    assert s.entity.attempt.hints_used == 3  # "no further hints" gave none
 
 
 def test_a_wrong_answer_says_only_not_accepted():

@@ -299,6 +299,20 @@ async def race(agent: Agent, handle: str, seal_first: bool) -> tuple[bool, dict[
     return acted[0], sealed
 
 
+@pytest.mark.parametrize("suite", ["chambre-chrono-v0", "chambre-atelier-v0"])
+async def test_a_card_counts_the_hints_given_not_the_hint_calls(agent, suite):
+    h = (await agent.enter(seed="hints", suite=suite))["attempt_handle"]
+    said = [
+        (await agent.tool("chamber_action", challenge_handle=h, op="hint"))["observation"]
+        for _ in range(5)
+    ]
+    assert [s.split(" for ")[0] for s in said[:3]] == ["Hint 1", "Hint 2", "Hint 3"]
+    assert all(s.startswith("No further hints") for s in said[3:])
+    sealed = await agent.tool("seal_attempt", challenge_handle=h)
+    assert sealed["card"]["hints_used"] == 3
+    assert sealed["card"]["actions_used"] == 5  # every call is still an action spent
+
+
 async def test_a_seal_racing_an_action_leaves_a_consistent_card(agent):
     for n in range(6):
         h = (await agent.enter(seed=f"race-{n}"))["attempt_handle"]

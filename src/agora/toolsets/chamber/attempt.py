@@ -342,7 +342,8 @@ def step(attempt: Attempt, act: Act, now: dt.datetime) -> Step | ToolError:
         text = rooms.inspect(room, act.object, opened)
     elif act.op == "hint":
         level += 1
-        hints += 1
+        if rooms.gives_hint(room, opened, level):  # "no further hints" is not a hint used
+            hints += 1
         record["level"] = level
         text = rooms.hint(room, opened, level)
     else:

@@ -173,6 +173,16 @@ def _inspect(room: Room, object_id: str, opened: int) -> str:
     return "\n".join(lines)
 
 
+#: Nudges per lock: where to look, then the lock's two graded hints.
+HINT_LEVELS = 3
+
+
+def gives_hint(room: Room, opened: int, level: int) -> bool:
+    """Whether the ``level``-th hint call (1-based) on the current lock gives a nudge (a card
+    counts only those: a call past the last nudge, or with every lock open, gives none)."""
+    return room.current(opened) is not None and 1 <= level <= HINT_LEVELS
+
+
 def hint(room: Room, opened: int, level: int) -> str:
     """The ``level``-th nudge (1-based) for the current lock."""
     lock = room.current(opened)
@@ -184,7 +194,7 @@ def hint(room: Room, opened: int, level: int) -> str:
             f"Hint 1 for {lock.label}: its clues are on {names}; you need every one of them. "
             f"Answer with {lock.op}: {lock.puzzle.fmt.describe()}."
         )
-    if level in (2, 3):
+    if 2 <= level <= HINT_LEVELS:
         return f"Hint {level} for {lock.label}: {lock.puzzle.hints[level - 2]}"
     return f"No further hints for {lock.label}."
 
