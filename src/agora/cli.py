@@ -31,6 +31,7 @@ from agora.errors import StoreError
 from agora.store.lock import DatabaseInUse, database_lock, shown_database
 
 if TYPE_CHECKING:
+    from agora.server.embed import Server
     from agora.transports.stdio import StopReading
 
 #: Exit status for a configuration the user must fix.
@@ -62,18 +63,30 @@ async def _serve(config: Config) -> None:
             keeper = HeapKeeper()
             keeper.install()  # short collector pauses however large the heap grows
             keeper_nursery.start_soon(keeper.run)
-            names = ", ".join(server.app.toolsets)
-            ws = server.url.replace("http://", "ws://")
-            print(f"agora {__version__} serving {names} on {server.url}", file=sys.stderr)
-            print(f"  MCP (WebSocket):       {ws}/mcp", file=sys.stderr)
-            print(f"  MCP (Streamable HTTP): {server.url}/mcp", file=sys.stderr)
-            for name in server.app.toolsets:
-                print(f"  {name:<22} {server.url}/mcp/{name}", file=sys.stderr)
-            print(f"  database: {shown_database(config.db)}", file=sys.stderr, flush=True)
+            print(_banner(server, config), file=sys.stderr, flush=True)
             async for signum in signals:
                 print(f"agora: {signal.Signals(signum).name}, shutting down", file=sys.stderr)
                 break
             keeper_nursery.cancel_scope.cancel()
+
+
+def _banner(server: Server, config: Config) -> str:
+    """What ``agora serve`` prints at start: URLs a client can use, on the base the chess
+    links use (public_url, else loopback for a server bound to every interface: never
+    0.0.0.0), and a warning when the Host/Origin check will refuse the names clients use."""
+    from agora.transports.guard import WILDCARDS, exposure_warning
+
+    base = server.runtime.public_url.rstrip("/")
+    ws = "ws" + base.removeprefix("http") if base.startswith("http") else base
+    every = f" (bound to {config.host or '*'}: every interface)" if config.host in WILDCARDS else ""
+    lines = [f"agora {__version__} serving {', '.join(server.app.toolsets)} on {server.url}{every}"]
+    if base != server.url:
+        lines.append(f"  public URL:            {base}")
+    lines += [f"  MCP (WebSocket):       {ws}/mcp", f"  MCP (Streamable HTTP): {base}/mcp"]
+    lines += [f"  {name:<22} {base}/mcp/{name}" for name in server.app.toolsets]
+    lines.append(f"  database: {shown_database(config.db)}")
+    warning = exposure_warning(config.host, config.allowed_hosts, config.public_url)
+    return "\n".join([*lines, warning] if warning else lines)
 
 
 async def _stdio(config: Config, path: str) -> None:

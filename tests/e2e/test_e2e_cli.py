@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import signal
 
 import pytest
@@ -186,3 +187,66 @@ async def test_a_negative_switch_interval_is_refused_in_one_line(tmp_path):
         "agora: switch_interval_ms must be 0 or more, not -1"
     ]
     assert not (tmp_path / "agora.db").exists()  # refused before anything opened
+
+
+WARNING = "agora: warning:"
+
+
+def _banner_urls(log: str) -> list[str]:
+    return re.findall(r"\b(?:https?|wss?)://\S+", log)
+
+
+async def test_serve_on_every_interface_prints_usable_urls_and_says_which_hosts_it_accepts(
+    start_agora,
+):
+    # The deployment command of docs/scale-out.md: bound to 0.0.0.0, no allowed_hosts.
+    server = start_agora("", "--host", "0.0.0.0")
+    with trio.fail_after(TIMEOUT):
+        await server.wait_for_log(r"database: ")
+        warning = await server.wait_for_log(WARNING)
+    urls = _banner_urls(server.log)
+    assert urls, server.log
+    assert not [u for u in urls if "0.0.0.0" in u], server.log  # no URL a client cannot use
+    assert server.url.startswith("http://127.0.0.1:"), server.log  # what the chess links use
+    bases = {re.sub(r"^ws", "http", re.split(r"/mcp|/play", u)[0]) for u in urls}
+    assert bases == {server.url}, urls
+    # One line: what is accepted, what is refused, and the settings that allow more.
+    assert server.log.count(WARNING) == 1, server.log
+    for said in ("loopback", "403", 'allowed_hosts = ["', "AGORA_ALLOWED_HOSTS=", "public_url"):
+        assert said in warning, warning
+    with trio.fail_after(TIMEOUT):
+        assert (await http(server.port, "GET", "/healthz")).status == 200
+
+
+@pytest.mark.parametrize(
+    ("settings", "warned"),
+    [
+        pytest.param('allowed_hosts = ["agora.example.com"]', None, id="allowed-hosts"),
+        pytest.param(
+            'allowed_hosts = ["agora.example.com"]\npublic_url = "https://agora.example.com"',
+            None,
+            id="allowed-hosts-and-public-url",
+        ),
+        pytest.param(
+            'public_url = "https://agora.example.com"', "agora.example.com", id="public-url-only"
+        ),
+    ],
+)
+async def test_serve_warns_only_when_the_names_clients_use_are_refused(
+    start_agora, settings, warned
+):
+    server = start_agora(settings, "--host", "0.0.0.0")
+    with trio.fail_after(TIMEOUT):
+        await server.wait_for_log(r"database: ")
+        health = await http(server.port, "GET", "/healthz")  # the banner was printed before
+    assert health.status == 200
+    lines = [line for line in server.log.splitlines() if line.startswith(WARNING)]
+    if warned is None:
+        assert lines == [], server.log
+    else:
+        assert len(lines) == 1, server.log
+        assert warned in lines[0]
+        assert 'allowed_hosts = ["agora.example.com"]' in lines[0]
+    if "public_url" in settings:  # the banner's endpoints are on public_url, as chess's links
+        assert "  MCP (Streamable HTTP): https://agora.example.com/mcp" in server.log
+        assert "  public URL:            https://agora.example.com" in server.log

@@ -33,6 +33,7 @@ from agora.server.app import App, catalog_entries, load_toolsets
 from agora.server.connection import Connection
 from agora.store.db import open_store
 from agora.toolsets.options import check_toolset_options
+from agora.transports.guard import WILDCARDS
 from agora.transports.http import FrontEnd
 from agora.transports.streamable import StreamableHTTP
 
@@ -61,9 +62,9 @@ class Server:
 
     @property
     def url(self) -> str:
-        """Base URL, e.g. ``http://127.0.0.1:8765``."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+        """Base URL a client on this machine can use, e.g. ``http://127.0.0.1:8765`` (a
+        server bound to every interface, 0.0.0.0 or ::, is reached at loopback)."""
+        return _url(self.host, self.port)
 
     @asynccontextmanager
     async def client(
@@ -320,8 +321,11 @@ async def _accept(
 
 
 def _url(host: str, port: int) -> str:
-    shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
-    shown = f"[{shown}]" if ":" in shown else shown
+    # 0.0.0.0 is no address to connect to, and the Host/Origin check accepts loopback names
+    # only (unless allowed_hosts says more): the wildcard's URL is loopback's.
+    if host in WILDCARDS:
+        host = "::1" if ":" in host else "127.0.0.1"
+    shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}"
 
 

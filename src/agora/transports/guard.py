@@ -4,6 +4,8 @@ Pure functions of a request's (lower-cased) headers, no I/O. The front end appli
 `origin_allowed` to every request (MCP, WebSocket upgrades, pages, cards, ``/healthz``)
 against DNS rebinding, and `cross_site_refusal` to every state-changing page request against
 cross-site request forgery; Streamable HTTP applies `mcp_post_refusal` to its POSTs.
+`exposure_warning` is what ``agora serve`` says at start when that first check will refuse
+the names its clients use.
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 #: A Host header: a name, an IPv4 address or a bracketed IPv6 address, and an optional
 #: port. Nothing else (no user info, path or spaces) may slip a second name past the check.
 _HOST = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}))(?::\d{1,5})?$")
+#: Bind addresses that listen on every interface: clients reach them by other names.
+WILDCARDS = frozenset({"", "0.0.0.0", "::", "[::]"})
+#: Where an operator allows a name: the setting, as the TOML file and the environment spell it.
+_ALLOW = 'allowed_hosts (agora.toml: allowed_hosts = ["{0}"]; environment: AGORA_ALLOWED_HOSTS={0})'
 #: Methods that only read.
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 #: Sec-Fetch-Site values a state change may carry: the page itself, or typed by a person.
@@ -60,6 +66,32 @@ def _names_allowed(host: str, origin: str | None, allowed: tuple[str, ...]) -> b
     if parts.scheme not in ("http", "https") or "@" in parts.netloc:
         return False
     return _known(origin_name, names)
+
+
+def exposure_warning(host: str, allowed: Iterable[str], public_url: str) -> str | None:
+    """A warning for ``agora serve`` to print at start, or None: the server listens where
+    clients will use names the Host/Origin check refuses (bound to every interface with no
+    allowed_hosts, or a public_url whose host is not accepted), each refused with 403."""
+    names = LOOPBACK | {a.lower() for a in allowed}
+    try:
+        public = urlsplit(public_url).hostname if public_url else None
+    except ValueError:  # not a URL: the links say so themselves
+        public = None
+    if public and not _known(public, names):
+        return (
+            f"agora: warning: public_url names {public}, which the Host/Origin check refuses"
+            f" (403): only loopback names and allowed_hosts are accepted; add it to "
+            + _ALLOW.format(public)
+        )
+    if host in WILDCARDS and not set(allowed):
+        return (
+            f"agora: warning: listening on every interface ({host or '*'}), but only requests"
+            " whose Host is a loopback name (localhost, 127.0.0.1, [::1]) are accepted; one"
+            " naming this machine otherwise gets 403. To accept a name or address clients"
+            " use, list it in " + _ALLOW.format("agora.example.com") + ", and set public_url"
+            " (AGORA_PUBLIC_URL) to the URL they use, for the links the server prints"
+        )
+    return None
 
 
 def _media_type(value: str) -> str:
