@@ -164,6 +164,48 @@ async def test_a_foreign_host_or_origin_gets_403_over_http(agora, headers):
         reply = await http(agora.port, "POST", "/mcp/chess", INITIALIZE, headers=headers)
         assert reply.status == 403, reply
         assert "mcp-session-id" not in reply.headers
+    # The refusal names what it refused and the setting that would accept it.
+    [(which, value)] = headers.items()
+    message = reply.json()["error"]
+    assert f'{which.title()} "{value}" is not allowed' in message, message
+    assert "allowed_hosts" in message, message
+
+
+@pytest.mark.parametrize(
+    ("host", "name"),
+    [
+        pytest.param("0.0.0.0:{port}", "0.0.0.0", id="wildcard-address"),
+        pytest.param("10.1.2.3:{port}", "10.1.2.3", id="own-address"),
+        pytest.param("Agora.Example.com", "agora.example.com", id="name"),
+    ],
+)
+async def test_a_refused_host_is_named_with_the_setting_that_accepts_it(agora, host, name):
+    # What a node bound to 0.0.0.0 answers when asked by its address (docs/scale-out.md).
+    host = host.format(port=agora.port)
+    with trio.fail_after(TIMEOUT):
+        reply = await http(agora.port, "GET", "/healthz", headers={"host": host})
+    assert reply.status == 403, reply
+    message = reply.json()["error"]
+    assert f'Host "{host}" is not allowed' in message, message
+    assert f'allowed_hosts = ["{name}"]' in message, message
+    assert f"AGORA_ALLOWED_HOSTS={name}" in message, message
+
+
+async def test_a_refused_host_is_quoted_escaped_and_cut(agora):
+    long_host = "a" * 300 + ".example"
+    with trio.fail_after(TIMEOUT):
+        reply = await http(agora.port, "GET", "/healthz", headers={"host": long_host})
+    assert reply.status == 403, reply
+    message = reply.json()["error"]
+    assert long_host not in message
+    assert f'Host "{"a" * 100}...[+208 chars]" is not allowed' in message, message
+    assert "add it to" not in message  # not a name allowed_hosts could hold
+    with trio.fail_after(TIMEOUT):
+        raw = await raw_exchange(
+            agora.port, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://a\\b\r\n\r\n"
+        )
+    assert raw.startswith(b"HTTP/1.1 403"), raw
+    assert b'Origin \\"http://a\\\\\\\\b\\"' in raw, raw  # the backslash escaped, then JSON's
 
 
 @pytest.mark.parametrize("headers", FOREIGN)

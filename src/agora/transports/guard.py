@@ -4,8 +4,9 @@ Pure functions of a request's (lower-cased) headers, no I/O. The front end appli
 `origin_allowed` to every request (MCP, WebSocket upgrades, pages, cards, ``/healthz``)
 against DNS rebinding, and `cross_site_refusal` to every state-changing page request against
 cross-site request forgery; Streamable HTTP applies `mcp_post_refusal` to its POSTs.
-`exposure_warning` is what ``agora serve`` says at start when that first check will refuse
-the names its clients use.
+`host_refusal` says which name the first check refused and which setting would accept it;
+`exposure_warning` is what ``agora serve`` says at start when that check will refuse the
+names its clients use.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
+
+from agora.logsafe import loggable
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -24,6 +27,8 @@ LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 _HOST = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}))(?::\d{1,5})?$")
 #: Bind addresses that listen on every interface: clients reach them by other names.
 WILDCARDS = frozenset({"", "0.0.0.0", "::", "[::]"})
+#: Most characters of a refused Host or Origin quoted back in a refusal.
+_QUOTED = 100
 #: Where an operator allows a name: the setting, as the TOML file and the environment spell it.
 _ALLOW = 'allowed_hosts (agora.toml: allowed_hosts = ["{0}"]; environment: AGORA_ALLOWED_HOSTS={0})'
 #: Methods that only read.
@@ -66,6 +71,33 @@ def _names_allowed(host: str, origin: str | None, allowed: tuple[str, ...]) -> b
     if parts.scheme not in ("http", "https") or "@" in parts.netloc:
         return False
     return _known(origin_name, names)
+
+
+def host_refusal(headers: Mapping[str, str], allowed: Iterable[str]) -> str:
+    """Why `origin_allowed` refused these headers: the Host (or else the Origin) it refused,
+    escaped and cut, and the setting that would accept that name.
+
+    The refusal answers a request that reached this machine by a name nobody listed, most
+    often a server bound to 0.0.0.0 asked by its address: the operator reads the fix here.
+    """
+    names = LOOPBACK | {a.lower() for a in allowed}
+    host = headers.get("host", "")
+    which, value, name = "Host", host, host_name(host)
+    if name is not None and _known(name, names):
+        which, value = "Origin", headers.get("origin", "")
+        try:
+            name = urlsplit(value).hostname
+        except ValueError:
+            name = None
+    message = (
+        f'Forbidden: {which} "{loggable(value, _QUOTED)}" is not allowed: only loopback names'
+        " and those in allowed_hosts are accepted (DNS-rebinding protection)"
+    )
+    if not name or _known(name, names):  # no name, or a known one in a malformed header
+        return message
+    return f"{message}; to accept {which} {name}, add it to " + _ALLOW.format(
+        loggable(name, _QUOTED)
+    )
 
 
 def exposure_warning(host: str, allowed: Iterable[str], public_url: str) -> str | None:

@@ -289,7 +289,7 @@ class HttpConnection(Responder):
         headers = head.headers
         req = self._request(head)
         if not guard.origin_allowed(headers, self.config.allowed_hosts):
-            await self._send_error(403, "Forbidden: Host or Origin is not allowed")
+            await self._send_error(403, guard.host_refusal(headers, self.config.allowed_hosts))
             return False
         principal = self.app.authenticate(headers.get("authorization"))
         if principal is None:
