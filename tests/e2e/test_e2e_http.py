@@ -6,6 +6,7 @@ the same server still works. Bytes are sent with a raw h11 client so nothing is 
 
 from __future__ import annotations
 
+import html
 import json
 
 import pytest
@@ -214,6 +215,61 @@ async def test_a_foreign_host_or_origin_gets_403_over_websocket(agora, headers):
     with trio.fail_after(TIMEOUT):
         async with RawWebSocket.open(agora.port, "/mcp", headers=named) as ws:
             assert ws.status == 403
+
+
+#: What a browser sends when it navigates to a page.
+BROWSER = {"accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+
+
+@pytest.mark.parametrize(
+    ("path", "headers", "status", "said"),
+    [
+        pytest.param("/nope", {}, 404, "no such page: /nope", id="unknown-page"),
+        pytest.param(
+            "/healthz", {"host": "<b>evil.example"}, 403, 'Host "<b>evil.example"', id="host"
+        ),
+        pytest.param(
+            "/play/default", {"origin": "http://evil.example"}, 403, "evil.example", id="origin"
+        ),
+    ],
+)
+async def test_a_browser_gets_a_refusal_as_html_and_other_clients_as_json(
+    agora, path, headers, status, said
+):
+    with trio.fail_after(TIMEOUT):
+        page = await http(agora.port, "GET", path, headers=BROWSER | headers)
+        data = await http(agora.port, "GET", path, headers=headers)
+        asked = await http(
+            agora.port, "GET", path, headers={"accept": "application/json"} | headers
+        )
+    assert page.status == status, page
+    assert page.headers["content-type"].startswith("text/html"), page
+    assert html.escape(said) in page.body.decode(), page  # escaped: no markup of the caller's
+    assert "<b>" not in page.body.decode()
+    assert "default-src 'none'" in page.headers["content-security-policy"]
+    for reply in (data, asked):
+        assert reply.status == status, reply
+        assert reply.headers["content-type"] == "application/json", reply
+        assert said in reply.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "headers", "status"),
+    [
+        pytest.param("GET", "/mcp/nope", {}, 404, id="unknown-endpoint"),
+        pytest.param("POST", "/mcp/chess", {"host": "evil.example"}, 403, id="foreign-host"),
+        pytest.param("GET", "/mcp", {"origin": "http://evil.example"}, 403, id="foreign-origin"),
+    ],
+)
+async def test_an_mcp_endpoint_s_refusal_stays_json_for_a_browser(
+    agora, method, path, headers, status
+):
+    body = INITIALIZE if method == "POST" else None
+    with trio.fail_after(TIMEOUT):
+        reply = await http(agora.port, method, path, body, headers=BROWSER | headers)
+    assert reply.status == status, reply
+    assert reply.headers["content-type"] == "application/json", reply
+    assert reply.json()["error"]
 
 
 @pytest.mark.parametrize(

@@ -37,7 +37,7 @@ from agora.transports.deadlines import Sweeper
 from agora.transports.http1 import BodyReader, Head, HttpError
 from agora.transports.keepalive import Keepalive
 from agora.transports.linger import linger_close
-from agora.transports.respond import Closed, Responder
+from agora.transports.respond import Closed, Responder, refusal_response
 from agora.transports.websocket import accept_websocket, serve_websocket
 from agora.web.http import EventStream, Request, Response
 
@@ -289,7 +289,8 @@ class HttpConnection(Responder):
         headers = head.headers
         req = self._request(head)
         if not guard.origin_allowed(headers, self.config.allowed_hosts):
-            await self._send_error(403, guard.host_refusal(headers, self.config.allowed_hosts))
+            refused = guard.host_refusal(headers, self.config.allowed_hosts)
+            await self._send_error(403, refusal_response(req, 403, refused))
             return False
         principal = self.app.authenticate(headers.get("authorization"))
         if principal is None:
@@ -375,7 +376,7 @@ class HttpConnection(Responder):
                     "collector": keeper.counters() if (keeper := heap.installed()) else None,
                 }
             )
-        return Response.error(404, f"no such page: {req.path}")
+        return refusal_response(req, 404, f"no such page: {req.path}")
 
     def _page_refusal(self, req: Request, needs_principal: bool) -> Response | None:
         reason = guard.cross_site_refusal(req.method, req.headers)

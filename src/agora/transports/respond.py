@@ -3,9 +3,10 @@
 `Responder` is the writing half of a front-end connection (`agora.transports.http`): a
 whole response is one ``os.write`` when the kernel takes it (head and body together), a
 write the peer leaves unread for ``send_timeout`` ends the connection, an error is sent only
-if no response has begun. An SSE reply is streamed as chunks (or until close); one that
-begins while the request's own task is still running its call (`stream_early`) is written
-by a second task of the connection, in `nursery`. Nothing here reads requests.
+if no response has begun (`refusal_response`: HTML for a browser's page request, else
+JSON). An SSE reply is streamed as chunks (or until close); one that begins while the
+request's own task is still running its call (`stream_early`) is written by a second task of
+the connection, in `nursery`. Nothing here reads requests.
 """
 
 from __future__ import annotations
@@ -17,9 +18,18 @@ import trio
 
 from agora.transports import http1
 from agora.transports.sse import format_event
-from agora.web.http import EventStream, Response
+from agora.web.http import EventStream, Request, Response, error_response
 
 CLOSE = ("connection", "close")
+
+
+def refusal_response(request: Request, status: int, message: str) -> Response:
+    """``{"error": message}``, or a small HTML page for a browser's page request: an MCP
+    endpoint's (``/mcp...``) refusals stay JSON whatever the client accepts, for MCP clients
+    read them."""
+    if request.path == "/mcp" or request.path.startswith("/mcp/"):
+        return Response.error(status, message)
+    return error_response(request, status, message)
 
 
 class Closed(Exception):
@@ -89,14 +99,21 @@ class Responder:
     async def _send_error(
         self,
         status: int,
-        message: str | dict[str, object],
+        message: str | dict[str, object] | Response,
         extra: list[tuple[str, str]] | None = None,
     ) -> None:
-        """Answer ``status`` (and close) if no response has started; never raises."""
+        """Answer ``status`` (and close) if no response has started; never raises.
+
+        ``message`` is an error text (sent as ``{"error": ...}``), a JSON body, or the whole
+        response (whose status is then its own)."""
         if self.responding:
             return
-        resp = Response.error(status, message) if isinstance(message, str) else None
-        resp = resp or Response.json(message, status)
+        if isinstance(message, Response):
+            resp = message
+        elif isinstance(message, str):
+            resp = Response.error(status, message)
+        else:
+            resp = Response.json(message, status)
         resp.headers.extend(extra or [])
         with contextlib.suppress(Closed, trio.BrokenResourceError, trio.ClosedResourceError):
             await self._send(resp)

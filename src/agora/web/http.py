@@ -7,6 +7,7 @@ Events until the iterator ends or the client goes away). This module does no I/O
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -135,3 +136,41 @@ def wants_html(request: Request) -> bool:
         return forced == "html"
     accept = request.headers.get("accept", "")
     return _quality(accept, "text/html") > _quality(accept, "application/json")
+
+
+#: The headers of `error_page`: no script, style or anything else may load; no sniffing.
+_PAGE_HEADERS = (
+    ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'"),
+    ("X-Content-Type-Options", "nosniff"),
+)
+
+
+def error_title(status: int) -> str:
+    """The heading of a refusal page: ``Not found`` for 404, ``Bad request`` for 400, ..."""
+    return {400: "Bad request", 403: "Forbidden", 404: "Not found"}.get(status, "Error")
+
+
+def error_page(status: int, message: str) -> Response:
+    """A small HTML page saying ``message`` (escaped), with ``status``."""
+    title = error_title(status)
+    text = (
+        f"<!doctype html><html lang=en><meta charset=utf-8><title>{title}</title>"
+        f"<body><h1>{title}</h1><p>{html.escape(message)}</p></body></html>"
+    )
+    response = Response.html(text, status)
+    response.headers.extend(_PAGE_HEADERS)
+    return response
+
+
+def error_response(
+    request: Request,
+    status: int,
+    message: str,
+    page: Callable[[int, str], Response] = error_page,
+) -> Response:
+    """``{"error": message}`` for API clients; for a browser (`wants_html`) an HTML page
+    with the same status and message, ``page(status, message)``: a refused page request must
+    not show a person a line of JSON."""
+    if not wants_html(request):
+        return Response.error(status, message)
+    return page(status, message)

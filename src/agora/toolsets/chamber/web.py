@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from agora.toolsets.chamber import store
+from agora.web import http
 from agora.web.http import Request, Response, Route, wants_html
 
 if TYPE_CHECKING:
@@ -49,10 +50,13 @@ def page(title: str, inner: str, status: int = 200) -> Response:
 
 
 def error_response(request: Request, status: int, message: str) -> Response:
-    """``{"error": message}`` for API clients; a small HTML page for a browser (same status)."""
-    if not wants_html(request):
-        return Response.error(status, message)
-    title = "Not found" if status == 404 else "Bad request" if status == 400 else "Error"
+    """``{"error": message}`` for API clients; a small HTML page for a browser (same status),
+    in the chamber's style with a link to the board (`agora.web.http.error_response`)."""
+    return http.error_response(request, status, message, _error_page)
+
+
+def _error_page(status: int, message: str) -> Response:
+    title = http.error_title(status)
     inner = f"<h1>{title}</h1><p>{html.escape(message)}.</p><p><a href=/board>Board</a></p>"
     return page(title, inner, status)
 
