@@ -20,7 +20,12 @@ from agora.config import Config
 from agora.server.app import load_toolsets
 from agora.server.embed import open_server
 from agora.toolsets.base import ToolCall, Toolset
-from agora.toolsets.options import OptionsError, check_options, check_toolset_options
+from agora.toolsets.options import (
+    OptionsError,
+    bounded,
+    check_options,
+    check_toolset_options,
+)
 
 ROOT = Path(__file__).parents[1]
 BUILT_IN = ("chamber", "chess", "router", "debate", "conformance")
@@ -94,6 +99,50 @@ async def test_a_misspelt_key_stops_the_server_before_it_opens_the_database(tmp_
         async with open_server(config, toolsets=load_toolsets(["router"]), listen=False):
             pass
     assert not db.exists()
+
+
+async def test_a_value_out_of_range_stops_the_server_before_it_opens_the_database(tmp_path):
+    # The refill task used to meet it after the start, and end with a traceback.
+    db = tmp_path / "agora.db"
+    config = Config(db=str(db), options={"chamber": {"room_pool_size": -3}})
+    message = r"^\[options.chamber\] room_pool_size must be at least 0, not -3$"
+    with trio.fail_after(20), pytest.raises(OptionsError, match=message):
+        async with open_server(config, toolsets=load_toolsets(["chamber"]), listen=False):
+            pass
+    assert not db.exists()
+
+
+def test_a_toolsets_own_check_runs_after_the_types_and_its_refusal_is_one_line():
+    seen = []
+
+    def check(values: Any) -> None:
+        seen.append(dict(values))
+        if values.get("rate", 0) < 0:
+            raise ValueError("[options.mine] rate must be at least 0, not -1")
+
+    mine = _embedded({"rate": float})
+    mine.options_check = check
+    check_toolset_options({"mine": {"rate": 2}}, [mine])
+    with pytest.raises(OptionsError, match=r"^\[options.mine\]: rate must be a number"):
+        check_toolset_options({"mine": {"rate": "x"}}, [mine])  # the types come first
+    with pytest.raises(OptionsError, match=r"^\[options.mine\] rate must be at least 0"):
+        check_toolset_options({"mine": {"rate": -1}}, [mine])
+    assert seen == [{"rate": 2}, {"rate": -1}]
+
+
+@pytest.mark.parametrize(
+    ("value", "above", "message"),
+    [
+        pytest.param(-5, False, "[options.t] k must be at least 0, not -5", id="int"),
+        pytest.param(-0.5, False, "[options.t] k must be at least 0, not -0.5", id="float"),
+        pytest.param(0, True, "[options.t] k must be more than 0, not 0", id="above"),
+    ],
+)
+def test_a_range_is_worded_alike_for_every_toolset(value, above, message):
+    with pytest.raises(OptionsError) as refused:
+        bounded("t", {"k": value}, "k", 1, 0, above=above)
+    assert str(refused.value) == message
+    assert bounded("t", {}, "k", 7, 0, above=above) == 7
 
 
 async def test_a_toolset_that_declares_nothing_gets_its_table_unchecked():

@@ -194,6 +194,49 @@ async def test_a_toolset_option_it_does_not_read_is_refused(tmp_path, toml, mess
 
 
 @pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        pytest.param(
+            "[options.chamber]\nenter_per_minute = -5",
+            "[options.chamber] enter_per_minute must be at least 0, not -5",
+            id="chamber-rate",
+        ),
+        pytest.param(
+            "[options.chamber]\nconnection_enter_per_minute = -1",
+            "[options.chamber] connection_enter_per_minute must be at least 0, not -1",
+            id="chamber-connection-rate",
+        ),
+        pytest.param(
+            "[options.chamber]\nroom_pool_size = -3",
+            "[options.chamber] room_pool_size must be at least 0, not -3",
+            id="chamber-pool",
+        ),
+        pytest.param(
+            "[options.debate]\nphase_sweep_seconds = 0",
+            "[options.debate] phase_sweep_seconds must be more than 0, not 0",
+            id="debate-sweep",
+        ),
+        pytest.param(
+            '[options.router.adapter]\ncommand = ["/bin/true"]\ncases_dir = "/srv/cases"\n'
+            "timeout_seconds = -1.5",
+            "[options.router.adapter] timeout_seconds must be more than 0, not -1.5",
+            id="router-timeout",
+        ),
+        pytest.param(
+            '[options.router.adapter]\ncommand = ["/bin/true"]',
+            "[options.router.adapter] cases_dir is required",
+            id="router-half-adapter",
+        ),
+    ],
+)
+async def test_a_toolset_option_out_of_range_is_refused(tmp_path, toml, message):
+    # Each used to pass the start and fail later: every entry (the rates), the pool's refill
+    # task (its size), the phase-timeout sweep, or every evaluation.
+    line = await refused(tmp_path, toml)
+    assert line == f"agora: {tmp_path / 'agora.toml'}: {message}"
+
+
+@pytest.mark.parametrize(
     ("variable", "value", "key"),
     [
         pytest.param("AGORA_PORT", "abc", "port", id="port"),

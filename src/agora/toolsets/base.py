@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from agora.mcp.validation import ValidationIssue
     from agora.runtime.background import BackgroundTask
     from agora.runtime.registry import Runtime
-    from agora.toolsets.options import OptionSpec
+    from agora.toolsets.options import OptionsCheck, OptionSpec
 
 # Principal, Migration and Route live in their own layers (identity, store, web); they are
 # re-exported here because toolsets have always imported them from this module.
@@ -365,3 +365,7 @@ class Toolset:
     #: or on a value of another type. None: the table is passed on unchecked; ``{}``: the
     #: toolset takes no options.
     options: OptionSpec | None = None
+    #: Checks the values of that table at start, once their types passed: ranges, files that
+    #: must load (`agora.toolsets.options.OptionsCheck`); a `ValueError` it raises refuses
+    #: the start with its message, before anything opens. None: nothing more is checked.
+    options_check: OptionsCheck | None = None

@@ -7,8 +7,12 @@ does not read (a misspelling: ``workspace_root`` for ``workspace_roots`` would o
 ignored, and the router would find no authorized roots) or on a value of the wrong type,
 with one message naming the table, the key and the closest known key. A toolset that
 declares nothing (``options = None``, an embedder's) has its table passed on unchecked, as
-before; one that declares ``{}`` takes no options at all. Ranges and the meaning of values
-stay the toolset's to check where it reads them. This module only checks; it reads no file.
+before; one that declares ``{}`` takes no options at all. What a type cannot say (a rate
+that must not be negative, a key file that must load) a toolset checks in its
+`Toolset.options_check` hook, run at the same moment on the table whose types passed, with
+the very functions that read the values at run time (`bounded` words a range the same way
+for every toolset): a value the toolset would refuse on its first call, or in a background
+task, stops the server at start instead. This module reads no file; a toolset's hook may.
 """
 
 from __future__ import annotations
@@ -16,8 +20,8 @@ from __future__ import annotations
 import difflib
 import types
 import typing
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -29,6 +33,13 @@ if TYPE_CHECKING:
 #: ``typing.Any`` (anything), or a nested `OptionSpec` for a sub-table whose keys are
 #: checked in turn (``[options.router.adapter]``).
 OptionSpec = Mapping[str, Any]
+#: A toolset's start-time check of its table (`Toolset.options_check`): given the table (its
+#: types checked already, when the toolset declares them), it raises `ValueError` naming the
+#: table, the key and what is wrong (``[options.chamber] enter_per_minute must be at least 0,
+#: not -5``).
+OptionsCheck = Callable[[Mapping[str, Any]], None]
+
+N = TypeVar("N", int, float)
 
 
 class OptionsError(ValueError):
@@ -41,11 +52,40 @@ def check_toolset_options(
     """Check the options table of every toolset in ``toolsets`` that declares its keys.
 
     Raises:
-        OptionsError: a key the toolset does not read, or a value of the wrong type.
+        OptionsError: a key the toolset does not read, a value of the wrong type, or one its
+            `Toolset.options_check` refuses (a value out of range, a key file that does not
+            load).
     """
     for toolset in toolsets:
+        values = options.get(toolset.name, {})
         if toolset.options is not None:
-            check_options(toolset.name, toolset.options, options.get(toolset.name, {}))
+            check_options(toolset.name, toolset.options, values)
+        if toolset.options_check is not None:
+            try:
+                toolset.options_check(values)
+            except OptionsError:
+                raise
+            except ValueError as exc:  # the toolset's own words: one line, no traceback
+                raise OptionsError(str(exc)) from exc
+
+
+def bounded(
+    table: str, values: Mapping[str, Any], key: str, default: N, least: N, *, above: bool = False
+) -> N:
+    """``values[key]`` (``default`` when it is absent), if it is at least ``least``, or more
+    than ``least`` with ``above``: how a toolset reads a number of its table, at start (in its
+    `Toolset.options_check`) and at run time alike.
+
+    Raises:
+        OptionsError: the value is out of range: ``[options.<table>] <key> must be at least
+            <least>, not <value>`` (``more than`` with ``above``).
+    """
+    value: N = values.get(key, default)
+    if value < least or (above and value == least):
+        bound = f"more than {least:g}" if above else f"at least {least:g}"
+        shown = value if isinstance(value, int) else f"{value:g}"
+        raise OptionsError(f"[options.{table}] {key} must be {bound}, not {shown}")
+    return value
 
 
 def check_options(table: str, spec: OptionSpec, values: Mapping[str, Any]) -> None:

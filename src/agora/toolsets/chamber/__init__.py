@@ -77,6 +77,7 @@ def build_toolset(contract: ChamberContract) -> tuple[Toolset, Chamber]:
         reject_issues=argument_rejection,
         shape_failure=internal_failure,
         options=OPTIONS,
+        options_check=chamber.check_options,
         argument_limits=ArgumentLimits(
             max_depth=contract.limits.max_json_depth,
             max_bytes=contract.limits.max_request_bytes,

@@ -38,6 +38,7 @@ from agora.toolsets.chamber.attempt import seed_commitment
 from agora.toolsets.chamber.generate import build_room
 from agora.toolsets.chamber.opening import Opening, opening
 from agora.toolsets.chamber.transcript import genesis
+from agora.toolsets.options import bounded
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -83,15 +84,13 @@ def fresh_room(suite_id: str, engine: str) -> Ready:
 
 
 def pool_size(options: dict[str, Any]) -> int:
-    """``room_pool_size`` from the chamber's options.
+    """``room_pool_size`` from the chamber's options; checked at start too (the chamber's
+    `Toolset.options_check`), so the refill task never meets a size it cannot use.
 
     Raises:
-        ValueError: if it is not a whole number of at least 0.
+        OptionsError: if it is below 0 (a `ValueError`).
     """
-    size = int(options.get("room_pool_size", DEFAULT_SIZE))
-    if size < 0:
-        raise ValueError("[options.chamber] room_pool_size must be at least 0")
-    return size
+    return int(bounded("chamber", options, "room_pool_size", DEFAULT_SIZE, 0))
 
 
 @dataclass

@@ -15,6 +15,8 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from agora.toolsets.options import bounded
+
 #: Defaults, in entries per minute.
 PRINCIPAL_PER_MINUTE: Final = 60
 ANONYMOUS_PER_MINUTE: Final = 600
@@ -39,17 +41,17 @@ class Limits:
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> Limits:
         """Read ``enter_per_minute``, ``anonymous_enter_per_minute`` and
-        ``connection_enter_per_minute`` from the chamber's options (missing: the defaults).
+        ``connection_enter_per_minute`` from the chamber's options (missing: the defaults);
+        run at start too (the chamber's `Toolset.options_check`), so that a server never
+        starts with limits its first entry would refuse.
 
         Raises:
-            ValueError: if a setting is not a number of at least 0.
+            OptionsError: if a setting is below 0 (a `ValueError`).
         """
-        values = []
-        for name, default in zip(LIMIT_SETTINGS, DEFAULTS, strict=True):
-            value = float(options.get(name, default))
-            if value < 0:
-                raise ValueError(f"[options.chamber] {name} must be at least 0")
-            values.append(value)
+        values = [
+            float(bounded("chamber", options, name, default, 0))
+            for name, default in zip(LIMIT_SETTINGS, DEFAULTS, strict=True)
+        ]
         return cls(*values)
 
 

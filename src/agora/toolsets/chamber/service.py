@@ -36,13 +36,15 @@ from agora.toolsets.chamber.invitation import (
     is_invitation,
     unknown,
 )
-from agora.toolsets.chamber.pool import RoomPool
+from agora.toolsets.chamber.pool import RoomPool, pool_size
 from agora.toolsets.chamber.ratelimit import LIMIT_SETTINGS, EntryLimiter, Limits
 from agora.toolsets.chamber.replies import failure, not_found, retired_alias
 from agora.toolsets.chamber.sealing import SealOutcome, seal_reply
 from agora.toolsets.chamber.signing import ALGORITHM, Signer, SigningKeyError, load_signer
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from agora.runtime.registry import Runtime
     from agora.toolsets.base import ToolCall
     from agora.toolsets.chamber.contract import ChamberContract
@@ -87,6 +89,17 @@ class Chamber:
         if not HANDLE.match(handle):
             raise not_found(handle)
         return handle
+
+    def check_options(self, options: Mapping[str, Any]) -> None:
+        """The chamber's `Toolset.options_check`: every value of ``[options.chamber]`` read
+        as the calls and the pool read it, at start, so a server never starts with one they
+        would refuse (every entry, or the pool's refill, failing at run time instead).
+
+        Raises:
+            ValueError: a rate or the pool's size is below 0.
+        """
+        Limits.from_options(dict(options))
+        pool_size(dict(options))
 
     async def signer(self, runtime: Runtime) -> tuple[Signer | None, bool]:
         """The configured signing key: (signer or None, whether a configured key is broken)."""

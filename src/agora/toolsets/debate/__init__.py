@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from agora.mcp.contracts import load_contract
 from agora.toolsets.base import Toolset
-from agora.toolsets.debate.handlers.maintenance import OPTIONS, phase_timeout_task
+from agora.toolsets.debate.handlers.maintenance import OPTIONS, check_options, phase_timeout_task
 from agora.toolsets.debate.handlers.reads import index_task
 from agora.toolsets.debate.handlers.resources import RESOURCES
 from agora.toolsets.debate.replies import argument_rejection, with_refusal
@@ -39,4 +39,5 @@ def toolset() -> Toolset:
         resources=RESOURCES,
         background=[phase_timeout_task, index_task],
         options=OPTIONS,
+        options_check=check_options,
     )

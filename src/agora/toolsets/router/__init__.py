@@ -15,7 +15,7 @@ from typing import Final
 from agora.mcp.contracts import load_contract
 from agora.runtime.background import periodic
 from agora.toolsets.base import Toolset
-from agora.toolsets.router.adapter import ADAPTER_OPTIONS
+from agora.toolsets.router.adapter import ADAPTER_OPTIONS, check_options
 from agora.toolsets.router.index import index_runs
 from agora.toolsets.router.memory_tools import RETENTION_EVERY
 from agora.toolsets.router.ownership import owned
@@ -49,4 +49,5 @@ def toolset() -> Toolset:
         failure_schema=INTERNAL_SCHEMA,
         background=[periodic(RETENTION_EVERY, upkeep), index_runs],
         options=OPTIONS,
+        options_check=check_options,
     )

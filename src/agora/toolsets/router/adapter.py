@@ -23,12 +23,14 @@ import re
 import resource
 import signal
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import trio
 
+from agora.toolsets.options import OptionsError, bounded
 from agora.toolsets.router.digests import digest
 from agora.toolsets.router.workspace import read_text
 
@@ -36,6 +38,8 @@ PROTOCOL: Final = "agora-router-adapter/1"
 CASE_FORMAT: Final = "agora-router-sealed-case/1"
 _NAME: Final = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _FILE: Final = re.compile(r"^[A-Za-z0-9._/-]{1,200}$")
+#: How range refusals name the adapter's table.
+_TABLE: Final = "router.adapter"
 
 
 #: ``[options.router.adapter]``: the keys `AdapterConfig.from_options` reads.
@@ -65,23 +69,43 @@ class AdapterConfig:
     max_output_bytes: int = 1 << 20
 
     @classmethod
-    def from_options(cls, options: dict[str, Any]) -> AdapterConfig | None:
-        """The adapter of ``[options.router]``, or None when none is configured."""
+    def from_options(cls, options: Mapping[str, Any]) -> AdapterConfig | None:
+        """The adapter of ``[options.router]``, or None when none is configured; read at
+        start too (the router's `Toolset.options_check`), so that limits no run could keep
+        (a negative timeout, no memory) stop the server rather than fail every evaluation.
+
+        Raises:
+            OptionsError: a limit is out of range, or the table lacks ``command`` or
+                ``cases_dir`` (an adapter half configured would silently be none).
+        """
         raw = options.get("adapter")
-        if not isinstance(raw, dict) or not raw.get("command") or not raw.get("cases_dir"):
+        if not isinstance(raw, Mapping):
             return None
+        for key in ("command", "cases_dir"):
+            if not raw.get(key):
+                raise OptionsError(f"[options.router.adapter] {key} is required")
         return cls(
             tuple(str(a) for a in raw["command"]),
             Path(str(raw["cases_dir"])),
             frozenset(str(a) for a in raw.get("authorizations", ())),
-            float(raw.get("timeout_seconds", 30.0)),
-            int(raw.get("max_memory_mb", 512)),
-            int(raw.get("max_output_bytes", 1 << 20)),
+            float(bounded(_TABLE, raw, "timeout_seconds", 30.0, 0.0, above=True)),
+            int(bounded(_TABLE, raw, "max_memory_mb", 512, 1)),
+            int(bounded(_TABLE, raw, "max_output_bytes", 1 << 20, 1)),
         )
 
     def identity(self) -> str:
         """The digest of what runs, bound into every manifest."""
         return digest({"command": list(self.command), "protocol": PROTOCOL})
+
+
+def check_options(options: Mapping[str, Any]) -> None:
+    """The router's `Toolset.options_check`: the adapter's table read at start as an
+    evaluation reads it (`AdapterConfig.from_options`).
+
+    Raises:
+        OptionsError: an adapter limit out of range, or ``command``/``cases_dir`` missing.
+    """
+    AdapterConfig.from_options(options)
 
 
 def _inside(path: Path, root: Path) -> bool:

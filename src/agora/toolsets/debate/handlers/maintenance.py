@@ -18,8 +18,11 @@ from agora.toolsets.debate.handlers.common import caller, checked, new_id
 from agora.toolsets.debate.replies import tool_error
 from agora.toolsets.debate.rules import check_uuid, reject, split_csv, stamp
 from agora.toolsets.debate.topic import KIND
+from agora.toolsets.options import bounded
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from agora.runtime.registry import Runtime
     from agora.store.neutral import ReadConn
     from agora.toolsets.base import ToolCall
@@ -109,8 +112,27 @@ async def phase_timeout_step(runtime: Runtime) -> None:
     await sweep_phase_timeouts(runtime)
 
 
+def check_options(options: Mapping[str, Any]) -> None:
+    """The debate's `Toolset.options_check`: ``phase_sweep_seconds`` read at start as the
+    sweep reads it, so that a period it cannot run with (0, negative) stops the server rather
+    than ending the sweep, and with it every phase timeout, at start.
+
+    Raises:
+        ValueError: ``phase_sweep_seconds`` is not more than 0.
+    """
+    sweep_period(options)
+
+
+def sweep_period(options: Mapping[str, Any]) -> float:
+    """``phase_sweep_seconds`` of ``[options.debate]`` (default `SWEEP_EVERY`).
+
+    Raises:
+        OptionsError: it is not more than 0 (a `ValueError`).
+    """
+    return float(bounded("debate", options, "phase_sweep_seconds", SWEEP_EVERY, 0.0, above=True))
+
+
 async def phase_timeout_task(runtime: Runtime) -> None:
     """The background task: `phase_timeout_step` every ``phase_sweep_seconds`` (option of
     ``[options.debate]``, default 5)."""
-    seconds = float(runtime.options("debate").get("phase_sweep_seconds", SWEEP_EVERY))
-    await periodic(seconds, phase_timeout_step)(runtime)
+    await periodic(sweep_period(runtime.options("debate")), phase_timeout_step)(runtime)
