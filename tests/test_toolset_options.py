@@ -46,11 +46,15 @@ def _documented_tables() -> list[tuple[str, dict[str, Any]]]:
     return tables
 
 
-def test_every_documented_option_example_is_accepted():
+def test_every_documented_option_example_is_accepted(tmp_path):
     tables = _documented_tables()
     assert {label.split(": ")[1] for label, _ in tables} >= {"chamber", "router", "debate"}
     toolsets = load_toolsets(BUILT_IN)
+    key = tmp_path / "chamber.key"  # the examples' key files are the operator's: one that loads
+    key.write_text("5a" * 32)
     for label, options in tables:
+        if "signing_key" in options.get("chamber", {}):
+            options["chamber"]["signing_key"] = str(key)
         try:
             check_toolset_options(options, toolsets)
         except OptionsError as exc:
@@ -106,6 +110,18 @@ async def test_a_value_out_of_range_stops_the_server_before_it_opens_the_databas
     db = tmp_path / "agora.db"
     config = Config(db=str(db), options={"chamber": {"room_pool_size": -3}})
     message = r"^\[options.chamber\] room_pool_size must be at least 0, not -3$"
+    with trio.fail_after(20), pytest.raises(OptionsError, match=message):
+        async with open_server(config, toolsets=load_toolsets(["chamber"]), listen=False):
+            pass
+    assert not db.exists()
+
+
+async def test_a_signing_key_that_does_not_load_stops_the_server(tmp_path):
+    db = tmp_path / "agora.db"
+    key = tmp_path / "chamber.pem"
+    key.write_text("not a key\n")
+    config = Config(db=str(db), options={"chamber": {"signing_key": str(key)}})
+    message = rf"^\[options.chamber\] signing_key {key}: the signing key is neither a PEM"
     with trio.fail_after(20), pytest.raises(OptionsError, match=message):
         async with open_server(config, toolsets=load_toolsets(["chamber"]), listen=False):
             pass

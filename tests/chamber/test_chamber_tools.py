@@ -206,6 +206,23 @@ async def test_every_error_code_is_reachable_through_the_tools(
     assert seen == default_contract().error_codes - {"evidence_pending"}
 
 
+async def test_a_key_that_stops_loading_is_logged_once_not_on_every_seal(
+    options, tmp_path, agent, caplog
+):
+    # The start refuses such a key; one configured later answered signature_unavailable to
+    # every seal while the server's log said nothing.
+    missing = tmp_path / "gone.pem"
+    options["chamber"]["signing_key"] = str(missing)
+    for seed in ("unsigned-1", "unsigned-2"):
+        h = (await agent.enter(seed=seed))["attempt_handle"]
+        body = await agent.refused("seal_attempt", challenge_handle=h)
+        assert body["code"] == "signature_unavailable"
+    told = [r for r in caplog.records if r.name == "agora.toolsets.chamber.service"]
+    assert [r.levelname for r in told] == ["ERROR"], told
+    assert str(missing) in told[0].getMessage()
+    assert "No such file or directory" in told[0].getMessage()
+
+
 async def test_a_configured_key_signs_cards_and_the_export_bundle_verifies(
     runtime, options, tmp_path, agent
 ):

@@ -212,6 +212,12 @@ async def test_a_toolset_option_it_does_not_read_is_refused(tmp_path, toml, mess
             id="chamber-pool",
         ),
         pytest.param(
+            '[options.chamber]\nsigning_key = "/nonexistent.pem"',
+            "[options.chamber] signing_key /nonexistent.pem: cannot read the signing key: No"
+            " such file or directory",
+            id="chamber-signing-key",
+        ),
+        pytest.param(
             "[options.debate]\nphase_sweep_seconds = 0",
             "[options.debate] phase_sweep_seconds must be more than 0, not 0",
             id="debate-sweep",
@@ -231,7 +237,8 @@ async def test_a_toolset_option_it_does_not_read_is_refused(tmp_path, toml, mess
 )
 async def test_a_toolset_option_out_of_range_is_refused(tmp_path, toml, message):
     # Each used to pass the start and fail later: every entry (the rates), the pool's refill
-    # task (its size), the phase-timeout sweep, or every evaluation.
+    # task (its size), every seal (signature_unavailable, the log silent), the phase-timeout
+    # sweep, or every evaluation.
     line = await refused(tmp_path, toml)
     assert line == f"agora: {tmp_path / 'agora.toml'}: {message}"
 

@@ -1,14 +1,16 @@
 """The chamber's tool handlers: arguments in, attempt commands out, envelopes back.
 
-`Chamber` holds the contract, the attempt kind and the signing-key cache. Each handler
-checks what only it can check (alias cutoff, identity, handle shape), draws handles and seeds
-from `secrets`, sends one command to the attempt's actor with ``runtime.call`` and returns
-the envelope. Failures are raised as `ToolError`. This module must not touch SQL directly
-except through `store` reads, and knows nothing of transports.
+`Chamber` holds the contract, the attempt kind and the signing-key cache (a key that does
+not load refuses the start, `Chamber.check_options`, and is logged once if configured later).
+Each handler checks what only it can check (alias cutoff, identity, handle shape), draws
+handles and seeds from `secrets`, sends one command to the attempt's actor with
+``runtime.call`` and returns the envelope. Failures are raised as `ToolError`. This module
+must not touch SQL directly except through `store` reads, and knows nothing of transports.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import secrets
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from agora.logsafe import loggable
 from agora.toolsets.chamber import store
 from agora.toolsets.chamber.attempt import Rules
 from agora.toolsets.chamber.cards import SCHEME
@@ -49,6 +52,8 @@ if TYPE_CHECKING:
     from agora.toolsets.base import ToolCall
     from agora.toolsets.chamber.contract import ChamberContract
 
+log = logging.getLogger(__name__)
+
 HANDLE = re.compile(r"^chl-[0-9a-f]{16}$")
 
 
@@ -68,6 +73,8 @@ class Chamber:
     pool: RoomPool = field(init=False)
     _entry_checks: EntryChecks = field(init=False, repr=False)
     _signers: dict[str, Signer] = field(default_factory=dict, init=False, repr=False)
+    #: Configured key paths that failed to load, each logged once.
+    _unusable: set[str] = field(default_factory=set, init=False, repr=False)
     _room_builder: trio.Lock = field(default_factory=trio.Lock, init=False, repr=False)
     _limits_key: tuple[Any, ...] | None = field(default=None, init=False, repr=False)
     _limits_now: Limits = field(default_factory=Limits, init=False, repr=False)
@@ -95,11 +102,20 @@ class Chamber:
         as the calls and the pool read it, at start, so a server never starts with one they
         would refuse (every entry, or the pool's refill, failing at run time instead).
 
+        The signing key is loaded too (and kept): a key that cannot be used would otherwise
+        leave every seal answering signature_unavailable, from a server that started fine.
+
         Raises:
-            ValueError: a rate or the pool's size is below 0.
+            ValueError: a rate or the pool's size is below 0, or the signing key cannot be
+                loaded (naming its path and why).
         """
         Limits.from_options(dict(options))
         pool_size(dict(options))
+        if path := options.get("signing_key"):
+            try:
+                self._signers[str(path)] = load_signer(str(path))
+            except SigningKeyError as exc:
+                raise ValueError(f"[options.chamber] signing_key {path}: {exc}") from None
 
     async def signer(self, runtime: Runtime) -> tuple[Signer | None, bool]:
         """The configured signing key: (signer or None, whether a configured key is broken)."""
@@ -110,8 +126,19 @@ class Chamber:
         if path not in self._signers:
             try:
                 self._signers[path] = await trio.to_thread.run_sync(load_signer, path)
-            except SigningKeyError:
+            except SigningKeyError as exc:
+                # The start refuses such a key; one configured since (or in a server that
+                # skipped the check) is told to the operator once, not on every seal.
+                if path not in self._unusable:
+                    self._unusable.add(path)
+                    log.error(
+                        "chamber: the signing key %s cannot be used (%s); cards are sealed"
+                        " pending_signature until it can",
+                        loggable(path),
+                        exc,
+                    )
                 return None, True
+            self._unusable.discard(path)
         return self._signers[path], False
 
     async def public_keys(self, runtime: Runtime) -> dict[str, Any]:
