@@ -11,8 +11,11 @@ same way, before it opens the database.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import shutil
 import sqlite3
+import subprocess
 from contextlib import closing
 from typing import TYPE_CHECKING
 
@@ -291,6 +294,49 @@ async def test_a_port_in_use_leaves_an_existing_database_as_it_was(tmp_path):
     # Not migrated, not locked (no .lock), no WAL opened: every file as it was.
     after = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in tmp_path.iterdir()}
     assert after == before
+
+
+@contextlib.contextmanager
+def immutable(path: Path):
+    """``path`` made immutable (``chattr +i``: no process may write it, root included) for
+    the block; skips where chattr cannot do it (not root, a file system without it)."""
+    chattr = shutil.which("chattr")
+    if chattr is None:
+        pytest.skip("needs: chattr (e2fsprogs)")
+    done = subprocess.run([chattr, "+i", str(path)], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"needs: chattr +i ({done.stderr.strip()})")
+    try:
+        yield path
+    finally:
+        subprocess.run([chattr, "-i", str(path)], check=False)
+
+
+@pytest.mark.sqlite_only("a read-only SQLite file")
+async def test_a_database_it_may_not_write_is_refused_and_left_as_it_was(tmp_path):
+    # SQLite opens such a file read-only without a word: the server used to start, then
+    # fail every write (a chess table's creation answered "internal error").
+    db = tmp_path / "agora.db"
+    with trio.fail_after(TIMEOUT):
+        async with open_server(Config(db=str(db), toolsets=["chess"]), listen=False):
+            pass
+    before = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in tmp_path.iterdir()}
+    with immutable(db), trio.fail_after(TIMEOUT):
+        done = await trio.run_process(
+            [AGORA, "serve", "--port", "0", "--db", str(db), "--toolsets", "chess"],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            env=clean_env(),
+        )
+    lines = done.stderr.decode().splitlines()
+    assert done.returncode == 2, lines
+    assert lines == [
+        f"agora: cannot open database {db}: the database is read-only (its files or file"
+        " system refuse writes)"
+    ]
+    after = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in tmp_path.iterdir()}
+    assert after == before  # no WAL opened, the lock file untouched
 
 
 async def test_an_embedded_server_on_a_port_in_use_raises_before_opening_the_database(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from agora.errors import StoreError
+from agora.errors import STORE_CAUSES, StoreError
 from agora.store.checkpoint import Checkpointer
 from agora.store.diskfault import DiskDoctor
 from agora.store.guard import TABLES
@@ -47,6 +47,8 @@ __all__ = [
 
 #: The test suite's switch to run every SQLite store on PostgreSQL (`agora.store.pg_redirect`).
 TEST_BACKEND_ENV = "AGORA_TEST_BACKEND"
+#: Why a file the server may not write is refused at open (the words its callers would get).
+READ_ONLY = STORE_CAUSES["read_only"]
 
 
 @asynccontextmanager
@@ -84,8 +86,9 @@ async def open_store(
 
     Raises:
         DatabaseInUse: another process holds the file (see `agora.store.lock`).
-        StoreError: if the file cannot be opened or migrated, or ``path`` is not a file path
-            or ``:memory:``.
+        StoreError: if the file cannot be opened or migrated, cannot be written (read-only:
+            refused before it is locked or opened when the file system says so), or ``path``
+            is not a file path or ``:memory:``.
     """
     path = str(path)
     if problem := database_problem(path):
@@ -146,6 +149,12 @@ async def open_store(
 def _prepare(path: str) -> None:
     if Path(path).is_dir():
         raise StoreError(f"cannot open database {path}: it is a directory")
+    # SQLite opens a file it may not write read-only, without a word: the server would start
+    # and every write fail. Asked before anything is opened (the lock, the WAL), so the file
+    # and its directory stay as they were. access() says no to an immutable file even for
+    # root, and on a read-only file system.
+    if Path(path).exists() and not os.access(path, os.W_OK):
+        raise StoreError(f"cannot open database {path}: {READ_ONLY}")
     try:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -263,13 +272,39 @@ def _migrated(
     try:
         if shared:
             _create_guard_tables(conn)
-        return conn, apply_migrations(conn, migrations)
+        versions = apply_migrations(conn, migrations)
     except sqlite3.Error as exc:
         conn.close()
         raise StoreError(f"cannot migrate database {path}: {exc}") from exc
     except BaseException:
         conn.close()  # a newer schema or a failed step: leave nothing open
         raise
+    try:
+        writable = path == ":memory:" or _writable(conn)  # what access() could not see
+    except sqlite3.Error as exc:
+        conn.close()
+        raise StoreError(f"cannot open database {path}: {exc}") from exc
+    if not writable:
+        conn.close()
+        raise StoreError(f"cannot open database {path}: {READ_ONLY}")
+    return conn, versions
+
+
+def _writable(conn: sqlite3.Connection) -> bool:
+    """Whether SQLite lets ``conn`` write: a migrated file writes nothing at open, so a file
+    it opened read-only (a WAL file it may not write, say) would be found out by the first
+    call's write. The table made here is rolled back: the file does not change."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("CREATE TABLE agora_write_probe (x)")
+        finally:
+            conn.execute("ROLLBACK")
+    except sqlite3.OperationalError as exc:
+        if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_READONLY:
+            return False
+        raise  # another failure: the caller words it
+    return True
 
 
 def _spawn(path: str, synchronous: str) -> WriterProcess:
