@@ -10,17 +10,24 @@ answer the router's sanitized internal error with ``retryable: false`` and a cor
 its text must not tell the agent to retry, and the server must log that id once, at ERROR,
 with what the operator needs (the database's own words). Before, the same failure said
 ``retryable: true`` and "retry the call", and an agent retried it for ever.
+
+A page route is answered alike: the chess page's ``POST /play/tables`` on a database made
+read-only under the server answers the store's safe words (503, ``retryable``, ``cause``,
+the correlation id the log names), where it answered a bare "internal error" with a
+traceback in the log.
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
+import shutil
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
 import pytest
 import trio
+from chess_page_http import http_json
 from e2e_process import AgoraProcess
 
 mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")
@@ -226,3 +233,37 @@ async def test_without_a_failure_shape_a_permanent_error_is_an_internal_error(
         lines = [r for r in caplog.records if correlation in r.getMessage()]
         assert [r.levelname for r in lines] == ["ERROR"], caplog.text
         assert cause in lines[0].getMessage(), lines[0].getMessage()
+
+
+@pytest.mark.sqlite_only("SQLite files made immutable under the server")
+async def test_a_page_that_cannot_save_answers_the_stores_words(tmp_path: Path):
+    chattr = shutil.which("chattr")
+    if chattr is None:
+        pytest.skip("needs: chattr (e2fsprogs)")
+    db = tmp_path / "agora.db"
+    # The immutable attribute stops root's writes too, on the files SQLite holds open.
+    frozen = [str(tmp_path), str(db), f"{db}-wal"]
+    with AgoraProcess("--db", str(db), "--toolsets", "chess") as server:
+        status, body = await http_json("POST", f"{server.url}/play/tables", {})
+        assert status == 201, body
+        done = await trio.run_process([chattr, "+i", *frozen], capture_stderr=True, check=False)
+        try:
+            if done.returncode != 0:
+                pytest.skip(f"needs: chattr +i ({done.stderr.decode().strip()})")
+            for _ in range(50):  # a write may fit in the WAL file's pages a few times first
+                status, body = await http_json("POST", f"{server.url}/play/tables", {})
+                if status != 201:
+                    break
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.run_process([chattr, "-i", *frozen], check=False)
+        assert status == 503, body
+        assert body["error"] == (
+            "the change could not be saved: the database is read-only (its files or file"
+            " system refuse writes); nothing was changed"
+        )
+        assert (body["retryable"], body["cause"]) == (True, "read_only"), body
+        with trio.fail_after(TIMEOUT):
+            line = await server.wait_for_log(re.escape(body["correlation_id"]))
+        assert line.startswith("WARNING agora.server.connection: page POST /play/tables failed")
+        assert "Traceback" not in server.log

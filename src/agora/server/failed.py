@@ -7,7 +7,8 @@ bug. Each is logged once under a fresh correlation id that the client is given t
 failure no retry can cure (`agora.store.failures`: a bug in SQL, a schema changed under the
 server) is answered as a bug: a fixed text, not retryable, its details only in the log.
 `failed_reply` words the answer, in the toolset's vocabulary when its ``shape_failure`` hook
-gives one. No I/O here but the log.
+gives one; `page_failure` is the same for a page route (a chess table made from its page). No
+I/O here but the log.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ import logging
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.errors import ActorStopped, Failure, FailureKind, StoreError, new_correlation_id
-from agora.logsafe import one_line
+from agora.logsafe import loggable, one_line
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.results import tool_result
 from agora.runtime.actor import InternalError
+from agora.web.http import Response
 
 if TYPE_CHECKING:
     from agora.mcp.session import Invoke, Session
@@ -32,25 +34,44 @@ STORE_BUG: Final = "internal error; nothing was changed"
 
 def failure_of(inv: Invoke, exc: Exception) -> Failure:
     """The `Failure` of call ``inv`` that raised ``exc``, logged under its correlation id."""
+    return _failure(f"{inv.kind} {inv.name}", inv.name, exc)
+
+
+def page_failure(method: str, path: str, exc: Exception) -> Response:
+    """What a page route (``method path``) that raised ``exc`` answers, logged as a call's
+    failure is: the runtime's safe message when the store or an entity failed (503, with
+    ``retryable``, the disk's part as ``cause`` and the correlation id: a full or read-only
+    disk is the operator's to fix, not a bug), else ``internal error`` (500) with the id."""
+    failure = _failure(f"page {method} {loggable(path)}", path, exc)
+    body: dict[str, Any] = {"error": failure.message, "correlation_id": failure.correlation_id}
+    if failure.kind == "unexpected":
+        return Response.json(body, 500)
+    body["retryable"] = failure.retryable
+    if failure.outcome_unknown:
+        body["outcome_unknown"] = True
+    if failure.cause is not None:
+        body["cause"] = failure.cause
+    return Response.json(body, 503)
+
+
+def _failure(where: str, tool: str, exc: Exception) -> Failure:
     correlation = new_correlation_id()
     if isinstance(exc, (InternalError, StoreError)) and exc.permanent:  # no retry cures it
         detail = exc.detail if isinstance(exc, InternalError) else str(exc)
-        log.error(
-            "%s %s failed: %s (correlation %s)", inv.kind, inv.name, one_line(detail), correlation
-        )
-        return Failure("unexpected", STORE_BUG, False, correlation, inv.name)
+        log.error("%s failed: %s (correlation %s)", where, one_line(detail), correlation)
+        return Failure("unexpected", STORE_BUG, False, correlation, tool)
     if isinstance(exc, (InternalError, ActorStopped, StoreError)):
         kind: FailureKind = (
             "internal"
             if isinstance(exc, InternalError)
             else ("stopped" if isinstance(exc, ActorStopped) else "store")
         )
-        log.warning("%s %s failed: %s (correlation %s)", inv.kind, inv.name, exc, correlation)
+        log.warning("%s failed: %s (correlation %s)", where, exc, correlation)
         unknown = bool(getattr(exc, "outcome_unknown", False))
         cause = getattr(exc, "cause", None)  # the disk's part, named in the message
-        return Failure(kind, str(exc), not unknown, correlation, inv.name, unknown, cause)
-    log.error("%s %s failed (correlation %s)", inv.kind, inv.name, correlation, exc_info=exc)
-    return Failure("unexpected", "internal error", False, correlation, inv.name)
+        return Failure(kind, str(exc), not unknown, correlation, tool, unknown, cause)
+    log.error("%s failed (correlation %s)", where, correlation, exc_info=exc)
+    return Failure("unexpected", "internal error", False, correlation, tool)
 
 
 def failed_reply(session: Session, inv: Invoke, failure: Failure) -> dict[str, Any]:

@@ -27,10 +27,10 @@ from urllib.parse import parse_qsl, urlsplit
 
 import trio
 
-from agora.logsafe import loggable
 from agora.mcp import jsonrpc as rpc
 from agora.server import heap
 from agora.server.connection import Connection
+from agora.server.failed import page_failure
 from agora.server.workers import Workers
 from agora.transports import guard, http1
 from agora.transports.deadlines import Sweeper
@@ -359,9 +359,8 @@ class HttpConnection(Responder):
                 req.params = params
                 try:
                     return await route.handler(req, self.app.runtime)
-                except Exception:
-                    log.exception("page %s %s failed", req.method, loggable(req.path))
-                    return Response.error(500, "internal error")
+                except Exception as exc:  # the store's safe words, or "internal error"
+                    return page_failure(req.method, req.path, exc)
         if req.path == "/healthz":
             return Response.json(
                 {
