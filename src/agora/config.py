@@ -127,6 +127,9 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
     """Build a Config from a TOML file (if given), AGORA_* env vars, then ``overrides``.
 
+    Values in the file must have their setting's type as TOML writes it (``port = 9000``,
+    not ``"9000"``); AGORA_* variables, which are strings, are converted to it.
+
     Raises:
         ValueError: on an unknown setting, a wrong type, a value the server cannot run with
             (a port past 65535, a negative duration, no calls in flight, options for no
@@ -143,6 +146,14 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
             raise ValueError(f"cannot read config {path}: {exc}") from exc
         sources = dict.fromkeys(data, str(path))
     fields = {f.name: f for f in msgspec.structs.fields(Config)}
+    if data:
+        # The file's values are typed (TOML has numbers, booleans, lists): they are taken
+        # as written, so `port = "9000"` is refused rather than quietly read as 9000. Only
+        # AGORA_* variables and flags, which are strings, are converted below.
+        try:
+            msgspec.convert(data, Config, strict=True)
+        except msgspec.ValidationError as exc:
+            raise ValueError(f"{path}: {_typed(str(exc), list(fields))}") from exc
     for name, field in fields.items():
         variable = f"AGORA_{name.upper()}"
         raw = os.environ.get(variable)
@@ -252,6 +263,29 @@ def _located(problem: str, sources: dict[str, str], known: list[str]) -> str:
             message += f"; did you mean `{near[0]}`?"
     source = sources.get(key) if key is not None else None
     return f"{source}: {message}" if source else message
+
+
+#: msgspec's names of types, in the words of a refusal ("port must be an integer").
+_TYPE_WORDS = {
+    "int": "an integer",
+    "float": "a number",
+    "str": "a string",
+    "bool": "true or false",
+    "array": "a list",
+    "object": "a table",
+}
+
+
+def _typed(problem: str, known: list[str]) -> str:
+    """A type refusal of a setting in the file (a msgspec message), worded like the others:
+    ``port must be an integer, not a string``; any other problem as `_located` words it."""
+    wrong = re.fullmatch(r"Expected `([^`]+)`, got `([^`]+)` - at `\$\.(\w+)`", problem)
+    if wrong is None:
+        return _located(problem, {}, known)
+    expected, got, key = wrong.groups()
+    kinds = [t for t in expected.split(" | ") if t != "null"]  # TOML has no null to write
+    wanted = " or ".join(_TYPE_WORDS.get(t, t) for t in kinds)
+    return f"{key} must be {wanted}, not {_TYPE_WORDS.get(got, got)}"
 
 
 #: The words an AGORA_* variable may use for a boolean setting.

@@ -23,7 +23,7 @@ import pytest
 import trio
 from e2e_process import AGORA, clean_env
 
-from agora.config import Config
+from agora.config import Config, load_config
 from agora.server.embed import CannotListen, open_server
 
 if TYPE_CHECKING:
@@ -131,6 +131,44 @@ async def test_a_misspelt_setting_in_the_file_names_the_file_and_a_near_name(tmp
     assert line.startswith(f"agora: {tmp_path / 'agora.toml'}: invalid configuration:"), line
     assert "unknown field `prot`" in line
     assert "did you mean `port`?" in line
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        pytest.param('port = "9000"', "port must be an integer, not a string", id="port"),
+        pytest.param("shared = 1", "shared must be true or false, not an integer", id="bool"),
+        pytest.param(
+            'grace_seconds = "5"', "grace_seconds must be a number, not a string", id="float"
+        ),
+        pytest.param(
+            'anonymous_projects = "local"',
+            "anonymous_projects must be a list, not a string",
+            id="list-or-unset",
+        ),
+    ],
+)
+async def test_a_value_of_another_type_in_the_file_is_refused(tmp_path, toml, message):
+    # The file's values were converted as loosely as environment variables' strings:
+    # port = "9000" served on 9000, shared = 1 shared the file.
+    # AGORA_PORT=0 outranks the file: should the mistake be missed, any free port is served,
+    # never 9000 (the file is checked whatever outranks it).
+    line = await refused(tmp_path, toml, AGORA_PORT="0")
+    assert line == f"agora: {tmp_path / 'agora.toml'}: {message}"
+
+
+def test_environment_variables_are_still_converted_from_strings(tmp_path, monkeypatch):
+    config = tmp_path / "agora.toml"
+    config.write_text("grace_seconds = 5\nmax_in_flight = 8\n")  # an integer for a number
+    for name, value in {
+        "AGORA_PORT": "9000",
+        "AGORA_SHARED": "yes",
+        "AGORA_PAGE_SIZE": "7",
+    }.items():
+        monkeypatch.setenv(name, value)
+    loaded = load_config(config)
+    assert (loaded.port, loaded.shared, loaded.page_size) == (9000, True, 7)
+    assert (loaded.grace_seconds, loaded.max_in_flight) == (5.0, 8)
 
 
 KNOWN_ROUTER = "(known: adapter, memory_policy, personal_profile, workspace_roots)"
