@@ -170,3 +170,26 @@ async def test_a_toolset_that_declares_nothing_gets_its_table_unchecked():
     with trio.fail_after(20), pytest.raises(OptionsError, match="it takes no options"):
         async with open_server(declared, toolsets=[_embedded({})], listen=False):
             pass
+
+
+def test_router_paths_that_are_not_there_warn_at_start_and_do_not_refuse(tmp_path, caplog):
+    (router,) = load_toolsets(("router",))
+    assert router.options_check is not None
+    profile = tmp_path / "profile.json"
+    profile.write_text("{}")
+    present = {"workspace_roots": [str(tmp_path)], "personal_profile": str(profile)}
+    with caplog.at_level("WARNING", logger="agora.toolsets.router"):
+        router.options_check(present)
+    assert caplog.records == []
+    missing = {
+        "workspace_roots": [str(tmp_path), str(tmp_path / "typo")],
+        "personal_profile": str(tmp_path / "profle.json"),
+        "memory_policy": str(tmp_path),  # a directory, not the policy file
+    }
+    with caplog.at_level("WARNING", logger="agora.toolsets.router"):
+        router.options_check(missing)  # no refusal: each may appear after the start
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 3, said
+    assert f"workspace root {tmp_path / 'typo'} is not a directory" in said[0]
+    assert f"personal Profile {tmp_path / 'profle.json'} is not a file" in said[1]
+    assert f"Memory policy {tmp_path} is not a file: Memory stays off" in said[2]

@@ -10,7 +10,9 @@ and purges. All 20 tools of the contract are served. This module only wires part
 
 from __future__ import annotations
 
-from typing import Final
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
 
 from agora.mcp.contracts import load_contract
 from agora.runtime.background import periodic
@@ -23,6 +25,11 @@ from agora.toolsets.router.promotion import upkeep
 from agora.toolsets.router.replies import INTERNAL_SCHEMA, argument_rejection, shape_failure
 from agora.toolsets.router.sql import MIGRATIONS
 from agora.toolsets.router.tools import HANDLERS
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+log = logging.getLogger(__name__)
 
 #: ``[options.router]``: authorized workspace roots, the personal Profile and Memory policy
 #: files, and the evaluation adapter (README, "Router").
@@ -49,5 +56,31 @@ def toolset() -> Toolset:
         failure_schema=INTERNAL_SCHEMA,
         background=[periodic(RETENTION_EVERY, upkeep), index_runs],
         options=OPTIONS,
-        options_check=check_options,
+        options_check=_check_options,
     )
+
+
+def _check_options(options: Mapping[str, Any]) -> None:
+    """The router's `Toolset.options_check`: the adapter refuses the start on a value it
+    cannot run with; a configured path that is not there only warns, once, at start.
+
+    Such a path is not refused: a Profile or policy file may be written, and a workspace
+    mounted, after the server started, and the router reads them at each call (a plan then
+    reports the missing personal Profile as a warning). But an operator's typo would
+    otherwise go unseen until an agent's plan said so.
+    """
+    check_options(options)
+    for root in options.get("workspace_roots", []):
+        if not Path(root).is_dir():
+            log.warning(
+                "router: workspace root %s is not a directory: no workspace Profile is read"
+                " under it until it is",
+                root,
+            )
+    wanted = (
+        ("personal_profile", "the personal Profile", "plans report it missing"),
+        ("memory_policy", "the Memory policy", "Memory stays off"),
+    )
+    for key, what, until in wanted:
+        if (path := options.get(key)) and not Path(path).is_file():
+            log.warning("router: %s %s is not a file: %s until it is", what, path, until)
