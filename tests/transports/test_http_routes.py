@@ -5,11 +5,16 @@ Real loopback sockets against an in-process server (see `http_support`).
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import trio
 from http_support import INITIALIZE, TOKEN, TOKEN_SHA256, RawHttp, serve
 
 from agora.config import PrincipalConfig
+from agora.errors import StoreError
+from agora.server.failed import page_failure
+from agora.web.http import Request
 
 TIMEOUT = 30
 
@@ -118,3 +123,50 @@ async def test_an_mcp_post_with_an_acceptable_accept_is_served(accept):
             async with RawHttp.open(server.port) as client:
                 reply = await client.request("POST", "/mcp/probe", INITIALIZE, {"accept": accept})
                 assert reply.status == 200, reply
+
+
+#: What a browser sends with a form posted from another site.
+FORM_POST = {
+    "accept": "text/html,application/xhtml+xml,*/*;q=0.8",
+    "content-type": "application/x-www-form-urlencoded",
+    "sec-fetch-site": "cross-site",
+}
+
+
+async def test_a_refused_state_change_answers_a_browser_html_and_the_page_s_fetch_json():
+    principals = [PrincipalConfig("ops", TOKEN_SHA256, ["operator"])]
+    async with serve(principals=principals) as server:
+        with trio.fail_after(TIMEOUT):
+            for headers, status in ((FORM_POST, 403), ({"accept": "text/html"}, 401)):
+                async with RawHttp.open(server.port) as client:
+                    page = await client.request("POST", "/play/tables", {"name": "x1"}, headers)
+                assert page.status == status, page
+                assert page.headers["content-type"].startswith("text/html"), page
+                fetched = {**headers, "accept": "*/*"}
+                async with RawHttp.open(server.port) as client:
+                    data = await client.request("POST", "/play/tables", {"name": "x1"}, fetched)
+                assert data.status == status, data
+                assert data.headers["content-type"] == "application/json", data
+            assert "bearer" in data.headers["www-authenticate"].lower()
+
+
+@pytest.mark.parametrize(
+    ("exc", "status", "said"),
+    [
+        pytest.param(RuntimeError("a bug"), 500, "internal error", id="bug"),
+        pytest.param(StoreError("disk full", cause="disk_full"), 503, "disk full", id="store"),
+    ],
+)
+def test_a_page_route_that_failed_answers_a_browser_html(exc, status, said):
+    def request(accept: str) -> Request:
+        return Request("POST", "/play/tables", {}, {"accept": accept})
+
+    page = page_failure(request("text/html"), exc)
+    assert page.status == status
+    text = page.body.decode()
+    assert said in text, text
+    assert "correlation id corr-" in text, text
+    assert "a bug" not in text  # the exception's own words stay in the log
+    data = page_failure(request("*/*"), exc)
+    assert data.status == status
+    assert said in json.loads(data.body)["error"]

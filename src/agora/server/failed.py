@@ -21,7 +21,7 @@ from agora.logsafe import loggable, one_line
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.results import tool_result
 from agora.runtime.actor import InternalError
-from agora.web.http import Response
+from agora.web.http import Request, Response, error_page, wants_html
 
 if TYPE_CHECKING:
     from agora.mcp.session import Invoke, Session
@@ -37,13 +37,17 @@ def failure_of(inv: Invoke, exc: Exception) -> Failure:
     return _failure(f"{inv.kind} {inv.name}", inv.name, exc)
 
 
-def page_failure(method: str, path: str, exc: Exception) -> Response:
-    """What a page route (``method path``) that raised ``exc`` answers, logged as a call's
-    failure is: the runtime's safe message when the store or an entity failed (503, with
+def page_failure(req: Request, exc: Exception) -> Response:
+    """What a page route (``req``) that raised ``exc`` answers, logged as a call's failure
+    is: the runtime's safe message when the store or an entity failed (503, with
     ``retryable``, the disk's part as ``cause`` and the correlation id: a full or read-only
-    disk is the operator's to fix, not a bug), else ``internal error`` (500) with the id."""
-    failure = _failure(f"page {method} {loggable(path)}", path, exc)
+    disk is the operator's to fix, not a bug), else ``internal error`` (500) with the id; a
+    browser asking for the page (`wants_html`) gets the same words as a small HTML page."""
+    failure = _failure(f"page {req.method} {loggable(req.path)}", req.path, exc)
     body: dict[str, Any] = {"error": failure.message, "correlation_id": failure.correlation_id}
+    status = 500 if failure.kind == "unexpected" else 503
+    if wants_html(req):
+        return error_page(status, f"{failure.message} (correlation id {failure.correlation_id})")
     if failure.kind == "unexpected":
         return Response.json(body, 500)
     body["retryable"] = failure.retryable

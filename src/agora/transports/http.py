@@ -360,7 +360,7 @@ class HttpConnection(Responder):
                 try:
                     return await route.handler(req, self.app.runtime)
                 except Exception as exc:  # the store's safe words, or "internal error"
-                    return page_failure(req.method, req.path, exc)
+                    return page_failure(req, exc)
         if req.path == "/healthz":
             return Response.json(
                 {
@@ -380,10 +380,10 @@ class HttpConnection(Responder):
     def _page_refusal(self, req: Request, needs_principal: bool) -> Response | None:
         reason = guard.cross_site_refusal(req.method, req.headers)
         if reason is not None:
-            return Response.error(403, reason)
+            return refusal_response(req, 403, reason)
         assert req.principal is not None
         if needs_principal and self.config.principals and req.principal.anonymous:
-            resp = Response.error(401, "Unauthorized: this action needs a bearer token")
+            resp = refusal_response(req, 401, "Unauthorized: this action needs a bearer token")
             resp.headers.append(_BEARER)
             return resp
         return None

@@ -147,7 +147,8 @@ _PAGE_HEADERS = (
 
 def error_title(status: int) -> str:
     """The heading of a refusal page: ``Not found`` for 404, ``Bad request`` for 400, ..."""
-    return {400: "Bad request", 403: "Forbidden", 404: "Not found"}.get(status, "Error")
+    titles = {400: "Bad request", 401: "Unauthorized", 403: "Forbidden", 404: "Not found"}
+    return titles.get(status, "Unavailable" if status == 503 else "Error")
 
 
 def error_page(status: int, message: str) -> Response:
