@@ -21,7 +21,7 @@ import logging
 import socket
 import sys
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -35,7 +35,7 @@ from agora.store.db import open_store
 from agora.toolsets.options import check_toolset_options
 from agora.transports.guard import WILDCARDS
 from agora.transports.http import FrontEnd
-from agora.transports.streamable import StreamableHTTP
+from agora.transports.streamable import SHUTDOWN, StreamableHTTP
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -59,6 +59,8 @@ class Server:
     host: str
     port: int
     _nursery: trio.Nursery
+    #: The in-process clients open now (`client`), answered at shutdown like HTTP sessions.
+    _clients: set[InProcessClient] = field(default_factory=set)
 
     @property
     def url(self) -> str:
@@ -70,7 +72,13 @@ class Server:
     async def client(
         self, path: str = "/mcp", principal: Principal | None = None
     ) -> AsyncIterator[InProcessClient]:
-        """An MCP client wired straight to a session, no sockets (for tests and embedding)."""
+        """An MCP client wired straight to a session, no sockets (for tests and embedding).
+
+        Its calls run in this block's nursery, yet the server's shutdown ends them as it
+        ends a network client's: they get ``grace_seconds`` to answer, then are cancelled and
+        answered with JSON-RPC -32603 (the server is shutting down), before the database
+        closes.
+        """
         endpoint = self.app.endpoint(path)
         if endpoint is None:
             raise ValueError(f"no MCP endpoint at {path}")
@@ -84,10 +92,18 @@ class Server:
                 principal=principal or self.app.anonymous,
                 endpoint=endpoint.params,
             )
+            self._clients.add(client)
             try:
                 yield client
             finally:
+                self._clients.discard(client)
                 client.conn.cancel_all()
+
+    def close_clients(self, reason: str) -> None:
+        """End every in-process client's calls still running (shutdown), answering each
+        with JSON-RPC -32603 ``reason``."""
+        for client in list(self._clients):
+            client.close(reason)
 
 
 class InProcessClient:
@@ -123,6 +139,15 @@ class InProcessClient:
             del self._waiting[rid]
         reply: dict[str, Any] = box[0]
         return reply
+
+    def close(self, reason: str) -> None:
+        """Cancel every call in flight and answer each one still waiting with -32603
+        ``reason`` (what a network client of a closing server gets)."""
+        self.conn.cancel_all()
+        for rid, (event, box) in self._waiting.items():
+            if not box:
+                box.append(rpc.error(rid, rpc.INTERNAL_ERROR, reason))
+                event.set()
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification."""
@@ -197,6 +222,7 @@ async def open_server(
         else load_toolsets(config.toolsets, conformance=config.conformance)
     )
     entries = catalog_entries(sets)  # before anything opens: a plain ValueError, no group
+    raised: Exception | None = None  # what the caller's block raised, if anything
     check_toolset_options(config.options, sets)  # the same: a misspelt option key
     migrations = [m for t in sets for m in t.migrations]
     async with (
@@ -243,17 +269,23 @@ async def open_server(
                 app.start_background(work)
                 try:
                     yield server
+                except Exception as exc:  # the host's own: raised as itself once shut down
+                    raised = exc
                 finally:
                     with trio.CancelScope(shield=True):
                         accept.cancel()
                         await app.drain(config.grace_seconds, front.wait_closed)
                         mcp.close_all()
+                        server.close_clients(SHUTDOWN)
                         # Calls just answered by close_all get their error written.
                         with trio.move_on_after(CLOSE_FLUSH_SECONDS):
                             await front.wait_quiet()
                         work.cancel_scope.cancel()
             actors.cancel_scope.cancel()
         outer.cancel_scope.cancel()
+    if raised is not None:
+        # Not wrapped in the nurseries' groups: `except ValueError` around the block works.
+        raise raised
 
 
 class CannotListen(OSError):
