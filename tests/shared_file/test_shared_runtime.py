@@ -195,8 +195,8 @@ def test_a_step_another_process_applied_meanwhile_is_not_applied_twice(db, monke
     real_plan = migrations.plan
     raced: list[dict[str, int]] = []
 
-    def plan_then_race(current: Any, steps: Any) -> Any:
-        planned = real_plan(current, steps)
+    def plan_then_race(current: Any, steps: Any, dialect: str) -> Any:
+        planned = real_plan(current, steps, dialect)
         if not raced:
             raced.append({})
             other = connect(str(db), synchronous="FULL")

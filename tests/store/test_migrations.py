@@ -175,3 +175,58 @@ async def test_an_in_memory_store_is_migrated_too():
         assert store.versions == {"notes": 1}
         await store.write([("INSERT INTO notes (id) VALUES (1)", ())])
         assert await store.read(lambda c: c.execute("SELECT id FROM notes").fetchall()[0][0]) == 1
+
+
+NOTES_TABLE = "CREATE TABLE notes (id INTEGER PRIMARY KEY)"
+
+
+@pytest.mark.parametrize(
+    ("step", "refusal"),
+    [
+        # A misspelt dialect key, and a PostgreSQL-only step: on SQLite both were recorded
+        # as applied with nothing run, their tables never made.
+        (
+            Migration("notes", 1, sql={"sqllite": [NOTES_TABLE]}),
+            "notes v1 names dialect 'sqllite' in sql; did you mean 'sqlite'?",
+        ),
+        (
+            Migration("notes", 1, sql={"postgresql": [NOTES_TABLE]}),
+            r"notes v1 has no SQLite schema \(neither apply= nor sql\['sqlite'\]\)",
+        ),
+        # Version 0 was skipped as already applied; -1 was refused as a "newer" schema.
+        (Migration("notes", 0, sql={"sqlite": [NOTES_TABLE]}), "notes v0 has version 0"),
+        (Migration("notes", -1, sql={"sqlite": [NOTES_TABLE]}), "notes v-1 has version -1"),
+        # A string was run character by character: `near "C": syntax error`.
+        (
+            Migration("notes", 1, sql={"sqlite": NOTES_TABLE}),
+            r"notes v1 has sql\['sqlite'\] of type str: it must be a list of statements",
+        ),
+    ],
+    ids=["dialect-typo", "postgresql-only", "version-0", "version-minus-1", "sql-string"],
+)
+async def test_a_step_that_cannot_run_on_sqlite_is_refused_before_any_is_applied(
+    tmp_path, step, refusal
+):
+    path = tmp_path / "agora.db"
+    s = Steps()
+    # A sound step of a component that sorts first: it would be applied first, were the
+    # steps checked only as each comes up.
+    sound = s.step("agenda", 1, "CREATE TABLE agenda_items (id INTEGER)")
+    with pytest.raises(StoreError, match=f"migration step {refusal}"):
+        async with open_store(path, [sound, step]):
+            pass
+    assert s.applied == []
+    assert schema(path) == {}
+    assert tables(path) == {"agora_schema"}
+    async with open_store(path, [sound]) as store:  # nothing was marked: it still applies
+        assert store.versions == {"agenda": 1}
+
+
+def test_the_built_in_steps_can_run_on_both_dialects():
+    from agora.server.app import load_toolsets
+    from agora.store.migrations import plan
+
+    steps = [m for t in load_toolsets([], conformance=True) for m in t.migrations]
+    for dialect in ("sqlite", "postgresql"):
+        planned = dict(plan({}, steps, dialect))
+        assert {"chamber", "chess", "debate", "router"} <= set(planned)

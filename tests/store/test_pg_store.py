@@ -210,11 +210,39 @@ async def test_a_commit_notifies_its_changes_in_the_same_transaction(pg_url):
     assert notes == [("item\ty\t1", store.writer_pid)]
 
 
-async def test_a_toolset_without_a_postgresql_schema_is_refused_by_name(pg_url):
-    sqlite_only = Migration("legacy", 1, lambda db: None)
-    with pytest.raises(StoreError, match="legacy v1 has no PostgreSQL schema"):
-        async with open_store(pg_url, [ITEMS, sqlite_only]):
+def _applied(url: str) -> tuple[list[tuple[str, int]], bool]:
+    """The versions table of the database at ``url``, and whether its items table exists."""
+    from agora.store.pg_sql import connect
+
+    with connect(url) as conn:
+        exists = conn.execute("SELECT to_regclass('agora_schema') IS NOT NULL").fetchone()
+        rows = conn.execute("SELECT component, version FROM agora_schema").fetchall()
+        items = conn.execute("SELECT to_regclass('items') IS NOT NULL").fetchone()
+    assert exists == (True,)
+    return [(r[0], int(r[1])) for r in rows], bool(items and items[0])
+
+
+@pytest.mark.parametrize(
+    ("step", "refusal"),
+    [
+        (Migration("legacy", 1, lambda db: None), "legacy v1 has no PostgreSQL schema"),
+        # Version 0 was skipped as already applied, on PostgreSQL as on SQLite.
+        (Migration("legacy", 0, sql={"postgresql": []}), "legacy v0 has version 0"),
+        (
+            Migration("legacy", 1, sql={"postgresql": [], "sqllite": []}),
+            "legacy v1 names dialect 'sqllite' in sql; did you mean 'sqlite'?",
+        ),
+    ],
+    ids=["sqlite-only", "version-0", "dialect-typo"],
+)
+async def test_a_step_that_cannot_run_on_postgresql_is_refused_before_any_is_applied(
+    pg_url, step, refusal
+):
+    # "items" sorts before "legacy": it used to be applied before the refusal came.
+    with pytest.raises(StoreError, match=f"migration step {refusal}"):
+        async with open_store(pg_url, [ITEMS, step]):
             pass
+    assert _applied(pg_url) == ([], False)
 
 
 async def test_nodes_starting_together_migrate_once(pg_url):

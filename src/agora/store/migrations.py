@@ -6,23 +6,33 @@ This module runs synchronously on the writer connection before the writer thread
 
 A step is written per dialect: ``apply`` (a function of a ``sqlite_utils.Database``) or
 ``sql["sqlite"]`` for SQLite, ``sql["postgresql"]`` (a list of statements) for PostgreSQL.
-The PostgreSQL side is applied by `agora.store.pg` with the same versions table.
+The PostgreSQL side is applied by `agora.store.pg` with the same versions table. Every step
+is checked for the dialect at hand before any is applied (`plan`): a step that could not run
+as written (no statements for the dialect, a misspelt dialect, a version below 1, a string
+where a list of statements belongs) would otherwise be recorded as applied with nothing run,
+or skipped, for good.
 """
 
 from __future__ import annotations
 
+import difflib
 import itertools
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import sqlite_utils
 
 from agora.errors import StoreError
+from agora.store.neutral import POSTGRESQL, SQLITE
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Mapping
+
+#: The dialects a step's ``sql`` may name.
+DIALECTS = (SQLITE, POSTGRESQL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,17 +76,22 @@ def with_statements(
 
 
 def plan(
-    current: dict[str, int], migrations: Iterable[Migration]
+    current: dict[str, int], migrations: Iterable[Migration], dialect: str
 ) -> list[tuple[str, list[Migration]]]:
-    """Each component's steps, sorted; refuses a schema newer than the newest known step.
+    """Each component's steps, sorted; refuses a schema newer than the newest known step,
+    and any step that cannot run on ``dialect`` as written, before one is applied.
 
     Raises:
-        StoreError: a component's stored version is newer than this agora's, or two steps
-            of one component have one version (say, a toolset that took another's
-            component name): one of them would never run.
+        StoreError: a step that cannot run on ``dialect`` (see `malformed`), a component's
+            stored version is newer than this agora's, or two steps of one component have
+            one version (say, a toolset that took another's component name): one of them
+            would never run.
     """
     by_component: dict[str, list[Migration]] = defaultdict(list)
     for m in migrations:
+        problem = malformed(m, dialect)
+        if problem is not None:
+            raise StoreError(f"migration step {m.component} v{m.version} {problem}")
         by_component[m.component].append(m)
     out = []
     for component, steps in sorted(by_component.items()):
@@ -98,6 +113,44 @@ def plan(
     return out
 
 
+def malformed(step: Migration, dialect: str) -> str | None:
+    """Why ``step`` cannot run on ``dialect`` as written (words that follow its name), or None.
+
+    Each of these used to pass in silence on SQLite: a step with no SQLite statements (a
+    misspelt ``"sqllite"`` key, a PostgreSQL-only step) was recorded as applied with nothing
+    run, version 0 was skipped as already applied, and a string of SQL was run character by
+    character. The version would then stay marked, its tables never made.
+    """
+    version = step.version
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        return (
+            f"has version {version!r}: versions are integers from 1 up (a component with no"
+            " step applied is at 0, so a step at 0 or below would never run)"
+        )
+    for key, statements in step.sql.items():
+        if key not in DIALECTS:
+            near = difflib.get_close_matches(str(key), DIALECTS, n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            return f"names dialect {key!r} in sql{hint} (known: {', '.join(DIALECTS)})"
+        if (
+            isinstance(statements, str | bytes)
+            or not isinstance(statements, Sequence)
+            or not all(isinstance(sql, str) for sql in statements)
+        ):
+            return (
+                f"has sql[{key!r}] of type {type(statements).__name__}: it must be a list of"
+                " statements (strings), even for one statement"
+            )
+    if dialect == SQLITE and step.apply is None and SQLITE not in step.sql:
+        return (
+            "has no SQLite schema (neither apply= nor sql['sqlite']):"
+            " this toolset cannot run on SQLite"
+        )
+    if dialect == POSTGRESQL and POSTGRESQL not in step.sql:
+        return "has no PostgreSQL schema: this toolset cannot run on PostgreSQL yet"
+    return None
+
+
 def apply_migrations(conn: sqlite3.Connection, migrations: Iterable[Migration]) -> dict[str, int]:
     """Bring every component's tables up to its newest migration.
 
@@ -109,7 +162,8 @@ def apply_migrations(conn: sqlite3.Connection, migrations: Iterable[Migration]) 
         The version of each component after migrating.
 
     Raises:
-        StoreError: if the file holds a newer schema than this agora knows, or a step fails.
+        StoreError: if the file holds a newer schema than this agora knows, a step cannot
+            run on SQLite as written (nothing is applied then), or a step fails.
     """
     conn.execute(
         "CREATE TABLE IF NOT EXISTS agora_schema "
@@ -117,7 +171,7 @@ def apply_migrations(conn: sqlite3.Connection, migrations: Iterable[Migration]) 
     )
     current = dict(conn.execute("SELECT component, version FROM agora_schema").fetchall())
     db = sqlite_utils.Database(conn)
-    for component, steps in plan(current, migrations):
+    for component, steps in plan(current, migrations, SQLITE):
         have = current.get(component, 0)
         for step in steps:
             if step.version <= have:
@@ -135,7 +189,7 @@ def apply_migrations(conn: sqlite3.Connection, migrations: Iterable[Migration]) 
                 if step.apply is not None:
                     step.apply(db)
                 else:
-                    for sql in step.statements("sqlite") or ():
+                    for sql in step.statements(SQLITE) or ():  # plan() saw them there
                         conn.execute(sql)
                 conn.execute(
                     "INSERT INTO agora_schema (component, version) VALUES (?, ?) "

@@ -39,7 +39,8 @@ def migrate(url: str, migrations: Iterable[Migration]) -> tuple[str, dict[str, i
     each step runs once. Returns the namespace and the versions after migrating.
 
     Raises:
-        StoreError: a step has no PostgreSQL statements, fails, or the schema is newer.
+        StoreError: a step has no PostgreSQL statements or is malformed (refused before any
+            step runs), a step fails, or the schema is newer.
     """
     steps = list(migrations)
     with connect(url) as conn:
@@ -51,7 +52,7 @@ def migrate(url: str, migrations: Iterable[Migration]) -> tuple[str, dict[str, i
                 conn.execute(sql)
             rows = conn.execute("SELECT component, version FROM agora_schema").fetchall()
             current = {r[0]: int(r[1]) for r in rows}
-            for component, todo in plan(current, steps):
+            for component, todo in plan(current, steps, POSTGRESQL):
                 for step in todo:
                     if step.version <= current.get(component, 0):
                         continue
@@ -63,15 +64,10 @@ def migrate(url: str, migrations: Iterable[Migration]) -> tuple[str, dict[str, i
 
 
 def _apply(conn: psycopg.Connection[Any], step: Migration) -> None:
-    statements = step.statements(POSTGRESQL)
-    if statements is None:
-        raise StoreError(
-            f"{step.component} v{step.version} has no PostgreSQL schema: "
-            f"this toolset cannot run on PostgreSQL yet"
-        )
     try:
         with conn.transaction():
-            for sql in statements:
+            # plan() refused, before any step ran, a step without PostgreSQL statements.
+            for sql in step.statements(POSTGRESQL) or ():
                 conn.execute(sql)
             conn.execute(
                 "INSERT INTO agora_schema (component, version) VALUES (%s, %s) "
