@@ -3,7 +3,9 @@
 The built-in toolsets declare theirs (`Toolset.options`); every ``[options.*]`` example in
 the README and docs/ passes the check (the declarations and the documentation agree); a
 misspelt key or a wrong type stops `open_server` before it opens the database; a toolset
-that declares nothing (an embedder's) gets its table unchecked, as before.
+that declares nothing (an embedder's) gets its table unchecked, as before. agora.toml may
+hold an embedder's toolset's table; the server, which knows what it serves, refuses a table
+naming no toolset.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 import pytest
 import trio
 
-from agora.config import Config
+from agora.config import SERVABLE, Config, load_config
 from agora.server.app import load_toolsets
 from agora.server.embed import open_server
 from agora.toolsets.base import ToolCall, Toolset
@@ -193,3 +195,34 @@ def test_router_paths_that_are_not_there_warn_at_start_and_do_not_refuse(tmp_pat
     assert f"workspace root {tmp_path / 'typo'} is not a directory" in said[0]
     assert f"personal Profile {tmp_path / 'profle.json'} is not a file" in said[1]
     assert f"Memory policy {tmp_path} is not a file: Memory stays off" in said[2]
+
+
+async def test_an_embedders_toolset_takes_its_table_from_agora_toml(tmp_path):
+    # load_config used to refuse the table: "[options.mine] names no toolset; known: ...".
+    toml = tmp_path / "agora.toml"
+    toml.write_text(f'db = "{tmp_path / "agora.db"}"\n[options.mine]\nrate = 5.0\n')
+    config = load_config(toml)
+    with trio.fail_after(20):
+        async with open_server(config, toolsets=[_embedded({"rate": float})], listen=False) as s:
+            assert s.runtime.options("mine") == {"rate": 5.0}
+
+
+async def test_a_table_naming_no_served_toolset_stops_the_server_with_the_closest_name(tmp_path):
+    # It used to start, the toolset silently on its defaults.
+    db = tmp_path / "agora.db"
+    config = Config(db=str(db), options={"mien": {"rate": 5.0}})
+    message = (
+        r"^\[options.mien\] names no toolset; did you mean `mine`\? "
+        r"\(known: mine, chamber, chess, router, debate, conformance\)$"
+    )
+    with trio.fail_after(20), pytest.raises(OptionsError, match=message):
+        async with open_server(config, toolsets=[_embedded(None)], listen=False):
+            pass
+    assert not db.exists()
+
+
+def test_a_built_in_toolsets_table_is_accepted_while_it_is_not_served():
+    debate = load_toolsets(["debate"])
+    check_toolset_options({"chess": {"anything": 1}, "conformance": {}}, debate, SERVABLE)
+    with pytest.raises(OptionsError, match=r"^\[options.zzz\] names no toolset; known: debate,"):
+        check_toolset_options({"zzz": {}}, debate, SERVABLE)

@@ -20,7 +20,9 @@ import msgspec
 from agora.identity import ANONYMOUS, SCOPES, Principal
 
 KNOWN_TOOLSETS = ("chamber", "chess", "router", "debate")
-#: What ``toolsets`` and ``[options.X]`` may name: the toolsets and the conformance fixtures.
+#: What ``toolsets`` may name: the toolsets and the conformance fixtures. An ``[options.X]``
+#: table may name one of these or a toolset of an embedding program, which only the server
+#: knows: `agora.toolsets.options.check_toolset_options` checks the tables' names.
 SERVABLE = (*KNOWN_TOOLSETS, "conformance")
 
 
@@ -132,9 +134,11 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
 
     Raises:
         ValueError: on an unknown setting, a wrong type, a value the server cannot run with
-            (a port past 65535, a negative duration, no calls in flight, options for no
-            toolset), or an unreadable file; the message names where the setting came from
-            (the file, the AGORA_* variable or the flag).
+            (a port past 65535, a negative duration, no calls in flight), or an unreadable
+            file; the message names where the setting came from (the file, the AGORA_*
+            variable or the flag). An ``[options.X]`` table is not refused here, whatever
+            it names: it may be for a toolset of an embedding program; the server checks
+            each table against the toolsets it serves when it starts.
     """
     data: dict[str, Any] = {}
     #: Where each top-level setting's value came from, for the error messages.
@@ -244,10 +248,6 @@ def _out_of_range(config: Config) -> tuple[str, str] | None:
     for name in _COUNTS:
         if (value := getattr(config, name)) < 1:
             return name, f"{name} must be at least 1, not {value}"
-    for table in config.options:
-        if table not in SERVABLE:
-            known = ", ".join(KNOWN_TOOLSETS)
-            return "options", f"[options.{table}] names no toolset; known: {known}"
     return None
 
 

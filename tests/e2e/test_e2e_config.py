@@ -69,10 +69,19 @@ async def refused(tmp_path: Path, toml: str, **env: str) -> str:
         pytest.param(
             "max_in_flight = 0", "max_in_flight must be at least 1, not 0", id="in-flight"
         ),
+        # Refused by the server, which knows the toolsets it serves (the file may name an
+        # embedding program's), before it opens anything, all the same.
         pytest.param(
             "[options.chesss]\nx = 1",
-            "[options.chesss] names no toolset; known: chamber, chess, router, debate",
+            "[options.chesss] names no toolset; did you mean `chess`? (known: chamber, chess,"
+            " router, debate, conformance)",
             id="options-table",
+        ),
+        pytest.param(
+            'toolsets = ["debate"]\n[options.chambr]\nx = 1',
+            "[options.chambr] names no toolset; did you mean `chamber`? (known: debate,"
+            " chamber, chess, router, conformance)",
+            id="options-table-unserved",
         ),
     ],
 )

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from agora.config import Config
+from agora.config import SERVABLE, Config
 from agora.mcp import jsonrpc as rpc
 from agora.runtime.registry import Runtime
 from agora.server.app import App, catalog_entries, load_toolsets
@@ -209,8 +209,9 @@ async def open_server(
     Raises:
         ValueError: a toolset is not implemented or is wrong (see `catalog_entries`), the
             toolsets cannot be served together, or one's ``[options.<name>]`` table has a
-            key it does not read or a value of the wrong type
-            (`agora.toolsets.options.OptionsError`); raised before anything opens.
+            key it does not read or a value of the wrong type, or a table names neither a
+            served toolset nor a built-in one (`agora.toolsets.options.OptionsError`);
+            raised before anything opens.
         CannotListen: the port could not be bound; raised before the database is opened,
             which is then left as it was (neither created, migrated nor locked).
         StoreError: the database could not be opened or migrated.
@@ -223,7 +224,9 @@ async def open_server(
     )
     entries = catalog_entries(sets)  # before anything opens: a plain ValueError, no group
     raised: Exception | None = None  # what the caller's block raised, if anything
-    check_toolset_options(config.options, sets)  # the same: a misspelt option key
+    # The same: a misspelt option key, or a table naming no toolset (load_config cannot
+    # tell: only here are an embedding program's toolsets known).
+    check_toolset_options(config.options, sets, SERVABLE)
     migrations = [m for t in sets for m in t.migrations]
     async with (
         # The port before the database: a port in use fails at once (a plain CannotListen,

@@ -5,7 +5,13 @@ A toolset declares them in `Toolset.options`: each key it reads, with the type o
 before it opens anything (`check_toolset_options`) and refuses to start on a key the toolset
 does not read (a misspelling: ``workspace_root`` for ``workspace_roots`` would otherwise be
 ignored, and the router would find no authorized roots) or on a value of the wrong type,
-with one message naming the table, the key and the closest known key. A toolset that
+with one message naming the table, the key and the closest known key. A table naming
+neither a served toolset nor a built-in one (``[options.chambr]``, an embedder's
+``[options.note]`` for its ``notes``) is refused there too, with the closest name: only
+here are the served toolsets known (`agora.config.load_config` accepts any table, for a
+toolset of an embedding program), and a misspelt table would leave its toolset on its
+defaults in silence. A built-in toolset's table is accepted while that toolset is not
+served, unchecked (``[options.chess]`` under ``--toolsets debate``). A toolset that
 declares nothing (``options = None``, an embedder's) has its table passed on unchecked, as
 before; one that declares ``{}`` takes no options at all. What a type cannot say (a rate
 that must not be negative, a key file that must load) a toolset checks in its
@@ -47,15 +53,30 @@ class OptionsError(ValueError):
 
 
 def check_toolset_options(
-    options: Mapping[str, Mapping[str, Any]], toolsets: Sequence[Toolset]
+    options: Mapping[str, Mapping[str, Any]],
+    toolsets: Sequence[Toolset],
+    built_in: Sequence[str] = (),
 ) -> None:
-    """Check the options table of every toolset in ``toolsets`` that declares its keys.
+    """Check that every table of ``options`` names a toolset, then the table of every
+    toolset in ``toolsets`` that declares its keys.
+
+    Args:
+        options: The ``[options.<name>]`` tables, by name.
+        toolsets: The toolsets served.
+        built_in: The names of agora's own toolsets (`agora.config.SERVABLE`, which this
+            layer does not import): their tables are accepted, unchecked, while they are
+            not served.
 
     Raises:
-        OptionsError: a key the toolset does not read, a value of the wrong type, or one its
-            `Toolset.options_check` refuses (a value out of range, a key file that does not
-            load).
+        OptionsError: a table naming neither a toolset of ``toolsets`` nor one of
+            ``built_in``, a key the toolset does not read, a value of the wrong type, or
+            one its `Toolset.options_check` refuses (a value out of range, a key file that
+            does not load).
     """
+    known = list(dict.fromkeys([*(t.name for t in toolsets), *built_in]))
+    for table in options:
+        if table not in known:
+            raise OptionsError(f"[options.{table}] names no toolset{_table_hint(table, known)}")
     for toolset in toolsets:
         values = options.get(toolset.name, {})
         if toolset.options is not None:
@@ -106,6 +127,13 @@ def check_options(table: str, spec: OptionSpec, values: Mapping[str, Any]) -> No
             check_options(f"{table}.{key}", kind, value)
         elif not _fits(value, kind):
             raise OptionsError(f"{where}: {key} must be {_described(kind)}, not {_article(value)}")
+
+
+def _table_hint(table: str, known: Sequence[str]) -> str:
+    """The closest of the ``known`` toolset names to ``table``, and all of them."""
+    near = difflib.get_close_matches(table, known, n=1, cutoff=0.6)
+    shown = ", ".join(known)
+    return f"; did you mean `{near[0]}`? (known: {shown})" if near else f"; known: {shown}"
 
 
 def _hint(key: str, spec: OptionSpec) -> str:
