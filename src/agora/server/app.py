@@ -17,22 +17,32 @@ from urllib.parse import parse_qsl
 import trio
 
 from agora import __version__
-from agora.errors import ToolError
-from agora.mcp.catalog import Catalog, Rejection, ToolEntry
+from agora.mcp.catalog import Catalog
 from agora.mcp.session import Session
 from agora.runtime.background import supervise
-from agora.toolsets.base import handler_problem, hook_problems, shown_name
+from agora.server.entries import catalog_entries, refuse_shadowed_tools, tool_entries, tool_names
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence
 
     from agora.config import Config
-    from agora.errors import Failure
     from agora.identity import Principal
-    from agora.mcp.validation import ValidationIssue
+    from agora.mcp.catalog import ToolEntry
     from agora.runtime.registry import Runtime
-    from agora.toolsets.base import Handler, ToolCall, Toolset
+    from agora.toolsets.base import Toolset
     from agora.web.http import Route
+
+__all__ = [
+    "IMPLEMENTED",
+    "SERVER_INFO",
+    "App",
+    "Endpoint",
+    "catalog_entries",
+    "load_toolsets",
+    "refuse_shadowed_tools",
+    "tool_entries",
+    "tool_names",
+]
 
 log = logging.getLogger(__name__)
 
@@ -58,195 +68,6 @@ def load_toolsets(names: Sequence[str], *, conformance: bool = False) -> list[To
         module = importlib.import_module(f"agora.toolsets.{name}")
         out.append(module.toolset())
     return out
-
-
-def tool_entries(toolset: Toolset) -> list[ToolEntry]:
-    """Catalog entries for a toolset's tools: from its contract, or defined in code.
-
-    Raises:
-        ValueError: a hook of the toolset cannot be called as the server calls it
-            (`agora.toolsets.base.hook_problems`), or see `_entry`.
-    """
-    problems = hook_problems(toolset)
-    if problems:
-        raise ValueError(f"toolset {toolset.name}: {'; '.join(problems)}")
-    entries: list[ToolEntry] = []
-    if toolset.contract is None:
-        return [_entry(spec, toolset, spec["name"]) for spec in toolset.tools]
-    from agora.mcp.contracts import load_contract
-
-    contract = load_contract(toolset.contract or toolset.name)
-    for tool in contract.tools.values():
-        listing = tool.to_mcp()
-        entries.append(_entry(listing, toolset, tool.name))
-        entries.extend(
-            _entry(listing, toolset, alias, alias_of=tool.name) for alias in tool.aliases
-        )
-    return entries
-
-
-def _entry(
-    spec: dict[str, Any], toolset: Toolset, name: str, alias_of: str | None = None
-) -> ToolEntry:
-    from agora.mcp.dialects import SchemaError
-    from agora.mcp.validation import compile_validator
-
-    handler = toolset.handlers.get(name)
-    if handler is None:
-        raise ValueError(f"toolset {toolset.name} has no handler for tool {name!r}")
-    problem = handler_problem(handler)
-    if problem is not None:
-        raise ValueError(
-            f"toolset {toolset.name}: the handler of tool {name!r} ({shown_name(handler)})"
-            f" {problem};"
-            " a handler is `async def handler(call: ToolCall) -> dict`"
-        )
-    if "inputSchema" not in spec:
-        raise ValueError(f"toolset {toolset.name}: tool {name!r} has no inputSchema")
-    limits = toolset.argument_limits
-    try:
-        validator = compile_validator(
-            spec["inputSchema"],
-            max_depth=limits.max_depth,
-            max_nodes=limits.max_nodes,
-            max_bytes=limits.max_bytes,
-            refuse_nul=True,
-        )
-    except SchemaError as exc:
-        raise ValueError(
-            f"toolset {toolset.name}: tool {name!r} has an inputSchema that cannot be"
-            f" compiled: {exc}"
-        ) from exc
-    return ToolEntry(
-        name=name,
-        description=spec.get("description", ""),
-        input_schema=spec["inputSchema"],
-        output_schema=spec.get("outputSchema"),
-        annotations=spec.get("annotations") or None,
-        title=spec.get("title"),
-        check=validator.errors,
-        target=handler,
-        alias_of=alias_of,
-        reject=_rejection(toolset),
-        refuse=_refusal(toolset),
-        fail=_failure_shaper(toolset, name, spec.get("outputSchema")),
-    )
-
-
-def _rejection(toolset: Toolset) -> Rejection | None:
-    if toolset.reject_issues is not None:
-        return toolset.reject_issues
-    sentences = toolset.reject_arguments
-    if sentences is None:
-        return None
-    return lambda issues: sentences([issue.describe() for issue in issues])
-
-
-def _refusal(toolset: Toolset) -> Callable[[Sequence[ValidationIssue]], Handler] | None:
-    """The target maker for `Toolset.reject_call`: a handler whose answer is the refusal."""
-    hook = toolset.reject_call
-    if hook is None:
-        return None
-
-    def refusing(issues: Sequence[ValidationIssue]) -> Handler:
-        async def refuse(call: ToolCall) -> dict[str, Any]:
-            raise ToolError(await hook(call, issues))
-
-        return refuse
-
-    return refusing
-
-
-def _failure_shaper(
-    toolset: Toolset, tool: str, output_schema: dict[str, Any] | None
-) -> Callable[[Failure], dict[str, Any] | None] | None:
-    hook = toolset.shape_failure
-    if hook is None:
-        return None
-    from agora.mcp.validation import compile_validator
-
-    schema = toolset.failure_schema if toolset.failure_schema is not None else output_schema
-    # Compiled on the first failure only: most tools never fail.
-    check = (
-        compile_validator(schema, subject="result field", root="result", lazy=True)
-        if schema is not None
-        else None
-    )
-
-    def shape(failure: Failure) -> dict[str, Any] | None:
-        body = hook(failure)
-        problems = check.errors(body) if check is not None else ()
-        if problems:
-            log.error(
-                "toolset %s shaped a failure of %s that its outputSchema refuses (%s); "
-                "answering with text (correlation %s)",
-                toolset.name,
-                tool,
-                problems[0].describe("result field", "result"),
-                failure.correlation_id,
-            )
-            return None
-        return body
-
-    return shape
-
-
-def tool_names(toolset: Toolset) -> list[str]:
-    """Every tool name ``toolset`` serves, canonical names and aliases."""
-    if toolset.contract is None:
-        return [spec["name"] for spec in toolset.tools]
-    from agora.mcp.contracts import load_contract
-
-    contract = load_contract(toolset.contract or toolset.name)
-    return [name for tool in contract.tools.values() for name in (tool.name, *tool.aliases)]
-
-
-def refuse_shadowed_tools(toolsets: Sequence[Toolset]) -> None:
-    """Refuse a name served twice, where one would shadow the other or be listed twice.
-
-    Two toolsets with one name (``/mcp/<name>`` would serve only the last), a tool name
-    served by two toolsets (``/mcp``), or a tool name one toolset lists twice.
-
-    Raises:
-        ValueError: naming the tool or toolset, and its owners.
-    """
-    owner: dict[str, str] = {}
-    named: set[str] = set()
-    for toolset in toolsets:
-        if toolset.name in named:
-            raise ValueError(
-                f"two toolsets are named {toolset.name!r}: /mcp/{toolset.name} would serve"
-                " only one of them; rename one"
-            )
-        named.add(toolset.name)
-        listed: set[str] = set()
-        for name in tool_names(toolset):
-            if name in listed:
-                raise ValueError(f"toolset {toolset.name} lists tool {name!r} twice")
-            listed.add(name)
-            first = owner.setdefault(name, toolset.name)
-            if first != toolset.name:
-                raise ValueError(
-                    f"tool {name!r} is served by both toolset {first} and toolset"
-                    f" {toolset.name}: /mcp would shadow one of them; rename it or serve"
-                    " only one of the two"
-                )
-
-
-def catalog_entries(toolsets: Sequence[Toolset]) -> dict[str, list[ToolEntry]]:
-    """Check ``toolsets`` and build each one's catalog entries (before anything opens).
-
-    Returns:
-        Each toolset's entries by toolset name, for `App`.
-
-    Raises:
-        ValueError: a name served twice (`refuse_shadowed_tools`), a tool without a
-            handler, with a handler that cannot be called as ``await handler(call)``
-            (`agora.toolsets.base.handler_problem`) or with an inputSchema that cannot be
-            compiled, naming the toolset and the tool.
-    """
-    refuse_shadowed_tools(toolsets)
-    return {t.name: tool_entries(t) for t in toolsets}
 
 
 @dataclass
