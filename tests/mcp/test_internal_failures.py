@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from agora.config import Config
-from agora.errors import ActorStopped, Failure, StoreError
+from agora.errors import ActorStopped, Failure, StoreError, ToolError
 from agora.mcp import jsonrpc as rpc
 from agora.runtime.actor import InternalError
 from agora.server.embed import open_server
@@ -188,3 +188,57 @@ async def test_two_toolsets_serving_one_tool_name_are_refused_at_start_up():
     with pytest.raises(ValueError, match="'echo' is served by both toolset one and toolset two"):
         async with open_server(Config(db=":memory:"), toolsets=sets, listen=False):
             pass
+
+
+def _broken(failure: Failure) -> dict[str, Any]:
+    raise KeyError("a bug in the toolset's hook")
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        pytest.param({"shape_failure": _broken}, id="hook-raises"),
+        pytest.param(
+            {"shape_failure": shaped, "failure_schema": {"type": "obect"}},
+            id="schema-does-not-compile",
+        ),
+    ],
+)
+async def test_a_shaper_that_fails_falls_back_to_text_and_is_logged_once(extra, caplog):
+    """Neither a hook that raises nor a schema that does not compile leaves a call unanswered."""
+    sets = [_toolset("broken", **extra)]
+    with trio.fail_after(20):
+        async with open_server(Config(db=":memory:"), toolsets=sets, listen=False) as server:
+            reply = await _call(server, "broken_fail", "internal")
+    result = reply["result"]
+    assert result["isError"] is True
+    assert "structuredContent" not in result
+    correlation = re.search(r"corr-[0-9a-f]{16}", result["content"][0]["text"])
+    assert correlation is not None
+    (shaping,) = [r for r in caplog.records if "failed to shape" in r.getMessage()]
+    assert shaping.levelname == "ERROR"
+    assert shaping.exc_info is not None  # with its traceback
+    assert "toolset broken" in shaping.getMessage()
+    assert correlation.group() in shaping.getMessage()
+
+
+class Opaque:
+    """A value no JSON encoder knows."""
+
+
+async def test_a_reply_that_cannot_be_built_is_answered_32603_with_its_id(caplog):
+    async def refuse(call: ToolCall) -> dict[str, Any]:
+        raise ToolError({"ok": False, "why": Opaque()})  # its text copy cannot be encoded
+
+    tool = {"name": "refuse", "description": "", "inputSchema": {"type": "object"}}
+    sets = [Toolset("odd", {"refuse": refuse}, contract=None, tools=[tool])]
+    with trio.fail_after(20):
+        async with open_server(Config(db=":memory:"), toolsets=sets, listen=False) as server:
+            reply = await _call(server, "refuse", "x")
+    assert reply["error"]["code"] == rpc.INTERNAL_ERROR
+    assert reply["error"]["message"] == "internal error"
+    correlation = reply["error"]["data"]["correlation_id"]
+    (logged,) = [r for r in caplog.records if correlation in r.getMessage()]
+    assert logged.levelname == "ERROR"
+    assert logged.exc_info is not None
+    assert "tool refuse" in logged.getMessage()

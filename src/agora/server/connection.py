@@ -22,7 +22,7 @@ from agora.mcp import jsonrpc as rpc
 from agora.mcp.results import tool_reply, tool_result
 from agora.mcp.session import Answer, Cancel, Invoke, Send, Session
 from agora.server.channel import ChannelCall
-from agora.server.failed import failed_reply, failure_of
+from agora.server.failed import failed_reply, failure_of, reply_failed
 
 if TYPE_CHECKING:
     from agora.identity import Principal
@@ -62,8 +62,8 @@ class Connection:
 
     The nursery may outlive the connection (a WebSocket's calls run in the server's, so a
     parked one costs no nursery of its own): the transport then calls `cancel_all` and
-    `wait_finished` before it lets go of its stream, and a call that fails past its
-    outcome is logged rather than raised into that nursery. With ``workers`` (a pool on
+    `wait_finished` before it lets go of its stream, and a reply that cannot be sent is
+    answered with -32603 rather than raised into that nursery. With ``workers`` (a pool on
     that nursery, `agora.server.workers`), a call starts in an idle worker rather than a
     task of its own.
     """
@@ -196,7 +196,7 @@ class Connection:
             return
         scope = self._calls[inv.id] = trio.CancelScope()
         if inline:
-            await self._run(inv, scope, inline)
+            await self._run(inv, scope)
         else:
             self._nursery.start_soon(self._run, inv, scope)
 
@@ -220,7 +220,7 @@ class Connection:
             elif scope is not _CANCELLED and scope is not _REPLYING:
                 scope.cancel()  # (a stand-in would keep the first canceller's task)
 
-    async def _run(self, inv: Invoke, scope: trio.CancelScope, inline: bool = False) -> None:
+    async def _run(self, inv: Invoke, scope: trio.CancelScope) -> None:
         self.app.call_started()
         try:
             reply: dict[str, Any] | None = None
@@ -236,12 +236,10 @@ class Connection:
             # Not even a reply a handler returned after its cancellation was asked for: it
             # may have been past its last checkpoint (a shielded step, a wait cut short).
             if reply is not None and not scope.cancel_called:
-                await self._emit(reply, inv.id)
-        except Exception:
-            if inline:
-                raise
-            # A task in a nursery shared by many connections: a bug here ends this call only.
-            log.exception("%s %s failed after its outcome", inv.kind, inv.name)
+                try:
+                    await self._emit(reply, inv.id)
+                except Exception as exc:  # (not raised into a nursery many connections share)
+                    await self._unsent(inv, exc)
         finally:
             self._ended(inv)
 
@@ -275,7 +273,10 @@ class Connection:
                                     reply = conn._outcome(inv, value, None)
                                 conn._calls[inv.id] = _REPLYING  # as in `_run`: not cancelled
                                 if not scope.cancel_called:  # else asked to be cancelled
-                                    await conn._emit(reply, inv.id)
+                                    try:
+                                        await conn._emit(reply, inv.id)
+                                    except Exception as exc:
+                                        await conn._unsent(inv, exc)
                         except Exception:  # not its cancellation: that ends in the scope
                             log.exception("%s %s failed after its outcome", inv.kind, inv.name)
                         finally:
@@ -295,29 +296,46 @@ class Connection:
             self._finished.set()
 
     def _outcome(self, inv: Invoke, value: Any, error: Exception | None) -> dict[str, Any]:
-        """The reply to a call that returned ``value`` or raised ``error``."""
+        """The reply to a call that returned ``value`` or raised ``error``; never raises.
+
+        What fails while the reply is built (a `ToolError` body no JSON can hold, a bug in
+        wording a failure) is answered too, as -32603 (`reply_failed`): a call that ends
+        without a reply leaves its client waiting forever.
+        """
         try:
-            if error is not None:
-                raise error
-            if inv.kind == "tool":
-                return tool_reply(self.session, inv.id, value, inv.modern)
-            if inv.kind == "subscribe":  # its check passed: subscribe, and tell the hub
-                value = self.session.subscribed(inv.name, inv.id)
-                self.app.runtime.resources.watch(self, self.session.subscriptions)
-            cacheable = inv.kind == "resource"
-            return rpc.result(inv.id, self.session.finish(value, inv.modern, cacheable=cacheable))
-        except ToolError as exc:
-            result = tool_result(exc.body, error=True, text=exc.text)
-            return rpc.result(inv.id, self.session.finish(result, inv.modern))
-        except ProtocolError as exc:
-            return rpc.error(inv.id, exc.code, exc.message, exc.data)
-        except Exception as exc:  # the entity, its actor, the store, or a bug
-            return failed_reply(self.session, inv, failure_of(inv, exc))
+            try:
+                if error is not None:
+                    raise error
+                if inv.kind == "tool":
+                    return tool_reply(self.session, inv.id, value, inv.modern)
+                if inv.kind == "subscribe":  # its check passed: subscribe, and tell the hub
+                    value = self.session.subscribed(inv.name, inv.id)
+                    self.app.runtime.resources.watch(self, self.session.subscriptions)
+                cacheable = inv.kind == "resource"
+                result = self.session.finish(value, inv.modern, cacheable=cacheable)
+                return rpc.result(inv.id, result)
+            except ToolError as exc:
+                result = tool_result(exc.body, error=True, text=exc.text)
+                return rpc.result(inv.id, self.session.finish(result, inv.modern))
+            except ProtocolError as exc:
+                return rpc.error(inv.id, exc.code, exc.message, exc.data)
+            except Exception as exc:  # the entity, its actor, the store, or a bug
+                return failed_reply(self.session, inv, failure_of(inv, exc))
+        except Exception as exc:  # (zero cost until it happens: no frame more per call)
+            return reply_failed(inv, exc)
         finally:
             # `raise error` put this frame in the error's traceback: let go of the error, else
             # the two make a reference cycle per failed call, which `agora serve`'s collector
             # policy (`agora.server.heap`) would keep frozen until its next thaw.
             del error
+
+    async def _unsent(self, inv: Invoke, exc: Exception) -> None:
+        """Sending the reply to ``inv`` raised ``exc`` (it holds a value no JSON can hold:
+        the transport encodes as it sends): send -32603 instead (`reply_failed`)."""
+        try:
+            await self._emit(reply_failed(inv, exc), inv.id)
+        except Exception:  # the transport itself broke: there is nobody left to answer
+            log.warning("%s %s could not be answered", inv.kind, inv.name, exc_info=True)
 
     def _tool_call(self, inv: Invoke) -> ToolCall:
         return ChannelCall(

@@ -13,6 +13,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from agora.errors import ToolError
+from agora.mcp import jsonrpc as rpc
 from agora.mcp.catalog import Rejection, ToolEntry
 from agora.toolsets.base import handler_problem, hook_problems, shown_name
 
@@ -140,8 +141,19 @@ def _failure_shaper(
     )
 
     def shape(failure: Failure) -> dict[str, Any] | None:
-        body = hook(failure)
-        problems = check.errors(body) if check is not None else ()
+        try:
+            body = hook(failure)
+            problems = check.errors(body) if check is not None else ()
+            if not problems:
+                rpc.encode(body)  # sent with a text of its own: only the transport encodes it
+        except Exception:  # the hook, its schema or its body: answered as if there were none
+            log.exception(
+                "toolset %s failed to shape a failure of %s; answering with text (correlation %s)",
+                toolset.name,
+                tool,
+                failure.correlation_id,
+            )
+            return None
         if problems:
             log.error(
                 "toolset %s shaped a failure of %s that its outputSchema refuses (%s); "

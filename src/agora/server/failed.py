@@ -7,8 +7,9 @@ bug. Each is logged once under a fresh correlation id that the client is given t
 failure no retry can cure (`agora.store.failures`: a bug in SQL, a schema changed under the
 server) is answered as a bug: a fixed text, not retryable, its details only in the log.
 `failed_reply` words the answer, in the toolset's vocabulary when its ``shape_failure`` hook
-gives one; `page_failure` is the same for a page route (a chess table made from its page). No
-I/O here but the log.
+gives one; `reply_failed` is the last resort when no reply could be built or sent (a bug
+here, a value no JSON can hold), so that no call ends unanswered; `page_failure` is the same
+for a page route (a chess table made from its page). No I/O here but the log.
 """
 
 from __future__ import annotations
@@ -76,6 +77,26 @@ def _failure(where: str, tool: str, exc: Exception) -> Failure:
         return Failure(kind, str(exc), not unknown, correlation, tool, unknown, cause)
     log.error("%s failed (correlation %s)", where, correlation, exc_info=exc)
     return Failure("unexpected", "internal error", False, correlation, tool)
+
+
+def reply_failed(inv: Invoke, exc: Exception) -> dict[str, Any]:
+    """The answer to call ``inv`` when building or sending its reply raised ``exc``: JSON-RPC
+    -32603 ``internal error`` with a fresh correlation id, logged once with the traceback.
+
+    The last resort of `agora.server.connection`: every call that was not cancelled gets a
+    reply, since a client left without one waits forever (an in-process request) or sees
+    its connection dropped (an SDK client over HTTP).
+    """
+    correlation = new_correlation_id()
+    log.error(
+        "%s %s failed while its reply was built or sent (correlation %s)",
+        inv.kind,
+        inv.name,
+        correlation,
+        exc_info=exc,
+    )
+    data = {"correlation_id": correlation}
+    return rpc.error(inv.id, rpc.INTERNAL_ERROR, "internal error", data)
 
 
 def failed_reply(session: Session, inv: Invoke, failure: Failure) -> dict[str, Any]:
