@@ -26,6 +26,7 @@ import trio
 from agora.config import Config
 from agora.server.app import load_toolsets
 from agora.server.embed import open_server
+from agora.server.entries import schema_problem
 from agora.toolsets.base import ToolCall, Toolset, handler_problem, hook_problems, resource
 
 if TYPE_CHECKING:
@@ -46,6 +47,13 @@ def spec(name: str, schema: Any = None) -> dict[str, Any]:
 
 
 OBJECT = {"type": "object"}
+#: An object at the root, and a property whose type JSON Schema does not know.
+BROKEN_OUTPUT = {"type": "object", "properties": {"n": {"type": "integr"}}}
+
+
+def output(name: str, schema: Any) -> dict[str, Any]:
+    """A tools/list entry with an object inputSchema and ``schema`` as its outputSchema."""
+    return {**spec(name, OBJECT), "outputSchema": schema}
 
 
 @pytest.mark.parametrize(
@@ -65,6 +73,21 @@ OBJECT = {"type": "object"}
             Toolset("mine", {"a": ok}, contract=None, tools=[spec("a")]),
             "toolset mine: tool 'a' has no inputSchema",
             id="missing-schema",
+        ),
+        pytest.param(
+            Toolset("mine", {"a": ok}, contract=None, tools=[spec("a", {"type": "array"})]),
+            'toolset mine: tool \'a\' has an inputSchema whose root is not `"type": "object"`',
+            id="input-not-an-object",
+        ),
+        pytest.param(
+            Toolset("mine", {"a": ok}, contract=None, tools=[output("a", {"type": "string"})]),
+            'toolset mine: tool \'a\' has an outputSchema whose root is not `"type": "object"`',
+            id="output-not-an-object",
+        ),
+        pytest.param(
+            Toolset("mine", {"a": ok}, contract=None, tools=[output("a", BROKEN_OUTPUT)]),
+            "toolset mine: tool 'a' has an outputSchema that cannot be compiled",
+            id="uncompilable-output-schema",
         ),
     ],
 )
@@ -268,6 +291,24 @@ def test_every_built_in_handler_and_fixture_passes_the_check() -> None:
         for name, handler in toolset.handlers.items():
             assert handler_problem(handler) is None, (toolset.name, name)
         assert hook_problems(toolset) == [], toolset.name
+
+
+def test_every_built_in_tool_listing_passes_the_schema_check() -> None:
+    """`schema_problem` runs at start for tools defined in code only: the contracts' tools
+    are the build's own, so they are checked here, once."""
+    from agora.mcp.contracts import load_contract
+
+    checked = 0
+    for toolset in load_toolsets([], conformance=True):
+        if toolset.contract is None:
+            listings = list(toolset.tools)
+        else:
+            contract = load_contract(toolset.contract or toolset.name)
+            listings = [tool.to_mcp() for tool in contract.tools.values()]
+        for listing in listings:
+            assert schema_problem(listing) is None, (toolset.name, listing["name"])
+            checked += 1
+    assert checked > 50
 
 
 @pytest.mark.parametrize(

@@ -2,9 +2,9 @@
 
 `catalog_entries` is what `agora.server.embed.open_server` calls first: it refuses a
 toolset's mistakes (a name served twice, a tool without a handler or with one the server
-cannot call, a schema that does not compile) with a `ValueError` naming the toolset and the
-tool, before the database or a socket is opened, and builds each toolset's `ToolEntry` list
-for `agora.server.app.App`.
+cannot call, a schema that does not compile or whose root is not an object) with a
+`ValueError` naming the toolset and the tool, before the database or a socket is opened,
+and builds each toolset's `ToolEntry` list for `agora.server.app.App`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from agora.mcp.catalog import Rejection, ToolEntry
 from agora.toolsets.base import handler_problem, hook_problems, shown_name
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from agora.errors import Failure
     from agora.mcp.validation import ValidationIssue
@@ -39,7 +39,13 @@ def tool_entries(toolset: Toolset) -> list[ToolEntry]:
         raise ValueError(f"toolset {toolset.name}: {'; '.join(problems)}")
     entries: list[ToolEntry] = []
     if toolset.contract is None:
-        return [_entry(spec, toolset, spec["name"]) for spec in toolset.tools]
+        for spec in toolset.tools:
+            entries.append(_entry(spec, toolset, spec["name"]))
+            # (A contract's schemas are the build's own, checked by its tests: not at start.)
+            problem = schema_problem(spec)
+            if problem is not None:
+                raise ValueError(f"toolset {toolset.name}: tool {spec['name']!r} {problem}")
+        return entries
     from agora.mcp.contracts import load_contract
 
     contract = load_contract(toolset.contract or toolset.name)
@@ -50,6 +56,35 @@ def tool_entries(toolset: Toolset) -> list[ToolEntry]:
             _entry(listing, toolset, alias, alias_of=tool.name) for alias in tool.aliases
         )
     return entries
+
+
+def schema_problem(spec: Mapping[str, Any]) -> str | None:
+    """What is wrong with the schemas of tools/list entry ``spec`` beyond an inputSchema that
+    does not compile (`_entry` says that): a root that is not ``"type": "object"`` (MCP
+    requires one, and the official SDK refuses the whole tools/list over one tool), or an
+    outputSchema that does not compile (it would fail only when a failure is shaped against
+    it, or in the client). None when nothing is.
+
+    Returns:
+        A phrase that follows the tool's name.
+    """
+    from agora.mcp.dialects import SchemaError
+    from agora.mcp.validation import compile_validator
+
+    for key in ("inputSchema", "outputSchema"):
+        schema = spec.get(key)
+        if schema is not None and (not isinstance(schema, dict) or schema.get("type") != "object"):
+            return (
+                f'has an {key} whose root is not `"type": "object"`: MCP requires an object'
+                " there (the official SDK refuses the whole tools/list otherwise)"
+            )
+    output = spec.get("outputSchema")
+    if output is not None:
+        try:
+            compile_validator(output, subject="result field", root="result")
+        except SchemaError as exc:
+            return f"has an outputSchema that cannot be compiled: {exc}"
+    return None
 
 
 def _entry(
@@ -220,8 +255,9 @@ def catalog_entries(toolsets: Sequence[Toolset]) -> dict[str, list[ToolEntry]]:
     Raises:
         ValueError: a name served twice (`refuse_shadowed_tools`), a tool without a
             handler, with a handler that cannot be called as ``await handler(call)``
-            (`agora.toolsets.base.handler_problem`) or with an inputSchema that cannot be
-            compiled, naming the toolset and the tool.
+            (`agora.toolsets.base.handler_problem`), with an inputSchema that cannot be
+            compiled or (a tool defined in code) an outputSchema that cannot, or a schema
+            whose root is not an object (`schema_problem`), naming the toolset and the tool.
     """
     refuse_shadowed_tools(toolsets)
     return {t.name: tool_entries(t) for t in toolsets}
