@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import logging
+import re
 
 import pytest
 import trio
@@ -38,6 +40,41 @@ def test_periodic_needs_a_positive_period():
 
     with pytest.raises(ValueError, match="positive"):
         periodic(0, step)
+
+
+def sync_step(rt) -> None:
+    return None
+
+
+async def no_runtime() -> None:
+    return None
+
+
+@pytest.mark.parametrize(
+    ("step", "problem"),
+    [
+        pytest.param(sync_step, "sync_step) is not async", id="sync"),
+        pytest.param(
+            no_runtime, "takes no positional parameter: it must take one, the Runtime", id="no-arg"
+        ),
+        pytest.param(42, "is not callable (a int)", id="not-callable"),
+    ],
+)
+def test_periodic_refuses_a_step_it_cannot_await_when_called(step, problem):
+    """A sync step used to start cleanly (the task around it is async) and then fail on
+    every tick: "object NoneType can't be used in 'await' expression"."""
+    with pytest.raises(ValueError, match=re.escape(problem)) as refused:
+        periodic(5, step)
+    assert str(refused.value).startswith("the step of periodic(5, ")
+
+
+def test_periodic_takes_every_step_shape_the_server_can_await():
+    class Sweeper:
+        async def sweep(self, runtime, batch: int = 10) -> None:
+            return None
+
+    periodic(5, Sweeper().sweep)
+    periodic(5, functools.partial(Sweeper.sweep, Sweeper()))
 
 
 async def test_the_server_runs_background_tasks_from_start_to_shutdown(autojump_clock, caplog):

@@ -25,6 +25,7 @@ import trio
 
 from agora.errors import StoreError
 from agora.logsafe import one_line
+from agora.runtime.hooks import handler_problem, shown_name
 
 if TYPE_CHECKING:
     from agora.runtime.registry import Runtime
@@ -60,10 +61,19 @@ def periodic(seconds: float, step: BackgroundTask) -> BackgroundTask:
         step: ``async def step(runtime) -> None``, one pass of the work.
 
     Raises:
-        ValueError: if ``seconds`` is not positive.
+        ValueError: if ``seconds`` is not positive, or ``step`` cannot be called as
+            ``await step(runtime)`` (`agora.runtime.hooks.handler_problem`): the task
+            itself is async, so the server's start-up check of background tasks would
+            let a sync step through, to fail on every tick.
     """
     if seconds <= 0:
         raise ValueError("a periodic task needs a positive period")
+    problem = handler_problem(step, ("the Runtime",))
+    if problem is not None:
+        raise ValueError(
+            f"the step of periodic({seconds}, {shown_name(step)}) {problem};"
+            " a step is `async def step(runtime: Runtime) -> None`"
+        )
 
     async def task(runtime: Runtime) -> None:
         next_at = trio.current_time()

@@ -9,19 +9,16 @@ return a JSON-able dict (the structured result) or raise `agora.errors.ToolError
 from __future__ import annotations
 
 import base64
-import contextlib
-import functools
-import inspect
-import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, get_origin
+from typing import TYPE_CHECKING, Any
 
 from agora.errors import Failure, ProtocolError
 from agora.identity import Principal
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.catalog import ResourceEntry
 from agora.mcp.validation import MAX_DEPTH, MAX_NODES
+from agora.runtime.hooks import handler_problem, shown_name
 from agora.store.migrations import Migration
 from agora.web.http import Route
 
@@ -31,8 +28,9 @@ if TYPE_CHECKING:
     from agora.runtime.registry import Runtime
     from agora.toolsets.options import OptionsCheck, OptionSpec
 
-# Principal, Migration and Route live in their own layers (identity, store, web); they are
-# re-exported here because toolsets have always imported them from this module.
+# Principal, Migration and Route live in their own layers (identity, store, web), and
+# handler_problem and shown_name in the runtime (its `periodic` checks its step with them);
+# they are re-exported here because toolsets have always imported them from this module.
 __all__ = [
     "ArgumentLimits",
     "Failure",
@@ -46,6 +44,7 @@ __all__ = [
     "handler_problem",
     "hook_problems",
     "resource",
+    "shown_name",
 ]
 
 
@@ -115,49 +114,6 @@ Handler = Callable[[ToolCall], Awaitable[dict[str, Any]]]
 ReadResource = Callable[[ToolCall], Awaitable[Any]]
 
 
-def handler_problem(handler: object, takes: Sequence[str] = ("the ToolCall",)) -> str | None:
-    """What keeps ``handler`` from being a tool handler, which the server calls as
-    ``await handler(call)``; None when nothing does. The other hooks a toolset gives the
-    server are checked alike, with what they are called with as ``takes`` (a resource's read:
-    the ToolCall; `Toolset.reject_call`: the ToolCall and the problems; a background task:
-    the Runtime).
-
-    A handler makes an awaitable: an ``async def`` function or method, or a plain function
-    whose return annotation says it returns one (``-> Coroutine[Any, Any, dict[str, Any]]``,
-    as the debate's posting handlers do to hand over their worker's coroutine), or a
-    `functools.partial`, a decorator's wrapper naming one as ``__wrapped__``
-    (`functools.wraps`) or an object whose ``__call__`` is one. It can be called with one
-    positional argument, the `ToolCall`: any other parameter has a default. A callable
-    whose signature cannot be read (some builtins) is taken as it is.
-
-    Returns:
-        A phrase that follows the handler's name (``is not callable (a str)``, ...).
-    """
-    if not callable(handler):
-        return f"is not callable (a {type(handler).__name__})"
-    if not _makes_awaitable(handler):
-        return (
-            "is not async: declare it `async def` (the server awaits what it returns), or"
-            " annotate the awaitable it returns (`-> Coroutine[Any, Any, dict[str, Any]]`)"
-        )
-    try:
-        parameters = list(inspect.signature(handler).parameters.values())
-    except (TypeError, ValueError):  # no signature to read: judged when called
-        return None
-    positional = [p for p in parameters if p.kind in _POSITIONAL]
-    given = " and ".join(takes)
-    if len(positional) < len(takes) and not any(p.kind is p.VAR_POSITIONAL for p in parameters):
-        if not positional and len(takes) == 1:
-            return f"takes no positional parameter: it must take one, {given}"
-        return f"takes {len(positional)} positional parameters: it must take {given}"
-    needed = [p.name for p in positional[len(takes) :] if p.default is p.empty]
-    needed += [p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
-    if needed:
-        names = ", ".join(needed)
-        return f"needs more than {given} ({names}, without defaults): it gets only that"
-    return None
-
-
 def hook_problems(toolset: Toolset) -> list[str]:
     """What is wrong with the hooks ``toolset`` gives the server besides its tool handlers
     (`handler_problem`, with what each is called with), one sentence each naming the hook."""
@@ -176,41 +132,6 @@ def hook_problems(toolset: Toolset) -> list[str]:
         if problem is not None:
             out.append(f"its {what} ({shown_name(hook)}) {problem}")
     return out
-
-
-def shown_name(hook: object) -> str:
-    """How a refusal names a handler or hook: its qualified name, else its type's name."""
-    return getattr(hook, "__qualname__", None) or type(hook).__name__
-
-
-_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-#: A return annotation, as written (``from __future__ import annotations``), of an awaitable.
-_AWAITABLE = re.compile(r"(?:[\w.]+\.)?(?:Awaitable|Coroutine)\b")
-
-
-def _makes_awaitable(handler: Callable[..., Any]) -> bool:
-    """Whether calling ``handler`` makes an awaitable, as far as its definition says."""
-    while isinstance(handler, functools.partial):
-        handler = handler.func
-    if inspect.isclass(handler):  # calling it makes an instance
-        return False
-    candidates = [handler]
-    with contextlib.suppress(ValueError):  # a __wrapped__ cycle
-        candidates.append(inspect.unwrap(handler))
-    if not inspect.isroutine(handler):  # a callable object
-        candidates.append(type(handler).__call__)
-    return any(inspect.iscoroutinefunction(f) or _returns_awaitable(f) for f in candidates)
-
-
-def _returns_awaitable(function: Callable[..., Any]) -> bool:
-    try:
-        annotation = inspect.signature(function).return_annotation
-    except (TypeError, ValueError):
-        return False
-    if isinstance(annotation, str):
-        return _AWAITABLE.match(annotation) is not None
-    origin = get_origin(annotation) or annotation
-    return isinstance(origin, type) and issubclass(origin, Awaitable)
 
 
 def resource(
