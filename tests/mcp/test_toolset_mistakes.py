@@ -27,7 +27,14 @@ from agora.config import Config
 from agora.server.app import load_toolsets
 from agora.server.embed import open_server
 from agora.server.entries import schema_problem
-from agora.toolsets.base import ToolCall, Toolset, handler_problem, hook_problems, resource
+from agora.toolsets.base import (
+    Migration,
+    ToolCall,
+    Toolset,
+    handler_problem,
+    hook_problems,
+    resource,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine
@@ -337,6 +344,36 @@ async def test_a_name_served_twice_is_refused(
         async with open_server(Config(db=str(db)), toolsets=toolsets, listen=False):
             pytest.fail("the server started serving a name twice")
     assert not db.exists()
+
+
+def _chess_table(db: Any) -> None:
+    db.execute("CREATE TABLE mine_games (id TEXT PRIMARY KEY)")
+
+
+@pytest.mark.parametrize("version", [1, 50])
+async def test_a_migration_component_of_another_toolset_is_refused_before_the_store_opens(
+    tmp_path: Path, version: int
+) -> None:
+    """Beside the built-in chess, a step named ``chess`` v1 used to be refused only once the
+    database and its lock file existed, naming no toolset; ``chess`` v50 was applied and
+    recorded as chess's version, and the next start with chess alone refused the database
+    as newer than itself."""
+    mine = Toolset(
+        "mine",
+        {"a": ok},
+        contract=None,
+        tools=[spec("a", OBJECT)],
+        migrations=[Migration(component="chess", version=version, apply=_chess_table)],
+    )
+    db = tmp_path / "embedded.db"
+    message = "migration component 'chess' is used by both toolset chess and toolset mine"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        async with open_server(
+            Config(db=str(db)), toolsets=[*load_toolsets(["chess"]), mine], listen=False
+        ):
+            pytest.fail("the server started with a migration component of chess's")
+    assert not db.exists()
+    assert not (tmp_path / "embedded.db.lock").exists()
 
 
 @pytest.mark.filterwarnings("ignore:Async generator .* was garbage collected:ResourceWarning")

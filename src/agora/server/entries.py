@@ -2,9 +2,10 @@
 
 `catalog_entries` is what `agora.server.embed.open_server` calls first: it refuses a
 toolset's mistakes (a name served twice, a tool without a handler or with one the server
-cannot call, a schema that does not compile or whose root is not an object) with a
-`ValueError` naming the toolset and the tool, before the database or a socket is opened,
-and builds each toolset's `ToolEntry` list for `agora.server.app.App`.
+cannot call, a schema that does not compile or whose root is not an object, a migration
+component two toolsets share) with a `ValueError` naming the toolset and the tool, before
+the database or a socket is opened, and builds each toolset's `ToolEntry` list for
+`agora.server.app.App`.
 """
 
 from __future__ import annotations
@@ -246,6 +247,30 @@ def refuse_shadowed_tools(toolsets: Sequence[Toolset]) -> None:
                 )
 
 
+def refuse_shared_migrations(toolsets: Sequence[Toolset]) -> None:
+    """Refuse a migration component that two toolsets' migrations both name.
+
+    The store records one version per component: a toolset's step that reuses another's
+    component (``chess`` beside the built-in chess) is either refused late, once the
+    database file exists, naming no toolset (one version taken twice), or applied and
+    recorded as that component's version, which the other toolset then finds newer than its
+    own on the next start.
+
+    Raises:
+        ValueError: naming the component and both toolsets.
+    """
+    owner: dict[str, str] = {}
+    for toolset in toolsets:
+        for component in {step.component for step in toolset.migrations}:
+            first = owner.setdefault(component, toolset.name)
+            if first != toolset.name:
+                raise ValueError(
+                    f"migration component {component!r} is used by both toolset {first} and"
+                    f" toolset {toolset.name}: the database keeps one version per component;"
+                    " name each toolset's migrations after the toolset"
+                )
+
+
 def catalog_entries(toolsets: Sequence[Toolset]) -> dict[str, list[ToolEntry]]:
     """Check ``toolsets`` and build each one's catalog entries (before anything opens).
 
@@ -257,7 +282,9 @@ def catalog_entries(toolsets: Sequence[Toolset]) -> dict[str, list[ToolEntry]]:
             handler, with a handler that cannot be called as ``await handler(call)``
             (`agora.toolsets.base.handler_problem`), with an inputSchema that cannot be
             compiled or (a tool defined in code) an outputSchema that cannot, or a schema
-            whose root is not an object (`schema_problem`), naming the toolset and the tool.
+            whose root is not an object (`schema_problem`), naming the toolset and the tool;
+            a migration component in two toolsets (`refuse_shared_migrations`).
     """
     refuse_shadowed_tools(toolsets)
+    refuse_shared_migrations(toolsets)
     return {t.name: tool_entries(t) for t in toolsets}
