@@ -242,3 +242,38 @@ async def test_a_reply_that_cannot_be_built_is_answered_32603_with_its_id(caplog
     assert logged.levelname == "ERROR"
     assert logged.exc_info is not None
     assert "tool refuse" in logged.getMessage()
+
+
+class Ledger:
+    """An entity whose ``handle`` returns a plain dict instead of `Effects`."""
+
+    def handle(self, command: object, now: object) -> dict[str, Any]:
+        return {"ok": True}
+
+
+class LedgerKind:
+    kind = "mine.ledger"
+
+    def load(self, conn: object, key: str, now: object) -> Ledger:
+        return Ledger()
+
+
+async def test_an_entity_that_returns_no_effects_is_a_bug_reported_once(caplog, tmp_path):
+    """It used to crash the actor and tell the client "internal error ...; retry the call"."""
+
+    async def book(call: ToolCall) -> dict[str, Any]:
+        return await call.runtime.call(LedgerKind(), "k", object())  # type: ignore[no-any-return]
+
+    tool = {"name": "book", "description": "", "inputSchema": {"type": "object"}}
+    sets = [Toolset("mine", {"book": book}, contract=None, tools=[tool])]
+    config = Config(db=str(tmp_path / "mine.db"))
+    with trio.fail_after(20):
+        async with open_server(config, toolsets=sets, listen=False) as server:
+            reply = await _call(server, "book", "x")
+    assert reply["error"]["code"] == rpc.INTERNAL_ERROR  # unexpected: not retryable
+    correlation = reply["error"]["data"]["correlation_id"]
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1, caplog.text
+    assert correlation in errors[0].getMessage()
+    assert "mine.ledger k: handle returned a dict, not Effects" in errors[0].getMessage()
+    assert "crashed" not in caplog.text

@@ -108,7 +108,14 @@ class Refuse:
 
 @dataclass(frozen=True)
 class Garble:
-    """Return something that is not `Effects`: the actor, not ``handle``, trips on it."""
+    """Mutate the counter, then return something that is not `Effects`: a bug in ``handle``
+    that no retry cures, answered as one (`agora.runtime.failures.not_effects`)."""
+
+
+@dataclass(frozen=True)
+class Crash:
+    """Mutate the counter, then return `Effects` whose ``updated`` is no list: the actor,
+    not ``handle``, trips on it (after the empty commit, before the reply)."""
 
 
 @dataclass
@@ -149,16 +156,21 @@ class Counter:
                 self.value += delta
                 self.seq += 1
                 return Effects(reply=self.value, writes=self._save(tag), changed=True)
-            case Explode(error=error):
-                self.value += 1000
-                raise error("boom")
             case Refuse():
                 self.seq += 1
                 return Effects(reply=ValueError("refused"), writes=self._save("refused"))
-            case Garble():
-                self.value += 1000
-                return "not effects"  # type: ignore[return-value]
+            case Explode() | Garble() | Crash():
+                return self._misbehave(command)
         raise AssertionError(command)
+
+    def _misbehave(self, command: Explode | Garble | Crash) -> Effects:
+        """Mutate the counter, then fail as ``command`` says."""
+        self.value += 1000
+        if isinstance(command, Explode):
+            raise command.error("boom")
+        if isinstance(command, Garble):
+            return "not effects"  # type: ignore[return-value]
+        return Effects(reply=self.value, updated=1)  # type: ignore[arg-type]
 
     def _save(self, tag: str) -> list[tuple[str, tuple[Any, ...]]]:
         return [

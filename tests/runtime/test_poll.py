@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.testing
-from _counter import Add, Explode, Garble, Get, Refuse
+from _counter import Add, Crash, Explode, Get, Refuse
 
 from agora.runtime.actor import InternalError
 
@@ -134,7 +134,7 @@ async def test_a_parked_poll_survives_its_actor_crashing(runtime, kind, autojump
             nursery.start_soon(_poll, runtime, kind, results)
             await trio.sleep(2)
             with pytest.raises(InternalError):
-                await runtime.call(kind, "a", Garble())
+                await runtime.call(kind, "a", Crash())
             await trio.sleep(3)
             assert results == []
             assert runtime.registry.get(kind, "a").waiters == 1  # parked on the new actor

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 import trio
-from _counter import Add, Garble, Get, Refuse
+from _counter import Add, Crash, Get, Refuse
 
 from agora.runtime.actor import InternalError
 
@@ -86,7 +86,7 @@ async def test_poll_many_survives_an_actor_crashing_while_parked(runtime, kind, 
             nursery.start_soon(_poll, runtime, kind, results)
             await trio.sleep(2)
             with pytest.raises(InternalError):
-                await runtime.call(kind, "b", Garble())
+                await runtime.call(kind, "b", Crash())
             await trio.sleep(3)
             assert results == []
             assert runtime.registry.get(kind, "b").waiters == 1  # parked on the new actor

@@ -12,7 +12,17 @@ import logging
 import pytest
 import trio
 import trio.testing
-from _counter import Add, Explode, Garble, Get, Refuse, break_first_write, log, stored
+from _counter import (
+    Add,
+    Crash,
+    Explode,
+    Garble,
+    Get,
+    Refuse,
+    break_first_write,
+    log,
+    stored,
+)
 
 from agora.errors import ActorStopped
 from agora.runtime.actor import InternalError
@@ -110,10 +120,63 @@ async def test_a_refused_commit_answers_internal_error_and_keeps_the_stored_stat
     assert [(seq, value) for seq, _, value in entries] == [(1, 2), (2, 3)]
 
 
+async def test_a_handle_that_returns_no_effects_is_answered_as_a_bug(runtime, kind, caplog):
+    """It used to crash the actor (AttributeError) and tell the caller to retry: the same
+    command returns the same, so it is a bug, answered as one and logged by its reporter."""
+    assert await runtime.call(kind, "a", Add(2)) == 2
+    with trio.fail_after(5), caplog.at_level(logging.DEBUG), pytest.raises(InternalError) as info:
+        await runtime.call(kind, "a", Garble())
+    assert info.value.permanent  # the server answers it as `unexpected`: not retryable
+    assert str(info.value) == "internal error; nothing was changed"
+    assert info.value.detail == (
+        "counter a: handle returned a str, not Effects, for Garble (a bug in the entity)"
+    )
+    assert caplog.records == []  # not logged here: once, by whoever reports it
+    assert runtime.registry.spawned == 1  # the actor lives on, its entity reloaded
+    assert await runtime.call(kind, "a", Get()) == 2
+
+
+async def test_a_queued_handle_that_returns_no_effects_fails_alone(
+    runtime, store, kind, monkeypatch
+):
+    """Commands queued behind a commit run as a group: the garbled one fails alone."""
+    assert await runtime.call(kind, "a", Add(1)) == 1
+    gate = trio.Event()
+    write = store.write
+
+    async def held(batch, *rest):
+        await gate.wait()
+        await write(batch, *rest)
+
+    monkeypatch.setattr(store, "write", held)
+    outcomes: dict[str, object] = {}
+
+    async def caller(name: str, command: object) -> None:
+        try:
+            outcomes[name] = await runtime.call(kind, "a", command)
+        except InternalError as exc:
+            outcomes[name] = exc
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(caller, "first", Add(1))
+            await trio.testing.wait_all_tasks_blocked()  # holds the turn, committing
+            for name, command in (("before", Add(1)), ("garbled", Garble()), ("after", Add(1))):
+                nursery.start_soon(caller, name, command)
+                await trio.testing.wait_all_tasks_blocked()
+            gate.set()
+    garbled = outcomes.pop("garbled")
+    assert isinstance(garbled, InternalError)
+    assert garbled.permanent
+    assert outcomes == {"first": 2, "before": 3, "after": 4}
+    assert runtime.registry.spawned == 1
+    assert await runtime.read(lambda conn: stored(conn, "a")) == 4
+
+
 async def test_an_actor_that_crashes_outside_handle_restarts_on_next_use(runtime, kind, caplog):
     assert await runtime.call(kind, "a", Add(2)) == 2
     with trio.fail_after(5), caplog.at_level(logging.ERROR), pytest.raises(InternalError):
-        await runtime.call(kind, "a", Garble())
+        await runtime.call(kind, "a", Crash())
     assert "crashed" in caplog.text
     assert len(runtime.registry) == 0
     assert await runtime.call(kind, "a", Get()) == 2

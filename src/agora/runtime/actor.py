@@ -31,7 +31,8 @@ import trio
 from agora.errors import ActorStopped
 from agora.logsafe import loggable
 from agora.runtime.failures import InternalError, commit_failed
-from agora.runtime.handling import RETRIES, GuardCounts, Handling
+from agora.runtime.guarding import RETRIES, GuardCounts
+from agora.runtime.handling import Handling
 from agora.runtime.park import Parked, Slot, Turn
 from agora.runtime.polls import fold
 

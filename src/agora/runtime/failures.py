@@ -27,7 +27,9 @@ class InternalError(AgoraError):
         cause: The disk's part in a failed commit (`agora.errors.StoreCause`), named in
             the message too; None when the disk is not to blame.
         permanent: The store failed for a reason no retry can cure (a constraint, a
-            missing column: `agora.errors.StoreError.permanent`); nothing was changed.
+            missing column: `agora.errors.StoreError.permanent`), or the entity's
+            ``handle`` returned something other than `Effects` (`not_effects`); nothing
+            was changed.
             Not logged here: whoever reports it logs ``detail`` once, with its own id.
         detail: What the operator needs of a ``permanent`` failure (the entity, the
             database's words, the statement), never shown to a client; else empty.
@@ -56,6 +58,20 @@ def store_bug(where: str, what: str, exc: StoreError) -> InternalError:
     for ``where`` (`entity_name`), as the caller learns it: nothing was changed."""
     return InternalError(
         "internal error; nothing was changed", permanent=True, detail=f"{where} {what}: {exc}"
+    )
+
+
+def not_effects(where: str, command: object, returned: object) -> InternalError:
+    """What the caller learns when the ``handle`` of entity ``where`` (`entity_name`)
+    returned ``returned`` for ``command`` instead of `agora.runtime.entity.Effects`: a bug
+    no retry cures (the same command returns the same), so ``permanent``; nothing was
+    changed. Not logged here: the reporter logs ``detail`` once, naming the entity and the
+    type it got."""
+    return InternalError(
+        "internal error; nothing was changed",
+        permanent=True,
+        detail=f"{where}: handle returned a {type(returned).__name__}, not Effects,"
+        f" for {type(command).__name__} (a bug in the entity)",
     )
 
 

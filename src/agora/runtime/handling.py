@@ -10,14 +10,14 @@ the change signal are the actor's own (`agora.runtime.actor`).
 
 from __future__ import annotations
 
-import itertools
 import logging
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agora.errors import StoreError
 from agora.logsafe import entity_failed
-from agora.runtime.failures import InternalError, commit_failed, entity_name, store_bug
+from agora.runtime.entity import Effects
+from agora.runtime.failures import InternalError, commit_failed, entity_name, not_effects, store_bug
+from agora.runtime.guarding import RETRIES, stamp
 from agora.store.neutral import Busy, Conflict, Guard
 
 if TYPE_CHECKING:
@@ -26,35 +26,11 @@ if TYPE_CHECKING:
     import trio
 
     from agora.runtime.clock import Now
-    from agora.runtime.entity import Effects, Entity, EntityKind
+    from agora.runtime.entity import Entity, EntityKind
     from agora.runtime.park import Parked, Slot
     from agora.runtime.registry import Runtime
 
 log = logging.getLogger(__name__)
-
-#: Times a command is re-run on a fresh copy when its entity changed on another node.
-RETRIES = 3
-
-#: ``stamp()``: a number greater than every one before in this process, ordering a command's
-#: arrival (`agora.runtime.actor.Slot.since`) against the moments a cached copy was known
-#: current (`Handling.confirmed`) with no clock; the counter's own ``__next__`` (per call).
-stamp: Callable[[], int] = itertools.count(1).__next__
-
-
-@dataclass(slots=True)
-class GuardCounts:
-    """What the version guard cost this node's commands (`Runtime.guard`).
-
-    Attributes:
-        retried: Writes rejected by the guard (their entity changed on another node);
-            each reran its command on a fresh copy, or answered `Busy` if it was the last try.
-        stale_reads: Read-only replies held back because a probe found a newer version.
-        busy: Commands answered `Busy` after `RETRIES` reruns.
-    """
-
-    retried: int = 0
-    stale_reads: int = 0
-    busy: int = 0
 
 
 class Handling:
@@ -133,11 +109,17 @@ class Handling:
         if now is None:
             now = runtime.clock.now()
         try:
-            effects = entity.handle(command, now)
+            # `object`: an entity written outside agora may not keep its Protocol's word.
+            effects: object = entity.handle(command, now)
         except Exception:
             entity_failed(log, self.kind.kind, self.key, f"failed on {type(command).__name__}")
             self._entity = None  # maybe half-mutated: reload
             slot.fail(InternalError(f"internal error in {self.kind.kind}; nothing was changed"))
+            return
+        # (The identity test is all a command pays: subclasses of Effects are rare.)
+        if type(effects) is not Effects and not isinstance(effects, Effects):
+            self._entity = None  # maybe mutated before it returned: reload
+            slot.fail(not_effects(entity_name(self.kind.kind, self.key), command, effects))
             return
         done = [(effects, slot)]
         if not self.parked:  # the usual case: no poll to fold, no list for them
@@ -174,7 +156,7 @@ class Handling:
                 try:
                     # A LookupError from `handle` (say a KeyError) is a bug like any other:
                     # the entity may be half-mutated, so it is reloaded, not trusted.
-                    effects = entity.handle(command, now)
+                    effects: object = entity.handle(command, now)
                 except Exception:
                     what = f"failed on {type(command).__name__}"
                     entity_failed(log, self.kind.kind, self.key, what)
@@ -183,6 +165,12 @@ class Handling:
                     )
                     intact = False
                 else:
+                    if type(effects) is not Effects and not isinstance(effects, Effects):
+                        where = entity_name(self.kind.kind, self.key)
+                        slot.fail(not_effects(where, command, effects))
+                        intact = False  # as when it raises: reload, run the rest apart
+                        rest = group[i + 1 :]
+                        break
                     done.append((effects, slot))
                     if (effects.changed and (self.parked or pending)) or slot.waiting is not None:
                         intact = self._fold(entity, effects, slot, done, folded, pending, now)
@@ -275,11 +263,15 @@ class Handling:
                 slot.fail(exc)
                 return
             try:
-                effects = entity.handle(command, runtime.clock.now())
+                effects: object = entity.handle(command, runtime.clock.now())
             except Exception:
                 entity_failed(log, kind, key, f"failed on {type(command).__name__}")
                 self._entity = None
                 slot.fail(InternalError(f"internal error in {kind}; nothing was changed"))
+                return
+            if type(effects) is not Effects and not isinstance(effects, Effects):
+                self._entity = None
+                slot.fail(not_effects(entity_name(kind, key), command, effects))
                 return
             try:
                 if effects.writes:

@@ -21,7 +21,7 @@ from agora.errors import ActorStopped, StoreError
 from agora.logsafe import entity_failed
 from agora.runtime.actor import RETRIES, InternalError, commit_failed
 from agora.runtime.entity import Effects
-from agora.runtime.failures import entity_name
+from agora.runtime.failures import entity_name, not_effects
 from agora.store.neutral import Busy, Conflict, Guard
 
 if TYPE_CHECKING:
@@ -133,6 +133,39 @@ async def _run_held(
     raise Busy("the entities kept changing elsewhere; nothing was changed, retry")
 
 
+def _handled(
+    operations: Sequence[tuple[EntityKind, str, Any]],
+    order: list[int],
+    held: list[Actor],
+    entities: list[Any],
+    now: Any,
+) -> list[Effects]:
+    """Each entity's `Effects` of its command, in ``order``, at one ``now``.
+
+    Raises:
+        InternalError: a ``handle`` raised (logged here; retryable), or returned something
+            other than `Effects` (`not_effects`: a bug, logged once by its reporter); every
+            held entity then reloads on its next command.
+    """
+    effects: list[Effects] = []
+    try:
+        for i, entity in zip(order, entities, strict=True):
+            done: object = entity.handle(operations[i][2], now)
+            if not isinstance(done, Effects):
+                break
+            effects.append(done)
+        else:
+            return effects
+    except Exception as exc:
+        failed = held[len(effects)]
+        entity_failed(log, failed.kind.kind, failed.key, "failed in an atomic operation")
+        _forget(held)
+        raise InternalError(f"internal error in {failed.kind.kind}; nothing was changed") from exc
+    failed = held[len(effects)]
+    _forget(held)
+    raise not_effects(entity_name(failed.kind.kind, failed.key), operations[i][2], done)
+
+
 async def _attempt(
     runtime: Runtime,
     operations: Sequence[tuple[EntityKind, str, Any]],
@@ -140,19 +173,7 @@ async def _attempt(
     held: list[Actor],
 ) -> list[Any] | None:
     entities = [await actor.loaded() for actor in held]
-    now = runtime.clock.now()
-    effects: list[Effects] = []
-    try:
-        for i, entity in zip(order, entities, strict=True):
-            done = entity.handle(operations[i][2], now)
-            if not isinstance(done, Effects):
-                raise TypeError(f"handle returned {type(done).__name__}, not Effects")
-            effects.append(done)
-    except Exception as exc:
-        failed = held[len(effects)]
-        entity_failed(log, failed.kind.kind, failed.key, "failed in an atomic operation")
-        _forget(held)
-        raise InternalError(f"internal error in {failed.kind.kind}; nothing was changed") from exc
+    effects = _handled(operations, order, held, entities, runtime.clock.now())
     for done in effects:
         if isinstance(done.reply, BaseException):
             _forget(held)  # a refusal vetoes the whole operation

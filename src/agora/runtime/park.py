@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import outcome
 import trio
 
-from agora.runtime.handling import stamp
+from agora.runtime.guarding import stamp
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from agora.logsafe import entity_failed
-from agora.runtime.failures import InternalError
-from agora.runtime.handling import stamp
+from agora.runtime.entity import Effects
+from agora.runtime.failures import InternalError, entity_name, not_effects
+from agora.runtime.guarding import stamp
 from agora.runtime.park import Parked, Waiting
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 
     from agora.runtime.actor import Actor
     from agora.runtime.clock import Now
-    from agora.runtime.entity import Effects, Entity, EntityKind
+    from agora.runtime.entity import Entity, EntityKind
     from agora.runtime.park import Slot
     from agora.runtime.registry import Runtime
 
@@ -124,15 +125,20 @@ def _run(
     done: list[tuple[Effects, Slot]],
     now: Now,
 ) -> bool:
-    """Run a poll's ``command`` for the batch ``done``; False (``slot`` failed) if it raised."""
+    """Run a poll's ``command`` for the batch ``done``; False (``slot`` failed) if it raised
+    or returned something other than `Effects`."""
     actor.runtime.polls.answered += 1
     try:
-        done.append((entity.handle(command, now), slot))
+        effects: object = entity.handle(command, now)
     except Exception:
         kind = actor.kind.kind
         entity_failed(log, kind, actor.key, f"failed on {type(command).__name__}")
         slot.fail(InternalError(f"internal error in {kind}; nothing was changed"))
         return False
+    if type(effects) is not Effects and not isinstance(effects, Effects):
+        slot.fail(not_effects(entity_name(actor.kind.kind, actor.key), command, effects))
+        return False
+    done.append((effects, slot))
     return True
 
 

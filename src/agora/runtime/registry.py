@@ -17,7 +17,7 @@ from agora.runtime import multi, polls
 from agora.runtime.actor import Actor, GuardCounts, Slot
 from agora.runtime.clock import Clock
 from agora.runtime.follow import Follower, follow
-from agora.runtime.handling import stamp
+from agora.runtime.guarding import stamp
 from agora.runtime.park import Timers, Waiting
 from agora.runtime.polls import PollCounts
 from agora.runtime.resources import ResourceHub
