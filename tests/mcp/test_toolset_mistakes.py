@@ -401,3 +401,18 @@ async def test_a_handler_that_returns_no_dict_fails_naming_what_it_returned(
                 await client.call_tool("wrong", {})
     failed = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert f"not {type(returned).__name__}" in str(failed[0].exc_info[1])
+
+
+async def test_two_steps_of_one_version_in_a_toolset_are_refused_before_the_store_opens(
+    tmp_path: Path,
+) -> None:
+    """The store refused them too, but only once the database and its lock file existed."""
+    steps = [Migration(component="mine", version=1, apply=_chess_table)] * 2
+    mine = Toolset("mine", {"a": ok}, contract=None, tools=[spec("a", OBJECT)], migrations=steps)
+    db = tmp_path / "embedded.db"
+    message = "toolset mine has two migration steps mine v1"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        async with open_server(Config(db=str(db)), toolsets=[mine], listen=False):
+            pytest.fail("the server started with one version taken twice")
+    assert not db.exists()
+    assert not (tmp_path / "embedded.db.lock").exists()

@@ -248,7 +248,8 @@ def refuse_shadowed_tools(toolsets: Sequence[Toolset]) -> None:
 
 
 def refuse_shared_migrations(toolsets: Sequence[Toolset]) -> None:
-    """Refuse a migration component that two toolsets' migrations both name.
+    """Refuse a migration component that two toolsets' migrations both name, and two steps
+    of one toolset with one component and version.
 
     The store records one version per component: a toolset's step that reuses another's
     component (``chess`` beside the built-in chess) is either refused late, once the
@@ -257,10 +258,18 @@ def refuse_shared_migrations(toolsets: Sequence[Toolset]) -> None:
     own on the next start.
 
     Raises:
-        ValueError: naming the component and both toolsets.
+        ValueError: naming the component and both toolsets (or the toolset and the step).
     """
     owner: dict[str, str] = {}
     for toolset in toolsets:
+        versions: set[tuple[str, int]] = set()
+        for step in toolset.migrations:  # one version taken twice: one step would never run
+            if (step.component, step.version) in versions:
+                raise ValueError(
+                    f"toolset {toolset.name} has two migration steps {step.component}"
+                    f" v{step.version}: one of them would never run; number them apart"
+                )
+            versions.add((step.component, step.version))
         for component in {step.component for step in toolset.migrations}:
             first = owner.setdefault(component, toolset.name)
             if first != toolset.name:
