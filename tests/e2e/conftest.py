@@ -7,15 +7,20 @@ stopped with SIGTERM and must exit 0 with a shutdown line and no traceback in it
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+
+# The transport tests' raw keep-alive HTTP client (`http_support.RawHttp`) serves here too.
+sys.path.insert(0, str(Path(__file__).parents[1] / "transports"))
+
 from e2e_config import write_config
 from e2e_process import AgoraProcess
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
-    from pathlib import Path
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,4 @@
-"""Raw HTTP/1.1 for the end-to-end tests: h11 on a fresh connection per request, or on one
-kept alive (`keep_alive`).
+"""Raw HTTP/1.1 for the end-to-end tests: h11 on a fresh connection per request.
 
 A test controls every byte (bad bodies, foreign Host headers) through `http`, or sends bytes
 that are not HTTP at all through `raw_exchange`. This module must not implement MCP sessions
@@ -9,15 +8,11 @@ or WebSocket framing (see e2e_websocket).
 from __future__ import annotations
 
 import json
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import h11
 import trio
-
-if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
 
 
 @dataclass
@@ -40,47 +35,6 @@ class HttpReply:
         return json.loads(self.body)
 
 
-def _head(port: int, method: str, raw: bytes, headers: dict[str, str] | None) -> dict[str, str]:
-    head = {"host": f"127.0.0.1:{port}"}
-    if method == "POST":
-        head |= {
-            "content-type": "application/json",
-            "accept": "application/json, text/event-stream",
-        }
-    head |= {k.lower(): v for k, v in (headers or {}).items()}
-    head["content-length"] = str(len(raw))
-    return head
-
-
-def _body(body: bytes | dict[str, Any] | list[Any] | None) -> bytes:
-    return json.dumps(body).encode() if isinstance(body, dict | list) else body or b""
-
-
-async def _exchange(
-    conn: h11.Connection,
-    stream: trio.SocketStream,
-    method: str,
-    path: str,
-    head: dict[str, str],
-    raw: bytes,
-) -> HttpReply:
-    request = h11.Request(method=method, target=path, headers=list(head.items()))
-    await stream.send_all(conn.send(request) + conn.send(h11.Data(data=raw)))
-    await stream.send_all(conn.send(h11.EndOfMessage()))
-    status, reply_headers, chunks = 0, {}, bytearray()
-    while True:
-        event = conn.next_event()
-        if event is h11.NEED_DATA:
-            conn.receive_data(await stream.receive_some(65536))
-        elif isinstance(event, h11.Response):
-            status = event.status_code
-            reply_headers = {k.decode().lower(): v.decode() for k, v in event.headers}
-        elif isinstance(event, h11.Data):
-            chunks += event.data
-        elif isinstance(event, h11.EndOfMessage | h11.ConnectionClosed):
-            return HttpReply(status, reply_headers, bytes(chunks))
-
-
 async def http(
     port: int,
     method: str,
@@ -93,44 +47,33 @@ async def http(
 
     ``Host`` defaults to 127.0.0.1:port; pass ``headers={"host": ...}`` to override it.
     """
-    raw = _body(body)
-    head = {"connection": "close"} | _head(port, method, raw, headers)
+    raw = json.dumps(body).encode() if isinstance(body, dict | list) else body or b""
+    head = {"host": f"127.0.0.1:{port}", "connection": "close"}
+    if method == "POST":
+        head |= {
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+        }
+    head |= {k.lower(): v for k, v in (headers or {}).items()}
+    head["content-length"] = str(len(raw))
+    conn = h11.Connection(h11.CLIENT)
     stream = await trio.open_tcp_stream("127.0.0.1", port)
     async with stream:
-        return await _exchange(h11.Connection(h11.CLIENT), stream, method, path, head, raw)
-
-
-class KeepAlive:
-    """Requests one after another on one connection, as a client's connection pool reuses
-    it (open with `keep_alive`)."""
-
-    def __init__(self, port: int, stream: trio.SocketStream) -> None:
-        self.port = port
-        self._stream = stream
-        self._conn = h11.Connection(h11.CLIENT)
-
-    async def request(
-        self,
-        method: str,
-        path: str,
-        body: bytes | dict[str, Any] | list[Any] | None = None,
-        *,
-        headers: dict[str, str] | None = None,
-    ) -> HttpReply:
-        """One request on this connection (a complete response, not a stream left open)."""
-        if self._conn.our_state is h11.DONE:
-            self._conn.start_next_cycle()
-        raw = _body(body)
-        head = _head(self.port, method, raw, headers)
-        return await _exchange(self._conn, self._stream, method, path, head, raw)
-
-
-@asynccontextmanager
-async def keep_alive(port: int) -> AsyncIterator[KeepAlive]:
-    """A `KeepAlive` connection to ``port``, closed on the way out."""
-    stream = await trio.open_tcp_stream("127.0.0.1", port)
-    async with stream:
-        yield KeepAlive(port, stream)
+        request = h11.Request(method=method, target=path, headers=list(head.items()))
+        await stream.send_all(conn.send(request) + conn.send(h11.Data(data=raw)))
+        await stream.send_all(conn.send(h11.EndOfMessage()))
+        status, reply_headers, chunks = 0, {}, bytearray()
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                conn.receive_data(await stream.receive_some(65536))
+            elif isinstance(event, h11.Response):
+                status = event.status_code
+                reply_headers = {k.decode().lower(): v.decode() for k, v in event.headers}
+            elif isinstance(event, h11.Data):
+                chunks += event.data
+            elif isinstance(event, h11.EndOfMessage | h11.ConnectionClosed):
+                return HttpReply(status, reply_headers, bytes(chunks))
 
 
 async def raw_exchange(port: int, data: bytes) -> bytes:

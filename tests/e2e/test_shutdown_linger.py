@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import trio
 from chess_server import agora_serve, terminate_when_in_flight
-from e2e_http import keep_alive
 from e2e_mcp import INITIALIZE, INITIALIZED
 from e2e_sdk import sdk_stdio, sdk_websocket
 from e2e_websocket import RawWebSocket
+from http_support import RawHttp
 
 from agora.config import Config
 from agora.mcp.jsonrpc import SHUTTING_DOWN
@@ -225,7 +225,7 @@ async def test_while_draining_a_new_session_is_refused_as_retryable():
         async with _embedded(linger_seconds=60, grace_seconds=90) as embedded:
             port, path = embedded.server.port, embedded.path
             # A connection opened before shutdown began and kept alive, as a client's pool does.
-            async with keep_alive(port) as http:
+            async with RawHttp.open(port) as http:
                 opened = await http.request("POST", path, INITIALIZE)
                 assert opened.status == 200, opened.body
                 session = {"mcp-session-id": opened.headers["mcp-session-id"]}
@@ -240,5 +240,5 @@ async def test_while_draining_a_new_session_is_refused_as_retryable():
                     assert "shutting down" in error["message"]
                     assert "no new session" in error["message"]
                     # The session opened before shutdown is still answered meanwhile.
-                    ping = await http.request("POST", path, _request(5, "ping"), headers=session)
+                    ping = await http.request("POST", path, _request(5, "ping"), session)
                     assert ping.json() == {"jsonrpc": "2.0", "id": 5, "result": {}}, ping.body

@@ -238,13 +238,19 @@ def refuse_shadowed_tools(toolsets: Sequence[Toolset]) -> None:
             if name in listed:
                 raise ValueError(f"toolset {toolset.name} lists tool {name!r} twice")
             listed.add(name)
-            first = owner.setdefault(name, toolset.name)
-            if first != toolset.name:
+            if (first := _claimed_before(owner, name, toolset.name)) is not None:
                 raise ValueError(
                     f"tool {name!r} is served by both toolset {first} and toolset"
                     f" {toolset.name}: /mcp would shadow one of them; rename it or serve"
                     " only one of the two"
                 )
+
+
+def _claimed_before(owner: dict[str, str], name: str, toolset: str) -> str | None:
+    """The toolset that claimed ``name`` in ``owner`` before ``toolset`` did, or None (the
+    name is ``toolset``'s now)."""
+    first = owner.setdefault(name, toolset)
+    return first if first != toolset else None
 
 
 def refuse_shared_migrations(toolsets: Sequence[Toolset]) -> None:
@@ -271,8 +277,7 @@ def refuse_shared_migrations(toolsets: Sequence[Toolset]) -> None:
                 )
             versions.add((step.component, step.version))
         for component in {step.component for step in toolset.migrations}:
-            first = owner.setdefault(component, toolset.name)
-            if first != toolset.name:
+            if (first := _claimed_before(owner, component, toolset.name)) is not None:
                 raise ValueError(
                     f"migration component {component!r} is used by both toolset {first} and"
                     f" toolset {toolset.name}: the database keeps one version per component;"
