@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
-from debate_support import BOB, CAROL, CONDUCTOR, STAR
+from debate_support import BOB, CAROL, CONDUCTOR, OUTSIDER, STAR
 
 from agora.toolsets.debate import sql
 
@@ -47,6 +49,24 @@ async def test_add_role_needs_conductor_or_star_and_an_owned_session(desk, room)
         CONDUCTOR, "debate_add_role", topic_id=room["topic"], role="EXECUTOR", session_id=mine
     )
     assert body["error"] == "executor_role_not_numbered"
+
+
+async def test_a_conductor_adds_roles_only_in_its_own_projects(desk):
+    # A conductor reads any project's topic (the seed's read gate lets conductor/star
+    # through), but posts only where its grants reach: adding a role it could never post
+    # as, in a topic of another project, is denied as a missing topic is.
+    olga = await desk.session(OUTSIDER)
+    theirs = await desk.topic(OUTSIDER, {"LEAD": olga}, project="other")
+    mine = await desk.session(CONDUCTOR)
+    refused = await desk.refused(
+        CONDUCTOR, "debate_add_role", topic_id=theirs, role="SPY", session_id=mine
+    )
+    missing = await desk.refused(
+        CONDUCTOR, "debate_add_role", topic_id=str(uuid.uuid4()), role="SPY", session_id=mine
+    )
+    assert refused == missing
+    bindings = await desk.call(CONDUCTOR, "debate_list_bindings", topic_id=theirs)
+    assert [b["role"] for b in bindings["bindings"]] == ["LEAD"]
 
 
 async def test_bind_role_takeover_is_denied_without_a_valid_override(desk, room):

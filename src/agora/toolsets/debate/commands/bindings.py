@@ -153,6 +153,10 @@ def add_role(topic: Topic, cmd: AddRole, now: Now) -> Effects:
     row = topic.row
     if row is None or row.project == SENTINEL_PROJECT or not cmd.caller.privileged:
         raise access.denied()
+    # Writes need the project grant a post needs (a conductor reads every project): a role
+    # added where its holder could never post would be a binding that grants nothing.
+    if not (cmd.caller.star or access.in_project(row, cmd.caller)):
+        raise access.denied()
     if cmd.session_owner != cmd.caller.name:
         raise access.denied()
     if cmd.override_msg_id is not None:
