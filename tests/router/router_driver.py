@@ -18,7 +18,7 @@ from agora.errors import ToolError
 from agora.mcp.contracts import load_contract
 from agora.mcp.validation import compile_validator
 from agora.toolsets.base import Principal, ToolCall
-from agora.toolsets.router.ownership import owned
+from agora.toolsets.router import serving
 from agora.toolsets.router.progress import evidence_digest
 from agora.toolsets.router.tools import HANDLERS
 
@@ -68,22 +68,24 @@ class Router:
     seen: list[str] = field(default_factory=list)
     #: Who calls: anonymous unless a test names a principal (its session ids get scoped).
     principal: Principal = field(default_factory=Principal)
+    #: Whether the client stands for one that started the server (stdio, in-process).
+    local_client: bool = True
 
     def _call(self, tool: str, args: dict[str, Any]) -> ToolCall:
         problems = INPUTS[tool].problems(args)
         assert not problems, problems
         self.seen.append(tool)
         return ToolCall(tool=tool, args=args, principal=self.principal, runtime=self.runtime,
-                        client=self.client)  # fmt: skip
+                        client=self.client, local_client=self.local_client)  # fmt: skip
 
     async def call(self, tool: str, **args: Any) -> dict[str, Any]:
-        result = await owned(HANDLERS[tool])(self._call(tool, args))
+        result = await serving(HANDLERS[tool])(self._call(tool, args))
         OUTPUTS[tool].validate(result)
         return result
 
     async def refused(self, tool: str, **args: Any) -> dict[str, Any]:
         with pytest.raises(ToolError) as refused:
-            await owned(HANDLERS[tool])(self._call(tool, args))
+            await serving(HANDLERS[tool])(self._call(tool, args))
         body: dict[str, Any] = refused.value.body
         assert body["ok"] is False
         return body

@@ -9,10 +9,13 @@ from router_driver import event_args, plan_args
 
 from agora.errors import ProtocolError
 
+# What passes the router's bounds (`agora.toolsets.router.bounds`: a control character or an
+# identifier past 256 characters is refused before any handler runs, test_router_bounds):
+# line and paragraph separators, a bidi override, the longest identifier.
 HOSTILE = [
-    pytest.param("INJECT\nERROR agora.fake: forged log line", id="newline"),
-    pytest.param("a\rb\x1b[31mred\x1b[0m\u2028c\u202ed\x85e", id="controls"),
-    pytest.param("x" * 50_000, id="huge"),
+    pytest.param("INJECT\u2028ERROR agora.fake: forged log line", id="line-separator"),
+    pytest.param("a\u2029b\u202ered\u202cc", id="separators"),
+    pytest.param("x" * 256, id="longest"),
 ]
 
 
@@ -35,7 +38,7 @@ async def test_a_refusal_logs_the_correlation_id_escaped_and_cut(router, caplog,
     lines = _clean(caplog)
     assert any("refused: unknown-phase" in line for line in lines)
     if "INJECT" in correlation:
-        assert any("INJECT\\nERROR agora.fake" in line for line in lines)
+        assert any("INJECT\\u2028ERROR agora.fake" in line for line in lines)
 
 
 @pytest.mark.parametrize("correlation", HOSTILE)

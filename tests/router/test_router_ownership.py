@@ -36,3 +36,31 @@ async def test_another_principal_with_the_same_session_and_key_gets_its_own_run(
     assert theirs["workflow_run_id"] != mine["workflow_run_id"]
     assert theirs.get("replayed") is not True
     assert again["structuredContent"]["workflow_run_id"] == mine["workflow_run_id"]
+
+
+async def test_a_caller_without_a_token_cannot_name_a_principals_scoped_session(tmp_path):
+    # A named principal's session id is stored as name + "\x1f" + id: a caller without a token
+    # sending "alice\x1fwork" would otherwise reach alice's run, and plant runs in her name.
+    args = plan_args("1. write the parser\n2. test it", session="work", idem="plan-a")
+    with trio.fail_after(60):
+        async with open_server(Config(db=str(tmp_path / "r.db")), listen=False) as server:
+            mine = (await _call(server, ALICE, "plan_work", args))["structuredContent"]
+            run = mine["workflow_run_id"]
+            forged = {"session_id": "alice\x1fwork", "actor": "x",
+                      "runtime_policy_snapshot_id": "p"}  # fmt: skip
+            read = await _call(server, None, "get_next_work",
+                               {"context": forged, "workflow_run_id": run})  # fmt: skip
+            planted = await _call(
+                server, None, "plan_work",
+                plan_args("plant", session="alice\x1fplanted", idem="plan-p"),
+            )  # fmt: skip
+            count = "SELECT COUNT(*) FROM router_runs"
+            runs = (await server.runtime.read(lambda c: c.execute(count).fetchone()))[0]
+    for answer in (read, planted):
+        assert answer["isError"], answer
+        body = answer["structuredContent"]
+        assert body["code"] == "invalid-arguments"
+        assert body["issues"][0]["field"] == "context.session_id"
+        assert body["issues"][0]["rule"] == "pattern"
+        assert "work-available" not in str(answer)
+    assert runs == 1

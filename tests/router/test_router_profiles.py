@@ -135,6 +135,25 @@ async def test_mcp_client_roots_authorize_a_workspace(router, tmp_path):
     assert router.client.asked == 1
 
 
+async def test_a_network_clients_roots_are_not_asked_unless_the_operator_trusts_them(
+    router, options, tmp_path
+):
+    repo = tmp_path / "client-repo"
+    write_workspace(repo, profile("client", skills=("skill:client",)))
+    router.client, router.local_client = Roots(repo), False
+    plan = await router.plan("Fix it", routing_context=routing(repo))
+    assert plan["profile_warnings"] == ["workspace-root-not-authorized"]
+    assert router.client.asked == 0
+    options["router"]["client_roots"] = "any"
+    plan = await router.plan("Fix it", routing_context=routing(repo))
+    assert plan["route_source"] == "workspace-profile"
+    options["router"]["client_roots"] = "none"
+    router.local_client = True
+    plan = await router.plan("Fix it", routing_context=routing(repo))
+    assert plan["profile_warnings"] == ["workspace-root-not-authorized"]
+    assert router.client.asked == 1
+
+
 def test_the_documented_schema_is_the_one_enforced():
     doc = json.loads(
         (Path(__file__).parents[2] / "docs" / "router-profiles.md")

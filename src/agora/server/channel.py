@@ -112,4 +112,6 @@ class ChannelCall(ToolCall):
             return channel
         if name in _FROM_CHANNEL:
             return getattr(self.client, name)
+        if name == "local_client":  # rarely asked: no store per call
+            return cast("Connection", self.connection).local_client
         raise AttributeError(name)

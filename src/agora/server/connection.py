@@ -79,8 +79,11 @@ class Connection:
         endpoint: Mapping[str, str],
         hangup: Hangup | None = None,
         workers: Workers | None = None,
+        local_client: bool = False,
     ) -> None:
         self.app = app
+        #: `agora.toolsets.base.ToolCall.local_client` of every call of this session.
+        self.local_client = local_client
         self.session = session
         self.principal = principal
         self.endpoint = endpoint

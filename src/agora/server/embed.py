@@ -91,6 +91,7 @@ class Server:
                 nursery,
                 principal=principal or self.app.anonymous,
                 endpoint=endpoint.params,
+                local_client=True,
             )
             self._clients.add(client)
             try:

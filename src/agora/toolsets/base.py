@@ -93,6 +93,10 @@ class ToolCall:
         connection: The connection (MCP session) the call arrived on: the same object for
             every call of one session, e.g. a key for per-connection limits; None when a
             handler is called directly.
+        local_client: Whether the client is the process that started this server or runs
+            inside it (stdio, `agora.server.embed.Server.client`): its files are the server's
+            files, so what it says of them (MCP roots) may be trusted. False on WebSocket and
+            HTTP, where the client may be anyone who can reach the port.
     """
 
     tool: str
@@ -107,6 +111,7 @@ class ToolCall:
     close_stream: Callable[[], None] = _no_close
     resource_updated: UpdatedFn = _no_update
     connection: object | None = None
+    local_client: bool = False
 
 
 Handler = Callable[[ToolCall], Awaitable[dict[str, Any]]]

@@ -84,6 +84,7 @@ async def serve_stdio(
             calls,
             principal=principal,
             endpoint=endpoint.params,
+            local_client=True,
         )
         lines = Lines(rpc.MAX_MESSAGE_BYTES, rpc.OVERSIZE_HEAD_BYTES)
         while chunk := await stop.read(receive):

@@ -18,7 +18,9 @@ from agora.mcp.contracts import load_contract
 from agora.runtime.background import periodic
 from agora.toolsets.base import Toolset
 from agora.toolsets.router.adapter import ADAPTER_OPTIONS, check_options
+from agora.toolsets.router.bounds import bounded
 from agora.toolsets.router.index import index_runs
+from agora.toolsets.router.layers import CLIENT_ROOTS
 from agora.toolsets.router.memory_tools import RETENTION_EVERY
 from agora.toolsets.router.ownership import owned
 from agora.toolsets.router.promotion import upkeep
@@ -29,16 +31,24 @@ from agora.toolsets.router.tools import HANDLERS
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from agora.toolsets.base import Handler
+
 log = logging.getLogger(__name__)
 
 #: ``[options.router]``: authorized workspace roots, the personal Profile and Memory policy
 #: files, and the evaluation adapter (README, "Router").
 OPTIONS: Final = {
     "workspace_roots": list[str],
+    "client_roots": str,
     "personal_profile": str,
     "memory_policy": str,
     "adapter": ADAPTER_OPTIONS,
 }
+
+
+def serving(handler: Handler) -> Handler:
+    """A router handler as served: its arguments bounded, then its session id scoped."""
+    return bounded(owned(handler))
 
 
 def toolset() -> Toolset:
@@ -47,7 +57,7 @@ def toolset() -> Toolset:
     served = [tool.to_mcp() for name, tool in contract.tools.items() if name in HANDLERS]
     return Toolset(
         name="router",
-        handlers={name: owned(handler) for name, handler in HANDLERS.items()},
+        handlers={name: serving(handler) for name, handler in HANDLERS.items()},
         migrations=MIGRATIONS,
         contract=None,
         tools=served,
@@ -70,6 +80,10 @@ def _check_options(options: Mapping[str, Any]) -> None:
     otherwise go unseen until an agent's plan said so.
     """
     check_options(options)
+    if (trust := options.get("client_roots", "local")) not in CLIENT_ROOTS:
+        raise ValueError(
+            f"[options.router] client_roots: {trust!r} is not one of {', '.join(CLIENT_ROOTS)}"
+        )
     for root in options.get("workspace_roots", []):
         if not Path(root).is_dir():
             log.warning(

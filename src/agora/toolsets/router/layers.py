@@ -2,7 +2,12 @@
 
 Authorized roots are the operator's ``[options.router] workspace_roots`` plus, when the MCP
 client declared the ``roots`` capability, the ``file://`` roots it lists (asked with
-``roots/list`` and a short timeout; a client that fails to answer authorizes nothing). The
+``roots/list`` and a short timeout; a client that fails to answer authorizes nothing). Client
+roots count only as ``[options.router] client_roots`` allows: by default (``local``) from a
+client that started the server or runs inside it (stdio, in-process), whose files are the
+server's; a WebSocket or HTTP client may be anyone who reaches the port, and its roots name
+files on its own machine, not a grant to read the server's (``any`` trusts them too, for a
+single-user server; ``none`` never asks). The
 personal Profile is the operator's ``[options.router] personal_profile`` file. Reading and
 validation never fail a plan: problems become profile warnings.
 """
@@ -27,10 +32,16 @@ log = logging.getLogger(__name__)
 
 #: Seconds a client gets to answer roots/list.
 ROOTS_TIMEOUT: Final = 2.0
+#: ``[options.router] client_roots``: whose MCP roots authorize a workspace, by policy.
+CLIENT_ROOTS: Final = ("local", "any", "none")
 
 
 async def client_roots(call: ToolCall) -> list[str]:
-    """The local paths of the roots the MCP client declares (empty if it declares none)."""
+    """The local paths of the roots the MCP client declares (empty if it declares none, or
+    if the ``client_roots`` policy does not trust this client's)."""
+    policy = call.runtime.options("router").get("client_roots", "local")
+    if policy == "none" or (policy == "local" and not call.local_client):
+        return []
     client = call.client
     if client is None or "roots" not in (client.capabilities or {}):
         return []

@@ -1,0 +1,55 @@
+"""The bounds the router puts on what a call may store (the seed's core schemas set none).
+
+An identifier over 256 characters or holding a control character, and any other text over
+32,768 characters, is refused as ``invalid-arguments`` naming the field, before anything is
+written; strings at the bounds pass.
+"""
+
+from __future__ import annotations
+
+import pytest
+from router_driver import ctx, plan_args
+
+from agora.toolsets.router.bounds import MAX_IDENTIFIER, MAX_TEXT
+
+COUNT = "SELECT (SELECT COUNT(*) FROM router_runs) + (SELECT COUNT(*) FROM router_ledger)"
+
+
+async def _rows(runtime) -> int:
+    return (await runtime.read(lambda c: c.execute(COUNT).fetchone()))[0]
+
+
+@pytest.mark.parametrize(
+    ("field", "change", "rule"),
+    [
+        ("idempotency_key", {"idem": "k" * (MAX_IDENTIFIER + 1)}, "maxLength"),
+        ("correlation_id", {"correlation_id": "c" * (MAX_IDENTIFIER + 1)}, "maxLength"),
+        ("context.session_id", {"session": "s" * (MAX_IDENTIFIER + 1)}, "maxLength"),
+        ("context.actor", {"context": {**ctx(), "actor": "a\nb"}}, "pattern"),
+        ("context.session_id", {"session": "a\x1fb"}, "pattern"),
+        ("idempotency_key", {"idem": "k\x00"}, "pattern"),
+        ("objective", {"objective": "o" * (MAX_TEXT + 1)}, "maxLength"),
+        ("explicit_skill_ids[0]", {"explicit_skill_ids": ["s" * 300]}, "maxLength"),
+    ],
+)
+async def test_a_string_past_its_bound_is_refused_and_nothing_is_written(
+    router, runtime, field, change, rule
+):
+    objective = change.pop("objective", "Fix it")
+    refused = await router.refused("plan_work", **plan_args(objective, **change))
+    assert refused["code"] == "invalid-arguments"
+    assert refused["issues"][0]["field"] == field
+    assert refused["issues"][0]["rule"] == rule
+    assert field in refused["message"]
+    assert refused["state_changed"] is False
+    assert await _rows(runtime) == 0
+
+
+async def test_strings_at_the_bounds_are_kept(router, runtime):
+    plan = await router.call(
+        "plan_work",
+        **plan_args("o\n" * (MAX_TEXT // 2), idem="k" * MAX_IDENTIFIER,
+                    correlation_id="c" * MAX_IDENTIFIER, session="s" * MAX_IDENTIFIER),
+    )  # fmt: skip
+    assert plan["workflow_run_id"]
+    assert await _rows(runtime) > 0
