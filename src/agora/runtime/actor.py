@@ -105,6 +105,9 @@ class Actor(Handling):
         #: The store's version of the entity this copy was loaded at (guarded stores only).
         self.version = 0
         self.confirmed = 0
+        self.missing = False
+        #: A caller left it `vacant` but busy: its task drops it once idle (`Registry.settle`).
+        self.settle_later = False
 
     @property
     def listeners(self) -> set[Any]:
@@ -155,7 +158,7 @@ class Actor(Handling):
         assert recv is not None  # `mailbox` opens it before starting this task
         try:
             while True:
-                self.idle_since = trio.current_time()
+                self._idle()
                 try:
                     first = await recv.receive()
                 except trio.EndOfChannel:  # evicted: the mailbox was closed, and is empty
@@ -198,6 +201,14 @@ class Actor(Handling):
             self._fail_queued(stopped)
             recv.close()
             self.signal(replace=False)
+
+    def _idle(self) -> None:
+        """Wait for commands from now; if a caller left while this was busy, drop the actor
+        should it hold nothing (`Registry.settle`: set again if it is still busy)."""
+        self.idle_since = trio.current_time()
+        if self.settle_later:
+            self.settle_later = False
+            self.runtime.registry.settle(self)
 
     def _gather(self, group: list[tuple[Any, Slot]]) -> None:
         """Add to ``group`` the commands already waiting in the mailbox (unguarded stores).

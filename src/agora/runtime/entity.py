@@ -48,7 +48,16 @@ class Effects:
 
 
 class Entity(Protocol):
-    """A pure state machine for one keyed thing."""
+    """A pure state machine for one keyed thing.
+
+    An entity may have a ``vacant`` attribute (read with ``getattr``, default False): true
+    while it stands for a key nothing was created under (a "not yet created" entity that
+    `EntityKind.load` returned for a missing row). The runtime then drops its actor as soon
+    as its callers are done with it, rather than after ``actor_idle_seconds``, so looking up
+    made-up keys holds no memory; the next command on the key loads it again. It must be
+    true only when nothing in memory would be lost, and a command that creates the entity
+    must leave it false.
+    """
 
     def handle(self, command: Any, now: Now) -> Effects:
         """Apply one command; return its effects. Must not do I/O."""

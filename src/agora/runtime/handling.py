@@ -46,6 +46,8 @@ class Handling:
     confirmed: int
     handled: int
     epoch: int
+    #: The latest load raised `LookupError` ("no such entity"): nothing is held for the key.
+    missing: bool
     _entity: Entity | None
     _now: Now | None
     #: The long-polls parked on this actor (`agora.runtime.polls`).
@@ -78,7 +80,9 @@ class Handling:
                 self._entity = await runtime.store.read(
                     lambda conn: self.kind.load(conn, self.key, loaded_at)
                 )
+            self.missing = False
         except LookupError as exc:  # "no such entity", as `EntityKind.load` documents
+            self.missing = True
             for _, slot in group:
                 slot.fail(exc)
             return False
@@ -326,7 +330,7 @@ class Handling:
                     entity, self.version = await runtime.store.read_versioned(
                         self.kind.kind, self.key, lambda c: self.kind.load(c, self.key, loaded_at)
                     )
-                    self._entity, self.confirmed = entity, at
+                    self._entity, self.confirmed, self.missing = entity, at, False
                     return entity
                 created = self._created()
                 self._entity = (
@@ -336,7 +340,9 @@ class Handling:
                         lambda conn: self.kind.load(conn, self.key, loaded_at)
                     )
                 )
+                self.missing = False
             except LookupError:
+                self.missing = True
                 raise
             except StoreError as exc:
                 raise self._load_failed(exc) from exc
@@ -346,6 +352,15 @@ class Handling:
                     f"internal error in {self.kind.kind}; nothing was changed"
                 ) from exc
         return self._entity
+
+    def vacant(self) -> bool:
+        """Whether this actor holds nothing for its key, so dropping it loses nothing: its
+        load raised `LookupError`, or its entity's ``vacant`` attribute is true (a key
+        nothing was created under; see `agora.runtime.entity.Entity`)."""
+        entity = self._entity
+        if entity is None:
+            return self.missing
+        return getattr(entity, "vacant", False) is True
 
     def _commit_failed(self, exc: StoreError) -> InternalError:
         """Forget the entity (memory may be ahead of the store) and say what its callers

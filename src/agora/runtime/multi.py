@@ -48,41 +48,45 @@ async def poll_many(
     changes: dict[str, trio.Event] = {}
     actors: dict[str, Actor] = {}
     todo = list(commands)
-    while True:
-        for key in todo:
-            actor, slot = await runtime._submit(kind, key, commands[key])
-            if slot.error is not None:
-                raise slot.error
-            if isinstance(slot.value, BaseException):
-                raise slot.value
-            assert slot.change is not None
-            replies[key], changes[key], actors[key] = slot.value, slot.change, actor
-        if ready(dict(replies)) or runtime.closing or trio.current_time() >= deadline:
-            return dict(replies)
-        # A key that changed while the others were being asked is re-run at once.
-        todo = [key for key, change in changes.items() if change.is_set()]
-        if todo:
-            continue
-        parked = list(actors.values())
-        for actor in parked:
-            actor.waiters += 1  # an actor with waiters is never evicted
-        try:
-            # `Timers.park` inlined: a parked poll keeps one coroutine frame fewer.
-            watched = [actor.listeners for actor in parked]
-            sleeper = runtime.timers.enter(watched, deadline)
-            if sleeper is None:  # shutting down: the latest replies
-                await trio.lowlevel.checkpoint()
-            else:
-                try:
-                    await trio.lowlevel.wait_task_rescheduled(sleeper.abort)
-                finally:
-                    runtime.timers.leave(watched, sleeper)
-        finally:
+    try:
+        while True:
+            for key in todo:
+                actor, slot = await runtime._submit(kind, key, commands[key])
+                if slot.error is not None:
+                    raise slot.error
+                if isinstance(slot.value, BaseException):
+                    raise slot.value
+                assert slot.change is not None
+                replies[key], changes[key], actors[key] = slot.value, slot.change, actor
+            if ready(dict(replies)) or runtime.closing or trio.current_time() >= deadline:
+                return dict(replies)
+            # A key that changed while the others were being asked is re-run at once.
+            todo = [key for key, change in changes.items() if change.is_set()]
+            if todo:
+                continue
+            parked = list(actors.values())
             for actor in parked:
-                actor.waiters -= 1
-        todo = [key for key, change in changes.items() if change.is_set()]
-        if runtime.closing or not todo:
-            return dict(replies)
+                actor.waiters += 1  # an actor with waiters is never evicted
+            try:
+                # `Timers.park` inlined: a parked poll keeps one coroutine frame fewer.
+                watched = [actor.listeners for actor in parked]
+                sleeper = runtime.timers.enter(watched, deadline)
+                if sleeper is None:  # shutting down: the latest replies
+                    await trio.lowlevel.checkpoint()
+                else:
+                    try:
+                        await trio.lowlevel.wait_task_rescheduled(sleeper.abort)
+                    finally:
+                        runtime.timers.leave(watched, sleeper)
+            finally:
+                for actor in parked:
+                    actor.waiters -= 1
+            todo = [key for key, change in changes.items() if change.is_set()]
+            if runtime.closing or not todo:
+                return dict(replies)
+    finally:
+        # Keys nothing was created under leave no actor behind (`Registry.settle`).
+        runtime.registry.settle_keys(kind, commands)
 
 
 async def call_atomic(
@@ -103,6 +107,8 @@ async def call_atomic(
     finally:
         for actor in reversed(held):
             actor.release_turn()
+        for actor in held:  # one that found nothing (a LookupError) stays no longer
+            runtime.registry.settle(actor)
 
 
 def _ident(operation: tuple[EntityKind, str, Any]) -> tuple[str, str]:

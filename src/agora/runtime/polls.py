@@ -173,45 +173,52 @@ async def poll(
     since = stamp()  # re-runs belong to this one call: a copy current since needs no probe
     slot: Slot | None = None
     waiting = Waiting(command, wait_key, ready)
-    while True:
-        if slot is None:
-            actor, slot = await runtime._submit(kind, key, command, since, waiting)
-        reply = _reply(slot)
-        if ready(reply) or runtime.closing or trio.current_time() >= deadline:
-            return reply
-        # The change event after the reply, only now that the poll may park: a ready reply
-        # (most, under load) makes its actor no event (`Slot.change` makes it on first use).
-        change, epoch = slot.change, slot.epoch
-        slot = None  # a parked poll keeps only what it needs (a slot may hold an Event)
-        if change is None:
-            return reply
-        # Park on the actor that answered (a lookup now could spawn a new one), and
-        # count ourselves so that it is not evicted under us.
-        actor.waiters += 1
-        try:
-            while True:
-                if change.is_set():  # changed since the reply
-                    if wait_key is None or runtime.closing or actor.concerns(epoch, wait_key):
-                        break
-                    epoch, change = actor.epoch, actor.change  # other keys': sleep on
-                # `Timers.park` inlined: a parked poll keeps one coroutine frame fewer.
-                watched = (actor.listeners,)
-                parked = Parked(trio.lowlevel.current_task(), deadline, command, wait_key, since)
-                if runtime.timers.enter(watched, deadline, parked) is None:
-                    await trio.lowlevel.checkpoint()  # shutting down: the latest reply
-                    break
-                actor.parked[parked] = None
-                try:
-                    woke = await trio.lowlevel.wait_task_rescheduled(parked.abort)
-                finally:
-                    runtime.timers.leave(watched, parked)
-                    actor.parked.pop(parked, None)
-                slot = parked.slot  # a change ran the command for us: its outcome
-                if slot is not None or not woke:
-                    break  # answered, or the deadline passed
-        finally:
-            actor.waiters -= 1
-        if slot is None:
-            if runtime.closing or not change.is_set():
+    try:
+        while True:
+            if slot is None:
+                actor, slot = await runtime._submit(kind, key, command, since, waiting)
+            reply = _reply(slot)
+            if ready(reply) or runtime.closing or trio.current_time() >= deadline:
                 return reply
-            runtime.polls.rerun += 1
+            # The change event after the reply, only now that the poll may park: a ready reply
+            # (most, under load) makes its actor no event (`Slot.change` makes it on first use).
+            change, epoch = slot.change, slot.epoch
+            slot = None  # a parked poll keeps only what it needs (a slot may hold an Event)
+            if change is None:
+                return reply
+            # Park on the actor that answered (a lookup now could spawn a new one), and
+            # count ourselves so that it is not evicted under us.
+            actor.waiters += 1
+            try:
+                while True:
+                    if change.is_set():  # changed since the reply
+                        if wait_key is None or runtime.closing or actor.concerns(epoch, wait_key):
+                            break
+                        epoch, change = actor.epoch, actor.change  # other keys': sleep on
+                    # `Timers.park` inlined: a parked poll keeps one coroutine frame fewer.
+                    watched = (actor.listeners,)
+                    parked = Parked(
+                        trio.lowlevel.current_task(), deadline, command, wait_key, since
+                    )
+                    if runtime.timers.enter(watched, deadline, parked) is None:
+                        await trio.lowlevel.checkpoint()  # shutting down: the latest reply
+                        break
+                    actor.parked[parked] = None
+                    try:
+                        woke = await trio.lowlevel.wait_task_rescheduled(parked.abort)
+                    finally:
+                        runtime.timers.leave(watched, parked)
+                        actor.parked.pop(parked, None)
+                    slot = parked.slot  # a change ran the command for us: its outcome
+                    if slot is not None or not woke:
+                        break  # answered, or the deadline passed
+            finally:
+                actor.waiters -= 1
+            if slot is None:
+                if runtime.closing or not change.is_set():
+                    return reply
+                runtime.polls.rerun += 1
+    finally:
+        # A poll that ends (ready, timed out, refused) on a key nothing was created under
+        # leaves no actor behind, as a call does (`Registry.settle`).
+        runtime.registry.settle_keys(kind, (key,))

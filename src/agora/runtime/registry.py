@@ -14,7 +14,8 @@ import trio
 
 from agora.errors import ActorStopped
 from agora.runtime import multi, polls
-from agora.runtime.actor import Actor, GuardCounts, Slot
+from agora.runtime.actor import GuardCounts, Slot
+from agora.runtime.actors import Registry
 from agora.runtime.clock import Clock
 from agora.runtime.follow import Follower, follow
 from agora.runtime.guarding import stamp
@@ -25,119 +26,12 @@ from agora.runtime.resources import ResourceHub
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine, Mapping, Sequence
 
+    from agora.runtime.actor import Actor
     from agora.runtime.entity import EntityKind, Write
     from agora.store.db import Store
     from agora.store.neutral import ReadConn
 
 T = TypeVar("T")
-
-#: Shortest pause between two passes of the idle-actor reaper (seconds).
-REAP_MIN_TICK = 0.05
-
-
-class Registry:
-    """Live actors by (kind, key)."""
-
-    def __init__(self, runtime: Runtime, nursery: trio.Nursery) -> None:
-        self._runtime = runtime
-        self._nursery = nursery
-        self._actors: dict[tuple[str, str], Actor] = {}
-        self._reaping = False
-        self.spawned = 0
-
-    def __len__(self) -> int:
-        return len(self._actors)
-
-    def get(self, kind: EntityKind, key: str) -> Actor:
-        """The live actor for (kind, key), made now if there is none. Never awaits.
-
-        A new actor has no task yet: its commands run inline in their callers' tasks while
-        it is free, and its task starts (`start`) when a command first has to queue.
-
-        Raises:
-            ActorStopped: if the runtime's nursery is cancelled or closed, so no actor task
-                could run.
-        """
-        actor = self._actors.get((kind.kind, key))
-        if actor is None:
-            if self._nursery.cancel_scope.cancel_called:
-                raise ActorStopped(f"{kind.kind} {key}: the runtime has stopped")
-            rt = self._runtime
-            actor = Actor(rt, kind, key, rt.mailbox)
-            self._actors[(kind.kind, key)] = actor
-            self.spawned += 1
-            if not self._reaping:
-                self._reaping = True
-                self._nursery.start_soon(self._reap, name="actor reaper")
-        return actor
-
-    def start(self, actor: Actor) -> None:
-        """Start ``actor``'s task (its mailbox is open).
-
-        Raises:
-            ActorStopped: the runtime's nursery has closed; the actor is dropped and closed.
-        """
-        try:
-            self._nursery.start_soon(self._supervise, actor, name=f"{actor.kind.kind}:{actor.key}")
-        except RuntimeError as exc:  # the nursery closed: a queued command would wait forever
-            self.forget(actor)
-            actor.close()
-            raise ActorStopped(f"{actor.kind.kind} {actor.key}: the runtime has stopped") from exc
-
-    async def _supervise(self, actor: Actor) -> None:
-        # The one place an unexpected exception from an actor is caught: it ends that actor
-        # (its callers get ActorStopped and retry on a fresh one, loaded from the store),
-        # never the server.
-        try:
-            await actor.run()
-        except Exception:
-            actor.log_crash()
-
-    async def _reap(self) -> None:
-        # One task evicts every idle actor, so an actor's wait for its next command needs no
-        # timer of its own. It runs while there are actors, checking every eighth of the
-        # idle period: an actor leaves between idle_seconds and 1.125 x that after its last
-        # command. Closing the mailbox ends the actor's loop; a caller that meets the
-        # closed mailbox spawns a fresh actor.
-        runtime = self._runtime
-        tick = max(runtime.idle_seconds / 8, REAP_MIN_TICK)
-        try:
-            while self._actors:
-                await trio.sleep(tick)
-                if runtime.closing:
-                    continue
-                idle_before = trio.current_time() - runtime.idle_seconds
-                for actor in [a for a in self._actors.values() if a.evictable(idle_before)]:
-                    self.forget(actor)
-                    actor.close()
-        finally:
-            self._reaping = False
-
-    def current(self, kind: EntityKind, key: str) -> Actor | None:
-        """The live actor for (kind, key), or None; never spawns."""
-        return self._actors.get((kind.kind, key))
-
-    def named(self, kind: str, key: str) -> Actor | None:
-        """The live actor for the kind named ``kind`` and ``key``, or None; never spawns."""
-        return self._actors.get((kind, key))
-
-    def actors(self) -> list[Actor]:
-        """Every live actor (a copy of the list)."""
-        return list(self._actors.values())
-
-    def parked(self) -> int:
-        """Long-polls parked on live actors (one `poll_many` counts once per key it waits on)."""
-        return sum(actor.waiters for actor in self._actors.values())
-
-    def forget(self, actor: Actor) -> None:
-        """Drop ``actor`` if it is still the registered one for its key."""
-        if self._actors.get((actor.kind.kind, actor.key)) is actor:
-            del self._actors[(actor.kind.kind, actor.key)]
-
-    def wake_all(self) -> None:
-        """Set every actor's change signal (used at shutdown)."""
-        for actor in list(self._actors.values()):
-            actor.signal(replace=False)
 
 
 class Runtime:
@@ -263,10 +157,13 @@ class Runtime:
         """
         await trio.lowlevel.checkpoint_if_cancelled()  # a caller cancelled already sends nothing
         actor = self.registry.get(kind, key)
-        if actor.can_run_inline():  # `_submit`'s usual case, one coroutine fewer per call
-            slot = await actor.run_inline(command, stamp())
-        else:
-            _, slot = await self._submit(kind, key, command, busy=actor)
+        try:
+            if actor.can_run_inline():  # `_submit`'s usual case, one coroutine fewer per call
+                slot = await actor.run_inline(command, stamp())
+            else:
+                actor, slot = await self._submit(kind, key, command, busy=actor)
+        finally:
+            self.registry.settle(actor)  # a lookup that found nothing keeps no actor
         error = slot.error if slot.error is not None else slot.value
         if not isinstance(error, BaseException):
             return slot.value

@@ -61,6 +61,12 @@ class AttemptEntity:
         self.attempt = attempt
         self.retired = retired
 
+    @property
+    def vacant(self) -> bool:
+        """No attempt and no card under this handle: the runtime keeps no actor for a
+        lookup of a made-up handle (`agora.runtime.entity.Entity`)."""
+        return self.attempt is None and self.retired is None
+
     def handle(self, command: Any, now: Now) -> Effects:
         """Apply one command; return its effects. Does no I/O."""
         if isinstance(command, Enter):

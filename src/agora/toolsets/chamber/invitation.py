@@ -84,6 +84,11 @@ class InvitationEntity:
         self.key = token
         self.invitation = invitation
 
+    @property
+    def vacant(self) -> bool:
+        """No invitation by this token: the runtime keeps no actor for a made-up one."""
+        return self.invitation is None
+
     def handle(self, command: Any, now: Now) -> Effects:
         """Apply `Redeem`; does no I/O."""
         if not isinstance(command, Redeem):

@@ -115,6 +115,11 @@ class ChessTable:
 
     # -- the Entity protocol ----------------------------------------------------------------
 
+    @property
+    def vacant(self) -> bool:
+        """No table by this name (yet): the runtime keeps no actor for a lookup of one."""
+        return self.row is None
+
     def handle(self, command: object, now: Now) -> Effects:
         """Apply one command.
 

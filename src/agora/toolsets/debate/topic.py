@@ -50,6 +50,11 @@ class Topic:
         self.row = row
         self.data = data or TopicData()
 
+    @property
+    def vacant(self) -> bool:
+        """No topic by this id (yet): the runtime keeps no actor for a lookup of one."""
+        return self.row is None
+
     def handle(self, command: object, now: Now) -> Effects:
         """Apply one command of `agora.toolsets.debate.commands`.
 

@@ -59,6 +59,11 @@ class Record:
             self.document = json.loads(document)
             self.ledger = {k: (d, json.loads(r)) for k, d, r in rows["ledger"]}
 
+    @property
+    def vacant(self) -> bool:
+        """Never put: the runtime keeps no actor for a lookup of the key."""
+        return self.session is None and self.document is None and not self.ledger
+
     def _replay(self, session: str, key: str, request: str) -> Any:
         if self.session not in (None, session) or key not in self.ledger:
             return None

@@ -130,6 +130,11 @@ class WorkflowRun:
         self.corrupt = corrupt
         self.index = index
 
+    @property
+    def vacant(self) -> bool:
+        """Not planned and no rows: the runtime keeps no actor for a lookup of the key."""
+        return self.state is None and self.corrupt is None
+
     def handle(self, command: Any, now: Now) -> Effects:
         """Apply one command from `agora.toolsets.router.commands`.
 
