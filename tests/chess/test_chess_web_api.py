@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 
 import chess.pgn
 from page_routes import api, http
@@ -241,3 +242,24 @@ async def test_a_page_body_with_an_unpaired_surrogate_is_told_so(table):
     status, refused = await api(table.runtime, "POST", "/play/default/move", body)
     assert status == 400
     assert "\\ud800 (a high surrogate) must be followed by a low surrogate" in refused["error"]
+
+
+async def test_every_page_post_refuses_a_nul_nested_too_deeply_as_mcp_does(table):
+    # The NUL check decoded the body untyped and walked it recursively: past Python's
+    # recursion limit (in msgspec's decode, or in the walk on a Python whose msgspec
+    # nests deeper) that raised, and the page answered 500 with a traceback in the log,
+    # where the MCP path answers -32600 "JSON nested too deeply" and the same body
+    # without a NUL a 400.
+    rt = table.runtime
+    posts = ("side", "move", "resign", "offer-draw", "accept-draw", "new-game", "agent-token")
+    for depth in (sys.getrecursionlimit(), 300_000):
+        nested = b"[" * depth + b"]" * depth
+        for path in (*(f"/play/default/{p}" for p in posts), "/play/tables"):
+            body = b'{"x":%s,"token":"\\u0000"}' % nested
+            status, refused = await api(rt, "POST", path, body)
+            assert (status, refused) == (
+                400,
+                {"error": "JSON nested too deeply", "code": "BAD_REQUEST"},
+            ), (path, depth)
+    status, state = await api(rt, "GET", "/play/default/state", query={"token": table.token})
+    assert (status, state["phase"]) == (200, "side_choice")  # nothing ran

@@ -40,6 +40,8 @@ OVERSIZE_MESSAGE = f"message larger than {MAX_MESSAGE_BYTES} bytes"
 OVERSIZE_HEAD_BYTES = 4096
 #: Deepest nesting accepted inside ``params`` (the params object itself is level 1).
 MAX_PARAMS_DEPTH = 8
+#: What JSON nested past what the decoder (or a walk of it) can follow is told.
+TOO_DEEP = "JSON nested too deeply"
 
 RequestId = str | int
 
@@ -118,7 +120,7 @@ def decode(data: bytes | str) -> Message:
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise ProtocolError(PARSE_ERROR, f"parse error: {decode_problem(data, exc)}") from None
     except RecursionError:
-        raise ProtocolError(INVALID_REQUEST, "JSON nested too deeply") from None
+        raise ProtocolError(INVALID_REQUEST, TOO_DEEP) from None
     # Every nesting level opens a bracket, so a message with few brackets (most of them)
     # cannot be too deep, and its params need no walk.
     if isinstance(data, bytes):

@@ -20,7 +20,8 @@ Routes (all under ``/play``):
 
 Every human action is a command with the table's token, checked by the table entity; a
 refusal answers ``{"error", "code"}`` with 400, 403, 404 or 409. A body with a NUL character
-(U+0000) in any string is refused with 400 before anything runs, worded as MCP refuses it.
+(U+0000) in any string, or one nested too deeply to look for it, is refused with 400 before
+anything runs, worded as MCP refuses it.
 This module only moves requests to commands and snapshots to JSON: no rules, and no HTML
 built from data.
 """
@@ -144,6 +145,9 @@ def _nul_refusal(body: bytes) -> Response | None:
     """A 400 when the JSON ``body`` holds a NUL (U+0000) anywhere, worded as MCP words it.
 
     PostgreSQL text cannot hold one and SQLite would keep it: both backends refuse it alike.
+    A body nested past what the untyped decode or the walk for the NUL can follow is a 400
+    too, in MCP's words (-32600 there): no page body nests, and it used to raise out of the
+    handler as a 500 with a traceback.
     """
     if b"\\u0000" not in body:  # JSON can only write U+0000 escaped
         return None
@@ -151,6 +155,8 @@ def _nul_refusal(body: bytes) -> Response | None:
         where = nul_field(msgspec.json.decode(body))
     except msgspec.DecodeError:
         return None  # the typed decode says what is wrong with it
+    except RecursionError:
+        return _bad_request(rpc.TOO_DEEP)
     return None if where is None else _bad_request(f"{where} {NUL_TEXT}")
 
 
