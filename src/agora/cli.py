@@ -321,9 +321,11 @@ _SHARED_HINTS = {
 def _run(args: argparse.Namespace) -> int:
     if args.command == "serve":
         config = _config(args)
+        from agora.server.descriptors import raise_open_files_limit
         from agora.server.embed import set_switch_interval
 
         set_switch_interval(config.switch_interval_ms)
+        raise_open_files_limit()  # the process is the server's: room for every connection
         trio.run(_serve, config)
     elif args.command == "stdio":
         return _run_stdio(args)

@@ -84,6 +84,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     #: an SSE event) before its connection is closed.
     send_timeout: float = 30.0
     #: Open TCP connections (HTTP and WebSocket); beyond it a new one gets 503 and is closed.
+    #: Lowered at start to what the open-files limit leaves (`agora.server.descriptors`).
     max_connections: int = 20_000
     #: Streamable HTTP sessions held at once, and the share one principal may hold;
     #: an initialize beyond either gets 503.

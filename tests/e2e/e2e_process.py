@@ -22,7 +22,7 @@ import trio
 from e2e_mcp import INITIALIZE, INITIALIZED, jsonl
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Sequence
+    from collections.abc import AsyncIterator, Callable, Sequence
 
 AGORA = str(Path(sys.executable).with_name("agora"))
 READY = re.compile(r"serving .* on (http://[\d.:]+)")
@@ -48,9 +48,16 @@ def clean_env(**extra: str) -> dict[str, str]:
 class AgoraProcess:
     """``agora serve`` in a subprocess; its stderr is collected line by line."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        preexec_fn: Callable[[], object] | None = None,
+    ) -> None:
         self.args = [AGORA, "serve", "--port", "0", *args]
         self.env = env or clean_env()
+        #: Run in the child before ``agora`` starts (say, to lower its RLIMIT_NOFILE).
+        self.preexec_fn = preexec_fn
         self.lines: list[str] = []
         self.url = ""
         self._changed = threading.Condition()
@@ -77,7 +84,12 @@ class AgoraProcess:
     def start(self) -> str:
         """Start the server and return its base URL once it says it is serving."""
         self._proc = subprocess.Popen(
-            self.args, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=self.env
+            self.args,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=self.env,
+            preexec_fn=self.preexec_fn,
         )
         threading.Thread(target=self._read, daemon=True).start()
         line = self.wait_for_line(READY.pattern, PROCESS_TIMEOUT)

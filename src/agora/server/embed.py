@@ -10,8 +10,10 @@ store. A cancelled call still waiting for its write waits at most ``commit_timeo
 closing the store does not wait for a stuck writer, so leaving takes at most ``grace_seconds +
 commit_timeout`` (plus a second or two of close handshakes) whatever the database does.
 
-``agora serve`` also applies the ``switch_interval_ms`` setting (`set_switch_interval`); an
-embedding program keeps its interpreter's own unless it calls that itself.
+``agora serve`` also applies the ``switch_interval_ms`` setting (`set_switch_interval`) and
+raises its soft open-files limit to the hard one (`agora.server.descriptors`); an embedding
+program keeps its interpreter's own and its own limit unless it calls those itself. Either
+way the connection cap is ``max_connections`` or what the open-files limit leaves, if less.
 """
 
 from __future__ import annotations
@@ -31,8 +33,10 @@ from agora.mcp import jsonrpc as rpc
 from agora.runtime.registry import Runtime
 from agora.server.app import App, catalog_entries, load_toolsets
 from agora.server.connection import Connection
+from agora.server.descriptors import connection_cap
 from agora.store.db import open_store
 from agora.toolsets.options import check_toolset_options
+from agora.transports.accept import serve_listeners
 from agora.transports.guard import WILDCARDS
 from agora.transports.http import FrontEnd
 from agora.transports.streamable import SHUTDOWN, StreamableHTTP
@@ -256,7 +260,10 @@ async def open_server(
             app = App(config, runtime, sets, entries)
             async with trio.open_nursery() as work:
                 mcp = StreamableHTTP(app, work)
-                front = FrontEnd(app, mcp)
+                # Past what the open-files limit leaves, accept would fail: clients would
+                # wait unanswered instead of getting the 503 (said at start when lowered).
+                cap = connection_cap(config.max_connections) if listeners else None
+                front = FrontEnd(app, mcp, cap)
                 port = listeners[0].socket.getsockname()[1] if listeners else config.port
                 # Without a listener this process serves no page: no URL to hand out.
                 runtime.public_url = (
@@ -352,8 +359,8 @@ async def _accept(
         except Exception:
             log.exception("connection handler failed")
 
-    with scope:
-        await trio.serve_listeners(handler, listeners, handler_nursery=connections)
+    with scope:  # agora's accept loop: trio's logged a traceback 10 times a second at EMFILE
+        await serve_listeners(handler, listeners, handler_nursery=connections)
 
 
 def _url(host: str, port: int) -> str:

@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 HEAD_TIMEOUT = 30.0
 #: Seconds the whole body of a request may take, however it is trickled.
 BODY_TIMEOUT = 30.0
-#: Seconds a client over ``max_connections`` has to send its head before the 503.
+#: Seconds a client over the connection cap has to send its head before the 503.
 REFUSE_TIMEOUT = 1.0
 MAX_HEAD = 16384
 MAX_PAGE_BODY = 1 << 20
@@ -61,12 +61,17 @@ _BEARER = ("www-authenticate", 'Bearer realm="agora"')
 
 
 class FrontEnd:
-    """All connections of one listener: counts them against ``max_connections``."""
+    """All connections of the server's listeners: counts them against its connection cap."""
 
-    def __init__(self, app: App, mcp: StreamableHTTP) -> None:
+    def __init__(self, app: App, mcp: StreamableHTTP, max_connections: int | None = None) -> None:
         self.app = app
         self.mcp = mcp
         self.connections = 0
+        #: Open connections past which a new one gets 503: ``max_connections``, or less
+        #: when the open-files limit allows fewer (`agora.server.descriptors`).
+        self.max_connections = (
+            app.config.max_connections if max_connections is None else max_connections
+        )
         #: Resolved ``/mcp...`` paths (a handful in practice; bounded all the same).
         self._endpoints: dict[str, Endpoint | None] = {}
         #: Requests between head and the end of their response.
@@ -87,7 +92,7 @@ class FrontEnd:
         self.connections += 1
         try:
             conn = HttpConnection(self, stream)
-            if self.connections > self.app.config.max_connections:
+            if self.connections > self.max_connections:
                 await conn.refuse(503, "server full: too many connections; retry later")
                 return
             self.sweeper.add(conn)
