@@ -84,12 +84,16 @@ async def test_an_accept_that_fails_otherwise_still_raises():
         pytest.param(100, 100 + HEADROOM, 100, id="just-room"),
         pytest.param(20_000, resource.RLIM_INFINITY, 20_000, id="unlimited"),
         pytest.param(20_000, 10, 1, id="at-least-one"),
+        pytest.param(20_000, 20_000, 20_000 - HEADROOM, id="limit-equals-setting"),
     ],
 )
 def test_the_connection_cap_leaves_the_headroom(setting, soft, cap, caplog):
-    caplog.set_level(logging.WARNING, logger="agora.server.descriptors")
+    caplog.set_level(logging.INFO, logger="agora.server.descriptors")
     assert connection_cap(setting, soft) == cap
     lowered = [r.getMessage() for r in caplog.records]
+    warned = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    # Lowered by the headroom alone (a limit equal to the setting): said, not warned.
+    assert bool(warned) == (setting - cap > HEADROOM)
     if cap < setting:
         assert lowered == [
             f"max_connections lowered from {setting} to {cap}: this process may open {soft}"
