@@ -23,3 +23,11 @@ def test_the_readmes_evidence_digest_example_is_what_a_gate_expects():
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     refs = ["sha256:" + "b" * 64, "sha256:" + "a" * 64, "sha256:" + "b" * 64]
     assert f"whose digest is\n`{evidence_digest(refs)}`" in readme
+
+
+def test_the_docs_quote_the_note_that_names_the_next_writes_versions():
+    from agora.toolsets.router.guidance import next_write
+
+    note = next_write(1, 1)
+    for doc in (DOC, Path(__file__).parents[2] / "README.md"):
+        assert note in " ".join(doc.read_text().split()), doc

@@ -6,9 +6,10 @@ objects), so the router names them in a second text block after the JSON copy.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from router_driver import plan_args
+from router_driver import event_args, gate_args, plan_args
 
 from agora.mcp.catalog import Catalog
 from agora.mcp.results import tool_reply
@@ -51,3 +52,73 @@ async def test_a_replayed_plan_says_it_was_replayed(router):
     assert again == first  # the outputSchema has no `replayed`: the structured copy is equal
     assert "replayed" not in texts(first)[-1]
     assert "replayed" in texts(again)[-1]
+
+
+#: How the notes name the values an agent sends with its next write (no field has room).
+SEND_VERSION = re.compile(r"expected_state_version (\d+)")
+SEND_REVISION = re.compile(r"expected_plan_revision (\d+)")
+
+
+def told(value: dict[str, Any]) -> tuple[int, int]:
+    """The state version and plan revision the reply's note tells the agent to send next."""
+    note = texts(value)[-1]
+    version, revision = SEND_VERSION.search(note), SEND_REVISION.search(note)
+    assert version is not None, note
+    assert revision is not None, note
+    return int(version[1]), int(revision[1])
+
+
+async def test_an_agent_that_reads_only_replies_works_every_phase_without_a_conflict(router):
+    """Plan -> next -> event -> gate, phase after phase, with every version taken from the
+    replies: `Router.call` fails on any refusal, a conflict included."""
+    plan = await router.plan(PHASED)
+    run = plan["workflow_run_id"]
+    version, revision = told(plan)
+    assert (version, revision) == (1, 1)
+    while True:
+        nxt = await router.next(run)
+        if nxt["work_item"] is None:
+            break
+        version, revision = told(nxt)
+        phase = nxt["work_item"]["phase_id"]
+        check = re.search(r"checks ([\w-]+)", texts(nxt)[-1])
+        assert check is not None
+        event = await router.event(run, phase, {"check_id": check[1], "outcome": "passed"},
+                                   version)  # fmt: skip
+        assert told(event) == (event["resulting_state_version"], revision)
+        version, revision = told(event)
+        gate = await router.gate(run, phase, event["event_ids"], version, plan_revision=revision)
+        assert gate["passed"] is True
+        version, revision = told(gate)
+    assert nxt["status"] == "completed"
+    assert version == 7  # the plan, then an event and a gate for each of three phases
+
+
+async def test_a_replayed_write_tells_the_current_version_not_the_stored_one(router):
+    plan = await router.call("plan_work", **plan_args(PHASED, idem="plan-v"))
+    run = plan["workflow_run_id"]
+    args = event_args(run, "plan", {"note": "started"}, 1)
+    first = await router.call("record_work_event", **args)
+    await router.event(run, "plan", {"note": "more"}, 2)
+    again = await router.call("record_work_event", **args)
+    assert again["resulting_state_version"] == 2  # the stored result, as it was
+    assert told(again) == (3, 1)
+    assert told(first) == (2, 1)
+    replayed_plan = await router.call("plan_work", **plan_args(PHASED, idem="plan-v"))
+    assert replayed_plan == plan
+    assert told(replayed_plan) == (3, 1)
+
+
+async def test_the_refusals_say_which_values_to_send(router):
+    plan = await router.plan(PHASED)
+    run = plan["workflow_run_id"]
+    stale = await router.refused("record_work_event", **event_args(run, "plan", {}, 0))
+    assert stale["current_state_version"] == 1
+    assert "current_state_version" in stale["message"]
+    assert "re-read" not in stale["message"]
+    event = await router.event(run, "plan", {"check_id": "plan-ready", "outcome": "passed"}, 1)
+    args = gate_args(run, "plan", event["event_ids"], 2, plan_revision=0)
+    revision = await router.refused("evaluate_gate", **args)
+    assert revision["current_plan_revision"] == 1
+    assert "current_plan_revision" in revision["message"]
+    assert "re-read the plan" not in revision["message"]

@@ -75,8 +75,12 @@ def propose(run: RunState, cmd: ProposeSupport, version: int, at: str) -> Applie
     if len(set(skills)) != len(skills) or cmd.primary_skill_id in skills:
         raise replies.refusal("invalid-support-skills", "1-3 distinct skills, not the primary")
     if cmd.plan_revision != run.plan_revision:
-        raise replies.refusal("stale-plan-revision", "the plan revision changed", retryable=True,
-                              current_plan_revision=run.plan_revision)  # fmt: skip
+        raise replies.refusal(
+            "stale-plan-revision",
+            f"plan revision {cmd.plan_revision}, the plan is at {run.plan_revision}; send "
+            "current_plan_revision as plan_revision",
+            retryable=True, current_plan_revision=run.plan_revision,
+        )  # fmt: skip
     if (cmd.goal_revision is None) != (run.goal_binding_id is None):
         raise replies.refusal(
             "goal-revision-mismatch", "a goal revision is required exactly for a Goal-bound plan"

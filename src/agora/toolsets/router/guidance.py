@@ -6,7 +6,13 @@ planned skills lists only phases with a skill and names the gate (``exit_gate``)
 checks. An agent needs those ids to report progress, so each answer is sent as a
 `agora.mcp.results.Guided` value: its structured content unchanged, and a second text block
 naming the checks and how to report them. A replayed ``plan_work`` (whose outputSchema has
-no ``replayed`` field either) says so there too. Pure; the texts are cached per layout.
+no ``replayed`` field either) says so there too.
+
+No read result holds the run's state version or plan revision either, yet every write must
+send them (``expected_state_version``, ``expected_plan_revision``): an agent would learn them
+only from a refused write. So every answer about a run (a plan, its next work, each applied or
+replayed write) ends with the values to send next, the run's current ones; a replayed write's
+stored ``resulting_state_version`` may be older. Pure; the texts are cached per layout.
 """
 
 from __future__ import annotations
@@ -35,6 +41,14 @@ REPLAYED: Final = (
 )
 
 
+def next_write(state_version: int, plan_revision: int) -> str:
+    """The note's line naming the values of the run's next write (quoted in the docs)."""
+    return (
+        f"Next write to this run: send expected_state_version {state_version}; evaluate_gate "
+        f"also expected_plan_revision {plan_revision} (the consent tools: plan_revision)."
+    )
+
+
 def _gate(phase: str, gate: str, checks: tuple[str, ...]) -> str:
     names = ", ".join(checks)
     example = f'{{"check_id": "{checks[0]}", "outcome": "passed"}}' if checks else "{}"
@@ -42,30 +56,39 @@ def _gate(phase: str, gate: str, checks: tuple[str, ...]) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _plan_note(gates: tuple[Gate, ...], replayed: bool) -> str:
+def _plan_note(gates: tuple[Gate, ...], replayed: bool, version: int, revision: int) -> str:
     lines = [REPLAYED] if replayed else []
     if gates:
         lines.append("Exit-gate checks by phase (check_id values for record_work_event):")
         lines.extend(f"- {_gate(*g)}" for g in gates)
         lines.append(REPORT)
+    lines.append(next_write(version, revision))
     return "\n".join(lines)
 
 
-def planned(result: dict[str, Any], items: list[Item], replayed: bool) -> dict[str, Any]:
-    """A ``plan_work`` result with its note (the plain result when there is nothing to say)."""
+def planned(
+    result: dict[str, Any], items: list[Item], replayed: bool, version: int, revision: int
+) -> Guided:
+    """A ``plan_work`` result with its note: the checks, whether it was replayed, and the
+    run's current state ``version`` and plan ``revision``."""
     gates = tuple((i.item.phase_id, i.item.gate_id, i.item.check_ids) for i in items)
-    if not gates and not replayed:
-        return result
-    return Guided(result, _plan_note(gates, replayed))
+    return Guided(result, _plan_note(gates, replayed, version, revision))
 
 
 @functools.lru_cache(maxsize=256)
-def _next_note(phase: str, gate: str, checks: tuple[str, ...]) -> str:
-    return f"Next: {_gate(phase, gate, checks)}.\n{REPORT}"
+def _next_note(phase: str, gate: str, checks: tuple[str, ...], version: int, revision: int) -> str:
+    return f"Next: {_gate(phase, gate, checks)}.\n{REPORT}\n{next_write(version, revision)}"
 
 
-def next_item(result: dict[str, Any], item: Item | None) -> dict[str, Any]:
-    """A ``get_next_work`` result with the checks of its work item's gate, if it has one."""
+def next_item(result: dict[str, Any], item: Item | None, version: int, revision: int) -> Guided:
+    """A ``get_next_work`` result with the checks of its work item's gate, if it has one, and
+    the values of the run's next write."""
     if item is None:
-        return result
-    return Guided(result, _next_note(item.item.phase_id, item.item.gate_id, item.item.check_ids))
+        return Guided(result, next_write(version, revision))
+    w = item.item
+    return Guided(result, _next_note(w.phase_id, w.gate_id, w.check_ids, version, revision))
+
+
+def written(result: dict[str, Any], version: int, revision: int) -> Guided:
+    """An applied or replayed write's result with the values of the run's next write."""
+    return Guided(result, next_write(version, revision))

@@ -74,7 +74,8 @@ def next_work(run: RunState) -> dict[str, Any] | ToolError:
         "host_goal_mutated": False,
         "refresh_requirements": [],
     }
-    return guidance.next_item(result, item)  # its gate's check ids, in a text block
+    # its gate's check ids and the versions of the next write, in a text block
+    return guidance.next_item(result, item, run.state_version, run.plan_revision)
 
 
 def status(run: RunState) -> dict[str, Any]:
@@ -197,7 +198,9 @@ def evaluate_gate(run: RunState, cmd: EvaluateGate, version: int, at: str) -> Ap
     item = _workable(run, "evaluate_gate", cmd.phase_id)
     if cmd.expected_plan_revision != run.plan_revision:
         raise replies.refusal(
-            "stale-plan-revision", "the plan revision changed; re-read the plan",
+            "stale-plan-revision",
+            f"expected plan revision {cmd.expected_plan_revision}, the plan is at "
+            f"{run.plan_revision}; send current_plan_revision as expected_plan_revision",
             retryable=True, current_plan_revision=run.plan_revision,
         )  # fmt: skip
     unknown = [r for r in cmd.evidence_refs if run.events.get(r, ("",))[0] != cmd.phase_id]

@@ -132,7 +132,8 @@ def conflict(expected: int, current: int) -> ToolError:
     """The CAS refusal: the caller's ``expected_state_version`` is not the current one."""
     return refusal(
         "state-version-conflict",
-        f"expected state version {expected}, the run is at {current}; re-read and retry",
+        f"expected state version {expected}, the run is at {current}; send "
+        "current_state_version as expected_state_version and retry",
         retryable=True,
         expected_state_version=expected,
         current_state_version=current,

@@ -112,6 +112,14 @@ def _replay(run: RunState, cmd: Mutation) -> dict[str, Any] | ToolError:
     return {**stored, "replayed": True} if "replayed" in stored else stored
 
 
+def _guided(run: RunState, cmd: Mutation, result: dict[str, Any], replayed: bool) -> Any:
+    """A write's result with its note: the values of the run's next write and, for a plan,
+    the checks of each phase (no field names them) and whether it was replayed (nor that)."""
+    if isinstance(cmd, CreatePlan):
+        return guidance.planned(result, run.items, replayed, run.state_version, run.plan_revision)
+    return guidance.written(result, run.state_version, run.plan_revision)
+
+
 class WorkflowRun:
     """One run: its state (None until planned), or the mark that its rows are corrupt.
 
@@ -160,8 +168,8 @@ class WorkflowRun:
     def _mutate(self, run: RunState | None, cmd: Mutation, tool: str, at: str) -> Effects:
         if run is not None and cmd.idempotency_key in run.ledger:
             reply = _replay(run, cmd)
-            if isinstance(cmd, CreatePlan) and isinstance(reply, dict):  # no `replayed` field
-                reply = guidance.planned(reply, run.items, replayed=True)
+            if isinstance(reply, dict):  # the versions to send next are today's, not stored
+                reply = _guided(run, cmd, reply, replayed=True)
             return Effects(reply=reply)
         if run is None and isinstance(cmd, TransitionSupport):
             return Effects(reply=replies.refusal("proposal-not-found", "no such proposal"))
@@ -199,9 +207,8 @@ class WorkflowRun:
             log.debug("router %s on %s -> version %d (correlation %s)", tool,
                       loggable(run.run_id), run.state_version,
                       loggable(cmd.correlation_id))  # fmt: skip
-        if isinstance(cmd, CreatePlan):  # the checks of each phase, which no field names
-            result = guidance.planned(result, run.items, replayed=False)
-        return Effects(reply=result, writes=writes, changed=True)
+        return Effects(reply=_guided(run, cmd, result, replayed=False), writes=writes,
+                       changed=True)  # fmt: skip
 
 
 #: The reads of an existing run, one per command type (they change nothing).
