@@ -138,6 +138,10 @@ def wants_html(request: Request) -> bool:
     return _quality(accept, "text/html") > _quality(accept, "application/json")
 
 
+#: Every HTML page agora serves carries it: without it a phone's browser lays the page out
+#: 980 px wide and shrinks it to the screen, so its text shows at a third of its size.
+VIEWPORT = '<meta name="viewport" content="width=device-width, initial-scale=1">'
+
 #: The headers of `error_page`: no script, style or anything else may load; no sniffing.
 _PAGE_HEADERS = (
     ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'"),
@@ -155,7 +159,7 @@ def error_page(status: int, message: str) -> Response:
     """A small HTML page saying ``message`` (escaped), with ``status``."""
     title = error_title(status)
     text = (
-        f"<!doctype html><html lang=en><meta charset=utf-8><title>{title}</title>"
+        f"<!doctype html><html lang=en><meta charset=utf-8>{VIEWPORT}<title>{title}</title>"
         f"<body><h1>{title}</h1><p>{html.escape(message)}</p></body></html>"
     )
     response = Response.html(text, status)

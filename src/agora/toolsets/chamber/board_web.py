@@ -24,7 +24,10 @@ if TYPE_CHECKING:
 
 DEFAULT_DAYS: Final = 30
 MAX_DAYS: Final = 366
-_BOARD_STYLE = "th,td{white-space:nowrap}td.n{text-align:right}"
+#: The ranking's cells never wrap (eight columns of figures); on a screen narrower than the
+#: table (a phone's) the table scrolls sideways in its own box, and the page keeps the
+#: screen's width.
+_BOARD_STYLE = "th,td{white-space:nowrap}td.n{text-align:right}.wide{overflow-x:auto}"
 
 
 class BadQuery(ValueError):
@@ -123,7 +126,8 @@ def _board_html(body: dict[str, Any]) -> str:
                 f'<td><a href="{href}">{_cards_label(r["attempts"])}</a></td>'
             )
             lines.append(f"<tr>{cells}</tr>")
-        parts.append(f"<table class=board><tr>{head}</tr>{''.join(lines)}</table>")
+        table = f"<table class=board><tr>{head}</tr>{''.join(lines)}</table>"
+        parts.append(f"<div class=wide>{table}</div>")
     return "".join(parts)
 
 

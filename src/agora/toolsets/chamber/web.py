@@ -29,10 +29,13 @@ HEADERS = [
     ("X-Content-Type-Options", "nosniff"),
     ("Cache-Control", "public, max-age=60"),
 ]
+#: Cells may break anywhere: a card's nested tables of long names and digests must fit a
+#: phone's screen (375 px) rather than widen the page past it.
 _STYLE = (
     "body{font:15px/1.5 system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem}"
     "table{border-collapse:collapse}td,th{padding:.2rem .6rem;border-bottom:1px solid #ddd;"
-    "text-align:left;vertical-align:top}code,pre{font-size:13px;word-break:break-all}"
+    "text-align:left;vertical-align:top;overflow-wrap:anywhere}"
+    "code,pre{font-size:13px;word-break:break-all}"
 )
 
 
@@ -41,7 +44,7 @@ _PRACTICE = " <strong>practice</strong>"
 
 def page(title: str, inner: str, status: int = 200) -> Response:
     text = (
-        "<!doctype html><html lang=en><meta charset=utf-8>"
+        f"<!doctype html><html lang=en><meta charset=utf-8>{http.VIEWPORT}"
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style><body>{inner}</body></html>"
     )
     response = Response.html(text, status)

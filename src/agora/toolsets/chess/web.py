@@ -58,7 +58,7 @@ from agora.toolsets.chess.commands import (
 from agora.toolsets.chess.pgn import game_pgn
 from agora.toolsets.chess.table import KIND, Snapshot
 from agora.toolsets.chess.terms import ChessError, ColorName
-from agora.web.http import EventStream, Request, Response, Route, wants_html
+from agora.web.http import VIEWPORT, EventStream, Request, Response, Route, wants_html
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
@@ -206,7 +206,7 @@ async def index_page(request: Request, runtime: Runtime) -> Response:
 def _error_page(status: int, message: str) -> Response:
     """A small HTML page for a browser's refused request (no script, no data but escaped)."""
     text = (
-        '<!doctype html><html lang="en"><meta charset="utf-8"><title>agora chess</title>'
+        f'<!doctype html><html lang="en"><meta charset="utf-8">{VIEWPORT}<title>agora chess</title>'
         '<link rel="stylesheet" href="/play/static/play.css"><body><h1>agora chess</h1>'
         f'<p role="alert">{html.escape(message)}</p>'
         '<p><a href="/play">Create a table</a></p></body></html>'
