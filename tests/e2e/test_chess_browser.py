@@ -14,40 +14,20 @@ from __future__ import annotations
 
 import io
 import re
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import chess.pgn
 import pytest
 import trio
+from chess_browser import ARTIFACTS, NEEDS_CHROMIUM, chromium, live_page, new_page
 from chess_page_http import http_json
 from chess_players import FOOLS_MATE, SdkAgent
 from chess_server import agora_serve
 
-if TYPE_CHECKING:
-    from collections.abc import Iterator
-
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-BROWSER_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-proxy-server",
-]
-PAGE_TIMEOUT_MS = 15_000
-
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium (apt-get)"
-    ),
+    NEEDS_CHROMIUM,
     pytest.mark.filterwarnings("ignore:Async generator .* was garbage collected:ResourceWarning"),
 ]
 mcp = pytest.importorskip("mcp")
@@ -57,44 +37,6 @@ HOSTILE = '<script>window.__agoraPwned = 1</script><img src=x onerror="window.__
 # The U+202E (right-to-left override) must not reverse anything past the note itself.
 AGENT_NOTES = {2: f"e5, and this stays text: {HOSTILE}", 4: "Qh4# mates \u202eon the diagonal."}
 HUMAN_NOTE = "Hello agent, good luck!"
-
-
-def _browser(playwright: Any) -> Any:
-    return playwright.chromium.launch(
-        executable_path=str(CHROMIUM), headless=True, args=BROWSER_ARGS
-    )
-
-
-def _page(browser: Any, errors: list[str]) -> Any:
-    context = browser.new_context(
-        viewport={"width": 1280, "height": 900}, permissions=["clipboard-read", "clipboard-write"]
-    )
-    page = context.new_page()
-    page.set_default_timeout(PAGE_TIMEOUT_MS)
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("dialog", lambda dialog: dialog.accept())
-    return page
-
-
-@contextmanager
-def _chromium() -> Iterator[Any]:
-    """Headless Debian Chromium under Playwright's sync API, closed at the end."""
-    sync_api.expect.set_options(timeout=PAGE_TIMEOUT_MS)
-    with sync_api.sync_playwright() as playwright:
-        browser = _browser(playwright)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-def _live_page(browser: Any, url: str, errors: list[str]) -> Any:
-    """A fresh page on ``url``, once it shows its live connection."""
-    page = _page(browser, errors)
-    page.goto(url)
-    sync_api.expect(page.locator("#live")).to_have_text("live")
-    return page
 
 
 def _corners(page: Any) -> list[tuple[str, str]]:
@@ -115,8 +57,8 @@ def human_plays_white(url: str, spectator_url: str, agent_token: str) -> dict[st
     """
     expect = sync_api.expect
     errors: list[str] = []
-    with _chromium() as browser:
-        page = _live_page(browser, url, errors)
+    with chromium() as browser:
+        page = live_page(browser, url, errors)
         expect(page.locator("#role")).to_have_text("you play")
         expect(page.locator("#agent-token")).to_have_text(agent_token)
         page.click("#copy-agent-token")
@@ -160,14 +102,14 @@ def human_plays_white(url: str, spectator_url: str, agent_token: str) -> dict[st
             "pgn": pgn,
         }
 
-        spectator = _page(browser, errors)  # no token: watches, never sees the agent's
+        spectator = new_page(browser, errors)  # no token: watches, never sees the agent's
         spectator.goto(spectator_url)
         expect(spectator.locator("#role")).to_have_text("spectator")
         expect(spectator.locator("#moves li")).to_have_count(2)
         seen["spectator_seat_hidden"] = spectator.locator("#agent-seat").is_hidden()
         seen["spectator_html"] = spectator.content()
 
-        wrong = _page(browser, errors)
+        wrong = new_page(browser, errors)
         wrong.goto(spectator_url + "?token=mistyped")
         expect(wrong.locator("#token-problem")).to_be_visible()
         seen["wrong"] = wrong.locator("#token-problem").text_content()
@@ -245,8 +187,8 @@ def human_plays_black(url: str, old_token: str, replaced: trio.Event, portal: An
     """Black against the agent's e4: drag e7e5, see the flipped board, replace the token."""
     expect = sync_api.expect
     errors: list[str] = []
-    with _chromium() as browser:
-        page = _live_page(browser, url, errors)
+    with chromium() as browser:
+        page = live_page(browser, url, errors)
         page.click("#agent-white")
         expect(page.locator("#role")).to_have_text("you play black")
         expect(page.locator("#status")).to_have_text("Your move.")
@@ -320,8 +262,8 @@ def human_creates_a_table_at_play(base: str) -> dict[str, Any]:
     """Open /play, create a table with its button, and follow the link to the table."""
     expect = sync_api.expect
     errors: list[str] = []
-    with _chromium() as browser:
-        page = _page(browser, errors)
+    with chromium() as browser:
+        page = new_page(browser, errors)
         page.goto(f"{base}/play")
         page.fill("#new-table-name", "from-index")
         page.click("#create-table")

@@ -15,25 +15,39 @@
   let state = null;
   const moves = chessMoves.create({ state: () => state, move });
 
+  // A fetch that fails never reached the server: say so in plain words (not the browser's
+  // "TypeError: Failed to fetch"), and take the words back once the server answers again
+  // (the stream reopens, or fresh state arrives).
+  const UNREACHABLE = "The server cannot be reached; try again.";
+  let unreachable = false;
+
+  function reachable() {
+    if (unreachable) showError("");
+    unreachable = false;
+  }
+
   async function send(path, body) {
     showError("");
+    unreachable = false;
+    let res;
     try {
-      const res = await fetch(api(path), {
+      res = await fetch(api(path), {
         method: "POST",
         headers: { "Content-Type": "application/json" },
         body: JSON.stringify({ token, ...body }),
       });
-      const data = await res.json().catch(() => ({ error: res.statusText }));
-      if (!res.ok) {
-        showError(data.error || res.statusText);
-        return null;
-      }
-      render(data);
-      return data;
     } catch (err) {
-      showError(String(err));
+      unreachable = true;
+      showError(UNREACHABLE);
       return null;
     }
+    const data = await res.json().catch(() => ({ error: res.statusText }));
+    if (!res.ok) {
+      showError(data.error || res.statusText);
+      return null;
+    }
+    render(data);
+    return data;
   }
 
   // The human's move, with the note typed for the agent (cleared once the move is played).
@@ -48,6 +62,7 @@
   }
 
   function render(next) {
+    reachable();
     if (state && next.version < state.version) return; // a stale reply overtaken by the stream
     const newGame = state && next.gameNumber !== state.gameNumber;
     state = next;
@@ -59,6 +74,7 @@
     const stream = new EventSource(withToken(api("events")));
     stream.addEventListener("state", (event) => render(JSON.parse(event.data)));
     stream.addEventListener("open", () => {
+      reachable();
       $("live").textContent = "live";
       $("live").classList.add("on");
     });

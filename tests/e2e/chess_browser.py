@@ -1,0 +1,77 @@
+"""Headless Debian Chromium for the chess page's end-to-end tests (Playwright's sync API).
+
+`chromium` opens the browser, `new_page` a page that records the page's errors (and accepts
+every confirm), `live_page` one that waits for its live connection. Playwright's sync API has
+its own event loop: call these in a worker thread. This module must not play or check.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+BROWSER_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-proxy-server",
+]
+PAGE_TIMEOUT_MS = 15_000
+
+#: Skips a module's tests without the browser (Playwright missing skips the importing module).
+NEEDS_CHROMIUM = pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium (apt-get)"
+)
+sync_api = pytest.importorskip("playwright.sync_api")
+
+
+def _browser(playwright: Any) -> Any:
+    return playwright.chromium.launch(
+        executable_path=str(CHROMIUM), headless=True, args=BROWSER_ARGS
+    )
+
+
+def new_page(browser: Any, errors: list[str]) -> Any:
+    """A page of its own context whose script errors land in ``errors``; confirms accepted."""
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 900}, permissions=["clipboard-read", "clipboard-write"]
+    )
+    page = context.new_page()
+    page.set_default_timeout(PAGE_TIMEOUT_MS)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("dialog", lambda dialog: dialog.accept())
+    return page
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """Headless Debian Chromium under Playwright's sync API, closed at the end."""
+    sync_api.expect.set_options(timeout=PAGE_TIMEOUT_MS)
+    with sync_api.sync_playwright() as playwright:
+        browser = _browser(playwright)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def live_page(browser: Any, url: str, errors: list[str]) -> Any:
+    """A fresh page on ``url``, once it shows its live connection."""
+    page = new_page(browser, errors)
+    page.goto(url)
+    sync_api.expect(page.locator("#live")).to_have_text("live")
+    return page

@@ -1,0 +1,93 @@
+"""End to end in a real browser: what the chess page tells the human when things go wrong.
+
+``agora serve`` runs in a subprocess and the human's page in headless Chromium (a worker
+thread; `chess_browser`). The server went away: a move sent while it is stopped says "The
+server cannot be reached; try again." (not the browser's ``TypeError: Failed to fetch``),
+and the message goes once the server is back on the same port and the page's stream
+reconnects.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+from chess_browser import NEEDS_CHROMIUM, chromium, live_page, sync_api
+from chess_server import agora_serve
+
+pytestmark = [
+    pytest.mark.browser,
+    NEEDS_CHROMIUM,
+    pytest.mark.filterwarnings("ignore:Async generator .* was garbage collected:ResourceWarning"),
+]
+
+UNREACHABLE = "The server cannot be reached; try again."
+
+
+class Portal:
+    """The browser thread's way to the test's Trio thread: set an event, wait for one."""
+
+    def __init__(self) -> None:
+        self.token = trio.lowlevel.current_trio_token()
+
+    def set(self, event: trio.Event) -> None:
+        trio.from_thread.run_sync(event.set, trio_token=self.token)
+
+    def wait(self, event: trio.Event) -> None:
+        trio.from_thread.run(event.wait, trio_token=self.token)
+
+
+def human_moves_while_the_server_is_down(url: str, portal: Portal, steps: dict[str, Any]) -> dict:
+    """Choose White, have the server stopped, try f2f3, have it started again, play f2f3."""
+    expect = sync_api.expect
+    errors: list[str] = []
+    seen: dict[str, Any] = {}
+    with chromium() as browser:
+        page = live_page(browser, url, errors)
+        page.click("#human-white")
+        expect(page.locator("#status")).to_have_text("Your move.")
+        portal.set(steps["stop"])
+        portal.wait(steps["stopped"])
+        expect(page.locator("#live")).to_have_text("reconnecting")
+        page.click('[data-square="f2"]')
+        page.click('[data-square="f3"]')
+        expect(page.locator("#error")).not_to_have_text("")
+        seen["down"] = page.locator("#error").text_content()
+        portal.set(steps["start"])
+        portal.wait(steps["started"])
+        expect(page.locator("#live")).to_have_text("live")  # the stream reconnected by itself
+        expect(page.locator("#error")).to_have_text("")
+        seen["back"] = page.locator("#error").text_content()
+        page.click('[data-square="f2"]')
+        page.click('[data-square="f3"]')
+        expect(page.locator("#moves li")).to_have_count(1)
+        seen["errors"] = [e for e in errors if "Failed to load resource" not in e]
+    return seen
+
+
+async def test_a_move_sent_while_the_server_is_down_says_so_and_clears_once_it_is_back(tmp_path):
+    steps = {name: trio.Event() for name in ("stop", "stopped", "start", "started", "done")}
+    seen: dict[str, Any] = {}
+
+    async def human(url: str, portal: Portal) -> None:
+        seen.update(
+            await trio.to_thread.run_sync(human_moves_while_the_server_is_down, url, portal, steps)
+        )
+        steps["done"].set()
+
+    db = tmp_path / "agora.db"
+    with trio.fail_after(90):
+        async with trio.open_nursery() as nursery:
+            async with agora_serve(db) as server:
+                nursery.start_soon(human, server.human_url, Portal())
+                await steps["stop"].wait()
+            steps["stopped"].set()  # SIGTERM'd, and it exited cleanly
+            await steps["start"].wait()
+            port = server.url.rsplit(":", 1)[1]
+            async with agora_serve(db, "--port", port):
+                steps["started"].set()
+                await steps["done"].wait()
+    assert seen["down"] == UNREACHABLE
+    assert seen["back"] == ""
+    assert seen["errors"] == []
