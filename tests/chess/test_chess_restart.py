@@ -5,6 +5,7 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 
 import trio
+from page_routes import api
 
 from agora.runtime.clock import Clock, FakeWall
 from agora.runtime.registry import Runtime
@@ -68,3 +69,37 @@ async def test_a_restart_resumes_every_table_exactly(tmp_path, make_table):
                 "move_piece", as_token="stolen", **{"from": "a7", "to": "a6"}
             )
             assert refused["code"] == "AGENT_TOKEN_INVALID"
+
+
+async def test_the_agents_declined_draw_offer_is_shown_until_the_humans_next_move(
+    tmp_path, make_table
+):
+    """The human offers with a button, so no move's note records the offer: the game keeps
+    the ply of the move that declined it, and a restart keeps that too."""
+    path = tmp_path / "agora.db"
+
+    async def declined(runtime) -> tuple[bool, bool]:
+        query = {"token": table.token}
+        _, human = await api(runtime, "GET", "/play/default/state", query=query)
+        _, spectator = await api(runtime, "GET", "/play/default/state")
+        return human["drawDeclined"], spectator["drawDeclined"]
+
+    with trio.fail_after(30):
+        async with server(path) as runtime:
+            table = make_table(runtime, "default", await ensure_table(runtime))
+            await table.choose("black")
+            await table.human(OfferDraw(table.token))
+            await table.human_move("e2e4")
+            assert await declined(runtime) == (False, False)  # the agent has not answered
+            await table.tool("move_piece", **{"from": "e7", "to": "e5"})
+            assert await declined(runtime) == (True, True)
+
+        async with server(path) as runtime:
+            table = make_table(runtime, "default", await ensure_table(runtime))
+            assert await declined(runtime) == (True, True)
+            await table.human_move("g1f3")
+            assert await declined(runtime) == (False, False)
+            await table.human(OfferDraw(table.token))
+            await table.tool("move_piece", **{"from": "b8", "to": "c6", "note": "yes (=)"})
+            assert (await table.look()).result is not None  # accepted: a draw, not declined
+            assert await declined(runtime) == (False, False)

@@ -1,10 +1,13 @@
 """End to end in a real browser: what the chess page tells the human when things go wrong.
 
 ``agora serve`` runs in a subprocess and the human's page in headless Chromium (a worker
-thread; `chess_browser`). The server went away: a move sent while it is stopped says "The
-server cannot be reached; try again." (not the browser's ``TypeError: Failed to fetch``),
-and the message goes once the server is back on the same port and the page's stream
-reconnects.
+thread; `chess_browser`). Two things the page must say plainly:
+
+- the server went away: a move sent while it is stopped says "The server cannot be reached;
+  try again." (not the browser's ``TypeError: Failed to fetch``), and the message goes once
+  the server is back on the same port and the page's stream reconnects;
+- the agent (the official ``mcp`` SDK) declined the human's draw offer by moving without
+  ``(=)``: "The agent declined your draw offer." until the human's next move.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from typing import Any
 import pytest
 import trio
 from chess_browser import NEEDS_CHROMIUM, chromium, live_page, sync_api
+from chess_page_http import http_json
+from chess_players import SdkAgent
 from chess_server import agora_serve
 
 pytestmark = [
@@ -21,8 +26,10 @@ pytestmark = [
     NEEDS_CHROMIUM,
     pytest.mark.filterwarnings("ignore:Async generator .* was garbage collected:ResourceWarning"),
 ]
+mcp = pytest.importorskip("mcp")
 
 UNREACHABLE = "The server cannot be reached; try again."
+DECLINED = "The agent declined your draw offer."
 
 
 class Portal:
@@ -90,4 +97,59 @@ async def test_a_move_sent_while_the_server_is_down_says_so_and_clears_once_it_i
                 await steps["done"].wait()
     assert seen["down"] == UNREACHABLE
     assert seen["back"] == ""
+    assert seen["errors"] == []
+
+
+def human_offers_a_draw(url: str, spectator_url: str) -> dict[str, Any]:
+    """As White: offer a draw, play e4; the agent answers e5 without ``(=)``; then Nf3."""
+    expect = sync_api.expect
+    errors: list[str] = []
+    seen: dict[str, Any] = {}
+    with chromium() as browser:
+        page = live_page(browser, url, errors)
+        page.click("#human-white")
+        expect(page.locator("#status")).to_have_text("Your move.")
+        page.click("#offer-draw")
+        expect(page.locator("#status")).to_have_text("Your move. You offered a draw.")
+        spectator = live_page(browser, spectator_url, errors)
+        seen["offered"] = spectator.locator("#status").text_content()
+        page.click('[data-square="e2"]')
+        page.click('[data-square="e4"]')
+        expect(page.locator("#moves li .san")).to_have_count(2)  # the agent's e5 came
+        seen["declined"] = page.locator("#status").text_content()
+        expect(spectator.locator("#moves li .san")).to_have_count(2)
+        seen["spectator"] = spectator.locator("#status").text_content()
+        page.click('[data-square="g1"]')
+        page.click('[data-square="f3"]')
+        expect(page.locator("#moves li .san")).to_have_count(3)
+        seen["after"] = page.locator("#status").text_content()
+        seen["errors"] = errors
+    return seen
+
+
+async def test_the_human_is_told_the_agent_declined_their_draw_offer(tmp_path):
+    seen: dict[str, Any] = {}
+    with trio.fail_after(60):
+        async with agora_serve(tmp_path / "agora.db") as server:
+            status, table = await http_json("POST", f"{server.url}/play/tables", {"name": "d"})
+            assert status == 201, table
+
+            async def human() -> None:
+                seen.update(
+                    await trio.to_thread.run_sync(
+                        human_offers_a_draw, table["humanUrl"], table["spectatorUrl"]
+                    )
+                )
+
+            async with mcp.Client(table["agent"]["mcpHttp"], read_timeout_seconds=30) as client:
+                agent = SdkAgent(client)
+                await agent.list_tools()
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(human)
+                    played = await agent.play(["e2e4", "e7e5"], {}, stop_after_ply=2)
+    assert played["drawOffer"] is None  # the agent's move declined it
+    assert seen["offered"] == "The human is to move. The human offers a draw."
+    assert seen["declined"] == f"Your move. {DECLINED}"
+    assert seen["spectator"] == "The human is to move. The agent declined the human's draw offer."
+    assert seen["after"] == "The agent is thinking."
     assert seen["errors"] == []

@@ -83,6 +83,11 @@ def declined_draw(moves: tuple[PlayedMove, ...]) -> Role | None:
     return moves[-1].by if note is not None and DRAW_MARK in note else None
 
 
+def declined_by_agent(moves: tuple[PlayedMove, ...], declined_ply: int | None) -> bool:
+    """Whether the last move is the agent's and declined the human's pending draw offer."""
+    return declined_ply is not None and declined_ply == len(moves) and moves[-1].by == "agent"
+
+
 def check_move_input(from_sq: str, to_sq: str, promotion: str | None, note: str | None) -> None:
     """Validate the shape of a move request, before looking at the position.
 
@@ -122,6 +127,9 @@ class Game:
         self.agent_color: ColorName | None = agent_color
         self.moves: tuple[PlayedMove, ...] = ()
         self.draw_offer: Role | None = None
+        #: The ply of the move that declined the opponent's pending offer (the human offers
+        #: with a button, so no note records it; see `declined_draw` for the agent's offers).
+        self.declined_ply: int | None = None
         self.result: Result | None = None
 
     # -- reading ------------------------------------------------------------------------
@@ -284,6 +292,7 @@ class Game:
             self.draw_offer = "agent"
         elif self.draw_offer == other(played.by):
             self.draw_offer = None  # a move declines the opponent's offer
+            self.declined_ply = played.ply
 
     def _ending(self) -> tuple[Score, Reason, ColorName | None] | None:
         outcome = self.board.outcome(claim_draw=False)

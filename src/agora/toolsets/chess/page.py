@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Final, Literal
 import chess
 import msgspec
 
+from agora.toolsets.chess.game import declined_by_agent
 from agora.toolsets.chess.position import POSITION_CACHE, move_entry, position
 from agora.toolsets.chess.render import game_result
 from agora.toolsets.chess.replies import GameResult, LegalMove, MoveEntry
@@ -55,6 +56,9 @@ class PageState(msgspec.Struct, frozen=True, rename="camel"):
     history: list[MoveEntry]
     legal_moves: list[LegalMove]
     draw_offer: Role | None
+    #: The agent's last move declined the human's draw offer (the agent sees the converse
+    #: as ``drawDeclined`` in its replies).
+    draw_declined: bool
     result: GameResult | None
     agent_present: bool
     agent: AgentLinks
@@ -147,6 +151,7 @@ def page_state(snap: Snapshot, *, human: bool, public_url: str) -> PageState:
         history=history,
         legal_moves=pos.legal_moves if human and snap.phase == "human_turn" else [],
         draw_offer=snap.draw_offer,
+        draw_declined=declined_by_agent(snap.moves, snap.declined_ply) and result is None,
         result=result,
         agent_present=snap.agent_present,
         agent=agent_links(public_url, snap.table, snap.agent_token if human else None),

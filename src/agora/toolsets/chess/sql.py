@@ -2,10 +2,11 @@
 
 Three tables: ``chess_tables`` (one row per table: its human and agent tokens, current game
 number and change version), ``chess_games`` (one row per game: sides, pending draw offer,
-result) and ``chess_moves`` (one row per move, with its note). A table is rebuilt by
-replaying its current game's moves from the start position, so FEN, history, repetitions
-and notes come back exactly. This module builds statements and reads rows; it never
-commits (the actor does) and knows nothing of the entity that uses it.
+the ply of the move that declined the last one, result) and ``chess_moves`` (one row per
+move, with its note). A table is rebuilt by replaying its current game's moves from the
+start position, so FEN, history, repetitions and notes come back exactly. This module
+builds statements and reads rows; it never commits (the actor does) and knows nothing of
+the entity that uses it.
 """
 
 from __future__ import annotations
@@ -87,10 +88,16 @@ def _migrate_v2(db: sqlite_utils.Database) -> None:
         )
 
 
+def _migrate_v3(db: sqlite_utils.Database) -> None:
+    """Keep the ply of the move that declined a draw offer (the page tells the human)."""
+    db.table("chess_games").add_column("declined_ply", int)
+
+
 MIGRATIONS = with_statements(
     (
         Migration(component="chess", version=1, apply=_migrate_v1),
         Migration(component="chess", version=2, apply=_migrate_v2),
+        Migration(component="chess", version=3, apply=_migrate_v3),
     ),
     POSTGRESQL,
     sql_pg.POSTGRESQL,
@@ -117,6 +124,7 @@ class GameRow:
     start_fen: str
     agent_color: str | None
     draw_offer: str | None
+    declined_ply: int | None
     score: str | None
     reason: str | None
     winner: str | None
@@ -182,11 +190,12 @@ def update_game(table: str, game: Game) -> Write:
     """The statement that saves a game's sides, draw offer and result."""
     result = game.result
     return (
-        "UPDATE chess_games SET agent_color = ?, draw_offer = ?, score = ?, reason = ?,"
-        " winner = ?, ended_at = ? WHERE table_name = ? AND game_no = ?",
+        "UPDATE chess_games SET agent_color = ?, draw_offer = ?, declined_ply = ?, score = ?,"
+        " reason = ?, winner = ?, ended_at = ? WHERE table_name = ? AND game_no = ?",
         (
             game.agent_color,
             game.draw_offer,
+            game.declined_ply,
             result.score if result else None,
             result.reason if result else None,
             result.winner if result else None,
@@ -228,7 +237,8 @@ def read_table(conn: ReadConn, name: str) -> StoredTable | None:
     table = TableRow(*row)
     game = _one(
         conn,
-        "SELECT start_fen, agent_color, draw_offer, score, reason, winner, ended_at"
+        "SELECT start_fen, agent_color, draw_offer, declined_ply, score, reason, winner,"
+        " ended_at"
         " FROM chess_games WHERE table_name = ? AND game_no = ?",
         (name, table.game_no),
     )

@@ -21,4 +21,5 @@ POSTGRESQL: dict[int, list[str]] = {
         " played_at TEXT NOT NULL, PRIMARY KEY (table_name, game_no, ply))",
     ],
     2: [],
+    3: ["ALTER TABLE chess_games ADD COLUMN declined_ply BIGINT"],
 }

@@ -60,6 +60,8 @@ class Snapshot(msgspec.Struct, frozen=True):
     #: The agent's credential: for the human's page only, never in an agent reply or a
     #: spectator's view.
     agent_token: str
+    #: The ply of the move that declined the last pending draw offer (`Game.declined_ply`).
+    declined_ply: int | None = None
 
 
 @dataclass
@@ -162,6 +164,7 @@ class ChessTable:
             agent_color=game.agent_color,
             moves=game.moves,
             draw_offer=game.draw_offer,
+            declined_ply=game.declined_ply,
             result=game.result,
             agent_present=self.row.agent_seen_at is not None,
             agent_token=self.row.agent_token,
@@ -316,6 +319,7 @@ class ChessTables:
                 raise LookupError(f"chess table {key!r}: {exc}") from exc
         game.agent_color = _color(g.agent_color)
         game.draw_offer = None if g.draw_offer is None else _role(g.draw_offer)
+        game.declined_ply = g.declined_ply
         if g.score is not None:
             game.result = msgspec.convert(
                 {"score": g.score, "reason": g.reason, "winner": g.winner, "ended_at": g.ended_at},

@@ -165,11 +165,16 @@ const chessView = (() => {
   }
 
   function renderStatus(state) {
+    const human = state.role === "human";
     let text = state.status;
     if (state.drawOffer === "agent") text += " The agent offers a draw.";
-    if (state.drawOffer === "human") text += " You offered a draw.";
+    const yours = human ? "your" : "the human's";
+    if (state.drawOffer === "human") {
+      text += human ? " You offered a draw." : " The human offers a draw.";
+    }
+    // The agent's move declined the human's offer (the agent is told the converse itself).
+    if (state.drawDeclined) text += ` The agent declined ${yours} draw offer.`;
     $("status").textContent = text;
-    const human = state.role === "human";
     const playing = state.phase === "human_turn" || state.phase === "agent_turn";
     $("role").textContent = human
       ? "you play" + (state.humanColor ? ` ${state.humanColor}` : "")
