@@ -265,6 +265,21 @@ async def test_the_agent_accepts_a_human_draw_offer_in_its_note(table):
     assert reply["result"]["reason"] == "agreement"
 
 
+async def test_an_agent_that_starts_at_wait_for_turn_learns_how_to_offer_a_draw(table):
+    """The draw convention is in join_game's contract, and the seed's descriptions of
+    move_piece and its note (kept verbatim) do not mention it; an agent that follows
+    wait_for_turn's START HERE never calls join_game, so each call to move tells it."""
+    await table.choose("white")
+    reply = await table.tool("wait_for_turn")
+    assert reply["nextAction"]["tool"] == "move_piece"
+    instruction = reply["nextAction"]["instruction"]
+    assert "(=)" in instruction
+    assert "offer" in instruction
+    assert "accept" in instruction
+    offered = await table.tool("move_piece", **{"from": "e2", "to": "e4", "note": "Draw? (=)"})
+    assert offered["drawOffer"] == "agent"
+
+
 async def test_a_new_game_starts_with_a_new_side_choice(table):
     await table.choose("white")
     await table.tool("move_piece", **{"from": "e2", "to": "e4"})

@@ -37,6 +37,7 @@ from agora.toolsets.chess.replies import (
     WaitReply,
 )
 from agora.toolsets.chess.table import Snapshot, WaitCondition
+from agora.toolsets.chess.terms import DRAW_MARK
 
 if TYPE_CHECKING:
     from agora.errors import Failure
@@ -96,7 +97,10 @@ def next_action(
             return NextAction(
                 "move_piece",
                 dict(_MOVE_TEMPLATE),
-                "from: a legalMoves key; to: one of its squares (a 5th letter: promotion).",
+                # The seed's move_piece description (kept verbatim) says nothing of draws,
+                # and an agent that starts at wait_for_turn never reads join_game's contract.
+                "from: a legalMoves key; to: one of its squares (a 5th letter: promotion). "
+                f"{DRAW_MARK} in the note offers or accepts a draw.",
             )
         case "HUMAN_TURN":
             return NextAction("wait_for_turn", {}, "The human is to move; wait for your turn.")
