@@ -124,7 +124,8 @@ def sequence_test(s: str, fmt: Format) -> Test:
     if m := re.fullmatch(r"(\w+) appears (once|twice|three times|four times|five times)\.", s):
         v, c = ix[m[1]], TIMES[m[2]]
         return lambda w: w.count(v) == c
-    if m := re.fullmatch(r"the first (\w+) comes before the first (\w+)\.", s):
+    both = r"both (\w+) and (\w+) appear, and the first \1 comes before the first \2\."
+    if m := re.fullmatch(both, s):
         a, b = ix[m[1]], ix[m[2]]
         return lambda w: a in w and b in w and _first(w, a) < _first(w, b)
     if m := re.fullmatch(r"(\w+) appears more often than (\w+)\.", s):

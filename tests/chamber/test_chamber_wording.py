@@ -9,15 +9,19 @@ never the time of an event of the chain (the collection time is not when the pos
 from __future__ import annotations
 
 import pytest
-from sentences import Chain, solve_time
-from solver import check_label, parse_format
+from sentences import Chain, sequence_test, solve_time
+from solver import check_label, parse_format, render, space
 
 from agora.toolsets.chamber.generate import TEMPLATES, build_room, rng_for
 from agora.toolsets.chamber.lock import ANSWER_IS
+from agora.toolsets.chamber.lock_assign import make_sequence
 from agora.toolsets.chamber.lock_time import make_time_chain, make_time_window
 
 SEEDS = 1000
 TEMPLATE_IDS = [(engine, t) for engine, ts in TEMPLATES.items() for t in ts]
+SEQUENCE_TEMPLATES = [
+    (engine, t) for engine, t in TEMPLATE_IDS if any(s.spec.kind == "sequence" for s in t.locks)
+]
 
 
 def test_every_kind_of_lock_states_what_its_answer_is():
@@ -68,6 +72,27 @@ def test_a_thousand_seeds_per_template_make_each_label_name_its_answer(engine, t
             assert (chain.opens is not None) == (spec.kind == "time_chain")
             checked += 1
     assert checked >= SEEDS * sum(s.spec.kind in makers for s in template.locks)
+
+
+@pytest.mark.parametrize(
+    ("engine", "template"), SEQUENCE_TEMPLATES, ids=lambda v: getattr(v, "id", v)
+)
+def test_a_thousand_seeds_per_template_make_sequence_clues_as_written_name_one_answer(
+    engine, template
+):
+    """Read literally, every sequence the clues allow is the answer: "the first Penny comes
+    before the first Crown" allowed sequences with no Crown at all, which the generator
+    never meant (58 of them for one post office room)."""
+    (spec,) = [slot.spec for slot in template.locks if slot.spec.kind == "sequence"]
+    for n in range(SEEDS):
+        rng = rng_for(template.id, f"wording-{n}")
+        puzzle = None
+        while puzzle is None:
+            puzzle = make_sequence(rng, spec)
+        fmt = parse_format(puzzle.fmt.describe())
+        tests = [sequence_test(clue.lower(), fmt) for clue in puzzle.clues]
+        allowed = [w for w in space(fmt) if all(test(w) for test in tests)]
+        assert [render(fmt, w) for w in allowed] == [list(puzzle.answer)], puzzle.clues
 
 
 def test_the_post_office_time_lock_is_its_opening_time_not_the_collection():

@@ -99,7 +99,10 @@ def _sequence_pool(sym: Sequence[str], t: Word) -> list[Clue]:
     for s, u in itertools.permutations(range(len(sym)), 2):
         S, U = cap(sym[s]), cap(sym[u])
         if _first_before(t, s, u):
-            pool.append(sp.clue(f"The first {S} comes before the first {U}.", _first_before, s, u))
+            # Says that both appear: read as written, "the first S comes before the first U"
+            # also allows sequences with no U at all, and the answer would not be the only one.
+            text = f"Both {S} and {U} appear, and the first {S} comes before the first {U}."
+            pool.append(sp.clue(text, _first_before, s, u))
         if _more(t, s, u):
             pool.append(sp.clue(f"{S} appears more often than {U}.", _more, s, u))
         if _follows(t, s, u, True):
