@@ -132,8 +132,9 @@ def conflict(expected: int, current: int) -> ToolError:
     """The CAS refusal: the caller's ``expected_state_version`` is not the current one."""
     return refusal(
         "state-version-conflict",
-        f"expected state version {expected}, the run is at {current}; send "
-        "current_state_version as expected_state_version and retry",
+        f"expected state version {expected}, the run is at {current}: another write landed"
+        " first; check it still applies (get_next_work), then retry with"
+        " current_state_version as expected_state_version",
         retryable=True,
         expected_state_version=expected,
         current_state_version=current,
