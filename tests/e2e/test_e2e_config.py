@@ -180,7 +180,7 @@ def test_environment_variables_are_still_converted_from_strings(tmp_path, monkey
     assert (loaded.grace_seconds, loaded.max_in_flight) == (5.0, 8)
 
 
-KNOWN_ROUTER = "(known: adapter, memory_policy, personal_profile, workspace_roots)"
+KNOWN_ROUTER = "(known: adapter, client_roots, memory_policy, personal_profile, workspace_roots)"
 
 
 @pytest.mark.parametrize(

@@ -59,10 +59,10 @@ def held_read(store, monkeypatch) -> tuple[trio.Event, trio.Event]:
     reading, read = trio.Event(), trio.Event()
     original = store.read
 
-    async def held(fn):  # type: ignore[no-untyped-def]
+    async def held(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
         reading.set()
         await read.wait()
-        return await original(fn)
+        return await original(fn, *args, **kwargs)
 
     monkeypatch.setattr(store, "read", held)
     return reading, read
