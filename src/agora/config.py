@@ -52,7 +52,8 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     #: so a benchmark can measure latency from the commit; off by default.
     trace_commits: bool = False
     #: Seconds a write may wait for its commit before its caller gets a retryable error
-    #: (another process holding the database's write lock, a stalled disk); shutdown takes
+    #: (another process holding the database's write lock, a stalled disk); on PostgreSQL
+    #: also what a read, a load or a version probe may wait for its answer. Shutdown takes
     #: at most grace_seconds plus this, whatever the database does.
     commit_timeout: float = 10.0
     #: Open the SQLite file shared: agora processes that all open it shared (``agora serve``

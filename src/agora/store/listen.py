@@ -11,15 +11,17 @@ keeps no notifications for an absent listener. This module knows nothing of acto
 
 from __future__ import annotations
 
+import functools
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import psycopg
 import trio
 from psycopg import pq, sql
 
 from agora.logsafe import one_line
-from agora.store.pg_sql import connect
+from agora.store.pg_bound import Lease, opened
+from agora.store.pg_sql import PgConn, connect
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -32,9 +34,11 @@ log = logging.getLogger(__name__)
 RETRY_SECONDS = 0.5
 
 
-def _open(url: str, channel: str) -> psycopg.Connection[Any]:
-    conn = connect(url)
-    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+def _open(url: str, channel: str, lease: Lease | None = None) -> PgConn:
+    conn = PgConn(connect(url))
+    if lease is not None:
+        lease.adopt(conn)
+    conn.raw.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
     return conn
 
 
@@ -71,8 +75,8 @@ async def listen(
             if inline:
                 await trio.lowlevel.checkpoint()
                 conn = _open(url, channel)
-            else:
-                conn = await trio.to_thread.run_sync(_open, url, channel)
+            else:  # left behind at shutdown, as connecting may take connect_timeout
+                conn = await opened(functools.partial(_open, url, channel))
         except psycopg.Error as exc:
             if outage is not None:
                 outage.failed("the change listener", exc)
@@ -82,15 +86,15 @@ async def listen(
                 )
             await trio.sleep(retry)
             continue
-        fd = conn.pgconn.socket  # read now: libpq forgets it once the connection is lost
+        fd = conn.raw.pgconn.socket  # read now: libpq forgets it once the connection is lost
         try:
             if outage is not None:
                 outage.answered("the change listener reconnected")
-            on_connect(conn.info.backend_pid)
+            on_connect(conn.raw.info.backend_pid)
             if not started:
                 started = True
                 task_status.started()
-            await _drain(conn.pgconn, fd, on_note)
+            await _drain(conn.raw.pgconn, fd, on_note)
         except psycopg.Error as exc:
             if outage is not None:
                 outage.failed("the change listener lost its connection", exc)

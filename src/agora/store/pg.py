@@ -6,6 +6,7 @@ threads behind the same limiter, and the same commit deadline and shutdown bound
 differs: reads run in a ``REPEATABLE READ READ ONLY`` snapshot (a loader sees the entity's
 version and rows together), writes may carry `Guard`s, `probe` batches version checks of
 cached entities, and nothing locks the database for one process: many nodes share it.
+Reads and probes have the commit deadline too (`agora.store.pg_bound`).
 
 An inline store (``inline=True``) runs all of that on the Trio thread instead, as SQLite's
 ``:memory:`` store does, so tests under Trio's autojump clock stay exact: a task waiting on a
@@ -20,9 +21,9 @@ NOTIFY channel and advisory-lock names include it. This module must stay free of
 
 from __future__ import annotations
 
+import functools
 import logging
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
@@ -34,8 +35,9 @@ from agora.logsafe import one_line
 from agora.store.failures import store_error
 from agora.store.neutral import POSTGRESQL, MissingTable
 from agora.store.outage import Outage
+from agora.store.pg_bound import GivenUp, Lease, in_thread
 from agora.store.pg_cluster import ClusterLock, migrate
-from agora.store.pg_probe import VERSIONS, ProbeConn
+from agora.store.pg_probe import ProbeConn, Prober, read_versions
 from agora.store.pg_sql import PgConn, connect
 from agora.store.pg_writer import PgWriter
 from agora.store.sqlite import COMMIT_TIMEOUT, STOP_SECONDS, Store
@@ -51,14 +53,6 @@ log = logging.getLogger(__name__)
 
 _SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 _VERSION = "SELECT version FROM agora_entities WHERE kind = ? AND key = ?"
-
-
-@dataclass(slots=True, eq=False)
-class _Probe:
-    keys: set[tuple[str, str]] = field(default_factory=set)
-    done: trio.Event = field(default_factory=trio.Event)
-    versions: dict[tuple[str, str], int] = field(default_factory=dict)
-    error: BaseException | None = None
 
 
 class PgStore(Store):
@@ -96,11 +90,8 @@ class PgStore(Store):
         self.channel = f"agora:{schema}"
         self._pg_writer = writer
         self._pg_readers: list[PgConn] = []
-        self._probe: _Probe | None = None
         self._probe_conn = ProbeConn(url)
-        self._probe_turn = trio.Lock()
-        self.probes = 0
-        self.probed = 0
+        self._prober = Prober(self._probe_conn, commit_timeout)
         self.reads = 0
         self.outage: Outage | None = Outage("PostgreSQL")
         writer.teller.outage = self.outage
@@ -116,11 +107,13 @@ class PgStore(Store):
         return self._inline
 
     async def blocking(self, fn: Callable[[], T]) -> T:
-        """``fn()`` (blocking I/O): in a worker thread, or on the Trio thread if inline."""
+        """``fn()`` (a `ClusterLock`'s blocking I/O): in a worker thread, left behind if the
+        caller is cancelled (the lock's `release` then cuts its connection), or on the Trio
+        thread if inline."""
         if self._inline:
             await trio.lowlevel.checkpoint()
             return fn()
-        return await trio.to_thread.run_sync(fn)
+        return await trio.to_thread.run_sync(fn, abandon_on_cancel=True)
 
     @property
     def writer_pid(self) -> int:
@@ -150,8 +143,8 @@ class PgStore(Store):
         return split | {
             "conflicts": writer.conflicts,
             "reads": self.reads,
-            "probes": self.probes,
-            "probed": self.probed,
+            "probes": self._prober.probes,
+            "probed": self._prober.probed,
             "notes_sent": writer.notes_sent,
             "writer_reconnects": writer.reconnects,
             "reruns": writer.reruns,
@@ -163,45 +156,67 @@ class PgStore(Store):
         Without ``snapshot``, each statement of ``fn`` runs on its own (no BEGIN, no
         COMMIT: two round trips fewer), for a reader of one statement.
 
+        The read is bounded by ``commit_timeout``, like a write: past it, or if the caller
+        is cancelled meanwhile, its worker thread is given up on and its connection cut
+        (`agora.store.pg_bound`), and the next read opens another.
+
         Raises:
-            StoreError: if PostgreSQL raised or cannot be reached (``permanent`` when a
-                retry cannot help: a missing column, a syntax error).
+            StoreError: if PostgreSQL raised, cannot be reached or did not answer in time
+                (``permanent`` when a retry cannot help: a missing column, a syntax error).
         """
         if self._closed:
             raise StoreError("read failed: the store is closed")
         self.reads += 1
         async with self._reader_limit:
             # The connection used goes back to the pool even when ``fn`` raised (a loader's
-            # LookupError): it is rolled back and reusable, or closed.
-            held: list[PgConn] = self._pg_readers[-1:]
+            # LookupError): it is rolled back and reusable, or closed. Never while a thread
+            # given up on may still use it (`Lease.end` says which).
+            lease = Lease(list(self._pg_readers[-1:]))
             del self._pg_readers[-1:]
             try:
-                return await self.blocking(lambda: self._read_in_thread(fn, held, snapshot))
+                work = functools.partial(self._read_in_thread, fn, lease, snapshot)
+                if self._inline:
+                    await trio.lowlevel.checkpoint()
+                    return lease.run(work)
+                return await in_thread(lease, work, self.commit_timeout, "read failed")
             except psycopg.Error as exc:  # retryable, or a bug (`agora.store.failures`)
                 raise store_error("read failed", exc) from exc
             except MissingTable as exc:  # SQLite's "no such table", as `PgConn` names it
                 raise store_error("read failed", exc.__cause__ or exc) from exc
             finally:
-                self._pg_readers += [c for c in held if not c.raw.closed]
+                for conn in lease.end():
+                    if isinstance(conn, PgConn) and conn.usable and not self._closed:
+                        self._pg_readers.append(conn)
+                    else:
+                        conn.close()
 
-    def _read_in_thread(
-        self, fn: Callable[[Any], T], held: list[PgConn], snapshot: bool = True
-    ) -> T:
-        if held and held[0].committing:
+    def _fresh(self, lease: Lease) -> PgConn:
+        """A new connection in ``lease`` in place of its old one (closed).
+
+        Raises:
+            GivenUp: the caller gave up on this read (no use connecting for it).
+        """
+        if lease.given_up:
+            raise GivenUp("read failed: given up on")
+        for old in lease.links:
+            old.close()
+        lease.links.clear()
+        return lease.adopt(PgConn(connect(self.url)))
+
+    def _read_in_thread(self, fn: Callable[[Any], T], lease: Lease, snapshot: bool) -> T:
+        conn = lease.links[0] if lease.links else None
+        if isinstance(conn, PgConn) and conn.committing:
             try:
-                held[0].settle()  # the last read's COMMIT (see `_in_snapshot`)
+                conn.settle()  # the last read's COMMIT (see `_in_snapshot`)
             except psycopg.OperationalError:  # the connection died idle: nothing ran yet
-                held[0].raw.close()
-        if not held or held[0].raw.closed or held[0].raw.broken:
-            held[:] = [PgConn(connect(self.url))]
+                conn.close()
+        if not isinstance(conn, PgConn) or not conn.usable:
+            conn = self._fresh(lease)
         if not snapshot:
             try:
-                return fn(held[0])
+                return fn(conn)
             except psycopg.OperationalError:  # maybe a pooled connection that died idle
-                held[0].raw.close()
-                held[:] = [PgConn(connect(self.url))]
-                return fn(held[0])
-        conn = held[0]
+                return fn(self._fresh(lease))
         try:
             return self._in_snapshot(fn, conn)
         except psycopg.OperationalError:
@@ -209,9 +224,7 @@ class PgStore(Store):
                 raise
             # A pooled connection that died idle: the snapshot's BEGIN, sent with the first
             # statement, never reached the server, so nothing ran yet.
-            conn.raw.close()
-            held[:] = [PgConn(connect(self.url))]
-            return self._in_snapshot(fn, held[0])
+            return self._in_snapshot(fn, self._fresh(lease))
 
     @staticmethod
     def _in_snapshot(fn: Callable[[Any], T], conn: PgConn) -> T:
@@ -224,7 +237,7 @@ class PgStore(Store):
         except BaseException:
             conn.begin = conn.ahead = None
             if raw.broken:
-                raw.close()
+                conn.close()
             elif raw.info.transaction_status != pq.TransactionStatus.IDLE:
                 raw.execute("ROLLBACK")
             raise
@@ -252,81 +265,85 @@ class PgStore(Store):
     async def probe(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
         """The committed version of each (kind, key), 0 if never written.
 
-        Callers arriving together share one query: the first waits one scheduling pass for
-        the others (and for the query before, if one is out: one at a time), asks for every
-        key, and hands each caller the answer. The query is sent only after every caller in
-        it arrived. It runs on the Trio thread (`agora.store.pg_probe`), except on an inline
-        store, whose reads all run there anyway.
+        Callers arriving together share one query (`agora.store.pg_probe.Prober`), sent on
+        the Trio thread, except on an inline store, whose reads all run there anyway; it is
+        bounded by ``commit_timeout``.
 
         Raises:
-            StoreError: if PostgreSQL cannot be read.
+            StoreError: if PostgreSQL cannot be read, or did not answer in time.
         """
-        wanted = set(keys)
-        batch = self._probe
-        if batch is not None:
-            batch.keys |= wanted
-            await batch.done.wait()
-        else:
-            batch = self._probe = _Probe(set(wanted))  # its own set: others add to it
-            with trio.CancelScope(shield=True):  # followers wait for this answer
-                try:
-                    await trio.lowlevel.cancel_shielded_checkpoint()  # let the others join
-                    await self._probe_turn.acquire()  # they join while the last one is out
-                finally:
-                    self._probe = None
-                self.probes += 1
-                self.probed += len(batch.keys)
-                try:
-                    if self._closed:
-                        raise StoreError("read failed: the store is closed")
-                    if self._inline:
-                        batch.versions = await self.read(
-                            lambda c: _versions(c, sorted(batch.keys)), snapshot=False
-                        )
-                    else:
-                        batch.versions = await self._probe_conn.versions(batch.keys)
-                except StoreError as exc:
-                    batch.error = exc
-                finally:
-                    self._probe_turn.release()
-                    batch.done.set()
-        if batch.error is not None:
-            raise StoreError(str(batch.error)) from batch.error
-        return {k: batch.versions.get(k, 0) for k in wanted}
+        if self._closed:
+            raise StoreError("read failed: the store is closed")
+        if self._inline:
+            return await self._prober.probe(
+                keys, lambda k: self.read(lambda c: read_versions(c, k), snapshot=False)
+            )
+        return await self._prober.probe(keys)
+
+    _queued_cause = "the writer was busy with a batch PostgreSQL did not answer, or reconnecting"
+    _stalled_cause = "PostgreSQL did not answer; its connection is cut and replaced"
+
+    def _commit_stalled(self) -> None:
+        self._pg_writer.cut()
 
     async def try_singleton(self, name: str) -> ClusterLock | None:
         """Take the cluster-wide lock ``name`` if free: a `ClusterLock`, or None if held.
 
         A session-level advisory lock on a connection of its own: it is released when the
-        lock is, or when that connection dies with its node (``kill -9`` included).
+        lock is, or when that connection dies with its node (``kill -9`` included). Asking
+        is bounded by ``commit_timeout``, as a read is.
+
+        Raises:
+            StoreError: PostgreSQL cannot be reached or did not answer in time.
         """
         lock = ClusterLock(self.url, f"agora:{self.schema}:task:{name}")
         try:
-            got = await self.blocking(lock.acquire)
+            if self._inline:
+                got = await self.blocking(lambda: lock.lease.run(lock.acquire))
+            else:
+                got = await in_thread(
+                    lock.lease, lock.acquire, self.commit_timeout, f"cannot take lock {name}"
+                )
         except psycopg.Error as exc:
             lock.release()
             raise StoreError(f"cannot take lock {name}: {exc}") from exc
+        except BaseException:
+            lock.release()
+            raise
         if not got:
             lock.release()
             return None
         return lock
 
     def close(self) -> None:
-        """Finish queued writes, then close every connection; never raises."""
+        """Finish queued writes, then close every connection; never raises.
+
+        A batch PostgreSQL does not answer is not waited for beyond `STOP_SECONDS`: its
+        connection is cut (its callers were answered when their deadline passed), so
+        closing ends even when the database never answers again; a writer still stuck
+        then (connecting to such a server) is left behind, said in the log.
+        """
         self._closed = True
-        if not self._inline and not self._writer.stop(STOP_SECONDS):
-            log.error("the PostgreSQL writer is stuck (a commit that does not return)")
-            return
+        stopped = self._inline or self._writer.stop(STOP_SECONDS)
+        if not stopped:
+            self._pg_writer.cut()
+            stopped = self._writer.stop(STOP_SECONDS)
+            if stopped:
+                log.warning(
+                    "PostgreSQL did not answer the last batch at shutdown; its connection "
+                    "was cut (that batch may or may not have been saved)"
+                )
+            else:
+                log.error(
+                    "the PostgreSQL writer is stuck (connecting to a server that does not "
+                    "answer?); leaving it behind"
+                )
         for conn in self._pg_readers:
-            conn.raw.close()
+            conn.close()
         self._pg_readers.clear()
         self._probe_conn.close()
-        self._pg_writer.close()
-
-
-def _versions(conn: PgConn, keys: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
-    rows = conn.execute(VERSIONS, ([k for k, _ in keys], [key for _, key in keys])).fetchall()
-    return {(r[0], r[1]): int(r[2]) for r in rows}
+        if stopped:
+            self._pg_writer.close()
 
 
 @asynccontextmanager

@@ -17,7 +17,8 @@ import psycopg
 from agora.errors import StoreError
 from agora.store.migrations import plan
 from agora.store.neutral import POSTGRESQL
-from agora.store.pg_sql import connect
+from agora.store.pg_bound import GivenUp, Lease
+from agora.store.pg_sql import PgConn, connect
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -79,32 +80,43 @@ def _apply(conn: psycopg.Connection[Any], step: Migration) -> None:
 
 
 class ClusterLock:
-    """A session-level advisory lock held by one connection (see `PgStore.try_singleton`)."""
+    """A session-level advisory lock held by one connection (see `PgStore.try_singleton`).
+
+    Its connection is used by worker threads the Trio side may give up on (a PostgreSQL
+    that does not answer: `agora.store.pg_bound.Lease`), so `release` never waits: it
+    closes the connection, or cuts it under the thread still using it, which closes it.
+    """
 
     def __init__(self, url: str, name: str) -> None:
         self._url = url
         self._name = name
-        self._conn: psycopg.Connection[Any] | None = None
+        #: The lock's connection, and the thread using it (`agora.store.pg_bound`).
+        self.lease = Lease()
 
     def acquire(self) -> bool:
-        """Try to take the lock (blocking I/O: call in a thread); whether it was taken."""
-        self._conn = connect(self._url)
-        row = self._conn.execute(
+        """Try to take the lock (blocking I/O: in a thread, inside `lease`); whether it was
+        taken."""
+        conn = self.lease.adopt(PgConn(connect(self._url)))
+        row = conn.raw.execute(
             "SELECT pg_try_advisory_lock(hashtext(%s))", (self._name,)
         ).fetchone()
         return bool(row and row[0])
 
     def alive(self) -> bool:
         """Whether the lock is still held (its connection answers); blocking I/O."""
-        if self._conn is None or self._conn.closed:
-            return False
         try:
-            self._conn.execute("SELECT 1")
-        except psycopg.Error:
+            return self.lease.run(self._ping)
+        except (psycopg.Error, GivenUp):
             return False
+
+    def _ping(self) -> bool:
+        conn = self.lease.links[0] if self.lease.links else None
+        if not isinstance(conn, PgConn) or not conn.usable:
+            return False
+        conn.raw.execute("SELECT 1")
         return True
 
     def release(self) -> None:
-        """Give the lock back by closing its connection; never raises."""
-        if self._conn is not None:
-            self._conn.close()
+        """Give the lock back by closing its connection; never raises, never waits."""
+        for link in self.lease.end():
+            link.close()

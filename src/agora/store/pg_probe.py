@@ -9,25 +9,33 @@ socket, `trio.lowlevel.wait_readable` waits for the answer, and libpq parses it.
 a time: the store gathers the callers that arrive meanwhile into the next one.
 
 Connecting is blocking, so it runs in a worker thread, once (and again after the connection
-broke: that probe fails with `StoreError`, the next one reconnects). This module knows
-nothing of entities beyond the ``agora_entities`` table.
+broke: that probe fails with `StoreError`, the next one reconnects); a caller cancelled
+meanwhile (the store's deadline) leaves that thread behind, which closes what it opens
+(`agora.store.pg_bound.Lease`). This module knows nothing of entities beyond the
+``agora_entities`` table.
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any
+import functools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import psycopg
 import trio
 from psycopg import errors, pq
 
 from agora.errors import StoreError
+from agora.store.pg_bound import Lease, opened
 from agora.store.pg_pipe import Pipe
-from agora.store.pg_sql import connect
+from agora.store.pg_sql import PgConn, connect
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Awaitable, Callable, Iterable
+
+#: Keys to their versions.
+Versions = dict[tuple[str, str], int]
 
 #: One statement text whatever the number of keys (they travel as two arrays), so it is
 #: prepared once per connection; one statement, so it needs no snapshot of its own.
@@ -38,14 +46,19 @@ VERSIONS = (
 _NAME = b"agora_probe"
 
 
-def _open(url: str) -> psycopg.Connection[Any]:
-    conn = connect(url)
+def _open(url: str, lease: Lease) -> PgConn:
+    conn = lease.adopt(PgConn(connect(url)))
     query, _, types, _ = Pipe.wire(VERSIONS, ([], []))
-    result = conn.pgconn.prepare(_NAME, query, types)
+    result = conn.raw.pgconn.prepare(_NAME, query, types)
     if result.status != pq.ExecStatus.COMMAND_OK:
-        conn.close()
-        raise errors.error_from_result(result, encoding=conn.info.encoding)
+        raise errors.error_from_result(result, encoding=conn.raw.info.encoding)
     return conn
+
+
+def read_versions(conn: PgConn, keys: list[tuple[str, str]]) -> Versions:
+    """The versions of ``keys`` read on ``conn`` (an inline store's probe, in its thread)."""
+    rows = conn.execute(VERSIONS, ([k for k, _ in keys], [key for _, key in keys])).fetchall()
+    return {(r[0], r[1]): int(r[2]) for r in rows}
 
 
 class ProbeConn:
@@ -53,7 +66,7 @@ class ProbeConn:
 
     def __init__(self, url: str) -> None:
         self._url = url
-        self._conn: psycopg.Connection[Any] | None = None
+        self._conn: PgConn | None = None
         self._fd = -1
 
     async def versions(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
@@ -67,9 +80,9 @@ class ProbeConn:
             fresh = self._conn is None
             try:
                 if self._conn is None:
-                    self._conn = await trio.to_thread.run_sync(_open, self._url)
-                    self._fd = self._conn.pgconn.socket
-                return await self._query(self._conn.pgconn, wanted)
+                    self._conn = await opened(functools.partial(_open, self._url))
+                    self._fd = self._conn.raw.pgconn.socket
+                return await self._query(self._conn.raw.pgconn, wanted)
             except (psycopg.Error, trio.ClosedResourceError) as exc:
                 self.close()
                 # A connection that died idle (a server restart, an idle timeout): once more
@@ -122,3 +135,92 @@ class ProbeConn:
                     trio.lowlevel.notify_closing(self._fd)
             conn.close()
         self._fd = -1
+
+
+@dataclass(slots=True, eq=False)
+class _Batch:
+    keys: set[tuple[str, str]] = field(default_factory=set)
+    done: trio.Event = field(default_factory=trio.Event)
+    versions: Versions = field(default_factory=dict)
+    error: BaseException | None = None
+
+
+class Prober:
+    """One store's version probes, batched and bounded.
+
+    Callers arriving together share one query: the first waits one scheduling pass for the
+    others (and for the query before, if one is out: one at a time), asks for every key,
+    and hands each caller the answer. The query is sent only after every caller in it
+    arrived. The first caller is shielded from cancellation, since the others wait for its
+    answer, but for no longer than ``seconds``: then every caller of the batch fails, and
+    the connection is closed (the next probe opens another).
+
+    Attributes:
+        probes: Queries sent.
+        probed: Keys they asked for.
+    """
+
+    def __init__(self, conn: ProbeConn, seconds: float) -> None:
+        self._conn = conn
+        self._seconds = seconds
+        self._batch: _Batch | None = None
+        self._turn = trio.Lock()
+        self.probes = 0
+        self.probed = 0
+
+    async def probe(
+        self,
+        keys: Iterable[tuple[str, str]],
+        ask: Callable[[list[tuple[str, str]]], Awaitable[Versions]] | None = None,
+    ) -> Versions:
+        """The committed version of each (kind, key), 0 if never written.
+
+        Args:
+            keys: The entities.
+            ask: How to read the versions of sorted keys, instead of the probe connection
+                (an inline store's reads).
+
+        Raises:
+            StoreError: PostgreSQL cannot be read, or did not answer within the deadline.
+        """
+        wanted = set(keys)
+        batch = self._batch
+        if batch is not None:
+            batch.keys |= wanted
+            await batch.done.wait()
+        else:
+            batch = self._batch = _Batch(set(wanted))  # its own set: others add to it
+            try:
+                await self._ask(batch, ask)
+            finally:
+                batch.done.set()
+        if batch.error is not None:
+            raise StoreError(str(batch.error)) from batch.error
+        return {k: batch.versions.get(k, 0) for k in wanted}
+
+    async def _ask(
+        self, batch: _Batch, ask: Callable[[list[tuple[str, str]]], Awaitable[Versions]] | None
+    ) -> None:
+        answered = False
+        with trio.CancelScope(shield=True, deadline=trio.current_time() + self._seconds):
+            try:
+                await trio.lowlevel.cancel_shielded_checkpoint()  # let the others join
+                await self._turn.acquire()  # they join while the last one is out
+            finally:
+                self._batch = None
+            try:
+                self.probes += 1
+                self.probed += len(batch.keys)
+                if ask is not None:
+                    batch.versions = await ask(sorted(batch.keys))
+                else:
+                    batch.versions = await self._conn.versions(batch.keys)
+                answered = True
+            except StoreError as exc:
+                batch.error = exc
+            finally:
+                self._turn.release()
+        if not answered and batch.error is None:  # the deadline passed
+            batch.error = StoreError(
+                f"read failed: PostgreSQL did not answer within {self._seconds:g} s"
+            )

@@ -22,6 +22,7 @@ from psycopg.adapt import Dumper, Loader
 from psycopg.pq import Format
 
 from agora.store.neutral import MissingTable
+from agora.store.pg_bound import Cutter
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -157,11 +158,26 @@ class PgConn:
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self.raw = conn
+        self._cutter = Cutter(conn.pgconn.socket)
         self.begin: str | None = None
         self.began = False
         self.ahead: tuple[str, Any] | None = None
         self.ahead_rows: list[Any] | None = None
         self.committing = False
+
+    @property
+    def usable(self) -> bool:
+        """Whether the connection may serve another read (neither closed nor broken)."""
+        return not (self.raw.closed or self.raw.broken)
+
+    def cut(self) -> None:
+        """End every wait on the connection at once, from any thread (`Cutter`)."""
+        self._cutter.cut()
+
+    def close(self) -> None:
+        """Close the connection (by the thread using it, or when none does); never raises."""
+        self.raw.close()
+        self._cutter.close()
 
     def execute(self, sql: str, parameters: Any = (), /) -> PgCursor:
         """Run one statement (after the pending ``begin`` and ``ahead``, in one round trip)."""
@@ -234,7 +250,7 @@ class PgConn:
             if result.status != pq.ExecStatus.COMMAND_OK:
                 failed = result.error_message
         if failed is not None or pgconn.status != pq.ConnStatus.OK:
-            self.raw.close()
+            self.close()
             raise psycopg.OperationalError(f"a read's COMMIT failed: {failed!r}")
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import psycopg
 
@@ -39,39 +39,26 @@ from agora.store.diskfault import name_pg, pg_cause
 from agora.store.guard import guarded_keys, judge, kept_changes
 from agora.store.neutral import Conflict, payload_lines
 from agora.store.outage import Teller
+from agora.store.pg_bound import Cutter
+from agora.store.pg_guard_sql import (
+    BUMP,
+    BUMP_Q,
+    CREATE_Q,
+    LOCK_Q,
+    NOTIFY,
+    NOTIFY_Q,
+    columns,
+    lock_rows,
+    run_job,
+)
 from agora.store.pg_pipe import Pipe, Unsupported
 from agora.store.pg_sql import connect, convert
 from agora.store.writer import _DROPPED, Job, Writer
-from agora.store.writer_child import note_statement
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 log = logging.getLogger(__name__)
-
-# One statement text each, whatever the batch's size (keys travel as arrays), so psycopg
-# prepares each once per connection and the server plans it once: a batch costs the same few
-# statements whether it guards one entity or hundreds.
-_CREATE = (
-    "INSERT INTO agora_entities (kind, key, version) "
-    "SELECT kind, key, 0 FROM unnest(%s::text[], %s::text[]) AS k(kind, key) "
-    "ON CONFLICT DO NOTHING"
-)
-_LOCK = (
-    "SELECT e.kind, e.key, e.version FROM agora_entities AS e "
-    "JOIN unnest(%s::text[], %s::text[]) AS k(kind, key) ON e.kind = k.kind AND e.key = k.key "
-    "ORDER BY e.kind, e.key FOR UPDATE OF e"
-)
-_BUMP = (
-    "UPDATE agora_entities AS e SET version = v.version "
-    "FROM unnest(%s::text[], %s::text[], %s::bigint[]) AS v(kind, key, version) "
-    "WHERE e.kind = v.kind AND e.key = v.key"
-)
-_NOTIFY = "SELECT pg_notify(%s, p) FROM unnest(%s::text[]) AS p"
-# The same, as `Pipe` takes them.
-_CREATE_Q, _LOCK_Q, _BUMP_Q, _NOTIFY_Q = (
-    q.replace("%s", "?") for q in (_CREATE, _LOCK, _BUMP, _NOTIFY)
-)
 
 #: Jobs per transaction when a failed batch is rerun one savepoint per job.
 SAVEPOINTS_PER_TRANSACTION = 64
@@ -107,6 +94,11 @@ class PgWriter(Writer):
         self._url = url
         self._channel = channel
         self.backend_pid: int = self._conn.info.backend_pid
+        #: Cuts the write connection from the Trio thread (`cut`).
+        self._cutter = Cutter(self._conn.pgconn.socket)
+        #: `cut` was called during the current batch: it is not run again on a new
+        #: connection (its callers were answered; the server may not answer a new one).
+        self._was_cut = False
         self.conflicts = 0
         self.notes_sent = 0
         self.reconnects = 0
@@ -126,6 +118,14 @@ class PgWriter(Writer):
     def close(self) -> None:
         """Close the write connection (after `stop`)."""
         self._conn.close()
+        self._cutter.close()
+
+    def cut(self) -> None:
+        """Cut the write connection (any thread): a batch waiting on a PostgreSQL that does
+        not answer fails at once, as on a lost connection, and the next one reconnects.
+        Its callers were already answered (their deadline passed)."""
+        self._was_cut = True
+        self._cutter.cut()
 
     def _commit_reconnecting(self, batch: list[Job]) -> list[BaseException | None]:
         """`_commit`, once more on a fresh connection if the connection broke before COMMIT
@@ -134,7 +134,7 @@ class PgWriter(Writer):
         try:
             return self._commit(batch)
         except psycopg.OperationalError as exc:
-            if self._committing:
+            if self._committing or self._was_cut:
                 raise
             if not self.teller.failed("the writer", exc):
                 log.warning("the database connection broke (%s); reconnecting", one_line(exc))
@@ -148,7 +148,7 @@ class PgWriter(Writer):
             return
         batch = self._take(batch)
         outcomes: list[BaseException | None]
-        self._committing = False
+        self._committing = self._was_cut = False
         self._notes = 0
         clock, cpu_clock = time.perf_counter, time.thread_time
         queued = batch[0].queued
@@ -221,7 +221,10 @@ class PgWriter(Writer):
 
     def _ensure_connected(self) -> None:
         if self._conn.closed or self._conn.broken:
+            self._conn.close()
+            self._cutter.close()  # (it kept the lost connection's socket open)
             self._conn = connect(self._url)
+            self._cutter = Cutter(self._conn.pgconn.socket)
             self.backend_pid = self._conn.info.backend_pid
             self.reconnects += 1
 
@@ -232,6 +235,7 @@ class PgWriter(Writer):
                 conn.execute("ROLLBACK")
         except psycopg.Error:
             conn.close()
+            self._cutter.close()
 
     def _commit(self, batch: list[Job]) -> list[BaseException | None]:
         try:
@@ -271,9 +275,9 @@ class PgWriter(Writer):
         keys, fresh = guarded_keys(batch)
         first = [pipe.wire("BEGIN", ())]
         if fresh:
-            first.append(pipe.wire(_CREATE_Q, _columns(fresh)))
+            first.append(pipe.wire(CREATE_Q, columns(fresh)))
         if keys:
-            first.append(pipe.wire(_LOCK_Q, _columns(keys)))
+            first.append(pipe.wire(LOCK_Q, columns(keys)))
         results = pipe.run(first)
         current: dict[tuple[str, str], int] = {}
         if keys:
@@ -286,11 +290,11 @@ class PgWriter(Writer):
                 current[(bytes(kind).decode(), bytes(key).decode())] = int(bytes(version))
         outcomes, accepted, changes = judge(batch, current)
         notes = payload_lines(changes, [u for i in accepted for u in batch[i].updated])
-        second = [pipe.wire(_BUMP_Q, _columns(changes))] if changes else []
+        second = [pipe.wire(BUMP_Q, columns(changes))] if changes else []
         for i in accepted:
             second += writes[i]
         if notes:
-            second.append(pipe.wire(_NOTIFY_Q, (self._channel, notes)))
+            second.append(pipe.wire(NOTIFY_Q, (self._channel, notes)))
         second.append(pipe.wire("COMMIT", ()))
         self._notes = len(notes)
         self._committing = True  # sent with the writes: their fate is COMMIT's
@@ -307,36 +311,36 @@ class PgWriter(Writer):
                 pass  # psycopg's own pipeline below sends any type it adapts
             with conn.pipeline():
                 conn.execute("BEGIN")
-                current = _lock(conn, batch)
+                current = lock_rows(conn, batch)
         else:
             conn.execute("BEGIN")
-            current = _lock(conn, batch)
+            current = lock_rows(conn, batch)
         outcomes, accepted, changes = judge(batch, current)
         notes = payload_lines(changes, [u for i in accepted for u in batch[i].updated])
         self._second = (time.perf_counter(), time.thread_time())
         if pipelined:
             with conn.pipeline():
                 if changes:
-                    conn.execute(_BUMP, _columns(changes))
+                    conn.execute(BUMP, columns(changes))
                 for i in accepted:
                     for sql, params in batch[i].writes:
                         conn.execute(*convert(sql, params))
                 if notes:
-                    conn.execute(_NOTIFY, (self._channel, notes))
+                    conn.execute(NOTIFY, (self._channel, notes))
                 self._notes = len(notes)
                 self._committing = True  # sent with the writes: their fate is COMMIT's
                 conn.execute("COMMIT")
             return outcomes
         for i in accepted:
-            outcomes[i] = _run_job(conn, batch[i])
+            outcomes[i] = run_job(conn, batch[i])
         # A failed job's version is not bumped and its change not announced.
         kept = kept_changes(batch, outcomes, changes)
         if kept:
-            conn.execute(_BUMP, _columns(kept))
+            conn.execute(BUMP, columns(kept))
         uris = [u for job, o in zip(batch, outcomes, strict=True) if o is None for u in job.updated]
         notes = payload_lines(kept, uris)
         if notes:
-            conn.execute(_NOTIFY, (self._channel, notes))
+            conn.execute(NOTIFY, (self._channel, notes))
         self._notes += len(notes)
         self._committing = True
         conn.execute("COMMIT")
@@ -358,36 +362,3 @@ def _broken(exc: psycopg.OperationalError, *, unknown: bool) -> StoreError:
         )
     error.__cause__ = exc
     return error
-
-
-def _lock(conn: psycopg.Connection[Any], batch: list[Job]) -> dict[tuple[str, str], int]:
-    """Create the guarded rows that should exist, lock every guarded row; their versions."""
-    keys, fresh = guarded_keys(batch)
-    if not keys:
-        return {}
-    if fresh:
-        conn.execute(_CREATE, _columns(fresh))
-    rows = conn.execute(_LOCK, _columns(keys)).fetchall()
-    return {(r[0], r[1]): int(r[2]) for r in rows}
-
-
-def _columns(rows: list[tuple[Any, ...]]) -> list[list[Any]]:
-    """``[(a, b), (c, d)]`` as ``[[a, c], [b, d]]``: one array parameter per column."""
-    return [list(column) for column in zip(*rows, strict=True)]
-
-
-def _run_job(conn: psycopg.Connection[Any], job: Job) -> BaseException | None:
-    conn.execute("SAVEPOINT job")
-    sql = ""
-    try:
-        for sql, params in job.writes:
-            conn.execute(*convert(sql, params))
-    except psycopg.errors.Error as exc:
-        if conn.broken:
-            raise
-        conn.execute("ROLLBACK TO SAVEPOINT job")
-        conn.execute("RELEASE SAVEPOINT job")
-        note_statement(exc, sql)
-        return exc
-    conn.execute("RELEASE SAVEPOINT job")
-    return None

@@ -277,6 +277,11 @@ class Store:
                     if not waiter.done:
                         self._give_up(waiter)
 
+    #: Why a write can wait past its deadline before its transaction began, and why a
+    #: commit can fail to return, as the log and the error's message say it.
+    _queued_cause = "another process holding its write lock?"
+    _stalled_cause = "a stalled disk?"
+
     def _give_up(self, waiter: _Waiter) -> None:
         if self._writer.abandon(waiter):
             log.warning(
@@ -285,20 +290,24 @@ class Store:
             )
             error = StoreError(
                 f"write not saved: the database did not take it within "
-                f"{self.commit_timeout:g} s (another process holding its write lock?); "
-                "nothing was saved, retry later"
+                f"{self.commit_timeout:g} s ({self._queued_cause}); nothing was saved, retry later"
             )
         else:
             log.error(
-                "a commit did not finish within %g s; the disk may be stalled",
-                self.commit_timeout,
+                "a commit did not finish within %g s (%s)", self.commit_timeout, self._stalled_cause
             )
             error = StoreError(
                 f"write not acknowledged: its commit did not finish within "
-                f"{self.commit_timeout:g} s (a stalled disk?); it may or may not have been saved",
+                f"{self.commit_timeout:g} s ({self._stalled_cause}); it may or may not have "
+                "been saved",
                 outcome_unknown=True,
             )
+            self._commit_stalled()
         waiter.finish(error)
+
+    def _commit_stalled(self) -> None:
+        """A commit in flight passed its deadline; a disk's cannot be hurried (PostgreSQL's
+        connection can be cut)."""
 
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn(conn)`` against committed rows and return its result.
