@@ -38,6 +38,16 @@ ERRORS: dict[str, Exception] = {
     "unexpected": RuntimeError("secret detail that must not leak"),
     # Store failures no retry can cure (`agora.store.failures`): answered as a bug.
     "permanent-write": StoreError("write failed: IntegrityError: secret row", permanent=True),
+    # What libpq says of a PostgreSQL that is away names its address and user.
+    "store-away": StoreError(
+        'read failed: connection failed: connection to server at "10.9.8.7", port 55601 '
+        'failed: FATAL: password authentication failed for user "agora_ops"'
+    ),
+    "store-unknown": StoreError(
+        "write not acknowledged: the database connection broke during its COMMIT "
+        '(server at "10.9.8.7", port 55601); it may or may not have been saved',
+        outcome_unknown=True,
+    ),
     "permanent-commit": InternalError(
         "internal error; nothing was changed",
         permanent=True,
@@ -119,6 +129,42 @@ async def test_a_store_failure_no_retry_can_cure_is_answered_as_a_bug(kind, capl
         assert [r.levelname for r in lines] == ["ERROR"], caplog.text  # once, with the detail
         assert "IntegrityError: secret row" in lines[0].getMessage()
     assert "secret" not in str(shaped_reply) + str(plain_reply)
+
+
+@pytest.mark.parametrize("kind", ["store-away", "store-unknown"])
+async def test_a_store_failure_reaches_clients_in_fixed_words_and_its_detail_the_log(kind, caplog):
+    caplog.set_level(logging.WARNING)
+    seen: list[Failure] = []
+
+    def keep(failure: Failure) -> dict[str, Any]:
+        seen.append(failure)
+        return shaped(failure)
+
+    sets = [_toolset("shaped", shape_failure=keep), _toolset("plain")]
+    with trio.fail_after(20):
+        async with open_server(Config(db=":memory:"), toolsets=sets, listen=False) as server:
+            replies = [await _call(server, f"{name}_fail", kind) for name in ("shaped", "plain")]
+    (failure,) = seen
+    unknown = kind == "store-unknown"
+    assert failure.message == (
+        "the change may or may not have been saved (the database did not confirm it)"
+        if unknown
+        else "the database is unavailable or did not answer in time; nothing was changed"
+    )
+    assert (failure.kind, failure.retryable, failure.outcome_unknown) == (
+        "store",
+        not unknown,
+        unknown,
+    )
+    for reply in replies:
+        answer = str(reply)
+        for secret in ("10.9.8.7", "55601", "agora_ops", "password", "connection to server"):
+            assert secret not in answer, answer
+        correlation = re.search(r"corr-[0-9a-f]{16}", answer)
+        assert correlation is not None, answer
+        lines = [r.getMessage() for r in caplog.records if correlation.group(0) in r.getMessage()]
+        assert len(lines) == 1, caplog.text
+        assert '"10.9.8.7", port 55601' in lines[0]  # the detail, for the operator
 
 
 async def test_without_a_hook_failures_are_text_and_a_bug_is_32603_with_its_id(caplog):

@@ -85,6 +85,7 @@ async def test_calls_and_shutdown_are_bounded_while_postgresql_is_stalled(pg_url
         # A write whose COMMIT may have gone out says so; the others are retryable.
         assert "retry" in text or "may or may not have been saved" in text, (tool, result)
         assert "correlation" in text, (tool, result)
+        assert "127.0.0.1" not in text, (tool, result)  # fixed words: no address, no libpq
     assert process.returncode == 0, log
     assert stopped < GRACE + COMMIT + SLACK, (stopped, log)
     assert "Traceback" not in log, log

@@ -154,7 +154,7 @@ async def test_a_refused_state_change_answers_a_browser_html_and_the_page_s_fetc
     ("exc", "status", "said"),
     [
         pytest.param(RuntimeError("a bug"), 500, "internal error", id="bug"),
-        pytest.param(StoreError("disk full", cause="disk_full"), 503, "disk full", id="store"),
+        pytest.param(StoreError("disk full", cause="disk_full"), 503, "disk is full", id="store"),
     ],
 )
 def test_a_page_route_that_failed_answers_a_browser_html(exc, status, said):

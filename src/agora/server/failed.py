@@ -4,6 +4,8 @@
 `ProtocolError` never come here) into a `Failure`: the command's entity failed
 (`InternalError`), its actor stopped (`ActorStopped`), the store failed (`StoreError`), or a
 bug. Each is logged once under a fresh correlation id that the client is given too. A store
+failure reaches the client in fixed words (`store_words`: its message may hold the
+database's address, user and the driver's text), its detail in that log line. A store
 failure no retry can cure (`agora.store.failures`: a bug in SQL, a schema changed under the
 server) is answered as a bug: a fixed text, not retryable, its details only in the log.
 `failed_reply` words the answer, in the toolset's vocabulary when its ``shape_failure`` hook
@@ -17,7 +19,14 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Final
 
-from agora.errors import ActorStopped, Failure, FailureKind, StoreError, new_correlation_id
+from agora.errors import (
+    STORE_CAUSES,
+    ActorStopped,
+    Failure,
+    FailureKind,
+    StoreError,
+    new_correlation_id,
+)
 from agora.logsafe import loggable, one_line
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.results import tool_result
@@ -31,6 +40,21 @@ log = logging.getLogger("agora.server.connection")  # the operator's filters nam
 
 #: What a client is told of a store failure no retry can cure (the details are logged).
 STORE_BUG: Final = "internal error; nothing was changed"
+#: What a client is told of a store failure a retry may cure: fixed words, whatever the
+#: database or its driver said (libpq names the server's address, port and user).
+STORE_AWAY: Final = "the database is unavailable or did not answer in time; nothing was changed"
+#: The same when a commit was in flight (`StoreError.outcome_unknown`).
+STORE_UNKNOWN: Final = "the change may or may not have been saved (the database did not confirm it)"
+
+
+def store_words(exc: StoreError) -> str:
+    """What a client is told of ``exc`` (a store failure a retry may cure): the disk's part
+    when the disk is to blame, else fixed words; the database's own words stay in the log."""
+    if exc.outcome_unknown:
+        return STORE_UNKNOWN
+    if exc.cause is not None:
+        return f"{STORE_CAUSES[exc.cause]}; nothing was changed"
+    return STORE_AWAY
 
 
 def failure_of(inv: Invoke, exc: Exception) -> Failure:
@@ -71,10 +95,12 @@ def _failure(where: str, tool: str, exc: Exception) -> Failure:
             if isinstance(exc, InternalError)
             else ("stopped" if isinstance(exc, ActorStopped) else "store")
         )
-        log.warning("%s failed: %s (correlation %s)", where, exc, correlation)
+        log.warning("%s failed: %s (correlation %s)", where, one_line(exc), correlation)
         unknown = bool(getattr(exc, "outcome_unknown", False))
         cause = getattr(exc, "cause", None)  # the disk's part, named in the message
-        return Failure(kind, str(exc), not unknown, correlation, tool, unknown, cause)
+        # An entity's failure is already worded for clients; the store's is the database's.
+        said = store_words(exc) if isinstance(exc, StoreError) else str(exc)
+        return Failure(kind, said, not unknown, correlation, tool, unknown, cause)
     log.error("%s failed (correlation %s)", where, correlation, exc_info=exc)
     return Failure("unexpected", "internal error", False, correlation, tool)
 
