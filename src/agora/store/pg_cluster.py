@@ -1,11 +1,11 @@
 """What nodes sharing one PostgreSQL database settle between them with advisory locks.
 
 Migrating: nodes starting together take turns on a lock named after the namespace (the
-``search_path`` schema), so each step runs once, in its own transaction, and records its
-version in ``agora_schema`` (the same versions table the SQLite side keeps); which steps are
-due is `agora.store.migrations.plan`'s. Background tasks that must run once per cluster hold a
-`ClusterLock` (see `agora.store.pg.PgStore.try_singleton`). Opening the store is
-`agora.store.pg`'s; this module must stay free of toolsets.
+``search_path`` schema), so each step runs once and records its version in ``agora_schema``
+(the same versions table the SQLite side keeps), all of one start in one transaction; which
+steps are due is `agora.store.migrations.plan`'s. Background tasks that must run once per
+cluster hold a `ClusterLock` (see `agora.store.pg.PgStore.try_singleton`). Opening the store
+is `agora.store.pg`'s; this module must stay free of toolsets.
 """
 
 from __future__ import annotations
@@ -36,8 +36,10 @@ CORE_TABLES = (
 def migrate(url: str, migrations: Iterable[Migration]) -> tuple[str, dict[str, int]]:
     """Create the core tables and apply every component's PostgreSQL steps.
 
-    Nodes starting together take turns on a transaction-level advisory lock per step, so
-    each step runs once. Returns the namespace and the versions after migrating.
+    Nodes starting together take turns on a session-level advisory lock, so each step runs
+    once. Every step of this start runs in one transaction: if one fails, none is kept
+    (nor the core tables of a new namespace). Returns the namespace and the versions after
+    migrating.
 
     Raises:
         StoreError: a step has no PostgreSQL statements or is malformed (refused before any
@@ -49,16 +51,19 @@ def migrate(url: str, migrations: Iterable[Migration]) -> tuple[str, dict[str, i
         schema = str(found[0]) if found else "public"
         conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"agora:{schema}:migrate",))
         try:
-            for sql in CORE_TABLES:
-                conn.execute(sql)
-            rows = conn.execute("SELECT component, version FROM agora_schema").fetchall()
-            current = {r[0]: int(r[1]) for r in rows}
-            for component, todo in plan(current, steps, POSTGRESQL):
-                for step in todo:
-                    if step.version <= current.get(component, 0):
-                        continue
-                    _apply(conn, step)
-                    current[component] = step.version
+            # One transaction for the whole start (PostgreSQL's DDL is transactional): a
+            # step that fails leaves the namespace as it was, not half migrated.
+            with conn.transaction():
+                for sql in CORE_TABLES:
+                    conn.execute(sql)
+                rows = conn.execute("SELECT component, version FROM agora_schema").fetchall()
+                current = {r[0]: int(r[1]) for r in rows}
+                for component, todo in plan(current, steps, POSTGRESQL):
+                    for step in todo:
+                        if step.version <= current.get(component, 0):
+                            continue
+                        _apply(conn, step)
+                        current[component] = step.version
         finally:
             conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (f"agora:{schema}:migrate",))
     return schema, current
@@ -66,7 +71,7 @@ def migrate(url: str, migrations: Iterable[Migration]) -> tuple[str, dict[str, i
 
 def _apply(conn: psycopg.Connection[Any], step: Migration) -> None:
     try:
-        with conn.transaction():
+        with conn.transaction():  # a savepoint in the start's transaction
             # plan() refused, before any step ran, a step without PostgreSQL statements.
             for sql in step.statements(POSTGRESQL) or ():
                 conn.execute(sql)

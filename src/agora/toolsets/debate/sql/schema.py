@@ -103,10 +103,35 @@ def _migrate_v1(db: sqlite_utils.Database) -> None:
 
 # PostgreSQL: the same tables (the DDL is plain SQL both accept); no FTS5 table and trigger,
 # but a pg_trgm GIN index on the folded body, which serves the same ``LIKE '%...%'``.
+# An extension is installed once per database, in one schema, and several agora clusters
+# may share the database, each in a schema of its own (docs/scale-out.md, "Namespaces"). So
+# it is created in ``public`` (in this namespace's schema if ``public`` is gone or closed to
+# this role), never in whichever schema comes first on this cluster's path, and the index
+# names the operator class with the schema the extension is in: another cluster's path
+# need not hold it.
+_TRIGRAM_INDEX = """
+DO $agora$
+DECLARE
+  home text;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm') THEN
+    BEGIN
+      CREATE EXTENSION pg_trgm SCHEMA public;
+    EXCEPTION WHEN invalid_schema_name OR insufficient_privilege THEN
+      CREATE EXTENSION pg_trgm;
+    END;
+  END IF;
+  SELECT n.nspname INTO home FROM pg_extension AS e
+    JOIN pg_namespace AS n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm';
+  EXECUTE format(
+    'CREATE INDEX debate_messages_trgm ON debate_messages USING gin (body_folded %I.gin_trgm_ops)',
+    home);
+END
+$agora$
+"""
 _POSTGRESQL = [
     *(s for s in _SCHEMA.split(";") if s.strip() and "VIRTUAL TABLE" not in s),
-    "CREATE EXTENSION IF NOT EXISTS pg_trgm",
-    "CREATE INDEX debate_messages_trgm ON debate_messages USING gin (body_folded gin_trgm_ops)",
+    _TRIGRAM_INDEX,
 ]
 
 

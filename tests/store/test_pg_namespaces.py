@@ -1,0 +1,93 @@
+"""Several agora clusters in one PostgreSQL database, one schema each: every one starts.
+
+docs/scale-out.md's recipe puts each cluster in a schema of its own
+(``options=-csearch_path%3Dteam_a%2Cpublic``). Before, the debate's migration created
+``pg_trgm`` in the first schema on the path (team_a's) and named its operator class
+unqualified, so the second cluster (team_b) failed to start: ``operator class
+"gin_trgm_ops" does not exist for access method "gin"``; and a failed start left the
+schema half migrated (the steps before the failing one committed). Now the extension lives
+in ``public`` (or where it already is) and the index names its schema, and a start whose
+migration fails leaves nothing. Each test runs in a fresh database of its own, without
+pg_trgm (the suite's database has it in ``public`` already). Needs AGORA_TEST_PG.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import TYPE_CHECKING
+
+import pytest
+import trio
+
+from agora.errors import StoreError
+from agora.store.migrations import Migration
+from agora.toolsets.debate.sql.schema import MIGRATIONS
+
+pytest.importorskip("psycopg", reason="needs: psycopg (pip install '.[pg]')")
+
+import psycopg
+
+from agora.store.pg import open_pg_store
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+WAIT = 60
+
+
+@pytest.fixture
+def fresh_db(pg_url: str) -> Iterator[str]:
+    """The URL (no options) of a new database, dropped at the end."""
+    server = pg_url.split("?", 1)[0]
+    name = f"agora_ns_{secrets.token_hex(4)}"
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = server.rsplit("/", 1)[0] + f"/{name}"
+    yield url
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _in(url: str, *path: str) -> str:
+    with psycopg.connect(url, autocommit=True) as conn:
+        for schema in path:
+            if schema != "public":
+                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+    return f"{url}?options=-csearch_path%3D{'%2C'.join(path)}"
+
+
+def _tables(url: str, schema: str) -> list[str]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s "
+            "ORDER BY table_name",
+            (schema,),
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+async def test_two_namespaces_in_one_database_each_migrate_the_debate(fresh_db):
+    with trio.fail_after(WAIT):
+        for path in (("team_a", "public"), ("team_b", "public"), ("team_c",)):
+            async with open_pg_store(_in(fresh_db, *path), MIGRATIONS) as store:
+                assert store.schema == path[0]
+                assert store.versions["debate"] == 5
+    for schema in ("team_a", "team_b", "team_c"):
+        assert "debate_messages" in _tables(fresh_db, schema), schema
+    with psycopg.connect(fresh_db) as conn:
+        (where,) = conn.execute(
+            "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+            "WHERE e.extname = 'pg_trgm'"
+        ).fetchone()
+    assert where == "public"  # where every namespace finds it, not the first one's schema
+
+
+async def test_a_migration_that_fails_leaves_its_namespace_empty(fresh_db):
+    broken = Migration("broken", 1, sql={"postgresql": ["CREATE TABLE nope (x no_such_type)"]})
+    url = _in(fresh_db, "team_d")
+    with trio.fail_after(WAIT), pytest.raises(StoreError, match="migration broken v1 failed"):
+        async with open_pg_store(url, [*MIGRATIONS, broken]):
+            pass
+    assert _tables(fresh_db, "team_d") == []  # before: the debate's tables and the core's
+    async with open_pg_store(url, MIGRATIONS) as store:  # and it starts once fixed
+        assert store.versions["debate"] == 5
