@@ -59,7 +59,8 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     #: Open the SQLite file shared: agora processes that all open it shared (``agora serve``
     #: beside ``agora stdio --db``) run on it together, their writes under a version guard
     #: and their waiters woken by each other's commits; an unshared process is refused
-    #: beside them. Off: one process per file, the fastest path. PostgreSQL is always shared.
+    #: beside them. Off: one process per file, the fastest path. PostgreSQL is always shared
+    #: (the setting is ignored there, said in a warning at start).
     shared: bool = False
     #: Run the SQLite writer's statements and COMMITs in a child process (``python -I -S``, one
     #: per open database file), so that they never wait for the GIL the event loop holds;

@@ -9,6 +9,7 @@ is `agora.store.sqlite.Store`, also importable from here as before.
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 from contextlib import ExitStack, asynccontextmanager
@@ -45,6 +46,8 @@ __all__ = [
     "open_store",
 ]
 
+log = logging.getLogger(__name__)
+
 #: The test suite's switch to run every SQLite store on PostgreSQL (`agora.store.pg_redirect`).
 TEST_BACKEND_ENV = "AGORA_TEST_BACKEND"
 #: Why a file the server may not write is refused at open (the words its callers would get).
@@ -79,7 +82,8 @@ async def open_store(
         commit_timeout: Seconds a write waits for its commit (see `Store.write`).
         shared: Open a SQLite file so that other agora processes opening it shared may use
             it at the same time: writes under the version guard, their changes followed
-            (`agora.store.sqlite_shared`). Ignored for PostgreSQL, which is always shared.
+            (`agora.store.sqlite_shared`). Ignored for PostgreSQL, which is always shared
+            (said in a warning).
         writer_process: Run the writer's statements and COMMITs in a child process
             (`agora.store.writer_process`), out of this process's GIL; False runs them in
             the writer thread. Only for an unshared file (not ``:memory:``, not shared).
@@ -98,8 +102,13 @@ async def open_store(
             from agora.store.pg import open_pg_store
         except ImportError as exc:
             raise StoreError(
-                "a postgresql:// database needs psycopg: pip install 'agora-mcp[pg]'"
+                "a postgresql:// database needs psycopg: pip install '.[pg]' in agora's checkout"
             ) from exc
+        if shared:
+            log.warning(
+                "shared = true (--shared) is for a SQLite file; a postgresql:// database is "
+                "always shared by the nodes that open it, so the setting is ignored"
+            )
         async with open_pg_store(
             path,
             migrations,
