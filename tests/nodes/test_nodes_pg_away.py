@@ -32,7 +32,7 @@ async def test_postgresql_away_is_told_once_then_summarised_then_back(cluster):
     (node,) = cluster(1)  # every toolset: their background tasks all hold cluster locks
     with stopped_cleanly([node]), trio.fail_after(TIMEOUT):
         run = await plan(node.url, "before")  # the node works; the run's actor stays loaded
-        await node.wait_for_log("this node runs background task phase_timeout_task")
+        await node.wait_for_log("this node runs background task debate: phase_timeout_task")
         before = len(node.lines)
         await trio.to_thread.run_sync(pg, "stop")
         try:

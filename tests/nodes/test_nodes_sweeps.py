@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from e2e_process import AgoraProcess
 
 TIMEOUT = 60
-TAKES = r"runs background task (\S+) for the cluster"
+TAKES = r"runs background task (.+?) for the cluster"
 
 
 async def test_a_sweep_has_one_runner_and_moves_when_its_node_is_killed(cluster):

@@ -17,6 +17,7 @@ this node's own memory in shape (a cache, a pool of pre-built objects) is marked
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -37,6 +38,10 @@ BackgroundTask = Callable[["Runtime"], Awaitable[None]]
 
 
 _NODE_LOCAL = "agora_node_local"
+#: The step a `periodic` task repeats (its name is the one the log shows).
+_STEP = "agora_step"
+#: How the log names the background task the current Trio task supervises (`supervise`).
+_LABEL: contextvars.ContextVar[str] = contextvars.ContextVar("agora_background_label")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -81,15 +86,19 @@ def periodic(seconds: float, step: BackgroundTask) -> BackgroundTask:
             try:
                 await step(runtime)
             except StoreError as exc:  # the database is away (restarting?): an event, not a bug
-                _store_failed(runtime, f"background step {_name(step)}", exc, seconds)
+                what = f"background step {_LABEL.get(readable(step))}"
+                _store_failed(runtime, what, exc, seconds)
             except Exception:
                 log.exception(
-                    "background step %s failed; it runs again in %s s", _name(step), seconds
+                    "background step %s failed; it runs again in %s s",
+                    _LABEL.get(readable(step)),
+                    seconds,
                 )
             next_at = max(next_at + seconds, trio.current_time())
             await trio.sleep_until(next_at)
 
     task.__name__ = task.__qualname__ = f"periodic({_name(step)})"
+    setattr(task, _STEP, step)
     return task
 
 
@@ -106,19 +115,29 @@ def _store_failed(runtime: Runtime, what: str, exc: StoreError, seconds: float) 
         log.warning("%s failed (%s); it runs again in %s s", what, one_line(exc), seconds)
 
 
-async def supervise(task: BackgroundTask, runtime: Runtime) -> None:
+async def supervise(task: BackgroundTask, runtime: Runtime, label: str = "") -> None:
     """Run one background task; an exception is logged and ends that task, not the server.
 
     On a shared store the task runs only on the node holding its cluster-wide lock, unless
-    it is `node_local`.
+    it is `node_local`. ``label`` names it in the log (``<toolset>: <task>``; `readable`
+    when empty).
     """
+    label = label or readable(task)
+    _LABEL.set(label)
     try:
         if runtime.store.shared and not getattr(task, _NODE_LOCAL, False):
-            await _once_per_cluster(task, runtime)
+            await _once_per_cluster(task, runtime, label)
         else:
             await task(runtime)
     except Exception:
-        log.exception("background task %s crashed; it stays stopped until restart", _name(task))
+        log.exception("background task %s crashed; it stays stopped until restart", label)
+
+
+def readable(task: Callable[..., object]) -> str:
+    """A background task's name as the log shows it: the name it was defined with, without
+    the scopes around it (``build_toolset.<locals>.``) or `periodic`'s wrapper."""
+    name = _name(getattr(task, _STEP, task))
+    return name.rpartition("<locals>.")[2]
 
 
 #: Seconds between two attempts at a task's cluster lock, and between two checks that the
@@ -126,32 +145,32 @@ async def supervise(task: BackgroundTask, runtime: Runtime) -> None:
 SINGLETON_RETRY = 2.0
 
 
-async def _once_per_cluster(task: BackgroundTask, runtime: Runtime) -> None:
+async def _once_per_cluster(task: BackgroundTask, runtime: Runtime, label: str) -> None:
     store: Any = runtime.store
     outage = getattr(store, "outage", None)
-    name = _name(task)
+    name = _name(task)  # the lock's name, the same on every node and version
     while True:
         try:
             lock = await store.try_singleton(name)
         except StoreError as exc:  # the database is away (restarting?): try again later
             if outage is not None:
-                outage.failed(f"the cluster lock of {name}", exc)
+                outage.failed(f"the cluster lock of {label}", exc)
             else:
                 log.warning(
-                    "cannot take the cluster lock of %s (%s); retrying", name, one_line(exc)
+                    "cannot take the cluster lock of %s (%s); retrying", label, one_line(exc)
                 )
             lock = None
         else:
             if outage is not None:  # the database answered (whoever holds the lock)
-                outage.answered(f"the cluster lock of {name}")
+                outage.answered(f"the cluster lock of {label}")
         if lock is None:
             await trio.sleep(SINGLETON_RETRY)
             continue
-        log.info("this node runs background task %s for the cluster", name)
+        log.info("this node runs background task %s for the cluster", label)
         finished = False
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_watch_lock, store, lock, name, nursery.cancel_scope)
+                nursery.start_soon(_watch_lock, store, lock, label, nursery.cancel_scope)
                 await task(runtime)
                 finished = True
                 nursery.cancel_scope.cancel()

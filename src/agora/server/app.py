@@ -19,7 +19,7 @@ import trio
 from agora import __version__
 from agora.mcp.catalog import Catalog
 from agora.mcp.session import Session
-from agora.runtime.background import supervise
+from agora.runtime.background import readable, supervise
 from agora.server.entries import catalog_entries, refuse_shadowed_tools, tool_entries, tool_names
 
 if TYPE_CHECKING:
@@ -174,8 +174,8 @@ class App:
         """Start every toolset's background tasks in ``nursery`` (cancelled at shutdown)."""
         for toolset in self.toolsets.values():
             for task in toolset.background:
-                name = f"{toolset.name}: {getattr(task, '__qualname__', task)}"
-                nursery.start_soon(supervise, task, self.runtime, name=name)
+                label = f"{toolset.name}: {readable(task)}"
+                nursery.start_soon(supervise, task, self.runtime, label, name=label)
 
     def endpoint(self, path: str, query: Mapping[str, str] | None = None) -> Endpoint | None:
         """The catalog for ``/mcp``, ``/mcp/<toolset>`` or ``/mcp/<toolset>/<param>``.

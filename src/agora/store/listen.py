@@ -35,7 +35,7 @@ RETRY_SECONDS = 0.5
 
 
 def _open(url: str, channel: str, lease: Lease | None = None) -> PgConn:
-    conn = PgConn(connect(url))
+    conn = PgConn(connect(url, role="listener"))
     if lease is not None:
         lease.adopt(conn)
     conn.raw.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))

@@ -201,7 +201,7 @@ class PgStore(Store):
         for old in lease.links:
             old.close()
         lease.links.clear()
-        return lease.adopt(PgConn(connect(self.url)))
+        return lease.adopt(PgConn(connect(self.url, role="reader")))
 
     def _read_in_thread(self, fn: Callable[[Any], T], lease: Lease, snapshot: bool) -> T:
         conn = lease.links[0] if lease.links else None

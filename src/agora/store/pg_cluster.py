@@ -46,7 +46,7 @@ def migrate(url: str, migrations: Iterable[Migration]) -> tuple[str, dict[str, i
             step runs), a step fails, or the schema is newer.
     """
     steps = list(migrations)
-    with connect(url) as conn:
+    with connect(url, role="migrate") as conn:
         found = conn.execute("SELECT current_schema()").fetchone()
         schema = str(found[0]) if found else "public"
         conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"agora:{schema}:migrate",))
@@ -101,7 +101,7 @@ class ClusterLock:
     def acquire(self) -> bool:
         """Try to take the lock (blocking I/O: in a thread, inside `lease`); whether it was
         taken."""
-        conn = self.lease.adopt(PgConn(connect(self._url)))
+        conn = self.lease.adopt(PgConn(connect(self._url, role="lock")))
         row = conn.raw.execute(
             "SELECT pg_try_advisory_lock(hashtext(%s))", (self._name,)
         ).fetchone()

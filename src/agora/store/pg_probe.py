@@ -47,7 +47,7 @@ _NAME = b"agora_probe"
 
 
 def _open(url: str, lease: Lease) -> PgConn:
-    conn = lease.adopt(PgConn(connect(url)))
+    conn = lease.adopt(PgConn(connect(url, role="probe")))
     query, _, types, _ = Pipe.wire(VERSIONS, ([], []))
     result = conn.raw.pgconn.prepare(_NAME, query, types)
     if result.status != pq.ExecStatus.COMMAND_OK:

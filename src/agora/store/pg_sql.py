@@ -11,8 +11,10 @@ This module does no Trio work.
 
 from __future__ import annotations
 
+import os
 import re
 import select
+import socket
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -254,18 +256,31 @@ class PgConn:
             raise psycopg.OperationalError(f"a read's COMMIT failed: {failed!r}")
 
 
-def connect(url: str, *, autocommit: bool = True) -> psycopg.Connection[Any]:
-    """A connection to ``url`` with agora's settings: keepalives, `Row` rows, bools as ints.
+def application_name(role: str) -> str:
+    """How this node's connection for ``role`` is named in ``pg_stat_activity``: ``agora``,
+    the node (host and process id: several nodes run on one host in tests and benches), and
+    what the connection is for; at most 63 bytes, PostgreSQL's limit."""
+    name = f"agora {socket.gethostname()}:{os.getpid()} {role}".strip()
+    return name.encode()[:63].decode(errors="ignore")
+
+
+def connect(url: str, *, autocommit: bool = True, role: str = "") -> psycopg.Connection[Any]:
+    """A connection to ``url`` with agora's settings: keepalives, `Row` rows, bools as ints,
+    and an ``application_name`` naming the node and ``role`` (`application_name`), unless
+    the URL or ``PGAPPNAME`` names it already.
 
     Raises:
         psycopg.Error: if the server cannot be reached.
     """
+    named = "application_name" in url or os.environ.get("PGAPPNAME")
+    extra = {} if named else {"application_name": application_name(role)}
     conn: psycopg.Connection[Any] = psycopg.connect(
         url,
         autocommit=autocommit,
         row_factory=row_factory,
         connect_timeout=10,
         **KEEPALIVES,  # type: ignore[arg-type]
+        **extra,  # type: ignore[arg-type]
     )
     conn.adapters.register_dumper(bool, _BoolAsInt)
     conn.adapters.register_loader("numeric", _NumericAsNumber)

@@ -90,7 +90,8 @@ class PgWriter(Writer):
         Raises:
             psycopg.Error: if the database cannot be reached.
         """
-        super().__init__(connect(url), group_commit=group_commit, deliver=deliver, trace=trace)
+        conn = connect(url, role="writer")
+        super().__init__(conn, group_commit=group_commit, deliver=deliver, trace=trace)
         self._url = url
         self._channel = channel
         self.backend_pid: int = self._conn.info.backend_pid
@@ -223,7 +224,7 @@ class PgWriter(Writer):
         if self._conn.closed or self._conn.broken:
             self._conn.close()
             self._cutter.close()  # (it kept the lost connection's socket open)
-            self._conn = connect(self._url)
+            self._conn = connect(self._url, role="writer")
             self._cutter = Cutter(self._conn.pgconn.socket)
             self.backend_pid = self._conn.info.backend_pid
             self.reconnects += 1
