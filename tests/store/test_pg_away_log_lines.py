@@ -89,3 +89,19 @@ async def test_a_background_task_waiting_for_its_lock_logs_one_line_per_attempt(
         assert line.startswith("cannot take the cluster lock of "), line
         assert "\n" not in line, line
         assert "\t" not in line, line
+
+
+def test_psycopgs_second_word_of_a_lost_pipeline_is_not_logged(caplog):
+    """psycopg logs ``error ignored terminating <psycopg.Pipeline [BAD]>: the connection is
+    lost`` when a pipeline ends on a connection already lost; agora gets the error that ended
+    it and tells it to the outage account, so that line (2-5 per outage) is dropped. Any
+    other psycopg warning is kept."""
+    import agora.store.pg_sql  # noqa: F401  (installs the filter)
+
+    psycopg_log = logging.getLogger("psycopg")
+    lost = psycopg.OperationalError("the connection is lost")
+    psycopg_log.warning("error ignored terminating %r: %s", "<psycopg.Pipeline [BAD]>", lost)
+    psycopg_log.warning("error ignored terminating %r: %s", "<psycopg.Copy>", "other trouble")
+    assert warnings(caplog, "psycopg") == [
+        "error ignored terminating '<psycopg.Copy>': other trouble"
+    ]

@@ -9,13 +9,16 @@ turns these into its answers (`agora.server.connection`); this module only build
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import logging
+from typing import TYPE_CHECKING, Any
 
 from agora.errors import STORE_CAUSES, AgoraError
-from agora.logsafe import loggable
+from agora.logsafe import loggable, one_line
 
 if TYPE_CHECKING:
     from agora.errors import StoreCause, StoreError
+
+log = logging.getLogger("agora.runtime.handling")  # the operator's filters name this one
 
 
 class InternalError(AgoraError):
@@ -31,8 +34,9 @@ class InternalError(AgoraError):
             ``handle`` returned something other than `Effects` (`not_effects`); nothing
             was changed.
             Not logged here: whoever reports it logs ``detail`` once, with its own id.
-        detail: What the operator needs of a ``permanent`` failure (the entity, the
-            database's words, the statement), never shown to a client; else empty.
+        detail: What the operator needs (the entity, the database's words, the statement
+            of a ``permanent`` failure), never shown to a client; the server logs it with
+            the call's correlation id. Empty: the message says it all.
     """
 
     def __init__(
@@ -49,7 +53,7 @@ class InternalError(AgoraError):
         self.cause = cause
         self.permanent = permanent
         self.detail = detail
-        if detail:  # shown with the traceback of a caller that logs one (a page, a task)
+        if detail and permanent:  # shown with the traceback of a caller that logs one
             self.add_note(detail)
 
 
@@ -80,10 +84,11 @@ def entity_name(kind: str, key: str) -> str:
     return f"{kind} {loggable(key)}"
 
 
-def commit_failed(exc: StoreError, where: str = "the entity") -> InternalError:
+def commit_failed(exc: StoreError, where: str = "the entity", detail: str = "") -> InternalError:
     """What the caller learns of a failed commit: nothing was saved (and why, when the disk
     refused it), or (when the store cannot tell) that the change may or may not have been
-    saved; a failure no retry can cure is a bug of ``where`` (`store_bug`)."""
+    saved; a failure no retry can cure is a bug of ``where`` (`store_bug`). ``detail``: for
+    the log line of the call's answer (`store_away`)."""
     if exc.permanent:
         return store_bug(where, "commit failed", exc)
     if exc.outcome_unknown:
@@ -91,10 +96,30 @@ def commit_failed(exc: StoreError, where: str = "the entity") -> InternalError:
             "the change may or may not have been saved (the database did not confirm it); "
             "read the current state before calling again",
             outcome_unknown=True,
+            detail=detail,
         )
     if exc.cause is not None:
         return InternalError(
             f"the change could not be saved: {STORE_CAUSES[exc.cause]}; nothing was changed",
             cause=exc.cause,
+            detail=detail,
         )
-    return InternalError("the change could not be saved; nothing was changed")
+    return InternalError("the change could not be saved; nothing was changed", detail=detail)
+
+
+def store_away(store: Any, where: str, doing: str, exc: StoreError) -> str:
+    """Account for a transient store failure of entity ``where`` (`entity_name`) while
+    ``doing`` it ("loading", "committing"); the detail for the caller's correlation line.
+
+    A store that keeps an outage account (PostgreSQL: `agora.store.outage.Outage`) is told
+    there, where calls failing while the database is away are one line, then a count; each
+    call's answer is still logged with its correlation id and this detail
+    (`agora.server.failed`). Elsewhere it is one ERROR line, as before.
+    """
+    detail = f"{where}: {doing} failed: {one_line(exc)}"
+    outage = getattr(store, "outage", None)
+    if outage is not None:
+        outage.failed(f"{doing} an entity", exc)
+    else:
+        log.error("%s", detail)
+    return detail

@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 from agora.errors import StoreError
 from agora.logsafe import entity_failed
 from agora.runtime.entity import Effects
-from agora.runtime.failures import InternalError, commit_failed, entity_name, not_effects, store_bug
+from agora.runtime.failures import (
+    InternalError,
+    commit_failed,
+    entity_name,
+    not_effects,
+    store_away,
+    store_bug,
+)
 from agora.runtime.guarding import RETRIES, stamp
 from agora.store.neutral import Busy, Conflict, Guard
 
@@ -367,18 +374,22 @@ class Handling:
         learn of the failed commit. A failure a retry may cure is logged here in one line; a
         permanent one is a bug, logged once by whoever reports it (`store_bug`)."""
         self._entity = None
-        if not exc.permanent:
-            entity_failed(log, self.kind.kind, self.key, f"commit failed: {exc}", trace=False)
-        return commit_failed(exc, entity_name(self.kind.kind, self.key))
+        where = entity_name(self.kind.kind, self.key)
+        if exc.permanent:
+            return commit_failed(exc, where)
+        return commit_failed(exc, where, store_away(self.runtime.store, where, "committing", exc))
 
     def _load_failed(self, exc: StoreError) -> InternalError:
         """What the caller learns when the store failed to load the entity. A transient
         failure (the database away) is an event, logged in one line without a traceback;
         a permanent one is a bug, logged once by whoever reports it (`store_bug`)."""
+        where = entity_name(self.kind.kind, self.key)
         if exc.permanent:
-            return store_bug(entity_name(self.kind.kind, self.key), "load failed", exc)
-        entity_failed(log, self.kind.kind, self.key, f"failed to load: {exc}", trace=False)
-        return InternalError(f"internal error in {self.kind.kind}; nothing was changed")
+            return store_bug(where, "load failed", exc)
+        detail = store_away(self.runtime.store, where, "loading", exc)
+        return InternalError(
+            f"internal error in {self.kind.kind}; nothing was changed", detail=detail
+        )
 
     def _created(self, now: Now | None = None) -> Any:
         """The entity the kind's optional ``create(key, now)`` knows to be new, else None.

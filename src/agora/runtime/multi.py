@@ -21,7 +21,7 @@ from agora.errors import ActorStopped, StoreError
 from agora.logsafe import entity_failed
 from agora.runtime.actor import RETRIES, InternalError, commit_failed
 from agora.runtime.entity import Effects
-from agora.runtime.failures import entity_name, not_effects
+from agora.runtime.failures import entity_name, not_effects, store_away
 from agora.store.neutral import Busy, Conflict, Guard
 
 if TYPE_CHECKING:
@@ -191,11 +191,11 @@ async def _attempt(
         _forget(held)
         return None
     except StoreError as exc:
-        if not exc.permanent:  # (a permanent one is logged once, by its reporter)
-            log.error("atomic operation over %d entities: commit failed: %s", len(held), exc)
         _forget(held)
-        where = ", ".join(entity_name(a.kind.kind, a.key) for a in held)
-        raise commit_failed(exc, f"atomic operation over {where}") from exc
+        where = "atomic operation over " + ", ".join(entity_name(a.kind.kind, a.key) for a in held)
+        # (A permanent failure is logged once, by its reporter.)
+        detail = "" if exc.permanent else store_away(runtime.store, where, "committing", exc)
+        raise commit_failed(exc, where, detail) from exc
     except BaseException:
         _forget(held)  # cancelled before the commit: memory may be ahead of the store
         raise

@@ -95,7 +95,9 @@ def _failure(where: str, tool: str, exc: Exception) -> Failure:
             if isinstance(exc, InternalError)
             else ("stopped" if isinstance(exc, ActorStopped) else "store")
         )
-        log.warning("%s failed: %s (correlation %s)", where, one_line(exc), correlation)
+        # An entity's answer is worded for clients; what the store said is its ``detail``.
+        said = exc.detail if isinstance(exc, InternalError) and exc.detail else exc
+        log.warning("%s failed: %s (correlation %s)", where, one_line(said), correlation)
         unknown = bool(getattr(exc, "outcome_unknown", False))
         cause = getattr(exc, "cause", None)  # the disk's part, named in the message
         # An entity's failure is already worded for clients; the store's is the database's.

@@ -28,17 +28,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 import trio
-from psycopg import pq
 
 from agora.errors import StoreError
 from agora.logsafe import one_line
 from agora.store.failures import store_error
 from agora.store.neutral import POSTGRESQL, MissingTable
 from agora.store.outage import Outage
-from agora.store.pg_bound import GivenUp, Lease, in_thread
+from agora.store.pg_bound import Lease, in_thread
 from agora.store.pg_cluster import ClusterLock, migrate
 from agora.store.pg_probe import ProbeConn, Prober, read_versions
-from agora.store.pg_sql import PgConn, connect
+from agora.store.pg_read import read_in_thread
+from agora.store.pg_sql import PgConn
 from agora.store.pg_writer import PgWriter
 from agora.store.sqlite import COMMIT_TIMEOUT, STOP_SECONDS, Store
 
@@ -51,7 +51,6 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-_SNAPSHOT = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 _VERSION = "SELECT version FROM agora_entities WHERE kind = ? AND key = ?"
 
 
@@ -174,77 +173,36 @@ class PgStore(Store):
             lease = Lease(list(self._pg_readers[-1:]))
             del self._pg_readers[-1:]
             try:
-                work = functools.partial(self._read_in_thread, fn, lease, snapshot)
+                work = functools.partial(read_in_thread, self.url, fn, lease, snapshot)
                 if self._inline:
                     await trio.lowlevel.checkpoint()
-                    return lease.run(work)
-                return await in_thread(lease, work, self.commit_timeout, "read failed")
+                    result = lease.run(work)
+                else:
+                    result = await in_thread(lease, work, self.commit_timeout, "read failed")
             except psycopg.Error as exc:  # retryable, or a bug (`agora.store.failures`)
-                raise store_error("read failed", exc) from exc
+                raise self._told(store_error("read failed", exc)) from exc
             except MissingTable as exc:  # SQLite's "no such table", as `PgConn` names it
                 raise store_error("read failed", exc.__cause__ or exc) from exc
+            except StoreError as exc:  # no answer in time
+                self._told(exc)
+                raise
+            else:
+                if self.outage is not None and self.outage.away:
+                    self.outage.answered("a read")
             finally:
                 for conn in lease.end():
                     if isinstance(conn, PgConn) and conn.usable and not self._closed:
                         self._pg_readers.append(conn)
                     else:
                         conn.close()
-
-    def _fresh(self, lease: Lease) -> PgConn:
-        """A new connection in ``lease`` in place of its old one (closed).
-
-        Raises:
-            GivenUp: the caller gave up on this read (no use connecting for it).
-        """
-        if lease.given_up:
-            raise GivenUp("read failed: given up on")
-        for old in lease.links:
-            old.close()
-        lease.links.clear()
-        return lease.adopt(PgConn(connect(self.url, role="reader")))
-
-    def _read_in_thread(self, fn: Callable[[Any], T], lease: Lease, snapshot: bool) -> T:
-        conn = lease.links[0] if lease.links else None
-        if isinstance(conn, PgConn) and conn.committing:
-            try:
-                conn.settle()  # the last read's COMMIT (see `_in_snapshot`)
-            except psycopg.OperationalError:  # the connection died idle: nothing ran yet
-                conn.close()
-        if not isinstance(conn, PgConn) or not conn.usable:
-            conn = self._fresh(lease)
-        if not snapshot:
-            try:
-                return fn(conn)
-            except psycopg.OperationalError:  # maybe a pooled connection that died idle
-                return fn(self._fresh(lease))
-        try:
-            return self._in_snapshot(fn, conn)
-        except psycopg.OperationalError:
-            if conn.began:
-                raise
-            # A pooled connection that died idle: the snapshot's BEGIN, sent with the first
-            # statement, never reached the server, so nothing ran yet.
-            return self._in_snapshot(fn, self._fresh(lease))
-
-    @staticmethod
-    def _in_snapshot(fn: Callable[[Any], T], conn: PgConn) -> T:
-        # BEGIN travels with fn's first statement, and COMMIT is sent without waiting for
-        # its answer (the next read on this connection reads it): two round trips fewer.
-        conn.begin, conn.began = _SNAPSHOT, False
-        raw = conn.raw
-        try:
-            result = fn(conn)
-        except BaseException:
-            conn.begin = conn.ahead = None
-            if raw.broken:
-                conn.close()
-            elif raw.info.transaction_status != pq.TransactionStatus.IDLE:
-                raw.execute("ROLLBACK")
-            raise
-        conn.begin = None
-        if raw.info.transaction_status != pq.TransactionStatus.IDLE:  # fn ran a statement
-            conn.commit_later()  # (in a transaction a failed statement aborted: a ROLLBACK)
         return result
+
+    def _told(self, exc: StoreError) -> StoreError:
+        """``exc``, told to the outage account first if a retry may cure it (the database
+        away: one line, then a count, instead of one per failed call)."""
+        if not exc.permanent and self.outage is not None:
+            self.outage.failed("a read", exc)
+        return exc
 
     async def read_versioned(self, kind: str, key: str, fn: Callable[[Any], T]) -> tuple[T, int]:
         """``fn(conn)`` and the version of entity (kind, key) (0: never written), one snapshot.
@@ -274,11 +232,15 @@ class PgStore(Store):
         """
         if self._closed:
             raise StoreError("read failed: the store is closed")
-        if self._inline:
-            return await self._prober.probe(
-                keys, lambda k: self.read(lambda c: read_versions(c, k), snapshot=False)
-            )
-        return await self._prober.probe(keys)
+        try:
+            if self._inline:
+                return await self._prober.probe(
+                    keys, lambda k: self.read(lambda c: read_versions(c, k), snapshot=False)
+                )
+            return await self._prober.probe(keys)
+        except StoreError as exc:
+            self._told(exc)
+            raise
 
     _queued_cause = "the writer was busy with a batch PostgreSQL did not answer, or reconnecting"
     _stalled_cause = "PostgreSQL did not answer; its connection is cut and replaced"

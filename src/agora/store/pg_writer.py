@@ -60,6 +60,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: What the outage account is told of a batch whose connection `PgWriter.cut` cut.
+_CUT = StoreError("no answer within the commit deadline; its connection was cut")
+
 #: Jobs per transaction when a failed batch is rerun one savepoint per job.
 SAVEPOINTS_PER_TRANSACTION = 64
 
@@ -170,7 +173,8 @@ class PgWriter(Writer):
                 self._reset()
                 outcomes = [exc] * len(batch)
             else:
-                if not self.teller.failed("the writer", exc):
+                said = _CUT if self._was_cut else exc  # (a cut is ours, not the server's)
+                if not self.teller.failed("the writer", said):
                     log.error(
                         "commit of %d jobs failed, the database connection broke: %s",
                         len(batch),

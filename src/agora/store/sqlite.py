@@ -283,19 +283,24 @@ class Store:
     _stalled_cause = "a stalled disk?"
 
     def _give_up(self, waiter: _Waiter) -> None:
+        outage = self.outage  # a shared database's account: once, then counted (not per write)
         if self._writer.abandon(waiter):
-            log.warning(
-                "a write waited %g s for the database's write lock and was dropped",
-                self.commit_timeout,
-            )
+            if outage is None:
+                log.warning(
+                    "a write waited %g s for the database's write lock and was dropped",
+                    self.commit_timeout,
+                )
             error = StoreError(
                 f"write not saved: the database did not take it within "
                 f"{self.commit_timeout:g} s ({self._queued_cause}); nothing was saved, retry later"
             )
         else:
-            log.error(
-                "a commit did not finish within %g s (%s)", self.commit_timeout, self._stalled_cause
-            )
+            if outage is None:
+                log.error(
+                    "a commit did not finish within %g s (%s)",
+                    self.commit_timeout,
+                    self._stalled_cause,
+                )
             error = StoreError(
                 f"write not acknowledged: its commit did not finish within "
                 f"{self.commit_timeout:g} s ({self._stalled_cause}); it may or may not have "
@@ -303,6 +308,8 @@ class Store:
                 outcome_unknown=True,
             )
             self._commit_stalled()
+        if outage is not None:
+            outage.failed("a write", error)
         waiter.finish(error)
 
     def _commit_stalled(self) -> None:
