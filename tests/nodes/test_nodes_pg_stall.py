@@ -8,7 +8,8 @@ the README promises ``grace_seconds`` plus ``commit_timeout`` (and about a secon
 real ``agora serve`` reaches the suite's PostgreSQL through `pg_stall.StallingRelay`, which
 stalls it the same way (sockets open, bytes taken, no answer) without stopping the cluster:
 each call now answers a retryable error within the node's ``commit_timeout``, in fixed words
-(no address, no libpq text), and SIGTERM ends the node within the bound, with exit status 0.
+(no address, no libpq text), and SIGTERM ends the node within the bound, with exit status 0;
+``/readyz`` turns 503 while ``/healthz`` (liveness) still answers.
 Real time: a short ``commit_timeout`` and grace. Needs AGORA_TEST_PG (see tests/conftest.py).
 """
 
@@ -23,14 +24,16 @@ from typing import Any
 
 import trio
 
+from agora.server.health import READY_SECONDS
 from pg_stall import stalling_relay
 
 TESTS = Path(__file__).resolve().parents[1]
-for where in (TESTS / "faults", TESTS.parent / "bench"):
+for where in (TESTS / "faults", TESTS / "e2e", TESTS.parent / "bench"):
     if str(where) not in sys.path:
         sys.path.insert(0, str(where))
 
 import mixed  # noqa: E402
+from e2e_http import http  # noqa: E402
 from faults_support import TIMEOUT, drain, reap, start  # noqa: E402
 from wsload import lean_connect  # noqa: E402
 
@@ -117,7 +120,18 @@ async def _stall_and_call(relay: Any, url: str) -> dict[str, tuple[float, dict[s
         assert not (await client.call_tool("debate_read", read)).get("isError")
         entered = await client.call_tool("enter_open_challenge", ENTRY)
         assert not entered.get("isError"), entered
+        port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
+        ready = await http(port, "GET", "/readyz")
+        assert (ready.status, ready.json()) == (200, {"ok": True}), ready
         relay.stall()
+        # Readiness says the database is away within its own short deadline; liveness
+        # (the counters) still answers.
+        began = time.monotonic()
+        ready = await http(port, "GET", "/readyz")
+        assert time.monotonic() - began < READY_SECONDS + SLACK
+        assert ready.status == 503, ready
+        assert ready.json() == {"ok": False, "reason": "the database did not answer within 2 s"}
+        assert (await http(port, "GET", "/healthz")).status == 200
         return {
             "debate_read": await _timed(client, "debate_read", read),
             "debate_post_with_recipients": await _timed(

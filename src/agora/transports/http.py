@@ -21,16 +21,15 @@ import contextlib
 import logging
 import math
 import os
-import sys
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
 
 import trio
 
 from agora.mcp import jsonrpc as rpc
-from agora.server import heap
 from agora.server.connection import Connection
 from agora.server.failed import page_failure
+from agora.server.health import health, readiness
 from agora.server.workers import Workers
 from agora.transports import guard, http1
 from agora.transports.deadlines import Sweeper
@@ -367,19 +366,14 @@ class HttpConnection(Responder):
                 except Exception as exc:  # the store's safe words, or "internal error"
                     return page_failure(req, exc)
         if req.path == "/healthz":
-            return Response.json(
-                {
-                    "ok": True,
-                    "in_flight": self.app.in_flight,
-                    "connections": self.front.connections,
-                    "sessions": len(self.front.mcp.sessions),
-                    "actors": len(self.app.runtime.registry),
-                    "parked": self.app.runtime.registry.parked(),
-                    "store": self.app.runtime.counters(),
-                    "switch_interval_ms": round(sys.getswitchinterval() * 1e3, 3),
-                    "collector": keeper.counters() if (keeper := heap.installed()) else None,
-                }
+            return health(
+                self.app.runtime,
+                in_flight=self.app.in_flight,
+                connections=self.front.connections,
+                sessions=len(self.front.mcp.sessions),
             )
+        if req.path == "/readyz":
+            return await readiness(self.app.runtime)
         return refusal_response(req, 404, f"no such page: {req.path}")
 
     def _page_refusal(self, req: Request, needs_principal: bool) -> Response | None:

@@ -1,0 +1,62 @@
+"""What a node answers a balancer or a monitor: ``/healthz`` (alive, with its counters) and
+``/readyz`` (ready: its database answers).
+
+``/healthz`` is liveness: the process serves HTTP, whatever its database does, and it
+carries the counters an operator reads. It kept answering ``ok: true`` while PostgreSQL was
+stopped or stalled, so a balancer pointed at it sent agents to nodes that could only fail
+their calls. ``/readyz`` is readiness: 200 once the store answered a trivial read within
+`READY_SECONDS`, else 503 with a fixed reason (never the database's address or the driver's
+words; the log has those). No I/O here but that read.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import TYPE_CHECKING, Any, Final
+
+import trio
+
+from agora.errors import StoreError
+from agora.logsafe import one_line
+from agora.server import heap
+from agora.web.http import Response
+
+if TYPE_CHECKING:
+    from agora.runtime.registry import Runtime
+
+log = logging.getLogger(__name__)
+
+#: Seconds ``/readyz`` waits for the database's answer.
+READY_SECONDS: Final = 2.0
+
+
+def health(runtime: Runtime, **front: Any) -> Response:
+    """The ``/healthz`` answer: alive, with the node's counters (``front``: the transport's
+    own, such as ``in_flight``, ``connections`` and ``sessions``)."""
+    return Response.json(
+        {
+            "ok": True,
+            **front,
+            "actors": len(runtime.registry),
+            "parked": runtime.registry.parked(),
+            "store": runtime.counters(),
+            "switch_interval_ms": round(sys.getswitchinterval() * 1e3, 3),
+            "collector": keeper.counters() if (keeper := heap.installed()) else None,
+        }
+    )
+
+
+async def readiness(runtime: Runtime) -> Response:
+    """The ``/readyz`` answer: ``{"ok": true}`` (200) if the database answered ``SELECT 1``
+    within `READY_SECONDS`, else ``{"ok": false, "reason": ...}`` (503)."""
+    with trio.move_on_after(READY_SECONDS):
+        try:
+            await runtime.read(lambda conn: conn.execute("SELECT 1").fetchone())
+        except StoreError as exc:
+            log.info("not ready: %s", one_line(exc))
+            return Response.json({"ok": False, "reason": "the database is unavailable"}, 503)
+        return Response.json({"ok": True}, 200)
+    return Response.json(
+        {"ok": False, "reason": f"the database did not answer within {READY_SECONDS:g} s"}, 503
+    )
