@@ -177,7 +177,7 @@ def pg_url() -> Generator[str]:
     server = pg_server()
     if server is None:
         pytest.skip(f"{NEEDS}a PostgreSQL server ({PG_ENV}; bash scripts/pg.sh start DIR)")
-    pytest.importorskip("psycopg", reason=f"{NEEDS}psycopg (pip install 'agora-mcp[pg]')")
+    pytest.importorskip("psycopg", reason=f"{NEEDS}psycopg (pip install '.[pg]')")
     name = f"t_{secrets.token_hex(6)}"
     url = fresh_pg_schema(server, name)
     yield url

@@ -409,7 +409,7 @@ async def test_a_host_that_does_not_resolve_is_bad_configuration(tmp_path):
 
 
 async def test_a_postgresql_server_out_of_reach_is_one_line(tmp_path):
-    pytest.importorskip("psycopg", reason="needs: psycopg (pip install 'agora-mcp[pg]')")
+    pytest.importorskip("psycopg", reason="needs: psycopg (pip install '.[pg]')")
     with trio.socket.socket() as closed:  # bound, never listening: connections are refused
         await closed.bind(("127.0.0.1", 0))
         url = f"postgresql://agora@127.0.0.1:{closed.getsockname()[1]}/agora"

@@ -85,7 +85,7 @@ def refused_url() -> Iterator[str]:
 async def test_the_parts_of_a_node_that_retry_share_one_account(
     refused_url, autojump_clock, caplog
 ):
-    pytest.importorskip("psycopg", reason="needs: psycopg (pip install 'agora-mcp[pg]')")
+    pytest.importorskip("psycopg", reason="needs: psycopg (pip install '.[pg]')")
     from agora.store.listen import listen
 
     caplog.set_level(logging.INFO)

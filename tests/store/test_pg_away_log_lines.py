@@ -19,7 +19,7 @@ import trio
 from agora.errors import StoreError
 from agora.runtime.background import SINGLETON_RETRY, supervise
 
-pytest.importorskip("psycopg", reason="needs: psycopg (pip install 'agora-mcp[pg]')")
+pytest.importorskip("psycopg", reason="needs: psycopg (pip install '.[pg]')")
 
 import psycopg
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-psycopg = pytest.importorskip("psycopg", reason="needs: psycopg (pip install 'agora-mcp[pg]')")
+psycopg = pytest.importorskip("psycopg", reason="needs: psycopg (pip install '.[pg]')")
 
 from agora.store.pg_pipe import Pipe, Unsupported, native  # noqa: E402 - needs psycopg
 from agora.store.pg_sql import connect  # noqa: E402

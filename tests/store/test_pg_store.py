@@ -22,7 +22,7 @@ from agora.store.neutral import (
 )
 from agora.store.stats import window
 
-pytest.importorskip("psycopg", reason="needs: psycopg (pip install 'agora-mcp[pg]')")
+pytest.importorskip("psycopg", reason="needs: psycopg (pip install '.[pg]')")
 
 from agora.store.pg_sql import translate
 
