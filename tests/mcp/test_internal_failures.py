@@ -19,6 +19,7 @@ from agora.errors import ActorStopped, Failure, StoreError, ToolError
 from agora.mcp import jsonrpc as rpc
 from agora.runtime.actor import InternalError
 from agora.server.embed import open_server
+from agora.store.neutral import Busy
 from agora.toolsets.base import ToolCall, Toolset
 
 OUTPUT = {
@@ -35,6 +36,7 @@ ERRORS: dict[str, Exception] = {
     "internal": InternalError("internal error in thing; nothing was changed"),
     "stopped": ActorStopped("thing x stopped"),
     "store": StoreError("the store is full"),
+    "busy": Busy("thing x kept changing elsewhere; nothing was changed, retry"),
     "unexpected": RuntimeError("secret detail that must not leak"),
     # Store failures no retry can cure (`agora.store.failures`): answered as a bug.
     "permanent-write": StoreError("write failed: IntegrityError: secret row", permanent=True),
@@ -165,6 +167,15 @@ async def test_a_store_failure_reaches_clients_in_fixed_words_and_its_detail_the
         lines = [r.getMessage() for r in caplog.records if correlation.group(0) in r.getMessage()]
         assert len(lines) == 1, caplog.text
         assert '"10.9.8.7", port 55601' in lines[0]  # the detail, for the operator
+
+
+async def test_a_version_guards_busy_answer_keeps_its_own_words():
+    sets = [_toolset("plain")]
+    with trio.fail_after(20):
+        async with open_server(Config(db=":memory:"), toolsets=sets, listen=False) as server:
+            reply = await _call(server, "plain_fail", "busy")
+    text = reply["result"]["content"][0]["text"]
+    assert text.startswith("thing x kept changing elsewhere; nothing was changed, retry"), text
 
 
 async def test_without_a_hook_failures_are_text_and_a_bug_is_32603_with_its_id(caplog):

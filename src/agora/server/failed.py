@@ -31,6 +31,7 @@ from agora.logsafe import loggable, one_line
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.results import tool_result
 from agora.runtime.actor import InternalError
+from agora.store.neutral import Busy, Conflict
 from agora.web.http import Request, Response, error_page, wants_html
 
 if TYPE_CHECKING:
@@ -49,7 +50,10 @@ STORE_UNKNOWN: Final = "the change may or may not have been saved (the database 
 
 def store_words(exc: StoreError) -> str:
     """What a client is told of ``exc`` (a store failure a retry may cure): the disk's part
-    when the disk is to blame, else fixed words; the database's own words stay in the log."""
+    when the disk is to blame, else fixed words; the database's own words stay in the log.
+    A version guard's answer (`Busy`, `Conflict`) is agora's own, worded for clients."""
+    if isinstance(exc, Busy | Conflict):
+        return str(exc)
     if exc.outcome_unknown:
         return STORE_UNKNOWN
     if exc.cause is not None:
