@@ -76,16 +76,20 @@ async def _plan(client: mcp.Client, root: Path) -> dict[str, Any]:
     return result.structured_content
 
 
-async def test_a_network_clients_roots_open_nothing_on_the_server(start_agora, tmp_path):
-    root = _workspace(tmp_path)
-    server = start_agora("", "--toolsets", "router")
+async def _over_http(server: Any, *roots: Path) -> list[dict[str, Any]]:
+    """Plans against each of ``roots`` over Streamable HTTP, the client's roots file:///."""
     with trio.fail_after(TIMEOUT):
         async with mcp.Client(
             f"{server.url}/mcp/router", list_roots_callback=_everything, mode="legacy",
             read_timeout_seconds=TIMEOUT,
         ) as client:  # fmt: skip
-            plan = await _plan(client, root)
-            missing = await _plan(client, tmp_path / "not-there")
+            return [await _plan(client, root) for root in roots]
+
+
+async def test_a_network_clients_roots_open_nothing_on_the_server(start_agora, tmp_path):
+    root = _workspace(tmp_path)
+    server = start_agora("", "--toolsets", "router")
+    plan, missing = await _over_http(server, root, tmp_path / "not-there")
     assert plan["profile_warnings"] == ["workspace-root-not-authorized"]
     assert "skill:secret" not in json.dumps(plan)
     assert plan["route_source"] != "workspace-profile"
@@ -96,12 +100,7 @@ async def test_a_network_clients_roots_open_nothing_on_the_server(start_agora, t
 async def test_the_operator_may_trust_network_clients_roots(start_agora, tmp_path):
     root = _workspace(tmp_path)
     server = start_agora('[options.router]\nclient_roots = "any"\n', "--toolsets", "router")
-    with trio.fail_after(TIMEOUT):
-        async with mcp.Client(
-            f"{server.url}/mcp/router", list_roots_callback=_everything, mode="legacy",
-            read_timeout_seconds=TIMEOUT,
-        ) as client:  # fmt: skip
-            plan = await _plan(client, root)
+    (plan,) = await _over_http(server, root)
     assert plan["route_source"] == "workspace-profile"
     assert plan["routing_profile_ids"] == ["secret-profile"]
 

@@ -105,8 +105,9 @@ async def test_a_toolset_shapes_internal_failures_in_its_own_vocabulary(kind, ca
     assert "secret detail" not in str(result)
 
 
-@pytest.mark.parametrize("kind", ["permanent-write", "permanent-commit"])
-async def test_a_store_failure_no_retry_can_cure_is_answered_as_a_bug(kind, caplog):
+async def _both(kind: str) -> tuple[Failure, list[dict[str, Any]]]:
+    """The failure the shaped toolset's hook saw, and the replies of the shaped and the
+    plain (hook-less) toolsets' tools failing as ``kind`` says."""
     seen: list[Failure] = []
 
     def keep(failure: Failure) -> dict[str, Any]:
@@ -116,9 +117,14 @@ async def test_a_store_failure_no_retry_can_cure_is_answered_as_a_bug(kind, capl
     sets = [_toolset("shaped", shape_failure=keep), _toolset("plain")]
     with trio.fail_after(20):
         async with open_server(Config(db=":memory:"), toolsets=sets, listen=False) as server:
-            shaped_reply = await _call(server, "shaped_fail", kind)
-            plain_reply = await _call(server, "plain_fail", kind)
+            replies = [await _call(server, f"{name}_fail", kind) for name in ("shaped", "plain")]
     (failure,) = seen
+    return failure, replies
+
+
+@pytest.mark.parametrize("kind", ["permanent-write", "permanent-commit"])
+async def test_a_store_failure_no_retry_can_cure_is_answered_as_a_bug(kind, caplog):
+    failure, (shaped_reply, plain_reply) = await _both(kind)
     assert failure.kind == "unexpected"
     assert failure.retryable is False
     assert failure.message == "internal error; nothing was changed"
@@ -136,17 +142,7 @@ async def test_a_store_failure_no_retry_can_cure_is_answered_as_a_bug(kind, capl
 @pytest.mark.parametrize("kind", ["store-away", "store-unknown"])
 async def test_a_store_failure_reaches_clients_in_fixed_words_and_its_detail_the_log(kind, caplog):
     caplog.set_level(logging.WARNING)
-    seen: list[Failure] = []
-
-    def keep(failure: Failure) -> dict[str, Any]:
-        seen.append(failure)
-        return shaped(failure)
-
-    sets = [_toolset("shaped", shape_failure=keep), _toolset("plain")]
-    with trio.fail_after(20):
-        async with open_server(Config(db=":memory:"), toolsets=sets, listen=False) as server:
-            replies = [await _call(server, f"{name}_fail", kind) for name in ("shaped", "plain")]
-    (failure,) = seen
+    failure, replies = await _both(kind)
     unknown = kind == "store-unknown"
     assert failure.message == (
         "the change may or may not have been saved (the database did not confirm it)"
