@@ -35,6 +35,7 @@ MAX_TEXT: Final = 32_768
 _ID_SUFFIXES: Final = ("_id", "_ids", "_key", "_ref", "_refs")
 _LONGEST_ID: Final = f"must be at most {MAX_IDENTIFIER} characters"
 _LONGEST_TEXT: Final = f"must be at most {MAX_TEXT} characters"
+_CONTROL_TEXT: Final = "must not contain a control character"
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -54,25 +55,46 @@ def bounded(handler: Handler) -> Handler:
 def breach(
     value: Any, path: tuple[str | int, ...], identifier: bool = False
 ) -> ValidationIssue | None:
-    """The first string under ``value`` (at ``path``) past its bound, or None."""
-    if isinstance(value, str):
-        if identifier:
-            if len(value) > MAX_IDENTIFIER:
-                return ValidationIssue(path, "maxLength", _LONGEST_ID)
-            if _CONTROL.search(value):
-                return ValidationIssue(path, "pattern", "must not contain a control character")
-        elif len(value) > MAX_TEXT:
-            return ValidationIssue(path, "maxLength", _LONGEST_TEXT)
-        return None
+    """The first string under ``value`` (at ``path``) past its bound, or None. Every router
+    call passes here (replays too), so a short printable string, which passes whatever it
+    names, costs a type test, a length and one ``isprintable``; only others are looked at."""
+    entries: Any
     if isinstance(value, dict):
-        for key, item in value.items():
-            inner = identifier or (path == ("context",)) or key.endswith(_ID_SUFFIXES)
-            found = breach(item, (*path, key), inner and not isinstance(item, dict))
-            if found is not None:
-                return found
+        entries = value.items()
     elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found = breach(item, (*path, index), identifier)
+        entries = enumerate(value)
+    else:
+        return None
+    for key, item in entries:
+        kind = type(item)
+        if kind is str:
+            if len(item) <= MAX_IDENTIFIER and item.isprintable():
+                continue
+            problem = _string(item, _names_an_id(path, key, identifier))
+            if problem is not None:
+                return ValidationIssue((*path, key), *problem)
+        elif kind is dict or kind is list:
+            inner = _names_an_id(path, key, identifier) and (kind is list or type(key) is int)
+            found = breach(item, (*path, key), inner)
             if found is not None:
                 return found
+    return None
+
+
+def _names_an_id(path: tuple[str | int, ...], key: str | int, identifier: bool) -> bool:
+    """Whether the value at ``key`` under ``path`` is an identifier (or a list of them)."""
+    if identifier:
+        return True
+    return type(key) is str and (path == ("context",) or key.endswith(_ID_SUFFIXES))
+
+
+def _string(text: str, identifier: bool) -> tuple[str, str] | None:
+    """(rule, message) if ``text`` is past its bound."""
+    if identifier:
+        if len(text) > MAX_IDENTIFIER:
+            return "maxLength", _LONGEST_ID
+        if _CONTROL.search(text):
+            return "pattern", _CONTROL_TEXT
+    elif len(text) > MAX_TEXT:
+        return "maxLength", _LONGEST_TEXT
     return None
