@@ -88,7 +88,7 @@ async def test_an_accept_that_fails_otherwise_still_raises():
     ],
 )
 def test_the_connection_cap_leaves_the_headroom(setting, soft, cap, caplog):
-    caplog.set_level(logging.INFO, logger="agora.server.descriptors")
+    caplog.set_level(logging.DEBUG, logger="agora.server.descriptors")
     assert connection_cap(setting, soft) == cap
     lowered = [r.getMessage() for r in caplog.records]
     warned = [r for r in caplog.records if r.levelno >= logging.WARNING]
