@@ -75,3 +75,11 @@ def live_page(browser: Any, url: str, errors: list[str]) -> Any:
     page.goto(url)
     sync_api.expect(page.locator("#live")).to_have_text("live")
     return page
+
+
+def seated_white(browser: Any, url: str, errors: list[str]) -> Any:
+    """A `live_page` on the human's ``url`` seated as White, its first move awaited."""
+    page = live_page(browser, url, errors)
+    page.click("#human-white")
+    sync_api.expect(page.locator("#status")).to_have_text("Your move.")
+    return page

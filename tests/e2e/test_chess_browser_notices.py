@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import trio
-from chess_browser import NEEDS_CHROMIUM, chromium, live_page, sync_api
+from chess_browser import NEEDS_CHROMIUM, chromium, live_page, seated_white, sync_api
 from chess_page_http import http_json
 from chess_players import SdkAgent
 from chess_server import agora_serve
@@ -51,9 +51,7 @@ def human_moves_while_the_server_is_down(url: str, portal: Portal, steps: dict[s
     errors: list[str] = []
     seen: dict[str, Any] = {}
     with chromium() as browser:
-        page = live_page(browser, url, errors)
-        page.click("#human-white")
-        expect(page.locator("#status")).to_have_text("Your move.")
+        page = seated_white(browser, url, errors)
         portal.set(steps["stop"])
         portal.wait(steps["stopped"])
         expect(page.locator("#live")).to_have_text("reconnecting")
@@ -106,9 +104,7 @@ def human_offers_a_draw(url: str, spectator_url: str) -> dict[str, Any]:
     errors: list[str] = []
     seen: dict[str, Any] = {}
     with chromium() as browser:
-        page = live_page(browser, url, errors)
-        page.click("#human-white")
-        expect(page.locator("#status")).to_have_text("Your move.")
+        page = seated_white(browser, url, errors)
         page.click("#offer-draw")
         expect(page.locator("#status")).to_have_text("Your move. You offered a draw.")
         spectator = live_page(browser, spectator_url, errors)
