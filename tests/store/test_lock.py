@@ -47,6 +47,10 @@ async def test_a_second_open_of_a_held_file_is_refused_with_the_holder(tmp_path)
         assert refused.value.pid == os.getpid()
         assert str(db) in str(refused.value)
         assert f"pid {os.getpid()}" in str(refused.value)
+        # Its own process holds it: not "another agora process", which sent a reviewer
+        # looking for one (two embedded servers of one program on one file).
+        assert "already open in this process" in str(refused.value)
+        assert "another" not in str(refused.value)
         assert lock_path(db).read_text() == f"{os.getpid()}\n"
     async with open_store(db, [ITEMS]) as store:  # released on close
         assert store.versions == {"items": 1}

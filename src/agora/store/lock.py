@@ -55,6 +55,8 @@ class DatabaseInUse(StoreError):
     ) -> None:
         if shared:
             message = f"database {path} is shared by other agora processes (opened --shared)"
+        elif pid == os.getpid():  # two servers of one program (`agora.open_server` twice)
+            message = f"database {path} is already open in this process (pid {pid})"
         else:
             holder = f"pid {pid}" if pid is not None else "pid unknown"
             if command:
