@@ -238,6 +238,14 @@ def _unusable_principal(config: Config) -> tuple[str, str] | None:
     return None
 
 
+def config_problem(config: Config) -> str | None:
+    """Why the server cannot run with ``config``, or None: a value out of range or an unusable
+    principal, as `load_config` refuses them. For a `Config` built in code, which msgspec
+    does not check (`agora.open_server` calls this before anything opens)."""
+    wrong = _out_of_range(config) or _unusable_principal(config)
+    return None if wrong is None else wrong[1]
+
+
 def _out_of_range(config: Config) -> tuple[str, str] | None:
     """The first setting whose value the server cannot run with: (its name, why)."""
     if not 0 <= config.port <= 65535:

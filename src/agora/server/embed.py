@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from agora.config import SERVABLE, Config
+from agora.config import SERVABLE, Config, config_problem
 from agora.mcp import jsonrpc as rpc
 from agora.runtime.registry import Runtime
 from agora.server.app import App, catalog_entries, load_toolsets
@@ -212,7 +212,9 @@ async def open_server(
         listen: False to skip the TCP listener (in-process clients only).
 
     Raises:
-        ValueError: a toolset is not implemented or is wrong (see `catalog_entries`), the
+        ValueError: a setting of ``config`` is out of range or a principal unusable (the
+            checks `agora.config.load_config` makes, for a `Config` built in code), a
+            toolset is not implemented or is wrong (see `catalog_entries`), the
             toolsets cannot be served together, or one's ``[options.<name>]`` table has a
             key it does not read or a value of the wrong type, or a table names neither a
             served toolset nor a built-in one (`agora.toolsets.options.OptionsError`);
@@ -222,6 +224,9 @@ async def open_server(
         StoreError: the database could not be opened or migrated.
     """
     config = config or Config()
+    problem = config_problem(config)  # a Config built in code never met load_config's checks
+    if problem is not None:
+        raise ValueError(f"invalid configuration: {problem}")
     sets = (
         toolsets
         if toolsets is not None

@@ -1,0 +1,50 @@
+"""A `Config` built in code meets the checks `load_config` makes before `open_server` opens
+anything: a reviewer's embedded server with ``max_in_flight=0`` served, and refused every
+call forever with nothing saying why."""
+
+from __future__ import annotations
+
+import pytest
+
+from agora.config import Config, PrincipalConfig, config_problem, load_config
+from agora.server.embed import open_server
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "words"),
+    [
+        ("max_in_flight", 0, "max_in_flight must be at least 1, not 0"),
+        ("grace_seconds", -1.0, "grace_seconds must be 0 or more"),
+        ("commit_timeout", 0.0, "commit_timeout must be more than 0"),
+        ("port", 70000, "port must be between 0 and 65535"),
+    ],
+)
+async def test_open_server_refuses_a_built_config_that_load_config_refuses(
+    tmp_path, setting, value, words
+):
+    db = tmp_path / "agora.db"
+    with pytest.raises(ValueError, match=words):
+        load_config(db=str(db), **{setting: value})
+    config = Config(**{"db": str(db), "port": 0, "toolsets": ["chess"], setting: value})
+    with pytest.raises(ValueError, match=f"invalid configuration: {words}"):
+        async with open_server(config, listen=False):
+            pass  # pragma: no cover - refused before
+    assert not db.exists()  # nothing opened
+
+
+async def test_an_unusable_principal_is_refused_too(tmp_path):
+    same = "a" * 64
+    principals = [PrincipalConfig(name="a", token_sha256=same),
+                  PrincipalConfig(name="b", token_sha256=same)]  # fmt: skip
+    config = Config(db=str(tmp_path / "agora.db"), principals=principals)
+    problem = config_problem(config)
+    assert problem is not None
+    assert "same token_sha256" in problem
+    with pytest.raises(ValueError, match="same token_sha256"):
+        async with open_server(config, listen=False):
+            pass  # pragma: no cover - refused before
+
+
+def test_the_defaults_and_a_loaded_config_have_no_problem(tmp_path):
+    assert config_problem(Config()) is None
+    assert config_problem(load_config(db=str(tmp_path / "x.db"))) is None
