@@ -38,8 +38,12 @@ MAX_MESSAGE_BYTES = 1_048_576
 OVERSIZE_MESSAGE = f"message larger than {MAX_MESSAGE_BYTES} bytes"
 #: Bytes of an oversize message read for its request id (`request_id_in`).
 OVERSIZE_HEAD_BYTES = 4096
-#: Deepest nesting accepted inside ``params`` (the params object itself is level 1).
-MAX_PARAMS_DEPTH = 8
+#: Deepest nesting accepted inside ``params`` (the params object itself is level 1): room for
+#: a tool's arguments (level 2) as deep as any toolset may accept them
+#: (`agora.mcp.validation.MAX_DEPTH`, 32), so that a toolset's own depth limit, not this
+#: one, refuses them in its own words. At 8 (until stop 20) the chamber's contract depth of 8
+#: could not be reached: arguments 8 deep got -32600 here instead of the chamber's envelope.
+MAX_PARAMS_DEPTH = 33
 #: What JSON nested past what the decoder (or a walk of it) can follow is told.
 TOO_DEEP = "JSON nested too deeply"
 

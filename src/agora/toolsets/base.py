@@ -224,6 +224,12 @@ class ArgumentLimits:
     max_nodes: int = MAX_NODES
     max_bytes: int = 0
 
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_depth <= MAX_DEPTH:
+            # Deeper arguments never reach the toolset: the transports refuse params nested
+            # past `agora.mcp.jsonrpc.MAX_PARAMS_DEPTH` (the arguments sit at its level 2).
+            raise ValueError(f"max_depth must be 1..{MAX_DEPTH}, not {self.max_depth}")
+
 
 @dataclass
 class Toolset:

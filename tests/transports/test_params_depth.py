@@ -1,0 +1,69 @@
+"""How deep a request's params may nest: as deep as the deepest arguments a toolset may accept.
+
+The transports refused params nested past 8 levels, so arguments (params' level 2) deeper than
+7 never reached the toolset whose limit should judge them: the chamber's contract allows 8, and
+arguments 8 deep got -32600 instead of the chamber's own envelope (a reviewer's finding).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from http_support import RawHttp, call, open_session, serve
+
+from agora.errors import ProtocolError
+from agora.mcp import jsonrpc as rpc
+from agora.mcp.validation import MAX_DEPTH
+from agora.toolsets.base import ArgumentLimits
+
+
+def _nested(levels: int) -> object:
+    """A value ``levels`` deep counting its own object (``{"a": {...}}``)."""
+    value: object = {}
+    for _ in range(levels - 1):
+        value = {"a": value}
+    return value
+
+
+def _tool_call(arguments_depth: int) -> bytes:
+    params = {"name": "x", "arguments": _nested(arguments_depth)}
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    return json.dumps(message).encode()
+
+
+def test_arguments_as_deep_as_any_toolset_accepts_pass_the_transport():
+    assert rpc.MAX_PARAMS_DEPTH == MAX_DEPTH + 1
+    msg = rpc.decode(_tool_call(MAX_DEPTH))
+    assert isinstance(msg, rpc.Request)
+    with pytest.raises(ProtocolError) as refused:
+        rpc.decode(_tool_call(MAX_DEPTH + 1))
+    assert refused.value.code == rpc.INVALID_REQUEST
+
+
+def test_a_toolset_cannot_ask_for_arguments_deeper_than_the_transport_lets_through():
+    assert ArgumentLimits(max_depth=MAX_DEPTH).max_depth == MAX_DEPTH
+    with pytest.raises(ValueError, match=r"max_depth must be 1\.\.32"):
+        ArgumentLimits(max_depth=MAX_DEPTH + 1)
+
+
+async def test_chamber_arguments_at_its_contract_depth_get_the_chambers_own_answer():
+    async with serve(toolsets=["chamber"]) as server, RawHttp.open(server.port) as client:
+        session = await open_session(client, "/mcp/chamber")
+        for depth in (8, 9):
+            preflight = _nested(depth - 1)  # the arguments object is level 1
+            body = call("enter_open_challenge", arguments={"preflight": preflight})
+            reply = (await client.request("POST", "/mcp/chamber", body, session)).json()
+            assert "error" not in reply, (depth, reply)  # not -32600: the chamber judged it
+            assert reply["result"]["isError"] is True
+            refusal = reply["result"]["structuredContent"]
+            deep = "arguments: are nested deeper than 8 levels"
+            if depth == 8:  # within the contract's depth: the schema judges the fields
+                assert refusal["code"] == "identity_incomplete", refusal
+                assert deep not in refusal["error"]
+            else:
+                assert refusal == {
+                    "ok": False, "code": "value_format_invalid", "error": deep,
+                    "retryable": True,
+                    "recovery_hint": "Fix the arguments as the error says and call again.",
+                }  # fmt: skip
