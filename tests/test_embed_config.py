@@ -48,3 +48,11 @@ async def test_an_unusable_principal_is_refused_too(tmp_path):
 def test_the_defaults_and_a_loaded_config_have_no_problem(tmp_path):
     assert config_problem(Config()) is None
     assert config_problem(load_config(db=str(tmp_path / "x.db"))) is None
+
+
+async def test_an_exception_raised_in_the_block_comes_out_as_itself(tmp_path):
+    """As the README says: not wrapped in the server's nurseries' groups."""
+    config = Config(db=str(tmp_path / "agora.db"), port=0, toolsets=["chess"])
+    with pytest.raises(KeyError, match="mine"):
+        async with open_server(config, listen=False):
+            raise KeyError("mine")

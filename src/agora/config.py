@@ -19,6 +19,8 @@ import msgspec
 
 from agora.identity import ANONYMOUS, SCOPES, Principal
 
+#: The toolsets of this tree, in listing order: a module ``agora.toolsets.<name>`` with a
+#: ``toolset()`` function each (`agora.server.app.load_toolsets` imports it by this name).
 KNOWN_TOOLSETS = ("chamber", "chess", "router", "debate")
 #: What ``toolsets`` may name: the toolsets and the conformance fixtures. An ``[options.X]``
 #: table may name one of these or a toolset of an embedding program, which only the server

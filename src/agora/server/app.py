@@ -17,6 +17,7 @@ from urllib.parse import parse_qsl
 import trio
 
 from agora import __version__
+from agora.config import KNOWN_TOOLSETS
 from agora.mcp.catalog import Catalog
 from agora.mcp.session import Session
 from agora.runtime.background import readable, supervise
@@ -48,8 +49,9 @@ log = logging.getLogger(__name__)
 
 SERVER_INFO = {"name": "agora", "title": "agora", "version": __version__}
 
-#: Toolsets implemented in this build, in listing order.
-IMPLEMENTED = ("chamber", "chess", "router", "debate")
+#: Toolsets implemented in this build, in listing order: the one list `agora.config` checks
+#: ``toolsets`` against (a toolset added to the tree goes there, nowhere else).
+IMPLEMENTED = KNOWN_TOOLSETS
 
 
 def load_toolsets(names: Sequence[str], *, conformance: bool = False) -> list[Toolset]:
