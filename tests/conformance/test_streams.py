@@ -18,8 +18,9 @@ from agora.config import Config
 from agora.mcp import jsonrpc as rpc
 from agora.server.embed import open_server
 from agora.toolsets.base import Principal
+from agora.transports.http_session import KEEP_FINISHED_STREAMS
 from agora.transports.sse import EventBuffer, read_stream
-from agora.transports.streamable import KEEP_FINISHED_STREAMS, StreamableHTTP
+from agora.transports.streamable import StreamableHTTP
 from agora.web.http import EventStream, Request, Response
 
 if TYPE_CHECKING:

@@ -39,7 +39,8 @@ from agora.toolsets.options import check_toolset_options
 from agora.transports.accept import serve_listeners
 from agora.transports.guard import WILDCARDS
 from agora.transports.http import FrontEnd
-from agora.transports.streamable import SHUTDOWN, StreamableHTTP
+from agora.transports.http_session import SHUTDOWN
+from agora.transports.streamable import StreamableHTTP
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

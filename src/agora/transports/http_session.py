@@ -1,0 +1,151 @@
+"""One Streamable HTTP session's state: its protocol session, calls, and resumable streams.
+
+An `HttpSession` is what an ``Mcp-Session-Id`` names (a handshake session, across requests),
+or the session of the 2026-07-28 requests of one TCP connection (`agora.transports.streamable`
+builds and drops those). Its calls write into per-request `EventBuffer`s, so a reply stream can
+be resumed with ``Last-Event-ID``; a POST that waits only for its answer gets it as plain JSON.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from agora.mcp import jsonrpc as rpc
+from agora.server.connection import Connection
+from agora.transports.sse import EventBuffer
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncGenerator, Callable
+
+    from agora.identity import Principal
+    from agora.server.app import App, Endpoint
+
+__all__ = ["DELETED", "KEEP_FINISHED_STREAMS", "SHUTDOWN", "HttpSession"]
+
+#: Finished streams a session keeps for clients that resume late; older ones are dropped.
+KEEP_FINISHED_STREAMS = 32
+DELETED = "the session was deleted before this call finished"
+SHUTDOWN = "the server is shutting down; this call did not finish, retry it"
+
+
+class HttpSession:
+    """One Mcp-Session-Id: protocol state, calls in flight, open streams."""
+
+    def __init__(
+        self, app: App, endpoint: Endpoint, principal: Principal, nursery: trio.Nursery
+    ) -> None:
+        self.id = secrets.token_hex(16)
+        self.principal = principal
+        self.path_params = endpoint.params
+        self.session = app.new_session(endpoint)
+        self.conn = Connection(
+            app,
+            self.session,
+            self.emit,
+            nursery,
+            principal=principal,
+            endpoint=endpoint.params,
+            hangup=self.hangup,
+        )
+        self.replies: dict[rpc.RequestId, EventBuffer] = {}
+        self.streams: dict[str, EventBuffer] = {}
+        self.standalone: EventBuffer | None = None
+        self.last_used = trio.current_time()
+        #: HTTP responses reading one of this session's streams now.
+        self.readers = 0
+        #: Calls running in their POST's own task, each with what turns its POST's answer
+        #: into an SSE stream when the call sends something before its result.
+        self.early: dict[rpc.RequestId, Callable[[], None]] = {}
+
+    def open_buffer(self, rid: rpc.RequestId | None) -> EventBuffer:
+        """A new resumable stream; for ``rid``'s reply when given."""
+        if len(self.streams) > KEEP_FINISHED_STREAMS:  # else there is nothing to drop
+            finished = [sid for sid, old in self.streams.items() if old.closed]
+            for sid in finished[: max(len(finished) - KEEP_FINISHED_STREAMS, 0)]:
+                del self.streams[sid]
+        buf = EventBuffer()
+        self.streams[buf.stream_id] = buf
+        if rid is not None:
+            self.replies[rid] = buf
+        return buf
+
+    async def emit(self, message: dict[str, Any], related: rpc.RequestId | None) -> None:
+        """Route a message to its request's stream, else to the GET stream, else drop it."""
+        own = self.replies.get(related) if related is not None else None
+        buf = own or self.standalone
+        if buf is None:
+            return
+        data = rpc.encode(message).decode()
+        final = "method" not in message and message.get("id") == related
+        if final and own is not None and not own.events and related in self.early:
+            # The call's own POST waits for this answer alone: plain JSON, never an event.
+            own.final = data
+            own.close()
+            self.replies.pop(related, None)
+            await trio.lowlevel.checkpoint_if_cancelled()
+            return
+        buf.append(data)
+        if final and related is not None:
+            buf.final = data
+            buf.close()
+            self.replies.pop(related, None)
+        elif self.early and related in self.early:
+            self.early.pop(related)()
+        # Nothing here blocks; yield only to a cancellation (a full trip through the
+        # scheduler would cost a call's reply as much as its parsing).
+        await trio.lowlevel.checkpoint_if_cancelled()
+
+    def hangup(self, rid: rpc.RequestId) -> None:
+        """End the HTTP response carrying ``rid``'s stream; the client may resume it."""
+        buf = self.replies.get(rid)
+        if buf is not None:
+            buf.hangup()
+            if rid in self.early:
+                self.early.pop(rid)()
+
+    def cancelled(self, rid: object) -> None:
+        """End the response of a call the client cancelled: a cancelled call sends no result.
+
+        A POST still waiting for its JSON answer gets a "request cancelled" error (an HTTP
+        response needs a body); an SSE stream just ends.
+        """
+        if not isinstance(rid, str | int):
+            return
+        buf = self.replies.pop(rid, None)
+        if buf is None:
+            return
+        if not buf.events:
+            data = rpc.encode(rpc.error(rid, rpc.REQUEST_CANCELLED, "request cancelled"))
+            buf.append(data.decode())
+            buf.final = data.decode()
+        buf.close()
+
+    def idle_since(self, cutoff: float) -> bool:
+        """Unused since ``cutoff``: no request, no call in flight, no stream being read."""
+        return self.last_used < cutoff and not self.conn.in_flight and not self.readers
+
+    async def reading(self, events: AsyncGenerator[bytes]) -> AsyncGenerator[bytes]:
+        """``events``, counted as a reader of this session while they are read."""
+        self.readers += 1
+        try:
+            async with contextlib.aclosing(events):
+                async for event in events:
+                    yield event
+        finally:
+            self.readers -= 1
+            self.last_used = trio.current_time()
+
+    def close(self, reason: str = DELETED) -> None:
+        """Cancel every call, answer each one still open with an error, end every stream."""
+        self.conn.cancel_all()
+        for rid, buf in list(self.replies.items()):
+            data = rpc.encode(rpc.error(rid, rpc.INTERNAL_ERROR, reason)).decode()
+            buf.append(data)
+            buf.final = data
+        self.replies.clear()
+        for buf in self.streams.values():
+            buf.close()
