@@ -43,6 +43,7 @@ from agora.web.http import EventStream, Request, Response
 if TYPE_CHECKING:
     from agora.identity import Principal
     from agora.server.app import App, Endpoint
+    from agora.transports.http_session import HttpSession
     from agora.transports.streamable import StreamableHTTP
 
 log = logging.getLogger(__name__)
@@ -178,6 +179,9 @@ class HttpConnection(Responder):
         #: The WebSocket the connection became (what `serve_websocket` needs but the
         #: stream): the stream stays open for it.
         self.upgrade: tuple[bytes, Endpoint, Principal] | None = None
+        #: The session of this connection's 2026-07-28 requests (`streamable.Link.modern`):
+        #: their calls share one ``call.connection``, which ends with the connection.
+        self.modern: HttpSession | None = None
 
     async def serve(self) -> None:
         """Serve requests until the peer closes, misbehaves, idles, or upgrades (see
@@ -186,6 +190,9 @@ class HttpConnection(Responder):
             async with trio.open_nursery() as self.nursery:
                 await self._serve()
         finally:
+            if self.modern is not None:
+                self.modern.close()
+                self.modern = None
             if self.upgrade is None:
                 if self.refused:
                     await linger_close(self.stream)
@@ -353,7 +360,7 @@ class HttpConnection(Responder):
 
     async def _route(self, req: Request, endpoint: Endpoint | None) -> Response | EventStream:
         if endpoint is not None:
-            return await self.front.mcp.handle(req, endpoint, self.stream_early)
+            return await self.front.mcp.handle(req, endpoint, self)
         for route in self.app.routes:
             params = route.match(req.method, req.path)
             if params is not None:

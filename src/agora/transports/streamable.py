@@ -4,14 +4,17 @@ A handshake session lives under an ``Mcp-Session-Id``; its calls run in the serv
 nursery and write into per-request `EventBuffer`s, so a reply stream can be resumed with
 ``Last-Event-ID``. A POST whose call sends nothing before its result is answered with plain
 JSON; it turns into an SSE stream only when the call streams (progress, log, a request to the
-client) first. A 2026-07-28 request (``params._meta`` envelope) is served statelessly: one
-POST, one reply. Sessions are capped (``max_sessions``, and a share per principal) and
-expire after ``session_idle_seconds`` unused. The front end has checked Host and Origin.
+client) first. A 2026-07-28 request (``params._meta`` envelope) carries no session id: one
+POST, one reply, served by the session of its TCP connection (`Link.modern`), so that its
+calls' ``call.connection`` is one object across the connection's keep-alive requests (a
+toolset's per-connection limits bind) and never outlives it. Handshake sessions are capped
+(``max_sessions``, and a share per principal) and expire after ``session_idle_seconds``
+unused. The front end has checked Host and Origin.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
@@ -24,17 +27,26 @@ from agora.transports.sse import EventBuffer, parse_event_id, read_stream
 from agora.web.http import EventStream, Request, Response
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from agora.identity import Principal
     from agora.server.app import App, Endpoint
-
-    #: Sends an SSE response while the request's task still runs its call.
-    Early = Callable[[EventStream], None]
 
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
 PRIME_RETRY_MS = 1000
+
+
+class Link(Protocol):
+    """What the front end offers the requests of one TCP connection (`agora.transports.http`).
+
+    Attributes:
+        modern: The session serving this connection's 2026-07-28 requests, made by the first
+            one and closed by the front end when the connection ends (None until then).
+    """
+
+    modern: HttpSession | None
+
+    def stream_early(self, reply: EventStream) -> None:
+        """Send the SSE response ``reply`` while the request's task still runs its call."""
 
 
 class StreamableHTTP:
@@ -46,22 +58,23 @@ class StreamableHTTP:
         self.config = app.config
         self.sessions: dict[str, HttpSession] = {}
         self._held: dict[str, int] = {}
-        #: Sessions of 2026-07-28 requests, one per request, while it is served.
+        #: Sessions of 2026-07-28 requests (one per TCP connection) while they serve one.
         self._one_shot: set[HttpSession] = set()
 
     async def handle(
-        self, req: Request, endpoint: Endpoint, early: Early | None = None
+        self, req: Request, endpoint: Endpoint, link: Link | None = None
     ) -> Response | EventStream:
         """Serve one request on an ``/mcp`` path (Host and Origin already checked).
 
-        With ``early`` (the front end can send a response while this request's task is
-        busy), a POST's call runs in this task; if it streams before its result, its SSE
-        stream is handed to ``early`` at once and is also what this returns.
+        With ``link`` (the request's TCP connection, which can send a response while this
+        request's task is busy), a POST's call runs in this task; if it streams before its
+        result, its SSE stream is handed to ``link.stream_early`` at once and is also what
+        this returns. Without it, each 2026-07-28 request gets a session of its own.
         """
         principal = req.principal
         assert principal is not None
         if req.method == "POST":
-            return await self._post(req, endpoint, principal, early)
+            return await self._post(req, endpoint, principal, link)
         session = self._session(req)
         if isinstance(session, Response):
             return session
@@ -112,7 +125,7 @@ class StreamableHTTP:
             del self._held[name]
 
     async def _post(
-        self, req: Request, endpoint: Endpoint, principal: Principal, early: Early | None
+        self, req: Request, endpoint: Endpoint, principal: Principal, link: Link | None
     ) -> Response | EventStream:
         refused = mcp_post_refusal(req.headers)
         if refused is not None:
@@ -122,7 +135,7 @@ class StreamableHTTP:
         except ProtocolError as exc:
             return Response.json(rpc.error(rpc.error_id(exc), exc.code, exc.message), 400)
         if isinstance(msg, rpc.Request) and _is_modern(msg):
-            return await self._stateless(req, msg, endpoint, principal, early)
+            return await self._stateless(req, msg, endpoint, principal, link)
         if isinstance(msg, rpc.Request) and msg.method == "initialize":
             if req.headers.get(SESSION_HEADER):
                 return _rpc_error(400, "Bad Request: initialize must not carry a session id")
@@ -130,7 +143,7 @@ class StreamableHTTP:
             full = self._add(session)
             if full is not None:
                 return full
-            reply = await self._exchange(session, msg, early)
+            reply = await self._exchange(session, msg, link)
             if (
                 isinstance(reply, Response)
                 and reply.status == 200
@@ -148,10 +161,10 @@ class StreamableHTTP:
             if isinstance(msg, rpc.Notification) and msg.method == "notifications/cancelled":
                 found.cancelled(msg.params.get("requestId"))
             return Response(202)
-        return await self._exchange(found, msg, early)
+        return await self._exchange(found, msg, link)
 
     async def _exchange(
-        self, session: HttpSession, msg: rpc.Request, early: Early | None
+        self, session: HttpSession, msg: rpc.Request, link: Link | None
     ) -> Response | EventStream:
         if msg.id in session.replies:
             return Response.json(
@@ -159,7 +172,7 @@ class StreamableHTTP:
             )
         buf = session.open_buffer(msg.id)
         hangups = buf.hangups
-        if early is None:
+        if link is None:
             await session.conn.feed(msg)
         else:
             # The call runs here; what it streams before its result goes out at once.
@@ -167,7 +180,7 @@ class StreamableHTTP:
 
             def stream_now() -> None:
                 started.append(self._stream(session, buf, hangups))
-                early(started[0])
+                link.stream_early(started[0])
 
             session.early[msg.id] = stream_now
             try:
@@ -196,7 +209,7 @@ class StreamableHTTP:
         msg: rpc.Request,
         endpoint: Endpoint,
         principal: Principal,
-        early: Early | None,
+        link: Link | None,
     ) -> Response | EventStream:
         meta = msg.params.get("_meta", {})
         version = req.headers.get(VERSION_HEADER)
@@ -207,15 +220,35 @@ class StreamableHTTP:
                 "MCP-Protocol-Version / Mcp-Method headers must match the request",
             )
             return Response.json(body, 400)
-        session = HttpSession(self.app, endpoint, principal, self.nursery)
+        session = self._modern(link, endpoint, principal)
         self._one_shot.add(session)
         try:
-            reply = await self._exchange(session, msg, early)
+            reply = await self._exchange(session, msg, link)
         finally:
             self._one_shot.discard(session)
+            session.streams.clear()  # nothing of this revision is resumed
         if isinstance(reply, Response) and version not in MODERN_VERSIONS:
             reply.status = 400
         return reply
+
+    def _modern(self, link: Link | None, endpoint: Endpoint, principal: Principal) -> HttpSession:
+        """The session of a 2026-07-28 request: its TCP connection's, while the endpoint and
+        principal stay those it was made for (else a new one: a client may change either
+        between two requests on one connection, and a toolset's per-connection state must
+        not follow it)."""
+        held = link.modern if link is not None else None
+        if held is not None:
+            if (
+                held.principal == principal
+                and held.session.catalog is endpoint.catalog
+                and held.path_params == endpoint.params
+            ):
+                return held
+            held.close()
+        session = HttpSession(self.app, endpoint, principal, self.nursery)
+        if link is not None:
+            link.modern = session
+        return session
 
     def _get(self, req: Request, session: HttpSession) -> Response | EventStream:
         if "text/event-stream" not in req.headers.get("accept", ""):
