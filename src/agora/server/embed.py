@@ -37,8 +37,8 @@ from agora.server.descriptors import connection_cap
 from agora.store.db import open_store
 from agora.toolsets.options import check_toolset_options
 from agora.transports.accept import serve_listeners
+from agora.transports.front import FrontEnd
 from agora.transports.guard import WILDCARDS
-from agora.transports.http import FrontEnd
 from agora.transports.http_session import SHUTDOWN
 from agora.transports.streamable import StreamableHTTP
 

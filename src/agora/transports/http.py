@@ -1,4 +1,4 @@
-"""The one-port front end: read each request (`agora.transports.http1`), check it, route it.
+"""One front-end connection: read each request (`agora.transports.http1`), check it, route it.
 
 A WebSocket upgrade on an ``/mcp`` path goes to the WebSocket transport with the bytes
 already read; other ``/mcp`` requests go to Streamable HTTP; everything else to the
@@ -12,7 +12,8 @@ encoding) up to ``keep_alive_requests`` requests and ``keep_alive_seconds`` of i
 Bytes move with ``os.read``/``os.write`` on the socket's descriptor (non-blocking, as Trio
 made it), as the WebSocket transport does: a response that fits the kernel's buffer costs
 one system call and no trip through the scheduler (the writing half of a connection is
-`agora.transports.respond`). Nothing here knows about MCP sessions.
+`agora.transports.respond`). What all connections share, and the connection cap, is
+`agora.transports.front`. Nothing here knows about MCP sessions.
 """
 
 from __future__ import annotations
@@ -27,24 +28,20 @@ from urllib.parse import parse_qsl, urlsplit
 import trio
 
 from agora.mcp import jsonrpc as rpc
-from agora.server.connection import Connection
 from agora.server.failed import page_failure
 from agora.server.health import health, readiness
-from agora.server.workers import Workers
 from agora.transports import guard, http1
-from agora.transports.deadlines import Sweeper
 from agora.transports.http1 import BodyReader, Head, HttpError
-from agora.transports.keepalive import Keepalive
 from agora.transports.linger import linger_close
 from agora.transports.respond import Closed, Responder, refusal_response
-from agora.transports.websocket import accept_websocket, serve_websocket
+from agora.transports.websocket import accept_websocket
 from agora.web.http import EventStream, Request, Response
 
 if TYPE_CHECKING:
     from agora.identity import Principal
-    from agora.server.app import App, Endpoint
+    from agora.server.app import Endpoint
+    from agora.transports.front import FrontEnd
     from agora.transports.http_session import HttpSession
-    from agora.transports.streamable import StreamableHTTP
 
 log = logging.getLogger(__name__)
 
@@ -58,102 +55,6 @@ MAX_HEAD = 16384
 MAX_PAGE_BODY = 1 << 20
 RECEIVE_BYTES = 65536
 _BEARER = ("www-authenticate", 'Bearer realm="agora"')
-
-
-class FrontEnd:
-    """All connections of the server's listeners: counts them against its connection cap."""
-
-    def __init__(self, app: App, mcp: StreamableHTTP, max_connections: int | None = None) -> None:
-        self.app = app
-        self.mcp = mcp
-        self.connections = 0
-        #: Open connections past which a new one gets 503: ``max_connections``, or less
-        #: when the open-files limit allows fewer (`agora.server.descriptors`).
-        self.max_connections = (
-            app.config.max_connections if max_connections is None else max_connections
-        )
-        #: Resolved ``/mcp...`` paths (a handful in practice; bounded all the same).
-        self._endpoints: dict[str, Endpoint | None] = {}
-        #: Requests between head and the end of their response.
-        self.busy = 0
-        #: Set once `busy` drops to 0, for `wait_quiet` (made only when someone waits).
-        self._quiet: trio.Event | None = None
-        #: Set once `connections` drops to 0, for `wait_closed` (likewise).
-        self._closed: trio.Event | None = None
-        #: Pings every WebSocket peer from one task.
-        self.keepalive = Keepalive(app.config.ping_interval, mcp.nursery)
-        #: Ends the connections that wait too long for their peer, from one task.
-        self.sweeper = Sweeper(mcp.nursery)
-        #: Run the WebSocket sessions' calls (their nursery is cancelled at shutdown).
-        self.workers = Workers(mcp.nursery, Connection.worker)
-
-    async def handle(self, stream: trio.SocketStream) -> None:
-        """Serve one accepted connection until it ends."""
-        self.connections += 1
-        try:
-            conn = HttpConnection(self, stream)
-            if self.connections > self.max_connections:
-                await conn.refuse(503, "server full: too many connections; retry later")
-                return
-            self.sweeper.add(conn)
-            try:
-                await conn.serve()
-            finally:
-                self.sweeper.discard(conn)
-            upgrade = conn.upgrade
-            # A WebSocket may stay parked for hours: nothing of its HTTP exchange stays with it.
-            del conn
-            if upgrade is not None:
-                await serve_websocket(
-                    self.app,
-                    stream,
-                    *upgrade,
-                    nursery=self.mcp.nursery,
-                    keepalive=self.keepalive,
-                    workers=self.workers,
-                )
-        finally:
-            self.connections -= 1
-            if not self.connections and self._closed is not None:
-                self._closed.set()
-                self._closed = None
-
-    def endpoint(self, path: str) -> Endpoint | None:
-        """The MCP endpoint at ``path`` with no query, if any (`App.endpoint`, remembered)."""
-        try:
-            return self._endpoints[path]
-        except KeyError:
-            found = self.app.endpoint(path)
-            if len(self._endpoints) >= 1024:
-                self._endpoints.clear()
-            self._endpoints[path] = found
-            return found
-
-    def started(self) -> None:
-        """A request is being answered."""
-        self.busy += 1
-
-    def finished(self) -> None:
-        """A request's answer is written (or abandoned)."""
-        self.busy -= 1
-        if self.busy == 0 and self._quiet is not None:
-            self._quiet.set()
-            self._quiet = None
-
-    async def wait_closed(self) -> None:
-        """Until no connection is open: every client has closed (shutdown's linger, see
-        `App.drain`, ends then)."""
-        if self.connections:
-            if self._closed is None:
-                self._closed = trio.Event()
-            await self._closed.wait()
-
-    async def wait_quiet(self) -> None:
-        """Until no response is being written (shutdown lets them finish)."""
-        if self.busy:
-            if self._quiet is None:
-                self._quiet = trio.Event()
-            await self._quiet.wait()
 
 
 class HttpConnection(Responder):

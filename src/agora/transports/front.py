@@ -1,0 +1,121 @@
+"""The server's front end: every accepted TCP connection, counted against the connection cap.
+
+`FrontEnd.handle` serves one accepted connection: a 503 past ``max_connections``, else its
+requests (`agora.transports.http.HttpConnection`), then, if it upgraded, its WebSocket
+session. It also holds what all connections share: the resolved ``/mcp`` endpoints, one
+`Sweeper` for read deadlines, one `Keepalive` for WebSocket pings, the call workers, and
+the counts shutdown waits on (`wait_quiet`, `wait_closed`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import trio
+
+from agora.server.connection import Connection
+from agora.server.workers import Workers
+from agora.transports.deadlines import Sweeper
+from agora.transports.http import HttpConnection
+from agora.transports.keepalive import Keepalive
+from agora.transports.websocket import serve_websocket
+
+if TYPE_CHECKING:
+    from agora.server.app import App, Endpoint
+    from agora.transports.streamable import StreamableHTTP
+
+
+class FrontEnd:
+    """All connections of the server's listeners: counts them against its connection cap."""
+
+    def __init__(self, app: App, mcp: StreamableHTTP, max_connections: int | None = None) -> None:
+        self.app = app
+        self.mcp = mcp
+        self.connections = 0
+        #: Open connections past which a new one gets 503: ``max_connections``, or less
+        #: when the open-files limit allows fewer (`agora.server.descriptors`).
+        self.max_connections = (
+            app.config.max_connections if max_connections is None else max_connections
+        )
+        #: Resolved ``/mcp...`` paths (a handful in practice; bounded all the same).
+        self._endpoints: dict[str, Endpoint | None] = {}
+        #: Requests between head and the end of their response.
+        self.busy = 0
+        #: Set once `busy` drops to 0, for `wait_quiet` (made only when someone waits).
+        self._quiet: trio.Event | None = None
+        #: Set once `connections` drops to 0, for `wait_closed` (likewise).
+        self._closed: trio.Event | None = None
+        #: Pings every WebSocket peer from one task.
+        self.keepalive = Keepalive(app.config.ping_interval, mcp.nursery)
+        #: Ends the connections that wait too long for their peer, from one task.
+        self.sweeper = Sweeper(mcp.nursery)
+        #: Run the WebSocket sessions' calls (their nursery is cancelled at shutdown).
+        self.workers = Workers(mcp.nursery, Connection.worker)
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        """Serve one accepted connection until it ends."""
+        self.connections += 1
+        try:
+            conn = HttpConnection(self, stream)
+            if self.connections > self.max_connections:
+                await conn.refuse(503, "server full: too many connections; retry later")
+                return
+            self.sweeper.add(conn)
+            try:
+                await conn.serve()
+            finally:
+                self.sweeper.discard(conn)
+            upgrade = conn.upgrade
+            # A WebSocket may stay parked for hours: nothing of its HTTP exchange stays with it.
+            del conn
+            if upgrade is not None:
+                await serve_websocket(
+                    self.app,
+                    stream,
+                    *upgrade,
+                    nursery=self.mcp.nursery,
+                    keepalive=self.keepalive,
+                    workers=self.workers,
+                )
+        finally:
+            self.connections -= 1
+            if not self.connections and self._closed is not None:
+                self._closed.set()
+                self._closed = None
+
+    def endpoint(self, path: str) -> Endpoint | None:
+        """The MCP endpoint at ``path`` with no query, if any (`App.endpoint`, remembered)."""
+        try:
+            return self._endpoints[path]
+        except KeyError:
+            found = self.app.endpoint(path)
+            if len(self._endpoints) >= 1024:
+                self._endpoints.clear()
+            self._endpoints[path] = found
+            return found
+
+    def started(self) -> None:
+        """A request is being answered."""
+        self.busy += 1
+
+    def finished(self) -> None:
+        """A request's answer is written (or abandoned)."""
+        self.busy -= 1
+        if self.busy == 0 and self._quiet is not None:
+            self._quiet.set()
+            self._quiet = None
+
+    async def wait_closed(self) -> None:
+        """Until no connection is open: every client has closed (shutdown's linger, see
+        `App.drain`, ends then)."""
+        if self.connections:
+            if self._closed is None:
+                self._closed = trio.Event()
+            await self._closed.wait()
+
+    async def wait_quiet(self) -> None:
+        """Until no response is being written (shutdown lets them finish)."""
+        if self.busy:
+            if self._quiet is None:
+                self._quiet = trio.Event()
+            await self._quiet.wait()
