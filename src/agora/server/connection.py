@@ -214,6 +214,11 @@ class Connection:
         data = {"max_in_flight": limit, "retryable": True}
         return rpc.error(inv.id, rpc.TOO_MANY_IN_FLIGHT, message, data)
 
+    def cancel(self, rid: rpc.RequestId) -> None:
+        """Cancel call ``rid`` as ``notifications/cancelled`` would: the transport saw its
+        client give up on it (a 2026-07-28 client closing its HTTP connection)."""
+        self._cancel(rid)
+
     def _cancel(self, rid: rpc.RequestId) -> None:
         """Cancel call ``rid`` if it is in flight (before its worker began it: it never does)."""
         if rid in self._calls:

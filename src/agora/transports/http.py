@@ -22,6 +22,7 @@ import contextlib
 import logging
 import math
 import os
+import socket
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
 
@@ -38,6 +39,8 @@ from agora.transports.websocket import accept_websocket
 from agora.web.http import EventStream, Request, Response
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from agora.identity import Principal
     from agora.server.app import Endpoint
     from agora.transports.front import FrontEnd
@@ -159,6 +162,32 @@ class HttpConnection(Responder):
         if not data:
             raise Closed
         self.buf += data
+
+    def watch_hangup(self, hung_up: Callable[[], None]) -> trio.CancelScope:
+        """Call ``hung_up`` if the client closes the connection before its request is answered;
+        cancel the returned scope once it is (`streamable.Link.watch_hangup`).
+
+        The watch is a task of this connection's nursery. It first runs when the request's
+        task waits: an answer that never waited has cancelled the scope by then, and nothing
+        was asked of the kernel. Bytes of a next request (pipelined) end the watch unread:
+        the client is still there.
+        """
+        scope = trio.CancelScope()
+        if not self.buf and self.nursery is not None:  # else the next request is here already
+            self.nursery.start_soon(self._watch, scope, hung_up)
+        return scope
+
+    async def _watch(self, scope: trio.CancelScope, hung_up: Callable[[], None]) -> None:
+        if scope.cancel_called:
+            return
+        with scope:
+            await trio.lowlevel.wait_readable(self.fd)
+            try:
+                peeked = await self.stream.socket.recv(1, socket.MSG_PEEK)
+            except OSError:  # reset: gone as surely as closed
+                peeked = b""
+            if not peeked:
+                hung_up()
 
     def expire(self) -> None:
         """The wait for the peer's bytes is past its deadline (called by the `Sweeper`)."""

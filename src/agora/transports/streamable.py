@@ -7,9 +7,11 @@ JSON; it turns into an SSE stream only when the call streams (progress, log, a r
 client) first. A 2026-07-28 request (``params._meta`` envelope) carries no session id: one
 POST, one reply, served by the session of its TCP connection (`Link.modern`), so that its
 calls' ``call.connection`` is one object across the connection's keep-alive requests (a
-toolset's per-connection limits bind) and never outlives it. Handshake sessions are capped
-(``max_sessions``, and a share per principal) and expire after ``session_idle_seconds``
-unused. The front end has checked Host and Origin.
+toolset's per-connection limits bind) and never outlives it; a client that closes the
+connection before its answer has cancelled that call (`Link.watch_hangup`), while a handshake
+session's call outlives its POST's connection (the stream may be resumed). Handshake sessions
+are capped (``max_sessions``, and a share per principal) and expire after
+``session_idle_seconds`` unused. The front end has checked Host and Origin.
 """
 
 from __future__ import annotations
@@ -20,13 +22,15 @@ import trio
 
 from agora.errors import ProtocolError
 from agora.mcp import jsonrpc as rpc
-from agora.mcp.session import HANDSHAKE_VERSIONS, META_VERSION, MODERN_VERSIONS
+from agora.mcp.session import HANDSHAKE_VERSIONS, INVOKED, META_VERSION, MODERN_VERSIONS
 from agora.transports.guard import mcp_post_refusal
 from agora.transports.http_session import DELETED, SHUTDOWN, HttpSession
 from agora.transports.sse import EventBuffer, parse_event_id, read_stream
 from agora.web.http import EventStream, Request, Response
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from agora.identity import Principal
     from agora.server.app import App, Endpoint
 
@@ -47,6 +51,10 @@ class Link(Protocol):
 
     def stream_early(self, reply: EventStream) -> None:
         """Send the SSE response ``reply`` while the request's task still runs its call."""
+
+    def watch_hangup(self, hung_up: Callable[[], None]) -> trio.CancelScope:
+        """Call ``hung_up`` if the client closes the connection before the request is
+        answered; the caller cancels the returned scope once it is."""
 
 
 class StreamableHTTP:
@@ -222,9 +230,17 @@ class StreamableHTTP:
             return Response.json(body, 400)
         session = self._modern(link, endpoint, principal)
         self._one_shot.add(session)
+        watch = None
+        if link is not None and msg.method in INVOKED:
+            # At this revision a client cancels by closing the connection (basic/patterns/
+            # cancellation): the call then ends as a cancelled call, releasing what it holds.
+            rid = msg.id
+            watch = link.watch_hangup(lambda: _cancelled(session, rid))
         try:
             reply = await self._exchange(session, msg, link)
         finally:
+            if watch is not None:
+                watch.cancel()
             self._one_shot.discard(session)
             session.streams.clear()  # nothing of this revision is resumed
         if isinstance(reply, Response) and version not in MODERN_VERSIONS:
@@ -288,6 +304,12 @@ class StreamableHTTP:
             self._drop(sid, SHUTDOWN)
         for session in self._one_shot:
             session.close(SHUTDOWN)
+
+
+def _cancelled(session: HttpSession, rid: rpc.RequestId) -> None:
+    """The client of 2026-07-28 request ``rid`` hung up: cancel its call, end its response."""
+    session.conn.cancel(rid)
+    session.cancelled(rid)
 
 
 def _is_modern(msg: rpc.Request) -> bool:

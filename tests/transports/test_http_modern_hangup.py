@@ -1,0 +1,164 @@
+"""At 2026-07-28 over HTTP, a client that closes its connection has cancelled its call.
+
+The revision's cancellation pattern: closing the response stream is the cancellation signal,
+and no ``notifications/cancelled`` comes. A long-poll whose client went away must leave at
+once (``/healthz``: nothing in flight, nothing parked), not when its own timeout passes. A
+handshake session's stream may be resumed, so there a hang-up is not a cancellation.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import trio
+from http_support import MCP_HEADERS, RawHttp, call, open_session, serve
+
+mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Async generator .* was garbage collected:ResourceWarning"
+)
+
+#: Hang guard; the long-polls below wait up to 55 s, so leaving within it is no timeout.
+GUARD = 20
+MODERN = "2026-07-28"
+META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+async def healthz(port: int) -> dict[str, Any]:
+    async with RawHttp.open(port) as client:
+        reply = await client.request("GET", "/healthz")
+    health: dict[str, Any] = reply.json()
+    return health
+
+
+async def until(port: int, **counts: int) -> None:
+    """Poll ``/healthz`` until it shows ``counts`` (the caller bounds the wait)."""
+    while True:
+        health = await healthz(port)
+        if all(health[name] == value for name, value in counts.items()):
+            return
+        await trio.sleep(0.02)
+
+
+def modern_post(body: dict[str, Any], path: str = "/mcp/chess") -> bytes:
+    """A 2026-07-28 POST of ``body`` as raw HTTP/1.1 bytes."""
+    raw = json.dumps(body).encode()
+    headers = {
+        "host": "127.0.0.1",
+        **MCP_HEADERS,
+        "mcp-protocol-version": MODERN,
+        "mcp-method": body["method"],
+        "content-length": str(len(raw)),
+    }
+    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    return f"POST {path} HTTP/1.1\r\n{head}\r\n".encode() + raw
+
+
+def wait_for_turn(rid: int, timeout_ms: int = 55000) -> dict[str, Any]:
+    body = call("wait_for_turn", rid, _meta=META)
+    body["params"]["arguments"] = {"timeout_ms": timeout_ms}
+    return body
+
+
+async def test_the_sdk_cancelling_a_long_poll_ends_it_on_the_server():
+    with trio.fail_after(GUARD):
+        async with (
+            serve() as server,
+            mcp.Client(f"{server.url}/mcp/chess", read_timeout_seconds=GUARD) as client,
+        ):
+            assert client.protocol_version == MODERN
+            with trio.CancelScope() as waiting:
+
+                async def cancel_once_parked() -> None:
+                    await until(server.port, in_flight=1, parked=1)
+                    waiting.cancel()
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(cancel_once_parked)
+                    await client.call_tool("wait_for_turn", {"timeout_ms": 55000})
+            assert waiting.cancelled_caught
+            await until(server.port, in_flight=0, parked=0)
+            # The client's next call is served as usual.
+            board = await client.call_tool("get_board", {})
+            assert board.structured_content["table"] == "default"
+
+
+async def test_closing_the_socket_cancels_a_parked_call():
+    with trio.fail_after(GUARD):
+        async with serve() as server:
+            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+            await stream.send_all(modern_post(wait_for_turn(1)))
+            await until(server.port, in_flight=1, parked=1)
+            await stream.aclose()
+            await until(server.port, in_flight=0, parked=0)
+
+
+async def test_a_call_that_never_parked_is_cancelled_too():
+    with trio.fail_after(GUARD):
+        async with serve() as server:
+            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+            await stream.send_all(modern_post(call("hang", 1, _meta=META), "/mcp/probe"))
+            await until(server.port, in_flight=1)
+            await stream.aclose()
+            await until(server.port, in_flight=0)
+
+
+async def test_a_next_request_sent_while_a_call_waits_is_not_read_as_a_hangup():
+    with trio.fail_after(GUARD):
+        async with serve() as server:
+            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+            await stream.send_all(modern_post(wait_for_turn(1, timeout_ms=1000)))
+            await until(server.port, parked=1)
+            # The next request arrives while the first one is parked: the watch sees bytes,
+            # not an end, and leaves them for the connection to read once the first is done.
+            await stream.send_all(modern_post(call("get_board", 2, _meta=META)))
+            first, second = await json_replies(stream, 2)
+            assert first["id"] == 1
+            assert "result" in first
+            assert second["result"]["structuredContent"]["table"] == "default"
+            await stream.aclose()
+
+
+async def json_replies(stream: trio.SocketStream, count: int) -> list[dict[str, Any]]:
+    """The JSON bodies of the next ``count`` responses (each with a Content-Length)."""
+    data, bodies = b"", []
+    while len(bodies) < count:
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        length = next(
+            (int(line.split(b":")[1]) for line in head.split(b"\r\n")
+             if line.lower().startswith(b"content-length:")),
+            None,
+        )  # fmt: skip
+        if sep and length is not None and len(rest) >= length:
+            bodies.append(json.loads(rest[:length]))
+            data = rest[length:]
+            continue
+        chunk = await stream.receive_some(65536)
+        assert chunk, "the server closed the connection"
+        data += chunk
+    return bodies
+
+
+async def test_a_handshake_session_call_outlives_its_connection():
+    with trio.fail_after(GUARD):
+        async with serve() as server:
+            async with RawHttp.open(server.port) as client:
+                session = await open_session(client, "/mcp/chess")
+            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+            body = json.dumps(call("wait_for_turn", 1, arguments={"timeout_ms": 55000}))
+            head = {"host": "127.0.0.1", **MCP_HEADERS, **session}
+            head["content-length"] = str(len(body))
+            lines = "".join(f"{k}: {v}\r\n" for k, v in head.items())
+            await stream.send_all(f"POST /mcp/chess HTTP/1.1\r\n{lines}\r\n{body}".encode())
+            await until(server.port, in_flight=1, parked=1)
+            await stream.aclose()
+            # The call stays: its client may resume the stream (Last-Event-ID).
+            for _ in range(5):
+                assert (await healthz(server.port))["parked"] == 1
+                await trio.sleep(0.02)
