@@ -6,7 +6,8 @@ lists, logging level, discovery, resource subscriptions) and hands the rest to t
 driver runs those and turns their outcome into a reply (`agora.mcp.results`); `resource_updated`
 tells it which changes a subscribed client must hear of. Both handshake revisions (initialize /
 initialized) and the 2026-07-28 per-request envelope (``params._meta``, ``server/discover``,
-``resultType``) are served.
+``resultType``) are served; at 2026-07-28 resource updates come on ``subscriptions/listen``
+streams (`agora.mcp.listen`), and ``resources/subscribe`` (removed there) is refused.
 """
 
 from __future__ import annotations
@@ -16,13 +17,17 @@ from typing import TYPE_CHECKING, Any
 
 from agora.errors import ProtocolError
 from agora.mcp import jsonrpc as rpc
+from agora.mcp import listen
+from agora.mcp.actions import Action, Answer, Cancel, Invoke, Send
 from agora.mcp.catalog import Catalog, ToolEntry, page
 from agora.mcp.results import tool_result
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     from agora.mcp.validation import ValidationIssue
+
+__all__ = ["Action", "Answer", "Cancel", "Invoke", "Send", "Session"]
 
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MODERN_VERSIONS = ("2026-07-28",)
@@ -59,45 +64,6 @@ INVOKED = {
 }
 
 
-@dataclass(slots=True)  # one per message: frozen would cost ~0.1 us a field
-class Send:
-    """Send ``message`` to the peer (``related`` = the request it belongs to, if any)."""
-
-    message: dict[str, Any]
-    related: rpc.RequestId | None = None
-
-
-@dataclass(slots=True)  # one per message: frozen would cost ~0.1 us a field
-class Invoke:
-    """Run ``kind`` for request ``id``; reply with the session's ``*_result`` helpers."""
-
-    id: rpc.RequestId
-    kind: str
-    name: str
-    args: dict[str, Any]
-    target: Any
-    progress_token: str | int | None
-    meta: dict[str, Any]
-    modern: bool
-
-
-@dataclass(slots=True)  # one per message: frozen would cost ~0.1 us a field
-class Cancel:
-    """The client cancelled request ``id``: stop it; send nothing for it."""
-
-    id: rpc.RequestId
-
-
-@dataclass(slots=True)  # one per message: frozen would cost ~0.1 us a field
-class Answer:
-    """The client answered a request we sent it."""
-
-    response: rpc.Response
-
-
-Action = Send | Invoke | Cancel | Answer
-
-
 @dataclass
 class Session:
     """Protocol state of one client session."""
@@ -112,6 +78,8 @@ class Session:
     subscriptions: set[str] = field(default_factory=set)
     #: Ids of the requests handed to the driver as `Invoke` and not yet `ended`.
     running: set[rpc.RequestId] = field(default_factory=set)
+    #: Open ``subscriptions/listen`` streams: request id -> the URIs each hears of.
+    listens: dict[rpc.RequestId, list[str]] | None = None
     #: Subscribes whose check runs: request id -> URI (an unsubscribe of the URI drops them).
     _checking: dict[rpc.RequestId, str] | None = field(default=None, init=False, repr=False)
 
@@ -125,7 +93,7 @@ class Session:
             return [Answer(msg)]
         if isinstance(msg, rpc.Notification):
             return self._notification(msg)
-        if msg.id in self.running:
+        if msg.id in self.running or (self.listens and msg.id in self.listens):
             return [Send(rpc.error(msg.id, rpc.INVALID_REQUEST, DUPLICATE_ID), msg.id)]
         try:
             actions = self._request(msg)
@@ -170,6 +138,11 @@ class Session:
         kind = INVOKED.get(msg.method)
         if kind is not None:
             return [self._invoke(msg, kind, meta, modern)]
+        if msg.method == listen.LISTEN and modern:
+            found = listen.checks(self.catalog, msg.params)
+            return [Invoke(msg.id, "listen", msg.method, {}, found, None, meta, modern)]
+        if modern and msg.method in ("resources/subscribe", "resources/unsubscribe"):
+            raise ProtocolError(rpc.METHOD_NOT_FOUND, listen.SUBSCRIBE_REMOVED)
         if msg.method == "resources/subscribe":
             return [self._subscribe(msg, meta, modern)]
         value = self._answer(msg, meta)
@@ -287,6 +260,12 @@ class Session:
         if uri not in self.subscriptions:
             return None
         return rpc.notification("notifications/resources/updated", {"uri": uri})
+
+    def watched(self) -> Iterable[str]:
+        """Every URI this session hears of: its subscriptions and its listen streams'."""
+        if not self.listens:
+            return self.subscriptions
+        return self.subscriptions.union(*self.listens.values())
 
     def _page(self, items: list[Any], params: dict[str, Any]) -> tuple[list[Any], str | None]:
         cursor = params.get("cursor")

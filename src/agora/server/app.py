@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from agora.identity import Principal
     from agora.mcp.catalog import ToolEntry
     from agora.runtime.registry import Runtime
+    from agora.server.connection import Connection
     from agora.toolsets.base import Toolset
     from agora.web.http import Route
 
@@ -99,6 +101,8 @@ class App:
         self._in_flight = 0
         #: Shutdown began (`drain`): a new call is refused with JSON-RPC error -32011.
         self.draining = False
+        #: Connections with listen streams open (``subscriptions/listen``): `drain` ends them.
+        self.listening: weakref.WeakSet[Connection] = weakref.WeakSet()
         self._idle = trio.Event()
         self._idle.set()
         self.routes: list[Route] = [r for t in toolsets for r in t.routes]
@@ -154,8 +158,9 @@ class App:
     ) -> None:
         """The graceful end of serving, within ``grace`` seconds.
 
-        From now on a new call is refused (`draining`) and every long-poll answers
-        (`Runtime.begin_shutdown`); the calls in flight get to answer. Then, if any was in
+        From now on a new call is refused (`draining`), every long-poll answers
+        (`Runtime.begin_shutdown`) and every listen stream ends with its result; the calls in
+        flight get to answer. Then, if any was in
         flight, the connections stay open ``linger_seconds`` more, or until ``until_closed``
         returns (every client has closed): a client that has just been answered may still
         send the requests that change nothing and need no actor (the official SDK's client
@@ -166,6 +171,8 @@ class App:
         self.draining = True
         answering = self._in_flight > 0
         self.runtime.begin_shutdown()
+        for conn in list(self.listening):  # each stream gets its result and ends
+            conn.end_listens()
         with trio.move_on_at(deadline):
             await self.wait_idle()
             if answering and until_closed is not None:

@@ -11,18 +11,20 @@ into JSON-RPC replies.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from agora.errors import ProtocolError, ToolError
+from agora.errors import ProtocolError
 from agora.mcp import jsonrpc as rpc
-from agora.mcp.results import tool_reply, tool_result
+from agora.mcp import listen
 from agora.mcp.session import Answer, Cancel, Invoke, Send, Session
 from agora.server.channel import ChannelCall
-from agora.server.failed import failed_reply, failure_of, reply_failed
+from agora.server.failed import reply_failed
+from agora.server.outcome import outcome
 
 if TYPE_CHECKING:
     from agora.identity import Principal
@@ -38,6 +40,8 @@ Hangup = Callable[[rpc.RequestId], None]
 
 #: Requests after which the runtime's resource hub learns the session's subscriptions.
 SUBSCRIPTION_METHODS = frozenset({"resources/subscribe", "resources/unsubscribe"})
+#: What a session's listen streams are told when the server ends them (`end_listens`).
+_ENDING = "listen streams ending"
 
 #: What a call sent once shutdown began is told (JSON-RPC error -32011): it never ran.
 SHUTTING_DOWN_MESSAGE = (
@@ -124,7 +128,7 @@ class Connection:
             return
         actions = self.session.handle(msg)
         if isinstance(msg, rpc.Request) and msg.method in SUBSCRIPTION_METHODS:
-            self.app.runtime.resources.watch(self, self.session.subscriptions)
+            self.app.runtime.resources.watch(self, self.session.watched())
         for action in actions:
             match action:
                 case Send(message, related):
@@ -160,6 +164,10 @@ class Connection:
         message = self.session.resource_updated(uri)
         if message is not None:
             await self._emit(message, related)
+        if self.session.listens:  # (a copy: a stream may end while one is sent)
+            for rid, uris in list(self.session.listens.items()):
+                if uri in uris:
+                    await self._emit(listen.updated(rid, uri), rid)
 
     def resource_changed(self, uri: str) -> None:
         """Queue notifications/resources/updated for ``uri`` (called by the runtime's
@@ -220,8 +228,12 @@ class Connection:
         self._cancel(rid)
 
     def _cancel(self, rid: rpc.RequestId) -> None:
-        """Cancel call ``rid`` if it is in flight (before its worker began it: it never does)."""
-        if rid in self._calls:
+        """Cancel call ``rid`` if it is in flight (before its worker began it: it never does),
+        or end listen stream ``rid`` (no result follows: the client ended it)."""
+        listens = self.session.listens
+        if listens and listens.pop(rid, None) is not None:
+            self.app.runtime.resources.watch(self, self.session.watched())
+        elif rid in self._calls:
             scope = self._calls[rid]
             if scope is None:
                 self._calls[rid] = _CANCELLED
@@ -303,39 +315,8 @@ class Connection:
         if not self._calls and self._finished is not None:
             self._finished.set()
 
-    def _outcome(self, inv: Invoke, value: Any, error: Exception | None) -> dict[str, Any]:
-        """The reply to a call that returned ``value`` or raised ``error``; never raises.
-
-        What fails while the reply is built (a `ToolError` body no JSON can hold, a bug in
-        wording a failure) is answered too, as -32603 (`reply_failed`): a call that ends
-        without a reply leaves its client waiting forever.
-        """
-        try:
-            try:
-                if error is not None:
-                    raise error
-                if inv.kind == "tool":
-                    return tool_reply(self.session, inv.id, value, inv.modern)
-                if inv.kind == "subscribe":  # its check passed: subscribe, and tell the hub
-                    value = self.session.subscribed(inv.name, inv.id)
-                    self.app.runtime.resources.watch(self, self.session.subscriptions)
-                cacheable = inv.kind == "resource"
-                result = self.session.finish(value, inv.modern, cacheable=cacheable)
-                return rpc.result(inv.id, result)
-            except ToolError as exc:
-                result = tool_result(exc.body, error=True, text=exc.text)
-                return rpc.result(inv.id, self.session.finish(result, inv.modern))
-            except ProtocolError as exc:
-                return rpc.error(inv.id, exc.code, exc.message, exc.data)
-            except Exception as exc:  # the entity, its actor, the store, or a bug
-                return failed_reply(self.session, inv, failure_of(inv, exc))
-        except Exception as exc:  # (zero cost until it happens: no frame more per call)
-            return reply_failed(inv, exc)
-        finally:
-            # `raise error` put this frame in the error's traceback: let go of the error, else
-            # the two make a reference cycle per failed call, which `agora serve`'s collector
-            # policy (`agora.server.heap`) would keep frozen until its next thaw.
-            del error
+    #: The reply to a call that returned a value or raised; never raises (`outcome`).
+    _outcome = outcome
 
     async def _unsent(self, inv: Invoke, exc: Exception) -> None:
         """Sending the reply to ``inv`` raised ``exc`` (it holds a value no JSON can hold:
@@ -376,10 +357,29 @@ class Connection:
         return box[0].result
 
     def cancel_all(self) -> None:
-        """Cancel every call in flight (the peer went away)."""
+        """Cancel every call in flight and end every listen stream (the peer went away)."""
         self.app.runtime.resources.forget(self)
+        self.session.listens = None
+        self.app.listening.discard(self)
         for rid in list(self._calls):
             self._cancel(rid)
+
+    def end_listens(self) -> None:
+        """End every listen stream gracefully (shutdown): each gets its result, from a task
+        of the connection's nursery (a slow peer must not hold up the caller)."""
+        listens, self.session.listens = self.session.listens, None
+        self.app.listening.discard(self)
+        if listens:
+            self.app.runtime.resources.watch(self, self.session.watched())
+            ended = [
+                rpc.result(rid, self.session.finish(listen.ended(rid), True)) for rid in listens
+            ]
+            with contextlib.suppress(RuntimeError):  # the nursery closed: nobody to tell
+                self._nursery.start_soon(self._send_all, ended, name=_ENDING)
+
+    async def _send_all(self, messages: list[dict[str, Any]]) -> None:
+        for message in messages:
+            await self._emit(message, message["id"])
 
     async def wait_finished(self) -> None:
         """Until no call of this connection runs (after `cancel_all`, promptly)."""

@@ -86,6 +86,8 @@ class HttpConnection(Responder):
         #: The session of this connection's 2026-07-28 requests (`streamable.Link.modern`):
         #: their calls share one ``call.connection``, which ends with the connection.
         self.modern: HttpSession | None = None
+        #: Ends the watch for the client's hang-up (`watch_hangup`), if one runs.
+        self.watching: trio.CancelScope | None = None
 
     async def serve(self) -> None:
         """Serve requests until the peer closes, misbehaves, idles, or upgrades (see
@@ -163,19 +165,18 @@ class HttpConnection(Responder):
             raise Closed
         self.buf += data
 
-    def watch_hangup(self, hung_up: Callable[[], None]) -> trio.CancelScope:
-        """Call ``hung_up`` if the client closes the connection before its request is answered;
-        cancel the returned scope once it is (`streamable.Link.watch_hangup`).
+    def watch_hangup(self, hung_up: Callable[[], None]) -> None:
+        """Call ``hung_up`` if the client closes the connection before the current request's
+        response is over (`streamable.Link.watch_hangup`; a listen's lasts a while).
 
         The watch is a task of this connection's nursery. It first runs when the request's
         task waits: an answer that never waited has cancelled the scope by then, and nothing
         was asked of the kernel. Bytes of a next request (pipelined) end the watch unread:
         the client is still there.
         """
-        scope = trio.CancelScope()
         if not self.buf and self.nursery is not None:  # else the next request is here already
-            self.nursery.start_soon(self._watch, scope, hung_up)
-        return scope
+            self.watching = trio.CancelScope()
+            self.nursery.start_soon(self._watch, self.watching, hung_up)
 
     async def _watch(self, scope: trio.CancelScope, hung_up: Callable[[], None]) -> None:
         if scope.cancel_called:
@@ -211,6 +212,9 @@ class HttpConnection(Responder):
             return await self._answer(head)
         finally:
             self.front.finished()
+            if self.watching is not None:  # the response is over: so is the watch
+                self.watching.cancel()
+                self.watching = None
 
     def _request(self, head: Head) -> Request:
         target = head.target

@@ -98,6 +98,7 @@ async def serve_stdio(
         # Not `App.drain`: calls read just before the end may not have started yet, and this
         # nursery's exit waits for them too, which the app's count of calls in flight cannot.
         app.runtime.begin_shutdown()
+        conn.end_listens()  # each listen stream gets its result, as at a server's shutdown
         calls.cancel_scope.deadline = trio.current_time() + app.config.grace_seconds
 
 

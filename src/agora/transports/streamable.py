@@ -22,6 +22,7 @@ import trio
 
 from agora.errors import ProtocolError
 from agora.mcp import jsonrpc as rpc
+from agora.mcp.listen import LISTEN
 from agora.mcp.session import HANDSHAKE_VERSIONS, INVOKED, META_VERSION, MODERN_VERSIONS
 from agora.transports.guard import mcp_post_refusal
 from agora.transports.http_session import DELETED, SHUTDOWN, HttpSession
@@ -52,9 +53,9 @@ class Link(Protocol):
     def stream_early(self, reply: EventStream) -> None:
         """Send the SSE response ``reply`` while the request's task still runs its call."""
 
-    def watch_hangup(self, hung_up: Callable[[], None]) -> trio.CancelScope:
-        """Call ``hung_up`` if the client closes the connection before the request is
-        answered; the caller cancels the returned scope once it is."""
+    def watch_hangup(self, hung_up: Callable[[], None]) -> None:
+        """Call ``hung_up`` if the client closes the connection before the request's response
+        is over (a listen's SSE stream included)."""
 
 
 class StreamableHTTP:
@@ -230,17 +231,15 @@ class StreamableHTTP:
             return Response.json(body, 400)
         session = self._modern(link, endpoint, principal)
         self._one_shot.add(session)
-        watch = None
-        if link is not None and msg.method in INVOKED:
+        if link is not None and (msg.method in INVOKED or msg.method == LISTEN):
             # At this revision a client cancels by closing the connection (basic/patterns/
-            # cancellation): the call then ends as a cancelled call, releasing what it holds.
+            # cancellation): the call then ends as a cancelled call, releasing what it holds;
+            # a listen stream ends so.
             rid = msg.id
-            watch = link.watch_hangup(lambda: _cancelled(session, rid))
+            link.watch_hangup(lambda: _cancelled(session, rid))
         try:
             reply = await self._exchange(session, msg, link)
         finally:
-            if watch is not None:
-                watch.cancel()
             self._one_shot.discard(session)
             session.streams.clear()  # nothing of this revision is resumed
         if isinstance(reply, Response) and version not in MODERN_VERSIONS:

@@ -1,0 +1,81 @@
+"""Turning a call's outcome into its JSON-RPC reply, for `agora.server.connection.Connection`.
+
+This is where a handler's value or exception becomes the reply: a tool's result, a resource
+or prompt, a subscribe whose check passed, a listen whose checks passed (its first message,
+the acknowledgement, rather than a result: the stream stays open), or the error each failure
+is answered with.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agora.errors import ProtocolError, ToolError
+from agora.mcp import jsonrpc as rpc
+from agora.mcp import listen
+from agora.mcp.results import tool_reply, tool_result
+from agora.server.failed import failed_reply, failure_of, reply_failed
+
+if TYPE_CHECKING:
+    from agora.mcp.session import Invoke
+    from agora.server.connection import Connection
+
+
+def outcome(conn: Connection, inv: Invoke, value: Any, error: Exception | None) -> dict[str, Any]:
+    """The reply to a call that returned ``value`` or raised ``error``; never raises.
+
+    What fails while the reply is built (a `ToolError` body no JSON can hold, a bug in
+    wording a failure) is answered too, as -32603 (`reply_failed`): a call that ends
+    without a reply leaves its client waiting forever.
+    """
+    try:
+        try:
+            if error is not None:
+                raise error
+            if inv.kind == "tool":
+                return tool_reply(conn.session, inv.id, value, inv.modern)
+            if inv.kind == "listen":  # every check passed
+                return listening(conn, inv)
+            if inv.kind == "subscribe":  # its check passed: subscribe, and tell the hub
+                value = conn.session.subscribed(inv.name, inv.id)
+                conn.app.runtime.resources.watch(conn, conn.session.watched())
+            cacheable = inv.kind == "resource"
+            result = conn.session.finish(value, inv.modern, cacheable=cacheable)
+            return rpc.result(inv.id, result)
+        except ToolError as exc:
+            result = tool_result(exc.body, error=True, text=exc.text)
+            return rpc.result(inv.id, conn.session.finish(result, inv.modern))
+        except ProtocolError as exc:
+            return rpc.error(inv.id, exc.code, exc.message, exc.data)
+        except Exception as exc:  # the entity, its actor, the store, or a bug
+            return failed_reply(conn.session, inv, failure_of(inv, exc))
+    except Exception as exc:  # (zero cost until it happens: no frame more per call)
+        return reply_failed(inv, exc)
+    finally:
+        # `raise error` put this frame in the error's traceback: let go of the error, else
+        # the two make a reference cycle per failed call, which `agora serve`'s collector
+        # policy (`agora.server.heap`) would keep frozen until its next thaw.
+        del error
+
+
+def listening(conn: Connection, inv: Invoke) -> dict[str, Any]:
+    """Open listen ``inv`` on ``conn`` (its checks passed); its acknowledgement.
+
+    A session holds at most ``max_in_flight`` listen streams (the cap of its calls in
+    flight): over HTTP/1.1, where a listen holds its TCP connection, ``max_connections``
+    bounds them first.
+    """
+    session, rid = conn.session, inv.id
+    listens = session.listens
+    if listens is None:
+        listens = session.listens = {}
+    limit = conn.app.config.max_in_flight
+    if len(listens) >= limit:
+        message = f"too many listen streams (at most {limit}); end one, then listen again"
+        data = {"max_in_flight": limit, "retryable": True}
+        return rpc.error(rid, rpc.TOO_MANY_IN_FLIGHT, message, data)
+    uris = inv.target.uris
+    listens[rid] = uris
+    conn.app.listening.add(conn)
+    conn.app.runtime.resources.watch(conn, session.watched())
+    return listen.acknowledged(rid, uris)
