@@ -94,7 +94,8 @@ async def serve(**settings: Any) -> AsyncIterator[Server]:
     names = settings.pop("toolsets", ["chess"])
     from agora.server.app import load_toolsets
 
-    config = Config(host="127.0.0.1", port=0, db=":memory:", toolsets=names, **settings)
+    settings.setdefault("db", ":memory:")
+    config = Config(host="127.0.0.1", port=0, toolsets=names, **settings)
     async with open_server(config, toolsets=[*load_toolsets(names), probe()]) as server:
         yield server
 

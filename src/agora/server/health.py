@@ -6,7 +6,7 @@ carries the counters an operator reads. It kept answering ``ok: true`` while Pos
 stopped or stalled, so a balancer pointed at it sent agents to nodes that could only fail
 their calls. ``/readyz`` is readiness: 200 once the store answered a trivial read within
 `READY_SECONDS`, else 503 with a fixed reason (never the database's address or the driver's
-words; the log has those). No I/O here but that read.
+words; the log has those), and 503 once shutdown began. No I/O here but that read.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import trio
 from agora.errors import StoreError
 from agora.logsafe import one_line
 from agora.server import heap
+from agora.store.ready import store_answers
 from agora.web.http import Response
 
 if TYPE_CHECKING:
@@ -47,16 +48,20 @@ def health(runtime: Runtime, **front: Any) -> Response:
     )
 
 
-async def readiness(runtime: Runtime) -> Response:
-    """The ``/readyz`` answer: ``{"ok": true}`` (200) if the database answered ``SELECT 1``
-    within `READY_SECONDS`, else ``{"ok": false, "reason": ...}`` (503)."""
+async def readiness(runtime: Runtime, *, draining: bool = False) -> Response:
+    """The ``/readyz`` answer: ``{"ok": true}`` (200) if the database answered a trivial read
+    within `READY_SECONDS` (not queued behind the tool reads: `agora.store.ready`), else
+    ``{"ok": false, "reason": ...}`` (503), as while the server shuts down (``draining``:
+    it refuses new calls, so a balancer must stop sending them)."""
+    if draining:
+        return Response.json({"ok": False, "reason": "the server is shutting down"}, 503)
     with trio.move_on_after(READY_SECONDS):
         try:
-            await runtime.read(lambda conn: conn.execute("SELECT 1").fetchone())
+            await store_answers(runtime.store)
         except StoreError as exc:
             log.info("not ready: %s", one_line(exc))
             return Response.json({"ok": False, "reason": "the database is unavailable"}, 503)
         return Response.json({"ok": True}, 200)
-    return Response.json(
-        {"ok": False, "reason": f"the database did not answer within {READY_SECONDS:g} s"}, 503
-    )
+    reason = f"the database did not answer within {READY_SECONDS:g} s"
+    log.info("not ready: %s", reason)
+    return Response.json({"ok": False, "reason": reason}, 503)

@@ -21,6 +21,7 @@ NOTIFY channel and advisory-lock names include it. This module must stay free of
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 from contextlib import asynccontextmanager
@@ -149,11 +150,15 @@ class PgStore(Store):
             "reruns": writer.reruns,
         }
 
-    async def read(self, fn: Callable[[Any], T], *, snapshot: bool = True) -> T:
+    async def read(
+        self, fn: Callable[[Any], T], *, snapshot: bool = True, queued: bool = True
+    ) -> T:
         """Run ``fn(conn)`` in a read-only snapshot and return its result.
 
         Without ``snapshot``, each statement of ``fn`` runs on its own (no BEGIN, no
-        COMMIT: two round trips fewer), for a reader of one statement.
+        COMMIT: two round trips fewer), for a reader of one statement. Without ``queued``, it
+        does not wait for one of the reader slots the tool reads share (the readiness probe:
+        `agora.store.ready`); its connection joins the pool only if there is room.
 
         The read is bounded by ``commit_timeout``, like a write: past it, or if the caller
         is cancelled meanwhile, its worker thread is given up on and its connection cut
@@ -166,7 +171,7 @@ class PgStore(Store):
         if self._closed:
             raise StoreError("read failed: the store is closed")
         self.reads += 1
-        async with self._reader_limit:
+        async with self._reader_limit if queued else contextlib.nullcontext():
             # The connection used goes back to the pool even when ``fn`` raised (a loader's
             # LookupError): it is rolled back and reusable, or closed. Never while a thread
             # given up on may still use it (`Lease.end` says which).
@@ -191,7 +196,8 @@ class PgStore(Store):
                     self.outage.answered("a read")
             finally:
                 for conn in lease.end():
-                    if isinstance(conn, PgConn) and conn.usable and not self._closed:
+                    room = queued or len(self._pg_readers) < self._reader_limit.total_tokens
+                    if isinstance(conn, PgConn) and conn.usable and not self._closed and room:
                         self._pg_readers.append(conn)
                     else:
                         conn.close()

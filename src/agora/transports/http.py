@@ -314,7 +314,7 @@ class HttpConnection(Responder):
                 sessions=len(self.front.mcp.sessions),
             )
         if req.path == "/readyz":
-            return await readiness(self.app.runtime)
+            return await readiness(self.app.runtime, draining=self.app.draining)
         return refusal_response(req, 404, f"no such page: {req.path}")
 
     def _page_refusal(self, req: Request, needs_principal: bool) -> Response | None:
