@@ -56,3 +56,24 @@ async def test_an_exception_raised_in_the_block_comes_out_as_itself(tmp_path):
     with pytest.raises(KeyError, match="mine"):
         async with open_server(config, listen=False):
             raise KeyError("mine")
+
+
+@pytest.mark.parametrize("name", ["commit_timeout", "grace_seconds", "send_timeout"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_nan_and_infinite_seconds_are_refused_from_the_environment(monkeypatch, name, value):
+    """``nan`` passed every range check (NaN compares false): AGORA_COMMIT_TIMEOUT=nan killed
+    `agora serve` at start with a 59-line traceback, AGORA_GRACE_SECONDS=nan made SIGTERM
+    fail, AGORA_SEND_TIMEOUT=nan crashed a slow reader's connection handler."""
+    monkeypatch.setenv(f"AGORA_{name.upper()}", value)
+    with pytest.raises(ValueError, match=f"AGORA_{name.upper()}: {name} must be a finite number"):
+        load_config()
+
+
+def test_nan_is_refused_from_the_config_file(tmp_path):
+    path = tmp_path / "agora.toml"
+    path.write_text("send_timeout = nan\n")
+    with pytest.raises(ValueError, match="send_timeout must be a finite number, not nan"):
+        load_config(path)
+    assert config_problem(Config(switch_interval_ms=float("nan"))) == (
+        "switch_interval_ms must be a finite number, not nan"
+    )

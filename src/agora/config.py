@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import math
 import os
 import re
 import tomllib
@@ -187,6 +188,9 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
     return config
 
 
+#: Settings of seconds or milliseconds: a number, but never NaN or infinity (TOML and the
+#: AGORA_* variables can both write ``nan`` and ``inf``).
+_FLOATS = tuple(f.name for f in msgspec.structs.fields(Config) if f.type is float)
 #: Settings that must be 0 or more, more than 0, or at least 1 (a count).
 _AT_LEAST_ZERO = ("grace_seconds", "linger_seconds", "ping_interval")
 _ABOVE_ZERO = (
@@ -252,6 +256,9 @@ def _out_of_range(config: Config) -> tuple[str, str] | None:
     """The first setting whose value the server cannot run with: (its name, why)."""
     if not 0 <= config.port <= 65535:
         return "port", f"port must be between 0 and 65535, not {config.port}"
+    for name in _FLOATS:  # NaN passes every comparison below, and infinity most
+        if not math.isfinite(value := getattr(config, name)):
+            return name, f"{name} must be a finite number, not {value}"
     for name in _AT_LEAST_ZERO:
         if (value := getattr(config, name)) < 0:
             return name, f"{name} must be 0 or more, not {value:g}"
