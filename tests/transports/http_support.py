@@ -200,6 +200,14 @@ async def raw_exchange(port: int, data: bytes) -> bytes:
         return await read_to_end(stream)
 
 
+#: The 2026-07-28 revision, and the ``params._meta`` envelope every request of it carries.
+MODERN = "2026-07-28"
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 0,

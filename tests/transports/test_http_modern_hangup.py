@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import trio
-from http_support import MCP_HEADERS, RawHttp, call, open_session, serve
+from http_support import MCP_HEADERS, MODERN, MODERN_META, RawHttp, call, open_session, serve
 
 mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")
 
@@ -23,11 +23,6 @@ pytestmark = pytest.mark.filterwarnings(
 
 #: Hang guard; the long-polls below wait up to 55 s, so leaving within it is no timeout.
 GUARD = 20
-MODERN = "2026-07-28"
-META = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
 
 
 async def healthz(port: int) -> dict[str, Any]:
@@ -61,7 +56,7 @@ def modern_post(body: dict[str, Any], path: str = "/mcp/chess") -> bytes:
 
 
 def wait_for_turn(rid: int, timeout_ms: int = 55000) -> dict[str, Any]:
-    body = call("wait_for_turn", rid, _meta=META)
+    body = call("wait_for_turn", rid, _meta=MODERN_META)
     body["params"]["arguments"] = {"timeout_ms": timeout_ms}
     return body
 
@@ -103,7 +98,7 @@ async def test_a_call_that_never_parked_is_cancelled_too():
     with trio.fail_after(GUARD):
         async with serve() as server:
             stream = await trio.open_tcp_stream("127.0.0.1", server.port)
-            await stream.send_all(modern_post(call("hang", 1, _meta=META), "/mcp/probe"))
+            await stream.send_all(modern_post(call("hang", 1, _meta=MODERN_META), "/mcp/probe"))
             await until(server.port, in_flight=1)
             await stream.aclose()
             await until(server.port, in_flight=0)
@@ -117,7 +112,7 @@ async def test_a_next_request_sent_while_a_call_waits_is_not_read_as_a_hangup():
             await until(server.port, parked=1)
             # The next request arrives while the first one is parked: the watch sees bytes,
             # not an end, and leaves them for the connection to read once the first is done.
-            await stream.send_all(modern_post(call("get_board", 2, _meta=META)))
+            await stream.send_all(modern_post(call("get_board", 2, _meta=MODERN_META)))
             first, second = await json_replies(stream, 2)
             assert first["id"] == 1
             assert "result" in first

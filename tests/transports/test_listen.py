@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import trio
+from http_support import MODERN_META
 
 from agora.client import McpError, WsClient, connect
 from agora.config import Config
@@ -30,10 +31,6 @@ pytestmark = pytest.mark.filterwarnings(
 
 GUARD = 20
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
-META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
 MISSING = inbox_uri("00000000-0000-4000-8000-00000000dead")
 
 
@@ -91,7 +88,7 @@ async def next_message(client: WsClient, **fields: Any) -> dict[str, Any]:
 
 def listen_request(rid: str, uris: list[str]) -> dict[str, Any]:
     notifications = {"resourceSubscriptions": uris, "toolsListChanged": True, "future": 1}
-    params = {"notifications": notifications, "_meta": META}
+    params = {"notifications": notifications, "_meta": MODERN_META}
     return {"jsonrpc": "2.0", "id": rid, "method": "subscriptions/listen", "params": params}
 
 
@@ -101,7 +98,7 @@ async def test_a_websocket_listen_is_tagged_and_ends_with_a_cancel(server):
     with trio.fail_after(GUARD):
         async with connect(url, initialize=False) as client:
             opened = await client.request(
-                "tools/call", {"name": "debate_session_open", "arguments": {}, "_meta": META}
+                "tools/call", {"name": "debate_session_open", "arguments": {}, "_meta": MODERN_META}
             )
             inbox = inbox_uri(opened["structuredContent"]["session_id"])
             await client.send(listen_request("l1", [inbox]))
@@ -118,7 +115,7 @@ async def test_a_websocket_listen_is_tagged_and_ends_with_a_cancel(server):
             await gone(hub, inbox)
             # The removed subscribe is refused at this revision, naming its successor.
             with pytest.raises(McpError) as refused:
-                await client.request("resources/subscribe", {"uri": inbox, "_meta": META})
+                await client.request("resources/subscribe", {"uri": inbox, "_meta": MODERN_META})
             assert refused.value.error["code"] == rpc.METHOD_NOT_FOUND
             assert "subscriptions/listen" in refused.value.error["message"]
 
