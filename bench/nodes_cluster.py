@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import cgroups
 import trio
 from measure import cpu_seconds
+from serve import pool_full
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -109,6 +110,8 @@ async def cluster(
                 group.add(node.proc.pid)
         for node in nodes:
             await trio.to_thread.run_sync(node.wait_ready)
+        for node in nodes:  # their chambers' room pools are built after they start listening
+            await pool_full(node.url)
         yield nodes, groups
     finally:
         for node in nodes:

@@ -5,8 +5,10 @@ with this interpreter's ``agora`` script on 127.0.0.1, port 0, with the given da
 toolsets and ``AGORA_*`` settings (any inherited from the environment are dropped, so a run
 is what the script says). Its stderr is read line by line: the "serving ... on URL" line
 gives the URL, ``trace_commits`` lines give commit times, the rest is kept for the error
-report. Leaving the block sends SIGTERM and requires a clean exit with no traceback.
-`principal_config` writes the ``agora.toml`` of a bench's one principal.
+report. A server serving the chamber is handed over only once its room pools are full
+(`pool_full`): it builds them after it starts listening, seconds of CPU that would otherwise
+skew whatever is measured first. Leaving the block sends SIGTERM and requires a clean exit
+with no traceback. `principal_config` writes the ``agora.toml`` of a bench's one principal.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +40,15 @@ STOP_TIMEOUT = 30.0
 PROBE_TIMEOUT = 300.0
 #: How the server logs a durable commit when ``trace_commits`` is on.
 COMMIT_TRACE = "INFO agora.store.writer: committed "
+#: Bound on the wait for a fresh server's chamber room pools (3 ms of CPU per room: seconds at
+#: the default size, minutes only for a bench that asks for thousands of rooms per suite).
+POOL_TIMEOUT = 600.0
+#: A wait for the room pools longer than this is said on stderr (else nothing is printed).
+POOL_SLOW = 10.0
+#: Polls that must see every pool's target size at 0 before the pool counts as turned off
+#: (``room_pool_size = 0``), one `POOL_POLL` apart.
+POOL_OFF_POLLS = 5
+POOL_POLL = 0.2
 
 
 def principal_config(
@@ -50,6 +64,66 @@ def principal_config(
         'projects = ["bench"]\n'
     )
     return path
+
+
+def pool_status(url: str) -> dict[str, dict[str, int]] | None:
+    """``GET url/chamber/pool``: per suite, rooms ``ready`` and target ``size``; None when
+    the server does not serve the chamber (404)."""
+    try:
+        with urllib.request.urlopen(f"{url}/chamber/pool", timeout=30) as response:
+            suites: dict[str, dict[str, int]] = json.loads(response.read())["suites"]
+            return suites
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return None
+        raise
+
+
+async def pool_full(url: str) -> None:
+    """Return once every chamber room pool of the server at ``url`` (``http://HOST:PORT``) is
+    full, at once if it serves no chamber.
+
+    A fresh server builds its pools (``room_pool_size`` rooms per suite, 3 ms of CPU each)
+    in the background after it starts listening; a bench that measured meanwhile would find
+    the first of its figures several times slower than the rest. Silent unless the wait
+    passes `POOL_SLOW`.
+
+    Raises:
+        RuntimeError: the pools were not full within `POOL_TIMEOUT` seconds.
+    """
+    start = time.perf_counter()
+    said = False
+    zero = 0  # consecutive polls that saw every target size at 0
+    status: dict[str, dict[str, int]] | None = {}
+    with trio.move_on_after(POOL_TIMEOUT):
+        while True:
+            status = await trio.to_thread.run_sync(pool_status, url)
+            if status is None:
+                return
+            sizes = [s["size"] for s in status.values()]
+            zero = zero + 1 if not any(sizes) else 0
+            if zero >= POOL_OFF_POLLS or (
+                all(sizes) and all(s["ready"] >= s["size"] for s in status.values())
+            ):
+                if said:
+                    print(f"room pools full after {time.perf_counter() - start:.0f} s",
+                          file=sys.stderr)  # fmt: skip
+                return
+            if not said and time.perf_counter() - start > POOL_SLOW:
+                said = True
+                print(f"waiting for the chamber's room pools to fill ({_rooms(status)})...",
+                      file=sys.stderr)  # fmt: skip
+            await trio.sleep(POOL_POLL)
+    raise RuntimeError(
+        f"the chamber's room pools of {url} were not full after {POOL_TIMEOUT:.0f} s:"
+        f" {_rooms(status)}"
+    )
+
+
+def _rooms(status: dict[str, dict[str, int]] | None) -> str:
+    values = (status or {}).values()
+    ready, size = sum(s["ready"] for s in values), sum(s["size"] for s in values)
+    return f"{ready} of {size} rooms ready in {len(values)} suites"
 
 
 @dataclass
@@ -131,8 +205,11 @@ async def agora_serve(
     its allocations (``types``: counts live objects by type without tracing; ``old_gc``:
     with the collector policy of before `agora.server.heap`); `Server.probe` asks it for them.
 
+    A server serving the chamber is yielded once its room pools are full (`pool_full`).
+
     Raises:
-        RuntimeError: it did not start, or did not exit cleanly on SIGTERM.
+        RuntimeError: it did not start, its room pools did not fill, or it did not exit
+            cleanly on SIGTERM.
     """
     script = shutil.which("agora", path=str(Path(sys.executable).parent))
     command = [script] if script else [sys.executable, "-m", "agora.cli"]
@@ -163,6 +240,7 @@ async def agora_serve(
                 await ready.wait()
             if not server.url:
                 raise RuntimeError("agora serve did not start:\n" + "\n".join(server.log))
+            await pool_full(server.url)
             yield server
             process.send_signal(signal.SIGTERM)
             with trio.fail_after(STOP_TIMEOUT * (10 if trace_frames else 1)):

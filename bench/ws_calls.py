@@ -37,6 +37,7 @@ from pathlib import Path
 import msgspec
 import trio
 from echo import SCRIPT as echo_script
+from serve import pool_full
 from wsload import INITIALIZE, LeanWebSocket
 
 AGORA = str(Path(sys.executable).with_name("agora"))
@@ -252,6 +253,8 @@ async def run(args: argparse.Namespace) -> None:
             agora = Server(command[:-1], "agora")  # a build without the conformance fixtures
         echo = Server([sys.executable, echo_script], "echo")
         try:
+            # its chamber builds its room pools after it starts listening: not during a load
+            await pool_full(agora.url.replace("ws://", "http://"))
             target = await pick_target(agora)
             echo_target = Target(target.path, target.tool, False)
             print(f"agora {agora.url}{target.path} tool {target.tool}; echo {echo.url}")
