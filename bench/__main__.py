@@ -21,7 +21,7 @@ The server is ``agora serve`` started here on a free 127.0.0.1 port with a fresh
 must know the bench's principal: start it with ``--config`` on the agora.toml that
 ``mixed.write_config`` writes (``python -m bench config DIR`` writes it to DIR). Every
 run is bounded in time (``--seconds``) and prints a progress bar; the report is
-``bench/results/<date>-<workload>.json`` with a Markdown summary and a PNG chart next to it
+``bench/results/<date>-<time>-<workload>.json`` with a Markdown summary and a PNG chart next to it
 (see ``bench/report.py``). ``--nodes N`` (``mixed``, ``clients``) runs N nodes on one
 PostgreSQL instead (``--pg URL``, a fresh schema on it; else a throwaway cluster started
 with ``scripts/pg.sh``), the sessions spread over them: all four toolsets on every node,

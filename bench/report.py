@@ -2,7 +2,9 @@
 
 `Report` gathers what a workload measured (`Report.latencies` per operation kind, counters,
 server CPU and RSS, a per-second timeline) and `Report.write` puts
-``bench/results/<date>-<workload>.json``, ``.md`` and ``.png`` side by side. The chart needs
+``bench/results/<date>-<time>-<workload>.json``, ``.md`` and ``.png`` side by side (the
+start's UTC time to the second, and ``-2``, ``-3`` ... if that name is taken: a run never
+replaces an earlier one). The chart needs
 matplotlib (an optional bench dependency: ``pip install matplotlib``, or the ``bench`` extra);
 without it the PNG is skipped and the summary says so. `Progress` draws the progress bar on
 stderr. Imported by ``bench/__main__.py`` and the workloads; never by agora.
@@ -105,7 +107,7 @@ class Report:
     def write(self, out: Path = RESULTS) -> Path:
         """Write the JSON, Markdown and (with matplotlib) PNG files; return the JSON path."""
         out.mkdir(parents=True, exist_ok=True)
-        stem = out / f"{self.started[:10]}-{self.workload}"
+        stem = self._stem(out)
         self.machine["load_average_end"] = os.getloadavg()
         chart = _chart(self, stem.with_suffix(".png"))
         if chart is None and self.per_second:
@@ -113,6 +115,17 @@ class Report:
         stem.with_suffix(".json").write_text(json.dumps(asdict(self), indent=2) + "\n")
         stem.with_suffix(".md").write_text(self.markdown(chart))
         return stem.with_suffix(".json")
+
+    def _stem(self, out: Path) -> Path:
+        """``out/<date>-<hhmmss>-<workload>``, made unique: two runs the same day (or second)
+        must not overwrite each other's report."""
+        when = f"{self.started[:10]}-{self.started[11:19].replace(':', '')}"
+        base = stem = out / f"{when}-{self.workload}"
+        n = 1
+        while any(stem.with_suffix(s).exists() for s in (".json", ".md", ".png")):
+            n += 1
+            stem = base.with_name(f"{base.name}-{n}")
+        return stem
 
     def markdown(self, chart: Path | None) -> str:
         lines = [f"# bench `{self.workload}` {self.started[:19]}Z", "", f"`{self.command}`", ""]
