@@ -199,6 +199,11 @@ def run_script(name: str, extra: list[str]) -> Report:
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     sys.stderr.write(done.stderr[-4000:])
+    if done.returncode != 0:  # e.g. its own argparse refused a flag: there is nothing to report
+        print(done.stdout)
+        print(f"python -m bench {name}: bench/{name}.py exited {done.returncode}; no report",
+              file=sys.stderr)  # fmt: skip
+        raise SystemExit(done.returncode if done.returncode > 0 else 1)
     report.figures = {
         "exit_status": done.returncode,
         "seconds": round(time.perf_counter() - start, 1),
@@ -298,7 +303,8 @@ def main(argv: list[str] | None = None) -> None:
     else:
         report = run_script(args.workload, extra)
     path = report.write(args.out)
-    print(f"report: {path} (+ .md, .png)")
+    chart = path.with_suffix(".png")
+    print(f"report: {path} (+ .md{', .png' if chart.exists() else ''})")
 
 
 if __name__ == "__main__":
