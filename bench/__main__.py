@@ -27,7 +27,10 @@ PostgreSQL instead (``--pg URL``, a fresh schema on it; else a throwaway cluster
 with ``scripts/pg.sh``), the sessions spread over them: all four toolsets on every node,
 the servers' CPU and RSS added up (``--store postgresql`` alone: one node on PostgreSQL).
 The machine's other load skews every figure: the report records
-the load average at the start and the end.
+the load average at the start and the end. ``calls_per_s`` counts the calls that succeeded
+over the measured time (refused calls and JSON-RPC errors are counted apart); a run whose
+server began shutting down or whose sessions mostly lost their connection is marked FAILED
+in its report and on stderr, and ``python -m bench`` exits 1.
 """
 
 from __future__ import annotations
@@ -117,14 +120,13 @@ async def run_mixed(args: argparse.Namespace, urls: list[str], pids: list[int]) 
     elapsed = time.perf_counter() - start
     calls = mix.stats.calls
     report.figures = {
-        "calls": calls,
-        "seconds": round(elapsed, 2),
-        "calls_per_s": round(calls / elapsed, 1),
+        **call_figures(mix.stats, elapsed),
         "acknowledged_writes": len(mix.acks.records),
         "refusals": dict(mix.stats.refusals),
         "broken_connections": mix.stats.broken,
         **sampler.end(),
     }
+    report.failure = mixed.lost(mix.stats, args.sessions)
     if sampler.cpu and calls:
         report.figures["server_cpu_us_per_call"] = round(sampler.cpu / calls * 1e6, 1)
     calls_only = [s for k in ("read", "write") for s in mix.stats.latencies.get(k, [])]
@@ -137,6 +139,20 @@ async def run_mixed(args: argparse.Namespace, urls: list[str], pids: list[int]) 
     }
     report.per_second = timeline(mix.stats.timeline, start)
     return report
+
+
+def call_figures(stats: Any, elapsed: float, label: str = "") -> dict[str, Any]:
+    """Calls that succeeded and their rate over the measured ``elapsed`` seconds, with the
+    refused ones and the JSON-RPC errors counted apart: a server that refuses everything
+    (one shutting down answers -32011 at once) must not read as a fast one."""
+    suffix = f" {label}" if label else ""
+    return {
+        f"calls{suffix}": stats.succeeded,
+        f"refused_calls{suffix}": stats.refused,
+        f"rpc_errors{suffix}": stats.errors,
+        f"seconds{suffix}": round(elapsed, 2),
+        f"calls_per_s{suffix}": round(stats.succeeded / elapsed, 1) if elapsed else 0.0,
+    }
 
 
 def toolset_of(tool: str) -> str:
@@ -162,6 +178,7 @@ async def run_clients(args: argparse.Namespace, urls: list[str], pids: list[int]
         await mixed.setup_topics(mix, max(1, args.sessions // 40))
     port = int(urls[0].split("://", 1)[1].split("/")[0].rsplit(":", 1)[1])
     phases: dict[str, mixed.Stats] = {}
+    elapsed: dict[str, float] = {}
     rss: dict[str, float] = {}
     held: list[trio.SocketStream] = []
     for phase in ("alone", "with rude clients"):
@@ -175,17 +192,23 @@ async def run_clients(args: argparse.Namespace, urls: list[str], pids: list[int]
                 nursery.start_soon(rude.hang_up, urls[0], mix.topics[0], 10_000)
             progress = Progress(phase, args.seconds, lambda: mix.stats.calls)
             nursery.start_soon(progress.run)
+            start = time.perf_counter()
             with trio.fail_after(args.seconds + 120):
                 await mixed.run(mix, args.seconds)
+            elapsed[phase] = time.perf_counter() - start
             if pids:
                 rss[phase] = round(sum(vm_rss(pid) for pid in pids) / 2**20, 1)
             nursery.cancel_scope.cancel()
     for stream in held + rude.OPENED:
         await stream.aclose()
+    failures = []
     for phase, stats in phases.items():
         calls = [s for k in ("read", "write") for s in stats.latencies.get(k, [])]
         report.latency[phase] = latency_summary(calls)
-        report.figures[f"calls_per_s {phase}"] = round(stats.calls / args.seconds, 1)
+        report.figures |= call_figures(stats, elapsed[phase], phase)
+        if lost := mixed.lost(stats, args.sessions):
+            failures.append(f"{phase}: {lost}")
+    report.failure = "; ".join(failures)
     alone, loaded = (report.latency[p].get("p99_ms", 0.0) for p in phases)
     report.figures["p99_ratio"] = round(loaded / alone, 2) if alone else None
     report.figures["server_rss_mib"] = rss
@@ -305,6 +328,8 @@ def main(argv: list[str] | None = None) -> None:
     path = report.write(args.out)
     chart = path.with_suffix(".png")
     print(f"report: {path} (+ .md{', .png' if chart.exists() else ''})")
+    if report.failure:
+        sys.exit(f"\nFAILED: {report.failure}.\nThese figures do not measure a working server.")
 
 
 if __name__ == "__main__":

@@ -19,9 +19,11 @@ Every acknowledged write is appended to `Acks` (and, with a path, to a JSON-line
 flushed per line) before the next call: the crash test compares it with the database after
 a SIGKILL. Actors keep their entities between `run` calls, so after a restart they resume
 where their last acknowledged write left them. A connection that breaks ends that actor's
-round quietly (the server may have been killed on purpose); a refusal is counted by code
-(its latency goes under ``refused``), and one that says ``retry_after_seconds`` (the
-chamber's entries per principal and minute) is waited out as it asks.
+round quietly (the server may have been killed on purpose), and so does a call refused
+because the server is shutting down (-32011: retrying would only spin); a refusal is counted
+by code (its latency goes under ``refused``, and `Stats.succeeded` leaves it out), and one
+that says ``retry_after_seconds`` (the chamber's entries per principal and minute) is waited
+out as it asks. `lost` says when a run's figures do not describe a working server.
 
 Imported by ``python -m bench`` (workload ``mixed``), ``bench/soak.py`` and the crash test
 (``tests/faults``); never by agora.
@@ -38,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 from serve import principal_config
-from wsload import lean_connect
+from wsload import RpcError, lean_connect
 
 from agora.toolsets.router.progress import evidence_digest
 
@@ -59,6 +61,8 @@ ENTRY = {
     "model_claim": "scripted",
 }
 BROKEN = (ConnectionError, OSError, trio.BrokenResourceError, trio.ClosedResourceError)
+#: The JSON-RPC error of a call sent once the server began shutting down.
+SHUTTING_DOWN = -32011
 CONNECT_AT_ONCE = 64
 
 
@@ -109,20 +113,36 @@ class Acks:
 
 @dataclass
 class Stats:
-    """Latency samples per operation kind, counts, refusals, broken connections."""
+    """Latency samples per operation kind, counts, refusals, broken connections.
+
+    Attributes:
+        calls: Calls answered with a result, refused ones (``isError``) included.
+        refused: Those of them refused (`succeeded` is the rest).
+        errors: Calls answered with a JSON-RPC error instead (not in ``calls``).
+        shutting_down: Those of them refused because the server was shutting down.
+    """
 
     latencies: dict[str, list[float]] = field(default_factory=dict)
     refusals: Counter[str] = field(default_factory=Counter)
     broken: int = 0
     last_refusal: dict[str, Any] = field(default_factory=dict)
     calls: int = 0
+    refused: int = 0
+    errors: int = 0
+    shutting_down: int = 0
     timeline: list[tuple[float, float]] = field(default_factory=list)  # (done at, latency)
     #: Latency samples per tool (refusals included), for the per-toolset report.
     tools: dict[str, list[float]] = field(default_factory=dict)
 
+    @property
+    def succeeded(self) -> int:
+        """Calls that did what they asked: the ones a rate of calls counts."""
+        return self.calls - self.refused
+
     def sample(self, kind: str, seconds: float, tool: str = "") -> None:
         self.latencies.setdefault(kind, []).append(seconds)
         self.calls += 1
+        self.refused += kind == "refused"
         self.timeline.append((time.perf_counter(), seconds))
         if tool:
             self.tools.setdefault(tool, []).append(seconds)
@@ -347,11 +367,30 @@ async def act(mix: Mix, actor: Actor, until: float, limiter: trio.CapacityLimite
                         actor.state["handle"] = actor.state["run_id"] = ""  # a fresh entity
                 except RuntimeError as exc:  # a JSON-RPC error
                     mix.stats.refusals[f"rpc:{str(exc)[:60]}"] += 1
+                    mix.stats.errors += 1
+                    if isinstance(exc, RpcError) and exc.code == SHUTTING_DOWN:
+                        mix.stats.shutting_down += 1
+                        break  # the server is going away: every further call would be too
         finally:
             with trio.CancelScope(shield=True):
                 await opened.__aexit__(None, None, None)
     except BROKEN:
         mix.stats.broken += 1
+
+
+def lost(stats: Stats, sessions: int) -> str:
+    """Why ``stats`` do not describe a working server ("" if they do): it began shutting
+    down under the load, or most of the ``sessions`` lost their connection (it was killed,
+    or never reached). Such a run ends early and its refusals answer fast: its rates would
+    read as a good run's."""
+    reasons = []
+    if stats.shutting_down:
+        reasons.append(
+            f"the server began shutting down ({stats.shutting_down} calls refused, -32011)"
+        )
+    if stats.broken * 2 > sessions:
+        reasons.append(f"{stats.broken} of {sessions} sessions lost their connection")
+    return "; ".join(reasons)
 
 
 async def run(mix: Mix, seconds: float) -> None:

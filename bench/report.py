@@ -103,6 +103,9 @@ class Report:
     latency: dict[str, dict[str, float]] = field(default_factory=dict)
     per_second: list[dict[str, float]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: Why the figures do not describe a working server (the server went away, most
+    #: connections broke): said first in the summary, and ``python -m bench`` exits 1.
+    failure: str = ""
 
     def write(self, out: Path = RESULTS) -> Path:
         """Write the JSON, Markdown and (with matplotlib) PNG files; return the JSON path."""
@@ -129,6 +132,11 @@ class Report:
 
     def markdown(self, chart: Path | None) -> str:
         lines = [f"# bench `{self.workload}` {self.started[:19]}Z", "", f"`{self.command}`", ""]
+        if self.failure:
+            lines += [
+                f"**FAILED: {self.failure}.** These figures do not measure a working server.",
+                "",
+            ]
         lines += [f"- {k}: {v}" for k, v in self.machine.items()]
         lines += ["", "## Figures", ""]
         lines += [f"- {k}: {v}" for k, v in self.figures.items()]

@@ -206,9 +206,12 @@ async def soak(args: argparse.Namespace) -> Report:
                 nursery.cancel_scope.cancel()
     warm = [s for s in samples if s["minute"] >= args.warm]
     report.figures = {
-        "calls": mix.stats.calls,
+        "calls": mix.stats.succeeded,  # refused calls and JSON-RPC errors apart
+        "refused_calls": mix.stats.refused,
+        "rpc_errors": mix.stats.errors,
         "acknowledged_writes": len(mix.acks.records),
         "refusals": dict(mix.stats.refusals),
+        "broken_connections": mix.stats.broken,
         "samples": samples,
         "native": natives,
     }
@@ -218,6 +221,7 @@ async def soak(args: argparse.Namespace) -> Report:
         )
     report.latency = {k: latency_summary(v) for k, v in mix.stats.latencies.items()}
     report.notes.append(f"trend over samples after the first {args.warm} minute(s)")
+    report.failure = mixed.lost(mix.stats, args.sessions)
     for key, value in report.figures.items():
         if key.endswith("slope_per_minute"):
             print(f"{key}: {value}")

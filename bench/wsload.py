@@ -132,6 +132,15 @@ class LeanWebSocket:
         await self.stream.aclose()
 
 
+class RpcError(RuntimeError):
+    """A JSON-RPC error reply: ``code`` is its code (None if it had none), so a caller can
+    tell the server's shutdown (-32011) from a refusal of the call itself."""
+
+    def __init__(self, method: str, error: Any) -> None:
+        super().__init__(f"{method}: {error}")
+        self.code = error.get("code") if isinstance(error, dict) else None
+
+
 class LeanClient:
     """One MCP session on a `LeanWebSocket`, one request at a time.
 
@@ -145,7 +154,7 @@ class LeanClient:
         self.notifications: list[dict[str, Any]] = []
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> Any:
-        """Send a request and return its result (a JSON-RPC error raises RuntimeError)."""
+        """Send a request and return its result (a JSON-RPC error raises `RpcError`)."""
         self._ids += 1
         rid = self._ids
         message = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}}
@@ -154,7 +163,7 @@ class LeanClient:
             reply: dict[str, Any] = _decode(await self.ws.recv())
             if reply.get("id") == rid and "method" not in reply:
                 if "error" in reply:
-                    raise RuntimeError(f"{method}: {reply['error']}")
+                    raise RpcError(method, reply["error"])
                 return reply["result"]
             self.notifications.append(reply)
 
