@@ -5,24 +5,29 @@ Workloads:
 - ``mixed``: all four toolsets at once (``bench/mixed.py``): ``--sessions`` WebSocket sessions
   (default 1000), 60% reads, 40% durable writes, long-polls parked, for ``--seconds``.
 - ``parked``: agents parked on chess ``wait_for_turn`` and debate ``debate_signal_wait``,
-  single wakes timed while they stay parked (``bench/parked.py``; its own flags after ``--``).
-- ``soak``: the mixed load for ``--minutes``, sampling the server (``bench/soak.py``).
+  single wakes timed while they stay parked (``bench/parked.py``; its own flags after ``--``;
+  ``--sessions`` is its ``--agents``).
+- ``soak``: the mixed load for ``--minutes``, sampling the server (``bench/soak.py``; its own
+  flags after ``--``; ``--sessions`` is its ``--sessions``, ``--seconds`` its ``--minutes``).
 - ``clients``: the mixed load for ``--seconds`` alone, then again with rude clients
   (``bench/rude.py``: ``--stalled`` stalled connections, one never-reading client, two
   64 KB-frame flooders, hang-ups mid-call and mid-long-poll); the others' p50/p99 in both and
   their ratio (goal: p99 within 2x), server RSS.
 - ``peer``, ``chess_tables``, ``chamber_attempts``, ``router_runs``, ``debate_load``,
   ``ws_calls``, ``chess_replies``: the per-toolset and peer benches, run as they are (flags
-  after ``--`` go to them); their printed figures go into the report.
+  after ``--`` go to them, and ``--seconds``/``--sessions`` to those that have them); their
+  printed figures go into the report, and one that fails fails ``python -m bench``.
+
+A flag a workload does not read is refused, naming it (``USES``), never silently ignored.
 
 The server is ``agora serve`` started here on a free 127.0.0.1 port with a fresh database
 (``synchronous=FULL``), or the running server(s) given with ``--url ws://HOST:PORT/mcp``
 (repeatable: sessions are spread over them; ``--pid`` names a local server to sample), which
 must know the bench's principal: start it with ``--config`` on the agora.toml that
-``mixed.write_config`` writes (``python -m bench config DIR`` writes it to DIR). Every
-run is bounded in time (``--seconds``) and prints a progress bar; the report is
-``bench/results/<date>-<time>-<workload>.json`` with a Markdown summary and a PNG chart next to it
-(see ``bench/report.py``). ``--nodes N`` (``mixed``, ``clients``) runs N nodes on one
+``mixed.write_config`` writes (``python -m bench config DIR`` writes it to DIR, made if
+missing). Every run is bounded in time (``--seconds``) and prints a progress bar; the report
+is ``bench/results/<date>-<time>-<workload>.json`` with a Markdown summary and a PNG chart
+next to it (see ``bench/report.py``). ``--nodes N`` (``mixed``, ``clients``) runs N nodes on one
 PostgreSQL instead (``--pg URL``, a fresh schema on it; else a throwaway cluster started
 with ``scripts/pg.sh``), the sessions spread over them: all four toolsets on every node,
 the servers' CPU and RSS added up (``--store postgresql`` alone: one node on PostgreSQL).
@@ -289,34 +294,127 @@ async def on_nodes(args: argparse.Namespace, workload: Any) -> Report:
             shutil.rmtree(pgdir, ignore_errors=True)
 
 
+#: The flags of ``python -m bench`` that each workload reads (besides ``--out``); any other
+#: one given is refused, never ignored. soak, parked and the scripts get theirs as their own
+#: flags (`own_flags`).
+SERVER = ("sessions", "seconds", "url", "pid", "nodes", "store", "pg")
+USES: dict[str, tuple[str, ...]] = {
+    "mixed": SERVER,
+    "clients": (*SERVER, "stalled"),
+    "soak": ("sessions", "seconds"),
+    "parked": ("sessions",),
+    "peer": ("sessions", "seconds"),
+    "ws_calls": ("sessions", "seconds"),
+    "chess_tables": ("seconds",),
+    "debate_load": ("seconds",),
+}
+#: Where a workload that runs with its own flags takes ours (else under the same name).
+SPELLED = {"soak": {"seconds": "--minutes"}, "parked": {"sessions": "--agents"}}
+DEFAULTS = {"sessions": 1000, "seconds": 30.0, "stalled": 2000, "nodes": 1, "store": "sqlite"}
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """The arguments, and the workload's own flags (after ``--``), mapped and checked: a flag
+    the workload does not read is an error naming it, not a silent default."""
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args, extra = parser.parse_args(argv[:cut]), argv[cut + 1 :]
+    workload = args.workload
+    uses = USES.get(workload, ())
+    for name in (n for n in (*SERVER, "stalled") if getattr(args, n) is not None):
+        if name not in uses:
+            parser.error(f"{workload} does not read --{name}; {unused_hint(workload, name)}")
+    if args.directory is not None and workload != "config":
+        parser.error(f"{workload} takes no directory (only config does): {args.directory}")
+    if workload == "config" and (extra or args.out is not None):
+        parser.error("config takes a directory only: python -m bench config DIR")
+    if workload in ("mixed", "clients"):
+        server_flags(parser, args, extra)
+    elif workload != "config":
+        extra = own_flags(parser, args, extra)
+    return args, extra
+
+
+def server_flags(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]
+) -> None:
+    """Check the flags of ``mixed`` and ``clients`` against each other; fill in defaults."""
+    if extra:
+        parser.error(f"{args.workload} has no flags of its own after --: {' '.join(extra)}")
+    if args.url and (args.nodes or args.store or args.pg):
+        parser.error("--url runs against servers already running: no --nodes, --store, --pg")
+    if args.pid and not args.url:
+        parser.error("--pid names the --url server to sample: it needs --url")
+    for name, value in DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    if args.nodes > 1 or args.pg:
+        args.store = "postgresql"
+
+
+def own_flags(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]
+) -> list[str]:
+    """``extra`` (the workload's own flags) with ours it reads put first, each spelled as it
+    spells it (soak's ``--minutes`` from ``--seconds``); one given both ways is refused."""
+    mapped = []
+    for name in USES.get(args.workload, ()):
+        value = getattr(args, name)
+        if value is None:
+            continue
+        flag = SPELLED.get(args.workload, {}).get(name, f"--{name}")
+        if any(a == flag or a.startswith(f"{flag}=") for a in extra):
+            parser.error(f"--{name} and {args.workload}'s own {flag} both given: give one")
+        if flag == "--minutes":
+            value = f"{value / 60:g}"
+        mapped += [flag, str(value)]
+    return mapped + extra
+
+
+def unused_hint(workload: str, name: str) -> str:
+    """What to give instead of ``--name``, which ``workload`` does not read."""
+    if name in ("url", "pid", "nodes", "store", "pg") and workload != "config":
+        return f"{workload} starts its own server (--{name} is for mixed and clients)"
+    if workload == "config":
+        return "config takes a directory only: python -m bench config DIR"
+    if workload == "parked":
+        return (
+            "parked runs until its wakes are timed: its own flags go after --, e.g. -- --wakes 200"
+        )
+    script = "soak.py" if workload == "soak" else f"{workload}.py"
+    return f"give bench/{script}'s own flags after --, e.g. python -m bench {workload} -- --help"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument(
         "workload", choices=["mixed", "clients", "parked", "soak", "config", *SCRIPTS]
     )
-    parser.add_argument("--stalled", type=int, default=2000, help="clients: stalled sockets")
-    parser.add_argument("--sessions", type=int, default=1000)
-    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("directory", nargs="?", help="config: where to write agora.toml")
+    parser.add_argument("--stalled", type=int, help="clients: stalled sockets (default 2000)")
+    parser.add_argument(
+        "--sessions",
+        type=int,
+        help="sessions (default 1000; soak: its --sessions, parked: its --agents)",
+    )
+    parser.add_argument("--seconds", type=float, help="bound (default 30; soak: as its --minutes)")
     parser.add_argument("--url", action="append", help="a running server's ws://.../mcp")
     parser.add_argument("--pid", type=int, help="the pid of the --url server, to sample it")
     parser.add_argument(
-        "--nodes",
-        type=int,
-        default=1,
-        help="mixed, clients: agora nodes on one PostgreSQL (implies --store)",
+        "--nodes", type=int, help="mixed, clients: agora nodes on one PostgreSQL (implies --store)"
     )
-    parser.add_argument("--store", choices=["sqlite", "postgresql"], default="sqlite")
-    parser.add_argument("--pg", default="", help="a PostgreSQL server URL (else one is started)")
-    parser.add_argument("--out", type=Path, default=HERE / "results")
-    args, rest = parser.parse_known_args(argv)
-    if args.nodes > 1 or args.pg:
-        args.store = "postgresql"
-    extra = [a for a in rest if a != "--"]
+    parser.add_argument("--store", choices=["sqlite", "postgresql"], help="default sqlite")
+    parser.add_argument("--pg", help="a PostgreSQL server URL (else one is started)")
+    parser.add_argument("--out", type=Path, help="where reports go (default bench/results)")
+    args, extra = parse(parser, sys.argv[1:] if argv is None else argv)
     raise_fd_limit()
     if args.workload == "config":
+        directory = Path(args.directory or ".")
+        if directory.exists() and not directory.is_dir():
+            parser.error(f"config: {directory} is not a directory")
+        directory.mkdir(parents=True, exist_ok=True)
         import mixed
 
-        print(mixed.write_config(Path(extra[0] if extra else ".")))
+        print(mixed.write_config(directory))
         return
     if args.workload in ("mixed", "clients"):
         report = trio.run(with_server, args)
@@ -325,7 +423,7 @@ def main(argv: list[str] | None = None) -> None:
         report = module.main(extra)
     else:
         report = run_script(args.workload, extra)
-    path = report.write(args.out)
+    path = report.write(args.out or HERE / "results")
     chart = path.with_suffix(".png")
     print(f"report: {path} (+ .md{', .png' if chart.exists() else ''})")
     if report.failure:
