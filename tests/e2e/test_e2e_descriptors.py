@@ -49,7 +49,7 @@ async def test_past_the_descriptors_a_new_client_gets_503_not_a_hang(tmp_path):
             idle = [await trio.open_tcp_stream("127.0.0.1", server.port) for _ in range(IDLE)]
             try:
                 async with RawHttp.open(server.port) as client:
-                    reply = await client.request("GET", "/healthz")
+                    reply = await client.request("GET", "/play")
                 assert reply.status == 503, reply
                 assert b"server full" in reply.body
             finally:

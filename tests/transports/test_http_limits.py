@@ -118,7 +118,7 @@ async def test_connections_over_max_connections_get_503(clock):
             async with RawHttp.open(server.port) as third:
                 assert (await third.request("GET", "/healthz")).status == 200
                 async with RawHttp.open(server.port) as fourth:
-                    refused = await fourth.request("GET", "/healthz")
+                    refused = await fourth.request("GET", "/nope")
                     assert refused.status == 503, refused
                     assert refused.headers["connection"] == "close"
                     assert "too many connections" in refused.json()["error"]
@@ -126,6 +126,30 @@ async def test_connections_over_max_connections_get_503(clock):
                 await stream.aclose()
             await trio.sleep(1)
             assert (await healthz(server.port))["connections"] == 1
+
+
+async def test_probes_over_max_connections_get_their_answer_then_close(clock):
+    """A node that is merely full is alive and may be ready: past the cap, ``GET /healthz``
+    and ``GET /readyz`` get their real answers (then the close), anything else 503. A 503
+    to the liveness probe would have a supervisor restart a healthy node."""
+    async with serve(max_connections=2) as server:
+        with trio.fail_after(TIMEOUT):
+            held = [await trio.open_tcp_stream("127.0.0.1", server.port) for _ in range(2)]
+            await trio.sleep(1)
+            async with RawHttp.open(server.port) as other:
+                assert (await other.request("GET", "/nope")).status == 503
+            for path in ("/healthz", "/readyz", "/healthz?full=1"):
+                async with RawHttp.open(server.port) as probe:
+                    reply = await probe.request("GET", path)
+                    assert reply.status == 200, (path, reply)
+                    assert reply.json()["ok"] is True, reply
+                    assert reply.headers["connection"] == "close", reply
+                    assert await probe.stream.receive_some(1) == b""  # closed after it
+            assert reply.json()["connections"] == 3  # the two held ones and the probe
+            async with RawHttp.open(server.port) as post:
+                assert (await post.request("POST", "/healthz")).status == 503
+            for stream in held:
+                await stream.aclose()
 
 
 async def test_content_length_with_transfer_encoding_gets_400_and_close(clock):

@@ -1,6 +1,7 @@
 """The server's front end: every accepted TCP connection, counted against the connection cap.
 
-`FrontEnd.handle` serves one accepted connection: a 503 past ``max_connections``, else its
+`FrontEnd.handle` serves one accepted connection: a 503 past ``max_connections`` (a
+liveness or readiness probe gets its answer, `HttpConnection.refuse`), else its
 requests (`agora.transports.http.HttpConnection`), then, if it upgraded, its WebSocket
 session. It also holds what all connections share: the resolved ``/mcp`` endpoints, one
 `Sweeper` for read deadlines, one `Keepalive` for WebSocket pings, the call workers, and

@@ -54,6 +54,8 @@ HEAD_TIMEOUT = 30.0
 BODY_TIMEOUT = 30.0
 #: Seconds a client over the connection cap has to send its head before the 503.
 REFUSE_TIMEOUT = 1.0
+#: What a client over the connection cap is still answered: liveness and readiness probes.
+PROBES = frozenset({"/healthz", "/readyz"})
 MAX_HEAD = 16384
 MAX_PAGE_BODY = 1 << 20
 RECEIVE_BYTES = 65536
@@ -126,18 +128,39 @@ class HttpConnection(Responder):
             await self._send_error(status, message)
 
     async def refuse(self, status: int, message: str) -> None:
-        """Read the head (briefly), answer ``status`` and close."""
+        """Read the head (briefly), answer ``status`` and close.
+
+        A liveness or readiness probe (`PROBES`) gets its real answer instead, then the
+        close: a node that is merely full must not look dead to the balancer or the
+        supervisor that restarts it.
+        """
+        head = None
         with (
             self.timer,
             contextlib.suppress(Closed, HttpError, trio.BrokenResourceError),
         ):
             self.timer.deadline = trio.current_time() + REFUSE_TIMEOUT
-            await self._head(self.timer.deadline)
-        await self._send_error(status, message, [("retry-after", "1")])
+            head = await self._head(self.timer.deadline)
+        if head is not None and _is_probe(head):
+            await self._probe(head)
+        else:
+            await self._send_error(status, message, [("retry-after", "1")])
         if self.refused:
             await linger_close(self.stream)
         with trio.CancelScope(shield=True), trio.move_on_after(1):
             await self.stream.aclose()
+
+    async def _probe(self, head: Head) -> None:
+        """Answer a probe as any request is answered (Host check and all), as this
+        connection's only request: its response says ``connection: close``."""
+        self.served = self.config.keep_alive_requests
+        self.front.started()
+        try:
+            await self._answer(head)
+        except (Closed, HttpError, trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            self.front.finished()
 
     async def _receive(self, deadline: float) -> None:
         """Append what the peer sends next to ``buf``.
@@ -327,3 +350,8 @@ class HttpConnection(Responder):
             resp.headers.append(_BEARER)
             return resp
         return None
+
+
+def _is_probe(head: Head) -> bool:
+    """``GET /healthz`` or ``GET /readyz`` (any query), without a body to wait for."""
+    return head.method == "GET" and head.target.partition("?")[0] in PROBES and not head.has_body
