@@ -28,6 +28,7 @@ import trio
 from agora import __version__
 from agora.config import Config, load_config
 from agora.errors import StoreError
+from agora.logsetup import configure, set_level
 from agora.store.lock import DatabaseInUse, database_lock, shown_database
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def _config(args: argparse.Namespace, **extra: Any) -> Config:
     toolsets = extra.pop("toolsets", None)
     if toolsets is None and getattr(args, "toolsets", None):
         toolsets = [t.strip() for t in args.toolsets.split(",") if t.strip()]
-    return load_config(
+    config = load_config(
         args.config,
         host=getattr(args, "host", None),
         port=getattr(args, "port", None),
@@ -52,6 +53,9 @@ def _config(args: argparse.Namespace, **extra: Any) -> Config:
         shared=True if getattr(args, "shared", False) else None,
         **extra,
     )
+    if not getattr(args, "verbose", False):
+        set_level(config.log_level)
+    return config
 
 
 async def _serve(config: Config) -> None:
@@ -264,10 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     if not faulthandler.is_enabled():  # stderr is every command's log (stdio's stdout: MCP)
         with contextlib.suppress(ValueError, OSError):  # a stderr with no descriptor: none
             faulthandler.enable()
-    level = logging.DEBUG if getattr(args, "verbose", False) else logging.INFO
-    logging.basicConfig(
-        level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
-    )
+    # INFO until the settings are read (`_config` applies log_level); -v: DEBUG throughout.
+    configure(sys.stderr, logging.DEBUG if getattr(args, "verbose", False) else logging.INFO)
     try:
         return _run(args)
     except BaseException as exc:

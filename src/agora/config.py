@@ -14,7 +14,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import msgspec
 
@@ -113,6 +113,9 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     #: A program embedding the server keeps its own unless it calls
     #: `agora.server.embed.set_switch_interval`.
     switch_interval_ms: float = 0.0
+    #: The least severe log records ``agora serve`` and ``agora stdio`` write to stderr
+    #: (``-v`` means debug whatever this says). An embedding program logs as it likes.
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
     #: Per-toolset options: the [options.<name>] tables of agora.toml.
     options: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
 
@@ -273,7 +276,7 @@ def _out_of_range(config: Config) -> tuple[str, str] | None:
 
 def _located(problem: str, sources: dict[str, str], known: list[str]) -> str:
     """``problem`` (a msgspec message) prefixed with the source of the setting it names."""
-    message = f"invalid configuration: {problem}"
+    message = _choice(problem) or f"invalid configuration: {problem}"
     at = re.search(r"`\$\.(\w+)", problem)
     stray = None if at else re.search(r"unknown field `([^`]*)`", problem)
     key = at.group(1) if at else stray.group(1) if stray else None
@@ -283,6 +286,17 @@ def _located(problem: str, sources: dict[str, str], known: list[str]) -> str:
             message += f"; did you mean `{near[0]}`?"
     source = sources.get(key) if key is not None else None
     return f"{source}: {message}" if source else message
+
+
+def _choice(problem: str) -> str | None:
+    """A refused word for a setting with a fixed set of them (a msgspec message), worded
+    like the others: ``log_level must be one of debug, info, warning, error, not 'loud'``."""
+    wrong = re.fullmatch(r"Invalid enum value (.+) - at `\$\.(\w+)`", problem)
+    fields = {f.name: f.type for f in msgspec.structs.fields(Config)}
+    if wrong is None or wrong.group(2) not in fields:
+        return None
+    value, key = wrong.groups()
+    return f"{key} must be one of {', '.join(get_args(fields[key]))}, not {value}"
 
 
 #: msgspec's names of types, in the words of a refusal ("port must be an integer").

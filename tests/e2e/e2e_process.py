@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 AGORA = str(Path(sys.executable).with_name("agora"))
 READY = re.compile(r"serving .* on (http://[\d.:]+)")
+#: How every log line of ``agora`` begins: when it was written, in UTC, to the millisecond.
+STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ")
 #: Seconds a subprocess may take to start or stop (generous: CI machines are slow).
 PROCESS_TIMEOUT = 30.0
 
@@ -235,6 +237,13 @@ async def read_to_end(stream: trio.abc.ReceiveStream | None) -> bytes:
     while chunk := await stream.receive_some(65536):
         out += chunk
     return out
+
+
+def unstamped(line: str) -> str:
+    """A log line without its time stamp (`STAMP`), which it must begin with."""
+    stamp = STAMP.match(line)
+    assert stamp is not None, f"no time stamp: {line!r}"
+    return line[stamp.end() :]
 
 
 def one_line(stderr: bytes) -> str:

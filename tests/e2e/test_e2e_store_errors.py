@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import trio
 from chess_page_http import http_json
-from e2e_process import AgoraProcess
+from e2e_process import AgoraProcess, unstamped
 
 mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")
 
@@ -91,7 +91,7 @@ def _check_answered_as_a_bug(server: AgoraProcess, result: Any, cause: str) -> s
     assert cause not in str(body)  # sanitized: the database's words stay in the log
     lines = [line for line in server.log.splitlines() if correlation in line]
     assert len(lines) == 1, server.log
-    assert lines[0].startswith("ERROR "), lines
+    assert unstamped(lines[0]).startswith("ERROR "), lines
     assert cause in lines[0], lines
     assert "Traceback" not in server.log, server.log
     return correlation
@@ -265,5 +265,7 @@ async def test_a_page_that_cannot_save_answers_the_stores_words(tmp_path: Path):
         assert (body["retryable"], body["cause"]) == (True, "read_only"), body
         with trio.fail_after(TIMEOUT):
             line = await server.wait_for_log(re.escape(body["correlation_id"]))
-        assert line.startswith("WARNING agora.server.connection: page POST /play/tables failed")
+        assert unstamped(line).startswith(
+            "WARNING agora.server.connection: page POST /play/tables failed"
+        )
         assert "Traceback" not in server.log

@@ -16,6 +16,7 @@ directory (AGORA_TEST_PG_DIR and AGORA_TEST_PG_PORT, set by .ci/run) to stop and
 from __future__ import annotations
 
 import trio
+from e2e_process import unstamped
 from nodes_support import stopped_cleanly
 from test_nodes_pg_crash import needs_the_cluster_directory, pg
 from test_nodes_router import ctx, event, plan
@@ -36,7 +37,7 @@ async def test_postgresql_away_is_told_once_then_summarised_then_back(cluster):
         before = len(node.lines)
         await trio.to_thread.run_sync(pg, "stop")
         try:
-            await node.wait_for_log(r"^WARNING agora\.")  # it noticed
+            await node.wait_for_log(r"Z WARNING agora\.")  # it noticed
             await trio.sleep(WINDOW)  # real time: a real process's log rate
             # A task that took its cluster lock after phase_timeout_task's says so in a line
             # of its own, maybe after `before`: the node's start, not the outage's account.
@@ -61,11 +62,12 @@ async def test_postgresql_away_is_told_once_then_summarised_then_back(cluster):
     first = [line for line in lines if "PostgreSQL is unreachable" in line]
     summaries = [line for line in lines if "PostgreSQL still unreachable" in line]
     assert len(first) == 1, lines
-    assert first[0].startswith("WARNING agora.store.outage: PostgreSQL is unreachable ("), first
+    unreachable = unstamped(first[0])
+    assert unreachable.startswith("WARNING agora.store.outage: PostgreSQL is unreachable ("), first
     assert "failed attempts" not in first[0]
     assert len(summaries) == 1, lines  # at 10 s; the next is due 20 s later
     assert "failed attempts in the last 10 s" in summaries[0], summaries
-    assert back.startswith("INFO agora.store.outage: PostgreSQL answers again ("), back
+    assert unstamped(back).startswith("INFO agora.store.outage: PostgreSQL answers again ("), back
     # The call's load failed for a reason a retry cures: retryable, logged in a line or two
     # with its correlation id, no traceback (it is an event, not a bug).
     body = away["structuredContent"]

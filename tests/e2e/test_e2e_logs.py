@@ -1,0 +1,69 @@
+"""What ``agora serve`` writes to its log: time-stamped lines, at the configured level.
+
+An operator lines a node's log up with a balancer's and a database's: every line says when
+it was written (UTC, to the millisecond). ``log_level`` (or ``AGORA_LOG_LEVEL``) chooses the
+least severe records written; ``-v`` is debug whatever it says; a word it does not know is
+refused in one line, exit status 2. Real ``agora serve`` processes; the INFO line looked
+for is the one a start with its soft open-files limit below the hard one writes.
+"""
+
+from __future__ import annotations
+
+import resource
+
+import trio
+from e2e_process import AGORA, STAMP, AgoraProcess, clean_env, unstamped
+
+TIMEOUT = 30
+RAISED = "INFO agora.server.descriptors: open files limit raised from 512 to"
+
+
+def _soft_512() -> None:
+    """In the child: a soft open-files limit of 512 under a higher hard one."""
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    resource.setrlimit(resource.RLIMIT_NOFILE, (512, hard))
+
+
+def _serve(tmp_path, *args: str, **env: str) -> AgoraProcess:
+    db = str(tmp_path / "logs.db")
+    return AgoraProcess(
+        "--db", db, "--toolsets", "chess", *args, env=clean_env(**env), preexec_fn=_soft_512
+    )
+
+
+async def test_log_lines_begin_with_the_utc_time_to_the_millisecond(tmp_path):
+    assert resource.getrlimit(resource.RLIMIT_NOFILE)[1] > 512, "the hard limit is too low"
+    with _serve(tmp_path) as server:
+        raised = [line for line in server.lines if "open files limit raised" in line]
+        assert len(raised) == 1, server.log
+        assert STAMP.match(raised[0]), raised
+        assert unstamped(raised[0]).startswith(RAISED), raised
+        server.assert_clean_exit(server.stop())
+
+
+async def test_log_level_warning_leaves_info_out_and_v_brings_debug_back(tmp_path):
+    config = tmp_path / "agora.toml"
+    config.write_text('log_level = "warning"\n')
+    with _serve(tmp_path, "--config", str(config)) as server:
+        assert "open files limit raised" not in server.log, server.log
+        server.assert_clean_exit(server.stop())
+    with _serve(tmp_path, AGORA_LOG_LEVEL="warning") as server:
+        assert "open files limit raised" not in server.log, server.log
+        server.assert_clean_exit(server.stop())
+    with _serve(tmp_path, "-v", AGORA_LOG_LEVEL="warning") as server:
+        assert "open files limit raised" in server.log, server.log
+        assert "Z DEBUG " in server.log, server.log
+        server.assert_clean_exit(server.stop())
+
+
+async def test_an_unknown_log_level_is_refused_in_one_line(tmp_path):
+    args = ["serve", "--port", "0", "--db", str(tmp_path / "agora.db")]
+    env = clean_env(AGORA_LOG_LEVEL="loud")
+    with trio.fail_after(TIMEOUT):
+        done = await trio.run_process(
+            [AGORA, *args], capture_stdout=True, capture_stderr=True, check=False, env=env
+        )
+    assert done.returncode == 2, done.stderr.decode()
+    assert done.stderr.decode().splitlines() == [
+        "agora: AGORA_LOG_LEVEL: log_level must be one of debug, info, warning, error, not 'loud'"
+    ]
