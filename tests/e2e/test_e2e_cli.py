@@ -119,6 +119,10 @@ async def test_sigterm_answers_a_parked_long_poll_then_exits_0(start_agora):
         assert reply["structuredContent"]["table"] == "default"
         assert reply["structuredContent"]["nextAction"]["tool"] == "wait_for_turn"
         server.assert_clean_exit(await server.wait_exit())
+    # The log says what the drain found, and when the server had stopped.
+    assert "shutting down: 1 calls in flight (1 long-polls parked, " in server.log, server.log
+    assert "still running after" not in server.log, server.log  # it answered in time
+    assert "INFO agora.server.embed: stopped; shutdown took " in server.log, server.log
 
 
 @pytest.mark.parametrize(

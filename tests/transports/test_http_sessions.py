@@ -7,6 +7,7 @@ request. A call whose session is deleted, or whose server shuts down, gets a JSO
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -95,6 +96,27 @@ async def test_a_waiting_call_gets_a_json_rpc_error_when_the_server_shuts_down(c
         reply = answer["reply"]
         assert reply.json()["error"]["code"] == -32603
         assert "shutting down" in reply.json()["error"]["message"]
+
+
+async def test_shutdown_says_what_it_drained_what_it_cancelled_and_when_it_stopped(clock, caplog):
+    """SIGTERM under load used to log one line: now the drain's start (calls in flight),
+    the calls the grace did not see answered (cancelled), and the end, each at INFO."""
+    caplog.set_level(logging.INFO, logger="agora.server")
+    answer: dict[str, Any] = {}
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery, serve(grace_seconds=2.0) as server:
+            async with RawHttp.open(server.port) as setup:
+                session = await open_session(setup)
+            nursery.start_soon(post_into, answer, server.port, call("hang", 5), session)
+            await trio.sleep(1)
+    said = [r.getMessage() for r in caplog.records if r.name.startswith("agora.server")]
+    drain = [m for m in said if m.startswith("shutting down: ")]
+    assert drain == [
+        "shutting down: 1 calls in flight (0 long-polls parked, 0 listen streams);"
+        " up to 2 s (grace_seconds) for them to answer"
+    ], said
+    assert "1 calls still running after 2 s (grace_seconds): cancelled" in said, said
+    assert said[-1].startswith("stopped; shutdown took "), said
 
 
 async def test_sessions_are_capped_overall_and_per_principal(clock):

@@ -166,8 +166,19 @@ class App:
         send the requests that change nothing and need no actor (the official SDK's client
         lists the tools after a result, to check it against its outputSchema), which the
         sessions answer as usual. Without ``until_closed`` (no listener) there is no linger.
+
+        Logs (INFO) what there was to drain, and the calls the grace did not see answered
+        (the caller cancels them next): an operator reading a slow or lossy shutdown.
         """
         deadline = trio.current_time() + grace
+        log.info(
+            "shutting down: %d calls in flight (%d long-polls parked, %d listen streams);"
+            " up to %g s (grace_seconds) for them to answer",
+            self._in_flight,
+            self.runtime.registry.parked(),
+            len(self.listening),
+            grace,
+        )
         self.draining = True
         answering = self._in_flight > 0
         self.runtime.begin_shutdown()
@@ -178,6 +189,12 @@ class App:
             if answering and until_closed is not None:
                 with trio.move_on_after(self.config.linger_seconds):
                     await until_closed()
+        if self._in_flight:
+            log.info(
+                "%d calls still running after %g s (grace_seconds): cancelled",
+                self._in_flight,
+                grace,
+            )
 
     def start_background(self, nursery: trio.Nursery) -> None:
         """Start every toolset's background tasks in ``nursery`` (cancelled at shutdown)."""

@@ -235,6 +235,7 @@ async def open_server(
     )
     entries = catalog_entries(sets)  # before anything opens: a plain ValueError, no group
     raised: Exception | None = None  # what the caller's block raised, if anything
+    stopping: float | None = None  # when shutdown began (trio.current_time), for its last line
     # The same: a misspelt option key, or a table naming no toolset (load_config cannot
     # tell: only here are an embedding program's toolsets known).
     check_toolset_options(config.options, sets, SERVABLE)
@@ -290,6 +291,7 @@ async def open_server(
                     raised = exc
                 finally:
                     with trio.CancelScope(shield=True):
+                        stopping = trio.current_time()
                         accept.cancel()
                         await app.drain(config.grace_seconds, front.wait_closed)
                         mcp.close_all()
@@ -300,6 +302,8 @@ async def open_server(
                         work.cancel_scope.cancel()
             actors.cancel_scope.cancel()
         outer.cancel_scope.cancel()
+    if stopping is not None:  # the store is closed too: the server has stopped
+        log.info("stopped; shutdown took %.2f s", trio.current_time() - stopping)
     if raised is not None:
         # Not wrapped in the nurseries' groups: `except ValueError` around the block works.
         raise raised
