@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -97,7 +98,8 @@ async def test_a_trickled_head_ends_the_connection_once_the_whole_head_is_late(c
         pytest.param(b"GET /flood HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", id="event-stream"),
     ],
 )
-async def test_what_nobody_reads_is_dropped_after_send_timeout(clock, unread):
+async def test_what_nobody_reads_is_dropped_after_send_timeout(clock, caplog, unread):
+    caplog.set_level(logging.INFO, logger="agora.transports")
     async with serve(send_timeout=5.0) as server:
         with trio.fail_after(TIMEOUT):
             stream = await trio.open_tcp_stream("127.0.0.1", server.port)
@@ -108,6 +110,10 @@ async def test_what_nobody_reads_is_dropped_after_send_timeout(clock, unread):
                 assert (await healthz(server.port))["connections"] == 2  # it and this probe
                 await trio.sleep(2)
                 assert (await healthz(server.port))["connections"] == 1  # only this probe
+    said = [r.getMessage() for r in caplog.records if "stopped reading" in r.getMessage()]
+    assert len(said) == 1, caplog.text  # the operator learns why the connection ended
+    assert said[0].startswith("http peer 127.0.0.1:"), said
+    assert said[0].endswith(" stopped reading for 5 s (send_timeout); closing"), said
 
 
 async def test_connections_over_max_connections_get_503(clock):
@@ -126,6 +132,30 @@ async def test_connections_over_max_connections_get_503(clock):
                 await stream.aclose()
             await trio.sleep(1)
             assert (await healthz(server.port))["connections"] == 1
+
+
+async def test_connections_refused_at_the_cap_are_said_once_per_episode(clock, caplog):
+    """A full server said nothing while it refused everyone; a line per refusal would flood
+    the log. One WARNING when refusals begin, one INFO with their count when one is let in."""
+    caplog.set_level(logging.INFO, logger="agora.transports.front")
+    async with serve(max_connections=1) as server:
+        with trio.fail_after(TIMEOUT):
+            held = await trio.open_tcp_stream("127.0.0.1", server.port)
+            await trio.sleep(1)
+            for _ in range(3):
+                async with RawHttp.open(server.port) as other:
+                    assert (await other.request("GET", "/nope")).status == 503
+            await held.aclose()
+            await trio.sleep(1)
+            await healthz(server.port)  # let in: the episode is over
+    said = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert said[0] == (
+        "WARNING",
+        "server full: 1 connections; refusing new ones (said once until one is accepted again)",
+    ), said
+    assert said[1][0] == "INFO", said
+    assert said[1][1].startswith("accepting connections again: 3 refused in "), said
+    assert len(said) == 2, said
 
 
 async def test_probes_over_max_connections_get_their_answer_then_close(clock):

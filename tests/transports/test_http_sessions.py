@@ -138,6 +138,28 @@ async def test_sessions_are_capped_overall_and_per_principal(clock):
                 assert full.headers["retry-after"]
 
 
+async def test_sessions_refused_at_max_sessions_are_said_once_per_episode(clock, caplog):
+    caplog.set_level(logging.INFO, logger="agora.transports.streamable")
+    async with serve(session_idle_seconds=60.0, max_sessions=1) as server:
+        with trio.fail_after(TIMEOUT):
+            async with RawHttp.open(server.port) as client:
+                await open_session(client)
+                for _ in range(3):
+                    refused = await client.request("POST", "/mcp/probe", INITIALIZE)
+                    assert refused.status == 503, refused
+            await trio.sleep(70)  # the session expires: its place is free
+            async with RawHttp.open(server.port) as client:
+                await open_session(client)
+    said = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert said[0] == (
+        "WARNING",
+        "server full: 1 sessions; refusing new ones (said once until one is accepted again)",
+    ), said
+    assert said[1][0] == "INFO", said
+    assert said[1][1].startswith("accepting sessions again: 3 refused in "), said
+    assert len(said) == 2, said
+
+
 async def test_an_idle_session_expires_and_frees_its_place(clock):
     async with serve(session_idle_seconds=60.0, max_sessions=1) as server:
         with trio.fail_after(TIMEOUT):

@@ -10,6 +10,7 @@ the counts shutdown waits on (`wait_quiet`, `wait_closed`).
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 import trio
@@ -17,6 +18,7 @@ import trio
 from agora.server.connection import Connection
 from agora.server.workers import Workers
 from agora.transports.deadlines import Sweeper
+from agora.transports.episodes import Episode
 from agora.transports.http import HttpConnection
 from agora.transports.keepalive import Keepalive
 from agora.transports.websocket import serve_websocket
@@ -24,6 +26,8 @@ from agora.transports.websocket import serve_websocket
 if TYPE_CHECKING:
     from agora.server.app import App, Endpoint
     from agora.transports.streamable import StreamableHTTP
+
+log = logging.getLogger(__name__)
 
 
 class FrontEnd:
@@ -50,6 +54,8 @@ class FrontEnd:
         self.keepalive = Keepalive(app.config.ping_interval, mcp.nursery)
         #: Ends the connections that wait too long for their peer, from one task.
         self.sweeper = Sweeper(mcp.nursery)
+        #: Refusals at the cap, logged once per episode.
+        self.full = Episode(log, "connections")
         #: Run the WebSocket sessions' calls (their nursery is cancelled at shutdown).
         self.workers = Workers(mcp.nursery, Connection.worker)
 
@@ -59,8 +65,10 @@ class FrontEnd:
         try:
             conn = HttpConnection(self, stream)
             if self.connections > self.max_connections:
+                self.full.refuse(self.max_connections)
                 await conn.refuse(503, "server full: too many connections; retry later")
                 return
+            self.full.accept()
             self.sweeper.add(conn)
             try:
                 await conn.serve()

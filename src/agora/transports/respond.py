@@ -12,6 +12,7 @@ the connection, in `nursery`. Nothing here reads requests.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 
 import trio
@@ -19,6 +20,8 @@ import trio
 from agora.transports import http1
 from agora.transports.sse import format_event
 from agora.web.http import EventStream, Request, Response, error_response
+
+log = logging.getLogger(__name__)
 
 CLOSE = ("connection", "close")
 
@@ -75,7 +78,21 @@ class Responder:
                 with trio.move_on_after(self.send_timeout) as slow:
                     await trio.lowlevel.wait_writable(self.fd)
                 if slow.cancelled_caught:
+                    log.info(
+                        "http peer %s stopped reading for %g s (send_timeout); closing",
+                        self.remote,
+                        self.send_timeout,
+                    )
                     raise Closed
+
+    @property
+    def remote(self) -> str:
+        """The peer's address, for the log."""
+        try:
+            name = self.stream.socket.getpeername()
+        except OSError:
+            return "?"
+        return f"{name[0]}:{name[1]}" if isinstance(name, tuple) else str(name) or "?"
 
     async def _send(self, resp: Response, keep: bool = False) -> None:
         """Send a whole response; with ``keep`` (the request was read whole) stay open."""

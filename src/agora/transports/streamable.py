@@ -16,6 +16,7 @@ are capped (``max_sessions``, and a share per principal) and expire after
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Protocol
 
 import trio
@@ -24,6 +25,7 @@ from agora.errors import ProtocolError
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.listen import LISTEN
 from agora.mcp.session import HANDSHAKE_VERSIONS, INVOKED, META_VERSION, MODERN_VERSIONS
+from agora.transports.episodes import Episode
 from agora.transports.guard import mcp_post_refusal
 from agora.transports.http_session import DELETED, SHUTDOWN, HttpSession
 from agora.transports.sse import EventBuffer, parse_event_id, read_stream
@@ -34,6 +36,8 @@ if TYPE_CHECKING:
 
     from agora.identity import Principal
     from agora.server.app import App, Endpoint
+
+log = logging.getLogger(__name__)
 
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
@@ -67,6 +71,8 @@ class StreamableHTTP:
         self.config = app.config
         self.sessions: dict[str, HttpSession] = {}
         self._held: dict[str, int] = {}
+        #: Initializes refused at ``max_sessions``, logged once per episode.
+        self.full = Episode(log, "sessions")
         #: Sessions of 2026-07-28 requests (one per TCP connection) while they serve one.
         self._one_shot: set[HttpSession] = set()
 
@@ -114,10 +120,12 @@ class StreamableHTTP:
         name = session.principal.name
         held = self._held.get(name, 0)
         if len(self.sessions) >= self.config.max_sessions:
+            self.full.refuse(self.config.max_sessions)
             why = "server full: too many sessions; retry later"
         elif held >= self.config.max_sessions_per_principal:
             why = f"too many sessions for {name}; delete unused ones (DELETE) or retry later"
         else:
+            self.full.accept()
             self.sessions[session.id] = session
             self._held[name] = held + 1
             return None
