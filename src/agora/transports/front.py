@@ -10,12 +10,15 @@ the counts shutdown waits on (`wait_quiet`, `wait_closed`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 from typing import TYPE_CHECKING
 
 import trio
 
 from agora.server.connection import Connection
+from agora.server.descriptors import MAX_REFUSING
 from agora.server.workers import Workers
 from agora.transports.deadlines import Sweeper
 from agora.transports.episodes import Episode
@@ -28,6 +31,12 @@ if TYPE_CHECKING:
     from agora.transports.streamable import StreamableHTTP
 
 log = logging.getLogger(__name__)
+
+#: What a newcomer past the cap gets when `MAX_REFUSING` refusals are in progress already.
+SHORT_503 = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nretry-after: 1\r\n"
+    b"connection: close\r\n\r\n"
+)
 
 
 class FrontEnd:
@@ -54,6 +63,8 @@ class FrontEnd:
         self.keepalive = Keepalive(app.config.ping_interval, mcp.nursery)
         #: Ends the connections that wait too long for their peer, from one task.
         self.sweeper = Sweeper(mcp.nursery)
+        #: Refusals reading their head or lingering now (at most `MAX_REFUSING`).
+        self.refusing = 0
         #: Refusals at the cap, logged once per episode.
         self.full = Episode(log, "connections")
         #: Run the WebSocket sessions' calls (their nursery is cancelled at shutdown).
@@ -66,7 +77,14 @@ class FrontEnd:
             conn = HttpConnection(self, stream)
             if self.connections > self.max_connections:
                 self.full.refuse(self.max_connections)
-                await conn.refuse(503, "server full: too many connections; retry later")
+                if self.refusing >= MAX_REFUSING:
+                    _shut_out(conn.fd)
+                    return
+                self.refusing += 1
+                try:
+                    await conn.refuse(503, "server full: too many connections; retry later")
+                finally:
+                    self.refusing -= 1
                 return
             self.full.accept()
             self.sweeper.add(conn)
@@ -128,3 +146,9 @@ class FrontEnd:
             if self._quiet is None:
                 self._quiet = trio.Event()
             await self._quiet.wait()
+
+
+def _shut_out(fd: int) -> None:
+    """Write `SHORT_503` if the kernel takes it at once, never waiting (the caller closes)."""
+    with contextlib.suppress(OSError):
+        os.write(fd, SHORT_503)
