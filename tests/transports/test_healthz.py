@@ -60,3 +60,11 @@ async def test_healthz_counts_live_actors_and_parked_long_polls_until_eviction(c
             clock.jump(IDLE * 1.25)
             await trio.testing.wait_all_tasks_blocked()
             assert await counts(server.port) == (0, 0)  # evicted once idle past its period
+
+
+async def test_healthz_carries_the_resident_memory():
+    """An operator watching a node's memory reads it here, not from /proc by hand."""
+    async with serve() as server:
+        health = await healthz(server.port)
+    assert isinstance(health["rss_bytes"], int)
+    assert health["rss_bytes"] > 10 * 2**20  # a Python server with its toolsets loaded

@@ -20,6 +20,7 @@ import trio
 from agora.errors import StoreError
 from agora.logsafe import one_line
 from agora.server import heap
+from agora.server.process import resident_bytes
 from agora.store.ready import store_answers
 from agora.web.http import Response
 
@@ -43,6 +44,7 @@ def health(runtime: Runtime, **front: Any) -> Response:
             "parked": runtime.registry.parked(),
             "store": runtime.counters(),
             "switch_interval_ms": round(sys.getswitchinterval() * 1e3, 3),
+            "rss_bytes": resident_bytes(),
             "collector": keeper.counters() if (keeper := heap.installed()) else None,
         }
     )
