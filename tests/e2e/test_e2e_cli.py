@@ -105,10 +105,11 @@ async def test_sigterm_answers_a_parked_long_poll_then_exits_0(start_agora):
         async with trio.open_nursery() as nursery:
             client = await nursery.start(park)
             assert await client.request("ping") == {}
-            # Until the call is counted in flight (bounded polling of the subprocess).
+            # Until the call is parked, not only in flight: the log's count below says so
+            # (on PostgreSQL the table's load takes a moment first). Bounded polling.
             for _ in range(500):
-                health = await http(server.port, "GET", "/healthz")
-                if health.json()["in_flight"] >= 1:
+                health = (await http(server.port, "GET", "/healthz")).json()
+                if health["in_flight"] >= 1 and health["parked"] >= 1:
                     break
                 await trio.sleep(0.01)
             else:
