@@ -38,7 +38,8 @@ START_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0
 #: A traced server's snapshot of 100k connections takes a while to write.
 PROBE_TIMEOUT = 300.0
-#: How the server logs a durable commit when ``trace_commits`` is on.
+#: How the server logs a durable commit when ``trace_commits`` is on (after the time stamp
+#: every log line begins with: `agora.logsetup`).
 COMMIT_TRACE = "INFO agora.store.writer: committed "
 #: Bound on the wait for a fresh server's chamber room pools (3 ms of CPU per room: seconds at
 #: the default size, minutes only for a bench that asks for thousands of rooms per suite).
@@ -174,9 +175,11 @@ async def _read_log(server: Server, ready: trio.Event) -> None:
     while chunk := await server.process.stderr.receive_some(65536):
         *lines, pending = (pending + chunk).split(b"\n")
         for line in (raw.decode(errors="replace") for raw in lines):
-            if line.startswith(COMMIT_TRACE):
+            at = line.find(COMMIT_TRACE)  # after the line's time stamp
+            if at >= 0:
                 server.commits.append(float(line.rsplit(" at ", 1)[1]))
-                server.commit_jobs.append(int(line[len(COMMIT_TRACE) :].split(" ", 1)[0]))
+                rest = line[at + len(COMMIT_TRACE) :]
+                server.commit_jobs.append(int(rest.split(" ", 1)[0]))
                 continue
             server.log.append(line)
             if " serving " in line and " on http://" in line:
