@@ -18,7 +18,7 @@ Workloads:
   after ``--`` go to them, and ``--seconds``/``--sessions`` to those that have them); their
   printed figures go into the report, and one that fails fails ``python -m bench``.
 
-A flag a workload does not read is refused, naming it (``USES``), never silently ignored.
+A flag a workload does not read is refused, naming it (`flags.USES`), never silently ignored.
 
 The server is ``agora serve`` started here on a free 127.0.0.1 port with a fresh database
 (``synchronous=FULL``), or the running server(s) given with ``--url ws://HOST:PORT/mcp``
@@ -40,7 +40,6 @@ in its report and on stderr, and ``python -m bench`` exits 1.
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import socket
 import subprocess
@@ -48,15 +47,19 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 import trio  # noqa: E402
+from flags import build_parser, parse  # noqa: E402
 from measure import cpu_seconds, raise_fd_limit, vm_rss  # noqa: E402
 from report import Progress, Report, latency_summary, timeline  # noqa: E402
+
+if TYPE_CHECKING:
+    import argparse
 
 SCRIPTS = [
     "peer",
@@ -131,7 +134,7 @@ async def run_mixed(args: argparse.Namespace, urls: list[str], pids: list[int]) 
         "broken_connections": mix.stats.broken,
         **sampler.end(),
     }
-    report.failure = mixed.lost(mix.stats, args.sessions)
+    report.failure = mix.stats.lost(args.sessions)
     if sampler.cpu and calls:
         report.figures["server_cpu_us_per_call"] = round(sampler.cpu / calls * 1e6, 1)
     calls_only = [s for k in ("read", "write") for s in mix.stats.latencies.get(k, [])]
@@ -211,7 +214,7 @@ async def run_clients(args: argparse.Namespace, urls: list[str], pids: list[int]
         calls = [s for k in ("read", "write") for s in stats.latencies.get(k, [])]
         report.latency[phase] = latency_summary(calls)
         report.figures |= call_figures(stats, elapsed[phase], phase)
-        if lost := mixed.lost(stats, args.sessions):
+        if lost := stats.lost(args.sessions):
             failures.append(f"{phase}: {lost}")
     report.failure = "; ".join(failures)
     alone, loaded = (report.latency[p].get("p99_ms", 0.0) for p in phases)
@@ -294,117 +297,10 @@ async def on_nodes(args: argparse.Namespace, workload: Any) -> Report:
             shutil.rmtree(pgdir, ignore_errors=True)
 
 
-#: The flags of ``python -m bench`` that each workload reads (besides ``--out``); any other
-#: one given is refused, never ignored. soak, parked and the scripts get theirs as their own
-#: flags (`own_flags`).
-SERVER = ("sessions", "seconds", "url", "pid", "nodes", "store", "pg")
-USES: dict[str, tuple[str, ...]] = {
-    "mixed": SERVER,
-    "clients": (*SERVER, "stalled"),
-    "soak": ("sessions", "seconds"),
-    "parked": ("sessions",),
-    "peer": ("sessions", "seconds"),
-    "ws_calls": ("sessions", "seconds"),
-    "chess_tables": ("seconds",),
-    "debate_load": ("seconds",),
-}
-#: Where a workload that runs with its own flags takes ours (else under the same name).
-SPELLED = {"soak": {"seconds": "--minutes"}, "parked": {"sessions": "--agents"}}
-DEFAULTS = {"sessions": 1000, "seconds": 30.0, "stalled": 2000, "nodes": 1, "store": "sqlite"}
-
-
-def parse(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    """The arguments, and the workload's own flags (after ``--``), mapped and checked: a flag
-    the workload does not read is an error naming it, not a silent default."""
-    cut = argv.index("--") if "--" in argv else len(argv)
-    args, extra = parser.parse_args(argv[:cut]), argv[cut + 1 :]
-    workload = args.workload
-    uses = USES.get(workload, ())
-    for name in (n for n in (*SERVER, "stalled") if getattr(args, n) is not None):
-        if name not in uses:
-            parser.error(f"{workload} does not read --{name}; {unused_hint(workload, name)}")
-    if args.directory is not None and workload != "config":
-        parser.error(f"{workload} takes no directory (only config does): {args.directory}")
-    if workload == "config" and (extra or args.out is not None):
-        parser.error("config takes a directory only: python -m bench config DIR")
-    if workload in ("mixed", "clients"):
-        server_flags(parser, args, extra)
-    elif workload != "config":
-        extra = own_flags(parser, args, extra)
-    return args, extra
-
-
-def server_flags(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]
-) -> None:
-    """Check the flags of ``mixed`` and ``clients`` against each other; fill in defaults."""
-    if extra:
-        parser.error(f"{args.workload} has no flags of its own after --: {' '.join(extra)}")
-    if args.url and (args.nodes or args.store or args.pg):
-        parser.error("--url runs against servers already running: no --nodes, --store, --pg")
-    if args.pid and not args.url:
-        parser.error("--pid names the --url server to sample: it needs --url")
-    for name, value in DEFAULTS.items():
-        if getattr(args, name) is None:
-            setattr(args, name, value)
-    if args.nodes > 1 or args.pg:
-        args.store = "postgresql"
-
-
-def own_flags(
-    parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]
-) -> list[str]:
-    """``extra`` (the workload's own flags) with ours it reads put first, each spelled as it
-    spells it (soak's ``--minutes`` from ``--seconds``); one given both ways is refused."""
-    mapped = []
-    for name in USES.get(args.workload, ()):
-        value = getattr(args, name)
-        if value is None:
-            continue
-        flag = SPELLED.get(args.workload, {}).get(name, f"--{name}")
-        if any(a == flag or a.startswith(f"{flag}=") for a in extra):
-            parser.error(f"--{name} and {args.workload}'s own {flag} both given: give one")
-        if flag == "--minutes":
-            value = f"{value / 60:g}"
-        mapped += [flag, str(value)]
-    return mapped + extra
-
-
-def unused_hint(workload: str, name: str) -> str:
-    """What to give instead of ``--name``, which ``workload`` does not read."""
-    if name in ("url", "pid", "nodes", "store", "pg") and workload != "config":
-        return f"{workload} starts its own server (--{name} is for mixed and clients)"
-    if workload == "config":
-        return "config takes a directory only: python -m bench config DIR"
-    if workload == "parked":
-        return (
-            "parked runs until its wakes are timed: its own flags go after --, e.g. -- --wakes 200"
-        )
-    script = "soak.py" if workload == "soak" else f"{workload}.py"
-    return f"give bench/{script}'s own flags after --, e.g. python -m bench {workload} -- --help"
-
-
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "workload", choices=["mixed", "clients", "parked", "soak", "config", *SCRIPTS]
+    parser = build_parser(
+        __doc__.split("\n")[0], ["mixed", "clients", "parked", "soak", "config", *SCRIPTS]
     )
-    parser.add_argument("directory", nargs="?", help="config: where to write agora.toml")
-    parser.add_argument("--stalled", type=int, help="clients: stalled sockets (default 2000)")
-    parser.add_argument(
-        "--sessions",
-        type=int,
-        help="sessions (default 1000; soak: its --sessions, parked: its --agents)",
-    )
-    parser.add_argument("--seconds", type=float, help="bound (default 30; soak: as its --minutes)")
-    parser.add_argument("--url", action="append", help="a running server's ws://.../mcp")
-    parser.add_argument("--pid", type=int, help="the pid of the --url server, to sample it")
-    parser.add_argument(
-        "--nodes", type=int, help="mixed, clients: agora nodes on one PostgreSQL (implies --store)"
-    )
-    parser.add_argument("--store", choices=["sqlite", "postgresql"], help="default sqlite")
-    parser.add_argument("--pg", help="a PostgreSQL server URL (else one is started)")
-    parser.add_argument("--out", type=Path, help="where reports go (default bench/results)")
     args, extra = parse(parser, sys.argv[1:] if argv is None else argv)
     raise_fd_limit()
     if args.workload == "config":

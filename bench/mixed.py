@@ -21,9 +21,9 @@ a SIGKILL. Actors keep their entities between `run` calls, so after a restart th
 where their last acknowledged write left them. A connection that breaks ends that actor's
 round quietly (the server may have been killed on purpose), and so does a call refused
 because the server is shutting down (-32011: retrying would only spin); a refusal is counted
-by code (its latency goes under ``refused``, and `Stats.succeeded` leaves it out), and one
+by code (its latency goes under ``refused``; `mix_stats.Stats` counts them apart), and one
 that says ``retry_after_seconds`` (the chamber's entries per principal and minute) is waited
-out as it asks. `lost` says when a run's figures do not describe a working server.
+out as it asks. `mix_stats.Stats.lost` says when a run's figures describe no working server.
 
 Imported by ``python -m bench`` (workload ``mixed``), ``bench/soak.py`` and the crash test
 (``tests/faults``); never by agora.
@@ -34,14 +34,15 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import trio
+from mix_stats import Stats
 from serve import principal_config
 from wsload import RpcError, lean_connect
 
+from agora.mcp.jsonrpc import SHUTTING_DOWN
 from agora.toolsets.router.progress import evidence_digest
 
 if TYPE_CHECKING:
@@ -61,8 +62,6 @@ ENTRY = {
     "model_claim": "scripted",
 }
 BROKEN = (ConnectionError, OSError, trio.BrokenResourceError, trio.ClosedResourceError)
-#: The JSON-RPC error of a call sent once the server began shutting down.
-SHUTTING_DOWN = -32011
 CONNECT_AT_ONCE = 64
 
 
@@ -109,43 +108,6 @@ class Acks:
         if self.path is not None:
             with self.path.open("a") as out:
                 out.write(json.dumps(record, sort_keys=True) + "\n")
-
-
-@dataclass
-class Stats:
-    """Latency samples per operation kind, counts, refusals, broken connections.
-
-    Attributes:
-        calls: Calls answered with a result, refused ones (``isError``) included.
-        refused: Those of them refused (`succeeded` is the rest).
-        errors: Calls answered with a JSON-RPC error instead (not in ``calls``).
-        shutting_down: Those of them refused because the server was shutting down.
-    """
-
-    latencies: dict[str, list[float]] = field(default_factory=dict)
-    refusals: Counter[str] = field(default_factory=Counter)
-    broken: int = 0
-    last_refusal: dict[str, Any] = field(default_factory=dict)
-    calls: int = 0
-    refused: int = 0
-    errors: int = 0
-    shutting_down: int = 0
-    timeline: list[tuple[float, float]] = field(default_factory=list)  # (done at, latency)
-    #: Latency samples per tool (refusals included), for the per-toolset report.
-    tools: dict[str, list[float]] = field(default_factory=dict)
-
-    @property
-    def succeeded(self) -> int:
-        """Calls that did what they asked: the ones a rate of calls counts."""
-        return self.calls - self.refused
-
-    def sample(self, kind: str, seconds: float, tool: str = "") -> None:
-        self.latencies.setdefault(kind, []).append(seconds)
-        self.calls += 1
-        self.refused += kind == "refused"
-        self.timeline.append((time.perf_counter(), seconds))
-        if tool:
-            self.tools.setdefault(tool, []).append(seconds)
 
 
 @dataclass
@@ -376,21 +338,6 @@ async def act(mix: Mix, actor: Actor, until: float, limiter: trio.CapacityLimite
                 await opened.__aexit__(None, None, None)
     except BROKEN:
         mix.stats.broken += 1
-
-
-def lost(stats: Stats, sessions: int) -> str:
-    """Why ``stats`` do not describe a working server ("" if they do): it began shutting
-    down under the load, or most of the ``sessions`` lost their connection (it was killed,
-    or never reached). Such a run ends early and its refusals answer fast: its rates would
-    read as a good run's."""
-    reasons = []
-    if stats.shutting_down:
-        reasons.append(
-            f"the server began shutting down ({stats.shutting_down} calls refused, -32011)"
-        )
-    if stats.broken * 2 > sessions:
-        reasons.append(f"{stats.broken} of {sessions} sessions lost their connection")
-    return "; ".join(reasons)
 
 
 async def run(mix: Mix, seconds: float) -> None:

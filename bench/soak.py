@@ -221,7 +221,7 @@ async def soak(args: argparse.Namespace) -> Report:
         )
     report.latency = {k: latency_summary(v) for k, v in mix.stats.latencies.items()}
     report.notes.append(f"trend over samples after the first {args.warm} minute(s)")
-    report.failure = mixed.lost(mix.stats, args.sessions)
+    report.failure = mix.stats.lost(args.sessions)
     for key, value in report.figures.items():
         if key.endswith("slope_per_minute"):
             print(f"{key}: {value}")
