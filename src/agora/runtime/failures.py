@@ -123,3 +123,25 @@ def store_away(store: Any, where: str, doing: str, exc: StoreError) -> str:
     else:
         log.error("%s", detail)
     return detail
+
+
+def unchanged(kind: str) -> InternalError:
+    """What a caller learns when an entity of ``kind`` failed before anything was saved (its
+    load, its ``handle``): the failure itself is logged with the entity's name and trace."""
+    return InternalError(f"internal error in {kind}; nothing was changed")
+
+
+def entity_store_failed(
+    store: Any, kind: str, key: str, doing: str, exc: StoreError
+) -> InternalError:
+    """What the callers of entity (``kind``, ``key``) learn when the store failed while
+    ``doing`` it ("loading", "committing"). A failure no retry can cure is a bug, logged once
+    by whoever reports it (`store_bug`); one a retry may cure (the database away) is an
+    event, accounted by `store_away` in one line without a traceback."""
+    where = entity_name(kind, key)
+    if exc.permanent:
+        return store_bug(where, "commit failed" if doing == "committing" else "load failed", exc)
+    detail = store_away(store, where, doing, exc)
+    if doing == "committing":
+        return commit_failed(exc, where, detail)
+    return InternalError(f"internal error in {kind}; nothing was changed", detail=detail)

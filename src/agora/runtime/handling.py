@@ -18,11 +18,10 @@ from agora.logsafe import entity_failed
 from agora.runtime.entity import Effects
 from agora.runtime.failures import (
     InternalError,
-    commit_failed,
     entity_name,
+    entity_store_failed,
     not_effects,
-    store_away,
-    store_bug,
+    unchanged,
 )
 from agora.runtime.guarding import RETRIES, stamp
 from agora.store.neutral import Busy, Conflict, Guard
@@ -101,7 +100,7 @@ class Handling:
         except Exception:
             entity_failed(log, self.kind.kind, self.key, "failed to load")
             for _, slot in group:
-                slot.fail(InternalError(f"internal error in {self.kind.kind}; nothing was changed"))
+                slot.fail(unchanged(self.kind.kind))
             return False
         return True
 
@@ -125,7 +124,7 @@ class Handling:
         except Exception:
             entity_failed(log, self.kind.kind, self.key, f"failed on {type(command).__name__}")
             self._entity = None  # maybe half-mutated: reload
-            slot.fail(InternalError(f"internal error in {self.kind.kind}; nothing was changed"))
+            slot.fail(unchanged(self.kind.kind))
             return
         # (The identity test is all a command pays: subclasses of Effects are rare.)
         if type(effects) is not Effects and not isinstance(effects, Effects):
@@ -171,9 +170,7 @@ class Handling:
                 except Exception:
                     what = f"failed on {type(command).__name__}"
                     entity_failed(log, self.kind.kind, self.key, what)
-                    slot.fail(
-                        InternalError(f"internal error in {self.kind.kind}; nothing was changed")
-                    )
+                    slot.fail(unchanged(self.kind.kind))
                     intact = False
                 else:
                     if type(effects) is not Effects and not isinstance(effects, Effects):
@@ -278,7 +275,7 @@ class Handling:
             except Exception:
                 entity_failed(log, kind, key, f"failed on {type(command).__name__}")
                 self._entity = None
-                slot.fail(InternalError(f"internal error in {kind}; nothing was changed"))
+                slot.fail(unchanged(kind))
                 return
             if type(effects) is not Effects and not isinstance(effects, Effects):
                 self._entity = None
@@ -355,9 +352,7 @@ class Handling:
                 raise self._load_failed(exc) from exc
             except Exception as exc:
                 entity_failed(log, self.kind.kind, self.key, "failed to load")
-                raise InternalError(
-                    f"internal error in {self.kind.kind}; nothing was changed"
-                ) from exc
+                raise unchanged(self.kind.kind) from exc
         return self._entity
 
     def vacant(self) -> bool:
@@ -370,26 +365,14 @@ class Handling:
         return getattr(entity, "vacant", False) is True
 
     def _commit_failed(self, exc: StoreError) -> InternalError:
-        """Forget the entity (memory may be ahead of the store) and say what its callers
-        learn of the failed commit. A failure a retry may cure is logged here in one line; a
-        permanent one is a bug, logged once by whoever reports it (`store_bug`)."""
+        """Forget the entity (memory may be ahead of the store); what its callers learn of
+        the failed commit (`entity_store_failed`)."""
         self._entity = None
-        where = entity_name(self.kind.kind, self.key)
-        if exc.permanent:
-            return commit_failed(exc, where)
-        return commit_failed(exc, where, store_away(self.runtime.store, where, "committing", exc))
+        return entity_store_failed(self.runtime.store, self.kind.kind, self.key, "committing", exc)
 
     def _load_failed(self, exc: StoreError) -> InternalError:
-        """What the caller learns when the store failed to load the entity. A transient
-        failure (the database away) is an event, logged in one line without a traceback;
-        a permanent one is a bug, logged once by whoever reports it (`store_bug`)."""
-        where = entity_name(self.kind.kind, self.key)
-        if exc.permanent:
-            return store_bug(where, "load failed", exc)
-        detail = store_away(self.runtime.store, where, "loading", exc)
-        return InternalError(
-            f"internal error in {self.kind.kind}; nothing was changed", detail=detail
-        )
+        """What the caller learns when the store failed to load the entity."""
+        return entity_store_failed(self.runtime.store, self.kind.kind, self.key, "loading", exc)
 
     def _created(self, now: Now | None = None) -> Any:
         """The entity the kind's optional ``create(key, now)`` knows to be new, else None.

@@ -37,7 +37,7 @@ import trio
 
 from agora.logsafe import entity_failed
 from agora.runtime.entity import Effects
-from agora.runtime.failures import InternalError, entity_name, not_effects
+from agora.runtime.failures import entity_name, not_effects, unchanged
 from agora.runtime.guarding import stamp
 from agora.runtime.park import Parked, Waiting
 
@@ -133,7 +133,7 @@ def _run(
     except Exception:
         kind = actor.kind.kind
         entity_failed(log, kind, actor.key, f"failed on {type(command).__name__}")
-        slot.fail(InternalError(f"internal error in {kind}; nothing was changed"))
+        slot.fail(unchanged(kind))
         return False
     if type(effects) is not Effects and not isinstance(effects, Effects):
         slot.fail(not_effects(entity_name(actor.kind.kind, actor.key), command, effects))
