@@ -21,7 +21,6 @@ from agora.errors import StoreError
 from agora.logsafe import one_line
 from agora.server import heap
 from agora.server.process import resident_bytes
-from agora.store.ready import store_answers
 from agora.web.http import Response
 
 if TYPE_CHECKING:
@@ -52,14 +51,14 @@ def health(runtime: Runtime, **front: Any) -> Response:
 
 async def readiness(runtime: Runtime, *, draining: bool = False) -> Response:
     """The ``/readyz`` answer: ``{"ok": true}`` (200) if the database answered a trivial read
-    within `READY_SECONDS` (not queued behind the tool reads: `agora.store.ready`), else
+    within `READY_SECONDS` (not queued behind the tool reads: `Store.answers`), else
     ``{"ok": false, "reason": ...}`` (503), as while the server shuts down (``draining``:
     it refuses new calls, so a balancer must stop sending them)."""
     if draining:
         return Response.json({"ok": False, "reason": "the server is shutting down"}, 503)
     with trio.move_on_after(READY_SECONDS):
         try:
-            await store_answers(runtime.store)
+            await runtime.store.answers()
         except StoreError as exc:
             log.info("not ready: %s", one_line(exc))
             return Response.json({"ok": False, "reason": "the database is unavailable"}, 503)

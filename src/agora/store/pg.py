@@ -41,6 +41,7 @@ from agora.store.pg_probe import ProbeConn, Prober, read_versions
 from agora.store.pg_read import read_in_thread
 from agora.store.pg_sql import PgConn
 from agora.store.pg_writer import PgWriter
+from agora.store.ready import select_one
 from agora.store.sqlite import COMMIT_TIMEOUT, STOP_SECONDS, Store
 
 if TYPE_CHECKING:
@@ -158,7 +159,7 @@ class PgStore(Store):
         Without ``snapshot``, each statement of ``fn`` runs on its own (no BEGIN, no
         COMMIT: two round trips fewer), for a reader of one statement. Without ``queued``, it
         does not wait for one of the reader slots the tool reads share (the readiness probe:
-        `agora.store.ready`); its connection joins the pool only if there is room.
+        `answers`); its connection joins the pool only if there is room.
 
         The read is bounded by ``commit_timeout``, like a write: past it, or if the caller
         is cancelled meanwhile, its worker thread is given up on and its connection cut
@@ -202,6 +203,11 @@ class PgStore(Store):
                     else:
                         conn.close()
         return result
+
+    async def answers(self) -> None:
+        """Once PostgreSQL answered a trivial read, not waiting for a reader slot (``/readyz``);
+        bounded as every read is."""
+        await self.read(select_one, snapshot=False, queued=False)
 
     def _told(self, exc: StoreError) -> StoreError:
         """``exc``, told to the outage account first if a retry may cure it (the database

@@ -28,6 +28,7 @@ import trio
 from agora.errors import StoreError
 from agora.store.failures import store_error
 from agora.store.neutral import SQLITE
+from agora.store.ready import file_answers, schema_version
 from agora.store.sqlite_connect import connect
 from agora.store.writer import Job, WriterStopped
 
@@ -93,8 +94,7 @@ class _Waiter(Job):
 
 
 def _read_only(fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:
-    # Inline reads share the writer's connection; refuse writes as a read connection would,
-    # so code tested on ``:memory:`` behaves as it will on a file.
+    # Inline reads share the writer's connection: writes refused as on a read connection.
     conn.execute("PRAGMA query_only=ON")
     try:
         return fn(conn)
@@ -277,8 +277,7 @@ class Store:
                     if not waiter.done:
                         self._give_up(waiter)
 
-    #: Why a write can wait past its deadline before its transaction began, and why a
-    #: commit can fail to return, as the log and the error's message say it.
+    #: Why a write waited past its deadline before its transaction, or a commit did not end.
     _queued_cause = "another process holding its write lock?"
     _stalled_cause = "a stalled disk?"
 
@@ -313,8 +312,11 @@ class Store:
         waiter.finish(error)
 
     def _commit_stalled(self) -> None:
-        """A commit in flight passed its deadline; a disk's cannot be hurried (PostgreSQL's
-        connection can be cut)."""
+        """A commit passed its deadline: a disk cannot be hurried (PostgreSQL's is cut)."""
+
+    async def answers(self) -> None:
+        """Once the database answered a trivial read queued behind no other (``/readyz``)."""
+        await (self.read(schema_version) if self._inline else file_answers(self.path))
 
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn(conn)`` against committed rows and return its result.
