@@ -66,3 +66,12 @@ def entity_failed(
     (with the traceback being handled, if ``trace``), the key escaped (callers choose keys)
     and ``what`` one line (it may quote a library's error: `one_line`)."""
     log.error("%s %s %s", kind, loggable(key), one_line(what), exc_info=trace)
+
+
+def peer_name(sock: Any) -> str:
+    """A connected socket's peer as the log names it (``host:port``; ``?`` once it is gone)."""
+    try:
+        name = sock.getpeername()
+    except OSError:
+        return "?"
+    return f"{name[0]}:{name[1]}" if isinstance(name, tuple) else str(name) or "?"

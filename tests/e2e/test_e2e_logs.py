@@ -12,7 +12,7 @@ from __future__ import annotations
 import resource
 
 import trio
-from e2e_process import AGORA, STAMP, AgoraProcess, clean_env, unstamped
+from e2e_process import STAMP, AgoraProcess, clean_env, run_agora, unstamped
 
 TIMEOUT = 30
 RAISED = "INFO agora.server.descriptors: open files limit raised from 512 to"
@@ -57,11 +57,9 @@ async def test_log_level_warning_leaves_info_out_and_v_brings_debug_back(tmp_pat
 
 
 async def test_an_unknown_log_level_is_refused_in_one_line(tmp_path):
-    args = ["serve", "--port", "0", "--db", str(tmp_path / "agora.db")]
-    env = clean_env(AGORA_LOG_LEVEL="loud")
     with trio.fail_after(TIMEOUT):
-        done = await trio.run_process(
-            [AGORA, *args], capture_stdout=True, capture_stderr=True, check=False, env=env
+        done = await run_agora(
+            "serve", "--port", "0", "--db", str(tmp_path / "agora.db"), AGORA_LOG_LEVEL="loud"
         )
     assert done.returncode == 2, done.stderr.decode()
     assert done.stderr.decode().splitlines() == [

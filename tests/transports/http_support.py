@@ -200,6 +200,19 @@ async def raw_exchange(port: int, data: bytes) -> bytes:
         return await read_to_end(stream)
 
 
+def assert_one_episode(records: list[Any], what: str, cap: int, refused: int) -> None:
+    """``records`` (caplog's) say one episode of refusals at a cap of ``cap`` ``what``: a
+    WARNING as it began, one INFO with the ``refused`` count when one was let in, no more."""
+    said = [(r.levelname, r.getMessage()) for r in records]
+    assert said[0] == (
+        "WARNING",
+        f"server full: {cap} {what}; refusing new ones (said once until one is accepted again)",
+    ), said
+    assert said[1][0] == "INFO", said
+    assert said[1][1].startswith(f"accepting {what} again: {refused} refused in "), said
+    assert len(said) == 2, said
+
+
 #: The 2026-07-28 revision, and the ``params._meta`` envelope every request of it carries.
 MODERN = "2026-07-28"
 MODERN_META = {

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from http_support import RawHttp, raw_exchange, read_to_end, serve
+from http_support import RawHttp, assert_one_episode, raw_exchange, read_to_end, serve
 
 from agora.mcp import jsonrpc as rpc
 from agora.transports.deadlines import PERIOD
@@ -116,11 +116,17 @@ async def test_what_nobody_reads_is_dropped_after_send_timeout(clock, caplog, un
     assert said[0].endswith(" stopped reading for 5 s (send_timeout); closing"), said
 
 
+async def _hold(port: int, count: int) -> list[trio.SocketStream]:
+    """``count`` idle connections, counted by the server (a second passes)."""
+    held = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(count)]
+    await trio.sleep(1)
+    return held
+
+
 async def test_connections_over_max_connections_get_503(clock):
     async with serve(max_connections=3) as server:
         with trio.fail_after(TIMEOUT):
-            held = [await trio.open_tcp_stream("127.0.0.1", server.port) for _ in range(2)]
-            await trio.sleep(1)
+            held = await _hold(server.port, 2)
             async with RawHttp.open(server.port) as third:
                 assert (await third.request("GET", "/healthz")).status == 200
                 async with RawHttp.open(server.port) as fourth:
@@ -140,22 +146,14 @@ async def test_connections_refused_at_the_cap_are_said_once_per_episode(clock, c
     caplog.set_level(logging.INFO, logger="agora.transports.front")
     async with serve(max_connections=1) as server:
         with trio.fail_after(TIMEOUT):
-            held = await trio.open_tcp_stream("127.0.0.1", server.port)
-            await trio.sleep(1)
+            (held,) = await _hold(server.port, 1)
             for _ in range(3):
                 async with RawHttp.open(server.port) as other:
                     assert (await other.request("GET", "/nope")).status == 503
             await held.aclose()
             await trio.sleep(1)
             await healthz(server.port)  # let in: the episode is over
-    said = [(r.levelname, r.getMessage()) for r in caplog.records]
-    assert said[0] == (
-        "WARNING",
-        "server full: 1 connections; refusing new ones (said once until one is accepted again)",
-    ), said
-    assert said[1][0] == "INFO", said
-    assert said[1][1].startswith("accepting connections again: 3 refused in "), said
-    assert len(said) == 2, said
+    assert_one_episode(caplog.records, "connections", 1, 3)
 
 
 async def test_probes_over_max_connections_get_their_answer_then_close(clock):
@@ -164,8 +162,7 @@ async def test_probes_over_max_connections_get_their_answer_then_close(clock):
     to the liveness probe would have a supervisor restart a healthy node."""
     async with serve(max_connections=2) as server:
         with trio.fail_after(TIMEOUT):
-            held = [await trio.open_tcp_stream("127.0.0.1", server.port) for _ in range(2)]
-            await trio.sleep(1)
+            held = await _hold(server.port, 2)
             async with RawHttp.open(server.port) as other:
                 assert (await other.request("GET", "/nope")).status == 503
             for path in ("/healthz", "/readyz", "/healthz?full=1"):

@@ -17,6 +17,7 @@ import os
 
 import trio
 
+from agora.logsafe import peer_name
 from agora.transports import http1
 from agora.transports.sse import format_event
 from agora.web.http import EventStream, Request, Response, error_response
@@ -88,11 +89,7 @@ class Responder:
     @property
     def remote(self) -> str:
         """The peer's address, for the log."""
-        try:
-            name = self.stream.socket.getpeername()
-        except OSError:
-            return "?"
-        return f"{name[0]}:{name[1]}" if isinstance(name, tuple) else str(name) or "?"
+        return peer_name(self.stream.socket)
 
     async def _send(self, resp: Response, keep: bool = False) -> None:
         """Send a whole response; with ``keep`` (the request was read whole) stay open."""

@@ -19,6 +19,7 @@ from typing import Any
 
 import trio
 
+from agora.logsafe import peer_name
 from agora.mcp import jsonrpc as rpc
 from agora.transports import frames
 
@@ -101,11 +102,7 @@ class Peer:
     @property
     def remote(self) -> str:
         """The peer's address, for the log."""
-        try:
-            name = self.stream.socket.getpeername()
-        except OSError:
-            return "?"
-        return f"{name[0]}:{name[1]}" if isinstance(name, tuple) else str(name) or "?"
+        return peer_name(self.stream.socket)
 
     def end(self, code: int | None, reason: str = "") -> None:
         """Say how the connection should close (the first reason given wins)."""
