@@ -21,6 +21,7 @@ import trio
 from measure import cpu_seconds, own_cpu_seconds, percentile
 from nodes_cluster import Node, PgCpu, thread_cpu
 from nodes_load import TOOLSETS, WORKLOADS, Gate, Tally
+from serve import pool_full
 
 from agora.store.stats import merged, quantile, window
 
@@ -32,16 +33,6 @@ if TYPE_CHECKING:
 
 def store_counters(url: str) -> dict[str, Any]:
     return dict(get_json(f"{url}/healthz")["store"])
-
-
-async def pool_full(url: str) -> None:
-    """Until the node's chamber room pools are full (their start-up building is over)."""
-    with trio.fail_after(300):
-        while True:
-            body = await trio.to_thread.run_sync(get_json, f"{url}/chamber/pool")
-            if all(0 < s["size"] <= s["ready"] for s in body["suites"].values()):
-                return
-            await trio.sleep(0.2)
 
 
 def get_json(url: str) -> Any:
