@@ -40,7 +40,7 @@ scheduler run (a burst of work or a preempted server), a long transaction of the
 
 Usage: ``.venv/bin/python bench/router_runs.py [--runs 1000] [--replays 10] [--rate 2000]
 [--rounds 3] [--no-closed] [--synchronous FULL] [--timeout 300] [--stalls 5]
-[--client-gc server|default]``. Not run by CI.
+[--client-gc server|default] [--py-spy PATH [--py-spy-rate 250]]``. Not run by CI.
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ from typing import Any
 
 import trio
 from measure import latency_text, pace_text, raise_fd_limit
+from profilers import py_spy
 from router_flow import Agent, Phase, closed, plan, replay, timed, work
 from router_open import OpenLoop, open_loop
 from serve import agora_serve
@@ -124,8 +125,9 @@ async def main(args: argparse.Namespace) -> None:
                     if args.rate:
                         stalls = await open_loop(server, agents, opened, loop, mine, probe)
                     before = db_counts(db)
-                    await timed(replays, server, agents,
-                                lambda a: replay(a, replays, args.replays))  # fmt: skip
+                    async with py_spy(server.pid, args.py_spy, args.py_spy_rate, gil=True):
+                        await timed(replays, server, agents,
+                                    lambda a: replay(a, replays, args.replays))  # fmt: skip
                     after = db_counts(db)
                     if probe is not None:  # what the run left in reference cycles
                         stalls += "\n" + garbage_line((await server.probe(collect=True))[0])
@@ -198,5 +200,13 @@ if __name__ == "__main__":
         help="run the server under probed_serve and match the open loop's slowest "
         "mutations with its main-thread stalls of at least this many ms (bench/stalls.py)",
     )
+    parser.add_argument(
+        "--py-spy",
+        type=Path,
+        default=None,
+        help="record the server's thread holding the GIL with py-spy during the replay "
+        "phase (raw stacks to PATH; py-spy must be installed: a measuring aid)",
+    )
+    parser.add_argument("--py-spy-rate", type=int, default=250)
     parser.add_argument("--timeout", type=float, default=300)
     trio.run(main, parser.parse_args())
