@@ -157,7 +157,7 @@ class WireClient:
         self.sock.close()
 
 
-async def _handshake(url: str, token: str) -> tuple[socket.socket, bytes]:
+async def _handshake(url: str, token: str | None) -> tuple[socket.socket, bytes]:
     host, _, path = url.removeprefix("ws://").partition("/")
     name, _, port = host.rpartition(":")
     stream = await trio.open_tcp_stream(name, int(port))
@@ -171,7 +171,8 @@ async def _handshake(url: str, token: str) -> tuple[socket.socket, bytes]:
             f"GET /{path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\n"
             f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
             "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: mcp\r\n"
-            f"Authorization: Bearer {token}\r\n\r\n"
+            + (f"Authorization: Bearer {token}\r\n" if token else "")
+            + "\r\n"
         ).encode()
     )
     while b"\r\n\r\n" not in client._buf:
@@ -184,8 +185,9 @@ async def _handshake(url: str, token: str) -> tuple[socket.socket, bytes]:
 
 
 @asynccontextmanager
-async def wire_connect(url: str, token: str) -> AsyncIterator[WireClient]:
-    """An initialized MCP session on ``ws://host:port/path``; closed on exit."""
+async def wire_connect(url: str, token: str | None) -> AsyncIterator[WireClient]:
+    """An initialized MCP session on ``ws://host:port/path`` (anonymous when ``token`` is
+    None); closed on exit."""
     sock, rest = await _handshake(url, token)
     client = WireClient(sock, rest)
     try:

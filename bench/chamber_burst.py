@@ -1,0 +1,212 @@
+"""Chamber entries sent at once, timed on the wire: the enter p99 of a burst of N entries.
+
+`chamber_attempts.py` times each agent's call in its own Trio task, so its latencies include
+the load generator's own queueing: its 500 agents take 35-50 ms of the client's CPU to send
+their requests and read the replies, and a reply that has arrived waits for the generator to
+get round to it. Here nothing stands between a reply and its time stamp. ``--agents`` WebSocket
+sessions (the cheapest client the benches have, `debate_wire`'s, with no bearer token: the
+agents are anonymous) are opened and initialized first. Then, for each of ``--bursts``
+bursts, the room pool is left to fill (``room_pool_size`` is one room per agent) and a single
+loop, with no task switch, writes every agent's pre-encoded ``enter_open_challenge`` frame on
+its socket, noting the time just before each write, and then waits on all the sockets at
+once (``epoll``), noting the time at which each reply's last byte is read. A reply's latency
+is that time less its request's; the replies are decoded afterwards, and the run fails unless
+each is a successful entry with an attempt handle of its own.
+
+Printed per burst: how long the writes took (first to last), the latency p50 / p99 / max, and
+the server's CPU per entry (every thread, and the main thread: the event loop that reads,
+handles and answers every entry); then the p99 over all entries of all bursts. Each burst
+finds its rooms in the pool (the server builds none during one) and the rate limits are the
+defaults but for ``anonymous_enter_per_minute``, whose one bucket all the agents share.
+
+Usage: ``.venv/bin/python bench/chamber_burst.py [--agents 500] [--bursts 5]
+[--suite chambre-chrono-v0] [--synchronous FULL] [--timeout 300]``. Not run by CI; run it on a
+quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import select
+import struct
+import tempfile
+import time
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+from chamber_agents import ENTRY
+from chamber_phases import pool_ready
+from debate_wire import WireClient, wire_connect
+from measure import cpu_window, latency_text, pace_text, raise_fd_limit
+from serve import agora_serve
+from wsload import client_frame
+
+if TYPE_CHECKING:
+    import socket
+
+#: Sessions that open at once while the agents connect.
+CONNECT_CONCURRENCY = 64
+#: Seconds a burst may take before the run fails.
+BURST_TIMEOUT = 60.0
+
+
+def enter_frame(rid: int, suite: str) -> bytes:
+    """One agent's ``enter_open_challenge`` request, framed (id ``rid``)."""
+    request = {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": "tools/call",
+        "params": {"name": "enter_open_challenge", "arguments": {**ENTRY, "suite": suite}},
+    }
+    return client_frame(msgspec.json.encode(request))
+
+
+def _complete(buf: bytearray) -> bytes | None:
+    """The payload of the first whole frame in ``buf`` (removed from it), else None."""
+    if len(buf) < 2:
+        return None
+    size, offset = buf[1] & 0x7F, 2
+    if size == 126:
+        if len(buf) < 4:
+            return None
+        size, offset = struct.unpack_from("!H", buf, 2)[0], 4
+    elif size == 127:
+        if len(buf) < 10:
+            return None
+        size, offset = struct.unpack_from("!Q", buf, 2)[0], 10
+    if len(buf) < offset + size:
+        return None
+    payload = bytes(buf[offset : offset + size])
+    opcode = buf[0] & 0x0F
+    del buf[: offset + size]
+    return payload if opcode in (0x1, 0x2) else b""  # b"": a control frame, not the reply
+
+
+def burst(
+    socks: list[socket.socket], frames: list[bytes]
+) -> tuple[list[float], list[bytes], float]:
+    """Write every frame on its socket, then read each reply: per agent, seconds from just
+    before its write to the read that completed its reply, and the reply's payload; and the
+    seconds from the first write to the last.
+
+    Raises:
+        TimeoutError: a reply did not come within `BURST_TIMEOUT`.
+        ConnectionError: the server closed a connection.
+    """
+    n = len(socks)
+    sent = [0.0] * n
+    arrived = [0.0] * n
+    replies: list[bytes] = [b""] * n
+    bufs = [bytearray() for _ in socks]
+    poller = select.epoll(n)
+    index = {}
+    try:
+        for i, sock in enumerate(socks):
+            index[sock.fileno()] = i
+            poller.register(sock.fileno(), select.EPOLLIN)
+        clock = time.perf_counter
+        for i, sock in enumerate(socks):
+            sent[i] = clock()
+            sock.sendall(frames[i])  # a few hundred bytes into an empty socket buffer
+        pending = n
+        deadline = clock() + BURST_TIMEOUT
+        while pending:
+            events = poller.poll(max(deadline - clock(), 0.0))
+            if not events:
+                raise TimeoutError(f"{pending} of {n} replies missing after {BURST_TIMEOUT} s")
+            for fd, _ in events:
+                i = index[fd]
+                chunk = socks[i].recv(262_144)
+                now = clock()
+                if not chunk:
+                    raise ConnectionError(f"agent {i}: the server closed the connection")
+                buf = bufs[i]
+                buf += chunk
+                while (payload := _complete(buf)) is not None:
+                    if payload and not replies[i]:
+                        replies[i], arrived[i] = payload, now
+                        pending -= 1
+    finally:
+        poller.close()
+    latencies = [a - s for a, s in zip(arrived, sent, strict=True)]
+    return latencies, replies, sent[-1] - sent[0]
+
+
+def check(replies: list[bytes], rids: list[int]) -> None:
+    """Every reply answers its agent's request with a successful entry of its own handle.
+
+    Raises:
+        AssertionError: one does not.
+    """
+    handles = set()
+    for rid, raw in zip(rids, replies, strict=True):
+        reply: dict[str, Any] = msgspec.json.decode(raw)
+        assert reply.get("id") == rid, reply
+        result = reply.get("result") or {}
+        assert not result.get("isError"), result.get("structuredContent")
+        handles.add(result["structuredContent"]["attempt_handle"])
+    assert len(handles) == len(replies), "two entries got one attempt handle"
+
+
+async def main(args: argparse.Namespace) -> None:
+    raise_fd_limit()
+    pace = pace_text()
+    lines = []
+    everything: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Path(tmp) / "agora.toml"
+        config.write_text(
+            f"[options.chamber]\nroom_pool_size = {args.agents}\n"
+            "anonymous_enter_per_minute = 0\n"  # one bucket for all the anonymous agents
+        )
+        db = Path(tmp) / "chamber.db"
+        with trio.fail_after(args.timeout):
+            async with (
+                agora_serve(db, "chamber", config=config, synchronous=args.synchronous) as server,
+                AsyncExitStack() as stack,
+            ):
+                url = server.url.replace("http://", "ws://") + "/mcp/chamber"
+                clients: list[WireClient] = []
+                limit = trio.CapacityLimiter(CONNECT_CONCURRENCY)
+
+                async def connect() -> None:
+                    async with limit:
+                        clients.append(await stack.enter_async_context(wire_connect(url, None)))
+
+                async with trio.open_nursery() as nursery:
+                    for _ in range(args.agents):
+                        nursery.start_soon(connect)
+                socks = [client.sock for client in clients]
+                for b in range(1, args.bursts + 1):
+                    await pool_ready(server.url, args.suite, args.agents)
+                    await trio.sleep(0.5)  # the refill's own pass of the collector
+                    rids = [1000 + b] * len(clients)
+                    frames = [enter_frame(rid, args.suite) for rid in rids]
+                    with cpu_window(server.pid) as cpu:
+                        latencies, replies, writing = burst(socks, frames)
+                    check(replies, rids)
+                    everything += latencies
+                    lines.append(
+                        f"burst {b}: {args.agents} entries written in {writing * 1e3:.1f} ms; "
+                        f"latency on the wire "
+                        f"{latency_text(latencies, with_max=True)}; server CPU per entry "
+                        f"{cpu.server / args.agents * 1e6:.0f} us (main thread "
+                        f"{cpu.main / args.agents * 1e6:.0f} us)"
+                    )
+    print(f"chamber_burst: {args.agents} agents, suite {args.suite}, "
+          f"synchronous={args.synchronous}; {pace}")  # fmt: skip
+    print("\n".join(lines))
+    print(f"all {len(everything)} entries: {latency_text(everything, with_max=True)}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--agents", type=int, default=500)
+    parser.add_argument("--bursts", type=int, default=5)
+    parser.add_argument("--suite", default="chambre-chrono-v0")
+    parser.add_argument("--synchronous", default="FULL")
+    parser.add_argument("--timeout", type=float, default=300)
+    trio.run(main, parser.parse_args())
