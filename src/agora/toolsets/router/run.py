@@ -160,17 +160,18 @@ class WorkflowRun:
         if run is not None and run.session_id != command.session_id:
             run = None  # another session's run is not visible
         if isinstance(command, Mutation):
-            return self._mutate(run, command, tool, sql.stamp(now.wall))
+            return self._mutate(run, command, tool, now)
         if run is None:
             return Effects(reply=replies.missing_graph(tool))
         return Effects(reply=READS.dispatch(run, command))
 
-    def _mutate(self, run: RunState | None, cmd: Mutation, tool: str, at: str) -> Effects:
+    def _mutate(self, run: RunState | None, cmd: Mutation, tool: str, now: Now) -> Effects:
         if run is not None and cmd.idempotency_key in run.ledger:
             reply = _replay(run, cmd)
             if isinstance(reply, dict):  # the versions to send next are today's, not stored
                 reply = _guided(run, cmd, reply, replayed=True)
             return Effects(reply=reply)
+        at = sql.stamp(now.wall)  # a replay writes nothing, so it needs no time stamp
         if run is None and isinstance(cmd, TransitionSupport):
             return Effects(reply=replies.refusal("proposal-not-found", "no such proposal"))
         if run is None and not isinstance(cmd, CreatePlan):
