@@ -344,12 +344,14 @@ class V1:
         return pro, con
 
 
-async def v1_topic(desk: Desk, **args: Any) -> V1:
-    """An ACTIVE debate/v1 topic with every seat bound to its own session."""
-    sessions = {role: await desk.session(who) for role, who in SEATS.items()}
+async def v1_topic(desk: Desk, *, without: tuple[str, ...] = (), **args: Any) -> V1:
+    """An ACTIVE debate/v1 topic with every seat bound to its own session (but the roles in
+    ``without``, which the topic does not declare)."""
+    seats = {role: who for role, who in SEATS.items() if role not in without}
+    sessions = {role: await desk.session(who) for role, who in seats.items()}
     roles: dict[str, Any] = {
         role: sessions[role] if who is CONDUCTOR else (who, sessions[role])
-        for role, who in SEATS.items()
+        for role, who in seats.items()
     }
     args.setdefault("protocol_version", "debate/v1")
     args.setdefault("blind_roles_csv", "PRO,CON")

@@ -199,6 +199,26 @@ async def test_round_cap_dissent_once_and_escalate(desk):
     assert (await v1.refused("JUDGE", "DISSENT"))["error"] == "protocol_terminal"
 
 
+@pytest.mark.parametrize("human", ["HUMAN", "OPERATOR"])
+async def test_escalate_reaches_an_undeclared_human(desk, human):
+    """HUMAN and OPERATOR need no declared role: humans read the whole topic, and an
+    ESCALATE to them is how a STALEMATE ends (debate_escalate takes them undeclared too)."""
+    v1 = await v1_topic(desk, max_rounds=1, without=("HUMAN",))
+    pro, _ = await v1.to_debate()
+    out = await v1.post(
+        "JUDGE", "VERIFY", reply_to=pro, payload_json=payload("no", result="contested")
+    )
+    assert out["protocol_state"]["phase"] == "STALEMATE"
+    out = await v1.post("CON", "ESCALATE", to=human, priority="H")
+    assert out["protocol_state"]["phase"] == "ESCALATED"
+    unknown = await v1.desk.refused(
+        ALICE, "debate_post_with_recipients", topic_id=v1.topic, role="PRO", priority="M",
+        kind="DISSENT", body="x", payload_json=payload(), addressed_to_csv="AUDITOR",
+    )  # fmt: skip
+    assert unknown["error"] == "unknown_recipient"
+    assert "HUMAN or OPERATOR" in unknown["message"]
+
+
 async def _stage(v1, stage):
     ids = {}
     if stage in ("DEBATE", "ADJUDICATE"):

@@ -102,14 +102,17 @@ def _recipients(topic: Topic, row: TopicRow, tokens: tuple[str, ...]) -> list[st
     live: set[str] | None = None  # the bound sessions, gathered only if a token needs them
     keys: list[str] = []
     for token in tokens:
-        if token in row.roles and ROLE_RE.fullmatch(token):
+        # HUMAN and OPERATOR need no declared role (humans read the whole topic): an ESCALATE
+        # packet addressed to them is how a STALEMATE ends, as `debate_escalate` reaches them.
+        if (token in row.roles and ROLE_RE.fullmatch(token)) or token in HUMAN_ROLES:
             key = f"role:{token}"
         elif UUID_RE.fullmatch(token) and token in (live := live or topic.live_sessions()):
             key = f"session:{token}"
         else:
             raise reject(
                 "unknown_recipient",
-                f"recipient {token!r} is neither a declared role nor a session bound in this topic",
+                f"recipient {token!r} is neither a declared role nor a session bound in this"
+                " topic; name a declared role, a bound session id, or HUMAN or OPERATOR",
             )
         if key not in keys:
             keys.append(key)
