@@ -55,6 +55,11 @@ async def test_authorship_comes_from_the_owned_binding_never_the_role_string(des
         pytest.param({"kind": "WATERMARK", "body": "nope"}, "unknown_msg_id", id="watermark"),
         pytest.param({"vehicle": "boat"}, "invalid_arguments", id="vehicle"),
         pytest.param({"payload_json": "[1]"}, "invalid_json", id="payload"),
+        # Nested past the decoder's recursion limit (an internal error before), and past 32.
+        pytest.param({"payload_json": "[" * 5000 + "]" * 5000}, "invalid_json", id="deepest"),
+        pytest.param(
+            {"payload_json": '{"a":' + "[" * 40 + "]" * 40 + "}"}, "invalid_json", id="deep"
+        ),
     ],
 )
 async def test_post_rejections_preserve_nothing(desk, topic, args, code):

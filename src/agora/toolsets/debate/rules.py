@@ -172,16 +172,50 @@ def parse_lane(lane: str) -> tuple[str, int]:
     return upper, int(upper[1])
 
 
+#: Deepest nesting of a JSON text argument (``payload_json``, ``roles_json``, ...): a request's
+#: own arguments may nest no deeper (`agora.mcp.validation.MAX_DEPTH`).
+MAX_JSON_DEPTH: Final = 32
+
+
+def loads(text: str, field: str, code: str = "invalid_json") -> Any:
+    """``text`` (the JSON text argument ``field``) decoded.
+
+    Raises:
+        DebateError: ``code`` if it is not JSON or nests deeper than `MAX_JSON_DEPTH`.
+    """
+    deep = f"{field} nests deeper than {MAX_JSON_DEPTH} levels"
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise reject(code, f"{field} is not valid JSON") from None
+    except RecursionError:  # thousands of levels: the decoder gave up
+        raise reject(code, deep) from None
+    # Each level opens a bracket, so a text with few brackets is shallow enough (nearly all).
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(value) > MAX_JSON_DEPTH:
+        raise reject(code, deep)
+    return value
+
+
+def _depth(value: Any) -> int:
+    """How many levels of arrays and objects ``value`` nests (walked level by level)."""
+    depth, level = 0, [value]
+    while containers := [item for item in level if isinstance(item, (dict, list))]:
+        depth += 1
+        level = [
+            child
+            for item in containers
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+    return depth
+
+
 def parse_json_object(text: str, field: str) -> dict[str, Any]:
     """The JSON object in ``text``.
 
     Raises:
-        DebateError: ``invalid_json`` if it is not JSON or not an object.
+        DebateError: ``invalid_json`` if it is not JSON, nests too deep or is not an object.
     """
-    try:
-        value = json.loads(text)
-    except ValueError:
-        raise reject("invalid_json", f"{field} is not valid JSON") from None
+    value = loads(text, field)
     if not isinstance(value, dict):
         raise reject("invalid_json", f"{field} must be a JSON object")
     return value

@@ -29,6 +29,7 @@ from agora.toolsets.debate.rules import (
     check_roster_role,
     check_uuid,
     initial_lane,
+    loads,
     normalise_ts,
     parse_iso,
     parse_json_object,
@@ -46,10 +47,7 @@ def _roster(text: str | None, created_by: str) -> list[tuple[str, str | None]]:
     unbound (open for a participant to bind with debate_bind_role)."""
     if text is None:
         return [(created_by, "")]
-    try:
-        entries = json.loads(text)
-    except ValueError:
-        raise reject("invalid_roles", "roles_json is not valid JSON") from None
+    entries = loads(text, "roles_json", "invalid_roles")
     if not isinstance(entries, list) or not entries:
         raise reject("invalid_roles", "roles_json must be a non-empty JSON array")
     out: list[tuple[str, str | None]] = []

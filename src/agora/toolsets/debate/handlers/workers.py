@@ -6,14 +6,13 @@ decides on the stored value, never on anything the caller says about it.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.commands.wake import DryRunWake
 from agora.toolsets.debate.commands.workers import ClaimWorker, ReclaimWorkers
 from agora.toolsets.debate.handlers.common import caller, checked, new_id, opt, run
-from agora.toolsets.debate.rules import UUID_RE, parse_iso, parse_json_object, reject
+from agora.toolsets.debate.rules import UUID_RE, loads, parse_iso, parse_json_object, reject
 
 if TYPE_CHECKING:
     from agora.toolsets.base import ToolCall
@@ -47,10 +46,7 @@ async def debate_worker_reclaim(call: ToolCall) -> dict[str, Any]:
 def _trigger(text: str) -> tuple[str, object, str | None]:
     """(topic_id, schema_version, msg_id) named by a trigger response; a response that is
     not a JSON object, or names no topic, fails closed."""
-    try:
-        value = json.loads(text)
-    except ValueError:
-        value = None
+    value = loads(text, "tool_response_json", "invalid_tool_response")
     if not isinstance(value, dict):
         raise reject("invalid_tool_response", "tool_response_json must be a JSON object")
     topic_id, msg_id = value.get("topic_id"), value.get("msg_id")

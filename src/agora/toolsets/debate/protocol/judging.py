@@ -8,12 +8,11 @@ debate; a split is STALEMATE ``judge_order_swap_disagreement``.
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass
 from typing import Any, Final
 
-from agora.toolsets.debate.rules import PROTOCOL_V1, reject
+from agora.toolsets.debate.rules import PROTOCOL_V1, loads, reject
 
 ORDERS: Final = ("AB", "BA")
 POSITION_KINDS: Final = frozenset({"CLAIM", "REBUT"})
@@ -72,12 +71,9 @@ def parse_verdict(text: str) -> dict[str, str]:
     Raises:
         DebateError: ``invalid_verdict``.
     """
-    try:
-        value: Any = json.loads(text)
-        if isinstance(value, str):
-            value = json.loads(value)
-    except ValueError:
-        raise reject("invalid_verdict", "verdict_json is not valid JSON") from None
+    value: Any = loads(text, "verdict_json", "invalid_verdict")
+    if isinstance(value, str):
+        value = loads(value, "verdict_json", "invalid_verdict")
     if not isinstance(value, dict):
         raise reject("invalid_verdict", "verdict_json is an object {winner_msg_id, decision}")
     out: dict[str, str] = {}
