@@ -42,6 +42,22 @@ class ToolError(AgoraError):
         self.text = text
 
 
+class InputRequired(Exception):
+    """A 2026-07-28 call needs its client's input first (multi round-trip requests, SEP-2322).
+
+    At that revision a server sends no request of its own (``roots/list``,
+    ``sampling/createMessage``, ``elicitation/create``): the call is answered with
+    ``resultType: "input_required"`` and ``inputRequests`` (key -> the request), and the client
+    sends the call again with ``inputResponses`` (key -> its result). Raised by
+    `agora.server.channel.ClientChannel.request`; nothing the call did before it may count.
+    Not an `AgoraError`: a handler that catches those (a client's refusal) lets this through.
+    """
+
+    def __init__(self, requests: dict[str, dict[str, Any]]) -> None:
+        super().__init__("input required: " + ", ".join(requests))
+        self.requests = requests
+
+
 #: Why the store could not write, when the operating system says so (`StoreError.cause`):
 #: the database's disk is full, its files or file system refuse writes, or the disk failed.
 StoreCause = Literal["disk_full", "read_only", "io_error"]

@@ -90,7 +90,9 @@ async def test_a_network_clients_roots_open_nothing_on_the_server(start_agora, t
     root = _workspace(tmp_path)
     server = start_agora("", "--toolsets", "router")
     plan, missing = await _over_http(server, root, tmp_path / "not-there")
-    assert plan["profile_warnings"] == ["workspace-root-not-authorized"]
+    refused, why = plan["profile_warnings"]
+    assert refused == "workspace-root-not-authorized"
+    assert why.startswith("client-roots-unused: the client reaches the server over the network")
     assert "skill:secret" not in json.dumps(plan)
     assert plan["route_source"] != "workspace-profile"
     # Nothing said about what exists: a missing path answers as the existing one.
@@ -105,7 +107,11 @@ async def test_the_operator_may_trust_network_clients_roots(start_agora, tmp_pat
     assert plan["routing_profile_ids"] == ["secret-profile"]
 
 
-async def test_a_stdio_clients_roots_open_its_workspace(tmp_path):
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_stdio_clients_roots_open_its_workspace(tmp_path, mode):
+    """At either revision: by ``roots/list`` after the initialize handshake, and at
+    2026-07-28 (the SDK's default) by an ``input_required`` answer whose ``roots/list`` the
+    client answers in ``inputResponses`` when it calls again."""
     root = _workspace(tmp_path)
     config = write_config(tmp_path)
     params = StdioServerParameters(
@@ -118,7 +124,7 @@ async def test_a_stdio_clients_roots_open_its_workspace(tmp_path):
         from mcp.client.stdio import stdio_client
 
         async with mcp.Client(
-            stdio_client(params, errlog=log), list_roots_callback=_everything, mode="legacy",
+            stdio_client(params, errlog=log), list_roots_callback=_everything, mode=mode,
             read_timeout_seconds=TIMEOUT,
         ) as client:  # fmt: skip
             plan = await _plan(client, root)

@@ -13,6 +13,17 @@ from router_driver import plan_args
 from agora.toolsets.router.digests import digest
 from agora.toolsets.router.profiles import PROFILE_SCHEMA, parse_profile
 
+REFUSED = "workspace-root-not-authorized"
+ADD = "add the workspace to [options.router] workspace_roots"
+#: A refused root, and why no client root was asked: the driver's client declares none.
+NO_ROOTS = [REFUSED, f"client-roots-unused: the MCP client declared no roots capability; {ADD}"]
+#: Why a network client's roots are not asked by default (HTTP, WebSocket, stdio --connect).
+NETWORK = (
+    "client-roots-unused: the client reaches the server over the network (HTTP, WebSocket,"
+    ' agora stdio --connect) and client_roots = "local" asks only stdio and in-process clients;'
+    f' {ADD}, or set client_roots = "any" on a single-user server'
+)
+
 
 def routing(root, domains=("web",)):
     return {"workspace_root": None if root is None else str(root), "domains": list(domains),
@@ -86,7 +97,7 @@ async def test_a_root_outside_the_authorized_roots_is_never_read(router, workspa
     outside = tmp_path / "outside"
     write_workspace(outside, profile("evil", skills=("skill:evil",)))
     plan = await router.plan("Fix it", routing_context=routing(outside))
-    assert plan["profile_warnings"] == ["workspace-root-not-authorized"]
+    assert plan["profile_warnings"] == NO_ROOTS
     assert plan["route_source"] == "personal-profile"
 
 
@@ -94,7 +105,7 @@ async def test_path_traversal_out_of_an_authorized_root_is_refused(router, works
     write_workspace(tmp_path / "outside", profile("evil", skills=("skill:evil",)))
     sneaky = f"{workspace}/../../outside"
     plan = await router.plan("Fix it", routing_context=routing(sneaky))
-    assert plan["profile_warnings"] == ["workspace-root-not-authorized"]
+    assert plan["profile_warnings"] == NO_ROOTS
     assert "skill:evil" not in plan["planned_skill_ids"]
 
 
@@ -107,7 +118,7 @@ async def test_a_symlink_escaping_the_authorized_root_is_refused(router, workspa
     linked_root = workspace / "linked"
     os.symlink(tmp_path / "outside", linked_root)  # the root itself resolves outside
     plan = await router.plan("Fix it", routing_context=routing(linked_root))
-    assert plan["profile_warnings"] == ["workspace-root-not-authorized"]
+    assert plan["profile_warnings"] == NO_ROOTS
 
 
 class Roots:
@@ -128,7 +139,7 @@ async def test_mcp_client_roots_authorize_a_workspace(router, tmp_path):
     repo = tmp_path / "client-repo"
     write_workspace(repo, profile("client", skills=("skill:client",)))
     plan = await router.plan("Fix it", routing_context=routing(repo))
-    assert plan["profile_warnings"] == ["workspace-root-not-authorized"]
+    assert plan["profile_warnings"] == NO_ROOTS
     router.client = Roots(repo)
     plan = await router.plan("Fix it", routing_context=routing(repo))
     assert plan["route_source"] == "workspace-profile"
@@ -142,7 +153,7 @@ async def test_a_network_clients_roots_are_not_asked_unless_the_operator_trusts_
     write_workspace(repo, profile("client", skills=("skill:client",)))
     router.client, router.local_client = Roots(repo), False
     plan = await router.plan("Fix it", routing_context=routing(repo))
-    assert plan["profile_warnings"] == ["workspace-root-not-authorized"]
+    assert plan["profile_warnings"] == [REFUSED, NETWORK]
     assert router.client.asked == 0
     options["router"]["client_roots"] = "any"
     plan = await router.plan("Fix it", routing_context=routing(repo))
@@ -150,8 +161,13 @@ async def test_a_network_clients_roots_are_not_asked_unless_the_operator_trusts_
     options["router"]["client_roots"] = "none"
     router.local_client = True
     plan = await router.plan("Fix it", routing_context=routing(repo))
-    assert plan["profile_warnings"] == ["workspace-root-not-authorized"]
+    none = f'client-roots-unused: client_roots = "none"; {ADD}'
+    assert plan["profile_warnings"] == [REFUSED, none]
     assert router.client.asked == 1
+    # Roots asked and listed that do not hold the path: nothing more to say.
+    options["router"]["client_roots"] = "local"
+    plan = await router.plan("Fix it", routing_context=routing(tmp_path / "elsewhere"))
+    assert plan["profile_warnings"] == [REFUSED]
 
 
 def test_the_documented_schema_is_the_one_enforced():
@@ -186,7 +202,7 @@ async def test_a_root_outside_the_authorized_roots_tells_nothing_about_the_files
     for probe in (tmp_path / "outside", tmp_path / "outside-missing", "/etc/passwd",
                   "/etc/passwdx", f"{workspace}/../../outside"):  # fmt: skip
         plan = await router.plan("Fix it", routing_context=routing(probe))
-        assert plan["profile_warnings"] == ["workspace-root-not-authorized"], probe
+        assert plan["profile_warnings"] == NO_ROOTS, probe
     assert set(touched) <= {str(tmp_path / "allowed")}  # only the authorized root is resolved
     # Under an authorized root the path is resolved: a missing one says so, a symlink that
     # leads out is still refused.
@@ -194,7 +210,7 @@ async def test_a_root_outside_the_authorized_roots_tells_nothing_about_the_files
     assert plan["profile_warnings"] == ["workspace-root-missing"]
     os.symlink(tmp_path / "outside", workspace / "out")
     plan = await router.plan("Fix it", routing_context=routing(workspace / "out"))
-    assert plan["profile_warnings"] == ["workspace-root-not-authorized"]
+    assert plan["profile_warnings"] == NO_ROOTS
 
 
 async def test_a_link_out_of_an_authorized_root_is_no_oracle_either(router, workspace, tmp_path):
@@ -203,4 +219,4 @@ async def test_a_link_out_of_an_authorized_root_is_no_oracle_either(router, work
     os.symlink(tmp_path / "elsewhere", workspace / "link")
     for probe in ("there", "not-there"):
         plan = await router.plan("Fix it", routing_context=routing(f"{workspace}/link/{probe}"))
-        assert plan["profile_warnings"] == ["workspace-root-not-authorized"], probe
+        assert plan["profile_warnings"] == NO_ROOTS, probe

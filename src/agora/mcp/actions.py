@@ -32,6 +32,9 @@ class Invoke:
     progress_token: str | int | None
     meta: dict[str, Any]
     modern: bool
+    #: A 2026-07-28 tools/call's ``params.inputResponses`` (the client's answers to the
+    #: ``inputRequests`` of its previous round), else None.
+    input_responses: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)  # one per message: frozen would cost ~0.1 us a field

@@ -307,7 +307,9 @@ class Session:
                 return Invoke(msg.id, kind, name, args, tool.refuse(problems), token, meta, modern)
             if problems:
                 return Send(rpc.result(msg.id, self._rejected(tool, problems, modern)), msg.id)
-            return Invoke(msg.id, kind, name, args, tool.target, token, meta, modern)
+            answers = params.get("inputResponses") if modern else None
+            answers = answers if isinstance(answers, dict) else None
+            return Invoke(msg.id, kind, name, args, tool.target, token, meta, modern, answers)
         target, args = self._target(kind, name, args)
         return Invoke(msg.id, kind, name, args, target, token, meta, modern)
 

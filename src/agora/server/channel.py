@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
+from agora.errors import InputRequired
 from agora.mcp import jsonrpc as rpc
+from agora.mcp.session import META_CAPABILITIES
 from agora.toolsets.base import ToolCall
 
 if TYPE_CHECKING:
@@ -37,16 +39,36 @@ class ClientChannel:
 
     @property
     def capabilities(self) -> dict[str, Any]:
-        """What the client declared at initialize."""
+        """What the client declared: at initialize, or (2026-07-28) in this request's
+        ``_meta`` (``io.modelcontextprotocol/clientCapabilities``)."""
+        inv = self._inv
+        if inv.modern:
+            declared = inv.meta.get(META_CAPABILITIES)
+            return declared if isinstance(declared, dict) else {}
         return self._conn.session.client_capabilities
 
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         """Send a request to the client and return its result.
 
+        At 2026-07-28 a server sends no request of its own (multi round-trip requests): the
+        result is the one the client sent with this call in ``inputResponses`` under the key
+        ``method``; without it this raises `InputRequired`, the call is answered
+        ``input_required`` with the request under that key, and the client calls again with
+        its answer. The handler then runs again from the start, so it must ask before it
+        changes anything, and it gets only the answers of the latest round: one request per
+        call at that revision.
+
         Raises:
             ProtocolError: the client answered with an error, or did not answer in time.
+            InputRequired: a 2026-07-28 call whose client has not answered yet.
         """
-        return await self._conn.request_client(method, params, self._inv.id)
+        inv = self._inv
+        if inv.modern:
+            answers = inv.input_responses or {}
+            if method in answers:
+                return answers[method]
+            raise InputRequired({method: {"method": method, "params": params}})
+        return await self._conn.request_client(method, params, inv.id)
 
     async def progress(self, done: float, total: float | None, message: str | None) -> None:
         """Send notifications/progress (only if the client asked with a progressToken)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agora.errors import ProtocolError, ToolError
+from agora.errors import InputRequired, ProtocolError, ToolError
 from agora.mcp import jsonrpc as rpc
 from agora.mcp import listen
 from agora.mcp.results import tool_reply, tool_result
@@ -45,6 +45,9 @@ def outcome(conn: Connection, inv: Invoke, value: Any, error: Exception | None) 
         except ToolError as exc:
             result = tool_result(exc.body, error=True, text=exc.text)
             return rpc.result(inv.id, conn.session.finish(result, inv.modern))
+        except InputRequired as exc:  # 2026-07-28 only: see `ClientChannel.request`
+            asked = {"resultType": "input_required", "inputRequests": exc.requests}
+            return rpc.result(inv.id, conn.session.finish(asked, inv.modern))
         except ProtocolError as exc:
             return rpc.error(inv.id, exc.code, exc.message, exc.data)
         except Exception as exc:  # the entity, its actor, the store, or a bug

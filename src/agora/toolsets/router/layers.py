@@ -7,7 +7,9 @@ roots count only as ``[options.router] client_roots`` allows: by default (``loca
 client that started the server or runs inside it (stdio, in-process), whose files are the
 server's; a WebSocket or HTTP client may be anyone who reaches the port, and its roots name
 files on its own machine, not a grant to read the server's (``any`` trusts them too, for a
-single-user server; ``none`` never asks). The
+single-user server; ``none`` never asks). ``agora stdio --connect`` is a WebSocket client. A
+workspace root refused while no client root was asked gets a ``client-roots-unused`` warning
+saying why and what to do. The
 personal Profile is the operator's ``[options.router] personal_profile`` file. Reading and
 validation never fail a plan: problems become profile warnings.
 """
@@ -39,21 +41,47 @@ CLIENT_ROOTS: Final = ("local", "any", "none")
 async def client_roots(call: ToolCall) -> list[str]:
     """The local paths of the roots the MCP client declares (empty if it declares none, or
     if the ``client_roots`` policy does not trust this client's)."""
+    return (await roots_and_why(call))[0]
+
+
+async def roots_and_why(call: ToolCall) -> tuple[list[str], str | None]:
+    """`client_roots`, and when none were asked, why not, with what the user can do.
+
+    At 2026-07-28 ``roots/list`` is asked in the call's answer (``input_required``) and the
+    client's answer comes with the call sent again (`agora.server.channel.ClientChannel`):
+    this raises `agora.errors.InputRequired` on the first round, before anything is written.
+    """
     policy = call.runtime.options("router").get("client_roots", "local")
-    if policy == "none" or (policy == "local" and not call.local_client):
-        return []
+    if policy == "none":
+        return [], 'client_roots = "none"; ' + _ADD
+    if policy == "local" and not call.local_client:
+        return [], _REMOTE
     client = call.client
     if client is None or "roots" not in (client.capabilities or {}):
-        return []
+        return [], "the MCP client declared no roots capability; " + _ADD
     try:
         with trio.fail_after(ROOTS_TIMEOUT):
             answer: Any = await client.request("roots/list", {})
     except (trio.TooSlowError, AgoraError) as exc:
         log.info("roots/list failed: %s", loggable(exc))  # the client's own text
-        return []
+        return [], "the MCP client did not answer roots/list; " + _ADD
     roots = answer.get("roots", []) if isinstance(answer, dict) else []
     uris = [r["uri"] for r in roots if isinstance(r, dict) and isinstance(r.get("uri"), str)]
-    return workspace.file_roots(uris)
+    return workspace.file_roots(uris), None
+
+
+_ADD = "add the workspace to [options.router] workspace_roots"
+#: Why a network client's roots are not asked under the default policy: its roots name files
+#: on its own machine. ``agora stdio --connect`` is such a client: it reaches the server over
+#: WebSocket, whoever started it.
+_REMOTE = (
+    "the client reaches the server over the network (HTTP, WebSocket, agora stdio --connect) and"
+    ' client_roots = "local" asks only stdio and in-process clients; '
+    + _ADD
+    + ', or set client_roots = "any" on a single-user server'
+)
+#: The warning that says why no client root authorized a refused workspace root.
+CLIENT_ROOTS_UNUSED = "client-roots-unused"
 
 
 def read_layers(workspace_root: str | None, authorized: list[str], personal: str | None
@@ -82,8 +110,10 @@ async def plan_layers(call: ToolCall) -> tuple[list[profiles.Profile], list[str]
     options = call.runtime.options("router")
     workspace_root = (call.args.get("routing_context") or {}).get("workspace_root")
     authorized = [str(r) for r in options.get("workspace_roots", [])]
+    why = None
     if workspace_root is not None:
-        authorized += await client_roots(call)
+        asked, why = await roots_and_why(call)
+        authorized += asked
     personal = options.get("personal_profile")
     found: list[profiles.Profile] = []
     warnings: list[str] = []
@@ -91,6 +121,8 @@ async def plan_layers(call: ToolCall) -> tuple[list[profiles.Profile], list[str]
         found, warnings = await trio.to_thread.run_sync(
             read_layers, workspace_root, authorized, personal
         )
+    if why is not None and "workspace-root-not-authorized" in warnings:
+        warnings.append(f"{CLIENT_ROOTS_UNUSED}: {why}")
     if options.get("memory_policy"):  # Memory may have written managed Profiles
         found, more = await _with_managed(call, found, workspace_root, authorized)
         warnings += more
