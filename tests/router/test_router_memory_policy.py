@@ -6,6 +6,7 @@ import itertools
 import json
 
 import pytest
+from router_driver import ctx
 
 from agora.toolsets.router.memory_policy import MODES, resolve
 
@@ -77,3 +78,44 @@ def test_automatic_promotion_needs_the_automatic_mode():
                    root_verified=True).profile_promotion == "automatic-managed"  # fmt: skip
     assert resolve(doc, request("reviewed"), workspace_scoped=True,
                    root_verified=True).profile_promotion == "review-required"  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        pytest.param(personal("observe", profile_promotion="review"),
+                     'personal policy: profile_promotion "review" must be one of disabled,'
+                     " review-required, automatic-managed", id="promotion"),
+        pytest.param(personal("sometimes"), 'personal policy: ceiling "sometimes" must be one'
+                     " of disabled, observe, reviewed, automatic", id="ceiling"),
+        pytest.param(personal("observe", allowed_targets=["mine"]),
+                     'personal policy: allowed_targets "mine" must be one of managed-personal,'
+                     " managed-workspace-local, user-personal, workspace-file", id="target"),
+        pytest.param(personal("observe", extra_key=1), 'personal policy: unknown key'
+                     ' "extra_key" (known: format, ceiling, profile_promotion, allowed_targets)',
+                     id="unknown-key"),
+        pytest.param('{"format": "agora-router-memory-policy/1", "ceiling": "observe",'
+                     ' "ceiling": "automatic"}', 'personal policy: the key "ceiling" is given'
+                     " twice", id="ambiguous"),
+    ],
+)  # fmt: skip
+def test_a_bad_policy_names_its_field_and_value(text, problem):
+    policy = resolve(text, None, workspace_scoped=False, root_verified=False)
+    assert policy.problems == (problem,)
+    good = resolve(personal("observe"), None, workspace_scoped=False, root_verified=False)
+    assert good.problems == ()
+
+
+async def test_get_memory_status_and_the_log_name_the_bad_field(router, options, tmp_path, caplog):
+    path = tmp_path / "memory-policy.json"
+    path.write_text(personal("observe", profile_promotion="review"))
+    options["router"]["memory_policy"] = str(path)
+    for _ in range(2):
+        status = await router.call("get_memory_status", context=ctx(), workspace_root=None)
+    assert status["reason_codes"] == ["invalid-memory-policy", "memory-disabled"]
+    assert 'profile_promotion "review" must be one of disabled, review-required' in (
+        status.guidance
+    )
+    logged = [r.getMessage() for r in caplog.records if "profile_promotion" in r.getMessage()]
+    assert len(logged) == 1  # once, not once per call
+    assert 'personal policy: profile_promotion "review"' in logged[0]

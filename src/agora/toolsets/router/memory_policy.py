@@ -13,7 +13,8 @@ Modes are ordered disabled < observe < reviewed < automatic. Without a workspace
 effective mode is the personal ceiling; with one it is min(ceiling, request), and a missing
 request means disabled. A missing personal policy is disabled; an invalid file (not JSON,
 wrong shape) yields ``invalid-memory-policy`` and an ambiguous one (a key given twice)
-``ambiguous-memory-policy``, both disabled. ``workspace-file`` is never an allowed target
+``ambiguous-memory-policy``, both disabled, and `Policy.problems` names the file, the field
+and the value. ``workspace-file`` is never an allowed target
 here (it needs verified host write authority). Pure: reading the files is the caller's job.
 """
 
@@ -38,20 +39,55 @@ class _Ambiguous(ValueError):
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [k for k, _ in pairs]
-    if len(set(keys)) != len(keys):
-        raise _Ambiguous
+    seen: set[str] = set()
+    for key, _value in pairs:
+        if key in seen:
+            raise _Ambiguous(key)
+        seen.add(key)
     return dict(pairs)
 
 
-def _load(text: str) -> tuple[dict[str, Any] | None, str | None]:
+def _shown(value: Any) -> str:
+    """A file's value as JSON, cut to 80 characters (it goes into replies and the log)."""
+    text = json.dumps(value, ensure_ascii=True)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _one_of(values: tuple[str, ...]) -> str:
+    return "one of " + ", ".join(values)
+
+
+def _load(text: str) -> tuple[dict[str, Any] | None, str | None, str | None]:
+    """The document, or its reason code and a sentence naming what is wrong."""
     try:
         doc = json.loads(text, object_pairs_hook=_pairs)
-    except _Ambiguous:
-        return None, "ambiguous-memory-policy"
-    except (ValueError, RecursionError):
-        return None, "invalid-memory-policy"
-    return (doc, None) if isinstance(doc, dict) else (None, "invalid-memory-policy")
+    except _Ambiguous as exc:
+        return None, "ambiguous-memory-policy", f"the key {_shown(exc.args[0])} is given twice"
+    except (ValueError, RecursionError) as exc:
+        return None, "invalid-memory-policy", f"not JSON ({str(exc)[:80]})"
+    if not isinstance(doc, dict):
+        return None, "invalid-memory-policy", "not a JSON object"
+    return doc, None, None
+
+
+def _personal_problems(doc: dict[str, Any]) -> list[str]:
+    """What is wrong in a personal policy document, one sentence a field (empty: valid)."""
+    out = []
+    if doc.get("format") != PERSONAL_FORMAT:
+        out.append(f"format {_shown(doc.get('format'))} must be {_shown(PERSONAL_FORMAT)}")
+    if doc.get("ceiling") not in MODES:
+        out.append(f"ceiling {_shown(doc.get('ceiling'))} must be {_one_of(MODES)}")
+    if (promotion := doc.get("profile_promotion", "disabled")) not in PROMOTIONS:
+        out.append(f"profile_promotion {_shown(promotion)} must be {_one_of(PROMOTIONS)}")
+    targets = doc.get("allowed_targets", [])
+    if not isinstance(targets, list):
+        out.append(f"allowed_targets {_shown(targets)} must be a list of {_one_of(TARGETS)}")
+    else:
+        out += [f"allowed_targets {_shown(t)} must be {_one_of(TARGETS)}"
+                for t in targets if t not in TARGETS]  # fmt: skip
+    known = ("format", "ceiling", "profile_promotion", "allowed_targets")
+    out += [f"unknown key {_shown(k)} (known: {', '.join(known)})" for k in doc if k not in known]
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +101,10 @@ class Policy:
     allowed_targets: tuple[str, ...] = ()
     reason_codes: tuple[str, ...] = ()
     documents: dict[str, Any] = field(default_factory=dict)
+    #: What is wrong in the policy files, each naming the file, the field and the value
+    #: (``personal policy: profile_promotion "review" must be one of ...``); empty when
+    #: nothing is. The reason codes only say ``invalid-memory-policy``.
+    problems: tuple[str, ...] = ()
 
     @property
     def capture_enabled(self) -> bool:
@@ -86,21 +126,16 @@ class Policy:
         })  # fmt: skip
 
 
-def _personal(text: str | None, reasons: list[str]) -> tuple[str, str, tuple[str, ...], Any]:
+def _personal(text: str | None, reasons: list[str], problems: list[str]
+              ) -> tuple[str, str, tuple[str, ...], Any]:  # fmt: skip
     if text is None:
         reasons.append("personal-policy-missing")
         return "disabled", "disabled", (), None
-    doc, problem = _load(text)
-    ok = (
-        doc is not None and doc.get("format") == PERSONAL_FORMAT
-        and doc.get("ceiling") in MODES
-        and doc.get("profile_promotion", "disabled") in PROMOTIONS
-        and isinstance(doc.get("allowed_targets", []), list)
-        and all(t in TARGETS for t in doc.get("allowed_targets", []))
-        and set(doc) <= {"format", "ceiling", "profile_promotion", "allowed_targets"}
-    )  # fmt: skip
-    if doc is None or not ok:
-        reasons.append(problem or "invalid-memory-policy")
+    doc, code, problem = _load(text)
+    wrong = [problem] if doc is None else _personal_problems(doc)
+    if doc is None or wrong:
+        reasons.append(code or "invalid-memory-policy")
+        problems += [f"personal policy: {w}" for w in wrong if w]
         return "disabled", "disabled", (), None
     targets = tuple(
         t for t in TARGETS if t in doc.get("allowed_targets", []) and t != "workspace-file"
@@ -108,16 +143,24 @@ def _personal(text: str | None, reasons: list[str]) -> tuple[str, str, tuple[str
     return doc["ceiling"], doc.get("profile_promotion", "disabled"), targets, doc
 
 
-def _workspace(text: str | None, reasons: list[str]) -> tuple[str | None, Any]:
+def _workspace(text: str | None, reasons: list[str], problems: list[str]
+               ) -> tuple[str | None, Any]:  # fmt: skip
     if text is None:
         reasons.append("workspace-policy-missing")
         return None, None
-    doc, problem = _load(text)
-    shape = {"format": WORKSPACE_FORMAT, "requested_mode": doc.get("requested_mode")} if doc else {}
-    if doc is None or doc != shape or doc["requested_mode"] not in MODES:
-        reasons.append(problem or "invalid-memory-policy")
+    doc, code, problem = _load(text)
+    if doc is not None:
+        shape = {"format": WORKSPACE_FORMAT, "requested_mode": doc.get("requested_mode")}
+        if doc != shape or doc["requested_mode"] not in MODES:
+            problem = (
+                f'{_shown(doc)} must be {{"format": {_shown(WORKSPACE_FORMAT)},'
+                f' "requested_mode": {_one_of(MODES)}}}'
+            )
+    if problem is not None:
+        reasons.append(code or "invalid-memory-policy")
+        problems.append(f"workspace request: {problem}")
         return None, None
-    return doc["requested_mode"], doc
+    return doc["requested_mode"] if doc else None, doc
 
 
 def resolve(
@@ -132,13 +175,15 @@ def resolve(
         root_verified: That root was authorized (else ``workspace-root-unverified``).
     """
     reasons: list[str] = []
-    ceiling, promotion, targets, personal_doc = _personal(personal, reasons)
+    problems: list[str] = []
+    ceiling, promotion, targets, personal_doc = _personal(personal, reasons, problems)
     requested, workspace_doc = None, None
     effective = ceiling
     if workspace_scoped:
         if not root_verified:
             reasons.append("workspace-root-unverified")
-        requested, workspace_doc = _workspace(workspace if root_verified else None, reasons)
+        text = workspace if root_verified else None
+        requested, workspace_doc = _workspace(text, reasons, problems)
         if requested is not None and MODES.index(requested) > MODES.index(ceiling):
             reasons.append("workspace-policy-exceeds-ceiling")
         rank = MODES.index(requested) if requested is not None else 0
@@ -150,4 +195,7 @@ def resolve(
     if effective == "disabled":
         promotion = "disabled"
     documents = {"personal": personal_doc, "workspace": workspace_doc}
-    return Policy(ceiling, requested, effective, promotion, targets, tuple(reasons), documents)
+    return Policy(
+        ceiling, requested, effective, promotion, targets, tuple(reasons), documents,
+        tuple(problems),
+    )  # fmt: skip

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from agora.errors import ToolError
+from agora.logsafe import loggable
+from agora.mcp.results import Guided
 from agora.toolsets.router import (
     candidates,
     commands,
@@ -73,22 +75,41 @@ def _read_policy(workspace_root: str | None, authorized: list[str], personal_pat
     return policy, identity
 
 
+#: Policy problems already logged (each once per process, not once per call).
+_LOGGED: set[str] = set()
+
+
+def _log_problems(policy: memory_policy.Policy) -> None:
+    for problem in policy.problems:
+        if problem not in _LOGGED:
+            if len(_LOGGED) >= 256:
+                _LOGGED.clear()
+            _LOGGED.add(problem)
+            log.warning("router: Memory stays off: %s", loggable(problem))
+
+
 async def policy_of(call: ToolCall) -> tuple[memory_policy.Policy, str]:
-    """The effective Memory policy of this call and its workspace identity (or ``personal``)."""
+    """The effective Memory policy of this call and its workspace identity (or ``personal``).
+
+    A problem in a policy file is logged (once) with the field and value it names.
+    """
     options = call.runtime.options("router")
     root = call.args.get("workspace_root")
     authorized = [str(r) for r in options.get("workspace_roots", [])]
     if root is not None:
         authorized += await client_roots(call)
-    return await trio.to_thread.run_sync(
+    policy, identity = await trio.to_thread.run_sync(
         _read_policy, root, authorized, options.get("memory_policy")
     )
+    _log_problems(policy)
+    return policy, identity
 
 
 async def personal_policy(runtime: Runtime) -> memory_policy.Policy:
     """The effective policy of the personal scope (no workspace root), read off the thread."""
     path = runtime.options("router").get("memory_policy")
     policy, _identity = await trio.to_thread.run_sync(_read_policy, None, [], path)
+    _log_problems(policy)
     return policy
 
 
@@ -113,7 +134,7 @@ async def get_memory_status(call: ToolCall) -> dict[str, Any]:
     exists, summary, count = await call.runtime.call(
         MEMORY, memory_key(call.principal), Summary(identity)
     )
-    return {
+    status = {
         "authority_mode": "router-local", "actual_skill_consistency": "unavailable",
         "personal_ceiling": policy.personal_ceiling,
         "workspace_requested_mode": policy.workspace_requested_mode,
@@ -124,6 +145,9 @@ async def get_memory_status(call: ToolCall) -> dict[str, Any]:
         "reason_codes": list(policy.reason_codes), "memory_store_exists": exists,
         "history_summary_digest": summary, "eligible_workflow_count": count,
     }  # fmt: skip
+    if policy.problems:  # the outputSchema has no field for them: a second text block
+        return Guided(status, "Memory policy problems: " + "; ".join(policy.problems) + ".")
+    return status
 
 
 def _ineligible(a: dict[str, Any], policy: memory_policy.Policy, run: dict[str, Any] | None
