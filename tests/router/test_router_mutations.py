@@ -47,6 +47,21 @@ async def test_a_stale_expected_state_version_is_a_typed_conflict(router):
     assert event["resulting_state_version"] == 2
 
 
+async def test_a_conflict_says_whether_the_run_is_new_ahead_or_behind(router):
+    new = await router.refused("plan_work", **plan_args(PHASED, version=1))
+    assert (new["expected_state_version"], new["current_state_version"]) == (1, 0)
+    assert "does not exist yet" in new["message"]
+    assert "expected_state_version 0" in new["message"]
+    assert "another write" not in new["message"]
+    run = (await router.plan(PHASED))["workflow_run_id"]
+    ahead = await router.refused("record_work_event", **event_args(run, "plan", {}, version=5))
+    assert (ahead["expected_state_version"], ahead["current_state_version"]) == (5, 1)
+    assert "ahead of the run, which is at 1: send expected_state_version 1" in ahead["message"]
+    assert "another write" not in ahead["message"]
+    behind = await router.refused("record_work_event", **event_args(run, "plan", {}, version=0))
+    assert "another write landed first" in behind["message"]
+
+
 async def test_an_event_replay_answers_replayed_true_with_the_same_ids(router, runtime):
     run = (await router.plan(PHASED))["workflow_run_id"]
     args = event_args(run, "plan", {"note": "x"}, 1, idem="ev-1")

@@ -128,13 +128,29 @@ def refusal(code: str, message: str, *, retryable: bool = False, **details: Any)
     return ToolError(body)
 
 
-def conflict(expected: int, current: int) -> ToolError:
-    """The CAS refusal: the caller's ``expected_state_version`` is not the current one."""
+def conflict(expected: int, current: int, exists: bool = True) -> ToolError:
+    """The CAS refusal: the caller's ``expected_state_version`` is not the current one,
+    worded for the case: no such run yet (``plan_work`` creates it from 0), a version ahead
+    of the run, or one behind it (another write landed first)."""
+    if not exists:
+        why = (
+            f"expected state version {expected}, but this run does not exist yet: plan_work"
+            " creates a new run with expected_state_version 0 (the new run is then at 1)"
+        )
+    elif expected > current:
+        why = (
+            f"expected state version {expected} is ahead of the run, which is at {current}:"
+            f" send expected_state_version {current} (current_state_version)"
+        )
+    else:
+        why = (
+            f"expected state version {expected}, the run is at {current}: another write landed"
+            " first; check it still applies (get_next_work), then retry with"
+            " current_state_version as expected_state_version"
+        )
     return refusal(
         "state-version-conflict",
-        f"expected state version {expected}, the run is at {current}: another write landed"
-        " first; check it still applies (get_next_work), then retry with"
-        " current_state_version as expected_state_version",
+        why,
         retryable=True,
         expected_state_version=expected,
         current_state_version=current,

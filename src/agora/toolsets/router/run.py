@@ -178,7 +178,8 @@ class WorkflowRun:
             return Effects(reply=replies.missing_graph(tool))
         current = 0 if run is None else run.state_version
         if cmd.expected_state_version != current:
-            return Effects(reply=replies.conflict(cmd.expected_state_version, current))
+            reply = replies.conflict(cmd.expected_state_version, current, run is not None)
+            return Effects(reply=reply)
         try:
             if isinstance(cmd, CreatePlan):  # the plan is stored as the result: encoded once
                 result = cmd.plan.result
