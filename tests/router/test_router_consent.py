@@ -113,6 +113,12 @@ async def test_proposals_need_an_explicit_locked_plan(router):
     body = await router.refused("propose_support_consent", **proposal_args(plan))
     assert body["code"] == "capability-unavailable"
     assert body["required_capabilities"] == ["explicit-skill-plan"]
+    assert body["reason"] == "plan-not-explicit-locked"
+    # Not the contract's fallback, "Persist a Phase-scoped support proposal ...": the very
+    # call refused. It says how to get a plan that takes one.
+    assert "Persist" not in body["fallback_action"]
+    assert "explicit_skill_ids" in body["fallback_action"]
+    assert 'explicit_semantics "use" or "only"' in body["fallback_action"]
 
 
 @pytest.mark.parametrize("proposal_id", ["nope", "run-0123/proposal-4567"])

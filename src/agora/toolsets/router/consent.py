@@ -20,7 +20,7 @@ Pure: handlers return results and writes, or raise refusals before changing anyt
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -63,11 +63,25 @@ def _result(run: RunState, p: Proposal, version: int) -> dict[str, Any]:
     }
 
 
+#: What to do when a proposal names a plan without an Explicit Skill Lock under ``use`` or
+#: ``only`` (the contract's own fallback is the proposal the caller just sent).
+NOT_LOCKED: Final = (
+    "Support consent applies only to a plan made under an Explicit Skill Lock: plan again with"
+    " plan_work (a new idempotency_key, expected_state_version 0) naming the skills in"
+    ' explicit_skill_ids with explicit_semantics "use" or "only" (either way the locked skills'
+    " are the phases' primaries and any support needs the user's consent), then propose on"
+    " that plan's run. A plan routed by a Profile or automatically already names its supports"
+    ' in planned_skill_tree; under "all" the locked skills that are no phase\'s primary become'
+    " the first phase's supports without consent."
+)
+
+
 def propose(run: RunState, cmd: ProposeSupport, version: int, at: str) -> Applied:
     """Persist a support proposal awaiting consent."""
     if not (run.explicit_locked and run.plan.get("support_consent_required")):
         raise replies.unavailable("propose_support_consent", required=("explicit-skill-plan",),
-                                  reason="plan-not-explicit-locked")  # fmt: skip
+                                  reason="plan-not-explicit-locked",
+                                  fallback=NOT_LOCKED)  # fmt: skip
     phase = next((t for t in run.plan["planned_skill_tree"] if t["phase_id"] == cmd.phase_id), None)
     if phase is None or phase["primary_skill_id"] != cmd.primary_skill_id:
         raise replies.refusal("route-mismatch", "phase and primary skill must be the plan's")
