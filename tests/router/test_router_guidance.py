@@ -54,6 +54,18 @@ async def test_a_replayed_plan_says_it_was_replayed(router):
     assert "replayed" in texts(again)[-1]
 
 
+async def test_a_goal_bound_plan_says_it_cannot_be_progressed_here(router):
+    plan = await router.plan(PHASED, goal_binding_id="goal-7")
+    assert plan["created_work_items"] == 0
+    note = texts(plan)[-1]
+    assert "Next write to this run" not in note
+    assert "bound to the native Goal goal-7" in note
+    assert "cannot be progressed here" in note
+    body = await router.refused("get_next_work", context=plan_args("x")["context"],
+                                workflow_run_id=plan["workflow_run_id"])  # fmt: skip
+    assert body["reason"] == "native-goal-authority"  # what the note says
+
+
 #: How the notes name the values an agent sends with its next write (no field has room).
 SEND_VERSION = re.compile(r"expected_state_version (\d+)")
 SEND_REVISION = re.compile(r"expected_plan_revision (\d+)")

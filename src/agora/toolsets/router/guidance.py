@@ -49,6 +49,17 @@ def next_write(state_version: int, plan_revision: int) -> str:
     )
 
 
+def goal_bound(goal: str, state_version: int, plan_revision: int) -> str:
+    """The note's last line for a plan bound to a native Goal, which has no local work graph."""
+    return (
+        f"This run is bound to the native Goal {goal}: the Goal's host drives its work, so it"
+        " cannot be progressed here (get_next_work, record_work_event and evaluate_gate answer"
+        " capability-unavailable, native-goal-authority); get_router_status gives its goal"
+        " status candidate. Only the consent tools write to it here: send"
+        f" expected_state_version {state_version} and plan_revision {plan_revision}."
+    )
+
+
 def _gate(phase: str, gate: str, checks: tuple[str, ...]) -> str:
     names = ", ".join(checks)
     example = f'{{"check_id": "{checks[0]}", "outcome": "passed"}}' if checks else "{}"
@@ -67,10 +78,19 @@ def _plan_note(gates: tuple[Gate, ...], replayed: bool, version: int, revision: 
 
 
 def planned(
-    result: dict[str, Any], items: list[Item], replayed: bool, version: int, revision: int
+    result: dict[str, Any],
+    items: list[Item],
+    replayed: bool,
+    version: int,
+    revision: int,
+    goal: str | None = None,
 ) -> Guided:
     """A ``plan_work`` result with its note: the checks, whether it was replayed, and the
-    run's current state ``version`` and plan ``revision``."""
+    run's current state ``version`` and plan ``revision``; for a plan bound to native Goal
+    ``goal`` (no work items), that the Goal's host drives it instead."""
+    if goal is not None:
+        lines = [REPLAYED] if replayed else []
+        return Guided(result, "\n".join([*lines, goal_bound(goal, version, revision)]))
     gates = tuple((i.item.phase_id, i.item.gate_id, i.item.check_ids) for i in items)
     return Guided(result, _plan_note(gates, replayed, version, revision))
 

@@ -116,7 +116,9 @@ def _guided(run: RunState, cmd: Mutation, result: dict[str, Any], replayed: bool
     """A write's result with its note: the values of the run's next write and, for a plan,
     the checks of each phase (no field names them) and whether it was replayed (nor that)."""
     if isinstance(cmd, CreatePlan):
-        return guidance.planned(result, run.items, replayed, run.state_version, run.plan_revision)
+        return guidance.planned(
+            result, run.items, replayed, run.state_version, run.plan_revision, run.goal_binding_id
+        )
     return guidance.written(result, run.state_version, run.plan_revision)
 
 
