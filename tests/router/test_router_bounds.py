@@ -53,3 +53,19 @@ async def test_strings_at_the_bounds_are_kept(router, runtime):
     )  # fmt: skip
     assert plan["workflow_run_id"]
     assert await _rows(runtime) > 0
+
+
+@pytest.mark.parametrize(
+    ("lock", "field"),
+    [
+        ({"explicit_skill_ids": ["skill:a"], "explicit_semantics": None}, "explicit_semantics"),
+        ({"explicit_skill_ids": [], "explicit_semantics": "only"}, "explicit_skill_ids"),
+    ],
+)
+async def test_a_contradictory_explicit_lock_is_refused_by_name(router, runtime, lock, field):
+    refused = await router.refused("plan_work", **plan_args("Fix it", **lock))
+    assert refused["code"] == "invalid-arguments"
+    assert refused["issues"][0]["field"] == field
+    assert "explicit_skill_ids" in refused["message"]
+    assert "explicit_semantics" in refused["message"]
+    assert await _rows(runtime) == 0

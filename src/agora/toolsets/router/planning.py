@@ -6,7 +6,8 @@ builtin default. An explicit lock (``explicit_skill_ids``) skips Profiles: phase
 primary is the *i*-th locked skill (the last one for later phases); with ``all`` semantics
 the locked skills that are no phase's primary become supports of the first phase (at most
 3); under ``use`` and ``only`` any support skill needs the user's consent
-(``support_consent_required``). A Profile rule supplies phases, skills and exit-gate
+(``support_consent_required``). Skills with null semantics, or semantics with no skill, are
+refused (`lock_issue`). A Profile rule supplies phases, skills and exit-gate
 checks; the builtin default supplies phases and checks but plans no skill. With a
 ``current_phase_id`` in the tree, only that phase's skills are the current planned intent.
 A plan bound to a native Goal gets no Router-owned work graph.
@@ -24,6 +25,7 @@ from typing import Any, Final
 
 import msgspec
 
+from agora.mcp.validation import ValidationIssue
 from agora.toolsets.router import classifier, profiles
 from agora.toolsets.router.digests import stable_id
 
@@ -58,6 +60,27 @@ class Plan(msgspec.Struct, frozen=True):
     result: dict[str, Any]
     #: The routing identifiers kept with the run (sorted domains and tags), for Memory.
     routing: dict[str, list[str]] = msgspec.field(default_factory=dict)
+
+
+def lock_issue(args: dict[str, Any]) -> ValidationIssue | None:
+    """A contradictory Explicit Skill Lock, or None: ``explicit_semantics`` is null exactly
+    when there is no lock (its schema), and an empty ``explicit_skill_ids`` plans
+    automatically (its schema), so skills with null semantics, or semantics with no skill,
+    say two things at once. Refused rather than guessed."""
+    skills, semantics = args["explicit_skill_ids"], args["explicit_semantics"]
+    if skills and semantics is None:
+        return ValidationIssue(
+            ("explicit_semantics",), "dependencies",
+            'must be "use", "only" or "all" when explicit_skill_ids names skills'
+            " (null means no Explicit Skill Lock: then send explicit_skill_ids [])",
+        )  # fmt: skip
+    if not skills and semantics is not None:
+        return ValidationIssue(
+            ("explicit_skill_ids",), "dependencies",
+            f"must name at least one skill when explicit_semantics is {semantics!r}"
+            " (an empty list plans automatically: then send explicit_semantics null)",
+        )  # fmt: skip
+    return None
 
 
 def _explicit_phases(

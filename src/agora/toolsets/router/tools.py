@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
+from agora.errors import ToolError
 from agora.toolsets.router import commands, evaluations, memory_tools, profile_tools, replies
 from agora.toolsets.router.consent import run_of
 from agora.toolsets.router.digests import request_digest
 from agora.toolsets.router.layers import plan_layers
-from agora.toolsets.router.planning import build_plan
+from agora.toolsets.router.planning import build_plan, lock_issue
 from agora.toolsets.router.run import kind_of
 from agora.toolsets.router.sql import session_summary
 
@@ -46,6 +47,8 @@ async def _run(call: ToolCall, run_id: str, command: Any) -> dict[str, Any]:
 
 async def plan_work(call: ToolCall) -> dict[str, Any]:
     """Create or replay a durable plan and its work graph."""
+    if (issue := lock_issue(call.args)) is not None:
+        raise ToolError(replies.argument_rejection([issue]))
     layers, warnings = await plan_layers(call)
     plan = build_plan(call.args, layers, warnings)
     return await _run(call, plan.workflow_run_id, commands.CreatePlan(plan=plan, **_mutation(call)))
