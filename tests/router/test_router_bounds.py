@@ -8,7 +8,7 @@ written; strings at the bounds pass.
 from __future__ import annotations
 
 import pytest
-from router_driver import ctx, plan_args
+from router_driver import ctx, event_args, plan_args
 
 from agora.toolsets.router.bounds import MAX_IDENTIFIER, MAX_TEXT
 
@@ -69,3 +69,14 @@ async def test_a_contradictory_explicit_lock_is_refused_by_name(router, runtime,
     assert "explicit_skill_ids" in refused["message"]
     assert "explicit_semantics" in refused["message"]
     assert await _rows(runtime) == 0
+
+
+async def test_an_oversized_observation_says_what_is_measured_and_its_size(router):
+    run = (await router.plan("1. a\n2. b"))["workflow_run_id"]
+    observation = {"note": "x" * 20_000}
+    args = event_args(run, "plan", observation, version=1)
+    refused = await router.refused("record_work_event", **args)
+    assert refused["code"] == "observation-invalid"
+    assert "canonical JSON" in refused["message"]
+    assert "20011 bytes" in refused["message"]  # {"note":"x...x"}
+    assert "16384" in refused["message"]

@@ -82,6 +82,8 @@ async def test_precedence_is_explicit_then_workspace_then_personal_then_builtin(
                      "workspace-profile-invalid", id="four-supports"),
         pytest.param(json.dumps(profile("x", support=("skill:a",))),
                      "workspace-profile-rule-skipped: r1", id="primary-as-support"),
+        pytest.param(json.dumps({**profile("x"), "bogus": 1}),  # a file's field, no argument
+                     "workspace-profile-invalid: field 'bogus': ", id="unknown-field"),
     ],
 )  # fmt: skip
 async def test_an_invalid_workspace_profile_is_a_warning_not_a_failure(

@@ -179,9 +179,9 @@ def parse_profile(layer: Layer, text: str) -> tuple[Profile | None, list[str]]:
         raw = json.loads(text)
     except (ValueError, RecursionError):
         return None, [f"{layer}-profile-invalid: not valid JSON"]
-    problems = _VALIDATOR.problems(raw)
-    if problems:
-        return None, [f"{layer}-profile-invalid: {problems[0]}"]
+    problems = _VALIDATOR.errors(raw)
+    if problems:  # a file's field, not a tool's argument
+        return None, [f"{layer}-profile-invalid: {problems[0].describe('field', 'the Profile')}"]
     rules = []
     warnings: list[str] = []
     seen: set[str] = set()

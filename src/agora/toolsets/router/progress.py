@@ -151,7 +151,11 @@ def _check_observation(item: Item, observation: dict[str, Any]) -> bytes:
             "observation-invalid", "the observation has no canonical JSON form"
         ) from None
     if len(body) > MAX_OBSERVATION_BYTES:
-        raise replies.refusal("observation-invalid", f"at most {MAX_OBSERVATION_BYTES} bytes")
+        raise replies.refusal(
+            "observation-invalid",
+            f"the observation's canonical JSON (RFC 8785) is {len(body)} bytes; at most"
+            f" {MAX_OBSERVATION_BYTES} (16 KiB) are kept: send a smaller one",
+        )
     check = observation.get("check_id")
     if check is not None:
         if check not in item.item.check_ids:
