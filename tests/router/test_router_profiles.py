@@ -84,6 +84,9 @@ async def test_precedence_is_explicit_then_workspace_then_personal_then_builtin(
                      "workspace-profile-rule-skipped: r1", id="primary-as-support"),
         pytest.param(json.dumps({**profile("x"), "bogus": 1}),  # a file's field, no argument
                      "workspace-profile-invalid: field 'bogus': ", id="unknown-field"),
+        pytest.param('{"format": "agora-router-profile/1", "profile_id": "a", "profile_id": "b",'
+                     ' "rules": []}', 'workspace-profile-invalid: the key "profile_id" is given'
+                     " twice", id="duplicate-key"),
     ],
 )  # fmt: skip
 async def test_an_invalid_workspace_profile_is_a_warning_not_a_failure(
