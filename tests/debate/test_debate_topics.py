@@ -133,17 +133,25 @@ async def test_init_rejects_bad_arguments_and_creates_nothing(desk, extra, code)
 
 async def test_init_never_takes_over_a_foreign_session(desk):
     foreign = await desk.session(BOB)
-    roles = json.dumps([{"role": "CONDUCTOR", "session_id": foreign}])
+    missing = "00000000-0000-4000-8000-000000000000"
     for who in (ALICE, STAR, CONDUCTOR):
-        body = await desk.refused(
-            who,
-            "debate_init",
-            title="t",
-            created_by_role="CONDUCTOR",
-            roles_json=roles,
-            metadata_json=LANE,
-        )
-        assert body["error"] == "unknown_topic"
+        bodies = []
+        for session in (foreign, missing):
+            roles = json.dumps([{"role": "CONDUCTOR", "session_id": session}])
+            body = await desk.refused(
+                who,
+                "debate_init",
+                title="t",
+                created_by_role="CONDUCTOR",
+                roles_json=roles,
+                metadata_json=LANE,
+            )
+            # No topic was named, so no "unknown topic": the session is what is wrong.
+            assert body["error"] == "session_not_yours", body
+            assert "topic" not in body["message"].split(";")[0]
+            bodies.append(body["message"].replace(session, "<s>"))
+        # A foreign session and one that does not exist answer the same words.
+        assert bodies[0] == bodies[1]
 
 
 async def test_project_defaults_from_a_single_grant_untagged_for_star_required_otherwise(desk):

@@ -35,6 +35,16 @@ def denied() -> DebateError:
     return DebateError("unknown_topic", DENIED_MESSAGE)
 
 
+def not_your_session(field: str, session_id: str, hint: str) -> DebateError:
+    """A named session the caller does not own, where no topic is in question: the same
+    words whether it is someone else's or does not exist (nothing is disclosed)."""
+    return DebateError(
+        "session_not_yours",
+        f"{field} {session_id} is not one of your sessions; {hint}",
+        field=field,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Caller:
     """The authenticated principal as the debate rules see it."""

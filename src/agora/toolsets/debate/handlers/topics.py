@@ -136,8 +136,16 @@ async def debate_init(call: ToolCall) -> dict[str, Any]:
     """Create a topic, or answer an identical repeat."""
     command, named = checked(_init_command, call)
     found = await owners(call, *named)
-    if any(found.get(s) != command.caller.name for s in named):
-        raise tool_error(access.denied())
+    for session in named:
+        if found.get(session) != command.caller.name:
+            raise tool_error(
+                access.not_your_session(
+                    "roles_json session_id",
+                    session,
+                    "name a session debate_session_open gave you, omit session_id to have one"
+                    " minted, or set it to null to leave the role for its holder to bind",
+                )
+            )
     topic_id = call.args.get("topic_id") or new_id()
     result: dict[str, Any] = await run(call, topic_id, command)
     return result
