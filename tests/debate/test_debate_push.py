@@ -90,6 +90,20 @@ async def test_wait_without_topic_answers_from_any_topic_of_the_session(
     assert [m["body"] for m in out["pending"]] == ["over here"]
 
 
-async def test_wait_without_topic_denies_a_session_that_is_not_the_callers(desk, two_topics):
-    body = await desk.wait(ALICE, None, "ADVOCATE", two_topics["b"], 1000, refused=True)
-    assert body["error"] == "unknown_topic"
+async def test_wait_without_topic_refuses_a_session_holding_the_role_nowhere(desk, two_topics):
+    b = two_topics["b"]
+    foreign = await desk.wait(ALICE, None, "ADVOCATE", b, 1000, refused=True)
+    # No topic was named, so no "unknown topic": the session holds the role nowhere the
+    # caller can see, in the same words whosever the session is or whether it exists.
+    assert foreign["error"] == "no_topic_for_role", foreign
+    missing = "00000000-0000-4000-8000-000000000000"
+    absent = await desk.wait(ALICE, None, "ADVOCATE", missing, 1000, refused=True)
+    fresh = await desk.session(ALICE)
+    idle = await desk.wait(ALICE, None, "ADVOCATE", fresh, 1000, refused=True)
+    own_other_role = await desk.wait(BOB, None, "CONDUCTOR", b, 1000, refused=True)
+    for body, session in ((absent, missing), (idle, fresh), (own_other_role, b)):
+        assert body["error"] == "no_topic_for_role"
+        assert (
+            body["message"].replace(session, b).replace("CONDUCTOR", "ADVOCATE")
+            == (foreign["message"])
+        )

@@ -8,11 +8,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agora.toolsets.debate import access, sql
+from agora.toolsets.debate import sql
 from agora.toolsets.debate.commands.cursors import AdvanceCursor, CheckInbox, Inbox
 from agora.toolsets.debate.handlers.common import caller, checked, run
 from agora.toolsets.debate.replies import message, tool_error
-from agora.toolsets.debate.rules import SIGNAL_LIMIT, SIGNAL_MAX, DebateError, normalise_ts
+from agora.toolsets.debate.rules import (
+    SIGNAL_LIMIT,
+    SIGNAL_MAX,
+    DebateError,
+    normalise_ts,
+    reject,
+)
 from agora.toolsets.debate.topic import KIND
 
 if TYPE_CHECKING:
@@ -139,7 +145,13 @@ def _ended(call: ToolCall, inbox: Inbox, result: dict[str, Any]) -> dict[str, An
 
 
 async def _topics(call: ToolCall, peek: CheckInbox) -> list[str]:
-    """The topics where the caller's session holds the role (else the uniform denial)."""
+    """The topics where the caller's session holds the role.
+
+    Raises:
+        ToolError: ``no_topic_for_role`` when there are none: no topic was named, so not the
+            uniform ``unknown_topic``; the same words whether the session is someone else's,
+            does not exist or is the caller's without the role (nothing is disclosed).
+    """
     session_id, name = peek.session_id, peek.caller.name
 
     def read(conn: ReadConn) -> list[str]:
@@ -149,7 +161,14 @@ async def _topics(call: ToolCall, peek: CheckInbox) -> list[str]:
 
     topics = await call.runtime.read(read)
     if not topics:
-        raise tool_error(access.denied())
+        raise tool_error(
+            reject(
+                "no_topic_for_role",
+                f"session {session_id} holds role {peek.role} on no open topic you can see (it"
+                " is not one of your sessions, or none of its active bindings is that role);"
+                " name the topic with topic_id, or bind the role with debate_bind_role first",
+            )
+        )
     return topics
 
 
