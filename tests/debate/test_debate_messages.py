@@ -78,7 +78,10 @@ async def test_post_rejections_preserve_nothing(desk, topic, args, code):
 async def test_author_session_must_be_owned_by_the_caller(desk, topic):
     foreign = await desk.session(BOB)
     body = await desk.post(ALICE, topic, "CONDUCTOR", refused=True, author_session_id=foreign)
-    assert body["error"] == "unknown_topic"
+    assert body["error"] == "session_not_yours"
+    missing = "00000000-0000-4000-8000-000000000000"
+    absent = await desk.post(ALICE, topic, "CONDUCTOR", refused=True, author_session_id=missing)
+    assert absent["message"].replace(missing, foreign) == body["message"]
     mine = await desk.session(ALICE)
     ok = await post(desk, ALICE, topic, author_session_id=mine)
     page = await desk.call(ALICE, "debate_read", topic_id=topic, role="CONDUCTOR")

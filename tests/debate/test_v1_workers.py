@@ -90,6 +90,33 @@ async def test_a_terminal_reply_completes_the_claim(desk, room):
     assert again["ack_msg_id"] is not None
 
 
+async def test_the_worker_session_answers_its_trigger_as_author(desk, room):
+    msg = await trigger(desk, room)
+    worker = (await claim(desk, room, msg))["worker_session_id"]
+    inbox = await desk.check(BOB, room["topic"], "EXECUTOR_1", worker)
+    assert [m["msg_id"] for m in inbox["pending"]] == [msg]
+    answer = await desk.post(
+        BOB, room["topic"], "EXECUTOR_1", "done", kind="A", reply_to=msg, author_session_id=worker
+    )
+    page = await desk.call(BOB, "debate_read", topic_id=room["topic"], role="EXECUTOR_1")
+    [posted] = [m for m in page["messages"] if m["msg_id"] == answer["msg_id"]]
+    assert posted["author_session_id"] == worker
+    again = await claim(desk, room, msg)
+    assert (again["state"], again["ack_msg_id"]) == ("completed", answer["msg_id"])
+    # Its claim completed, the worker session authors nothing more; nor may another
+    # principal (or another role) post as it.
+    for who, role, session in (
+        (BOB, "EXECUTOR_1", worker),
+        (
+            CAROL,
+            "REVIEWER",
+            (await claim(desk, room, await trigger(desk, room)))["worker_session_id"],
+        ),
+    ):
+        body = await desk.post(who, room["topic"], role, refused=True, author_session_id=session)
+        assert body["error"] == "session_not_yours", body
+
+
 async def test_the_parents_receipt_completes_an_answered_claim(desk, room):
     msg = await trigger(desk, room)
     answer = await desk.post(BOB, room["topic"], "EXECUTOR_1", "already handled", reply_to=msg)

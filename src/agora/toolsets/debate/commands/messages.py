@@ -98,6 +98,26 @@ def _author(topic: Topic, row: TopicRow, cmd: Post) -> Binding | None:
         return None
 
 
+def _check_worker_author(topic: Topic, cmd: Post, binding: Binding | None) -> None:
+    """An ``author_session_id`` that is none of the caller's sessions may still be the worker
+    session of an active claim of the posting binding (`debate_worker_claim`): the worker
+    answers its trigger as itself.
+
+    Raises:
+        DebateError: ``session_not_yours``, the same words whether the session is someone
+            else's or does not exist.
+    """
+    session = cmd.author_session_id or ""
+    if binding is not None and topic.worker_of(cmd.role, session, binding) is not None:
+        return
+    raise access.not_your_session(
+        "author_session_id",
+        session,
+        f"name a session you own, the worker_session_id of an active debate_worker_claim of"
+        f" {cmd.role}, or leave author_session_id empty to post unattributed",
+    )
+
+
 def _recipients(topic: Topic, row: TopicRow, tokens: tuple[str, ...]) -> list[str]:
     live: set[str] | None = None  # the bound sessions, gathered only if a token needs them
     keys: list[str] = []
@@ -159,7 +179,7 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
     row = topic.require_row()
     binding = _author(topic, row, cmd)
     if cmd.author_session_id and not cmd.author_owned:
-        raise access.denied()
+        _check_worker_author(topic, cmd, binding)
     if row.state == "ARCHIVED":
         raise reject("topic_archived", "the topic is ARCHIVED: it accepts no posts")
     if row.state == "RESOLVED" and cmd.kind != "STATE":
