@@ -153,6 +153,57 @@ async def test_agreeing_verdicts_stop_the_debate(desk, judged):
     assert (await v1.refused("PRO", "CLAIM"))["error"] == "protocol_terminal"
 
 
+async def test_judges_find_their_projections_and_everyone_reads_the_outcome(desk, judged):
+    v1, pro, con = judged
+    before = await v1.state(CAROL)
+    assert (before["projections"], before["outcome"]) == ([], None)
+    ab, ba = (await _prepare(desk, v1, pro, con))["projections"]
+    # The judge learns the projection ids (and positions, in order) from the state.
+    listed = (await v1.state(CAROL))["projections"]
+    assert [(p["projection_id"], p["order_key"]) for p in listed] == [
+        (ab["projection_id"], "AB"),
+        (ba["projection_id"], "BA"),
+    ]
+    assert [p["positions"] for p in listed] == [ab["positions"], ba["positions"]]
+    assert [(p["judged"], p["verdict"], p["judge_role"]) for p in listed] == [
+        (False, None, None)
+    ] * 2
+    first = await _judge(desk, ab["projection_id"], pro, decision="adopt PRO")
+    assert first["outcome"] is None
+    # One order judged: its verdict stays hidden until the other order is judged too.
+    half = (await v1.state(CAROL))["projections"]
+    assert [(p["judged"], p["verdict"], p["judge_role"]) for p in half] == [
+        (True, None, "JUDGE"),
+        (False, None, None),
+    ]
+    second = await _judge(desk, ba["projection_id"], pro, decision="adopt PRO")
+    outcome = {
+        "round_no": 1,
+        "winner_msg_id": pro,
+        "winner_role": "PRO",
+        "decision": "adopt PRO",
+        "judge_role": "JUDGE",
+        "decided_at": second["protocol_state"]["updated_at"],
+    }
+    assert second["outcome"] == outcome
+    for who in (CONDUCTOR, ALICE, BOB, CAROL):
+        state = await v1.state(who)
+        assert (state["phase"], state["outcome"]) == ("STOPPED", outcome)
+        verdict = {"winner_msg_id": pro, "decision": "adopt PRO"}
+        assert [p["verdict"] for p in state["projections"]] == [verdict, verdict]
+
+
+async def test_a_split_has_no_outcome_but_shows_both_verdicts(desk, judged):
+    v1, pro, con = judged
+    ab, ba = (await _prepare(desk, v1, pro, con))["projections"]
+    await _judge(desk, ab["projection_id"], pro)
+    out = await _judge(desk, ba["projection_id"], con)
+    assert out["outcome"] is None
+    state = await v1.state(ALICE)
+    assert (state["phase"], state["outcome"]) == ("STALEMATE", None)
+    assert [p["verdict"]["winner_msg_id"] for p in state["projections"]] == [pro, con]
+
+
 async def test_split_verdicts_are_a_stalemate(desk, judged):
     v1, pro, con = judged
     ab, ba = (await _prepare(desk, v1, pro, con))["projections"]

@@ -33,6 +33,8 @@ STATE_FIELDS = {
     "phase_deadline_at",
     "phase_timeout_seconds",
     "updated_at",
+    "projections",
+    "outcome",
 }
 
 
@@ -76,6 +78,7 @@ async def test_v1_init_creates_the_micro_state(desk):
     assert state["blind_barrier_state"] == "waiting"
     assert state["stalemate_reason"] is None
     assert state["phase_timeout_seconds"] == 300
+    assert (state["projections"], state["outcome"]) == ([], None)
     assert _at(state["phase_deadline_at"]) - _at(out["created_at"]) == dt.timedelta(seconds=300)
     assert await desk.call(CONDUCTOR, "debate_protocol_state", topic_id=out["topic_id"]) == state
 

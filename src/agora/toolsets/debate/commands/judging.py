@@ -149,7 +149,8 @@ def _verdict_reply(topic: Topic, p: Projection, state: ProtocolState) -> dict[st
         "topic_id": topic.topic_id,
         "complete": complete,
         "stable": stable,
-        "protocol_state": current.public(),
+        "protocol_state": (state_now := current.public()),
+        "outcome": state_now["outcome"],
     }
 
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from agora.toolsets.debate.rules import PROTOCOL_V1, loads, reject
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 ORDERS: Final = ("AB", "BA")
 POSITION_KINDS: Final = frozenset({"CLAIM", "REBUT"})
@@ -91,3 +94,49 @@ def agree(first: dict[str, Any], second: dict[str, Any]) -> bool:
         second["winner_msg_id"],
         second["decision"],
     )
+
+
+def judging_view(projections: Iterable[Projection]) -> dict[str, Any]:
+    """What debate_protocol_state shows of the judging: ``projections`` and ``outcome``.
+
+    Every projection is listed with its id, order and positions, so the judge finds them
+    without the conductor relaying debate_judge_prepare's reply, and with its judge role.
+    A verdict shows only once both orders of its round are judged: the judge of one order
+    never reads its other verdict back. ``outcome`` is the agreed verdict of a complete
+    pair (what stopped the debate), with the winning role; None until there is one.
+    """
+    rounds: dict[int, list[Projection]] = {}
+    for p in sorted(projections, key=lambda p: (p.round_no, p.order_key)):
+        rounds.setdefault(p.round_no, []).append(p)
+    listed: list[dict[str, Any]] = []
+    outcome: dict[str, Any] | None = None
+    for pair in rounds.values():
+        verdicts = [p.verdict for p in pair if p.verdict is not None]
+        complete = len(pair) == len(ORDERS) and len(verdicts) == len(ORDERS)
+        listed.extend(
+            {
+                **p.public(),
+                "judge_role": p.judge_role,
+                "judged": p.verdict is not None,
+                "verdict": p.verdict if complete else None,
+                "decided_at": p.decided_at,
+            }
+            for p in pair
+        )
+        if complete and agree(verdicts[0], verdicts[1]):
+            outcome = _outcome(pair, verdicts[0])
+    return {"projections": listed, "outcome": outcome}
+
+
+def _outcome(pair: list[Projection], verdict: dict[str, Any]) -> dict[str, Any]:
+    """The agreed verdict of a judged pair, with the role that holds the winning position."""
+    winner = verdict["winner_msg_id"]
+    roles = [pos["role"] for pos in pair[0].positions if pos["msg_id"] == winner]
+    return {
+        "round_no": pair[0].round_no,
+        "winner_msg_id": winner,
+        "winner_role": roles[0] if roles else None,
+        "decision": verdict["decision"],
+        "judge_role": pair[0].judge_role,
+        "decided_at": max(p.decided_at or "" for p in pair),
+    }

@@ -13,6 +13,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from agora.toolsets.debate.protocol.judging import judging_view
 from agora.toolsets.debate.rules import PROTOCOL_V1, reject, stamp
 
 if TYPE_CHECKING:
@@ -80,7 +81,8 @@ class ProtocolState:
         )
 
     def public(self) -> dict[str, Any]:
-        """The debate_protocol_state result."""
+        """The debate_protocol_state result (every reply's ``protocol_state``): the state,
+        then the judging (`judging_view`: projections and outcome)."""
         return {
             "topic_id": self.topic_id,
             "protocol_version": PROTOCOL_V1,
@@ -94,6 +96,7 @@ class ProtocolState:
             "phase_deadline_at": self.phase_deadline_at,
             "phase_timeout_seconds": self.phase_timeout_seconds,
             "updated_at": self.updated_at,
+            **judging_view(self.projections.values()),
         }
 
     def pending_blind(self) -> dict[str, str]:
