@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from debate_support import ALICE, BOB, CONDUCTOR, MALLORY, STAR
+from debate_support import ALICE, BOB, CONDUCTOR, CONTRACT, MALLORY, STAR
 
 from agora.toolsets.debate import sql
+from agora.toolsets.debate.rules import KINDS
 
 
 @pytest.fixture
@@ -165,6 +166,29 @@ async def test_read_pages_with_compound_cursor_filters_and_truncation(desk, topi
     )
     assert unknown["error"] == "unknown_cursor"
     assert "m1" not in str(unknown)
+
+
+async def test_read_refuses_unknown_kinds_in_its_filter(desk, topic):
+    await post(desk, ALICE, topic, kind="Q")
+    for given in ("BOGUS", "QUESTION", "Q,BOGUS"):
+        body = await desk.refused(
+            BOB, "debate_read", topic_id=topic, role="ADVOCATE", kind_filter_csv=given
+        )
+        assert body["error"] == "unknown_kind", body
+        assert body["unknown"] == [k for k in given.split(",") if k != "Q"]
+        assert body["allowed"] == list(KINDS)
+    page = await desk.call(BOB, "debate_read", topic_id=topic, role="ADVOCATE", kind_filter_csv="Q")
+    assert [m["kind"] for m in page["messages"]] == ["Q"]
+    # The shape check comes first: an outsider hears of the bad kind, not of the topic.
+    body = await desk.refused(
+        MALLORY, "debate_read", topic_id=topic, role="ADVOCATE", kind_filter_csv="BOGUS"
+    )
+    assert body["error"] == "unknown_kind"
+
+
+def test_the_kinds_are_the_contracts():
+    enum = CONTRACT.tools["debate_post"].input_schema["properties"]["kind"]["enum"]
+    assert tuple(enum) == KINDS
 
 
 async def test_read_never_moves_a_cursor(desk, topic):

@@ -28,6 +28,11 @@ DEFERRED_PREFIX: Final = "[DEFERRED:"
 PROTOCOL_V1: Final = "debate/v1"
 PRIORITY_RANK: Final = {"H": 3, "M": 2, "L": 1, "INFO": 0}
 STATES: Final = ("INIT", "ACTIVE", "RESOLVED", "ARCHIVED")
+#: Every message kind: the legacy and control kinds, then debate/v1's semantic kinds.
+KINDS: Final = (
+    *("Q", "A", "STATUS", "DECISION", "PING", "WATERMARK", "STATE", "COMPACTION", "INFO"),
+    *("CLAIM", "CHALLENGE", "EVIDENCE", "REBUT", "CONCEDE", "VERIFY", "DISSENT", "ESCALATE"),
+)
 TRANSITIONS: Final = {"INIT": "ACTIVE", "ACTIVE": "RESOLVED", "RESOLVED": "ARCHIVED"}
 OPEN_STATES: Final = ("INIT", "ACTIVE")
 DEFAULT_VEHICLE: Final = "analysis"

@@ -14,9 +14,10 @@ from agora.runtime.background import periodic
 from agora.store.neutral import SQLITE
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.handlers.common import caller, checked, opt
-from agora.toolsets.debate.replies import message
+from agora.toolsets.debate.replies import message, tool_error
 from agora.toolsets.debate.rules import (
     AFTER_ALL_IDS,
+    KINDS,
     READ_LIMIT,
     READ_MAX,
     SEARCH_LIMIT,
@@ -76,6 +77,16 @@ async def debate_read(call: ToolCall) -> dict[str, Any]:
     since_ts = checked(normalise_ts, since_ts) if since_ts else None
     limit = min(int(args.get("limit", READ_LIMIT)), READ_MAX)
     kinds = split_csv(args.get("kind_filter_csv"))
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:  # else a filter no message can match reads as an empty topic
+        raise tool_error(
+            reject(
+                "unknown_kind",
+                f"kind_filter_csv names unknown kinds {unknown}; the kinds are {', '.join(KINDS)}",
+                unknown=unknown,
+                allowed=list(KINDS),
+            )
+        )
     priorities = split_csv(args.get("priority_filter_csv"))
 
     def read(conn: ReadConn) -> dict[str, Any]:
