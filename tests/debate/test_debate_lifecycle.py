@@ -84,7 +84,11 @@ async def test_resolved_is_blocked_by_open_questions_with_the_list(desk, room):
     q = await ask(desk, room)
     body = await move(desk, room, "RESOLVED", refused=True)
     assert body["error"] == "open_questions"
+    # The contract: "When the Q/A gate blocks, old and new states equal the current state";
+    # the move that was asked for is requested_state.
     assert body["old_state"] == body["new_state"] == "ACTIVE"
+    assert body["requested_state"] == "RESOLVED"
+    assert "ACTIVE -> RESOLVED is blocked" in body["message"]
     assert [b["msg_id"] for b in body["blocking_questions"]] == [q["msg_id"]]
     assert (
         await desk.call(

@@ -113,11 +113,17 @@ def change_state(topic: Topic, cmd: ChangeState, now: Now) -> Effects:
     check_transition(old, cmd.new_state)
     at = topic.next_ts(now)
     if cmd.new_state == "RESOLVED" and topic.data.open_questions:
+        # The contract's shape: old_state and new_state both name the state the topic stays
+        # in; requested_state is the move that was asked for.
+        open_qs = len(topic.data.open_questions)
         raise DebateError(
             "open_questions",
-            "every Q needs an A reply (or a reply starting [DEFERRED:) before RESOLVED",
+            f"{old} -> RESOLVED is blocked: {open_qs} Q(s) in blocking_questions have no A"
+            " reply (nor a reply starting [DEFERRED:); answer them, then move again. The topic"
+            f" stays {old}: old_state and new_state name it, requested_state the move refused",
             old_state=old,
             new_state=old,
+            requested_state=cmd.new_state,
             ts=at,
             blocking_questions=blocking_questions(topic),
             transition_msg_id=None,
