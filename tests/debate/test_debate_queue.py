@@ -62,6 +62,26 @@ async def test_states_filter_and_bad_states(desk):
     assert t
 
 
+async def test_a_closed_topic_misses_no_role(desk):
+    a, b = await desk.session(ALICE), await desk.session(BOB)
+    closed, live = [
+        await desk.topic(ALICE, {"CONDUCTOR": a, "ADVOCATE": (BOB, b)}) for _ in range(2)
+    ]
+    for state in ("RESOLVED", "ARCHIVED"):
+        await desk.call(ALICE, "debate_state", topic_id=closed, role="CONDUCTOR", new_state=state)
+        out = await desk.call(ALICE, "debate_work_queue", states_csv="ACTIVE,RESOLVED,ARCHIVED")
+        by_id = {i["topic_id"]: i for i in out["items"]}
+        # Closing retired every binding by design: that is no role missing an owner, and it
+        # must not rank the closed topic above the live one.
+        assert by_id[closed]["missing_roles"] == [], state
+        assert "missing_roles" not in by_id[closed]["reason_codes"]
+        assert by_id[closed]["priority_score"] == by_id[live]["priority_score"]
+    # An open topic whose role lost its owner still misses it.
+    await desk.bind(BOB, live, "ADVOCATE", b, state="retired")
+    out = await desk.call(ALICE, "debate_work_queue", topics_csv=live)
+    assert out["items"][0]["missing_roles"] == ["ADVOCATE"]
+
+
 async def test_conductor_sees_sentinel_topics_as_metadata_only(desk):
     await legacy_topic(
         desk, "7e57ab1e-0000-4000-8000-0000000000aa", "7e57ab1e-0000-4000-8000-0000000000ab", "old"

@@ -13,6 +13,7 @@ from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.handlers.common import caller, checked
 from agora.toolsets.debate.replies import tool_error
 from agora.toolsets.debate.rules import (
+    OPEN_STATES,
     PRIORITY_RANK,
     SENTINEL_PROJECT,
     STATES,
@@ -93,7 +94,12 @@ def _queue(
     items = []
     for row in visible:
         lane, rank = lane_of(row.metadata)
-        held = {b.role for b in bindings[row.topic_id] if b.state == "active"}
+        # Closing a topic retires its bindings by design: a closed topic misses no role.
+        held = (
+            {b.role for b in bindings[row.topic_id] if b.state == "active"}
+            if row.state in OPEN_STATES
+            else set(row.roles)
+        )
         open_q, blocked = questions.get(row.topic_id, (0, 0))
         signals = Signals(
             lane,
