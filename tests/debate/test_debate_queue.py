@@ -82,6 +82,14 @@ async def test_a_closed_topic_misses_no_role(desk):
     assert out["items"][0]["missing_roles"] == ["ADVOCATE"]
 
 
+async def test_a_closed_topic_is_not_overdue(desk):
+    closed = await topic(desk, "P3", resolve_by="2026-11-29T00:00Z")
+    await desk.call(ALICE, "debate_state", topic_id=closed, role="CONDUCTOR", new_state="RESOLVED")
+    [item] = (await desk.call(ALICE, "debate_work_queue", states_csv="RESOLVED"))["items"]
+    assert item["resolve_by"] is not None
+    assert not {"deadline_overdue", "deadline_soon"} & set(item["reason_codes"])
+
+
 async def test_conductor_sees_sentinel_topics_as_metadata_only(desk):
     await legacy_topic(
         desk, "7e57ab1e-0000-4000-8000-0000000000aa", "7e57ab1e-0000-4000-8000-0000000000ab", "old"

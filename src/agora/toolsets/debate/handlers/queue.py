@@ -94,17 +94,19 @@ def _queue(
     items = []
     for row in visible:
         lane, rank = lane_of(row.metadata)
-        # Closing a topic retires its bindings by design: a closed topic misses no role.
+        # Closing a topic retires its bindings by design: a closed topic misses no role, and
+        # its deadline is no longer urgent.
+        is_open = row.state in OPEN_STATES
         held = (
             {b.role for b in bindings[row.topic_id] if b.state == "active"}
-            if row.state in OPEN_STATES
+            if is_open
             else set(row.roles)
         )
         open_q, blocked = questions.get(row.topic_id, (0, 0))
         signals = Signals(
             lane,
             rank,
-            row.resolve_by,
+            row.resolve_by if is_open else None,
             open_q,
             blocked,
             claims.get(row.topic_id, 0),
