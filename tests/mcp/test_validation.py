@@ -61,7 +61,12 @@ RULES = [
     pytest.param(_obj(v={"type": "array", "items": {"type": "string"}}), {"v": ["a", 2]},
                  "v[1]", "type", "must be a string, got integer", id="items-index"),
     pytest.param(_obj(w={"anyOf": [{"type": "string"}, {"type": "null"}]}), {"w": 1}, "w",
-                 "anyOf", "at least one of the allowed forms", id="anyOf"),
+                 "anyOf", "must be a string or null, got 1", id="anyOf-types"),
+    pytest.param(_obj(w={"anyOf": [{"type": "string", "enum": ["use", "only"]},
+                                   {"type": "null"}]}), {"w": "maybe"}, "w", "anyOf",
+                 'must be "use", "only" or null, got "maybe"', id="anyOf-values"),
+    pytest.param(_obj(w={"anyOf": [{"type": "string", "pattern": "^a"}, {"type": "null"}]}),
+                 {"w": 1}, "w", "anyOf", "at least one of the allowed forms", id="anyOf"),
     pytest.param(_obj(w={"oneOf": [{"type": "integer"}, {"type": "number"}]}), {"w": 1}, "w",
                  "oneOf", "exactly one", id="oneOf"),
     pytest.param(_obj(w={"not": {"type": "string"}}), {"w": "s"}, "w", "not", "must not match",
@@ -234,3 +239,12 @@ def test_the_nul_check_reads_the_encoding_but_never_mistakes_an_escape_for_a_nul
     ]:
         assert strict.errors(value)[0].field == field
         assert strict.errors(value)[0].rule == "noNul"
+
+
+def test_a_choice_of_values_or_null_names_them():
+    """The router's explicit_semantics is ``"use" | "only" | "all" | null``: a wrong value is
+    told those four, not "must match at least one of the allowed forms"."""
+    schema = load_contract("router").tools["plan_work"].input_schema
+    issues = compile_validator(schema).errors({"explicit_semantics": "maybe"})
+    said = {issue.field: issue.message for issue in issues}
+    assert said["explicit_semantics"] == 'must be "use", "only", "all" or null, got "maybe"'

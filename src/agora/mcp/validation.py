@@ -14,7 +14,6 @@ assert ``format`` unless asked, or fetch a remote ``$ref``.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -24,6 +23,7 @@ import msgspec
 
 from agora.errors import AgoraError
 from agora.mcp.dialects import HANDLERS, SchemaError, normalise_schema
+from agora.mcp.wording import describe
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -114,57 +114,6 @@ class ArgumentError(AgoraError, ValueError):
         return body | {"message": self.message, "issues": [i.to_dict() for i in self.issues]}
 
 
-_JSON_TYPES = {type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string"}
-_JSON_TYPES |= {dict: "object", list: "array"}
-_TYPE_WORDS = {"integer": "an integer", "object": "an object", "array": "an array", "null": "null"}
-_TEMPLATES = {
-    "pattern": "must match pattern {}",
-    "format": "must be a valid {}",
-    "minimum": "must be >= {}",
-    "maximum": "must be <= {}",
-    "exclusiveMinimum": "must be > {}",
-    "exclusiveMaximum": "must be < {}",
-    "multipleOf": "must be a multiple of {}",
-    "minItems": "must have at least {} item(s)",
-    "maxItems": "must have at most {} item(s)",
-    "minProperties": "must have at least {} field(s)",
-    "maxProperties": "must have at most {} field(s)",
-    "minLength": "must be at least {} character(s) long",
-    "maxLength": "must be at most {} character(s) long",
-    "uniqueItems": "must not contain duplicate items",
-    "anyOf": "must match at least one of the allowed forms",
-    "oneOf": "must match exactly one of the allowed forms",
-    "not": "must not match the excluded form",
-    "contains": "must contain at least one matching item",
-    "false": "is not allowed here",
-}
-
-
-def _describe(rule: str, definition: Mapping[str, Any], value: Any, fallback: str) -> str:
-    """Say what the value must be to satisfy ``rule`` of ``definition``."""
-    spec = definition.get(rule)
-    if rule == "type":
-        types = [spec] if isinstance(spec, str) else list(spec or ())
-        words = " or ".join(_TYPE_WORDS.get(t, f"a {t}") for t in types)
-        return f"must be {words}, got {_JSON_TYPES.get(type(value), type(value).__name__)}"
-    if rule == "enum":
-        choices = list(spec or ())
-        more = f", ... ({len(choices) - 24} more)" if len(choices) > 24 else ""
-        return f"must be one of {json.dumps(choices[:24], ensure_ascii=False)[1:-1]}{more}"
-    if rule == "const":
-        return f"must be exactly {json.dumps(spec, ensure_ascii=False)}"
-    if rule in _TEMPLATES:
-        sized = rule.startswith(("min", "max")) and isinstance(value, str | list | dict)
-        return _TEMPLATES[rule].format(spec) + (f" (got {len(value)})" if sized else "")
-    if rule == "propertyNames" and isinstance(spec, dict):
-        limits = [
-            _describe(k, spec, None, "") for k in ("pattern", "maxLength", "enum") if k in spec
-        ]
-        return "has a field name that is not allowed: names " + ("; ".join(limits) or "are limited")
-    # Rarer rules (dependencies, ...): fastjsonschema's own sentence without its "data..." name.
-    return f"breaks rule {rule}: {fallback.split(' ', 1)[-1]}"
-
-
 def _path(name: str | None) -> tuple[str | int, ...]:
     # fastjsonschema names values "data", "data.preflight.tools_visible", "data.value[2]".
     text = (name or "data").removeprefix("data")
@@ -184,7 +133,7 @@ def _issues(exc: fastjsonschema.JsonSchemaValueException) -> list[ValidationIssu
         text = f"is not an allowed field (allowed: {', '.join(sorted(known)[:24]) or 'none'})"
         # Echo at most a little of what the client sent.
         return [ValidationIssue((*path, key[:64]), rule, text) for key in extra[:8]]
-    return [ValidationIssue(path, rule, _describe(rule, definition, value, exc.message))]
+    return [ValidationIssue(path, rule, describe(rule, definition, value, exc.message))]
 
 
 def _nul_path(value: Any, path: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:

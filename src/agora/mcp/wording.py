@@ -1,0 +1,97 @@
+"""What a JSON Schema rule asks of a value, in words a model can act on.
+
+`describe` turns one failed rule of a schema (fastjsonschema's exception: the rule, its
+definition, the value) into the end of a refusal's sentence, e.g. ``must be one of "q", "r"``
+or ``must be "use", "only", "all" or null, got "maybe"``; `agora.mcp.validation` puts the
+field's name in front. Pure functions over plain values.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+_JSON_TYPES = {type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string"}
+_JSON_TYPES |= {dict: "object", list: "array"}
+_TYPE_WORDS = {"integer": "an integer", "object": "an object", "array": "an array", "null": "null"}
+_TEMPLATES = {
+    "pattern": "must match pattern {}",
+    "format": "must be a valid {}",
+    "minimum": "must be >= {}",
+    "maximum": "must be <= {}",
+    "exclusiveMinimum": "must be > {}",
+    "exclusiveMaximum": "must be < {}",
+    "multipleOf": "must be a multiple of {}",
+    "minItems": "must have at least {} item(s)",
+    "maxItems": "must have at most {} item(s)",
+    "minProperties": "must have at least {} field(s)",
+    "maxProperties": "must have at most {} field(s)",
+    "minLength": "must be at least {} character(s) long",
+    "maxLength": "must be at most {} character(s) long",
+    "uniqueItems": "must not contain duplicate items",
+    "anyOf": "must match at least one of the allowed forms",
+    "oneOf": "must match exactly one of the allowed forms",
+    "not": "must not match the excluded form",
+    "contains": "must contain at least one matching item",
+    "false": "is not allowed here",
+}
+
+
+def _forms(alternatives: Any, value: Any) -> str | None:
+    """The forms of an ``anyOf`` in words, when each is a set of values or a bare type (e.g.
+    ``"use", "only", "all" or null``); None when one is more than that."""
+    words: list[str] = []
+    for alt in alternatives if isinstance(alternatives, list) else ():
+        if not isinstance(alt, dict) or set(alt) - {"enum", "const", "type", "description"}:
+            return None
+        if "enum" in alt or "const" in alt:
+            values = alt["enum"] if "enum" in alt else [alt["const"]]
+            words += [json.dumps(v, ensure_ascii=False) for v in values]
+        elif "type" in alt:
+            types = [alt["type"]] if isinstance(alt["type"], str) else list(alt["type"])
+            words += [_TYPE_WORDS.get(t, f"a {t}") for t in types]
+        else:
+            return None
+    if not words or len(words) > 24:
+        return None
+    listed = ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else words[0]
+    return f"must be {listed}, got {_given(value)}"
+
+
+def _given(value: Any) -> str:
+    """What a value was, for a refusal: short scalars as JSON, anything else by its type."""
+    if isinstance(value, bool | int | float | type(None)) or (
+        isinstance(value, str) and len(value) <= 32
+    ):
+        return json.dumps(value, ensure_ascii=False)
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def describe(rule: str, definition: Mapping[str, Any], value: Any, fallback: str) -> str:
+    """Say what the value must be to satisfy ``rule`` of ``definition``."""
+    spec = definition.get(rule)
+    if rule == "anyOf" and (forms := _forms(spec, value)) is not None:
+        return forms
+    if rule == "type":
+        types = [spec] if isinstance(spec, str) else list(spec or ())
+        words = " or ".join(_TYPE_WORDS.get(t, f"a {t}") for t in types)
+        return f"must be {words}, got {_JSON_TYPES.get(type(value), type(value).__name__)}"
+    if rule == "enum":
+        choices = list(spec or ())
+        more = f", ... ({len(choices) - 24} more)" if len(choices) > 24 else ""
+        return f"must be one of {json.dumps(choices[:24], ensure_ascii=False)[1:-1]}{more}"
+    if rule == "const":
+        return f"must be exactly {json.dumps(spec, ensure_ascii=False)}"
+    if rule in _TEMPLATES:
+        sized = rule.startswith(("min", "max")) and isinstance(value, str | list | dict)
+        return _TEMPLATES[rule].format(spec) + (f" (got {len(value)})" if sized else "")
+    if rule == "propertyNames" and isinstance(spec, dict):
+        limits = [
+            describe(k, spec, None, "") for k in ("pattern", "maxLength", "enum") if k in spec
+        ]
+        return "has a field name that is not allowed: names " + ("; ".join(limits) or "are limited")
+    # Rarer rules (dependencies, ...): fastjsonschema's own sentence without its "data..." name.
+    return f"breaks rule {rule}: {fallback.split(' ', 1)[-1]}"
