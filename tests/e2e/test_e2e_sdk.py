@@ -77,3 +77,22 @@ async def test_the_sdk_over_stdio(tmp_path, mode):
     with trio.fail_after(TIMEOUT):
         async with mcp.Client(params, mode=mode, read_timeout_seconds=TIMEOUT) as client:
             await list_and_call(client)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_router_tells_a_model_what_no_host_supplies(start_agora, mode):
+    """A model outside Codex learns from the endpoint itself to fill ``context`` and to send 0
+    on its first plan_work; at ``/mcp`` the router's instructions come under its name."""
+    agora = start_agora("", "--toolsets", "router,chess")
+    with trio.fail_after(TIMEOUT):
+        async with mcp.Client(
+            f"{agora.url}/mcp/router", mode=mode, read_timeout_seconds=TIMEOUT
+        ) as client:
+            told = client.instructions
+        async with mcp.Client(f"{agora.url}/mcp", mode=mode, read_timeout_seconds=TIMEOUT) as c:
+            everything = c.instructions
+    assert told is not None
+    assert "fill it yourself" in told
+    assert "expected_state_version 0" in told
+    assert everything is not None
+    assert f"router: {told}" in everything

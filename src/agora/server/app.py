@@ -122,14 +122,17 @@ class App:
                 prompts=t.prompts,
                 completion=t.completion,
                 page_size=config.page_size,
+                instructions=t.instructions,
             )
         self._per_toolset = per
+        told = [f"{t.name}: {t.instructions}" for t in toolsets if t.instructions]
         self._all = Catalog(
             tools=everything,
             resources=resources,
             prompts=prompts,
             completion=completion,
             page_size=config.page_size,
+            instructions="\n\n".join(told) or None,
         )
 
     @property

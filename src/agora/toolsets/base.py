@@ -301,3 +301,8 @@ class Toolset:
     #: must load (`agora.toolsets.options.OptionsCheck`); a `ValueError` it raises refuses
     #: the start with its message, before anything opens. None: nothing more is checked.
     options_check: OptionsCheck | None = None
+    #: What a model should know before its first call (the ``instructions`` of the
+    #: initialize result and of ``server/discover`` at ``/mcp/<name>``; at ``/mcp`` each
+    #: toolset's, under its name): how to fill what no host supplies, the first call. A
+    #: client may show it to the model or not; the tools must not depend on it.
+    instructions: str | None = None

@@ -35,6 +35,20 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: What a model in a host other than Codex needs before its first call (README "Router").
+INSTRUCTIONS: Final = (
+    "A deterministic workflow planner. No host but Codex supplies the `context` every tool "
+    'takes: fill it yourself with stable strings, e.g. {"session_id": "my-repo", '
+    '"actor": "claude-code", "runtime_policy_snapshot_id": "local"} (keep one '
+    "session_id per task: it names the runs you can see). Start with plan_work, sending "
+    "expected_state_version 0 (no run yet) and a fresh idempotency_key. Then, phase by phase: "
+    'get_next_work, record_work_event with the observation {"check_id": ..., '
+    '"outcome": "passed"} for each check the reply names, evaluate_gate. Every answer '
+    "about a run ends with the expected_state_version (and plan revision) to send next. "
+    "Resending a write with the same idempotency_key replays it; a new key is a new write."
+)
+
+
 #: ``[options.router]``: authorized workspace roots, the personal Profile and Memory policy
 #: files, and the evaluation adapter (README, "Router").
 OPTIONS: Final = {
@@ -67,6 +81,7 @@ def toolset() -> Toolset:
         background=[periodic(RETENTION_EVERY, upkeep), index_runs],
         options=OPTIONS,
         options_check=_check_options,
+        instructions=INSTRUCTIONS,
     )
 
 
