@@ -135,9 +135,11 @@ async def test_the_stateless_revision_reports_errors_the_same_way(agora):
         "tools/call", {"name": "move_piece", "arguments": {"from": 5}, "_meta": MODERN_META}
     )
     with trio.fail_after(TIMEOUT):
-        reply = await http(agora.port, "POST", "/mcp/chess", unknown, headers=headers)
+        named = headers | {"mcp-name": "no_such_tool"}
+        reply = await http(agora.port, "POST", "/mcp/chess", unknown, headers=named)
         assert reply.json()["error"]["code"] == -32602
-        reply = await http(agora.port, "POST", "/mcp/chess", wrong, headers=headers)
+        named = headers | {"mcp-name": "move_piece"}
+        reply = await http(agora.port, "POST", "/mcp/chess", wrong, headers=named)
         result = reply.json()["result"]
         assert result["isError"] is True
         assert result["resultType"] == "complete"

@@ -51,6 +51,8 @@ def modern_post(body: dict[str, Any], path: str = "/mcp/chess") -> bytes:
         "mcp-method": body["method"],
         "content-length": str(len(raw)),
     }
+    if body["method"] == "tools/call":
+        headers["mcp-name"] = body["params"]["name"]
     head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
     return f"POST {path} HTTP/1.1\r\n{head}\r\n".encode() + raw
 

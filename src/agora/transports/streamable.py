@@ -4,7 +4,8 @@ A handshake session lives under an ``Mcp-Session-Id``; its calls run in the serv
 nursery and write into per-request `EventBuffer`s, so a reply stream can be resumed with
 ``Last-Event-ID``. A POST whose call sends nothing before its result is answered with plain
 JSON; it turns into an SSE stream only when the call streams (progress, log, a request to the
-client) first. A 2026-07-28 request (``params._meta`` envelope) carries no session id: one
+client) first. A 2026-07-28 request (``params._meta`` envelope, its standard headers checked by
+`agora.transports.standard_headers`) carries no session id: one
 POST, one reply, served by the session of its TCP connection (`Link.modern`), so that its
 calls' ``call.connection`` is one object across the connection's keep-alive requests (a
 toolset's per-connection limits bind) and never outlives it; a client that closes the
@@ -29,6 +30,7 @@ from agora.transports.episodes import Episode
 from agora.transports.guard import mcp_post_refusal
 from agora.transports.http_session import DELETED, SHUTDOWN, HttpSession
 from agora.transports.sse import EventBuffer, parse_event_id, read_stream
+from agora.transports.standard_headers import VERSION_HEADER, header_mismatch
 from agora.web.http import EventStream, Request, Response
 
 if TYPE_CHECKING:
@@ -40,7 +42,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SESSION_HEADER = "mcp-session-id"
-VERSION_HEADER = "mcp-protocol-version"
 PRIME_RETRY_MS = 1000
 
 
@@ -230,13 +231,9 @@ class StreamableHTTP:
     ) -> Response | EventStream:
         meta = msg.params.get("_meta", {})
         version = req.headers.get(VERSION_HEADER)
-        if version != meta.get(META_VERSION) or req.headers.get("mcp-method") != msg.method:
-            body = rpc.error(
-                msg.id,
-                rpc.HEADER_MISMATCH,
-                "MCP-Protocol-Version / Mcp-Method headers must match the request",
-            )
-            return Response.json(body, 400)
+        mismatch = header_mismatch(req.headers, msg, meta.get(META_VERSION))
+        if mismatch is not None:
+            return Response.json(rpc.error(msg.id, rpc.HEADER_MISMATCH, mismatch), 400)
         session = self._modern(link, endpoint, principal)
         self._one_shot.add(session)
         if link is not None and (msg.method in INVOKED or msg.method == LISTEN):
