@@ -3,7 +3,9 @@
 ``MCP-Protocol-Version`` and ``Mcp-Method`` on every request, and ``Mcp-Name`` on those that
 name their target (``tools/call`` and ``prompts/get``: ``params.name``; ``resources/read``:
 ``params.uri``), each equal to the body's value (``Mcp-Name`` may come Base64-encoded as
-``=?base64?...?=``); a request that breaks the rule gets 400 with JSON-RPC error -32020.
+``=?base64?...?=``); a request that breaks the rule gets 400 with JSON-RPC error -32020. A
+JSON answer that is an error has the HTTP status the revision gives its code (404 for an
+unknown method, 400 for a malformed request); a handshake session's stay 200.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from http_support import MODERN, MODERN_META, RawHttp, serve
+from http_support import MODERN, MODERN_META, RawHttp, open_session, serve
 
 TIMEOUT = 300  # mock seconds
 HEADER_MISMATCH = -32020
@@ -101,3 +103,60 @@ async def test_matching_standard_headers_are_served(
             reply = await client.request("POST", "/mcp/conformance", body, sent)
     assert reply.status == 200, reply
     assert "result" in reply.json(), reply
+
+
+def without_capabilities(method: str) -> dict[str, Any]:
+    meta = {"io.modelcontextprotocol/protocolVersion": MODERN}
+    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": {"_meta": meta}}
+
+
+NO_ENVELOPE = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+NO_PARAMS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+UNKNOWN_TOOL = request("tools/call", name="nope", arguments={})
+
+STATUSES = [
+    pytest.param(request("foo/bar"), headers("foo/bar"), 404, -32601, id="unknown-method"),
+    pytest.param(
+        request("resources/subscribe", uri="test://static-text"),
+        headers("resources/subscribe"),
+        404,
+        -32601,
+        id="method-removed-at-2026-07-28",
+    ),
+    pytest.param(
+        without_capabilities("tools/list"), headers("tools/list"), 400, -32602, id="no-caps"
+    ),
+    pytest.param(NO_ENVELOPE, headers("tools/list"), 400, -32602, id="no-_meta-modern-header"),
+    pytest.param(NO_PARAMS, headers("tools/list"), 400, -32602, id="no-params-modern-header"),
+    pytest.param(UNKNOWN_TOOL, headers("tools/call", name="nope"), 400, -32602, id="no-such-tool"),
+    pytest.param(
+        request("tools/list", cursor="zzz"), headers("tools/list"), 400, -32602, id="bad-cursor"
+    ),
+]
+
+
+@pytest.mark.parametrize(("body", "sent", "status", "code"), STATUSES)
+async def test_a_refusal_at_2026_07_28_has_the_http_status_of_its_error_code(
+    clock, body: dict[str, Any], sent: dict[str, str], status: int, code: int
+):
+    async with serve(toolsets=["conformance"]) as server, RawHttp.open(server.port) as client:
+        with trio.fail_after(TIMEOUT):
+            reply = await client.request("POST", "/mcp/conformance", body, sent)
+            assert reply.status == status, reply
+            assert reply.headers["content-type"] == "application/json", reply
+            assert reply.json()["error"]["code"] == code, reply
+            # The connection serves on: a refusal is an answer, not an ending.
+            ping = request("ping")
+            ping = await client.request("POST", "/mcp/conformance", ping, headers("ping"))
+            assert ping.status == 200, ping
+
+
+async def test_a_handshake_session_s_errors_stay_200(clock):
+    async with serve(toolsets=["conformance"]) as server, RawHttp.open(server.port) as client:
+        with trio.fail_after(TIMEOUT):
+            session = await open_session(client, "/mcp/conformance")
+            for method, code in (("foo/bar", -32601), ("resources/read", -32602)):
+                body = {"jsonrpc": "2.0", "id": 2, "method": method, "params": {"uri": "x://y"}}
+                reply = await client.request("POST", "/mcp/conformance", body, session)
+                assert reply.status == 200, reply
+                assert reply.json()["error"]["code"] in (code, -32002), reply

@@ -60,6 +60,9 @@ class HttpSession:
         #: Calls running in their POST's own task, each with what turns its POST's answer
         #: into an SSE stream when the call sends something before its result.
         self.early: dict[rpc.RequestId, Callable[[], None]] = {}
+        #: Serves 2026-07-28 requests (`agora.transports.streamable` sets it): a JSON answer's
+        #: HTTP status then follows its error code.
+        self.modern = False
 
     def open_buffer(self, rid: rpc.RequestId | None) -> EventBuffer:
         """A new resumable stream; for ``rid``'s reply when given."""
@@ -84,6 +87,8 @@ class HttpSession:
         if final and own is not None and not own.events and related in self.early:
             # The call's own POST waits for this answer alone: plain JSON, never an event.
             own.final = data
+            if "error" in message:
+                own.code = message["error"].get("code")
             own.close()
             self.replies.pop(related, None)
             await trio.lowlevel.checkpoint_if_cancelled()
@@ -91,6 +96,8 @@ class HttpSession:
         buf.append(data)
         if final and related is not None:
             buf.final = data
+            if "error" in message:
+                buf.code = message["error"].get("code")
             buf.close()
             self.replies.pop(related, None)
         elif self.early and related in self.early:

@@ -60,6 +60,8 @@ class EventBuffer:
     cut: int = 0
     #: The final JSON-RPC response written to this stream, once there is one.
     final: str | None = None
+    #: Its error code, when it is an error.
+    code: int | None = None
     #: Set by the next change; made only when someone waits (most streams are never read).
     _changed: trio.Event | None = None
 

@@ -25,7 +25,13 @@ import trio
 from agora.errors import ProtocolError
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.listen import LISTEN
-from agora.mcp.session import HANDSHAKE_VERSIONS, INVOKED, META_VERSION, MODERN_VERSIONS
+from agora.mcp.session import (
+    HANDSHAKE_VERSIONS,
+    INVOKED,
+    META_CAPABILITIES,
+    META_VERSION,
+    MODERN_VERSIONS,
+)
 from agora.transports.episodes import Episode
 from agora.transports.guard import mcp_post_refusal
 from agora.transports.http_session import DELETED, SHUTDOWN, HttpSession
@@ -43,6 +49,22 @@ log = logging.getLogger(__name__)
 
 SESSION_HEADER = "mcp-session-id"
 PRIME_RETRY_MS = 1000
+#: The HTTP status of a 2026-07-28 JSON answer that is one of these JSON-RPC errors (-32601:
+#: the method is not served, basic/transports/streamable-http; -32602, a malformed request or
+#: envelope; -32020 to -32022, header mismatch, missing client capability, unsupported
+#: version: basic/index). Every other answer, and every SSE stream, is 200.
+MODERN_STATUS = {
+    rpc.METHOD_NOT_FOUND: 404,
+    rpc.PARSE_ERROR: 400,
+    rpc.INVALID_REQUEST: 400,
+    rpc.INVALID_PARAMS: 400,
+    rpc.HEADER_MISMATCH: 400,
+    -32021: 400,  # MissingRequiredClientCapability
+    rpc.UNSUPPORTED_PROTOCOL_VERSION: 400,
+}
+NO_ENVELOPE = (
+    f"a 2026-07-28 request needs params._meta with {META_VERSION!r} and {META_CAPABILITIES!r}"
+)
 
 
 class Link(Protocol):
@@ -152,7 +174,7 @@ class StreamableHTTP:
             msg = rpc.decode(req.body)
         except ProtocolError as exc:
             return Response.json(rpc.error(rpc.error_id(exc), exc.code, exc.message), 400)
-        if isinstance(msg, rpc.Request) and _is_modern(msg):
+        if isinstance(msg, rpc.Request) and _is_modern(msg, req):
             return await self._stateless(req, msg, endpoint, principal, link)
         if isinstance(msg, rpc.Request) and msg.method == "initialize":
             if req.headers.get(SESSION_HEADER):
@@ -212,7 +234,10 @@ class StreamableHTTP:
             await buf.signal().wait()
         if buf.final is not None and len(buf.events) <= 1:  # the answer, as its only event
             session.streams.pop(buf.stream_id, None)
-            return Response(200, buf.final.encode(), "application/json")
+            status = 200
+            if buf.code is not None and session.modern:
+                status = MODERN_STATUS.get(buf.code, 200)
+            return Response(status, buf.final.encode(), "application/json")
         return self._stream(session, buf, hangups)
 
     @staticmethod
@@ -229,9 +254,10 @@ class StreamableHTTP:
         principal: Principal,
         link: Link | None,
     ) -> Response | EventStream:
-        meta = msg.params.get("_meta", {})
-        version = req.headers.get(VERSION_HEADER)
-        mismatch = header_mismatch(req.headers, msg, meta.get(META_VERSION))
+        meta = msg.params.get("_meta")
+        if not isinstance(meta, dict) or META_VERSION not in meta:
+            return Response.json(rpc.error(msg.id, rpc.INVALID_PARAMS, NO_ENVELOPE), 400)
+        mismatch = header_mismatch(req.headers, msg, meta[META_VERSION])
         if mismatch is not None:
             return Response.json(rpc.error(msg.id, rpc.HEADER_MISMATCH, mismatch), 400)
         session = self._modern(link, endpoint, principal)
@@ -243,13 +269,10 @@ class StreamableHTTP:
             rid = msg.id
             link.watch_hangup(lambda: _cancelled(session, rid))
         try:
-            reply = await self._exchange(session, msg, link)
+            return await self._exchange(session, msg, link)
         finally:
             self._one_shot.discard(session)
             session.streams.clear()  # nothing of this revision is resumed
-        if isinstance(reply, Response) and version not in MODERN_VERSIONS:
-            reply.status = 400
-        return reply
 
     def _modern(self, link: Link | None, endpoint: Endpoint, principal: Principal) -> HttpSession:
         """The session of a 2026-07-28 request: its TCP connection's, while the endpoint and
@@ -266,6 +289,7 @@ class StreamableHTTP:
                 return held
             held.close()
         session = HttpSession(self.app, endpoint, principal, self.nursery)
+        session.modern = True
         if link is not None:
             link.modern = session
         return session
@@ -316,9 +340,13 @@ def _cancelled(session: HttpSession, rid: rpc.RequestId) -> None:
     session.cancelled(rid)
 
 
-def _is_modern(msg: rpc.Request) -> bool:
+def _is_modern(msg: rpc.Request, req: Request) -> bool:
+    """A 2026-07-28 request: its envelope says so, or else its MCP-Protocol-Version header
+    (`_stateless` then refuses the missing envelope); an ``initialize`` is a handshake."""
     meta = msg.params.get("_meta")
-    return isinstance(meta, dict) and META_VERSION in meta
+    if isinstance(meta, dict) and META_VERSION in meta:
+        return True
+    return req.headers.get(VERSION_HEADER) in MODERN_VERSIONS and msg.method != "initialize"
 
 
 def _rpc_error(status: int, message: str) -> Response:
