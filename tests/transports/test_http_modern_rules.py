@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from http_support import MODERN, MODERN_META, RawHttp, open_session, serve
+from http_support import MODERN, MODERN_META, RawHttp, call, open_session, serve
 
 TIMEOUT = 300  # mock seconds
 HEADER_MISMATCH = -32020
@@ -160,3 +160,30 @@ async def test_a_handshake_session_s_errors_stay_200(clock):
                 reply = await client.request("POST", "/mcp/conformance", body, session)
                 assert reply.status == 200, reply
                 assert reply.json()["error"]["code"] in (code, -32002), reply
+
+
+async def test_a_2026_07_28_sse_answer_has_no_event_ids_and_asks_proxies_not_to_buffer(clock):
+    chatty = request("tools/call", name="chatty", arguments={})
+    chatty["params"]["_meta"] = {**MODERN_META, "progressToken": "p"}
+    async with serve() as server, RawHttp.open(server.port) as client:
+        with trio.fail_after(TIMEOUT):
+            reply = await client.request(
+                "POST", "/mcp/probe", chatty, headers("tools/call", name="chatty")
+            )
+    assert reply.headers["content-type"] == "text/event-stream", reply
+    assert reply.headers.get("x-accel-buffering") == "no", reply
+    lines = reply.body.decode().splitlines()
+    assert not [line for line in lines if line.startswith(("id:", "retry:"))], lines
+    assert reply.json()["result"]["structuredContent"] == {"done": True}
+    assert '"notifications/progress"' in reply.body.decode()
+
+
+async def test_a_handshake_session_s_sse_answer_keeps_its_event_ids(clock):
+    async with serve() as server, RawHttp.open(server.port) as client:
+        with trio.fail_after(TIMEOUT):
+            session = await open_session(client)
+            chatty = call("chatty", 1, _meta={"progressToken": "p"})
+            reply = await client.request("POST", "/mcp/probe", chatty, session)
+    assert reply.headers["content-type"] == "text/event-stream", reply
+    ids = [line for line in reply.body.decode().splitlines() if line.startswith("id:")]
+    assert len(ids) == 3, reply  # the priming event's, the progress's and the answer's

@@ -61,7 +61,7 @@ class HttpSession:
         #: into an SSE stream when the call sends something before its result.
         self.early: dict[rpc.RequestId, Callable[[], None]] = {}
         #: Serves 2026-07-28 requests (`agora.transports.streamable` sets it): a JSON answer's
-        #: HTTP status then follows its error code.
+        #: HTTP status then follows its error code, and SSE events carry no ids.
         self.modern = False
 
     def open_buffer(self, rid: rpc.RequestId | None) -> EventBuffer:
@@ -70,7 +70,7 @@ class HttpSession:
             finished = [sid for sid, old in self.streams.items() if old.closed]
             for sid in finished[: max(len(finished) - KEEP_FINISHED_STREAMS, 0)]:
                 del self.streams[sid]
-        buf = EventBuffer()
+        buf = EventBuffer(resumable=not self.modern)
         self.streams[buf.stream_id] = buf
         if rid is not None:
             self.replies[rid] = buf

@@ -3,6 +3,7 @@
 Every SSE stream the server opens (a POST's reply stream, or the GET stream) writes into an
 `EventBuffer`. The HTTP response reads from it; if the client drops the connection it can
 reconnect with ``Last-Event-ID`` and read on from where it was, until the buffer expires.
+The 2026-07-28 revision has no resumption: its streams' events carry no ids.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ class EventBuffer:
     final: str | None = None
     #: Its error code, when it is an error.
     code: int | None = None
+    #: Events carry ids, for ``Last-Event-ID`` (a 2026-07-28 stream is not resumed: none).
+    resumable: bool = True
     #: Set by the next change; made only when someone waits (most streams are never read).
     _changed: trio.Event | None = None
 
@@ -72,7 +75,8 @@ class EventBuffer:
     def append(self, data: str) -> None:
         """Add one message (dropping the oldest beyond MAX_EVENTS)."""
         n = self.first + len(self.events)
-        self.events.append(format_event(data, event_id=self.event_id(n)))
+        event_id = self.event_id(n) if self.resumable else None
+        self.events.append(format_event(data, event_id=event_id))
         if len(self.events) > MAX_EVENTS:
             del self.events[0]
             self.first += 1

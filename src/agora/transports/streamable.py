@@ -242,6 +242,9 @@ class StreamableHTTP:
 
     @staticmethod
     def _stream(session: HttpSession, buf: EventBuffer, hangups: int) -> EventStream:
+        if session.modern:  # basic/transports/streamable-http: proxies must not hold events
+            events = read_stream(buf, 0, prime_retry_ms=None, hangups=hangups)
+            return EventStream(session.reading(events), [("x-accel-buffering", "no")])
         prime = PRIME_RETRY_MS if session.session.protocol_version == "2025-11-25" else None
         events = read_stream(buf, 0, prime_retry_ms=prime, hangups=hangups)
         return EventStream(session.reading(events))
