@@ -187,3 +187,21 @@ async def test_a_handshake_session_s_sse_answer_keeps_its_event_ids(clock):
     assert reply.headers["content-type"] == "text/event-stream", reply
     ids = [line for line in reply.body.decode().splitlines() if line.startswith("id:")]
     assert len(ids) == 3, reply  # the priming event's, the progress's and the answer's
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+async def test_get_or_delete_without_a_session_id_is_not_allowed(clock, method: str):
+    sent = {"accept": "text/event-stream", "mcp-protocol-version": MODERN}
+    async with serve() as server, RawHttp.open(server.port) as client:
+        with trio.fail_after(TIMEOUT):
+            reply = await client.request(method, "/mcp/probe", headers=sent)
+            assert reply.status == 405, reply
+            assert reply.headers["allow"] == "POST", reply
+            assert reply.json()["error"]["code"] == -32600, reply
+            # With a session id, a handshake session's rules, as before: an unknown one is 404;
+            # a known one is deleted, or streamed (given Accept: text/event-stream, else 406).
+            unknown = await client.request(method, "/mcp/probe", headers={"mcp-session-id": "0"})
+            assert unknown.status == 404, unknown
+            session = await open_session(client)
+            known = await client.request(method, "/mcp/probe", headers=session)
+            assert known.status == {"GET": 406, "DELETE": 200}[method], known

@@ -62,6 +62,10 @@ MODERN_STATUS = {
     -32021: 400,  # MissingRequiredClientCapability
     rpc.UNSUPPORTED_PROTOCOL_VERSION: 400,
 }
+NO_SESSION_METHOD = (
+    "Method Not Allowed: {} needs an Mcp-Session-Id (a handshake session's);"
+    " a 2026-07-28 request is a POST"
+)
 NO_ENVELOPE = (
     f"a 2026-07-28 request needs params._meta with {META_VERSION!r} and {META_CAPABILITIES!r}"
 )
@@ -113,6 +117,12 @@ class StreamableHTTP:
         assert principal is not None
         if req.method == "POST":
             return await self._post(req, endpoint, principal, link)
+        if req.method in ("GET", "DELETE") and not req.headers.get(SESSION_HEADER):
+            # Only a handshake session has a GET stream or a DELETE; a 2026-07-28 client
+            # has neither (basic/transports/streamable-http, Backward Compatibility).
+            refused = _rpc_error(405, NO_SESSION_METHOD.format(req.method))
+            refused.headers.append(("allow", "POST"))
+            return refused
         session = self._session(req)
         if isinstance(session, Response):
             return session
