@@ -53,6 +53,13 @@ CACHEABLE = frozenset(
 )
 
 DUPLICATE_ID = "duplicate request id"
+#: What a 2026-07-28 request whose ``_meta`` logLevel is no log level is told (-32602).
+BAD_LOG_LEVEL = f"_meta[{META_LOG_LEVEL!r}] must be one of {', '.join(LOG_LEVELS)}"
+#: What a 2026-07-28 ``logging/setLevel`` is told (-32601).
+SET_LEVEL_REMOVED = (
+    "logging/setLevel was removed in 2026-07-28: send the minimum level with each request, "
+    f"in _meta[{META_LOG_LEVEL!r}] (without it, a request gets no log messages)"
+)
 ALREADY_INITIALIZED = "session already initialized: initialize is sent once per session"
 
 #: Methods the driver runs (async); everything else is answered here.
@@ -161,6 +168,8 @@ class Session:
                 f"unsupported protocol version {version!r}",
                 {"supported": list(MODERN_VERSIONS), "requested": version},
             )
+        if META_LOG_LEVEL in meta and meta[META_LOG_LEVEL] not in LOG_LEVELS:
+            raise ProtocolError(rpc.INVALID_PARAMS, BAD_LOG_LEVEL, {"allowed": list(LOG_LEVELS)})
 
     def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
         asked = params.get("protocolVersion")
@@ -209,6 +218,8 @@ class Session:
             case "resources/unsubscribe":
                 return self._unsubscribe(self._subscription_uri(params))
             case "logging/setLevel":
+                if META_VERSION in meta:  # removed at 2026-07-28: no session to hold it
+                    raise ProtocolError(rpc.METHOD_NOT_FOUND, SET_LEVEL_REMOVED)
                 level = params.get("level")
                 if level not in LOG_LEVELS:
                     raise ProtocolError(rpc.INVALID_PARAMS, f"level must be one of {LOG_LEVELS}")
@@ -359,16 +370,21 @@ class Session:
 
         Args:
             level: The message's level.
-            meta: The ``_meta`` of a 2026-07-28 request: its ``logLevel`` entry, when valid,
-                sets the minimum for that request alone (there is no session to hold a
-                ``logging/setLevel``); otherwise the session's level applies.
+            meta: The ``_meta`` of a 2026-07-28 request (None after the handshake): its
+                ``logLevel`` entry sets the minimum for that request alone, and a request
+                without one gets no log messages (there is no session to hold a
+                ``logging/setLevel``). A handshake session's level is its setLevel's.
 
         Returns:
             True when the message should be sent.
         """
-        floor = meta.get(META_LOG_LEVEL) if meta else None
-        if floor not in LOG_LEVELS:
+        floor: Any
+        if meta is None:
             floor = self.log_level
+        else:
+            floor = meta.get(META_LOG_LEVEL)
+            if floor not in LOG_LEVELS:  # absent: the client did not opt in
+                return False
         return LOG_LEVELS.index(level) >= LOG_LEVELS.index(floor)
 
 

@@ -81,7 +81,8 @@ class ToolCall:
             ``{"table": "default"}`` for ``/mcp/chess``.
         runtime: The actor registry, store and clock.
         progress: Report progress (sent only if the client asked with a progressToken).
-        log: Send a notifications/message at a level (filtered by logging/setLevel).
+        log: Send a notifications/message at a level (filtered by logging/setLevel, or at
+            2026-07-28 by the request's ``_meta`` logLevel: none without one).
         meta: The request's ``_meta`` object, if any.
         client: Sends server-to-client requests (sampling, elicitation) on this call's
             stream; an ``agora.server.channel.ClientChannel`` when available.
