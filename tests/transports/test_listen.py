@@ -65,7 +65,7 @@ async def test_a_listen_to_an_inbox_that_is_not_yours_is_refused(server):
             with pytest.raises(MCPError) as refused:
                 async with client.listen(resource_subscriptions=[MISSING]):
                     pass
-            assert refused.value.error.code == rpc.RESOURCE_NOT_FOUND
+            assert refused.value.error.code == rpc.INVALID_PARAMS  # -32002 was removed
             assert server.runtime.resources.subscribers(MISSING) == 0
 
 

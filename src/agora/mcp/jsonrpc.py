@@ -22,6 +22,7 @@ INTERNAL_ERROR = -32603
 REQUEST_CANCELLED = -32800
 HEADER_MISMATCH = -32020
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+#: Resource not found up to 2025-11-25; 2026-07-28 removed it for -32602 (`resource_not_found`).
 RESOURCE_NOT_FOUND = -32002
 #: A connection already runs ``max_in_flight`` calls: retry once one of them has finished.
 TOO_MANY_IN_FLIGHT = -32010
@@ -280,6 +281,13 @@ def error(rid: RequestId | None, code: int, message: str, data: Any = None) -> d
     if data is not None:
         err["data"] = data
     return {"jsonrpc": "2.0", "id": rid, "error": err}
+
+
+def resource_not_found(uri: str, modern: bool) -> ProtocolError:
+    """The "Resource not found" of ``uri``: -32002 after the handshake, -32602 at 2026-07-28,
+    which must not emit -32002 (`RESOURCE_NOT_FOUND`)."""
+    code = INVALID_PARAMS if modern else RESOURCE_NOT_FOUND
+    return ProtocolError(code, "Resource not found", {"uri": uri})
 
 
 def notification(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:

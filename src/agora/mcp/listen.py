@@ -10,8 +10,9 @@ acknowledgement, and never sent.
 
 Each URI passes the checks ``resources/subscribe`` applies: it must name a resource of the
 catalog, and a resource with a ``check`` runs it. A URI that fails refuses the whole listen,
-before the acknowledgement, with the error a subscribe would get: the client learns which URI
-and why (an omitted URI would look like one the server merely ignores).
+before the acknowledgement, with the error a subscribe would get (-32602, not the -32002 that
+2026-07-28 removed): the client learns which URI and why (an omitted URI would look like one
+the server merely ignores).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def checks(catalog: Catalog, params: dict[str, Any]) -> ListenChecks:
 
     Raises:
         ProtocolError: malformed ``params.notifications`` (-32602), or a URI that names no
-            resource of the catalog (-32002, as a subscribe).
+            resource of the catalog (-32602 "Resource not found": 2026-07-28 removed -32002).
     """
     wanted = params.get("notifications")
     if not isinstance(wanted, dict):
@@ -70,7 +71,7 @@ def checks(catalog: Catalog, params: dict[str, Any]) -> ListenChecks:
     for uri in out.uris:
         found = catalog.resource(uri)
         if found is None:
-            raise ProtocolError(rpc.RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+            raise rpc.resource_not_found(uri, modern=True)
         entry, args = found
         if entry.check is not None:
             out.checks.append((uri, args, entry.check))

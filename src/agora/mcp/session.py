@@ -249,7 +249,7 @@ class Session:
         uri = self._subscription_uri(msg.params)
         found = self.catalog.resource(uri)
         if found is None:
-            raise ProtocolError(rpc.RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+            raise rpc.resource_not_found(uri, modern)
         entry, args = found
         if entry.check is not None:
             if self._checking is None:
@@ -321,7 +321,7 @@ class Session:
             answers = params.get("inputResponses") if modern else None
             answers = answers if isinstance(answers, dict) else None
             return Invoke(msg.id, kind, name, args, tool.target, token, meta, modern, answers)
-        target, args = self._target(kind, name, args)
+        target, args = self._target(kind, name, args, modern)
         return Invoke(msg.id, kind, name, args, target, token, meta, modern)
 
     def _rejected(
@@ -333,7 +333,9 @@ class Session:
         result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": True}
         return self.finish(result, modern)
 
-    def _target(self, kind: str, name: str, args: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    def _target(
+        self, kind: str, name: str, args: dict[str, Any], modern: bool
+    ) -> tuple[Any, dict[str, Any]]:
         """The target of a prompts/get or resources/read, and the arguments it gets."""
         if kind == "prompt":
             prompt = self.catalog.prompt(name)
@@ -345,7 +347,7 @@ class Session:
             return prompt.target, args
         found = self.catalog.resource(name)
         if found is None:
-            raise ProtocolError(rpc.RESOURCE_NOT_FOUND, "Resource not found", {"uri": name})
+            raise rpc.resource_not_found(name, modern)
         return found[0].target, found[1]
 
     def finish(

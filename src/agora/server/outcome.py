@@ -49,7 +49,10 @@ def outcome(conn: Connection, inv: Invoke, value: Any, error: Exception | None) 
             asked = {"resultType": "input_required", "inputRequests": exc.requests}
             return rpc.result(inv.id, conn.session.finish(asked, inv.modern))
         except ProtocolError as exc:
-            return rpc.error(inv.id, exc.code, exc.message, exc.data)
+            code = exc.code
+            if code == rpc.RESOURCE_NOT_FOUND and inv.modern:  # removed at 2026-07-28
+                code = rpc.INVALID_PARAMS
+            return rpc.error(inv.id, code, exc.message, exc.data)
         except Exception as exc:  # the entity, its actor, the store, or a bug
             return failed_reply(conn.session, inv, failure_of(inv, exc))
     except Exception as exc:  # (zero cost until it happens: no frame more per call)
