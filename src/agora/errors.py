@@ -58,6 +58,21 @@ class InputRequired(Exception):
         self.requests = requests
 
 
+class RequestRefused(Exception):
+    """A 2026-07-28 call refused for what its client declared or sent, found as a handler asks
+    it (`agora.server.channel.ClientChannel.request`): a capability the request did not
+    declare (-32021, ``data.requiredCapabilities``). Answered as the JSON-RPC error it
+    carries, as a `ProtocolError` is, but not an `AgoraError`: a handler that catches those
+    (a client that failed to answer an optional request) lets this through.
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
 #: Why the store could not write, when the operating system says so (`StoreError.cause`):
 #: the database's disk is full, its files or file system refuse writes, or the disk failed.
 StoreCause = Literal["disk_full", "read_only", "io_error"]

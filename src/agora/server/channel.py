@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from agora.errors import InputRequired
+from agora.errors import InputRequired, RequestRefused
+from agora.mcp import asks
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.session import META_CAPABILITIES
 from agora.toolsets.base import ToolCall
@@ -47,6 +48,17 @@ class ClientChannel:
             return declared if isinstance(declared, dict) else {}
         return self._conn.session.client_capabilities
 
+    @property
+    def modern(self) -> bool:
+        """Whether the call came at 2026-07-28 (no handshake): `request` then answers from
+        the call's ``inputResponses``, and refuses what the request's capabilities lack."""
+        return self._inv.modern
+
+    def missing(self, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        """The capabilities the client would have to declare to be asked ``method`` with
+        ``params`` (`agora.mcp.asks.missing_capabilities`), or None when it declared them."""
+        return asks.missing_capabilities(method, params, self.capabilities)
+
     async def request(self, method: str, params: dict[str, Any]) -> Any:
         """Send a request to the client and return its result.
 
@@ -56,14 +68,25 @@ class ClientChannel:
         ``input_required`` with the request under that key, and the client calls again with
         its answer. The handler then runs again from the start, so it must ask before it
         changes anything, and it gets only the answers of the latest round: one request per
-        call at that revision.
+        call at that revision. A request that needs a capability this call's ``_meta`` does
+        not declare (`missing`) is refused first: the call is answered -32021 listing them.
+        A handler for which the request is optional checks `capabilities` and does not ask.
 
         Raises:
             ProtocolError: the client answered with an error, or did not answer in time.
             InputRequired: a 2026-07-28 call whose client has not answered yet.
+            RequestRefused: a 2026-07-28 call whose client lacks the capability (-32021).
         """
         inv = self._inv
         if inv.modern:
+            needed = asks.missing_capabilities(method, params, self.capabilities)
+            if needed is not None:
+                raise RequestRefused(
+                    asks.MISSING_CAPABILITY,
+                    f"{method} needs a client capability this request does not declare: add "
+                    f"data.requiredCapabilities to _meta[{META_CAPABILITIES!r}] and call again",
+                    {"requiredCapabilities": needed},
+                )
             answers = inv.input_responses or {}
             if method in answers:
                 return answers[method]

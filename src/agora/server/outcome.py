@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agora.errors import InputRequired, ProtocolError, ToolError
+from agora.errors import InputRequired, ProtocolError, RequestRefused, ToolError
 from agora.mcp import jsonrpc as rpc
 from agora.mcp import listen
 from agora.mcp.results import tool_reply, tool_result
@@ -48,7 +48,7 @@ def outcome(conn: Connection, inv: Invoke, value: Any, error: Exception | None) 
         except InputRequired as exc:  # 2026-07-28 only: see `ClientChannel.request`
             asked = {"resultType": "input_required", "inputRequests": exc.requests}
             return rpc.result(inv.id, conn.session.finish(asked, inv.modern))
-        except ProtocolError as exc:
+        except (ProtocolError, RequestRefused) as exc:
             code = exc.code
             if code == rpc.RESOURCE_NOT_FOUND and inv.modern:  # removed at 2026-07-28
                 code = rpc.INVALID_PARAMS

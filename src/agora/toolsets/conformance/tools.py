@@ -97,15 +97,25 @@ async def error_handling(call: ToolCall) -> dict[str, Any]:
     raise ToolError({"error": ERROR_TEXT}, text=ERROR_TEXT)
 
 
-async def _ask_client(call: ToolCall, capability: str, method: str, params: dict[str, Any]) -> Any:
-    """Send ``method`` to the client if it declared ``capability``; return its result."""
-    if call.client is None or capability not in call.client.capabilities:
+async def _ask_client(call: ToolCall, method: str, params: dict[str, Any]) -> Any:
+    """Send ``method`` to the client; return its result.
+
+    At 2026-07-28 the channel itself refuses a request the client declared no capability for
+    (-32021); after the handshake the tool says so as its error.
+    """
+    client = call.client
+    if client is None:  # the handler was called directly
+        raise ToolError({"error": "no MCP client to ask"}, text="This tool needs an MCP client.")
+    missing = client.missing(method, params)
+    if missing is not None and not client.modern:
+        capability, modes = next(iter(missing.items()))
+        needs = f"{next(iter(modes))}-mode {capability}" if modes else f"the {capability}"
         raise ToolError(
-            {"error": f"the client did not declare the {capability} capability"},
-            text=f"This tool needs a client with the {capability} capability.",
+            {"error": f"the client did not declare the {capability} capability it needs"},
+            text=f"This tool needs a client with {needs} capability.",
         )
     try:
-        return await call.client.request(method, params)
+        return await client.request(method, params)
     except ProtocolError as exc:
         raise ToolError(
             {"error": exc.message, "code": exc.code}, text=f"{method} failed: {exc.message}"
@@ -120,7 +130,7 @@ async def sampling(call: ToolCall) -> dict[str, Any]:
     """
     message = {"role": "user", "content": media.text(call.args["prompt"])}
     params = {"messages": [message], "maxTokens": 100}
-    result = await _ask_client(call, "sampling", "sampling/createMessage", params)
+    result = await _ask_client(call, "sampling/createMessage", params)
     content = result.get("content") if isinstance(result, dict) else None
     # 2025-11-25 allows a list of blocks where earlier revisions had one block.
     blocks = content if isinstance(content, list) else [content]
@@ -129,15 +139,8 @@ async def sampling(call: ToolCall) -> dict[str, Any]:
 
 
 async def _elicit(call: ToolCall, message: str, schema: dict[str, Any]) -> dict[str, Any]:
-    declared = call.client.capabilities.get("elicitation") if call.client is not None else None
-    if isinstance(declared, dict) and declared and "form" not in declared:
-        # 2025-11-25: {} means form mode; a client listing only other modes cannot fill forms.
-        raise ToolError(
-            {"error": "the client does not support form-mode elicitation"},
-            text="This tool needs a client that supports form-mode elicitation.",
-        )
-    params = {"message": message, "requestedSchema": schema}
-    result = await _ask_client(call, "elicitation", "elicitation/create", params)
+    params = {"message": message, "requestedSchema": schema}  # form mode (no "mode")
+    result = await _ask_client(call, "elicitation/create", params)
     result = result if isinstance(result, dict) else {}
     return {"action": result.get("action"), "content": result.get("content")}
 
