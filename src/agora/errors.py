@@ -61,7 +61,8 @@ class InputRequired(Exception):
 class RequestRefused(Exception):
     """A 2026-07-28 call refused for what its client declared or sent, found as a handler asks
     it (`agora.server.channel.ClientChannel.request`): a capability the request did not
-    declare (-32021, ``data.requiredCapabilities``). Answered as the JSON-RPC error it
+    declare (-32021, ``data.requiredCapabilities``), or an ``inputResponses`` answer that is
+    not the result of the method asked (-32602). Answered as the JSON-RPC error it
     carries, as a `ProtocolError` is, but not an `AgoraError`: a handler that catches those
     (a client that failed to answer an optional request) lets this through.
     """

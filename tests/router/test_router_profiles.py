@@ -225,3 +225,21 @@ async def test_a_link_out_of_an_authorized_root_is_no_oracle_either(router, work
     for probe in ("there", "not-there"):
         plan = await router.plan("Fix it", routing_context=routing(f"{workspace}/link/{probe}"))
         assert plan["profile_warnings"] == NO_ROOTS, probe
+
+
+class BadRoots(Roots):
+    """A client whose roots/list answer holds no list (after the handshake nothing checks it)."""
+
+    async def request(self, method, params):
+        self.asked += 1
+        return {"roots": 5}
+
+
+async def test_a_roots_answer_without_a_list_authorizes_nothing(router, tmp_path):
+    repo = tmp_path / "client-repo"
+    write_workspace(repo, profile("client", skills=("skill:client",)))
+    router.client = BadRoots(repo)
+    plan = await router.plan("Fix it", routing_context=routing(repo))
+    assert router.client.asked == 1
+    assert plan["profile_warnings"] == [REFUSED]
+    assert plan["route_source"] != "workspace-profile"

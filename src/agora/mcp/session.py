@@ -319,7 +319,8 @@ class Session:
             if problems:
                 return Send(rpc.result(msg.id, self._rejected(tool, problems, modern)), msg.id)
             answers = params.get("inputResponses") if modern else None
-            answers = answers if isinstance(answers, dict) else None
+            if answers is not None and not isinstance(answers, dict):
+                raise ProtocolError(rpc.INVALID_PARAMS, "params.inputResponses must be an object")
             return Invoke(msg.id, kind, name, args, tool.target, token, meta, modern, answers)
         target, args = self._target(kind, name, args, modern)
         return Invoke(msg.id, kind, name, args, target, token, meta, modern)

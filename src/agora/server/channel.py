@@ -69,13 +69,15 @@ class ClientChannel:
         its answer. The handler then runs again from the start, so it must ask before it
         changes anything, and it gets only the answers of the latest round: one request per
         call at that revision. A request that needs a capability this call's ``_meta`` does
-        not declare (`missing`) is refused first: the call is answered -32021 listing them.
+        not declare (`missing`) is refused first: the call is answered -32021 listing them;
+        an answer that is not the method's result (`agora.mcp.asks.answer_problem`) is -32602.
         A handler for which the request is optional checks `capabilities` and does not ask.
 
         Raises:
             ProtocolError: the client answered with an error, or did not answer in time.
             InputRequired: a 2026-07-28 call whose client has not answered yet.
-            RequestRefused: a 2026-07-28 call whose client lacks the capability (-32021).
+            RequestRefused: a 2026-07-28 call whose client lacks the capability (-32021), or
+                answered with what is not the method's result (-32602).
         """
         inv = self._inv
         if inv.modern:
@@ -87,9 +89,14 @@ class ClientChannel:
                     f"data.requiredCapabilities to _meta[{META_CAPABILITIES!r}] and call again",
                     {"requiredCapabilities": needed},
                 )
-            answers = inv.input_responses or {}
-            if method in answers:
-                return answers[method]
+            answers = inv.input_responses
+            if answers and method in answers:
+                answer = answers[method]
+                problem = asks.answer_problem(method, answer)
+                if problem is not None:
+                    message = f"inputResponses[{method!r}]{problem}"
+                    raise RequestRefused(rpc.INVALID_PARAMS, message, {"method": method})
+                return answer
             raise InputRequired({method: {"method": method, "params": params}})
         return await self._conn.request_client(method, params, inv.id)
 

@@ -65,7 +65,9 @@ async def roots_and_why(call: ToolCall) -> tuple[list[str], str | None]:
     except (trio.TooSlowError, AgoraError) as exc:
         log.info("roots/list failed: %s", loggable(exc))  # the client's own text
         return [], "the MCP client did not answer roots/list; " + _ADD
-    roots = answer.get("roots", []) if isinstance(answer, dict) else []
+    roots = answer.get("roots") if isinstance(answer, dict) else None
+    if not isinstance(roots, list):  # (a 2026-07-28 answer was checked: -32602, not here)
+        roots = []
     uris = [r["uri"] for r in roots if isinstance(r, dict) and isinstance(r.get("uri"), str)]
     return workspace.file_roots(uris), None
 
