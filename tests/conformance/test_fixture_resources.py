@@ -17,6 +17,8 @@ from agora.mcp import jsonrpc as rpc
 from agora.server.embed import open_server
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from agora.server.embed import InProcessClient
 
 TIMEOUT = 10
@@ -26,6 +28,14 @@ CONFIG = Config(db=":memory:", port=0, conformance=True, toolsets=["conformance"
 def notes(client: InProcessClient, method: str) -> list[dict[str, Any]]:
     """The params of every message the server sent with ``method``."""
     return [m["params"] for m in client.notifications if m.get("method") == method]
+
+
+async def until(ready: Callable[[], bool]) -> None:
+    """Until ``ready()`` (the caller bounds the wait)."""
+    while True:
+        if ready():
+            return
+        await trio.sleep(0.01)
 
 
 @pytest.mark.parametrize(
@@ -86,11 +96,44 @@ async def test_subscribers_hear_of_updates_until_they_unsubscribe(client: InProc
         await client.call_tool("test_update_watched_resource")  # not subscribed yet
         assert (await client.request("resources/subscribe", watched))["result"] == {}
         await client.call_tool("test_update_watched_resource")
+        # Sent from the session's own task, as after a commit: it may follow the tool's reply.
+        await until(lambda: bool(notes(client, "notifications/resources/updated")))
         assert (await client.request("resources/unsubscribe", watched))["result"] == {}
         await client.call_tool("test_update_watched_resource")
         contents = (await client.request("resources/read", watched))["result"]["contents"]
     assert notes(client, "notifications/resources/updated") == [watched]
     assert contents[0]["text"] == "revision 3"
+
+
+async def test_an_update_reaches_other_sessions_subscribed_or_listening() -> None:
+    """test_update_watched_resource tells the runtime's resource hub, as a commit does: every
+    session watching the URI hears of it, not only the one that called the tool."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    watched = {"uri": "test://watched-resource"}
+    wanted = {"resourceSubscriptions": [watched["uri"]]}
+    async with (
+        open_server(CONFIG, listen=False) as server,
+        server.client("/mcp") as subscriber,
+        server.client("/mcp") as listener,
+        server.client("/mcp") as caller,
+    ):
+        with trio.fail_after(TIMEOUT):
+            await subscriber.initialize()
+            assert (await subscriber.request("resources/subscribe", watched))["result"] == {}
+            listen = rpc.request("l1", "subscriptions/listen", {"notifications": wanted})
+            listen["params"]["_meta"] = meta
+            await listener.conn.feed(rpc.parse(listen))
+            await caller.initialize()
+            await caller.call_tool("test_update_watched_resource")
+            await until(lambda: bool(subscriber.notifications) and len(listener.notifications) > 1)
+    assert notes(subscriber, "notifications/resources/updated") == [watched]
+    (heard,) = notes(listener, "notifications/resources/updated")
+    assert heard["uri"] == watched["uri"]
+    assert heard["_meta"] == {"io.modelcontextprotocol/subscriptionId": "l1"}
+    assert notes(caller, "notifications/resources/updated") == []
 
 
 async def test_capabilities_declare_resources_prompts_and_completion() -> None:

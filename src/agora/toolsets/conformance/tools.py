@@ -199,7 +199,7 @@ def handlers(watched: Watched) -> Mapping[str, Handler]:
 
     async def update_watched(call: ToolCall) -> dict[str, Any]:
         revision = watched.touch()
-        await call.resource_updated(watched.uri)
+        call.runtime.resources_updated(watched.uri)  # every session watching it hears of it
         return _content(media.text(f"{watched.uri} is now at revision {revision}"))
 
     return {
