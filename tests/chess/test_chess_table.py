@@ -6,6 +6,7 @@ import datetime as dt
 import sqlite3
 
 import chess
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,12 +28,17 @@ from agora.toolsets.chess.commands import (
     Tokens,
 )
 from agora.toolsets.chess.sql import MIGRATIONS
-from agora.toolsets.chess.table import KIND, ChessTable, Snapshot
+from agora.toolsets.chess.table import AGENT_FRESH_SECONDS, KIND, ChessTable, Snapshot
 from agora.toolsets.chess.terms import ChessError
 
 NOW = Now(0.0, dt.datetime(2026, 11, 30, tzinfo=dt.UTC))
 TOKEN = "secret-token"
 AGENT = "agent-token"
+
+
+def durable(snap: Snapshot) -> Snapshot:
+    """What a reload restores of ``snap``: all but the agent's presence (kept in memory)."""
+    return msgspec.structs.replace(snap, agent_present=False)
 
 
 def open_db() -> sqlite3.Connection:
@@ -128,7 +134,31 @@ def test_the_agent_is_announced_once(harness):
     assert first.reply.agent_present
     second = harness.run(Look(AGENT))
     assert (second.changed, second.writes) == (False, [])
-    assert harness.reloaded().snapshot().agent_present
+    # Presence lives in memory: a restart starts with no agent seen.
+    assert not harness.reloaded().snapshot().agent_present
+
+
+def test_a_move_alone_announces_the_agent(harness):
+    harness.run(ChooseSide(TOKEN, "white"))
+    moved = harness.run(AgentMove(AGENT, "e2", "e4"))
+    assert moved.reply.agent_present
+    assert harness.run(HumanMove(TOKEN, "e7", "e5")).reply.agent_present
+
+
+def test_presence_fades_after_the_freshness_window(harness):
+    harness.run(ChooseSide(TOKEN, "white"))
+    harness.run(AgentMove(AGENT, "e2", "e4"))
+
+    def look_at(mono: float) -> Snapshot:
+        reply = harness.entity.handle(Look(), Now(mono, NOW.wall)).reply
+        assert isinstance(reply, Snapshot)
+        return reply
+
+    assert look_at(AGENT_FRESH_SECONDS).agent_present  # a parked wait_for_turn is <= 55 s
+    assert not look_at(AGENT_FRESH_SECONDS + 1).agent_present
+    back = harness.entity.handle(Look(AGENT), Now(AGENT_FRESH_SECONDS + 2, NOW.wall))
+    assert back.changed  # the pages wake: the agent is back
+    assert back.reply.agent_present
 
 
 @pytest.mark.parametrize(
@@ -177,7 +207,7 @@ def test_a_reload_restores_fen_history_notes_sides_and_offers(harness):
     harness.run(AgentMove(AGENT, "e2", "e4", note="<script>alert(1)</script>"))
     harness.run(HumanMove(TOKEN, "e7", "e5", note="and you"))
     harness.run(OfferDraw(TOKEN))
-    assert harness.reloaded().snapshot() == harness.entity.snapshot()
+    assert harness.reloaded().snapshot() == durable(harness.entity.snapshot())
 
 
 def test_a_reload_restores_a_result_and_the_game_number(harness):
@@ -188,7 +218,7 @@ def test_a_reload_restores_a_result_and_the_game_number(harness):
     harness.run(AgentMove(AGENT, "d2", "d4"))
     harness.run(NewGame(TOKEN))
     snap = harness.reloaded().snapshot()
-    assert snap == harness.entity.snapshot()
+    assert snap == durable(harness.entity.snapshot())
     assert snap.game_number == 3
     games = harness.conn.execute(
         "SELECT game_no, score, reason FROM chess_games ORDER BY game_no"
@@ -249,7 +279,7 @@ def test_any_sequence_of_commands_reloads_exactly(agent_color, script):
         else:
             command = Look(AGENT if with_note else None)
         h.run(command)
-        assert h.reloaded().snapshot() == h.entity.snapshot()
+        assert h.reloaded().snapshot() == durable(h.entity.snapshot())
 
 
 def test_tables_made_before_agent_tokens_get_one_each_on_upgrade():

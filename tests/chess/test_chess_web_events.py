@@ -8,6 +8,7 @@ from contextlib import aclosing
 import trio
 from page_routes import http
 
+from agora.toolsets.chess.table import AGENT_FRESH_SECONDS
 from agora.web.http import EventStream, Response
 
 
@@ -51,3 +52,32 @@ async def test_a_spectator_stream_has_no_moves_to_offer(table, autojump_clock):
     missing = await http(table.runtime, "GET", "/play/ghost/events")
     assert isinstance(missing, Response)
     assert missing.status == 404
+
+
+async def test_the_stream_says_when_the_agent_comes_and_goes(table, autojump_clock):
+    await table.choose("white")
+    stream = await http(table.runtime, "GET", "/play/default/events", query={"token": table.token})
+    assert isinstance(stream, EventStream)
+    async with aclosing(stream.events) as events:
+        first = json.loads((await _next(events))[1])
+        assert (first["agentPresent"], first["status"]) == (
+            False,
+            "Waiting for the agent to connect.",
+        )
+        await table.tool("move_piece", **{"from": "e2", "to": "e4"})  # no read tool first
+        moved = json.loads((await _next(events))[1])
+        assert moved["agentPresent"]
+        await table.human_move("e7e5")
+        thinking = json.loads((await _next(events))[1])
+        assert (thinking["agentPresent"], thinking["status"]) == (True, "The agent is thinking.")
+        start = trio.current_time()
+        while True:  # pings until the agent has been silent for the window
+            name, data = await _next(events, 200)
+            if name == "state":
+                break
+        gone = json.loads(data)
+        assert (gone["agentPresent"], gone["status"]) == (
+            False,
+            "Waiting for the agent to connect.",
+        )
+        assert AGENT_FRESH_SECONDS < trio.current_time() - start <= AGENT_FRESH_SECONDS + 20

@@ -42,6 +42,10 @@ if TYPE_CHECKING:
     from agora.store.neutral import ReadConn
 
 KIND_NAME: Final = "chess"
+#: How long after its last call with the agent token an agent still counts as present (the
+#: page's "The agent is thinking."). Longer than the longest ``wait_for_turn`` (55 s), so a
+#: parked wait keeps the agent present while it is parked.
+AGENT_FRESH_SECONDS: Final = 120.0
 
 
 class Snapshot(msgspec.Struct, frozen=True):
@@ -56,6 +60,8 @@ class Snapshot(msgspec.Struct, frozen=True):
     moves: tuple[PlayedMove, ...]
     draw_offer: Role | None
     result: Result | None
+    #: An agent called with this table's agent token within `AGENT_FRESH_SECONDS` (any tool,
+    #: in this server process: a restart starts with no agent seen).
     agent_present: bool
     #: The agent's credential: for the human's page only, never in an agent reply or a
     #: spectator's view.
@@ -114,6 +120,10 @@ class ChessTable:
         self.row = row
         self.game = game if game is not None else Game(1)
         self._snapshot: Snapshot | None = None
+        #: The monotonic time of the last call with the agent token: presence lives in
+        #: memory only (the row's ``agent_seen_at`` only records when an agent last arrived).
+        self.agent_seen: float | None = None
+        self._mono = 0.0
 
     # -- the Entity protocol ----------------------------------------------------------------
 
@@ -134,6 +144,7 @@ class ChessTable:
             `CheckToken`), or a `ChessError` carrying the snapshot when refused.
         """
         at = now.wall.isoformat()
+        self._mono = now.mono
         try:
             return self._dispatch(command, at)
         except ChessError as err:
@@ -148,10 +159,12 @@ class ChessTable:
         """
         assert self.row is not None
         cached = self._snapshot
+        present = self._present()
         if (
             cached is not None
             and cached.version == self.row.version
             and cached.game_number == self.game.number
+            and cached.agent_present == present
         ):
             return cached
         game = self.game
@@ -166,7 +179,7 @@ class ChessTable:
             draw_offer=game.draw_offer,
             declined_ply=game.declined_ply,
             result=game.result,
-            agent_present=self.row.agent_seen_at is not None,
+            agent_present=present,
             agent_token=self.row.agent_token,
         )
         return self._snapshot
@@ -185,6 +198,7 @@ class ChessTable:
     @commands.on(AgentMove)
     def _agent_move(self, command: AgentMove, at: str) -> Effects:
         self._check_agent(command.agent_token)
+        self._saw_agent(at)
         played = self.game.play(
             "agent",
             command.from_square,
@@ -224,7 +238,8 @@ class ChessTable:
             case NewAgentToken(agent_token=agent_token):
                 assert self.row is not None
                 self.row.agent_token = agent_token
-                self.row.agent_seen_at = None  # present again once the new holder calls
+                self.row.agent_seen_at = None
+                self.agent_seen = None  # present again once the new holder calls
         return self._changed()
 
     @commands.on(CreateTable)
@@ -260,10 +275,22 @@ class ChessTable:
         if command.agent_token is None:
             return Effects(reply=self.snapshot())
         self._check_agent(command.agent_token)
-        if self.row.agent_seen_at is None:
-            self.row.agent_seen_at = at
-            return self._changed()
+        if self._saw_agent(at):
+            return self._changed()  # wakes the pages: the agent is here
         return Effects(reply=self.snapshot())
+
+    def _present(self) -> bool:
+        seen = self.agent_seen
+        return seen is not None and self._mono - seen <= AGENT_FRESH_SECONDS
+
+    def _saw_agent(self, at: str) -> bool:
+        """Note a call with the agent token (already checked); True if it just arrived."""
+        assert self.row is not None
+        arrived = not self._present()
+        self.agent_seen = self._mono
+        if arrived:
+            self.row.agent_seen_at = at
+        return arrived
 
     def _new_game(self, at: str) -> Effects:
         old = self.game

@@ -7,8 +7,8 @@ Routes (all under ``/play``):
     GET  /play/{table}                the page (spectator view without ``?token=``)
     GET  /play/{table}/state          the table as `PageState` JSON (``?token=`` for the human
                                       view; a wrong token is 403, never a silent spectator view)
-    GET  /play/{table}/events         SSE: a ``state`` event now and after every change, ``ping``
-                                      every 20 s while nothing changes (same token rule)
+    GET  /play/{table}/events         SSE: a ``state`` event now and after every change (or the
+                                      agent's presence), ``ping`` every 20 s (same token rule)
     GET  /play/{table}/pgn            the current game as a PGN download (public, like the page)
     POST /play/{table}/side           {"token", "agentColor": "white" | "black"}
     POST /play/{table}/move           {"token", "from", "to", "promotion"?, "note"?}
@@ -259,23 +259,23 @@ async def events(request: Request, runtime: Runtime) -> Response | EventStream:
     return EventStream(_stream(runtime, table, human), [("Cache-Control", "no-store")])
 
 
-def _newer_than(version: int) -> Callable[[Snapshot], bool]:
-    return lambda snap: snap.version != version
+def _news(sent: tuple[int, bool] | None) -> Callable[[Snapshot], bool]:
+    # The agent's presence fades with no change: each poll's `Look` judges it (within 20 s).
+    return lambda snap: (snap.version, snap.agent_present) != sent
 
 
 async def _stream(
     runtime: Runtime, table: str, human: bool
 ) -> AsyncIterator[tuple[str | None, str]]:
-    seen = -1
+    sent: tuple[int, bool] | None = None
     while not runtime.closing:
+        news = _news(sent)
         try:
-            snap: Snapshot = await runtime.poll(
-                KIND, table, Look(), ready=_newer_than(seen), timeout=KEEPALIVE_SECONDS
-            )
+            snap = await runtime.poll(KIND, table, Look(), ready=news, timeout=KEEPALIVE_SECONDS)
         except ChessError:
             return
-        if snap.version != seen:
-            seen = snap.version
+        if news(snap):
+            sent = (snap.version, snap.agent_present)
             view = page.page_state(snap, human=human, public_url=runtime.public_url)
             yield "state", page.encode(view).decode()
         elif not runtime.closing:

@@ -161,7 +161,7 @@ const chessView = (() => {
     $("agent-token").textContent = state.agentToken || "";
     $("agent-presence").textContent = state.agentPresent
       ? "An agent has joined this table."
-      : "No agent has joined this table yet.";
+      : "No agent is at this table: none has called in the last 2 minutes.";
   }
 
   function renderStatus(state) {
