@@ -1,21 +1,26 @@
-// The human's hand on the chess board: picks a move by click (piece, then target) or by
-// dragging the piece, both with pointer events, and asks which piece a pawn promotes to.
+// The human's hand on the chess board: picks a move by click (piece, then target), by
+// dragging the piece, both with pointer events, or by keyboard (the arrows move between
+// squares, Enter or Space picks the piece and then its target, Escape drops the pick), and
+// asks which piece a pawn promotes to.
 // Loaded after view.js, before play.js. It holds only the board's selection; the table's
 // state is play.js's (read through page.state()), and a chosen move goes to page.move(),
 // which sends it. Only legal moves the server listed can be picked; it sends nothing itself.
 "use strict";
 
 const chessMoves = (() => {
-  const { $, el, isMyTurn, movesFrom, renderBoard, renderPromotion } = chessView;
+  const { $, el, isMyTurn, movesFrom, squareOrder, renderBoard, renderPromotion } = chessView;
+  // Arrow key -> [rows, columns] on the board as drawn (flipped for Black).
+  const STEPS = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
 
   // page: {state() -> the table's state, move(from, to, promotion) -> promise of success}.
   function create(page) {
     let selected = null;
     let pendingPromotion = null;
+    let focus = null; // the keyboard's square
     let drag = null; // {from, pointerId, x, y, moved, ghost}
 
     function ui() {
-      return { selected, dragging: drag && drag.moved ? drag.from : null };
+      return { selected, focus, dragging: drag && drag.moved ? drag.from : null };
     }
 
     function redraw() {
@@ -23,8 +28,15 @@ const chessMoves = (() => {
     }
 
     function showPromotion(show) {
+      const box = $("promotion");
+      const hadFocus = box.contains(document.activeElement);
       renderPromotion(page.state(), show);
+      if (show) box.querySelector("[data-promotion]").focus(); // the queen, for the keyboard
       if (!show) pendingPromotion = null;
+      if (!show && hadFocus && focus) {
+        const square = document.querySelector(`[data-square="${focus}"]`);
+        if (square) square.focus(); // back to the board, not to the page's top
+      }
     }
 
     function squareAt(x, y) {
@@ -54,13 +66,44 @@ const chessMoves = (() => {
       if (!done && page.state()) redraw();
     }
 
+    // A click or Enter on ``square``: play the selected piece there, or pick it up.
+    function pick(square) {
+      if (selected && selected !== square && tryMove(selected, square)) return true;
+      selected = movesFrom(page.state(), square).length ? square : null;
+      return false;
+    }
+
+    function keyDown(event) {
+      const square = event.target.closest ? event.target.closest(".square") : null;
+      if (!square || event.altKey || event.ctrlKey || event.metaKey) return;
+      const name = square.dataset.square;
+      focus = name;
+      if (event.key === "Enter" || event.key === " ") {
+        event.preventDefault();
+        if (!(isMyTurn(page.state()) && pick(name))) redraw();
+      } else if (event.key === "Escape") {
+        selected = null;
+        showPromotion(false);
+        redraw();
+      } else if (STEPS[event.key]) {
+        event.preventDefault();
+        const order = squareOrder(page.state());
+        const index = order.indexOf(name);
+        const row = Math.floor(index / 8) + STEPS[event.key][0];
+        const col = (index % 8) + STEPS[event.key][1];
+        if (row < 0 || row > 7 || col < 0 || col > 7) return;
+        focus = order[row * 8 + col];
+        redraw();
+      }
+    }
+
     function pointerDown(event) {
       if (!isMyTurn(page.state()) || event.button > 0) return;
       const square = squareAt(event.clientX, event.clientY);
       if (!square) return;
       event.preventDefault();
-      if (selected && selected !== square && tryMove(selected, square)) return;
-      selected = movesFrom(page.state(), square).length ? square : null;
+      focus = square;
+      if (pick(square)) return;
       if (selected) {
         drag = { from: square, pointerId: event.pointerId, x: event.clientX, y: event.clientY };
         drag.moved = false;
@@ -120,6 +163,13 @@ const chessMoves = (() => {
         });
       }
       $("board").addEventListener("pointerdown", pointerDown);
+      $("board").addEventListener("keydown", keyDown);
+      $("promotion").addEventListener("keydown", (event) => {
+        if (event.key !== "Escape") return;
+        showPromotion(false);
+        selected = null;
+        redraw();
+      });
       document.addEventListener("pointermove", pointerMove);
       document.addEventListener("pointerup", pointerUp);
       document.addEventListener("pointercancel", pointerUp);

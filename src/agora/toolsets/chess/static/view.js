@@ -44,15 +44,20 @@ const chessView = (() => {
     return squares;
   }
 
-  // ui: {selected, dragging}: the square picked, and the square whose piece is being dragged.
+  // ui: {selected, dragging, focus}: the square picked, the square whose piece is being
+  // dragged, and the keyboard's square: the board's one tab stop (the arrows move it), which
+  // keeps the focus when the board is drawn again.
   function renderBoard(state, ui) {
     const board = $("board");
+    const hadFocus = board.contains(document.activeElement);
+    const order = squareOrder(state);
+    const focus = ui.focus || ui.selected || order[56];
     board.replaceChildren();
     const targets = new Set(ui.selected ? movesFrom(state, ui.selected).map((m) => m.to) : []);
     const last = state.lastMove;
     const bottomRank = flipped(state) ? "8" : "1";
     const leftFile = flipped(state) ? "h" : "a";
-    for (const square of squareOrder(state)) {
+    for (const square of order) {
       const fileIndex = files.indexOf(square[0]);
       const rank = Number(square[1]);
       const light = (fileIndex + rank) % 2 === 0;
@@ -61,6 +66,7 @@ const chessView = (() => {
         class: `square ${light ? "light" : "dark"}`,
         "data-square": square,
         "aria-label": square,
+        tabindex: square === focus ? "0" : "-1",
       });
       if (square[0] === leftFile) button.append(el("span", { class: "coord rank" }, square[1]));
       if (square[1] === bottomRank) button.append(el("span", { class: "coord file" }, square[0]));
@@ -79,6 +85,7 @@ const chessView = (() => {
       if (ui.dragging === square) button.classList.add("dragging");
       board.append(button);
     }
+    if (hadFocus) board.querySelector(`[data-square="${focus}"]`).focus();
   }
 
   // The promotion chooser: shown with the human's four pieces, or hidden.
@@ -196,5 +203,7 @@ const chessView = (() => {
     renderAgent(state);
   }
 
-  return { $, el, showError, isMyTurn, movesFrom, renderBoard, renderPromotion, render };
+  return {
+    $, el, showError, isMyTurn, movesFrom, squareOrder, renderBoard, renderPromotion, render,
+  };
 })();

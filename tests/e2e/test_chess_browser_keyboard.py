@@ -1,0 +1,69 @@
+"""End to end in a real browser: the human plays with the keyboard alone.
+
+``agora serve`` runs in a subprocess and the human's page in headless Chromium (a worker
+thread; `chess_browser`). The board is one tab stop; the arrow keys move between squares (as
+drawn: up is towards the agent), Enter or Space picks a piece and then its target, Escape
+drops the pick, and the focus stays on the board when it is drawn again after the move.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+from chess_browser import NEEDS_CHROMIUM, chromium, seated_white, sync_api
+from chess_page_http import http_json
+from chess_server import agora_serve
+
+pytestmark = [pytest.mark.browser, NEEDS_CHROMIUM]
+
+
+def _focused(page: Any) -> str | None:
+    found: str | None = page.evaluate("() => document.activeElement.dataset.square || null")
+    return found
+
+
+def human_plays_by_keyboard(url: str) -> dict[str, Any]:
+    """As White: e2e4 with the keyboard only; what the page showed at each step."""
+    expect = sync_api.expect
+    errors: list[str] = []
+    seen: dict[str, Any] = {}
+    with chromium() as browser:
+        page = seated_white(browser, url, errors)
+        seen["tab_stops"] = page.locator('#board .square[tabindex="0"]').count()
+        page.focus('[data-square="e2"]')
+        page.keyboard.press("Enter")
+        expect(page.locator(".square.selected")).to_have_count(1)
+        seen["targets"] = sorted(
+            s.get_attribute("data-square") for s in page.locator(".square.target").all()
+        )
+        seen["focus_after_pick"] = _focused(page)
+        page.keyboard.press("Escape")
+        expect(page.locator(".square.selected")).to_have_count(0)
+        page.keyboard.press("Space")
+        expect(page.locator(".square.selected")).to_have_count(1)
+        page.keyboard.press("ArrowUp")
+        page.keyboard.press("ArrowUp")
+        seen["focus_after_arrows"] = _focused(page)
+        page.keyboard.press("Enter")
+        expect(page.locator("#moves li .san")).to_have_count(1)
+        seen["moves"] = page.locator("#moves li .san").all_text_contents()
+        seen["focus_after_move"] = _focused(page)
+        seen["errors"] = errors
+    return seen
+
+
+async def test_the_human_moves_with_the_keyboard_alone(tmp_path):
+    with trio.fail_after(60):
+        async with agora_serve(tmp_path / "agora.db") as server:
+            status, table = await http_json("POST", f"{server.url}/play/tables", {"name": "k"})
+            assert status == 201, table
+            seen = await trio.to_thread.run_sync(human_plays_by_keyboard, table["humanUrl"])
+    assert seen["tab_stops"] == 1
+    assert seen["targets"] == ["e3", "e4"]
+    assert seen["focus_after_pick"] == "e2"
+    assert seen["focus_after_arrows"] == "e4"
+    assert seen["moves"] == ["e4"]
+    assert seen["focus_after_move"] == "e4"
+    assert seen["errors"] == []
