@@ -24,10 +24,22 @@ if TYPE_CHECKING:
 
 DEFAULT_DAYS: Final = 30
 MAX_DAYS: Final = 366
-#: The ranking's cells never wrap (eight columns of figures); on a screen narrower than the
-#: table (a phone's) the table scrolls sideways in its own box, and the page keeps the
-#: screen's width.
-_BOARD_STYLE = "th,td{white-space:nowrap}td.n{text-align:right}.wide{overflow-x:auto}"
+#: The ranking's figures never wrap; headings and products may. The board page is wider than
+#: a card's (eight columns, the last the link to the cards). On a narrow screen (a phone's)
+#: each product becomes a block: its name, then its figures two by two, each with its
+#: heading (``data-label``), the cards link last; nothing is hidden or scrolls sideways.
+_BOARD_STYLE = (
+    "body{max-width:64rem}th{overflow-wrap:normal}td{white-space:nowrap}td.n{text-align:right}"
+    "td.p{white-space:normal}.wide{overflow-x:auto}"
+    "@media (max-width:40rem){table.board thead{display:none}"
+    "table.board,table.board tbody{display:block}"
+    "table.board tr{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));"
+    "border-bottom:1px solid #999;padding:.3rem 0}"
+    "table.board td{border:0;white-space:normal;text-align:left}"
+    "table.board td[data-label]::before{content:attr(data-label) ': ';color:#555}"
+    "table.board td.p{grid-column:1/-1;order:-1;font-weight:600}"
+    "table.board td.c{grid-column:1/-1}}"
+)
 
 
 class BadQuery(ValueError):
@@ -94,6 +106,11 @@ def board_route(suite_ids: tuple[str, ...]) -> Route:
     return Route("GET", "/board", get_board)
 
 
+#: The headings of the figure columns, in order (and their labels on a narrow screen).
+_FIGURES: Final = ("#", "attempts", "success rate", "median actions", "median hints",
+                   "median wrong")  # fmt: skip
+
+
 def _cards_label(n: int) -> str:
     return f"{n} card" if n == 1 else f"{n} cards"
 
@@ -117,16 +134,20 @@ def _board_html(body: dict[str, Any]) -> str:
         lines = []
         for r in rows:
             href = html.escape(r["cards"], quote=True)
+            figures = (r["rank"], r["attempts"], f"{r['success_rate']:.0%} ({r['solved']})",
+                       f"{r['median_actions']:g}", f"{r['median_hints']:g}",
+                       f"{r['median_wrong_submissions']:g}")  # fmt: skip
+            labelled = zip(_FIGURES, figures, strict=True)
+            n = [f'<td class=n data-label="{h}">{v}</td>' for h, v in labelled]
             cells = (
-                f"<td class=n>{r['rank']}</td><td>{html.escape(r['product'])}</td>"
-                f"<td class=n>{r['attempts']}</td>"
-                f"<td class=n>{r['success_rate']:.0%} ({r['solved']})</td>"
-                f"<td class=n>{r['median_actions']:g}</td><td class=n>{r['median_hints']:g}</td>"
-                f"<td class=n>{r['median_wrong_submissions']:g}</td>"
-                f'<td><a href="{href}">{_cards_label(r["attempts"])}</a></td>'
+                f"{n[0]}<td class=p>{html.escape(r['product'])}</td>{''.join(n[1:])}"
+                f'<td class=c><a href="{href}">{_cards_label(r["attempts"])}</a></td>'
             )
             lines.append(f"<tr>{cells}</tr>")
-        table = f"<table class=board><tr>{head}</tr>{''.join(lines)}</table>"
+        table = (
+            f"<table class=board><thead><tr>{head}</tr></thead>"
+            f"<tbody>{''.join(lines)}</tbody></table>"
+        )
         parts.append(f"<div class=wide>{table}</div>")
     return "".join(parts)
 
