@@ -236,8 +236,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="the agora SQLite file; refused while a server uses it (stop it first)",
     )
     c.add_argument("--key", required=True, help="Ed25519 key: PEM (PKCS#8) or 64 hex digits")
-    c = cards.add_parser("verify", help="re-check a saved card's hash and signature offline")
-    c.add_argument("file", help="a card document as served by GET /cards/<id>")
+    c = cards.add_parser("verify", help="re-check a card's hash and signature")
+    c.add_argument(
+        "file",
+        help="a card document saved from GET /cards/<id>, or that URL (fetched as JSON)",
+    )
     c.add_argument(
         "--trust", action="append", default=[], help="public key (hex) or key id you trust"
     )

@@ -7,7 +7,9 @@ key that signed its cards at ``/chamber/keys``; cards signed before keep verifyi
 
 from __future__ import annotations
 
+import http.server
 import json
+import threading
 from typing import TYPE_CHECKING
 
 import pytest
@@ -145,3 +147,38 @@ async def test_the_server_lists_every_key_that_signed_its_cards(agent, chamber, 
         OPERATOR.key_id: OPERATOR.public_key_hex,
         STRANGER.key_id: STRANGER.public_key_hex,
     }
+
+
+def test_a_card_verifies_from_its_page_url(tmp_path):
+    document = json.dumps(signed_document()).encode()
+    asked: list[str] = []
+
+    class Cards(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            asked.append(self.path)
+            found = self.path.startswith("/cards/card-1?")
+            self.send_response(200 if found else 404)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(document if found else b'{"error": "no such card"}')
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Cards)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        out: list[str] = []
+        url = f"{base}/cards/card-1?format=html"  # as copied from the browser's address bar
+        assert cards_cli.cmd_verify(url, trusted_keys=[OPERATOR.key_id], out=out.append) == 0
+        assert asked == ["/cards/card-1?format=json"]
+        assert out[-1] == f"  valid signature, trusted key {OPERATOR.key_id}"
+        out.clear()
+        assert cards_cli.cmd_verify(f"{base}/cards/card-2", out=out.append) == 2
+        missing = f"cannot verify: cannot fetch {base}/cards/card-2: HTTP Error 404: Not Found"
+        assert out == [missing]
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -140,3 +140,13 @@ async def test_browsers_get_errors_as_small_html_pages_with_the_same_status(runt
         )
         assert (api.status, api.content_type) == (status, "application/json")
         assert message in json.loads(api.body)["error"]
+
+
+async def test_a_card_page_links_to_the_board_its_day_its_json_and_the_keys(runtime, agent):
+    sealed = await sealed_card(agent)
+    card_id, date = sealed["card_id"], sealed["card"]["date"]
+    page = (await web.get_card(get(f"/cards/{card_id}", BROWSER), runtime)).body.decode()
+    for href in ("/board", f'"/cards?date={date}"', f'"/cards/{card_id}?format=json"'):
+        assert f"<a href={href}>" in page, href
+    assert "<a href=/chamber/keys>" in page
+    assert "agora cards verify URL" in page

@@ -1,4 +1,4 @@
-"""Operator commands on chamber cards: ``agora cards sign`` and ``agora cards verify FILE``.
+"""Operator commands on chamber cards: ``agora cards sign``, ``agora cards verify FILE|URL``.
 
 Plain functions the CLI calls. `sign_pending_cards` signs every card sealed while no key was
 configured (it adds a signature; card bytes never change) on an open SQLite connection;
@@ -14,6 +14,7 @@ import datetime as dt
 import json
 import re
 import sqlite3
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Collection
 from pathlib import Path
@@ -206,6 +207,45 @@ def keys_from_url(url: str, timeout: float = 10.0) -> list[str]:
     return keys_from_json(data)
 
 
+#: The most bytes of a card fetched by URL (a card document is a few KiB).
+CARD_URL_LIMIT: Final = 1 << 20
+
+
+class CardFetchError(OSError):
+    """A card URL that cannot be fetched."""
+
+
+def card_from_url(url: str, timeout: float = 10.0) -> bytes:
+    """The card document at ``url`` (a card page, ``/cards/<id>``), fetched now as JSON.
+
+    The reader names the URL, as with ``--keys-url``; its ``format=`` is forced to ``json``,
+    so a card page's address copied from a browser fetches the document, not its HTML view.
+
+    Raises:
+        CardFetchError: if it cannot be fetched in ``timeout`` seconds or is too large.
+    """
+    parts = urllib.parse.urlsplit(url)
+    query = [(k, v) for k, v in urllib.parse.parse_qsl(parts.query) if k != "format"]
+    query.append(("format", "json"))
+    target = parts._replace(query=urllib.parse.urlencode(query), fragment="").geturl()
+    request = urllib.request.Request(target, headers={"Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            data: bytes = response.read(CARD_URL_LIMIT + 1)
+    except (OSError, ValueError) as exc:
+        raise CardFetchError(f"cannot fetch {url}: {exc}") from exc
+    if len(data) > CARD_URL_LIMIT:
+        raise CardFetchError(f"cannot fetch {url}: larger than {CARD_URL_LIMIT} bytes")
+    return data
+
+
+def _read_card(path: str | Path) -> bytes:
+    """A card document from a file, or from an http(s) URL (`card_from_url`)."""
+    if str(path).startswith(("http://", "https://")):
+        return card_from_url(str(path))
+    return Path(path).read_bytes()
+
+
 def _verdict(result: cards.Verification) -> str:
     if result.signature == "missing":
         return "NOT signed (pending_signature): nothing vouches for this card yet"
@@ -227,13 +267,14 @@ def cmd_verify(
     keys_urls: Collection[str] = (),
     out: Out = print,
 ) -> int:
-    """``agora cards verify FILE``: check a saved card's hash, signature and signer.
+    """``agora cards verify FILE|URL``: check a card's hash, signature and signer.
 
     A signature only counts when its key is trusted: given with ``--trust``, listed in a
     ``--trust-file``, or published at a ``--keys-url`` the reader names explicitly.
 
     Args:
-        path: The card document (as served by ``GET /cards/<id>``).
+        path: The card document (as served by ``GET /cards/<id>``), or the http(s) URL
+            of a card page, fetched as JSON (`card_from_url`).
         trusted_keys: Public keys (hex) or key ids the reader trusts.
         trust_files: Files of trusted keys (see `keys_from_file`).
         keys_urls: Key URLs (a server's ``/chamber/keys``) whose keys the reader trusts.
@@ -242,7 +283,7 @@ def cmd_verify(
     Returns:
         0 if the hash is right and a trusted key signed the card; 1 if not (unsigned,
         invalid, or signed by a key not trusted); 2 if the card or a trust source is
-        unreadable.
+        unreadable (or its URL cannot be fetched).
     """
     try:
         trusted = [checked_key(key, "--trust ") for key in trusted_keys]
@@ -254,7 +295,10 @@ def cmd_verify(
         out(f"cannot verify: {exc}")
         return 2
     try:
-        result = verify_card_bytes(Path(path).read_bytes(), trusted)
+        result = verify_card_bytes(_read_card(path), trusted)
+    except CardFetchError as exc:
+        out(f"cannot verify: {exc}")
+        return 2
     except (OSError, cards.CardFormatError) as exc:
         out(f"{path}: not a card document ({exc})")
         return 2

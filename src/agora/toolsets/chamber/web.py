@@ -1,7 +1,8 @@
 """Public card pages: ``GET /cards/{card_id}``, ``GET /cards?date=``, ``GET /chamber/keys``.
 
 A card is served as its stored document bytes (JSON), or as an HTML view when the client's
-Accept header prefers text/html (``?format=json`` or ``?format=html`` override). Every value
+Accept header prefers text/html (``?format=json`` or ``?format=html`` override); the view
+links to the board, the card's day, its JSON form and ``/chamber/keys``. Every value
 shown in HTML is escaped; pages carry a CSP that allows no scripts. Listings read committed
 rows with ``runtime.read``; nothing here writes or messages actors.
 """
@@ -12,6 +13,7 @@ import datetime as dt
 import html
 import json
 import re
+import urllib.parse
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +100,26 @@ def _practice_note(card: dict[str, Any]) -> str:
     )
 
 
+def _card_links(card: dict[str, Any]) -> str:
+    """Where a card page leads: the board, its day's listing, its JSON document, the keys."""
+    card_id = urllib.parse.quote(str(card.get("card_id", "")), safe="")
+    date = card.get("date")
+    links = ["<a href=/board>Board</a>"]
+    if isinstance(date, str) and _DATE.match(date):
+        links.append(f'<a href="/cards?date={date}">Cards of {date}</a>')
+    links.append(f'<a href="/cards/{html.escape(card_id)}?format=json">This card as JSON</a>')
+    links.append(f"<a href={KEYS_PATH}>Signing keys</a>")
+    return f"<nav><p>{' · '.join(links)}</p></nav>"
+
+
+#: Under a card's integrity section: how a reader checks it.
+_VERIFY_HINT = (
+    "<p>Check it yourself: <code>agora cards verify URL --keys-url SERVER/chamber/keys</code>,"
+    " where URL is this page's address (or its JSON document saved as a file) and SERVER"
+    " the server you trust.</p>"
+)
+
+
 def card_html(document: bytes) -> Response:
     """The HTML view of a card document (every value escaped)."""
     try:
@@ -111,11 +133,12 @@ def card_html(document: bytes) -> Response:
     title = f"ScoreIA Chamber card {card.get('card_id', '')}"
     status = doc.get("evidence_status") if isinstance(doc, dict) else None
     inner = (
-        f"<h1>{html.escape(title)}</h1>{_practice_note(card)}"
+        f"<h1>{html.escape(title)}</h1>{_card_links(card)}{_practice_note(card)}"
         f"<p>Evidence status: {_cell(status)}. Identity fields are participant claims unless "
         "their assurance says otherwise.</p>"
         f"{_cell(card)}<h2>Integrity</h2>"
         f"{_cell({'card_sha256': doc.get('card_sha256'), 'signature': doc.get('signature')})}"
+        f"{_VERIFY_HINT}"
     )
     return page(title, inner)
 
