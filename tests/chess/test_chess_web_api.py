@@ -263,3 +263,15 @@ async def test_every_page_post_refuses_a_nul_nested_too_deeply_as_mcp_does(table
             ), (path, depth)
     status, state = await api(rt, "GET", "/play/default/state", query={"token": table.token})
     assert (status, state["phase"]) == (200, "side_choice")  # nothing ran
+
+
+async def test_the_status_says_check_when_the_human_is_in_check(table):
+    await table.choose("white")
+    await table.play(["e2e4", "f7f6", "d1h5"])
+    _, mine = await api(table.runtime, "GET", "/play/default/state", query={"token": table.token})
+    _, watched = await api(table.runtime, "GET", "/play/default/state")
+    assert (mine["inCheck"], mine["status"]) == (True, "Check! Your move.")
+    assert watched["status"] == "Check! The human is to move."
+    await table.human_move("g7g6")
+    _, mine = await api(table.runtime, "GET", "/play/default/state", query={"token": table.token})
+    assert mine["status"] == "The agent is thinking."

@@ -102,7 +102,7 @@ def _squares(fen: str) -> dict[str, str]:
     return {chess.square_name(sq): piece_code(p) for sq, p in sorted(board.piece_map().items())}
 
 
-def _status(snap: Snapshot, human: bool, result: GameResult | None) -> str:
+def _status(snap: Snapshot, human: bool, result: GameResult | None, in_check: bool) -> str:
     match snap.phase:
         case "side_choice":
             return "Choose your side." if human else "Waiting for the human to choose sides."
@@ -111,7 +111,8 @@ def _status(snap: Snapshot, human: bool, result: GameResult | None) -> str:
                 return "Waiting for the agent to connect."
             return "The agent is thinking."
         case "human_turn":
-            return "Your move." if human else "The human is to move."
+            check = "Check! " if in_check else ""
+            return check + ("Your move." if human else "The human is to move.")
         case _:
             return result.summary if result else "Game over."
 
@@ -139,7 +140,7 @@ def page_state(snap: Snapshot, *, human: bool, public_url: str) -> PageState:
         game_number=snap.game_number,
         role="human" if human else "spectator",
         phase=snap.phase,
-        status=_status(snap, human, result),
+        status=_status(snap, human, result, pos.in_check),
         fen=snap.fen,
         turn=pos.side_to_move,
         board=_squares(snap.fen),
