@@ -31,13 +31,15 @@ HEADERS = [
     ("X-Content-Type-Options", "nosniff"),
     ("Cache-Control", "public, max-age=60"),
 ]
-#: Cells may break anywhere: a card's nested tables of long names and digests must fit a
-#: phone's screen (375 px) rather than widen the page past it.
+#: Values may break anywhere: a card's nested tables of long names and digests must fit a
+#: phone's screen (375 px) rather than widen the page past it. A field name stays whole; on
+#: a phone it may break after an underscore (`_name`), never mid-word (``card_sha2 / 56``).
 _STYLE = (
     "body{font:15px/1.5 system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem}"
     "table{border-collapse:collapse}td,th{padding:.2rem .6rem;border-bottom:1px solid #ddd;"
     "text-align:left;vertical-align:top;overflow-wrap:anywhere}"
-    "code,pre{font-size:13px;word-break:break-all}"
+    "th{overflow-wrap:normal}th wbr{display:none}code,pre{font-size:13px;word-break:break-all}"
+    "@media (max-width:40rem){th wbr{display:inline}}"
 )
 
 
@@ -66,9 +68,14 @@ def _error_page(status: int, message: str) -> Response:
     return page(title, inner, status)
 
 
+def _name(key: object) -> str:
+    """A field name that may break after its underscores only (``<wbr>``), never mid-word."""
+    return html.escape(str(key)).replace("_", "_<wbr>")
+
+
 def _cell(value: Any) -> str:
     if isinstance(value, dict):
-        rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{_cell(v)}</td></tr>"
+        rows = "".join(f"<tr><th>{_name(k)}</th><td>{_cell(v)}</td></tr>"
                        for k, v in value.items())  # fmt: skip
         return f"<table>{rows}</table>"
     # <bdi> isolates each value: a right-to-left override in a claim cannot reverse the

@@ -1,0 +1,97 @@
+"""In a real browser: a card page's field names never break in the middle of a word.
+
+A card's HTML view (`web.card_html`, as ``/cards/<id>`` serves it to a browser) is laid out
+in Debian's Chromium at 1200 px and on a 390 px phone. Values (digests, signatures) may break
+anywhere to fit the screen; a field name (``card_sha256``, ``evidence_status``) stays whole
+on a desktop, and on a phone breaks only after an underscore; the page fits the phone.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agora.toolsets.chamber.web import card_html
+
+CHROMIUM = Path("/usr/bin/chromium")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium"),
+]
+sync_api = pytest.importorskip("playwright.sync_api")
+
+SCREENS = {
+    "desktop": {"viewport": {"width": 1200, "height": 900}},
+    "phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True},
+}
+
+#: The field names laid out on more than one line (``wrapped``) and those broken other than
+#: after an underscore (``broken``), and the page's width.
+BROKEN = """() => {
+  const wrapped = [], broken = [];
+  for (const th of document.querySelectorAll("th")) {
+    const text = th.textContent;
+    const tops = [];
+    const walker = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (let i = 0; i < node.length; i++) {
+        const range = document.createRange();
+        range.setStart(node, i);
+        range.setEnd(node, i + 1);
+        tops.push(range.getBoundingClientRect().top);
+      }
+    }
+    let lines = 1;
+    for (let i = 1; i < tops.length; i++) {
+      if (tops[i] === tops[i - 1]) continue;
+      lines++;
+      if (text[i - 1] !== "_") broken.push(text);
+    }
+    if (lines > 1) wrapped.push(text);
+  }
+  return {wrapped, broken, pageWidth: document.documentElement.scrollWidth};
+}"""
+
+DIGEST = "sha256:" + "ef5b3a47f06df5fa9b7252a4242656f9c190a2e636d80eb927789d51d99d4b11"
+
+
+def _document() -> bytes:
+    card = {
+        "card_id": "card-20261202-05da660af8687cdd", "date": "2026-12-02",
+        "identity": {"assurance": "participant_claimed", "model_claim": "rv-model",
+                     "product": "a-product-name-of-some-length-4.5-preview",
+                     "provider_claim": "rv-provider"},
+        "publication_notice": DIGEST, "schema_bundle_hash": DIGEST, "seed_commitment": DIGEST,
+        "transcript_hash": DIGEST, "wrong_submissions": 0,
+    }  # fmt: skip
+    signature = {
+        "alg": "Ed25519", "evidence_status": "signed", "key_id": "ed25519:c8111e98759207fa",
+        "public_key": "5772eb16f13dc7a33fcf8abc060a1df9e3b3600407e7cea29ebb76b80f8b2fde",
+        "scheme": "scoreia-chamber-signed-card/1", "signed_at": "2026-12-02T12:28:08Z",
+        "value": "fdN7-cMPOtOe7qFmWa1Iy0U0cAZiqXo6Ts4E6pGd_4nN7GmmficZld4LDhykPN1MQw29844"
+                 "dXkr9GzkmjBjMAQ",
+    }  # fmt: skip
+    doc = {"card": card, "card_sha256": DIGEST, "signature": signature}
+    return json.dumps({**doc, "evidence_status": "signed"}).encode()
+
+
+def test_card_field_names_stay_whole_on_a_desktop_and_a_phone() -> None:
+    seen: dict[str, Any] = {}
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
+        )
+        try:
+            for name, options in SCREENS.items():
+                tab = browser.new_context(**options).new_page()
+                tab.set_content(card_html(_document()).body.decode())
+                seen[name] = tab.evaluate(BROKEN)
+        finally:
+            browser.close()
+    assert seen["desktop"]["wrapped"] == []
+    for name, shown in seen.items():
+        assert shown["broken"] == [], name
+        assert shown["pageWidth"] <= SCREENS[name]["viewport"]["width"], name
