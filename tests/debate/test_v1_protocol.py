@@ -220,6 +220,12 @@ async def test_escalate_reaches_an_undeclared_human(desk, human):
     )  # fmt: skip
     assert unknown["error"] == "unknown_recipient"
     assert "HUMAN or OPERATOR" in unknown["message"]
+    # Only an ESCALATE: any other post to an undeclared human would reach no inbox.
+    not_escalate = await v1.desk.refused(
+        ALICE, "debate_post_with_recipients", topic_id=v1.topic, role="PRO", priority="M",
+        kind="DISSENT", body="x", payload_json=payload(), addressed_to_csv=human,
+    )  # fmt: skip
+    assert not_escalate["error"] == "unknown_recipient"
 
 
 async def _stage(v1, stage):

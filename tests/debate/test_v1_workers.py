@@ -95,6 +95,17 @@ async def test_the_worker_session_answers_its_trigger_as_author(desk, room):
     worker = (await claim(desk, room, msg))["worker_session_id"]
     inbox = await desk.check(BOB, room["topic"], "EXECUTOR_1", worker)
     assert [m["msg_id"] for m in inbox["pending"]] == [msg]
+    # It authors its reply to its trigger, nothing else: not a fresh post, not another reply.
+    fresh = await desk.post(
+        BOB, room["topic"], "EXECUTOR_1", "a Q", kind="Q", refused=True, author_session_id=worker
+    )
+    assert fresh["error"] == "session_not_yours", fresh
+    other = await desk.post(BOB, room["topic"], "EXECUTOR_1", "unrelated")
+    elsewhere = await desk.post(
+        BOB, room["topic"], "EXECUTOR_1", "re", refused=True, reply_to=other["msg_id"],
+        author_session_id=worker,
+    )  # fmt: skip
+    assert elsewhere["error"] == "session_not_yours", elsewhere
     answer = await desk.post(
         BOB, room["topic"], "EXECUTOR_1", "done", kind="A", reply_to=msg, author_session_id=worker
     )

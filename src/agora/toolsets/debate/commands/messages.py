@@ -108,23 +108,29 @@ def _check_worker_author(topic: Topic, cmd: Post, binding: Binding | None) -> No
             else's or does not exist.
     """
     session = cmd.author_session_id or ""
-    if binding is not None and topic.worker_of(cmd.role, session, binding) is not None:
-        return
+    claim = None if binding is None else topic.worker_of(cmd.role, session, binding)
+    if claim is not None and cmd.reply_to == claim.trigger_msg_id:
+        return  # its reply to its own trigger, nothing else
     raise access.not_your_session(
         "author_session_id",
         session,
-        f"name a session you own, the worker_session_id of an active debate_worker_claim of"
-        f" {cmd.role}, or leave author_session_id empty to post unattributed",
+        f"name a session you own, or the worker_session_id of an active debate_worker_claim of"
+        f" {cmd.role} in a reply to that claim's trigger (reply_to), or leave author_session_id"
+        " empty to post unattributed",
     )
 
 
-def _recipients(topic: Topic, row: TopicRow, tokens: tuple[str, ...]) -> list[str]:
+def _recipients(
+    topic: Topic, row: TopicRow, tokens: tuple[str, ...], humans: bool = False
+) -> list[str]:
+    """The recipient keys of ``tokens``; ``humans``: HUMAN and OPERATOR need no declared role
+    (an ESCALATE: humans read the whole topic, and an ESCALATE packet addressed to them is how
+    a STALEMATE ends, as `debate_escalate` reaches them); any other post to an undeclared
+    role would reach no inbox, so it is refused."""
     live: set[str] | None = None  # the bound sessions, gathered only if a token needs them
     keys: list[str] = []
     for token in tokens:
-        # HUMAN and OPERATOR need no declared role (humans read the whole topic): an ESCALATE
-        # packet addressed to them is how a STALEMATE ends, as `debate_escalate` reaches them.
-        if (token in row.roles and ROLE_RE.fullmatch(token)) or token in HUMAN_ROLES:
+        if (token in row.roles and ROLE_RE.fullmatch(token)) or (humans and token in HUMAN_ROLES):
             key = f"role:{token}"
         elif UUID_RE.fullmatch(token) and token in (live := live or topic.live_sessions()):
             key = f"session:{token}"
@@ -132,7 +138,8 @@ def _recipients(topic: Topic, row: TopicRow, tokens: tuple[str, ...]) -> list[st
             raise reject(
                 "unknown_recipient",
                 f"recipient {token!r} is neither a declared role nor a session bound in this"
-                " topic; name a declared role, a bound session id, or HUMAN or OPERATOR",
+                " topic; name a declared role or a bound session id (an ESCALATE may also name"
+                " HUMAN or OPERATOR undeclared)",
             )
         if key not in keys:
             keys.append(key)
@@ -190,7 +197,7 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
         row_roles = row.roles
         tokens += cmd.diagnostic + tuple(r for r in cmd.cc if r in row_roles)
         _check_targets(cmd.cc, row_roles)
-    recipients = _recipients(topic, row, tokens)
+    recipients = _recipients(topic, row, tokens, humans=cmd.kind == "ESCALATE")
     if cmd.addressed and not recipients:
         raise reject("empty_recipients", "addressed posts need at least one recipient")
     semantic = protocol.gate_post(topic, cmd, binding, recipients)
