@@ -150,13 +150,16 @@ async def test_the_server_lists_every_key_that_signed_its_cards(agent, chamber, 
 
 
 def test_a_card_verifies_from_its_page_url(tmp_path):
-    document = json.dumps(signed_document()).encode()
+    signed = signed_document()
+    document = json.dumps(signed).encode()
+    card_id = signed["card"]["card_id"]
     asked: list[str] = []
 
     class Cards(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             asked.append(self.path)
-            found = self.path.startswith("/cards/card-1?")
+            # Any /cards/ path gets the one card: the reader must notice which one it got.
+            found = self.path.startswith("/cards/")
             self.send_response(200 if found else 404)
             self.send_header("Content-Type", "application/json")
             self.end_headers()
@@ -171,13 +174,21 @@ def test_a_card_verifies_from_its_page_url(tmp_path):
     try:
         base = f"http://127.0.0.1:{server.server_address[1]}"
         out: list[str] = []
-        url = f"{base}/cards/card-1?format=html"  # as copied from the browser's address bar
+        url = f"{base}/cards/{card_id}?format=html"  # as copied from the address bar
         assert cards_cli.cmd_verify(url, trusted_keys=[OPERATOR.key_id], out=out.append) == 0
-        assert asked == ["/cards/card-1?format=json"]
+        assert asked == [f"/cards/{card_id}?format=json"]
         assert out[-1] == f"  valid signature, trusted key {OPERATOR.key_id}"
         out.clear()
-        assert cards_cli.cmd_verify(f"{base}/cards/card-2", out=out.append) == 2
-        missing = f"cannot verify: cannot fetch {base}/cards/card-2: HTTP Error 404: Not Found"
+        # Another card's address answered with this (genuinely signed) card: not verified.
+        other = f"{base}/cards/card-20261201-0000000000000000"
+        assert cards_cli.cmd_verify(other, trusted_keys=[OPERATOR.key_id], out=out.append) == 1
+        assert out[-1] == (
+            "  NOT the card the URL names (card-20261201-0000000000000000): the server"
+            " answered with another one"
+        )
+        out.clear()
+        assert cards_cli.cmd_verify(f"{base}/elsewhere/card-2", out=out.append) == 2
+        missing = f"cannot verify: cannot fetch {base}/elsewhere/card-2: HTTP Error 404: Not Found"
         assert out == [missing]
     finally:
         server.shutdown()

@@ -307,4 +307,18 @@ def cmd_verify(
     out(f"  {_verdict(result)}")
     if result.signature == "valid" and not result.status_signed:
         out("  note: signed before evidence_status was signed; the body alone is covered")
+    named = _named_card(str(path))
+    if named is not None and named != result.card_id:
+        # A host may answer /cards/X with another genuine card: the signature is then
+        # valid, but not for the card the reader looked at.
+        out(f"  NOT the card the URL names ({named}): the server answered with another one")
+        return 1
     return 0 if result.ok else 1
+
+
+def _named_card(path: str) -> str | None:
+    """The card id a card page's URL names (``.../cards/<id>``), None for a file or another URL."""
+    if not path.startswith(("http://", "https://")):
+        return None
+    head, _, card_id = urllib.parse.urlsplit(path).path.rstrip("/").rpartition("/")
+    return urllib.parse.unquote(card_id) if head.endswith("/cards") and card_id else None
