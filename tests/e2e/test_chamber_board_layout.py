@@ -8,25 +8,14 @@ clipped by the table's box (a box that scrolls sideways hides columns without a 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import pytest
+from page_screens import BROWSER, laid_out, width
 
 from agora.toolsets.chamber.board_web import _board_html
 from agora.toolsets.chamber.web import page
 
-CHROMIUM = Path("/usr/bin/chromium")
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium"),
-]
-sync_api = pytest.importorskip("playwright.sync_api")
-
-SCREENS = {
-    "desktop": {"viewport": {"width": 1200, "height": 900}},
-    "phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True},
-}
+pytestmark = BROWSER
 
 #: Each row's cells that are not wholly on screen, or hidden by the box they are in.
 HIDDEN = """() => {
@@ -73,19 +62,8 @@ def _html() -> str:
 
 
 def test_the_whole_board_table_shows_on_a_desktop_and_a_phone() -> None:
-    seen: dict[str, Any] = {}
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
-        )
-        try:
-            for name, options in SCREENS.items():
-                tab = browser.new_context(**options).new_page()
-                tab.set_content(_html())
-                seen[name] = tab.evaluate(HIDDEN)
-        finally:
-            browser.close()
+    seen = laid_out(_html(), HIDDEN)
     for name, shown in seen.items():
         assert shown["hidden"] == [], name
         assert shown["linkHit"], name
-        assert shown["pageWidth"] <= SCREENS[name]["viewport"]["width"], name
+        assert shown["pageWidth"] <= width(name), name

@@ -9,24 +9,12 @@ on a desktop, and on a phone breaks only after an underscore; the page fits the 
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
 
-import pytest
+from page_screens import BROWSER, laid_out, width
 
 from agora.toolsets.chamber.web import card_html
 
-CHROMIUM = Path("/usr/bin/chromium")
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium at /usr/bin/chromium"),
-]
-sync_api = pytest.importorskip("playwright.sync_api")
-
-SCREENS = {
-    "desktop": {"viewport": {"width": 1200, "height": 900}},
-    "phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True},
-}
+pytestmark = BROWSER
 
 #: The field names laid out on more than one line (``wrapped``) and those broken other than
 #: after an underscore (``broken``), and the page's width.
@@ -79,19 +67,8 @@ def _document() -> bytes:
 
 
 def test_card_field_names_stay_whole_on_a_desktop_and_a_phone() -> None:
-    seen: dict[str, Any] = {}
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
-        )
-        try:
-            for name, options in SCREENS.items():
-                tab = browser.new_context(**options).new_page()
-                tab.set_content(card_html(_document()).body.decode())
-                seen[name] = tab.evaluate(BROKEN)
-        finally:
-            browser.close()
+    seen = laid_out(card_html(_document()).body.decode(), BROKEN)
     assert seen["desktop"]["wrapped"] == []
     for name, shown in seen.items():
         assert shown["broken"] == [], name
-        assert shown["pageWidth"] <= SCREENS[name]["viewport"]["width"], name
+        assert shown["pageWidth"] <= width(name), name
