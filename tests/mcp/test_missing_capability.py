@@ -14,7 +14,8 @@ import pytest
 import trio
 
 from agora.config import Config
-from agora.mcp.asks import MISSING_CAPABILITY, missing_capabilities
+from agora.mcp.asks import missing_capabilities
+from agora.mcp.jsonrpc import MISSING_CLIENT_CAPABILITY
 from agora.mcp.session import META_CAPABILITIES, META_VERSION
 from agora.server.embed import open_server
 
@@ -48,7 +49,7 @@ async def test_a_missing_capability_is_refused_with_32021(
 ) -> None:
     reply = await _call(tool, capabilities)
     assert "error" in reply, reply
-    assert reply["error"]["code"] == MISSING_CAPABILITY == -32021
+    assert reply["error"]["code"] == MISSING_CLIENT_CAPABILITY == -32021
     assert reply["error"]["data"] == {"requiredCapabilities": required}
     assert META_CAPABILITIES in reply["error"]["message"]
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-#: JSON-RPC error of a request that needs a capability its client did not declare (2026-07-28).
-MISSING_CAPABILITY = -32021
 ACTIONS = ("accept", "decline", "cancel")
 ROLES = ("user", "assistant")
 

@@ -21,6 +21,8 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 REQUEST_CANCELLED = -32800
 HEADER_MISMATCH = -32020
+#: A request needs a client capability its ``_meta`` does not declare (2026-07-28).
+MISSING_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 #: Resource not found up to 2025-11-25; 2026-07-28 removed it for -32602 (`resource_not_found`).
 RESOURCE_NOT_FOUND = -32002

@@ -81,10 +81,10 @@ class ClientChannel:
         """
         inv = self._inv
         if inv.modern:
-            needed = asks.missing_capabilities(method, params, self.capabilities)
+            needed = self.missing(method, params)
             if needed is not None:
                 raise RequestRefused(
-                    asks.MISSING_CAPABILITY,
+                    rpc.MISSING_CLIENT_CAPABILITY,
                     f"{method} needs a client capability this request does not declare: add "
                     f"data.requiredCapabilities to _meta[{META_CAPABILITIES!r}] and call again",
                     {"requiredCapabilities": needed},

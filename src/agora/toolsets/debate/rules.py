@@ -13,6 +13,9 @@ import json
 import re
 from typing import Any, Final
 
+from agora.mcp.jsonrpc import depth
+from agora.mcp.validation import MAX_DEPTH
+
 UUID_RE: Final = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 ROLE_RE: Final = re.compile(r"^[A-Z][A-Z0-9_]+$")
 EXECUTOR_RE: Final = re.compile(r"^EXECUTOR_[1-9][0-9]*$")
@@ -178,8 +181,8 @@ def parse_lane(lane: str) -> tuple[str, int]:
 
 
 #: Deepest nesting of a JSON text argument (``payload_json``, ``roles_json``, ...): a request's
-#: own arguments may nest no deeper (`agora.mcp.validation.MAX_DEPTH`).
-MAX_JSON_DEPTH: Final = 32
+#: own arguments may nest no deeper.
+MAX_JSON_DEPTH: Final = MAX_DEPTH
 
 
 def loads(text: str, field: str, code: str = "invalid_json") -> Any:
@@ -196,22 +199,10 @@ def loads(text: str, field: str, code: str = "invalid_json") -> Any:
     except RecursionError:  # thousands of levels: the decoder gave up
         raise reject(code, deep) from None
     # Each level opens a bracket, so a text with few brackets is shallow enough (nearly all).
-    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth(value) > MAX_JSON_DEPTH:
+    deeper = text.count("[") + text.count("{") > MAX_JSON_DEPTH
+    if deeper and depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         raise reject(code, deep)
     return value
-
-
-def _depth(value: Any) -> int:
-    """How many levels of arrays and objects ``value`` nests (walked level by level)."""
-    depth, level = 0, [value]
-    while containers := [item for item in level if isinstance(item, (dict, list))]:
-        depth += 1
-        level = [
-            child
-            for item in containers
-            for child in (item.values() if isinstance(item, dict) else item)
-        ]
-    return depth
 
 
 def parse_json_object(text: str, field: str) -> dict[str, Any]:

@@ -24,6 +24,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from agora.toolsets.router import strict_json
 from agora.toolsets.router.digests import digest
 
 MODES: Final = ("disabled", "observe", "reviewed", "automatic")
@@ -32,19 +33,6 @@ PROMOTIONS: Final = ("disabled", "review-required", "automatic-managed")
 PERSONAL_FORMAT: Final = "agora-router-memory-policy/1"
 WORKSPACE_FORMAT: Final = "agora-router-memory-request/1"
 WORKSPACE_FILE: Final = (".codex", "workflow-skill-router-memory.json")
-
-
-class _Ambiguous(ValueError):
-    pass
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: set[str] = set()
-    for key, _value in pairs:
-        if key in seen:
-            raise _Ambiguous(key)
-        seen.add(key)
-    return dict(pairs)
 
 
 def _shown(value: Any) -> str:
@@ -60,8 +48,8 @@ def _one_of(values: tuple[str, ...]) -> str:
 def _load(text: str) -> tuple[dict[str, Any] | None, str | None, str | None]:
     """The document, or its reason code and a sentence naming what is wrong."""
     try:
-        doc = json.loads(text, object_pairs_hook=_pairs)
-    except _Ambiguous as exc:
+        doc = strict_json.loads(text)
+    except strict_json.DuplicateKey as exc:
         return None, "ambiguous-memory-policy", f"the key {_shown(exc.args[0])} is given twice"
     except (ValueError, RecursionError) as exc:
         return None, "invalid-memory-policy", f"not JSON ({str(exc)[:80]})"

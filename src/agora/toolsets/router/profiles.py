@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from agora.mcp.validation import compile_validator
+from agora.toolsets.router import strict_json
 from agora.toolsets.router.digests import digest
 
 if TYPE_CHECKING:
@@ -165,19 +166,6 @@ def _phase(raw: dict[str, Any]) -> Phase:
     )
 
 
-class _Twice(ValueError):
-    """A JSON object in a Profile file names one key twice (RFC 8785 forbids it)."""
-
-
-def _no_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: set[str] = set()
-    for key, _value in pairs:
-        if key in seen:
-            raise _Twice(key[:64])
-        seen.add(key)
-    return dict(pairs)
-
-
 def parse_profile(layer: Layer, text: str) -> tuple[Profile | None, list[str]]:
     """Validate a Profile document; never raises.
 
@@ -189,9 +177,9 @@ def parse_profile(layer: Layer, text: str) -> tuple[Profile | None, list[str]]:
         The Profile, or None with warnings such as ``workspace-profile-invalid: ...``.
     """
     try:
-        raw = json.loads(text, object_pairs_hook=_no_twice)
-    except _Twice as twice:  # which one the author meant is not ours to guess
-        key = json.dumps(twice.args[0])
+        raw = strict_json.loads(text)
+    except strict_json.DuplicateKey as twice:  # which one the author meant is not ours to guess
+        key = json.dumps(twice.args[0][:64])
         return None, [f"{layer}-profile-invalid: the key {key} is given twice"]
     except (ValueError, RecursionError):
         return None, [f"{layer}-profile-invalid: not valid JSON"]
