@@ -118,11 +118,35 @@ def test_the_token_is_checked_before_any_human_action(harness):
 
 def test_a_refusal_writes_nothing_and_wakes_nobody(harness):
     harness.run(ChooseSide(TOKEN, "black"))
+    harness.run(Look(AGENT))  # the agent is already present
     effects = harness.run(AgentMove(AGENT, "e7", "e5"))
     assert isinstance(effects.reply, ChessError)
     assert effects.reply.code == "NOT_YOUR_TURN"
     assert isinstance(effects.reply.snapshot, Snapshot)
     assert (effects.writes, effects.changed) == ([], False)
+
+
+@pytest.mark.parametrize(
+    ("side", "code"),
+    [
+        pytest.param(None, "SIDE_NOT_CHOSEN", id="no-side-yet"),
+        pytest.param("black", "NOT_YOUR_TURN", id="not-its-turn"),
+    ],
+)
+def test_a_refused_first_move_still_announces_the_agent(harness, side, code):
+    if side is not None:
+        harness.run(ChooseSide(TOKEN, side))
+    before = harness.entity.snapshot()
+    assert not before.agent_present
+    effects = harness.run(AgentMove(AGENT, "e7", "e5"))
+    assert isinstance(effects.reply, ChessError)
+    assert effects.reply.code == code
+    assert effects.changed  # the pages wake now, not at their next poll
+    assert effects.reply.snapshot.agent_present
+    assert effects.reply.snapshot.version == before.version + 1
+    assert effects.reply.snapshot.moves == before.moves
+    again = harness.run(AgentMove(AGENT, "e7", "e5"))
+    assert (again.writes, again.changed) == ([], False)
 
 
 def test_the_agent_is_announced_once(harness):

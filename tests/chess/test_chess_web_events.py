@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from contextlib import aclosing
 
+import pytest
 import trio
 from page_routes import http
 
+from agora.errors import ToolError
 from agora.toolsets.chess.table import AGENT_FRESH_SECONDS
 from agora.web.http import EventStream, Response
 
@@ -81,3 +83,27 @@ async def test_the_stream_says_when_the_agent_comes_and_goes(table, autojump_clo
             "Waiting for the agent to connect.",
         )
         assert AGENT_FRESH_SECONDS < trio.current_time() - start <= AGENT_FRESH_SECONDS + 20
+
+
+async def test_a_refused_first_move_tells_the_page_the_agent_came(table, autojump_clock):
+    stream = await http(table.runtime, "GET", "/play/default/events", query={"token": table.token})
+    assert isinstance(stream, EventStream)
+    async with aclosing(stream.events) as events:
+        first = json.loads((await _next(events))[1])
+        assert not first["agentPresent"]
+        got: list[tuple[float, str, str]] = []
+
+        async def page() -> None:  # the stream, parked until the table changes or 20 s pass
+            name, data = await _next(events)
+            got.append((trio.current_time(), name, data))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(page)
+            await trio.sleep(1)
+            start = trio.current_time()
+            with pytest.raises(ToolError) as refused:  # no side chosen yet
+                await table.tool("move_piece", **{"from": "e2", "to": "e4"})
+            assert refused.value.body["code"] == "SIDE_NOT_CHOSEN"
+    [(at, name, data)] = got
+    assert (name, at - start) == ("state", 0)  # now, not at the next poll's
+    assert json.loads(data)["agentPresent"]

@@ -198,15 +198,24 @@ class ChessTable:
     @commands.on(AgentMove)
     def _agent_move(self, command: AgentMove, at: str) -> Effects:
         self._check_agent(command.agent_token)
-        self._saw_agent(at)
-        played = self.game.play(
-            "agent",
-            command.from_square,
-            command.to_square,
-            command.promotion,
-            command.note,
-            at,
-        )
+        arrived = self._saw_agent(at)
+        try:
+            played = self.game.play(
+                "agent",
+                command.from_square,
+                command.to_square,
+                command.promotion,
+                command.note,
+                at,
+            )
+        except ChessError as err:
+            if not arrived:
+                raise
+            # Refused, but the agent just arrived: the pages hear of it now, as after a Look,
+            # not at their next poll.
+            announced = self._changed()
+            err.snapshot = announced.reply
+            return Effects(reply=err, writes=announced.writes, changed=True)
         return self._changed(sql.insert_move(self.name, self.game.number, played))
 
     @commands.on(HumanCommand)
