@@ -4,6 +4,7 @@
 thread; `chess_browser`). The board is one tab stop; the arrow keys move between squares (as
 drawn: up is towards the agent), Enter or Space picks a piece and then its target, Escape
 drops the pick, and the focus stays on the board when it is drawn again after the move.
+A screen reader finds the grid's eight rows of cells, each named by its square and piece.
 """
 
 from __future__ import annotations
@@ -19,6 +20,18 @@ from chess_server import agora_serve
 pytestmark = [pytest.mark.browser, NEEDS_CHROMIUM]
 
 
+#: The board as the accessibility tree sees it: per row, its cells' roles and first label.
+_GRID = """() => [...document.querySelectorAll('#board > [role="row"]')].map((row) => [
+  [...row.children].map((cell) => cell.getAttribute("role")).join(","),
+  row.children[0].getAttribute("aria-label"),
+])"""
+#: Each named square's label and aria-selected.
+_LABELS = """(squares) => squares.map((s) => {
+  const cell = document.querySelector(`[data-square="${s}"]`);
+  return [cell.getAttribute("aria-label"), cell.getAttribute("aria-selected")];
+})"""
+
+
 def _focused(page: Any) -> str | None:
     found: str | None = page.evaluate("() => document.activeElement.dataset.square || null")
     return found
@@ -32,9 +45,11 @@ def human_plays_by_keyboard(url: str) -> dict[str, Any]:
     with chromium() as browser:
         page = seated_white(browser, url, errors)
         seen["tab_stops"] = page.locator('#board .square[tabindex="0"]').count()
+        seen["rows"] = page.evaluate(_GRID)
         page.focus('[data-square="e2"]')
         page.keyboard.press("Enter")
         expect(page.locator(".square.selected")).to_have_count(1)
+        seen["picked"] = page.evaluate(_LABELS, ["e2", "e3", "e4", "e5"])
         seen["targets"] = sorted(
             s.get_attribute("data-square") for s in page.locator(".square.target").all()
         )
@@ -61,6 +76,20 @@ async def test_the_human_moves_with_the_keyboard_alone(tmp_path):
             assert status == 201, table
             seen = await trio.to_thread.run_sync(human_plays_by_keyboard, table["humanUrl"])
     assert seen["tab_stops"] == 1
+    cells = ",".join(["gridcell"] * 8)
+    assert seen["rows"] == [
+        [cells, "a8, black rook"],
+        [cells, "a7, black pawn"],
+        *([[cells, f"a{rank}, empty"] for rank in (6, 5, 4, 3)]),
+        [cells, "a2, white pawn"],
+        [cells, "a1, white rook"],
+    ]
+    assert seen["picked"] == [
+        ["e2, white pawn", "true"],
+        ["e3, empty, a legal move", "false"],
+        ["e4, empty, a legal move", "false"],
+        ["e5, empty", "false"],
+    ]
     assert seen["targets"] == ["e3", "e4"]
     assert seen["focus_after_pick"] == "e2"
     assert seen["focus_after_arrows"] == "e4"

@@ -44,6 +44,14 @@ const chessView = (() => {
     return squares;
   }
 
+  const PIECE_NAMES = { P: "pawn", N: "knight", B: "bishop", R: "rook", Q: "queen", K: "king" };
+
+  // What a screen reader says of a square: "e4, white pawn", "e5, empty, a legal move".
+  function squareLabel(square, piece, target) {
+    const held = piece ? `${piece[0] === "w" ? "white" : "black"} ${PIECE_NAMES[piece[1]]}` : "empty";
+    return `${square}, ${held}${target ? ", a legal move" : ""}`;
+  }
+
   // ui: {selected, dragging, focus}: the square picked, the square whose piece is being
   // dragged, and the keyboard's square: the board's one tab stop (the arrows move it), which
   // keeps the focus when the board is drawn again.
@@ -53,6 +61,7 @@ const chessView = (() => {
     const order = squareOrder(state);
     const focus = ui.focus || ui.selected || order[56];
     board.replaceChildren();
+    let row = null; // the grid's rows, for screen readers; the layout ignores them
     const targets = new Set(ui.selected ? movesFrom(state, ui.selected).map((m) => m.to) : []);
     const last = state.lastMove;
     const bottomRank = flipped(state) ? "8" : "1";
@@ -61,20 +70,21 @@ const chessView = (() => {
       const fileIndex = files.indexOf(square[0]);
       const rank = Number(square[1]);
       const light = (fileIndex + rank) % 2 === 0;
+      const piece = state.board[square];
       const button = el("button", {
         type: "button",
+        role: "gridcell",
         class: `square ${light ? "light" : "dark"}`,
         "data-square": square,
-        "aria-label": square,
+        "aria-label": squareLabel(square, piece, targets.has(square)),
+        "aria-selected": ui.selected === square ? "true" : "false",
         tabindex: square === focus ? "0" : "-1",
       });
       if (square[0] === leftFile) button.append(el("span", { class: "coord rank" }, square[1]));
       if (square[1] === bottomRank) button.append(el("span", { class: "coord file" }, square[0]));
-      const piece = state.board[square];
       if (piece) {
-        button.append(
-          el("img", { src: `/play/static/${piece}.svg`, alt: piece, draggable: "false" }),
-        );
+        // Named by the square's label: the picture itself says nothing more.
+        button.append(el("img", { src: `/play/static/${piece}.svg`, alt: "", draggable: "false" }));
       }
       if (last && (last.from === square || last.to === square)) button.classList.add("last");
       if (state.checkSquare === square) button.classList.add("check");
@@ -83,7 +93,11 @@ const chessView = (() => {
       if (targets.has(square) && piece) button.classList.add("occupied");
       if (movesFrom(state, square).length) button.classList.add("movable");
       if (ui.dragging === square) button.classList.add("dragging");
-      board.append(button);
+      if (!row || row.childElementCount === 8) {
+        row = el("div", { role: "row", class: "rank-row" });
+        board.append(row);
+      }
+      row.append(button);
     }
     if (hadFocus) board.querySelector(`[data-square="${focus}"]`).focus();
   }
