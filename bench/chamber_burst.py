@@ -19,7 +19,13 @@ handles and answers every entry); then the p99 over all entries of all bursts. E
 finds its rooms in the pool (the server builds none during one) and the rate limits are the
 defaults but for ``anonymous_enter_per_minute``, whose one bucket all the agents share.
 
-Usage: ``.venv/bin/python bench/chamber_burst.py [--agents 500] [--bursts 5]
+With ``--compare``, each entry burst is followed by a burst of ``ping`` requests (the
+transport's and JSON-RPC's own cost: no tool, no write) and one of ``observe_chamber`` calls
+on the attempts just entered (a tool call and its actor, no write), timed the same way: an
+entry's cost over theirs is what the entry itself adds, and a ping burst's p99 is the floor
+for any burst of that size on this machine in its present state.
+
+Usage: ``.venv/bin/python bench/chamber_burst.py [--agents 500] [--bursts 5] [--compare]
 [--suite chambre-chrono-v0] [--synchronous FULL] [--timeout 300]``. Not run by CI; run it on a
 quiet machine.
 """
@@ -53,15 +59,24 @@ CONNECT_CONCURRENCY = 64
 BURST_TIMEOUT = 60.0
 
 
+def call_frame(rid: int, method: str, params: dict[str, Any] | None = None) -> bytes:
+    """One request, framed (id ``rid``)."""
+    request: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+    if params is not None:
+        request["params"] = params
+    return client_frame(msgspec.json.encode(request))
+
+
 def enter_frame(rid: int, suite: str) -> bytes:
     """One agent's ``enter_open_challenge`` request, framed (id ``rid``)."""
-    request = {
-        "jsonrpc": "2.0",
-        "id": rid,
-        "method": "tools/call",
-        "params": {"name": "enter_open_challenge", "arguments": {**ENTRY, "suite": suite}},
-    }
-    return client_frame(msgspec.json.encode(request))
+    arguments = {**ENTRY, "suite": suite}
+    return call_frame(rid, "tools/call", {"name": "enter_open_challenge", "arguments": arguments})
+
+
+def observe_frame(rid: int, entry: dict[str, Any]) -> bytes:
+    """``observe_chamber`` of the first object of the attempt ``entry`` (its reply) opened."""
+    arguments = {"challenge_handle": entry["attempt_handle"], "object": entry["objects"][0]}
+    return call_frame(rid, "tools/call", {"name": "observe_chamber", "arguments": arguments})
 
 
 def _complete(buf: bytearray) -> bytes | None:
@@ -135,20 +150,65 @@ def burst(
     return latencies, replies, sent[-1] - sent[0]
 
 
-def check(replies: list[bytes], rids: list[int]) -> None:
-    """Every reply answers its agent's request with a successful entry of its own handle.
+def check(replies: list[bytes], rids: list[int]) -> list[dict[str, Any]]:
+    """Every reply answers its agent's request with a success; their results.
 
     Raises:
         AssertionError: one does not.
     """
-    handles = set()
+    results = []
     for rid, raw in zip(rids, replies, strict=True):
         reply: dict[str, Any] = msgspec.json.decode(raw)
         assert reply.get("id") == rid, reply
-        result = reply.get("result") or {}
-        assert not result.get("isError"), result.get("structuredContent")
-        handles.add(result["structuredContent"]["attempt_handle"])
-    assert len(handles) == len(replies), "two entries got one attempt handle"
+        result = reply.get("result")
+        assert result is not None, reply
+        assert not result.get("isError"), reply
+        results.append(result)
+    return results
+
+
+def check_entries(replies: list[bytes], rids: list[int]) -> list[dict[str, Any]]:
+    """`check`, and each entry has an attempt handle of its own; the entries' bodies.
+
+    Raises:
+        AssertionError: they do not.
+    """
+    bodies = [result["structuredContent"] for result in check(replies, rids)]
+    assert len({body["attempt_handle"] for body in bodies}) == len(bodies), "a shared handle"
+    return bodies
+
+
+def timed(
+    server_pid: int, socks: list[socket.socket], frames: list[bytes], label: str
+) -> tuple[list[float], list[bytes], str]:
+    """`burst`, and its line: how long the writes took, the latency and the server's CPU."""
+    with cpu_window(server_pid) as cpu:
+        latencies, replies, writing = burst(socks, frames)
+    n = len(frames)
+    line = (
+        f"{label}: {n} written in {writing * 1e3:.1f} ms; latency on the wire "
+        f"{latency_text(latencies, with_max=True)}; server CPU per call "
+        f"{cpu.server / n * 1e6:.0f} us (main thread {cpu.main / n * 1e6:.0f} us)"
+    )
+    return latencies, replies, line
+
+
+def compare(
+    server_pid: int, socks: list[socket.socket], entries: list[dict[str, Any]], rid: int
+) -> list[str]:
+    """A burst of pings, then one of ``observe_chamber`` calls on ``entries``; their lines.
+
+    Raises:
+        AssertionError: a call failed.
+    """
+    rids = [rid] * len(socks)
+    pings = [call_frame(rid, "ping")] * len(socks)
+    _, replies, ping_line = timed(server_pid, socks, pings, "  ping")
+    check(replies, rids)
+    observes = [observe_frame(rid, entry) for entry in entries]
+    _, replies, observe_line = timed(server_pid, socks, observes, "  observe_chamber")
+    check(replies, rids)
+    return [ping_line, observe_line]
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -185,17 +245,12 @@ async def main(args: argparse.Namespace) -> None:
                     await trio.sleep(0.5)  # the refill's own pass of the collector
                     rids = [1000 + b] * len(clients)
                     frames = [enter_frame(rid, args.suite) for rid in rids]
-                    with cpu_window(server.pid) as cpu:
-                        latencies, replies, writing = burst(socks, frames)
-                    check(replies, rids)
+                    latencies, replies, line = timed(server.pid, socks, frames, f"burst {b}")
+                    entries = check_entries(replies, rids)
                     everything += latencies
-                    lines.append(
-                        f"burst {b}: {args.agents} entries written in {writing * 1e3:.1f} ms; "
-                        f"latency on the wire "
-                        f"{latency_text(latencies, with_max=True)}; server CPU per entry "
-                        f"{cpu.server / args.agents * 1e6:.0f} us (main thread "
-                        f"{cpu.main / args.agents * 1e6:.0f} us)"
-                    )
+                    lines.append(line)
+                    if args.compare:
+                        lines += compare(server.pid, socks, entries, 2000 + b)
     print(f"chamber_burst: {args.agents} agents, suite {args.suite}, "
           f"synchronous={args.synchronous}; {pace}")  # fmt: skip
     print("\n".join(lines))
@@ -209,4 +264,7 @@ if __name__ == "__main__":
     parser.add_argument("--suite", default="chambre-chrono-v0")
     parser.add_argument("--synchronous", default="FULL")
     parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument(
+        "--compare", action="store_true", help="follow each burst with a ping and a read burst"
+    )
     trio.run(main, parser.parse_args())
