@@ -93,6 +93,39 @@ def test_a_signed_card_verifies_offline_and_tampering_is_caught():
     assert cards.verify_document(json.dumps(forged).encode()).signature == "invalid"
 
 
+def test_a_document_naming_a_key_twice_is_not_a_card():
+    # Python keeps the last "card" (the genuine one, which verifies); a reader keeping the
+    # first sees the forged one. Neither may pass.
+    _, outcome = sealed(signer=KEY, solve=False)
+    doc = cards.publish(outcome.card.body, outcome.card.signature)
+    forged = {**json.loads(outcome.card.body), "outcome": "solved"}
+    twice = b'{"card":' + json.dumps(forged).encode() + b"," + doc[1:]
+    assert json.loads(twice)["card"]["outcome"] == json.loads(outcome.card.body)["outcome"]
+    with pytest.raises(cards.CardFormatError, match="'card' appears twice"):
+        cards.verify_document(twice, [KEY.key_id])
+    inner = doc.replace(b'{"card":{', b'{"card":{"outcome":"solved",', 1)
+    with pytest.raises(cards.CardFormatError, match="'outcome' appears twice"):
+        cards.verify_document(inner, [KEY.key_id])
+
+
+def test_a_signed_statement_passed_off_as_a_card_is_not_one():
+    # An unschemed (legacy) signature covers the "card" bytes: given the statement a
+    # schemed signature covers as the card, the real signature would check out over it.
+    _, outcome = sealed(signer=KEY, solve=False)
+    sig = outcome.card.signature
+    assert sig is not None
+    body_hash = cards.sha256_tag(outcome.card.body)
+    statement = json.loads(cards.statement(body_hash, sig["key_id"], sig["signed_at"]))
+    doc = {
+        "card": statement,
+        "card_sha256": cards.sha256_tag(rfc8785.dumps(statement)),
+        "evidence_status": "signed",
+        "signature": {k: v for k, v in sig.items() if k != "scheme"},
+    }
+    with pytest.raises(cards.CardFormatError, match="not a card"):
+        cards.verify_document(json.dumps(doc).encode(), [KEY.key_id])
+
+
 def test_an_unsigned_card_is_pending_and_does_not_verify():
     _, outcome = sealed(solve=False)
     doc = cards.publish(outcome.card.body, None)

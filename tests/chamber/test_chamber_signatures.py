@@ -187,6 +187,13 @@ def test_a_card_verifies_from_its_page_url(tmp_path):
             " answered with another one"
         )
         out.clear()
+        # Dot segments: "/cards/X/." is X's URL to a browser, not to every server.
+        asked.clear()
+        for dotted in (f"{other}/.", f"{other}/%2E", f"{base}/cards/./{card_id}/.."):
+            assert cards_cli.cmd_verify(dotted, trusted_keys=[OPERATOR.key_id], out=out.append) == 2
+            assert out == [f"cannot verify: {dotted}: give the card's URL without . or .. in it"]
+            out.clear()
+        assert asked == []  # refused before anything was fetched
         assert cards_cli.cmd_verify(f"{base}/elsewhere/card-2", out=out.append) == 2
         missing = f"cannot verify: cannot fetch {base}/elsewhere/card-2: HTTP Error 404: Not Found"
         assert out == [missing]

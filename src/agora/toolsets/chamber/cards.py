@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import rfc8785
 
+from agora.toolsets import strict_json
 from agora.toolsets.chamber import signing
 from agora.toolsets.chamber.attempt import iso
 
@@ -271,12 +272,18 @@ def verify_document(data: bytes, trusted_keys: Collection[str] = ()) -> Verifica
         CardFormatError: if ``data`` is not a card document.
     """
     try:
-        doc = json.loads(data)
+        doc = strict_json.loads(data)
+    except strict_json.DuplicateKey as twice:
+        # Readers keeping the first value would see another card than the one checked.
+        raise CardFormatError(f"the key {twice.args[0]!r} appears twice in one object") from None
     except ValueError as exc:
         raise CardFormatError(f"not JSON: {exc}") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("card"), dict):
         raise CardFormatError("no card object")
     card = doc["card"]
+    if not (isinstance(card.get("card_id"), str) and isinstance(card.get("toolset_id"), str)):
+        # A signature checks out over other signed bytes too (a statement): only a card is one.
+        raise CardFormatError("the card object has no card_id and toolset_id: not a card")
     body = canonical(card)
     hash_ok = doc.get("card_sha256") == sha256_tag(body)
     sig = doc.get("signature")

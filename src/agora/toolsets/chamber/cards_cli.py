@@ -295,6 +295,7 @@ def cmd_verify(
         out(f"cannot verify: {exc}")
         return 2
     try:
+        named = _named_card(str(path))
         result = verify_card_bytes(_read_card(path), trusted)
     except CardFetchError as exc:
         out(f"cannot verify: {exc}")
@@ -307,7 +308,6 @@ def cmd_verify(
     out(f"  {_verdict(result)}")
     if result.signature == "valid" and not result.status_signed:
         out("  note: signed before evidence_status was signed; the body alone is covered")
-    named = _named_card(str(path))
     if named is not None and named != result.card_id:
         # A host may answer /cards/X with another genuine card: the signature is then
         # valid, but not for the card the reader looked at.
@@ -317,8 +317,16 @@ def cmd_verify(
 
 
 def _named_card(path: str) -> str | None:
-    """The card id a card page's URL names (``.../cards/<id>``), None for a file or another URL."""
+    """The card id a card page's URL names (``.../cards/<id>``), None for a file or another URL.
+
+    Raises:
+        CardFetchError: a path segment is ``.`` or ``..`` (encoded or not): the server and the
+            reader could each take the URL to name another card.
+    """
     if not path.startswith(("http://", "https://")):
         return None
-    head, _, card_id = urllib.parse.urlsplit(path).path.rstrip("/").rpartition("/")
-    return urllib.parse.unquote(card_id) if head.endswith("/cards") and card_id else None
+    segments = [urllib.parse.unquote(s) for s in urllib.parse.urlsplit(path).path.split("/")]
+    if any(s in (".", "..") for s in segments):
+        raise CardFetchError(f"{path}: give the card's URL without . or .. in it")
+    head, _, card_id = "/".join(segments).rstrip("/").rpartition("/")
+    return card_id if head.endswith("/cards") and card_id else None

@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from agora.toolsets.router import strict_json
+from agora.toolsets import strict_json
 from agora.toolsets.router.digests import digest
 
 MODES: Final = ("disabled", "observe", "reviewed", "automatic")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from agora.mcp.validation import compile_validator
-from agora.toolsets.router import strict_json
+from agora.toolsets import strict_json
 from agora.toolsets.router.digests import digest
 
 if TYPE_CHECKING:

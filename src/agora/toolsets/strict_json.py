@@ -1,4 +1,5 @@
-"""JSON files the router reads (Profiles, Memory policies), decoded with no key given twice.
+"""JSON decoded with no key given twice: the router's files (Profiles, Memory policies) and the
+chamber's cards as `agora cards verify` reads them.
 
 RFC 8785 forbids an object that names one key twice, and ``json.loads`` keeps the last of
 them in silence: which one the author meant is not ours to guess, so such a file is refused
@@ -24,7 +25,7 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return dict(pairs)
 
 
-def loads(text: str) -> Any:
+def loads(text: str | bytes) -> Any:
     """``text`` decoded as JSON.
 
     Raises:
