@@ -40,6 +40,24 @@ def test_a_bucket_admits_a_burst_then_the_steady_rate(limits, principal, burst):
     assert which in ("principal", "connection")
 
 
+@pytest.mark.parametrize(
+    "limits",
+    [
+        pytest.param(Limits(principal=0.5, connection=0), id="principal"),
+        pytest.param(Limits(principal=0, connection=0.5), id="connection"),
+    ],
+)
+def test_a_rate_below_one_a_minute_admits_one_entry_then_waits(limits):
+    limiter, conn = EntryLimiter(), Conn()
+    assert limiter.take(limits, "alice", conn, 0.0) is None  # a bucket holds one entry at least
+    _, wait = limiter.take(limits, "alice", conn, 1.0)
+    assert wait == pytest.approx(119.0)  # what the refusal says is when a token comes
+    assert limiter.take(limits, "alice", conn, 119.9) is not None
+    assert limiter.take(limits, "alice", conn, 120.0) is None
+    assert limiter.take(limits, "alice", conn, 10_000.0) is None  # full again: one, not more
+    assert limiter.take(limits, "alice", conn, 10_000.0) is not None
+
+
 def test_an_entry_takes_both_tokens_or_neither():
     limiter, first, second = EntryLimiter(), Conn(), Conn()
     limits = Limits(principal=3, connection=2)

@@ -1,7 +1,8 @@
 """Entry limits: how fast one principal, or one connection, may enter the chamber.
 
-Token buckets on the monotonic clock: a bucket holds up to a minute's worth of entries and
-refills continuously, so a client may enter in a burst and then at the steady rate. Named
+Token buckets on the monotonic clock: a bucket holds up to a minute's worth of entries (one at
+least, so that a rate below one a minute still admits an entry now and then) and refills
+continuously, so a client may enter in a burst and then at the steady rate. Named
 principals have a bucket each; anonymous callers share one (they are one principal); each
 connection (MCP session) has its own, kept only as long as the connection lives. An entry
 needs a token from both its principal's and its connection's bucket and takes both or
@@ -61,7 +62,12 @@ class _Bucket:
     at: float
 
     def level(self, rate: float, now: float) -> float:
-        return min(rate, self.tokens + (now - self.at) * rate / 60.0)
+        return min(_capacity(rate), self.tokens + (now - self.at) * rate / 60.0)
+
+
+def _capacity(rate: float) -> float:
+    """What a bucket of ``rate`` entries a minute holds when full: an entry takes one."""
+    return rate if rate >= 1.0 else 1.0
 
 
 @dataclass
@@ -90,14 +96,14 @@ class EntryLimiter:
         if rate:
             mine = self._principals.get(principal)  # no bucket made when known
             if mine is None:
-                mine = self._principals[principal] = _Bucket(rate, now)
+                mine = self._principals[principal] = _Bucket(_capacity(rate), now)
             if (mine_level := mine.level(rate, now)) < 1.0:
                 return "principal", (1.0 - mine_level) * 60.0 / rate
         per = limits.connection
         if per and connection is not None:
             theirs = self._connections.get(connection)  # no weak reference made when known
             if theirs is None:
-                theirs = self._connections[connection] = _Bucket(per, now)
+                theirs = self._connections[connection] = _Bucket(_capacity(per), now)
             if (their_level := theirs.level(per, now)) < 1.0:
                 return "connection", (1.0 - their_level) * 60.0 / per
         if mine is not None:
