@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -55,7 +56,13 @@ _SECRET = re.compile(
 _HEX_TOKEN = re.compile(r"(?i)\b[0-9a-f]{32,}\b")
 _B64_TOKEN = re.compile(r"[A-Za-z0-9+/=]{32,}")
 _PHONE = re.compile(r"(?<![\w.-])\+?\(?\d[\d\s()-]{7,}\d(?![\w.-])")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: Control characters, and the invisible ones that change what a reader sees: zero-width and
+#: joiners, bidirectional overrides and isolates (``x\u202etxt.exe`` shows as ``xexe.txt``),
+#: the byte-order mark, soft hyphen and Unicode's other format characters.
+_CONTROL = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb]"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +79,11 @@ class Declared:
 def looks_personal(text: str) -> bool:
     """Whether ``text`` looks like an email, URL, phone number, credential or token.
 
+    Compatibility forms count as what they stand for (NFKC: a full-width at sign, U+FF20, is
+    an ``@``).
     Memoised: agents of one kind declare the same few claims on every entry.
     """
+    text = unicodedata.normalize("NFKC", text)
     if _EMAIL.search(text) or _URL.search(text) or _SECRET.search(text) or _HEX_TOKEN.search(text):
         return True
     for m in _PHONE.finditer(text):
@@ -114,7 +124,7 @@ def check_free_text(name: str, value: str) -> None:
     if len(value) > _LIMITS.get(name, 120) or _CONTROL.search(value):
         raise failure(
             "identity_invalid",
-            f"{name} is too long or contains control characters.",
+            f"{name} is too long or contains control or invisible characters.",
             f"Keep {name} to a short name on one line.",
         )
     if looks_personal(value):
