@@ -106,3 +106,37 @@ async def test_public_documents_never_show_a_handle(runtime, chamber):
     assert handle not in document.decode()
     assert handle[4:] not in document.decode()
     assert handle not in json.dumps(listing)
+
+
+async def test_a_stranger_is_refused_after_a_store_read_as_for_a_missing_handle(
+    runtime, chamber, monkeypatch
+):
+    # Equal bytes are not enough: a refusal answered from memory came back measurably sooner
+    # than a made-up handle's, whose lookup reads the store. Both now read it once.
+    who = agents(runtime, chamber)
+    handle = (await who["alice"].enter())["attempt_handle"]
+    await who["alice"].tool("chamber_action", challenge_handle=handle, op="look")
+    kind = chamber[1].kind
+    assert runtime.holds(kind, handle)
+    assert not runtime.holds(kind, MISSING)
+    reads: list[object] = []
+    read = runtime.store.read
+
+    async def counted(fn):
+        reads.append(fn)
+        return await read(fn)
+
+    monkeypatch.setattr(runtime.store, "read", counted)
+
+    async def reads_of(handle: str) -> list[int]:
+        per_call = []
+        for name, args in CALLS:
+            before = len(reads)
+            await who["bob"].refused(name, challenge_handle=handle, **args)
+            per_call.append(len(reads) - before)
+        return per_call
+
+    missing = await reads_of(MISSING)
+    assert missing == [1] * len(CALLS)
+    assert await reads_of(handle) == missing
+    assert runtime.holds(kind, handle)  # still in memory: the read was of another handle

@@ -114,11 +114,13 @@ async def test_legacy_cards_are_served_byte_for_byte(runtime):
         assert b"<script" not in page.body
 
 
-async def test_a_right_to_left_override_in_a_claim_stays_inside_its_value(runtime, agent):
-    sealed = await sealed_card(agent, model_claim="model\u202eevil")
+async def test_right_to_left_text_in_a_claim_stays_inside_its_value(runtime, agent):
+    # Overrides (U+202E) are refused at entry; right-to-left letters are a name's own.
+    claim = "model \u05e2\u05d1\u05e8\u05d9\u05ea 2"
+    sealed = await sealed_card(agent, model_claim=claim)
     response = await web.get_card(get(f"/cards/{sealed['card_id']}", BROWSER), runtime)
     page = response.body.decode()
-    assert "<bdi>model\u202eevil</bdi>" in page
+    assert f"<bdi>{claim}</bdi>" in page
     assert f"<code><bdi>{sealed['card_id']}</bdi></code>" in page
 
 

@@ -106,6 +106,11 @@ class Registry:
         finally:
             self._reaping = False
 
+    def holds(self, kind: EntityKind, key: str) -> bool:
+        """Whether (kind, key)'s entity is in memory now, so a command on it reads no rows."""
+        actor = self._actors.get((kind.kind, key))
+        return actor is not None and actor.in_memory
+
     def settle(self, actor: Actor) -> None:
         """Drop ``actor`` now if it is idle and holds nothing (`Actor.vacant`).
 

@@ -316,6 +316,11 @@ class Handling:
         runtime.guard.busy += 1
         slot.fail(Busy(f"{kind} {key} kept changing elsewhere; nothing was changed, retry"))
 
+    @property
+    def in_memory(self) -> bool:
+        """The entity is loaded: a command on it reads no rows."""
+        return self._entity is not None
+
     async def loaded(self) -> Entity:
         """The entity, loaded from the store if needed; call while holding the turn.
 

@@ -176,6 +176,16 @@ class Runtime:
         finally:
             del error
 
+    def holds(self, kind: EntityKind, key: str) -> bool:
+        """Whether (kind, key)'s entity is in memory now: a command on it reads no rows.
+
+        For a toolset that must answer two cases alike in time as well as in bytes (a key
+        that exists but is not the caller's, and one that does not exist, whose lookup
+        reads the store): asked before the call, it says whether the first case skipped
+        the read the second makes.
+        """
+        return self.registry.holds(kind, key)
+
     def poll(
         self,
         kind: EntityKind,

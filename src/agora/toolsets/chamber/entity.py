@@ -29,7 +29,7 @@ from agora.toolsets.chamber.commands import (
 )
 from agora.toolsets.chamber.invitation import token_for
 from agora.toolsets.chamber.opening import entry_reply
-from agora.toolsets.chamber.replies import failure, not_found
+from agora.toolsets.chamber.replies import failure, not_found, not_yours
 from agora.toolsets.chamber.sealing import RetiredCard, SealOutcome, seal_reply
 
 __all__ = ["AttemptEntity", "AttemptKind", "RetiredCard", "SealOutcome", "seal_reply"]
@@ -73,9 +73,11 @@ class AttemptEntity:
             return self._enter(command, now.wall)
         if self.attempt is None and self.retired is not None:
             return self._after_retention(self.retired, command)
-        if self.attempt is None or not _may_use(self.attempt, command):
-            # A named principal's attempt answers everyone else exactly as a missing one.
+        if self.attempt is None:
             return Effects(reply=not_found(self.key))
+        if not _may_use(self.attempt, command):
+            # A named principal's attempt answers everyone else exactly as a missing one.
+            return Effects(reply=not_yours(self.key))
         a = self.attempt
         match command:
             case Observe(object=object_id):
@@ -109,7 +111,7 @@ class AttemptEntity:
         # The session is gone but the handle -> card link is forever: a second seal
         # still answers the first card; play answers that the attempt is sealed.
         if not _may_use(r, command):
-            return Effects(reply=not_found(self.key))
+            return Effects(reply=not_yours(self.key))
         signature = r.card.signature
         state = "quarantined" if r.quarantined else ("sealed" if signature else "pending_signature")
         if r.card.outcome == "expired" and not r.quarantined:

@@ -88,6 +88,17 @@ def failure(code: str, error: str, recovery_hint: str, **extra: Any) -> ToolErro
     return ToolError(failure_body(code, error, recovery_hint, **extra))
 
 
+class NotYours(ToolError):
+    """``attempt_not_found`` for an attempt that exists but belongs to another principal: the
+    same body as `not_found` (the caller sees no difference), told apart for the service,
+    which answers it as late as a lookup of a handle never issued (`Chamber.on_attempt`)."""
+
+
+def not_yours(handle: str) -> NotYours:
+    """`not_found` of ``handle``, as a `NotYours`."""
+    return NotYours(not_found(handle).body)
+
+
 def not_found(handle: str) -> ToolError:
     """``attempt_not_found`` for ``handle`` (also for retired ``sia_`` handles)."""
     if handle.startswith("sia_"):

@@ -41,7 +41,7 @@ from agora.toolsets.chamber.invitation import (
 )
 from agora.toolsets.chamber.pool import RoomPool, pool_size
 from agora.toolsets.chamber.ratelimit import LIMIT_SETTINGS, EntryLimiter, Limits
-from agora.toolsets.chamber.replies import failure, not_found, retired_alias
+from agora.toolsets.chamber.replies import NotYours, failure, not_found, retired_alias
 from agora.toolsets.chamber.sealing import SealOutcome, seal_reply
 from agora.toolsets.chamber.signing import ALGORITHM, Signer, SigningKeyError, load_signer
 
@@ -244,14 +244,31 @@ class Chamber:
         )
         return reply
 
+    async def on_attempt(self, call: ToolCall, handle: str, command: Any) -> Any:
+        """``command`` on attempt ``handle``, its reply.
+
+        Another principal's attempt is refused as a missing one, in the same bytes and, as
+        near as can be, in the same time: a handle never issued costs a store read (its
+        lookup), so a refusal that found the attempt in memory reads as much first.
+
+        Raises:
+            ToolError: what the attempt answered (`NotYours` as ``attempt_not_found``).
+        """
+        runtime = call.runtime
+        held = runtime.holds(self.kind, handle)
+        try:
+            return await runtime.call(self.kind, handle, command)
+        except NotYours:
+            if held:
+                decoy, now = new_handle(), runtime.clock.now()  # a handle nobody holds
+                await runtime.read(lambda conn: self.kind.load(conn, decoy, now))
+            raise
+
     async def observe(self, call: ToolCall) -> dict[str, Any]:
         """``observe_chamber``."""
         handle = self._handle(call)
-        reply: dict[str, Any] = await call.runtime.call(
-            self.kind,
-            handle,
-            Observe(object=str(call.args["object"]), caller=call.principal.name),
-        )
+        command = Observe(object=str(call.args["object"]), caller=call.principal.name)
+        reply: dict[str, Any] = await self.on_attempt(call, handle, command)
         return reply
 
     async def act(self, call: ToolCall) -> dict[str, Any]:
@@ -266,7 +283,7 @@ class Chamber:
             expected_action_index=args.get("expected_action_index"),
             caller=call.principal.name,
         )
-        reply: dict[str, Any] = await call.runtime.call(self.kind, handle, command)
+        reply: dict[str, Any] = await self.on_attempt(call, handle, command)
         return reply
 
     async def call_for_help(self, call: ToolCall) -> dict[str, Any]:
@@ -284,7 +301,7 @@ class Chamber:
         # 128 random bits: the ally's seed never leaves the server, only its invitation does.
         seed = secrets.token_hex(16)
         command = CallForHelp(ally=ally, seed=seed, caller=call.principal.name)
-        reply: dict[str, Any] = await call.runtime.call(self.kind, handle, command)
+        reply: dict[str, Any] = await self.on_attempt(call, handle, command)
         return reply
 
     async def seal(self, call: ToolCall) -> dict[str, Any]:
@@ -303,7 +320,7 @@ class Chamber:
             key_broken=broken,
             caller=call.principal.name,
         )
-        outcome: SealOutcome = await call.runtime.call(self.kind, handle, command)
+        outcome: SealOutcome = await self.on_attempt(call, handle, command)
         signature = outcome.card.signature
         if outcome.already_sealed and signature is None:
             # An operator may have signed since this actor loaded: the store is the truth.
