@@ -86,3 +86,13 @@ def test_a_missing_handle_is_said_to_be_missing():
     assert "missing" in body["recovery_hint"]
     assert "challenge_handle" in body["recovery_hint"]
     assert "sia_" not in body["recovery_hint"]
+
+
+def test_a_number_sent_as_a_json_number_is_told_to_send_its_digits_as_a_string():
+    # The lock says "a whole number ... written in digits"; value is a string or an array.
+    args = {"challenge_handle": HANDLE, "op": "submit_number", "value": 1430}
+    body = _rejection("chamber_action", args)
+    assert body["code"] == "value_format_invalid"
+    assert "got integer" in body["error"]
+    assert "JSON string" in body["recovery_hint"]
+    assert "digits" in body["recovery_hint"]

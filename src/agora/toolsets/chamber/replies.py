@@ -180,6 +180,12 @@ def argument_rejection(problems: Sequence[ValidationIssue]) -> dict[str, Any]:
     code = (missing if required else malformed) or "value_format_invalid"
     text = "; ".join(p.describe() for p in problems) or "arguments: invalid"
     hint = _MISSING_HINTS.get(name, "") if required else ""
+    if name == "value" and first is not None and first.keyword == "type":
+        # A number or time read as a JSON number: the lock's wording says "digits".
+        hint = (
+            'Send value as a JSON string (a number as its digits, "HH:MM" for a time), or '
+            "as a JSON array of strings for an arrangement."
+        )
     return failure_body(code, text, hint or _ARGUMENT_HINTS[code])
 
 

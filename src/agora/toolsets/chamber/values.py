@@ -103,7 +103,7 @@ def _time(value: str | list[str]) -> tuple[str, ...]:
 
 def _number(fmt: ValueFormat, value: str | list[str]) -> tuple[str, ...]:
     if not isinstance(value, str) or not re.fullmatch(r"\s*\d{1,6}\s*", value):
-        raise ValueFormatError("expected a whole number written in digits")
+        raise ValueFormatError("expected a whole number written in digits, as a JSON string")
     if not fmt.low <= int(value) <= fmt.high:
         raise ValueFormatError(f"expected a number from {fmt.low} to {fmt.high}")
     return (str(int(value)),)
