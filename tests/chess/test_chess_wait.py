@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import trio
 
-from agora.toolsets.chess.commands import NewGame, OfferDraw
+from agora.toolsets.chess.commands import NewGame, OfferDraw, Resign
 from agora.toolsets.chess.position import ungroup_moves
 
 
@@ -92,6 +92,33 @@ async def test_waiting_for_the_human_returns_when_sides_are_chosen(table, autoju
         assert reply["statusCode"] == status
         assert reply["agentColor"] == agent_color
         await table.human(NewGame(table.token))
+
+
+async def test_after_a_game_an_agent_may_wait_for_the_humans_next_one(table, autojump_clock):
+    await table.choose("black")
+    await table.human(Resign(table.token))
+    over = await table.tool("wait_for_turn")  # the contract's way: answered at once, stop
+    assert over["statusCode"] == "GAME_OVER"
+    assert over["nextAction"]["tool"] is None
+    assert "wait_for_human true" in over["nextAction"]["instruction"]
+    start = trio.current_time()
+    results: list = []
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_wait, table, results, {"wait_for_human": True})
+            await trio.sleep(9)
+            await table.human(NewGame(table.token))
+    reply, at = results[0]
+    assert at - start == 9
+    assert (reply["statusCode"], reply["gameNumber"]) == ("SIDE_CHOICE_REQUIRED", 2)
+    await table.choose("black")
+    await table.human(Resign(table.token))
+    start = trio.current_time()
+    with trio.fail_after(60):  # nobody starts a third: the wait times out, to be made again
+        timed_out = await table.tool("wait_for_turn", timeout_ms=1000, wait_for_human=True)
+    assert trio.current_time() - start == 1
+    assert timed_out["statusCode"] == "WAIT_TIMEOUT"
+    assert timed_out["nextAction"]["arguments"] == {"wait_for_human": True}
 
 
 async def test_waiting_for_the_human_times_out_with_the_same_arguments(table, autojump_clock):

@@ -128,7 +128,12 @@ def next_action(
                 "get_board", {}, "Nothing was changed: re-read the board, then act on it."
             )
         case _:
-            return NextAction(None, {}, "The game is over; stop.")
+            return NextAction(
+                None,
+                {},
+                "The game is over; stop. To play the human's next game instead, call"
+                " wait_for_turn with wait_for_human true: it answers when one starts.",
+            )
 
 
 def ownership(agent_color: ColorName | None) -> Ownership:

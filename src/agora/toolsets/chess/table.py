@@ -75,10 +75,11 @@ class WaitCondition:
     """When ``wait_for_turn`` may answer, judged against the first snapshot it saw.
 
     For the seated agent it answers at once on the agent's turn or a finished game, and
-    when the sides are still open unless ``wait_for_human`` asks to wait for the human's
-    choice. Otherwise it answers when the sides get chosen (if they were open) or a new game
-    replaces the one it started on. A watcher (no agent token) has no turn to wait for: it
-    is answered at the next change of the table.
+    when the sides are still open, unless ``wait_for_human`` asks to wait for the human: for
+    the side choice, or, on a finished game, for the human to start the next one. Otherwise it
+    answers when the sides get chosen (if they were open) or a new game replaces the one it
+    started on. A watcher (no agent token) has no turn to wait for: it is answered at the next
+    change of the table.
     """
 
     wait_for_human: bool
@@ -91,10 +92,10 @@ class WaitCondition:
             self.first = snap
         if self.watching:
             return snap.version != self.first.version
-        if snap.phase in ("agent_turn", "over"):
+        if snap.game_number != self.first.game_number or snap.phase == "agent_turn":
             return True
-        if snap.game_number != self.first.game_number:
-            return True
+        if snap.phase == "over":
+            return not (self.wait_for_human and self.first.phase == "over")
         if snap.phase == "side_choice":
             return not self.wait_for_human
         return self.first.phase == "side_choice"
