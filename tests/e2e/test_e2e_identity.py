@@ -36,6 +36,9 @@ async def test_a_bad_token_gets_401_over_http(agora, authorization):
         assert reply.status == 401, reply
         assert reply.headers["www-authenticate"].startswith("Bearer")
         assert "mcp-session-id" not in reply.headers
+        # A chess agent token sent as a bearer is the likely mistake: the refusal says where
+        # such a token goes.
+        assert "goes in the endpoint URL as ?token=" in reply.json()["error"]["message"]
 
 
 @pytest.mark.parametrize("authorization", REFUSED)

@@ -60,6 +60,13 @@ MAX_HEAD = 16384
 MAX_PAGE_BODY = 1 << 20
 RECEIVE_BYTES = 65536
 _BEARER = ("www-authenticate", 'Bearer realm="agora"')
+#: The 401 of an Authorization header naming no principal: it also says where the tokens a
+#: toolset hands out (a chess table's agent token) go instead.
+UNKNOWN_BEARER = (
+    "Unauthorized: unknown bearer token (Authorization carries the token of a principal of the"
+    " server's [[principals]]; a token a toolset gives out, such as a chess table's agent token,"
+    " goes in the endpoint URL as ?token=)"
+)
 
 
 class HttpConnection(Responder):
@@ -262,7 +269,7 @@ class HttpConnection(Responder):
             return False
         principal = self.app.authenticate(headers.get("authorization"))
         if principal is None:
-            unknown = rpc.error(None, rpc.INVALID_REQUEST, "Unauthorized: unknown bearer token")
+            unknown = rpc.error(None, rpc.INVALID_REQUEST, UNKNOWN_BEARER)
             await self._send_error(401, unknown, [_BEARER])
             return False
         req.principal = principal
