@@ -2,12 +2,18 @@
 
 The Seven Tag Roster names both players by role and colour (``Human`` and ``Agent``, ``?``
 before the sides are chosen) and the result (``*`` while the game runs or when it was
-abandoned); ``Termination`` says how it ended. Each move's note becomes a PGN comment
-prefixed with who wrote it. Pure: no I/O; dates come from the moves' own timestamps.
+abandoned). In the export format the standard asks for: ``Termination`` takes one of its
+values (``normal``, or ``abandoned``) and the game's own ending (checkmate, resignation, ...)
+is the comment after the last move; movetext lines are at most 79 characters; each move's note
+becomes a comment prefixed with who wrote it, its control characters (which PGN forbids)
+turned to spaces and its words wrapped to that width. Pure: no I/O; dates come from the
+moves' own timestamps.
 """
 
 from __future__ import annotations
 
+import re
+import textwrap
 from typing import TYPE_CHECKING, Final
 
 import chess
@@ -19,17 +25,21 @@ if TYPE_CHECKING:
     from agora.toolsets.chess.table import Snapshot
 
 PLAYER_NAMES: Final = {"human": "Human", "agent": "Agent"}
-_TERMINATIONS: Final = {
+#: Movetext line length of the PGN export format.
+COLUMNS: Final = 79
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+#: The ending of each result reason, said in the comment after the last move.
+_ENDINGS: Final = {
     "checkmate": "checkmate",
     "stalemate": "stalemate",
     "insufficient_material": "insufficient material",
-    "seventyfive_moves": "75-move rule",
+    "seventyfive_moves": "the 75-move rule",
     "fivefold_repetition": "fivefold repetition",
-    "fifty_moves": "50-move rule",
+    "fifty_moves": "the 50-move rule",
     "threefold_repetition": "threefold repetition",
     "resignation": "resignation",
-    "agreement": "draw by agreement",
-    "abandoned": "abandoned",
+    "agreement": "a draw by agreement",
+    "abandoned": "abandonment: the human started a new game",
 }
 
 
@@ -58,11 +68,24 @@ def game_pgn(snap: Snapshot, site: str) -> str:
         game.headers[other_color(snap.agent_color).capitalize()] = PLAYER_NAMES["human"]
     game.headers["Result"] = snap.result.score if snap.result else "*"
     if snap.result is not None:
-        game.headers["Termination"] = _TERMINATIONS[snap.result.reason]
+        reason = snap.result.reason
+        game.headers["Termination"] = "abandoned" if reason == "abandoned" else "normal"
     node: chess.pgn.GameNode = game
     for move in snap.moves:
         node = node.add_variation(chess.Move.from_uci(move.uci))
         if move.note:
             # PGN comments end at the first "}"; python-chess drops it, keep the words.
             node.comment = f"{PLAYER_NAMES[move.by]}: {move.note.replace('}', ')')}"
-    return str(game) + "\n"
+    if snap.result is not None:
+        ending = f"Ended by {_ENDINGS[snap.result.reason]}."
+        node.comment = f"{node.comment} {ending}" if node.comment else ending
+    for each in game.mainline():
+        if each.comment:
+            # One space between words, in lines that fit the movetext's width with "{ " and
+            # " }" around them (python-chess wraps between tokens, never inside a comment).
+            words = _CONTROL.sub(" ", each.comment).split()
+            each.comment = textwrap.fill(" ".join(words), COLUMNS - 3)
+    exporter = chess.pgn.StringExporter(
+        headers=True, variations=True, comments=True, columns=COLUMNS
+    )
+    return game.accept(exporter) + "\n"
