@@ -234,6 +234,15 @@ def test_a_reload_restores_fen_history_notes_sides_and_offers(harness):
     assert harness.reloaded().snapshot() == durable(harness.entity.snapshot())
 
 
+def test_a_new_game_before_the_sides_are_chosen_changes_nothing(harness):
+    before = harness.entity.snapshot()
+    for _ in range(3):
+        effects = harness.run(NewGame(TOKEN))
+        assert (effects.writes, effects.changed) == ([], False)
+    assert harness.entity.snapshot() == before  # still game 1, no empty games thrown away
+    assert harness.conn.execute("SELECT count(*) FROM chess_games").fetchone() == (1,)
+
+
 def test_a_reload_restores_a_result_and_the_game_number(harness):
     harness.run(ChooseSide(TOKEN, "black"))
     harness.run(Resign(TOKEN))

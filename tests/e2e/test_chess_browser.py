@@ -59,7 +59,8 @@ def human_plays_white(url: str, spectator_url: str, agent_token: str) -> dict[st
     errors: list[str] = []
     with chromium() as browser:
         page = live_page(browser, url, errors)
-        expect(page.locator("#role")).to_have_text("you play")
+        expect(page.locator("#role")).to_have_text("you: choose a side")
+        assert page.locator("#new-game").is_disabled()  # nothing to abandon yet
         expect(page.locator("#agent-token")).to_have_text(agent_token)
         page.click("#copy-agent-token")
         expect(page.locator("#copied")).to_have_text("Copied.")
@@ -287,4 +288,4 @@ async def test_the_play_page_creates_a_table_and_links_to_it(tmp_path):
             seen = await trio.to_thread.run_sync(human_creates_a_table_at_play, server.url)
     assert seen["errors"] == []
     assert "/play/from-index?token=" in seen["url"]
-    assert seen["role"] == "you play"
+    assert seen["role"] == "you: choose a side"

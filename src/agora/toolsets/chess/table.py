@@ -244,6 +244,8 @@ class ChessTable:
             case AcceptDraw():
                 game.accept_draw("human", at)
             case NewGame():
+                if game.phase == "side_choice":  # nothing to abandon: sides are open already
+                    return Effects(reply=self.snapshot())
                 return self._new_game(at)
             case NewAgentToken(agent_token=agent_token):
                 assert self.row is not None

@@ -198,12 +198,13 @@ const chessView = (() => {
     $("status").textContent = text;
     const playing = state.phase === "human_turn" || state.phase === "agent_turn";
     $("role").textContent = human
-      ? "you play" + (state.humanColor ? ` ${state.humanColor}` : "")
+      ? (state.humanColor ? `you play ${state.humanColor}` : "you: choose a side")
       : "spectator";
     $("side-choice").hidden = !(human && state.phase === "side_choice");
     $("controls").hidden = !human;
     $("offer-draw").disabled = !playing || state.drawOffer === "human";
     $("resign").disabled = !playing;
+    $("new-game").disabled = state.phase === "side_choice"; // nothing to abandon yet
     $("accept-draw").hidden = !(playing && state.drawOffer === "agent");
   }
 
