@@ -314,3 +314,12 @@ async def test_the_status_says_check_when_the_human_is_in_check(table):
     await table.human_move("g7g6")
     _, mine = await api(table.runtime, "GET", "/play/default/state", query={"token": table.token})
     assert mine["status"] == "The agent is thinking."
+
+
+async def test_an_action_with_no_body_is_told_what_to_send(table):
+    for body in (b"", b"  \n"):
+        for path in ("resign", "move", "side", "new-game"):
+            status, refused = await api(table.runtime, "POST", f"/play/default/{path}", body)
+            assert (status, refused["code"]) == (400, "BAD_REQUEST")
+            assert refused["error"].startswith("the body is empty: send a JSON object"), path
+            assert '"token"' in refused["error"]

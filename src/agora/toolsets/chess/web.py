@@ -137,6 +137,10 @@ def _refusal(err: ChessError) -> Response:
     return Response.json({"error": err.message, "code": err.code}, _STATUS.get(err.code, 409))
 
 
+#: The refusal of a human action sent with no body (the decoder would say "truncated").
+EMPTY_BODY = 'the body is empty: send a JSON object with the human token, {"token": "..."}'
+
+
 def _bad_request(error: str) -> Response:
     return Response.json({"error": error, "code": "BAD_REQUEST"}, 400)
 
@@ -291,6 +295,8 @@ def _action(
             return Response.error(404, "no such table")
         if (refused := _nul_refusal(request.body)) is not None:
             return refused
+        if not request.body.strip():
+            return _bad_request(EMPTY_BODY)
         try:
             command = parse(request.body)
         except (msgspec.ValidationError, msgspec.DecodeError) as err:
