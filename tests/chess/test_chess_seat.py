@@ -109,6 +109,18 @@ async def test_a_watcher_waits_for_the_next_change(table, autojump_clock):
     with trio.fail_after(60):
         quiet = await table.tool("wait_for_turn", as_token=None, timeout_ms=2000)
     assert quiet["statusCode"] == "WAIT_TIMEOUT"
+    # The seat's token and the agent's presence are no change of the game a watcher sees.
+    results.clear()
+    start = trio.current_time()
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(watch)
+            await trio.sleep(1)
+            await table.human(NewAgentToken(table.token, "another"))
+            await trio.sleep(1)
+            await table.human_move("e7e5")
+    assert trio.current_time() - start == 2
+    assert results[0]["lastMove"]["san"] == "e5"
 
 
 async def test_the_agent_is_told_its_draw_offer_was_declined(table):

@@ -79,7 +79,8 @@ class WaitCondition:
     the side choice, or, on a finished game, for the human to start the next one. Otherwise it
     answers when the sides get chosen (if they were open) or a new game replaces the one it
     started on. A watcher (no agent token) has no turn to wait for: it is answered at the next
-    change of the table.
+    change of the game (a move, a side choice, an offer, a result, a new game), not of the
+    seat's token or the agent's presence.
     """
 
     wait_for_human: bool
@@ -90,8 +91,8 @@ class WaitCondition:
         """Whether the wait is over at ``snap``."""
         if self.first is None:
             self.first = snap
-        if self.watching:
-            return snap.version != self.first.version
+        if self.watching:  # the game as a watcher sees it, not the seat's token or presence
+            return _game_view(snap) != _game_view(self.first)
         if snap.game_number != self.first.game_number or snap.phase == "agent_turn":
             return True
         if snap.phase == "over":
@@ -99,6 +100,11 @@ class WaitCondition:
         if snap.phase == "side_choice":
             return not self.wait_for_human
         return self.first.phase == "side_choice"
+
+
+def _game_view(snap: Snapshot) -> tuple[object, ...]:
+    """What a watcher's wait answers a change of: the game, its moves, offers and result."""
+    return (snap.game_number, len(snap.moves), snap.phase, snap.draw_offer, snap.result)
 
 
 def _not_found(name: str) -> ChessError:
