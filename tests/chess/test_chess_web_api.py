@@ -9,7 +9,7 @@ import sys
 import chess.pgn
 from page_routes import api, http
 
-from agora.toolsets.chess.commands import Resign, Tokens
+from agora.toolsets.chess.commands import NewGame, Resign, Tokens
 
 PUBLIC_URL = "http://127.0.0.1:8765"
 
@@ -323,3 +323,24 @@ async def test_an_action_with_no_body_is_told_what_to_send(table):
             assert (status, refused["code"]) == (400, "BAD_REQUEST")
             assert refused["error"].startswith("the body is empty: send a JSON object"), path
             assert '"token"' in refused["error"]
+
+
+async def test_an_earlier_game_is_downloaded_by_its_number(table):
+    await table.choose("black")
+    await table.human_move("e2e4")
+    await table.tool("move_piece", **{"from": "e7", "to": "e5", "note": "first game"})
+    await table.human(Resign(table.token))
+    first = (await http(table.runtime, "GET", "/play/default/pgn")).body
+    await table.human(NewGame(table.token))
+    await table.choose("white")
+    await table.tool("move_piece", **{"from": "d2", "to": "d4"})
+    earlier = await http(table.runtime, "GET", "/play/default/pgn", query={"game": "1"})
+    assert earlier.status == 200
+    assert earlier.body == first
+    assert 'filename="agora-default-game1.pgn"' in dict(earlier.headers)["Content-Disposition"]
+    current = await http(table.runtime, "GET", "/play/default/pgn", query={"game": "2"})
+    assert b"1. d4" in current.body
+    assert current.body == (await http(table.runtime, "GET", "/play/default/pgn")).body
+    for bad in ("3", "0", "x", "-1", "1.0"):
+        missing = await http(table.runtime, "GET", "/play/default/pgn", query={"game": bad})
+        assert missing.status == 404, bad

@@ -289,3 +289,44 @@ async def test_the_play_page_creates_a_table_and_links_to_it(tmp_path):
     assert seen["errors"] == []
     assert "/play/from-index?token=" in seen["url"]
     assert seen["role"] == "you: choose a side"
+
+
+def human_resigns_and_starts_again(url: str) -> dict[str, Any]:
+    """White resigns at once, starts a new game, and downloads the first from its link."""
+    expect = sync_api.expect
+    errors: list[str] = []
+    with chromium() as browser:
+        page = live_page(browser, url, errors)
+        expect(page.locator("#earlier-games")).to_be_hidden()
+        page.click("#human-white")
+        expect(page.locator("#status")).to_have_text("Your move.")
+        page.click("#resign")  # the page's confirm is accepted
+        expect(page.locator("#status")).to_contain_text("resign")
+        with page.expect_download() as current:
+            page.click("#pgn")
+        page.click("#new-game")
+        expect(page.locator("#role")).to_have_text("you: choose a side")
+        links = page.locator("#earlier-games a")
+        expect(links).to_have_count(1)
+        with page.expect_download() as earlier:
+            links.first.click()
+        return {
+            "label": page.locator("#earlier-games").text_content(),
+            "before": Path(current.value.path()).read_text(),
+            "earlier": Path(earlier.value.path()).read_text(),
+            "errors": errors,
+        }
+
+
+async def test_a_finished_game_stays_downloadable_after_a_new_game(tmp_path):
+    with trio.fail_after(60):
+        async with agora_serve(tmp_path / "agora.db") as server:
+            status, table = await http_json("POST", f"{server.url}/play/tables", {"name": "again"})
+            assert status == 201, table
+            seen = await trio.to_thread.run_sync(human_resigns_and_starts_again, table["humanUrl"])
+    assert seen["errors"] == []
+    assert seen["label"] == "Earlier games (PGN): game 1"
+    assert seen["earlier"] == seen["before"]
+    game = chess.pgn.read_game(io.StringIO(seen["earlier"]))
+    assert game is not None
+    assert (game.headers["Round"], game.headers["Result"]) == ("1", "0-1")

@@ -220,11 +220,13 @@ def _one(conn: ReadConn, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] |
     return None if row is None else tuple(row)
 
 
-def read_table(conn: ReadConn, name: str) -> StoredTable | None:
-    """Read one table's committed rows; None if the table does not exist.
+def read_table(conn: ReadConn, name: str, game_no: int | None = None) -> StoredTable | None:
+    """Read one table's committed rows with its current game (or game ``game_no``); None if
+    the table does not exist.
 
     Raises:
-        LookupError: if the table row exists but its current game row is missing.
+        LookupError: if the table row exists but the game's row is missing (a ``game_no``
+            the table never had, or a corrupt store).
     """
     row = _one(
         conn,
@@ -235,21 +237,22 @@ def read_table(conn: ReadConn, name: str) -> StoredTable | None:
     if row is None:
         return None
     table = TableRow(*row)
+    number = table.game_no if game_no is None else game_no
     game = _one(
         conn,
         "SELECT start_fen, agent_color, draw_offer, declined_ply, score, reason, winner,"
         " ended_at"
         " FROM chess_games WHERE table_name = ? AND game_no = ?",
-        (name, table.game_no),
+        (name, number),
     )
     if game is None:
-        raise LookupError(f"chess table {name!r} has no game {table.game_no}")
+        raise LookupError(f"chess table {name!r} has no game {number}")
     moves = [
         MoveRow(*tuple(m))
         for m in conn.execute(
             "SELECT uci, san, by, note, played_at FROM chess_moves"
             " WHERE table_name = ? AND game_no = ? ORDER BY ply",
-            (name, table.game_no),
+            (name, number),
         )
     ]
     return StoredTable(table=table, game=GameRow(*game), moves=moves)

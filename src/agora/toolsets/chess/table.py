@@ -355,22 +355,46 @@ class ChessTables:
         stored = sql.read_table(conn, key)
         if stored is None:
             return ChessTable(key)
-        g = stored.game
-        game = Game(stored.table.game_no, start_fen=g.start_fen)
-        for move in stored.moves:
-            try:
-                game.restore(move.uci, move.san, _role(move.by), move.note, move.played_at)
-            except ValueError as exc:
-                raise LookupError(f"chess table {key!r}: {exc}") from exc
-        game.agent_color = _color(g.agent_color)
-        game.draw_offer = None if g.draw_offer is None else _role(g.draw_offer)
-        game.declined_ply = g.declined_ply
-        if g.score is not None:
-            game.result = msgspec.convert(
-                {"score": g.score, "reason": g.reason, "winner": g.winner, "ended_at": g.ended_at},
-                Result,
-            )
-        return ChessTable(key, stored.table, game)
+        return ChessTable(key, stored.table, _game(key, stored.table.game_no, stored))
+
+
+def past_game(conn: ReadConn, key: str, number: int) -> Snapshot | None:
+    """Game ``number`` of table ``key`` as its snapshot (for its PGN); None if there is none.
+
+    Raises:
+        LookupError: if the stored rows are inconsistent.
+    """
+    try:
+        stored = sql.read_table(conn, key, number)
+    except LookupError:
+        return None  # no such game at this table
+    if stored is None:
+        return None
+    return ChessTable(key, stored.table, _game(key, number, stored)).snapshot()
+
+
+def _game(key: str, number: int, stored: sql.StoredTable) -> Game:
+    """Game ``number`` replayed from its stored rows.
+
+    Raises:
+        LookupError: if a stored move is not legal where it stands.
+    """
+    g = stored.game
+    game = Game(number, start_fen=g.start_fen)
+    for move in stored.moves:
+        try:
+            game.restore(move.uci, move.san, _role(move.by), move.note, move.played_at)
+        except ValueError as exc:
+            raise LookupError(f"chess table {key!r}: {exc}") from exc
+    game.agent_color = _color(g.agent_color)
+    game.draw_offer = None if g.draw_offer is None else _role(g.draw_offer)
+    game.declined_ply = g.declined_ply
+    if g.score is not None:
+        game.result = msgspec.convert(
+            {"score": g.score, "reason": g.reason, "winner": g.winner, "ended_at": g.ended_at},
+            Result,
+        )
+    return game
 
 
 def _role(value: str) -> Role:

@@ -9,7 +9,8 @@ Routes (all under ``/play``):
                                       view; a wrong token is 403, never a silent spectator view)
     GET  /play/{table}/events         SSE: a ``state`` event now and after every change (or the
                                       agent's presence), ``ping`` every 20 s (same token rule)
-    GET  /play/{table}/pgn            the current game as a PGN download (public, like the page)
+    GET  /play/{table}/pgn            the current game as a PGN download (public, like the page);
+                                      ``?game=N`` an earlier game of the table
     POST /play/{table}/side           {"token", "agentColor": "white" | "black"}
     POST /play/{table}/move           {"token", "from", "to", "promotion"?, "note"?}
     POST /play/{table}/resign         {"token"}
@@ -56,7 +57,7 @@ from agora.toolsets.chess.commands import (
     Tokens,
 )
 from agora.toolsets.chess.pgn import game_pgn
-from agora.toolsets.chess.table import KIND, Snapshot
+from agora.toolsets.chess.table import KIND, Snapshot, past_game
 from agora.toolsets.chess.terms import ChessError, ColorName
 from agora.web.http import VIEWPORT, EventStream, Request, Response, Route, wants_html
 
@@ -328,7 +329,7 @@ def _new_agent_token(body: bytes) -> HumanCommand:
 
 
 async def pgn(request: Request, runtime: Runtime) -> Response:
-    """The current game as PGN, offered as a download."""
+    """The current game (or ``?game=N``, an earlier one) as PGN, offered as a download."""
     table = request.params["table"]
     if not _valid_table(table):
         return Response.error(404, "no such table")
@@ -336,6 +337,15 @@ async def pgn(request: Request, runtime: Runtime) -> Response:
         snap: Snapshot = await runtime.call(KIND, table, Look())
     except ChessError as err:
         return _refusal(err)
+    asked = request.query.get("game")
+    if asked is not None:
+        if not asked.isdigit() or not 1 <= int(asked) <= snap.game_number:
+            return Response.error(404, f"no game {asked[:12]!r} at this table")
+        if int(asked) < snap.game_number:
+            past = await runtime.read(lambda conn: past_game(conn, table, int(asked)))
+            if past is None:
+                return Response.error(404, f"no game {asked} at this table")
+            snap = past
     text = game_pgn(snap, page.spectator_url(runtime.public_url, table))
     name = f"agora-{table}-game{snap.game_number}.pgn"
     headers = [

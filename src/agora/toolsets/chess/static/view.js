@@ -115,6 +115,8 @@ const chessView = (() => {
     }
   }
 
+  const EARLIER_GAMES = 5;
+
   function who(state, move) {
     if (move.by === "agent") return "agent";
     return state.role === "human" ? "you" : "human";
@@ -150,6 +152,15 @@ const chessView = (() => {
     }
     moves.scrollTop = moves.scrollHeight;
     $("pgn").setAttribute("href", pgnUrl);
+    // The table's earlier games stay downloadable after "New game" (the last few, newest first).
+    const earlier = $("earlier-games");
+    earlier.replaceChildren();
+    const first = Math.max(1, state.gameNumber - EARLIER_GAMES);
+    for (let n = state.gameNumber - 1; n >= first; n--) {
+      const link = el("a", { href: `${pgnUrl}?game=${n}`, download: "" }, `game ${n}`);
+      earlier.append(earlier.childElementCount ? ", " : "Earlier games (PGN): ", link);
+    }
+    earlier.hidden = state.gameNumber <= 1;
   }
 
   function renderPlayers(state) {
