@@ -53,7 +53,21 @@ async def test_the_ally_redeems_the_invitation_into_the_kept_room_once(agent, ru
     assert (card["seed_source"], card["practice"]) == ("server", False)
     again = await agent.refused("enter_open_challenge", **{**ENTRY, **args})
     assert again["code"] == "value_format_invalid"
-    assert "not a live invitation" in again["error"]
+    assert "already redeemed: it enters one room, once" in again["error"]
+    assert "call_for_help" not in again["recovery_hint"]  # it would answer the same token
+
+
+async def test_naming_an_ally_again_after_it_entered_says_the_invitation_is_used(agent):
+    handle, first = await _invite(agent)
+    again = await agent.tool("call_for_help", challenge_handle=handle, ally="claude-5")
+    assert again["invitation"] == first["invitation"]  # not entered yet: the same, still live
+    assert "redeemed" not in again
+    product = {k: v for k, v in ENTRY.items() if k != "product"}
+    await agent.tool("enter_open_challenge", **first["ally_entry"]["arguments"], **product)
+    used = await agent.tool("call_for_help", challenge_handle=handle, ally="claude-5")
+    assert used["redeemed"] is True
+    assert "ally_entry" not in used
+    assert "already entered its room with this invitation" in used["note"]
 
 
 async def test_an_invitation_is_for_its_product_and_suite(agent):
@@ -76,6 +90,7 @@ async def test_an_invitation_is_for_its_product_and_suite(agent):
 async def test_unknown_invitations_are_refused(agent):
     body = await agent.refused("enter_open_challenge", **ENTRY, seed="inv-" + "0" * 32)
     assert body["code"] == "value_format_invalid"
+    assert "is not an invitation this server issued" in body["error"]
 
 
 async def test_concurrent_redemptions_let_exactly_one_ally_in(agent):

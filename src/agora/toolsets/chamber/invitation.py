@@ -47,6 +47,10 @@ class Redeem(msgspec.Struct, frozen=True, tag=True):
     handle: str
 
 
+class IsRedeemed(msgspec.Struct, frozen=True, tag=True):
+    """Ask whether the invitation has been redeemed (answers a bool; False if unknown)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Invitation:
     """One invitation as stored."""
@@ -68,12 +72,23 @@ class Redeemed:
 
 
 def unknown(token: str) -> ToolError:
-    """The refusal for a token that is not (or no longer) a live invitation."""
+    """The refusal for a token that is not an invitation this server issued."""
     return failure(
         "value_format_invalid",
-        f"seed {token[:40]!r} is not a live invitation (unknown, or already redeemed).",
-        "Leave seed out to enter a fresh room, or ask your inviter to call call_for_help.",
+        f"seed {token[:40]!r} is not an invitation this server issued.",
+        "Leave seed out to enter a fresh room, or ask your inviter for the invitation that "
+        "its call_for_help answered.",
         retryable=False,  # the same token can never succeed again
+    )
+
+
+def used(token: str) -> ToolError:
+    """The refusal for an invitation already redeemed: it enters one room, once."""
+    return failure(
+        "value_format_invalid",
+        f"seed {token[:40]!r} is an invitation already redeemed: it enters one room, once.",
+        "Leave seed out to enter a fresh room of your own.",
+        retryable=False,
     )
 
 
@@ -90,12 +105,16 @@ class InvitationEntity:
         return self.invitation is None
 
     def handle(self, command: Any, now: Now) -> Effects:
-        """Apply `Redeem`; does no I/O."""
+        """Apply `Redeem` or `IsRedeemed`; does no I/O."""
+        inv = self.invitation
+        if isinstance(command, IsRedeemed):
+            return Effects(reply=inv is not None and inv.redeemed_by is not None)
         if not isinstance(command, Redeem):
             raise TypeError(f"not an invitation command: {command!r}")
-        inv = self.invitation
-        if inv is None or inv.redeemed_by is not None:
+        if inv is None:
             return Effects(reply=unknown(self.key))
+        if inv.redeemed_by is not None:
+            return Effects(reply=used(self.key))
         if command.product != inv.ally:
             return Effects(
                 reply=failure(

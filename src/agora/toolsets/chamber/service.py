@@ -34,6 +34,7 @@ from agora.toolsets.chamber.identity import (
 )
 from agora.toolsets.chamber.invitation import (
     InvitationKind,
+    IsRedeemed,
     Redeem,
     Redeemed,
     is_invitation,
@@ -302,6 +303,16 @@ class Chamber:
         seed = secrets.token_hex(16)
         command = CallForHelp(ally=ally, seed=seed, caller=call.principal.name)
         reply: dict[str, Any] = await self.on_attempt(call, handle, command)
+        invitation = reply["invitation"]
+        if await call.runtime.call(self.invitations, invitation, IsRedeemed()):
+            # Named before and already entered: the same invitation again would only be
+            # refused at entry. Say so instead of handing it out as if it were live.
+            del reply["ally_entry"]
+            reply["redeemed"] = True
+            reply["note"] = (
+                f"{ally} already entered its room with this invitation, which redeems once. "
+                "Name another ally to invite another."
+            )
         return reply
 
     async def seal(self, call: ToolCall) -> dict[str, Any]:
