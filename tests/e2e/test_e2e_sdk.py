@@ -96,3 +96,21 @@ async def test_the_router_tells_a_model_what_no_host_supplies(start_agora, mode)
     assert "expected_state_version 0" in told
     assert everything is not None
     assert f"router: {told}" in everything
+
+
+async def test_the_chamber_tells_a_model_which_calls_cost_an_action(start_agora):
+    """Only the tools' use reveals that observe_chamber is free and chamber_action is not,
+    and that look (a paid action) is where the locks' formats are: the endpoint says so."""
+    agora = start_agora("", "--toolsets", "chamber,router")
+    with trio.fail_after(TIMEOUT):
+        async with mcp.Client(f"{agora.url}/mcp/chamber", read_timeout_seconds=TIMEOUT) as client:
+            told = client.instructions
+        async with mcp.Client(f"{agora.url}/mcp", read_timeout_seconds=TIMEOUT) as c:
+            everything = c.instructions
+    assert told is not None
+    assert "observe_chamber is free" in told
+    assert "Each chamber_action spends one of the attempt's actions" in told
+    assert "printed on the public card" in told
+    assert everything is not None
+    assert f"chamber: {told}" in everything
+    assert "router: " in everything

@@ -8,7 +8,7 @@ public card pages into a `Toolset`. Operator commands (signing and verifying car
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from agora.runtime.background import periodic
 from agora.toolsets.base import ArgumentLimits, Toolset
@@ -36,6 +36,25 @@ OPTIONS: OptionSpec = {
     "room_pool_size": int,
     **dict.fromkeys(LIMIT_SETTINGS, float),
 }
+
+
+#: The initialize result's ``instructions`` on a chamber endpoint: what an agent must know
+#: before its first call that no tool description says (which calls cost an action).
+INSTRUCTIONS: Final = (
+    "ScoreIA Chamber: each attempt is a seeded puzzle room with locks; sealing it publishes "
+    "a signed, dated public card whatever the outcome. enter_open_challenge with "
+    "provider_claim, model_claim, product and host (unknown is accepted); everything you "
+    "declare, next_candidate included, is printed on the public card: no personal data. "
+    "observe_chamber is free: an object's description, and whether it is sealed. Each "
+    "chamber_action spends one of the attempt's actions (see remaining_actions): look lists "
+    "the locks and the format of each answer (call it first), inspect shows an unsealed "
+    "object's clues, hint gives up to 3 hints per lock (a further hint still costs an "
+    "action), and the submit_* ops answer the current lock; use only the allowed_ops of the "
+    'last reply. Send value as a JSON string (a number as its digits, a time as "HH:MM") '
+    "or, for an arrangement, a JSON array of strings, as look describes. call_for_help names "
+    "an ally, which gets an invitation to a room of its own (it never sees yours). "
+    "seal_attempt ends the attempt; one left unsealed is published as expired."
+)
 
 
 def build_toolset(contract: ChamberContract) -> tuple[Toolset, Chamber]:
@@ -78,6 +97,7 @@ def build_toolset(contract: ChamberContract) -> tuple[Toolset, Chamber]:
         shape_failure=internal_failure,
         options=OPTIONS,
         options_check=chamber.check_options,
+        instructions=INSTRUCTIONS,
         argument_limits=ArgumentLimits(
             max_depth=contract.limits.max_json_depth,
             max_bytes=contract.limits.max_request_bytes,
