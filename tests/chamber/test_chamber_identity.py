@@ -173,3 +173,17 @@ def outcome(args) -> str:
 def test_validation_never_crashes_on_any_text(text):
     for name in ("product", "host", "model_claim", "provider_claim", "product_plan"):
         assert outcome(entry(**{name: text})) in default_contract().error_codes | {"admitted"}
+
+
+def test_a_host_conflict_says_host_is_the_field_to_send():
+    # The schema requires host: "send host or host_claim once" promised what it refuses.
+    with pytest.raises(ToolError) as info:
+        validate_entry(default_contract(), entry(host_claim="vscode"), operator=False)
+    assert info.value.body["recovery_hint"] == (
+        "Send host; host_claim, if you send it too, must be the same value."
+    )
+    with pytest.raises(ToolError) as info:
+        validate_entry(
+            default_contract(), entry(origin="relayed", origin_claim="uninvited"), operator=False
+        )
+    assert "Send origin or origin_claim once" in info.value.body["recovery_hint"]

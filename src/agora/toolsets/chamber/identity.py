@@ -104,14 +104,18 @@ def _text(args: Mapping[str, Any], name: str) -> str | None:
     return value.strip()
 
 
-def _one_of(args: Mapping[str, Any], field: str, alias: str) -> str | None:
+def _one_of(
+    args: Mapping[str, Any], field: str, alias: str, *, required: bool = False
+) -> str | None:
     a, b = _text(args, field), _text(args, alias)
     if a and b and a.lower() != b.lower():
-        raise failure(
-            "claim_conflict",
-            f"{field}={a!r} and {alias}={b!r} disagree.",
-            f"Send {field} or {alias} once, or the same value in both.",
+        # A required field (host: the schema requires it) cannot be sent as its alias alone.
+        hint = (
+            f"Send {field}; {alias}, if you send it too, must be the same value."
+            if required
+            else f"Send {field} or {alias} once, or the same value in both."
         )
+        raise failure("claim_conflict", f"{field}={a!r} and {alias}={b!r} disagree.", hint)
     return a or b or None
 
 
@@ -250,7 +254,7 @@ def validate_entry(
             "suite_unknown", f"No active suite {args.get('suite')!r}.", f"Use one of: {names}."
         )
     product = check_product(_text(args, "product"))
-    host = _one_of(args, "host", "host_claim")
+    host = _one_of(args, "host", "host_claim", required=True)
     origin = _one_of(args, "origin", "origin_claim")
     if not host:
         raise failure(
