@@ -96,3 +96,10 @@ def test_a_number_sent_as_a_json_number_is_told_to_send_its_digits_as_a_string()
     assert "got integer" in body["error"]
     assert "JSON string" in body["recovery_hint"]
     assert "digits" in body["recovery_hint"]
+
+
+def test_an_op_the_schema_refuses_is_told_where_the_allowed_ops_are_for_free():
+    # The schema's refusal knows no attempt, so it cannot list the allowed ops itself.
+    body = _rejection("chamber_action", {"challenge_handle": HANDLE, "op": "open"})
+    assert body["code"] == "op_not_allowed"
+    assert "observe_chamber shows them and spends no action" in body["recovery_hint"]

@@ -93,6 +93,24 @@ async def test_a_room_is_solved_and_sealed_through_the_tools(agent):
         assert again["card_id"] == sealed["card_id"]
 
 
+async def test_once_the_room_is_over_observing_invites_no_inspect(agent):
+    with trio.fail_after(30):
+        entered = await agent.enter(seed="over-room")
+        handle, objects = entered["attempt_handle"], entered["objects"]
+        playing = [
+            (await agent.tool("observe_chamber", challenge_handle=handle, object=o))["observation"]
+            for o in objects
+        ]
+        await solve(agent, handle)
+        over = [
+            (await agent.tool("observe_chamber", challenge_handle=handle, object=o))["observation"]
+            for o in objects
+        ]
+    assert any(text.endswith("Inspect it to examine it closely.") for text in playing)
+    assert not any("Inspect it" in text for text in over)  # allowed_ops is empty now
+    assert len(over) == len(objects)
+
+
 async def test_observe_costs_nothing(agent):
     entered = await agent.enter()
     h = entered["attempt_handle"]

@@ -383,4 +383,5 @@ def observe(attempt: Attempt, object_id: str, now: dt.datetime) -> str | ToolErr
             attempt_handle=attempt.handle,
             attempt_state=attempt.state(now),
         )
-    return rooms.summary(attempt.room, object_id, attempt.opened)
+    playing = attempt.state(now) in ("created", "active")
+    return rooms.summary(attempt.room, object_id, attempt.opened, playing=playing)

@@ -146,7 +146,8 @@ _ARGUMENT_HINTS: Final = {
     "an alias sent along with host, and must match it.",
     "identity_invalid": "Identity fields take short names only: no emails, URLs or secrets.",
     "suite_unknown": "Use chambre-chrono-v0 (the default) or chambre-atelier-v0.",
-    "op_not_allowed": "Use one of the allowed_ops of the last reply.",
+    "op_not_allowed": "Use one of the allowed_ops of your last reply (observe_chamber shows "
+    "them and spends no action).",
     "object_not_available": "Use an object id returned at entry.",
     "value_format_invalid": "Fix the arguments as the error says and call again.",
 }

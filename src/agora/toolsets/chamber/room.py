@@ -137,13 +137,16 @@ def _look(room: Room, opened: int) -> str:
     return "\n".join(lines)
 
 
-def summary(room: Room, object_id: str, opened: int) -> str:
-    """What ``observe_chamber`` shows for one object (no clues)."""
+def summary(room: Room, object_id: str, opened: int, *, playing: bool = True) -> str:
+    """What ``observe_chamber`` shows for one object (no clues); ``playing``: the attempt
+    still takes actions (else nothing invites an inspect it would refuse)."""
     obj = room.object(object_id)
     if obj is None:
         raise KeyError(object_id)
     if obj.gate > opened:
         return f"{obj.summary} Sealed until {room.locks[obj.gate - 1].label} is solved."
+    if not playing:
+        return obj.summary
     return f"{obj.summary} Inspect it to examine it closely."
 
 
