@@ -21,7 +21,7 @@ from agora.runtime.clock import Clock, FakeWall
 from agora.runtime.registry import Runtime
 from agora.store.db import open_store
 from agora.toolsets.base import Principal
-from agora.toolsets.chamber import build_toolset, cards, store
+from agora.toolsets.chamber import build_toolset, cards, cards_cli, store
 from agora.toolsets.chamber.contract import contract_from_data, default_contract
 
 KEY_HEX = "5a" * 32
@@ -258,6 +258,38 @@ async def test_a_configured_key_signs_cards_and_the_export_bundle_verifies(
     assert [r["op"] for r in bundle["transcript"]] == ["look"]
     document = await runtime.read(lambda conn: store.card_document(conn, sealed["card_id"]))
     assert cards.verify_document(document, trusted).ok
+
+
+async def test_agora_cards_verify_checks_an_export_bundles_transcript(options, tmp_path, agent):
+    key = tmp_path / "chamber.key"
+    key.write_text(KEY_HEX)
+    options["chamber"]["signing_key"] = str(key)
+    with trio.fail_after(30):
+        h = (await agent.enter(seed="bundled"))["attempt_handle"]
+        await solve(agent, h)
+        sealed = await agent.tool("seal_attempt", challenge_handle=h, include_export_bundle=True)
+    trusted = [sealed["export_bundle"]["document"]["signature"]["key_id"]]
+    saved = tmp_path / "bundle.json"
+
+    def verify(doc: dict[str, Any]) -> tuple[int, list[str]]:
+        saved.write_text(json.dumps(doc))
+        out: list[str] = []
+        return cards_cli.cmd_verify(saved, trusted_keys=trusted, out=out.append), out
+
+    n = len(sealed["export_bundle"]["transcript"])
+    assert n == sealed["card"]["transcript_length"] > 3
+    for doc in (sealed["export_bundle"], sealed):  # the bundle, or the whole seal reply
+        code, out = verify(doc)
+        assert code == 0, out
+        assert out[-1] == f"  transcript: ok ({n} records give transcript_hash)"
+    edited = copy.deepcopy(sealed["export_bundle"])
+    edited["transcript"][1]["at"] = "2000-01-01T00:00:00Z"  # one record edited
+    code, out = verify(edited)
+    assert code == 1
+    assert out[-1].startswith("  transcript: MISMATCH")
+    dropped = copy.deepcopy(sealed["export_bundle"])
+    del dropped["transcript"][-1]
+    assert verify(dropped)[0] == 1
 
 
 async def test_a_card_signed_by_the_operator_later_is_reported_signed(runtime, agent):

@@ -23,6 +23,7 @@ import rfc8785
 from agora.toolsets import strict_json
 from agora.toolsets.chamber import signing
 from agora.toolsets.chamber.attempt import iso
+from agora.toolsets.chamber.transcript import chain, genesis
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -255,6 +256,63 @@ def _signature_valid(doc: dict[str, Any], body: bytes, sig: dict[str, Any]) -> t
     return signing.verify(public, value, signed), True
 
 
+@dataclass(frozen=True, slots=True)
+class Bundle:
+    """A seal's export bundle as read: its card document and its transcript records.
+
+    Attributes:
+        document: The card document (as `verify_document` reads it).
+        transcript: The records, in order; None when the session had retired.
+    """
+
+    document: bytes
+    transcript: list[Any] | None
+
+
+def read_bundle(data: bytes) -> Bundle | None:
+    """``data`` as an export bundle (``seal_attempt``'s ``export_bundle``, or the whole seal
+    reply holding one); None if it is not one (a card document, say).
+
+    Raises:
+        CardFormatError: not JSON, or a key given twice in one object.
+    """
+    doc = _strict(data)
+    if isinstance(doc, dict) and isinstance(doc.get("export_bundle"), dict):
+        doc = doc["export_bundle"]
+    if not (isinstance(doc, dict) and isinstance(doc.get("document"), dict)):
+        return None
+    records = doc.get("transcript")
+    transcript = (
+        records if isinstance(records, list) and not doc.get("transcript_retired") else None
+    )
+    return Bundle(json.dumps(doc["document"]).encode(), transcript)
+
+
+def transcript_matches(card: dict[str, Any], records: list[Any]) -> bool:
+    """Whether ``records``, chained from the card's seed commitment, give its transcript hash
+    and length (`agora.toolsets.chamber.transcript`)."""
+    if not all(isinstance(r, dict) for r in records):
+        return False
+    head = genesis(str(card.get("seed_commitment", "")))
+    try:
+        for record in records:
+            head, _ = chain(head, record)
+    except (TypeError, ValueError):  # a value RFC 8785 cannot encode
+        return False
+    length_ok = card.get("transcript_length") == len(records)
+    return length_ok and card.get("transcript_hash") == "sha256:" + head
+
+
+def _strict(data: bytes) -> Any:
+    try:
+        return strict_json.loads(data)
+    except strict_json.DuplicateKey as twice:
+        # Readers keeping the first value would see another card than the one checked.
+        raise CardFormatError(f"the key {twice.args[0]!r} appears twice in one object") from None
+    except ValueError as exc:
+        raise CardFormatError(f"not JSON: {exc}") from exc
+
+
 def verify_document(data: bytes, trusted_keys: Collection[str] = ()) -> Verification:
     """Re-check a published card document: its hash, its signature, and whose key signed it.
 
@@ -271,13 +329,7 @@ def verify_document(data: bytes, trusted_keys: Collection[str] = ()) -> Verifica
     Raises:
         CardFormatError: if ``data`` is not a card document.
     """
-    try:
-        doc = strict_json.loads(data)
-    except strict_json.DuplicateKey as twice:
-        # Readers keeping the first value would see another card than the one checked.
-        raise CardFormatError(f"the key {twice.args[0]!r} appears twice in one object") from None
-    except ValueError as exc:
-        raise CardFormatError(f"not JSON: {exc}") from exc
+    doc = _strict(data)
     if not isinstance(doc, dict) or not isinstance(doc.get("card"), dict):
         raise CardFormatError("no card object")
     card = doc["card"]

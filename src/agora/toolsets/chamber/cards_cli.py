@@ -267,7 +267,8 @@ def cmd_verify(
     keys_urls: Collection[str] = (),
     out: Out = print,
 ) -> int:
-    """``agora cards verify FILE|URL``: check a card's hash, signature and signer.
+    """``agora cards verify FILE|URL``: check a card's hash, signature and signer; given a
+    seal's export bundle, also that its transcript chains to the card's transcript hash.
 
     A signature only counts when its key is trusted: given with ``--trust``, listed in a
     ``--trust-file``, or published at a ``--keys-url`` the reader names explicitly.
@@ -296,7 +297,9 @@ def cmd_verify(
         return 2
     try:
         named = _named_card(str(path))
-        result = verify_card_bytes(_read_card(path), trusted)
+        data = _read_card(path)
+        bundle = cards.read_bundle(data)
+        result = verify_card_bytes(bundle.document if bundle else data, trusted)
     except CardFetchError as exc:
         out(f"cannot verify: {exc}")
         return 2
@@ -306,6 +309,8 @@ def cmd_verify(
     out(f"card {result.card_id} ({result.toolset_id})")
     out(f"  hash: {'ok' if result.hash_ok else 'MISMATCH'}")
     out(f"  {_verdict(result)}")
+    if bundle is not None and not _transcript_checked(bundle, out):
+        return 1
     if result.signature == "valid" and not result.status_signed:
         out("  note: signed before evidence_status was signed; the body alone is covered")
     if named is not None and named != result.card_id:
@@ -314,6 +319,20 @@ def cmd_verify(
         out(f"  NOT the card the URL names ({named}): the server answered with another one")
         return 1
     return 0 if result.ok else 1
+
+
+def _transcript_checked(bundle: cards.Bundle, out: Out) -> bool:
+    """Say whether an export bundle's transcript chains to its card's transcript hash; False
+    if it does not (a bundle whose session retired has no transcript to check)."""
+    if bundle.transcript is None:
+        out("  transcript: retired with the session, not checked")
+        return True
+    card = json.loads(bundle.document)["card"]
+    if cards.transcript_matches(card, bundle.transcript):
+        out(f"  transcript: ok ({len(bundle.transcript)} records give transcript_hash)")
+        return True
+    out("  transcript: MISMATCH (its records do not give the card's transcript_hash)")
+    return False
 
 
 def _named_card(path: str) -> str | None:
