@@ -12,6 +12,7 @@ outputSchema from tools/list.
 from __future__ import annotations
 
 import json
+import re
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -86,7 +87,8 @@ async def seal(player: Player, handle: str, **extra: Any) -> dict[str, Any]:
     """``seal_attempt``; checks the fields every seal reply carries."""
     sealed = await ok(player, "seal_attempt", {"challenge_handle": handle, **extra})
     assert sealed["attempt_handle"] == handle
-    assert sealed["card_url"] == f"/cards/{sealed['card_id']}"
+    # A URL an agent can open: the server's own address, not a bare path.
+    assert re.fullmatch(rf"http://127\.0\.0\.1:\d+/cards/{sealed['card_id']}", sealed["card_url"])
     assert sealed["card"]["card_id"] == sealed["card_id"]
     return sealed
 

@@ -34,13 +34,17 @@ class SealOutcome:
     transcript_retired: bool = False
 
 
-def seal_reply(outcome: SealOutcome, signature: dict[str, Any] | None) -> dict[str, Any]:
+def seal_reply(
+    outcome: SealOutcome, signature: dict[str, Any] | None, public_url: str = ""
+) -> dict[str, Any]:
     """The ``seal_attempt`` reply for ``outcome``, given the card's current signature.
 
     Args:
         outcome: The entity's answer to `Seal`.
         signature: The card's signature as now committed (it may have been added by an
             operator since the entity loaded).
+        public_url: The server's base URL, so that ``card_url`` is one an agent can open
+            (empty in an embedded server that has none: the URL is then a path).
 
     Returns:
         The ``ok: true`` reply.
@@ -58,7 +62,7 @@ def seal_reply(outcome: SealOutcome, signature: dict[str, Any] | None) -> dict[s
         "attempt_state": state,
         "already_sealed": outcome.already_sealed,
         "card_id": outcome.card.card_id,
-        "card_url": f"/cards/{outcome.card.card_id}",
+        "card_url": f"{public_url}/cards/{outcome.card.card_id}",
         "evidence_status": status,
         "outcome": outcome.card.outcome,
     }

@@ -338,7 +338,7 @@ class Chamber:
             card_id = outcome.card.card_id
             fresh = await call.runtime.read(lambda conn: store.load_card(conn, card_id))
             signature = fresh.signature if fresh is not None else None
-        return seal_reply(outcome, signature)
+        return seal_reply(outcome, signature, call.runtime.public_url)
 
     async def quarantine(self, runtime: Runtime, handle: str, reason: str) -> dict[str, Any]:
         """Operator action: seal ``handle`` as quarantined, with ``reason`` on its card.
@@ -361,4 +361,4 @@ class Chamber:
         signer, _ = await self.signer(runtime)  # no usable key: the card waits for signing
         command = Quarantine(reason=reason, signer=signer)
         outcome: SealOutcome = await runtime.call(self.kind, handle, command)
-        return seal_reply(outcome, outcome.card.signature)
+        return seal_reply(outcome, outcome.card.signature, runtime.public_url)
