@@ -113,3 +113,16 @@ async def open_events(url: str) -> AsyncIterator[EventReader]:
         headers = {k.decode().lower(): v.decode() for k, v in response.headers}
         assert headers["content-type"].startswith("text/event-stream")
         yield EventReader(stream, conn)
+
+
+async def new_table(base_url: str, name: str) -> dict[str, Any]:
+    """A new chess table made as the /play page makes one (``POST /play/tables``): its URLs
+    and tokens.
+
+    Raises:
+        AssertionError: it was not created (201).
+    """
+    status, table = await http_json("POST", f"{base_url}/play/tables", {"name": name})
+    assert status == 201, table
+    out: dict[str, Any] = table
+    return out

@@ -21,7 +21,7 @@ import chess.pgn
 import pytest
 import trio
 from chess_browser import ARTIFACTS, NEEDS_CHROMIUM, chromium, live_page, new_page
-from chess_page_http import http_json
+from chess_page_http import new_table
 from chess_players import FOOLS_MATE, SdkAgent
 from chess_server import agora_serve
 
@@ -129,10 +129,7 @@ async def test_a_human_in_chromium_plays_white_by_click_and_drag(tmp_path):
     seen: dict[str, Any] = {}
     with trio.fail_after(60):
         async with agora_serve(tmp_path / "agora.db") as server:
-            status, table = await http_json(
-                "POST", f"{server.url}/play/tables", {"name": "browser"}
-            )
-            assert status == 201, table
+            table = await new_table(server.url, "browser")
             assert table["agent"]["mcpHttp"].endswith(f"?token={table['agentToken']}")
 
             async def human() -> None:
@@ -225,8 +222,7 @@ async def test_the_board_flips_for_black_and_a_new_agent_token_takes_the_seat(tm
 
     with trio.fail_after(60):
         async with agora_serve(tmp_path / "agora.db") as server:
-            status, table = await http_json("POST", f"{server.url}/play/tables", {"name": "flip"})
-            assert status == 201, table
+            table = await new_table(server.url, "flip")
 
             async def human() -> None:
                 seen.update(
@@ -321,8 +317,7 @@ def human_resigns_and_starts_again(url: str) -> dict[str, Any]:
 async def test_a_finished_game_stays_downloadable_after_a_new_game(tmp_path):
     with trio.fail_after(60):
         async with agora_serve(tmp_path / "agora.db") as server:
-            status, table = await http_json("POST", f"{server.url}/play/tables", {"name": "again"})
-            assert status == 201, table
+            table = await new_table(server.url, "again")
             seen = await trio.to_thread.run_sync(human_resigns_and_starts_again, table["humanUrl"])
     assert seen["errors"] == []
     assert seen["label"] == "Earlier games (PGN): game 1"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import trio
 from chess_browser import NEEDS_CHROMIUM, chromium, seated_white, sync_api
-from chess_page_http import http_json
+from chess_page_http import new_table
 from chess_server import agora_serve
 
 pytestmark = [pytest.mark.browser, NEEDS_CHROMIUM]
@@ -72,8 +72,7 @@ def human_plays_by_keyboard(url: str) -> dict[str, Any]:
 async def test_the_human_moves_with_the_keyboard_alone(tmp_path):
     with trio.fail_after(60):
         async with agora_serve(tmp_path / "agora.db") as server:
-            status, table = await http_json("POST", f"{server.url}/play/tables", {"name": "k"})
-            assert status == 201, table
+            table = await new_table(server.url, "k")
             seen = await trio.to_thread.run_sync(human_plays_by_keyboard, table["humanUrl"])
     assert seen["tab_stops"] == 1
     cells = ",".join(["gridcell"] * 8)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import trio
 from chess_browser import NEEDS_CHROMIUM, chromium, live_page, seated_white, sync_api
-from chess_page_http import http_json
+from chess_page_http import new_table
 from chess_players import SdkAgent
 from chess_server import agora_serve
 
@@ -127,8 +127,7 @@ async def test_the_human_is_told_the_agent_declined_their_draw_offer(tmp_path):
     seen: dict[str, Any] = {}
     with trio.fail_after(60):
         async with agora_serve(tmp_path / "agora.db") as server:
-            status, table = await http_json("POST", f"{server.url}/play/tables", {"name": "d"})
-            assert status == 201, table
+            table = await new_table(server.url, "d")
 
             async def human() -> None:
                 seen.update(

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import trio
 from chess_browser import NEEDS_CHROMIUM, chromium, seated_white, sync_api
-from chess_page_http import http_json
+from chess_page_http import new_table
 from chess_players import SdkAgent
 from chess_server import agora_serve
 
@@ -76,8 +76,7 @@ async def test_the_human_chooses_the_piece_a_pawn_promotes_to(tmp_path):
     seen: dict[str, Any] = {}
     with trio.fail_after(90):
         async with agora_serve(tmp_path / "agora.db") as server:
-            status, table = await http_json("POST", f"{server.url}/play/tables", {"name": "q"})
-            assert status == 201, table
+            table = await new_table(server.url, "q")
 
             async def human() -> None:
                 seen.update(await trio.to_thread.run_sync(human_promotes, table["humanUrl"]))
