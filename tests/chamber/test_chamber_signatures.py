@@ -189,9 +189,19 @@ def test_a_card_verifies_from_its_page_url(tmp_path):
         out.clear()
         # Dot segments: "/cards/X/." is X's URL to a browser, not to every server.
         asked.clear()
-        for dotted in (f"{other}/.", f"{other}/%2E", f"{base}/cards/./{card_id}/.."):
-            assert cards_cli.cmd_verify(dotted, trusted_keys=[OPERATOR.key_id], out=out.append) == 2
-            assert out == [f"cannot verify: {dotted}: give the card's URL without . or .. in it"]
+        odd = (
+            f"{other}/.",
+            f"{other}/%2E",
+            f"{base}/cards/./{card_id}/..",
+            f"{base}/cards/%2F{card_id}",  # an encoded slash: a card name to one, not another
+            f"{base}/cards/a%2F{card_id}",
+            f"{base}/cards//{card_id}",
+            f"{other}%2F..",
+        )
+        for url in odd:
+            assert cards_cli.cmd_verify(url, trusted_keys=[OPERATOR.key_id], out=out.append) == 2
+            assert len(out) == 1
+            assert out[0].startswith(f"cannot verify: {url}: give the card's URL as the server")
             out.clear()
         assert asked == []  # refused before anything was fetched
         assert cards_cli.cmd_verify(f"{base}/elsewhere/card-2", out=out.append) == 2

@@ -262,30 +262,42 @@ class Bundle:
 
     Attributes:
         document: The card document (as `verify_document` reads it).
-        transcript: The records, in order; None when the session had retired.
+        transcript: The records, in order; None when the bundle says the session had
+            retired (and has none).
     """
 
     document: bytes
     transcript: list[Any] | None
 
 
+#: The keys of a seal's export bundle, all of them and no other (`read_bundle`).
+BUNDLE_KEYS = frozenset({"document", "evidence_status", "transcript", "transcript_retired"})
+
+
 def read_bundle(data: bytes) -> Bundle | None:
-    """``data`` as an export bundle (``seal_attempt``'s ``export_bundle``, or the whole seal
-    reply holding one); None if it is not one (a card document, say).
+    """``data`` as a seal's export bundle (``seal_attempt``'s ``export_bundle``, saved as it
+    came); None if it is a card document instead (it has a ``card``).
 
     Raises:
-        CardFormatError: not JSON, or a key given twice in one object.
+        CardFormatError: not JSON, a key given twice in one object, or neither a card
+            document nor a well-formed bundle: a bundle has exactly `BUNDLE_KEYS`; one whose
+            transcript is retired has no records, any other has a list of them.
     """
     doc = _strict(data)
-    if isinstance(doc, dict) and isinstance(doc.get("export_bundle"), dict):
-        doc = doc["export_bundle"]
-    if not (isinstance(doc, dict) and isinstance(doc.get("document"), dict)):
-        return None
-    records = doc.get("transcript")
-    transcript = (
-        records if isinstance(records, list) and not doc.get("transcript_retired") else None
-    )
-    return Bundle(json.dumps(doc["document"]).encode(), transcript)
+    if not isinstance(doc, dict) or "card" in doc:
+        return None  # a card document, or not a document at all: `verify_document` says
+    if set(doc) != BUNDLE_KEYS or not isinstance(doc["document"], dict):
+        raise CardFormatError(
+            f"neither a card document nor an export bundle ({sorted(BUNDLE_KEYS)})"
+        )
+    if doc["evidence_status"] != doc["document"].get("evidence_status"):
+        raise CardFormatError("the bundle's evidence_status is not its document's")
+    retired, records = doc["transcript_retired"], doc["transcript"]
+    if retired is True and records in ([], None):
+        return Bundle(json.dumps(doc["document"]).encode(), None)
+    if retired is not False or not isinstance(records, list):
+        raise CardFormatError("an export bundle's transcript is a list, or retired and empty")
+    return Bundle(json.dumps(doc["document"]).encode(), records)
 
 
 def transcript_matches(card: dict[str, Any], records: list[Any]) -> bool:

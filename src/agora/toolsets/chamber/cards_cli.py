@@ -339,13 +339,19 @@ def _named_card(path: str) -> str | None:
     """The card id a card page's URL names (``.../cards/<id>``), None for a file or another URL.
 
     Raises:
-        CardFetchError: a path segment is ``.`` or ``..`` (encoded or not): the server and the
-            reader could each take the URL to name another card.
+        CardFetchError: a path segment is ``.`` or ``..`` (encoded or not), empty, or holds an
+            encoded slash: the server and the reader could each take the URL to name
+            another card.
     """
     if not path.startswith(("http://", "https://")):
         return None
-    segments = [urllib.parse.unquote(s) for s in urllib.parse.urlsplit(path).path.split("/")]
-    if any(s in (".", "..") for s in segments):
-        raise CardFetchError(f"{path}: give the card's URL without . or .. in it")
-    head, _, card_id = "/".join(segments).rstrip("/").rpartition("/")
-    return card_id if head.endswith("/cards") and card_id else None
+    raw = urllib.parse.urlsplit(path).path.split("/")[1:]  # (a path starts with "/")
+    if raw and raw[-1] == "":
+        raw.pop()  # one trailing slash, as a browser may add
+    segments = [urllib.parse.unquote(s) for s in raw]
+    if any(s in ("", ".", "..") or "/" in s for s in segments):
+        raise CardFetchError(
+            f"{path}: give the card's URL as the server shows it, without . or .., empty or"
+            " encoded-slash segments"
+        )
+    return segments[-1] if len(segments) >= 2 and segments[-2] == "cards" else None
