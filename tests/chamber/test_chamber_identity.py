@@ -187,3 +187,32 @@ def test_a_host_conflict_says_host_is_the_field_to_send():
             default_contract(), entry(origin="relayed", origin_claim="uninvited"), operator=False
         )
     assert "Send origin or origin_claim once" in info.value.body["recovery_hint"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("\u062f\u0633\u062a\u06cc\u0627\u0631\u200c\u0645\u0646", id="persian-zwnj"),
+        pytest.param("\u0915\u094d\u200d\u0937", id="devanagari-zwj"),
+        pytest.param("bot \U0001f468\u200d\U0001f469\u200d\U0001f467", id="emoji-zwj-sequence"),
+        pytest.param("love \u2764\ufe0f", id="emoji-variation-selector"),
+        pytest.param("\u6a21\u578b\u4e00\u53f7", id="cjk"),
+    ],
+)
+def test_joiners_and_variation_selectors_are_part_of_a_name(name):
+    d = validate_entry(default_contract(), entry(model_claim=name), operator=False)
+    assert d.identity["model_claim"] == name
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("a\U000e0020b", id="tag-character"),
+        pytest.param("a\u2028b", id="line-separator"),
+        pytest.param("a\u180eb", id="mongolian-vowel-separator"),
+        pytest.param("sk\u200d-abcdefghijklmnop", id="joiner-inside-a-secret"),
+        pytest.param("call +1 555\u200c 123 4567", id="joiner-inside-a-phone-number"),
+    ],
+)
+def test_hidden_text_and_secrets_split_by_joiners_are_refused(name):
+    assert code_of(entry(model_claim=name)) == "identity_invalid"

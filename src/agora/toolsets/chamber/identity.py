@@ -56,13 +56,20 @@ _SECRET = re.compile(
 _HEX_TOKEN = re.compile(r"(?i)\b[0-9a-f]{32,}\b")
 _B64_TOKEN = re.compile(r"[A-Za-z0-9+/=]{32,}")
 _PHONE = re.compile(r"(?<![\w.-])\+?\(?\d[\d\s()-]{7,}\d(?![\w.-])")
-#: Control characters, and the invisible ones that change what a reader sees: zero-width and
-#: joiners, bidirectional overrides and isolates (``x\u202etxt.exe`` shows as ``xexe.txt``),
-#: the byte-order mark, soft hyphen and Unicode's other format characters.
+#: Control characters, and the invisible ones that change what a reader sees without being
+#: part of any script: bidirectional marks, overrides and isolates (``x\u202etxt.exe`` shows
+#: as ``xexe.txt``), zero-width space, word joiner and invisible operators, the byte-order
+#: mark, soft hyphen, Hangul and Mongolian fillers, line and paragraph separators, and tag
+#: characters (hidden text). Joiners (ZWNJ, ZWJ: Persian and Indic spelling, emoji
+#: sequences) and variation selectors (emoji, CJK, Mongolian) are part of text and pass.
 _CONTROL = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e"
-    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb]"
+    "[\x00-\x1f\x7f-\x9f\u00ad\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u200e"
+    "\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\u3164\ufeff\uffa0\ufff9-\ufffb"
+    "\U000e0000-\U000e007f]"
 )
+#: Format characters (Unicode category Cf, joiners included) and variation selectors: taken
+#: out before the personal-data check, so that "sk\u200d-..." reads as "sk-...".
+_INVISIBLE = re.compile("[\u200c\u200d\u180b-\u180f\ufe00-\ufe0f\U000e0100-\U000e01ef]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +90,7 @@ def looks_personal(text: str) -> bool:
     an ``@``).
     Memoised: agents of one kind declare the same few claims on every entry.
     """
-    text = unicodedata.normalize("NFKC", text)
+    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
     if _EMAIL.search(text) or _URL.search(text) or _SECRET.search(text) or _HEX_TOKEN.search(text):
         return True
     for m in _PHONE.finditer(text):
