@@ -17,6 +17,7 @@ from solver import Solver
 from agora.store.migrations import apply_migrations
 from agora.toolsets.chamber import cards, cards_cli, store
 from agora.toolsets.chamber.contract import default_contract
+from agora.toolsets.chamber.sealing import seal_reply
 from agora.toolsets.chamber.signing import SigningKeyError, load_signer, signer_from_bytes
 
 LEGACY = Path(__file__).parent / "fixtures" / "legacy_cards"
@@ -297,3 +298,13 @@ def test_verify_refuses_a_trusted_key_that_is_no_key(tmp_path, key):
     out.clear()
     assert cards_cli.cmd_verify(saved, trust_files=[str(listed)], out=out.append) == 2
     assert out[0].startswith(f"cannot verify: {listed} line 1: {key!r} is not a key")
+
+
+def test_a_seal_names_its_card_by_a_url_an_agent_can_open():
+    _, outcome = sealed(solve=False)
+    card_id = outcome.card.card_id
+    for base in ("https://cards.example", "https://cards.example/"):
+        assert (
+            seal_reply(outcome, None, base)["card_url"] == f"https://cards.example/cards/{card_id}"
+        )
+    assert seal_reply(outcome, None)["card_url"] == f"/cards/{card_id}"  # embedded: no URL

@@ -114,11 +114,11 @@ async def test_after_a_game_an_agent_may_wait_for_the_humans_next_one(table, aut
     await table.choose("black")
     await table.human(Resign(table.token))
     start = trio.current_time()
-    with trio.fail_after(60):  # nobody starts a third: the wait times out, to be made again
+    with trio.fail_after(60):  # nobody starts a third: at its timeout the wait says GAME_OVER
         timed_out = await table.tool("wait_for_turn", timeout_ms=1000, wait_for_human=True)
     assert trio.current_time() - start == 1
-    assert timed_out["statusCode"] == "WAIT_TIMEOUT"
-    assert timed_out["nextAction"]["arguments"] == {"wait_for_human": True}
+    assert timed_out["statusCode"] == "GAME_OVER"  # an agent that always sends the flag
+    assert timed_out["nextAction"]["tool"] is None  # still learns the game is over
 
 
 async def test_waiting_for_the_human_times_out_with_the_same_arguments(table, autojump_clock):

@@ -213,7 +213,7 @@ async def test_the_pgn_names_both_players_and_the_result(table):
     assert game.headers["Site"] == f"{PUBLIC_URL}/play/default"
     assert [m.uci() for m in game.mainline_moves()] == ["f2f3", "e7e5", "g2g4", "d8h4"]
     assert [n.comment for n in game.mainline()][:2] == ["Human: hm) {", "Agent: mate"]
-    assert game.end().comment == "Agent: mate Ended by checkmate."
+    assert game.end().comment == "Agent: mate [agora: the game ended by checkmate]"
     assert game.end().board().is_checkmate()
 
 
@@ -237,7 +237,9 @@ async def test_the_pgn_keeps_to_the_export_format(table):
     ]
     for i, uci in enumerate(moves):
         if i % 2 == 0:
-            note = "\x01\x7f" * 40 + "\u00e9" if i % 4 == 0 else "x" * 80 + " y" * 40
+            # Control characters; a word that fills a line exactly; a "%" that wrapping
+            # could put in column 1, where PGN reads an escape.
+            note = "\x01\x7f" * 40 + "\u00e9" if i % 4 == 0 else "x" * 69 + " %y" * 30
             args = {"from": uci[:2], "to": uci[2:], "note": note}
             await table.tool("move_piece", **args)
         else:
@@ -245,13 +247,14 @@ async def test_the_pgn_keeps_to_the_export_format(table):
     await table.human(Resign(table.token))
     text = (await http(table.runtime, "GET", "/play/default/pgn")).body.decode()
     assert max(len(line) for line in text.splitlines()) <= 79, text
+    assert not [line for line in text.splitlines() if line.startswith("%")], text
     assert not [c for c in text if (ord(c) < 32 and c != "\n") or 127 <= ord(c) < 160]
     game = chess.pgn.read_game(io.StringIO(text))
     assert game is not None
     assert game.headers["Termination"] == "normal"
     assert game.headers["Result"] == "1-0"
     assert [m.uci() for m in game.mainline_moves()] == moves
-    assert game.end().comment.endswith("Ended by resignation.")
+    assert game.end().comment.endswith("[agora: the game ended by resignation]")
     assert "\u00e9" in game.next().comment  # printing characters stay as they are
 
 
@@ -341,6 +344,6 @@ async def test_an_earlier_game_is_downloaded_by_its_number(table):
     current = await http(table.runtime, "GET", "/play/default/pgn", query={"game": "2"})
     assert b"1. d4" in current.body
     assert current.body == (await http(table.runtime, "GET", "/play/default/pgn")).body
-    for bad in ("3", "0", "x", "-1", "1.0"):
+    for bad in ("3", "0", "x", "-1", "1.0", "\u00b2", "9" * 5000):
         missing = await http(table.runtime, "GET", "/play/default/pgn", query={"game": bad})
         assert missing.status == 404, bad

@@ -62,7 +62,7 @@ def seal_reply(
         "attempt_state": state,
         "already_sealed": outcome.already_sealed,
         "card_id": outcome.card.card_id,
-        "card_url": f"{public_url}/cards/{outcome.card.card_id}",
+        "card_url": f"{public_url.rstrip('/')}/cards/{outcome.card.card_id}",
         "evidence_status": status,
         "outcome": outcome.card.outcome,
     }

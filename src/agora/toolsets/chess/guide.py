@@ -81,7 +81,8 @@ STATUS_CODES: Final = {
     "AGENT_TURN": "The agent is to move: if agentMayMove, call move_piece with a move from "
     "legalMoves.",
     "HUMAN_TURN": "The human is to move; call wait_for_turn.",
-    "GAME_OVER": "The game has ended; result says how. Stop.",
+    "GAME_OVER": "The game has ended; result says how. Stop (or, to play the human's next"
+    " game, wait_for_turn with wait_for_human true).",
     "WAIT_TIMEOUT": "wait_for_turn timed out with nothing new; call it again with the same "
     "arguments. With shuttingDown true the server is shutting down: reconnect first.",
     "AGENT_TOKEN_REQUIRED": "Refused: only the seated agent may move. Connect with the "

@@ -76,15 +76,16 @@ def game_pgn(snap: Snapshot, site: str) -> str:
         if move.note:
             # PGN comments end at the first "}"; python-chess drops it, keep the words.
             node.comment = f"{PLAYER_NAMES[move.by]}: {move.note.replace('}', ')')}"
-    if snap.result is not None:
-        ending = f"Ended by {_ENDINGS[snap.result.reason]}."
+    if snap.result is not None:  # the server's words, set apart from the last note's
+        ending = f"[agora: the game ended by {_ENDINGS[snap.result.reason]}]"
         node.comment = f"{node.comment} {ending}" if node.comment else ending
     for each in game.mainline():
         if each.comment:
             # One space between words, in lines that fit the movetext's width with "{ " and
-            # " }" around them (python-chess wraps between tokens, never inside a comment).
+            # " } " around them (python-chess wraps between tokens, never inside a comment);
+            # continuation lines start with a space: a "%" in column 1 would be an escape.
             words = _CONTROL.sub(" ", each.comment).split()
-            each.comment = textwrap.fill(" ".join(words), COLUMNS - 3)
+            each.comment = textwrap.fill(" ".join(words), COLUMNS - 4, subsequent_indent=" ")
     exporter = chess.pgn.StringExporter(
         headers=True, variations=True, comments=True, columns=COLUMNS
     )

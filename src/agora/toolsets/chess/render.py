@@ -132,7 +132,8 @@ def next_action(
                 None,
                 {},
                 "The game is over; stop. To play the human's next game instead, call"
-                " wait_for_turn with wait_for_human true: it answers when one starts.",
+                " wait_for_turn with wait_for_human true: it answers when one starts (or"
+                " says GAME_OVER again at its timeout).",
             )
 
 
@@ -283,6 +284,10 @@ def wait_reply(
     """
     ready = condition(snap)
     status: StatusCode = status_code(snap) if ready else "WAIT_TIMEOUT"
+    if snap.phase == "over":
+        # A wait for the human's next game that timed out is still answered GAME_OVER, never
+        # WAIT_TIMEOUT: an agent waiting there learns the game is over as any other would.
+        ready, status = True, "GAME_OVER"
     cut_short = shutting_down and not ready
     fields = _fields(snap, status, seat, condition.wait_for_human, cut_short)
     guide = _guide(snap.fen, snap.agent_color) if fields["agent_may_move"] else None

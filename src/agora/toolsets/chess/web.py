@@ -138,6 +138,8 @@ def _refusal(err: ChessError) -> Response:
     return Response.json({"error": err.message, "code": err.code}, _STATUS.get(err.code, 409))
 
 
+#: A ``?game=`` value: ASCII digits (``str.isdigit`` takes "²", which ``int`` refuses).
+_GAME_NUMBER = re.compile(r"[0-9]{1,9}")
 #: The refusal of a human action sent with no body (the decoder would say "truncated").
 EMPTY_BODY = 'the body is empty: send a JSON object with the human token, {"token": "..."}'
 
@@ -339,7 +341,7 @@ async def pgn(request: Request, runtime: Runtime) -> Response:
         return _refusal(err)
     asked = request.query.get("game")
     if asked is not None:
-        if not asked.isdigit() or not 1 <= int(asked) <= snap.game_number:
+        if not _GAME_NUMBER.fullmatch(asked) or not 1 <= int(asked) <= snap.game_number:
             return Response.error(404, f"no game {asked[:12]!r} at this table")
         if int(asked) < snap.game_number:
             past = await runtime.read(lambda conn: past_game(conn, table, int(asked)))
