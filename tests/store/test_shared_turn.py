@@ -167,9 +167,10 @@ async def test_a_turn_that_comes_after_its_taker_gave_up_is_given_back(turns):
             deadline = time.perf_counter() + DEADLINE
             assert not await trio.to_thread.run_sync(turn.take, deadline)
         assert (turn.contended, turn.missed) == (1, 1)
-    # The holder let go: the helper's flock got the turn for nobody, and gave it back.
+    # The holder let go: the helper's flock got the turn for nobody, and gave it back. (The
+    # file is also free for a moment before the helper's flock wakes: wait for the helper.)
     with trio.fail_after(TIMEOUT):
-        while not free(path):  # noqa: ASYNC110 - the helper thread's flock, polled
+        while turn._blocked or not free(path):  # noqa: ASYNC110 - the helper thread, polled
             await trio.sleep(0.005)
         assert await trio.to_thread.run_sync(turn.take, time.perf_counter() + DEADLINE)
     assert turn.contended == 1  # taken without waiting
