@@ -50,6 +50,14 @@ def human_plays_by_keyboard(url: str) -> dict[str, Any]:
         page.keyboard.press("Enter")
         expect(page.locator(".square.selected")).to_have_count(1)
         seen["picked"] = page.evaluate(_LABELS, ["e2", "e3", "e4", "e5"])
+        page.keyboard.press("Enter")  # the same square again: the piece is put down
+        expect(page.locator(".square.selected")).to_have_count(0)
+        page.keyboard.press("Enter")
+        expect(page.locator(".square.selected")).to_have_count(1)
+        seen["hidden_coords"] = page.locator('.coord[aria-hidden="true"]').count()
+        seen["row_names"] = page.locator('#board > [role="row"]').evaluate_all(
+            "rows => rows.map(r => r.getAttribute('aria-label'))"
+        )
         seen["targets"] = sorted(
             s.get_attribute("data-square") for s in page.locator(".square.target").all()
         )
@@ -83,6 +91,8 @@ async def test_the_human_moves_with_the_keyboard_alone(tmp_path):
         [cells, "a2, white pawn"],
         [cells, "a1, white rook"],
     ]
+    assert seen["hidden_coords"] == 16  # drawn for the eye; each cell's label names its square
+    assert seen["row_names"] == [f"rank {n}" for n in range(8, 0, -1)]
     assert seen["picked"] == [
         ["e2, white pawn", "true"],
         ["e3, empty, a legal move", "false"],

@@ -144,7 +144,9 @@ async def test_the_human_is_told_the_agent_declined_their_draw_offer(tmp_path):
                     played = await agent.play(["e2e4", "e7e5"], {}, stop_after_ply=2)
     assert played["drawOffer"] is None  # the agent's move declined it
     assert seen["offered"] == "The human is to move. The human offers a draw."
-    assert seen["declined"] == f"Your move. {DECLINED}"
-    assert seen["spectator"] == "The human is to move. The agent declined the human's draw offer."
+    assert seen["declined"] == f"The agent played 1… e5. Your move. {DECLINED}"
+    assert seen["spectator"] == (
+        "The agent played 1… e5. The human is to move. The agent declined the human's draw offer."
+    )
     assert seen["after"] == "The agent is thinking."
     assert seen["errors"] == []

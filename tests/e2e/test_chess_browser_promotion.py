@@ -63,6 +63,16 @@ def human_promotes(url: str) -> dict[str, Any]:
         seen["after_escape"] = {"moves": sans.count(), "focus": page.evaluate(
             "() => document.activeElement.dataset.square || null"
         )}  # fmt: skip
+        # Picking another piece while the chooser is open drops it: no stale promotion
+        # is played afterwards.
+        page.click('[data-square="b7"]')
+        page.click('[data-square="b8"]')
+        expect(chooser).to_be_visible()
+        page.click('[data-square="g1"]')
+        expect(chooser).to_be_hidden()
+        seen["after_other_pick"] = {"moves": sans.count(), "selected": page.evaluate(
+            "() => document.querySelector('.square.selected').dataset.square"
+        )}  # fmt: skip
         _key_move(page, "b7", "b8", "Enter")
         expect(chooser).to_be_visible()
         page.click('#promotion [data-promotion="n"]')
@@ -93,5 +103,6 @@ async def test_the_human_chooses_the_piece_a_pawn_promotes_to(tmp_path):
     assert seen["after_space"] == {"chooser": True, "moves": len(SCRIPT)}
     assert seen["chooser_focus"] == "q"
     assert seen["after_escape"] == {"moves": len(SCRIPT), "focus": "b8"}
+    assert seen["after_other_pick"] == {"moves": len(SCRIPT), "selected": "g1"}
     assert seen["moves"][-1] == "b8=N"
     assert reply["lastMove"]["uci"] == "b7b8n"

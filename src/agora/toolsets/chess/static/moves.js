@@ -66,10 +66,15 @@ const chessMoves = (() => {
       if (!done && page.state()) redraw();
     }
 
-    // A click or Enter on ``square``: play the selected piece there, or pick it up.
-    function pick(square) {
+    // A click or Enter on ``square``: play the selected piece there, or pick it up (a
+    // second time: put it down). A pick drops a promotion chooser left open.
+    // (A pointer's press keeps its piece picked: it may be the start of a drag; its release
+    // puts the piece down if it was a click, see pointerUp.)
+    function pick(square, toggle = true) {
+      if (pendingPromotion) showPromotion(false);
       if (selected && selected !== square && tryMove(selected, square)) return true;
-      selected = movesFrom(page.state(), square).length ? square : null;
+      const again = toggle && selected === square;
+      selected = !again && movesFrom(page.state(), square).length ? square : null;
       return false;
     }
 
@@ -103,10 +108,12 @@ const chessMoves = (() => {
       if (!square) return;
       event.preventDefault();
       focus = square;
-      if (pick(square)) return;
+      const wasPicked = selected === square;
+      if (pick(square, false)) return;
       if (selected) {
         drag = { from: square, pointerId: event.pointerId, x: event.clientX, y: event.clientY };
         drag.moved = false;
+        drag.wasPicked = wasPicked;
       }
       redraw();
     }
@@ -133,10 +140,18 @@ const chessMoves = (() => {
 
     function pointerUp(event) {
       if (!drag || event.pointerId !== drag.pointerId) return;
-      const { from, moved, ghost } = drag;
+      const { from, moved, ghost, wasPicked } = drag;
       drag = null;
       if (ghost) ghost.remove();
-      if (!moved) return; // a click: the piece stays selected for its target click
+      if (!moved) {
+        // A click: a piece just picked stays picked for its target; a second click on it
+        // puts it down.
+        if (wasPicked) {
+          selected = null;
+          redraw();
+        }
+        return;
+      }
       const to = squareAt(event.clientX, event.clientY);
       if (to && to !== from && tryMove(from, to)) return;
       redraw();

@@ -47,9 +47,9 @@ const chessView = (() => {
   const PIECE_NAMES = { P: "pawn", N: "knight", B: "bishop", R: "rook", Q: "queen", K: "king" };
 
   // What a screen reader says of a square: "e4, white pawn", "e5, empty, a legal move".
-  function squareLabel(square, piece, target) {
+  function squareLabel(square, piece, target, check) {
     const held = piece ? `${piece[0] === "w" ? "white" : "black"} ${PIECE_NAMES[piece[1]]}` : "empty";
-    return `${square}, ${held}${target ? ", a legal move" : ""}`;
+    return `${square}, ${held}${check ? ", in check" : ""}${target ? ", a legal move" : ""}`;
   }
 
   // ui: {selected, dragging, focus}: the square picked, the square whose piece is being
@@ -76,12 +76,14 @@ const chessView = (() => {
         role: "gridcell",
         class: `square ${light ? "light" : "dark"}`,
         "data-square": square,
-        "aria-label": squareLabel(square, piece, targets.has(square)),
+        "aria-label": squareLabel(square, piece, targets.has(square), state.checkSquare === square),
         "aria-selected": ui.selected === square ? "true" : "false",
         tabindex: square === focus ? "0" : "-1",
       });
-      if (square[0] === leftFile) button.append(el("span", { class: "coord rank" }, square[1]));
-      if (square[1] === bottomRank) button.append(el("span", { class: "coord file" }, square[0]));
+      // The cell's label names its square: the drawn coordinates are for the eye only.
+      const coord = (kind, text) => el("span", { class: `coord ${kind}`, "aria-hidden": "true" }, text);
+      if (square[0] === leftFile) button.append(coord("rank", square[1]));
+      if (square[1] === bottomRank) button.append(coord("file", square[0]));
       if (piece) {
         // Named by the square's label: the picture itself says nothing more.
         button.append(el("img", { src: `/play/static/${piece}.svg`, alt: "", draggable: "false" }));
@@ -94,7 +96,7 @@ const chessView = (() => {
       if (movesFrom(state, square).length) button.classList.add("movable");
       if (ui.dragging === square) button.classList.add("dragging");
       if (!row || row.childElementCount === 8) {
-        row = el("div", { role: "row", class: "rank-row" });
+        row = el("div", { role: "row", class: "rank-row", "aria-label": `rank ${square[1]}` });
         board.append(row);
       }
       row.append(button);
@@ -198,7 +200,13 @@ const chessView = (() => {
 
   function renderStatus(state) {
     const human = state.role === "human";
+    const last = state.lastMove;
     let text = state.status;
+    // The status is the page's live region: it says the agent's move, not only whose turn.
+    if (last && last.by === "agent" && state.phase !== "side_choice") {
+      const number = `${last.moveNumber}${last.color === "white" ? "." : "…"}`;
+      text = `The agent played ${number} ${last.san}. ${text}`;
+    }
     if (state.drawOffer === "agent") text += " The agent offers a draw.";
     const yours = human ? "your" : "the human's";
     if (state.drawOffer === "human") {
