@@ -302,6 +302,7 @@ def human_resigns_and_starts_again(url: str) -> dict[str, Any]:
             page.click("#pgn")
         page.click("#new-game")
         expect(page.locator("#role")).to_have_text("you: choose a side")
+        expect(page.locator("#pgn")).to_be_hidden()  # the new game has nothing to download yet
         links = page.locator("#earlier-games a")
         expect(links).to_have_count(1)
         with page.expect_download() as earlier:

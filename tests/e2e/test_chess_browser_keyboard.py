@@ -32,6 +32,16 @@ _LABELS = """(squares) => squares.map((s) => {
 })"""
 
 
+#: The human's draw offer, posted from the page with its own token.
+_OFFER_DRAW = """async () => {
+  const token = new URLSearchParams(location.search).get("token");
+  const table = location.pathname.split("/")[2];
+  await fetch(`/play/${table}/offer-draw`, {
+    method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify({token}),
+  });
+}"""
+
+
 def _focused(page: Any) -> str | None:
     found: str | None = page.evaluate("() => document.activeElement.dataset.square || null")
     return found
@@ -73,6 +83,12 @@ def human_plays_by_keyboard(url: str) -> dict[str, Any]:
         expect(page.locator("#moves li .san")).to_have_count(1)
         seen["moves"] = page.locator("#moves li .san").all_text_contents()
         seen["focus_after_move"] = _focused(page)
+        # The agent's turn: a click on a square focuses it, and a redraw (here the human's
+        # draw offer, sent as the page would) keeps the focus there.
+        page.click('[data-square="a2"]')
+        page.evaluate(_OFFER_DRAW)
+        expect(page.locator("#status")).to_contain_text("You offered a draw.")
+        seen["focus_after_redraw"] = _focused(page)
         seen["errors"] = errors
     return seen
 
@@ -104,4 +120,5 @@ async def test_the_human_moves_with_the_keyboard_alone(tmp_path):
     assert seen["focus_after_arrows"] == "e4"
     assert seen["moves"] == ["e4"]
     assert seen["focus_after_move"] == "e4"
+    assert seen["focus_after_redraw"] == "a2"
     assert seen["errors"] == []

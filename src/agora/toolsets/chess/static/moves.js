@@ -179,6 +179,12 @@ const chessMoves = (() => {
       }
       $("board").addEventListener("pointerdown", pointerDown);
       $("board").addEventListener("keydown", keyDown);
+      // The keyboard's square follows the focus however it moved (a click when it is not
+      // the human's turn, a screen reader's cursor), so a redraw keeps it where it is.
+      $("board").addEventListener("focusin", (event) => {
+        const square = event.target.closest ? event.target.closest(".square") : null;
+        if (square) focus = square.dataset.square;
+      });
       $("promotion").addEventListener("keydown", (event) => {
         if (event.key !== "Escape") return;
         showPromotion(false);

@@ -154,6 +154,9 @@ const chessView = (() => {
     }
     moves.scrollTop = moves.scrollHeight;
     $("pgn").setAttribute("href", pgnUrl);
+    // A game with no move and no result yet has nothing to download (the last one is under
+    // "Earlier games").
+    $("pgn").hidden = state.history.length === 0 && state.phase !== "over";
     // The table's earlier games stay downloadable after "New game" (the last few, newest first).
     const earlier = $("earlier-games");
     earlier.replaceChildren();
