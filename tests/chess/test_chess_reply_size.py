@@ -14,8 +14,9 @@ from agora.toolsets.chess.game import PlayedMove
 from agora.toolsets.chess.position import position, ungroup_moves
 from agora.toolsets.chess.render import fit, move_reply, reply_size, wait_reply
 from agora.toolsets.chess.replies import BUDGET_LEGAL_MOVES, REPLY_BUDGET
-from agora.toolsets.chess.table import Snapshot, WaitCondition
+from agora.toolsets.chess.table import Snapshot
 from agora.toolsets.chess.terms import DRAW_MARK, NOTE_MAX_CHARS
+from agora.toolsets.chess.waiting import WaitCondition
 
 #: The most legal moves any chess position has (Petrović, 1964).
 MAX_MOVES_FEN = "R6R/3Q4/1Q4Q1/4Q3/2Q4Q/Q4Q2/pp1Q4/kBNN1KB1 w - - 0 1"

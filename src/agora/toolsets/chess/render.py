@@ -36,13 +36,14 @@ from agora.toolsets.chess.replies import (
     StatusCode,
     WaitReply,
 )
-from agora.toolsets.chess.table import Snapshot, WaitCondition
+from agora.toolsets.chess.table import Snapshot
 from agora.toolsets.chess.terms import DRAW_MARK
 
 if TYPE_CHECKING:
     from agora.errors import Failure
     from agora.toolsets.chess.guide import EvaluationGuide
     from agora.toolsets.chess.terms import ChessError, ColorName, Role
+    from agora.toolsets.chess.waiting import WaitCondition
 
 _STATUS: Final[dict[str, StatusCode]] = {
     "side_choice": "SIDE_CHOICE_REQUIRED",

@@ -17,8 +17,9 @@ from agora.errors import ToolError
 from agora.toolsets.chess import render
 from agora.toolsets.chess.arguments import issue_rejection
 from agora.toolsets.chess.commands import AgentMove, Look
-from agora.toolsets.chess.table import KIND, Snapshot, WaitCondition
+from agora.toolsets.chess.table import KIND, Snapshot
 from agora.toolsets.chess.terms import ChessError
+from agora.toolsets.chess.waiting import WaitCondition
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -41,16 +41,13 @@ import msgspec
 
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.validation import NUL_TEXT, nul_field
-from agora.toolsets.chess import page
+from agora.toolsets.chess import bodies, page
 from agora.toolsets.chess.commands import (
     AcceptDraw,
     CheckToken,
-    ChooseSide,
     CreateTable,
     HumanCommand,
-    HumanMove,
     Look,
-    NewAgentToken,
     NewGame,
     OfferDraw,
     Resign,
@@ -58,7 +55,7 @@ from agora.toolsets.chess.commands import (
 )
 from agora.toolsets.chess.pgn import game_pgn
 from agora.toolsets.chess.table import KIND, Snapshot, past_game
-from agora.toolsets.chess.terms import ChessError, ColorName
+from agora.toolsets.chess.terms import ChessError
 from agora.web.http import VIEWPORT, EventStream, Request, Response, Route, wants_html
 
 if TYPE_CHECKING:
@@ -103,35 +100,6 @@ def _load_assets() -> dict[str, tuple[bytes, str]]:
 
 
 ASSETS: Final = _load_assets()
-
-
-class TokenBody(msgspec.Struct, forbid_unknown_fields=True):
-    """The body of an action that needs only the token."""
-
-    token: str
-
-
-class SideBody(msgspec.Struct, forbid_unknown_fields=True, rename="camel"):
-    """The body of ``/side``: which colour the agent plays."""
-
-    token: str
-    agent_color: ColorName
-
-
-class MoveBody(msgspec.Struct, forbid_unknown_fields=True):
-    """The body of ``/move``."""
-
-    token: str
-    from_square: str = msgspec.field(name="from")
-    to_square: str = msgspec.field(name="to")
-    promotion: str | None = None
-    note: str | None = None
-
-
-class CreateBody(msgspec.Struct, forbid_unknown_fields=True):
-    """The body of ``POST /play/tables``; a random name when omitted."""
-
-    name: str | None = None
 
 
 def _refusal(err: ChessError) -> Response:
@@ -315,21 +283,6 @@ def _action(
     return handler
 
 
-def _side(body: bytes) -> HumanCommand:
-    b = msgspec.json.decode(body, type=SideBody)
-    return ChooseSide(b.token, b.agent_color)
-
-
-def _move(body: bytes) -> HumanCommand:
-    b = msgspec.json.decode(body, type=MoveBody)
-    return HumanMove(b.token, b.from_square, b.to_square, b.promotion, b.note)
-
-
-def _new_agent_token(body: bytes) -> HumanCommand:
-    token = msgspec.json.decode(body, type=TokenBody).token
-    return NewAgentToken(token, secrets.token_urlsafe(24))
-
-
 async def pgn(request: Request, runtime: Runtime) -> Response:
     """The current game (or ``?game=N``, an earlier one) as PGN, offered as a download."""
     table = request.params["table"]
@@ -357,22 +310,12 @@ async def pgn(request: Request, runtime: Runtime) -> Response:
     return Response(200, text.encode(), "application/x-chess-pgn; charset=utf-8", headers)
 
 
-def _token_only(
-    kind: type[Resign | OfferDraw | AcceptDraw | NewGame],
-) -> Callable[[bytes], HumanCommand]:
-    def parse(body: bytes) -> HumanCommand:
-        return kind(msgspec.json.decode(body, type=TokenBody).token)
-
-    parse.__name__ = kind.__name__
-    return parse
-
-
 async def create_table(request: Request, runtime: Runtime) -> Response:
     """Create a table; answer its human URL, token and the agent's endpoints."""
     if (refused := _nul_refusal(request.body)) is not None:
         return refused
     try:
-        body = msgspec.json.decode(request.body or b"{}", type=CreateBody)
+        body = msgspec.json.decode(request.body or b"{}", type=bodies.CreateBody)
     except (msgspec.ValidationError, msgspec.DecodeError) as err:
         return _bad_request(rpc.decode_problem(request.body, err))
     name = body.name if body.name is not None else "t-" + secrets.token_hex(4)
@@ -406,12 +349,12 @@ ROUTES: Final = (
     Route("GET", "/play/{table}", play_page),
     Route("GET", "/play/{table}/state", state),
     Route("GET", "/play/{table}/events", events),
-    Route("POST", "/play/{table}/side", _action(_side)),
-    Route("POST", "/play/{table}/move", _action(_move)),
-    Route("POST", "/play/{table}/resign", _action(_token_only(Resign))),
-    Route("POST", "/play/{table}/offer-draw", _action(_token_only(OfferDraw))),
-    Route("POST", "/play/{table}/accept-draw", _action(_token_only(AcceptDraw))),
-    Route("POST", "/play/{table}/new-game", _action(_token_only(NewGame))),
-    Route("POST", "/play/{table}/agent-token", _action(_new_agent_token)),
+    Route("POST", "/play/{table}/side", _action(bodies.side)),
+    Route("POST", "/play/{table}/move", _action(bodies.move)),
+    Route("POST", "/play/{table}/resign", _action(bodies.token_only(Resign))),
+    Route("POST", "/play/{table}/offer-draw", _action(bodies.token_only(OfferDraw))),
+    Route("POST", "/play/{table}/accept-draw", _action(bodies.token_only(AcceptDraw))),
+    Route("POST", "/play/{table}/new-game", _action(bodies.token_only(NewGame))),
+    Route("POST", "/play/{table}/agent-token", _action(bodies.new_agent_token)),
     Route("GET", "/play/{table}/pgn", pgn),
 )
