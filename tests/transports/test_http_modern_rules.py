@@ -71,13 +71,18 @@ REFUSED = [
 ]
 
 
+async def _post(body: dict[str, Any], sent: dict[str, str]) -> Any:
+    """POST ``body`` with the headers ``sent`` to a fresh server's conformance endpoint."""
+    async with serve(toolsets=["conformance"]) as server, RawHttp.open(server.port) as client:
+        with trio.fail_after(TIMEOUT):
+            return await client.request("POST", "/mcp/conformance", body, sent)
+
+
 @pytest.mark.parametrize(("body", "sent"), REFUSED)
 async def test_a_missing_or_mismatched_standard_header_gets_400_and_32020(
     clock, body: dict[str, Any], sent: dict[str, str]
 ):
-    async with serve(toolsets=["conformance"]) as server, RawHttp.open(server.port) as client:
-        with trio.fail_after(TIMEOUT):
-            reply = await client.request("POST", "/mcp/conformance", body, sent)
+    reply = await _post(body, sent)
     assert reply.status == 400, reply
     assert reply.headers["content-type"] == "application/json", reply
     answer = reply.json()
@@ -98,9 +103,7 @@ ACCEPTED = [
 async def test_matching_standard_headers_are_served(
     clock, body: dict[str, Any], sent: dict[str, str]
 ):
-    async with serve(toolsets=["conformance"]) as server, RawHttp.open(server.port) as client:
-        with trio.fail_after(TIMEOUT):
-            reply = await client.request("POST", "/mcp/conformance", body, sent)
+    reply = await _post(body, sent)
     assert reply.status == 200, reply
     assert "result" in reply.json(), reply
 
