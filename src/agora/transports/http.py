@@ -39,12 +39,13 @@ from agora.transports.websocket import accept_websocket
 from agora.web.http import EventStream, Request, Response
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from agora.identity import Principal
     from agora.server.app import Endpoint
     from agora.transports.front import FrontEnd
     from agora.transports.http_session import HttpSession
+    from agora.web.http import Route
 
 log = logging.getLogger(__name__)
 
@@ -230,7 +231,7 @@ class HttpConnection(Responder):
         return head
 
     async def _one(self) -> bool:
-        self.mcp_request = False
+        self.mcp_request = self.head_only = False
         if self.served and not self.buf:
             # Kept alive: wait for the next request's first bytes, then bound its head.
             await self._receive(trio.current_time() + self.config.keep_alive_seconds)
@@ -261,6 +262,7 @@ class HttpConnection(Responder):
         )
 
     async def _answer(self, head: Head) -> bool:
+        self.head_only = head.method == "HEAD"
         headers = head.headers
         req = self._request(head)
         if not guard.origin_allowed(headers, self.config.allowed_hosts):
@@ -336,14 +338,19 @@ class HttpConnection(Responder):
                     return await route.handler(req, self.app.runtime)
                 except Exception as exc:  # the store's safe words, or "internal error"
                     return page_failure(req, exc)
-        if req.path == "/healthz":
-            return health(
-                self.app.runtime,
-                in_flight=self.app.in_flight,
-                connections=self.front.connections,
-                sessions=len(self.front.mcp.sessions),
-            )
-        if req.path == "/readyz":
+        allowed = _methods(self.app.routes, req.path)
+        if allowed:
+            return _not_allowed(req, allowed)
+        if req.path in PROBES:
+            if req.method not in ("GET", "HEAD"):
+                return _not_allowed(req, ["GET"])
+            if req.path == "/healthz":
+                return health(
+                    self.app.runtime,
+                    in_flight=self.app.in_flight,
+                    connections=self.front.connections,
+                    sessions=len(self.front.mcp.sessions),
+                )
             return await readiness(self.app.runtime, draining=self.app.draining)
         return refusal_response(req, 404, f"no such page: {req.path}")
 
@@ -357,6 +364,21 @@ class HttpConnection(Responder):
             resp.headers.append(_BEARER)
             return resp
         return None
+
+
+def _methods(routes: Iterable[Route], path: str) -> list[str]:
+    """The methods the routes serve ``path`` by (none: no route has it)."""
+    return sorted({route.method for route in routes if route.serves_path(path)})
+
+
+def _not_allowed(req: Request, methods: list[str]) -> Response:
+    """405 for a page that is there but not served by ``req.method``, with its ``Allow``
+    (HEAD wherever GET is: RFC 9110, 9.1)."""
+    allow = [*methods, "HEAD"] if "GET" in methods else methods
+    shown = ", ".join(allow)
+    resp = refusal_response(req, 405, f"{req.method} is not allowed here; use {shown}")
+    resp.headers.append(("allow", shown))
+    return resp
 
 
 def _is_probe(head: Head) -> bool:

@@ -64,6 +64,9 @@ class Responder:
         self.early: EventStream | None = None
         self.early_done = trio.Event()
         self.early_keep = False
+        #: The current request is a HEAD: its response has a head and no body (RFC 9110,
+        #: 9.3.2), with the Content-Length the body would have had.
+        self.head_only = False
 
     async def _write(self, data: bytes) -> None:
         """Send bytes; a peer that leaves them unread for ``send_timeout`` is dropped."""
@@ -93,10 +96,11 @@ class Responder:
 
     async def _send(self, resp: Response, keep: bool = False) -> None:
         """Send a whole response; with ``keep`` (the request was read whole) stay open."""
+        body = b"" if self.head_only else resp.body
         if keep and not resp.headers:  # the usual answer: its head from a template
             self.responding = True
             await self._write(
-                http1.plain_head(resp.status, resp.content_type, len(resp.body)) + resp.body
+                http1.plain_head(resp.status, resp.content_type, len(resp.body)) + body
             )
             return
         headers = [
@@ -108,7 +112,7 @@ class Responder:
             headers.append(CLOSE)
             self.refused = resp.status >= 400
         self.responding = True
-        await self._write(http1.response_head(resp.status, headers) + resp.body)
+        await self._write(http1.response_head(resp.status, headers) + body)
 
     async def _send_error(
         self,
@@ -158,6 +162,8 @@ class Responder:
         frame = http1.chunk if chunked else bytes
         await self._write(http1.response_head(200, headers))
         try:
+            if self.head_only:  # the head a GET would get, and no stream
+                return chunked
             async for item in reply.events:
                 data = item if isinstance(item, bytes) else format_event(item[1], event=item[0])
                 await self._write(frame(data))

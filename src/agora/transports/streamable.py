@@ -62,6 +62,10 @@ MODERN_STATUS = {
     rpc.MISSING_CLIENT_CAPABILITY: 400,
     rpc.UNSUPPORTED_PROTOCOL_VERSION: 400,
 }
+OTHER_METHOD = (
+    "Method Not Allowed: an MCP endpoint takes POST (a message), and GET (the stream) and"
+    " DELETE (the end) of a handshake session; not {}"
+)
 NO_SESSION_METHOD = (
     "Method Not Allowed: {} needs an Mcp-Session-Id (a handshake session's);"
     " a 2026-07-28 request is a POST"
@@ -117,7 +121,12 @@ class StreamableHTTP:
         assert principal is not None
         if req.method == "POST":
             return await self._post(req, endpoint, principal, link)
-        if req.method in ("GET", "DELETE") and not req.headers.get(SESSION_HEADER):
+        if req.method not in ("GET", "DELETE"):
+            # (HEAD too: a GET here opens a session's stream, nothing to describe by a head)
+            refused = _rpc_error(405, OTHER_METHOD.format(req.method))
+            refused.headers.append(("allow", "GET, POST, DELETE"))
+            return refused
+        if not req.headers.get(SESSION_HEADER):
             # Only a handshake session has a GET stream or a DELETE; a 2026-07-28 client
             # has neither (basic/transports/streamable-http, Backward Compatibility).
             refused = _rpc_error(405, NO_SESSION_METHOD.format(req.method))
@@ -128,10 +137,8 @@ class StreamableHTTP:
             return session
         if req.method == "GET":
             return self._get(req, session)
-        if req.method == "DELETE":
-            self._drop(session.id)
-            return Response(200)
-        return Response(405, b"", headers=[("allow", "GET, POST, DELETE")])
+        self._drop(session.id)  # a DELETE
+        return Response(200)
 
     def _session(self, req: Request) -> HttpSession | Response:
         sid = req.headers.get(SESSION_HEADER)

@@ -103,11 +103,16 @@ class Route:
         self._regex = re.compile(f"^{regex}$")
 
     def match(self, method: str, path: str) -> dict[str, str] | None:
-        """Path parameters if this route serves ``method path``, else None."""
-        if method != self.method:
+        """Path parameters if this route serves ``method path`` (a GET route serves HEAD
+        too: the same response without its body), else None."""
+        if method != self.method and not (method == "HEAD" and self.method == "GET"):
             return None
         m = self._regex.match(path)
         return m.groupdict() if m else None
+
+    def serves_path(self, path: str) -> bool:
+        """Whether this route serves ``path`` by some method."""
+        return self._regex.match(path) is not None
 
 
 def _quality(accept: str, wanted: str) -> float:
