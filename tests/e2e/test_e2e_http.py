@@ -198,10 +198,10 @@ async def test_a_refused_host_is_quoted_escaped_and_cut(agora):
     long_host = "a" * 300 + ".example"
     with trio.fail_after(TIMEOUT):
         reply = await http(agora.port, "GET", "/healthz", headers={"host": long_host})
-    assert reply.status == 403, reply
+    assert reply.status == 400, reply  # no host name is that long (RFC 9112 3.2)
     message = reply.json()["error"]
     assert long_host not in message
-    assert f'Host "{"a" * 100}...[+208 chars]" is not allowed' in message, message
+    assert f'Host "{"a" * 100}...[+208 chars]" is not a host name' in message, message
     assert "add it to" not in message  # not a name allowed_hosts could hold
     with trio.fail_after(TIMEOUT):
         raw = await raw_exchange(
@@ -228,7 +228,7 @@ BROWSER = {"accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;
     [
         pytest.param("/nope", {}, 404, "no such page: /nope", id="unknown-page"),
         pytest.param(
-            "/healthz", {"host": "<b>evil.example"}, 403, 'Host "<b>evil.example"', id="host"
+            "/healthz", {"host": "<b>evil.example"}, 400, 'Host "<b>evil.example"', id="host"
         ),
         pytest.param(
             "/play/default", {"origin": "http://evil.example"}, 403, "evil.example", id="origin"

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from agora.transports.http1 import (
+    MAX_TRAILERS,
     BodyReader,
     HttpError,
     chunk,
+    http_date,
     parse_head,
     plain_head,
     response_head,
@@ -165,10 +169,49 @@ def test_a_sized_body_over_the_limit_is_refused_as_it_arrives():
     assert refused.value.status == 413
 
 
-def test_response_bytes():
-    assert response_head(201, [("a", "1"), ("b", "x y")]) == (
-        b"HTTP/1.1 201 Created\r\na: 1\r\nb: x y\r\n\r\n"
+def test_a_request_line_past_the_head_limit_is_414_and_a_long_head_431():
+    with pytest.raises(HttpError) as refused:
+        parse_head(bytearray(b"GET /" + b"a" * MAX + b" HTTP/1.1\r\n"), MAX)
+    assert refused.value.status == 414  # RFC 9112 3: the target, not the fields
+    with pytest.raises(HttpError) as refused:
+        parse_head(bytearray(b"GET /" + b"a" * (MAX + 8)), MAX)  # its end not even there
+    assert refused.value.status == 414
+    with pytest.raises(HttpError) as refused:
+        parse_head(bytearray(b"GET / HTTP/1.1\r\nX: " + b"a" * MAX + b"\r\n"), MAX)
+    assert refused.value.status == 431
+
+
+def test_a_chunked_body_s_trailers_are_bounded():
+    head, buf = head_of(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n")
+    assert head is not None
+    reader = BodyReader(head, 100)
+    reader.feed(buf)
+    line = b"X-T: " + b"t" * 1000 + b"\r\n"
+    buf += line * (MAX_TRAILERS // len(line) + 1)  # trailer lines, and no blank line
+    with pytest.raises(HttpError) as refused:
+        reader.feed(buf)
+    assert refused.value.status == 431
+    # a few trailers are read and dropped
+    head, buf = head_of(
+        b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\nX-T: 1\r\n\r\n"
     )
+    assert head is not None
+    reader = BodyReader(head, 100)
+    reader.feed(buf)
+    assert reader.done
+    assert reader.body == b"a"
+
+
+def test_response_bytes():
+    date = http_date().encode()
+    assert response_head(201, [("a", "1"), ("b", "x y")]) in {
+        b"HTTP/1.1 201 Created\r\ndate: %s\r\na: 1\r\nb: x y\r\n\r\n" % d
+        for d in (date, http_date().encode())  # (the second may have turned meanwhile)
+    }
+    assert re.fullmatch(rb"[A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT", date)
+    plain = plain_head(404, "application/json", 12)
+    assert plain.startswith(b"HTTP/1.1 404 Not Found\r\ndate: ")
+    assert plain.endswith(b"\r\ncontent-type: application/json\r\ncontent-length: 12\r\n\r\n")
     assert chunk(b"hello") == b"5\r\nhello\r\n"
     assert chunk(b"") == b""
 

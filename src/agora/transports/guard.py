@@ -73,6 +73,32 @@ def _names_allowed(host: str, origin: str | None, allowed: tuple[str, ...]) -> b
     return _known(origin_name, names)
 
 
+NO_ENTITY_TAGS = (
+    "Precondition Failed: If-Match names an entity tag, and the pages give none out, so none"
+    " can match (RFC 9110 13.1.1); send the change without If-Match, or with If-Match: *"
+)
+
+
+def precondition_fails(headers: Mapping[str, str]) -> bool:
+    """Whether a state change's ``If-Match`` is false. No page gives out an entity tag, so
+    any tag fails; ``*`` holds, every page being there."""
+    condition = headers.get("if-match")
+    return condition is not None and condition.strip() != "*"
+
+
+def host_syntax_refusal(host: str | None, version: str) -> str | None:
+    """Why a request's Host makes it a bad request (RFC 9112 3.2: 400 for an HTTP/1.1
+    request without one, and for any whose Host is not a host[:port]), else None."""
+    if host is None:
+        return "Bad Request: an HTTP/1.1 request needs a Host header" if version == "1.1" else None
+    if host_name(host) is not None:
+        return None
+    return (
+        f'Bad Request: Host "{loggable(host, _QUOTED)}" is not a host name or address'
+        " (with an optional :port)"
+    )
+
+
 def host_refusal(headers: Mapping[str, str], allowed: Iterable[str]) -> str:
     """Why `origin_allowed` refused these headers: the Host (or else the Origin) it refused,
     escaped and cut, and the setting that would accept that name.

@@ -24,7 +24,7 @@ import math
 import os
 import socket
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 import trio
 
@@ -35,17 +35,17 @@ from agora.transports import guard, http1
 from agora.transports.http1 import BodyReader, Head, HttpError
 from agora.transports.linger import linger_close
 from agora.transports.respond import Closed, Responder, refusal_response
-from agora.transports.websocket import accept_websocket
+from agora.transports.routing import is_mcp, methods_of, not_allowed, request_of
+from agora.transports.websocket import accept_websocket, upgrade_refusal
 from agora.web.http import EventStream, Request, Response
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable
 
     from agora.identity import Principal
     from agora.server.app import Endpoint
     from agora.transports.front import FrontEnd
     from agora.transports.http_session import HttpSession
-    from agora.web.http import Route
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +122,8 @@ class HttpConnection(Responder):
                     pass
             if self.timer.cancelled_caught and self.reading_body:
                 await self._refuse_body(408, f"request body not received within {BODY_TIMEOUT} s")
+            elif self.timer.cancelled_caught and self.buf:  # a head begun, not ended
+                await self._send_error(408, f"request head not received within {HEAD_TIMEOUT} s")
         except (Closed, trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         except HttpError as exc:
@@ -235,9 +237,9 @@ class HttpConnection(Responder):
         if self.served and not self.buf:
             # Kept alive: wait for the next request's first bytes, then bound its head.
             await self._receive(trio.current_time() + self.config.keep_alive_seconds)
+        self.responding = False  # (the last response is whole: a late head gets its 408)
         head = await self._head(trio.current_time() + HEAD_TIMEOUT)
         self.served += 1
-        self.responding = False
         self.front.started()
         try:
             return await self._answer(head)
@@ -247,40 +249,28 @@ class HttpConnection(Responder):
                 self.watching.cancel()
                 self.watching = None
 
-    def _request(self, head: Head) -> Request:
-        target = head.target
-        if target.startswith("/"):
-            path, _, query = target.partition("?")
-        else:
-            parts = urlsplit(target)
-            path, query = parts.path, parts.query
-        return Request(
-            method=head.method,
-            path=path,
-            query=dict(parse_qsl(query)) if query else {},
-            headers=head.headers,
-        )
-
     async def _answer(self, head: Head) -> bool:
         self.head_only = head.method == "HEAD"
         headers = head.headers
-        req = self._request(head)
-        if not guard.origin_allowed(headers, self.config.allowed_hosts):
-            refused = guard.host_refusal(headers, self.config.allowed_hosts)
-            await self._send_error(403, refusal_response(req, 403, refused))
+        req = request_of(head)
+        refused = self._gate(head, req)
+        if refused is not None:
+            await self._send_error(*refused)
             return False
-        principal = self.app.authenticate(headers.get("authorization"))
-        if principal is None:
-            unknown = rpc.error(None, rpc.INVALID_REQUEST, UNKNOWN_BEARER)
-            await self._send_error(401, unknown, [_BEARER])
-            return False
-        req.principal = principal
+        principal = req.principal
+        assert principal is not None  # (`_gate` set it)
         endpoint = (
             self.app.endpoint(req.path, req.query) if req.query else self.front.endpoint(req.path)
         )
-        if endpoint is not None and headers.get("upgrade", "").lower() == "websocket":
+        # An HTTP/1.0 request's Upgrade is ignored (RFC 9110 7.8).
+        upgrading = head.version == "1.1" and headers.get("upgrade", "").lower() == "websocket"
+        if endpoint is not None and upgrading:
             if req.method != "GET":
                 await self._send_error(405, "WebSocket upgrade needs GET")
+                return False
+            problem = upgrade_refusal(headers, head.has_body)
+            if problem is not None:
+                await self._send_error(400, rpc.error(None, rpc.INVALID_REQUEST, problem))
                 return False
             if await accept_websocket(self.stream, head.raw):
                 self.upgrade = (bytes(self.buf), endpoint, principal)
@@ -298,6 +288,8 @@ class HttpConnection(Responder):
         keep = head.keep_alive and self.served < self.config.keep_alive_requests
         self.chunked = keep and head.version == "1.1"
         reply = await self._route(req, endpoint)
+        if req.negotiated and isinstance(reply, Response):
+            reply.headers.append(("vary", "Accept"))
         if reply is self.early:  # already being sent (`stream_early`)
             self.early = None
             await self.early_done.wait()
@@ -306,6 +298,32 @@ class HttpConnection(Responder):
             return await self._stream(reply, self.chunked)
         await self._send(reply, keep)
         return keep and not self.refused
+
+    def _gate(
+        self, head: Head, req: Request
+    ) -> tuple[int, Response | dict[str, object], list[tuple[str, str]]] | None:
+        """The refusal of a request no route may see (a bad Host, a Host or Origin of
+        another site, an unknown bearer token), else None with ``req.principal`` set."""
+        headers = head.headers
+        problem = guard.host_syntax_refusal(head.headers.get("host"), head.version)
+        if problem is not None:
+            return 400, refusal_response(req, 400, problem), []
+        if not head.target.startswith("/") and head.target != "*":
+            # Absolute form: the target names the host, and Host is ignored (RFC 9112 3.2.2).
+            headers = {**headers, "host": urlsplit(head.target).netloc}
+        if not guard.origin_allowed(headers, self.config.allowed_hosts):
+            refused = guard.host_refusal(headers, self.config.allowed_hosts)
+            return 403, refusal_response(req, 403, refused), []
+        # A probe is public: a balancer's stray credentials must not fail it.
+        req.principal = self.app.authenticate(
+            None if req.path in PROBES else headers.get("authorization")
+        )
+        if req.principal is None:
+            if is_mcp(req.path):
+                return 401, rpc.error(None, rpc.INVALID_REQUEST, UNKNOWN_BEARER), [_BEARER]
+            # a page's refusal: HTML for a browser, else {"error": ...}
+            return 401, refusal_response(req, 401, UNKNOWN_BEARER), [_BEARER]
+        return None
 
     async def _body(self, head: Head, limit: int) -> bytes:
         """The whole body, read within BODY_TIMEOUT (else `timer` ends the connection)."""
@@ -338,12 +356,12 @@ class HttpConnection(Responder):
                     return await route.handler(req, self.app.runtime)
                 except Exception as exc:  # the store's safe words, or "internal error"
                     return page_failure(req, exc)
-        allowed = _methods(self.app.routes, req.path)
+        allowed = methods_of(self.app.routes, req.path)
         if allowed:
-            return _not_allowed(req, allowed)
+            return not_allowed(req, allowed)
         if req.path in PROBES:
             if req.method not in ("GET", "HEAD"):
-                return _not_allowed(req, ["GET"])
+                return not_allowed(req, ["GET"])
             if req.path == "/healthz":
                 return health(
                     self.app.runtime,
@@ -358,27 +376,14 @@ class HttpConnection(Responder):
         reason = guard.cross_site_refusal(req.method, req.headers)
         if reason is not None:
             return refusal_response(req, 403, reason)
+        if req.method not in guard.SAFE_METHODS and guard.precondition_fails(req.headers):
+            return refusal_response(req, 412, guard.NO_ENTITY_TAGS)
         assert req.principal is not None
         if needs_principal and self.config.principals and req.principal.anonymous:
             resp = refusal_response(req, 401, "Unauthorized: this action needs a bearer token")
             resp.headers.append(_BEARER)
             return resp
         return None
-
-
-def _methods(routes: Iterable[Route], path: str) -> list[str]:
-    """The methods the routes serve ``path`` by (none: no route has it)."""
-    return sorted({route.method for route in routes if route.serves_path(path)})
-
-
-def _not_allowed(req: Request, methods: list[str]) -> Response:
-    """405 for a page that is there but not served by ``req.method``, with its ``Allow``
-    (HEAD wherever GET is: RFC 9110, 9.1)."""
-    allow = [*methods, "HEAD"] if "GET" in methods else methods
-    shown = ", ".join(allow)
-    resp = refusal_response(req, 405, f"{req.method} is not allowed here; use {shown}")
-    resp.headers.append(("allow", shown))
-    return resp
 
 
 def _is_probe(head: Head) -> bool:

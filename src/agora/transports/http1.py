@@ -12,7 +12,9 @@ it does no I/O and knows nothing of routes or MCP.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
+from email.utils import formatdate
 
 _TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
 #: A method token, an origin-form (or asterisk/absolute) target without spaces or controls.
@@ -25,6 +27,8 @@ _FIELDS = re.compile(rf"(?:{_TOKEN}:[ \t]*{_VALUE}[ \t]*\r\n)*")
 _PARTIAL_LINE = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?: [!-~]*(?: [!-~]*)?)?")
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,8})(?:;[^\r\n]*)?")
 MAX_CHUNK_LINE = 1024
+#: Most bytes of a chunked body's trailer section (read and dropped: nothing uses them).
+MAX_TRAILERS = 16384
 #: Headers whose repetition would make a request ambiguous.
 _SINGLE = frozenset({"content-length", "transfer-encoding", "host"})
 REASONS = {
@@ -42,7 +46,9 @@ REASONS = {
     406: "Not Acceptable",
     408: "Request Timeout",
     409: "Conflict",
+    412: "Precondition Failed",
     413: "Content Too Large",
+    414: "URI Too Long",
     415: "Unsupported Media Type",
     431: "Request Header Fields Too Large",
     500: "Internal Server Error",
@@ -98,8 +104,9 @@ def parse_head(buf: bytearray, max_head: int) -> Head | None:
     """Take one request head off the front of ``buf``; None if it is not all there yet.
 
     Raises:
-        HttpError: 400 for a malformed or ambiguous head, 431 past ``max_head`` bytes,
-            501 for a transfer coding other than chunked.
+        HttpError: 400 for a malformed or ambiguous head, 414 for a request line past
+            ``max_head`` bytes, 431 for a head past them, 501 for a transfer coding other
+            than chunked.
     """
     while buf.startswith(b"\r\n"):  # blank lines before a request are allowed (RFC 9112 2.2)
         del buf[:2]
@@ -109,6 +116,8 @@ def parse_head(buf: bytearray, max_head: int) -> Head | None:
         if line_end < 0 and buf and not _PARTIAL_LINE.fullmatch(buf, 0, min(len(buf), max_head)):
             raise HttpError(400, "malformed request line")  # noise: say so without waiting
         if len(buf) >= max_head + 4:
+            if line_end < 0 or line_end >= max_head:  # the request line alone is too long
+                raise HttpError(414, f"request target longer than {max_head} bytes")
             raise HttpError(431, f"request head larger than {max_head} bytes")
         return None
     raw = bytes(buf[: end + 4])
@@ -176,6 +185,7 @@ class BodyReader:
         self.body = bytearray()
         self.done = not head.has_body
         self._trailers = False
+        self._trailer_bytes = 0
 
     def feed(self, buf: bytearray) -> None:
         """Consume what ``buf`` holds of the body; ``done`` once it is whole.
@@ -202,6 +212,9 @@ class BodyReader:
                     raise HttpError(400, "chunk line too long")
                 return
             if self._trailers:  # after the last chunk: trailer lines until a blank one
+                self._trailer_bytes += end + 2
+                if self._trailer_bytes > MAX_TRAILERS:  # skipped, but not without end
+                    raise HttpError(431, f"trailer section larger than {MAX_TRAILERS} bytes")
                 del buf[: end + 2]
                 self.done = end == 0
                 continue
@@ -223,8 +236,20 @@ class BodyReader:
             del buf[: end + 4 + size]
 
 
+_date: tuple[int, str] = (0, "")
+
+
+def http_date() -> str:
+    """Now as the ``Date`` header writes it (RFC 9110, 6.6.1), made once a second."""
+    global _date  # a one-entry cache of the formatted second
+    second = int(time.time())
+    if _date[0] != second:
+        _date = (second, formatdate(second, usegmt=True))
+    return _date[1]
+
+
 def response_head(status: int, headers: list[tuple[str, str]]) -> bytes:
-    """A response's status line and headers, up to and including the blank line.
+    """A response's status line, ``Date`` and ``headers``, up to and including the blank line.
 
     Raises:
         ValueError: a header name or value would break the message (CR, LF).
@@ -232,7 +257,8 @@ def response_head(status: int, headers: list[tuple[str, str]]) -> bytes:
     fields = "".join(f"{name}: {value}\r\n" for name, value in headers)
     if fields.count("\n") != len(headers) or fields.count("\r") != len(headers):
         raise ValueError("a response header contains CR or LF")
-    return f"HTTP/1.1 {status} {REASONS.get(status, 'Unknown')}\r\n{fields}\r\n".encode("latin-1")
+    reason = REASONS.get(status, "Unknown")
+    return f"HTTP/1.1 {status} {reason}\r\ndate: {http_date()}\r\n{fields}\r\n".encode("latin-1")
 
 
 _PLAIN: dict[tuple[int, str], bytes] = {}
@@ -249,10 +275,12 @@ def plain_head(status: int, content_type: str, length: int) -> bytes:
         template = _PLAIN[status, content_type]
     except KeyError:
         head = response_head(status, [("content-type", content_type), ("content-length", "")])
-        template = head.replace(b"%", b"%%").replace(b"length: \r\n", b"length: %d\r\n")
+        head = head.replace(b"%", b"%%")
+        template = re.sub(rb"^date: [^\r]*\r\n", b"date: %s\r\n", head, count=1, flags=re.M)
+        template = template.replace(b"length: \r\n", b"length: %d\r\n")
         if len(_PLAIN) < 64:  # a handful in practice; bounded all the same
             _PLAIN[status, content_type] = template
-    return template % length
+    return template % (http_date().encode("ascii"), length)
 
 
 def chunk(data: bytes) -> bytes:

@@ -19,6 +19,7 @@ and in turn, with ``os.read``/``os.write`` on the descriptor; `Peer`, `Stalled` 
 
 from __future__ import annotations
 
+import base64
 import contextlib
 from typing import TYPE_CHECKING
 
@@ -35,6 +36,8 @@ from agora.transports.linger import linger_close
 from agora.transports.ws_peer import PING_TIMEOUT, RECEIVE_BYTES, Peer, Stalled
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from agora.identity import Principal
     from agora.server.app import App, Endpoint
     from agora.server.workers import Workers
@@ -48,11 +51,30 @@ __all__ = [
     "Stalled",
     "accept_websocket",
     "serve_websocket",
+    "upgrade_refusal",
 ]
 
 HANDSHAKE_TIMEOUT = 10.0
+#: Bytes of a Sec-WebSocket-Key once decoded (RFC 6455 4.1).
+KEY_BYTES = 16
 #: Seconds a close handshake may take before the stream is dropped.
 CLOSE_TIMEOUT = 1.0
+
+
+def upgrade_refusal(headers: Mapping[str, str], has_body: bool) -> str | None:
+    """Why an HTTP/1.1 upgrade request cannot open a WebSocket (answered 400), else None:
+    a body (its bytes would be read as frames) or a ``Sec-WebSocket-Key`` that is not 16
+    bytes in base64 (RFC 6455 4.2.1)."""
+    if has_body:
+        return "Bad Request: a WebSocket upgrade request has no body"
+    key = headers.get("sec-websocket-key", "")
+    try:
+        valid = len(base64.b64decode(key, validate=True)) == KEY_BYTES
+    except ValueError:
+        valid = False
+    if not valid:
+        return "Bad Request: Sec-WebSocket-Key must be 16 bytes in base64 (RFC 6455 4.2.1)"
+    return None
 
 
 async def accept_websocket(stream: trio.SocketStream, head: bytes) -> bool:

@@ -30,6 +30,9 @@ class Request:
     body: bytes = b""
     params: dict[str, str] = field(default_factory=dict)
     principal: Principal | None = None
+    #: Its response was chosen by its Accept (`wants_html`): it is sent with ``Vary: Accept``,
+    #: so that a shared cache does not hand a browser's HTML to an API client.
+    negotiated: bool = False
 
     def json(self) -> Any:
         """Decode the body as JSON.
@@ -116,29 +119,43 @@ class Route:
 
 
 def _quality(accept: str, wanted: str) -> float:
-    best = 0.0
+    """How much ``accept`` wants the media type ``wanted`` (0: not at all).
+
+    The most specific range that matches decides (RFC 9110, 12.5.1): ``application/json;
+    q=0.1, */*`` wants JSON at 0.1 whatever ``*/*`` says. A tie between two types goes to
+    the one named more specifically (the fraction added); the ``q`` name is read in any case.
+    """
     main = wanted.split("/")[0]
+    ranges = {wanted: 2, f"{main}/*": 1, "*/*": 0}
+    found: dict[int, float] = {}  # specificity -> the best q given at it
     for part in accept.split(","):
-        fields = [f.strip() for f in part.split(";")]
-        media = fields[0].lower()
+        media, *params = (f.strip() for f in part.split(";"))
+        specific = ranges.get(media.lower())
+        if specific is None:
+            continue
         q = 1.0
-        for f in fields[1:]:
-            if f.startswith("q="):
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
                 try:
-                    q = float(f[2:])
+                    q = min(max(float(value.strip()), 0.0), 1.0)
                 except ValueError:
                     q = 0.0
-        if media in (wanted, f"{main}/*", "*/*"):
-            exact = 1.0 if media == wanted else (0.5 if media == f"{main}/*" else 0.0)
-            best = max(best, q + exact / 1000)
-    return best
+        found[specific] = max(found.get(specific, 0.0), q)
+    if not found:
+        return 0.0
+    specific = max(found)
+    q = found[specific]
+    return q + specific / 1000 if q > 0 else 0.0
 
 
 def wants_html(request: Request) -> bool:
-    """Whether to answer HTML: ``?format=``, else Accept prefers text/html over JSON."""
+    """Whether to answer HTML: ``?format=``, else Accept prefers text/html over JSON (the
+    request is then marked `Request.negotiated`: its response varies with Accept)."""
     forced = request.query.get("format")
     if forced in ("json", "html"):
         return forced == "html"
+    request.negotiated = True
     accept = request.headers.get("accept", "")
     return _quality(accept, "text/html") > _quality(accept, "application/json")
 
@@ -156,7 +173,14 @@ _PAGE_HEADERS = (
 
 def error_title(status: int) -> str:
     """The heading of a refusal page: ``Not found`` for 404, ``Bad request`` for 400, ..."""
-    titles = {400: "Bad request", 401: "Unauthorized", 403: "Forbidden", 404: "Not found"}
+    titles = {
+        400: "Bad request",
+        401: "Unauthorized",
+        403: "Forbidden",
+        404: "Not found",
+        405: "Method not allowed",
+        412: "Precondition failed",
+    }
     return titles.get(status, "Unavailable" if status == 503 else "Error")
 
 
