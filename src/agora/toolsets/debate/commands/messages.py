@@ -244,8 +244,11 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
         _complete_claim(topic, meta, writes)
         workers.complete_on_reply(topic, meta, writes)
     reply = post_reply(row, meta, cmd.vehicle)
+    announce = recipients
     if semantic is not None:
+        held = protocol.held_back(topic)
         reply.update(protocol.record_post(topic, meta, semantic, writes, cmd.caller.name))
+        announce = protocol.announced(topic, meta, recipients, held)
     # A plain message changes only its recipients' inboxes: the other roles' waits sleep
     # on. Anything more (a state move, a watermark, a claim or worker settled, a protocol
     # step that may reveal blind messages) wakes every wait.
@@ -257,7 +260,7 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
         reply=reply,
         writes=writes,
         changed=True,
-        updated=topic.inbox_uris(recipients),
+        updated=topic.inbox_uris(announce),
         wakes=topic.recipient_roles(recipients) if plain else None,
     )
 

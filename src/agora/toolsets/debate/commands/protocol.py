@@ -182,6 +182,26 @@ def record_post(
     }
 
 
+def held_back(topic: Topic) -> frozenset[str]:
+    """The blind CLAIMs the barrier holds back right now (none outside debate/v1)."""
+    state = topic.data.protocol
+    return frozenset(state.pending_blind()) if state is not None else frozenset()
+
+
+def announced(
+    topic: Topic, meta: MsgMeta, recipients: list[str], held: frozenset[str]
+) -> list[str]:
+    """The recipient keys whose inboxes a v1 post visibly changed (``held``: what the barrier
+    held back before it): none for a CLAIM the barrier now holds, whose recipients must not
+    hear even that something came; with a post that released the barrier, the recipients of
+    every CLAIM it released as well, since for them the release is the delivery."""
+    now_held = held_back(topic)
+    keys = [] if meta.msg_id in now_held else list(recipients)
+    for msg_id in sorted(held - now_held):
+        keys.extend(k for k in topic.data.messages[msg_id].recipients if k not in keys)
+    return keys
+
+
 def visible_inbox(topic: Topic, caller: Caller, role: str, items: list[MsgMeta]) -> list[MsgMeta]:
     """The inbox up to (not including) the first message the blind barrier hides from this
     viewer, so no cursor can pass a CLAIM before its release."""

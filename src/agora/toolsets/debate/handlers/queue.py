@@ -85,12 +85,14 @@ def _queue(
     ids_seen = [r.topic_id for r in visible]
     questions = sql.open_questions(conn, ids_seen)
     claims = sql.active_claims(conn, ids_seen)
-    peaks = sql.open_priorities(conn, ids_seen)
+    # A blind CLAIM not yet released is, for anyone but a conductor, nobody's latest message
+    # and no pending priority (the queue views as no role, as a search without viewer_role).
+    blind = {} if who.conductor else sql.blind_pending(conn, ids_seen)
+    peaks = sql.open_priorities(conn, ids_seen, {m for ids in blind.values() for m in ids})
     latest: dict[str, dict[str, Any] | None] = dict(sql.latest_messages(conn, ids_seen))
-    if not who.conductor:  # a blind CLAIM not yet released is nobody's latest message
-        for topic_id, hidden in sql.blind_pending(conn, ids_seen).items():
-            if (latest.get(topic_id) or {}).get("msg_id") in hidden:
-                latest[topic_id] = sql.latest_visible(conn, topic_id, hidden)
+    for topic_id, hidden in blind.items():
+        if (latest.get(topic_id) or {}).get("msg_id") in hidden:
+            latest[topic_id] = sql.latest_visible(conn, topic_id, hidden)
     items = []
     for row in visible:
         lane, rank = lane_of(row.metadata)

@@ -1,7 +1,8 @@
 """The inbox resource: ``debate://inbox/{session_id}``, one per session.
 
 Reading it lists, per active binding of the session, how many addressed messages still wait
-for their consumption receipt. A session that subscribed gets
+for their consumption receipt; a debate/v1 blind CLAIM the barrier still hides from the owner
+(viewing as that role) is neither counted nor dated. A session that subscribed gets
 ``notifications/resources/updated`` when a post addressed to it (or to a role it holds)
 commits, and when it advances its cursor. Only the session's owner can read it or subscribe
 to it; any other caller gets "Resource not found" for both, as for a session that does not
@@ -59,14 +60,15 @@ async def read_inbox(call: ToolCall) -> dict[str, Any]:
     Raises:
         LookupError: the session does not exist or is not the caller's.
     """
-    owned = _owned(call)
+    owned, who = _owned(call), caller(call)
 
     def read(conn: ReadConn) -> dict[str, Any]:
         session_id = owned(conn)
         topics = []
         for topic_id, role in sql.active_bindings_of(conn, session_id):
+            hidden = sql.blind_hidden(conn, topic_id, who, role)
             count, oldest, newest = sql.open_inbox(
-                conn, topic_id, (f"role:{role}", f"session:{session_id}")
+                conn, topic_id, (f"role:{role}", f"session:{session_id}"), hidden
             )
             topics.append(
                 {

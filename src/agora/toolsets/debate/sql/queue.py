@@ -12,6 +12,8 @@ from agora.toolsets.debate.model import Binding
 from agora.toolsets.debate.sql.inlist import in_list
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from agora.store.neutral import ReadConn
 
 _TOPIC_COLUMNS = (
@@ -79,17 +81,25 @@ def active_claims(conn: ReadConn, topic_ids: list[str]) -> dict[str, int]:
     return {r[0]: int(r[1]) for r in rows}
 
 
-def open_priorities(conn: ReadConn, topic_ids: list[str]) -> dict[str, set[str]]:
-    """The priorities of messages whose delivery is not done yet, per topic."""
+def open_priorities(
+    conn: ReadConn, topic_ids: list[str], hidden: Collection[str] = ()
+) -> dict[str, set[str]]:
+    """The priorities of messages whose delivery is not done yet, per topic, leaving out
+    ``hidden`` (blind CLAIMs the barrier still holds back from the caller: their priority
+    would tell that one was posted)."""
     if not topic_ids:
         return {}
     marks, params = in_list(topic_ids)
-    rows = conn.execute(
+    sql = (
         "SELECT DISTINCT d.topic_id, m.priority FROM debate_deliveries d "
         "JOIN debate_messages m ON m.msg_id = d.msg_id "
-        f"WHERE d.state <> 'done' AND d.topic_id IN ({marks})",
-        params,
-    ).fetchall()
+        f"WHERE d.state <> 'done' AND d.topic_id IN ({marks})"
+    )
+    if hidden:
+        marks, more = in_list(sorted(hidden))
+        sql += f" AND d.msg_id NOT IN ({marks})"
+        params += more
+    rows = conn.execute(sql, params).fetchall()
     out: dict[str, set[str]] = {}
     for r in rows:
         out.setdefault(r[0], set()).add(r[1])

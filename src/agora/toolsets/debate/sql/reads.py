@@ -15,6 +15,8 @@ from agora.toolsets.debate.sql.fts import SEARCH_HITS
 from agora.toolsets.debate.sql.inlist import in_list
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from agora.store.neutral import ReadConn
 
 _COLUMNS = (
@@ -304,13 +306,20 @@ def active_bindings_of(conn: ReadConn, session_id: str) -> list[tuple[str, str]]
 
 
 def open_inbox(
-    conn: ReadConn, topic_id: str, keys: tuple[str, str]
+    conn: ReadConn, topic_id: str, keys: tuple[str, str], hidden: Collection[str] = ()
 ) -> tuple[int, str | None, str | None]:
-    """(count, oldest ts, newest ts) of the topic's messages for ``keys`` not yet consumed."""
-    r = conn.execute(
+    """(count, oldest ts, newest ts) of the topic's messages for ``keys`` not yet consumed,
+    leaving out ``hidden`` (what the blind barrier hides from the inbox's viewer: a held-back
+    CLAIM must not show in a count or a date either)."""
+    sql = (
         "SELECT COUNT(DISTINCT d.msg_id), MIN(m.ts), MAX(m.ts) FROM debate_deliveries d "
         "JOIN debate_messages m ON m.msg_id = d.msg_id "
-        "WHERE d.topic_id = ? AND d.recipient IN (?, ?) AND d.state <> 'done'",
-        (topic_id, *keys),
-    ).fetchone()
+        "WHERE d.topic_id = ? AND d.recipient IN (?, ?) AND d.state <> 'done'"
+    )
+    params: tuple[str, ...] = (topic_id, *keys)
+    if hidden:
+        marks, more = in_list(sorted(hidden))
+        sql += f" AND d.msg_id NOT IN ({marks})"
+        params += more
+    r = conn.execute(sql, params).fetchone()
     return int(r[0] or 0), r[1], r[2]
