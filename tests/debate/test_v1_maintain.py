@@ -247,3 +247,18 @@ async def test_maintain_times_a_phase_out_on_the_mock_clock(autojump_clock):
         assert state["updated_at"] > deadline
         rt.begin_shutdown()
         nursery.cancel_scope.cancel()
+
+
+async def test_an_init_topic_is_open_to_recovery_as_the_queue_says(desk):
+    # A debate/v1 topic runs whole while it stays INIT; the work queue counts INIT as open and
+    # names its missing roles, so the recovery sweep of "open v1 topics" rebinds them too.
+    v1 = await v1_topic(desk, state="INIT")
+    await desk.bind(CAROL, v1.topic, "JUDGE", v1.sessions["JUDGE"], state="retired")
+    queue = await desk.call(CONDUCTOR, "debate_work_queue", topics_csv=v1.topic)
+    [item] = queue["items"]
+    assert (item["state"], item["missing_roles"]) == ("INIT", ["JUDGE"])
+    out = await maintain(desk, topic_ids_csv=v1.topic)
+    [recovered] = out["role_recoveries"]
+    assert (recovered["topic_id"], recovered["role"]) == (v1.topic, "JUDGE")
+    queue = await desk.call(CONDUCTOR, "debate_work_queue", topics_csv=v1.topic)
+    assert queue["items"][0]["missing_roles"] == []

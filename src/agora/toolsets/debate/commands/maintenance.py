@@ -20,7 +20,7 @@ from agora.toolsets.debate.commands.protocol import set_state
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Binding, Cursor
 from agora.toolsets.debate.protocol.state import HUMAN_ROLES, TIMED_PHASES
-from agora.toolsets.debate.rules import START
+from agora.toolsets.debate.rules import OPEN_STATES, START
 
 if TYPE_CHECKING:
     from agora.runtime.clock import Now
@@ -94,7 +94,10 @@ def _recover(
     topic: Topic, role: str, session_id: str, actor: str, at: str, writes: list[Write]
 ) -> dict[str, Any] | None:
     row = topic.require_row()
-    if row.state != "ACTIVE" or role not in missing_roles(row.roles, topic.role_bindings(role)):
+    # Open as the work queue counts it (INIT or ACTIVE): a whole debate runs while INIT.
+    if row.state not in OPEN_STATES:
+        return None
+    if role not in missing_roles(row.roles, topic.role_bindings(role)):
         return None
     group = topic.data.bindings.setdefault(role, [])
     generation = group[-1].generation + 1 if group else 1

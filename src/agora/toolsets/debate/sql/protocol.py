@@ -9,10 +9,11 @@ so a row never moves from a stale read. Statements only; nothing here commits.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from agora.toolsets.debate.protocol.judging import Projection
 from agora.toolsets.debate.protocol.state import ProtocolState, hidden_ids
+from agora.toolsets.debate.rules import OPEN_STATES
 from agora.toolsets.debate.sql.inlist import in_list
 from agora.toolsets.debate.sql.reads import bindings, topic_from_row
 
@@ -211,18 +212,23 @@ _TOPIC_COLUMNS = (
 )
 
 
+#: `OPEN_STATES` as SQL literals (constants of this module, never caller input).
+_OPEN: Final = ", ".join(f"'{state}'" for state in OPEN_STATES)
+
+
 def recovery_candidates(
     conn: ReadConn, topic_ids: list[str] | None
 ) -> list[tuple[TopicRow, list[Binding]]]:
-    """Open (ACTIVE) debate/v1 topics whose phase is not terminal, with their bindings; only
-    ``topic_ids`` when given. In topic order.
+    """Open (INIT or ACTIVE, `OPEN_STATES` as the work queue counts them: a whole debate
+    runs while its topic stays INIT) debate/v1 topics whose phase is not terminal, with
+    their bindings; only ``topic_ids`` when given. In topic order.
 
     Raises:
         ValueError: a topic's stored roster or metadata is malformed.
     """
     query = (
         f"SELECT {_TOPIC_COLUMNS} FROM debate_topics t JOIN debate_protocol p "
-        "ON p.topic_id = t.topic_id WHERE t.state = 'ACTIVE' "
+        f"ON p.topic_id = t.topic_id WHERE t.state IN ({_OPEN}) "
         "AND p.phase NOT IN ('STOPPED', 'ESCALATED')"
     )
     params: tuple[str, ...] = ()
