@@ -52,6 +52,9 @@ class CheckInbox(msgspec.Struct, frozen=True, tag=True, gc=False):
     persist: bool = True
     #: Record the check only when the page holds something (a wait's first look).
     only_if_found: bool = False
+    #: A wait's start (stored stamp): a debate/v1 move after it that changed the role's next
+    #: move (`ProtocolState.turned_at`) makes the look ready though no message came.
+    turned_since: str | None = None
 
 
 class AdvanceCursor(msgspec.Struct, frozen=True, tag=True, gc=False):
@@ -80,6 +83,11 @@ class Inbox(msgspec.Struct, gc=False):
     limit: int
     #: Rendered messages of the page the topic still held (the rest are read back).
     bodies: dict[str, dict[str, Any]]
+    #: debate/v1: the protocol state while a move stands that changed the viewer's next move
+    #: without a message to it (a stalemate or terminal phase, projections to judge).
+    protocol_state: dict[str, Any] | None = None
+    #: That move came after the wait began (`CheckInbox.turned_since`): the wait answers.
+    turned: bool = False
 
     def result(self, messages: list[dict[str, Any]], topic_id: str | None) -> dict[str, Any]:
         """The result shape of a check or wait: ``messages`` (the page's, rendered), the page
@@ -107,6 +115,8 @@ class Inbox(msgspec.Struct, gc=False):
         }
         if topic_id is not None:
             out["topic_id"] = topic_id
+        if self.protocol_state is not None:
+            out["protocol_state"] = self.protocol_state
         return out
 
 
@@ -167,8 +177,10 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
     mine = keys(cmd.role, parent.session_id)
     cursor = start_cursor(topic, cmd.role, cmd.session_id, parent)
     items = _addressed(topic, mine, _start(topic, cmd, cursor))
-    if topic.data.protocol is not None:  # only debate/v1 has a blind barrier
+    state, turned = None, False
+    if topic.data.protocol is not None:  # only debate/v1 has a blind barrier and phases
         items = protocol.visible_inbox(topic, cmd.caller, cmd.role, items)
+        state, turned = protocol.turn(topic, cmd.role, cmd.turned_since)
     page = tuple(items) if len(items) <= cmd.limit else tuple(items[: cmd.limit])
     held = topic.data.bodies
     bodies: dict[str, dict[str, Any]] = {}
@@ -176,7 +188,8 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
         body = held.get(m.msg_id)
         if body is not None:
             bodies[m.msg_id] = body
-    inbox = Inbox(page, len(page), len(items) > cmd.limit, row.state, cmd.limit, bodies)
+    truncated = len(items) > cmd.limit
+    inbox = Inbox(page, len(page), truncated, row.state, cmd.limit, bodies, state, turned)
     if not cmd.persist or (cmd.only_if_found and not page):
         return Effects(reply=inbox)
     at = stamp(now.wall)

@@ -182,6 +182,21 @@ def record_post(
     }
 
 
+def turn(topic: Topic, role: str, since: str | None) -> tuple[dict[str, Any] | None, bool]:
+    """The protocol state to show ``role`` in its inbox, and whether it turned after ``since``.
+
+    A stalemate, a terminal phase or projections to judge change what a participant does
+    next without any message to it; its check or wait then carries ``protocol_state`` (as
+    debate_protocol_state and every v1 post reply give it), and a wait parked before that
+    move answers with it rather than sleeping on (the move's own command wakes every wait).
+    """
+    state = topic.data.protocol
+    turned = None if state is None else state.turned_at(role)
+    if state is None or turned is None:
+        return None, False
+    return state.public(), since is not None and turned > since
+
+
 def held_back(topic: Topic) -> frozenset[str]:
     """The blind CLAIMs the barrier holds back right now (none outside debate/v1)."""
     state = topic.data.protocol

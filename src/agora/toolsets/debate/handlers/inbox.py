@@ -18,6 +18,7 @@ from agora.toolsets.debate.rules import (
     DebateError,
     normalise_ts,
     reject,
+    stamp,
 )
 from agora.toolsets.debate.topic import KIND
 
@@ -30,7 +31,9 @@ if TYPE_CHECKING:
 WAIT_DEFAULT_MS = 55_000
 
 
-def _check(call: ToolCall, *, persist: bool, only_if_found: bool = False) -> CheckInbox:
+def _check(
+    call: ToolCall, *, persist: bool, only_if_found: bool = False, waits: bool = False
+) -> CheckInbox:
     args = call.args
     get = args.get
     since_ts = get("since_ts") or None  # `opt` for a string argument, without its call
@@ -47,13 +50,15 @@ def _check(call: ToolCall, *, persist: bool, only_if_found: bool = False) -> Che
         since_ts,
         persist,
         only_if_found,
+        stamp(call.runtime.clock.wall()) if waits else None,
     )
 
 
 def _found(inbox: Inbox) -> bool:
-    """A wait's readiness: its look found something (one function for every wait, not a
-    lambda made, and kept by the parked poll, per wait)."""
-    return bool(inbox.count)
+    """A wait's readiness: its look found something, or the debate/v1 protocol turned since
+    the wait began (one function for every wait, not a lambda made, and kept by the parked
+    poll, per wait)."""
+    return bool(inbox.count) or inbox.turned
 
 
 def _result(inbox: Inbox, found: dict[str, dict[str, Any]], topic_id: str | None) -> dict[str, Any]:
@@ -94,18 +99,18 @@ def debate_signal_wait(call: ToolCall) -> Coroutine[Any, Any, dict[str, Any]]:
 
 async def _wait_any(call: ToolCall, timeout: float) -> dict[str, Any]:  # noqa: ASYNC109
     """`debate_signal_wait` without a topic: over every topic of the session's role."""
-    peek = _check(call, persist=False)
+    peek = _check(call, persist=False, waits=True)
     topics = await _topics(call, peek)
     try:
         replies = await call.runtime.poll_many(
             KIND,
             dict.fromkeys(topics, peek),
-            ready=lambda r: any(inbox.count for inbox in r.values()),
+            ready=lambda r: any(_found(inbox) for inbox in r.values()),
             timeout=timeout,
         )
     except DebateError as err:
         raise tool_error(err) from None
-    topic_id = next((t for t in sorted(replies) if replies[t].count), min(replies))
+    topic_id = next((t for t in sorted(replies) if _found(replies[t])), min(replies))
     inbox: Inbox = await run(call, topic_id, _check(call, persist=True))
     return _ended(call, inbox, await _render(call, inbox, topic_id))
 
@@ -114,7 +119,7 @@ async def _wait_one(call: ToolCall, topic_id: str, timeout: float) -> dict[str, 
     """`debate_signal_wait` on one topic: each look that finds something records the check
     in the same turn (one command, not a look and then a check); only a wait that times
     out empty records its check afterwards."""
-    look = _check(call, persist=True, only_if_found=True)
+    look = _check(call, persist=True, only_if_found=True, waits=True)
     try:
         inbox: Inbox = await call.runtime.poll(
             KIND,

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 PHASES: Final = ("BLIND_CLAIM", "DEBATE", "ADJUDICATE", "STOPPED", "STALEMATE", "ESCALATED")
 #: Phases with a deadline: the timeout sweep moves them to STALEMATE.
 TIMED_PHASES: Final = ("BLIND_CLAIM", "DEBATE", "ADJUDICATE")
+#: Phases whose arrival changes every participant's next move (`ProtocolState.turned_at`).
+TURNING_PHASES: Final = ("STALEMATE", "STOPPED", "ESCALATED")
 #: Roles the missing-role recovery never rebinds, and that may never judge.
 HUMAN_ROLES: Final = frozenset({"HUMAN", "OPERATOR"})
 NOT_CONFIGURED_MESSAGE: Final = (
@@ -98,6 +100,18 @@ class ProtocolState:
             "updated_at": self.updated_at,
             **judging_view(self.projections.values()),
         }
+
+    def turned_at(self, role: str) -> str | None:
+        """When the protocol last changed what ``role`` does next without a message to it,
+        or None while no such move stands: the move into STALEMATE, STOPPED or ESCALATED
+        (everyone's: DISSENT and ESCALATE only, or nothing more), or, for a role that may
+        judge (not blind, not human), this round's projections (debate_judge_prepare)."""
+        if self.phase in TURNING_PHASES:
+            return self.updated_at
+        if self.phase == "ADJUDICATE" and role not in self.blind_roles and role not in HUMAN_ROLES:
+            made = [p.created_at for p in self.projections.values() if p.round_no == self.round_no]
+            return max(made, default=None)
+        return None
 
     def pending_blind(self) -> dict[str, str]:
         """msg_id -> author role of the committed blind CLAIMs not yet released."""
