@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
 from debate_support import ALICE, BOB, CAROL, MALLORY, claim, crew, trigger
@@ -274,3 +275,35 @@ async def test_a_uuid_session_without_a_claim_or_of_another_caller_is_denied(des
     for who, session in ((BOB, stranger), (CAROL, worker), (MALLORY, worker)):
         body = await desk.check(who, room["topic"], "EXECUTOR_1", session, refused=True)
         assert body["error"] == "unknown_topic"
+
+
+async def test_a_trigger_the_parent_already_consumed_answers_no_action(desk, room):
+    msg = await trigger(desk, room)
+    await desk.check(BOB, room["topic"], "EXECUTOR_1", room["exec"])
+    await desk.advance(BOB, room["topic"], "EXECUTOR_1", room["exec"], msg)
+    dry = await desk.call(
+        ALICE,
+        "debate_trigger_dry_run",
+        tool_response_json=json.dumps(
+            {"schema_version": "debate.trigger/v1", "topic_id": room["topic"], "msg_id": msg}
+        ),
+    )
+    assert [e["result"] for e in dry["logs"]] == ["suppressed:already_consumed"]
+    out = await claim(desk, room, msg)
+    assert (out["state"], out["no_action"], out["ack_msg_id"]) == ("completed", True, None)
+    # Idempotent: the repeat answers the same claim, and its session is no worker.
+    again = await claim(desk, room, msg)
+    assert (again["worker_session_id"], again["no_action"]) == (out["worker_session_id"], True)
+    denied = await desk.check(
+        BOB, room["topic"], "EXECUTOR_1", out["worker_session_id"], refused=True
+    )
+    assert denied["error"] == "unknown_topic"
+
+
+async def test_a_consumed_and_answered_trigger_names_its_answer(desk, room):
+    msg = await trigger(desk, room)
+    answer = await desk.post(BOB, room["topic"], "EXECUTOR_1", "done", reply_to=msg, kind="A")
+    await desk.advance(BOB, room["topic"], "EXECUTOR_1", room["exec"], msg)
+    out = await claim(desk, room, msg)
+    assert (out["state"], out["no_action"]) == ("completed", True)
+    assert out["ack_msg_id"] == answer["msg_id"]

@@ -204,6 +204,13 @@ class Topic:
                 return
         data.bodies.pop(msg_id, None)
 
+    def processed(self, role: str, session_id: str, meta: MsgMeta) -> bool:
+        """Whether the (role, session) receipts already passed ``meta``: its signal cursor or
+        the role's watermark is at or past it (the trigger is consumed)."""
+        cursor = self.data.cursors.get((role, session_id))
+        position = cursor.position if cursor is not None else START
+        return max(position, self.data.watermarks.get(role, START)) >= meta.cursor
+
     def set_cursor(self, writes: list[Write], role: str, session_id: str, cursor: Cursor) -> None:
         """Store the (role, session) signal cursor."""
         self.data.cursors[(role, session_id)] = cursor

@@ -17,7 +17,6 @@ import msgspec
 from agora.runtime.entity import Effects
 from agora.toolsets.debate.access import Caller
 from agora.toolsets.debate.commands.table import COMMANDS
-from agora.toolsets.debate.rules import START
 
 if TYPE_CHECKING:
     from agora.runtime.clock import Now
@@ -37,12 +36,6 @@ class DryRunWake(msgspec.Struct, frozen=True, tag=True):
     msg_id: str | None
     #: The trigger's preserved vehicle, read by the handler (None: not in this topic).
     vehicle: str | None
-
-
-def _consumed(topic: Topic, role: str, session_id: str, meta: MsgMeta) -> bool:
-    cursor = topic.data.cursors.get((role, session_id))
-    position = cursor.position if cursor is not None else START
-    return max(position, topic.data.watermarks.get(role, START)) >= meta.cursor
 
 
 def _resolve(topic: Topic, meta: MsgMeta, action: str) -> tuple[list[Any], list[Any], int]:
@@ -67,7 +60,7 @@ def _resolve(topic: Topic, meta: MsgMeta, action: str) -> tuple[list[Any], list[
             reason = "singleton"
         elif pair[0] == meta.role:
             reason = "author"
-        elif _consumed(topic, *pair, meta):
+        elif topic.processed(*pair, meta):
             reason = "already_consumed"
         else:
             claim = topic.data.workers.get((*pair, meta.msg_id))

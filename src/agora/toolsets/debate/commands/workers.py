@@ -2,12 +2,13 @@
 
 A worker claim is the exactly-once take of one trigger by one parent binding: the first
 claim allocates a UUID worker session; a repeat while active is a heartbeat; a completed
-claim answers ``no_action``; a retired claim is requeued at most twice, then reports
-exhausted. Triggers on the implementation vehicle fail closed and write nothing. A terminal
-reply (A, STATUS or a debate/v1 semantic kind) by the claim's role to the trigger completes
-it, through posts and through the parent's cursor receipt; a reclaim retires stale active
-claims without moving any cursor (the trigger stays pending for the parent) or completes
-them when the terminal reply already exists.
+claim answers ``no_action``, and so does a trigger the parent's cursor (or the role's
+watermark) already passed, whose claim is recorded completed at once; a retired claim is
+requeued at most twice, then reports exhausted. Triggers on the implementation vehicle fail
+closed and write nothing. A terminal reply (A, STATUS or a debate/v1 semantic kind) by the
+claim's role to the trigger completes it, through posts and through the parent's cursor
+receipt; a reclaim retires stale active claims without moving any cursor (the trigger stays
+pending for the parent) or completes them when the terminal reply already exists.
 """
 
 from __future__ import annotations
@@ -183,6 +184,10 @@ def claim_worker(topic: Topic, cmd: ClaimWorker, now: Now) -> Effects:
     writes: list[Write] = []
     key = (cmd.role, cmd.parent_session_id, cmd.trigger_msg_id)
     claim = topic.data.workers.get(key)
+    # A trigger the parent's receipts already passed needs no worker: its claim is born
+    # completed (with the role's terminal reply, if any), as the parent's receipt would have
+    # completed it, and answers no_action now and on every repeat.
+    consumed = claim is None and topic.processed(cmd.role, cmd.parent_session_id, trigger)
     if claim is None:
         cursor = topic.data.cursors.get((cmd.role, cmd.parent_session_id))
         n = 1 + sum(1 for c in topic.data.workers.values() if c.key[:2] == key[:2])
@@ -205,7 +210,12 @@ def claim_worker(topic: Topic, cmd: ClaimWorker, now: Now) -> Effects:
             n,
         )
         topic.data.workers[key] = claim
-        event, reply = "worker_claimed", _reply(claim, duplicate=False, no_action=False)
+        if consumed:
+            ack = _terminal(topic, claim)
+            claim.state, claim.completed_at = "completed", at
+            claim.ack_msg_id = ack.msg_id if ack is not None else None
+        event = "worker_consumed" if consumed else "worker_claimed"
+        reply = _reply(claim, duplicate=False, no_action=consumed)
     elif claim.state == "active":
         claim.heartbeat_at = at
         event, reply = "worker_heartbeat", _reply(claim, duplicate=True, no_action=False)
