@@ -200,6 +200,33 @@ async def test_one_shot_decision_is_claimed_by_its_first_check(desk, room):
     ]
 
 
+async def test_only_the_claimants_copy_of_a_one_shot_decision_names_its_claim(desk, room):
+    # Both recipients receive the DECISION (a check returns what is addressed to the caller);
+    # the first check claims it, and that recipient's copy says it holds the claim, in a
+    # check and in a wait alike, while the other's stays as posted (no foreign claim state).
+    to = "ADVOCATE,CRITIC"
+    decision = await say(desk, room, to, "ship it", kind="DECISION", standing=False)
+    first = await check(desk, room, CAROL, "CRITIC", "c")
+    [mine] = first["pending"]
+    assert mine["claim"] == {
+        "role": "CRITIC",
+        "state": "active",
+        "claimed_at": mine["claim"]["claimed_at"],
+    }
+    second = await check(desk, room)
+    [theirs] = second["pending"]
+    assert theirs["msg_id"] == mine["msg_id"] == decision["msg_id"]
+    assert "claim" not in theirs
+    again = await desk.wait(CAROL, room["topic"], "CRITIC", room["c"], 1000)
+    assert again["pending"][0]["claim"]["role"] == "CRITIC"
+    await desk.post(CAROL, room["topic"], "CRITIC", "done", kind="A", reply_to=decision["msg_id"])
+    done = await check(desk, room, CAROL, "CRITIC", "c")
+    assert [m.get("claim", {}).get("state") for m in done["pending"]] == ["done"]
+    standing = await say(desk, room, to, "a standing rule", kind="DECISION", standing=True)
+    page = await check(desk, room, CAROL, "CRITIC", "c", since_msg_id=decision["msg_id"])
+    assert [(m["msg_id"], "claim" in m) for m in page["pending"]] == [(standing["msg_id"], False)]
+
+
 async def test_wait_answers_when_an_addressed_message_commits(desk, room, autojump_clock):
     async def later():
         await trio.sleep(3)

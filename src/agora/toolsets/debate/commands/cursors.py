@@ -88,6 +88,8 @@ class Inbox(msgspec.Struct, gc=False):
     protocol_state: dict[str, Any] | None = None
     #: That move came after the wait began (`CheckInbox.turned_since`): the wait answers.
     turned: bool = False
+    #: msg_id -> the caller's own claim on a one-shot DECISION of the page (`own_claims`).
+    claims: dict[str, dict[str, Any]] | None = None
 
     def result(self, messages: list[dict[str, Any]], topic_id: str | None) -> dict[str, Any]:
         """The result shape of a check or wait: ``messages`` (the page's, rendered), the page
@@ -104,6 +106,12 @@ class Inbox(msgspec.Struct, gc=False):
             for meta in pending:
                 if PRIORITY_RANK[meta.priority] > rank:
                     top, rank = meta.priority, PRIORITY_RANK[meta.priority]
+        claims = self.claims
+        if claims:  # the claimant's copy of a one-shot DECISION says it holds the claim
+            messages = [
+                {**m, "claim": claims[m["msg_id"]]} if m["msg_id"] in claims else m
+                for m in messages
+            ]
         out = {
             "pending": messages,
             "count": self.count,
@@ -191,6 +199,7 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
     truncated = len(items) > cmd.limit
     inbox = Inbox(page, len(page), truncated, row.state, cmd.limit, bodies, state, turned)
     if not cmd.persist or (cmd.only_if_found and not page):
+        inbox.claims = own_claims(topic, cmd, parent, page)
         return Effects(reply=inbox)
     at = stamp(now.wall)
     writes: list[Write] = []
@@ -210,7 +219,36 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
             topic.event(
                 writes, at, "claim_taken", cmd.caller.name, msg_id=meta.msg_id, role=cmd.role
             )
+    inbox.claims = own_claims(topic, cmd, parent, page)
     return Effects(reply=inbox, writes=writes)
+
+
+def own_claims(
+    topic: Topic, cmd: CheckInbox, parent: Binding, page: tuple[MsgMeta, ...]
+) -> dict[str, dict[str, Any]] | None:
+    """The caller's own claims on the one-shot DECISIONs of ``page``, by msg_id (None when it
+    holds none): the first check that returns one claims it "for that recipient to act on",
+    so the claimant's copy says so. The other recipients still get the message as it is: the
+    contract shows no one another's claim state."""
+    found: dict[str, dict[str, Any]] | None = None
+    claims = topic.data.claims
+    for meta in page:
+        if meta.kind != "DECISION" or meta.standing is not False:
+            continue
+        claim = claims.get(meta.msg_id)
+        if (
+            claim is not None
+            and claim.role == cmd.role
+            and claim.owner == cmd.caller.name
+            and claim.session_id in (cmd.session_id, parent.session_id)
+        ):
+            found = found or {}
+            found[meta.msg_id] = {
+                "role": claim.role,
+                "state": claim.state,
+                "claimed_at": claim.claimed_at,
+            }
+    return found
 
 
 @COMMANDS.on(AdvanceCursor)
