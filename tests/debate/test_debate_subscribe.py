@@ -10,6 +10,7 @@ more than reading would; a refused subscription registers nothing.
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -74,3 +75,15 @@ async def test_only_the_owner_may_subscribe_to_an_inbox_and_refusals_match_read(
             assert all(a == answers[0] for a in answers), answers  # no existence oracle
             assert hub.subscribers(hers) == 1  # bob's refused subscribe registered nothing
             assert hub.subscribers(missing) == 0
+
+
+def test_the_readme_tells_both_ways_to_hear_of_an_inbox():
+    # At 2026-07-28, what the official SDK negotiates by default, resources/subscribe is
+    # refused (tests/transports/test_listen.py): the Debate section must name the listen too.
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n### Debate\n", 1)[1].split("\n## ", 1)[0]
+    push = " ".join(section[section.index("Push instead of polling") :].split())
+    push = push[: push.index("Only the session's owner")]
+    for needed in ("resources/subscribe", "subscriptions/listen", "2026-07-28"):
+        assert needed in push, needed
+    assert "resourceSubscriptions" in push
