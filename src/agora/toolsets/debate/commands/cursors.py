@@ -196,11 +196,9 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
         body = held.get(m.msg_id)
         if body is not None:
             bodies[m.msg_id] = body
-    truncated = len(items) > cmd.limit
-    inbox = Inbox(page, len(page), truncated, row.state, cmd.limit, bodies, state, turned)
+    facts = (len(items) > cmd.limit, row.state, cmd.limit, bodies, state, turned)
     if not cmd.persist or (cmd.only_if_found and not page):
-        inbox.claims = own_claims(topic, cmd, parent, page)
-        return Effects(reply=inbox)
+        return Effects(reply=Inbox(page, len(page), *facts, own_claims(topic, cmd, parent, page)))
     at = stamp(now.wall)
     writes: list[Write] = []
     data = topic.data
@@ -219,7 +217,7 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
             topic.event(
                 writes, at, "claim_taken", cmd.caller.name, msg_id=meta.msg_id, role=cmd.role
             )
-    inbox.claims = own_claims(topic, cmd, parent, page)
+    inbox = Inbox(page, len(page), *facts, own_claims(topic, cmd, parent, page))
     return Effects(reply=inbox, writes=writes)
 
 
