@@ -15,8 +15,10 @@ if TYPE_CHECKING:
 SINGLE = "Fix the typo in the README"
 
 
-async def completed_run(router, session="s1"):
-    run = (await router.plan(SINGLE, session=session))["workflow_run_id"]
+async def completed_run(router, session="s1", skills=()):
+    """A completed single-phase run; planned on ``skills`` (an Explicit Skill Lock) if any."""
+    lock = {"explicit_skill_ids": list(skills), "explicit_semantics": "use"} if skills else {}
+    run = (await router.plan(SINGLE, session=session, **lock))["workflow_run_id"]
     ev = await router.event(run, "work", {"check_id": "work-done", "outcome": "passed"}, 1,
                             session=session)  # fmt: skip
     await router.gate(run, "work", ev["event_ids"], 2, session=session)

@@ -22,6 +22,7 @@ def observed(n, days=3, failures=0, corrected=0, other_routes=0, rejected=0):
             "side_effect_outcome": "known-failure" if i < failures else "known-success",
             "planned_skill_tree": [{"phase_id": "p", "primary_skill_id": "skill:a",
                                     "support_skill_ids": [], "exit_gate": "g"}],
+            "phase_check_ids": {"p": ["p-done"]},
         }  # fmt: skip
         feedback = ("corrected",) * (i < corrected) + ("rejected",) * (i < rejected)
         day = f"2026-11-{1 + i % days:02d}"
@@ -102,7 +103,7 @@ async def test_candidates_are_listed_per_workspace_bounded_and_read_only(
     for day in range(2):
         for target in ("managed-personal", "user-personal"):
             for _ in range(2 if day == 0 else 1):
-                run = await completed_run(router)
+                run = await completed_run(router, skills=["skill:lead"])
                 args = remember_args(run, ws1, target_profile_class=target)
                 assert (await router.call("remember_workflow", **args))["status"] == "recorded"
         runtime.clock.wall_source.advance(86400)

@@ -15,7 +15,9 @@ all computed from stored observations and feedback, never estimated:
 - ``hard_contract_violations``: ``rejected`` feedback entries;
 - ``canonical_skill_ids``: the proposed route names at least one skill and only identifiers.
 
-A pattern becomes a candidate only when it meets the reviewed thresholds (at least 3 runs on
+A pattern becomes a candidate only when a Profile rule can plan its route (`learnable`: a
+builtin route, which plans no phase of its own, or one whose skill or check ids a Profile
+cannot hold, could never be previewed) and it meets the reviewed thresholds (at least 3 runs on
 2 days, completion >= 0.80, corrections <= 0.20, consistency >= 0.75, no hard violation);
 it is recommended for ``automatic`` when it also meets 5 runs on 3 days, 0.90, 0.10 and 0.85
 and the policy is automatic. Candidates are derived on every read, deterministically, and
@@ -29,6 +31,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Final
 
+from agora.toolsets.router import previews
 from agora.toolsets.router.digests import digest
 
 REVIEWED: Final = (3, 2, 0.80, 0.20, 0.75)
@@ -55,6 +58,16 @@ def _meets(m: dict[str, Any], thresholds: tuple[int, int, float, float, float]) 
         and m["completion_rate"] >= completion and m["manual_correction_rate"] <= corrections
         and m["route_consistency"] >= consistency and m["hard_contract_violations"] == 0
     )  # fmt: skip
+
+
+def learnable(route: dict[str, Any]) -> bool:
+    """Whether a Profile rule can plan ``route``: one phase at least (a builtin route plans
+    none: nothing to learn, the builtin default already plans it), skill ids a Profile
+    accepts, and each phase's check ids known. Anything else could never be previewed
+    (``profile-lint-failed``), so it is proposed to no one."""
+    rule = {"rule_id": "candidate", "envelope": route["routing_envelope"],
+            "phases": previews.phases_of(route)}  # fmt: skip
+    return bool(rule["phases"]) and not previews.lint([rule])[1]
 
 
 def _hex(*parts: str) -> str:
@@ -107,10 +120,10 @@ def mine_with_routes(observed: list[Observed], identity: str, effective_mode: st
             "hard_contract_violations": sum(o.feedback.count("rejected") for o in members),
             "canonical_skill_ids": bool(skills) and all(_SKILL.match(s) for s in skills),
         }
-        if not _meets(metrics, REVIEWED):
+        if not _meets(metrics, REVIEWED) or not learnable(route):
             continue
         automatic = _meets(metrics, AUTOMATIC)
-        reasons = [] if metrics["canonical_skill_ids"] else ["unresolved-skill-identity"]
+        reasons = []
         if not (domains or tags):
             reasons.append("no-matchable-routing-context")
         pattern = _hex(identity, envelope, target, domains, tags)

@@ -193,6 +193,7 @@ async def remember_workflow(call: ToolCall) -> dict[str, Any]:
     signature = digest(run["route"])
     observation = {
         **run["route"], **run["routing_context"], "route_signature_digest": signature,
+        "phase_check_ids": run["phase_check_ids"],
         "side_effect_outcome": a["side_effect_outcome"], "risk_class": a["risk_class"],
         "target_profile_class": a["target_profile_class"], "one_shot": a["one_shot"],
         "recorded_day": call.runtime.clock.wall().date().isoformat(),

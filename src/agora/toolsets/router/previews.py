@@ -4,18 +4,22 @@
 and digests. The proposed Profile (format ``agora-router-profile/1``, id
 ``managed-<target>``) holds one rule built from the candidate: its matchers are the
 pattern's routing domains (any of) and tags (all of), its envelope and phases the
-candidate's route, each phase's exit gate checked by its gate id, added to (or replacing
+candidate's route, each phase's exit gate with the gate id and the check ids its runs
+reported (kept with each observation; never the gate id as a check), added to (or replacing
 its earlier version in) the target's current managed Profile, whose digest the proposal
 expects (``missing`` when there is none) and whose next revision number is the proposal's
 ``state_version``. A candidate without matchers is not previewed (``matcher-seed-required``):
 a rule matching everything would capture all work.
 
 The backtest replays the rule over the workspace's observations: ``positive_*`` counts the
-pattern's own runs it matches with the same route; ``unexpected_match_count`` counts other
-runs it would also match, and ``planned_route_regressions`` those of them whose route it
-would change. A manual Profile (workspace file or personal) whose rules match the pattern's
-context outranks any managed Profile: ``manual_precedence``. The preview is acceptable
-when coverage is at least 0.75, nothing regresses, and no manual Profile takes precedence.
+pattern's own runs it matches and whose route it reproduces exactly (envelope, phases,
+skills, gate ids and each gate's check ids: a rule that changed a check id would refuse the
+reports those runs made); ``unexpected_match_count`` counts other runs it would also match,
+and ``planned_route_regressions`` those of them whose route it would change. A manual
+Profile (workspace file or personal) whose rules match the pattern's context outranks any
+managed Profile: ``manual_precedence``. The preview is acceptable when coverage is at least
+0.75, nothing regresses, and no manual Profile takes precedence. A proposed Profile that is
+no valid Profile is blocked (``profile-lint-failed``) with its problems (`lint`).
 """
 
 from __future__ import annotations
@@ -35,24 +39,67 @@ MIN_COVERAGE: Final = 0.75
 VALID_FOR: Final = dt.timedelta(days=7)
 
 
-def _rule(mined: Mined) -> dict[str, Any]:
+def _checks(doc: dict[str, Any], phase_id: str, gate_id: str) -> list[str] | None:
+    """A recorded phase's exit-gate check ids, or None when the observation does not say.
+
+    Observations recorded before their check ids were kept (``phase_check_ids``) still name
+    the builtin layout's phases exactly (an Explicit Skill Lock plans on it), so those are
+    known; a Profile route's checks then are not.
+    """
+    recorded = doc.get("phase_check_ids")
+    if recorded is not None:
+        found = recorded.get(phase_id)
+        return None if found is None else list(found)
+    for layout in profiles.BUILTIN_PHASES.values():
+        for p in layout:
+            if p.phase_id == phase_id and p.gate_id == gate_id:
+                return list(p.check_ids)
+    return None
+
+
+def phases_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """An observation's route as the phases of a Profile rule (check ids as recorded; a
+    phase whose checks are unknown has none, which no Profile allows)."""
+    return [
+        {
+            "phase_id": p["phase_id"], "primary_skill_id": p["primary_skill_id"],
+            "support_skill_ids": list(p["support_skill_ids"]),
+            "exit_gate": {"gate_id": p["exit_gate"],
+                          "check_ids": _checks(doc, p["phase_id"], p["exit_gate"]) or []},
+        }
+        for p in doc["planned_skill_tree"]
+    ]  # fmt: skip
+
+
+def rule_of(mined: Mined) -> dict[str, Any]:
+    """The Profile rule learned from ``mined``: its matchers, envelope and route, each phase
+    checked by the check ids its runs reported (never by its gate id)."""
     doc = mined.members[0].document
     match: dict[str, Any] = {}
     if doc.get("domains"):
         match["domains_any"] = list(doc["domains"])
     if doc.get("tags"):
         match["tags_all"] = list(doc["tags"])
-    phases = [
-        {
-            "phase_id": p["phase_id"], "primary_skill_id": p["primary_skill_id"],
-            "support_skill_ids": list(p["support_skill_ids"]),
-            "exit_gate": {"gate_id": p["exit_gate"], "check_ids": [p["exit_gate"]]},
-        }
-        for p in mined.route["planned_skill_tree"]
-    ]  # fmt: skip
     rule_id = "cand-" + mined.candidate["candidate_id"].removeprefix("candidate:")[:16]
     return {"rule_id": rule_id, "match": match, "envelope": mined.route["routing_envelope"],
-            "phases": phases}  # fmt: skip
+            "phases": phases_of(mined.route)}  # fmt: skip
+
+
+def lint(rules: list[dict[str, Any]]) -> tuple[str, list[str]]:
+    """A managed Profile of ``rules`` as canonical JSON, and its lint problems (none: valid)."""
+    doc = {"format": profiles.FORMAT, "profile_id": "managed-lint", "rules": rules}
+    text = canonical(doc).decode()
+    parsed, problems = profiles.parse_profile("personal", text)
+    if parsed is None and not problems:
+        problems = ["personal-profile-invalid"]
+    return text, [p.removeprefix("personal-") for p in problems]
+
+
+def reproduces(rule: dict[str, Any], o: Observed) -> bool:
+    """Whether planning by ``rule`` gives ``o``'s route: its envelope, phases, skills, gates
+    and each gate's check ids."""
+    doc = o.document
+    return bool(rule["envelope"] == doc["routing_envelope"] and rule["phases"] == phases_of(doc))
 
 
 def rule_matches(rule: dict[str, Any], o: Observed) -> bool:
@@ -69,9 +116,13 @@ def _backtest(rule: dict[str, Any], mined: Mined, observed: list[Observed], sign
               manual: list[profiles.Profile]) -> dict[str, Any]:  # fmt: skip
     members = {o.observation_id for o in mined.members}
     own = [o for o in mined.members if rule_matches(rule, o)]
-    positive = sum(o.document["route_signature_digest"] == signature for o in own)
+    positive = sum(
+        o.document["route_signature_digest"] == signature and reproduces(rule, o) for o in own
+    )
     others = [o for o in observed if o.observation_id not in members and rule_matches(rule, o)]
-    regressions = sum(o.document["route_signature_digest"] != signature for o in others)
+    regressions = sum(
+        o.document["route_signature_digest"] != signature or not reproduces(rule, o) for o in others
+    )
     doc = mined.members[0].document
     context = (tuple(doc.get("domains", [])), tuple(doc.get("tags", [])), None)
     manual_route = profiles.resolve(manual, *context)
@@ -98,8 +149,10 @@ Current = tuple[int, str, str, str]
 
 def preview(mined: Mined, observed: list[Observed], manual: list[profiles.Profile],
             policy_digest: str, current: Current | None = None
-            ) -> tuple[dict[str, Any] | None, list[str]]:  # fmt: skip
-    """The proposal of ``mined``'s candidate, or None with the reason codes that block it.
+            ) -> tuple[dict[str, Any] | None, list[str], list[str]]:  # fmt: skip
+    """The proposal of ``mined``'s candidate, or None with the reason codes that block it,
+    and the Profile lint problems behind a ``profile-lint-failed`` (no reason code names
+    them: the caller shows them as text).
 
     Args:
         mined: The candidate with its route and pattern.
@@ -110,9 +163,9 @@ def preview(mined: Mined, observed: list[Observed], manual: list[profiles.Profil
     """
     candidate = mined.candidate
     if "no-matchable-routing-context" in candidate["reason_codes"]:
-        return None, ["matcher-seed-required"]
+        return None, ["matcher-seed-required"], []
     target = candidate["target_profile_class"]
-    rule = _rule(mined)
+    rule = rule_of(mined)
     old_rules = json.loads(current[3])["rules"] if current else []
     kept = [r for r in old_rules if r["rule_id"] != rule["rule_id"]]
     proposed_doc = {"format": profiles.FORMAT, "profile_id": f"managed-{target}",
@@ -120,9 +173,9 @@ def preview(mined: Mined, observed: list[Observed], manual: list[profiles.Profil
     expected = current[2] if current else "missing"
     changed = len(kept) != len(old_rules)
     proposed_json = canonical(proposed_doc).decode()
-    parsed, problems = profiles.parse_profile("personal", proposed_json)
-    if parsed is None or problems:
-        return None, ["profile-lint-failed"]
+    _text, problems = lint([*kept, rule])
+    if problems:
+        return None, ["profile-lint-failed"], problems
     signature = mined.route["route_signature_digest"]
     test = _backtest(rule, mined, observed, signature, manual)
     diff_json = canonical({
@@ -150,4 +203,4 @@ def preview(mined: Mined, observed: list[Observed], manual: list[profiles.Profil
         ).removeprefix("sha256:")[:32]
     )
     proposal["proposal_digest"] = digest(proposal)
-    return proposal, [] if test["acceptable"] else ["profile-backtest-failed"]
+    return proposal, [] if test["acceptable"] else ["profile-backtest-failed"], []

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
+from agora.mcp.results import Guided
 from agora.toolsets.router import candidates, previews
 from agora.toolsets.router.digests import canonical, digest
 from agora.toolsets.router.layers import client_roots, read_layers
@@ -97,7 +98,8 @@ async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
             "truncated": len(found) > limit}  # fmt: skip
 
 
-Previewed = tuple["candidates.Mined", dict[str, Any] | None, list[str]]
+#: A candidate, its proposal (None if blocked), the reason codes and the lint problems.
+Previewed = tuple["candidates.Mined", dict[str, Any] | None, list[str], list[str]]
 
 
 async def _proposals(call: ToolCall, policy: Policy, identity: str) -> list[Previewed]:
@@ -121,10 +123,9 @@ async def _proposals(call: ToolCall, policy: Policy, identity: str) -> list[Prev
         target = m.candidate["target_profile_class"]
         current = latest.get((target, profile_key(target, identity)))
         if m.candidate["status"] == "suppressed":
-            out.append((m, None, ["candidate-suppressed"]))
+            out.append((m, None, ["candidate-suppressed"], []))
             continue
-        proposal, reasons = previews.preview(m, observed, manual, policy.digest, current)
-        out.append((m, proposal, reasons))
+        out.append((m, *previews.preview(m, observed, manual, policy.digest, current)))
     return out
 
 
@@ -140,13 +141,16 @@ async def preview_profile_update(call: ToolCall) -> dict[str, Any]:
     if not policy.candidate_generation_enabled:
         return _answer(status="blocked", reason_codes=list(policy.reason_codes))
     wanted = call.args["candidate_id"]
-    for mined, proposal, reasons in await _proposals(call, policy, identity):
+    for mined, proposal, reasons, problems in await _proposals(call, policy, identity):
         if mined.candidate["candidate_id"] != wanted:
             continue
         if mined.candidate["target_profile_class"] not in policy.allowed_targets:
             return _answer(status="blocked", reason_codes=["profile-target-not-allowed"])
         if proposal is None:
-            return _answer(status="blocked", reason_codes=reasons)
+            blocked = _answer(status="blocked", reason_codes=reasons)
+            if problems:  # no reason code names them: a second text block does
+                return Guided(blocked, "Profile lint problems: " + "; ".join(problems) + ".")
+            return blocked
         return _answer(status="previewed", proposal=proposal, reason_codes=reasons)
     return _answer(status="not-found", reason_codes=["workflow-candidate-not-found"])
 
@@ -178,7 +182,7 @@ async def transition_profile_update(call: ToolCall) -> dict[str, Any]:
     if replayed is not None:
         return dict(replayed)
     found = next(((m.candidate["candidate_id"], p)
-                  for m, p, _ in await _proposals(call, policy, identity)
+                  for m, p, _, _ in await _proposals(call, policy, identity)
                   if p is not None and p["proposal_id"] == a["proposal_id"]), None)  # fmt: skip
     drift: list[str] = []
     if found is None:  # a rollback proposal, kept until reviewed

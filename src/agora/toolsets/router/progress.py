@@ -115,6 +115,9 @@ def snapshot(run: RunState) -> dict[str, Any]:
             "domains": list(run.routing.get("domains", [])),
             "tags": list(run.routing.get("tags", [])),
         },
+        # each phase's exit-gate check ids: the tree names only the gate, and a Profile
+        # learned from this run must check what the run checked
+        "phase_check_ids": {i.item.phase_id: list(i.item.check_ids) for i in run.items},
         "route": {
             "routing_envelope": plan["routing_envelope"],
             "route_source": plan["route_source"],

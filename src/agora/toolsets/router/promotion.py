@@ -78,8 +78,8 @@ async def promote(runtime: Runtime, owner: str) -> int:
         if key is None:
             continue
         latest, _ = await runtime.call(MEMORY, memory, Managed(((target, key),)))
-        proposal, _reasons = previews.preview(m, observed, manual, policy.digest,
-                                              latest.get((target, key)))  # fmt: skip
+        proposal, _reasons, _problems = previews.preview(m, observed, manual, policy.digest,
+                                                         latest.get((target, key)))  # fmt: skip
         if proposal is None or not proposal["backtest"]["acceptable"]:
             continue
         reply = await runtime.call(MEMORY, memory, _apply(m, proposal, target, key))
