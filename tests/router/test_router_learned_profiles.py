@@ -154,3 +154,37 @@ async def test_a_lint_failure_names_its_problems(router, runtime, promoting):
     assert (blocked["status"], blocked["reason_codes"]) == ("blocked", ["profile-lint-failed"])
     assert blocked.guidance.startswith("Profile lint problems: profile-invalid: field 'rules'")
     assert "256" in blocked.guidance
+
+
+async def test_a_decided_proposal_says_it_was_decided(router, runtime, promoting):
+    await learn(router, runtime, promoting)
+    (candidate,) = await candidates(router, promoting)
+    proposal = (await preview(router, promoting, candidate["candidate_id"]))["proposal"]
+    args = transition(proposal, workspace_root=str(promoting))
+    assert (await router.call("transition_profile_update", **args))["status"] == "applied"
+    for action in ("approve", "reject"):
+        again = await router.call(
+            "transition_profile_update", **{**args, "action": action, "idempotency_key": action}
+        )
+        assert (again["status"], again["reason_codes"]) == (
+            "blocked", ["profile-proposal-state-conflict"]
+        )  # fmt: skip
+        assert again["proposal"]["proposal_id"] == proposal["proposal_id"]
+        assert again["proposal"]["status"] == "applied"
+        assert "already applied" in again.guidance
+
+
+async def test_a_rejected_proposal_says_it_was_rejected(router, runtime, promoting):
+    await learn(router, runtime, promoting)
+    (candidate,) = await candidates(router, promoting)
+    proposal = (await preview(router, promoting, candidate["candidate_id"]))["proposal"]
+    args = transition(proposal, "reject", workspace_root=str(promoting))
+    assert (await router.call("transition_profile_update", **args))["status"] == "rejected"
+    again = await router.call(
+        "transition_profile_update", **{**args, "action": "approve", "idempotency_key": "later"}
+    )
+    assert (again["status"], again["reason_codes"]) == (
+        "blocked", ["profile-proposal-state-conflict"]
+    )  # fmt: skip
+    assert again["proposal"]["status"] == "rejected"
+    assert "already rejected" in again.guidance

@@ -139,7 +139,10 @@ async def test_an_approved_preview_becomes_the_managed_profile_plans_use(
     assert await router.call("transition_profile_update", **args) == {**applied, "replayed": True}
     again = await router.call("transition_profile_update",
                               **{**args, "idempotency_key": "second"})  # fmt: skip
-    assert (again["status"], again["reason_codes"]) == ("not-found", ["profile-proposal-not-found"])
+    assert (again["status"], again["reason_codes"]) == (
+        "blocked", ["profile-proposal-state-conflict"]
+    )  # decided already  # fmt: skip
+    assert again["proposal"]["status"] == "applied"
     routing = {"workspace_root": str(promoting), "domains": ["web"], "tags": [],
                "current_phase_id": None}  # fmt: skip
     plan = await router.plan("Fix the typo", routing_context=routing)
@@ -174,8 +177,7 @@ async def test_a_changed_preview_cannot_be_approved_and_two_approvals_race(
     assert sorted(o["status"] == "applied" for o in outcomes) == [False, True]
     (loser,) = [o for o in outcomes if o["status"] != "applied"]
     # Either it lost the revision CAS, or it looked after the winner had applied.
-    assert loser["reason_codes"] in (["profile-proposal-state-conflict"],
-                                     ["profile-proposal-not-found"])  # fmt: skip
+    assert loser["reason_codes"] == ["profile-proposal-state-conflict"]
 
 
 def test_a_revision_is_written_only_if_it_is_still_the_next_one():
@@ -292,7 +294,9 @@ async def test_a_rollback_is_a_reviewable_proposal_that_restores_a_revision(
     assert after["route_source"] == "builtin-default"  # the db rule is gone again
     again = await router.call("transition_profile_update", **transition(
         proposal, key="rb-again", workspace_root=str(promoting)))  # fmt: skip
-    assert again["reason_codes"][0] == "profile-drift"
+    # decided already: said so, not reported as a drift of the Profile it changed itself
+    assert again["reason_codes"] == ["profile-proposal-state-conflict"]
+    assert again["proposal"]["status"] == "applied"
 
 
 async def test_purging_candidates_revisions_and_managed_profiles(router, runtime, promoting):

@@ -118,7 +118,8 @@ class RejectCandidate(Receipted, frozen=True, tag=True):
 
 
 class History(msgspec.Struct, frozen=True, tag=True):
-    """Read: every kept revision and persisted proposal of the named managed Profiles."""
+    """Read: every kept revision and persisted proposal of the named managed Profiles, and
+    the proposals a kept receipt says were decided (applied or rejected)."""
 
     keys: tuple[tuple[str, str], ...]
 
@@ -188,7 +189,12 @@ class MemoryStore:
             wanted = set(command.keys)
             revisions = {k: list(v) for k, v in self.revisions.items() if k in wanted}
             proposals = [p for t, k, p in self.proposals.values() if (t, k) in wanted]
-            return Effects(reply=(revisions, proposals))
+            decided = [
+                r["proposal"]
+                for _digest, r in self.receipts.values()
+                if r.get("proposal") and r.get("status") in ("applied", "rejected")
+            ]
+            return Effects(reply=(revisions, proposals, decided))
         if isinstance(command, CheckReceipt):
             return Effects(reply=self._receipt(command))
         if isinstance(command, Summary):

@@ -171,6 +171,17 @@ def _refusal_codes(a: dict[str, Any], proposal: dict[str, Any], policy: Policy) 
     return codes
 
 
+def _decided(proposal: dict[str, Any]) -> Guided:
+    """The answer for a proposal a transition decided already: blocked, the proposal with its
+    status (``applied`` or ``rejected``), and a sentence saying so (no field does)."""
+    status = proposal["status"]
+    blocked = _answer(status="blocked", proposal=proposal,
+                      reason_codes=["profile-proposal-state-conflict"])  # fmt: skip
+    return Guided(blocked, f"Proposal {proposal['proposal_id']} was already {status}: a "
+                  "decided proposal is never decided again. Preview the candidate again for "
+                  "a proposal on the current managed Profile.")  # fmt: skip
+
+
 async def transition_profile_update(call: ToolCall) -> dict[str, Any]:
     """Approve or reject the exact reviewed preview of a candidate."""
     a = call.args
@@ -185,10 +196,13 @@ async def transition_profile_update(call: ToolCall) -> dict[str, Any]:
                   for m, p, _, _ in await _proposals(call, policy, identity)
                   if p is not None and p["proposal_id"] == a["proposal_id"]), None)  # fmt: skip
     drift: list[str] = []
-    if found is None:  # a rollback proposal, kept until reviewed
-        revisions, kept = await call.runtime.call(
+    if found is None:  # decided already, or a rollback proposal, kept until reviewed
+        revisions, kept, decided = await call.runtime.call(
             MEMORY, memory_key(call.principal), History(managed_keys(identity))
         )
+        done = next((p for p in decided if p["proposal_id"] == a["proposal_id"]), None)
+        if done is not None:
+            return _decided(done)
         proposal = next((p for p in kept if p["proposal_id"] == a["proposal_id"]), None)
         if proposal is None:
             return _answer(status="not-found", reason_codes=["profile-proposal-not-found"])
@@ -264,7 +278,7 @@ async def rollback_profile_revision(call: ToolCall) -> dict[str, Any]:
     replayed = await call.runtime.call(MEMORY, memory_key(call.principal), CheckReceipt(**fields))
     if replayed is not None:
         return dict(replayed)
-    revisions, _proposals_kept = await call.runtime.call(
+    revisions, _proposals_kept, _decided = await call.runtime.call(
         MEMORY, memory_key(call.principal), History(managed_keys(identity))
     )
     found = next(((key, rev) for key, history in revisions.items() for rev in history
