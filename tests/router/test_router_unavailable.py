@@ -100,3 +100,26 @@ async def test_an_activation_receipt_cannot_be_verified_locally(router):
     args = {**event_args(run, "plan", {"n": 1}, 1), "activation_receipt_ref": "receipt-1"}
     body = await router.refused("record_work_event", **args)
     assert body["required_capabilities"] == ["activation-receipt-verifier"]
+
+
+async def test_the_status_of_a_run_applies_the_goal_filter_too(router):
+    """Reviewer finding: with workflow_run_id given, goal_binding_id was ignored, so the
+    status of a run bound to another Goal, or to none, came back as the filtered one's."""
+    bound = (await router.plan("Progress the goal", goal_binding_id="goal-7"))["workflow_run_id"]
+    free = (await router.plan("Fix the typo"))["workflow_run_id"]
+
+    async def status(run, goal):
+        return await router.call("get_router_status", context=ctx(), workflow_run_id=run,
+                                 goal_binding_id=goal)  # fmt: skip
+
+    own = await status(bound, "goal-7")
+    assert own["goal_binding_id"] == "goal-7"
+    assert own["goal_status_candidate"]["candidate_type"] == "progress-candidate"
+    assert (await status(free, None))["created_work_items"] == 1
+    for run, goal, why in ((bound, "goal-8", "bound to the native Goal goal-7"),
+                           (free, "goal-7", "bound to no native Goal")):  # fmt: skip
+        other = await status(run, goal)
+        assert other == {"workflow_run_id": run, "goal_binding_id": goal,
+                         "created_work_items": 0, "goal_status_candidate": None,
+                         "host_goal_mutated": False}  # fmt: skip
+        assert why in other.guidance

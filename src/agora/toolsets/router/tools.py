@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.errors import ToolError
+from agora.mcp.results import Guided
 from agora.toolsets.router import commands, evaluations, memory_tools, profile_tools, replies
 from agora.toolsets.router.consent import run_of
 from agora.toolsets.router.digests import request_digest
@@ -55,11 +56,15 @@ async def plan_work(call: ToolCall) -> dict[str, Any]:
 
 
 async def get_router_status(call: ToolCall) -> dict[str, Any]:
-    """A run's counts and goal status candidate, or the session's when no run is named."""
+    """A run's counts and goal status candidate, or the session's when no run is named; each
+    of the two filters (run, native Goal binding) applies when given."""
     run_id = call.args.get("workflow_run_id")
-    if run_id is not None:
-        return await _run(call, run_id, commands.Status(_session(call)))
     goal = call.args.get("goal_binding_id")
+    if run_id is not None:
+        status = await _run(call, run_id, commands.Status(_session(call)))
+        if goal is None or status["goal_binding_id"] == goal:
+            return status
+        return _no_match(run_id, goal, status["goal_binding_id"])
     _runs, items, latest, _plan = await call.runtime.read(
         lambda conn: session_summary(conn, _session(call), goal)
     )
@@ -74,6 +79,15 @@ async def get_router_status(call: ToolCall) -> dict[str, Any]:
         "goal_status_candidate": candidate,
         "host_goal_mutated": False,
     }
+
+
+def _no_match(run_id: str, goal: str, bound: str | None) -> Guided:
+    """The status of a run filtered by a Goal it is not bound to: nothing matches both."""
+    why = f"is bound to the native Goal {bound}" if bound else "is bound to no native Goal"
+    empty = {"workflow_run_id": run_id, "goal_binding_id": goal, "created_work_items": 0,
+             "goal_status_candidate": None, "host_goal_mutated": False}  # fmt: skip
+    return Guided(empty, f"No run matches both filters: run {run_id} {why}, not to {goal}. "
+                  "Send goal_binding_id null for the run's own status.")  # fmt: skip
 
 
 async def get_next_work(call: ToolCall) -> dict[str, Any]:
