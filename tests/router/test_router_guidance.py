@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from router_driver import event_args, gate_args, plan_args
+from router_driver import FINGERPRINT, ctx, event_args, gate_args, plan_args
 
 from agora.mcp.catalog import Catalog
 from agora.mcp.results import tool_reply
@@ -66,6 +66,8 @@ async def test_a_goal_bound_plan_says_it_cannot_be_progressed_here(router):
     assert body["reason"] == "native-goal-authority"  # what the note says
 
 
+#: What the note about a completed run says instead of the values of a next write.
+COMPLETED = re.compile(r"^This run is completed .*: no write to it can succeed")
 #: How the notes name the values an agent sends with its next write (no field has room).
 SEND_VERSION = re.compile(r"expected_state_version (\d+)")
 SEND_REVISION = re.compile(r"expected_plan_revision (\d+)")
@@ -101,9 +103,43 @@ async def test_an_agent_that_reads_only_replies_works_every_phase_without_a_conf
         version, revision = told(event)
         gate = await router.gate(run, phase, event["event_ids"], version, plan_revision=revision)
         assert gate["passed"] is True
-        version, revision = told(gate)
+        if gate["resulting_state_version"] == 7:  # the plan, then an event and a gate a phase
+            assert COMPLETED.match(texts(gate)[-1])  # the last: nothing more to send
+        else:
+            version, revision = told(gate)
     assert nxt["status"] == "completed"
-    assert version == 7  # the plan, then an event and a gate for each of three phases
+
+
+async def test_a_completed_run_says_no_write_can_succeed(router):
+    """Reviewer finding: a completed run's answers still ended "Next write to this run: send
+    expected_state_version 9", and that write was refused phase-completed."""
+    lock = {"explicit_skill_ids": ["skill:lead"], "explicit_semantics": "use"}
+    args = plan_args(PHASED, idem="plan-done", **lock)
+    run = (await router.call("plan_work", **args))["workflow_run_id"]
+    version = 1
+    for phase, check in (("plan", "plan-ready"), ("implement", "implementation-done"),
+                         ("verify", "verification-passed")):  # fmt: skip
+        event = await router.event(run, phase, {"check_id": check, "outcome": "passed"}, version)
+        gate = await router.gate(run, phase, event["event_ids"], version + 1)
+        version += 2
+    replayed = await router.call("plan_work", **args)
+    for answer in (gate, await router.next(run), replayed):
+        note = texts(answer)[-1]
+        assert COMPLETED.match(note.splitlines()[-1]), note
+        assert SEND_VERSION.search(note) is None
+    propose = {
+        "context": ctx(), "workflow_run_id": run, "phase_id": "verify",
+        "primary_skill_id": "skill:lead", "support_skill_ids": ["skill:help"],
+        "scope_anchor_id": "task-1", "goal_revision": None, "plan_revision": 1,
+        "context_fingerprint": FINGERPRINT, "expected_state_version": version,
+        "idempotency_key": "propose-late", "correlation_id": "c",
+    }  # fmt: skip
+    refused = [
+        await router.refused("record_work_event", **event_args(run, "verify", {"n": 1}, version)),
+        await router.refused("evaluate_gate", **gate_args(run, "verify", [], version)),
+        await router.refused("propose_support_consent", **propose),
+    ]
+    assert [r["code"] for r in refused] == ["phase-completed"] * 3
 
 
 async def test_a_replayed_write_tells_the_current_version_not_the_stored_one(router):

@@ -3,7 +3,8 @@
 A proposal is possible only on a plan made under an Explicit Skill Lock whose supports need
 consent (``support_consent_required``); otherwise the answer is capability-unavailable
 (``explicit-skill-plan``). It names 1 to 3 distinct support skills for one phase, whose
-primary skill must be the plan's, and binds the scope anchor, the goal revision (required
+primary skill must be the plan's and which is not completed (``phase-completed``: no
+transition could decide it), and binds the scope anchor, the goal revision (required
 exactly when the plan is Goal-bound), the plan revision and the context fingerprint.
 A transition approves or rejects a proposal still awaiting a decision; the caller's current
 phase, scope anchor, goal revision, plan revision and context fingerprint must all equal the
@@ -85,6 +86,9 @@ def propose(run: RunState, cmd: ProposeSupport, version: int, at: str) -> Applie
     phase = next((t for t in run.plan["planned_skill_tree"] if t["phase_id"] == cmd.phase_id), None)
     if phase is None or phase["primary_skill_id"] != cmd.primary_skill_id:
         raise replies.refusal("route-mismatch", "phase and primary skill must be the plan's")
+    item = run.item_for(cmd.phase_id)
+    if item is not None and item.status == "completed":  # no transition could decide it
+        raise replies.refusal("phase-completed", f"phase {cmd.phase_id!r} is already completed")
     skills = cmd.support_skill_ids
     if len(set(skills)) != len(skills) or cmd.primary_skill_id in skills:
         raise replies.refusal("invalid-support-skills", "1-3 distinct skills, not the primary")

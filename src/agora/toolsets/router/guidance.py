@@ -12,7 +12,8 @@ No read result holds the run's state version or plan revision either, yet every 
 send them (``expected_state_version``, ``expected_plan_revision``): an agent would learn them
 only from a refused write. So every answer about a run (a plan, its next work, each applied or
 replayed write) ends with the values to send next, the run's current ones; a replayed write's
-stored ``resulting_state_version`` may be older. Pure; the texts are cached per layout.
+stored ``resulting_state_version`` may be older. A completed run takes no write at all: its
+answers say that instead. Pure; the texts are cached per layout.
 """
 
 from __future__ import annotations
@@ -49,6 +50,21 @@ def next_write(state_version: int, plan_revision: int) -> str:
     )
 
 
+#: The last line of a note about a completed run, instead of the values of a next write.
+COMPLETED: Final = (
+    "This run is completed (every phase's exit gate passed): no write to it can succeed"
+    " (record_work_event, evaluate_gate and propose_support_consent answer phase-completed,"
+    " transition_support_consent consent-stale). Plan further work as a new run: plan_work"
+    " with a new idempotency_key."
+)
+
+
+def closing(state_version: int, plan_revision: int, completed: bool) -> str:
+    """The note's last line: the values of the next write, or for a completed run, where no
+    write can succeed, that it is completed."""
+    return COMPLETED if completed else next_write(state_version, plan_revision)
+
+
 def goal_bound(goal: str, state_version: int, plan_revision: int) -> str:
     """The note's last line for a plan bound to a native Goal, which has no local work graph."""
     return (
@@ -67,13 +83,15 @@ def _gate(phase: str, gate: str, checks: tuple[str, ...]) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def _plan_note(gates: tuple[Gate, ...], replayed: bool, version: int, revision: int) -> str:
+def _plan_note(
+    gates: tuple[Gate, ...], replayed: bool, version: int, revision: int, completed: bool
+) -> str:
     lines = [REPLAYED] if replayed else []
     if gates:
         lines.append("Exit-gate checks by phase (check_id values for record_work_event):")
         lines.extend(f"- {_gate(*g)}" for g in gates)
         lines.append(REPORT)
-    lines.append(next_write(version, revision))
+    lines.append(closing(version, revision, completed))
     return "\n".join(lines)
 
 
@@ -84,6 +102,7 @@ def planned(
     version: int,
     revision: int,
     goal: str | None = None,
+    completed: bool = False,
 ) -> Guided:
     """A ``plan_work`` result with its note: the checks, whether it was replayed, and the
     run's current state ``version`` and plan ``revision``; for a plan bound to native Goal
@@ -92,7 +111,7 @@ def planned(
         lines = [REPLAYED] if replayed else []
         return Guided(result, "\n".join([*lines, goal_bound(goal, version, revision)]))
     gates = tuple((i.item.phase_id, i.item.gate_id, i.item.check_ids) for i in items)
-    return Guided(result, _plan_note(gates, replayed, version, revision))
+    return Guided(result, _plan_note(gates, replayed, version, revision, completed))
 
 
 @functools.lru_cache(maxsize=256)
@@ -100,15 +119,18 @@ def _next_note(phase: str, gate: str, checks: tuple[str, ...], version: int, rev
     return f"Next: {_gate(phase, gate, checks)}.\n{REPORT}\n{next_write(version, revision)}"
 
 
-def next_item(result: dict[str, Any], item: Item | None, version: int, revision: int) -> Guided:
+def next_item(
+    result: dict[str, Any], item: Item | None, version: int, revision: int, completed: bool
+) -> Guided:
     """A ``get_next_work`` result with the checks of its work item's gate, if it has one, and
-    the values of the run's next write."""
+    the values of the run's next write (or, once it is ``completed``, that there is none)."""
     if item is None:
-        return Guided(result, next_write(version, revision))
+        return Guided(result, closing(version, revision, completed))
     w = item.item
     return Guided(result, _next_note(w.phase_id, w.gate_id, w.check_ids, version, revision))
 
 
-def written(result: dict[str, Any], version: int, revision: int) -> Guided:
-    """An applied or replayed write's result with the values of the run's next write."""
-    return Guided(result, next_write(version, revision))
+def written(result: dict[str, Any], version: int, revision: int, completed: bool) -> Guided:
+    """An applied or replayed write's result with the values of the run's next write (or,
+    once the run is ``completed``, that there is none)."""
+    return Guided(result, closing(version, revision, completed))

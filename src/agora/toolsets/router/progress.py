@@ -75,7 +75,8 @@ def next_work(run: RunState) -> dict[str, Any] | ToolError:
         "refresh_requirements": [],
     }
     # its gate's check ids and the versions of the next write, in a text block
-    return guidance.next_item(result, item, run.state_version, run.plan_revision)
+    completed = run.status == "completed"
+    return guidance.next_item(result, item, run.state_version, run.plan_revision, completed)
 
 
 def status(run: RunState) -> dict[str, Any]:

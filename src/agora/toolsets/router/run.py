@@ -115,11 +115,11 @@ def _replay(run: RunState, cmd: Mutation) -> dict[str, Any] | ToolError:
 def _guided(run: RunState, cmd: Mutation, result: dict[str, Any], replayed: bool) -> Any:
     """A write's result with its note: the values of the run's next write and, for a plan,
     the checks of each phase (no field names them) and whether it was replayed (nor that)."""
+    completed = run.status == "completed"
     if isinstance(cmd, CreatePlan):
-        return guidance.planned(
-            result, run.items, replayed, run.state_version, run.plan_revision, run.goal_binding_id
-        )
-    return guidance.written(result, run.state_version, run.plan_revision)
+        return guidance.planned(result, run.items, replayed, run.state_version,
+                                run.plan_revision, run.goal_binding_id, completed)  # fmt: skip
+    return guidance.written(result, run.state_version, run.plan_revision, completed)
 
 
 class WorkflowRun:
