@@ -119,3 +119,30 @@ async def test_get_memory_status_and_the_log_name_the_bad_field(router, options,
     logged = [r.getMessage() for r in caplog.records if "profile_promotion" in r.getMessage()]
     assert len(logged) == 1  # once, not once per call
     assert 'personal policy: profile_promotion "review"' in logged[0]
+
+
+async def test_get_memory_status_says_why_a_workspace_root_was_refused(router, options, tmp_path):
+    """Reviewer finding: a root outside the authorized ones and a missing one inside them got
+    the same codes and no word of which it was, where plan_work tells them apart."""
+    path = tmp_path / "memory-policy.json"
+    path.write_text(personal("reviewed"))
+    options["router"]["memory_policy"] = str(path)
+    options["router"]["workspace_roots"] = [str(tmp_path)]
+    codes = ["workspace-root-unverified", "workspace-policy-missing", "memory-disabled"]
+    notes = {}
+    for name, root in (("outside", "/etc"), ("missing", str(tmp_path / "gone"))):
+        status = await router.call("get_memory_status", context=ctx(), workspace_root=root)
+        assert status["reason_codes"] == codes  # the contract declares no finer code
+        notes[name] = status.guidance
+    assert notes["outside"].startswith("Workspace root refused: workspace-root-not-authorized:")
+    assert "add the workspace to [options.router] workspace_roots" in notes["outside"]
+    assert notes["missing"].startswith("Workspace root refused: workspace-root-missing:")
+    assert "does not exist" in notes["missing"]
+    plan = await router.plan("Fix the typo", routing_context={
+        "workspace_root": "/etc", "domains": [], "tags": [], "current_phase_id": None})  # fmt: skip
+    assert plan["profile_warnings"][0] in notes["outside"]  # the words plan_work uses
+    (tmp_path / "ws").mkdir()
+    fine = await router.call("get_memory_status", context=ctx(),
+                             workspace_root=str(tmp_path / "ws"))  # fmt: skip
+    assert fine["reason_codes"] == ["workspace-policy-missing", "memory-disabled"]
+    assert not hasattr(fine, "guidance")  # nothing refused, no policy problem: no note

@@ -37,7 +37,7 @@ from agora.toolsets.router import (
     workspace,
 )
 from agora.toolsets.router.digests import digest, request_digest
-from agora.toolsets.router.layers import client_roots
+from agora.toolsets.router.layers import CLIENT_ROOTS_UNUSED, roots_and_why
 from agora.toolsets.router.memory import (
     MEMORY,
     Feedback,
@@ -59,12 +59,14 @@ PERSONAL_SCOPE: Final = "personal"
 
 
 def _read_policy(workspace_root: str | None, authorized: list[str], personal_path: str | None
-                 ) -> tuple[memory_policy.Policy, str]:  # fmt: skip
+                 ) -> tuple[memory_policy.Policy, str, str | None]:  # fmt: skip
+    """The effective policy, the workspace identity, and why the root was refused (None if
+    it was not)."""
     personal, _ = workspace.personal_profile(personal_path)
     if workspace_root is None:
         policy = memory_policy.resolve(personal, None, workspace_scoped=False, root_verified=False)
-        return policy, PERSONAL_SCOPE
-    real_root, trusted, _warning = workspace.authorized_root(workspace_root, authorized)
+        return policy, PERSONAL_SCOPE, None
+    real_root, trusted, warning = workspace.authorized_root(workspace_root, authorized)
     text = None
     if real_root is not None and trusted is not None:
         text, _ = workspace.file_in_root(real_root, trusted, memory_policy.WORKSPACE_FILE,
@@ -72,7 +74,28 @@ def _read_policy(workspace_root: str | None, authorized: list[str], personal_pat
     verified = real_root is not None
     policy = memory_policy.resolve(personal, text, workspace_scoped=True, root_verified=verified)
     identity = digest({"workspace": str(real_root)}) if verified else "unverified"
-    return policy, identity
+    return policy, identity, warning
+
+
+#: What each refusal of a workspace root means (as `plan_work`'s profile warnings say it).
+_ROOT_REFUSED: Final = {
+    "workspace-root-not-absolute": "it is a relative path; send an absolute one",
+    "workspace-root-not-authorized": "it is under no authorized root, lexically or by its real"
+    " path",
+    "workspace-root-missing": "it is under an authorized root but does not exist",
+}
+
+
+def _root_note(warning: str | None, why: str | None) -> str | None:
+    """The sentence explaining ``workspace-root-unverified``: which refusal, what to do."""
+    if warning is None:
+        return None
+    note = f"workspace root refused: {warning}: {_ROOT_REFUSED.get(warning, warning)}"
+    if warning == "workspace-root-not-authorized":
+        note += f"; {CLIENT_ROOTS_UNUSED}: {why}" if why else (
+            "; add it to [options.router] workspace_roots or to the MCP client's roots"
+        )  # fmt: skip
+    return note + "; its Memory request file was not read, so Memory is off for it."
 
 
 #: Policy problems already logged (each once per process, not once per call).
@@ -93,22 +116,30 @@ async def policy_of(call: ToolCall) -> tuple[memory_policy.Policy, str]:
 
     A problem in a policy file is logged (once) with the field and value it names.
     """
+    policy, identity, _note = await _policy_and_root(call)
+    return policy, identity
+
+
+async def _policy_and_root(call: ToolCall) -> tuple[memory_policy.Policy, str, str | None]:
+    """`policy_of`, and a sentence saying why the call's workspace root was refused."""
     options = call.runtime.options("router")
     root = call.args.get("workspace_root")
     authorized = [str(r) for r in options.get("workspace_roots", [])]
+    why = None
     if root is not None:
-        authorized += await client_roots(call)
-    policy, identity = await trio.to_thread.run_sync(
+        asked, why = await roots_and_why(call)
+        authorized += asked
+    policy, identity, warning = await trio.to_thread.run_sync(
         _read_policy, root, authorized, options.get("memory_policy")
     )
     _log_problems(policy)
-    return policy, identity
+    return policy, identity, _root_note(warning, why)
 
 
 async def personal_policy(runtime: Runtime) -> memory_policy.Policy:
     """The effective policy of the personal scope (no workspace root), read off the thread."""
     path = runtime.options("router").get("memory_policy")
-    policy, _identity = await trio.to_thread.run_sync(_read_policy, None, [], path)
+    policy, _identity, _root = await trio.to_thread.run_sync(_read_policy, None, [], path)
     _log_problems(policy)
     return policy
 
@@ -130,7 +161,7 @@ def receipt_fields(call: ToolCall) -> dict[str, str]:
 
 async def get_memory_status(call: ToolCall) -> dict[str, Any]:
     """The effective policy and the caller's history summary; creates nothing."""
-    policy, identity = await policy_of(call)
+    policy, identity, root_note = await _policy_and_root(call)
     exists, summary, count = await call.runtime.call(
         MEMORY, memory_key(call.principal), Summary(identity)
     )
@@ -145,9 +176,10 @@ async def get_memory_status(call: ToolCall) -> dict[str, Any]:
         "reason_codes": list(policy.reason_codes), "memory_store_exists": exists,
         "history_summary_digest": summary, "eligible_workflow_count": count,
     }  # fmt: skip
+    notes = [] if root_note is None else [root_note[0].upper() + root_note[1:]]
     if policy.problems:  # the outputSchema has no field for them: a second text block
-        return Guided(status, "Memory policy problems: " + "; ".join(policy.problems) + ".")
-    return status
+        notes.append("Memory policy problems: " + "; ".join(policy.problems) + ".")
+    return Guided(status, "\n".join(notes)) if notes else status
 
 
 def _ineligible(a: dict[str, Any], policy: memory_policy.Policy, run: dict[str, Any] | None
