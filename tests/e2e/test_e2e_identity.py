@@ -113,7 +113,7 @@ async def test_stdio_refuses_an_unknown_agora_token(tmp_path):
 async def test_stdio_serves_newline_delimited_json_and_survives_bad_lines(tmp_path, env):
     call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "get_board"}}
     deep: dict[str, object] = {}
-    for _ in range(33):  # 34 levels: one past the deepest params accepted
+    for _ in range(64):  # 65 levels: one past the deepest params accepted
         deep = {"a": deep}
     stdin = stdio_lines(
         b"{not json",

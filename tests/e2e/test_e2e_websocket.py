@@ -62,7 +62,7 @@ BAD_INPUT = [
     # (frame to send, expected error code, expected id)
     pytest.param("{not json", -32700, None, id="not-json"),
     pytest.param(b'{"jsonrpc":"2.0","id":1,"method":"ping"}', -32600, None, id="binary-frame"),
-    pytest.param(request("ping", nested(34)), -32600, 7, id="params-depth-34"),
+    pytest.param(request("ping", nested(65)), -32600, 7, id="params-depth-65"),
     pytest.param(json.dumps([json.loads(request("ping"))]), -32600, None, id="batch"),
     pytest.param(request("no/such/method"), -32601, 7, id="unknown-method"),
     pytest.param(request("tools/call", {"name": "no_such_tool"}), -32602, 7, id="unknown-tool"),
@@ -93,10 +93,10 @@ async def test_bad_input_gets_a_json_rpc_error_and_the_connection_survives(agora
             assert json.loads(await ws.get_message()) == {"jsonrpc": "2.0", "id": 8, "result": {}}
 
 
-async def test_params_thirty_three_deep_are_accepted(agora):
+async def test_params_sixty_four_deep_are_accepted(agora):
     with trio.fail_after(TIMEOUT):
         async with connect(f"ws://127.0.0.1:{agora.port}/mcp") as client:
-            assert await client.request("ping", nested(33)) == {}
+            assert await client.request("ping", nested(64)) == {}
 
 
 async def test_unknown_notifications_are_ignored(agora):

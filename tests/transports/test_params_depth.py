@@ -32,13 +32,25 @@ def _tool_call(arguments_depth: int) -> bytes:
     return json.dumps(message).encode()
 
 
-def test_arguments_as_deep_as_any_toolset_accepts_pass_the_transport():
-    assert rpc.MAX_PARAMS_DEPTH == MAX_DEPTH + 1
-    msg = rpc.decode(_tool_call(MAX_DEPTH))
-    assert isinstance(msg, rpc.Request)
-    with pytest.raises(ProtocolError) as refused:
-        rpc.decode(_tool_call(MAX_DEPTH + 1))
-    assert refused.value.code == rpc.INVALID_REQUEST
+def test_arguments_past_any_toolsets_limit_still_reach_it_below_the_hard_ceiling():
+    """Arguments one level past the deepest a toolset accepts (the router's 32) must reach
+    the toolset, whose limit answers in its words: at a ceiling of 33 params levels they got
+    -32600 from the transport (a reviewer's finding). The ceiling stays, well above."""
+    assert rpc.MAX_PARAMS_DEPTH == 64
+    for arguments_depth in (MAX_DEPTH, MAX_DEPTH + 1, rpc.MAX_PARAMS_DEPTH - 1):
+        assert isinstance(rpc.decode(_tool_call(arguments_depth)), rpc.Request)
+    far = 100_000  # as deep as a message within the size limit gets; written out as text
+    arguments = '{"a":' * (far - 1) + "{}" + "}" * (far - 1)
+    text = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":'
+    cases = [  # params past the ceiling: by one level, and far
+        (_tool_call(rpc.MAX_PARAMS_DEPTH), "params nested deeper than 64 levels"),
+        ((text + arguments + "}}").encode(), rpc.TOO_DEEP),
+    ]
+    for message, said in cases:
+        assert len(message) <= rpc.MAX_MESSAGE_BYTES
+        with pytest.raises(ProtocolError) as refused:
+            rpc.decode(message)
+        assert (refused.value.code, refused.value.message) == (rpc.INVALID_REQUEST, said)
 
 
 def test_a_toolset_cannot_ask_for_arguments_deeper_than_the_transport_lets_through():

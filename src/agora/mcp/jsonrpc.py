@@ -41,12 +41,14 @@ MAX_MESSAGE_BYTES = 1_048_576
 OVERSIZE_MESSAGE = f"message larger than {MAX_MESSAGE_BYTES} bytes"
 #: Bytes of an oversize message read for its request id (`request_id_in`).
 OVERSIZE_HEAD_BYTES = 4096
-#: Deepest nesting accepted inside ``params`` (the params object itself is level 1): room for
-#: a tool's arguments (level 2) as deep as any toolset may accept them
-#: (`agora.mcp.validation.MAX_DEPTH`, 32), so that a toolset's own depth limit, not this
-#: one, refuses them in its own words. At 8 (until stop 20) the chamber's contract depth of 8
-#: could not be reached: arguments 8 deep got -32600 here instead of the chamber's envelope.
-MAX_PARAMS_DEPTH = 33
+#: Deepest nesting accepted inside ``params`` (the params object itself is level 1): a hard
+#: ceiling against deeply nested input, well above the deepest arguments any toolset may
+#: accept (`agora.mcp.validation.MAX_DEPTH`, 32, at params' level 2), so that arguments
+#: past a toolset's limit still reach it and its own limit refuses them in its own words.
+#: At 8 (until stop 20) the chamber's contract depth of 8 could not be reached; at 33,
+#: arguments one level past the router's 32 got -32600 here instead of the router's
+#: ``invalid-arguments``. Arguments deeper than 63 levels still get -32600.
+MAX_PARAMS_DEPTH = 64
 #: What JSON nested past what the decoder (or a walk of it) can follow is told.
 TOO_DEEP = "JSON nested too deeply"
 

@@ -227,8 +227,9 @@ class ArgumentLimits:
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_depth <= MAX_DEPTH:
-            # Deeper arguments never reach the toolset: the transports refuse params nested
-            # past `agora.mcp.jsonrpc.MAX_PARAMS_DEPTH` (the arguments sit at its level 2).
+            # A toolset's limit stays well below the transports' hard ceiling
+            # (`agora.mcp.jsonrpc.MAX_PARAMS_DEPTH`; the arguments sit at params' level 2),
+            # so arguments just past the limit still reach the toolset, which refuses them.
             raise ValueError(f"max_depth must be 1..{MAX_DEPTH}, not {self.max_depth}")
 
 
