@@ -40,11 +40,13 @@ INSTRUCTIONS: Final = (
     "A deterministic workflow planner. No host but Codex supplies the `context` every tool "
     'takes: fill it yourself with stable strings, e.g. {"session_id": "my-repo", '
     '"actor": "claude-code", "runtime_policy_snapshot_id": "local"} (keep one '
-    "session_id per task: it names the runs you can see). Start with plan_work, sending "
+    "session_id per task: it names the runs you can see; the Memory tools take only letters, "
+    "digits and . _ : - there, at most 128 characters). Start with plan_work, sending "
     "expected_state_version 0 (no run yet) and a fresh idempotency_key. Then, phase by phase: "
     'get_next_work, record_work_event with the observation {"check_id": ..., '
     '"outcome": "passed"} for each check the reply names, evaluate_gate. Every answer '
-    "about a run ends with the expected_state_version (and plan revision) to send next. "
+    "about a run ends with the expected_state_version (and plan revision) to send next, "
+    "or says the run is completed. "
     "Resending a write with the same idempotency_key replays it; a new key is a new write."
 )
 

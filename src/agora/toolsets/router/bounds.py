@@ -12,8 +12,11 @@ runs, every string of the arguments is checked by what its nearest key names:
 - any other text (the objective, a workspace path, a reason): at most `MAX_TEXT` characters.
 
 A breach is answered as the schema's own breaches are (``invalid-arguments``, naming the field
-and the rule), before anything is read or written. The Memory tools' schemas already bound
-their identifiers more tightly (a pattern of at most 128 characters); this adds nothing there.
+and the rule), before anything is read or written. The Memory tools' schemas (the contract's
+own) bound their ``context`` more tightly: letters, digits and ``._:-``, at most 128
+characters; this adds nothing there. A planning context outside that form is accepted, as the
+planning schemas accept it, but its runs can never reach Memory (`memory_misfits`), and
+``plan_work`` says so when Memory is configured.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import re
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.errors import ToolError
+from agora.mcp.contracts import load_contract
 from agora.mcp.validation import ValidationIssue
 from agora.toolsets.router.replies import argument_rejection
 
@@ -37,6 +41,27 @@ _LONGEST_ID: Final = f"must be at most {MAX_IDENTIFIER} characters"
 _LONGEST_TEXT: Final = f"must be at most {MAX_TEXT} characters"
 _CONTROL_TEXT: Final = "must not contain a control character"
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _memory_context() -> dict[str, Any]:
+    schema = load_contract("router").tools["remember_workflow"].input_schema
+    properties: dict[str, Any] = schema["properties"]["context"]["properties"]
+    return properties
+
+
+#: The Memory tools' ``context`` fields as the contract declares them: (pattern, maxLength).
+MEMORY_CONTEXT: Final = {
+    name: (re.compile(field["pattern"]), int(field["maxLength"]))
+    for name, field in _memory_context().items()
+}
+
+
+def memory_misfits(context: dict[str, str]) -> list[str]:
+    """The ``context`` fields the Memory tools' schemas would refuse, in schema order."""
+    return [
+        name for name, (pattern, longest) in MEMORY_CONTEXT.items()
+        if len(context[name]) > longest or not pattern.search(context[name])
+    ]  # fmt: skip
 
 
 def bounded(handler: Handler) -> Handler:

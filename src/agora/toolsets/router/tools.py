@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any, Final
 from agora.errors import ToolError
 from agora.mcp.results import Guided
 from agora.toolsets.router import commands, evaluations, memory_tools, profile_tools, replies
+from agora.toolsets.router.bounds import memory_misfits
 from agora.toolsets.router.consent import run_of
 from agora.toolsets.router.digests import request_digest
 from agora.toolsets.router.layers import plan_layers
+from agora.toolsets.router.ownership import SEPARATOR
 from agora.toolsets.router.planning import build_plan, lock_issue
 from agora.toolsets.router.run import kind_of
 from agora.toolsets.router.sql import session_summary
@@ -52,7 +54,37 @@ async def plan_work(call: ToolCall) -> dict[str, Any]:
         raise ToolError(replies.argument_rejection([issue]))
     layers, warnings = await plan_layers(call)
     plan = build_plan(call.args, layers, warnings)
-    return await _run(call, plan.workflow_run_id, commands.CreatePlan(plan=plan, **_mutation(call)))
+    reply = await _run(
+        call, plan.workflow_run_id, commands.CreatePlan(plan=plan, **_mutation(call))
+    )
+    misfits = memory_misfits(_as_sent(call))
+    if (
+        misfits
+        and isinstance(reply, Guided)
+        and call.runtime.options("router").get("memory_policy")
+    ):
+        return Guided(reply, f"{memory_note(misfits)}\n{reply.guidance}")
+    return reply
+
+
+def _as_sent(call: ToolCall) -> dict[str, str]:
+    """The call's ``context`` as the caller sent it (before its session id was scoped)."""
+    context = dict(call.args["context"])
+    if not call.principal.anonymous:
+        prefix = call.principal.name + SEPARATOR
+        context["session_id"] = context["session_id"].removeprefix(prefix)
+    return context
+
+
+def memory_note(misfits: list[str]) -> str:
+    """What a plan's note says when its context cannot be used with the Memory tools."""
+    fields = ", ".join(f"context.{name}" for name in misfits)
+    return (
+        f"Memory: this run cannot be remembered: the Memory tools (remember_workflow and the"
+        f" others) take only a context whose fields are letters, digits and . _ : - (first a"
+        f" letter or digit), at most 128 characters (the contract's schemas), and {fields}"
+        f" {'is' if len(misfits) == 1 else 'are'} not; plan under such a context to use Memory."
+    )
 
 
 async def get_router_status(call: ToolCall) -> dict[str, Any]:
