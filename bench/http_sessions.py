@@ -2,9 +2,10 @@
 
 Starts ``agora serve --conformance`` (a temp database) and sends ``--posts`` initialize
 requests from ``--connections`` kept-alive connections, never deleting a session, as a
-careless or hostile client would. Prints how many were accepted (200) and refused (503:
-``max_sessions_per_principal``, then ``max_sessions``), the server's resident memory before
-and after, and ``/healthz``'s session count. Nothing here runs in CI.
+careless or hostile client would. Prints how many were accepted (200: past
+``max_sessions_per_principal`` each evicts the principal's least recently used idle session)
+and refused (503: none idle, or ``max_sessions``), the server's resident memory before and
+after, and ``/healthz``'s session count. Nothing here runs in CI.
 
 Usage: ``.venv/bin/python bench/http_sessions.py [--posts 100000] [--connections 20]``
 """

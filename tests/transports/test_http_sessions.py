@@ -14,18 +14,12 @@ import pytest
 import trio
 import trio.testing
 from http_support import (
-    INITIALIZE,
-    TOKEN,
-    TOKEN_SHA256,
     RawHttp,
-    assert_one_episode,
     call,
     open_session,
     post_into,
     serve,
 )
-
-from agora.config import PrincipalConfig
 
 TIMEOUT = 300  # mock seconds
 
@@ -109,40 +103,6 @@ async def test_a_waiting_call_gets_a_json_rpc_error_when_the_server_shuts_down(c
     ], said
     assert "1 calls still running after 2 s (grace_seconds): cancelled" in said, said
     assert said[-1].startswith("stopped; shutdown took "), said
-
-
-async def test_sessions_are_capped_overall_and_per_principal(clock):
-    principals = [PrincipalConfig("ops", TOKEN_SHA256)]
-    bearer = {"authorization": f"Bearer {TOKEN}"}
-    async with serve(max_sessions=3, max_sessions_per_principal=2, principals=principals) as s:
-        with trio.fail_after(TIMEOUT):
-            async with RawHttp.open(s.port) as client:
-                for _ in range(2):
-                    await open_session(client)
-                third = await client.request("POST", "/mcp/probe", INITIALIZE)
-                assert third.status == 503, third
-                assert "too many sessions for anonymous" in third.json()["error"]["message"]
-            async with RawHttp.open(s.port) as client:
-                await open_session(client, **bearer)
-                full = await client.request("POST", "/mcp/probe", INITIALIZE, bearer)
-                assert full.status == 503, full
-                assert "server full" in full.json()["error"]["message"]
-                assert full.headers["retry-after"]
-
-
-async def test_sessions_refused_at_max_sessions_are_said_once_per_episode(clock, caplog):
-    caplog.set_level(logging.INFO, logger="agora.transports.streamable")
-    async with serve(session_idle_seconds=60.0, max_sessions=1) as server:
-        with trio.fail_after(TIMEOUT):
-            async with RawHttp.open(server.port) as client:
-                await open_session(client)
-                for _ in range(3):
-                    refused = await client.request("POST", "/mcp/probe", INITIALIZE)
-                    assert refused.status == 503, refused
-            await trio.sleep(70)  # the session expires: its place is free
-            async with RawHttp.open(server.port) as client:
-                await open_session(client)
-    assert_one_episode(caplog.records, "sessions", 1, 3)
 
 
 async def test_an_idle_session_expires_and_frees_its_place(clock):

@@ -364,6 +364,13 @@ class Connection:
         for rid in list(self._calls):
             self._cancel(rid)
 
+    def detach(self) -> None:
+        """Forget the transport's callbacks (no call is in flight): a session that holds this
+        connection and gave its own methods as them is a cycle, which `agora.server.heap`
+        would leave frozen until its thaw; cut, both die by reference counting at once."""
+        self._emit = _dropped
+        self._hangup = None
+
     def end_listens(self) -> None:
         """End every listen stream gracefully (shutdown): each gets its result, from a task
         of the connection's nursery (a slow peer must not hold up the caller)."""
@@ -386,3 +393,7 @@ class Connection:
         while self._calls:
             self._finished = trio.Event()
             await self._finished.wait()
+
+
+async def _dropped(message: dict[str, Any], related: rpc.RequestId | None) -> None:
+    """The ``emit`` of a detached connection: nothing is listening."""

@@ -4,7 +4,8 @@ A server at ``max_connections`` or ``max_sessions`` refuses every newcomer with 
 per refusal would flood the log just when the operator reads it, and none would hide why
 clients fail. Like the EMFILE episodes of `agora.transports.accept`, an `Episode` says the
 first refusal (WARNING) and, once the cap lets one in again, how many it refused and for how
-long (INFO). Nothing here refuses anything: the caller says what happened.
+long (INFO). `Evictions` says the same way, per principal, the idle sessions a principal at its
+session cap has evicted for new ones. Nothing here refuses or evicts: the caller says what happened.
 """
 
 from __future__ import annotations
@@ -53,3 +54,38 @@ class Episode:
                 trio.current_time() - self._since,
             )
             self.refused = 0
+
+
+class Evictions:
+    """Idle sessions evicted for their principal's new ones, said once per principal and
+    episode: a WARNING at the first (a client, or clients sharing one principal, opening
+    sessions they do not delete), an INFO with the count when one is let in without."""
+
+    def __init__(self, log: logging.Logger) -> None:
+        self.log = log
+        #: Per principal name evicting now: how many so far, since when.
+        self._going: dict[str, tuple[int, float]] = {}
+
+    def evicted(self, name: str, cap: str) -> None:
+        """An idle session of ``name``'s was evicted at ``cap`` for a new one."""
+        count, since = self._going.get(name, (0, 0.0))
+        if not count:
+            since = trio.current_time()
+            self.log.warning(
+                "sessions of %s at %s: each new one evicts its least recently used idle one"
+                " (said once until one is let in without)",
+                name,
+                cap,
+            )
+        self._going[name] = (count + 1, since)
+
+    def ended(self, name: str) -> None:
+        """A new session of ``name``'s was let in without evicting one."""
+        going = self._going.pop(name, None)
+        if going is not None:
+            self.log.info(
+                "sessions of %s let in again without evicting: %d evicted in %.1f s",
+                name,
+                going[0],
+                trio.current_time() - going[1],
+            )

@@ -55,6 +55,9 @@ class HttpSession:
         self.streams: dict[str, EventBuffer] = {}
         self.standalone: EventBuffer | None = None
         self.last_used = trio.current_time()
+        #: Told when the session is used (a request, a stream's end), to update
+        #: ``last_used`` and its place among its principal's sessions (`SessionTable.touch`).
+        self.used: Callable[[HttpSession], None] | None = None
         #: HTTP responses reading one of this session's streams now.
         self.readers = 0
         #: Calls running in their POST's own task, each with what turns its POST's answer
@@ -145,6 +148,8 @@ class HttpSession:
         finally:
             self.readers -= 1
             self.last_used = trio.current_time()
+            if self.used is not None:
+                self.used(self)
 
     def close(self, reason: str = DELETED) -> None:
         """Cancel every call, answer each one still open with an error, end every stream."""
@@ -156,3 +161,7 @@ class HttpSession:
         self.replies.clear()
         for buf in self.streams.values():
             buf.close()
+        if not self.conn.in_flight:
+            # Nothing will emit again: cut the cycle (the connection holds this session's
+            # methods) so that an evicted or expired session is freed now, not frozen.
+            self.conn.detach()

@@ -11,7 +11,8 @@ calls' ``call.connection`` is one object across the connection's keep-alive requ
 toolset's per-connection limits bind) and never outlives it; a client that closes the
 connection before its answer has cancelled that call (`Link.watch_hangup`), while a handshake
 session's call outlives its POST's connection (the stream may be resumed). Handshake sessions
-are capped (``max_sessions``, and a share per principal) and expire after
+are capped (``max_sessions``, and a share per principal: a new one evicts its principal's least
+recently used idle one, `agora.transports.session_table`) and expire after
 ``session_idle_seconds`` unused. The front end has checked Host and Origin.
 """
 
@@ -32,9 +33,9 @@ from agora.mcp.session import (
     META_VERSION,
     MODERN_VERSIONS,
 )
-from agora.transports.episodes import Episode
 from agora.transports.guard import mcp_post_refusal
-from agora.transports.http_session import DELETED, SHUTDOWN, HttpSession
+from agora.transports.http_session import SHUTDOWN, HttpSession
+from agora.transports.session_table import SessionTable
 from agora.transports.sse import EventBuffer, parse_event_id, read_stream
 from agora.transports.standard_headers import VERSION_HEADER, header_mismatch
 from agora.web.http import EventStream, Request, Response
@@ -100,10 +101,9 @@ class StreamableHTTP:
         self.app = app
         self.nursery = nursery
         self.config = app.config
-        self.sessions: dict[str, HttpSession] = {}
-        self._held: dict[str, int] = {}
-        #: Initializes refused at ``max_sessions``, logged once per episode.
-        self.full = Episode(log, "sessions")
+        self.table = SessionTable(app.config)
+        #: The handshake sessions held, by id.
+        self.sessions = self.table.sessions
         #: Sessions of 2026-07-28 requests (one per TCP connection) while they serve one.
         self._one_shot: set[HttpSession] = set()
 
@@ -137,7 +137,7 @@ class StreamableHTTP:
             return session
         if req.method == "GET":
             return self._get(req, session)
-        self._drop(session.id)  # a DELETE
+        self.table.drop(session.id)  # a DELETE
         return Response(200)
 
     def _session(self, req: Request) -> HttpSession | Response:
@@ -152,34 +152,8 @@ class StreamableHTTP:
         version = req.headers.get(VERSION_HEADER)
         if version is not None and version not in HANDSHAKE_VERSIONS:
             return _rpc_error(400, f"Bad Request: unsupported MCP-Protocol-Version {version}")
-        session.last_used = trio.current_time()
+        self.table.touch(session)
         return session
-
-    def _add(self, session: HttpSession) -> Response | None:
-        """Hold ``session``, or the 503 that says why not."""
-        name = session.principal.name
-        held = self._held.get(name, 0)
-        if len(self.sessions) >= self.config.max_sessions:
-            self.full.refuse(self.config.max_sessions)
-            why = "server full: too many sessions; retry later"
-        elif held >= self.config.max_sessions_per_principal:
-            why = f"too many sessions for {name}; delete unused ones (DELETE) or retry later"
-        else:
-            self.full.accept()
-            self.sessions[session.id] = session
-            self._held[name] = held + 1
-            return None
-        reply = _rpc_error(503, why)
-        reply.headers.append(("retry-after", "10"))
-        return reply
-
-    def _drop(self, sid: str, reason: str = DELETED) -> None:
-        session = self.sessions.pop(sid)
-        session.close(reason)
-        name = session.principal.name
-        self._held[name] -= 1
-        if not self._held[name]:
-            del self._held[name]
 
     async def _post(
         self, req: Request, endpoint: Endpoint, principal: Principal, link: Link | None
@@ -197,9 +171,11 @@ class StreamableHTTP:
             if req.headers.get(SESSION_HEADER):
                 return _rpc_error(400, "Bad Request: initialize must not carry a session id")
             session = HttpSession(self.app, endpoint, principal, self.nursery)
-            full = self._add(session)
+            full = self.table.add(session)
             if full is not None:
-                return full
+                busy = _rpc_error(503, full)
+                busy.headers.append(("retry-after", "10"))
+                return busy
             reply = await self._exchange(session, msg, link)
             if (
                 isinstance(reply, Response)
@@ -208,7 +184,7 @@ class StreamableHTTP:
             ):
                 reply.headers.append((SESSION_HEADER, session.id))
             elif session.id in self.sessions:
-                self._drop(session.id)
+                self.table.drop(session.id)
             return reply
         found = self._session(req)
         if isinstance(found, Response):
@@ -334,11 +310,7 @@ class StreamableHTTP:
 
     def expire(self) -> int:
         """Close the sessions unused for ``session_idle_seconds``; how many were closed."""
-        cutoff = trio.current_time() - self.config.session_idle_seconds
-        idle = [sid for sid, s in self.sessions.items() if s.idle_since(cutoff)]
-        for sid in idle:
-            self._drop(sid)
-        return len(idle)
+        return self.table.expire()
 
     async def sweep(self) -> None:
         """Expire idle sessions every eighth of ``session_idle_seconds``, until cancelled."""
@@ -349,7 +321,7 @@ class StreamableHTTP:
     def close_all(self) -> None:
         """End every session (shutdown): calls still open are answered with an error."""
         for sid in list(self.sessions):
-            self._drop(sid, SHUTDOWN)
+            self.table.drop(sid, SHUTDOWN)
         for session in self._one_shot:
             session.close(SHUTDOWN)
 
