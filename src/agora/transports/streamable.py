@@ -5,15 +5,16 @@ nursery and write into per-request `EventBuffer`s, so a reply stream can be resu
 ``Last-Event-ID``. A POST whose call sends nothing before its result is answered with plain
 JSON; it turns into an SSE stream only when the call streams (progress, log, a request to the
 client) first. A 2026-07-28 request (``params._meta`` envelope, its standard headers checked by
-`agora.transports.standard_headers`) carries no session id: one
-POST, one reply, served by the session of its TCP connection (`Link.modern`), so that its
-calls' ``call.connection`` is one object across the connection's keep-alive requests (a
-toolset's per-connection limits bind) and never outlives it; a client that closes the
-connection before its answer has cancelled that call (`Link.watch_hangup`), while a handshake
-session's call outlives its POST's connection (the stream may be resumed). Handshake sessions
-are capped (``max_sessions``, and a share per principal: a new one evicts its principal's least
-recently used idle one, `agora.transports.session_table`) and expire after
-``session_idle_seconds`` unused. The front end has checked Host and Origin.
+`agora.transports.standard_headers`) carries no session id: one POST, one reply, served by the
+session of its TCP connection (`Link.modern`; a notification is accepted and dropped,
+`agora.transports.modern_notices`), so that its calls' ``call.connection`` is one object
+across the connection's keep-alive requests (a toolset's per-connection limits bind) and never
+outlives it; a client that closes the connection before its answer has cancelled that call
+(`Link.watch_hangup`), while a handshake session's call outlives its POST's connection (the
+stream may be resumed). Handshake sessions are capped (``max_sessions``, and a share per
+principal: a new one evicts its principal's least recently used idle one,
+`agora.transports.session_table`) and expire after ``session_idle_seconds`` unused. The front
+end has checked Host and Origin.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from agora.mcp.session import (
     META_VERSION,
     MODERN_VERSIONS,
 )
+from agora.transports import modern_notices
 from agora.transports.guard import mcp_post_refusal
 from agora.transports.http_session import SHUTDOWN, HttpSession
 from agora.transports.session_table import SessionTable
@@ -168,24 +170,13 @@ class StreamableHTTP:
         if isinstance(msg, rpc.Request) and _is_modern(msg, req):
             return await self._stateless(req, msg, endpoint, principal, link)
         if isinstance(msg, rpc.Request) and msg.method == "initialize":
-            if req.headers.get(SESSION_HEADER):
-                return _rpc_error(400, "Bad Request: initialize must not carry a session id")
-            session = HttpSession(self.app, endpoint, principal, self.nursery)
-            full = self.table.add(session)
-            if full is not None:
-                busy = _rpc_error(503, full)
-                busy.headers.append(("retry-after", "10"))
-                return busy
-            reply = await self._exchange(session, msg, link)
-            if (
-                isinstance(reply, Response)
-                and reply.status == 200
-                and session.session.protocol_version
-            ):
-                reply.headers.append((SESSION_HEADER, session.id))
-            elif session.id in self.sessions:
-                self.table.drop(session.id)
-            return reply
+            return await self._initialize(req, msg, endpoint, principal, link)
+        if (
+            not isinstance(msg, rpc.Request)
+            and not req.headers.get(SESSION_HEADER)
+            and modern_notices.is_modern(msg, req.headers)
+        ):
+            return modern_notices.answer(msg, req.headers)
         found = self._session(req)
         if isinstance(found, Response):
             return found
@@ -195,6 +186,30 @@ class StreamableHTTP:
                 found.cancelled(msg.params.get("requestId"))
             return Response(202)
         return await self._exchange(found, msg, link)
+
+    async def _initialize(
+        self,
+        req: Request,
+        msg: rpc.Request,
+        endpoint: Endpoint,
+        principal: Principal,
+        link: Link | None,
+    ) -> Response | EventStream:
+        """A new handshake session, held if the caps allow (`SessionTable.add`)."""
+        if req.headers.get(SESSION_HEADER):
+            return _rpc_error(400, "Bad Request: initialize must not carry a session id")
+        session = HttpSession(self.app, endpoint, principal, self.nursery)
+        full = self.table.add(session)
+        if full is not None:
+            busy = _rpc_error(503, full)
+            busy.headers.append(("retry-after", "10"))
+            return busy
+        reply = await self._exchange(session, msg, link)
+        if isinstance(reply, Response) and reply.status == 200 and session.session.protocol_version:
+            reply.headers.append((SESSION_HEADER, session.id))
+        elif session.id in self.sessions:
+            self.table.drop(session.id)
+        return reply
 
     async def _exchange(
         self, session: HttpSession, msg: rpc.Request, link: Link | None
