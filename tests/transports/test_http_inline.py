@@ -3,7 +3,8 @@ goes out at once, as an SSE stream written by another task of the connection.
 
 A call that asks the client something mid-call has its request delivered while it waits
 (else neither side could go on); a call that ends its stream before answering leaves a
-resumable stream; a reader that vanishes mid-stream does not stop the call or the server.
+resumable stream; a reader that vanishes mid-stream does not stop the call or the server. A
+stream resumed again is taken over: only its newest response carries what comes next.
 """
 
 from __future__ import annotations
@@ -36,6 +37,22 @@ async def _post(client: RawHttp, body: dict[str, Any], session: dict[str, str]) 
     request = h11.Request(method="POST", target="/mcp/probe", headers=[*(head | session).items()])
     out = client.h11.send(request) + client.h11.send(h11.Data(data=raw))
     await client.stream.send_all(out + client.h11.send(h11.EndOfMessage()))
+
+
+async def _get_head(client: RawHttp, headers: dict[str, str]) -> int:
+    """Send a GET of /mcp/probe on ``client`` and read only its head: the status."""
+    head = {"host": f"127.0.0.1:{client.port}", **headers}
+    if client.h11.our_state is h11.DONE:
+        client.h11.start_next_cycle()
+    request = h11.Request(method="GET", target="/mcp/probe", headers=[*head.items()])
+    await client.stream.send_all(client.h11.send(request) + client.h11.send(h11.EndOfMessage()))
+    while True:
+        item = client.h11.next_event()
+        if item is h11.NEED_DATA:
+            client.h11.receive_data(await client.stream.receive_some(65536))
+        else:
+            assert isinstance(item, h11.Response), item
+            return item.status_code
 
 
 async def _next_event(client: RawHttp, pending: bytearray) -> tuple[str, dict[str, Any]]:
@@ -122,3 +139,31 @@ async def test_a_reader_that_leaves_mid_stream_leaves_the_call_running_and_resum
                 resumed = await other.request("GET", "/mcp/probe", None, resume)
                 assert resumed.json()["id"] == 8
                 assert resumed.json()["result"]["structuredContent"] == {"told": {"said": "late"}}
+
+
+async def test_a_stream_resumed_twice_is_carried_on_by_the_newest_response_only(clock):
+    """MCP 2025-06-18: a message must not be broadcast across streams. Two resumptions of
+    one stream used to both get what came next (and the POST's own response too)."""
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            async with (
+                RawHttp.open(server.port) as client,
+                RawHttp.open(server.port) as first,
+                RawHttp.open(server.port) as second,
+                RawHttp.open(server.port) as other,
+            ):
+                session = await open_session(other)
+                await _post(client, call("ask", 9), session)
+                event_id, asked = await _next_event(client, bytearray())
+                resume = session | {"accept": "text/event-stream", "last-event-id": event_id}
+                assert await _get_head(first, resume) == 200
+                assert await _get_head(second, resume) == 200
+                answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"said": "once"}}
+                assert (await other.request("POST", "/mcp/probe", answer, session)).status == 202
+                _, result = await _next_event(second, bytearray())
+                assert result["id"] == 9
+                assert result["result"]["structuredContent"] == {"told": {"said": "once"}}
+                # The POST's response and the first resumption ended, without the result.
+                for taken in (client, first):
+                    rest = await taken.response()
+                    assert b'"result"' not in rest.body, rest

@@ -2,7 +2,9 @@
 
 Every SSE stream the server opens (a POST's reply stream, or the GET stream) writes into an
 `EventBuffer`. The HTTP response reads from it; if the client drops the connection it can
-reconnect with ``Last-Event-ID`` and read on from where it was, until the buffer expires.
+reconnect with ``Last-Event-ID`` and read on from where it was, until the buffer expires; the
+resumption takes the stream over, ending the response that read it until then (MCP: a message
+must not be broadcast across streams).
 The 2026-07-28 revision has no resumption: its streams' events carry no ids.
 """
 
@@ -59,6 +61,9 @@ class EventBuffer:
     #: the responses it ends, so nothing written after it reaches a response already told
     #: to end (the client must find it by resuming).
     cut: int = 0
+    #: Bumped when a client resumes the stream: the HTTP responses reading it until then end
+    #: at once (an event goes out on one response only, the newest reader's).
+    takeovers: int = 0
     #: The final JSON-RPC response written to this stream, once there is one.
     final: str | None = None
     #: Its error code, when it is an error.
@@ -91,6 +96,11 @@ class EventBuffer:
         """End the HTTP response reading this stream; the client may resume it."""
         self.hangups += 1
         self.cut = self.first + len(self.events) - 1
+        self._wake()
+
+    def take_over(self) -> None:
+        """End the HTTP responses reading this stream now: a client resumed it."""
+        self.takeovers += 1
         self._wake()
 
     def _wake(self) -> None:
@@ -132,13 +142,15 @@ def read_stream(
     the client can reconnect with Last-Event-ID even before the first real event. A hangup
     counts from this call on, not from the first iteration: a response created before the
     call it carries hangs up must still end; ``hangups`` (a count read earlier) moves that
-    start back, for a response that is chosen only after the call began.
+    start back, for a response that is chosen only after the call began. A takeover
+    (`EventBuffer.take_over`, a resumption) after this call ends it before its next event.
     """
-    return _read(buffer, after, prime_retry_ms, buffer.hangups if hangups is None else hangups)
+    hangups = buffer.hangups if hangups is None else hangups
+    return _read(buffer, after, prime_retry_ms, hangups, buffer.takeovers)
 
 
 async def _read(
-    buffer: EventBuffer, after: int, prime_retry_ms: int | None, hangups: int
+    buffer: EventBuffer, after: int, prime_retry_ms: int | None, hangups: int, owner: int
 ) -> AsyncGenerator[bytes]:
     if prime_retry_ms is not None:
         yield format_event("", event_id=buffer.event_id(after), retry_ms=prime_retry_ms)
@@ -148,9 +160,11 @@ async def _read(
         done = buffer.closed or hung_up
         events, last = buffer.since(after, buffer.cut if hung_up else None)
         for event in events:
+            if buffer.takeovers != owner:  # resumed elsewhere (maybe while this one wrote)
+                return
             yield event
         after = max(after, last)
-        if done:
+        if done or buffer.takeovers != owner:
             return
         with trio.move_on_after(KEEPALIVE_SECONDS) as quiet:
             await signal.wait()

@@ -314,6 +314,10 @@ class StreamableHTTP:
             buf = session.streams.get(parsed[0]) if parsed else None
             if parsed is None or buf is None:
                 return Response.error(404, "unknown Last-Event-ID: that stream is gone")
+            # The newest resumption takes the stream over: a response still reading it ends
+            # (MCP 2025-06-18: no message broadcast across streams). Refusing it instead would
+            # lock out a client whose earlier connection died silently, until a write fails.
+            buf.take_over()
             return EventStream(session.reading(read_stream(buf, parsed[1], prime_retry_ms=None)))
         if session.standalone is not None:
             # One GET stream per session: a new GET replaces the old one, which may be a
