@@ -9,7 +9,7 @@ import json
 
 import pytest
 import trio
-from http_support import INITIALIZE, TOKEN, TOKEN_SHA256, RawHttp, serve
+from http_support import INITIALIZE, TOKEN, TOKEN_SHA256, RawHttp, open_session, serve
 
 from agora.config import PrincipalConfig
 from agora.errors import StoreError
@@ -124,6 +124,33 @@ async def test_an_mcp_post_with_an_acceptable_accept_is_served(accept):
             async with RawHttp.open(server.port) as client:
                 reply = await client.request("POST", "/mcp/probe", INITIALIZE, {"accept": accept})
                 assert reply.status == 200, reply
+
+
+MCP_GETS = [
+    pytest.param("text/event-stream;q=0, application/json", 406, id="sse-q0"),
+    pytest.param("application/json, Text/Event-Stream; Q=0", 406, id="sse-Q0"),
+    pytest.param("text/event-stream;q=0, */*", 406, id="sse-q0-beats-any"),
+    pytest.param("text/event-stream;q=bad", 406, id="sse-malformed-q"),
+    pytest.param("application/json", 406, id="json-only"),
+    pytest.param("text/event-stream;q=0.5", 200, id="sse-q-half"),
+    pytest.param("*/*", 200, id="any"),
+]
+
+
+@pytest.mark.parametrize(("accept", "status"), MCP_GETS)
+async def test_an_mcp_get_needs_accept_to_take_an_event_stream(accept, status):
+    """q=0 means "not acceptable" (RFC 9110 §12.4.2): such a GET used to open a stream."""
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            async with RawHttp.open(server.port) as client:
+                session = await open_session(client)
+            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+            async with stream:
+                fields = "".join(f"{k}: {v}\r\n" for k, v in session.items())
+                get = f"GET /mcp/probe HTTP/1.1\r\nHost: 127.0.0.1\r\n{fields}Accept: {accept}"
+                await stream.send_all(f"{get}\r\n\r\n".encode())
+                head = await stream.receive_some(65536)
+                assert head.startswith(f"HTTP/1.1 {status} ".encode()), head
 
 
 #: What a browser sends with a form posted from another site.

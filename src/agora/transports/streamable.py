@@ -38,7 +38,12 @@ from agora.transports import modern_notices
 from agora.transports.guard import mcp_post_refusal
 from agora.transports.http_session import SHUTDOWN, HttpSession
 from agora.transports.session_table import SessionTable
-from agora.transports.sse import EventBuffer, parse_event_id, read_stream
+from agora.transports.sse import (
+    EventBuffer,
+    accepts_event_stream,
+    parse_event_id,
+    read_stream,
+)
 from agora.transports.standard_headers import VERSION_HEADER, header_mismatch
 from agora.web.http import EventStream, Request, Response
 
@@ -306,7 +311,7 @@ class StreamableHTTP:
         return session
 
     def _get(self, req: Request, session: HttpSession) -> Response | EventStream:
-        if "text/event-stream" not in req.headers.get("accept", ""):
+        if not accepts_event_stream(req.headers.get("accept", "")):
             return Response.error(406, "Not Acceptable: GET needs Accept: text/event-stream")
         last = req.headers.get("last-event-id")
         if last:
