@@ -79,6 +79,16 @@ class HttpSession:
             self.replies[rid] = buf
         return buf
 
+    def open_batch(self, rids: list[rpc.RequestId]) -> EventBuffer:
+        """A new resumable stream for the answers of a batch's requests ``rids``
+        (`agora.transports.batch`): it ends with the last of them."""
+        buf = self.open_buffer(None)
+        buf.answers = []
+        buf.expected = len(rids)
+        for rid in rids:
+            self.replies[rid] = buf
+        return buf
+
     async def emit(self, message: dict[str, Any], related: rpc.RequestId | None) -> None:
         """Route a message to its request's stream, else to the GET stream, else drop it."""
         own = self.replies.get(related) if related is not None else None
@@ -96,15 +106,13 @@ class HttpSession:
             self.replies.pop(related, None)
             await trio.lowlevel.checkpoint_if_cancelled()
             return
-        buf.append(data)
         if final and related is not None:
-            buf.final = data
-            if "error" in message:
-                buf.code = message["error"].get("code")
-            buf.close()
             self.replies.pop(related, None)
-        elif self.early and related in self.early:
-            self.early.pop(related)()
+            _answer(buf, data, message["error"].get("code") if "error" in message else None)
+        else:
+            buf.append(data)
+            if self.early and related in self.early:
+                self.early.pop(related)()
         # Nothing here blocks; yield only to a cancellation (a full trip through the
         # scheduler would cost a call's reply as much as its parsing).
         await trio.lowlevel.checkpoint_if_cancelled()
@@ -128,11 +136,11 @@ class HttpSession:
         buf = self.replies.pop(rid, None)
         if buf is None:
             return
-        if not buf.events:
+        if not buf.events or buf.answers is not None:  # (a batch's JSON array needs it too)
             data = rpc.encode(rpc.error(rid, rpc.REQUEST_CANCELLED, "request cancelled"))
-            buf.append(data.decode())
-            buf.final = data.decode()
-        buf.close()
+            _answer(buf, data.decode(), rpc.REQUEST_CANCELLED)
+        else:
+            buf.close()
 
     def idle_since(self, cutoff: float) -> bool:
         """Unused since ``cutoff``: no request, no call in flight, no stream being read."""
@@ -156,8 +164,7 @@ class HttpSession:
         self.conn.cancel_all()
         for rid, buf in list(self.replies.items()):
             data = rpc.encode(rpc.error(rid, rpc.INTERNAL_ERROR, reason)).decode()
-            buf.append(data)
-            buf.final = data
+            _answer(buf, data, rpc.INTERNAL_ERROR)
         self.replies.clear()
         for buf in self.streams.values():
             buf.close()
@@ -165,3 +172,15 @@ class HttpSession:
             # Nothing will emit again: cut the cycle (the connection holds this session's
             # methods) so that an evicted or expired session is freed now, not frozen.
             self.conn.detach()
+
+
+def _answer(buf: EventBuffer, data: str, code: int | None) -> None:
+    """Write a request's answer to its stream, which ends with it (a batch's: with its last)."""
+    buf.append(data)
+    if buf.answers is not None:
+        buf.answers.append(data)
+        if len(buf.answers) < buf.expected:
+            return
+    buf.final = data
+    buf.code = code
+    buf.close()

@@ -69,6 +69,10 @@ class EventBuffer:
     final: str | None = None
     #: Its error code, when it is an error.
     code: int | None = None
+    #: The answers written so far, on a batch's stream (`agora.transports.batch`); None on
+    #: another. Such a stream ends with its ``expected``-th answer, not its first.
+    answers: list[str] | None = None
+    expected: int = 1
     #: Events carry ids, for ``Last-Event-ID`` (a 2026-07-28 stream is not resumed: none).
     resumable: bool = True
     #: Set by the next change; made only when someone waits (most streams are never read).

@@ -34,7 +34,7 @@ from agora.mcp.session import (
     META_VERSION,
     MODERN_VERSIONS,
 )
-from agora.transports import modern_notices
+from agora.transports import batch, modern_notices
 from agora.transports.guard import mcp_post_refusal
 from agora.transports.http_session import SHUTDOWN, HttpSession
 from agora.transports.session_table import SessionTable
@@ -168,8 +168,12 @@ class StreamableHTTP:
         refused = mcp_post_refusal(req.headers)
         if refused is not None:
             return _rpc_error(*refused)
+        if batch.is_batch(req.body) and req.headers.get(SESSION_HEADER):
+            served = await self._batch(req)
+            if served is not None:
+                return served
         try:
-            msg = rpc.decode(req.body)
+            msg = rpc.decode(req.body)  # (a batch, where not served, is refused here: 400)
         except ProtocolError as exc:
             return Response.json(rpc.error(rpc.error_id(exc), exc.code, exc.message), 400)
         if isinstance(msg, rpc.Request) and _is_modern(msg, req):
@@ -191,6 +195,16 @@ class StreamableHTTP:
                 found.cancelled(msg.params.get("requestId"))
             return Response(202)
         return await self._exchange(found, msg, link)
+
+    async def _batch(self, req: Request) -> Response | EventStream | None:
+        """Serve a batch on its session if that one was negotiated at 2025-03-26; None if
+        it was not (the batch is then refused)."""
+        found = self._session(req)
+        if isinstance(found, Response):
+            return found
+        if found.session.protocol_version != batch.VERSION:
+            return None
+        return await batch.exchange(found, req.body, self._stream)
 
     async def _initialize(
         self,
