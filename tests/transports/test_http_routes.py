@@ -101,6 +101,9 @@ MCP_POSTS = [
     pytest.param({"accept": "text/event-stream"}, 406, id="accept-sse-only"),
     pytest.param({"accept": ""}, 406, id="no-accept"),
     pytest.param({"accept": "application/json, text/event-stream;q=0"}, 406, id="sse-q0"),
+    # the most specific range decides (RFC 9110 12.5.1): q=0 is not undone by */*
+    pytest.param({"accept": "text/event-stream;q=0, */*"}, 406, id="sse-q0-beats-any"),
+    pytest.param({"accept": "application/json;Q=0, */*"}, 406, id="json-Q0-beats-any"),
 ]
 
 

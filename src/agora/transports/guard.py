@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from agora.logsafe import loggable
+from agora.web.http import media_quality
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -174,21 +175,6 @@ def cross_site_refusal(method: str, headers: Mapping[str, str]) -> str | None:
     return None
 
 
-@lru_cache(maxsize=256)
-def _accepted(accept: str) -> frozenset[str]:
-    types = set()
-    for part in accept.split(","):
-        fields = [f.strip() for f in part.split(";")]
-        quality = next((f[2:] for f in fields[1:] if f.startswith("q=")), "1")
-        try:
-            if float(quality) <= 0:
-                continue
-        except ValueError:
-            continue
-        types.add(fields[0].lower())
-    return frozenset(types)
-
-
 def mcp_post_refusal(headers: Mapping[str, str]) -> tuple[int, str] | None:
     """Streamable HTTP's rules for a POST: a JSON body, and Accept listing JSON and SSE.
 
@@ -202,9 +188,9 @@ def mcp_post_refusal(headers: Mapping[str, str]) -> tuple[int, str] | None:
 def _post_refusal(content_type: str, accept: str) -> tuple[int, str] | None:
     if _media_type(content_type) != "application/json":
         return 415, "Unsupported Media Type: POST needs Content-Type: application/json"
-    types = _accepted(accept)
-    json_ok = bool(types & {"application/json", "application/*", "*/*"})
-    sse_ok = bool(types & {"text/event-stream", "text/*", "*/*"})
-    if not (json_ok and sse_ok):
+    # Each read by its most specific range: text/event-stream;q=0, */* refuses SSE.
+    if not (
+        media_quality(accept, "application/json") and media_quality(accept, "text/event-stream")
+    ):
         return 406, "Not Acceptable: Accept must list application/json and text/event-stream"
     return None

@@ -11,12 +11,13 @@ The 2026-07-28 revision has no resumption: its streams' events carry no ids.
 from __future__ import annotations
 
 import itertools
-import re
 import secrets
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import trio
+
+from agora.web.http import media_quality
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator
@@ -128,37 +129,15 @@ class EventBuffer:
         return self.events[start - self.first : max(last - self.first + 1, 0)], last
 
 
-#: A qvalue (RFC 9110 §12.4.2): 0 to 1, at most three decimals.
-_QVALUE = re.compile(r"0(\.[0-9]{0,3})?|1(\.0{0,3})?")
-#: The media ranges that match ``text/event-stream``, the more specific the higher.
-_SPECIFICITY = {"text/event-stream": 3, "text/*": 2, "*/*": 1}
-
-
 def accepts_event_stream(accept: str) -> bool:
     """Whether an ``Accept`` header takes ``text/event-stream`` at a quality above 0.
 
     MCP asks a GET's client to list it (a missing header takes nothing here); ``q=0``, the
-    parameter's name case-insensitive, says "not acceptable" (RFC 9110 §12.4.2), and a
-    malformed weight is taken as that. The most specific range that matches says it
-    (``text/event-stream;q=0, */*`` refuses), as RFC 9110 §12.5.1 has it; ``text/*`` and
-    ``*/*`` take it as the POST's check does (`agora.transports.guard` parses Accept for
-    that; `agora.web.http` for pages).
+    parameter's name case-insensitive, says "not acceptable" (RFC 9110 §12.4.2), and the
+    most specific range that matches says it (``text/event-stream;q=0, */*`` refuses), as
+    RFC 9110 §12.5.1 has it (`agora.web.http.media_quality`).
     """
-    best = (0, 0.0)  # (specificity, quality) of the best match so far; 0: none
-    for media_range in accept.split(","):
-        media, *params = media_range.split(";")
-        specificity = _SPECIFICITY.get(media.strip().lower(), 0)
-        if not specificity or specificity < best[0]:
-            continue
-        quality = 1.0
-        for param in params:
-            name, _, value = param.partition("=")
-            if name.strip().lower() == "q":
-                value = value.strip()
-                quality = float(value) if _QVALUE.fullmatch(value) else 0.0
-        if specificity > best[0] or quality > best[1]:
-            best = (specificity, quality)
-    return best[1] > 0
+    return media_quality(accept, "text/event-stream") > 0
 
 
 def parse_event_id(value: str) -> tuple[str, int] | None:

@@ -118,8 +118,9 @@ class Route:
         return self._regex.match(path) is not None
 
 
-def _quality(accept: str, wanted: str) -> float:
-    """How much ``accept`` wants the media type ``wanted`` (0: not at all).
+def media_quality(accept: str, wanted: str) -> float:
+    """How much ``accept`` wants the media type ``wanted`` (0: not at all): the one reading
+    of Accept that pages, the MCP POST's check and the SSE GET's share.
 
     The most specific range that matches decides (RFC 9110, 12.5.1): ``application/json;
     q=0.1, */*`` wants JSON at 0.1 whatever ``*/*`` says. A tie between two types goes to
@@ -157,7 +158,7 @@ def wants_html(request: Request) -> bool:
         return forced == "html"
     request.negotiated = True
     accept = request.headers.get("accept", "")
-    return _quality(accept, "text/html") > _quality(accept, "application/json")
+    return media_quality(accept, "text/html") > media_quality(accept, "application/json")
 
 
 #: Every HTML page agora serves carries it: without it a phone's browser lays the page out
