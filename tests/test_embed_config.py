@@ -77,3 +77,35 @@ def test_nan_is_refused_from_the_config_file(tmp_path):
     assert config_problem(Config(switch_interval_ms=float("nan"))) == (
         "switch_interval_ms must be a finite number, not nan"
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "said"),
+    [
+        ("port", "abc", "AGORA_PORT: port must be an integer, not 'abc'"),
+        ("shared", "maybe", "AGORA_SHARED: shared must be true or false, not 'maybe'"),
+        (
+            "grace_seconds",
+            "soon",
+            "AGORA_GRACE_SECONDS: grace_seconds must be a number, not 'soon'",
+        ),
+    ],
+)
+def test_a_variable_of_the_wrong_type_is_refused_with_its_text(monkeypatch, name, value, said):
+    """Before: ``Expected `int`, got `str``` (a variable is always a string) without the text."""
+    monkeypatch.setenv(f"AGORA_{name.upper()}", value)
+    with pytest.raises(ValueError, match=f"^AGORA_{name.upper()}: ") as refused:
+        load_config()
+    assert str(refused.value) == said
+
+
+def test_a_hash_pasted_with_sha256sum_s_dash_is_told_to_leave_it_out(tmp_path):
+    path = tmp_path / "agora.toml"
+    digest = "a" * 64
+    path.write_text(f'[[principals]]\nname = "ops"\ntoken_sha256 = "{digest}  -"\n')
+    with pytest.raises(ValueError, match="leave out the '  -' that sha256sum prints"):
+        load_config(path)
+    path.write_text('[[principals]]\nname = "ops"\ntoken_sha256 = "secret-token"\n')
+    with pytest.raises(ValueError, match="64 hex digits") as refused:
+        load_config(path)
+    assert "sha256sum prints" not in str(refused.value)

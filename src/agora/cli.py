@@ -154,7 +154,8 @@ async def _call(url: str, tool: str, arguments: dict[str, Any], token: str | Non
         return 1
     except ConnectionRejected as exc:
         print(f"agora call: {url} refused the connection: HTTP {exc.status_code}", file=sys.stderr)
-        return 1
+        # A refused token (401) or Host (403) is bad configuration, as `agora stdio` says it.
+        return 2 if exc.status_code in (401, 403) else 1
     except (HandshakeError, OSError) as exc:
         cause = exc.__cause__ or exc
         print(f"agora call: cannot connect to {url}: {cause}", file=sys.stderr)
@@ -365,7 +366,8 @@ def _run_stdio(args: argparse.Namespace) -> int:
         if offline:
             raise _Refused(
                 f"agora stdio --connect relays to a running server: {', '.join(offline)} "
-                "belong to that server's command line, not here"
+                f"{'belongs' if len(offline) == 1 else 'belong'} to that server's command line,"
+                " not here"
             )
         token = args.token if args.token is not None else os.environ.get("AGORA_TOKEN")
         trio.run(_bridge, args.connect, token or None)

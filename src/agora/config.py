@@ -19,6 +19,7 @@ from typing import Any, Literal, get_args
 import msgspec
 
 from agora.identity import ANONYMOUS, SCOPES, Principal
+from agora.logsafe import loggable
 
 #: The toolsets of this tree, in listing order: a module ``agora.toolsets.<name>`` with a
 #: ``toolset()`` function each (`agora.server.app.load_toolsets` imports it by this name).
@@ -180,7 +181,10 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
     try:
         config = msgspec.convert(data, Config, strict=False)
     except msgspec.ValidationError as exc:
-        raise ValueError(_located(str(exc), sources, list(fields))) from exc
+        problem = str(exc)
+        raise ValueError(
+            _unconverted(problem, data, sources) or _located(problem, sources, list(fields))
+        ) from exc
     unknown = [t for t in config.toolsets if t not in SERVABLE]
     if unknown:
         raise ValueError(f"unknown toolsets {unknown}; known: {', '.join(KNOWN_TOOLSETS)}")
@@ -233,6 +237,11 @@ def _unusable_principal(config: Config) -> tuple[str, str] | None:
             return "principals", (
                 f"{which}: token_sha256 must be 64 hex digits, the sha256 of the token"
                 ' (printf %s "$TOKEN" | sha256sum), not the token itself'
+                + (
+                    "; leave out the '  -' that sha256sum prints after the digits"
+                    if _SHA256_HEX.fullmatch(p.token_sha256.split(" ")[0])
+                    else ""
+                )
             )
         for scope in p.scopes:
             if scope not in SCOPES:
@@ -320,6 +329,19 @@ def _typed(problem: str, known: list[str]) -> str:
     kinds = [t for t in expected.split(" | ") if t != "null"]  # TOML has no null to write
     wanted = " or ".join(_TYPE_WORDS.get(t, t) for t in kinds)
     return f"{key} must be {wanted}, not {_TYPE_WORDS.get(got, got)}"
+
+
+def _unconverted(problem: str, data: dict[str, Any], sources: dict[str, str]) -> str | None:
+    """A variable's or flag's text that is not of its setting's type, said with the text:
+    ``AGORA_PORT: port must be an integer, not 'abc'`` (its type, always a string, says
+    nothing); None for any other problem."""
+    wrong = re.fullmatch(r"Expected `([^`]+)`, got `str` - at `\$\.(\w+)`", problem)
+    if wrong is None or wrong.group(2) not in sources:
+        return None
+    expected, key = wrong.groups()
+    kinds = [t for t in expected.split(" | ") if t != "null"]
+    wanted = " or ".join(_TYPE_WORDS.get(t, t) for t in kinds)
+    return f"{sources[key]}: {key} must be {wanted}, not {loggable(str(data[key]), 80)!r}"
 
 
 #: The words an AGORA_* variable may use for a boolean setting.

@@ -44,20 +44,22 @@ async def test_agora_call_with_a_token_and_a_tool_error(agora):
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "message", "status"),
     [
-        pytest.param(("{url}/mcp/chess", "no_such_tool"), "unknown tool", id="unknown-tool"),
-        pytest.param(("{url}/mcp/chess", "get_board", "[1,"), "not JSON", id="bad-arguments"),
-        pytest.param(("{url}/mcp", "get_board", "{}", "--token", "x"), "HTTP 401",
+        pytest.param(("{url}/mcp/chess", "no_such_tool"), "unknown tool", 1, id="unknown-tool"),
+        pytest.param(("{url}/mcp/chess", "get_board", "[1,"), "not JSON", 2, id="bad-arguments"),
+        # a refused token is bad configuration: exit 2, as the README and agora stdio say
+        pytest.param(("{url}/mcp", "get_board", "{}", "--token", "x"), "HTTP 401", 2,
                      id="unknown-token"),
-        pytest.param(("{url}/nowhere", "get_board"), "HTTP 404", id="no-endpoint"),
-        pytest.param(("http://127.0.0.1:1/mcp", "get_board"), "cannot connect", id="no-server"),
+        pytest.param(("{url}/nowhere", "get_board"), "HTTP 404", 1, id="no-endpoint"),
+        pytest.param(("http://127.0.0.1:1/mcp", "get_board"), "cannot connect", 1,
+                     id="no-server"),
     ],
 )  # fmt: skip
-async def test_agora_call_reports_failures_in_one_line(agora, args, message):
+async def test_agora_call_reports_failures_in_one_line(agora, args, message, status):
     with trio.fail_after(TIMEOUT):
         done = await agora_cli("call", *(a.replace("{url}", agora.url) for a in args))
-    assert done.returncode in (1, 2)
+    assert done.returncode == status, done.stderr.decode()
     assert message in done.stderr.decode()
     assert b"Traceback" not in done.stderr
     assert done.stdout == b""

@@ -294,16 +294,17 @@ async def test_a_toolset_option_out_of_range_is_refused(tmp_path, toml, message)
 
 
 @pytest.mark.parametrize(
-    ("variable", "value", "key"),
+    ("variable", "value", "said"),
     [
-        pytest.param("AGORA_PORT", "abc", "port", id="port"),
-        pytest.param("AGORA_SHARED", "maybe", "shared", id="bool"),
+        pytest.param("AGORA_PORT", "abc", "port must be an integer, not 'abc'", id="port"),
+        pytest.param(
+            "AGORA_SHARED", "maybe", "shared must be true or false, not 'maybe'", id="bool"
+        ),
     ],
 )
-async def test_a_bad_environment_variable_is_named(tmp_path, variable, value, key):
+async def test_a_bad_environment_variable_is_named(tmp_path, variable, value, said):
     line = await refused(tmp_path, "", **{variable: value})
-    assert line.startswith(f"agora: {variable}: invalid configuration:"), line
-    assert f"`$.{key}`" in line
+    assert line == f"agora: {variable}: {said}", line
 
 
 async def test_a_port_in_use_names_the_address_and_what_to_do(tmp_path):
