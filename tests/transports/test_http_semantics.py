@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import base64
 import email.utils
+import sqlite3
 
 import pytest
 import trio
-from http_support import TOKEN, TOKEN_SHA256, RawHttp, raw_exchange, serve
+from http_support import TOKEN, TOKEN_SHA256, RawHttp, Reply, raw_exchange, serve
 
 from agora.config import PrincipalConfig
 from agora.web.http import Request, wants_html
@@ -186,3 +187,49 @@ async def test_an_http_1_0_upgrade_is_not_one_and_a_good_one_is():
             async with stream:
                 await stream.send_all(_upgrade())
                 assert (await stream.receive_some(4096)).startswith(b"HTTP/1.1 101 "), "refused"
+
+
+@pytest.mark.parametrize(
+    ("deadline", "said"),
+    [
+        (1.0, "nothing was changed"),  # the write's deadline came within the wait: its 503
+        (4.0, "may or may not have been saved"),  # cut off first: shutdown's own 503
+    ],
+)
+async def test_a_page_change_in_flight_at_shutdown_gets_the_grace_and_then_an_answer(
+    tmp_path, deadline, said
+):
+    """Before: page requests were not counted in flight, so shutdown gave them no grace, and
+    the one it cut off got no response at all (curl: 000) whether or not it was saved."""
+    path = tmp_path / "agora.db"
+    replies: list[Reply] = []
+
+    async def create(port: int) -> None:
+        async with RawHttp.open(port) as client:
+            replies.append(await client.request("POST", "/play/tables", {}, PAGE))
+
+    # (the writer in a thread: a child process would outlive the test by its stuck BEGIN)
+    config = {
+        "db": str(path),
+        "grace_seconds": 0.3,
+        "commit_timeout": deadline,
+        "writer_process": False,
+    }
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery, serve(**config) as server:
+            other = sqlite3.connect(path, isolation_level=None)
+            other.execute("BEGIN IMMEDIATE")  # another process writes: the page's write waits
+            nursery.start_soon(_release_later, other, deadline + 2)
+            nursery.start_soon(create, server.port)
+            while server.app.in_flight == 0:  # noqa: ASYNC110 - counted, as a call is
+                await trio.sleep(0.01)
+            # shutdown follows, while the write waits for the lock
+    assert len(replies) == 1, "the request got no answer"
+    assert replies[0].status == 503, replies[0]
+    assert said in replies[0].json()["error"]
+
+
+async def _release_later(other: sqlite3.Connection, after: float) -> None:
+    await trio.sleep(after)  # past the grace and the commit deadline: the write never got it
+    other.execute("ROLLBACK")
+    other.close()

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from agora.server.app import Endpoint
     from agora.transports.front import FrontEnd
     from agora.transports.http_session import HttpSession
+    from agora.web.http import Route
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,10 @@ RECEIVE_BYTES = 65536
 _BEARER = ("www-authenticate", 'Bearer realm="agora"')
 #: The 401 of an Authorization header naming no principal: it also says where the tokens a
 #: toolset hands out (a chess table's agent token) go instead.
+CUT_BY_SHUTDOWN = (
+    "the server shut down before this request was answered; a change it asked for may or may"
+    " not have been saved: reload the page once the server is back"
+)
 UNKNOWN_BEARER = (
     "Unauthorized: unknown bearer token (Authorization carries the token of a principal of the"
     " server's [[principals]]; a token a toolset gives out, such as a chess table's agent token,"
@@ -352,10 +357,7 @@ class HttpConnection(Responder):
                 if refusal is not None:
                     return refusal
                 req.params = params
-                try:
-                    return await route.handler(req, self.app.runtime)
-                except Exception as exc:  # the store's safe words, or "internal error"
-                    return page_failure(req, exc)
+                return await self._page(route, req)
         allowed = methods_of(self.app.routes, req.path)
         if allowed:
             return not_allowed(req, allowed)
@@ -371,6 +373,22 @@ class HttpConnection(Responder):
                 )
             return await readiness(self.app.runtime, draining=self.app.draining)
         return refusal_response(req, 404, f"no such page: {req.path}")
+
+    async def _page(self, route: Route, req: Request) -> Response | EventStream:
+        """Run a page's handler, counted in flight as a call is: shutdown gives it the grace
+        a call gets, and one it cancels still answers (503: it may or may not be saved)."""
+        self.app.call_started()
+        try:
+            return await route.handler(req, self.app.runtime)
+        except trio.Cancelled:
+            if self.app.draining:
+                with trio.CancelScope(shield=True), trio.move_on_after(1):
+                    await self._send_error(503, refusal_response(req, 503, CUT_BY_SHUTDOWN))
+            raise
+        except Exception as exc:  # the store's safe words, or "internal error"
+            return page_failure(req, exc)
+        finally:
+            self.app.call_finished()
 
     def _page_refusal(self, req: Request, needs_principal: bool) -> Response | None:
         reason = guard.cross_site_refusal(req.method, req.headers)
