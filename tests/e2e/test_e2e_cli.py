@@ -133,7 +133,7 @@ async def test_sigterm_answers_a_parked_long_poll_then_exits_0(start_agora):
     [
         pytest.param("port-in-use", ": Address already in use (another", id="port-in-use"),
         pytest.param("db-is-a-directory", "it is a directory", id="db-is-a-directory"),
-        pytest.param("bad-setting", "invalid configuration", id="bad-setting"),
+        pytest.param("bad-setting", "port must be an integer, not 'not-a-port'", id="bad-setting"),
     ],
 )
 async def test_bad_configuration_is_one_line_and_exit_2(tmp_path, problem, message):

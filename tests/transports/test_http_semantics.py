@@ -189,6 +189,9 @@ async def test_an_http_1_0_upgrade_is_not_one_and_a_good_one_is():
                 assert (await stream.receive_some(4096)).startswith(b"HTTP/1.1 101 "), "refused"
 
 
+@pytest.mark.sqlite_only(
+    "a second SQLite connection holding BEGIN IMMEDIATE stands for another process"
+)
 @pytest.mark.parametrize(
     ("deadline", "said"),
     [
