@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from agora.config import SERVABLE, Config, config_problem
-from agora.mcp import jsonrpc as rpc
 from agora.runtime.registry import Runtime
 from agora.server.app import App, catalog_entries, load_toolsets
 from agora.server.connection import Connection
 from agora.server.descriptors import connection_cap
+from agora.server.inprocess import InProcessClient as InProcessClient
 from agora.store.db import open_store
 from agora.toolsets.options import check_toolset_options
 from agora.transports.accept import serve_listeners
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from agora.identity import Principal
+    from agora.mcp.catalog import ToolEntry
     from agora.runtime.clock import Clock
     from agora.toolsets.base import Toolset
 
@@ -87,6 +88,7 @@ class Server:
         endpoint = self.app.endpoint(path)
         if endpoint is None:
             raise ValueError(f"no MCP endpoint at {path}")
+        raised: BaseException | None = None  # what the caller's block raised, if anything
         async with trio.open_nursery() as nursery:
             client = InProcessClient()
             client.conn = Connection(
@@ -101,87 +103,21 @@ class Server:
             self._clients.add(client)
             try:
                 yield client
+            except GeneratorExit:  # pragma: no cover - an abandoned generator
+                raise
+            except BaseException as exc:  # raised as itself, not in this nursery's group
+                raised = exc
             finally:
                 self._clients.discard(client)
                 client.conn.cancel_all()
+        if raised is not None:
+            raise raised
 
     def close_clients(self, reason: str) -> None:
         """End every in-process client's calls still running (shutdown), answering each
         with JSON-RPC -32603 ``reason``."""
         for client in list(self._clients):
             client.close(reason)
-
-
-class InProcessClient:
-    """Sends requests to a `Connection` and matches replies; keeps notifications."""
-
-    conn: Connection
-
-    def __init__(self) -> None:
-        self._next = 0
-        self._waiting: dict[rpc.RequestId, tuple[trio.Event, list[dict[str, Any]]]] = {}
-        self.notifications: list[dict[str, Any]] = []
-
-    async def receive(self, message: dict[str, Any], related: rpc.RequestId | None) -> None:
-        rid = message.get("id")
-        if "method" not in message and rid in self._waiting:
-            event, box = self._waiting[rid]
-            box.append(message)
-            event.set()
-        else:
-            self.notifications.append(message)
-
-    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Send a request; return the whole response message (``result`` or ``error``)."""
-        self._next += 1
-        rid = self._next
-        event: trio.Event = trio.Event()
-        box: list[dict[str, Any]] = []
-        self._waiting[rid] = (event, box)
-        try:
-            await self.conn.feed(rpc.parse(rpc.request(rid, method, params or {})))
-            await event.wait()
-        finally:
-            del self._waiting[rid]
-        reply: dict[str, Any] = box[0]
-        return reply
-
-    def close(self, reason: str) -> None:
-        """Cancel every call in flight and answer each one still waiting with -32603
-        ``reason`` (what a network client of a closing server gets)."""
-        self.conn.cancel_all()
-        for rid, (event, box) in self._waiting.items():
-            if not box:
-                box.append(rpc.error(rid, rpc.INTERNAL_ERROR, reason))
-                event.set()
-
-    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        """Send a notification."""
-        await self.conn.feed(rpc.parse(rpc.notification(method, params or {})))
-
-    async def initialize(self, version: str = "2025-11-25") -> dict[str, Any]:
-        """Run the handshake; return the initialize result."""
-        reply = await self.request(
-            "initialize",
-            {
-                "protocolVersion": version,
-                "capabilities": {},
-                "clientInfo": {"name": "in-process", "version": "0"},
-            },
-        )
-        await self.notify("notifications/initialized")
-        return reply["result"]  # type: ignore[no-any-return]
-
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-        """tools/call; return the result (raises on a JSON-RPC error).
-
-        Raises:
-            RuntimeError: the server answered with a JSON-RPC error.
-        """
-        reply = await self.request("tools/call", {"name": name, "arguments": arguments or {}})
-        if "error" in reply:
-            raise RuntimeError(f"{reply['error']['code']}: {reply['error']['message']}")
-        return reply["result"]  # type: ignore[no-any-return]
 
 
 def set_switch_interval(ms: float) -> None:
@@ -234,79 +170,137 @@ async def open_server(
         else load_toolsets(config.toolsets, conformance=config.conformance)
     )
     entries = catalog_entries(sets)  # before anything opens: a plain ValueError, no group
-    raised: Exception | None = None  # what the caller's block raised, if anything
-    stopping: float | None = None  # when shutdown began (trio.current_time), for its last line
     # The same: a misspelt option key, or a table naming no toolset (load_config cannot
     # tell: only here are an embedding program's toolsets known).
     check_toolset_options(config.options, sets, SERVABLE)
+    raised: BaseException | None = None  # what start-up or the caller's block raised
+    stop = trio.Event()
+    async with trio.open_nursery() as host:
+        # The server runs in a task of its own, shielded once it serves (`_run`): however
+        # the block ends, by leaving it, by an exception, or by the host cancelling a scope
+        # around it, the server stops the same graceful way, its calls in flight given
+        # `grace_seconds`, rather than every connection cut at once by the cancellation.
+        try:
+            server: Server = await host.start(_run, config, sets, entries, clock, listen, stop)
+        except BaseException as exc:  # CannotListen, StoreError, an on_start's: as themselves
+            raised = exc
+        else:
+            try:
+                yield server
+            except GeneratorExit:  # pragma: no cover - an abandoned generator
+                raise
+            except BaseException as exc:  # the host's own (a Cancelled too): raised once shut down
+                raised = exc
+            finally:
+                stop.set()
+    if raised is not None:
+        # Not wrapped in the nursery's group: `except ValueError` around the block works,
+        # and a host's Cancelled reaches the host's cancel scope as itself.
+        raise raised
+
+
+async def _run(
+    config: Config,
+    sets: list[Toolset],
+    entries: dict[str, list[ToolEntry]],
+    clock: Clock | None,
+    listen: bool,
+    stop: trio.Event,
+    *,
+    task_status: trio.TaskStatus[Server] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """`open_server`'s server: start it, hand `Server` over, serve until ``stop`` is set, then
+    shut down gracefully and close the store.
+
+    Starting can be cancelled by the host (a port bound, a database opened and closed again);
+    once started, the task is shielded from the host's cancellation, which would otherwise
+    cut every connection with nothing answered: only ``stop`` (or a crash inside the
+    server) ends it, and the shutdown is bounded (``grace_seconds`` + ``commit_timeout``).
+    """
+    stopping: float | None = None  # when shutdown began (trio.current_time), for its last line
+    failed: Exception | None = None  # what a toolset's on_start raised
     migrations = [m for t in sets for m in t.migrations]
-    async with (
-        # The port before the database: a port in use fails at once (a plain CannotListen,
-        # no group), leaving the database as it was, neither created, migrated nor locked.
-        _listening(config.host, config.port, listen) as listeners,
-        open_store(
-            config.db,
-            migrations,
-            synchronous=config.synchronous,
-            group_commit=config.group_commit,
-            trace=config.trace_commits,
-            commit_timeout=config.commit_timeout,
-            shared=config.shared,
-            writer_process=config.writer_process,
-        ) as store,
-        trio.open_nursery() as outer,
-    ):
-        async with trio.open_nursery() as actors:
-            runtime = Runtime(
-                store,
-                actors,
-                clock=clock,
-                options=config.options,
-                idle_seconds=config.actor_idle_seconds,
-            )
-            app = App(config, runtime, sets, entries)
-            async with trio.open_nursery() as work:
-                mcp = StreamableHTTP(app, work)
-                # Past what the open-files limit leaves, accept would fail: clients would
-                # wait unanswered instead of getting the 503 (said at start when lowered).
-                cap = connection_cap(config.max_connections) if listeners else None
-                front = FrontEnd(app, mcp, cap)
-                port = listeners[0].socket.getsockname()[1] if listeners else config.port
-                # Without a listener this process serves no page: no URL to hand out.
-                runtime.public_url = (
-                    (config.public_url or _url(config.host, port)) if listen else ""
+    with trio.CancelScope() as lifetime:
+        async with (
+            # The port before the database: a port in use fails at once (a plain
+            # CannotListen, no group), leaving the database as it was, neither created,
+            # migrated nor locked.
+            _listening(config.host, config.port, listen) as listeners,
+            open_store(
+                config.db,
+                migrations,
+                synchronous=config.synchronous,
+                group_commit=config.group_commit,
+                trace=config.trace_commits,
+                commit_timeout=config.commit_timeout,
+                shared=config.shared,
+                writer_process=config.writer_process,
+            ) as store,
+            trio.open_nursery() as outer,
+        ):
+            async with trio.open_nursery() as actors:
+                runtime = Runtime(
+                    store,
+                    actors,
+                    clock=clock,
+                    options=config.options,
+                    idle_seconds=config.actor_idle_seconds,
                 )
-                server = Server(app, runtime, config.host, port, outer)
-                accept = trio.CancelScope()
-                if listeners:
-                    work.start_soon(_accept, listeners, front, accept, work)
-                work.start_soon(mcp.sweep)
-                for t in sets:
-                    if t.on_start is not None:
-                        await t.on_start(runtime)
-                app.start_background(work)
-                try:
-                    yield server
-                except Exception as exc:  # the host's own: raised as itself once shut down
-                    raised = exc
-                finally:
-                    with trio.CancelScope(shield=True):
-                        stopping = trio.current_time()
-                        accept.cancel()
-                        await app.drain(config.grace_seconds, front.wait_closed)
-                        mcp.close_all()
-                        server.close_clients(SHUTDOWN)
-                        # Calls just answered by close_all get their error written.
-                        with trio.move_on_after(CLOSE_FLUSH_SECONDS):
-                            await front.wait_quiet()
-                        work.cancel_scope.cancel()
-            actors.cancel_scope.cancel()
-        outer.cancel_scope.cancel()
+                app = App(config, runtime, sets, entries)
+                async with trio.open_nursery() as work:
+                    mcp = StreamableHTTP(app, work)
+                    # Past what the open-files limit leaves, accept would fail: clients would
+                    # wait unanswered instead of getting the 503 (said at start when lowered).
+                    cap = connection_cap(config.max_connections) if listeners else None
+                    front = FrontEnd(app, mcp, cap)
+                    port = listeners[0].socket.getsockname()[1] if listeners else config.port
+                    # Without a listener this process serves no page: no URL to hand out.
+                    runtime.public_url = (
+                        (config.public_url or _url(config.host, port)) if listen else ""
+                    )
+                    server = Server(app, runtime, config.host, port, outer)
+                    accept = trio.CancelScope()
+                    if listeners:
+                        work.start_soon(_accept, listeners, front, accept, work)
+                    work.start_soon(mcp.sweep)
+                    failed = await _start_toolsets(sets, runtime)
+                    if failed is None:
+                        app.start_background(work)
+                        lifetime.shield = True
+                        task_status.started(server)
+                        try:
+                            await stop.wait()
+                        finally:
+                            with trio.CancelScope(shield=True):
+                                stopping = trio.current_time()
+                                accept.cancel()
+                                await app.drain(config.grace_seconds, front.wait_closed)
+                                mcp.close_all()
+                                server.close_clients(SHUTDOWN)
+                                # Calls just answered by close_all get their error written.
+                                with trio.move_on_after(CLOSE_FLUSH_SECONDS):
+                                    await front.wait_quiet()
+                    work.cancel_scope.cancel()
+                actors.cancel_scope.cancel()
+            outer.cancel_scope.cancel()
+    if failed is not None:  # raised now that the store is closed, and not in a group
+        raise failed
     if stopping is not None:  # the store is closed too: the server has stopped
         log.info("stopped; shutdown took %.2f s", trio.current_time() - stopping)
-    if raised is not None:
-        # Not wrapped in the nurseries' groups: `except ValueError` around the block works.
-        raise raised
+
+
+async def _start_toolsets(sets: list[Toolset], runtime: Runtime) -> Exception | None:
+    """Run each toolset's ``on_start``; the first one's exception, if one raised (the rest
+    are not run), noted with the toolset's name."""
+    for t in sets:
+        if t.on_start is None:
+            continue
+        try:
+            await t.on_start(runtime)
+        except Exception as exc:
+            exc.add_note(f"raised by the on_start of toolset {t.name!r}: agora did not start")
+            return exc
+    return None
 
 
 class CannotListen(OSError):
@@ -383,7 +377,8 @@ def _url(host: str, port: int) -> str:
 
 
 async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-    """Run until cancelled (the CLI cancels on SIGINT/SIGTERM)."""
+    """Serve until cancelled; the cancellation then shuts the server down gracefully, as
+    leaving `open_server`'s block does (calls in flight get ``grace_seconds``)."""
     async with open_server(config) as server:
         task_status.started(server)
         await trio.sleep_forever()

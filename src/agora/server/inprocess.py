@@ -1,0 +1,94 @@
+"""`InProcessClient`: an MCP client wired straight to a session, no sockets (`Server.client`).
+
+It reads every message through the JSON encoder the transports use, so what it gets is what a
+network client would read, never the server's own objects.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from agora.mcp import jsonrpc as rpc
+
+if TYPE_CHECKING:
+    from agora.server.connection import Connection
+
+_decode = msgspec.json.Decoder(dict[str, Any]).decode
+
+
+class InProcessClient:
+    """Sends requests to a `Connection` and matches replies; keeps notifications."""
+
+    conn: Connection
+
+    def __init__(self) -> None:
+        self._next = 0
+        self._waiting: dict[rpc.RequestId, tuple[trio.Event, list[dict[str, Any]]]] = {}
+        self.notifications: list[dict[str, Any]] = []
+
+    async def receive(self, message: dict[str, Any], related: rpc.RequestId | None) -> None:
+        # What a network client would read: JSON's values (a datetime as its string, NaN as
+        # null), and objects of the client's own, never the server's (a handler's state).
+        message = _decode(rpc.encode(message))
+        rid = message.get("id")
+        if "method" not in message and rid in self._waiting:
+            event, box = self._waiting[rid]
+            box.append(message)
+            event.set()
+        else:
+            self.notifications.append(message)
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Send a request; return the whole response message (``result`` or ``error``)."""
+        self._next += 1
+        rid = self._next
+        event: trio.Event = trio.Event()
+        box: list[dict[str, Any]] = []
+        self._waiting[rid] = (event, box)
+        try:
+            await self.conn.feed(rpc.parse(rpc.request(rid, method, params or {})))
+            await event.wait()
+        finally:
+            del self._waiting[rid]
+        reply: dict[str, Any] = box[0]
+        return reply
+
+    def close(self, reason: str) -> None:
+        """Cancel every call in flight and answer each one still waiting with -32603
+        ``reason`` (what a network client of a closing server gets)."""
+        self.conn.cancel_all()
+        for rid, (event, box) in self._waiting.items():
+            if not box:
+                box.append(rpc.error(rid, rpc.INTERNAL_ERROR, reason))
+                event.set()
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification."""
+        await self.conn.feed(rpc.parse(rpc.notification(method, params or {})))
+
+    async def initialize(self, version: str = "2025-11-25") -> dict[str, Any]:
+        """Run the handshake; return the initialize result."""
+        reply = await self.request(
+            "initialize",
+            {
+                "protocolVersion": version,
+                "capabilities": {},
+                "clientInfo": {"name": "in-process", "version": "0"},
+            },
+        )
+        await self.notify("notifications/initialized")
+        return reply["result"]  # type: ignore[no-any-return]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        """tools/call; return the result (raises on a JSON-RPC error).
+
+        Raises:
+            RuntimeError: the server answered with a JSON-RPC error.
+        """
+        reply = await self.request("tools/call", {"name": name, "arguments": arguments or {}})
+        if "error" in reply:
+            raise RuntimeError(f"{reply['error']['code']}: {reply['error']['message']}")
+        return reply["result"]  # type: ignore[no-any-return]
