@@ -7,7 +7,9 @@ shares the live server, its pages and its wake-ups, instead of opening the datab
 time. When the connection drops (the server restarts), requests in flight get a JSON-RPC
 error, one line on stderr says so, and the bridge reconnects with backoff, replaying the
 client's handshake (see `agora.relay`) so the session goes on. End of input ends the bridge
-once the requests in flight have answered (or after `GRACE_SECONDS`).
+once the requests in flight have answered; one still unanswered after `GRACE_SECONDS` is
+cancelled at the server and answered with a JSON-RPC error saying the bridge is closing and
+the call may or may not have taken effect: a client never waits on silence.
 
 Client side only: nothing here imports the server.
 """
@@ -37,8 +39,11 @@ HANDSHAKE_SECONDS = 10.0
 #: Seconds a reconnection and its upgrade may take before the next try. Short: a server that
 #: dies as we connect can leave the upgrade unanswered, and trying again costs nothing.
 RECONNECT_SECONDS = 2.0
-#: Seconds requests in flight may take to answer once the input has ended.
+#: Seconds requests in flight may take to answer once the input has ended: the server's own
+#: default ``grace_seconds``, the time a call in flight gets when the server shuts down.
 GRACE_SECONDS = 5.0
+#: Seconds the cancellations of the calls given up at the end may take to send.
+CANCEL_SECONDS = 1.0
 
 _NOT_UTF8 = rpc.encode(rpc.error(None, rpc.PARSE_ERROR, "message is not valid UTF-8"))
 
@@ -101,9 +106,32 @@ class Bridge:
                         while self.relay.in_flight:
                             self._drained = trio.Event()
                             await self._drained.wait()
+                    await self._give_up(writer)
                     nursery.cancel_scope.cancel()
             except* (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass  # the client stopped reading our stdout: nobody is left to serve
+
+    async def _give_up(self, writer: LineWriter) -> None:
+        """Answer the requests still in flight at the end of the grace (an error each),
+        then tell the server they are cancelled, so it stops working on them."""
+        if not self.relay.in_flight:
+            return
+        why = (
+            f"the agora stdio bridge is closing (its input ended) and the agora server at "
+            f"{self.shown} had not answered within {GRACE_SECONDS:g} s"
+        )
+        cancels, lines = self.relay.closing(why)
+        for line in lines:
+            await writer.send(line)
+        ws = self._ws
+        if ws is None:
+            return
+        with trio.move_on_after(CANCEL_SECONDS):
+            try:
+                for text in cancels:
+                    await ws.send_message(text)
+            except ConnectionClosed:
+                pass  # gone: the server ends the calls of a closed connection itself
 
     async def _links(self, writer: LineWriter, *, task_status: trio.TaskStatus[None]) -> None:
         """Hold a connection, and a new one whenever it drops, until cancelled."""

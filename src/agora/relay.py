@@ -9,6 +9,9 @@ the client may answer. When the connection drops, every request in flight gets a
 error at once (the client never hangs); on the next connection the bridge replays the
 handshake under its own request ids and swallows the answers, so the client's session stays
 valid. Answers to server requests of a previous connection are dropped: that server is gone.
+When the client's input has ended and the bridge's grace is over, `Relay.closing` gives up on
+the requests still in flight: each gets a JSON-RPC error and the server a cancellation, and
+an answer that comes after is dropped (the client has had its one answer).
 
 No I/O and no trio here: the bridge (`agora.bridge`) feeds lines in and writes what comes out.
 """
@@ -49,6 +52,7 @@ class Relay:
         self._own_ids: set[str] = set()
         self._replay_init: str | None = None
         self._ids = itertools.count(1)
+        self._abandoned: set[Any] = set()  # given up by `closing`: their answers are dropped
 
     # -- client -> server --------------------------------------------------------------------
 
@@ -114,6 +118,9 @@ class Relay:
                 self._server_requests.add(_key(rid))
             return data
         key = _key(rid)
+        if key in self._abandoned:
+            self._abandoned.discard(key)
+            return None
         if key in self._own_ids:
             self._own_ids.discard(key)
             if key == self._replay_init and "error" in msg:
@@ -137,7 +144,23 @@ class Relay:
         self._initialize_sent.clear()
         self._server_requests.clear()
         self._own_ids.clear()
+        self._abandoned.clear()
         return lines
+
+    def closing(self, why: str) -> tuple[list[str], list[bytes]]:
+        """The bridge is closing with requests still in flight (its input ended and the
+        server did not answer them in time): the cancellations to send the server, and an
+        error line for the client for each, saying ``why`` and that the call may or may not
+        have taken effect. An answer the server sends later is dropped."""
+        cancels = [
+            _text(rpc.notification("notifications/cancelled", {"requestId": rid, "reason": why}))
+            for rid, method in self.in_flight.items()
+            if method != "initialize"  # (MCP: an initialize is never cancelled)
+        ]
+        lines = [_lost(rid, why) for rid in self.in_flight]
+        self._abandoned.update(self.in_flight)
+        self.in_flight.clear()
+        return cancels, lines
 
     def handshake(self) -> str | None:
         """The initialize request to send first on a new connection, if the client had one."""

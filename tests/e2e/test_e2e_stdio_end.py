@@ -1,5 +1,7 @@
 """The end of ``agora stdio --db``'s input ends the process promptly, even mid long-poll;
-SIGTERM ends the input the same way, the calls in flight answered first.
+SIGTERM ends the input the same way, the calls in flight answered first. ``agora stdio
+--connect`` at the end of its input answers every call in flight too: with the server's reply,
+or, past its grace, with an error saying the bridge is closing.
 
 A host that dies (``kill -9``) closes both pipes of the stdio server it started. A long-poll
 in flight (``wait_for_turn`` waits up to 55 s) must not keep the process, and the lock it
@@ -10,12 +12,13 @@ the database. End of input wakes the long-poll as a shutdown does, and the proce
 from __future__ import annotations
 
 import json
+import re
 import signal
 
 import pytest
 import trio
 from e2e_mcp import jsonl
-from e2e_process import read_to_end, stdio_process
+from e2e_process import AgoraProcess, read_to_end, stdio_process
 
 #: Well under the 55 s the long-poll below asks for.
 TIMEOUT = 30
@@ -76,3 +79,37 @@ async def test_sigterm_answers_the_calls_in_flight_before_the_process_ends(tmp_p
     assert reply["id"] == 1
     body = reply["result"]["structuredContent"]
     assert (body["statusCode"], body["shuttingDown"]) == ("WAIT_TIMEOUT", True)
+
+
+async def test_the_bridge_answers_every_call_in_flight_at_the_end_of_its_input(tmp_path):
+    """The bridge used to wait 5 s at the end of its input and exit leaving a parked call
+    unanswered: its host saw the process end mid-call, with no answer to act on. Now a call
+    answered within the grace gets the server's reply, and one still parked after it gets a
+    JSON-RPC error saying the bridge is closing and that the call may or may not have taken
+    effect."""
+    server = AgoraProcess("--db", str(tmp_path / "a.db"), "--toolsets", "chess")
+    server.start()
+    try:
+        with trio.fail_after(TIMEOUT):
+            seat = await server.wait_for_log(r"chess: agent endpoint: \S+\?token=")
+            token = re.search(r"\?token=(\S+)", seat).group(1)  # type: ignore[union-attr]
+            url = f"ws://127.0.0.1:{server.port}/mcp/chess/default?token={token}"
+            board = {**WAIT, "id": 2, "params": {"name": "get_board", "arguments": {}}}
+            async with stdio_process(["stdio", "--connect", url]) as process:
+                await process.stdin.send_all(jsonl(WAIT, board))
+                await process.stdin.aclose()
+                out = await read_to_end(process.stdout)
+                status = await process.wait()
+                stderr = await read_to_end(process.stderr)
+        assert status == 0, stderr
+        assert b"Traceback" not in stderr
+        replies = {r["id"]: r for r in (json.loads(line) for line in out.splitlines())}
+        assert sorted(replies) == [1, 2], out  # one answer each, none twice
+        assert not replies[2]["result"].get("isError"), replies[2]
+        error = replies[1]["error"]
+        assert error["code"] == -32000
+        assert "bridge is closing" in error["message"]
+        assert "may or may not have taken effect" in error["message"]
+        assert token not in error["message"]
+    finally:
+        server.assert_clean_exit(server.stop())

@@ -130,3 +130,21 @@ def test_answers_to_a_gone_servers_requests_are_dropped():
     assert relay.from_client(answer70) == answer70.decode()
     relay.lost()
     assert relay.from_client(line(id=71, result={})) is None
+
+
+def test_closing_answers_and_cancels_the_requests_in_flight_and_drops_late_answers():
+    relay = Relay(URL)
+    handshake(relay)
+    relay.from_client(line(id=2, method="tools/call", params={"name": "wait_for_turn"}))
+    relay.from_client(line(id="three", method="ping"))
+    cancels, errors = relay.closing("the bridge is closing")
+    assert [json.loads(c)["params"]["requestId"] for c in cancels] == [2, "three"]
+    assert {json.loads(c)["method"] for c in cancels} == {"notifications/cancelled"}
+    answers = [json.loads(raw) for raw in errors]
+    assert [a["id"] for a in answers] == [2, "three"]
+    assert {a["error"]["code"] for a in answers} == {CONNECTION_LOST}
+    assert "may or may not have taken effect" in answers[0]["error"]["message"]
+    assert not relay.in_flight
+    # The client had its one answer: the server's late one is not passed on.
+    assert relay.from_server(text(id=2, result={})) is None
+    assert relay.from_server(text(id=5, result={})) is not None
