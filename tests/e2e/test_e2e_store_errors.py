@@ -13,8 +13,9 @@ with what the operator needs (the database's own words). Before, the same failur
 
 A page route is answered alike: the chess page's ``POST /play/tables`` on a database made
 read-only under the server answers the store's safe words (503, ``retryable``, ``cause``,
-the correlation id the log names), where it answered a bare "internal error" with a
-traceback in the log.
+the correlation id the debug log names), where it answered a bare "internal error" with a
+traceback in the log. The read-only disk itself is one WARNING for the episode, not a line
+per refused call.
 """
 
 from __future__ import annotations
@@ -243,7 +244,7 @@ async def test_a_page_that_cannot_save_answers_the_stores_words(tmp_path: Path):
     db = tmp_path / "agora.db"
     # The immutable attribute stops root's writes too, on the files SQLite holds open.
     frozen = [str(tmp_path), str(db), f"{db}-wal"]
-    with AgoraProcess("--db", str(db), "--toolsets", "chess") as server:
+    with AgoraProcess("--db", str(db), "--toolsets", "chess", "-v") as server:
         status, body = await http_json("POST", f"{server.url}/play/tables", {})
         assert status == 201, body
         done = await trio.run_process([chattr, "+i", *frozen], capture_stderr=True, check=False)
@@ -266,6 +267,8 @@ async def test_a_page_that_cannot_save_answers_the_stores_words(tmp_path: Path):
         with trio.fail_after(TIMEOUT):
             line = await server.wait_for_log(re.escape(body["correlation_id"]))
         assert unstamped(line).startswith(
-            "WARNING agora.server.connection: page POST /play/tables failed"
-        )
+            "DEBUG agora.server.connection: page POST /play/tables failed"
+        )  # the disk's refusal, told once per episode by the store:
+        (told,) = re.findall(r"WARNING agora.store.diskfault: .*", server.log)
+        assert "is read-only" in told, told
         assert "Traceback" not in server.log

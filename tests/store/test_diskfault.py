@@ -9,6 +9,7 @@ The disk tests (tests/faults/test_disk.py) do the same on real full and read-onl
 from __future__ import annotations
 
 import errno
+import logging
 import sqlite3
 
 import pytest
@@ -98,6 +99,36 @@ async def test_a_store_refuses_writes_naming_a_full_disk_and_recovers(tmp_path):
             await store.write([("INSERT INTO items VALUES (?)", ("after",))])
             rows = await store.read(lambda c: c.execute("SELECT body FROM items").fetchall())
     assert rows[-1][0] == "after"
+
+
+async def test_a_full_disk_is_logged_once_per_episode_and_its_end_once(tmp_path, caplog):
+    """Every refused batch used to log a line of its own; now the first of an episode does,
+    at WARNING, and the first commit after it says how many were refused, at INFO."""
+    caplog.set_level(logging.INFO, logger="agora.store")
+    async with open_store(tmp_path / "agora.db", [ITEMS]) as store:
+        with trio.fail_after(10):
+            await store.write([("PRAGMA max_page_count=8", ())])
+            await _fill(store)
+            for _ in range(4):
+                with pytest.raises(StoreError):
+                    await store.write([("INSERT INTO items VALUES (?)", ("x" * 4000,))])
+            await store.write([("PRAGMA max_page_count=100000", ())])
+            await store.write([("INSERT INTO items VALUES (?)", ("after",))])
+            await _fill_again(store)
+    told = [r for r in caplog.records if r.name.startswith("agora.store")]
+    assert [(r.levelname, r.getMessage().split(" ")[3]) for r in told] == [
+        ("WARNING", "refused:"),
+        ("INFO", "succeed"),
+        ("WARNING", "refused:"),  # a new episode
+    ], caplog.text
+    assert "the database's disk is full" in told[0].getMessage()
+    assert "5 writes refused" in told[1].getMessage()
+
+
+async def _fill_again(store) -> None:
+    await store.write([("PRAGMA max_page_count=1", ())])
+    with pytest.raises(StoreError):
+        await store.write([("INSERT INTO items VALUES (?)", ("x" * 4000,))])
 
 
 def test_postgresql_sqlstates_name_full_and_read_only():

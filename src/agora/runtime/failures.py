@@ -114,12 +114,16 @@ def store_away(store: Any, where: str, doing: str, exc: StoreError) -> str:
     A store that keeps an outage account (PostgreSQL: `agora.store.outage.Outage`) is told
     there, where calls failing while the database is away are one line, then a count; each
     call's answer is still logged with its correlation id and this detail
-    (`agora.server.failed`). Elsewhere it is one ERROR line, as before.
+    (`agora.server.failed`). A failure the disk caused (``cause``: full, read-only, I/O
+    error) is logged by the SQLite store once per episode (`agora.store.diskfault`): here at
+    DEBUG only. Elsewhere it is one ERROR line, as before.
     """
     detail = f"{where}: {doing} failed: {one_line(exc)}"
     outage = getattr(store, "outage", None)
     if outage is not None:
         outage.failed(f"{doing} an entity", exc)
+    elif exc.cause is not None:  # the disk's: the store logs it once per episode
+        log.debug("%s", detail)
     else:
         log.error("%s", detail)
     return detail

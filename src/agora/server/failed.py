@@ -101,9 +101,11 @@ def _failure(where: str, tool: str, exc: Exception) -> Failure:
         )
         # An entity's answer is worded for clients; what the store said is its ``detail``.
         said = exc.detail if isinstance(exc, InternalError) and exc.detail else exc
-        log.warning("%s failed: %s (correlation %s)", where, one_line(said), correlation)
-        unknown = bool(getattr(exc, "outcome_unknown", False))
         cause = getattr(exc, "cause", None)  # the disk's part, named in the message
+        # A refusal the disk caused is logged by the store once per episode, not per call.
+        level = logging.DEBUG if cause is not None else logging.WARNING
+        log.log(level, "%s failed: %s (correlation %s)", where, one_line(said), correlation)
+        unknown = bool(getattr(exc, "outcome_unknown", False))
         # An entity's failure is already worded for clients; the store's is the database's.
         said = store_words(exc) if isinstance(exc, StoreError) else str(exc)
         return Failure(kind, said, not unknown, correlation, tool, unknown, cause)

@@ -16,17 +16,27 @@ or write permission returns, without a restart (after a read-only or failed file
 writer reopens the database first, so one mounted again at its path is used: `Writer`).
 On PostgreSQL the server names the cause itself (SQLSTATE ``53100`` disk full, ``25006``
 read-only transaction, ``58030`` I/O error): `name_pg`.
+
+The log tells such a refusal once per episode (`DiskDoctor.told`): its first batch at
+WARNING, naming the cause and SQLite's words; the refusals that follow for the same cause are
+counted, not logged (every refused call already says the cause to its client, and a full disk
+under load refused hundreds a second); the first commit after them is one INFO line with the
+episode's length and count. The calls refused meanwhile log their correlation ids at DEBUG
+only (`agora.server.failed`, `agora.runtime.failures`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
 import sqlite3
+import time
 from typing import TYPE_CHECKING
 
 from agora.errors import STORE_CAUSES, StoreError
+from agora.logsafe import one_line
 
 if TYPE_CHECKING:
     from agora.errors import StoreCause
@@ -41,6 +51,8 @@ _ERRNO_CAUSES: dict[int, StoreCause] = {
     errno.EPERM: "read_only",
     errno.EACCES: "read_only",
 }
+
+log = logging.getLogger(__name__)
 
 #: Bytes the probe writes: one page, so a full file system refuses it.
 PROBE_BYTES = 4096
@@ -98,7 +110,13 @@ class DiskDoctor:
 
     def __init__(self, path: str) -> None:
         """Args: path: the database file (the probe goes beside it)."""
+        self.path = path
         self.probe_path = f"{path}.probe"
+        #: The cause of the refusals under way (None: writes are taken), since when
+        #: (`time.perf_counter`), and how many writes it refused.
+        self.episode: StoreCause | None = None
+        self._since = 0.0
+        self._refused = 0
 
     def probe(self) -> StoreCause | None:
         """Write, sync and remove the probe file; what the OS refused, None if it took it."""
@@ -132,3 +150,36 @@ class DiskDoctor:
             return named(outcome, cause)
 
         return [one(outcome) for outcome in outcomes]
+
+    def told(self, outcomes: list[BaseException | None]) -> bool:
+        """Account for a batch's ``outcomes`` (already `name`d) in the log: whether a
+        failure among them was the disk's (then logged once per episode, here)."""
+        named_ = [o for o in outcomes if isinstance(o, StoreError) and o.cause is not None]
+        if not named_:
+            return False
+        first = named_[0]
+        cause = first.cause
+        assert cause is not None
+        if cause == self.episode:
+            self._refused += len(named_)
+            return True
+        if self.episode is not None:  # another cause now: a new episode
+            self.wrote()
+        self.episode, self._since, self._refused = cause, time.perf_counter(), len(named_)
+        log.warning(
+            "writes to %s refused: %s (%s); further refusals for this cause are counted, "
+            "not logged, until a write succeeds",
+            self.path, STORE_CAUSES[cause], one_line(first.__cause__ or first),
+        )  # fmt: skip
+        return True
+
+    def wrote(self) -> None:
+        """A commit went through: the episode under way, if any, is over (one line)."""
+        if self.episode is None:
+            return
+        log.info(
+            "writes to %s succeed again, after %.1f s of refusals (%s): %d writes refused",
+            self.path, time.perf_counter() - self._since, STORE_CAUSES[self.episode],
+            self._refused,
+        )  # fmt: skip
+        self.episode = None

@@ -182,16 +182,14 @@ class Writer:
     ) -> list[BaseException | None]:
         """Name the disk's part in a batch's failures (``failed``: the whole batch's), log
         them, and reopen before the next batch if the file system failed."""
+        told = False
         if self._doctor is not None:
             outcomes = self._doctor.name(outcomes)
             causes = {getattr(o, "cause", None) for o in outcomes}
             self._suspect = bool(causes & {"read_only", "io_error"})
-        if failed is not None:
-            cause = getattr(outcomes[0], "cause", None) if outcomes else None
-            if cause is None:
-                log.error("commit of %d jobs failed", len(outcomes), exc_info=failed)
-            else:  # the disk's fault, said in every refusal: no traceback per batch
-                log.warning("commit of %d jobs failed: %s (%s)", len(outcomes), cause, failed)
+            told = self._doctor.told(outcomes)  # the disk's fault: once per episode
+        if failed is not None and not told:
+            log.error("commit of %d jobs failed", len(outcomes), exc_info=failed)
         return outcomes
 
     def start(self) -> None:
@@ -318,6 +316,8 @@ class Writer:
             failed, committed = exc, 0
         else:
             self.counted(committed, began)
+            if committed and self._doctor is not None:
+                self._doctor.wrote()
         if committed != len(outcomes):
             outcomes = self._diagnose(outcomes, failed)
 
