@@ -148,4 +148,7 @@ def entity_store_failed(
     detail = store_away(store, where, doing, exc)
     if doing == "committing":
         return commit_failed(exc, where, detail)
+    if exc.cause is not None:  # the disk's part (a WAL index made immutable), said
+        said = f"{kind} could not be read: {STORE_CAUSES[exc.cause]}; nothing was changed"
+        return InternalError(said, cause=exc.cause, detail=detail)
     return InternalError(f"internal error in {kind}; nothing was changed", detail=detail)

@@ -131,7 +131,7 @@ class Checkpointer:
                     return
                 self._wake.clear()
                 frames = self.index.behind()
-                if frames is None or frames >= self.pages:
+                if (frames is None or frames >= self.pages) and not self.index.immutable():
                     conn = self._connected(conn)
                     if conn is not None and not self.checkpoint(conn):
                         conn.close()  # it may pin a file system that failed: a fresh one next

@@ -25,6 +25,7 @@ from agora.store.diskfault import DiskDoctor
 from agora.store.guard import TABLES
 from agora.store.lock import database_lock, database_problem, lock_path
 from agora.store.migrations import apply_migrations
+from agora.store.shm_guard import ShmGuard
 from agora.store.sqlite import COMMIT_TIMEOUT, READERS, STOP_SECONDS, Store
 from agora.store.sqlite_connect import connect
 from agora.store.sqlite_guard import GuardedWriter
@@ -254,6 +255,7 @@ async def _open_locked(
             path, partial(connect, path, synchronous=synchronous.upper(), create=False)
         )
         writer.on_batch = store.checkpointer.wake
+        store.shm = writer.guard = ShmGuard(path, store.checkpointer.index)
         writer.start()
         store.checkpointer.start()
         # A system task: it must outlive nothing but the store, and a nursery here would

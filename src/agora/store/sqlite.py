@@ -29,6 +29,7 @@ from agora.errors import StoreError
 from agora.store.failures import store_error
 from agora.store.neutral import SQLITE
 from agora.store.ready import file_answers, schema_version
+from agora.store.shm_guard import ShmGuard, frozen_close
 from agora.store.sqlite_connect import connect
 from agora.store.writer import Job, WriterStopped
 
@@ -119,6 +120,7 @@ class Store:
     shared = False
     dialect = SQLITE
     checkpointer: Checkpointer | None = None  # a file's (`agora.store.checkpoint`)
+    shm = ShmGuard(":memory:", None)  # a file's: no read while its -shm is immutable
     #: A shared database's account of its outages, for the log (`agora.store.outage`);
     #: None where nothing retries against a database that went away.
     outage: Outage | None = None
@@ -316,6 +318,7 @@ class Store:
 
     async def answers(self) -> None:
         """Once the database answered a trivial read queued behind no other (``/readyz``)."""
+        self.shm.check("read")
         await (self.read(schema_version) if self._inline else file_answers(self.path))
 
     async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -326,6 +329,7 @@ class Store:
         """
         if self._closed:
             raise StoreError("read failed: the store is closed")
+        self.shm.check("read")
         try:
             if self._inline:
                 await trio.lowlevel.checkpoint()
@@ -385,7 +389,9 @@ class Store:
             conn.close()
         self._readers.clear()
         self._writer_conn = self._writer.conn  # reopened after a disk error, maybe
-        if not self._inline:
+        if self.shm.frozen():
+            frozen_close(self.path, self._writer_conn)  # a checkpoint would touch the -shm
+        elif not self._inline:
             try:
                 self._writer_conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
             except sqlite3.Error as exc:

@@ -17,6 +17,7 @@ wakes Trio. This module must not import trio.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 from typing import TYPE_CHECKING
 
@@ -24,7 +25,6 @@ from agora.store.guard import CHANGED, LAST_STAMP
 from agora.store.neutral import URI_MARK
 
 if TYPE_CHECKING:
-    import sqlite3
     from collections.abc import Callable
 
     from agora.store.wal_index import WalIndex
@@ -112,6 +112,8 @@ class ChangeFeed:
             sqlite3.Error: if the file cannot be read.
         """
         conn = self._conn
+        if self._index is not None and self._index.immutable():  # a read could touch it
+            raise sqlite3.OperationalError("its WAL index (-shm) is immutable")
         moved = conn.execute("PRAGMA data_version").fetchone()[0]
         if moved == self._seen:
             return None

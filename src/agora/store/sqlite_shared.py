@@ -121,6 +121,7 @@ class SharedStore(Store):
         await trio.lowlevel.checkpoint_if_cancelled()
         if self._closed:
             raise StoreError("read failed: the store is closed")
+        self.shm.check("read")  # a read could touch it
         self.probes += 1
         execute = self._watch_conn.execute
         found: dict[tuple[str, str], int] = {}

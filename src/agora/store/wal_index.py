@@ -17,13 +17,16 @@ So a process opens a file's ``-shm`` once, and keeps that descriptor while anyth
 still use the database: `hold` counts the holders (a store, a change feed's thread), and the
 last `WalIndex.release`, which each holder calls only once every SQLite connection it opened
 on the file is closed, closes it. A holder whose connection was left open (a stuck thread)
-does not release: the descriptor stays with it. Must not import trio.
+does not release: the descriptor stays with it. The same descriptor answers whether the file
+is immutable (`WalIndex.immutable`: see `agora.store.shm_guard`). Must not import trio.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import struct
+import sys
 import threading
 from dataclasses import dataclass
 
@@ -32,6 +35,9 @@ __all__ = ["WalIndex", "hold"]
 #: The WAL index header's ``mxFrame`` (bytes 16-19) and the checkpoint info's ``nBackfill``
 #: (bytes 96-99): 32-bit counts in the machine's byte order (https://sqlite.org/walformat.html).
 _U32, _INDEX_HEAD = struct.Struct("=I"), 100
+#: Linux's ``FS_IOC_GETFLAGS`` (``_IOR('f', 1, long)``) and its ``FS_IMMUTABLE_FL`` bit.
+_GETFLAGS = 0x80086601 if sys.maxsize > 2**32 else 0x80046601
+_IMMUTABLE = 0x10
 
 
 @dataclass(slots=True)
@@ -83,21 +89,42 @@ class WalIndex:
         """The WAL's last valid frame and the frames already copied into the database (None:
         no index to read yet, or this hold was released)."""
         with _lock:  # a few microseconds: release never closes the descriptor under a read
-            shm = self._shm
-            if shm is None:
+            fd = self._descriptor()
+            if fd is None:
                 return None
-            if shm.fd is None:
-                try:
-                    shm.fd = os.open(shm.path, os.O_RDONLY | os.O_CLOEXEC)
-                except OSError:
-                    return None
             try:
-                head = os.pread(shm.fd, _INDEX_HEAD, 0)
+                head = os.pread(fd, _INDEX_HEAD, 0)
             except OSError:
                 return None
         if len(head) < _INDEX_HEAD:
             return None
         return int(_U32.unpack_from(head, 16)[0]), int(_U32.unpack_from(head, 96)[0])
+
+    def immutable(self) -> bool:
+        """Whether the ``-shm`` file is immutable (``chattr +i``; False when there is none
+        yet, or its file system keeps no such flag)."""
+        with _lock:
+            fd = self._descriptor()
+            if fd is None:
+                return False
+            try:
+                flags = fcntl.ioctl(fd, _GETFLAGS, bytes(8))
+            except OSError:  # a file system without inode flags (ENOTTY, EOPNOTSUPP)
+                return False
+        return bool(int.from_bytes(flags[:4], sys.byteorder) & _IMMUTABLE)
+
+    def _descriptor(self) -> int | None:
+        """The process's descriptor of the ``-shm`` file, opened at the first need and kept
+        (None: released, or no such file yet). Under ``_lock``."""
+        shm = self._shm
+        if shm is None:
+            return None
+        if shm.fd is None:
+            try:
+                shm.fd = os.open(shm.path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                return None
+        return shm.fd
 
     def release(self) -> None:
         """End this hold; the last one closes the ``-shm`` file. Only once the holder's own

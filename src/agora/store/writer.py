@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
     from agora.store.diskfault import DiskDoctor
     from agora.store.neutral import Guard
+    from agora.store.shm_guard import ShmGuard
 
 #: One SQL statement and its parameters, executed inside the group-commit transaction.
 Write = tuple[str, tuple[Any, ...] | dict[str, Any]]
@@ -121,6 +122,7 @@ class Writer:
         self._next_wal_check = 0.0
         self.wal_restarts = 0  # by `_between_batches` (SQLite), the readers keeping it long
         self.on_batch: Callable[[], None] | None = None  # SQLite: the checkpointer's wake
+        self.guard: ShmGuard | None = None  # SQLite: no batch while the -shm is immutable
         self.batches = 0
         self.jobs = 0
         #: Commands per committed transaction, and ms from BEGIN to COMMIT's return (lock
@@ -251,7 +253,8 @@ class Writer:
             self.commit_batch(batch)
             if stopping:
                 return
-            self._between_batches()
+            if self.guard is None or not self.guard.frozen():
+                self._between_batches()
 
     def _between_batches(self) -> None:
         """SQLite: tell `on_batch`; once every `WAL_CHECK_SECONDS`, restart a WAL grown long."""
@@ -293,6 +296,11 @@ class Writer:
         """
         if all(job.state == _DROPPED for job in batch):
             return  # nobody waits: do not queue for the write lock
+        if self.guard is not None and self.guard.frozen():  # touching it could kill us
+            batch = self._take(batch)
+            refused = [(job, self.guard.error("write")) for job in batch]
+            self._hand_back(lambda: complete(refused), len(batch))
+            return
         self._refresh()
         conn = self._conn
         outcomes: list[BaseException | None]
