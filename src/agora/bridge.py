@@ -7,7 +7,8 @@ shares the live server, its pages and its wake-ups, instead of opening the datab
 time. When the connection drops (the server restarts), requests in flight get a JSON-RPC
 error, one line on stderr says so, and the bridge reconnects with backoff, replaying the
 client's handshake (see `agora.relay`) so the session goes on. End of input ends the bridge
-once the requests in flight have answered; one still unanswered after `GRACE_SECONDS` is
+(or SIGINT, SIGTERM: `Bridge.stop_reading`) once the requests in flight have answered; one
+still unanswered after `GRACE_SECONDS` is
 cancelled at the server and answered with a JSON-RPC error saying the bridge is closing and
 the call may or may not have taken effect: a client never waits on silence.
 
@@ -89,6 +90,9 @@ class Bridge:
         self.relay = Relay(self.shown)
         self._ws: WebSocketConnection | None = None
         self._drained = trio.Event()
+        #: `stop_reading` was called (SIGINT or SIGTERM): the input counts as ended.
+        self._stopping = False
+        self._read: trio.CancelScope | None = None  # around the read of stdin under way
 
     async def run(self, stdin: int | None = None, stdout: int | None = None) -> None:
         """Relay until stdin ends (or stdout's reader goes away).
@@ -204,12 +208,26 @@ class Bridge:
         except ConnectionClosed as exc:
             return _why(exc)
 
+    def stop_reading(self) -> None:
+        """End the input as its end would (SIGINT, SIGTERM): read no more, then answer the
+        calls in flight (the server's reply within the grace, else an error) and exit."""
+        self._stopping = True
+        if self._read is not None:
+            self._read.cancel()
+
     async def _pump_input(self, receive: trio.abc.ReceiveStream, writer: LineWriter) -> None:
         lines = Lines(rpc.MAX_MESSAGE_BYTES, rpc.OVERSIZE_HEAD_BYTES)
-        while chunk := await receive.receive_some(READ_BYTES):
+        while not self._stopping:
+            # Only the wait for stdin is cut by `stop_reading`, never a message half sent.
+            chunk: bytes | bytearray = b""
+            with trio.CancelScope() as self._read:
+                chunk = await receive.receive_some(READ_BYTES)
+            self._read = None
+            if not chunk:
+                break
             for line in lines.feed(chunk):
                 await self._forward(line, writer)
-        last = lines.end()
+        last = None if self._stopping else lines.end()  # stopped: a part line is no message
         if last is not None:
             await self._forward(last, writer)
 
@@ -255,10 +273,11 @@ def _first_failure(url: str, exc: BaseException) -> BridgeError:
     return BridgeError(f"cannot connect to {url}: {_why(exc)}")
 
 
-async def run_bridge(url: str, token: str | None) -> None:
-    """Relay stdin/stdout to ``url`` until stdin ends.
+async def run_bridge(url: str, token: str | None, bridge: Bridge | None = None) -> None:
+    """Relay stdin/stdout to ``url`` until stdin ends (or ``bridge.stop_reading``: give the
+    bridge to call it on, e.g. on a signal).
 
     Raises:
         BridgeError: the bridge could not start or go on (one line for stderr).
     """
-    await Bridge(url, token).run()
+    await (bridge or Bridge(url, token)).run()

@@ -32,8 +32,9 @@ from agora.logsetup import configure, set_level
 from agora.store.lock import DatabaseInUse, database_lock, shown_database
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from agora.server.embed import Server
-    from agora.transports.stdio import StopReading
 
 #: Exit status for a configuration the user must fix.
 BAD_CONFIGURATION = 2
@@ -113,28 +114,24 @@ async def _stdio(config: Config, path: str) -> None:
 
 
 async def _bridge(url: str, token: str | None) -> None:
-    from agora.bridge import run_bridge
+    from agora.bridge import Bridge, run_bridge
 
+    bridge = Bridge(url, token)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_cancel_on_signal, signals, nursery.cancel_scope)
-            await run_bridge(url, token)
+            nursery.start_soon(_stop_on_signal, signals, bridge.stop_reading)
+            await run_bridge(url, token, bridge)
             nursery.cancel_scope.cancel()
 
 
-async def _stop_on_signal(signals: Any, stop: StopReading) -> None:
-    """The first SIGINT or SIGTERM ends the session's input: the calls in flight are
-    answered (long-polls at once) within ``grace_seconds``, as when the host closes stdin;
-    later ones wait for that, as ``agora serve`` does."""
+async def _stop_on_signal(signals: Any, stop: Callable[[], None]) -> None:
+    """The first SIGINT or SIGTERM ends the session's input (``stop``): the calls in flight
+    are answered within the grace (``--db``: long-polls at once, the rest within
+    ``grace_seconds``; ``--connect``: the server's reply, or an error past the bridge's), as
+    when the host closes stdin; later ones wait for that, as ``agora serve`` does."""
     async for signum in signals:
         print(f"agora: {signal.Signals(signum).name}, shutting down", file=sys.stderr)
         stop()
-        return
-
-
-async def _cancel_on_signal(signals: Any, scope: trio.CancelScope) -> None:
-    async for _ in signals:
-        scope.cancel()
         return
 
 

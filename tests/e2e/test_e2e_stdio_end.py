@@ -113,3 +113,34 @@ async def test_the_bridge_answers_every_call_in_flight_at_the_end_of_its_input(t
         assert token not in error["message"]
     finally:
         server.assert_clean_exit(server.stop())
+
+
+async def test_sigterm_to_the_bridge_answers_every_call_in_flight(tmp_path):
+    """SIGTERM used to cancel ``agora stdio --connect`` at once: a call in flight got no
+    answer (its host saw the process end mid-call). Now it ends the input as end of input
+    does: the call is answered (here, parked past the grace: an error saying the bridge is
+    closing) and the process exits 0 with stdin still open."""
+    server = AgoraProcess("--db", str(tmp_path / "a.db"), "--toolsets", "chess")
+    server.start()
+    try:
+        with trio.fail_after(TIMEOUT):
+            seat = await server.wait_for_log(r"chess: agent endpoint: \S+\?token=")
+            token = re.search(r"\?token=(\S+)", seat).group(1)  # type: ignore[union-attr]
+            url = f"ws://127.0.0.1:{server.port}/mcp/chess/default?token={token}"
+            board = {**WAIT, "id": 2, "params": {"name": "get_board", "arguments": {}}}
+            async with stdio_process(["stdio", "--connect", url]) as process:
+                await process.stdin.send_all(jsonl(WAIT, board))
+                assert b'"id":2' in await process.stdout.receive_some(65536)
+                process.send_signal(signal.SIGTERM)
+                out = await read_to_end(process.stdout)
+                status = await process.wait()
+                stderr = await read_to_end(process.stderr)
+        assert status == 0, stderr
+        assert b"SIGTERM, shutting down" in stderr
+        assert b"Traceback" not in stderr
+        (reply,) = [json.loads(line) for line in out.splitlines()]
+        assert reply["id"] == 1
+        assert reply["error"]["code"] == -32000
+        assert "bridge is closing" in reply["error"]["message"]
+    finally:
+        server.assert_clean_exit(server.stop())
