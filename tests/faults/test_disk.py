@@ -41,6 +41,8 @@ import trio
 from faults_support import TIMEOUT, drain, reap, start
 from wsload import lean_connect
 
+from agora.store.writer import REOPEN_SECONDS
+
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
@@ -116,6 +118,7 @@ class Poster:
         self.topic = topic
         self.acked = acked
         self.sent = 0
+        self.log: list[str] = []  # the server's log lines so far (`serving`)
 
     async def post(self) -> dict[str, Any]:
         body = f"{self.sent} {BODY}"
@@ -149,6 +152,19 @@ class Poster:
         args = {"topic_id": self.topic, "role": "ROLE_A", "limit": 1}
         return await self.client.call_tool("debate_read", args)  # type: ignore[no-any-return]
 
+    async def reopens(self) -> int:
+        """The times the server reopened its database after a disk error (``/healthz``)."""
+        base = self.url.replace("ws://", "http://").removesuffix("/mcp")
+        host, port = base.removeprefix("http://").rsplit(":", 1)
+        stream = await trio.open_tcp_stream(host, int(port))
+        async with stream:
+            await stream.send_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                  b"Connection: close\r\n\r\n")  # fmt: skip
+            raw = b""
+            while chunk := await stream.receive_some():
+                raw += chunk
+        return int(json.loads(raw.split(b"\r\n\r\n", 1)[1])["store"]["reopens"])
+
 
 @asynccontextmanager
 async def serving(db: Path, config: Path, acked: dict[str, str]) -> AsyncIterator[Poster]:
@@ -162,7 +178,9 @@ async def serving(db: Path, config: Path, acked: dict[str, str]) -> AsyncIterato
             with trio.fail_after(TIMEOUT):
                 topic = await _topic(db, mix)
             async with lean_connect(url, mixed.TOKEN) as client:
-                yield Poster(client, url, topic, acked)
+                poster = Poster(client, url, topic, acked)
+                poster.log = log
+                yield poster
             process.terminate()
             with trio.fail_after(TIMEOUT):
                 await process.wait()
@@ -309,9 +327,17 @@ async def test_database_files_made_read_only_refuse_writes_and_recover_without_r
         async with serving(db, mixed.write_config(tmp_path), acked) as poster:
             with trio.fail_after(TIMEOUT * 2):
                 assert await poster.recovered(20)  # mid-load: 20 posts acknowledged first
+                reopens, began = await poster.reopens(), trio.current_time()
                 assert _run("chattr", "+i", *frozen)
-                refusals = await poster.refusals(5)
-                assert len(refusals) == 5, "writes still succeed on immutable files"
+                refusals = await poster.refusals(20)
+                assert len(refusals) == 20, "writes still succeed on immutable files"
+                # Not a reopen (a new writer process) per refused batch: one a second at most.
+                reopened = await poster.reopens() - reopens
+                assert reopened <= 2 + (trio.current_time() - began) / REOPEN_SECONDS, reopened
+                # The debate's background step, retried 4 times a second, does not log each
+                # refusal: the store tells the episode once.
+                steps = [line for line in poster.log if "background step" in line]
+                assert not [line for line in steps if " WARNING " in line], steps[:3]
                 assert all(_retryable(r) for r in refusals), refusals[0]
                 assert all(_names("read_only", r) for r in refusals), refusals[0]
                 await _each_toolset_names(poster.url, "read_only")

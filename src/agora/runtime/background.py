@@ -103,12 +103,16 @@ def periodic(seconds: float, step: BackgroundTask) -> BackgroundTask:
 
 
 def _store_failed(runtime: Runtime, what: str, exc: StoreError, seconds: float) -> None:
-    """A step's `StoreError`: a bug if no retry can cure it (logged as one); else an
-    event, told to the store's `agora.store.outage.Outage` if it keeps one (once, then
-    seldom), or logged in one line."""
+    """A step's `StoreError`: a bug if no retry can cure it (logged as one); a disk that
+    refuses writes at DEBUG only (the store logs each such episode once, and a step retried
+    every fraction of a second would fill the log meanwhile); else an event, told to the
+    store's `agora.store.outage.Outage` if it keeps one (once, then seldom), or logged in
+    one line."""
     outage = getattr(runtime.store, "outage", None)
     if exc.permanent:
         log.error("%s failed: %s; it runs again in %s s", what, one_line(exc), seconds)
+    elif exc.cause is not None:
+        log.debug("%s failed (%s); it runs again in %s s", what, one_line(exc), seconds)
     elif outage is not None:
         outage.failed(what, exc)
     else:

@@ -172,7 +172,9 @@ class Store:
         (`agora.store.checkpoint.Checkpointer.counters`), and ``writer_pid``, the writer's
         child process (None when the writer thread writes itself, and while no child runs:
         one that died is replaced by the next write), with ``writer_restarts``, the
-        children started in place of one that died (`agora.store.writer_process`)."""
+        children started in place of one that died (`agora.store.writer_process`), and
+        ``reopens``, the times the writer reopened the database after a disk error (at most
+        one a second while the disk keeps refusing)."""
         writer = self._writer
         child = writer.conn
         writer_pid = child.pid if getattr(child, "alive", False) else None
@@ -194,6 +196,7 @@ class Store:
             "end_cpu_ms": round(writer.end_cpu_s * 1e3, 3),
             "writer_pid": writer_pid,
             "writer_restarts": getattr(writer, "restarts", 0),
+            "reopens": writer.reopens,
         }
 
     async def write(

@@ -48,6 +48,10 @@ log = logging.getLogger(__name__)
 MAX_BATCH = 512
 #: SQLite: seconds between the writer's checks of the WAL's length (`wal.restart_if_long`).
 WAL_CHECK_SECONDS = 1.0
+#: Least seconds between two reopens of the database after disk errors with no commit between
+#: them (the disk takes a probe file but not the database's writes): otherwise each refused
+#: batch would reopen it, a new writer process each time.
+REOPEN_SECONDS = 1.0
 
 _PENDING, _TAKEN, _DROPPED = 0, 1, 2
 
@@ -111,6 +115,9 @@ class Writer:
         self._doctor = doctor
         self._reopen = reopen
         self._suspect = False  # the last batch failed for the file system: reopen first
+        self._next_reopen = 0.0  # `time.perf_counter` before which no reopen is retried
+        self._reopened = False  # reopened since the last commit (later ones logged at DEBUG)
+        self.reopens = 0  # the database reopened after disk errors, in all
         self._group = group_commit
         self._deliver = deliver
         self._trace = trace
@@ -151,6 +158,7 @@ class Writer:
     def counted(self, committed: int, began: float) -> None:
         """Count a transaction of ``committed`` jobs begun at ``began`` (perf_counter)."""
         if committed:
+            self._reopened = False
             self.batches += 1
             self.jobs += committed
             self.batch_sizes.add(committed)
@@ -164,20 +172,37 @@ class Writer:
         return self._conn
 
     def _refresh(self) -> None:
-        """Swap in a fresh connection if the last batch failed for the file system."""
+        """Swap in a fresh connection if the last batch failed for the file system.
+
+        Only once the disk takes writes again (the doctor's probe file), and then at once:
+        while it still refuses, a reopen (a new writer process) would fail as the batch
+        does, one per refused batch. A reopen after which nothing committed yet is not
+        tried again for `REOPEN_SECONDS` (a disk that takes the probe but not the database).
+        The first reopen since the last commit is logged at INFO, the rest at DEBUG.
+        """
         if not self._suspect or self._reopen is None:
             return
+        if self._doctor is not None and self._doctor.probe() is not None:
+            return  # still refused: the batch runs on the old connection, and fails
+        now = time.perf_counter()
+        if self._reopened and now < self._next_reopen:
+            return
+        self._next_reopen = now + REOPEN_SECONDS
+        first, self._reopened = not self._reopened, True
         try:
             fresh = self._reopen()
         except Exception as exc:  # still away: the batch runs on the old one and fails
-            log.warning("could not reopen the database after a disk error: %s", exc)
+            level = logging.WARNING if first else logging.DEBUG
+            log.log(level, "could not reopen the database after a disk error: %s", exc)
             return
         old, self._conn, self._suspect = self._conn, fresh, False
+        level = logging.INFO if first else logging.DEBUG
         try:
             old.close()
         except Exception as exc:  # a connection to a failed file system may not close
-            log.warning("could not close the database connection left behind: %s", exc)
-        log.info("reopened the database after a disk error")
+            log.log(level, "could not close the database connection left behind: %s", exc)
+        self.reopens += 1
+        log.log(level, "reopened the database after a disk error")
 
     def _diagnose(
         self, outcomes: list[BaseException | None], failed: Exception | None
