@@ -13,7 +13,6 @@ says where it was.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import faulthandler
 import json
@@ -26,12 +25,14 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from agora import __version__
+from agora.cli_parser import build_parser
 from agora.config import Config, load_config
 from agora.errors import StoreError
 from agora.logsetup import configure, set_level
 from agora.store.lock import DatabaseInUse, database_lock, shown_database
 
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Callable
 
     from agora.server.embed import Server
@@ -162,105 +163,6 @@ async def _call(url: str, tool: str, arguments: dict[str, Any], token: str | Non
         return 1
     print(json.dumps(result, indent=2, ensure_ascii=False))
     return 1 if result.get("isError") else 0
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``agora`` command."""
-    parser = argparse.ArgumentParser(
-        prog="agora", description="agora: an MCP server for stateful, long-running agent sessions"
-    )
-    parser.add_argument("--version", action="version", version=f"agora {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--db",
-            default=None,
-            help="SQLite file, :memory:, or a postgresql:// URL shared by several nodes "
-            "(default ./agora.db)",
-        )
-        p.add_argument("--config", default=None, help="agora.toml settings file")
-        p.add_argument("--toolsets", default=None, help="comma-separated toolsets to serve")
-        p.add_argument(
-            "--shared",
-            action="store_true",
-            help="open the SQLite file shared: other agora processes opened with --shared "
-            "may use it at the same time (writes under a version guard)",
-        )
-        p.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")
-
-    p = sub.add_parser("serve", help="serve MCP over WebSocket and HTTP on one port")
-    common(p)
-    p.add_argument("--host", default=None, help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=None, help="port (default 8765; 0 = any free)")
-    p.add_argument("--conformance", action="store_true", help="also serve the conformance fixtures")
-
-    p = sub.add_parser(
-        "stdio",
-        help="MCP on stdin/stdout: relay to a running server, or serve a database alone",
-        description="With --connect, relay MCP between stdin/stdout and a running agora "
-        "server (use this while `agora serve` runs). Otherwise serve a database (--db) that "
-        "no server is using, or that every process opens with --shared, one toolset "
-        "(--toolset) or several (--toolsets) on one session.",
-    )
-    common(p)
-    p.add_argument(
-        "--connect",
-        metavar="URL",
-        default=None,
-        help="relay to a running server's MCP endpoint, e.g. "
-        "'ws://127.0.0.1:8765/mcp/chess/default?token=AGENT_TOKEN'",
-    )
-    p.add_argument(
-        "--token",
-        default=None,
-        help="bearer token for --connect (default: the AGORA_TOKEN environment variable)",
-    )
-    p.add_argument("--toolset", default=None, help="serve only this toolset (/mcp/NAME)")
-    p.add_argument(
-        "--endpoint",
-        default=None,
-        help="with --db: the endpoint path to serve, e.g. "
-        "'/mcp/chess/<table>?token=<agent token>' (default /mcp/<toolset>, or /mcp)",
-    )
-    p.add_argument("--conformance", action="store_true", help=argparse.SUPPRESS)
-
-    p = sub.add_parser("cards", help="chamber evidence cards: sign pending ones, verify a file")
-    cards = p.add_subparsers(dest="cards_command", required=True)
-    c = cards.add_parser("sign", help="sign every card pending a signature, in place")
-    c.add_argument(
-        "--db",
-        default="./agora.db",
-        help="the agora SQLite file; refused while a server uses it (stop it first)",
-    )
-    c.add_argument("--key", required=True, help="Ed25519 key: PEM (PKCS#8) or 64 hex digits")
-    c = cards.add_parser("verify", help="re-check a card's hash and signature")
-    c.add_argument(
-        "file",
-        help="a card document saved from GET /cards/<id>, or that URL (fetched as JSON)",
-    )
-    c.add_argument(
-        "--trust", action="append", default=[], help="public key (hex) or key id you trust"
-    )
-    c.add_argument(
-        "--trust-file",
-        action="append",
-        default=[],
-        help="file of trusted keys: one key (hex) or key id per line, or a /chamber/keys document",
-    )
-    c.add_argument(
-        "--keys-url",
-        action="append",
-        default=[],
-        help="trust the keys a server publishes, e.g. http://HOST:PORT/chamber/keys",
-    )
-
-    p = sub.add_parser("call", help="call one tool on a running server and print the result")
-    p.add_argument("url", help="MCP endpoint, e.g. http://127.0.0.1:8765/mcp/chess")
-    p.add_argument("tool", help="tool name")
-    p.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
-    p.add_argument("--token", default=os.environ.get("AGORA_TOKEN"), help="bearer token")
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
