@@ -15,6 +15,7 @@ import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal, get_args
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -199,7 +200,7 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
 #: AGORA_* variables can both write ``nan`` and ``inf``).
 _FLOATS = tuple(f.name for f in msgspec.structs.fields(Config) if f.type is float)
 #: Settings that must be 0 or more, more than 0, or at least 1 (a count).
-_AT_LEAST_ZERO = ("grace_seconds", "linger_seconds", "ping_interval")
+_AT_LEAST_ZERO = ("grace_seconds", "linger_seconds", "ping_interval", "switch_interval_ms")
 _ABOVE_ZERO = (
     "commit_timeout",
     "actor_idle_seconds",
@@ -218,6 +219,28 @@ _COUNTS = (
 
 
 _SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
+#: The values of SQLite's ``synchronous`` pragma the store sets (`agora.store.db`).
+_SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+
+def _unusable_url(url: str) -> str | None:
+    """Why ``url`` cannot be the base of the links the server hands out, or None.
+
+    The links (chess pages, agent endpoints, evidence cards) are the base plus a path, and
+    browsers and MCP clients follow only http(s) URLs with a host: ``example.com`` or
+    ``ftp://x`` would make every link a dead one, without a word at start. Empty: the
+    default (http://host:port).
+    """
+    if not url:
+        return None
+    # The scheme as written, not urlsplit's lower-cased one: the banner and the WebSocket
+    # links swap a leading "http" for "ws".
+    if url.startswith(("http://", "https://")) and urlsplit(url).hostname:
+        return None
+    return (
+        "public_url must be an http:// or https:// URL with a host, such as"
+        f" https://agora.example.com, not {loggable(url, 80)!r}"
+    )
 
 
 def _unusable_principal(config: Config) -> tuple[str, str] | None:
@@ -265,9 +288,19 @@ def config_problem(config: Config) -> str | None:
 
 
 def _out_of_range(config: Config) -> tuple[str, str] | None:
-    """The first setting whose value the server cannot run with: (its name, why)."""
+    """The first setting whose value the server cannot run with: (its name, why).
+
+    Checked here, where the setting's source is known, rather than where it is used (the
+    store, ``agora serve``'s start), whose refusals could not say which file or variable
+    to fix.
+    """
     if not 0 <= config.port <= 65535:
         return "port", f"port must be between 0 and 65535, not {config.port}"
+    if config.synchronous.upper() not in _SYNCHRONOUS:  # SQLite's words, in any case
+        wanted = ", ".join(_SYNCHRONOUS)
+        return "synchronous", f"synchronous must be one of {wanted}, not {config.synchronous!r}"
+    if (url := _unusable_url(config.public_url)) is not None:
+        return "public_url", url
     for name in _FLOATS:  # NaN passes every comparison below, and infinity most
         if not math.isfinite(value := getattr(config, name)):
             return name, f"{name} must be a finite number, not {value}"

@@ -191,7 +191,7 @@ async def test_a_negative_switch_interval_is_refused_in_one_line(tmp_path):
         )
     assert done.returncode == 2, done.stderr.decode()
     assert done.stderr.decode().splitlines() == [
-        "agora: switch_interval_ms must be 0 or more, not -1"
+        "agora: AGORA_SWITCH_INTERVAL_MS: switch_interval_ms must be 0 or more, not -1"
     ]
     assert not (tmp_path / "agora.db").exists()  # refused before anything opened
 

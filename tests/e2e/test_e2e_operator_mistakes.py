@@ -1,34 +1,87 @@
 """Mistakes an operator makes on the command line, each said in words they can act on.
 
 Each case runs the real ``agora`` console script: a flag a subcommand does not take is
-refused with that subcommand's usage (its flags listed), exit status 2.
+refused with that subcommand's usage (its flags listed), exit status 2; a setting the server
+cannot use is refused in one line naming where it came from (the file or the ``AGORA_*``
+variable) and what is expected, before anything is opened.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import pytest
 import trio
 from e2e_process import run_agora
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
 TIMEOUT = 20
+#: What a public_url must be, as the refusal says it.
+PUBLIC_URL = (
+    "public_url must be an http:// or https:// URL with a host, such as https://agora.example.com"
+)
+SYNCHRONOUS = "synchronous must be one of OFF, NORMAL, FULL, EXTRA"
+
+
+async def refused(tmp_path: Path, toml: str = "", **env: str) -> str:
+    """``agora serve`` with ``toml`` as its config file and ``env``: its one stderr line,
+    after checking exit status 2 and that no database was made."""
+    config = tmp_path / "agora.toml"
+    config.write_text(f"port = 0\n{toml}")  # any free port, should the mistake be missed
+    db = tmp_path / "agora.db"
+    with trio.fail_after(TIMEOUT):
+        done = await run_agora("serve", "--config", str(config), "--db", str(db), **env)
+    lines = done.stderr.decode().splitlines()
+    assert done.returncode == 2, lines
+    assert len(lines) == 1, lines
+    assert not db.exists(), "refused after opening the database"
+    return lines[0]
 
 
 @pytest.mark.parametrize(
-    ("args", "usage"),
+    ("toml", "said"),
     [
-        pytest.param(["serve", "--bogus"], "usage: agora serve ", id="serve"),
-        pytest.param(["stdio", "--bogus"], "usage: agora stdio ", id="stdio"),
+        pytest.param('public_url = "example.com"', f"{PUBLIC_URL}, not 'example.com'", id="bare"),
+        pytest.param('public_url = "ftp://x"', f"{PUBLIC_URL}, not 'ftp://x'", id="ftp"),
+        pytest.param('public_url = "http://"', f"{PUBLIC_URL}, not 'http://'", id="no-host"),
+        pytest.param('synchronous = "fast"', f"{SYNCHRONOUS}, not 'fast'", id="synchronous"),
         pytest.param(
-            ["cards", "sign", "--key", "k", "--bogus"], "usage: agora cards sign ", id="sign"
+            "switch_interval_ms = -1", "switch_interval_ms must be 0 or more, not -1", id="switch"
         ),
-        pytest.param(["call", "url", "tool", "{}", "extra"], "usage: agora call ", id="call"),
     ],
 )
-async def test_an_unknown_flag_shows_its_subcommands_usage(args, usage):
-    with trio.fail_after(TIMEOUT):
-        done = await run_agora(*args)
-    lines = done.stderr.decode().splitlines()
-    assert done.returncode == 2, lines
-    assert lines[0].startswith(usage), lines  # its own flags, not the top level's list
-    assert lines[-1].startswith(f"{usage.removeprefix('usage: ').rstrip()}: error:"), lines
-    assert "unrecognized arguments: " in lines[-1], lines
+async def test_a_setting_in_the_file_is_refused_naming_the_file(tmp_path, toml, said):
+    line = await refused(tmp_path, toml)
+    assert line == f"agora: {tmp_path / 'agora.toml'}: {said}"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        pytest.param(
+            "AGORA_PUBLIC_URL", "example.com", f"{PUBLIC_URL}, not 'example.com'", id="url"
+        ),
+        pytest.param("AGORA_SYNCHRONOUS", "fast", f"{SYNCHRONOUS}, not 'fast'", id="synchronous"),
+        pytest.param(
+            "AGORA_SWITCH_INTERVAL_MS",
+            "-1",
+            "switch_interval_ms must be 0 or more, not -1",
+            id="switch",
+        ),
+    ],
+)
+async def test_a_setting_in_the_environment_is_refused_naming_the_variable(
+    tmp_path, variable, value, said
+):
+    line = await refused(tmp_path, **{variable: value})
+    assert line == f"agora: {variable}: {said}"
+
+
+async def test_an_http_or_https_public_url_is_taken(tmp_path):
+    # The refusal above must not catch the URLs it asks for (a path prefix included): the
+    # refusal that comes is max_in_flight's, checked after public_url.
+    for url in ("http://127.0.0.1:1/", "https://agora.example.com/prefix"):
+        line = await refused(tmp_path, f'public_url = "{url}"\nmax_in_flight = 0')
+        assert line.endswith("max_in_flight must be at least 1, not 0"), line
