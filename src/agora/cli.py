@@ -26,7 +26,7 @@ import trio
 
 from agora import __version__
 from agora.cli_parser import build_parser
-from agora.config import Config, load_config
+from agora.config import Config, environment_log_level, load_config
 from agora.errors import StoreError
 from agora.logsetup import configure, set_level
 from agora.store.lock import DatabaseInUse, database_lock, shown_database
@@ -268,6 +268,8 @@ def _run_stdio(args: argparse.Namespace) -> int:
                 f"{'belongs' if len(offline) == 1 else 'belong'} to that server's command line,"
                 " not here"
             )
+        if not args.verbose:  # its only setting: the rest are the server's
+            set_level(environment_log_level())
         token = args.token if args.token is not None else os.environ.get("AGORA_TOKEN")
         trio.run(_bridge, args.connect, token or None)
         return 0

@@ -116,7 +116,8 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     #: `agora.server.embed.set_switch_interval`.
     switch_interval_ms: float = 0.0
     #: The least severe log records ``agora serve`` and ``agora stdio`` write to stderr
-    #: (``-v`` means debug whatever this says). An embedding program logs as it likes.
+    #: (``-v`` means debug whatever this says; ``stdio --connect`` reads AGORA_LOG_LEVEL
+    #: alone: `environment_log_level`). An embedding program logs as it likes.
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     #: Per-toolset options: the [options.<name>] tables of agora.toml.
     options: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
@@ -194,6 +195,26 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
         key, problem = wrong
         raise ValueError(f"{sources[key]}: {problem}" if key in sources else problem)
     return config
+
+
+def environment_log_level() -> str:
+    """The ``log_level`` that AGORA_LOG_LEVEL sets, else the default.
+
+    For ``agora stdio --connect``, which reads no settings (the server it relays to has
+    them; a bad AGORA_PORT meant for that server must not stop the relay) but still logs
+    (its WebSocket library's records): the operator's level must reach it as it reaches
+    every other command.
+
+    Raises:
+        ValueError: a word that is not a level, worded as `load_config` words it.
+    """
+    raw = os.environ.get("AGORA_LOG_LEVEL")
+    if raw is None:
+        return Config().log_level
+    try:
+        return msgspec.convert({"log_level": raw}, Config).log_level
+    except msgspec.ValidationError as exc:
+        raise ValueError(_located(str(exc), {"log_level": "AGORA_LOG_LEVEL"}, [])) from exc
 
 
 #: Settings of seconds or milliseconds: a number, but never NaN or infinity (TOML and the

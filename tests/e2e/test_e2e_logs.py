@@ -4,14 +4,18 @@ An operator lines a node's log up with a balancer's and a database's: every line
 it was written (UTC, to the millisecond). ``log_level`` (or ``AGORA_LOG_LEVEL``) chooses the
 least severe records written; ``-v`` is debug whatever it says; a word it does not know is
 refused in one line, exit status 2. Real ``agora serve`` processes; the INFO line looked
-for is the one a start with its soft open-files limit below the hard one writes.
+for is the one a start with its soft open-files limit below the hard one writes. The relay,
+``agora stdio --connect``, which takes no other setting, takes ``AGORA_LOG_LEVEL`` too.
 """
 
 from __future__ import annotations
 
 import resource
 
+import pytest
 import trio
+from e2e_config import TOKEN
+from e2e_mcp import INITIALIZE, jsonl
 from e2e_process import STAMP, AgoraProcess, clean_env, run_agora, unstamped
 
 TIMEOUT = 30
@@ -60,6 +64,37 @@ async def test_an_unknown_log_level_is_refused_in_one_line(tmp_path):
     with trio.fail_after(TIMEOUT):
         done = await run_agora(
             "serve", "--port", "0", "--db", str(tmp_path / "agora.db"), AGORA_LOG_LEVEL="loud"
+        )
+    assert done.returncode == 2, done.stderr.decode()
+    assert done.stderr.decode().splitlines() == [
+        "agora: AGORA_LOG_LEVEL: log_level must be one of debug, info, warning, error, not 'loud'"
+    ]
+
+
+@pytest.mark.parametrize(("level", "debug"), [("debug", True), ("info", False)])
+async def test_the_relay_takes_agora_log_level(agora, level, debug):
+    # The relay's own records are its WebSocket library's, all DEBUG: written at debug only.
+    url = f"ws://127.0.0.1:{agora.port}/mcp/chess"
+    with trio.fail_after(TIMEOUT):
+        done = await run_agora(
+            "stdio",
+            "--connect",
+            url,
+            "--token",
+            TOKEN,
+            stdin=jsonl(INITIALIZE),
+            AGORA_LOG_LEVEL=level,
+        )
+    log = done.stderr.decode()
+    assert done.returncode == 0, log
+    assert b'"id":0' in done.stdout  # it relayed
+    assert (" DEBUG trio-websocket: " in log) is debug, log
+
+
+async def test_the_relay_refuses_an_unknown_log_level_in_one_line():
+    with trio.fail_after(TIMEOUT):
+        done = await run_agora(
+            "stdio", "--connect", "ws://127.0.0.1:1/mcp", stdin=b"", AGORA_LOG_LEVEL="loud"
         )
     assert done.returncode == 2, done.stderr.decode()
     assert done.stderr.decode().splitlines() == [
