@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from agora.config_env import from_environment, warn_unknown
 from agora.identity import ANONYMOUS, SCOPES, Principal
 from agora.logsafe import loggable
 
@@ -170,13 +171,9 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
             msgspec.convert(data, Config, strict=True)
         except msgspec.ValidationError as exc:
             raise ValueError(f"{path}: {_typed(str(exc), list(fields))}") from exc
-    for name, field in fields.items():
-        variable = f"AGORA_{name.upper()}"
-        raw = os.environ.get(variable)
-        if raw is None or name in ("principals", "options"):
-            continue
-        data[name] = _from_env(raw, field.type)
-        sources[name] = variable
+    environment, variables = from_environment({n: f.type for n, f in fields.items()})
+    data.update(environment)
+    sources.update(variables)
     flags = {k: v for k, v in overrides.items() if v is not None}
     data.update(flags)
     sources.update({k: f"--{k}" for k in flags})
@@ -208,6 +205,7 @@ def environment_log_level() -> str:
     Raises:
         ValueError: a word that is not a level, worded as `load_config` words it.
     """
+    warn_unknown(Config.__struct_fields__)  # the relay's environment is an operator's too
     raw = os.environ.get("AGORA_LOG_LEVEL")
     if raw is None:
         return Config().log_level
@@ -396,18 +394,3 @@ def _unconverted(problem: str, data: dict[str, Any], sources: dict[str, str]) ->
     kinds = [t for t in expected.split(" | ") if t != "null"]
     wanted = " or ".join(_TYPE_WORDS.get(t, t) for t in kinds)
     return f"{sources[key]}: {key} must be {wanted}, not {loggable(str(data[key]), 80)!r}"
-
-
-#: The words an AGORA_* variable may use for a boolean setting.
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"0", "false", "no", "off", ""})
-
-
-def _from_env(raw: str, annotation: Any) -> Any:
-    if annotation is bool:
-        word = raw.strip().lower()
-        # Any other word is left as it is, for the conversion to refuse by name.
-        return True if word in _TRUE else False if word in _FALSE else raw
-    if "list" in str(annotation):
-        return [item.strip() for item in raw.split(",") if item.strip()]
-    return raw

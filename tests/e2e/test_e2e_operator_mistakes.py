@@ -3,7 +3,8 @@
 Each case runs the real ``agora`` console script: a flag a subcommand does not take is
 refused with that subcommand's usage (its flags listed), exit status 2; a setting the server
 cannot use is refused in one line naming where it came from (the file or the ``AGORA_*``
-variable) and what is expected, before anything is opened.
+variable) and what is expected, before anything is opened; an ``AGORA_*`` variable that
+names no setting is said in a warning at start, with the setting it may have meant.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 import trio
-from e2e_process import run_agora
+from e2e_process import AgoraProcess, clean_env, run_agora
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -85,3 +86,21 @@ async def test_an_http_or_https_public_url_is_taken(tmp_path):
     for url in ("http://127.0.0.1:1/", "https://agora.example.com/prefix"):
         line = await refused(tmp_path, f'public_url = "{url}"\nmax_in_flight = 0')
         assert line.endswith("max_in_flight must be at least 1, not 0"), line
+
+
+async def test_a_misspelt_variable_is_said_at_start_with_the_setting_it_may_mean(tmp_path):
+    db = tmp_path / "agora.db"
+    # Beside it, variables agora reads that are not settings: none of them is said.
+    env = clean_env(AGORA_DB_PAHT="/elsewhere/agora.db", AGORA_TOKEN="t", AGORA_INSTALL_ONLY="1")
+    with AgoraProcess("--db", str(db), "--toolsets", "chess", env=env) as server:
+        server.assert_clean_exit(server.stop())
+    warnings = [line for line in server.lines if " WARNING " in line]
+    assert len(warnings) == 1, server.log
+    assert (
+        warnings[0]
+        .rstrip()
+        .endswith(
+            "WARNING agora.config: AGORA_DB_PAHT is not an agora setting and is ignored;"
+            " did you mean AGORA_DB?"
+        )
+    ), warnings
