@@ -4,19 +4,21 @@ Each case runs the real ``agora`` console script: a flag a subcommand does not t
 refused with that subcommand's usage (its flags listed), exit status 2; a setting the server
 cannot use is refused in one line naming where it came from (the file or the ``AGORA_*``
 variable) and what is expected, before anything is opened; an ``AGORA_*`` variable that
-names no setting is said in a warning at start, with the setting it may have meant.
+names no setting is said in a warning at start, with the setting it may have meant; a
+database path that cannot be opened says why in words (a regular file on the way, a
+missing directory, a file that cannot be read), not an errno.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 import trio
-from e2e_process import AgoraProcess, clean_env, run_agora
-
-if TYPE_CHECKING:
-    from pathlib import Path
+from e2e_process import AGORA, AgoraProcess, clean_env, run_agora
 
 TIMEOUT = 20
 #: What a public_url must be, as the refusal says it.
@@ -104,3 +106,65 @@ async def test_a_misspelt_variable_is_said_at_start_with_the_setting_it_may_mean
             " did you mean AGORA_DB?"
         )
     ), warnings
+
+
+#: The user a test run as root runs the server as, for a file root could read whatever its
+#: mode: ``setpriv`` (util-linux) starts it without root's rights.
+NOBODY = ["--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+async def _serve_db(db: Path, *, as_nobody: bool = False) -> list[str]:
+    """``agora serve --db db`` (``as_nobody``: as nobody, when the test runs as root): its
+    stderr lines, after checking it was refused with exit status 2."""
+    command = [AGORA, "serve", "--port", "0", "--db", str(db)]
+    if as_nobody and os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("needs: setpriv (util-linux), to run agora as another user than root")
+        command = [setpriv, *NOBODY, *command]
+    with trio.fail_after(TIMEOUT):
+        done = await trio.run_process(
+            command, capture_stdout=True, capture_stderr=True, check=False, env=clean_env()
+        )
+    lines = done.stderr.decode().splitlines()
+    assert done.returncode == 2, lines
+    return lines
+
+
+@pytest.mark.sqlite_only("SQLite file paths")
+async def test_a_database_path_through_a_regular_file_says_so(tmp_path):
+    notes = tmp_path / "notes"
+    notes.write_text("x")
+    lines = await _serve_db(notes / "x.db")
+    assert lines == [
+        f"agora: cannot open database {notes}/x.db: {notes} is a file, not a directory"
+    ]
+    assert notes.read_text() == "x"
+
+
+@pytest.mark.sqlite_only("SQLite file paths")
+async def test_a_missing_database_directory_is_named_and_not_made(tmp_path):
+    # Made, it would hold a new, empty database: a misspelt directory would seem to have
+    # lost the operator's data.
+    gone = tmp_path / "agroa"
+    lines = await _serve_db(gone / "agora.db")
+    assert lines == [
+        f"agora: cannot open database {gone}/agora.db: its directory {gone} does not exist"
+        f" (create it first: mkdir -p {gone})"
+    ]
+    assert not gone.exists()
+
+
+@pytest.mark.sqlite_only("SQLite file paths")
+async def test_a_database_file_that_cannot_be_read_is_not_called_read_only():
+    # Not in tmp_path, whose parents nobody may search when the test runs as root.
+    with tempfile.TemporaryDirectory() as directory:
+        os.chmod(directory, 0o755)
+        db = Path(directory) / "agora.db"
+        db.write_bytes(b"")
+        db.chmod(0)
+        lines = await _serve_db(db, as_nobody=True)
+        assert lines == [
+            f"agora: cannot open database {db}: it cannot be read (permission denied to the"
+            " user agora runs as)"
+        ]

@@ -14,13 +14,13 @@ import os
 import sqlite3
 from contextlib import ExitStack, asynccontextmanager
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import trio
 
 from agora.errors import STORE_CAUSES, StoreError
 from agora.store.checkpoint import Checkpointer
+from agora.store.db_path import check_database_path
 from agora.store.diskfault import DiskDoctor
 from agora.store.guard import TABLES
 from agora.store.lock import database_lock, database_problem, lock_path
@@ -35,6 +35,7 @@ from agora.store.writer_process import ProcessWriter, WriterProcess
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterable
+    from pathlib import Path
 
     from agora.store.migrations import Migration
 
@@ -157,18 +158,9 @@ async def open_store(
 
 
 def _prepare(path: str) -> None:
-    if Path(path).is_dir():
-        raise StoreError(f"cannot open database {path}: it is a directory")
-    # SQLite opens a file it may not write read-only, without a word: the server would start
-    # and every write fail. Asked before anything is opened (the lock, the WAL), so the file
-    # and its directory stay as they were. access() says no to an immutable file even for
-    # root, and on a read-only file system.
-    if Path(path).exists() and not os.access(path, os.W_OK):
-        raise StoreError(f"cannot open database {path}: {READ_ONLY}")
-    try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StoreError(f"cannot open database {path}: {exc}") from exc
+    # Refused in words before anything is opened (the lock, the WAL), so the file and its
+    # directory stay as they were: `agora.store.db_path`.
+    check_database_path(path)
 
 
 @asynccontextmanager
