@@ -254,8 +254,11 @@ def _unusable_url(url: str) -> str | None:
         return None
     # The scheme as written, not urlsplit's lower-cased one: the banner and the WebSocket
     # links swap a leading "http" for "ws".
-    if url.startswith(("http://", "https://")) and urlsplit(url).hostname:
-        return None
+    try:
+        if url.startswith(("http://", "https://")) and urlsplit(url).hostname:
+            return None
+    except ValueError:  # urlsplit's own refusal ("http://[::1": an unclosed IPv6 address)
+        pass
     return (
         "public_url must be an http:// or https:// URL with a host, such as"
         f" https://agora.example.com, not {loggable(url, 80)!r}"

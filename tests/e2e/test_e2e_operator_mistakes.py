@@ -49,6 +49,7 @@ async def refused(tmp_path: Path, toml: str = "", **env: str) -> str:
         pytest.param('public_url = "example.com"', f"{PUBLIC_URL}, not 'example.com'", id="bare"),
         pytest.param('public_url = "ftp://x"', f"{PUBLIC_URL}, not 'ftp://x'", id="ftp"),
         pytest.param('public_url = "http://"', f"{PUBLIC_URL}, not 'http://'", id="no-host"),
+        pytest.param('public_url = "http://[::1"', f"{PUBLIC_URL}, not 'http://[::1'", id="ipv6"),
         pytest.param('synchronous = "fast"', f"{SYNCHRONOUS}, not 'fast'", id="synchronous"),
         pytest.param(
             "switch_interval_ms = -1", "switch_interval_ms must be 0 or more, not -1", id="switch"
