@@ -207,6 +207,22 @@ async def run_agora(
     )
 
 
+async def serve_refused(directory: Path, toml: str = "", **env: str) -> str:
+    """``agora serve`` with ``toml`` as its config file (``port = 0`` first unless it sets the
+    port: any free port, should the mistake be missed) and ``env``: its one stderr line,
+    after checking exit status 2 and that no database was made in ``directory``. Run inside
+    ``trio.fail_after``."""
+    config = directory / "agora.toml"
+    config.write_text(toml if toml.startswith("port") else f"port = 0\n{toml}")
+    db = directory / "agora.db"
+    done = await run_agora("serve", "--config", str(config), "--db", str(db), **env)
+    lines = done.stderr.decode().splitlines()
+    assert done.returncode == 2, lines
+    assert len(lines) == 1, lines
+    assert not db.exists(), "refused after opening the database"
+    return lines[0]
+
+
 @asynccontextmanager
 async def stdio_process(args: Sequence[str]) -> AsyncIterator[trio.Process]:
     """``agora ARGS`` with its three pipes (a raw stdio client's view), its MCP session

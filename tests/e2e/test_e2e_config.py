@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 import trio
-from e2e_process import AGORA, clean_env
+from e2e_process import AGORA, clean_env, serve_refused
 
 from agora.config import Config, load_config
 from agora.server.embed import CannotListen, open_server
@@ -39,22 +39,9 @@ PORT_IN_USE = (
 
 
 async def refused(tmp_path: Path, toml: str, **env: str) -> str:
-    """Run ``agora serve`` on ``toml``; its one stderr line, after checking exit status 2
-    and that no database was made."""
-    config = tmp_path / "agora.toml"
-    # Any free port, should the mistake be missed: never a port another server may hold.
-    config.write_text(toml if toml.startswith("port") else f"port = 0\n{toml}")
-    db = tmp_path / "agora.db"
-    args = [AGORA, "serve", "--config", str(config), "--db", str(db)]
+    """`serve_refused`, within the time limit."""
     with trio.fail_after(TIMEOUT):
-        done = await trio.run_process(
-            args, capture_stdout=True, capture_stderr=True, check=False, env=clean_env(**env)
-        )
-    lines = done.stderr.decode().splitlines()
-    assert done.returncode == 2, lines
-    assert len(lines) == 1, lines
-    assert not db.exists(), "refused after opening the database"
-    return lines[0]
+        return await serve_refused(tmp_path, toml, **env)
 
 
 @pytest.mark.parametrize(

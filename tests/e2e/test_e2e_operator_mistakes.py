@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from e2e_process import AGORA, AgoraProcess, clean_env, run_agora
+from e2e_process import AGORA, AgoraProcess, clean_env, serve_refused
 
 TIMEOUT = 20
 #: What a public_url must be, as the refusal says it.
@@ -29,18 +29,9 @@ SYNCHRONOUS = "synchronous must be one of OFF, NORMAL, FULL, EXTRA"
 
 
 async def refused(tmp_path: Path, toml: str = "", **env: str) -> str:
-    """``agora serve`` with ``toml`` as its config file and ``env``: its one stderr line,
-    after checking exit status 2 and that no database was made."""
-    config = tmp_path / "agora.toml"
-    config.write_text(f"port = 0\n{toml}")  # any free port, should the mistake be missed
-    db = tmp_path / "agora.db"
+    """`serve_refused`, within the time limit."""
     with trio.fail_after(TIMEOUT):
-        done = await run_agora("serve", "--config", str(config), "--db", str(db), **env)
-    lines = done.stderr.decode().splitlines()
-    assert done.returncode == 2, lines
-    assert len(lines) == 1, lines
-    assert not db.exists(), "refused after opening the database"
-    return lines[0]
+        return await serve_refused(tmp_path, toml, **env)
 
 
 @pytest.mark.parametrize(

@@ -14,11 +14,17 @@ from __future__ import annotations
 import json
 import re
 import signal
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import trio
 from e2e_mcp import jsonl
 from e2e_process import AgoraProcess, read_to_end, stdio_process
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
 
 #: Well under the 55 s the long-poll below asks for.
 TIMEOUT = 30
@@ -29,6 +35,10 @@ WAIT = {
     "method": "tools/call",
     "params": {"name": "wait_for_turn", "arguments": {"wait_for_human": True, "timeout_ms": 55000}},
 }
+
+
+#: A call that answers at once, sent after `WAIT`.
+BOARD = {**WAIT, "id": 2, "params": {"name": "get_board", "arguments": {}}}
 
 
 @pytest.mark.parametrize(
@@ -62,10 +72,9 @@ async def test_sigterm_answers_the_calls_in_flight_before_the_process_ends(tmp_p
     the process end mid-call). Now the wait answers, marked shutting down, and the process
     ends with stdin still open."""
     args = ["stdio", "--toolset", "chess", "--db", str(tmp_path / "a.db")]
-    board = {**WAIT, "id": 2, "params": {"name": "get_board", "arguments": {}}}
     with trio.fail_after(TIMEOUT):
         async with stdio_process(args) as process:
-            await process.stdin.send_all(jsonl(WAIT, board))
+            await process.stdin.send_all(jsonl(WAIT, BOARD))
             assert b'"id":2' in await process.stdout.receive_some(65536)
             await trio.sleep(0.5)  # the wait parks (it began before get_board answered)
             process.send_signal(signal.SIGTERM)
@@ -81,38 +90,51 @@ async def test_sigterm_answers_the_calls_in_flight_before_the_process_ends(tmp_p
     assert (body["statusCode"], body["shuttingDown"]) == ("WAIT_TIMEOUT", True)
 
 
+@asynccontextmanager
+async def bridge_to_seat(tmp_path: Path) -> AsyncIterator[tuple[trio.Process, str]]:
+    """``agora stdio --connect`` to the agent seat of a chess server of its own (checked for
+    a clean exit afterwards), `WAIT` and `BOARD` sent; the bridge and the seat's token."""
+    server = AgoraProcess("--db", str(tmp_path / "a.db"), "--toolsets", "chess")
+    server.start()
+    try:
+        seat = await server.wait_for_log(r"chess: agent endpoint: \S+\?token=")
+        token = re.search(r"\?token=(\S+)", seat).group(1)  # type: ignore[union-attr]
+        url = f"ws://127.0.0.1:{server.port}/mcp/chess/default?token={token}"
+        async with stdio_process(["stdio", "--connect", url]) as process:
+            await process.stdin.send_all(jsonl(WAIT, BOARD))
+            yield process, token
+    finally:
+        server.assert_clean_exit(server.stop())
+
+
+async def _ended(process: trio.Process) -> tuple[list[dict[str, Any]], int, bytes]:
+    """The bridge's answers (its stdout to its end), exit status and stderr."""
+    out = await read_to_end(process.stdout)
+    status = await process.wait()
+    stderr = await read_to_end(process.stderr)
+    assert b"Traceback" not in stderr
+    return [json.loads(line) for line in out.splitlines()], status, stderr
+
+
 async def test_the_bridge_answers_every_call_in_flight_at_the_end_of_its_input(tmp_path):
     """The bridge used to wait 5 s at the end of its input and exit leaving a parked call
     unanswered: its host saw the process end mid-call, with no answer to act on. Now a call
     answered within the grace gets the server's reply, and one still parked after it gets a
     JSON-RPC error saying the bridge is closing and that the call may or may not have taken
     effect."""
-    server = AgoraProcess("--db", str(tmp_path / "a.db"), "--toolsets", "chess")
-    server.start()
-    try:
-        with trio.fail_after(TIMEOUT):
-            seat = await server.wait_for_log(r"chess: agent endpoint: \S+\?token=")
-            token = re.search(r"\?token=(\S+)", seat).group(1)  # type: ignore[union-attr]
-            url = f"ws://127.0.0.1:{server.port}/mcp/chess/default?token={token}"
-            board = {**WAIT, "id": 2, "params": {"name": "get_board", "arguments": {}}}
-            async with stdio_process(["stdio", "--connect", url]) as process:
-                await process.stdin.send_all(jsonl(WAIT, board))
-                await process.stdin.aclose()
-                out = await read_to_end(process.stdout)
-                status = await process.wait()
-                stderr = await read_to_end(process.stderr)
-        assert status == 0, stderr
-        assert b"Traceback" not in stderr
-        replies = {r["id"]: r for r in (json.loads(line) for line in out.splitlines())}
-        assert sorted(replies) == [1, 2], out  # one answer each, none twice
-        assert not replies[2]["result"].get("isError"), replies[2]
-        error = replies[1]["error"]
-        assert error["code"] == -32000
-        assert "bridge is closing" in error["message"]
-        assert "may or may not have taken effect" in error["message"]
-        assert token not in error["message"]
-    finally:
-        server.assert_clean_exit(server.stop())
+    with trio.fail_after(TIMEOUT):
+        async with bridge_to_seat(tmp_path) as (process, token):
+            await process.stdin.aclose()
+            answers, status, stderr = await _ended(process)
+    assert status == 0, stderr
+    replies = {r["id"]: r for r in answers}
+    assert sorted(replies) == [1, 2], answers  # one answer each, none twice
+    assert not replies[2]["result"].get("isError"), replies[2]
+    error = replies[1]["error"]
+    assert error["code"] == -32000
+    assert "bridge is closing" in error["message"]
+    assert "may or may not have taken effect" in error["message"]
+    assert token not in error["message"]
 
 
 async def test_sigterm_to_the_bridge_answers_every_call_in_flight(tmp_path):
@@ -120,27 +142,14 @@ async def test_sigterm_to_the_bridge_answers_every_call_in_flight(tmp_path):
     answer (its host saw the process end mid-call). Now it ends the input as end of input
     does: the call is answered (here, parked past the grace: an error saying the bridge is
     closing) and the process exits 0 with stdin still open."""
-    server = AgoraProcess("--db", str(tmp_path / "a.db"), "--toolsets", "chess")
-    server.start()
-    try:
-        with trio.fail_after(TIMEOUT):
-            seat = await server.wait_for_log(r"chess: agent endpoint: \S+\?token=")
-            token = re.search(r"\?token=(\S+)", seat).group(1)  # type: ignore[union-attr]
-            url = f"ws://127.0.0.1:{server.port}/mcp/chess/default?token={token}"
-            board = {**WAIT, "id": 2, "params": {"name": "get_board", "arguments": {}}}
-            async with stdio_process(["stdio", "--connect", url]) as process:
-                await process.stdin.send_all(jsonl(WAIT, board))
-                assert b'"id":2' in await process.stdout.receive_some(65536)
-                process.send_signal(signal.SIGTERM)
-                out = await read_to_end(process.stdout)
-                status = await process.wait()
-                stderr = await read_to_end(process.stderr)
-        assert status == 0, stderr
-        assert b"SIGTERM, shutting down" in stderr
-        assert b"Traceback" not in stderr
-        (reply,) = [json.loads(line) for line in out.splitlines()]
-        assert reply["id"] == 1
-        assert reply["error"]["code"] == -32000
-        assert "bridge is closing" in reply["error"]["message"]
-    finally:
-        server.assert_clean_exit(server.stop())
+    with trio.fail_after(TIMEOUT):
+        async with bridge_to_seat(tmp_path) as (process, _):
+            assert b'"id":2' in await process.stdout.receive_some(65536)
+            process.send_signal(signal.SIGTERM)
+            answers, status, stderr = await _ended(process)
+    assert status == 0, stderr
+    assert b"SIGTERM, shutting down" in stderr
+    (reply,) = answers
+    assert reply["id"] == 1
+    assert reply["error"]["code"] == -32000
+    assert "bridge is closing" in reply["error"]["message"]
