@@ -22,13 +22,12 @@ from agora.errors import STORE_CAUSES, StoreError
 from agora.store.checkpoint import Checkpointer
 from agora.store.db_path import check_database_path
 from agora.store.diskfault import DiskDoctor
-from agora.store.guard import TABLES
 from agora.store.lock import database_lock, database_problem, lock_path
-from agora.store.migrations import apply_migrations
 from agora.store.shm_guard import ShmGuard
 from agora.store.sqlite import COMMIT_TIMEOUT, READERS, STOP_SECONDS, Store
 from agora.store.sqlite_connect import connect
 from agora.store.sqlite_guard import GuardedWriter
+from agora.store.sqlite_open import migrated, migrated_file, open_in_thread
 from agora.store.sqlite_shared import SharedStore
 from agora.store.writer import Writer
 from agora.store.writer_process import ProcessWriter, WriterProcess
@@ -178,7 +177,12 @@ async def _open_locked(
     inline = path == ":memory:"
     process = writer_process and not inline and not shared
     conn: sqlite3.Connection | WriterProcess
-    conn, versions = _migrated(path, migrations, synchronous, shared)
+    if inline:  # nothing else opens it: no lock to wait for
+        conn, versions = migrated(path, migrations, synchronous, shared)
+    else:  # off the Trio thread: the lock may be waited for, a step may take long
+        conn, versions = await open_in_thread(
+            partial(migrated_file, path, migrations, synchronous, shared)
+        )
     if process:  # the child writes from now on
         try:
             child = await trio.to_thread.run_sync(_spawn, path, synchronous.upper())
@@ -264,64 +268,6 @@ async def _open_locked(
                 await trio.to_thread.run_sync(store.close)
 
 
-def _migrated(
-    path: str, migrations: Iterable[Migration], synchronous: str, shared: bool
-) -> tuple[sqlite3.Connection, dict[str, int]]:
-    """A write connection to ``path``, its schema migrated; and each component's version."""
-    try:
-        conn = connect(path, synchronous=synchronous.upper())
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot open database {path}: {exc}") from exc
-    try:
-        if shared:
-            _create_guard_tables(conn)
-        versions = apply_migrations(conn, migrations)
-    except sqlite3.Error as exc:
-        conn.close()
-        raise StoreError(f"cannot migrate database {path}: {exc}") from exc
-    except BaseException:
-        conn.close()  # a newer schema or a failed step: leave nothing open
-        raise
-    try:
-        writable = path == ":memory:" or _writable(conn)  # what access() could not see
-    except sqlite3.Error as exc:
-        conn.close()
-        raise StoreError(f"cannot open database {path}: {exc}") from exc
-    if not writable:
-        conn.close()
-        raise StoreError(f"cannot open database {path}: {READ_ONLY}")
-    return conn, versions
-
-
-def _writable(conn: sqlite3.Connection) -> bool:
-    """Whether SQLite lets ``conn`` write: a migrated file writes nothing at open, so a file
-    it opened read-only (a WAL file it may not write, say) would be found out by the first
-    call's write. The table made here is rolled back: the file does not change."""
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            conn.execute("CREATE TABLE agora_write_probe (x)")
-        finally:
-            conn.execute("ROLLBACK")
-    except sqlite3.OperationalError as exc:
-        if exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_READONLY:
-            return False
-        raise  # another failure: the caller words it
-    return True
-
-
 def _spawn(path: str, synchronous: str) -> WriterProcess:
     """The writer's child process on the existing file ``path``."""
     return WriterProcess(path, synchronous=synchronous)
-
-
-def _create_guard_tables(conn: sqlite3.Connection) -> None:
-    """The version table of a shared file (`agora.store.guard.TABLES`), if it is missing."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        for sql in TABLES:
-            conn.execute(sql)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")

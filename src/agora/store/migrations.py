@@ -151,12 +151,18 @@ def malformed(step: Migration, dialect: str) -> str | None:
     return None
 
 
-def apply_migrations(conn: sqlite3.Connection, migrations: Iterable[Migration]) -> dict[str, int]:
+def apply_migrations(
+    conn: sqlite3.Connection,
+    migrations: Iterable[Migration],
+    check: Callable[[], None] | None = None,
+) -> dict[str, int]:
     """Bring every component's tables up to its newest migration.
 
     Args:
         conn: The writer connection (autocommit mode).
         migrations: All known migrations, any order.
+        check: Called before each step begins and before it commits: what it raises stops
+            the migration there, that step rolled back (an open that was cancelled).
 
     Returns:
         The version of each component after migrating.
@@ -177,6 +183,8 @@ def apply_migrations(conn: sqlite3.Connection, migrations: Iterable[Migration]) 
             if step.version <= have:
                 continue
             try:
+                if check is not None:
+                    check()
                 conn.execute("BEGIN IMMEDIATE")
                 # Another process sharing the file may have applied it since we looked.
                 row = conn.execute(
@@ -196,6 +204,8 @@ def apply_migrations(conn: sqlite3.Connection, migrations: Iterable[Migration]) 
                     "ON CONFLICT(component) DO UPDATE SET version = excluded.version",
                     (component, step.version),
                 )
+                if check is not None:
+                    check()
                 conn.execute("COMMIT")
             except Exception as exc:
                 if conn.in_transaction:

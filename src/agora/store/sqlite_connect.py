@@ -15,32 +15,44 @@ from urllib.parse import quote
 #: that let work pile up) the WAL can grow to hundreds of MiB before it is emptied; without a
 #: limit SQLite then reuses the file at that size for ever (a 30-minute soak: 660 MiB).
 WAL_SIZE_LIMIT = 64 * 2**20
+#: Milliseconds a statement waits for another connection's lock before SQLITE_BUSY. The writer
+#: may wait this long in BEGIN IMMEDIATE for another process's write lock. It can exceed
+#: commit_timeout: waiters give up on their own, and the jobs they gave up are dropped once
+#: the lock comes, never run.
+BUSY_MS = 30_000
 
 
 def connect(
-    path: str, *, synchronous: str, readonly: bool = False, create: bool = True
+    path: str,
+    *,
+    synchronous: str,
+    readonly: bool = False,
+    create: bool = True,
+    busy_ms: int = BUSY_MS,
 ) -> sqlite3.Connection:
     """A connection to ``path`` set up as every store connection is (WAL, pragmas);
-    ``create`` False opens an existing file only (a reopen never makes a new empty one)."""
+    ``create`` False opens an existing file only (a reopen never makes a new empty one);
+    ``busy_ms`` is how long it waits for another connection's lock (`BUSY_MS`)."""
     conn = sqlite3.connect(
         path if create else f"file:{quote(path)}?mode=rw",
         isolation_level=None,
         check_same_thread=False,
-        timeout=30.0,
+        timeout=busy_ms / 1000,
         uri=not create,
     )
-    conn.row_factory = sqlite3.Row
-    if path != ":memory:":
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
-        if not readonly:  # no checkpoint in a COMMIT: they are `agora.store.checkpoint`'s
-            conn.execute("PRAGMA wal_autocheckpoint=0")
-    conn.execute(f"PRAGMA synchronous={synchronous}")
-    conn.execute("PRAGMA foreign_keys=ON")
-    # The writer may wait this long in BEGIN IMMEDIATE for another process's write lock.
-    # It can exceed commit_timeout: waiters give up on their own, and the jobs they gave up
-    # are dropped once the lock comes, never run.
-    conn.execute("PRAGMA busy_timeout=30000")
-    if readonly:
-        conn.execute("PRAGMA query_only=ON")
+    try:  # a lock it waited for in vain (busy) leaves no connection open
+        conn.row_factory = sqlite3.Row
+        if path != ":memory:":
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
+            if not readonly:  # no checkpoint in a COMMIT: they are `agora.store.checkpoint`'s
+                conn.execute("PRAGMA wal_autocheckpoint=0")
+        conn.execute(f"PRAGMA synchronous={synchronous}")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute(f"PRAGMA busy_timeout={busy_ms}")
+        if readonly:
+            conn.execute("PRAGMA query_only=ON")
+    except BaseException:
+        conn.close()
+        raise
     return conn
