@@ -6,7 +6,9 @@ broken (``required``, ``type``, ``pattern``, ...), e.g. ``argument 'from': must 
 ^[a-h][1-8]$``. A cheap depth and size guard runs before the schema.
 
 Dialects: draft-04/06/07 schemas are compiled as they are; 2019-09 and 2020-12 ones (and a
-schema without ``$schema``) are rewritten to draft-07 by `agora.mcp.dialects` first.
+schema without ``$schema``) are rewritten to draft-07 by `agora.mcp.dialects` first. The
+result is checked against the metaschema (`agora.mcp.metaschema`, `malformed_keyword`) before
+fastjsonschema compiles it, and whatever fastjsonschema raises on a schema is a `SchemaError`.
 
 This module must not import trio, change the values it checks (no defaults are filled in),
 assert ``format`` unless asked, or fetch a remote ``$ref``.
@@ -327,17 +329,56 @@ def compile_validator(
     target = normalise_schema(schema)
 
     def compile_fn(fast_fail: bool) -> Callable[[Any], Any]:
-        try:
-            validate: Callable[[Any], Any] = fastjsonschema.compile(
-                target,
-                handlers=HANDLERS,
-                use_default=False,
-                use_formats=assert_formats,
-                fast_fail=fast_fail,
-            )
-        except (fastjsonschema.JsonSchemaDefinitionException, re.error) as exc:
-            raise SchemaError(f"schema cannot be compiled: {exc}") from exc
-        return validate
+        problem = malformed_keyword(target)
+        if problem is not None:
+            raise SchemaError(f"schema cannot be compiled: {problem}")
+        return _compiled(target, assert_formats, fast_fail)
 
     limits = (max_depth, max_nodes, max_bytes, refuse_nul)
     return Validator(schema, compile_fn, (subject, root), limits, lazy)
+
+
+def _compiled(target: Any, assert_formats: bool, fast_fail: bool) -> Callable[[Any], Any]:
+    """fastjsonschema's code for ``target``; whatever it raises, a `SchemaError`."""
+    try:
+        validate: Callable[[Any], Any] = fastjsonschema.compile(
+            target,
+            handlers=HANDLERS,
+            use_default=False,
+            use_formats=assert_formats,
+            fast_fail=fast_fail,
+        )
+    except SchemaError:  # a remote $ref (`agora.mcp.dialects.HANDLERS`): already worded
+        raise
+    except (fastjsonschema.JsonSchemaDefinitionException, re.error) as exc:
+        raise SchemaError(f"schema cannot be compiled: {exc}") from exc
+    except Exception as exc:  # fastjsonschema tripping over a shape the metaschema let by
+        raise SchemaError(
+            f"schema cannot be compiled: fastjsonschema failed on it ({type(exc).__name__}: {exc})"
+        ) from exc
+    return validate
+
+
+#: The metaschema validators (`agora.mcp.metaschema`), by whether the schema is draft-04.
+_METAS: dict[bool, Validator] = {}
+#: The guard's limits for a schema checked as a value: none that a schema could reach.
+_META_LIMITS = (10_000, 10**9, 0, False)
+
+
+def malformed_keyword(target: Mapping[str, Any] | bool) -> str | None:
+    """Which keyword of the draft-04/06/07 schema ``target`` the metaschema refuses, as
+    ``keyword 'properties.x.minLength': must be an integer, got string``; None if none."""
+    early = isinstance(target, dict) and "draft-04" in str(target.get("$schema", ""))
+    meta = _METAS.get(early)
+    if meta is None:
+        from agora.mcp.metaschema import DRAFT_04, DRAFT_07
+
+        definition = DRAFT_04 if early else DRAFT_07
+        meta = _METAS[early] = Validator(
+            definition,
+            lambda fast: _compiled(definition, False, fast),
+            ("keyword", "schema"),
+            _META_LIMITS,
+        )
+    issues = meta.errors(target)
+    return issues[0].describe("keyword", "schema") if issues else None

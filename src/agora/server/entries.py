@@ -84,8 +84,13 @@ def schema_problem(spec: Mapping[str, Any]) -> str | None:
         try:
             compile_validator(output, subject="result field", root="result")
         except SchemaError as exc:
-            return f"has an outputSchema that cannot be compiled: {exc}"
+            return f"has an outputSchema that cannot be compiled: {_reason(exc)}"
     return None
+
+
+def _reason(exc: Exception) -> str:
+    """Why a schema does not compile, without the words the caller's sentence says."""
+    return str(exc).removeprefix("schema cannot be compiled: ")
 
 
 def _entry(
@@ -118,7 +123,7 @@ def _entry(
     except SchemaError as exc:
         raise ValueError(
             f"toolset {toolset.name}: tool {name!r} has an inputSchema that cannot be"
-            f" compiled: {exc}"
+            f" compiled: {_reason(exc)}"
         ) from exc
     return ToolEntry(
         name=name,
