@@ -48,6 +48,10 @@ MALFORMED = {
         {"type": "object", "properties": {"x": {"enum": {"a": 1}}}},
         "keyword 'properties.x.enum': must be an array, got object",
     ),
+    "type-misspelt": (
+        {"type": "object", "properties": {"x": {"type": "strin"}}},
+        "keyword 'properties.x.type': must name a JSON type \\(array, boolean,",
+    ),
     "defs-member-string": (
         {"type": "object", "$defs": {"n": "integer"}, "properties": {"x": {"$ref": "#/$defs/n"}}},
         "keyword '\\$defs.n': must be an object or a boolean",

@@ -381,4 +381,12 @@ def malformed_keyword(target: Mapping[str, Any] | bool) -> str | None:
             _META_LIMITS,
         )
     issues = meta.errors(target)
-    return issues[0].describe("keyword", "schema") if issues else None
+    if not issues:
+        return None
+    first = issues[0]
+    if first.rule == "anyOf" and first.path and first.path[-1] == "type":  # "strin", say
+        return (
+            f"keyword '{first.field}': must name a JSON type (array, boolean, integer, null,"
+            " number, object, string) or list them"
+        )
+    return first.describe("keyword", "schema")
