@@ -36,6 +36,10 @@ class ContractError(AgoraError, ValueError):
     """A contract is missing or malformed; raised at load time, never per request."""
 
 
+class NoContract(ContractError):
+    """No contract of that name is packaged."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
     """One canonical tool of a contract.
@@ -204,7 +208,7 @@ def load_contract(name: str) -> Contract:
         The parsed contract.
 
     Raises:
-        ContractError: No such contract is packaged, or it is malformed.
+        ContractError: No such contract is packaged (`NoContract`), or it is malformed.
     """
     if not name.isidentifier():
         raise ContractError(f"not a toolset name: {name!r}")
@@ -212,7 +216,7 @@ def load_contract(name: str) -> Contract:
     try:
         text = resource.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ContractError(f"no contract named {name!r} is packaged") from None
+        raise NoContract(f"no contract named {name!r} is packaged") from None
     try:
         data = json.loads(text)
     except ValueError as exc:

@@ -2,14 +2,15 @@
 
 `catalog_entries` is what `agora.server.embed.open_server` calls first: it refuses a
 toolset's mistakes (a name served twice, a tool without a handler or with one the server
-cannot call, a schema that does not compile or whose root is not an object, a migration
-component two toolsets share) with a `ValueError` naming the toolset and the tool, before
-the database or a socket is opened, and builds each toolset's `ToolEntry` list for
-`agora.server.app.App`.
+cannot call, a handler keyed by a name no tool has, a schema that does not compile or whose
+root is not an object, a migration component two toolsets share) with a `ValueError` naming
+the toolset and the tool, before the database or a socket is opened, and builds each
+toolset's `ToolEntry` list for `agora.server.app.App`.
 """
 
 from __future__ import annotations
 
+import difflib
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
     from agora.errors import Failure
+    from agora.mcp.contracts import Contract
     from agora.mcp.validation import ValidationIssue
     from agora.toolsets.base import Handler, ToolCall, Toolset
 
@@ -47,16 +49,51 @@ def tool_entries(toolset: Toolset) -> list[ToolEntry]:
             if problem is not None:
                 raise ValueError(f"toolset {toolset.name}: tool {spec['name']!r} {problem}")
         return entries
-    from agora.mcp.contracts import load_contract
-
-    contract = load_contract(toolset.contract or toolset.name)
-    for tool in contract.tools.values():
+    for tool in _contract(toolset).tools.values():
         listing = tool.to_mcp()
         entries.append(_entry(listing, toolset, tool.name))
         entries.extend(
             _entry(listing, toolset, alias, alias_of=tool.name) for alias in tool.aliases
         )
     return entries
+
+
+def _contract(toolset: Toolset) -> Contract:
+    """The packaged contract ``toolset`` names (its own name unless it says another).
+
+    Raises:
+        ContractError: it is malformed, or none is packaged (`NoContract`): then naming the
+            toolset and saying that a toolset defined in code needs ``contract=None``.
+    """
+    from agora.mcp.contracts import NoContract, load_contract
+
+    try:
+        return load_contract(toolset.contract or toolset.name)
+    except NoContract as exc:
+        raise NoContract(
+            f"toolset {toolset.name}: {exc}; a toolset defined in code has no contract file:"
+            " give it `contract=None` and list its tools in `tools=[...]`"
+        ) from None
+
+
+def refuse_stray_handlers(toolset: Toolset) -> None:
+    """Refuse a handler keyed by a name no tool of ``toolset`` lists (a misspelt tool name):
+    it would never be called, and its tool would be served by another handler or refused
+    as having none.
+
+    Raises:
+        ValueError: naming the toolset, the key and the closest tool name.
+    """
+    names = tool_names(toolset)
+    for key in toolset.handlers:
+        if key not in names:
+            near = difflib.get_close_matches(str(key), names, n=1, cutoff=0)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            listed = ", ".join(repr(n) for n in names[:12]) or "none"
+            raise ValueError(
+                f"toolset {toolset.name} has a handler keyed {key!r}, which none of its tools"
+                f" is named{hint} (its tools: {listed})"
+            )
 
 
 def schema_problem(spec: Mapping[str, Any]) -> str | None:
@@ -214,9 +251,7 @@ def tool_names(toolset: Toolset) -> list[str]:
     """Every tool name ``toolset`` serves, canonical names and aliases."""
     if toolset.contract is None:
         return [spec["name"] for spec in toolset.tools]
-    from agora.mcp.contracts import load_contract
-
-    contract = load_contract(toolset.contract or toolset.name)
+    contract = _contract(toolset)
     return [name for tool in contract.tools.values() for name in (tool.name, *tool.aliases)]
 
 
@@ -302,8 +337,12 @@ def catalog_entries(toolsets: Sequence[Toolset]) -> dict[str, list[ToolEntry]]:
             (`agora.toolsets.base.handler_problem`), with an inputSchema that cannot be
             compiled or (a tool defined in code) an outputSchema that cannot, or a schema
             whose root is not an object (`schema_problem`), naming the toolset and the tool;
-            a migration component in two toolsets (`refuse_shared_migrations`).
+            a handler keyed by a name no tool has (`refuse_stray_handlers`); a migration
+            component in two toolsets (`refuse_shared_migrations`). A toolset without
+            ``contract=None`` whose contract is not packaged: `NoContract` (a ValueError).
     """
     refuse_shadowed_tools(toolsets)
     refuse_shared_migrations(toolsets)
+    for toolset in toolsets:  # first: a misspelt key also leaves its tool without a handler
+        refuse_stray_handlers(toolset)
     return {t.name: tool_entries(t) for t in toolsets}

@@ -1,0 +1,69 @@
+"""Two slips in a toolset defined in code are refused at start, saying what to do.
+
+A handler keyed by a name none of the toolset's tools has (a misspelt tool name) was
+accepted in silence: it was never called, and its tool either had another handler or was
+refused as having none, with no word of the misspelt key. Forgetting ``contract=None`` said
+only that no contract named after the toolset is packaged. Both now name the toolset, and
+the first the key and the closest tool name, the second the ``contract=None`` it lacks;
+neither creates the database.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from agora.config import Config
+from agora.server.embed import open_server
+from agora.toolsets.base import Toolset
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+async def ok(call: Any) -> dict[str, Any]:
+    return {}
+
+
+def tool(name: str) -> dict[str, Any]:
+    return {"name": name, "description": "d", "inputSchema": {"type": "object"}}
+
+
+async def refused(tmp_path: Path, toolset: Toolset) -> str:
+    db = tmp_path / "embedded.db"
+    with pytest.raises(ValueError) as caught:  # noqa: PT011 - the message is asserted below
+        async with open_server(Config(db=str(db)), toolsets=[toolset], listen=False):
+            pytest.fail("the server started with the slip")
+    assert not db.exists()
+    return str(caught.value)
+
+
+async def test_a_handler_no_tool_is_named_after_is_refused_with_the_closest_name(tmp_path):
+    toolset = Toolset(
+        "mine",
+        {"notes_add": ok, "notes_list": ok, "notes_lst": ok},
+        contract=None,
+        tools=[tool("notes_add"), tool("notes_list")],
+    )
+    message = await refused(tmp_path, toolset)
+    assert message.startswith(
+        "toolset mine has a handler keyed 'notes_lst', which none of its tools is named;"
+        " did you mean 'notes_list'?"
+    )
+
+
+async def test_a_misspelt_key_is_named_rather_than_the_tool_it_leaves_without_a_handler(
+    tmp_path,
+):
+    toolset = Toolset("mine", {"typo_t": ok}, contract=None, tools=[tool("t")])
+    message = await refused(tmp_path, toolset)
+    assert "handler keyed 'typo_t'" in message
+    assert "did you mean 't'?" in message
+
+
+async def test_a_toolset_in_code_without_contract_none_is_told_to_set_it(tmp_path):
+    toolset = Toolset("mine", {"t": ok}, tools=[tool("t")])  # contract defaults to its name
+    message = await refused(tmp_path, toolset)
+    assert message.startswith("toolset mine: no contract named 'mine' is packaged; ")
+    assert "`contract=None`" in message
