@@ -32,7 +32,9 @@ from agora.toolsets.base import Migration, Toolset
 if TYPE_CHECKING:
     from pathlib import Path
 
-pytestmark = pytest.mark.sqlite_only("another process holds a SQLite file's write lock")
+#: The tests of a SQLite file (the last is PostgreSQL's).
+SQLITE_ONLY = pytest.mark.sqlite_only("another process holds a SQLite file's write lock")
+
 
 #: Ticks of the host's own task that must happen while the open waits.
 TICKS = 20
@@ -154,6 +156,7 @@ async def _tick_while_the_open_waits(path: Path) -> None:
     await _tick_until(lambda ticks: ticks >= TICKS)
 
 
+@SQLITE_ONLY
 async def test_the_host_keeps_running_while_the_open_waits_for_another_process_s_lock(tmp_path):
     path = tmp_path / "agora.db"
     await _made(path)
@@ -174,6 +177,7 @@ async def test_the_host_keeps_running_while_the_open_waits_for_another_process_s
     assert released == ["told"]  # by the host's task, which ticked while the open waited
 
 
+@SQLITE_ONLY
 async def test_cancelling_an_open_that_waits_for_the_lock_leaves_the_file_as_it_was(tmp_path):
     path = tmp_path / "agora.db"
     await _made(path)
@@ -206,6 +210,7 @@ async def test_cancelling_an_open_that_waits_for_the_lock_leaves_the_file_as_it_
     assert _extra_state(path) == (["extra_t"], [("extra", 1)])
 
 
+@SQLITE_ONLY
 async def test_the_host_keeps_running_while_a_migration_step_runs(tmp_path):
     path = tmp_path / "agora.db"
     may_end = threading.Event()
@@ -226,6 +231,7 @@ async def test_the_host_keeps_running_while_a_migration_step_runs(tmp_path):
                 assert store.versions == {"extra": 1}
 
 
+@SQLITE_ONLY
 async def test_cancelling_an_open_mid_step_rolls_the_step_back(tmp_path):
     path = tmp_path / "agora.db"
     await _made(path)
@@ -256,3 +262,40 @@ async def test_cancelling_an_open_mid_step_rolls_the_step_back(tmp_path):
     assert not entered
     assert _open_files(path) == []
     assert _extra_state(path) == ([], [])  # the step was rolled back
+
+
+async def test_cancelling_an_open_that_waits_for_another_node_s_migration_lock(pg_url):
+    """PostgreSQL: the open waits, in a thread, for the advisory lock another node holds
+    while it migrates; a cancellation ends the wait (the server cancels the statement)
+    before that node lets go, and the open migrated nothing."""
+    psycopg = pytest.importorskip("psycopg", reason="needs: psycopg (pip install '.[pg]')")
+    items = Migration("items", 1, sql={"postgresql": ["CREATE TABLE items (id BIGINT)"]})
+    with psycopg.connect(pg_url, autocommit=True) as node:
+        schema = node.execute("SELECT current_schema()").fetchone()[0]
+        node.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"agora:{schema}:migrate",))
+        waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+        ended: list[bool] = []
+        released: list[bool] = []  # whether the open had ended when the node let go
+        with trio.fail_after(TIMEOUT):
+            async with trio.open_nursery() as nursery:
+                scope = trio.CancelScope()
+
+                async def host_task() -> None:
+                    await _tick_until(lambda _: node.execute(waiting).fetchone()[0] == 1)
+                    scope.cancel()
+                    with trio.move_on_after(VALVE):  # only the old code waits here
+                        await _tick_until(lambda _: bool(ended))
+                    released.append(bool(ended))
+                    node.execute("SELECT pg_advisory_unlock_all()")
+
+                nursery.start_soon(host_task)
+                with scope:
+                    try:
+                        async with open_store(pg_url, [items]):
+                            pytest.fail("opened while another node held the lock")
+                    finally:
+                        ended.append(True)
+        assert scope.cancelled_caught
+        assert released == [True]
+        assert node.execute(waiting).fetchone()[0] == 0  # the open's wait is gone
+        assert node.execute("SELECT to_regclass('items')").fetchone()[0] is None

@@ -23,11 +23,12 @@ from agora.store.checkpoint import Checkpointer
 from agora.store.db_path import check_database_path
 from agora.store.diskfault import DiskDoctor
 from agora.store.lock import database_lock, database_problem, lock_path
+from agora.store.opening import open_in_thread
 from agora.store.shm_guard import ShmGuard
 from agora.store.sqlite import COMMIT_TIMEOUT, READERS, STOP_SECONDS, Store
 from agora.store.sqlite_connect import connect
 from agora.store.sqlite_guard import GuardedWriter
-from agora.store.sqlite_open import migrated, migrated_file, open_in_thread
+from agora.store.sqlite_open import migrated, migrated_file
 from agora.store.sqlite_shared import SharedStore
 from agora.store.writer import Writer
 from agora.store.writer_process import ProcessWriter, WriterProcess

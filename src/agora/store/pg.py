@@ -34,6 +34,7 @@ from agora.errors import StoreError
 from agora.logsafe import one_line
 from agora.store.failures import store_error
 from agora.store.neutral import POSTGRESQL, MissingTable
+from agora.store.opening import open_in_thread
 from agora.store.outage import Outage
 from agora.store.pg_bound import Lease, in_thread
 from agora.store.pg_cluster import ClusterLock, migrate
@@ -351,7 +352,11 @@ async def open_pg_store(
         return await trio.to_thread.run_sync(fn)
 
     try:
-        schema, versions = await blocking(lambda: migrate(url, list(migrations)))
+        steps = list(migrations)
+        if inline:
+            schema, versions = migrate(url, steps)
+        else:  # a cancellation ends the wait for another node's lock, or a step
+            schema, versions = await open_in_thread(functools.partial(migrate, url, steps))
         deliver = None if inline else trio.lowlevel.current_trio_token().run_sync_soon
         channel = f"agora:{schema}"
         writer = await blocking(

@@ -10,6 +10,8 @@ is `agora.store.pg`'s; this module must stay free of toolsets.
 
 from __future__ import annotations
 
+import contextlib
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -19,11 +21,13 @@ from agora.store.migrations import plan
 from agora.store.neutral import POSTGRESQL
 from agora.store.pg_bound import GivenUp, Lease
 from agora.store.pg_sql import PgConn, connect
+from agora.store.sqlite import STOP_SECONDS
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from agora.store.migrations import Migration
+    from agora.store.opening import Opening
 
 #: Core tables every PostgreSQL store has (the schema-version table and the version guard).
 CORE_TABLES = (
@@ -33,20 +37,29 @@ CORE_TABLES = (
 )
 
 
-def migrate(url: str, migrations: Iterable[Migration]) -> tuple[str, dict[str, int]]:
+def migrate(
+    url: str, migrations: Iterable[Migration], opening: Opening | None = None
+) -> tuple[str, dict[str, int]]:
     """Create the core tables and apply every component's PostgreSQL steps.
 
     Nodes starting together take turns on a session-level advisory lock, so each step runs
     once. Every step of this start runs in one transaction: if one fails, none is kept
     (nor the core tables of a new namespace). Returns the namespace and the versions after
-    migrating.
+    migrating. With ``opening`` (`agora.store.opening.open_in_thread`), a cancellation of
+    the open cancels the statement running (the wait for the lock, a step) and commits
+    nothing.
 
     Raises:
         StoreError: a step has no PostgreSQL statements or is malformed (refused before any
             step runs), a step fails, or the schema is newer.
+        OpenCancelled: the open was cancelled (nobody waits for this thread any more).
     """
     steps = list(migrations)
+    check = opening.check if opening is not None else _go_on
     with connect(url, role="migrate") as conn:
+        if opening is not None:
+            opening.adopt(partial(_cancel_query, conn), None)  # `with` closes it
+        check()
         found = conn.execute("SELECT current_schema()").fetchone()
         schema = str(found[0]) if found else "public"
         conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"agora:{schema}:migrate",))
@@ -62,11 +75,23 @@ def migrate(url: str, migrations: Iterable[Migration]) -> tuple[str, dict[str, i
                     for step in todo:
                         if step.version <= current.get(component, 0):
                             continue
+                        check()
                         _apply(conn, step)
                         current[component] = step.version
+                check()  # a cancelled open commits nothing
         finally:
             conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (f"agora:{schema}:migrate",))
     return schema, current
+
+
+def _go_on() -> None:
+    """No cancellation to look for (an inline open)."""
+
+
+def _cancel_query(conn: psycopg.Connection[Any]) -> None:
+    """Ask the server to cancel what ``conn`` runs (the open was cancelled)."""
+    with contextlib.suppress(psycopg.Error):  # the server will not hear: it ends anyway
+        conn.cancel_safe(timeout=STOP_SECONDS)
 
 
 def _apply(conn: psycopg.Connection[Any], step: Migration) -> None:

@@ -2,42 +2,34 @@
 
 Opening a file may wait for another process's write lock (a backup, the sqlite3 shell, a
 second agora mid-transaction), for up to `LOCK_WAIT` seconds, and a toolset's migration step
-may run for seconds (a backfill). Neither runs on the Trio thread: an embedding program's own
-tasks, timeouts and cancel scopes keep working while `agora.open_server` opens the file
-(`open_in_thread`).
+may run for seconds (a backfill): `agora.store.db` runs `migrated_file` in
+`agora.store.opening.open_in_thread`, off the Trio thread.
 
 A cancelled open ends at once and leaves nothing behind that could still write. The lock is
 waited for in slices of `SLICE_MS` (the opening connection's busy timeout): between two, the
 thread sees the cancellation and gives up, having written nothing. A statement running when the
 cancellation comes is stopped (interrupted, and a progress handler for one that starts later),
 and no migration step begins or commits after it: the step under way is rolled back (each step
-is one transaction; those before it stay applied). The Trio side waits for the thread to close
-its connection, at most `agora.store.sqlite.STOP_SECONDS` (a toolset's step stuck in its own
-Python code is left behind, and commits nothing), before it returns and the file's lock is let
-go of.
+is one transaction; those before it stay applied).
 """
 
 from __future__ import annotations
 
 import contextlib
 import sqlite3
-import threading
-from typing import TYPE_CHECKING, TypeVar
-
-import trio
+from functools import partial
+from typing import TYPE_CHECKING
 
 from agora.errors import STORE_CAUSES, StoreError
 from agora.store.guard import TABLES
 from agora.store.migrations import apply_migrations
-from agora.store.sqlite import STOP_SECONDS
 from agora.store.sqlite_connect import BUSY_MS, connect
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Iterable
 
     from agora.store.migrations import Migration
-
-T = TypeVar("T")
+    from agora.store.opening import Opening
 
 #: Seconds an open waits in all for another process's write lock (as long as a write may).
 LOCK_WAIT = BUSY_MS / 1000
@@ -47,83 +39,10 @@ SLICE_MS = 100
 PROGRESS_STEPS = 1000
 
 
-class OpenCancelled(Exception):
-    """The open was cancelled: its thread stops (nobody wants what it would return)."""
-
-
-class Opening:
-    """One open's worker thread, as its Trio task sees it: `cancel` stops it."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._cancelled = False
-        self._finished = False
-        self._conn: sqlite3.Connection | None = None
-        #: Set once the thread is done with the file (its connection closed if cancelled).
-        self.done = threading.Event()
-
-    def adopt(self, conn: sqlite3.Connection) -> None:
-        """Make ``conn`` the opening connection (the thread, as it connects): a statement
-        it runs stops once the open is cancelled."""
-        conn.set_progress_handler(self.cancelled, PROGRESS_STEPS)
-        with self._lock:
-            self._conn = conn
-
-    def cancelled(self) -> bool:
-        """Whether the open was cancelled."""
-        return self._cancelled
-
-    def check(self) -> None:
-        """Raise `OpenCancelled` if the open was cancelled."""
-        if self._cancelled:
-            raise OpenCancelled("the open was cancelled")
-
-    def run(self, fn: Callable[[Opening], T]) -> T:
-        """``fn(self)`` in the worker thread; what it opened is closed if it was cancelled."""
-        try:
-            return fn(self)
-        finally:
-            with self._lock:
-                self._finished = True
-                close = self._cancelled
-            if close:
-                self._close()
-            self.done.set()
-
-    def cancel(self) -> None:
-        """Stop the thread (the Trio side, cancelled): it closes its connection, or this
-        does if the thread already returned it to nobody."""
-        with self._lock:
-            self._cancelled = True
-            close = self._finished
-            conn = self._conn
-        if close:
-            self._close()
-        elif conn is not None:
-            with contextlib.suppress(sqlite3.ProgrammingError):  # the thread just closed it
-                conn.interrupt()  # a statement too short for the progress handler stops too
-
-    def _close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()  # rolls back what is open, lets go of any lock
-
-
-async def open_in_thread(fn: Callable[[Opening], T]) -> T:
-    """``fn(opening)`` in a worker thread; a cancellation ends it as the module says.
-
-    Raises:
-        What ``fn`` raises; the caller's cancellation (once the thread let go of the file,
-        or after `STOP_SECONDS`: a thread stuck in a toolset's own step is left behind).
-    """
-    opening = Opening()
-    try:
-        return await trio.to_thread.run_sync(opening.run, fn, abandon_on_cancel=True)
-    except BaseException:
-        opening.cancel()  # nothing to do if ``fn`` raised: it closed what it opened
-        if not opening.done.is_set():
-            with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(opening.done.wait, STOP_SECONDS)
-        raise
+def _interrupt(conn: sqlite3.Connection) -> None:
+    """Stop the statement ``conn`` runs (one too short for the progress handler too)."""
+    with contextlib.suppress(sqlite3.ProgrammingError):  # the thread has just closed it
+        conn.interrupt()
 
 
 def _busy(exc: BaseException | None) -> bool:
@@ -179,7 +98,8 @@ def migrated(
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open database {path}: {exc}") from exc
     if opening is not None:
-        opening.adopt(conn)
+        conn.set_progress_handler(opening.cancelled, PROGRESS_STEPS)
+        opening.adopt(partial(_interrupt, conn), conn.close)
     try:
         if shared:
             _create_guard_tables(conn)
