@@ -44,6 +44,7 @@ async def test_the_store_refuses_a_missing_directory_before_making_anything(tmp_
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.sqlite_only("the default database is a SQLite file")
 async def test_the_default_path_in_a_fresh_working_directory_opens(tmp_path, monkeypatch):
     # ./agora.db: its directory is the working directory, which is always there.
     monkeypatch.chdir(tmp_path)
