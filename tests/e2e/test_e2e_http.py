@@ -57,6 +57,8 @@ BAD_BODIES = [
     pytest.param(b"{not json", 400, -32700, None, id="not-json"),
     pytest.param(b'{"jsonrpc":"2.0","id":7,"method":"p\xff\xfe"}', 400, -32700, None,
                  id="invalid-utf8"),
+    pytest.param(b'{"jsonrpc":"2.0","id":7,"method":"p\\ud800"}', 400, -32700, 7,
+                 id="lone-surrogate"),
     pytest.param(rpc("initialize", nested(65)), 400, -32600, 7, id="params-depth-65"),
     pytest.param([INITIALIZE], 400, -32600, None, id="batch"),
     pytest.param(b"[]", 400, -32600, None, id="empty-batch"),

@@ -72,7 +72,8 @@ BAD_INPUT = [
     pytest.param('{"jsonrpc":"2.0","id":true,"method":"ping"}', -32600, None, id="bool-id"),
     pytest.param('{"jsonrpc":"2.0","id":7,"method":"ping","params":"x"}', -32600, 7,
                  id="params-not-an-object"),
-    pytest.param('{"jsonrpc":"2.0","id":7,"method":"p\\ud800"}', -32700, None,
+    # Whole JSON but for an unpaired surrogate escape: its id is read, so its call fails.
+    pytest.param('{"jsonrpc":"2.0","id":7,"method":"p\\ud800"}', -32700, 7,
                  id="lone-surrogate"),
 ]  # fmt: skip
 

@@ -34,3 +34,29 @@ def test_a_surrogate_pair_is_text():
     )
     assert isinstance(message, rpc.Request)
     assert message.params == {"a": "\U0001f600"}
+
+
+@pytest.mark.parametrize(
+    ("data", "rid"),
+    [
+        pytest.param(b'{"jsonrpc":"2.0","id":7,"method":"ping","params":{"a":"\\ud800x"}}', 7,
+                     id="lone-high"),
+        pytest.param(b'{"jsonrpc":"2.0","method":"ping","id":"c-1","params":{"a":"\\udc00"}}',
+                     "c-1", id="lone-low-id-last"),
+        pytest.param(b'{"jsonrpc":"2.0","params":{"id":3,"a":"\\ud800"},"method":"ping"}', None,
+                     id="id-only-in-params"),
+    ],
+)  # fmt: skip
+def test_a_lone_surrogate_keeps_the_request_id(data, rid):
+    # The rest of such a message is whole JSON: its id is read, so the client's call gets its
+    # error instead of waiting for an answer addressed to a null id.
+    with pytest.raises(ProtocolError) as refused:
+        rpc.decode(data)
+    assert refused.value.code == rpc.PARSE_ERROR
+    assert rpc.error_id(refused.value) == rid
+
+
+def test_truly_broken_json_keeps_no_id():
+    with pytest.raises(ProtocolError) as refused:
+        rpc.decode(b'{"jsonrpc":"2.0","id":7,"method":"ping","params":{"a":')
+    assert rpc.error_id(refused.value) is None

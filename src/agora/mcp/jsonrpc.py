@@ -127,7 +127,8 @@ def decode(data: bytes | str) -> Message:
     try:
         obj = _decoder.decode(data)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-        raise ProtocolError(PARSE_ERROR, f"parse error: {decode_problem(data, exc)}") from None
+        problem = decode_problem(data, exc)
+        raise ProtocolError(PARSE_ERROR, f"parse error: {problem}", _whole_id(data, exc)) from None
     except RecursionError:
         raise ProtocolError(INVALID_REQUEST, TOO_DEEP) from None
     # Every nesting level opens a bracket, so a message with few brackets (most of them)
@@ -150,6 +151,17 @@ def decode_problem(data: bytes | str, exc: Exception) -> str:
             "followed by a low surrogate escape (\\udc00-\\udfff)"
         )
     return str(exc)
+
+
+def _whole_id(data: bytes | str, exc: Exception) -> dict[str, RequestId | None] | None:
+    """The request id of JSON whose only fault is an unpaired surrogate escape in a string
+    (its structure is whole, so its ``id`` can be read), as a `ProtocolError`'s data: the
+    client's call then fails at once, instead of waiting for an answer to a null id."""
+    raw = data.encode(errors="surrogatepass") if isinstance(data, str) else data
+    lone = _LONE_HIGH.search(raw) is not None or "surrogate" in str(exc)
+    if not isinstance(exc, msgspec.DecodeError) or not lone:
+        return None
+    return {"id": request_id_in(raw)}
 
 
 _LONE_HIGH = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})")
