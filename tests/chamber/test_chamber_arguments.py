@@ -9,7 +9,7 @@ from agora.mcp.contracts import load_contract
 from agora.mcp.validation import compile_validator
 from agora.toolsets.chamber import toolset
 from agora.toolsets.chamber.contract import default_contract
-from agora.toolsets.chamber.replies import argument_rejection
+from agora.toolsets.chamber.replies import argument_rejection, not_found
 
 HANDLE = "chl-0123456789abcdef"
 INPUTS = {name: spec.input_schema for name, spec in load_contract("chamber").tools.items()}
@@ -103,3 +103,22 @@ def test_an_op_the_schema_refuses_is_told_where_the_allowed_ops_are_for_free():
     body = _rejection("chamber_action", {"challenge_handle": HANDLE, "op": "open"})
     assert body["code"] == "op_not_allowed"
     assert "observe_chamber shows them and spends no action" in body["recovery_hint"]
+
+
+@pytest.mark.parametrize(
+    "hint",
+    [
+        pytest.param(_rejection("chamber_action", {"op": "look"})["recovery_hint"], id="missing"),
+        pytest.param(_rejection("chamber_action", {"challenge_handle": "sia_0123", "op": "look"})
+                     ["recovery_hint"], id="malformed"),
+        pytest.param(not_found(HANDLE).body["recovery_hint"], id="unknown"),
+        pytest.param(not_found("sia_0123").body["recovery_hint"], id="sia"),
+    ],
+)  # fmt: skip
+def test_a_handle_hint_names_the_field_entry_returns(hint):
+    # enter_open_challenge returns the handle as attempt_handle and the other tools take it as
+    # challenge_handle: a hint naming only challenge_handle sent an agent looking for a field
+    # of that name in the entry's reply.
+    assert "attempt_handle" in hint
+    assert "challenge_handle" in hint
+    assert len(hint) <= 240  # the contract's recovery_hint maxLength

@@ -105,12 +105,14 @@ def not_found(handle: str) -> ToolError:
         return failure(
             "attempt_not_found",
             "sia_ handles are not ScoreIA Chamber handles.",
-            "Use the chl- handle returned by enter_open_challenge, or enter again.",
+            "Pass as challenge_handle the attempt_handle (chl-...) that enter_open_challenge "
+            "returned, or enter again.",
         )
     return failure(
         "attempt_not_found",
         f"No attempt {clip(handle, 40)} exists (or its session has been retired).",
-        "Use the challenge_handle returned by enter_open_challenge, or enter a new attempt.",
+        "Pass as challenge_handle the attempt_handle that enter_open_challenge returned, or "
+        "enter a new attempt.",
     )
 
 
@@ -137,8 +139,8 @@ _ARGUMENT_CODES: Final = {
     "object": ("object_not_available", "object_not_available"),
 }
 _ARGUMENT_HINTS: Final = {
-    "attempt_not_found": "Use the chl- handle (16 hex digits) returned by enter_open_challenge; "
-    "sia_ handles are not ScoreIA.",
+    "attempt_not_found": "Pass as challenge_handle the attempt_handle (chl- and 16 hex digits) "
+    "that enter_open_challenge returned; sia_ handles are not ScoreIA.",
     "identity_incomplete": "Declare provider_claim, model_claim, product and host; unknown is "
     "accepted.",
     "product_id_invalid": "Use a product id like gpt-5.6-sol: ^[a-z0-9][a-z0-9._-]{0,78}$.",
@@ -153,8 +155,8 @@ _ARGUMENT_HINTS: Final = {
 }
 #: Hints for a missing argument whose code's general hint would send the caller elsewhere.
 _MISSING_HINTS: Final = {
-    "challenge_handle": "challenge_handle is missing: pass the chl- handle (16 hex digits) "
-    "returned by enter_open_challenge.",
+    "challenge_handle": "challenge_handle is missing: pass the attempt_handle (chl- and 16 "
+    "hex digits) that enter_open_challenge returned.",
     "ally": "ally is missing: name the product id of the model to invite (e.g. claude-5); "
     "the ally declares its own identity when it enters.",
 }
