@@ -110,3 +110,15 @@ def test_every_served_output_schema_accepts_the_refusals_and_keeps_the_reply():
 def test_a_malformed_refusal_fits_no_served_output_schema(body):
     for schema in _served_schemas().values():
         assert not jsonschema.Draft202012Validator(schema).is_valid(body), schema
+
+
+def test_every_required_argument_says_what_it_is():
+    # The debate's schemas are the project's own: a required argument with no description
+    # (debate_read's role) left a model to guess which role to send, and why.
+    bare = [
+        f"{tool.name}.{name}"
+        for tool in load_contract("debate").tools.values()
+        for name in tool.input_schema.get("required", [])
+        if not tool.input_schema["properties"][name].get("description")
+    ]
+    assert bare == []
