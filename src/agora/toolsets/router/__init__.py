@@ -19,6 +19,7 @@ from agora.runtime.background import periodic
 from agora.toolsets.base import Toolset
 from agora.toolsets.router.adapter import ADAPTER_OPTIONS, check_options
 from agora.toolsets.router.bounds import bounded
+from agora.toolsets.router.extras import noting
 from agora.toolsets.router.index import index_runs
 from agora.toolsets.router.layers import CLIENT_ROOTS
 from agora.toolsets.router.memory_tools import RETENTION_EVERY
@@ -63,8 +64,9 @@ OPTIONS: Final = {
 
 
 def serving(handler: Handler) -> Handler:
-    """A router handler as served: its arguments bounded, then its session id scoped."""
-    return bounded(owned(handler))
+    """A router handler as served: its answers naming the arguments its schema does not (the
+    planning tools'), its arguments bounded, then its session id scoped."""
+    return noting(bounded(owned(handler)))
 
 
 def toolset() -> Toolset:
