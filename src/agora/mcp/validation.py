@@ -25,7 +25,7 @@ import msgspec
 
 from agora.errors import AgoraError
 from agora.mcp.dialects import HANDLERS, SchemaError, normalise_schema
-from agora.mcp.wording import describe
+from agora.mcp.wording import describe, required
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -127,7 +127,8 @@ def _issues(exc: fastjsonschema.JsonSchemaValueException) -> list[ValidationIssu
     definition = exc.definition if isinstance(exc.definition, dict) else {}
     if rule == "required" and isinstance(value, dict):
         missing = [key for key in definition.get("required", ()) if key not in value]
-        return [ValidationIssue((*path, key), rule, "is required") for key in missing]
+        fields = definition.get("properties", {})
+        return [ValidationIssue((*path, key), rule, required(fields.get(key))) for key in missing]
     if rule == "additionalProperties" and isinstance(value, dict):
         known = definition.get("properties", {})
         patterns = [re.compile(p) for p in definition.get("patternProperties", {})]

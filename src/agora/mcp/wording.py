@@ -3,7 +3,9 @@
 `describe` turns one failed rule of a schema (fastjsonschema's exception: the rule, its
 definition, the value) into the end of a refusal's sentence, e.g. ``must be one of "q", "r"``
 or ``must be "use", "only", "all" or null, got "maybe"``; `agora.mcp.validation` puts the
-field's name in front. Pure functions over plain values.
+field's name in front; `required` words a missing property, and says to send null when its
+schema takes null, so a model does not invent a value it has none of. Pure functions over
+plain values.
 """
 
 from __future__ import annotations
@@ -95,3 +97,32 @@ def describe(rule: str, definition: Mapping[str, Any], value: Any, fallback: str
         return "has a field name that is not allowed: names " + ("; ".join(limits) or "are limited")
     # Rarer rules (dependencies, ...): fastjsonschema's own sentence without its "data..." name.
     return f"breaks rule {rule}: {fallback.split(' ', 1)[-1]}"
+
+
+#: What a missing property must be told when its schema takes null: the model must not invent
+#: a value for a field it has none for (the router's ``goal_binding_id``).
+REQUIRED = "is required"
+REQUIRED_NULLABLE = "is required (send null if there is none)"
+
+
+def required(schema: Any) -> str:
+    """The words for a missing property whose schema is ``schema``."""
+    return REQUIRED_NULLABLE if _takes_null(schema) else REQUIRED
+
+
+def _takes_null(schema: Any) -> bool:
+    """Whether ``schema`` names null among its values: its ``type`` (with no ``enum`` or
+    ``const`` ruling null out), its ``enum`` or ``const``, or a form of its ``anyOf`` or
+    ``oneOf``. A schema that says nothing of null (``{}``) is not taken to ask for it."""
+    if not isinstance(schema, dict):
+        return False
+    kind = schema.get("type")
+    if kind is not None and kind != "null" and not (isinstance(kind, list) and "null" in kind):
+        return False
+    if "const" in schema:
+        return schema["const"] is None
+    if "enum" in schema:
+        return None in schema["enum"]
+    if kind is not None:
+        return True
+    return any(_takes_null(form) for key in ("anyOf", "oneOf") for form in schema.get(key, ()))
