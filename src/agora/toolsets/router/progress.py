@@ -137,7 +137,11 @@ def _workable(run: RunState, tool: str, phase_id: str) -> Item:
         raise replies.missing_graph(tool)
     item = run.item_for(phase_id)
     if item is None:
-        raise replies.refusal("unknown-phase", f"the plan has no phase {phase_id!r}")
+        phases = [i.item.phase_id for i in run.items]
+        raise replies.refusal(
+            "unknown-phase", f"the plan has no phase {phase_id!r}; its phases are "
+            f"{', '.join(map(repr, phases))}", phase_ids=phases,
+        )  # fmt: skip
     if item.status == "completed":
         raise replies.refusal("phase-completed", f"phase {phase_id!r} is already completed")
     if not set(item.item.dependency_ids) <= run.completed_ids() or item.status not in _STARTABLE:
