@@ -7,9 +7,23 @@ Reviewer findings: ``phase-not-ready`` said "waits for earlier phases" without n
 
 from __future__ import annotations
 
-from router_driver import event_args
+from router_driver import event_args, gate_args
 
 PHASED = "1. design it\n2. build it\n3. test it"
+
+
+async def test_phase_not_ready_names_the_phases_it_waits_for_and_what_to_call(router):
+    run = (await router.plan(PHASED))["workflow_run_id"]
+    body = await router.refused("record_work_event", **event_args(run, "verify", {}, 1))
+    assert body["code"] == "phase-not-ready"
+    assert body["waiting_for"] == ["plan", "implement"]
+    assert "'plan', 'implement'" in body["message"]
+    assert "get_next_work" in body["message"]
+    assert body["retryable"] is True  # docs/router.md: once those gates pass, it can
+    ev = await router.event(run, "plan", {"check_id": "plan-ready", "outcome": "passed"}, 1)
+    await router.gate(run, "plan", ev["event_ids"], 2)
+    body = await router.refused("evaluate_gate", **gate_args(run, "verify", [], 3))
+    assert body["waiting_for"] == ["implement"]
 
 
 async def test_unknown_phase_lists_the_plans_phases(router):

@@ -145,10 +145,33 @@ def _workable(run: RunState, tool: str, phase_id: str) -> Item:
     if item.status == "completed":
         raise replies.refusal("phase-completed", f"phase {phase_id!r} is already completed")
     if not set(item.item.dependency_ids) <= run.completed_ids() or item.status not in _STARTABLE:
-        raise replies.refusal(
-            "phase-not-ready", f"phase {phase_id!r} waits for earlier phases", retryable=True
-        )
+        raise _not_ready(run, item)
     return item
+
+
+def _not_ready(run: RunState, item: Item) -> ToolError:
+    """The refusal of a phase whose earlier phases are not all completed, naming them all
+    (the graph's order), and what to do: the same call cannot pass until their gates do."""
+    by_id = {i.item.work_item_id: i for i in run.items}
+    waiting, todo = set(), list(item.item.dependency_ids)
+    while todo:
+        other = by_id[todo.pop()]
+        if other.status != "completed" and other.item.work_item_id not in waiting:
+            waiting.add(other.item.work_item_id)
+            todo.extend(other.item.dependency_ids)
+    phases = [i.item.phase_id for i in run.items if i.item.work_item_id in waiting]
+    phase = item.item.phase_id
+    if not phases:  # (its dependencies are done, but the item is not startable)
+        why = f"phase {phase!r} is {item.status}, not ready"
+    else:
+        named = ", ".join(map(repr, phases))
+        why = (
+            f"phase {phase!r} waits for earlier phases whose exit gates have not passed:"
+            f" {named}; this call cannot succeed until they pass. Call get_next_work for the"
+            " phase to work on now, report its checks (record_work_event) and pass its gate"
+            " (evaluate_gate)"
+        )
+    return replies.refusal("phase-not-ready", why, retryable=True, waiting_for=phases)
 
 
 def _check_observation(item: Item, observation: dict[str, Any]) -> bytes:
