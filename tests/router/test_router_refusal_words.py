@@ -32,3 +32,15 @@ async def test_unknown_phase_lists_the_plans_phases(router):
     assert body["code"] == "unknown-phase"
     assert body["phase_ids"] == ["plan", "implement", "verify"]
     assert "'plan', 'implement', 'verify'" in body["message"]
+
+
+async def test_a_digest_mismatch_says_which_digest_to_send(router):
+    run = (await router.plan("Fix the typo"))["workflow_run_id"]
+    ev = await router.event(run, "work", {"check_id": "work-done", "outcome": "passed"}, 1)
+    refs = ev["event_ids"]
+    wrong = gate_args(run, "work", refs, 2, digest="sha256:" + "0" * 64)
+    body = await router.refused("evaluate_gate", **wrong)
+    assert body["code"] == "evidence-digest-mismatch"
+    assert "send the evidence_digest given here as expected_evidence_digest" in body["message"]
+    gate = await router.gate(run, "work", refs, 2, digest=body["evidence_digest"])
+    assert gate["passed"] is True

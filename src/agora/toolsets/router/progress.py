@@ -243,8 +243,13 @@ def evaluate_gate(run: RunState, cmd: EvaluateGate, version: int, at: str) -> Ap
         raise replies.refusal("unknown-evidence-ref", "not events of this phase", refs=unknown)
     found = evidence_digest(cmd.evidence_refs)
     if found != cmd.expected_evidence_digest:
-        raise replies.refusal("evidence-digest-mismatch", "the evidence is not what you expected",
-                              evidence_digest=found)  # fmt: skip
+        raise replies.refusal(
+            "evidence-digest-mismatch",
+            "expected_evidence_digest is not the digest of these evidence_refs (sorted and"
+            " de-duplicated); if they are the refs you mean, send the evidence_digest given here"
+            " as expected_evidence_digest",
+            evidence_digest=found,
+        )
     latest: dict[str, str] = {}
     order = {ref: n for n, ref in enumerate(run.events)}  # events are kept in recorded order
     for ref in sorted(set(cmd.evidence_refs), key=order.__getitem__):
