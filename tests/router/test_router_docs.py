@@ -31,3 +31,17 @@ def test_the_docs_quote_the_note_that_names_the_next_writes_versions():
     note = next_write(1, 1)
     for doc in (DOC, Path(__file__).parents[2] / "README.md"):
         assert note in " ".join(doc.read_text().split()), doc
+
+
+async def test_the_sessions_totals_are_asked_with_a_null_run_as_the_docs_say(router):
+    """Reviewer finding: docs/router.md said "without workflow_run_id", which the schema
+    requires (nullable): a call without it is refused."""
+    from router_driver import INPUTS, ctx
+
+    text = " ".join(DOC.read_text().split())
+    assert "without `workflow_run_id`" not in text
+    assert "with `workflow_run_id` null" in text
+    args = {"context": ctx(), "goal_binding_id": None}
+    assert INPUTS["get_router_status"].problems(args)  # the field is required
+    totals = await router.call("get_router_status", **args, workflow_run_id=None)
+    assert totals["workflow_run_id"] is None
