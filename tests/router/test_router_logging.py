@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from router_driver import event_args, plan_args
+from router_driver import ctx, event_args, plan_args
 
 from agora.errors import ProtocolError
 
@@ -71,3 +71,39 @@ def test_loggable_escapes_and_cuts():
     assert loggable("a\nb\\n\x1b\u2028\U000e0001") == "a\\nb\\\\n\\x1b\\u2028\\U000e0001"
     cut = loggable("z" * 50_000)
     assert cut == "z" * MAX_LOGGED + f"...[+{50_000 - MAX_LOGGED} chars]"
+
+
+def _refusals(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [line for line in _clean(caplog) if " refused: " in line]
+
+
+async def test_every_refused_write_is_logged_with_its_correlation_id(router, caplog):
+    """Reviewer finding: the README says correlation_id is logged with every refusal, but a
+    version conflict, a reused key and a missing run or proposal were answered unlogged."""
+    run = (await router.plan("1. design it\n2. build it", idem="logged"))["workflow_run_id"]
+    caplog.set_level(logging.INFO, logger="agora.toolsets.router")
+    refused = {
+        "state-version-conflict": ("record_work_event", event_args(run, "plan", {}, 7)),
+        "idempotency-conflict": ("plan_work", plan_args("Something else", idem="logged")),
+        "capability-unavailable": ("record_work_event", event_args("run-none", "plan", {}, 1)),
+        "proposal-not-found": ("transition_support_consent", _transition("nope")),
+    }
+    for n, (code, (tool, args)) in enumerate(refused.items()):
+        body = await router.refused(tool, **{**args, "correlation_id": f"corr-agent-{n}"})
+        assert body["code"] == code
+        assert any(f"{tool} on " in line and f"refused: {code} (correlation corr-agent-{n})"
+                   in line for line in _refusals(caplog)), code  # fmt: skip
+    body = await router.refused("transition_support_consent",
+                                **_transition("run-none/proposal-0"))  # fmt: skip
+    assert body["code"] == "proposal-not-found"  # the form of one, but of no run
+    assert "refused: proposal-not-found (correlation corr-proposal)" in _refusals(caplog)[-1]
+
+
+def _transition(proposal_id: str) -> dict:
+    return {
+        "context": ctx(), "proposal_id": proposal_id, "action": "approve",
+        "current_phase_id": "plan", "current_scope_anchor_id": "anchor-1",
+        "current_goal_revision": None, "current_plan_revision": 1,
+        "current_context_fingerprint": "sha256:" + "ab" * 32, "expected_state_version": 1,
+        "idempotency_key": "decide", "correlation_id": "corr-proposal",
+    }  # fmt: skip

@@ -171,17 +171,18 @@ class WorkflowRun:
         if run is not None and cmd.idempotency_key in run.ledger:
             reply = _replay(run, cmd)
             if isinstance(reply, dict):  # the versions to send next are today's, not stored
-                reply = _guided(run, cmd, reply, replayed=True)
-            return Effects(reply=reply)
+                return Effects(reply=_guided(run, cmd, reply, replayed=True))
+            return self._refused(tool, cmd, reply)
         at = sql.stamp(now.wall)  # a replay writes nothing, so it needs no time stamp
         if run is None and isinstance(cmd, TransitionSupport):
-            return Effects(reply=replies.refusal("proposal-not-found", "no such proposal"))
+            refusal = replies.refusal("proposal-not-found", "no such proposal")
+            return self._refused(tool, cmd, refusal)
         if run is None and not isinstance(cmd, CreatePlan):
-            return Effects(reply=replies.missing_graph(tool))
+            return self._refused(tool, cmd, replies.missing_graph(tool))
         current = 0 if run is None else run.state_version
         if cmd.expected_state_version != current:
-            reply = replies.conflict(cmd.expected_state_version, current, run is not None)
-            return Effects(reply=reply)
+            conflict = replies.conflict(cmd.expected_state_version, current, run is not None)
+            return self._refused(tool, cmd, conflict)
         try:
             if isinstance(cmd, CreatePlan):  # the plan is stored as the result: encoded once
                 result = cmd.plan.result
@@ -193,11 +194,10 @@ class WorkflowRun:
                 result, writes = MUTATIONS.dispatch(run, cmd, current + 1, at)
                 text = _text(result)
         except ToolError as refused:
-            log.info("router %s on %s refused: %s (correlation %s)", tool, loggable(self.key),
-                     refused.body.get("code"), loggable(cmd.correlation_id))  # fmt: skip
             if refused.body.get("audited"):  # a refused consent transition is kept for audit
+                logged(tool, self.key, refused, cmd.correlation_id)
                 return Effects(reply=refused, writes=consent.audit(run, cmd, refused, at))
-            return Effects(reply=refused)
+            return self._refused(tool, cmd, refused)
         previous, run.state_version = current, current + 1
         run.ledger[cmd.idempotency_key] = (cmd.request_digest, result)
         if previous:  # version 1 needs no claim: the run's own insert (its key) guards it
@@ -213,6 +213,18 @@ class WorkflowRun:
                       loggable(cmd.correlation_id))  # fmt: skip
         return Effects(reply=_guided(run, cmd, result, replayed=False), writes=writes,
                        changed=True)  # fmt: skip
+
+    def _refused(self, tool: str, cmd: Mutation, refusal: ToolError) -> Effects:
+        """A write's refusal, logged at INFO with the caller's correlation id (README)."""
+        logged(tool, self.key, refusal, cmd.correlation_id)
+        return Effects(reply=refusal)
+
+
+def logged(tool: str, key: str, refusal: ToolError, correlation: str) -> None:
+    """Log the refusal of a write to the run (or proposal) ``key``: an operator finds an
+    agent's failed call by its ``correlation_id`` (conflicts and missing runs included)."""
+    log.info("router %s on %s refused: %s (correlation %s)", tool, loggable(key),
+             refusal.body.get("code"), loggable(correlation))  # fmt: skip
 
 
 #: The reads of an existing run, one per command type (they change nothing).
