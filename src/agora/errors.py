@@ -84,6 +84,9 @@ STORE_CAUSES: dict[str, str] = {
     "read_only": "the database is read-only (its files or file system refuse writes)",
     "io_error": "the database's disk reported an I/O error",
 }
+#: What a client is told of a store failure a retry may cure: fixed words, whatever the
+#: database or its driver said (libpq names the server's address, port and user).
+STORE_AWAY = "the database is unavailable or did not answer in time; nothing was changed"
 
 
 class StoreError(AgoraError):

@@ -22,6 +22,7 @@ from test_nodes_pg_crash import needs_the_cluster_directory, pg
 from test_nodes_router import ctx, event, plan
 
 from agora.client import connect
+from agora.toolsets.router.replies import INTERNAL_MESSAGES
 
 TIMEOUT = 90
 #: Seconds the database stays down while the node's log is watched.
@@ -55,6 +56,8 @@ async def test_postgresql_away_is_told_once_then_summarised_then_back(cluster):
                     await client.call_tool("record_work_event", event("before", run, 1, f"w{i}"))
                     for i in range(3)
                 ]
+            async with connect(f"{node.url}/mcp/chess/away") as client:  # a table to load
+                board = await client.call_tool("get_board", {})
         finally:
             await trio.to_thread.run_sync(pg, "start")
         back = await node.wait_for_log("PostgreSQL answers again")
@@ -72,6 +75,11 @@ async def test_postgresql_away_is_told_once_then_summarised_then_back(cluster):
     # with its correlation id, no traceback (it is an event, not a bug).
     body = away["structuredContent"]
     assert (body["code"], body["retryable"]) == ("internal-error", True), body
+    # The store's failure, said as one (an agent must not take an outage for a bug).
+    assert body["message"] == INTERNAL_MESSAGES["store"], body
+    said = board["structuredContent"]["error"]
+    assert "the database is unavailable or did not answer in time" in said, said
+    assert "internal error" not in said, said
     assert body["correlation_id"] in node.log
     assert sum("PostgreSQL answers again" in line for line in node.lines) == 1, node.log
     # The writes failed retryable, each logged with its correlation id; the writer's own

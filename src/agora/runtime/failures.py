@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from agora.errors import STORE_CAUSES, AgoraError
+from agora.errors import STORE_AWAY, STORE_CAUSES, AgoraError
 from agora.logsafe import loggable, one_line
 
 if TYPE_CHECKING:
@@ -37,6 +37,8 @@ class InternalError(AgoraError):
         detail: What the operator needs (the entity, the database's words, the statement
             of a ``permanent`` failure), never shown to a client; the server logs it with
             the call's correlation id. Empty: the message says it all.
+        away: The store was away (unreachable, or no answer in time): a retry may cure it,
+            and the answer says the store failed, not the entity.
     """
 
     def __init__(
@@ -47,12 +49,14 @@ class InternalError(AgoraError):
         cause: StoreCause | None = None,
         permanent: bool = False,
         detail: str = "",
+        away: bool = False,
     ) -> None:
         super().__init__(message)
         self.outcome_unknown = outcome_unknown
         self.cause = cause
         self.permanent = permanent
         self.detail = detail
+        self.away = away
         if detail and permanent:  # shown with the traceback of a caller that logs one
             self.add_note(detail)
 
@@ -104,7 +108,9 @@ def commit_failed(exc: StoreError, where: str = "the entity", detail: str = "") 
             cause=exc.cause,
             detail=detail,
         )
-    return InternalError("the change could not be saved; nothing was changed", detail=detail)
+    return InternalError(
+        "the change could not be saved; nothing was changed", detail=detail, away=True
+    )
 
 
 def store_away(store: Any, where: str, doing: str, exc: StoreError) -> str:
@@ -151,4 +157,6 @@ def entity_store_failed(
     if exc.cause is not None:  # the disk's part (a WAL index made immutable), said
         said = f"{kind} could not be read: {STORE_CAUSES[exc.cause]}; nothing was changed"
         return InternalError(said, cause=exc.cause, detail=detail)
-    return InternalError(f"internal error in {kind}; nothing was changed", detail=detail)
+    # The database away (a PostgreSQL outage, a read past commit_timeout): the fixed words a
+    # retry may cure, never "internal error", which an agent takes for a bug.
+    return InternalError(f"{kind} could not be read: {STORE_AWAY}", detail=detail, away=True)

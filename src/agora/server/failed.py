@@ -20,6 +20,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.errors import (
+    STORE_AWAY,
     STORE_CAUSES,
     ActorStopped,
     Failure,
@@ -41,9 +42,6 @@ log = logging.getLogger("agora.server.connection")  # the operator's filters nam
 
 #: What a client is told of a store failure no retry can cure (the details are logged).
 STORE_BUG: Final = "internal error; nothing was changed"
-#: What a client is told of a store failure a retry may cure: fixed words, whatever the
-#: database or its driver said (libpq names the server's address, port and user).
-STORE_AWAY: Final = "the database is unavailable or did not answer in time; nothing was changed"
 #: The same when a commit was in flight (`StoreError.outcome_unknown`).
 STORE_UNKNOWN: Final = "the change may or may not have been saved (the database did not confirm it)"
 
@@ -95,7 +93,7 @@ def _failure(where: str, tool: str, exc: Exception) -> Failure:
         return Failure("unexpected", STORE_BUG, False, correlation, tool)
     if isinstance(exc, (InternalError, ActorStopped, StoreError)):
         kind: FailureKind = (
-            "internal"
+            ("store" if exc.away else "internal")  # the store away: its failure, said so
             if isinstance(exc, InternalError)
             else ("stopped" if isinstance(exc, ActorStopped) else "store")
         )
