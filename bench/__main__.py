@@ -25,17 +25,20 @@ The server is ``agora serve`` started here on a free 127.0.0.1 port with a fresh
 (repeatable: sessions are spread over them; ``--pid`` names a local server to sample), which
 must know the bench's principal: start it with ``--config`` on the agora.toml that
 ``mixed.write_config`` writes (``python -m bench config DIR`` writes it to DIR, made if
-missing). Every run is bounded in time (``--seconds``) and prints a progress bar; the report
-is ``bench/results/<date>-<time>-<workload>.json`` with a Markdown summary and a PNG chart
-next to it (see ``bench/report.py``). ``--nodes N`` (``mixed``, ``clients``) runs N nodes on one
-PostgreSQL instead (``--pg URL``, a fresh schema on it; else a throwaway cluster started
-with ``scripts/pg.sh``), the sessions spread over them: all four toolsets on every node,
-the servers' CPU and RSS added up (``--store postgresql`` alone: one node on PostgreSQL).
-The machine's other load skews every figure: the report records
-the load average at the start and the end. ``calls_per_s`` counts the calls that succeeded
-over the measured time (refused calls and JSON-RPC errors are counted apart); a run whose
-server began shutting down or whose sessions mostly lost their connection is marked FAILED
-in its report and on stderr, and ``python -m bench`` exits 1.
+missing). A server that cannot be reached, or that refuses the bench's token, is one line on
+stderr and exit status 1 before the load starts (`cli_args.check_reachable`); a count or a
+duration that is not positive, or a ``--url`` that is not ``ws://HOST:PORT/...``, is refused
+with the usage (exit status 2). Every run is bounded in time (``--seconds``) and prints a
+progress bar; the report is ``bench/results/<date>-<time>-<workload>.json`` with a Markdown
+summary and a PNG chart next to it (see ``bench/report.py``). ``--nodes N`` (``mixed``,
+``clients``) runs N nodes on one PostgreSQL instead (``--pg URL``, a fresh schema on it; else a
+throwaway cluster started with ``scripts/pg.sh``), the sessions spread over them: all four
+toolsets on every node, the servers' CPU and RSS added up (``--store postgresql`` alone: one
+node on PostgreSQL). The machine's other load skews every figure: the report records the load
+average at the start and the end. ``calls_per_s`` counts the calls that succeeded over the
+measured time (refused calls and JSON-RPC errors are counted apart); a run whose server began
+shutting down or whose sessions mostly lost their connection is marked FAILED in its report and
+on stderr, and ``python -m bench`` exits 1.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 import trio  # noqa: E402
+from cli_args import check_reachable, operator_errors  # noqa: E402
 from flags import build_parser, parse  # noqa: E402
 from measure import cpu_seconds, raise_fd_limit, vm_rss  # noqa: E402
 from report import Progress, Report, latency_summary, timeline  # noqa: E402
@@ -247,6 +251,9 @@ def run_script(name: str, extra: list[str]) -> Report:
 async def with_server(args: argparse.Namespace) -> Report:
     workload = run_clients if args.workload == "clients" else run_mixed
     if args.url:
+        import mixed
+
+        await check_reachable(args.url, mixed.TOKEN)
         return await workload(args, args.url, [args.pid] if args.pid else [])
     if args.store == "postgresql":
         return await on_nodes(args, workload)
@@ -298,6 +305,11 @@ async def on_nodes(args: argparse.Namespace, workload: Any) -> Report:
 
 
 def main(argv: list[str] | None = None) -> None:
+    with operator_errors("python -m bench"):
+        run(argv)
+
+
+def run(argv: list[str] | None) -> None:
     parser = build_parser(
         __doc__.split("\n")[0], ["mixed", "clients", "parked", "soak", "config", *SCRIPTS]
     )

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import trio
+from cli_args import positive_float, positive_int
 from debate_wire import WireClient, wire_connect
 from measure import Cpu, cpu_window, pace_text, raise_fd_limit
 from serve import agora_serve, principal_config
@@ -49,6 +50,8 @@ CORES = os.cpu_count() or 1
 #: Sessions that open at once while a load's sessions connect.
 CONNECT_CONCURRENCY = 64
 WARMUP = 1.0
+#: The calls it can time (``--kinds``), cheapest first.
+KINDS = ("ping", "get_board")
 
 
 @dataclass
@@ -173,13 +176,23 @@ async def run(args: argparse.Namespace) -> None:
                 _ceilings(*floors)
 
 
+def kinds(text: str) -> list[str]:
+    """An argparse type: the kinds of call to time, comma-separated, each one of `KINDS`."""
+    chosen = text.split(",")
+    if unknown := [k for k in chosen if k not in KINDS]:
+        raise argparse.ArgumentTypeError(
+            f"unknown kind {', '.join(unknown)}; the kinds are {', '.join(KINDS)}"
+        )
+    return chosen
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sessions", type=int, default=1000)
-    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--sessions", type=positive_int, default=1000)
+    parser.add_argument("--seconds", type=positive_float, default=5.0)
     parser.add_argument(
         "--kinds",
-        type=lambda s: s.split(","),
+        type=kinds,
         default=["ping", "get_board"],
         help="calls to time (default ping,get_board; the ceilings need both, in that order)",
     )

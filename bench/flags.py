@@ -8,23 +8,35 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from cli_args import non_negative_int, positive_float, positive_int, ws_url
+
 
 def build_parser(description: str, workloads: list[str]) -> argparse.ArgumentParser:
     """The parser of ``python -m bench WORKLOAD [DIR] [flags] [-- workload's own flags]``."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=description)
     parser.add_argument("workload", choices=workloads)
     parser.add_argument("directory", nargs="?", help="config: where to write agora.toml")
-    parser.add_argument("--stalled", type=int, help="clients: stalled sockets (default 2000)")
+    parser.add_argument(
+        "--stalled", type=non_negative_int, help="clients: stalled sockets (default 2000)"
+    )
     parser.add_argument(
         "--sessions",
-        type=int,
+        type=positive_int,
         help="sessions (default 1000; soak: its --sessions, parked: its --agents)",
     )
-    parser.add_argument("--seconds", type=float, help="bound (default 30; soak: as its --minutes)")
-    parser.add_argument("--url", action="append", help="a running server's ws://.../mcp")
-    parser.add_argument("--pid", type=int, help="the pid of the --url server, to sample it")
     parser.add_argument(
-        "--nodes", type=int, help="mixed, clients: agora nodes on one PostgreSQL (implies --store)"
+        "--seconds", type=positive_float, help="bound (default 30; soak: as its --minutes)"
+    )
+    parser.add_argument(
+        "--url", action="append", type=ws_url, help="a running server's ws://HOST:PORT/mcp"
+    )
+    parser.add_argument(
+        "--pid", type=positive_int, help="the pid of the --url server, to sample it"
+    )
+    parser.add_argument(
+        "--nodes",
+        type=positive_int,
+        help="mixed, clients: agora nodes on one PostgreSQL (implies --store)",
     )
     parser.add_argument("--store", choices=["sqlite", "postgresql"], help="default sqlite")
     parser.add_argument("--pg", help="a PostgreSQL server URL (else one is started)")

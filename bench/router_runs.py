@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from cli_args import non_negative_float, positive_float, positive_int
 from measure import latency_text, pace_text, raise_fd_limit
 from profilers import py_spy
 from router_flow import Agent, Phase, closed, plan, replay, timed, work
@@ -167,16 +168,19 @@ async def _hold(url: str, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=1000)
-    parser.add_argument("--replays", type=int, default=10)
+    parser.add_argument("--runs", type=positive_int, default=1000)
+    parser.add_argument("--replays", type=positive_int, default=10)
     parser.add_argument(
         "--rate",
-        type=float,
+        type=non_negative_float,
         default=0.0,
         help="open-loop mutations/s offered in total (0: no open-loop phase)",
     )
     parser.add_argument(
-        "--rounds", type=int, default=3, help="workflow runs per agent in the open-loop phase"
+        "--rounds",
+        type=positive_int,
+        default=3,
+        help="workflow runs per agent in the open-loop phase",
     )
     parser.add_argument(
         "--closed",
@@ -195,7 +199,7 @@ if __name__ == "__main__":
     )
     parser.add_argument(
         "--stalls",
-        type=float,
+        type=non_negative_float,
         default=0.0,
         help="run the server under probed_serve and match the open loop's slowest "
         "mutations with its main-thread stalls of at least this many ms (bench/stalls.py)",
@@ -207,6 +211,6 @@ if __name__ == "__main__":
         help="record the server's thread holding the GIL with py-spy during the replay "
         "phase (raw stacks to PATH; py-spy must be installed: a measuring aid)",
     )
-    parser.add_argument("--py-spy-rate", type=int, default=250)
-    parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--py-spy-rate", type=positive_int, default=250)
+    parser.add_argument("--timeout", type=positive_float, default=300)
     trio.run(main, parser.parse_args())

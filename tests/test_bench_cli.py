@@ -1,0 +1,144 @@
+"""The bench entry points answer an operator's mistake with one line and a non-zero exit.
+
+``python -m bench`` and the bench scripts run here as an operator runs them, as real
+processes, with arguments that must be refused before any load starts: a count or a duration
+that is not positive and a URL that is not ``ws://HOST:PORT/...`` are argparse errors (exit 2),
+a server that is not there or that does not know the bench's principal is one line on stderr
+(exit 1), never a traceback. Each case is refused in well under a second (the 401 one starts a
+real ``agora serve`` for it): none starts a load.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Long enough for a refusal on a busy machine; a bench that starts its load instead (the
+#: bug) still ends within it, its load bounded by the ``--seconds 1`` each case adds.
+TIMEOUT = 60
+
+
+def bench(*argv: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """``python ARGV`` in the checkout (``-m bench ...`` or ``bench/X.py ...``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGORA_")}
+    return subprocess.run(
+        [sys.executable, *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+
+
+def refused(done: subprocess.CompletedProcess[str], status: int, said: str) -> None:
+    """The run ended with ``status``, nothing on stdout, and its stderr's last line (the only
+    one but argparse's usage) says ``said``, with no traceback."""
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == status, (done.returncode, done.stderr)
+    assert done.stdout == ""
+    assert re.search(said, done.stderr.strip().splitlines()[-1]), done.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        pytest.param(
+            ["-m", "bench", "mixed", "--sessions", "0", "--seconds", "1"],
+            r"argument --sessions: must be at least 1, not 0",
+            id="mixed-no-sessions",
+        ),
+        pytest.param(
+            ["-m", "bench", "mixed", "--sessions", "1", "--seconds", "-1"],
+            r"argument --seconds: must be a number above 0, not -1",
+            id="mixed-negative-seconds",
+        ),
+        pytest.param(
+            ["-m", "bench", "mixed", "--url", "http://127.0.0.1:1/mcp", "--seconds", "1"],
+            r"argument --url: 'http://127.0.0.1:1/mcp' is not a ws:// URL; give ws://HOST:PORT/mcp",
+            id="mixed-http-url",
+        ),
+        pytest.param(
+            ["bench/router_runs.py", "--runs", "-5", "--rounds", "1", "--replays", "1"],
+            r"argument --runs: must be at least 1, not -5",
+            id="router-runs-negative-runs",
+        ),
+        pytest.param(
+            ["bench/ceilings.py", "--kinds", "bogus", "--sessions", "1", "--seconds", "1"],
+            r"argument --kinds: unknown kind bogus; the kinds are ping, get_board",
+            id="ceilings-unknown-kind",
+        ),
+        pytest.param(
+            ["bench/ceilings.py", "--sessions", "0", "--seconds", "1"],
+            r"argument --sessions: must be at least 1, not 0",
+            id="ceilings-no-sessions",
+        ),
+    ],
+)
+def test_a_count_or_a_duration_out_of_range_is_a_usage_error(argv: list[str], said: str) -> None:
+    done = bench(*argv)
+    refused(done, 2, said)
+    assert "usage:" in done.stderr
+
+
+def test_a_url_nothing_listens_on_is_one_line_and_exit_1() -> None:
+    with socket.socket() as probe:  # a port nothing listens on once it is closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    done = bench("-m", "bench", "mixed", "--url", f"ws://127.0.0.1:{port}/mcp", "--seconds", "1")
+    refused(done, 1, rf"^python -m bench: cannot connect to ws://127.0.0.1:{port}/mcp: .*refused")
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.fixture
+def server_without_bench_principal(tmp_path: Path) -> Iterator[str]:
+    """A real ``agora serve`` started without the bench's config: its WebSocket URL."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGORA_")}
+    log = tmp_path / "serve.err"
+    serve = ["serve", "--host", "127.0.0.1", "--port", "0", "--toolsets", "router"]
+    with log.open("w") as err:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "agora.cli", *serve, "--db", str(tmp_path / "a.db")],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=env,
+        )
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while not (found := re.search(r"ws://127\.0\.0\.1:\d+/mcp", log.read_text())):
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        yield found.group(0)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=TIMEOUT)
+
+
+def test_a_server_without_the_bench_config_says_to_start_it_with_it(
+    server_without_bench_principal: str,
+) -> None:
+    url = server_without_bench_principal
+    done = bench("-m", "bench", "mixed", "--url", url, "--seconds", "1")
+    refused(
+        done,
+        1,
+        rf"^python -m bench: {url} refused the bench's token \(HTTP/1.1 401 Unauthorized\): start"
+        r" the server with --config on the agora.toml that `python -m bench config DIR` writes$",
+    )
+    assert len(done.stderr.strip().splitlines()) == 1
