@@ -24,21 +24,22 @@ The server is ``agora serve`` started here on a free 127.0.0.1 port with a fresh
 (``synchronous=FULL``), or the running server(s) given with ``--url ws://HOST:PORT/mcp``
 (repeatable: sessions are spread over them; ``--pid`` names a local server to sample), which
 must know the bench's principal: start it with ``--config`` on the agora.toml that
-``mixed.write_config`` writes (``python -m bench config DIR`` writes it to DIR, made if
-missing). A server that cannot be reached, or that refuses the bench's token, is one line on
-stderr and exit status 1 before the load starts (`cli_args.check_reachable`); a count or a
-duration that is not positive, or a ``--url`` that is not ``ws://HOST:PORT/...``, is refused
-with the usage (exit status 2). Every run is bounded in time (``--seconds``) and prints a
-progress bar; the report is ``bench/results/<date>-<time>-<workload>.json`` with a Markdown
-summary and a PNG chart next to it (see ``bench/report.py``). ``--nodes N`` (``mixed``,
-``clients``) runs N nodes on one PostgreSQL instead (``--pg URL``, a fresh schema on it; else a
-throwaway cluster started with ``scripts/pg.sh``), the sessions spread over them: all four
-toolsets on every node, the servers' CPU and RSS added up (``--store postgresql`` alone: one
-node on PostgreSQL). The machine's other load skews every figure: the report records the load
-average at the start and the end. ``calls_per_s`` counts the calls that succeeded over the
-measured time (refused calls and JSON-RPC errors are counted apart); a run whose server began
-shutting down or whose sessions mostly lost their connection is marked FAILED in its report and
-on stderr, and ``python -m bench`` exits 1.
+``mixed.write_config`` writes (``python -m bench config [DIR]`` writes it to DIR, made if
+missing, or to the current directory; an agora.toml already there is kept unless ``--force``).
+A server that cannot be reached, or that refuses the bench's token, is one line on stderr and
+exit status 1 before the load starts (`cli_args.check_reachable`); a count or a duration that
+is not positive, or a ``--url`` that is not ``ws://HOST:PORT/...``, is refused with the usage
+(exit status 2). Every run is bounded in time (``--seconds``) and prints a progress bar; the
+report is ``bench/results/<date>-<time>-<workload>.json`` with a Markdown summary and a PNG
+chart next to it (see ``bench/report.py``). ``--nodes N`` (``mixed``, ``clients``) runs N nodes
+on one PostgreSQL instead (``--pg URL``, a fresh schema on it; else a throwaway cluster started
+with ``scripts/pg.sh``), the sessions spread over them: all four toolsets on every node, the
+servers' CPU and RSS added up (``--store postgresql`` alone: one node on PostgreSQL). The
+machine's other load skews every figure: the report records the load average at the start and
+the end. ``calls_per_s`` counts the calls that succeeded over the measured time (refused calls
+and JSON-RPC errors are counted apart); a run whose server began shutting down or whose
+sessions mostly lost their connection is marked FAILED in its report and on stderr, and
+``python -m bench`` exits 1.
 """
 
 from __future__ import annotations
@@ -319,6 +320,11 @@ def run(argv: list[str] | None) -> None:
         directory = Path(args.directory or ".")
         if directory.exists() and not directory.is_dir():
             parser.error(f"config: {directory} is not a directory")
+        if (directory / "agora.toml").exists() and not args.force:
+            parser.error(
+                f"config: {directory / 'agora.toml'} exists; give --force to replace it,"
+                " or another directory"
+            )
         directory.mkdir(parents=True, exist_ok=True)
         import mixed
 

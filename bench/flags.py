@@ -15,7 +15,14 @@ def build_parser(description: str, workloads: list[str]) -> argparse.ArgumentPar
     """The parser of ``python -m bench WORKLOAD [DIR] [flags] [-- workload's own flags]``."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=description)
     parser.add_argument("workload", choices=workloads)
-    parser.add_argument("directory", nargs="?", help="config: where to write agora.toml")
+    parser.add_argument(
+        "directory",
+        nargs="?",
+        help="config: where to write agora.toml (default: the current directory)",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="config: replace an agora.toml already there"
+    )
     parser.add_argument(
         "--stalled", type=non_negative_int, help="clients: stalled sockets (default 2000)"
     )
@@ -75,8 +82,10 @@ def parse(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[argparse.Na
             parser.error(f"{workload} does not read --{name}; {unused_hint(workload, name)}")
     if args.directory is not None and workload != "config":
         parser.error(f"{workload} takes no directory (only config does): {args.directory}")
+    if args.force and workload != "config":
+        parser.error(f"{workload} does not read --force (only config does)")
     if workload == "config" and (extra or args.out is not None):
-        parser.error("config takes a directory only: python -m bench config DIR")
+        parser.error("config takes a directory only: python -m bench config [DIR] [--force]")
     if workload in ("mixed", "clients"):
         server_flags(parser, args, extra)
     elif workload != "config":

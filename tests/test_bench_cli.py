@@ -142,3 +142,16 @@ def test_a_server_without_the_bench_config_says_to_start_it_with_it(
         r" the server with --config on the agora.toml that `python -m bench config DIR` writes$",
     )
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_config_keeps_an_agora_toml_already_there_unless_forced(tmp_path: Path) -> None:
+    toml = tmp_path / "agora.toml"
+    toml.write_text('port = 9000\n[[principals]]\nname = "ops"\n')
+    done = bench("-m", "bench", "config", str(tmp_path))
+    refused(done, 2, rf"config: {toml} exists; give --force to replace it, or another directory")
+    assert toml.read_text() == 'port = 9000\n[[principals]]\nname = "ops"\n'
+    forced = bench("-m", "bench", "config", str(tmp_path), "--force")
+    assert (forced.returncode, forced.stdout) == (0, f"{toml}\n"), forced.stderr
+    assert 'name = "mixed"' in toml.read_text()  # the bench's principal
+    usage = " ".join(bench("-m", "bench", "--help").stdout.split())
+    assert "where to write agora.toml (default: the current directory)" in usage
