@@ -9,6 +9,8 @@ report them), the database size (file + WAL) and the WAL's alone (one that keeps
 a reader pins it). The first ``--warm`` minutes (5: idle actors leave after 5 minutes, so the
 actor table fills for that long) are left out of the trend: the slope of each series (least
 squares, per minute) over the rest is printed and reported; a flat server has slopes near zero.
+A run too short to leave two samples after warm-up says so instead of printing slopes (and
+``--minutes`` shorter than ``--warm`` plus two ``--every`` is refused before it starts).
 
 A live debate topic keeps every message's index entry (about 300 bytes) in memory, so a load
 that posts into the same topics for the whole run grows by that much per message: growth with
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import tempfile
 import time
@@ -42,12 +45,28 @@ from typing import Any
 
 import mixed
 import trio
+from cli_args import non_negative_float, non_negative_int, positive_float, positive_int
 from measure import healthz, raise_fd_limit, vm_rss
 from report import Progress, Report, latency_summary
 from serve import agora_serve
 
 #: The sampled series whose trend after warm-up the report gives.
 SERIES = ("rss_mib", "rss_anon_mib", "rss_file_mib", "fds", "actors", "parked", "db_mib", "wal_mib")
+
+
+def trends(samples: list[dict[str, float]], warm: float) -> dict[str, float] | str:
+    """The slope per minute of each of `SERIES` over the ``samples`` taken after the first
+    ``warm`` minutes; with fewer than two such samples, which draw no line, why not."""
+    after = [s for s in samples if s["minute"] >= warm]
+    if len({s["minute"] for s in after}) < 2:
+        return (
+            f"not enough samples after the first {warm:g} minute(s) of warm-up for a trend"
+            f" ({len(after)} of the 2 a slope needs): run longer than --warm plus 2 x --every"
+        )
+    return {
+        f"{key}_slope_per_minute": round(slope([(s["minute"], s[key]) for s in after]), 4)
+        for key in SERIES
+    }
 
 
 def slope(points: list[tuple[float, float]]) -> float:
@@ -204,7 +223,6 @@ async def soak(args: argparse.Namespace) -> Report:
                 with trio.fail_after(seconds + 120):
                     await mixed.run(mix, seconds)
                 nursery.cancel_scope.cancel()
-    warm = [s for s in samples if s["minute"] >= args.warm]
     report.figures = {
         "calls": mix.stats.succeeded,  # refused calls and JSON-RPC errors apart
         "refused_calls": mix.stats.refused,
@@ -215,10 +233,12 @@ async def soak(args: argparse.Namespace) -> Report:
         "samples": samples,
         "native": natives,
     }
-    for key in SERIES:
-        report.figures[f"{key}_slope_per_minute"] = round(
-            slope([(s["minute"], s[key]) for s in warm]), 4
-        )
+    trend = trends(samples, args.warm)
+    if isinstance(trend, str):
+        report.figures["trend"] = trend
+        print(f"trend: {trend}")
+    else:
+        report.figures |= trend
     report.latency = {k: latency_summary(v) for k, v in mix.stats.latencies.items()}
     report.notes.append(f"trend over samples after the first {args.warm} minute(s)")
     report.failure = mix.stats.lost(args.sessions)
@@ -229,32 +249,38 @@ async def soak(args: argparse.Namespace) -> Report:
 
 
 def main(argv: list[str] | None = None) -> Report:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--minutes", type=float, default=30.0)
-    parser.add_argument("--sessions", type=int, default=200)
-    parser.add_argument("--every", type=float, default=10.0)
-    parser.add_argument("--warm", type=float, default=5.0)
+    parser = argparse.ArgumentParser(prog="bench/soak.py", description=__doc__.split("\n")[0])
+    parser.add_argument("--minutes", type=positive_float, default=30.0)
+    parser.add_argument("--sessions", type=positive_int, default=200)
+    parser.add_argument("--every", type=positive_float, default=10.0)
+    parser.add_argument("--warm", type=non_negative_float, default=5.0)
     parser.add_argument(
-        "--topic-messages", type=int, default=1000,
+        "--topic-messages", type=non_negative_int, default=1000,
         help="replace a debate topic by a fresh one after this many messages (0: never)",
     )  # fmt: skip
     parser.add_argument(
         "--trace-frames",
-        type=int,
+        type=non_negative_int,
         default=0,
         help="run the server under tracemalloc with this many frames",
     )
     parser.add_argument(
         "--types", action="store_true", help="count the server's live objects by type (no tracing)"
     )
-    parser.add_argument("--trace-every", type=float, default=2.0)
-    parser.add_argument("--trace-top", type=int, default=15)
+    parser.add_argument("--trace-every", type=positive_float, default=2.0)
+    parser.add_argument("--trace-top", type=positive_int, default=15)
     parser.add_argument(
         "--trace-out",
         default=str(Path(__file__).with_name("results") / "soak-trace.txt"),
         help="where the --trace-every probes are written (default: bench/results/, not tracked)",
     )
     args = parser.parse_args(argv)
+    if (args.minutes - args.warm) * 60 < 2 * args.every:
+        parser.error(
+            f"--minutes {args.minutes:g} leaves too little after --warm {args.warm:g} for a"
+            f" trend, which needs 2 samples taken {args.every:g} s apart (--every): give"
+            f" --minutes at least {math.ceil((args.warm + 2 * args.every / 60) * 100) / 100:g}"
+        )
     raise_fd_limit()
     return trio.run(soak, args)
 

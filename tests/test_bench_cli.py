@@ -155,3 +155,33 @@ def test_config_keeps_an_agora_toml_already_there_unless_forced(tmp_path: Path) 
     assert 'name = "mixed"' in toml.read_text()  # the bench's principal
     usage = " ".join(bench("-m", "bench", "--help").stdout.split())
     assert "where to write agora.toml (default: the current directory)" in usage
+
+
+def test_a_soak_too_short_for_a_trend_is_refused_before_it_starts() -> None:
+    """It printed slopes of 0.0 from a single sample after warm-up: a flat server."""
+    done = bench("-m", "bench", "soak", "--", "--minutes", "0.25", "--sessions", "10", "--warm",
+                 "0.1")  # fmt: skip
+    refused(
+        done,
+        2,
+        r"^bench/soak.py: error: --minutes 0.25 leaves too little after --warm 0.1 for a trend,"
+        r" which needs 2 samples taken 10 s apart \(--every\): give --minutes at least 0.44$",
+    )
+
+
+def test_a_soak_with_one_sample_after_warm_up_says_so_instead_of_a_slope() -> None:
+    """The check above goes by the clock; the run's samples decide (`soak.trends`)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import soak
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    point = dict.fromkeys(soak.SERIES, 1.0)
+    samples = [point | {"minute": 0.0}, point | {"minute": 0.2}]
+    said = soak.trends(samples, 0.1)
+    assert isinstance(said, str)
+    assert said.startswith("not enough samples after the first 0.1 minute(s) of warm-up")
+    grown = soak.trends([*samples, point | {"minute": 0.4, "rss_mib": 2.0}], 0.1)
+    assert grown == {f"{key}_slope_per_minute": 0.0 for key in soak.SERIES} | {
+        "rss_mib_slope_per_minute": 5.0
+    }
