@@ -13,10 +13,11 @@ Workloads:
   (``bench/rude.py``: ``--stalled`` stalled connections, one never-reading client, two
   64 KB-frame flooders, hang-ups mid-call and mid-long-poll); the others' p50/p99 in both and
   their ratio (goal: p99 within 2x), server RSS.
-- ``peer``, ``chess_tables``, ``chamber_attempts``, ``router_runs``, ``debate_load``,
-  ``ws_calls``, ``chess_replies``: the per-toolset and peer benches, run as they are (flags
-  after ``--`` go to them, and ``--seconds``/``--sessions`` to those that have them); their
-  printed figures go into the report, and one that fails fails ``python -m bench``.
+- ``peer``, ``ceilings``, ``chess_tables``, ``chamber_attempts``, ``chamber_burst``,
+  ``router_runs``, ``debate_load``, ``ws_calls``, ``chess_replies``: the per-toolset, peer
+  and floor benches, run as they are (flags after ``--`` go to them, and
+  ``--seconds``/``--sessions`` to those that have them); their printed figures go into the
+  report, and one that fails fails ``python -m bench``.
 
 A flag a workload does not read is refused, naming it (`flags.USES`), never silently ignored.
 
@@ -68,8 +69,10 @@ if TYPE_CHECKING:
 
 SCRIPTS = [
     "peer",
+    "ceilings",
     "chess_tables",
     "chamber_attempts",
+    "chamber_burst",
     "router_runs",
     "debate_load",
     "ws_calls",

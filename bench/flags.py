@@ -61,6 +61,7 @@ USES: dict[str, tuple[str, ...]] = {
     "soak": ("sessions", "seconds"),
     "parked": ("sessions",),
     "peer": ("sessions", "seconds"),
+    "ceilings": ("sessions", "seconds"),
     "ws_calls": ("sessions", "seconds"),
     "chess_tables": ("seconds",),
     "debate_load": ("seconds",),

@@ -185,3 +185,12 @@ def test_a_soak_with_one_sample_after_warm_up_says_so_instead_of_a_slope() -> No
     assert grown == {f"{key}_slope_per_minute": 0.0 for key in soak.SERIES} | {
         "rss_mib_slope_per_minute": 5.0
     }
+
+
+def test_the_benches_of_the_readme_table_are_workloads_of_python_m_bench() -> None:
+    """The README says ``python -m bench`` runs any of the benches its table names; each is
+    run as it is, its own flags after ``--`` (here one its own parser refuses)."""
+    for name, flags in (("ceilings", ["--kinds", "bogus"]), ("chamber_burst", ["--bursts", "x"])):
+        done = bench("-m", "bench", name, "--", *flags)
+        assert done.returncode == 2, done.stderr
+        assert f"python -m bench {name}: bench/{name}.py exited 2; no report" in done.stderr
