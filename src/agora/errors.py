@@ -102,6 +102,9 @@ class StoreError(AgoraError):
             constraint violation, a syntax error, a missing table or column;
             `agora.store.failures`). A bug, answered as an internal error; its message is
             for the operator's log, never for a client. False: a retry may succeed.
+        told: The store has logged this failure's episode already (another process held
+            the write lock: one WARNING, then a count), so the lines of each call it failed
+            go to DEBUG with their correlation ids.
     """
 
     def __init__(
@@ -110,11 +113,13 @@ class StoreError(AgoraError):
         outcome_unknown: bool = False,
         cause: StoreCause | None = None,
         permanent: bool = False,
+        told: bool = False,
     ) -> None:
         super().__init__(*args)
         self.outcome_unknown = outcome_unknown
         self.cause = cause
         self.permanent = permanent
+        self.told = told
 
 
 class ActorStopped(AgoraError):

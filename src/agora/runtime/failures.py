@@ -39,6 +39,8 @@ class InternalError(AgoraError):
             the call's correlation id. Empty: the message says it all.
         away: The store was away (unreachable, or no answer in time): a retry may cure it,
             and the answer says the store failed, not the entity.
+        told: The store logged the failure's episode once already (`StoreError.told`):
+            the server logs this call's line at DEBUG.
     """
 
     def __init__(
@@ -50,8 +52,10 @@ class InternalError(AgoraError):
         permanent: bool = False,
         detail: str = "",
         away: bool = False,
+        told: bool = False,
     ) -> None:
         super().__init__(message)
+        self.told = told
         self.outcome_unknown = outcome_unknown
         self.cause = cause
         self.permanent = permanent
@@ -109,7 +113,10 @@ def commit_failed(exc: StoreError, where: str = "the entity", detail: str = "") 
             detail=detail,
         )
     return InternalError(
-        "the change could not be saved; nothing was changed", detail=detail, away=True
+        "the change could not be saved; nothing was changed",
+        detail=detail,
+        away=True,
+        told=exc.told,
     )
 
 
@@ -121,14 +128,15 @@ def store_away(store: Any, where: str, doing: str, exc: StoreError) -> str:
     there, where calls failing while the database is away are one line, then a count; each
     call's answer is still logged with its correlation id and this detail
     (`agora.server.failed`). A failure the disk caused (``cause``: full, read-only, I/O
-    error) is logged by the SQLite store once per episode (`agora.store.diskfault`): here at
-    DEBUG only. Elsewhere it is one ERROR line, as before.
+    error) is logged by the SQLite store once per episode (`agora.store.diskfault`), as is a
+    write dropped while another process held the write lock (``told``:
+    `agora.store.lockwait`): here at DEBUG only. Elsewhere it is one ERROR line, as before.
     """
     detail = f"{where}: {doing} failed: {one_line(exc)}"
     outage = getattr(store, "outage", None)
     if outage is not None:
         outage.failed(f"{doing} an entity", exc)
-    elif exc.cause is not None:  # the disk's: the store logs it once per episode
+    elif exc.cause is not None or exc.told:  # the store logs it once per episode
         log.debug("%s", detail)
     else:
         log.error("%s", detail)

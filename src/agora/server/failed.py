@@ -100,8 +100,10 @@ def _failure(where: str, tool: str, exc: Exception) -> Failure:
         # An entity's answer is worded for clients; what the store said is its ``detail``.
         said = exc.detail if isinstance(exc, InternalError) and exc.detail else exc
         cause = getattr(exc, "cause", None)  # the disk's part, named in the message
-        # A refusal the disk caused is logged by the store once per episode, not per call.
-        level = logging.DEBUG if cause is not None else logging.WARNING
+        # A refusal the disk caused, or a write dropped while another process held the
+        # write lock (``told``), is logged by the store once per episode, not per call.
+        told = cause is not None or getattr(exc, "told", False)
+        level = logging.DEBUG if told else logging.WARNING
         log.log(level, "%s failed: %s (correlation %s)", where, one_line(said), correlation)
         unknown = bool(getattr(exc, "outcome_unknown", False))
         # An entity's failure is already worded for clients; the store's is the database's.

@@ -27,6 +27,7 @@ import trio
 
 from agora.errors import StoreError
 from agora.store.failures import store_error
+from agora.store.lockwait import LockWaits
 from agora.store.neutral import SQLITE
 from agora.store.ready import file_answers, schema_version
 from agora.store.shm_guard import ShmGuard, frozen_close
@@ -138,6 +139,7 @@ class Store:
         self.path = path
         self.commit_timeout = commit_timeout
         self._waiting: deque[_Waiter] = deque()
+        self._lock_waits = LockWaits(path)  # writes dropped for another's write lock
         self._watch_scope = trio.CancelScope()
         self.versions = versions
         self._writer_conn = writer_conn
@@ -260,10 +262,14 @@ class Store:
             # the watchdog ends the wait early, past the commit deadline.
             await trio.lowlevel.wait_task_rescheduled(_wait_for_commit)
             result = waiter.outcome
+        if result is None:
+            if self._lock_waits.waiting:  # the write lock came back: one line
+                self._lock_waits.committed()
+            return
         if isinstance(result, StoreError):  # the deadline passed, or the disk refused
             raise result
-        if result is not None:  # a statement failed: retryable, or a bug (`failures`)
-            raise store_error("write failed", result)
+        # a statement failed: retryable, or a bug (`failures`)
+        raise store_error("write failed", result)
 
     async def _watch(self) -> None:
         """Fail every write still waiting past its deadline; runs until the store closes.
@@ -289,14 +295,12 @@ class Store:
     def _give_up(self, waiter: _Waiter) -> None:
         outage = self.outage  # a shared database's account: once, then counted (not per write)
         if self._writer.abandon(waiter):
-            if outage is None:
-                log.warning(
-                    "a write waited %g s for the database's write lock and was dropped",
-                    self.commit_timeout,
-                )
+            if outage is None:  # once per episode, then counted (`agora.store.lockwait`)
+                self._lock_waits.dropped(self.commit_timeout)
             error = StoreError(
                 f"write not saved: the database did not take it within "
-                f"{self.commit_timeout:g} s ({self._queued_cause}); nothing was saved, retry later"
+                f"{self.commit_timeout:g} s ({self._queued_cause}); nothing was saved, retry later",
+                told=outage is None,
             )
         else:
             if outage is None:

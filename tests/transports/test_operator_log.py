@@ -1,0 +1,63 @@
+"""What the operator's log says of events that are not bugs: once per episode, not per call.
+
+Another process holding a SQLite file's write lock (a second connection in ``BEGIN
+EXCLUSIVE`` stands for it) makes page writes wait past ``commit_timeout`` and fail: each
+client is told to retry, and the log tells the episode once (WARNING), then the commit that
+ends it (INFO); each refused call's line, with its correlation id, is DEBUG.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+
+import pytest
+import trio
+from http_support import RawHttp, Reply, serve
+
+PAGE = {"origin": "http://127.0.0.1", "sec-fetch-site": "same-origin"}
+TIMEOUT = 30
+CALLS = 4
+
+
+@pytest.mark.sqlite_only("a second SQLite connection holding BEGIN EXCLUSIVE is another process")
+async def test_writes_kept_from_the_write_lock_are_one_warning_then_one_info(tmp_path, caplog):
+    """Before: three lines per refused call (a WARNING from the store, an ERROR from the
+    runtime, a WARNING from the connection), as if each were a bug."""
+    caplog.set_level(logging.DEBUG)
+    path = tmp_path / "agora.db"
+    replies: list[Reply] = []
+
+    async def create(port: int, name: str) -> None:
+        async with RawHttp.open(port) as client:
+            replies.append(await client.request("POST", "/play/tables", {"name": name}, PAGE))
+
+    config = {"db": str(path), "commit_timeout": 0.5, "writer_process": False}
+    with trio.fail_after(TIMEOUT):
+        async with serve(**config) as server:
+            other = sqlite3.connect(path, isolation_level=None)
+            other.execute("BEGIN EXCLUSIVE")  # another process writes, and keeps at it
+            try:
+                async with trio.open_nursery() as nursery:
+                    for i in range(CALLS):
+                        nursery.start_soon(create, server.port, f"t{i}")
+            finally:
+                other.execute("ROLLBACK")
+                other.close()
+            await create(server.port, "after")  # the lock is free: it commits
+    refused, committed = replies[:CALLS], replies[CALLS]
+    assert all(r.status == 503 for r in refused), refused
+    assert all("nothing was changed" in r.json()["error"] for r in refused), refused[0]
+    assert all(r.json()["retryable"] for r in refused), refused[0]
+    assert committed.status < 300, committed
+    loud = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(loud) == 1, [r.getMessage() for r in loud]
+    assert loud[0].levelno == logging.WARNING
+    assert "write lock" in loud[0].getMessage()
+    again = [r for r in caplog.records if "commit again" in r.getMessage()]
+    assert len(again) == 1, again
+    assert again[0].levelno == logging.INFO
+    assert f"{CALLS} writes dropped" in again[0].getMessage()
+    ids = {r.json()["correlation_id"] for r in refused}
+    debug = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+    assert all(any(i in line for line in debug) for i in ids), debug
