@@ -61,3 +61,34 @@ async def test_writes_kept_from_the_write_lock_are_one_warning_then_one_info(tmp
     ids = {r.json()["correlation_id"] for r in refused}
     debug = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
     assert all(any(i in line for line in debug) for i in ids), debug
+
+
+@pytest.mark.sqlite_only("the database file renamed away stands for a database gone")
+async def test_readiness_logs_its_changes_not_every_probe(tmp_path, caplog):
+    """Before: every probe that answered 503 logged ``not ready: ...`` at INFO (a line a second
+    per balancer during an outage), and none said when the node was ready again."""
+    caplog.set_level(logging.INFO, logger="agora.server.health")
+    path, away = tmp_path / "agora.db", tmp_path / "agora.db.away"
+    statuses: list[int] = []
+    with trio.fail_after(TIMEOUT):
+        async with serve(db=str(path)) as server, RawHttp.open(server.port) as client:
+
+            async def probe(times: int) -> None:
+                for _ in range(times):
+                    statuses.append((await client.request("GET", "/readyz")).status)  # noqa: PERF401
+
+            await probe(1)
+            path.rename(away)  # the probe's own connection cannot open it now
+            await probe(3)
+            away.rename(path)
+            await probe(2)
+    assert statuses == [200, 503, 503, 503, 200, 200]
+    told = [r for r in caplog.records if r.name == "agora.server.health"]
+    said = [(r.levelname, r.getMessage()) for r in told if r.levelno >= logging.INFO]
+    assert len(said) == 2, said
+    (first, why), (last, again) = said
+    assert first == "WARNING", said
+    assert why.startswith("not ready: "), said
+    assert last == "INFO", said
+    assert "ready again" in again, said
+    assert "3 probes" in again, said

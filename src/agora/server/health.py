@@ -7,12 +7,19 @@ stopped or stalled, so a balancer pointed at it sent agents to nodes that could 
 their calls. ``/readyz`` is readiness: 200 once the store answered a trivial read within
 `READY_SECONDS`, else 503 with a fixed reason (never the database's address or the driver's
 words; the log has those), and 503 once shutdown began. No I/O here but that read.
+
+The log tells a change of readiness, not each probe (balancers probe every second or so): the
+first probe that fails is one WARNING with the reason, the probes that fail after it are
+DEBUG, and the first that succeeds again is one INFO line with how long the node was not
+ready and how many probes it refused (`Readiness`).
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import time
+import weakref
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -49,20 +56,56 @@ def health(runtime: Runtime, **front: Any) -> Response:
     )
 
 
+class Readiness:
+    """What the probes of one runtime said last: the log tells its changes only."""
+
+    __slots__ = ("_refused", "_since")
+
+    def __init__(self) -> None:
+        self._since: float | None = None  # `time.perf_counter` of the first refused probe
+        self._refused = 0
+
+    def refused(self, why: str) -> None:
+        """A probe answered 503 for ``why``: the first since ready is a WARNING."""
+        if self._since is not None:
+            self._refused += 1
+            log.debug("still not ready: %s", why)
+            return
+        self._since, self._refused = time.perf_counter(), 1
+        log.warning("not ready: %s; /readyz answers 503 until the database answers again", why)
+
+    def answered(self) -> None:
+        """A probe answered 200: after refused ones, one INFO line."""
+        if self._since is None:
+            return
+        log.info(
+            "ready again, after %.1f s not ready (%d probes answered 503)",
+            time.perf_counter() - self._since, self._refused,
+        )  # fmt: skip
+        self._since = None
+
+
+_told: weakref.WeakKeyDictionary[Runtime, Readiness] = weakref.WeakKeyDictionary()
+
+
 async def readiness(runtime: Runtime, *, draining: bool = False) -> Response:
     """The ``/readyz`` answer: ``{"ok": true}`` (200) if the database answered a trivial read
     within `READY_SECONDS` (not queued behind the tool reads: `Store.answers`), else
     ``{"ok": false, "reason": ...}`` (503), as while the server shuts down (``draining``:
-    it refuses new calls, so a balancer must stop sending them)."""
+    it refuses new calls, so a balancer must stop sending them; the shutdown logs itself)."""
     if draining:
         return Response.json({"ok": False, "reason": "the server is shutting down"}, 503)
+    told = _told.get(runtime)
+    if told is None:
+        told = _told[runtime] = Readiness()
     with trio.move_on_after(READY_SECONDS):
         try:
             await runtime.store.answers()
         except StoreError as exc:
-            log.info("not ready: %s", one_line(exc))
+            told.refused(one_line(exc))
             return Response.json({"ok": False, "reason": "the database is unavailable"}, 503)
+        told.answered()
         return Response.json({"ok": True}, 200)
     reason = f"the database did not answer within {READY_SECONDS:g} s"
-    log.info("not ready: %s", reason)
+    told.refused(reason)
     return Response.json({"ok": False, "reason": reason}, 503)
