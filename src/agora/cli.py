@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 
     from agora.server.embed import Server
 
+log = logging.getLogger(__name__)
+
 #: Exit status for a configuration the user must fix.
 BAD_CONFIGURATION = 2
 
@@ -70,17 +72,28 @@ async def _serve(config: Config) -> None:
             keeper.install()  # short collector pauses however large the heap grows
             keeper_nursery.start_soon(keeper.run)
             print(_banner(server, config), file=sys.stderr, flush=True)
+            _warn_exposure(config)
             async for signum in signals:
-                print(f"agora: {signal.Signals(signum).name}, shutting down", file=sys.stderr)
+                log.info("received %s: shutting down", signal.Signals(signum).name)
                 break
             keeper_nursery.cancel_scope.cancel()
 
 
+def _warn_exposure(config: Config) -> None:
+    """Log a warning (at start, after the banner) when the Host/Origin check will refuse the
+    names clients use: a log line, in the log's format and subject to log_level."""
+    from agora.transports.guard import exposure_warning
+
+    warning = exposure_warning(config.host, config.allowed_hosts, config.public_url)
+    if warning:
+        log.warning("%s", warning)
+
+
 def _banner(server: Server, config: Config) -> str:
-    """What ``agora serve`` prints at start: URLs a client can use, on the base the chess
-    links use (public_url, else loopback for a server bound to every interface: never
-    0.0.0.0), and a warning when the Host/Origin check will refuse the names clients use."""
-    from agora.transports.guard import WILDCARDS, exposure_warning
+    """What ``agora serve`` prints at start, plain text whatever log_level says: URLs a
+    client can use, on the base the chess links use (public_url, else loopback for a server
+    bound to every interface: never 0.0.0.0)."""
+    from agora.transports.guard import WILDCARDS
 
     base = server.runtime.public_url.rstrip("/")
     ws = "ws" + base.removeprefix("http") if base.startswith("http") else base
@@ -91,8 +104,7 @@ def _banner(server: Server, config: Config) -> str:
     lines += [f"  MCP (WebSocket):       {ws}/mcp", f"  MCP (Streamable HTTP): {base}/mcp"]
     lines += [f"  {name:<22} {base}/mcp/{name}" for name in server.app.toolsets]
     lines.append(f"  database: {shown_database(config.db)}")
-    warning = exposure_warning(config.host, config.allowed_hosts, config.public_url)
-    return "\n".join([*lines, warning] if warning else lines)
+    return "\n".join(lines)
 
 
 async def _stdio(config: Config, path: str) -> None:
@@ -131,7 +143,7 @@ async def _stop_on_signal(signals: Any, stop: Callable[[], None]) -> None:
     ``grace_seconds``; ``--connect``: the server's reply, or an error past the bridge's), as
     when the host closes stdin; later ones wait for that, as ``agora serve`` does."""
     async for signum in signals:
-        print(f"agora: {signal.Signals(signum).name}, shutting down", file=sys.stderr)
+        log.info("received %s: shutting down", signal.Signals(signum).name)
         stop()
         return
 

@@ -50,14 +50,38 @@ async def test_log_level_warning_leaves_info_out_and_v_brings_debug_back(tmp_pat
     config.write_text('log_level = "warning"\n')
     with _serve(tmp_path, "--config", str(config)) as server:
         assert "open files limit raised" not in server.log, server.log
-        server.assert_clean_exit(server.stop())
+        server.assert_clean_exit(server.stop(), info=False)
     with _serve(tmp_path, AGORA_LOG_LEVEL="warning") as server:
         assert "open files limit raised" not in server.log, server.log
-        server.assert_clean_exit(server.stop())
+        server.assert_clean_exit(server.stop(), info=False)
     with _serve(tmp_path, "-v", AGORA_LOG_LEVEL="warning") as server:
         assert "open files limit raised" in server.log, server.log
         assert "Z DEBUG " in server.log, server.log
         server.assert_clean_exit(server.stop())
+
+
+async def test_start_warnings_and_the_signal_line_are_log_lines_at_their_level(tmp_path):
+    """Before: the exposure warning printed as ``agora: warning: ...`` and the signal as
+    ``agora: SIGTERM, shutting down``, outside the log's format and whatever log_level said.
+    The banner (the URLs) stays plain text: it is not a log line."""
+    with _serve(tmp_path, "--host", "0.0.0.0") as server:
+        server.assert_clean_exit(server.stop())
+    lines = [line.rstrip("\n") for line in server.lines if line.strip()]
+    warned = [line for line in lines if "listening on every interface" in line]
+    assert len(warned) == 1, server.log
+    assert STAMP.match(warned[0]), warned
+    assert unstamped(warned[0]).startswith("WARNING agora.cli: listening on every"), warned
+    signalled = [line for line in lines if "SIGTERM" in line]
+    assert len(signalled) == 1, server.log
+    assert STAMP.match(signalled[0]), signalled
+    assert unstamped(signalled[0]) == "INFO agora.cli: received SIGTERM: shutting down"
+    assert any(line.startswith("agora ") and " serving chess" in line for line in lines)
+    assert not [line for line in lines if line.startswith("agora: ")], server.log
+    with _serve(tmp_path, "--host", "0.0.0.0", AGORA_LOG_LEVEL="error") as server:
+        server.assert_clean_exit(server.stop(), info=False)
+    assert "listening on every interface" not in server.log, server.log
+    assert "SIGTERM" not in server.log, server.log
+    assert " serving chess on " in server.log  # the banner is not a log line
 
 
 async def test_an_unknown_log_level_is_refused_in_one_line(tmp_path):

@@ -82,7 +82,7 @@ async def test_sigterm_answers_the_calls_in_flight_before_the_process_ends(tmp_p
             status = await process.wait()
             stderr = await read_to_end(process.stderr)
     assert status == 0, stderr
-    assert b"SIGTERM, shutting down" in stderr
+    assert b" INFO agora.cli: received SIGTERM: shutting down" in stderr
     assert b"Traceback" not in stderr
     (reply,) = [json.loads(line) for line in out.splitlines()]
     assert reply["id"] == 1
@@ -148,7 +148,7 @@ async def test_sigterm_to_the_bridge_answers_every_call_in_flight(tmp_path):
             process.send_signal(signal.SIGTERM)
             answers, status, stderr = await _ended(process)
     assert status == 0, stderr
-    assert b"SIGTERM, shutting down" in stderr
+    assert b" INFO agora.cli: received SIGTERM: shutting down" in stderr
     (reply,) = answers
     assert reply["id"] == 1
     assert reply["error"]["code"] == -32000

@@ -128,7 +128,7 @@ def host_refusal(headers: Mapping[str, str], allowed: Iterable[str]) -> str:
 
 
 def exposure_warning(host: str, allowed: Iterable[str], public_url: str) -> str | None:
-    """A warning for ``agora serve`` to print at start, or None: the server listens where
+    """A warning for ``agora serve`` to log at start, or None: the server listens where
     clients will use names the Host/Origin check refuses (bound to every interface with no
     allowed_hosts, or a public_url whose host is not accepted), each refused with 403."""
     names = LOOPBACK | {a.lower() for a in allowed}
@@ -138,13 +138,13 @@ def exposure_warning(host: str, allowed: Iterable[str], public_url: str) -> str 
         public = None
     if public and not _known(public, names):
         return (
-            f"agora: warning: public_url names {public}, which the Host/Origin check refuses"
+            f"public_url names {public}, which the Host/Origin check refuses"
             f" (403): only loopback names and allowed_hosts are accepted; add it to "
             + _ALLOW.format(public)
         )
     if host in WILDCARDS and not set(allowed):
         return (
-            f"agora: warning: listening on every interface ({host or '*'}), but only requests"
+            f"listening on every interface ({host or '*'}), but only requests"
             " whose Host is a loopback name (localhost, 127.0.0.1, [::1]) are accepted; one"
             " naming this machine otherwise gets 403. To accept a name or address clients"
             " use, list it in " + _ALLOW.format("agora.example.com") + ", and set public_url"
