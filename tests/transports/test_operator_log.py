@@ -92,3 +92,37 @@ async def test_readiness_logs_its_changes_not_every_probe(tmp_path, caplog):
     assert last == "INFO", said
     assert "ready again" in again, said
     assert "3 probes" in again, said
+
+
+@pytest.mark.sqlite_only("a second SQLite connection holding BEGIN EXCLUSIVE is another process")
+async def test_shutdown_says_calls_waiting_for_a_commit_answer_later(tmp_path, caplog):
+    """Before: "1 calls still running after 0.3 s (grace_seconds): cancelled", though the
+    call, waiting for its commit, answered commit_timeout later (as documented)."""
+    caplog.set_level(logging.INFO, logger="agora.server.app")
+    path = tmp_path / "agora.db"
+    replies: list[Reply] = []
+
+    async def create(port: int) -> None:
+        async with RawHttp.open(port) as client:
+            replies.append(await client.request("POST", "/play/tables", {"name": "t"}, PAGE))
+
+    config = {"db": str(path), "grace_seconds": 0.3, "commit_timeout": 1.0}
+    config["writer_process"] = False  # a child would outlive the test by its stuck BEGIN
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        with trio.fail_after(TIMEOUT):
+            async with trio.open_nursery() as nursery, serve(**config) as server:
+                other.execute("BEGIN EXCLUSIVE")  # another process writes: the page waits
+                nursery.start_soon(create, server.port)
+                while server.app.in_flight == 0:  # noqa: ASYNC110 - counted, as a call is
+                    await trio.sleep(0.01)
+                # shutdown follows, while the write waits for the lock
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert [r.status for r in replies] == [503], replies
+    said = [r.getMessage() for r in caplog.records if "still running after" in r.getMessage()]
+    assert len(said) == 1, said
+    assert said[0].startswith("1 calls still running after 0.3 s (grace_seconds): cancelled")
+    assert "1 writes still wait for their commit" in said[0], said
+    assert "within 1 s more (commit_timeout)" in said[0], said

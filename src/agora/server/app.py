@@ -171,7 +171,10 @@ class App:
         sessions answer as usual. Without ``until_closed`` (no listener) there is no linger.
 
         Logs (INFO) what there was to drain, and the calls the grace did not see answered
-        (the caller cancels them next): an operator reading a slow or lossy shutdown.
+        (the caller cancels them next): an operator reading a slow or lossy shutdown. A call
+        waiting for its commit outlives the cancellation, up to ``commit_timeout`` more: the
+        line counts those writes apart, so it does not say "cancelled" of calls that answer
+        later.
         """
         deadline = trio.current_time() + grace
         log.info(
@@ -193,10 +196,16 @@ class App:
                 with trio.move_on_after(self.config.linger_seconds):
                     await until_closed()
         if self._in_flight:
+            committing = getattr(self.runtime.store, "committing", 0)
             log.info(
-                "%d calls still running after %g s (grace_seconds): cancelled",
+                "%d calls still running after %g s (grace_seconds): cancelled%s",
                 self._in_flight,
                 grace,
+                f"; {committing} writes still wait for their commit, and the calls that"
+                f" made them answer once it comes or within {self.config.commit_timeout:g} s"
+                " more (commit_timeout)"
+                if committing
+                else "",
             )
 
     def start_background(self, nursery: trio.Nursery) -> None:

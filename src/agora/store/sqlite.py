@@ -201,6 +201,12 @@ class Store:
             "reopens": writer.reopens,
         }
 
+    @property
+    def committing(self) -> int:
+        """Writes waiting for their commit now: their callers answer once it comes, or at
+        ``commit_timeout`` (a cancellation waits for the outcome: `write`)."""
+        return sum(not waiter.done for waiter in self._waiting)
+
     async def write(
         self, writes: list[Write], guards: Sequence[Guard] = (), updated: Sequence[str] = ()
     ) -> None:
