@@ -6,7 +6,8 @@ carries the counters an operator reads. It kept answering ``ok: true`` while Pos
 stopped or stalled, so a balancer pointed at it sent agents to nodes that could only fail
 their calls. ``/readyz`` is readiness: 200 once the store answered a trivial read within
 `READY_SECONDS`, else 503 with a fixed reason (never the database's address or the driver's
-words; the log has those), and 503 once shutdown began. No I/O here but that read.
+words; the log has those), and 503 once shutdown began (on a connection already open: the
+listener closes as shutdown begins, so a new one is refused). No I/O here but that read.
 
 The log tells a change of readiness, not each probe (balancers probe every second or so): the
 first probe that fails is one WARNING with the reason, the probes that fail after it are
