@@ -65,6 +65,7 @@ import trio
 from chamber_agents import Agent, act, agent_connection, enter, seal
 from chamber_echo import echo_floor
 from chamber_phases import Run, pool_ready, report, run_phase
+from cli_args import positive_float
 from measure import commit_cost, pace_text, percentile, raise_fd_limit
 from profilers import py_spy, python_calls, strace
 from serve import agora_serve
@@ -181,7 +182,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--actions", type=int, default=20, help="actions per agent (max 64)")
     parser.add_argument("--suite", choices=SUITES, default=SUITES[0])
     parser.add_argument("--synchronous", default="FULL", choices=["OFF", "NORMAL", "FULL"])
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per run, at most")
+    parser.add_argument(
+        "--timeout", type=positive_float, default=300.0, help="seconds per run, at most"
+    )
     parser.add_argument(
         "--no-baseline", action="store_true", help="skip the run with group commit off"
     )

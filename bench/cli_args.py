@@ -66,6 +66,14 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def fraction(text: str) -> float:
+    """An argparse type: a number from 0 to 1 (a share)."""
+    value = _number(float, text, "a number")
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 1, not {text}")
+    return value
+
+
 def _number(kind: type[N], text: str, what: str) -> N:
     try:
         return kind(text)

@@ -44,6 +44,7 @@ from typing import Any
 import mixed
 import trio
 from chess_page import Http, Table, create_tables, human_action, in_parallel, pick
+from cli_args import fraction, non_negative_int, positive_float, positive_int
 from measure import raise_fd_limit, vm_rss
 from report import Progress, Report, latency_summary
 from serve import agora_serve
@@ -357,13 +358,13 @@ async def single_wakes(
 
 def main(argv: list[str] | None = None) -> Report:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--agents", type=int, default=100_000)
-    parser.add_argument("--chess-share", type=float, default=0.5)
-    parser.add_argument("--sources", type=int, default=8)
-    parser.add_argument("--wakes", type=int, default=200)
-    parser.add_argument("--connect-timeout", type=float, default=1800.0)
+    parser.add_argument("--agents", type=positive_int, default=100_000)
+    parser.add_argument("--chess-share", type=fraction, default=0.5)
+    parser.add_argument("--sources", type=positive_int, default=8)
+    parser.add_argument("--wakes", type=non_negative_int, default=200)
+    parser.add_argument("--connect-timeout", type=positive_float, default=1800.0)
     parser.add_argument(
-        "--trace-frames", type=int, default=0,
+        "--trace-frames", type=non_negative_int, default=0,
         help="run the server under tracemalloc with this many frames per allocation and "
         "print where the parked agents' memory was allocated (RSS figures then include "
         "tracemalloc's own memory)",

@@ -87,6 +87,26 @@ def refused(done: subprocess.CompletedProcess[str], status: int, said: str) -> N
             r"argument --sessions: must be at least 1, not 0",
             id="ceilings-no-sessions",
         ),
+        pytest.param(
+            ["bench/chamber_burst.py", "--agents", "0", "--timeout", "5"],
+            r"argument --agents: must be at least 1, not 0",
+            id="chamber-burst-no-agents",
+        ),
+        pytest.param(
+            ["bench/chamber_burst.py", "--bursts", "-1", "--timeout", "5"],
+            r"argument --bursts: must be at least 1, not -1",
+            id="chamber-burst-negative-bursts",
+        ),
+        pytest.param(
+            ["bench/parked.py", "--agents", "10", "--chess-share", "2", "--connect-timeout", "5"],
+            r"argument --chess-share: must be from 0 to 1, not 2",
+            id="parked-share-above-1",
+        ),
+        pytest.param(
+            ["bench/chamber_attempts.py", "--timeout", "0"],
+            r"argument --timeout: must be a number above 0, not 0",
+            id="chamber-attempts-no-time",
+        ),
     ],
 )
 def test_a_count_or_a_duration_out_of_range_is_a_usage_error(argv: list[str], said: str) -> None:
