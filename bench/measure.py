@@ -69,6 +69,12 @@ def cpu_seconds(pid: int, thread: int | None = None, *, children: bool = True) -
     return own + sum(cpu_seconds(child) for child in child_processes(pid))
 
 
+def minor_faults(pid: int) -> int:
+    """The minor page faults of ``pid``'s main thread so far (memory it touched first)."""
+    fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[7])
+
+
 def child_processes(pid: int) -> list[int]:
     """The live child processes of ``pid`` (gone ones are skipped)."""
     found = []
@@ -135,6 +141,7 @@ class Cpu:
     server: float = 0.0
     main: float = 0.0
     client: float = 0.0
+    faults: int = 0
 
     def per(self, count: int, unit: str = "call") -> str:
         """Each side's CPU in all and per ``unit`` (``count`` of them), in microseconds."""
@@ -161,12 +168,14 @@ def cpu_window(pid: int) -> Iterator[Cpu]:
     thread) and by this process; the yielded `Cpu` is filled when the block ends."""
     cpu = Cpu()
     server, main, client = cpu_seconds(pid), cpu_seconds(pid, pid), own_cpu_seconds()
+    faults = minor_faults(pid)
     try:
         yield cpu
     finally:
         cpu.server = cpu_seconds(pid) - server
         cpu.main = cpu_seconds(pid, pid) - main
         cpu.client = own_cpu_seconds() - client
+        cpu.faults = minor_faults(pid) - faults
 
 
 async def healthz(port: int) -> dict[str, Any]:
