@@ -41,7 +41,7 @@ import trio
 from faults_support import TIMEOUT, drain, reap, start
 from wsload import lean_connect
 
-from agora.store.writer import REOPEN_SECONDS
+from agora.store.diskfault import REOPEN_SECONDS
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

@@ -22,7 +22,7 @@ from _items import ITEMS, ids, insert
 from _wal_lock import dms_holder
 
 from agora.errors import StoreError
-from agora.store import writer_process
+from agora.store import diskfault, writer_process
 from agora.store.db import open_store
 from agora.store.writer_process import ProcessWriter
 from disks import fill
@@ -121,31 +121,56 @@ async def test_a_child_killed_between_batches_is_replaced_before_the_next_write(
         assert await store.read(ids) == [1, 2]
 
 
+async def _killed_inside_a_batch(store) -> StoreError:
+    """What a slow write learns when its child is killed while it runs the batch."""
+    began = store._writer.begin_s
+    refused: list[StoreError] = []
+
+    async def slow_write() -> None:
+        with pytest.raises(StoreError) as caught:
+            await store.write([SLOW])
+        refused.append(caught.value)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(slow_write)
+        with trio.fail_after(10):
+            while store._writer.begin_s == began:  # noqa: ASYNC110 - until BEGIN is done
+                await trio.sleep(0.01)
+        await trio.sleep(0.3)  # the writes are in the pipe, and the child at work
+        os.kill(_child(store), signal.SIGKILL)
+    return refused[0]
+
+
 async def test_a_child_killed_inside_a_batch_fails_it_as_maybe_saved(tmp_path: Path):
     async with open_store(tmp_path / "a.db", [ITEMS]) as store:
         await store.write([insert(1)])
-        child = _child(store)
-        began = store._writer.begin_s
-        refused: list[StoreError] = []
-
-        async def slow_write() -> None:
-            with pytest.raises(StoreError) as caught:
-                await store.write([SLOW])
-            refused.append(caught.value)
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(slow_write)
-            with trio.fail_after(10):
-                while store._writer.begin_s == began:  # noqa: ASYNC110 - until BEGIN is done
-                    await trio.sleep(0.01)
-            await trio.sleep(0.3)  # the writes are in the pipe, and the child at work
-            os.kill(child, signal.SIGKILL)
-        error = refused[0]
+        error = await _killed_inside_a_batch(store)
         assert error.outcome_unknown  # it was sent: the COMMIT may have been done
         assert "may or may not have been saved" in str(error)
         assert "killed by signal 9" in str(error)
         await store.write([insert(2)])
         assert await store.read(ids) == [1, 2]  # killed before its COMMIT: nothing of it
+
+
+async def test_a_child_that_dies_again_before_any_commit_is_replaced_at_once(
+    tmp_path: Path, monkeypatch, caplog
+):
+    # The pacing of reopens after disk errors (a reopen with no commit since is not retried
+    # for REOPEN_SECONDS) must not keep a dead child in place: every write would fail.
+    monkeypatch.setattr(diskfault, "REOPEN_SECONDS", 3600.0)
+    async with open_store(tmp_path / "a.db", [ITEMS]) as store:
+        await store.write([insert(1)])
+        first = _child(store)
+        os.kill(first, signal.SIGKILL)
+        await _until_gone(first)
+        assert (await _killed_inside_a_batch(store)).outcome_unknown  # the second child
+        await store.write([insert(2)])  # a third child takes it at once
+        assert store.counters()["writer_restarts"] == 2
+        assert await store.read(ids) == [1, 2]
+    started = [r for r in caplog.records if "in a new writer process" in r.getMessage()]
+    assert [r.levelname for r in started] == ["WARNING", "WARNING"]
+    assert f"(the last one, pid {first}, killed by signal 9)" in started[0].getMessage()
+    assert "disk error" not in caplog.text  # a dead child is not a disk error
 
 
 async def test_a_stopped_child_fails_writes_in_time_and_saves_nothing(tmp_path: Path):

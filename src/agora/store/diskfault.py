@@ -56,6 +56,10 @@ log = logging.getLogger(__name__)
 
 #: Bytes the probe writes: one page, so a full file system refuses it.
 PROBE_BYTES = 4096
+#: Least seconds between two reopens of the database after disk errors with no commit between
+#: them (the disk takes a probe file but not the database's writes): otherwise each refused
+#: batch would reopen it, a new writer process each time (`Reopening`).
+REOPEN_SECONDS = 1.0
 
 
 def sqlite_cause(exc: BaseException) -> StoreCause | None:
@@ -183,3 +187,44 @@ class DiskDoctor:
             self._refused,
         )  # fmt: skip
         self.episode = None
+
+
+class Reopening:
+    """When the writer reopens its database after the file system failed its writes.
+
+    A batch refused as read-only or as an I/O error makes the connection suspect
+    (`suspect`): the file system may have been remounted, and the old connection pins the
+    failed one. The next batch reopens first, but only once the disk takes writes again
+    (the doctor's probe file), and then at once: while it still refuses, a reopen (a new
+    writer process) would fail as the batch does, one per refused batch. A reopen after
+    which nothing committed yet is not tried again for `REOPEN_SECONDS` (a disk that takes
+    the probe but not the database). The first reopen since the last commit is logged at
+    INFO, the rest at DEBUG.
+    """
+
+    def __init__(self, doctor: DiskDoctor | None) -> None:
+        """Args: doctor: the disk's probe (None: reopen without asking)."""
+        self._doctor = doctor
+        #: The last batch failed for the file system: reopen before the next one.
+        self.suspect = False
+        #: Reopens done, in all.
+        self.count = 0
+        self._next = 0.0  # `time.perf_counter` before which no reopen is retried
+        self._since_commit = False  # reopened since the last commit
+
+    def due(self) -> int | None:
+        """Whether to reopen now: the log level of the reopen's lines, or None (not now)."""
+        if not self.suspect:
+            return None
+        if self._doctor is not None and self._doctor.probe() is not None:
+            return None  # still refused: the batch runs on the old connection, and fails
+        now = time.perf_counter()
+        if self._since_commit and now < self._next:
+            return None
+        self._next = now + REOPEN_SECONDS
+        first, self._since_commit = not self._since_commit, True
+        return logging.INFO if first else logging.DEBUG
+
+    def committed(self) -> None:
+        """A batch committed: the next reopen is a first one again."""
+        self._since_commit = False

@@ -198,7 +198,7 @@ class Store:
             "end_cpu_ms": round(writer.end_cpu_s * 1e3, 3),
             "writer_pid": writer_pid,
             "writer_restarts": getattr(writer, "restarts", 0),
-            "reopens": writer.reopens,
+            "reopens": writer.reopening.count,
         }
 
     @property

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agora.store import wal
+from agora.store.diskfault import Reopening
 from agora.store.stats import BATCH_SIZE, COMMIT_MS, Histogram
 from agora.store.writer_child import run_job, run_together
 
@@ -48,10 +49,6 @@ log = logging.getLogger(__name__)
 MAX_BATCH = 512
 #: SQLite: seconds between the writer's checks of the WAL's length (`wal.restart_if_long`).
 WAL_CHECK_SECONDS = 1.0
-#: Least seconds between two reopens of the database after disk errors with no commit between
-#: them (the disk takes a probe file but not the database's writes): otherwise each refused
-#: batch would reopen it, a new writer process each time.
-REOPEN_SECONDS = 1.0
 
 _PENDING, _TAKEN, _DROPPED = 0, 1, 2
 
@@ -114,10 +111,7 @@ class Writer:
         self._conn = conn
         self._doctor = doctor
         self._reopen = reopen
-        self._suspect = False  # the last batch failed for the file system: reopen first
-        self._next_reopen = 0.0  # `time.perf_counter` before which no reopen is retried
-        self._reopened = False  # reopened since the last commit (later ones logged at DEBUG)
-        self.reopens = 0  # the database reopened after disk errors, in all
+        self.reopening = Reopening(doctor)
         self._group = group_commit
         self._deliver = deliver
         self._trace = trace
@@ -158,7 +152,7 @@ class Writer:
     def counted(self, committed: int, began: float) -> None:
         """Count a transaction of ``committed`` jobs begun at ``began`` (perf_counter)."""
         if committed:
-            self._reopened = False
+            self.reopening.committed()
             self.batches += 1
             self.jobs += committed
             self.batch_sizes.add(committed)
@@ -172,37 +166,33 @@ class Writer:
         return self._conn
 
     def _refresh(self) -> None:
-        """Swap in a fresh connection if the last batch failed for the file system.
+        """Swap in a fresh connection if the last batch failed for the file system and
+        `Reopening` says now."""
+        level = None if self._reopen is None else self.reopening.due()
+        if level is not None and self._swap("after a disk error", level):
+            self.reopening.count += 1
 
-        Only once the disk takes writes again (the doctor's probe file), and then at once:
-        while it still refuses, a reopen (a new writer process) would fail as the batch
-        does, one per refused batch. A reopen after which nothing committed yet is not
-        tried again for `REOPEN_SECONDS` (a disk that takes the probe but not the database).
-        The first reopen since the last commit is logged at INFO, the rest at DEBUG.
+    def _swap(self, why: str, level: int) -> bool:
+        """Open a fresh connection in place of the present one (closed); whether it was.
+
+        A failed open keeps the old one (the batch then runs on it, and fails), logged at
+        WARNING if ``level`` is INFO or above; ``why`` ends the log lines.
         """
-        if not self._suspect or self._reopen is None:
-            return
-        if self._doctor is not None and self._doctor.probe() is not None:
-            return  # still refused: the batch runs on the old connection, and fails
-        now = time.perf_counter()
-        if self._reopened and now < self._next_reopen:
-            return
-        self._next_reopen = now + REOPEN_SECONDS
-        first, self._reopened = not self._reopened, True
         try:
-            fresh = self._reopen()
+            fresh = self._reopen() if self._reopen is not None else None
         except Exception as exc:  # still away: the batch runs on the old one and fails
-            level = logging.WARNING if first else logging.DEBUG
-            log.log(level, "could not reopen the database after a disk error: %s", exc)
-            return
-        old, self._conn, self._suspect = self._conn, fresh, False
-        level = logging.INFO if first else logging.DEBUG
+            failed = logging.WARNING if level >= logging.INFO else logging.DEBUG
+            log.log(failed, "could not reopen the database %s: %s", why, exc)
+            return False
+        if fresh is None:
+            return False
+        old, self._conn, self.reopening.suspect = self._conn, fresh, False
         try:
             old.close()
         except Exception as exc:  # a connection to a failed file system may not close
             log.log(level, "could not close the database connection left behind: %s", exc)
-        self.reopens += 1
-        log.log(level, "reopened the database after a disk error")
+        log.log(level, "reopened the database %s", why)
+        return True
 
     def _diagnose(
         self, outcomes: list[BaseException | None], failed: Exception | None
@@ -213,7 +203,7 @@ class Writer:
         if self._doctor is not None:
             outcomes = self._doctor.name(outcomes)
             causes = {getattr(o, "cause", None) for o in outcomes}
-            self._suspect = bool(causes & {"read_only", "io_error"})
+            self.reopening.suspect = bool(causes & {"read_only", "io_error"})
             told = self._doctor.told(outcomes)  # the disk's fault: once per episode
         if failed is not None and not told:
             log.error("commit of %d jobs failed", len(outcomes), exc_info=failed)

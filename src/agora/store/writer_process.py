@@ -183,7 +183,7 @@ class WriterProcess:
             self._dead = True
             self.in_transaction = False
             raise ChildDied(
-                f"the database writer's process (pid {self.pid}) ended: {self._ended()}",
+                f"the database writer's process (pid {self.pid}) ended: {self.ended()}",
                 unknown=unknown and sent,
             )
         ok, result, self.in_transaction = reply
@@ -191,7 +191,8 @@ class WriterProcess:
             raise rebuild(result)
         return result
 
-    def _ended(self) -> str:
+    def ended(self) -> str:
+        """How the child ended, in words ("killed by signal 9"); waits up to 1 s for it."""
         try:
             code = self._proc.wait(timeout=1.0)
         except subprocess.TimeoutExpired:
@@ -221,10 +222,12 @@ class ProcessWriter(Writer):
     restarts = 0
 
     def _refresh(self) -> None:
-        if not self._conn.alive:
-            self._suspect = True  # start a new child for this batch
         before = self._conn
-        super()._refresh()
+        if before.alive:
+            super()._refresh()  # after a disk error, a new child once the disk takes writes
+        else:  # at once, whatever the disk: the pacing of reopens is for disk errors
+            why = f"in a new writer process (the last one, pid {before.pid}, {before.ended()})"
+            self._swap(why, logging.WARNING)
         if self._conn is not before:
             self.restarts += 1
 
@@ -244,7 +247,6 @@ class ProcessWriter(Writer):
     ) -> list[BaseException | None]:
         if not isinstance(failed, ChildDied):
             return super()._diagnose(outcomes, failed)
-        self._suspect = True
         log.error("commit of %d jobs failed: %s", len(outcomes), failed)
         if failed.unknown:
             error = StoreError(
