@@ -42,6 +42,9 @@ class StallingRelay:
         self._closed = False
         self._wake_r, self._wake_w = socket.socketpair()
         self._pairs: dict[socket.socket, socket.socket] = {}
+        #: Connections accepted past `relay_only` and never relayed (`hold_after`).
+        self.held: list[socket.socket] = []
+        self._relay_only: int | None = None
         self._thread = threading.Thread(target=self._run, name="pg-stall-relay", daemon=True)
         self._thread.start()
 
@@ -55,13 +58,18 @@ class StallingRelay:
         self._running.set()
         self._wake_w.send(b"x")
 
+    def hold_after(self, count: int) -> None:
+        """Relay only the next ``count`` new connections; accept the later ones and hold
+        them (in `held`), unanswered: a server that takes a connection and never speaks."""
+        self._relay_only = count
+
     def close(self) -> None:
         """Stop the thread and close every socket (agora's connections see them closed)."""
         self._closed = True
         self._running.set()
         self._wake_w.send(b"x")
         self._thread.join(10)
-        for sock in [self._listener, self._wake_r, self._wake_w, *self._pairs]:
+        for sock in [self._listener, self._wake_r, self._wake_w, *self._pairs, *self.held]:
             sock.close()
 
     def _run(self) -> None:
@@ -89,6 +97,11 @@ class StallingRelay:
 
     def _accept(self) -> None:
         client, _ = self._listener.accept()
+        if self._relay_only is not None:
+            if self._relay_only <= 0:
+                self.held.append(client)
+                return
+            self._relay_only -= 1
         try:
             server = socket.create_connection(self._target, timeout=10)
         except OSError:

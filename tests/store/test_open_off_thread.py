@@ -28,6 +28,7 @@ from agora.config import Config
 from agora.server.embed import open_server
 from agora.store.db import open_store
 from agora.toolsets.base import Migration, Toolset
+from pg_stall import stalling_relay
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -299,3 +300,28 @@ async def test_cancelling_an_open_that_waits_for_another_node_s_migration_lock(p
         assert released == [True]
         assert node.execute(waiting).fetchone()[0] == 0  # the open's wait is gone
         assert node.execute("SELECT to_regclass('items')").fetchone()[0] is None
+
+
+async def test_cancelling_an_open_while_its_writer_connects_ends_the_wait(pg_url):
+    """PostgreSQL: the server takes the writer's connection and never answers (a stalled
+    server): the open waits in a thread for psycopg's connect, bounded only by its 10 s
+    ``connect_timeout``; a cancellation ends the wait at once (the thread is left to time
+    out, and closes what it made if it ever connects)."""
+    pytest.importorskip("psycopg", reason="needs: psycopg (pip install '.[pg]')")
+    items = Migration("items", 1, sql={"postgresql": ["CREATE TABLE items (id BIGINT)"]})
+    with stalling_relay(pg_url) as relay:
+        relay.hold_after(1)  # the migration's connection passes; the writer's is held
+        with trio.fail_after(TIMEOUT):
+            async with trio.open_nursery() as nursery:
+                scope = trio.CancelScope()
+
+                async def host_task() -> None:
+                    await _tick_until(lambda _: bool(relay.held))
+                    scope.cancel()
+
+                nursery.start_soon(host_task)
+                with scope:
+                    async with open_store(relay.url, [items]):
+                        pytest.fail("opened through a server that never answered")
+        # Cancelled, not the connect's timeout 10 s later (a StoreError: "cannot open").
+        assert scope.cancelled_caught

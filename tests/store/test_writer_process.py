@@ -229,6 +229,35 @@ async def test_a_child_that_cannot_start_fails_the_open(tmp_path: Path, monkeypa
             pass
 
 
+async def test_cancelling_an_open_while_its_child_starts_kills_the_child(
+    tmp_path: Path, monkeypatch
+):
+    # A child that never answers its "open" (a stuck disk, say): the open waits for it in a
+    # thread, and a cancellation of the open must end that wait.
+    started = tmp_path / "started"
+    mute = tmp_path / "mute_child.py"
+    mute.write_text(
+        f"import os, time\nopen({str(started)!r}, 'w').write(str(os.getpid()))\ntime.sleep(30)\n"
+    )
+    monkeypatch.setattr(writer_process, "CHILD", mute)
+    entered = False
+    with trio.fail_after(20):  # the old code waited out the child's 30 s
+        with trio.CancelScope() as scope:
+            async with trio.open_nursery() as nursery:
+
+                async def cancel_once_started() -> None:
+                    while not started.exists() or not started.read_text():  # noqa: ASYNC110
+                        await trio.sleep(0.01)
+                    scope.cancel()
+
+                nursery.start_soon(cancel_once_started)
+                async with open_store(tmp_path / "a.db", [ITEMS]):
+                    entered = True
+    assert scope.cancelled_caught
+    assert not entered
+    await _until_gone(int(started.read_text()))  # killed, not left to sleep
+
+
 async def test_the_server_keeps_the_wal_index_locked_after_its_child_died(tmp_path: Path):
     db = tmp_path / "a.db"
     async with open_store(db, [ITEMS]) as store:

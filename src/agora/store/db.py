@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from agora.store.migrations import Migration
+    from agora.store.opening import Opening
 
 __all__ = [
     "COMMIT_TIMEOUT",
@@ -179,22 +180,14 @@ async def _open_locked(
     process = writer_process and not inline and not shared
     conn: sqlite3.Connection | WriterProcess
     if inline:  # nothing else opens it: no lock to wait for
-        conn, versions = migrated(path, migrations, synchronous, shared)
+        migrations_conn, versions = migrated(path, migrations, synchronous, shared)
     else:  # off the Trio thread: the lock may be waited for, a step may take long
-        conn, versions = await open_in_thread(
+        migrations_conn, versions = await open_in_thread(
             partial(migrated_file, path, migrations, synchronous, shared)
         )
+    conn = migrations_conn
     if process:  # the child writes from now on
-        try:
-            child = await trio.to_thread.run_sync(_spawn, path, synchronous.upper())
-        except (OSError, sqlite3.Error) as exc:
-            conn.close()
-            raise StoreError(f"cannot open database {path}: its writer process: {exc}") from exc
-        # Closed only once the child has the file open: the last connection to close would
-        # checkpoint the WAL and delete it and its index, for the child to create anew (new
-        # files a failing disk may never have written out).
-        conn.close()
-        conn = child
+        conn = await _handed_to_child(migrations_conn, path, synchronous.upper())
     deliver = None if inline else trio.lowlevel.current_trio_token().run_sync_soon
     doctor = None if inline else DiskDoctor(path)
     holder: list[Store] = []
@@ -269,6 +262,26 @@ async def _open_locked(
                 await trio.to_thread.run_sync(store.close)
 
 
-def _spawn(path: str, synchronous: str) -> WriterProcess:
-    """The writer's child process on the existing file ``path``."""
-    return WriterProcess(path, synchronous=synchronous)
+async def _handed_to_child(conn: sqlite3.Connection, path: str, synchronous: str) -> WriterProcess:
+    """The writer's child process on ``path``, started in a thread that a cancellation ends
+    (it kills the child); ``conn``, the migrations' connection, is closed either way.
+
+    Raises:
+        StoreError: the child could not start or open the file.
+    """
+    try:
+        child = await open_in_thread(partial(_spawn, path, synchronous))
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreError(f"cannot open database {path}: its writer process: {exc}") from exc
+    finally:
+        # Closed only once the child has the file open: the last connection to close would
+        # checkpoint the WAL and delete it and its index, for the child to create anew (new
+        # files a failing disk may never have written out).
+        conn.close()
+    return child
+
+
+def _spawn(path: str, synchronous: str, opening: Opening | None = None) -> WriterProcess:
+    """The writer's child process on the existing file ``path`` (``opening``: the store's
+    open, which a cancellation ends)."""
+    return WriterProcess(path, synchronous=synchronous, opening=opening)

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterable
 
     from agora.store.migrations import Migration
+    from agora.store.opening import Opening
 
 T = TypeVar("T")
 
@@ -359,9 +360,12 @@ async def open_pg_store(
             schema, versions = await open_in_thread(functools.partial(migrate, url, steps))
         deliver = None if inline else trio.lowlevel.current_trio_token().run_sync_soon
         channel = f"agora:{schema}"
-        writer = await blocking(
-            lambda: PgWriter(url, channel, group_commit=group_commit, deliver=deliver, trace=trace)
+        make = functools.partial(
+            PgWriter, url, channel, group_commit=group_commit, deliver=deliver, trace=trace
         )
+        # A cancellation ends the wait for the connection (a server that does not answer is
+        # waited for up to connect_timeout): the thread closes it, if it comes, itself.
+        writer = make() if inline else await open_in_thread(functools.partial(_adopted, make))
     except psycopg.Error as exc:
         raise StoreError(f"cannot open the PostgreSQL database: {one_line(exc)}") from exc
     store = PgStore(
@@ -377,3 +381,15 @@ async def open_pg_store(
         store._probe_conn.close()  # here: its socket is watched by this thread's loop
         with trio.CancelScope(shield=True):
             await blocking(store.close)
+
+
+def _adopted(make: Callable[[], PgWriter], opening: Opening) -> PgWriter:
+    """``make()``, its connection closed by ``opening`` if the open is cancelled."""
+    writer = make()
+    opening.adopt(_nothing, writer.conn.close)
+    opening.check()
+    return writer
+
+
+def _nothing() -> None:
+    """A connection made cannot be interrupted: it is closed instead."""

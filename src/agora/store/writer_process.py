@@ -35,6 +35,7 @@ from agora.store.writer import Writer
 from agora.store.writer_child import frame, rebuild, receive, write_all
 
 if TYPE_CHECKING:
+    from agora.store.opening import Opening
     from agora.store.writer import Job, Write
 
 log = logging.getLogger(__name__)
@@ -74,13 +75,17 @@ class WriterProcess:
     `agora.store.writer.Writer` uses (``execute`` of a statement without parameters,
     ``in_transaction``, ``close``), and `batch` and `restart_wal` for `ProcessWriter`."""
 
-    def __init__(self, path: str, *, synchronous: str) -> None:
+    def __init__(self, path: str, *, synchronous: str, opening: Opening | None = None) -> None:
         """Start the child and open the existing database file ``path`` in it, as every
         store connection is opened (`agora.store.sqlite_connect.connect`).
+
+        With ``opening`` (the store's open, run by `agora.store.opening.open_in_thread`), a
+        cancellation of the open kills the child, which ends the wait for its answer.
 
         Raises:
             OSError: the child could not be started.
             sqlite3.Error: the child could not open the database (or died meanwhile).
+            OpenCancelled: the open was cancelled.
         """
         self._proc = subprocess.Popen(
             # Isolated, and without site (no .pth hooks of the installed packages): the child
@@ -101,6 +106,9 @@ class WriterProcess:
         #: Whether the child's connection is inside a transaction (as of its last reply).
         self.in_transaction = False
         try:
+            if opening is not None:
+                opening.adopt(self._proc.kill, self.close)
+                opening.check()
             self._call(frame(("open", path, synchronous)), unknown=False)
         except BaseException:
             self.close()
