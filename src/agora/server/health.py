@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import time
 import weakref
 from typing import TYPE_CHECKING, Any, Final
 
@@ -29,6 +28,7 @@ from agora.errors import StoreError
 from agora.logsafe import one_line
 from agora.server import heap
 from agora.server.process import resident_bytes
+from agora.store.episode import Episode
 from agora.web.http import Response
 
 if TYPE_CHECKING:
@@ -60,30 +60,26 @@ def health(runtime: Runtime, **front: Any) -> Response:
 class Readiness:
     """What the probes of one runtime said last: the log tells its changes only."""
 
-    __slots__ = ("_refused", "_since")
+    __slots__ = ("_episode",)
 
     def __init__(self) -> None:
-        self._since: float | None = None  # `time.perf_counter` of the first refused probe
-        self._refused = 0
+        self._episode = Episode()  # its strikes: the probes refused
 
     def refused(self, why: str) -> None:
         """A probe answered 503 for ``why``: the first since ready is a WARNING."""
-        if self._since is not None:
-            self._refused += 1
+        if not self._episode.strike():
             log.debug("still not ready: %s", why)
             return
-        self._since, self._refused = time.perf_counter(), 1
         log.warning("not ready: %s; /readyz answers 503 until the database answers again", why)
 
     def answered(self) -> None:
         """A probe answered 200: after refused ones, one INFO line."""
-        if self._since is None:
+        if (length := self._episode.end()) is None:
             return
         log.info(
             "ready again, after %.1f s not ready (%d probes answered 503)",
-            time.perf_counter() - self._since, self._refused,
+            length, self._episode.count,
         )  # fmt: skip
-        self._since = None
 
 
 _told: weakref.WeakKeyDictionary[Runtime, Readiness] = weakref.WeakKeyDictionary()

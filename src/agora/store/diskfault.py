@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 
 from agora.errors import STORE_CAUSES, StoreError
 from agora.logsafe import one_line
+from agora.store.episode import Episode
 
 if TYPE_CHECKING:
     from agora.errors import StoreCause
@@ -116,11 +117,9 @@ class DiskDoctor:
         """Args: path: the database file (the probe goes beside it)."""
         self.path = path
         self.probe_path = f"{path}.probe"
-        #: The cause of the refusals under way (None: writes are taken), since when
-        #: (`time.perf_counter`), and how many writes it refused.
+        #: The cause of the refusals under way (None: writes are taken).
         self.episode: StoreCause | None = None
-        self._since = 0.0
-        self._refused = 0
+        self._refusals = Episode()  # its strikes: the writes refused
 
     def probe(self) -> StoreCause | None:
         """Write, sync and remove the probe file; what the OS refused, None if it took it."""
@@ -164,12 +163,11 @@ class DiskDoctor:
         first = named_[0]
         cause = first.cause
         assert cause is not None
-        if cause == self.episode:
-            self._refused += len(named_)
-            return True
-        if self.episode is not None:  # another cause now: a new episode
+        if cause != self.episode:  # another cause now: a new episode
             self.wrote()
-        self.episode, self._since, self._refused = cause, time.perf_counter(), len(named_)
+        self.episode = cause
+        if not self._refusals.strike(len(named_)):
+            return True
         log.warning(
             "writes to %s refused: %s (%s); further refusals for this cause are counted, "
             "not logged, until a write succeeds",
@@ -179,12 +177,11 @@ class DiskDoctor:
 
     def wrote(self) -> None:
         """A commit went through: the episode under way, if any, is over (one line)."""
-        if self.episode is None:
+        if (length := self._refusals.end()) is None or self.episode is None:
             return
         log.info(
             "writes to %s succeed again, after %.1f s of refusals (%s): %d writes refused",
-            self.path, time.perf_counter() - self._since, STORE_CAUSES[self.episode],
-            self._refused,
+            self.path, length, STORE_CAUSES[self.episode], self._refusals.count,
         )  # fmt: skip
         self.episode = None
 

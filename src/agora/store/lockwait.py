@@ -13,7 +13,8 @@ ids at DEBUG only (`agora.server.failed`, `agora.runtime.failures`: the error is
 from __future__ import annotations
 
 import logging
-import time
+
+from agora.store.episode import Episode
 
 log = logging.getLogger("agora.store.sqlite")  # the operator's filters name this one
 
@@ -21,25 +22,22 @@ log = logging.getLogger("agora.store.sqlite")  # the operator's filters name thi
 class LockWaits:
     """The account of one database file's writes dropped while waiting for its write lock."""
 
-    __slots__ = ("_dropped", "_since", "path")
+    __slots__ = ("_episode", "path")
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._since: float | None = None  # `time.perf_counter` of the episode's first drop
-        self._dropped = 0
+        self._episode = Episode()  # its strikes: the writes dropped
 
     @property
     def waiting(self) -> bool:
         """Whether an episode is under way (a write was dropped, none committed since)."""
-        return self._since is not None
+        return self._episode.under_way
 
     def dropped(self, waited: float) -> None:
         """A write waited ``waited`` seconds (``commit_timeout``) for the lock, then was
         dropped: the episode's first is logged, the rest counted."""
-        if self._since is not None:
-            self._dropped += 1
+        if not self._episode.strike():
             return
-        self._since, self._dropped = time.perf_counter(), 1
         log.warning(
             "writes to %s wait for the database's write lock (another process holding it?): "
             "a write waited %g s (commit_timeout) and was dropped, nothing of it saved; "
@@ -49,11 +47,10 @@ class LockWaits:
 
     def committed(self) -> None:
         """A write committed: the episode under way, if any, is over (one line)."""
-        if self._since is None:
+        if (length := self._episode.end()) is None:
             return
         log.info(
             "writes to %s commit again, after %.1f s waiting for the write lock: "
             "%d writes dropped meanwhile",
-            self.path, time.perf_counter() - self._since, self._dropped,
+            self.path, length, self._episode.count,
         )  # fmt: skip
-        self._since = None

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Final
 import trio
 
 from agora.logsafe import one_line
+from agora.store.episode import Episode
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -38,19 +39,12 @@ MAX_INTERVAL: Final = 300.0
 
 
 class Outage:
-    """Whether the database answers, told once per change and seldom in between.
-
-    Attributes:
-        since: Trio time of the first failure of the outage under way; None while it
-            answers.
-        failures: Failures counted since the outage began.
-    """
+    """Whether the database answers, told once per change and seldom in between."""
 
     def __init__(self, name: str = "PostgreSQL") -> None:
         """Args: name: how the log names the database."""
         self.name = name
-        self.since: float | None = None
-        self.failures = 0
+        self._episode = Episode(trio.current_time)  # its strikes: the failures
         self._unsaid = 0  # failures since the last line
         self._interval = FIRST_SUMMARY
         self._next = 0.0
@@ -59,31 +53,35 @@ class Outage:
     @property
     def away(self) -> bool:
         """Whether an outage is under way."""
-        return self.since is not None
+        return self._episode.under_way
+
+    @property
+    def failures(self) -> int:
+        """Failures counted since the outage under way began (0 while the database answers)."""
+        return self._episode.count if self._episode.under_way else 0
 
     def failed(self, what: str, error: object) -> None:
         """``what`` (a part of the node: "the change listener") could not reach the
         database because of ``error``: logged if it is the first failure or a summary is
         due, else counted."""
-        now = trio.current_time()
         self._last = f"{what}: {one_line(error)}"
-        self.failures += 1
         self._unsaid += 1
-        if self.since is None:
-            self.since, self._interval = now, FIRST_SUMMARY
-            self._next, self._unsaid = now + FIRST_SUMMARY, 0
+        if self._episode.strike():
+            now = trio.current_time()
+            self._interval, self._next, self._unsaid = FIRST_SUMMARY, now + FIRST_SUMMARY, 0
             log.warning(
                 "%s is unreachable (%s); retrying: a summary follows in %g s, and a line "
                 "once it is back",
                 self.name, self._last, FIRST_SUMMARY,
             )  # fmt: skip
             return
-        if now < self._next:
+        now, since = trio.current_time(), self._episode.since
+        if now < self._next or since is None:
             return
         log.warning(
             "%s still unreachable after %.0f s: %d failed attempts in the last %.0f s "
             "(latest: %s); next summary in %g s",
-            self.name, now - self.since, self._unsaid, now - self._next + self._interval,
+            self.name, now - since, self._unsaid, now - self._next + self._interval,
             self._last, min(self._interval * 2, MAX_INTERVAL),
         )  # fmt: skip
         self._interval = min(self._interval * 2, MAX_INTERVAL)
@@ -91,13 +89,13 @@ class Outage:
 
     def answered(self, what: str) -> None:
         """``what`` reached the database: if an outage was under way, it ends (one line)."""
-        if self.since is None:
+        if (length := self._episode.end()) is None:
             return
         log.info(
             "%s answers again (%s), after %.0f s unreachable and %d failed attempts",
-            self.name, what, trio.current_time() - self.since, self.failures,
+            self.name, what, length, self._episode.count,
         )  # fmt: skip
-        self.since, self.failures, self._unsaid = None, 0, 0
+        self._unsaid = 0
 
 
 class Teller:

@@ -27,10 +27,10 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-import time
 from typing import TYPE_CHECKING, Any
 
 from agora.errors import StoreError
+from agora.store.episode import Episode
 
 if TYPE_CHECKING:
     from agora.store.wal_index import WalIndex
@@ -47,18 +47,17 @@ class ShmGuard:
         self.path = path
         self._index = index
         self._lock = threading.Lock()  # the readers', writer's and checkpointer's threads
-        self._since: float | None = None  # when the flag was first seen (perf_counter)
-        self.refused = 0
+        self._episode = Episode()  # begun when the flag is seen; its strikes: refusals
 
     def frozen(self) -> bool:
         """Whether the ``-shm`` file is immutable now (logged when that changes)."""
         immutable = self._index is not None and self._index.immutable()
         with self._lock:
-            since = self._since
-            if immutable == (since is not None):
+            episode = self._episode
+            if immutable == episode.under_way:
                 return immutable
-            if since is None:
-                self._since, self.refused = time.perf_counter(), 0
+            if immutable:
+                episode.strike(0)
                 log.warning(
                     "%s-shm (the database's WAL index) is immutable: reads and writes are "
                     "refused until it is writable again (SQLite writes it through a memory map, "
@@ -69,9 +68,8 @@ class ShmGuard:
                 log.info(
                     "%s-shm is writable again, after %.1f s: reads and writes resume "
                     "(%d refused meanwhile)",
-                    self.path, time.perf_counter() - since, self.refused,
+                    self.path, episode.end(), episode.count,
                 )  # fmt: skip
-                self._since = None
             return immutable
 
     def check(self, doing: str) -> None:
@@ -82,7 +80,8 @@ class ShmGuard:
     def error(self, doing: str) -> StoreError:
         """The refusal of a ``doing`` ("read", "write") while `frozen` (a new one each)."""
         with self._lock:
-            self.refused += 1
+            if self._episode.under_way:  # else it ended meanwhile: nothing to count
+                self._episode.strike()
         return StoreError(
             f"{doing} failed: the database is read-only ({self.path}-shm, its WAL index, is "
             "immutable); nothing was changed",
