@@ -1,6 +1,7 @@
 """What the bench entry points share to answer an operator's mistake with one line, not a
-traceback: argparse types that refuse a count or a duration that is not positive (exit 2,
-the usage), a ``--url`` that is not ``ws://HOST:PORT/...`` (exit 2), and `OperatorError`
+traceback: argparse types that refuse a count, a duration, a rate, a port or a name out of
+range (exit 2, the usage naming the flag), a ``--url`` that is not ``ws://HOST:PORT/...``
+(exit 2), and `OperatorError`
 for what only shows once the bench runs (a server that cannot be reached, one that refuses
 the bench's token): `operator_errors` turns it into one line on stderr and exit status 1.
 Any other exception is a bug of the bench or the server and keeps its traceback.
@@ -17,7 +18,7 @@ import trio
 from wsload import LeanWebSocket
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterable, Iterator
 
 #: What ``python -m bench config DIR`` writes: the file a ``--url`` server must be started
 #: with (``agora serve --config``) so that it knows the bench's principal.
@@ -27,6 +28,9 @@ START_WITH_CONFIG = (
 
 
 N = TypeVar("N", int, float)
+
+#: The values of SQLite's ``synchronous`` pragma that ``agora serve`` takes (`agora.config`).
+SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
 
 class OperatorError(Exception):
@@ -72,6 +76,59 @@ def fraction(text: str) -> float:
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"must be from 0 to 1, not {text}")
     return value
+
+
+def int_range(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: an integer from ``low`` to ``high`` (a port: 0 to 65535).
+
+    Args:
+        low: The least value taken.
+        high: The greatest value taken.
+
+    Returns:
+        The type, for ``add_argument(type=...)``.
+    """
+
+    def parse(text: str) -> int:
+        value = _number(int, text, "an integer")
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high}, not {text}")
+        return value
+
+    return parse
+
+
+def positive_ints(text: str) -> list[int]:
+    """An argparse type: comma-separated integers, each at least 1 (``1,10,100``)."""
+    return [positive_int(item) for item in text.split(",")]
+
+
+def positive_floats(text: str) -> list[float]:
+    """An argparse type: comma-separated numbers, each above 0 (``5,1,0.5``)."""
+    return [positive_float(item) for item in text.split(",")]
+
+
+def names(choices: Iterable[str], *, none_ok: bool = False) -> Callable[[str], list[str]]:
+    """An argparse type: comma-separated names, each one of ``choices``.
+
+    Args:
+        choices: The names taken.
+        none_ok: Whether an empty list (``''``) is taken.
+
+    Returns:
+        The type, for ``add_argument(type=...)``.
+    """
+    known = tuple(choices)
+
+    def parse(text: str) -> list[str]:
+        given = [name for name in text.split(",") if name]
+        unknown = [name for name in given if name not in known]
+        if unknown or not (given or none_ok):
+            what = f"unknown {', '.join(unknown)}" if unknown else "none given"
+            raise argparse.ArgumentTypeError(f"{what}; give some of {','.join(known)}")
+        return given
+
+    return parse
 
 
 def _number(kind: type[N], text: str, what: str) -> N:
