@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
     from chamber_phases import Phase, Run
 
+#: The chamber's suites (``chambre-chrono-v0`` is the default).
+SUITES = ("chambre-chrono-v0", "chambre-atelier-v0")
+
 #: What every agent declares on entry.
 ENTRY = {
     "product": "bench-agent",

@@ -62,17 +62,15 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 
 import trio
-from chamber_agents import Agent, act, agent_connection, enter, seal
+from chamber_agents import SUITES, Agent, act, agent_connection, enter, seal
 from chamber_echo import echo_floor
 from chamber_phases import Run, pool_ready, report, run_phase
-from cli_args import positive_float
+from cli_args import SYNCHRONOUS, int_range, positive_float, positive_int
 from measure import commit_cost, pace_text, percentile, raise_fd_limit
 from profilers import py_spy, python_calls, strace
 from serve import agora_serve
 
 from agora.toolsets.chamber.ratelimit import ANONYMOUS_PER_MINUTE
-
-SUITES = ("chambre-chrono-v0", "chambre-atelier-v0")
 
 
 async def one_run(args: argparse.Namespace, directory: Path, group_commit: bool) -> Run:
@@ -178,10 +176,14 @@ async def main(args: argparse.Namespace) -> None:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--agents", type=int, default=500, help="concurrent agents (default 500)")
-    parser.add_argument("--actions", type=int, default=20, help="actions per agent (max 64)")
+    parser.add_argument(
+        "--agents", type=int_range(1, 20000), default=500, help="concurrent agents (default 500)"
+    )
+    parser.add_argument(
+        "--actions", type=int_range(0, 64), default=20, help="actions per agent (max 64)"
+    )
     parser.add_argument("--suite", choices=SUITES, default=SUITES[0])
-    parser.add_argument("--synchronous", default="FULL", choices=["OFF", "NORMAL", "FULL"])
+    parser.add_argument("--synchronous", default="FULL", choices=SYNCHRONOUS)
     parser.add_argument(
         "--timeout", type=positive_float, default=300.0, help="seconds per run, at most"
     )
@@ -223,7 +225,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="the phase --py-spy records (default actions)",
     )
     parser.add_argument(
-        "--py-spy-rate", type=int, default=250, help="py-spy samples per second (default 250)"
+        "--py-spy-rate",
+        type=positive_int,
+        default=250,
+        help="py-spy samples per second (default 250)",
     )
     parser.add_argument(
         "--calls",
@@ -231,7 +236,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="run the server under probed_serve and print the main thread's Python calls per"
         " call of the --py-spy-phase phase (cProfile: it slows the phase, counts not times)",
     )
-    parser.add_argument("--top", type=int, default=8, help="modules shown by --calls")
+    parser.add_argument("--top", type=positive_int, default=8, help="modules shown by --calls")
     parser.add_argument(
         "--gc",
         action="store_true",
@@ -242,10 +247,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="sample only the thread holding the GIL (its work, without its waits for the GIL)",
     )
-    args = parser.parse_args(argv)
-    if not 1 <= args.agents <= 20000 or not 0 <= args.actions <= 64:
-        parser.error("--agents must be 1..20000 and --actions 0..64")
-    return args
+    return parser.parse_args(argv)
 
 
 if __name__ == "__main__":

@@ -45,9 +45,9 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
-from chamber_agents import ENTRY
+from chamber_agents import ENTRY, SUITES
 from chamber_phases import pool_ready
-from cli_args import positive_float, positive_int
+from cli_args import SYNCHRONOUS, positive_float, positive_int
 from debate_wire import WireClient, wire_connect
 from measure import cpu_window, latency_text, pace_text, raise_fd_limit
 from serve import agora_serve
@@ -265,8 +265,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--agents", type=positive_int, default=500)
     parser.add_argument("--bursts", type=positive_int, default=5)
-    parser.add_argument("--suite", default="chambre-chrono-v0")
-    parser.add_argument("--synchronous", default="FULL")
+    parser.add_argument("--suite", choices=SUITES, default=SUITES[0])
+    parser.add_argument("--synchronous", choices=SYNCHRONOUS, default="FULL")
     parser.add_argument("--timeout", type=positive_float, default=300)
     parser.add_argument(
         "--compare", action="store_true", help="follow each burst with a ping and a read burst"

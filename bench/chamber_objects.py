@@ -32,6 +32,7 @@ from typing import Any
 
 import trio
 from chamber_agents import ENTRY
+from cli_args import positive_float, positive_int
 from wsload import lean_connect
 
 from agora.config import load_config
@@ -134,9 +135,9 @@ async def main(args: argparse.Namespace) -> None:
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--agents", type=int, default=300, help="agents (default 300)")
-    parser.add_argument("--top", type=int, default=20, help="types shown (default 20)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds, at most")
+    parser.add_argument("--agents", type=positive_int, default=300, help="agents (default 300)")
+    parser.add_argument("--top", type=positive_int, default=20, help="types shown (default 20)")
+    parser.add_argument("--timeout", type=positive_float, default=120.0, help="seconds, at most")
     return parser.parse_args()
 
 

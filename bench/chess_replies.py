@@ -27,6 +27,7 @@ from typing import Any
 
 import chess
 import trio
+from cli_args import int_range, non_negative_int, positive_int
 from measure import percentile
 
 from agora.config import Config
@@ -36,6 +37,7 @@ from agora.toolsets.chess import ensure_table, toolset
 from agora.toolsets.chess.commands import ChooseSide, HumanMove, NewGame
 from agora.toolsets.chess.replies import REPLY_BUDGET
 from agora.toolsets.chess.table import KIND
+from agora.toolsets.chess.terms import NOTE_MAX_CHARS
 
 KASPAROV_TOPALOV = (
     "e2e4 d7d6 d2d4 g8f6 b1c3 g7g6 c1e3 f8g7 d1d2 c7c6 f2f3 b7b5 g1e2 b8d7 e3h6 g7h6 "
@@ -140,8 +142,10 @@ async def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--games", type=int, default=40)
-    parser.add_argument("--plies", type=int, default=160)
-    parser.add_argument("--note", type=int, default=160)
+    parser.add_argument(
+        "--games", type=non_negative_int, default=40, help="random games (0: only the master game)"
+    )
+    parser.add_argument("--plies", type=positive_int, default=160)
+    parser.add_argument("--note", type=int_range(0, NOTE_MAX_CHARS), default=NOTE_MAX_CHARS)
     parser.add_argument("--show", action="store_true", help="print the largest reply")
     trio.run(main, parser.parse_args())

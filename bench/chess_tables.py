@@ -54,6 +54,7 @@ import trio
 import trio.testing
 from chess_tables_busy import workload_a
 from chess_tables_parked import workload_b
+from cli_args import non_negative_float, non_negative_int, positive_float, positive_int
 from measure import commit_cost, raise_fd_limit, vm_rss
 
 # -- bare Trio costs -------------------------------------------------------------------------
@@ -94,18 +95,25 @@ def bare_costs(n: int) -> dict[str, float]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tables", type=int, default=1000, help="busy tables in (a)")
-    parser.add_argument("--seconds", type=float, default=15.0, help="measured time of (a)")
-    parser.add_argument("--warmup", type=float, default=3.0, help="unmeasured start of (a)")
-    parser.add_argument("--waiters", type=int, default=10_000, help="parked agents in (b)")
-    parser.add_argument("--wakes", type=int, default=500, help="single-table wakes in (b)")
+    parser.add_argument("--tables", type=positive_int, default=1000, help="busy tables in (a)")
+    parser.add_argument("--seconds", type=positive_float, default=15.0, help="measured time of (a)")
     parser.add_argument(
-        "--connect-timeout", type=float, default=900.0, help="bound on connecting (b)'s agents"
+        "--warmup", type=non_negative_float, default=3.0, help="unmeasured start of (a)"
+    )
+    parser.add_argument("--waiters", type=positive_int, default=10_000, help="parked agents in (b)")
+    parser.add_argument(
+        "--wakes", type=non_negative_int, default=500, help="single-table wakes in (b)"
+    )
+    parser.add_argument(
+        "--connect-timeout",
+        type=positive_float,
+        default=900.0,
+        help="bound on connecting (b)'s agents",
     )
     parser.add_argument("--synchronous", choices=["FULL", "NORMAL"], default="FULL")
     parser.add_argument("--only", choices=["a", "b"], help="run one workload")
     parser.add_argument("--probe", choices=["task", "waiter"], help=argparse.SUPPRESS)
-    parser.add_argument("--probe-n", type=int, default=100_000, help=argparse.SUPPRESS)
+    parser.add_argument("--probe-n", type=positive_int, default=100_000, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 

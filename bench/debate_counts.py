@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import debate_agent
 import trio
 import trio.testing
+from cli_args import positive_int
 from debate_writer import call
 
 from agora.runtime.clock import Clock
@@ -138,10 +139,10 @@ async def parked(call: Call, seats: list[list[Seat]], args: argparse.Namespace) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--topics", type=int, default=40)
-    parser.add_argument("--roles", type=int, default=5)
-    parser.add_argument("--cycles", type=int, default=10)
-    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--topics", type=positive_int, default=40)
+    parser.add_argument("--roles", type=positive_int, default=5)
+    parser.add_argument("--cycles", type=positive_int, default=10)
+    parser.add_argument("--top", type=positive_int, default=25)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="debate-counts-") as tmp:
         trio.run(run, args, Path(tmp))

@@ -26,6 +26,7 @@ from typing import Any
 
 import debate_agent
 import trio
+from cli_args import positive_int
 from debate_writer import AGENT, call
 
 from agora.runtime.clock import Clock
@@ -99,9 +100,9 @@ async def run(args: argparse.Namespace, directory: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--roles", type=int, default=5)
-    parser.add_argument("--cycles", type=int, default=3000)
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--roles", type=positive_int, default=5)
+    parser.add_argument("--cycles", type=positive_int, default=3000)
+    parser.add_argument("--repeats", type=positive_int, default=7)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="debate-entity-") as tmp:
         trio.run(run, args, Path(tmp))

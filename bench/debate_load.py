@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 
 import debate_agent
 import trio
+from cli_args import positive_float, positive_int
 from debate_agent import Seat, writer_split
 from debate_store import TOKEN, run_search, write_config
 from debate_wire import wire_connect
@@ -323,14 +324,14 @@ def from_commit(stats: Stats, commits: list[float]) -> list[float]:
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--topics", type=int, default=200)
-    parser.add_argument("--roles", type=int, default=5)
-    parser.add_argument("--seconds", type=float, default=15)
-    parser.add_argument("--rate", type=float, help="open loop: posts/s offered in all")
-    parser.add_argument("--search-messages", type=int, default=100_000)
-    parser.add_argument("--store-messages", type=int, default=1_000_000)
-    parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument("--pages", type=int, default=300)
+    parser.add_argument("--topics", type=positive_int, default=200)
+    parser.add_argument("--roles", type=positive_int, default=5)
+    parser.add_argument("--seconds", type=positive_float, default=15)
+    parser.add_argument("--rate", type=positive_float, help="open loop: posts/s offered in all")
+    parser.add_argument("--search-messages", type=positive_int, default=100_000)
+    parser.add_argument("--store-messages", type=positive_int, default=1_000_000)
+    parser.add_argument("--queries", type=positive_int, default=300)
+    parser.add_argument("--pages", type=positive_int, default=300)
     parser.add_argument("--keep-store", type=Path, help="(search) write or reuse the store here")
     parser.add_argument("--only", choices=("load", "search"))
     parser.add_argument("--synchronous", default="FULL", choices=("FULL", "NORMAL"))

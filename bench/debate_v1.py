@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from cli_args import positive_int
 from debate_store import tool
 from measure import cpu_window, raise_fd_limit, summary
 from serve import agora_serve, principal_config
@@ -157,7 +158,7 @@ async def run(args: argparse.Namespace, directory: Path) -> None:
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--topics", type=int, default=500)
+    parser.add_argument("--topics", type=positive_int, default=500)
     parser.add_argument("--synchronous", default="FULL", choices=("FULL", "NORMAL"))
     args = parser.parse_args()
     raise_fd_limit()

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import debate_agent
 import trio
+from cli_args import positive_float, positive_int
 from debate_agent import writer_split
 from measure import disk_bytes
 
@@ -147,9 +148,9 @@ async def measure(store: Store, db: Path, posts: list[int], args: argparse.Names
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--topics", type=int, default=200)
-    parser.add_argument("--roles", type=int, default=5)
-    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--topics", type=positive_int, default=200)
+    parser.add_argument("--roles", type=positive_int, default=5)
+    parser.add_argument("--seconds", type=positive_float, default=10)
     parser.add_argument("--pages", action="store_true", help="WAL pages per table and index")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="debate-writer-") as tmp:

@@ -29,6 +29,7 @@ import threading
 import time
 from pathlib import Path
 
+from cli_args import positive_floats, positive_int
 from measure import percentile
 
 
@@ -69,9 +70,14 @@ def run(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--batches", type=int, default=200)
-    parser.add_argument("--statements", type=int, default=40)
-    parser.add_argument("--intervals", default="5,1,0.5,0.2", help="switch intervals, ms")
+    parser.add_argument("--batches", type=positive_int, default=200)
+    parser.add_argument("--statements", type=positive_int, default=40)
+    parser.add_argument(
+        "--intervals",
+        type=positive_floats,
+        default=[5.0, 1.0, 0.5, 0.2],
+        help="switch intervals, ms",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
         conn = sqlite3.connect(Path(directory) / "gil.db", isolation_level=None)
@@ -81,7 +87,7 @@ def main() -> None:
         busy = Busy()
         busy.thread.start()
         print(f"{args.batches} batches of {args.statements} INSERTs + COMMIT beside a busy thread")
-        for interval in (float(ms) for ms in args.intervals.split(",")):
+        for interval in args.intervals:
             sys.setswitchinterval(interval / 1e3)
             s = run(conn, busy, args.batches, args.statements)
             steps = {k: [v * 1e3 for v in s[k]] for k in ("statements", "commit")}

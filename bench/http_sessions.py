@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import trio
+from cli_args import int_range
 from lean import INITIALIZE_BYTES, LeanHttp
 from measure import healthz, vm_rss
 from serve import agora_serve
@@ -52,11 +53,13 @@ async def run(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--posts", type=int, default=100_000, help="initialize POSTs in all")
-    parser.add_argument("--connections", type=int, default=20, help="kept-alive connections")
+    parser.add_argument(
+        "--posts", type=int_range(1, 1_000_000), default=100_000, help="initialize POSTs in all"
+    )
+    parser.add_argument(
+        "--connections", type=int_range(1, 1000), default=20, help="kept-alive connections"
+    )
     args = parser.parse_args()
-    if args.posts > 1_000_000 or args.connections > 1000:
-        parser.error("bounded: at most 1,000,000 POSTs and 1000 connections")
     trio.run(run, args)
 
 

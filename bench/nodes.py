@@ -67,6 +67,7 @@ from pathlib import Path
 
 import cgroups
 import trio
+from cli_args import int_range, names, non_negative_int, positive_float, positive_int, positive_ints
 from measure import percentile, raise_fd_limit
 from nodes_cluster import PgCpu, cluster, fresh_schema
 from nodes_load import TOOLSETS
@@ -208,19 +209,21 @@ async def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--workloads", type=lambda s: [w for w in s.split(",") if w],
+    parser.add_argument("--workloads", type=names(TOOLSETS, none_ok=True),
                         default=["chamber", "chess", "chess-cross"])  # fmt: skip
-    parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--clients", type=int, default=48, help="agents, or chess tables")
-    parser.add_argument("--nodes", type=lambda s: [int(x) for x in s.split(",")],
+    parser.add_argument("--seconds", type=positive_float, default=10.0)
+    parser.add_argument("--clients", type=positive_int, default=48, help="agents, or chess tables")
+    parser.add_argument("--nodes", type=positive_ints,
                         default=[1, 2, 3])  # fmt: skip
-    parser.add_argument("--cap", type=float, default=0.25, help="cores per node (cgroup quota)")
+    parser.add_argument(
+        "--cap", type=positive_float, default=0.25, help="cores per node (cgroup quota)"
+    )
     parser.add_argument("--no-cap", dest="cap", action="store_const", const=None)
-    parser.add_argument("--pg-cap", type=float, default=None, help="cores for PostgreSQL")
-    parser.add_argument("--wakes", type=int, default=200)
-    parser.add_argument("--light-tables", type=int, default=1,
+    parser.add_argument("--pg-cap", type=positive_float, default=None, help="cores for PostgreSQL")
+    parser.add_argument("--wakes", type=non_negative_int, default=200)
+    parser.add_argument("--light-tables", type=non_negative_int, default=1,
                         help="chess-cross tables of the light-load wake row (0: none)")  # fmt: skip
     parser.add_argument("--pg", default="", help="a PostgreSQL server URL (else one is started)")
-    parser.add_argument("--pg-port", type=int, default=0, help="0: a free port")
+    parser.add_argument("--pg-port", type=int_range(0, 65535), default=0, help="0: a free port")
     parser.add_argument("--py-spy", default="", help="a directory: profile each node per row")
     trio.run(main, parser.parse_args())

@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING
 import durable
 import lean
 import trio
+from cli_args import names, positive_float, positive_int, positive_ints
 from lean import LeanHttp, LeanStdio, LeanWs, Session
 from measure import cpu_seconds, percentile, raise_fd_limit
 from serve import Server, agora_serve
@@ -340,19 +341,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--sessions",
-        type=lambda s: [int(n) for n in s.split(",")],
+        type=positive_ints,
         default=[1, 10, 100],
         help="comma-separated session counts (default 1,10,100)",
     )
-    parser.add_argument("--seconds", type=float, default=3.0, help="duration of each run")
+    parser.add_argument("--seconds", type=positive_float, default=3.0, help="duration of each run")
     parser.add_argument(
         "--modes",
-        type=lambda s: s.split(","),
+        type=names(MODES),
         default=list(MODES),
         help="SDK HTTP modes to try (default sse,json,stateless-json)",
     )
     parser.add_argument(
-        "--skip", type=lambda s: s.split(","), default=[], help="stdio and/or websocket"
+        "--skip",
+        type=names(["stdio", "websocket"], none_ok=True),
+        default=[],
+        help="stdio and/or websocket",
     )
     parser.add_argument(
         "--tool",
@@ -361,7 +365,7 @@ def main() -> None:
         help="simple: a constant text; durable: a SQLite counter committed before the reply",
     )
     parser.add_argument(
-        "--rounds", type=int, default=1, help="repeat every run; report each one's best"
+        "--rounds", type=positive_int, default=1, help="repeat every run; report each one's best"
     )
     args = parser.parse_args()
     if max(args.sessions) > 1000 or args.seconds > 60:

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import trio
+from cli_args import positive_int
 from measure import percentile
 
 from agora.config import Config
@@ -142,7 +143,7 @@ async def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--workspaces", type=int, default=100)
-    parser.add_argument("--per-workspace", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workspaces", type=positive_int, default=100)
+    parser.add_argument("--per-workspace", type=positive_int, default=1000)
+    parser.add_argument("--rounds", type=positive_int, default=3)
     trio.run(main, parser.parse_args())

@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from cli_args import non_negative_float, positive_float, positive_int
+from cli_args import SYNCHRONOUS, non_negative_float, positive_float, positive_int
 from measure import latency_text, pace_text, raise_fd_limit
 from profilers import py_spy
 from router_flow import Agent, Phase, closed, plan, replay, timed, work
@@ -188,7 +188,7 @@ if __name__ == "__main__":
         default=True,
         help="run the closed-loop plan and work phases",
     )
-    parser.add_argument("--synchronous", default="FULL")
+    parser.add_argument("--synchronous", choices=SYNCHRONOUS, default="FULL")
     parser.add_argument(
         "--client-gc",
         choices=["server", "default"],

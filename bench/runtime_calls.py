@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from cli_args import positive_int
 
 from agora.runtime.clock import Clock, Now
 from agora.runtime.entity import Effects
@@ -98,8 +99,12 @@ async def run(calls: int, rounds: int, store_on: bool) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=500, help="calls per round (default 500)")
-    parser.add_argument("--rounds", type=int, default=21, help="rounds measured (default 21)")
+    parser.add_argument(
+        "--calls", type=positive_int, default=500, help="calls per round (default 500)"
+    )
+    parser.add_argument(
+        "--rounds", type=positive_int, default=21, help="rounds measured (default 21)"
+    )
     parser.add_argument("--no-store", action="store_true", help="no commit; calls in sequence")
     args = parser.parse_args()
     per_call = trio.run(run, args.calls, args.rounds, not args.no_store)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trio
+from cli_args import non_negative_int, positive_float, positive_int
 
 from agora.runtime.clock import Clock
 from agora.runtime.entity import Effects
@@ -221,11 +222,11 @@ class _Lines:
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--commands", type=int, default=4000)
-    parser.add_argument("--tasks", type=int, default=16)
-    parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--keys", type=int, default=4)
-    parser.add_argument("--wakes", type=int, default=100)
+    parser.add_argument("--commands", type=positive_int, default=4000)
+    parser.add_argument("--tasks", type=positive_int, default=16)
+    parser.add_argument("--seconds", type=positive_float, default=5.0)
+    parser.add_argument("--keys", type=positive_int, default=4)
+    parser.add_argument("--wakes", type=non_negative_int, default=100)
     parser.add_argument(
         "--unshared-only",
         action="store_true",

@@ -19,6 +19,7 @@ import time
 
 import fastjsonschema
 import jsonschema
+from cli_args import positive_float
 
 from agora.mcp.contracts import load_contract
 from agora.mcp.validation import ArgumentError, compile_validator, normalise_schema
@@ -146,7 +147,7 @@ def quietly(fn):
 def main() -> None:
     """Run every case and print the table."""
     parser = argparse.ArgumentParser(description="validator throughput")
-    parser.add_argument("--seconds", type=float, default=0.3, help="minimum time per cell")
+    parser.add_argument("--seconds", type=positive_float, default=0.3, help="minimum time per cell")
     seconds = parser.parse_args().seconds
     header = f"{'case':30} {'agora check':>13} {'fastjsonschema':>15} {'jsonschema':>12} {'x':>6}"
     print(header)

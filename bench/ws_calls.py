@@ -36,6 +36,7 @@ from pathlib import Path
 
 import msgspec
 import trio
+from cli_args import non_negative_int, positive_float, positive_ints
 from echo import SCRIPT as echo_script
 from serve import pool_full
 from wsload import INITIALIZE, LeanWebSocket
@@ -295,12 +296,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--sessions",
-        type=lambda s: [int(n) for n in s.split(",")],
+        type=positive_ints,
         default=[1, 10, 100, 1000],
         help="comma-separated session counts (default 1,10,100,1000)",
     )
-    parser.add_argument("--seconds", type=float, default=3.0, help="duration of each run")
-    parser.add_argument("--idle", type=int, default=1000, help="idle sessions for RSS (0: skip)")
+    parser.add_argument("--seconds", type=positive_float, default=3.0, help="duration of each run")
+    parser.add_argument(
+        "--idle", type=non_negative_int, default=1000, help="idle sessions for RSS (0: skip)"
+    )
     args = parser.parse_args()
     if max(args.sessions) > 2000 or args.idle > 2000 or args.seconds > 60:
         parser.error("bounded: at most 2000 sessions and 60 s per run")

@@ -1,8 +1,9 @@
 """The bench entry points answer an operator's mistake with one line and a non-zero exit.
 
 ``python -m bench`` and the bench scripts run here as an operator runs them, as real
-processes, with arguments that must be refused before any load starts: a count or a duration
-that is not positive and a URL that is not ``ws://HOST:PORT/...`` are argparse errors (exit 2),
+processes, with arguments that must be refused before any load starts: a count, a duration, a
+rate, a port, a list or a name out of range (in every bench script with a parser of its own,
+`BAD_FLAGS`) and a URL that is not ``ws://HOST:PORT/...`` are argparse errors (exit 2),
 a server that is not there or that does not know the bench's principal is one line on stderr
 (exit 1), never a traceback. Each case is refused in well under a second (the 401 one starts a
 real ``agora serve`` for it): none starts a load.
@@ -113,6 +114,114 @@ def test_a_count_or_a_duration_out_of_range_is_a_usage_error(argv: list[str], sa
     done = bench(*argv)
     refused(done, 2, said)
     assert "usage:" in done.stderr
+
+
+#: After the bad value, an argument no bench takes: a script that took the value (the bug)
+#: still stops in argparse, on this one, instead of starting its load.
+UNKNOWN = "--refused-before-anything-starts"
+COUNT = r"must be at least 1, not "
+NUMBER = r"must be a number above 0, not "
+ZERO_OR_MORE = r"must be 0 or more, not "
+CHOICE = r"invalid choice: 'bogus'"
+
+#: Every standalone bench script (an argparse parser of its own), with a bad value of each
+#: kind of flag it takes: a count, a duration or a rate, one where 0 means "none", one with
+#: an upper bound, a comma-separated list, a name. A new script is added here (the test
+#: below checks that none is missing).
+BAD_FLAGS: dict[str, list[tuple[list[str], str]]] = {
+    "ceilings": [(["--seconds", "inf"], NUMBER + "inf")],
+    "chamber_attempts": [
+        (["--agents", "20001"], r"must be from 1 to 20000, not 20001"),
+        (["--py-spy-rate", "0"], COUNT + "0"),
+        (["--synchronous", "bogus"], CHOICE),
+    ],
+    "chamber_burst": [
+        (["--timeout", "nan"], NUMBER + "nan"),
+        (["--suite", "bogus"], CHOICE),
+    ],
+    "chamber_objects": [
+        (["--agents", "0"], COUNT + "0"),
+        (["--timeout", "nan"], NUMBER + "nan"),
+    ],
+    "chess_replies": [
+        (["--games", "-1"], ZERO_OR_MORE + "-1"),
+        (["--plies", "0"], COUNT + "0"),
+        (["--note", "161"], r"must be from 0 to 160, not 161"),
+    ],
+    "chess_tables": [
+        (["--tables", "0"], COUNT + "0"),
+        (["--seconds", "inf"], NUMBER + "inf"),
+        (["--warmup", "-1"], ZERO_OR_MORE + "-1"),
+        (["--wakes", "-1"], ZERO_OR_MORE + "-1"),
+    ],
+    "debate_counts": [(["--topics", "0"], COUNT + "0")],
+    "debate_entity": [(["--cycles", "-5"], COUNT + "-5")],
+    "debate_load": [
+        (["--topics", "0"], COUNT + "0"),
+        (["--rate", "-1"], NUMBER + "-1"),
+    ],
+    "debate_v1": [(["--topics", "0"], COUNT + "0")],
+    "debate_writer": [(["--roles", "0"], COUNT + "0"), (["--seconds", "inf"], NUMBER + "inf")],
+    "gil_handoff": [(["--batches", "0"], COUNT + "0"), (["--intervals", "5,0"], NUMBER + "0")],
+    "http_sessions": [(["--connections", "1001"], r"must be from 1 to 1000, not 1001")],
+    "nodes": [
+        (["--seconds", "nan"], NUMBER + "nan"),
+        (["--clients", "0"], COUNT + "0"),
+        (["--nodes", "1,0"], COUNT + "0"),
+        (["--wakes", "-1"], ZERO_OR_MORE + "-1"),
+        (["--pg-port", "65536"], r"must be from 0 to 65535, not 65536"),
+        (["--workloads", "chess,bogus"], r"unknown bogus; give some of chamber,chess,"),
+    ],
+    "parked": [(["--agents", "-5"], COUNT + "-5")],
+    "peer": [
+        (["--sessions", "1,-5"], COUNT + "-5"),
+        (["--seconds", "inf"], NUMBER + "inf"),
+        (["--modes", "bogus"], r"unknown bogus; give some of sse,json,stateless-json"),
+        (["--skip", "bogus"], r"unknown bogus; give some of stdio,websocket"),
+    ],
+    "router_memory": [(["--workspaces", "0"], COUNT + "0")],
+    "router_runs": [
+        (["--rate", "-1"], ZERO_OR_MORE + "-1"),
+        (["--synchronous", "bogus"], CHOICE),
+    ],
+    "runtime_calls": [(["--calls", "0"], COUNT + "0")],
+    "sdk_server": [(["bogus"], CHOICE)],
+    "shared_file": [(["--tasks", "0"], COUNT + "0"), (["--seconds", "inf"], NUMBER + "inf")],
+    "soak": [(["--minutes", "nan"], NUMBER + "nan")],
+    "validators": [(["--seconds", "nan"], NUMBER + "nan")],
+    "ws_calls": [
+        (["--sessions", "0"], COUNT + "0"),
+        (["--seconds", "inf"], NUMBER + "inf"),
+        (["--idle", "-1"], ZERO_OR_MORE + "-1"),
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("script", "argv", "said"),
+    [
+        pytest.param(script, argv, said, id=f"{script}{argv[0] if len(argv) > 1 else ''}")
+        for script, cases in BAD_FLAGS.items()
+        for argv, said in cases
+    ],
+)
+def test_each_bench_script_refuses_a_bad_value_of_each_kind_of_flag(
+    script: str, argv: list[str], said: str
+) -> None:
+    done = bench(f"bench/{script}.py", *argv, UNKNOWN)
+    flag = argv[0] if len(argv) > 1 else "mode"
+    refused(done, 2, rf"^[\w./]+: error: argument {flag}: {said}")
+    assert "usage:" in done.stderr
+
+
+def test_every_standalone_bench_script_is_in_the_table_of_bad_flags() -> None:
+    """``python -m bench`` (`flags.py`) is tested above; every other parser is a script's."""
+    scripts = {
+        path.stem
+        for path in (ROOT / "bench").glob("*.py")
+        if "ArgumentParser(" in path.read_text() and path.stem != "flags"
+    }
+    assert scripts == set(BAD_FLAGS)
 
 
 def test_a_url_nothing_listens_on_is_one_line_and_exit_1() -> None:
