@@ -341,6 +341,8 @@ async def main() -> None:
         help="run the server under probed_serve.py: the cyclic collector's share of the load",
     )
     args = parser.parse_args()
+    if args.store_messages < args.search_messages:  # the searched topic is one of the stored
+        parser.error("--store-messages must be at least --search-messages")
     raise_fd_limit()
     gc.disable()
     with tempfile.TemporaryDirectory(prefix="debate-bench-") as tmp:

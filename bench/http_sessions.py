@@ -60,6 +60,8 @@ def main() -> None:
         "--connections", type=int_range(1, 1000), default=20, help="kept-alive connections"
     )
     args = parser.parse_args()
+    if args.posts < args.connections:  # each connection sends posts // connections
+        parser.error("--posts must be at least --connections")
     trio.run(run, args)
 
 

@@ -226,7 +226,9 @@ async def main() -> None:
     parser.add_argument("--tasks", type=positive_int, default=16)
     parser.add_argument("--seconds", type=positive_float, default=5.0)
     parser.add_argument("--keys", type=positive_int, default=4)
-    parser.add_argument("--wakes", type=non_negative_int, default=100)
+    parser.add_argument(
+        "--wakes", type=non_negative_int, default=100, help="0: none; else at least 2 (a p99)"
+    )
     parser.add_argument(
         "--unshared-only",
         action="store_true",
@@ -234,6 +236,10 @@ async def main() -> None:
     )
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.commands < args.tasks:  # each task sends commands // tasks
+        parser.error("--commands must be at least --tasks")
+    if args.wakes == 1:  # statistics.quantiles needs two
+        parser.error("--wakes must be 0 (none) or at least 2, for a p99")
     if args.child:
         await child(Path(args.child))
         return

@@ -224,6 +224,53 @@ def test_every_standalone_bench_script_is_in_the_table_of_bad_flags() -> None:
     assert scripts == set(BAD_FLAGS)
 
 
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        pytest.param(
+            ["bench/http_sessions.py", "--posts", "1", "--connections", "2"],
+            r"--posts must be at least --connections",
+            id="http-sessions-fewer-posts-than-connections",
+        ),
+        pytest.param(
+            ["bench/shared_file.py", "--commands", "3", "--tasks", "4", "--unshared-only"],
+            r"--commands must be at least --tasks",
+            id="shared-file-fewer-commands-than-tasks",
+        ),
+        pytest.param(
+            ["bench/shared_file.py", "--wakes", "1", "--commands", "16", "--seconds", "1"],
+            r"--wakes must be 0 \(none\) or at least 2, for a p99",
+            id="shared-file-one-wake",
+        ),
+        pytest.param(
+            [
+                "bench/debate_load.py",
+                "--only",
+                "search",
+                "--search-messages",
+                "20",
+                "--store-messages",
+                "10",
+                "--topics",
+                "1",
+                "--queries",
+                "1",
+                "--pages",
+                "1",
+            ],
+            r"--store-messages must be at least --search-messages",
+            id="debate-load-store-smaller-than-search",
+        ),
+    ],
+)
+def test_flags_that_contradict_each_other_are_a_usage_error(argv: list[str], said: str) -> None:
+    """Checked once every flag is parsed (so with no unknown flag after them: the small sizes
+    bound a run that would start instead)."""
+    done = bench(*argv)
+    refused(done, 2, rf"^[\w./]+: error: {said}$")
+    assert "usage:" in done.stderr
+
+
 def test_a_url_nothing_listens_on_is_one_line_and_exit_1() -> None:
     with socket.socket() as probe:  # a port nothing listens on once it is closed
         probe.bind(("127.0.0.1", 0))
