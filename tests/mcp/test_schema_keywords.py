@@ -1,7 +1,8 @@
 """A malformed schema keyword is refused when the schema is compiled, by name.
 
-Every schema is checked against the JSON Schema metaschema (draft-07, the form fastjsonschema
-compiles; draft-04's for a draft-04 schema) before it is compiled: fastjsonschema accepted
+Every schema is checked against the JSON Schema metaschema of its dialect (2020-12 without
+``$schema``; the 2020-12 keywords in `test_schema_keywords_2020`) before it is compiled:
+fastjsonschema accepted
 ``"additionalProperties": "no"`` in silence (a tool whose schema said no extra fields took
 any), and crashed on ``"properties": ["x"]`` with a bare ``AttributeError`` that named no
 toolset and no tool. Whatever else fastjsonschema raises on a schema is a `SchemaError` too,

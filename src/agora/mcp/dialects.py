@@ -1,7 +1,9 @@
 """JSON Schema dialects: the draft-04/06/07 form of a contract schema that fastjsonschema compiles.
 
-A schema without ``$schema`` is 2020-12 (the MCP default), like an explicit 2019-09 or 2020-12
-one: it is rewritten to draft-07 where the meaning is the same (``prefixItems``,
+`dialect_of` says which dialect a schema is written in: the one its ``$schema`` names (draft-04,
+-06, -07, 2019-09 or 2020-12; any other is refused with `SchemaError`, as MCP asks of a dialect
+a server does not support), or 2020-12, the MCP default, without one. A 2019-09 or 2020-12
+schema is rewritten to draft-07 where the meaning is the same (``prefixItems``,
 ``dependentRequired``, ``dependentSchemas``, ``$ref`` with siblings) and refused with
 `SchemaError` where it is not. A remote ``$ref`` is refused, never fetched. Pure: no I/O.
 """
@@ -15,10 +17,27 @@ from agora.errors import AgoraError
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["DRAFT_07", "HANDLERS", "SchemaError", "normalise_schema"]
+__all__ = [
+    "DEFAULT_DIALECT",
+    "DRAFT_07",
+    "HANDLERS",
+    "SchemaError",
+    "dialect_of",
+    "normalise_schema",
+]
 
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
-_EARLY_DRAFTS = ("draft-04", "draft-06", "draft-07")
+#: The dialect of a schema without ``$schema`` (MCP's default since its 2025-11-25 revision).
+DEFAULT_DIALECT = "2020-12"
+#: The dialects compiled, by their ``$schema`` URI without its scheme and empty fragment.
+_DIALECTS = {
+    "json-schema.org/draft-04/schema": "draft-04",
+    "json-schema.org/draft-06/schema": "draft-06",
+    "json-schema.org/draft-07/schema": "draft-07",
+    "json-schema.org/draft/2019-09/schema": "2019-09",
+    "json-schema.org/draft/2020-12/schema": "2020-12",
+}
+_LATE_DIALECTS = ("2019-09", "2020-12")
 _UNSUPPORTED = frozenset(
     {"unevaluatedProperties", "unevaluatedItems", "minContains", "maxContains", "$dynamicRef"}
     | {"$dynamicAnchor", "$recursiveRef", "$recursiveAnchor"}
@@ -81,6 +100,31 @@ def _to_draft07(out: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def dialect_of(schema: Mapping[str, Any] | bool) -> str:
+    """The dialect ``schema`` is written in, by its ``$schema`` (http or https, with or without
+    the empty fragment ``#``), or `DEFAULT_DIALECT` without one.
+
+    Returns:
+        ``"draft-04"``, ``"draft-06"``, ``"draft-07"``, ``"2019-09"`` or ``"2020-12"``.
+
+    Raises:
+        SchemaError: ``$schema`` is not a string, or names a dialect not listed above.
+    """
+    if isinstance(schema, bool) or "$schema" not in schema:
+        return DEFAULT_DIALECT
+    uri = schema["$schema"]
+    if not isinstance(uri, str):
+        raise SchemaError("keyword '$schema': must be a string, the URI of a dialect")
+    dialect = _DIALECTS.get(uri.removesuffix("#").removeprefix("https://").removeprefix("http://"))
+    if dialect is None:
+        raise SchemaError(
+            f"keyword '$schema': {uri[:120]!r} names no dialect agora compiles (draft-04, draft-06,"
+            " draft-07, 2019-09 or 2020-12, e.g. https://json-schema.org/draft/2020-12/schema;"
+            " without $schema a schema is 2020-12)"
+        )
+    return dialect
+
+
 def normalise_schema(schema: Mapping[str, Any] | bool) -> dict[str, Any] | bool:
     """Return the draft-04/06/07 schema that fastjsonschema compiles for ``schema``.
 
@@ -92,12 +136,12 @@ def normalise_schema(schema: Mapping[str, Any] | bool) -> dict[str, Any] | bool:
         schema without ``$schema`` counts as 2020-12).
 
     Raises:
-        SchemaError: The schema uses a keyword with no draft-07 form, or a remote ``$ref``.
+        SchemaError: The schema uses a keyword with no draft-07 form, or a remote ``$ref``, or
+            its ``$schema`` names no dialect (`dialect_of`).
     """
     if isinstance(schema, bool):
         return schema
-    dialect = str(schema.get("$schema", ""))
-    late = not any(draft in dialect for draft in _EARLY_DRAFTS)
+    late = dialect_of(schema) in _LATE_DIALECTS
     out: dict[str, Any] = _prepare(dict(schema), late)
     if late:
         out["$schema"] = DRAFT_07

@@ -5,10 +5,11 @@ generates. A rejection names the field (``preflight.tools_visible``, ``value[2]`
 broken (``required``, ``type``, ``pattern``, ...), e.g. ``argument 'from': must match pattern
 ^[a-h][1-8]$``. A cheap depth and size guard runs before the schema.
 
-Dialects: draft-04/06/07 schemas are compiled as they are; 2019-09 and 2020-12 ones (and a
-schema without ``$schema``) are rewritten to draft-07 by `agora.mcp.dialects` first. The
-result is checked against the metaschema (`agora.mcp.metaschema`, `malformed_keyword`) before
-fastjsonschema compiles it, and whatever fastjsonschema raises on a schema is a `SchemaError`.
+Dialects: a schema is first checked, as written, against the metaschema of its dialect
+(`agora.mcp.metaschema`, `malformed_keyword`; the dialect its ``$schema`` names, 2020-12
+without one, an unknown one refused); then draft-04/06/07 schemas are compiled as they are,
+and 2019-09 and 2020-12 ones rewritten to draft-07 by `agora.mcp.dialects` first. Whatever
+fastjsonschema raises on a schema is a `SchemaError`.
 
 This module must not import trio, change the values it checks (no defaults are filled in),
 assert ``format`` unless asked, or fetch a remote ``$ref``.
@@ -24,7 +25,7 @@ import fastjsonschema
 import msgspec
 
 from agora.errors import AgoraError
-from agora.mcp.dialects import HANDLERS, SchemaError, normalise_schema
+from agora.mcp.dialects import HANDLERS, SchemaError, dialect_of, normalise_schema
 from agora.mcp.wording import describe, required
 
 if TYPE_CHECKING:
@@ -327,12 +328,16 @@ def compile_validator(
     Raises:
         SchemaError: The schema is invalid or uses something this module cannot honour.
     """
-    target = normalise_schema(schema)
+    target: dict[str, Any] | bool | None = None
 
     def compile_fn(fast_fail: bool) -> Callable[[Any], Any]:
-        problem = malformed_keyword(target)
-        if problem is not None:
-            raise SchemaError(f"schema cannot be compiled: {problem}")
+        nonlocal target
+        if target is None:
+            # First: the rewrite assumes well-formed keywords, and this names them as written.
+            problem = malformed_keyword(schema)
+            if problem is not None:
+                raise SchemaError(f"schema cannot be compiled: {problem}")
+            target = normalise_schema(schema)
         return _compiled(target, assert_formats, fast_fail)
 
     limits = (max_depth, max_nodes, max_bytes, refuse_nul)
@@ -360,34 +365,43 @@ def _compiled(target: Any, assert_formats: bool, fast_fail: bool) -> Callable[[A
     return validate
 
 
-#: The metaschema validators (`agora.mcp.metaschema`), by whether the schema is draft-04.
-_METAS: dict[bool, Validator] = {}
+#: The metaschema validators (`agora.mcp.metaschema`), by dialect.
+_METAS: dict[str, Validator] = {}
 #: The guard's limits for a schema checked as a value: none that a schema could reach.
 _META_LIMITS = (10_000, 10**9, 0, False)
+_MAPS = {(key,) for key in ("properties", "patternProperties", "$defs", "dependentSchemas")}
 
 
-def malformed_keyword(target: Mapping[str, Any] | bool) -> str | None:
-    """Which keyword of the draft-04/06/07 schema ``target`` the metaschema refuses, as
-    ``keyword 'properties.x.minLength': must be an integer, got string``; None if none."""
-    early = isinstance(target, dict) and "draft-04" in str(target.get("$schema", ""))
-    meta = _METAS.get(early)
+def malformed_keyword(schema: Mapping[str, Any] | bool) -> str | None:
+    """Which keyword of ``schema``, as written, the metaschema of its dialect refuses (or its
+    ``$schema``, naming no dialect), as ``keyword 'properties.x.minLength': must be an
+    integer, got string``; None if none."""
+    try:
+        dialect = dialect_of(schema)
+    except SchemaError as exc:
+        return str(exc)
+    meta = _METAS.get(dialect)
     if meta is None:
-        from agora.mcp.metaschema import DRAFT_04, DRAFT_07
+        from agora.mcp.metaschema import BY_DIALECT
 
-        definition = DRAFT_04 if early else DRAFT_07
-        meta = _METAS[early] = Validator(
+        definition = BY_DIALECT[dialect]
+        meta = _METAS[dialect] = Validator(
             definition,
             lambda fast: _compiled(definition, False, fast),
             ("keyword", "schema"),
             _META_LIMITS,
         )
-    issues = meta.errors(target)
+    issues = meta.errors(schema)
     if not issues:
         return None
     first = issues[0]
-    if first.rule == "anyOf" and first.path and first.path[-1] == "type":  # "strin", say
+    if first.rule == "anyOf" and first.path[-1:] == ("type",):  # "strin", say
         return (
             f"keyword '{first.field}': must name a JSON type (array, boolean, integer, null,"
             " number, object, string) or list them"
         )
-    return first.describe("keyword", "schema")
+    hint = ""
+    if dialect == "2020-12" and first.path[-1:] == ("items",) and first.message.endswith("array"):
+        # Unless "items" names a property (a map's key is a name, not a keyword).
+        hint = "" if first.path[-2:-1] in _MAPS else " (a list of item schemas is prefixItems)"
+    return first.describe("keyword", "schema") + hint
