@@ -23,6 +23,9 @@ LATE = "https://json-schema.org/draft/2020-12/schema"
                      id="dependentRequired"),
         pytest.param({"dependentSchemas": {"a": {"required": ["c"]}}}, {"a": 1, "c": 0},
                      {"a": 1}, id="dependentSchemas"),
+        pytest.param({"dependentRequired": {"a": ["b"]}, "dependentSchemas": {"a": {"required":
+                      ["c"]}}}, {"a": 1, "b": 2, "c": 3}, {"a": 1, "c": 3},
+                     id="dependentRequired-and-dependentSchemas-on-one-name"),
         pytest.param({"$defs": {"s": {"type": "string"}}, "$ref": "#/$defs/s", "maxLength": 2},
                      "ab", "abc", id="ref-with-siblings"),
         pytest.param({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer",

@@ -91,13 +91,24 @@ def _to_draft07(out: dict[str, Any]) -> dict[str, Any]:
         if "items" in out:
             out["additionalItems"] = out.pop("items")
         out["items"] = out.pop("prefixItems")
-    deps = {**out.pop("dependentRequired", {}), **out.pop("dependentSchemas", {})}
+    deps: dict[str, Any] = {}
+    for key in ("dependencies", "dependentRequired", "dependentSchemas"):
+        for name, rule in out.pop(key, {}).items():
+            # One name in two of these: draft-07 takes one rule per name, so both must hold.
+            deps[name] = (
+                {"allOf": [_as_schema(deps[name]), _as_schema(rule)]} if name in deps else rule
+            )
     if deps:
-        out["dependencies"] = {**out.get("dependencies", {}), **deps}
+        out["dependencies"] = deps
     if "$ref" in out and out.keys() - {"$ref", "$schema", "$id", "$comment", "$defs"}:
         # draft-07 ignores the siblings of $ref; 2019-09 and later apply both.
         out["allOf"] = [*out.get("allOf", []), {"$ref": out.pop("$ref")}]
     return out
+
+
+def _as_schema(dependency: Any) -> Any:
+    """A draft-07 ``dependencies`` value as a schema: a list of names is their ``required``."""
+    return {"required": dependency} if isinstance(dependency, list) else dependency
 
 
 def dialect_of(schema: Mapping[str, Any] | bool) -> str:
