@@ -26,6 +26,10 @@ import pytest
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+#: The scripts start their own servers on SQLite files whatever the suite's backend: once is
+#: enough (each case is a process of its own, a second or more).
+pytestmark = pytest.mark.sqlite_only("the bench scripts' command lines, whatever the backend")
+
 ROOT = Path(__file__).resolve().parents[1]
 #: Long enough for a refusal on a busy machine; a bench that starts its load instead (the
 #: bug) still ends within it, its load bounded by the ``--seconds 1`` each case adds.
