@@ -32,6 +32,7 @@ from agora.store.neutral import SQLITE
 from agora.store.ready import file_answers, schema_version
 from agora.store.shm_guard import ShmGuard, frozen_close
 from agora.store.sqlite_connect import connect
+from agora.store.stats import writer_counters
 from agora.store.writer import Job, WriterStopped
 
 if TYPE_CHECKING:
@@ -158,48 +159,10 @@ class Store:
         return self._writer.batches, self._writer.jobs
 
     def counters(self) -> dict[str, Any]:
-        """What the writer did since open, for ``/healthz``: ``engine``, ``commits``
-        (transactions), ``commands`` (jobs committed in them), and the histograms
-        ``batch_size`` (commands per commit) and ``commit_ms`` (BEGIN to COMMIT's return),
-        and the writer thread's totals ``writer_cpu_ms`` (its CPU) and ``statements_ms`` (wall
-        time in the statements; SQLite only: the rest of ``commit_ms`` is the COMMIT).
-
-        SQLite also says where a commit's latency goes, per transaction, from its oldest job:
-        histograms ``queue_ms`` (submitted to BEGIN), ``reply_ms`` (COMMIT's return to the
-        Trio thread running the callbacks) and ``latency_ms`` (submitted to callbacks); and
-        totals ``begin_ms`` (BEGIN: the write lock), ``statements_cpu_ms`` (the statements'
-        CPU: ``statements_ms`` minus it is waiting for the GIL or a core), ``end_ms`` and
-        ``end_cpu_ms`` (the COMMIT's wall and CPU: the rest is the WAL write, the fsync and
-        getting the GIL back). A file's also says what its checkpointer did
-        (`agora.store.checkpoint.Checkpointer.counters`), and ``writer_pid``, the writer's
-        child process (None when the writer thread writes itself, and while no child runs:
-        one that died is replaced by the next write), with ``writer_restarts``, the
-        children started in place of one that died (`agora.store.writer_process`), and
-        ``reopens``, the times the writer reopened the database after a disk error (at most
-        one a second while the disk keeps refusing)."""
-        writer = self._writer
-        child = writer.conn
-        writer_pid = child.pid if getattr(child, "alive", False) else None
+        """What the writer and the checkpointer did since open, for ``/healthz``
+        (`agora.store.stats.writer_counters`)."""
         ckpt = {} if self.checkpointer is None else self.checkpointer.counters()
-        return ckpt | {
-            "engine": self.dialect,
-            "commits": writer.batches,
-            "commands": writer.jobs,
-            "batch_size": writer.batch_sizes.snapshot(),
-            "commit_ms": writer.commit_ms.snapshot(),
-            "writer_cpu_ms": round(writer.cpu_s * 1e3, 3),
-            "statements_ms": round(writer.statements_s * 1e3, 3),
-            "queue_ms": writer.queue_ms.snapshot(),
-            "reply_ms": writer.reply_ms.snapshot(),
-            "latency_ms": writer.latency_ms.snapshot(),
-            "begin_ms": round(writer.begin_s * 1e3, 3),
-            "statements_cpu_ms": round(writer.statements_cpu_s * 1e3, 3),
-            "end_ms": round(writer.end_s * 1e3, 3),
-            "end_cpu_ms": round(writer.end_cpu_s * 1e3, 3),
-            "writer_pid": writer_pid,
-            "writer_restarts": getattr(writer, "restarts", 0),
-            "reopens": writer.reopening.count,
-        }
+        return ckpt | writer_counters(self._writer, self.dialect)
 
     @property
     def committing(self) -> int:

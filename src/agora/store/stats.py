@@ -11,7 +11,10 @@ needed. Pure Python: no I/O, no Trio.
 from __future__ import annotations
 
 import bisect
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agora.store.writer import Writer
 
 #: Upper bounds (milliseconds) of the commit-duration buckets.
 COMMIT_MS = (0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 50, 75, 100, 200, 500, 1000, 5000)
@@ -70,3 +73,45 @@ def mean(snapshot: dict[str, Any]) -> float | None:
     """The mean observation, or None when nothing was observed."""
     total = sum(snapshot["counts"])
     return snapshot["sum"] / total if total else None
+
+
+def writer_counters(writer: Writer, dialect: str) -> dict[str, Any]:
+    """What a store's ``writer`` did since open, for ``/healthz`` (PostgreSQL's maps its round
+    trips onto these, `agora.store.pg.PgStore.counters`): ``engine``
+    (``dialect``), ``commits`` (transactions), ``commands`` (jobs committed in them), and the
+    histograms ``batch_size`` (commands per commit) and ``commit_ms`` (BEGIN to COMMIT's
+    return), and the writer thread's totals ``writer_cpu_ms`` (its CPU) and ``statements_ms``
+    (wall time in the statements: the rest of ``commit_ms`` is the COMMIT).
+
+    Also where a commit's latency goes, per transaction, from its oldest job: histograms
+    ``queue_ms`` (submitted to BEGIN), ``reply_ms`` (COMMIT's return to the Trio thread
+    running the callbacks) and ``latency_ms`` (submitted to callbacks); and totals
+    ``begin_ms`` (BEGIN: the write lock), ``statements_cpu_ms`` (the statements' CPU:
+    ``statements_ms`` minus it is waiting for the GIL or a core), ``end_ms`` and
+    ``end_cpu_ms`` (the COMMIT's wall and CPU: the rest is the WAL write, the fsync and
+    getting the GIL back); ``writer_pid``, the writer's child process (None when the writer
+    thread writes itself, and while no child runs: one that died is replaced by the next
+    write), with ``writer_restarts``, the children started in place of one that died
+    (`agora.store.writer_process`), and ``reopens``, the times the writer reopened the
+    database after a disk error (at most one a second while the disk keeps refusing)."""
+    child = writer.conn
+    writer_pid = child.pid if getattr(child, "alive", False) else None
+    return {
+        "engine": dialect,
+        "commits": writer.batches,
+        "commands": writer.jobs,
+        "batch_size": writer.batch_sizes.snapshot(),
+        "commit_ms": writer.commit_ms.snapshot(),
+        "writer_cpu_ms": round(writer.cpu_s * 1e3, 3),
+        "statements_ms": round(writer.statements_s * 1e3, 3),
+        "queue_ms": writer.queue_ms.snapshot(),
+        "reply_ms": writer.reply_ms.snapshot(),
+        "latency_ms": writer.latency_ms.snapshot(),
+        "begin_ms": round(writer.begin_s * 1e3, 3),
+        "statements_cpu_ms": round(writer.statements_cpu_s * 1e3, 3),
+        "end_ms": round(writer.end_s * 1e3, 3),
+        "end_cpu_ms": round(writer.end_cpu_s * 1e3, 3),
+        "writer_pid": writer_pid,
+        "writer_restarts": getattr(writer, "restarts", 0),
+        "reopens": writer.reopening.count,
+    }
