@@ -26,7 +26,7 @@ import msgspec
 
 from agora.errors import AgoraError
 from agora.mcp.dialects import HANDLERS, SchemaError, dialect_of, normalise_schema
-from agora.mcp.wording import describe, required
+from agora.mcp.wording import describe, misspelt, required
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -129,7 +129,11 @@ def _issues(exc: fastjsonschema.JsonSchemaValueException) -> list[ValidationIssu
     if rule == "required" and isinstance(value, dict):
         missing = [key for key in definition.get("required", ()) if key not in value]
         fields = definition.get("properties", {})
-        return [ValidationIssue((*path, key), rule, required(fields.get(key))) for key in missing]
+        sent = misspelt(value, definition, missing)  # a missing property often came misspelt
+        return [
+            ValidationIssue((*path, key), rule, required(fields.get(key), sent.get(key)))
+            for key in missing
+        ]
     if rule == "additionalProperties" and isinstance(value, dict):
         known = definition.get("properties", {})
         patterns = [re.compile(p) for p in definition.get("patternProperties", {})]

@@ -4,17 +4,20 @@
 definition, the value) into the end of a refusal's sentence, e.g. ``must be one of "q", "r"``
 or ``must be "use", "only", "all" or null, got "maybe"``; `agora.mcp.validation` puts the
 field's name in front; `required` words a missing property, and says to send null when its
-schema takes null, so a model does not invent a value it has none of. Pure functions over
-plain values.
+schema takes null, so a model does not invent a value it has none of, and names the argument
+sent in its place when one looks like it misspelt (`misspelt`). Pure functions over plain
+values.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
 
 _JSON_TYPES = {type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string"}
 _JSON_TYPES |= {dict: "object", list: "array"}
@@ -105,9 +108,53 @@ REQUIRED = "is required"
 REQUIRED_NULLABLE = "is required (send null if there is none)"
 
 
-def required(schema: Any) -> str:
-    """The words for a missing property whose schema is ``schema``."""
-    return REQUIRED_NULLABLE if _takes_null(schema) else REQUIRED
+#: At most this many sent names the schema does not know are weighed as misspellings, each
+#: at most this long: a misspelling is a short name, and a refusal echoes little of the call.
+_MOST_GUESSED = 32
+_LONGEST_GUESSED = 64
+
+
+def required(schema: Any, misspelling: tuple[str, str] | None = None) -> str:
+    """The words for a missing property whose schema is ``schema``; ``misspelling``: the
+    name the caller sent that is probably this property misspelt, and the property's name
+    (`misspelt`), so the refusal says which argument to rename."""
+    nullable = _takes_null(schema)
+    if misspelling is None:
+        return REQUIRED_NULLABLE if nullable else REQUIRED
+    sent, name = misspelling
+    null = "send null if there is none; " if nullable else ""
+    return f"{REQUIRED} ({null}you sent '{sent}': did you mean '{name}'?)"
+
+
+def misspelt(
+    value: Mapping[str, Any], definition: Mapping[str, Any], missing: Iterable[str]
+) -> dict[str, tuple[str, str]]:
+    """Which name ``value`` holds in place of each ``missing`` property of ``definition``,
+    as ``{property: (sent, property)}`` (`required`'s ``misspelling``): a sent name the schema
+    names neither in ``properties`` nor by ``patternProperties`` whose closest property (as
+    difflib rates it, like the router's unknown-argument warnings) is the missing one. Only
+    refusals get here: a valid call pays nothing for it."""
+    known = definition.get("properties", {})
+    wanted, names = set(missing), sorted(known)
+    if not wanted or not names:
+        return {}
+    patterns = [re.compile(p) for p in definition.get("patternProperties", {})]
+    guesses: dict[str, tuple[str, str]] = {}
+    weighed = 0
+    for sent in value:
+        if not isinstance(sent, str) or sent in known or len(sent) > _LONGEST_GUESSED:
+            continue
+        if not sent.isprintable():
+            continue
+        if any(p.search(sent) for p in patterns):
+            continue
+        close = difflib.get_close_matches(sent, names, n=1, cutoff=0.6)
+        if close and close[0] in wanted:
+            guesses.setdefault(close[0], (sent, close[0]))
+        weighed += 1
+        if weighed == _MOST_GUESSED:
+            break
+    return guesses
 
 
 def _takes_null(schema: Any) -> bool:
