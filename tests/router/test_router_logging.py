@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import sys
 
 import pytest
+from memory_support import completed_run, observe_policy, remember_args
 from router_driver import ctx, event_args, plan_args
 
 from agora.errors import ProtocolError
@@ -107,3 +110,91 @@ def _transition(proposal_id: str) -> dict:
         "current_context_fingerprint": "sha256:" + "ab" * 32, "expected_state_version": 1,
         "idempotency_key": "decide", "correlation_id": "corr-proposal",
     }  # fmt: skip
+
+
+def _logged_as_a_runs(caplog: pytest.LogCaptureFixture, line: str) -> bool:
+    """Whether ``line`` was logged as a run's refusals are: the run module's logger, INFO."""
+    return any(r.getMessage() == line and r.name == "agora.toolsets.router.run"
+               and r.levelno == logging.INFO for r in caplog.records)  # fmt: skip
+
+
+async def test_every_refused_memory_write_is_logged_with_its_correlation_id(
+    router, caplog, tmp_path, options
+):
+    """Reviewer finding: the Memory tools' refusals were answered unlogged, where every
+    refused write to a run is logged with its correlation_id."""
+    root = observe_policy(tmp_path, options)
+    (root / ".codex" / "workflow-skill-router-memory.json").write_text(json.dumps(
+        {"format": "agora-router-memory-request/1", "requested_mode": "reviewed"}))  # fmt: skip
+    done = await completed_run(router)
+    kept = await router.call("remember_workflow", **remember_args(done, root, idempotency_key="k"))
+    obs = kept["observation_id"]
+    caplog.set_level(logging.INFO, logger="agora.toolsets.router")
+    feedback = {"context": ctx(), "workflow_run_id": done, "observation_id": obs,
+                "workspace_root": str(root), "feedback_type": "corrected",
+                "reason_code": "user-correction", "correction_dimensions": [],
+                "original_route_digest": None, "corrected_route_digest": None,
+                "idempotency_key": "fb"}  # fmt: skip
+    nowhere, proposal, revision = (f"{kind}:{'0' * 32}" for kind in
+                                   ("observation", "proposal", "revision"))  # fmt: skip
+    digest = "sha256:" + "0" * 64
+    refused = [
+        ("remember_workflow", done, "idempotency-conflict",
+         remember_args(done, root, idempotency_key="k", risk_class="r1")),
+        ("record_route_feedback", obs, "correction-unbound", feedback),
+        ("record_route_feedback", nowhere, "observation-not-found",
+         {**feedback, "feedback_type": "accepted", "observation_id": nowhere}),
+        ("purge_workflow_memory", "history-only", "idempotency-conflict",
+         {"context": ctx(), "scope": "history-only", "confirmed": True,
+          "expected_summary_digest": digest, "include_managed_profiles": False,
+          "idempotency_key": "k"}),
+        ("transition_profile_update", proposal, "idempotency-conflict",
+         {"context": ctx(), "workspace_root": str(root), "proposal_id": proposal,
+          "expected_proposal_digest": digest, "expected_profile_digest": digest,
+          "expected_state_version": 1, "action": "approve", "idempotency_key": "k"}),
+        ("rollback_profile_revision", revision, "idempotency-conflict",
+         {"context": ctx(), "workspace_root": str(root), "source_revision_id": revision,
+          "expected_profile_digest": digest, "idempotency_key": "k"}),
+    ]  # fmt: skip
+    for n, (tool, on, code, args) in enumerate(refused):
+        body = await router.refused(tool, **{**args, "correlation_id": f"corr-memory-{n}"})
+        assert body["code"] == code, tool
+        line = f"router {tool} on {on} refused: {code} (correlation corr-memory-{n})"
+        assert _logged_as_a_runs(caplog, line), line
+
+
+async def test_every_refused_evaluation_is_logged_with_its_correlation_id(
+    router, caplog, tmp_path, options
+):
+    """Reviewer finding: the evaluation tools' refusals were answered unlogged, where every
+    refused write to a run is logged with its correlation_id."""
+    caplog.set_level(logging.INFO, logger="agora.toolsets.router")
+    base = {"context": ctx(), "authorization_ref": "auth-ok", "idempotency_key": "e"}
+    runs = {"baseline_run_id": "eval-a", "candidate_run_id": "eval-b"}
+    export = {"comparison_ref": "eval-a~eval-b", "export_kind": "comparison-summary",
+              "attestation_ref": None}  # fmt: skip
+    run = {"sealed_case_ref": "no-such-case", "repeats": 1}
+    refused = [
+        ("run_model_evaluation", "no-such-case", "capability-unavailable", {**base, **run}),
+        ("compare_evaluations", "eval-a~eval-b", "capability-unavailable", {**base, **runs}),
+        ("export_router_artifact", "eval-a~eval-b", "capability-unavailable",
+         {**base, **export}),
+    ]  # fmt: skip
+    configured = [
+        ("run_model_evaluation", "no-such-case", "evaluation-not-authorized",
+         {**base, **run, "authorization_ref": "auth-other"}),
+        ("run_model_evaluation", "no-such-case", "sealed-case-unknown", {**base, **run}),
+        ("compare_evaluations", "eval-a~eval-b", "evaluation-run-unknown", {**base, **runs}),
+        ("export_router_artifact", "eval-a~eval-b", "comparison-unknown", {**base, **export}),
+    ]  # fmt: skip
+    for n, (tool, on, code, args) in enumerate([*refused, *configured]):
+        if n == len(refused):  # read at each call: from here on an adapter is configured
+            (tmp_path / "cases").mkdir()
+            options["router"]["adapter"] = {
+                "command": [sys.executable, "-c", "pass"], "cases_dir": str(tmp_path / "cases"),
+                "authorizations": ["auth-ok"],
+            }  # fmt: skip
+        body = await router.refused(tool, **{**args, "correlation_id": f"corr-eval-{n}"})
+        assert body["code"] == code, tool
+        line = f"router {tool} on {on} refused: {code} (correlation corr-eval-{n})"
+        assert _logged_as_a_runs(caplog, line), line

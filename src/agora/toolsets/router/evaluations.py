@@ -18,6 +18,7 @@ from agora.toolsets.router import evaluation, replies
 from agora.toolsets.router.adapter import AdapterConfig, CaseError, load_case, run_attempt
 from agora.toolsets.router.digests import request_digest, stable_id
 from agora.toolsets.router.records import RECORDS, Get, Put, Replay
+from agora.toolsets.router.run import refusals_logged
 
 if TYPE_CHECKING:
     from agora.toolsets.base import ToolCall
@@ -37,6 +38,11 @@ def _adapter(call: ToolCall) -> tuple[AdapterConfig, str, str, str]:
     return config, a["context"]["session_id"], a["idempotency_key"], request_digest(call.tool, a)
 
 
+def comparison_ref(args: dict[str, Any]) -> str:
+    """The record id of a comparison, ``<baseline_run_id>~<candidate_run_id>``."""
+    return f"{args['baseline_run_id']}{COMPARISON_SEPARATOR}{args['candidate_run_id']}"
+
+
 async def _document(call: ToolCall, record_id: str, session: str) -> dict[str, Any] | None:
     doc: dict[str, Any] | None = await call.runtime.call(RECORDS, record_id, Get(session))
     return doc
@@ -54,6 +60,7 @@ async def _put(
     return stored
 
 
+@refusals_logged(lambda a: a["sealed_case_ref"])
 async def run_model_evaluation(call: ToolCall) -> dict[str, Any]:
     """Run fresh attempts of a sealed case through the configured adapter."""
     config, session, key, digest = _adapter(call)
@@ -74,11 +81,12 @@ async def run_model_evaluation(call: ToolCall) -> dict[str, Any]:
     return await _put(call, run_id, "evaluation", doc, result)
 
 
+@refusals_logged(comparison_ref)
 async def compare_evaluations(call: ToolCall) -> dict[str, Any]:
     """Compare two recorded evaluation runs of this session."""
     _config, session, key, digest = _adapter(call)
     base_id, cand_id = call.args["baseline_run_id"], call.args["candidate_run_id"]
-    ref = f"{base_id}{COMPARISON_SEPARATOR}{cand_id}"
+    ref = comparison_ref(call.args)
     replayed = await call.runtime.call(RECORDS, ref, Replay(session, key, digest))
     if replayed is not None:
         return dict(replayed)
@@ -92,6 +100,7 @@ async def compare_evaluations(call: ToolCall) -> dict[str, Any]:
     return await _put(call, ref, "comparison", doc, result)
 
 
+@refusals_logged(lambda a: a["comparison_ref"])
 async def export_router_artifact(call: ToolCall) -> dict[str, Any]:
     """Export a recorded comparison as a sanitized artifact that stays review-required."""
     _config, session, key, digest = _adapter(call)

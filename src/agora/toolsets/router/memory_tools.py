@@ -47,7 +47,7 @@ from agora.toolsets.router.memory import (
     Sweep,
 )
 from agora.toolsets.router.ownership import memory_key, memory_key_of, memory_owner
-from agora.toolsets.router.run import kind_of
+from agora.toolsets.router.run import kind_of, refusals_logged
 from agora.toolsets.router.sql import stamp
 
 if TYPE_CHECKING:
@@ -200,6 +200,7 @@ def _ineligible(a: dict[str, Any], policy: memory_policy.Policy, run: dict[str, 
     return reasons
 
 
+@refusals_logged(lambda a: a["workflow_run_id"])
 async def remember_workflow(call: ToolCall) -> dict[str, Any]:
     """Record one eligible completed workflow under the opt-in policy."""
     a = call.args
@@ -248,6 +249,7 @@ async def remember_workflow(call: ToolCall) -> dict[str, Any]:
     return reply
 
 
+@refusals_logged(lambda a: a["observation_id"])
 async def record_route_feedback(call: ToolCall) -> dict[str, Any]:
     """Record typed feedback bound to an observation of the caller's session and run."""
     a = call.args
@@ -288,6 +290,7 @@ async def record_route_feedback(call: ToolCall) -> dict[str, Any]:
     return reply
 
 
+@refusals_logged(lambda a: a["scope"])
 async def purge_workflow_memory(call: ToolCall) -> dict[str, Any]:
     """Purge one confirmed scope bound to the current summary digest."""
     a = call.args

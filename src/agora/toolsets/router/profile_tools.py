@@ -42,6 +42,7 @@ from agora.toolsets.router.memory_tools import (
     receipt_fields,
 )
 from agora.toolsets.router.ownership import memory_key
+from agora.toolsets.router.run import refusals_logged
 from agora.toolsets.router.sql import stamp
 
 if TYPE_CHECKING:
@@ -182,6 +183,7 @@ def _decided(proposal: dict[str, Any]) -> Guided:
                   "a proposal on the current managed Profile.")  # fmt: skip
 
 
+@refusals_logged(lambda a: a["proposal_id"])
 async def transition_profile_update(call: ToolCall) -> dict[str, Any]:
     """Approve or reject the exact reviewed preview of a candidate."""
     a = call.args
@@ -268,6 +270,7 @@ def _diff(old: str, new: str) -> str:
     }).decode()  # fmt: skip
 
 
+@refusals_logged(lambda a: a["source_revision_id"])
 async def rollback_profile_revision(call: ToolCall) -> dict[str, Any]:
     """Propose, for review, to restore a managed Profile's earlier revision; writes no Profile."""
     a = call.args

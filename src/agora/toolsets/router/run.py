@@ -40,9 +40,12 @@ from agora.toolsets.router.index import RunIndex, index_of
 from agora.toolsets.router.state import Applied, CorruptRun, Item, RunState, from_rows
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from agora.runtime.clock import Now
     from agora.runtime.registry import Runtime
     from agora.store.neutral import ReadConn
+    from agora.toolsets.base import Handler, ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -225,6 +228,28 @@ def logged(tool: str, key: str, refusal: ToolError, correlation: str) -> None:
     agent's failed call by its ``correlation_id`` (conflicts and missing runs included)."""
     log.info("router %s on %s refused: %s (correlation %s)", tool, loggable(key),
              refusal.body.get("code"), loggable(correlation))  # fmt: skip
+
+
+def refusals_logged(subject: Callable[[dict[str, Any]], str]) -> Callable[[Handler], Handler]:
+    """A Memory or evaluation write's handler whose refusals are `logged` as a run's are,
+    ``subject`` naming what the write acts on (from its arguments) where a run's line names
+    the run: such a write does not go through a run's `WorkflowRun._refused`. An internal
+    error is not a refusal: it is logged under its own ``corr-`` id."""
+
+    def wrap(handler: Handler) -> Handler:
+        @functools.wraps(handler)
+        async def logging_refusals(call: ToolCall) -> dict[str, Any]:
+            try:
+                result: dict[str, Any] = await handler(call)
+            except ToolError as refused:
+                if refused.body.get("code") != "internal-error":
+                    logged(call.tool, subject(call.args), refused, call.args["correlation_id"])
+                raise
+            return result
+
+        return logging_refusals
+
+    return wrap
 
 
 #: The reads of an existing run, one per command type (they change nothing).
