@@ -165,6 +165,12 @@ def wants_html(request: Request) -> bool:
 #: 980 px wide and shrinks it to the screen, so its text shows at a third of its size.
 VIEWPORT = '<meta name="viewport" content="width=device-width, initial-scale=1">'
 
+#: The look every HTML page of agora's starts from (a chamber page's, and `error_page`'s):
+#: a 500 page must not fall back to the browser's serif where a 400 page does not.
+PAGE_STYLE = (
+    "body{font:15px/1.5 system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem}"
+)
+
 #: The headers of `error_page`: no script, style or anything else may load; no sniffing.
 _PAGE_HEADERS = (
     ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'"),
@@ -190,7 +196,8 @@ def error_page(status: int, message: str) -> Response:
     title = error_title(status)
     text = (
         f"<!doctype html><html lang=en><meta charset=utf-8>{VIEWPORT}<title>{title}</title>"
-        f"<body><h1>{title}</h1><p>{html.escape(message)}</p></body></html>"
+        f"<style>{PAGE_STYLE}</style><body><h1>{title}</h1><p>{html.escape(message)}</p>"
+        "</body></html>"
     )
     response = Response.html(text, status)
     response.headers.extend(_PAGE_HEADERS)
