@@ -40,3 +40,16 @@ async def test_a_500_page_is_styled_as_the_400_page_is(wall, monkeypatch):
     assert style.search(refused)
     assert style.search(failed.text)
     assert style.search(failed.text).group(0) == style.search(refused).group(0)
+
+
+async def test_board_medians_are_always_json_floats(wall):
+    with trio.fail_after(TIMEOUT):
+        async with open_pages(wall) as pages:
+            await pages.card(product="odd-1")
+            for _ in range(2):
+                await pages.card(product="even-2")
+            rows = (await pages.get("/board")).json()["suites"]["chambre-chrono-v0"]
+    assert {r["product"] for r in rows} == {"odd-1", "even-2"}
+    for r in rows:
+        medians = (r["median_actions"], r["median_hints"], r["median_wrong_submissions"])
+        assert all(type(m) is float for m in medians), r

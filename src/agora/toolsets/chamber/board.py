@@ -3,7 +3,8 @@
 Only cards whose signed body says the server drew the seed count: a chosen seed can be
 replayed, so practice cards never rank. Each row is one product in one suite: attempts
 (every sealed card: solved, failed, expired or quarantined), successes, success rate, and
-the median actions, hints and wrong submissions per attempt; rows rank by success rate,
+the median actions, hints and wrong submissions per attempt (always floats, ``2.0`` as
+well as ``2.5``); rows rank by success rate,
 then fewer median actions, then more attempts. `rank` is pure: the rows come from
 `store.board_cards`, the pages from `board_web`.
 """
@@ -62,6 +63,12 @@ class BoardRow:
         }
 
 
+def _median(values: Iterable[int]) -> float:
+    """The median as a float whatever the count: JSON readers get one number type
+    (``statistics.median`` gives an int for an odd count, a float for an even one)."""
+    return float(statistics.median(values))
+
+
 def rank(rows: Iterable[CardRow]) -> dict[str, list[BoardRow]]:
     """Suite id -> its products, best first.
 
@@ -85,9 +92,9 @@ def rank(rows: Iterable[CardRow]) -> dict[str, list[BoardRow]]:
                 solved=outcomes.count("solved"),
                 expired=outcomes.count("expired"),
                 quarantined=outcomes.count("quarantined"),
-                median_actions=statistics.median(c[3] for c in cards),
-                median_hints=statistics.median(c[4] for c in cards),
-                median_wrong=statistics.median(c[5] for c in cards),
+                median_actions=_median(c[3] for c in cards),
+                median_hints=_median(c[4] for c in cards),
+                median_wrong=_median(c[5] for c in cards),
                 hints_total=sum(c[4] for c in cards),
                 wrong_total=sum(c[5] for c in cards),
             )
