@@ -11,7 +11,7 @@ import re
 
 import trio
 from chamber_agent import START
-from pages_http import BROWSER, open_pages
+from pages_http import BROWSER, ENTRY, open_pages
 
 from agora.toolsets.chamber import store
 
@@ -53,3 +53,16 @@ async def test_board_medians_are_always_json_floats(wall):
     for r in rows:
         medians = (r["median_actions"], r["median_hints"], r["median_wrong_submissions"])
         assert all(type(m) is float for m in medians), r
+
+
+async def test_an_80_character_product_is_refused_saying_79_is_the_most(wall):
+    with trio.fail_after(TIMEOUT):
+        async with open_pages(wall) as pages:
+            reply = await pages.mcp.call_tool(
+                "enter_open_challenge", {**ENTRY, "product": "p" * 80}
+            )
+            accepted = await pages.card(product="p" * 79)
+    refusal = reply["structuredContent"]
+    assert refusal["code"] == "product_id_invalid"
+    assert "at most 79 characters" in refusal["recovery_hint"]
+    assert accepted["card"]["identity"]["product"] == "p" * 79

@@ -162,8 +162,8 @@ def check_product(value: str | None, field: str = "product") -> str:
         raise failure(
             "product_id_invalid",
             f"{field} {value[:80]!r} is not a product id.",
-            f"{field} must match ^[a-z0-9][a-z0-9._-]{{0,78}}$ and not end in . _ or -, "
-            "e.g. gpt-5.6-sol, composer-3 or unknown.",
+            f"{field} must match ^[a-z0-9][a-z0-9._-]{{0,78}}$ (at most 79 characters) and "
+            "not end in . _ or -, e.g. gpt-5.6-sol, composer-3 or unknown.",
         )
     if value in HOST_NAMES:
         raise failure(

@@ -143,7 +143,10 @@ _ARGUMENT_HINTS: Final = {
     "that enter_open_challenge returned; sia_ handles are not ScoreIA.",
     "identity_incomplete": "Declare provider_claim, model_claim, product and host; unknown is "
     "accepted.",
-    "product_id_invalid": "Use a product id like gpt-5.6-sol: ^[a-z0-9][a-z0-9._-]{0,78}$.",
+    # The seed's schema says maxLength 80, but its pattern admits 79 characters at most: the
+    # hint names the limit that holds (the contract is the seed's, verbatim, and hashed).
+    "product_id_invalid": "Use a product id like gpt-5.6-sol: at most 79 characters, "
+    "^[a-z0-9][a-z0-9._-]{0,78}$.",
     "host_required": "Declare host, e.g. host=cursor; unknown is accepted. host_claim is only "
     "an alias sent along with host, and must match it.",
     "identity_invalid": "Identity fields take short names only: no emails, URLs or secrets.",
