@@ -98,8 +98,20 @@ async def test_the_board_in_chromium_ranks_products_and_links_to_their_cards(
     solved, failed = made["solved"]["card"], made["failed"]["card"]
     assert failed["hints_used"] == failed["actions_used"] == 1
     assert seen["rows"] == [
-        ["1", "gpt-5.6-sol", "1", "100% (1)", str(solved["actions_used"]), "0", "0", "1 card"],
-        ["2", "composer-3", "1", "0% (0)", "1", "1", "0", "1 card"],
+        [
+            "1",
+            "gpt-5.6-sol",
+            "1",
+            "1",
+            "100%",
+            "0",
+            "0",
+            str(solved["actions_used"]),
+            "0",
+            "0",
+            "1 card",
+        ],
+        ["2", "composer-3", "1", "0", "0%", "0", "0", "1", "1", "0", "1 card"],
     ]
     assert len(seen["cards_page"]) == 1
     assert seen["cards_page"][0].startswith(made["solved"]["card_id"])

@@ -41,7 +41,8 @@ HIDDEN = """() => {
 def _row(rank: int, product: str, attempts: int) -> dict[str, Any]:
     return {
         "rank": rank, "product": product, "attempts": attempts, "solved": attempts - 1,
-        "success_rate": (attempts - 1) / attempts, "median_actions": 12.5, "median_hints": 1,
+        "success_rate": (attempts - 1) / attempts, "expired": 1, "quarantined": 0,
+        "median_actions": 12.5, "median_hints": 1.0,
         "median_wrong_submissions": 0.5, "cards": f"/board/cards?suite=s&product={product}",
     }  # fmt: skip
 

@@ -16,7 +16,19 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.toolsets.chamber import board, store
-from agora.toolsets.chamber.web import HEADERS, error_response, page
+from agora.toolsets.chamber.web import (
+    HEADERS,
+    UNKNOWN_AFTER,
+    BadQuery,
+    check_format,
+    error_response,
+    next_link,
+    next_page,
+    page,
+    paged,
+    parse_day,
+    parse_limit,
+)
 from agora.web.http import Request, Response, Route, wants_html
 
 if TYPE_CHECKING:
@@ -42,17 +54,16 @@ _BOARD_STYLE = (
 )
 
 
-class BadQuery(ValueError):
-    """A board query that cannot be answered (the message says why)."""
-
-
 def _range(request: Request, today: dt.date) -> tuple[str, str]:
-    try:
-        last = dt.date.fromisoformat(request.query.get("to") or today.isoformat())
-        default_first = last - dt.timedelta(days=DEFAULT_DAYS - 1)
-        first = dt.date.fromisoformat(request.query.get("from") or default_first.isoformat())
-    except ValueError as exc:
-        raise BadQuery("from and to must be dates YYYY-MM-DD") from exc
+    """``(from, to)`` of a board query; the default range is clamped at the calendar's
+    first day rather than reaching before it."""
+    check_format(request)
+    last = parse_day(request.query.get("to") or today.isoformat(), "to")
+    given = request.query.get("from")
+    if given:
+        first = parse_day(given, "from")
+    else:
+        first = last - dt.timedelta(days=min(DEFAULT_DAYS - 1, (last - dt.date.min).days))
     if first > last:
         raise BadQuery("from must not be after to")
     if (last - first).days >= MAX_DAYS:
@@ -107,8 +118,8 @@ def board_route(suite_ids: tuple[str, ...]) -> Route:
 
 
 #: The headings of the figure columns, in order (and their labels on a narrow screen).
-_FIGURES: Final = ("#", "attempts", "success rate", "median actions", "median hints",
-                   "median wrong")  # fmt: skip
+_FIGURES: Final = ("#", "attempts", "solved", "success rate", "expired", "quarantined",
+                   "median actions", "median hints", "median wrong")  # fmt: skip
 
 
 def _cards_label(n: int) -> str:
@@ -123,8 +134,7 @@ def _board_html(body: dict[str, Any]) -> str:
         "practice runs on chosen seeds never rank. Products are participant claims; every "
         "row links to the signed cards behind it.</p>",
     ]
-    heads = ("#", "product", "attempts", "success rate", "median actions", "median hints",
-             "median wrong", "cards")  # fmt: skip
+    heads = (_FIGURES[0], "product", *_FIGURES[1:], "cards")
     for suite, rows in body["suites"].items():
         parts.append(f"<h2>{html.escape(suite)}</h2>")
         if not rows:
@@ -134,9 +144,9 @@ def _board_html(body: dict[str, Any]) -> str:
         lines = []
         for r in rows:
             href = html.escape(r["cards"], quote=True)
-            figures = (r["rank"], r["attempts"], f"{r['success_rate']:.0%} ({r['solved']})",
-                       f"{r['median_actions']:g}", f"{r['median_hints']:g}",
-                       f"{r['median_wrong_submissions']:g}")  # fmt: skip
+            figures = (r["rank"], r["attempts"], r["solved"], f"{r['success_rate']:.0%}",
+                       r["expired"], r["quarantined"], f"{r['median_actions']:g}",
+                       f"{r['median_hints']:g}", f"{r['median_wrong_submissions']:g}")  # fmt: skip
             labelled = zip(_FIGURES, figures, strict=True)
             n = [f'<td class=n data-label="{h}">{v}</td>' for h, v in labelled]
             cells = (
@@ -153,31 +163,44 @@ def _board_html(body: dict[str, Any]) -> str:
 
 
 async def get_board_cards(request: Request, runtime: Runtime) -> Response:
-    """``GET /board/cards?suite=&product=&from=&to=[&after=ID]``: the cards behind one row."""
+    """``GET /board/cards?suite=&product=&from=&to=[&after=ID][&limit=N]``: the cards behind
+    one row, in the order sealed; ``next_after`` (and a "Next page" link) when more follow."""
     suite, product = request.query.get("suite", ""), request.query.get("product", "")
+    after = request.query.get("after", "")
     try:
         if not suite or not product:
             raise BadQuery("suite and product are required")
         first, last = _range(request, runtime.clock.wall().astimezone(dt.UTC).date())
+        limit = parse_limit(request)
+        rows = await runtime.read(
+            lambda c: store.board_card_ids(c, suite, product, first, last, after, limit + 1)
+        )
     except BadQuery as exc:
         return error_response(request, 400, str(exc))
-    after = request.query.get("after", "")
-    rows = await runtime.read(
-        lambda conn: store.board_card_ids(conn, suite, product, first, last, after, 200)
-    )
+    except store.UnknownCursor:
+        return error_response(request, 400, UNKNOWN_AFTER)
+    shown, last_id = paged(rows, limit)
     body: dict[str, Any] = {"suite": suite, "product": product, "from": first, "to": last}
-    body["cards"] = [{**r, "url": f"/cards/{r['card_id']}"} for r in rows]
-    if len(rows) == 200:
-        body["next_after"] = rows[-1]["card_id"]
+    body["cards"] = [{**r, "url": f"/cards/{r['card_id']}"} for r in shown]
+    if last_id is not None:
+        body["next_after"] = last_id
     if not wants_html(request):
         return _json(body)
     items = "".join(
         f'<li><a href="{html.escape(c["url"], quote=True)}">{html.escape(c["card_id"])}</a> '
-        f"{html.escape(c['outcome'])}, {c['actions_used']} actions</li>"
+        f"{html.escape(c['sealed_at'])} {html.escape(c['outcome'])}, "
+        f"{c['actions_used']} actions</li>"
         for c in body["cards"]
     )
     title = f"{product} on {suite}, {first} to {last}"
-    return page(title, f"<h1>{html.escape(title)}</h1><ul>{items or '<li>none</li>'}</ul>")
+    empty = f"No server-seeded cards of {product} on {suite} from {first} to {last}."
+    listing = f"<ul>{items}</ul>" if items else f"<p>{html.escape(empty)}</p>"
+    more = next_link(None if last_id is None else next_page("/board/cards", request, last_id))
+    inner = (
+        f"<h1>{html.escape(title)}</h1><nav><p><a href=/board>Board</a></p></nav>"
+        f"<p>In the order sealed (UTC).</p>{listing}{more}"
+    )
+    return page(title, inner)
 
 
 def routes(suite_ids: tuple[str, ...]) -> tuple[Route, Route]:

@@ -285,15 +285,40 @@ def card_document(conn: ReadConn, card_id: str) -> bytes | None:
     return cards.publish(bytes(row[1]), None if row[2] is None else json.loads(row[2]))
 
 
+#: Listings run in the order sealed, the card id breaking ties, so a page starts just past
+#: its last card; 0.2.0 cards have no ``sealed_at`` and come first (``COALESCE``: NULLs sort
+#: first in SQLite, last in PostgreSQL).
+_SEALED_KEY = "COALESCE(sealed_at, '')"
+_AFTER = f" AND ({_SEALED_KEY} > ? OR ({_SEALED_KEY} = ? AND card_id > ?))"
+_IN_ORDER = f" ORDER BY {_SEALED_KEY}, card_id LIMIT ?"
+
+
+class UnknownCursor(ValueError):
+    """``after`` names no card: a page can only start after a card that exists."""
+
+
+def _after(conn: ReadConn, after: str) -> tuple[str, str, str]:
+    """`_AFTER`'s parameters: just past card ``after`` ("" = the start); `UnknownCursor`
+    if no card has that id."""
+    if not after:
+        return "", "", ""
+    row = conn.execute(
+        f"SELECT {_SEALED_KEY} FROM chamber_cards WHERE card_id = ?", (after,)
+    ).fetchone()
+    if row is None:
+        raise UnknownCursor(after)
+    return row[0], row[0], after
+
+
 def list_cards(
     conn: ReadConn, date: str, after: str = "", limit: int = 200
 ) -> list[dict[str, Any]]:
-    """Cards sealed on UTC ``date`` (``YYYY-MM-DD``), by id, after ``after``."""
+    """Cards sealed on UTC ``date`` (``YYYY-MM-DD``) in the order sealed, after card
+    ``after`` (`UnknownCursor` if it names none), at most ``limit``."""
     rows = conn.execute(
         "SELECT card_id, toolset_id, sealed_at, suite_id, outcome, body IS NULL, signature,"
-        " seed_source FROM chamber_cards WHERE sealed_date = ? AND card_id > ?"
-        " ORDER BY card_id LIMIT ?",
-        (date, after, limit),
+        " seed_source, product FROM chamber_cards WHERE sealed_date = ?" + _AFTER + _IN_ORDER,
+        (date, *_after(conn, after), limit),
     ).fetchall()
     listing = []
     for r in rows:
@@ -301,7 +326,7 @@ def list_cards(
         entry = {"card_id": r[0], "toolset_id": r[1], "evidence_status": status}
         if not r[5]:
             entry.update(sealed_at=r[2][:19] + "Z", suite_id=r[3], outcome=r[4])
-            entry.update(seed_source=r[7], practice=r[7] != "server")
+            entry.update(seed_source=r[7], practice=r[7] != "server", product=r[8])
         listing.append(entry)
     return listing
 
@@ -348,12 +373,12 @@ def board_card_ids(
     after: str = "",
     limit: int = 200,
 ) -> list[dict[str, Any]]:
-    """The server-seeded cards behind one board row, by id after ``after``."""
+    """The server-seeded cards behind one board row in the order sealed, after card
+    ``after`` (`UnknownCursor` if it names none)."""
+    where = _BOARD_WHERE + " AND suite_id = ? AND product = ?" + _AFTER
     rows = conn.execute(
-        "SELECT card_id, sealed_at, outcome, actions_used"
-        + _BOARD_WHERE
-        + " AND suite_id = ? AND product = ? AND card_id > ? ORDER BY card_id LIMIT ?",
-        ("server", first, last, suite_id, product, after, limit),
+        "SELECT card_id, sealed_at, outcome, actions_used" + where + _IN_ORDER,
+        ("server", first, last, suite_id, product, *_after(conn, after), limit),
     ).fetchall()
     return [
         {"card_id": r[0], "sealed_at": r[1][:19] + "Z", "outcome": r[2], "actions_used": r[3]}

@@ -35,7 +35,7 @@ HEADERS = [
 #: phone's screen (375 px) rather than widen the page past it. A field name stays whole; on
 #: a phone it may break after an underscore (`_name`), never mid-word (``card_sha2 / 56``).
 _STYLE = (
-    "body{font:15px/1.5 system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem}"
+    f"{http.PAGE_STYLE}h1,h2,li{{overflow-wrap:anywhere}}"
     "table{border-collapse:collapse}td,th{padding:.2rem .6rem;border-bottom:1px solid #ddd;"
     "text-align:left;vertical-align:top;overflow-wrap:anywhere}"
     "th{overflow-wrap:normal}th wbr{display:none}code,pre{font-size:13px;word-break:break-all}"
@@ -44,6 +44,69 @@ _STYLE = (
 
 
 _PRACTICE = " <strong>practice</strong>"
+#: How many cards a listing page holds unless ``limit`` says otherwise, and at most.
+PAGE_CARDS = 200
+MAX_PAGE_CARDS = 1000
+
+
+class BadQuery(ValueError):
+    """A page query that cannot be answered (the message says why, naming the parameter)."""
+
+
+def parse_day(text: str, name: str) -> dt.date:
+    """``text`` as a UTC day, written ``YYYY-MM-DD`` and nothing else (every page's rule).
+
+    Raises:
+        BadQuery: naming ``name``, the parameter it came from.
+    """
+    try:
+        if _DATE.match(text):
+            return dt.date.fromisoformat(text)
+    except ValueError:
+        pass
+    raise BadQuery(f"{name} must be a date YYYY-MM-DD")
+
+
+def parse_limit(request: Request) -> int:
+    """The ``limit`` of a listing page: `PAGE_CARDS` unless given, 1 to `MAX_PAGE_CARDS`.
+
+    Raises:
+        BadQuery: a limit out of range or not a whole number.
+    """
+    text = request.query.get("limit", str(PAGE_CARDS))
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_PAGE_CARDS:
+        raise BadQuery(f"limit must be a whole number from 1 to {MAX_PAGE_CARDS}")
+    return int(text)
+
+
+def check_format(request: Request) -> None:
+    """Refuse a ``?format=`` other than the two every page speaks.
+
+    Raises:
+        BadQuery: naming the allowed formats.
+    """
+    if request.query.get("format", "json") not in ("json", "html"):
+        raise BadQuery("format must be json or html (or left out: the Accept header decides)")
+
+
+def next_page(path: str, request: Request, last: str) -> str:
+    """The address of the page after the card ``last``: the same query, ``after=last``."""
+    query = {k: v for k, v in request.query.items() if k not in ("after", "format")}
+    return f"{path}?{urllib.parse.urlencode({**query, 'after': last})}"
+
+
+def paged(rows: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]], str | None]:
+    """The first ``limit`` of ``rows`` (fetched as ``limit + 1``), and the id to continue
+    after when there are more (None on the last page)."""
+    shown = rows[:limit]
+    return shown, shown[-1]["card_id"] if len(rows) > limit else None
+
+
+def next_link(href: str | None) -> str:
+    """The "Next page" link of a listing, or nothing on its last page."""
+    if href is None:
+        return ""
+    return f'<p><a href="{html.escape(href, quote=True)}" rel=next>Next page</a></p>'
 
 
 def page(title: str, inner: str, status: int = 200) -> Response:
@@ -107,15 +170,19 @@ def _practice_note(card: dict[str, Any]) -> str:
     )
 
 
-def _card_links(card: dict[str, Any]) -> str:
-    """Where a card page leads: the board, its day's listing, its JSON document, the keys."""
+def _card_links(card: dict[str, Any], signed: bool | None = None) -> str:
+    """Where a card page leads: the board, its day's listing, its JSON document, the keys
+    (saying so when ``signed`` is False: the keys cannot vouch for an unsigned card)."""
     card_id = urllib.parse.quote(str(card.get("card_id", "")), safe="")
     date = card.get("date")
     links = ["<a href=/board>Board</a>"]
     if isinstance(date, str) and _DATE.match(date):
         links.append(f'<a href="/cards?date={date}">Cards of {date}</a>')
     links.append(f'<a href="/cards/{html.escape(card_id)}?format=json">This card as JSON</a>')
-    links.append(f"<a href={KEYS_PATH}>Signing keys</a>")
+    keys = f"<a href={KEYS_PATH}>Signing keys</a>"
+    if signed is False:
+        keys += " (this card is not signed yet: no key has signed it)"
+    links.append(keys)
     return f"<nav><p>{' · '.join(links)}</p></nav>"
 
 
@@ -140,7 +207,8 @@ def card_html(document: bytes) -> Response:
     title = f"ScoreIA Chamber card {card.get('card_id', '')}"
     status = doc.get("evidence_status") if isinstance(doc, dict) else None
     inner = (
-        f"<h1>{html.escape(title)}</h1>{_card_links(card)}{_practice_note(card)}"
+        f"<h1>{html.escape(title)}</h1>{_card_links(card, doc.get('signature') is not None)}"
+        f"{_practice_note(card)}"
         f"<p>Evidence status: {_cell(status)}. Identity fields are participant claims unless "
         "their assurance says otherwise.</p>"
         f"{_cell(card)}<h2>Integrity</h2>"
@@ -153,6 +221,10 @@ def card_html(document: bytes) -> Response:
 async def get_card(request: Request, runtime: Runtime) -> Response:
     """``GET /cards/{card_id}``: the card document, or its HTML view."""
     card_id = request.params.get("card_id", "")
+    try:
+        check_format(request)
+    except BadQuery as exc:
+        return error_response(request, 400, str(exc))
     if not _CARD_ID.match(card_id):
         return error_response(request, 404, "no such card")
     document = await runtime.read(lambda conn: store.card_document(conn, card_id))
@@ -165,35 +237,48 @@ async def get_card(request: Request, runtime: Runtime) -> Response:
     return response
 
 
+#: The refusal of an ``after`` that names no card (`store.UnknownCursor`).
+UNKNOWN_AFTER = "after must be the id of a card listed here"
+
+
 async def list_cards(request: Request, runtime: Runtime) -> Response:
-    """``GET /cards?date=YYYY-MM-DD[&after=ID][&limit=N]``: cards sealed that UTC day."""
+    """``GET /cards?date=YYYY-MM-DD[&after=ID][&limit=N]``: cards sealed that UTC day, in
+    the order sealed; ``next_after`` (and the page's "Next page" link) when more follow."""
     date = request.query.get("date") or f"{runtime.clock.wall().astimezone(dt.UTC):%Y-%m-%d}"
-    try:
-        if not _DATE.match(date):
-            raise ValueError(date)
-        dt.date.fromisoformat(date)
-        limit = int(request.query.get("limit", "200"))
-    except ValueError:
-        return error_response(request, 400, "date must be YYYY-MM-DD and limit a number")
-    limit = max(1, min(limit, 1000))
     after = request.query.get("after", "")
-    rows = await runtime.read(lambda conn: store.list_cards(conn, date, after, limit))
-    body: dict[str, Any] = {"date": date, "cards": rows}
-    if len(rows) == limit:
-        body["next_after"] = rows[-1]["card_id"]
+    try:
+        check_format(request)
+        parse_day(date, "date")
+        limit = parse_limit(request)
+        rows = await runtime.read(lambda c: store.list_cards(c, date, after, limit + 1))
+    except BadQuery as exc:
+        return error_response(request, 400, str(exc))
+    except store.UnknownCursor:
+        return error_response(request, 400, UNKNOWN_AFTER)
+    shown, last = paged(rows, limit)
+    body: dict[str, Any] = {"date": date, "cards": shown}
+    if last is not None:
+        body["next_after"] = last
     if not wants_html(request):
         response = Response.json(body)
         response.headers.extend(HEADERS)
         return response
     items = "".join(
         f'<li><a href="/cards/{html.escape(r["card_id"], quote=True)}">'
-        f"{html.escape(r['card_id'])}</a> {html.escape(str(r.get('outcome', '')))} "
+        f"{html.escape(r['card_id'])}</a> {html.escape(str(r.get('sealed_at', ''))[11:19])} "
+        f"{html.escape(str(r.get('suite_id') or ''))} "
+        f"<bdi>{html.escape(str(r.get('product') or ''))}</bdi> "
+        f"{html.escape(str(r.get('outcome', '')))} "
         f"{html.escape(r['evidence_status'])}{_PRACTICE * bool(r.get('practice'))}</li>"
-        for r in rows
+        for r in shown
     )
+    listing = f"<ul>{items}</ul>" if items else f"<p>No cards were sealed on {date}.</p>"
+    more = next_link(None if last is None else next_page("/cards", request, last))
     return page(
         f"Chamber cards of {date}",
-        f"<h1>Chamber cards of {html.escape(date)}</h1><ul>{items or '<li>none</li>'}</ul>",
+        f"<h1>Chamber cards of {html.escape(date)}</h1><nav><p><a href=/board>Board</a></p>"
+        f"</nav><p>In the order sealed (UTC): time, suite, product, outcome, evidence.</p>"
+        f"{listing}{more}",
     )
 
 
