@@ -3,7 +3,8 @@
 ``agora serve`` runs in a subprocess and the human's page in headless Chromium (a worker
 thread; `chess_browser`). The board is one tab stop; the arrow keys move between squares (as
 drawn: up is towards the agent), Enter or Space picks a piece and then its target, Escape
-drops the pick, and the focus stays on the board when it is drawn again after the move.
+drops the pick (one made with the mouse too, wherever the focus is), and the focus stays on
+the board when it is drawn again after the move.
 A screen reader finds the grid's eight rows of cells, each named by its square and piece.
 """
 
@@ -121,4 +122,41 @@ async def test_the_human_moves_with_the_keyboard_alone(tmp_path):
     assert seen["moves"] == ["e4"]
     assert seen["focus_after_move"] == "e4"
     assert seen["focus_after_redraw"] == "a2"
+    assert seen["errors"] == []
+
+
+def human_picks_with_the_mouse_then_presses_escape(url: str) -> dict[str, Any]:
+    """As White: click e2, Escape; then e2 and e4 by clicks: the move must be played."""
+    expect = sync_api.expect
+    errors: list[str] = []
+    seen: dict[str, Any] = {}
+    with chromium() as browser:
+        page = seated_white(browser, url, errors)
+        page.click('[data-square="e2"]')
+        expect(page.locator(".square.selected")).to_have_count(1)
+        seen["focus_after_click"] = _focused(page)  # the arrows carry on from the pick
+        page.keyboard.press("Escape")
+        seen["selected_after_escape"] = page.locator(".square.selected").count()
+        # A pick made with the mouse is dropped by Escape wherever the focus went since.
+        page.click('[data-square="e2"]')
+        page.focus("#note")
+        page.keyboard.press("Escape")
+        seen["selected_after_escape_in_note"] = page.locator(".square.selected").count()
+        page.click('[data-square="e2"]')
+        page.click('[data-square="e4"]')
+        expect(page.locator("#moves li .san")).to_have_text(["e4"])
+        seen["errors"] = errors
+    return seen
+
+
+async def test_escape_drops_a_piece_picked_with_the_mouse(tmp_path):
+    with trio.fail_after(60):
+        async with agora_serve(tmp_path / "agora.db") as server:
+            table = await new_table(server.url, "esc")
+            seen = await trio.to_thread.run_sync(
+                human_picks_with_the_mouse_then_presses_escape, table["humanUrl"]
+            )
+    assert seen["selected_after_escape"] == 0
+    assert seen["selected_after_escape_in_note"] == 0
+    assert seen["focus_after_click"] == "e2"
     assert seen["errors"] == []

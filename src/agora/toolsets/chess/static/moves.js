@@ -78,6 +78,19 @@ const chessMoves = (() => {
       return false;
     }
 
+    // Escape: put the picked piece down and close the promotion chooser.
+    function drop() {
+      selected = null;
+      showPromotion(false);
+      redraw();
+    }
+
+    // Escape anywhere on the page drops a pick, however it was made and wherever the focus
+    // went since (a click into the note field, then Escape, drops it too).
+    function pageKeyDown(event) {
+      if (event.key === "Escape" && (selected || pendingPromotion) && page.state()) drop();
+    }
+
     function keyDown(event) {
       const square = event.target.closest ? event.target.closest(".square") : null;
       if (!square || event.altKey || event.ctrlKey || event.metaKey) return;
@@ -87,9 +100,7 @@ const chessMoves = (() => {
         event.preventDefault();
         if (!(isMyTurn(page.state()) && pick(name))) redraw();
       } else if (event.key === "Escape") {
-        selected = null;
-        showPromotion(false);
-        redraw();
+        drop();
       } else if (STEPS[event.key]) {
         event.preventDefault();
         const order = squareOrder(page.state());
@@ -106,8 +117,12 @@ const chessMoves = (() => {
       if (!isMyTurn(page.state()) || event.button > 0) return;
       const square = squareAt(event.clientX, event.clientY);
       if (!square) return;
+      // No native focus (it would come on the release, after a drag began), so the square
+      // is focused here: the keyboard carries on from the pick (arrows, Enter, Escape).
       event.preventDefault();
       focus = square;
+      const node = document.querySelector(`[data-square="${square}"]`);
+      if (node) node.focus({ preventScroll: true });
       const wasPicked = selected === square;
       if (pick(square, false)) return;
       if (selected) {
@@ -185,12 +200,7 @@ const chessMoves = (() => {
         const square = event.target.closest ? event.target.closest(".square") : null;
         if (square) focus = square.dataset.square;
       });
-      $("promotion").addEventListener("keydown", (event) => {
-        if (event.key !== "Escape") return;
-        showPromotion(false);
-        selected = null;
-        redraw();
-      });
+      document.addEventListener("keydown", pageKeyDown);
       document.addEventListener("pointermove", pointerMove);
       document.addEventListener("pointerup", pointerUp);
       document.addEventListener("pointercancel", pointerUp);
