@@ -1,0 +1,94 @@
+"""End to end in a real browser: the board's coordinate labels are legible on a phone.
+
+``agora serve`` runs in a subprocess; two tables' human pages open in headless Chromium (a
+worker thread; `chess_browser`) on a 390x844 phone screen, one seated as White and one as
+Black (the board flips, so other squares carry the labels). Every label's colour must reach
+WCAG's 4.5:1 contrast against the square it sits on, and its text must be at least 12 px.
+Screenshots: ``test-artifacts/chess-coords-white.png`` and ``-black.png``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import trio
+from chess_browser import ARTIFACTS, NEEDS_CHROMIUM, chromium, sync_api
+from chess_page_http import new_table
+from chess_server import agora_serve
+
+pytestmark = [pytest.mark.browser, NEEDS_CHROMIUM]
+
+PHONE = {"width": 390, "height": 844}
+MIN_CONTRAST = 4.5
+MIN_LABEL_PX = 12.0
+
+#: Each coordinate label: its text, its colour, its square's background and its font size.
+_LABELS = """() => [...document.querySelectorAll("#board .coord")].map((label) => ({
+  text: label.textContent,
+  color: getComputedStyle(label).color,
+  background: getComputedStyle(label.closest(".square")).backgroundColor,
+  px: parseFloat(getComputedStyle(label).fontSize),
+}))"""
+
+
+def _luminance(css: str) -> float:
+    """WCAG 2's relative luminance of an opaque ``rgb(r, g, b)`` colour."""
+    red, green, blue = (int(n) / 255 for n in re.findall(r"\d+", css)[:3])
+
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    return 0.2126 * linear(red) + 0.7152 * linear(green) + 0.0722 * linear(blue)
+
+
+def contrast(one: str, two: str) -> float:
+    """WCAG 2's contrast ratio of two opaque colours."""
+    high, low = sorted((_luminance(one), _luminance(two)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def labels_at_both_orientations(white_url: str, black_url: str) -> dict[str, Any]:
+    expect = sync_api.expect
+    errors: list[str] = []
+    seen: dict[str, Any] = {}
+    with chromium() as browser:
+        for side, url, button in (("white", white_url, "#human-white"),
+                                  ("black", black_url, "#agent-white")):  # fmt: skip
+            context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+            page = context.new_page()
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(url)
+            expect(page.locator("#live")).to_have_text("live")
+            page.click(button)
+            expect(page.locator("#role")).to_have_text(f"you play {side}")
+            seen[side] = page.evaluate(_LABELS)
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / f"chess-coords-{side}.png"), full_page=True)
+            context.close()
+    seen["errors"] = errors
+    return seen
+
+
+async def test_the_coordinates_are_legible_at_both_orientations(tmp_path):
+    with trio.fail_after(60):
+        async with agora_serve(tmp_path / "agora.db") as server:
+            white = await new_table(server.url, "cw")
+            black = await new_table(server.url, "cb")
+            seen = await trio.to_thread.run_sync(
+                labels_at_both_orientations, white["humanUrl"], black["humanUrl"]
+            )
+    assert seen["errors"] == []
+    for side in ("white", "black"):
+        labels = seen[side]
+        assert sorted(label["text"] for label in labels) == sorted("12345678abcdefgh"), side
+        backgrounds = {label["background"] for label in labels}
+        assert len(backgrounds) == 2, (side, backgrounds)  # labels on light and dark squares
+        faint = [
+            (label["text"], round(contrast(label["color"], label["background"]), 2))
+            for label in labels
+            if contrast(label["color"], label["background"]) < MIN_CONTRAST
+        ]
+        assert faint == [], side
+        assert min(label["px"] for label in labels) >= MIN_LABEL_PX, side
