@@ -153,6 +153,9 @@ const chessView = (() => {
       row.append(el("span", attrs, move.san));
     }
     moves.scrollTop = moves.scrollHeight;
+    // No empty box before the first move: a line says there is none yet.
+    moves.hidden = state.history.length === 0;
+    $("no-moves").hidden = state.history.length > 0;
     $("pgn").setAttribute("href", pgnUrl);
     // A game with no move and no result yet has nothing to download (the last one is under
     // "Earlier games").
@@ -178,10 +181,10 @@ const chessView = (() => {
       const box = $(id);
       box.replaceChildren();
       box.append(el("span", { class: `dot ${color}` }));
-      let name = color === "white" ? "White" : "Black";
-      if (agentColor === color) name = "Agent";
-      if (humanColor === color) name = human ? "You" : "Human";
-      box.append(el("span", {}, `${name} (${color})`));
+      let label = `${color === "white" ? "White" : "Black"}: not chosen yet`;
+      if (agentColor === color) label = `Agent (${color})`;
+      if (humanColor === color) label = `${human ? "You" : "Human"} (${color})`;
+      box.append(el("span", {}, label));
       const toMove = state.phase !== "over" && state.phase !== "side_choice";
       if (toMove && state.turn === color) box.append(el("span", { class: "turn" }, "to move"));
     }
@@ -230,9 +233,22 @@ const chessView = (() => {
     $("accept-draw").hidden = !(playing && state.drawOffer === "agent");
   }
 
+  // The tab's title says whose turn it is, so a human in another tab sees when to come back.
+  function turnTitle(state) {
+    const human = state.role === "human";
+    const titles = {
+      side_choice: human ? "Choose your side" : "Choosing sides",
+      human_turn: human ? "Your move" : "The human's move",
+      agent_turn: "The agent's move",
+      over: "Game over",
+    };
+    return `${titles[state.phase] || "Loading"} — agora chess`;
+  }
+
   // The whole table: ui is the board's selection (see renderBoard), pgnUrl the PGN link.
   function render(state, ui, pgnUrl) {
     $("table-name").textContent = state.table;
+    document.title = turnTitle(state);
     renderStatus(state);
     renderPlayers(state);
     renderBoard(state, ui);
