@@ -262,20 +262,31 @@ def human_creates_a_table_at_play(base: str) -> dict[str, Any]:
     with chromium() as browser:
         page = new_page(browser, errors)
         page.goto(f"{base}/play")
-        page.fill("#new-table-name", "from-index")
-        page.click("#create-table")
+        page.fill("#new-table-name", "no spaces")
+        page.press("#new-table-name", "Enter")  # a form: Enter creates, as the button does
+        expect(page.locator("#new-table")).to_contain_text("cannot be a table name")
+        refused = page.locator("#new-table").text_content()
+        page.fill("#new-table-name", "From-Index")  # capitals become lower case
+        page.press("#new-table-name", "Enter")
         link = page.locator("#new-table a")
         expect(link).to_have_text("Play at table from-index")
         expect(page.locator("#new-table")).to_contain_text("Agent endpoint: http")
         link.click()
         expect(page.locator("#live")).to_have_text("live")
         url, role = page.url, page.locator("#role").text_content()
+        result_role = page.locator("#new-table").get_attribute("role")
         # A table's own page creates tables with the same script.
         page.fill("#new-table-name", "from-table")
         page.click("#create-table")
         expect(page.locator("#new-table a")).to_have_text("Play at table from-table")
         expect(page.locator("#new-table")).to_contain_text("/mcp/chess/from-table?token=")
-        return {"url": url, "role": role, "errors": errors}
+        return {
+            "url": url,
+            "role": role,
+            "refused": refused,
+            "result_role": result_role,
+            "errors": [e for e in errors if "status of 400" not in e],  # the refused name
+        }
 
 
 async def test_the_play_page_creates_a_table_and_links_to_it(tmp_path):
@@ -285,6 +296,8 @@ async def test_the_play_page_creates_a_table_and_links_to_it(tmp_path):
     assert seen["errors"] == []
     assert "/play/from-index?token=" in seen["url"]
     assert seen["role"] == "you: choose a side"
+    assert seen["refused"].startswith("'no spaces' cannot be a table name: use 1 to 40 letters")
+    assert seen["result_role"] == "status"  # the table page's result is announced too
 
 
 def human_resigns_and_starts_again(url: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import msgspec
 
 from agora.toolsets.chess.game import declined_by_agent
 from agora.toolsets.chess.position import POSITION_CACHE, move_entry, position
-from agora.toolsets.chess.render import game_result
+from agora.toolsets.chess.render import REASON_WORDS, game_result
 from agora.toolsets.chess.replies import GameResult, LegalMove, MoveEntry
 from agora.toolsets.chess.terms import ColorName, Phase, Role, other_color
 
@@ -102,6 +102,26 @@ def _squares(fen: str) -> dict[str, str]:
     return {chess.square_name(sq): piece_code(p) for sq, p in sorted(board.piece_map().items())}
 
 
+def ending(result: GameResult, human: bool) -> str:
+    """A finished game as the page says it: from the human's side, the score last.
+
+    The agent replies' ``summary`` names colours ("0-1: black (human) wins by checkmate.");
+    the page says who won, and that the human resigned when they did.
+    """
+    you = "you" if human else "the human"
+    how = REASON_WORDS[result.reason]
+    score = f"({result.score})"
+    if result.reason == "abandoned":
+        return f"Abandoned: {you} started a new game."
+    if result.winner_role is None:
+        return f"Drawn by {how} {score}."
+    if result.winner_role == "human":
+        return f"{you.capitalize()} won by {how} {score}."
+    if result.reason == "resignation":  # only the human can resign (the agent has no tool)
+        return f"The agent won by resignation: {you} resigned {score}."
+    return f"The agent won by {how} {score}."
+
+
 def _status(snap: Snapshot, human: bool, result: GameResult | None, in_check: bool) -> str:
     match snap.phase:
         case "side_choice":
@@ -114,7 +134,7 @@ def _status(snap: Snapshot, human: bool, result: GameResult | None, in_check: bo
             check = "Check! " if in_check else ""
             return check + ("Your move." if human else "The human is to move.")
         case _:
-            return result.summary if result else "Game over."
+            return ending(result, human) if result else "Game over."
 
 
 def page_state(snap: Snapshot, *, human: bool, public_url: str) -> PageState:

@@ -52,7 +52,8 @@ _STATUS: Final[dict[str, StatusCode]] = {
     "over": "GAME_OVER",
 }
 _MOVE_TEMPLATE: Final = {"from": "<square>", "to": "<square>", "note": "<why>"}
-_REASONS: Final = {
+#: A result reason in words: "won by checkmate", "drawn by agreement".
+REASON_WORDS: Final = {
     "checkmate": "checkmate",
     "stalemate": "stalemate",
     "insufficient_material": "insufficient material",
@@ -156,7 +157,7 @@ def game_result(snap: Snapshot) -> GameResult | None:
     role: Role | None = None
     if result.winner is not None and snap.agent_color is not None:
         role = "agent" if result.winner == snap.agent_color else "human"
-    how = _REASONS[result.reason]
+    how = REASON_WORDS[result.reason]
     if result.winner is None:
         summary = f"{result.score}: drawn by {how}."
         if result.reason == "abandoned":

@@ -143,6 +143,10 @@ def _valid_table(name: str) -> bool:
     return bool(TABLE_NAME.match(name)) and name not in RESERVED
 
 
+BAD_NAME: Final = (
+    "cannot be a table name: use 1 to 40 letters a-z, digits, _ or -, starting with a letter"
+    " or a digit (capitals become lower case; static, tables and api are taken)."
+)
 WRONG_TOKEN: Final = (
     "The token in this link is not this table's human token: it is mistyped or from another"
     " table. You are not seated; open the page without ?token= to watch."
@@ -318,9 +322,10 @@ async def create_table(request: Request, runtime: Runtime) -> Response:
         body = msgspec.json.decode(request.body or b"{}", type=bodies.CreateBody)
     except (msgspec.ValidationError, msgspec.DecodeError) as err:
         return _bad_request(rpc.decode_problem(request.body, err))
-    name = body.name if body.name is not None else "t-" + secrets.token_hex(4)
+    # Names are lower case in URLs: "Friday" makes table "friday" rather than a refusal.
+    name = body.name.strip().lower() if body.name is not None else "t-" + secrets.token_hex(4)
     if not _valid_table(name):
-        return _bad_request("table names are 1-40 of a-z 0-9 _ - (not static, tables, api)")
+        return _bad_request(f"{name[:40]!r} {BAD_NAME}")
     try:
         tokens: Tokens = await runtime.call(
             KIND, name, CreateTable(secrets.token_urlsafe(24), secrets.token_urlsafe(24))

@@ -6,7 +6,9 @@
 (() => {
   const $ = (id) => document.getElementById(id);
 
-  async function createTable() {
+  // The name's form submits on Enter as on its button; the page stays (no navigation).
+  async function createTable(event) {
+    event.preventDefault();
     const name = $("new-table-name").value.trim();
     const res = await fetch("/play/tables", {
       method: "POST",
@@ -27,5 +29,5 @@
     out.append(link, document.createElement("br"), endpoint);
   }
 
-  $("create-table").addEventListener("click", createTable);
+  $("new-table-form").addEventListener("submit", createTable);
 })();

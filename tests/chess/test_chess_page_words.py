@@ -1,0 +1,73 @@
+"""The page's words for a finished game and for a new table's name, said to the human."""
+
+from __future__ import annotations
+
+import pytest
+from games import SCHOLARS_MATE
+from page_routes import api
+
+from agora.toolsets.chess.commands import AcceptDraw, Resign
+
+FOOLS_MATE = ["f2f3", "e7e5", "g2g4", "d8h4"]
+
+
+async def _statuses(table) -> tuple[str, str]:
+    """The status line the human and a spectator see."""
+    rt = table.runtime
+    _, mine = await api(rt, "GET", "/play/default/state", query={"token": table.token})
+    _, watched = await api(rt, "GET", "/play/default/state")
+    return mine["status"], watched["status"]
+
+
+async def test_the_human_who_resigned_is_told_so(table):
+    await table.choose("black")
+    await table.human(Resign(table.token))
+    assert await _statuses(table) == (
+        "The agent won by resignation: you resigned (0-1).",
+        "The agent won by resignation: the human resigned (0-1).",
+    )
+
+
+async def test_a_checkmate_is_told_from_the_human_side(table):
+    await table.choose("black")  # the human plays White's scholar's mate
+    await table.play(SCHOLARS_MATE)
+    assert await _statuses(table) == (
+        "You won by checkmate (1-0).",
+        "The human won by checkmate (1-0).",
+    )
+
+
+async def test_the_agent_checkmate_is_told_from_the_human_side(table):
+    await table.choose("black")
+    await table.play(FOOLS_MATE)
+    assert await _statuses(table) == (
+        "The agent won by checkmate (0-1).",
+        "The agent won by checkmate (0-1).",
+    )
+
+
+async def test_a_draw_is_told_plainly(table):
+    await table.choose("white")
+    await table.tool("move_piece", **{"from": "e2", "to": "e4", "note": "(=)"})
+    await table.human(AcceptDraw(table.token))
+    assert await _statuses(table) == ("Drawn by agreement (1/2-1/2).",) * 2
+
+
+@pytest.mark.parametrize(
+    ("asked", "made"),
+    [
+        pytest.param("Friday-Game", "friday-game", id="upper-case-is-lower-cased"),
+        pytest.param("  spaced  ", "spaced", id="spaces-around-are-dropped"),
+    ],
+)
+async def test_a_table_name_with_capitals_is_lower_cased(table, asked, made):
+    status, body = await api(table.runtime, "POST", "/play/tables", {"name": asked})
+    assert (status, body["table"]) == (201, made)
+    assert body["humanUrl"].startswith(f"http://127.0.0.1:8765/play/{made}?token=")
+
+
+@pytest.mark.parametrize("asked", ["no spaces", "é", "-dash-first", "x" * 41, "static", ""])
+async def test_a_name_that_cannot_be_a_table_is_refused_clearly(table, asked):
+    status, body = await api(table.runtime, "POST", "/play/tables", {"name": asked})
+    assert (status, body["code"]) == (400, "BAD_REQUEST")
+    assert body["error"].startswith(f"{asked.strip().lower()[:40]!r} cannot be a table name:")
