@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 
-import chess.pgn
 from page_routes import api, http
 
 from agora.toolsets.chess.commands import NewGame, Resign, Tokens
@@ -190,72 +188,6 @@ async def test_the_human_replaces_the_agent_token(table):
     assert (body["code"], body["statusCode"]) == ("AGENT_TOKEN_INVALID", "AGENT_TOKEN_REQUIRED")
     table.agent_token = state["agentToken"]
     assert (await table.tool("get_board"))["seat"] == "agent"
-
-
-async def test_the_pgn_names_both_players_and_the_result(table):
-    await table.choose("black")
-    for uci, by in (("f2f3", "h"), ("e7e5", "a"), ("g2g4", "h"), ("d8h4", "a")):
-        if by == "h":
-            await table.human_move(uci, "hm} {" if uci == "f2f3" else None)
-        else:
-            await table.tool("move_piece", **{"from": uci[:2], "to": uci[2:], "note": "mate"})
-    response = await http(table.runtime, "GET", "/play/default/pgn")
-    assert response.status == 200
-    assert response.content_type.startswith("application/x-chess-pgn")
-    assert 'filename="agora-default-game1.pgn"' in dict(response.headers)["Content-Disposition"]
-    text = response.body.decode()
-    game = chess.pgn.read_game(io.StringIO(text))
-    assert game is not None
-    assert game.headers["White"] == "Human"
-    assert game.headers["Black"] == "Agent"
-    assert game.headers["Result"] == "0-1"
-    assert game.headers["Termination"] == "normal"  # one of the standard's values
-    assert game.headers["Site"] == f"{PUBLIC_URL}/play/default"
-    assert [m.uci() for m in game.mainline_moves()] == ["f2f3", "e7e5", "g2g4", "d8h4"]
-    assert [n.comment for n in game.mainline()][:2] == ["Human: hm) {", "Agent: mate"]
-    assert game.end().comment == "Agent: mate [agora: the game ended by checkmate]"
-    assert game.end().board().is_checkmate()
-
-
-async def test_the_pgn_keeps_to_the_export_format(table):
-    # Lines of at most 79 characters, printing characters only (a note's control
-    # characters become spaces), a standard Termination value.
-    await table.choose("white")
-    moves = [
-        "e2e4",
-        "e7e5",
-        "g1f3",
-        "b8c6",
-        "f1c4",
-        "g8f6",
-        "d2d3",
-        "f8c5",
-        "b1c3",
-        "d7d6",
-        "c1g5",
-        "h7h6",
-    ]
-    for i, uci in enumerate(moves):
-        if i % 2 == 0:
-            # Control characters; a word that fills a line exactly; a "%" that wrapping
-            # could put in column 1, where PGN reads an escape.
-            note = "\x01\x7f" * 40 + "\u00e9" if i % 4 == 0 else "x" * 69 + " %y" * 30
-            args = {"from": uci[:2], "to": uci[2:], "note": note}
-            await table.tool("move_piece", **args)
-        else:
-            await table.human_move(uci)
-    await table.human(Resign(table.token))
-    text = (await http(table.runtime, "GET", "/play/default/pgn")).body.decode()
-    assert max(len(line) for line in text.splitlines()) <= 79, text
-    assert not [line for line in text.splitlines() if line.startswith("%")], text
-    assert not [c for c in text if (ord(c) < 32 and c != "\n") or 127 <= ord(c) < 160]
-    game = chess.pgn.read_game(io.StringIO(text))
-    assert game is not None
-    assert game.headers["Termination"] == "normal"
-    assert game.headers["Result"] == "1-0"
-    assert [m.uci() for m in game.mainline_moves()] == moves
-    assert game.end().comment.endswith("[agora: the game ended by resignation]")
-    assert "\u00e9" in game.next().comment  # printing characters stay as they are
 
 
 async def test_every_page_post_refuses_a_nul_character_as_mcp_does(table):

@@ -130,6 +130,9 @@ class Game:
         #: The ply of the move that declined the opponent's pending offer (the human offers
         #: with a button, so no note records it; see `declined_draw` for the agent's offers).
         self.declined_ply: int | None = None
+        #: How many moves had been played at each of the human's draw offers (the PGN
+        #: tells them; the agent's offers are in its notes).
+        self.human_offers: tuple[int, ...] = ()
         self.result: Result | None = None
 
     # -- reading ------------------------------------------------------------------------
@@ -226,6 +229,8 @@ class Game:
         self._require_sides()
         if self.draw_offer == other(by):
             return self._finish("1/2-1/2", "agreement", None, at)
+        if by == "human" and self.draw_offer != "human":
+            self.human_offers = (*self.human_offers, len(self.moves))
         self.draw_offer = by
         return None
 

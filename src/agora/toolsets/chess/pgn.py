@@ -3,32 +3,48 @@
 The Seven Tag Roster names both players by role and colour (``Human`` and ``Agent``, ``?``
 before the sides are chosen) and the result (``*`` while the game runs or when it was
 abandoned). In the export format the standard asks for: ``Termination`` takes one of its
-values (``normal``, or ``abandoned``) and the game's own ending (checkmate, resignation, ...)
-is the comment after the last move; movetext lines are at most 79 characters; each move's note
-becomes a comment prefixed with who wrote it, its control characters (which PGN forbids)
-turned to spaces and its words wrapped to that width. Pure: no I/O; dates come from the
-moves' own timestamps.
+values (``normal``, or ``abandoned``); movetext lines are at most 79 characters.
+
+Comments: each move's note, prefixed with who wrote it; then, each in a comment of its own
+(never inside a player's note), what the server saw: a draw offered, accepted or declined,
+on the move it came with (the human's offers, made with a button, after the last move
+played), and how the game ended (who resigned, who won by what) just before the result.
+A note's control characters (which PGN forbids) become spaces and its words are wrapped to
+the movetext's width. A PGN comment cannot hold a right brace (it ends the comment, and
+the standard has no escape), so a note's right brace is written as U+FF5D, which looks the
+same, and a comment before the first move says so. Pure: no I/O; dates come from the moves'
+own timestamps.
 """
 
 from __future__ import annotations
 
 import re
 import textwrap
+from collections import defaultdict
 from typing import TYPE_CHECKING, Final
 
 import chess
 import chess.pgn
 
-from agora.toolsets.chess.terms import other_color
+from agora.toolsets.chess.terms import DRAW_MARK, other_color
 
 if TYPE_CHECKING:
+    from agora.toolsets.chess.game import Result
     from agora.toolsets.chess.table import Snapshot
 
 PLAYER_NAMES: Final = {"human": "Human", "agent": "Agent"}
 #: Movetext line length of the PGN export format.
 COLUMNS: Final = 79
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-#: The ending of each result reason, said in the comment after the last move.
+#: What a note's right brace is written as, and the comment that says so.
+BRACE: Final = "\uff5d"
+BRACE_NOTICE: Final = (
+    f"A right brace in a note is written as {BRACE} (U+FF5D): a PGN comment ends at the first"
+    " right brace."
+)
+#: Between one node's comments (control characters never survive into a comment).
+_SPLIT: Final = "\x1e"
+#: Each result reason in words, for the comment before the result.
 _ENDINGS: Final = {
     "checkmate": "checkmate",
     "stalemate": "stalemate",
@@ -38,14 +54,99 @@ _ENDINGS: Final = {
     "fifty_moves": "the 50-move rule",
     "threefold_repetition": "threefold repetition",
     "resignation": "resignation",
-    "agreement": "a draw by agreement",
-    "abandoned": "abandonment: the human started a new game",
+    "agreement": "agreement",
+    "abandoned": "abandonment",
 }
+
+
+class _Exporter(chess.pgn.StringExporter):
+    """python-chess's exporter, writing each of a node's comments in braces of its own and
+    the game's ending as a comment before the result."""
+
+    def __init__(self, ending: str | None) -> None:
+        super().__init__(headers=True, variations=True, comments=True, columns=COLUMNS)
+        self.ending = ending
+
+    def visit_comment(self, comment: str) -> None:
+        for part in comment.split(_SPLIT):
+            super().visit_comment(part)
+
+    def visit_result(self, result: str) -> None:
+        if self.ending:
+            super().visit_comment(self.ending)
+        super().visit_result(result)
 
 
 def _date(snap: Snapshot) -> str:
     first = snap.moves[0].played_at if snap.moves else ""
     return first[:10].replace("-", ".") if len(first) >= 10 else "????.??.??"
+
+
+def _player(snap: Snapshot, color: str) -> str:
+    """``the agent (Black)``: a player by role and colour."""
+    role = "agent" if color == snap.agent_color else "human"
+    return f"the {role} ({color.capitalize()})"
+
+
+def _ending(snap: Snapshot, result: Result) -> str:
+    """How the game ended, in the server's words."""
+    how = _ENDINGS[result.reason]
+    if result.reason == "abandoned":
+        return "Abandoned: the human started a new game."
+    if result.winner is None:
+        return f"Drawn by {how}."
+    winner = _player(snap, result.winner)
+    if result.reason == "resignation":
+        loser = _player(snap, other_color(result.winner))
+        return f"{loser[0].upper()}{loser[1:]} resigned: {winner} wins."
+    return f"{winner[0].upper()}{winner[1:]} wins by {how}."
+
+
+def _offers(snap: Snapshot) -> dict[int, list[str]]:
+    """The draw offers and their answers, by the ply of the move they came with (0: before
+    the first move)."""
+    said: dict[int, list[str]] = defaultdict(list)
+    moves = snap.moves
+    answered: set[int] = set()  # agent moves that answered a human offer
+    for count in snap.human_offers:
+        said[count].append("The human offers a draw.")
+        reply = next((m for m in moves[count:] if m.by == "agent"), None)
+        if reply is not None and reply.ply not in answered:
+            answered.add(reply.ply)
+            accepts = reply.note is not None and DRAW_MARK in reply.note
+            said[reply.ply].append(
+                f"The agent {'accepts' if accepts else 'declines'} the draw offer."
+            )
+    for move in moves:
+        if move.by != "agent" or move.ply in answered or DRAW_MARK not in (move.note or ""):
+            continue
+        said[move.ply].append("The agent offers a draw.")
+        if move.ply < len(moves):
+            said[move.ply + 1].append("The human declines the draw offer.")
+        elif snap.result is not None and snap.result.reason == "agreement":
+            said[move.ply].append("The human accepts the draw offer.")
+    return said
+
+
+def _comments(snap: Snapshot) -> dict[int, list[str]]:
+    """Every comment, by the ply of its move (0: before the first move), notes first."""
+    out: dict[int, list[str]] = defaultdict(list)
+    if any("}" in (move.note or "") for move in snap.moves):
+        out[0].append(BRACE_NOTICE)
+    for move in snap.moves:
+        if move.note:
+            out[move.ply].append(f"{PLAYER_NAMES[move.by]}: {move.note.replace('}', BRACE)}")
+    for ply, said in _offers(snap).items():
+        out[ply].extend(said)
+    return out
+
+
+def _fill(comment: str) -> str:
+    # One space between words, in lines that fit the movetext's width with "{ " and " } "
+    # around them (python-chess wraps between tokens, never inside a comment); continuation
+    # lines start with a space: a "%" in column 1 would be an escape.
+    words = _CONTROL.sub(" ", comment).split()
+    return textwrap.fill(" ".join(words), COLUMNS - 4, subsequent_indent=" ")
 
 
 def game_pgn(snap: Snapshot, site: str) -> str:
@@ -70,23 +171,11 @@ def game_pgn(snap: Snapshot, site: str) -> str:
     if snap.result is not None:
         reason = snap.result.reason
         game.headers["Termination"] = "abandoned" if reason == "abandoned" else "normal"
-    node: chess.pgn.GameNode = game
+    comments = _comments(snap)
+    nodes: list[chess.pgn.GameNode] = [game]
     for move in snap.moves:
-        node = node.add_variation(chess.Move.from_uci(move.uci))
-        if move.note:
-            # PGN comments end at the first "}"; python-chess drops it, keep the words.
-            node.comment = f"{PLAYER_NAMES[move.by]}: {move.note.replace('}', ')')}"
-    if snap.result is not None:  # the server's words, set apart from the last note's
-        ending = f"[agora: the game ended by {_ENDINGS[snap.result.reason]}]"
-        node.comment = f"{node.comment} {ending}" if node.comment else ending
-    for each in game.mainline():
-        if each.comment:
-            # One space between words, in lines that fit the movetext's width with "{ " and
-            # " } " around them (python-chess wraps between tokens, never inside a comment);
-            # continuation lines start with a space: a "%" in column 1 would be an escape.
-            words = _CONTROL.sub(" ", each.comment).split()
-            each.comment = textwrap.fill(" ".join(words), COLUMNS - 4, subsequent_indent=" ")
-    exporter = chess.pgn.StringExporter(
-        headers=True, variations=True, comments=True, columns=COLUMNS
-    )
-    return game.accept(exporter) + "\n"
+        nodes.append(nodes[-1].add_variation(chess.Move.from_uci(move.uci)))
+    for ply, said in comments.items():
+        nodes[ply].comment = _SPLIT.join(_fill(each) for each in said)
+    ending = None if snap.result is None else _fill(_ending(snap, snap.result))
+    return game.accept(_Exporter(ending)) + "\n"

@@ -2,15 +2,16 @@
 
 Three tables: ``chess_tables`` (one row per table: its human and agent tokens, current game
 number and change version), ``chess_games`` (one row per game: sides, pending draw offer,
-the ply of the move that declined the last one, result) and ``chess_moves`` (one row per
-move, with its note). A table is rebuilt by replaying its current game's moves from the
-start position, so FEN, history, repetitions and notes come back exactly. This module
-builds statements and reads rows; it never commits (the actor does) and knows nothing of
-the entity that uses it.
+the ply of the move that declined the last one, when the human offered draws, result) and
+``chess_moves`` (one row per move, with its note). A table is rebuilt by replaying its
+current game's moves from the start position, so FEN, history, repetitions and notes come
+back exactly. This module builds statements and reads rows; it never commits (the actor
+does) and knows nothing of the entity that uses it.
 """
 
 from __future__ import annotations
 
+import json
 import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -93,11 +94,17 @@ def _migrate_v3(db: sqlite_utils.Database) -> None:
     db.table("chess_games").add_column("declined_ply", int)
 
 
+def _migrate_v4(db: sqlite_utils.Database) -> None:
+    """Keep when the human offered draws (JSON: the moves played at each), for the PGN."""
+    db.table("chess_games").add_column("human_offers", str)
+
+
 MIGRATIONS = with_statements(
     (
         Migration(component="chess", version=1, apply=_migrate_v1),
         Migration(component="chess", version=2, apply=_migrate_v2),
         Migration(component="chess", version=3, apply=_migrate_v3),
+        Migration(component="chess", version=4, apply=_migrate_v4),
     ),
     POSTGRESQL,
     sql_pg.POSTGRESQL,
@@ -129,6 +136,7 @@ class GameRow:
     reason: str | None
     winner: str | None
     ended_at: str | None
+    human_offers: str | None = None
 
 
 @dataclass(slots=True)
@@ -190,12 +198,14 @@ def update_game(table: str, game: Game) -> Write:
     """The statement that saves a game's sides, draw offer and result."""
     result = game.result
     return (
-        "UPDATE chess_games SET agent_color = ?, draw_offer = ?, declined_ply = ?, score = ?,"
-        " reason = ?, winner = ?, ended_at = ? WHERE table_name = ? AND game_no = ?",
+        "UPDATE chess_games SET agent_color = ?, draw_offer = ?, declined_ply = ?,"
+        " human_offers = ?, score = ?, reason = ?, winner = ?, ended_at = ?"
+        " WHERE table_name = ? AND game_no = ?",
         (
             game.agent_color,
             game.draw_offer,
             game.declined_ply,
+            json.dumps(list(game.human_offers)) if game.human_offers else None,
             result.score if result else None,
             result.reason if result else None,
             result.winner if result else None,
@@ -241,7 +251,7 @@ def read_table(conn: ReadConn, name: str, game_no: int | None = None) -> StoredT
     game = _one(
         conn,
         "SELECT start_fen, agent_color, draw_offer, declined_ply, score, reason, winner,"
-        " ended_at"
+        " ended_at, human_offers"
         " FROM chess_games WHERE table_name = ? AND game_no = ?",
         (name, number),
     )

@@ -22,4 +22,5 @@ POSTGRESQL: dict[int, list[str]] = {
     ],
     2: [],
     3: ["ALTER TABLE chess_games ADD COLUMN declined_ply BIGINT"],
+    4: ["ALTER TABLE chess_games ADD COLUMN human_offers TEXT"],
 }

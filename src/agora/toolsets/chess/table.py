@@ -67,6 +67,8 @@ class Snapshot(msgspec.Struct, frozen=True):
     agent_token: str
     #: The ply of the move that declined the last pending draw offer (`Game.declined_ply`).
     declined_ply: int | None = None
+    #: The moves played at each of the human's draw offers (`Game.human_offers`).
+    human_offers: tuple[int, ...] = ()
 
 
 def _not_found(name: str) -> ChessError:
@@ -147,6 +149,7 @@ class ChessTable:
             moves=game.moves,
             draw_offer=game.draw_offer,
             declined_ply=game.declined_ply,
+            human_offers=game.human_offers,
             result=game.result,
             agent_present=present,
             agent_token=self.row.agent_token,
@@ -351,12 +354,20 @@ def _game(key: str, number: int, stored: sql.StoredTable) -> Game:
     game.agent_color = _color(g.agent_color)
     game.draw_offer = None if g.draw_offer is None else _role(g.draw_offer)
     game.declined_ply = g.declined_ply
+    game.human_offers = _offers(g.human_offers)
     if g.score is not None:
         game.result = msgspec.convert(
             {"score": g.score, "reason": g.reason, "winner": g.winner, "ended_at": g.ended_at},
             Result,
         )
     return game
+
+
+def _offers(value: str | None) -> tuple[int, ...]:
+    try:
+        return () if value is None else msgspec.json.decode(value, type=tuple[int, ...])
+    except msgspec.DecodeError as exc:  # ValidationError included
+        raise LookupError(f"stored draw offers {value!r} are not a list of move counts") from exc
 
 
 def _role(value: str) -> Role:
