@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 
 import chess.pgn
-from page_routes import http
+from page_routes import api, http
 
 from agora.toolsets.chess.commands import NewGame, OfferDraw, Resign
 
@@ -147,3 +147,16 @@ async def test_a_right_brace_in_a_note_is_marked_not_silently_changed(table):
     await table.tool("move_piece", **{"from": "e7", "to": "e5", "note": "plain"})
     text, _ = await _pgn(table)
     assert "U+FF5D" in text  # said while any note needs it
+
+
+async def test_bidi_controls_are_taken_out_of_notes(table):
+    controls = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+    await table.choose("black")
+    await table.human_move("e2e4", f"mine {RLO}desrever")
+    await table.tool("move_piece", **{"from": "e7", "to": "e5", "note": f"Qh4 {controls}mates"})
+    text, game = await _pgn(table)
+    assert [n.comment for n in game.mainline()] == ["Human: mine desrever", "Agent: Qh4 mates"]
+    assert not set(controls) & set(text)
+    _, state = await api(table.runtime, "GET", "/play/default/state", query={"token": table.token})
+    assert [m["note"] for m in state["history"]] == ["mine desrever", "Qh4 mates"]
+    assert not set(controls) & set(state["status"] + str(state["lastMove"]))

@@ -34,8 +34,9 @@ mcp = pytest.importorskip("mcp")
 sync_api = pytest.importorskip("playwright.sync_api")
 
 HOSTILE = '<script>window.__agoraPwned = 1</script><img src=x onerror="window.__agoraPwned = 2">'
-# The U+202E (right-to-left override) must not reverse anything past the note itself.
+# The U+202E (right-to-left override) is taken out: it reverses nothing, not even the note.
 AGENT_NOTES = {2: f"e5, and this stays text: {HOSTILE}", 4: "Qh4# mates \u202eon the diagonal."}
+SHOWN_NOTES = {2: AGENT_NOTES[2], 4: "Qh4# mates on the diagonal."}
 HUMAN_NOTE = "Hello agent, good luck!"
 
 
@@ -163,7 +164,8 @@ async def test_a_human_in_chromium_plays_white_by_click_and_drag(tmp_path):
     assert seen["pairs"] == [["f3", "e5"], ["g4", "Qh4#"]]
     assert seen["injected"] == 0
     assert seen["pwned"] is None
-    assert all(t.endswith(AGENT_NOTES[p]) for t, p in zip(seen["trace"], (2, 4), strict=True))
+    assert all(t.endswith(SHOWN_NOTES[p]) for t, p in zip(seen["trace"], (2, 4), strict=True))
+    assert "\u202e" not in seen["pgn"]
     assert HOSTILE in seen["trace"][0]
     assert seen["note_bidi"] == ["isolate", "isolate"]
     assert "checkmate" in seen["status"]

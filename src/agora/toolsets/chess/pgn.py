@@ -9,7 +9,8 @@ Comments: each move's note, prefixed with who wrote it; then, each in a comment 
 (never inside a player's note), what the server saw: a draw offered, accepted or declined,
 on the move it came with (the human's offers, made with a button, after the last move
 played), and how the game ended (who resigned, who won by what) just before the result.
-A note's control characters (which PGN forbids) become spaces and its words are wrapped to
+A note's bidi controls are taken out (`agora.toolsets.chess.notes`), its control characters
+(which PGN forbids) become spaces and its words are wrapped to
 the movetext's width. A PGN comment cannot hold a right brace (it ends the comment, and
 the standard has no escape), so a note's right brace is written as U+FF5D, which looks the
 same, and a comment before the first move says so. Pure: no I/O; dates come from the moves'
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Final
 import chess
 import chess.pgn
 
+from agora.toolsets.chess.notes import shown_note
 from agora.toolsets.chess.terms import DRAW_MARK, other_color
 
 if TYPE_CHECKING:
@@ -134,8 +136,9 @@ def _comments(snap: Snapshot) -> dict[int, list[str]]:
     if any("}" in (move.note or "") for move in snap.moves):
         out[0].append(BRACE_NOTICE)
     for move in snap.moves:
-        if move.note:
-            out[move.ply].append(f"{PLAYER_NAMES[move.by]}: {move.note.replace('}', BRACE)}")
+        note = shown_note(move.note)
+        if note:
+            out[move.ply].append(f"{PLAYER_NAMES[move.by]}: {note.replace('}', BRACE)}")
     for ply, said in _offers(snap).items():
         out[ply].extend(said)
     return out

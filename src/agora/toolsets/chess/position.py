@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Final
 import chess
 
 from agora.toolsets.chess.guide import san_map
+from agora.toolsets.chess.notes import shown_note
 from agora.toolsets.chess.replies import LegalMove, MoveEntry, PromotionName
 from agora.toolsets.chess.terms import color_name
 
@@ -48,7 +49,7 @@ def move_entry(played: PlayedMove) -> MoveEntry:
         to_square=chess.square_name(move.to_square),
         promotion=_PROMOTION.get(move.promotion or 0),
         by=played.by,
-        note=played.note,
+        note=shown_note(played.note),  # the page's, so no bidi controls
     )
 
 

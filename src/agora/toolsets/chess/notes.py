@@ -1,0 +1,21 @@
+"""A move's note as a reader is shown it: on the page and in the PGN.
+
+A note is free text from the other player. Unicode's bidirectional controls (the override
+U+202E, embeddings, isolates and the direction marks) would let it reorder how text around
+it, or its own words, look ("mates .lanogaid eht no" shown as "on the diagonal"), so they
+are taken out; right-to-left letters still show right to left by their own direction. The
+stored note, and what the agent's replies echo, keep every character. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+#: ALM, LRM, RLM, LRE, RLE, PDF, LRO, RLO, LRI, RLI, FSI, PDI.
+BIDI_CONTROLS: Final = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def shown_note(note: str | None) -> str | None:
+    """``note`` without bidirectional controls (None stays None)."""
+    return None if note is None else BIDI_CONTROLS.sub("", note)
