@@ -312,7 +312,11 @@ def human_resigns_and_starts_again(url: str) -> dict[str, Any]:
         page.click("#human-white")
         expect(page.locator("#status")).to_have_text("Your move.")
         page.click("#resign")  # the page's confirm is accepted
-        expect(page.locator("#status")).to_contain_text("resign")
+        # The page says who resigned, from the human's side.
+        expect(page.locator("#status")).to_have_text(
+            "The agent won by resignation: you resigned (0-1)."
+        )
+        resigned_title = page.title()
         with page.expect_download() as current:
             page.click("#pgn")
         page.click("#new-game")
@@ -324,6 +328,7 @@ def human_resigns_and_starts_again(url: str) -> dict[str, Any]:
             links.first.click()
         return {
             "label": page.locator("#earlier-games").text_content(),
+            "resigned_title": resigned_title,
             "before": Path(current.value.path()).read_text(),
             "earlier": Path(earlier.value.path()).read_text(),
             "errors": errors,
@@ -337,6 +342,7 @@ async def test_a_finished_game_stays_downloadable_after_a_new_game(tmp_path):
             seen = await trio.to_thread.run_sync(human_resigns_and_starts_again, table["humanUrl"])
     assert seen["errors"] == []
     assert seen["label"] == "Earlier games (PGN): game 1"
+    assert seen["resigned_title"] == "Game over — agora chess"
     assert seen["earlier"] == seen["before"]
     game = chess.pgn.read_game(io.StringIO(seen["earlier"]))
     assert game is not None
