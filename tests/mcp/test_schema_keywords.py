@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from test_schema_keywords_2020 import MALFORMED as MALFORMED_2020
 
 from agora.config import Config
 from agora.mcp.validation import SchemaError, compile_validator
@@ -60,14 +61,18 @@ MALFORMED = {
 }
 
 
-@pytest.mark.parametrize(("schema", "named"), MALFORMED.values(), ids=MALFORMED.keys())
+#: With the mistakes only draft 2020-12 forbids (`test_schema_keywords_2020`).
+EVERY_MISTAKE = MALFORMED | MALFORMED_2020
+
+
+@pytest.mark.parametrize(("schema", "named"), EVERY_MISTAKE.values(), ids=EVERY_MISTAKE.keys())
 def test_a_malformed_keyword_is_a_schema_error_naming_it(schema: Any, named: str) -> None:
     with pytest.raises(SchemaError, match=f"^schema cannot be compiled: {named}"):
         compile_validator(schema)
 
 
 @pytest.mark.parametrize("where", ["inputSchema", "outputSchema"])
-@pytest.mark.parametrize(("schema", "named"), MALFORMED.values(), ids=MALFORMED.keys())
+@pytest.mark.parametrize(("schema", "named"), EVERY_MISTAKE.values(), ids=EVERY_MISTAKE.keys())
 async def test_open_server_refuses_a_malformed_keyword_naming_toolset_tool_and_keyword(
     tmp_path: Path, where: str, schema: Any, named: str
 ) -> None:

@@ -11,17 +11,11 @@ dialect (its ``$schema``, or 2020-12), and a ``$schema`` naming no known dialect
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
-from agora.config import Config
 from agora.mcp.validation import SchemaError, compile_validator
-from agora.server.embed import open_server
-from agora.toolsets.base import Toolset
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 DRAFT_2019_09 = "https://json-schema.org/draft/2019-09/schema"
@@ -152,30 +146,6 @@ MALFORMED = {
         r"keyword '\$anchor': must match pattern",
     ),
 }
-
-
-@pytest.mark.parametrize(("schema", "named"), MALFORMED.values(), ids=MALFORMED.keys())
-def test_a_2020_12_mistake_is_a_schema_error_naming_the_keyword(schema: Any, named: str) -> None:
-    with pytest.raises(SchemaError, match=f"^schema cannot be compiled: {named}"):
-        compile_validator(schema)
-
-
-@pytest.mark.parametrize("where", ["inputSchema", "outputSchema"])
-@pytest.mark.parametrize(("schema", "named"), MALFORMED.values(), ids=MALFORMED.keys())
-async def test_open_server_refuses_a_2020_12_mistake_naming_toolset_tool_and_keyword(
-    tmp_path: Path, where: str, schema: Any, named: str
-) -> None:
-    tool = {"name": "t", "description": "d", "inputSchema": {"type": "object"}, where: schema}
-    toolset = Toolset("mine", {"t": _ok}, contract=None, tools=[tool])
-    db = tmp_path / "embedded.db"
-    with pytest.raises(ValueError, match=f"^toolset mine: tool 't' has an {where} .*: {named}"):
-        async with open_server(Config(db=str(db)), toolsets=[toolset], listen=False):
-            pytest.fail("the server started with a malformed schema")
-    assert not db.exists()
-
-
-async def _ok(call: Any) -> dict[str, Any]:
-    return {}
 
 
 #: Schemas each dialect allows, some of which another forbids: they must still compile.
