@@ -4,7 +4,8 @@ Migration 1 is the 0.2.0-era card table; migration 2 adds the 0.3.0 columns and 
 without rewriting a single stored byte; migration 3 adds what the public evidence needs
 (seed provenance, the card's owner and its board figures as columns, the operator's keys,
 allies' invitations) and fills the new card columns from the stored bytes, which it never
-changes. This module holds DDL only; statements that persist changes live in `store`.
+changes; migration 4 indexes the expiry sweep, migration 5 the public listings' order. This
+module holds DDL only; statements that persist changes live in `store`.
 """
 
 from __future__ import annotations
@@ -176,12 +177,24 @@ def _migrate_v4(db: sqlite_utils.Database) -> None:
     )
 
 
+#: The public listings run in the order sealed, a page at a time (`listing`): an index in that
+#: order per listing lets a page start at its cursor and stop at its limit, where the date
+#: index alone made every page sort all the cards of the day (or of a board row's days).
+_IN_ORDER_V5 = [
+    "CREATE INDEX chamber_cards_in_order"
+    " ON chamber_cards (sealed_date, COALESCE(sealed_at, ''), card_id)",
+    "CREATE INDEX chamber_cards_board_rows ON chamber_cards"
+    " (suite_id, product, seed_source, sealed_date, COALESCE(sealed_at, ''), card_id)",
+]
+
+
 MIGRATIONS = with_statements(
     (
         Migration(component="chamber", version=1, apply=_migrate_v1),
         Migration(component="chamber", version=2, apply=_migrate_v2),
         Migration(component="chamber", version=3, apply=_migrate_v3),
         Migration(component="chamber", version=4, apply=_migrate_v4),
+        Migration(component="chamber", version=5, sql={"sqlite": _IN_ORDER_V5}),
     ),
     POSTGRESQL,
     schema_pg.POSTGRESQL,

@@ -2,9 +2,10 @@
 
 Version 1 creates the tables as SQLite has them after every step (a PostgreSQL database
 starts from nothing), with BYTEA for blobs and BIGINT for integers; later steps are empty
-until a step adds something new. The immutability triggers are PL/pgSQL twins of the SQLite
-ones: cards are never deleted, and nothing about a sealed card changes except a signature
-(and its key, seed source and owner) added once. ``IS DISTINCT FROM`` is SQLite's ``IS NOT``.
+until a step adds something new (5: the listings' indexes, the same DDL as SQLite's). The
+immutability triggers are PL/pgSQL twins of the SQLite ones: cards are never deleted, and
+nothing about a sealed card changes except a signature (and its key, seed source and owner)
+added once. ``IS DISTINCT FROM`` is SQLite's ``IS NOT``.
 """
 
 from __future__ import annotations
@@ -68,4 +69,10 @@ POSTGRESQL: dict[int, list[str]] = {
     2: [],
     3: [],
     4: [],
+    5: [
+        "CREATE INDEX chamber_cards_in_order"
+        " ON chamber_cards (sealed_date, COALESCE(sealed_at, ''), card_id)",
+        "CREATE INDEX chamber_cards_board_rows ON chamber_cards"
+        " (suite_id, product, seed_source, sealed_date, COALESCE(sealed_at, ''), card_id)",
+    ],
 }

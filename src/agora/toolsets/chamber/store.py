@@ -287,27 +287,30 @@ def card_document(conn: ReadConn, card_id: str) -> bytes | None:
 
 #: Listings run in the order sealed, the card id breaking ties, so a page starts just past
 #: its last card; 0.2.0 cards have no ``sealed_at`` and come first (``COALESCE``: NULLs sort
-#: first in SQLite, last in PostgreSQL).
+#: first in SQLite, last in PostgreSQL). ``sealed_date`` leads the order so that one index
+#: serves a day and a range of days (migration 5); it changes nothing, as a listing is of one
+#: day or of 0.3.0 cards only, whose day is that of ``sealed_at``. The cursor's ``>=`` is
+#: implied by what follows it: it is the bound both engines seek the index to.
 _SEALED_KEY = "COALESCE(sealed_at, '')"
-_AFTER = f" AND ({_SEALED_KEY} > ? OR ({_SEALED_KEY} = ? AND card_id > ?))"
-_IN_ORDER = f" ORDER BY {_SEALED_KEY}, card_id LIMIT ?"
+_AFTER = f" AND {_SEALED_KEY} >= ? AND ({_SEALED_KEY} > ? OR ({_SEALED_KEY} = ? AND card_id > ?))"
+_IN_ORDER = f" ORDER BY sealed_date, {_SEALED_KEY}, card_id LIMIT ?"
 
 
 class UnknownCursor(ValueError):
     """``after`` names no card: a page can only start after a card that exists."""
 
 
-def _after(conn: ReadConn, after: str) -> tuple[str, str, str]:
+def _after(conn: ReadConn, after: str) -> tuple[str, str, str, str]:
     """`_AFTER`'s parameters: just past card ``after`` ("" = the start); `UnknownCursor`
     if no card has that id."""
     if not after:
-        return "", "", ""
+        return "", "", "", ""
     row = conn.execute(
         f"SELECT {_SEALED_KEY} FROM chamber_cards WHERE card_id = ?", (after,)
     ).fetchone()
     if row is None:
         raise UnknownCursor(after)
-    return row[0], row[0], after
+    return row[0], row[0], row[0], after
 
 
 def list_cards(

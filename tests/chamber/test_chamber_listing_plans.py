@@ -1,0 +1,106 @@
+"""The public card listings read an index in the order they list (migration 5), on both engines.
+
+``/cards?date=`` and ``/board/cards`` list cards in the order sealed, a page at a time; without
+an index in that order every page sorts all the cards of the day (or of the board row's days).
+Each test seeds a few cards, runs the listing through a spy that keeps its statements, and
+asks the engine for the plan of the listing statement: SQLite's ``EXPLAIN QUERY PLAN`` must
+name the index and no temporary B-tree; PostgreSQL's ``EXPLAIN`` (sequential scans off: the
+table is tiny) an index scan of it and no sort.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import trio
+
+from agora.store.db import open_store
+from agora.store.neutral import SQLITE, dialect_of
+from agora.toolsets.chamber import store
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+TIMEOUT = 30
+DAYS = ("2026-11-29", "2026-11-30", "2026-12-01")
+
+
+def _card(i: int, day: str, source: str = "server") -> tuple[str, tuple[Any, ...]]:
+    return (
+        "INSERT INTO chamber_cards (card_id, toolset_id, sealed_date, handle, sealed_at,"
+        " suite_id, outcome, body, seed_source, principal, product, actions_used, hints_used,"
+        " wrong_submissions) VALUES (?, 'chamber', ?, ?, ?, 's', 'solved', ?, ?, 'p', 'm',"
+        " 3, 0, 0)",
+        (f"c{i:02d}", day, f"h{i}", f"{day}T0{i % 10}:00:00.000000Z", b"{}", source),
+    )
+
+
+class _Spy:
+    """A read connection that keeps the statements run through it."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.statements: list[tuple[str, tuple[Any, ...]]] = []
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        self.statements.append((sql, tuple(params)))
+        return self.conn.execute(sql, params)
+
+
+def _plan_of_listing(listing: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, str]]:
+    """A read that runs ``listing`` and returns its rows and the plan of its ORDER BY statement."""
+
+    def read(conn: Any) -> tuple[Any, str]:
+        spy = _Spy(conn)
+        rows = listing(spy)
+        [(sql, params)] = [s for s in spy.statements if "ORDER BY" in s[0]]
+        if dialect_of(conn) == SQLITE:
+            plan = conn.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall()
+            return rows, " | ".join(str(r[3]) for r in plan)
+        conn.execute("SET LOCAL enable_seqscan = off")
+        plan = conn.execute(f"EXPLAIN {sql}", params).fetchall()
+        return rows, " | ".join(str(r[0]).strip() for r in plan)
+
+    return read
+
+
+LISTINGS = [
+    pytest.param(
+        lambda c: store.list_cards(c, DAYS[1], after="c04", limit=2),
+        ["c05", "c06"],
+        "chamber_cards_in_order",
+        id="cards-of-a-day",
+    ),
+    pytest.param(
+        lambda c: store.board_card_ids(c, "s", "m", DAYS[0], DAYS[1], after="c02", limit=3),
+        ["c03", "c04", "c05"],
+        "chamber_cards_board_rows",
+        id="board-row",
+    ),
+]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A real SQLite file, or a PostgreSQL schema of its own (`pg_url`)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "chamber.db")
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.mark.parametrize(("listing", "expected", "index"), LISTINGS)
+async def test_the_card_listings_read_an_index_in_their_order_without_sorting(
+    database: str, listing: Any, expected: list[str], index: str
+) -> None:
+    seeded = [_card(i, DAYS[i // 4]) for i in range(12)] + [_card(12, DAYS[1], "practice")]
+    with trio.fail_after(TIMEOUT):
+        async with open_store(database, store.MIGRATIONS) as st:
+            await st.write(seeded)
+            rows, plan = await st.read(_plan_of_listing(listing))
+    assert [r["card_id"] for r in rows] == expected
+    assert index in plan, plan
+    assert "TEMP B-TREE" not in plan, plan  # SQLite sorting
+    assert "Sort" not in plan, plan  # PostgreSQL sorting
+    assert "Seq Scan" not in plan, plan
