@@ -15,7 +15,7 @@ from harness import Session
 from solver import Solver
 
 from agora.store.migrations import apply_migrations
-from agora.toolsets.chamber import cards, cards_cli, store
+from agora.toolsets.chamber import cards, cards_cli, listings, store
 from agora.toolsets.chamber.contract import default_contract
 from agora.toolsets.chamber.sealing import seal_reply
 from agora.toolsets.chamber.signing import SigningKeyError, load_signer, signer_from_bytes
@@ -244,7 +244,7 @@ def test_legacy_cards_keep_their_bytes_through_migration_and_signing():
         ).fetchone()[0]
         assert stored == original
         assert store.card_document(conn, card_id) == original
-    listing = store.list_cards(conn, "2026-01-14")
+    listing = listings.list_cards(conn, "2026-01-14")
     assert listing == [{"card_id": "card-20260114-5d1c0e2f9a7b3c41",
                         "toolset_id": "scoreia-chamber-tools/0.2.0",
                         "evidence_status": "legacy"}]  # fmt: skip

@@ -14,14 +14,14 @@ from chamber_agent import ENTRY, START
 from agora.config import Config
 from agora.runtime.clock import Clock, FakeWall
 from agora.server.embed import open_server
-from agora.toolsets.chamber import store, sweep, toolset
+from agora.toolsets.chamber import listings, sweep, toolset
 
 #: No room pool: these servers need no rooms built ahead (and tests stay cheap).
 NO_POOL = {"chamber": {"room_pool_size": 0}}
 
 
 async def _cards(runtime) -> dict[str, dict]:
-    rows = await runtime.read(lambda c: store.list_cards(c, START.date().isoformat()))
+    rows = await runtime.read(lambda c: listings.list_cards(c, START.date().isoformat()))
     return {r["card_id"]: r for r in rows}
 
 

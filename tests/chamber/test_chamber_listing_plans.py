@@ -17,7 +17,7 @@ import trio
 
 from agora.store.db import open_store
 from agora.store.neutral import SQLITE, dialect_of
-from agora.toolsets.chamber import store
+from agora.toolsets.chamber import listings, store
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -50,7 +50,7 @@ class _Spy:
 
 
 def _plan_of_listing(listing: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, str]]:
-    """A read that runs ``listing`` and returns its rows and the plan of its ORDER BY statement."""
+    """A read that runs ``listings`` and returns its rows and the plan of its ORDER BY statement."""
 
     def read(conn: Any) -> tuple[Any, str]:
         spy = _Spy(conn)
@@ -68,13 +68,13 @@ def _plan_of_listing(listing: Callable[[Any], Any]) -> Callable[[Any], tuple[Any
 
 LISTINGS = [
     pytest.param(
-        lambda c: store.list_cards(c, DAYS[1], after="c04", limit=2),
+        lambda c: listings.list_cards(c, DAYS[1], after="c04", limit=2),
         ["c05", "c06"],
         "chamber_cards_in_order",
         id="cards-of-a-day",
     ),
     pytest.param(
-        lambda c: store.board_card_ids(c, "s", "m", DAYS[0], DAYS[1], after="c02", limit=3),
+        lambda c: listings.board_card_ids(c, "s", "m", DAYS[0], DAYS[1], after="c02", limit=3),
         ["c03", "c04", "c05"],
         "chamber_cards_board_rows",
         id="board-row",

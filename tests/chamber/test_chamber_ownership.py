@@ -95,14 +95,14 @@ async def test_an_anonymous_attempt_is_a_capability_of_its_handle(runtime, chamb
 
 
 async def test_public_documents_never_show_a_handle(runtime, chamber):
-    from agora.toolsets.chamber import store
+    from agora.toolsets.chamber import listings, store
 
     who = agents(runtime, chamber)
     handle = (await who["alice"].enter())["attempt_handle"]
     sealed = await who["alice"].tool("seal_attempt", challenge_handle=handle)
     card_id = sealed["card_id"]
     document = await runtime.read(lambda conn: store.card_document(conn, card_id))
-    listing = await runtime.read(lambda conn: store.list_cards(conn, sealed["card"]["date"]))
+    listing = await runtime.read(lambda conn: listings.list_cards(conn, sealed["card"]["date"]))
     assert handle not in document.decode()
     assert handle[4:] not in document.decode()
     assert handle not in json.dumps(listing)

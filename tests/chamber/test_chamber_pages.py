@@ -16,7 +16,7 @@ import trio
 from chamber_agent import START
 from pages_http import BROWSER, ENTRY, open_pages
 
-from agora.toolsets.chamber import store
+from agora.toolsets.chamber import listings
 
 DAY = START.date().isoformat()
 ROW = f"suite=chambre-chrono-v0&product=gpt-5.6-sol&from={DAY}&to={DAY}"
@@ -171,7 +171,7 @@ async def test_a_500_page_is_styled_as_the_400_page_is(wall, monkeypatch):
     with trio.fail_after(TIMEOUT):
         async with open_pages(wall) as pages:
             refused = (await pages.get("/cards?date=nope", BROWSER)).text
-            monkeypatch.setattr(store, "list_cards", broken)
+            monkeypatch.setattr(listings, "list_cards", broken)
             failed = await pages.get(f"/cards?date={DAY}", BROWSER)
     assert failed.status == 500
     style = re.compile(r"body\{font:[^}]*\}")

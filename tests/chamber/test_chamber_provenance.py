@@ -13,7 +13,7 @@ import pytest
 from harness import Session
 
 from agora.store.migrations import apply_migrations
-from agora.toolsets.chamber import cards, store
+from agora.toolsets.chamber import cards, listings, store
 from agora.toolsets.chamber.signing import signer_from_bytes
 from agora.toolsets.chamber.web import card_html
 
@@ -49,7 +49,7 @@ async def test_server_seeds_are_not_practice_and_carry_no_room_id(agent):
 async def test_listings_and_pages_mark_practice_cards(agent, runtime):
     chosen = await _sealed_card(agent, seed="x")
     drawn = await _sealed_card(agent)
-    rows = await runtime.read(lambda conn: store.list_cards(conn, chosen["date"]))
+    rows = await runtime.read(lambda conn: listings.list_cards(conn, chosen["date"]))
     flags = {r["card_id"]: (r["seed_source"], r["practice"]) for r in rows}
     assert flags == {
         chosen["card_id"]: ("participant", True),

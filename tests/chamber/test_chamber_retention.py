@@ -8,7 +8,7 @@ from chamber_agent import ENTRY, START
 from agora.config import Config
 from agora.runtime.clock import Clock, FakeWall
 from agora.server.embed import open_server
-from agora.toolsets.chamber import PURGE_EVERY, store, toolset
+from agora.toolsets.chamber import PURGE_EVERY, listings, toolset
 
 #: No room pool: these servers need no rooms built ahead (and tests stay cheap).
 NO_POOL = {"chamber": {"room_pool_size": 0}}
@@ -39,5 +39,5 @@ async def test_a_running_server_purges_sessions_past_retention(mock_clock):
             wall.advance(86_401)  # the contract's retention is 86,400 s
             await trio.sleep(PURGE_EVERY)
             assert await runtime.read(_count) == 0
-            cards = await runtime.read(lambda c: store.list_cards(c, START.date().isoformat()))
+            cards = await runtime.read(lambda c: listings.list_cards(c, START.date().isoformat()))
             assert len(cards) == 1  # cards stay forever

@@ -21,7 +21,7 @@ from agora.runtime.clock import Clock, FakeWall
 from agora.runtime.registry import Runtime
 from agora.store.db import open_store
 from agora.toolsets.base import Principal
-from agora.toolsets.chamber import build_toolset, cards, cards_cli, store
+from agora.toolsets.chamber import build_toolset, cards, cards_cli, listings, store
 from agora.toolsets.chamber.contract import contract_from_data, default_contract
 
 KEY_HEX = "5a" * 32
@@ -463,7 +463,7 @@ async def test_start_up_purges_retired_sessions(runtime, chamber, agent, wall, a
         lambda c: c.execute("SELECT count(*) FROM chamber_attempts").fetchone()[0]
     )
     assert count == 0
-    assert len(await runtime.read(lambda c: store.list_cards(c, "2026-11-30"))) == 1
+    assert len(await runtime.read(lambda c: listings.list_cards(c, "2026-11-30"))) == 1
 
 
 @pytest.mark.parametrize("suite", ["chambre-chrono-v0", "chambre-atelier-v0"])

@@ -6,7 +6,7 @@ replayed, so practice cards never rank. Each row is one product in one suite: at
 the median actions, hints and wrong submissions per attempt (always floats, ``2.0`` as
 well as ``2.5``); rows rank by success rate,
 then fewer median actions, then more attempts. `rank` is pure: the rows come from
-`store.board_cards`, the pages from `board_web`.
+`listings.board_cards`, the pages from `board_web`.
 """
 
 from __future__ import annotations

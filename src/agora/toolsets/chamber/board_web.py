@@ -15,7 +15,7 @@ import html
 import urllib.parse
 from typing import TYPE_CHECKING, Any, Final
 
-from agora.toolsets.chamber import board, store
+from agora.toolsets.chamber import board, listings
 from agora.toolsets.chamber.web import (
     HEADERS,
     UNKNOWN_AFTER,
@@ -95,7 +95,7 @@ def board_route(suite_ids: tuple[str, ...]) -> Route:
             first, last = _range(request, runtime.clock.wall().astimezone(dt.UTC).date())
         except BadQuery as exc:
             return error_response(request, 400, str(exc))
-        rows = await runtime.read(lambda conn: store.board_cards(conn, first, last, suite))
+        rows = await runtime.read(lambda conn: listings.board_cards(conn, first, last, suite))
         ranked = board.rank(rows)
         shown = [suite] if suite else list(suite_ids)
         body = {
@@ -173,11 +173,11 @@ async def get_board_cards(request: Request, runtime: Runtime) -> Response:
         first, last = _range(request, runtime.clock.wall().astimezone(dt.UTC).date())
         limit = parse_limit(request)
         rows = await runtime.read(
-            lambda c: store.board_card_ids(c, suite, product, first, last, after, limit + 1)
+            lambda c: listings.board_card_ids(c, suite, product, first, last, after, limit + 1)
         )
     except BadQuery as exc:
         return error_response(request, 400, str(exc))
-    except store.UnknownCursor:
+    except listings.UnknownCursor:
         return error_response(request, 400, UNKNOWN_AFTER)
     shown, last_id = paged(rows, limit)
     body: dict[str, Any] = {"suite": suite, "product": product, "from": first, "to": last}

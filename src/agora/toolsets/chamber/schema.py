@@ -177,7 +177,7 @@ def _migrate_v4(db: sqlite_utils.Database) -> None:
     )
 
 
-#: The public listings run in the order sealed, a page at a time (`listing`): an index in that
+#: The public listings run in the order sealed, a page at a time (`listings`): an index in that
 #: order per listing lets a page start at its cursor and stop at its limit, where the date
 #: index alone made every page sort all the cards of the day (or of a board row's days).
 _IN_ORDER_V5 = [

@@ -7,6 +7,7 @@ need as columns; 0.2.0 cards as the document bytes they arrived as), ``chamber_a
 hash-chained transcript record per action), ``chamber_allies``, ``chamber_invitations`` and
 ``chamber_keys`` (every key that ever signed a card). This module builds statements and
 reads rows; it never commits (the actor or the caller does) and knows nothing of the entity.
+The public listings' paged reads live in `listings`.
 """
 
 from __future__ import annotations
@@ -285,55 +286,6 @@ def card_document(conn: ReadConn, card_id: str) -> bytes | None:
     return cards.publish(bytes(row[1]), None if row[2] is None else json.loads(row[2]))
 
 
-#: Listings run in the order sealed, the card id breaking ties, so a page starts just past
-#: its last card; 0.2.0 cards have no ``sealed_at`` and come first (``COALESCE``: NULLs sort
-#: first in SQLite, last in PostgreSQL). ``sealed_date`` leads the order so that one index
-#: serves a day and a range of days (migration 5); it changes nothing, as a listing is of one
-#: day or of 0.3.0 cards only, whose day is that of ``sealed_at``. The cursor's ``>=`` is
-#: implied by what follows it: it is the bound both engines seek the index to.
-_SEALED_KEY = "COALESCE(sealed_at, '')"
-_AFTER = f" AND {_SEALED_KEY} >= ? AND ({_SEALED_KEY} > ? OR ({_SEALED_KEY} = ? AND card_id > ?))"
-_IN_ORDER = f" ORDER BY sealed_date, {_SEALED_KEY}, card_id LIMIT ?"
-
-
-class UnknownCursor(ValueError):
-    """``after`` names no card: a page can only start after a card that exists."""
-
-
-def _after(conn: ReadConn, after: str) -> tuple[str, str, str, str]:
-    """`_AFTER`'s parameters: just past card ``after`` ("" = the start); `UnknownCursor`
-    if no card has that id."""
-    if not after:
-        return "", "", "", ""
-    row = conn.execute(
-        f"SELECT {_SEALED_KEY} FROM chamber_cards WHERE card_id = ?", (after,)
-    ).fetchone()
-    if row is None:
-        raise UnknownCursor(after)
-    return row[0], row[0], row[0], after
-
-
-def list_cards(
-    conn: ReadConn, date: str, after: str = "", limit: int = 200
-) -> list[dict[str, Any]]:
-    """Cards sealed on UTC ``date`` (``YYYY-MM-DD``) in the order sealed, after card
-    ``after`` (`UnknownCursor` if it names none), at most ``limit``."""
-    rows = conn.execute(
-        "SELECT card_id, toolset_id, sealed_at, suite_id, outcome, body IS NULL, signature,"
-        " seed_source, product FROM chamber_cards WHERE sealed_date = ?" + _AFTER + _IN_ORDER,
-        (date, *_after(conn, after), limit),
-    ).fetchall()
-    listing = []
-    for r in rows:
-        status = "legacy" if r[5] else ("signed" if r[6] else "pending_signature")
-        entry = {"card_id": r[0], "toolset_id": r[1], "evidence_status": status}
-        if not r[5]:
-            entry.update(sealed_at=r[2][:19] + "Z", suite_id=r[3], outcome=r[4])
-            entry.update(seed_source=r[7], practice=r[7] != "server", product=r[8])
-        listing.append(entry)
-    return listing
-
-
 def signing_keys(conn: ReadConn) -> list[dict[str, Any]]:
     """Every key that ever signed a card here, oldest first."""
     return [
@@ -342,50 +294,6 @@ def signing_keys(conn: ReadConn) -> list[dict[str, Any]]:
             "SELECT key_id, alg, public_key, first_used FROM chamber_keys"
             " ORDER BY first_used, key_id"
         )
-    ]
-
-
-_BOARD_WHERE = (
-    " FROM chamber_cards WHERE body IS NOT NULL AND seed_source = ?"
-    " AND sealed_date >= ? AND sealed_date <= ?"
-)
-
-
-def board_cards(
-    conn: ReadConn, first: str, last: str, suite_id: str | None = None
-) -> list[tuple[str, str, str, int, int, int]]:
-    """(suite, product, outcome, actions, hints, wrong) of server-seeded cards sealed
-    between the UTC days ``first`` and ``last`` (inclusive), optionally of one suite."""
-    sql = (
-        "SELECT suite_id, product, outcome, actions_used, hints_used, wrong_submissions"
-        + _BOARD_WHERE
-    )
-    params: tuple[Any, ...] = ("server", first, last)
-    if suite_id is not None:
-        sql += " AND suite_id = ?"
-        params += (suite_id,)
-    return [tuple(r) for r in conn.execute(sql, params)]
-
-
-def board_card_ids(
-    conn: ReadConn,
-    suite_id: str,
-    product: str,
-    first: str,
-    last: str,
-    after: str = "",
-    limit: int = 200,
-) -> list[dict[str, Any]]:
-    """The server-seeded cards behind one board row in the order sealed, after card
-    ``after`` (`UnknownCursor` if it names none)."""
-    where = _BOARD_WHERE + " AND suite_id = ? AND product = ?" + _AFTER
-    rows = conn.execute(
-        "SELECT card_id, sealed_at, outcome, actions_used" + where + _IN_ORDER,
-        ("server", first, last, suite_id, product, *_after(conn, after), limit),
-    ).fetchall()
-    return [
-        {"card_id": r[0], "sealed_at": r[1][:19] + "Z", "outcome": r[2], "actions_used": r[3]}
-        for r in rows
     ]
 
 

@@ -17,7 +17,7 @@ import urllib.parse
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from agora.toolsets.chamber import store
+from agora.toolsets.chamber import listings, store
 from agora.web import http
 from agora.web.http import Request, Response, Route, wants_html
 
@@ -237,7 +237,7 @@ async def get_card(request: Request, runtime: Runtime) -> Response:
     return response
 
 
-#: The refusal of an ``after`` that names no card (`store.UnknownCursor`).
+#: The refusal of an ``after`` that names no card (`listings.UnknownCursor`).
 UNKNOWN_AFTER = "after must be the id of a card listed here"
 
 
@@ -250,10 +250,10 @@ async def list_cards(request: Request, runtime: Runtime) -> Response:
         check_format(request)
         parse_day(date, "date")
         limit = parse_limit(request)
-        rows = await runtime.read(lambda c: store.list_cards(c, date, after, limit + 1))
+        rows = await runtime.read(lambda c: listings.list_cards(c, date, after, limit + 1))
     except BadQuery as exc:
         return error_response(request, 400, str(exc))
-    except store.UnknownCursor:
+    except listings.UnknownCursor:
         return error_response(request, 400, UNKNOWN_AFTER)
     shown, last = paged(rows, limit)
     body: dict[str, Any] = {"date": date, "cards": shown}
