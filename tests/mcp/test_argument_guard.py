@@ -1,7 +1,7 @@
 """The guard before the schema: depth, size and NUL limits, with or without the JSON text.
 
 A tool's arguments are encoded for the NUL check anyway, and a text short enough cannot
-break the depth or node limit, so the guard skips its walk then (`agora.mcp.validation`).
+break the depth or node limit, so the guard skips its walk then (`agora.mcp.guard`).
 These tests check that shortcut never changes a verdict, at the limits too.
 """
 
@@ -10,7 +10,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agora.mcp.validation import _guard, compile_validator
+from agora.mcp.guard import guard
+from agora.mcp.validation import compile_validator
 
 # Values whose every node takes as few bytes as JSON allows ("", 0, [], {}), so the
 # shortcut is taken right at its bound.
@@ -33,20 +34,20 @@ def _rule(issue) -> str | None:
     nodes=st.integers(0, 40),
 )
 def test_the_shortcut_gives_the_walks_verdict(value, depth, nodes):
-    walked = _guard(value, depth, nodes, 0, False)  # no text: the walk alone
-    assert _rule(_guard(value, depth, nodes, 0, True)) == _rule(walked)
-    assert _rule(_guard(value, depth, nodes, 10**6, False)) == _rule(walked)
+    walked = guard(value, depth, nodes, 0, False)  # no text: the walk alone
+    assert _rule(guard(value, depth, nodes, 0, True)) == _rule(walked)
+    assert _rule(guard(value, depth, nodes, 10**6, False)) == _rule(walked)
 
 
 def test_limits_still_hold_right_at_the_bound():
     flat = {"a": "", "b": 0}  # 2 nodes in 13 bytes
-    assert _rule(_guard(flat, 1, 2, 0, True)) is None
-    assert _rule(_guard(flat, 1, 1, 0, True)) == "maxNodes"
+    assert _rule(guard(flat, 1, 2, 0, True)) is None
+    assert _rule(guard(flat, 1, 1, 0, True)) == "maxNodes"
     nested = {"a": [[]]}  # three levels
-    assert _rule(_guard(nested, 3, 50, 0, True)) is None
-    assert _rule(_guard(nested, 2, 50, 0, True)) == "maxDepth"
-    assert _rule(_guard({"a": "\x00"}, 3, 50, 0, True)) == "noNul"
-    assert _rule(_guard({"a": "x" * 40}, 3, 50, 30, True)) == "maxBytes"
+    assert _rule(guard(nested, 3, 50, 0, True)) is None
+    assert _rule(guard(nested, 2, 50, 0, True)) == "maxDepth"
+    assert _rule(guard({"a": "\x00"}, 3, 50, 0, True)) == "noNul"
+    assert _rule(guard({"a": "x" * 40}, 3, 50, 30, True)) == "maxBytes"
 
 
 def test_a_tool_validator_refuses_deep_and_large_arguments():

@@ -14,7 +14,7 @@ from http_support import RawHttp, call, open_session, serve
 
 from agora.errors import ProtocolError
 from agora.mcp import jsonrpc as rpc
-from agora.mcp.validation import MAX_DEPTH
+from agora.mcp.guard import MAX_DEPTH
 from agora.toolsets.base import ArgumentLimits
 
 

@@ -43,7 +43,7 @@ OVERSIZE_MESSAGE = f"message larger than {MAX_MESSAGE_BYTES} bytes"
 OVERSIZE_HEAD_BYTES = 4096
 #: Deepest nesting accepted inside ``params`` (the params object itself is level 1): a hard
 #: ceiling against deeply nested input, well above the deepest arguments any toolset may
-#: accept (`agora.mcp.validation.MAX_DEPTH`, 32, at params' level 2), so that arguments
+#: accept (`agora.mcp.guard.MAX_DEPTH`, 32, at params' level 2), so that arguments
 #: past a toolset's limit still reach it and its own limit refuses them in its own words.
 #: At 8 (until stop 20) the chamber's contract depth of 8 could not be reached; at 33,
 #: arguments one level past the router's 32 got -32600 here instead of the router's

@@ -17,7 +17,7 @@ from agora.errors import Failure, ProtocolError
 from agora.identity import Principal
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.catalog import ResourceEntry
-from agora.mcp.validation import MAX_DEPTH, MAX_NODES
+from agora.mcp.guard import MAX_DEPTH, MAX_NODES
 from agora.runtime.hooks import handler_problem, shown_name
 from agora.store.migrations import Migration
 from agora.web.http import Route

@@ -40,7 +40,7 @@ import chess.svg
 import msgspec
 
 from agora.mcp import jsonrpc as rpc
-from agora.mcp.validation import NUL_TEXT, nul_field
+from agora.mcp.guard import NUL_TEXT, nul_field
 from agora.toolsets.chess import bodies, page
 from agora.toolsets.chess.commands import (
     AcceptDraw,

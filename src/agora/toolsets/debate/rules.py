@@ -13,8 +13,8 @@ import json
 import re
 from typing import Any, Final
 
+from agora.mcp.guard import MAX_DEPTH
 from agora.mcp.jsonrpc import depth
-from agora.mcp.validation import MAX_DEPTH
 
 UUID_RE: Final = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 ROLE_RE: Final = re.compile(r"^[A-Z][A-Z0-9_]+$")
