@@ -84,6 +84,7 @@ const chessView = (() => {
       const coord = (kind, text) => el("span", { class: `coord ${kind}`, "aria-hidden": "true" }, text);
       if (square[0] === leftFile) button.append(coord("rank", square[1]));
       if (square[1] === bottomRank) button.append(coord("file", square[0]));
+      if (button.querySelector(".coord")) button.classList.add("labelled");
       if (piece) {
         // Named by the square's label: the picture itself says nothing more.
         button.append(el("img", { src: `/play/static/${piece}.svg`, alt: "", draggable: "false" }));

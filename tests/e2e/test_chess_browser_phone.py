@@ -1,0 +1,102 @@
+"""End to end in a real browser: the chess page's layout on a phone.
+
+``agora serve`` runs in a subprocess; two tables' human pages open in headless Chromium (a
+worker thread; `chess_browser`) on a 390x844 phone screen, one seated as White and one as
+Black (the board flips, so other squares carry the coordinates). In the starting position
+every labelled square but two holds a piece: no coordinate label's box may overlap its
+square's piece picture, and the pictures stay most of their square.
+Screenshots: ``test-artifacts/chess-phone-white.png`` and ``-black.png``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+from chess_browser import ARTIFACTS, NEEDS_CHROMIUM, chromium, sync_api
+from chess_page_http import new_table
+from chess_server import agora_serve
+
+pytestmark = [pytest.mark.browser, NEEDS_CHROMIUM]
+
+PHONE = {"width": 390, "height": 844}
+#: The least share of its square's width a piece picture keeps beside a coordinate.
+MIN_PIECE_SHARE = 0.7
+
+#: Each labelled square holding a piece: the labels' boxes and the picture's, and the square's.
+_LABELLED = """() => [...document.querySelectorAll("#board .square")]
+  .filter((square) => square.querySelector(".coord") && square.querySelector("img"))
+  .map((square) => {
+    const box = (el) => { const r = el.getBoundingClientRect();
+      return { left: r.left, top: r.top, right: r.right, bottom: r.bottom }; };
+    return {
+      square: square.dataset.square,
+      size: box(square),
+      labels: [...square.querySelectorAll(".coord")].map(box),
+      piece: box(square.querySelector("img")),
+    };
+  })"""
+
+
+def _overlap(one: dict[str, float], two: dict[str, float]) -> bool:
+    return (
+        one["left"] < two["right"]
+        and two["left"] < one["right"]
+        and one["top"] < two["bottom"]
+        and two["top"] < one["bottom"]
+    )
+
+
+def phone_layout(white_url: str, black_url: str) -> dict[str, Any]:
+    expect = sync_api.expect
+    errors: list[str] = []
+    seen: dict[str, Any] = {}
+    with chromium() as browser:
+        for side, url, button in (("white", white_url, "#human-white"),
+                                  ("black", black_url, "#agent-white")):  # fmt: skip
+            context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+            page = context.new_page()
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(url)
+            expect(page.locator("#live")).to_have_text("live")
+            page.click(button)
+            expect(page.locator("#role")).to_have_text(f"you play {side}")
+            expect(page.locator("#controls")).to_be_visible()
+            page.evaluate("() => document.fonts.ready")
+            seen[side] = {"labelled": page.evaluate(_LABELLED)}
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / f"chess-phone-{side}.png"), full_page=True)
+            context.close()
+    seen["errors"] = errors
+    return seen
+
+
+async def _phone_layout(tmp_path: Any) -> dict[str, Any]:
+    with trio.fail_after(60):
+        async with agora_serve(tmp_path / "agora.db") as server:
+            white = await new_table(server.url, "pw")
+            black = await new_table(server.url, "pb")
+            return await trio.to_thread.run_sync(phone_layout, white["humanUrl"], black["humanUrl"])
+
+
+async def test_the_coordinates_never_cover_a_piece_on_a_phone(tmp_path):
+    seen = await _phone_layout(tmp_path)
+    assert seen["errors"] == []
+    for side in ("white", "black"):
+        labelled = seen[side]["labelled"]
+        # The first rank's eight pieces and the left file's three more (rank 2, 7 and 8).
+        assert len(labelled) == 11, side
+        covered = [
+            square["square"]
+            for square in labelled
+            if any(_overlap(label, square["piece"]) for label in square["labels"])
+        ]
+        assert covered == [], side
+        small = [
+            square["square"]
+            for square in labelled
+            if square["piece"]["right"] - square["piece"]["left"]
+            < MIN_PIECE_SHARE * (square["size"]["right"] - square["size"]["left"])
+        ]
+        assert small == [], side
