@@ -4,7 +4,8 @@
 worker thread; `chess_browser`) on a 390x844 phone screen, one seated as White and one as
 Black (the board flips, so other squares carry the coordinates). In the starting position
 every labelled square but two holds a piece: no coordinate label's box may overlap its
-square's piece picture, and the pictures stay most of their square.
+square's piece picture, and the pictures stay most of their square. Below the board, the
+"Moves" heading follows the buttons without a gap of empty screen.
 Screenshots: ``test-artifacts/chess-phone-white.png`` and ``-black.png``.
 """
 
@@ -21,6 +22,8 @@ from chess_server import agora_serve
 pytestmark = [pytest.mark.browser, NEEDS_CHROMIUM]
 
 PHONE = {"width": 390, "height": 844}
+#: The most empty screen, in CSS pixels, between the buttons and the "Moves" heading.
+MAX_GAP_PX = 40
 #: The least share of its square's width a piece picture keeps beside a coordinate.
 MIN_PIECE_SHARE = 0.7
 
@@ -37,6 +40,10 @@ _LABELLED = """() => [...document.querySelectorAll("#board .square")]
       piece: box(square.querySelector("img")),
     };
   })"""
+
+#: From the bottom of the buttons to the top of the "Moves" heading.
+_GAP = """() => document.querySelector("aside h2").getBoundingClientRect().top
+  - document.querySelector("#controls .buttons").getBoundingClientRect().bottom"""
 
 
 def _overlap(one: dict[str, float], two: dict[str, float]) -> bool:
@@ -64,7 +71,7 @@ def phone_layout(white_url: str, black_url: str) -> dict[str, Any]:
             expect(page.locator("#role")).to_have_text(f"you play {side}")
             expect(page.locator("#controls")).to_be_visible()
             page.evaluate("() => document.fonts.ready")
-            seen[side] = {"labelled": page.evaluate(_LABELLED)}
+            seen[side] = {"labelled": page.evaluate(_LABELLED), "gap": page.evaluate(_GAP)}
             ARTIFACTS.mkdir(exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / f"chess-phone-{side}.png"), full_page=True)
             context.close()
@@ -100,3 +107,10 @@ async def test_the_coordinates_never_cover_a_piece_on_a_phone(tmp_path):
             < MIN_PIECE_SHARE * (square["size"]["right"] - square["size"]["left"])
         ]
         assert small == [], side
+
+
+async def test_the_moves_follow_the_buttons_on_a_phone(tmp_path):
+    seen = await _phone_layout(tmp_path)
+    assert seen["errors"] == []
+    for side in ("white", "black"):
+        assert 0 <= seen[side]["gap"] <= MAX_GAP_PX, (side, seen[side]["gap"])
