@@ -9,6 +9,7 @@ the agent parked in wait_for_turn, and finishes the game on a new server over th
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -231,3 +232,30 @@ async def test_a_stdio_agent_is_seated_by_the_endpoint_it_is_given(tmp_path):
                 assert is_error
                 expected = "SIDE_NOT_CHOSEN" if seat == "agent" else "AGENT_TOKEN_REQUIRED"
                 assert refused["code"] == expected
+
+
+async def test_the_agent_reads_the_humans_note_without_bidi_controls(tmp_path):
+    # Each control could reorder how the note, or the text after it, reads in a UI.
+    controls = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+    note = f"I resign{controls}.ngiser t'nod I"
+    with trio.fail_after(45):
+        async with (
+            agora_serve(tmp_path / "agora.db") as server,
+            sdk_client(server.mcp_url()) as client,
+        ):
+            agent = SdkAgent(client)
+            await agent.list_tools()
+            human = ScriptedHuman(server, "default", server.token, ["e2e4"], "black")
+            status, body = await human.post("side", {"agentColor": "black"})
+            assert status == 200, body
+            status, body = await human.post("move", {"from": "e2", "to": "e4", "note": note})
+            assert status == 200, body
+            waited = await agent.ok("wait_for_turn", {"timeout_ms": 5000})
+            board = await agent.ok("get_board")
+    assert waited["statusCode"] == "AGENT_TURN"
+    shown = "I resign.ngiser t'nod I"
+    assert (waited["lastMove"]["by"], waited["lastMove"]["note"]) == ("human", shown)
+    assert board["lastMove"]["note"] == shown
+    # Nowhere in what the agent was told, text blocks included (`SdkAgent` checks they match).
+    for _, reply in agent.replies:
+        assert not any(c in json.dumps(reply, ensure_ascii=False) for c in controls)

@@ -1,10 +1,12 @@
-"""A move's note as a reader is shown it: on the page and in the PGN.
+"""A move's note as a reader is shown it: on the page, in the PGN and in the agent's replies.
 
 A note is free text from the other player. Unicode's bidirectional controls (the override
 U+202E, embeddings, isolates and the direction marks) would let it reorder how text around
 it, or its own words, look ("mates .lanogaid eht no" shown as "on the diagonal"), so they
-are taken out; right-to-left letters still show right to left by their own direction. The
-stored note, and what the agent's replies echo, keep every character. Pure: no I/O.
+are taken out; right-to-left letters still show right to left by their own direction. An
+agent reads a reply as text, and a client may show it: the note its replies echo
+(``lastMove.note``, the agent's own included) is taken out of the same way. The stored note
+keeps every character. Pure: no I/O.
 """
 
 from __future__ import annotations

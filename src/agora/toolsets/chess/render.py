@@ -20,6 +20,7 @@ import msgspec
 
 from agora.toolsets.chess.game import declined_draw
 from agora.toolsets.chess.guide import CONTRACT, evaluation_guide
+from agora.toolsets.chess.notes import shown_note
 from agora.toolsets.chess.position import POSITION_CACHE, movetext, pieces, position
 from agora.toolsets.chess.replies import (
     PROTOCOL_VERSION,
@@ -207,10 +208,8 @@ def _guide(fen: str, agent_color: ColorName | None) -> EvaluationGuide:
 
 
 def _last_move(snap: Snapshot) -> LastMove | None:
-    if not snap.moves:
-        return None
-    last = snap.moves[-1]
-    return LastMove(san=last.san, uci=last.uci, by=last.by, note=last.note)
+    last = snap.moves[-1] if snap.moves else None  # its note as the page shows it (`notes`)
+    return None if last is None else LastMove(last.san, last.uci, last.by, shown_note(last.note))
 
 
 def _fields(
