@@ -11,9 +11,10 @@ from __future__ import annotations
 import io
 
 import chess.pgn
+import pytest
 from page_routes import api, http
 
-from agora.toolsets.chess.commands import NewGame, OfferDraw, Resign
+from agora.toolsets.chess.commands import AcceptDraw, NewGame, OfferDraw, Resign
 
 PUBLIC_URL = "http://127.0.0.1:8765"
 RLO = "\u202e"
@@ -134,6 +135,27 @@ async def test_draw_offers_and_their_answers_are_comments_on_their_moves(table):
     await table.human(NewGame(table.token))  # game 1 is now read back from the store
     stored = await http(table.runtime, "GET", "/play/default/pgn", query={"game": "1"})
     assert stored.body.decode() == text
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        pytest.param(OfferDraw, id="offer-crossing-the-agents"),
+        pytest.param(AcceptDraw, id="accept-button"),
+    ],
+)
+async def test_a_draw_agreed_says_whose_offer_the_human_accepted(table, answer):
+    # The human's offer while the agent's stands agrees the draw at once: it is an acceptance.
+    await table.choose("black")  # the human plays White
+    await table.human_move("e2e4")
+    await table.tool("move_piece", **{"from": "e7", "to": "e5", "note": "draw? (=)"})
+    await table.human(answer(table.token))
+    text, game = await _pgn(table)
+    assert game.headers["Result"] == "1/2-1/2"
+    assert _flat(text) == (
+        "1. e4 e5 { Agent: draw? (=) } { The agent offers a draw. }"
+        " { The human accepts the draw offer. } { Drawn by agreement. } 1/2-1/2"
+    )
 
 
 async def test_a_right_brace_in_a_note_is_marked_not_silently_changed(table):
