@@ -4,9 +4,9 @@ A note is free text from the other player. Unicode's bidirectional controls (the
 U+202E, embeddings, isolates and the direction marks) would let it reorder how text around
 it, or its own words, look ("mates .lanogaid eht no" shown as "on the diagonal"), so they
 are taken out; right-to-left letters still show right to left by their own direction. An
-agent reads a reply as text, and a client may show it: the note its replies echo
-(``lastMove.note``, the agent's own included) is taken out of the same way. The stored note
-keeps every character. Pure: no I/O.
+agent reads a reply as text, and a client may show it: the human's note its replies echo
+(``lastMove.note``) loses them the same way; the agent's own note is echoed as it wrote it.
+The stored note keeps every character. Pure: no I/O.
 """
 
 from __future__ import annotations

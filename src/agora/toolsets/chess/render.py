@@ -208,8 +208,11 @@ def _guide(fen: str, agent_color: ColorName | None) -> EvaluationGuide:
 
 
 def _last_move(snap: Snapshot) -> LastMove | None:
-    last = snap.moves[-1] if snap.moves else None  # its note as the page shows it (`notes`)
-    return None if last is None else LastMove(last.san, last.uci, last.by, shown_note(last.note))
+    if not snap.moves:
+        return None
+    last = snap.moves[-1]  # the human's note as the page shows it (`notes`)
+    note = shown_note(last.note) if last.by == "human" else last.note
+    return LastMove(san=last.san, uci=last.uci, by=last.by, note=note)
 
 
 def _fields(
