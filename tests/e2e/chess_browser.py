@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -83,3 +83,34 @@ def seated_white(browser: Any, url: str, errors: list[str]) -> Any:
     page.click("#human-white")
     sync_api.expect(page.locator("#status")).to_have_text("Your move.")
     return page
+
+
+#: A phone's viewport (an iPhone 12-15's CSS pixels).
+PHONE = {"width": 390, "height": 844}
+
+
+def on_a_phone_at_both_orientations(
+    white_url: str, black_url: str, look: Callable[[Any], Any], shots: str
+) -> dict[str, Any]:
+    """Each of two human pages, on a phone, once the human took White (``white_url``) and
+    Black (``black_url``): ``look(page)`` of each by side, then its screenshot as
+    ``<shots>-<side>.png`` in `ARTIFACTS`; ``"errors"``: the pages' script errors."""
+    expect = sync_api.expect
+    errors: list[str] = []
+    seen: dict[str, Any] = {}
+    with chromium() as browser:
+        for side, url, button in (("white", white_url, "#human-white"),
+                                  ("black", black_url, "#agent-white")):  # fmt: skip
+            context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+            page = context.new_page()
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(url)
+            expect(page.locator("#live")).to_have_text("live")
+            page.click(button)
+            expect(page.locator("#role")).to_have_text(f"you play {side}")
+            seen[side] = look(page)
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / f"{shots}-{side}.png"), full_page=True)
+            context.close()
+    seen["errors"] = errors
+    return seen

@@ -10,17 +10,15 @@ Screenshots: ``test-artifacts/chess-coords-white.png`` and ``-black.png``.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pytest
 import trio
-from chess_browser import ARTIFACTS, NEEDS_CHROMIUM, chromium, sync_api
+from chess_browser import NEEDS_CHROMIUM, on_a_phone_at_both_orientations
 from chess_page_http import new_table
 from chess_server import agora_serve
 
 pytestmark = [pytest.mark.browser, NEEDS_CHROMIUM]
 
-PHONE = {"width": 390, "height": 844}
 MIN_CONTRAST = 4.5
 MIN_LABEL_PX = 12.0
 
@@ -49,35 +47,17 @@ def contrast(one: str, two: str) -> float:
     return (high + 0.05) / (low + 0.05)
 
 
-def labels_at_both_orientations(white_url: str, black_url: str) -> dict[str, Any]:
-    expect = sync_api.expect
-    errors: list[str] = []
-    seen: dict[str, Any] = {}
-    with chromium() as browser:
-        for side, url, button in (("white", white_url, "#human-white"),
-                                  ("black", black_url, "#agent-white")):  # fmt: skip
-            context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
-            page = context.new_page()
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(url)
-            expect(page.locator("#live")).to_have_text("live")
-            page.click(button)
-            expect(page.locator("#role")).to_have_text(f"you play {side}")
-            seen[side] = page.evaluate(_LABELS)
-            ARTIFACTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / f"chess-coords-{side}.png"), full_page=True)
-            context.close()
-    seen["errors"] = errors
-    return seen
-
-
 async def test_the_coordinates_are_legible_at_both_orientations(tmp_path):
     with trio.fail_after(60):
         async with agora_serve(tmp_path / "agora.db") as server:
             white = await new_table(server.url, "cw")
             black = await new_table(server.url, "cb")
             seen = await trio.to_thread.run_sync(
-                labels_at_both_orientations, white["humanUrl"], black["humanUrl"]
+                on_a_phone_at_both_orientations,
+                white["humanUrl"],
+                black["humanUrl"],
+                lambda page: page.evaluate(_LABELS),
+                "chess-coords",
             )
     assert seen["errors"] == []
     for side in ("white", "black"):

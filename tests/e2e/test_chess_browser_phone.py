@@ -15,13 +15,12 @@ from typing import Any
 
 import pytest
 import trio
-from chess_browser import ARTIFACTS, NEEDS_CHROMIUM, chromium, sync_api
+from chess_browser import NEEDS_CHROMIUM, on_a_phone_at_both_orientations, sync_api
 from chess_page_http import new_table
 from chess_server import agora_serve
 
 pytestmark = [pytest.mark.browser, NEEDS_CHROMIUM]
 
-PHONE = {"width": 390, "height": 844}
 #: The most empty screen, in CSS pixels, between the buttons and the "Moves" heading.
 MAX_GAP_PX = 40
 #: The least share of its square's width a piece picture keeps beside a coordinate.
@@ -55,28 +54,10 @@ def _overlap(one: dict[str, float], two: dict[str, float]) -> bool:
     )
 
 
-def phone_layout(white_url: str, black_url: str) -> dict[str, Any]:
-    expect = sync_api.expect
-    errors: list[str] = []
-    seen: dict[str, Any] = {}
-    with chromium() as browser:
-        for side, url, button in (("white", white_url, "#human-white"),
-                                  ("black", black_url, "#agent-white")):  # fmt: skip
-            context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
-            page = context.new_page()
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(url)
-            expect(page.locator("#live")).to_have_text("live")
-            page.click(button)
-            expect(page.locator("#role")).to_have_text(f"you play {side}")
-            expect(page.locator("#controls")).to_be_visible()
-            page.evaluate("() => document.fonts.ready")
-            seen[side] = {"labelled": page.evaluate(_LABELLED), "gap": page.evaluate(_GAP)}
-            ARTIFACTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / f"chess-phone-{side}.png"), full_page=True)
-            context.close()
-    seen["errors"] = errors
-    return seen
+def _layout(page: Any) -> dict[str, Any]:
+    sync_api.expect(page.locator("#controls")).to_be_visible()
+    page.evaluate("() => document.fonts.ready")
+    return {"labelled": page.evaluate(_LABELLED), "gap": page.evaluate(_GAP)}
 
 
 async def _phone_layout(tmp_path: Any) -> dict[str, Any]:
@@ -84,7 +65,13 @@ async def _phone_layout(tmp_path: Any) -> dict[str, Any]:
         async with agora_serve(tmp_path / "agora.db") as server:
             white = await new_table(server.url, "pw")
             black = await new_table(server.url, "pb")
-            return await trio.to_thread.run_sync(phone_layout, white["humanUrl"], black["humanUrl"])
+            return await trio.to_thread.run_sync(
+                on_a_phone_at_both_orientations,
+                white["humanUrl"],
+                black["humanUrl"],
+                _layout,
+                "chess-phone",
+            )
 
 
 async def test_the_coordinates_never_cover_a_piece_on_a_phone(tmp_path):
