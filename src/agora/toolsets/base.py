@@ -241,6 +241,10 @@ class Toolset:
     handlers: Mapping[str, Handler]
     migrations: Sequence[Migration] = ()
     routes: Sequence[Route] = ()
+    #: Pages a person may start from, listed on the server's start page (``/``): (path, what
+    #: it shows), e.g. ``("/board", "...")``. Pages reached only by a link (a card, a table)
+    #: are not listed.
+    pages: Sequence[tuple[str, str]] = ()
     #: Tool names that are aliases of a canonical tool: alias -> canonical.
     aliases: Mapping[str, str] = field(default_factory=dict)
     #: Extra endpoint path segment name, e.g. "table" makes /mcp/chess/<table> valid.

@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 import trio
 
 from agora.mcp import jsonrpc as rpc
+from agora.server import start
 from agora.server.failed import page_failure
 from agora.server.health import health, readiness
 from agora.transports import guard, http1
@@ -37,7 +38,7 @@ from agora.transports.linger import linger_close
 from agora.transports.respond import Closed, Responder, refusal_response
 from agora.transports.routing import is_mcp, methods_of, not_allowed, request_of
 from agora.transports.websocket import accept_websocket, upgrade_refusal
-from agora.web.http import EventStream, Request, Response
+from agora.web.http import EventStream, Request, Response, wants_html
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -361,6 +362,10 @@ class HttpConnection(Responder):
         allowed = methods_of(self.app.routes, req.path)
         if allowed:
             return not_allowed(req, allowed)
+        if req.path == start.PATH:
+            if req.method not in ("GET", "HEAD"):
+                return not_allowed(req, ["GET"])
+            return start.start_page(self.app.toolsets.values(), wants_html(req))
         if req.path in PROBES:
             if req.method not in ("GET", "HEAD"):
                 return not_allowed(req, ["GET"])

@@ -171,8 +171,9 @@ PAGE_STYLE = (
     "body{font:15px/1.5 system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem}"
 )
 
-#: The headers of `error_page`: no script, style or anything else may load; no sniffing.
-_PAGE_HEADERS = (
+#: The headers of `error_page` and the start page: no script, style or anything else may
+#: load; no sniffing.
+PAGE_HEADERS = (
     ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'"),
     ("X-Content-Type-Options", "nosniff"),
 )
@@ -197,10 +198,10 @@ def error_page(status: int, message: str) -> Response:
     text = (
         f"<!doctype html><html lang=en><meta charset=utf-8>{VIEWPORT}<title>{title}</title>"
         f"<style>{PAGE_STYLE}</style><body><h1>{title}</h1><p>{html.escape(message)}</p>"
-        "</body></html>"
+        '<p><a href="/">Start page</a>: what this server runs</p></body></html>'
     )
     response = Response.html(text, status)
-    response.headers.extend(_PAGE_HEADERS)
+    response.headers.extend(PAGE_HEADERS)
     return response
 
 

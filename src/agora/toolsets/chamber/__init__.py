@@ -87,6 +87,11 @@ def build_toolset(contract: ChamberContract) -> tuple[Toolset, Chamber]:
             web.pool_route(chamber.pool.status),
             *board_web.routes(tuple(s.id for s in contract.suites if s.status == "active")),
         ),
+        pages=(
+            ("/board", "Board: products ranked per suite, from signed evidence cards"),
+            ("/cards", "Evidence cards sealed today (UTC), in the order sealed"),
+            (web.KEYS_PATH, "The operator's signing keys, to verify a card"),
+        ),
         aliases=dict(contract.aliases),
         background=[
             periodic(PURGE_EVERY, purge),

@@ -63,6 +63,7 @@ def toolset() -> Toolset:
         handlers=HANDLERS,
         migrations=MIGRATIONS,
         routes=ROUTES,
+        pages=(("/play", "Chess: open a table and play an agent in the browser"),),
         endpoint_param="table",
         endpoint_query=("token",),
         on_start=_on_start,

@@ -188,7 +188,7 @@ def _error_page(status: int, message: str) -> Response:
         f'<!doctype html><html lang="en"><meta charset="utf-8">{VIEWPORT}<title>agora chess</title>'
         '<link rel="stylesheet" href="/play/static/play.css"><body><h1>agora chess</h1>'
         f'<p role="alert">{html.escape(message)}</p>'
-        '<p><a href="/play">Create a table</a></p></body></html>'
+        '<p><a href="/play">Create a table</a> · <a href="/">Start page</a></p></body></html>'
     )
     return Response(status, text.encode(), "text/html; charset=utf-8", list(_SECURITY_HEADERS))
 
