@@ -183,7 +183,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--actions", type=int_range(0, 64), default=20, help="actions per agent (max 64)"
     )
     parser.add_argument("--suite", choices=SUITES, default=SUITES[0])
-    parser.add_argument("--synchronous", default="FULL", choices=SYNCHRONOUS)
+    parser.add_argument("--synchronous", type=str.upper, default="FULL", choices=SYNCHRONOUS)
     parser.add_argument(
         "--timeout", type=positive_float, default=300.0, help="seconds per run, at most"
     )

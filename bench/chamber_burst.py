@@ -266,7 +266,7 @@ if __name__ == "__main__":
     parser.add_argument("--agents", type=positive_int, default=500)
     parser.add_argument("--bursts", type=positive_int, default=5)
     parser.add_argument("--suite", choices=SUITES, default=SUITES[0])
-    parser.add_argument("--synchronous", choices=SYNCHRONOUS, default="FULL")
+    parser.add_argument("--synchronous", type=str.upper, choices=SYNCHRONOUS, default="FULL")
     parser.add_argument("--timeout", type=positive_float, default=300)
     parser.add_argument(
         "--compare", action="store_true", help="follow each burst with a ping and a read burst"

@@ -110,7 +110,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=900.0,
         help="bound on connecting (b)'s agents",
     )
-    parser.add_argument("--synchronous", choices=["FULL", "NORMAL"], default="FULL")
+    parser.add_argument("--synchronous", type=str.upper, choices=["FULL", "NORMAL"], default="FULL")
     parser.add_argument("--only", choices=["a", "b"], help="run one workload")
     parser.add_argument("--probe", choices=["task", "waiter"], help=argparse.SUPPRESS)
     parser.add_argument("--probe-n", type=positive_int, default=100_000, help=argparse.SUPPRESS)

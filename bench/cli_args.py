@@ -29,6 +29,10 @@ START_WITH_CONFIG = (
 
 N = TypeVar("N", int, float)
 
+#: The largest count, duration or rate a flag takes: anything above is a typo (``1e300``
+#: seconds would run for ever, ``10**12`` agents would be allocated before any started).
+MOST = 10**9
+
 #: The values of SQLite's ``synchronous`` pragma that ``agora serve`` takes (`agora.config`).
 SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
@@ -132,10 +136,15 @@ def names(choices: Iterable[str], *, none_ok: bool = False) -> Callable[[str], l
 
 
 def _number(kind: type[N], text: str, what: str) -> N:
+    """``text`` as ``kind``, refused when it is not one or is above `MOST` (infinity and
+    NaN are left to the callers' range checks, which name the range they take)."""
     try:
-        return kind(text)
+        value = kind(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be {what}, not {text!r}") from None
+    if value > MOST and value != float("inf"):
+        raise argparse.ArgumentTypeError(f"must be at most {MOST:,}, not {text}")
+    return value
 
 
 def ws_url(text: str) -> str:

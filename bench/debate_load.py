@@ -334,7 +334,7 @@ async def main() -> None:
     parser.add_argument("--pages", type=positive_int, default=300)
     parser.add_argument("--keep-store", type=Path, help="(search) write or reuse the store here")
     parser.add_argument("--only", choices=("load", "search"))
-    parser.add_argument("--synchronous", default="FULL", choices=("FULL", "NORMAL"))
+    parser.add_argument("--synchronous", type=str.upper, default="FULL", choices=("FULL", "NORMAL"))
     parser.add_argument(
         "--gc",
         action="store_true",

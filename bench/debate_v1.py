@@ -159,7 +159,7 @@ async def run(args: argparse.Namespace, directory: Path) -> None:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--topics", type=positive_int, default=500)
-    parser.add_argument("--synchronous", default="FULL", choices=("FULL", "NORMAL"))
+    parser.add_argument("--synchronous", type=str.upper, default="FULL", choices=("FULL", "NORMAL"))
     args = parser.parse_args()
     raise_fd_limit()
     gc.disable()

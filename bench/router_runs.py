@@ -188,7 +188,7 @@ if __name__ == "__main__":
         default=True,
         help="run the closed-loop plan and work phases",
     )
-    parser.add_argument("--synchronous", choices=SYNCHRONOUS, default="FULL")
+    parser.add_argument("--synchronous", type=str.upper, choices=SYNCHRONOUS, default="FULL")
     parser.add_argument(
         "--client-gc",
         choices=["server", "default"],

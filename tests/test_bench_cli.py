@@ -127,6 +127,8 @@ COUNT = r"must be at least 1, not "
 NUMBER = r"must be a number above 0, not "
 ZERO_OR_MORE = r"must be 0 or more, not "
 CHOICE = r"invalid choice: 'bogus'"
+#: ``--synchronous`` is upper-cased before it is checked, as agora's setting is.
+SYNC_CHOICE = r"invalid choice: 'BOGUS' \(choose from 'OFF', 'NORMAL', 'FULL', 'EXTRA'\)"
 
 #: Every standalone bench script (an argparse parser of its own), with a bad value of each
 #: kind of flag it takes: a count, a duration or a rate, one where 0 means "none", one with
@@ -137,10 +139,12 @@ BAD_FLAGS: dict[str, list[tuple[list[str], str]]] = {
     "chamber_attempts": [
         (["--agents", "20001"], r"must be from 1 to 20000, not 20001"),
         (["--py-spy-rate", "0"], COUNT + "0"),
-        (["--synchronous", "bogus"], CHOICE),
+        (["--synchronous", "bogus"], SYNC_CHOICE),
     ],
     "chamber_burst": [
         (["--timeout", "nan"], NUMBER + "nan"),
+        (["--timeout", "1e300"], r"must be at most 1,000,000,000, not 1e300"),
+        (["--bursts", "10000000000"], r"must be at most 1,000,000,000, not 10000000000"),
         (["--suite", "bogus"], CHOICE),
     ],
     "chamber_objects": [
@@ -186,7 +190,7 @@ BAD_FLAGS: dict[str, list[tuple[list[str], str]]] = {
     "router_memory": [(["--workspaces", "0"], COUNT + "0")],
     "router_runs": [
         (["--rate", "-1"], ZERO_OR_MORE + "-1"),
-        (["--synchronous", "bogus"], CHOICE),
+        (["--synchronous", "bogus"], SYNC_CHOICE),
     ],
     "runtime_calls": [(["--calls", "0"], COUNT + "0")],
     "sdk_server": [(["bogus"], CHOICE)],
@@ -216,6 +220,24 @@ def test_each_bench_script_refuses_a_bad_value_of_each_kind_of_flag(
     flag = argv[0] if len(argv) > 1 else "mode"
     refused(done, 2, rf"^[\w./]+: error: argument {flag}: {said}")
     assert "usage:" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        "chamber_attempts",
+        "chamber_burst",
+        "chess_tables",
+        "debate_load",
+        "debate_v1",
+        "router_runs",
+    ],
+)
+def test_synchronous_is_taken_in_any_case_as_agora_takes_it(script: str) -> None:
+    # agora's own `synchronous` setting takes SQLite's words in any case; so does each bench
+    # (the bad argument after it is what stops the run).
+    done = bench(f"bench/{script}.py", "--synchronous", "full", UNKNOWN)
+    refused(done, 2, rf"^[\w./]+: error: unrecognized arguments: {UNKNOWN}")
 
 
 def test_every_standalone_bench_script_is_in_the_table_of_bad_flags() -> None:
