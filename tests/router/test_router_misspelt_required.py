@@ -67,3 +67,35 @@ async def test_every_tool_names_the_misspelt_argument_it_was_sent(tmp_path):
                         name, words[n],
                     )  # fmt: skip
                 assert body["message"].startswith(f"argument '{wanted[0]}': is required ("), name
+
+
+async def test_a_misspelt_argument_a_closed_schema_refuses_is_told_what_was_meant(tmp_path):
+    # The Memory tools allow no other fields: each misspelt name is also refused as "not an
+    # allowed field", which named the allowed ones but not the one meant.
+    config = Config(port=0, db=str(tmp_path / "router.db"), toolsets=["router"])
+    closed = {
+        name: tool
+        for name, tool in CONTRACT.tools.items()
+        if tool.input_schema.get("additionalProperties") is False
+    }
+    assert len(closed) >= 8, sorted(closed)
+    told = 0
+    with trio.fail_after(TIMEOUT):
+        async with (
+            open_server(config) as server,
+            mcp.Client(f"{server.url}/mcp/router", read_timeout_seconds=TIMEOUT) as client,
+        ):
+            for name, tool in closed.items():
+                wanted = [n for n in tool.input_schema["required"] if n != "context"]
+                args = {"context": ctx(), **{n + n[-1]: None for n in wanted}}
+                body = _body(await client.call_tool(name, args))
+                for issue in body["issues"]:
+                    if issue["rule"] != "additionalProperties":
+                        continue
+                    meant = issue["field"][:-1]
+                    assert meant in wanted, (name, issue)
+                    assert issue["message"].startswith(
+                        f"is not an allowed field (did you mean '{meant}'? allowed: "
+                    ), (name, issue)
+                    told += 1
+    assert told, "no closed-schema refusal named a field that is not allowed"

@@ -25,7 +25,7 @@ import fastjsonschema
 from agora.errors import AgoraError
 from agora.mcp.dialects import HANDLERS, SchemaError, dialect_of, normalise_schema
 from agora.mcp.guard import MAX_DEPTH, MAX_NODES, ValidationIssue, guard
-from agora.mcp.wording import describe, misspelt, required
+from agora.mcp.wording import describe, misspelt, not_allowed, required
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -88,9 +88,11 @@ def _issues(exc: fastjsonschema.JsonSchemaValueException) -> list[ValidationIssu
         known = definition.get("properties", {})
         patterns = [re.compile(p) for p in definition.get("patternProperties", {})]
         extra = [k for k in value if k not in known and not any(p.search(k) for p in patterns)]
-        text = f"is not an allowed field (allowed: {', '.join(sorted(known)[:24]) or 'none'})"
         # Echo at most a little of what the client sent.
-        return [ValidationIssue((*path, key[:64]), rule, text) for key in extra[:8]]
+        return [
+            ValidationIssue((*path, key[:64]), rule, not_allowed(key, known, value))
+            for key in extra[:8]
+        ]
     return [ValidationIssue(path, rule, describe(rule, definition, value, exc.message))]
 
 

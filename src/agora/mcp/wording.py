@@ -157,6 +157,19 @@ def misspelt(
     return guesses
 
 
+def not_allowed(sent: str, known: Iterable[str], value: Mapping[str, Any]) -> str:
+    """The words for ``sent``, a field the schema does not allow: the allowed ones, led by
+    the one it looks like a misspelling of (as `misspelt` rates it) when ``value`` does not
+    hold that one already."""
+    names = sorted(known)
+    allowed = f"allowed: {', '.join(names[:24]) or 'none'}"
+    if sent.isprintable() and len(sent) <= _LONGEST_GUESSED:
+        close = difflib.get_close_matches(sent, names, n=1, cutoff=0.6)
+        if close and close[0] not in value:
+            return f"is not an allowed field (did you mean '{close[0]}'? {allowed})"
+    return f"is not an allowed field ({allowed})"
+
+
 def _takes_null(schema: Any) -> bool:
     """Whether ``schema`` names null among its values: its ``type`` (with no ``enum`` or
     ``const`` ruling null out), its ``enum`` or ``const``, or a form of its ``anyOf`` or
