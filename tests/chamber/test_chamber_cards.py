@@ -308,3 +308,26 @@ def test_a_seal_names_its_card_by_a_url_an_agent_can_open():
             seal_reply(outcome, None, base)["card_url"] == f"https://cards.example/cards/{card_id}"
         )
     assert seal_reply(outcome, None)["card_url"] == f"/cards/{card_id}"  # embedded: no URL
+
+
+def test_cards_sealed_before_the_listing_indexes_are_listed_after_the_upgrade():
+    # Migration 5 adds the listings' indexes to a table that may already hold cards: the
+    # cards of a version 4 database are listed after it, in the order sealed, by the index.
+    conn = _db(upto=4)
+    assert [m.version for m in store.MIGRATIONS[:4] if m.component == "chamber"][-1] == 4
+    ids = []
+    for n in range(3):
+        s = Session(seed=f"seed-{n}", handle=f"chl-{n:016x}")
+        outcome = s.seal()
+        _commit(conn, s.writes)
+        ids.append(outcome.card.card_id)
+    indexes = {row[1] for row in conn.execute("PRAGMA index_list(chamber_cards)")}
+    assert "chamber_cards_in_order" not in indexes
+    apply_migrations(conn, store.MIGRATIONS)
+    indexes = {row[1] for row in conn.execute("PRAGMA index_list(chamber_cards)")}
+    assert {"chamber_cards_in_order", "chamber_cards_board_rows"} <= indexes
+    assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    listed = listings.list_cards(conn, "2026-11-30")
+    assert [c["card_id"] for c in listed] == sorted(ids)  # one sealed_at: then by card id
+    page = listings.list_cards(conn, "2026-11-30", after=listed[0]["card_id"], limit=1)
+    assert [c["card_id"] for c in page] == [listed[1]["card_id"]]
