@@ -16,6 +16,9 @@ from agora.mcp.validation import ArgumentError, compile_validator
 HANDLE = "chl-0123456789abcdef"
 
 
+DRAFT_07 = "http://json-schema.org/draft-07/schema#"
+
+
 def _obj(**properties) -> dict:
     return {"type": "object", "properties": properties, "additionalProperties": False}
 
@@ -81,8 +84,10 @@ RULES = [
                  id="propertyNames"),
     pytest.param(_obj(o={"type": "object", "maxProperties": 1}), {"o": {"a": 1, "b": 2}}, "o",
                  "maxProperties", "at most 1 field(s)", id="maxProperties"),
-    pytest.param(_obj(o={"dependencies": {"x": ["y"]}}), {"o": {"x": 1}}, "o", "dependencies",
-                 "missing dependency y for x", id="dependencies"),
+    pytest.param({**_obj(o={"dependencies": {"x": ["y"]}}), "$schema": DRAFT_07}, {"o": {"x": 1}},
+                 "o", "dependencies", "missing dependency y for x", id="dependencies"),
+    pytest.param(_obj(o={"dependentRequired": {"x": ["y"]}}), {"o": {"x": 1}}, "o",
+                 "dependencies", "missing dependency y for x", id="dependentRequired"),
     pytest.param(_obj(v={"contains": {"const": 1}}), {"v": [2]}, "v", "contains",
                  "at least one matching item", id="contains"),
     pytest.param(_obj(a=False), {"a": 1}, "a", "false", "is not allowed here", id="false-schema"),

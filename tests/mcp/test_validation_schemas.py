@@ -41,6 +41,41 @@ def test_dialects_agree_with_the_reference(schema, good, bad):
     assert not reference(schema).is_valid(bad)
 
 
+SEMI_LATE = "https://json-schema.org/draft/2019-09/schema"
+
+
+@pytest.mark.parametrize(
+    ("schema", "value", "valid"),
+    [
+        # Words a late dialect does not have: its validators ignore them, and so do we (they
+        # were compiled with their draft-07 meaning).
+        pytest.param({"prefixItems": [{"type": "integer"}], "additionalItems": False}, [1, "x"],
+                     True, id="2020-12-additionalItems"),
+        pytest.param({"type": "object", "dependencies": {"a": ["b"]}}, {"a": 1}, True,
+                     id="2020-12-dependencies"),
+        pytest.param({"dependentRequired": {"a": ["c"]}, "dependencies": {"a": ["b"]}},
+                     {"a": 1, "c": 2}, True, id="2020-12-dependencies-beside-dependentRequired"),
+        pytest.param({"$schema": SEMI_LATE, "dependencies": {"a": ["b"]}}, {"a": 1}, True,
+                     id="2019-09-dependencies"),
+        pytest.param({"$schema": SEMI_LATE, "prefixItems": [{"type": "integer"}]}, ["x"], True,
+                     id="2019-09-prefixItems"),
+        # ... and keep the ones it has.
+        pytest.param({"$schema": SEMI_LATE, "items": [{"type": "integer"}],
+                      "additionalItems": False}, [1, "x"], False, id="2019-09-additionalItems"),
+        pytest.param({"$schema": SEMI_LATE, "items": [{"type": "integer"}]}, ["x"], False,
+                     id="2019-09-items-list"),
+        pytest.param({"$schema": SEMI_LATE, "dependentRequired": {"a": ["b"]}}, {"a": 1}, False,
+                     id="2019-09-dependentRequired"),
+    ],
+)  # fmt: skip
+def test_a_word_the_dialect_does_not_have_is_ignored_as_the_reference_ignores_it(
+    schema, value, valid
+):
+    reference = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    assert reference(schema).is_valid(value) is valid  # the reference's verdict, asserted
+    assert compile_validator(schema).is_valid(value) is valid
+
+
 @pytest.mark.parametrize(
     ("schema", "problem"),
     [

@@ -4,8 +4,10 @@
 -06, -07, 2019-09 or 2020-12; any other is refused with `SchemaError`, as MCP asks of a dialect
 a server does not support), or 2020-12, the MCP default, without one. A 2019-09 or 2020-12
 schema is rewritten to draft-07 where the meaning is the same (``prefixItems``,
-``dependentRequired``, ``dependentSchemas``, ``$ref`` with siblings) and refused with
-`SchemaError` where it is not. A remote ``$ref`` is refused, never fetched. Pure: no I/O.
+``dependentRequired``, ``dependentSchemas``, ``$ref`` with siblings), without the draft-07
+keywords its dialect does not have (which its validators ignore), and refused with
+`SchemaError` where it has no draft-07 form. A remote ``$ref`` is refused, never fetched.
+Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -64,8 +66,19 @@ def _refuse_remote(uri: str) -> Any:
 HANDLERS = dict.fromkeys(("http", "https", "file", "ftp", "data", "urn"), _refuse_remote)
 
 
-def _prepare(node: Any, late: bool) -> Any:
-    """Copy a schema node, refusing remote refs and (``late``) rewriting 2019+ keywords."""
+#: Words a late dialect does not know, which draft-07 would enforce: dropped from its rewrite, as
+#: a validator of that dialect ignores them (``dependencies`` was split into
+#: ``dependentRequired`` and ``dependentSchemas`` in 2019-09; 2020-12 replaced the ``items``
+#: list and ``additionalItems`` with ``prefixItems`` and ``items``, which 2019-09 lacks).
+_NOT_KEYWORDS = {
+    "2019-09": frozenset({"dependencies", "prefixItems"}),
+    "2020-12": frozenset({"dependencies", "additionalItems"}),
+}
+
+
+def _prepare(node: Any, late: str | None) -> Any:
+    """Copy a schema node, refusing remote refs and (``late``: the 2019-09 or 2020-12
+    dialect it is written in) rewriting its keywords to draft-07's."""
     if isinstance(node, list):
         return [_prepare(item, late) for item in node]
     if not isinstance(node, dict):
@@ -76,7 +89,10 @@ def _prepare(node: Any, late: bool) -> Any:
     if late and (found := _UNSUPPORTED.intersection(node)):
         raise SchemaError(f"keyword {min(found)!r} has no draft-07 form and is not supported")
     out: dict[str, Any] = {}
+    ignored = _NOT_KEYWORDS[late] if late else frozenset()
     for key, value in node.items():
+        if key in ignored:
+            continue
         if key in _SUBSCHEMAS:
             out[key] = _prepare(value, late)
         elif key in _SCHEMA_MAPS and isinstance(value, dict):
@@ -152,7 +168,8 @@ def normalise_schema(schema: Mapping[str, Any] | bool) -> dict[str, Any] | bool:
     """
     if isinstance(schema, bool):
         return schema
-    late = dialect_of(schema) in _LATE_DIALECTS
+    dialect = dialect_of(schema)
+    late = dialect if dialect in _LATE_DIALECTS else None
     out: dict[str, Any] = _prepare(dict(schema), late)
     if late:
         out["$schema"] = DRAFT_07
