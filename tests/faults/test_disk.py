@@ -45,7 +45,7 @@ from wsload import lean_connect
 from agora.store.diskfault import REOPEN_SECONDS
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Awaitable, Callable
 
 pytestmark = pytest.mark.sqlite_only(
     "a SQLite file on a small tmpfs, filled or remounted read-only"
@@ -269,7 +269,18 @@ def _mount_ext4(image: Path, mount: Path) -> bool:
     return _run("mount", "-o", "loop,errors=remount-ro", str(image), str(mount))
 
 
-async def test_a_disk_turned_read_only_refuses_writes_retryably_and_loses_nothing(tmp_path):
+@asynccontextmanager
+async def _read_only_then_mounted_again(
+    tmp_path: Path,
+    acked: dict[str, str],
+    change: Callable[[Poster, Path], Awaitable[None]] | None = None,
+) -> AsyncIterator[tuple[Poster, Path]]:
+    """A server posting to a database on an ext4 image the kernel then turns read-only (the
+    refusals checked), detached, checked and mounted again: the poster and the mount point,
+    before any post on the mounted-again disk. ``change`` gets the poster and the checked
+    file system mounted elsewhere first, out of the server's sight (nothing is mounted at the
+    database's directory meanwhile). Every acknowledged post is checked in the file once the
+    server has stopped."""
     disk, image = tmp_path / "disk", tmp_path / "disk.img"
     disk.mkdir()
     trigger = _ext4(image, disk)
@@ -278,7 +289,6 @@ async def test_a_disk_turned_read_only_refuses_writes_retryably_and_loses_nothin
         pytest.skip("needs: root, mkfs.ext4, e2fsck, a loop device and ext4's trigger_fs_error")
     config = mixed.write_config(tmp_path)
     db = disk / "ro.db"
-    acked: dict[str, str] = {}
     device = ""
     try:
         async with serving(db, config, acked) as poster:
@@ -292,19 +302,94 @@ async def test_a_disk_turned_read_only_refuses_writes_retryably_and_loses_nothin
                 assert not (await poster.read()).get("isError")
                 # The operator detaches the failed file system, checks it and mounts the image
                 # again through a new loop device (the old one stays pinned by the server's
-                # open files until it lets go of them): the same server writes through it.
+                # open files until it lets go of them).
                 _umount(disk)
                 device = _attach(image)
                 assert device, "no free loop device"
                 _check(device)
+                if change is not None:
+                    aside = tmp_path / "aside"
+                    aside.mkdir()
+                    assert _run("mount", device, str(aside)), "the image does not mount aside"
+                    try:
+                        await change(poster, aside)
+                    finally:
+                        _run("umount", str(aside))
                 assert _run("mount", device, str(disk)), "the image does not mount again"
-                assert await poster.recovered(), "no write succeeded on the mounted-again disk"
-                assert not (await poster.read()).get("isError")
+                yield poster, disk
         assert not _lost(db, acked), "acknowledged posts lost"
     finally:
         _umount(disk)
         if device:
             _run("losetup", "-d", device)
+
+
+async def test_a_disk_turned_read_only_refuses_writes_retryably_and_loses_nothing(tmp_path):
+    acked: dict[str, str] = {}
+    async with _read_only_then_mounted_again(tmp_path, acked) as (poster, _disk):
+        # The same server writes through the mounted-again disk.
+        assert await poster.recovered(), "no write succeeded on the mounted-again disk"
+        assert not (await poster.read()).get("isError")
+
+
+#: The database's files, the main one last: put back in this order, the path names either no
+#: file, the main file alone (no tables: its pages are all in the WAL), or all of it.
+DB_FILES = ("ro.db-wal", "ro.db-shm", "ro.db")
+
+
+async def _swap_in_another_file(poster: Poster, disk: Path) -> None:
+    """Post until the server has tried to reopen the database while its directory has no
+    file system mounted (no file at its path: a reason given in the log); then move the
+    database's files to ``kept/`` and put another SQLite file at its path."""
+    with trio.fail_after(TIMEOUT):
+        while not any("could not reopen the database" in line for line in poster.log):
+            assert await poster.refusals(1), "a post was acknowledged with no disk mounted"
+            await trio.sleep(0.05)
+    (disk / "kept").mkdir()
+    for name in DB_FILES:
+        if (disk / name).exists():
+            (disk / name).rename(disk / "kept" / name)
+    other = sqlite3.connect(disk / "ro.db")
+    other.execute("PRAGMA journal_mode=WAL")
+    other.execute("CREATE TABLE notes (body TEXT)")
+    other.close()
+
+
+async def test_another_file_at_the_database_s_path_is_not_written_to(tmp_path):
+    # The disk mounted again holds another SQLite file at the database's path (the wrong
+    # disk, or one whose damage left the WAL unreadable: see `_check`). The writer, which
+    # reopens the database after the read-only error, answered every post "internal error"
+    # (no such table) on it; it now keeps refusing, retryably, says why in its log, and
+    # writes again once the right file is back. The log says why: a reopen tried while no
+    # file was at the path said so at WARNING, and the next ones, failing for another
+    # reason, said it at DEBUG only.
+    acked: dict[str, str] = {}
+    async with _read_only_then_mounted_again(tmp_path, acked, _swap_in_another_file) as (
+        poster,
+        disk,
+    ):
+        before = set(acked)
+        # Posts are refused until a reopen has looked at the file (a reopen that found no
+        # file, tried while the disk was not mounted yet, waits a second for the next).
+        told = "cannot be taken for the database this server opened (it has no agora_schema"
+        with trio.fail_after(TIMEOUT):
+            while not any(told in line for line in poster.log):
+                refusals = await poster.refusals(1)
+                assert refusals, "posts were acknowledged on another database"
+                assert _retryable(refusals[0]), refusals[0]
+                await trio.sleep(0.05)
+        assert not acked.keys() - before, "posts were acknowledged on another database"
+        other = sqlite3.connect(disk / "ro.db")
+        tables = other.execute("SELECT name FROM sqlite_master").fetchall()
+        other.close()
+        assert tables == [("notes",)], tables  # nothing of agora's was written into it
+        (disk / "ro.db").rename(disk / "other.db")
+        for name in DB_FILES:
+            (disk / f"other.db{name.removeprefix('ro.db')}").unlink(missing_ok=True)
+            if (disk / "kept" / name).exists():
+                (disk / "kept" / name).rename(disk / name)
+        await trio.sleep(REOPEN_SECONDS)  # the next reopen is tried a second after the last
+        assert await poster.recovered(), "no write succeeded once the right file was back"
 
 
 def _check(device: str) -> None:

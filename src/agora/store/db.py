@@ -28,7 +28,7 @@ from agora.store.shm_guard import ShmGuard
 from agora.store.sqlite import COMMIT_TIMEOUT, READERS, STOP_SECONDS, Store
 from agora.store.sqlite_connect import connect
 from agora.store.sqlite_guard import GuardedWriter
-from agora.store.sqlite_open import migrated, migrated_file
+from agora.store.sqlite_open import foreign_schema, migrated, migrated_file
 from agora.store.sqlite_shared import SharedStore
 from agora.store.writer import Writer
 from agora.store.writer_process import ProcessWriter, WriterProcess
@@ -193,6 +193,13 @@ async def _open_locked(
     holder: list[Store] = []
 
     def reopen() -> sqlite3.Connection | WriterProcess:
+        reason = foreign_schema(path, versions)
+        if reason is not None:  # the old connection stays: writes are refused, retryably
+            raise StoreError(
+                f"{path} cannot be taken for the database this server opened ({reason}): was"
+                " its file system mounted again without a check? Writes are refused until"
+                " the right file is back"
+            )
         fresh: sqlite3.Connection | WriterProcess
         if process:
             fresh = _spawn(path, synchronous.upper())

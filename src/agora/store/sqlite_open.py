@@ -19,6 +19,7 @@ import contextlib
 import sqlite3
 from functools import partial
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 from agora.errors import STORE_CAUSES, StoreError
 from agora.store.guard import TABLES
@@ -26,7 +27,7 @@ from agora.store.migrations import apply_migrations
 from agora.store.sqlite_connect import BUSY_MS, connect
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
 
     from agora.store.migrations import Migration
     from agora.store.opening import Opening
@@ -152,3 +153,34 @@ def _create_guard_tables(conn: sqlite3.Connection) -> None:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def foreign_schema(path: str, versions: Mapping[str, int]) -> str | None:
+    """Why the file at ``path`` cannot be taken for the database a store opened with
+    ``versions`` (its components' schema versions): it cannot be read (no file there, say,
+    while its file system is being mounted again), it has no ``agora_schema`` table, or it
+    lacks a component; None when it has them all.
+
+    Read on a read-only connection, which never checkpoints or deletes the WAL as it closes:
+    a file system mounted again unchecked may show a WAL whose head was overwritten (no
+    frames valid, so no tables), and a writer's connection closed on it would delete what is
+    left of it.
+    """
+    try:
+        conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, isolation_level=None)
+    except sqlite3.Error as exc:
+        return f"it cannot be read: {exc}"
+    try:
+        conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
+        tables = conn.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'agora_schema'"
+        ).fetchone()[0]
+        if not tables:
+            return "it has no agora_schema table"
+        found = {row[0] for row in conn.execute("SELECT component FROM agora_schema")}
+    except sqlite3.Error as exc:
+        return f"it cannot be read: {exc}"
+    finally:
+        conn.close()
+    missing = sorted(set(versions) - found)
+    return f"it lacks the {', '.join(missing)} schema" if missing else None

@@ -112,6 +112,7 @@ class Writer:
         self._doctor = doctor
         self._reopen = reopen
         self.reopening = Reopening(doctor)
+        self._unopened: str | None = None  # why the last reopen failed, if it did
         self._group = group_commit
         self._deliver = deliver
         self._trace = trace
@@ -181,9 +182,12 @@ class Writer:
         try:
             fresh = self._reopen() if self._reopen is not None else None
         except Exception as exc:  # still away: the batch runs on the old one and fails
-            failed = logging.WARNING if level >= logging.INFO else logging.DEBUG
+            # A reason not given before is news (the disk is back, but with the wrong file).
+            said, self._unopened = self._unopened, str(exc)
+            failed = logging.WARNING if level >= logging.INFO or said != str(exc) else logging.DEBUG
             log.log(failed, "could not reopen the database %s: %s", why, exc)
             return False
+        self._unopened = None
         if fresh is None:
             return False
         old, self._conn, self.reopening.suspect = self._conn, fresh, False
