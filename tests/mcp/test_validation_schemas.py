@@ -59,6 +59,16 @@ SEMI_LATE = "https://json-schema.org/draft/2019-09/schema"
                      id="2019-09-dependencies"),
         pytest.param({"$schema": SEMI_LATE, "prefixItems": [{"type": "integer"}]}, ["x"], True,
                      id="2019-09-prefixItems"),
+        # ... yet a $ref into one still finds its schema.
+        pytest.param({"properties": {"x": {"$ref": "#/dependencies/a"}},
+                      "dependencies": {"a": {"type": "integer"}}}, {"x": "s"}, False,
+                     id="2020-12-ref-into-dependencies"),
+        pytest.param({"properties": {"x": {"$ref": "#/additionalItems"}},
+                      "additionalItems": {"type": "string"}}, {"x": 2}, False,
+                     id="2020-12-ref-into-additionalItems"),
+        pytest.param({"$schema": SEMI_LATE, "properties": {"x": {"$ref": "#/prefixItems/0"}},
+                      "prefixItems": [{"type": "integer"}]}, {"x": "s"}, False,
+                     id="2019-09-ref-into-prefixItems"),
         # ... and keep the ones it has.
         pytest.param({"$schema": SEMI_LATE, "items": [{"type": "integer"}],
                       "additionalItems": False}, [1, "x"], False, id="2019-09-additionalItems"),

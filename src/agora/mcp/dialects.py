@@ -66,21 +66,71 @@ def _refuse_remote(uri: str) -> Any:
 HANDLERS = dict.fromkeys(("http", "https", "file", "ftp", "data", "urn"), _refuse_remote)
 
 
-#: Words a late dialect does not know, which draft-07 would enforce: dropped from its rewrite, as
-#: a validator of that dialect ignores them (``dependencies`` was split into
-#: ``dependentRequired`` and ``dependentSchemas`` in 2019-09; 2020-12 replaced the ``items``
-#: list and ``additionalItems`` with ``prefixItems`` and ``items``, which 2019-09 lacks).
+#: Words a late dialect does not know, which draft-07 would enforce: moved out of the way in its
+#: rewrite (under `ASIDE`, where a ``$ref`` into them still finds them), as a validator of that
+#: dialect ignores them (``dependencies`` was split into ``dependentRequired`` and
+#: ``dependentSchemas`` in 2019-09; 2020-12 replaced the ``items`` list and ``additionalItems``
+#: with ``prefixItems`` and ``items``, which 2019-09 lacks).
 _NOT_KEYWORDS = {
     "2019-09": frozenset({"dependencies", "prefixItems"}),
     "2020-12": frozenset({"dependencies", "additionalItems"}),
 }
+#: Where a rewrite keeps the words its dialect lacks: no keyword of any dialect.
+ASIDE = "x-agora-not-keywords"
 
 
-def _prepare(node: Any, late: str | None) -> Any:
+def _pointer(path: str, key: str | int) -> str:
+    """``path`` (a JSON pointer) one step further, by ``key`` (escaped: RFC 6901)."""
+    return f"{path}/{str(key).replace('~', '~0').replace('/', '~1')}"
+
+
+def _children(node: dict[str, Any], path: str) -> list[tuple[str, Any]]:
+    """The subschemas of ``node`` (at ``path``), each with its pointer."""
+    found: list[tuple[str, Any]] = []
+    for key, value in node.items():
+        here = _pointer(path, key)
+        if key in _SUBSCHEMAS and isinstance(value, list):
+            found += [(_pointer(here, i), item) for i, item in enumerate(value)]
+        elif key in _SUBSCHEMAS:
+            found.append((here, value))
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            found += [(_pointer(here, name), sub) for name, sub in value.items()]
+    return found
+
+
+def _set_aside(node: Any, ignored: frozenset[str], path: str = "") -> dict[str, str]:
+    """The pointers of ``node``'s words in ``ignored``, wherever they are, each with the
+    pointer it gets under `ASIDE`."""
+    moved: dict[str, str] = {}
+    todo = [(path, node)]
+    while todo:
+        here, schema = todo.pop()
+        if not isinstance(schema, dict):
+            continue
+        for key in sorted(ignored.intersection(schema)):
+            moved[_pointer(here, key)] = _pointer(f"/{ASIDE}", len(moved))
+        todo += _children(schema, here)
+    return moved
+
+
+def _moved_ref(ref: str, moved: dict[str, str]) -> str:
+    """``ref`` pointing where a word set aside went, if it pointed into one."""
+    for old, new in moved.items():
+        if ref == f"#{old}" or ref.startswith(f"#{old}/"):
+            return f"#{new}{ref[len(old) + 1 :]}"
+    return ref
+
+
+def _prepare(
+    node: Any, late: str | None, moved: dict[str, str], aside: dict[str, Any], path: str = ""
+) -> Any:
     """Copy a schema node, refusing remote refs and (``late``: the 2019-09 or 2020-12
-    dialect it is written in) rewriting its keywords to draft-07's."""
+    dialect it is written in) rewriting its keywords to draft-07's: a word of ``moved`` (by
+    pointer) goes to ``aside`` instead, and a ``$ref`` into one follows it."""
     if isinstance(node, list):
-        return [_prepare(item, late) for item in node]
+        return [
+            _prepare(item, late, moved, aside, _pointer(path, i)) for i, item in enumerate(node)
+        ]
     if not isinstance(node, dict):
         return node
     ref = node.get("$ref")
@@ -89,16 +139,23 @@ def _prepare(node: Any, late: str | None) -> Any:
     if late and (found := _UNSUPPORTED.intersection(node)):
         raise SchemaError(f"keyword {min(found)!r} has no draft-07 form and is not supported")
     out: dict[str, Any] = {}
-    ignored = _NOT_KEYWORDS[late] if late else frozenset()
     for key, value in node.items():
-        if key in ignored:
-            continue
+        here = _pointer(path, key)
         if key in _SUBSCHEMAS:
-            out[key] = _prepare(value, late)
+            prepared = _prepare(value, late, moved, aside, here)
         elif key in _SCHEMA_MAPS and isinstance(value, dict):
-            out[key] = {name: _prepare(sub, late) for name, sub in value.items()}
+            prepared = {
+                name: _prepare(sub, late, moved, aside, _pointer(here, name))
+                for name, sub in value.items()
+            }
+        elif key == "$ref" and isinstance(value, str):
+            prepared = _moved_ref(value, moved)
         else:
-            out[key] = value
+            prepared = value
+        if here in moved:
+            aside[moved[here].rpartition("/")[2]] = prepared
+        else:
+            out[key] = prepared
     return _to_draft07(out) if late else out
 
 
@@ -170,7 +227,11 @@ def normalise_schema(schema: Mapping[str, Any] | bool) -> dict[str, Any] | bool:
         return schema
     dialect = dialect_of(schema)
     late = dialect if dialect in _LATE_DIALECTS else None
-    out: dict[str, Any] = _prepare(dict(schema), late)
+    moved = _set_aside(schema, _NOT_KEYWORDS[late]) if late else {}
+    aside: dict[str, Any] = {}
+    out: dict[str, Any] = _prepare(dict(schema), late, moved, aside)
+    if aside:
+        out[ASIDE] = aside
     if late:
         out["$schema"] = DRAFT_07
     return out
