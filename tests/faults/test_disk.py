@@ -360,9 +360,10 @@ async def test_another_file_at_the_database_s_path_is_not_written_to(tmp_path):
     # disk, or one whose damage left the WAL unreadable: see `_check`). The writer, which
     # reopens the database after the read-only error, answered every post "internal error"
     # (no such table) on it; it now keeps refusing, retryably, says why in its log, and
-    # writes again once the right file is back. The log says why: a reopen tried while no
-    # file was at the path said so at WARNING, and the next ones, failing for another
-    # reason, said it at DEBUG only.
+    # writes again once the right file is back. The log says why, though a reopen tried
+    # while no file was at the path already had its WARNING (later failures since the last
+    # commit were logged at DEBUG only, whatever their reason: now a new reason is logged
+    # at WARNING again).
     acked: dict[str, str] = {}
     async with _read_only_then_mounted_again(tmp_path, acked, _swap_in_another_file) as (
         poster,
@@ -371,7 +372,7 @@ async def test_another_file_at_the_database_s_path_is_not_written_to(tmp_path):
         before = set(acked)
         # Posts are refused until a reopen has looked at the file (a reopen that found no
         # file, tried while the disk was not mounted yet, waits a second for the next).
-        told = "cannot be taken for the database this server opened (it has no agora_schema"
+        told = "is not the database this server opened (it has no agora_schema table)"
         with trio.fail_after(TIMEOUT):
             while not any(told in line for line in poster.log):
                 refusals = await poster.refusals(1)

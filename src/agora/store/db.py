@@ -28,7 +28,7 @@ from agora.store.shm_guard import ShmGuard
 from agora.store.sqlite import COMMIT_TIMEOUT, READERS, STOP_SECONDS, Store
 from agora.store.sqlite_connect import connect
 from agora.store.sqlite_guard import GuardedWriter
-from agora.store.sqlite_open import foreign_schema, migrated, migrated_file
+from agora.store.sqlite_open import checked_connect, migrated, migrated_file, refuse_foreign
 from agora.store.sqlite_shared import SharedStore
 from agora.store.writer import Writer
 from agora.store.writer_process import ProcessWriter, WriterProcess
@@ -193,18 +193,14 @@ async def _open_locked(
     holder: list[Store] = []
 
     def reopen() -> sqlite3.Connection | WriterProcess:
-        reason = foreign_schema(path, versions)
-        if reason is not None:  # the old connection stays: writes are refused, retryably
-            raise StoreError(
-                f"{path} cannot be taken for the database this server opened ({reason}): was"
-                " its file system mounted again without a check? Writes are refused until"
-                " the right file is back"
-            )
+        # Raising keeps the old connection: writes are refused, retryably, until a reopen
+        # finds the database at its path again.
         fresh: sqlite3.Connection | WriterProcess
         if process:
+            refuse_foreign(path, versions)
             fresh = _spawn(path, synchronous.upper())
         else:
-            fresh = connect(path, synchronous=synchronous.upper(), create=False)
+            fresh = checked_connect(path, versions, synchronous.upper())
         holder[0].generation += 1  # the readers follow at their next use
         return fresh
 
@@ -248,8 +244,8 @@ async def _open_locked(
         )
     holder.append(store)
     if not inline:
-        store.checkpointer = Checkpointer(
-            path, partial(connect, path, synchronous=synchronous.upper(), create=False)
+        store.checkpointer = Checkpointer(  # it opens again after a failed checkpoint
+            path, partial(checked_connect, path, versions, synchronous.upper())
         )
         writer.on_batch = store.checkpointer.wake
         store.shm = writer.guard = ShmGuard(path, store.checkpointer.index)

@@ -340,7 +340,10 @@ class Store:
             if generation == self.generation:
                 return generation, conn
             conn.close()
-        return self.generation, connect(self.path, synchronous="NORMAL", readonly=True)
+        # An existing file only: a reader opened while the disk is away must not leave an
+        # empty database where it is mounted again.
+        conn = connect(self.path, synchronous="NORMAL", readonly=True, create=False)
+        return self.generation, conn
 
     def close(self) -> None:
         """Finish queued writes, then close every connection; later calls raise StoreError.

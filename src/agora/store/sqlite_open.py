@@ -177,10 +177,41 @@ def foreign_schema(path: str, versions: Mapping[str, int]) -> str | None:
         ).fetchone()[0]
         if not tables:
             return "it has no agora_schema table"
-        found = {row[0] for row in conn.execute("SELECT component FROM agora_schema")}
+        found = dict(conn.execute("SELECT component, version FROM agora_schema").fetchall())
     except sqlite3.Error as exc:
         return f"it cannot be read: {exc}"
     finally:
         conn.close()
-    missing = sorted(set(versions) - found)
-    return f"it lacks the {', '.join(missing)} schema" if missing else None
+    missing = sorted(set(versions) - set(found))
+    if missing:
+        return f"it lacks the {', '.join(missing)} schema"
+    older = sorted(c for c, v in versions.items() if found[c] < v)
+    if older:
+        return "its " + ", ".join(
+            f"{c} schema is at version {found[c]}, not {versions[c]}" for c in older
+        )
+    return None
+
+
+def checked_connect(path: str, versions: Mapping[str, int], synchronous: str) -> sqlite3.Connection:
+    """A store connection to ``path`` opened again (`connect`), once `foreign_schema` finds
+    it is the database opened with ``versions``.
+
+    Raises:
+        StoreError: it is not, or cannot be read (the connection is then not opened).
+    """
+    refuse_foreign(path, versions)
+    return connect(path, synchronous=synchronous, create=False)
+
+
+def refuse_foreign(path: str, versions: Mapping[str, int]) -> None:
+    """Raise `StoreError` saying why, if `foreign_schema` finds a reason."""
+    reason = foreign_schema(path, versions)
+    if reason is None:
+        return
+    if reason.startswith("it cannot be read"):  # no file there yet, most likely
+        raise StoreError(f"cannot open {path} again ({reason}): is its file system mounted?")
+    raise StoreError(
+        f"{path} is not the database this server opened ({reason}): was its file system"
+        " mounted again without a check? Writes are refused until the right file is back"
+    )

@@ -1,0 +1,112 @@
+"""What a writer's reopen takes for the database it opened (`agora.store.sqlite_open`), and
+what it logs when it cannot.
+
+After a read-only or failing file system the writer reopens the database at its path (a file
+system mounted again there). The file found must be the database this store opened: one with
+agora's schema, every component at least at the version the store opened it with. Anything
+else is refused with words an operator can act on, and the read that decides never leaves a
+WAL checkpointed or deleted (a read-only connection). A failed reopen is logged at WARNING
+the first time, and again whenever its reason changes.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+
+import pytest
+
+from agora.errors import StoreError
+from agora.store.migrations import Migration
+from agora.store.sqlite_open import foreign_schema, migrated, refuse_foreign
+from agora.store.writer import Writer
+
+pytestmark = pytest.mark.sqlite_only("a SQLite file's schema, read by path")
+
+STEPS = [
+    Migration("notes", 1, sql={"sqlite": ["CREATE TABLE notes (body TEXT)"]}),
+    Migration("notes", 2, sql={"sqlite": ["ALTER TABLE notes ADD COLUMN at TEXT"]}),
+    Migration("tags", 1, sql={"sqlite": ["CREATE TABLE tags (name TEXT)"]}),
+]
+
+
+def _database(path, steps=STEPS) -> dict[str, int]:
+    conn, versions = migrated(str(path), steps, "FULL", False)
+    conn.close()
+    return versions
+
+
+def test_the_database_opened_is_taken(tmp_path):
+    versions = _database(tmp_path / "a.db")
+    assert versions == {"notes": 2, "tags": 1}
+    assert foreign_schema(str(tmp_path / "a.db"), versions) is None
+    refuse_foreign(str(tmp_path / "a.db"), versions)  # does not raise
+
+
+def test_another_sqlite_file_is_refused(tmp_path):
+    versions = _database(tmp_path / "a.db")
+    other = sqlite3.connect(tmp_path / "b.db")
+    other.execute("CREATE TABLE notes (body TEXT)")
+    other.close()
+    reason = foreign_schema(str(tmp_path / "b.db"), versions)
+    assert reason == "it has no agora_schema table"
+    said = r"b\.db is not the database this server opened \(it has no agora_schema table\): was"
+    with pytest.raises(StoreError, match=said):
+        refuse_foreign(str(tmp_path / "b.db"), versions)
+
+
+def test_a_database_missing_a_component_or_behind_one_is_refused(tmp_path):
+    versions = _database(tmp_path / "a.db")
+    _database(tmp_path / "older.db", STEPS[:1])
+    assert foreign_schema(str(tmp_path / "older.db"), versions) == "it lacks the tags schema"
+    _database(tmp_path / "behind.db", [*STEPS[:1], STEPS[2]])
+    assert foreign_schema(str(tmp_path / "behind.db"), versions) == (
+        "its notes schema is at version 1, not 2"
+    )
+    newer = {"notes": 1, "tags": 1}  # a later version of ours: taken (another process's upgrade)
+    assert foreign_schema(str(tmp_path / "a.db"), newer) is None
+
+
+def test_no_file_at_the_path_is_refused_and_none_is_made(tmp_path):
+    path = tmp_path / "away" / "a.db"
+    path.parent.mkdir()
+    reason = foreign_schema(str(path), {"notes": 2})
+    assert reason is not None
+    assert reason.startswith("it cannot be read: unable to open database file"), reason
+    with pytest.raises(StoreError, match=r"cannot open .* again \(it cannot be read: .*\): is"):
+        refuse_foreign(str(path), {"notes": 2})
+    assert list(path.parent.iterdir()) == []
+
+
+def test_the_check_leaves_the_wal_as_it_found_it(tmp_path):
+    versions = _database(tmp_path / "a.db")
+    writer = sqlite3.connect(tmp_path / "a.db", isolation_level=None)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("INSERT INTO notes (body) VALUES ('kept in the WAL')")
+    wal = (tmp_path / "a.db-wal").read_bytes()
+    main = (tmp_path / "a.db").read_bytes()
+    assert foreign_schema(str(tmp_path / "a.db"), versions) is None
+    assert (tmp_path / "a.db-wal").read_bytes() == wal  # not checkpointed, not deleted
+    assert (tmp_path / "a.db").read_bytes() == main
+    writer.close()
+
+
+def test_a_failed_reopen_is_told_again_when_its_reason_changes(tmp_path, caplog):
+    reasons = iter(["cannot open x again", "cannot open x again", "x is not the database"])
+
+    def reopen():
+        raise StoreError(next(reasons))
+
+    conn = sqlite3.connect(tmp_path / "a.db", isolation_level=None, check_same_thread=False)
+    writer = Writer(conn, reopen=reopen)
+    caplog.set_level(logging.DEBUG, logger="agora.store.writer")
+    for _ in range(3):  # none the first since a commit: each would be DEBUG by its level
+        assert not writer._swap("after a disk error", logging.DEBUG)
+    levels = [(r.levelname, r.getMessage().rpartition(": ")[2]) for r in caplog.records]
+    assert levels == [
+        ("WARNING", "cannot open x again"),
+        ("DEBUG", "cannot open x again"),
+        ("WARNING", "x is not the database"),
+    ]
+    conn.close()
