@@ -47,7 +47,7 @@ def positive_int(text: str) -> int:
     value = _number(int, text, "an integer")
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {text}")
-    return value
+    return _at_most(value, text)
 
 
 def non_negative_int(text: str) -> int:
@@ -55,7 +55,7 @@ def non_negative_int(text: str) -> int:
     value = _number(int, text, "an integer")
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
-    return value
+    return _at_most(value, text)
 
 
 def positive_float(text: str) -> float:
@@ -63,7 +63,7 @@ def positive_float(text: str) -> float:
     value = _number(float, text, "a number")
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a number above 0, not {text}")
-    return value
+    return _at_most(value, text)
 
 
 def non_negative_float(text: str) -> float:
@@ -71,7 +71,7 @@ def non_negative_float(text: str) -> float:
     value = _number(float, text, "a number")
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
-    return value
+    return _at_most(value, text)
 
 
 def fraction(text: str) -> float:
@@ -136,12 +136,15 @@ def names(choices: Iterable[str], *, none_ok: bool = False) -> Callable[[str], l
 
 
 def _number(kind: type[N], text: str, what: str) -> N:
-    """``text`` as ``kind``, refused when it is not one or is above `MOST` (infinity and
-    NaN are left to the callers' range checks, which name the range they take)."""
     try:
-        value = kind(text)
+        return kind(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be {what}, not {text!r}") from None
+
+
+def _at_most(value: N, text: str) -> N:
+    """``value`` if it is finite and at most `MOST` (infinity and NaN are left to the
+    callers' own checks, which name the range they take)."""
     if value > MOST and value != float("inf"):
         raise argparse.ArgumentTypeError(f"must be at most {MOST:,}, not {text}")
     return value

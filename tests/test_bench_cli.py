@@ -138,6 +138,7 @@ BAD_FLAGS: dict[str, list[tuple[list[str], str]]] = {
     "ceilings": [(["--seconds", "inf"], NUMBER + "inf")],
     "chamber_attempts": [
         (["--agents", "20001"], r"must be from 1 to 20000, not 20001"),
+        (["--agents", "99999999999"], r"must be from 1 to 20000, not 99999999999"),
         (["--py-spy-rate", "0"], COUNT + "0"),
         (["--synchronous", "bogus"], SYNC_CHOICE),
     ],
