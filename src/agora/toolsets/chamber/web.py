@@ -129,7 +129,7 @@ def _error_page(status: int, message: str) -> Response:
     title = http.error_title(status)
     inner = (
         f"<h1>{title}</h1><p>{html.escape(message)}.</p>"
-        "<p><a href=/board>Board</a> · <a href=/>Start page</a></p>"
+        '<p><a href="/board">Board</a> · <a href="/">Start page</a></p>'
     )
     return page(title, inner, status)
 
