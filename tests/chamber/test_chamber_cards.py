@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import sqlite3
@@ -11,7 +12,7 @@ import pytest
 import rfc8785
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from harness import Session
+from harness import START, Session
 from solver import Solver
 
 from agora.store.migrations import apply_migrations
@@ -315,12 +316,13 @@ def test_cards_sealed_before_the_listing_indexes_are_listed_after_the_upgrade():
     # cards of a version 4 database are listed after it, in the order sealed, by the index.
     conn = _db(upto=4)
     assert [m.version for m in store.MIGRATIONS[:4] if m.component == "chamber"][-1] == 4
-    ids = []
-    for n in range(3):
-        s = Session(seed=f"seed-{n}", handle=f"chl-{n:016x}")
+    sealed_order = []
+    for n in range(3):  # sealed one minute apart, latest first, so the card ids decide nothing
+        wall = START + dt.timedelta(minutes=3 - n)
+        s = Session(seed=f"seed-{n}", handle=f"chl-{n:016x}", wall=wall)
         outcome = s.seal()
         _commit(conn, s.writes)
-        ids.append(outcome.card.card_id)
+        sealed_order.insert(0, outcome.card.card_id)
     indexes = {row[1] for row in conn.execute("PRAGMA index_list(chamber_cards)")}
     assert "chamber_cards_in_order" not in indexes
     apply_migrations(conn, store.MIGRATIONS)
@@ -328,6 +330,7 @@ def test_cards_sealed_before_the_listing_indexes_are_listed_after_the_upgrade():
     assert {"chamber_cards_in_order", "chamber_cards_board_rows"} <= indexes
     assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     listed = listings.list_cards(conn, "2026-11-30")
-    assert [c["card_id"] for c in listed] == sorted(ids)  # one sealed_at: then by card id
+    assert sealed_order != sorted(sealed_order)  # (card ids are fixed by handle and seed)
+    assert [c["card_id"] for c in listed] == sealed_order
     page = listings.list_cards(conn, "2026-11-30", after=listed[0]["card_id"], limit=1)
     assert [c["card_id"] for c in page] == [listed[1]["card_id"]]
