@@ -43,6 +43,7 @@ async def test_the_start_page_lists_the_toolset_served_and_its_pages(agora):
     assert head.status == 200, head
     assert head.body == b"", head
     assert posted.status == 405, posted
+    assert "MCP clients connect to /mcp" in posted.body.decode(), posted
 
 
 async def test_every_page_the_start_page_lists_answers_a_browser(start_agora):

@@ -25,6 +25,10 @@ __all__ = ["PATH", "start_page"]
 #: Where the start page is served; the refusal pages link to it.
 PATH = "/"
 
+#: What a request other than GET or HEAD to the start page is told (405): it is most likely
+#: an MCP client given the server's address instead of its endpoint.
+MCP_HINT = " (this is the start page: MCP clients connect to /mcp, or /mcp/<toolset>)"
+
 #: The health probes, as listed.
 _PROBES = (
     ("/healthz", "Liveness, and the store's and writer's counters"),

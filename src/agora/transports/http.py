@@ -363,8 +363,8 @@ class HttpConnection(Responder):
         if allowed:
             return not_allowed(req, allowed)
         if req.path == start.PATH:
-            if req.method not in ("GET", "HEAD"):
-                return not_allowed(req, ["GET"])
+            if req.method not in ("GET", "HEAD"):  # an MCP client given the server's address
+                return not_allowed(req, ["GET"], start.MCP_HINT)
             return start.start_page(self.app.toolsets.values(), wants_html(req))
         if req.path in PROBES:
             if req.method not in ("GET", "HEAD"):

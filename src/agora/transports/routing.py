@@ -40,12 +40,12 @@ def methods_of(routes: Iterable[Route], path: str) -> list[str]:
     return sorted({route.method for route in routes if route.serves_path(path)})
 
 
-def not_allowed(req: Request, methods: list[str]) -> Response:
+def not_allowed(req: Request, methods: list[str], hint: str = "") -> Response:
     """405 for a page that is there but not served by ``req.method``, with its ``Allow``
-    (HEAD wherever GET is: RFC 9110, 9.1)."""
+    (HEAD wherever GET is: RFC 9110, 9.1); ``hint`` ends the message."""
     allow = [*methods, "HEAD"] if "GET" in methods else methods
     shown = ", ".join(allow)
-    resp = refusal_response(req, 405, f"{req.method} is not allowed here; use {shown}")
+    resp = refusal_response(req, 405, f"{req.method} is not allowed here; use {shown}{hint}")
     resp.headers.append(("allow", shown))
     return resp
 
