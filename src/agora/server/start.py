@@ -35,7 +35,7 @@ _PROBES = (
     ("/readyz", "Readiness: 200 while the server takes calls"),
 )
 
-#: What the JSON says each transport's address is (the same path serves all three).
+#: How an agent reaches ``/mcp``: both network transports on the one path (stdio has none).
 _MCP_NOTE = "Streamable HTTP (POST/GET) and WebSocket (Upgrade) on the same path"
 
 

@@ -183,8 +183,8 @@ class Writer:
             fresh = self._reopen() if self._reopen is not None else None
         except Exception as exc:  # still away: the batch runs on the old one and fails
             # A reason not given before is news (the disk is back, but with the wrong file).
-            said, self._unopened = self._unopened, str(exc)
-            failed = logging.WARNING if level >= logging.INFO or said != str(exc) else logging.DEBUG
+            news, self._unopened = str(exc) != self._unopened, str(exc)
+            failed = logging.WARNING if level >= logging.INFO or news else logging.DEBUG
             log.log(failed, "could not reopen the database %s: %s", why, exc)
             return False
         self._unopened = None
