@@ -8,7 +8,7 @@ import sys
 
 import pytest
 from memory_support import completed_run, observe_policy, remember_args
-from router_driver import ctx, event_args, plan_args
+from router_driver import ctx, event_args, gate_args, plan_args
 
 from agora.errors import ProtocolError
 
@@ -198,3 +198,53 @@ async def test_every_refused_evaluation_is_logged_with_its_correlation_id(
         assert body["code"] == code, tool
         line = f"router {tool} on {on} refused: {code} (correlation corr-eval-{n})"
         assert _logged_as_a_runs(caplog, line), line
+
+
+async def test_a_write_refused_for_its_arguments_is_logged_with_its_correlation_id(
+    tmp_path, caplog
+):
+    """Reviewer finding: a write refused by its inputSchema, the router's bounds or a plan's
+    contradictory lock was answered ``invalid-arguments`` unlogged, where every other refused
+    write is logged with the correlation_id its agent sent. Over Streamable HTTP on loopback
+    from the official MCP SDK's client; a read's refusal (it carries no correlation_id) stays
+    unlogged."""
+    mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK")
+    import trio
+
+    from agora.config import Config
+    from agora.server.embed import open_server
+
+    caplog.set_level(logging.INFO, logger="agora.toolsets.router")
+    config = Config(port=0, db=str(tmp_path / "router.db"), toolsets=["router"])
+    event = event_args("run-7", "plan", {}, "one")  # expected_state_version: not an integer
+    bounds = gate_args("run-7", "plan", [], 1)
+    bounds["idempotency_key"] = "k" * 300  # an identifier past the router's bound
+    lock = plan_args("Fix it", explicit_skill_ids=["code-review"], explicit_semantics=None)
+    cases = {
+        "record_work_event": ({**event, "correlation_id": "corr-schema"}, "run-7"),
+        "evaluate_gate": ({**bounds, "correlation_id": "corr-bounds"}, "run-7"),
+        "plan_work": ({**lock, "correlation_id": "corr-lock"}, "-"),
+        "transition_support_consent": ({"proposal_id": "p-1", "correlation_id": 9}, "p-1"),
+    }
+    messages = {}
+    with trio.fail_after(30):
+        async with (
+            open_server(config) as server,
+            mcp.Client(f"{server.url}/mcp/router", read_timeout_seconds=30) as client,
+        ):
+            for tool, (args, _) in cases.items():
+                answer = await client.call_tool(tool, args)
+                assert answer.is_error, tool
+                assert answer.structured_content["code"] == "invalid-arguments", (tool, answer)
+                messages[tool] = answer.structured_content["message"]
+            read = await client.call_tool("get_next_work", {"context": ctx()})
+            assert read.structured_content["code"] == "invalid-arguments"
+    assert "must be an integer" in messages["record_work_event"]
+    assert "must be at most 256 characters" in messages["evaluate_gate"]
+    assert "explicit_skill_ids names skills" in messages["plan_work"]
+    lines = _refusals(caplog)
+    for tool, (args, subject) in cases.items():
+        correlation = args["correlation_id"] if isinstance(args["correlation_id"], str) else "-"
+        line = f"router {tool} on {subject} refused: invalid-arguments (correlation {correlation})"
+        assert line in lines, (line, lines)
+    assert not any("get_next_work" in line for line in lines)

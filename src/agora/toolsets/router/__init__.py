@@ -14,6 +14,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from agora.errors import ToolError
 from agora.mcp.contracts import load_contract
 from agora.runtime.background import periodic
 from agora.toolsets.base import Toolset
@@ -26,13 +27,15 @@ from agora.toolsets.router.memory_tools import RETENTION_EVERY
 from agora.toolsets.router.ownership import owned
 from agora.toolsets.router.promotion import upkeep
 from agora.toolsets.router.replies import INTERNAL_SCHEMA, argument_rejection, shape_failure
+from agora.toolsets.router.run import arguments_refused
 from agora.toolsets.router.sql import MIGRATIONS
 from agora.toolsets.router.tools import HANDLERS
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
-    from agora.toolsets.base import Handler
+    from agora.mcp.validation import ValidationIssue
+    from agora.toolsets.base import Handler, ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +66,14 @@ OPTIONS: Final = {
 }
 
 
+async def refuse_arguments(call: ToolCall, issues: Sequence[ValidationIssue]) -> dict[str, Any]:
+    """The answer to a call its inputSchema refused (`Toolset.reject_call`): logged as a
+    write's other refusals are, with the correlation_id it sent."""
+    body = argument_rejection(issues)
+    arguments_refused(call.tool, call.args, ToolError(body))
+    return body
+
+
 def serving(handler: Handler) -> Handler:
     """A router handler as served: its answers naming the arguments its schema does not (the
     planning tools'), its arguments bounded, then its session id scoped."""
@@ -79,7 +90,7 @@ def toolset() -> Toolset:
         migrations=MIGRATIONS,
         contract=None,
         tools=served,
-        reject_issues=argument_rejection,
+        reject_call=refuse_arguments,
         shape_failure=shape_failure,
         failure_schema=INTERNAL_SCHEMA,
         background=[periodic(RETENTION_EVERY, upkeep), index_runs],

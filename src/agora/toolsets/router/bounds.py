@@ -28,6 +28,7 @@ from agora.errors import ToolError
 from agora.mcp.contracts import load_contract
 from agora.mcp.validation import ValidationIssue
 from agora.toolsets.router.replies import argument_rejection
+from agora.toolsets.router.run import arguments_refused
 
 if TYPE_CHECKING:
     from agora.toolsets.base import Handler, ToolCall
@@ -70,7 +71,9 @@ def bounded(handler: Handler) -> Handler:
     async def checked(call: ToolCall) -> dict[str, Any]:
         issue = breach(call.args, ())
         if issue is not None:
-            raise ToolError(argument_rejection([issue]))
+            refusal = ToolError(argument_rejection([issue]))
+            arguments_refused(call.tool, call.args, refusal)
+            raise refusal
         result: dict[str, Any] = await handler(call)
         return result
 

@@ -22,6 +22,7 @@ import msgspec
 
 from agora.errors import ToolError
 from agora.logsafe import loggable
+from agora.mcp.contracts import load_contract
 from agora.runtime.commands import CommandTable
 from agora.runtime.entity import Effects, Write
 from agora.toolsets.router import consent, guidance, progress, replies, sql
@@ -228,6 +229,30 @@ def logged(tool: str, key: str, refusal: ToolError, correlation: str) -> None:
     agent's failed call by its ``correlation_id`` (conflicts and missing runs included)."""
     log.info("router %s on %s refused: %s (correlation %s)", tool, loggable(key),
              refusal.body.get("code"), loggable(correlation))  # fmt: skip
+
+
+#: The router's writes: the tools whose arguments carry a correlation_id (reads carry none).
+WRITES: Final = frozenset(
+    name
+    for name, tool in load_contract("router").tools.items()
+    if "correlation_id" in tool.input_schema.get("properties", {})
+)
+#: What a write names first, for the line logging its refusal for its arguments: its run, else
+#: the proposal it decides.
+_SUBJECTS: Final = ("workflow_run_id", "proposal_id")
+
+
+def arguments_refused(tool: str, args: object, refusal: ToolError) -> None:
+    """Log a write refused for its arguments (its inputSchema's, the router's bounds, a plan's
+    lock) as its other refusals are (`logged`), naming the run or proposal and the
+    correlation_id it sent, each ``-`` when it sent none as a string. A read carries no
+    correlation_id and its refusals are not logged."""
+    if tool not in WRITES:
+        return
+    sent = args if isinstance(args, dict) else {}
+    subject = next((v for k in _SUBJECTS if isinstance(v := sent.get(k), str)), "-")
+    correlation = sent.get("correlation_id")
+    logged(tool, subject, refusal, correlation if isinstance(correlation, str) else "-")
 
 
 def refusals_logged(subject: Callable[[dict[str, Any]], str]) -> Callable[[Handler], Handler]:
