@@ -22,6 +22,10 @@ READY = re.compile(rb"serving .* on (http://[\d.:]+)")
 TIMEOUT = 60.0
 
 
+#: The toolsets every fault test's server serves.
+TOOLSETS = "chess,chamber,router,debate"
+
+
 async def start(db: Path, config: Path, **settings: str) -> tuple[trio.Process, str]:
     """Start the server; return it and its WebSocket MCP URL."""
     env = {
@@ -32,7 +36,7 @@ async def start(db: Path, config: Path, **settings: str) -> tuple[trio.Process, 
     env |= {"AGORA_SYNCHRONOUS": "FULL"} | {f"AGORA_{k.upper()}": v for k, v in settings.items()}
     process = await trio.lowlevel.open_process(
         [AGORA, "serve", "--port", "0", "--db", str(db), "--config", str(config),
-         "--toolsets", "chess,chamber,router,debate"],
+         "--toolsets", TOOLSETS],
         stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
     )  # fmt: skip
     assert process.stderr is not None

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import mixed
 import pytest
 import trio
-from faults_support import TIMEOUT, drain, reap, start
+from faults_support import TIMEOUT, TOOLSETS, drain, reap, start
 from wsload import lean_connect
 
 from agora.store.diskfault import REOPEN_SECONDS
@@ -337,25 +337,62 @@ async def test_a_disk_turned_read_only_refuses_writes_retryably_and_loses_nothin
 DB_FILES = ("ro.db-wal", "ro.db-shm", "ro.db")
 
 
-async def _swap_in_another_file(poster: Poster, disk: Path) -> None:
-    """Post until the server has tried to reopen the database while its directory has no
-    file system mounted (no file at its path: a reason given in the log); then move the
-    database's files to ``kept/`` and put another SQLite file at its path."""
-    with trio.fail_after(TIMEOUT):
-        while not any("could not reopen the database" in line for line in poster.log):
-            assert await poster.refusals(1), "a post was acknowledged with no disk mounted"
-            await trio.sleep(0.05)
-    (disk / "kept").mkdir()
-    for name in DB_FILES:
-        if (disk / name).exists():
-            (disk / name).rename(disk / "kept" / name)
-    other = sqlite3.connect(disk / "ro.db")
+def _plain_sqlite_file(path: Path) -> None:
+    """Another SQLite file at ``path``, agora's tables nowhere in it."""
+    other = sqlite3.connect(path)
     other.execute("PRAGMA journal_mode=WAL")
     other.execute("CREATE TABLE notes (body TEXT)")
     other.close()
 
 
-async def test_another_file_at_the_database_s_path_is_not_written_to(tmp_path):
+def _another_agora_database(path: Path) -> None:
+    """Another agora database at ``path``: the server's toolsets, each at the server's
+    version (only its id tells it from the one the server opened)."""
+    from agora.server.app import load_toolsets
+    from agora.store.sqlite_open import migrated
+
+    steps = [m for t in load_toolsets(TOOLSETS.split(",")) for m in t.migrations]
+    conn = migrated(str(path), steps, "FULL", False)[0]
+    conn.close()
+
+
+def _contents(path: Path) -> list[str]:
+    """Every row of the SQLite file at ``path``, read without writing."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return list(conn.iterdump())
+    finally:
+        conn.close()
+
+
+def _swap_in(make: Callable[[Path], None]) -> Callable[[Poster, Path], Awaitable[None]]:
+    """A ``change`` that posts until the server has tried to reopen the database while its
+    directory has no file system mounted (no file at its path: a reason given in the log),
+    then moves the database's files to ``kept/`` and makes another file at its path."""
+
+    async def swap(poster: Poster, disk: Path) -> None:
+        with trio.fail_after(TIMEOUT):
+            while not any("could not reopen the database" in line for line in poster.log):
+                assert await poster.refusals(1), "a post was acknowledged with no disk mounted"
+                await trio.sleep(0.05)
+        (disk / "kept").mkdir()
+        for name in DB_FILES:
+            if (disk / name).exists():
+                (disk / name).rename(disk / "kept" / name)
+        make(disk / "ro.db")
+        (disk / "other.dump").write_text("\n".join(_contents(disk / "ro.db")))
+
+    return swap
+
+
+@pytest.mark.parametrize(
+    ("make", "told"),
+    [
+        pytest.param(_plain_sqlite_file, "(it has no agora_schema table)", id="sqlite-file"),
+        pytest.param(_another_agora_database, "(it is another agora database", id="agora-db"),
+    ],
+)
+async def test_another_file_at_the_database_s_path_is_not_written_to(tmp_path, make, told):
     # The disk mounted again holds another SQLite file at the database's path (the wrong
     # disk, or one whose damage left the WAL unreadable: see `_check`). The writer, which
     # reopens the database after the read-only error, answered every post "internal error"
@@ -365,14 +402,14 @@ async def test_another_file_at_the_database_s_path_is_not_written_to(tmp_path):
     # commit were logged at DEBUG only, whatever their reason: now a new reason is logged
     # at WARNING again).
     acked: dict[str, str] = {}
-    async with _read_only_then_mounted_again(tmp_path, acked, _swap_in_another_file) as (
+    async with _read_only_then_mounted_again(tmp_path, acked, _swap_in(make)) as (
         poster,
         disk,
     ):
         before = set(acked)
         # Posts are refused until a reopen has looked at the file (a reopen that found no
         # file, tried while the disk was not mounted yet, waits a second for the next).
-        told = "is not the database this server opened (it has no agora_schema table)"
+        told = "is not the database this server opened " + told
         with trio.fail_after(TIMEOUT):
             while not any(told in line for line in poster.log):
                 refusals = await poster.refusals(1)
@@ -380,11 +417,10 @@ async def test_another_file_at_the_database_s_path_is_not_written_to(tmp_path):
                 assert _retryable(refusals[0]), refusals[0]
                 await trio.sleep(0.05)
         assert not acked.keys() - before, "posts were acknowledged on another database"
-        other = sqlite3.connect(disk / "ro.db")
-        tables = other.execute("SELECT name FROM sqlite_master").fetchall()
-        other.close()
-        assert tables == [("notes",)], tables  # nothing of agora's was written into it
+        made = (disk / "other.dump").read_text()
+        assert "\n".join(_contents(disk / "ro.db")) == made, "the server wrote into it"
         (disk / "ro.db").rename(disk / "other.db")
+        (disk / "other.dump").unlink()
         for name in DB_FILES:
             (disk / f"other.db{name.removeprefix('ro.db')}").unlink(missing_ok=True)
             if (disk / "kept" / name).exists():

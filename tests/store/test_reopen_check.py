@@ -3,7 +3,8 @@ what it logs when it cannot.
 
 After a read-only or failing file system the writer reopens the database at its path (a file
 system mounted again there). The file found must be the database this store opened: one with
-agora's schema, every component at least at the version the store opened it with. Anything
+agora's schema and the id the store read at open, every component at least at the version the
+store opened it with. Anything
 else is refused with words an operator can act on, and the read that decides never leaves a
 WAL checkpointed or deleted (a read-only connection). A failed reopen is logged at WARNING
 the first time, and again whenever its reason changes.
@@ -31,9 +32,14 @@ STEPS = [
 
 
 def _database(path, steps=STEPS) -> dict[str, int]:
-    conn, versions = migrated(str(path), steps, "FULL", False)
+    return _opened(path, steps)[0]
+
+
+def _opened(path, steps=STEPS) -> tuple[dict[str, int], str]:
+    """Each component's version and the database's id, as a store opening ``path`` has them."""
+    conn, versions, identity = migrated(str(path), steps, "FULL", False)
     conn.close()
-    return versions
+    return versions, identity
 
 
 def test_the_database_opened_is_taken(tmp_path):
@@ -110,3 +116,35 @@ def test_a_failed_reopen_is_told_again_when_its_reason_changes(tmp_path, caplog)
         ("WARNING", "x is not the database"),
     ]
     conn.close()
+
+
+def test_another_agora_database_with_the_same_schema_is_refused(tmp_path):
+    """Reviewer finding: another agora database at the path, with every component at the
+    versions opened (the wrong disk, a server's files restored to the wrong place), was taken
+    for the one opened: its writes went there."""
+    versions, identity = _opened(tmp_path / "a.db")
+    other_versions, other = _opened(tmp_path / "b.db")
+    assert other_versions == versions
+    assert len(identity) == 32
+    assert other != identity
+    assert foreign_schema(str(tmp_path / "a.db"), versions, identity) is None
+    assert foreign_schema(str(tmp_path / "b.db"), versions, identity) == (
+        f"it is another agora database (id {other}, not {identity})"
+    )
+    with pytest.raises(StoreError, match=r"b\.db is not the database this server opened"):
+        refuse_foreign(str(tmp_path / "b.db"), versions, identity)
+
+
+def test_the_id_is_drawn_once_and_kept(tmp_path):
+    """A file from before ids gets one at its next open; every later open reads it back."""
+    legacy = sqlite3.connect(tmp_path / "a.db")
+    legacy.execute("CREATE TABLE agora_schema (component TEXT PRIMARY KEY, version INTEGER)")
+    legacy.execute("INSERT INTO agora_schema VALUES ('notes', 2), ('tags', 1)")
+    legacy.commit()
+    legacy.close()
+    assert foreign_schema(str(tmp_path / "a.db"), {"notes": 2}, "0" * 32) == (
+        "it has no database id: another agora database, from before ids"
+    )
+    versions, identity = _opened(tmp_path / "a.db")
+    assert _opened(tmp_path / "a.db") == (versions, identity)
+    assert foreign_schema(str(tmp_path / "a.db"), versions, identity) is None

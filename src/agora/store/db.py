@@ -180,9 +180,9 @@ async def _open_locked(
     process = writer_process and not inline and not shared
     conn: sqlite3.Connection | WriterProcess
     if inline:  # nothing else opens it: no lock to wait for
-        migrations_conn, versions = migrated(path, migrations, synchronous, shared)
+        migrations_conn, versions, identity = migrated(path, migrations, synchronous, shared)
     else:  # off the Trio thread: the lock may be waited for, a step may take long
-        migrations_conn, versions = await open_in_thread(
+        migrations_conn, versions, identity = await open_in_thread(
             partial(migrated_file, path, migrations, synchronous, shared)
         )
     conn = migrations_conn
@@ -197,10 +197,10 @@ async def _open_locked(
         # finds the database at its path again.
         fresh: sqlite3.Connection | WriterProcess
         if process:
-            refuse_foreign(path, versions)
+            refuse_foreign(path, versions, identity)
             fresh = _spawn(path, synchronous.upper())
         else:
-            fresh = checked_connect(path, versions, synchronous.upper())
+            fresh = checked_connect(path, versions, identity, synchronous.upper())
         holder[0].generation += 1  # the readers follow at their next use
         return fresh
 
@@ -245,7 +245,7 @@ async def _open_locked(
     holder.append(store)
     if not inline:
         store.checkpointer = Checkpointer(  # it opens again after a failed checkpoint
-            path, partial(checked_connect, path, versions, synchronous.upper())
+            path, partial(checked_connect, path, versions, identity, synchronous.upper())
         )
         writer.on_batch = store.checkpointer.wake
         store.shm = writer.guard = ShmGuard(path, store.checkpointer.index)

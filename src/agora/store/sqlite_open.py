@@ -16,6 +16,7 @@ is one transaction; those before it stay applied).
 from __future__ import annotations
 
 import contextlib
+import secrets
 import sqlite3
 from functools import partial
 from typing import TYPE_CHECKING
@@ -38,6 +39,8 @@ LOCK_WAIT = BUSY_MS / 1000
 SLICE_MS = 100
 #: SQLite VM instructions between two looks for a cancellation while a statement runs.
 PROGRESS_STEPS = 1000
+#: The table of a database's own id (`database_id`).
+IDENTITY = "agora_identity"
 
 
 def _interrupt(conn: sqlite3.Connection) -> None:
@@ -61,7 +64,7 @@ def migrated_file(
     synchronous: str,
     shared: bool,
     opening: Opening,
-) -> tuple[sqlite3.Connection, dict[str, int]]:
+) -> tuple[sqlite3.Connection, dict[str, int], str]:
     """`migrated` in slices of waiting for the write lock, stopping once cancelled.
 
     Every attempt starts over on a fresh connection: a step applied before the lock was
@@ -84,8 +87,9 @@ def migrated(
     synchronous: str,
     shared: bool,
     opening: Opening | None = None,
-) -> tuple[sqlite3.Connection, dict[str, int]]:
-    """A write connection to ``path``, its schema migrated; and each component's version.
+) -> tuple[sqlite3.Connection, dict[str, int], str]:
+    """A write connection to ``path``, its schema migrated; each component's version; and
+    the database's id (`database_id`).
 
     With ``opening``, the connection waits `SLICE_MS` for the write lock (the caller tries
     again) and stops when the open is cancelled; it is set to wait `BUSY_MS` on its return.
@@ -123,7 +127,43 @@ def migrated(
     if not writable:
         conn.close()
         raise StoreError(f"cannot open database {path}: {STORE_CAUSES['read_only']}")
-    return conn, versions
+    try:
+        identity = database_id(conn)
+    except sqlite3.Error as exc:
+        conn.close()
+        raise StoreError(f"cannot open database {path}: {exc}") from exc
+    return conn, versions, identity
+
+
+def database_id(conn: sqlite3.Connection) -> str:
+    """The id of the database ``conn`` writes: 128 random bits (hex), drawn and stored in
+    `IDENTITY` the first time a server opens the file (a file from before ids gets one then).
+    A reopen after a disk error refuses a file with another id (`foreign_schema`): another
+    agora database found at the path, with the same components, is not this one."""
+    found = _stored_id(conn)
+    if found is not None:
+        return found
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {IDENTITY} (id TEXT NOT NULL)")
+        found = _stored_id(conn)  # (another process may have drawn it meanwhile)
+        if found is None:
+            found = secrets.token_hex(16)
+            conn.execute(f"INSERT INTO {IDENTITY} (id) VALUES (?)", (found,))
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return found
+
+
+def _stored_id(conn: sqlite3.Connection) -> str | None:
+    """The id stored in the file ``conn`` reads, None if it has none yet."""
+    table = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
+    if not conn.execute(table, (IDENTITY,)).fetchone()[0]:
+        return None
+    row = conn.execute(f"SELECT id FROM {IDENTITY} LIMIT 1").fetchone()
+    return None if row is None else str(row[0])
 
 
 def _writable(conn: sqlite3.Connection) -> bool:
@@ -155,11 +195,15 @@ def _create_guard_tables(conn: sqlite3.Connection) -> None:
     conn.execute("COMMIT")
 
 
-def foreign_schema(path: str, versions: Mapping[str, int]) -> str | None:
+def foreign_schema(
+    path: str, versions: Mapping[str, int], identity: str | None = None
+) -> str | None:
     """Why the file at ``path`` cannot be taken for the database a store opened with
-    ``versions`` (its components' schema versions): it cannot be read (no file there, say,
-    while its file system is being mounted again), it has no ``agora_schema`` table, or it
-    lacks a component; None when it has them all.
+    ``versions`` (its components' schema versions) and ``identity`` (its `database_id`, when
+    given): it cannot be read (no file there, say, while its file system is being mounted
+    again), it has no ``agora_schema`` table, another id or none, or it lacks a component or
+    has one at an older version; None when it is that database (or a copy of it: the id
+    cannot tell a stale copy).
 
     Read on a read-only connection, which never checkpoints or deletes the WAL as it closes:
     a file system mounted again unchecked may show a WAL whose head was overwritten (no
@@ -177,6 +221,10 @@ def foreign_schema(path: str, versions: Mapping[str, int]) -> str | None:
         ).fetchone()[0]
         if not tables:
             return "it has no agora_schema table"
+        if identity is not None and (other := _stored_id(conn)) != identity:
+            if other is None:
+                return "it has no database id: another agora database, from before ids"
+            return f"it is another agora database (id {other}, not {identity})"
         found = dict(conn.execute("SELECT component, version FROM agora_schema").fetchall())
     except sqlite3.Error as exc:
         return f"it cannot be read: {exc}"
@@ -193,20 +241,22 @@ def foreign_schema(path: str, versions: Mapping[str, int]) -> str | None:
     return None
 
 
-def checked_connect(path: str, versions: Mapping[str, int], synchronous: str) -> sqlite3.Connection:
+def checked_connect(
+    path: str, versions: Mapping[str, int], identity: str | None, synchronous: str
+) -> sqlite3.Connection:
     """A store connection to ``path`` opened again (`connect`), once `foreign_schema` finds
-    it is the database opened with ``versions``.
+    it is the database opened with ``versions`` and ``identity``.
 
     Raises:
         StoreError: it is not, or cannot be read (the connection is then not opened).
     """
-    refuse_foreign(path, versions)
+    refuse_foreign(path, versions, identity)
     return connect(path, synchronous=synchronous, create=False)
 
 
-def refuse_foreign(path: str, versions: Mapping[str, int]) -> None:
+def refuse_foreign(path: str, versions: Mapping[str, int], identity: str | None = None) -> None:
     """Raise `StoreError` saying why, if `foreign_schema` finds a reason."""
-    reason = foreign_schema(path, versions)
+    reason = foreign_schema(path, versions, identity)
     if reason is None:
         return
     if reason.startswith("it cannot be read"):  # no file there yet, most likely
