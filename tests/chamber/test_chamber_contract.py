@@ -67,7 +67,7 @@ def test_toolset_maps_every_canonical_name_and_alias():
     assert set(ts.handlers) == set(c.tool_names) | set(c.aliases)
     assert ts.aliases == dict(c.aliases)
     assert ts.name == "chamber"
-    assert [m.version for m in ts.migrations] == [1, 2, 3, 4, 5]
+    assert [m.version for m in ts.migrations] == [1, 2, 3, 4, 5, 6]
     assert {r.pattern for r in ts.routes} == {
         "/cards",
         "/cards/{card_id}",

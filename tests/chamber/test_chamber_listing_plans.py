@@ -104,3 +104,27 @@ async def test_the_card_listings_read_an_index_in_their_order_without_sorting(
     assert "TEMP B-TREE" not in plan, plan  # SQLite sorting
     assert "Sort" not in plan, plan  # PostgreSQL sorting
     assert "Seq Scan" not in plan, plan
+
+
+def _indexes(conn: Any) -> set[str]:
+    """The names of ``chamber_cards``' indexes."""
+    if dialect_of(conn) == SQLITE:
+        return {r[1] for r in conn.execute("PRAGMA index_list(chamber_cards)").fetchall()}
+    rows = conn.execute(
+        "SELECT indexname FROM pg_indexes WHERE tablename = 'chamber_cards'"
+        " AND schemaname = current_schema()"
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+async def test_the_date_index_the_in_order_one_made_redundant_is_gone(database: str) -> None:
+    """Migration 6 drops ``chamber_cards_by_date`` (sealed_date, card_id): migration 5's
+    in-order index leads with ``sealed_date`` too, so it served no query the other could not,
+    and cost every seal one more index entry. The listings keep their indexes (above)."""
+    with trio.fail_after(TIMEOUT):
+        async with open_store(database, store.MIGRATIONS[:5]) as st:
+            assert "chamber_cards_by_date" in await st.read(_indexes)
+        async with open_store(database, store.MIGRATIONS) as st:
+            kept = await st.read(_indexes)
+    assert "chamber_cards_by_date" not in kept
+    assert {"chamber_cards_in_order", "chamber_cards_board_rows"} <= kept

@@ -75,4 +75,5 @@ POSTGRESQL: dict[int, list[str]] = {
         "CREATE INDEX chamber_cards_board_rows ON chamber_cards"
         " (suite_id, product, seed_source, sealed_date, COALESCE(sealed_at, ''), card_id)",
     ],
+    6: ["DROP INDEX IF EXISTS chamber_cards_by_date"],
 }
