@@ -44,10 +44,14 @@ def _browser(playwright: Any) -> Any:
     )
 
 
+#: A desktop's viewport, `new_page`'s.
+DESKTOP = {"width": 1280, "height": 900}
+
+
 def new_page(browser: Any, errors: list[str]) -> Any:
     """A page of its own context whose script errors land in ``errors``; confirms accepted."""
     context = browser.new_context(
-        viewport={"width": 1280, "height": 900}, permissions=["clipboard-read", "clipboard-write"]
+        viewport=DESKTOP, permissions=["clipboard-read", "clipboard-write"]
     )
     page = context.new_page()
     page.set_default_timeout(PAGE_TIMEOUT_MS)
@@ -87,21 +91,27 @@ def seated_white(browser: Any, url: str, errors: list[str]) -> Any:
 
 #: A phone's viewport (an iPhone 12-15's CSS pixels).
 PHONE = {"width": 390, "height": 844}
+#: Browser context options per screen: a phone's (touch) and a desktop's.
+SCREENS: dict[str, dict[str, Any]] = {
+    "phone": {"viewport": PHONE, "is_mobile": True, "has_touch": True},
+    "desktop": {"viewport": DESKTOP},
+}
 
 
-def on_a_phone_at_both_orientations(
-    white_url: str, black_url: str, look: Callable[[Any], Any], shots: str
+def at_both_orientations(
+    white_url: str, black_url: str, look: Callable[[Any], Any], shots: str, screen: str
 ) -> dict[str, Any]:
-    """Each of two human pages, on a phone, once the human took White (``white_url``) and
-    Black (``black_url``): ``look(page)`` of each by side, then its screenshot as
-    ``<shots>-<side>.png`` in `ARTIFACTS`; ``"errors"``: the pages' script errors."""
+    """Each of two human pages, on the `SCREENS` entry ``screen``, once the human took White
+    (``white_url``) and Black (``black_url``): ``look(page)`` of each by side, then its
+    screenshot as ``<shots>-<side>.png`` in `ARTIFACTS`; ``"errors"``: the pages' script
+    errors."""
     expect = sync_api.expect
     errors: list[str] = []
     seen: dict[str, Any] = {}
     with chromium() as browser:
         for side, url, button in (("white", white_url, "#human-white"),
                                   ("black", black_url, "#agent-white")):  # fmt: skip
-            context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+            context = browser.new_context(**SCREENS[screen])
             page = context.new_page()
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             page.goto(url)
@@ -114,3 +124,10 @@ def on_a_phone_at_both_orientations(
             context.close()
     seen["errors"] = errors
     return seen
+
+
+def on_a_phone_at_both_orientations(
+    white_url: str, black_url: str, look: Callable[[Any], Any], shots: str
+) -> dict[str, Any]:
+    """`at_both_orientations` on a phone."""
+    return at_both_orientations(white_url, black_url, look, shots, "phone")

@@ -41,13 +41,16 @@ HUMAN_NOTE = "Hello agent, good luck!"
 
 
 def _corners(page: Any) -> list[tuple[str, str]]:
-    """The grid's first and last squares with their coordinate labels."""
+    """The grid's first and last squares with the coordinates drawn beside them: the rank at
+    the left of the first column, the file under the last row."""
     squares = page.locator("#board .square")
+    ranks = page.locator("#ranks .coord").all_text_contents()
+    files = page.locator("#files .coord").all_text_contents()
     out = []
     for index in (0, 56, 63):
-        square = squares.nth(index)
-        labels = "".join(square.locator(".coord").all_text_contents())
-        out.append((square.get_attribute("data-square"), labels))
+        row, column = divmod(index, 8)
+        labels = (ranks[row] if column == 0 else "") + (files[column] if row == 7 else "")
+        out.append((squares.nth(index).get_attribute("data-square"), labels))
     return out
 
 

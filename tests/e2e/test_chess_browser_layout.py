@@ -4,15 +4,23 @@
 worker thread; `chess_browser`). The page draws a history made of the longest SAN moves
 (seven characters: a capture that promotes with check, a queen named by its square) through
 its own `chessView.render`; no move may overflow its column or run into the next one.
+
+The board, on a desktop and on a 390x844 phone, with the human as White and as Black (the board
+flips): every piece picture is drawn the same size and fills most of its square, whichever
+square it stands on; no coordinate label covers a piece; the labels are at least 12 px, inside
+the viewport, hidden from screen readers and beside their own rank or file; the page does not
+scroll sideways. Screenshots: ``test-artifacts/chess-board-<screen>-<side>.png``.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
 import trio
-from chess_browser import NEEDS_CHROMIUM, chromium, live_page
+from chess_browser import NEEDS_CHROMIUM, SCREENS, at_both_orientations, chromium, live_page
+from chess_page_http import new_table
 from chess_server import agora_serve
 
 pytestmark = [pytest.mark.browser, NEEDS_CHROMIUM]
@@ -61,3 +69,159 @@ async def test_the_longest_moves_fit_their_columns(tmp_path):
     assert [san for row in rows for san in row["text"]] == LONGEST
     assert [row for row in rows if row["overflow"] or row["overlap"]] == []
     assert errors == []
+
+
+#: The least share of its square a piece picture fills, across and down.
+MIN_PIECE_SHARE = 0.85
+#: How much, in CSS pixels, the piece pictures' widths may differ.
+PIECE_SLACK_PX = 1.0
+MIN_LABEL_PX = 12.0
+
+#: The squares' boxes and their pictures', the coordinate labels' text boxes, and the page's
+#: widths; in the viewport's coordinates, the page scrolled to its top.
+_BOARD = """() => {
+  window.scrollTo(0, 0);
+  const box = (r) => ({ left: r.left, top: r.top, right: r.right, bottom: r.bottom,
+                        width: r.width, height: r.height });
+  const text = (el) => { const range = document.createRange(); range.selectNodeContents(el);
+                         return box(range.getBoundingClientRect()); };
+  return {
+    squares: [...document.querySelectorAll("#board .square")].map((square) => {
+      const piece = square.querySelector("img");
+      return { square: square.dataset.square, box: box(square.getBoundingClientRect()),
+               piece: piece && box(piece.getBoundingClientRect()) };
+    }),
+    labels: [...document.querySelectorAll(".coord")].map((label) => ({
+      text: label.textContent,
+      box: text(label),
+      px: parseFloat(getComputedStyle(label).fontSize),
+      hidden: label.closest('[aria-hidden="true"]') !== null,
+    })),
+    viewport: { width: window.innerWidth, height: window.innerHeight },
+    clientWidth: document.documentElement.clientWidth,
+    scrollWidth: document.documentElement.scrollWidth,
+  };
+}"""
+
+
+def _board(page: Any) -> dict[str, Any]:
+    page.evaluate("() => document.fonts.ready")
+    page.wait_for_function("() => [...document.images].every((image) => image.complete)")
+    board: dict[str, Any] = page.evaluate(_BOARD)
+    return board
+
+
+def _overlap(one: dict[str, float], two: dict[str, float]) -> bool:
+    return (
+        one["left"] < two["right"]
+        and two["left"] < one["right"]
+        and one["top"] < two["bottom"]
+        and two["top"] < one["bottom"]
+    )
+
+
+def _inside(inner: dict[str, float], outer: dict[str, float], slack: float = 0.5) -> bool:
+    return (
+        inner["left"] >= outer["left"] - slack
+        and inner["top"] >= outer["top"] - slack
+        and inner["right"] <= outer["right"] + slack
+        and inner["bottom"] <= outer["bottom"] + slack
+    )
+
+
+def _beside_its_squares(label: dict[str, Any], squares: list[dict[str, Any]]) -> bool:
+    """A rank's digit level with its rank's squares, a file's letter in line with its file's."""
+    digit = label["text"].isdigit()
+    own = [s["box"] for s in squares if s["square"][1 if digit else 0] == label["text"]]
+    middle = (
+        (label["box"]["top"] + label["box"]["bottom"]) / 2
+        if digit
+        else (label["box"]["left"] + label["box"]["right"]) / 2
+    )
+    low, high = ("top", "bottom") if digit else ("left", "right")
+    return len(own) == 8 and all(box[low] <= middle <= box[high] for box in own)
+
+
+def board_problems(board: dict[str, Any]) -> dict[str, Any]:
+    """What is wrong with one laid-out board (empty lists and True when nothing is)."""
+    squares = board["squares"]
+    pieces = [s for s in squares if s["piece"]]
+    widths = [s["piece"]["width"] for s in pieces]
+    labels = board["labels"]
+    view = board["viewport"]
+    return {
+        "squares": len(squares),
+        "pieces": len(pieces),
+        "uneven": round(max(widths) - min(widths), 2) > PIECE_SLACK_PX,
+        "small": [
+            (s["square"], round(s["piece"]["width"] / s["box"]["width"], 2))
+            for s in pieces
+            if s["piece"]["width"] < MIN_PIECE_SHARE * s["box"]["width"]
+            or s["piece"]["height"] < MIN_PIECE_SHARE * s["box"]["height"]
+        ],
+        "off_square": [s["square"] for s in pieces if not _inside(s["piece"], s["box"])],
+        "texts": "".join(sorted(label["text"] for label in labels)),
+        "covering": [
+            (label["text"], s["square"])
+            for label in labels
+            for s in pieces
+            if _overlap(label["box"], s["piece"])
+        ],
+        "tiny": [label["text"] for label in labels if label["px"] < MIN_LABEL_PX],
+        "spoken": [label["text"] for label in labels if not label["hidden"]],
+        "off_screen": [
+            label["text"]
+            for label in labels
+            if not _inside(
+                label["box"],
+                {"left": 0, "top": 0, "right": view["width"], "bottom": view["height"]},
+                slack=0,
+            )
+        ],
+        "astray": [label["text"] for label in labels if not _beside_its_squares(label, squares)],
+        "sideways_scroll": board["scrollWidth"] > board["clientWidth"],
+    }
+
+
+FINE = {
+    "squares": 64,
+    "pieces": 32,
+    "uneven": False,
+    "small": [],
+    "off_square": [],
+    "texts": "12345678abcdefgh",
+    "covering": [],
+    "tiny": [],
+    "spoken": [],
+    "off_screen": [],
+    "astray": [],
+    "sideways_scroll": False,
+}
+
+
+async def test_every_piece_fills_its_square_alike_and_no_coordinate_covers_one(tmp_path):
+    seen: dict[str, Any] = {}
+    with trio.fail_after(90):
+        async with agora_serve(tmp_path / "agora.db") as server:
+            for screen in SCREENS:
+                white = await new_table(server.url, f"{screen}-w")
+                black = await new_table(server.url, f"{screen}-b")
+                look = partial(
+                    at_both_orientations,
+                    white["humanUrl"],
+                    black["humanUrl"],
+                    _board,
+                    f"chess-board-{screen}",
+                    screen,
+                )
+                seen[screen] = await trio.to_thread.run_sync(look)
+    assert {screen: seen[screen]["errors"] for screen in SCREENS} == {"phone": [], "desktop": []}
+    wrong = {}
+    for screen in SCREENS:
+        for side in ("white", "black"):
+            found = board_problems(seen[screen][side])
+            differing = {key: value for key, value in found.items() if value != FINE[key]}
+            if differing:
+                wrong[f"{screen}, {side} at the bottom"] = differing
+    assert wrong == {}
+    assert seen["phone"]["white"]["viewport"]["width"] == 390

@@ -52,6 +52,16 @@ const chessView = (() => {
     return `${square}, ${held}${check ? ", in check" : ""}${target ? ", a legal move" : ""}`;
   }
 
+  // The coordinates in the board's frame, outside its squares: the ranks beside the rows, top
+  // to bottom, and the files under the columns, left to right, as the board is drawn (flipped
+  // for Black). Each cell's label names its square: these are for the eye only.
+  function renderCoordinates(order) {
+    const coord = (kind, text) => el("span", { class: `coord ${kind}`, "aria-hidden": "true" }, text);
+    const rows = order.filter((_, i) => i % 8 === 0); // each row's first square
+    $("ranks").replaceChildren(...rows.map((square) => coord("rank", square[1])));
+    $("files").replaceChildren(...order.slice(56).map((square) => coord("file", square[0])));
+  }
+
   // ui: {selected, dragging, focus}: the square picked, the square whose piece is being
   // dragged, and the keyboard's square: the board's one tab stop (the arrows move it), which
   // keeps the focus when the board is drawn again.
@@ -64,8 +74,7 @@ const chessView = (() => {
     let row = null; // the grid's rows, for screen readers; the layout ignores them
     const targets = new Set(ui.selected ? movesFrom(state, ui.selected).map((m) => m.to) : []);
     const last = state.lastMove;
-    const bottomRank = flipped(state) ? "8" : "1";
-    const leftFile = flipped(state) ? "h" : "a";
+    renderCoordinates(order);
     for (const square of order) {
       const fileIndex = files.indexOf(square[0]);
       const rank = Number(square[1]);
@@ -80,11 +89,6 @@ const chessView = (() => {
         "aria-selected": ui.selected === square ? "true" : "false",
         tabindex: square === focus ? "0" : "-1",
       });
-      // The cell's label names its square: the drawn coordinates are for the eye only.
-      const coord = (kind, text) => el("span", { class: `coord ${kind}`, "aria-hidden": "true" }, text);
-      if (square[0] === leftFile) button.append(coord("rank", square[1]));
-      if (square[1] === bottomRank) button.append(coord("file", square[0]));
-      if (button.querySelector(".coord")) button.classList.add("labelled");
       if (piece) {
         // Named by the square's label: the picture itself says nothing more.
         button.append(el("img", { src: `/play/static/${piece}.svg`, alt: "", draggable: "false" }));
