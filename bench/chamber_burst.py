@@ -27,9 +27,15 @@ on the attempts just entered (a tool call and its actor, no write), timed the sa
 entry's cost over theirs is what the entry itself adds, and a ping burst's p99 is the floor
 for any burst of that size on this machine in its present state.
 
+With ``--servers N`` (N > 1), N ``agora serve`` processes open one SQLite file shared
+(``shared = true``: each a version guard per write and a probe per cached read, the file
+polled for the others' commits) and the agents' sessions are dealt out among them in turn:
+what a second event loop on the same file would give. The CPU printed is then the first
+server's, per entry it served.
+
 Usage: ``.venv/bin/python bench/chamber_burst.py [--agents 500] [--bursts 5] [--compare]
-[--suite chambre-chrono-v0] [--synchronous FULL] [--timeout 300]``. Not run by CI; run it on a
-quiet machine.
+[--servers 1] [--suite chambre-chrono-v0] [--synchronous FULL] [--timeout 300]``. Not run by
+CI; run it on a quiet machine.
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ import msgspec
 import trio
 from chamber_agents import ENTRY, SUITES
 from chamber_phases import pool_ready
-from cli_args import SYNCHRONOUS, positive_float, positive_int
+from cli_args import SYNCHRONOUS, int_range, positive_float, positive_int
 from debate_wire import WireClient, wire_connect
 from measure import cpu_window, latency_text, pace_text, raise_fd_limit
 from serve import agora_serve
@@ -182,14 +188,15 @@ def check_entries(replies: list[bytes], rids: list[int]) -> list[dict[str, Any]]
 
 
 def timed(
-    server_pid: int, socks: list[socket.socket], frames: list[bytes], label: str
+    server_pid: int, socks: list[socket.socket], frames: list[bytes], label: str, servers: int = 1
 ) -> tuple[list[float], list[bytes], str]:
-    """`burst`, and its line: how long the writes took, the latency and the server's CPU."""
+    """`burst`, and its line: how long the writes took, the latency and the server's CPU (of
+    the first of ``servers``, per call it served)."""
     with cpu_window(server_pid) as cpu:
         latencies, replies, writing = burst(socks, frames)
-    n = len(frames)
+    n = -(-len(frames) // servers)
     line = (
-        f"{label}: {n} written in {writing * 1e3:.1f} ms; latency on the wire "
+        f"{label}: {len(frames)} written in {writing * 1e3:.1f} ms; latency on the wire "
         f"{latency_text(latencies, with_max=True)}; server CPU per call "
         f"{cpu.server / n * 1e6:.0f} us (main thread {cpu.main / n * 1e6:.0f} us, "
         f"{cpu.faults / n:.2f} page faults)"
@@ -198,7 +205,11 @@ def timed(
 
 
 def compare(
-    server_pid: int, socks: list[socket.socket], entries: list[dict[str, Any]], rid: int
+    server_pid: int,
+    socks: list[socket.socket],
+    entries: list[dict[str, Any]],
+    rid: int,
+    servers: int = 1,
 ) -> list[str]:
     """A burst of pings, then one of ``observe_chamber`` calls on ``entries``; their lines.
 
@@ -207,10 +218,10 @@ def compare(
     """
     rids = [rid] * len(socks)
     pings = [call_frame(rid, "ping")] * len(socks)
-    _, replies, ping_line = timed(server_pid, socks, pings, "  ping")
+    _, replies, ping_line = timed(server_pid, socks, pings, "  ping", servers)
     check(replies, rids)
     observes = [observe_frame(rid, entry) for entry in entries]
-    _, replies, observe_line = timed(server_pid, socks, observes, "  observe_chamber")
+    _, replies, observe_line = timed(server_pid, socks, observes, "  observe_chamber", servers)
     check(replies, rids)
     return [ping_line, observe_line]
 
@@ -227,36 +238,47 @@ async def main(args: argparse.Namespace) -> None:
             "anonymous_enter_per_minute = 0\n"  # one bucket for all the anonymous agents
         )
         db = Path(tmp) / "chamber.db"
+        shared = {"shared": "true"} if args.servers > 1 else {}
         with trio.fail_after(args.timeout):
-            async with (
-                agora_serve(db, "chamber", config=config, synchronous=args.synchronous) as server,
-                AsyncExitStack() as stack,
-            ):
-                url = server.url.replace("http://", "ws://") + "/mcp/chamber"
-                clients: list[WireClient] = []
+            async with AsyncExitStack() as stack:
+                servers = [
+                    await stack.enter_async_context(
+                        agora_serve(
+                            db, "chamber", config=config, synchronous=args.synchronous, **shared
+                        )
+                    )
+                    for _ in range(args.servers)
+                ]
+                server = servers[0]
+                made: dict[int, WireClient] = {}
                 limit = trio.CapacityLimiter(CONNECT_CONCURRENCY)
 
-                async def connect() -> None:
+                async def connect(i: int) -> None:  # agent i to server i mod N, in that order
+                    url = servers[i % len(servers)].url.replace("http://", "ws://")
                     async with limit:
-                        clients.append(await stack.enter_async_context(wire_connect(url, None)))
+                        client = wire_connect(url + "/mcp/chamber", None)
+                        made[i] = await stack.enter_async_context(client)
 
                 async with trio.open_nursery() as nursery:
-                    for _ in range(args.agents):
-                        nursery.start_soon(connect)
+                    for i in range(args.agents):
+                        nursery.start_soon(connect, i)
+                clients = [made[i] for i in range(args.agents)]
                 socks = [client.sock for client in clients]
                 for b in range(1, args.bursts + 1):
-                    await pool_ready(server.url, args.suite, args.agents)
+                    for each in servers:
+                        await pool_ready(each.url, args.suite, args.agents)
                     await trio.sleep(0.5)  # the refill's own pass of the collector
                     rids = [1000 + b] * len(clients)
                     frames = [enter_frame(rid, args.suite) for rid in rids]
-                    latencies, replies, line = timed(server.pid, socks, frames, f"burst {b}")
+                    label = f"burst {b}"
+                    latencies, replies, line = timed(server.pid, socks, frames, label, len(servers))
                     entries = check_entries(replies, rids)
                     everything += latencies
                     lines.append(line)
                     if args.compare:
-                        lines += compare(server.pid, socks, entries, 2000 + b)
+                        lines += compare(server.pid, socks, entries, 2000 + b, len(servers))
     print(f"chamber_burst: {args.agents} agents, suite {args.suite}, "
-          f"synchronous={args.synchronous}; {pace}")  # fmt: skip
+          f"synchronous={args.synchronous}, {args.servers} server(s); {pace}")  # fmt: skip
     print("\n".join(lines))
     print(f"all {len(everything)} entries: {latency_text(everything, with_max=True)}")
 
@@ -265,6 +287,12 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--agents", type=positive_int, default=500)
     parser.add_argument("--bursts", type=positive_int, default=5)
+    parser.add_argument(
+        "--servers",
+        type=int_range(1, 8),
+        default=1,
+        help="agora serve processes on one shared SQLite file, the agents dealt among them",
+    )
     parser.add_argument("--suite", choices=SUITES, default=SUITES[0])
     parser.add_argument("--synchronous", type=str.upper, choices=SYNCHRONOUS, default="FULL")
     parser.add_argument("--timeout", type=positive_float, default=300)

@@ -146,6 +146,7 @@ BAD_FLAGS: dict[str, list[tuple[list[str], str]]] = {
         (["--timeout", "nan"], NUMBER + "nan"),
         (["--timeout", "1e300"], r"must be at most 1,000,000,000, not 1e300"),
         (["--bursts", "10000000000"], r"must be at most 1,000,000,000, not 10000000000"),
+        (["--servers", "9"], r"must be from 1 to 8, not 9"),
         (["--suite", "bogus"], CHOICE),
     ],
     "chamber_objects": [
