@@ -45,8 +45,8 @@ def _opened(path, steps=STEPS) -> tuple[dict[str, int], str]:
 def test_the_database_opened_is_taken(tmp_path):
     versions = _database(tmp_path / "a.db")
     assert versions == {"notes": 2, "tags": 1}
-    assert foreign_schema(str(tmp_path / "a.db"), versions) is None
-    refuse_foreign(str(tmp_path / "a.db"), versions)  # does not raise
+    assert foreign_schema(str(tmp_path / "a.db"), versions, None) is None
+    refuse_foreign(str(tmp_path / "a.db"), versions, None)  # does not raise
 
 
 def test_another_sqlite_file_is_refused(tmp_path):
@@ -54,33 +54,33 @@ def test_another_sqlite_file_is_refused(tmp_path):
     other = sqlite3.connect(tmp_path / "b.db")
     other.execute("CREATE TABLE notes (body TEXT)")
     other.close()
-    reason = foreign_schema(str(tmp_path / "b.db"), versions)
+    reason = foreign_schema(str(tmp_path / "b.db"), versions, None)
     assert reason == "it has no agora_schema table"
     said = r"b\.db is not the database this server opened \(it has no agora_schema table\): was"
     with pytest.raises(StoreError, match=said):
-        refuse_foreign(str(tmp_path / "b.db"), versions)
+        refuse_foreign(str(tmp_path / "b.db"), versions, None)
 
 
 def test_a_database_missing_a_component_or_behind_one_is_refused(tmp_path):
     versions = _database(tmp_path / "a.db")
     _database(tmp_path / "older.db", STEPS[:1])
-    assert foreign_schema(str(tmp_path / "older.db"), versions) == "it lacks the tags schema"
+    assert foreign_schema(str(tmp_path / "older.db"), versions, None) == "it lacks the tags schema"
     _database(tmp_path / "behind.db", [*STEPS[:1], STEPS[2]])
-    assert foreign_schema(str(tmp_path / "behind.db"), versions) == (
+    assert foreign_schema(str(tmp_path / "behind.db"), versions, None) == (
         "its notes schema is at version 1, not 2"
     )
     newer = {"notes": 1, "tags": 1}  # a later version of ours: taken (another process's upgrade)
-    assert foreign_schema(str(tmp_path / "a.db"), newer) is None
+    assert foreign_schema(str(tmp_path / "a.db"), newer, None) is None
 
 
 def test_no_file_at_the_path_is_refused_and_none_is_made(tmp_path):
     path = tmp_path / "away" / "a.db"
     path.parent.mkdir()
-    reason = foreign_schema(str(path), {"notes": 2})
+    reason = foreign_schema(str(path), {"notes": 2}, None)
     assert reason is not None
     assert reason.startswith("it cannot be read: unable to open database file"), reason
     with pytest.raises(StoreError, match=r"cannot open .* again \(it cannot be read: .*\): is"):
-        refuse_foreign(str(path), {"notes": 2})
+        refuse_foreign(str(path), {"notes": 2}, None)
     assert list(path.parent.iterdir()) == []
 
 
@@ -92,7 +92,7 @@ def test_the_check_leaves_the_wal_as_it_found_it(tmp_path):
     writer.execute("INSERT INTO notes (body) VALUES ('kept in the WAL')")
     wal = (tmp_path / "a.db-wal").read_bytes()
     main = (tmp_path / "a.db").read_bytes()
-    assert foreign_schema(str(tmp_path / "a.db"), versions) is None
+    assert foreign_schema(str(tmp_path / "a.db"), versions, None) is None
     assert (tmp_path / "a.db-wal").read_bytes() == wal  # not checkpointed, not deleted
     assert (tmp_path / "a.db").read_bytes() == main
     writer.close()
@@ -143,8 +143,41 @@ def test_the_id_is_drawn_once_and_kept(tmp_path):
     legacy.commit()
     legacy.close()
     assert foreign_schema(str(tmp_path / "a.db"), {"notes": 2}, "0" * 32) == (
-        "it has no database id: another agora database, from before ids"
+        "it has no database id (a database from before ids, or its id was lost with its WAL)"
     )
     versions, identity = _opened(tmp_path / "a.db")
     assert _opened(tmp_path / "a.db") == (versions, identity)
     assert foreign_schema(str(tmp_path / "a.db"), versions, identity) is None
+
+
+async def test_a_store_s_reopen_and_checkpointer_refuse_another_agora_database(tmp_path):
+    """The store passes the id it read at open to both: its writer's reopen after a disk
+    error and its checkpointer's reconnection refuse another agora database at the path."""
+    import trio
+
+    from agora.store.db import open_store
+
+    path = tmp_path / "a.db"
+    files = ("", "-wal", "-shm")
+    with trio.fail_after(30):
+        async with open_store(str(path), STEPS) as store:
+            await store.write([("INSERT INTO notes (body, at) VALUES ('kept', 'now')", ())])
+            _opened(tmp_path / "b.db")
+            for end in files:  # the database aside, the other one at its path
+                if (tmp_path / f"a.db{end}").exists():
+                    (tmp_path / f"a.db{end}").rename(tmp_path / f"kept.db{end}")
+                if (tmp_path / f"b.db{end}").exists():
+                    (tmp_path / f"b.db{end}").rename(tmp_path / f"a.db{end}")
+            try:
+                with pytest.raises(StoreError, match=r"\(it is another agora database \(id "):
+                    store._writer._reopen()
+                with pytest.raises(StoreError, match=r"\(it is another agora database \(id "):
+                    store.checkpointer._open()
+            finally:
+                for end in files:  # and back
+                    if (tmp_path / f"a.db{end}").exists():
+                        (tmp_path / f"a.db{end}").rename(tmp_path / f"b.db{end}")
+                    if (tmp_path / f"kept.db{end}").exists():
+                        (tmp_path / f"kept.db{end}").rename(tmp_path / f"a.db{end}")
+            rows = await store.read(lambda c: c.execute("SELECT body FROM notes").fetchall())
+    assert [tuple(r) for r in rows] == [("kept",)]

@@ -1,4 +1,5 @@
-"""Opening and migrating a SQLite file in a worker thread that a cancellation stops.
+"""Opening and migrating a SQLite file in a worker thread that a cancellation stops; the
+file's own id, and the check that a file found at its path again is that database.
 
 Opening a file may wait for another process's write lock (a backup, the sqlite3 shell, a
 second agora mid-transaction), for up to `LOCK_WAIT` seconds, and a toolset's migration step
@@ -118,6 +119,8 @@ def migrated(
         raise
     try:
         writable = path == ":memory:" or _writable(conn)  # what access() could not see
+        # Drawn while the lock is still waited for in slices and a cancellation still stops it.
+        identity = database_id(conn) if writable else ""
         if opening is not None:
             conn.set_progress_handler(None, 0)
             conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
@@ -127,29 +130,36 @@ def migrated(
     if not writable:
         conn.close()
         raise StoreError(f"cannot open database {path}: {STORE_CAUSES['read_only']}")
-    try:
-        identity = database_id(conn)
-    except sqlite3.Error as exc:
-        conn.close()
-        raise StoreError(f"cannot open database {path}: {exc}") from exc
     return conn, versions, identity
 
 
 def database_id(conn: sqlite3.Connection) -> str:
-    """The id of the database ``conn`` writes: 128 random bits (hex), drawn and stored in
-    `IDENTITY` the first time a server opens the file (a file from before ids gets one then).
-    A reopen after a disk error refuses a file with another id (`foreign_schema`): another
-    agora database found at the path, with the same components, is not this one."""
+    """The id of the database ``conn`` writes, drawn and stored the first time.
+
+    128 random bits (hex) in `IDENTITY`, one row at most, drawn the first time a server opens
+    the file (a file from before ids gets one then). A reopen after a disk error refuses a
+    file with another id (`foreign_schema`): another agora database found at the path, with
+    the same components, is not this one.
+
+    Args:
+        conn: A write connection to the file, outside any transaction.
+
+    Returns:
+        The id, as stored.
+    """
     found = _stored_id(conn)
     if found is not None:
         return found
     conn.execute("BEGIN IMMEDIATE")
     try:
-        conn.execute(f"CREATE TABLE IF NOT EXISTS {IDENTITY} (id TEXT NOT NULL)")
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {IDENTITY}"
+            " (one INTEGER PRIMARY KEY CHECK (one = 1), id TEXT NOT NULL)"
+        )
         found = _stored_id(conn)  # (another process may have drawn it meanwhile)
         if found is None:
             found = secrets.token_hex(16)
-            conn.execute(f"INSERT INTO {IDENTITY} (id) VALUES (?)", (found,))
+            conn.execute(f"INSERT INTO {IDENTITY} (one, id) VALUES (1, ?)", (found,))
     except BaseException:
         conn.execute("ROLLBACK")
         raise
@@ -162,7 +172,7 @@ def _stored_id(conn: sqlite3.Connection) -> str | None:
     table = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
     if not conn.execute(table, (IDENTITY,)).fetchone()[0]:
         return None
-    row = conn.execute(f"SELECT id FROM {IDENTITY} LIMIT 1").fetchone()
+    row = conn.execute(f"SELECT id FROM {IDENTITY} WHERE one = 1").fetchone()
     return None if row is None else str(row[0])
 
 
@@ -195,15 +205,13 @@ def _create_guard_tables(conn: sqlite3.Connection) -> None:
     conn.execute("COMMIT")
 
 
-def foreign_schema(
-    path: str, versions: Mapping[str, int], identity: str | None = None
-) -> str | None:
+def foreign_schema(path: str, versions: Mapping[str, int], identity: str | None) -> str | None:
     """Why the file at ``path`` cannot be taken for the database a store opened with
-    ``versions`` (its components' schema versions) and ``identity`` (its `database_id`, when
-    given): it cannot be read (no file there, say, while its file system is being mounted
-    again), it has no ``agora_schema`` table, another id or none, or it lacks a component or
-    has one at an older version; None when it is that database (or a copy of it: the id
-    cannot tell a stale copy).
+    ``versions`` (its components' schema versions) and ``identity`` (its `database_id`; None
+    checks none): it cannot be read (no file there, say, while its file system is being
+    mounted again), it has no ``agora_schema`` table, another id or none, or it lacks a
+    component or has one at an older version; None when it is that database (or a copy of
+    it: the id cannot tell a stale copy).
 
     Read on a read-only connection, which never checkpoints or deletes the WAL as it closes:
     a file system mounted again unchecked may show a WAL whose head was overwritten (no
@@ -223,7 +231,10 @@ def foreign_schema(
             return "it has no agora_schema table"
         if identity is not None and (other := _stored_id(conn)) != identity:
             if other is None:
-                return "it has no database id: another agora database, from before ids"
+                return (
+                    "it has no database id (a database from before ids, or its id was lost"
+                    " with its WAL)"
+                )
             return f"it is another agora database (id {other}, not {identity})"
         found = dict(conn.execute("SELECT component, version FROM agora_schema").fetchall())
     except sqlite3.Error as exc:
@@ -254,7 +265,7 @@ def checked_connect(
     return connect(path, synchronous=synchronous, create=False)
 
 
-def refuse_foreign(path: str, versions: Mapping[str, int], identity: str | None = None) -> None:
+def refuse_foreign(path: str, versions: Mapping[str, int], identity: str | None) -> None:
     """Raise `StoreError` saying why, if `foreign_schema` finds a reason."""
     reason = foreign_schema(path, versions, identity)
     if reason is None:
