@@ -128,3 +128,30 @@ async def test_the_date_index_the_in_order_one_made_redundant_is_gone(database: 
             kept = await st.read(_indexes)
     assert "chamber_cards_by_date" not in kept
     assert {"chamber_cards_in_order", "chamber_cards_board_rows"} <= kept
+
+
+async def test_the_drop_touches_no_index_of_that_name_in_public(pg_url: str) -> None:
+    """Reviewer finding: migration 6 drops the date index by name, and PostgreSQL looks an
+    unqualified name up along search_path (``<schema>,public``): a database whose own schema
+    had lost the index would have dropped another's in ``public``. It drops only its own."""
+    import secrets
+
+    import psycopg
+
+    table = f"t_{secrets.token_hex(6)}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE public.{table} (sealed_date TEXT, card_id TEXT)")
+        try:
+            conn.execute(f"CREATE INDEX chamber_cards_by_date ON public.{table} (sealed_date)")
+            with trio.fail_after(TIMEOUT):
+                async with open_store(pg_url, store.MIGRATIONS[:5]) as st:
+                    await st.write([("DROP INDEX chamber_cards_by_date", ())])  # its own
+                async with open_store(pg_url, store.MIGRATIONS) as st:
+                    assert "chamber_cards_by_date" not in await st.read(_indexes)
+            public = conn.execute(
+                "SELECT 1 FROM pg_indexes WHERE schemaname = 'public'"
+                " AND indexname = 'chamber_cards_by_date'"
+            ).fetchall()
+            assert public == [(1,)]
+        finally:
+            conn.execute(f"DROP TABLE public.{table}")

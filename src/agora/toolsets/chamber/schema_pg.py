@@ -2,7 +2,8 @@
 
 Version 1 creates the tables as SQLite has them after every step (a PostgreSQL database
 starts from nothing), with BYTEA for blobs and BIGINT for integers; later steps are empty
-until a step adds something new (5: the listings' indexes, the same DDL as SQLite's). The
+until a step adds something new (5: the listings' indexes, the same DDL as SQLite's; 6 drops
+the date index they made redundant, in the database's own schema only). The
 immutability triggers are PL/pgSQL twins of the SQLite ones: cards are never deleted, and
 nothing about a sealed card changes except a signature (and its key, seed source and owner)
 added once. ``IS DISTINCT FROM`` is SQLite's ``IS NOT``.
@@ -75,5 +76,10 @@ POSTGRESQL: dict[int, list[str]] = {
         "CREATE INDEX chamber_cards_board_rows ON chamber_cards"
         " (suite_id, product, seed_source, sealed_date, COALESCE(sealed_at, ''), card_id)",
     ],
-    6: ["DROP INDEX IF EXISTS chamber_cards_by_date"],
+    # Named in the current schema: unqualified, a name missing there would be looked up along
+    # search_path (``<schema>,public``) and could drop another database's index in public.
+    6: [
+        "DO $$ BEGIN EXECUTE format('DROP INDEX IF EXISTS %I.chamber_cards_by_date',"
+        " current_schema()); END $$"
+    ],
 }
