@@ -111,3 +111,37 @@ async def test_size_and_depth_limits_are_per_toolset():
     assert results["big"]["structuredContent"]["problems"][0]["detail"] == (
         "take more than 200 bytes as JSON"
     )
+
+
+async def test_a_toolset_is_told_of_each_refusal_and_a_failing_hook_changes_no_answer(caplog):
+    """`Toolset.rejected` hears the tool, the arguments as sent and the body answered (the
+    router logs its writes' refusals by it); a hook that raises is logged, and the refusal is
+    answered as without it."""
+    told: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+
+    def hear(tool: str, args: dict[str, Any], body: dict[str, Any]) -> None:
+        told.append((tool, args, body))
+
+    def broken(tool: str, args: dict[str, Any], body: dict[str, Any]) -> None:
+        raise RuntimeError("the hook's own bug")
+
+    sets = [
+        _toolset("heard", reject_issues=structured, rejected=hear),
+        _toolset("broken", reject_issues=structured, rejected=broken),
+        _toolset("plain", reject_issues=structured),
+    ]
+    bad = {"name": "Bob", "extra": 1}
+    with trio.fail_after(20):
+        async with open_server(Config(db=":memory:"), toolsets=sets, listen=False) as server:
+            heard = await _call(server, "/mcp/heard", "heard_echo", bad)
+            fine = await _call(server, "/mcp/heard", "heard_echo", {"name": "bob"})
+            failed = await _call(server, "/mcp/broken", "broken_echo", bad)
+            plain = await _call(server, "/mcp/plain", "plain_echo", bad)
+    assert told == [("heard_echo", bad, heard["structuredContent"])]
+    assert fine == {"content": [{"type": "text", "text": '{"ok":true}'}],
+                    "structuredContent": {"ok": True}}  # fmt: skip
+    assert heard == failed == plain
+    assert any(
+        "its rejected hook failed on broken_echo" in r.getMessage() and r.exc_info
+        for r in caplog.records
+    )

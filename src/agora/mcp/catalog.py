@@ -19,7 +19,8 @@ from agora.mcp.validation import ValidationIssue
 #: Returns the problems with the arguments (path, keyword, detail); empty when they are valid.
 ArgumentCheck = Callable[[dict[str, Any]], Sequence[ValidationIssue]]
 #: Builds the structured error body of rejected arguments in the toolset's vocabulary.
-Rejection = Callable[[Sequence[ValidationIssue]], dict[str, Any]]
+#: The body of a call refused for its arguments: from the problems and the arguments as sent.
+Rejection = Callable[[Sequence[ValidationIssue], dict[str, Any]], dict[str, Any]]
 
 
 def _no_check(args: dict[str, Any]) -> Sequence[ValidationIssue]:

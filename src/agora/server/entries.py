@@ -172,19 +172,41 @@ def _entry(
         check=validator.errors,
         target=handler,
         alias_of=alias_of,
-        reject=_rejection(toolset),
+        reject=_rejection(toolset, name),
         refuse=_refusal(toolset),
         fail=_failure_shaper(toolset, name, spec.get("outputSchema")),
     )
 
 
-def _rejection(toolset: Toolset) -> Rejection | None:
+def _rejection(toolset: Toolset, tool: str) -> Rejection | None:
+    """The body of a call to ``tool`` refused for its arguments, told to `Toolset.rejected`."""
+    body: Callable[[Sequence[ValidationIssue]], dict[str, Any]]
     if toolset.reject_issues is not None:
-        return toolset.reject_issues
-    sentences = toolset.reject_arguments
-    if sentences is None:
+        body = toolset.reject_issues
+    elif toolset.reject_arguments is not None:
+        body = _in_sentences(toolset.reject_arguments)
+    else:
         return None
-    return lambda issues: sentences([issue.describe() for issue in issues])
+    told = toolset.rejected
+    if told is None:
+        return lambda issues, _args: body(issues)
+
+    def rejection(issues: Sequence[ValidationIssue], args: dict[str, Any]) -> dict[str, Any]:
+        refusal = body(issues)
+        try:
+            told(tool, args, refusal)
+        except Exception:  # a log line's mistake: the caller is answered all the same
+            log.exception("toolset %s: its rejected hook failed on %s", toolset.name, tool)
+        return refusal
+
+    return rejection
+
+
+def _in_sentences(
+    hook: Callable[[list[str]], dict[str, Any]],
+) -> Callable[[Sequence[ValidationIssue]], dict[str, Any]]:
+    """`Toolset.reject_arguments` given the problems as sentences."""
+    return lambda issues: hook([issue.describe() for issue in issues])
 
 
 def _refusal(toolset: Toolset) -> Callable[[Sequence[ValidationIssue]], Handler] | None:

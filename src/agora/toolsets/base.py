@@ -286,6 +286,12 @@ class Toolset:
     #: Older form of `reject_issues` that gets the problems as sentences
     #: (``argument 'from': must match ...``); used only when `reject_issues` is None.
     reject_arguments: Callable[[list[str]], dict[str, Any]] | None = None
+    #: Told of each call refused for its arguments before any handler ran, with a body from
+    #: `reject_issues` or `reject_arguments`: ``rejected(tool, arguments, body)``, the
+    #: arguments as sent. For a log line (the router logs its writes' refusals with their
+    #: correlation_id): it runs on the event loop as the refusal is answered, so it must not
+    #: block; what it raises is logged, and the refusal answered all the same.
+    rejected: Callable[[str, dict[str, Any], dict[str, Any]], None] | None = None
     #: Shapes an internal failure of one of its tools (`agora.errors.Failure`: kind, safe
     #: message, retryable, correlation id, tool) into the structured body of an ``isError``
     #: result in the toolset's vocabulary. The body must validate against the tool's

@@ -14,7 +14,6 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from agora.errors import ToolError
 from agora.mcp.contracts import load_contract
 from agora.runtime.background import periodic
 from agora.toolsets.base import Toolset
@@ -32,10 +31,9 @@ from agora.toolsets.router.sql import MIGRATIONS
 from agora.toolsets.router.tools import HANDLERS
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Mapping
 
-    from agora.mcp.validation import ValidationIssue
-    from agora.toolsets.base import Handler, ToolCall
+    from agora.toolsets.base import Handler
 
 log = logging.getLogger(__name__)
 
@@ -66,14 +64,6 @@ OPTIONS: Final = {
 }
 
 
-async def refuse_arguments(call: ToolCall, issues: Sequence[ValidationIssue]) -> dict[str, Any]:
-    """The answer to a call its inputSchema refused (`Toolset.reject_call`): logged as a
-    write's other refusals are, with the correlation_id it sent."""
-    body = argument_rejection(issues)
-    arguments_refused(call.tool, call.args, ToolError(body))
-    return body
-
-
 def serving(handler: Handler) -> Handler:
     """A router handler as served: its answers naming the arguments its schema does not (the
     planning tools'), its arguments bounded, then its session id scoped."""
@@ -90,7 +80,8 @@ def toolset() -> Toolset:
         migrations=MIGRATIONS,
         contract=None,
         tools=served,
-        reject_call=refuse_arguments,
+        reject_issues=argument_rejection,
+        rejected=arguments_refused,
         shape_failure=shape_failure,
         failure_schema=INTERNAL_SCHEMA,
         background=[periodic(RETENTION_EVERY, upkeep), index_runs],

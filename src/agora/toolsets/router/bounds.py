@@ -24,11 +24,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Final
 
-from agora.errors import ToolError
 from agora.mcp.contracts import load_contract
 from agora.mcp.validation import ValidationIssue
-from agora.toolsets.router.replies import argument_rejection
-from agora.toolsets.router.run import arguments_refused
+from agora.toolsets.router.run import refused_for_arguments
 
 if TYPE_CHECKING:
     from agora.toolsets.base import Handler, ToolCall
@@ -71,9 +69,7 @@ def bounded(handler: Handler) -> Handler:
     async def checked(call: ToolCall) -> dict[str, Any]:
         issue = breach(call.args, ())
         if issue is not None:
-            refusal = ToolError(argument_rejection([issue]))
-            arguments_refused(call.tool, call.args, refusal)
-            raise refusal
+            raise refused_for_arguments(call, [issue])
         result: dict[str, Any] = await handler(call)
         return result
 

@@ -41,8 +41,9 @@ from agora.toolsets.router.index import RunIndex, index_of
 from agora.toolsets.router.state import Applied, CorruptRun, Item, RunState, from_rows
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
+    from agora.mcp.validation import ValidationIssue
     from agora.runtime.clock import Now
     from agora.runtime.registry import Runtime
     from agora.store.neutral import ReadConn
@@ -227,8 +228,12 @@ class WorkflowRun:
 def logged(tool: str, key: str, refusal: ToolError, correlation: str) -> None:
     """Log the refusal of a write to the run (or proposal) ``key``: an operator finds an
     agent's failed call by its ``correlation_id`` (conflicts and missing runs included)."""
-    log.info("router %s on %s refused: %s (correlation %s)", tool, loggable(key),
-             refusal.body.get("code"), loggable(correlation))  # fmt: skip
+    _log_refusal(tool, key, refusal.body.get("code"), correlation)
+
+
+def _log_refusal(tool: str, key: str, code: object, correlation: str) -> None:
+    log.info("router %s on %s refused: %s (correlation %s)", tool, loggable(key), code,
+             loggable(correlation))  # fmt: skip
 
 
 #: The router's writes: the tools whose arguments carry a correlation_id (reads carry none).
@@ -237,22 +242,49 @@ WRITES: Final = frozenset(
     for name, tool in load_contract("router").tools.items()
     if "correlation_id" in tool.input_schema.get("properties", {})
 )
-#: What a write names first, for the line logging its refusal for its arguments: its run, else
-#: the proposal it decides.
-_SUBJECTS: Final = ("workflow_run_id", "proposal_id")
+#: The argument a write's refusal names where it names no run (`refusals_logged`'s subjects).
+_SUBJECTS: Final = {
+    "transition_support_consent": "proposal_id",
+    "transition_profile_update": "proposal_id",
+    "record_route_feedback": "observation_id",
+    "purge_workflow_memory": "scope",
+    "rollback_profile_revision": "source_revision_id",
+    "run_model_evaluation": "sealed_case_ref",
+    "compare_evaluations": "",  # a comparison named by two runs: none to name here
+    "export_router_artifact": "comparison_ref",
+}
 
 
-def arguments_refused(tool: str, args: object, refusal: ToolError) -> None:
-    """Log a write refused for its arguments (its inputSchema's, the router's bounds, a plan's
-    lock) as its other refusals are (`logged`), naming the run or proposal and the
-    correlation_id it sent, each ``-`` when it sent none as a string. A read carries no
-    correlation_id and its refusals are not logged."""
+def arguments_refused(tool: str, args: dict[str, Any], body: dict[str, Any]) -> None:
+    """Log a write refused for its arguments (its inputSchema's, the router's bounds, a
+    plan's lock) as its other refusals are (`logged`).
+
+    Args:
+        tool: The tool called.
+        args: The arguments as sent: the line names the run (or what the write acts on) and
+            the correlation_id from them, each ``-`` when it is not there as a string.
+        body: The refusal answered.
+
+    A read carries no correlation_id, and its refusals are not logged (the router's
+    `Toolset.rejected` hook, and the refusals below).
+    """
     if tool not in WRITES:
         return
-    sent = args if isinstance(args, dict) else {}
-    subject = next((v for k in _SUBJECTS if isinstance(v := sent.get(k), str)), "-")
-    correlation = sent.get("correlation_id")
-    logged(tool, subject, refusal, correlation if isinstance(correlation, str) else "-")
+    subject = args.get(_SUBJECTS.get(tool, "workflow_run_id"))
+    correlation = args.get("correlation_id")
+    _log_refusal(
+        tool,
+        subject if isinstance(subject, str) else "-",
+        body.get("code"),
+        correlation if isinstance(correlation, str) else "-",
+    )
+
+
+def refused_for_arguments(call: ToolCall, issues: Sequence[ValidationIssue]) -> ToolError:
+    """The refusal of ``call`` for ``issues`` in its arguments, logged (`arguments_refused`)."""
+    refusal = ToolError(replies.argument_rejection(issues))
+    arguments_refused(call.tool, call.args, refusal.body)
+    return refusal
 
 
 def refusals_logged(subject: Callable[[dict[str, Any]], str]) -> Callable[[Handler], Handler]:

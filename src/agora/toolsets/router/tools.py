@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from agora.errors import ToolError
 from agora.mcp.results import Guided
 from agora.toolsets.router import commands, evaluations, memory_tools, profile_tools, replies
 from agora.toolsets.router.bounds import memory_misfits
@@ -20,7 +19,7 @@ from agora.toolsets.router.digests import request_digest
 from agora.toolsets.router.layers import plan_layers
 from agora.toolsets.router.ownership import SEPARATOR
 from agora.toolsets.router.planning import build_plan, lock_issue
-from agora.toolsets.router.run import arguments_refused, kind_of, logged
+from agora.toolsets.router.run import kind_of, logged, refused_for_arguments
 from agora.toolsets.router.sql import session_summary
 
 if TYPE_CHECKING:
@@ -51,9 +50,7 @@ async def _run(call: ToolCall, run_id: str, command: Any) -> dict[str, Any]:
 async def plan_work(call: ToolCall) -> dict[str, Any]:
     """Create or replay a durable plan and its work graph."""
     if (issue := lock_issue(call.args)) is not None:
-        refusal = ToolError(replies.argument_rejection([issue]))
-        arguments_refused(call.tool, call.args, refusal)
-        raise refusal
+        raise refused_for_arguments(call, [issue])
     layers, warnings = await plan_layers(call)
     plan = build_plan(call.args, layers, warnings)
     reply = await _run(
