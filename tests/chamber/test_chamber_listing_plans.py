@@ -50,20 +50,30 @@ class _Spy:
 
 
 def _plan_of_listing(listing: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, str]]:
-    """A read that runs ``listings`` and returns its rows and the plan of its ORDER BY statement."""
+    """A read that runs ``listings`` and returns its rows and the plans of its ORDER BY
+    statements (`_plans`)."""
 
     def read(conn: Any) -> tuple[Any, str]:
         spy = _Spy(conn)
         rows = listing(spy)
-        [(sql, params)] = [s for s in spy.statements if "ORDER BY" in s[0]]
-        if dialect_of(conn) == SQLITE:
-            plan = conn.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall()
-            return rows, " | ".join(str(r[3]) for r in plan)
-        conn.execute("SET LOCAL enable_seqscan = off")
-        plan = conn.execute(f"EXPLAIN {sql}", params).fetchall()
-        return rows, " | ".join(str(r[0]).strip() for r in plan)
+        return rows, _plans(conn, [s for s in spy.statements if "ORDER BY" in s[0]])
 
     return read
+
+
+def _plans(conn: Any, statements: list[tuple[str, tuple[Any, ...]]]) -> str:
+    """The engine's plans of ``statements``, one line each, `` || `` between two."""
+    assert statements
+    plans = []
+    for sql, params in statements:
+        if dialect_of(conn) == SQLITE:
+            plan = conn.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall()
+            plans.append(" | ".join(str(r[3]) for r in plan))
+        else:
+            conn.execute("SET LOCAL enable_seqscan = off")
+            plan = conn.execute(f"EXPLAIN {sql}", params).fetchall()
+            plans.append(" | ".join(str(r[0]).strip() for r in plan))
+    return " || ".join(plans)
 
 
 LISTINGS = [
@@ -100,7 +110,7 @@ async def test_the_card_listings_read_an_index_in_their_order_without_sorting(
             await st.write(seeded)
             rows, plan = await st.read(_plan_of_listing(listing))
     assert [r["card_id"] for r in rows] == expected
-    assert index in plan, plan
+    assert all(index in each for each in plan.split(" || ")), plan
     assert "TEMP B-TREE" not in plan, plan  # SQLite sorting
     assert "Sort" not in plan, plan  # PostgreSQL sorting
     assert "Seq Scan" not in plan, plan
@@ -155,3 +165,47 @@ async def test_the_drop_touches_no_index_of_that_name_in_public(pg_url: str) -> 
             assert public == [(1,)]
         finally:
             conn.execute(f"DROP TABLE public.{table}")
+
+
+async def test_a_board_row_s_page_seeks_to_its_cursor_not_to_the_range_s_first_day(
+    database: str,
+) -> None:
+    """Reviewer finding (stop 25): a board row's page after a card read the row's index from
+    the range's first day and walked every card up to the cursor. It now reads the rest of
+    the cursor's day from the cursor itself (the index's day and time both bound the seek),
+    then the days after it; the pages still follow each other across days."""
+    seeded = [_card(i, DAYS[i // 4]) for i in range(12)]
+    listing = lambda c: listings.board_card_ids(c, "s", "m", DAYS[0], DAYS[2], "c05", 4)  # noqa: E731
+    with trio.fail_after(TIMEOUT):
+        async with open_store(database, store.MIGRATIONS) as st:
+            await st.write(seeded)
+            rows, plan = await st.read(_plan_of_listing(listing))
+            pages, after = [], ""
+            while True:  # every page, two cards each, across the three days
+                page = await st.read(
+                    lambda c, a=after: listings.board_card_ids(c, "s", "m", DAYS[0], DAYS[2], a, 2)
+                )
+                if not page:
+                    break
+                pages.append([r["card_id"] for r in page])
+                after = page[-1]["card_id"]
+            beyond = await st.read(
+                lambda c: listings.board_card_ids(c, "s", "m", DAYS[0], DAYS[1], "c09", 5)
+            )
+            before = await st.read(
+                lambda c: listings.board_card_ids(c, "s", "m", DAYS[1], DAYS[2], "c01", 3)
+            )
+    in_order = [f"c{i:02d}" for i in range(8)] + ["c10", "c11", "c08", "c09"]  # by the hour
+    assert [r["card_id"] for r in rows] == ["c06", "c07", "c10", "c11"]
+    assert [card for page in pages for card in page] == in_order
+    assert beyond == []  # a cursor past the range: nothing follows it there
+    assert [r["card_id"] for r in before] == ["c04", "c05", "c06"]  # one before: the range
+    cursor_day, rest = plan.split(" || ")  # (one statement before: from the first day)
+    if not database.startswith("postgresql"):
+        assert "sealed_date=? AND <expr>>?" in cursor_day, cursor_day
+        assert "sealed_date>? AND sealed_date<?" in rest, rest
+    else:
+        cond = cursor_day.partition("Index Cond: ")[2].partition(" | ")[0]
+        assert "(sealed_date = " in cond, cursor_day
+        assert "(COALESCE(sealed_at, ''::text) >= " in cond, cursor_day
+        assert "Sort" not in plan, plan

@@ -35,12 +35,19 @@ def _after(conn: ReadConn, after: str) -> tuple[str, str, str, str]:
     if no card has that id."""
     if not after:
         return "", "", "", ""
+    key = _position(conn, after)[1]
+    return key, key, key, after
+
+
+def _position(conn: ReadConn, card_id: str) -> tuple[str, str]:
+    """Card ``card_id``'s place in the order sealed: its day and its `_SEALED_KEY`;
+    `UnknownCursor` if no card has that id."""
     row = conn.execute(
-        f"SELECT {_SEALED_KEY} FROM chamber_cards WHERE card_id = ?", (after,)
+        f"SELECT sealed_date, {_SEALED_KEY} FROM chamber_cards WHERE card_id = ?", (card_id,)
     ).fetchone()
     if row is None:
-        raise UnknownCursor(after)
-    return row[0], row[0], row[0], after
+        raise UnknownCursor(card_id)
+    return row[0], row[1]
 
 
 def list_cards(
@@ -67,6 +74,11 @@ def list_cards(
 _BOARD_WHERE = (
     " FROM chamber_cards WHERE body IS NOT NULL AND seed_source = ?"
     " AND sealed_date >= ? AND sealed_date <= ?"
+)
+#: One board row's server-seeded cards (seed source, suite, product), its days to follow.
+_ROW = (
+    " FROM chamber_cards WHERE body IS NOT NULL AND seed_source = ? AND suite_id = ?"
+    " AND product = ?"
 )
 
 
@@ -96,12 +108,32 @@ def board_card_ids(
     limit: int = 200,
 ) -> list[dict[str, Any]]:
     """The server-seeded cards behind one board row in the order sealed, after card
-    ``after`` (`UnknownCursor` if it names none)."""
-    where = _BOARD_WHERE + " AND suite_id = ? AND product = ?" + _AFTER
-    rows = conn.execute(
-        "SELECT card_id, sealed_at, outcome, actions_used" + where + _IN_ORDER,
-        ("server", first, last, suite_id, product, *_after(conn, after), limit),
-    ).fetchall()
+    ``after`` (`UnknownCursor` if it names none), at most ``limit``.
+
+    A page after a card reads the rest of that card's day first, the index seeking to the card
+    itself, and then the days after it: one statement over the whole range can seek only to
+    a day (the days are a range before the time in the index), so each page walked every
+    card of the row from the range's first day to its cursor.
+    """
+    select = "SELECT card_id, sealed_at, outcome, actions_used" + _ROW
+    row = ("server", suite_id, product)
+    day = ""
+    rows: list[Any] = []
+    if after:
+        day, key = _position(conn, after)
+        if first <= day <= last:  # the rest of the cursor's day
+            rows = conn.execute(
+                select + " AND sealed_date = ?" + _AFTER + _IN_ORDER,
+                (*row, day, key, key, key, after, limit),
+            ).fetchall()
+        if day > last:
+            return []
+    if len(rows) < limit:  # the days after it (all of the range, with no cursor in it)
+        since = " AND sealed_date > ?" if first <= day else " AND sealed_date >= ?"
+        rows += conn.execute(
+            select + since + " AND sealed_date <= ?" + _IN_ORDER,
+            (*row, day if first <= day else first, last, limit - len(rows)),
+        ).fetchall()
     return [
         {"card_id": r[0], "sealed_at": r[1][:19] + "Z", "outcome": r[2], "actions_used": r[3]}
         for r in rows
