@@ -96,12 +96,20 @@ SCREENS: dict[str, dict[str, Any]] = {
     "phone": {"viewport": PHONE, "is_mobile": True, "has_touch": True},
     "desktop": {"viewport": DESKTOP},
 }
+#: Widths between and below those, where the squares still shrink with the screen: the
+#: narrowest phones in use, and a window too narrow for 64 px squares.
+NARROWER: dict[str, dict[str, Any]] = {
+    "narrow phone": {"viewport": {"width": 320, "height": 640}, "is_mobile": True,
+                     "has_touch": True},
+    "small window": {"viewport": {"width": 480, "height": 800}},
+}  # fmt: skip
 
 
 def at_both_orientations(
     white_url: str, black_url: str, look: Callable[[Any], Any], shots: str, screen: str
 ) -> dict[str, Any]:
-    """Each of two human pages, on the `SCREENS` entry ``screen``, once the human took White
+    """Each of two human pages, on the `SCREENS` (or `NARROWER`) entry ``screen``, once the
+    human took White
     (``white_url``) and Black (``black_url``): ``look(page)`` of each by side, then its
     screenshot as ``<shots>-<side>.png`` in `ARTIFACTS`; ``"errors"``: the pages' script
     errors."""
@@ -111,7 +119,7 @@ def at_both_orientations(
     with chromium() as browser:
         for side, url, button in (("white", white_url, "#human-white"),
                                   ("black", black_url, "#agent-white")):  # fmt: skip
-            context = browser.new_context(**SCREENS[screen])
+            context = browser.new_context(**(SCREENS | NARROWER)[screen])
             page = context.new_page()
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             page.goto(url)

@@ -19,7 +19,14 @@ from typing import Any
 
 import pytest
 import trio
-from chess_browser import NEEDS_CHROMIUM, SCREENS, at_both_orientations, chromium, live_page
+from chess_browser import (
+    NARROWER,
+    NEEDS_CHROMIUM,
+    SCREENS,
+    at_both_orientations,
+    chromium,
+    live_page,
+)
 from chess_page_http import new_table
 from chess_server import agora_serve
 
@@ -201,23 +208,25 @@ FINE = {
 
 async def test_every_piece_fills_its_square_alike_and_no_coordinate_covers_one(tmp_path):
     seen: dict[str, Any] = {}
-    with trio.fail_after(90):
+    screens = [*SCREENS, *NARROWER]
+    with trio.fail_after(150):
         async with agora_serve(tmp_path / "agora.db") as server:
-            for screen in SCREENS:
-                white = await new_table(server.url, f"{screen}-w")
-                black = await new_table(server.url, f"{screen}-b")
+            for screen in screens:
+                name = screen.replace(" ", "-")
+                white = await new_table(server.url, f"{name}-w")
+                black = await new_table(server.url, f"{name}-b")
                 look = partial(
                     at_both_orientations,
                     white["humanUrl"],
                     black["humanUrl"],
                     _board,
-                    f"chess-board-{screen}",
+                    f"chess-board-{name}",
                     screen,
                 )
                 seen[screen] = await trio.to_thread.run_sync(look)
-    assert {screen: seen[screen]["errors"] for screen in SCREENS} == {"phone": [], "desktop": []}
+    assert {screen: seen[screen]["errors"] for screen in screens} == {s: [] for s in screens}
     wrong = {}
-    for screen in SCREENS:
+    for screen in screens:
         for side in ("white", "black"):
             found = board_problems(seen[screen][side])
             differing = {key: value for key, value in found.items() if value != FINE[key]}
