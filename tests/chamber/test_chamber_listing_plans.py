@@ -201,7 +201,7 @@ async def test_a_board_row_s_page_seeks_to_its_cursor_not_to_the_range_s_first_d
     assert beyond == []  # a cursor past the range: nothing follows it there
     assert [r["card_id"] for r in before] == ["c04", "c05", "c06"]  # one before: the range
     cursor_day, rest = plan.split(" || ")  # (one statement before: from the first day)
-    if not database.startswith("postgresql"):
+    if cursor_day.startswith("SEARCH "):  # SQLite's plan (a file's test may run on PostgreSQL)
         assert "sealed_date=? AND <expr>>?" in cursor_day, cursor_day
         assert "sealed_date>? AND sealed_date<?" in rest, rest
     else:
