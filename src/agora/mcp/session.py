@@ -317,9 +317,8 @@ class Session:
             if problems and tool.refuse is not None:  # refused by a call that reads state
                 return Invoke(msg.id, kind, name, args, tool.refuse(problems), token, meta, modern)
             if problems:
-                return Send(
-                    rpc.result(msg.id, self._rejected(tool, problems, args, modern)), msg.id
-                )
+                rejected = self._rejected(tool, problems, args, modern)
+                return Send(rpc.result(msg.id, rejected), msg.id)
             answers = params.get("inputResponses") if modern else None
             if answers is not None and not isinstance(answers, dict):
                 raise ProtocolError(rpc.INVALID_PARAMS, "params.inputResponses must be an object")
@@ -328,11 +327,7 @@ class Session:
         return Invoke(msg.id, kind, name, args, target, token, meta, modern)
 
     def _rejected(
-        self,
-        tool: ToolEntry,
-        problems: Sequence[ValidationIssue],
-        args: dict[str, Any],
-        modern: bool,
+        self, tool: ToolEntry, problems: Sequence[ValidationIssue], args: Any, modern: bool
     ) -> dict[str, Any]:
         if tool.reject is not None:  # the toolset's own body, mirrored as JSON text
             return self.finish(tool_result(tool.reject(problems, args), error=True), modern)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from agora.toolsets.base import Toolset
 
-__all__ = ["PATH", "start_page"]
+__all__ = ["PATH", "PROBES", "start_page"]
 
 #: Where the start page is served; the refusal pages link to it.
 PATH = "/"
@@ -29,8 +29,8 @@ PATH = "/"
 #: an MCP client given the server's address instead of its endpoint.
 MCP_HINT = " (this is the start page: MCP clients connect to /mcp, or /mcp/<toolset>)"
 
-#: The health probes, as listed.
-_PROBES = (
+#: The health probes, as listed here and served by the HTTP transport.
+PROBES = (
     ("/healthz", "Liveness, and the store's and writer's counters"),
     ("/readyz", "Readiness: 200 while the server takes calls"),
 )
@@ -51,7 +51,7 @@ def start_document(toolsets: Iterable[Toolset]) -> dict[str, Any]:
             }
             for t in toolsets
         ],
-        "probes": [{"path": path, "title": title} for path, title in _PROBES],
+        "probes": [{"path": path, "title": title} for path, title in PROBES],
     }
 
 

@@ -29,7 +29,7 @@ from agora.store.migrations import apply_migrations
 from agora.store.sqlite_connect import BUSY_MS, connect
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable, Iterator, Mapping
 
     from agora.store.migrations import Migration
     from agora.store.opening import Opening
@@ -150,8 +150,7 @@ def database_id(conn: sqlite3.Connection) -> str:
     found = _stored_id(conn)
     if found is not None:
         return found
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _immediate(conn):
         conn.execute(
             f"CREATE TABLE IF NOT EXISTS {IDENTITY}"
             " (one INTEGER PRIMARY KEY CHECK (one = 1), id TEXT NOT NULL)"
@@ -160,20 +159,33 @@ def database_id(conn: sqlite3.Connection) -> str:
         if found is None:
             found = secrets.token_hex(16)
             conn.execute(f"INSERT INTO {IDENTITY} (one, id) VALUES (1, ?)", (found,))
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
     return found
 
 
 def _stored_id(conn: sqlite3.Connection) -> str | None:
     """The id stored in the file ``conn`` reads, None if it has none yet."""
-    table = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
-    if not conn.execute(table, (IDENTITY,)).fetchone()[0]:
+    if not _has_table(conn, IDENTITY):
         return None
     row = conn.execute(f"SELECT id FROM {IDENTITY} WHERE one = 1").fetchone()
     return None if row is None else str(row[0])
+
+
+def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+    """Whether the file ``conn`` reads has a table ``name``."""
+    table = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
+    return bool(conn.execute(table, (name,)).fetchone()[0])
+
+
+@contextlib.contextmanager
+def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction on ``conn``: committed if the block ends, else rolled back."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def _writable(conn: sqlite3.Connection) -> bool:
@@ -195,14 +207,9 @@ def _writable(conn: sqlite3.Connection) -> bool:
 
 def _create_guard_tables(conn: sqlite3.Connection) -> None:
     """The version table of a shared file (`agora.store.guard.TABLES`), if it is missing."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _immediate(conn):
         for sql in TABLES:
             conn.execute(sql)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 def foreign_schema(path: str, versions: Mapping[str, int], identity: str | None) -> str | None:
@@ -224,10 +231,7 @@ def foreign_schema(path: str, versions: Mapping[str, int], identity: str | None)
         return f"it cannot be read: {exc}"
     try:
         conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
-        tables = conn.execute(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'agora_schema'"
-        ).fetchone()[0]
-        if not tables:
+        if not _has_table(conn, "agora_schema"):
             return "it has no agora_schema table"
         if identity is not None and (other := _stored_id(conn)) != identity:
             if other is None:

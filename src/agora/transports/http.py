@@ -58,7 +58,7 @@ BODY_TIMEOUT = 30.0
 #: Seconds a client over the connection cap has to send its head before the 503.
 REFUSE_TIMEOUT = 1.0
 #: What a client over the connection cap is still answered: liveness and readiness probes.
-PROBES = frozenset({"/healthz", "/readyz"})
+PROBES = frozenset(path for path, _title in start.PROBES)
 MAX_HEAD = 16384
 MAX_PAGE_BODY = 1 << 20
 RECEIVE_BYTES = 65536
