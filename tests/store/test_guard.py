@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from agora.store.guard import guarded_keys, judge, kept_changes
+from agora.store.jobs import Job
 from agora.store.neutral import Conflict, Guard
-from agora.store.writer import Job
 
 
 def job(*guards: tuple[str, int]) -> Job:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agora.store.writer import Write
+from agora.store.jobs import Write
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence

@@ -23,7 +23,7 @@ from agora.store.neutral import Conflict
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from agora.store.writer import Job
+    from agora.store.jobs import Job
 
 #: The version table of a shared SQLite file, with its change stamps (created when a
 #: process opens the file shared; an unshared process never reads or writes it).

@@ -17,7 +17,7 @@ from agora.store.pg_sql import convert
 from agora.store.writer_child import note_statement
 
 if TYPE_CHECKING:
-    from agora.store.writer import Job
+    from agora.store.jobs import Job
 
 # One statement text each, whatever the batch's size (keys travel as arrays), so psycopg
 # prepares each once per connection and the server plans it once: a batch costs the same few

@@ -37,6 +37,7 @@ from agora.errors import StoreError
 from agora.logsafe import one_line
 from agora.store.diskfault import name_pg, pg_cause
 from agora.store.guard import guarded_keys, judge, kept_changes
+from agora.store.jobs import DROPPED, Job
 from agora.store.neutral import Conflict, payload_lines
 from agora.store.outage import Teller
 from agora.store.pg_bound import Cutter
@@ -53,7 +54,7 @@ from agora.store.pg_guard_sql import (
 )
 from agora.store.pg_pipe import Pipe, Unsupported
 from agora.store.pg_sql import connect, convert
-from agora.store.writer import _DROPPED, Job, Writer
+from agora.store.writer import Writer
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -148,7 +149,7 @@ class PgWriter(Writer):
 
     def commit_batch(self, batch: list[Job]) -> None:
         """Run ``batch`` in one guarded transaction, then complete every job."""
-        if all(job.state == _DROPPED for job in batch):
+        if all(job.state == DROPPED for job in batch):
             return
         batch = self._take(batch)
         outcomes: list[BaseException | None]

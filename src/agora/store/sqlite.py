@@ -27,21 +27,22 @@ import trio
 
 from agora.errors import StoreError
 from agora.store.failures import store_error
+from agora.store.jobs import Job, WriterStopped
 from agora.store.lockwait import LockWaits
 from agora.store.neutral import SQLITE
 from agora.store.ready import file_answers, schema_version
 from agora.store.shm_guard import ShmGuard, frozen_close
 from agora.store.sqlite_connect import connect
 from agora.store.stats import writer_counters
-from agora.store.writer import Job, WriterStopped
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
     from agora.store.checkpoint import Checkpointer
+    from agora.store.jobs import Write
     from agora.store.neutral import Guard
     from agora.store.outage import Outage
-    from agora.store.writer import Write, Writer
+    from agora.store.writer import Writer
     from agora.store.writer_process import WriterProcess
 
 T = TypeVar("T")

@@ -32,15 +32,16 @@ from typing import TYPE_CHECKING
 from agora.errors import StoreError
 from agora.store.guard import BUMP, CREATE, LAST_STAMP, TOUCH, VERSION, guarded_keys, judge
 from agora.store.guard import kept_changes as kept
+from agora.store.jobs import DROPPED, PENDING, complete, run_alone, run_jobs
 from agora.store.neutral import URI_MARK
 from agora.store.write_turn import WriteTurn
-from agora.store.writer import _DROPPED, _PENDING, Writer, _run_job, _run_together, complete
+from agora.store.writer import Writer
 from agora.store.writer_child import note_statement
 
 if TYPE_CHECKING:
     import sqlite3
 
-    from agora.store.writer import Job
+    from agora.store.jobs import Job
 
 log = logging.getLogger(__name__)
 
@@ -86,10 +87,10 @@ class GuardedWriter(Writer):
 
     def commit_batch(self, batch: list[Job]) -> None:
         """`Writer.commit_batch`, in this process's turn (see the module docstring)."""
-        if all(job.state == _DROPPED for job in batch):
+        if all(job.state == DROPPED for job in batch):
             return  # nobody waits: do not queue for the turn
         deadline = (batch[0].queued or time.perf_counter()) + self.turn_timeout
-        if not self._turn.take(deadline, lambda: all(job.state == _DROPPED for job in batch)):
+        if not self._turn.take(deadline, lambda: all(job.state == DROPPED for job in batch)):
             self._refuse(batch)
             return
         try:
@@ -107,9 +108,9 @@ class GuardedWriter(Writer):
         (never run) under the writer's lock, so the store's watchdog, if it gets to one
         first, says the same: nothing of it was saved."""
         with self._claims:
-            refused = [job for job in batch if job.state == _PENDING]
+            refused = [job for job in batch if job.state == PENDING]
             for job in refused:
-                job.state = _DROPPED
+                job.state = DROPPED
         if not refused:
             return
         if self._stopped:
@@ -144,7 +145,7 @@ class GuardedWriter(Writer):
     def _run_batch(self, conn: sqlite3.Connection, batch: list[Job]) -> list[BaseException | None]:
         keys, fresh = guarded_keys(batch)
         if not keys and not any(job.updated for job in batch):
-            return _run_together(conn, batch)
+            return run_jobs(conn, batch)
         cursor = conn.cursor()
         if fresh:
             cursor.executemany(CREATE, fresh)
@@ -194,7 +195,7 @@ def _run_guarded(conn: sqlite3.Connection, jobs: list[Job]) -> list[BaseExceptio
             conn.execute("RELEASE guarded")
             note_statement(exc, sql)
             return [exc]
-        outcomes = [_run_job(conn, job) for job in jobs]
+        outcomes = [run_alone(conn, job) for job in jobs]
         conn.execute("RELEASE guarded")
         return outcomes
     conn.execute("RELEASE guarded")

@@ -1,6 +1,6 @@
 """The single writer: a thread that batches concurrent commits into one transaction.
 
-Trio tasks hand it `Job`s (a list of SQL writes plus a completion callback); it drains
+Trio tasks hand it `Job`s (`agora.store.jobs`: SQL writes plus a completion callback); it drains
 everything queued, runs them in one transaction, COMMITs once, and only then completes the
 batch's jobs with a single ``deliver`` call into the Trio thread (one wake-up per batch, not
 per job). With ``synchronous=FULL`` a completed job is on disk. Jobs run back to back at
@@ -25,23 +25,18 @@ import queue
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agora.store import wal
 from agora.store.diskfault import Reopening
+from agora.store.jobs import DROPPED, TAKEN, Job, WriterStopped, complete, rollback, run_jobs
 from agora.store.stats import BATCH_SIZE, COMMIT_MS, Histogram
-from agora.store.writer_child import run_job, run_together
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable
 
     from agora.store.diskfault import DiskDoctor
-    from agora.store.neutral import Guard
     from agora.store.shm_guard import ShmGuard
-
-#: One SQL statement and its parameters, executed inside the group-commit transaction.
-Write = tuple[str, tuple[Any, ...] | dict[str, Any]]
 
 log = logging.getLogger(__name__)
 
@@ -49,33 +44,6 @@ log = logging.getLogger(__name__)
 MAX_BATCH = 512
 #: SQLite: seconds between the writer's checks of the WAL's length (`wal.restart_if_long`).
 WAL_CHECK_SECONDS = 1.0
-
-_PENDING, _TAKEN, _DROPPED = 0, 1, 2
-
-
-@dataclass(slots=True, eq=False)
-class Job:
-    """Writes to commit together, and where to report the outcome (None = committed).
-
-    `complete` calls ``callback``, or a subclass overrides it (`agora.store.sqlite`'s waiter).
-
-    Attributes:
-        state: Pending, taken into a transaction (it may commit), or dropped (its waiter
-            gave up before that: it never runs). Changed only under the writer's lock.
-    """
-
-    writes: list[Write]
-    callback: Callable[[BaseException | None], None] | None = None
-    state: int = _PENDING
-    guards: tuple[Guard, ...] = ()
-    updated: tuple[str, ...] = ()
-    queued: float = 0.0  # `time.perf_counter` when submitted (0: run inline)
-
-    def complete(self, outcome: BaseException | None) -> None:
-        """Report ``outcome`` (None: committed); runs where the writer's ``deliver`` says."""
-        if self.callback is not None:
-            self.callback(outcome)
-
 
 _STOP = object()
 
@@ -237,9 +205,9 @@ class Writer:
     def abandon(self, job: Job) -> bool:
         """Give up on ``job``; True if it will never run, False if it may already commit."""
         with self._claims:
-            if job.state == _TAKEN:
+            if job.state == TAKEN:
                 return False
-            job.state = _DROPPED
+            job.state = DROPPED
             return True
 
     def stop(self, timeout: float | None = None) -> bool:
@@ -297,14 +265,14 @@ class Writer:
         A failure SQLite rolled back itself raises (the whole batch fails). The guarded
         writer of a shared file (`agora.store.sqlite_shared`) adds its checks here.
         """
-        return _run_together(conn, batch)
+        return run_jobs(conn, batch)
 
     def _take(self, batch: list[Job]) -> list[Job]:
         """The jobs of ``batch`` whose waiters are still there, now bound to run or fail."""
         with self._claims:
-            taken = [job for job in batch if job.state != _DROPPED]
+            taken = [job for job in batch if job.state != DROPPED]
             for job in taken:
-                job.state = _TAKEN
+                job.state = TAKEN
         return taken
 
     def commit_batch(self, batch: list[Job]) -> None:
@@ -313,7 +281,7 @@ class Writer:
         Jobs abandoned before the transaction holds the write lock are dropped unrun and
         not completed (their waiters are gone).
         """
-        if all(job.state == _DROPPED for job in batch):
+        if all(job.state == DROPPED for job in batch):
             return  # nobody waits: do not queue for the write lock
         if self.guard is not None and self.guard.frozen():  # touching it could kill us
             batch = self._take(batch)
@@ -337,7 +305,7 @@ class Writer:
             outcomes = self._transact(conn, batch)
             committed = outcomes.count(None)
         except Exception as exc:  # the whole batch failed: nothing of it is committed
-            _rollback(conn)
+            rollback(conn)
             batch = self._take(batch)  # each one not dropped learns of the failure
             outcomes = [exc] * len(batch)
             failed, committed = exc, 0
@@ -386,33 +354,3 @@ class Writer:
             self._deliver(finish)
         except Exception:  # e.g. its Trio run ended: nobody is left to tell
             log.exception("could not report the outcome of %d writes", count)
-
-
-def complete(outcomes: Iterable[tuple[Job, BaseException | None]]) -> None:
-    """Tell each job its outcome; one broken callback must not strand the others."""
-    for job, outcome in outcomes:
-        try:
-            job.complete(outcome)
-        except Exception:
-            log.exception("could not report a write's outcome")
-
-
-class WriterStopped(Exception):
-    """A job was submitted after the writer stopped."""
-
-
-def _run_together(conn: sqlite3.Connection, batch: list[Job]) -> list[BaseException | None]:
-    # In an open transaction: every job back to back; a failure reruns them in savepoints.
-    return run_together(conn, [job.writes for job in batch])
-
-
-def _run_job(conn: sqlite3.Connection, job: Job) -> BaseException | None:
-    return run_job(conn, job.writes)
-
-
-def _rollback(conn: sqlite3.Connection) -> None:
-    try:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-    except sqlite3.Error:  # the writer thread must outlive a broken transaction
-        log.exception("rollback failed")

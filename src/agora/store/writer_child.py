@@ -45,7 +45,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-#: One statement and its parameters (`agora.store.writer.Write`).
+#: One statement and its parameters (`agora.store.jobs.Write`).
 Write = tuple[str, Any]
 #: A failure as it crosses the pipe: its class name, message, SQLite's codes, and its notes
 #: (`note_statement`).

@@ -35,8 +35,8 @@ from agora.store.writer import Writer
 from agora.store.writer_child import frame, rebuild, receive, write_all
 
 if TYPE_CHECKING:
+    from agora.store.jobs import Job, Write
     from agora.store.opening import Opening
-    from agora.store.writer import Job, Write
 
 log = logging.getLogger(__name__)
 
