@@ -24,7 +24,6 @@ import math
 import os
 import socket
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 import trio
 
@@ -32,11 +31,11 @@ from agora.mcp import jsonrpc as rpc
 from agora.server import start
 from agora.server.failed import page_failure
 from agora.server.health import health, readiness
-from agora.transports import guard, http1
+from agora.transports import http1
 from agora.transports.http1 import BodyReader, Head, HttpError
 from agora.transports.linger import linger_close
 from agora.transports.respond import Closed, Responder, refusal_response
-from agora.transports.routing import is_mcp, methods_of, not_allowed, request_of
+from agora.transports.routing import gate, methods_of, not_allowed, page_refusal, request_of
 from agora.transports.websocket import accept_websocket, upgrade_refusal
 from agora.web.http import EventStream, Request, Response, wants_html
 
@@ -62,17 +61,9 @@ PROBES = frozenset(path for path, _title in start.PROBES)
 MAX_HEAD = 16384
 MAX_PAGE_BODY = 1 << 20
 RECEIVE_BYTES = 65536
-_BEARER = ("www-authenticate", 'Bearer realm="agora"')
-#: The 401 of an Authorization header naming no principal: it also says where the tokens a
-#: toolset hands out (a chess table's agent token) go instead.
 CUT_BY_SHUTDOWN = (
     "the server shut down before this request was answered; a change it asked for may or may"
     " not have been saved: reload the page once the server is back"
-)
-UNKNOWN_BEARER = (
-    "Unauthorized: unknown bearer token (Authorization carries the token of a principal of the"
-    " server's [[principals]]; a token a toolset gives out, such as a chess table's agent token,"
-    " goes in the endpoint URL as ?token=)"
 )
 
 
@@ -259,12 +250,14 @@ class HttpConnection(Responder):
         self.head_only = head.method == "HEAD"
         headers = head.headers
         req = request_of(head)
-        refused = self._gate(head, req)
+        refused = gate(
+            head, req, self.config.allowed_hosts, self.app.authenticate, req.path in PROBES
+        )
         if refused is not None:
             await self._send_error(*refused)
             return False
         principal = req.principal
-        assert principal is not None  # (`_gate` set it)
+        assert principal is not None  # (`gate` set it)
         endpoint = (
             self.app.endpoint(req.path, req.query) if req.query else self.front.endpoint(req.path)
         )
@@ -305,32 +298,6 @@ class HttpConnection(Responder):
         await self._send(reply, keep)
         return keep and not self.refused
 
-    def _gate(
-        self, head: Head, req: Request
-    ) -> tuple[int, Response | dict[str, object], list[tuple[str, str]]] | None:
-        """The refusal of a request no route may see (a bad Host, a Host or Origin of
-        another site, an unknown bearer token), else None with ``req.principal`` set."""
-        headers = head.headers
-        problem = guard.host_syntax_refusal(head.headers.get("host"), head.version)
-        if problem is not None:
-            return 400, refusal_response(req, 400, problem), []
-        if not head.target.startswith("/") and head.target != "*":
-            # Absolute form: the target names the host, and Host is ignored (RFC 9112 3.2.2).
-            headers = {**headers, "host": urlsplit(head.target).netloc}
-        if not guard.origin_allowed(headers, self.config.allowed_hosts):
-            refused = guard.host_refusal(headers, self.config.allowed_hosts)
-            return 403, refusal_response(req, 403, refused), []
-        # A probe is public: a balancer's stray credentials must not fail it.
-        req.principal = self.app.authenticate(
-            None if req.path in PROBES else headers.get("authorization")
-        )
-        if req.principal is None:
-            if is_mcp(req.path):
-                return 401, rpc.error(None, rpc.INVALID_REQUEST, UNKNOWN_BEARER), [_BEARER]
-            # a page's refusal: HTML for a browser, else {"error": ...}
-            return 401, refusal_response(req, 401, UNKNOWN_BEARER), [_BEARER]
-        return None
-
     async def _body(self, head: Head, limit: int) -> bytes:
         """The whole body, read within BODY_TIMEOUT (else `timer` ends the connection)."""
         length = head.length
@@ -354,7 +321,7 @@ class HttpConnection(Responder):
         for route in self.app.routes:
             params = route.match(req.method, req.path)
             if params is not None:
-                refusal = self._page_refusal(req, route.needs_principal)
+                refusal = page_refusal(req, route.needs_principal, bool(self.config.principals))
                 if refusal is not None:
                     return refusal
                 req.params = params
@@ -394,19 +361,6 @@ class HttpConnection(Responder):
             return page_failure(req, exc)
         finally:
             self.app.call_finished()
-
-    def _page_refusal(self, req: Request, needs_principal: bool) -> Response | None:
-        reason = guard.cross_site_refusal(req.method, req.headers)
-        if reason is not None:
-            return refusal_response(req, 403, reason)
-        if req.method not in guard.SAFE_METHODS and guard.precondition_fails(req.headers):
-            return refusal_response(req, 412, guard.NO_ENTITY_TAGS)
-        assert req.principal is not None
-        if needs_principal and self.config.principals and req.principal.anonymous:
-            resp = refusal_response(req, 401, "Unauthorized: this action needs a bearer token")
-            resp.headers.append(_BEARER)
-            return resp
-        return None
 
 
 def _is_probe(head: Head) -> bool:

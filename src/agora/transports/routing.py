@@ -2,9 +2,11 @@
 
 `request_of` turns a parsed head into the `Request` the routes see: its path with every
 percent-escape of an unreserved character decoded (``/play/%64efault`` is ``/play/default``,
-RFC 3986 6.2.2.2), its query, its headers. `methods_of` and `not_allowed` answer a page
-asked by a method none of its routes takes (405 with ``Allow``, HEAD wherever GET is: RFC
-9110 9.1 and 15.5.6). No I/O.
+RFC 3986 6.2.2.2), its query, its headers. `gate` refuses a request no route may see (a bad
+Host, another site's Host or Origin, an unknown bearer token) and `page_refusal` one a page
+may not take (cross-site, a precondition, no principal where one is needed). `methods_of`
+and `not_allowed` answer a page asked by a method none of its routes takes (405 with
+``Allow``, HEAD wherever GET is: RFC 9110 9.1 and 15.5.6). No I/O.
 """
 
 from __future__ import annotations
@@ -13,14 +15,26 @@ import re
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
 
+from agora.mcp import jsonrpc as rpc
+from agora.transports import guard
 from agora.transports.respond import refusal_response
 from agora.web.http import Request
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
+    from agora.identity import Principal
     from agora.transports.http1 import Head
     from agora.web.http import Response, Route
+
+BEARER = ("www-authenticate", 'Bearer realm="agora"')
+#: The 401 of an Authorization header naming no principal: it also says where the tokens a
+#: toolset hands out (a chess table's agent token) go instead.
+UNKNOWN_BEARER = (
+    "Unauthorized: unknown bearer token (Authorization carries the token of a principal of the"
+    " server's [[principals]]; a token a toolset gives out, such as a chess table's agent token,"
+    " goes in the endpoint URL as ?token=)"
+)
 
 #: A percent-escape of an unreserved character (RFC 3986 2.3): the same as the character.
 _UNRESERVED_ESCAPE = re.compile(r"%(2[DdEe]|3[0-9]|[46][1-9A-Fa-f]|[57][0-9Aa]|5[Ff]|7[Ee])")
@@ -66,3 +80,50 @@ def request_of(head: Head) -> Request:
         query=dict(parse_qsl(query)) if query else {},
         headers=head.headers,
     )
+
+
+def gate(
+    head: Head,
+    req: Request,
+    allowed_hosts: Iterable[str],
+    authenticate: Callable[[str | None], Principal | None],
+    probe: bool,
+) -> tuple[int, Response | dict[str, object], list[tuple[str, str]]] | None:
+    """The refusal of a request no route may see (a bad Host, a Host or Origin of another
+    site, an unknown bearer token: status, body, extra headers), else None with
+    ``req.principal`` set. A ``probe`` (``/healthz``, ``/readyz``) is public: a balancer's
+    stray credentials must not fail it."""
+    headers = head.headers
+    problem = guard.host_syntax_refusal(head.headers.get("host"), head.version)
+    if problem is not None:
+        return 400, refusal_response(req, 400, problem), []
+    if not head.target.startswith("/") and head.target != "*":
+        # Absolute form: the target names the host, and Host is ignored (RFC 9112 3.2.2).
+        headers = {**headers, "host": urlsplit(head.target).netloc}
+    if not guard.origin_allowed(headers, allowed_hosts):
+        refused = guard.host_refusal(headers, allowed_hosts)
+        return 403, refusal_response(req, 403, refused), []
+    req.principal = authenticate(None if probe else headers.get("authorization"))
+    if req.principal is None:
+        if is_mcp(req.path):
+            return 401, rpc.error(None, rpc.INVALID_REQUEST, UNKNOWN_BEARER), [BEARER]
+        # a page's refusal: HTML for a browser, else {"error": ...}
+        return 401, refusal_response(req, 401, UNKNOWN_BEARER), [BEARER]
+    return None
+
+
+def page_refusal(req: Request, needs_principal: bool, named_principals: bool) -> Response | None:
+    """The refusal of a page request that looks cross-site, sets a precondition, or comes
+    without a principal's token to a route that ``needs_principal`` on a server with
+    ``named_principals``; else None."""
+    reason = guard.cross_site_refusal(req.method, req.headers)
+    if reason is not None:
+        return refusal_response(req, 403, reason)
+    if req.method not in guard.SAFE_METHODS and guard.precondition_fails(req.headers):
+        return refusal_response(req, 412, guard.NO_ENTITY_TAGS)
+    assert req.principal is not None
+    if needs_principal and named_principals and req.principal.anonymous:
+        resp = refusal_response(req, 401, "Unauthorized: this action needs a bearer token")
+        resp.headers.append(BEARER)
+        return resp
+    return None
