@@ -20,7 +20,7 @@ from test_guarded import WAIT, node
 from agora.errors import Failure, StoreError
 from agora.runtime.actor import InternalError, commit_failed
 from agora.toolsets.chamber.replies import internal_failure as chamber_failure
-from agora.toolsets.chess.render import internal_failure as chess_failure
+from agora.toolsets.chess.refusals import internal_failure as chess_failure
 from agora.toolsets.router.replies import INTERNAL_SCHEMA, shape_failure
 
 if TYPE_CHECKING:

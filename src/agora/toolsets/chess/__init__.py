@@ -16,7 +16,7 @@ from agora.toolsets.base import Toolset
 from agora.toolsets.chess.arguments import issue_rejection
 from agora.toolsets.chess.commands import CreateTable, Tokens
 from agora.toolsets.chess.page import agent_links, human_url
-from agora.toolsets.chess.render import internal_failure
+from agora.toolsets.chess.refusals import internal_failure
 from agora.toolsets.chess.sql import MIGRATIONS
 from agora.toolsets.chess.table import KIND
 from agora.toolsets.chess.tools import HANDLERS, refuse_arguments

@@ -1,11 +1,12 @@
-"""Turn a table `Snapshot` into the agent's replies, and a refusal into a tool error body.
+"""Turn a table `Snapshot` into the agent's replies.
 
 Decides the statusCode and the exact nextAction for each state and seat, and fills every
 field of `agora.toolsets.chess.replies`. The board details (picture, legal moves, SAN, the
 evaluation guide) are read from the snapshot's FEN with python-chess. Pure: no I/O, no
 trio, and no rule decisions (those belong to `agora.toolsets.chess.game`).
 
-The refusal of arguments that fail the inputSchema is `agora.toolsets.chess.arguments`.
+A refused command's body is `agora.toolsets.chess.refusals`; the refusal of arguments that
+fail the inputSchema is `agora.toolsets.chess.arguments`.
 What is read off a position, and memoised, lives in `agora.toolsets.chess.position`;
 here only the per-reply parts: the status, the next action, the message, the result, and
 `fit`, which keeps a ``move_piece`` or ``wait_for_turn`` reply within `REPLY_BUDGET` bytes.
@@ -32,18 +33,16 @@ from agora.toolsets.chess.replies import (
     MoveReply,
     NextAction,
     Ownership,
-    Rejection,
     Seat,
     StatusCode,
     WaitReply,
 )
-from agora.toolsets.chess.table import Snapshot
 from agora.toolsets.chess.terms import DRAW_MARK
 
 if TYPE_CHECKING:
-    from agora.errors import Failure
     from agora.toolsets.chess.guide import EvaluationGuide
-    from agora.toolsets.chess.terms import ChessError, ColorName, Role
+    from agora.toolsets.chess.table import Snapshot
+    from agora.toolsets.chess.terms import ColorName, Role
     from agora.toolsets.chess.waiting import WaitCondition
 
 _STATUS: Final[dict[str, StatusCode]] = {
@@ -66,7 +65,6 @@ REASON_WORDS: Final = {
     "agreement": "agreement",
     "abandoned": "a new game",
 }
-_TOKEN_CODES: Final = ("AGENT_TOKEN_REQUIRED", "AGENT_TOKEN_INVALID")
 #: The next action of a wait cut short by shutdown: this connection is about to close.
 _RECONNECT: Final = (
     "The server is shutting down: do not call again on this connection. Reconnect to this "
@@ -337,66 +335,3 @@ def fit(reply: _Fitted, budget: int = REPLY_BUDGET) -> _Fitted:
         )
         excess = reply_size(reply) - budget
     return reply
-
-
-def rejection(err: ChessError) -> Rejection:
-    """The tool error body for a refused call: the code, what to do next, legal moves."""
-    snap = err.snapshot if isinstance(err.snapshot, Snapshot) else None
-    status: StatusCode
-    if err.code in _TOKEN_CODES:
-        status = "AGENT_TOKEN_REQUIRED"
-    elif snap is None:
-        status = "TABLE_NOT_FOUND"
-    else:
-        status = status_code(snap)
-    seated = err.code not in _TOKEN_CODES
-    moves: dict[str, str] = {}
-    if err.code == "ILLEGAL_MOVE" and snap is not None:
-        moves = position(snap.fen).legal_by_square
-    return Rejection(
-        ok=False,
-        protocol_version=PROTOCOL_VERSION,
-        code=err.code,
-        error=err.message,
-        status_code=status,
-        agent_may_move=seated and snap is not None and snap.phase == "agent_turn",
-        next_action=_INVALID_TOKEN if err.code == "AGENT_TOKEN_INVALID" else next_action(status),
-        legal_moves=moves,
-    )
-
-
-#: A wrong or replaced token is refused on every tool, watching ones included.
-_INVALID_TOKEN: Final = NextAction(
-    None,
-    {},
-    "Every tool refuses this endpoint's token (wrong, or replaced by the human). Reconnect with"
-    " ?token=<the table's current agent token, shown to the human on the page> to play, or"
-    " without ?token= to watch.",
-)
-
-
-def internal_failure(failure: Failure) -> dict[str, Any]:
-    """The refusal body for a call that failed inside the server (nothing was changed).
-
-    Args:
-        failure: What is safe to say, with the correlation id of the server's log line.
-
-    Returns:
-        A `Rejection` as builtins: code ``INTERNAL_ERROR``, statusCode ``SERVER_ERROR`` and
-        a ``get_board`` next action, so it validates against every tool's outputSchema.
-    """
-    retry = "retry" if failure.retryable else "report it"
-    if failure.outcome_unknown:
-        retry = "read the board before deciding to retry"
-    body = Rejection(
-        ok=False,
-        protocol_version=PROTOCOL_VERSION,
-        code="INTERNAL_ERROR",
-        error=f"{failure.message} ({retry}; correlation id {failure.correlation_id})",
-        status_code="SERVER_ERROR",
-        agent_may_move=False,
-        next_action=next_action("SERVER_ERROR"),
-        legal_moves={},
-    )
-    result: dict[str, Any] = msgspec.to_builtins(body)
-    return result

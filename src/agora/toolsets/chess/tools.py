@@ -4,7 +4,8 @@ The table comes from the endpoint (``/mcp/chess/<table>``, ``default`` otherwise
 from arguments, and so does the agent token (``?token=`` on the endpoint URL): a call that
 carries it acts for the seated agent, any other call watches. These handlers only build
 agent commands (`Look`, `AgentMove`): no tool can reach a human action. They must not hold
-game logic; rules live in the entity and replies in `agora.toolsets.chess.render`.
+game logic; rules live in the entity and replies in `agora.toolsets.chess.render` (refusals
+in `agora.toolsets.chess.refusals`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from agora.errors import ToolError
-from agora.toolsets.chess import render
+from agora.toolsets.chess import refusals, render
 from agora.toolsets.chess.arguments import issue_rejection
 from agora.toolsets.chess.commands import AgentMove, Look
 from agora.toolsets.chess.table import KIND, Snapshot
@@ -52,8 +53,8 @@ def _body(reply: msgspec.Struct) -> dict[str, Any]:
 
 
 def _refused(err: ChessError) -> ToolError:
-    """The tool error for a refused command: its `render.rejection` as the body."""
-    return ToolError(_body(render.rejection(err)))
+    """The tool error for a refused command: its `refusals.rejection` as the body."""
+    return ToolError(_body(refusals.rejection(err)))
 
 
 async def _run(call: ToolCall, command: Look | AgentMove) -> Snapshot:

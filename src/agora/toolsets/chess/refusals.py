@@ -1,0 +1,87 @@
+"""A refused chess call's tool error body, in the shape every tool's outputSchema declares.
+
+`rejection` turns a `ChessError` (a move out of turn, an illegal move, a missing or replaced
+agent token, an unknown table) into a `Rejection` with the statusCode and nextAction of the
+table as it stands; `internal_failure` does the same for a call that failed inside the
+server. Pure: no I/O, no trio.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+
+from agora.toolsets.chess.position import position
+from agora.toolsets.chess.render import next_action, status_code
+from agora.toolsets.chess.replies import PROTOCOL_VERSION, NextAction, Rejection, StatusCode
+from agora.toolsets.chess.table import Snapshot
+
+if TYPE_CHECKING:
+    from agora.errors import Failure
+    from agora.toolsets.chess.terms import ChessError
+
+_TOKEN_CODES: Final = ("AGENT_TOKEN_REQUIRED", "AGENT_TOKEN_INVALID")
+
+
+def rejection(err: ChessError) -> Rejection:
+    """The tool error body for a refused call: the code, what to do next, legal moves."""
+    snap = err.snapshot if isinstance(err.snapshot, Snapshot) else None
+    status: StatusCode
+    if err.code in _TOKEN_CODES:
+        status = "AGENT_TOKEN_REQUIRED"
+    elif snap is None:
+        status = "TABLE_NOT_FOUND"
+    else:
+        status = status_code(snap)
+    seated = err.code not in _TOKEN_CODES
+    moves: dict[str, str] = {}
+    if err.code == "ILLEGAL_MOVE" and snap is not None:
+        moves = position(snap.fen).legal_by_square
+    return Rejection(
+        ok=False,
+        protocol_version=PROTOCOL_VERSION,
+        code=err.code,
+        error=err.message,
+        status_code=status,
+        agent_may_move=seated and snap is not None and snap.phase == "agent_turn",
+        next_action=_INVALID_TOKEN if err.code == "AGENT_TOKEN_INVALID" else next_action(status),
+        legal_moves=moves,
+    )
+
+
+#: A wrong or replaced token is refused on every tool, watching ones included.
+_INVALID_TOKEN: Final = NextAction(
+    None,
+    {},
+    "Every tool refuses this endpoint's token (wrong, or replaced by the human). Reconnect with"
+    " ?token=<the table's current agent token, shown to the human on the page> to play, or"
+    " without ?token= to watch.",
+)
+
+
+def internal_failure(failure: Failure) -> dict[str, Any]:
+    """The refusal body for a call that failed inside the server (nothing was changed).
+
+    Args:
+        failure: What is safe to say, with the correlation id of the server's log line.
+
+    Returns:
+        A `Rejection` as builtins: code ``INTERNAL_ERROR``, statusCode ``SERVER_ERROR`` and
+        a ``get_board`` next action, so it validates against every tool's outputSchema.
+    """
+    retry = "retry" if failure.retryable else "report it"
+    if failure.outcome_unknown:
+        retry = "read the board before deciding to retry"
+    body = Rejection(
+        ok=False,
+        protocol_version=PROTOCOL_VERSION,
+        code="INTERNAL_ERROR",
+        error=f"{failure.message} ({retry}; correlation id {failure.correlation_id})",
+        status_code="SERVER_ERROR",
+        agent_may_move=False,
+        next_action=next_action("SERVER_ERROR"),
+        legal_moves={},
+    )
+    result: dict[str, Any] = msgspec.to_builtins(body)
+    return result
