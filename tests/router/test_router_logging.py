@@ -248,3 +248,21 @@ async def test_a_write_refused_for_its_arguments_is_logged_with_its_correlation_
         line = f"router {tool} on {subject} refused: invalid-arguments (correlation {correlation})"
         assert line in lines, (line, lines)
     assert not any("get_next_work" in line for line in lines)
+
+
+def test_every_write_names_an_argument_of_its_own_schema_in_its_refusals():
+    """A refused write's log line names what it acts on: its run, or the argument
+    `run.SUBJECTS` names. Each such name must be an argument the write's inputSchema has,
+    so a table out of step with the contract shows here, not as ``-`` in an operator's log."""
+    from agora.mcp.contracts import load_contract
+    from agora.toolsets.router.run import SUBJECTS, WRITES
+
+    tools = load_contract("router").tools
+    assert set(SUBJECTS) <= WRITES
+    unnamed = {
+        name: SUBJECTS.get(name, "workflow_run_id")
+        for name in WRITES
+        if SUBJECTS.get(name, "workflow_run_id")
+        not in {"", *tools[name].input_schema.get("properties", {})}
+    }
+    assert unnamed == {}

@@ -60,7 +60,7 @@ async def _put(
     return stored
 
 
-@refusals_logged(lambda a: a["sealed_case_ref"])
+@refusals_logged()
 async def run_model_evaluation(call: ToolCall) -> dict[str, Any]:
     """Run fresh attempts of a sealed case through the configured adapter."""
     config, session, key, digest = _adapter(call)
@@ -100,7 +100,7 @@ async def compare_evaluations(call: ToolCall) -> dict[str, Any]:
     return await _put(call, ref, "comparison", doc, result)
 
 
-@refusals_logged(lambda a: a["comparison_ref"])
+@refusals_logged()
 async def export_router_artifact(call: ToolCall) -> dict[str, Any]:
     """Export a recorded comparison as a sanitized artifact that stays review-required."""
     _config, session, key, digest = _adapter(call)

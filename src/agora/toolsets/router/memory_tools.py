@@ -200,7 +200,7 @@ def _ineligible(a: dict[str, Any], policy: memory_policy.Policy, run: dict[str, 
     return reasons
 
 
-@refusals_logged(lambda a: a["workflow_run_id"])
+@refusals_logged()
 async def remember_workflow(call: ToolCall) -> dict[str, Any]:
     """Record one eligible completed workflow under the opt-in policy."""
     a = call.args
@@ -249,7 +249,7 @@ async def remember_workflow(call: ToolCall) -> dict[str, Any]:
     return reply
 
 
-@refusals_logged(lambda a: a["observation_id"])
+@refusals_logged()
 async def record_route_feedback(call: ToolCall) -> dict[str, Any]:
     """Record typed feedback bound to an observation of the caller's session and run."""
     a = call.args
@@ -290,7 +290,7 @@ async def record_route_feedback(call: ToolCall) -> dict[str, Any]:
     return reply
 
 
-@refusals_logged(lambda a: a["scope"])
+@refusals_logged()
 async def purge_workflow_memory(call: ToolCall) -> dict[str, Any]:
     """Purge one confirmed scope bound to the current summary digest."""
     a = call.args

@@ -183,7 +183,7 @@ def _decided(proposal: dict[str, Any]) -> Guided:
                   "a proposal on the current managed Profile.")  # fmt: skip
 
 
-@refusals_logged(lambda a: a["proposal_id"])
+@refusals_logged()
 async def transition_profile_update(call: ToolCall) -> dict[str, Any]:
     """Approve or reject the exact reviewed preview of a candidate."""
     a = call.args
@@ -270,7 +270,7 @@ def _diff(old: str, new: str) -> str:
     }).decode()  # fmt: skip
 
 
-@refusals_logged(lambda a: a["source_revision_id"])
+@refusals_logged()
 async def rollback_profile_revision(call: ToolCall) -> dict[str, Any]:
     """Propose, for review, to restore a managed Profile's earlier revision; writes no Profile."""
     a = call.args

@@ -242,17 +242,30 @@ WRITES: Final = frozenset(
     for name, tool in load_contract("router").tools.items()
     if "correlation_id" in tool.input_schema.get("properties", {})
 )
-#: The argument a write's refusal names where it names no run (`refusals_logged`'s subjects).
-_SUBJECTS: Final = {
+#: The argument a write's refusal names where it names no run (`subject_of`): the one naming
+#: what the write acts on; "" for a write whose run (or reference) is computed from several
+#: arguments (its refusals after the arguments passed name that). The writes not here name
+#: their run (``workflow_run_id``).
+SUBJECTS: Final = {
+    "plan_work": "",
+    "sync_runtime_context": "",
+    "validate_route": "",
     "transition_support_consent": "proposal_id",
     "transition_profile_update": "proposal_id",
     "record_route_feedback": "observation_id",
     "purge_workflow_memory": "scope",
     "rollback_profile_revision": "source_revision_id",
     "run_model_evaluation": "sealed_case_ref",
-    "compare_evaluations": "",  # a comparison named by two runs: none to name here
+    "compare_evaluations": "",
     "export_router_artifact": "comparison_ref",
 }
+
+
+def subject_of(tool: str, args: dict[str, Any]) -> str:
+    """What a refusal of ``tool`` called with ``args`` names (`SUBJECTS`), ``-`` when the
+    arguments do not carry it as a string."""
+    subject = args.get(SUBJECTS.get(tool, "workflow_run_id"))
+    return subject if isinstance(subject, str) else "-"
 
 
 def arguments_refused(tool: str, args: dict[str, Any], body: dict[str, Any]) -> None:
@@ -270,11 +283,10 @@ def arguments_refused(tool: str, args: dict[str, Any], body: dict[str, Any]) -> 
     """
     if tool not in WRITES:
         return
-    subject = args.get(_SUBJECTS.get(tool, "workflow_run_id"))
     correlation = args.get("correlation_id")
     _log_refusal(
         tool,
-        subject if isinstance(subject, str) else "-",
+        subject_of(tool, args),
         body.get("code"),
         correlation if isinstance(correlation, str) else "-",
     )
@@ -287,11 +299,14 @@ def refused_for_arguments(call: ToolCall, issues: Sequence[ValidationIssue]) -> 
     return refusal
 
 
-def refusals_logged(subject: Callable[[dict[str, Any]], str]) -> Callable[[Handler], Handler]:
+def refusals_logged(
+    subject: Callable[[dict[str, Any]], str] | None = None,
+) -> Callable[[Handler], Handler]:
     """A Memory or evaluation write's handler whose refusals are `logged` as a run's are,
-    ``subject`` naming what the write acts on (from its arguments) where a run's line names
-    the run: such a write does not go through a run's `WorkflowRun._refused`. An internal
-    error is not a refusal: it is logged under its own ``corr-`` id."""
+    naming what the write acts on where a run's line names the run (`subject_of`, or
+    ``subject`` computed from the arguments): such a write does not go through a run's
+    `WorkflowRun._refused`. An internal error is not a refusal: it is logged under its own
+    ``corr-`` id."""
 
     def wrap(handler: Handler) -> Handler:
         @functools.wraps(handler)
@@ -300,7 +315,9 @@ def refusals_logged(subject: Callable[[dict[str, Any]], str]) -> Callable[[Handl
                 result: dict[str, Any] = await handler(call)
             except ToolError as refused:
                 if refused.body.get("code") != "internal-error":
-                    logged(call.tool, subject(call.args), refused, call.args["correlation_id"])
+                    args = call.args
+                    named = subject_of(call.tool, args) if subject is None else subject(args)
+                    logged(call.tool, named, refused, args["correlation_id"])
                 raise
             return result
 

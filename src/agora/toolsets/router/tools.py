@@ -19,7 +19,7 @@ from agora.toolsets.router.digests import request_digest
 from agora.toolsets.router.layers import plan_layers
 from agora.toolsets.router.ownership import SEPARATOR
 from agora.toolsets.router.planning import build_plan, lock_issue
-from agora.toolsets.router.run import kind_of, logged, refused_for_arguments
+from agora.toolsets.router.run import kind_of, logged, refused_for_arguments, subject_of
 from agora.toolsets.router.sql import session_summary
 
 if TYPE_CHECKING:
@@ -165,7 +165,7 @@ async def transition_support_consent(call: ToolCall) -> dict[str, Any]:
     run_id = run_of(a["proposal_id"])
     if run_id is None:
         refusal = replies.refusal("proposal-not-found", "no such proposal")
-        logged(call.tool, a["proposal_id"], refusal, a["correlation_id"])
+        logged(call.tool, subject_of(call.tool, a), refusal, a["correlation_id"])
         raise refusal
     command = commands.TransitionSupport(
         proposal_id=a["proposal_id"], action=a["action"],
