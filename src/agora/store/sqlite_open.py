@@ -212,13 +212,20 @@ def _create_guard_tables(conn: sqlite3.Connection) -> None:
             conn.execute(sql)
 
 
+class Unreadable(str):
+    """A `foreign_schema` reason that is the file's not being readable at all (no file
+    there, most likely, while its file system is mounted again), not its being another."""
+
+    __slots__ = ()
+
+
 def foreign_schema(path: str, versions: Mapping[str, int], identity: str | None) -> str | None:
     """Why the file at ``path`` cannot be taken for the database a store opened with
     ``versions`` (its components' schema versions) and ``identity`` (its `database_id`; None
     checks none): it cannot be read (no file there, say, while its file system is being
-    mounted again), it has no ``agora_schema`` table, another id or none, or it lacks a
-    component or has one at an older version; None when it is that database (or a copy of
-    it: the id cannot tell a stale copy).
+    mounted again: an `Unreadable` reason), it has no ``agora_schema`` table, another id or
+    none, or it lacks a component or has one at an older version; None when it is that
+    database (or a copy of it: the id cannot tell a stale copy).
 
     Read on a read-only connection, which never checkpoints or deletes the WAL as it closes:
     a file system mounted again unchecked may show a WAL whose head was overwritten (no
@@ -228,7 +235,7 @@ def foreign_schema(path: str, versions: Mapping[str, int], identity: str | None)
     try:
         conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, isolation_level=None)
     except sqlite3.Error as exc:
-        return f"it cannot be read: {exc}"
+        return Unreadable(f"it cannot be read: {exc}")
     try:
         conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
         if not _has_table(conn, "agora_schema"):
@@ -242,7 +249,7 @@ def foreign_schema(path: str, versions: Mapping[str, int], identity: str | None)
             return f"it is another agora database (id {other}, not {identity})"
         found = dict(conn.execute("SELECT component, version FROM agora_schema").fetchall())
     except sqlite3.Error as exc:
-        return f"it cannot be read: {exc}"
+        return Unreadable(f"it cannot be read: {exc}")
     finally:
         conn.close()
     missing = sorted(set(versions) - set(found))
@@ -274,7 +281,7 @@ def refuse_foreign(path: str, versions: Mapping[str, int], identity: str | None)
     reason = foreign_schema(path, versions, identity)
     if reason is None:
         return
-    if reason.startswith("it cannot be read"):  # no file there yet, most likely
+    if isinstance(reason, Unreadable):
         raise StoreError(f"cannot open {path} again ({reason}): is its file system mounted?")
     raise StoreError(
         f"{path} is not the database this server opened ({reason}): was its file system"
