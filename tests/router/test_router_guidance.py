@@ -170,3 +170,52 @@ async def test_the_refusals_say_which_values_to_send(router):
     assert revision["current_plan_revision"] == 1
     assert "current_plan_revision" in revision["message"]
     assert "re-read the plan" not in revision["message"]
+
+
+#: The note of an observation that names no check: kept, but counted by no gate.
+NO_CHECK = "This observation reports no check (it has no check_id)"
+
+
+async def test_an_observation_that_reports_no_check_says_so(router):
+    """Newcomer finding: {"check": "plan-ready", "outcome": "passed"} and the like were
+    recorded without a word, and the gate then failed on plan-ready with nothing saying the
+    check was never reported."""
+    run = (await router.plan(PHASED))["workflow_run_id"]
+    version = 1
+    misshapen = [
+        {"check": "plan-ready", "outcome": "passed"},
+        {"checkId": "plan-ready", "outcome": "passed"},
+        {"plan-ready": "passed"},
+        {"outcome": "passed"},
+        {"check_id": None, "outcome": "passed"},
+    ]
+    refs = []
+    for observation in misshapen:
+        event = await router.event(run, "plan", observation, version)
+        note = texts(event)[-1]
+        assert NO_CHECK in note, observation
+        assert "ID one of: plan-ready." in note
+        assert told(event) == (version + 1, 1)  # the values to send still end the note
+        refs += event["event_ids"]
+        version += 1
+    reported = await router.event(run, "plan", {"check_id": "plan-ready", "outcome": "failed"},
+                                  version)  # fmt: skip
+    assert NO_CHECK not in texts(reported)[-1]
+
+
+async def test_a_failed_gate_says_which_checks_were_reported_failed_and_which_not_at_all(router):
+    run = (await router.plan(PHASED))["workflow_run_id"]
+    noted = await router.event(run, "plan", {"check": "plan-ready"}, 1)
+    gate = await router.gate(run, "plan", noted["event_ids"], 2)
+    assert gate["failures"] == ["plan-ready"]
+    note = texts(gate)[-1]
+    assert "The gate failed. plan-ready: no referenced event reports it." in note
+    failed = await router.event(run, "plan", {"check_id": "plan-ready", "outcome": "failed"}, 3)
+    gate = await router.gate(run, "plan", failed["event_ids"] + noted["event_ids"], 4)
+    note = texts(gate)[-1]
+    assert "plan-ready: the latest referenced event reports it failed." in note
+    assert told(gate) == (5, 1)
+    passed = await router.event(run, "plan", {"check_id": "plan-ready", "outcome": "passed"}, 5)
+    gate = await router.gate(run, "plan", failed["event_ids"] + passed["event_ids"], 6)
+    assert gate["passed"] is True
+    assert "The gate failed" not in texts(gate)[-1]

@@ -130,7 +130,41 @@ def next_item(
     return Guided(result, _next_note(w.phase_id, w.gate_id, w.check_ids, version, revision))
 
 
-def written(result: dict[str, Any], version: int, revision: int, completed: bool) -> Guided:
+def written(
+    result: dict[str, Any], version: int, revision: int, completed: bool, note: str | None = None
+) -> Guided:
     """An applied or replayed write's result with the values of the run's next write (or,
-    once the run is ``completed``, that there is none)."""
-    return Guided(result, closing(version, revision, completed))
+    once the run is ``completed``, that there is none), after ``note`` if there is one."""
+    last = closing(version, revision, completed)
+    return Guided(result, last if note is None else f"{note}\n{last}")
+
+
+def unreported(observation: dict[str, Any], phase: str, checks: tuple[str, ...]) -> str | None:
+    """The note of a recorded observation that reports none of its phase's checks (no
+    ``check_id``): kept, but no gate counts it, which nothing else would tell the agent
+    (``{"check": ...}``, ``{"plan-ready": "passed"}`` are such notes). None if it names a
+    check, or the phase's gate has none."""
+    if observation.get("check_id") is not None or not checks:
+        return None
+    return (
+        f"This observation reports no check (it has no check_id): it is kept as a note of"
+        f" phase {phase}, and evaluate_gate does not count it. To report a check, send"
+        f' {{"check_id": ID, "outcome": "passed"}} (or "failed"), ID one of: {", ".join(checks)}.'
+    )
+
+
+def gate_failed(failures: list[str], latest: dict[str, str]) -> str:
+    """The note of a failed gate: for each check that failed it, whether the latest
+    referenced event reported it failed or no referenced event reported it at all (the
+    result's ``failures`` lists both alike)."""
+    why = [
+        f"{check}: no referenced event reports it" if check not in latest
+        else f"{check}: the latest referenced event reports it {latest[check]}"
+        for check in failures
+    ]  # fmt: skip
+    return (
+        f"The gate failed. {'; '.join(why)}. An event reports a check by its observation's"
+        ' check_id ({"check_id": ID, "outcome": "passed"}); record the checks'
+        " (record_work_event), then call evaluate_gate again with their event_ids among the"
+        " evidence_refs."
+    )

@@ -28,6 +28,8 @@ from agora.toolsets.router import guidance, replies, sql
 from agora.toolsets.router.digests import canonical, digest, stable_id
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from agora.errors import ToolError
     from agora.toolsets.router.commands import EvaluateGate, RecordEvent
     from agora.toolsets.router.state import Applied, Item, RunState
@@ -228,6 +230,18 @@ def evidence_digest(refs: list[str] | tuple[str, ...]) -> str:
     return digest(sorted(set(refs)))
 
 
+def reported(run: RunState, item: Item, refs: Iterable[str]) -> dict[str, str]:
+    """Each check of ``item``'s gate that the events ``refs`` report, with the outcome the
+    latest of them (in recorded order) gives it; a ref that is no event is passed over."""
+    latest: dict[str, str] = {}
+    order = {ref: n for n, ref in enumerate(run.events)}  # events are kept in recorded order
+    for ref in sorted(set(refs) & order.keys(), key=order.__getitem__):
+        obs = run.events[ref][1]
+        if obs.get("check_id") in item.item.check_ids:
+            latest[obs["check_id"]] = obs.get("outcome", "")
+    return latest
+
+
 def evaluate_gate(run: RunState, cmd: EvaluateGate, version: int, at: str) -> Applied:
     """Evaluate a phase's exit gate against its referenced events (advisory, local)."""
     item = _workable(run, "evaluate_gate", cmd.phase_id)
@@ -250,12 +264,7 @@ def evaluate_gate(run: RunState, cmd: EvaluateGate, version: int, at: str) -> Ap
             " as expected_evidence_digest",
             evidence_digest=found,
         )
-    latest: dict[str, str] = {}
-    order = {ref: n for n, ref in enumerate(run.events)}  # events are kept in recorded order
-    for ref in sorted(set(cmd.evidence_refs), key=order.__getitem__):
-        obs = run.events[ref][1]
-        if obs.get("check_id") in item.item.check_ids:
-            latest[obs["check_id"]] = obs.get("outcome", "")
+    latest = reported(run, item, cmd.evidence_refs)
     failures = [c for c in item.item.check_ids if latest.get(c) != "passed"]
     passed = not failures
     run.gate_count += 1
