@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from router_driver import FINGERPRINT, ctx, event_args, gate_args, plan_args
+from router_driver import FINGERPRINT, Router, ctx, event_args, gate_args, plan_args
 
+from agora.identity import Principal
 from agora.mcp.catalog import Catalog
 from agora.mcp.results import tool_reply
 from agora.mcp.session import Session
@@ -219,3 +220,28 @@ async def test_a_failed_gate_says_which_checks_were_reported_failed_and_which_no
     gate = await router.gate(run, "plan", failed["event_ids"] + passed["event_ids"], 6)
     assert gate["passed"] is True
     assert "The gate failed" not in texts(gate)[-1]
+
+
+async def test_a_session_wide_status_names_the_sessions_runs_newest_first(runtime):
+    """Newcomer finding: an agent that lost a run's id could not find it again: the
+    session-wide status (workflow_run_id null) gave only a count of work items."""
+    from agora.toolsets.router.sql import RECENT_RUNS  # (here: a0f93e2 fails this test alone)
+
+    alice, bob = Router(runtime, principal=Principal("alice")), Router(runtime)
+    status = {"context": ctx("repo"), "workflow_run_id": None, "goal_binding_id": None}
+    empty = await alice.call("get_router_status", **status)
+    assert texts(empty)[-1] == "Session repo has no run (of this filter): plan_work creates one."
+    runs = []
+    for n in range(RECENT_RUNS + 2):
+        runtime.clock.wall_source.advance(1)  # one a second: "newest" is well defined
+        plan = await alice.call("plan_work", **plan_args(f"task {n}", session="repo"))
+        runs.append(plan["workflow_run_id"])
+    await bob.call("plan_work", **plan_args("not alice's", session="repo"))
+    note = texts(await alice.call("get_router_status", **status))[-1]
+    assert note.startswith("Runs of session repo, newest first (12 in all, the 10 newest here): ")
+    named = re.findall(r"(\S+) \(status planned, state version 1, \d+ work items, created ", note)
+    assert named == runs[:1:-1]  # the ten newest of alice's, newest first; none of bob's
+    assert "\x1f" not in note  # the session as alice sent it, not as the router scopes it
+    bobs = texts(await bob.call("get_router_status", **status))[-1]
+    assert "(1 in all)" in bobs
+    assert not set(runs) & set(re.findall(r"(\S+) \(status", bobs))

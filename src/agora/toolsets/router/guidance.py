@@ -168,3 +168,19 @@ def gate_failed(failures: list[str], latest: dict[str, str]) -> str:
         " (record_work_event), then call evaluate_gate again with their event_ids among the"
         " evidence_refs."
     )
+
+
+def session_runs(session: str, total: int, recent: list[tuple[str, str, int, int, str]]) -> str:
+    """The note of a session-wide status: the session's newest runs by id (no field of the
+    result names one, and an agent that lost a run's id has no other way to find it)."""
+    if not recent:
+        return f"Session {session} has no run (of this filter): plan_work creates one."
+    shown = "; ".join(
+        f"{run} (status {status}, state version {version}, {items} work items, created {at})"
+        for run, status, version, items, at in recent
+    )
+    more = f", the {len(recent)} newest here" if total > len(recent) else ""
+    return (
+        f"Runs of session {session}, newest first ({total} in all{more}): {shown}. Send one as"
+        " workflow_run_id (get_router_status, get_next_work) to work on it."
+    )

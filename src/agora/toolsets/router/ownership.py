@@ -42,6 +42,11 @@ def owned(handler: Handler) -> Handler:
     return scoped
 
 
+def as_sent(session: str) -> str:
+    """The session id a client sent, from the one `owned` scoped (or left as it was)."""
+    return session.rpartition(SEPARATOR)[2]
+
+
 #: The Memory entity of the caller without a token (a local, single-user server).
 ANONYMOUS_MEMORY: Final = "global"
 #: Prefixes a named principal's Memory entity key (its name follows).

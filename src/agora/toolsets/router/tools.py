@@ -12,15 +12,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.mcp.results import Guided
-from agora.toolsets.router import commands, evaluations, memory_tools, profile_tools, replies
+from agora.toolsets.router import (
+    commands,
+    evaluations,
+    guidance,
+    memory_tools,
+    profile_tools,
+    replies,
+)
 from agora.toolsets.router.bounds import memory_misfits
 from agora.toolsets.router.consent import run_of
 from agora.toolsets.router.digests import request_digest
 from agora.toolsets.router.layers import plan_layers
-from agora.toolsets.router.ownership import SEPARATOR
+from agora.toolsets.router.ownership import SEPARATOR, as_sent
 from agora.toolsets.router.planning import build_plan, lock_issue
 from agora.toolsets.router.run import kind_of, logged, refused_for_arguments, subject_of
-from agora.toolsets.router.sql import session_summary
+from agora.toolsets.router.sql import recent_runs, session_summary
 
 if TYPE_CHECKING:
     from agora.toolsets.base import Handler, ToolCall
@@ -96,20 +103,22 @@ async def get_router_status(call: ToolCall) -> dict[str, Any]:
         if goal is None or status["goal_binding_id"] == goal:
             return status
         return _no_match(run_id, goal, status["goal_binding_id"])
-    _runs, items, latest, _plan = await call.runtime.read(
-        lambda conn: session_summary(conn, _session(call), goal)
+    session = _session(call)
+    (runs, items, latest, _plan), recent = await call.runtime.read(
+        lambda conn: (session_summary(conn, session, goal), recent_runs(conn, session, goal))
     )
     candidate = None
     if goal is not None and latest is not None:
-        status = await _run(call, latest, commands.Status(_session(call)))
+        status = await _run(call, latest, commands.Status(session))
         candidate = status["goal_status_candidate"]
-    return {
+    result = {
         "workflow_run_id": None,
         "goal_binding_id": goal,
         "created_work_items": items,
         "goal_status_candidate": candidate,
         "host_goal_mutated": False,
     }
+    return Guided(result, guidance.session_runs(as_sent(session), runs, recent))
 
 
 def _no_match(run_id: str, goal: str, bound: str | None) -> Guided:
