@@ -61,6 +61,11 @@ async def test_authorship_comes_from_the_owned_binding_never_the_role_string(des
         pytest.param(
             {"payload_json": '{"a":' + "[" * 40 + "]" * 40 + "}"}, "invalid_json", id="deep"
         ),
+        # What no reply can carry: stored, each broke every later read of the topic.
+        pytest.param({"payload_json": '{"a": "\\ud800"}'}, "invalid_json", id="lone-high"),
+        pytest.param({"payload_json": '{"a": "\\udc00x"}'}, "invalid_json", id="lone-low"),
+        pytest.param({"payload_json": '{"a": 1e999}'}, "invalid_json", id="infinite"),
+        pytest.param({"payload_json": '{"a": NaN}'}, "invalid_json", id="nan"),
     ],
 )
 async def test_post_rejections_preserve_nothing(desk, topic, args, code):
@@ -74,6 +79,21 @@ async def test_post_rejections_preserve_nothing(desk, topic, args, code):
         lambda c: c.execute("SELECT COUNT(*) FROM debate_messages").fetchone()[0]
     )
     assert after == before
+
+
+async def test_a_payload_that_no_reply_could_carry_is_refused_saying_why(desk, topic):
+    """Newcomer finding: payload_json '{"summary": "\\ud800"}' was stored, and from then on
+    every debate_read and debate_search of the topic failed with an internal error (the reply
+    could not be encoded), for every caller and after a restart."""
+    lone = await desk.post(
+        ALICE, topic, "CONDUCTOR", refused=True, payload_json='{"summary": "\\ud800"}'
+    )
+    assert lone["error"] == "invalid_json"
+    assert "\\ud800 (a high surrogate) must be followed by a low surrogate" in lone["message"]
+    pair = await post(desk, ALICE, topic, payload_json='{"summary": "\\ud83d\\ude00 ok"}')
+    page = await desk.call(ALICE, "debate_read", topic_id=topic, role="CONDUCTOR")
+    [read] = [m for m in page["messages"] if m["msg_id"] == pair["msg_id"]]
+    assert read["payload"] == {"summary": "\U0001f600 ok"}  # an escaped pair is one character
 
 
 async def test_author_session_must_be_owned_by_the_caller(desk, topic):

@@ -9,12 +9,13 @@ touch SQL or know about callers and ownership (see `access`).
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from typing import Any, Final
 
+import msgspec
+
 from agora.mcp.guard import MAX_DEPTH
-from agora.mcp.jsonrpc import depth
+from agora.mcp.jsonrpc import decode_problem, depth
 
 UUID_RE: Final = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 ROLE_RE: Final = re.compile(r"^[A-Z][A-Z0-9_]+$")
@@ -186,16 +187,22 @@ MAX_JSON_DEPTH: Final = MAX_DEPTH
 
 
 def loads(text: str, field: str, code: str = "invalid_json") -> Any:
-    """``text`` (the JSON text argument ``field``) decoded.
+    """``text`` (the JSON text argument ``field``) decoded, as strictly as a request is.
+
+    The request's own decoder, not ``json.loads``, which takes what no JSON reply can carry:
+    a lone surrogate escape (``"\\ud800"``: its text could be stored but never sent back, and
+    every read of the topic would fail), ``NaN`` and ``Infinity``, and ``1e999`` (read as
+    infinity, stored as null).
 
     Raises:
-        DebateError: ``code`` if it is not JSON or nests deeper than `MAX_JSON_DEPTH`.
+        DebateError: ``code`` if it is not JSON (the message says where and why) or nests
+            deeper than `MAX_JSON_DEPTH`.
     """
     deep = f"{field} nests deeper than {MAX_JSON_DEPTH} levels"
     try:
-        value = json.loads(text)
-    except ValueError:
-        raise reject(code, f"{field} is not valid JSON") from None
+        value = msgspec.json.decode(text)
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        raise reject(code, f"{field} is not valid JSON: {decode_problem(text, exc)}") from None
     except RecursionError:  # thousands of levels: the decoder gave up
         raise reject(code, deep) from None
     # Each level opens a bracket, so a text with few brackets is shallow enough (nearly all).
