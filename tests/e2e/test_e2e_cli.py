@@ -7,6 +7,7 @@ import argparse
 import json
 import re
 import signal
+import sys
 
 import pytest
 import trio
@@ -90,6 +91,17 @@ async def test_the_console_script_runs():
     assert done.returncode == 0
     assert b"--port" in done.stdout
     assert b"--conformance" in done.stdout
+
+
+async def test_python_dash_m_agora_is_the_agora_command():
+    """Three newcomers tried ``python -m agora serve``: it failed, agora had no __main__."""
+    with trio.fail_after(TIMEOUT):
+        done = await trio.run_process(
+            [sys.executable, "-m", "agora", "serve", "--help"],
+            capture_stdout=True, capture_stderr=True, check=False, env=clean_env(),
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert b"--port" in done.stdout
 
 
 async def test_sigterm_answers_a_parked_long_poll_then_exits_0(start_agora):
