@@ -137,6 +137,26 @@ async def test_draw_offers_and_their_answers_are_comments_on_their_moves(table):
     assert stored.body.decode() == text
 
 
+async def test_a_decline_by_moving_comes_before_an_offer_made_after_that_move(table):
+    """Newcomer finding: the agent offered with Nc6, the human declined by playing Bc4 and then
+    offered with the button: the PGN read "3. Bc4 { The human offers a draw. } { The human
+    declines the draw offer. }", as if the human had declined an offer of its own."""
+    await table.choose("black")  # the human plays White
+    await table.human_move("e2e4")
+    await table.tool("move_piece", **{"from": "e7", "to": "e5"})
+    await table.human_move("g1f3")
+    await table.tool("move_piece", **{"from": "b8", "to": "c6", "note": "Shall we? (=)"})
+    await table.human_move("f1c4")  # declines the agent's offer
+    await table.human(OfferDraw(table.token))  # and offers one of its own
+    await table.tool("move_piece", **{"from": "g8", "to": "f6"})  # declines it
+    text, _ = await _pgn(table)
+    assert _flat(text) == (
+        "1. e4 e5 2. Nf3 Nc6 { Agent: Shall we? (=) } { The agent offers a draw. } 3. Bc4"
+        " { The human declines the draw offer. } { The human offers a draw. } 3... Nf6"
+        " { The agent declines the draw offer. } *"
+    )
+
+
 @pytest.mark.parametrize(
     "answer",
     [

@@ -134,6 +134,27 @@ async def test_draw_offers_both_ways(table):
     assert state["drawOffer"] == "human"
 
 
+async def test_a_new_offer_clears_the_last_ones_decline(table):
+    """Newcomer finding: after the agent declined the human's offer by moving, a second offer
+    read "You offered a draw. The agent declined your draw offer." (drawOffer "human" and
+    drawDeclined true together), until the agent moved, and after a reload too."""
+    rt, token = table.runtime, table.token
+    await table.choose("black")  # the human plays White
+    await table.human_move("e2e4")
+    await api(rt, "POST", "/play/default/offer-draw", {"token": token})
+    await table.tool("move_piece", **{"from": "e7", "to": "e5"})  # declines it
+    _, state = await api(rt, "GET", "/play/default/state", query={"token": token})
+    assert (state["drawOffer"], state["drawDeclined"]) == (None, True)
+    _, state = await api(rt, "POST", "/play/default/offer-draw", {"token": token})
+    assert (state["drawOffer"], state["drawDeclined"]) == ("human", False)
+    _, state = await api(rt, "GET", "/play/default/state", query={"token": token})
+    assert (state["drawOffer"], state["drawDeclined"]) == ("human", False)
+    await table.human_move("g1f3")
+    await table.tool("move_piece", **{"from": "b8", "to": "c6"})  # declines the second one
+    _, state = await api(rt, "GET", "/play/default/state", query={"token": token})
+    assert (state["drawOffer"], state["drawDeclined"]) == (None, True)
+
+
 async def test_creating_a_table_returns_its_urls_and_the_agent_endpoint(table, make_table):
     rt = table.runtime
     status, made = await api(rt, "POST", "/play/tables", {"name": "club-1"})

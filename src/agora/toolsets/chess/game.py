@@ -231,6 +231,7 @@ class Game:
             return self._finish("1/2-1/2", "agreement", None, at)
         if by == "human" and self.draw_offer != "human":
             self.human_offers = (*self.human_offers, len(self.moves))
+            self.declined_ply = None  # the last offer's decline is old news: this one stands
         self.draw_offer = by
         return None
 

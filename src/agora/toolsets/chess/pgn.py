@@ -106,12 +106,14 @@ def _ending(snap: Snapshot, result: Result) -> str:
 
 def _offers(snap: Snapshot) -> dict[int, list[str]]:
     """The draw offers and their answers, by the ply of the move they came with (0: before
-    the first move)."""
+    the first move): what a move said (an offer with its note, an answer) first, then an
+    offer the human made with the button after it."""
     said: dict[int, list[str]] = defaultdict(list)
+    after: dict[int, list[str]] = defaultdict(list)  # the human's offers, after their ply
     moves = snap.moves
     answered: set[int] = set()  # agent moves that answered a human offer
     for count in snap.human_offers:
-        said[count].append("The human offers a draw.")
+        after[count].append("The human offers a draw.")
         reply = next((m for m in moves[count:] if m.by == "agent"), None)
         if reply is not None and reply.ply not in answered:
             answered.add(reply.ply)
@@ -127,6 +129,8 @@ def _offers(snap: Snapshot) -> dict[int, list[str]]:
             said[move.ply + 1].append("The human declines the draw offer.")
         elif snap.result is not None and snap.result.reason == "agreement":
             said[move.ply].append("The human accepts the draw offer.")
+    for count, offers in after.items():
+        said[count].extend(offers)
     return said
 
 
