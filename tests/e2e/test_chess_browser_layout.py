@@ -234,3 +234,51 @@ async def test_every_piece_fills_its_square_alike_and_no_coordinate_covers_one(t
                 wrong[f"{screen}, {side} at the bottom"] = differing
     assert wrong == {}
     assert seen["phone"]["white"]["viewport"]["width"] == 390
+
+
+#: Renders a state with a status longer than any line beside the board, the agent's draw
+#: offer pending, on the human's turn, then measures the two columns and the draw buttons.
+_LONG_STATUS = """() => {
+  const state = JSON.parse(JSON.stringify(window.__state));
+  state.phase = "human_turn";
+  state.status = "Your move. " + "The agent played a long and winding line of moves. ".repeat(3);
+  state.drawOffer = "agent";
+  chessView.render(state, { selected: null, focus: null, dragging: null }, "#");
+  const box = (id) => document.getElementById(id).getBoundingClientRect();
+  const shown = (id) => getComputedStyle(document.getElementById(id)).display !== "none";
+  const play = box("play"), frame = box("board-frame");
+  const aside = document.querySelector("aside").getBoundingClientRect();
+  return {
+    beside: aside.left >= play.right && aside.top < play.bottom,
+    playWidth: play.width, frameWidth: frame.width,
+    offer: shown("offer-draw"), accept: shown("accept-draw"),
+  };
+}"""
+
+
+def long_status_on_a_desktop(url: str) -> tuple[dict[str, Any], list[str]]:
+    errors: list[str] = []
+    with chromium() as browser:
+        page = live_page(browser, url, errors)  # a 1280x900 desktop
+        page.evaluate(
+            "() => fetch(location.pathname + '/state' + location.search).then(r => r.json())"
+            ".then(s => { window.__state = s; })"
+        )
+        seen: dict[str, Any] = page.evaluate(_LONG_STATUS)
+    return seen, errors
+
+
+async def test_a_long_status_wraps_beside_the_moves_and_offering_is_accepting(tmp_path):
+    """Newcomer findings: on a 1280 px desktop, a resignation's status widened the board's
+    column until the moves and the agent's panel dropped below the board; and while the
+    agent's offer stood, "Offer draw" was shown beside "Accept", and agreed the draw."""
+    with trio.fail_after(60):
+        async with agora_serve(tmp_path / "agora.db") as server:
+            table = await new_table(server.url, "long")
+            seen, errors = await trio.to_thread.run_sync(
+                long_status_on_a_desktop, table["humanUrl"]
+            )
+    assert errors == []
+    assert seen["beside"], seen
+    assert seen["playWidth"] <= seen["frameWidth"] + 1, seen
+    assert (seen["offer"], seen["accept"]) == (False, True)

@@ -233,6 +233,8 @@ const chessView = (() => {
     $("side-choice").hidden = !(human && state.phase === "side_choice");
     $("controls").hidden = !human;
     $("offer-draw").disabled = !playing || state.drawOffer === "human";
+    // While the agent's offer stands, offering would agree the draw: only Accept is shown.
+    $("offer-draw").hidden = playing && state.drawOffer === "agent";
     $("resign").disabled = !playing;
     $("new-game").disabled = state.phase === "side_choice"; // nothing to abandon yet
     $("accept-draw").hidden = !(playing && state.drawOffer === "agent");
