@@ -51,6 +51,13 @@ async def test_the_sweep_publishes_every_abandoned_attempt_and_nothing_else(
     assert cards[again["card_id"]]["outcome"] == "expired"
     live = await agent.tool("chamber_action", challenge_handle=young, op="look")
     assert live["attempt_state"] == "active"
+    # Newcomer finding: play on it answered "This attempt is sealed", which no one did.
+    played = await agent.refused("chamber_action", challenge_handle=abandoned, op="look")
+    assert played["code"] == "attempt_already_sealed"
+    assert played["attempt_state"] == "expired"
+    assert played["error"].startswith(
+        f"This attempt expired at {again['expires_at']} unsealed; its card ({again['card_id']})"
+    ), played
 
 
 async def test_the_sweep_makes_progress_past_one_batch_and_signs(

@@ -210,7 +210,7 @@ class Attempt:
         if self.card is not None:
             return failure(
                 "attempt_already_sealed",
-                f"This attempt is sealed ({self.card.card_id}).",
+                closed_words(self.card.card_id, self.card.outcome, self.expires_at) + ".",
                 "Call enter_open_challenge to start a new attempt.",
                 attempt_handle=self.handle,
                 attempt_state=state,
@@ -226,6 +226,15 @@ class Attempt:
                 must_seal=True,
             )
         return None
+
+
+def closed_words(card_id: str, outcome: str, expires_at: dt.datetime | None) -> str:
+    """What an attempt with card ``card_id`` says of itself: sealed, or (its ``outcome``
+    ``expired``) expired unsealed and published by the sweep, which no agent sealed."""
+    if outcome == "expired":
+        when = f" at {iso(expires_at)}" if expires_at is not None else ""
+        return f"This attempt expired{when} unsealed; its card ({card_id}) was published then"
+    return f"This attempt is sealed ({card_id})"
 
 
 def _tools_in(state: str) -> list[str]:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 from agora.errors import ToolError
 from agora.runtime.entity import Effects
 from agora.toolsets.chamber import cards, store
-from agora.toolsets.chamber.attempt import Attempt, Rules, SealedCard, observe, step
+from agora.toolsets.chamber.attempt import Attempt, Rules, SealedCard, closed_words, observe, step
 from agora.toolsets.chamber.commands import (
     Act,
     CallForHelp,
@@ -136,7 +136,8 @@ class AttemptEntity:
         return Effects(
             reply=failure(
                 "attempt_already_sealed",
-                f"This attempt is sealed ({r.card.card_id}); its session has been retired.",
+                f"{closed_words(r.card.card_id, r.card.outcome, None)}; its session has been"
+                " retired.",
                 "Call enter_open_challenge to start a new attempt.",
                 attempt_handle=self.key,
                 attempt_state=state,
