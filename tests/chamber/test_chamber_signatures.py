@@ -210,3 +210,16 @@ def test_a_card_verifies_from_its_page_url(tmp_path):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_file_that_is_not_there_is_not_called_a_bad_card(tmp_path):
+    """Newcomer finding: ``agora cards verify missing.json`` said "not a card document
+    ([Errno 2] No such file or directory ...)"."""
+    missing, out = tmp_path / "missing.json", []
+    assert cards_cli.cmd_verify(missing, out=out.append) == 2
+    assert out == [f"cannot verify: cannot read {missing}: No such file or directory"]
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text("not json")
+    out.clear()
+    assert cards_cli.cmd_verify(garbage, out=out.append) == 2
+    assert out[0].startswith(f"{garbage}: not a card document (")

@@ -303,7 +303,10 @@ def cmd_verify(
     except CardFetchError as exc:
         out(f"cannot verify: {exc}")
         return 2
-    except (OSError, cards.CardFormatError) as exc:
+    except OSError as exc:  # no such file, no permission, a directory
+        out(f"cannot verify: cannot read {path}: {exc.strerror or exc}")
+        return 2
+    except cards.CardFormatError as exc:
         out(f"{path}: not a card document ({exc})")
         return 2
     out(f"card {result.card_id} ({result.toolset_id})")
