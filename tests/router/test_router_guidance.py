@@ -245,3 +245,40 @@ async def test_a_session_wide_status_names_the_sessions_runs_newest_first(runtim
     bobs = texts(await bob.call("get_router_status", **status))[-1]
     assert "(1 in all)" in bobs
     assert not set(runs) & set(re.findall(r"(\S+) \(status", bobs))
+
+
+async def test_a_plans_key_reused_for_another_objective_names_the_run_it_made(router):
+    """Newcomer finding: resending plan_work with its key but another objective (a new
+    conversation that kept the key) answered idempotency-conflict naming only the key, so the
+    run it had made could not be found from it."""
+    made = await router.call("plan_work", **plan_args(PHASED, idem="plan-kept"))
+    body = await router.refused("plan_work", **plan_args("Fix the typo", idem="plan-kept"))
+    assert body["code"] == "idempotency-conflict"
+    assert body["workflow_run_id"] == made["workflow_run_id"]
+    assert made["workflow_run_id"] in body["message"]
+    nxt = await router.next(body["workflow_run_id"])  # the run it names is the agent's own
+    assert nxt["work_item"]["phase_id"] == "plan"
+
+
+async def test_refusals_name_the_phase_of_a_misplaced_ref_and_a_completed_run(router):
+    """Newcomer findings: unknown-evidence-ref said "not events of this phase" for an event
+    of another phase, and phase-completed did not say that the whole run was done."""
+    run = (await router.plan("1. design it\n2. build it"))["workflow_run_id"]
+    plan_event = await router.event(run, "plan", {"check_id": "plan-ready", "outcome": "passed"}, 1)
+    await router.gate(run, "plan", plan_event["event_ids"], 2)
+    misplaced = await router.refused(
+        "evaluate_gate", **gate_args(run, "implement", plan_event["event_ids"], 3)
+    )
+    assert misplaced["code"] == "unknown-evidence-ref"
+    assert (
+        misplaced["message"] == "not events of phase 'implement' (some are events of phase 'plan')"
+    )
+    again = await router.refused("evaluate_gate", **gate_args(run, "plan", [], 3))
+    assert again["message"].endswith(": call get_next_work for the phase to work on now")
+    version = 3
+    for phase, check in (("implement", "implementation-done"), ("verify", "verification-passed")):
+        event = await router.event(run, phase, {"check_id": check, "outcome": "passed"}, version)
+        await router.gate(run, phase, event["event_ids"], version + 1)
+        version += 2
+    done = await router.refused("evaluate_gate", **gate_args(run, "plan", [], version))
+    assert "; so is the run (every phase's gate passed)" in done["message"]

@@ -145,7 +145,12 @@ def _workable(run: RunState, tool: str, phase_id: str) -> Item:
             f"{', '.join(map(repr, phases))}", phase_ids=phases,
         )  # fmt: skip
     if item.status == "completed":
-        raise replies.refusal("phase-completed", f"phase {phase_id!r} is already completed")
+        done = (
+            "; so is the run (every phase's gate passed): plan further work as a new run"
+            if run.status == "completed"
+            else ": call get_next_work for the phase to work on now"
+        )
+        raise replies.refusal("phase-completed", f"phase {phase_id!r} is already completed{done}")
     if not set(item.item.dependency_ids) <= run.completed_ids() or item.status not in _STARTABLE:
         raise _not_ready(run, item)
     return item
@@ -254,7 +259,11 @@ def evaluate_gate(run: RunState, cmd: EvaluateGate, version: int, at: str) -> Ap
         )  # fmt: skip
     unknown = [r for r in cmd.evidence_refs if run.events.get(r, ("",))[0] != cmd.phase_id]
     if unknown:
-        raise replies.refusal("unknown-evidence-ref", "not events of this phase", refs=unknown)
+        elsewhere = ", ".join(sorted({repr(run.events[r][0]) for r in unknown if r in run.events}))
+        where = f" (some are events of phase {elsewhere})" if elsewhere else ""
+        raise replies.refusal(
+            "unknown-evidence-ref", f"not events of phase {cmd.phase_id!r}{where}", refs=unknown
+        )
     found = evidence_digest(cmd.evidence_refs)
     if found != cmd.expected_evidence_digest:
         raise replies.refusal(
