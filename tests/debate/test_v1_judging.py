@@ -239,6 +239,7 @@ async def test_verdict_rejections(desk, judged):
     unknown = await _judge(desk, "00000000-0000-4000-8000-000000000000", pro, refused=True)
     assert unowned == unknown
     assert unknown["error"] == "unknown_topic"
+    assert "projection_id" in unknown["message"]  # the tool takes no topic_id to check
     for who, role in ((ALICE, "PRO"), (MALLORY, "HUMAN")):
         body = await _judge(desk, pid, pro, role=role, who=who, refused=True)
         assert body["error"] == "ineligible_judge"
