@@ -93,6 +93,12 @@ async def test_a_missing_graph_asks_to_create_or_replay_the_plan(router, tool):
     assert body["code"] == "capability-unavailable"
     assert body["required_capabilities"] == ["router-owned-work-graph"]
     assert "plan_work" in body["fallback_action"]
+    # Newcomer finding: no message, and nothing naming the id, pushed a model to plan anew
+    # rather than fix a typo or its session_id.
+    assert body["message"].startswith("no run run-nope in this session: check workflow_run_id")
+    other = (await router.plan("1. a plan\n2. build", session="s2"))["workflow_run_id"]
+    foreign = await router.refused(tool, **{**args, "workflow_run_id": other})
+    assert foreign == {**body, "message": body["message"].replace("run-nope", other)}
 
 
 async def test_an_activation_receipt_cannot_be_verified_locally(router):

@@ -85,12 +85,20 @@ def unavailable(
     return ToolError(body)
 
 
-def missing_graph(tool: str) -> ToolError:
-    """No Router-owned work graph for this run: create or replay the plan."""
-    return unavailable(
+def missing_graph(tool: str, run_id: str | None = None) -> ToolError:
+    """No Router-owned work graph for this run: create or replay the plan. With ``run_id``
+    (no such run in the caller's session: never made, or another session's, alike), a
+    ``message`` names it and what to check, which the contract's fields leave unsaid."""
+    refused = unavailable(
         tool, required=("router-owned-work-graph",), fallback=GRAPH_FALLBACK,
         reason="router-owned-work-graph-missing",
     )  # fmt: skip
+    if run_id is not None:
+        refused.body["message"] = (
+            f"no run {run_id} in this session: check workflow_run_id and context.session_id"
+            " (get_router_status with workflow_run_id null lists the session's runs)"
+        )
+    return refused
 
 
 def host_goal(tool: str) -> ToolError:

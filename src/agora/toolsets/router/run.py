@@ -178,7 +178,7 @@ class WorkflowRun:
         if isinstance(command, Mutation):
             return self._mutate(run, command, tool, now)
         if run is None:
-            return Effects(reply=replies.missing_graph(tool))
+            return Effects(reply=replies.missing_graph(tool, self.key))
         return Effects(reply=READS.dispatch(run, command))
 
     def _mutate(self, run: RunState | None, cmd: Mutation, tool: str, now: Now) -> Effects:
@@ -192,7 +192,7 @@ class WorkflowRun:
             refusal = replies.refusal("proposal-not-found", "no such proposal")
             return self._refused(tool, cmd, refusal)
         if run is None and not isinstance(cmd, CreatePlan):
-            return self._refused(tool, cmd, replies.missing_graph(tool))
+            return self._refused(tool, cmd, replies.missing_graph(tool, self.key))
         current = 0 if run is None else run.state_version
         if cmd.expected_state_version != current:
             conflict = replies.conflict(cmd.expected_state_version, current, run is not None)
