@@ -210,6 +210,7 @@ async def test_split_verdicts_are_a_stalemate(desk, judged):
     await _judge(desk, ab["projection_id"], pro)
     out = await _judge(desk, ba["projection_id"], con)
     assert (out["complete"], out["stable"]) == (True, False)
+    assert out.guidance.startswith("The two verdicts name different winners: ")
     state = out["protocol_state"]
     assert (state["phase"], state["stalemate_reason"]) == (
         "STALEMATE",
@@ -224,6 +225,12 @@ async def test_same_winner_with_another_decision_is_a_split(desk, judged):
     await _judge(desk, ab["projection_id"], pro, decision="adopt")
     out = await _judge(desk, ba["projection_id"], pro, decision="adopt with changes")
     assert out["protocol_state"]["phase"] == "STALEMATE"
+    # Newcomer finding: nothing told the judge why the same winner twice was a split.
+    assert out.guidance == (
+        "The two verdicts name the same winner but different decisions ('adopt' and 'adopt"
+        " with changes'): verdicts agree only when winner_msg_id and decision are both equal,"
+        " so the debate is in STALEMATE (judge_order_swap_disagreement)."
+    )
 
 
 async def test_verdict_rejections(desk, judged):

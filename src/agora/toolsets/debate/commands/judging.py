@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from agora.mcp.results import Guided
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
@@ -144,7 +145,7 @@ def _verdict_reply(topic: Topic, p: Projection, state: ProtocolState) -> dict[st
     stable = agree(verdicts[0], verdicts[1]) if complete else None
     current = topic.data.protocol
     assert current is not None
-    return {
+    reply = {
         "projection_id": p.projection_id,
         "topic_id": topic.topic_id,
         "complete": complete,
@@ -152,6 +153,25 @@ def _verdict_reply(topic: Topic, p: Projection, state: ProtocolState) -> dict[st
         "protocol_state": (state_now := current.public()),
         "outcome": state_now["outcome"],
     }
+    if stable is False:
+        return Guided(reply, split_words(verdicts[0], verdicts[1]))
+    return reply
+
+
+def split_words(first: dict[str, Any], second: dict[str, Any]) -> str:
+    """Why two verdicts of a pair split (the reply's fields say only that they did): a
+    judge writing the same winner in other words learns that the decision counts too."""
+    if first["winner_msg_id"] != second["winner_msg_id"]:
+        why = "name different winners"
+    else:
+        why = (
+            f"name the same winner but different decisions ({first['decision']!r} and"
+            f" {second['decision']!r})"
+        )
+    return (
+        f"The two verdicts {why}: verdicts agree only when winner_msg_id and decision are"
+        f" both equal, so the debate is in STALEMATE ({SPLIT_REASON})."
+    )
 
 
 @COMMANDS.on(GiveVerdict)
