@@ -7,6 +7,7 @@ JSON-RPC -32603 before the database closes, never let a handler run on past the 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
@@ -14,7 +15,8 @@ import trio
 
 from agora.config import Config
 from agora.mcp.jsonrpc import INTERNAL_ERROR
-from agora.server.embed import open_server
+from agora.server.embed import open_server, serve
+from agora.server.inprocess import CallError
 from agora.toolsets.base import ToolCall, Toolset
 
 TOOL = {"name": "slow", "description": "Takes its time.", "inputSchema": {"type": "object"}}
@@ -74,3 +76,85 @@ async def test_an_error_raised_in_the_block_leaves_it_as_itself_after_the_shutdo
         await host_program()
     assert type(info.value) is ValueError  # not an ExceptionGroup around it
     assert seen[0].closing  # raised once the server had shut down
+
+
+async def test_a_cancellation_with_a_call_in_flight_leaves_the_client_block_as_itself():
+    """Embedder's finding: the README says a cancellation reaches the caller's scope as the
+    `Cancelled` it is, but with a call in flight the client block raised it inside an
+    ExceptionGroup (the call's own Cancelled from the block's nursery), which
+    ``except trio.Cancelled`` misses."""
+    began = trio.Event()
+
+    async def slow(call: ToolCall) -> dict[str, Any]:
+        began.set()
+        await trio.sleep(30)
+        return {}
+
+    sets = [Toolset("slowpoke", {"slow": slow}, contract=None, tools=[TOOL])]
+    caught: list[BaseException] = []
+    config = Config(db=":memory:")
+    with trio.fail_after(20):
+        async with (
+            open_server(config, toolsets=sets, listen=False) as server,
+            trio.open_nursery() as host,
+        ):
+            with trio.CancelScope() as scope:
+
+                async def cancel_once_parked() -> None:  # the host's own deadline, say
+                    await began.wait()
+                    scope.cancel()
+
+                host.start_soon(cancel_once_parked)
+                try:
+                    async with server.client() as client:
+                        await client.initialize()
+                        await client.request("tools/call", {"name": "slow"})
+                except trio.Cancelled as exc:
+                    caught.append(exc)
+                    raise
+    assert scope.cancelled_caught
+    assert [type(exc) for exc in caught] == [trio.Cancelled]
+
+
+async def test_serve_started_in_a_nursery_serves_the_programs_own_toolsets():
+    """Embedder's finding: `agora.serve`, the README's way to run agora under a cancel scope,
+    took no toolsets: a program's own toolset could only be served by `open_server`."""
+
+    async def ping(call: ToolCall) -> dict[str, Any]:
+        return {"pong": True}
+
+    tool = {"name": "ping_me", "description": "Answers.", "inputSchema": {"type": "object"}}
+    sets = [Toolset("mine", {"ping_me": ping}, contract=None, tools=[tool])]
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            server = await nursery.start(
+                functools.partial(serve, Config(db=":memory:", port=0), toolsets=sets)
+            )
+            async with server.client("/mcp/mine") as client:
+                await client.initialize()
+                result = await client.call_tool("ping_me")
+            nursery.cancel_scope.cancel()
+    assert result["structuredContent"] == {"pong": True}
+
+
+async def test_an_in_process_call_tool_error_keeps_its_code_and_data():
+    """Embedder's finding: call_tool raised a bare RuntimeError("-32603: internal error"),
+    dropping the error's data and with it the correlation_id of the server's log line."""
+
+    async def broken(call: ToolCall) -> dict[str, Any]:
+        raise ZeroDivisionError("a bug")
+
+    tool = {"name": "broken", "description": "Fails.", "inputSchema": {"type": "object"}}
+    sets = [Toolset("mine", {"broken": broken}, contract=None, tools=[tool])]
+    with trio.fail_after(20):
+        async with (
+            open_server(Config(db=":memory:"), toolsets=sets, listen=False) as server,
+            server.client("/mcp/mine") as client,
+        ):
+            await client.initialize()
+            with pytest.raises(CallError) as info:
+                await client.call_tool("broken")
+    assert isinstance(info.value, RuntimeError)  # what call_tool raised before
+    assert info.value.code == INTERNAL_ERROR
+    assert info.value.data["correlation_id"].startswith("corr-")
+    assert info.value.data["correlation_id"] in str(info.value)

@@ -89,27 +89,36 @@ class Server:
         if endpoint is None:
             raise ValueError(f"no MCP endpoint at {path}")
         raised: BaseException | None = None  # what the caller's block raised, if anything
-        async with trio.open_nursery() as nursery:
-            client = InProcessClient()
-            client.conn = Connection(
-                self.app,
-                self.app.new_session(endpoint),
-                client.receive,
-                nursery,
-                principal=principal or self.app.anonymous,
-                endpoint=endpoint.params,
-                local_client=True,
-            )
-            self._clients.add(client)
-            try:
-                yield client
-            except GeneratorExit:  # pragma: no cover - an abandoned generator
+        try:
+            async with trio.open_nursery() as nursery:
+                client = InProcessClient()
+                client.conn = Connection(
+                    self.app,
+                    self.app.new_session(endpoint),
+                    client.receive,
+                    nursery,
+                    principal=principal or self.app.anonymous,
+                    endpoint=endpoint.params,
+                    local_client=True,
+                )
+                self._clients.add(client)
+                try:
+                    yield client
+                except GeneratorExit:  # pragma: no cover - an abandoned generator
+                    raise
+                except BaseException as exc:  # raised as itself, not in this nursery's group
+                    raised = exc
+                finally:
+                    self._clients.discard(client)
+                    client.conn.cancel_all()
+        except BaseExceptionGroup as group:
+            # A cancellation of the caller's scope also cancels the calls in flight in this
+            # nursery: their Cancelled come out grouped. It reaches the caller as itself.
+            rest = group.split(trio.Cancelled)[1]
+            if rest is not None:
                 raise
-            except BaseException as exc:  # raised as itself, not in this nursery's group
-                raised = exc
-            finally:
-                self._clients.discard(client)
-                client.conn.cancel_all()
+            if raised is None:
+                raised = _first_leaf(group)
         if raised is not None:
             raise raised
 
@@ -118,6 +127,12 @@ class Server:
         with JSON-RPC -32603 ``reason``."""
         for client in list(self._clients):
             client.close(reason)
+
+
+def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first exception in ``group`` that is not itself a group."""
+    first = group.exceptions[0]
+    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 def set_switch_interval(ms: float) -> None:
@@ -376,9 +391,15 @@ def _url(host: str, port: int) -> str:
     return f"http://{shown}:{port}"
 
 
-async def serve(config: Config, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-    """Serve until cancelled; the cancellation then shuts the server down gracefully, as
-    leaving `open_server`'s block does (calls in flight get ``grace_seconds``)."""
-    async with open_server(config) as server:
+async def serve(
+    config: Config,
+    *,
+    toolsets: list[Toolset] | None = None,
+    task_status: Any = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve until cancelled (``await nursery.start(serve, config)`` gives the `Server`); the
+    cancellation then shuts the server down gracefully, as leaving `open_server`'s block does
+    (calls in flight get ``grace_seconds``). ``toolsets``: as `open_server`'s."""
+    async with open_server(config, toolsets=toolsets) as server:
         task_status.started(server)
         await trio.sleep_forever()

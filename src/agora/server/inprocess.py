@@ -83,12 +83,24 @@ class InProcessClient:
         return reply["result"]  # type: ignore[no-any-return]
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-        """tools/call; return the result (raises on a JSON-RPC error).
+        """tools/call; return the result (a dict: ``structuredContent``, ``content``,
+        ``isError`` for a refusal), or raise on a JSON-RPC error.
 
         Raises:
-            RuntimeError: the server answered with a JSON-RPC error.
+            CallError: the server answered with a JSON-RPC error (its code, message and
+                data, such as the ``correlation_id`` of an internal error's log line).
         """
         reply = await self.request("tools/call", {"name": name, "arguments": arguments or {}})
         if "error" in reply:
-            raise RuntimeError(f"{reply['error']['code']}: {reply['error']['message']}")
+            error = reply["error"]
+            raise CallError(error["code"], error["message"], error.get("data"))
         return reply["result"]  # type: ignore[no-any-return]
+
+
+class CallError(RuntimeError):
+    """A JSON-RPC error answering an in-process call: ``code``, ``message``, ``data``."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        shown = f"{code}: {message}" if data is None else f"{code}: {message} ({data})"
+        super().__init__(shown)
+        self.code, self.message, self.data = code, message, data
