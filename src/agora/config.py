@@ -83,7 +83,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     #: outputSchema); over as soon as every client has closed. 0: close at once.
     linger_seconds: float = 1.0
     max_in_flight: int = 32
-    page_size: int = 50
+    page_size: int = 100
     #: Extra Host/Origin names allowed besides loopback (DNS-rebinding protection).
     allowed_hosts: list[str] = msgspec.field(default_factory=list)
     #: Seconds between WebSocket pings (0 = none); a peer that misses 2 pongs in a row is closed.

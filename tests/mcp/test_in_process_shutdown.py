@@ -158,3 +158,18 @@ async def test_an_in_process_call_tool_error_keeps_its_code_and_data():
     assert info.value.code == INTERNAL_ERROR
     assert info.value.data["correlation_id"].startswith("corr-")
     assert info.value.data["correlation_id"] in str(info.value)
+
+
+async def test_every_tool_of_the_aggregate_endpoint_is_on_its_first_page():
+    """Embedder's finding: /mcp served 59 built-in tools in pages of 50, and the official SDK
+    client, which lists only the first page to check a result against its outputSchema,
+    could not check the last nine (nor a program's own toolset, listed after them)."""
+    with trio.fail_after(20):
+        async with (
+            open_server(Config(db=":memory:"), listen=False) as server,
+            server.client("/mcp") as client,
+        ):
+            await client.initialize()
+            listed = (await client.request("tools/list"))["result"]
+    assert "nextCursor" not in listed
+    assert len(listed["tools"]) == len({t["name"] for t in listed["tools"]}) > 50

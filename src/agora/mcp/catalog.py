@@ -151,7 +151,7 @@ class Catalog:
     prompts: Sequence[PromptEntry] = ()
     #: Async completion provider target for completion/complete, if any.
     completion: Any = None
-    page_size: int = 50
+    page_size: int = 100
     instructions: str | None = None
     _tools_by_name: dict[str, ToolEntry] = field(init=False, repr=False)
 
