@@ -15,12 +15,12 @@ import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal, get_args
-from urllib.parse import urlsplit
 
 import msgspec
 
+from agora.config_checks import unusable_address, unusable_grants, unusable_principal
 from agora.config_env import from_environment, warn_unknown
-from agora.identity import ANONYMOUS, SCOPES, Principal
+from agora.identity import Principal
 from agora.logsafe import loggable
 
 #: The toolsets of this tree, in listing order: a module ``agora.toolsets.<name>`` with a
@@ -187,7 +187,7 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
     unknown = [t for t in config.toolsets if t not in SERVABLE]
     if unknown:
         raise ValueError(f"unknown toolsets {unknown}; known: {', '.join(KNOWN_TOOLSETS)}")
-    wrong = _out_of_range(config) or _unusable_principal(config)
+    wrong = _out_of_range(config) or unusable_principal(config) or unusable_grants(config)
     if wrong is not None:
         key, problem = wrong
         raise ValueError(f"{sources[key]}: {problem}" if key in sources else problem)
@@ -237,75 +237,15 @@ _COUNTS = (
 )
 
 
-_SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
 #: The values of SQLite's ``synchronous`` pragma the store sets (`agora.store.db`).
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
-
-
-def _unusable_url(url: str) -> str | None:
-    """Why ``url`` cannot be the base of the links the server hands out, or None.
-
-    The links (chess pages, agent endpoints, evidence cards) are the base plus a path, and
-    browsers and MCP clients follow only http(s) URLs with a host: ``example.com`` or
-    ``ftp://x`` would make every link a dead one, without a word at start. Empty: the
-    default (http://host:port).
-    """
-    if not url:
-        return None
-    # The scheme as written, not urlsplit's lower-cased one: the banner and the WebSocket
-    # links swap a leading "http" for "ws".
-    try:
-        if url.startswith(("http://", "https://")) and urlsplit(url).hostname:
-            return None
-    except ValueError:  # urlsplit's own refusal ("http://[::1": an unclosed IPv6 address)
-        pass
-    return (
-        "public_url must be an http:// or https:// URL with a host, such as"
-        f" https://agora.example.com, not {loggable(url, 80)!r}"
-    )
-
-
-def _unusable_principal(config: Config) -> tuple[str, str] | None:
-    """The first ``[[principals]]`` entry that cannot work as written: ("principals", why).
-
-    A token_sha256 that is not a digest (the token itself, the README's placeholder) would
-    answer its owner 401 on every call; a misspelt scope would refuse its tools; a second
-    principal with the same digest would never be reached; and a principal named anonymous
-    would pass for a caller that sent no token.
-    """
-    owners: dict[str, str] = {}
-    for i, p in enumerate(config.principals):
-        which = f"principal {p.name!r} (principals[{i}])"
-        if p.name == ANONYMOUS:
-            return "principals", f"{which}: {ANONYMOUS} is the name of callers without a token"
-        if not _SHA256_HEX.fullmatch(p.token_sha256):
-            return "principals", (
-                f"{which}: token_sha256 must be 64 hex digits, the sha256 of the token"
-                ' (printf %s "$TOKEN" | sha256sum), not the token itself'
-                + (
-                    "; leave out the '  -' that sha256sum prints after the digits"
-                    if _SHA256_HEX.fullmatch(p.token_sha256.split(" ")[0])
-                    else ""
-                )
-            )
-        for scope in p.scopes:
-            if scope not in SCOPES:
-                known = ", ".join(SCOPES)
-                return "principals", f"{which}: unknown scope {scope!r}; known: {known}"
-        first = owners.setdefault(p.token_sha256.lower(), p.name)
-        if first != p.name:
-            return "principals", (
-                f"principals {first!r} and {p.name!r} have the same token_sha256; each"
-                " principal needs a token of its own"
-            )
-    return None
 
 
 def config_problem(config: Config) -> str | None:
     """Why the server cannot run with ``config``, or None: a value out of range or an unusable
     principal, as `load_config` refuses them. For a `Config` built in code, which msgspec
     does not check (`agora.open_server` calls this before anything opens)."""
-    wrong = _out_of_range(config) or _unusable_principal(config)
+    wrong = _out_of_range(config) or unusable_principal(config) or unusable_grants(config)
     return None if wrong is None else wrong[1]
 
 
@@ -321,8 +261,8 @@ def _out_of_range(config: Config) -> tuple[str, str] | None:
     if config.synchronous.upper() not in _SYNCHRONOUS:  # SQLite's words, in any case
         wanted = ", ".join(_SYNCHRONOUS)
         return "synchronous", f"synchronous must be one of {wanted}, not {config.synchronous!r}"
-    if (url := _unusable_url(config.public_url)) is not None:
-        return "public_url", url
+    if (address := unusable_address(config)) is not None:
+        return address
     for name in _FLOATS:  # NaN passes every comparison below, and infinity most
         if not math.isfinite(value := getattr(config, name)):
             return name, f"{name} must be a finite number, not {value}"

@@ -1,0 +1,65 @@
+"""Settings that start a server which then refuses every request they concern are refused at
+start instead (an operator's findings): an ``allowed_hosts`` entry no Host header can match,
+a project grant no topic can carry, and two principals of one name that may do different
+things."""
+
+from __future__ import annotations
+
+import pytest
+
+from agora.config import Config, PrincipalConfig, config_problem, load_config
+from agora.config_checks import PROJECT_NAME
+from agora.toolsets.debate.rules import PROJECT_RE
+
+DIGEST_A, DIGEST_B = "a" * 64, "b" * 64
+
+
+@pytest.mark.parametrize(
+    ("entry", "words"),
+    [
+        ("https://agora.example.com", "is a URL: list the host name alone ('agora.example.com')"),
+        ("agora.example.com:8443", "has a port: list 'agora.example.com' alone"),
+        ("*.example.com", "wildcards are not supported"),
+        ("", "allowed_hosts has an empty entry"),
+        ("2001:db8::1", "write an IPv6 address in brackets, as a Host header does: '[2001:db8"),
+        ("agora_host", "is not a host name"),
+    ],
+)
+def test_an_allowed_host_no_request_can_match_is_refused(tmp_path, entry, words):
+    with pytest.raises(ValueError, match="allowed_hosts") as info:
+        load_config(db=str(tmp_path / "a.db"), allowed_hosts=[entry])
+    assert "allowed_hosts: " in str(info.value)
+    assert words in str(info.value)
+
+
+@pytest.mark.parametrize("entry", ["agora.example.com", "Agora.Example.com.", "10.0.0.7", "[::1]"])
+def test_host_names_and_addresses_are_taken(entry):
+    assert config_problem(Config(allowed_hosts=[entry])) is None
+
+
+def test_a_project_grant_no_topic_can_carry_is_refused(tmp_path):
+    toml = tmp_path / "agora.toml"
+    toml.write_text(
+        f'[[principals]]\nname = "lead"\ntoken_sha256 = "{DIGEST_A}"\nprojects = ["teamA"]\n'
+    )
+    with pytest.raises(ValueError, match=r"principal 'lead'.s projects: 'teamA' is not a project"):
+        load_config(toml)
+    problem = config_problem(Config(anonymous_projects=["Local"]))
+    assert problem is not None
+    assert problem.startswith("anonymous_projects: 'Local' is not a project name")
+
+
+def test_two_principals_of_one_name_must_be_allowed_the_same(tmp_path):
+    def lead(digest: str, scopes: list[str]) -> PrincipalConfig:
+        return PrincipalConfig(name="lead", token_sha256=digest, scopes=scopes, projects=["p"])
+
+    rotating = Config(principals=[lead(DIGEST_A, ["conductor"]), lead(DIGEST_B, ["conductor"])])
+    assert config_problem(rotating) is None  # one caller, a token replacing the other
+    split = Config(principals=[lead(DIGEST_A, ["conductor"]), lead(DIGEST_B, [])])
+    problem = config_problem(split)
+    assert problem is not None
+    assert problem.startswith("two principals are named 'lead' with different scopes or projects")
+
+
+def test_the_project_pattern_is_the_debates():
+    assert PROJECT_NAME.pattern == PROJECT_RE.pattern
