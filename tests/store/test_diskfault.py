@@ -17,7 +17,7 @@ import trio
 
 from agora.errors import StoreError
 from agora.store.db import open_store
-from agora.store.diskfault import DiskDoctor, errno_cause, name_pg, pg_cause, sqlite_cause
+from agora.store.diskfault import DiskDoctor, errno_cause, name_pg, named, pg_cause, sqlite_cause
 from agora.store.migrations import Migration
 
 pytestmark = pytest.mark.sqlite_only("SQLite's own result codes (and the PostgreSQL mapping)")
@@ -143,3 +143,24 @@ def test_postgresql_sqlstates_name_full_and_read_only():
     assert isinstance(named[1], StoreError)
     assert named[1].cause == "disk_full"
     assert "disk is full" in str(named[1])
+
+
+def test_a_change_of_cause_is_not_told_as_writes_succeeding(tmp_path, caplog):
+    """An operator's finding: refusals that went on for another cause (an I/O error, then
+    read-only, once the file system was remounted) were told "writes to ... succeed again"
+    between the two, when nothing had succeeded."""
+    caplog.set_level(logging.INFO, logger="agora.store")
+    doctor = DiskDoctor(str(tmp_path / "agora.db"))
+    failure = sqlite3.OperationalError("disk I/O error")
+    assert doctor.told([named(failure, "io_error"), named(failure, "io_error")])
+    assert doctor.told([named(sqlite3.OperationalError("readonly"), "read_only")])
+    doctor.wrote()
+    told = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert [level for level, _ in told] == ["WARNING", "INFO", "WARNING", "INFO"], told
+    assert "succeed again" not in told[1][1]
+    assert told[1][1].startswith(
+        f"writes to {tmp_path / 'agora.db'} still refused, no longer because the database's"
+        " disk reported an I/O error: 2 writes refused in "
+    ), told[1][1]
+    assert "succeed again" in told[3][1]
+    assert "1 writes refused" in told[3][1]

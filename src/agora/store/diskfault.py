@@ -163,8 +163,8 @@ class DiskDoctor:
         first = named_[0]
         cause = first.cause
         assert cause is not None
-        if cause != self.episode:  # another cause now: a new episode
-            self.wrote()
+        if cause != self.episode and self.episode is not None:  # another cause now
+            self._changed(self.episode)
         self.episode = cause
         if not self._refusals.strike(len(named_)):
             return True
@@ -174,6 +174,17 @@ class DiskDoctor:
             self.path, STORE_CAUSES[cause], one_line(first.__cause__ or first),
         )  # fmt: skip
         return True
+
+    def _changed(self, was: StoreCause) -> None:
+        """The refusals go on for another cause than ``was``: that episode ends (one line),
+        and the next refusal begins a new one. Nothing succeeded in between."""
+        length = self._refusals.end()
+        if length is None:  # pragma: no cover - an episode under way has begun
+            return
+        log.info(
+            "writes to %s still refused, no longer because %s: %d writes refused in %.1f s",
+            self.path, STORE_CAUSES[was], self._refusals.count, length,
+        )  # fmt: skip
 
     def wrote(self) -> None:
         """A commit went through: the episode under way, if any, is over (one line)."""
