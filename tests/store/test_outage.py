@@ -121,3 +121,22 @@ async def test_the_parts_of_a_node_that_retry_share_one_account(
     assert "is unreachable" in records[0].getMessage()
     assert "still unreachable after 10 s" in records[1].getMessage()
     assert outage.failures > 60  # 2 per second from the listener, 0.5 from each lock
+
+
+async def test_a_failure_the_next_try_cures_is_a_closed_connection_not_an_outage(
+    autojump_clock, caplog
+):
+    """An operator's finding: after each PostgreSQL restart, every node logged "PostgreSQL is
+    unreachable" at its next write (its idle connection had been closed), then "answers again
+    ... after 0 s" a few ms later: a false alarm for whoever watches WARNINGs."""
+    caplog.set_level(logging.INFO)
+    outage = Outage()
+    closed = "consuming input failed: server closed the connection unexpectedly"
+    outage.failed("the writer", closed)
+    outage.answered("the writer")
+    records = [r for r in caplog.records if r.name == "agora.store.outage"]
+    assert [(r.levelname, r.getMessage()) for r in records] == [
+        ("INFO", f"PostgreSQL had closed a connection (the writer: {closed}); reconnected at once"
+                 " (the writer)"),
+    ]  # fmt: skip
+    assert not outage.away

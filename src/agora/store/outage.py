@@ -7,7 +7,10 @@ idle node wrote about nine lines a second for as long as the database was down, 
 one line that said why. `Outage` is the node's one account of it, shared by those parts
 (`agora.store.pg.PgStore.outage`):
 
-- the first failure is logged at once, at WARNING, with its cause (libpq's own words);
+- the second failure in a row is logged at WARNING, with the first one's cause (libpq's own
+  words): a failure the next attempt cures at once is no outage but a connection the
+  database closed (a node's idle connections after PostgreSQL restarted, found broken at
+  their next use), told at INFO when that attempt succeeds;
 - further failures are counted, and a summary line (how long, how many failures since the
   last line, the latest cause) is logged `FIRST_SUMMARY` seconds later, then at intervals
   that double up to `MAX_INTERVAL`;
@@ -49,6 +52,8 @@ class Outage:
         self._interval = FIRST_SUMMARY
         self._next = 0.0
         self._last = ""
+        self._first = ""  # the outage's first failure, said at its second
+        self._said = False  # whether the outage under way was told
 
     @property
     def away(self) -> bool:
@@ -66,15 +71,19 @@ class Outage:
         due, else counted."""
         self._last = f"{what}: {one_line(error)}"
         self._unsaid += 1
-        if self._episode.strike():
+        if self._episode.strike():  # said at the next failure, unless the next try answers
             now = trio.current_time()
             self._interval, self._next, self._unsaid = FIRST_SUMMARY, now + FIRST_SUMMARY, 0
+            self._first, self._said = self._last, False
+            return
+        if not self._said:
+            self._said = True
             log.warning(
                 "%s is unreachable (%s); retrying: a summary follows in %g s, and a line "
                 "once it is back",
-                self.name, self._last, FIRST_SUMMARY,
+                self.name, self._first, FIRST_SUMMARY,
             )  # fmt: skip
-            return
+            return  # (this failure is counted in the first summary, as it counts from the first)
         now, since = trio.current_time(), self._episode.since
         if now < self._next or since is None:
             return
@@ -91,11 +100,17 @@ class Outage:
         """``what`` reached the database: if an outage was under way, it ends (one line)."""
         if (length := self._episode.end()) is None:
             return
+        self._unsaid = 0
+        if not self._said:  # one failure, cured by the next try: a connection, no outage
+            log.info(
+                "%s had closed a connection (%s); reconnected at once (%s)",
+                self.name, self._first, what,
+            )  # fmt: skip
+            return
         log.info(
             "%s answers again (%s), after %.0f s unreachable and %d failed attempts",
             self.name, what, length, self._episode.count,
         )  # fmt: skip
-        self._unsaid = 0
 
 
 class Teller:
