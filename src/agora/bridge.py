@@ -20,10 +20,12 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+import msgspec
 import trio
 from trio_websocket import ConnectionClosed, ConnectionRejected, HandshakeError
 
 from agora.client import open_websocket
+from agora.logsafe import one_line
 from agora.mcp import jsonrpc as rpc
 from agora.relay import Relay, ReplayRefused
 from agora.transports.pipes import READ_BYTES, Lines, Oversize, open_stdio
@@ -269,8 +271,24 @@ def _text(message: str | bytes) -> str:
 def _first_failure(url: str, exc: BaseException) -> BridgeError:
     if isinstance(exc, ConnectionRejected):
         hint = " (check --token or AGORA_TOKEN)" if exc.status_code in (401, 403) else ""
-        return BridgeError(f"{url} refused the connection: HTTP {exc.status_code}{hint}", 2)
+        return BridgeError(f"{url} refused the connection: {rejected(exc)}{hint}", 2)
     return BridgeError(f"cannot connect to {url}: {_why(exc)}")
+
+
+def rejected(exc: ConnectionRejected) -> str:
+    """A refused WebSocket handshake as the server said it: ``HTTP 401: <its words>`` (the
+    message of its JSON body, which names the fix), or ``HTTP 401`` when it sent none."""
+    body = getattr(exc, "body", None) or b""
+    words = ""
+    try:
+        said = msgspec.json.decode(body)
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        said = None
+    if isinstance(said, dict):
+        error = said.get("error")
+        words = error.get("message", "") if isinstance(error, dict) else error or ""
+    words = one_line(words) if isinstance(words, str) else ""
+    return f"HTTP {exc.status_code}: {words}" if words else f"HTTP {exc.status_code}"
 
 
 async def run_bridge(url: str, token: str | None, bridge: Bridge | None = None) -> None:

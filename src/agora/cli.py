@@ -155,6 +155,7 @@ class _Refused(Exception):
 async def _call(url: str, tool: str, arguments: dict[str, Any], token: str | None) -> int:
     from trio_websocket import ConnectionClosed, ConnectionRejected, HandshakeError
 
+    from agora.bridge import rejected
     from agora.client import McpError, call_tool
 
     try:
@@ -163,7 +164,7 @@ async def _call(url: str, tool: str, arguments: dict[str, Any], token: str | Non
         print(f"agora call: the server refused the call: {exc}", file=sys.stderr)
         return 1
     except ConnectionRejected as exc:
-        print(f"agora call: {url} refused the connection: HTTP {exc.status_code}", file=sys.stderr)
+        print(f"agora call: {url} refused the connection: {rejected(exc)}", file=sys.stderr)
         # A refused token (401) or Host (403) is bad configuration, as `agora stdio` says it.
         return 2 if exc.status_code in (401, 403) else 1
     except (HandshakeError, OSError) as exc:

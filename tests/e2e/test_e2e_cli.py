@@ -50,7 +50,9 @@ async def test_agora_call_with_a_token_and_a_tool_error(agora):
         pytest.param(("{url}/mcp/chess", "no_such_tool"), "unknown tool", 1, id="unknown-tool"),
         pytest.param(("{url}/mcp/chess", "get_board", "[1,"), "not JSON", 2, id="bad-arguments"),
         # a refused token is bad configuration: exit 2, as the README and agora stdio say
-        pytest.param(("{url}/mcp", "get_board", "{}", "--token", "x"), "HTTP 401", 2,
+        # with the server's own words (an operator got "HTTP 401" alone)
+        pytest.param(("{url}/mcp", "get_board", "{}", "--token", "x"),
+                     "HTTP 401: Unauthorized: unknown bearer token (Authorization carries", 2,
                      id="unknown-token"),
         pytest.param(("{url}/nowhere", "get_board"), "HTTP 404", 1, id="no-endpoint"),
         pytest.param(("http://127.0.0.1:1/mcp", "get_board"), "cannot connect", 1,

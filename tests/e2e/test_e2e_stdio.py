@@ -162,7 +162,7 @@ async def test_the_bridge_refuses_a_wrong_token_and_misplaced_flags(tmp_path):
             )
             mixed = await run_agora("stdio", "--connect", url, "--db", "x.db", cwd=tmp_path)
         assert bad.returncode == 2
-        assert "HTTP 401" in one_line(bad.stderr)
+        assert "HTTP 401: Unauthorized: unknown bearer token" in one_line(bad.stderr)
         assert mixed.returncode == 2
         assert "--db" in one_line(mixed.stderr)
         assert not (tmp_path / "x.db").exists()
