@@ -280,9 +280,13 @@ def _out_of_range(config: Config) -> tuple[str, str] | None:
 
 def _located(problem: str, sources: dict[str, str], known: list[str]) -> str:
     """``problem`` (a msgspec message) prefixed with the source of the setting it names."""
-    message = _choice(problem) or f"invalid configuration: {problem}"
     at = re.search(r"`\$\.(\w+)", problem)
     stray = None if at else re.search(r"unknown field `([^`]*)`", problem)
+    message = _choice(problem) or (
+        f"invalid configuration: unknown setting `{stray.group(1)}`"
+        if stray is not None and not problem.count(" - at ")
+        else f"invalid configuration: {problem}"
+    )
     key = at.group(1) if at else stray.group(1) if stray else None
     if stray is not None:
         near = difflib.get_close_matches(stray.group(1), known, n=1)
@@ -323,7 +327,10 @@ def _typed(problem: str, known: list[str]) -> str:
     expected, got, key = wrong.groups()
     kinds = [t for t in expected.split(" | ") if t != "null"]  # TOML has no null to write
     wanted = " or ".join(_TYPE_WORDS.get(t, t) for t in kinds)
-    return f"{key} must be {wanted}, not {_TYPE_WORDS.get(got, got)}"
+    hint = ""
+    if kinds == ["array"] and got == "object":  # [principals] for [[principals]]
+        hint = f": write each entry as a [[{key}]] table (two brackets)"
+    return f"{key} must be {wanted}, not {_TYPE_WORDS.get(got, got)}{hint}"
 
 
 def _unconverted(problem: str, data: dict[str, Any], sources: dict[str, str]) -> str | None:

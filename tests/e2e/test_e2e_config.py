@@ -125,8 +125,18 @@ async def test_two_principals_with_one_token_are_refused(tmp_path):
 async def test_a_misspelt_setting_in_the_file_names_the_file_and_a_near_name(tmp_path):
     line = await refused(tmp_path, "prot = 8765")
     assert line.startswith(f"agora: {tmp_path / 'agora.toml'}: invalid configuration:"), line
-    assert "unknown field `prot`" in line
+    assert "unknown setting `prot`" in line  # (msgspec's "Object contains unknown field")
     assert "did you mean `port`?" in line
+
+
+async def test_a_single_bracket_principals_table_says_to_write_two(tmp_path):
+    """An operator's finding: [principals] for [[principals]] answered only "principals must
+    be a list, not a table"."""
+    line = await refused(tmp_path, f'[principals]\nname = "a"\ntoken_sha256 = "{HASH}"\n')
+    assert line == (
+        f"agora: {tmp_path / 'agora.toml'}: principals must be a list, not a table: write each"
+        " entry as a [[principals]] table (two brackets)"
+    )
 
 
 @pytest.mark.parametrize(
