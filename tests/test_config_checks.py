@@ -63,3 +63,12 @@ def test_two_principals_of_one_name_must_be_allowed_the_same(tmp_path):
 
 def test_the_project_pattern_is_the_debates():
     assert PROJECT_NAME.pattern == PROJECT_RE.pattern
+
+
+def test_allow_anonymous_false_needs_principals(tmp_path, monkeypatch):
+    with pytest.raises(ValueError, match=r"allow_anonymous = false needs \[\[principals\]\]"):
+        load_config(db=str(tmp_path / "a.db"), allow_anonymous=False)
+    monkeypatch.setenv("AGORA_ALLOW_ANONYMOUS", "false")
+    toml = tmp_path / "agora.toml"
+    toml.write_text(f'[[principals]]\nname = "ops"\ntoken_sha256 = "{DIGEST_A}"\n')
+    assert load_config(toml).allow_anonymous is False

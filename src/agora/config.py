@@ -109,6 +109,10 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     #: while no ``[[principals]]`` are configured (a single-user server on loopback can use the
     #: debate at once), none once they are.
     anonymous_projects: list[str] | None = None
+    #: Whether a caller without a bearer token is served MCP (WebSocket and Streamable HTTP,
+    #: on every /mcp endpoint). False: it gets 401; the pages (a chess table's, under its own
+    #: tokens, the public cards and board) and the probes are served as before.
+    allow_anonymous: bool = True
     #: Milliseconds a thread waiting for Python's GIL waits before the running one is asked
     #: to let it go (``sys.setswitchinterval``), set when ``agora serve`` starts; 0 keeps
     #: the interpreter's own (5 ms). The writer thread needs the GIL back after every fsync

@@ -104,6 +104,11 @@ def unusable_grants(config: Config) -> tuple[str, str] | None:
                     " and . _ -, starting with a letter or digit, at most 64 characters:"
                     f" {PROJECT_NAME.pattern})"
                 )
+    if not config.allow_anonymous and not config.principals:
+        return "allow_anonymous", (
+            "allow_anonymous = false needs [[principals]]: with no bearer token to send, no"
+            " client could use the MCP endpoints"
+        )
     seen: dict[str, PrincipalConfig] = {}
     for p in config.principals:
         first = seen.setdefault(p.name, p)

@@ -201,3 +201,30 @@ def test_a_page_route_that_failed_answers_a_browser_html(exc, status, said):
     data = page_failure(request("*/*"), exc)
     assert data.status == status
     assert said in json.loads(data.body)["error"]
+
+
+async def test_allow_anonymous_false_serves_mcp_only_to_callers_with_a_token():
+    """An operator securing a server found no way to refuse tokenless MCP callers: with
+    principals configured they were still served (as the anonymous principal)."""
+    principals = [PrincipalConfig("ops", TOKEN_SHA256, ["operator"])]
+    bearer = {"authorization": f"Bearer {TOKEN}"}
+    upgrade = {
+        "upgrade": "websocket", "connection": "Upgrade", "sec-websocket-version": "13",
+        "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", "sec-websocket-protocol": "mcp",
+    }  # fmt: skip
+    async with serve(principals=principals, allow_anonymous=False) as server:
+        with trio.fail_after(TIMEOUT):
+            async with RawHttp.open(server.port) as client:
+                refused = await client.request("POST", "/mcp/chess", INITIALIZE)
+            assert refused.status == 401, refused
+            assert "bearer" in refused.headers["www-authenticate"].lower()
+            assert "allow_anonymous = false" in refused.json()["error"]["message"]
+            async with RawHttp.open(server.port) as client:
+                served = await client.request("POST", "/mcp/chess", INITIALIZE, bearer)
+            assert served.status == 200, served
+            async with RawHttp.open(server.port) as client:
+                socket_less = await client.request("GET", "/mcp/chess", None, upgrade)
+            assert socket_less.status == 401, socket_less  # no WebSocket either
+            async with RawHttp.open(server.port) as client:  # probes and pages as before
+                assert (await client.request("GET", "/readyz")).status == 200
+                assert (await client.request("GET", "/play/default/state")).status == 200

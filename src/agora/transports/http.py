@@ -250,8 +250,10 @@ class HttpConnection(Responder):
         self.head_only = head.method == "HEAD"
         headers = head.headers
         req = request_of(head)
+        config = self.config
+        probe = req.path in PROBES
         refused = gate(
-            head, req, self.config.allowed_hosts, self.app.authenticate, req.path in PROBES
+            head, req, config.allowed_hosts, self.app.authenticate, probe, config.allow_anonymous
         )
         if refused is not None:
             await self._send_error(*refused)

@@ -30,6 +30,11 @@ if TYPE_CHECKING:
 BEARER = ("www-authenticate", 'Bearer realm="agora"')
 #: The 401 of an Authorization header naming no principal: it also says where the tokens a
 #: toolset hands out (a chess table's agent token) go instead.
+#: The 401 of an MCP request without a token where ``allow_anonymous`` is false.
+TOKEN_REQUIRED = (
+    "Unauthorized: this server serves MCP only to callers with a bearer token (allow_anonymous"
+    " = false): send Authorization: Bearer <token> (agora stdio --token, or AGORA_TOKEN)"
+)
 UNKNOWN_BEARER = (
     "Unauthorized: unknown bearer token (Authorization carries the token of a principal of the"
     " server's [[principals]]; a token a toolset gives out, such as a chess table's agent token,"
@@ -88,11 +93,12 @@ def gate(
     allowed_hosts: Iterable[str],
     authenticate: Callable[[str | None], Principal | None],
     probe: bool,
+    anonymous_mcp: bool = True,
 ) -> tuple[int, Response | dict[str, object], list[tuple[str, str]]] | None:
     """The refusal of a request no route may see (a bad Host, a Host or Origin of another
-    site, an unknown bearer token: status, body, extra headers), else None with
-    ``req.principal`` set. A ``probe`` (``/healthz``, ``/readyz``) is public: a balancer's
-    stray credentials must not fail it."""
+    site, an unknown bearer token, or no token on an MCP endpoint unless ``anonymous_mcp``:
+    status, body, extra headers), else None with ``req.principal`` set. A ``probe``
+    (``/healthz``, ``/readyz``) is public: a balancer's stray credentials must not fail it."""
     headers = head.headers
     problem = guard.host_syntax_refusal(head.headers.get("host"), head.version)
     if problem is not None:
@@ -109,6 +115,8 @@ def gate(
             return 401, rpc.error(None, rpc.INVALID_REQUEST, UNKNOWN_BEARER), [BEARER]
         # a page's refusal: HTML for a browser, else {"error": ...}
         return 401, refusal_response(req, 401, UNKNOWN_BEARER), [BEARER]
+    if not anonymous_mcp and req.principal.anonymous and is_mcp(req.path):
+        return 401, rpc.error(None, rpc.INVALID_REQUEST, TOKEN_REQUIRED), [BEARER]
     return None
 
 
