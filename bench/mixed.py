@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -147,9 +148,24 @@ class Mix:
         if refused:
             if body is None:  # a text refusal (a store failure, a busy entity): its words
                 text = " ".join(c.get("text", "") for c in result.get("content", []))
-                body = {"error": text.split(" (correlation id")[0][:80]}
+                body = {"error": refusal_words(text)}
             raise Refused(tool, body)
         return body
+
+
+#: An entity's id in a refusal's words (a topic's UUID, a run's or a handle's hex).
+_ENTITY_ID = re.compile(
+    r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b[0-9a-f]{16,}\b"
+)
+
+
+def refusal_words(text: str, most: int = 100) -> str:
+    """A text refusal as a report's key: without its correlation id or the entity it named
+    (so the refusals of one kind count together), cut at a word, not inside one."""
+    words = _ENTITY_ID.sub("<id>", text.split(" (correlation id")[0])
+    if len(words) <= most:
+        return words
+    return words[:most].rsplit(" ", 1)[0] + " ..."
 
 
 def plan_actors(sessions: int, seed: int = 1) -> list[Actor]:

@@ -398,3 +398,27 @@ def test_the_benches_of_the_readme_table_are_workloads_of_python_m_bench() -> No
         done = bench("-m", "bench", name, "--", *flags)
         assert done.returncode == 2, done.stderr
         assert f"python -m bench {name}: bench/{name}.py exited 2; no report" in done.stderr
+
+
+def test_a_text_refusal_is_counted_by_its_kind_not_its_entity() -> None:
+    """An operator's finding: the mixed bench's report keyed text refusals by their first 80
+    characters, cut mid-word and with the entity's id, so five of one kind were five keys."""
+    sys.path.insert(0, str(ROOT / "bench"))  # the bench scripts import each other by name
+    try:
+        from mixed import refusal_words
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+
+    said = [
+        f"debate_topic {topic} kept changing elsewhere; nothing was changed: retry the call"
+        f" (correlation id corr-{n})"
+        for n, topic in enumerate(
+            ("bd16a025-1111-4222-8333-444455556666", "0c9e7a11-2222-4333-8444-555566667777")
+        )
+    ]
+    keys = {refusal_words(text) for text in said}
+    kind = "debate_topic <id> kept changing elsewhere; nothing was changed: retry the call"
+    assert keys == {kind}
+    long = refusal_words("word " * 40)
+    assert long.endswith("word ...")
+    assert len(long) <= 104
