@@ -136,7 +136,7 @@ async def test_a_failure_the_next_try_cures_is_a_closed_connection_not_an_outage
     outage.answered("the writer")
     records = [r for r in caplog.records if r.name == "agora.store.outage"]
     assert [(r.levelname, r.getMessage()) for r in records] == [
-        ("INFO", f"PostgreSQL had closed a connection (the writer: {closed}); reconnected at once"
-                 " (the writer)"),
+        ("INFO", f"PostgreSQL had closed a connection (the writer: {closed}); reconnected after"
+                 " 0.0 s (the writer)"),
     ]  # fmt: skip
     assert not outage.away

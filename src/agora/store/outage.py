@@ -83,7 +83,7 @@ class Outage:
                 "once it is back",
                 self.name, self._first, FIRST_SUMMARY,
             )  # fmt: skip
-            return  # (this failure is counted in the first summary, as it counts from the first)
+            return  # (counted: the first summary counts the failures after the first)
         now, since = trio.current_time(), self._episode.since
         if now < self._next or since is None:
             return
@@ -103,8 +103,8 @@ class Outage:
         self._unsaid = 0
         if not self._said:  # one failure, cured by the next try: a connection, no outage
             log.info(
-                "%s had closed a connection (%s); reconnected at once (%s)",
-                self.name, self._first, what,
+                "%s had closed a connection (%s); reconnected after %.1f s (%s)",
+                self.name, self._first, length, what,
             )  # fmt: skip
             return
         log.info(
