@@ -136,7 +136,19 @@ async def test_a_failure_the_next_try_cures_is_a_closed_connection_not_an_outage
     outage.answered("the writer")
     records = [r for r in caplog.records if r.name == "agora.store.outage"]
     assert [(r.levelname, r.getMessage()) for r in records] == [
-        ("INFO", f"PostgreSQL had closed a connection (the writer: {closed}); reconnected after"
-                 " 0.0 s (the writer)"),
+        ("INFO", f"PostgreSQL failed once (the writer: {closed}) and answered the same part's"
+                 " next try 0.0 s later (the writer): no outage"),
     ]  # fmt: skip
     assert not outage.away
+
+
+async def test_a_failure_another_part_outlives_is_told_as_an_outage(autojump_clock, caplog):
+    """A reviewer's finding: the listener failing every 0.5 s while reads succeeded between
+    its tries was told as one-off failures at INFO, never as the listener's outage."""
+    caplog.set_level(logging.INFO)
+    outage = Outage()
+    outage.failed("the change listener", "too many clients")
+    await trio.sleep(0.2)
+    outage.answered("a read")
+    said = [(r.levelname, r.getMessage().split(" (")[0]) for r in caplog.records]
+    assert said == [("WARNING", "PostgreSQL is unreachable"), ("INFO", "PostgreSQL answers again")]

@@ -225,6 +225,14 @@ async def test_allow_anonymous_false_serves_mcp_only_to_callers_with_a_token():
             async with RawHttp.open(server.port) as client:
                 socket_less = await client.request("GET", "/mcp/chess", None, upgrade)
             assert socket_less.status == 401, socket_less  # no WebSocket either
+            # A reviewer's finding: the endpoints skip empty segments, and the gate did not.
+            for path in ("//mcp", "//mcp/chess", "/mcp//chess"):
+                async with RawHttp.open(server.port) as client:
+                    doubled = await client.request("POST", path, INITIALIZE)
+                assert doubled.status == 401, (path, doubled)
+            async with RawHttp.open(server.port) as client:
+                doubled = await client.request("GET", "//mcp/chess", None, upgrade)
+            assert doubled.status == 401, doubled
             async with RawHttp.open(server.port) as client:  # probes and pages as before
                 assert (await client.request("GET", "/readyz")).status == 200
                 assert (await client.request("GET", "/play/default/state")).status == 200

@@ -8,9 +8,10 @@ one line that said why. `Outage` is the node's one account of it, shared by thos
 (`agora.store.pg.PgStore.outage`):
 
 - the second failure in a row is logged at WARNING, with the first one's cause (libpq's own
-  words): a failure the next attempt cures at once is no outage but a connection the
-  database closed (a node's idle connections after PostgreSQL restarted, found broken at
-  their next use), told at INFO when that attempt succeeds;
+  words): a single failure that the same part's next attempt cures is no outage (a node's
+  idle connection that PostgreSQL closed as it restarted, found broken at its next use),
+  told at INFO when that attempt succeeds; a success of another part meanwhile tells the
+  failure at WARNING first, then the end;
 - further failures are counted, and a summary line (how long, how many failures since the
   last line, the latest cause) is logged `FIRST_SUMMARY` seconds later, then at intervals
   that double up to `MAX_INTERVAL`;
@@ -53,6 +54,7 @@ class Outage:
         self._next = 0.0
         self._last = ""
         self._first = ""  # the outage's first failure, said at its second
+        self._first_part = ""  # the part that failed first
         self._said = False  # whether the outage under way was told
 
     @property
@@ -67,22 +69,17 @@ class Outage:
 
     def failed(self, what: str, error: object) -> None:
         """``what`` (a part of the node: "the change listener") could not reach the
-        database because of ``error``: logged if it is the first failure or a summary is
-        due, else counted."""
+        database because of ``error``: the first failure is held, said at the second (or
+        at INFO if the same part's next try answers), then summaries when due; counted."""
         self._last = f"{what}: {one_line(error)}"
         self._unsaid += 1
         if self._episode.strike():  # said at the next failure, unless the next try answers
             now = trio.current_time()
             self._interval, self._next, self._unsaid = FIRST_SUMMARY, now + FIRST_SUMMARY, 0
-            self._first, self._said = self._last, False
+            self._first, self._first_part, self._said = self._last, what, False
             return
         if not self._said:
-            self._said = True
-            log.warning(
-                "%s is unreachable (%s); retrying: a summary follows in %g s, and a line "
-                "once it is back",
-                self.name, self._first, FIRST_SUMMARY,
-            )  # fmt: skip
+            self._tell_first()
             return  # (counted: the first summary counts the failures after the first)
         now, since = trio.current_time(), self._episode.since
         if now < self._next or since is None:
@@ -96,17 +93,28 @@ class Outage:
         self._interval = min(self._interval * 2, MAX_INTERVAL)
         self._next, self._unsaid = now + self._interval, 0
 
+    def _tell_first(self) -> None:
+        self._said = True
+        log.warning(
+            "%s is unreachable (%s); retrying: a summary follows in %g s, and a line "
+            "once it is back",
+            self.name, self._first, FIRST_SUMMARY,
+        )  # fmt: skip
+
     def answered(self, what: str) -> None:
         """``what`` reached the database: if an outage was under way, it ends (one line)."""
         if (length := self._episode.end()) is None:
             return
         self._unsaid = 0
-        if not self._said:  # one failure, cured by the next try: a connection, no outage
+        if not self._said and what.startswith(self._first_part):  # cured by its next try
             log.info(
-                "%s had closed a connection (%s); reconnected after %.1f s (%s)",
+                "%s failed once (%s) and answered the same part's next try %.1f s later (%s):"
+                " no outage",
                 self.name, self._first, length, what,
             )  # fmt: skip
             return
+        if not self._said:  # another part answered, the failed one has not: say both
+            self._tell_first()
         log.info(
             "%s answers again (%s), after %.0f s unreachable and %d failed attempts",
             self.name, what, length, self._episode.count,

@@ -28,13 +28,13 @@ if TYPE_CHECKING:
     from agora.web.http import Response, Route
 
 BEARER = ("www-authenticate", 'Bearer realm="agora"')
-#: The 401 of an Authorization header naming no principal: it also says where the tokens a
-#: toolset hands out (a chess table's agent token) go instead.
 #: The 401 of an MCP request without a token where ``allow_anonymous`` is false.
 TOKEN_REQUIRED = (
     "Unauthorized: this server serves MCP only to callers with a bearer token (allow_anonymous"
     " = false): send Authorization: Bearer <token> (agora stdio --token, or AGORA_TOKEN)"
 )
+#: The 401 of an Authorization header naming no principal: it also says where the tokens a
+#: toolset hands out (a chess table's agent token) go instead.
 UNKNOWN_BEARER = (
     "Unauthorized: unknown bearer token (Authorization carries the token of a principal of the"
     " server's [[principals]]; a token a toolset gives out, such as a chess table's agent token,"
@@ -50,8 +50,9 @@ def _unescape(match: re.Match[str]) -> str:
 
 
 def is_mcp(path: str) -> bool:
-    """Whether ``path`` is an MCP endpoint's (``/mcp`` or under it)."""
-    return path == "/mcp" or path.startswith("/mcp/")
+    """Whether ``path`` is an MCP endpoint's (``/mcp`` or under it), read as the endpoints
+    are found (`agora.server.app.App.endpoint`: empty segments skipped, so ``//mcp`` too)."""
+    return path.lstrip("/").partition("/")[0] == "mcp"
 
 
 def methods_of(routes: Iterable[Route], path: str) -> list[str]:
