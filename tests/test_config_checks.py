@@ -23,6 +23,7 @@ DIGEST_A, DIGEST_B = "a" * 64, "b" * 64
         ("", "allowed_hosts has an empty entry"),
         ("2001:db8::1", "write an IPv6 address in brackets, as a Host header does: '[2001:db8"),
         ("agora_host", "is not a host name"),
+        ("http://[::1", "is a URL: list the host name alone"),  # urlsplit refuses it
     ],
 )
 def test_an_allowed_host_no_request_can_match_is_refused(tmp_path, entry, words):

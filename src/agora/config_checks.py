@@ -127,7 +127,11 @@ def _unusable_host(entry: str) -> str | None:
     if not entry:
         return "allowed_hosts has an empty entry"
     if "://" in entry:
-        return f"{said} is a URL: list the host name alone ({urlsplit(entry).hostname!r})"
+        try:
+            name = urlsplit(entry).hostname
+        except ValueError:  # urlsplit's own refusal ("http://[::1": an unclosed address)
+            name = None
+        return f"{said} is a URL: list the host name alone" + (f" ({name!r})" if name else "")
     if "*" in entry:
         return f"{said}: wildcards are not supported; list each host name"
     if _HOST_NAME.fullmatch(entry):

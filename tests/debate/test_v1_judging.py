@@ -229,7 +229,7 @@ async def test_same_winner_with_another_decision_is_a_split(desk, judged):
     assert out.guidance == (
         "The two verdicts name the same winner but different decisions ('adopt' and 'adopt"
         " with changes'): verdicts agree only when winner_msg_id and decision are both equal,"
-        " so the debate is in STALEMATE (judge_order_swap_disagreement)."
+        " so this pair moved the debate to STALEMATE (judge_order_swap_disagreement)."
     )
 
 

@@ -24,7 +24,7 @@ from agora.toolsets.router.bounds import memory_misfits
 from agora.toolsets.router.consent import run_of
 from agora.toolsets.router.digests import request_digest
 from agora.toolsets.router.layers import plan_layers
-from agora.toolsets.router.ownership import SEPARATOR, as_sent
+from agora.toolsets.router.ownership import as_sent
 from agora.toolsets.router.planning import build_plan, lock_issue
 from agora.toolsets.router.run import kind_of, logged, refused_for_arguments, subject_of
 from agora.toolsets.router.sql import recent_runs, session_summary
@@ -76,9 +76,7 @@ async def plan_work(call: ToolCall) -> dict[str, Any]:
 def _as_sent(call: ToolCall) -> dict[str, str]:
     """The call's ``context`` as the caller sent it (before its session id was scoped)."""
     context = dict(call.args["context"])
-    if not call.principal.anonymous:
-        prefix = call.principal.name + SEPARATOR
-        context["session_id"] = context["session_id"].removeprefix(prefix)
+    context["session_id"] = as_sent(context["session_id"])
     return context
 
 

@@ -170,7 +170,7 @@ def split_words(first: dict[str, Any], second: dict[str, Any]) -> str:
         )
     return (
         f"The two verdicts {why}: verdicts agree only when winner_msg_id and decision are"
-        f" both equal, so the debate is in STALEMATE ({SPLIT_REASON})."
+        f" both equal, so this pair moved the debate to STALEMATE ({SPLIT_REASON})."
     )
 
 
