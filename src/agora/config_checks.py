@@ -89,9 +89,10 @@ _HOST_NAME = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]{0,252}
 
 
 def unusable_grants(config: Config) -> tuple[str, str] | None:
-    """The first project grant no topic can carry (``principals[i].projects``,
-    ``anonymous_projects``), or principals of one name that differ in what they may do:
-    (the setting, why). Each would start, and then refuse its holder on every call."""
+    """What callers are granted that could never work: a project no topic can carry
+    (``principals[i].projects``, ``anonymous_projects``), ``allow_anonymous = false`` with
+    no principal to call, or principals of one name that differ in what they may do: (the
+    setting, why). Each would start, and then refuse its holder on every call."""
     granted = [
         (f"principal {p.name!r}'s projects", "principals", p.projects) for p in config.principals
     ]

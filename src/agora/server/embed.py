@@ -117,8 +117,8 @@ class Server:
             rest = group.split(trio.Cancelled)[1]
             if rest is not None:
                 raise
-            if raised is None:
-                raised = _first_leaf(group)
+            while raised is None or isinstance(raised, BaseExceptionGroup):  # the first leaf
+                raised = (raised or group).exceptions[0]
         if raised is not None:
             raise raised
 
@@ -127,12 +127,6 @@ class Server:
         with JSON-RPC -32603 ``reason``."""
         for client in list(self._clients):
             client.close(reason)
-
-
-def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The first exception in ``group`` that is not itself a group."""
-    first = group.exceptions[0]
-    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 def set_switch_interval(ms: float) -> None:

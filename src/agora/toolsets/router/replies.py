@@ -168,18 +168,14 @@ def conflict(expected: int, current: int, exists: bool = True) -> ToolError:
 def key_reused(key: str, run_id: str | None = None) -> ToolError:
     """The refusal of an idempotency key reused for a different request; ``run_id`` names
     the run the key made or wrote to (a plan's key: the run an agent may have lost)."""
-    if run_id is None:
-        return refusal(
-            "idempotency-conflict",
-            "this idempotency key was used for a different request; use a new key",
-            idempotency_key=key,
-        )
+    on_run: dict[str, Any] = {} if run_id is None else {"workflow_run_id": run_id}
+    where = "" if run_id is None else f", on run {run_id}"
+    also = "" if run_id is None else " (or continue that run: send it as workflow_run_id)"
     return refusal(
         "idempotency-conflict",
-        f"this idempotency key was used for a different request, on run {run_id}; use a new"
-        " key (or continue that run: send it as workflow_run_id)",
+        f"this idempotency key was used for a different request{where}; use a new key{also}",
         idempotency_key=key,
-        workflow_run_id=run_id,
+        **on_run,
     )
 
 

@@ -342,41 +342,29 @@ def run_ids(conn: ReadConn) -> Iterator[str]:
         yield str(row[0])
 
 
+#: Most runs a session-wide status names (newest first).
+RECENT_RUNS = 10
+
+
 def session_summary(
-    conn: ReadConn, session_id: str, goal_binding_id: str | None
-) -> tuple[int, int, str | None, str | None]:
-    """Runs and work items of a session (of one goal binding when given), and its latest run.
+    conn: ReadConn, session_id: str, goal_binding_id: str | None, limit: int = RECENT_RUNS
+) -> tuple[int, int, list[tuple[str, str, int, int, str]]]:
+    """Runs and work items of a session (of one goal binding when given), and its ``limit``
+    newest runs, newest first.
 
     Returns:
-        ``(runs, work_items, latest_run_id, latest_plan_json)``.
+        ``(runs, work_items, newest)``, each of ``newest`` ``(run_id, status, state_version,
+        item_count, created_at)``.
     """
     where = "session_id = ?" + (" AND goal_binding_id = ?" if goal_binding_id else "")
     params: tuple[Any, ...] = (session_id, goal_binding_id) if goal_binding_id else (session_id,)
     runs, items = conn.execute(
         f"SELECT COUNT(*), COALESCE(SUM(item_count), 0) FROM router_runs WHERE {where}", params
     ).fetchone()
-    latest = conn.execute(
-        f"SELECT run_id, plan_json FROM router_runs WHERE {where}"
-        " ORDER BY created_at DESC, run_id DESC LIMIT 1",
-        params,
-    ).fetchone()
-    return int(runs), int(items), latest[0] if latest else None, latest[1] if latest else None
-
-
-#: Most runs a session-wide status names (newest first).
-RECENT_RUNS = 10
-
-
-def recent_runs(
-    conn: ReadConn, session_id: str, goal_binding_id: str | None, limit: int = RECENT_RUNS
-) -> list[tuple[str, str, int, int, str]]:
-    """A session's newest runs (of one goal binding when given), newest first: ``(run_id,
-    status, state_version, item_count, created_at)`` each."""
-    where = "session_id = ?" + (" AND goal_binding_id = ?" if goal_binding_id else "")
-    params: tuple[Any, ...] = (session_id, goal_binding_id) if goal_binding_id else (session_id,)
     rows = conn.execute(
         "SELECT run_id, status, state_version, item_count, created_at FROM router_runs"
         f" WHERE {where} ORDER BY created_at DESC, run_id DESC LIMIT ?",
         (*params, limit),
     ).fetchall()
-    return [(str(r[0]), str(r[1]), int(r[2]), int(r[3]), str(r[4])) for r in rows]
+    newest = [(str(r[0]), str(r[1]), int(r[2]), int(r[3]), str(r[4])) for r in rows]
+    return int(runs), int(items), newest

@@ -27,7 +27,7 @@ from agora.toolsets.router.layers import plan_layers
 from agora.toolsets.router.ownership import as_sent
 from agora.toolsets.router.planning import build_plan, lock_issue
 from agora.toolsets.router.run import kind_of, logged, refused_for_arguments, subject_of
-from agora.toolsets.router.sql import recent_runs, session_summary
+from agora.toolsets.router.sql import session_summary
 
 if TYPE_CHECKING:
     from agora.toolsets.base import Handler, ToolCall
@@ -102,12 +102,10 @@ async def get_router_status(call: ToolCall) -> dict[str, Any]:
             return status
         return _no_match(run_id, goal, status["goal_binding_id"])
     session = _session(call)
-    (runs, items, latest, _plan), recent = await call.runtime.read(
-        lambda conn: (session_summary(conn, session, goal), recent_runs(conn, session, goal))
-    )
+    runs, items, recent = await call.runtime.read(lambda conn: session_summary(conn, session, goal))
     candidate = None
-    if goal is not None and latest is not None:
-        status = await _run(call, latest, commands.Status(session))
+    if goal is not None and recent:
+        status = await _run(call, recent[0][0], commands.Status(session))
         candidate = status["goal_status_candidate"]
     result = {
         "workflow_run_id": None,
