@@ -9,7 +9,7 @@ the entity as the store has it. Not a test module: the tests import it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import trio
 
@@ -235,3 +235,24 @@ def break_first_write(store: Any, monkeypatch: Any, error: Exception) -> Any:
 
     monkeypatch.setattr(store, "write", broken_once)
     return opened
+
+
+@dataclass
+class DrawnKind(CounterKind):
+    """Counters whose keys in ``drawn`` were just drawn at random here: new in every process."""
+
+    drawn: set[str] = field(default_factory=set)
+    create_on_shared: ClassVar[bool] = True
+
+    def create(self, key: str, now: Any) -> Counter | None:
+        if key in self.drawn:
+            self.drawn.discard(key)
+            return Counter(key)
+        return None
+
+
+@dataclass
+class SeenKind(DrawnKind):
+    """The same, but "new" only by this process's knowledge (not asked on a shared file)."""
+
+    create_on_shared: ClassVar[bool] = False

@@ -15,8 +15,8 @@ from agora.runtime.entity import Effects
 from agora.runtime.registry import Runtime
 
 pytestmark = pytest.mark.sqlite_only(
-    "the create hook skips the load only on an unguarded store; a guarded (PostgreSQL) store "
-    "always loads, since it must read the entity's version"
+    "these kinds' create hook is asked on an unguarded store only; a guarded store asks only "
+    "kinds with create_on_shared (test_guarded.py, shared_file/test_shared_runtime.py)"
 )
 
 

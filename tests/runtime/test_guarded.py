@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import trio
-from _counter import MIGRATIONS, Add, CounterKind, Get, Publish, log, stored
+from _counter import MIGRATIONS, Add, CounterKind, DrawnKind, Get, Publish, SeenKind, log, stored
 from _two_runtimes import Listener, one_runner_that_moves
 
 from agora.runtime.clock import Clock
@@ -357,3 +357,21 @@ async def test_a_background_task_waits_out_a_database_that_is_away(pg_url, monke
             await background.supervise(sweep, a)  # returns once the task ran and finished
     assert ran.is_set()
     assert attempts == 2
+
+
+async def test_a_key_drawn_here_is_created_without_a_read_on_postgresql(pg_url):
+    # A chamber entry on PostgreSQL read its fresh attempt's version and rows (none) first:
+    # a round trip to the database per entry, for a handle no node could have written.
+    kind = DrawnKind(drawn={"new"})
+    with trio.fail_after(WAIT):
+        async with node(pg_url) as a, node(pg_url) as b:
+            assert await a.call(kind, "new", Add(2)) == 2
+            assert kind.loads == []
+            assert await b.call(kind, "new", Add(3)) == 5  # at version 1, as any first write
+            assert await a.call(kind, "new", Add(1)) == 6
+            assert await b.read(lambda c: log(c, "new")) == [(1, "", 2), (2, "", 5), (3, "", 6)]
+            # A kind whose "new" is this node's knowledge alone is read as before.
+            seen = SeenKind(drawn={"other"})
+            assert await b.call(seen, "other", Add(4)) == 4
+            assert await a.call(seen, "other", Add(1)) == 5  # not a fresh counter at 0
+            assert seen.loads == ["other", "other"]

@@ -18,7 +18,18 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
 
-from _counter import MIGRATIONS, Add, CounterKind, Get, Publish, log, stored
+from _counter import (
+    MIGRATIONS,
+    Add,
+    Counter,
+    CounterKind,
+    DrawnKind,
+    Get,
+    Publish,
+    SeenKind,
+    log,
+    stored,
+)
 from _two_runtimes import Listener, one_runner_that_moves
 
 from agora.runtime.clock import Clock
@@ -213,3 +224,39 @@ def test_a_step_another_process_applied_meanwhile_is_not_applied_twice(db, monke
         assert [tuple(r) for r in rows] == [("counter", 1)]
     finally:
         conn.close()
+
+
+async def test_a_key_drawn_here_is_created_without_a_read_and_its_first_command_runs_inline(
+    db, monkeypatch
+):
+    # On a shared file every load is a versioned read in a worker thread: an entry burst's
+    # fresh attempts each paid one (and ran in the actor's task, not the caller's).
+    kind = DrawnKind(drawn={"new"})
+    ran_in: list[trio.lowlevel.Task] = []
+    handle = Counter.handle
+
+    def spy(self: Counter, command: Any, now: Any) -> Any:
+        ran_in.append(trio.lowlevel.current_task())
+        return handle(self, command, now)
+
+    monkeypatch.setattr(Counter, "handle", spy)
+    with trio.fail_after(WAIT):
+        async with node(db) as a, node(db) as b:
+            assert await a.call(kind, "new", Add(2)) == 2
+            assert kind.loads == []
+            assert ran_in == [trio.lowlevel.current_task()]
+            # Written at version 1 like any first write: the other process follows it.
+            assert await b.call(kind, "new", Add(3)) == 5
+            assert await a.call(kind, "new", Add(1)) == 6  # a's copy was stale: rerun
+            assert await b.read(lambda c: log(c, "new")) == [(1, "", 2), (2, "", 5), (3, "", 6)]
+
+
+async def test_a_key_new_only_to_this_process_is_read_on_a_shared_file(db):
+    kind = SeenKind(drawn={"k"})
+    with trio.fail_after(WAIT):
+        async with node(db) as a, node(db) as b:
+            assert await b.call(kind, "k", Add(4)) == 4  # b read it (it asks no create)
+            assert kind.loads == ["k"]
+            # a's "new" would have been a fresh counter at 0: it reads the stored one.
+            assert await a.call(kind, "k", Add(1)) == 5
+            assert kind.loads == ["k", "k"]

@@ -31,7 +31,7 @@ import trio
 from agora.errors import ActorStopped
 from agora.logsafe import loggable
 from agora.runtime.failures import InternalError, commit_failed
-from agora.runtime.guarding import RETRIES, GuardCounts
+from agora.runtime.guarding import RETRIES, GuardCounts, stamp
 from agora.runtime.handling import Handling
 from agora.runtime.park import Parked, Slot, Turn
 from agora.runtime.polls import fold
@@ -237,17 +237,19 @@ class Actor(Handling):
     def can_run_inline(self) -> bool:
         """Whether a caller may run its command now, in its own task (see `run_inline`).
 
-        A free actor whose entity is not loaded asks its kind's ``create`` first (unguarded
-        stores only, as `_handle` does): an entity the kind knows to be new needs no load,
-        so its first command runs inline too instead of going through the mailbox.
+        A free actor whose entity is not loaded asks its kind's ``create`` first (on a
+        guarded store only a kind whose new keys are new everywhere: `Handling._created`):
+        an entity the kind knows to be new needs no load, so its first command runs inline
+        too instead of going through the mailbox.
         """
         if self.queued or self._turn.locked() or self._stopping:
             return False
-        if self._entity is None and not self.runtime.store.guarded:
+        if self._entity is None:
             now = self.runtime.clock.now()
             self._entity = self._created(now)
             if self._entity is not None:
                 self._now = now  # the command's `handle` (next, in `run_inline`) reads it too
+                self.version, self.confirmed = 0, stamp()  # (guarded stores: never written)
         return self._entity is not None
 
     async def run_inline(self, command: Any, since: int | None = None) -> Slot:

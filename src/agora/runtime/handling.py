@@ -253,9 +253,8 @@ class Handling:
         after the command arrived (``slot.since``): loaded, committed or probed since, as
         when a long-poll re-runs after this node's own commit woke it. The reply then
         reflects the database at that moment, which lies within the call, so no write
-        acknowledged elsewhere before the call began can be missing. A stale copy is dropped,
-        reloaded, and `handle` re-run (at most `RETRIES` times) unseen by the caller; past
-        that, the caller gets `Busy` (retryable; nothing changed).
+        acknowledged elsewhere before the call began can be missing. A stale copy is reloaded
+        and `handle` re-run unseen (at most `RETRIES` times), then `Busy` (retryable).
         """
         runtime = self.runtime
         kind, key = self.kind.kind, self.key
@@ -324,7 +323,7 @@ class Handling:
     async def loaded(self) -> Entity:
         """The entity, loaded from the store if needed; call while holding the turn.
 
-        On a guarded store the entity's version is read in the same snapshot (`version`).
+        On a guarded store the version is read in the same snapshot (0 for one `_created`).
 
         Raises:
             LookupError: the entity does not exist ("no such entity", as `EntityKind.load`).
@@ -336,9 +335,14 @@ class Handling:
             try:
                 if runtime.store.guarded:
                     at = stamp()
-                    entity, self.version = await runtime.store.read_versioned(
-                        self.kind.kind, self.key, lambda c: self.kind.load(c, self.key, loaded_at)
-                    )
+                    entity: Entity | None = self._created()
+                    self.version = 0  # (new everywhere, `_created`: never written)
+                    if entity is None:
+                        kind, key = self.kind, self.key
+                        loaded, self.version = await runtime.store.read_versioned(
+                            kind.kind, key, lambda c: kind.load(c, key, loaded_at)
+                        )
+                        entity = loaded
                     self._entity, self.confirmed, self.missing = entity, at, False
                     return entity
                 created = self._created()
@@ -383,10 +387,14 @@ class Handling:
         """The entity the kind's optional ``create(key, now)`` knows to be new, else None.
 
         A kind that knows a key names nothing stored yet (say, a handle it just drew at
-        random) spares the load its worker-thread hop; only unguarded stores ask, since a
-        guarded one must read the entity's version.
+        random) spares the load its worker-thread hop. A guarded store asks only a kind whose
+        ``create_on_shared`` is true: its new keys no other process can have written, so the
+        entity is at version 0 unread; another kind's "new" may be this process's knowledge
+        alone (the router's index of the runs it has seen).
         """
         create = getattr(self.kind, "create", None)
         if create is None:
+            return None
+        if self.runtime.store.guarded and getattr(self.kind, "create_on_shared", False) is not True:
             return None
         return create(self.key, self.runtime.clock.now() if now is None else now)

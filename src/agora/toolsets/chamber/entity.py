@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from agora.errors import ToolError
 from agora.runtime.entity import Effects
@@ -348,6 +348,9 @@ class AttemptKind:
     #: Handles just drawn by ``enter`` and not yet loaded: nothing in the store can carry
     #: them (they are fresh 64-bit random draws), so their load reads no rows.
     fresh: set[str] = field(default_factory=set, repr=False)
+    #: Those handles are new to every process on a shared store too: no other process drew
+    #: them, so a guarded store asks `create` as well and reads no version for them.
+    create_on_shared: ClassVar[bool] = True
 
     def create(self, key: str, now: Now) -> AttemptEntity | None:
         """The empty slot of a handle ``enter`` just drew, without reading the store."""
