@@ -28,8 +28,14 @@ const chessView = (() => {
     return isMyTurn(state) ? state.legalMoves.filter((m) => m.from === square) : [];
   }
 
+  // The colour drawn at the bottom: the human's own on their page; White for a spectator,
+  // as boards are shown, whichever side the human took.
+  function bottomColor(state) {
+    return state && state.role === "human" && state.humanColor === "black" ? "black" : "white";
+  }
+
   function flipped(state) {
-    return Boolean(state && state.humanColor === "black");
+    return bottomColor(state) === "black";
   }
 
   function squareOrder(state) {
@@ -180,7 +186,7 @@ const chessView = (() => {
     const human = state.role === "human";
     const humanColor = state.humanColor;
     const agentColor = state.agentColor;
-    const bottom = humanColor || "white";
+    const bottom = bottomColor(state);
     const top = bottom === "white" ? "black" : "white";
     for (const [id, color] of [["player-top", top], ["player-bottom", bottom]]) {
       const box = $(id);
