@@ -32,7 +32,8 @@ exit status 1 before the load starts (`cli_args.check_reachable`); a count or a 
 is not positive, or a ``--url`` that is not ``ws://HOST:PORT/...``, is refused with the usage
 (exit status 2). Every run is bounded in time (``--seconds``) and prints a progress bar; the
 report is ``bench/results/<date>-<time>-<workload>.json`` with a Markdown summary and a PNG
-chart next to it (see ``bench/report.py``). ``--nodes N`` (``mixed``, ``clients``) runs N nodes
+chart next to it (see ``bench/report.py``); its figures and latency table are printed too.
+``--nodes N`` (``mixed``, ``clients``) runs N nodes
 on one PostgreSQL instead (``--pg URL``, a fresh schema on it; else a throwaway cluster started
 with ``scripts/pg.sh``), the sessions spread over them: all four toolsets on every node, the
 servers' CPU and RSS added up (``--store postgresql`` alone: one node on PostgreSQL). The
@@ -227,6 +228,10 @@ async def run_clients(args: argparse.Namespace, urls: list[str], pids: list[int]
     report.failure = "; ".join(failures)
     alone, loaded = (report.latency[p].get("p99_ms", 0.0) for p in phases)
     report.figures["p99_ratio"] = round(loaded / alone, 2) if alone else None
+    report.notes.append(
+        "p99_ratio: the other clients' p99 with the rude clients over their p99 alone "
+        "(goal: at most 2, rude clients must not slow the rest much)"
+    )
     report.figures["server_rss_mib"] = rss
     return report
 
@@ -342,7 +347,8 @@ def run(argv: list[str] | None) -> None:
         report = run_script(args.workload, extra)
     path = report.write(args.out or HERE / "results")
     chart = path.with_suffix(".png")
-    print(f"report: {path} (+ .md{', .png' if chart.exists() else ''})")
+    print(report.summary())
+    print(f"\nreport: {path} (+ .md{', .png' if chart.exists() else ''})")
     if report.failure:
         sys.exit(f"\nFAILED: {report.failure}.\nThese figures do not measure a working server.")
 

@@ -104,6 +104,11 @@ def server_flags(
         parser.error("--url runs against servers already running: no --nodes, --store, --pg")
     if args.pid and not args.url:
         parser.error("--pid names the --url server to sample: it needs --url")
+    if args.pid and not Path(f"/proc/{args.pid}/stat").exists():
+        parser.error(
+            f"--pid {args.pid}: no such process on this machine; give the pid of the --url "
+            "server (pgrep -f 'agora serve')"
+        )
     for name, value in DEFAULTS.items():
         if getattr(args, name) is None:
             setattr(args, name, value)

@@ -138,18 +138,30 @@ class Report:
                 "",
             ]
         lines += [f"- {k}: {v}" for k, v in self.machine.items()]
-        lines += ["", "## Figures", ""]
-        lines += [f"- {k}: {v}" for k, v in self.figures.items()]
+        lines += ["", "## Figures", "", *self._figures()]
+        if chart is not None:
+            lines += ["", f"![latency and throughput]({chart.name})"]
+        lines += ["", *[f"Note: {n}" for n in self.notes]]
+        return "\n".join(lines) + "\n"
+
+    def summary(self) -> str:
+        """What ``python -m bench`` prints once the run is over: the figures, the latency
+        table and the notes (the machine, the chart and the per-second timeline are in the
+        files)."""
+        lines = [f"bench {self.workload}: {self.command}", "", *self._figures()]
+        lines += [f"Note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def _figures(self) -> list[str]:
+        """The figures, one per line, then the latency table if there is one."""
+        lines = [f"- {k}: {v}" for k, v in self.figures.items()]
         if self.latency:
             lines += ["", "| operation | count | p50 ms | p95 ms | p99 ms | max ms |"]
             lines += ["|---|---|---|---|---|---|"]
             for kind, s in self.latency.items():
                 cells = [s.get(k, "") for k in ("count", "p50_ms", "p95_ms", "p99_ms", "max_ms")]
                 lines.append(f"| {kind} | " + " | ".join(str(c) for c in cells) + " |")
-        if chart is not None:
-            lines += ["", f"![latency and throughput]({chart.name})"]
-        lines += ["", *[f"Note: {n}" for n in self.notes]]
-        return "\n".join(lines) + "\n"
+        return lines
 
 
 def _chart(report: Report, path: Path) -> Path | None:

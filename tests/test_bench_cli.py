@@ -422,3 +422,27 @@ def test_a_text_refusal_is_counted_by_its_kind_not_its_entity() -> None:
     long = refusal_words("word " * 40)
     assert long.endswith("word ...")
     assert len(long) <= 104
+
+
+def test_a_pid_of_no_process_is_a_usage_error() -> None:
+    # A mistyped pid was found only when the sampler read it, mid-run.
+    pid = 4_194_000  # above the pids this machine hands out (pid_max is 4,194,304 at most)
+    while Path(f"/proc/{pid}").exists():
+        pid += 1
+    done = bench("-m", "bench", "mixed", "--url", "ws://127.0.0.1:1/mcp", "--pid", str(pid),
+                 "--seconds", "1")  # fmt: skip
+    refused(done, 2, rf"--pid {pid}: no such process on this machine; give the pid of the --url")
+
+
+def test_a_run_prints_its_figures_and_what_p99_ratio_is(tmp_path: Path) -> None:
+    # The console said only where the report's files were.
+    done = bench("-m", "bench", "clients", "--sessions", "8", "--seconds", "1", "--stalled", "4",
+                 "--out", str(tmp_path))  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    assert re.search(r"^- calls_per_s", out, re.MULTILINE), out
+    assert re.search(r"^\| alone \| \d+ \|", out, re.MULTILINE), out
+    assert re.search(r"^- p99_ratio: [\d.]+$", out, re.MULTILINE), out
+    assert "Note: p99_ratio: the other clients' p99 with the rude clients over" in out
+    assert re.search(r"^report: .*-clients\.json", out, re.MULTILINE), out
+    assert "Note: p99_ratio" in next(tmp_path.glob("*-clients.md")).read_text()
