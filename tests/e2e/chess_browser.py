@@ -89,6 +89,14 @@ def seated_white(browser: Any, url: str, errors: list[str]) -> Any:
     return page
 
 
+def seated_black(browser: Any, url: str, errors: list[str]) -> Any:
+    """A `live_page` on the human's ``url`` that gave the agent White (the human plays Black)."""
+    page = live_page(browser, url, errors)
+    page.click("#agent-white")
+    sync_api.expect(page.locator("#role")).to_have_text("you play black")
+    return page
+
+
 #: A phone's viewport (an iPhone 12-15's CSS pixels).
 PHONE = {"width": 390, "height": 844}
 #: Browser context options per screen: a phone's (touch) and a desktop's.

@@ -20,7 +20,14 @@ from typing import Any
 import chess.pgn
 import pytest
 import trio
-from chess_browser import ARTIFACTS, NEEDS_CHROMIUM, chromium, live_page, new_page
+from chess_browser import (
+    ARTIFACTS,
+    NEEDS_CHROMIUM,
+    chromium,
+    live_page,
+    new_page,
+    seated_black,
+)
 from chess_page_http import new_table
 from chess_players import FOOLS_MATE, SdkAgent
 from chess_server import agora_serve
@@ -191,9 +198,7 @@ def human_plays_black(url: str, old_token: str, replaced: trio.Event, portal: An
     expect = sync_api.expect
     errors: list[str] = []
     with chromium() as browser:
-        page = live_page(browser, url, errors)
-        page.click("#agent-white")
-        expect(page.locator("#role")).to_have_text("you play black")
+        page = seated_black(browser, url, errors)
         expect(page.locator("#status")).to_have_text("The agent played 1. e4. Your move.")
         page.locator('[data-square="e7"]').drag_to(page.locator('[data-square="e5"]'))
         expect(page.locator("#moves li .san")).to_have_count(3)

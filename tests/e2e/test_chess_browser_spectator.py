@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import trio
-from chess_browser import ARTIFACTS, NEEDS_CHROMIUM, chromium, live_page, new_page
+from chess_browser import ARTIFACTS, NEEDS_CHROMIUM, chromium, new_page, seated_black
 from chess_page_http import new_table
 from chess_server import agora_serve
 
@@ -42,9 +42,7 @@ def human_black_and_a_spectator(human_url: str, spectator_url: str) -> dict[str,
     expect = sync_api.expect
     errors: list[str] = []
     with chromium() as browser:
-        human = live_page(browser, human_url, errors)
-        human.click("#agent-white")
-        expect(human.locator("#role")).to_have_text("you play black")
+        human = seated_black(browser, human_url, errors)
         spectator = new_page(browser, errors)
         spectator.goto(spectator_url)
         expect(spectator.locator("#role")).to_have_text("spectator")
