@@ -139,3 +139,37 @@ async def test_the_work_queue_never_names_a_pending_blind_claim(desk):
     assert await latest(CONDUCTOR) == pro["msg_id"]
     con = await v1.post("CON", "CLAIM")
     assert await latest(BOB) == con["msg_id"]
+
+
+async def test_a_watermark_cannot_carry_the_cursor_past_an_undelivered_message(desk):
+    # debate_advance_watermark moved the signal cursor without the v1 delivery rule: an
+    # urgent challenge was skipped unread, and stale_read no longer held the poster back.
+    v1 = await v1_topic(desk)
+    pro, _ = await v1.to_debate()
+    challenge = await v1.post("CON", "CHALLENGE", to="PRO", priority="H", reply_to=pro)
+    mark = {"topic_id": v1.topic, "role": "PRO", "processed_up_to_msg_id": challenge["msg_id"]}
+    body = await desk.refused(ALICE, "debate_advance_watermark", **mark)
+    assert body["error"] == "advance_before_delivery"
+    assert challenge["msg_id"] in body["message"]
+    # The same through a WATERMARK post.
+    body = await desk.post(ALICE, v1.topic, "PRO", challenge["msg_id"], priority="INFO",
+                           kind="WATERMARK", refused=True)  # fmt: skip
+    assert body["error"] == "advance_before_delivery"
+    assert (await v1.refused("PRO", "EVIDENCE", reply_to=pro))["error"] == "stale_read"
+    inbox = await desk.check(ALICE, v1.topic, "PRO", v1.sessions["PRO"])
+    assert [m["msg_id"] for m in inbox["pending"]] == [challenge["msg_id"]]
+    await desk.call(ALICE, "debate_advance_watermark", **mark)  # delivered now: it may pass
+
+
+async def test_a_watermark_cannot_carry_a_blind_role_past_the_hidden_claim(desk):
+    # CON marked its own INFO as processed: its cursor passed PRO's hidden CLAIM, which then
+    # never reached CON's inbox once the barrier released.
+    v1 = await v1_topic(desk)
+    pro = await v1.post("PRO", "CLAIM", to="CON")
+    own = await desk.post(BOB, v1.topic, "CON", "thinking", priority="INFO", kind="INFO")
+    mark = {"topic_id": v1.topic, "role": "CON", "processed_up_to_msg_id": own["msg_id"]}
+    body = await desk.refused(BOB, "debate_advance_watermark", **mark)
+    assert body["error"] == "blind_barrier_pending"
+    await v1.post("CON", "CLAIM")
+    inbox = await desk.check(BOB, v1.topic, "CON", v1.sessions["CON"])
+    assert [m["msg_id"] for m in inbox["pending"]] == [pro["msg_id"]]

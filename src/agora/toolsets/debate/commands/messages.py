@@ -18,6 +18,7 @@ from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
 from agora.toolsets.debate.commands import protocol, workers
 from agora.toolsets.debate.commands.bindings import check_override
+from agora.toolsets.debate.commands.cursors import keys as inbox_keys
 from agora.toolsets.debate.commands.lifecycle import transition
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Cursor, MsgMeta
@@ -175,8 +176,11 @@ def _check_kind(topic: Topic, row: TopicRow, cmd: Post) -> None:
                 "invalid_state_body", "a STATE body is '<STATE>' or '<STATE> [reason: ...]'"
             )
         check_transition(row.state, found.group(1))
-    elif cmd.kind == "WATERMARK" and cmd.body.strip() not in data.messages:
-        raise reject("unknown_msg_id", "a WATERMARK body must be a msg_id of this topic")
+    elif cmd.kind == "WATERMARK":
+        target = data.messages.get(cmd.body.strip())
+        if target is None:
+            raise reject("unknown_msg_id", "a WATERMARK body must be a msg_id of this topic")
+        _check_watermark(topic, cmd.caller, cmd.role, target)
     elif cmd.kind == "COMPACTION":
         check_ooda(cmd.body)
 
@@ -277,6 +281,15 @@ def _complete_claim(topic: Topic, meta: MsgMeta, writes: list[Write]) -> None:
         topic.event(writes, meta.ts, "claim_done", claim.owner, msg_id=claim.msg_id)
 
 
+def _check_watermark(topic: Topic, caller: Caller, role: str, target: MsgMeta) -> None:
+    """`protocol.check_watermark` for the cursor of ``role``'s active binding, if any."""
+    active = topic.active(role)
+    if active is not None:
+        cursor = topic.data.cursors.get((role, active.session_id)) or Cursor()
+        inbox = inbox_keys(role, active.session_id)
+        protocol.check_watermark(topic, caller, role, inbox, cursor.position, target)
+
+
 def _watermark(topic: Topic, role: str, target: str, writes: list[Write]) -> None:
     data = topic.data
     position = data.messages[target].cursor
@@ -304,6 +317,7 @@ def advance_watermark(topic: Topic, cmd: AdvanceWatermark, now: Now) -> Effects:
         raise reject("unknown_msg_id", "processed_up_to_msg_id names no message of this topic")
     if row.state == "ARCHIVED":
         raise reject("topic_archived", "the topic is ARCHIVED: it accepts no posts")
+    _check_watermark(topic, cmd.caller, cmd.role, topic.data.messages[cmd.target])
     ts = topic.next_ts(now)
     meta = MsgMeta(cmd.msg_id, ts, cmd.role, "WATERMARK", "INFO", None, (), None, False)
     writes: list[Write] = []

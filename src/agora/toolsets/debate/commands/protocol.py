@@ -242,6 +242,55 @@ def check_advance(
     """
     if topic.data.protocol is None:
         return
+    _check_barrier(topic, caller, role, keys, target)
+    marks = [topic.data.deliveries.get(key, {}).get(target.msg_id) for key in keys]
+    if "pending" in marks and "delivered" not in marks:
+        raise reject(
+            "advance_before_delivery",
+            "on debate/v1 topics a cursor moves only to a message a signal check delivered; "
+            "call debate_signal_check first",
+        )
+
+
+def check_watermark(
+    topic: Topic,
+    caller: Caller,
+    role: str,
+    keys: tuple[str, ...],
+    since: tuple[str, str],
+    target: MsgMeta,
+) -> None:
+    """On debate/v1 topics: refuse a watermark at ``target`` that would move the active
+    binding's cursor (at ``since``; its inbox is ``keys``) past a message addressed to that
+    inbox that no check delivered yet, or past a blind CLAIM this viewer may not see yet:
+    the cursor rules of `check_advance`, for a target that may be any message.
+
+    Raises:
+        DebateError: ``advance_before_delivery`` or ``blind_barrier_pending``.
+    """
+    if topic.data.protocol is None:
+        return
+    _check_barrier(topic, caller, role, keys, target)
+    messages = topic.data.messages
+    for key in keys:
+        for msg_id, mark in topic.data.deliveries.get(key, {}).items():
+            at = messages[msg_id].cursor
+            if at > target.cursor:
+                break  # (open markers are kept in (ts, msg_id) order)
+            if mark == "pending" and at > since:
+                raise reject(
+                    "advance_before_delivery",
+                    "on debate/v1 topics a watermark moves the cursor only past messages a "
+                    f"signal check delivered; {msg_id} is not delivered yet: call "
+                    "debate_signal_check first",
+                )
+
+
+def _check_barrier(
+    topic: Topic, caller: Caller, role: str, keys: tuple[str, ...], target: MsgMeta
+) -> None:
+    """Refuse a cursor move to or past a blind CLAIM addressed to ``keys`` that this viewer
+    may not see yet (``blind_barrier_pending``)."""
     hidden = hidden_ids(topic.data.protocol, caller, role, topic.all_bindings())
     for msg_id in hidden:
         meta = topic.data.messages[msg_id]
@@ -250,10 +299,3 @@ def check_advance(
                 "blind_barrier_pending",
                 "a blind CLAIM before this message is not released yet; wait for the barrier",
             )
-    marks = [topic.data.deliveries.get(key, {}).get(target.msg_id) for key in keys]
-    if "pending" in marks and "delivered" not in marks:
-        raise reject(
-            "advance_before_delivery",
-            "on debate/v1 topics a cursor moves only to a message a signal check delivered; "
-            "call debate_signal_check first",
-        )
