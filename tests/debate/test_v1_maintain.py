@@ -262,3 +262,22 @@ async def test_an_init_topic_is_open_to_recovery_as_the_queue_says(desk):
     assert (recovered["topic_id"], recovered["role"]) == (v1.topic, "JUDGE")
     queue = await desk.call(CONDUCTOR, "debate_work_queue", topics_csv=v1.topic)
     assert queue["items"][0]["missing_roles"] == []
+
+
+async def test_a_role_declared_unbound_waits_for_its_participant(desk):
+    # The sweep bound every null role of a fresh topic to a session of the conductor: a blind
+    # seat taken by the control plane, and its participant then refused as unknown_topic.
+    conductor = await desk.session(CONDUCTOR)
+    roles = {"CONDUCTOR": conductor, "PRO": None, "CON": None, "JUDGE": None}
+    topic = await desk.topic(
+        CONDUCTOR, roles, protocol_version="debate/v1", blind_roles_csv="PRO,CON"
+    )
+    await desk.bind(ALICE, topic, "PRO", await desk.session(ALICE))
+    assert await maintain(desk, topic_ids_csv=topic) == {"timed_out": [], "role_recoveries": []}
+    assert await maintain(desk) == {"timed_out": [], "role_recoveries": []}
+    bob = await desk.session(BOB)
+    await desk.bind(BOB, topic, "CON", bob)
+    # A role that had its owner and lost it is recovered as before.
+    await desk.bind(BOB, topic, "CON", bob, state="retired")
+    out = await maintain(desk, topic_ids_csv=topic)
+    assert [(r["role"], r["generation"]) for r in out["role_recoveries"]] == [("CON", 2)]

@@ -1,11 +1,12 @@
 """The liveness sweeps on one topic: `Sweep` (phase timeout and missing-role recovery).
 
 The handler reads candidates from committed rows and sends each topic one `Sweep` naming
-what it saw: the timed phase and its transition_version, and the roles without an active
-owner. The topic re-checks under its own turn: a phase that moved since (another run, a
-post, a verdict) is not timed out, a role someone bound since is left alone, so concurrent
-runs report only what they really changed. A recovery binds a fresh session of the runner
-at the next generation and carries the role's newest cursor onto it.
+what it saw: the timed phase and its transition_version, and the roles that lost their
+owner (had one, have no active binding now). The topic re-checks under its own turn: a
+phase that moved since (another run, a post, a verdict) is not timed out, a role someone
+bound since is left alone, so concurrent runs report only what they really changed. A
+recovery binds a fresh session of the runner at the next generation and carries the role's
+newest cursor onto it.
 """
 
 from __future__ import annotations
@@ -40,10 +41,14 @@ class Sweep(msgspec.Struct, frozen=True, tag=True):
     roles: tuple[tuple[str, str], ...] = ()
 
 
-def missing_roles(roles: list[str], bindings: list[Binding]) -> list[str]:
-    """The declared roles, other than HUMAN and OPERATOR, with no active binding."""
+def lost_roles(roles: list[str], bindings: list[Binding]) -> list[str]:
+    """The declared roles, other than HUMAN and OPERATOR, that had an owner and have no
+    active binding now. A role declared unbound (``null`` at init) and never bound is not
+    lost: it waits for the participant meant to bind it (`debate_bind_role`), so the
+    recovery leaves it alone."""
+    had = {b.role for b in bindings}
     active = {b.role for b in bindings if b.state == "active"}
-    return [r for r in roles if r not in HUMAN_ROLES and r not in active]
+    return [r for r in roles if r not in HUMAN_ROLES and r in had and r not in active]
 
 
 def _timeout(topic: Topic, cmd: Sweep, at: str, writes: list[Write]) -> dict[str, Any] | None:
@@ -97,7 +102,7 @@ def _recover(
     # Open as the work queue counts it (INIT or ACTIVE): a whole debate runs while INIT.
     if row.state not in OPEN_STATES:
         return None
-    if role not in missing_roles(row.roles, topic.role_bindings(role)):
+    if role not in lost_roles(row.roles, topic.role_bindings(role)):
         return None
     group = topic.data.bindings.setdefault(role, [])
     generation = group[-1].generation + 1 if group else 1

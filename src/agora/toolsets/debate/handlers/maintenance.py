@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from agora.runtime.background import periodic
 from agora.toolsets.debate import sql
-from agora.toolsets.debate.commands.maintenance import Sweep, missing_roles
+from agora.toolsets.debate.commands.maintenance import Sweep, lost_roles
 from agora.toolsets.debate.handlers.common import caller, checked, new_id
 from agora.toolsets.debate.replies import tool_error
 from agora.toolsets.debate.rules import check_uuid, reject, split_csv, stamp
@@ -65,7 +65,7 @@ async def debate_protocol_maintain(call: ToolCall) -> dict[str, Any]:
             if sql.topic_row(conn, topic_id) is not None:  # raises on a malformed row
                 sweeps[topic_id] = Sweep(who.name, phase, version)
         for row, held in sql.recovery_candidates(conn, ids):
-            roles = tuple((r, new_id()) for r in missing_roles(row.roles, held))
+            roles = tuple((r, new_id()) for r in lost_roles(row.roles, held))
             if roles:
                 base = sweeps.get(row.topic_id, Sweep(who.name))
                 sweeps[row.topic_id] = Sweep(
