@@ -123,6 +123,18 @@ async def test_remember_feedback_and_every_purge_scope(router, runtime, policy):
     assert (await status(router, policy))["eligible_workflow_count"] == 0
 
 
+async def test_a_changed_correlation_identity_is_not_the_same_memory_replay(router, policy):
+    # The contract of every Memory mutation: "A changed identity is not the same replay."
+    # A remember under the same key and a new correlation_id was answered as a replay.
+    done = await completed_run(router)
+    args = remember_args(done, policy, idempotency_key="remember-c", correlation_id="corr-1")
+    recorded = await router.call("remember_workflow", **args)
+    assert await router.call("remember_workflow", **args) == {**recorded, "replayed": True}
+    body = await router.refused("remember_workflow", **{**args, "correlation_id": "corr-2"})
+    assert body["code"] == "idempotency-conflict"
+    assert "correlation_id is part of it: resend it unchanged to replay" in body["message"]
+
+
 async def test_purge_works_after_capture_is_disabled(router, options, policy):
     done = await completed_run(router)
     await router.call("remember_workflow", **remember_args(done, policy))

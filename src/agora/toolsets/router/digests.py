@@ -90,14 +90,18 @@ def stable_id(prefix: str, *parts: str) -> str:
     return f"{prefix}-{hashlib.sha256(joined).hexdigest()[:32]}"
 
 
-def request_digest(tool: str, arguments: dict[str, Any]) -> str:
+def request_digest(tool: str, arguments: dict[str, Any], *, correlated: bool = False) -> str:
     """The digest that identifies one semantic command, for idempotent replay.
 
     ``correlation_id`` traces one attempt and is left out: a retry under a new correlation
-    id is still the same command. Everything else the caller sent is part of it, so reusing
-    an idempotency key with any other change is a conflict. This digest never leaves the
-    server, so it uses msgspec's sorted-key JSON (deterministic, and several times faster
-    than RFC 8785 on the replay path) rather than the public canonical form.
+    id is still the same command. Not so for the Memory mutations (``correlated``), whose
+    contract says "a changed identity is not the same replay". Everything else the caller
+    sent is part of it, so reusing an idempotency key with any other change is a conflict.
+    This digest never leaves the server, so it uses msgspec's sorted-key JSON
+    (deterministic, and several times faster than RFC 8785 on the replay path) rather than
+    the public canonical form.
     """
-    body = {k: v for k, v in arguments.items() if k != "correlation_id"}
+    body = (
+        arguments if correlated else {k: v for k, v in arguments.items() if k != "correlation_id"}
+    )
     return DIGEST_PREFIX + hashlib.sha256(_SORTED.encode([tool, body])).hexdigest()

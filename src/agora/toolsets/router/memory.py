@@ -227,7 +227,7 @@ class MemoryStore:
         if stored is None:
             return None
         if stored[0] != cmd.request_digest:
-            return replies.key_reused(cmd.idempotency_key)
+            return replies.key_reused(cmd.idempotency_key, memory=True)
         return {**stored[1], "replayed": True}
 
     def apply(self, cmd: ApplyRevision, at: str) -> tuple[dict[str, Any], list[Write]]:

@@ -165,12 +165,15 @@ def conflict(expected: int, current: int, exists: bool = True) -> ToolError:
     )
 
 
-def key_reused(key: str, run_id: str | None = None) -> ToolError:
+def key_reused(key: str, run_id: str | None = None, *, memory: bool = False) -> ToolError:
     """The refusal of an idempotency key reused for a different request; ``run_id`` names
-    the run the key made or wrote to (a plan's key: the run an agent may have lost)."""
+    the run the key made or wrote to (a plan's key: the run an agent may have lost);
+    ``memory``: a Memory mutation's, whose correlation_id is part of the request."""
     on_run: dict[str, Any] = {} if run_id is None else {"workflow_run_id": run_id}
     where = "" if run_id is None else f", on run {run_id}"
     also = "" if run_id is None else " (or continue that run: send it as workflow_run_id)"
+    if memory:
+        also = " (a Memory write's correlation_id is part of it: resend it unchanged to replay)"
     return refusal(
         "idempotency-conflict",
         f"this idempotency key was used for a different request{where}; use a new key{also}",
