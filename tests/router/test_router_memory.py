@@ -135,6 +135,29 @@ async def test_a_changed_correlation_identity_is_not_the_same_memory_replay(rout
     assert "correlation_id is part of it: resend it unchanged to replay" in body["message"]
 
 
+async def test_a_memory_receipt_stored_without_the_correlation_still_replays(
+    router, runtime, policy, nursery, options
+):
+    # Receipts written before the correlation_id counted hold the digest without it.
+    from router_driver import Router
+
+    from agora.runtime.clock import Clock, FakeWall
+    from agora.runtime.registry import Runtime
+    from agora.toolsets.router.digests import request_digest
+
+    done = await completed_run(router)
+    args = remember_args(done, policy, idempotency_key="remember-old", correlation_id="corr-1")
+    recorded = await router.call("remember_workflow", **args)
+    old = request_digest("remember_workflow", args)
+    await runtime.write(
+        [("UPDATE router_memory_receipts SET request_digest = ? WHERE idempotency_key = ?",
+          (old, "remember-old"))]
+    )  # fmt: skip
+    # A server started on that store (its Memory actor loads the receipt from the file).
+    later = Router(Runtime(runtime.store, nursery, clock=Clock(FakeWall()), options=options))
+    assert await later.call("remember_workflow", **args) == {**recorded, "replayed": True}
+
+
 async def test_purge_works_after_capture_is_disabled(router, options, policy):
     done = await completed_run(router)
     await router.call("remember_workflow", **remember_args(done, policy))

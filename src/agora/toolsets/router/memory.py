@@ -44,6 +44,9 @@ class Receipted(msgspec.Struct, frozen=True, kw_only=True):
     session_id: str
     idempotency_key: str
     request_digest: str
+    #: The digest without the correlation_id, as receipts stored before it counted were
+    #: made: such a receipt still replays (its correlation_id was never recorded).
+    legacy_digest: str = ""
 
 
 class Remember(Receipted, frozen=True, tag=True):
@@ -226,7 +229,7 @@ class MemoryStore:
         stored = self.receipts.get((cmd.session_id, cmd.idempotency_key))
         if stored is None:
             return None
-        if stored[0] != cmd.request_digest:
+        if stored[0] not in (cmd.request_digest, cmd.legacy_digest):
             return replies.key_reused(cmd.idempotency_key, memory=True)
         return {**stored[1], "replayed": True}
 

@@ -157,6 +157,7 @@ def receipt_fields(call: ToolCall) -> dict[str, str]:
         "session_id": a["context"]["session_id"],
         "idempotency_key": a["idempotency_key"],
         "request_digest": request_digest(call.tool, a, correlated=True),
+        "legacy_digest": request_digest(call.tool, a),
     }
 
 
