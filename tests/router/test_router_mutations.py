@@ -62,6 +62,19 @@ async def test_a_conflict_says_whether_the_run_is_new_ahead_or_behind(router):
     assert "another write landed first" in behind["message"]
 
 
+async def test_a_conflict_on_a_completed_run_says_nothing_is_left_to_write(router):
+    # "another write landed first; check it still applies, then retry" sent agents back to
+    # retry a write that could only answer phase-completed.
+    from memory_support import completed_run
+
+    run = await completed_run(router)
+    body = await router.refused("record_work_event", **event_args(run, "work", {}, version=2))
+    assert (body["code"], body["current_state_version"]) == ("state-version-conflict", 3)
+    assert "the run is at 3 and completed" in body["message"]
+    assert "no write is left to retry" in body["message"]
+    assert "another write" not in body["message"]
+
+
 async def test_an_event_replay_answers_replayed_true_with_the_same_ids(router, runtime):
     run = (await router.plan(PHASED))["workflow_run_id"]
     args = event_args(run, "plan", {"note": "x"}, 1, idem="ev-1")

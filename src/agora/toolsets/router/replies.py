@@ -136,11 +136,20 @@ def refusal(code: str, message: str, *, retryable: bool = False, **details: Any)
     return ToolError(body)
 
 
-def conflict(expected: int, current: int, exists: bool = True) -> ToolError:
+def conflict(
+    expected: int, current: int, exists: bool = True, *, completed: bool = False
+) -> ToolError:
     """The CAS refusal: the caller's ``expected_state_version`` is not the current one,
-    worded for the case: no such run yet (``plan_work`` creates it from 0), a version ahead
-    of the run, or one behind it (another write landed first)."""
-    if not exists:
+    worded for the case: no such run yet (``plan_work`` creates it from 0), a run already
+    ``completed`` (nothing is left to write), a version ahead of the run, or one behind it
+    (another write landed first)."""
+    if completed:
+        why = (
+            f"expected state version {expected}, the run is at {current} and completed: every"
+            " phase passed its gate, so no write is left to retry (get_router_status gives"
+            " its outcome; plan_work starts a new run)"
+        )
+    elif not exists:
         why = (
             f"expected state version {expected}, but this run does not exist yet: plan_work"
             " creates a new run with expected_state_version 0 (the new run is then at 1)"

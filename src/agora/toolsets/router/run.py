@@ -195,7 +195,10 @@ class WorkflowRun:
             return self._refused(tool, cmd, replies.missing_graph(tool, self.key))
         current = 0 if run is None else run.state_version
         if cmd.expected_state_version != current:
-            conflict = replies.conflict(cmd.expected_state_version, current, run is not None)
+            done = run is not None and run.status == "completed"
+            conflict = replies.conflict(
+                cmd.expected_state_version, current, run is not None, completed=done
+            )
             return self._refused(tool, cmd, conflict)
         try:
             if isinstance(cmd, CreatePlan):  # the plan is stored as the result: encoded once
