@@ -66,8 +66,12 @@ async def test_evaluate_compare_and_export_through_the_example_adapter(router, r
     cand = await router.call("run_model_evaluation", **cand_args)
     assert cand["manifest_digest"] != base["manifest_digest"]
     commits = runtime.store.stats
-    assert await router.call("run_model_evaluation", **cand_args) == cand  # replay: no rerun
+    again = await router.call("run_model_evaluation", **cand_args)
+    assert again == cand  # replay: no rerun
     assert runtime.store.stats == commits
+    # Its result has no replayed field: the second text block says it (none on the first).
+    assert "Replayed: the stored result of idempotency_key 'cand'" in again.guidance
+    assert not hasattr(cand, "guidance")
     cmp = await router.call("compare_evaluations", **compare_args(base["run_id"], cand["run_id"]))
     assert cmp["paired_count"] == 8
     assert cmp["pass_rate_difference"] == 0.75

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
+from agora.mcp.results import Guided
 from agora.toolsets.router import evaluation, replies
 from agora.toolsets.router.adapter import AdapterConfig, CaseError, load_case, run_attempt
 from agora.toolsets.router.digests import request_digest, stable_id
@@ -48,6 +49,16 @@ async def _document(call: ToolCall, record_id: str, session: str) -> dict[str, A
     return doc
 
 
+def _replayed(stored: dict[str, Any], key: str) -> Guided:
+    """A stored result answered again for its idempotency key, saying so: these results
+    have no ``replayed`` field, and a replayed evaluation ran no adapter."""
+    return Guided(
+        dict(stored),
+        f"Replayed: the stored result of idempotency_key {key!r}; nothing ran again and"
+        " nothing was recorded. Send a new key to run or record anew.",
+    )
+
+
 async def _put(
     call: ToolCall, record_id: str, kind: str, document: dict[str, Any], result: dict[str, Any]
 ) -> dict[str, Any]:
@@ -67,7 +78,7 @@ async def run_model_evaluation(call: ToolCall) -> dict[str, Any]:
     run_id = stable_id("eval", session, key)
     replayed = await call.runtime.call(RECORDS, run_id, Replay(session, key, digest))
     if replayed is not None:
-        return dict(replayed)
+        return _replayed(replayed, key)
     repeats = call.args["repeats"]
     if repeats > MAX_REPEATS:
         raise replies.refusal("repeats-too-many", f"at most {MAX_REPEATS} attempts per call")
@@ -89,7 +100,7 @@ async def compare_evaluations(call: ToolCall) -> dict[str, Any]:
     ref = comparison_ref(call.args)
     replayed = await call.runtime.call(RECORDS, ref, Replay(session, key, digest))
     if replayed is not None:
-        return dict(replayed)
+        return _replayed(replayed, key)
     docs = [await _document(call, run_id, session) for run_id in (base_id, cand_id)]
     if base_id == cand_id or None in docs:
         raise replies.refusal("evaluation-run-unknown", "two distinct recorded runs are needed")
@@ -107,7 +118,7 @@ async def export_router_artifact(call: ToolCall) -> dict[str, Any]:
     export_id = stable_id("export", session, key)
     replayed = await call.runtime.call(RECORDS, export_id, Replay(session, key, digest))
     if replayed is not None:
-        return dict(replayed)
+        return _replayed(replayed, key)
     ref = call.args["comparison_ref"]
     comparison = await _document(call, ref, session) if COMPARISON_SEPARATOR in ref else None
     if comparison is None:
