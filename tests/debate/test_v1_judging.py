@@ -87,6 +87,8 @@ async def test_prepare_makes_immutable_ab_and_ba_projections(desk, judged):
     assert await _counts(desk) == before
     swapped = await _prepare(desk, v1, con, pro, refused=True)
     assert swapped["error"] == "projection_conflict"
+    # The same pair in the other order: not "another pair" (as the message said).
+    assert f"these two positions in the other order (AB: {pro} first)" in swapped["message"]
     assert await _counts(desk) == before
 
 

@@ -113,10 +113,16 @@ def prepare_judging(topic: Topic, cmd: PrepareJudging, now: Now) -> Effects:
             for e, w in zip(known, wanted, strict=True)
         )
         if not same:
-            raise reject(
-                "projection_conflict",
-                "this round's projections already exist for another pair; they are immutable",
-            )
+            stored = known[0]
+            if {stored.left_msg_id, stored.right_msg_id} == {left.msg_id, right.msg_id}:
+                why = (
+                    "this round's projections already exist for these two positions in the "
+                    f"other order (AB: {stored.left_msg_id} first); they are immutable: repeat "
+                    "the first call's order to have them answered again"
+                )
+            else:
+                why = "this round's projections already exist for another pair; they are immutable"
+            raise reject("projection_conflict", why)
         return Effects(
             reply={"topic_id": topic.topic_id, "projections": [e.public() for e in known]}
         )
