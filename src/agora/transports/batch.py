@@ -50,7 +50,10 @@ def is_batch(body: bytes) -> bool:
 def parse(body: bytes) -> list[rpc.Message] | str:
     """The messages of a batch, or what is wrong with it (the whole batch is refused)."""
     try:
+        rpc.check_shape(body, outer=1)  # (the messages are the batch's level 2)
         items = msgspec.json.decode(body)
+    except ProtocolError as exc:
+        return exc.message
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
         return f"parse error: {exc}"
     if not isinstance(items, list) or not items:
@@ -61,7 +64,7 @@ def parse(body: bytes) -> list[rpc.Message] | str:
     ids: set[rpc.RequestId] = set()
     for n, item in enumerate(items):
         try:
-            msg = rpc.parse(item)
+            msg = rpc.parse(item, walk=False)
         except ProtocolError as exc:
             return f"batch element {n}: {exc.message}"
         if isinstance(msg, rpc.Request):

@@ -1,0 +1,94 @@
+"""A message's arrays and objects are counted, and its nesting measured, before it is decoded.
+
+A hostile client sent a megabyte of empty arrays inside params (``[[],[],...]``, 340,000 of
+them, under the size limit): the decoder built them all and the depth walk visited each, half
+a second of the event loop per message, every other client stalled meanwhile. Now the
+brackets outside strings are counted first (`jsonrpc.check_shape`), and a message past
+`jsonrpc.MAX_CONTAINERS` is refused with -32600 and its id, never decoded. (What the scan
+costs is measured in bench/, not here.)
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agora.errors import ProtocolError
+from agora.mcp import jsonrpc as rpc
+from agora.transports import batch
+
+
+def _ping(params: str, rid: int = 1) -> bytes:
+    return f'{{"jsonrpc":"2.0","id":{rid},"method":"ping","params":{params}}}'.encode()
+
+
+@pytest.fixture
+def decoded(monkeypatch) -> list[bytes]:
+    """The messages the JSON decoder was given."""
+    seen: list[bytes] = []
+    real = rpc._decoder
+
+    class Spy:
+        def decode(self, data: bytes) -> object:
+            seen.append(data)
+            return real.decode(data)
+
+    monkeypatch.setattr(rpc, "_decoder", Spy())
+    return seen
+
+
+def test_a_megabyte_of_empty_arrays_is_refused_before_it_is_decoded(decoded):
+    wide = _ping('{"x":[' + ",".join(["[]"] * 340_000) + "]}", rid=7)
+    assert len(wide) <= rpc.MAX_MESSAGE_BYTES
+    with pytest.raises(ProtocolError) as refused:
+        rpc.decode(wide)
+    assert (refused.value.code, refused.value.message, refused.value.data) == (
+        rpc.INVALID_REQUEST,
+        "message holds more than 20000 arrays and objects",
+        {"id": 7},
+    )
+    assert decoded == []
+
+
+def test_up_to_the_limit_is_decoded_and_brackets_inside_strings_do_not_count(decoded):
+    # The message's own object and params are two of them.
+    at_limit = _ping('{"x":[' + ",".join(["[]"] * (rpc.MAX_CONTAINERS - 3)) + "]}")
+    assert isinstance(rpc.decode(at_limit), rpc.Request)
+    with pytest.raises(ProtocolError):
+        rpc.decode(_ping('{"x":[' + ",".join(["[]"] * (rpc.MAX_CONTAINERS - 2)) + "]}"))
+    text = json.dumps({"body": "[{" * 100_000 + '"\\"[' * 1000})
+    assert isinstance(rpc.decode(_ping(text)), rpc.Request)
+    assert len(decoded) == 2
+
+
+def test_nesting_past_params_ceiling_is_refused_before_it_is_decoded(decoded):
+    levels = rpc.MAX_PARAMS_DEPTH  # params itself is level 1 of its own depth
+    fits = _ping('{"a":' * (levels - 1) + "{}" + "}" * (levels - 1))
+    assert isinstance(rpc.decode(fits), rpc.Request)
+    deep = _ping('{"a":' * levels + "{}" + "}" * levels, rid=3)
+    with pytest.raises(ProtocolError) as refused:
+        rpc.decode(deep)
+    assert (refused.value.message, refused.value.data) == (
+        "params nested deeper than 64 levels",
+        {"id": 3},
+    )
+    assert decoded == [fits]
+
+
+def test_brackets_that_do_not_pair_up_are_left_to_the_decoder(decoded):
+    broken = _ping('{"x":[' + "[}" * 100 + "]}")
+    with pytest.raises(ProtocolError) as refused:
+        rpc.decode(broken)
+    assert refused.value.code == rpc.PARSE_ERROR
+    assert decoded == [broken]
+
+
+def test_a_batch_is_counted_whole_before_it_is_decoded():
+    wide = '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":[' + ",".join(["[]"] * 30_000)
+    assert batch.parse(f"[{wide}]}}}}]".encode()) == (
+        "message holds more than 20000 arrays and objects"
+    )
+    messages = batch.parse(b'[{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":[[]]}}]')
+    assert isinstance(messages, list)
+    assert isinstance(messages[0], rpc.Request)
