@@ -113,12 +113,14 @@ async def test_reconnection_ends_the_post_stream_and_the_client_resumes_it(
     )
 
 
-async def test_an_unknown_last_event_id_is_not_found() -> None:
+async def test_an_unknown_last_event_id_is_a_bad_request() -> None:
+    # Not 404: an MCP client takes that for "the session is gone" (a hostile client's finding;
+    # test_http_session_oracle.py shows the session still serves).
     async with http_server() as http:
         with trio.fail_after(TIMEOUT):
             reply = await http.send("GET", last_event_id="feedface-3")
     assert isinstance(reply, Response)
-    assert reply.status == 404
+    assert reply.status == 400
 
 
 async def test_resource_updates_outside_a_call_go_to_the_get_stream() -> None:

@@ -78,7 +78,10 @@ async def test_an_http_session_belongs_to_its_principal(agora):
         mine = await http(agora.port, "POST", "/mcp/chess", ping, headers=session | bearer)
         assert mine.status == 200
         theirs = await http(agora.port, "POST", "/mcp/chess", ping, headers=session)
-        assert theirs.status == 403  # the anonymous caller cannot ride the ops session
+        # The anonymous caller cannot ride the ops session, and learns no more of it than of
+        # a session that does not exist (it was a 403 saying whose it was).
+        assert theirs.status == 404
+        assert b"Session not found" in theirs.body
 
 
 def stdio_lines(*messages: object) -> bytes:

@@ -152,10 +152,10 @@ class StreamableHTTP:
         if not sid:
             return _rpc_error(400, "Bad Request: Mcp-Session-Id header is required")
         session = self.sessions.get(sid)
-        if session is None:
+        # Another principal's session answers as a missing one, in the same bytes: a caller
+        # learns nothing of the ids others hold (it was a 403, "belongs to another principal").
+        if session is None or req.principal != session.principal:
             return _rpc_error(404, "Session not found: initialize a new session")
-        if req.principal != session.principal:
-            return _rpc_error(403, "this session belongs to another principal")
         version = req.headers.get(VERSION_HEADER)
         if version is not None and version not in HANDSHAKE_VERSIONS:
             return _rpc_error(400, f"Bad Request: unsupported MCP-Protocol-Version {version}")
@@ -332,7 +332,13 @@ class StreamableHTTP:
             parsed = parse_event_id(last)
             buf = session.streams.get(parsed[0]) if parsed else None
             if parsed is None or buf is None:
-                return Response.error(404, "unknown Last-Event-ID: that stream is gone")
+                # Not 404: to an MCP client that means the session is gone, and it would drop
+                # a session that is alive (only this stream is not there to resume).
+                return Response.error(
+                    400,
+                    "unknown Last-Event-ID: no stream of this session to resume from it; the "
+                    "session itself is alive (open a GET without Last-Event-ID to listen)",
+                )
             # The newest resumption takes the stream over: a response still reading it ends
             # (MCP 2025-06-18: no message broadcast across streams). Refusing it instead would
             # lock out a client whose earlier connection died silently, until a write fails.
