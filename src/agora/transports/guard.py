@@ -109,6 +109,11 @@ def host_refusal(headers: Mapping[str, str], allowed: Iterable[str]) -> str:
     """
     names = LOOPBACK | {a.lower() for a in allowed}
     host = headers.get("host", "")
+    if not host:  # an HTTP/1.0 request may leave it out; this server reads it
+        return (
+            "Forbidden: the request has no Host header; send one naming this server (only"
+            " loopback names and those in allowed_hosts are accepted: DNS-rebinding protection)"
+        )
     which, value, name = "Host", host, host_name(host)
     if name is not None and _known(name, names):
         which, value = "Origin", headers.get("origin", "")

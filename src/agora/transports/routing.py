@@ -15,6 +15,7 @@ import re
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
 
+from agora.logsafe import loggable
 from agora.mcp import jsonrpc as rpc
 from agora.transports import guard
 from agora.transports.respond import refusal_response
@@ -88,6 +89,22 @@ def request_of(head: Head) -> Request:
     )
 
 
+def _target_refusal(target: str) -> str | None:
+    """Why a request target that is not a path is refused, or None for an absolute http(s)
+    URL (RFC 9112 3.2: origin-form ``/...``, absolute-form, ``*``; authority-form is for
+    CONNECT, which names no resource a server of pages and MCP endpoints has)."""
+    try:
+        parts = urlsplit(target)
+    except ValueError:
+        parts = None
+    if parts is not None and parts.scheme in ("http", "https") and parts.netloc:
+        return None
+    shown = loggable(target, 80)
+    return (
+        f'Bad Request: request target "{shown}" is neither a path (/...) nor an absolute http URL'
+    )
+
+
 def gate(
     head: Head,
     req: Request,
@@ -106,6 +123,10 @@ def gate(
         return 400, refusal_response(req, 400, problem), []
     if not head.target.startswith("/") and head.target != "*":
         # Absolute form: the target names the host, and Host is ignored (RFC 9112 3.2.2).
+        # Anything else (a bare name, CONNECT's host:port) names no resource here.
+        problem = _target_refusal(head.target)
+        if problem is not None:
+            return 400, refusal_response(req, 400, problem), []
         headers = {**headers, "host": urlsplit(head.target).netloc}
     if not guard.origin_allowed(headers, allowed_hosts):
         refused = guard.host_refusal(headers, allowed_hosts)
