@@ -153,6 +153,10 @@ def test_a_sized_body_stops_at_its_length():
         pytest.param([b"65\r\n"], 413, id="chunk-over-limit"),
         pytest.param([b"1" * 2000], 400, id="endless-size-line"),
         pytest.param([b"123456789\r\n"], 400, id="nine-digit-size"),
+        # Lines ended by LF alone: refused as they come, not waited on (a hostile client's
+        # body sat 30 s for a CRLF that never came, then got 408).
+        pytest.param([b"3\nabc\n0\n\n"], 400, id="bare-lf-size-line"),
+        pytest.param([b"3\r\nabc\r\n0\r\nX-T: 1\n\n"], 400, id="bare-lf-trailer"),
     ],
 )
 def test_a_bad_chunked_body_is_refused(pieces, status):

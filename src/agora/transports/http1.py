@@ -207,6 +207,9 @@ class BodyReader:
     def _chunks(self, buf: bytearray) -> None:
         while not self.done:
             end = buf.find(b"\r\n", 0, MAX_CHUNK_LINE)
+            bare = buf.find(b"\n", 0, MAX_CHUNK_LINE if end < 0 else end)
+            if bare >= 0:  # a line ended by LF alone: no CRLF is coming to end it
+                raise HttpError(400, "malformed chunked body: its lines must end with CRLF")
             if end < 0:
                 if len(buf) >= MAX_CHUNK_LINE:
                     raise HttpError(400, "chunk line too long")
