@@ -178,6 +178,19 @@ async def test_a_websocket_upgrade_that_breaks_rfc_6455_gets_400(request_bytes, 
             assert said in raw
 
 
+async def test_an_upgrade_to_another_websocket_version_gets_a_whole_426():
+    # wsproto's own 426 had an empty reason phrase, no Date and no body.
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            old = _upgrade().replace(b"Sec-WebSocket-Version: 13", b"Sec-WebSocket-Version: 8")
+            raw = await raw_exchange(server.port, old)
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 426 Upgrade Required\r\n"), raw
+    assert b"\r\ndate: " in head.lower()
+    assert b"\r\nsec-websocket-version: 13" in head.lower()
+    assert b"speaks WebSocket version 13" in body
+
+
 async def test_an_http_1_0_upgrade_is_not_one_and_a_good_one_is():
     async with serve() as server:
         with trio.fail_after(TIMEOUT):

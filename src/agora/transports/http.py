@@ -36,7 +36,7 @@ from agora.transports.http1 import BodyReader, Head, HttpError
 from agora.transports.linger import linger_close
 from agora.transports.respond import Closed, Responder, refusal_response
 from agora.transports.routing import gate, methods_of, not_allowed, page_refusal, request_of
-from agora.transports.websocket import accept_websocket, upgrade_refusal
+from agora.transports.websocket import WS_VERSION, accept_websocket, upgrade_refusal
 from agora.web.http import EventStream, Request, Response, wants_html
 
 if TYPE_CHECKING:
@@ -272,6 +272,12 @@ class HttpConnection(Responder):
             problem = upgrade_refusal(headers, head.has_body)
             if problem is not None:
                 await self._send_error(400, rpc.error(None, rpc.INVALID_REQUEST, problem))
+                return False
+            if headers.get("sec-websocket-version") != WS_VERSION:  # (wsproto's own 426 has
+                # neither Date nor a body)
+                said = f"Upgrade Required: this server speaks WebSocket version {WS_VERSION}"
+                version = [("sec-websocket-version", WS_VERSION)]
+                await self._send_error(426, rpc.error(None, rpc.INVALID_REQUEST, said), version)
                 return False
             if await accept_websocket(self.stream, head.raw):
                 self.upgrade = (bytes(self.buf), endpoint, principal)

@@ -50,6 +50,7 @@ REASONS = {
     413: "Content Too Large",
     414: "URI Too Long",
     415: "Unsupported Media Type",
+    426: "Upgrade Required",
     431: "Request Header Fields Too Large",
     500: "Internal Server Error",
     501: "Not Implemented",

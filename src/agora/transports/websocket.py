@@ -61,6 +61,10 @@ KEY_BYTES = 16
 CLOSE_TIMEOUT = 1.0
 
 
+#: The one WebSocket version there is (RFC 6455 4.1); an upgrade asking another gets 426.
+WS_VERSION = "13"
+
+
 def upgrade_refusal(headers: Mapping[str, str], has_body: bool) -> str | None:
     """Why an HTTP/1.1 upgrade request cannot open a WebSocket (answered 400), else None:
     a body (its bytes would be read as frames) or a ``Sec-WebSocket-Key`` that is not 16
