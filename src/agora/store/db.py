@@ -23,7 +23,7 @@ from agora.store.checkpoint import Checkpointer
 from agora.store.db_path import check_database_path
 from agora.store.diskfault import DiskDoctor
 from agora.store.lock import database_lock, database_problem, lock_path
-from agora.store.opening import open_in_thread
+from agora.store.opening import loop_delivery, open_in_thread
 from agora.store.shm_guard import ShmGuard
 from agora.store.sqlite import COMMIT_TIMEOUT, READERS, STOP_SECONDS, Store
 from agora.store.sqlite_connect import connect
@@ -188,7 +188,7 @@ async def _open_locked(
     conn = migrations_conn
     if process:  # the child writes from now on
         conn = await _handed_to_child(migrations_conn, path, synchronous.upper())
-    deliver = None if inline else trio.lowlevel.current_trio_token().run_sync_soon
+    deliver = None if inline else loop_delivery()
     doctor = None if inline else DiskDoctor(path)
     holder: list[Store] = []
 

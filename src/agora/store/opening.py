@@ -13,6 +13,7 @@ backends' own parts: `agora.store.sqlite_open`, `agora.store.pg_cluster.migrate`
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import TYPE_CHECKING, TypeVar
 
@@ -24,6 +25,24 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+
+def loop_delivery() -> Callable[[Callable[[], None]], None]:
+    """How a store's threads hand their outcomes to the calling Trio run (its token's
+    ``run_sync_soon``), saying once the run has ended instead of raising into the thread:
+    a writer stopped past its deadline (its batch waited for another process's write lock)
+    may finish after the event loop, when nobody is left to tell."""
+    run_soon = trio.lowlevel.current_trio_token().run_sync_soon
+
+    def deliver(outcome: Callable[[], None]) -> None:
+        try:
+            run_soon(outcome)
+        except trio.RunFinishedError:
+            log.info("a store outcome came after the event loop ended: nobody is left to tell")
+
+    return deliver
 
 
 class OpenCancelled(Exception):

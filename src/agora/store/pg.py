@@ -34,7 +34,7 @@ from agora.errors import StoreError
 from agora.logsafe import one_line
 from agora.store.failures import store_error
 from agora.store.neutral import POSTGRESQL, MissingTable
-from agora.store.opening import open_in_thread
+from agora.store.opening import loop_delivery, open_in_thread
 from agora.store.outage import Outage
 from agora.store.pg_bound import Lease, in_thread
 from agora.store.pg_cluster import ClusterLock, migrate
@@ -358,7 +358,7 @@ async def open_pg_store(
             schema, versions = migrate(url, steps)
         else:  # a cancellation ends the wait for another node's lock, or a step
             schema, versions = await open_in_thread(functools.partial(migrate, url, steps))
-        deliver = None if inline else trio.lowlevel.current_trio_token().run_sync_soon
+        deliver = None if inline else loop_delivery()
         channel = f"agora:{schema}"
         make = functools.partial(
             PgWriter, url, channel, group_commit=group_commit, deliver=deliver, trace=trace
