@@ -11,6 +11,7 @@ costs is measured in bench/, not here.)
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
@@ -92,3 +93,37 @@ def test_a_batch_is_counted_whole_before_it_is_decoded():
     messages = batch.parse(b'[{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":[[]]}}]')
     assert isinstance(messages, list)
     assert isinstance(messages[0], rpc.Request)
+
+
+def test_escaped_backslashes_and_quotes_end_a_string_where_json_does(decoded):
+    deep = "[" * 70 + "]" * 70
+    # "x\\" ends there: the brackets after it are outside, and 70 levels deep.
+    outside = _ping('{"a":"x\\\\","b":' + deep + "}", rid=4)
+    with pytest.raises(ProtocolError) as refused:
+        rpc.decode(outside)
+    assert refused.value.message == "params nested deeper than 64 levels"
+    # "x\" ... does not end there: the brackets are inside the string.
+    inside = _ping('{"a":"x\\" ' + deep + ' \\\\\\" still text"}')
+    assert isinstance(rpc.decode(inside), rpc.Request)
+
+
+def test_an_unclosed_string_is_scanned_once_and_left_to_the_decoder():
+    # A string that never closes, made of escaped quotes after 70 brackets: the first scan
+    # tried a regular expression again from every later quote, hours for a megabyte (the
+    # join below bounds a hang, it measures nothing).
+    unclosed = _ping("[" * 70 + '"' + '\\"' * 500_000)
+    assert len(unclosed) <= rpc.MAX_MESSAGE_BYTES
+    outcome: list[BaseException] = []
+
+    def decode() -> None:
+        try:
+            rpc.decode(unclosed)
+        except ProtocolError as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=decode, daemon=True)
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive(), "the scan of an unclosed string did not end"
+    [refused] = outcome
+    assert refused.code == rpc.PARSE_ERROR

@@ -143,6 +143,17 @@ def decode(data: bytes | str) -> Message:
     return parse(obj, walk=False)  # (`check_shape` measured the nesting, before decoding)
 
 
+def _outside_strings(raw: bytes) -> bytes:
+    """``raw`` without its string literals (an unclosed one runs to the end), in passes of
+    C with no per-character Python: the escaped backslashes and quotes are taken out first,
+    after which every quote opens or closes a string. (A regular expression for a string
+    literal tried again from every quote of an unclosed one, quadratic: a 64 KB message held
+    the event loop 20 s, a reviewer's finding; even a linear one took 90 ms for a megabyte
+    of escapes, against 8 ms here.)"""
+    plain = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    return b"".join(plain.split(b'"')[::2])
+
+
 def check_shape(data: bytes | str, outer: int = 0) -> None:
     """Refuse a message that holds more than `MAX_CONTAINERS` arrays and objects, or nests
     deeper than params may (`MAX_PARAMS_DEPTH`, params being the message's level 2, or
@@ -163,7 +174,7 @@ def check_shape(data: bytes | str, outer: int = 0) -> None:
         if data.count(b"{") + data.count(b"[") <= MAX_PARAMS_DEPTH + outer:
             return
         raw = data
-    shape = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    shape = _outside_strings(raw).translate(None, _NOT_BRACKETS)
     if len(shape) > 2 * MAX_CONTAINERS:
         message = f"message holds more than {MAX_CONTAINERS} arrays and objects"
         raise ProtocolError(
