@@ -168,6 +168,7 @@ def _upgrade(version: bytes = b"1.1", key: str = KEY, body: bytes = b"") -> byte
         (_upgrade(key="abc"), b"Sec-WebSocket-Key must be 16 bytes"),
         (_upgrade(key=base64.b64encode(b"k" * 15).decode()), b"Sec-WebSocket-Key must be 16 bytes"),
         (_upgrade(body=b"hello"), b"has no body"),
+        (_upgrade().replace(b"Sec-WebSocket-Version: 13\r\n", b""), b"Version 13 is required"),
     ],
 )
 async def test_a_websocket_upgrade_that_breaks_rfc_6455_gets_400(request_bytes, said):
@@ -188,6 +189,7 @@ async def test_an_upgrade_to_another_websocket_version_gets_a_whole_426():
     assert head.startswith(b"HTTP/1.1 426 Upgrade Required\r\n"), raw
     assert b"\r\ndate: " in head.lower()
     assert b"\r\nsec-websocket-version: 13" in head.lower()
+    assert b"\r\nupgrade: websocket" in head.lower()  # (RFC 9110 15.5.22)
     assert b"speaks WebSocket version 13" in body
 
 

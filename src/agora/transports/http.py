@@ -276,7 +276,7 @@ class HttpConnection(Responder):
             if headers.get("sec-websocket-version") != WS_VERSION:  # (wsproto's own 426 has
                 # neither Date nor a body)
                 said = f"Upgrade Required: this server speaks WebSocket version {WS_VERSION}"
-                version = [("sec-websocket-version", WS_VERSION)]
+                version = [("sec-websocket-version", WS_VERSION), ("upgrade", "websocket")]
                 await self._send_error(426, rpc.error(None, rpc.INVALID_REQUEST, said), version)
                 return False
             if await accept_websocket(self.stream, head.raw):

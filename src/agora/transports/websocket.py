@@ -78,6 +78,8 @@ def upgrade_refusal(headers: Mapping[str, str], has_body: bool) -> str | None:
         valid = False
     if not valid:
         return "Bad Request: Sec-WebSocket-Key must be 16 bytes in base64 (RFC 6455 4.2.1)"
+    if "sec-websocket-version" not in headers:  # (another version than 13 gets a 426)
+        return f"Bad Request: Sec-WebSocket-Version {WS_VERSION} is required (RFC 6455 4.2.1)"
     return None
 
 
