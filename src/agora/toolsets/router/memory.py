@@ -44,9 +44,7 @@ class Receipted(msgspec.Struct, frozen=True, kw_only=True):
     session_id: str
     idempotency_key: str
     request_digest: str
-    #: The digest without the correlation_id, as receipts stored before it counted were
-    #: made: such a receipt still replays (its correlation_id was never recorded).
-    legacy_digest: str = ""
+    legacy_digest: str = ""  # without the correlation_id, as older receipts hold it: they replay
 
 
 class Remember(Receipted, frozen=True, tag=True):
