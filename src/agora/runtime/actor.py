@@ -248,7 +248,7 @@ class Actor(Handling):
             now = self.runtime.clock.now()
             self._entity = self._created(now)
             if self._entity is not None:
-                self._now = now  # the command's `handle` (next, in `run_inline`) reads it too
+                self._now = now  # `_handle` (next, in `run_inline`) reads it (not a guarded one)
                 self.version, self.confirmed = 0, stamp()  # (guarded stores: never written)
         return self._entity is not None
 
