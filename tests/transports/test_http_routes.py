@@ -236,3 +236,17 @@ async def test_allow_anonymous_false_serves_mcp_only_to_callers_with_a_token():
             async with RawHttp.open(server.port) as client:  # probes and pages as before
                 assert (await client.request("GET", "/readyz")).status == 200
                 assert (await client.request("GET", "/play/default/state")).status == 200
+
+
+async def test_a_path_a_route_names_literally_answers_by_that_routes_methods():
+    # GET /play/tables matched the page route /play/{table} and answered 404 "no such
+    # table", while PUT there got 405 with Allow: POST (a hostile client's finding).
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            for method in ("GET", "HEAD", "PUT"):
+                async with RawHttp.open(server.port) as client:
+                    reply = await client.request(method, "/play/tables")
+                assert reply.status == 405, (method, reply)
+                assert reply.headers["allow"] == "POST", reply
+            async with RawHttp.open(server.port) as client:
+                assert (await client.request("GET", "/play/default")).status == 200

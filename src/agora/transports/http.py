@@ -329,12 +329,17 @@ class HttpConnection(Responder):
         for route in self.app.routes:
             params = route.match(req.method, req.path)
             if params is not None:
+                # A path a route names literally ("/play/tables") is that route's, by its
+                # methods: a GET of it is a 405, not the parameter route's 404 (no such table).
+                if params and (named := methods_of(self.app.routes, req.path, literal=True)):
+                    return not_allowed(req, named)
                 refusal = page_refusal(req, route.needs_principal, bool(self.config.principals))
                 if refusal is not None:
                     return refusal
                 req.params = params
                 return await self._page(route, req)
-        allowed = methods_of(self.app.routes, req.path)
+        routes = self.app.routes
+        allowed = methods_of(routes, req.path, literal=True) or methods_of(routes, req.path)
         if allowed:
             return not_allowed(req, allowed)
         if req.path == start.PATH:

@@ -56,9 +56,16 @@ def is_mcp(path: str) -> bool:
     return path.lstrip("/").partition("/")[0] == "mcp"
 
 
-def methods_of(routes: Iterable[Route], path: str) -> list[str]:
-    """The methods the routes serve ``path`` by (none: no route has it)."""
-    return sorted({route.method for route in routes if route.serves_path(path)})
+def methods_of(routes: Iterable[Route], path: str, *, literal: bool = False) -> list[str]:
+    """The methods the routes serve ``path`` by (none: no route has it); ``literal``: only
+    routes whose pattern names the path itself, with no parameter."""
+    return sorted(
+        {
+            route.method
+            for route in routes
+            if route.serves_path(path) and not (literal and "{" in route.pattern)
+        }
+    )
 
 
 def not_allowed(req: Request, methods: list[str], hint: str = "") -> Response:
