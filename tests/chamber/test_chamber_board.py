@@ -151,3 +151,19 @@ async def test_browsers_get_board_errors_as_html_pages(chamber, runtime):
         assert "Content-Security-Policy" in page or "<h1>" in page
     status, page = await _get(toolset, runtime, "/board?suite=nope", browser)
     assert "no suite &#x27;nope&#x27;" in page
+
+
+async def test_a_product_no_card_can_carry_is_a_bad_query_not_a_page_about_it(chamber, runtime):
+    # Any text was echoed as the page's title and heading, under Cache-Control: public (a
+    # hostile client's finding: content spoofing on a cacheable page).
+    toolset, _ = chamber
+    browser = "text/html,application/xhtml+xml,*/*;q=0.8"
+    spoof = urllib.parse.quote("Official notice: all cards revoked")
+    status, page = await _get(
+        toolset, runtime, f"/board/cards?suite=chambre-chrono-v0&product={spoof}", browser
+    )
+    assert status == 400
+    assert "Official notice" not in page
+    assert "product is not a product id" in page
+    status, _ = await _get(toolset, runtime, "/board/cards?suite=chambre-chrono-v0&product=gpt-5")
+    assert status == 200

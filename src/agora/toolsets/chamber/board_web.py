@@ -16,6 +16,7 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.toolsets.chamber import board, listings
+from agora.toolsets.chamber.identity import PRODUCT_PATTERN
 from agora.toolsets.chamber.web import (
     HEADERS,
     UNKNOWN_AFTER,
@@ -170,6 +171,8 @@ async def get_board_cards(request: Request, runtime: Runtime) -> Response:
     try:
         if not suite or not product:
             raise BadQuery("suite and product are required")
+        if not PRODUCT_PATTERN.match(product):  # no card carries it: not echoed in a page
+            raise BadQuery("product is not a product id (^[a-z0-9][a-z0-9._-]{0,78}$)")
         first, last = _range(request, runtime.clock.wall().astimezone(dt.UTC).date())
         limit = parse_limit(request)
         rows = await runtime.read(
