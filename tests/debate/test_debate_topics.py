@@ -18,7 +18,12 @@ async def test_session_open_mints_caller_owned_sessions_listed_newest_first(desk
     await desk.session(BOB)
     listed = await desk.call(ALICE, "debate_session_list")
     assert [s["session_id"] for s in listed["sessions"]] == [second, first]
-    assert listed["count"] == 2
+    assert (listed["count"], listed["has_more"]) == (2, False)
+    # A page that is not all of them says so (a count of 1 at limit 1 told nothing).
+    page = await desk.call(ALICE, "debate_session_list", limit=1)
+    assert ([s["session_id"] for s in page["sessions"]], page["has_more"]) == ([second], True)
+    whole = await desk.call(ALICE, "debate_session_list", limit=2)
+    assert whole["has_more"] is False
 
 
 async def test_init_seeds_bindings_atomically_and_mints_omitted_sessions(desk):

@@ -35,8 +35,9 @@ async def debate_session_list(call: ToolCall) -> dict[str, Any]:
     """The caller's sessions, newest first, with their bindings."""
     name, limit = caller(call).name, int(call.args.get("limit", 200))
 
-    def read(conn: ReadConn) -> list[dict[str, Any]]:
-        rows = sql.sessions_of(conn, name, limit)
+    def read(conn: ReadConn) -> tuple[list[dict[str, Any]], bool]:
+        rows = sql.sessions_of(conn, name, limit + 1)  # one more: whether more are there
+        more, rows = len(rows) > limit, rows[:limit]
         found: dict[str, dict[str, Any]] = {
             r[0]: {
                 "session_id": r[0],
@@ -51,10 +52,10 @@ async def debate_session_list(call: ToolCall) -> dict[str, Any]:
             found[b[0]]["bindings"].append(
                 {"topic_id": b[1], "role": b[2], "state": b[3], "generation": b[4]}
             )
-        return list(found.values())
+        return list(found.values()), more
 
-    sessions = await call.runtime.read(read)
-    return {"sessions": sessions, "count": len(sessions)}
+    sessions, more = await call.runtime.read(read)
+    return {"sessions": sessions, "count": len(sessions), "has_more": more}
 
 
 def _binding_fields(call: ToolCall) -> dict[str, Any]:
