@@ -103,3 +103,11 @@ def test_what_each_request_needs(
     method: str, params: dict[str, Any], declared: dict[str, Any], missing: Any
 ) -> None:
     assert missing_capabilities(method, params, declared) == missing
+
+
+@pytest.mark.parametrize("capabilities", ["x", [], 1])
+async def test_capabilities_that_are_not_an_object_are_invalid_params(capabilities: Any) -> None:
+    # A string there was taken as capabilities (a hostile client's finding).
+    reply = await _call(SAMPLE, capabilities)
+    assert reply["error"]["code"] == -32602, reply
+    assert reply["error"]["message"] == f"_meta must hold an object in {META_CAPABILITIES!r}"

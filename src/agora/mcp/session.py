@@ -160,8 +160,9 @@ class Session:
         version = meta.get(META_VERSION)
         if not isinstance(version, str):
             raise ProtocolError(rpc.INVALID_PARAMS, f"_meta[{META_VERSION!r}] must be a string")
-        if META_CAPABILITIES not in meta:
-            raise ProtocolError(rpc.INVALID_PARAMS, f"_meta is missing {META_CAPABILITIES!r}")
+        if not isinstance(caps := meta.get(META_CAPABILITIES), dict):
+            said = "is missing" if caps is None else "must hold an object in"
+            raise ProtocolError(rpc.INVALID_PARAMS, f"_meta {said} {META_CAPABILITIES!r}")
         if version not in MODERN_VERSIONS:
             raise ProtocolError(
                 rpc.UNSUPPORTED_PROTOCOL_VERSION,
