@@ -169,6 +169,13 @@ def _upgrade(version: bytes = b"1.1", key: str = KEY, body: bytes = b"") -> byte
         (_upgrade(key=base64.b64encode(b"k" * 15).decode()), b"Sec-WebSocket-Key must be 16 bytes"),
         (_upgrade(body=b"hello"), b"has no body"),
         (_upgrade().replace(b"Sec-WebSocket-Version: 13\r\n", b""), b"Version 13 is required"),
+        (
+            _upgrade().replace(
+                b"Sec-WebSocket-Version",
+                b"Sec-WebSocket-Key: " + KEY.encode() + b"\r\nSec-WebSocket-Version",
+            ),
+            b"Key is repeated; send it once",
+        ),
     ],
 )
 async def test_a_websocket_upgrade_that_breaks_rfc_6455_gets_400(request_bytes, said):

@@ -72,6 +72,8 @@ def upgrade_refusal(headers: Mapping[str, str], has_body: bool) -> str | None:
     if has_body:
         return "Bad Request: a WebSocket upgrade request has no body"
     key = headers.get("sec-websocket-key", "")
+    if "," in key:  # (the head joins a repeated field's values with ", ")
+        return "Bad Request: Sec-WebSocket-Key is repeated; send it once (RFC 6455 4.2.1)"
     try:
         valid = len(base64.b64decode(key, validate=True)) == KEY_BYTES
     except ValueError:
