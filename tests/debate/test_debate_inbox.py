@@ -190,6 +190,27 @@ async def test_watermark_posts_the_marker_and_heals_the_primary_cursor(desk, roo
     assert body["error"] == "unknown_msg_id"
 
 
+async def test_a_watermark_that_moves_nothing_says_so(desk, room):
+    # A watermark set back to an earlier message answered like any other: the agent was
+    # not told that nothing moved (a contract check's find).
+    first = await say(desk, room, "ADVOCATE", "one")
+    second = await say(desk, room, "ADVOCATE", "two")
+    mark = {"topic_id": room["topic"], "role": "ADVOCATE"}
+    ahead = await desk.call(
+        BOB, "debate_advance_watermark", **mark, processed_up_to_msg_id=second["msg_id"]
+    )
+    assert not hasattr(ahead, "guidance")
+    back = await desk.call(
+        BOB, "debate_advance_watermark", **mark, processed_up_to_msg_id=first["msg_id"]
+    )
+    assert back.guidance == (
+        "The WATERMARK marker was posted, but nothing moved: ADVOCATE's watermark and cursor "
+        f"are already at or past {first['msg_id']}."
+    )
+    page = await desk.call(BOB, "debate_read", topic_id=room["topic"], role="ADVOCATE")
+    assert second["msg_id"] not in [m["msg_id"] for m in page["messages"]]  # still after it
+
+
 async def test_one_shot_decision_is_claimed_by_its_first_check(desk, room):
     decision = await say(desk, room, "ADVOCATE", "ship it", kind="DECISION", standing=False)
     await check(desk, room)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from agora.mcp.results import Guided
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
@@ -290,23 +291,28 @@ def _check_watermark(topic: Topic, caller: Caller, role: str, target: MsgMeta) -
         protocol.check_watermark(topic, caller, role, inbox, cursor.position, target)
 
 
-def _watermark(topic: Topic, role: str, target: str, writes: list[Write]) -> None:
+def _watermark(topic: Topic, role: str, target: str, writes: list[Write]) -> bool:
+    """Move the role's watermark and its active cursor up to ``target``; whether either
+    moved (neither does backwards)."""
     data = topic.data
     position = data.messages[target].cursor
     current = data.watermarks.get(role)
-    if current is None or position > current:
+    moved = current is None or position > current
+    if moved:
         data.watermarks[role] = position
         writes.append(sql.upsert_watermark(topic.topic_id, role, *position))
     active = topic.active(role)
     if active is not None:
         cursor = data.cursors.get((role, active.session_id)) or Cursor()
         if position > cursor.position:
+            moved = True
             topic.set_cursor(
                 writes,
                 role,
                 active.session_id,
                 Cursor(position[0], position[1], cursor.last_check_at),
             )
+    return moved
 
 
 @COMMANDS.on(AdvanceWatermark)
@@ -322,7 +328,7 @@ def advance_watermark(topic: Topic, cmd: AdvanceWatermark, now: Now) -> Effects:
     meta = MsgMeta(cmd.msg_id, ts, cmd.role, "WATERMARK", "INFO", None, (), None, False)
     writes: list[Write] = []
     topic.append(writes, meta, cmd.target, author_session_id=None, vehicle="analysis")
-    _watermark(topic, cmd.role, cmd.target, writes)
+    moved = _watermark(topic, cmd.role, cmd.target, writes)
     topic.event(
         writes,
         ts,
@@ -333,4 +339,11 @@ def advance_watermark(topic: Topic, cmd: AdvanceWatermark, now: Now) -> Effects:
         msg_id=cmd.msg_id,
     )
     topic.touch(writes, ts)
-    return Effects(reply=post_reply(row, meta, "analysis"), writes=writes, changed=True)
+    reply: dict[str, Any] = post_reply(row, meta, "analysis")
+    if not moved:  # (the contract lists no refusal for it: the marker is posted all the same)
+        reply = Guided(
+            reply,
+            f"The WATERMARK marker was posted, but nothing moved: {cmd.role}'s watermark and "
+            f"cursor are already at or past {cmd.target}.",
+        )
+    return Effects(reply=reply, writes=writes, changed=True)
