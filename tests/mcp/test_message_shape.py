@@ -127,3 +127,20 @@ def test_an_unclosed_string_is_scanned_once_and_left_to_the_decoder():
     assert not worker.is_alive(), "the scan of an unclosed string did not end"
     [refused] = outcome
     assert refused.code == rpc.PARSE_ERROR
+
+
+def test_objects_and_arrays_nested_in_turn_count_every_level(decoded):
+    # The scan took ``[]`` then ``{}`` away in one pass, so {"a":[{"a":[...]}]} counted half
+    # as deep as it is: params 100 levels deep passed a 64-level ceiling.
+    def alternating(levels: int) -> str:
+        opens = "".join('{"a":' if n % 2 == 0 else "[" for n in range(levels - 1))
+        closes = "".join("}" if n % 2 == 0 else "]" for n in reversed(range(levels - 1)))
+        return "{" + '"b":' + opens + "1" + closes + "}"
+
+    fits = _ping(alternating(rpc.MAX_PARAMS_DEPTH))
+    assert isinstance(rpc.decode(fits), rpc.Request)
+    with pytest.raises(ProtocolError) as refused:
+        rpc.decode(_ping(alternating(rpc.MAX_PARAMS_DEPTH + 1)))
+    assert refused.value.message == "params nested deeper than 64 levels"
+    assert rpc.nested_deeper(rpc.bracket_shape(alternating(100)), 99)
+    assert not rpc.nested_deeper(rpc.bracket_shape(alternating(100)), 100)

@@ -57,6 +57,10 @@ TOO_DEEP = "JSON nested too deeply"
 #: arrays (340,000 of them) took the decoder and the depth walk 0.5 s, every other client
 #: stalled meanwhile (a hostile client's finding); the scan that counts them takes 2-9 ms.
 MAX_CONTAINERS = 20_000
+#: An innermost pair of brackets. One substitution takes every innermost pair away at once
+#: and no pair it exposes (two ``bytes.replace`` in turn took ``{[]}`` away whole: two levels
+#: in one pass, and an object-array nesting counted half as deep).
+_INNERMOST = re.compile(rb"\[\]|\{\}")
 #: Every byte but the four brackets (``bytes.translate`` deletes them).
 _NOT_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
 
@@ -154,6 +158,25 @@ def _outside_strings(raw: bytes) -> bytes:
     return b"".join(plain.split(b'"')[::2])
 
 
+def bracket_shape(data: bytes | str) -> bytes:
+    """The brackets of the JSON text ``data`` outside its strings, in order, found in passes
+    of C (for a measure of its nesting that decodes nothing: `nested_deeper`)."""
+    raw = data.encode("utf-8", "replace") if isinstance(data, str) else data
+    return _outside_strings(raw).translate(None, _NOT_BRACKETS)
+
+
+def nested_deeper(shape: bytes, levels: int) -> bool:
+    """Whether brackets ``shape`` (`bracket_shape`) nest deeper than ``levels``; False when
+    they do not pair up (not JSON: its decoder says what is wrong). Each pass takes away
+    the innermost level, so it takes at most ``levels`` + 1 passes."""
+    for _ in range(levels):
+        inner = _INNERMOST.sub(b"", shape)
+        if len(inner) == len(shape):
+            return False
+        shape = inner
+    return bool(shape) and _INNERMOST.sub(b"", shape) != shape
+
+
 def check_shape(data: bytes | str, outer: int = 0) -> None:
     """Refuse a message that holds more than `MAX_CONTAINERS` arrays and objects, or nests
     deeper than params may (`MAX_PARAMS_DEPTH`, params being the message's level 2, or
@@ -174,19 +197,13 @@ def check_shape(data: bytes | str, outer: int = 0) -> None:
         if data.count(b"{") + data.count(b"[") <= MAX_PARAMS_DEPTH + outer:
             return
         raw = data
-    shape = _outside_strings(raw).translate(None, _NOT_BRACKETS)
+    shape = bracket_shape(raw)
     if len(shape) > 2 * MAX_CONTAINERS:
         message = f"message holds more than {MAX_CONTAINERS} arrays and objects"
         raise ProtocolError(
             INVALID_REQUEST, message, {"id": request_id_in(raw[:OVERSIZE_HEAD_BYTES])}
         )
-    # Each pass takes away the innermost level: the message's depth is the number of passes.
-    for _ in range(MAX_PARAMS_DEPTH + 1 + outer):
-        inner = shape.replace(b"[]", b"").replace(b"{}", b"")
-        if len(inner) == len(shape):
-            return  # not JSON (or empty): the decoder says what is wrong
-        shape = inner
-    if shape:
+    if nested_deeper(shape, MAX_PARAMS_DEPTH + 1 + outer):
         message = f"params nested deeper than {MAX_PARAMS_DEPTH} levels"
         raise ProtocolError(
             INVALID_REQUEST, message, {"id": request_id_in(raw[:OVERSIZE_HEAD_BYTES])}

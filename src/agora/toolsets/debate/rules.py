@@ -15,7 +15,7 @@ from typing import Any, Final
 import msgspec
 
 from agora.mcp.guard import MAX_DEPTH
-from agora.mcp.jsonrpc import decode_problem, depth
+from agora.mcp.jsonrpc import bracket_shape, decode_problem, nested_deeper
 
 UUID_RE: Final = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 ROLE_RE: Final = re.compile(r"^[A-Z][A-Z0-9_]+$")
@@ -199,16 +199,18 @@ def loads(text: str, field: str, code: str = "invalid_json") -> Any:
             deeper than `MAX_JSON_DEPTH`.
     """
     deep = f"{field} nests deeper than {MAX_JSON_DEPTH} levels"
+    # Each level opens a bracket, so a text with few brackets is shallow enough (nearly all);
+    # the others are measured on their brackets before anything is decoded or walked.
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and nested_deeper(
+        bracket_shape(text), MAX_JSON_DEPTH
+    ):
+        raise reject(code, deep)
     try:
         value = msgspec.json.decode(text)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise reject(code, f"{field} is not valid JSON: {decode_problem(text, exc)}") from None
-    except RecursionError:  # thousands of levels: the decoder gave up
+    except RecursionError:  # (not reached: a text that deep is refused above)
         raise reject(code, deep) from None
-    # Each level opens a bracket, so a text with few brackets is shallow enough (nearly all).
-    deeper = text.count("[") + text.count("{") > MAX_JSON_DEPTH
-    if deeper and depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
-        raise reject(code, deep)
     return value
 
 
