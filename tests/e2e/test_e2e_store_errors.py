@@ -90,6 +90,8 @@ def _check_answered_as_a_bug(server: AgoraProcess, result: Any, cause: str) -> s
     assert correlation in text
     assert "retry" not in text.lower(), text
     assert cause not in str(body)  # sanitized: the database's words stay in the log
+    # The log comes through a pipe and a reader thread: the reply may arrive before it.
+    assert server.wait_for_line(re.escape(correlation), 10) is not None, server.log
     lines = [line for line in server.log.splitlines() if correlation in line]
     assert len(lines) == 1, server.log
     assert unstamped(lines[0]).startswith("ERROR "), lines
