@@ -48,6 +48,17 @@ async def test_init_seeds_bindings_atomically_and_mints_omitted_sessions(desk):
     sessions = await desk.call(ALICE, "debate_session_list")
     owned = {s["session_id"] for s in sessions["sessions"]}
     assert seeded["ADVOCATE"]["session_id"] in owned
+    # The repeat answers as the first call did: the minted session still says minted.
+    again = await desk.call(
+        ALICE,
+        "debate_init",
+        topic_id=out["topic_id"],
+        title="Musl-first packaging",
+        created_by_role="CONDUCTOR",
+        roles_json=json.dumps(roles),
+        metadata_json=LANE,
+    )
+    assert again["seeded_bindings"] == out["seeded_bindings"]
     history = await desk.runtime.read(lambda c: sql.history(c, out["topic_id"]))
     assert [e["event"] for e in history] == ["topic_created"]
 

@@ -82,7 +82,11 @@ def init_topic(topic: Topic, cmd: InitTopic, now: Now) -> Effects:
                 "the topic exists with a different shape; "
                 "repeat the original arguments or create a new topic",
             )
-        return Effects(reply=init_reply(topic))
+        # The same answer as the first call's: the roles it minted a session for are the
+        # ones the caller left without one (the shape holds which), each's seeded binding.
+        fresh = {role for role, _, is_new in cmd.roster if is_new}
+        minted = {b.session_id for role in fresh for b in topic.role_bindings(role)[:1]}
+        return Effects(reply=init_reply(topic, minted))
     if cmd.repeat:
         raise access.denied()
     at = topic.stamp_now(now)
