@@ -189,25 +189,23 @@ def check_shape(data: bytes | str, outer: int = 0) -> None:
     Raises:
         ProtocolError: -32600, with the request id when it can be read.
     """
+    # Counted on ``data`` as it came: a WebSocket message is text, and encoding every one
+    # would cost a copy on the primary transport's path for the rare message this refuses.
     if isinstance(data, str):
-        if data.count("{") + data.count("[") <= MAX_PARAMS_DEPTH + outer:
-            return
-        raw = data.encode("utf-8", "replace")  # (the brackets and quotes are ASCII)
+        brackets = data.count("{") + data.count("[")
     else:
-        if data.count(b"{") + data.count(b"[") <= MAX_PARAMS_DEPTH + outer:
-            return
-        raw = data
+        brackets = data.count(b"{") + data.count(b"[")
+    if brackets <= MAX_PARAMS_DEPTH + outer:
+        return
+    raw = data.encode("utf-8", "replace") if isinstance(data, str) else data  # (ASCII marks)
     shape = bracket_shape(raw)
     if len(shape) > 2 * MAX_CONTAINERS:
         message = f"message holds more than {MAX_CONTAINERS} arrays and objects"
-        raise ProtocolError(
-            INVALID_REQUEST, message, {"id": request_id_in(raw[:OVERSIZE_HEAD_BYTES])}
-        )
-    if nested_deeper(shape, MAX_PARAMS_DEPTH + 1 + outer):
+    elif nested_deeper(shape, MAX_PARAMS_DEPTH + 1 + outer):
         message = f"params nested deeper than {MAX_PARAMS_DEPTH} levels"
-        raise ProtocolError(
-            INVALID_REQUEST, message, {"id": request_id_in(raw[:OVERSIZE_HEAD_BYTES])}
-        )
+    else:
+        return
+    raise ProtocolError(INVALID_REQUEST, message, {"id": request_id_in(raw[:OVERSIZE_HEAD_BYTES])})
 
 
 def decode_problem(data: bytes | str, exc: Exception) -> str:

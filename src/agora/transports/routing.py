@@ -59,13 +59,9 @@ def is_mcp(path: str) -> bool:
 def methods_of(routes: Iterable[Route], path: str, *, literal: bool = False) -> list[str]:
     """The methods the routes serve ``path`` by (none: no route has it); ``literal``: only
     routes whose pattern names the path itself, with no parameter."""
-    return sorted(
-        {
-            route.method
-            for route in routes
-            if route.serves_path(path) and not (literal and "{" in route.pattern)
-        }
-    )
+    if literal:  # (a pattern without a parameter serves the one path it spells)
+        return sorted({route.method for route in routes if route.pattern == path})
+    return sorted({route.method for route in routes if route.serves_path(path)})
 
 
 def not_allowed(req: Request, methods: list[str], hint: str = "") -> Response:
