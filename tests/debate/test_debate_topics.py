@@ -29,14 +29,9 @@ async def test_session_open_mints_caller_owned_sessions_listed_newest_first(desk
 async def test_init_seeds_bindings_atomically_and_mints_omitted_sessions(desk):
     mine = await desk.session(ALICE)
     roles = [{"role": "CONDUCTOR", "session_id": mine}, {"role": "ADVOCATE"}]
-    out = await desk.call(
-        ALICE,
-        "debate_init",
-        title="Musl-first packaging",
-        created_by_role="CONDUCTOR",
-        roles_json=json.dumps(roles),
-        metadata_json=LANE,
-    )
+    args = {"title": "Musl-first packaging", "created_by_role": "CONDUCTOR",
+            "roles_json": json.dumps(roles), "metadata_json": LANE}  # fmt: skip
+    out = await desk.call(ALICE, "debate_init", **args)
     assert out["state"] == "INIT"
     assert out["archived_at"] is None
     assert out["roles"] == ["CONDUCTOR", "ADVOCATE"]
@@ -49,15 +44,7 @@ async def test_init_seeds_bindings_atomically_and_mints_omitted_sessions(desk):
     owned = {s["session_id"] for s in sessions["sessions"]}
     assert seeded["ADVOCATE"]["session_id"] in owned
     # The repeat answers as the first call did: the minted session still says minted.
-    again = await desk.call(
-        ALICE,
-        "debate_init",
-        topic_id=out["topic_id"],
-        title="Musl-first packaging",
-        created_by_role="CONDUCTOR",
-        roles_json=json.dumps(roles),
-        metadata_json=LANE,
-    )
+    again = await desk.call(ALICE, "debate_init", topic_id=out["topic_id"], **args)
     assert again["seeded_bindings"] == out["seeded_bindings"]
     history = await desk.runtime.read(lambda c: sql.history(c, out["topic_id"]))
     assert [e["event"] for e in history] == ["topic_created"]
