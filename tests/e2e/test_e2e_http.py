@@ -300,3 +300,23 @@ async def test_other_methods_on_the_endpoint(agora):
         assert gone.status == 200
         after = await http(agora.port, "POST", "/mcp/chess", rpc("ping"), headers=session)
         assert after.status == 404
+
+
+async def test_a_session_request_naming_the_stateless_revision_gets_400(agora):
+    # The session negotiated 2025-11-25; a request on it with a 2026-07-28 header and no
+    # envelope is refused as not the session's version (it was told -32602, params._meta
+    # missing, as if it were a 2026-07-28 request), and the session itself is untouched.
+    session = await open_session(agora.port)
+    headers = session | {"mcp-protocol-version": "2026-07-28"}
+    with trio.fail_after(TIMEOUT):
+        reply = await http(agora.port, "POST", "/mcp/chess", rpc("tools/list"), headers=headers)
+        assert reply.status == 400, reply
+        error = reply.json()["error"]
+        assert error["code"] == -32600, error
+        assert f"2026-07-28 is not this session's: it negotiated {VERSION}" in error["message"]
+        # Another handshake revision's header is served, as the conformance suite expects.
+        for version in (VERSION, "2025-03-26"):
+            headers = session | {"mcp-protocol-version": version}
+            reply = await http(agora.port, "POST", "/mcp/chess", rpc("tools/list"), headers=headers)
+            assert reply.status == 200, reply
+            assert reply.json()["result"]["tools"]

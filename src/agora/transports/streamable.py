@@ -157,6 +157,11 @@ class StreamableHTTP:
         if session is None or req.principal != session.principal:
             return _rpc_error(404, "Session not found: initialize a new session")
         version = req.headers.get(VERSION_HEADER)
+        if version in MODERN_VERSIONS:  # (its requests carry params._meta and no session)
+            said = (
+                f"{version} is not this session's: it negotiated {session.session.protocol_version}"
+            )
+            return _rpc_error(400, f"Bad Request: MCP-Protocol-Version {said}")
         if version is not None and version not in HANDSHAKE_VERSIONS:
             return _rpc_error(400, f"Bad Request: unsupported MCP-Protocol-Version {version}")
         self.table.touch(session)
@@ -378,11 +383,15 @@ def _cancelled(session: HttpSession, rid: rpc.RequestId) -> None:
 
 def _is_modern(msg: rpc.Request, req: Request) -> bool:
     """A 2026-07-28 request: its envelope says so, or else its MCP-Protocol-Version header
-    (`_stateless` then refuses the missing envelope); an ``initialize`` is a handshake."""
+    (`_stateless` then refuses the missing envelope); an ``initialize`` is a handshake, and
+    a request naming a handshake session without the envelope is that session's (`_session`
+    refuses a 2026-07-28 header as not the session's version)."""
     meta = msg.params.get("_meta")
     if isinstance(meta, dict) and META_VERSION in meta:
         return True
-    return req.headers.get(VERSION_HEADER) in MODERN_VERSIONS and msg.method != "initialize"
+    if msg.method == "initialize" or req.headers.get(SESSION_HEADER):
+        return False
+    return req.headers.get(VERSION_HEADER) in MODERN_VERSIONS
 
 
 def _rpc_error(status: int, message: str) -> Response:
