@@ -144,3 +144,15 @@ def test_objects_and_arrays_nested_in_turn_count_every_level(decoded):
     assert refused.value.message == "params nested deeper than 64 levels"
     assert rpc.nested_deeper(rpc.bracket_shape(alternating(100)), 99)
     assert not rpc.nested_deeper(rpc.bracket_shape(alternating(100)), 100)
+
+
+def test_a_deep_response_is_told_its_result_nests_too_deep():
+    # A client's answer to a server request, its result too deep: it was told "params".
+    levels = rpc.MAX_PARAMS_DEPTH + 1
+    deep = '{"jsonrpc":"2.0","id":5,"result":' + '{"a":' * levels + "{}" + "}" * levels + "}"
+    with pytest.raises(ProtocolError) as refused:
+        rpc.decode(deep)
+    assert (refused.value.message, refused.value.data) == (
+        "result or error nested deeper than 64 levels",
+        {"id": 5},
+    )

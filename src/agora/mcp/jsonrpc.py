@@ -202,7 +202,8 @@ def check_shape(data: bytes | str, outer: int = 0) -> None:
     if len(shape) > 2 * MAX_CONTAINERS:
         message = f"message holds more than {MAX_CONTAINERS} arrays and objects"
     elif nested_deeper(shape, MAX_PARAMS_DEPTH + 1 + outer):
-        message = f"params nested deeper than {MAX_PARAMS_DEPTH} levels"
+        member = "params" if b'"method"' in raw else "result or error"  # (a client's response)
+        message = f"{member} nested deeper than {MAX_PARAMS_DEPTH} levels"
     else:
         return
     raise ProtocolError(INVALID_REQUEST, message, {"id": request_id_in(raw[:OVERSIZE_HEAD_BYTES])})
