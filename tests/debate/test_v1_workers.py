@@ -307,3 +307,26 @@ async def test_a_consumed_and_answered_trigger_names_its_answer(desk, room):
     out = await claim(desk, room, msg)
     assert (out["state"], out["no_action"]) == ("completed", True)
     assert out["ack_msg_id"] == answer["msg_id"]
+
+
+@pytest.mark.parametrize("standing", [False, True], ids=["one-shot", "standing"])
+async def test_a_decision_the_role_already_answered_is_refused_and_writes_nothing(
+    desk, room, standing
+):
+    # The one-shot path (standing false) holds a DECISION claim the answer settled (done);
+    # either way the role's A is the work, so no worker is allocated to do it again.
+    msg = (
+        await desk.post(
+            ALICE, room["topic"], "CONDUCTOR", "ship it", to="EXECUTOR_1", kind="DECISION",
+            standing=standing,
+        )
+    )["msg_id"]  # fmt: skip
+    await desk.check(BOB, room["topic"], "EXECUTOR_1", room["exec"])
+    answer = await desk.post(BOB, room["topic"], "EXECUTOR_1", "shipped", kind="A", reply_to=msg)
+    before = await _rows(desk)
+    body = await claim(desk, room, msg, refused=True)
+    assert (body["error"], body["ack_msg_id"]) == ("trigger_already_answered", answer["msg_id"])
+    assert await _rows(desk) == before
+    # An unanswered DECISION is still claimed as any trigger is.
+    other = await trigger(desk, room, kind="DECISION")
+    assert (await claim(desk, room, other))["state"] == "active"

@@ -5,7 +5,8 @@ claim allocates a UUID worker session; a repeat while active is a heartbeat; a c
 claim answers ``no_action``, and so does a trigger the parent's cursor (or the role's
 watermark) already passed, whose claim is recorded completed at once; a retired claim is
 requeued at most twice, then reports exhausted. Triggers on the implementation vehicle fail
-closed and write nothing. A terminal reply (A, STATUS or a debate/v1 semantic kind) by the
+closed and write nothing, and so does a first claim on a DECISION the role already answered
+(``trigger_already_answered``). A terminal reply (A, STATUS or a debate/v1 semantic kind) by the
 claim's role to the trigger completes it, through posts and through the parent's cursor
 receipt; a reclaim retires stale active claims without moving any cursor (the trigger stays
 pending for the parent) or completes them when the terminal reply already exists.
@@ -58,13 +59,32 @@ class ReclaimWorkers(msgspec.Struct, frozen=True, tag=True):
     minimum_age_seconds: int
 
 
-def _terminal(topic: Topic, claim: WorkerClaim) -> MsgMeta | None:
+def _answer(topic: Topic, role: str, trigger_msg_id: str) -> MsgMeta | None:
+    """The role's first terminal reply to the trigger, if any."""
     replies = [
         m
         for m in topic.data.messages.values()
-        if m.reply_to == claim.trigger_msg_id and m.role == claim.role and m.kind in TERMINAL_KINDS
+        if m.reply_to == trigger_msg_id and m.role == role and m.kind in TERMINAL_KINDS
     ]
     return min(replies, key=lambda m: m.cursor, default=None)
+
+
+def _terminal(topic: Topic, claim: WorkerClaim) -> MsgMeta | None:
+    return _answer(topic, claim.role, claim.trigger_msg_id)
+
+
+def _check_unanswered(topic: Topic, role: str, trigger: MsgMeta) -> None:
+    """Refuse a first claim on a DECISION the role already answered (an A or STATUS reply):
+    the answer was the work, and an active claim on it would hand a worker a decision
+    already acted on (its one-shot claim, if any, is done)."""
+    answer = _answer(topic, role, trigger.msg_id)
+    if answer is not None:
+        raise reject(
+            "trigger_already_answered",
+            "this role already answered that DECISION (ack_msg_id): there is no work left "
+            "for a worker; nothing was claimed",
+            ack_msg_id=answer.msg_id,
+        )
 
 
 def _complete(topic: Topic, claim: WorkerClaim, ack: MsgMeta, at: str, writes: list[Write]) -> None:
@@ -180,10 +200,12 @@ def claim_worker(topic: Topic, cmd: ClaimWorker, now: Now) -> Effects:
             "implementation work is not for derived workers; the conductor routes it to an "
             "approved implementation vehicle",
         )
-    at = topic.stamp_now(now)
-    writes: list[Write] = []
     key = (cmd.role, cmd.parent_session_id, cmd.trigger_msg_id)
     claim = topic.data.workers.get(key)
+    if claim is None and trigger.kind == "DECISION":
+        _check_unanswered(topic, cmd.role, trigger)
+    at = topic.stamp_now(now)
+    writes: list[Write] = []
     # A trigger the parent's receipts already passed needs no worker: its claim is born
     # completed (with the role's terminal reply, if any), as the parent's receipt would have
     # completed it, and answers no_action now and on every repeat.
