@@ -180,3 +180,26 @@ async def test_rotate_modes_head_replay_and_missing_copy_source(desk, room):
     assert [m["msg_id"] for m in inbox["pending"]] == [sent["msg_id"]]
     cursors = await desk.runtime.read(lambda c: sql.cursors(c, room["topic"]))
     assert cursors[("ADVOCATE", third)].superseded
+
+
+async def test_a_rotated_session_sees_the_one_shot_claims_its_predecessor_saw(desk, room):
+    # bob's session b took two one-shot DECISIONs at its first check and answered one; the
+    # session he rotates the role to inherits the role's claims with it, and its check
+    # shows both as b's did (the answered one done), marks included.
+    say = {"to": "ADVOCATE", "kind": "DECISION", "standing": False}
+    answered = await desk.post(CONDUCTOR, room["topic"], "CONDUCTOR", "ship", **say)
+    pending = await desk.post(CONDUCTOR, room["topic"], "CONDUCTOR", "hold", **say)
+    await desk.check(BOB, room["topic"], "ADVOCATE", room["b"])
+    await desk.post(
+        BOB, room["topic"], "ADVOCATE", "shipped", kind="A", reply_to=answered["msg_id"]
+    )
+    seen = (await desk.check(BOB, room["topic"], "ADVOCATE", room["b"]))["pending"]
+    assert [(m["msg_id"], m["claim"]["state"]) for m in seen] == [
+        (answered["msg_id"], "done"),
+        (pending["msg_id"], "active"),
+    ]
+    new, newer = await desk.session(BOB), await desk.session(BOB)
+    await desk.rotate(BOB, room["topic"], "ADVOCATE", room["b"], new, cursor_mode="copy")
+    assert (await desk.check(BOB, room["topic"], "ADVOCATE", new))["pending"] == seen
+    await desk.rotate(BOB, room["topic"], "ADVOCATE", new, newer, cursor_mode="replay")
+    assert (await desk.check(BOB, room["topic"], "ADVOCATE", newer))["pending"] == seen

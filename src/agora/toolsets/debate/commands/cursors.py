@@ -227,7 +227,9 @@ def own_claims(
     """The caller's own claims on the one-shot DECISIONs of ``page``, by msg_id (None when it
     holds none): the first check that returns one claims it "for that recipient to act on",
     so the claimant's copy says so. The other recipients still get the message as it is: the
-    contract shows no one another's claim state."""
+    contract shows no one another's claim state. A claim stays with the role as the caller
+    hands it on: a session the role was rotated (or rebound) to from the claimant's, both
+    the caller's, shows the marks its predecessor saw."""
     found: dict[str, dict[str, Any]] | None = None
     claims = topic.data.claims
     for meta in page:
@@ -238,7 +240,10 @@ def own_claims(
             claim is not None
             and claim.role == cmd.role
             and claim.owner == cmd.caller.name
-            and claim.session_id in (cmd.session_id, parent.session_id)
+            and (
+                claim.session_id in (cmd.session_id, parent.session_id)
+                or _held(topic, cmd.role, claim.session_id, cmd.caller.name)
+            )
         ):
             found = found or {}
             found[meta.msg_id] = {
@@ -247,6 +252,12 @@ def own_claims(
                 "claimed_at": claim.claimed_at,
             }
     return found
+
+
+def _held(topic: Topic, role: str, session_id: str, owner: str) -> bool:
+    """Whether ``session_id`` held ``role`` for ``owner`` (any generation, retired ones
+    included: a rotation retires the predecessor)."""
+    return any(b.session_id == session_id and b.owner == owner for b in topic.role_bindings(role))
 
 
 @COMMANDS.on(AdvanceCursor)
