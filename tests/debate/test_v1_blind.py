@@ -4,6 +4,8 @@ committed; then both are released together."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import trio
 from debate_support import ALICE, BOB, CAROL, CONDUCTOR, MALLORY, STAR, payload, v1_topic
@@ -173,3 +175,48 @@ async def test_a_watermark_cannot_carry_a_blind_role_past_the_hidden_claim(desk)
     await v1.post("CON", "CLAIM")
     inbox = await desk.check(BOB, v1.topic, "CON", v1.sessions["CON"])
     assert [m["msg_id"] for m in inbox["pending"]] == [pro["msg_id"]]
+
+
+UNKNOWN = "00000000-0000-4000-8000-000000000000"
+
+
+@pytest.mark.parametrize(
+    ("who", "role"),
+    [
+        pytest.param(BOB, "CON", id="other-blind-role-addressed"),
+        pytest.param(CAROL, "JUDGE", id="judge-addressed"),
+        pytest.param(MALLORY, "HUMAN", id="human-not-addressed"),
+    ],
+)
+async def test_a_pending_blind_claims_id_answers_as_an_unknown_one(desk, who, role):
+    # Naming the held CLAIM's id to the wake dry run or as a receipt target must not tell a
+    # viewer the barrier hides it from that it exists: the same bytes as an id that does not.
+    v1 = await v1_topic(desk)
+    pro = (await v1.post("PRO", "CLAIM", to="CON,JUDGE"))["msg_id"]
+
+    async def dry(msg_id, caller=who, schema="debate.trigger/v1"):
+        text = json.dumps({"schema_version": schema, "topic_id": v1.topic, "msg_id": msg_id})
+        return await desk.call(caller, "debate_trigger_dry_run", tool_response_json=text)
+
+    async def mismatch(msg_id):  # a mismatch answer echoes only a trigger that exists
+        return await dry(msg_id, schema="debate.trigger/v0")
+
+    async def advance(msg_id):
+        args = {"session_id": v1.sessions[role], "role": role, "topic_id": v1.topic}
+        return await desk.refused(
+            who, "debate_signal_advance", **args, last_processed_msg_id=msg_id
+        )
+
+    answers = {
+        use.__name__: (json.dumps(await use(pro)), json.dumps(await use(UNKNOWN)))
+        for use in (dry, mismatch, advance)
+    }
+    assert answers == {name: (unknown, unknown) for name, (_, unknown) in answers.items()}
+    assert json.loads(answers["advance"][1])["error"] == "unknown_msg_id"
+    assert json.loads(answers["dry"][1])["result"] == "unknown_trigger"
+    # Its author and conductors may see it: for them it waits for the barrier. Star may not.
+    for caller in (ALICE, CONDUCTOR):
+        assert (await dry(pro, caller))["result"] == "blind_barrier_wait"
+    assert await dry(pro, STAR) == await dry(UNKNOWN, STAR)
+    await v1.post("CON", "CLAIM")
+    assert [t["role"] for t in (await dry(pro))["targets"]] == ["CON", "JUDGE"]

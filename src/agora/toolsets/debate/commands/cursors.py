@@ -265,7 +265,7 @@ def advance_cursor(topic: Topic, cmd: AdvanceCursor, now: Now) -> Effects:
     parent = topic.session_gate(cmd.caller, cmd.role, cmd.session_id)
     data = topic.data
     target = data.messages.get(cmd.target)
-    if target is None:
+    if target is None or protocol.hides(topic, cmd.caller, cmd.role, cmd.target):
         raise reject("unknown_msg_id", "last_processed_msg_id names no message of this topic")
     mine = keys(cmd.role, parent.session_id)
     if data.protocol is not None:  # the barrier and delivery rules of debate/v1 only

@@ -217,6 +217,16 @@ def announced(
     return keys
 
 
+def hides(topic: Topic, caller: Caller, role: str, msg_id: str) -> bool:
+    """Whether the blind barrier hides message ``msg_id`` from this viewer (viewing as
+    ``role``): then every path that takes a msg_id answers as for an id that does not exist,
+    so naming a held CLAIM's id tells nobody it exists."""
+    state = topic.data.protocol
+    if state is None or msg_id not in state.pending_blind():
+        return False
+    return msg_id in hidden_ids(state, caller, role, topic.all_bindings())
+
+
 def visible_inbox(topic: Topic, caller: Caller, role: str, items: list[MsgMeta]) -> list[MsgMeta]:
     """The inbox up to (not including) the first message the blind barrier hides from this
     viewer, so no cursor can pass a CLAIM before its release."""

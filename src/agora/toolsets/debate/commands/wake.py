@@ -4,8 +4,10 @@ The preserved trigger message is the authority (its recipients, author and vehic
 the caller's JSON, which only names it. Each recipient resolves to the (role, session) that
 actively holds it; one (role, session) is woken once however it was addressed (singleton);
 a recipient is suppressed when it is the author, holds no active binding, already consumed
-the trigger, or has a worker claim covering it (a retired claim is redispatched). Every path
-records one history event; nothing is delivered, posted or woken.
+the trigger, or has a worker claim covering it (a retired claim is redispatched). A pending
+blind CLAIM waits for its barrier (``blind_barrier_wait``) for those who may see it; for
+anyone else its id answers as an unknown one does, byte for byte. Every path records one
+history event; nothing is delivered, posted or woken.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import msgspec
 
 from agora.runtime.entity import Effects
 from agora.toolsets.debate.access import Caller
+from agora.toolsets.debate.commands import protocol
 from agora.toolsets.debate.commands.table import COMMANDS
 
 if TYPE_CHECKING:
@@ -88,6 +91,10 @@ def _resolve(topic: Topic, meta: MsgMeta, action: str) -> tuple[list[Any], list[
 def dry_run_wake(topic: Topic, cmd: DryRunWake, now: Now) -> Effects:
     topic.read_gate(cmd.caller)
     meta = topic.data.messages.get(cmd.msg_id or "")
+    # A blind CLAIM the barrier hides from the caller (seen only by its author, who owns
+    # the author role, and by conductors) is, to the caller, no message at all.
+    if meta is not None and protocol.hides(topic, cmd.caller, meta.role, meta.msg_id):
+        meta = None
     targets: list[Any] = []
     logs: list[Any] = []
     notify: list[Any] = []
