@@ -10,6 +10,8 @@ import pytest
 import trio
 from debate_support import ALICE, BOB, CAROL, CONDUCTOR, MALLORY, STAR, payload, v1_topic
 
+from agora.errors import ToolError
+
 #: (principal, the role it views as, whether it may see PRO's pending claim)
 VIEWERS = [
     pytest.param(ALICE, "PRO", True, id="author"),
@@ -220,3 +222,49 @@ async def test_a_pending_blind_claims_id_answers_as_an_unknown_one(desk, who, ro
     assert await dry(pro, STAR) == await dry(UNKNOWN, STAR)
     await v1.post("CON", "CLAIM")
     assert [t["role"] for t in (await dry(pro))["targets"]] == ["CON", "JUDGE"]
+
+
+async def _answer(desk, who, tool, **args):
+    """The reply of a call, or its error body when it is refused."""
+    try:
+        return await desk.call(who, tool, **args)
+    except ToolError as refused:
+        return refused.body
+
+
+@pytest.mark.parametrize(
+    ("who", "role"),
+    [
+        pytest.param(BOB, "CON", id="other-blind-role-addressed"),
+        pytest.param(CAROL, "JUDGE", id="judge-addressed"),
+        pytest.param(MALLORY, "HUMAN", id="human-not-addressed"),
+    ],
+)
+async def test_a_watermark_at_a_pending_blind_claim_answers_as_at_an_unknown_id(desk, who, role):
+    # A watermark naming the held CLAIM answered blind_barrier_pending to an addressee and was
+    # posted for anyone else (its marker's body the id), where an id that does not exist
+    # answers unknown_msg_id: both told a viewer the barrier hides it from that it exists.
+    v1 = await v1_topic(desk)
+    pro = (await v1.post("PRO", "CLAIM", to="CON,JUDGE"))["msg_id"]
+
+    async def advance(msg_id, caller=who, as_role=role):
+        mark = {"topic_id": v1.topic, "role": as_role, "processed_up_to_msg_id": msg_id}
+        return await _answer(desk, caller, "debate_advance_watermark", **mark)
+
+    async def marker(msg_id):
+        args = {"topic_id": v1.topic, "role": role, "priority": "INFO", "kind": "WATERMARK"}
+        return await _answer(desk, who, "debate_post", body=msg_id, **args)
+
+    answers = {
+        use.__name__: (json.dumps(await use(pro)), json.dumps(await use(UNKNOWN)))
+        for use in (advance, marker)
+    }
+    assert answers == {name: (unknown, unknown) for name, (_, unknown) in answers.items()}
+    assert {json.loads(unknown)["error"] for _, unknown in answers.values()} == {"unknown_msg_id"}
+    read = await desk.call(CONDUCTOR, "debate_read", topic_id=v1.topic, role="CONDUCTOR")
+    assert "WATERMARK" not in [m["kind"] for m in read["messages"]]  # no marker was posted
+    # Its author and conductors may see it: their watermarks pass it as before.
+    for caller, as_role in ((ALICE, "PRO"), (CONDUCTOR, "CONDUCTOR")):
+        assert "msg_id" in await advance(pro, caller, as_role)
+    await v1.post("CON", "CLAIM")
+    assert (await advance(pro)).get("error") != "unknown_msg_id"

@@ -179,7 +179,7 @@ def _check_kind(topic: Topic, row: TopicRow, cmd: Post) -> None:
         check_transition(row.state, found.group(1))
     elif cmd.kind == "WATERMARK":
         target = data.messages.get(cmd.body.strip())
-        if target is None:
+        if target is None or protocol.hides(topic, cmd.caller, cmd.role, target.msg_id):
             raise reject("unknown_msg_id", "a WATERMARK body must be a msg_id of this topic")
         _check_watermark(topic, cmd.caller, cmd.role, target)
     elif cmd.kind == "COMPACTION":
@@ -319,7 +319,10 @@ def _watermark(topic: Topic, role: str, target: str, writes: list[Write]) -> boo
 def advance_watermark(topic: Topic, cmd: AdvanceWatermark, now: Now) -> Effects:
     row = topic.require_row()
     topic.write_gate(cmd.caller, cmd.role)
-    if cmd.target not in topic.data.messages:
+    # A blind CLAIM the barrier hides from the caller is, to the caller, no message at all.
+    if cmd.target not in topic.data.messages or protocol.hides(
+        topic, cmd.caller, cmd.role, cmd.target
+    ):
         raise reject("unknown_msg_id", "processed_up_to_msg_id names no message of this topic")
     if row.state == "ARCHIVED":
         raise reject("topic_archived", "the topic is ARCHIVED: it accepts no posts")
