@@ -268,3 +268,31 @@ async def test_a_watermark_at_a_pending_blind_claim_answers_as_at_an_unknown_id(
         assert "msg_id" in await advance(pro, caller, as_role)
     await v1.post("CON", "CLAIM")
     assert (await advance(pro)).get("error") != "unknown_msg_id"
+
+
+@pytest.mark.parametrize(
+    ("who", "role"),
+    [
+        pytest.param(BOB, "CON", id="other-blind-role"),
+        pytest.param(CAROL, "JUDGE", id="judge"),
+        pytest.param(MALLORY, "HUMAN", id="human"),
+    ],
+)
+async def test_a_reply_to_a_pending_blind_claim_answers_as_to_an_unknown_id(desk, who, role):
+    # A reply naming the held CLAIM passed the reply check (the post went in, its reply_to
+    # the id), where an id that does not exist answers bad_reply_to.
+    v1 = await v1_topic(desk)
+    pro = (await v1.post("PRO", "CLAIM", to="CON,JUDGE"))["msg_id"]
+
+    async def reply(msg_id, caller=who, as_role=role):
+        args = {"topic_id": v1.topic, "role": as_role, "priority": "INFO", "kind": "INFO"}
+        return await _answer(desk, caller, "debate_post", body="re", reply_to=msg_id, **args)
+
+    hidden, unknown = json.dumps(await reply(pro)), json.dumps(await reply(UNKNOWN))
+    assert hidden == unknown
+    assert json.loads(unknown)["error"] == "bad_reply_to"
+    # Its author and conductors may see it and reply to it; so may everyone once released.
+    for caller, as_role in ((ALICE, "PRO"), (CONDUCTOR, "CONDUCTOR")):
+        assert "msg_id" in await reply(pro, caller, as_role)
+    await v1.post("CON", "CLAIM")
+    assert "msg_id" in await reply(pro)

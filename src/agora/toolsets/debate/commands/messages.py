@@ -166,7 +166,8 @@ def _check_kind(topic: Topic, row: TopicRow, cmd: Post) -> None:
     data = topic.data
     if cmd.reply_to is not None:
         parent = data.messages.get(cmd.reply_to)
-        if parent is None:
+        # A blind CLAIM the barrier hides from the caller is, to the caller, no message.
+        if parent is None or protocol.hides(topic, cmd.caller, cmd.role, parent.msg_id):
             raise reject("bad_reply_to", "reply_to names no message of this topic")
         if cmd.kind == "DECISION" and parent.kind != "Q":
             raise reject("bad_reply_to", "a DECISION may only reply to a Q")
