@@ -296,3 +296,48 @@ async def test_a_reply_to_a_pending_blind_claim_answers_as_to_an_unknown_id(desk
         assert "msg_id" in await reply(pro, caller, as_role)
     await v1.post("CON", "CLAIM")
     assert "msg_id" in await reply(pro)
+
+
+@pytest.mark.parametrize(
+    ("who", "role"),
+    [
+        pytest.param(BOB, "CON", id="other-blind-role"),
+        pytest.param(CAROL, "JUDGE", id="judge"),
+        pytest.param(MALLORY, "HUMAN", id="human"),
+    ],
+)
+async def test_a_cursor_at_a_pending_blind_claim_answers_as_at_an_unknown_id(
+    desk, autojump_clock, who, role
+):
+    # since_msg_id naming the held CLAIM paged on from it (debate_signal_check and _wait,
+    # debate_read), where an id that does not exist answers unknown_cursor.
+    v1 = await v1_topic(desk)
+    pro = (await v1.post("PRO", "CLAIM", to="CON,JUDGE"))["msg_id"]
+    inbox = {"topic_id": v1.topic, "session_id": v1.sessions[role], "role": role}
+
+    async def check(msg_id, caller=who):
+        return await _answer(desk, caller, "debate_signal_check", **inbox, since_msg_id=msg_id)
+
+    async def wait(msg_id):
+        with trio.fail_after(60):
+            return await _answer(
+                desk, who, "debate_signal_wait", **inbox, since_msg_id=msg_id, timeout_ms=1000
+            )
+
+    async def read(msg_id, caller=who, as_role=role):
+        page = {"topic_id": v1.topic, "role": as_role}
+        return await _answer(desk, caller, "debate_read", **page, since_msg_id=msg_id)
+
+    answers = {
+        use.__name__: (json.dumps(await use(pro)), json.dumps(await use(UNKNOWN)))
+        for use in (check, wait, read)
+    }
+    assert answers == {name: (unknown, unknown) for name, (_, unknown) in answers.items()}
+    assert {json.loads(unknown)["error"] for _, unknown in answers.values()} == {"unknown_cursor"}
+    # Its author and conductors may see it and page on from it; so may everyone once released.
+    inbox.update(session_id=v1.sessions["PRO"], role="PRO")
+    assert (await check(pro, ALICE))["count"] == 0
+    assert (await read(pro, ALICE, "PRO"))["count"] == 0
+    assert (await read(pro, CONDUCTOR, "CONDUCTOR"))["count"] == 0
+    await v1.post("CON", "CLAIM")
+    assert [m["kind"] for m in (await read(pro))["messages"]] == ["CLAIM"]

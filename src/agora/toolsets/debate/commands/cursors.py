@@ -150,7 +150,8 @@ def _start(topic: Topic, cmd: CheckInbox, cursor: Cursor) -> tuple[str, str]:
     data = topic.data
     if cmd.since_msg_id is not None:
         meta = data.messages.get(cmd.since_msg_id)
-        if meta is None:
+        # A blind CLAIM the barrier hides from the caller is, to the caller, no message.
+        if meta is None or protocol.hides(topic, cmd.caller, cmd.role, meta.msg_id):
             raise reject("unknown_cursor", "since_msg_id names no message of this topic")
         return meta.cursor
     if cmd.since_ts is not None:

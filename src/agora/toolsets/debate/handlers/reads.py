@@ -91,10 +91,12 @@ async def debate_read(call: ToolCall) -> dict[str, Any]:
 
     def read(conn: ReadConn) -> dict[str, Any]:
         state = _gate(conn, topic_id, who, role)
+        hidden = sql.blind_hidden(conn, topic_id, who, role)
         bootstrap = None
         if opt(call, "since_msg_id") is not None:
             after = sql.message_at(conn, topic_id, args["since_msg_id"])
-            if after is None:
+            # A blind CLAIM the barrier hides from the caller is, to the caller, no message.
+            if after is None or args["since_msg_id"] in hidden:
                 raise reject("unknown_cursor", "since_msg_id names no message of this topic")
         elif since_ts is not None:
             after = (since_ts, AFTER_ALL_IDS)
@@ -105,7 +107,6 @@ async def debate_read(call: ToolCall) -> dict[str, Any]:
             bootstrap, after = snap[1], (snap[0], "")
         else:
             after = sql.watermarks(conn, topic_id).get(role, START)
-        hidden = sql.blind_hidden(conn, topic_id, who, role)
         rows = sql.page(conn, topic_id, after, kinds, priorities, limit + 1 + len(hidden))
         rows = [r for r in rows if r[0] not in hidden]
         truncated = len(rows) > limit
