@@ -341,3 +341,42 @@ async def test_a_cursor_at_a_pending_blind_claim_answers_as_at_an_unknown_id(
     assert (await read(pro, CONDUCTOR, "CONDUCTOR"))["count"] == 0
     await v1.post("CON", "CLAIM")
     assert [m["kind"] for m in (await read(pro))["messages"]] == ["CLAIM"]
+
+
+@pytest.mark.parametrize(
+    ("who", "role"),
+    [
+        pytest.param(BOB, "CON", id="other-blind-role"),
+        pytest.param(CAROL, "JUDGE", id="judge"),
+        pytest.param(MALLORY, "HUMAN", id="human"),
+        pytest.param(STAR, "SCRIBE", id="star-adding-a-role"),
+    ],
+)
+async def test_a_sanction_citing_a_pending_blind_claim_answers_as_an_unknown_id(desk, who, role):
+    # bound_by_msg_id naming the held CLAIM was accepted as the binding's sanction (and shown
+    # in the roster), where an id that does not exist answers unknown_msg_id.
+    v1 = await v1_topic(desk)
+    pro = (await v1.post("PRO", "CLAIM", to="CON,JUDGE"))["msg_id"]
+    held = v1.sessions.get(role) or await desk.session(who)
+
+    async def bind(msg_id, caller=who, as_role=role, session=held):
+        tool = "debate_bind_role" if as_role in v1.sessions else "debate_add_role"
+        args = {"topic_id": v1.topic, "role": as_role, "session_id": session}
+        return await _answer(desk, caller, tool, **args, bound_by_msg_id=msg_id)
+
+    async def rotate(msg_id):
+        args = {"topic_id": v1.topic, "role": role, "old_session_id": held, "cursor_mode": "copy"}
+        args.update(new_session_id=await desk.session(who), bound_by_msg_id=msg_id)
+        return await _answer(desk, who, "debate_rotate_session", **args)
+
+    uses = (bind, rotate) if role in v1.sessions else (bind,)
+    answers = {
+        use.__name__: (json.dumps(await use(pro)), json.dumps(await use(UNKNOWN))) for use in uses
+    }
+    assert answers == {name: (unknown, unknown) for name, (_, unknown) in answers.items()}
+    assert {json.loads(unknown)["error"] for _, unknown in answers.values()} == {"unknown_msg_id"}
+    # Its author and conductors may see it and cite it; so may everyone once released.
+    assert (await bind(pro, ALICE, "PRO", v1.sessions["PRO"]))["role"] == "PRO"
+    assert (await bind(pro, CONDUCTOR, "CLERK", await desk.session(CONDUCTOR)))["role"] == "CLERK"
+    await v1.post("CON", "CLAIM")
+    assert (await bind(pro))["role"] == role

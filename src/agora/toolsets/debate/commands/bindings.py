@@ -14,7 +14,7 @@ import msgspec
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
-from agora.toolsets.debate.commands import workers
+from agora.toolsets.debate.commands import protocol, workers
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Binding
 from agora.toolsets.debate.rules import OPEN_STATES, SENTINEL_PROJECT, reject
@@ -93,7 +93,16 @@ def check_override(topic: Topic, caller: Caller, msg_id: str | None) -> None:
 
 
 def check_sanction(topic: Topic, cmd: RosterChange) -> None:
-    if cmd.bound_by_msg_id is not None and cmd.bound_by_msg_id not in topic.data.messages:
+    """The cited ``bound_by_msg_id`` names a message of this topic (a blind CLAIM the barrier
+    hides from the caller, acting as the role, is no message to it), and the roster is open.
+
+    Raises:
+        DebateError: ``unknown_msg_id`` or ``topic_closed``.
+    """
+    cited = cmd.bound_by_msg_id
+    if cited is not None and (
+        cited not in topic.data.messages or protocol.hides(topic, cmd.caller, cmd.role, cited)
+    ):
         raise reject("unknown_msg_id", "bound_by_msg_id names no message of this topic")
     row = topic.require_row()
     if row.state not in OPEN_STATES:
