@@ -310,11 +310,10 @@ async def test_a_consumed_and_answered_trigger_names_its_answer(desk, room):
 
 
 @pytest.mark.parametrize("standing", [False, True], ids=["one-shot", "standing"])
-async def test_a_decision_the_role_already_answered_is_refused_and_writes_nothing(
-    desk, room, standing
-):
+async def test_a_decision_the_role_already_answered_needs_no_worker(desk, room, standing):
     # The one-shot path (standing false) holds a DECISION claim the answer settled (done);
-    # either way the role's A is the work, so no worker is allocated to do it again.
+    # either way the role's A was the work, so no worker is allocated to do it again: the
+    # claim is born completed with that answer, the contract's no_action (it was active).
     msg = (
         await desk.post(
             ALICE, room["topic"], "CONDUCTOR", "ship it", to="EXECUTOR_1", kind="DECISION",
@@ -323,10 +322,16 @@ async def test_a_decision_the_role_already_answered_is_refused_and_writes_nothin
     )["msg_id"]  # fmt: skip
     await desk.check(BOB, room["topic"], "EXECUTOR_1", room["exec"])
     answer = await desk.post(BOB, room["topic"], "EXECUTOR_1", "shipped", kind="A", reply_to=msg)
-    before = await _rows(desk)
-    body = await claim(desk, room, msg, refused=True)
-    assert (body["error"], body["ack_msg_id"]) == ("trigger_already_answered", answer["msg_id"])
-    assert await _rows(desk) == before
+    out = await claim(desk, room, msg)
+    assert (out["state"], out["no_action"], out["ack_msg_id"]) == (
+        "completed", True, answer["msg_id"]
+    )  # fmt: skip
+    [(row_state,)] = await desk.runtime.read(
+        lambda c: c.execute("SELECT state FROM debate_worker_claims").fetchall()
+    )
+    assert row_state == "completed"
+    again = await claim(desk, room, msg)
+    assert (again["state"], again["duplicate"], again["no_action"]) == ("completed", True, True)
     # An unanswered DECISION is still claimed as any trigger is.
     other = await trigger(desk, room, kind="DECISION")
     assert (await claim(desk, room, other))["state"] == "active"

@@ -5,11 +5,12 @@ claim allocates a UUID worker session; a repeat while active is a heartbeat; a c
 claim answers ``no_action``, and so does a trigger the parent's cursor (or the role's
 watermark) already passed, whose claim is recorded completed at once; a retired claim is
 requeued at most twice, then reports exhausted. Triggers on the implementation vehicle fail
-closed and write nothing, and so does a first claim on a DECISION the role already answered
-(``trigger_already_answered``). A terminal reply (A, STATUS or a debate/v1 semantic kind) by the
-claim's role to the trigger completes it, through posts and through the parent's cursor
-receipt; a reclaim retires stale active claims without moving any cursor (the trigger stays
-pending for the parent) or completes them when the terminal reply already exists.
+closed and write nothing; a first claim on a DECISION the role already answered is born
+completed with that answer (``no_action``). A terminal reply (A, STATUS or a debate/v1
+semantic kind) by the claim's role to the trigger completes it, through posts and through
+the parent's cursor receipt; a reclaim retires stale active claims without moving any cursor
+(the trigger stays pending for the parent) or completes them when the terminal reply already
+exists.
 """
 
 from __future__ import annotations
@@ -71,20 +72,6 @@ def _answer(topic: Topic, role: str, trigger_msg_id: str) -> MsgMeta | None:
 
 def _terminal(topic: Topic, claim: WorkerClaim) -> MsgMeta | None:
     return _answer(topic, claim.role, claim.trigger_msg_id)
-
-
-def _check_unanswered(topic: Topic, role: str, trigger: MsgMeta) -> None:
-    """Refuse a first claim on a DECISION the role already answered (an A or STATUS reply):
-    the answer was the work, and an active claim on it would hand a worker a decision
-    already acted on (its one-shot claim, if any, is done)."""
-    answer = _answer(topic, role, trigger.msg_id)
-    if answer is not None:
-        raise reject(
-            "trigger_already_answered",
-            "this role already answered that DECISION (ack_msg_id): there is no work left "
-            "for a worker; nothing was claimed",
-            ack_msg_id=answer.msg_id,
-        )
 
 
 def _complete(topic: Topic, claim: WorkerClaim, ack: MsgMeta, at: str, writes: list[Write]) -> None:
@@ -202,14 +189,16 @@ def claim_worker(topic: Topic, cmd: ClaimWorker, now: Now) -> Effects:
         )
     key = (cmd.role, cmd.parent_session_id, cmd.trigger_msg_id)
     claim = topic.data.workers.get(key)
-    if claim is None and trigger.kind == "DECISION":
-        _check_unanswered(topic, cmd.role, trigger)
     at = topic.stamp_now(now)
     writes: list[Write] = []
-    # A trigger the parent's receipts already passed needs no worker: its claim is born
-    # completed (with the role's terminal reply, if any), as the parent's receipt would have
-    # completed it, and answers no_action now and on every repeat.
-    consumed = claim is None and topic.processed(cmd.role, cmd.parent_session_id, trigger)
+    # A trigger the parent's receipts already passed needs no worker, nor does a DECISION
+    # the role already answered (the answer was the work): its claim is born completed
+    # (with the role's terminal reply, if any), as the parent's receipt or the answer would
+    # have completed it, and answers no_action now and on every repeat.
+    consumed = claim is None and (
+        topic.processed(cmd.role, cmd.parent_session_id, trigger)
+        or (trigger.kind == "DECISION" and _answer(topic, cmd.role, trigger.msg_id) is not None)
+    )
     if claim is None:
         cursor = topic.data.cursors.get((cmd.role, cmd.parent_session_id))
         n = 1 + sum(1 for c in topic.data.workers.values() if c.key[:2] == key[:2])
