@@ -80,3 +80,33 @@ async def test_an_oversized_observation_says_what_is_measured_and_its_size(route
     assert "canonical JSON" in refused["message"]
     assert "20011 bytes" in refused["message"]  # {"note":"x...x"}
     assert "16384" in refused["message"]
+
+
+async def test_an_all_lock_naming_more_skills_than_the_plan_holds_is_refused(router, runtime):
+    # One phase holds a primary and three supports: a fifth skill under "all" was planned in
+    # planned_skill_ids but placed in no phase, and no consent could ever place it.
+    skills = ["skill:a", "skill:b", "skill:c", "skill:d", "skill:e"]
+    args = {"explicit_skill_ids": skills, "explicit_semantics": "all"}
+    refused = await router.refused("plan_work", **plan_args("Add tests", **args))
+    assert refused["code"] == "invalid-arguments"
+    [issue] = refused["issues"]
+    assert (issue["field"], issue["rule"]) == ("explicit_skill_ids", "maxItems")
+    assert "names 5 skills" in issue["message"]
+    assert "at most 4 fit" in issue["message"]
+    assert refused["state_changed"] is False
+    assert await _rows(runtime) == 0
+    # Under "use" the same five are planned; the supports wait for consent.
+    args["explicit_semantics"] = "use"
+    assert (await router.plan("Add tests", **args))["support_consent_required"] is True
+
+
+async def test_an_all_lock_spreads_its_supports_over_the_phases(router):
+    # Three phases: three primaries, and the six other skills three to a phase from the first.
+    skills = [f"skill:{n}" for n in range(9)]
+    plan = await router.plan("1. design\n2. build\n3. ship", explicit_skill_ids=skills,
+                             explicit_semantics="all", requested_work_mode="phased")  # fmt: skip
+    tree = plan["planned_skill_tree"]
+    placed = [s for phase in tree for s in (phase["primary_skill_id"], *phase["support_skill_ids"])]
+    assert sorted(placed) == sorted(skills)
+    assert [len(phase["support_skill_ids"]) for phase in tree] == [3, 3, 0]
+    assert plan["support_consent_required"] is False

@@ -4,13 +4,14 @@
 skill route follows the precedence explicit lock > workspace Profile > personal Profile >
 builtin default. An explicit lock (``explicit_skill_ids``) skips Profiles: phase *i*'s
 primary is the *i*-th locked skill (the last one for later phases); with ``all`` semantics
-the locked skills that are no phase's primary become supports of the first phase (at most
-3); under ``use`` and ``only`` any support skill needs the user's consent
-(``support_consent_required``). Skills with null semantics, or semantics with no skill, are
-refused (`lock_issue`). A Profile rule supplies phases, skills and exit-gate
-checks; the builtin default supplies phases and checks but plans no skill. With a
-``current_phase_id`` in the tree, only that phase's skills are the current planned intent.
-A plan bound to a native Goal gets no Router-owned work graph.
+the locked skills that are no phase's primary become supports, three to a phase from the
+first, and a lock naming more than its phases hold is refused (`Unplaceable`: the lock says
+every skill is planned, so none is dropped); under ``use`` and ``only`` any support skill
+needs the user's consent (``support_consent_required``). Skills with null semantics, or
+semantics with no skill, are refused (`lock_issue`). A Profile rule supplies phases,
+skills and exit-gate checks; the builtin default supplies phases and checks but plans no
+skill. With a ``current_phase_id`` in the tree, only that phase's skills are the current
+planned intent. A plan bound to a native Goal gets no Router-owned work graph.
 
 Everything but a plan's ids follows from its deterministic inputs (objective, hints, routing
 context, explicit lock, the Profiles' layers and digests, the warnings), so that part, its
@@ -83,14 +84,42 @@ def lock_issue(args: dict[str, Any]) -> ValidationIssue | None:
     return None
 
 
+#: Support skills a phase of the tree holds (the contract's ``support_skill_ids`` maxItems).
+SUPPORTS: Final = 3
+
+
+class Unplaceable(Exception):
+    """An ``all`` lock naming more skills than its plan's phases hold: ``issue`` says so."""
+
+    def __init__(self, issue: ValidationIssue) -> None:
+        super().__init__(issue.message)
+        self.issue = issue
+
+
 def _explicit_phases(
     skills: list[str], semantics: str, layout: tuple[profiles.Phase, ...]
 ) -> tuple[profiles.Phase, ...]:
     primaries = [skills[min(i, len(skills) - 1)] for i in range(len(layout))]
-    spare = [s for s in skills if s not in primaries][:3] if semantics == "all" else []
+    spare = [s for s in skills if s not in primaries] if semantics == "all" else []
+    if len(spare) > SUPPORTS * len(layout):
+        n = len(layout)
+        raise Unplaceable(
+            ValidationIssue(
+                ("explicit_skill_ids",),
+                "maxItems",
+                f'names {len(skills)} skills, and explicit_semantics "all" plans every one: this'
+                f" plan has {n} phase{'s' if n > 1 else ''}, each one primary skill and at most"
+                f" {SUPPORTS} supports, so at most {n * (SUPPORTS + 1)} fit; send fewer, or"
+                ' explicit_semantics "use" (the rest then wait for propose_support_consent)',
+            )
+        )
     return tuple(
         profiles.Phase(
-            p.phase_id, primaries[i], tuple(spare) if i == 0 else (), p.gate_id, p.check_ids
+            p.phase_id,
+            primaries[i],
+            tuple(spare[SUPPORTS * i : SUPPORTS * (i + 1)]),
+            p.gate_id,
+            p.check_ids,
         )
         for i, p in enumerate(layout)
     )
@@ -203,6 +232,9 @@ def build_plan(args: dict[str, Any], layers: list[profiles.Profile], warnings: l
         args: The validated ``plan_work`` arguments.
         layers: Valid Profiles read for this request, highest layer first.
         warnings: Profile warnings collected while reading them (reported as given).
+
+    Raises:
+        Unplaceable: an ``all`` lock names more skills than the plan's phases hold.
 
     Returns:
         The plan with its result body (``workflow_run_id`` and ``work_graph_id`` derived

@@ -25,7 +25,7 @@ from agora.toolsets.router.consent import run_of
 from agora.toolsets.router.digests import request_digest
 from agora.toolsets.router.layers import plan_layers
 from agora.toolsets.router.ownership import as_sent
-from agora.toolsets.router.planning import build_plan, lock_issue
+from agora.toolsets.router.planning import Unplaceable, build_plan, lock_issue
 from agora.toolsets.router.run import kind_of, logged, refused_for_arguments, subject_of
 from agora.toolsets.router.sql import session_summary
 
@@ -59,7 +59,10 @@ async def plan_work(call: ToolCall) -> dict[str, Any]:
     if (issue := lock_issue(call.args)) is not None:
         raise refused_for_arguments(call, [issue])
     layers, warnings = await plan_layers(call)
-    plan = build_plan(call.args, layers, warnings)
+    try:
+        plan = build_plan(call.args, layers, warnings)
+    except Unplaceable as exc:
+        raise refused_for_arguments(call, [exc.issue]) from None
     reply = await _run(
         call, plan.workflow_run_id, commands.CreatePlan(plan=plan, **_mutation(call))
     )
