@@ -73,6 +73,7 @@ async def test_a_conflict_on_a_completed_run_says_nothing_is_left_to_write(route
     assert "the run is at 3 and completed" in body["message"]
     assert "no write is left to retry" in body["message"]
     assert "another write" not in body["message"]
+    assert body["retryable"] is False  # (it was true: an agent that trusts it loops)
 
 
 async def test_an_event_replay_answers_replayed_true_with_the_same_ids(router, runtime):
@@ -87,6 +88,20 @@ async def test_an_event_replay_answers_replayed_true_with_the_same_ids(router, r
     assert runtime.store.stats == commits
     body = await router.refused("record_work_event", **{**args, "observation": {"note": "y"}})
     assert body["code"] == "idempotency-conflict"
+
+
+async def test_a_lost_replys_resend_at_the_next_version_is_told_how_to_replay(router):
+    # The reply was lost and the agent resent the write with the version the run moved to:
+    # "use a new key" alone led it to record the event twice. The refusal says the key's
+    # write was applied, and at which version to resend it for its answer.
+    run = (await router.plan(PHASED))["workflow_run_id"]
+    args = event_args(run, "plan", {"note": "x"}, 1, idem="ev-lost")
+    first = await router.call("record_work_event", **args)
+    body = await router.refused("record_work_event", **{**args, "expected_state_version": 2})
+    assert body["code"] == "idempotency-conflict"
+    assert "that write was applied, at expected_state_version 1" in body["message"]
+    assert "resend it unchanged, with expected_state_version 1" in body["message"]
+    assert await router.call("record_work_event", **args) == {**first, "replayed": True}
 
 
 async def test_two_clients_racing_on_one_version_exactly_one_wins(router, runtime):

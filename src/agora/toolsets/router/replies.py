@@ -168,21 +168,30 @@ def conflict(
     return refusal(
         "state-version-conflict",
         why,
-        retryable=True,
+        retryable=not completed,
         expected_state_version=expected,
         current_state_version=current,
     )
 
 
-def key_reused(key: str, run_id: str | None = None, *, memory: bool = False) -> ToolError:
+def key_reused(
+    key: str, run_id: str | None = None, *, memory: bool = False, applied_at: int | None = None
+) -> ToolError:
     """The refusal of an idempotency key reused for a different request; ``run_id`` names
     the run the key made or wrote to (a plan's key: the run an agent may have lost);
-    ``memory``: a Memory mutation's, whose correlation_id is part of the request."""
+    ``memory``: a Memory mutation's, whose correlation_id is part of the request;
+    ``applied_at``: the ``expected_state_version`` the key's write was applied at (an agent
+    that lost its reply and resent it with the version the run moved to meets this)."""
     on_run: dict[str, Any] = {} if run_id is None else {"workflow_run_id": run_id}
     where = "" if run_id is None else f", on run {run_id}"
     also = "" if run_id is None else " (or continue that run: send it as workflow_run_id)"
     if memory:
         also = " (a Memory write's correlation_id is part of it: resend it unchanged to replay)"
+    if applied_at is not None:
+        also = (
+            f"; that write was applied, at expected_state_version {applied_at}: to replay its"
+            f" answer, resend it unchanged, with expected_state_version {applied_at}"
+        )
     return refusal(
         "idempotency-conflict",
         f"this idempotency key was used for a different request{where}; use a new key{also}",
