@@ -76,6 +76,9 @@ async def test_a_goal_bound_plan_needs_the_verified_host(router, tool, required)
     assert body["code"] == "capability-unavailable"
     assert body["required_capabilities"] == required
     assert body["reason"] == "native-goal-authority"
+    # The contract's fallback names a verified host scheduler, which most agents lack: the
+    # message gives the step open to them (it said nothing more).
+    assert "plan_work with goal_binding_id null" in body["message"]
     status = await router.call("get_router_status", context=ctx(), workflow_run_id=None,
                                goal_binding_id="goal-7")  # fmt: skip
     assert status["goal_status_candidate"]["candidate_type"] == "progress-candidate"
@@ -106,6 +109,14 @@ async def test_an_activation_receipt_cannot_be_verified_locally(router):
     args = {**event_args(run, "plan", {"n": 1}, 1), "activation_receipt_ref": "receipt-1"}
     body = await router.refused("record_work_event", **args)
     assert body["required_capabilities"] == ["activation-receipt-verifier"]
+    assert "send activation_receipt_ref null" in body["message"]
+    assert await router.event(run, "plan", {"n": 1}, 1)  # as told: recorded
+
+
+async def test_an_empty_run_id_is_named_as_such(router):
+    body = await router.refused("get_router_status", context=ctx(), workflow_run_id="",
+                                goal_binding_id=None)  # fmt: skip
+    assert body["message"].startswith("no run (an empty id) in this session")
 
 
 async def test_the_status_of_a_run_applies_the_goal_filter_too(router):

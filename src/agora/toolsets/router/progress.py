@@ -210,10 +210,7 @@ def record_event(run: RunState, cmd: RecordEvent, version: int, at: str) -> Appl
     """Append one reported observation to its phase's work item."""
     item = _workable(run, "record_work_event", cmd.phase_id)
     if cmd.activation_receipt_ref is not None:
-        raise replies.unavailable(
-            "record_work_event", required=("activation-receipt-verifier",),
-            reason="activation-receipt-unverifiable",
-        )  # fmt: skip
+        raise replies.unverifiable_receipt()
     body = _check_observation(item, cmd.observation)
     seq = run.event_count + 1
     event_id = digest({"workflow_run_id": run.run_id, "seq": seq, "phase_id": cmd.phase_id,

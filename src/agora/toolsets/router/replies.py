@@ -95,15 +95,37 @@ def missing_graph(tool: str, run_id: str | None = None) -> ToolError:
     )  # fmt: skip
     if run_id is not None:
         refused.body["message"] = (
-            f"no run {run_id} in this session: check workflow_run_id and context.session_id"
+            f"no run {run_id or '(an empty id)'} in this session: check workflow_run_id and"
+            " context.session_id"
             " (get_router_status with workflow_run_id null lists the session's runs)"
         )
     return refused
 
 
 def host_goal(tool: str) -> ToolError:
-    """The plan is bound to a native Goal: only a verified host may act on it."""
-    return unavailable(tool, required=HOST_REQUIREMENTS[tool], reason="native-goal-authority")
+    """The plan is bound to a native Goal: only a verified host may act on it. The
+    ``message`` gives the step open to any agent, which the contract's fallback (a verified
+    host scheduler) leaves unsaid."""
+    refused = unavailable(tool, required=HOST_REQUIREMENTS[tool], reason="native-goal-authority")
+    refused.body["message"] = (
+        "this run is bound to a native Goal (goal_binding_id), whose work only a verified host"
+        " may drive; without one, plan_work with goal_binding_id null gives a Router-owned"
+        " work graph that get_next_work, record_work_event and evaluate_gate drive"
+    )
+    return refused
+
+
+def unverifiable_receipt() -> ToolError:
+    """``record_work_event`` with an ``activation_receipt_ref``: no local verifier exists."""
+    refused = unavailable(
+        "record_work_event", required=("activation-receipt-verifier",),
+        reason="activation-receipt-unverifiable",
+    )  # fmt: skip
+    refused.body["message"] = (
+        "activation_receipt_ref cannot be verified by this local router: send"
+        " activation_receipt_ref null to record the observation as advisory progress"
+    )
+    return refused
 
 
 #: Every refusal code the router answers (docs/router.md lists each with its meaning).
