@@ -72,6 +72,8 @@ async def test_every_stale_field_fails_closed_and_is_audited(router, runtime, fi
                                 **transition_args(proposal, 2, **{field: value}))  # fmt: skip
     assert body["code"] == "consent-stale"
     assert body["stale_fields"] == [stale]
+    assert f"({stale} changed since it was made)" in body["message"]
+    assert "propose again for the current scope" in body["message"]
     rows = await runtime.read(
         lambda c: c.execute("SELECT refusal, stale_json FROM router_consent_audit").fetchall()
     )
@@ -91,21 +93,28 @@ async def test_a_completed_phase_makes_its_proposal_stale(router):
 
 
 @pytest.mark.parametrize(
-    ("over", "code"),
+    ("over", "code", "said"),
     [
-        ({"primary_skill_id": "skill:other"}, "route-mismatch"),
-        ({"phase_id": "nowhere"}, "route-mismatch"),
-        ({"support_skill_ids": ["skill:a", "skill:a"]}, "invalid-support-skills"),
-        ({"support_skill_ids": ["skill:lead"]}, "invalid-support-skills"),
-        ({"plan_revision": 2}, "stale-plan-revision"),
-        ({"goal_revision": 1}, "goal-revision-mismatch"),
-        ({"expected_state_version": 0}, "state-version-conflict"),
+        # Each refusal names what was wrong (they said "phase and primary skill must be the
+        # plan's" and "1-3 distinct skills, not the primary", naming nothing).
+        ({"primary_skill_id": "skill:other"}, "route-mismatch",
+         "phase 'plan''s primary skill is 'skill:lead', not 'skill:other'"),
+        ({"phase_id": "nowhere"}, "route-mismatch",
+         "the plan has no phase 'nowhere' (its phases: plan, implement"),
+        ({"support_skill_ids": ["skill:a", "skill:a"]}, "invalid-support-skills",
+         "'skill:a' named twice"),
+        ({"support_skill_ids": ["skill:lead"]}, "invalid-support-skills",
+         "'skill:lead' is the phase's primary skill"),
+        ({"plan_revision": 2}, "stale-plan-revision", "the plan is at 1"),
+        ({"goal_revision": 1}, "goal-revision-mismatch", "Goal-bound"),
+        ({"expected_state_version": 0}, "state-version-conflict", "the run is at 1"),
     ],
-)
-async def test_a_proposal_must_bind_the_current_route(router, over, code):
+)  # fmt: skip
+async def test_a_proposal_must_bind_the_current_route(router, over, code, said):
     plan = await locked_plan(router)
     body = await router.refused("propose_support_consent", **proposal_args(plan, **over))
     assert body["code"] == code
+    assert said in body["message"]
 
 
 async def test_proposals_need_an_explicit_locked_plan(router):
@@ -126,6 +135,7 @@ async def test_an_unknown_proposal_is_refused(router, proposal_id):
     body = await router.refused("transition_support_consent",
                                 **transition_args({"proposal_id": proposal_id}, 1))  # fmt: skip
     assert body["code"] == "proposal-not-found"
+    assert body["message"].startswith(f"no proposal {proposal_id!r} in your runs")
 
 
 async def test_an_approved_support_set_is_the_work_items_supports(router, runtime, nursery):

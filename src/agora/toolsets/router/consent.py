@@ -72,8 +72,8 @@ NOT_LOCKED: Final = (
     ' explicit_skill_ids with explicit_semantics "use" or "only" (either way the locked skills'
     " are the phases' primaries and any support needs the user's consent), then propose on"
     " that plan's run. A plan routed by a Profile or automatically already names its supports"
-    ' in planned_skill_tree; under "all" the locked skills that are no phase\'s primary become'
-    " the first phase's supports without consent."
+    ' in planned_skill_tree; under "all" the locked skills that are no phase\'s primary are'
+    " supports already, three to a phase from the first, without consent."
 )
 
 
@@ -84,14 +84,32 @@ def propose(run: RunState, cmd: ProposeSupport, version: int, at: str) -> Applie
                                   reason="plan-not-explicit-locked",
                                   fallback=NOT_LOCKED)  # fmt: skip
     phase = next((t for t in run.plan["planned_skill_tree"] if t["phase_id"] == cmd.phase_id), None)
-    if phase is None or phase["primary_skill_id"] != cmd.primary_skill_id:
-        raise replies.refusal("route-mismatch", "phase and primary skill must be the plan's")
+    if phase is None:
+        phases = ", ".join(t["phase_id"] for t in run.plan["planned_skill_tree"])
+        raise replies.refusal(
+            "route-mismatch", f"the plan has no phase {cmd.phase_id!r} (its phases: {phases})"
+        )
+    if phase["primary_skill_id"] != cmd.primary_skill_id:
+        raise replies.refusal(
+            "route-mismatch",
+            f"phase {cmd.phase_id!r}'s primary skill is {phase['primary_skill_id']!r}, not"
+            f" {cmd.primary_skill_id!r}: a proposal names the plan's own",
+        )
     item = run.item_for(cmd.phase_id)
     if item is not None and item.status == "completed":  # no transition could decide it
         raise replies.refusal("phase-completed", f"phase {cmd.phase_id!r} is already completed")
     skills = cmd.support_skill_ids
     if len(set(skills)) != len(skills) or cmd.primary_skill_id in skills:
-        raise replies.refusal("invalid-support-skills", "1-3 distinct skills, not the primary")
+        twice = sorted({s for s in skills if skills.count(s) > 1})
+        why = (
+            f"{cmd.primary_skill_id!r} is the phase's primary skill"
+            if cmd.primary_skill_id in skills
+            else f"{', '.join(map(repr, twice))} named twice"
+        )
+        raise replies.refusal(
+            "invalid-support-skills",
+            f"support_skill_ids must be 1-3 distinct skills other than the primary: {why}",
+        )
     if cmd.plan_revision != run.plan_revision:
         raise replies.refusal(
             "stale-plan-revision",
@@ -138,14 +156,19 @@ def transition(run: RunState, cmd: TransitionSupport, version: int, at: str) -> 
     """Approve or reject a bound proposal."""
     p = run.proposals.get(cmd.proposal_id)
     if p is None:
-        raise replies.refusal("proposal-not-found", "no such proposal in this run")
+        raise replies.unknown_proposal(cmd.proposal_id)
     if p.status != "proposal-required":
         raise replies.refusal("proposal-already-decided", f"the proposal is already {p.status}",
                               status=p.status, audited=True)  # fmt: skip
     stale = _stale_fields(run, p, cmd)
     if stale:
-        raise replies.refusal("consent-stale", "the proposal no longer matches the current scope",
-                              stale_fields=stale, audited=True)  # fmt: skip
+        raise replies.refusal(
+            "consent-stale",
+            f"the proposal no longer matches the current scope ({', '.join(stale)} changed since"
+            " it was made), so this consent would not be the user's: propose again for the"
+            " current scope (propose_support_consent) and decide that proposal",
+            stale_fields=stale, audited=True,
+        )  # fmt: skip
     p.status = "approved" if cmd.action == "approve" else "rejected"
     p.decision_ref = stable_id("decision", p.proposal_id, cmd.idempotency_key)
     writes = [sql.decide_proposal(p.proposal_id, p.status, p.decision_ref, at)]

@@ -222,6 +222,16 @@ def key_reused(
     )
 
 
+def unknown_proposal(proposal_id: str) -> ToolError:
+    """No such support proposal among the caller's runs (never made, or another session's:
+    the same answer)."""
+    return refusal(
+        "proposal-not-found",
+        f"no proposal {proposal_id!r} in your runs: propose_support_consent returns the"
+        " proposal_id to decide",
+    )
+
+
 def new_correlation() -> str:
     """A fresh public-safe correlation id for an internal failure."""
     return f"corr-{secrets.token_hex(8)}"

@@ -191,7 +191,7 @@ class WorkflowRun:
             return self._refused(tool, cmd, reply)
         at = sql.stamp(now.wall)  # a replay writes nothing, so it needs no time stamp
         if run is None and isinstance(cmd, TransitionSupport):
-            refusal = replies.refusal("proposal-not-found", "no such proposal")
+            refusal = replies.unknown_proposal(cmd.proposal_id)
             return self._refused(tool, cmd, refusal)
         if run is None and not isinstance(cmd, CreatePlan):
             return self._refused(tool, cmd, replies.missing_graph(tool, self.key))

@@ -172,7 +172,7 @@ async def transition_support_consent(call: ToolCall) -> dict[str, Any]:
     a = call.args
     run_id = run_of(a["proposal_id"])
     if run_id is None:
-        refusal = replies.refusal("proposal-not-found", "no such proposal")
+        refusal = replies.unknown_proposal(a["proposal_id"])
         logged(call.tool, subject_of(call.tool, a), refusal, a["correlation_id"])
         raise refusal
     command = commands.TransitionSupport(
