@@ -7,6 +7,7 @@ import argparse
 import json
 import re
 import signal
+import socket as stdlib_socket
 import sys
 
 import pytest
@@ -147,6 +148,8 @@ async def test_sigterm_answers_a_parked_long_poll_then_exits_0(start_agora):
     [
         pytest.param("port-in-use", ": Address already in use (another", id="port-in-use"),
         pytest.param("db-is-a-directory", "it is a directory", id="db-is-a-directory"),
+        # (/dev/null got a -journal and a .lock made beside it, then "disk I/O error")
+        pytest.param("db-is-a-socket", "it is not a regular file", id="db-is-a-socket"),
         pytest.param("bad-setting", "port must be an integer, not 'not-a-port'", id="bad-setting"),
     ],
 )
@@ -160,6 +163,10 @@ async def test_bad_configuration_is_one_line_and_exit_2(tmp_path, problem, messa
             args[2] = str(taken.getsockname()[1])
         elif problem == "db-is-a-directory":
             args[4] = str(tmp_path)
+        elif problem == "db-is-a-socket":
+            unix = stdlib_socket.socket(stdlib_socket.AF_UNIX)
+            unix.bind(args[4])
+            unix.close()
         else:
             env["AGORA_PORT"] = "not-a-port"
             args = ["serve", "--db", str(tmp_path / "agora.db")]
@@ -172,6 +179,8 @@ async def test_bad_configuration_is_one_line_and_exit_2(tmp_path, problem, messa
     assert len(lines) == 1, lines
     assert message in lines[0]
     assert "Traceback" not in lines[0]
+    if problem == "db-is-a-socket":  # refused before any file was made beside it
+        assert [p.name for p in tmp_path.iterdir()] == ["agora.db"]
 
 
 async def test_serve_sets_the_switch_interval_it_is_configured_with(start_agora):

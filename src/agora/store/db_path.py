@@ -27,9 +27,9 @@ def check_database_path(path: str) -> None:
     """Refuse a database file path that cannot be opened for reading and writing.
 
     Raises:
-        StoreError: ``cannot open database PATH: why``, one line: the path is a directory,
-            passes through a regular file, is in a directory that does not exist, or is a
-            file that cannot be read or written.
+        StoreError: ``cannot open database PATH: why``, one line: the path is a directory
+            or no regular file (a device such as /dev/null), passes through a file, is in
+            a directory that does not exist, or is a file that cannot be read or written.
     """
     try:
         problem = _problem(Path(path))
@@ -45,6 +45,8 @@ def _problem(file: Path) -> str | None:
     kind = _kind(file)
     if kind == "directory":
         return "it is a directory"
+    if kind == "special":  # /dev/null would take a -journal and a .lock beside it in /dev
+        return "it is not a regular file (a device, a pipe or a socket): give a file's path"
     if kind is None:  # the file is to be made: its directory must be there
         return _missing_directory(file)
     # access() says no to an immutable file even for root, and on a read-only file system.
@@ -82,9 +84,12 @@ def _missing_directory(file: Path) -> str | None:
 
 
 def _kind(path: Path) -> str | None:
-    """ "directory", "file" (anything else that is there), or None when nothing is there."""
+    """ "directory", "file" (a regular one), "special" (anything else that is there: a
+    device, a pipe, a socket), or None when nothing is there."""
     try:
         mode = path.stat().st_mode
     except (FileNotFoundError, NotADirectoryError):  # NotADirectory: a file further up
         return None
-    return "directory" if stat.S_ISDIR(mode) else "file"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    return "file" if stat.S_ISREG(mode) else "special"
