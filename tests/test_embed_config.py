@@ -109,3 +109,42 @@ def test_a_hash_pasted_with_sha256sum_s_dash_is_told_to_leave_it_out(tmp_path):
     with pytest.raises(ValueError, match="64 hex digits") as refused:
         load_config(path)
     assert "sha256sum prints" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "words"),
+    [
+        ("port", "8903", "port must be an integer, not a string"),
+        ("group_commit", "yes", "group_commit must be true or false, not a string"),
+        ("toolsets", "chess", "toolsets must be a list, not a string"),
+    ],
+)
+async def test_a_built_config_of_the_wrong_type_is_refused_in_words(
+    tmp_path, setting, value, words
+):
+    # msgspec does not check a Struct built in code: Config(port="8903") failed later with
+    # "TypeError: '<=' not supported between instances of 'int' and 'str'".
+    db = tmp_path / "agora.db"
+    config = Config(**{"db": str(db), setting: value})
+    assert config_problem(config) == words
+    with pytest.raises(ValueError, match=f"invalid configuration: {words}"):
+        async with open_server(config, listen=False):
+            pass  # pragma: no cover - refused before
+    assert not db.exists()
+
+
+@pytest.mark.parametrize("level", ["INFO", "Warning", "DEBUG"])
+def test_a_log_level_is_taken_in_any_case(tmp_path, monkeypatch, level):
+    # Operators write INFO as often as info; it was refused ("must be one of debug, info, ...").
+    config = tmp_path / "agora.toml"
+    config.write_text(f'log_level = "{level}"\n')
+    assert load_config(str(config)).log_level == level.lower()
+    monkeypatch.setenv("AGORA_LOG_LEVEL", level)
+    assert load_config(None).log_level == level.lower()
+
+
+async def test_naming_a_toolset_of_your_own_in_the_config_says_how_to_serve_it(tmp_path):
+    config = Config(db=str(tmp_path / "agora.db"), toolsets=["notes"])
+    with pytest.raises(ValueError, match=r"passed built, not named: open_server\(config, toolsets"):
+        async with open_server(config, listen=False):
+            pass  # pragma: no cover - refused before

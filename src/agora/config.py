@@ -167,6 +167,7 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
             raise ValueError(f"cannot read config {path}: {exc}") from exc
         sources = dict.fromkeys(data, str(path))
     fields = {f.name: f for f in msgspec.structs.fields(Config)}
+    _fold_case(data)
     if data:
         # The file's values are typed (TOML has numbers, booleans, lists): they are taken
         # as written, so `port = "9000"` is refused rather than quietly read as 9000. Only
@@ -181,6 +182,7 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
     flags = {k: v for k, v in overrides.items() if v is not None}
     data.update(flags)
     sources.update({k: f"--{k}" for k in flags})
+    _fold_case(data)
     try:
         config = msgspec.convert(data, Config, strict=False)
     except msgspec.ValidationError as exc:
@@ -214,7 +216,7 @@ def environment_log_level() -> str:
     if raw is None:
         return Config().log_level
     try:
-        return msgspec.convert({"log_level": raw}, Config).log_level
+        return msgspec.convert(_fold_case({"log_level": raw}), Config).log_level
     except msgspec.ValidationError as exc:
         raise ValueError(_located(str(exc), {"log_level": "AGORA_LOG_LEVEL"}, [])) from exc
 
@@ -241,6 +243,14 @@ _COUNTS = (
 )
 
 
+def _fold_case(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with ``log_level`` in lower case, as its choices are written: ``INFO`` is the
+    level operators write as often (``synchronous`` takes any case where it is checked)."""
+    if isinstance(level := data.get("log_level"), str):
+        data["log_level"] = level.lower()
+    return data
+
+
 #: The values of SQLite's ``synchronous`` pragma the store sets (`agora.store.db`).
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
@@ -248,7 +258,12 @@ _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 def config_problem(config: Config) -> str | None:
     """Why the server cannot run with ``config``, or None: a value out of range or an unusable
     principal, as `load_config` refuses them. For a `Config` built in code, which msgspec
-    does not check (`agora.open_server` calls this before anything opens)."""
+    does not check (`agora.open_server` calls this before anything opens), its types
+    first: ``Config(port="8903")`` would fail later, in a comparison, as a TypeError."""
+    try:
+        msgspec.convert(msgspec.to_builtins(config), Config, strict=True)
+    except msgspec.ValidationError as exc:
+        return _typed(str(exc), list(Config.__struct_fields__))
     wrong = _out_of_range(config) or unusable_principal(config) or unusable_grants(config)
     return None if wrong is None else wrong[1]
 

@@ -68,7 +68,10 @@ def load_toolsets(names: Sequence[str], *, conformance: bool = False) -> list[To
     out = []
     for name in wanted:
         if name not in (*IMPLEMENTED, "conformance"):
-            raise ValueError(f"toolset {name!r} is not implemented in this build")
+            raise ValueError(
+                f"toolset {name!r} is not implemented in this build (a toolset of your own is"
+                " passed built, not named: open_server(config, toolsets=[...]))"
+            )
         module = importlib.import_module(f"agora.toolsets.{name}")
         out.append(module.toolset())
     return out

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import difflib
 import logging
-from typing import TYPE_CHECKING, Any
+import re
+from typing import TYPE_CHECKING, Any, Final
 
 from agora.errors import ToolError
 from agora.mcp import jsonrpc as rpc
@@ -281,7 +282,8 @@ def refuse_shadowed_tools(toolsets: Sequence[Toolset]) -> None:
     """Refuse a name served twice, where one would shadow the other or be listed twice.
 
     Two toolsets with one name (``/mcp/<name>`` would serve only the last), a tool name
-    served by two toolsets (``/mcp``), or a tool name one toolset lists twice.
+    served by two toolsets (``/mcp``), or a tool name one toolset lists twice; and a toolset
+    name that cannot be its endpoint's path segment (``my/notes`` was served at no path).
 
     Raises:
         ValueError: naming the tool or toolset, and its owners.
@@ -289,6 +291,11 @@ def refuse_shadowed_tools(toolsets: Sequence[Toolset]) -> None:
     owner: dict[str, str] = {}
     named: set[str] = set()
     for toolset in toolsets:
+        if not _TOOLSET_NAME.fullmatch(toolset.name):
+            raise ValueError(
+                f"toolset name {toolset.name!r} cannot be its endpoint's path segment"
+                " (/mcp/<name>): use 1-64 lower-case letters, digits, - and _, a letter first"
+            )
         if toolset.name in named:
             raise ValueError(
                 f"two toolsets are named {toolset.name!r}: /mcp/{toolset.name} would serve"
@@ -306,6 +313,10 @@ def refuse_shadowed_tools(toolsets: Sequence[Toolset]) -> None:
                     f" {toolset.name}: /mcp would shadow one of them; rename it or serve"
                     " only one of the two"
                 )
+
+
+#: A toolset's name: the last segment of its endpoint's path, ``/mcp/<name>``.
+_TOOLSET_NAME: Final = re.compile(r"[a-z][a-z0-9_-]{0,63}")
 
 
 def _claimed_before(owner: dict[str, str], name: str, toolset: str) -> str | None:
