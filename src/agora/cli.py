@@ -20,6 +20,7 @@ import logging
 import os
 import signal
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -122,8 +123,23 @@ async def _stdio(config: Config, path: str) -> None:
             endpoint = server.app.endpoint(path)
             if endpoint is None:
                 raise _Refused(f"{path} is not an MCP endpoint of this server")
+            # A client launches this from a directory of its choosing ($HOME, /): say where
+            # the default ./agora.db went (stdout is MCP's; this line is stderr's).
+            log.info("serving %s on stdio; database %s%s", path, _database_named(config.db),
+                     _DEFAULT_DB if config.db == Config().db else "")  # fmt: skip
             await serve_stdio(server.app, endpoint, principal, stop=stop)
             nursery.cancel_scope.cancel()
+
+
+#: Said after the database path when it is the default's, which the working directory places.
+_DEFAULT_DB = " (the default, in the working directory: --db or AGORA_DB chooses another)"
+
+
+def _database_named(db: str) -> str:
+    """``db`` as a log line names it: a file by its absolute path, a URL without password."""
+    if db == ":memory:" or "://" in db:
+        return shown_database(db)
+    return str(Path(db).resolve())
 
 
 async def _bridge(url: str, token: str | None) -> None:

@@ -354,3 +354,17 @@ async def test_a_client_that_stops_reading_ends_the_session_quietly(tmp_path, mo
     finally:
         if server is not None:
             server.assert_clean_exit(server.stop())
+
+
+@pytest.mark.sqlite_only("the default ./agora.db: a SQLite file in the working directory")
+async def test_stdio_says_where_its_database_is_when_it_is_the_default(tmp_path):
+    # A client may launch it from $HOME or /: the default ./agora.db was made there without
+    # a word. The start line names the file by its absolute path; stdout stays MCP's.
+    stdin = jsonl(INITIALIZE, INITIALIZED, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    with trio.fail_after(TIMEOUT):
+        done = await run_agora("stdio", "--toolset", "chess", stdin=stdin, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert tools_list(done.stdout) == CHESS_TOOLS
+    said = done.stderr.decode()
+    assert f"serving /mcp/chess on stdio; database {tmp_path / 'agora.db'} (the default" in said
+    assert (tmp_path / "agora.db").exists()
