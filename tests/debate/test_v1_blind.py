@@ -22,6 +22,16 @@ VIEWERS = [
     pytest.param(STAR, "PRO", False, id="star"),
     pytest.param(CONDUCTOR, "CONDUCTOR", True, id="conductor"),
 ]
+#: Viewers PRO's pending claim is hidden from (the other blind role and the judge are among
+#: its addressees, the human is not), for the paths that take a msg_id.
+HIDDEN_FROM = pytest.mark.parametrize(
+    ("who", "role"),
+    [
+        pytest.param(BOB, "CON", id="other-blind-role"),
+        pytest.param(CAROL, "JUDGE", id="judge"),
+        pytest.param(MALLORY, "HUMAN", id="human"),
+    ],
+)
 
 
 async def _seen(desk, topic, who, role, needle="secret"):
@@ -182,14 +192,7 @@ async def test_a_watermark_cannot_carry_a_blind_role_past_the_hidden_claim(desk)
 UNKNOWN = "00000000-0000-4000-8000-000000000000"
 
 
-@pytest.mark.parametrize(
-    ("who", "role"),
-    [
-        pytest.param(BOB, "CON", id="other-blind-role-addressed"),
-        pytest.param(CAROL, "JUDGE", id="judge-addressed"),
-        pytest.param(MALLORY, "HUMAN", id="human-not-addressed"),
-    ],
-)
+@HIDDEN_FROM
 async def test_a_pending_blind_claims_id_answers_as_an_unknown_one(desk, who, role):
     # Naming the held CLAIM's id to the wake dry run or as a receipt target must not tell a
     # viewer the barrier hides it from that it exists: the same bytes as an id that does not.
@@ -232,14 +235,7 @@ async def _answer(desk, who, tool, **args):
         return refused.body
 
 
-@pytest.mark.parametrize(
-    ("who", "role"),
-    [
-        pytest.param(BOB, "CON", id="other-blind-role-addressed"),
-        pytest.param(CAROL, "JUDGE", id="judge-addressed"),
-        pytest.param(MALLORY, "HUMAN", id="human-not-addressed"),
-    ],
-)
+@HIDDEN_FROM
 async def test_a_watermark_at_a_pending_blind_claim_answers_as_at_an_unknown_id(desk, who, role):
     # A watermark naming the held CLAIM answered blind_barrier_pending to an addressee and was
     # posted for anyone else (its marker's body the id), where an id that does not exist
@@ -270,14 +266,7 @@ async def test_a_watermark_at_a_pending_blind_claim_answers_as_at_an_unknown_id(
     assert (await advance(pro)).get("error") != "unknown_msg_id"
 
 
-@pytest.mark.parametrize(
-    ("who", "role"),
-    [
-        pytest.param(BOB, "CON", id="other-blind-role"),
-        pytest.param(CAROL, "JUDGE", id="judge"),
-        pytest.param(MALLORY, "HUMAN", id="human"),
-    ],
-)
+@HIDDEN_FROM
 async def test_a_reply_to_a_pending_blind_claim_answers_as_to_an_unknown_id(desk, who, role):
     # A reply naming the held CLAIM passed the reply check (the post went in, its reply_to
     # the id), where an id that does not exist answers bad_reply_to.
@@ -298,14 +287,7 @@ async def test_a_reply_to_a_pending_blind_claim_answers_as_to_an_unknown_id(desk
     assert "msg_id" in await reply(pro)
 
 
-@pytest.mark.parametrize(
-    ("who", "role"),
-    [
-        pytest.param(BOB, "CON", id="other-blind-role"),
-        pytest.param(CAROL, "JUDGE", id="judge"),
-        pytest.param(MALLORY, "HUMAN", id="human"),
-    ],
-)
+@HIDDEN_FROM
 async def test_a_cursor_at_a_pending_blind_claim_answers_as_at_an_unknown_id(
     desk, autojump_clock, who, role
 ):
