@@ -223,3 +223,34 @@ def test_a_file_that_is_not_there_is_not_called_a_bad_card(tmp_path):
     out.clear()
     assert cards_cli.cmd_verify(garbage, out=out.append) == 2
     assert out[0].startswith(f"{garbage}: not a card document (")
+
+
+@pytest.mark.parametrize(
+    ("where", "key"),
+    [("document", "note"), ("signature", "verified_by")],
+)
+def test_a_field_added_beside_the_card_fails_verification(tmp_path, where, key):
+    # {"note": "trusted by ScoreIA"} beside a genuine card verified with exit 0 and no word:
+    # neither the hash nor the signature covers it, and a reader may take it for the card's.
+    document = signed_document()
+    (document if where == "document" else document["signature"])[key] = "trusted by ScoreIA"
+    status, out = verify(tmp_path, document, trusted_keys=[OPERATOR.key_id])
+    assert status == 1
+    shown = key if where == "document" else f"signature.{key}"
+    assert out[3] == (
+        f"  NOT covered by hash or signature: {shown} (added beside the card: nothing vouches"
+        " for it)"
+    )
+    assert out[2] == f"  valid signature, trusted key {OPERATOR.key_id}"  # the card itself is
+
+
+def test_a_trusted_key_in_upper_case_is_trusted(tmp_path):
+    # It passed the key check, then matched nothing: the operator's genuine card read as
+    # "key NOT trusted". The same from a trust file.
+    document = signed_document()
+    upper = OPERATOR.public_key_hex.upper()
+    assert verify(tmp_path, document, trusted_keys=[upper])[0] == 0
+    assert verify(tmp_path, document, trusted_keys=[OPERATOR.key_id.upper()])[0] == 0
+    listed = tmp_path / "trusted.txt"
+    listed.write_text(upper + "\n")
+    assert verify(tmp_path, document, trust_files=[str(listed)])[0] == 0

@@ -220,6 +220,9 @@ class Verification:
         trusted: Whether the signing key is one the reader trusts.
         status_signed: Whether the evidence status is inside the signed part (cards signed
             before `SCHEME` existed sign the body alone).
+        unsigned: Fields the document carries beside the card, its hash and its signature
+            (``signature.X`` for one in the signature block), which nothing vouches for and a
+            reader might take for the card's own.
     """
 
     card_id: str | None
@@ -229,11 +232,20 @@ class Verification:
     key_id: str | None = None
     trusted: bool = False
     status_signed: bool = False
+    unsigned: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        """Hash right, signature valid, and the key trusted."""
-        return self.hash_ok and self.signature == "valid" and self.trusted
+        """Hash right, signature valid, the key trusted, and no field beside them."""
+        return self.hash_ok and self.signature == "valid" and self.trusted and not self.unsigned
+
+
+#: The members of a published document (`publish`) and of its signature block
+#: (`signature_block`): any other is covered by neither the hash nor the signature.
+DOCUMENT_KEYS = frozenset({"card", "card_sha256", "evidence_status", "signature"})
+SIGNATURE_KEYS = frozenset(
+    {"alg", "evidence_status", "key_id", "public_key", "scheme", "signed_at", "value"}
+)
 
 
 def _signature_valid(doc: dict[str, Any], body: bytes, sig: dict[str, Any]) -> tuple[bool, bool]:
@@ -358,6 +370,9 @@ def verify_document(data: bytes, trusted_keys: Collection[str] = ()) -> Verifica
     good, status_signed = _signature_valid(doc, body, sig)
     public = sig.get("public_key")
     trusted = good and (public in trusted_keys or sig.get("key_id") in trusted_keys)
+    unsigned = sorted(doc.keys() - DOCUMENT_KEYS) + [
+        f"signature.{k}" for k in sorted(sig.keys() - SIGNATURE_KEYS)
+    ]
     return Verification(
         card.get("card_id"),
         card.get("toolset_id"),
@@ -366,4 +381,5 @@ def verify_document(data: bytes, trusted_keys: Collection[str] = ()) -> Verifica
         sig.get("key_id"),
         trusted,
         status_signed,
+        tuple(unsigned),
     )

@@ -143,7 +143,7 @@ class TrustError(ValueError):
     """A trust file or key URL that cannot be read."""
 
 
-_KEY_FORMS: Final = re.compile(r"[0-9a-fA-F]{64}|ed25519:[0-9a-f]{16}")
+_KEY_FORMS: Final = re.compile(r"[0-9a-f]{64}|ed25519:[0-9a-f]{16}", re.IGNORECASE)
 _KEY_HELP: Final = (
     "is not a key: give an Ed25519 public key as 64 hex digits, or a key id like"
     " ed25519:0123456789abcdef"
@@ -158,7 +158,7 @@ def checked_key(key: str, where: str) -> str:
     """
     if not _KEY_FORMS.fullmatch(key):
         raise TrustError(f"{where}{key!r} {_KEY_HELP}")
-    return key
+    return key.lower()  # as cards and key documents write it: an upper-case copy trusts too
 
 
 def keys_from_json(data: bytes) -> list[str]:
@@ -283,7 +283,8 @@ def cmd_verify(
 
     Returns:
         0 if the hash is right and a trusted key signed the card; 1 if not (unsigned,
-        invalid, or signed by a key not trusted); 2 if the card or a trust source is
+        invalid, or signed by a key not trusted), or if fields beside the card, its hash and
+        its signature were added (nothing vouches for them); 2 if the card or a trust source is
         unreadable (or its URL cannot be fetched).
     """
     try:
@@ -316,6 +317,11 @@ def cmd_verify(
         return 1
     if result.signature == "valid" and not result.status_signed:
         out("  note: signed before evidence_status was signed; the body alone is covered")
+    if result.unsigned:
+        out(
+            f"  NOT covered by hash or signature: {', '.join(result.unsigned)} (added beside"
+            " the card: nothing vouches for it)"
+        )
     if named is not None and named != result.card_id:
         # A host may answer /cards/X with another genuine card: the signature is then
         # valid, but not for the card the reader looked at.
