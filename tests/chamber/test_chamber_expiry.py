@@ -56,7 +56,8 @@ async def test_the_sweep_publishes_every_abandoned_attempt_and_nothing_else(
     assert played["code"] == "attempt_already_sealed"
     assert played["attempt_state"] == "expired"
     assert played["error"].startswith(
-        f"This attempt expired at {again['expires_at']} unsealed; its card ({again['card_id']})"
+        f"This attempt expired at {again['expires_at']} unsealed; the expiry sweep published"
+        f" its card ({again['card_id']})"  # (not "was published then": the sweep came later)
     ), played
 
 

@@ -124,3 +124,16 @@ def _describe(kind: str) -> str:
         "time_window": 'a string "HH:MM"',
         "time_chain": 'a string "HH:MM"',
     }[kind]
+
+
+def test_a_lock_is_said_solved_in_its_nouns_number():
+    # "Accepted: the master key depths is solved", and "Sealed until the master key depths is
+    # solved": the verb now agrees with the one plural quantity.
+    depths = 0
+    for suite, engine in (("chambre-chrono-v0", "chamber"), ("chambre-atelier-v0", "atelier")):
+        for seed in range(40):
+            for lock in build_room(suite, engine, f"verb-{seed}").locks:
+                plural = lock.puzzle.spec.quantity == "depths"
+                assert lock.solved == f"{lock.label} {'are' if plural else 'is'} solved"
+                depths += plural
+    assert depths  # the master key's lock was among them

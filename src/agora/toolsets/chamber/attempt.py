@@ -233,7 +233,9 @@ def closed_words(card_id: str, outcome: str, expires_at: dt.datetime | None) -> 
     ``expired``) expired unsealed and published by the sweep, which no agent sealed."""
     if outcome == "expired":
         when = f" at {iso(expires_at)}" if expires_at is not None else ""
-        return f"This attempt expired{when} unsealed; its card ({card_id}) was published then"
+        return (
+            f"This attempt expired{when} unsealed; the expiry sweep published its card ({card_id})"
+        )
     return f"This attempt is sealed ({card_id})"
 
 

@@ -58,6 +58,12 @@ class Lock:
         """How observations name it."""
         return self.puzzle.spec.label
 
+    @property
+    def solved(self) -> str:
+        """``<label> is solved``, the verb agreeing with the label's noun (``the master key
+        depths are solved``: the only plural quantity ends in s)."""
+        return f"{self.label} {'are' if self.puzzle.spec.quantity.endswith('s') else 'is'} solved"
+
 
 @dataclass(frozen=True)
 class Room:
@@ -126,7 +132,7 @@ def _look(room: Room, opened: int) -> str:
     for obj in room.objects:
         sealed = ""
         if obj.gate > opened:
-            sealed = f" (sealed until {room.locks[obj.gate - 1].label} is solved)"
+            sealed = f" (sealed until {room.locks[obj.gate - 1].solved})"
         lines.append(f"- {obj.id}: {obj.summary}{sealed}")
     lines.append("")
     lines.append("Locks, in the order they must be opened:")
@@ -144,7 +150,7 @@ def summary(room: Room, object_id: str, opened: int, *, playing: bool = True) ->
     if obj is None:
         raise KeyError(object_id)
     if obj.gate > opened:
-        return f"{obj.summary} Sealed until {room.locks[obj.gate - 1].label} is solved."
+        return f"{obj.summary} Sealed until {room.locks[obj.gate - 1].solved}."
     if not playing:
         return obj.summary
     return f"{obj.summary} Inspect it to examine it closely."
@@ -165,8 +171,7 @@ def _inspect(room: Room, object_id: str, opened: int) -> str:
         raise KeyError(object_id)
     if obj.gate > opened:
         # No verb agrees with the name: object names may be plural ("the key hooks").
-        label = room.locks[obj.gate - 1].label
-        return f"Sealed until {label} is solved: {obj.name} cannot be examined yet."
+        return f"Sealed until {room.locks[obj.gate - 1].solved}: {obj.name} cannot be examined yet."
     lines = [obj.flavor]
     for index, clues in sorted(room.clues.get(object_id, {}).items()):
         lines.append(f"Concerning {room.locks[index].label}:")
@@ -205,7 +210,7 @@ def hint(room: Room, opened: int, level: int) -> str:
 def accepted(room: Room, opened_now: int) -> str:
     """The reply to a right answer, once ``opened_now`` locks are open."""
     lock = room.locks[opened_now - 1]
-    lines = [f"Accepted: {lock.label} is solved."]
+    lines = [f"Accepted: {lock.solved}."]
     freed = [o.id for o in room.objects if o.gate == opened_now]
     if freed:
         lines.append(f"Now unsealed: {', '.join(freed)}.")
