@@ -55,6 +55,7 @@ def _timeout(topic: Topic, cmd: Sweep, at: str, writes: list[Write]) -> dict[str
     state = topic.data.protocol
     if (
         state is None
+        or topic.require_row().state not in OPEN_STATES  # a closed debate's phase stays
         or cmd.expected_phase is None
         or state.phase != cmd.expected_phase
         or state.transition_version != cmd.expected_version

@@ -186,11 +186,14 @@ def payloads(conn: ReadConn, topic_id: str, msg_ids: list[str]) -> dict[str, Any
 
 def expired_phases(conn: ReadConn, at: str) -> list[tuple[str, str, int]]:
     """(topic_id, phase, transition_version) of timed phases whose deadline is at or before
-    ``at``, in topic order."""
+    ``at``, on open topics (a resolved or archived debate is over: its phase stays as it
+    ended), in topic order."""
     rows = conn.execute(
-        "SELECT topic_id, phase, transition_version FROM debate_protocol "
-        "WHERE phase_deadline_at IS NOT NULL AND phase_deadline_at <= ? "
-        "AND phase IN ('BLIND_CLAIM', 'DEBATE', 'ADJUDICATE') ORDER BY topic_id",
+        "SELECT p.topic_id, p.phase, p.transition_version FROM debate_protocol p "
+        "JOIN debate_topics t ON t.topic_id = p.topic_id "
+        f"WHERE p.phase_deadline_at IS NOT NULL AND p.phase_deadline_at <= ? "
+        f"AND p.phase IN ('BLIND_CLAIM', 'DEBATE', 'ADJUDICATE') AND t.state IN ({_OPEN}) "
+        "ORDER BY p.topic_id",
         (at,),
     ).fetchall()
     return [(r[0], r[1], int(r[2])) for r in rows]
