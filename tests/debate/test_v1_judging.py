@@ -252,6 +252,7 @@ async def test_verdict_rejections(desk, judged):
     for who, role in ((ALICE, "PRO"), (MALLORY, "HUMAN")):
         body = await _judge(desk, pid, pro, role=role, who=who, refused=True)
         assert body["error"] == "ineligible_judge"
+        assert body["message"].startswith("the judge role must be")  # (it read "is": a fact)
     for bad in ("[]", "{]", json.dumps({"winner_msg_id": pro}), _verdict(ab["topic_id"])):
         body = await _judge(desk, pid, None, verdict=bad, refused=True)
         assert body["error"] == "invalid_verdict"

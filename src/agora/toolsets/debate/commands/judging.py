@@ -190,7 +190,7 @@ def give_verdict(topic: Topic, cmd: GiveVerdict, now: Now) -> Effects:
     if cmd.judge_role in state.blind_roles or cmd.judge_role in HUMAN_ROLES:
         raise reject(
             "ineligible_judge",
-            "the judge role is an active declared role outside the blind pair and not human",
+            "the judge role must be an active declared role outside the blind pair, not human",
         )
     if cmd.verdict["winner_msg_id"] not in (p.left_msg_id, p.right_msg_id):
         raise reject("invalid_verdict", "winner_msg_id names one of the projection's positions")
