@@ -137,3 +137,17 @@ def test_a_lock_is_said_solved_in_its_nouns_number():
                 assert lock.solved == f"{lock.label} {'are' if plural else 'is'} solved"
                 depths += plural
     assert depths  # the master key's lock was among them
+
+
+def test_a_faulty_clocks_reading_says_it_is_a_24_hour_clock():
+    # "The hall clock read 05:16": read as a 12-hour face it could be 17:16, and a careful
+    # solver found a second answer (15:13 for 03:13) that fit every clue.
+    chains = [(t, s.spec) for _, t in TEMPLATE_IDS for s in t.locks if s.spec.kind == "time_chain"]
+    assert chains
+    for template, spec in chains:
+        rng = rng_for(template.id, "reading")
+        puzzle = None
+        while puzzle is None:
+            puzzle = make_time_chain(rng, spec)
+        [reading] = [c for c in puzzle.clues if " read " in c]
+        assert reading.startswith(f"The {spec.noun} (a 24-hour clock) read "), reading

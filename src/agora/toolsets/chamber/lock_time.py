@@ -145,7 +145,10 @@ def make_time_chain(rng: random.Random, spec: LockSpec) -> LockPuzzle | None:
         texts.append(
             f"The {spec.noun} is {abs(error)} minutes off; nobody noted whether fast or slow."
         )
-    texts.append(f"The {spec.noun} read {clock(start + error)} at the {events[0]}.")
+    # (24-hour: read as a 12-hour face, 05:16 could be 17:16, and the chain two answers)
+    texts.append(
+        f"The {spec.noun} (a 24-hour clock) read {clock(start + error)} at the {events[0]}."
+    )
     when = start
     for prev, event in itertools.pairwise(events):
         step = rng.randint(15, 200)
