@@ -13,6 +13,7 @@ from solver import Solver
 
 from agora.errors import ToolError
 from agora.runtime.clock import Now
+from agora.toolsets.chamber import room as rooms
 from agora.toolsets.chamber import store
 from agora.toolsets.chamber.commands import CallForHelp, Observe, Quarantine
 from agora.toolsets.chamber.entity import AttemptEntity, AttemptKind, seal_reply
@@ -107,7 +108,8 @@ def test_refusals_consume_no_action():
 def test_wrong_answers_consume_an_action_and_are_counted():
     s = chrono_session("wrong")
     reply = s.act(s.room.locks[0].op, value=wrong_value(s))
-    assert reply["observation"] == "not accepted"
+    assert reply["observation"] == rooms.NOT_ACCEPTED
+    assert reply["observation"].startswith("not accepted: a wrong submission, counted")
     assert reply["accepted"] is False
     assert reply["action_index"] == 1
     assert s.entity.attempt.wrong == 1

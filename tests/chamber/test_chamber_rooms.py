@@ -102,7 +102,8 @@ def test_a_wrong_answer_says_only_not_accepted():
         if parse_value(fmt, value) != lock.puzzle.answer:
             break
     reply = s.act(lock.op, value=value)
-    assert reply["observation"] == "not accepted"
+    assert reply["observation"] == rooms.NOT_ACCEPTED
+    assert reply["observation"].startswith("not accepted: a wrong submission, counted")
     assert reply["accepted"] is False
     assert reply["action_index"] == 1
 

@@ -19,7 +19,11 @@ if TYPE_CHECKING:
 
     from agora.toolsets.chamber.lock import LockPuzzle
 
-NOT_ACCEPTED = "not accepted"
+#: A wrong submission's observation: what it costs and what to do, never how near it was.
+NOT_ACCEPTED = (
+    "not accepted: a wrong submission, counted on the card. Read the lock's clues again"
+    " (inspect its objects) or ask for a hint"
+)
 
 
 @dataclass(frozen=True, slots=True)
