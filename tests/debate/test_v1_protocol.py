@@ -161,10 +161,18 @@ async def test_the_phase_machine_runs_to_adjudicate(desk):
     )
     assert verify["protocol_state"]["phase"] == "DEBATE"
     assert verify["protocol_state"]["round_no"] == 2
+    # The judge is told why (it saw round_no 2 and nothing more): the open CHALLENGE, and
+    # that an EVIDENCE supports one without closing it.
+    assert verify.guidance == (
+        "The VERIFY is verified, but 1 CHALLENGE(s) are still open, so round 2 begins. A"
+        " CHALLENGE closes with a REBUT or CONCEDE replying to it (an EVIDENCE supports it"
+        f" without closing it); open: {challenge['msg_id']}."
+    )
     await v1.post("PRO", "REBUT", reply_to=challenge["msg_id"])
     verify = await v1.post(
         "JUDGE", "VERIFY", reply_to=pro["msg_id"], payload_json=payload("ok", result="verified")
     )
+    assert not hasattr(verify, "guidance")  # closed as it should: nothing to explain
     assert verify["round_no"] == 2
     assert verify["protocol_state"]["phase"] == "ADJUDICATE"
     assert verify["protocol_state"]["transition_version"] == 4

@@ -251,9 +251,11 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
         workers.complete_on_reply(topic, meta, writes)
     reply = post_reply(row, meta, cmd.vehicle)
     announce = recipients
+    note = None
     if semantic is not None:
         held = protocol.held_back(topic)
         reply.update(protocol.record_post(topic, meta, semantic, writes, cmd.caller.name))
+        note = reply.pop(protocol.NOTE, None)
         announce = protocol.announced(topic, meta, recipients, held)
     # A plain message changes only its recipients' inboxes: the other roles' waits sleep
     # on. Anything more (a state move, a watermark, a claim or worker settled, a protocol
@@ -263,7 +265,7 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
     # an UPDATE of the row per post was one statement in eight of the one writer's work
     # (each a GIL hand-off under load) for a column no tool shows.
     return Effects(
-        reply=reply,
+        reply=reply if note is None else Guided(reply, note),
         writes=writes,
         changed=True,
         updated=topic.inbox_uris(announce),

@@ -124,12 +124,28 @@ def gate_post(
     return Semantic(payload, mode, state.round_no)
 
 
-def _open_challenges(topic: Topic) -> int:
+def _open_challenges(topic: Topic) -> list[str]:
+    """The msg_ids of the CHALLENGEs no REBUT or CONCEDE answers yet (an EVIDENCE reply
+    supports one but does not close it)."""
     answered = {m.reply_to for m in topic.data.messages.values() if m.kind in ("REBUT", "CONCEDE")}
-    return sum(
-        1
+    return [
+        m.msg_id
         for m in topic.data.messages.values()
         if m.kind == "CHALLENGE" and m.msg_id not in answered
+    ]
+
+
+def open_challenges_note(state: ProtocolState, open_ids: list[str]) -> str:
+    """Why a ``verified`` VERIFY did not close the debate (its reply's second text block)."""
+    where = (
+        f"so the debate is at its round cap: {state.phase} ({state.stalemate_reason})"
+        if state.phase == "STALEMATE"
+        else f"so round {state.round_no} begins"
+    )
+    return (
+        f"The VERIFY is verified, but {len(open_ids)} CHALLENGE(s) are still open, {where}."
+        f" A CHALLENGE closes with a REBUT or CONCEDE replying to it (an EVIDENCE supports it"
+        f" without closing it); open: {', '.join(open_ids)}."
     )
 
 
@@ -141,6 +157,7 @@ def record_post(
     assert state is not None
     at, kind, version = meta.ts, meta.kind, state.transition_version
     new: ProtocolState | None = None
+    still_open: list[str] = []
     if kind == "CLAIM" and state.phase == "BLIND_CLAIM":
         commits = {**state.blind_commits, meta.role: meta.msg_id}
         new = replace(state, blind_commits=commits, updated_at=at)
@@ -148,7 +165,9 @@ def record_post(
             new = new.move("DEBATE", at, expected=version)
             new.blind_barrier_state = "released"
     elif kind == "VERIFY":
-        if semantic.payload.get("result") == "verified" and not _open_challenges(topic):
+        verified = semantic.payload.get("result") == "verified"
+        still_open = _open_challenges(topic) if verified else []
+        if verified and not still_open:
             new = state.move("ADJUDICATE", at, expected=version)
         elif state.round_no >= state.max_rounds:
             new = state.move("STALEMATE", at, expected=version, reason="round_cap_unresolved")
@@ -174,12 +193,19 @@ def record_post(
             )
     current = topic.data.protocol
     assert current is not None
-    return {
+    fields = {
         "protocol_version": PROTOCOL_V1,
         "round_no": semantic.round_no,
         "body_mode": semantic.body_mode,
         "protocol_state": current.public(),
     }
+    if kind == "VERIFY" and still_open:  # (no field says why it went on: a note does)
+        fields[NOTE] = open_challenges_note(current, still_open)
+    return fields
+
+
+#: The key of `record_post`'s fields that is a note for the reply's second text block.
+NOTE = "_note"
 
 
 def turn(topic: Topic, role: str, since: str | None) -> tuple[dict[str, Any] | None, bool]:
