@@ -34,11 +34,13 @@ def main() -> int:
     items = []
     for item in case["items"]:
         chosen = route(item["objective"], rules)
-        items.append({
-            "item_id": item["item_id"],
-            "passed": chosen == item["expected"],
-            "hard_violations": int(chosen in item.get("forbidden", [])),
-        })
+        items.append(
+            {
+                "item_id": item["item_id"],
+                "passed": chosen == item["expected"],
+                "hard_violations": int(chosen in item.get("forbidden", [])),
+            }
+        )
     json.dump({"items": items}, sys.stdout)
     return 0
 

@@ -1,0 +1,173 @@
+"""A toolset of your own, embedded beside the built-in ones: notebooks an agent writes to.
+
+Run it (from the repository, after the README's install): ``.venv/bin/python
+examples/notes.py``; it serves every built-in toolset and this one on one port, and an MCP
+client finds ``add_note`` and ``read_notes`` at ``/mcp/notes`` (or among all tools at ``/mcp``).
+
+What each part is (docs/toolset-api.md says more):
+
+- ``Notebook``: the entity, one per notebook name. A pure state machine: ``handle`` answers a
+  command with `Effects` (the reply, and the rows to write), and never does I/O. Its actor runs
+  its commands one at a time and commits the writes before the reply is released. A refusal
+  is a `ToolError` returned as the reply (raised, it would be taken for a bug).
+- ``NotebookKind``: loads a notebook from committed rows when its actor starts (in a worker
+  thread). A name with no rows loads a *vacant* notebook, which the runtime drops as soon as
+  its callers are done, so reading made-up names holds no memory.
+- ``MIGRATIONS``: the toolset's tables, created once per database, in SQL that SQLite and
+  PostgreSQL both run.
+- ``toolset()``: the tools (their JSON Schemas, in code: ``contract=None``), their handlers and
+  the migrations.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import trio
+
+import agora
+from agora.config import Config
+from agora.errors import ToolError
+from agora.runtime.entity import Effects
+from agora.server.app import load_toolsets
+from agora.store.migrations import Migration
+from agora.toolsets.base import ToolCall, Toolset
+
+#: At most this many notes a notebook keeps (a tool refuses the next one).
+MAX_NOTES = 1000
+
+
+class AddNote(msgspec.Struct, frozen=True):
+    """Append ``text`` to the notebook."""
+
+    text: str
+
+
+class ReadNotes(msgspec.Struct, frozen=True):
+    """The notebook's notes, oldest first."""
+
+
+class Notebook:
+    """One notebook: its name and its notes, as committed."""
+
+    def __init__(self, name: str, notes: list[str]) -> None:
+        self.name = name
+        self.notes = notes
+
+    @property
+    def vacant(self) -> bool:
+        """True while nothing was ever written under this name."""
+        return not self.notes
+
+    def handle(self, command: object, now: Any) -> Effects:
+        if isinstance(command, ReadNotes):
+            return Effects(reply={"notebook": self.name, "notes": list(self.notes)})
+        if isinstance(command, AddNote):
+            if len(self.notes) >= MAX_NOTES:  # a refusal is returned, not raised: nothing
+                full = {"error": "notebook_full", "message": f"{MAX_NOTES} notes at most"}
+                return Effects(reply=ToolError(full))  # changes; the caller gets isError
+            self.notes.append(command.text)
+            write = (
+                "INSERT INTO notes_entries (notebook, seq, text) VALUES (?, ?, ?)",
+                (self.name, len(self.notes), command.text),
+            )
+            reply = {"notebook": self.name, "count": len(self.notes)}
+            return Effects(reply=reply, writes=[write], changed=True)
+        raise TypeError(f"not a notebook command: {command!r}")
+
+
+class NotebookKind:
+    """Loads notebooks (the runtime's `agora.runtime.entity.EntityKind`)."""
+
+    kind = "notes.notebook"
+
+    def load(self, conn: Any, key: str, now: Any) -> Notebook:
+        rows = conn.execute(
+            "SELECT text FROM notes_entries WHERE notebook = ? ORDER BY seq", (key,)
+        ).fetchall()
+        return Notebook(key, [row[0] for row in rows])
+
+
+KIND = NotebookKind()
+
+_TABLE = (
+    "CREATE TABLE notes_entries (notebook TEXT NOT NULL, seq INTEGER NOT NULL,"
+    " text TEXT NOT NULL, PRIMARY KEY (notebook, seq))"
+)
+MIGRATIONS = (Migration("notes", 1, sql={"sqlite": [_TABLE], "postgresql": [_TABLE]}),)
+
+
+async def add_note(call: ToolCall) -> dict[str, Any]:
+    """``add_note``: append to a notebook; committed before this returns."""
+    reply: dict[str, Any] = await call.runtime.call(
+        KIND, call.args["notebook"], AddNote(call.args["text"])
+    )
+    return reply
+
+
+async def read_notes(call: ToolCall) -> dict[str, Any]:
+    """``read_notes``: a notebook's notes (none for a name never written to)."""
+    reply: dict[str, Any] = await call.runtime.call(KIND, call.args["notebook"], ReadNotes())
+    return reply
+
+
+_NAME = {"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[a-z0-9-]+$"}
+TOOLS = [
+    {
+        "name": "add_note",
+        "description": "Append a note to a notebook (created by its first note).",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"notebook": _NAME, "text": {"type": "string", "maxLength": 4096}},
+            "required": ["notebook", "text"],
+            "additionalProperties": False,
+        },
+        "outputSchema": {
+            "type": "object",
+            "properties": {"notebook": {"type": "string"}, "count": {"type": "integer"}},
+            "required": ["notebook", "count"],
+        },
+    },
+    {
+        "name": "read_notes",
+        "description": "The notes of a notebook, oldest first.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"notebook": _NAME},
+            "required": ["notebook"],
+            "additionalProperties": False,
+        },
+        "outputSchema": {
+            "type": "object",
+            "properties": {
+                "notebook": {"type": "string"},
+                "notes": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["notebook", "notes"],
+        },
+    },
+]
+
+
+def toolset() -> Toolset:
+    """The notes toolset, served at ``/mcp/notes``."""
+    return Toolset(
+        "notes",
+        {"add_note": add_note, "read_notes": read_notes},
+        contract=None,
+        tools=TOOLS,
+        migrations=MIGRATIONS,
+    )
+
+
+async def main() -> None:
+    config = Config(port=8765, db="notes.db")
+    toolsets = [*load_toolsets(config.toolsets), toolset()]  # the built-in ones, then yours
+    async with agora.open_server(config, toolsets=toolsets) as server:
+        print(f"serving on {server.url}: notes at {server.url}/mcp/notes (Ctrl-C stops)")
+        await trio.sleep_forever()
+
+
+if __name__ == "__main__":
+    trio.run(main)

@@ -1,0 +1,86 @@
+"""The README's embedding example, examples/notes.py, as a program of one's own runs it.
+
+Its toolset is served beside the built-in ones on a real port; the official MCP SDK finds
+its tools, writes notes and reads them back; a notebook's notes survive a restart on the
+same database, and a name never written to reads as empty.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from agora.config import Config
+from agora.server.app import load_toolsets
+from agora.server.embed import open_server
+
+mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install mcp)")
+from mcp.client.session import ClientSession  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+EXAMPLE = Path(__file__).parent.parent / "examples" / "notes.py"
+TIMEOUT = 60
+
+
+def _load_example():
+    spec = importlib.util.spec_from_file_location("notes_example", EXAMPLE)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+async def _session_calls(url: str, calls: list[tuple[str, dict]]) -> list:
+    async with streamable_http_client(url) as (read, write, *_), ClientSession(read, write) as s:
+        await s.initialize()
+        listed = {tool.name for tool in (await s.list_tools()).tools}
+        assert listed == {"add_note", "read_notes"}
+        return [await s.call_tool(name, args) for name, args in calls]
+
+
+async def test_the_notes_example_serves_its_toolset_beside_the_built_in_ones(tmp_path):
+    notes = _load_example()
+    config = Config(port=0, db=str(tmp_path / "notes.db"))
+    toolsets = [*load_toolsets(config.toolsets), notes.toolset()]
+    with trio.fail_after(TIMEOUT):
+        async with open_server(config, toolsets=toolsets) as server:
+            first, second, empty = await _session_calls(
+                f"{server.url}/mcp/notes",
+                [
+                    ("add_note", {"notebook": "plans", "text": "ship the example"}),
+                    ("add_note", {"notebook": "plans", "text": "test it"}),
+                    ("read_notes", {"notebook": "never-written"}),
+                ],
+            )
+            assert first.structured_content == {"notebook": "plans", "count": 1}
+            assert second.structured_content == {"notebook": "plans", "count": 2}
+            assert empty.structured_content == {"notebook": "never-written", "notes": []}
+        async with open_server(config, toolsets=toolsets) as server:  # the same file again
+            [read] = await _session_calls(
+                f"{server.url}/mcp/notes", [("read_notes", {"notebook": "plans"})]
+            )
+    assert not read.is_error
+    assert read.structured_content["notes"] == ["ship the example", "test it"]
+
+
+async def test_a_full_notebook_refuses_the_next_note_and_keeps_the_rest(tmp_path, monkeypatch):
+    notes = _load_example()
+    monkeypatch.setattr(notes, "MAX_NOTES", 2)
+    config = Config(port=0, db=str(tmp_path / "notes.db"))
+    with trio.fail_after(TIMEOUT):
+        async with open_server(config, toolsets=[notes.toolset()]) as server:
+            note = {"notebook": "small", "text": "x"}
+            replies = await _session_calls(
+                f"{server.url}/mcp/notes",
+                [("add_note", note), ("add_note", note), ("add_note", note),
+                 ("read_notes", {"notebook": "small"})],
+            )  # fmt: skip
+    assert [r.is_error for r in replies] == [False, False, True, False]
+    assert replies[2].structured_content["error"] == "notebook_full"
+    assert replies[3].structured_content["notes"] == ["x", "x"]
