@@ -46,6 +46,19 @@ async def test_plan_work_names_every_phases_checks(router):
         assert check in guidance
 
 
+async def test_a_locked_plan_names_the_skills_waiting_for_consent(router):
+    # Three skills on a one-phase plan under "use": two are planned in no phase, and only
+    # support_consent_required (true) hinted at why; the note names them and the way in.
+    lock = {"explicit_skill_ids": ["skill:a", "skill:b", "skill:c"], "explicit_semantics": "use"}
+    plan = await router.plan("Fix the typo", **lock)
+    assert [t["primary_skill_id"] for t in plan["planned_skill_tree"]] == ["skill:a"]
+    _json_copy, guidance = texts(plan)
+    assert guidance.startswith("Planned but in no phase yet: skill:b, skill:c. Under this")
+    assert "propose_support_consent" in guidance
+    placed = await router.plan(PHASED, **{**lock, "explicit_semantics": "all"})
+    assert "in no phase" not in texts(placed)[-1]  # "all" places them: nothing waits
+
+
 async def test_a_replayed_plan_says_it_was_replayed(router):
     args = plan_args(PHASED, idem="plan-twice")
     first = await router.call("plan_work", **args)

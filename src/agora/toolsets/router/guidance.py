@@ -111,7 +111,26 @@ def planned(
         lines = [REPLAYED] if replayed else []
         return Guided(result, "\n".join([*lines, goal_bound(goal, version, revision)]))
     gates = tuple((i.item.phase_id, i.item.gate_id, i.item.check_ids) for i in items)
-    return Guided(result, _plan_note(gates, replayed, version, revision, completed))
+    note = _plan_note(gates, replayed, version, revision, completed)
+    waiting = _awaiting_consent(result)
+    return Guided(result, note if waiting is None else f"{waiting}\n{note}")
+
+
+def _awaiting_consent(result: dict[str, Any]) -> str | None:
+    """The line naming the locked skills a ``use``/``only`` plan placed in no phase, which
+    only support consent can add (``support_consent_required`` alone does not say which)."""
+    if not result.get("support_consent_required"):
+        return None
+    tree = result.get("planned_skill_tree") or []
+    placed = {s for t in tree for s in (t["primary_skill_id"], *t["support_skill_ids"])}
+    waiting = [s for s in result.get("planned_skill_ids") or [] if s not in placed]
+    if not waiting:
+        return None
+    return (
+        f"Planned but in no phase yet: {', '.join(waiting)}. Under this Explicit Skill Lock a"
+        " support skill joins a phase only with the user's consent: propose_support_consent"
+        " (phase, its primary skill, 1-3 supports), then transition_support_consent."
+    )
 
 
 @functools.lru_cache(maxsize=256)
