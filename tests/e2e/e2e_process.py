@@ -64,6 +64,7 @@ class AgoraProcess:
         self.url = ""
         self._changed = threading.Condition()
         self._proc: subprocess.Popen[str] | None = None
+        self._reader: threading.Thread | None = None
 
     @property
     def proc(self) -> subprocess.Popen[str]:
@@ -93,7 +94,8 @@ class AgoraProcess:
             env=self.env,
             preexec_fn=self.preexec_fn,
         )
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
         line = self.wait_for_line(READY.pattern, PROCESS_TIMEOUT)
         if line is None:
             self.proc.kill()
@@ -166,15 +168,26 @@ class AgoraProcess:
         if self.proc.poll() is None:
             self.signal()
         try:
-            return self.proc.wait(PROCESS_TIMEOUT)
+            status = self.proc.wait(PROCESS_TIMEOUT)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
             raise AssertionError(f"agora did not stop on SIGTERM:\n{self.log}") from None
+        if self._reader is not None:  # its last lines in `log` too
+            self._reader.join(PROCESS_TIMEOUT)
+        return status
 
     async def wait_exit(self) -> int:
-        """The exit status, awaited off the Trio thread; run inside fail_after."""
-        return await trio.to_thread.run_sync(self.proc.wait, abandon_on_cancel=True)
+        """The exit status, awaited off the Trio thread, once its last stderr line is in
+        `log` (the reader may still be draining the pipe when the process has gone: a test
+        read the log without the shutdown's last line); run inside fail_after."""
+        return await trio.to_thread.run_sync(self._wait_drained, abandon_on_cancel=True)
+
+    def _wait_drained(self) -> int:
+        status = self.proc.wait()
+        if self._reader is not None:
+            self._reader.join(PROCESS_TIMEOUT)
+        return status
 
     def assert_clean_exit(self, status: int, *, info: bool = True) -> None:
         """Exit status 0, a logged shutdown (``info``: the log level writes INFO lines), and
