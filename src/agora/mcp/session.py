@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agora.errors import ProtocolError
+from agora.mcp import declared, listen
 from agora.mcp import jsonrpc as rpc
-from agora.mcp import listen
 from agora.mcp.actions import Action, Answer, Cancel, Invoke, Send
 from agora.mcp.catalog import Catalog, ToolEntry, page
 from agora.mcp.results import tool_result
@@ -175,12 +175,11 @@ class Session:
     def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
         asked = params.get("protocolVersion")
         if not isinstance(asked, str):
-            raise ProtocolError(rpc.INVALID_PARAMS, "initialize needs params.protocolVersion")
+            said = "needs" if asked is None else "needs a string as"
+            raise ProtocolError(rpc.INVALID_PARAMS, f"initialize {said} params.protocolVersion")
+        self.client_capabilities = declared.capabilities(params)  # (small, or refused)
+        self.client_info = declared.client_info(params)
         self.protocol_version = asked if asked in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE
-        caps = params.get("capabilities")
-        self.client_capabilities = caps if isinstance(caps, dict) else {}
-        info = params.get("clientInfo")
-        self.client_info = info if isinstance(info, dict) else {}
         out: dict[str, Any] = {
             "protocolVersion": self.protocol_version,
             "capabilities": self.catalog.capabilities(),
