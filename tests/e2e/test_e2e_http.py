@@ -154,6 +154,20 @@ async def test_an_unknown_session_id_gets_404(agora):
         assert reply.status == 404, reply
 
 
+@pytest.mark.parametrize("elsewhere", ["/mcp", "/mcp/chess/other-table"])
+async def test_a_session_used_on_another_endpoint_answers_as_a_missing_one(agora, elsewhere):
+    # It was served there as on its own endpoint: chess's default table on another table's
+    # path, chess's tools on /mcp. Now the same 404, in the same bytes, as a made-up id.
+    session = await open_session(agora.port)
+    missing = {**session, "mcp-session-id": "0" * 32}
+    with trio.fail_after(TIMEOUT):
+        there = await http(agora.port, "POST", elsewhere, rpc("tools/list"), headers=session)
+        unknown = await http(agora.port, "POST", elsewhere, rpc("tools/list"), headers=missing)
+        assert (there.status, there.body) == (404, unknown.body)
+        home = await http(agora.port, "POST", "/mcp/chess", rpc("tools/list"), headers=session)
+        assert home.status == 200, home
+
+
 FOREIGN = [
     pytest.param({"host": "evil.example"}, id="foreign-host"),
     pytest.param({"host": "evil.example:8765"}, id="foreign-host-with-port"),

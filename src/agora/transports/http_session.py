@@ -41,6 +41,8 @@ class HttpSession:
         self.id = secrets.token_hex(16)
         self.principal = principal
         self.path_params = endpoint.params
+        #: The endpoint's catalog: the session answers on its own endpoint only (`serves`).
+        self.catalog = endpoint.catalog
         self.session = app.new_session(endpoint)
         self.conn = Connection(
             app,
@@ -66,6 +68,11 @@ class HttpSession:
         #: Serves 2026-07-28 requests (`agora.transports.streamable` sets it): a JSON answer's
         #: HTTP status then follows its error code, and SSE events carry no ids.
         self.modern = False
+
+    def serves(self, endpoint: Endpoint) -> bool:
+        """Whether a request on ``endpoint`` (its path's catalog, table and credential) is
+        for this session: another endpoint's request answers as for a missing session."""
+        return endpoint.catalog is self.catalog and endpoint.params == self.path_params
 
     def open_buffer(self, rid: rpc.RequestId | None) -> EventBuffer:
         """A new resumable stream; for ``rid``'s reply when given."""

@@ -139,7 +139,7 @@ class StreamableHTTP:
             refused = _rpc_error(405, NO_SESSION_METHOD.format(req.method))
             refused.headers.append(("allow", "POST"))
             return refused
-        session = self._session(req)
+        session = self._session(req, endpoint)
         if isinstance(session, Response):
             return session
         if req.method == "GET":
@@ -147,14 +147,15 @@ class StreamableHTTP:
         self.table.drop(session.id)  # a DELETE
         return Response(200)
 
-    def _session(self, req: Request) -> HttpSession | Response:
+    def _session(self, req: Request, endpoint: Endpoint) -> HttpSession | Response:
         sid = req.headers.get(SESSION_HEADER)
         if not sid:
             return _rpc_error(400, "Bad Request: Mcp-Session-Id header is required")
         session = self.sessions.get(sid)
         # Another principal's session answers as a missing one, in the same bytes: a caller
-        # learns nothing of the ids others hold (it was a 403, "belongs to another principal").
-        if session is None or req.principal != session.principal:
+        # learns nothing of the ids others hold (it was a 403, "belongs to another principal");
+        # so does one of another endpoint (a path, a table, a token), which it served as its own.
+        if session is None or req.principal != session.principal or not session.serves(endpoint):
             return _rpc_error(404, "Session not found: initialize a new session")
         version = req.headers.get(VERSION_HEADER)
         if version in MODERN_VERSIONS:  # (its requests carry params._meta and no session)
@@ -174,7 +175,7 @@ class StreamableHTTP:
         if refused is not None:
             return _rpc_error(*refused)
         if batch.is_batch(req.body) and req.headers.get(SESSION_HEADER):
-            served = await self._batch(req)
+            served = await self._batch(req, endpoint)
             if served is not None:
                 return served
         try:
@@ -191,7 +192,7 @@ class StreamableHTTP:
             and modern_notices.is_modern(msg, req.headers)
         ):
             return modern_notices.answer(msg, req.headers)
-        found = self._session(req)
+        found = self._session(req, endpoint)
         if isinstance(found, Response):
             return found
         if not isinstance(msg, rpc.Request):
@@ -201,10 +202,10 @@ class StreamableHTTP:
             return Response(202)
         return await self._exchange(found, msg, link)
 
-    async def _batch(self, req: Request) -> Response | EventStream | None:
+    async def _batch(self, req: Request, endpoint: Endpoint) -> Response | EventStream | None:
         """Serve a batch on its session if that one was negotiated at 2025-03-26; None if
         it was not (the batch is then refused)."""
-        found = self._session(req)
+        found = self._session(req, endpoint)
         if isinstance(found, Response):
             return found
         if found.session.protocol_version != batch.VERSION:
