@@ -334,3 +334,22 @@ async def test_a_session_request_naming_the_stateless_revision_gets_400(agora):
             reply = await http(agora.port, "POST", "/mcp/chess", rpc("tools/list"), headers=headers)
             assert reply.status == 200, reply
             assert reply.json()["result"]["tools"]
+
+
+async def test_the_chess_pages_event_stream_says_one_cache_control(agora):
+    # It sent "cache-control: no-cache" (every SSE stream's) and the page's "Cache-Control:
+    # no-store" both, which leave a cache to pick one.
+    with trio.fail_after(TIMEOUT):
+        stream = await trio.open_tcp_stream("127.0.0.1", agora.port)
+        async with stream:
+            request = f"GET /play/default/events HTTP/1.1\r\nHost: 127.0.0.1:{agora.port}\r\n\r\n"
+            await stream.send_all(request.encode())
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += await stream.receive_some(4096)
+    lines = head.split(b"\r\n\r\n", 1)[0].decode().split("\r\n")
+    assert lines[0] == "HTTP/1.1 200 OK", lines
+    cache = [
+        line.split(":", 1)[1].strip() for line in lines if line.lower().startswith("cache-control:")
+    ]
+    assert cache == ["no-store"], lines

@@ -155,7 +155,12 @@ class Responder:
 
     async def _stream(self, reply: EventStream, chunked: bool) -> bool:
         """Send an SSE response; whether the connection can carry another request."""
-        headers = [("content-type", "text/event-stream"), ("cache-control", "no-cache")]
+        # The stream's own Cache-Control, if it gives one (a page's no-store), replaces the
+        # default: two that disagree leave a cache to pick one.
+        own = {name.lower() for name, _ in reply.headers}
+        headers = [("content-type", "text/event-stream")]
+        if "cache-control" not in own:
+            headers.append(("cache-control", "no-cache"))
         headers.append(("transfer-encoding", "chunked") if chunked else CLOSE)
         headers += reply.headers
         self.responding = True
