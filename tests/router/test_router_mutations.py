@@ -99,8 +99,11 @@ async def test_a_lost_replys_resend_at_the_next_version_is_told_how_to_replay(ro
     first = await router.call("record_work_event", **args)
     body = await router.refused("record_work_event", **{**args, "expected_state_version": 2})
     assert body["code"] == "idempotency-conflict"
-    assert "that write was applied, at expected_state_version 1" in body["message"]
-    assert "resend it unchanged, with expected_state_version 1" in body["message"]
+    assert (
+        "if this one resends that write, it was applied at expected_state_version 1"
+        in (body["message"])
+    )
+    assert "resend it unchanged (expected_state_version 1) to replay its answer" in body["message"]
     assert await router.call("record_work_event", **args) == {**first, "replayed": True}
 
 

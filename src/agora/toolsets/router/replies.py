@@ -209,14 +209,17 @@ def key_reused(
     also = "" if run_id is None else " (or continue that run: send it as workflow_run_id)"
     if memory:
         also = " (a Memory write's correlation_id is part of it: resend it unchanged to replay)"
+    said = f"this idempotency key was used for a different request{where}; use a new key{also}"
     if applied_at is not None:
-        also = (
-            f"; that write was applied, at expected_state_version {applied_at}: to replay its"
-            f" answer, resend it unchanged, with expected_state_version {applied_at}"
+        said = (
+            f"this idempotency key was used for a different request{where}: if this one resends"
+            f" that write, it was applied at expected_state_version {applied_at}, so resend it"
+            f" unchanged (expected_state_version {applied_at}) to replay its answer; if it is"
+            " a new write, use a new key"
         )
     return refusal(
         "idempotency-conflict",
-        f"this idempotency key was used for a different request{where}; use a new key{also}",
+        said,
         idempotency_key=key,
         **on_run,
     )
