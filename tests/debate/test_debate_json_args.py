@@ -32,6 +32,14 @@ def test_deeper_texts_are_refused_by_name(levels):
     assert info.value.body["message"] == f"payload_json nests deeper than {MAX_JSON_DEPTH} levels"
 
 
+def test_brackets_that_never_close_thousands_deep_are_refused_as_too_deep():
+    # They pair up nowhere, so the bracket measure leaves them to the decoder, which gives
+    # up with a RecursionError: refused as too deep, never an internal error.
+    with pytest.raises(DebateError) as info:
+        loads("[" * 5000, "payload_json")
+    assert info.value.body["message"] == f"payload_json nests deeper than {MAX_JSON_DEPTH} levels"
+
+
 @pytest.mark.parametrize(
     ("parse", "code"),
     [

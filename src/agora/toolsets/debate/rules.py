@@ -209,7 +209,7 @@ def loads(text: str, field: str, code: str = "invalid_json") -> Any:
         value = msgspec.json.decode(text)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise reject(code, f"{field} is not valid JSON: {decode_problem(text, exc)}") from None
-    except RecursionError:  # (not reached: a text that deep is refused above)
+    except RecursionError:  # brackets that never close, thousands deep: the decoder gave up
         raise reject(code, deep) from None
     return value
 

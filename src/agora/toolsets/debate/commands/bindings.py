@@ -100,9 +100,7 @@ def check_sanction(topic: Topic, cmd: RosterChange) -> None:
         DebateError: ``unknown_msg_id`` or ``topic_closed``.
     """
     cited = cmd.bound_by_msg_id
-    if cited is not None and (
-        cited not in topic.data.messages or protocol.hides(topic, cmd.caller, cmd.role, cited)
-    ):
+    if cited is not None and protocol.seen(topic, cmd.caller, cmd.role, cited) is None:
         raise reject("unknown_msg_id", "bound_by_msg_id names no message of this topic")
     row = topic.require_row()
     if row.state not in OPEN_STATES:

@@ -149,9 +149,8 @@ def _start(topic: Topic, cmd: CheckInbox, cursor: Cursor) -> tuple[str, str]:
     """Where the page starts (``cursor``: the caller's own signal cursor)."""
     data = topic.data
     if cmd.since_msg_id is not None:
-        meta = data.messages.get(cmd.since_msg_id)
-        # A blind CLAIM the barrier hides from the caller is, to the caller, no message.
-        if meta is None or protocol.hides(topic, cmd.caller, cmd.role, meta.msg_id):
+        meta = protocol.seen(topic, cmd.caller, cmd.role, cmd.since_msg_id)
+        if meta is None:
             raise reject("unknown_cursor", "since_msg_id names no message of this topic")
         return meta.cursor
     if cmd.since_ts is not None:
@@ -265,8 +264,8 @@ def _held(topic: Topic, role: str, session_id: str, owner: str) -> bool:
 def advance_cursor(topic: Topic, cmd: AdvanceCursor, now: Now) -> Effects:
     parent = topic.session_gate(cmd.caller, cmd.role, cmd.session_id)
     data = topic.data
-    target = data.messages.get(cmd.target)
-    if target is None or protocol.hides(topic, cmd.caller, cmd.role, cmd.target):
+    target = protocol.seen(topic, cmd.caller, cmd.role, cmd.target)
+    if target is None:
         raise reject("unknown_msg_id", "last_processed_msg_id names no message of this topic")
     mine = keys(cmd.role, parent.session_id)
     if data.protocol is not None:  # the barrier and delivery rules of debate/v1 only

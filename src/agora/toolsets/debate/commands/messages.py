@@ -163,11 +163,9 @@ def _check_targets(targets: tuple[str, ...], roles: Collection[str]) -> None:
 
 
 def _check_kind(topic: Topic, row: TopicRow, cmd: Post) -> None:
-    data = topic.data
     if cmd.reply_to is not None:
-        parent = data.messages.get(cmd.reply_to)
-        # A blind CLAIM the barrier hides from the caller is, to the caller, no message.
-        if parent is None or protocol.hides(topic, cmd.caller, cmd.role, parent.msg_id):
+        parent = protocol.seen(topic, cmd.caller, cmd.role, cmd.reply_to)
+        if parent is None:
             raise reject("bad_reply_to", "reply_to names no message of this topic")
         if cmd.kind == "DECISION" and parent.kind != "Q":
             raise reject("bad_reply_to", "a DECISION may only reply to a Q")
@@ -179,8 +177,8 @@ def _check_kind(topic: Topic, row: TopicRow, cmd: Post) -> None:
             )
         check_transition(row.state, found.group(1))
     elif cmd.kind == "WATERMARK":
-        target = data.messages.get(cmd.body.strip())
-        if target is None or protocol.hides(topic, cmd.caller, cmd.role, target.msg_id):
+        target = protocol.seen(topic, cmd.caller, cmd.role, cmd.body.strip())
+        if target is None:
             raise reject("unknown_msg_id", "a WATERMARK body must be a msg_id of this topic")
         _check_watermark(topic, cmd.caller, cmd.role, target)
     elif cmd.kind == "COMPACTION":
@@ -254,8 +252,8 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
     note = None
     if semantic is not None:
         held = protocol.held_back(topic)
-        reply.update(protocol.record_post(topic, meta, semantic, writes, cmd.caller.name))
-        note = reply.pop(protocol.NOTE, None)
+        fields, note = protocol.record_post(topic, meta, semantic, writes, cmd.caller.name)
+        reply.update(fields)
         announce = protocol.announced(topic, meta, recipients, held)
     # A plain message changes only its recipients' inboxes: the other roles' waits sleep
     # on. Anything more (a state move, a watermark, a claim or worker settled, a protocol
@@ -322,14 +320,12 @@ def _watermark(topic: Topic, role: str, target: str, writes: list[Write]) -> boo
 def advance_watermark(topic: Topic, cmd: AdvanceWatermark, now: Now) -> Effects:
     row = topic.require_row()
     topic.write_gate(cmd.caller, cmd.role)
-    # A blind CLAIM the barrier hides from the caller is, to the caller, no message at all.
-    if cmd.target not in topic.data.messages or protocol.hides(
-        topic, cmd.caller, cmd.role, cmd.target
-    ):
+    target = protocol.seen(topic, cmd.caller, cmd.role, cmd.target)
+    if target is None:
         raise reject("unknown_msg_id", "processed_up_to_msg_id names no message of this topic")
     if row.state == "ARCHIVED":
         raise reject("topic_archived", "the topic is ARCHIVED: it accepts no posts")
-    _check_watermark(topic, cmd.caller, cmd.role, topic.data.messages[cmd.target])
+    _check_watermark(topic, cmd.caller, cmd.role, target)
     ts = topic.next_ts(now)
     meta = MsgMeta(cmd.msg_id, ts, cmd.role, "WATERMARK", "INFO", None, (), None, False)
     writes: list[Write] = []

@@ -151,8 +151,9 @@ def open_challenges_note(state: ProtocolState, open_ids: list[str]) -> str:
 
 def record_post(
     topic: Topic, meta: MsgMeta, semantic: Semantic, writes: list[Write], actor: str
-) -> dict[str, Any]:
-    """Apply the micro-state move of an accepted semantic post; return the reply fields."""
+) -> tuple[dict[str, Any], str | None]:
+    """Apply the micro-state move of an accepted semantic post; return the reply fields and
+    a note for its second text block, if any (why a verified VERIFY did not close the round)."""
     state = topic.data.protocol
     assert state is not None
     at, kind, version = meta.ts, meta.kind, state.transition_version
@@ -199,13 +200,8 @@ def record_post(
         "body_mode": semantic.body_mode,
         "protocol_state": current.public(),
     }
-    if kind == "VERIFY" and still_open:  # (no field says why it went on: a note does)
-        fields[NOTE] = open_challenges_note(current, still_open)
-    return fields
-
-
-#: The key of `record_post`'s fields that is a note for the reply's second text block.
-NOTE = "_note"
+    # (no field says why a verified VERIFY went on: a note does)
+    return fields, open_challenges_note(current, still_open) if still_open else None
 
 
 def turn(topic: Topic, role: str, since: str | None) -> tuple[dict[str, Any] | None, bool]:
@@ -243,14 +239,15 @@ def announced(
     return keys
 
 
-def hides(topic: Topic, caller: Caller, role: str, msg_id: str) -> bool:
-    """Whether the blind barrier hides message ``msg_id`` from this viewer (viewing as
-    ``role``): then every path that takes a msg_id answers as for an id that does not exist,
-    so naming a held CLAIM's id tells nobody it exists."""
+def seen(topic: Topic, caller: Caller, role: str, msg_id: str | None) -> MsgMeta | None:
+    """Message ``msg_id`` as this viewer (viewing as ``role``) may name it, or None: none
+    such, or a held blind CLAIM the barrier hides from it. Every path that takes a msg_id
+    looks it up here, so naming a held CLAIM's id answers as an id that does not exist."""
+    meta = topic.data.messages.get(msg_id or "")
     state = topic.data.protocol
-    if state is None or msg_id not in state.pending_blind():
-        return False
-    return msg_id in hidden_ids(state, caller, role, topic.all_bindings())
+    if meta is None or state is None or msg_id not in state.pending_blind():
+        return meta
+    return None if msg_id in hidden_ids(state, caller, role, topic.all_bindings()) else meta
 
 
 def visible_inbox(topic: Topic, caller: Caller, role: str, items: list[MsgMeta]) -> list[MsgMeta]:

@@ -93,8 +93,8 @@ def dry_run_wake(topic: Topic, cmd: DryRunWake, now: Now) -> Effects:
     meta = topic.data.messages.get(cmd.msg_id or "")
     # A blind CLAIM the barrier hides from the caller (seen only by its author, who owns
     # the author role, and by conductors) is, to the caller, no message at all.
-    if meta is not None and protocol.hides(topic, cmd.caller, meta.role, meta.msg_id):
-        meta = None
+    if meta is not None:
+        meta = protocol.seen(topic, cmd.caller, meta.role, meta.msg_id)
     targets: list[Any] = []
     logs: list[Any] = []
     notify: list[Any] = []

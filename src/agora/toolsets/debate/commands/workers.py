@@ -70,10 +70,6 @@ def _answer(topic: Topic, role: str, trigger_msg_id: str) -> MsgMeta | None:
     return min(replies, key=lambda m: m.cursor, default=None)
 
 
-def _terminal(topic: Topic, claim: WorkerClaim) -> MsgMeta | None:
-    return _answer(topic, claim.role, claim.trigger_msg_id)
-
-
 def _complete(topic: Topic, claim: WorkerClaim, ack: MsgMeta, at: str, writes: list[Write]) -> None:
     claim.state, claim.completed_at, claim.ack_msg_id, claim.heartbeat_at = (
         "completed",
@@ -118,7 +114,7 @@ def complete_on_advance(
             and claim.role == role
             and session_id in (claim.parent_session_id, claim.worker_session_id)
             and topic.data.messages[claim.trigger_msg_id].cursor <= target.cursor
-            and (ack := _terminal(topic, claim)) is not None
+            and (ack := _answer(topic, claim.role, claim.trigger_msg_id)) is not None
         ):
             _complete(topic, claim, ack, at, writes)
             return claim.public()
@@ -222,7 +218,7 @@ def claim_worker(topic: Topic, cmd: ClaimWorker, now: Now) -> Effects:
         )
         topic.data.workers[key] = claim
         if consumed:
-            ack = _terminal(topic, claim)
+            ack = _answer(topic, claim.role, claim.trigger_msg_id)
             claim.state, claim.completed_at = "completed", at
             claim.ack_msg_id = ack.msg_id if ack is not None else None
         event = "worker_consumed" if consumed else "worker_claimed"
@@ -271,7 +267,7 @@ def reclaim_workers(topic: Topic, cmd: ReclaimWorkers, now: Now) -> Effects:
         if beat >= cutoff or beat > floor:
             continue
         prior = claim.heartbeat_at
-        ack = _terminal(topic, claim)
+        ack = _answer(topic, claim.role, claim.trigger_msg_id)
         if ack is not None:
             _complete(topic, claim, ack, at, writes)
         else:
