@@ -60,6 +60,7 @@ def unavailable(
     required: tuple[str, ...] | None = None,
     fallback: str | None = None,
     reason: str | None = None,
+    message: str | None = None,
 ) -> ToolError:
     """The typed ``capability-unavailable`` answer for ``tool``.
 
@@ -68,6 +69,8 @@ def unavailable(
         required: The capabilities this branch needs (default: the tool's own).
         fallback: The action to take instead (default: the contract's fallback).
         reason: A short machine-readable reason (``verified-host-required``, ...).
+        message: What the contract's fields leave unsaid (the id at fault, the step open
+            to any agent); none by default.
     """
     f = facts(tool)
     body = {
@@ -82,6 +85,8 @@ def unavailable(
         "fallback_action": fallback or f["fallback"],
         "state_changed": False,
     }
+    if message is not None:
+        body["message"] = message
     return ToolError(body)
 
 
@@ -89,43 +94,41 @@ def missing_graph(tool: str, run_id: str | None = None) -> ToolError:
     """No Router-owned work graph for this run: create or replay the plan. With ``run_id``
     (no such run in the caller's session: never made, or another session's, alike), a
     ``message`` names it and what to check, which the contract's fields leave unsaid."""
-    refused = unavailable(
-        tool, required=("router-owned-work-graph",), fallback=GRAPH_FALLBACK,
-        reason="router-owned-work-graph-missing",
-    )  # fmt: skip
-    if run_id is not None:
-        refused.body["message"] = (
+    message = (
+        None
+        if run_id is None
+        else (
             f"no run {run_id or '(an empty id)'} in this session: check workflow_run_id and"
-            " context.session_id"
-            " (get_router_status with workflow_run_id null lists the session's runs)"
+            " context.session_id (get_router_status with workflow_run_id null lists the session's"
+            " runs)"
         )
-    return refused
+    )
+    return unavailable(
+        tool, required=("router-owned-work-graph",), fallback=GRAPH_FALLBACK,
+        reason="router-owned-work-graph-missing", message=message,
+    )  # fmt: skip
 
 
 def host_goal(tool: str) -> ToolError:
     """The plan is bound to a native Goal: only a verified host may act on it. The
     ``message`` gives the step open to any agent, which the contract's fallback (a verified
     host scheduler) leaves unsaid."""
-    refused = unavailable(tool, required=HOST_REQUIREMENTS[tool], reason="native-goal-authority")
-    refused.body["message"] = (
-        "this run is bound to a native Goal (goal_binding_id), whose work only a verified host"
-        " may drive; without one, plan_work with goal_binding_id null gives a Router-owned"
-        " work graph that get_next_work, record_work_event and evaluate_gate drive"
-    )
-    return refused
+    return unavailable(
+        tool, required=HOST_REQUIREMENTS[tool], reason="native-goal-authority",
+        message="this run is bound to a native Goal (goal_binding_id), whose work only a"
+        " verified host may drive; without one, plan_work with goal_binding_id null gives a"
+        " Router-owned work graph that get_next_work, record_work_event and evaluate_gate drive",
+    )  # fmt: skip
 
 
 def unverifiable_receipt() -> ToolError:
     """``record_work_event`` with an ``activation_receipt_ref``: no local verifier exists."""
-    refused = unavailable(
+    return unavailable(
         "record_work_event", required=("activation-receipt-verifier",),
         reason="activation-receipt-unverifiable",
+        message="activation_receipt_ref cannot be verified by this local router: send"
+        " activation_receipt_ref null to record the observation as advisory progress",
     )  # fmt: skip
-    refused.body["message"] = (
-        "activation_receipt_ref cannot be verified by this local router: send"
-        " activation_receipt_ref null to record the observation as advisory progress"
-    )
-    return refused
 
 
 #: Every refusal code the router answers (docs/router.md lists each with its meaning).
@@ -205,18 +208,23 @@ def key_reused(
     ``applied_at``: the ``expected_state_version`` the key's write was applied at (an agent
     that lost its reply and resent it with the version the run moved to meets this)."""
     on_run: dict[str, Any] = {} if run_id is None else {"workflow_run_id": run_id}
-    where = "" if run_id is None else f", on run {run_id}"
-    also = "" if run_id is None else " (or continue that run: send it as workflow_run_id)"
-    if memory:
-        also = " (a Memory write's correlation_id is part of it: resend it unchanged to replay)"
-    said = f"this idempotency key was used for a different request{where}; use a new key{also}"
+    used = "this idempotency key was used for a different request" + (
+        "" if run_id is None else f", on run {run_id}"
+    )
     if applied_at is not None:
         said = (
-            f"this idempotency key was used for a different request{where}: if this one resends"
-            f" that write, it was applied at expected_state_version {applied_at}, so resend it"
-            f" unchanged (expected_state_version {applied_at}) to replay its answer; if it is"
-            " a new write, use a new key"
+            f"{used}: if this one resends that write, it was applied at expected_state_version"
+            f" {applied_at}, so resend it unchanged (expected_state_version {applied_at}) to"
+            " replay its answer; if it is a new write, use a new key"
         )
+    elif memory:
+        said = (
+            f"{used}; use a new key (a Memory write's correlation_id is part of it: resend it"
+            " unchanged to replay)"
+        )
+    else:
+        also = "" if run_id is None else " (or continue that run: send it as workflow_run_id)"
+        said = f"{used}; use a new key{also}"
     return refusal(
         "idempotency-conflict",
         said,
