@@ -334,15 +334,6 @@ def test_every_built_in_tool_listing_passes_the_schema_check() -> None:
             "two toolsets are named 'mine'",
             id="one-name-twice",
         ),
-        # Names no endpoint path can carry: "my/notes" was served at no path, "" at /mcp/.
-        *(
-            pytest.param(
-                [Toolset(name, {"a": ok}, contract=None, tools=[spec("a", OBJECT)])],
-                f"toolset name {name!r} cannot be its endpoint's path segment",
-                id=f"name-{name[:8] or 'empty'}",
-            )
-            for name in ("my/notes", "Notes X", "", "n" * 65)
-        ),
     ],
 )
 async def test_a_name_served_twice_is_refused(

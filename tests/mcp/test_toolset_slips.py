@@ -1,11 +1,12 @@
-"""Two slips in a toolset defined in code are refused at start, saying what to do.
+"""Slips in a toolset defined in code are refused at start, saying what to do.
 
 A handler keyed by a name none of the toolset's tools has (a misspelt tool name) was
 accepted in silence: it was never called, and its tool either had another handler or was
 refused as having none, with no word of the misspelt key. Forgetting ``contract=None`` said
 only that no contract named after the toolset is packaged. Both now name the toolset, and
 the first the key and the closest tool name, the second the ``contract=None`` it lacks;
-neither creates the database.
+neither creates the database. So is a name no endpoint path can carry (``my/notes`` was
+served at no path, ``""`` at ``/mcp/``).
 """
 
 from __future__ import annotations
@@ -67,3 +68,12 @@ async def test_a_toolset_in_code_without_contract_none_is_told_to_set_it(tmp_pat
     message = await refused(tmp_path, toolset)
     assert message.startswith("toolset mine: no contract named 'mine' is packaged; ")
     assert "`contract=None`" in message
+
+
+@pytest.mark.parametrize(
+    "name", ["my/notes", "Notes X", "", "n" * 65], ids=lambda n: n[:8] or "empty"
+)
+async def test_a_name_no_endpoint_path_can_carry_is_refused(tmp_path: Path, name: str) -> None:
+    toolset = Toolset(name, {"a": ok}, contract=None, tools=[tool("a")])
+    message = await refused(tmp_path, toolset)
+    assert message.startswith(f"toolset name {name!r} cannot be its endpoint's path segment")
