@@ -285,3 +285,19 @@ async def test_an_http_1_0_client_gets_its_answer_and_the_connection_closes(cloc
             assert answer.startswith(b"HTTP/1.1 200 ")
             assert b"\r\nconnection: close\r\n" in answer
             assert answer.endswith(b"}")
+
+
+async def test_an_expectation_other_than_100_continue_gets_417(clock):
+    """Before: ``Expect: 200-ok`` was ignored and the request served (RFC 9110 10.1.1: 417)."""
+    request = (
+        b"POST /mcp/probe HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Accept: application/json, text/event-stream\r\nExpect: 200-ok\r\n"
+        b'Content-Length: 40\r\n\r\n{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    )
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            reply = await raw_exchange(server.port, request)
+    assert reply.startswith(b"HTTP/1.1 417"), reply[:100]
+    body = json.loads(reply.partition(b"\r\n\r\n")[2])
+    assert body["error"]["code"] == rpc.INVALID_REQUEST
+    assert "100-continue" in body["error"]["message"]

@@ -32,7 +32,7 @@ from agora.server import start
 from agora.server.failed import page_failure
 from agora.server.health import health, readiness
 from agora.transports import http1
-from agora.transports.http1 import BodyReader, Head, HttpError
+from agora.transports.http1 import BodyReader, Head, HttpError, body_refusal
 from agora.transports.linger import linger_close
 from agora.transports.respond import Closed, Responder, refusal_response
 from agora.transports.routing import gate, methods_of, not_allowed, page_refusal, request_of
@@ -286,8 +286,9 @@ class HttpConnection(Responder):
             return False
         limit = rpc.MAX_MESSAGE_BYTES if endpoint is not None else MAX_PAGE_BODY
         self.mcp_request = endpoint is not None
-        if head.length > limit:
-            await self._refuse_body(413, f"request body larger than {limit} bytes")
+        refusal = body_refusal(head, limit)
+        if refusal is not None:
+            await self._refuse_body(*refusal)
             return False
         if head.expects_continue:
             await self._write(http1.CONTINUE)

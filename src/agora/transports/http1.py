@@ -96,9 +96,26 @@ class Head:
         return self.headers.get("expect", "").lower() == "100-continue" and self.has_body
 
     @property
+    def expects_other(self) -> bool:
+        """The client asks for an expectation other than ``100-continue`` (417)."""
+        expect = self.headers.get("expect")
+        return expect is not None and expect.lower() != "100-continue"
+
+    @property
     def has_body(self) -> bool:
         """A body follows the head."""
         return self.chunked or self.length > 0
+
+
+def body_refusal(head: Head, limit: int) -> tuple[int, str] | None:
+    """Why a request's body is refused before it is read (status, message), if it is: 413
+    past ``limit`` bytes, 417 for an expectation other than ``100-continue`` (RFC 9110
+    10.1.1: one the server cannot meet)."""
+    if head.length > limit:
+        return 413, f"request body larger than {limit} bytes"
+    if head.expects_other:
+        return 417, "Expect: only 100-continue is understood here"
+    return None
 
 
 def parse_head(buf: bytearray, max_head: int) -> Head | None:
