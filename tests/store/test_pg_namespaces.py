@@ -91,3 +91,21 @@ async def test_a_migration_that_fails_leaves_its_namespace_empty(fresh_db):
     assert _tables(fresh_db, "team_d") == []  # before: the debate's tables and the core's
     async with open_pg_store(url, MIGRATIONS) as store:  # and it starts once fixed
         assert store.versions["debate"] == 5
+
+
+@pytest.mark.parametrize(
+    ("path", "named"),
+    [
+        pytest.param("team_x%2Cpublic", "team_x", id="missing-then-public"),
+        pytest.param("Team_X%2Cpublic", "team_x", id="unquoted-is-folded"),
+        pytest.param("%22$user%22%2Cteam_y%2Cpublic", "team_y", id="after-absent-user-schema"),
+    ],
+)
+async def test_a_search_path_naming_a_missing_schema_first_is_refused(fresh_db, path, named):
+    """Before: the node started on ``public`` (PostgreSQL skips a missing schema), so a
+    "team" following docs/scale-out.md without ``CREATE SCHEMA`` shared another's tables."""
+    url = f"{fresh_db}?options=-csearch_path%3D{path}"
+    with trio.fail_after(WAIT), pytest.raises(StoreError, match=f"CREATE SCHEMA {named}"):
+        async with open_pg_store(url, MIGRATIONS):
+            pass
+    assert _tables(fresh_db, "public") == []  # nothing made in the schema it would have used

@@ -60,8 +60,7 @@ def migrate(
         if opening is not None:
             opening.adopt(partial(_cancel_query, conn), None)  # `with` closes it
         check()
-        found = conn.execute("SELECT current_schema()").fetchone()
-        schema = str(found[0]) if found else "public"
+        schema = _namespace(conn)
         conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (f"agora:{schema}:migrate",))
         try:
             # One transaction for the whole start (PostgreSQL's DDL is transactional): a
@@ -150,3 +149,58 @@ class ClusterLock:
         """Give the lock back by closing its connection; never raises, never waits."""
         for link in self.lease.end():
             link.close()
+
+
+def _namespace(conn: Any) -> str:
+    """The schema the tables live in: the first on the connection's ``search_path``.
+
+    PostgreSQL skips a schema of the path that does not exist, so a URL naming
+    ``team_a`` first, before ``CREATE SCHEMA team_a``, would silently use the next one
+    (``public``: another namespace's tables). Refused instead, naming the schema.
+
+    Raises:
+        StoreError: the first schema the path names does not exist, or none does.
+    """
+    found = conn.execute("SELECT current_schema(), current_user").fetchone()
+    current, user = (found[0], found[1]) if found else (None, "")
+    path = str(conn.execute("SHOW search_path").fetchone()[0])
+    for entry in _path_entries(path):
+        if entry == "$user":
+            exists = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (user,))
+            if exists.fetchone() is None:
+                continue
+            entry = user
+        if entry != current:
+            raise StoreError(
+                f"the search_path names schema {entry!r} first, but this database has no such"
+                f" schema: create it (CREATE SCHEMA {entry}) or fix the URL's search_path"
+                f" (else agora would use {current or 'none'!r}, another namespace's tables)"
+            )
+        return entry
+    if current is None:
+        raise StoreError(f"no schema on the search_path ({path}) exists in this database")
+    return str(current)
+
+
+def _path_entries(path: str) -> list[str]:
+    """The schema names of a ``SHOW search_path`` value, in order, unquoted."""
+    entries, name, quoted, i = [], "", False, 0
+    while i < len(path):
+        c = path[i]
+        if quoted:
+            if c == '"' and path[i + 1 : i + 2] == '"':
+                name, i = name + '"', i + 1
+            elif c == '"':
+                quoted = False
+            else:
+                name += c
+        elif c == '"':
+            quoted = True
+        elif c == ",":
+            entries.append(name.strip())
+            name = ""
+        else:
+            name += c.lower()  # an unquoted name is folded, as PostgreSQL does
+        i += 1
+    entries.append(name.strip())
+    return [e for e in entries if e]
