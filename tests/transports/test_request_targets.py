@@ -1,8 +1,9 @@
 """Request targets that name no resource, and a request without Host: said as they are.
 
 A hostile client found ``GET healthz HTTP/1.1`` (a bare name) and ``CONNECT 127.0.0.1:22``
-refused with 403 'Host "" is not allowed', the target read as a URL without a host, and an
-HTTP/1.0 request without Host told the same about an empty Host it never sent.
+refused with 403 'Host "" is not allowed', the target read as a URL without a host, an
+HTTP/1.0 request without Host told the same about an empty Host it never sent, and
+``OPTIONS *`` answered 404 "no such page".
 """
 
 from __future__ import annotations
@@ -42,11 +43,38 @@ async def test_a_target_that_is_no_path_nor_http_url_is_a_bad_request(line, stat
     assert said in body, body
 
 
-async def test_an_http_1_0_request_without_host_is_told_it_sent_none():
+async def test_an_http_1_0_request_without_host_is_served_as_one_naming_this_server():
     async with serve() as server:
         with trio.fail_after(TIMEOUT):
             reply = await raw_exchange(server.port, b"GET /healthz HTTP/1.0\r\n\r\n")
     got, body = _status_and_body(reply)
+    assert got == 200, reply
+    assert '"ok"' in body, body
+
+
+async def test_an_http_1_0_request_without_host_still_has_its_origin_checked():
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            request = b"GET /healthz HTTP/1.0\r\nOrigin: http://evil.example\r\n\r\n"
+            reply = await raw_exchange(server.port, request)
+    got, body = _status_and_body(reply)
     assert got == 403, reply
-    assert "the request has no Host header" in body, body
-    assert 'Host ""' not in body
+    assert 'Origin \\"http://evil.example\\" is not allowed' in body, body
+
+
+@pytest.mark.parametrize(
+    ("method", "status", "said"),
+    [
+        pytest.param("OPTIONS", 501, "OPTIONS * (the server as a whole) is not answered",
+                     id="server-wide-options"),
+        pytest.param("GET", 400, 'target \\"*\\" is only for OPTIONS, not GET', id="get"),
+    ],
+)  # fmt: skip
+async def test_an_asterisk_target_is_not_a_missing_page(method, status, said):
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            request = f"{method} * HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+            reply = await raw_exchange(server.port, request.encode())
+    got, body = _status_and_body(reply)
+    assert got == status, reply
+    assert said in body, body

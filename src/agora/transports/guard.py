@@ -52,16 +52,22 @@ def _known(name: str, names: Iterable[str]) -> bool:
 
 
 def origin_allowed(headers: Mapping[str, str], allowed: Iterable[str]) -> bool:
-    """DNS-rebinding check: Host (and Origin, if sent) must name this machine or be allowed."""
-    return _names_allowed(headers.get("host", ""), headers.get("origin"), tuple(allowed))
+    """DNS-rebinding check: Host (and Origin, if sent) must name this machine or be allowed.
+
+    A request without Host (HTTP/1.0 may leave it out) names no other machine, and is
+    taken as one naming this server: a browser, the only client a rebinding attack can
+    steer, always sends Host.
+    """
+    return _names_allowed(headers.get("host"), headers.get("origin"), tuple(allowed))
 
 
 @lru_cache(maxsize=256)
-def _names_allowed(host: str, origin: str | None, allowed: tuple[str, ...]) -> bool:
+def _names_allowed(host: str | None, origin: str | None, allowed: tuple[str, ...]) -> bool:
     names = LOOPBACK | {a.lower() for a in allowed}
-    name = host_name(host)
-    if name is None or not _known(name, names):
-        return False
+    if host is not None:
+        name = host_name(host)
+        if name is None or not _known(name, names):
+            return False
     if origin is None:
         return True
     try:
@@ -108,14 +114,10 @@ def host_refusal(headers: Mapping[str, str], allowed: Iterable[str]) -> str:
     often a server bound to 0.0.0.0 asked by its address: the operator reads the fix here.
     """
     names = LOOPBACK | {a.lower() for a in allowed}
-    host = headers.get("host", "")
-    if not host:  # an HTTP/1.0 request may leave it out; this server reads it
-        return (
-            "Forbidden: the request has no Host header; send one naming this server (only"
-            " loopback names and those in allowed_hosts are accepted: DNS-rebinding protection)"
-        )
-    which, value, name = "Host", host, host_name(host)
-    if name is not None and _known(name, names):
+    host = headers.get("host")  # none (HTTP/1.0): Origin was refused
+    which, value = "Host", host or ""
+    name = None if host is None else host_name(host)
+    if host is None or (name is not None and _known(name, names)):
         which, value = "Origin", headers.get("origin", "")
         try:
             name = urlsplit(value).hostname

@@ -108,6 +108,15 @@ def _target_refusal(target: str) -> str | None:
     )
 
 
+def _asterisk_refusal(method: str) -> tuple[int, str]:
+    """The answer to a request whose target is ``*`` (asterisk-form, RFC 9112 3.2.4): only
+    OPTIONS may use it, to ask about the server as a whole, which this server does not
+    answer (501, RFC 9110 15.6.2); with any other method the request is malformed (400)."""
+    if method == "OPTIONS":
+        return 501, "Not Implemented: OPTIONS * (the server as a whole) is not answered here"
+    return 400, f'Bad Request: request target "*" is only for OPTIONS, not {loggable(method, 40)}'
+
+
 def gate(
     head: Head,
     req: Request,
@@ -116,15 +125,19 @@ def gate(
     probe: bool,
     anonymous_mcp: bool = True,
 ) -> tuple[int, Response | dict[str, object], list[tuple[str, str]]] | None:
-    """The refusal of a request no route may see (a bad Host, a Host or Origin of another
-    site, an unknown bearer token, or no token on an MCP endpoint unless ``anonymous_mcp``:
-    status, body, extra headers), else None with ``req.principal`` set. A ``probe``
-    (``/healthz``, ``/readyz``) is public: a balancer's stray credentials must not fail it."""
+    """The refusal of a request no route may see (a bad Host, a target of ``*``, a Host or
+    Origin of another site, an unknown bearer token, or no token on an MCP endpoint unless
+    ``anonymous_mcp``: status, body, extra headers), else None with ``req.principal`` set. A
+    ``probe`` (``/healthz``, ``/readyz``) is public: a balancer's stray credentials must not
+    fail it."""
     headers = head.headers
     problem = guard.host_syntax_refusal(head.headers.get("host"), head.version)
     if problem is not None:
         return 400, refusal_response(req, 400, problem), []
-    if not head.target.startswith("/") and head.target != "*":
+    if head.target == "*":
+        status, problem = _asterisk_refusal(head.method)
+        return status, refusal_response(req, status, problem), []
+    if not head.target.startswith("/"):
         # Absolute form: the target names the host, and Host is ignored (RFC 9112 3.2.2).
         # Anything else (a bare name, CONNECT's host:port) names no resource here.
         problem = _target_refusal(head.target)
