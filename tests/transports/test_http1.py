@@ -195,6 +195,20 @@ def test_a_chunked_body_s_trailers_are_bounded():
     with pytest.raises(HttpError) as refused:
         reader.feed(buf)
     assert refused.value.status == 431
+    # a trailer line past the chunk-size line's bound is a header line, bounded as one
+    long = b"X-T: " + b"t" * MAX_TRAILERS + b"\r\n"
+    for trailers, status in ((b"X-T: " + b"t" * 4000 + b"\r\n\r\n", None), (long, 431)):
+        head, buf = head_of(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n")
+        assert head is not None
+        reader = BodyReader(head, 100)
+        buf += trailers
+        if status is None:
+            reader.feed(buf)
+            assert reader.done
+            continue
+        with pytest.raises(HttpError) as refused:
+            reader.feed(buf)
+        assert refused.value.status == status
     # a few trailers are read and dropped
     head, buf = head_of(
         b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\nX-T: 1\r\n\r\n"

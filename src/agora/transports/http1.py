@@ -26,8 +26,10 @@ _FIELDS = re.compile(rf"(?:{_TOKEN}:[ \t]*{_VALUE}[ \t]*\r\n)*")
 #: What a request line can look like before its end has arrived.
 _PARTIAL_LINE = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?: [!-~]*(?: [!-~]*)?)?")
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,8})(?:;[^\r\n]*)?")
+#: Most bytes of a chunk-size line, its chunk extensions included.
 MAX_CHUNK_LINE = 1024
-#: Most bytes of a chunked body's trailer section (read and dropped: nothing uses them).
+#: Most bytes of a chunked body's trailer section (read and dropped: nothing uses them), as
+#: of a request head: any one trailer line may take all of it.
 MAX_TRAILERS = 16384
 #: Headers whose repetition would make a request ambiguous.
 _SINGLE = frozenset({"content-length", "transfer-encoding", "host"})
@@ -224,18 +226,21 @@ class BodyReader:
 
     def _chunks(self, buf: bytearray) -> None:
         while not self.done:
-            end = buf.find(b"\r\n", 0, MAX_CHUNK_LINE)
-            bare = buf.find(b"\n", 0, MAX_CHUNK_LINE if end < 0 else end)
+            # A trailer line is a header line: bounded as the head is, by what is left of
+            # the trailer section's bytes; a chunk-size line by MAX_CHUNK_LINE.
+            bound = MAX_TRAILERS - self._trailer_bytes if self._trailers else MAX_CHUNK_LINE
+            end = buf.find(b"\r\n", 0, bound)
+            bare = buf.find(b"\n", 0, bound if end < 0 else end)
             if bare >= 0:  # a line ended by LF alone: no CRLF is coming to end it
                 raise HttpError(400, "malformed chunked body: its lines must end with CRLF")
             if end < 0:
-                if len(buf) >= MAX_CHUNK_LINE:
-                    raise HttpError(400, "chunk line too long")
-                return
+                if len(buf) < bound:
+                    return
+                if self._trailers:  # skipped, but not without end
+                    raise HttpError(431, f"trailer section larger than {MAX_TRAILERS} bytes")
+                raise HttpError(400, f"chunk-size line longer than {MAX_CHUNK_LINE} bytes")
             if self._trailers:  # after the last chunk: trailer lines until a blank one
                 self._trailer_bytes += end + 2
-                if self._trailer_bytes > MAX_TRAILERS:  # skipped, but not without end
-                    raise HttpError(431, f"trailer section larger than {MAX_TRAILERS} bytes")
                 del buf[: end + 2]
                 self.done = end == 0
                 continue
