@@ -164,21 +164,26 @@ def _media_type(value: str) -> str:
     return value.split(";", 1)[0].strip().lower()
 
 
-def cross_site_refusal(method: str, headers: Mapping[str, str]) -> str | None:
-    """Why a state-changing page request looks cross-site, or None if it may run.
+def cross_site_refusal(method: str, headers: Mapping[str, str]) -> tuple[int, str] | None:
+    """Why a state-changing page request may not run, or None if it may.
 
     Host and Origin are checked by `origin_allowed` first. Here: the browser's own word
-    (``Sec-Fetch-Site``) must be same-origin, and a body must be JSON: a type a form or a
-    "simple" cross-site request cannot send without a CORS preflight, which agora never
-    approves.
+    (``Sec-Fetch-Site``) must be same-origin (else 403), and a body must be JSON (else 415):
+    a type a form or a "simple" cross-site request cannot send without a CORS preflight,
+    which agora never approves, so this refusal guards against cross-site forgery too.
+
+    Returns:
+        ``(status, message)`` when the request must be refused, else None.
     """
     if method in SAFE_METHODS:
         return None
     site = headers.get("sec-fetch-site")
     if site is not None and site.lower() not in _SAME_SITE:
-        return f"cross-site request refused (Sec-Fetch-Site: {site})"
+        return 403, f"cross-site request refused (Sec-Fetch-Site: {site})"
     if _media_type(headers.get("content-type", "")) != "application/json":
-        return "state-changing requests need Content-Type: application/json"
+        return 415, (
+            "Unsupported Media Type: state-changing requests need Content-Type: application/json"
+        )
     return None
 
 

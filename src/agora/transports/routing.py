@@ -159,12 +159,12 @@ def gate(
 
 
 def page_refusal(req: Request, needs_principal: bool, named_principals: bool) -> Response | None:
-    """The refusal of a page request that looks cross-site, sets a precondition, or comes
-    without a principal's token to a route that ``needs_principal`` on a server with
-    ``named_principals``; else None."""
-    reason = guard.cross_site_refusal(req.method, req.headers)
-    if reason is not None:
-        return refusal_response(req, 403, reason)
+    """The refusal of a page request that looks cross-site (403), sends no JSON body (415),
+    sets a precondition, or comes without a principal's token to a route that
+    ``needs_principal`` on a server with ``named_principals``; else None."""
+    refused = guard.cross_site_refusal(req.method, req.headers)
+    if refused is not None:
+        return refusal_response(req, *refused)
     if req.method not in guard.SAFE_METHODS and guard.precondition_fails(req.headers):
         return refusal_response(req, 412, guard.NO_ENTITY_TAGS)
     assert req.principal is not None
