@@ -93,19 +93,41 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--conformance", action="store_true", help=argparse.SUPPRESS)
 
-    p = sub.add_parser("cards", help="chamber evidence cards: sign pending ones, verify a file")
+    p = sub.add_parser(
+        "cards", help="chamber evidence cards: sign pending ones, verify a card or a bundle"
+    )
     cards = p.add_subparsers(dest="cards_command", required=True)
-    c = cards.add_parser("sign", help="sign every card pending a signature, in place")
+    c = cards.add_parser(
+        "sign",
+        help="sign every card pending a signature, in place",
+        description="Sign every card sealed while no signing key was configured, in the "
+        "database file, with the key read from a file. Offline: stop the server first.",
+    )
     c.add_argument(
         "--db",
         default="./agora.db",
-        help="the agora SQLite file; refused while a server uses it (stop it first)",
+        help="the agora SQLite file; refused while a server uses it (stop it first)"
+        " (default ./agora.db)",
     )
-    c.add_argument("--key", required=True, help="Ed25519 key: PEM (PKCS#8) or 64 hex digits")
-    c = cards.add_parser("verify", help="re-check a card's hash and signature")
+    c.add_argument(
+        "--key",
+        required=True,
+        metavar="FILE",
+        help="file holding the Ed25519 private key: PEM (PKCS#8), or 64 hex digits",
+    )
+    c = cards.add_parser(
+        "verify",
+        help="re-check a card's hash and signature, or an export bundle's (and its transcript)",
+        description="Re-check a card document, or a seal's export bundle: the card's hash, its "
+        "signature and whether you trust the signing key; for a bundle, also that its "
+        "transcript gives the card's transcript hash. Exits 0 when all hold, 1 when one does "
+        "not (unsigned, invalid, untrusted key, transcript mismatch), 2 when the card or a "
+        "trust source cannot be read.",
+    )
     c.add_argument(
         "file",
-        help="a card document saved from GET /cards/<id>, or that URL (fetched as JSON)",
+        help="a card document saved from GET /cards/<id>, that URL (fetched as JSON), or a"
+        " seal's export bundle (seal_attempt's export_bundle) saved as JSON",
     )
     c.add_argument(
         "--trust", action="append", default=[], help="public key (hex) or key id you trust"
@@ -123,9 +145,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="trust the keys a server publishes, e.g. http://HOST:PORT/chamber/keys",
     )
 
-    p = sub.add_parser("call", help="call one tool on a running server and print the result")
+    p = sub.add_parser(
+        "call",
+        help="call one tool on a running server and print the result",
+        description="Call one tool on a running server and print its result as JSON. Exits 0, "
+        "or 1 when the result is a tool error (isError: true, still printed) or the call "
+        "failed, 2 for arguments that are not JSON or a token or Host the server refused.",
+    )
     p.add_argument("url", help="MCP endpoint, e.g. http://127.0.0.1:8765/mcp/chess")
     p.add_argument("tool", help="tool name")
     p.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
-    p.add_argument("--token", default=os.environ.get("AGORA_TOKEN"), help="bearer token")
+    p.add_argument(
+        "--token",
+        default=os.environ.get("AGORA_TOKEN"),
+        help="bearer token (default: the AGORA_TOKEN environment variable)",
+    )
     return parser

@@ -187,10 +187,10 @@ def test_operator_signing_adds_a_signature_and_never_changes_the_body(tmp_path):
 
 def test_cli_reports_unusable_keys_and_files(tmp_path):
     out: list[str] = []
-    assert cards_cli.cmd_sign(tmp_path / "x.db", tmp_path / "missing.pem", out=out.append) == 2
-    assert cards_cli.cmd_verify(tmp_path / "missing.json", out=out.append) == 2
+    assert cards_cli.cmd_sign(tmp_path / "x.db", tmp_path / "missing.pem", err=out.append) == 2
+    assert cards_cli.cmd_verify(tmp_path / "missing.json", err=out.append) == 2
     (tmp_path / "bad.json").write_text("{}")
-    assert cards_cli.cmd_verify(tmp_path / "bad.json", out=out.append) == 2
+    assert cards_cli.cmd_verify(tmp_path / "bad.json", err=out.append) == 2
     _, outcome = sealed(solve=False)
     (tmp_path / "unsigned.json").write_bytes(cards.publish(outcome.card.body, None))
     assert cards_cli.cmd_verify(tmp_path / "unsigned.json", out=out.append) == 1
@@ -289,7 +289,7 @@ def test_verify_refuses_a_trusted_key_that_is_no_key(tmp_path, key):
     saved = tmp_path / "card.json"
     saved.write_bytes(cards.publish(outcome.card.body, None))
     out: list[str] = []
-    assert cards_cli.cmd_verify(saved, trusted_keys=[key], out=out.append) == 2
+    assert cards_cli.cmd_verify(saved, trusted_keys=[key], err=out.append) == 2
     assert out == [
         f"cannot verify: --trust {key!r} is not a key: give an Ed25519 public key as 64 hex"
         " digits, or a key id like ed25519:0123456789abcdef"
@@ -297,7 +297,7 @@ def test_verify_refuses_a_trusted_key_that_is_no_key(tmp_path, key):
     listed = tmp_path / "trusted.txt"
     listed.write_text(f"{key}\n")
     out.clear()
-    assert cards_cli.cmd_verify(saved, trust_files=[str(listed)], out=out.append) == 2
+    assert cards_cli.cmd_verify(saved, trust_files=[str(listed)], err=out.append) == 2
     assert out[0].startswith(f"cannot verify: {listed} line 1: {key!r} is not a key")
 
 

@@ -35,7 +35,7 @@ def verify(tmp_path: Path, document: dict, **trust) -> tuple[int, list[str]]:
     path = tmp_path / "card.json"
     path.write_text(json.dumps(document))
     out: list[str] = []
-    return cards_cli.cmd_verify(path, out=out.append, **trust), out
+    return cards_cli.cmd_verify(path, out=out.append, err=out.append, **trust), out
 
 
 def test_a_card_re_signed_with_a_fresh_key_is_not_trusted(tmp_path):
@@ -199,12 +199,12 @@ def test_a_card_verifies_from_its_page_url(tmp_path):
             f"{other}%2F..",
         )
         for url in odd:
-            assert cards_cli.cmd_verify(url, trusted_keys=[OPERATOR.key_id], out=out.append) == 2
+            assert cards_cli.cmd_verify(url, trusted_keys=[OPERATOR.key_id], err=out.append) == 2
             assert len(out) == 1
             assert out[0].startswith(f"cannot verify: {url}: give the card's URL as the server")
             out.clear()
         assert asked == []  # refused before anything was fetched
-        assert cards_cli.cmd_verify(f"{base}/elsewhere/card-2", out=out.append) == 2
+        assert cards_cli.cmd_verify(f"{base}/elsewhere/card-2", err=out.append) == 2
         missing = f"cannot verify: cannot fetch {base}/elsewhere/card-2: HTTP Error 404: Not Found"
         assert out == [missing]
     finally:
@@ -216,12 +216,12 @@ def test_a_file_that_is_not_there_is_not_called_a_bad_card(tmp_path):
     """Newcomer finding: ``agora cards verify missing.json`` said "not a card document
     ([Errno 2] No such file or directory ...)"."""
     missing, out = tmp_path / "missing.json", []
-    assert cards_cli.cmd_verify(missing, out=out.append) == 2
+    assert cards_cli.cmd_verify(missing, err=out.append) == 2
     assert out == [f"cannot verify: cannot read {missing}: No such file or directory"]
     garbage = tmp_path / "garbage.json"
     garbage.write_text("not json")
     out.clear()
-    assert cards_cli.cmd_verify(garbage, out=out.append) == 2
+    assert cards_cli.cmd_verify(garbage, err=out.append) == 2
     assert out[0].startswith(f"{garbage}: not a card document (")
 
 

@@ -274,7 +274,9 @@ async def test_agora_cards_verify_checks_an_export_bundles_transcript(options, t
     def verify(doc: dict[str, Any]) -> tuple[int, list[str]]:
         saved.write_text(json.dumps(doc))
         out: list[str] = []
-        return cards_cli.cmd_verify(saved, trusted_keys=trusted, out=out.append), out
+        return cards_cli.cmd_verify(
+            saved, trusted_keys=trusted, out=out.append, err=out.append
+        ), out
 
     n = len(sealed["export_bundle"]["transcript"])
     assert n == sealed["card"]["transcript_length"] > 3

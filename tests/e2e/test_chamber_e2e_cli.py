@@ -35,7 +35,7 @@ async def test_sign_refuses_a_file_that_is_not_an_agora_database(tmp_path: Path,
     with trio.fail_after(30):
         status, out = await agora_cli("cards", "sign", "--db", str(db), "--key", str(key))
     assert status == 2, out
-    assert out.startswith("cannot sign: "), out
+    assert out.startswith("agora: cannot sign: "), out
     assert len(out.splitlines()) == 1, out
     assert "Traceback" not in out
     assert db.exists() is (kind != "missing")  # never creates a database

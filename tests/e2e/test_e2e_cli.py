@@ -88,6 +88,32 @@ def test_every_subcommand_has_help(capsys):
         assert "``" not in out, out  # help is read in a terminal: no reST markup
 
 
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        pytest.param(["cards", "sign"], ["--key FILE", "file holding the Ed25519 private key",
+                                         "(default ./agora.db)"], id="cards-sign"),
+        pytest.param(["cards", "verify"], ["export bundle", "transcript"], id="cards-verify"),
+        pytest.param(["call"], ["AGORA_TOKEN", "isError"], id="call"),
+    ],
+)  # fmt: skip
+def test_help_says_what_the_command_takes_and_how_it_exits(capsys, argv, said):
+    """A documentation pass found ``--key`` read as an inline key (it names a file), no
+    ``--db`` default, bundles missing from ``verify`` and ``call``'s exit status unsaid."""
+    with pytest.raises(SystemExit):
+        main([*argv, "--help"])
+    out = " ".join(capsys.readouterr().out.split())  # as wrapped to any terminal width
+    for words in said:
+        assert words in out, out
+
+
+def test_cards_sign_refusals_go_to_stderr_as_the_command_s_other_refusals(capsys, tmp_path):
+    assert main(["cards", "sign", "--db", str(tmp_path / "x.db"), "--key", "nokey"]) == 2
+    said = capsys.readouterr()
+    assert said.out == ""
+    assert said.err.startswith("agora: cannot sign: "), said.err
+
+
 async def test_the_console_script_runs():
     with trio.fail_after(TIMEOUT):
         done = await agora_cli("serve", "--help")

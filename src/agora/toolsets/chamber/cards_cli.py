@@ -5,7 +5,8 @@ configured (it adds a signature; card bytes never change) on an open SQLite conn
 `cmd_sign` does that on a database file. `verify_card_bytes` / `cmd_verify` re-check a card
 document: its body hash, its Ed25519 signature, and whether the reader trusts the key (keys
 given, read from a trust file, or fetched from a key URL the reader names). They print through
-the ``out`` callable they are given and return a process exit code.
+the ``out`` callable they are given, their refusals through ``err`` (stderr, after the
+``agora:`` every refusal of the command starts with), and return a process exit code.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import datetime as dt
 import json
 import re
 import sqlite3
+import sys
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Collection
@@ -24,6 +26,11 @@ from agora.toolsets.chamber import cards, store
 from agora.toolsets.chamber.signing import Signer, SigningKeyError, load_signer
 
 Out = Callable[[str], None]
+
+
+def _to_stderr(line: str) -> None:
+    print(f"agora: {line}", file=sys.stderr)
+
 
 #: Cards signed per transaction.
 SIGN_BATCH = 500
@@ -66,7 +73,9 @@ def sign_pending_cards(
     return signed
 
 
-def cmd_sign(db_path: str | Path, key_path: str | Path, *, out: Out = print) -> int:
+def cmd_sign(
+    db_path: str | Path, key_path: str | Path, *, out: Out = print, err: Out = _to_stderr
+) -> int:
     """``agora cards sign``: sign all pending cards in the database at ``db_path``.
 
     ``agora cards sign`` holds the database's process lock around this (`agora.store.lock`),
@@ -76,7 +85,8 @@ def cmd_sign(db_path: str | Path, key_path: str | Path, *, out: Out = print) -> 
     Args:
         db_path: The agora SQLite file (it must exist; it is never created here).
         key_path: The signing key file (PEM Ed25519 private key, or 64 hex digits).
-        out: Where to print.
+        out: Where to print what was signed.
+        err: Where to say why nothing could be signed.
 
     Returns:
         0 on success, 2 if the key or the database cannot be used.
@@ -84,10 +94,10 @@ def cmd_sign(db_path: str | Path, key_path: str | Path, *, out: Out = print) -> 
     try:
         signer = load_signer(key_path)
     except SigningKeyError as exc:
-        out(f"cannot sign: {exc}")
+        err(f"cannot sign: {exc}")
         return 2
     if not Path(db_path).is_file():
-        out(f"cannot sign: no database at {db_path}")
+        err(f"cannot sign: no database at {db_path}")
         return 2
     try:
         conn = sqlite3.connect(str(db_path), timeout=BUSY_SECONDS)
@@ -96,7 +106,7 @@ def cmd_sign(db_path: str | Path, key_path: str | Path, *, out: Out = print) -> 
         finally:
             conn.close()
     except sqlite3.Error as exc:
-        out(f"cannot sign: {db_path} is not a usable agora database ({exc})")
+        err(f"cannot sign: {db_path} is not a usable agora database ({exc})")
         return 2
     out(f"signed {len(signed)} card(s) with {signer.key_id}")
     for card_id in signed:
@@ -266,6 +276,7 @@ def cmd_verify(
     trust_files: Collection[str] = (),
     keys_urls: Collection[str] = (),
     out: Out = print,
+    err: Out = _to_stderr,
 ) -> int:
     """``agora cards verify FILE|URL``: check a card's hash, signature and signer; given a
     seal's export bundle, also that its transcript chains to the card's transcript hash.
@@ -279,7 +290,8 @@ def cmd_verify(
         trusted_keys: Public keys (hex) or key ids the reader trusts.
         trust_files: Files of trusted keys (see `keys_from_file`).
         keys_urls: Key URLs (a server's ``/chamber/keys``) whose keys the reader trusts.
-        out: Where to print.
+        out: Where to print the verdict.
+        err: Where to say why there is none (an unreadable card or trust source).
 
     Returns:
         0 if the hash is right and a trusted key signed the card; 1 if not (unsigned,
@@ -294,7 +306,7 @@ def cmd_verify(
         for url in keys_urls:
             trusted += keys_from_url(url)
     except TrustError as exc:
-        out(f"cannot verify: {exc}")
+        err(f"cannot verify: {exc}")
         return 2
     try:
         named = _named_card(str(path))
@@ -302,13 +314,13 @@ def cmd_verify(
         bundle = cards.read_bundle(data)
         result = verify_card_bytes(bundle.document if bundle else data, trusted)
     except CardFetchError as exc:
-        out(f"cannot verify: {exc}")
+        err(f"cannot verify: {exc}")
         return 2
     except OSError as exc:  # no such file, no permission, a directory
-        out(f"cannot verify: cannot read {path}: {exc.strerror or exc}")
+        err(f"cannot verify: cannot read {path}: {exc.strerror or exc}")
         return 2
     except cards.CardFormatError as exc:
-        out(f"{path}: not a card document ({exc})")
+        err(f"{path}: not a card document ({exc})")
         return 2
     out(f"card {result.card_id} ({result.toolset_id})")
     out(f"  hash: {'ok' if result.hash_ok else 'MISMATCH'}")
