@@ -92,8 +92,10 @@ def _warn_exposure(config: Config) -> None:
 
 def _banner(server: Server, config: Config) -> str:
     """What ``agora serve`` prints at start, plain text whatever log_level says: URLs a
-    client can use, on the base the chess links use (public_url, else loopback for a server
-    bound to every interface: never 0.0.0.0)."""
+    client can use (the start page, the MCP endpoints, each toolset's start pages, the
+    probes; the chess table's links are the chess toolset's own lines), on the base those
+    links use (public_url, else loopback for a server bound to every interface: never
+    0.0.0.0)."""
     from agora.transports.guard import WILDCARDS
 
     base = server.runtime.public_url.rstrip("/")
@@ -102,8 +104,12 @@ def _banner(server: Server, config: Config) -> str:
     lines = [f"agora {__version__} serving {', '.join(server.app.toolsets)} on {server.url}{every}"]
     if base != server.url:
         lines.append(f"  public URL:            {base}")
+    lines.append(f"  start page:            {base}/")
     lines += [f"  MCP (WebSocket):       {ws}/mcp", f"  MCP (Streamable HTTP): {base}/mcp"]
     lines += [f"  {name:<22} {base}/mcp/{name}" for name in server.app.toolsets]
+    pages = [path for toolset in server.app.toolsets.values() for path, _ in toolset.pages]
+    lines += [f"  page:                  {base}{path}" for path in pages]
+    lines.append(f"  health, readiness:     {base}/healthz, {base}/readyz")
     lines.append(f"  database: {shown_database(config.db)}")
     return "\n".join(lines)
 

@@ -9,6 +9,7 @@ import re
 import signal
 import socket as stdlib_socket
 import sys
+from urllib.parse import urlsplit
 
 import pytest
 import trio
@@ -264,8 +265,12 @@ async def test_serve_on_every_interface_prints_usable_urls_and_says_which_hosts_
     assert urls, server.log
     assert not [u for u in urls if "0.0.0.0" in u], server.log  # no URL a client cannot use
     assert server.url.startswith("http://127.0.0.1:"), server.log  # what the chess links use
-    bases = {re.sub(r"^ws", "http", re.split(r"/mcp|/play", u)[0]) for u in urls}
+    bases = {re.sub(r"^ws", "http", "/".join(u.split("/", 3)[:3])) for u in urls}
     assert bases == {server.url}, urls
+    # What the README's Endpoints section says the banner shows, beside the chess links
+    paths = {urlsplit(u.rstrip(",")).path for u in urls}
+    for path in ("/", "/mcp", "/play", "/board", "/cards", "/chamber/keys", "/healthz", "/readyz"):
+        assert path in paths, server.log
     # One line: what is accepted, what is refused, and the settings that allow more.
     assert server.log.count(WARNING) == 1, server.log
     for said in ("loopback", "403", 'allowed_hosts = ["', "AGORA_ALLOWED_HOSTS=", "public_url"):
