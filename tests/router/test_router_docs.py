@@ -45,3 +45,41 @@ async def test_the_sessions_totals_are_asked_with_a_null_run_as_the_docs_say(rou
     assert INPUTS["get_router_status"].problems(args)  # the field is required
     totals = await router.call("get_router_status", **args, workflow_run_id=None)
     assert totals["workflow_run_id"] is None
+
+
+#: Every word of each action family as docs/router.md spells it: one per alternative of
+#: the classifier's `_FAMILIES`, so that a word added there fails here until documented.
+FAMILY_WORDS = {
+    "plan": ["plan", "design", "analyze", "investigate", "scope"],
+    "implement": ["implement", "build", "develop", "code", "write code", "add", "refactor",
+                  "migrate", "fix"],
+    "test": ["test", "verify", "validate", "benchmark"],
+    "document": ["document", "write the docs", "update the docs"],
+    "release": ["release", "deploy", "ship", "publish"],
+    "review": ["review", "audit"],
+}  # fmt: skip
+
+
+def test_the_docs_name_every_word_of_every_action_family():
+    """A documentation pass found docs/router.md listing 10 of the families' 27 words."""
+    from agora.toolsets.router.classifier import _FAMILIES
+
+    text = " ".join(DOC.read_text().split())
+    assert set(FAMILY_WORDS) == set(_FAMILIES)
+    for family, pattern in _FAMILIES.items():
+        assert len(pattern.split("|")) == len(FAMILY_WORDS[family]), family
+        assert f"{family} (" in text, family
+        said = text.split(f"{family} (", 1)[1].split(")", 1)[0]
+        for word in FAMILY_WORDS[family]:
+            assert re.fullmatch(pattern, word), (family, word)
+            assert word in said, (family, word, said)
+
+
+def test_the_classifier_names_only_the_step_labels_it_reads():
+    """Its docstring named a "unit" label that `_UNITS` does not hold."""
+    from agora.toolsets.router import classifier
+
+    assert classifier.__doc__ is not None
+    labels = " ".join(classifier.__doc__.split()).split("labelled steps: ", 1)[1]
+    named = re.findall(r"[a-z]+", labels.split(", with a number", 1)[0])
+    assert set(named) - {"or"} == set(classifier._UNITS.split("|"))

@@ -7,13 +7,13 @@ the reasons that decided it. The rules (revision ``agora-structural-v2``), in or
    a native Goal owns the outer envelope.
 2. A ``requested_work_mode`` is taken as given (source ``caller-work-mode-hint``).
 3. Otherwise the objective is read for structural signals (source ``deterministic-analyzer``):
-   ``enumerated-steps`` (two or more numbered or bulleted items or labelled steps: a unit,
-   phase, step, stage, milestone or part, with a number, 1-99, one-ten or i-x, or after an
-   ordinal, first-tenth, then a colon, period, parenthesis or dash: "Phase 1:", "Step two -",
+   ``enumerated-steps`` (two or more numbered or bulleted items or labelled steps: phase,
+   step, stage, milestone or part, with a number, 1-99, one-ten or i-x, or after an ordinal,
+   first-tenth, then a colon, period, parenthesis or dash: "Phase 1:", "Step two -",
    "Second stage:"), ``sequencing-words`` (then, next, finally, after that, followed by,
    afterwards, once done, or a stepwise phrase: "phase by phase", "step by step", "stage by
    stage", "milestone by milestone", "part by part"), ``multiple-action-families``
-   (two or more of plan/design, implement/build, test/verify, document, release/deploy,
+   (two or more of the families of `_FAMILIES`: plan, implement, test, document, release,
    review, each counted once; a family preceded by a negation such as "do not" or "skip"
    is ignored and reported as ``negated-action-ignored``), ``multi-domain`` (two or more
    routing domains), and managed-goal signals (milestones, cross-repository work,
