@@ -1,10 +1,11 @@
 """How many cases the hostile-input fuzzer runs.
 
 ``AGORA_FUZZ_EXAMPLES`` N sets the hypothesis example count: N for each of the schema-shaped,
-mutated and raw-frame tests, N/4 for each of the four envelope variants (so 4N cases in all):
-a small seed by default, so CI stays quick; ``AGORA_FUZZ_EXAMPLES=25000`` is a 100,000-case
-local run. ``AGORA_FUZZ_PROGRESS=FILE`` appends the running case count to FILE every 1,000
-cases (a long local run says how far it got).
+mutated and raw-frame tests, N/4 for each of the four envelope variants, and N/40 shaped and
+N/40 mutated calls of each tool in ``test_every_tool_is_fuzzed`` (so about 7N cases in all with
+59 tools): a small seed by default, so CI stays quick; ``AGORA_FUZZ_EXAMPLES=25000`` is a local
+run of about 174,000 cases. ``AGORA_FUZZ_PROGRESS=FILE`` appends the running case count to
+FILE every 1,000 cases (a long local run says how far it got).
 """
 
 from __future__ import annotations
