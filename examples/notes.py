@@ -1,8 +1,11 @@
 """A toolset of your own, embedded beside the built-in ones: notebooks an agent writes to.
 
 Run it (from the repository, after the README's install): ``.venv/bin/python
-examples/notes.py``; it serves every built-in toolset and this one on one port, and an MCP
-client finds ``add_note`` and ``read_notes`` at ``/mcp/notes`` (or among all tools at ``/mcp``).
+examples/notes.py [PORT]``; it serves every built-in toolset and this one on one port of
+127.0.0.1 (PORT, else the ``AGORA_PORT`` environment variable, else 8765; 0 takes a free one,
+which it prints), with its database ``notes.db`` in the working directory, until Ctrl-C (or
+SIGTERM) stops it, quietly. An MCP client finds ``add_note`` and ``read_notes`` at
+``/mcp/notes`` (or among all tools at ``/mcp``).
 
 What each part is (docs/toolset-api.md says more):
 
@@ -21,7 +24,10 @@ What each part is (docs/toolset-api.md says more):
 
 from __future__ import annotations
 
-from typing import Any
+import os
+import signal
+import sys
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
@@ -33,6 +39,9 @@ from agora.runtime.entity import Effects
 from agora.server.app import load_toolsets
 from agora.store.migrations import Migration
 from agora.toolsets.base import ToolCall, Toolset
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 #: At most this many notes a notebook keeps (a tool refuses the next one).
 MAX_NOTES = 1000
@@ -161,13 +170,40 @@ def toolset() -> Toolset:
     )
 
 
-async def main() -> None:
-    config = Config(port=8765, db="notes.db")
+#: The port served when neither the command line nor ``AGORA_PORT`` names one.
+DEFAULT_PORT = 8765
+
+
+def port_from(args: list[str], environ: Mapping[str, str]) -> int:
+    """The port to serve: the one argument, else ``AGORA_PORT``, else `DEFAULT_PORT`.
+
+    Raises:
+        ValueError: more than one argument, or a port that is not a whole number from 0
+            to 65535.
+    """
+    if len(args) > 1:
+        raise ValueError(f"one argument at most, the port, not {len(args)}")
+    given = args[0] if args else environ.get("AGORA_PORT", str(DEFAULT_PORT))
+    if not given.isdigit() or int(given) > 65535:
+        raise ValueError(f"the port must be a whole number from 0 to 65535, not {given!r}")
+    return int(given)
+
+
+async def main(port: int) -> None:
+    """Serve until SIGINT (Ctrl-C) or SIGTERM, then shut down as ``agora serve`` does."""
+    config = Config(port=port, db="notes.db")
     toolsets = [*load_toolsets(config.toolsets), toolset()]  # the built-in ones, then yours
-    async with agora.open_server(config, toolsets=toolsets) as server:
-        print(f"serving on {server.url}: notes at {server.url}/mcp/notes (Ctrl-C stops)")
-        await trio.sleep_forever()
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with agora.open_server(config, toolsets=toolsets) as server:
+            url = server.url
+            print(f"serving on {url}: notes at {url}/mcp/notes (Ctrl-C stops)", flush=True)
+            async for _ in signals:
+                break  # leaving the block shuts the server down cleanly
 
 
 if __name__ == "__main__":
-    trio.run(main)
+    try:
+        chosen = port_from(sys.argv[1:], os.environ)
+    except ValueError as exc:
+        sys.exit(f"usage: notes.py [PORT]: {exc}")
+    trio.run(main, chosen)

@@ -8,7 +8,11 @@ same database, and a name never written to reads as empty.
 from __future__ import annotations
 
 import importlib.util
+import os
+import signal
+import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -84,3 +88,55 @@ async def test_a_full_notebook_refuses_the_next_note_and_keeps_the_rest(tmp_path
     assert [r.is_error for r in replies] == [False, False, True, False]
     assert replies[2].structured_content["error"] == "notebook_full"
     assert replies[3].structured_content["notes"] == ["x", "x"]
+
+
+@pytest.mark.parametrize(
+    ("args", "environ"),
+    [
+        pytest.param(["0"], {}, id="argument"),
+        pytest.param([], {"AGORA_PORT": "0"}, id="environment"),
+    ],
+)
+async def test_the_notes_example_takes_its_port_and_stops_quietly_on_ctrl_c(
+    tmp_path, args, environ
+):
+    """It printed a traceback on Ctrl-C, and could only serve port 8765."""
+    env = {k: v for k, v in os.environ.items() if k != "AGORA_PORT"} | environ
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            run = partial(
+                trio.run_process,
+                [sys.executable, str(EXAMPLE), *args],
+                cwd=tmp_path,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                check=False,
+            )
+            process: trio.Process = await nursery.start(run)
+            assert process.stdout is not None
+            assert process.stderr is not None
+            said = b""
+            while b"(Ctrl-C stops)" not in said:
+                chunk = await process.stdout.receive_some()
+                assert chunk, said
+                said += chunk
+            url = said.split(b"serving on ", 1)[1].split(b":", 2)
+            assert url[2].split(b"/")[0] != b"8765"  # the port it was given: 0, any free one
+            process.send_signal(signal.SIGINT)
+            errors = b""
+            while chunk := await process.stderr.receive_some():
+                errors += chunk
+            assert await process.wait() == 0, errors
+    assert b"Traceback" not in errors, errors
+    assert (tmp_path / "notes.db").exists()
+
+
+def test_the_notes_example_refuses_a_port_that_is_none():
+    notes = _load_example()
+    assert notes.port_from([], {}) == 8765
+    assert notes.port_from([], {"AGORA_PORT": "9000"}) == 9000
+    assert notes.port_from(["9001"], {"AGORA_PORT": "9000"}) == 9001
+    for args in (["http"], ["70000"], ["1", "2"], ["-1"]):
+        with pytest.raises(ValueError, match="port"):
+            notes.port_from(args, {})
