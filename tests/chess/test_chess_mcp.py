@@ -104,9 +104,9 @@ async def test_the_endpoint_token_seats_the_agent_and_every_reply_keeps_its_sche
                     False,
                 )
                 instruction = body["nextAction"]["instruction"]
-                if "colour" in arguments:  # not a field: drop it
-                    assert "declared fields" in instruction
-                elif name == "move_piece":  # no side yet: wait for the human's choice
+                if "colour" in arguments:  # not a field: drop it, then wait as any move slip
+                    assert "Drop 'colour'" in instruction
+                if name == "move_piece":  # no side yet: wait for the human's choice
                     assert body["nextAction"]["tool"] == "wait_for_turn"
                 else:  # no legalMoves to take arguments from: say what to fix
                     assert "legalMoves" not in instruction, (name, arguments)
@@ -207,3 +207,39 @@ async def test_a_failure_inside_the_server_still_answers_the_declared_schema(cap
     assert (body["code"], body["statusCode"]) == ("INTERNAL_ERROR", "SERVER_ERROR")
     assert body["nextAction"]["tool"] == "get_board"
     assert re.search(r"correlation id corr-[0-9a-f]{16}", body["error"])
+
+
+async def test_an_unknown_move_field_names_move_piece_like_every_other_move_slip():
+    """A tester's finding: an unknown field of move_piece named get_board as the next
+    action, while a bad from, to or promotion names move_piece."""
+    with trio.fail_after(20):
+        async with _clients("/mcp/chess/default?token={agent}", agent_side="white") as (
+            _,
+            _,
+            (seated,),
+        ):
+            _, known = await seated.call("move_piece", {"from": "e2", "to": "e9"})
+            args = {"from": "e2", "to": "e4", "colour": "white"}
+            is_error, body = await seated.call("move_piece", args)
+    assert is_error
+    assert body["code"] == "INVALID_ARGUMENTS"
+    assert body["nextAction"]["tool"] == known["nextAction"]["tool"] == "move_piece"
+    assert body["nextAction"]["arguments"] == known["nextAction"]["arguments"]
+    assert "Drop 'colour'" in body["nextAction"]["instruction"]
+    assert "from, to, promotion and note" in body["nextAction"]["instruction"]
+
+
+async def test_a_promotion_written_into_the_square_is_explained_in_words():
+    """A tester's finding: to "a6q" got only "must match pattern ^[a-h][1-8]$"."""
+    with trio.fail_after(20):
+        async with _clients("/mcp/chess/default?token={agent}", agent_side="white") as (
+            _,
+            _,
+            (seated,),
+        ):
+            is_error, body = await seated.call("move_piece", {"from": "a7", "to": "a8q"})
+    assert is_error
+    assert "pattern" not in body["error"]
+    assert body["error"].startswith("argument 'to' is not a square: a square is two characters")
+    assert "send it in promotion" in body["error"]
+    assert body["nextAction"]["tool"] == "move_piece"

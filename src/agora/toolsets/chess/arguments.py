@@ -2,7 +2,10 @@
 
 The body is a `Rejection` (code ``INVALID_ARGUMENTS``) whose next action fits the first
 offending argument: ``timeout_ms`` and ``wait_for_human`` say what they take; an unknown
-field says to drop it; a move's fields are fixed from legalMoves. With the table as it
+field says to drop it (naming the tool that was called: a move's refusal always names
+``move_piece`` when the agent may move); a move's fields are fixed from legalMoves, and a
+square that breaks its pattern is explained in words (two characters; a promotion piece goes
+in ``promotion``), not as the bare pattern. With the table as it
 stands (`tools.refuse_arguments` reads it), statusCode, agentMayMove and legalMoves are the
 table's, as on any refusal, so the agent on move can retry from this reply alone; without
 it (the table could not be read) statusCode is ``INVALID_ARGUMENTS``, agentMayMove false
@@ -41,18 +44,37 @@ _FIXES: Final = {
     ),
 }
 _MOVE_FIELDS: Final = frozenset({"from", "to", "promotion", "note"})
+#: A square argument that broke its pattern, in words (an agent copying "a8q" from legalMoves
+#: into ``to`` is the usual case).
+_SQUARE_WORDS: Final = (
+    "is not a square: a square is two characters, a file a-h then a rank 1-8, like e4."
+    " A promotion piece is not part of the square: send it in promotion (q, r, b or n),"
+    ' e.g. {"from": "a7", "to": "a8", "promotion": "q"}.'
+)
 
 
 def issue_rejection(
-    issues: Sequence[ValidationIssue], table: tuple[Snapshot, Seat] | None = None
+    issues: Sequence[ValidationIssue],
+    table: tuple[Snapshot, Seat] | None = None,
+    tool: str | None = None,
 ) -> dict[str, Any]:
     """`argument_rejection` for the validator's issues: the next action fits the first one."""
     first = str(issues[0].path[0]) if issues and issues[0].path else ""
-    return argument_rejection([issue.describe() for issue in issues], first, table)
+    return argument_rejection([_describe(issue) for issue in issues], first, table, tool)
+
+
+def _describe(issue: ValidationIssue) -> str:
+    """One issue in words; a square's broken pattern says what a square is."""
+    if issue.rule == "pattern" and issue.path and issue.path[0] in ("from", "to"):
+        return f"argument '{issue.field}' {_SQUARE_WORDS}"
+    return issue.describe()
 
 
 def argument_rejection(
-    problems: list[str], field: str | None = None, table: tuple[Snapshot, Seat] | None = None
+    problems: list[str],
+    field: str | None = None,
+    table: tuple[Snapshot, Seat] | None = None,
+    tool: str | None = None,
 ) -> dict[str, Any]:
     """The error body for arguments that failed the inputSchema.
 
@@ -61,6 +83,8 @@ def argument_rejection(
         field: The first offending argument, when known: the next action says how to fix it
             (a move's fields from legalMoves); None keeps the move's wording.
         table: The table as the caller's seat sees it, when it could be read.
+        tool: The tool called, when known: an unknown field of ``move_piece`` is fixed as
+            a move's field is (``move_piece`` when the agent may move).
 
     Returns:
         A `Rejection` as builtins, code ``INVALID_ARGUMENTS``.
@@ -70,13 +94,13 @@ def argument_rejection(
         status = "INVALID_ARGUMENTS"
         may_move = False
         moves: dict[str, str] = {}
-        fix = _argument_fix(field, next_action("INVALID_ARGUMENTS"))
+        fix = _argument_fix(field, next_action("INVALID_ARGUMENTS"), tool)
     else:
         snap, seat = table
         status = status_code(snap)
         may_move = seat == "agent" and snap.phase == "agent_turn"
         moves = position(snap.fen).legal_by_square if may_move else {}
-        fix = _argument_fix(field, next_action(status, seat=seat))
+        fix = _argument_fix(field, next_action(status, seat=seat), tool)
     body = Rejection(
         ok=False,
         protocol_version=PROTOCOL_VERSION,
@@ -91,12 +115,19 @@ def argument_rejection(
     return result
 
 
-def _argument_fix(field: str | None, on_the_move: NextAction) -> NextAction:
+def _argument_fix(field: str | None, on_the_move: NextAction, tool: str | None) -> NextAction:
     """How to fix ``field``; ``on_the_move`` is what a move's field (or none known) gets."""
     if field is None or field in _MOVE_FIELDS:
         return on_the_move
     if field in _FIXES:
         return _FIXES[field]
+    if tool == "move_piece":
+        return NextAction(
+            on_the_move.tool,
+            on_the_move.arguments,
+            f"Drop {field!r}: move_piece takes only from, to, promotion and note. "
+            + on_the_move.instruction,
+        )
     return NextAction(
         "get_board",
         {},
