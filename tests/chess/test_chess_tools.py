@@ -113,6 +113,26 @@ async def test_a_move_is_recorded_with_its_note_and_hands_the_turn_over(table):
     assert board["history"] == "1. e4 c5"
 
 
+@pytest.mark.parametrize(
+    "note",
+    [
+        pytest.param("\u202e", id="right-to-left override alone"),
+        pytest.param("\u2066\u200f\u2069", id="isolate and mark"),
+        pytest.param(" \u202e ", id="override between spaces"),
+    ],
+)
+async def test_a_human_note_of_only_controls_reaches_the_agent_as_no_note(table, note):
+    """A tester's finding: U+202E alone reached the agent as "" (a note with nothing in
+    it) rather than null, as no note does."""
+    await table.choose("black")
+    await table.human_move("e2e4", note)
+    for name in ("get_board", "wait_for_turn"):
+        reply = await table.tool(name)
+        assert reply["lastMove"]["note"] is None, name
+    state = await table.look()
+    assert state.moves[-1].note == note  # stored as sent: only what a reader is shown changes
+
+
 async def test_rejections_name_the_problem_and_the_next_action(table):
     await table.choose("black")
     body = await table.refused("move_piece", **{"from": "e7", "to": "e5"})

@@ -6,6 +6,8 @@ it, or its own words, look ("mates .lanogaid eht no" shown as "on the diagonal")
 are taken out; right-to-left letters still show right to left by their own direction. An
 agent reads a reply as text, and a client may show it: the human's note its replies echo
 (``lastMove.note``) loses them the same way; the agent's own note is echoed as it wrote it.
+A note with nothing left to read once they are out (only controls, or only spaces) is no
+note: None, as if none was written, never an empty string.
 The stored note keeps every character. Pure: no I/O.
 """
 
@@ -19,5 +21,8 @@ BIDI_CONTROLS: Final = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069
 
 
 def shown_note(note: str | None) -> str | None:
-    """``note`` without bidirectional controls (None stays None)."""
-    return None if note is None else BIDI_CONTROLS.sub("", note)
+    """``note`` without bidirectional controls; None when nothing readable is left."""
+    if note is None:
+        return None
+    cleaned = BIDI_CONTROLS.sub("", note)
+    return cleaned if cleaned.strip() else None
