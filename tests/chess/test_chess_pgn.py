@@ -99,6 +99,25 @@ async def test_the_pgn_keeps_to_the_export_format(table):
     assert "\u00e9" in game.next().comment  # printing characters stay as they are
 
 
+async def test_no_word_of_a_note_is_split_across_lines(table):
+    """A tester's finding: notes were wrapped at 79 columns inside words (and at hyphens),
+    so a URL in a note came out broken."""
+    long_url = "https://example.org/a-very-long/path-with-hyphens/" + "x" * 40 + "?q=1"
+    short_url = "https://lichess.org/analysis/standard/some-opening-line-to-look-at"
+    note = f"See {long_url} and the line after it"
+    await table.choose("white")
+    await table.tool("move_piece", **{"from": "e2", "to": "e4", "note": note})
+    await table.human_move("e7e5", f"{'words ' * 9}{short_url}")
+    text, game = await _pgn(table)
+    lines = text.splitlines()
+    for url in (short_url, long_url):
+        assert [line for line in lines if url in line], (url, text)
+    assert [line for line in lines if len(line) > 79] == [f" {long_url}"]  # its own line
+    assert not [line for line in lines if line.startswith("%")]
+    assert " ".join(game.next().comment.split()) == f"Agent: {note}"
+    assert [m.uci() for m in game.mainline_moves()] == ["e2e4", "e7e5"]
+
+
 async def test_the_ending_names_who_resigned_apart_from_the_last_note(table):
     await table.choose("black")  # the human plays White
     await table.human_move("e2e4")

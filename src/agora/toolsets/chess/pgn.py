@@ -3,18 +3,21 @@
 The Seven Tag Roster names both players by role and colour (``Human`` and ``Agent``, ``?``
 before the sides are chosen) and the result (``*`` while the game runs or when it was
 abandoned). In the export format the standard asks for: ``Termination`` takes one of its
-values (``normal``, or ``abandoned``); movetext lines are at most 79 characters.
+values (``normal``, or ``abandoned``); movetext lines are at most 79 characters, save a
+line that holds one word longer than that (a long URL in a note): words are never split, so
+a link in a note still works once copied (such a line stays far inside the 255 characters
+the import format allows, since a note is at most 160 characters).
 
 Comments: each move's note, prefixed with who wrote it; then, each in a comment of its own
 (never inside a player's note), what the server saw: a draw offered, accepted or declined,
 on the move it came with (the human's offers, made with a button, after the last move
 played), and how the game ended (who resigned, who won by what) just before the result.
 A note's bidi controls are taken out (`agora.toolsets.chess.notes`), its control characters
-(which PGN forbids) become spaces and its words are wrapped to
-the movetext's width. A PGN comment cannot hold a right brace (it ends the comment, and
-the standard has no escape), so a note's right brace is written as U+FF5D, which looks the
-same, and a comment before the first move says so. Pure: no I/O; dates come from the moves'
-own timestamps.
+(which PGN forbids) become spaces and it is wrapped to the movetext's width between words
+only (never inside a word, nor at a hyphen). A PGN comment cannot hold a right brace (it
+ends the comment, and the standard has no escape), so a note's right brace is written as
+U+FF5D, which looks the same, and a comment before the first move says so. Pure: no I/O;
+dates come from the moves' own timestamps.
 """
 
 from __future__ import annotations
@@ -151,9 +154,16 @@ def _comments(snap: Snapshot) -> dict[int, list[str]]:
 def _fill(comment: str) -> str:
     # One space between words, in lines that fit the movetext's width with "{ " and " } "
     # around them (python-chess wraps between tokens, never inside a comment); continuation
-    # lines start with a space: a "%" in column 1 would be an escape.
+    # lines start with a space: a "%" in column 1 would be an escape. A word (a URL) longer
+    # than a line gets a line of its own rather than being cut, and hyphens are no breaks.
     words = _CONTROL.sub(" ", comment).split()
-    return textwrap.fill(" ".join(words), COLUMNS - 4, subsequent_indent=" ")
+    return textwrap.fill(
+        " ".join(words),
+        COLUMNS - 4,
+        subsequent_indent=" ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
 
 
 def game_pgn(snap: Snapshot, site: str) -> str:
