@@ -46,6 +46,17 @@ async def test_the_agent_checkmate_is_told_from_the_human_side(table):
     )
 
 
+async def test_a_check_is_told_whoever_gives_it(table):
+    """A tester's finding: the page said "Check!" when the agent's move gave check, but
+    nothing when the human's own move did."""
+    await table.choose("black")
+    await table.play(["e2e4", "f7f6", "d1h5"])  # the human's queen checks the agent's king
+    assert await _statuses(table) == ("Check! The agent is thinking.",) * 2
+    await table.play(["g7g6", "h5g6", "h7g6", "f1e2", "h8h2", "e1f1", "h2h1", "f1e1"])
+    await table.play(["h1g1"])  # and the agent's rook takes the knight with check
+    assert await _statuses(table) == ("Check! Your move.", "Check! The human is to move.")
+
+
 async def test_a_draw_is_told_plainly(table):
     await table.choose("white")
     await table.tool("move_piece", **{"from": "e2", "to": "e4", "note": "(=)"})

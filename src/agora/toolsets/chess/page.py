@@ -123,15 +123,16 @@ def ending(result: GameResult, human: bool) -> str:
 
 
 def _status(snap: Snapshot, human: bool, result: GameResult | None, in_check: bool) -> str:
+    # A check is said whoever gave it: the side to move is the one in check.
+    check = "Check! " if in_check else ""
     match snap.phase:
         case "side_choice":
             return "Choose your side." if human else "Waiting for the human to choose sides."
         case "agent_turn":
             if not snap.agent_present:
-                return "Waiting for the agent to connect."
-            return "The agent is thinking."
+                return check + "Waiting for the agent to connect."
+            return check + "The agent is thinking."
         case "human_turn":
-            check = "Check! " if in_check else ""
             return check + ("Your move." if human else "The human is to move.")
         case _:
             return ending(result, human) if result else "Game over."
