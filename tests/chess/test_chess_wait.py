@@ -152,8 +152,58 @@ async def test_a_new_game_ends_a_wait(table, autojump_clock):
             await trio.sleep(4)
             await table.human(NewGame(table.token))
     reply, _ = results[0]
-    assert reply["statusCode"] == "SIDE_CHOICE_REQUIRED"
-    assert reply["gameNumber"] == 2
+    assert reply["statusCode"] == "GAME_OVER"  # the game it waited on: abandoned
+    assert reply["gameNumber"] == 1
+
+
+@pytest.mark.parametrize("seat", ["agent", "watcher"])
+async def test_a_parked_wait_is_told_the_human_abandoned_the_game(table, autojump_clock, seat):
+    """A tester's finding: an agent parked in wait_for_turn when the human pressed "New
+    game" mid-game was woken with the new game's SIDE_CHOICE_REQUIRED, never told that its
+    game had ended."""
+    await table.choose("black")
+    await table.human_move("e2e4")
+    await table.tool("move_piece", **{"from": "e7", "to": "e5"})
+    results: list = []
+    as_token = True if seat == "agent" else None
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_wait_as, table, results, as_token)
+            await trio.sleep(4)
+            await table.human(NewGame(table.token))
+    reply = results[0]
+    assert (reply["statusCode"], reply["gameNumber"]) == ("GAME_OVER", 1)
+    assert reply["result"]["reason"] == "abandoned"
+    assert reply["result"]["score"] == "*"
+    assert reply["lastMove"]["san"] == "e5"  # the board of the game that ended
+    assert reply["agentMayMove"] is False
+    assert "abandoned game 1" in reply["message"]
+    assert "started game 2" in reply["message"]
+    assert reply["nextAction"]["tool"] == "wait_for_turn"
+    assert reply["nextAction"]["arguments"] == {"wait_for_human": True}
+    with trio.fail_after(60):  # the next action waits for the new game's sides
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_wait_as, table, results, as_token, {"wait_for_human": True})
+            await trio.sleep(2)
+            await table.choose("white")
+    assert (results[1]["gameNumber"], results[1]["statusCode"]) == (2, "AGENT_TURN")
+
+
+async def _wait_as(table, results: list, as_token, args: dict | None = None) -> None:
+    results.append(await table.tool("wait_for_turn", as_token=as_token, **(args or {})))
+
+
+async def test_a_parked_wait_is_told_the_human_resigned(table, autojump_clock):
+    await table.choose("black")
+    results: list = []
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_wait_as, table, results, True)
+            await trio.sleep(3)
+            await table.human(Resign(table.token))
+    assert results[0]["statusCode"] == "GAME_OVER"
+    assert results[0]["result"]["reason"] == "resignation"
+    assert results[0]["result"]["winnerRole"] == "agent"
 
 
 async def test_a_wait_answers_cleanly_when_the_server_shuts_down(table, autojump_clock):

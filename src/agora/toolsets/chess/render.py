@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import msgspec
 
-from agora.toolsets.chess.game import declined_draw
+from agora.toolsets.chess.game import Result, declined_draw
 from agora.toolsets.chess.guide import CONTRACT, evaluation_guide
 from agora.toolsets.chess.notes import shown_note
 from agora.toolsets.chess.position import POSITION_CACHE, movetext, pieces, position
@@ -279,12 +279,19 @@ def wait_reply(
 ) -> WaitReply:
     """The ``wait_for_turn`` reply; WAIT_TIMEOUT when ``condition`` is still unmet.
 
+    A wait that began on an unfinished game which the human then replaced with a new one
+    (the page's "New game") is answered GAME_OVER for the game it waited on: its last
+    board, an abandoned result, and a next action to wait for the new game.
+
     ``shutting_down`` says the server began shutting down, which ends a parked wait at once
     with its latest snapshot. If that snapshot still leaves ``condition`` unmet, the
     WAIT_TIMEOUT is marked ``shuttingDown: true`` and its message and next action tell the
     caller to reconnect before waiting again; a wait whose condition is met is not marked.
     """
     ready = condition(snap)
+    first = condition.first
+    if first is not None and first.game_number != snap.game_number and first.phase != "over":
+        return fit(_abandoned_reply(first, snap, seat))
     status: StatusCode = status_code(snap) if ready else "WAIT_TIMEOUT"
     if snap.phase == "over":
         # A wait for the human's next game that timed out is still answered GAME_OVER, never
@@ -296,6 +303,24 @@ def wait_reply(
     if cut_short:
         return fit(WaitReply(**fields, evaluation_guide=guide, shutting_down=True))
     return fit(WaitReply(**fields, evaluation_guide=guide))
+
+
+def _abandoned_reply(waited_on: Snapshot, now: Snapshot, seat: Seat) -> WaitReply:
+    """GAME_OVER for ``waited_on``, the unfinished game the human replaced with ``now``'s."""
+    ended = Result(score="*", reason="abandoned", winner=None, ended_at="")
+    over = msgspec.structs.replace(waited_on, phase="over", result=ended, draw_offer=None)
+    old, new = waited_on.game_number, now.game_number
+    fields = _fields(over, "GAME_OVER", seat)
+    fields["message"] = (
+        f"Game over. The human abandoned game {old} (no result: *) and started game {new}."
+    )
+    fields["next_action"] = NextAction(
+        "wait_for_turn",
+        {"wait_for_human": True},
+        f"Game {old} is over. To play game {new}, call wait_for_turn with wait_for_human"
+        " true: it answers once the human has chosen sides. Otherwise stop.",
+    )
+    return WaitReply(**fields, evaluation_guide=None)
 
 
 def reply_size(reply: msgspec.Struct) -> int:
