@@ -298,3 +298,17 @@ async def test_an_earlier_game_is_downloaded_by_its_number(table):
     for bad in ("3", "0", "x", "-1", "1.0", "\u00b2", "9" * 5000):
         missing = await http(table.runtime, "GET", "/play/default/pgn", query={"game": bad})
         assert missing.status == 404, bad
+
+
+async def test_the_server_counts_a_human_note_in_code_points(table):
+    """The server is the authority on a note's length: 160 emoji (320 UTF-16 units) pass,
+    161 are refused whatever the page let through."""
+    await table.choose("black")
+    rt, token = table.runtime, table.token
+    move = {"token": token, "from": "e2", "to": "e4", "note": "\U0001f600" * 161}
+    status, body = await api(rt, "POST", "/play/default/move", move)
+    assert (status, body["code"]) == (400, "NOTE_TOO_LONG")
+    assert body["error"] == "note has 161 characters; the limit is 160."
+    status, state = await api(rt, "POST", "/play/default/move", move | {"note": move["note"][1:]})
+    assert status == 200
+    assert state["lastMove"]["note"] == "\U0001f600" * 160

@@ -10,6 +10,7 @@ from page_routes import http
 
 from agora.toolsets.chess import page, toolset
 from agora.toolsets.chess.table import Snapshot
+from agora.toolsets.chess.terms import NOTE_MAX_CHARS
 from agora.toolsets.chess.web import ASSETS, ROUTES
 from agora.web.http import Request
 
@@ -111,3 +112,15 @@ async def test_a_browser_gets_an_unknown_table_as_an_html_page(table):
         assert "default-src 'none'" in dict(response.headers)["Content-Security-Policy"]
     api_response = await http(table.runtime, "GET", "/play/x")
     assert api_response.content_type.startswith("application/json")
+
+
+def test_the_note_box_counts_characters_as_the_server_does():
+    """A tester's finding: the note box's maxlength counted UTF-16 units (80 emoji) while
+    the server takes 160 code points; the page's script cuts at the server's limit, read
+    from the box's data-max-chars."""
+    html = (STATIC / "play.html").read_text()
+    box = re.search(r"<input id=\"note\"[^>]*>", html)
+    assert box is not None
+    assert "maxlength" not in box.group(0)
+    assert f'data-max-chars="{NOTE_MAX_CHARS}"' in box.group(0)
+    assert "Array.from(box.value)" in (STATIC / "play.js").read_text()

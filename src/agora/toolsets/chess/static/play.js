@@ -61,6 +61,17 @@
     return done;
   }
 
+  // The note's limit is the server's: 160 characters counted as Unicode code points, as the
+  // agent's note is counted. An input's maxlength counts UTF-16 units instead (80 emoji), so
+  // the page cuts the text itself; the server refuses a longer note all the same.
+  function limitNote(event) {
+    if (event.isComposing) return; // an input method's unfinished text is cut once it ends
+    const box = $("note");
+    const chars = Array.from(box.value);
+    const max = Number(box.dataset.maxChars);
+    if (chars.length > max) box.value = chars.slice(0, max).join("");
+  }
+
   function render(next) {
     reachable();
     if (state && next.version < state.version) return; // a stale reply overtaken by the stream
@@ -114,6 +125,8 @@
         send("new-game", {});
       }
     });
+    $("note").addEventListener("input", limitNote);
+    $("note").addEventListener("compositionend", limitNote);
     $("copy-agent-token").addEventListener("click", copyAgentToken);
     $("new-agent-token").addEventListener("click", async () => {
       if (!confirm("Issue a new agent token? The agent using the old one loses its seat.")) return;
