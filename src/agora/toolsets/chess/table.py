@@ -34,6 +34,7 @@ from agora.toolsets.chess.commands import (
     Tokens,
 )
 from agora.toolsets.chess.game import Game, PlayedMove, Result
+from agora.toolsets.chess.stored import replay
 from agora.toolsets.chess.terms import ChessError, ColorName, Phase, Role
 
 if TYPE_CHECKING:
@@ -320,7 +321,7 @@ class ChessTables:
         stored = sql.read_table(conn, key)
         if stored is None:
             return ChessTable(key)
-        return ChessTable(key, stored.table, _game(key, stored.table.game_no, stored))
+        return ChessTable(key, stored.table, replay(key, stored.table.game_no, stored))
 
 
 def past_game(conn: ReadConn, key: str, number: int) -> Snapshot | None:
@@ -335,53 +336,7 @@ def past_game(conn: ReadConn, key: str, number: int) -> Snapshot | None:
         return None  # no such game at this table
     if stored is None:
         return None
-    return ChessTable(key, stored.table, _game(key, number, stored)).snapshot()
-
-
-def _game(key: str, number: int, stored: sql.StoredTable) -> Game:
-    """Game ``number`` replayed from its stored rows.
-
-    Raises:
-        LookupError: if a stored move is not legal where it stands.
-    """
-    g = stored.game
-    game = Game(number, start_fen=g.start_fen)
-    for move in stored.moves:
-        try:
-            game.restore(move.uci, move.san, _role(move.by), move.note, move.played_at)
-        except ValueError as exc:
-            raise LookupError(f"chess table {key!r}: {exc}") from exc
-    game.agent_color = _color(g.agent_color)
-    game.draw_offer = None if g.draw_offer is None else _role(g.draw_offer)
-    game.declined_ply = g.declined_ply
-    game.human_offers = _offers(g.human_offers)
-    if g.score is not None:
-        game.result = msgspec.convert(
-            {"score": g.score, "reason": g.reason, "winner": g.winner, "ended_at": g.ended_at},
-            Result,
-        )
-    return game
-
-
-def _offers(value: str | None) -> tuple[int, ...]:
-    try:
-        return () if value is None else msgspec.json.decode(value, type=tuple[int, ...])
-    except msgspec.DecodeError as exc:  # ValidationError included
-        raise LookupError(f"stored draw offers {value!r} are not a list of move counts") from exc
-
-
-def _role(value: str) -> Role:
-    if value not in ("human", "agent"):
-        raise LookupError(f"stored role {value!r} is not human or agent")
-    return "human" if value == "human" else "agent"
-
-
-def _color(value: str | None) -> ColorName | None:
-    if value is None:
-        return None
-    if value not in ("white", "black"):
-        raise LookupError(f"stored colour {value!r} is not white or black")
-    return "white" if value == "white" else "black"
+    return ChessTable(key, stored.table, replay(key, number, stored)).snapshot()
 
 
 #: The one kind instance shared by the tools and the pages.
