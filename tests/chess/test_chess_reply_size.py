@@ -113,7 +113,8 @@ def test_the_218_move_maximum_keeps_every_move_and_cuts_only_the_note():
     assert reply.last_move.note == "…"
     assert reply.evaluation_guide is None
     # Above BUDGET_LEGAL_MOVES the budget is a target, not a promise (replies.py says so).
-    assert reply_size(reply) <= 1760  # 1,714 before nextAction named the draw mark
+    # 1,714 before nextAction named the draw mark, 1,756 before the human seat was said.
+    assert reply_size(reply) <= 1780
 
 
 def test_fit_leaves_a_reply_within_budget_untouched():

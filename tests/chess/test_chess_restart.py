@@ -48,6 +48,9 @@ async def test_a_restart_resumes_every_table_exactly(tmp_path, make_table):
             first = make_table(runtime, "default", tokens)
             second = make_table(runtime, "blitz", await ensure_table(runtime, "blitz"))
             after = [await first.tool("get_board"), await second.tool("get_board")]
+            # Whether the human is at the table is not stored: a restart forgets who came.
+            assert [board.pop("human") for board in before] == ["away", "away"]
+            assert [board.pop("human") for board in after] == ["absent", "absent"]
             assert after == before
             assert after[0]["drawOffer"] == "human"
             assert after[0]["history"] == "1. e4 e5 2. Bc4"

@@ -60,10 +60,12 @@ def test_each_schema_is_self_contained_and_accepts_the_reply_or_a_refusal(tool):
     [
         pytest.param("join_game", {"collaborationContract", "history"}, id="join"),
         pytest.param(
-            "get_board", {"evaluationGuide", "history", "pieces", "ownership"}, id="board"
+            "get_board",
+            {"evaluationGuide", "history", "pieces", "ownership", "human"},
+            id="board",
         ),
         pytest.param("move_piece", set(), id="move"),
-        pytest.param("wait_for_turn", {"evaluationGuide"}, id="wait"),
+        pytest.param("wait_for_turn", {"evaluationGuide", "human"}, id="wait"),
     ],
 )
 def test_each_tool_adds_its_own_part(tool, extra):
@@ -95,3 +97,11 @@ def test_invalid_arguments_get_the_chess_rejection_shape(tool):
     assert body["code"] == "INVALID_ARGUMENTS"
     assert body["statusCode"] == "INVALID_ARGUMENTS"
     assert body["nextAction"]["tool"] == "get_board"
+
+
+@pytest.mark.parametrize("tool", ["get_board", "wait_for_turn"])
+def test_the_human_seat_is_declared_with_what_each_value_means(tool):
+    human = _reply(tool)["properties"]["human"]
+    assert sorted(human["enum"]) == ["absent", "away", "connected"]
+    for value in human["enum"]:
+        assert f"{value} (" in human["description"]

@@ -37,8 +37,11 @@ AGENT = "agent-token"
 
 
 def durable(snap: Snapshot) -> Snapshot:
-    """What a reload restores of ``snap``: all but the agent's presence (kept in memory)."""
-    return msgspec.structs.replace(snap, agent_present=False)
+    """What a reload restores of ``snap``: all but the agent's and the human's presence
+    (kept in memory)."""
+    return msgspec.structs.replace(
+        snap, agent_present=False, human_seated=False, human_connected=False
+    )
 
 
 def open_db() -> sqlite3.Connection:
@@ -239,7 +242,8 @@ def test_a_new_game_before_the_sides_are_chosen_changes_nothing(harness):
     for _ in range(3):
         effects = harness.run(NewGame(TOKEN))
         assert (effects.writes, effects.changed) == ([], False)
-    assert harness.entity.snapshot() == before  # still game 1, no empty games thrown away
+    # Still game 1, no empty games thrown away; only that the human came is new.
+    assert harness.entity.snapshot() == msgspec.structs.replace(before, human_seated=True)
     assert harness.conn.execute("SELECT count(*) FROM chess_games").fetchone() == (1,)
 
 

@@ -107,3 +107,49 @@ async def test_a_refused_first_move_tells_the_page_the_agent_came(table, autojum
     [(at, name, data)] = got
     assert (name, at - start) == ("state", 0)  # now, not at the next poll's
     assert json.loads(data)["agentPresent"]
+
+
+async def test_the_agent_is_told_whether_the_human_is_at_the_table(table, autojump_clock):
+    """A tester's finding: the agent had no sign of whether a human was there. get_board and
+    wait_for_turn say ``human``: absent until the human comes, connected while a page of
+    theirs streams, away once every such page is gone."""
+
+    async def human_seat() -> tuple[str, str]:
+        board = await table.tool("get_board")
+        waited = await table.tool("wait_for_turn", timeout_ms=1000)
+        return board["human"], waited["human"]
+
+    assert await human_seat() == ("absent", "absent")
+    spectator = await http(table.runtime, "GET", "/play/default/events")
+    async with aclosing(spectator.events) as watching:
+        await _next(watching)
+        assert await human_seat() == ("absent", "absent")  # a spectator is not the human
+    query = {"token": table.token}
+    pages = [await http(table.runtime, "GET", "/play/default/events", query=query)]
+    pages.append(await http(table.runtime, "GET", "/play/default/events", query=query))
+    async with aclosing(pages[0].events) as first, aclosing(pages[1].events) as second:
+        await _next(first)
+        await _next(second)
+        assert await human_seat() == ("connected", "connected")
+        await first.aclose()  # one of two tabs closed: still there
+        assert await human_seat() == ("connected", "connected")
+    assert await human_seat() == ("away", "away")
+    await table.choose("black")  # the human acting without a page: seen, not connected
+    assert (await table.tool("get_board"))["human"] == "away"
+
+
+async def test_a_parked_wait_reports_the_human_as_it_answers(table, autojump_clock):
+    await table.choose("black")
+    stream = await http(table.runtime, "GET", "/play/default/events", query={"token": table.token})
+    results: list = []
+
+    async def wait() -> None:
+        results.append(await table.tool("wait_for_turn"))
+
+    with trio.fail_after(60):
+        async with aclosing(stream.events) as events, trio.open_nursery() as nursery:
+            await _next(events)
+            nursery.start_soon(wait)
+            await trio.sleep(5)
+            await table.human_move("e2e4")
+    assert (results[0]["statusCode"], results[0]["human"]) == ("AGENT_TURN", "connected")

@@ -63,6 +63,17 @@ class CheckToken(msgspec.Struct, frozen=True, tag=True):
     token: str
 
 
+class TrackPage(msgspec.Struct, frozen=True, tag=True):
+    """Count the human's page at the table: its live stream opened (``connected``) or ended.
+
+    It carries the human token like every human command, but changes no game: the table
+    only learns whether the human is present, for the agent's replies.
+    """
+
+    token: str
+    connected: bool
+
+
 class ChooseSide(msgspec.Struct, frozen=True, tag=True):
     """The human decides who plays which colour."""
 
@@ -112,4 +123,4 @@ class NewAgentToken(msgspec.Struct, frozen=True, tag=True):
 
 
 HumanCommand = ChooseSide | HumanMove | Resign | OfferDraw | AcceptDraw | NewGame | NewAgentToken
-Command = CreateTable | Look | AgentMove | CheckToken | HumanCommand
+Command = CreateTable | Look | AgentMove | CheckToken | TrackPage | HumanCommand

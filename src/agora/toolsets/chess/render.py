@@ -28,6 +28,7 @@ from agora.toolsets.chess.replies import (
     REPLY_BUDGET,
     BoardReply,
     GameResult,
+    HumanSeat,
     JoinReply,
     LastMove,
     MoveReply,
@@ -249,6 +250,13 @@ def _fields(
     }
 
 
+def human_presence(snap: Snapshot) -> HumanSeat:
+    """Whether the human's page is connected now, or they came and left, or never came."""
+    if snap.human_connected:
+        return "connected"
+    return "away" if snap.human_seated else "absent"
+
+
 def join_reply(snap: Snapshot, seat: Seat) -> JoinReply:
     """The ``join_game`` reply."""
     return JoinReply(
@@ -265,6 +273,7 @@ def board_reply(snap: Snapshot, seat: Seat) -> BoardReply:
         history=movetext(snap.moves),
         pieces=pieces(snap.fen),
         ownership=ownership(snap.agent_color),
+        human=human_presence(snap),
         evaluation_guide=_guide(snap.fen, snap.agent_color),
     )
 
@@ -300,9 +309,10 @@ def wait_reply(
     cut_short = shutting_down and not ready
     fields = _fields(snap, status, seat, condition.wait_for_human, cut_short)
     guide = _guide(snap.fen, snap.agent_color) if fields["agent_may_move"] else None
+    human = human_presence(snap)
     if cut_short:
-        return fit(WaitReply(**fields, evaluation_guide=guide, shutting_down=True))
-    return fit(WaitReply(**fields, evaluation_guide=guide))
+        return fit(WaitReply(**fields, human=human, evaluation_guide=guide, shutting_down=True))
+    return fit(WaitReply(**fields, human=human, evaluation_guide=guide))
 
 
 def _abandoned_reply(waited_on: Snapshot, now: Snapshot, seat: Seat) -> WaitReply:
@@ -320,7 +330,7 @@ def _abandoned_reply(waited_on: Snapshot, now: Snapshot, seat: Seat) -> WaitRepl
         f"Game {old} is over. To play game {new}, call wait_for_turn with wait_for_human"
         " true: it answers once the human has chosen sides. Otherwise stop.",
     )
-    return WaitReply(**fields, evaluation_guide=None)
+    return WaitReply(**fields, human=human_presence(now), evaluation_guide=None)
 
 
 def reply_size(reply: msgspec.Struct) -> int:

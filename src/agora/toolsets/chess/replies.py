@@ -42,7 +42,7 @@ PROTOCOL_VERSION: Final = "agora-chess/3"
 #: The most bytes (compact UTF-8 JSON) of a ``move_piece`` or ``wait_for_turn`` reply.
 REPLY_BUDGET: Final = 1500
 #: Legal moves up to which `REPLY_BUDGET` holds in every position, with room to spare (real
-#: games stay far below; the 218-move maximum answers at most about 1,720 bytes).
+#: games stay far below; the 218-move maximum answers at most about 1,780 bytes).
 BUDGET_LEGAL_MOVES: Final = 100
 
 StatusCode = Literal[
@@ -114,6 +114,19 @@ class Ownership(msgspec.Struct, frozen=True, rename="camel"):
     black: Role | None
 
 
+#: Whether the human is at the table now (kept in memory: a restart forgets it until their
+#: page reconnects, which it does by itself).
+HumanSeat = Annotated[
+    Literal["connected", "away", "absent"],
+    msgspec.Meta(
+        description="Whether the human is at the table: connected (their page is open and"
+        " live now), away (they came since the server started, but no page of theirs is"
+        " connected now; a closed page is noticed within about 40 seconds) or absent (no"
+        " sign of them since the server started: the seat is empty)."
+    ),
+]
+
+
 class GameResult(msgspec.Struct, frozen=True, rename="camel"):
     """How the game ended. ``score`` is PGN's; ``*`` means abandoned for a new game."""
 
@@ -164,11 +177,13 @@ class JoinReply(GameReply, frozen=True):
 
 
 class BoardReply(GameReply, frozen=True):
-    """``get_board``: the board with pieces by square, history, ownership and the guide."""
+    """``get_board``: the board with pieces by square, history, ownership, whether the human
+    is at the table, and the guide."""
 
     history: str
     pieces: dict[str, str]
     ownership: Ownership
+    human: HumanSeat
     evaluation_guide: EvaluationGuide
 
 
@@ -177,13 +192,15 @@ class MoveReply(GameReply, frozen=True):
 
 
 class WaitReply(GameReply, frozen=True):
-    """``wait_for_turn``: the board, with the evaluation guide when the agent may move.
+    """``wait_for_turn``: the board and whether the human is at the table, with the
+    evaluation guide when the agent may move.
 
     ``shuttingDown`` is only there (and true) on a WAIT_TIMEOUT that the server's graceful
     shutdown cut short: this connection is going away, so the agent reconnects before it
     waits again, rather than calling again at once as after a real timeout.
     """
 
+    human: HumanSeat
     evaluation_guide: EvaluationGuide | None
     shutting_down: Annotated[
         Literal[True] | msgspec.UnsetType,

@@ -32,6 +32,7 @@ from agora.toolsets.chess.commands import (
     OfferDraw,
     Resign,
     Tokens,
+    TrackPage,
 )
 from agora.toolsets.chess.game import Game, PlayedMove, Result
 from agora.toolsets.chess.stored import replay
@@ -70,6 +71,11 @@ class Snapshot(msgspec.Struct, frozen=True):
     declined_ply: int | None = None
     #: The moves played at each of the human's draw offers (`Game.human_offers`).
     human_offers: tuple[int, ...] = ()
+    #: The human has come to the table in this server process: a page with the human token
+    #: connected, or the human acted.
+    human_seated: bool = False
+    #: A page with the human token has its live stream open now.
+    human_connected: bool = False
 
 
 def _not_found(name: str) -> ChessError:
@@ -96,6 +102,10 @@ class ChessTable:
         #: memory only (the row's ``agent_seen_at`` only records when an agent last arrived).
         self.agent_seen: float | None = None
         self._mono = 0.0
+        #: The human's pages with their live stream open (`TrackPage`), and whether the
+        #: human came at all: in memory only, as the agent's presence is.
+        self.human_pages = 0
+        self.human_came = False
 
     # -- the Entity protocol ----------------------------------------------------------------
 
@@ -137,6 +147,8 @@ class ChessTable:
             and cached.version == self.row.version
             and cached.game_number == self.game.number
             and cached.agent_present == present
+            and cached.human_seated == self.human_came
+            and cached.human_connected == (self.human_pages > 0)
         ):
             return cached
         game = self.game
@@ -154,6 +166,8 @@ class ChessTable:
             result=game.result,
             agent_present=present,
             agent_token=self.row.agent_token,
+            human_seated=self.human_came,
+            human_connected=self.human_pages > 0,
         )
         return self._snapshot
 
@@ -191,10 +205,16 @@ class ChessTable:
             return Effects(reply=err, writes=announced.writes, changed=True)
         return self._changed(sql.insert_move(self.name, self.game.number, played))
 
+    @commands.on(TrackPage)
+    def _track_page(self, command: TrackPage, at: str) -> Effects:
+        self._check_human(command.token)
+        self.human_pages = max(0, self.human_pages + (1 if command.connected else -1))
+        # No version bump and nothing to store: presence is not part of the game.
+        return Effects(reply=self.snapshot(), changed=True)
+
     @commands.on(HumanCommand)
     def _human(self, command: HumanCommand, at: str) -> Effects:
-        if not self._token_ok(command.token):
-            raise ChessError("FORBIDDEN", "only the human's page, with its token, may do this.")
+        self._check_human(command.token)
         game = self.game
         match command:
             case ChooseSide(agent_color=color):
@@ -237,6 +257,12 @@ class ChessTable:
         writes = [sql.insert_table(self.row), sql.insert_game(self.name, self.game, at)]
         reply = Tokens(command.token, command.agent_token)
         return Effects(reply=reply, writes=writes, changed=True)
+
+    def _check_human(self, token: str) -> None:
+        """Refuse a caller without the human token; note that the human came."""
+        if not self._token_ok(token):
+            raise ChessError("FORBIDDEN", "only the human's page, with its token, may do this.")
+        self.human_came = True
 
     def _check_agent(self, token: str | None) -> None:
         """Refuse a caller without this table's current agent token."""

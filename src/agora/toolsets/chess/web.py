@@ -29,6 +29,7 @@ built from data.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import re
 import secrets
@@ -38,7 +39,9 @@ from typing import TYPE_CHECKING, Final
 import chess
 import chess.svg
 import msgspec
+import trio
 
+from agora.errors import ActorStopped
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.guard import NUL_TEXT, nul_field
 from agora.toolsets.chess import bodies, page
@@ -52,6 +55,7 @@ from agora.toolsets.chess.commands import (
     OfferDraw,
     Resign,
     Tokens,
+    TrackPage,
 )
 from agora.toolsets.chess.pgn import game_pgn
 from agora.toolsets.chess.table import KIND, Snapshot, past_game
@@ -59,7 +63,7 @@ from agora.toolsets.chess.terms import ChessError
 from agora.web.http import VIEWPORT, EventStream, Request, Response, Route, wants_html
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable
+    from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 
     from agora.runtime.registry import Runtime
 
@@ -232,10 +236,12 @@ async def events(request: Request, runtime: Runtime) -> Response | EventStream:
         return Response.error(404, "no such table")
     try:
         await runtime.call(KIND, table, Look())
-        human = await _is_human(runtime, table, request.query.get("token"))
+        token = request.query.get("token")
+        human = await _is_human(runtime, table, token)
     except ChessError as err:
         return _refusal(err)
-    return EventStream(_stream(runtime, table, human), [("Cache-Control", "no-store")])
+    seat = token if human else None
+    return EventStream(_stream(runtime, table, seat), [("Cache-Control", "no-store")])
 
 
 def _news(sent: tuple[int, bool] | None) -> Callable[[Snapshot], bool]:
@@ -244,8 +250,28 @@ def _news(sent: tuple[int, bool] | None) -> Callable[[Snapshot], bool]:
 
 
 async def _stream(
-    runtime: Runtime, table: str, human: bool
+    runtime: Runtime, table: str, token: str | None
 ) -> AsyncIterator[tuple[str | None, str]]:
+    """The page's events; a human's stream (``token``) counts as their page at the table
+    (`TrackPage`) from its first event until it ends, however it ends."""
+    if token is not None:
+        try:
+            await runtime.call(KIND, table, TrackPage(token, connected=True))
+        except ChessError:
+            return
+    try:
+        async with contextlib.aclosing(_events(runtime, table, human=token is not None)) as out:
+            async for event in out:
+                yield event
+    finally:
+        if token is not None:  # also when cancelled (the page went away): the count drops
+            with trio.CancelScope(shield=True), contextlib.suppress(ChessError, ActorStopped):
+                await runtime.call(KIND, table, TrackPage(token, connected=False))
+
+
+async def _events(
+    runtime: Runtime, table: str, *, human: bool
+) -> AsyncGenerator[tuple[str | None, str], None]:
     sent: tuple[int, bool] | None = None
     while not runtime.closing:
         news = _news(sent)
