@@ -48,6 +48,8 @@ _MOVE_FIELDS: Final = frozenset({"from", "to", "promotion", "note"})
 #: into ``to`` is the usual case).
 _SQUARE_WORDS: Final = (
     "is not a square: a square is two characters, a file a-h then a rank 1-8, like e4."
+)
+_PROMOTION_WORDS: Final = (
     " A promotion piece is not part of the square: send it in promotion (q, r, b or n),"
     ' e.g. {"from": "a7", "to": "a8", "promotion": "q"}.'
 )
@@ -66,7 +68,8 @@ def issue_rejection(
 def _describe(issue: ValidationIssue) -> str:
     """One issue in words; a square's broken pattern says what a square is."""
     if issue.rule == "pattern" and issue.path and issue.path[0] in ("from", "to"):
-        return f"argument '{issue.field}' {_SQUARE_WORDS}"
+        promotion = _PROMOTION_WORDS if issue.path[0] == "to" else ""
+        return f"argument '{issue.field}' {_SQUARE_WORDS}{promotion}"
     return issue.describe()
 
 
