@@ -22,6 +22,7 @@ from agora.errors import ProtocolError
 from agora.mcp import jsonrpc as rpc
 from agora.mcp import listen
 from agora.mcp.session import Answer, Cancel, Invoke, Send, Session
+from agora.server.asking import Asking
 from agora.server.channel import ChannelCall
 from agora.server.failed import reply_failed
 from agora.server.outcome import outcome
@@ -51,8 +52,6 @@ SHUTTING_DOWN_MESSAGE = (
 SHUTTING_DOWN_INITIALIZE = (
     "the server is shutting down: no new session is opened now; connect again once it is back"
 )
-#: How long a server-to-client request (sampling, elicitation) may wait for its answer.
-CLIENT_REQUEST_TIMEOUT = 120.0
 #: Stand in the table for a worker's call (never entered, so cancelling one changes nothing):
 #: handed to a worker but cancelled before it began, and having its reply sent. A call
 #: handed to a worker and not yet begun is None there, not a scope of its own made per call
@@ -100,8 +99,7 @@ class Connection:
         self._calls: dict[rpc.RequestId, trio.CancelScope | None] = {}
         # Made when first needed: most sessions never ask the client anything and subscribe
         # to nothing, and a parked agent's session should cost no empty containers.
-        self._pending: dict[rpc.RequestId, tuple[trio.Event, list[rpc.Response]]] | None = None
-        self._asked = 0  # requests sent to the client so far
+        self._asking: Asking | None = None
         self._updates: dict[str, None] | None = None  # changed URIs not yet notified, in order
         self._notifying = False
         self._finished: trio.Event | None = None  # see `wait_finished`
@@ -138,11 +136,8 @@ class Connection:
                 case Cancel(rid):
                     self._cancel(rid)
                 case Answer(response):
-                    pending = self._pending
-                    waiting = pending.get(response.id) if pending is not None else None
-                    if waiting is not None:
-                        waiting[1].append(response)
-                        waiting[0].set()
+                    if self._asking is not None:
+                        self._asking.answer(response)
 
     async def feed_bytes(self, data: bytes | str) -> None:
         """Decode and handle one message; answer a malformed one with a JSON-RPC error."""
@@ -335,26 +330,9 @@ class Connection:
         self, method: str, params: dict[str, Any], related: rpc.RequestId | None
     ) -> Any:
         """Send a request to the client; wait for its response (see `ClientChannel`)."""
-        self._asked += 1
-        rid = f"agora-{self._asked}"
-        pending = self._pending
-        if pending is None:
-            pending = self._pending = {}
-        done: trio.Event = trio.Event()
-        box: list[rpc.Response] = []
-        pending[rid] = (done, box)
-        try:
-            await self._emit(rpc.request(rid, method, params), related)
-            with trio.move_on_after(CLIENT_REQUEST_TIMEOUT):
-                await done.wait()
-        finally:
-            del pending[rid]
-        if not box:
-            raise ProtocolError(rpc.INTERNAL_ERROR, f"the client did not answer {method}")
-        if box[0].error is not None:
-            err = box[0].error
-            raise ProtocolError(int(err.get("code", rpc.INTERNAL_ERROR)), str(err.get("message")))
-        return box[0].result
+        if self._asking is None:
+            self._asking = Asking()
+        return await self._asking.ask(self._emit, method, params, related)
 
     def cancel_all(self) -> None:
         """Cancel every call in flight and end every listen stream (the peer went away)."""
