@@ -16,8 +16,8 @@ import threading
 import pytest
 
 from agora.errors import ProtocolError
+from agora.mcp import batch
 from agora.mcp import jsonrpc as rpc
-from agora.transports import batch
 
 
 def _ping(params: str, rid: int = 1) -> bytes:
@@ -87,12 +87,12 @@ def test_brackets_that_do_not_pair_up_are_left_to_the_decoder(decoded):
 
 def test_a_batch_is_counted_whole_before_it_is_decoded():
     wide = '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":[' + ",".join(["[]"] * 30_000)
-    assert batch.parse(f"[{wide}]}}}}]".encode()) == (
-        "message holds more than 20000 arrays and objects"
-    )
-    messages = batch.parse(b'[{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":[[]]}}]')
-    assert isinstance(messages, list)
-    assert isinstance(messages[0], rpc.Request)
+    refused = batch.parse(f"[{wide}]}}}}]".encode())
+    assert isinstance(refused, dict)
+    assert refused["error"]["message"] == "message holds more than 20000 arrays and objects"
+    parsed = batch.parse(b'[{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":[[]]}}]')
+    assert isinstance(parsed, batch.Batch)
+    assert isinstance(parsed.messages[0], rpc.Request)
 
 
 def test_escaped_backslashes_and_quotes_end_a_string_where_json_does(decoded):

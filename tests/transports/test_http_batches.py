@@ -109,9 +109,7 @@ async def test_a_later_revision_still_refuses_batches(clock, version):
 
 BAD_BATCHES = [
     pytest.param([], "non-empty", id="empty"),
-    pytest.param([PING, INITIALIZE], "initialize must not be part of a batch", id="initialize"),
     pytest.param([PING, PING], "repeated", id="repeated-id"),
-    pytest.param([PING, {"jsonrpc": "1.0", "id": 9, "method": "ping"}], "element 1", id="bad"),
 ]
 
 
@@ -153,3 +151,42 @@ async def test_a_cancelled_call_of_a_batch_still_completes_its_json_array(clock)
             answers = {item["id"]: item for item in answer["reply"].json()}
             assert answers[5]["result"] == {}
             assert answers[10]["error"]["code"] == -32800
+
+
+BAD_ELEMENTS = [
+    pytest.param(INITIALIZE, 0, "initialize must not be part of a batch", id="initialize"),
+    pytest.param({"jsonrpc": "1.0", "id": 9, "method": "ping"}, 9, "element 1", id="with-id"),
+    pytest.param({"jsonrpc": "2.0", "method": 3}, None, "element 1", id="no-id"),
+    pytest.param(7, None, "element 1", id="not-an-object"),
+]
+
+
+@pytest.mark.parametrize(("bad", "rid", "said"), BAD_ELEMENTS)
+async def test_a_bad_element_of_a_batch_gets_its_own_error_and_the_rest_runs(clock, bad, rid, said):
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            async with RawHttp.open(server.port) as client:
+                session = await open_at(client, "2025-03-26")
+                reply = await post_batch(client, [PING, bad, call("echo", 6)], session)
+                assert reply.status == 200, reply
+                answers = reply.json()
+                assert len(answers) == 3
+                (error,) = [answer for answer in answers if "error" in answer]
+                assert error["id"] == rid
+                assert error["error"]["code"] == -32600
+                assert said in error["error"]["message"]
+                ids = {answer["id"] for answer in answers if "result" in answer}
+                assert ids == {5, 6}
+
+
+async def test_a_batch_of_a_notification_and_a_bad_element_gets_the_error_alone(clock):
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            async with RawHttp.open(server.port) as client:
+                session = await open_at(client, "2025-03-26")
+                notice = {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}
+                reply = await post_batch(client, [notice, {"jsonrpc": "2.0"}], session)
+                assert reply.status == 200, reply
+                (error,) = reply.json()
+                assert error["id"] is None
+                assert error["error"]["code"] == -32600

@@ -1,30 +1,28 @@
 """JSON-RPC batches on a Streamable HTTP session negotiated at MCP 2025-03-26.
 
-That revision says implementations "MUST support receiving JSON-RPC batches" (2025-06-18
-removed them; a session at a later revision, and anything without a session, still gets 400).
-A POST body that is an array is served as the revision's transport says:
+A session at a later revision, and anything without a session, still gets 400 for a batch.
+What a batch holds is `agora.mcp.batch.parse`'s to say (stdio and WebSocket serve the same,
+`agora.server.batches`). A POST body that is an array is served as the revision's transport
+says:
 
-- only notifications and responses: each is handled in order, then 202 with no body;
+- no requests: each message is handled in order, then 202 with no body, or 200 with the
+  errors of the elements that are not valid messages as a JSON array;
 - with requests: each call runs in the session (not in the POST's task: one may wait on
-  another, or on the client) and writes its answer into one stream shared by the batch. If
-  nothing but the answers comes before the last of them, the POST gets them as one JSON array
-  (200); once a call sends anything else first (progress, a log, a request to the client),
-  the POST gets the stream instead (SSE, resumable as any), which carries every answer.
+  another, or on the client) and writes its answer into one stream shared by the batch, which
+  starts with the errors of the invalid elements. If nothing but the answers comes before the
+  last of them, the POST gets them as one JSON array (200); once a call sends anything else
+  first (progress, a log, a request to the client), the POST gets the stream instead (SSE,
+  resumable as any), which carries every answer.
 
-A batch is checked whole before any of it runs: an empty or malformed batch, an element that
-is not a valid message, an ``initialize`` (which "MUST NOT be part of a JSON-RPC batch"), or
-a request id repeated or already in flight refuses it all (400, a JSON-RPC error without an
-id), so that no half of a batch runs while the client is told it failed. At most `MAX_BATCH`
-messages: one stream keeps `agora.transports.sse.MAX_EVENTS` events for resumption.
+A batch that `parse` refuses whole, or whose request id is already in flight, gets 400 and
+one JSON-RPC error without an id, before any of it runs.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import msgspec
-
-from agora.errors import ProtocolError
+from agora.mcp import batch
 from agora.mcp import jsonrpc as rpc
 from agora.web.http import EventStream, Response
 
@@ -34,47 +32,7 @@ if TYPE_CHECKING:
     from agora.transports.http_session import HttpSession
     from agora.transports.sse import EventBuffer
 
-__all__ = ["MAX_BATCH", "VERSION", "exchange", "is_batch"]
-
-#: The one revision whose sessions take batches.
-VERSION = "2025-03-26"
-#: Most messages in one batch.
-MAX_BATCH = 256
-
-
-def is_batch(body: bytes) -> bool:
-    """Whether a POST body is a JSON array (its first character other than white space)."""
-    return body[:64].lstrip()[:1] == b"["
-
-
-def parse(body: bytes) -> list[rpc.Message] | str:
-    """The messages of a batch, or what is wrong with it (the whole batch is refused)."""
-    try:
-        rpc.check_shape(body, outer=1)  # (the messages are the batch's level 2)
-        items = msgspec.json.decode(body)
-    except ProtocolError as exc:
-        return exc.message
-    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
-        return f"parse error: {exc}"
-    if not isinstance(items, list) or not items:
-        return "a batch must be a non-empty JSON array"
-    if len(items) > MAX_BATCH:
-        return f"a batch holds at most {MAX_BATCH} messages"
-    messages: list[rpc.Message] = []
-    ids: set[rpc.RequestId] = set()
-    for n, item in enumerate(items):
-        try:
-            msg = rpc.parse(item, walk=False)
-        except ProtocolError as exc:
-            return f"batch element {n}: {exc.message}"
-        if isinstance(msg, rpc.Request):
-            if msg.method == "initialize":
-                return "initialize must not be part of a batch"
-            if msg.id in ids:
-                return f"batch element {n}: request id {msg.id!r} is repeated"
-            ids.add(msg.id)
-        messages.append(msg)
-    return messages
+__all__ = ["exchange"]
 
 
 async def exchange(
@@ -83,21 +41,21 @@ async def exchange(
     stream: Callable[[HttpSession, EventBuffer, int], EventStream],
 ) -> Response | EventStream:
     """Serve batch ``body`` in ``session``; ``stream`` makes the SSE answer of a buffer."""
-    messages = parse(body)
-    if isinstance(messages, str):
-        return Response.json(rpc.error(None, rpc.INVALID_REQUEST, messages), 400)
-    requests = [msg.id for msg in messages if isinstance(msg, rpc.Request)]
+    parsed = batch.parse(body)
+    if isinstance(parsed, dict):
+        return Response.json(parsed, 400)
+    requests = parsed.requests
     if any(rid in session.replies for rid in requests):
         refused = rpc.error(None, rpc.INVALID_REQUEST, "a request id of the batch is in flight")
         return Response.json(refused, 400)
-    buf = session.open_batch(requests) if requests else None
+    buf = session.open_batch(requests, parsed.errors) if requests else None
     hangups = buf.hangups if buf is not None else 0
-    for msg in messages:
+    for msg in parsed.messages:
         await session.conn.feed(msg)
         if isinstance(msg, rpc.Notification) and msg.method == "notifications/cancelled":
             session.cancelled(msg.params.get("requestId"))
     if buf is None:
-        return Response(202)
+        return Response.json(parsed.errors) if parsed.errors else Response(202)
     answers = buf.answers
     assert answers is not None
     # JSON while nothing but answers came; the stream once anything else does.

@@ -86,12 +86,14 @@ class HttpSession:
             self.replies[rid] = buf
         return buf
 
-    def open_batch(self, rids: list[rpc.RequestId]) -> EventBuffer:
-        """A new resumable stream for the answers of a batch's requests ``rids``
-        (`agora.transports.batch`): it ends with the last of them."""
+    def open_batch(self, rids: list[rpc.RequestId], errors: list[dict[str, Any]]) -> EventBuffer:
+        """A new resumable stream for the answers of a batch (`agora.transports.batch`):
+        ``errors`` first, then those of its requests ``rids``; it ends with the last."""
         buf = self.open_buffer(None)
         buf.answers = []
-        buf.expected = len(rids)
+        buf.expected = len(rids) + len(errors)
+        for error in errors:
+            _answer(buf, rpc.encode(error).decode(), error["error"]["code"])
         for rid in rids:
             self.replies[rid] = buf
         return buf

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 import trio
 
 from agora.errors import ProtocolError
+from agora.mcp import batch
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.listen import LISTEN
 from agora.mcp.session import (
@@ -34,7 +35,8 @@ from agora.mcp.session import (
     META_VERSION,
     MODERN_VERSIONS,
 )
-from agora.transports import batch, modern_notices
+from agora.transports import modern_notices
+from agora.transports.batch import exchange as exchange_batch
 from agora.transports.guard import mcp_post_refusal
 from agora.transports.http_session import SHUTDOWN, HttpSession
 from agora.transports.session_table import SessionTable
@@ -210,7 +212,7 @@ class StreamableHTTP:
             return found
         if found.session.protocol_version != batch.VERSION:
             return None
-        return await batch.exchange(found, req.body, self._stream)
+        return await exchange_batch(found, req.body, self._stream)
 
     async def _initialize(
         self,
