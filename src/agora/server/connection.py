@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from agora.errors import ProtocolError
+from agora.mcp import batch, listen
 from agora.mcp import jsonrpc as rpc
-from agora.mcp import listen
 from agora.mcp.session import Answer, Cancel, Invoke, Send, Session
 from agora.server.asking import Asking
+from agora.server.batches import BatchReplies, feed_batch
 from agora.server.channel import ChannelCall
 from agora.server.failed import reply_failed
 from agora.server.outcome import outcome
@@ -63,6 +64,8 @@ _REPLYING = trio.CancelScope()
 class Connection:
     """One session's calls in flight, on one nursery.
 
+    A 2025-03-26 session takes JSON-RPC batches (`feed_bytes`, `agora.server.batches`).
+
     The nursery may outlive the connection (a WebSocket's calls run in the server's, so a
     parked one costs no nursery of its own): the transport then calls `cancel_all` and
     `wait_finished` before it lets go of its stream, and a reply that cannot be sent is
@@ -70,6 +73,9 @@ class Connection:
     that nursery, `agora.server.workers`), a call starts in an idle worker rather than a
     task of its own.
     """
+
+    #: Holds back the answers of batches (made when the first one comes, `feed_batch`).
+    _batches: BatchReplies | None = None
 
     def __init__(
         self,
@@ -140,7 +146,11 @@ class Connection:
                         self._asking.answer(response)
 
     async def feed_bytes(self, data: bytes | str) -> None:
-        """Decode and handle one message; answer a malformed one with a JSON-RPC error."""
+        """Decode and handle one message (or a batch, in a 2025-03-26 session); answer a
+        malformed one with a JSON-RPC error."""
+        if self.session.protocol_version == batch.VERSION and batch.is_batch(data):
+            await feed_batch(self, data)
+            return
         try:
             msg = rpc.decode(data)
         except ProtocolError as exc:
@@ -306,6 +316,8 @@ class Connection:
     def _ended(self, inv: Invoke) -> None:
         self.app.call_finished()
         del self._calls[inv.id]
+        if self._batches is not None:  # (after its answer, if it had one: then a no-op)
+            self._batches.unanswered(inv.id)
         self.session.ended(inv.id)
         if not self._calls and self._finished is not None:
             self._finished.set()
