@@ -2,7 +2,11 @@
 `Asking` per connection that ever asks, holding those that wait for their answers.
 
 A call asks through `agora.server.channel.ClientChannel.request`; the client's responses
-come back through `agora.server.connection.Connection.feed`. Nothing here knows about tools.
+come back through `agora.server.connection.Connection.feed`. A request the server gives up
+on (no answer within `CLIENT_REQUEST_TIMEOUT`, a handler's own shorter wait running out as
+the router's for ``roots/list`` does, the call that asked cancelled or ended) is withdrawn
+with ``notifications/cancelled``, as the side that abandons a request should send, so that
+the client stops working on it (a user stops being asked). Nothing here knows about tools.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ __all__ = ["CLIENT_REQUEST_TIMEOUT", "Asking"]
 
 #: How long a server-to-client request (sampling, elicitation) may wait for its answer.
 CLIENT_REQUEST_TIMEOUT = 120.0
+#: How long the ``notifications/cancelled`` of an abandoned request may take to send (the
+#: call that asked may be ending: its task waits, shielded, for no longer than this).
+WITHDRAW_SECONDS = 5.0
 
 
 class Asking:
@@ -58,15 +65,32 @@ class Asking:
         done = trio.Event()
         box: list[rpc.Response] = []
         self._pending[rid] = (done, box)
+        sent = False
         try:
             await emit(rpc.request(rid, method, params), related)
+            sent = True
             with trio.move_on_after(CLIENT_REQUEST_TIMEOUT):
                 await done.wait()
         finally:
             del self._pending[rid]
+            if sent and not box:
+                await _withdraw(emit, rid, method, related)
         if not box:
             raise ProtocolError(rpc.INTERNAL_ERROR, f"the client did not answer {method}")
         if box[0].error is not None:
             err = box[0].error
             raise ProtocolError(int(err.get("code", rpc.INTERNAL_ERROR)), str(err.get("message")))
         return box[0].result
+
+
+async def _withdraw(
+    emit: Callable[[dict[str, Any], rpc.RequestId | None], Awaitable[None]],
+    rid: rpc.RequestId,
+    method: str,
+    related: rpc.RequestId | None,
+) -> None:
+    """Tell the client that the server no longer waits for its answer to request ``rid``."""
+    reason = f"the server stopped waiting for the answer to {method}"
+    notice = rpc.notification("notifications/cancelled", {"requestId": rid, "reason": reason})
+    with trio.CancelScope(shield=True), trio.move_on_after(WITHDRAW_SECONDS):
+        await emit(notice, related)
