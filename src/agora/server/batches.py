@@ -94,10 +94,10 @@ async def feed_batch(conn: Connection, data: bytes | str) -> None:
         return
     errors = [rpc.encode(error) for error in parsed.errors]
     if requests:
-        replies = conn._batches
-        if replies is None:
-            replies = conn._batches = BatchReplies(conn._emit, conn._nursery)
-            conn._emit = replies
+        replies = conn._emit
+        if not isinstance(replies, BatchReplies):
+            replies = conn._emit = BatchReplies(conn._emit, conn._nursery)
+            conn._unanswered = replies.unanswered
         replies.open(requests, errors)
     elif errors:
         await conn._emit(batch.joined(errors), None)

@@ -23,7 +23,7 @@ from agora.mcp import batch, listen
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.session import Answer, Cancel, Invoke, Send, Session
 from agora.server.asking import Asking
-from agora.server.batches import BatchReplies, feed_batch
+from agora.server.batches import feed_batch
 from agora.server.channel import ChannelCall
 from agora.server.failed import reply_failed
 from agora.server.outcome import outcome
@@ -39,6 +39,9 @@ log = logging.getLogger(__name__)
 Emit = Callable[[dict[str, Any], rpc.RequestId | None], Awaitable[None]]
 #: Ends the transport stream of a request's messages so the client can resume it later.
 Hangup = Callable[[rpc.RequestId], None]
+#: Told of a request that ended without an answer (its call or listen stream was cancelled,
+#: and a cancelled request gets none): the transport ends what waited for the answer.
+Unanswered = Callable[[rpc.RequestId], None]
 
 #: Requests after which the runtime's resource hub learns the session's subscriptions.
 SUBSCRIPTION_METHODS = frozenset({"resources/subscribe", "resources/unsubscribe"})
@@ -64,8 +67,6 @@ _REPLYING = trio.CancelScope()
 class Connection:
     """One session's calls in flight, on one nursery.
 
-    A 2025-03-26 session takes JSON-RPC batches (`feed_bytes`, `agora.server.batches`).
-
     The nursery may outlive the connection (a WebSocket's calls run in the server's, so a
     parked one costs no nursery of its own): the transport then calls `cancel_all` and
     `wait_finished` before it lets go of its stream, and a reply that cannot be sent is
@@ -74,8 +75,8 @@ class Connection:
     task of its own.
     """
 
-    #: Holds back the answers of batches (made when the first one comes, `feed_batch`).
-    _batches: BatchReplies | None = None
+    #: See `Unanswered`: the transport's, or that of the `BatchReplies` of `feed_batch`.
+    _unanswered: Unanswered | None = None
 
     def __init__(
         self,
@@ -87,6 +88,7 @@ class Connection:
         principal: Principal,
         endpoint: Mapping[str, str],
         hangup: Hangup | None = None,
+        unanswered: Unanswered | None = None,
         workers: Workers | None = None,
         local_client: bool = False,
     ) -> None:
@@ -98,6 +100,8 @@ class Connection:
         self.endpoint = endpoint
         self._emit = emit
         self._hangup = hangup
+        if unanswered is not None:  # (else the class's None: no entry per connection)
+            self._unanswered = unanswered
         self._nursery = nursery
         # Calls start in an idle worker of the nursery when the transport has a pool.
         self._workers = workers
@@ -238,6 +242,8 @@ class Connection:
         listens = self.session.listens
         if listens and listens.pop(rid, None) is not None:
             self.app.runtime.resources.watch(self, self.session.watched())
+            if self._unanswered is not None:
+                self._unanswered(rid)
         elif rid in self._calls:
             scope = self._calls[rid]
             if scope is None:
@@ -316,8 +322,10 @@ class Connection:
     def _ended(self, inv: Invoke) -> None:
         self.app.call_finished()
         del self._calls[inv.id]
-        if self._batches is not None:  # (after its answer, if it had one: then a no-op)
-            self._batches.unanswered(inv.id)
+        # (A no-op after its answer; a listen stream it opened is answered when it ends.)
+        listens = self.session.listens
+        if self._unanswered is not None and not (listens and inv.id in listens):
+            self._unanswered(inv.id)
         self.session.ended(inv.id)
         if not self._calls and self._finished is not None:
             self._finished.set()
@@ -360,6 +368,7 @@ class Connection:
         would leave frozen until its thaw; cut, both die by reference counting at once."""
         self._emit = _dropped
         self._hangup = None
+        self._unanswered = None
 
     def end_listens(self) -> None:
         """End every listen stream gracefully (shutdown): each gets its result, from a task

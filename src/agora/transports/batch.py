@@ -52,8 +52,6 @@ async def exchange(
     hangups = buf.hangups if buf is not None else 0
     for msg in parsed.messages:
         await session.conn.feed(msg)
-        if isinstance(msg, rpc.Notification) and msg.method == "notifications/cancelled":
-            session.cancelled(msg.params.get("requestId"))
     if buf is None:
         return Response.json(parsed.errors) if parsed.errors else Response(202)
     answers = buf.answers
@@ -61,7 +59,7 @@ async def exchange(
     # JSON while nothing but answers came; the stream once anything else does.
     while not (buf.closed or buf.hangups != hangups or len(buf.events) > len(answers)):
         await buf.signal().wait()
-    if buf.closed and len(buf.events) == len(answers):
+    if buf.closed and answers and len(buf.events) == len(answers):
         session.streams.pop(buf.stream_id, None)
         return Response(200, ("[" + ",".join(answers) + "]").encode(), "application/json")
     return stream(session, buf, hangups)

@@ -52,6 +52,7 @@ class HttpSession:
             principal=principal,
             endpoint=endpoint.params,
             hangup=self.hangup,
+            unanswered=self.unanswered,
         )
         self.replies: dict[rpc.RequestId, EventBuffer] = {}
         self.streams: dict[str, EventBuffer] = {}
@@ -134,21 +135,25 @@ class HttpSession:
             if rid in self.early:
                 self.early.pop(rid)()
 
-    def cancelled(self, rid: object) -> None:
-        """End the response of a call the client cancelled: a cancelled call sends no result.
+    def unanswered(self, rid: rpc.RequestId) -> None:
+        """End the response of ``rid``, which ended without an answer: the client cancelled
+        it (``notifications/cancelled``, or a 2026-07-28 client's hang-up), and the receiver
+        of a cancelled request should not answer it (basic/utilities/cancellation).
 
-        A POST still waiting for its JSON answer gets a "request cancelled" error (an HTTP
-        response needs a body); an SSE stream just ends.
+        Its stream ends without a response, after what the call sent before (a request of its
+        own it withdrew, say). A POST still waiting to answer with plain JSON gets that SSE
+        stream too: a POST with a request must be answered with JSON or a stream, and only
+        the stream can end with no JSON-RPC response in it. A batch's answers go without it.
         """
-        if not isinstance(rid, str | int):
-            return
         buf = self.replies.pop(rid, None)
-        if buf is None:
+        if buf is None:  # answered already, or not a request of this session's streams
             return
-        if not buf.events or buf.answers is not None:  # (a batch's JSON array needs it too)
-            data = rpc.encode(rpc.error(rid, rpc.REQUEST_CANCELLED, "request cancelled"))
-            _answer(buf, data.decode(), rpc.REQUEST_CANCELLED)
-        else:
+        if buf.answers is None:
+            buf.close()
+            return
+        buf.expected -= 1
+        if len(buf.answers) >= buf.expected:
+            buf.final = buf.answers[-1] if buf.answers else None
             buf.close()
 
     def idle_since(self, cutoff: float) -> bool:

@@ -198,9 +198,7 @@ class StreamableHTTP:
         if isinstance(found, Response):
             return found
         if not isinstance(msg, rpc.Request):
-            await found.conn.feed(msg)
-            if isinstance(msg, rpc.Notification) and msg.method == "notifications/cancelled":
-                found.cancelled(msg.params.get("requestId"))
+            await found.conn.feed(msg)  # (a cancelled call's POST ends as it ends: unanswered)
             return Response(202)
         return await self._exchange(found, msg, link)
 
@@ -379,9 +377,9 @@ class StreamableHTTP:
 
 
 def _cancelled(session: HttpSession, rid: rpc.RequestId) -> None:
-    """The client of 2026-07-28 request ``rid`` hung up: cancel its call, end its response."""
+    """The client of 2026-07-28 request ``rid`` hung up: cancel its call, which ends its
+    response (`HttpSession.unanswered`)."""
     session.conn.cancel(rid)
-    session.cancelled(rid)
 
 
 def _is_modern(msg: rpc.Request, req: Request) -> bool:
