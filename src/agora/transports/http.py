@@ -93,8 +93,6 @@ class HttpConnection(Responder):
         #: The session of this connection's 2026-07-28 requests (`streamable.Link.modern`):
         #: their calls share one ``call.connection``, which ends with the connection.
         self.modern: HttpSession | None = None
-        #: Ends the watch for the client's hang-up (`watch_hangup`), if one runs.
-        self.watching: trio.CancelScope | None = None
 
     async def serve(self) -> None:
         """Serve requests until the peer closes, misbehaves, idles, or upgrades (see

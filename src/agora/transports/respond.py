@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -21,6 +22,9 @@ from agora.logsafe import peer_name
 from agora.transports import http1
 from agora.transports.sse import format_event
 from agora.web.http import EventStream, Request, Response, error_response
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +71,8 @@ class Responder:
         #: The current request is a HEAD: its response has a head and no body (RFC 9110,
         #: 9.3.2), with the Content-Length the body would have had.
         self.head_only = False
+        #: Ends the watch for the client's hang-up (`watch_hangup`), if one runs.
+        self.watching: trio.CancelScope | None = None
 
     async def _write(self, data: bytes) -> None:
         """Send bytes; a peer that leaves them unread for ``send_timeout`` is dropped."""
@@ -153,6 +159,10 @@ class Responder:
         finally:
             self.early_done.set()
 
+    def watch_hangup(self, hung_up: Callable[[], None]) -> None:
+        """Call ``hung_up`` if the client closes the connection before the current request's
+        response is over; a connection that can tell overrides this (here: never)."""
+
     async def _stream(self, reply: EventStream, chunked: bool) -> bool:
         """Send an SSE response; whether the connection can carry another request."""
         # The stream's own Cache-Control, if it gives one (a page's no-store), replaces the
@@ -169,9 +179,17 @@ class Responder:
         try:
             if self.head_only:  # the head a GET would get, and no stream
                 return chunked
-            async for item in reply.events:
-                data = item if isinstance(item, bytes) else format_event(item[1], event=item[0])
-                await self._write(frame(data))
+            with trio.CancelScope() as gone:
+                # A page's stream would learn that its reader closed the connection only when
+                # a write failed: the second keep-alive after the hang-up (the first still
+                # fits the socket's buffer). An MCP call's stream is watched by its session.
+                if self.watching is None:
+                    self.watch_hangup(gone.cancel)
+                async for item in reply.events:
+                    data = item if isinstance(item, bytes) else format_event(item[1], event=item[0])
+                    await self._write(frame(data))
+            if gone.cancelled_caught:
+                return False  # nobody is left to read the last chunk
         finally:
             # Finish the source now (a stalled or vanished reader), not when it is collected.
             aclose = getattr(reply.events, "aclose", None)
