@@ -31,7 +31,7 @@ import trio
 from agora.errors import ActorStopped
 from agora.logsafe import loggable
 from agora.runtime.failures import InternalError, commit_failed
-from agora.runtime.guarding import RETRIES, GuardCounts, stamp
+from agora.runtime.guarding import GuardCounts, stamp
 from agora.runtime.handling import Handling
 from agora.runtime.park import Parked, Slot, Turn
 from agora.runtime.polls import fold
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_GROUP",
-    "RETRIES",
     "SIGNAL_LOG",
     "Actor",
     "GuardCounts",

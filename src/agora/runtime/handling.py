@@ -23,8 +23,7 @@ from agora.runtime.failures import (
     not_effects,
     unchanged,
 )
-from agora.runtime.guarding import RETRIES, stamp
-from agora.store.neutral import Busy, Conflict, Guard
+from agora.runtime.guarding import Reruns, busy, settle, stamp
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Sequence
@@ -73,6 +72,9 @@ class Handling:
 
         def signal(self, *, replace: bool = True, keys: Collection[str] | None = None) -> None:
             """`Actor.signal`."""
+
+        def forget_entity(self) -> None:
+            """`Actor.forget_entity`."""
 
     async def _load(self, group: list[tuple[Any, Slot]]) -> bool:
         """Load the entity if needed (unguarded stores); on failure fail the slots of
@@ -254,11 +256,13 @@ class Handling:
         when a long-poll re-runs after this node's own commit woke it. The reply then
         reflects the database at that moment, which lies within the call, so no write
         acknowledged elsewhere before the call began can be missing. A stale copy is reloaded
-        and `handle` re-run unseen (at most `RETRIES` times), then `Busy` (retryable).
+        and `handle` re-run unseen, after a short random pause, for as long as `Reruns`
+        allows, then `Busy` (retryable).
         """
         runtime = self.runtime
         kind, key = self.kind.kind, self.key
-        for _ in range(RETRIES + 1):
+        reruns = Reruns()
+        while True:
             seen = self.change
             fresh = self._entity is None
             try:
@@ -281,39 +285,20 @@ class Handling:
                 slot.fail(not_effects(entity_name(kind, key), command, effects))
                 return
             try:
-                if effects.writes:
-                    at = stamp()
-                    guard = [Guard(kind, key, self.version)]
-                    await runtime.store.write(effects.writes, guard, effects.updated)
-                    self.version += 1
-                    self.confirmed = at
-                elif (
-                    not fresh
-                    and self.confirmed <= slot.since
-                    and not getattr(self.kind, "lagging_reads", False)
-                ):
-                    at = stamp()
-                    versions = await runtime.store.probe([(kind, key)])
-                    if versions[(kind, key)] != self.version:
-                        self._entity = None
-                        runtime.guard.stale_reads += 1
-                        continue
-                    self.confirmed = at
-            except Conflict:
-                self._entity = None
-                runtime.guard.retried += 1
-                continue
+                current = await settle(self, effects, fresh, slot.since)
             except StoreError as exc:
                 slot.fail(self._commit_failed(exc))
                 return
             except BaseException:
                 self._entity = None
                 raise
-            self._released(effects, slot, seen)
-            return
-        self._entity = None
+            if current:
+                self._released(effects, slot, seen)
+                return
+            if not await reruns.another():
+                break
         runtime.guard.busy += 1
-        slot.fail(Busy(f"{kind} {key} kept changing elsewhere; nothing was changed, retry"))
+        slot.fail(busy(entity_name(kind, key)))
 
     @property
     def in_memory(self) -> bool:

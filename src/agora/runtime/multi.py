@@ -19,10 +19,11 @@ import trio
 
 from agora.errors import ActorStopped, StoreError
 from agora.logsafe import entity_failed
-from agora.runtime.actor import RETRIES, InternalError, commit_failed
+from agora.runtime.actor import InternalError, commit_failed
 from agora.runtime.entity import Effects
 from agora.runtime.failures import entity_name, not_effects, store_away
-from agora.store.neutral import Busy, Conflict, Guard
+from agora.runtime.guarding import Reruns, busy
+from agora.store.neutral import Conflict, Guard
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -131,12 +132,15 @@ async def _run_held(
     held: list[Actor],
 ) -> list[Any]:
     # On a guarded store the commit also checks every entity's version: if another node
-    # changed one, all are reloaded and the handles re-run, as a single actor does.
-    for _ in range(RETRIES + 1):
-        replies = await _attempt(runtime, operations, order, held)
-        if replies is not None:
-            return replies
-    raise Busy("the entities kept changing elsewhere; nothing was changed, retry")
+    # changed one, all are reloaded and the handles re-run, as a single actor does, within
+    # the same bounds (`Reruns`).
+    reruns = Reruns()
+    while (replies := await _attempt(runtime, operations, order, held)) is None:
+        runtime.guard.retried += 1
+        if not await reruns.another():
+            runtime.guard.busy += 1
+            raise busy("the entities")
+    return replies
 
 
 def _handled(
