@@ -36,7 +36,7 @@ ERRORS: dict[str, Exception] = {
     "internal": InternalError("internal error in thing; nothing was changed"),
     "stopped": ActorStopped("thing x stopped"),
     "store": StoreError("the store is full"),
-    "busy": Busy("thing x kept changing elsewhere; nothing was changed, retry"),
+    "busy": Busy("thing x kept changing elsewhere; nothing was changed"),
     "unexpected": RuntimeError("secret detail that must not leak"),
     # Store failures no retry can cure (`agora.store.failures`): answered as a bug.
     "permanent-write": StoreError("write failed: IntegrityError: secret row", permanent=True),
@@ -171,7 +171,7 @@ async def test_a_version_guards_busy_answer_keeps_its_own_words():
         async with open_server(Config(db=":memory:"), toolsets=sets, listen=False) as server:
             reply = await _call(server, "plain_fail", "busy")
     text = reply["result"]["content"][0]["text"]
-    assert text.startswith("thing x kept changing elsewhere; nothing was changed, retry"), text
+    assert text.startswith("thing x kept changing elsewhere; nothing was changed; retry"), text
 
 
 async def test_without_a_hook_failures_are_text_and_a_bug_is_32603_with_its_id(caplog):

@@ -96,13 +96,13 @@ def commit_failed(exc: StoreError, where: str = "the entity", detail: str = "") 
     """What the caller learns of a failed commit: nothing was saved (and why, when the disk
     refused it), or (when the store cannot tell) that the change may or may not have been
     saved; a failure no retry can cure is a bug of ``where`` (`store_bug`). ``detail``: for
-    the log line of the call's answer (`store_away`)."""
+    the log line of the call's answer (`store_away`). The message says what happened, not
+    what to do: the server's answer adds that (retry, or read the state first), once."""
     if exc.permanent:
         return store_bug(where, "commit failed", exc)
     if exc.outcome_unknown:
         return InternalError(
-            "the change may or may not have been saved (the database did not confirm it); "
-            "read the current state before calling again",
+            "the change may or may not have been saved (the database did not confirm it)",
             outcome_unknown=True,
             detail=detail,
         )

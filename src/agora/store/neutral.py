@@ -88,7 +88,7 @@ class MissingTable(Exception):
 
 
 class Busy(StoreError):
-    """A command kept meeting changes made elsewhere; nothing was changed, retry it."""
+    """A command kept meeting changes made elsewhere; nothing was changed (a retry may succeed)."""
 
 
 #: How a NOTIFY line names a changed resource URI (``@\\t<uri>``) rather than an entity.
