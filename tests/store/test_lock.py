@@ -82,6 +82,9 @@ async def test_a_killed_holder_leaves_no_stale_lock(tmp_path):
         "mysql://user@host:3306/db",
         "sqlite:///tmp/agora.db",
         "file:agora.db?mode=memory",
+        "postgresql:/db.internal/agora",
+        "postgres:/db.internal/agora",
+        "postgresql:db.internal/agora",
         "",
         "   ",
     ],
@@ -110,6 +113,22 @@ async def test_a_value_that_is_no_file_path_is_refused_and_creates_nothing(
     ],
 )
 def test_paths_and_memory_are_accepted(value):
+    assert database_problem(value) is None
+
+
+def test_a_postgresql_url_missing_its_slashes_is_refused_as_such_without_its_password():
+    """An operator's finding: ``postgresql:/host/db`` was taken for a SQLite path under a
+    ``postgresql:`` directory, and the refusal said to mkdir it."""
+    said = database_problem("postgresql:/agora:s3cret@db.internal/agora")
+    assert said == (
+        "it looks like a PostgreSQL URL missing the // after postgresql: (write"
+        " postgresql://HOST/DATABASE, or ./postgresql:... for a SQLite file of that name)"
+    )
+    assert "postgres://" in (database_problem("postgres:/db.internal/agora") or "")
+
+
+@pytest.mark.parametrize("value", ["./postgresql:/agora.db", "postgresql-data/agora.db"])
+def test_a_file_path_that_only_starts_like_postgresql_is_a_path(value):
     assert database_problem(value) is None
 
 

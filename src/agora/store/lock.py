@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 #: ``scheme://...``, and SQLite's own ``file:`` URIs (agora always opens a plain path).
 _URL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://|file:)")
+#: ``postgresql:`` or ``postgres:`` not followed by ``//`` (``postgresql:/host/db``).
+_PG_SLASHLESS = re.compile(r"^((?i:postgres(?:ql)?)):(?!//)")
 
 #: Bytes of the holder's pid record read back; a pid and a newline fit many times over.
 _RECORD_BYTES = 64
@@ -74,13 +76,22 @@ def database_problem(value: str) -> str | None:
     """Why ``value`` cannot name an agora database, or None if it can.
 
     Accepted: ``:memory:``, file paths and ``postgresql://`` (or ``postgres://``) URLs.
-    Refused: the empty string and any other URL (``mysql://...``, ``file:...``), which
-    would otherwise become odd file names.
+    Refused: the empty string, any other URL (``mysql://...``, ``file:...``), and a
+    PostgreSQL URL missing its ``//`` (``postgresql:/host/db``), which would otherwise
+    become odd file names.
     """
     if value == ":memory:" or value.startswith(("postgresql://", "postgres://")):
         return None
     if not value.strip():
         return "the database path is empty"
+    if slashless := _PG_SLASHLESS.match(value):
+        # Taken as a file path, it would be a SQLite file under a "postgresql:" directory
+        # (and a hint to make that directory). Not echoed: it may hold a password.
+        name = slashless.group(1)
+        return (
+            f"it looks like a PostgreSQL URL missing the // after {name}: (write "
+            f"{name}://HOST/DATABASE, or ./{name}:... for a SQLite file of that name)"
+        )
     if _URL.match(value):
         scheme = value.split(":", 1)[0]
         return (
