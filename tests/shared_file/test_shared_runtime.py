@@ -198,6 +198,35 @@ async def test_a_background_task_runs_in_one_process_and_moves_when_it_stops(db,
     await one_runner_that_moves(node, db, 0.02, monkeypatch, WAIT)
 
 
+async def test_a_background_tasks_lock_file_and_log_line_name_it_as_the_operator_does(db, caplog):
+    """An operator's finding: the lock file was named from the task's Python qualname
+    (``agora.db.lock.periodic_build_toolset._locals_.purge_.task``) and the log said "for
+    the cluster" on a SQLite file."""
+    import logging
+
+    from agora.runtime import background
+
+    def build() -> background.BackgroundTask:
+        async def purge(runtime: Runtime) -> None:
+            ran.set()
+
+        return background.periodic(3600, purge)
+
+    ran = trio.Event()
+    caplog.set_level(logging.INFO, logger="agora.runtime.background")
+    with trio.fail_after(WAIT):
+        async with node(db) as a, trio.open_nursery() as tasks:
+            tasks.start_soon(background.supervise, build(), a, "chamber: purge")
+            await ran.wait()
+            locks = sorted(p.name for p in db.parent.iterdir() if p.name.endswith(".task"))
+            assert locks == ["agora.db.lock.chamber-purge.task"]
+            tasks.cancel_scope.cancel()
+    said = [r.getMessage() for r in caplog.records if "runs background task" in r.getMessage()]
+    assert said == [
+        f"this process runs background task chamber: purge for the processes sharing {db}"
+    ]
+
+
 async def test_a_subscriber_in_one_process_hears_of_a_resource_changed_in_the_other(db):
     kind = CounterKind()
     with trio.fail_after(WAIT):

@@ -7,8 +7,9 @@ at shutdown after the calls in flight had their grace period. Time comes from Tr
 `FakeWall` like everything else. `periodic` builds the common case: one step, repeated.
 This module must not hold toolset logic; it only schedules and supervises.
 
-On a shared store (several nodes on one PostgreSQL) a background task runs once per
-cluster: `supervise` first takes the task's cluster-wide lock (`PgStore.try_singleton`),
+On a shared store (several nodes on one PostgreSQL, or processes sharing one SQLite file) a
+background task runs once for all of them: `supervise` first takes the task's lock, named by
+its public name (`PgStore.try_singleton`, `SharedStore.try_singleton`),
 retrying every `SINGLETON_RETRY` seconds while another node holds it, and gives the task up
 if the lock's connection dies (the lock is then free for another node). A task that keeps
 this node's own memory in shape (a cache, a pool of pre-built objects) is marked
@@ -27,6 +28,7 @@ import trio
 from agora.errors import StoreError
 from agora.logsafe import one_line
 from agora.runtime.hooks import handler_problem, shown_name
+from agora.store.neutral import SQLITE
 
 if TYPE_CHECKING:
     from agora.runtime.registry import Runtime
@@ -149,13 +151,23 @@ def readable(task: Callable[..., object]) -> str:
 SINGLETON_RETRY = 2.0
 
 
+def _sharing(store: Any) -> tuple[str, str]:
+    """Who runs a task once for whom, as the log says it: this node for the cluster
+    (PostgreSQL), or this process for the processes sharing its SQLite file."""
+    if getattr(store, "dialect", None) == SQLITE:
+        return "this process", f"the processes sharing {store.path}"
+    return "this node", "the cluster"
+
+
 async def _once_per_cluster(task: BackgroundTask, runtime: Runtime, label: str) -> None:
     store: Any = runtime.store
     outage = getattr(store, "outage", None)
-    name = _name(task)  # the lock's name, the same on every node and version
+    runner, sharers = _sharing(store)
     while True:
         try:
-            lock = await store.try_singleton(name)
+            # The lock is named by the task's public name (``chamber: purge``), the one the
+            # log shows, the same on every node: a SQLite file's lock file bears it.
+            lock = await store.try_singleton(label)
         except StoreError as exc:  # the database is away (restarting?): try again later
             if outage is not None:
                 outage.failed(f"the cluster lock of {label}", exc)
@@ -170,7 +182,7 @@ async def _once_per_cluster(task: BackgroundTask, runtime: Runtime, label: str) 
         if lock is None:
             await trio.sleep(SINGLETON_RETRY)
             continue
-        log.info("this node runs background task %s for the cluster", label)
+        log.info("%s runs background task %s for %s", runner, label, sharers)
         finished = False
         try:
             async with trio.open_nursery() as nursery:

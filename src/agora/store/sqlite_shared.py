@@ -134,7 +134,8 @@ class SharedStore(Store):
         return found
 
     async def try_singleton(self, name: str) -> TaskLock | None:
-        """Take the lock of background task ``name`` if no process holds it, else None."""
+        """Take the lock of background task ``name`` (its public name, ``chamber: purge``) if
+        no process holds it, else None: an ``flock`` on ``<db>.lock.chamber-purge.task``."""
         await trio.lowlevel.checkpoint()
         lock = TaskLock(f"{lock_path(self.path)}.{_safe(name)}")
         return lock if lock.acquire() else None
@@ -228,5 +229,6 @@ class TaskLock:
 
 
 def _safe(name: str) -> str:
-    """``name`` as a file name suffix."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:100] + ".task"
+    """``name`` (a task's public name, ``chamber: purge``) as a file name suffix
+    (``chamber-purge.task``)."""
+    return re.sub(r"[^A-Za-z0-9_.]+", "-", name).strip("-")[:100] + ".task"
