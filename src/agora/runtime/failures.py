@@ -105,6 +105,7 @@ def commit_failed(exc: StoreError, where: str = "the entity", detail: str = "") 
             "the change may or may not have been saved (the database did not confirm it)",
             outcome_unknown=True,
             detail=detail,
+            told=exc.told,
         )
     if exc.cause is not None:
         return InternalError(
@@ -125,17 +126,20 @@ def store_away(store: Any, where: str, doing: str, exc: StoreError) -> str:
     ``doing`` it ("loading", "committing"); the detail for the caller's correlation line.
 
     A store that keeps an outage account (PostgreSQL: `agora.store.outage.Outage`) is told
-    there, where calls failing while the database is away are one line, then a count; each
-    call's answer is still logged with its correlation id and this detail
-    (`agora.server.failed`). A failure the disk caused (``cause``: full, read-only, I/O
-    error) is logged by the SQLite store once per episode (`agora.store.diskfault`), as is a
-    write dropped while another process held the write lock (``told``:
-    `agora.store.lockwait`): here at DEBUG only. Elsewhere it is one ERROR line, as before.
+    there, where calls failing while the database is away are one line, then a count, and
+    ``exc`` is marked ``told``: each call's answer is logged with its correlation id and
+    this detail at DEBUG only (`agora.server.failed`). A failure the disk caused
+    (``cause``: full, read-only, I/O error) is logged by the SQLite store once per episode
+    (`agora.store.diskfault`), as is a write dropped while another process held the write
+    lock (``told``: `agora.store.lockwait`): here at DEBUG only. Elsewhere it is one ERROR
+    line, as before.
     """
     detail = f"{where}: {doing} failed: {one_line(exc)}"
     outage = getattr(store, "outage", None)
     if outage is not None:
-        outage.failed(f"{doing} an entity", exc)
+        if not exc.told:  # (else the store told the account already)
+            outage.failed(f"{doing} an entity", exc, refused=1)
+            exc.told = True  # the call's line at DEBUG: the account has it
     elif exc.cause is not None or exc.told:  # the store logs it once per episode
         log.debug("%s", detail)
     else:
@@ -167,4 +171,5 @@ def entity_store_failed(
         return InternalError(said, cause=exc.cause, detail=detail)
     # The database away (a PostgreSQL outage, a read past commit_timeout): the fixed words a
     # retry may cure, never "internal error", which an agent takes for a bug.
-    return InternalError(f"{kind} could not be read: {STORE_AWAY}", detail=detail, away=True)
+    said = f"{kind} could not be read: {STORE_AWAY}"
+    return InternalError(said, detail=detail, away=True, told=exc.told)

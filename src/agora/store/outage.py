@@ -15,7 +15,10 @@ one line that said why. `Outage` is the node's one account of it, shared by thos
 - further failures are counted, and a summary line (how long, how many failures since the
   last line, the latest cause) is logged `FIRST_SUMMARY` seconds later, then at intervals
   that double up to `MAX_INTERVAL`;
-- the first success after that is logged once, at INFO, with the outage's length and count.
+- the first success after that is logged once, at INFO, with the outage's length and count,
+  and how many reads and writes it refused (the calls they were for were each answered
+  retryable with a correlation id, which the server logs at DEBUG only: one WARNING per
+  refused call buried this account again).
 
 Failures a retry cannot cure (`agora.errors.StoreError.permanent`) are no outage: their
 callers log them as the bugs they are. Time is Trio's clock; call from the Trio thread.
@@ -56,6 +59,7 @@ class Outage:
         self._first = ""  # the outage's first failure, said at its second
         self._first_part = ""  # the part that failed first
         self._said = False  # whether the outage under way was told
+        self._refused = 0  # reads and writes refused since the outage began
 
     @property
     def away(self) -> bool:
@@ -67,17 +71,20 @@ class Outage:
         """Failures counted since the outage under way began (0 while the database answers)."""
         return self._episode.count if self._episode.under_way else 0
 
-    def failed(self, what: str, error: object) -> None:
+    def failed(self, what: str, error: object, refused: int = 0) -> None:
         """``what`` (a part of the node: "the change listener") could not reach the
         database because of ``error``: the first failure is held, said at the second (or
-        at INFO if the same part's next try answers), then summaries when due; counted."""
+        at INFO if the same part's next try answers), then summaries when due; counted.
+        ``refused``: the reads and writes this failure refused (told at the end)."""
         self._last = f"{what}: {one_line(error)}"
         self._unsaid += 1
         if self._episode.strike():  # said at the next failure, unless the next try answers
             now = trio.current_time()
             self._interval, self._next, self._unsaid = FIRST_SUMMARY, now + FIRST_SUMMARY, 0
+            self._refused = refused
             self._first, self._first_part, self._said = self._last, what, False
             return
+        self._refused += refused
         if not self._said:
             self._tell_first()
             return  # (counted: the first summary counts the failures after the first)
@@ -106,18 +113,24 @@ class Outage:
         if (length := self._episode.end()) is None:
             return
         self._unsaid = 0
+        refused = (
+            f"; {self._refused} reads and writes refused meanwhile (their calls' correlation"
+            " ids are logged at DEBUG)"
+            if self._refused
+            else ""
+        )
         if not self._said and what.startswith(self._first_part):  # cured by its next try
             log.info(
                 "%s failed once (%s) and answered the same part's next try %.1f s later (%s):"
-                " no outage",
-                self.name, self._first, length, what,
+                " no outage%s",
+                self.name, self._first, length, what, refused,
             )  # fmt: skip
             return
         if not self._said:  # another part answered, the failed one has not: say both
             self._tell_first()
         log.info(
-            "%s answers again (%s), after %.0f s unreachable and %d failed attempts",
-            self.name, what, length, self._episode.count,
+            "%s answers again (%s), after %.0f s unreachable and %d failed attempts%s",
+            self.name, what, length, self._episode.count, refused,
         )  # fmt: skip
 
 
@@ -137,13 +150,14 @@ class Teller:
         self._deliver = deliver
         self._told = False  # of a failure, not yet of the end
 
-    def failed(self, what: str, error: BaseException) -> bool:
-        """Tell the outage ``what`` failed with ``error``; whether there is one to tell."""
+    def failed(self, what: str, error: BaseException, refused: int = 0) -> bool:
+        """Tell the outage ``what`` failed with ``error``, refusing ``refused`` writes;
+        whether there is one to tell."""
         outage = self.outage
         if outage is None:
             return False
         self._told = True
-        self._run(lambda: outage.failed(what, error))
+        self._run(lambda: outage.failed(what, error, refused))
         return True
 
     def answered(self, what: str) -> None:

@@ -213,9 +213,11 @@ class PgStore(Store):
 
     def _told(self, exc: StoreError) -> StoreError:
         """``exc``, told to the outage account first if a retry may cure it (the database
-        away: one line, then a count, instead of one per failed call)."""
+        away: one line, then a count, instead of one per failed call), and marked ``told``:
+        its caller's line goes to DEBUG."""
         if not exc.permanent and self.outage is not None:
-            self.outage.failed("a read", exc)
+            self.outage.failed("a read", exc, refused=1)
+            exc.told = True
         return exc
 
     async def read_versioned(self, kind: str, key: str, fn: Callable[[Any], T]) -> tuple[T, int]:

@@ -175,14 +175,15 @@ class PgWriter(Writer):
                 outcomes = [exc] * len(batch)
             else:
                 said = _CUT if self._was_cut else exc  # (a cut is ours, not the server's)
-                if not self.teller.failed("the writer", said):
+                told = self.teller.failed("the writer", said, refused=len(batch))
+                if not told:
                     log.error(
                         "commit of %d jobs failed, the database connection broke: %s",
                         len(batch),
                         one_line(exc),
                     )
                 self._reset()
-                outcomes = [_broken(exc, unknown=self._committing)] * len(batch)
+                outcomes = [_broken(exc, unknown=self._committing, told=told)] * len(batch)
         except Exception as exc:  # COMMIT failed otherwise: nothing is known good
             if pg_cause(exc) is None:
                 log.exception("commit of %d jobs failed", len(batch))
@@ -353,18 +354,20 @@ class PgWriter(Writer):
         return outcomes
 
 
-def _broken(exc: psycopg.OperationalError, *, unknown: bool) -> StoreError:
+def _broken(exc: psycopg.OperationalError, *, unknown: bool, told: bool) -> StoreError:
     """The outcome of a batch whose connection broke: certain (before COMMIT was sent,
-    nothing of it is saved) or unknown (COMMIT was sent; PostgreSQL may have applied it)."""
+    nothing of it is saved) or unknown (COMMIT was sent; PostgreSQL may have applied it).
+    ``told``: the outage account has it (each caller's line at DEBUG)."""
     if unknown:
         error = StoreError(
             f"write not acknowledged: the database connection broke during its COMMIT ({exc}); "
             "it may or may not have been saved",
             outcome_unknown=True,
+            told=told,
         )
     else:
         error = StoreError(
-            f"write failed: the database connection broke ({exc}); nothing was saved"
+            f"write failed: the database connection broke ({exc}); nothing was saved", told=told
         )
     error.__cause__ = exc
     return error

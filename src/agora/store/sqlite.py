@@ -287,7 +287,8 @@ class Store:
             )
             self._commit_stalled()
         if outage is not None:
-            outage.failed("a write", error)
+            outage.failed("a write", error, refused=1)
+            error.told = True  # (its caller's line at DEBUG: the account has it)
         waiter.finish(error)
 
     def _commit_stalled(self) -> None:
