@@ -14,6 +14,7 @@ from agora.runtime.background import periodic
 from agora.toolsets.base import ArgumentLimits, Toolset
 from agora.toolsets.chamber import board_web, store, web
 from agora.toolsets.chamber.contract import ChamberContract, default_contract
+from agora.toolsets.chamber.keycheck import signing_key_check
 from agora.toolsets.chamber.ratelimit import LIMIT_SETTINGS
 from agora.toolsets.chamber.replies import CODES, argument_rejection, internal_failure
 from agora.toolsets.chamber.service import Chamber
@@ -97,6 +98,7 @@ def build_toolset(contract: ChamberContract) -> tuple[Toolset, Chamber]:
             periodic(PURGE_EVERY, purge),
             periodic(SWEEP_EVERY, sweep),
             chamber.pool.refill,
+            signing_key_check(chamber),
         ],
         reject_issues=argument_rejection,
         shape_failure=internal_failure,

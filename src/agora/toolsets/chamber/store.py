@@ -297,6 +297,19 @@ def signing_keys(conn: ReadConn) -> list[dict[str, Any]]:
     ]
 
 
+def key_ids_since(conn: ReadConn, sealed_date: str) -> list[str]:
+    """The key ids of the cards sealed on or after ``sealed_date`` (``YYYY-MM-DD``) that
+    were signed, in order (`agora.toolsets.chamber.keycheck`)."""
+    return [
+        str(row[0])
+        for row in conn.execute(
+            "SELECT DISTINCT key_id FROM chamber_cards"
+            " WHERE sealed_date >= ? AND key_id IS NOT NULL ORDER BY key_id",
+            (sealed_date,),
+        )
+    ]
+
+
 def pending_cards(conn: ReadConn, limit: int = 1000, after: str = "") -> list[tuple[str, bytes]]:
     """Cards waiting for a signature, by id after ``after``: (card_id, body bytes)."""
     return [
