@@ -8,6 +8,11 @@ connection (MCP session) has its own, kept only as long as the connection lives.
 needs a token from both its principal's and its connection's bucket and takes both or
 neither. Settings (``[options.chamber]``, per minute, 0 = no limit): `Limits.from_options`.
 Pure: no clock of its own, no I/O.
+
+The buckets live in one server's memory: nodes sharing a database (docs/scale-out.md) each
+keep their own, so N nodes admit up to N times a principal's rate, and N times the anonymous
+callers' (a connection lives on one node: its limit holds as set). A cluster-wide rate R is
+R / N on each node (docs/options.md).
 """
 
 from __future__ import annotations
@@ -33,7 +38,12 @@ DEFAULTS: Final = (PRINCIPAL_PER_MINUTE, ANONYMOUS_PER_MINUTE, CONNECTION_PER_MI
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Entries per minute: per named principal, for all anonymous callers, per connection."""
+    """Entries per minute: per named principal, for all anonymous callers, per connection.
+
+    Per node: N nodes on one database admit up to N times ``principal`` and ``anonymous``
+    (each node has its own buckets); ``connection`` holds as set, a connection living on one
+    node. For a cluster-wide rate R, give each node R / N.
+    """
 
     principal: float = PRINCIPAL_PER_MINUTE
     anonymous: float = ANONYMOUS_PER_MINUTE
