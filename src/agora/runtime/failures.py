@@ -12,11 +12,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from agora.errors import STORE_AWAY, STORE_CAUSES, AgoraError
+from agora.errors import STORE_AWAY, STORE_CAUSES, AgoraError, StoreError
 from agora.logsafe import loggable, one_line
 
 if TYPE_CHECKING:
-    from agora.errors import StoreCause, StoreError
+    from agora.errors import StoreCause
 
 log = logging.getLogger("agora.runtime.handling")  # the operator's filters name this one
 
@@ -157,19 +157,38 @@ def entity_store_failed(
     store: Any, kind: str, key: str, doing: str, exc: StoreError
 ) -> InternalError:
     """What the callers of entity (``kind``, ``key``) learn when the store failed while
-    ``doing`` it ("loading", "committing"). A failure no retry can cure is a bug, logged once
-    by whoever reports it (`store_bug`); one a retry may cure (the database away) is an
-    event, accounted by `store_away` in one line without a traceback."""
+    ``doing`` it ("loading", "probing": reads; "committing": a write). A failure no retry
+    can cure is a bug, logged once by whoever reports it (`store_bug`); one a retry may cure
+    (the database away) is an event, accounted by `store_away` in one line without a
+    traceback."""
     where = entity_name(kind, key)
     if exc.permanent:
         return store_bug(where, "commit failed" if doing == "committing" else "load failed", exc)
     detail = store_away(store, where, doing, exc)
     if doing == "committing":
         return commit_failed(exc, where, detail)
+    return read_failed(kind, exc, detail)
+
+
+def read_failed(what: str, exc: StoreError, detail: str) -> InternalError:
+    """What a caller learns when ``what`` (an entity kind, "the entities") could not be
+    read for its command because of ``exc`` (a retry may cure it): nothing was changed.
+    ``detail``: for the log line of the call's answer (`store_away`)."""
     if exc.cause is not None:  # the disk's part (a WAL index made immutable), said
-        said = f"{kind} could not be read: {STORE_CAUSES[exc.cause]}; nothing was changed"
+        said = f"{what} could not be read: {STORE_CAUSES[exc.cause]}; nothing was changed"
         return InternalError(said, cause=exc.cause, detail=detail)
     # The database away (a PostgreSQL outage, a read past commit_timeout): the fixed words a
     # retry may cure, never "internal error", which an agent takes for a bug.
-    said = f"{kind} could not be read: {STORE_AWAY}"
+    said = f"{what} could not be read: {STORE_AWAY}"
     return InternalError(said, detail=detail, away=True, told=exc.told)
+
+
+def unsaved(failure: InternalError) -> InternalError:
+    """``failure`` of a load, as the caller of a write learns it: the load was the rerun of
+    a command whose change another node's overtook, so its change could not be saved (not
+    "could not be read", which told a writer its write had been a read). A bug, or a
+    failure that was not the store's, stays as it is."""
+    cause = failure.__cause__
+    if failure.permanent or not isinstance(cause, StoreError) or cause.permanent:
+        return failure
+    return commit_failed(cause, detail=failure.detail)

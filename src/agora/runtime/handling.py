@@ -22,6 +22,7 @@ from agora.runtime.failures import (
     entity_store_failed,
     not_effects,
     unchanged,
+    unsaved,
 )
 from agora.runtime.guarding import Reruns, busy, settle, stamp
 
@@ -262,6 +263,7 @@ class Handling:
         runtime = self.runtime
         kind, key = self.kind.kind, self.key
         reruns = Reruns()
+        wrote = False  # the run overtaken last had writes: the command is a write
         while True:
             seen = self.change
             fresh = self._entity is None
@@ -271,7 +273,7 @@ class Handling:
                 slot.fail(exc)
                 return
             except InternalError as exc:
-                slot.fail(exc)
+                slot.fail(unsaved(exc) if wrote else exc)
                 return
             try:
                 effects: object = entity.handle(command, runtime.clock.now())
@@ -284,10 +286,11 @@ class Handling:
                 self._entity = None
                 slot.fail(not_effects(entity_name(kind, key), command, effects))
                 return
+            wrote = bool(effects.writes)
             try:
                 current = await settle(self, effects, fresh, slot.since)
-            except StoreError as exc:
-                slot.fail(self._commit_failed(exc))
+            except StoreError as exc:  # a failed commit is told as one, a failed probe as a read
+                slot.fail(self._commit_failed(exc, "committing" if wrote else "probing"))
                 return
             except BaseException:
                 self._entity = None
@@ -358,11 +361,12 @@ class Handling:
             return self.missing
         return getattr(entity, "vacant", False) is True
 
-    def _commit_failed(self, exc: StoreError) -> InternalError:
+    def _commit_failed(self, exc: StoreError, doing: str = "committing") -> InternalError:
         """Forget the entity (memory may be ahead of the store); what its callers learn of
-        the failed commit (`entity_store_failed`)."""
+        the failed commit (or, ``doing`` "probing", of a failed version probe: a read;
+        `entity_store_failed`)."""
         self._entity = None
-        return entity_store_failed(self.runtime.store, self.kind.kind, self.key, "committing", exc)
+        return entity_store_failed(self.runtime.store, self.kind.kind, self.key, doing, exc)
 
     def _load_failed(self, exc: StoreError) -> InternalError:
         """What the caller learns when the store failed to load the entity."""

@@ -21,7 +21,7 @@ from agora.errors import ActorStopped, StoreError
 from agora.logsafe import entity_failed
 from agora.runtime.actor import InternalError, commit_failed
 from agora.runtime.entity import Effects
-from agora.runtime.failures import entity_name, not_effects, store_away
+from agora.runtime.failures import entity_name, not_effects, read_failed, store_away, unsaved
 from agora.runtime.guarding import Reruns, busy
 from agora.store.neutral import Conflict, Guard
 
@@ -135,12 +135,15 @@ async def _run_held(
     # changed one, all are reloaded and the handles re-run, as a single actor does, within
     # the same bounds (`Reruns`).
     reruns = Reruns()
-    while (replies := await _attempt(runtime, operations, order, held)) is None:
+    wrote = False  # the attempt overtaken last had writes: the operation is a write
+    while True:
+        replies, wrote = await _attempt(runtime, operations, order, held, wrote)
+        if replies is not None:
+            return replies
         runtime.guard.retried += 1
         if not await reruns.another():
             runtime.guard.busy += 1
             raise busy("the entities")
-    return replies
 
 
 def _handled(
@@ -181,8 +184,18 @@ async def _attempt(
     operations: Sequence[tuple[EntityKind, str, Any]],
     order: list[int],
     held: list[Actor],
-) -> list[Any] | None:
-    entities = [await actor.loaded() for actor in held]
+    wrote: bool,
+) -> tuple[list[Any] | None, bool]:
+    """One run of the operation: its replies (None: another node's change overtook it, to
+    rerun) and whether it had writes. ``wrote``: the run overtaken before this one had
+    (a failed reload then says the change could not be saved, not that it could not be
+    read)."""
+    try:
+        entities = [await actor.loaded() for actor in held]
+    except InternalError as exc:
+        if wrote:
+            raise unsaved(exc) from exc.__cause__
+        raise
     effects = _handled(operations, order, held, entities, runtime.clock.now())
     for done in effects:
         if isinstance(done.reply, BaseException):
@@ -193,13 +206,10 @@ async def _attempt(
         await _commit(runtime, held, writes, [u for done in effects for u in done.updated])
     except Conflict:
         _forget(held)
-        return None
+        return None, bool(writes)
     except StoreError as exc:
         _forget(held)
-        where = "atomic operation over " + ", ".join(entity_name(a.kind.kind, a.key) for a in held)
-        # (A permanent failure is logged once, by its reporter.)
-        detail = "" if exc.permanent else store_away(runtime.store, where, "committing", exc)
-        raise commit_failed(exc, where, detail) from exc
+        raise _store_failed(runtime, held, bool(writes), exc) from exc
     except BaseException:
         _forget(held)  # cancelled before the commit: memory may be ahead of the store
         raise
@@ -209,7 +219,18 @@ async def _attempt(
         replies[i] = done.reply
         if done.updated:
             runtime.resources.updated(*done.updated)
-    return replies
+    return replies, bool(writes)
+
+
+def _store_failed(runtime: Runtime, held: list[Actor], wrote: bool, exc: StoreError) -> Exception:
+    """What the caller of an atomic operation over ``held`` learns when its commit failed
+    (``wrote``), or the probe that was to confirm its read-only replies (a read)."""
+    where = "atomic operation over " + ", ".join(entity_name(a.kind.kind, a.key) for a in held)
+    if exc.permanent:  # (logged once, by its reporter)
+        return commit_failed(exc, where)
+    doing = "committing" if wrote else "probing"
+    detail = store_away(runtime.store, where, doing, exc)
+    return commit_failed(exc, where, detail) if wrote else read_failed("the entities", exc, detail)
 
 
 async def _commit(
