@@ -19,6 +19,7 @@ from agora.mcp.contracts import load_contract
 from agora.mcp.validation import compile_validator
 from agora.toolsets.base import Principal, ToolCall
 from agora.toolsets.router import serving
+from agora.toolsets.router import toolset as router_toolset
 from agora.toolsets.router.progress import evidence_digest
 from agora.toolsets.router.tools import HANDLERS
 
@@ -29,6 +30,13 @@ CONTRACT = load_contract("router")
 INPUTS = {n: compile_validator(dict(t.input_schema)) for n, t in CONTRACT.tools.items()}
 OUTPUTS = {
     n: jsonschema.Draft7Validator(dict(t.output_schema or {})) for n, t in CONTRACT.tools.items()
+}
+#: The outputSchema each tool declares (the contract's result, or a refusal): a refusal's body
+#: must match it, as a client that checks every structuredContent (isError too) requires.
+DECLARED = {
+    t["name"]: jsonschema.Draft7Validator(t["outputSchema"])
+    for t in router_toolset().tools
+    if "outputSchema" in t
 }
 FINGERPRINT = "sha256:" + "ab" * 32
 _keys = itertools.count(1)
@@ -88,6 +96,7 @@ class Router:
             await serving(HANDLERS[tool])(self._call(tool, args))
         body: dict[str, Any] = refused.value.body
         assert body["ok"] is False
+        DECLARED[tool].validate(body)
         return body
 
     async def plan(self, objective: str, **kw: Any) -> dict[str, Any]:

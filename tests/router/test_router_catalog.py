@@ -14,6 +14,7 @@ from agora.config import Config
 from agora.errors import Failure
 from agora.server.embed import open_server
 from agora.store.neutral import POSTGRESQL, SQLITE
+from agora.toolsets.router.declared import REFUSAL
 
 
 async def test_only_the_served_tools_are_listed_with_the_contract_schemas():
@@ -25,7 +26,10 @@ async def test_only_the_served_tools_are_listed_with_the_contract_schemas():
         for tool in listed:
             spec = CONTRACT.tools[tool["name"]]
             assert tool["inputSchema"] == spec.input_schema
-            assert tool["outputSchema"] == spec.output_schema
+            # The contract's result, or a refusal (`agora.toolsets.router.declared`).
+            schema = dict(spec.output_schema or {})
+            top = {"$schema": schema.pop("$schema")} if "$schema" in schema else {}
+            assert tool["outputSchema"] == top | {"type": "object", "anyOf": [schema, REFUSAL]}
         reply = await client.request("tools/call", {"name": "no_such_tool", "arguments": {}})
         assert "error" in reply or reply["result"].get("isError")
         bad = await client.call_tool("get_next_work", {"workflow_run_id": ""})
@@ -37,6 +41,8 @@ async def test_only_the_served_tools_are_listed_with_the_contract_schemas():
     assert body["state_changed"] is False
     assert body["issues"][0]["field"] == "context"
     assert body["issues"][0]["rule"] == "required"
+    by_name = {t["name"]: t for t in listed}
+    jsonschema.validate(body, by_name["get_next_work"]["outputSchema"])
 
 
 def internal_error(answer: dict, log: str) -> dict:
