@@ -238,8 +238,16 @@ async def test_a_promotion_written_into_the_square_is_explained_in_words():
             (seated,),
         ):
             is_error, body = await seated.call("move_piece", {"from": "a7", "to": "a8q"})
+            others = [
+                await seated.call("move_piece", {"from": "e7", "to": to}) for to in ("e9", "E5")
+            ]
     assert is_error
     assert "pattern" not in body["error"]
     assert body["error"].startswith("argument 'to' is not a square: a square is two characters")
     assert "send it in promotion" in body["error"]
     assert body["nextAction"]["tool"] == "move_piece"
+    # A tester's finding: a bad rank or an upper-case file got the promotion hint too.
+    for is_error, other in others:
+        assert is_error
+        assert other["error"].startswith("argument 'to' is not a square")
+        assert "promotion" not in other["error"]

@@ -14,6 +14,7 @@ and the next action re-reads the board. Pure.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -23,7 +24,7 @@ from agora.toolsets.chess.render import next_action, status_code
 from agora.toolsets.chess.replies import PROTOCOL_VERSION, NextAction, Rejection
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from agora.mcp.validation import ValidationIssue
     from agora.toolsets.chess.replies import Seat, StatusCode
@@ -49,6 +50,8 @@ _MOVE_FIELDS: Final = frozenset({"from", "to", "promotion", "note"})
 _SQUARE_WORDS: Final = (
     "is not a square: a square is two characters, a file a-h then a rank 1-8, like e4."
 )
+#: A ``to`` that is a square followed by a promotion piece, as legalMoves writes one.
+_SQUARE_AND_PIECE: Final = re.compile(r"[a-h][1-8][qrbnQRBN]")
 _PROMOTION_WORDS: Final = (
     " A promotion piece is not part of the square: send it in promotion (q, r, b or n),"
     ' e.g. {"from": "a7", "to": "a8", "promotion": "q"}.'
@@ -59,16 +62,22 @@ def issue_rejection(
     issues: Sequence[ValidationIssue],
     table: tuple[Snapshot, Seat] | None = None,
     tool: str | None = None,
+    args: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """`argument_rejection` for the validator's issues: the next action fits the first one."""
+    """`argument_rejection` for the validator's issues: the next action fits the first one.
+    ``args``: the arguments as sent, when known (a ``to`` written as a square and a piece
+    letter is told where the piece goes)."""
     first = str(issues[0].path[0]) if issues and issues[0].path else ""
-    return argument_rejection([_describe(issue) for issue in issues], first, table, tool)
+    sent_to = args.get("to") if args is not None else None
+    return argument_rejection([_describe(issue, sent_to) for issue in issues], first, table, tool)
 
 
-def _describe(issue: ValidationIssue) -> str:
-    """One issue in words; a square's broken pattern says what a square is."""
+def _describe(issue: ValidationIssue, sent_to: object = None) -> str:
+    """One issue in words; a square's broken pattern says what a square is, and a ``to``
+    that is a square and a promotion piece (``a8q``) where that piece goes."""
     if issue.rule == "pattern" and issue.path and issue.path[0] in ("from", "to"):
-        promotion = _PROMOTION_WORDS if issue.path[0] == "to" else ""
+        promoted = isinstance(sent_to, str) and _SQUARE_AND_PIECE.fullmatch(sent_to) is not None
+        promotion = _PROMOTION_WORDS if issue.path[0] == "to" and promoted else ""
         return f"argument '{issue.field}' {_SQUARE_WORDS}{promotion}"
     return issue.describe()
 

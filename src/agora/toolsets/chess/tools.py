@@ -118,8 +118,8 @@ async def refuse_arguments(call: ToolCall, issues: Sequence[ValidationIssue]) ->
     try:
         snap: Snapshot = await call.runtime.call(KIND, _table(call), Look(_agent_token(call)))
     except ChessError:
-        return issue_rejection(issues, tool=call.tool)
-    return issue_rejection(issues, (snap, _seat(call)), call.tool)
+        return issue_rejection(issues, tool=call.tool, args=call.args)
+    return issue_rejection(issues, (snap, _seat(call)), call.tool, call.args)
 
 
 HANDLERS: Final[dict[str, Handler]] = {
