@@ -30,12 +30,12 @@ _TEMPLATES = {
     "exclusiveMinimum": "must be > {}",
     "exclusiveMaximum": "must be < {}",
     "multipleOf": "must be a multiple of {}",
-    "minItems": "must have at least {} item(s)",
-    "maxItems": "must have at most {} item(s)",
-    "minProperties": "must have at least {} field(s)",
-    "maxProperties": "must have at most {} field(s)",
-    "minLength": "must be at least {} character(s) long",
-    "maxLength": "must be at most {} character(s) long",
+    "minItems": "must have at least {} {items}",
+    "maxItems": "must have at most {} {items}",
+    "minProperties": "must have at least {} {fields}",
+    "maxProperties": "must have at most {} {fields}",
+    "minLength": "must be at least {} {characters} long",
+    "maxLength": "must be at most {} {characters} long",
     "uniqueItems": "must not contain duplicate items",
     "anyOf": "must match at least one of the allowed forms",
     "oneOf": "must match exactly one of the allowed forms",
@@ -92,7 +92,9 @@ def describe(rule: str, definition: Mapping[str, Any], value: Any, fallback: str
         return f"must be exactly {json.dumps(spec, ensure_ascii=False)}"
     if rule in _TEMPLATES:
         sized = rule.startswith(("min", "max")) and isinstance(value, str | list | dict)
-        return _TEMPLATES[rule].format(spec) + (f" (got {len(value)})" if sized else "")
+        nouns = {n: n if spec != 1 else n[:-1] for n in ("items", "fields", "characters")}
+        said = _TEMPLATES[rule].format(spec, **nouns)
+        return said + (f" (got {len(value)})" if sized else "")
     if rule == "propertyNames" and isinstance(spec, dict):
         limits = [
             describe(k, spec, None, "") for k in ("pattern", "maxLength", "enum") if k in spec
