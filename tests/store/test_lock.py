@@ -127,6 +127,16 @@ def test_a_postgresql_url_missing_its_slashes_is_refused_as_such_without_its_pas
     assert "postgres://" in (database_problem("postgres:/db.internal/agora") or "")
 
 
+def test_a_postgresql_url_missing_its_colon_is_refused_as_such():
+    """An operator's finding: ``postgresql//host/db`` was taken for a SQLite path, and the
+    refusal said to mkdir ``postgresql/host``."""
+    said = database_problem("postgresql//127.0.0.1/postgres")
+    assert said == (
+        "it looks like a PostgreSQL URL missing the : after postgresql (write"
+        " postgresql://HOST/DATABASE, or ./postgresql//... for a SQLite file of that name)"
+    )
+
+
 @pytest.mark.parametrize("value", ["./postgresql:/agora.db", "postgresql-data/agora.db"])
 def test_a_file_path_that_only_starts_like_postgresql_is_a_path(value):
     assert database_problem(value) is None

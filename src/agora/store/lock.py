@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 _URL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://|file:)")
 #: ``postgresql:`` or ``postgres:`` not followed by ``//`` (``postgresql:/host/db``).
 _PG_SLASHLESS = re.compile(r"^((?i:postgres(?:ql)?)):(?!//)")
+#: ``postgresql//host/db``: the same URL missing its colon instead.
+_PG_COLONLESS = re.compile(r"^((?i:postgres(?:ql)?))//")
 
 #: Bytes of the holder's pid record read back; a pid and a newline fit many times over.
 _RECORD_BYTES = 64
@@ -77,8 +79,9 @@ def database_problem(value: str) -> str | None:
 
     Accepted: ``:memory:``, file paths and ``postgresql://`` (or ``postgres://``) URLs.
     Refused: the empty string, any other URL (``mysql://...``, ``file:...``), and a
-    PostgreSQL URL missing its ``//`` (``postgresql:/host/db``), which would otherwise
-    become odd file names.
+    PostgreSQL URL missing its ``//`` (``postgresql:/host/db``) or its colon
+    (``postgresql//host/db``), which would otherwise become odd file names (and a hint to
+    make their directories).
     """
     if value == ":memory:" or value.startswith(("postgresql://", "postgres://")):
         return None
@@ -91,6 +94,12 @@ def database_problem(value: str) -> str | None:
         return (
             f"it looks like a PostgreSQL URL missing the // after {name}: (write "
             f"{name}://HOST/DATABASE, or ./{name}:... for a SQLite file of that name)"
+        )
+    if colonless := _PG_COLONLESS.match(value):
+        name = colonless.group(1)
+        return (
+            f"it looks like a PostgreSQL URL missing the : after {name} (write "
+            f"{name}://HOST/DATABASE, or ./{name}//... for a SQLite file of that name)"
         )
     if _URL.match(value):
         scheme = value.split(":", 1)[0]
