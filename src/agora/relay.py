@@ -198,9 +198,11 @@ class ReplayRefused(Exception):
 
 
 def _parse(data: bytes) -> dict[str, Any] | None:
+    """``data`` as a JSON object, or None when it is not one: not JSON, another value, or
+    nested too deep to decode (the server answers such a line itself, with its id)."""
     try:
         msg = _decode(data)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     return msg if isinstance(msg, dict) else None
 
