@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import re
+from http import HTTPStatus
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import agora
 from agora.transports.http1 import (
     MAX_TRAILERS,
     BodyReader,
@@ -308,3 +312,41 @@ def test_a_head_seen_again_means_the_same_and_has_headers_of_its_own():
     assert (again.method, again.target, again.length, again.keep_alive) == ("POST", "/mcp", 3, True)
     assert again.raw == raw
     assert buf == b"abc"  # the head was taken off the buffer all the same
+
+
+#: Where RFC 9110 renamed a status, its words, not those of older RFCs (Python's `HTTPStatus`).
+RFC_9110 = {413: "Content Too Large", 414: "URI Too Long", 422: "Unprocessable Content"}
+
+
+def _statuses_in_source() -> dict[int, str]:
+    """The 2xx, 4xx and 5xx statuses the server's code answers with (an int literal given
+    to a call, returned first in a tuple, or a value in a dict), each with where it is."""
+    found: dict[int, str] = {}
+    for path in Path(agora.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                literals = [*node.args, *(k.value for k in node.keywords)]
+            elif isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple):
+                literals = node.value.elts[:1]
+            elif isinstance(node, ast.Dict):
+                literals = [v for v in node.values if v is not None]
+            else:
+                continue
+            for literal in literals:
+                value = literal.value if isinstance(literal, ast.Constant) else None
+                if type(value) is int and value in _STATUSES and value // 100 in (2, 4, 5):
+                    found.setdefault(value, f"{path.name}:{literal.lineno}")
+    return found
+
+
+_STATUSES = {s.value: s.phrase for s in HTTPStatus}
+
+
+def test_every_status_the_server_sends_has_its_reason_phrase():
+    """417 went out as ``HTTP/1.1 417 Unknown``: no status in the code may lack its phrase."""
+    found = _statuses_in_source()
+    assert {417, 404, 503} <= set(found)  # (the scan finds them)
+    for status, where in sorted(found.items()):
+        phrase = RFC_9110.get(status, _STATUSES[status])
+        expected = f"HTTP/1.1 {status} {phrase}\r\n".encode()
+        assert response_head(status, []).startswith(expected), where

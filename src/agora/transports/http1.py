@@ -52,6 +52,7 @@ REASONS = {
     413: "Content Too Large",
     414: "URI Too Long",
     415: "Unsupported Media Type",
+    417: "Expectation Failed",
     426: "Upgrade Required",
     431: "Request Header Fields Too Large",
     500: "Internal Server Error",
