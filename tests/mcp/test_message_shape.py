@@ -156,3 +156,13 @@ def test_a_deep_response_is_told_its_result_nests_too_deep():
         "result or error nested deeper than 64 levels",
         {"id": 5},
     )
+
+
+def test_arrays_alone_nested_too_deep_are_told_the_message_nests_too_deep():
+    # A line of 1200 nested arrays was told "result or error nested deeper than 64 levels",
+    # a response its client never sent.
+    arrays = "[" * 1200 + "]" * 1200
+    with pytest.raises(ProtocolError) as refused:
+        rpc.decode(arrays)
+    assert refused.value.message == "message nested deeper than 65 levels"
+    assert batch.parse(arrays)["error"]["message"] == "message nested deeper than 66 levels"

@@ -107,6 +107,21 @@ async def test_a_later_revision_still_refuses_batches(clock, version):
                 assert "batches are not supported" in reply.json()["error"]["message"]
 
 
+async def test_a_batch_that_opens_a_session_is_told_initialize_cannot_be_in_one(clock):
+    """It was told "batches are not supported (MCP 2025-06-18+)", though its initialize asks
+    for 2025-03-26, which takes batches: what is wrong is the initialize in it."""
+    hello = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": "2025-03-26"}}
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            async with RawHttp.open(server.port) as client:
+                reply = await post_batch(client, [hello], {})
+                assert reply.status == 400, reply
+                assert reply.json()["error"] == {
+                    "code": -32600,
+                    "message": "initialize cannot be sent in a batch (MCP 2025-03-26 forbids it)",
+                }
+
+
 BAD_BATCHES = [
     pytest.param([], "non-empty", id="empty"),
     pytest.param([PING, PING], "repeated", id="repeated-id"),
@@ -156,6 +171,8 @@ BAD_ELEMENTS = [
     pytest.param({"jsonrpc": "1.0", "id": 9, "method": "ping"}, 9, "element 1", id="with-id"),
     pytest.param({"jsonrpc": "2.0", "method": 3}, None, "element 1", id="no-id"),
     pytest.param(7, None, "element 1", id="not-an-object"),
+    # It was told "batches are not supported (MCP 2025-06-18+)", as if batches were refused.
+    pytest.param([PING], None, "must be a JSON-RPC message object", id="an-array"),
 ]
 
 

@@ -22,13 +22,27 @@ import msgspec
 from agora.errors import ProtocolError
 from agora.mcp import jsonrpc as rpc
 
-__all__ = ["MAX_BATCH", "VERSION", "Batch", "is_batch", "joined", "parse"]
+__all__ = [
+    "INITIALIZE_IN_BATCH",
+    "MAX_BATCH",
+    "NOT_A_MESSAGE",
+    "VERSION",
+    "Batch",
+    "decode",
+    "is_batch",
+    "joined",
+    "parse",
+]
 
 #: The one revision whose sessions take batches.
 VERSION = "2025-03-26"
 #: Most messages in one batch (a Streamable HTTP stream keeps at most
 #: `agora.transports.sse.MAX_EVENTS` events for resumption).
 MAX_BATCH = 256
+#: Why an element of a batch that is itself an array is refused.
+NOT_A_MESSAGE = "a batch element must be a JSON-RPC message object, not an array"
+#: Why a batch that holds an ``initialize`` is refused when no session takes it.
+INITIALIZE_IN_BATCH = "initialize cannot be sent in a batch (MCP 2025-03-26 forbids it)"
 
 
 @dataclass
@@ -50,6 +64,25 @@ def is_batch(data: bytes | str) -> bool:
     return head in (b"[", "[")
 
 
+def decode(data: bytes | str) -> rpc.Message:
+    """One message, as `rpc.decode` has it, where no session serves batches; but a batch
+    that holds an ``initialize`` is refused as that (`INITIALIZE_IN_BATCH`): its sender
+    opens a session at 2025-03-26, which takes batches but never an ``initialize`` in one.
+
+    Raises:
+        ProtocolError: as `rpc.decode`.
+    """
+    try:
+        return rpc.decode(data)
+    except ProtocolError:
+        parsed = parse(data) if is_batch(data) else None
+        if isinstance(parsed, Batch) and any(
+            error["error"]["message"] == _INITIALIZE for error in parsed.errors
+        ):
+            raise ProtocolError(rpc.INVALID_REQUEST, INITIALIZE_IN_BATCH) from None
+        raise
+
+
 def parse(data: bytes | str) -> Batch | dict[str, Any]:
     """The messages of batch ``data``, or the one error that refuses it whole."""
     try:
@@ -67,6 +100,8 @@ def parse(data: bytes | str) -> Batch | dict[str, Any]:
     ids: set[rpc.RequestId] = set()
     for n, item in enumerate(items):
         try:
+            if isinstance(item, list):  # (`rpc.parse` would call it a batch of a later revision)
+                raise ProtocolError(rpc.INVALID_REQUEST, NOT_A_MESSAGE)
             msg = rpc.parse(item, walk=False)
         except ProtocolError as exc:
             rid = rpc.error_id(exc)
@@ -74,8 +109,7 @@ def parse(data: bytes | str) -> Batch | dict[str, Any]:
         else:
             rid = msg.id if isinstance(msg, rpc.Request) else None
             if isinstance(msg, rpc.Request) and msg.method == "initialize":
-                refusal = "initialize must not be part of a batch"
-                batch.errors.append(rpc.error(rid, rpc.INVALID_REQUEST, refusal))
+                batch.errors.append(rpc.error(rid, rpc.INVALID_REQUEST, _INITIALIZE))
             else:
                 batch.messages.append(msg)
         if rid is not None:
@@ -92,3 +126,6 @@ def joined(answers: list[bytes]) -> rpc.Encoded:
     message = rpc.Encoded()
     message.raw = b"[" + b",".join(answers) + b"]"
     return message
+
+
+_INITIALIZE = "initialize must not be part of a batch"

@@ -68,8 +68,7 @@ RequestId = str | int
 
 _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
-#: Compact UTF-8 JSON of any value (a message's own bytes: `encode`): the encoder's method
-#: itself, for the callers that encode on every call.
+#: Compact UTF-8 JSON of any value: the encoder's own method, for callers on every message.
 encode_value = _encoder.encode
 
 
@@ -202,8 +201,10 @@ def check_shape(data: bytes | str, outer: int = 0) -> None:
     if len(shape) > 2 * MAX_CONTAINERS:
         message = f"message holds more than {MAX_CONTAINERS} arrays and objects"
     elif nested_deeper(shape, MAX_PARAMS_DEPTH + 1 + outer):
-        member = "params" if b'"method"' in raw else "result or error"  # (a client's response)
-        message = f"{member} nested deeper than {MAX_PARAMS_DEPTH} levels"
+        sent = [key for key in (b'"method"', b'"result"', b'"error"') if key in raw]
+        member = ("params" if b'"method"' in sent else "result or error") if sent else "message"
+        levels = MAX_PARAMS_DEPTH if sent else MAX_PARAMS_DEPTH + 1 + outer  # (arrays alone)
+        message = f"{member} nested deeper than {levels} levels"
     else:
         return
     raise ProtocolError(INVALID_REQUEST, message, {"id": request_id_in(raw[:OVERSIZE_HEAD_BYTES])})

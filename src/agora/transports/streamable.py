@@ -181,7 +181,7 @@ class StreamableHTTP:
             if served is not None:
                 return served
         try:
-            msg = rpc.decode(req.body)  # (a batch, where not served, is refused here: 400)
+            msg = batch.decode(req.body)  # (a batch, where not served, is refused here: 400)
         except ProtocolError as exc:
             return Response.json(rpc.error(rpc.error_id(exc), exc.code, exc.message), 400)
         if isinstance(msg, rpc.Request) and _is_modern(msg, req):
