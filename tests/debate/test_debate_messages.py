@@ -259,3 +259,13 @@ async def test_conductor_and_star_read_without_participating(desk, topic):
         assert page["topic_state"] == "ACTIVE"
     body = await desk.refused(MALLORY, "debate_read", topic_id=topic, role="ADVOCATE")
     assert body["error"] == "unknown_topic"
+
+
+async def test_role_sent_to_debate_search_is_pointed_to_viewer_role(desk):
+    """Every other tool names it ``role``; debate_search's contract names it ``viewer_role``.
+    Sending ``role`` listed the allowed fields with no "did you mean", difflib finding
+    "role" too short a part of "viewer_role" to suggest it."""
+    topic = await desk.topic(ALICE, {"CONDUCTOR": await desk.session(ALICE)})
+    body = await desk.refused(ALICE, "debate_search", topic_id=topic, query="x", role="CONDUCTOR")
+    (issue,) = [issue for issue in body["problems"] if issue["field"] == "role"]
+    assert issue["message"].startswith("is not an allowed field (did you mean 'viewer_role'?")

@@ -150,13 +150,24 @@ def misspelt(
             continue
         if any(p.search(sent) for p in patterns):
             continue
-        close = difflib.get_close_matches(sent, names, n=1, cutoff=0.6)
-        if close and close[0] in wanted:
-            guesses.setdefault(close[0], (sent, close[0]))
+        close = closest(sent, names)
+        if close in wanted:
+            guesses.setdefault(close, (sent, close))
         weighed += 1
         if weighed == _MOST_GUESSED:
             break
     return guesses
+
+
+def closest(sent: str, names: list[str]) -> str | None:
+    """The one of ``names`` that ``sent`` most likely means: the closest as difflib rates it,
+    else the only name of which ``sent`` is one whole ``_``-separated word (``role`` for
+    ``viewer_role``: too short a part of it for difflib, yet plainly that field)."""
+    close = difflib.get_close_matches(sent, names, n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    holding = [name for name in names if sent in name.split("_") and sent != name]
+    return holding[0] if len(holding) == 1 else None
 
 
 def not_allowed(sent: str, known: Iterable[str], value: Mapping[str, Any]) -> str:
@@ -166,9 +177,9 @@ def not_allowed(sent: str, known: Iterable[str], value: Mapping[str, Any]) -> st
     names = sorted(known)
     allowed = f"allowed: {', '.join(names[:24]) or 'none'}"
     if sent.isprintable() and len(sent) <= _LONGEST_GUESSED:
-        close = difflib.get_close_matches(sent, names, n=1, cutoff=0.6)
-        if close and close[0] not in value:
-            return f"is not an allowed field (did you mean '{close[0]}'? {allowed})"
+        close = closest(sent, names)
+        if close is not None and close not in value:
+            return f"is not an allowed field (did you mean '{close}'? {allowed})"
     return f"is not an allowed field ({allowed})"
 
 
