@@ -351,6 +351,11 @@ async def test_semantic_kinds_need_a_v1_topic(desk):
         ALICE, legacy, "CONDUCTOR", "x", kind="CLAIM", payload_json=payload(), refused=True
     )
     assert body["error"] == "protocol_not_configured"
+    # It did not say which kinds such a topic takes.
+    assert body["message"].endswith(
+        "takes the legacy and control kinds (Q A STATUS DECISION PING WATERMARK STATE "
+        "COMPACTION INFO)"
+    ), body
 
 
 async def test_control_kinds_pass_on_v1_topics(desk):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agora.toolsets.debate import sql
 from agora.toolsets.debate.protocol import gates
 from agora.toolsets.debate.protocol.state import HUMAN_ROLES, ProtocolState, hidden_ids
-from agora.toolsets.debate.rules import PROTOCOL_V1, START, reject
+from agora.toolsets.debate.rules import KINDS, PROTOCOL_V1, START, reject
 
 if TYPE_CHECKING:
     from agora.runtime.entity import Write
@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from agora.toolsets.debate.commands.messages import Post
     from agora.toolsets.debate.model import Binding, MsgMeta
     from agora.toolsets.debate.topic import Topic
+
+#: What a topic without the debate/v1 protocol takes: every kind but the semantic ones.
+_LEGACY_TOPIC_KINDS = tuple(kind for kind in KINDS if kind not in gates.SEMANTIC_KINDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +99,11 @@ def gate_post(
     kind = cmd.kind
     if state is None:
         if kind in gates.SEMANTIC_KINDS or cmd.extra.get("protocol_version"):
-            raise reject("protocol_not_configured", "semantic kinds need a debate/v1 topic")
+            raise reject(
+                "protocol_not_configured",
+                "semantic kinds need a debate/v1 topic; this topic is not one and takes the "
+                f"legacy and control kinds ({' '.join(_LEGACY_TOPIC_KINDS)})",
+            )
         return None
     if kind in gates.LEGACY_KINDS:
         raise reject(
