@@ -10,6 +10,8 @@ contract's shared ``refusal`` (`replies.with_refusal`).
 
 from __future__ import annotations
 
+from typing import Final
+
 from agora.mcp.contracts import load_contract
 from agora.toolsets.base import Toolset
 from agora.toolsets.debate.handlers.maintenance import OPTIONS, check_options, phase_timeout_task
@@ -18,6 +20,20 @@ from agora.toolsets.debate.handlers.resources import RESOURCES
 from agora.toolsets.debate.replies import argument_rejection, with_refusal
 from agora.toolsets.debate.sql import MIGRATIONS
 from agora.toolsets.debate.tools import HANDLERS
+
+#: The initialize result's ``instructions`` on the debate endpoint: the first call, and what
+#: no tool description says (who a session belongs to, so which agents need their own token).
+INSTRUCTIONS: Final = (
+    "Structured debate: topics whose roles are bound to sessions. Start with "
+    "debate_session_open: every other tool presupposes a session you own. debate_init then "
+    "opens a topic (metadata_json with a priority_lane P0..P7 and a priority_reason), or "
+    "debate_bind_role takes a role on one; post with debate_post, and receive what is "
+    "addressed to you with debate_signal_wait, then debate_signal_advance. A session belongs "
+    "to the principal of the bearer token that opened it, and every caller without a token "
+    "is the same principal: the two blind roles of a debate/v1 topic, and a judge, each "
+    "need a token of their own, or one can read the other's blind claim and take over its "
+    "role."
+)
 
 
 def toolset() -> Toolset:
@@ -40,4 +56,5 @@ def toolset() -> Toolset:
         background=[phase_timeout_task, index_task],
         options=OPTIONS,
         options_check=check_options,
+        instructions=INSTRUCTIONS,
     )
