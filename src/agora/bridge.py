@@ -7,16 +7,18 @@ shares the live server, its pages and its wake-ups, instead of opening the datab
 time. When the connection drops (the server restarts), requests in flight get a JSON-RPC
 error, one line on stderr says so, and the bridge reconnects with backoff, replaying the
 client's handshake (see `agora.relay`) so the session goes on. End of input ends the bridge
-(or SIGINT, SIGTERM: `Bridge.stop_reading`) once the requests in flight have answered; one
-still unanswered after `GRACE_SECONDS` is
-cancelled at the server and answered with a JSON-RPC error saying the bridge is closing and
-the call may or may not have taken effect: a client never waits on silence.
+(or SIGINT, SIGTERM: `Bridge.stop_reading`) once the requests in flight have answered, and
+the server's errors for malformed lines have come (`Relay.barrier`); a request still
+unanswered after `GRACE_SECONDS` is cancelled at the server and answered with a JSON-RPC
+error saying the bridge is closing and the call may or may not have taken effect: a client
+never waits on silence.
 
 Client side only: nothing here imports the server.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import TYPE_CHECKING
 
@@ -109,13 +111,25 @@ class Bridge:
                     await nursery.start(self._links, writer)
                     await self._pump_input(receive, writer)
                     with trio.move_on_after(GRACE_SECONDS):
-                        while self.relay.in_flight:
+                        await self._send_barrier()
+                        while self.relay.owing:
                             self._drained = trio.Event()
                             await self._drained.wait()
                     await self._give_up(writer)
                     nursery.cancel_scope.cancel()
             except* (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass  # the client stopped reading our stdout: nobody is left to serve
+
+    async def _send_barrier(self) -> None:
+        """Ask the server for a last answer (`Relay.barrier`), so that the bridge exits only
+        once what it owes the client has come, its answers to malformed lines included."""
+        ws = self._ws
+        if ws is None:
+            return  # no connection: nothing more can come
+        barrier = self.relay.barrier()
+        # A drop is noticed by `_links`, whose `Relay.lost` ends the wait for answers.
+        with contextlib.suppress(ConnectionClosed):
+            await ws.send_message(barrier)
 
     async def _give_up(self, writer: LineWriter) -> None:
         """Answer the requests still in flight at the end of the grace (an error each),
@@ -205,7 +219,7 @@ class Bridge:
                 line = self.relay.from_server(_text(await ws.get_message()))
                 if line is not None:
                     await writer.send(line)
-                if not self.relay.in_flight:
+                if not self.relay.owing:
                     self._drained.set()
         except ConnectionClosed as exc:
             return _why(exc)

@@ -53,6 +53,7 @@ class Relay:
         self._replay_init: str | None = None
         self._ids = itertools.count(1)
         self._abandoned: set[Any] = set()  # given up by `closing`: their answers are dropped
+        self._barrier: str | None = None  # the id of the `barrier` ping still unanswered
 
     # -- client -> server --------------------------------------------------------------------
 
@@ -123,6 +124,8 @@ class Relay:
             return None
         if key in self._own_ids:
             self._own_ids.discard(key)
+            if key == self._barrier:
+                self._barrier = None
             if key == self._replay_init and "error" in msg:
                 raise ReplayRefused(msg["error"].get("message", "initialize refused"))
             return None
@@ -131,6 +134,20 @@ class Relay:
         if params is not None and "result" in msg:
             self._initialize = params
         return data
+
+    @property
+    def owing(self) -> bool:
+        """Whether the server may still send the client something it is owed: an answer to
+        a request in flight, or, before the `barrier` ping is answered, one to a line the
+        relay cannot follow (not JSON, a batch: answered with id null, or not at all)."""
+        return bool(self.in_flight) or self._barrier is not None
+
+    def barrier(self) -> str:
+        """A ping to send once the client's input has ended. The server answers the lines of
+        a connection in order, a malformed one at once: by the time this ping is answered,
+        the error for every malformed line sent before it has come (and been written)."""
+        self._barrier = self._own_id()
+        return _text(rpc.request(self._barrier, "ping"))
 
     # -- connections ---------------------------------------------------------------------------
 
@@ -145,6 +162,7 @@ class Relay:
         self._server_requests.clear()
         self._own_ids.clear()
         self._abandoned.clear()
+        self._barrier = None  # what the server owed is lost with the connection
         return lines
 
     def closing(self, why: str) -> tuple[list[str], list[bytes]]:

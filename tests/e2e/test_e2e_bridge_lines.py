@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 from e2e_config import TOKEN
 from e2e_mcp import jsonl
-from e2e_process import read_to_end, stdio_process
+from e2e_process import AGORA, clean_env, read_to_end, stdio_process
 
 if TYPE_CHECKING:
     from e2e_process import AgoraProcess
@@ -50,3 +50,42 @@ async def test_a_line_nested_too_deep_is_answered_and_the_bridge_goes_on(agora):
     assert by_id[1000]["error"]["code"] == -32600
     assert "nested deeper than 64 levels" in by_id[1000]["error"]["message"]
     assert by_id[None]["error"]["code"] == -32600
+
+
+async def test_the_answer_to_a_malformed_line_is_written_before_the_end(start_agora):
+    """Three tools/list answers (some 270 KB) backed up in the bridge's stdout, then a line
+    that is not JSON: the bridge used to exit once the three were written, its input
+    ended, without the -32700 the server had sent for the line (``agora stdio --db``
+    writes it). Now everything owed is written before the bridge exits."""
+    agora: AgoraProcess = start_agora("", "--toolsets", "debate")
+    url = f"ws://127.0.0.1:{agora.port}/mcp/debate"
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-03-26",
+            "capabilities": {},
+            "clientInfo": {"name": "e2e", "version": "0"},
+        },
+    }
+    listing = [{"jsonrpc": "2.0", "id": n, "method": "tools/list"} for n in (1, 2, 3)]
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    with trio.fail_after(TIMEOUT):
+        process = await trio.lowlevel.open_process(
+            [AGORA, "stdio", "--connect", url, "--token", TOKEN],
+            stdin=-1,
+            stdout=-1,
+            stderr=-1,
+            env=clean_env(),
+        )
+        assert process.stdin is not None
+        await process.stdin.send_all(jsonl(hello, initialized, *listing) + b"garbage\n")
+        await trio.sleep(3)  # the answers back up in the pipe meanwhile
+        await process.stdin.aclose()
+        answers, status, stderr = await _ended(process)
+    assert b"Traceback" not in stderr, stderr
+    assert status == 0, stderr
+    assert [a["id"] for a in answers if "result" in a] == [0, 1, 2, 3]
+    (error,) = [a for a in answers if "error" in a]
+    assert (error["id"], error["error"]["code"]) == (None, -32700), error
