@@ -15,7 +15,6 @@ import resource
 import pytest
 import trio
 from e2e_config import TOKEN
-from e2e_http import http
 from e2e_mcp import INITIALIZE, jsonl
 from e2e_process import STAMP, AgoraProcess, clean_env, run_agora, unstamped
 
@@ -57,13 +56,7 @@ async def test_log_level_warning_leaves_info_out_and_v_brings_debug_back(tmp_pat
         server.assert_clean_exit(server.stop(), info=False)
     with _serve(tmp_path, "-v", AGORA_LOG_LEVEL="warning") as server:
         assert "open files limit raised" in server.log, server.log
-        # A record only -v shows: a 2026-07-28 notification is accepted and dropped (DEBUG).
-        notice = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        modern = {"mcp-protocol-version": "2026-07-28", "mcp-method": notice["method"]}
-        with trio.fail_after(TIMEOUT):
-            reply = await http(server.port, "POST", "/mcp/chess", notice, headers=modern)
-            assert reply.status == 202, reply
-            await server.wait_for_log(r"Z DEBUG agora\.transports\.streamable: 2026-07-28")
+        assert "Z DEBUG " in server.log, server.log
         server.assert_clean_exit(server.stop())
 
 

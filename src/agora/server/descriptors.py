@@ -69,7 +69,7 @@ def _kernel_most() -> int | None:
 def connection_cap(max_connections: int, soft_limit: int | None = None) -> int:
     """The connections the server takes at once: ``max_connections``, lowered to what the
     open-files limit leaves once `HEADROOM` is kept (at least 1); a lowered cap is logged
-    with what to change (WARNING; INFO when lowered by the headroom alone).
+    with what to change (WARNING; DEBUG when lowered by the headroom alone).
 
     Args:
         max_connections: The setting.
@@ -84,8 +84,8 @@ def connection_cap(max_connections: int, soft_limit: int | None = None) -> int:
         return max_connections
     cap = max(soft_limit - HEADROOM, 1)
     # A limit equal to the setting (20,000 both, the default on many hosts) lowers the cap
-    # by the headroom alone: said (the operator reads the real cap), but no warning.
-    level = logging.INFO if max_connections - cap <= HEADROOM else logging.WARNING
+    # by the headroom alone: not worth the first line of every start (DEBUG, for -v).
+    level = logging.DEBUG if max_connections - cap <= HEADROOM else logging.WARNING
     log.log(
         level,
         "max_connections lowered from %d to %d: this process may open %d files"
