@@ -34,7 +34,7 @@ MALFORMED = {
     ),
     "prefixItems-empty": (
         _at_x({"type": "array", "prefixItems": []}),
-        r"keyword 'properties.x.prefixItems': must have at least 1 item\(s\)",
+        r"keyword 'properties.x.prefixItems': must have at least 1 item\b",
     ),
     "prefixItems-member-string": (
         _at_x({"type": "array", "prefixItems": ["string"]}),
