@@ -40,7 +40,7 @@ def durable(snap: Snapshot) -> Snapshot:
     """What a reload restores of ``snap``: all but the agent's and the human's presence
     (kept in memory)."""
     return msgspec.structs.replace(
-        snap, agent_present=False, human_seated=False, human_connected=False
+        snap, agent_present=False, human_came=False, human_connected=False
     )
 
 
@@ -243,7 +243,7 @@ def test_a_new_game_before_the_sides_are_chosen_changes_nothing(harness):
         effects = harness.run(NewGame(TOKEN))
         assert (effects.writes, effects.changed) == ([], False)
     # Still game 1, no empty games thrown away; only that the human came is new.
-    assert harness.entity.snapshot() == msgspec.structs.replace(before, human_seated=True)
+    assert harness.entity.snapshot() == msgspec.structs.replace(before, human_came=True)
     assert harness.conn.execute("SELECT count(*) FROM chess_games").fetchone() == (1,)
 
 

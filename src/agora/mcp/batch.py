@@ -43,6 +43,8 @@ MAX_BATCH = 256
 NOT_A_MESSAGE = "a batch element must be a JSON-RPC message object, not an array"
 #: Why a batch that holds an ``initialize`` is refused when no session takes it.
 INITIALIZE_IN_BATCH = "initialize cannot be sent in a batch (MCP 2025-03-26 forbids it)"
+#: An ``initialize`` element's own error, in a session's batch.
+_INITIALIZE = "initialize must not be part of a batch"
 
 
 @dataclass
@@ -126,6 +128,3 @@ def joined(answers: list[bytes]) -> rpc.Encoded:
     message = rpc.Encoded()
     message.raw = b"[" + b",".join(answers) + b"]"
     return message
-
-
-_INITIALIZE = "initialize must not be part of a batch"

@@ -262,7 +262,7 @@ class Handling:
         """
         runtime = self.runtime
         kind, key = self.kind.kind, self.key
-        reruns = Reruns()
+        reruns: Reruns | None = None  # made at the first conflict: most commands have none
         wrote = False  # the run overtaken last had writes: the command is a write
         while True:
             seen = self.change
@@ -298,6 +298,7 @@ class Handling:
             if current:
                 self._released(effects, slot, seen)
                 return
+            reruns = reruns or Reruns()
             if not await reruns.another():
                 break
         runtime.guard.busy += 1

@@ -19,7 +19,7 @@ from agora.errors import ProtocolError
 from agora.mcp import jsonrpc as rpc
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from agora.server.connection import Emit
 
 __all__ = ["CLIENT_REQUEST_TIMEOUT", "Asking"]
 
@@ -48,7 +48,7 @@ class Asking:
 
     async def ask(
         self,
-        emit: Callable[[dict[str, Any], rpc.RequestId | None], Awaitable[None]],
+        emit: Emit,
         method: str,
         params: dict[str, Any],
         related: rpc.RequestId | None,
@@ -84,7 +84,7 @@ class Asking:
 
 
 async def _withdraw(
-    emit: Callable[[dict[str, Any], rpc.RequestId | None], Awaitable[None]],
+    emit: Emit,
     rid: rpc.RequestId,
     method: str,
     related: rpc.RequestId | None,

@@ -254,7 +254,7 @@ def human_presence(snap: Snapshot) -> HumanSeat:
     """Whether the human's page is connected now, or they came and left, or never came."""
     if snap.human_connected:
         return "connected"
-    return "away" if snap.human_seated else "absent"
+    return "away" if snap.human_came else "absent"
 
 
 def join_reply(snap: Snapshot, seat: Seat) -> JoinReply:

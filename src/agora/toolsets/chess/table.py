@@ -73,7 +73,7 @@ class Snapshot(msgspec.Struct, frozen=True):
     human_offers: tuple[int, ...] = ()
     #: The human has come to the table in this server process: a page with the human token
     #: connected, or the human acted.
-    human_seated: bool = False
+    human_came: bool = False
     #: A page with the human token has its live stream open now.
     human_connected: bool = False
 
@@ -147,7 +147,7 @@ class ChessTable:
             and cached.version == self.row.version
             and cached.game_number == self.game.number
             and cached.agent_present == present
-            and cached.human_seated == self.human_came
+            and cached.human_came == self.human_came
             and cached.human_connected == (self.human_pages > 0)
         ):
             return cached
@@ -166,7 +166,7 @@ class ChessTable:
             result=game.result,
             agent_present=present,
             agent_token=self.row.agent_token,
-            human_seated=self.human_came,
+            human_came=self.human_came,
             human_connected=self.human_pages > 0,
         )
         return self._snapshot
