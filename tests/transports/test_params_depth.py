@@ -79,3 +79,25 @@ async def test_chamber_arguments_at_its_contract_depth_get_the_chambers_own_answ
                     "retryable": True,
                     "recovery_hint": "Fix the arguments as the error says and call again.",
                 }  # fmt: skip
+
+
+async def test_params_given_as_an_array_are_invalid_params_not_an_invalid_request():
+    """JSON-RPC lets params be an array (by position); MCP names every parameter. Such a
+    request is well formed, so -32600 (Invalid Request) was the wrong code: -32602, saying
+    why. A scalar is no JSON-RPC params at all: that stays -32600."""
+    for params, code, said in (
+        ([], rpc.INVALID_PARAMS, "MCP passes parameters by name, not in an array"),
+        (["enter_open_challenge", {}], rpc.INVALID_PARAMS, "not in an array"),
+        ("x", rpc.INVALID_REQUEST, "params must be an object"),
+    ):
+        message = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params}
+        with pytest.raises(ProtocolError) as refused:
+            rpc.decode(json.dumps(message).encode())
+        assert (refused.value.code, refused.value.data) == (code, {"id": 3})
+        assert said in refused.value.message
+    async with serve(toolsets=["chamber"]) as server, RawHttp.open(server.port) as client:
+        session = await open_session(client, "/mcp/chamber")
+        body = {"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": [1]}
+        reply = await client.request("POST", "/mcp/chamber", body, session)
+        assert reply.json()["id"] == 4
+        assert reply.json()["error"]["code"] == rpc.INVALID_PARAMS

@@ -266,6 +266,12 @@ def parse(obj: Any, *, walk: bool = True) -> Message:
     if params is None:
         params = {}
     if not isinstance(params, dict):
+        if isinstance(params, list):  # valid JSON-RPC (by position); MCP names every parameter
+            raise ProtocolError(
+                INVALID_PARAMS,
+                "params must be an object: MCP passes parameters by name, not in an array",
+                {"id": rid},
+            )
         raise ProtocolError(INVALID_REQUEST, "params must be an object", {"id": rid})
     if walk and depth(params, MAX_PARAMS_DEPTH) > MAX_PARAMS_DEPTH:
         raise ProtocolError(
