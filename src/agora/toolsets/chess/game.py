@@ -72,6 +72,14 @@ class Result(msgspec.Struct, frozen=True):
     ended_at: str
 
 
+class PastGame(msgspec.Struct, frozen=True):
+    """A game the seated agent last saw unfinished, replaced since by the human's new game."""
+
+    number: int
+    agent_color: ColorName | None
+    result: Result | None
+
+
 def declined_draw(moves: tuple[PlayedMove, ...]) -> Role | None:
     """Who declined, with the last move, a draw offered by ``(=)`` in the move before.
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from agora.toolsets.chess.position import position
-from agora.toolsets.chess.render import next_action, status_code
+from agora.toolsets.chess.render import missed_text, next_action, status_code
 from agora.toolsets.chess.replies import PROTOCOL_VERSION, NextAction, Rejection, StatusCode
 from agora.toolsets.chess.table import Snapshot
 
@@ -42,12 +42,19 @@ def rejection(err: ChessError) -> Rejection:
         ok=False,
         protocol_version=PROTOCOL_VERSION,
         code=err.code,
-        error=err.message,
+        error=_told(snap, err.message),
         status_code=status,
         agent_may_move=seated and snap is not None and snap.phase == "agent_turn",
         next_action=_INVALID_TOKEN if err.code == "AGENT_TOKEN_INVALID" else next_action(status),
         legal_moves=moves,
     )
+
+
+def _told(snap: Snapshot | None, error: str) -> str:
+    """``error``, after what the agent missed of its last game if the snapshot says."""
+    if snap is None or snap.missed is None:
+        return error
+    return f"{missed_text(snap)} {error[:1].upper()}{error[1:]}"
 
 
 #: A wrong or replaced token is refused on every tool, watching ones included.

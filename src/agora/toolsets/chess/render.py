@@ -149,21 +149,44 @@ def ownership(agent_color: ColorName | None) -> Ownership:
     return Ownership(white=white, black=black)
 
 
+def _winner_role(result: Result, agent_color: ColorName | None) -> Role | None:
+    if result.winner is None or agent_color is None:
+        return None
+    return "agent" if result.winner == agent_color else "human"
+
+
+def _outcome(result: Result, agent_color: ColorName | None) -> str:
+    """``1-0: white (agent) wins by checkmate``, ``1/2-1/2: drawn by agreement``."""
+    how = REASON_WORDS[result.reason]
+    if result.winner is None:
+        return f"{result.score}: drawn by {how}"
+    return f"{result.score}: {result.winner} ({_winner_role(result, agent_color)}) wins by {how}"
+
+
+def missed_text(snap: Snapshot) -> str:
+    """What the agent is told first about the game it missed the end of (``snap.missed``,
+    replaced since by ``snap``'s), or "" if none."""
+    missed = snap.missed
+    if missed is None:
+        return ""
+    result = missed.result
+    if result is None or result.reason == "abandoned":
+        ended = "the human abandoned it (no result: *)"
+    else:
+        ended = f"it ended {_outcome(result, missed.agent_color)}"
+    number = snap.game_number
+    return f"Game {missed.number} is over: {ended}; this is game {number}, the human's new game."
+
+
 def game_result(snap: Snapshot) -> GameResult | None:
     """The result of a finished game, with who won in the players' terms."""
     result = snap.result
     if result is None:
         return None
-    role: Role | None = None
-    if result.winner is not None and snap.agent_color is not None:
-        role = "agent" if result.winner == snap.agent_color else "human"
-    how = REASON_WORDS[result.reason]
-    if result.winner is None:
-        summary = f"{result.score}: drawn by {how}."
-        if result.reason == "abandoned":
-            summary = "Abandoned: the human started a new game."
-    else:
-        summary = f"{result.score}: {result.winner} ({role}) wins by {how}."
+    role = _winner_role(result, snap.agent_color)
+    summary = _outcome(result, snap.agent_color) + "."
+    if result.reason == "abandoned":
+        summary = "Abandoned: the human started a new game."
     return GameResult(
         score=result.score,
         reason=result.reason,
@@ -197,6 +220,8 @@ def _message(
         text += " The human offers a draw; write (=) in your move note to accept."
     if seat == "watcher":
         text += " You are watching: moves need the table's agent token."
+    if snap.missed is not None:
+        text = f"{missed_text(snap)} {text}"
     return text
 
 
@@ -301,6 +326,8 @@ def wait_reply(
     first = condition.first
     if first is not None and first.game_number != snap.game_number and first.phase != "over":
         return fit(_abandoned_reply(first, snap, seat))
+    if first is not None and first.missed is not None and snap.missed is None:
+        snap = msgspec.structs.replace(snap, missed=first.missed)  # told at the wait's start
     status: StatusCode = status_code(snap) if ready else "WAIT_TIMEOUT"
     if snap.phase == "over":
         # A wait for the human's next game that timed out is still answered GAME_OVER, never

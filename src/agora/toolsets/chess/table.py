@@ -34,7 +34,7 @@ from agora.toolsets.chess.commands import (
     Tokens,
     TrackPage,
 )
-from agora.toolsets.chess.game import Game, PlayedMove, Result
+from agora.toolsets.chess.game import Game, PastGame, PlayedMove, Result
 from agora.toolsets.chess.stored import replay
 from agora.toolsets.chess.terms import ChessError, ColorName, Phase, Role
 
@@ -76,6 +76,9 @@ class Snapshot(msgspec.Struct, frozen=True):
     human_came: bool = False
     #: A page with the human token has its live stream open now.
     human_connected: bool = False
+    #: Only in the reply to the seated agent's first call since the human replaced the game
+    #: it last saw unfinished: how that game ended (`ChessTable.handle`).
+    missed: PastGame | None = None
 
 
 def _not_found(name: str) -> ChessError:
@@ -106,6 +109,10 @@ class ChessTable:
         #: human came at all: in memory only, as the agent's presence is.
         self.human_pages = 0
         self.human_came = False
+        #: The game the agent was last shown, and if it was over; the game it missed the end of.
+        self._agent_saw: tuple[int, bool] | None = None
+        self._missed: PastGame | None = None
+        self._telling: PastGame | None = None
 
     # -- the Entity protocol ----------------------------------------------------------------
 
@@ -128,10 +135,24 @@ class ChessTable:
         at = now.wall.isoformat()
         self._mono = now.mono
         try:
-            return self._dispatch(command, at)
+            effects = self._dispatch(command, at)
         except ChessError as err:
             err.snapshot = self.snapshot() if self.row is not None else None
-            return Effects(reply=err)
+            effects = Effects(reply=err)
+        finally:
+            telling, self._telling = self._telling, None
+        if telling is not None:
+            effects.reply = self._told(effects.reply, telling)
+        return effects
+
+    @staticmethod
+    def _told(reply: object, missed: PastGame) -> object:
+        """``reply`` (a snapshot, or a refusal carrying one) with ``missed`` in its snapshot."""
+        if isinstance(reply, Snapshot):
+            return msgspec.structs.replace(reply, missed=missed)
+        if isinstance(reply, ChessError) and isinstance(reply.snapshot, Snapshot):
+            reply.snapshot = msgspec.structs.replace(reply.snapshot, missed=missed)
+        return reply
 
     def snapshot(self) -> Snapshot:
         """The table as it stands.
@@ -185,6 +206,7 @@ class ChessTable:
     @commands.on(AgentMove)
     def _agent_move(self, command: AgentMove, at: str) -> Effects:
         self._check_agent(command.agent_token)
+        self._agent_looks()
         arrived = self._saw_agent(at)
         try:
             played = self.game.play(
@@ -285,9 +307,16 @@ class ChessTable:
         if command.agent_token is None:
             return Effects(reply=self.snapshot())
         self._check_agent(command.agent_token)
+        self._agent_looks()
         if self._saw_agent(at):
             return self._changed()  # wakes the pages: the agent is here
         return Effects(reply=self.snapshot())
+
+    def _agent_looks(self) -> None:
+        """The agent token's holder is shown the game: this command's reply tells it how the
+        game it last saw unfinished ended, if the human replaced that game since (once)."""
+        self._telling, self._missed = self._missed, None
+        self._agent_saw = (self.game.number, self.game.phase == "over")
 
     def _present(self) -> bool:
         seen = self.agent_seen
@@ -307,6 +336,8 @@ class ChessTable:
         writes: list[Write] = []
         if old.abandon(at) is not None:
             writes.append(sql.update_game(self.name, old))
+        if self._agent_saw == (old.number, False):  # the agent saw it unfinished
+            self._missed = PastGame(old.number, old.agent_color, old.result)
         self.game = Game(old.number + 1)
         writes.append(sql.insert_game(self.name, self.game, at))
         return self._changed(*writes)
