@@ -57,7 +57,7 @@ async def test_a_call_still_running_at_the_end_of_grace_is_cancelled_and_answere
     assert began_closing + 1 <= seen["cancelled"] <= left
     [reply] = replies
     assert reply["error"]["code"] == INTERNAL_ERROR, reply
-    assert "shutting down" in reply["error"]["message"]
+    assert "the server shut down before this call answered" in reply["error"]["message"]
 
 
 async def test_an_error_raised_in_the_block_leaves_it_as_itself_after_the_shutdown():

@@ -94,7 +94,7 @@ async def test_a_waiting_call_gets_a_json_rpc_error_when_the_server_shuts_down(c
             await trio.sleep(1)
         reply = answer["reply"]
         assert reply.json()["error"]["code"] == -32603
-        assert "shutting down" in reply.json()["error"]["message"]
+        assert "the server shut down before this call answered" in reply.json()["error"]["message"]
     said = [r.getMessage() for r in caplog.records if r.name.startswith("agora.server")]
     drain = [m for m in said if m.startswith("shutting down: ")]
     assert drain == [

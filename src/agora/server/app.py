@@ -50,6 +50,12 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 SERVER_INFO = {"name": "agora", "title": "agora", "version": __version__}
+#: At shutdown (`App.settle_commits`): how often the writes waiting for their commit are
+#: counted, how far past `commit_timeout` they may still be failed by the store's watchdog
+#: (it looks every quarter of it), and how long a call whose commit came has to answer.
+COMMIT_POLL = 0.01
+DEADLINE_SLACK = 1.3
+ANSWER_SETTLE = 0.2
 
 #: Toolsets implemented in this build, in listing order: the one list `agora.config` checks
 #: ``toolsets`` against (a toolset added to the tree goes there, nowhere else).
@@ -199,7 +205,7 @@ class App:
                 with trio.move_on_after(self.config.linger_seconds):
                     await until_closed()
         if self._in_flight:
-            committing = getattr(self.runtime.store, "committing", 0)
+            committing = self.committing()
             log.info(
                 "%d calls still running after %g s (grace_seconds): cancelled%s",
                 self._in_flight,
@@ -210,6 +216,23 @@ class App:
                 if committing
                 else "",
             )
+
+    def committing(self) -> int:
+        """Writes waiting for their commit now (0 for a store that does not count them)."""
+        return int(getattr(self.runtime.store, "committing", 0))
+
+    async def settle_commits(self) -> None:
+        """After the grace: wait for the writes still waiting for their commit (up to the
+        commit's own deadline, `commit_timeout`), then give their calls `ANSWER_SETTLE` to
+        answer, before the transports close on the calls still running. A call whose write
+        was saved gets its result, not an error that asks for the write again."""
+        if not self.committing():
+            return
+        with trio.move_on_after(self.config.commit_timeout * DEADLINE_SLACK):
+            while self.committing():  # noqa: ASYNC110 - at shutdown only, and bounded
+                await trio.sleep(COMMIT_POLL)
+            with trio.move_on_after(ANSWER_SETTLE):
+                await self.wait_idle()
 
     def start_background(self, nursery: trio.Nursery) -> None:
         """Start every toolset's background tasks in ``nursery`` (cancelled at shutdown)."""

@@ -284,6 +284,7 @@ async def _run(
                                 stopping = trio.current_time()
                                 accept.cancel()
                                 await app.drain(config.grace_seconds, front.wait_closed)
+                                await app.settle_commits()
                                 mcp.close_all()
                                 server.close_clients(SHUTDOWN)
                                 # Calls just answered by close_all get their error written.

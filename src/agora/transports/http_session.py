@@ -29,7 +29,10 @@ __all__ = ["DELETED", "KEEP_FINISHED_STREAMS", "SHUTDOWN", "HttpSession"]
 #: Finished streams a session keeps for clients that resume late; older ones are dropped.
 KEEP_FINISHED_STREAMS = 32
 DELETED = "the session was deleted before this call finished"
-SHUTDOWN = "the server is shutting down; this call did not finish, retry it"
+SHUTDOWN = (
+    "the server shut down before this call answered; a change it made may or may not have"
+    " been saved: check before repeating it"
+)
 
 
 class HttpSession:
