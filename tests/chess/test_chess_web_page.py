@@ -96,7 +96,7 @@ async def test_the_play_page_named_by_the_unknown_table_error_exists(table):
         assert table.token.encode() not in response.body
     script = await http(table.runtime, "GET", "/play/static/tables.js")
     assert script.status == 200
-    assert b'"/play/tables"' in script.body
+    assert b"${base}/play/tables" in script.body
 
 
 async def test_a_browser_gets_an_unknown_table_as_an_html_page(table):

@@ -39,19 +39,21 @@ PROBES = (
 _MCP_NOTE = "Streamable HTTP (POST/GET) and WebSocket (Upgrade) on the same path"
 
 
-def start_document(toolsets: Iterable[Toolset]) -> dict[str, Any]:
-    """The start page as data: the MCP endpoints and pages of each toolset, and the probes."""
+def start_document(toolsets: Iterable[Toolset], base: str = "") -> dict[str, Any]:
+    """The start page as data: the MCP endpoints and pages of each toolset, and the probes;
+    each path under ``base``, the path prefix of ``public_url`` (`agora.web.prefix`)."""
     return {
-        "mcp": {"path": "/mcp", "transports": _MCP_NOTE},
+        "mcp": {"path": f"{base}/mcp", "transports": _MCP_NOTE},
         "toolsets": [
             {
                 "name": t.name,
-                "mcp": f"/mcp/{t.name}" + (f"/<{t.endpoint_param}>" if t.endpoint_param else ""),
-                "pages": [{"path": path, "title": title} for path, title in t.pages],
+                "mcp": f"{base}/mcp/{t.name}"
+                + (f"/<{t.endpoint_param}>" if t.endpoint_param else ""),
+                "pages": [{"path": base + path, "title": title} for path, title in t.pages],
             }
             for t in toolsets
         ],
-        "probes": [{"path": path, "title": title} for path, title in PROBES],
+        "probes": [{"path": base + path, "title": title} for path, title in PROBES],
     }
 
 
@@ -63,9 +65,9 @@ def _links(items: list[dict[str, str]]) -> str:
     )
 
 
-def start_page(toolsets: Iterable[Toolset], as_html: bool) -> Response:
+def start_page(toolsets: Iterable[Toolset], as_html: bool, base: str = "") -> Response:
     """``GET /``: HTML when ``as_html``, else JSON (`start_document`)."""
-    doc = start_document(toolsets)
+    doc = start_document(toolsets, base)
     if not as_html:
         return Response.json(doc)
     sections = []

@@ -38,6 +38,7 @@ from agora.transports.respond import Closed, Responder, refusal_response
 from agora.transports.routing import gate, methods_of, not_allowed, page_refusal, request_of
 from agora.transports.websocket import WS_VERSION, accept_websocket, upgrade_refusal
 from agora.web.http import EventStream, Request, Response, wants_html
+from agora.web.prefix import base_path, unprefixed
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -75,6 +76,7 @@ class HttpConnection(Responder):
         self.front = front
         self.app = front.app
         self.config = front.app.config
+        self.base = base_path(self.config.public_url)
         self.buf = bytearray()
         self.served = 0
         #: Bounds each wait for the peer's bytes: the front end's `Sweeper` cancels it once
@@ -248,6 +250,7 @@ class HttpConnection(Responder):
         self.head_only = head.method == "HEAD"
         headers = head.headers
         req = request_of(head)
+        req.path = unprefixed(req.path, self.base)
         config = self.config
         probe = req.path in PROBES
         refused = gate(
@@ -344,7 +347,7 @@ class HttpConnection(Responder):
         if req.path == start.PATH:
             if req.method not in ("GET", "HEAD"):  # an MCP client given the server's address
                 return not_allowed(req, ["GET"], start.MCP_HINT)
-            return start.start_page(self.app.toolsets.values(), wants_html(req))
+            return start.start_page(self.app.toolsets.values(), wants_html(req), self.base)
         if req.path in PROBES:
             if req.method not in ("GET", "HEAD"):
                 return not_allowed(req, ["GET"])

@@ -22,6 +22,7 @@ from agora.logsafe import peer_name
 from agora.transports import http1
 from agora.transports.sse import format_event
 from agora.web.http import EventStream, Request, Response, error_response
+from agora.web.prefix import prefixed_html
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -71,6 +72,8 @@ class Responder:
         #: The current request is a HEAD: its response has a head and no body (RFC 9110,
         #: 9.3.2), with the Content-Length the body would have had.
         self.head_only = False
+        #: The path prefix of ``public_url`` its pages link under (`agora.web.prefix`).
+        self.base = ""
         #: Ends the watch for the client's hang-up (`watch_hangup`), if one runs.
         self.watching: trio.CancelScope | None = None
 
@@ -102,6 +105,8 @@ class Responder:
 
     async def _send(self, resp: Response, keep: bool = False) -> None:
         """Send a whole response; with ``keep`` (the request was read whole) stay open."""
+        if self.base and resp.content_type.startswith("text/html"):
+            resp.body = prefixed_html(resp.body, self.base)
         body = b"" if self.head_only else resp.body
         if keep and not resp.headers:  # the usual answer: its head from a template
             self.responding = True

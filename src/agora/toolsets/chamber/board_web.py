@@ -31,6 +31,7 @@ from agora.toolsets.chamber.web import (
     parse_limit,
 )
 from agora.web.http import Request, Response, Route, wants_html
+from agora.web.prefix import base_path
 
 if TYPE_CHECKING:
     from agora.runtime.registry import Runtime
@@ -184,7 +185,8 @@ async def get_board_cards(request: Request, runtime: Runtime) -> Response:
         return error_response(request, 400, UNKNOWN_AFTER)
     shown, last_id = paged(rows, limit)
     body: dict[str, Any] = {"suite": suite, "product": product, "from": first, "to": last}
-    body["cards"] = [{**r, "url": f"/cards/{r['card_id']}"} for r in shown]
+    base = base_path(runtime.public_url)
+    body["cards"] = [{**r, "url": f"{base}/cards/{r['card_id']}"} for r in shown]
     if last_id is not None:
         body["next_after"] = last_id
     if not wants_html(request):

@@ -8,7 +8,7 @@
 "use strict";
 
 const chessMoves = (() => {
-  const { $, el, isMyTurn, movesFrom, squareOrder, renderBoard, renderPromotion } = chessView;
+  const { $, el, base, isMyTurn, movesFrom, squareOrder, renderBoard, renderPromotion } = chessView;
   // Arrow key -> [rows, columns] on the board as drawn (flipped for Black).
   const STEPS = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
 
@@ -139,7 +139,7 @@ const chessMoves = (() => {
         if (Math.hypot(event.clientX - drag.x, event.clientY - drag.y) < 4) return;
         drag.moved = true;
         const piece = page.state().board[drag.from];
-        drag.ghost = el("img", { id: "ghost", src: `/play/static/${piece}.svg` });
+        drag.ghost = el("img", { id: "ghost", src: `${base}/play/static/${piece}.svg` });
         document.body.append(drag.ghost);
         redraw();
       }

@@ -7,10 +7,11 @@
 "use strict";
 
 (() => {
-  const { $, el, showError } = chessView;
-  const table = decodeURIComponent(location.pathname.split("/")[2] || "default");
+  const { $, el, base, showError } = chessView;
+  const path = location.pathname.slice(location.pathname.startsWith(base) ? base.length : 0);
+  const table = decodeURIComponent(path.split("/")[2] || "default");
   const token = new URLSearchParams(location.search).get("token") || "";
-  const api = (path) => `/play/${encodeURIComponent(table)}/${path}`;
+  const api = (action) => `${base}/play/${encodeURIComponent(table)}/${action}`;
   const withToken = (url) => (token ? `${url}?token=${encodeURIComponent(token)}` : url);
   let state = null;
   const moves = chessMoves.create({ state: () => state, move });
@@ -155,7 +156,7 @@
   function refuseTable(message) {
     const box = $("token-problem");
     box.replaceChildren(document.createTextNode(`${message} `));
-    box.append(el("a", { href: "/play" }, "Create a table"));
+    box.append(el("a", { href: `${base}/play` }, "Create a table"));
     $("role").hidden = true;
     showOnly(box);
   }

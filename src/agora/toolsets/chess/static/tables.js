@@ -5,12 +5,13 @@
 
 (() => {
   const $ = (id) => document.getElementById(id);
+  const base = document.querySelector('meta[name="agora-base"]')?.content ?? "";
 
   // The name's form submits on Enter as on its button; the page stays (no navigation).
   async function createTable(event) {
     event.preventDefault();
     const name = $("new-table-name").value.trim();
-    const res = await fetch("/play/tables", {
+    const res = await fetch(`${base}/play/tables`, {
       method: "POST",
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify(name ? { name } : {}),

@@ -8,6 +8,8 @@
 const chessView = (() => {
   const $ = (id) => document.getElementById(id);
   const files = "abcdefgh";
+  // The path prefix of the server's public URL (behind a proxy at a sub-path), "" if none.
+  const base = document.querySelector('meta[name="agora-base"]')?.content ?? "";
 
   function el(tag, attrs = {}, text = "") {
     const node = document.createElement(tag);
@@ -97,7 +99,7 @@ const chessView = (() => {
       });
       if (piece) {
         // Named by the square's label: the picture itself says nothing more.
-        button.append(el("img", { src: `/play/static/${piece}.svg`, alt: "", draggable: "false" }));
+        button.append(el("img", { src: `${base}/play/static/${piece}.svg`, alt: "", draggable: "false" }));
       }
       if (last && (last.from === square || last.to === square)) button.classList.add("last");
       if (state.checkSquare === square) button.classList.add("check");
@@ -123,7 +125,7 @@ const chessView = (() => {
     const color = state.humanColor === "black" ? "b" : "w";
     for (const button of box.querySelectorAll("[data-promotion]")) {
       const kind = button.dataset.promotion;
-      const img = el("img", { src: `/play/static/${color}${kind.toUpperCase()}.svg`, alt: kind });
+      const img = el("img", { src: `${base}/play/static/${color}${kind.toUpperCase()}.svg`, alt: kind });
       button.replaceChildren(img);
     }
   }
@@ -270,6 +272,6 @@ const chessView = (() => {
   }
 
   return {
-    $, el, showError, isMyTurn, movesFrom, squareOrder, renderBoard, renderPromotion, render,
+    $, el, base, showError, isMyTurn, movesFrom, squareOrder, renderBoard, renderPromotion, render,
   };
 })();
