@@ -73,3 +73,19 @@ def test_allow_anonymous_false_needs_principals(tmp_path, monkeypatch):
     toml = tmp_path / "agora.toml"
     toml.write_text(f'[[principals]]\nname = "ops"\ntoken_sha256 = "{DIGEST_A}"\n')
     assert load_config(toml).allow_anonymous is False
+
+
+def test_an_unknown_toolset_is_named_with_its_source_and_the_closest_known(tmp_path):
+    """An operator's note: it read ``unknown toolsets ['chesss']; known: ...`` (a Python list,
+    no source, no suggestion), unlike every other refused setting."""
+    path = tmp_path / "agora.toml"
+    path.write_text('toolsets = ["chess", "chesss"]\n')
+    with pytest.raises(ValueError, match="unknown toolset") as info:
+        load_config(path)
+    assert str(info.value) == (
+        f"{path}: unknown toolset `chesss`; did you mean `chess`?"
+        " (known: chamber, chess, router, debate)"
+    )
+    with pytest.raises(ValueError, match="unknown toolsets") as info:
+        load_config(toolsets=["x1", "y2"])
+    assert "`x1`, `y2`" in str(info.value)

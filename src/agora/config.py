@@ -192,7 +192,7 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
         ) from exc
     unknown = [t for t in config.toolsets if t not in SERVABLE]
     if unknown:
-        raise ValueError(f"unknown toolsets {unknown}; known: {', '.join(KNOWN_TOOLSETS)}")
+        raise ValueError(_unknown_toolsets(unknown, sources.get("toolsets")))
     wrong = _out_of_range(config) or unusable_principal(config) or unusable_grants(config)
     if wrong is not None:
         key, problem = wrong
@@ -295,6 +295,17 @@ def _out_of_range(config: Config) -> tuple[str, str] | None:
         if (value := getattr(config, name)) < 1:
             return name, f"{name} must be at least 1, not {value}"
     return None
+
+
+def _unknown_toolsets(unknown: list[str], source: str | None) -> str:
+    """``toolsets`` names toolsets no server has: which, the closest known, and where."""
+    named = ", ".join(f"`{name}`" for name in unknown)
+    message = f"unknown toolset{'s' if len(unknown) > 1 else ''} {named}"
+    near = difflib.get_close_matches(unknown[0], KNOWN_TOOLSETS, n=1)
+    if near:
+        message += f"; did you mean `{near[0]}`?"
+    message += f" (known: {', '.join(KNOWN_TOOLSETS)})"
+    return f"{source}: {message}" if source else message
 
 
 def _located(problem: str, sources: dict[str, str], known: list[str]) -> str:

@@ -179,10 +179,16 @@ def keys_from_json(data: bytes) -> list[str]:
     """
     try:
         doc = json.loads(data)
+    except ValueError as exc:
+        raise TrustError(f"not a key document: not JSON ({exc})") from exc
+    try:
         keys = doc["keys"]
         return [str(k[f]) for k in keys for f in ("key_id", "public_key") if k.get(f)]
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise TrustError(f"not a key document: {exc}") from exc
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise TrustError(
+            'not a key document: it has no "keys" list of objects with key_id and public_key'
+            " (a server's is at /chamber/keys)"
+        ) from exc
 
 
 def keys_from_file(path: str | Path) -> list[str]:

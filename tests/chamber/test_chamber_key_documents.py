@@ -1,0 +1,35 @@
+"""``agora cards verify --keys-url`` on something that is not a key document says what it wants.
+
+An operator's note: a URL of another JSON document (``/healthz``) gave ``cannot verify: not a
+key document: 'keys'``, a KeyError's text.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agora.toolsets.chamber.cards_cli import TrustError, keys_from_json
+
+KEY = {"key_id": "k1", "public_key": "ab" * 32}
+
+
+def test_a_key_document_lists_its_ids_and_keys():
+    assert keys_from_json(json.dumps({"keys": [KEY]}).encode()) == ["k1", "ab" * 32]
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        (b'{"ok": true, "connections": 3}', 'it has no "keys" list of objects'),
+        (b'{"keys": ["k1"]}', 'it has no "keys" list of objects'),
+        (b"<html>", "not JSON"),
+    ],
+)
+def test_anything_else_is_refused_in_words(data, said):
+    with pytest.raises(TrustError) as info:
+        keys_from_json(data)
+    assert str(info.value).startswith("not a key document: "), info.value
+    assert said in str(info.value)
+    assert "'keys'" not in str(info.value)
