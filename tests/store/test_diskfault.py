@@ -163,4 +163,4 @@ def test_a_change_of_cause_is_not_told_as_writes_succeeding(tmp_path, caplog):
         " disk reported an I/O error: 2 writes refused in "
     ), told[1][1]
     assert "succeed again" in told[3][1]
-    assert "1 writes refused" in told[3][1]
+    assert "1 write refused" in told[3][1]

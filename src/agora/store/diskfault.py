@@ -182,8 +182,8 @@ class DiskDoctor:
         if length is None:  # pragma: no cover - an episode under way has begun
             return
         log.info(
-            "writes to %s still refused, no longer because %s: %d writes refused in %.1f s",
-            self.path, STORE_CAUSES[was], self._refusals.count, length,
+            "writes to %s still refused, no longer because %s: %s refused in %.1f s",
+            self.path, STORE_CAUSES[was], self._refusals.told("write"), length,
         )  # fmt: skip
 
     def wrote(self) -> None:
@@ -191,8 +191,8 @@ class DiskDoctor:
         if (length := self._refusals.end()) is None or self.episode is None:
             return
         log.info(
-            "writes to %s succeed again, after %.1f s of refusals (%s): %d writes refused",
-            self.path, length, STORE_CAUSES[self.episode], self._refusals.count,
+            "writes to %s succeed again, after %.1f s of refusals (%s): %s refused",
+            self.path, length, STORE_CAUSES[self.episode], self._refusals.told("write"),
         )  # fmt: skip
         self.episode = None
 

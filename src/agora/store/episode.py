@@ -40,13 +40,19 @@ class Episode:
         """Whether an episode has begun and not ended."""
         return self.since is not None
 
-    def strike(self, count: int = 1) -> bool:
-        """``count`` more strikes; whether they began an episode (its first line is due)."""
+    def strike(self, count: int = 1, ago: float = 0.0) -> bool:
+        """``count`` more strikes; whether they began an episode (its first line is due).
+        ``ago``: the trouble began that many seconds before the first strike was seen (a
+        write that waited its deadline before it was dropped)."""
         if self.since is not None:
             self.count += count
             return False
-        self.since, self.count = self._clock(), count
+        self.since, self.count = self._clock() - ago, count
         return True
+
+    def told(self, noun: str) -> str:
+        """The strikes as the log counts them: ``1 write``, ``3 writes``."""
+        return counted(self.count, noun)
 
     def end(self) -> float | None:
         """End the episode under way: its length in seconds (its strikes stay in `count`);
@@ -55,3 +61,8 @@ class Episode:
             return None
         length, self.since = self._clock() - self.since, None
         return length
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1 (``1 write``, ``0 writes``)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -36,7 +36,7 @@ class LockWaits:
     def dropped(self, waited: float) -> None:
         """A write waited ``waited`` seconds (``commit_timeout``) for the lock, then was
         dropped: the episode's first is logged, the rest counted."""
-        if not self._episode.strike():
+        if not self._episode.strike(ago=waited):  # it began when the write began to wait
             return
         log.warning(
             "writes to %s wait for the database's write lock (another process holding it?): "
@@ -51,6 +51,6 @@ class LockWaits:
             return
         log.info(
             "writes to %s commit again, after %.1f s waiting for the write lock: "
-            "%d writes dropped meanwhile",
-            self.path, length, self._episode.count,
+            "%s dropped meanwhile",
+            self.path, length, self._episode.told("write"),
         )  # fmt: skip

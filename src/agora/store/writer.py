@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from agora.store import wal
 from agora.store.diskfault import Reopening
+from agora.store.episode import counted
 from agora.store.jobs import DROPPED, TAKEN, Job, WriterStopped, complete, rollback, run_jobs
 from agora.store.stats import BATCH_SIZE, COMMIT_MS, Histogram
 
@@ -127,7 +128,7 @@ class Writer:
             self.batch_sizes.add(committed)
             self.commit_ms.add((time.perf_counter() - began) * 1e3)
             if self._trace:
-                log.info("committed %d jobs at %.6f", committed, time.time())
+                log.info("committed %s at %.6f", counted(committed, "job"), time.time())
 
     @property
     def conn(self) -> Any:
