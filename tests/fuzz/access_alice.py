@@ -157,7 +157,7 @@ async def _crew(rec: Recorder) -> None:
 
 
 async def _v1(rec: Recorder) -> None:
-    """A debate/v1 topic with every seat Alice's, judged."""
+    """A debate/v1 topic with every seat Alice's, prepared for judging."""
     sessions = {role: await rec.session() for role in V1_SEATS}
     roster = [{"role": r, "session_id": None if r == "HUMAN" else s} for r, s in sessions.items()]
     init = await rec.call(
@@ -176,9 +176,11 @@ async def _v1(rec: Recorder) -> None:
         "debate_judge_prepare", topic_id=topic, left_msg_id=claims[0], right_msg_id=claims[1]
     )
     verdict = json.dumps({"winner_msg_id": claims[0], "decision": "adopt"})
+    # Her JUDGE is not independent of her own blind seats (ineligible_judge): refused, yet
+    # the call names her projection, which is all a stranger's replay needs.
     await rec.call(
         "debate_judge_verdict", projection_id=prepared["projections"][0]["projection_id"],
-        judge_role="JUDGE", verdict_json=verdict,
+        judge_role="JUDGE", verdict_json=verdict, refused=True,
     )  # fmt: skip
 
 

@@ -17,6 +17,7 @@ from agora.toolsets.debate.access import Caller
 from agora.toolsets.debate.commands import protocol, workers
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Binding
+from agora.toolsets.debate.protocol.state import judging_own_debate, not_independent
 from agora.toolsets.debate.rules import OPEN_STATES, SENTINEL_PROJECT, reject
 
 if TYPE_CHECKING:
@@ -182,6 +183,7 @@ def add_role(topic: Topic, cmd: AddRole, now: Now) -> Effects:
             else {**bound.reply, "added_role": False}
         )
         return bound
+    check_independent(topic, cmd.caller, cmd.role)
     at = topic.stamp_now(now)
     writes: list[Write] = []
     row.roles.append(cmd.role)
@@ -206,6 +208,19 @@ def _holds(topic: Topic, role: str, caller: Caller) -> bool:
     return current is None or current.owner == caller.name
 
 
+def check_independent(topic: Topic, caller: Caller, role: str) -> None:
+    """Binding ``role`` leaves the caller's principal independent of the blind pair as a
+    judge (debate/v1): it may not hold a blind role and a role that may judge at once.
+
+    Raises:
+        DebateError: ``ineligible_judge``.
+    """
+    state = topic.data.protocol
+    held = judging_own_debate(state, topic.all_bindings(), caller.name, role)
+    if state is not None and held is not None:
+        raise not_independent(state, role, held)
+
+
 def _gate_bind(topic: Topic, cmd: BindRole) -> None:
     row = topic.require_row()
     if row.project == SENTINEL_PROJECT or cmd.role not in row.roles:
@@ -219,6 +234,8 @@ def _gate_bind(topic: Topic, cmd: BindRole) -> None:
     elif not _holds(topic, cmd.role, cmd.caller):
         raise access.denied()
     check_sanction(topic, cmd)
+    if cmd.state == "active":
+        check_independent(topic, cmd.caller, cmd.role)
 
 
 def _bind_active(topic: Topic, cmd: BindRole, at: str, writes: list[Write]) -> tuple[Binding, int]:

@@ -30,7 +30,13 @@ from agora.toolsets.debate.protocol.judging import (
     position,
     projection_id,
 )
-from agora.toolsets.debate.protocol.state import HUMAN_ROLES, ProtocolState, not_configured
+from agora.toolsets.debate.protocol.state import (
+    HUMAN_ROLES,
+    ProtocolState,
+    judging_own_debate,
+    not_configured,
+    not_independent,
+)
 from agora.toolsets.debate.rules import reject
 
 if TYPE_CHECKING:
@@ -182,7 +188,7 @@ def split_words(first: dict[str, Any], second: dict[str, Any]) -> str:
 
 @COMMANDS.on(GiveVerdict)
 def give_verdict(topic: Topic, cmd: GiveVerdict, now: Now) -> Effects:
-    topic.write_gate(cmd.caller, cmd.judge_role)
+    judge = topic.write_gate(cmd.caller, cmd.judge_role)
     state = topic.data.protocol
     p = None if state is None else state.projections.get(cmd.projection_id)
     if state is None or p is None:
@@ -192,6 +198,9 @@ def give_verdict(topic: Topic, cmd: GiveVerdict, now: Now) -> Effects:
             "ineligible_judge",
             "the judge role must be an active declared role outside the blind pair, not human",
         )
+    held = judging_own_debate(state, topic.all_bindings(), judge.owner, cmd.judge_role)
+    if held is not None:
+        raise not_independent(state, cmd.judge_role, held, verdict=True)
     if cmd.verdict["winner_msg_id"] not in (p.left_msg_id, p.right_msg_id):
         raise reject("invalid_verdict", "winner_msg_id names one of the projection's positions")
     if p.verdict is not None:

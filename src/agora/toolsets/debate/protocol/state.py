@@ -155,6 +155,62 @@ class ProtocolState:
         )
 
 
+def may_judge(state: ProtocolState, role: str) -> bool:
+    """Whether ``role`` may give verdicts: neither blind nor human."""
+    return role not in state.blind_roles and role not in HUMAN_ROLES
+
+
+def judging_own_debate(
+    state: ProtocolState | None, bindings: Iterable[Binding], owner: str, role: str
+) -> str | None:
+    """The role that would make ``owner`` judge its own debate if it held ``role`` too.
+
+    Judge independence goes by principal (a binding's owner): one principal may not hold a
+    blind role and a role that may judge at once, whichever sessions it uses. Human roles
+    are neither. Every caller without a token is the one principal ``anonymous``, so it can
+    never be independent of itself.
+
+    Returns:
+        The active role of the other kind (blind vs judging) that ``owner`` holds on the
+        topic, or None (also for a legacy topic, which has no blind pair).
+    """
+    if state is None or role in HUMAN_ROLES:
+        return None
+    blind = role in state.blind_roles
+    for b in bindings:
+        if b.state != "active" or b.owner != owner or b.role == role or b.role in HUMAN_ROLES:
+            continue
+        if (b.role in state.blind_roles) != blind:
+            return b.role
+    return None
+
+
+def not_independent(state: ProtocolState, role: str, held: str, *, verdict: bool = False) -> Any:
+    """The refusal of a judge that would not be independent of the blind pair: ``role`` was
+    to be bound (or to judge) while its principal holds ``held``, a role of the other kind."""
+    if verdict:
+        why = (
+            f"{role} is held by the same principal as the blind role {held}: a judge must be "
+            "independent of the blind pair, so the verdicts must come from a principal (a "
+            f"bearer token of its own) that holds neither blind role; retire {held}, or have "
+            f"such a principal bind {role} (taking it over needs the conductor's override)"
+        )
+    elif role in state.blind_roles:
+        why = (
+            f"{role} is a blind role of this debate, and your principal already holds {held} "
+            "on it, a role that may judge: a judge must be independent of the blind pair, so "
+            f"bind {role} with another principal's bearer token, or retire {held} first "
+            "(every caller without a token is one principal)"
+        )
+    else:
+        why = (
+            f"{role} may judge this debate, and your principal already holds its blind role "
+            f"{held}: a judge must be independent of the blind pair, so bind {role} with "
+            "another principal's bearer token (every caller without a token is one principal)"
+        )
+    return reject("ineligible_judge", why, role=role, held_role=held)
+
+
 def hidden_ids(
     state: ProtocolState | None,
     caller: Caller,

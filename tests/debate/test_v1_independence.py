@@ -1,0 +1,114 @@
+"""debate/v1 judge independence: one principal never holds a blind role and a judging role.
+
+The contract: "the judge role must be an active declared participant outside the blind
+pair". Independence goes by principal, not by session: a debater binding the judge role
+with a second session of its own is the same judge as its blind seat.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from debate_support import ALICE, BOB, CAROL, CONDUCTOR, payload
+
+from agora.identity import Principal
+
+#: Every caller without a token is this one principal.
+ANONYMOUS = Principal(projects=frozenset({"ops"}))
+
+
+async def _open_topic(desk, seats):
+    """A v1 topic (blind PRO and CON) of the conductor; ``seats`` maps each role to the
+    principal that binds it after creation, or None to leave it unbound."""
+    roles = {"CONDUCTOR": await desk.session(CONDUCTOR)}
+    for role, who in seats.items():
+        roles[role] = None if who is None else (who, await desk.session(who))
+    return await desk.topic(
+        CONDUCTOR, roles, protocol_version="debate/v1", blind_roles_csv="PRO,CON"
+    )
+
+
+async def _holders(desk, topic):
+    out = await desk.call(CONDUCTOR, "debate_list_bindings", topic_id=topic)
+    return {b["role"] for b in out["bindings"] if b["state"] == "active"}
+
+
+@pytest.mark.parametrize(
+    ("who", "held", "role", "seats", "then"),
+    [
+        pytest.param(
+            BOB, "CON", "JUDGE", {"PRO": ALICE, "CON": BOB, "JUDGE": None}, CAROL, id="judge"
+        ),
+        pytest.param(
+            CAROL, "JUDGE", "CON", {"PRO": ALICE, "CON": None, "JUDGE": CAROL}, BOB, id="blind"
+        ),
+        pytest.param(
+            ANONYMOUS,
+            "PRO",
+            "JUDGE",
+            {"PRO": ANONYMOUS, "CON": BOB, "JUDGE": None},
+            CAROL,
+            id="tokenless-callers-are-one-principal",
+        ),
+    ],
+)
+async def test_a_principal_cannot_bind_both_a_blind_role_and_a_judging_role(
+    desk, who, held, role, seats, then
+):
+    topic = await _open_topic(desk, seats)
+    second = await desk.session(who)  # a session of its own: still the same principal
+    body = await desk.bind(who, topic, role, second, refused=True)
+    assert (body["error"], body["role"], body["held_role"]) == ("ineligible_judge", role, held)
+    assert "independent of the blind pair" in body["message"]
+    assert "another principal's bearer token" in body["message"]
+    assert role not in await _holders(desk, topic)
+    await desk.bind(then, topic, role, await desk.session(then))  # a principal of its own
+    assert role in await _holders(desk, topic)
+
+
+async def test_a_judge_sharing_a_principal_with_a_blind_role_gives_no_verdict(desk):
+    # The conductor seeds PRO and JUDGE on two sessions of its own at creation: no bind is
+    # refused, so the verdict is where independence is checked.
+    mine = {role: await desk.session(CONDUCTOR) for role in ("CONDUCTOR", "PRO", "JUDGE")}
+    topic = await desk.topic(
+        CONDUCTOR,
+        {**mine, "CON": (BOB, await desk.session(BOB))},
+        protocol_version="debate/v1",
+        blind_roles_csv="PRO,CON",
+    )
+
+    async def post(who, role, kind, **args):
+        args.setdefault("payload_json", payload(f"{role} {kind}"))
+        return await desk.call(
+            who, "debate_post", topic_id=topic, role=role, priority="M", kind=kind, body="x", **args
+        )
+
+    pro = (await post(CONDUCTOR, "PRO", "CLAIM"))["msg_id"]
+    con = (await post(BOB, "CON", "CLAIM"))["msg_id"]
+    await post(
+        CONDUCTOR, "JUDGE", "VERIFY", reply_to=pro, payload_json=payload("ok", result="verified")
+    )
+    added = await desk.refused(
+        CONDUCTOR,
+        "debate_add_role",
+        topic_id=topic,
+        role="JUDGE_TWO",
+        session_id=await desk.session(CONDUCTOR),
+    )
+    assert (added["error"], added["held_role"]) == ("ineligible_judge", "PRO")
+    prepared = await desk.call(
+        CONDUCTOR, "debate_judge_prepare", topic_id=topic, left_msg_id=pro, right_msg_id=con
+    )
+    for projection in prepared["projections"]:
+        body = await desk.refused(
+            CONDUCTOR,
+            "debate_judge_verdict",
+            projection_id=projection["projection_id"],
+            judge_role="JUDGE",
+            verdict_json=json.dumps({"winner_msg_id": pro, "decision": "PRO wins"}),
+        )
+        assert (body["error"], body["held_role"]) == ("ineligible_judge", "PRO")
+        assert "independent of the blind pair" in body["message"]
+    state = await desk.call(CONDUCTOR, "debate_protocol_state", topic_id=topic)
+    assert (state["phase"], state["outcome"]) == ("ADJUDICATE", None)
