@@ -8,7 +8,8 @@ shorthands (`post`, `check`, `advance`, `bind`, `rotate`, `wait`) spell the call
 make most; each takes ``refused=True`` for a call that must fail, and then returns its error
 body. `legacy_topic` plants a topic whose project was never set; `crew` seats a topic of
 alice, bob and carol for the worker and wake tests, `trigger` addresses it a question and
-`claim` takes a trigger as a derived worker of EXECUTOR_1.
+`claim` takes a trigger as a derived worker of EXECUTOR_1; `seeding_columns` lets today's code
+seed a store of an older schema version.
 
 debate/v1: `v1_topic` seats an ACTIVE v1 topic (`V1`): CONDUCTOR (cora, conductor scope), the
 blind roles PRO (alice) and CON (bob), JUDGE (carol) and HUMAN (mallory), each on its own
@@ -200,6 +201,21 @@ class Desk:
             args["topic_id"] = topic
         args.update(role=role, session_id=session, timeout_ms=timeout_ms)
         return await self._use(who, "debate_signal_wait", **args)
+
+
+#: The columns later migrations added that every write of today's code names (migration 6:
+#: conductor overrides). A test seeding a store of an older version with today's code adds
+#: them for the seeding and drops them again (`seeding_columns`), so the upgrade it tests
+#: still starts from that version's tables.
+NEWER_COLUMNS = (("debate_messages", "override_msg_id"), ("debate_bindings", "override_msg_id"))
+
+
+async def seeding_columns(runtime: Runtime, *, add: bool) -> None:
+    """Add (``add``) or drop `NEWER_COLUMNS` in an older store."""
+    verb = "ADD COLUMN {} TEXT" if add else "DROP COLUMN {}"
+    await runtime.write(
+        [(f"ALTER TABLE {table} {verb.format(column)}", ()) for table, column in NEWER_COLUMNS]
+    )
 
 
 async def legacy_topic(desk: Desk, topic_id: str, session: str, title: str = "legacy") -> str:

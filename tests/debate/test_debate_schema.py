@@ -7,7 +7,7 @@ import sqlite3
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from debate_support import ALICE, BOB, Desk
+from debate_support import ALICE, BOB, Desk, seeding_columns
 
 from agora.runtime.clock import Clock, FakeWall
 from agora.runtime.registry import Runtime
@@ -69,8 +69,10 @@ async def test_a_migration_3_database_opens_with_its_data_and_answers_as_before(
     async with open_store(path, MIGRATIONS[:3]) as store:
         rt = Runtime(store, nursery, clock=Clock(wall))
         desk = Desk(rt, wall)
+        await seeding_columns(rt, add=True)
         room = await _seed(desk)
         before = await _answers(desk, room)
+        await seeding_columns(rt, add=False)
         rt.begin_shutdown()
     async with open_store(path, MIGRATIONS) as store:
         assert store.versions["debate"] == len(MIGRATIONS)

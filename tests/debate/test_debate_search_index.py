@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from debate_support import ALICE, BOB, Desk
+from debate_support import ALICE, BOB, Desk, seeding_columns
 
 from agora.runtime.clock import Clock, FakeWall
 from agora.runtime.registry import Runtime
@@ -93,9 +93,11 @@ async def test_a_migration_4_store_keeps_what_its_trigger_indexed(tmp_path: Path
     async with open_store(path, MIGRATIONS[:4]) as store:
         rt = Runtime(store, nursery, clock=Clock(wall))
         desk = Desk(rt, wall)
+        await seeding_columns(rt, add=True)
         topic = await _topic(desk)
         old = await _post(desk, topic, "legacy words")
         assert await rt.read(lambda c: _indexed(c, "legacy")) == 1  # by the trigger
+        await seeding_columns(rt, add=False)
         rt.begin_shutdown()
     async with open_store(path, MIGRATIONS) as store:
         rt = Runtime(store, nursery, clock=Clock(wall))

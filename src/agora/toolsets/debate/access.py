@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 DENIED_MESSAGE: Final = (
     "unknown topic, or the topic or role is not available to this caller "
     "(check topic_id, or the projection_id of a verdict, and that one of your sessions holds "
-    "the role; the conductor-only tools also need the conductor scope, which only a "
+    "the role: a role you held may have been rebound to another session by the conductor, "
+    "with an override; the conductor-only tools also need the conductor scope, which only a "
     "[[principals]] entry's bearer token carries)"
 )
 

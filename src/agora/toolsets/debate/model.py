@@ -56,6 +56,9 @@ class Binding:
     #: "lifecycle" when retired by RESOLVED/ARCHIVED: it still lets its owner read the
     #: transcript and finish the lifecycle, nothing else.
     retired_by: str | None = None
+    #: The conductor override (a CONDUCTOR DECISION's msg_id) that installed this binding:
+    #: its posts are the conductor's, which readers are told (`replies.message`).
+    override_msg_id: str | None = None
 
 
 class MsgMeta(msgspec.Struct, frozen=True, gc=False):

@@ -56,10 +56,13 @@ def with_refusal(listing: dict[str, Any], refusal: Mapping[str, Any]) -> dict[st
 
 
 def message(r: Any | tuple[Any, ...]) -> dict[str, Any]:
-    """A message row (`sql.MESSAGE_COLUMNS`) as the shared message shape."""
+    """A message row (`sql.MESSAGE_COLUMNS`) as the shared message shape; one posted by the
+    conductor under an override (as the role it named, or through a binding an override
+    installed) also carries ``conductor_override_msg_id``: its author is not the role's
+    participant, and the role string alone would not say so."""
     standing = None if r[10] is None else bool(r[10])
     payload = None if r[12] is None else json.loads(r[12])
-    return {
+    shown = {
         "msg_id": r[0],
         "topic_id": r[1],
         "ts": r[2],
@@ -75,6 +78,9 @@ def message(r: Any | tuple[Any, ...]) -> dict[str, Any]:
         "payload": payload,
         "body_mode": r[13],
     }
+    if r[14] is not None:
+        shown["conductor_override_msg_id"] = r[14]
+    return shown
 
 
 def rendered(
@@ -87,7 +93,7 @@ def rendered(
 ) -> dict[str, Any]:
     """A message being appended, in the shape `message` gives its stored row."""
     payload = extra.get("payload")
-    return {
+    shown = {
         "msg_id": meta.msg_id,
         "topic_id": topic_id,
         "ts": meta.ts,
@@ -103,6 +109,10 @@ def rendered(
         "payload": None if payload is None else json.loads(payload),
         "body_mode": extra.get("body_mode"),
     }
+    override = extra.get("override_msg_id")
+    if override is not None:
+        shown["conductor_override_msg_id"] = override
+    return shown
 
 
 def _recipient(key: str) -> str:

@@ -188,6 +188,7 @@ def add_role(topic: Topic, cmd: AddRole, now: Now) -> Effects:
     writes: list[Write] = []
     row.roles.append(cmd.role)
     b = new_binding(topic, cmd, cmd.session_id, "active", at, cmd.runtime)
+    b.override_msg_id = cmd.override_msg_id
     writes.append(sql.upsert_binding(b))
     topic.touch(writes, at)
     topic.event(
@@ -252,7 +253,9 @@ def _bind_active(topic: Topic, cmd: BindRole, at: str, writes: list[Write]) -> t
     if current is not None:
         retire(current, at, writes)
         retired = 1
-    return new_binding(topic, cmd, cmd.session_id, "active", at, cmd.runtime), retired
+    b = new_binding(topic, cmd, cmd.session_id, "active", at, cmd.runtime)
+    b.override_msg_id = cmd.override_msg_id
+    return b, retired
 
 
 def _bind_retired(topic: Topic, cmd: BindRole, at: str, writes: list[Write]) -> Binding:

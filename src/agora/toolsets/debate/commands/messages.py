@@ -206,6 +206,9 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
         raise reject("empty_recipients", "addressed posts need at least one recipient")
     semantic = protocol.gate_post(topic, cmd, binding, recipients)
     extra = cmd.extra if semantic is None else semantic.extra(cmd.extra["payload"])
+    override = cmd.override_msg_id if binding is None else binding.override_msg_id
+    if override is not None:
+        extra = {**extra, "override_msg_id": override}
     ts = topic.next_ts(now)
     meta = MsgMeta(
         cmd.msg_id,

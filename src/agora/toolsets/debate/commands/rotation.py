@@ -64,6 +64,7 @@ def rotate_session(topic: Topic, cmd: RotateSession, now: Now) -> Effects:
     writes: list[Write] = []
     retire(current, at, writes)
     b = new_binding(topic, cmd, cmd.new_session_id, "active", at, cmd.runtime or current.runtime)
+    b.override_msg_id = current.override_msg_id  # the same holder: still the conductor's
     writes.append(sql.upsert_binding(b))
     source, warning, cursor = None, None, Cursor()
     old = topic.data.cursors.get((cmd.role, cmd.old_session_id))

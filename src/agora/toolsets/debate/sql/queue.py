@@ -43,8 +43,8 @@ def bindings_of_topics(conn: ReadConn, topic_ids: list[str]) -> dict[str, list[B
     marks, params = in_list(topic_ids)
     rows = conn.execute(
         "SELECT topic_id, role, generation, session_id, owner, runtime, state, reason, "
-        "bound_by_msg_id, bound_by_role, created_at, updated_at, retired_by FROM debate_bindings "
-        f"WHERE topic_id IN ({marks}) ORDER BY topic_id, role, generation",
+        "bound_by_msg_id, bound_by_role, created_at, updated_at, retired_by, override_msg_id "
+        f"FROM debate_bindings WHERE topic_id IN ({marks}) ORDER BY topic_id, role, generation",
         params,
     ).fetchall()
     for r in rows:

@@ -34,6 +34,7 @@ _COLUMNS = (
     "recipients",
     "payload",
     "body_mode",
+    "override_msg_id",
 )
 MESSAGE_COLUMNS = ", ".join(_COLUMNS)
 _PREFIXED = ", ".join(f"m.{c}" for c in _COLUMNS)
@@ -72,7 +73,7 @@ def bindings(conn: ReadConn, topic_id: str) -> list[Binding]:
     """Every binding generation of a topic, by role then generation."""
     rows = conn.execute(
         "SELECT topic_id, role, generation, session_id, owner, runtime, state, reason, "
-        "bound_by_msg_id, bound_by_role, created_at, updated_at, retired_by "
+        "bound_by_msg_id, bound_by_role, created_at, updated_at, retired_by, override_msg_id "
         "FROM debate_bindings WHERE topic_id = ? ORDER BY role, generation",
         (topic_id,),
     ).fetchall()

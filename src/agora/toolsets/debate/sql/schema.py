@@ -80,6 +80,13 @@ END
 """
 
 
+# Migration 6: what a conductor override stands behind, on the message posted under it and
+# on the binding it installed (so that binding's later posts say so too).
+_OVERRIDE_V6 = [
+    "ALTER TABLE debate_messages ADD COLUMN override_msg_id TEXT",
+    "ALTER TABLE debate_bindings ADD COLUMN override_msg_id TEXT",
+]
+
 _PARTIAL_V4 = [
     "DROP INDEX debate_deliveries_open",
     "CREATE INDEX debate_deliveries_open ON debate_deliveries (topic_id, recipient) "
@@ -163,6 +170,11 @@ MIGRATIONS = with_statements(
         ),
         # The search index kept in batches (`fts`); PostgreSQL has no FTS5 table.
         Migration(component="debate", version=5, sql={"sqlite": MIGRATE_V5, "postgresql": []}),
+        Migration(
+            component="debate",
+            version=6,
+            sql={"sqlite": _OVERRIDE_V6, "postgresql": _OVERRIDE_V6},
+        ),
     ),
     POSTGRESQL,
     {1: _POSTGRESQL, 2: _statements_of(migrate_v2), 3: _statements_of(migrate_v3)},

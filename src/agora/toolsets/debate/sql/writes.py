@@ -76,8 +76,8 @@ def upsert_binding(b: Binding) -> Write:
     """A binding generation, inserted or brought up to date."""
     return (
         "INSERT INTO debate_bindings (topic_id, role, generation, session_id, owner, runtime, "
-        "state, reason, bound_by_msg_id, bound_by_role, created_at, updated_at, retired_by) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "state, reason, bound_by_msg_id, bound_by_role, created_at, updated_at, retired_by, "
+        "override_msg_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (topic_id, role, generation) DO UPDATE SET state = excluded.state, "
         "updated_at = excluded.updated_at, retired_by = excluded.retired_by",
         (
@@ -94,6 +94,7 @@ def upsert_binding(b: Binding) -> Write:
             b.created_at,
             b.updated_at,
             b.retired_by,
+            b.override_msg_id,
         ),
     )
 
@@ -111,7 +112,8 @@ def insert_message(
     return (
         "INSERT INTO debate_messages (msg_id, topic_id, ts, role, author_session_id, priority, "
         "kind, body, body_folded, reply_to, vehicle, standing, recipients, payload, body_mode, "
-        "protocol_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "protocol_version, override_msg_id) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             meta.msg_id,
             topic_id,
@@ -129,6 +131,7 @@ def insert_message(
             extra.get("payload"),
             extra.get("body_mode"),
             extra.get("protocol_version"),
+            extra.get("override_msg_id"),
         ),
     )
 
