@@ -8,6 +8,8 @@ The waits run under Trio's MockClock: a wait the move did not wake would sleep t
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import trio
 from debate_support import ALICE, BOB, CAROL, CONDUCTOR, v1_topic
@@ -74,3 +76,52 @@ async def test_a_wait_in_a_running_debate_carries_no_protocol_state(desk):
     await v1.to_debate()
     inbox = await desk.check(BOB, v1.topic, "CON", v1.sessions["CON"])
     assert "protocol_state" not in inbox
+
+
+async def _stop(desk, v1):
+    """Judge the debate to STOPPED (PRO wins); return PRO's winning CLAIM."""
+    pro, con = await v1.to_adjudicate()
+    prepared = await desk.call(
+        CONDUCTOR, "debate_judge_prepare", topic_id=v1.topic, left_msg_id=pro, right_msg_id=con
+    )
+    verdict = json.dumps({"winner_msg_id": pro, "decision": "PRO wins"})
+    for p in prepared["projections"]:
+        await desk.call(
+            CAROL,
+            "debate_judge_verdict",
+            projection_id=p["projection_id"],
+            judge_role="JUDGE",
+            verdict_json=verdict,
+        )
+    return pro
+
+
+@pytest.mark.parametrize("named", [True, False], ids=["on-the-topic", "on-every-topic"])
+async def test_every_wait_on_a_stopped_debate_answers_at_once(desk, autojump_clock, named):
+    v1 = await v1_topic(desk)
+    pro = await _stop(desk, v1)
+    for who, role in ((ALICE, "PRO"), (CAROL, "JUDGE"), (ALICE, "PRO")):
+        start = trio.current_time()
+        with trio.fail_after(30):  # a wait that slept would reach its 55 s timeout first
+            out = await desk.wait(who, v1.topic if named else None, role, v1.sessions[role], 55_000)
+        assert trio.current_time() == start
+        state = out["protocol_state"]
+        assert (state["phase"], state["outcome"]["winner_msg_id"]) == ("STOPPED", pro)
+
+
+async def test_a_stalemate_answers_a_wait_at_once_until_the_session_has_seen_it(
+    desk, autojump_clock
+):
+    v1 = await v1_topic(desk, phase_timeout_seconds=30)
+    desk.wall.advance(31)
+    await desk.call(CONDUCTOR, "debate_protocol_maintain")  # no wait was parked
+    session = v1.sessions["CON"]
+    start = trio.current_time()
+    with trio.fail_after(30):
+        told = await desk.wait(BOB, v1.topic, "CON", session, 55_000)
+    assert trio.current_time() == start
+    assert told["protocol_state"]["phase"] == "STALEMATE"
+    # Told once: the stalemate still waits for DISSENTs and the ESCALATE that ends it.
+    again = await desk.wait(BOB, v1.topic, "CON", session, 5_000)
+    assert trio.current_time() == start + 5
+    assert (again["count"], again["protocol_state"]["phase"]) == (0, "STALEMATE")

@@ -188,7 +188,7 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
     state, turned = None, False
     if topic.data.protocol is not None:  # only debate/v1 has a blind barrier and phases
         items = protocol.visible_inbox(topic, cmd.caller, cmd.role, items)
-        state, turned = protocol.turn(topic, cmd.role, cmd.turned_since)
+        state, turned = protocol.turn(topic, cmd.role, cmd.turned_since, cursor.last_check_at)
     page = tuple(items) if len(items) <= cmd.limit else tuple(items[: cmd.limit])
     held = topic.data.bodies
     bodies: dict[str, dict[str, Any]] = {}

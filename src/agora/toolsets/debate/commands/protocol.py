@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from agora.toolsets.debate import sql
 from agora.toolsets.debate.protocol import gates
-from agora.toolsets.debate.protocol.state import HUMAN_ROLES, ProtocolState, hidden_ids
+from agora.toolsets.debate.protocol.state import (
+    HUMAN_ROLES,
+    OVER_PHASES,
+    ProtocolState,
+    hidden_ids,
+)
 from agora.toolsets.debate.rules import KINDS, PROTOCOL_V1, START, reject
 
 if TYPE_CHECKING:
@@ -211,19 +216,29 @@ def record_post(
     return fields, open_challenges_note(current, still_open) if still_open else None
 
 
-def turn(topic: Topic, role: str, since: str | None) -> tuple[dict[str, Any] | None, bool]:
-    """The protocol state to show ``role`` in its inbox, and whether it turned after ``since``.
+def turn(
+    topic: Topic, role: str, since: str | None, told: str | None
+) -> tuple[dict[str, Any] | None, bool]:
+    """The protocol state to show ``role`` in its inbox, and whether a wait begun at ``since``
+    answers with it at once (``since`` None: a check, which only shows it).
 
     A stalemate, a terminal phase or projections to judge change what a participant does
     next without any message to it; its check or wait then carries ``protocol_state`` (as
-    debate_protocol_state and every v1 post reply give it), and a wait parked before that
-    move answers with it rather than sleeping on (the move's own command wakes every wait).
+    debate_protocol_state and every v1 post reply give it). A wait answers with it rather
+    than sleeping on when the move came after the wait began (the move's own command wakes
+    every wait) or after the session's last check (``told``: it was not shown yet), and
+    always once the debate is over (STOPPED or ESCALATED: nothing is left to wait for, as
+    a RESOLVED topic answers every wait at once). A STALEMATE still waits for its DISSENTs
+    and the ESCALATE that ends it, so it is told once per session.
     """
     state = topic.data.protocol
     turned = None if state is None else state.turned_at(role)
     if state is None or turned is None:
         return None, False
-    return state.public(), since is not None and turned > since
+    if since is None:
+        return state.public(), False
+    news = turned > since or told is None or turned > told or state.phase in OVER_PHASES
+    return state.public(), news
 
 
 def held_back(topic: Topic) -> frozenset[str]:

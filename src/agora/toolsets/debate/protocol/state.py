@@ -28,6 +28,8 @@ PHASES: Final = ("BLIND_CLAIM", "DEBATE", "ADJUDICATE", "STOPPED", "STALEMATE", 
 TIMED_PHASES: Final = ("BLIND_CLAIM", "DEBATE", "ADJUDICATE")
 #: Phases whose arrival changes every participant's next move (`ProtocolState.turned_at`).
 TURNING_PHASES: Final = ("STALEMATE", "STOPPED", "ESCALATED")
+#: Phases that end the debate: nothing is left to wait for (only control posts pass).
+OVER_PHASES: Final = ("STOPPED", "ESCALATED")
 #: Roles the missing-role recovery never rebinds, and that may never judge.
 HUMAN_ROLES: Final = frozenset({"HUMAN", "OPERATOR"})
 NOT_CONFIGURED_MESSAGE: Final = (
