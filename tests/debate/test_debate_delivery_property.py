@@ -95,6 +95,9 @@ async def scenario(ops: list[tuple[str, int, frozenset[int]]]) -> None:
             session = await desk.session(who)
             await desk.call(who, "debate_bind_role", topic_id=topic, role=role, session_id=session)
             consumers.append(Consumer(who, role, session))
+        await desk.call(
+            CONDUCTOR, "debate_state", topic_id=topic, role="CONDUCTOR", new_state="ACTIVE"
+        )
         expected: dict[int, list[str]] = {i: [] for i in range(3)}
         for op, index, targets in ops:
             c = consumers[index]

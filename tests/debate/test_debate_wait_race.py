@@ -34,7 +34,7 @@ async def seat(desk: Desk) -> tuple[str, list[str]]:
     sessions = [await desk.session(who) for who in PEOPLE]
     roles: dict[str, object] = {"CONDUCTOR": await desk.session(CONDUCTOR)}
     roles.update(zip(ROLES, zip(PEOPLE, sessions, strict=True), strict=True))
-    return await desk.topic(CONDUCTOR, roles, state="INIT"), sessions
+    return await desk.topic(CONDUCTOR, roles), sessions
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

@@ -266,8 +266,8 @@ async def test_maintain_times_a_phase_out_on_the_mock_clock(autojump_clock):
 
 
 async def test_an_init_topic_is_open_to_recovery_as_the_queue_says(desk):
-    # A debate/v1 topic runs whole while it stays INIT; the work queue counts INIT as open and
-    # names its missing roles, so the recovery sweep of "open v1 topics" rebinds them too.
+    # The work queue counts INIT as open and names its missing roles, so the recovery sweep
+    # of "open v1 topics" rebinds them too (a seat lost while the topic is being set up).
     v1 = await v1_topic(desk, state="INIT")
     await desk.bind(CAROL, v1.topic, "JUDGE", v1.sessions["JUDGE"], state="retired")
     queue = await desk.call(CONDUCTOR, "debate_work_queue", topics_csv=v1.topic)

@@ -79,8 +79,15 @@ async def test_v1_init_creates_the_micro_state(desk):
     assert state["stalemate_reason"] is None
     assert state["phase_timeout_seconds"] == 300
     assert (state["projections"], state["outcome"]) == ([], None)
-    assert _at(state["phase_deadline_at"]) - _at(out["created_at"]) == dt.timedelta(seconds=300)
+    assert state["phase_deadline_at"] is None  # the phase clock starts at ACTIVE
     assert await desk.call(CONDUCTOR, "debate_protocol_state", topic_id=out["topic_id"]) == state
+    desk.wall.advance(200)
+    moved = await desk.call(
+        CONDUCTOR, "debate_state", topic_id=out["topic_id"], role="CONDUCTOR", new_state="ACTIVE"
+    )
+    active = await desk.call(CONDUCTOR, "debate_protocol_state", topic_id=out["topic_id"])
+    assert _at(active["phase_deadline_at"]) - _at(moved["ts"]) == dt.timedelta(seconds=300)
+    assert (active["phase"], active["transition_version"]) == ("BLIND_CLAIM", 1)
 
 
 @pytest.mark.parametrize(

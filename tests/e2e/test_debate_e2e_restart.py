@@ -52,6 +52,14 @@ async def test_acknowledged_state_survives_kill_9(tmp_path: Path) -> None:
                         metadata_json='{"priority_lane": "P1", "priority_reason": "crash test"}',
                     )
                 )["topic_id"]
+                await call(
+                    client,
+                    tools,
+                    "debate_state",
+                    topic_id=topic,
+                    role="LEAD",
+                    new_state="ACTIVE",
+                )
                 sent = [
                     await call(
                         client,

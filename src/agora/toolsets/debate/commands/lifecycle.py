@@ -16,6 +16,7 @@ from agora.runtime.entity import Effects
 from agora.toolsets.debate import sql
 from agora.toolsets.debate.access import Caller
 from agora.toolsets.debate.commands import workers
+from agora.toolsets.debate.commands.protocol import set_state
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import MsgMeta
 from agora.toolsets.debate.rules import (
@@ -77,6 +78,9 @@ def transition(topic: Topic, new_state: str, at: str, writes: list[Write], actor
     old, row.state = row.state, new_state
     if new_state == "ARCHIVED":
         row.archived_at = at
+    state = topic.data.protocol
+    if new_state == "ACTIVE" and state is not None:  # the debate/v1 phase clock starts now
+        set_state(topic, state.clocked(at), writes)
     retire = {"RESOLVED": ("active",), "ARCHIVED": ("active", "diagnostic")}.get(new_state, ())
     retired = 0
     for b in topic.all_bindings():

@@ -55,7 +55,8 @@ def _timeout(topic: Topic, cmd: Sweep, at: str, writes: list[Write]) -> dict[str
     state = topic.data.protocol
     if (
         state is None
-        or topic.require_row().state not in OPEN_STATES  # a closed debate's phase stays
+        # An INIT topic's clock has not started; a closed debate's phase stays as it ended.
+        or topic.require_row().state != "ACTIVE"
         or cmd.expected_phase is None
         or state.phase != cmd.expected_phase
         or state.transition_version != cmd.expected_version
@@ -100,7 +101,8 @@ def _recover(
     topic: Topic, role: str, session_id: str, actor: str, at: str, writes: list[Write]
 ) -> dict[str, Any] | None:
     row = topic.require_row()
-    # Open as the work queue counts it (INIT or ACTIVE): a whole debate runs while INIT.
+    # Open as the work queue counts it (INIT or ACTIVE): a seat lost while the topic is still
+    # being set up is recovered too.
     if row.state not in OPEN_STATES:
         return None
     if role not in lost_roles(row.roles, topic.role_bindings(role)):

@@ -195,6 +195,13 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
         raise reject("topic_archived", "the topic is ARCHIVED: it accepts no posts")
     if row.state == "RESOLVED" and cmd.kind != "STATE":
         raise reject("topic_resolved", "the topic is RESOLVED: it accepts only state moves")
+    if row.state == "INIT" and cmd.kind != "STATE":
+        raise reject(
+            "topic_not_active",
+            "the topic is INIT: it takes no posts until it is ACTIVE (a debate/v1 phase clock"
+            " starts then too); bind the roles, then the conductor, or any holder of a role,"
+            " moves it with debate_state new_state ACTIVE",
+        )
     _check_kind(topic, row, cmd)
     tokens = cmd.recipients
     if cmd.diagnostic or cmd.cc:  # most posts name only recipients: no tuples to join

@@ -10,7 +10,7 @@ together. Pure: callers persist the result.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.toolsets.debate.protocol.judging import judging_view
@@ -71,17 +71,28 @@ class ProtocolState:
 
     @classmethod
     def start(cls, topic_id: str, config: dict[str, Any], at: str) -> ProtocolState:
-        """The micro-state debate_init creates: BLIND_CLAIM, round 1, barrier waiting."""
-        timeout = int(config["phase_timeout_seconds"])
+        """The micro-state debate_init creates: BLIND_CLAIM, round 1, barrier waiting, and
+        no deadline yet: the phase clock starts when the topic becomes ACTIVE (`clocked`),
+        since an INIT topic takes no posts."""
         return cls(
             topic_id,
             "BLIND_CLAIM",
             1,
             int(config["max_rounds"]),
             list(config["blind_roles"]),
-            timeout,
-            deadline(at, timeout),
+            int(config["phase_timeout_seconds"]),
+            None,
             at,
+        )
+
+    def clocked(self, at: str) -> ProtocolState:
+        """This state with its phase deadline counted from ``at`` (the topic became ACTIVE):
+        no move, so the transition_version stays."""
+        timed = self.phase in TIMED_PHASES
+        return replace(
+            self,
+            phase_deadline_at=deadline(at, self.phase_timeout_seconds) if timed else None,
+            updated_at=at,
         )
 
     def public(self) -> dict[str, Any]:

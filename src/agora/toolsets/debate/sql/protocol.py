@@ -186,13 +186,13 @@ def payloads(conn: ReadConn, topic_id: str, msg_ids: list[str]) -> dict[str, Any
 
 def expired_phases(conn: ReadConn, at: str) -> list[tuple[str, str, int]]:
     """(topic_id, phase, transition_version) of timed phases whose deadline is at or before
-    ``at``, on open topics (a resolved or archived debate is over: its phase stays as it
-    ended), in topic order."""
+    ``at``, on ACTIVE topics (an INIT topic's clock has not started; a resolved or archived
+    debate is over: its phase stays as it ended), in topic order."""
     rows = conn.execute(
         "SELECT p.topic_id, p.phase, p.transition_version FROM debate_protocol p "
         "JOIN debate_topics t ON t.topic_id = p.topic_id "
-        f"WHERE p.phase_deadline_at IS NOT NULL AND p.phase_deadline_at <= ? "
-        f"AND p.phase IN ('BLIND_CLAIM', 'DEBATE', 'ADJUDICATE') AND t.state IN ({_OPEN}) "
+        "WHERE p.phase_deadline_at IS NOT NULL AND p.phase_deadline_at <= ? "
+        "AND p.phase IN ('BLIND_CLAIM', 'DEBATE', 'ADJUDICATE') AND t.state = 'ACTIVE' "
         "ORDER BY p.topic_id",
         (at,),
     ).fetchall()
