@@ -14,9 +14,10 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from agora.errors import ToolError
+from agora.toolsets.debate.rules import UUID_RE
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Collection, Iterable, Mapping, Sequence
 
     from agora.mcp.validation import ValidationIssue
     from agora.toolsets.debate.model import MsgMeta
@@ -113,6 +114,35 @@ def rendered(
     if override is not None:
         shown["conductor_override_msg_id"] = override
     return shown
+
+
+def sessions_named(messages: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The session ids shown messages name: their authors' and their session recipients'."""
+    found: set[str] = set()
+    for m in messages:
+        if m["author_session_id"] is not None:
+            found.add(m["author_session_id"])
+        found.update(r for r in m["recipients"] if UUID_RE.fullmatch(r))
+    return found
+
+
+def redacted(messages: list[dict[str, Any]], hidden: Collection[str]) -> list[dict[str, Any]]:
+    """``messages`` with the session ids in ``hidden`` (sessions the reader does not own)
+    shown as null, as debate_list_bindings shows them: a reader learns that a message went to
+    a session, never which one. Messages naming none are returned as they are."""
+    if not hidden:
+        return messages
+    out = []
+    for m in messages:
+        author, recipients = m["author_session_id"], m["recipients"]
+        if author in hidden or any(r in hidden for r in recipients):
+            m = {
+                **m,
+                "author_session_id": None if author in hidden else author,
+                "recipients": [None if r in hidden else r for r in recipients],
+            }
+        out.append(m)
+    return out
 
 
 def _recipient(key: str) -> str:

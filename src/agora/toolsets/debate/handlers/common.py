@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from agora.toolsets.debate import sql
 from agora.toolsets.debate.access import Caller
-from agora.toolsets.debate.replies import tool_error
+from agora.toolsets.debate.replies import redacted, sessions_named, tool_error
 from agora.toolsets.debate.rules import DebateError
 from agora.toolsets.debate.topic import KIND
 
 if TYPE_CHECKING:
     from agora.identity import Principal
+    from agora.store.neutral import ReadConn
     from agora.toolsets.base import ToolCall
 
 
@@ -97,6 +98,22 @@ async def owners(call: ToolCall, *session_ids: str) -> dict[str, str]:
     """The owner of each named session that exists (sessions never change owner)."""
     ids = sorted({s for s in session_ids if s})
     return await call.runtime.read(lambda conn: sql.session_owners(conn, ids))
+
+
+def own_sessions_only(
+    conn: ReadConn, who: Caller, messages: list[dict[str, Any]], mine: str | None = None
+) -> list[dict[str, Any]]:
+    """``messages`` as ``who`` may see them: the session ids it does not own (its own, or
+    its worker sessions') shown as null, as debate_list_bindings shows them; a star caller
+    sees them all. ``mine``: a session the call already proved the caller's."""
+    if who.star:
+        return messages
+    named = sessions_named(messages)
+    named.discard(mine or "")
+    if not named:
+        return messages
+    principals = sql.session_principals(conn, sorted(named))
+    return redacted(messages, {s for s in named if principals.get(s) != who.name})
 
 
 def checked(fn: Any, *args: Any) -> Any:

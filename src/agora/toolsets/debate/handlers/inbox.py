@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from agora.toolsets.debate import sql
 from agora.toolsets.debate.commands.cursors import AdvanceCursor, CheckInbox, Inbox
-from agora.toolsets.debate.handlers.common import caller, checked, run
-from agora.toolsets.debate.replies import message, tool_error
+from agora.toolsets.debate.handlers.common import caller, checked, own_sessions_only, run
+from agora.toolsets.debate.replies import message, sessions_named, tool_error
 from agora.toolsets.debate.rules import (
     SIGNAL_LIMIT,
     SIGNAL_MAX,
@@ -74,7 +74,18 @@ async def _render(call: ToolCall, inbox: Inbox, topic_id: str | None = None) -> 
     if missing:  # consumed already (an explicit since cursor went back): committed rows
         rows = await call.runtime.read(lambda conn: sql.messages_by_id(conn, missing))
         found = {**found, **{msg_id: message(row) for msg_id, row in rows.items()}}
-    return _result(inbox, found, topic_id)
+    return await _shown(call, _result(inbox, found, topic_id))
+
+
+async def _shown(call: ToolCall, result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` with the session ids the caller does not own shown as null (as debate_read
+    shows them). Most messages name roles only: then nothing is read."""
+    pending, who, mine = result["pending"], caller(call), call.args["session_id"]
+    if pending and not who.star and sessions_named(pending) - {mine}:
+        result["pending"] = await call.runtime.read(
+            lambda conn: own_sessions_only(conn, who, pending, mine)
+        )
+    return result
 
 
 async def debate_signal_check(call: ToolCall) -> dict[str, Any]:
@@ -136,7 +147,7 @@ async def _wait_one(call: ToolCall, topic_id: str, timeout: float) -> dict[str, 
         if not inbox.count:
             return _ended(call, inbox, _result(inbox, inbox.bodies, topic_id))
     if len(inbox.bodies) == inbox.count:  # the topic held every body: nothing to read
-        return _result(inbox, inbox.bodies, topic_id)
+        return await _shown(call, _result(inbox, inbox.bodies, topic_id))
     return await _render(call, inbox, topic_id)
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from agora.runtime.background import periodic
 from agora.store.neutral import SQLITE
 from agora.toolsets.debate import access, sql
-from agora.toolsets.debate.handlers.common import caller, checked, opt
+from agora.toolsets.debate.handlers.common import caller, checked, opt, own_sessions_only
 from agora.toolsets.debate.replies import message, tool_error
 from agora.toolsets.debate.rules import (
     AFTER_ALL_IDS,
@@ -113,7 +113,7 @@ async def debate_read(call: ToolCall) -> dict[str, Any]:
         rows = rows[:limit]
         last = rows[-1] if rows else None
         return {
-            "messages": [message(r) for r in rows],
+            "messages": own_sessions_only(conn, who, [message(r) for r in rows]),
             "topic_state": state,
             "last_msg_id_returned": last[0] if last else None,
             "last_ts_returned": last[2] if last else None,
@@ -161,7 +161,7 @@ async def debate_search(call: ToolCall) -> dict[str, Any]:
             "query": query,
             "count": len(rows),
             "limit": limit,
-            "messages": [message(r) for r in rows],
+            "messages": own_sessions_only(conn, who, [message(r) for r in rows]),
         }
 
     result: dict[str, Any] = await call.runtime.read(lambda conn: checked(read, conn))

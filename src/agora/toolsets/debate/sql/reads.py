@@ -174,6 +174,21 @@ def session_owners(conn: ReadConn, session_ids: list[str]) -> dict[str, str]:
     return {r[0]: r[1] for r in rows}
 
 
+def session_principals(conn: ReadConn, session_ids: list[str]) -> dict[str, str]:
+    """The principal behind each session among ``session_ids``: its owner, or for a worker
+    session (`debate_worker_claim`) the owner of its claim."""
+    if not session_ids:
+        return {}
+    marks, params = in_list(session_ids)
+    rows = conn.execute(
+        f"SELECT session_id, principal FROM debate_sessions WHERE session_id IN ({marks}) "
+        "UNION ALL SELECT worker_session_id, owner FROM debate_worker_claims "
+        f"WHERE worker_session_id IN ({marks})",
+        params + params,
+    ).fetchall()
+    return {r[0]: r[1] for r in rows}
+
+
 def sessions_of(conn: ReadConn, principal: str, limit: int) -> list[Any]:
     """A principal's sessions, newest first."""
     return conn.execute(
