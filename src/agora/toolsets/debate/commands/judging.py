@@ -21,6 +21,7 @@ from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
 from agora.toolsets.debate.commands.protocol import set_state
 from agora.toolsets.debate.commands.table import COMMANDS
+from agora.toolsets.debate.protocol.gates import not_adjudicating
 from agora.toolsets.debate.protocol.judging import (
     ORDERS,
     POSITION_KINDS,
@@ -69,7 +70,7 @@ def _adjudicating(topic: Topic) -> ProtocolState:
     if state is None:
         raise not_configured()
     if state.phase != "ADJUDICATE":
-        raise reject("wrong_phase", "judging happens in ADJUDICATE", phase=state.phase, allowed=[])
+        raise not_adjudicating(state.phase)
     return state
 
 

@@ -32,6 +32,12 @@ PHASE_KINDS: Final = {
     "STOPPED": frozenset(),
     "ESCALATED": frozenset(),
 }
+#: How a debate in ADJUDICATE moves on.
+JUDGING_STEPS: Final = (
+    "The conductor calls debate_judge_prepare (the AB and BA projections of the two blind"
+    " positions), then one judge role gives debate_judge_verdict on both; debate_protocol_state"
+    " shows the projections and, once judged, the outcome."
+)
 #: Kinds that answer a target (reply_to), and the kinds they may answer.
 TARGET_KINDS: Final = {
     "CHALLENGE": frozenset({"CLAIM", "EVIDENCE", "REBUT"}),
@@ -114,9 +120,38 @@ def phase_kind(state: ProtocolState, kind: str, role: str) -> None:
         )
     if phase in ("STOPPED", "ESCALATED"):
         raise reject("protocol_terminal", f"the protocol is {phase}: no more semantic posts")
+    if phase == "ADJUDICATE":
+        raise reject(
+            "wrong_phase",
+            f"{kind} is not accepted in ADJUDICATE, which takes no semantic posts: the round's"
+            f" positions are being judged. {JUDGING_STEPS}",
+            phase=phase,
+            next_steps=["debate_judge_prepare", "debate_judge_verdict"],
+        )
     raise reject(
         "wrong_phase",
         f"{kind} is not accepted in {phase}",
         phase=phase,
         allowed=sorted(PHASE_KINDS[phase]),
+    )
+
+
+def not_adjudicating(phase: str) -> Any:
+    """The refusal of judging outside ADJUDICATE: which phase it needs, and how the debate
+    gets there from ``phase`` (or that it never will)."""
+    if phase in ("BLIND_CLAIM", "DEBATE"):
+        how = (
+            "it gets there when a VERIFY from a non-blind role, with result verified and no"
+            " CHALLENGE open, closes a round"
+        )
+        if phase == "BLIND_CLAIM":
+            how = f"both blind roles' CLAIMs move it to DEBATE first; then {how}"
+    else:
+        how = f"{phase} never returns to ADJUDICATE: this debate is judged no more"
+    return reject(
+        "wrong_phase",
+        f"judging needs the protocol in ADJUDICATE, and it is in {phase}: {how}; read"
+        " debate_protocol_state",
+        phase=phase,
+        needed_phase="ADJUDICATE",
     )
