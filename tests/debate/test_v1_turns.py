@@ -96,17 +96,32 @@ async def _stop(desk, v1):
     return pro
 
 
-@pytest.mark.parametrize("named", [True, False], ids=["on-the-topic", "on-every-topic"])
-async def test_every_wait_on_a_stopped_debate_answers_at_once(desk, autojump_clock, named):
+async def test_every_wait_on_a_stopped_debate_answers_at_once(desk, autojump_clock):
     v1 = await v1_topic(desk)
     pro = await _stop(desk, v1)
     for who, role in ((ALICE, "PRO"), (CAROL, "JUDGE"), (ALICE, "PRO")):
         start = trio.current_time()
         with trio.fail_after(30):  # a wait that slept would reach its 55 s timeout first
-            out = await desk.wait(who, v1.topic if named else None, role, v1.sessions[role], 55_000)
+            out = await desk.wait(who, v1.topic, role, v1.sessions[role], 55_000)
         assert trio.current_time() == start
         state = out["protocol_state"]
         assert (state["phase"], state["outcome"]["winner_msg_id"]) == ("STOPPED", pro)
+
+
+async def test_a_wait_on_every_topic_is_told_once_that_a_debate_stopped(desk, autojump_clock):
+    # Every time would answer all its waits with this one topic while the session's others
+    # may still be running.
+    v1 = await v1_topic(desk)
+    await _stop(desk, v1)
+    session = v1.sessions["PRO"]
+    start = trio.current_time()
+    with trio.fail_after(30):
+        told = await desk.wait(ALICE, None, "PRO", session, 55_000)
+    assert trio.current_time() == start
+    assert (told["topic_id"], told["protocol_state"]["phase"]) == (v1.topic, "STOPPED")
+    again = await desk.wait(ALICE, None, "PRO", session, 5_000)
+    assert trio.current_time() == start + 5
+    assert again["count"] == 0
 
 
 async def test_a_stalemate_answers_a_wait_at_once_until_the_session_has_seen_it(

@@ -55,6 +55,9 @@ class CheckInbox(msgspec.Struct, frozen=True, tag=True, gc=False):
     #: A wait's start (stored stamp): a debate/v1 move after it that changed the role's next
     #: move (`ProtocolState.turned_at`) makes the look ready though no message came.
     turned_since: str | None = None
+    #: The wait names its topic: an ended debate then answers it every time, where a wait
+    #: over every topic is told once (else one ended topic would answer all its waits).
+    named: bool = True
 
 
 class AdvanceCursor(msgspec.Struct, frozen=True, tag=True, gc=False):
@@ -188,7 +191,9 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
     state, turned = None, False
     if topic.data.protocol is not None:  # only debate/v1 has a blind barrier and phases
         items = protocol.visible_inbox(topic, cmd.caller, cmd.role, items)
-        state, turned = protocol.turn(topic, cmd.role, cmd.turned_since, cursor.last_check_at)
+        state, turned = protocol.turn(
+            topic, cmd.role, cmd.turned_since, cursor.last_check_at, named=cmd.named
+        )
     page = tuple(items) if len(items) <= cmd.limit else tuple(items[: cmd.limit])
     held = topic.data.bodies
     bodies: dict[str, dict[str, Any]] = {}

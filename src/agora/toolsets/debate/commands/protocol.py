@@ -217,7 +217,7 @@ def record_post(
 
 
 def turn(
-    topic: Topic, role: str, since: str | None, told: str | None
+    topic: Topic, role: str, since: str | None, told: str | None, *, named: bool = True
 ) -> tuple[dict[str, Any] | None, bool]:
     """The protocol state to show ``role`` in its inbox, and whether a wait begun at ``since``
     answers with it at once (``since`` None: a check, which only shows it).
@@ -227,9 +227,10 @@ def turn(
     debate_protocol_state and every v1 post reply give it). A wait answers with it rather
     than sleeping on when the move came after the wait began (the move's own command wakes
     every wait) or after the session's last check (``told``: it was not shown yet), and
-    always once the debate is over (STOPPED or ESCALATED: nothing is left to wait for, as
-    a RESOLVED topic answers every wait at once). A STALEMATE still waits for its DISSENTs
-    and the ESCALATE that ends it, so it is told once per session.
+    always, to a wait that ``named`` the topic, once the debate is over (STOPPED or
+    ESCALATED: nothing is left to wait for, as a RESOLVED topic answers every wait at once).
+    A STALEMATE still waits for its DISSENTs and the ESCALATE that ends it, and a wait over
+    every topic waits for the others, so these are told once per session.
     """
     state = topic.data.protocol
     turned = None if state is None else state.turned_at(role)
@@ -237,8 +238,8 @@ def turn(
         return None, False
     if since is None:
         return state.public(), False
-    news = turned > since or told is None or turned > told or state.phase in OVER_PHASES
-    return state.public(), news
+    news = turned > since or told is None or turned > told
+    return state.public(), news or (named and state.phase in OVER_PHASES)
 
 
 def held_back(topic: Topic) -> frozenset[str]:

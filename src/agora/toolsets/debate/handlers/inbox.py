@@ -51,6 +51,7 @@ def _check(
         persist,
         only_if_found,
         stamp(call.runtime.clock.wall()) if waits else None,
+        "topic_id" in args,
     )
 
 
