@@ -27,12 +27,13 @@ INSTRUCTIONS: Final = (
     "Structured debate: topics whose roles are bound to sessions. Start with "
     "debate_session_open: every other tool presupposes a session you own. debate_init then "
     "opens a topic (metadata_json with a priority_lane P0..P7 and a priority_reason), or "
-    "debate_bind_role takes a role on one; post with debate_post, and receive what is "
-    "addressed to you with debate_signal_wait, then debate_signal_advance. A session belongs "
-    "to the principal of the bearer token that opened it, and every caller without a token "
-    "is the same principal: the two blind roles of a debate/v1 topic, and a judge, each "
-    "need a token of their own, or one can read the other's blind claim and take over its "
-    "role."
+    "debate_bind_role takes a role on one; once debate_state has moved it from INIT to "
+    "ACTIVE, post with debate_post, and receive what is addressed to you with "
+    "debate_signal_wait, then debate_signal_advance. A session belongs to the principal of "
+    "the bearer token that opened it, and every caller without a token is the same "
+    "principal: the two blind roles of a debate/v1 topic, and a judge, each need a token of "
+    "their own, or one can read the other's blind claim and take over its role (and a "
+    "principal holding a blind role may not judge)."
 )
 
 
