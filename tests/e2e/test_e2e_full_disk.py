@@ -65,6 +65,13 @@ async def test_a_full_disk_is_logged_once_per_episode_and_its_end_once(small_dis
                     refused = await client.call_tool("debate_session_open", {})
                     assert refused.is_error
                     assert "disk is full" in refused.content[0].text
+                    # structured as the other toolsets' (it was text only: an operator's note)
+                    body = refused.structured_content
+                    assert (body["ok"], body["error"], body["retryable"]) == (
+                        False, "internal_error", True
+                    ), body  # fmt: skip
+                    assert "disk is full" in body["message"], body
+                    assert body["correlation_id"].startswith("corr-"), body
                     status, body = await http_json(
                         "POST", f"{server.url}/play/tables", {"name": f"full{n}"}
                     )

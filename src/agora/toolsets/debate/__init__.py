@@ -17,7 +17,7 @@ from agora.toolsets.base import Toolset
 from agora.toolsets.debate.handlers.maintenance import OPTIONS, check_options, phase_timeout_task
 from agora.toolsets.debate.handlers.reads import index_task
 from agora.toolsets.debate.handlers.resources import RESOURCES
-from agora.toolsets.debate.replies import argument_rejection, with_refusal
+from agora.toolsets.debate.replies import argument_rejection, internal_failure, with_refusal
 from agora.toolsets.debate.sql import MIGRATIONS
 from agora.toolsets.debate.tools import HANDLERS
 
@@ -53,6 +53,7 @@ def toolset() -> Toolset:
         contract=None,
         tools=tools,
         reject_issues=argument_rejection,
+        shape_failure=internal_failure,
         resources=RESOURCES,
         background=[phase_timeout_task, index_task],
         options=OPTIONS,

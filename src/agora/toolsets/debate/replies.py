@@ -19,6 +19,7 @@ from agora.toolsets.debate.rules import UUID_RE
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Mapping, Sequence
 
+    from agora.errors import Failure
     from agora.mcp.validation import ValidationIssue
     from agora.toolsets.debate.model import MsgMeta
     from agora.toolsets.debate.rules import DebateError
@@ -37,6 +38,27 @@ def argument_rejection(issues: Sequence[ValidationIssue]) -> dict[str, Any]:
         "error": "invalid_arguments",
         "message": "the arguments do not match the tool's inputSchema; fix them and call again",
         "problems": [issue.to_dict() for issue in issues],
+    }
+
+
+def internal_failure(failure: Failure) -> dict[str, Any]:
+    """The refusal body of a call that failed inside the server (`Toolset.shape_failure`):
+    code ``internal_error``, what to do next, ``retryable`` and the ``correlation_id`` to
+    quote, as the other toolsets' refusals carry them (the text alone said it before)."""
+    if failure.outcome_unknown:
+        then = "it may or may not have been saved: read the topic before posting again"
+    elif failure.retryable:
+        then = "nothing was changed: call again" + (
+            " once the server's disk takes writes again" if failure.cause else ""
+        )
+    else:
+        then = f"report correlation id {failure.correlation_id}"
+    return {
+        "ok": False,
+        "error": "internal_error",
+        "message": f"{failure.message}; {then}",
+        "retryable": failure.retryable,
+        "correlation_id": failure.correlation_id,
     }
 
 
