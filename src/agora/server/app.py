@@ -23,6 +23,7 @@ from agora.mcp.catalog import Catalog
 from agora.mcp.session import Session
 from agora.runtime.background import readable, supervise
 from agora.server.entries import catalog_entries, refuse_shadowed_tools, tool_entries, tool_names
+from agora.store.episode import counted
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -56,6 +57,8 @@ SERVER_INFO = {"name": "agora", "title": "agora", "version": __version__}
 COMMIT_POLL = 0.01
 DEADLINE_SLACK = 1.3
 ANSWER_SETTLE = 0.2
+#: How long after their cancellation calls still running are said to hold up shutdown.
+OVERDUE_SECONDS = 5.0
 
 #: Toolsets implemented in this build, in listing order: the one list `agora.config` checks
 #: ``toolsets`` against (a toolset added to the tree goes there, nowhere else).
@@ -233,6 +236,25 @@ class App:
                 await trio.sleep(COMMIT_POLL)
             with trio.move_on_after(ANSWER_SETTLE):
                 await self.wait_idle()
+
+    def watch_overdue(self, nursery: trio.Nursery) -> None:
+        """As the calls still running are cancelled (the last step before the store closes):
+        in `OVERDUE_SECONDS`, say (WARNING) if some have not ended, so that a shutdown held
+        by a handler that ignores its cancellation (blocking in a thread) does not look like
+        a hang. ``nursery`` must be cancelled once the store is closed."""
+        nursery.start_soon(self._overdue)
+
+    async def _overdue(self) -> None:
+        await trio.sleep(OVERDUE_SECONDS)
+        if self._in_flight:
+            log.warning(
+                "shutdown waits for %s that did not end %g s after it was cancelled: a"
+                " handler blocking in a thread (trio.to_thread.run_sync without"
+                " abandon_on_cancel) or another wait that ignores its cancellation; the server"
+                " stops when it ends",
+                counted(self._in_flight, "call"),
+                OVERDUE_SECONDS,
+            )
 
     def start_background(self, nursery: trio.Nursery) -> None:
         """Start every toolset's background tasks in ``nursery`` (cancelled at shutdown)."""

@@ -287,9 +287,9 @@ async def _run(
                                 await app.settle_commits()
                                 mcp.close_all()
                                 server.close_clients(SHUTDOWN)
-                                # Calls just answered by close_all get their error written.
                                 with trio.move_on_after(CLOSE_FLUSH_SECONDS):
-                                    await front.wait_quiet()
+                                    await front.wait_quiet()  # close_all's errors written
+                    app.watch_overdue(outer)
                     work.cancel_scope.cancel()
                 actors.cancel_scope.cancel()
             outer.cancel_scope.cancel()
