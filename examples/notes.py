@@ -5,7 +5,9 @@ examples/notes.py [PORT]``; it serves every built-in toolset and this one on one
 127.0.0.1 (PORT, else the ``AGORA_PORT`` environment variable, else 8765; 0 takes a free one,
 which it prints), with its database ``notes.db`` in the working directory, until Ctrl-C (or
 SIGTERM) stops it, quietly. An MCP client finds ``add_note`` and ``read_notes`` at
-``/mcp/notes`` (or among all tools at ``/mcp``).
+``/mcp/notes`` (or among all tools at ``/mcp``). ``examples/notes.py --stdio`` serves the
+notes endpoint on stdin and stdout instead, for a client that launches the program itself
+(the database: ``AGORA_DB``, else ``notes.db`` in the working directory).
 
 What each part is (docs/toolset-api.md says more):
 
@@ -201,9 +203,35 @@ async def main(port: int) -> None:
                 break  # leaving the block shuts the server down cleanly
 
 
+async def main_stdio() -> None:
+    """Serve the notes endpoint on stdin and stdout, for an MCP client that launches this
+    program itself (Claude Desktop's ``command``), until the client closes its input or
+    SIGINT / SIGTERM; nothing but the protocol goes to stdout."""
+    config = Config(db=os.environ.get("AGORA_DB", "notes.db"))
+    toolsets = [*load_toolsets(config.toolsets), toolset()]
+    stop = agora.StopReading()
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with (
+            agora.open_server(config, toolsets=toolsets, listen=False) as server,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(_stop_on_signal, signals, stop)
+            await agora.serve_stdio(server, "/mcp/notes", stop=stop)
+            nursery.cancel_scope.cancel()
+
+
+async def _stop_on_signal(signals: Any, stop: agora.StopReading) -> None:
+    async for _ in signals:
+        stop()  # the input ends as if the client had closed it: the server then shuts down
+        return
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--stdio"]:
+        trio.run(main_stdio)
+        sys.exit(0)
     try:
         chosen = port_from(sys.argv[1:], os.environ)
     except ValueError as exc:
-        sys.exit(f"usage: notes.py [PORT]: {exc}")
+        sys.exit(f"usage: notes.py [PORT] | notes.py --stdio: {exc}")
     trio.run(main, chosen)

@@ -139,3 +139,25 @@ def test_the_notes_example_refuses_a_port_that_is_none():
     for args in (["http"], ["70000"], ["1", "2"], ["-1"]):
         with pytest.raises(ValueError, match="port"):
             notes.port_from(args, {})
+
+
+async def test_the_notes_example_serves_its_endpoint_on_stdio_to_a_client_that_launches_it(
+    tmp_path,
+):
+    """An embedding developer's finding: a program of one's own that an MCP client launches
+    (Claude Desktop's command) had no documented way to serve its toolset on stdio."""
+    from mcp.client.stdio import StdioServerParameters
+
+    env = {k: v for k, v in os.environ.items() if k != "AGORA_PORT"}
+    env["AGORA_DB"] = str(tmp_path / "stdio.db")
+    params = StdioServerParameters(command=sys.executable, args=[str(EXAMPLE), "--stdio"], env=env)
+    with trio.fail_after(TIMEOUT):
+        for text in ("over stdio", None):  # then again: the note was saved
+            async with mcp.Client(params, read_timeout_seconds=30) as client:
+                listed = {tool.name for tool in (await client.list_tools()).tools}
+                assert listed == {"add_note", "read_notes"}
+                if text is not None:
+                    added = await client.call_tool("add_note", {"notebook": "s", "text": text})
+                    assert added.structured_content == {"notebook": "s", "count": 1}
+                read = await client.call_tool("read_notes", {"notebook": "s"})
+                assert read.structured_content["notes"] == ["over stdio"]
