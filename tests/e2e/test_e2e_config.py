@@ -33,8 +33,8 @@ TIMEOUT = 20
 HASH = hashlib.sha256(b"a-token").hexdigest()
 #: What a port in use is, and what to do about it.
 PORT_IN_USE = (
-    "Address already in use (another process has that port: stop it, or choose another with"
-    " --port N or port = N (0 picks a free one))"
+    "Address already in use (another process has that port: stop it, or choose another port"
+    " (--port N, port = N in agora.toml, Config(port=N) in a program; 0 picks a free one))"
 )
 
 

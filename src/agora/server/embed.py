@@ -320,10 +320,10 @@ class CannotListen(OSError):
 
 #: What the operator can do about each reason a listener cannot open.
 _LISTEN_HINTS = {
-    errno.EADDRINUSE: "another process has that port: stop it, or choose another with"
-    " --port N or port = N (0 picks a free one)",
-    errno.EACCES: "ports below 1024 need privileges: choose --port 1024 or above",
-    errno.EADDRNOTAVAIL: "no interface of this machine has that address: check --host",
+    errno.EADDRINUSE: "another process has that port: stop it, or choose another port (--port N,"
+    " port = N in agora.toml, Config(port=N) in a program; 0 picks a free one)",
+    errno.EACCES: "ports below 1024 need privileges: choose a port of 1024 or above",
+    errno.EADDRNOTAVAIL: "no interface of this machine has that address: check the host",
 }
 
 
