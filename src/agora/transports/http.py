@@ -355,7 +355,9 @@ class HttpConnection(Responder):
                 return health(
                     self.app.runtime,
                     in_flight=self.app.in_flight,
-                    connections=self.front.connections,
+                    # served ones, within max_connections; those past it apart
+                    connections=self.front.connections - self.front.refusing,
+                    refusing=self.front.refusing,
                     sessions=len(self.front.mcp.sessions),
                 )
             return await readiness(self.app.runtime, draining=self.app.draining)
