@@ -102,6 +102,7 @@ async def test_content_tools_return_their_blocks(
 ) -> None:
     with trio.fail_after(TIMEOUT):
         result = await client.call_tool(tool)
+    assert set(result) == {"content"}  # the blocks alone (a RawResult): no structured copy
     assert [block["type"] for block in result["content"]] == types
     for block in result["content"]:
         if block["type"] == "image":

@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.catalog import Catalog
-from agora.mcp.results import SPLICE_MIN, tool_reply, tool_result
+from agora.mcp.results import SPLICE_MIN, RawResult, tool_reply, tool_result
 from agora.mcp.session import Session
 
 _scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text()
@@ -56,10 +57,10 @@ def test_the_text_copy_is_the_structured_content_encoded() -> None:
     assert type(reply) is rpc.Encoded
 
 
-def test_content_only_results_and_modern_stamps_are_unchanged() -> None:
+def test_raw_results_and_modern_stamps_are_unchanged() -> None:
     s = session()
     fixture = {"content": [{"type": "text", "text": "hi"}]}
-    assert tool_reply(s, 1, fixture, False) == rpc.result(1, fixture)
+    assert tool_reply(s, 1, RawResult(fixture), False) == rpc.result(1, fixture)
     modern = tool_reply(s, 2, {"a": 1}, True, splice_min=0)
     assert modern["result"]["resultType"] == "complete"
     assert rpc.encode(modern) == two_pass(s, 2, {"a": 1}, True)
@@ -90,3 +91,25 @@ def test_a_guided_value_adds_its_guidance_after_the_json_copy() -> None:
             {"type": "text", "text": rpc.encode(plain).decode()},
             {"type": "text", "text": "do this next"},
         ]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param({"id": 1, "content": "hello world"}, id="content-string"),
+        pytest.param(
+            {"content": [{"type": "text", "text": "x"}], "title": "t"}, id="content-blocks"
+        ),
+    ],
+)
+def test_a_plain_dict_with_a_content_key_is_the_structured_result(value: dict[str, Any]) -> None:
+    """A document's ``content`` field was taken for MCP's content blocks: the result went out
+    raw, which the SDK's client refused (a string) or read without structured content."""
+    result = tool_reply(session(), 4, value, False, splice_min=0)["result"]
+    assert result["structuredContent"] == value
+    assert result["content"] == [{"type": "text", "text": rpc.encode(value).decode()}]
+
+
+def test_a_raw_result_needs_a_content_list() -> None:
+    with pytest.raises(TypeError, match="needs a 'content' list of content blocks, not str"):
+        RawResult({"content": "hello"})

@@ -4,7 +4,9 @@
 to a call that returned a value, encoding the value once and, from `SPLICE_MIN` bytes on,
 splicing those bytes into the message instead of encoding them a second time. A handler that
 returns a `Guided` value adds a second text block, after the JSON copy: a note for the model
-that the tool's closed outputSchema has no field for.
+that the tool's closed outputSchema has no field for. A handler that returns a `RawResult`
+shapes the whole result itself (the conformance fixtures' image and audio blocks); any other
+dict is the structured result, whatever its keys (``content`` too).
 """
 
 from __future__ import annotations
@@ -32,6 +34,26 @@ class Guided(dict[str, Any]):
         self.guidance = guidance
 
 
+class RawResult(dict[str, Any]):
+    """A whole CallToolResult a handler shapes itself, sent as it is: ``content`` (a list of
+    MCP content blocks: text, image, audio, resource) and, if the handler wants them,
+    ``structuredContent`` and ``isError``. The MCP layer adds no JSON copy.
+
+    Raises:
+        TypeError: ``result`` has no ``content`` list (MCP requires one).
+    """
+
+    __slots__ = ()
+
+    def __init__(self, result: dict[str, Any]) -> None:
+        if not isinstance(result.get("content"), list):
+            raise TypeError(
+                "a RawResult is a whole CallToolResult: it needs a 'content' list of content"
+                f" blocks, not {type(result.get('content')).__name__}"
+            )
+        super().__init__(result)
+
+
 #: Replies whose structured content encodes to fewer bytes are encoded whole: splicing costs
 #: about a microsecond of set-up, more than encoding a small value a second time saves.
 SPLICE_MIN = 512
@@ -44,6 +66,8 @@ def tool_reply(
     ``session.finish``, ``value`` encoded once for its text copy and, from ``splice_min``
     bytes on, spliced as those same bytes into the message (see `rpc.spliced_result`).
 
+    A `RawResult` is sent as it is (stamped).
+
     Raises:
         TypeError: ``value`` is not a dict (a handler's mistake, answered as an internal
             error and logged with the tool's name).
@@ -52,8 +76,8 @@ def tool_reply(
         raise TypeError(
             f"a tool handler returns a dict (its structured result), not {type(value).__name__}"
         )
-    if "content" in value and "structuredContent" not in value:
-        return rpc.result(rid, session.finish(tool_result(value), modern))
+    if type(value) is RawResult:
+        return rpc.result(rid, session.finish(dict(value), modern))
     data = rpc.encode_value(value)
     content = [{"type": "text", "text": data.decode()}]
     if type(value) is Guided:
@@ -69,13 +93,7 @@ def tool_reply(
 def tool_result(
     value: dict[str, Any], *, error: bool = False, text: str | None = None
 ) -> dict[str, Any]:
-    """A tools/call result: ``value`` as structuredContent plus its JSON as a text block.
-
-    A handler that returns ``{"content": [...]}`` without structured data (fixture tools)
-    is passed through unchanged.
-    """
-    if "content" in value and "structuredContent" not in value and not error:
-        return value
+    """A tools/call result: ``value`` as structuredContent plus its JSON as a text block."""
     mirror = text if text is not None else rpc.encode(value).decode()
     out: dict[str, Any] = {
         "content": [{"type": "text", "text": mirror}],

@@ -1,9 +1,10 @@
 """The conformance fixture tools: each one exercises one part of the protocol.
 
-Content tools return fixed blocks; the others drive the session while they run: log and
-progress notifications, sampling and elicitation requests to the client, a mid-call end of
-the HTTP stream (SEP-1699) and a resource-updated notification. Handlers only use what a
-`ToolCall` offers: they must not reach into transports or sessions.
+Content tools return fixed blocks (a `RawResult`: the blocks and nothing else); the others
+drive the session while they run: log and progress notifications, sampling and elicitation
+requests to the client, a mid-call end of the HTTP stream (SEP-1699) and a resource-updated
+notification. Handlers only use what a `ToolCall` offers: they must not reach into
+transports or sessions.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from agora.errors import ProtocolError, ToolError
+from agora.mcp.results import RawResult
 from agora.toolsets.conformance import media
 from agora.toolsets.conformance.schemas import DEFAULTS_FORM, ENUMS_FORM, USER_FORM
 
@@ -30,8 +32,9 @@ RECONNECT_PAUSE_SECONDS: Final = 0.1
 ERROR_TEXT: Final = "This tool intentionally returns an error for testing"
 
 
-def _content(*blocks: dict[str, Any]) -> dict[str, Any]:
-    return {"content": list(blocks)}
+def _content(*blocks: dict[str, Any]) -> RawResult:
+    """A result of these content blocks alone, as the suite expects (no structured copy)."""
+    return RawResult({"content": list(blocks)})
 
 
 async def simple_text(call: ToolCall) -> dict[str, Any]:

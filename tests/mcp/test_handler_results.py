@@ -1,0 +1,88 @@
+"""What a toolset's handler returns or raises, as the official SDK's client reads it.
+
+A plain dict is the structured result whatever its keys: a document's ``content`` field was
+taken for MCP's content blocks and the dict sent raw, which the SDK refused (a string) or read
+with no structured content (a list of blocks). A `RawResult` is how a handler shapes the whole
+result itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+
+from agora.config import Config
+from agora.mcp.results import RawResult
+from agora.server.embed import open_server
+from agora.toolsets.base import ToolCall, Toolset
+
+mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")
+
+# The SDK's Streamable HTTP client leaves httpx2's SSE iterators for Trio's garbage-collection
+# hook to close; Trio then warns. That is the client library's housekeeping, not agora's.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Async generator .* was garbage collected:ResourceWarning"
+)
+
+TIMEOUT = 30
+DOC = {"id": 1, "content": "hello world"}
+BLOCKS = {"id": 2, "content": [{"type": "text", "text": "x"}], "title": "t"}
+OUT = {
+    "type": "object",
+    "properties": {"id": {"type": "integer"}, "content": {"type": "string"}},
+    "required": ["id", "content"],
+}
+
+
+async def get_doc(call: ToolCall) -> dict[str, Any]:
+    return DOC
+
+
+async def get_blocks(call: ToolCall) -> dict[str, Any]:
+    return BLOCKS
+
+
+async def get_raw(call: ToolCall) -> dict[str, Any]:
+    return RawResult({"content": [{"type": "text", "text": "only this"}]})
+
+
+def _tool(name: str, **more: Any) -> dict[str, Any]:
+    return {"name": name, "description": "d", "inputSchema": {"type": "object"}, **more}
+
+
+TOOLSET = Toolset(
+    "docs",
+    {"get_doc": get_doc, "get_blocks": get_blocks, "get_raw": get_raw},
+    contract=None,
+    tools=[_tool("get_doc", outputSchema=OUT), _tool("get_blocks"), _tool("get_raw")],
+)
+
+
+async def _call(name: str) -> Any:
+    with trio.fail_after(TIMEOUT):
+        async with (
+            open_server(Config(port=0, db=":memory:"), toolsets=[TOOLSET]) as server,
+            mcp.Client(f"{server.url}/mcp/docs") as client,
+        ):
+            return await client.call_tool(name, {})
+
+
+@pytest.mark.parametrize(
+    ("tool", "value"),
+    [
+        pytest.param("get_doc", DOC, id="content-string"),
+        pytest.param("get_blocks", BLOCKS, id="content-blocks"),
+    ],
+)
+async def test_a_result_with_a_content_field_is_structured(tool: str, value: Any) -> None:
+    result = await _call(tool)
+    assert not result.is_error
+    assert result.structured_content == value
+
+
+async def test_a_raw_result_is_sent_as_the_handler_shaped_it() -> None:
+    result = await _call("get_raw")
+    assert result.structured_content is None
+    assert [block.text for block in result.content] == ["only this"]
