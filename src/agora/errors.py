@@ -32,11 +32,26 @@ class ToolError(AgoraError):
 
     Args:
         body: The structured error the model reads (the toolset's own vocabulary, e.g. the
-            chamber's ``{"ok": false, "code": ..., "retryable": ..., "recovery_hint": ...}``).
-        text: Optional human text for the text block; defaults to the JSON of ``body``.
+            chamber's ``{"ok": false, "code": ..., "retryable": ..., "recovery_hint": ...}``),
+            or a sentence: ``ToolError("no such note")`` is the body ``{"error": "no such
+            note"}`` with that sentence as its text.
+        text: Optional human text for the text block; defaults to the JSON of ``body`` (to
+            the sentence, when ``body`` is one).
+
+    Raises:
+        TypeError: ``body`` is neither a dict nor a str (raised where the error is built,
+            not when it is answered).
     """
 
-    def __init__(self, body: dict[str, Any], text: str | None = None) -> None:
+    def __init__(self, body: dict[str, Any] | str, text: str | None = None) -> None:
+        if isinstance(body, str):
+            text = body if text is None else text
+            body = {"error": body}
+        elif not isinstance(body, dict):
+            raise TypeError(
+                "ToolError takes the structured error as a dict (or a sentence, as a str),"
+                f" not {type(body).__name__}"
+            )
         super().__init__(text or str(body.get("error") or body.get("message") or body))
         self.body = body
         self.text = text

@@ -3,7 +3,8 @@
 A plain dict is the structured result whatever its keys: a document's ``content`` field was
 taken for MCP's content blocks and the dict sent raw, which the SDK refused (a string) or read
 with no structured content (a list of blocks). A `RawResult` is how a handler shapes the whole
-result itself.
+result itself. A `ToolError` given a sentence rather than a body is a refusal saying it (it was
+answered as an internal error).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 import trio
 
 from agora.config import Config
+from agora.errors import ToolError
 from agora.mcp.results import RawResult
 from agora.server.embed import open_server
 from agora.toolsets.base import ToolCall, Toolset
@@ -60,11 +62,11 @@ TOOLSET = Toolset(
 )
 
 
-async def _call(name: str) -> Any:
+async def _call(name: str, toolset: Toolset = TOOLSET) -> Any:
     with trio.fail_after(TIMEOUT):
         async with (
-            open_server(Config(port=0, db=":memory:"), toolsets=[TOOLSET]) as server,
-            mcp.Client(f"{server.url}/mcp/docs") as client,
+            open_server(Config(port=0, db=":memory:"), toolsets=[toolset]) as server,
+            mcp.Client(f"{server.url}/mcp/{toolset.name}") as client,
         ):
             return await client.call_tool(name, {})
 
@@ -86,3 +88,21 @@ async def test_a_raw_result_is_sent_as_the_handler_shaped_it() -> None:
     result = await _call("get_raw")
     assert result.structured_content is None
     assert [block.text for block in result.content] == ["only this"]
+
+
+async def refuse_in_words(call: ToolCall) -> dict[str, Any]:
+    raise ToolError("the note is locked")
+
+
+async def test_a_tool_error_given_a_sentence_is_a_refusal_saying_it() -> None:
+    """``ToolError("...")`` was answered as an internal error (the body was read as a dict)."""
+    toolset = Toolset("words", {"refuse": refuse_in_words}, contract=None, tools=[_tool("refuse")])
+    result = await _call("refuse", toolset)
+    assert result.is_error
+    assert [block.text for block in result.content] == ["the note is locked"]
+    assert result.structured_content == {"error": "the note is locked"}
+
+
+def test_a_tool_error_of_another_type_is_refused_where_it_is_built() -> None:
+    with pytest.raises(TypeError, match=r"ToolError takes .* a dict \(or a sentence, as a str\)"):
+        ToolError(["locked"])  # type: ignore[arg-type]
