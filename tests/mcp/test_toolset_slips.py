@@ -77,3 +77,33 @@ async def test_a_name_no_endpoint_path_can_carry_is_refused(tmp_path: Path, name
     toolset = Toolset(name, {"a": ok}, contract=None, tools=[tool("a")])
     message = await refused(tmp_path, toolset)
     assert message.startswith(f"toolset name {name!r} cannot be its endpoint's path segment")
+
+
+@pytest.mark.parametrize(
+    ("tools", "said"),
+    [
+        pytest.param(
+            {"a": tool("a")},
+            "toolset mine: tools must be a list of tools/list entries (dicts with name,"
+            " description and inputSchema), not dict; list the dict's values",
+            id="dict",
+        ),
+        pytest.param(
+            ["a"],
+            "toolset mine: tools[0] must be a tools/list entry (a dict with name, description"
+            " and inputSchema), not str",
+            id="names",
+        ),
+        pytest.param(
+            [{"description": "d", "inputSchema": {"type": "object"}}],
+            "toolset mine: tools[0] has no name (a str)",
+            id="unnamed",
+        ),
+    ],
+)
+async def test_tools_that_are_no_list_of_named_entries_are_refused_saying_so(
+    tmp_path: Path, tools: Any, said: str
+) -> None:
+    """``tools={"a": {...}}`` failed with "string indices must be integers"."""
+    toolset = Toolset("mine", {"a": ok}, contract=None, tools=tools)
+    assert await refused(tmp_path, toolset) == said

@@ -1,11 +1,12 @@
 """A toolset's tools as catalog entries, checked before anything opens.
 
 `catalog_entries` is what `agora.server.embed.open_server` calls first: it refuses a
-toolset's mistakes (a name served twice, a tool without a handler or with one the server
-cannot call, a handler keyed by a name no tool has, a schema that does not compile or whose
-root is not an object, a migration component two toolsets share) with a `ValueError` naming
-the toolset and the tool, before the database or a socket is opened, and builds each
-toolset's `ToolEntry` list for `agora.server.app.App`.
+toolset's mistakes (a name served twice, ``tools`` that is no list of named entries
+(`agora.server.declared`), a tool without a handler or with one the server cannot call, a
+handler keyed by a name no tool has, a schema that does not compile or whose root is not an
+object, a migration component two toolsets share) with a `ValueError` naming the toolset and
+the tool, before the database or a socket is opened, and builds each toolset's `ToolEntry`
+list for `agora.server.app.App`.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from typing import TYPE_CHECKING, Any, Final
 from agora.errors import ToolError
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.catalog import Rejection, ToolEntry
+from agora.server.declared import contract_of, tools_in_code
+from agora.server.declared import tool_names as tool_names  # `agora.server.app` imports it here
 from agora.toolsets.base import handler_problem, hook_problems, shown_name
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
     from agora.errors import Failure
-    from agora.mcp.contracts import Contract
     from agora.mcp.validation import ValidationIssue
     from agora.toolsets.base import Handler, ToolCall, Toolset
 
@@ -43,38 +45,20 @@ def tool_entries(toolset: Toolset) -> list[ToolEntry]:
         raise ValueError(f"toolset {toolset.name}: {'; '.join(problems)}")
     entries: list[ToolEntry] = []
     if toolset.contract is None:
-        for spec in toolset.tools:
+        for spec in tools_in_code(toolset):
             entries.append(_entry(spec, toolset, spec["name"]))
             # (A contract's schemas are the build's own, checked by its tests: not at start.)
             problem = schema_problem(spec)
             if problem is not None:
                 raise ValueError(f"toolset {toolset.name}: tool {spec['name']!r} {problem}")
         return entries
-    for tool in _contract(toolset).tools.values():
+    for tool in contract_of(toolset).tools.values():
         listing = tool.to_mcp()
         entries.append(_entry(listing, toolset, tool.name))
         entries.extend(
             _entry(listing, toolset, alias, alias_of=tool.name) for alias in tool.aliases
         )
     return entries
-
-
-def _contract(toolset: Toolset) -> Contract:
-    """The packaged contract ``toolset`` names (its own name unless it says another).
-
-    Raises:
-        ContractError: it is malformed, or none is packaged (`NoContract`): then naming the
-            toolset and saying that a toolset defined in code needs ``contract=None``.
-    """
-    from agora.mcp.contracts import NoContract, load_contract
-
-    try:
-        return load_contract(toolset.contract or toolset.name)
-    except NoContract as exc:
-        raise NoContract(
-            f"toolset {toolset.name}: {exc}; a toolset defined in code has no contract file:"
-            " give it `contract=None` and list its tools in `tools=[...]`"
-        ) from None
 
 
 def refuse_stray_handlers(toolset: Toolset) -> None:
@@ -270,14 +254,6 @@ def _failure_shaper(
     return shape
 
 
-def tool_names(toolset: Toolset) -> list[str]:
-    """Every tool name ``toolset`` serves, canonical names and aliases."""
-    if toolset.contract is None:
-        return [spec["name"] for spec in toolset.tools]
-    contract = _contract(toolset)
-    return [name for tool in contract.tools.values() for name in (tool.name, *tool.aliases)]
-
-
 def refuse_shadowed_tools(toolsets: Sequence[Toolset]) -> None:
     """Refuse a name served twice, where one would shadow the other or be listed twice.
 
@@ -365,7 +341,8 @@ def catalog_entries(toolsets: Sequence[Toolset]) -> dict[str, list[ToolEntry]]:
         Each toolset's entries by toolset name, for `App`.
 
     Raises:
-        ValueError: a name served twice (`refuse_shadowed_tools`), a tool without a
+        ValueError: a name served twice (`refuse_shadowed_tools`), ``tools`` that is no
+            list of named entries (`agora.server.declared.tools_in_code`), a tool without a
             handler, with a handler that cannot be called as ``await handler(call)``
             (`agora.toolsets.base.handler_problem`), with an inputSchema that cannot be
             compiled or (a tool defined in code) an outputSchema that cannot, or a schema

@@ -1,0 +1,71 @@
+"""The tools a toolset declares, by name: from its packaged contract or from `Toolset.tools`.
+
+Part of the start-up checks of `agora.server.entries`: a toolset defined in code whose
+``tools`` is not a list of tools/list entries (a dict keyed by name, say), or whose entries
+lack a name, is refused here with a `ValueError`
+naming the toolset (and the tool), before anything opens. Nothing here touches the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agora.mcp.contracts import Contract
+    from agora.toolsets.base import Toolset
+
+
+def contract_of(toolset: Toolset) -> Contract:
+    """The packaged contract ``toolset`` names (its own name unless it says another).
+
+    Raises:
+        ContractError: it is malformed, or none is packaged (`NoContract`): then naming the
+            toolset and saying that a toolset defined in code needs ``contract=None``.
+    """
+    from agora.mcp.contracts import NoContract, load_contract
+
+    try:
+        return load_contract(toolset.contract or toolset.name)
+    except NoContract as exc:
+        raise NoContract(
+            f"toolset {toolset.name}: {exc}; a toolset defined in code has no contract file:"
+            " give it `contract=None` and list its tools in `tools=[...]`"
+        ) from None
+
+
+def tools_in_code(toolset: Toolset) -> Sequence[dict[str, Any]]:
+    """``toolset.tools``, checked to be a list of tools/list entries, each named.
+
+    Raises:
+        ValueError: ``tools`` is not a sequence (a list, a tuple), or an entry is not a dict with a
+            ``name`` (naming the toolset, what was expected and what was given).
+    """
+    tools: object = toolset.tools  # declared a Sequence; an embedder's may be anything
+    if not isinstance(tools, Sequence) or isinstance(tools, str | bytes):
+        hint = "; list the dict's values" if isinstance(tools, Mapping) else ""
+        raise ValueError(
+            f"toolset {toolset.name}: tools must be a list of tools/list entries (dicts with"
+            f" name, description and inputSchema), not {type(tools).__name__}{hint}"
+        )
+    for i, spec in enumerate(tools):
+        if not isinstance(spec, dict):
+            raise ValueError(
+                f"toolset {toolset.name}: tools[{i}] must be a tools/list entry (a dict with"
+                f" name, description and inputSchema), not {type(spec).__name__}"
+            )
+        if not isinstance(spec.get("name"), str):
+            raise ValueError(f"toolset {toolset.name}: tools[{i}] has no name (a str)")
+    return toolset.tools
+
+
+def tool_names(toolset: Toolset) -> list[str]:
+    """Every tool name ``toolset`` serves, canonical names and aliases.
+
+    Raises:
+        ValueError: see `tools_in_code`.
+    """
+    if toolset.contract is None:
+        return [spec["name"] for spec in tools_in_code(toolset)]
+    contract = contract_of(toolset)
+    return [name for tool in contract.tools.values() for name in (tool.name, *tool.aliases)]
