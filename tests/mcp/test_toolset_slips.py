@@ -80,6 +80,30 @@ async def test_a_name_no_endpoint_path_can_carry_is_refused(tmp_path: Path, name
 
 
 @pytest.mark.parametrize(
+    "name",
+    ["", "my tool", "notes/add", "n" * 129, "nötes"],
+    ids=["empty", "space", "slash", "too-long", "non-ascii"],
+)
+async def test_a_tool_name_mcp_does_not_allow_is_refused(tmp_path: Path, name: str) -> None:
+    """A tool named "" or "my tool" was served and listed; MCP allows 1-128 of
+    [A-Za-z0-9_.-], and clients may refuse the rest."""
+    toolset = Toolset("mine", {name: ok}, contract=None, tools=[tool(name)])
+    message = await refused(tmp_path, toolset)
+    assert message.startswith(f"toolset mine: tool name {name!r} is not one MCP allows")
+
+
+async def test_the_longest_tool_name_mcp_allows_is_served(tmp_path: Path) -> None:
+    name = "a.b-C_9" + "n" * 121
+    toolset = Toolset("mine", {name: ok}, contract=None, tools=[tool(name)])
+    async with (
+        open_server(Config(db=str(tmp_path / "e.db")), toolsets=[toolset], listen=False) as s,
+        s.client("/mcp/mine") as client,
+    ):
+        await client.initialize()
+        assert "isError" not in await client.call_tool(name)
+
+
+@pytest.mark.parametrize(
     ("tools", "said"),
     [
         pytest.param(

@@ -2,18 +2,22 @@
 
 Part of the start-up checks of `agora.server.entries`: a toolset defined in code whose
 ``tools`` is not a list of tools/list entries (a dict keyed by name, say), or whose entries
-lack a name, is refused here with a `ValueError`
+lack a name, or a tool name outside what MCP allows, is refused here with a `ValueError`
 naming the toolset (and the tool), before anything opens. Nothing here touches the store.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from agora.mcp.contracts import Contract
     from agora.toolsets.base import Toolset
+
+#: A tool name as MCP's specification asks: 1-128 ASCII letters, digits, ``_``, ``-``, ``.``.
+TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 
 
 def contract_of(toolset: Toolset) -> Contract:
@@ -63,9 +67,18 @@ def tool_names(toolset: Toolset) -> list[str]:
     """Every tool name ``toolset`` serves, canonical names and aliases.
 
     Raises:
-        ValueError: see `tools_in_code`.
+        ValueError: see `tools_in_code`; or a name MCP does not allow (`TOOL_NAME`),
+            naming the toolset and the tool.
     """
     if toolset.contract is None:
-        return [spec["name"] for spec in tools_in_code(toolset)]
-    contract = contract_of(toolset)
-    return [name for tool in contract.tools.values() for name in (tool.name, *tool.aliases)]
+        names = [spec["name"] for spec in tools_in_code(toolset)]
+    else:
+        contract = contract_of(toolset)
+        names = [name for tool in contract.tools.values() for name in (tool.name, *tool.aliases)]
+    for name in names:
+        if not TOOL_NAME.fullmatch(name):
+            raise ValueError(
+                f"toolset {toolset.name}: tool name {name!r} is not one MCP allows: use 1-128"
+                " ASCII letters, digits, _, - and . (no spaces)"
+            )
+    return names

@@ -1,12 +1,12 @@
 """A toolset's tools as catalog entries, checked before anything opens.
 
 `catalog_entries` is what `agora.server.embed.open_server` calls first: it refuses a
-toolset's mistakes (a name served twice, ``tools`` that is no list of named entries
-(`agora.server.declared`), a tool without a handler or with one the server cannot call, a
-handler keyed by a name no tool has, a schema that does not compile or whose root is not an
-object, a migration component two toolsets share) with a `ValueError` naming the toolset and
-the tool, before the database or a socket is opened, and builds each toolset's `ToolEntry`
-list for `agora.server.app.App`.
+toolset's mistakes (a name served twice, ``tools`` that is no list of named entries or a
+tool name MCP does not allow (`agora.server.declared`), a tool without a handler or with one
+the server cannot call, a handler keyed by a name no tool has, a schema that does not compile
+or whose root is not an object, a migration component two toolsets share) with a
+`ValueError` naming the toolset and the tool, before the database or a socket is opened, and
+builds each toolset's `ToolEntry` list for `agora.server.app.App`.
 """
 
 from __future__ import annotations
@@ -342,8 +342,9 @@ def catalog_entries(toolsets: Sequence[Toolset]) -> dict[str, list[ToolEntry]]:
 
     Raises:
         ValueError: a name served twice (`refuse_shadowed_tools`), ``tools`` that is no
-            list of named entries (`agora.server.declared.tools_in_code`), a tool without a
-            handler, with a handler that cannot be called as ``await handler(call)``
+            list of named entries or a tool name MCP does not allow
+            (`agora.server.declared.tool_names`), a tool without a handler, with a handler
+            that cannot be called as ``await handler(call)``
             (`agora.toolsets.base.handler_problem`), with an inputSchema that cannot be
             compiled or (a tool defined in code) an outputSchema that cannot, or a schema
             whose root is not an object (`schema_problem`), naming the toolset and the tool;
