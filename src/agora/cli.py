@@ -174,6 +174,21 @@ class _Refused(Exception):
     """A configuration problem found while starting: one line, exit status 2."""
 
 
+#: `agora call`'s exit status when the server answered with a JSON-RPC error rather than a
+#: result: not 1, which says the tool answered with an error result (``isError``).
+CALL_ERROR_STATUS = 3
+
+
+def server_error(error: dict[str, Any]) -> str:
+    """A JSON-RPC error answering `agora call`, as its line on stderr: the server's code and
+    message, and the correlation id that names the server's log line when it gave one."""
+    line = f"the server answered with JSON-RPC error {error.get('code')}: {error.get('message')}"
+    data = error.get("data")
+    if isinstance(data, dict) and data.get("correlation_id"):
+        line += f" (correlation id {data['correlation_id']}: the server's log says more)"
+    return line
+
+
 async def _call(url: str, tool: str, arguments: dict[str, Any], token: str | None) -> int:
     from trio_websocket import ConnectionClosed, ConnectionRejected, HandshakeError
 
@@ -183,8 +198,8 @@ async def _call(url: str, tool: str, arguments: dict[str, Any], token: str | Non
     try:
         result = await call_tool(url, tool, arguments, token=token)
     except McpError as exc:
-        print(f"agora call: the server refused the call: {exc}", file=sys.stderr)
-        return 1
+        print(f"agora call: {server_error(exc.error)}", file=sys.stderr)
+        return CALL_ERROR_STATUS
     except ConnectionRejected as exc:
         print(f"agora call: {url} refused the connection: {rejected(exc)}", file=sys.stderr)
         # A refused token (401) or Host (403) is bad configuration, as `agora stdio` says it.

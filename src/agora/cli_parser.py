@@ -149,8 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
         "call",
         help="call one tool on a running server and print the result",
         description="Call one tool on a running server and print its result as JSON. Exits 0, "
-        "or 1 when the result is a tool error (isError: true, still printed) or the call "
-        "failed, 2 for arguments that are not JSON or a token or Host the server refused.",
+        "or 1 when the result is a tool error (isError: true, still printed) or the "
+        "connection failed, 2 for arguments that are not JSON or a token or Host the "
+        "server refused, 3 when the server answered with a JSON-RPC error (an unknown tool, "
+        "an internal error: its code, message and correlation id go to stderr).",
     )
     p.add_argument("url", help="MCP endpoint, e.g. http://127.0.0.1:8765/mcp/chess")
     p.add_argument("tool", help="tool name")

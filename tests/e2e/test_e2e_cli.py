@@ -9,6 +9,7 @@ import re
 import signal
 import socket as stdlib_socket
 import sys
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -19,6 +20,9 @@ from e2e_process import AGORA, clean_env
 
 from agora.cli import build_parser, main
 from agora.client import connect
+from agora.config import Config
+from agora.server.embed import open_server
+from agora.toolsets.base import ToolCall, Toolset
 
 TIMEOUT = 20
 
@@ -49,7 +53,9 @@ async def test_agora_call_with_a_token_and_a_tool_error(agora):
 @pytest.mark.parametrize(
     ("args", "message", "status"),
     [
-        pytest.param(("{url}/mcp/chess", "no_such_tool"), "unknown tool", 1, id="unknown-tool"),
+        pytest.param(("{url}/mcp/chess", "no_such_tool"),
+                     "the server answered with JSON-RPC error -32602: unknown tool: no_such_tool",
+                     3, id="unknown-tool"),
         pytest.param(("{url}/mcp/chess", "get_board", "[1,"), "not JSON", 2, id="bad-arguments"),
         # a refused token is bad configuration: exit 2, as the README and agora stdio say
         # with the server's own words (an operator got "HTTP 401" alone)
@@ -67,6 +73,29 @@ async def test_agora_call_reports_failures_in_one_line(agora, args, message, sta
     assert done.returncode == status, done.stderr.decode()
     assert message in done.stderr.decode()
     assert b"Traceback" not in done.stderr
+    assert done.stdout == b""
+
+
+async def _explode(call: ToolCall) -> dict[str, Any]:
+    raise RuntimeError("a bug in the handler")
+
+
+async def test_agora_call_reports_an_internal_error_as_the_servers_with_its_id(tmp_path):
+    """A JSON-RPC error was "the server refused the call", without the correlation id that
+    names the log line, and exited 1, the status of an isError result."""
+    tool = {"name": "explode", "description": "Fails.", "inputSchema": {"type": "object"}}
+    toolset = Toolset("boom", {"explode": _explode}, contract=None, tools=[tool])
+    config = Config(port=0, db=str(tmp_path / "boom.db"))
+    with trio.fail_after(TIMEOUT):
+        async with open_server(config, toolsets=[toolset]) as server:
+            done = await agora_cli("call", f"{server.url}/mcp/boom", "explode")
+    said = done.stderr.decode()
+    assert done.returncode == 3, said
+    assert re.fullmatch(
+        r"agora call: the server answered with JSON-RPC error -32603: internal error"
+        r" \(correlation id corr-[0-9a-f]{16}: the server's log says more\)\n",
+        said,
+    ), said
     assert done.stdout == b""
 
 
@@ -95,7 +124,8 @@ def test_every_subcommand_has_help(capsys):
         pytest.param(["cards", "sign"], ["--key FILE", "file holding the Ed25519 private key",
                                          "(default ./agora.db)"], id="cards-sign"),
         pytest.param(["cards", "verify"], ["export bundle", "transcript"], id="cards-verify"),
-        pytest.param(["call"], ["AGORA_TOKEN", "isError"], id="call"),
+        pytest.param(["call"], ["AGORA_TOKEN", "isError", "3 when the server answered with a"
+                                " JSON-RPC error"], id="call"),
     ],
 )  # fmt: skip
 def test_help_says_what_the_command_takes_and_how_it_exits(capsys, argv, said):
