@@ -145,3 +145,21 @@ async def test_a_toolset_is_told_of_each_refusal_and_a_failing_hook_changes_no_a
         "its rejected hook failed on broken_echo" in r.getMessage() and r.exc_info
         for r in caplog.records
     )
+
+
+async def test_without_a_hook_the_refusal_is_text_saying_the_problems():
+    """What toolset-api.md says of a refusal: text only, the problems' sentences, when no hook
+    builds a body (with one, the text is the body's JSON, asserted above)."""
+    with trio.fail_after(20):
+        async with open_server(
+            Config(db=":memory:"), toolsets=[_toolset("bare")], listen=False
+        ) as server:
+            result = await _call(server, "/mcp/bare", "bare_echo", {"name": "Bob", "extra": 1})
+    assert result["isError"] is True
+    assert "structuredContent" not in result
+    (block,) = result["content"]
+    assert block["text"].startswith("invalid arguments: ")
+    assert sorted(block["text"].removeprefix("invalid arguments: ").split("; ")) == [
+        "argument 'extra': is not an allowed field (allowed: blob, name, prefs)",
+        "argument 'name': must match pattern ^[a-z]+$",
+    ]
