@@ -204,6 +204,16 @@ def test_defaults_are_not_filled_in():
     assert args == {}
 
 
+def test_an_integral_float_is_an_integer_and_stays_a_float():
+    """As JSON Schema says (toolset-api.md tells handlers so): ``1.0`` passes ``integer``, and
+    the handler gets it as sent, a float, unless it converts."""
+    validator = compile_validator(_obj(by={"type": "integer", "minimum": 1}))
+    args = {"by": 1.0}
+    validator.check(args)
+    assert type(args["by"]) is float
+    assert not validator.is_valid({"by": 1.5})
+
+
 def test_dollar_matches_only_at_the_very_end():
     # ECMA-262 semantics: unlike Python's re, "$" does not match before a final newline.
     validator = compile_validator(load_contract("chess").tools["move_piece"].input_schema)
