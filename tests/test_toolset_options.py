@@ -10,6 +10,7 @@ naming no toolset.
 
 from __future__ import annotations
 
+import inspect
 import re
 import tomllib
 from pathlib import Path
@@ -161,6 +162,24 @@ def test_a_range_is_worded_alike_for_every_toolset(value, above, message):
         bounded("t", {"k": value}, "k", 1, 0, above=above)
     assert str(refused.value) == message
     assert bounded("t", {}, "k", 7, 0, above=above) == 7
+
+
+def test_the_documented_signature_of_bounded_is_its_own():
+    """toolset-api.md showed ``above=False`` as a positional parameter; it is keyword-only."""
+    shown = re.search(
+        r"`agora\.toolsets\.options\.bounded\((.*?)\)`",
+        (ROOT / "docs/toolset-api.md").read_text(),
+        re.S,
+    )
+    assert shown is not None
+    params, star = [], False
+    for param in inspect.signature(bounded).parameters.values():
+        if param.kind is param.KEYWORD_ONLY and not star:
+            params.append("*")
+            star = True
+        default = "" if param.default is param.empty else f"={param.default!r}"
+        params.append(param.name + default)
+    assert " ".join(shown.group(1).split()) == ", ".join(params)
 
 
 async def test_a_toolset_that_declares_nothing_gets_its_table_unchecked():
