@@ -61,7 +61,7 @@ async def test_a_principal_cannot_bind_both_a_blind_role_and_a_judging_role(
     body = await desk.bind(who, topic, role, second, refused=True)
     assert (body["error"], body["role"], body["held_role"]) == ("ineligible_judge", role, held)
     assert "independent of the blind pair" in body["message"]
-    assert "another principal's bearer token" in body["message"]
+    assert "bearer token" in body["message"]
     assert role not in await _holders(desk, topic)
     await desk.bind(then, topic, role, await desk.session(then))  # a principal of its own
     assert role in await _holders(desk, topic)
@@ -110,5 +110,52 @@ async def test_a_judge_sharing_a_principal_with_a_blind_role_gives_no_verdict(de
         )
         assert (body["error"], body["held_role"]) == ("ineligible_judge", "PRO")
         assert "independent of the blind pair" in body["message"]
+        assert "retire" not in body["message"]  # (it advised retiring PRO: S1 below)
+    # A tester's finding: retiring PRO, as the refusal advised, made the verdicts count, on
+    # the PRO claim the same principal wrote. A principal that held a blind role stays out.
+    mine_pro = mine["PRO"]
+    await desk.bind(CONDUCTOR, topic, "PRO", mine_pro, state="retired")
+    for projection in prepared["projections"]:
+        body = await desk.refused(
+            CONDUCTOR,
+            "debate_judge_verdict",
+            projection_id=projection["projection_id"],
+            judge_role="JUDGE",
+            verdict_json=json.dumps({"winner_msg_id": pro, "decision": "PRO wins"}),
+        )
+        assert (body["error"], body["held_role"]) == ("ineligible_judge", "PRO")
     state = await desk.call(CONDUCTOR, "debate_protocol_state", topic_id=topic)
     assert (state["phase"], state["outcome"]) == ("ADJUDICATE", None)
+
+
+async def test_a_debater_that_retires_its_blind_role_still_cannot_bind_a_judging_one(desk):
+    """A tester's finding: pro retired its own PRO binding (no sanction needed) after its
+    CLAIM, bound the free JUDGE with a second session and judged its own claim the winner."""
+    topic = await _open_topic(desk, {"PRO": ALICE, "CON": BOB, "JUDGE": None})
+    bindings = await desk.call(ALICE, "debate_list_bindings", topic_id=topic)
+    [pro] = [b for b in bindings["bindings"] if b["role"] == "PRO" and b["state"] == "active"]
+    await desk.bind(ALICE, topic, "PRO", pro["session_id"], state="retired")
+    body = await desk.bind(ALICE, topic, "JUDGE", await desk.session(ALICE), refused=True)
+    assert (body["error"], body["held_role"]) == ("ineligible_judge", "PRO")
+    assert "retiring PRO does not make it so" in body["message"]
+    await desk.bind(CAROL, topic, "JUDGE", await desk.session(CAROL))  # one that never did
+
+
+async def test_a_conductor_override_on_a_v1_topic_says_there_is_none_and_what_does_the_job(desk):
+    """A tester's finding: an override must cite a CONDUCTOR DECISION, which a debate/v1
+    topic refuses (a legacy kind), so every override on v1 was refused with words about a
+    DECISION that cannot exist there, and the agent went round between the two refusals."""
+    topic = await _open_topic(desk, {"PRO": ALICE, "CON": BOB, "JUDGE": CAROL})
+    state = await desk.call(CONDUCTOR, "debate_protocol_state", topic_id=topic)
+    body = await desk.refused(
+        CONDUCTOR,
+        "debate_bind_role",
+        topic_id=topic,
+        role="PRO",
+        session_id=await desk.session(CONDUCTOR),
+        replace_active=True,
+        conductor_override_msg_id=state["topic_id"],
+    )
+    assert body["error"] == "invalid_override", body
+    assert "debate/v1 topic does not take" in body["message"]
+    assert "debate_protocol_maintain" in body["message"]

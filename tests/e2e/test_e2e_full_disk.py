@@ -71,6 +71,10 @@ async def test_a_full_disk_is_logged_once_per_episode_and_its_end_once(small_dis
                         False, "internal_error", True
                     ), body  # fmt: skip
                     assert "disk is full" in body["message"], body
+                    assert body["message"].count("nothing was changed") == 1, body  # said once
+                    assert body["message"].endswith(
+                        "call again once the server's disk takes writes again"
+                    ), body
                     assert body["correlation_id"].startswith("corr-"), body
                     status, body = await http_json(
                         "POST", f"{server.url}/play/tables", {"name": f"full{n}"}

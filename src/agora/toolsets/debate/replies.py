@@ -45,12 +45,11 @@ def internal_failure(failure: Failure) -> dict[str, Any]:
     """The refusal body of a call that failed inside the server (`Toolset.shape_failure`):
     code ``internal_error``, what to do next, ``retryable`` and the ``correlation_id`` to
     quote, as the other toolsets' refusals carry them (the text alone said it before)."""
-    if failure.outcome_unknown:
-        then = "it may or may not have been saved: read the topic before posting again"
-    elif failure.retryable:
-        then = "nothing was changed: call again" + (
-            " once the server's disk takes writes again" if failure.cause else ""
-        )
+    if failure.outcome_unknown:  # (its message says it may or may not have been saved)
+        then = "read the topic before posting again"
+    elif failure.retryable:  # (its message says nothing was changed)
+        disk = " once the server's disk takes writes again" if failure.cause else ""
+        then = f"call again{disk}"
     else:
         then = f"report correlation id {failure.correlation_id}"
     return {

@@ -79,6 +79,13 @@ def check_override(topic: Topic, caller: Caller, msg_id: str | None) -> None:
     Raises:
         DebateError: ``invalid_override``.
     """
+    if topic.data.protocol is not None:  # debate/v1 takes no DECISION to cite
+        raise reject(
+            "invalid_override",
+            "a conductor override cites a CONDUCTOR DECISION, a legacy kind a debate/v1 topic"
+            " does not take, so this topic has no override: a role that lost its owner is"
+            " rebound by debate_protocol_maintain, and a free role by its participant",
+        )
     meta = topic.data.messages.get(msg_id or "")
     if (
         not caller.privileged

@@ -179,21 +179,25 @@ def judging_own_debate(
     """The role that would make ``owner`` judge its own debate if it held ``role`` too.
 
     Judge independence goes by principal (a binding's owner): one principal may not hold a
-    blind role and a role that may judge at once, whichever sessions it uses. Human roles
-    are neither. Every caller without a token is the one principal ``anonymous``, so it can
-    never be independent of itself.
+    blind role and a role that may judge at once, whichever sessions it uses, and one that
+    ever held a blind role of the topic (retired since: its claim is still one of the
+    positions judged) may not judge it. Human roles are neither. Every caller without a
+    token is the one principal ``anonymous``, so it can never be independent of itself.
 
     Returns:
-        The active role of the other kind (blind vs judging) that ``owner`` holds on the
-        topic, or None (also for a legacy topic, which has no blind pair).
+        For a blind ``role``, an active role that may judge held by ``owner``; for a role
+        that may judge, a blind role ``owner`` holds or held; else None (also for a legacy
+        topic, which has no blind pair).
     """
     if state is None or role in HUMAN_ROLES:
         return None
     blind = role in state.blind_roles
     for b in bindings:
-        if b.state != "active" or b.owner != owner or b.role == role or b.role in HUMAN_ROLES:
+        if b.owner != owner or b.role == role or b.role in HUMAN_ROLES:
             continue
-        if (b.role in state.blind_roles) != blind:
+        if blind and b.state == "active" and b.role not in state.blind_roles:
+            return b.role
+        if not blind and b.role in state.blind_roles:  # active or retired
             return b.role
     return None
 
@@ -203,10 +207,10 @@ def not_independent(state: ProtocolState, role: str, held: str, *, verdict: bool
     to be bound (or to judge) while its principal holds ``held``, a role of the other kind."""
     if verdict:
         why = (
-            f"{role} is held by the same principal as the blind role {held}: a judge must be "
-            "independent of the blind pair, so the verdicts must come from a principal (a "
-            f"bearer token of its own) that holds neither blind role; retire {held}, or have "
-            f"such a principal bind {role} (taking it over needs the conductor's override)"
+            f"{role} is held by the principal that holds or held the blind role {held}: a "
+            "judge must be independent of the blind pair, so the verdicts must come from a "
+            "principal (a bearer token of its own) that never held a blind role of this "
+            f"debate, bound to {role} (or to another role that may judge) when it is free"
         )
     elif role in state.blind_roles:
         why = (
@@ -217,9 +221,10 @@ def not_independent(state: ProtocolState, role: str, held: str, *, verdict: bool
         )
     else:
         why = (
-            f"{role} may judge this debate, and your principal already holds its blind role "
-            f"{held}: a judge must be independent of the blind pair, so bind {role} with "
-            "another principal's bearer token (every caller without a token is one principal)"
+            f"{role} may judge this debate, and your principal holds or held its blind role "
+            f"{held}: a judge must be independent of the blind pair (retiring {held} does not "
+            f"make it so), so bind {role} with the bearer token of a principal that never held "
+            "a blind role of this debate (every caller without a token is one principal)"
         )
     return reject("ineligible_judge", why, role=role, held_role=held)
 
