@@ -18,6 +18,7 @@ import trio
 from agora.errors import StoreError
 from agora.store.db import open_store
 from agora.store.diskfault import DiskDoctor, errno_cause, name_pg, named, pg_cause, sqlite_cause
+from agora.store.episode import Episode
 from agora.store.migrations import Migration
 
 pytestmark = pytest.mark.sqlite_only("SQLite's own result codes (and the PostgreSQL mapping)")
@@ -103,7 +104,10 @@ async def test_a_store_refuses_writes_naming_a_full_disk_and_recovers(tmp_path):
 
 async def test_a_full_disk_is_logged_once_per_episode_and_its_end_once(tmp_path, caplog):
     """Every refused batch used to log a line of its own; now the first of an episode does,
-    at WARNING, and the first commit after it says how many were refused, at INFO."""
+    at WARNING, and its end one INFO line with how many were refused. A disk at its limit
+    that takes one commit and refuses the next is still one episode (an operator saw four
+    WARNINGs and three INFOs in 55 ms): it ends once writes have gone on for SETTLE_SECONDS,
+    or, as here, when the store closes after they resumed."""
     caplog.set_level(logging.INFO, logger="agora.store")
     async with open_store(tmp_path / "agora.db", [ITEMS]) as store:
         with trio.fail_after(10):
@@ -114,15 +118,44 @@ async def test_a_full_disk_is_logged_once_per_episode_and_its_end_once(tmp_path,
                     await store.write([("INSERT INTO items VALUES (?)", ("x" * 4000,))])
             await store.write([("PRAGMA max_page_count=100000", ())])
             await store.write([("INSERT INTO items VALUES (?)", ("after",))])
-            await _fill_again(store)
+            await _fill_again(store)  # at once: the same episode
+            await store.write([("PRAGMA max_page_count=100000", ())])
+            await store.write([("INSERT INTO items VALUES (?)", ("after",))])
     told = [r for r in caplog.records if r.name.startswith("agora.store")]
     assert [(r.levelname, r.getMessage().split(" ")[3]) for r in told] == [
         ("WARNING", "refused:"),
-        ("INFO", "succeed"),
-        ("WARNING", "refused:"),  # a new episode
+        ("INFO", "succeed"),  # at the close: writes had resumed
     ], caplog.text
     assert "the database's disk is full" in told[0].getMessage()
-    assert "5 writes refused" in told[1].getMessage()
+    assert "6 writes refused" in told[1].getMessage()
+
+
+def test_refusals_at_a_disks_limit_are_one_episode_until_writes_settle(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="agora.store")
+    now = [0.0]
+    doctor = DiskDoctor(str(tmp_path / "agora.db"))
+    doctor._refusals = Episode(lambda: now[0])
+    full = named(sqlite3.OperationalError("database or disk is full"), "disk_full")
+
+    def at(t: float, refused: bool) -> None:
+        now[0] = t
+        if refused:
+            doctor.told([full])
+        else:
+            doctor.wrote()
+
+    for t, refused in [(0, True), (1, False), (2, True), (3, False), (7, False)]:
+        at(t, refused)  # the small commits go through, the next is refused: one episode
+    assert [r.levelname for r in caplog.records] == ["WARNING"], caplog.text
+    at(8, False)  # 5 s of commits since they resumed at 3: over
+    at(20, True)  # a new one
+    at(30, False)
+    at(40, True)  # 10 s after writes resumed, with no commit between: that one was over
+    told = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert [level for level, _ in told] == ["WARNING", "INFO", "WARNING", "INFO", "WARNING"]
+    assert "after 3.0 s of refusals (the database's disk is full): 2 writes refused" in told[1][1]
+    assert "after 10.0 s of refusals" in told[3][1]
+    assert "1 write refused" in told[3][1]
 
 
 async def _fill_again(store) -> None:
@@ -155,6 +188,7 @@ def test_a_change_of_cause_is_not_told_as_writes_succeeding(tmp_path, caplog):
     assert doctor.told([named(failure, "io_error"), named(failure, "io_error")])
     assert doctor.told([named(sqlite3.OperationalError("readonly"), "read_only")])
     doctor.wrote()
+    doctor.close()  # (the end of an episode is told once writes settle, or at the close)
     told = [(r.levelname, r.getMessage()) for r in caplog.records]
     assert [level for level, _ in told] == ["WARNING", "INFO", "WARNING", "INFO"], told
     assert "succeed again" not in told[1][1]

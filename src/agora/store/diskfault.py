@@ -20,9 +20,11 @@ read-only transaction, ``58030`` I/O error): `name_pg`.
 The log tells such a refusal once per episode (`DiskDoctor.told`): its first batch at
 WARNING, naming the cause and SQLite's words; the refusals that follow for the same cause are
 counted, not logged (every refused call already says the cause to its client, and a full disk
-under load refused hundreds a second); the first commit after them is one INFO line with the
-episode's length and count. The calls refused meanwhile log their correlation ids at DEBUG
-only (`agora.server.failed`, `agora.runtime.failures`).
+under load refused hundreds a second); its end is one INFO line with the episode's length and
+count, once writes have committed for `SETTLE_SECONDS` with no refusal for that cause (or at
+the store's close): a disk at its limit takes a small commit and refuses the next, and each
+turn was a WARNING and an INFO line of its own. The calls refused meanwhile log their
+correlation ids at DEBUG only (`agora.server.failed`, `agora.runtime.failures`).
 """
 
 from __future__ import annotations
@@ -110,6 +112,11 @@ def errno_cause(error: OSError) -> StoreCause:
     return _ERRNO_CAUSES.get(error.errno or 0, "io_error")
 
 
+#: Writes that commit for this long after refusals, with no refusal for the same cause, end
+#: the episode (a refusal within it continues the episode: a disk at its limit).
+SETTLE_SECONDS = 5.0
+
+
 class DiskDoctor:
     """Names the disk's part in failed writes to one database file."""
 
@@ -120,6 +127,8 @@ class DiskDoctor:
         #: The cause of the refusals under way (None: writes are taken).
         self.episode: StoreCause | None = None
         self._refusals = Episode()  # its strikes: the writes refused
+        #: When writes began to commit again in the episode under way (None: refusing).
+        self._resumed: float | None = None
 
     def probe(self) -> StoreCause | None:
         """Write, sync and remove the probe file; what the OS refused, None if it took it."""
@@ -163,15 +172,21 @@ class DiskDoctor:
         first = named_[0]
         cause = first.cause
         assert cause is not None
-        if cause != self.episode and self.episode is not None:  # another cause now
+        resumed = self._resumed
+        if resumed is not None and (
+            cause != self.episode or self._refusals.now() - resumed >= SETTLE_SECONDS
+        ):  # it was over (it settled, or another cause strikes now): tell it, then begin anew
+            self._tell_end()
+        elif cause != self.episode and self.episode is not None:  # another cause now
             self._changed(self.episode)
+        self._resumed = None  # (the same cause again within the settling: the same episode)
         self.episode = cause
         if not self._refusals.strike(len(named_)):
             return True
         log.warning(
             "writes to %s refused: %s (%s); further refusals for this cause are counted, "
-            "not logged, until a write succeeds",
-            self.path, STORE_CAUSES[cause], one_line(first.__cause__ or first),
+            "not logged, until writes have succeeded again for %g s",
+            self.path, STORE_CAUSES[cause], one_line(first.__cause__ or first), SETTLE_SECONDS,
         )  # fmt: skip
         return True
 
@@ -187,9 +202,26 @@ class DiskDoctor:
         )  # fmt: skip
 
     def wrote(self) -> None:
-        """A commit went through: the episode under way, if any, is over (one line)."""
-        if (length := self._refusals.end()) is None or self.episode is None:
+        """A commit went through: the episode under way, if any, is over once commits have
+        gone on for `SETTLE_SECONDS` (then one line)."""
+        if self.episode is None:
             return
+        now = self._refusals.now()
+        if self._resumed is None:
+            self._resumed = now
+        if now - self._resumed >= SETTLE_SECONDS:
+            self._tell_end()
+
+    def close(self) -> None:
+        """The store closes: an episode whose writes had begun to commit again is told over."""
+        if self.episode is not None and self._resumed is not None:
+            self._tell_end()
+
+    def _tell_end(self) -> None:
+        """The episode under way is over, since writes resumed (one line)."""
+        if (length := self._refusals.end(self._resumed)) is None or self.episode is None:
+            return
+        self._resumed = None
         log.info(
             "writes to %s succeed again, after %.1f s of refusals (%s): %s refused",
             self.path, length, STORE_CAUSES[self.episode], self._refusals.told("write"),

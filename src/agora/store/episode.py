@@ -54,12 +54,16 @@ class Episode:
         """The strikes as the log counts them: ``1 write``, ``3 writes``."""
         return counted(self.count, noun)
 
-    def end(self) -> float | None:
-        """End the episode under way: its length in seconds (its strikes stay in `count`);
-        None if none was under way (nothing to tell)."""
+    def now(self) -> float:
+        """The episode's clock now."""
+        return self._clock()
+
+    def end(self, at: float | None = None) -> float | None:
+        """End the episode under way: its length in seconds up to ``at`` (the clock's time;
+        None: now), its strikes staying in `count`; None if none was under way."""
         if self.since is None:
             return None
-        length, self.since = self._clock() - self.since, None
+        length, self.since = (self._clock() if at is None else at) - self.since, None
         return length
 
 

@@ -220,7 +220,11 @@ class Writer:
                 self._stopped = True
                 self._queue.put(_STOP)
         self._thread.join(timeout)
-        return not self._thread.is_alive()
+        if self._thread.is_alive():
+            return False
+        if self._doctor is not None:
+            self._doctor.close()  # an episode whose writes had resumed is told over
+        return True
 
     def _run(self) -> None:
         while True:
