@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import sqlite3
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -153,3 +154,50 @@ async def test_sigterm_to_the_bridge_answers_every_call_in_flight(tmp_path):
     assert reply["id"] == 1
     assert reply["error"]["code"] == -32000
     assert "bridge is closing" in reply["error"]["message"]
+
+
+ENTER = {
+    "jsonrpc": "2.0",
+    "id": 5,
+    "method": "tools/call",
+    "params": {
+        "name": "enter_open_challenge",
+        "arguments": {
+            "provider_claim": "acme-labs",
+            "model_claim": "acme large 2",
+            "product": "gpt-5.6-sol",
+            "host": "cursor",
+        },
+    },
+}
+
+
+@pytest.mark.sqlite_only("a second SQLite connection holding BEGIN EXCLUSIVE is another process")
+async def test_a_write_saved_after_the_grace_is_answered_at_the_end_of_input(tmp_path):
+    """A tester's finding: with another process holding the write lock past the grace, a
+    call whose write then committed got no reply at all (its nursery was cancelled at the
+    grace's end): the client saw the connection close and would repeat a saved write."""
+    db = tmp_path / "a.db"
+    config = tmp_path / "agora.toml"
+    config.write_text("grace_seconds = 0.3\ncommit_timeout = 5\nwriter_process = false\n")
+    args = ["stdio", "--toolset", "chamber", "--db", str(db), "--config", str(config)]
+    with trio.fail_after(TIMEOUT):
+        async with stdio_process(args) as process:
+            other = sqlite3.connect(db, isolation_level=None)
+            other.execute("BEGIN EXCLUSIVE")  # another process writes: the entry waits
+            try:
+                await process.stdin.send_all(jsonl(ENTER))
+                await trio.sleep(0.3)  # on to its commit
+                await process.stdin.aclose()  # the end of input, then the grace passes
+                await trio.sleep(1.0)
+            finally:
+                other.execute("ROLLBACK")
+                other.close()
+            out = await read_to_end(process.stdout)
+            status = await process.wait()
+    (reply,) = [json.loads(line) for line in out.splitlines()]
+    assert reply["id"] == 5, reply
+    assert reply["result"]["structuredContent"]["ok"] is True, reply
+    assert status == 0
+    stored = sqlite3.connect(db).execute("SELECT count(*) FROM chamber_attempts").fetchone()
+    assert stored == (1,)

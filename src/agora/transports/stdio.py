@@ -99,7 +99,19 @@ async def serve_stdio(
         # nursery's exit waits for them too, which the app's count of calls in flight cannot.
         app.runtime.begin_shutdown()
         conn.end_listens()  # each listen stream gets its result, as at a server's shutdown
-        calls.cancel_scope.deadline = trio.current_time() + app.config.grace_seconds
+        calls.start_soon(_cut_off, app, conn, calls.cancel_scope)
+
+
+async def _cut_off(app: App, conn: Connection, scope: trio.CancelScope) -> None:
+    """The end of the input: the calls in flight get ``grace_seconds``; past it, the writes
+    still waiting for their commit get their outcome and their calls answer (a write saved
+    is never left without its reply: the client would take it for lost and repeat it), and
+    then what still runs is cancelled."""
+    with trio.move_on_after(app.config.grace_seconds):
+        await conn.wait_finished()
+        return
+    await app.settle_commits()
+    scope.cancel()
 
 
 async def _feed(conn: Connection, emit: Any, line: bytes | Oversize) -> None:
