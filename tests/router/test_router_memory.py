@@ -225,3 +225,31 @@ def test_the_toolset_runs_the_retention_sweep():
     names = [task.__name__ for task in toolset().background]
     assert names == ["periodic(upkeep)", "index_runs"]
     assert toolset().background[1] is index_runs
+
+
+async def test_remembering_a_recorded_run_again_answers_the_stored_observation(
+    router, runtime, policy, nursery, options
+):
+    # A second remember_workflow of a recorded run (a new key, other outcome and risk) wrote
+    # nothing but answered "recorded" with the digest of an observation never stored.
+    from router_driver import Router
+    from test_router_guidance import texts
+
+    from agora.runtime.clock import Clock, FakeWall
+    from agora.runtime.registry import Runtime
+
+    done = await completed_run(router)
+    first = await router.call("remember_workflow", **remember_args(done, policy))
+    summary = (await status(router, policy))["history_summary_digest"]
+    again = remember_args(done, policy, risk_class="r2", side_effect_outcome="none")
+    second = await router.call("remember_workflow", **again)
+    assert second == first
+    assert texts(second)[-1].startswith(f"Already recorded: run {done}'s observation was stored")
+    assert "this call wrote nothing" in texts(second)[-1]
+    assert (await status(router, policy))["history_summary_digest"] == summary
+    stored = await runtime.read(lambda c: c.execute(
+        "SELECT observation_json FROM router_memory_observations").fetchall())  # fmt: skip
+    assert [json.loads(s[0])["risk_class"] for s in stored] == ["r0"]
+    # A server started on that store answers the same (the observation loaded from the file).
+    later = Router(Runtime(runtime.store, nursery, clock=Clock(FakeWall()), options=options))
+    assert await later.call("remember_workflow", **{**again, "idempotency_key": "k-3"}) == first

@@ -73,9 +73,8 @@ class Purge(Receipted, frozen=True, tag=True):
 
 
 class Sweep(msgspec.Struct, frozen=True, tag=True):
-    """Retention: drop observations recorded before ``cutoff``, then per workspace all but
-    the newest ``keep``, and rejected-candidate suppressions recorded before
-    ``suppressed_before``. Replies ``(observations, suppressions)`` dropped."""
+    """Retention: drop observations older than ``cutoff``, then per workspace all but the newest
+    ``keep``, and suppressions older than ``suppressed_before``; replies the two counts."""
 
     cutoff: str
     keep: int
@@ -119,8 +118,7 @@ class RejectCandidate(Receipted, frozen=True, tag=True):
 
 
 class History(msgspec.Struct, frozen=True, tag=True):
-    """Read: every kept revision and persisted proposal of the named managed Profiles, and
-    the proposals a kept receipt says were decided (applied or rejected)."""
+    """Read: the named managed Profiles' kept revisions, persisted and decided proposals."""
 
     keys: tuple[tuple[str, str], ...]
 
@@ -146,7 +144,8 @@ class MemoryStore:
         self.exists = rows is not None
         rows = rows or {"generation": 0, "observations": [], "feedback": {}, "receipts": []}
         self.generation: int = rows["generation"]
-        #: observation_id -> (workspace, run, session, route signature, recorded_at), oldest first
+        #: observation_id -> (workspace, run, session, route signature, recorded_at, observation
+        #: digest, target profile class), oldest first
         self.observations = {o[0]: tuple(o[1:]) for o in rows["observations"]}
         #: workspace identity -> its observations (kept in step with `observations`)
         self.per_workspace = Counter(v[0] for v in self.observations.values())
@@ -172,10 +171,8 @@ class MemoryStore:
         """The path-free digest of this owner's history."""
         if not self.exists:
             return digest({"memory_store": "absent"})
-        return digest({
-            "generation": self.generation, "observations": len(self.observations),
-            "feedback": self.feedback, "receipts": len(self.receipts),
-        })  # fmt: skip
+        return digest({"generation": self.generation, "observations": len(self.observations),
+                       "feedback": self.feedback, "receipts": len(self.receipts)})  # fmt: skip
 
     def handle(self, command: Any, now: Now) -> Effects:
         """Apply a `Summary`, `Remember`, `Feedback` or `Purge`."""
@@ -190,11 +187,9 @@ class MemoryStore:
             wanted = set(command.keys)
             revisions = {k: list(v) for k, v in self.revisions.items() if k in wanted}
             proposals = [p for t, k, p in self.proposals.values() if (t, k) in wanted]
-            decided = [
-                r["proposal"]
-                for _digest, r in self.receipts.values()
-                if r.get("proposal") and r.get("status") in ("applied", "rejected")
-            ]
+            done = ("applied", "rejected")
+            decided = [r["proposal"] for _d, r in self.receipts.values()
+                       if r.get("proposal") and r.get("status") in done]  # fmt: skip
             return Effects(reply=(revisions, proposals, decided))
         if isinstance(command, CheckReceipt):
             return Effects(reply=self._receipt(command))
@@ -302,16 +297,20 @@ class MemoryStore:
         return memory_sql.create_store(self.owner)
 
     def remember(self, cmd: Remember, at: str) -> tuple[dict[str, Any], list[Write]]:
-        writes = self._create()
         row = cmd.row
-        if row["observation_id"] not in self.observations:
-            self.observations[row["observation_id"]] = (
-                row["workspace_identity"], row["workflow_run_id"], row["session_id"],
-                row["route_signature_digest"], at,
-            )  # fmt: skip
-            self.per_workspace[row["workspace_identity"]] += 1
-            writes.append(memory_sql.insert_observation(self.owner, {**row, "recorded_at": at}))
-        return dict(cmd.result), writes
+        stored = self.observations.get(row["observation_id"])
+        if stored is not None:  # an earlier call recorded it: answer that one, write nothing
+            kept = {"observation_digest": stored[5], "target_profile_class": stored[6]
+                    or cmd.result["target_profile_class"]}  # fmt: skip
+            raise _Answer({**cmd.result, **kept, "recorded_at": stored[4]})
+        self.observations[row["observation_id"]] = (
+            row["workspace_identity"], row["workflow_run_id"], row["session_id"],
+            row["route_signature_digest"], at, row["observation_digest"],
+            cmd.result["target_profile_class"],
+        )  # fmt: skip
+        self.per_workspace[row["workspace_identity"]] += 1
+        obs = memory_sql.insert_observation(self.owner, {**row, "recorded_at": at})
+        return dict(cmd.result), [*self._create(), obs]
 
     def feedback_on(self, cmd: Feedback, at: str) -> tuple[dict[str, Any], list[Write]]:
         bound = self.observations.get(cmd.observation_id)

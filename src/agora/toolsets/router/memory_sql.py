@@ -22,6 +22,7 @@ owners existed the owner column: their rows go to the anonymous/local owner.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import TYPE_CHECKING, Any, Final
 
@@ -226,11 +227,14 @@ def read_store(conn: ReadConn, owner: str) -> dict[str, Any] | None:
     def rows(sql: str) -> list[tuple[Any, ...]]:
         return [tuple(r) for r in conn.execute(sql, (owner,)).fetchall()]
 
-    observations = rows(
-        "SELECT observation_id, workspace_identity, workflow_run_id, session_id,"
-        " route_signature_digest, recorded_at FROM router_memory_observations WHERE owner = ?"
-        " ORDER BY recorded_at, observation_id"
-    )
+    observations = [  # what a second remember_workflow of the run answers: digest and target
+        (*row[:6], row[6], json.loads(row[7]).get("target_profile_class"))
+        for row in rows(
+            "SELECT observation_id, workspace_identity, workflow_run_id, session_id,"
+            " route_signature_digest, recorded_at, observation_digest, observation_json"
+            " FROM router_memory_observations WHERE owner = ? ORDER BY recorded_at, observation_id"
+        )
+    ]
     feedback = rows(
         "SELECT observation_id, COUNT(*) FROM router_memory_feedback WHERE owner = ?"
         " GROUP BY observation_id"

@@ -248,7 +248,16 @@ async def remember_workflow(call: ToolCall) -> dict[str, Any]:
     reply: dict[str, Any] = await call.runtime.call(
         MEMORY, memory_key(call.principal), Remember(row=row, result=result, **receipt_fields(call))
     )
-    return reply
+    at = reply.pop("recorded_at", None)
+    if at is None:
+        return reply
+    return Guided(reply, (  # the outputSchema has no field to say this call stored nothing
+        f"Already recorded: run {run['workflow_run_id']}'s observation was stored at {at} by an "
+        "earlier remember_workflow call; this call wrote nothing. The answer is the stored "
+        "observation: its target_profile_class, risk_class and side_effect_outcome stand, and "
+        "the values sent now were not kept. To record it anew, purge the history first "
+        "(purge_workflow_memory, scope history-only)."
+    ))  # fmt: skip
 
 
 @refusals_logged()
