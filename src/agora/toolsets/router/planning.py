@@ -10,8 +10,11 @@ every skill is planned, so none is dropped); under ``use`` and ``only`` any supp
 needs the user's consent (``support_consent_required``). Skills with null semantics, or
 semantics with no skill, are refused (`lock_issue`). A Profile rule supplies phases,
 skills and exit-gate checks; the builtin default supplies phases and checks but plans no
-skill. With a ``current_phase_id`` in the tree, only that phase's skills are the current
-planned intent. A plan bound to a native Goal gets no Router-owned work graph.
+skill. With a ``current_phase_id`` among the plan's phases, only that phase's skills are the
+current planned intent and the work graph starts at that phase (the earlier ones get no work
+item, so `get_next_work` hands out the phase the plan names); an id that is no phase of the
+plan is reported in ``profile_warnings`` and changes nothing. A plan bound to a native Goal
+gets no Router-owned work graph.
 
 Everything but a plan's ids follows from its deterministic inputs (objective, hints, routing
 context, explicit lock, the Profiles' layers and digests, the warnings), so that part, its
@@ -125,6 +128,14 @@ def _explicit_phases(
     )
 
 
+def _unknown_phase(current: str, ids: list[str]) -> str:
+    return (
+        f"unknown-current-phase: routing_context.current_phase_id {current!r} is no phase of"
+        f" this plan ({', '.join(ids)}): every phase's skills are planned and the work starts at"
+        f" {ids[0]!r}; send one of the phases, or null"
+    )
+
+
 def _unique(values: list[str]) -> list[str]:
     return list(dict.fromkeys(values))
 
@@ -200,6 +211,11 @@ def _build_shape(
         for p in phases
         if p.primary_skill_id is not None
     ]
+    ids = [p.phase_id for p in phases]
+    if current in ids:  # the work stands at that phase: the graph starts there
+        phases = phases[ids.index(current) :]
+    elif current is not None:
+        warnings = [*warnings, _unknown_phase(current, ids)]
     in_scope = [t for t in tree if t["phase_id"] == current] or tree
     scope = {t["phase_id"] for t in in_scope}
     skills = [(p.primary_skill_id, *p.support_skill_ids) for p in phases if p.phase_id in scope]
