@@ -235,6 +235,24 @@ async def test_a_failed_gate_says_which_checks_were_reported_failed_and_which_no
     assert "The gate failed" not in texts(gate)[-1]
 
 
+async def test_a_gate_warns_of_a_newer_failure_its_refs_leave_out(router):
+    # The documented rule stands (only referenced events count), but a gate that passed on
+    # an older "passed" while a newer, unreferenced event reported the check failed said
+    # nothing of it.
+    run = (await router.plan(PHASED))["workflow_run_id"]
+    passed = await router.event(run, "plan", {"check_id": "plan-ready", "outcome": "passed"}, 1)
+    failed = await router.event(run, "plan", {"check_id": "plan-ready", "outcome": "failed"}, 2)
+    gate = await router.gate(run, "plan", passed["event_ids"], 3)
+    assert gate["passed"] is True
+    note = texts(gate)[-1]
+    assert note.startswith(
+        "Warning: a newer event of this phase that evidence_refs does not reference reports a"
+        f" check failed: plan-ready (event {failed['event_ids'][0]})."
+    )
+    assert "advisory only" in note
+    assert told(gate) == (4, 1)  # the next write's values still close the note
+
+
 async def test_a_session_wide_status_names_the_sessions_runs_newest_first(runtime):
     """Newcomer finding: an agent that lost a run's id could not find it again: the
     session-wide status (workflow_run_id null) gave only a count of work items."""

@@ -189,6 +189,33 @@ def gate_failed(failures: list[str], latest: dict[str, str]) -> str:
     )
 
 
+def gate_note(result: dict[str, Any], latest: dict[str, str], newer: dict[str, str]
+              ) -> str | None:  # fmt: skip
+    """The note of an evaluated gate: what failed it (`gate_failed`), then whether a newer
+    event its refs leave out reports a check failed (`newer_failed`); None if neither."""
+    passed = result.get("status") != "failed"
+    notes = [None if passed else gate_failed(list(result.get("failures", ())), latest),
+             newer_failed(newer, passed)]  # fmt: skip
+    return "\n".join(n for n in notes if n) or None
+
+
+def newer_failed(newer: dict[str, str], passed: bool) -> str | None:
+    """The warning of a gate evaluated while a newer event that its evidence refs leave out
+    reports one of its checks ``failed`` (`progress.newer_failures`), or None if none does:
+    the gate counts only the referenced events, so it may pass on older ones."""
+    if not newer:
+        return None
+    which = "; ".join(f"{check} (event {ref})" for check, ref in newer.items())
+    then = (
+        "it passed on the older referenced events, which is advisory only: check the failure"
+        " before relying on it" if passed else "send it among the evidence_refs to count it"
+    )  # fmt: skip
+    return (
+        f"Warning: a newer event of this phase that evidence_refs does not reference reports"
+        f" a check failed: {which}. The gate counts only the referenced events; {then}."
+    )
+
+
 def session_runs(session: str, total: int, recent: list[tuple[str, str, int, int, str]]) -> str:
     """The note of a session-wide status: the session's newest runs by id (no field of the
     result names one, and an agent that lost a run's id has no other way to find it)."""

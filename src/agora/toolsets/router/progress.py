@@ -244,6 +244,22 @@ def reported(run: RunState, item: Item, refs: Iterable[str]) -> dict[str, str]:
     return latest
 
 
+def newer_failures(run: RunState, item: Item, refs: Iterable[str]) -> dict[str, str]:
+    """Each check of ``item``'s gate whose latest event of the phase is not among ``refs``,
+    comes after every referenced event about that check, and reports it ``failed``, with that
+    event's id: the gate counts only referenced events, so the agent must hear of it."""
+    sent, latest = set(refs), {}
+    for ref, (phase, obs) in run.events.items():  # in recorded order
+        check = obs.get("check_id")
+        if phase == item.item.phase_id and check in item.item.check_ids:
+            latest[check] = ref
+    return {
+        check: ref
+        for check, ref in latest.items()
+        if ref not in sent and run.events[ref][1].get("outcome") == "failed"
+    }
+
+
 def evaluate_gate(run: RunState, cmd: EvaluateGate, version: int, at: str) -> Applied:
     """Evaluate a phase's exit gate against its referenced events (advisory, local)."""
     item = _workable(run, "evaluate_gate", cmd.phase_id)

@@ -122,8 +122,8 @@ def _replay(run: RunState, cmd: Mutation) -> dict[str, Any] | ToolError:
 def _guided(run: RunState, cmd: Mutation, result: dict[str, Any], replayed: bool) -> Any:
     """A write's result with its note: the values of the run's next write and, for a plan,
     the checks of each phase (no field names them) and whether it was replayed (nor that);
-    for an observation that reports no check, or a failed gate, why that counts for nothing
-    or what failed it (no field tells either)."""
+    for an observation that reports no check, or a gate, why that counts for nothing, what
+    failed it, or a newer failure its refs leave out (no field tells any)."""
     completed = run.status == "completed"
     if isinstance(cmd, CreatePlan):
         return guidance.planned(result, run.items, replayed, run.state_version,
@@ -132,9 +132,10 @@ def _guided(run: RunState, cmd: Mutation, result: dict[str, Any], replayed: bool
     item = run.item_for(cmd.phase_id) if isinstance(cmd, RecordEvent | EvaluateGate) else None
     if isinstance(cmd, RecordEvent) and item is not None:
         note = guidance.unreported(cmd.observation, cmd.phase_id, item.item.check_ids)
-    elif isinstance(cmd, EvaluateGate) and item is not None and result.get("status") == "failed":
-        latest = progress.reported(run, item, cmd.evidence_refs)
-        note = guidance.gate_failed(list(result.get("failures", ())), latest)
+    elif isinstance(cmd, EvaluateGate) and item is not None:
+        refs = cmd.evidence_refs
+        note = guidance.gate_note(result, progress.reported(run, item, refs),
+                                  progress.newer_failures(run, item, refs))  # fmt: skip
     return guidance.written(result, run.state_version, run.plan_revision, completed, note)
 
 
