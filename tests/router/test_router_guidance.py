@@ -59,6 +59,19 @@ async def test_a_locked_plan_names_the_skills_waiting_for_consent(router):
     assert "in no phase" not in texts(placed)[-1]  # "all" places them: nothing waits
 
 
+async def test_a_plan_with_no_structural_signal_suggests_requested_work_mode(router):
+    # A Chinese objective has no signal the classifier reads: the low-confidence single plan
+    # said nothing of requested_work_mode, the way to plan it phased.
+    plan = await router.plan("先設計快取層\uff0c然後實作\uff0c最後測試並撰寫文件")
+    assert plan["classification"]["reason_codes"] == ["no-structural-signal"]
+    note = texts(plan)[-1]
+    assert note.startswith("Classified single with low confidence: no structural signal found.")
+    assert 'plan again with requested_work_mode "phased"' in note
+    assert "1、" in note
+    sure = await router.plan("Fix the typo in the README")
+    assert "requested_work_mode" not in texts(sure)[-1]
+
+
 async def test_a_replayed_plan_says_it_was_replayed(router):
     args = plan_args(PHASED, idem="plan-twice")
     first = await router.call("plan_work", **args)

@@ -1,13 +1,14 @@
 """The structural classifier: single, phased or managed-goal, from the shape of an objective.
 
 No model and no network: the same objective and hints always give the same answer, with
-the reasons that decided it. The rules (revision ``agora-structural-v2``), in order:
+the reasons that decided it. The rules (revision ``agora-structural-v3``), in order:
 
 1. A ``goal_binding_id`` makes the plan ``managed-goal`` (source ``native-goal-binding``):
    a native Goal owns the outer envelope.
 2. A ``requested_work_mode`` is taken as given (source ``caller-work-mode-hint``).
 3. Otherwise the objective is read for structural signals (source ``deterministic-analyzer``):
-   ``enumerated-steps`` (two or more numbered or bulleted items or labelled steps: phase,
+   ``enumerated-steps`` (two or more numbered or bulleted items, "1." "2)" "-" "*" or the
+   ideographic "1、", at the start of the objective or a line, or labelled steps: phase,
    step, stage, milestone or part, with a number, 1-99, one-ten or i-x, or after an ordinal,
    first-tenth, then a colon, period, parenthesis or dash: "Phase 1:", "Step two -",
    "Second stage:"), ``sequencing-words`` (then, next, finally, after that, followed by,
@@ -50,7 +51,7 @@ Source = Literal[
 ]
 Confidence = Literal["high", "medium", "low"]
 
-REVISION: Final = "agora-structural-v2"
+REVISION: Final = "agora-structural-v3"
 #: Longest objective whose classification is cached (the latest 1024 are: a few MiB at most).
 CACHED_CHARS: Final = 2048
 
@@ -69,7 +70,11 @@ _NEGATION: Final = re.compile(r"\b(?:not|don't|dont|no|never|without|skip|skippi
 _SEQUENCE: Final = re.compile(
     r"\b(?:then|next|finally|afterwards|after\s+that|followed\s+by|once\s+done)\b"
 )
-_ENUMERATED: Final = re.compile(r"(?:^|[\n;:])\s*(?:\d{1,2}[.)]|[-*\u2022])\s+\S")
+#: A numbered or bulleted item: "1. ", "2) ", "- ", "* ", or "1、" (the ideographic comma
+#: numbering of Chinese and Japanese lists, with no space after it).
+_ENUMERATED: Final = re.compile(
+    r"(?:^|[\n;:])\s*(?:(?:\d{1,2}[.)]|[-*\u2022])\s+|\d{1,2}\u3001\s*)\S"
+)
 _UNITS: Final = r"phase|step|stage|milestone|part"
 _NUMBERS: Final = r"\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|i{1,3}|iv|vi{0,3}|ix|x"
 _ORDINALS: Final = r"first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth"

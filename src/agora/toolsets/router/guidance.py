@@ -112,8 +112,24 @@ def planned(
         return Guided(result, "\n".join([*lines, goal_bound(goal, version, revision)]))
     gates = tuple((i.item.phase_id, i.item.gate_id, i.item.check_ids) for i in items)
     note = _plan_note(gates, replayed, version, revision, completed)
-    waiting = _awaiting_consent(result)
-    return Guided(result, note if waiting is None else f"{waiting}\n{note}")
+    first = [n for n in (_unsure(result), _awaiting_consent(result)) if n]
+    return Guided(result, "\n".join([*first, note]))
+
+
+#: The line of a plan whose objective had no structural signal the classifier reads.
+UNSURE: Final = (
+    "Classified single with low confidence: no structural signal found. The classifier reads"
+    " English action and sequencing words (design, implement, test, then, finally, ...) and"
+    " list markers at the start of a line (1. 2) 1\u3001 - *) only (docs/router.md). If the"
+    ' work has stages, plan again with requested_work_mode "phased" (or "managed-goal") and a'
+    " new idempotency_key."
+)
+
+
+def _unsure(result: dict[str, Any]) -> str | None:
+    """`UNSURE` for a plan the builtin fallback classified (``no-structural-signal``)."""
+    found = result.get("classification") or {}
+    return UNSURE if found.get("source") == "builtin-fallback" else None
 
 
 def _awaiting_consent(result: dict[str, Any]) -> str | None:
