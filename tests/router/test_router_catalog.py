@@ -45,6 +45,21 @@ async def test_only_the_served_tools_are_listed_with_the_contract_schemas():
     jsonschema.validate(body, by_name["get_next_work"]["outputSchema"])
 
 
+async def test_every_tool_is_closed_world_and_only_the_purge_is_destructive():
+    # The contract leaves both hints out but on the purge, and MCP's defaults for a missing
+    # hint are destructive and open-world: every write looked like a deletion to a client.
+    config = Config(port=0, db=":memory:", toolsets=["router"])
+    async with open_server(config, listen=False) as srv, srv.client("/mcp/router") as client:
+        await client.initialize()
+        listed = (await client.request("tools/list", {}))["result"]["tools"]
+    for tool in listed:
+        hints = tool["annotations"]
+        assert hints["openWorldHint"] is False, tool["name"]
+        assert hints["destructiveHint"] is (tool["name"] == "purge_workflow_memory")
+        own = CONTRACT.tools[tool["name"]].annotations
+        assert {k: hints[k] for k in own} == dict(own)  # the contract's hints are kept
+
+
 def internal_error(answer: dict, log: str) -> dict:
     """The checked body of a sanitized internal error; its id names a server log line."""
     assert answer["isError"] is True

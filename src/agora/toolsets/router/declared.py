@@ -9,6 +9,12 @@ refusal reached such a host as the client's own error ("Structured content does 
 the tool's output schema"), and the model never read what was refused or what to do. So
 each tool declares ``{"type": "object", "anyOf": [the contract's result, REFUSAL]}``: a
 result is held to the contract exactly as before, a refusal to the shape all of them share.
+
+The contract's annotations leave ``destructiveHint`` and ``openWorldHint`` out (but
+``purge_workflow_memory``'s ``destructiveHint: true``), and MCP's defaults for a missing hint
+are the worst case, destructive and open-world: a client would treat recording an event like
+deleting data. No router tool reaches outside the server, and only the purge deletes, so
+every tool declares both hints, false unless the contract says otherwise.
 """
 
 from __future__ import annotations
@@ -45,9 +51,15 @@ REFUSAL: Final[dict[str, Any]] = {
 }
 
 
+#: The hints every router tool declares unless the contract gives its own.
+HINTS: Final = {"destructiveHint": False, "openWorldHint": False}
+
+
 def declared(tool: dict[str, Any]) -> dict[str, Any]:
     """``tool`` (a tools/list entry from the contract) with the outputSchema it declares:
-    its result's schema or `REFUSAL` (the contract's ``$schema`` kept at the top)."""
+    its result's schema or `REFUSAL` (the contract's ``$schema`` kept at the top), and
+    `HINTS` beside its own annotations."""
+    tool["annotations"] = HINTS | tool.get("annotations", {})
     result = tool.get("outputSchema")
     if result is None:
         return tool
