@@ -7,7 +7,7 @@ from the contract, and changes nothing (the store's commit counters do not move)
 from __future__ import annotations
 
 import pytest
-from router_driver import CONTRACT, ctx, event_args, gate_args, key
+from router_driver import CONTRACT, FINGERPRINT, ctx, event_args, gate_args, key
 
 HOST = {
     "sync_runtime_context": {
@@ -140,3 +140,25 @@ async def test_the_status_of_a_run_applies_the_goal_filter_too(router):
                          "created_work_items": 0, "goal_status_candidate": None,
                          "host_goal_mutated": False}  # fmt: skip
         assert why in other.guidance
+
+
+@pytest.mark.parametrize("tool", ["get_router_status", "propose_support_consent"])
+async def test_a_local_ready_tool_answers_an_unknown_run_not_found(router, tool):
+    # get_router_status on an unknown run answered capability-unavailable, availability
+    # local-ready: a tool that can run here, said to be unavailable.
+    args = {
+        "get_router_status": {"context": ctx(), "workflow_run_id": "run-nope",
+                              "goal_binding_id": None},
+        "propose_support_consent": {
+            "context": ctx(), "workflow_run_id": "run-nope", "expected_state_version": 1,
+            "idempotency_key": "k-p", "correlation_id": "c", "phase_id": "plan",
+            "primary_skill_id": "skill:a", "support_skill_ids": ["skill:b"],
+            "scope_anchor_id": "a", "goal_revision": None, "plan_revision": 1,
+            "context_fingerprint": FINGERPRINT,
+        },
+    }[tool]  # fmt: skip
+    body = await router.refused(tool, **args)
+    assert body["code"] == "workflow-run-not-found"
+    assert body["workflow_run_id"] == "run-nope"
+    assert body["message"].startswith("no run run-nope in this session: check workflow_run_id")
+    assert body["message"].endswith("to start one, plan_work with expected_state_version 0")

@@ -90,19 +90,34 @@ def unavailable(
     return ToolError(body)
 
 
+def _no_run(run_id: str) -> str:
+    return (
+        f"no run {run_id or '(an empty id)'} in this session: check workflow_run_id and"
+        " context.session_id (get_router_status with workflow_run_id null lists the session's"
+        " runs)"
+    )
+
+
+def missing_run(tool: str, run_id: str) -> ToolError:
+    """No run ``run_id`` in the caller's session (never made, or another session's, alike).
+    A local-ready tool (`get_router_status`, `propose_support_consent`) can run here, so it
+    answers the not-found refusal ``workflow-run-not-found`` (the contract's own word for a
+    missing run) rather than ``capability-unavailable``; the others lack the condition their
+    availability names, a Router-owned work graph (`missing_graph`)."""
+    if facts(tool)["availability"] != "local-ready":
+        return missing_graph(tool, run_id)
+    return refusal(
+        "workflow-run-not-found",
+        f"{_no_run(run_id)}; to start one, plan_work with expected_state_version 0",
+        workflow_run_id=run_id,
+    )
+
+
 def missing_graph(tool: str, run_id: str | None = None) -> ToolError:
     """No Router-owned work graph for this run: create or replay the plan. With ``run_id``
     (no such run in the caller's session: never made, or another session's, alike), a
     ``message`` names it and what to check, which the contract's fields leave unsaid."""
-    message = (
-        None
-        if run_id is None
-        else (
-            f"no run {run_id or '(an empty id)'} in this session: check workflow_run_id and"
-            " context.session_id (get_router_status with workflow_run_id null lists the session's"
-            " runs)"
-        )
-    )
+    message = None if run_id is None else _no_run(run_id)
     return unavailable(
         tool, required=("router-owned-work-graph",), fallback=GRAPH_FALLBACK,
         reason="router-owned-work-graph-missing", message=message,
@@ -145,6 +160,7 @@ REFUSAL_CODES: Final = frozenset(
         "sealed-case-file-too-large", "sealed-case-file-absent", "evaluation-run-unknown",
         "no-paired-metrics", "record-conflict", "comparison-unknown", "export-kind-unsupported",
         "observation-not-found", "workflow-context-mismatch", "correction-unbound",
+        "workflow-run-not-found",
     }
 )  # fmt: skip
 

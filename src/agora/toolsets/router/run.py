@@ -181,7 +181,7 @@ class WorkflowRun:
         if isinstance(command, Mutation):
             return self._mutate(run, command, tool, now)
         if run is None:
-            return Effects(reply=replies.missing_graph(tool, self.key))
+            return Effects(reply=replies.missing_run(tool, self.key))
         return Effects(reply=READS.dispatch(run, command))
 
     def _mutate(self, run: RunState | None, cmd: Mutation, tool: str, now: Now) -> Effects:
@@ -195,7 +195,7 @@ class WorkflowRun:
             refusal = replies.unknown_proposal(cmd.proposal_id)
             return self._refused(tool, cmd, refusal)
         if run is None and not isinstance(cmd, CreatePlan):
-            return self._refused(tool, cmd, replies.missing_graph(tool, self.key))
+            return self._refused(tool, cmd, replies.missing_run(tool, self.key))
         current = 0 if run is None else run.state_version
         if cmd.expected_state_version != current:
             done = run is not None and run.status == "completed"
