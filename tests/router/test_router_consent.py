@@ -106,7 +106,8 @@ async def test_a_completed_phase_makes_its_proposal_stale(router):
         ({"support_skill_ids": ["skill:lead"]}, "invalid-support-skills",
          "'skill:lead' is the phase's primary skill"),
         ({"plan_revision": 2}, "stale-plan-revision", "the plan is at 1"),
-        ({"goal_revision": 1}, "goal-revision-mismatch", "Goal-bound"),
+        ({"goal_revision": 1}, "goal-revision-mismatch",
+         "goal_revision is 1, but this plan is bound to no native Goal: send goal_revision null"),
         ({"expected_state_version": 0}, "state-version-conflict", "the run is at 1"),
     ],
 )  # fmt: skip

@@ -93,6 +93,33 @@ async def test_a_goal_bound_plan_says_it_cannot_be_progressed_here(router):
     assert body["reason"] == "native-goal-authority"  # what the note says
 
 
+async def test_a_goal_bound_plan_says_what_goal_revision_to_send(router):
+    # The note gave the versions for the consent tools but not that goal_revision must be
+    # non-null; the refusal said only "required exactly for a Goal-bound plan"; and the
+    # note after a proposal advised evaluate_gate, which a Goal-bound run cannot take.
+    lock = {"explicit_skill_ids": ["skill:lead"], "explicit_semantics": "use"}
+    plan = await router.plan(PHASED, goal_binding_id="goal-7", **lock)
+    run = plan["workflow_run_id"]
+    assert "goal_revision non-null" in texts(plan)[-1]
+    propose = {
+        "context": ctx(), "workflow_run_id": run, "phase_id": "scope",
+        "primary_skill_id": "skill:lead", "support_skill_ids": ["skill:help"],
+        "scope_anchor_id": "task-1", "goal_revision": None, "plan_revision": 1,
+        "context_fingerprint": FINGERPRINT, "expected_state_version": 1,
+        "idempotency_key": "propose-goal", "correlation_id": "c",
+    }  # fmt: skip
+    body = await router.refused("propose_support_consent", **propose)
+    assert body["code"] == "goal-revision-mismatch"
+    assert body["message"].startswith(
+        "goal_revision is null, but this plan is bound to the native Goal goal-7: send the"
+        " Goal's current revision"
+    )
+    proposed = await router.call("propose_support_consent", **{**propose, "goal_revision": 3})
+    note = texts(proposed)[-1]
+    assert "evaluate_gate also" not in note
+    assert "send expected_state_version 2, plan_revision 1 and goal_revision non-null" in note
+
+
 #: What the note about a completed run says instead of the values of a next write.
 COMPLETED = re.compile(r"^This run is completed .*: no write to it can succeed")
 #: How the notes name the values an agent sends with its next write (no field has room).

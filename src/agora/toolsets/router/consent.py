@@ -77,6 +77,19 @@ NOT_LOCKED: Final = (
 )
 
 
+def _goal_mismatch(run: RunState, sent: int | None) -> str:
+    if sent is None:
+        return (
+            f"goal_revision is null, but this plan is bound to the native Goal"
+            f" {run.goal_binding_id}: send the Goal's current revision as its host reports it"
+            " (an integer from 0)"
+        )
+    return (
+        f"goal_revision is {sent}, but this plan is bound to no native Goal: send"
+        " goal_revision null"
+    )
+
+
 def propose(run: RunState, cmd: ProposeSupport, version: int, at: str) -> Applied:
     """Persist a support proposal awaiting consent."""
     if not (run.explicit_locked and run.plan.get("support_consent_required")):
@@ -118,9 +131,7 @@ def propose(run: RunState, cmd: ProposeSupport, version: int, at: str) -> Applie
             retryable=True, current_plan_revision=run.plan_revision,
         )  # fmt: skip
     if (cmd.goal_revision is None) != (run.goal_binding_id is None):
-        raise replies.refusal(
-            "goal-revision-mismatch", "a goal revision is required exactly for a Goal-bound plan"
-        )
+        raise replies.refusal("goal-revision-mismatch", _goal_mismatch(run, cmd.goal_revision))
     proposal_id = f"{run.run_id}{SEPARATOR}{stable_id('proposal', run.run_id, cmd.idempotency_key)}"
     p = Proposal(proposal_id, cmd.phase_id, cmd.primary_skill_id, tuple(skills),
                  cmd.scope_anchor_id, cmd.goal_revision, cmd.plan_revision,

@@ -72,7 +72,10 @@ def goal_bound(goal: str, state_version: int, plan_revision: int) -> str:
         " cannot be progressed here (get_next_work, record_work_event and evaluate_gate answer"
         " capability-unavailable, native-goal-authority); get_router_status gives its goal"
         " status candidate. Only the consent tools write to it here: send"
-        f" expected_state_version {state_version} and plan_revision {plan_revision}."
+        f" expected_state_version {state_version}, plan_revision {plan_revision} and"
+        " goal_revision non-null: the Goal's current revision as its host reports it (an"
+        " integer from 0), which a proposal binds and transition_support_consent must send"
+        " again as current_goal_revision."
     )
 
 
@@ -166,11 +169,17 @@ def next_item(
 
 
 def written(
-    result: dict[str, Any], version: int, revision: int, completed: bool, note: str | None = None
+    result: dict[str, Any],
+    version: int,
+    revision: int,
+    completed: bool,
+    note: str | None = None,
+    goal: str | None = None,
 ) -> Guided:
     """An applied or replayed write's result with the values of the run's next write (or,
-    once the run is ``completed``, that there is none), after ``note`` if there is one."""
-    last = closing(version, revision, completed)
+    once the run is ``completed``, that there is none; for a run bound to native Goal
+    ``goal``, the consent tools' values only), after ``note`` if there is one."""
+    last = goal_bound(goal, version, revision) if goal else closing(version, revision, completed)
     return Guided(result, last if note is None else f"{note}\n{last}")
 
 

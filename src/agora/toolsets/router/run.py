@@ -136,7 +136,8 @@ def _guided(run: RunState, cmd: Mutation, result: dict[str, Any], replayed: bool
         refs = cmd.evidence_refs
         note = guidance.gate_note(result, progress.reported(run, item, refs),
                                   progress.newer_failures(run, item, refs))  # fmt: skip
-    return guidance.written(result, run.state_version, run.plan_revision, completed, note)
+    return guidance.written(result, run.state_version, run.plan_revision, completed, note,
+                            run.goal_binding_id)  # fmt: skip
 
 
 class WorkflowRun:
