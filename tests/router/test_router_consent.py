@@ -53,6 +53,8 @@ async def test_a_proposal_is_decided_once(router, action):
     body = await router.refused("transition_support_consent",
                                 **transition_args(proposal, 3, flip))  # fmt: skip
     assert body["code"] == "proposal-already-decided"
+    # It said only "the proposal is already approved": what to do next, too.
+    assert body["message"].endswith("propose a new set (propose_support_consent) and decide that")
 
 
 @pytest.mark.parametrize(

@@ -99,6 +99,9 @@ async def test_a_corrupt_graph_answers_a_sanitized_internal_error(
     assert body["code"] == again["code"] == "internal-error"
     assert body["correlation_id"] != again["correlation_id"]
     assert body["correlation_id"] in caplog.text
+    # What to do: this run is lost, so plan anew, and report the id (it said neither).
+    assert "plan the work as a new run (plan_work with a new idempotency_key)" in body["message"]
+    assert "report this correlation_id to the server's operator" in body["message"]
 
 
 async def test_the_stored_items_follow_every_event_and_gate(router, runtime, nursery):

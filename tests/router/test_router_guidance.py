@@ -341,8 +341,9 @@ async def test_refusals_name_the_phase_of_a_misplaced_ref_and_a_completed_run(ro
         "evaluate_gate", **gate_args(run, "implement", plan_event["event_ids"], 3)
     )
     assert misplaced["code"] == "unknown-evidence-ref"
-    assert (
-        misplaced["message"] == "not events of phase 'implement' (some are events of phase 'plan')"
+    assert misplaced["message"] == (
+        "not events of phase 'implement' (some are events of phase 'plan'): send as"
+        " evidence_refs only the event_ids that record_work_event returned for phase 'implement'"
     )
     again = await router.refused("evaluate_gate", **gate_args(run, "plan", [], 3))
     assert again["message"].endswith(": call get_next_work for the phase to work on now")

@@ -100,7 +100,8 @@ def propose(run: RunState, cmd: ProposeSupport, version: int, at: str) -> Applie
     if phase is None:
         phases = ", ".join(t["phase_id"] for t in run.plan["planned_skill_tree"])
         raise replies.refusal(
-            "route-mismatch", f"the plan has no phase {cmd.phase_id!r} (its phases: {phases})"
+            "route-mismatch",
+            f"the plan has no phase {cmd.phase_id!r} (its phases: {phases}): send one of them",
         )
     if phase["primary_skill_id"] != cmd.primary_skill_id:
         raise replies.refusal(
@@ -110,7 +111,8 @@ def propose(run: RunState, cmd: ProposeSupport, version: int, at: str) -> Applie
         )
     item = run.item_for(cmd.phase_id)
     if item is not None and item.status == "completed":  # no transition could decide it
-        raise replies.refusal("phase-completed", f"phase {cmd.phase_id!r} is already completed")
+        raise replies.refusal("phase-completed", f"phase {cmd.phase_id!r} is already completed:"
+                              " propose for the phase get_next_work names now")  # fmt: skip
     skills = cmd.support_skill_ids
     if len(set(skills)) != len(skills) or cmd.primary_skill_id in skills:
         twice = sorted({s for s in skills if skills.count(s) > 1})
@@ -169,8 +171,12 @@ def transition(run: RunState, cmd: TransitionSupport, version: int, at: str) -> 
     if p is None:
         raise replies.unknown_proposal(cmd.proposal_id)
     if p.status != "proposal-required":
-        raise replies.refusal("proposal-already-decided", f"the proposal is already {p.status}",
-                              status=p.status, audited=True)  # fmt: skip
+        raise replies.refusal(
+            "proposal-already-decided",
+            f"the proposal is already {p.status}, and a decision is never changed: to change"
+            " the phase's supports, propose a new set (propose_support_consent) and decide that",
+            status=p.status, audited=True,
+        )  # fmt: skip
     stale = _stale_fields(run, p, cmd)
     if stale:
         raise replies.refusal(

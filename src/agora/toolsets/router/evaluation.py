@@ -58,7 +58,8 @@ def compare(baseline: dict[str, Any], candidate: dict[str, Any]) -> dict[str, An
     base, cand = _measured(baseline), _measured(candidate)
     pairs = sorted(set(base) & set(cand))
     if not pairs:
-        raise replies.refusal("no-paired-metrics", "the runs share no measured item to compare")
+        raise replies.refusal("no-paired-metrics", "the runs share no measured item to compare:"
+                              " compare two runs of the same sealed case")  # fmt: skip
     base_pass = sum(base[p]["passed"] for p in pairs)
     cand_pass = sum(cand[p]["passed"] for p in pairs)
     hard = sum(cand[p]["hard_violations"] for p in pairs) - sum(

@@ -34,7 +34,8 @@ def _adapter(call: ToolCall) -> tuple[AdapterConfig, str, str, str]:
     if config is None:
         raise replies.unavailable(call.tool)
     if call.args["authorization_ref"] not in config.authorizations:
-        raise replies.refusal("evaluation-not-authorized", "authorization_ref is not accepted")
+        raise replies.refusal("evaluation-not-authorized", "authorization_ref is not accepted:"
+                              " send one the server's operator lists for this adapter")  # fmt: skip
     a = call.args
     return config, a["context"]["session_id"], a["idempotency_key"], request_digest(call.tool, a)
 
@@ -81,12 +82,18 @@ async def run_model_evaluation(call: ToolCall) -> dict[str, Any]:
         return _replayed(replayed, key)
     repeats = call.args["repeats"]
     if repeats > MAX_REPEATS:
-        raise replies.refusal("repeats-too-many", f"at most {MAX_REPEATS} attempts per call")
+        raise replies.refusal("repeats-too-many", f"at most {MAX_REPEATS} attempts per call:"
+                              " send fewer repeats, and call again for more")  # fmt: skip
     ref = call.args["sealed_case_ref"]
     try:
         case = await trio.to_thread.run_sync(load_case, config, ref)
     except CaseError as exc:
-        raise replies.refusal(str(exc), "the sealed case cannot be used", case=ref) from None
+        raise replies.refusal(
+            str(exc),
+            "the sealed case cannot be used: check sealed_case_ref"
+            " against the cases the operator sealed",
+            case=ref,
+        ) from None
     attempts = [await run_attempt(config, case, n) for n in range(1, repeats + 1)]
     doc, result = evaluation.evaluation(run_id, ref, case, config.identity(), attempts)
     return await _put(call, run_id, "evaluation", doc, result)
@@ -103,7 +110,9 @@ async def compare_evaluations(call: ToolCall) -> dict[str, Any]:
         return _replayed(replayed, key)
     docs = [await _document(call, run_id, session) for run_id in (base_id, cand_id)]
     if base_id == cand_id or None in docs:
-        raise replies.refusal("evaluation-run-unknown", "two distinct recorded runs are needed")
+        raise replies.refusal("evaluation-run-unknown", "two distinct recorded runs are needed:"
+                              " send the evaluation run ids run_model_evaluation returned in"
+                              " this session")  # fmt: skip
     baseline, candidate = docs[0] or {}, docs[1] or {}
     result = evaluation.compare(baseline, candidate)
     manifests = [baseline["manifest_digest"], candidate["manifest_digest"]]
@@ -122,7 +131,9 @@ async def export_router_artifact(call: ToolCall) -> dict[str, Any]:
     ref = call.args["comparison_ref"]
     comparison = await _document(call, ref, session) if COMPARISON_SEPARATOR in ref else None
     if comparison is None:
-        raise replies.refusal("comparison-unknown", "comparison_ref names no recorded comparison")
+        raise replies.refusal("comparison-unknown", "comparison_ref names no recorded"
+                              " comparison: send the comparison_ref compare_evaluations"
+                              " returned in this session")  # fmt: skip
     result = evaluation.export(
         ref, comparison, call.args["export_kind"], call.args["attestation_ref"]
     )

@@ -315,12 +315,10 @@ class MemoryStore:
     def feedback_on(self, cmd: Feedback, at: str) -> tuple[dict[str, Any], list[Write]]:
         bound = self.observations.get(cmd.observation_id)
         if bound is None or bound[2] != cmd.session_id:
-            raise replies.refusal("observation-not-found", "no such observation in this session")
+            raise replies.refusal("observation-not-found", replies.NO_OBSERVATION)
         original = cmd.original_route_digest
         if bound[1] != cmd.workflow_run_id or original not in (None, bound[3]):
-            raise replies.refusal(
-                "workflow-context-mismatch", "the observation is of another run or route"
-            )
+            raise replies.refusal("workflow-context-mismatch", replies.OTHER_RUN)
         self.feedback_by[cmd.observation_id] = self.feedback_by.get(cmd.observation_id, 0) + 1
         row = {**cmd.row, "workspace_identity": bound[0], "recorded_at": at}
         return dict(cmd.result), [memory_sql.insert_feedback(self.owner, row)]

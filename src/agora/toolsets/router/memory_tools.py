@@ -279,7 +279,9 @@ async def record_route_feedback(call: ToolCall) -> dict[str, Any]:
             raise replies.refusal("correction-unbound", "a correction needs both route digests "
                                   "(different) and at least one dimension")  # fmt: skip
     elif original is not None or corrected is not None or dims:
-        raise replies.refusal("correction-unbound", "only a correction names routes or dimensions")
+        raise replies.refusal("correction-unbound", "only a correction names routes or"
+                              " dimensions: send both route digests null and"
+                              " correction_dimensions [], or feedback_type corrected")  # fmt: skip
     feedback = {
         "observation_id": a["observation_id"], "workflow_run_id": a["workflow_run_id"],
         "feedback_type": a["feedback_type"], "reason_code": a["reason_code"],

@@ -142,7 +142,7 @@ def _workable(run: RunState, tool: str, phase_id: str) -> Item:
         phases = [i.item.phase_id for i in run.items]
         raise replies.refusal(
             "unknown-phase", f"the plan has no phase {phase_id!r}; its phases are "
-            f"{', '.join(map(repr, phases))}", phase_ids=phases,
+            f"{', '.join(map(repr, phases))}: send one of them", phase_ids=phases,
         )  # fmt: skip
     if item.status == "completed":
         done = (
@@ -186,7 +186,9 @@ def _check_observation(item: Item, observation: dict[str, Any]) -> bytes:
         body = canonical(observation)
     except rfc8785.CanonicalizationError:
         raise replies.refusal(
-            "observation-invalid", "the observation has no canonical JSON form"
+            "observation-invalid",
+            "the observation has no canonical JSON form: send plain"
+            " JSON (finite numbers, text without lone surrogates)",
         ) from None
     if len(body) > MAX_OBSERVATION_BYTES:
         raise replies.refusal(
@@ -198,11 +200,15 @@ def _check_observation(item: Item, observation: dict[str, Any]) -> bytes:
     if check is not None:
         if check not in item.item.check_ids:
             raise replies.refusal(
-                "unknown-check-id", f"phase {item.item.phase_id!r} has no check {check!r}",
+                "unknown-check-id", f"phase {item.item.phase_id!r} has no check {check!r}:"
+                f" send one of {', '.join(item.item.check_ids)} as check_id",
                 check_ids=list(item.item.check_ids),
             )  # fmt: skip
         if observation.get("outcome") not in ("passed", "failed"):
-            raise replies.refusal("observation-invalid", "a check needs outcome passed|failed")
+            raise replies.refusal(
+                "observation-invalid",
+                'a check needs an outcome: add "outcome": "passed" or "failed" to the observation',
+            )
     return body
 
 
@@ -275,7 +281,10 @@ def evaluate_gate(run: RunState, cmd: EvaluateGate, version: int, at: str) -> Ap
         elsewhere = ", ".join(sorted({repr(run.events[r][0]) for r in unknown if r in run.events}))
         where = f" (some are events of phase {elsewhere})" if elsewhere else ""
         raise replies.refusal(
-            "unknown-evidence-ref", f"not events of phase {cmd.phase_id!r}{where}", refs=unknown
+            "unknown-evidence-ref",
+            f"not events of phase {cmd.phase_id!r}{where}: send as evidence_refs only the"
+            f" event_ids that record_work_event returned for phase {cmd.phase_id!r}",
+            refs=unknown,
         )
     found = evidence_digest(cmd.evidence_refs)
     if found != cmd.expected_evidence_digest:

@@ -249,6 +249,17 @@ def key_reused(
     )
 
 
+#: Feedback naming no observation of the caller's session, or another run's or route's.
+NO_OBSERVATION: Final = (
+    "no such observation in this session: send the observation_id that remember_workflow"
+    " returned for this session's run"
+)
+OTHER_RUN: Final = (
+    "the observation is of another run or route: send its own workflow_run_id, and"
+    " original_route_digest null or its route_signature_digest"
+)
+
+
 def unknown_proposal(proposal_id: str) -> ToolError:
     """No such support proposal among the caller's runs (never made, or another session's:
     the same answer)."""
@@ -266,11 +277,15 @@ def new_correlation() -> str:
 
 #: What an internal failure says, by `agora.errors.Failure` kind: fixed text, no detail.
 INTERNAL_MESSAGES: Final[dict[str, str]] = {
-    "corrupt": "the workflow run's stored rows are inconsistent; nothing was changed",
-    "internal": "the router could not complete this call; nothing was changed",
+    "corrupt": "the workflow run's stored rows are inconsistent; nothing was changed, and this"
+    " run cannot be used again: plan the work as a new run (plan_work with a new"
+    " idempotency_key) and report this correlation_id to the server's operator",
+    "internal": "the router could not complete this call; nothing was changed: retry, and if it"
+    " fails again report this correlation_id to the server's operator",
     "store": "the router's store could not complete this call; nothing was changed",
     "stopped": "the router stopped before answering (shutting down); nothing was changed",
-    "unexpected": "internal error in the router; nothing was changed",
+    "unexpected": "internal error in the router; nothing was changed: report this"
+    " correlation_id to the server's operator",
     "unknown": "the router's store did not confirm this call's change; it may or may not have "
     "been saved: read the run before calling again",
     # The disk's part in a failed commit (`agora.errors.StoreCause`): retry once it is fixed.
