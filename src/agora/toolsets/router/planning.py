@@ -70,8 +70,15 @@ def lock_issue(args: dict[str, Any]) -> ValidationIssue | None:
     """A contradictory Explicit Skill Lock, or None: ``explicit_semantics`` is null exactly
     when there is no lock (its schema), and an empty ``explicit_skill_ids`` plans
     automatically (its schema), so skills with null semantics, or semantics with no skill,
-    say two things at once. Refused rather than guessed."""
+    say two things at once, and a blank skill id names no skill. Refused rather than guessed."""
     skills, semantics = args["explicit_skill_ids"], args["explicit_semantics"]
+    blank = next((i for i, skill in enumerate(skills) if not skill.strip()), None)
+    if blank is not None:  # a lock on no skill: no proposal (minLength 1) could ever name it
+        return ValidationIssue(
+            ("explicit_skill_ids", blank), "minLength",
+            "must name a skill: an empty or blank skill id can never be planned or consented"
+            " to; send the skill ids, or [] to plan automatically",
+        )  # fmt: skip
     if skills and semantics is None:
         return ValidationIssue(
             ("explicit_semantics",), "dependencies",
@@ -191,7 +198,12 @@ def _build_shape(
         goal_binding_id=goal,
         domains=domains,
     )
-    explicit = _unique(list(args.get("explicit_skill_ids") or []))
+    named = list(args.get("explicit_skill_ids") or [])
+    explicit = _unique(named)
+    if len(explicit) < len(named):  # planned once each, as the lock means them
+        twice = sorted({s for s in named if named.count(s) > 1})
+        warnings = [*warnings, f"duplicate-explicit-skill: {', '.join(twice)} named more than"
+                    " once in explicit_skill_ids; each is planned once"]  # fmt: skip
     semantics = args.get("explicit_semantics") or "use"
     if explicit:
         route = profiles.Route("user-explicit", (), None, None, None, None)
