@@ -1,13 +1,15 @@
 """plan_work arguments the schema lets through but that cannot mean what they say.
 
 Tester findings: ``explicit_skill_ids [""]`` made a lock no proposal could ever name (their
-schema's minLength 1), a skill named twice was deduplicated without a word, and a
-whitespace-only objective was planned.
+schema's minLength 1), a skill named twice was deduplicated without a word, a plan's
+envelope said single while a Profile rule gave it two work items, and a whitespace-only
+objective was planned.
 """
 
 from __future__ import annotations
 
 import pytest
+from profile_files import profile, write_workspace
 from router_driver import plan_args
 
 
@@ -29,3 +31,34 @@ async def test_a_skill_locked_twice_is_planned_once_with_a_warning(router):
         "duplicate-explicit-skill: skill:a named more than once in explicit_skill_ids;"
         " each is planned once"
     ]
+
+
+@pytest.fixture
+def two_phase_rule(tmp_path, options):
+    """An authorized workspace whose Profile rule has two phases and names no envelope."""
+    options["router"]["workspace_roots"] = [str(tmp_path)]
+    root = tmp_path / "repo"
+    write_workspace(root, profile("team", skills=("skill:design", "skill:build")))
+    return {"workspace_root": str(root), "domains": [], "tags": [], "current_phase_id": None}
+
+
+async def test_requested_single_with_a_two_phase_rule_plans_one_phase(router, two_phase_rule):
+    # The envelope said single while the rule's two phases made two work items.
+    plan = await router.plan("Fix the typo", routing_context=two_phase_rule,
+                             requested_work_mode="single")  # fmt: skip
+    assert (plan["routing_envelope"], plan["created_work_items"]) == ("single", 1)
+    assert [t["phase_id"] for t in plan["planned_skill_tree"]] == ["p1"]
+    assert plan["planned_skill_ids"] == ["skill:design"]
+    [warning] = plan["profile_warnings"]
+    assert warning.startswith('single-work-mode: requested_work_mode "single" plans one phase, p1')
+    at_p2 = {**two_phase_rule, "current_phase_id": "p2"}
+    current = await router.plan("Fix the typo", routing_context=at_p2, requested_work_mode="single")
+    item = (await router.next(current["workflow_run_id"]))["work_item"]
+    assert (current["created_work_items"], item["phase_id"]) == (1, "p2")
+
+
+async def test_a_classified_single_with_a_two_phase_rule_is_phased(router, two_phase_rule):
+    plan = await router.plan("Fix the typo", routing_context=two_phase_rule)
+    assert (plan["routing_envelope"], plan["created_work_items"]) == ("phased", 2)
+    assert plan["classification"]["source"] == "profile-route"
+    assert plan["profile_warnings"] == []

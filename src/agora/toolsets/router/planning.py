@@ -143,6 +143,28 @@ def _unknown_phase(current: str, ids: list[str]) -> str:
     )
 
 
+def _single_fit(
+    found: classifier.Classification, phases: tuple[profiles.Phase, ...] | None, current: Any
+) -> tuple[classifier.Classification, tuple[profiles.Phase, ...] | None, str | None]:
+    """A ``single`` envelope and a matched rule of several phases made to agree, since a
+    single plan has one work item: the caller's ``requested_work_mode`` wins, keeping one
+    phase of the rule (the current one, else the first) with a warning; the classifier's
+    guess does not, and the rule's phases make the plan ``phased``."""
+    if found.envelope != "single" or phases is None or len(phases) < 2:
+        return found, phases, None
+    if found.source != "caller-work-mode-hint":
+        return classifier.with_profile_envelope(found, "phased"), phases, None
+    ids = [p.phase_id for p in phases]
+    keep = phases[ids.index(current)] if current in ids else phases[0]
+    left = ", ".join(i for i in ids if i != keep.phase_id)
+    why = (
+        f'single-work-mode: requested_work_mode "single" plans one phase, {keep.phase_id}, of'
+        f" the matched rule's {len(ids)}; the others ({left}) are left out: send"
+        ' requested_work_mode null or "phased" to plan them all'
+    )
+    return found, (keep,), why
+
+
 def _unique(values: list[str]) -> list[str]:
     return list(dict.fromkeys(values))
 
@@ -205,13 +227,14 @@ def _build_shape(
         warnings = [*warnings, f"duplicate-explicit-skill: {', '.join(twice)} named more than"
                     " once in explicit_skill_ids; each is planned once"]  # fmt: skip
     semantics = args.get("explicit_semantics") or "use"
-    if explicit:
-        route = profiles.Route("user-explicit", (), None, None, None, None)
-    else:
+    route, rule_phases = profiles.Route("user-explicit", (), None, None, None, None), None
+    if not explicit:
         route = profiles.resolve(layers, domains, tags, current)
         found = classifier.with_profile_envelope(found, route.envelope)
+        found, rule_phases, why = _single_fit(found, route.phases, current)
+        warnings = warnings if why is None else [*warnings, why]
     envelope = found.envelope
-    layout = route.phases or profiles.BUILTIN_PHASES[envelope]
+    layout = rule_phases or profiles.BUILTIN_PHASES[envelope]
     phases = _explicit_phases(explicit, semantics, layout) if explicit else layout
     tree = [
         {
