@@ -62,3 +62,12 @@ async def test_a_classified_single_with_a_two_phase_rule_is_phased(router, two_p
     assert (plan["routing_envelope"], plan["created_work_items"]) == ("phased", 2)
     assert plan["classification"]["source"] == "profile-route"
     assert plan["profile_warnings"] == []
+
+
+@pytest.mark.parametrize("objective", [" ", "\n\n", "\u3000 "])
+async def test_a_whitespace_objective_is_refused(router, objective):
+    body = await router.refused("plan_work", **plan_args(objective))
+    assert body["code"] == "invalid-arguments"
+    [issue] = body["issues"]
+    assert (issue["field"], issue["rule"]) == ("objective", "minLength")
+    assert issue["message"].startswith("must say what the work is: it holds only whitespace")

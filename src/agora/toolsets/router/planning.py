@@ -66,6 +66,17 @@ class Plan(msgspec.Struct, frozen=True):
     routing: dict[str, list[str]] = msgspec.field(default_factory=dict)
 
 
+def plan_issue(args: dict[str, Any]) -> ValidationIssue | None:
+    """What the schema lets through but no plan can mean (`lock_issue`, or an objective
+    with nothing but whitespace: the classifier has nothing to read), or None."""
+    if not args["objective"].strip():
+        return ValidationIssue(
+            ("objective",), "minLength",
+            "must say what the work is: it holds only whitespace; send the user-visible outcome",
+        )  # fmt: skip
+    return lock_issue(args)
+
+
 def lock_issue(args: dict[str, Any]) -> ValidationIssue | None:
     """A contradictory Explicit Skill Lock, or None: ``explicit_semantics`` is null exactly
     when there is no lock (its schema), and an empty ``explicit_skill_ids`` plans

@@ -25,7 +25,7 @@ from agora.toolsets.router.consent import run_of
 from agora.toolsets.router.digests import request_digest
 from agora.toolsets.router.layers import plan_layers
 from agora.toolsets.router.ownership import as_sent
-from agora.toolsets.router.planning import Unplaceable, build_plan, lock_issue
+from agora.toolsets.router.planning import Unplaceable, build_plan, plan_issue
 from agora.toolsets.router.run import kind_of, logged, refused_for_arguments, subject_of
 from agora.toolsets.router.sql import session_summary
 
@@ -56,7 +56,7 @@ async def _run(call: ToolCall, run_id: str, command: Any) -> dict[str, Any]:
 
 async def plan_work(call: ToolCall) -> dict[str, Any]:
     """Create or replay a durable plan and its work graph."""
-    if (issue := lock_issue(call.args)) is not None:
+    if (issue := plan_issue(call.args)) is not None:
         raise refused_for_arguments(call, [issue])
     layers, warnings = await plan_layers(call)
     try:
