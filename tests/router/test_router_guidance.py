@@ -329,6 +329,23 @@ async def test_a_plans_key_reused_for_another_objective_names_the_run_it_made(ro
     assert made["workflow_run_id"] in body["message"]
     nxt = await router.next(body["workflow_run_id"])  # the run it names is the agent's own
     assert nxt["work_item"]["phase_id"] == "plan"
+    # It said "send it as workflow_run_id", an argument plan_work does not take.
+    assert "send it as workflow_run_id" not in body["message"]
+    assert "get_next_work with that workflow_run_id continues it" in body["message"]
+
+
+async def test_a_key_reused_by_another_tool_names_the_tool_that_used_it(router):
+    run = (await router.plan(PHASED))["workflow_run_id"]
+    event = await router.event(run, "plan", {"check_id": "plan-ready", "outcome": "passed"}, 1,
+                               idem="k-shared")  # fmt: skip
+    body = await router.refused("evaluate_gate", **gate_args(run, "plan", event["event_ids"], 2,
+                                                             idem="k-shared"))  # fmt: skip
+    assert body["code"] == "idempotency-conflict"
+    assert body["message"] == (
+        f"this idempotency key was used by record_work_event for a different request, on run"
+        f" {run}: each write to a run needs its own key, so send this evaluate_gate with a new"
+        " key"
+    )
 
 
 async def test_refusals_name_the_phase_of_a_misplaced_ref_and_a_completed_run(router):

@@ -113,9 +113,7 @@ def _replay(run: RunState, cmd: Mutation) -> dict[str, Any] | ToolError:
     """The stored result of a replayed key (no write), or the refusal of a reused key."""
     digest, stored = run.ledger[cmd.idempotency_key]
     if digest != cmd.request_digest:
-        version = stored.get("resulting_state_version")  # (an event's or a gate's)
-        applied = version - 1 if isinstance(version, int) else None
-        return replies.key_reused(cmd.idempotency_key, run.run_id, applied_at=applied)
+        return replies.run_key_reused(cmd.idempotency_key, run.run_id, TOOL_OF[type(cmd)], stored)
     return {**stored, "replayed": True} if "replayed" in stored else stored
 
 
