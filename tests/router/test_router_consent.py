@@ -100,7 +100,8 @@ async def test_a_completed_phase_makes_its_proposal_stale(router):
         # Each refusal names what was wrong (they said "phase and primary skill must be the
         # plan's" and "1-3 distinct skills, not the primary", naming nothing).
         ({"primary_skill_id": "skill:other"}, "route-mismatch",
-         "phase 'plan''s primary skill is 'skill:lead', not 'skill:other'"),
+         "the primary skill of phase 'plan' is 'skill:lead', not 'skill:other': send"
+         " 'skill:lead' as primary_skill_id"),
         ({"phase_id": "nowhere"}, "route-mismatch",
          "the plan has no phase 'nowhere' (its phases: plan, implement"),
         ({"support_skill_ids": ["skill:a", "skill:a"]}, "invalid-support-skills",
@@ -108,6 +109,9 @@ async def test_a_completed_phase_makes_its_proposal_stale(router):
         ({"support_skill_ids": ["skill:lead"]}, "invalid-support-skills",
          "'skill:lead' is the phase's primary skill"),
         ({"plan_revision": 2}, "stale-plan-revision", "the plan is at 1"),
+        # A proposal is scoped to the current phase: a later one was accepted.
+        ({"phase_id": "implement"}, "phase-not-ready",
+         "phase 'implement' waits for earlier phases whose exit gates have not passed: 'plan'"),
         ({"goal_revision": 1}, "goal-revision-mismatch",
          "goal_revision is 1, but this plan is bound to no native Goal: send goal_revision null"),
         ({"expected_state_version": 0}, "state-version-conflict", "the run is at 1"),
@@ -199,7 +203,9 @@ async def test_approvals_an_older_server_kept_only_on_the_proposal_reach_the_wor
         await consent(3, ["skill:c"])
         await consent(5, ["skill:x"], "reject")
         await consent(7, ["skill:y"], None)  # undecided
-        await consent(8, ["skill:d"], phase="implement")
+        ev = await router.event(run, "plan", {"check_id": "plan-ready", "outcome": "passed"}, 8)
+        await router.gate(run, "plan", ev["event_ids"], 9)
+        await consent(10, ["skill:d"], phase="implement")  # a proposal is for the current phase
         # What a server older than approvals writing the work item left: the sets only on
         # the proposals.
         await old.write([("UPDATE router_work_items SET support_json = '[]'", ())])
@@ -207,10 +213,6 @@ async def test_approvals_an_older_server_kept_only_on_the_proposal_reach_the_wor
     async with open_store(path, MIGRATIONS) as st:  # router schema 6 back-fills them
         runtime = Runtime(st, nursery, clock=Clock(FakeWall()))
         router = Router(runtime)
-        item = (await router.next(run))["work_item"]
-        assert (item["phase_id"], item["support_skill_ids"]) == ("plan", ["skill:c"])
-        ev = await router.event(run, "plan", {"check_id": "plan-ready", "outcome": "passed"}, 10)
-        await router.gate(run, "plan", ev["event_ids"], 11)
         item = (await router.next(run))["work_item"]
         assert (item["phase_id"], item["support_skill_ids"]) == ("implement", ["skill:d"])
         supports = "SELECT phase_id, support_json FROM router_work_items ORDER BY seq"

@@ -173,6 +173,10 @@ async def test_purge_works_after_capture_is_disabled(router, options, policy):
     purged = await router.call("purge_workflow_memory", **args)
     assert purged["deleted_observations"] == 1
     assert purged["reason_codes"] == []
+    # include_managed_profiles does nothing on history-only, and nothing said so.
+    from test_router_guidance import texts
+
+    assert texts(purged)[-1].startswith("include_managed_profiles had no effect: it adds the")
     assert await router.call("purge_workflow_memory", **args) == {**purged, "replayed": True}
 
 

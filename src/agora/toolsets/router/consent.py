@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from agora.toolsets.router import replies, sql
+from agora.toolsets.router import progress, replies, sql
 from agora.toolsets.router.digests import stable_id
 from agora.toolsets.router.planning import RUNTIME_MODE
 from agora.toolsets.router.state import Proposal
@@ -106,13 +106,15 @@ def propose(run: RunState, cmd: ProposeSupport, version: int, at: str) -> Applie
     if phase["primary_skill_id"] != cmd.primary_skill_id:
         raise replies.refusal(
             "route-mismatch",
-            f"phase {cmd.phase_id!r}'s primary skill is {phase['primary_skill_id']!r}, not"
-            f" {cmd.primary_skill_id!r}: a proposal names the plan's own",
+            f"the primary skill of phase {cmd.phase_id!r} is {phase['primary_skill_id']!r}, not"
+            f" {cmd.primary_skill_id!r}: send {phase['primary_skill_id']!r} as primary_skill_id",
         )
     item = run.item_for(cmd.phase_id)
     if item is not None and item.status == "completed":  # no transition could decide it
         raise replies.refusal("phase-completed", f"phase {cmd.phase_id!r} is already completed:"
                               " propose for the phase get_next_work names now")  # fmt: skip
+    if item is not None and not set(item.item.dependency_ids) <= run.completed_ids():
+        raise progress.not_ready(run, item)  # a proposal is scoped to the current phase
     skills = cmd.support_skill_ids
     if len(set(skills)) != len(skills) or cmd.primary_skill_id in skills:
         twice = sorted({s for s in skills if skills.count(s) > 1})

@@ -311,7 +311,12 @@ async def purge_workflow_memory(call: ToolCall) -> dict[str, Any]:
                     include_managed_profiles=a["include_managed_profiles"],
                     **receipt_fields(call))  # fmt: skip
     reply: dict[str, Any] = await call.runtime.call(MEMORY, memory_key(call.principal), command)
-    return reply
+    if not a["include_managed_profiles"] or a["scope"] == "all-memory-data":
+        return reply
+    return Guided(reply, (  # the outputSchema has no field for a flag that did nothing
+        f"include_managed_profiles had no effect: it adds the managed Profiles to scope"
+        f" all-memory-data only, not to {a['scope']} (scope managed-profiles-only purges them)."
+    ))  # fmt: skip
 
 
 async def observations(call: ToolCall, identity: str) -> list[candidates.Observed]:

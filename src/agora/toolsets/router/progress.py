@@ -152,11 +152,11 @@ def _workable(run: RunState, tool: str, phase_id: str) -> Item:
         )
         raise replies.refusal("phase-completed", f"phase {phase_id!r} is already completed{done}")
     if not set(item.item.dependency_ids) <= run.completed_ids() or item.status not in _STARTABLE:
-        raise _not_ready(run, item)
+        raise not_ready(run, item)
     return item
 
 
-def _not_ready(run: RunState, item: Item) -> ToolError:
+def not_ready(run: RunState, item: Item) -> ToolError:
     """The refusal of a phase whose earlier phases are not all completed, naming them all
     (the graph's order), and what to do: the same call cannot pass until their gates do."""
     by_id = {i.item.work_item_id: i for i in run.items}
