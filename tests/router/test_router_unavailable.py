@@ -162,3 +162,23 @@ async def test_a_local_ready_tool_answers_an_unknown_run_not_found(router, tool)
     assert body["workflow_run_id"] == "run-nope"
     assert body["message"].startswith("no run run-nope in this session: check workflow_run_id")
     assert body["message"].endswith("to start one, plan_work with expected_state_version 0")
+
+
+@pytest.mark.parametrize("args", [{}, {"context": {"session_id": "s"}, "x_id": "a" * 300}],
+                         ids=["no-arguments", "broken-and-past-the-bounds"])  # fmt: skip
+@pytest.mark.parametrize("tool", [*HOST])
+async def test_a_verified_host_tool_says_so_before_checking_its_arguments(tool, args):
+    # They answered invalid-arguments first, so an agent fixed every argument only to learn
+    # that the tool can never run here.
+    from agora.config import Config
+    from agora.server.embed import open_server
+
+    config = Config(port=0, db=":memory:", toolsets=["router"])
+    async with open_server(config, listen=False) as srv, srv.client("/mcp/router") as client:
+        await client.initialize()
+        answer = await client.call_tool(tool, args)
+    assert answer["isError"] is True
+    body = answer["structuredContent"]
+    assert (body["code"], body["availability"]) == ("capability-unavailable",
+                                                    "verified-host-required")  # fmt: skip
+    assert body["fallback_action"] == CONTRACT.tools[tool].extra["fallback"]

@@ -18,7 +18,7 @@ from agora.mcp.contracts import load_contract
 from agora.runtime.background import periodic
 from agora.toolsets.base import Toolset
 from agora.toolsets.router.adapter import ADAPTER_OPTIONS, check_options
-from agora.toolsets.router.bounds import bounded
+from agora.toolsets.router.bounds import bounded, rejection
 from agora.toolsets.router.declared import declared
 from agora.toolsets.router.extras import noting
 from agora.toolsets.router.index import index_runs
@@ -26,8 +26,7 @@ from agora.toolsets.router.layers import CLIENT_ROOTS
 from agora.toolsets.router.memory_tools import RETENTION_EVERY
 from agora.toolsets.router.ownership import owned
 from agora.toolsets.router.promotion import upkeep
-from agora.toolsets.router.replies import INTERNAL_SCHEMA, argument_rejection, shape_failure
-from agora.toolsets.router.run import arguments_refused
+from agora.toolsets.router.replies import INTERNAL_SCHEMA, shape_failure
 from agora.toolsets.router.sql import MIGRATIONS
 from agora.toolsets.router.tools import HANDLERS
 
@@ -81,8 +80,7 @@ def toolset() -> Toolset:
         migrations=MIGRATIONS,
         contract=None,
         tools=served,
-        reject_issues=argument_rejection,
-        rejected=arguments_refused,
+        reject_call=rejection,
         shape_failure=shape_failure,
         failure_schema=INTERNAL_SCHEMA,
         background=[periodic(RETENTION_EVERY, upkeep), index_runs],

@@ -17,6 +17,10 @@ own) bound their ``context`` more tightly: letters, digits and ``._:-``, at most
 characters; this adds nothing there. A planning context outside that form is accepted, as the
 planning schemas accept it, but its runs can never reach Memory (`memory_misfits`), and
 ``plan_work`` says so when Memory is configured.
+
+A tool that can never run here (verified-host-required: `NEVER_HERE`) skips both checks, the
+inputSchema's (`rejection`) and the bounds: its answer is capability-unavailable whatever the
+arguments, and an agent learns that at once rather than after fixing every argument.
 """
 
 from __future__ import annotations
@@ -26,10 +30,20 @@ from typing import TYPE_CHECKING, Any, Final
 
 from agora.mcp.contracts import load_contract
 from agora.mcp.validation import ValidationIssue
-from agora.toolsets.router.run import refused_for_arguments
+from agora.toolsets.router import replies
+from agora.toolsets.router.run import arguments_refused, refused_for_arguments
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from agora.toolsets.base import Handler, ToolCall
+
+#: The tools whose availability (verified-host-required) no local condition can meet.
+NEVER_HERE: Final = frozenset(
+    name
+    for name in load_contract("router").tools
+    if replies.facts(name).get("availability") == "verified-host-required"
+)
 
 #: Longest identifier (session id, idempotency key, correlation id, run id, ref), in characters.
 MAX_IDENTIFIER: Final = 256
@@ -67,13 +81,24 @@ def bounded(handler: Handler) -> Handler:
     """``handler`` behind the bounds: a breach is refused before it runs."""
 
     async def checked(call: ToolCall) -> dict[str, Any]:
-        issue = breach(call.args, ())
+        issue = None if call.tool in NEVER_HERE else breach(call.args, ())
         if issue is not None:
             raise refused_for_arguments(call, [issue])
         result: dict[str, Any] = await handler(call)
         return result
 
     return checked
+
+
+async def rejection(call: ToolCall, issues: Sequence[ValidationIssue]) -> dict[str, Any]:
+    """The body of a call its inputSchema refuses (`Toolset.reject_call`), logged as the
+    router's other refusals are: ``invalid-arguments``, or for a tool in `NEVER_HERE`
+    capability-unavailable, since no argument could make it run."""
+    if call.tool not in NEVER_HERE:
+        return refused_for_arguments(call, issues).body
+    body = replies.unavailable(call.tool).body
+    arguments_refused(call.tool, call.args, body)
+    return body
 
 
 def breach(
