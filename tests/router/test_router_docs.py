@@ -83,3 +83,25 @@ def test_the_classifier_names_only_the_step_labels_it_reads():
     labels = " ".join(classifier.__doc__.split()).split("labelled steps: ", 1)[1]
     named = re.findall(r"[a-z]+", labels.split(", with a number", 1)[0])
     assert set(named) - {"or"} == set(classifier._UNITS.split("|"))
+
+
+async def test_the_readme_connects_claude_code_to_the_router_where_it_is_served():
+    # "Connecting an agent" named only the chess endpoint; a Claude Code user had to find
+    # the router's path, and that HTTP clients are never asked for roots, elsewhere.
+    from agora.config import Config
+    from agora.server.embed import open_server
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme.split("## Connecting an agent", 1)[1].split("\n## ", 1)[0]
+    found = re.search(r"claude mcp add --transport http agora-router (http://\S+)", section)
+    assert found is not None
+    url = found[1]
+    assert url == f"http://127.0.0.1:{Config().port}/mcp/router"
+    assert "never asked for MCP roots" in section
+    assert "workspace_roots" in section
+    path = url.split(str(Config().port), 1)[1]
+    config = Config(port=0, db=":memory:")
+    async with open_server(config, listen=False) as srv, srv.client(path) as client:
+        await client.initialize()
+        listed = (await client.request("tools/list", {}))["result"]["tools"]
+    assert "plan_work" in {t["name"] for t in listed}
