@@ -36,7 +36,7 @@ import trio
 
 import agora
 from agora.config import Config
-from agora.errors import ToolError
+from agora.errors import StoreError, ToolError
 from agora.runtime.entity import Effects
 from agora.server.app import load_toolsets
 from agora.store.migrations import Migration
@@ -226,12 +226,20 @@ async def _stop_on_signal(signals: Any, stop: agora.StopReading) -> None:
         return
 
 
-if __name__ == "__main__":
-    if sys.argv[1:] == ["--stdio"]:
-        trio.run(main_stdio)
-        sys.exit(0)
+def run(args: list[str]) -> int:
+    """Run as the command line says; a setting or database agora refuses (another process
+    using ``notes.db``, a port in use) is one line on stderr and status 2, as ``agora
+    serve`` says it, not a traceback."""
     try:
-        chosen = port_from(sys.argv[1:], os.environ)
-    except ValueError as exc:
-        sys.exit(f"usage: notes.py [PORT] | notes.py --stdio: {exc}")
-    trio.run(main, chosen)
+        if args == ["--stdio"]:
+            trio.run(main_stdio)
+        else:
+            trio.run(main, port_from(args, os.environ))
+    except (ValueError, OSError, StoreError) as exc:
+        print(f"notes.py: {exc} (usage: notes.py [PORT] | notes.py --stdio)", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run(sys.argv[1:]))

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from functools import partial
 from pathlib import Path
 
@@ -161,3 +162,35 @@ async def test_the_notes_example_serves_its_endpoint_on_stdio_to_a_client_that_l
                     assert added.structured_content == {"notebook": "s", "count": 1}
                 read = await client.call_tool("read_notes", {"notebook": "s"})
                 assert read.structured_content["notes"] == ["over stdio"]
+
+
+def test_the_notes_example_on_a_database_in_use_says_so_in_one_line(tmp_path):
+    """A tester's finding: a second ``notes.py --stdio`` on the same notes.db printed a
+    whole traceback ending in DatabaseInUse (exit 1), where agora's own commands say one
+    line and exit 2."""
+    env = {k: v for k, v in os.environ.items() if k != "AGORA_PORT"}
+    env["AGORA_DB"] = str(tmp_path / "busy.db")
+    first = subprocess.Popen(
+        [sys.executable, str(EXAMPLE), "--stdio"], cwd=tmp_path, env=env,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        deadline = 30
+        lock = tmp_path / "busy.db.lock"
+        while not (lock.exists() and lock.read_text().strip()) and deadline > 0:
+            time.sleep(0.1)
+            deadline -= 0.1
+        second = subprocess.run(
+            [sys.executable, str(EXAMPLE), "--stdio"], cwd=tmp_path, env=env,
+            stdin=subprocess.DEVNULL, capture_output=True, timeout=60, check=False,
+        )  # fmt: skip
+    finally:
+        first.stdin.close()  # its end of input: it stops
+        first.wait(timeout=60)
+        first.stdout.close()
+        first.stderr.close()
+    assert second.returncode == 2, second.stderr
+    assert second.stdout == b""
+    [line] = second.stderr.decode().splitlines()
+    assert line.startswith("notes.py: database "), line
+    assert "is in use by another agora process" in line

@@ -167,3 +167,22 @@ async def test_a_product_no_card_can_carry_is_a_bad_query_not_a_page_about_it(ch
     assert "product is not a product id" in page
     status, _ = await _get(toolset, runtime, "/board/cards?suite=chambre-chrono-v0&product=gpt-5")
     assert status == 200
+
+
+async def test_under_a_public_url_prefix_the_board_links_rows_and_cards_under_it(
+    agent, chamber, runtime, wall
+):
+    """A tester's finding: behind a proxy at /agora, a board row's ``cards`` path was
+    ``/board/cards?...``, outside the prefix (its cards' own urls had it)."""
+    toolset, _ = chamber
+    with trio.fail_after(60):
+        wall.current = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
+        await _solve(agent, "gpt-5.6-sol")
+    runtime.public_url = "http://127.0.0.1:8765/agora"
+    status, body = await _get(toolset, runtime, "/board?from=2026-11-30&to=2026-11-30")
+    assert status == 200
+    [row] = body["suites"]["chambre-chrono-v0"]
+    assert row["cards"].startswith("/agora/board/cards?"), row
+    status, cards = await _get(toolset, runtime, row["cards"].removeprefix("/agora"))
+    assert status == 200
+    assert cards["cards"][0]["url"].startswith("/agora/cards/"), cards

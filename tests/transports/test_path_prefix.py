@@ -24,6 +24,15 @@ def test_links_lead_under_the_prefix_once_and_scripts_are_told_it():
     assert prefixed_html(b'<a href="/basement">x</a>', "/base") == b'<a href="/base/basement">x</a>'
 
 
+def test_only_the_tags_links_move_never_the_texts_words():
+    """A tester's finding: a card page showed a participant's ``model x href=/evil`` as
+    ``model x href=/base/evil``, text that was not what the card signed."""
+    page = b'<p>model x href=/evil src=&quot;/z&quot; action=/n</p><a href="/cards/c">c</a>'
+    assert prefixed_html(page, "/base") == (
+        b'<p>model x href=/evil src=&quot;/z&quot; action=/n</p><a href="/base/cards/c">c</a>'
+    )
+
+
 def test_a_path_is_taken_with_or_without_the_prefix():
     assert base_path("https://example.com/base/") == "/base"
     assert base_path("https://example.com") == base_path(None) == ""
@@ -51,4 +60,5 @@ async def test_the_chamber_pages_and_the_start_page_link_under_the_prefix():
     for path in (b"/board", b"/cards", b"/chamber/keys", b"/healthz"):
         assert b'href="/base' + path + b'"' in start.body, (path, start.body)
     assert data["mcp"]["path"] == "/base/mcp"
+    assert b"<code>/base/mcp</code>" in start.body  # the intro names the prefixed path
     assert data["toolsets"][0]["mcp"] == "/base/mcp/chamber"

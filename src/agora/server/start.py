@@ -81,7 +81,8 @@ def start_page(toolsets: Iterable[Toolset], as_html: bool, base: str = "") -> Re
         f"<!doctype html><html lang=en><meta charset=utf-8>{VIEWPORT}<title>agora</title>"
         f"<style>{PAGE_STYLE}</style><body><h1>agora</h1>"
         "<p>An MCP server for long-running agent sessions. Agents connect to "
-        f"<code>/mcp</code> (every toolset) or <code>/mcp/&lt;toolset&gt;</code>: "
+        f"<code>{html.escape(base)}/mcp</code> (every toolset) or "
+        f"<code>{html.escape(base)}/mcp/&lt;toolset&gt;</code>: "
         f"{html.escape(_MCP_NOTE)}.</p>"
         + "".join(sections)
         + f"<h2>Probes</h2><ul>{_links(doc['probes'])}</ul></body></html>"

@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 
 #: A root-absolute link in an HTML attribute (``href="/x"`` or ``href=/x``, not ``//host``).
 _LINK: Final = rb'(\s(?:href|src|action)="?)/(?!/'
+#: A tag, from ``<`` to the first ``>`` (attribute values are escaped: they hold no ``>``).
+_TAG: Final = re.compile(rb"<[a-zA-Z][^>]*>")
 #: Where the base goes: after the charset declaration every page opens with.
 _CHARSET: Final = b'<meta charset="utf-8">'
 
@@ -48,6 +50,10 @@ def prefixed_html(body: bytes, base: str) -> bytes:
     if not base:
         return body
     escaped = base.replace("&", "&amp;").replace('"', "&quot;").encode()
-    body = _links(escaped).sub(rb"\1" + escaped.replace(b"\\", b"\\\\") + b"/", body)
+    links = _links(escaped)
+    under = rb"\1" + escaped.replace(b"\\", b"\\\\") + b"/"
+    # Only in the tags: text (a participant's words on a card, an echoed query) is escaped,
+    # so it holds no ``<``, but it may hold ``href=/x``, which must stay as it was written.
+    body = _TAG.sub(lambda tag: links.sub(under, tag.group()), body)
     meta = _CHARSET + b'<meta name="agora-base" content="' + escaped + b'">'
     return body.replace(_CHARSET, meta, 1)

@@ -79,11 +79,12 @@ def _json(body: dict[str, Any], status: int = 200) -> Response:
     return response
 
 
-def _cards_url(suite_id: str, product: str, first: str, last: str) -> str:
+def _cards_url(suite_id: str, product: str, first: str, last: str, base: str) -> str:
+    """A board row's cards, under ``base`` (the path prefix of ``public_url``)."""
     query = urllib.parse.urlencode(
         {"suite": suite_id, "product": product, "from": first, "to": last}
     )
-    return f"/board/cards?{query}"
+    return f"{base}/board/cards?{query}"
 
 
 def board_route(suite_ids: tuple[str, ...]) -> Route:
@@ -100,13 +101,14 @@ def board_route(suite_ids: tuple[str, ...]) -> Route:
         rows = await runtime.read(lambda conn: listings.board_cards(conn, first, last, suite))
         ranked = board.rank(rows)
         shown = [suite] if suite else list(suite_ids)
+        base = base_path(runtime.public_url)
         body = {
             "from": first,
             "to": last,
             "seed_source": "server",
             "suites": {
                 s: [
-                    r.as_json(i + 1, _cards_url(s, r.product, first, last))
+                    r.as_json(i + 1, _cards_url(s, r.product, first, last, base))
                     for i, r in enumerate(ranked.get(s, []))
                 ]
                 for s in shown
