@@ -164,6 +164,7 @@ async def test_the_notes_example_serves_its_endpoint_on_stdio_to_a_client_that_l
                 assert read.structured_content["notes"] == ["over stdio"]
 
 
+@pytest.mark.sqlite_only("a SQLite file's lock: nodes share a PostgreSQL database")
 def test_the_notes_example_on_a_database_in_use_says_so_in_one_line(tmp_path):
     """A tester's finding: a second ``notes.py --stdio`` on the same notes.db printed a
     whole traceback ending in DatabaseInUse (exit 1), where agora's own commands say one
