@@ -22,6 +22,7 @@ import pytest
 import trio
 from e2e_mcp import jsonl
 from e2e_process import AgoraProcess, read_to_end, stdio_process
+from locked_writes import ENTRY
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -160,15 +161,7 @@ ENTER = {
     "jsonrpc": "2.0",
     "id": 5,
     "method": "tools/call",
-    "params": {
-        "name": "enter_open_challenge",
-        "arguments": {
-            "provider_claim": "acme-labs",
-            "model_claim": "acme large 2",
-            "product": "gpt-5.6-sol",
-            "host": "cursor",
-        },
-    },
+    "params": {"name": "enter_open_challenge", "arguments": ENTRY},
 }
 
 

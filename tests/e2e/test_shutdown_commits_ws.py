@@ -8,26 +8,14 @@ connections now stay open until those writes have their outcome (`App.settle_com
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
-import trio
 from e2e_mcp import INITIALIZE, INITIALIZED
 from e2e_websocket import RawWebSocket
-from http_support import serve
-
-TIMEOUT = 30
-ENTRY = {
-    "provider_claim": "acme-labs",
-    "model_claim": "acme large 2",
-    "product": "gpt-5.6-sol",
-    "host": "cursor",
-}
+from locked_writes import ENTRY, entries_stored, shut_down_while_locked
 
 
 @pytest.mark.sqlite_only("a second SQLite connection holding BEGIN EXCLUSIVE is another process")
 async def test_a_websocket_call_whose_write_commits_after_the_grace_gets_its_result(tmp_path):
-    path = tmp_path / "agora.db"
     replies: list[dict] = []
 
     async def enter(port: int) -> None:
@@ -41,28 +29,8 @@ async def test_a_websocket_call_whose_write_commits_after_the_grace_gets_its_res
             )
             replies.append(await ws.recv_json())
 
-    async def release(after: float) -> None:
-        await trio.sleep(after)
-        other.execute("ROLLBACK")
-
-    config = {"db": str(path), "grace_seconds": 0, "commit_timeout": 5.0}
-    config["writer_process"] = False  # a child would outlive the test by its stuck BEGIN
-    other = sqlite3.connect(path, isolation_level=None)
-    try:
-        with trio.fail_after(TIMEOUT):
-            async with (
-                trio.open_nursery() as nursery,
-                serve(toolsets=["chamber"], **config) as server,
-            ):
-                other.execute("BEGIN EXCLUSIVE")  # another process writes: the entry waits
-                nursery.start_soon(enter, server.port)
-                while server.app.in_flight == 0:  # noqa: ASYNC110 - counted, as a call is
-                    await trio.sleep(0.01)
-                await trio.sleep(0.1)  # on to its commit, which waits for the lock
-                nursery.start_soon(release, 1.0)  # past the grace, within commit_timeout
-    finally:
-        other.close()
+    db = tmp_path / "agora.db"
+    await shut_down_while_locked(db, enter, commit_timeout=5.0, release_after=1.0, grace=0)
     assert len(replies) == 1, "the call got no answer"
     assert replies[0]["result"]["structuredContent"]["ok"] is True, replies[0]
-    stored = sqlite3.connect(path).execute("SELECT count(*) FROM chamber_attempts").fetchone()
-    assert stored == (1,), stored
+    assert entries_stored(db) == 1

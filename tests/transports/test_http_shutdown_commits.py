@@ -11,95 +11,44 @@ been saved.
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 import trio
 from http_support import RawHttp, Reply, call, open_session, serve
+from locked_writes import ENTRY, TIMEOUT, entries_stored, shut_down_while_locked
 
-TIMEOUT = 30
-ENTER = {
-    "arguments": {
-        "provider_claim": "acme-labs",
-        "model_claim": "acme large 2",
-        "product": "gpt-5.6-sol",
-        "host": "cursor",
-    }
-}
+
+def _entering(replies: list[Reply]):
+    async def enter(port: int) -> None:
+        async with RawHttp.open(port) as client:
+            session = await open_session(client, "/mcp/chamber")
+            body = call("enter_open_challenge", arguments=ENTRY)
+            replies.append(await client.request("POST", "/mcp/chamber", body, session))
+
+    return enter
 
 
 @pytest.mark.sqlite_only("a second SQLite connection holding BEGIN EXCLUSIVE is another process")
 async def test_a_call_whose_write_commits_after_the_grace_gets_its_result(tmp_path):
-    path = tmp_path / "agora.db"
     replies: list[Reply] = []
-
-    async def enter(port: int) -> None:
-        async with RawHttp.open(port) as client:
-            session = await open_session(client, "/mcp/chamber")
-            body = call("enter_open_challenge", **ENTER)
-            replies.append(await client.request("POST", "/mcp/chamber", body, session))
-
-    async def release(after: float) -> None:
-        await trio.sleep(after)
-        other.execute("ROLLBACK")
-
-    config = {"db": str(path), "grace_seconds": 0.3, "commit_timeout": 5.0}
-    config["writer_process"] = False  # a child would outlive the test by its stuck BEGIN
-    other = sqlite3.connect(path, isolation_level=None)
-    try:
-        with trio.fail_after(TIMEOUT):
-            async with (
-                trio.open_nursery() as nursery,
-                serve(toolsets=["chamber"], **config) as server,
-            ):
-                other.execute("BEGIN EXCLUSIVE")  # another process writes: the entry waits
-                nursery.start_soon(enter, server.port)
-                while server.app.in_flight == 0:  # noqa: ASYNC110 - counted, as a call is
-                    await trio.sleep(0.01)
-                await trio.sleep(0.1)  # on to its commit, which waits for the lock
-                nursery.start_soon(release, 1.0)  # past the grace, within commit_timeout
-            # shutdown has run: the grace ended while the write waited for the lock
-    finally:
-        other.close()
+    db = tmp_path / "agora.db"
+    # released past the grace, within commit_timeout
+    await shut_down_while_locked(db, _entering(replies), commit_timeout=5.0, release_after=1.0)
     assert len(replies) == 1
     answer = replies[0].json()
     assert "error" not in answer, answer
     assert answer["result"]["structuredContent"]["ok"] is True, answer
-    stored = sqlite3.connect(path).execute("SELECT count(*) FROM chamber_attempts").fetchone()
-    assert stored == (1,), stored
+    assert entries_stored(db) == 1
 
 
 @pytest.mark.sqlite_only("a second SQLite connection holding BEGIN EXCLUSIVE is another process")
 async def test_a_call_whose_write_is_dropped_at_its_deadline_is_told_nothing_was_saved(tmp_path):
-    path = tmp_path / "agora.db"
     replies: list[Reply] = []
-
-    async def enter(port: int) -> None:
-        async with RawHttp.open(port) as client:
-            session = await open_session(client, "/mcp/chamber")
-            body = call("enter_open_challenge", **ENTER)
-            replies.append(await client.request("POST", "/mcp/chamber", body, session))
-
-    config = {"db": str(path), "grace_seconds": 0.3, "commit_timeout": 0.5}
-    config["writer_process"] = False
-    other = sqlite3.connect(path, isolation_level=None)
-    try:
-        with trio.fail_after(TIMEOUT):
-            async with (
-                trio.open_nursery() as nursery,
-                serve(toolsets=["chamber"], **config) as server,
-            ):
-                other.execute("BEGIN EXCLUSIVE")  # held past commit_timeout: never commits
-                nursery.start_soon(enter, server.port)
-                while server.app.in_flight == 0:  # noqa: ASYNC110 - counted, as a call is
-                    await trio.sleep(0.01)
-                await trio.sleep(0.1)
-    finally:
-        other.execute("ROLLBACK")
-        other.close()
+    db = tmp_path / "agora.db"
+    await shut_down_while_locked(db, _entering(replies), commit_timeout=0.5, release_after=None)
     refusal = replies[0].json()["result"]["structuredContent"]
     assert refusal["error"] == "the change could not be saved; nothing was changed", refusal
     assert refusal["retryable"] is True
+    assert entries_stored(db) == 0
 
 
 async def test_a_call_still_running_is_told_its_change_may_or_may_not_be_saved():
