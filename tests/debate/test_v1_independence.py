@@ -100,30 +100,28 @@ async def test_a_judge_sharing_a_principal_with_a_blind_role_gives_no_verdict(de
     prepared = await desk.call(
         CONDUCTOR, "debate_judge_prepare", topic_id=topic, left_msg_id=pro, right_msg_id=con
     )
-    for projection in prepared["projections"]:
-        body = await desk.refused(
-            CONDUCTOR,
-            "debate_judge_verdict",
-            projection_id=projection["projection_id"],
-            judge_role="JUDGE",
-            verdict_json=json.dumps({"winner_msg_id": pro, "decision": "PRO wins"}),
-        )
-        assert (body["error"], body["held_role"]) == ("ineligible_judge", "PRO")
+
+    async def verdicts_refused() -> list[dict]:
+        bodies = []
+        for projection in prepared["projections"]:
+            body = await desk.refused(
+                CONDUCTOR,
+                "debate_judge_verdict",
+                projection_id=projection["projection_id"],
+                judge_role="JUDGE",
+                verdict_json=json.dumps({"winner_msg_id": pro, "decision": "PRO wins"}),
+            )
+            assert (body["error"], body["held_role"]) == ("ineligible_judge", "PRO")
+            bodies.append(body)
+        return bodies
+
+    for body in await verdicts_refused():
         assert "independent of the blind pair" in body["message"]
-        assert "retire" not in body["message"]  # (it advised retiring PRO: S1 below)
+        assert "retire" not in body["message"]  # (it advised retiring PRO: below)
     # A tester's finding: retiring PRO, as the refusal advised, made the verdicts count, on
     # the PRO claim the same principal wrote. A principal that held a blind role stays out.
-    mine_pro = mine["PRO"]
-    await desk.bind(CONDUCTOR, topic, "PRO", mine_pro, state="retired")
-    for projection in prepared["projections"]:
-        body = await desk.refused(
-            CONDUCTOR,
-            "debate_judge_verdict",
-            projection_id=projection["projection_id"],
-            judge_role="JUDGE",
-            verdict_json=json.dumps({"winner_msg_id": pro, "decision": "PRO wins"}),
-        )
-        assert (body["error"], body["held_role"]) == ("ineligible_judge", "PRO")
+    await desk.bind(CONDUCTOR, topic, "PRO", mine["PRO"], state="retired")
+    await verdicts_refused()
     state = await desk.call(CONDUCTOR, "debate_protocol_state", topic_id=topic)
     assert (state["phase"], state["outcome"]) == ("ADJUDICATE", None)
 
