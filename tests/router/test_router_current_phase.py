@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from profile_files import profile, write_workspace
+from router_driver import FINGERPRINT, ctx, event_args, key
 
 SKILLS = ("skill:design", "skill:build", "skill:check")
 
@@ -22,7 +23,12 @@ def workspace(tmp_path, options):
 
 
 def routing(root, current):
-    return {"workspace_root": str(root), "domains": [], "tags": [], "current_phase_id": current}
+    return {
+        "workspace_root": root and str(root),
+        "domains": [],
+        "tags": [],
+        "current_phase_id": current,
+    }
 
 
 async def test_the_work_starts_at_the_current_phase(router, workspace):
@@ -47,3 +53,39 @@ async def test_an_unknown_current_phase_is_warned_about(router, workspace):
     assert "(p1, p2, p3)" in warning
     item = (await router.next(plan["workflow_run_id"]))["work_item"]
     assert item["phase_id"] == "p1"
+
+
+LOCK = ["skill:a", "skill:b", "skill:c", "skill:x"]
+
+
+def proposal(plan, phase, primary):
+    return {
+        "context": ctx(), "workflow_run_id": plan["workflow_run_id"], "phase_id": phase,
+        "primary_skill_id": primary, "support_skill_ids": ["skill:x"],
+        "scope_anchor_id": "anchor-1", "goal_revision": None, "plan_revision": 1,
+        "context_fingerprint": FINGERPRINT, "expected_state_version": 1,
+        "idempotency_key": key("prop"), "correlation_id": "c",
+    }  # fmt: skip
+
+
+async def test_a_phase_before_the_current_one_takes_no_proposal_nor_event(router):
+    """A consent for a phase the plan skipped could never be used: no work item holds it."""
+    plan = await router.plan("Design it, then build it.", explicit_skill_ids=LOCK,
+                             explicit_semantics="use", requested_work_mode="phased",
+                             routing_context=routing(None, "verify"))  # fmt: skip
+    assert plan["created_work_items"] == 1
+    said = (
+        "phase 'plan' is before 'verify', the current phase the plan started from"
+        " (routing_context.current_phase_id), so it has no work item; its phases are 'verify'"
+    )
+    body = await router.refused("propose_support_consent", **proposal(plan, "plan", "skill:a"))
+    assert (body["code"], body["phase_ids"]) == ("unknown-phase", ["verify"])
+    assert body["message"].startswith(said)
+    run = plan["workflow_run_id"]
+    observation = {"check_id": "plan-ready", "outcome": "passed"}
+    body = await router.refused("record_work_event", **event_args(run, "plan", observation, 1))
+    assert (body["code"], body["message"].startswith(said)) == ("unknown-phase", True)
+    body = await router.refused("record_work_event", **event_args(run, "nope", observation, 1))
+    assert body["message"].startswith("the plan has no phase 'nope'; its phases are 'verify'")
+    accepted = await router.call("propose_support_consent", **proposal(plan, "verify", "skill:c"))
+    assert accepted["status"] == "proposal-required"

@@ -4,8 +4,10 @@ A proposal is possible only on a plan made under an Explicit Skill Lock whose su
 consent (``support_consent_required``); otherwise the answer is capability-unavailable
 (``explicit-skill-plan``). It names 1 to 3 distinct support skills for one phase, whose
 primary skill must be the plan's and which is not completed (``phase-completed``: no
-transition could decide it), and binds the scope anchor, the goal revision (required
-exactly when the plan is Goal-bound), the plan revision and the context fingerprint.
+transition could decide it) nor before the phase the plan started from (``unknown-phase``:
+``routing_context.current_phase_id`` left it no work item, so no transition could decide it
+either), and binds the scope anchor, the goal revision (required exactly when the plan is
+Goal-bound), the plan revision and the context fingerprint.
 A transition approves or rejects a proposal still awaiting a decision; the caller's current
 phase, scope anchor, goal revision, plan revision and context fingerprint must all equal the
 bound ones, and the phase must not be completed, or the transition fails closed with every
@@ -103,6 +105,8 @@ def propose(run: RunState, cmd: ProposeSupport, version: int, at: str) -> Applie
             "route-mismatch",
             f"the plan has no phase {cmd.phase_id!r} (its phases: {phases}): send one of them",
         )
+    if progress.skipped_for(run, cmd.phase_id) is not None:  # behind the current phase
+        raise progress.unknown_phase(run, cmd.phase_id)
     if phase["primary_skill_id"] != cmd.primary_skill_id:
         raise replies.refusal(
             "route-mismatch",
@@ -154,7 +158,8 @@ def propose(run: RunState, cmd: ProposeSupport, version: int, at: str) -> Applie
 def _stale_fields(run: RunState, p: Proposal, cmd: TransitionSupport) -> list[str]:
     item = run.item_for(p.phase_id)
     stale = []
-    if cmd.current_phase_id != p.phase_id or (item is not None and item.status == "completed"):
+    gone = item.status == "completed" if item is not None else run.work_graph_id is not None
+    if cmd.current_phase_id != p.phase_id or gone:
         stale.append("phase")
     if cmd.current_scope_anchor_id != p.scope_anchor_id:
         stale.append("scope_anchor")

@@ -132,6 +132,32 @@ def snapshot(run: RunState) -> dict[str, Any]:
     }
 
 
+def skipped_for(run: RunState, phase_id: str) -> str | None:
+    """The phase a plan's work graph starts at, when `phase_id` is one of the plan's phases
+    that ``routing_context.current_phase_id`` put behind it (so it has no work item), else
+    None. The planned tree still lists such a phase, so "no such phase" would mislead."""
+    if not run.items or run.item_for(phase_id) is not None:
+        return None
+    tree = {t["phase_id"] for t in run.plan["planned_skill_tree"]}
+    return run.items[0].item.phase_id if phase_id in tree else None
+
+
+def unknown_phase(run: RunState, phase_id: str) -> ToolError:
+    """The refusal of a phase with no work item, saying why when the plan skipped it."""
+    phases = [i.item.phase_id for i in run.items]
+    start = skipped_for(run, phase_id)
+    why = (
+        f"the plan has no phase {phase_id!r}"
+        if start is None
+        else f"phase {phase_id!r} is before {start!r}, the current phase the plan started from"
+        " (routing_context.current_phase_id), so it has no work item"
+    )
+    return replies.refusal(
+        "unknown-phase", f"{why}; its phases are {', '.join(map(repr, phases))}: send one of them",
+        phase_ids=phases,
+    )  # fmt: skip
+
+
 def _workable(run: RunState, tool: str, phase_id: str) -> Item:
     if run.goal_binding_id is not None:
         raise replies.host_goal(tool)
@@ -139,11 +165,7 @@ def _workable(run: RunState, tool: str, phase_id: str) -> Item:
         raise replies.missing_graph(tool)
     item = run.item_for(phase_id)
     if item is None:
-        phases = [i.item.phase_id for i in run.items]
-        raise replies.refusal(
-            "unknown-phase", f"the plan has no phase {phase_id!r}; its phases are "
-            f"{', '.join(map(repr, phases))}: send one of them", phase_ids=phases,
-        )  # fmt: skip
+        raise unknown_phase(run, phase_id)
     if item.status == "completed":
         done = (
             "; so is the run (every phase's gate passed): plan further work as a new run"
