@@ -56,6 +56,10 @@ async def test_an_unknown_current_phase_is_warned_about(router, workspace):
 
 
 LOCK = ["skill:a", "skill:b", "skill:c", "skill:x"]
+SKIPPED = (
+    ", which get no work item, so not planned; send routing_context.current_phase_id null,"
+    " or an earlier phase, to plan them"
+)
 
 
 def proposal(plan, phase, primary):
@@ -89,3 +93,28 @@ async def test_a_phase_before_the_current_one_takes_no_proposal_nor_event(router
     assert body["message"].startswith("the plan has no phase 'nope'; its phases are 'verify'")
     accepted = await router.call("propose_support_consent", **proposal(plan, "verify", "skill:c"))
     assert accepted["status"] == "proposal-required"
+
+
+@pytest.mark.parametrize(
+    ("semantics", "current", "planned", "left"),
+    [
+        ("all", "implement", ["skill:b"], "skill:a, skill:x locked in explicit_skill_ids are"
+         " placed only in phases before the current phase 'implement' (plan)"),
+        ("use", "verify", ["skill:c", "skill:x"], "skill:a, skill:b locked in explicit_skill_ids"
+         " are placed only in phases before the current phase 'verify' (plan, implement)"),
+        ("use", "plan", ["skill:a", "skill:x"], None),
+    ],
+)  # fmt: skip
+async def test_a_lock_is_narrowed_to_the_current_phase(router, semantics, current, planned, left):
+    """The current phase narrows a lock's planned intent too, and a locked skill that only a
+    skipped phase held is named rather than silently dropped."""
+    plan = await router.plan("Design it, then build it.", explicit_skill_ids=LOCK,
+                             explicit_semantics=semantics, requested_work_mode="phased",
+                             routing_context=routing(None, current))  # fmt: skip
+    assert plan["planned_skill_ids"] == planned
+    assert len(plan["planned_skill_tree"]) == 3
+    if left is None:
+        assert plan["profile_warnings"] == []
+    else:
+        [warning] = plan["profile_warnings"]
+        assert warning == f"explicit-skill-skipped: {left}{SKIPPED}"

@@ -11,7 +11,8 @@ needs the user's consent (``support_consent_required``). Skills with null semant
 semantics with no skill, are refused (`lock_issue`). A Profile rule supplies phases,
 skills and exit-gate checks; the builtin default supplies phases and checks but plans no
 skill. With a ``current_phase_id`` among the plan's phases, only that phase's skills are the
-current planned intent and the work graph starts at that phase (the earlier ones get no work
+current planned intent, under a lock too (`_intent`: a locked skill left only in an earlier
+phase is warned about), and the work graph starts at that phase (the earlier ones get no work
 item, so `get_next_work` hands out the phase the plan names); an id that is no phase of the
 plan is reported in ``profile_warnings`` and changes nothing. A plan bound to a native Goal
 gets no Router-owned work graph.
@@ -180,6 +181,38 @@ def _unique(values: list[str]) -> list[str]:
     return list(dict.fromkeys(values))
 
 
+def _skills(phases: tuple[profiles.Phase, ...]) -> list[str]:
+    return _unique([s for p in phases for s in (p.primary_skill_id, *p.support_skill_ids) if s])
+
+
+def _intent(
+    explicit: list[str], phases: tuple[profiles.Phase, ...], current: Any
+) -> tuple[list[str], str | None]:
+    """The planned skill ids, and a warning naming the locked skills left behind, if any.
+
+    With a current phase that has a primary skill, only its skills are the current intent
+    (the contract's ``current_phase_id``), under a lock too; a locked skill no phase holds
+    still is (under ``use`` and ``only`` it may become the current phase's support by
+    consent), while one placed only in a phase before the current one is not planned at
+    all, so the warning names it. Otherwise every phase's skills (under a lock, every
+    locked skill) are planned."""
+    ids = [p.phase_id for p in phases]
+    at = ids.index(current) if current in ids else None
+    if at is None or phases[at].primary_skill_id is None:
+        return explicit or _skills(phases), None
+    placed = _skills(phases)
+    planned = _unique([*_skills(phases[at : at + 1]), *(s for s in explicit if s not in placed)])
+    left = [s for s in _skills(phases[:at]) if s in explicit and s not in planned]
+    if not left:
+        return planned, None
+    return planned, (
+        f"explicit-skill-skipped: {', '.join(left)} locked in explicit_skill_ids"
+        f" {'is' if len(left) == 1 else 'are'} placed only in phases before the current phase"
+        f" {current!r} ({', '.join(ids[:at])}), which get no work item, so not planned; send"
+        " routing_context.current_phase_id null, or an earlier phase, to plan them"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class _Shape:
     """The part of a plan that its ids do not change: one per set of deterministic inputs."""
@@ -258,14 +291,12 @@ def _build_shape(
         if p.primary_skill_id is not None
     ]
     ids = [p.phase_id for p in phases]
+    planned, behind = _intent(explicit, phases, current)
     if current in ids:  # the work stands at that phase: the graph starts there
         phases = phases[ids.index(current) :]
     elif current is not None:
         warnings = [*warnings, _unknown_phase(current, ids)]
-    in_scope = [t for t in tree if t["phase_id"] == current] or tree
-    scope = {t["phase_id"] for t in in_scope}
-    skills = [(p.primary_skill_id, *p.support_skill_ids) for p in phases if p.phase_id in scope]
-    planned = explicit or _unique([s for group in skills for s in group if s])
+    warnings = warnings if behind is None else [*warnings, behind]
     selection = "explicit-locked" if explicit else ("profile-route" if tree else "automatic")
     fields = {
         "created_work_items": 0 if goal is not None else len(phases),
