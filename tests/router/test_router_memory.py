@@ -134,7 +134,33 @@ async def test_a_changed_correlation_identity_is_not_the_same_memory_replay(rout
     assert await router.call("remember_workflow", **args) == {**recorded, "replayed": True}
     body = await router.refused("remember_workflow", **{**args, "correlation_id": "corr-2"})
     assert body["code"] == "idempotency-conflict"
-    assert "correlation_id is part of it: resend it unchanged to replay" in body["message"]
+    assert body["message"] == (
+        "this idempotency key was used by remember_workflow for a different request; use a new"
+        " key for a new write (to replay that remember_workflow answer, resend it unchanged,"
+        " correlation_id included: it is part of the request)"
+    )
+
+
+async def test_a_memory_key_another_tool_used_names_that_tool(router, policy):
+    # The refusal named no tool and said to resend unchanged to replay: no replay is
+    # possible through a different tool.
+    done = await completed_run(router)
+    recorded = await router.call("remember_workflow",
+                                 **remember_args(done, policy, idempotency_key="mk"))  # fmt: skip
+    current = (await status(router, policy))["history_summary_digest"]
+    purge = {"context": ctx(), "scope": "analytics-only", "confirmed": True,
+             "expected_summary_digest": current, "include_managed_profiles": False}  # fmt: skip
+    feedback = {"context": ctx(), "workspace_root": str(policy), "observation_id":
+                recorded["observation_id"], "workflow_run_id": done, "feedback_type": "accepted",
+                "reason_code": None, "correction_dimensions": [], "original_route_digest": None,
+                "corrected_route_digest": None}  # fmt: skip
+    for tool, args in (("purge_workflow_memory", purge), ("record_route_feedback", feedback)):
+        body = await router.refused(tool, idempotency_key="mk", correlation_id="c", **args)
+        assert body["code"] == "idempotency-conflict"
+        assert body["message"] == (
+            "this idempotency key was used by remember_workflow for a different request: each"
+            f" Memory write needs its own key, so send this {tool} with a new key"
+        )
 
 
 async def test_a_memory_receipt_stored_without_the_correlation_still_replays(

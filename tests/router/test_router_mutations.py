@@ -88,6 +88,10 @@ async def test_an_event_replay_answers_replayed_true_with_the_same_ids(router, r
     assert runtime.store.stats == commits
     body = await router.refused("record_work_event", **{**args, "observation": {"note": "y"}})
     assert body["code"] == "idempotency-conflict"
+    # It named the run and the version but not the tool that used the key.
+    assert body["message"].startswith(
+        "this idempotency key was used by record_work_event for a different request, on run"
+    )
 
 
 async def test_a_lost_replys_resend_at_the_next_version_is_told_how_to_replay(router):

@@ -45,6 +45,7 @@ class Receipted(msgspec.Struct, frozen=True, kw_only=True):
     idempotency_key: str
     request_digest: str
     legacy_digest: str = ""  # without the correlation_id, as older receipts hold it: they replay
+    tool: str = ""  # the tool that sends it (none for automatic promotion), for refusals
 
 
 class Remember(Receipted, frozen=True, tag=True):
@@ -223,7 +224,7 @@ class MemoryStore:
         if stored is None:
             return None
         if stored[0] not in (cmd.request_digest, cmd.legacy_digest):
-            return replies.key_reused(cmd.idempotency_key, memory=True)
+            return replies.memory_key_reused(cmd.idempotency_key, cmd.tool, stored[1])
         return {**stored[1], "replayed": True}
 
     def apply(self, cmd: ApplyRevision, at: str) -> tuple[dict[str, Any], list[Write]]:

@@ -150,10 +150,12 @@ def make_id(prefix: str, *parts: str) -> str:
 
 
 def receipt_fields(call: ToolCall) -> dict[str, str]:
-    """Session, idempotency key and request digest of a Memory mutation (its correlation
-    identity included: the contract's "a changed identity is not the same replay")."""
+    """Session, idempotency key, request digest and tool of a Memory mutation (its
+    correlation identity included: the contract's "a changed identity is not the same
+    replay")."""
     a = call.args
     return {
+        "tool": call.tool,
         "session_id": a["context"]["session_id"],
         "idempotency_key": a["idempotency_key"],
         "request_digest": request_digest(call.tool, a, correlated=True),

@@ -216,16 +216,19 @@ def conflict(
 
 
 def key_reused(
-    key: str, run_id: str | None = None, *, memory: bool = False, applied_at: int | None = None
+    key: str, run_id: str | None = None, *, tool: str | None = None, applied_at: int | None = None
 ) -> ToolError:
     """The refusal of an idempotency key reused for a different request; ``run_id`` names
     the run the key made or wrote to (a plan's key: the run an agent may have lost);
-    ``memory``: a Memory mutation's, whose correlation_id is part of the request;
-    ``applied_at``: the ``expected_state_version`` the key's write was applied at (an agent
-    that lost its reply and resent it with the version the run moved to meets this)."""
+    ``tool``: the tool that used the key first, when known; ``applied_at``: the
+    ``expected_state_version`` the key's write was applied at (an agent that lost its reply
+    and resent it with the version the run moved to meets this)."""
     on_run: dict[str, Any] = {} if run_id is None else {"workflow_run_id": run_id}
-    used = "this idempotency key was used for a different request" + (
-        "" if run_id is None else f", on run {run_id}"
+    used = (
+        "this idempotency key was used"
+        + ("" if tool is None else f" by {tool}")
+        + " for a different request"
+        + ("" if run_id is None else f", on run {run_id}")
     )
     if applied_at is not None:
         said = (
@@ -233,19 +236,36 @@ def key_reused(
             f" {applied_at}, so resend it unchanged (expected_state_version {applied_at}) to"
             " replay its answer; if it is a new write, use a new key"
         )
-    elif memory:
-        said = (
-            f"{used}; use a new key (a Memory write's correlation_id is part of it: resend it"
-            " unchanged to replay)"
-        )
     else:
         said = f"{used}; use a new key"
-    return refusal(
-        "idempotency-conflict",
-        said,
-        idempotency_key=key,
-        **on_run,
-    )
+    return refusal("idempotency-conflict", said, idempotency_key=key, **on_run)
+
+
+def _memory_writer(stored: dict[str, Any]) -> str:
+    """The Memory tool whose kept result ``stored`` is (each has a field or status the
+    others lack)."""
+    for field, tool in (("observation_digest", "remember_workflow"),
+                        ("feedback_id", "record_route_feedback"),
+                        ("deleted_observations", "purge_workflow_memory")):  # fmt: skip
+        if field in stored:
+            return tool
+    pending = stored.get("status") == "pending"  # a rollback proposes; a transition decides
+    return "rollback_profile_revision" if pending else "transition_profile_update"
+
+
+def memory_key_reused(key: str, tool: str, stored: dict[str, Any]) -> ToolError:
+    """`key_reused` for a Memory write by ``tool`` whose key already wrote ``stored``: naming
+    the tool that used it first, and suggesting a replay only to that same tool."""
+    first = _memory_writer(stored)
+    used = f"this idempotency key was used by {first} for a different request"
+    if first != tool:
+        said = f"{used}: each Memory write needs its own key, so send this {tool} with a new key"
+    else:
+        said = (
+            f"{used}; use a new key for a new write (to replay that {tool} answer, resend it"
+            " unchanged, correlation_id included: it is part of the request)"
+        )
+    return refusal("idempotency-conflict", said, idempotency_key=key)
 
 
 def _writer(stored: dict[str, Any]) -> str:
@@ -275,7 +295,8 @@ def run_key_reused(key: str, run_id: str, tool: str, stored: dict[str, Any]) -> 
         )
     else:
         version = stored.get("resulting_state_version")  # (an event's or a gate's)
-        return key_reused(key, run_id, applied_at=version - 1 if isinstance(version, int) else None)
+        applied_at = version - 1 if isinstance(version, int) else None
+        return key_reused(key, run_id, tool=first, applied_at=applied_at)
     return refusal("idempotency-conflict", said, idempotency_key=key, workflow_run_id=run_id)
 
 
