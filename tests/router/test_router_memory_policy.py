@@ -146,3 +146,20 @@ async def test_get_memory_status_says_why_a_workspace_root_was_refused(router, o
                              workspace_root=str(tmp_path / "ws"))  # fmt: skip
     assert fine["reason_codes"] == ["workspace-policy-missing", "memory-disabled"]
     assert not hasattr(fine, "guidance")  # nothing refused, no policy problem: no note
+
+
+@pytest.mark.parametrize("root", ["/etc", "relative/path"])
+async def test_list_workflow_candidates_says_why_a_workspace_root_was_refused(
+    router, options, tmp_path, root
+):
+    """An empty list with no word was the whole answer, where get_memory_status says why."""
+    path = tmp_path / "memory-policy.json"
+    path.write_text(personal("reviewed"))
+    options["router"]["memory_policy"] = str(path)
+    options["router"]["workspace_roots"] = [str(tmp_path)]
+    status = await router.call("get_memory_status", context=ctx(), workspace_root=root)
+    listed = await router.call("list_workflow_candidates", context=ctx(), workspace_root=root,
+                               status=None, limit=10)  # fmt: skip
+    assert listed == {"authority_mode": "router-local", "candidates": [], "truncated": False}
+    assert listed.guidance == f"{status.guidance} No candidates are listed for it."
+    assert listed.guidance.startswith("Workspace root refused: workspace-root-")

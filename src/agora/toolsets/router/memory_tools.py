@@ -116,11 +116,11 @@ async def policy_of(call: ToolCall) -> tuple[memory_policy.Policy, str]:
 
     A problem in a policy file is logged (once) with the field and value it names.
     """
-    policy, identity, _note = await _policy_and_root(call)
+    policy, identity, _note = await policy_and_root(call)
     return policy, identity
 
 
-async def _policy_and_root(call: ToolCall) -> tuple[memory_policy.Policy, str, str | None]:
+async def policy_and_root(call: ToolCall) -> tuple[memory_policy.Policy, str, str | None]:
     """`policy_of`, and a sentence saying why the call's workspace root was refused."""
     options = call.runtime.options("router")
     root = call.args.get("workspace_root")
@@ -165,7 +165,7 @@ def receipt_fields(call: ToolCall) -> dict[str, str]:
 
 async def get_memory_status(call: ToolCall) -> dict[str, Any]:
     """The effective policy and the caller's history summary; creates nothing."""
-    policy, identity, root_note = await _policy_and_root(call)
+    policy, identity, root_note = await policy_and_root(call)
     exists, summary, count = await call.runtime.call(
         MEMORY, memory_key(call.principal), Summary(identity)
     )

@@ -38,6 +38,7 @@ from agora.toolsets.router.memory_tools import (
     SUPPRESSION_DAYS,
     make_id,
     observations,
+    policy_and_root,
     policy_of,
     receipt_fields,
 )
@@ -85,9 +86,11 @@ async def workspace_candidates(
 
 
 async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
-    """The candidates of the caller's workspace (or personal scope); read-only, bounded."""
+    """The candidates of the caller's workspace (or personal scope); read-only, bounded.
+    A refused workspace root is said in a text block, as `get_memory_status` says it: the
+    outputSchema has no field for it, and an empty list alone would not say why."""
     a = call.args
-    policy, identity = await policy_of(call)
+    policy, identity, root_note = await policy_and_root(call)
     found: list[dict[str, Any]] = []
     if policy.candidate_generation_enabled:
         mined, _observed = await workspace_candidates(call, policy, identity)
@@ -95,8 +98,11 @@ async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
     if a["status"] is not None:
         found = [c for c in found if c["status"] == a["status"]]
     limit = a["limit"]
-    return {"authority_mode": "router-local", "candidates": found[:limit],
-            "truncated": len(found) > limit}  # fmt: skip
+    result = {"authority_mode": "router-local", "candidates": found[:limit],
+              "truncated": len(found) > limit}  # fmt: skip
+    if root_note is None:
+        return result
+    return Guided(result, f"{root_note[0].upper()}{root_note[1:]} No candidates are listed for it.")
 
 
 #: A candidate, its proposal (None if blocked), the reason codes and the lint problems.
