@@ -145,3 +145,20 @@ def test_every_failure_kind_is_shaped_within_the_declared_schema(kind):
     assert body["retryable"] is retryable
     assert body["correlation_id"] == failure.correlation_id
     assert "router-run" not in body["message"]  # a fixed text, never the core's detail
+
+
+async def test_a_memory_context_refusal_says_its_rule_in_words():
+    # It gave only the regex, which also allows more characters (160) than maxLength (128).
+    config = Config(port=0, db=":memory:", toolsets=["router"])
+    async with open_server(config, listen=False) as srv, srv.client("/mcp/router") as client:
+        await client.initialize()
+        context = {**ctx(), "session_id": "has space"}
+        bad = await client.call_tool("get_memory_status",
+                                     {"context": context, "workspace_root": None})  # fmt: skip
+    body = bad["structuredContent"]
+    rule = (
+        "must be letters, digits and . _ : - only (no spaces), starting with a letter or digit,"
+        " at most 128 characters, as the Memory tools' context is"
+    )
+    assert body["message"] == f"argument 'context.session_id': {rule}"
+    assert body["issues"] == [{"field": "context.session_id", "rule": "pattern", "message": rule}]

@@ -14,7 +14,8 @@ runs, every string of the arguments is checked by what its nearest key names:
 A breach is answered as the schema's own breaches are (``invalid-arguments``, naming the field
 and the rule), before anything is read or written. The Memory tools' schemas (the contract's
 own) bound their ``context`` more tightly: letters, digits and ``._:-``, at most 128
-characters; this adds nothing there. A planning context outside that form is accepted, as the
+characters; this adds nothing there but words: a refusal of their pattern says that rule in
+words (`_in_words`), not the regex alone. A planning context outside that form is accepted, as the
 planning schemas accept it, but its runs can never reach Memory (`memory_misfits`), and
 ``plan_work`` says so when Memory is configured.
 
@@ -77,6 +78,20 @@ def memory_misfits(context: dict[str, str]) -> list[str]:
     ]  # fmt: skip
 
 
+def _in_words(issue: ValidationIssue) -> ValidationIssue:
+    """``issue``, with a Memory ``context`` field's pattern said in words: the regex alone
+    leaves an agent to read it, and it allows more characters than ``maxLength`` does."""
+    name = issue.path[1] if len(issue.path) == 2 and issue.path[0] == "context" else None
+    field = MEMORY_CONTEXT.get(name) if isinstance(name, str) else None
+    if field is None or issue.rule != "pattern" or field[0].pattern not in issue.message:
+        return issue
+    return ValidationIssue(
+        issue.path, issue.rule,
+        "must be letters, digits and . _ : - only (no spaces), starting with a letter or digit,"
+        f" at most {field[1]} characters, as the Memory tools' context is",
+    )  # fmt: skip
+
+
 def bounded(handler: Handler) -> Handler:
     """``handler`` behind the bounds: a breach is refused before it runs."""
 
@@ -95,7 +110,7 @@ async def rejection(call: ToolCall, issues: Sequence[ValidationIssue]) -> dict[s
     router's other refusals are: ``invalid-arguments``, or for a tool in `NEVER_HERE`
     capability-unavailable, since no argument could make it run."""
     if call.tool not in NEVER_HERE:
-        return refused_for_arguments(call, issues).body
+        return refused_for_arguments(call, [_in_words(i) for i in issues]).body
     body = replies.unavailable(call.tool).body
     arguments_refused(call.tool, call.args, body)
     return body
