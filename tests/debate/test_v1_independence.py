@@ -13,6 +13,7 @@ import pytest
 from debate_support import ALICE, BOB, CAROL, CONDUCTOR, payload
 
 from agora.identity import Principal
+from agora.mcp.results import Guided
 
 #: Every caller without a token is this one principal.
 ANONYMOUS = Principal(projects=frozenset({"ops"}))
@@ -157,3 +158,25 @@ async def test_a_conductor_override_on_a_v1_topic_says_there_is_none_and_what_do
     assert body["error"] == "invalid_override", body
     assert "debate/v1 topic does not take" in body["message"]
     assert "debate_protocol_maintain" in body["message"]
+
+
+async def test_debate_init_notes_a_roster_whose_judge_cannot_be_independent(desk):
+    """A tester's note: debate_init seeded one principal with PRO and JUDGE (which a bind
+    refuses) without a word; the agent learnt it at verdict time."""
+    mine = {role: await desk.session(CONDUCTOR) for role in ("CONDUCTOR", "PRO", "JUDGE")}
+    entries = [{"role": r, "session_id": s} for r, s in mine.items()]
+    entries.append({"role": "CON", "session_id": None})
+    args = {
+        "title": "t", "created_by_role": "CONDUCTOR", "roles_json": json.dumps(entries),
+        "metadata_json": json.dumps({"priority_lane": "P2", "priority_reason": "r"}),
+        "protocol_version": "debate/v1", "blind_roles_csv": "PRO,CON",
+    }  # fmt: skip
+    seeded = await desk.call(CONDUCTOR, "debate_init", **args)
+    assert type(seeded) is Guided, seeded
+    assert seeded.guidance.startswith("Note: your principal now holds the blind role PRO and")
+    assert "CONDUCTOR, JUDGE" in seeded.guidance
+    fair = [{"role": "CONDUCTOR", "session_id": mine["CONDUCTOR"]}] + [
+        {"role": r, "session_id": None} for r in ("PRO", "CON", "JUDGE")
+    ]
+    plain = await desk.call(CONDUCTOR, "debate_init", **{**args, "roles_json": json.dumps(fair)})
+    assert type(plain) is not Guided

@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from agora.mcp.results import Guided
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Binding, TopicData, TopicRow
-from agora.toolsets.debate.protocol.state import ProtocolState
+from agora.toolsets.debate.protocol.state import ProtocolState, may_judge
 from agora.toolsets.debate.rules import reject
 
 if TYPE_CHECKING:
@@ -135,4 +136,27 @@ def init_topic(topic: Topic, cmd: InitTopic, now: Now) -> Effects:
         topic.data.protocol = ProtocolState.start(topic.topic_id, cmd.protocol, at)
         writes.append(sql.insert_protocol(topic.data.protocol))
     topic.event(writes, at, "topic_created", cmd.caller.name, roles=roles, project=cmd.project)
-    return Effects(reply=init_reply(topic, minted), writes=writes, changed=True)
+    reply = init_reply(topic, minted)
+    seeded = [role for role, session_id, _ in cmd.roster if session_id]
+    if (note := unjudgeable(topic.data.protocol, seeded)) is not None:
+        reply = Guided(reply, note)
+    return Effects(reply=reply, writes=writes, changed=True)
+
+
+def unjudgeable(state: ProtocolState | None, seeded: list[str]) -> str | None:
+    """The note for a debate/v1 roster that seeds the caller (one principal) with a blind
+    role and a role that may judge: a binding would be refused so (`ineligible_judge`), and
+    no verdict of that principal will count; None for any other roster."""
+    if state is None:
+        return None
+    blind = [role for role in seeded if role in state.blind_roles]
+    judging = [role for role in seeded if may_judge(state, role)]
+    if not blind or not judging:
+        return None
+    return (
+        f"Note: your principal now holds the blind role {blind[0]} and {', '.join(judging)}"
+        f" (a role that may judge): a judge must be independent of the blind pair by"
+        f" principal, so no verdict from it will count and it cannot bind another role that"
+        f" may judge. Leave the judge's role unbound (session_id null) for a principal with a"
+        f" bearer token of its own, and the blind roles for their debaters."
+    )
