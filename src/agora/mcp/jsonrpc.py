@@ -45,10 +45,11 @@ OVERSIZE_HEAD_BYTES = 4096
 #: ceiling against deeply nested input, well above the deepest arguments any toolset may
 #: accept (`agora.mcp.guard.MAX_DEPTH`, 32, at params' level 2), so that arguments
 #: past a toolset's limit still reach it and its own limit refuses them in its own words.
-#: At 8 (until stop 20) the chamber's contract depth of 8 could not be reached; at 33,
-#: arguments one level past the router's 32 got -32600 here instead of the router's
-#: ``invalid-arguments``. Arguments deeper than 63 levels still get -32600.
+#: (At 8 the chamber's contract depth could not be reached, at 33 one level past the router's
+#: 32 got -32600 instead of its ``invalid-arguments``.) Deeper than 63 levels gets -32600.
 MAX_PARAMS_DEPTH = 64
+#: Why params given by position (an array, which JSON-RPC allows) are refused.
+BY_NAME = ": MCP passes parameters by name, not in an array"
 #: What JSON nested past what the decoder (or a walk of it) can follow is told.
 TOO_DEEP = "JSON nested too deeply"
 #: Most arrays and objects one message may hold, counted before it is decoded: far above any
@@ -57,9 +58,8 @@ TOO_DEEP = "JSON nested too deeply"
 #: arrays (340,000 of them) took the decoder and the depth walk 0.5 s, every other client
 #: stalled meanwhile (a hostile client's finding); the scan that counts them takes 2-9 ms.
 MAX_CONTAINERS = 20_000
-#: An innermost pair of brackets. One substitution takes every innermost pair away at once
-#: and no pair it exposes (two ``bytes.replace`` in turn took ``{[]}`` away whole: two levels
-#: in one pass, and an object-array nesting counted half as deep).
+#: An innermost pair of brackets: one substitution takes every innermost pair away at once and
+#: no pair it exposes (two ``bytes.replace`` took ``{[]}`` away whole, two levels in one pass).
 _INNERMOST = re.compile(rb"\[\]|\{\}")
 #: Every byte but the four brackets (``bytes.translate`` deletes them).
 _NOT_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
@@ -68,8 +68,7 @@ RequestId = str | int
 
 _decoder = msgspec.json.Decoder()
 _encoder = msgspec.json.Encoder()
-#: Compact UTF-8 JSON of any value: the encoder's own method, for callers on every message.
-encode_value = _encoder.encode
+encode_value = _encoder.encode  #: compact UTF-8 JSON of any value (the encoder's own method)
 
 
 @dataclass(slots=True)  # one per message: frozen would cost ~0.1 us a field
@@ -265,14 +264,9 @@ def parse(obj: Any, *, walk: bool = True) -> Message:
     params = obj.get("params", {})
     if params is None:
         params = {}
-    if not isinstance(params, dict):
-        if isinstance(params, list):  # valid JSON-RPC (by position); MCP names every parameter
-            raise ProtocolError(
-                INVALID_PARAMS,
-                "params must be an object: MCP passes parameters by name, not in an array",
-                {"id": rid},
-            )
-        raise ProtocolError(INVALID_REQUEST, "params must be an object", {"id": rid})
+    if not isinstance(params, dict):  # an array: JSON-RPC's params by position, well formed
+        code, said = (INVALID_PARAMS, BY_NAME) if type(params) is list else (INVALID_REQUEST, "")
+        raise ProtocolError(code, f"params must be an object{said}", {"id": rid})
     if walk and depth(params, MAX_PARAMS_DEPTH) > MAX_PARAMS_DEPTH:
         raise ProtocolError(
             INVALID_REQUEST, f"params nested deeper than {MAX_PARAMS_DEPTH} levels", {"id": rid}

@@ -25,6 +25,7 @@ from agora.transports.episodes import Episode
 from agora.transports.http import HttpConnection
 from agora.transports.keepalive import Keepalive
 from agora.transports.websocket import serve_websocket
+from agora.web.prefix import base_path
 
 if TYPE_CHECKING:
     from agora.server.app import App, Endpoint
@@ -51,6 +52,8 @@ class FrontEnd:
         self.max_connections = (
             app.config.max_connections if max_connections is None else max_connections
         )
+        #: The path prefix of ``public_url`` the pages link under (`agora.web.prefix`).
+        self.base = base_path(app.config.public_url)
         #: Resolved ``/mcp...`` paths (a handful in practice; bounded all the same).
         self._endpoints: dict[str, Endpoint | None] = {}
         #: Requests between head and the end of their response.

@@ -38,7 +38,7 @@ from agora.transports.respond import Closed, Responder, refusal_response
 from agora.transports.routing import gate, methods_of, not_allowed, page_refusal, request_of
 from agora.transports.websocket import WS_VERSION, accept_websocket, upgrade_refusal
 from agora.web.http import EventStream, Request, Response, wants_html
-from agora.web.prefix import base_path, unprefixed
+from agora.web.prefix import unprefixed
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -76,7 +76,7 @@ class HttpConnection(Responder):
         self.front = front
         self.app = front.app
         self.config = front.app.config
-        self.base = base_path(self.config.public_url)
+        self.base = front.base
         self.buf = bytearray()
         self.served = 0
         #: Bounds each wait for the peer's bytes: the front end's `Sweeper` cancels it once
