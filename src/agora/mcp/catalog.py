@@ -8,9 +8,10 @@ called here; each entry carries an opaque ``target`` the async driver knows how 
 from __future__ import annotations
 
 import base64
+import difflib
 import functools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,6 +154,9 @@ class Catalog:
     completion: Any = None
     page_size: int = 100
     instructions: str | None = None
+    #: The tools of the server's other toolsets, by name: their toolset's name (a caller on
+    #: the wrong endpoint is told where the tool is).
+    elsewhere: Mapping[str, str] = field(default_factory=dict)
     _tools_by_name: dict[str, ToolEntry] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -161,6 +165,18 @@ class Catalog:
     def tool(self, name: str) -> ToolEntry | None:
         """The tool (canonical or alias) called ``name``."""
         return self._tools_by_name.get(name)
+
+    def unknown_tool(self, name: str) -> str:
+        """The refusal of a call to ``name``, which is not here: where it is served, if
+        another toolset has it, else the tool it is closest to, if one is close."""
+        toolset = self.elsewhere.get(name)
+        if toolset is not None:
+            return (
+                f"unknown tool: {name} is a {toolset} tool, not served on this endpoint;"
+                f" connect to /mcp/{toolset} (or /mcp, which serves every toolset)"
+            )
+        close = difflib.get_close_matches(name, self._tools_by_name, n=1, cutoff=0.75)
+        return f"unknown tool: {name}" + (f"; did you mean {close[0]}?" if close else "")
 
     def listed_tools(self) -> list[ToolEntry]:
         """Canonical tools in listing order (aliases are left out)."""

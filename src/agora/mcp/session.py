@@ -312,7 +312,7 @@ class Session:
         if kind == "tool":
             tool = self.catalog.tool(name)
             if tool is None:
-                raise ProtocolError(rpc.INVALID_PARAMS, f"unknown tool: {name}")
+                raise ProtocolError(rpc.INVALID_PARAMS, self.catalog.unknown_tool(name))
             problems = tool.check(args)
             if problems and tool.refuse is not None:  # refused by a call that reads state
                 return Invoke(msg.id, kind, name, args, tool.refuse(problems), token, meta, modern)

@@ -135,6 +135,13 @@ class App:
                 completion=t.completion,
                 page_size=config.page_size,
                 instructions=t.instructions,
+                elsewhere={
+                    tool.name: other.name
+                    for other in toolsets
+                    if other is not t
+                    for tool in entries[other.name]
+                    if tool.alias_of is None
+                },
             )
         self._per_toolset = per
         told = [f"{t.name}: {t.instructions}" for t in toolsets if t.instructions]
