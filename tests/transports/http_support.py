@@ -265,3 +265,20 @@ async def post_into(
     async with RawHttp.open(port) as client:
         answer["reply"] = await client.request("POST", "/mcp/probe", body, session)
         answer["at"] = trio.current_time()
+
+
+async def healthz(port: int) -> dict[str, Any]:
+    """``GET /healthz`` on a connection of its own (counted in its ``connections``)."""
+    async with RawHttp.open(port) as client:
+        reply = await client.request("GET", "/healthz")
+    health: dict[str, Any] = reply.json()
+    return health
+
+
+async def until(port: int, **counts: int) -> None:
+    """Poll ``/healthz`` until it shows ``counts`` (the caller bounds the wait)."""
+    while True:
+        health = await healthz(port)
+        if all(health[name] == value for name, value in counts.items()):
+            return
+        await trio.sleep(0.02)

@@ -2,8 +2,8 @@
 
 The revision's cancellation pattern: closing the response stream is the cancellation signal,
 and no ``notifications/cancelled`` comes. A long-poll whose client went away must leave at
-once (``/healthz``: nothing in flight, nothing parked), not when its own timeout passes. A
-handshake session's stream may be resumed, so there a hang-up is not a cancellation.
+once (``/healthz``: nothing in flight, nothing parked), not when its own timeout passes. (A
+handshake session's hang-ups: `test_http_session_hangup`.)
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import trio
-from http_support import MCP_HEADERS, MODERN, MODERN_META, RawHttp, call, open_session, serve
+from http_support import MCP_HEADERS, MODERN, MODERN_META, call, serve, until
 
 mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")
 
@@ -23,22 +23,6 @@ pytestmark = pytest.mark.filterwarnings(
 
 #: Hang guard; the long-polls below wait up to 55 s, so leaving within it is no timeout.
 GUARD = 20
-
-
-async def healthz(port: int) -> dict[str, Any]:
-    async with RawHttp.open(port) as client:
-        reply = await client.request("GET", "/healthz")
-    health: dict[str, Any] = reply.json()
-    return health
-
-
-async def until(port: int, **counts: int) -> None:
-    """Poll ``/healthz`` until it shows ``counts`` (the caller bounds the wait)."""
-    while True:
-        health = await healthz(port)
-        if all(health[name] == value for name, value in counts.items()):
-            return
-        await trio.sleep(0.02)
 
 
 def modern_post(body: dict[str, Any], path: str = "/mcp/chess") -> bytes:
@@ -140,22 +124,3 @@ async def json_replies(stream: trio.SocketStream, count: int) -> list[dict[str, 
         assert chunk, "the server closed the connection"
         data += chunk
     return bodies
-
-
-async def test_a_handshake_session_call_outlives_its_connection():
-    with trio.fail_after(GUARD):
-        async with serve() as server:
-            async with RawHttp.open(server.port) as client:
-                session = await open_session(client, "/mcp/chess")
-            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
-            body = json.dumps(call("wait_for_turn", 1, arguments={"timeout_ms": 55000}))
-            head = {"host": "127.0.0.1", **MCP_HEADERS, **session}
-            head["content-length"] = str(len(body))
-            lines = "".join(f"{k}: {v}\r\n" for k, v in head.items())
-            await stream.send_all(f"POST /mcp/chess HTTP/1.1\r\n{lines}\r\n{body}".encode())
-            await until(server.port, in_flight=1, parked=1)
-            await stream.aclose()
-            # The call stays: its client may resume the stream (Last-Event-ID).
-            for _ in range(5):
-                assert (await healthz(server.port))["parked"] == 1
-                await trio.sleep(0.02)

@@ -76,6 +76,7 @@ class FrontEnd:
     async def handle(self, stream: trio.SocketStream) -> None:
         """Serve one accepted connection until it ends."""
         self.connections += 1
+        gone = False  # (counted out already: `left`)
         try:
             conn = HttpConnection(self, stream)
             if self.connections > self.max_connections:
@@ -95,6 +96,7 @@ class FrontEnd:
                 await conn.serve()
             finally:
                 self.sweeper.discard(conn)
+                gone = conn.gone
             upgrade = conn.upgrade
             # A WebSocket may stay parked for hours: nothing of its HTTP exchange stays with it.
             del conn
@@ -108,10 +110,16 @@ class FrontEnd:
                     workers=self.workers,
                 )
         finally:
-            self.connections -= 1
-            if not self.connections and self._closed is not None:
-                self._closed.set()
-                self._closed = None
+            if not gone:
+                self.left()
+
+    def left(self) -> None:
+        """A connection ended: counted out. A connection whose client closed it while its
+        request's task still runs (a call) calls this itself, at once, and only then."""
+        self.connections -= 1
+        if not self.connections and self._closed is not None:
+            self._closed.set()
+            self._closed = None
 
     def endpoint(self, path: str) -> Endpoint | None:
         """The MCP endpoint at ``path`` with no query, if any (`App.endpoint`, remembered)."""

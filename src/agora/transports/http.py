@@ -202,7 +202,7 @@ class HttpConnection(Responder):
         The watch is a task of this connection's nursery. It first runs when the request's
         task waits: an answer that never waited has cancelled the scope by then, and nothing
         was asked of the kernel. Bytes of a next request (pipelined) end the watch unread:
-        the client is still there.
+        the client is still there. A hang-up also closes the socket at once (`_close_now`).
         """
         if not self.buf and self.nursery is not None:  # else the next request is here already
             self.watching = trio.CancelScope()
@@ -219,6 +219,15 @@ class HttpConnection(Responder):
                 peeked = b""
             if not peeked:
                 hung_up()
+                self._close_now()
+
+    def _close_now(self) -> None:
+        """The client closed the connection while a response was due: close the socket now
+        and leave the front end's count (``/healthz`` `connections`), not once the request's
+        task ends, which runs a call that may go on (a resumable stream's)."""
+        self.gone = True
+        self.front.left()
+        self.stream.socket.close()
 
     def expire(self) -> None:
         """The wait for the peer's bytes is past its deadline (called by the `Sweeper`)."""

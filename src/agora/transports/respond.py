@@ -76,9 +76,14 @@ class Responder:
         self.base = ""
         #: Ends the watch for the client's hang-up (`watch_hangup`), if one runs.
         self.watching: trio.CancelScope | None = None
+        #: The client closed the connection and the socket is closed: nothing more is
+        #: written, not even to its descriptor's number, which the kernel may give another.
+        self.gone = False
 
     async def _write(self, data: bytes) -> None:
         """Send bytes; a peer that leaves them unread for ``send_timeout`` is dropped."""
+        if self.gone:
+            raise Closed
         view = memoryview(data)
         while view:
             try:

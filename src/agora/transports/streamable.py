@@ -9,10 +9,9 @@ client) first. A 2026-07-28 request (``params._meta`` envelope, its standard hea
 session of its TCP connection (`Link.modern`; a notification is accepted and dropped,
 `agora.transports.modern_notices`), so that its calls' ``call.connection`` is one object
 across the connection's keep-alive requests (a toolset's per-connection limits bind) and never
-outlives it; a client that closes the connection before its answer has cancelled that call
-(`Link.watch_hangup`), while a handshake session's call outlives its POST's connection (the
-stream may be resumed). Handshake sessions are capped (``max_sessions``, and a share per
-principal: a new one evicts its principal's least recently used idle one,
+outlives it. What a client's hang-up before its answer does to its call, at either kind of
+session, is `agora.transports.hangups`. Handshake sessions are capped (``max_sessions``, and a
+share per principal: a new one evicts its principal's least recently used idle one,
 `agora.transports.session_table`) and expire after ``session_idle_seconds`` unused. The front
 end has checked Host and Origin.
 """
@@ -27,15 +26,13 @@ import trio
 from agora.errors import ProtocolError
 from agora.mcp import batch
 from agora.mcp import jsonrpc as rpc
-from agora.mcp.listen import LISTEN
 from agora.mcp.session import (
     HANDSHAKE_VERSIONS,
-    INVOKED,
     META_CAPABILITIES,
     META_VERSION,
     MODERN_VERSIONS,
 )
-from agora.transports import modern_notices
+from agora.transports import hangups, modern_notices
 from agora.transports.batch import exchange as exchange_batch
 from agora.transports.guard import mcp_post_refusal
 from agora.transports.http_session import SHUTDOWN, HttpSession
@@ -200,6 +197,8 @@ class StreamableHTTP:
         if not isinstance(msg, rpc.Request):
             await found.conn.feed(msg)  # (a cancelled call's POST ends as it ends: unanswered)
             return Response(202)
+        if link is not None:
+            hangups.watch(link, found, msg)
         return await self._exchange(found, msg, link)
 
     async def _batch(self, req: Request, endpoint: Endpoint) -> Response | EventStream | None:
@@ -298,12 +297,8 @@ class StreamableHTTP:
             return Response.json(rpc.error(msg.id, rpc.HEADER_MISMATCH, mismatch), 400)
         session = self._modern(link, endpoint, principal)
         self._one_shot.add(session)
-        if link is not None and (msg.method in INVOKED or msg.method == LISTEN):
-            # At this revision a client cancels by closing the connection (basic/patterns/
-            # cancellation): the call then ends as a cancelled call, releasing what it holds;
-            # a listen stream ends so.
-            rid = msg.id
-            link.watch_hangup(lambda: _cancelled(session, rid))
+        if link is not None:
+            hangups.watch(link, session, msg)
         try:
             return await self._exchange(session, msg, link)
         finally:
@@ -374,12 +369,6 @@ class StreamableHTTP:
             self.table.drop(sid, SHUTDOWN)
         for session in self._one_shot:
             session.close(SHUTDOWN)
-
-
-def _cancelled(session: HttpSession, rid: rpc.RequestId) -> None:
-    """The client of 2026-07-28 request ``rid`` hung up: cancel its call, which ends its
-    response (`HttpSession.unanswered`)."""
-    session.conn.cancel(rid)
 
 
 def _is_modern(msg: rpc.Request, req: Request) -> bool:

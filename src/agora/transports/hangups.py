@@ -1,0 +1,45 @@
+"""What a client's hang-up does to its call on Streamable HTTP, per revision.
+
+A client that closes its TCP connection before its answer has come: the front end closes the
+socket at once (`agora.transports.http`, ``watch_hangup``); this module decides what becomes
+of the call. At 2026-07-28 closing the connection is the revision's cancellation signal
+(basic/patterns/cancellation): the call, or the listen stream, is cancelled. In a handshake
+session (2025-03-26 to 2025-11-25) a call whose SSE stream has begun goes on, for its events
+carry ids and its client may resume it with Last-Event-ID; one still to be answered with plain
+JSON is cancelled, for that answer has no stream and no id and could never reach anyone.
+Nothing here touches a socket.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agora.mcp.listen import LISTEN
+from agora.mcp.session import INVOKED
+
+if TYPE_CHECKING:
+    from agora.mcp import jsonrpc as rpc
+    from agora.transports.http_session import HttpSession
+    from agora.transports.streamable import Link
+
+
+def watch(link: Link, session: HttpSession, msg: rpc.Request) -> None:
+    """Have ``link`` tell ``session`` if the client of request ``msg`` hangs up before its
+    answer: for a call (and a 2026-07-28 listen stream); anything else is answered at once."""
+    rid = msg.id
+    if session.modern:
+        if msg.method in INVOKED or msg.method == LISTEN:
+            link.watch_hangup(lambda: session.conn.cancel(rid))
+    elif msg.method in INVOKED:
+        link.watch_hangup(lambda: _dropped(session, rid))
+
+
+def _dropped(session: HttpSession, rid: rpc.RequestId) -> None:
+    """The client of handshake-session request ``rid`` hung up. Until the call streams, its
+    POST waits to answer with plain JSON (``session.early`` holds it): the call is cancelled,
+    as by ``notifications/cancelled`` (a long-poll leaves without taking what it waited for).
+    Once its stream has begun, the response reading it ends and the call goes on."""
+    if rid in session.early:
+        session.conn.cancel(rid)
+    else:
+        session.hangup(rid)
