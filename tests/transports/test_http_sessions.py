@@ -171,3 +171,25 @@ async def test_a_cancelled_call_ends_its_waiting_post_with_no_response(clock):
             assert reply.headers["content-type"].startswith("text/event-stream")
             data = [line for line in reply.body.decode().splitlines() if line.startswith("data:")]
             assert all(not line[5:].strip() for line in data), data  # (a priming event's)
+
+
+@pytest.mark.parametrize("second", ["same", "other"])
+@pytest.mark.parametrize("method", ["POST", "GET", "DELETE"])
+async def test_a_session_id_given_twice_is_a_bad_request_not_a_missing_session(
+    clock, method, second
+):
+    """404 would tell the client's SDK to drop a session that is alive."""
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            async with RawHttp.open(server.port) as client:
+                session = await open_session(client)
+                sid = session["mcp-session-id"]
+                # (h11 sends both: the names differ in case only)
+                twice = session | {"Mcp-Session-Id": sid if second == "same" else "0" * 32}
+                twice["accept"] = "application/json, text/event-stream"
+                body = call("echo", 1) if method == "POST" else None
+                refused = await client.request(method, "/mcp/probe", body, twice)
+                assert refused.status == 400
+                assert "given more than once" in refused.json()["error"]["message"]
+                reply = await client.request("POST", "/mcp/probe", call("echo", 2), session)
+                assert reply.json()["result"]["structuredContent"] == {"echo": {}}

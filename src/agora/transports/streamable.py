@@ -77,6 +77,10 @@ NO_SESSION_METHOD = (
     "Method Not Allowed: {} needs an Mcp-Session-Id (a handshake session's);"
     " a 2026-07-28 request is a POST"
 )
+REPEATED_SESSION_ID = (
+    "Bad Request: the Mcp-Session-Id header was given more than once; send it once, with the"
+    " session's id"
+)
 NO_ENVELOPE = (
     f"a 2026-07-28 request needs params._meta with {META_VERSION!r} and {META_CAPABILITIES!r}"
 )
@@ -150,6 +154,9 @@ class StreamableHTTP:
         sid = req.headers.get(SESSION_HEADER)
         if not sid:
             return _rpc_error(400, "Bad Request: Mcp-Session-Id header is required")
+        if "," in sid:  # (the head joins a repeated field's values with ", "; ids are hex)
+            # Not 404, which tells a client to drop its session: this one may be alive.
+            return _rpc_error(400, REPEATED_SESSION_ID)
         session = self.sessions.get(sid)
         # Another principal's session answers as a missing one, in the same bytes: a caller
         # learns nothing of the ids others hold (it was a 403, "belongs to another principal");
