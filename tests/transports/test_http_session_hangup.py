@@ -37,7 +37,7 @@ async def handshake(port: int, version: str, path: str) -> dict[str, str]:
     return session
 
 
-def raw_post(body: dict[str, Any], session: dict[str, str], path: str) -> bytes:
+def raw_post(body: Any, session: dict[str, str], path: str) -> bytes:
     """A session's POST of ``body`` as raw HTTP/1.1 bytes."""
     raw = json.dumps(body).encode()
     head = {"host": "127.0.0.1", **MCP_HEADERS, **session, "content-length": str(len(raw))}
@@ -61,6 +61,20 @@ async def test_a_long_poll_whose_client_hangs_up_leaves_with_its_socket(version)
             async with RawHttp.open(server.port) as client:
                 board = await client.request("POST", "/mcp/chess", call("get_board", 2), session)
             assert board.json()["result"]["structuredContent"]["table"] == "default"
+
+
+async def test_a_batch_whose_json_array_is_pending_leaves_with_its_socket():
+    """MCP 2025-03-26: a batch's calls run in the session, its POST waits for them all."""
+    with trio.fail_after(GUARD):
+        async with serve() as server:
+            session = await handshake(server.port, "2025-03-26", "/mcp/chess")
+            wait = call("wait_for_turn", 1, arguments={"timeout_ms": 55000})
+            ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+            await stream.send_all(raw_post([wait, ping], session, "/mcp/chess"))
+            await until(server.port, in_flight=1, parked=1, connections=2)
+            await stream.aclose()
+            await until(server.port, in_flight=0, parked=0, connections=1)
 
 
 async def test_a_call_that_streamed_outlives_its_connection_which_closes_at_once():

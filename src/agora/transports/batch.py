@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from agora.mcp import batch
 from agora.mcp import jsonrpc as rpc
+from agora.transports.hangups import watch_batch
 from agora.web.http import EventStream, Response
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
     from agora.transports.http_session import HttpSession
     from agora.transports.sse import EventBuffer
+    from agora.transports.streamable import Link
 
 __all__ = ["exchange"]
 
@@ -39,8 +41,12 @@ async def exchange(
     session: HttpSession,
     body: bytes,
     stream: Callable[[HttpSession, EventBuffer, int], EventStream],
+    link: Link | None = None,
 ) -> Response | EventStream:
-    """Serve batch ``body`` in ``session``; ``stream`` makes the SSE answer of a buffer."""
+    """Serve batch ``body`` in ``session``; ``stream`` makes the SSE answer of a buffer.
+
+    With ``link`` (the POST's connection), a client that hangs up before the answer ends
+    the batch's calls or its response (`agora.transports.hangups.watch_batch`)."""
     parsed = batch.parse(body)
     if isinstance(parsed, dict):
         return Response.json(parsed, 400)
@@ -49,6 +55,8 @@ async def exchange(
         refused = rpc.error(None, rpc.INVALID_REQUEST, "a request id of the batch is in flight")
         return Response.json(refused, 400)
     buf = session.open_batch(requests, parsed.errors) if requests else None
+    if buf is not None and link is not None:
+        watch_batch(link, session, buf, requests)
     hangups = buf.hangups if buf is not None else 0
     for msg in parsed.messages:
         await session.conn.feed(msg)

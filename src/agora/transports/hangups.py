@@ -6,8 +6,9 @@ of the call. At 2026-07-28 closing the connection is the revision's cancellation
 (basic/patterns/cancellation): the call, or the listen stream, is cancelled. In a handshake
 session (2025-03-26 to 2025-11-25) a call whose SSE stream has begun goes on, for its events
 carry ids and its client may resume it with Last-Event-ID; one still to be answered with plain
-JSON is cancelled, for that answer has no stream and no id and could never reach anyone.
-Nothing here touches a socket.
+JSON is cancelled, for that answer has no stream and no id and could never reach anyone; so
+are the calls of a 2025-03-26 batch still to be answered with one JSON array. Nothing here
+touches a socket.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from agora.mcp.session import INVOKED
 if TYPE_CHECKING:
     from agora.mcp import jsonrpc as rpc
     from agora.transports.http_session import HttpSession
+    from agora.transports.sse import EventBuffer
     from agora.transports.streamable import Link
 
 
@@ -43,3 +45,20 @@ def _dropped(session: HttpSession, rid: rpc.RequestId) -> None:
         session.conn.cancel(rid)
     else:
         session.hangup(rid)
+
+
+def watch_batch(
+    link: Link, session: HttpSession, buf: EventBuffer, rids: list[rpc.RequestId]
+) -> None:
+    """As `watch`, for a 2025-03-26 batch whose requests ``rids`` answer into ``buf``: while
+    nothing but answers came, its POST waits to answer with one JSON array, and its calls
+    still running are cancelled; once its stream has begun, the response reading it ends."""
+
+    def dropped() -> None:
+        if buf.answers is not None and len(buf.events) > len(buf.answers):
+            buf.hangup()
+        else:
+            for rid in rids:
+                session.conn.cancel(rid)
+
+    link.watch_hangup(dropped)

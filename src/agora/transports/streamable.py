@@ -181,7 +181,7 @@ class StreamableHTTP:
         if refused is not None:
             return _rpc_error(*refused)
         if batch.is_batch(req.body) and req.headers.get(SESSION_HEADER):
-            served = await self._batch(req, endpoint)
+            served = await self._batch(req, endpoint, link)
             if served is not None:
                 return served
         try:
@@ -208,7 +208,9 @@ class StreamableHTTP:
             hangups.watch(link, found, msg)
         return await self._exchange(found, msg, link)
 
-    async def _batch(self, req: Request, endpoint: Endpoint) -> Response | EventStream | None:
+    async def _batch(
+        self, req: Request, endpoint: Endpoint, link: Link | None
+    ) -> Response | EventStream | None:
         """Serve a batch on its session if that one was negotiated at 2025-03-26; None if
         it was not (the batch is then refused)."""
         found = self._session(req, endpoint)
@@ -216,7 +218,7 @@ class StreamableHTTP:
             return found
         if found.session.protocol_version != batch.VERSION:
             return None
-        return await exchange_batch(found, req.body, self._stream)
+        return await exchange_batch(found, req.body, self._stream, link)
 
     async def _initialize(
         self,
