@@ -114,8 +114,9 @@ class FrontEnd:
                 self.left()
 
     def left(self) -> None:
-        """A connection ended: counted out. A connection whose client closed it while its
-        request's task still runs (a call) calls this itself, at once, and only then."""
+        """Count a connection out: when it ends, or at once when its client closed it while
+        its request's task still runs (`HttpConnection.gone`: that task may go on with a
+        resumable call, but the socket is closed)."""
         self.connections -= 1
         if not self.connections and self._closed is not None:
             self._closed.set()

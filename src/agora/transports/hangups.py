@@ -39,7 +39,7 @@ def watch(link: Link, session: HttpSession, msg: rpc.Request) -> None:
 def _dropped(session: HttpSession, rid: rpc.RequestId) -> None:
     """The client of handshake-session request ``rid`` hung up. Until the call streams, its
     POST waits to answer with plain JSON (``session.early`` holds it): the call is cancelled,
-    as by ``notifications/cancelled`` (a long-poll leaves without taking what it waited for).
+    as by ``notifications/cancelled`` (a parked long-poll leaves at once).
     Once its stream has begun, the response reading it ends and the call goes on."""
     if rid in session.early:
         session.conn.cancel(rid)
@@ -55,7 +55,7 @@ def watch_batch(
     still running are cancelled; once its stream has begun, the response reading it ends."""
 
     def dropped() -> None:
-        if buf.answers is not None and len(buf.events) > len(buf.answers):
+        if len(buf.events) > len(buf.answers or ()):
             buf.hangup()
         else:
             for rid in rids:

@@ -101,7 +101,7 @@ class Link(Protocol):
 
     def watch_hangup(self, hung_up: Callable[[], None]) -> None:
         """Call ``hung_up`` if the client closes the connection before the request's response
-        is over (a listen's SSE stream included)."""
+        is over (a listen's SSE stream included); the connection is then closed at once."""
 
 
 class StreamableHTTP:
