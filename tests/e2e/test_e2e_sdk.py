@@ -119,8 +119,8 @@ async def test_the_chamber_tells_a_model_which_calls_cost_an_action(start_agora)
 async def test_the_debate_endpoint_tells_a_model_its_first_call_and_who_needs_a_token(
     start_agora,
 ):
-    """/mcp/debate sent no instructions: a model learnt neither that debate_session_open
-    comes first nor that the blind roles and a judge each need a token of their own."""
+    """/mcp/debate sent no instructions: a model learnt neither how a topic and its sessions
+    are opened nor that the blind roles and a judge each need a token of their own."""
     agora = start_agora("", "--toolsets", "debate,chess")
     with trio.fail_after(TIMEOUT):
         async with mcp.Client(f"{agora.url}/mcp/debate", read_timeout_seconds=TIMEOUT) as client:
@@ -129,7 +129,8 @@ async def test_the_debate_endpoint_tells_a_model_its_first_call_and_who_needs_a_
         async with mcp.Client(f"{agora.url}/mcp", read_timeout_seconds=TIMEOUT) as c:
             everything = c.instructions
     assert told is not None
-    assert "Start with debate_session_open" in told
+    assert "To open a topic, call debate_init" in told
+    assert "open a session with debate_session_open, then debate_bind_role" in told
     assert "blind roles of a debate/v1 topic, and a judge, each need a token of their own" in told
     named = {word.strip(",.:;()") for word in told.split() if word.startswith("debate_")}
     assert named <= names, named - names  # every tool it names is served

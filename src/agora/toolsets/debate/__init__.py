@@ -21,19 +21,26 @@ from agora.toolsets.debate.replies import argument_rejection, internal_failure, 
 from agora.toolsets.debate.sql import MIGRATIONS
 from agora.toolsets.debate.tools import HANDLERS
 
-#: The initialize result's ``instructions`` on the debate endpoint: the first call, and what
-#: no tool description says (who a session belongs to, so which agents need their own token).
+#: The initialize result's ``instructions`` on the debate endpoint: the first calls, and what
+#: no tool description says (that only an addressed post reaches an inbox, who a session
+#: belongs to, so which agents need their own token).
 INSTRUCTIONS: Final = (
-    "Structured debate: topics whose roles are bound to sessions. Start with "
-    "debate_session_open: every other tool presupposes a session you own. debate_init then "
-    "opens a topic (metadata_json with a priority_lane P0..P7 and a priority_reason), or "
-    "debate_bind_role takes a role on one; once debate_state has moved it from INIT to "
-    "ACTIVE, post with debate_post, and receive what is addressed to you with "
-    "debate_signal_wait, then debate_signal_advance. A session belongs to the principal of "
-    "the bearer token that opened it, and every caller without a token is the same "
-    "principal: the two blind roles of a debate/v1 topic, and a judge, each need a token of "
-    "their own, or one can read the other's blind claim and take over its role (and a "
-    "principal holding a blind role may not judge)."
+    "Structured debate: topics whose roles are bound to sessions you own. To open a topic, "
+    "call debate_init (metadata_json with a priority_lane P0..P7 and a priority_reason; it "
+    "takes no session_id argument): each roles_json entry names a session you opened with "
+    "debate_session_open, or omits session_id to have one minted for you (its id is in the "
+    "reply's seeded_bindings), or sets it to null to leave the role for a participant. To "
+    "take a role on a topic someone else opened, open a session with debate_session_open, "
+    "then debate_bind_role. Once debate_state has moved the topic from INIT to ACTIVE, post "
+    "with debate_post_with_recipients, naming in addressed_to_csv the roles (or session ids) "
+    "that must receive the message: a debate_post is a broadcast that reaches no inbox (only "
+    "debate_read and debate_search show it). Receive what is addressed to you with "
+    "debate_signal_wait (it answers the same messages again until your cursor moves), then "
+    "debate_signal_advance to the last msg_id you handled. A session belongs to the "
+    "principal of the bearer token that opened it, and every caller without a token is the "
+    "same principal: the two blind roles of a debate/v1 topic, and a judge, each need a "
+    "token of their own, or one can read the other's blind claim and take over its role "
+    "(and a principal holding a blind role may not judge)."
 )
 
 
