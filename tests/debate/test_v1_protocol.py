@@ -20,6 +20,8 @@ from debate_support import (
     v1_topic,
 )
 
+from agora.toolsets.debate.protocol.gates import JUDGING_STEPS
+
 STATE_FIELDS = {
     "topic_id",
     "protocol_version",
@@ -170,16 +172,21 @@ async def test_the_phase_machine_runs_to_adjudicate(desk):
     assert verify["protocol_state"]["round_no"] == 2
     # The judge is told why (it saw round_no 2 and nothing more): the open CHALLENGE, and
     # that an EVIDENCE supports one without closing it.
-    assert verify.guidance == (
+    # (after the line every broadcast's reply begins with, and before whose move it is)
+    _, why, then = verify.guidance.split("\n")
+    assert why == (
         "The VERIFY is verified, but 1 CHALLENGE(s) are still open, so round 2 begins. A"
         " CHALLENGE closes with a REBUT or CONCEDE replying to it (an EVIDENCE supports it"
         f" without closing it); open: {challenge['msg_id']}."
     )
+    assert then.startswith("Next: DEBATE, round 2 of 3: PRO and CON answer each other")
     await v1.post("PRO", "REBUT", reply_to=challenge["msg_id"])
     verify = await v1.post(
         "JUDGE", "VERIFY", reply_to=pro["msg_id"], payload_json=payload("ok", result="verified")
     )
-    assert not hasattr(verify, "guidance")  # closed as it should: nothing to explain
+    # Closed as it should: nothing to explain but whose move it is.
+    adjudicate = f"Next: ADJUDICATE takes no semantic posts. {JUDGING_STEPS}"
+    assert verify.guidance.split("\n")[1:] == [adjudicate]
     assert verify["round_no"] == 2
     assert verify["protocol_state"]["phase"] == "ADJUDICATE"
     assert verify["protocol_state"]["transition_version"] == 4

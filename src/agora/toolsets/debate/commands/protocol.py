@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from agora.toolsets.debate import sql
-from agora.toolsets.debate.protocol import gates
+from agora.toolsets.debate.protocol import gates, guide
 from agora.toolsets.debate.protocol.state import (
     HUMAN_ROLES,
     OVER_PHASES,
@@ -163,9 +163,10 @@ def open_challenges_note(state: ProtocolState, open_ids: list[str]) -> str:
 
 def record_post(
     topic: Topic, meta: MsgMeta, semantic: Semantic, writes: list[Write], actor: str
-) -> tuple[dict[str, Any], str | None]:
+) -> tuple[dict[str, Any], str]:
     """Apply the micro-state move of an accepted semantic post; return the reply fields and
-    a note for its second text block, if any (why a verified VERIFY did not close the round)."""
+    the note for its second text block: why a verified VERIFY did not close the round, if so,
+    then whose move it is now (`guide.next_move`)."""
     state = topic.data.protocol
     assert state is not None
     at, kind, version = meta.ts, meta.kind, state.transition_version
@@ -206,14 +207,18 @@ def record_post(
             )
     current = topic.data.protocol
     assert current is not None
+    public = current.public()
     fields = {
         "protocol_version": PROTOCOL_V1,
         "round_no": semantic.round_no,
         "body_mode": semantic.body_mode,
-        "protocol_state": current.public(),
+        "protocol_state": public,
     }
-    # (no field says why a verified VERIFY went on: a note does)
-    return fields, open_challenges_note(current, still_open) if still_open else None
+    # (no field says why a verified VERIFY went on, nor whose move it is: a note does)
+    notes = [open_challenges_note(current, still_open)] if still_open else []
+    open_ids = _open_challenges(topic) if current.phase == "DEBATE" and not still_open else []
+    notes.append(guide.next_move(public, list(current.blind_commits), open_ids))
+    return fields, "\n".join(notes)
 
 
 def turn(

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agora.mcp.results import Guided
 from agora.toolsets.debate import sql
 from agora.toolsets.debate.commands.cursors import AdvanceCursor, CheckInbox, Inbox
 from agora.toolsets.debate.handlers.common import caller, checked, own_sessions_only, run
+from agora.toolsets.debate.protocol import guide
 from agora.toolsets.debate.replies import message, sessions_named, tool_error
 from agora.toolsets.debate.rules import (
     SIGNAL_LIMIT,
@@ -124,7 +126,8 @@ async def _wait_any(call: ToolCall, timeout: float) -> dict[str, Any]:  # noqa: 
         raise tool_error(err) from None
     topic_id = next((t for t in sorted(replies) if _found(replies[t])), min(replies))
     inbox: Inbox = await run(call, topic_id, _check(call, persist=True))
-    return _ended(call, inbox, await _render(call, inbox, topic_id))
+    turned = any(r.turned for r in replies.values())
+    return _told(call, inbox, await _render(call, inbox, topic_id), turned=turned)
 
 
 async def _wait_one(call: ToolCall, topic_id: str, timeout: float) -> dict[str, Any]:  # noqa: ASYNC109
@@ -143,22 +146,52 @@ async def _wait_one(call: ToolCall, topic_id: str, timeout: float) -> dict[str, 
         )
     except DebateError as err:
         raise tool_error(err) from None
+    turned = inbox.turned
     if not inbox.count:
         inbox = await run(call, topic_id, _check(call, persist=True))
         if not inbox.count:
-            return _ended(call, inbox, _result(inbox, inbox.bodies, topic_id))
+            return _told(call, inbox, _result(inbox, inbox.bodies, topic_id), turned=turned)
     if len(inbox.bodies) == inbox.count:  # the topic held every body: nothing to read
-        return await _shown(call, _result(inbox, inbox.bodies, topic_id))
-    return await _render(call, inbox, topic_id)
+        result = await _shown(call, _result(inbox, inbox.bodies, topic_id))
+    else:
+        result = await _render(call, inbox, topic_id)
+    return _told(call, inbox, result, turned=turned)
 
 
-def _ended(call: ToolCall, inbox: Inbox, result: dict[str, Any]) -> dict[str, Any]:
-    """``result`` of a wait, marked ``shutting_down: true`` when it found nothing because the
-    server began shutting down (the runtime answers parked long-polls at once then, with
-    their latest reply): not a timeout, so the agent knows to wait again once reconnected."""
-    if not inbox.count and call.runtime.closing:
+def _told(call: ToolCall, inbox: Inbox, result: dict[str, Any], *, turned: bool) -> dict[str, Any]:
+    """``result`` of a wait, with what to do next in a second text block.
+
+    A wait that found nothing is marked ``shutting_down: true`` when the server began
+    shutting down (the runtime answers parked long-polls at once then, with their latest
+    reply: not a timeout, so the agent waits again once reconnected), else ``timed_out:
+    true`` unless the debate/v1 protocol turned (``turned``). Messages found are answered
+    again by every wait until the cursor moves past them; a ``protocol_state`` in the result
+    comes with what its phase still accepts (`guide.next_move`).
+    """
+    if inbox.count:
+        more = ", and more behind them (truncated)" if inbox.truncated else ""
+        text = (
+            f"{inbox.count} message(s) for you{more}: handle them, then call"
+            " debate_signal_advance with last_processed_msg_id"
+            f" {result['next_cursor']['msg_id']}; until your cursor moves past them, every"
+            " debate_signal_check and debate_signal_wait answers them again."
+        )
+    elif call.runtime.closing:
         result["shutting_down"] = True
-    return result
+        text = "The server is shutting down: nothing came. Wait again once reconnected."
+    elif not turned:
+        result["timed_out"] = True
+        text = (
+            "Nothing addressed to you came within timeout_ms: call debate_signal_wait again"
+            " (only debate_post_with_recipients posts naming your role or session reach you)."
+        )
+    else:
+        text = ""
+    state = result.get("protocol_state")
+    if state is not None:
+        step = guide.next_move(state)
+        text = f"{text}\n{step}" if text else step
+    return Guided(result, text) if text else result
 
 
 async def _topics(call: ToolCall, peek: CheckInbox) -> list[str]:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agora.mcp.results import Guided
 from agora.toolsets.debate.commands.messages import AdvanceWatermark, Post
 from agora.toolsets.debate.handlers.common import caller, checked, new_msg_id, opt, owners, run
+from agora.toolsets.debate.protocol.guide import BROADCAST
 from agora.toolsets.debate.replies import tool_error
 from agora.toolsets.debate.rules import (
     DEFAULT_VEHICLE,
@@ -90,7 +92,11 @@ async def _post(call: ToolCall, *, addressed: bool) -> dict[str, Any]:
         tool=call.tool,
     )
     result: dict[str, Any] = await run(call, args["topic_id"], command)
-    return result
+    if addressed or args["kind"] in ("STATE", "WATERMARK"):
+        return result
+    # A broadcast reaches no inbox: said first, before any note of the protocol's.
+    note = getattr(result, "guidance", None)
+    return Guided(result, BROADCAST if note is None else f"{BROADCAST}\n{note}")
 
 
 def debate_post(call: ToolCall) -> Coroutine[Any, Any, dict[str, Any]]:

@@ -1,0 +1,84 @@
+"""What a participant does next, in words: the text block that follows a post's or a wait's
+JSON.
+
+A broadcast (debate_post) reaches no inbox, which its reply alone did not say. On debate/v1, a
+reply's ``protocol_state`` says where the debate stands (``BLIND_CLAIM`` ``waiting``,
+``STALEMATE`` ``phase_timeout:BLIND_CLAIM``) but not whose move it is nor what is still
+accepted; agents that read only the JSON waited for a turn that was theirs, or posted what
+the phase refuses. Pure: it reads the public state (`ProtocolState.public`) and decides
+nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agora.toolsets.debate.protocol.gates import JUDGING_STEPS
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
+#: The note of a debate_post reply: agents that broadcast waited for answers that never came.
+BROADCAST: str = (
+    "This message was broadcast: it is in the topic (debate_read, debate_search) but in no"
+    " inbox, so no debate_signal_check or debate_signal_wait returns it. For a message that"
+    " roles must receive, post with debate_post_with_recipients, naming them in"
+    " addressed_to_csv."
+)
+#: How a post reaches the roles that must act on it (every phase's advice ends with it).
+ADDRESS: str = (
+    "Address each post with debate_post_with_recipients (addressed_to_csv) so that its"
+    " recipients' waits receive it."
+)
+
+
+def next_move(
+    state: Mapping[str, Any], blind_commits: Sequence[str] = (), open_challenges: Sequence[str] = ()
+) -> str:
+    """Whose move it is in ``state``'s phase, and what that phase accepts.
+
+    Args:
+        state: The public protocol state (``protocol_state`` of a reply).
+        blind_commits: The blind roles whose CLAIM is in (BLIND_CLAIM: the others are awaited).
+        open_challenges: The msg_ids of the CHALLENGEs no REBUT or CONCEDE answered (DEBATE).
+
+    Returns:
+        One or two sentences, starting with the phase.
+    """
+    phase, blind = state["phase"], list(state["blind_roles"])
+    pair = " and ".join(blind)
+    if phase == "BLIND_CLAIM":
+        awaited = [r for r in blind if r not in blind_commits] or blind
+        return (
+            f"Next: BLIND_CLAIM waits for the CLAIM of {' and '.join(awaited)} (one CLAIM per"
+            " blind role, each hidden from the other side until both are in); the second"
+            " CLAIM opens DEBATE. " + ADDRESS
+        )
+    if phase == "DEBATE":
+        still = f" Open CHALLENGEs: {', '.join(open_challenges)}." if open_challenges else ""
+        return (
+            f"Next: DEBATE, round {state['round_no']} of {state['max_rounds']}: {pair} answer"
+            " each other with CHALLENGE, EVIDENCE, REBUT or CONCEDE (a CHALLENGE stays open"
+            " until a REBUT or CONCEDE replies to it), and a role outside the blind pair"
+            " closes the round with a VERIFY (verified with no CHALLENGE open: ADJUDICATE;"
+            f" otherwise the next round, or STALEMATE at the last).{still} " + ADDRESS
+        )
+    if phase == "ADJUDICATE":
+        return f"Next: ADJUDICATE takes no semantic posts. {JUDGING_STEPS}"
+    if phase == "STALEMATE":
+        return (
+            f"The protocol is in STALEMATE ({state['stalemate_reason']}): only DISSENT and"
+            " ESCALATE are accepted. Each role may post one DISSENT; an ESCALATE addressed to"
+            " HUMAN or OPERATOR (debate_post_with_recipients) ends the debate as ESCALATED."
+        )
+    if phase == "STOPPED":
+        return (
+            "The debate is STOPPED: the judges agreed (outcome, in debate_protocol_state) and"
+            " no semantic post is accepted any more; the topic can be closed with debate_state"
+            " (RESOLVED)."
+        )
+    return (
+        f"The debate is {phase}: it waits for a human, and no semantic post is accepted any"
+        " more; debate_read shows the whole topic."
+    )
