@@ -203,3 +203,36 @@ def test_every_phase_says_whose_move_it_is(phase, says):
     state = {"phase": phase, "blind_roles": ["PRO", "CON"], "round_no": 2, "max_rounds": 3,
              "stalemate_reason": "phase_timeout:BLIND_CLAIM"}  # fmt: skip
     assert next_move(state, ["PRO"]).startswith(says)
+
+
+async def test_a_parked_wait_reports_progress_to_the_sdk(tmp_path):
+    config = Config(
+        port=0,
+        db=str(tmp_path / "progress.db"),
+        options={"debate": {"wait_progress_seconds": 0.5}},
+    )
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append((done, total, message))
+
+    with trio.fail_after(TIMEOUT):
+        async with (
+            open_server(config) as server,
+            mcp.Client(f"{server.url}/mcp/debate", read_timeout_seconds=TIMEOUT) as client,
+        ):
+            session = (await _call(client, "debate_session_open"))["session_id"]
+            init = await _call(
+                client,
+                "debate_init",
+                title="t",
+                created_by_role="PRO",
+                roles_json=json.dumps([{"role": "PRO", "session_id": session}]),
+                metadata_json=LANE,
+            )
+            args = {"topic_id": init["topic_id"], "role": "PRO", "session_id": session,
+                    "timeout_ms": 2000}  # fmt: skip
+            out = await client.call_tool("debate_signal_wait", args, progress_callback=progress)
+    assert out.structured_content["timed_out"] is True
+    assert [(done, total) for done, total, _ in seen] == [(0.5, 2), (1, 2), (1.5, 2)]
+    assert seen[0][2] == "waiting for messages addressed to PRO: 0.5 s of 2 s"

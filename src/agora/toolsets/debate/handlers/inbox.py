@@ -6,7 +6,8 @@ The topic answers with index entries (`cursors.Inbox`); the bodies come from com
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from agora.mcp.results import Guided
 from agora.toolsets.debate import sql
@@ -23,14 +24,19 @@ from agora.toolsets.debate.rules import (
     stamp,
 )
 from agora.toolsets.debate.topic import KIND
+from agora.toolsets.options import bounded
 
 if TYPE_CHECKING:
-    from collections.abc import Coroutine
+    from collections.abc import Awaitable, Callable, Coroutine, Mapping
 
     from agora.store.neutral import ReadConn
     from agora.toolsets.base import ToolCall
 
 WAIT_DEFAULT_MS = 55_000
+#: Seconds between two progress notifications of a parked wait that asked for them
+#: (option ``wait_progress_seconds``).
+PROGRESS_EVERY: Final = 10.0
+T = TypeVar("T")
 
 
 def _check(
@@ -115,12 +121,10 @@ async def _wait_any(call: ToolCall, timeout: float) -> dict[str, Any]:  # noqa: 
     """`debate_signal_wait` without a topic: over every topic of the session's role."""
     peek = _check(call, persist=False, waits=True)
     topics = await _topics(call, peek)
+    poll = partial(call.runtime.poll_many, KIND, dict.fromkeys(topics, peek), ready=_any_found)
     try:
-        replies = await call.runtime.poll_many(
-            KIND,
-            dict.fromkeys(topics, peek),
-            ready=lambda r: any(_found(inbox) for inbox in r.values()),
-            timeout=timeout,
+        replies = await (
+            _parked(call, timeout, poll, _any_found) if _reports(call) else poll(timeout=timeout)
         )
     except DebateError as err:
         raise tool_error(err) from None
@@ -135,14 +139,11 @@ async def _wait_one(call: ToolCall, topic_id: str, timeout: float) -> dict[str, 
     in the same turn (one command, not a look and then a check); only a wait that times
     out empty records its check afterwards."""
     look = _check(call, persist=True, only_if_found=True, waits=True)
+    # wait_key: only posts to this role (or its session) re-run the look
+    poll = partial(call.runtime.poll, KIND, topic_id, look, ready=_found, wait_key=look.role)
     try:
-        inbox: Inbox = await call.runtime.poll(
-            KIND,
-            topic_id,
-            look,
-            ready=_found,
-            timeout=timeout,
-            wait_key=look.role,  # only posts to this role (or its session) re-run the look
+        inbox: Inbox = await (
+            _parked(call, timeout, poll, _found) if _reports(call) else poll(timeout=timeout)
         )
     except DebateError as err:
         raise tool_error(err) from None
@@ -156,6 +157,53 @@ async def _wait_one(call: ToolCall, topic_id: str, timeout: float) -> dict[str, 
     else:
         result = await _render(call, inbox, topic_id)
     return _told(call, inbox, result, turned=turned)
+
+
+def _any_found(replies: dict[str, Inbox]) -> bool:
+    """A wait over several topics is ready when one of them is (`_found`)."""
+    return any(_found(inbox) for inbox in replies.values())
+
+
+def _reports(call: ToolCall) -> bool:
+    """Whether the wait's request asked for progress (a ``progressToken`` in its ``_meta``):
+    only such a wait is parked in slices (`_parked`); the others await their poll itself."""
+    return call.meta.get("progressToken") is not None
+
+
+async def _parked(
+    call: ToolCall,
+    timeout: float,  # noqa: ASYNC109 - the long-poll deadline is part of the request
+    poll: Callable[..., Awaitable[T]],
+    ready: Callable[[T], bool],
+) -> T:
+    """``poll(timeout=timeout)`` in slices of ``wait_progress_seconds``, with a progress
+    notification after each slice that ends the wait neither ready nor timed out, so that a
+    client (or a proxy) sees that the call is alive.
+
+    Each slice starts with the wait's own command, so a post between two slices is found
+    by the next one, and the command keeps the moment the wait began (what a protocol turn
+    is compared with).
+    """
+    every = progress_period(call.runtime.options("debate"))
+    role, sliced = call.args["role"], 0
+    while True:
+        reply = await poll(timeout=min(every, timeout - sliced * every))
+        sliced += 1
+        waited = min(sliced * every, timeout)
+        if waited >= timeout or ready(reply) or call.runtime.closing:
+            return reply
+        told = f"waiting for messages addressed to {role}: {waited:g} s of {timeout:g} s"
+        await call.progress(waited, timeout, told)
+
+
+def progress_period(options: Mapping[str, Any]) -> float:
+    """``wait_progress_seconds`` of ``[options.debate]`` (default `PROGRESS_EVERY`).
+
+    Raises:
+        OptionsError: it is not more than 0 (a `ValueError`).
+    """
+    every = bounded("debate", options, "wait_progress_seconds", PROGRESS_EVERY, 0.0, above=True)
+    return float(every)
 
 
 def _told(call: ToolCall, inbox: Inbox, result: dict[str, Any], *, turned: bool) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from agora.runtime.background import periodic
 from agora.toolsets.debate import sql
 from agora.toolsets.debate.commands.maintenance import Sweep, lost_roles
 from agora.toolsets.debate.handlers.common import caller, checked, new_id
+from agora.toolsets.debate.handlers.inbox import progress_period
 from agora.toolsets.debate.replies import tool_error
 from agora.toolsets.debate.rules import check_uuid, reject, split_csv, stamp
 from agora.toolsets.debate.topic import KIND
@@ -31,8 +32,9 @@ if TYPE_CHECKING:
 SWEEPER: Final = "agora:phase-timeout-sweep"
 #: Seconds between two background phase-timeout sweeps (option ``phase_sweep_seconds``).
 SWEEP_EVERY: Final = 5.0
-#: ``[options.debate]``: seconds between two sweeps of expired phases (default `SWEEP_EVERY`).
-OPTIONS: Final = {"phase_sweep_seconds": float}
+#: ``[options.debate]``: seconds between two sweeps of expired phases (default `SWEEP_EVERY`),
+#: and between two progress notifications of a parked wait (`inbox.progress_period`).
+OPTIONS: Final = {"phase_sweep_seconds": float, "wait_progress_seconds": float}
 
 
 def _ids(text: str | None) -> list[str] | None:
@@ -115,12 +117,15 @@ async def phase_timeout_step(runtime: Runtime) -> None:
 def check_options(options: Mapping[str, Any]) -> None:
     """The debate's `Toolset.options_check`: ``phase_sweep_seconds`` read at start as the
     sweep reads it, so that a period it cannot run with (0, negative) stops the server rather
-    than ending the sweep, and with it every phase timeout, at start.
+    than ending the sweep, and with it every phase timeout, at start; and
+    ``wait_progress_seconds`` as a wait reads it, rather than failing the first wait that
+    asks for progress.
 
     Raises:
-        ValueError: ``phase_sweep_seconds`` is not more than 0.
+        ValueError: ``phase_sweep_seconds`` or ``wait_progress_seconds`` is not more than 0.
     """
     sweep_period(options)
+    progress_period(options)
 
 
 def sweep_period(options: Mapping[str, Any]) -> float:
