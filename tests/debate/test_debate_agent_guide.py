@@ -163,7 +163,8 @@ async def test_post_and_wait_replies_say_what_to_do_next(url):
     assert idle.structured_content["timed_out"] is True
     assert _texts(idle) == [
         "Nothing addressed to you came within timeout_ms: call debate_signal_wait again"
-        " (only debate_post_with_recipients posts naming your role or session reach you)."
+        " (only posts addressed to your role or session reach you, such as a"
+        " debate_post_with_recipients naming it; a debate_post reaches no one)."
     ]
     assert _texts(pro)[0].startswith("Next: BLIND_CLAIM waits for the CLAIM of CON (")
     assert _texts(con)[0].startswith("Next: DEBATE, round 1 of 1: PRO and CON answer each other")

@@ -231,7 +231,8 @@ def _told(call: ToolCall, inbox: Inbox, result: dict[str, Any], *, turned: bool)
         result["timed_out"] = True
         text = (
             "Nothing addressed to you came within timeout_ms: call debate_signal_wait again"
-            " (only debate_post_with_recipients posts naming your role or session reach you)."
+            " (only posts addressed to your role or session reach you, such as a"
+            " debate_post_with_recipients naming it; a debate_post reaches no one)."
         )
     else:
         text = ""
