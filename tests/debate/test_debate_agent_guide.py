@@ -5,7 +5,9 @@ Agents that followed the endpoint's ``instructions`` posted with ``debate_post``
 reaches no inbox, and waited until the phase clock ended their debate in STALEMATE; the
 instructions also said a session must come first, when ``debate_init`` mints them. The
 instructions and the tool descriptions must say how a post reaches its recipients, and what
-they say must hold.
+they say must hold. Replies said where a debate/v1 topic stood but not whose move it was, and
+a wait that timed out did not say so: post and wait replies now end with what to do next. A
+parked wait whose request has a ``progressToken`` reports progress to the SDK's callback.
 """
 
 from __future__ import annotations
