@@ -29,12 +29,16 @@ async def test_plan_work_says_to_send_null_for_the_nullable_ones():
     body = answer["structuredContent"]
     assert body["message"] == f"argument 'goal_binding_id': {NULLABLE}"
     words = {issue["field"]: issue["message"] for issue in body["issues"]}
-    assert words == {
-        "goal_binding_id": NULLABLE,
-        "requested_work_mode": NULLABLE,
-        "explicit_skill_ids": "is required",  # an array: null is no answer
-        "explicit_semantics": NULLABLE,
-    }
+    assert (
+        words
+        == {
+            "goal_binding_id": NULLABLE,
+            "requested_work_mode": NULLABLE[:-1]
+            + '; else one of "single", "phased", "managed-goal")',
+            "explicit_skill_ids": "is required (send [] if there is none)",  # null is no answer
+            "explicit_semantics": NULLABLE[:-1] + '; else one of "use", "only", "all")',
+        }
+    )
 
 
 @pytest.mark.parametrize(

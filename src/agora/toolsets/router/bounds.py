@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any, Final
 from agora.mcp.contracts import load_contract
 from agora.mcp.validation import ValidationIssue
 from agora.toolsets.router import replies
+from agora.toolsets.router.extras import unknown_arguments, warned
+from agora.toolsets.router.meant import reworded
 from agora.toolsets.router.run import arguments_refused, refused_for_arguments
 
 if TYPE_CHECKING:
@@ -39,10 +41,12 @@ if TYPE_CHECKING:
 
     from agora.toolsets.base import Handler, ToolCall
 
+CONTRACT: Final = load_contract("router")
+
 #: The tools whose availability (verified-host-required) no local condition can meet.
 NEVER_HERE: Final = frozenset(
     name
-    for name in load_contract("router").tools
+    for name in CONTRACT.tools
     if replies.facts(name).get("availability") == "verified-host-required"
 )
 
@@ -107,13 +111,18 @@ def bounded(handler: Handler) -> Handler:
 
 async def rejection(call: ToolCall, issues: Sequence[ValidationIssue]) -> dict[str, Any]:
     """The body of a call its inputSchema refuses (`Toolset.reject_call`), logged as the
-    router's other refusals are: ``invalid-arguments``, or for a tool in `NEVER_HERE`
-    capability-unavailable, since no argument could make it run."""
+    router's other refusals are: ``invalid-arguments`` (a missing argument said as
+    `agora.toolsets.router.meant.reworded` words it), or for a tool in `NEVER_HERE`
+    capability-unavailable, since no argument could make it run; with the warnings of the
+    arguments the tool does not take, as its handler's refusals have."""
     if call.tool not in NEVER_HERE:
-        return refused_for_arguments(call, [_in_words(i) for i in issues]).body
-    body = replies.unavailable(call.tool).body
-    arguments_refused(call.tool, call.args, body)
-    return body
+        if (spec := CONTRACT.resolve(call.tool)) is not None:
+            issues = reworded(spec.input_schema, call.args, issues)
+        body = refused_for_arguments(call, [_in_words(i) for i in issues]).body
+    else:
+        body = replies.unavailable(call.tool).body
+        arguments_refused(call.tool, call.args, body)
+    return warned(body, unknown_arguments(call.tool, call.args))
 
 
 def breach(

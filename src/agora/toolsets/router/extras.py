@@ -11,7 +11,14 @@ answer names each such argument, with the closest one the tool takes:
 
 - a result: in a text block after the JSON copy (`agora.mcp.results.Guided`; the closed
   outputSchemas have no field for it), before any note the tool adds itself;
-- a refusal (an ``isError`` body the tool's own, not its outputSchema): in ``warnings``.
+- a refusal (an ``isError`` body the tool's own, not its outputSchema): in ``warnings``, a
+  refusal of the arguments by the inputSchema too (`agora.toolsets.router.bounds.rejection`,
+  before any handler runs): an agent fixing a missing argument learns of the ignored one at
+  the same time.
+
+The argument named as the one meant is `agora.toolsets.router.meant.meant`'s: a misspelling's,
+another word's (``goal`` for ``objective``) or a nested field's (``workspace_root``, which
+``plan_work`` takes in ``routing_context``).
 
 The argument is otherwise ignored by the tool, but it is still part of the request: it counts
 in the idempotency digest (`agora.toolsets.router.digests.request_digest`), so resending the
@@ -20,16 +27,16 @@ call without it, or corrected, under the same key is an ``idempotency-conflict``
 
 from __future__ import annotations
 
-import difflib
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.errors import ToolError
 from agora.logsafe import loggable
 from agora.mcp.contracts import load_contract
 from agora.mcp.results import Guided
+from agora.toolsets.router.meant import meant
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
 
     from agora.toolsets.base import Handler, ToolCall
 
@@ -39,18 +46,19 @@ _MOST: Final = 8
 _LONGEST: Final = 64
 
 
-def _open_tools() -> dict[str, frozenset[str]]:
+def _open_tools() -> dict[str, Mapping[str, Any]]:
     contract = load_contract("router")
     names = {**{name: name for name in contract.tools}, **contract.aliases}
     known = {}
     for name, canonical in names.items():
         schema = contract.tools[canonical].input_schema
         if schema.get("additionalProperties", True) is not False:
-            known[name] = frozenset(schema.get("properties", {}))
+            known[name] = schema.get("properties", {})
     return known
 
 
-#: The arguments each tool with an open argument object takes, by canonical name and alias.
+#: The arguments (their schemas by name) each tool with an open argument object takes, by
+#: canonical name and alias.
 KNOWN: Final = _open_tools()
 
 
@@ -66,9 +74,9 @@ def unknown_arguments(tool: str, arguments: Iterable[str]) -> list[str]:
     return warnings
 
 
-def _warning(name: str, known: frozenset[str]) -> str:
-    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
-    hint = f"did you mean {close[0]!r}?" if close else f"this tool takes {', '.join(sorted(known))}"
+def _warning(name: str, known: Mapping[str, Any]) -> str:
+    close = meant(name, known)
+    hint = f"did you mean {close!r}?" if close else f"this tool takes {', '.join(sorted(known))}"
     return f"ignored unknown argument '{loggable(name, _LONGEST)}' ({hint})"
 
 
@@ -83,9 +91,7 @@ def noting(handler: Handler) -> Handler:
         try:
             result = await handler(call)
         except ToolError as refused:
-            body = refused.body
-            if body.get("code") != "internal-error":  # that body's schema is closed
-                refused.body = {**body, "warnings": [*body.get("warnings", ()), *warnings]}
+            refused.body = warned(refused.body, warnings)
             raise
         them = "it" if len(warnings) == 1 else "them"
         note = f"Warning: {'; '.join(warnings)}. The call was made without {them}."
@@ -94,3 +100,11 @@ def noting(handler: Handler) -> Handler:
         return Guided(result, note)
 
     return noted
+
+
+def warned(body: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
+    """A refusal's ``body`` with ``warnings`` added to its own, if any (an ``internal-error``
+    body is left as it is: its schema is closed)."""
+    if not warnings or body.get("code") == "internal-error":
+        return body
+    return {**body, "warnings": [*body.get("warnings", ()), *warnings]}
