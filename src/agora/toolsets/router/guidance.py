@@ -13,7 +13,11 @@ send them (``expected_state_version``, ``expected_plan_revision``): an agent wou
 only from a refused write. So every answer about a run (a plan, its next work, each applied or
 replayed write) ends with the values to send next, the run's current ones; a replayed write's
 stored ``resulting_state_version`` may be older. A completed run takes no write at all: its
-answers say that instead. Pure; the texts are cached per layout.
+answers say that instead. ``get_router_status`` of a run (counts and a goal status candidate
+only) says where the run stands: its status, versions and current phase. No result names a
+support proposal awaiting the user's decision but the proposing call's, so the run's status
+and next work name each (another session, or an agent after a crash, could not decide it).
+Pure; the texts are cached per layout.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from typing import TYPE_CHECKING, Any, Final
 from agora.mcp.results import Guided
 
 if TYPE_CHECKING:
-    from agora.toolsets.router.state import Item
+    from collections.abc import Iterable
+
+    from agora.toolsets.router.state import Item, Proposal, RunState
 
 #: One phase as the notes see it: (phase_id, gate_id, check_ids).
 Gate = tuple[str, str, tuple[str, ...]]
@@ -255,3 +261,50 @@ def session_runs(session: str, total: int, recent: list[tuple[str, str, int, int
         f"Runs of session {session}, newest first ({total} in all{more}): {shown}. Send one as"
         " workflow_run_id (get_router_status, get_next_work) to work on it."
     )
+
+
+def awaiting(reply: Guided, proposals: Iterable[Proposal]) -> Guided:
+    """``reply`` whose note starts with the run's `proposals` awaiting the user's decision."""
+    line = _undecided(proposals)
+    return reply if line is None else Guided(reply, f"{line}\n{reply.guidance}")
+
+
+def _undecided(proposals: Iterable[Proposal]) -> str | None:
+    waiting = [p for p in proposals if p.status == "proposal-required"]
+    if not waiting:
+        return None
+    shown = "; ".join(
+        f"proposal_id {p.proposal_id} (phase {p.phase_id}, primary {p.primary_skill_id},"
+        f" supports {', '.join(p.support_skill_ids)})"
+        for p in waiting
+    )
+    return (
+        f"Awaiting the user's decision: {shown}. transition_support_consent approves or"
+        " rejects it (action approve or reject) with the current phase, scope anchor, goal"
+        " revision, plan revision and context fingerprint: one that changed since the proposal"
+        " refuses it as stale."
+    )
+
+
+def run_status(result: dict[str, Any], run: RunState, item: Item | None) -> Guided:
+    """A run's ``get_router_status`` result with where the run stands: its status, versions,
+    completed work items and current phase (``item``'s), any proposal awaiting a decision,
+    and the values of its next write (as every answer about a run ends)."""
+    done = len(run.completed_ids())
+    lines = [
+        f"Run {run.run_id}: status {run.status}, state version {run.state_version}, plan"
+        f" revision {run.plan_revision}, {done} of {len(run.items)} work items completed."
+    ]
+    completed = run.status == "completed"
+    if run.goal_binding_id is None and item is not None:
+        lines.append(
+            f"Current phase: {item.item.phase_id} (work item {item.item.work_item_id},"
+            f" {item.status}); get_next_work names its exit gate's checks."
+        )
+    waiting = _undecided(run.proposals.values())
+    lines += [waiting] if waiting else []
+    if run.goal_binding_id is not None:
+        lines.append(goal_bound(run.goal_binding_id, run.state_version, run.plan_revision))
+    else:
+        lines.append(closing(run.state_version, run.plan_revision, completed))
+    return Guided(result, "\n".join(lines))

@@ -63,11 +63,7 @@ def next_work(run: RunState) -> dict[str, Any] | ToolError:
         return replies.host_goal("get_next_work")
     if run.work_graph_id is None:
         return replies.missing_graph("get_next_work")
-    done = run.completed_ids()
-    item = next(
-        (i for i in run.items if i.status != "completed" and set(i.item.dependency_ids) <= done),
-        None,
-    )
+    item = current(run)
     status = "work-available" if item else ("completed" if run.status == "completed" else "blocked")
     result: dict[str, Any] = {
         "status": status,
@@ -76,9 +72,20 @@ def next_work(run: RunState) -> dict[str, Any] | ToolError:
         "host_goal_mutated": False,
         "refresh_requirements": [],
     }
-    # its gate's check ids and the versions of the next write, in a text block
+    # its gate's check ids, any proposal awaiting a decision and the versions of the next
+    # write, in a text block
     completed = run.status == "completed"
-    return guidance.next_item(result, item, run.state_version, run.plan_revision, completed)
+    reply = guidance.next_item(result, item, run.state_version, run.plan_revision, completed)
+    return guidance.awaiting(reply, run.proposals.values())
+
+
+def current(run: RunState) -> Item | None:
+    """The work item ``run`` is at: the first not completed whose dependencies are."""
+    done = run.completed_ids()
+    return next(
+        (i for i in run.items if i.status != "completed" and set(i.item.dependency_ids) <= done),
+        None,
+    )
 
 
 def status(run: RunState) -> dict[str, Any]:
@@ -96,13 +103,15 @@ def status(run: RunState) -> dict[str, Any]:
             "candidate_type": kind,
             "evidence_digest": digest(evidence),
         }
-    return {
+    result = {
         "workflow_run_id": run.run_id,
         "goal_binding_id": run.goal_binding_id,
         "created_work_items": len(run.items),
         "goal_status_candidate": candidate,
         "host_goal_mutated": False,
     }
+    # where the run stands (the outputSchema has no field for it), in a text block
+    return guidance.run_status(result, run, current(run))
 
 
 def snapshot(run: RunState) -> dict[str, Any]:
