@@ -7,6 +7,7 @@ import json
 import pytest
 from memory_support import completed_run, remember_args, tables
 from router_driver import ctx
+from test_router_guidance import texts
 
 from agora.toolsets.router.candidates import Observed, mine
 
@@ -136,3 +137,56 @@ def test_patterns_split_by_routing_matchers():
     assert len(found) == 2
     codes = sorted(tuple(c["reason_codes"]) for c in found)
     assert codes == [(), ("no-matchable-routing-context",)]
+
+
+async def test_an_empty_list_says_why(router, runtime, workspaces):
+    # Tester finding: after runs on builtin routes the list answered [] and nothing else,
+    # though such runs are never a candidate (docs/router.md, "Memory").
+    ws1, _ws2 = workspaces
+
+    async def why(status=None):
+        listed = await router.call("list_workflow_candidates", context=ctx(), workspace_root=ws1,
+                                   limit=10, status=status)  # fmt: skip
+        assert listed["candidates"] == []
+        return texts(listed)[-1]
+
+    need = (
+        "a candidate needs 3 remembered runs of one route (the same envelope, target, domains"
+        " and tags) on 2 days, completion >= 0.80, corrections <= 0.20, consistency >= 0.75 and"
+        " no rejected feedback."
+    )
+    assert await why() == (
+        "No candidates: no workflow of this workspace is remembered yet (remember_workflow);"
+        f" {need}"
+    )
+    for _day in range(2):
+        for _ in range(2):
+            run = await completed_run(router)  # no skill: a builtin route
+            assert (await router.call("remember_workflow", **remember_args(run, ws1)))[
+                "status"
+            ] == "recorded"
+        runtime.clock.wall_source.advance(86400)
+    assert await why() == (
+        "No candidates from the 4 remembered runs of this workspace: 4 of them took a route no"
+        " Profile rule can plan, which is never a candidate (a builtin route, with no skill in"
+        " planned_skill_tree: the builtin default plans it already; or skill or check ids a"
+        f" Profile cannot hold); {need}"
+    )
+    for _day in range(2):
+        for _ in range(2):  # another target: a pattern of its own
+            run = await completed_run(router, skills=["skill:lead"])
+            args = remember_args(run, ws1, target_profile_class="user-personal")
+            await router.call("remember_workflow", **args)
+        runtime.clock.wall_source.advance(86400)
+    assert await why("approved") == (
+        "No candidate has status approved; send status null to list every one."
+    )
+
+
+async def test_an_empty_list_says_memory_is_off(router):
+    listed = await router.call("list_workflow_candidates", context=ctx(), workspace_root=None,
+                               limit=10, status=None)  # fmt: skip
+    assert texts(listed)[-1] == (
+        "No candidates: the Memory policy's effective mode is disabled, and candidates are"
+        " derived only in reviewed or automatic mode (get_memory_status says why)."
+    )

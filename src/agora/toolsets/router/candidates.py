@@ -182,3 +182,29 @@ def mark(candidate: dict[str, Any], status: str | None, reasons: list[str]) -> N
     candidate["candidate_digest"] = digest(
         {k: v for k, v in candidate.items() if k not in ("policy_digest", "candidate_digest")}
     )
+
+
+def why_none(observed: list[Observed]) -> str:
+    """Why no candidate is mined from ``observed`` (one workspace's observations), said in a
+    text block: an empty list alone does not say, and a builtin route's runs, however many,
+    are never one (`learnable`)."""
+    need = (
+        f"a candidate needs {REVIEWED[0]} remembered runs of one route (the same envelope,"
+        f" target, domains and tags) on {REVIEWED[1]} days, completion >= {REVIEWED[2]:.2f},"
+        f" corrections <= {REVIEWED[3]:.2f}, consistency >= {REVIEWED[4]:.2f} and no rejected"
+        " feedback"
+    )
+    if not observed:
+        return (
+            "No candidates: no workflow of this workspace is remembered yet"
+            f" (remember_workflow); {need}."
+        )
+    unlearnable = sum(not learnable(o.document) for o in observed)
+    told = f"No candidates from the {len(observed)} remembered runs of this workspace"
+    if unlearnable:
+        told += (
+            f": {unlearnable} of them took a route no Profile rule can plan, which is never a"
+            " candidate (a builtin route, with no skill in planned_skill_tree: the builtin"
+            " default plans it already; or skill or check ids a Profile cannot hold)"
+        )
+    return f"{told}; {need}."

@@ -87,22 +87,31 @@ async def workspace_candidates(
 
 async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
     """The candidates of the caller's workspace (or personal scope); read-only, bounded.
-    A refused workspace root is said in a text block, as `get_memory_status` says it: the
-    outputSchema has no field for it, and an empty list alone would not say why."""
+    A refused workspace root, or why the list is empty, is said in a text block, as
+    `get_memory_status` says it: the outputSchema has no field for it, and an empty list
+    alone would not say why."""
     a = call.args
     policy, identity, root_note = await policy_and_root(call)
     found: list[dict[str, Any]] = []
+    why = (
+        f"No candidates: the Memory policy's effective mode is {policy.effective_mode}, and"
+        " candidates are derived only in reviewed or automatic mode (get_memory_status says"
+        " why)."
+    )
     if policy.candidate_generation_enabled:
-        mined, _observed = await workspace_candidates(call, policy, identity)
+        mined, observed = await workspace_candidates(call, policy, identity)
         found = [m.candidate for m in mined]
-    if a["status"] is not None:
+        why = candidates.why_none(observed)
+    if a["status"] is not None and found:
         found = [c for c in found if c["status"] == a["status"]]
+        why = f"No candidate has status {a['status']}; send status null to list every one."
     limit = a["limit"]
     result = {"authority_mode": "router-local", "candidates": found[:limit],
               "truncated": len(found) > limit}  # fmt: skip
-    if root_note is None:
-        return result
-    return Guided(result, f"{root_note[0].upper()}{root_note[1:]} No candidates are listed for it.")
+    if root_note is not None:
+        note = f"{root_note[0].upper()}{root_note[1:]} No candidates are listed for it."
+        return Guided(result, note)
+    return result if found else Guided(result, why)
 
 
 #: A candidate, its proposal (None if blocked), the reason codes and the lint problems.
