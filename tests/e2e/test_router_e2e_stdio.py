@@ -24,6 +24,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 from agora.mcp.contracts import load_contract  # noqa: E402
 from agora.toolsets.router.declared import declared  # noqa: E402
+from agora.toolsets.router.described import described  # noqa: E402
 from agora.toolsets.router.progress import evidence_digest  # noqa: E402
 from mcp import types  # noqa: E402
 
@@ -70,7 +71,8 @@ async def listed(client: mcp.Client) -> dict[str, dict]:
     contract = load_contract("router")
     assert set(tools) == SERVED
     for name, tool in tools.items():
-        assert tool["inputSchema"] == contract.tools[name].input_schema
+        # the contract's, with a description on each argument (`agora.toolsets.router.described`)
+        assert tool["inputSchema"] == described(contract.tools[name].to_mcp())["inputSchema"]
         # the contract's result, or a refusal (`agora.toolsets.router.declared`)
         assert tool["outputSchema"] == declared(contract.tools[name].to_mcp())["outputSchema"]
     return tools

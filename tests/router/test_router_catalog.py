@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import re
 
@@ -15,6 +16,7 @@ from agora.errors import Failure
 from agora.server.embed import open_server
 from agora.store.neutral import POSTGRESQL, SQLITE
 from agora.toolsets.router.declared import REFUSAL
+from agora.toolsets.router.described import ARGUMENTS
 
 
 async def test_only_the_served_tools_are_listed_with_the_contract_schemas():
@@ -25,7 +27,8 @@ async def test_only_the_served_tools_are_listed_with_the_contract_schemas():
         assert [t["name"] for t in listed] == [n for n in CONTRACT.tools if n in SERVED]
         for tool in listed:
             spec = CONTRACT.tools[tool["name"]]
-            assert tool["inputSchema"] == spec.input_schema
+            # The contract's, but for the descriptions `described` adds.
+            assert _undescribed(tool["name"], tool["inputSchema"]) == spec.input_schema
             # The contract's result, or a refusal (`agora.toolsets.router.declared`).
             schema = dict(spec.output_schema or {})
             top = {"$schema": schema.pop("$schema")} if "$schema" in schema else {}
@@ -43,6 +46,44 @@ async def test_only_the_served_tools_are_listed_with_the_contract_schemas():
     assert body["issues"][0]["rule"] == "required"
     by_name = {t["name"]: t for t in listed}
     jsonschema.validate(body, by_name["get_next_work"]["outputSchema"])
+
+
+def _undescribed(name, schema):
+    """``schema`` (a listed inputSchema of tool ``name``) without the descriptions that
+    `agora.toolsets.router.described` adds."""
+    schema = copy.deepcopy(schema)
+    properties = schema["properties"]
+    for field in ARGUMENTS.get(name, {}):
+        del properties[field]["description"]
+    if name in ARGUMENTS or name == "get_memory_status":
+        for field in properties["context"]["properties"].values():
+            del field["description"]
+    return schema
+
+
+async def test_every_argument_is_described():
+    # Tester finding: the Memory tools' arguments (risk_class, scope, action and 22 more)
+    # had no description, only their values, where every planning tool's argument has one.
+    config = Config(port=0, db=":memory:", toolsets=["router"])
+    async with open_server(config, listen=False) as srv, srv.client("/mcp/router") as client:
+        await client.initialize()
+        listed = (await client.request("tools/list", {}))["result"]["tools"]
+    bare = [
+        f"{tool['name']}.{name}"
+        for tool in listed
+        for name, schema in tool["inputSchema"]["properties"].items()
+        if not schema.get("description")
+    ]
+    bare += [
+        f"{tool['name']}.context.{name}"
+        for tool in listed
+        for name, schema in tool["inputSchema"]["properties"]["context"]["properties"].items()
+        if not schema.get("description")
+    ]
+    assert bare == []
+    for tool, arguments in ARGUMENTS.items():  # each fills a bare one, none replaces the contract's
+        for name in arguments:
+            assert "description" not in CONTRACT.tools[tool].input_schema["properties"][name]
 
 
 async def test_every_tool_is_closed_world_and_only_the_purge_is_destructive():

@@ -20,6 +20,7 @@ from agora.toolsets.base import Toolset
 from agora.toolsets.router.adapter import ADAPTER_OPTIONS, check_options
 from agora.toolsets.router.bounds import bounded, rejection
 from agora.toolsets.router.declared import declared
+from agora.toolsets.router.described import described
 from agora.toolsets.router.extras import noting
 from agora.toolsets.router.index import index_runs
 from agora.toolsets.router.layers import CLIENT_ROOTS
@@ -73,7 +74,11 @@ def serving(handler: Handler) -> Handler:
 def toolset() -> Toolset:
     """The router toolset: the served tools of contracts/router.json and the run tables."""
     contract = load_contract("router")
-    served = [declared(tool.to_mcp()) for name, tool in contract.tools.items() if name in HANDLERS]
+    served = [
+        declared(described(tool.to_mcp()))
+        for name, tool in contract.tools.items()
+        if name in HANDLERS
+    ]
     return Toolset(
         name="router",
         handlers={name: serving(handler) for name, handler in HANDLERS.items()},

@@ -1,0 +1,121 @@
+"""What each argument of the Memory tools is for, as their listed inputSchemas say it.
+
+The contract describes every argument of the twelve planning tools (``"description"`` beside
+each property) but few of the eight Memory tools': ``risk_class``, ``scope``, ``action`` and
+22 more are bare enums and patterns, so a model learns only their allowed values, not what a
+value does, nor where a digest or an id comes from. The contract file is generated from the
+seed and never edited (``src/agora/contracts/README.md``), so the descriptions are added to
+the tools/list entries as they are served; the schemas are otherwise the contract's, and
+validation is unchanged. A description the contract gives is kept: these fill only the
+properties it leaves bare (a test checks that each one is bare there).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+#: The ``context`` of every Memory tool, whose fields the contract leaves bare.
+_CONTEXT: Final = {
+    "session_id": "The session whose runs and Memory this call sees: the context.session_id"
+    " plan_work was called with (letters, digits and . _ : - only, at most 128 characters).",
+    "actor": "Who makes the request (a user or host name), for correlation only.",
+    "runtime_policy_snapshot_id": "The host's policy snapshot id (any stable string, e.g."
+    " local), for correlation only.",
+}
+
+_RUN: Final = (
+    "The run the observation was recorded from (remember_workflow's workflow_run_id); another"
+    " run is refused (workflow-context-mismatch)."
+)
+_CORRECTED_ONLY: Final = "null for any other feedback_type."
+
+#: Tool -> property -> description, for each property the contract leaves bare.
+ARGUMENTS: Final[dict[str, dict[str, str]]] = {
+    "remember_workflow": {
+        "workflow_run_id": "The completed run to remember: plan_work's workflow_run_id, a run"
+        " of this session whose every exit gate passed (else not-recorded).",
+        "target_profile_class": "Where a Profile learnt from runs like this one would be kept:"
+        " managed-personal (in Memory, for every workspace), managed-workspace-local (in"
+        " Memory, for this workspace), user-personal or workspace-file (the user's own files,"
+        " never written here). It must be one of the Memory policy's allowed_targets, else"
+        " not-recorded (profile-target-not-allowed).",
+        "risk_class": "The risk class of the work the run did, r0 (lowest) to r3 (highest);"
+        " an r3 run is never recorded (risk-class-excluded).",
+        "side_effect_outcome": "What the run's side effects came to: none (it had none),"
+        " known-success, known-failure (counted against a candidate's completion rate), or"
+        " unknown (never recorded: unknown-side-effect-outcome).",
+        "one_shot": "no-memory: do not record this run (explicit-no-memory); none or"
+        " remember-once: record it (a run is recorded at most once per workspace either way).",
+    },
+    "record_route_feedback": {
+        "workflow_run_id": _RUN,
+        "observation_id": "The observation the feedback is on: remember_workflow's"
+        " observation_id, recorded from this session.",
+        "feedback_type": "What the user said of the run's route. corrected needs both route"
+        " digests (different) and at least one correction dimension; rejected counts as a hard"
+        " contract violation against the route's candidate; corrected ones raise its manual"
+        " correction rate; every other type only records the outcome.",
+        "reason_code": "Why, as one code, or null.",
+        "correction_dimensions": "For feedback_type corrected: what the correction changed (at"
+        " least one); [] for any other feedback_type.",
+        "original_route_digest": "For feedback_type corrected: the route the run took, the"
+        f" observation's route_signature_digest (remember_workflow's); {_CORRECTED_ONLY}",
+        "corrected_route_digest": "For feedback_type corrected: the digest of the route the"
+        f" user wanted instead, different from original_route_digest; {_CORRECTED_ONLY}",
+    },
+    "list_workflow_candidates": {
+        "status": "List only the candidates with this status, or null for every one.",
+        "limit": "The most candidates to list (1-1000); truncated says whether more exist.",
+    },
+    "preview_profile_update": {
+        "candidate_id": "The candidate to preview: a candidate_id list_workflow_candidates"
+        " answered for the same workspace_root.",
+    },
+    "transition_profile_update": {
+        "proposal_id": "The proposal to decide: the proposal_id of a preview_profile_update"
+        " or rollback_profile_revision answer.",
+        "expected_proposal_digest": "The proposal_digest of the proposal as reviewed; a"
+        " proposal that changed since is blocked (profile-preview-stale).",
+        "expected_profile_digest": "The current managed Profile's digest as the proposal"
+        " states it (its expected_profile_digest), or missing when there is no such Profile"
+        " yet; a Profile that changed since is blocked (profile-drift).",
+        "expected_state_version": "The revision number an approval writes: the proposal's"
+        " state_version (the current revision's plus 1); another is blocked"
+        " (profile-proposal-state-conflict).",
+        "action": "approve writes the proposed Profile as the next revision (only if the"
+        " policy's profile_promotion is not disabled and the backtest is acceptable); reject"
+        " writes no Profile, and a rejected candidate is not proposed again for 180 days.",
+    },
+    "rollback_profile_revision": {
+        "source_revision_id": "The kept revision to restore: a revision_id that"
+        " transition_profile_update answered (the 20 newest are kept per Profile).",
+        "expected_profile_digest": "The current managed Profile's digest; a Profile that"
+        " changed since is blocked (profile-drift).",
+    },
+    "purge_workflow_memory": {
+        "scope": "What to delete: history-only (observations and their feedback),"
+        " analytics-only (feedback), candidates-only (candidate rejections and pending"
+        " rollback proposals), revisions-only (every managed Profile revision but the current"
+        " one), managed-profiles-only (the managed Profiles and their proposals),"
+        " all-memory-data (everything, the managed Profiles only with"
+        " include_managed_profiles). User-owned Profile files are never touched.",
+        "expected_summary_digest": "get_memory_status's current history_summary_digest; any"
+        " other is blocked (stale-summary-digest) and nothing is deleted.",
+        "include_managed_profiles": "With scope all-memory-data: delete the managed Profiles"
+        " too. No effect with any other scope.",
+    },
+}
+
+
+def described(tool: dict[str, Any]) -> dict[str, Any]:
+    """``tool`` (a tools/list entry from the contract, a copy the caller may change) with a
+    description on each of its arguments in `ARGUMENTS`, and on its ``context`` fields,
+    that the contract leaves bare."""
+    properties = tool["inputSchema"].get("properties", {})
+    for name, text in ARGUMENTS.get(tool["name"], {}).items():
+        properties[name].setdefault("description", text)
+    if tool["name"] in ARGUMENTS or tool["name"] == "get_memory_status":
+        fields = properties["context"]["properties"]
+        for name, text in _CONTEXT.items():
+            fields[name].setdefault("description", text)
+    return tool
