@@ -111,3 +111,25 @@ async def test_a_missing_argument_says_its_empty_value_or_its_values(tmp_path):
         "one_shot": 'is required (one of "none", "remember-once", "no-memory")',
     }
     assert remembered["message"].startswith("argument 'target_profile_class': is required (one")
+
+
+@pytest.mark.parametrize(
+    ("tool", "sent", "expected"),
+    [
+        pytest.param("plan_work", "goal", "objective", id="another-word"),
+        pytest.param("plan_work", "Task", "objective", id="another-word-any-case"),
+        pytest.param("get_next_work", "run_id", "workflow_run_id", id="another-word-for-an-id"),
+        pytest.param("get_router_status", "goal", None, id="no-such-argument-no-guess"),
+        pytest.param(
+            "plan_work", "workspace_root", "routing_context.workspace_root", id="nested-field"
+        ),
+        pytest.param("plan_work", "session_id", "context.session_id", id="context-field"),
+        pytest.param("plan_work", "routing_contxt", "routing_context", id="misspelt"),
+        pytest.param("plan_work", "colour", None, id="nothing-close"),
+    ],
+)
+def test_the_argument_meant(tool, sent, expected):
+    from agora.toolsets.router.extras import KNOWN
+    from agora.toolsets.router.meant import meant
+
+    assert meant(sent, KNOWN[tool]) == expected

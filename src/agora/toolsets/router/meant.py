@@ -42,8 +42,8 @@ _MOST_VALUES: Final = 24
 def synonym_of(name: str, properties: Mapping[str, Any]) -> str | None:
     """The argument of ``properties`` that ``name`` is another word for, or None."""
     word = name.casefold()
-    return next((arg for arg, words in SYNONYMS.items() if word in words and arg in properties),
-                None)  # fmt: skip
+    found = [arg for arg, words in SYNONYMS.items() if word in words and arg in properties]
+    return found[0] if found else None
 
 
 def meant(name: str, properties: Mapping[str, Any]) -> str | None:
