@@ -72,6 +72,13 @@ def tool_names(toolset: Toolset) -> list[str]:
     """
     if toolset.contract is None:
         names = [spec["name"] for spec in tools_in_code(toolset)]
+        for alias, canonical in toolset.aliases.items():
+            if canonical not in names:
+                raise ValueError(
+                    f"toolset {toolset.name}: alias {alias!r} names {canonical!r},"
+                    " which none of its tools is named"
+                )
+        names += list(toolset.aliases)
     else:
         contract = contract_of(toolset)
         names = [name for tool in contract.tools.values() for name in (tool.name, *tool.aliases)]

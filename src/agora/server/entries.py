@@ -51,6 +51,11 @@ def tool_entries(toolset: Toolset) -> list[ToolEntry]:
             problem = schema_problem(spec)
             if problem is not None:
                 raise ValueError(f"toolset {toolset.name}: tool {spec['name']!r} {problem}")
+            entries.extend(
+                _entry(spec, toolset, alias, alias_of=spec["name"])
+                for alias, canonical in toolset.aliases.items()
+                if canonical == spec["name"]
+            )
         return entries
     for tool in contract_of(toolset).tools.values():
         listing = tool.to_mcp()

@@ -245,7 +245,8 @@ class Toolset:
     #: it shows), e.g. ``("/board", "...")``. Pages reached only by a link (a card, a table)
     #: are not listed.
     pages: Sequence[tuple[str, str]] = ()
-    #: Tool names that are aliases of a canonical tool: alias -> canonical.
+    #: Tool names that are aliases of a canonical tool of `tools`: alias -> canonical.
+    #: Answered like that tool, never listed. (A contract file declares its own.)
     aliases: Mapping[str, str] = field(default_factory=dict)
     #: Extra endpoint path segment name, e.g. "table" makes /mcp/chess/<table> valid.
     endpoint_param: str | None = None
