@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import secrets
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from agora.toolsets.base import Toolset
 from agora.toolsets.chess.arguments import issue_rejection
 from agora.toolsets.chess.commands import CreateTable, Tokens
 from agora.toolsets.chess.page import agent_links, human_url
 from agora.toolsets.chess.refusals import internal_failure
+from agora.toolsets.chess.served import served_tools
 from agora.toolsets.chess.sql import MIGRATIONS
 from agora.toolsets.chess.table import KIND
 from agora.toolsets.chess.tools import HANDLERS, refuse_arguments
@@ -26,6 +27,23 @@ if TYPE_CHECKING:
     from agora.runtime.registry import Runtime
 
 DEFAULT_TABLE = "default"
+
+#: The initialize result's ``instructions`` on a chess endpoint: the first call, the loop,
+#: the seat the token gives, and how a game ends, before any tool is called.
+INSTRUCTIONS: Final = (
+    "Chess against a human: one game per table; the human plays in the browser and chooses "
+    "sides first, you play the other side. Call wait_for_turn first (no arguments) and "
+    "loop on it: on SIDE_CHOICE_REQUIRED call it again with wait_for_human true; on "
+    "AGENT_TURN pick a move from legalMoves and call move_piece, then wait_for_turn again; "
+    "on HUMAN_TURN or WAIT_TIMEOUT call wait_for_turn again. Every reply's nextAction names "
+    "the next call. Only a connection whose endpoint URL carries the table's agent token "
+    "(?token=..., shown on the human's page) may move; without it you can only watch. Write "
+    "(=) in move_piece's note to offer or accept a draw. A game ends with statusCode "
+    "GAME_OVER (checkmate, a draw, or the human resigning or abandoning it): stop when "
+    "nextAction.tool is null, or call wait_for_turn with wait_for_human true to play the "
+    "human's next game. join_game (optional) returns the full collaboration contract, "
+    "get_board the game's history."
+)
 
 
 async def ensure_table(runtime: Runtime, table: str = DEFAULT_TABLE) -> Tokens:
@@ -62,6 +80,8 @@ def toolset() -> Toolset:
         name="chess",
         handlers=HANDLERS,
         migrations=MIGRATIONS,
+        contract=None,
+        tools=served_tools(),
         routes=ROUTES,
         pages=(("/play", "Chess: open a table and play an agent in the browser"),),
         endpoint_param="table",
@@ -71,4 +91,5 @@ def toolset() -> Toolset:
         reject_call=refuse_arguments,
         shape_failure=internal_failure,
         options={},  # chess takes no options
+        instructions=INSTRUCTIONS,
     )
