@@ -1,8 +1,9 @@
 """The ScoreIA Open Chamber toolset (``scoreia-chamber-tools/0.3.0``).
 
 Agents enter an attempt, explore a generated room of chained locks, and seal the attempt
-into a dated public card. `toolset()` wires the contract's tools, the attempt tables and the
-public card pages into a `Toolset`. Operator commands (signing and verifying cards) live in
+into a dated public card. `toolset()` wires the contract's tools (described for a model by
+`agora.toolsets.chamber.served`), the attempt tables and the public card pages into a
+`Toolset`. Operator commands (signing and verifying cards) live in
 `agora.toolsets.chamber.cards_cli`. This module only wires parts together; it holds no logic.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+from agora.mcp.contracts import load_contract
 from agora.runtime.background import periodic
 from agora.toolsets.base import ArgumentLimits, Toolset
 from agora.toolsets.chamber import board_web, store, web
@@ -17,6 +19,7 @@ from agora.toolsets.chamber.contract import ChamberContract, default_contract
 from agora.toolsets.chamber.keycheck import signing_key_check
 from agora.toolsets.chamber.ratelimit import LIMIT_SETTINGS
 from agora.toolsets.chamber.replies import CODES, argument_rejection, internal_failure
+from agora.toolsets.chamber.served import served_tools
 from agora.toolsets.chamber.service import Chamber
 from agora.toolsets.chamber.sweep import SWEEP_EVERY, sweep_expired
 from agora.toolsets.chamber.tools import handlers
@@ -93,6 +96,8 @@ def build_toolset(contract: ChamberContract) -> tuple[Toolset, Chamber]:
             ("/cards", "Evidence cards sealed today (UTC), in the order sealed"),
             (web.KEYS_PATH, "The operator's signing keys, to verify a card"),
         ),
+        contract=None,
+        tools=served_tools(load_contract("chamber")),
         aliases=dict(contract.aliases),
         background=[
             periodic(PURGE_EVERY, purge),
