@@ -10,10 +10,14 @@ its proposal_id to decide it.
 
 from __future__ import annotations
 
+import json
+
 from memory_support import completed_run
 from router_driver import ctx, event_args
 from test_router_consent import locked_plan, proposal_args, transition_args
 from test_router_guidance import PHASED, texts
+
+from agora.toolsets.router.progress import evidence_digest
 
 
 async def _status(router, run):
@@ -33,6 +37,8 @@ async def test_a_runs_status_says_where_it_stands(router):
         " completed.",
         f"Current phase: {first['phase_id']} (work item {first['work_item_id']}, active);"
         " get_next_work names its exit gate's checks.",
+        f"Recorded for phase {first['phase_id']}: 1 note without a check_id (not counted)."
+        " Not yet reported: plan-ready.",
         "Next write to this run: send expected_state_version 2; evaluate_gate also"
         " expected_plan_revision 1 (the consent tools: plan_revision).",
     ]
@@ -75,3 +81,34 @@ async def test_a_goal_bound_runs_status_says_its_host_drives_it(router):
     )
     assert note[1].startswith("This run is bound to the native Goal goal-1: the Goal's host")
     assert len(note) == 2
+
+
+async def test_status_and_next_work_name_the_events_recorded_and_the_gate_call(router):
+    # a resumed agent learnt the current phase but not which checks it had reported, nor
+    # the event ids evaluate_gate takes as evidence_refs: it had to record them again
+    plan = await router.plan(PHASED)
+    run = plan["workflow_run_id"]
+    item = (await router.next(run))["work_item"]
+    phase = item["phase_id"]
+    run_checks = texts(await router.next(run))[-1].split("checks ")[1].split(";")[0]
+    checks = run_checks.split(", ")
+    first = await router.event(run, phase, {"check_id": checks[0], "outcome": "passed"}, 1)
+    ref = first["event_ids"][0]
+    for answer in (await _status(router, run), await router.next(run)):
+        line = next(x for x in texts(answer)[-1].splitlines() if x.startswith("Recorded"))
+        rest = f"Not yet reported: {', '.join(checks[1:])}." if checks[1:] else "Every"
+        assert line.startswith(f"Recorded for phase {phase}: {ref} ({checks[0]} passed). {rest}")
+    version, refs = 2, [ref]
+    for check in checks[1:]:
+        event = await router.event(run, phase, {"check_id": check, "outcome": "passed"}, version)
+        refs.append(event["event_ids"][0])
+        version += 1
+    digest = evidence_digest(refs)
+    for answer in (await _status(router, run), await router.next(run)):
+        note = texts(answer)[-1]
+        assert (
+            "Every check's latest event says passed: evaluate_gate can be called now with"
+            f" evidence_refs {json.dumps(sorted(refs))} and expected_evidence_digest {digest}."
+        ) in note
+    gate = await router.gate(run, phase, sorted(refs), version)
+    assert gate["passed"] is True

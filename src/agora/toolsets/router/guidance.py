@@ -17,15 +17,20 @@ answers say that instead. ``get_router_status`` of a run (counts and a goal stat
 only) says where the run stands: its status, versions and current phase. No result names a
 support proposal awaiting the user's decision but the proposing call's, so the run's status
 and next work name each (another session, or an agent after a crash, could not decide it).
-Pure; the texts are cached per layout.
+Nor does any result but ``record_work_event``'s name an event, so the run's status and next
+work name the events already recorded for the current work item (`recorded`) and, once each
+check's latest says passed, the evaluate_gate arguments that would pass it: an agent resumed
+after a crash would otherwise record every check again. Pure; the texts are cached per layout.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.mcp.results import Guided
+from agora.toolsets.router.digests import digest
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -163,15 +168,57 @@ def _next_note(phase: str, gate: str, checks: tuple[str, ...], version: int, rev
     return f"Next: {_gate(phase, gate, checks)}.\n{REPORT}\n{next_write(version, revision)}"
 
 
-def next_item(
-    result: dict[str, Any], item: Item | None, version: int, revision: int, completed: bool
-) -> Guided:
-    """A ``get_next_work`` result with the checks of its work item's gate, if it has one, and
-    the values of the run's next write (or, once it is ``completed``, that there is none)."""
+def next_item(result: dict[str, Any], run: RunState, item: Item | None) -> Guided:
+    """A ``get_next_work`` result of ``run`` with the checks of its work item's gate, if it
+    has one, the events already `recorded` for it, and the values of the run's next write (or,
+    once the run is completed, that there is none)."""
+    version, revision = run.state_version, run.plan_revision
+    completed = run.status == "completed"
     if item is None:
         return Guided(result, closing(version, revision, completed))
     w = item.item
-    return Guided(result, _next_note(w.phase_id, w.gate_id, w.check_ids, version, revision))
+    note = _next_note(w.phase_id, w.gate_id, w.check_ids, version, revision)
+    line = recorded(run, item)
+    return Guided(result, note if line is None else f"{line}\n{note}")
+
+
+def recorded(run: RunState, item: Item) -> str | None:
+    """The line naming the events recorded for ``item``'s phase (id, check and outcome;
+    notes without a check counted only) and, when the latest event of every check of its
+    gate says passed, the evidence_refs and expected_evidence_digest that pass the gate
+    now; None if the phase has no event."""
+    phase, checks = item.item.phase_id, item.item.check_ids
+    latest: dict[str, str] = {}
+    shown, notes = [], 0
+    for ref, (at, obs) in run.events.items():  # in recorded order
+        check = obs.get("check_id")
+        if at != phase:
+            continue
+        if check not in checks:
+            notes += 1
+            continue
+        latest[check] = ref
+        shown.append(f"{ref} ({check} {obs.get('outcome')})")
+    if not shown and not notes:
+        return None
+    if notes:
+        shown.append(f"{notes} note{'s' if notes > 1 else ''} without a check_id (not counted)")
+    parts = [f"Recorded for phase {phase}: {'; '.join(shown)}"]
+    refs = sorted(latest.values())
+    passing = [c for c in checks if c in latest and run.events[latest[c]][1]["outcome"] == "passed"]
+    if checks and len(passing) == len(checks):
+        parts.append(
+            f". Every check's latest event says passed: evaluate_gate can be called now with"
+            f" evidence_refs {json.dumps(refs)} and expected_evidence_digest {digest(refs)}."
+        )
+    else:
+        waiting = [c for c in checks if c not in latest]
+        parts.append(
+            f". Not yet reported: {', '.join(waiting)}."
+            if waiting
+            else ". A check's latest event says failed: report it again once it passes."
+        )
+    return "".join(parts)
 
 
 def written(
@@ -301,6 +348,8 @@ def run_status(result: dict[str, Any], run: RunState, item: Item | None) -> Guid
             f"Current phase: {item.item.phase_id} (work item {item.item.work_item_id},"
             f" {item.status}); get_next_work names its exit gate's checks."
         )
+        line = recorded(run, item)
+        lines += [line] if line else []
     waiting = _undecided(run.proposals.values())
     lines += [waiting] if waiting else []
     if run.goal_binding_id is not None:

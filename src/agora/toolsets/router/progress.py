@@ -72,10 +72,9 @@ def next_work(run: RunState) -> dict[str, Any] | ToolError:
         "host_goal_mutated": False,
         "refresh_requirements": [],
     }
-    # its gate's check ids, any proposal awaiting a decision and the versions of the next
-    # write, in a text block
-    completed = run.status == "completed"
-    reply = guidance.next_item(result, item, run.state_version, run.plan_revision, completed)
+    # its gate's check ids, the events recorded for it, any proposal awaiting a decision and
+    # the versions of the next write, in a text block
+    reply = guidance.next_item(result, run, item)
     return guidance.awaiting(reply, run.proposals.values())
 
 
