@@ -71,7 +71,7 @@ async def test_every_tool_names_the_misspelt_argument_it_was_sent(tmp_path):
                     assert words[n].endswith(f"you sent '{n}{n[-1]}': did you mean '{n}'?)"), (
                         name, words[n],
                     )  # fmt: skip
-                assert body["message"].startswith(f"argument '{wanted[0]}': is required ("), name
+                assert f"argument '{wanted[0]}': is required (" in body["message"], name
 
 
 async def test_a_misspelt_argument_a_closed_schema_refuses_is_told_what_was_meant(tmp_path):

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import trio
-from router_driver import ctx, event_args, plan_args
+from router_driver import ctx, event_args, gate_args, plan_args
 
 from agora.config import Config
 from agora.server.embed import open_server
@@ -110,7 +110,45 @@ async def test_a_missing_argument_says_its_empty_value_or_its_values(tmp_path):
         ' "unknown")',
         "one_shot": 'is required (one of "none", "remember-once", "no-memory")',
     }
-    assert remembered["message"].startswith("argument 'target_profile_class': is required (one")
+    assert "the first: argument 'target_profile_class': is required (one" in remembered["message"]
+
+
+async def test_nested_and_object_arguments_say_their_empty_value_or_shape(tmp_path):
+    # routing_context.domains and .tags said only "is required" where a top-level array
+    # says "send [] if there is none"; a missing context gave no example of its shape
+    plan = plan_args("Fix it")
+    plan["routing_context"] = {"workspace_root": None, "current_phase_id": None}
+    del plan["context"]
+    (body,) = await _refusals(tmp_path, [("plan_work", plan)])
+    assert _issues(body) == {
+        "context": 'is required (an object: {"session_id": "...", "actor": "...",'
+        ' "runtime_policy_snapshot_id": "..."})',
+        "routing_context.domains": "is required (send [] if there is none)",
+        "routing_context.tags": "is required (send [] if there is none)",
+    }
+
+
+async def test_a_refusal_of_several_issues_says_how_many_and_lists_them(tmp_path):
+    # the message named only the first missing argument; five more were only in issues
+    event = event_args("run-none", "implement", {}, 1)
+    for name in ("correlation_id", "idempotency_key", "phase_id"):
+        del event[name]
+    (body,) = await _refusals(tmp_path, [("record_work_event", {**event, "observation": 1})])
+    assert body["message"] == (
+        "4 problems with the arguments: missing required arguments 'idempotency_key',"
+        " 'correlation_id', 'phase_id'; argument 'observation' breaks its type rule. issues"
+        " says how to fix each; the first: argument 'idempotency_key': is required"
+    ), body["message"]
+
+
+async def test_a_gate_id_is_not_taken_for_the_phase_id(tmp_path):
+    # gate_id is close to phase_id by its letters, but a gate is no phase: "did you mean
+    # 'phase_id'?" sent the agent to put the gate id plan-exit where a phase id goes
+    gate = gate_args("run-none", "plan", [], 1)
+    del gate["phase_id"]
+    (body,) = await _refusals(tmp_path, [("evaluate_gate", {**gate, "gate_id": "plan-exit"})])
+    assert _issues(body) == {"phase_id": "is required"}
+    assert body["warnings"][0].startswith("ignored unknown argument 'gate_id' (this tool takes")
 
 
 @pytest.mark.parametrize(
@@ -126,6 +164,8 @@ async def test_a_missing_argument_says_its_empty_value_or_its_values(tmp_path):
         pytest.param("plan_work", "session_id", "context.session_id", id="context-field"),
         pytest.param("plan_work", "routing_contxt", "routing_context", id="misspelt"),
         pytest.param("plan_work", "colour", None, id="nothing-close"),
+        pytest.param("evaluate_gate", "gate_id", None, id="close-letters-another-field"),
+        pytest.param("evaluate_gate", "phase_idd", "phase_id", id="misspelt-id"),
     ],
 )
 def test_the_argument_meant(tool, sent, expected):

@@ -27,7 +27,11 @@ async def test_plan_work_says_to_send_null_for_the_nullable_ones():
         answer = await client.call_tool("plan_work", args)
     assert answer["isError"] is True
     body = answer["structuredContent"]
-    assert body["message"] == f"argument 'goal_binding_id': {NULLABLE}"
+    assert body["message"] == (
+        "4 problems with the arguments: missing required arguments 'goal_binding_id',"
+        " 'requested_work_mode', 'explicit_skill_ids', 'explicit_semantics'. issues says how to"
+        f" fix each; the first: argument 'goal_binding_id': {NULLABLE}"
+    )
     words = {issue["field"]: issue["message"] for issue in body["issues"]}
     assert (
         words

@@ -8,10 +8,15 @@ different field; and a field of a nested object sent at the top level (``workspa
 which ``plan_work`` takes inside ``routing_context``). `meant` names the argument in each
 case and nothing when no rule fits: a wrong guess misleads an agent more than none.
 
-`reworded` words the top-level ``required`` issues of a refusal with what the schema and these
-rules know: the name sent in the missing one's place, ``send null`` or ``send []`` when the
-field has an empty value, and the values of an enum, so an agent can write the argument
-without reading the schema. Pure.
+A guess by the letters alone is dropped when the two names differ by a whole word of the same
+place (``gate_id`` for ``phase_id``: close letters, another field; `same_sense`): the value
+sent is then most likely that other thing, not the argument.
+
+`reworded` words the ``required`` issues of a refusal, top-level and nested alike
+(``routing_context.domains``), with what the schema and these rules know: the name sent in the
+missing one's place, ``send null`` or ``send []`` when the field has an empty value, the
+values of an enum and the shape of an object (``context``), so an agent can write the
+argument without reading the schema. Pure.
 """
 
 from __future__ import annotations
@@ -61,41 +66,96 @@ def meant(name: str, properties: Mapping[str, Any]) -> str | None:
     if len(holders) == 1:
         return holders[0]
     close = difflib.get_close_matches(name, sorted(properties), n=1, cutoff=0.6)
-    return close[0] if close else None
+    return close[0] if close and same_sense(name, close[0]) else None
+
+
+def same_sense(sent: str, name: str) -> bool:
+    """Whether ``sent``, rated close to ``name`` by its letters, may mean it: not when both
+    have as many ``_``-separated words and a word of ``sent`` is far from the word of ``name``
+    at its place (``gate_id`` and ``phase_id`` share ``_id``, but a gate is no phase)."""
+    words, named = sent.casefold().split("_"), name.casefold().split("_")
+    if len(words) != len(named) or len(words) < 2:
+        return True
+    return all(
+        a == b or difflib.SequenceMatcher(None, a, b).ratio() >= 0.6
+        for a, b in zip(words, named, strict=True)
+    )
 
 
 def reworded(
     schema: Mapping[str, Any], args: Mapping[str, Any], issues: Sequence[ValidationIssue]
 ) -> list[ValidationIssue]:
-    """``issues`` (of ``args`` against the inputSchema ``schema``), each missing top-level
-    argument's said anew by `asked`: another word for it counts as sent in its place (and is
-    never weighed as a misspelling of a different one)."""
-    properties: Mapping[str, Any] = schema.get("properties", {})
-    top = {id(i): str(i.path[0]) for i in issues if i.rule == "required" and len(i.path) == 1}
-    if not top:
-        return list(issues)
-    claimed = {
-        sent: arg
-        for sent in args
-        if sent not in properties and (arg := synonym_of(sent, properties)) is not None
-    }
-    guesses: dict[str, tuple[str, str]] = {}
-    for sent, arg in claimed.items():
-        guesses.setdefault(arg, (sent, arg))
-    rest = {k: v for k, v in args.items() if k not in claimed}
-    guesses = misspelt(rest, schema, [m for m in top.values() if m not in guesses]) | guesses
+    """``issues`` (of ``args`` against the inputSchema ``schema``), each missing argument's,
+    top-level or nested, said anew by `asked`: another word for it counts as sent in its place
+    (and is never weighed as a misspelling of a different one)."""
+    missing: dict[tuple[str | int, ...], list[str]] = {}
+    for i in issues:
+        if i.rule == "required" and i.path and isinstance(i.path[-1], str):
+            missing.setdefault(i.path[:-1], []).append(i.path[-1])
+    words: dict[tuple[str | int, ...], str] = {}
+    for parent, names in missing.items():
+        holder = _object_at(schema, parent)
+        if holder is not None:
+            said = _asked_in(holder, _value_at(args, parent), names)
+            words.update({(*parent, name): text for name, text in said.items()})
     return [
-        ValidationIssue(i.path, i.rule, asked(properties.get(name), guesses.get(name)))
-        if (name := top.get(id(i))) is not None
+        ValidationIssue(i.path, i.rule, words[i.path])
+        if i.rule == "required" and i.path in words
         else i
         for i in issues
     ]
 
 
+def _asked_in(
+    schema: Mapping[str, Any], value: Mapping[str, Any], names: list[str]
+) -> dict[str, str]:
+    """`asked`'s words for each of ``names`` missing from ``value``, an object of ``schema``."""
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    claimed = {
+        sent: arg
+        for sent in value
+        if sent not in properties and (arg := synonym_of(sent, properties)) is not None
+    }
+    guesses: dict[str, tuple[str, str]] = {}
+    for sent, arg in claimed.items():
+        guesses.setdefault(arg, (sent, arg))
+    rest = {k: v for k, v in value.items() if k not in claimed}
+    spelt = misspelt(rest, schema, [m for m in names if m not in guesses])
+    guesses = {m: g for m, g in spelt.items() if same_sense(*g)} | guesses
+    return {name: asked(properties.get(name), guesses.get(name)) for name in names}
+
+
+def _object_at(schema: Any, path: Sequence[str | int]) -> Mapping[str, Any] | None:
+    """The object schema (or object form of an ``anyOf``) at ``path`` under ``schema``."""
+    for key in (*path, None):
+        forms = [schema, *schema.get("anyOf", ())] if isinstance(schema, dict) else []
+        if key is None:
+            return next((f for f in forms if isinstance(f, dict) and "properties" in f), None)
+        if isinstance(key, int):
+            schema = next((f["items"] for f in forms if isinstance(f, dict) and "items" in f), None)
+        else:
+            held = [f["properties"][key] for f in forms if key in f.get("properties", {})]
+            schema = held[0] if held else None
+    return None
+
+
+def _value_at(args: Any, path: Sequence[str | int]) -> Mapping[str, Any]:
+    """The object sent at ``path`` under ``args``; empty when it is none."""
+    for key in path:
+        if isinstance(args, dict) and isinstance(key, str):
+            args = args.get(key)
+        elif isinstance(args, list) and isinstance(key, int) and key < len(args):
+            args = args[key]
+        else:
+            return {}
+    return args if isinstance(args, dict) else {}
+
+
 def asked(schema: Any, misspelling: tuple[str, str] | None = None) -> str:
     """The words for a missing argument whose schema is ``schema``: its empty value when it
     has one (null, or ``[]`` for an array that may be empty), its values when it is an enum,
-    and the name sent in its place (``misspelling``: sent, meant)."""
+    the shape of an object (`_shape`), and the name sent in its place (``misspelling``: sent,
+    meant)."""
     parts = []
     nullable = required(schema) == REQUIRED_NULLABLE
     if nullable:
@@ -107,6 +167,8 @@ def asked(schema: Any, misspelling: tuple[str, str] | None = None) -> str:
         listed = ", ".join(json.dumps(v, ensure_ascii=False) for v in values[:_MOST_VALUES])
         more = f", ... ({len(values) - _MOST_VALUES} more)" if len(values) > _MOST_VALUES else ""
         parts.append(f"{'else ' if nullable else ''}one of {listed}{more}")
+    if (shape := _shape(schema)) is not None:
+        parts.append(f"an object: {shape}")
     if misspelling is not None:
         parts.append(f"you sent '{misspelling[0]}': did you mean '{misspelling[1]}'?")
     return f"{REQUIRED} ({'; '.join(parts)})" if parts else REQUIRED
@@ -125,3 +187,49 @@ def _values(schema: Any) -> list[Any]:
     forms = [schema, *schema.get("anyOf", ())]
     values = [v for form in forms if isinstance(form, dict) for v in form.get("enum", ())]
     return [v for v in values if v is not None]
+
+
+#: The placeholder of a value of each JSON type in `_shape`'s example.
+_PLACEHOLDERS: Final = {"string": "...", "integer": 0, "number": 0, "boolean": False,
+                        "array": [], "object": {}, "null": None}  # fmt: skip
+
+
+def _shape(schema: Any) -> str | None:
+    """An example of an object schema's required properties, as JSON with a placeholder
+    for each value (``{"session_id": "...", ...}``), or None if ``schema`` is no such
+    object."""
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return None
+    properties = schema.get("properties", {})
+    names = schema.get("required", ())
+    if not names:
+        return None
+    return json.dumps({name: _placeholder(properties.get(name)) for name in names})
+
+
+def _placeholder(schema: Any) -> Any:
+    if not isinstance(schema, dict):
+        return "..."
+    values = _values(schema)
+    if values:
+        return values[0]
+    kinds = [schema.get("type"), *(f.get("type") for f in schema.get("anyOf", ()))]
+    return next((_PLACEHOLDERS[k] for k in kinds if isinstance(k, str)), "...")
+
+
+def summary(issues: Sequence[ValidationIssue]) -> str:
+    """The message of a refusal of ``issues``: its one issue described, else how many there
+    are, each in brief (the missing arguments in one list), and the first described in full:
+    an agent fixing the first alone would be refused again for the next."""
+    if len(issues) < 2:
+        return issues[0].describe() if issues else "invalid arguments"
+    missing = [f"'{i.field}'" for i in issues if i.rule == "required"]
+    parts = [f"missing required argument{'s' if len(missing) > 1 else ''} {', '.join(missing)}"]
+    parts = parts if missing else []
+    parts += [
+        f"argument '{i.field}' breaks its {i.rule} rule" for i in issues if i.rule != "required"
+    ]
+    return (
+        f"{len(issues)} problems with the arguments: {'; '.join(parts)}. issues says how to fix"
+        f" each; the first: {issues[0].describe()}"
+    )

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from agora.errors import Failure, ToolError
 from agora.mcp.contracts import load_contract
+from agora.toolsets.router.meant import summary
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -392,7 +393,7 @@ def argument_rejection(issues: Sequence[ValidationIssue]) -> dict[str, Any]:
     return {
         "ok": False,
         "code": "invalid-arguments",
-        "message": issues[0].describe() if issues else "invalid arguments",
+        "message": summary(issues),
         "issues": [{"field": i.field, "rule": i.keyword, "message": i.detail} for i in issues],
         "retryable": False,
         "state_changed": False,
