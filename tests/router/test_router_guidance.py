@@ -249,6 +249,11 @@ async def test_an_observation_that_reports_no_check_says_so(router):
         note = texts(event)[-1]
         assert NO_CHECK in note, observation
         assert "ID one of: plan-ready." in note
+        meant = next(iter(observation))
+        if meant in ("check", "checkId"):  # said to be stored as a note, with no guess
+            assert f"You sent '{meant}': did you mean 'check_id'?" in note
+        if meant == "plan-ready":
+            assert """You sent the check 'plan-ready' as a key: did you mean {"check_id":""" in note
         assert told(event) == (version + 1, 1)  # the values to send still end the note
         refs += event["event_ids"]
         version += 1

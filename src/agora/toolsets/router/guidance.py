@@ -30,6 +30,7 @@ import json
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.mcp.results import Guided
+from agora.mcp.wording import closest
 from agora.toolsets.router.digests import digest
 
 if TYPE_CHECKING:
@@ -245,9 +246,22 @@ def unreported(observation: dict[str, Any], phase: str, checks: tuple[str, ...])
         return None
     return (
         f"This observation reports no check (it has no check_id): it is kept as a note of"
-        f" phase {phase}, and evaluate_gate does not count it. To report a check, send"
-        f' {{"check_id": ID, "outcome": "passed"}} (or "failed"), ID one of: {", ".join(checks)}.'
+        f" phase {phase}, and evaluate_gate does not count it.{_meant_check(observation, checks)}"
+        f' To report a check, send {{"check_id": ID, "outcome": "passed"}} (or "failed"), ID'
+        f" one of: {', '.join(checks)}."
     )
+
+
+def _meant_check(observation: dict[str, Any], checks: tuple[str, ...]) -> str:
+    """The words for an observation that plainly meant to report a check: a key close to
+    ``check_id`` (``check``, ``checkId``) or one of the phase's check ids used as a key;
+    empty when none is."""
+    for key in observation:
+        if key in checks:
+            return f' You sent the check {key!r} as a key: did you mean {{"check_id": "{key}"}}?'
+        if key != "check_id" and closest(key, ["check_id"]) == "check_id":
+            return f" You sent '{key}': did you mean 'check_id'?"
+    return ""
 
 
 def gate_failed(failures: list[str], latest: dict[str, str]) -> str:
