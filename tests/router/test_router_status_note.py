@@ -112,3 +112,20 @@ async def test_status_and_next_work_name_the_events_recorded_and_the_gate_call(r
         ) in note
     gate = await router.gate(run, phase, sorted(refs), version)
     assert gate["passed"] is True
+
+
+async def test_status_names_only_the_newest_events_and_a_failed_latest(router):
+    run = (await router.plan(PHASED))["workflow_run_id"]
+    phase = (await router.next(run))["work_item"]["phase_id"]
+    refs = []
+    for version in range(1, 13):
+        outcome = "failed" if version == 12 else "passed"
+        event = await router.event(run, phase, {"check_id": "plan-ready", "outcome": outcome},
+                                   version)  # fmt: skip
+        refs += event["event_ids"]
+    line = next(x for x in texts(await _status(router, run))[-1].splitlines() if "Recorded" in x)
+    assert line.startswith(f"Recorded for phase {phase}: 2 earlier events; {refs[2]} (plan-ready")
+    assert line.endswith(
+        f"{refs[-1]} (plan-ready failed). A check's latest event says failed: report it again"
+        " once it passes."
+    )

@@ -183,11 +183,15 @@ def next_item(result: dict[str, Any], run: RunState, item: Item | None) -> Guide
     return Guided(result, note if line is None else f"{line}\n{note}")
 
 
+#: At most this many events reporting a check are named in `recorded`'s line, the newest.
+_MOST_EVENTS: Final = 10
+
+
 def recorded(run: RunState, item: Item) -> str | None:
-    """The line naming the events recorded for ``item``'s phase (id, check and outcome;
-    notes without a check counted only) and, when the latest event of every check of its
-    gate says passed, the evidence_refs and expected_evidence_digest that pass the gate
-    now; None if the phase has no event."""
+    """The line naming the events recorded for ``item``'s phase (id, check and outcome, the
+    `_MOST_EVENTS` newest; notes without a check counted only) and, when the latest event of
+    every check of its gate says passed, the evidence_refs and expected_evidence_digest that
+    pass the gate now; None if the phase has no event."""
     phase, checks = item.item.phase_id, item.item.check_ids
     latest: dict[str, str] = {}
     shown, notes = [], 0
@@ -202,12 +206,14 @@ def recorded(run: RunState, item: Item) -> str | None:
         shown.append(f"{ref} ({check} {obs.get('outcome')})")
     if not shown and not notes:
         return None
+    if len(shown) > _MOST_EVENTS:  # the newest: the refs to send are named below anyway
+        shown = [f"{len(shown) - _MOST_EVENTS} earlier events", *shown[-_MOST_EVENTS:]]
     if notes:
         shown.append(f"{notes} note{'s' if notes > 1 else ''} without a check_id (not counted)")
     parts = [f"Recorded for phase {phase}: {'; '.join(shown)}"]
     refs = sorted(latest.values())
     passing = [c for c in checks if c in latest and run.events[latest[c]][1]["outcome"] == "passed"]
-    if checks and len(passing) == len(checks):
+    if len(passing) == len(checks):
         parts.append(
             f". Every check's latest event says passed: evaluate_gate can be called now with"
             f" evidence_refs {json.dumps(refs)} and expected_evidence_digest {digest(refs)}."
