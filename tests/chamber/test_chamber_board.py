@@ -2,7 +2,8 @@
 
 Cards are made through the tools (the reference solver solves some rooms); the board must
 count every server-seeded card in the range, leave practice cards and cards outside the
-range out, rank by success rate then median actions, and link each row to its cards.
+range out, rank by success rate then median actions of solved attempts, and link each
+row to its cards.
 """
 
 from __future__ import annotations
@@ -86,8 +87,9 @@ async def test_the_board_ranks_server_seeded_cards_and_links_each_row(
     assert grok["median_actions"] == lone["actions_used"]
     assert (gpt["attempts"], gpt["solved"]) == (3, 2)
     assert gpt["success_rate"] == round(2 / 3, 4)
-    expected = sorted([*(c["actions_used"] for c in solved), failed["actions_used"]])[1]
-    assert gpt["median_actions"] == expected
+    # The failed card's actions do not count: the median of the two solved ones.
+    assert gpt["median_actions"] == sum(c["actions_used"] for c in solved) / 2
+    assert failed["actions_used"] > 0
     assert (gpt["hints_used"], gpt["median_hints"]) == (3, 0)
     assert (composer["attempts"], composer["solved"], composer["success_rate"]) == (2, 0, 0)
     # 2 and 4 hint calls: 2 and 3 hints given (a lock has three; the fourth call gives none).
@@ -136,9 +138,28 @@ def test_rank_orders_by_success_then_fewer_actions_then_more_attempts():
         ("s", None, "expired", 3, 0, 0),
     ]
     ranked = board.rank(rows)["s"]
-    assert [r.product for r in ranked] == ["b", "d", "a", "unknown", "c"]
-    assert ranked[-1].median_wrong == 2
-    assert ranked[3].expired == 1
+    assert [r.product for r in ranked] == ["b", "d", "a", "c", "unknown"]
+    assert ranked[3].median_wrong == 2
+    assert ranked[-1].expired == 1
+
+
+def test_only_solved_cards_count_towards_the_median_actions():
+    """Sealing or abandoning a bad run at once must not rank above playing it out."""
+    rows = [
+        ("s", "quitter", "expired", 0, 0, 0),
+        ("s", "honest", "failed", 1, 0, 0),
+        ("s", "fast", "solved", 10, 0, 0),
+        ("s", "fast", "failed", 0, 0, 0),
+        ("s", "fast", "failed", 0, 0, 0),
+        ("s", "steady", "solved", 8, 0, 0),
+        ("s", "steady", "failed", 40, 0, 0),
+        ("s", "steady", "failed", 40, 0, 0),
+    ]
+    ranked = board.rank(rows)["s"]
+    assert [r.product for r in ranked] == ["steady", "fast", "honest", "quitter"]
+    assert [r.median_actions for r in ranked] == [8.0, 10.0, None, None]
+    assert ranked[0].as_json(1, "u")["median_actions"] == 8.0
+    assert ranked[-1].as_json(4, "u")["median_actions"] is None
 
 
 async def test_browsers_get_board_errors_as_html_pages(chamber, runtime):

@@ -187,10 +187,15 @@ async def test_board_medians_are_always_json_floats(wall):
             for _ in range(2):
                 await pages.card(product="even-2")
             rows = (await pages.get("/board")).json()["suites"]["chambre-chrono-v0"]
+            page = (await pages.get("/board", BROWSER)).text
     assert {r["product"] for r in rows} == {"odd-1", "even-2"}
     for r in rows:
-        medians = (r["median_actions"], r["median_hints"], r["median_wrong_submissions"])
+        medians = (r["median_hints"], r["median_wrong_submissions"])
         assert all(type(m) is float for m in medians), r
+        # Failed cards only: no solved attempt, so no median actions of solved attempts.
+        assert r["median_actions"] is None, r
+    assert 'data-label="median actions of solved attempts">none</td>' in page
+    assert "then fewer median actions of solved attempts" in page
 
 
 @pytest.mark.parametrize(

@@ -2,15 +2,19 @@
 
 Only cards whose signed body says the server drew the seed count: a chosen seed can be
 replayed, so practice cards never rank. Each row is one product in one suite: attempts
-(every sealed card: solved, failed, expired or quarantined), successes, success rate, and
-the median actions, hints and wrong submissions per attempt (always floats, ``2.0`` as
-well as ``2.5``); rows rank by success rate,
-then fewer median actions, then more attempts. `rank` is pure: the rows come from
-`listings.board_cards`, the pages from `board_web`.
+(every sealed card: solved, failed, expired or quarantined), successes, success rate, the
+median actions of solved attempts, and the median hints and wrong submissions per attempt
+(always floats, ``2.0`` as well as ``2.5``; the median actions is ``None`` in a row with no
+solved attempt). Rows rank by success rate, then fewer median actions of solved attempts (a
+row with none last), then more attempts, then product id. Only solved cards count towards the
+actions: counting failed and expired ones would reward sealing or abandoning a bad run at once
+over playing it out. `rank` is pure: the rows come from `listings.board_cards`, the pages
+from `board_web`.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
@@ -33,7 +37,7 @@ class BoardRow:
     solved: int
     expired: int
     quarantined: int
-    median_actions: float
+    median_actions: float | None
     median_hints: float
     median_wrong: float
     hints_total: int
@@ -69,6 +73,13 @@ def _median(values: Iterable[int]) -> float:
     return float(statistics.median(values))
 
 
+def _order(row: BoardRow) -> tuple[float, float, int, str]:
+    """The ranking key: success rate, then fewer median actions of solved attempts (none
+    ranks last), then more attempts, then product id."""
+    actions = math.inf if row.median_actions is None else row.median_actions
+    return (-row.success_rate, actions, -row.attempts, row.product)
+
+
 def rank(rows: Iterable[CardRow]) -> dict[str, list[BoardRow]]:
     """Suite id -> its products, best first.
 
@@ -84,6 +95,7 @@ def rank(rows: Iterable[CardRow]) -> dict[str, list[BoardRow]]:
     board: dict[str, list[BoardRow]] = defaultdict(list)
     for (suite_id, product), cards in grouped.items():
         outcomes = [c[2] for c in cards]
+        solved_actions = [c[3] for c in cards if c[2] == "solved"]
         board[suite_id].append(
             BoardRow(
                 suite_id=suite_id,
@@ -92,7 +104,7 @@ def rank(rows: Iterable[CardRow]) -> dict[str, list[BoardRow]]:
                 solved=outcomes.count("solved"),
                 expired=outcomes.count("expired"),
                 quarantined=outcomes.count("quarantined"),
-                median_actions=_median(c[3] for c in cards),
+                median_actions=_median(solved_actions) if solved_actions else None,
                 median_hints=_median(c[4] for c in cards),
                 median_wrong=_median(c[5] for c in cards),
                 hints_total=sum(c[4] for c in cards),
@@ -100,7 +112,5 @@ def rank(rows: Iterable[CardRow]) -> dict[str, list[BoardRow]]:
             )
         )
     for rows_of_suite in board.values():
-        rows_of_suite.sort(
-            key=lambda r: (-r.success_rate, r.median_actions, -r.attempts, r.product)
-        )
+        rows_of_suite.sort(key=_order)
     return dict(sorted(board.items()))

@@ -123,11 +123,24 @@ def board_route(suite_ids: tuple[str, ...]) -> Route:
 
 #: The headings of the figure columns, in order (and their labels on a narrow screen).
 _FIGURES: Final = ("#", "attempts", "solved", "success rate", "expired", "quarantined",
-                   "median actions", "median hints", "median wrong")  # fmt: skip
+                   "median actions of solved attempts", "median hints",
+                   "median wrong")  # fmt: skip
+#: How rows rank, said on the page under the range.
+RANKING: Final = (
+    "Products rank by success rate, then fewer median actions of solved attempts (a product "
+    "with no solved attempt comes after those with one), then more attempts, then product id. "
+    "Only solved attempts count towards the median actions, so sealing or abandoning a bad run "
+    "early gains nothing over playing it out."
+)
 
 
 def _cards_label(n: int) -> str:
     return f"{n} card" if n == 1 else f"{n} cards"
+
+
+def _actions(median: float | None) -> str:
+    """The median actions of solved attempts as shown; "none" when nothing was solved."""
+    return "none" if median is None else f"{median:g}"
 
 
 def _board_html(body: dict[str, Any]) -> str:
@@ -136,7 +149,7 @@ def _board_html(body: dict[str, Any]) -> str:
         f"<h1>ScoreIA Chamber board</h1><p>{html.escape(body['from'])} to "
         f"{html.escape(body['to'])} (UTC). Only rooms whose seed the server drew count; "
         "practice runs on chosen seeds never rank. Products are participant claims; every "
-        "row links to the signed cards behind it.</p>",
+        f"row links to the signed cards behind it.</p><p>{RANKING}</p>",
     ]
     heads = (_FIGURES[0], "product", *_FIGURES[1:], "cards")
     for suite, rows in body["suites"].items():
@@ -149,7 +162,7 @@ def _board_html(body: dict[str, Any]) -> str:
         for r in rows:
             href = html.escape(r["cards"], quote=True)
             figures = (r["rank"], r["attempts"], r["solved"], f"{r['success_rate']:.0%}",
-                       r["expired"], r["quarantined"], f"{r['median_actions']:g}",
+                       r["expired"], r["quarantined"], _actions(r["median_actions"]),
                        f"{r['median_hints']:g}", f"{r['median_wrong_submissions']:g}")  # fmt: skip
             labelled = zip(_FIGURES, figures, strict=True)
             n = [f'<td class=n data-label="{h}">{v}</td>' for h, v in labelled]
