@@ -7,6 +7,9 @@ its card exists.
 
 from __future__ import annotations
 
+import datetime as dt
+import json
+
 import pytest
 import trio
 from chamber_agent import ENTRY, START
@@ -15,6 +18,7 @@ from agora.config import Config
 from agora.runtime.clock import Clock, FakeWall
 from agora.server.embed import open_server
 from agora.toolsets.chamber import listings, sweep, toolset
+from agora.web.http import Request
 
 #: No room pool: these servers need no rooms built ahead (and tests stay cheap).
 NO_POOL = {"chamber": {"room_pool_size": 0}}
@@ -59,6 +63,33 @@ async def test_the_sweep_publishes_every_abandoned_attempt_and_nothing_else(
         f"This attempt expired at {again['expires_at']} unsealed; the expiry sweep published"
         f" its card ({again['card_id']})"  # (not "was published then": the sweep came later)
     ), played
+
+
+async def test_an_expired_card_is_dated_when_the_attempt_expired_not_when_swept(
+    agent, chamber, runtime, wall, options, tmp_path
+):
+    """A node down across midnight must not move the card to the next day's listing."""
+    toolset, service = chamber
+    key = tmp_path / "k.hex"
+    key.write_text("42" * 32)
+    options["chamber"]["signing_key"] = str(key)
+    wall.current = START.replace(hour=21)
+    handle = (await agent.enter())["attempt_handle"]
+    wall.current = START.replace(hour=23) + dt.timedelta(hours=3)  # 02:00 the next day
+    assert await sweep.sweep_expired(runtime, service) == 1
+    sealed = await agent.tool("seal_attempt", challenge_handle=handle)
+    card = sealed["card"]
+    assert sealed["expires_at"] == "2026-11-30T23:00:00Z"
+    assert (card["sealed_at"], card["date"]) == (sealed["expires_at"], "2026-11-30")
+    assert card["card_id"].startswith("card-20261130-")
+    assert card["elapsed_seconds"] == 7200
+    assert list(await _cards(runtime)) == [card["card_id"]]
+    route = next(r for r in toolset.routes if r.pattern == "/cards/{card_id}")
+    request = Request("GET", "/cards/x", {"format": "json"}, {"accept": "application/json"})
+    request.params["card_id"] = card["card_id"]
+    document = json.loads((await route.handler(request, runtime)).body)
+    assert document["card"]["sealed_at"] == "2026-11-30T23:00:00Z"
+    assert document["signature"]["signed_at"] == "2026-12-01T02:00:00Z"
 
 
 async def test_the_sweep_makes_progress_past_one_batch_and_signs(

@@ -285,7 +285,10 @@ class AttemptEntity:
         reason: str | None,
         sealed_by: str = "participant",
     ) -> Effects:
-        sealed_at = wall.astimezone(dt.UTC).replace(microsecond=0)
+        # An expired card is sealed as of the expiry, not of the sweep that found it (a node
+        # down across midnight would date it a day late); its signature keeps the real time.
+        when = a.expires_at if sealed_by == "expiry" else wall
+        sealed_at = when.astimezone(dt.UTC).replace(microsecond=0)
         sealing = cards.Sealing(
             outcome=outcome,
             sealed_at=sealed_at,
