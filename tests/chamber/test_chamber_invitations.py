@@ -150,3 +150,13 @@ def test_the_readme_says_what_the_ally_adds_to_ally_entry():
     assert "exact call" not in readme
     assert "`ally_entry`" in readme
     assert "provider_claim`, `model_claim` and `host`" in readme
+
+
+async def test_a_call_for_help_costs_no_action(agent):
+    """call_for_help's served description says so: the actions before and after match."""
+    h, reply = await _invite(agent)
+    assert reply["invitation"].startswith("inv-")
+    looked = await agent.tool("chamber_action", challenge_handle=h, op="look")
+    assert looked["action_index"] == 1
+    made_up = await agent.refused("enter_open_challenge", **ENTRY, seed="inv-anything")
+    assert "is not an invitation this server issued" in made_up["error"]

@@ -89,7 +89,7 @@ async def test_enter_names_only_tools_and_arguments_that_exist(listed):
 
 
 def test_the_served_schemas_validate_what_the_contracts_do():
-    from agora.toolsets.chamber.served import served_tools
+    from agora.toolsets.chamber.served import DESCRIPTIONS, served_tools
 
     contract = load_contract("chamber")
     before = copy.deepcopy(contract.data["tools"])
@@ -102,8 +102,10 @@ def test_the_served_schemas_validate_what_the_contracts_do():
         )
         assert entry["outputSchema"] == spec.output_schema
         assert entry["annotations"] == spec.annotations
-        for name, prop in spec.input_schema["properties"].items():  # the seed's own words kept
-            if "description" in prop:
+        # The seed's own words are kept, but include_export_bundle's, which say nothing.
+        reworded = DESCRIPTIONS.get(spec.name, {})
+        for name, prop in spec.input_schema["properties"].items():
+            if "description" in prop and name not in reworded:
                 assert (
                     entry["inputSchema"]["properties"][name]["description"] == (prop["description"])
                 )
@@ -117,3 +119,21 @@ def test_a_contract_without_a_reworded_sentence_is_refused():
     other = dataclasses.replace(contract, tools={**contract.tools, spec.name: spec})
     with pytest.raises(ValueError, match="enter_open_challenge no longer says"):
         served_tools(other)
+
+
+async def test_help_seed_and_export_bundle_say_what_they_give(listed):
+    """A tester read that the ally "receives a new seed" (it gets an invitation), could not
+    tell what the export bundle is, nor that a call for help is free or that inv- strings are
+    always read as invitations."""
+    help_ = listed["call_for_help"]["description"]
+    assert "seed." not in help_
+    assert "receives a new seed" not in help_
+    assert "an invitation (inv-...), never a seed" in help_
+    assert "A call for help costs no action." in help_
+    seed = listed["enter_open_challenge"]["inputSchema"]["properties"]["seed"]["description"]
+    assert "any string starting with inv- is read as an invitation" in seed
+    assert "one this server did not issue is refused" in seed
+    seal = listed["seal_attempt"]["inputSchema"]["properties"]
+    bundle = seal["include_export_bundle"]["description"]
+    for words in ("the card document", "transcript", "agora cards verify"):
+        assert words in bundle, words

@@ -1,9 +1,11 @@
 """The chamber's tools as tools/list serves them: the contract's, with words a model needs.
 
 The contract (contracts/chamber.json, the seed verbatim) gives no argument a description but
-``host_claim``, ``origin_claim``, ``include_export_bundle`` and ``publication_understood``,
-and its ``enter_open_challenge`` description names a ``list_suites`` that no toolset serves.
-`served_tools` adds a description to every other argument and rewords that sentence. Only
+``host_claim``, ``origin_claim``, ``include_export_bundle`` and ``publication_understood``
+(the third says nothing of what the bundle is), its ``enter_open_challenge`` description names
+a ``list_suites`` that no toolset serves, and its ``call_for_help`` one says the ally gets a
+seed (it gets an invitation). `served_tools` describes every other argument and
+``include_export_bundle``, and rewords those sentences. Only
 annotations change: the schemas validate exactly what the contract's do, and the cards keep
 the contract's ``schema_bundle_hash`` (the published bundle, which these words are not part
 of). This module must not change a schema keyword that validates, nor hold any state.
@@ -41,8 +43,10 @@ DESCRIPTIONS: Final[Mapping[str, Mapping[str, str]]] = {
         "seed": (
             "Leave it out to enter a fresh room whose seed the server draws. An invitation "
             "(inv-...) that call_for_help gave your inviter enters, once, the room it was "
-            "issued for, with product set to the ally it names. Any other string seeds the "
-            "room yourself: the card is marked practice and never ranks on the board."
+            "issued for, with product set to the ally it names; any string starting with "
+            "inv- is read as an invitation, and one this server did not issue is refused. Any "
+            "other string seeds the room yourself: the card is marked practice and never "
+            "ranks on the board."
         ),
         "host": (
             "Where the product runs: the application or agent harness (cursor, vscode, "
@@ -111,17 +115,31 @@ DESCRIPTIONS: Final[Mapping[str, Mapping[str, str]]] = {
         "next_candidate": (
             f"Optional: the product you suggest should take the challenge next. {_CARD}"
         ),
+        "include_export_bundle": (
+            "Optional: true adds export_bundle to the reply: the card document (the card "
+            "and its signature, as /cards/<card_id>?format=json serves it) and the attempt's "
+            "transcript, to save and check offline with agora cards verify. Never controls "
+            "whether the public card exists."
+        ),
         "expected_action_index": _EXPECTED,
     },
 }
 
 #: Sentences of the contract's descriptions -> what is served instead. There is no
-#: ``list_suites`` tool: the suites are the values of the ``suite`` argument.
+#: ``list_suites`` tool: the suites are the values of the ``suite`` argument; an ally gets an
+#: invitation, not the seed the contract says.
 REWORDED: Final[Mapping[str, Mapping[str, str]]] = {
     "enter_open_challenge": {
         "list_suites is not enter; chambre-chrono-v0 is the public door.": (
             "The suites are the values of the suite argument; without it you enter "
             "chambre-chrono-v0, the public door."
+        ),
+    },
+    "call_for_help": {
+        "The ally never joins the current room and receives a new seed.": (
+            "The ally never joins the current room: the reply holds an invitation (inv-...), "
+            "never a seed, which the ally passes as the seed of enter_open_challenge to enter "
+            "a room of its own. A call for help costs no action."
         ),
     },
 }
