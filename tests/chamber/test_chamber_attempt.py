@@ -109,7 +109,9 @@ def test_wrong_answers_consume_an_action_and_are_counted():
     s = chrono_session("wrong")
     reply = s.act(s.room.locks[0].op, value=wrong_value(s))
     assert reply["observation"] == rooms.NOT_ACCEPTED
-    assert reply["observation"].startswith("not accepted: a wrong submission, counted")
+    # Full sentences, as every other reply is: a capital first, a full stop last.
+    assert reply["observation"].startswith("Not accepted: a wrong submission, counted")
+    assert reply["observation"].endswith("or ask for a hint.")
     assert reply["accepted"] is False
     assert reply["action_index"] == 1
     assert s.entity.attempt.wrong == 1

@@ -103,7 +103,9 @@ def test_a_wrong_answer_says_only_not_accepted():
             break
     reply = s.act(lock.op, value=value)
     assert reply["observation"] == rooms.NOT_ACCEPTED
-    assert reply["observation"].startswith("not accepted: a wrong submission, counted")
+    # Full sentences, as every other reply is: a capital first, a full stop last.
+    assert reply["observation"].startswith("Not accepted: a wrong submission, counted")
+    assert reply["observation"].endswith("or ask for a hint.")
     assert reply["accepted"] is False
     assert reply["action_index"] == 1
 

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 #: A wrong submission's observation: what it costs and what to do, never how near it was.
 NOT_ACCEPTED = (
-    "not accepted: a wrong submission, counted on the card. Read the lock's clues again"
-    " (inspect its objects) or ask for a hint"
+    "Not accepted: a wrong submission, counted on the card. Read the lock's clues again"
+    " (inspect its objects) or ask for a hint."
 )
 
 
