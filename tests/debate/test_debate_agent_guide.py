@@ -204,7 +204,7 @@ async def test_post_and_wait_replies_say_what_to_do_next(url):
 )
 def test_every_phase_says_whose_move_it_is(phase, says):
     state = {"phase": phase, "blind_roles": ["PRO", "CON"], "round_no": 2, "max_rounds": 3,
-             "stalemate_reason": "phase_timeout:BLIND_CLAIM"}  # fmt: skip
+             "stalemate_reason": "phase_timeout:BLIND_CLAIM", "projections": []}  # fmt: skip
     assert next_move(state, ["PRO"]).startswith(says)
 
 

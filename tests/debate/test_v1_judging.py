@@ -228,11 +228,13 @@ async def test_same_winner_with_another_decision_is_a_split(desk, judged):
     out = await _judge(desk, ba["projection_id"], pro, decision="adopt with changes")
     assert out["protocol_state"]["phase"] == "STALEMATE"
     # Newcomer finding: nothing told the judge why the same winner twice was a split.
-    assert out.guidance == (
+    why, then = out.guidance.split("\n")
+    assert why == (
         "The two verdicts name the same winner but different decisions ('adopt' and 'adopt"
         " with changes'): verdicts agree only when winner_msg_id and decision are both equal,"
         " so this pair moved the debate to STALEMATE (judge_order_swap_disagreement)."
     )
+    assert then.startswith("The protocol is in STALEMATE (judge_order_swap_disagreement):")
 
 
 async def test_verdict_rejections(desk, judged):

@@ -11,6 +11,7 @@ racing verdicts can never both apply.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -21,6 +22,7 @@ from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
 from agora.toolsets.debate.commands.protocol import set_state
 from agora.toolsets.debate.commands.table import COMMANDS
+from agora.toolsets.debate.protocol import guide
 from agora.toolsets.debate.protocol.gates import not_adjudicating
 from agora.toolsets.debate.protocol.judging import (
     ORDERS,
@@ -130,9 +132,7 @@ def prepare_judging(topic: Topic, cmd: PrepareJudging, now: Now) -> Effects:
             else:
                 why = "this round's projections already exist for another pair; they are immutable"
             raise reject("projection_conflict", why)
-        return Effects(
-            reply={"topic_id": topic.topic_id, "projections": [e.public() for e in known]}
-        )
+        return Effects(reply=_prepared(topic, state, known))
     writes: list[Write] = []
     for p in wanted:
         state.projections[p.projection_id] = p
@@ -147,8 +147,13 @@ def prepare_judging(topic: Topic, cmd: PrepareJudging, now: Now) -> Effects:
         right_msg_id=right.msg_id,
         projection_ids=[p.projection_id for p in wanted],
     )
-    reply = {"topic_id": topic.topic_id, "projections": [p.public() for p in wanted]}
-    return Effects(reply=reply, writes=writes, changed=True)
+    return Effects(reply=_prepared(topic, state, wanted), writes=writes, changed=True)
+
+
+def _prepared(topic: Topic, state: ProtocolState, made: list[Projection]) -> dict[str, Any]:
+    """The reply of debate_judge_prepare, with who judges them next (`guide.next_move`)."""
+    reply = {"topic_id": topic.topic_id, "projections": [p.public() for p in made]}
+    return Guided(reply, guide.next_move(state.public()))
 
 
 def _verdict_reply(topic: Topic, p: Projection, state: ProtocolState) -> dict[str, Any]:
@@ -166,9 +171,27 @@ def _verdict_reply(topic: Topic, p: Projection, state: ProtocolState) -> dict[st
         "protocol_state": (state_now := current.public()),
         "outcome": state_now["outcome"],
     }
+    if not complete:
+        return Guided(reply, _still_to_judge(p, pair))
+    step = guide.next_move(state_now)
     if stable is False:
-        return Guided(reply, split_words(verdicts[0], verdicts[1]))
-    return reply
+        return Guided(reply, f"{split_words(verdicts[0], verdicts[1])}\n{step}")
+    return Guided(reply, step)
+
+
+def _still_to_judge(p: Projection, pair: list[Projection]) -> str:
+    """After the first verdict of a pair: the other projection, and the decision its verdict
+    must repeat (reasons worded anew split the pair for good)."""
+    assert p.verdict is not None
+    other = [q for q in pair if q.verdict is None]
+    names = " and ".join(f"the {q.order_key} projection {q.projection_id}" for q in other)
+    decision = json.dumps(p.verdict["decision"], ensure_ascii=False)  # quoted as JSON writes it
+    return (
+        f"Verdict recorded on the {p.order_key} projection. Still to judge: {names}, with"
+        f" debate_judge_verdict as {p.judge_role}, repeating this decision word for word:"
+        f" {decision}. The verdicts agree only when winner_msg_id and decision are both"
+        f" equal, and a split ends the debate in STALEMATE ({SPLIT_REASON}) for good."
+    )
 
 
 def split_words(first: dict[str, Any], second: dict[str, Any]) -> str:

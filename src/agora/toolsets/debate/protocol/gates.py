@@ -32,11 +32,18 @@ PHASE_KINDS: Final = {
     "STOPPED": frozenset(),
     "ESCALATED": frozenset(),
 }
+#: What a judge must know before the first verdict: the second repeats its decision exactly
+#: (judges who wrote the same winner with reasons worded anew split the pair for good).
+SAME_DECISION: Final = (
+    'Both verdicts carry the same decision, word for word (e.g. "PRO wins", not reasons'
+    " worded anew): they agree only when winner_msg_id and decision are both equal, and a"
+    " split ends the debate in STALEMATE (judge_order_swap_disagreement) for good."
+)
 #: How a debate in ADJUDICATE moves on.
 JUDGING_STEPS: Final = (
     "The conductor calls debate_judge_prepare (the AB and BA projections of the two blind"
     " positions), then one judge role gives debate_judge_verdict on both; debate_protocol_state"
-    " shows the projections and, once judged, the outcome."
+    f" shows the projections and, once judged, the outcome. {SAME_DECISION}"
 )
 #: Kinds that answer a target (reply_to), and the kinds they may answer.
 TARGET_KINDS: Final = {

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agora.toolsets.debate.protocol.gates import JUDGING_STEPS
+from agora.toolsets.debate.protocol.gates import JUDGING_STEPS, SAME_DECISION
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -31,6 +31,21 @@ ADDRESS: str = (
     "Address each post with debate_post_with_recipients (addressed_to_csv) so that its"
     " recipients' waits receive it."
 )
+
+
+def judging(state: Mapping[str, Any]) -> str:
+    """Who moves an ADJUDICATE debate on: the conductor while this round has no projections,
+    then the judge, told the ids still to judge (a judge's wait is told once they exist)."""
+    mine = [p for p in state["projections"] if p["round_no"] == state["round_no"]]
+    if not mine:
+        return JUDGING_STEPS
+    todo = [f"{p['order_key']} {p['projection_id']}" for p in mine if not p["judged"]]
+    return (
+        f"The projections of round {state['round_no']} are ready (debate_protocol_state shows"
+        f" their positions); still to judge: {' and '.join(todo)}. One judge role, outside the"
+        " blind pair and not human, gives debate_judge_verdict on each, with verdict_json"
+        f" {{winner_msg_id, decision}}. {SAME_DECISION}"
+    )
 
 
 def next_move(
@@ -65,7 +80,7 @@ def next_move(
             f" otherwise the next round, or STALEMATE at the last).{still} " + ADDRESS
         )
     if phase == "ADJUDICATE":
-        return f"Next: ADJUDICATE takes no semantic posts. {JUDGING_STEPS}"
+        return f"Next: ADJUDICATE takes no semantic posts. {judging(state)}"
     if phase == "STALEMATE":
         return (
             f"The protocol is in STALEMATE ({state['stalemate_reason']}): only DISSENT and"
