@@ -177,10 +177,41 @@ async def test_a_judge_is_told_to_repeat_the_decision_word_for_word(url):
     assert second_text[0].startswith("The debate is STOPPED: the judges agreed")
 
 
-async def test_prepare_and_the_judges_wait_name_the_projections_to_judge(url):
+async def test_a_broadcast_blind_claim_is_told_it_is_committed(url):
+    seen = await _debate(url)
+    claim, again = seen["claim"], seen["again"]
+    assert claim[0].startswith(
+        "This CLAIM was broadcast: it is in no inbox, but it is committed as PRO's blind CLAIM"
+        " and cannot be posted again"
+    )
+    assert not any("naming them in addressed_to_csv" in line for line in claim)
+    assert "Post the CLAIM with debate_post_with_recipients" in claim[1]
+    assert "post the blind CLAIM with debate_post_with_recipients as well" in seen["told"]
+    assert again["error"] == "blind_claim_duplicate"
+    assert f"PRO already committed its blind CLAIM ({seen['claim_id']})" in again["message"]
+    assert "cannot be posted again" in again["message"]
+    assert seen["claim_id"] in seen["read"]  # what the reply says of debate_read holds
+
+
+async def test_init_bind_prepare_and_the_judges_wait_say_what_comes_next(url):
     seen = await _debate(url)
     ab, ba = seen["ab_ba"]
+    assert seen["topic_state"][1] == "INIT"
+    assert seen["init"][-1].startswith("Next: the topic is INIT and takes no posts")
+    assert "debate_state (new_state ACTIVE)" in seen["init"][-1]
+    session = seen["seats"]["JUDGE"]
+    bound, step = seen["bound JUDGE"]
+    assert bound.startswith(f"JUDGE is bound to session {session}: debate_signal_wait")
+    assert step.startswith("Next: the topic is INIT")
     for text in (seen["prepare"][0], seen["wait"][-1]):
         assert f"still to judge: AB {ab} and BA {ba}." in text
         assert "The conductor calls debate_judge_prepare" not in text
         assert SAME in text
+
+
+async def test_the_debate_step_says_what_a_verify_needs(url):
+    seen = await _debate(url)
+    assert (
+        "closes the round with a VERIFY: reply_to a CLAIM, CONCEDE, EVIDENCE or REBUT message,"
+        " and payload.result verified, contested, unsupported or unknown"
+    ) in seen["debate"][0]

@@ -179,4 +179,5 @@ async def test_debate_init_notes_a_roster_whose_judge_cannot_be_independent(desk
         {"role": r, "session_id": None} for r in ("PRO", "CON", "JUDGE")
     ]
     plain = await desk.call(CONDUCTOR, "debate_init", **{**args, "roles_json": json.dumps(fair)})
-    assert type(plain) is not Guided
+    assert not plain.guidance.startswith("Note:")  # only the next step: INIT, to activate
+    assert plain.guidance.startswith("Next: the topic is INIT")

@@ -36,10 +36,12 @@ INSTRUCTIONS: Final = (
     "that must receive the message: a debate_post is a broadcast that reaches no inbox (only "
     "debate_read and debate_search show it). Receive what is addressed to you with "
     "debate_signal_wait (it answers the same messages again until your cursor moves), then "
-    "debate_signal_advance to the last msg_id you handled. A judge gives debate_judge_verdict "
-    'on both projections (AB and BA) with the same decision, word for word (e.g. "PRO '
-    'wins"): the verdicts agree only when winner_msg_id and decision are both equal, and a '
-    "split ends the debate in STALEMATE. A session belongs to the "
+    "debate_signal_advance to the last msg_id you handled. On a debate/v1 topic, post the "
+    "blind CLAIM with debate_post_with_recipients as well: a CLAIM posted with debate_post "
+    "still uses up the role's one CLAIM. A judge gives debate_judge_verdict on both "
+    'projections (AB and BA) with the same decision, word for word (e.g. "PRO wins"): the '
+    "verdicts agree only when winner_msg_id and decision are both equal, and a split ends the "
+    "debate in STALEMATE. A session belongs to the "
     "principal of the bearer token that opened it, and every caller without a token is the "
     "same principal: the two blind roles of a debate/v1 topic, and a judge, each need a "
     "token of their own, or one can read the other's blind claim and take over its role "

@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
+from agora.mcp.results import Guided
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
 from agora.toolsets.debate.commands import protocol, workers
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Binding
+from agora.toolsets.debate.protocol import guide
 from agora.toolsets.debate.protocol.state import judging_own_debate, not_independent
 from agora.toolsets.debate.rules import OPEN_STATES, SENTINEL_PROJECT, reject
 
@@ -317,4 +319,18 @@ def bind_role(topic: Topic, cmd: BindRole, now: Now) -> Effects:
     )
     claims = workers.retire_orphans(topic, cmd.role, at, writes, cmd.caller.name)
     reply = bind_reply(b, retired, retired_worker_claims=claims)
+    if cmd.state == "active":
+        reply = Guided(reply, _bound_step(topic, b))
     return Effects(reply=reply, writes=writes, changed=True)
+
+
+def _bound_step(topic: Topic, b: Binding) -> str:
+    """What the new holder of ``b`` does next: how it receives, and how the topic moves on."""
+    row = topic.require_row()
+    state = topic.data.protocol
+    public = None if state is None else state.public()
+    return (
+        f"{b.role} is bound to session {b.session_id}: debate_signal_wait (topic_id, role,"
+        " session_id) returns what is addressed to it, and debate_signal_advance records what"
+        f" you handled.\n{guide.topic_step(row.state, public)}"
+    )

@@ -16,6 +16,7 @@ from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Binding, TopicData, TopicRow
+from agora.toolsets.debate.protocol import guide
 from agora.toolsets.debate.protocol.state import ProtocolState, may_judge
 from agora.toolsets.debate.rules import reject
 
@@ -87,7 +88,7 @@ def init_topic(topic: Topic, cmd: InitTopic, now: Now) -> Effects:
         # ones the caller left without one (the shape holds which), each's seeded binding.
         fresh = {role for role, _, is_new in cmd.roster if is_new}
         minted = {b.session_id for role in fresh for b in topic.role_bindings(role)[:1]}
-        return Effects(reply=init_reply(topic, minted))
+        return Effects(reply=_guided(init_reply(topic, minted)))
     if cmd.repeat:
         raise access.denied()
     at = topic.stamp_now(now)
@@ -136,11 +137,15 @@ def init_topic(topic: Topic, cmd: InitTopic, now: Now) -> Effects:
         topic.data.protocol = ProtocolState.start(topic.topic_id, cmd.protocol, at)
         writes.append(sql.insert_protocol(topic.data.protocol))
     topic.event(writes, at, "topic_created", cmd.caller.name, roles=roles, project=cmd.project)
-    reply = init_reply(topic, minted)
     seeded = [role for role, session_id, _ in cmd.roster if session_id]
-    if (note := unjudgeable(topic.data.protocol, seeded)) is not None:
-        reply = Guided(reply, note)
+    reply = _guided(init_reply(topic, minted), unjudgeable(topic.data.protocol, seeded))
     return Effects(reply=reply, writes=writes, changed=True)
+
+
+def _guided(reply: dict[str, Any], note: str | None = None) -> dict[str, Any]:
+    """``reply`` with how the topic moves on (`guide.topic_step`), after ``note``."""
+    step = guide.topic_step(reply["state"], reply["protocol_state"])
+    return Guided(reply, step if note is None else f"{note}\n{step}")
 
 
 def unjudgeable(state: ProtocolState | None, seeded: list[str]) -> str | None:

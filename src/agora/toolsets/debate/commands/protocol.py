@@ -121,7 +121,14 @@ def gate_post(
     payload, mode = gates.payload(kind, cmd.extra.get("payload"), cmd.extra.get("body_mode"))
     gates.phase_kind(state, kind, cmd.role)
     if state.phase == "BLIND_CLAIM" and cmd.role in state.blind_commits:
-        raise reject("blind_claim_duplicate", "this blind role already committed its CLAIM")
+        raise reject(
+            "blind_claim_duplicate",
+            f"{cmd.role} already committed its blind CLAIM ({state.blind_commits[cmd.role]}),"
+            " and BLIND_CLAIM takes one per blind role: it cannot be posted again, nor"
+            " re-addressed. Wait (debate_signal_wait) until the other blind CLAIM releases"
+            " the barrier; the other roles then read it with debate_read (a broadcast CLAIM"
+            " reaches no inbox), and DEBATE takes your next posts.",
+        )
     if kind == "DISSENT" and any(
         m.kind == "DISSENT" and m.role == cmd.role for m in topic.data.messages.values()
     ):
@@ -217,6 +224,9 @@ def record_post(
     # (no field says why a verified VERIFY went on, nor whose move it is: a note does)
     notes = [open_challenges_note(current, still_open)] if still_open else []
     open_ids = _open_challenges(topic) if current.phase == "DEBATE" and not still_open else []
+    if kind == "CLAIM" and state.phase == "BLIND_CLAIM" and not meta.recipients:
+        # (a broadcast blind CLAIM: the usual advice to post it addressed would be refused)
+        notes.insert(0, guide.blind_broadcast(meta.role))
     notes.append(guide.next_move(public, list(current.blind_commits), open_ids))
     return fields, "\n".join(notes)
 

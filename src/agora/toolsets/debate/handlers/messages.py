@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from agora.mcp.results import Guided
 from agora.toolsets.debate.commands.messages import AdvanceWatermark, Post
 from agora.toolsets.debate.handlers.common import caller, checked, new_msg_id, opt, owners, run
-from agora.toolsets.debate.protocol.guide import BROADCAST
+from agora.toolsets.debate.protocol.guide import BROADCAST, BROADCAST_CLAIM
 from agora.toolsets.debate.replies import tool_error
 from agora.toolsets.debate.rules import (
     DEFAULT_VEHICLE,
@@ -94,9 +94,12 @@ async def _post(call: ToolCall, *, addressed: bool) -> dict[str, Any]:
     result: dict[str, Any] = await run(call, args["topic_id"], command)
     if addressed or args["kind"] in ("STATE", "WATERMARK"):
         return result
-    # A broadcast reaches no inbox: said first, before any note of the protocol's.
+    # A broadcast reaches no inbox: said first, before any note of the protocol's (unless
+    # that note says it already, for a blind CLAIM that cannot be posted again).
     note = getattr(result, "guidance", None)
-    return Guided(result, BROADCAST if note is None else f"{BROADCAST}\n{note}")
+    if note is None:
+        return Guided(result, BROADCAST)
+    return result if note.startswith(BROADCAST_CLAIM) else Guided(result, f"{BROADCAST}\n{note}")
 
 
 def debate_post(call: ToolCall) -> Coroutine[Any, Any, dict[str, Any]]:

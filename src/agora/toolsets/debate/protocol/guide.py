@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agora.toolsets.debate.protocol.gates import JUDGING_STEPS, SAME_DECISION
+from agora.toolsets.debate.protocol.gates import JUDGING_STEPS, SAME_DECISION, VERIFY_RESULTS
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -26,11 +26,31 @@ BROADCAST: str = (
     " roles must receive, post with debate_post_with_recipients, naming them in"
     " addressed_to_csv."
 )
-#: How a post reaches the roles that must act on it (every phase's advice ends with it).
+#: How the note of a blind CLAIM posted with debate_post begins (`blind_broadcast`).
+BROADCAST_CLAIM: str = "This CLAIM was broadcast: it is in no inbox"
+
+
+def blind_broadcast(role: str) -> str:
+    """The note of ``role``'s blind CLAIM posted with debate_post, in place of `BROADCAST`:
+    the CLAIM is committed (BLIND_CLAIM takes one per blind role), so the advice to post it
+    again, addressed, would be refused ``blind_claim_duplicate``."""
+    return (
+        f"{BROADCAST_CLAIM}, but it is committed as {role}'s blind CLAIM and cannot be posted"
+        " again (BLIND_CLAIM takes one CLAIM per blind role). The other roles see it with"
+        " debate_read once both blind CLAIMs are in and the barrier releases; from then on,"
+        " address every post with debate_post_with_recipients."
+    )
+
+
+#: How a post reaches the roles that must act on it (the DEBATE advice ends with it).
 ADDRESS: str = (
     "Address each post with debate_post_with_recipients (addressed_to_csv) so that its"
     " recipients' waits receive it."
 )
+
+
+#: The VERIFY results, as a sentence lists them.
+_RESULTS: str = f"{', '.join(VERIFY_RESULTS[:-1])} or {VERIFY_RESULTS[-1]}"
 
 
 def judging(state: Mapping[str, Any]) -> str:
@@ -68,7 +88,9 @@ def next_move(
         return (
             f"Next: BLIND_CLAIM waits for the CLAIM of {' and '.join(awaited)} (one CLAIM per"
             " blind role, each hidden from the other side until both are in); the second"
-            " CLAIM opens DEBATE. " + ADDRESS
+            " CLAIM opens DEBATE. Post the CLAIM with debate_post_with_recipients: it is"
+            " delivered to its recipients when the barrier releases, and a CLAIM posted with"
+            " debate_post counts as the role's one CLAIM but reaches no inbox."
         )
     if phase == "DEBATE":
         still = f" Open CHALLENGEs: {', '.join(open_challenges)}." if open_challenges else ""
@@ -76,8 +98,10 @@ def next_move(
             f"Next: DEBATE, round {state['round_no']} of {state['max_rounds']}: {pair} answer"
             " each other with CHALLENGE, EVIDENCE, REBUT or CONCEDE (a CHALLENGE stays open"
             " until a REBUT or CONCEDE replies to it), and a role outside the blind pair"
-            " closes the round with a VERIFY (verified with no CHALLENGE open: ADJUDICATE;"
-            f" otherwise the next round, or STALEMATE at the last).{still} " + ADDRESS
+            " closes the round with a VERIFY: reply_to a CLAIM, CONCEDE, EVIDENCE or REBUT"
+            f" message, and payload.result {_RESULTS} (verified with no CHALLENGE"
+            " open: ADJUDICATE; otherwise the next round, or STALEMATE at the last)."
+            f"{still} " + ADDRESS
         )
     if phase == "ADJUDICATE":
         return f"Next: ADJUDICATE takes no semantic posts. {judging(state)}"
@@ -97,3 +121,27 @@ def next_move(
         f"The debate is {phase}: it waits for a human, and no semantic post is accepted any"
         " more; debate_read shows the whole topic."
     )
+
+
+def topic_step(topic_state: str, state: Mapping[str, Any] | None) -> str:
+    """What moves a topic on from ``topic_state`` (INIT, ACTIVE, ...): said by the replies
+    of debate_init and debate_bind_role, which carry no phase advice of their own.
+
+    Args:
+        topic_state: The topic's lifecycle state.
+        state: The public protocol state, or None on a topic without debate/v1.
+
+    Returns:
+        One or two sentences.
+    """
+    if topic_state == "INIT":
+        return (
+            "Next: the topic is INIT and takes no posts (a STATE post excepted): bind its"
+            " roles, then a holder of one of them moves it to ACTIVE with debate_state"
+            " (new_state ACTIVE)."
+        )
+    if topic_state != "ACTIVE":
+        return f"The topic is {topic_state}: it takes no posts; debate_read shows it."
+    if state is None:
+        return "Next: the topic is ACTIVE. " + ADDRESS
+    return next_move(state)
