@@ -362,3 +362,17 @@ async def test_a_sanction_citing_a_pending_blind_claim_answers_as_an_unknown_id(
     assert (await bind(pro, CONDUCTOR, "CLERK", await desk.session(CONDUCTOR)))["role"] == "CLERK"
     await v1.post("CON", "CLAIM")
     assert (await bind(pro))["role"] == role
+
+
+async def test_a_broadcast_blind_claim_is_told_it_is_committed_not_to_post_again(desk):
+    """A tester's finding: a blind CLAIM posted with debate_post was told to post again with
+    debate_post_with_recipients, which answers blind_claim_duplicate."""
+    v1 = await v1_topic(desk)
+    first = await v1.post("PRO", "CLAIM")
+    second = await v1.post("CON", "CLAIM")
+    committed = "This CLAIM was broadcast: it is in no inbox, but it is committed as"
+    assert first.guidance.startswith(f"{committed} PRO's blind CLAIM and cannot be posted again")
+    assert "see it with debate_read once both blind CLAIMs are in" in first.guidance
+    assert second.guidance.startswith(f"{committed} CON's blind CLAIM")
+    assert "see it with debate_read now that both blind CLAIMs are in" in second.guidance
+    assert second["protocol_state"]["phase"] == "DEBATE"

@@ -125,9 +125,9 @@ def gate_post(
             "blind_claim_duplicate",
             f"{cmd.role} already committed its blind CLAIM ({state.blind_commits[cmd.role]}),"
             " and BLIND_CLAIM takes one per blind role: it cannot be posted again, nor"
-            " re-addressed. Wait (debate_signal_wait) until the other blind CLAIM releases"
-            " the barrier; the other roles then read it with debate_read (a broadcast CLAIM"
-            " reaches no inbox), and DEBATE takes your next posts.",
+            " re-addressed. Wait (debate_signal_wait) for the other blind CLAIM: it releases"
+            " yours to its recipients (one posted with debate_post has none: the other roles"
+            " read it with debate_read), and DEBATE then takes your next posts.",
         )
     if kind == "DISSENT" and any(
         m.kind == "DISSENT" and m.role == cmd.role for m in topic.data.messages.values()
@@ -226,7 +226,7 @@ def record_post(
     open_ids = _open_challenges(topic) if current.phase == "DEBATE" and not still_open else []
     if kind == "CLAIM" and state.phase == "BLIND_CLAIM" and not meta.recipients:
         # (a broadcast blind CLAIM: the usual advice to post it addressed would be refused)
-        notes.insert(0, guide.blind_broadcast(meta.role))
+        notes.insert(0, guide.blind_broadcast(meta.role, released=current.phase != "BLIND_CLAIM"))
     notes.append(guide.next_move(public, list(current.blind_commits), open_ids))
     return fields, "\n".join(notes)
 

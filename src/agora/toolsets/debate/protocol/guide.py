@@ -30,15 +30,21 @@ BROADCAST: str = (
 BROADCAST_CLAIM: str = "This CLAIM was broadcast: it is in no inbox"
 
 
-def blind_broadcast(role: str) -> str:
+def blind_broadcast(role: str, *, released: bool) -> str:
     """The note of ``role``'s blind CLAIM posted with debate_post, in place of `BROADCAST`:
     the CLAIM is committed (BLIND_CLAIM takes one per blind role), so the advice to post it
-    again, addressed, would be refused ``blind_claim_duplicate``."""
+    again, addressed, would be refused ``blind_claim_duplicate``. ``released``: this CLAIM
+    was the second, and released the barrier."""
+    when = (
+        "now that both blind CLAIMs are in"
+        if released
+        else "once both blind CLAIMs are in and the barrier releases"
+    )
     return (
         f"{BROADCAST_CLAIM}, but it is committed as {role}'s blind CLAIM and cannot be posted"
-        " again (BLIND_CLAIM takes one CLAIM per blind role). The other roles see it with"
-        " debate_read once both blind CLAIMs are in and the barrier releases; from then on,"
-        " address every post with debate_post_with_recipients."
+        f" again (BLIND_CLAIM takes one CLAIM per blind role). The other roles see it with"
+        f" debate_read {when}; from then on, address every post with"
+        " debate_post_with_recipients."
     )
 
 
@@ -136,8 +142,8 @@ def topic_step(topic_state: str, state: Mapping[str, Any] | None) -> str:
     """
     if topic_state == "INIT":
         return (
-            "Next: the topic is INIT and takes no posts (a STATE post excepted): bind its"
-            " roles, then a holder of one of them moves it to ACTIVE with debate_state"
+            "Next: the topic is INIT and takes no posts (a STATE post excepted): once its"
+            " roles are bound, a holder of one of them moves it to ACTIVE with debate_state"
             " (new_state ACTIVE)."
         )
     if topic_state != "ACTIVE":
