@@ -7,7 +7,7 @@ tool's outputSchema (and refusals also against the rejection schema alone).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 import pytest
@@ -21,8 +21,11 @@ from agora.toolsets.chess import ensure_table
 from agora.toolsets.chess.commands import ChooseSide, HumanMove, Look, Tokens
 from agora.toolsets.chess.schemas import OUTPUT_SCHEMAS, REJECTION_SCHEMA
 from agora.toolsets.chess.sql import MIGRATIONS
-from agora.toolsets.chess.table import KIND, Snapshot
+from agora.toolsets.chess.table import KIND
 from agora.toolsets.chess.tools import HANDLERS
+
+if TYPE_CHECKING:
+    from agora.toolsets.chess.snapshot import Snapshot
 
 PUBLIC_URL = "http://127.0.0.1:8765"
 VALIDATORS = {

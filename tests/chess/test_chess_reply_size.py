@@ -14,7 +14,7 @@ from agora.toolsets.chess.game import PlayedMove
 from agora.toolsets.chess.position import position, ungroup_moves
 from agora.toolsets.chess.render import fit, move_reply, reply_size, wait_reply
 from agora.toolsets.chess.replies import BUDGET_LEGAL_MOVES, REPLY_BUDGET
-from agora.toolsets.chess.table import Snapshot
+from agora.toolsets.chess.snapshot import Snapshot
 from agora.toolsets.chess.terms import DRAW_MARK, NOTE_MAX_CHARS
 from agora.toolsets.chess.waiting import WaitCondition
 

@@ -27,8 +27,9 @@ from agora.toolsets.chess.commands import (
     Resign,
     Tokens,
 )
+from agora.toolsets.chess.snapshot import AGENT_FRESH_SECONDS, Snapshot
 from agora.toolsets.chess.sql import MIGRATIONS
-from agora.toolsets.chess.table import AGENT_FRESH_SECONDS, KIND, ChessTable, Snapshot
+from agora.toolsets.chess.table import KIND, ChessTable
 from agora.toolsets.chess.terms import ChessError
 
 NOW = Now(0.0, dt.datetime(2026, 11, 30, tzinfo=dt.UTC))
@@ -38,9 +39,14 @@ AGENT = "agent-token"
 
 def durable(snap: Snapshot) -> Snapshot:
     """What a reload restores of ``snap``: all but the agent's and the human's presence
-    (kept in memory)."""
+    (kept in memory): an agent seen since the token was issued was seen before the restart."""
+    absence = "token" if snap.agent_absence == "token" else "restart"
     return msgspec.structs.replace(
-        snap, agent_present=False, human_came=False, human_connected=False
+        snap,
+        agent_present=False,
+        agent_absence=absence,
+        human_came=False,
+        human_connected=False,
     )
 
 
@@ -183,6 +189,7 @@ def test_presence_fades_after_the_freshness_window(harness):
 
     assert look_at(AGENT_FRESH_SECONDS).agent_present  # a parked wait_for_turn is <= 55 s
     assert not look_at(AGENT_FRESH_SECONDS + 1).agent_present
+    assert look_at(AGENT_FRESH_SECONDS + 1).agent_absence == "stale"  # not "since a restart"
     back = harness.entity.handle(Look(AGENT), Now(AGENT_FRESH_SECONDS + 2, NOW.wall))
     assert back.changed  # the pages wake: the agent is back
     assert back.reply.agent_present

@@ -10,7 +10,7 @@ import trio
 from page_routes import http
 
 from agora.errors import ToolError
-from agora.toolsets.chess.table import AGENT_FRESH_SECONDS
+from agora.toolsets.chess.snapshot import AGENT_FRESH_SECONDS
 from agora.web.http import EventStream, Response
 
 

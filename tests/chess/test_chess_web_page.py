@@ -9,7 +9,7 @@ from pathlib import Path
 from page_routes import http
 
 from agora.toolsets.chess import page, toolset
-from agora.toolsets.chess.table import Snapshot
+from agora.toolsets.chess.snapshot import Snapshot
 from agora.toolsets.chess.terms import NOTE_MAX_CHARS
 from agora.toolsets.chess.web import ASSETS, ROUTES
 from agora.web.http import Request

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from agora.mcp.validation import ValidationIssue
     from agora.toolsets.chess.replies import Seat, StatusCode
-    from agora.toolsets.chess.table import Snapshot
+    from agora.toolsets.chess.snapshot import Snapshot
 
 #: What to do about a bad argument of a tool that takes no move (say wait_for_turn's).
 _FIXES: Final = {

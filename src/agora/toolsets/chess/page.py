@@ -21,10 +21,10 @@ from agora.toolsets.chess.game import declined_by_agent
 from agora.toolsets.chess.position import POSITION_CACHE, move_entry, position
 from agora.toolsets.chess.render import REASON_WORDS, game_result
 from agora.toolsets.chess.replies import GameResult, LegalMove, MoveEntry
-from agora.toolsets.chess.terms import ColorName, Phase, Role, other_color
+from agora.toolsets.chess.terms import AgentAbsence, ColorName, Phase, Role, other_color
 
 if TYPE_CHECKING:
-    from agora.toolsets.chess.table import Snapshot
+    from agora.toolsets.chess.snapshot import Snapshot
 
 _ENCODER: Final = msgspec.json.Encoder()
 
@@ -61,6 +61,9 @@ class PageState(msgspec.Struct, frozen=True, rename="camel"):
     draw_declined: bool
     result: GameResult | None
     agent_present: bool
+    #: Why no agent is present, so the page says only what the server knows: its presence is
+    #: kept in memory (`agora.toolsets.chess.snapshot.Snapshot.agent_absence`).
+    agent_absence: AgentAbsence | None
     agent: AgentLinks
     agent_token: str | None
 
@@ -176,6 +179,7 @@ def page_state(snap: Snapshot, *, human: bool, public_url: str) -> PageState:
         draw_declined=declined_by_agent(snap.moves, snap.declined_ply) and result is None,
         result=result,
         agent_present=snap.agent_present,
+        agent_absence=snap.agent_absence,
         agent=agent_links(public_url, snap.table, snap.agent_token if human else None),
         agent_token=snap.agent_token if human else None,
     )

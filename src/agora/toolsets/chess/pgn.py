@@ -35,7 +35,7 @@ from agora.toolsets.chess.terms import DRAW_MARK, other_color
 
 if TYPE_CHECKING:
     from agora.toolsets.chess.game import Result
-    from agora.toolsets.chess.table import Snapshot
+    from agora.toolsets.chess.snapshot import Snapshot
 
 PLAYER_NAMES: Final = {"human": "Human", "agent": "Agent"}
 #: Movetext line length of the PGN export format.

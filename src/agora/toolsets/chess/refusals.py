@@ -15,7 +15,7 @@ import msgspec
 from agora.toolsets.chess.position import position
 from agora.toolsets.chess.render import missed_text, next_action, status_code
 from agora.toolsets.chess.replies import PROTOCOL_VERSION, NextAction, Rejection, StatusCode
-from agora.toolsets.chess.table import Snapshot
+from agora.toolsets.chess.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from agora.errors import Failure

@@ -42,7 +42,7 @@ from agora.toolsets.chess.terms import DRAW_MARK
 
 if TYPE_CHECKING:
     from agora.toolsets.chess.guide import EvaluationGuide
-    from agora.toolsets.chess.table import Snapshot
+    from agora.toolsets.chess.snapshot import Snapshot
     from agora.toolsets.chess.terms import ColorName, Role
     from agora.toolsets.chess.waiting import WaitCondition
 

@@ -34,51 +34,16 @@ from agora.toolsets.chess.commands import (
     Tokens,
     TrackPage,
 )
-from agora.toolsets.chess.game import Game, PastGame, PlayedMove, Result
+from agora.toolsets.chess.game import Game, PastGame
+from agora.toolsets.chess.snapshot import AGENT_FRESH_SECONDS, Snapshot
 from agora.toolsets.chess.stored import replay
-from agora.toolsets.chess.terms import ChessError, ColorName, Phase, Role
+from agora.toolsets.chess.terms import AgentAbsence, ChessError
 
 if TYPE_CHECKING:
     from agora.runtime.clock import Now
     from agora.store.neutral import ReadConn
 
 KIND_NAME: Final = "chess"
-#: How long after its last call with the agent token an agent still counts as present (the
-#: page's "The agent is thinking."). Longer than the longest ``wait_for_turn`` (55 s), so a
-#: parked wait keeps the agent present while it is parked.
-AGENT_FRESH_SECONDS: Final = 120.0
-
-
-class Snapshot(msgspec.Struct, frozen=True):
-    """An immutable view of a table after a command: all a reply or a page needs."""
-
-    table: str
-    version: int
-    game_number: int
-    fen: str
-    phase: Phase
-    agent_color: ColorName | None
-    moves: tuple[PlayedMove, ...]
-    draw_offer: Role | None
-    result: Result | None
-    #: An agent called with this table's agent token within `AGENT_FRESH_SECONDS` (any tool,
-    #: in this server process: a restart starts with no agent seen).
-    agent_present: bool
-    #: The agent's credential: for the human's page only, never in an agent reply or a
-    #: spectator's view.
-    agent_token: str
-    #: The ply of the move that declined the last pending draw offer (`Game.declined_ply`).
-    declined_ply: int | None = None
-    #: The moves played at each of the human's draw offers (`Game.human_offers`).
-    human_offers: tuple[int, ...] = ()
-    #: The human has come to the table in this server process: a page with the human token
-    #: connected, or the human acted.
-    human_came: bool = False
-    #: A page with the human token has its live stream open now.
-    human_connected: bool = False
-    #: Only in the reply to the seated agent's first call since the human replaced the game
-    #: it last saw unfinished: how that game ended (`ChessTable.handle`).
-    missed: PastGame | None = None
 
 
 def _not_found(name: str) -> ChessError:
@@ -162,12 +127,13 @@ class ChessTable:
         """
         assert self.row is not None
         cached = self._snapshot
-        present = self._present()
+        absence = self._absence()
+        present = absence is None
         if (
             cached is not None
             and cached.version == self.row.version
             and cached.game_number == self.game.number
-            and cached.agent_present == present
+            and cached.agent_absence == absence
             and cached.human_came == self.human_came
             and cached.human_connected == (self.human_pages > 0)
         ):
@@ -189,6 +155,7 @@ class ChessTable:
             agent_token=self.row.agent_token,
             human_came=self.human_came,
             human_connected=self.human_pages > 0,
+            agent_absence=absence,
         )
         return self._snapshot
 
@@ -319,8 +286,15 @@ class ChessTable:
         self._agent_saw = (self.game.number, self.game.phase == "over")
 
     def _present(self) -> bool:
-        seen = self.agent_seen
-        return seen is not None and self._mono - seen <= AGENT_FRESH_SECONDS
+        return self._absence() is None
+
+    def _absence(self) -> AgentAbsence | None:
+        """Why no agent counts as present, None if one does (`Snapshot.agent_absence`)."""
+        assert self.row is not None
+        if self.agent_seen is not None:
+            return None if self._mono - self.agent_seen <= AGENT_FRESH_SECONDS else "stale"
+        # The row keeps when an agent last arrived across restarts; a new token clears it.
+        return "token" if self.row.agent_seen_at is None else "restart"
 
     def _saw_agent(self, at: str) -> bool:
         """Note a call with the agent token (already checked); True if it just arrived."""

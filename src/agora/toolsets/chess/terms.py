@@ -13,6 +13,8 @@ import chess
 Role = Literal["human", "agent"]
 ColorName = Literal["white", "black"]
 Phase = Literal["side_choice", "agent_turn", "human_turn", "over"]
+#: Why no agent counts as present at a table (`agora.toolsets.chess.snapshot.Snapshot`).
+AgentAbsence = Literal["token", "restart", "stale"]
 Score = Literal["1-0", "0-1", "1/2-1/2", "*"]
 Reason = Literal[
     "checkmate",

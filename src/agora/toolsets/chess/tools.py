@@ -18,7 +18,7 @@ from agora.errors import ToolError
 from agora.toolsets.chess import refusals, render
 from agora.toolsets.chess.arguments import issue_rejection
 from agora.toolsets.chess.commands import AgentMove, Look
-from agora.toolsets.chess.table import KIND, Snapshot
+from agora.toolsets.chess.table import KIND
 from agora.toolsets.chess.terms import ChessError
 from agora.toolsets.chess.waiting import WaitCondition
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from agora.mcp.validation import ValidationIssue
     from agora.toolsets.base import Handler, ToolCall
     from agora.toolsets.chess.replies import Seat
+    from agora.toolsets.chess.snapshot import Snapshot
 
 WAIT_MIN_MS: Final = 1000
 WAIT_MAX_MS: Final = 55000

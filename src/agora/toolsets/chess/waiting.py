@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from agora.toolsets.chess.table import Snapshot
+    from agora.toolsets.chess.snapshot import Snapshot
 
 
 @dataclass

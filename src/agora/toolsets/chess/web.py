@@ -58,7 +58,7 @@ from agora.toolsets.chess.commands import (
     TrackPage,
 )
 from agora.toolsets.chess.pgn import game_pgn
-from agora.toolsets.chess.table import KIND, Snapshot, past_game
+from agora.toolsets.chess.table import KIND, past_game
 from agora.toolsets.chess.terms import ChessError
 from agora.web.http import VIEWPORT, EventStream, Request, Response, Route, wants_html
 
@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 
     from agora.runtime.registry import Runtime
+    from agora.toolsets.chess.snapshot import Snapshot
 
 KEEPALIVE_SECONDS: Final = 20.0
 TABLE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")

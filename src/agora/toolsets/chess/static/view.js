@@ -214,8 +214,16 @@ const chessView = (() => {
     $("agent-token").textContent = state.agentToken || "";
     $("agent-presence").textContent = state.agentPresent
       ? "An agent has joined this table."
-      : "No agent is at this table: none has called in the last 2 minutes.";
+      : ABSENCE[state.agentAbsence] || ABSENCE.stale;
   }
+
+  // Why no agent is at the table, in words true of what the server knows: it keeps presence
+  // in memory only, so after a restart it cannot tell when the agent last called.
+  const ABSENCE = {
+    token: "No agent is at this table: none has called since the agent token was issued.",
+    restart: "No agent is at this table: none has called since the server started.",
+    stale: "No agent is at this table: none has called in the last 2 minutes.",
+  };
 
   function renderStatus(state) {
     const human = state.role === "human";
