@@ -77,6 +77,10 @@
     reachable();
     if (state && next.version < state.version) return; // a stale reply overtaken by the stream
     const newGame = state && next.gameNumber !== state.gameNumber;
+    // "New token issued." (or "Copied.") is news until the next move or game, not for good.
+    if (newGame || (state && next.history.length !== state.history.length)) {
+      $("copied").textContent = "";
+    }
     state = next;
     moves.update(state, newGame);
     chessView.render(state, moves.ui(), api("pgn"));
