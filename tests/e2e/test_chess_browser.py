@@ -91,7 +91,7 @@ def human_plays_white(url: str, spectator_url: str, agent_token: str) -> dict[st
         page.locator('[data-square="g2"]').drag_to(page.locator('[data-square="g4"]'))
 
         expect(page.locator("#status")).to_contain_text("checkmate")
-        expect(page.locator("#trace li")).to_have_count(2)
+        expect(page.locator("#trace li")).to_have_count(3)  # the human's note, then the agent's
         expect(page.locator("#agent-presence")).to_have_text("An agent has joined this table.")
         with page.expect_download() as download:
             page.click("#pgn")
@@ -174,10 +174,13 @@ async def test_a_human_in_chromium_plays_white_by_click_and_drag(tmp_path):
     assert seen["pairs"] == [["f3", "e5"], ["g4", "Qh4#"]]
     assert seen["injected"] == 0
     assert seen["pwned"] is None
-    assert all(t.endswith(SHOWN_NOTES[p]) for t, p in zip(seen["trace"], (2, 4), strict=True))
+    assert seen["trace"][0] == f"1. f3you:{HUMAN_NOTE}"  # spaced by the style sheet
+    agents = seen["trace"][1:]
+    assert all(t.endswith(SHOWN_NOTES[p]) for t, p in zip(agents, (2, 4), strict=True))
+    assert all("agent:" in t for t in agents)
     assert "\u202e" not in seen["pgn"]
-    assert HOSTILE in seen["trace"][0]
-    assert seen["note_bidi"] == ["isolate", "isolate"]
+    assert HOSTILE in agents[0]
+    assert seen["note_bidi"] == ["isolate", "isolate", "isolate"]
     assert "checkmate" in seen["status"]
     game = chess.pgn.read_game(io.StringIO(seen["pgn"]))
     assert game is not None

@@ -1,5 +1,5 @@
 // The chess page's view: draws the table's state (the board, the status line, the players,
-// the moves, the agent's notes, the agent's endpoints) into the page. Loaded first; play.js
+// the moves, both players' notes, the agent's endpoints) into the page. Loaded first; play.js
 // and moves.js call it. It keeps no state of its own (the board's selection is handed in),
 // listens to no event and sends nothing. All text from the server, the agent's notes
 // included, is inserted with textContent, never as HTML.
@@ -140,11 +140,13 @@ const chessView = (() => {
   function renderLists(state, pgnUrl) {
     const trace = $("trace");
     trace.replaceChildren();
+    // Every note, the human's too (typed with a move, it shows nowhere else), by its writer.
     for (const move of state.history) {
-      if (move.by !== "agent" || !move.note) continue;
-      const item = el("li");
+      if (!move.note) continue;
+      const item = el("li", { class: move.by });
       const label = `${move.moveNumber}${move.color === "white" ? "." : "…"} ${move.san}`;
       item.append(el("span", { class: "san" }, label));
+      item.append(el("span", { class: "who" }, `${who(state, move)}:`));
       // <bdi>: a right-to-left override in the note stays inside it.
       item.append(el("bdi", { class: "note" }, move.note));
       trace.append(item);
