@@ -175,13 +175,26 @@ const chessView = (() => {
     // A game with no move and no result yet has nothing to download (the last one is under
     // "Earlier games").
     $("pgn").hidden = state.history.length === 0 && state.phase !== "over";
-    // The table's earlier games stay downloadable after "New game" (the last few, newest first).
+    // The table's earlier games stay downloadable after "New game": the last few, newest
+    // first, and the older ones behind "and N older" (kept open while the page redraws).
     const earlier = $("earlier-games");
+    const wasOpen = Boolean(earlier.querySelector("details")?.open);
     earlier.replaceChildren();
+    const gameLink = (n) => el("a", { href: `${pgnUrl}?game=${n}`, download: "" }, `game ${n}`);
     const first = Math.max(1, state.gameNumber - EARLIER_GAMES);
     for (let n = state.gameNumber - 1; n >= first; n--) {
-      const link = el("a", { href: `${pgnUrl}?game=${n}`, download: "" }, `game ${n}`);
-      earlier.append(earlier.childElementCount ? ", " : "Earlier games (PGN): ", link);
+      earlier.append(earlier.childElementCount ? ", " : "Earlier games (PGN): ", gameLink(n));
+    }
+    const older = first - 1; // games 1 to first - 1
+    if (older > 0) {
+      const more = el("details");
+      more.open = wasOpen;
+      more.append(el("summary", {}, `and ${older} older`));
+      for (let n = older; n >= 1; n--) {
+        if (n < older) more.append(", ");
+        more.append(gameLink(n));
+      }
+      earlier.append(more);
     }
     earlier.hidden = state.gameNumber <= 1;
   }
