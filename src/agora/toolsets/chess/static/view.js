@@ -240,6 +240,19 @@ const chessView = (() => {
     stale: "No agent is at this table: none has called in the last 2 minutes.",
   };
 
+  // The status line, its score ("(1/2-1/2)") kept on one line: a narrow page would break it
+  // at a hyphen or slash otherwise.
+  function showStatus(text) {
+    const score = /\((?:1-0|0-1|1\/2-1\/2)\)/.exec(text);
+    if (!score) {
+      $("status").textContent = text;
+      return;
+    }
+    const before = text.slice(0, score.index);
+    const after = text.slice(score.index + score[0].length);
+    $("status").replaceChildren(before, el("span", { class: "score" }, score[0]), after);
+  }
+
   function renderStatus(state) {
     const human = state.role === "human";
     const last = state.lastMove;
@@ -256,7 +269,7 @@ const chessView = (() => {
     }
     // The agent's move declined the human's offer (the agent is told the converse itself).
     if (state.drawDeclined) text += ` The agent declined ${yours} draw offer.`;
-    $("status").textContent = text;
+    showStatus(text);
     const playing = state.phase === "human_turn" || state.phase === "agent_turn";
     $("role").textContent = human
       ? (state.humanColor ? `you play ${state.humanColor}` : "you: choose a side")
