@@ -6,7 +6,7 @@ import pytest
 from games import SCHOLARS_MATE
 from page_routes import api
 
-from agora.toolsets.chess.commands import AcceptDraw, Resign
+from agora.toolsets.chess.commands import AcceptDraw, OfferDraw, Resign
 
 FOOLS_MATE = ["f2f3", "e7e5", "g2g4", "d8h4"]
 
@@ -61,7 +61,36 @@ async def test_a_draw_is_told_plainly(table):
     await table.choose("white")
     await table.tool("move_piece", **{"from": "e2", "to": "e4", "note": "(=)"})
     await table.human(AcceptDraw(table.token))
-    assert await _statuses(table) == ("Drawn by agreement (1/2-1/2).",) * 2
+    assert await _statuses(table) == (
+        "You accepted the agent's draw offer: drawn by agreement (1/2-1/2).",
+        "The human accepted the agent's draw offer: drawn by agreement (1/2-1/2).",
+    )
+
+
+async def test_the_agent_accepting_the_humans_draw_offer_is_told(table):
+    """A tester's finding: a refusal was told ("The agent declined your draw offer.") but an
+    acceptance only as "Drawn by agreement"."""
+    await table.choose("black")
+    await table.human(OfferDraw(table.token))
+    await table.human_move("e2e4")  # the offer stands over the human's own move
+    await table.tool("move_piece", **{"from": "e7", "to": "e5", "note": "agreed (=)"})
+    assert await _statuses(table) == (
+        "The agent accepted your draw offer: drawn by agreement (1/2-1/2).",
+        "The agent accepted the human's draw offer: drawn by agreement (1/2-1/2).",
+    )
+
+
+async def test_the_humans_offer_crossing_the_agents_is_an_acceptance(table):
+    await table.choose("black")
+    await table.human(OfferDraw(table.token))
+    await table.human_move("e2e4")
+    await table.tool("move_piece", **{"from": "e7", "to": "e5"})  # declines the offer
+    await table.human_move("g1f3")
+    await table.tool("move_piece", **{"from": "b8", "to": "c6", "note": "(=)"})  # offers
+    await table.human(OfferDraw(table.token))
+    assert (await _statuses(table))[0] == (
+        "You accepted the agent's draw offer: drawn by agreement (1/2-1/2)."
+    )
 
 
 @pytest.mark.parametrize(

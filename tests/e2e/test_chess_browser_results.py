@@ -2,7 +2,8 @@
 
 ``agora serve`` runs in a subprocess and the human's page in headless Chromium (a worker
 thread; `chess_browser`). The score in the status line ("(0-1)", "(1/2-1/2)") stays on one
-line however narrow the page: it used to wrap at its hyphen.
+line however narrow the page: it used to wrap at its hyphen. An agreed draw says who accepted
+whose offer, as a declined one says who declined it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from typing import Any
 import pytest
 import trio
 from chess_browser import NEEDS_CHROMIUM, chromium, seated_white, sync_api
+from chess_page_http import new_table
+from chess_players import SdkAgent
 from chess_server import agora_serve
 
 pytestmark = [
@@ -19,6 +22,7 @@ pytestmark = [
     NEEDS_CHROMIUM,
     pytest.mark.filterwarnings("ignore:Async generator .* was garbage collected:ResourceWarning"),
 ]
+mcp = pytest.importorskip("mcp")
 
 RESIGNED = "The agent won by resignation: you resigned (0-1)."
 
@@ -45,4 +49,47 @@ async def test_the_score_in_the_result_never_wraps(tmp_path):
             seen = await trio.to_thread.run_sync(human_resigns, server.human_url)
     assert seen["score"] == "(0-1)"
     assert seen["wrap"] == "nowrap"
+    assert seen["errors"] == []
+
+
+def human_offers_a_draw_the_agent_accepts(url: str) -> dict[str, Any]:
+    """As White: offer a draw, play e4; the agent answers e5 with ``(=)``: agreed."""
+    expect = sync_api.expect
+    errors: list[str] = []
+    seen: dict[str, Any] = {}
+    with chromium() as browser:
+        page = seated_white(browser, url, errors)
+        page.click("#offer-draw")
+        expect(page.locator("#status")).to_have_text("Your move. You offered a draw.")
+        page.click('[data-square="e2"]')
+        page.click('[data-square="e4"]')
+        expect(page.locator("#status")).to_contain_text("(1/2-1/2)")
+        seen["status"] = page.locator("#status").text_content()
+        seen["errors"] = errors
+    return seen
+
+
+async def test_the_human_is_told_the_agent_accepted_their_draw_offer(tmp_path):
+    seen: dict[str, Any] = {}
+    with trio.fail_after(60):
+        async with agora_serve(tmp_path / "agora.db") as server:
+            table = await new_table(server.url, "agreed")
+
+            async def human() -> None:
+                seen.update(
+                    await trio.to_thread.run_sync(
+                        human_offers_a_draw_the_agent_accepts, table["humanUrl"]
+                    )
+                )
+
+            async with mcp.Client(table["agent"]["mcpHttp"], read_timeout_seconds=30) as client:
+                agent = SdkAgent(client)
+                await agent.list_tools()
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(human)
+                    final = await agent.play(["e2e4", "e7e5"], {2: "agreed (=)"})
+    assert final["result"]["reason"] == "agreement"
+    assert seen["status"] == (
+        "The agent played 1… e5. The agent accepted your draw offer: drawn by agreement (1/2-1/2)."
+    )
     assert seen["errors"] == []

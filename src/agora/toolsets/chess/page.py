@@ -105,17 +105,40 @@ def _squares(fen: str) -> dict[str, str]:
     return {chess.square_name(sq): piece_code(p) for sq, p in sorted(board.piece_map().items())}
 
 
-def ending(result: GameResult, human: bool) -> str:
+def draw_accepter(snap: Snapshot) -> Role | None:
+    """Who accepted the draw that ended the game; None if no draw was agreed.
+
+    The agent, when its last move (marked ``(=)``) answered the human's standing offer: the
+    first agent move after an offer answers it, as the PGN says. Otherwise the human, with
+    the button or an offer of their own crossing the agent's.
+    """
+    moves = snap.moves
+    if snap.result is None or snap.result.reason != "agreement" or not moves:
+        return None
+    standing = (
+        count < len(moves) and all(m.by != "agent" for m in moves[count:-1])
+        for count in snap.human_offers
+    )
+    return "agent" if moves[-1].by == "agent" and any(standing) else "human"
+
+
+def ending(result: GameResult, human: bool, accepter: Role | None = None) -> str:
     """A finished game as the page says it: from the human's side, the score last.
 
     The agent replies' ``summary`` names colours ("0-1: black (human) wins by checkmate.");
-    the page says who won, and that the human resigned when they did.
+    the page says who won, that the human resigned when they did, and who accepted whose
+    offer of an agreed draw (``accepter``, `draw_accepter`).
     """
     you = "you" if human else "the human"
     how = REASON_WORDS[result.reason]
     score = f"({result.score})"
     if result.reason == "abandoned":
         return f"Abandoned: {you} started a new game."
+    if accepter == "agent":
+        your = "your" if human else "the human's"
+        return f"The agent accepted {your} draw offer: drawn by {how} {score}."
+    if accepter == "human":
+        return f"{you.capitalize()} accepted the agent's draw offer: drawn by {how} {score}."
     if result.winner_role is None:
         return f"Drawn by {how} {score}."
     if result.winner_role == "human":
@@ -138,7 +161,7 @@ def _status(snap: Snapshot, human: bool, result: GameResult | None, in_check: bo
         case "human_turn":
             return check + ("Your move." if human else "The human is to move.")
         case _:
-            return ending(result, human) if result else "Game over."
+            return ending(result, human, draw_accepter(snap)) if result else "Game over."
 
 
 def page_state(snap: Snapshot, *, human: bool, public_url: str) -> PageState:
