@@ -22,6 +22,7 @@ from agora.server.descriptors import MAX_REFUSING
 from agora.server.workers import Workers
 from agora.transports.deadlines import Sweeper
 from agora.transports.episodes import Episode
+from agora.transports.hangwatch import HangupWatch
 from agora.transports.http import HttpConnection
 from agora.transports.keepalive import Keepalive
 from agora.transports.websocket import serve_websocket
@@ -66,6 +67,8 @@ class FrontEnd:
         self.keepalive = Keepalive(app.config.ping_interval, mcp.nursery)
         #: Ends the connections that wait too long for their peer, from one task.
         self.sweeper = Sweeper(mcp.nursery)
+        #: Clients that hang up while their request is pending (one task for all).
+        self.hangups = HangupWatch(mcp.nursery)
         #: Refusals reading their head or lingering now (at most `MAX_REFUSING`).
         self.refusing = 0
         #: Refusals at the cap, logged once per episode.

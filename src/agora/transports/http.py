@@ -199,14 +199,17 @@ class HttpConnection(Responder):
         """Call ``hung_up`` if the client closes the connection before the current request's
         response is over (`streamable.Link.watch_hangup`; a listen's lasts a while).
 
-        The watch is a task of this connection's nursery. It first runs when the request's
-        task waits: an answer that never waited has cancelled the scope by then, and nothing
-        was asked of the kernel. Bytes of a next request (pipelined) end the watch unread:
-        the client is still there. A hang-up also closes the socket at once (`_close_now`).
+        The socket joins the front end's `HangupWatch` (one task for every connection) until
+        the response is over; where that cannot watch, a task of this connection's nursery
+        does, from when the request's task waits (an answer that never waited has cancelled
+        its scope by then; bytes of a next request, pipelined, end it unread).
         """
         if not self.buf and self.nursery is not None:  # else the next request is here already
             self.watching = trio.CancelScope()
-            self.nursery.start_soon(self._watch, self.watching, hung_up)
+            watched = self.hung_up = lambda: self._close_now(hung_up)
+            if not self.front.hangups.add(self.fd, watched):
+                self.hung_up = None
+                self.nursery.start_soon(self._watch, self.watching, hung_up)
 
     async def _watch(self, scope: trio.CancelScope, hung_up: Callable[[], None]) -> None:
         if scope.cancel_called:
@@ -218,13 +221,13 @@ class HttpConnection(Responder):
             except OSError:  # reset: gone as surely as closed
                 peeked = b""
             if not peeked:
-                hung_up()
-                self._close_now()
+                self._close_now(hung_up)
 
-    def _close_now(self) -> None:
-        """The client closed the connection while a response was due: close the socket now
-        and leave the front end's count (``/healthz`` `connections`), not once the request's
-        task ends, which runs a call that may go on (a resumable stream's)."""
+    def _close_now(self, hung_up: Callable[[], None]) -> None:
+        """The client closed the connection while a response was due: tell ``hung_up``, close
+        the socket now and leave the front end's count (``/healthz`` `connections`), not once
+        the request's task ends, which runs a call that may go on (a resumable stream's)."""
+        hung_up()
         self.gone = True
         self.front.left()
         self.stream.socket.close()
@@ -254,6 +257,9 @@ class HttpConnection(Responder):
             if self.watching is not None:  # the response is over: so is the watch
                 self.watching.cancel()
                 self.watching = None
+                if self.hung_up is not None:
+                    self.front.hangups.discard(self.fd, self.hung_up)
+                    self.hung_up = None
 
     async def _answer(self, head: Head) -> bool:
         self.head_only = head.method == "HEAD"

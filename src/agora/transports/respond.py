@@ -76,6 +76,8 @@ class Responder:
         self.base = ""
         #: Ends the watch for the client's hang-up (`watch_hangup`), if one runs.
         self.watching: trio.CancelScope | None = None
+        #: The callback of that watch in the front end's `HangupWatch`, if it is there.
+        self.hung_up: Callable[[], None] | None = None
         #: The client closed the connection and the socket is closed: nothing more is
         #: written, not even to its descriptor's number, which the kernel may give another.
         self.gone = False
