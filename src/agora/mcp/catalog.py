@@ -8,7 +8,6 @@ called here; each entry carries an opaque ``target`` the async driver knows how 
 from __future__ import annotations
 
 import base64
-import difflib
 import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -16,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agora.mcp.validation import ValidationIssue
+from agora.mcp.wording import closest
 
 #: Returns the problems with the arguments (path, keyword, detail); empty when they are valid.
 ArgumentCheck = Callable[[dict[str, Any]], Sequence[ValidationIssue]]
@@ -175,8 +175,8 @@ class Catalog:
                 f"unknown tool: {name} is a {toolset} tool, not served on this endpoint;"
                 f" connect to /mcp/{toolset} (or /mcp, which serves every toolset)"
             )
-        close = difflib.get_close_matches(name, self._tools_by_name, n=1, cutoff=0.75)
-        return f"unknown tool: {name}" + (f"; did you mean {close[0]}?" if close else "")
+        close = closest(name, list(self._tools_by_name))
+        return f"unknown tool: {name}" + (f"; did you mean {close}?" if close else "")
 
     def listed_tools(self) -> list[ToolEntry]:
         """Canonical tools in listing order (aliases are left out)."""
