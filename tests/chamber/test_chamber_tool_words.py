@@ -137,3 +137,33 @@ async def test_help_seed_and_export_bundle_say_what_they_give(listed):
     bundle = seal["include_export_bundle"]["description"]
     for words in ("the card document", "transcript", "agora cards verify"):
         assert words in bundle, words
+
+
+def test_a_contract_without_a_described_argument_is_refused():
+    from agora.toolsets.chamber.served import served_tools
+
+    contract = load_contract("chamber")
+    spec = contract.tools["enter_open_challenge"]
+    schema = copy.deepcopy(dict(spec.input_schema))
+    del schema["properties"]["preflight"]["properties"]["tools_visible"]
+    spec = dataclasses.replace(spec, input_schema=schema)
+    other = dataclasses.replace(contract, tools={**contract.tools, spec.name: spec})
+    with pytest.raises(ValueError, match=r"enter_open_challenge has no argument 'preflight\.tools"):
+        served_tools(other)
+
+
+def test_described_arguments_keep_the_contract_s_words_only_when_asked():
+    from agora.toolsets.wording import describe_arguments
+
+    def entry():
+        inner = {"type": "object", "properties": {"b": {"type": "string"}}}
+        said = {"type": "string", "description": "the contract's"}
+        return {"name": "t", "inputSchema": {"properties": {"a": inner, "c": said}}}
+
+    texts = {"a.b": "nested", "c": "ours"}
+    kept, replaced = entry(), entry()
+    describe_arguments(kept, texts, "x", keep=True)
+    describe_arguments(replaced, texts, "x")
+    assert kept["inputSchema"]["properties"]["a"]["properties"]["b"]["description"] == "nested"
+    assert kept["inputSchema"]["properties"]["c"]["description"] == "the contract's"
+    assert replaced["inputSchema"]["properties"]["c"]["description"] == "ours"

@@ -1,9 +1,11 @@
-"""A contract's tools as a toolset serves them, with sentences of their descriptions reworded.
+"""A contract's tools as a toolset serves them: sentences of their descriptions reworded,
+descriptions added to the arguments the contract leaves bare.
 
 The contract files hold the seeds' words verbatim; a toolset whose seed misleads a model
 (a tool that does not exist, two tools that both say to start with them) serves other words
-in their place. Only descriptions change here: schemas and annotations are the contract's.
-This module must hold no state.
+in their place, and one whose arguments are bare enums and patterns says what they are for.
+Only descriptions change here: schemas and annotations are the contract's, and validation is
+unchanged. This module must hold no state.
 """
 
 from __future__ import annotations
@@ -38,3 +40,28 @@ def reworded_tools(
             entry["description"] = entry["description"].replace(old, new)
         tools.append(entry)
     return tools
+
+
+def describe_arguments(
+    entry: dict[str, Any], texts: Mapping[str, str], toolset: str, *, keep: bool = False
+) -> None:
+    """Set, in the tools/list ``entry`` (a copy the caller may change), the description of
+    each argument ``texts`` names: a dotted path (``preflight.tools_visible`` is a field of
+    the object argument ``preflight``) -> its description.
+
+    Args:
+        keep: a description the contract gives stays (only bare arguments get one).
+
+    Raises:
+        ValueError: if the schema has no argument at a path (a new contract needs its words
+            reviewed), naming the toolset, the tool and the path.
+    """
+    for path, text in texts.items():
+        schema = entry["inputSchema"]
+        for name in path.split("."):
+            properties = schema.get("properties", {})
+            if name not in properties:
+                raise ValueError(f"{toolset}: {entry['name']} has no argument {path!r}")
+            schema = properties[name]
+        if not (keep and schema.get("description")):
+            schema["description"] = text

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from agora.toolsets.wording import reworded_tools
+from agora.toolsets.wording import describe_arguments, reworded_tools
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -154,16 +154,5 @@ def served_tools(contract: Contract) -> list[dict[str, Any]]:
     """
     tools = reworded_tools(contract, REWORDED)
     for entry in tools:
-        for path, text in DESCRIPTIONS.get(entry["name"], {}).items():
-            _describe(entry["inputSchema"], path.split("."), text, entry["name"])
+        describe_arguments(entry, DESCRIPTIONS.get(entry["name"], {}), "chamber")
     return tools
-
-
-def _describe(schema: dict[str, Any], path: list[str], text: str, tool: str) -> None:
-    """Set the description of the property at ``path`` (names, nested through objects)."""
-    for name in path:
-        properties = schema.get("properties", {})
-        if name not in properties:
-            raise ValueError(f"chamber: {tool} has no argument {'.'.join(path)!r}")
-        schema = properties[name]
-    schema["description"] = text

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from agora.toolsets.wording import describe_arguments
+
 #: The ``context`` of every Memory tool, whose fields the contract leaves bare.
 _CONTEXT: Final = {
     "session_id": "The session whose runs and Memory this call sees: the context.session_id"
@@ -111,11 +113,8 @@ def described(tool: dict[str, Any]) -> dict[str, Any]:
     """``tool`` (a tools/list entry from the contract, a copy the caller may change) with a
     description on each of its arguments in `ARGUMENTS`, and on its ``context`` fields,
     that the contract leaves bare."""
-    properties = tool["inputSchema"].get("properties", {})
-    for name, text in ARGUMENTS.get(tool["name"], {}).items():
-        properties[name].setdefault("description", text)
+    texts = dict(ARGUMENTS.get(tool["name"], {}))
     if tool["name"] in ARGUMENTS or tool["name"] == "get_memory_status":
-        fields = properties["context"]["properties"]
-        for name, text in _CONTEXT.items():
-            fields[name].setdefault("description", text)
+        texts |= {f"context.{name}": text for name, text in _CONTEXT.items()}
+    describe_arguments(tool, texts, "router", keep=True)
     return tool
