@@ -160,14 +160,35 @@ def misspelt(
 
 
 def closest(sent: str, names: list[str]) -> str | None:
-    """The one of ``names`` that ``sent`` most likely means: the closest as difflib rates it,
-    else the only name of which ``sent`` is one whole ``_``-separated word (``role`` for
-    ``viewer_role``: too short a part of it for difflib, yet plainly that field)."""
-    close = difflib.get_close_matches(sent, names, n=1, cutoff=0.6)
-    if close:
-        return close[0]
+    """The one of ``names`` that ``sent`` most likely means: the closest as difflib rates it
+    when it may mean the same (`same_sense`), else the only name of which ``sent`` is one
+    whole ``_``-separated word (``role`` for ``viewer_role``: too short a part of it for
+    difflib, yet plainly that field)."""
+    if (close := spelt_like(sent, names)) is not None:
+        return close
     holding = [name for name in names if sent in name.split("_") and sent != name]
     return holding[0] if len(holding) == 1 else None
+
+
+def spelt_like(sent: str, names: list[str]) -> str | None:
+    """The one of ``names`` closest to ``sent`` by its letters (difflib's rating), when it
+    may mean the same (`same_sense`); None if none is close."""
+    close = difflib.get_close_matches(sent, names, n=1, cutoff=0.6)
+    return close[0] if close and same_sense(sent, close[0]) else None
+
+
+def same_sense(sent: str, name: str) -> bool:
+    """Whether ``sent``, rated close to ``name`` by its letters, may mean it: not when both
+    have as many ``_``-separated words and a word of ``sent`` is far from the word of ``name``
+    at its place (``gate_id`` and ``phase_id`` share ``_id``, but a gate is no phase: a value
+    sent as one is most likely that other thing)."""
+    words, named = sent.casefold().split("_"), name.casefold().split("_")
+    if len(words) != len(named) or len(words) < 2:
+        return True
+    return all(
+        a == b or difflib.SequenceMatcher(None, a, b).ratio() >= 0.6
+        for a, b in zip(words, named, strict=True)
+    )
 
 
 def not_allowed(sent: str, known: Iterable[str], value: Mapping[str, Any]) -> str:

@@ -9,8 +9,9 @@ which ``plan_work`` takes inside ``routing_context``). `meant` names the argumen
 case and nothing when no rule fits: a wrong guess misleads an agent more than none.
 
 A guess by the letters alone is dropped when the two names differ by a whole word of the same
-place (``gate_id`` for ``phase_id``: close letters, another field; `same_sense`): the value
-sent is then most likely that other thing, not the argument.
+place (``gate_id`` for ``phase_id``: close letters, another field;
+`agora.mcp.wording.same_sense`): the value sent is then most likely that other thing, not the
+argument.
 
 `reworded` words the ``required`` issues of a refusal, top-level and nested alike
 (``routing_context.domains``), with what the schema and these rules know: the name sent in the
@@ -21,12 +22,11 @@ argument without reading the schema. Pure.
 
 from __future__ import annotations
 
-import difflib
 import json
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.mcp.validation import ValidationIssue
-from agora.mcp.wording import REQUIRED, REQUIRED_NULLABLE, misspelt, required
+from agora.mcp.wording import REQUIRED, REQUIRED_NULLABLE, misspelt, required, spelt_like
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -55,7 +55,7 @@ def meant(name: str, properties: Mapping[str, Any]) -> str | None:
     """The argument (of a tool whose inputSchema has ``properties``) that ``name`` stands
     for: the one it is another word for, else a nested field of that name (as
     ``routing_context.workspace_root``: the only object argument holding it), else the closest
-    by its letters as difflib rates it; None when none fits."""
+    by its letters (`agora.mcp.wording.spelt_like`); None when none fits."""
     if (synonym := synonym_of(name, properties)) is not None:
         return synonym
     holders = [
@@ -65,21 +65,7 @@ def meant(name: str, properties: Mapping[str, Any]) -> str | None:
     ]
     if len(holders) == 1:
         return holders[0]
-    close = difflib.get_close_matches(name, sorted(properties), n=1, cutoff=0.6)
-    return close[0] if close and same_sense(name, close[0]) else None
-
-
-def same_sense(sent: str, name: str) -> bool:
-    """Whether ``sent``, rated close to ``name`` by its letters, may mean it: not when both
-    have as many ``_``-separated words and a word of ``sent`` is far from the word of ``name``
-    at its place (``gate_id`` and ``phase_id`` share ``_id``, but a gate is no phase)."""
-    words, named = sent.casefold().split("_"), name.casefold().split("_")
-    if len(words) != len(named) or len(words) < 2:
-        return True
-    return all(
-        a == b or difflib.SequenceMatcher(None, a, b).ratio() >= 0.6
-        for a, b in zip(words, named, strict=True)
-    )
+    return spelt_like(name, sorted(properties))
 
 
 def reworded(
@@ -121,7 +107,7 @@ def _asked_in(
         guesses.setdefault(arg, (sent, arg))
     rest = {k: v for k, v in value.items() if k not in claimed}
     spelt = misspelt(rest, schema, [m for m in names if m not in guesses])
-    guesses = {m: g for m, g in spelt.items() if same_sense(*g)} | guesses
+    guesses = spelt | guesses
     return {name: asked(properties.get(name), guesses.get(name)) for name in names}
 
 
