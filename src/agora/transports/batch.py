@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from agora.mcp import batch
 from agora.mcp import jsonrpc as rpc
-from agora.transports.hangups import watch_batch
+from agora.transports.hangup_policy import watch_batch
 from agora.web.http import EventStream, Response
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ async def exchange(
     """Serve batch ``body`` in ``session``; ``stream`` makes the SSE answer of a buffer.
 
     With ``link`` (the POST's connection), a client that hangs up before the answer ends
-    the batch's calls or its response (`agora.transports.hangups.watch_batch`)."""
+    the batch's calls or its response (`agora.transports.hangup_policy.watch_batch`)."""
     parsed = batch.parse(body)
     if isinstance(parsed, dict):
         return Response.json(parsed, 400)

@@ -22,7 +22,7 @@ from agora.server.descriptors import MAX_REFUSING
 from agora.server.workers import Workers
 from agora.transports.deadlines import Sweeper
 from agora.transports.episodes import Episode
-from agora.transports.hangwatch import HangupWatch
+from agora.transports.hangup_watch import HangupWatch
 from agora.transports.http import HttpConnection
 from agora.transports.keepalive import Keepalive
 from agora.transports.websocket import serve_websocket

@@ -10,8 +10,8 @@ session of its TCP connection (`Link.modern`; a notification is accepted and dro
 `agora.transports.modern_notices`), so that its calls' ``call.connection`` is one object
 across the connection's keep-alive requests (a toolset's per-connection limits bind) and never
 outlives it. What a client's hang-up before its answer does to its call, at either kind of
-session, is `agora.transports.hangups`. Handshake sessions are capped (``max_sessions``, and a
-share per principal: a new one evicts its principal's least recently used idle one,
+session, is `agora.transports.hangup_policy`. Handshake sessions are capped (``max_sessions``,
+and a share per principal: a new one evicts its principal's least recently used idle one,
 `agora.transports.session_table`) and expire after ``session_idle_seconds`` unused. The front
 end has checked Host and Origin.
 """
@@ -32,7 +32,7 @@ from agora.mcp.session import (
     META_VERSION,
     MODERN_VERSIONS,
 )
-from agora.transports import hangups, modern_notices
+from agora.transports import hangup_policy, modern_notices
 from agora.transports.batch import exchange as exchange_batch
 from agora.transports.guard import mcp_post_refusal
 from agora.transports.http_session import SHUTDOWN, HttpSession
@@ -205,7 +205,7 @@ class StreamableHTTP:
             await found.conn.feed(msg)  # (a cancelled call's POST ends as it ends: unanswered)
             return Response(202)
         if link is not None:
-            hangups.watch(link, found, msg)
+            hangup_policy.watch(link, found, msg)
         return await self._exchange(found, msg, link)
 
     async def _batch(
@@ -307,7 +307,7 @@ class StreamableHTTP:
         session = self._modern(link, endpoint, principal)
         self._one_shot.add(session)
         if link is not None:
-            hangups.watch(link, session, msg)
+            hangup_policy.watch(link, session, msg)
         try:
             return await self._exchange(session, msg, link)
         finally:

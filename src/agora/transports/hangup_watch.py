@@ -1,13 +1,13 @@
 """Clients that close their connection while a request is pending, noticed by one task.
 
-Streamable HTTP must know when a client hangs up before its answer (`agora.transports.hangups`
-says what that does to the call). A watch task per request cost every HTTP call about a
-fifth of its server CPU (`bench/peer.py`: the task, its cancel scope, an epoll re-arm and its
-removal). Here the pending requests' sockets sit in one epoll set of this module's own,
-registered for the peer's close alone (``EPOLLRDHUP``, once): a request costs two system calls
-(`add`, `discard`), a client that sends the next request early (pipelined) wakes nothing, and
-one task waits on the set for every connection. The event loop watches the set's descriptor
-like a socket's.
+Streamable HTTP must know when a client hangs up before its answer
+(`agora.transports.hangup_policy` says what that does to the call). A watch task per request
+cost every HTTP call about a fifth of its server CPU (`bench/peer.py`: the task, its cancel
+scope, an epoll re-arm and its removal). Here the pending requests' sockets sit in one epoll set
+of this module's own, registered for the peer's close alone (``EPOLLRDHUP``, once): a request
+costs two system calls (`add`, `discard`), a client that sends the next request early
+(pipelined) wakes nothing, and one task waits on the set for every connection. The event loop
+watches the set's descriptor like a socket's.
 
 Where the system has no epoll (Trio's other backends), `add` answers False and the caller
 watches with a task of its own. Nothing here reads a socket or knows about HTTP.

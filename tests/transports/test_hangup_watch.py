@@ -14,7 +14,7 @@ import socket
 import pytest
 import trio
 
-from agora.transports.hangwatch import HangupWatch
+from agora.transports.hangup_watch import HangupWatch
 
 pytestmark = pytest.mark.skipif(not hasattr(select, "epoll"), reason="needs: epoll (Linux)")
 
