@@ -5,6 +5,8 @@
   outputSchema that tools/list published (and every refusal against the rejection schema).
 - `ScriptedHuman` plays the human through the page API, woken by the SSE stream, never by
   polling.
+- `beside_a_browser` gives a table's agent to a test while a human plays in a browser,
+  each on its own thread.
 
 This module must not start or stop servers (see chess_server). Nothing here sleeps.
 """
@@ -12,6 +14,7 @@ This module must not start or stop servers (see chess_server). Nothing here slee
 from __future__ import annotations
 
 import json
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +27,8 @@ from agora.toolsets.chess.position import ungroup_moves
 from agora.toolsets.chess.schemas import REJECTION_SCHEMA
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+
     from chess_server import AgoraProcess
 
     from mcp import Client
@@ -241,3 +246,25 @@ def check_fools_mate(
     assert [m["uci"] for m in page["history"]] == FOOLS_MATE
     assert [m["by"] for m in page["history"]] == ["human", "agent"] * 2
     assert page["history"][3]["note"] == notes[4]
+
+
+@asynccontextmanager
+async def beside_a_browser(
+    table: dict[str, Any], human: Callable[..., dict[str, Any]], *args: Any
+) -> AsyncIterator[tuple[SdkAgent, dict[str, Any]]]:
+    """The agent of ``table`` (`SdkAgent`, its tools listed) while ``human(*args)`` drives a
+    browser in a thread; yields the agent and a dict that holds what ``human`` returned once
+    the block has ended (the block ends when both are done)."""
+    import mcp
+
+    seen: dict[str, Any] = {}
+
+    async def in_a_thread() -> None:
+        seen.update(await trio.to_thread.run_sync(human, *args))
+
+    async with mcp.Client(table["agent"]["mcpHttp"], read_timeout_seconds=30) as client:
+        agent = SdkAgent(client)
+        await agent.list_tools()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(in_a_thread)
+            yield agent, seen

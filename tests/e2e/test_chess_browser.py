@@ -29,7 +29,7 @@ from chess_browser import (
     seated_black,
 )
 from chess_page_http import new_table
-from chess_players import FOOLS_MATE, SdkAgent
+from chess_players import FOOLS_MATE, beside_a_browser
 from chess_server import agora_serve
 
 pytestmark = [
@@ -137,28 +137,13 @@ def human_plays_white(url: str, spectator_url: str, agent_token: str) -> dict[st
 
 
 async def test_a_human_in_chromium_plays_white_by_click_and_drag(tmp_path):
-    seen: dict[str, Any] = {}
     with trio.fail_after(60):
         async with agora_serve(tmp_path / "agora.db") as server:
             table = await new_table(server.url, "browser")
             assert table["agent"]["mcpHttp"].endswith(f"?token={table['agentToken']}")
-
-            async def human() -> None:
-                seen.update(
-                    await trio.to_thread.run_sync(
-                        human_plays_white,
-                        table["humanUrl"],
-                        table["spectatorUrl"],
-                        table["agentToken"],
-                    )
-                )
-
-            async with mcp.Client(table["agent"]["mcpHttp"], read_timeout_seconds=30) as client:
-                agent = SdkAgent(client)
-                await agent.list_tools()
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(human)
-                    final = await agent.play(FOOLS_MATE, AGENT_NOTES)
+            human = table["humanUrl"], table["spectatorUrl"], table["agentToken"]
+            async with beside_a_browser(table, human_plays_white, *human) as (agent, seen):
+                final = await agent.play(FOOLS_MATE, AGENT_NOTES)
                 board = await agent.ok("get_board")
 
     assert final["result"]["reason"] == "checkmate"
@@ -226,7 +211,6 @@ def human_plays_black(url: str, old_token: str, replaced: trio.Event, portal: An
 
 
 async def test_the_board_flips_for_black_and_a_new_agent_token_takes_the_seat(tmp_path):
-    seen: dict[str, Any] = {}
     replaced = trio.Event()
     token = trio.lowlevel.current_trio_token()
 
@@ -236,23 +220,12 @@ async def test_the_board_flips_for_black_and_a_new_agent_token_takes_the_seat(tm
     with trio.fail_after(60):
         async with agora_serve(tmp_path / "agora.db") as server:
             table = await new_table(server.url, "flip")
-
-            async def human() -> None:
-                seen.update(
-                    await trio.to_thread.run_sync(
-                        human_plays_black, table["humanUrl"], table["agentToken"], replaced, portal
-                    )
-                )
-
+            human = table["humanUrl"], table["agentToken"], replaced, portal
             script = ["e2e4", "e7e5", "g1f3"]
-            async with mcp.Client(table["agent"]["mcpHttp"], read_timeout_seconds=30) as client:
-                agent = SdkAgent(client)
-                await agent.list_tools()
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(human)
-                    played = await agent.play(script, {1: "King's pawn."}, stop_after_ply=3)
-                    await replaced.wait()
-                    is_error, refused = await agent.call("get_board", {})
+            async with beside_a_browser(table, human_plays_black, *human) as (agent, seen):
+                played = await agent.play(script, {1: "King's pawn."}, stop_after_ply=3)
+                await replaced.wait()
+                is_error, refused = await agent.call("get_board", {})
 
     assert played["lastMove"]["uci"] == "g1f3"
     assert is_error

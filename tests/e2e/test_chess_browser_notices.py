@@ -18,7 +18,7 @@ import pytest
 import trio
 from chess_browser import NEEDS_CHROMIUM, chromium, live_page, seated_white, sync_api
 from chess_page_http import new_table
-from chess_players import SdkAgent
+from chess_players import beside_a_browser
 from chess_server import agora_serve
 
 pytestmark = [
@@ -124,24 +124,12 @@ def human_offers_a_draw(url: str, spectator_url: str) -> dict[str, Any]:
 
 
 async def test_the_human_is_told_the_agent_declined_their_draw_offer(tmp_path):
-    seen: dict[str, Any] = {}
     with trio.fail_after(60):
         async with agora_serve(tmp_path / "agora.db") as server:
             table = await new_table(server.url, "d")
-
-            async def human() -> None:
-                seen.update(
-                    await trio.to_thread.run_sync(
-                        human_offers_a_draw, table["humanUrl"], table["spectatorUrl"]
-                    )
-                )
-
-            async with mcp.Client(table["agent"]["mcpHttp"], read_timeout_seconds=30) as client:
-                agent = SdkAgent(client)
-                await agent.list_tools()
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(human)
-                    played = await agent.play(["e2e4", "e7e5"], {}, stop_after_ply=2)
+            urls = table["humanUrl"], table["spectatorUrl"]
+            async with beside_a_browser(table, human_offers_a_draw, *urls) as (agent, seen):
+                played = await agent.play(["e2e4", "e7e5"], {}, stop_after_ply=2)
     assert played["drawOffer"] is None  # the agent's move declined it
     assert seen["offered"] == "The human is to move. The human offers a draw."
     assert seen["declined"] == f"The agent played 1… e5. Your move. {DECLINED}"

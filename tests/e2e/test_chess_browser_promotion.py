@@ -16,7 +16,7 @@ import pytest
 import trio
 from chess_browser import NEEDS_CHROMIUM, chromium, seated_white, sync_api
 from chess_page_http import new_table
-from chess_players import SdkAgent
+from chess_players import beside_a_browser
 from chess_server import agora_serve
 
 pytestmark = [
@@ -83,21 +83,12 @@ def human_promotes(url: str) -> dict[str, Any]:
 
 
 async def test_the_human_chooses_the_piece_a_pawn_promotes_to(tmp_path):
-    seen: dict[str, Any] = {}
     with trio.fail_after(90):
         async with agora_serve(tmp_path / "agora.db") as server:
             table = await new_table(server.url, "q")
-
-            async def human() -> None:
-                seen.update(await trio.to_thread.run_sync(human_promotes, table["humanUrl"]))
-
-            async with mcp.Client(table["agent"]["mcpHttp"], read_timeout_seconds=30) as client:
-                agent = SdkAgent(client)
-                await agent.list_tools()
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(human)
-                    await agent.play(SCRIPT, {}, stop_after_ply=len(SCRIPT))
-                    reply = await agent.ok("wait_for_turn", {"timeout_ms": 30_000})
+            async with beside_a_browser(table, human_promotes, table["humanUrl"]) as (agent, seen):
+                await agent.play(SCRIPT, {}, stop_after_ply=len(SCRIPT))
+                reply = await agent.ok("wait_for_turn", {"timeout_ms": 30_000})
 
     assert seen["errors"] == []
     assert seen["after_space"] == {"chooser": True, "moves": len(SCRIPT)}

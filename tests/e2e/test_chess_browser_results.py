@@ -14,7 +14,7 @@ import pytest
 import trio
 from chess_browser import NEEDS_CHROMIUM, chromium, seated_white, sync_api
 from chess_page_http import new_table
-from chess_players import SdkAgent
+from chess_players import beside_a_browser
 from chess_server import agora_serve
 
 pytestmark = [
@@ -70,24 +70,12 @@ def human_offers_a_draw_the_agent_accepts(url: str) -> dict[str, Any]:
 
 
 async def test_the_human_is_told_the_agent_accepted_their_draw_offer(tmp_path):
-    seen: dict[str, Any] = {}
     with trio.fail_after(60):
         async with agora_serve(tmp_path / "agora.db") as server:
             table = await new_table(server.url, "agreed")
-
-            async def human() -> None:
-                seen.update(
-                    await trio.to_thread.run_sync(
-                        human_offers_a_draw_the_agent_accepts, table["humanUrl"]
-                    )
-                )
-
-            async with mcp.Client(table["agent"]["mcpHttp"], read_timeout_seconds=30) as client:
-                agent = SdkAgent(client)
-                await agent.list_tools()
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(human)
-                    final = await agent.play(["e2e4", "e7e5"], {2: "agreed (=)"})
+            human = human_offers_a_draw_the_agent_accepts
+            async with beside_a_browser(table, human, table["humanUrl"]) as (agent, seen):
+                final = await agent.play(["e2e4", "e7e5"], {2: "agreed (=)"})
     assert final["result"]["reason"] == "agreement"
     assert seen["status"] == (
         "The agent played 1… e5. The agent accepted your draw offer: drawn by agreement (1/2-1/2)."
