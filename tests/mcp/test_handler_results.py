@@ -3,8 +3,9 @@
 A plain dict is the structured result whatever its keys: a document's ``content`` field was
 taken for MCP's content blocks and the dict sent raw, which the SDK refused (a string) or read
 with no structured content (a list of blocks). A `RawResult` is how a handler shapes the whole
-result itself. A `ToolError` given a sentence rather than a body is a refusal saying it (it was
-answered as an internal error).
+result itself, with ``structuredContent`` when its tool declares an outputSchema (MCP's
+rule; the SDK refused what the in-process client took). A `ToolError` given a sentence rather
+than a body is a refusal saying it (it was answered as an internal error).
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ import trio
 
 from agora.config import Config
 from agora.errors import ToolError
+from agora.mcp import jsonrpc as rpc
 from agora.mcp.results import RawResult
 from agora.server.embed import open_server
 from agora.toolsets.base import ToolCall, Toolset
 
 mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")
+from mcp.shared.exceptions import MCPError  # noqa: E402
 
 # The SDK's Streamable HTTP client leaves httpx2's SSE iterators for Trio's garbage-collection
 # hook to close; Trio then warns. That is the client library's housekeeping, not agora's.
@@ -50,15 +53,37 @@ async def get_raw(call: ToolCall) -> dict[str, Any]:
     return RawResult({"content": [{"type": "text", "text": "only this"}]})
 
 
+async def get_raw_error(call: ToolCall) -> dict[str, Any]:
+    return RawResult({"content": [{"type": "text", "text": "refused"}], "isError": True})
+
+
+async def get_raw_structured(call: ToolCall) -> dict[str, Any]:
+    return RawResult({"content": [{"type": "text", "text": "doc"}], "structuredContent": DOC})
+
+
 def _tool(name: str, **more: Any) -> dict[str, Any]:
     return {"name": name, "description": "d", "inputSchema": {"type": "object"}, **more}
 
 
 TOOLSET = Toolset(
     "docs",
-    {"get_doc": get_doc, "get_blocks": get_blocks, "get_raw": get_raw},
+    {
+        "get_doc": get_doc,
+        "get_blocks": get_blocks,
+        "get_raw": get_raw,
+        "get_raw_declared": get_raw,
+        "get_raw_error": get_raw_error,
+        "get_raw_structured": get_raw_structured,
+    },
     contract=None,
-    tools=[_tool("get_doc", outputSchema=OUT), _tool("get_blocks"), _tool("get_raw")],
+    tools=[
+        _tool("get_doc", outputSchema=OUT),
+        _tool("get_blocks"),
+        _tool("get_raw"),
+        _tool("get_raw_declared", outputSchema=OUT),
+        _tool("get_raw_error", outputSchema=OUT),
+        _tool("get_raw_structured", outputSchema=OUT),
+    ],
 )
 
 
@@ -88,6 +113,45 @@ async def test_a_raw_result_is_sent_as_the_handler_shaped_it() -> None:
     result = await _call("get_raw")
     assert result.structured_content is None
     assert [block.text for block in result.content] == ["only this"]
+
+
+async def test_a_raw_result_without_structured_content_breaks_a_declared_schema(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The in-process client took what the SDK refused ("has an output schema but did not
+    return structured content"): the server answers it as a handler's bug, to both alike."""
+    with trio.fail_after(TIMEOUT):
+        async with (
+            open_server(Config(port=0, db=":memory:"), toolsets=[TOOLSET]) as server,
+            server.client("/mcp/docs") as inproc,
+            mcp.Client(f"{server.url}/mcp/docs") as client,
+        ):
+            await inproc.initialize()
+            reply = await inproc.request(
+                "tools/call", {"name": "get_raw_declared", "arguments": {}}
+            )
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool("get_raw_declared", {})
+    assert reply["error"]["code"] == rpc.INTERNAL_ERROR
+    assert refused.value.error.code == rpc.INTERNAL_ERROR
+    logged = [r for r in caplog.records if r.name == "agora.server.connection"]
+    assert len(logged) == 2
+    assert all(r.getMessage().startswith("tool get_raw_declared failed") for r in logged)
+    assert "declares an outputSchema" in str(logged[0].exc_info[1])
+
+
+@pytest.mark.parametrize(
+    ("tool", "structured"),
+    [
+        pytest.param("get_raw_error", None, id="isError"),
+        pytest.param("get_raw_structured", DOC, id="structuredContent"),
+    ],
+)
+async def test_a_raw_result_from_a_declared_tool_passes_with_either(
+    tool: str, structured: Any
+) -> None:
+    result = await _call(tool)
+    assert result.structured_content == structured
 
 
 async def refuse_in_words(call: ToolCall) -> dict[str, Any]:

@@ -6,7 +6,8 @@ splicing those bytes into the message instead of encoding them a second time. A 
 returns a `Guided` value adds a second text block, after the JSON copy: a note for the model
 that the tool's closed outputSchema has no field for. A handler that returns a `RawResult`
 shapes the whole result itself (the conformance fixtures' image and audio blocks); any other
-dict is the structured result, whatever its keys (``content`` too).
+dict is the structured result, whatever its keys (``content`` too). `check_raw` holds a
+`RawResult` to MCP's rule for a tool that declares an outputSchema.
 """
 
 from __future__ import annotations
@@ -52,6 +53,25 @@ class RawResult(dict[str, Any]):
                 f" blocks, not {type(result.get('content')).__name__}"
             )
         super().__init__(result)
+
+
+def check_raw(value: RawResult, tool: str, output_schema: object) -> None:
+    """Hold ``value``, a `RawResult` from ``tool``, to MCP's rule: a tool that declares an
+    outputSchema (``output_schema`` is not None) returns ``structuredContent`` with every
+    result but a failure (``isError``). Every client that checks the rule (the official SDK
+    does) refuses such a result, so the server refuses it first, and the in-process client
+    sees what a network client would.
+
+    Raises:
+        TypeError: the rule is broken (a handler's mistake, answered as an internal error and
+            logged with the tool's name, as a handler's non-dict value is).
+    """
+    if output_schema is None or value.get("isError") or "structuredContent" in value:
+        return
+    raise TypeError(
+        f"tool {tool} declares an outputSchema, so a RawResult it returns needs"
+        " 'structuredContent' (MCP requires it in every result but one with isError)"
+    )
 
 
 #: Replies whose structured content encodes to fewer bytes are encoded whole: splicing costs

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from agora.errors import InputRequired, ProtocolError, RequestRefused, ToolError
 from agora.mcp import jsonrpc as rpc
 from agora.mcp import listen
-from agora.mcp.results import tool_reply, tool_result
+from agora.mcp.results import RawResult, check_raw, tool_reply, tool_result
 from agora.server.failed import failed_reply, failure_of, reply_failed
 
 if TYPE_CHECKING:
@@ -33,6 +33,9 @@ def outcome(conn: Connection, inv: Invoke, value: Any, error: Exception | None) 
             if error is not None:
                 raise error
             if inv.kind == "tool":
+                if type(value) is RawResult:
+                    entry = conn.session.catalog.tool(inv.name)
+                    check_raw(value, inv.name, entry.output_schema if entry else None)
                 return tool_reply(conn.session, inv.id, value, inv.modern)
             if inv.kind == "listen":  # every check passed
                 return listening(conn, inv)
