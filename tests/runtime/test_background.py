@@ -34,6 +34,44 @@ async def test_periodic_runs_at_once_then_every_period_and_survives_a_failing_st
     assert "one bad pass" in caplog.text
 
 
+async def test_a_step_failing_every_tick_is_told_once_then_seldom(runtime, autojump_clock, caplog):
+    """A step of half a second that failed every tick logged 24 identical tracebacks in five
+    seconds, forever: now the first in full, then one summary a minute, then the end."""
+    caplog.set_level(logging.INFO, logger="agora.runtime.background")
+    ticks: list[float] = []
+
+    async def tick(rt) -> None:
+        ticks.append(trio.current_time())
+        if len(ticks) <= 300:  # 150 s of the same failure
+            raise RuntimeError(f"tick {len(ticks)} failed")
+        if len(ticks) == 301:
+            raise KeyError("another fault")
+
+    with trio.move_on_after(200):
+        await periodic(0.5, tick)(runtime)
+    first = (
+        "background step tick failed; it runs again in 0.5 s (the same failure again is"
+        " counted and told at most every 60 s)"
+    )
+    summary = (
+        "background step tick still fails the same way after {} s: 120 failures in the last"
+        " 60 s (latest: RuntimeError: tick {} failed); it runs again every 0.5 s"
+    )
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (logging.ERROR, first),
+        (logging.ERROR, summary.format(60, 121)),
+        (logging.ERROR, summary.format(120, 241)),
+        (
+            logging.INFO,
+            "background step tick then failed another way after 300 failures in a row over 150.0 s",
+        ),
+        (logging.ERROR, first),
+        (logging.INFO, "background step tick succeeded again after 1 failure in a row over 0.5 s"),
+    ]
+    tracebacks = [r.exc_info[1] for r in caplog.records if r.exc_info]
+    assert [type(exc) for exc in tracebacks] == [RuntimeError, KeyError]
+
+
 def test_periodic_needs_a_positive_period():
     async def step(rt) -> None:
         return None

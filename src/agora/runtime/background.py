@@ -28,6 +28,7 @@ import trio
 from agora.errors import StoreError
 from agora.logsafe import one_line
 from agora.runtime.hooks import handler_problem, shown_name
+from agora.runtime.step_failures import StepFailures
 from agora.store.neutral import SQLITE
 
 if TYPE_CHECKING:
@@ -61,7 +62,8 @@ def periodic(seconds: float, step: BackgroundTask) -> BackgroundTask:
     Ticks are spaced from the start of one step to the start of the next; a step that takes
     longer than ``seconds`` delays the next one rather than piling them up. A step that
     raises is logged with its traceback and the next tick still runs: one bad pass of a
-    sweep must not end the sweep.
+    sweep must not end the sweep. The same failure again is counted, not logged again, and
+    told at most once a minute until the step succeeds (`StepFailures`).
 
     Args:
         seconds: Period, > 0.
@@ -83,19 +85,17 @@ def periodic(seconds: float, step: BackgroundTask) -> BackgroundTask:
         )
 
     async def task(runtime: Runtime) -> None:
+        failures = StepFailures(f"background step {_LABEL.get(readable(step))}", seconds)
         next_at = trio.current_time()
         while True:
             try:
                 await step(runtime)
             except StoreError as exc:  # the database is away (restarting?): an event, not a bug
-                what = f"background step {_LABEL.get(readable(step))}"
-                _store_failed(runtime, what, exc, seconds)
-            except Exception:
-                log.exception(
-                    "background step %s failed; it runs again in %s s",
-                    _LABEL.get(readable(step)),
-                    seconds,
-                )
+                _store_failed(runtime, failures, exc)
+            except Exception as exc:
+                failures.failed(exc)
+            else:
+                failures.succeeded()
             next_at = max(next_at + seconds, trio.current_time())
             await trio.sleep_until(next_at)
 
@@ -104,21 +104,23 @@ def periodic(seconds: float, step: BackgroundTask) -> BackgroundTask:
     return task
 
 
-def _store_failed(runtime: Runtime, what: str, exc: StoreError, seconds: float) -> None:
-    """A step's `StoreError`: a bug if no retry can cure it (logged as one); a disk that
-    refuses writes at DEBUG only (the store logs each such episode once, and a step retried
-    every fraction of a second would fill the log meanwhile); else an event, told to the
-    store's `agora.store.outage.Outage` if it keeps one (once, then seldom), or logged in
-    one line."""
+def _store_failed(runtime: Runtime, failures: StepFailures, exc: StoreError) -> None:
+    """A step's `StoreError`: a bug if no retry can cure it (logged as one, in one line); a
+    disk that refuses writes at DEBUG only (the store logs each such episode once, and a step
+    retried every fraction of a second would fill the log meanwhile); else an event, told to
+    the store's `agora.store.outage.Outage` if it keeps one (once, then seldom), or a
+    WARNING. ``failures`` tells what it logs: once, then seldom."""
     outage = getattr(runtime.store, "outage", None)
     if exc.permanent:
-        log.error("%s failed: %s; it runs again in %s s", what, one_line(exc), seconds)
+        failures.failed(exc, logging.ERROR, trace=False)
     elif exc.cause is not None:
-        log.debug("%s failed (%s); it runs again in %s s", what, one_line(exc), seconds)
+        log.debug(
+            "%s failed (%s); it runs again in %s s", failures.what, one_line(exc), failures.seconds
+        )
     elif outage is not None:
-        outage.failed(what, exc)
+        outage.failed(failures.what, exc)
     else:
-        log.warning("%s failed (%s); it runs again in %s s", what, one_line(exc), seconds)
+        failures.failed(exc, logging.WARNING, trace=False)
 
 
 async def supervise(task: BackgroundTask, runtime: Runtime, label: str = "") -> None:
