@@ -121,7 +121,7 @@ async def test_a_full_disk_is_logged_once_per_episode_and_its_end_once(tmp_path,
             await _fill_again(store)  # at once: the same episode
             await store.write([("PRAGMA max_page_count=100000", ())])
             await store.write([("INSERT INTO items VALUES (?)", ("after",))])
-    told = [r for r in caplog.records if r.name.startswith("agora.store")]
+    told = [r for r in caplog.records if r.name == "agora.store.diskfault"]
     assert [(r.levelname, r.getMessage().split(" ")[3]) for r in told] == [
         ("WARNING", "refused:"),
         ("INFO", "succeed"),  # at the close: writes had resumed

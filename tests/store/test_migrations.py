@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from typing import TYPE_CHECKING
 
@@ -110,7 +111,9 @@ async def test_a_newer_schema_is_refused_and_left_untouched(tmp_path):
     v2 = s.step("notes", 2, "ALTER TABLE notes ADD COLUMN body TEXT")
     async with open_store(path, [v1, v2]):
         pass
-    with pytest.raises(StoreError, match="notes schema v2, newer than this agora's v1"):
+    # (It said "newer than this agora's v1": the version is the toolset's steps'.)
+    newer = "notes schema v2, newer than v1, the newest step of notes here: a newer version"
+    with pytest.raises(StoreError, match=newer):
         async with open_store(path, [v1]):
             pass
     assert schema(path) == {"notes": 2}
@@ -127,7 +130,7 @@ async def test_a_failing_step_rolls_back_alone_and_a_fixed_one_applies_later(tmp
         db.execute("CREATE TABLE notes_extra (id INTEGER)")
         raise RuntimeError("half way")
 
-    with pytest.raises(StoreError, match="migration notes v2 failed: half way"):
+    with pytest.raises(StoreError, match="migration notes v2 failed: RuntimeError: half way"):
         async with open_store(path, [v1, Migration("notes", 2, broken)]):
             pass
     assert schema(path) == {"notes": 1}
@@ -136,6 +139,40 @@ async def test_a_failing_step_rolls_back_alone_and_a_fixed_one_applies_later(tmp
     async with open_store(path, [v1, fixed]) as store:
         assert store.versions == {"notes": 2}
     assert "notes_extra" in tables(path)
+
+
+async def test_a_failing_step_is_named_with_its_exception_type(tmp_path):
+    """A step that raised ``KeyError('missing_key')`` was reported as "failed: 'missing_key'"."""
+
+    def broken(db) -> None:
+        _ = {}["missing_key"]
+
+    steps = [Migration("notes", 1, broken)]
+    with pytest.raises(StoreError, match=r"^migration notes v1 failed: KeyError: 'missing_key'$"):
+        async with open_store(tmp_path / "agora.db", steps):
+            pass
+
+
+async def test_each_step_applied_is_logged_with_its_component_and_versions(tmp_path, caplog):
+    """An upgrade changed the schema with no line in the log, even at INFO."""
+    caplog.set_level(logging.INFO, logger="agora.store.migrations")
+    path = tmp_path / "agora.db"
+    s = Steps()
+    v1 = s.step("notes", 1, "CREATE TABLE notes (id INTEGER PRIMARY KEY)")
+    v2 = s.step("notes", 2, "ALTER TABLE notes ADD COLUMN body TEXT")
+    v3 = s.step("notes", 3, "ALTER TABLE notes ADD COLUMN tag TEXT")
+    async with open_store(path, [v1]):
+        pass
+    async with open_store(path, [v1, v2, v3]):
+        pass
+    async with open_store(path, [v1, v2, v3]):  # nothing to apply: nothing said
+        pass
+    said = [r.getMessage() for r in caplog.records if r.name == "agora.store.migrations"]
+    assert said == [
+        "created the notes schema at v1",
+        "migrated the notes schema from v1 to v2",
+        "migrated the notes schema from v2 to v3",
+    ]
 
 
 async def test_two_steps_with_one_component_and_version_are_refused(tmp_path):

@@ -1,8 +1,10 @@
 """Versioned schema migrations, applied at open time in one transaction per step.
 
 Each component (the core, each toolset) keeps its own version in `agora_schema`. Opening an
-older file upgrades it; a file from a newer agora (a version we do not know) is refused.
-This module runs synchronously on the writer connection before the writer thread starts.
+older file upgrades it, each step applied logged at INFO (`applied`: an upgrade changes the
+operator's data, one way, and says so); a file from a newer agora (a version we do not know)
+is refused. This module runs synchronously on the writer connection before the writer thread
+starts.
 
 A step is written per dialect: ``apply`` (a function of a ``sqlite_utils.Database``) or
 ``sql["sqlite"]`` for SQLite, ``sql["postgresql"]`` (a list of statements) for PostgreSQL.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -30,6 +33,8 @@ from agora.store.neutral import POSTGRESQL, SQLITE
 if TYPE_CHECKING:
     import sqlite3
     from collections.abc import Callable, Iterable, Mapping
+
+log = logging.getLogger(__name__)
 
 #: The dialects a step's ``sql`` may name.
 DIALECTS = (SQLITE, POSTGRESQL)
@@ -107,10 +112,28 @@ def plan(
         newest = steps[-1].version
         if have > newest:
             raise StoreError(
-                f"the database has {component} schema v{have}, newer than this agora's v{newest}"
+                f"the database has {component} schema v{have}, newer than v{newest}, the newest"
+                f" step of {component} here: a newer version of agora or of the {component}"
+                " toolset migrated it (run that version, or restore the backup taken before)"
             )
         out.append((component, steps))
     return out
+
+
+def applied(step: Migration, before: int) -> None:
+    """Log, at INFO, that ``step`` was applied over version ``before`` of its component."""
+    if before:
+        log.info("migrated the %s schema from v%d to v%d", step.component, before, step.version)
+    else:
+        log.info("created the %s schema at v%d", step.component, step.version)
+
+
+def failed(step: Migration, exc: BaseException) -> StoreError:
+    """The error of ``step``, which raised ``exc``: named with its type (a `KeyError`'s
+    text is only the key)."""
+    return StoreError(
+        f"migration {step.component} v{step.version} failed: {type(exc).__name__}: {exc}"
+    )
 
 
 def malformed(step: Migration, dialect: str) -> str | None:
@@ -210,7 +233,8 @@ def apply_migrations(
             except Exception as exc:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
-                raise StoreError(f"migration {component} v{step.version} failed: {exc}") from exc
+                raise failed(step, exc) from exc
+            applied(step, have)
             have = step.version
         current[component] = have
     return current

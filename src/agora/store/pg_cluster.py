@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from agora.errors import StoreError
-from agora.store.migrations import plan
+from agora.store.migrations import applied, failed, plan
 from agora.store.neutral import POSTGRESQL
 from agora.store.pg_bound import GivenUp, Lease
 from agora.store.pg_sql import PgConn, connect
@@ -70,16 +70,20 @@ def migrate(
                     conn.execute(sql)
                 rows = conn.execute("SELECT component, version FROM agora_schema").fetchall()
                 current = {r[0]: int(r[1]) for r in rows}
+                done: list[tuple[Migration, int]] = []
                 for component, todo in plan(current, steps, POSTGRESQL):
                     for step in todo:
                         if step.version <= current.get(component, 0):
                             continue
                         check()
                         _apply(conn, step)
+                        done.append((step, current.get(component, 0)))
                         current[component] = step.version
                 check()  # a cancelled open commits nothing
         finally:
             conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (f"agora:{schema}:migrate",))
+    for step, before in done:  # committed (all or none): said now
+        applied(step, before)
     return schema, current
 
 
@@ -105,7 +109,7 @@ def _apply(conn: psycopg.Connection[Any], step: Migration) -> None:
                 (step.component, step.version),
             )
     except psycopg.Error as exc:
-        raise StoreError(f"migration {step.component} v{step.version} failed: {exc}") from exc
+        raise failed(step, exc) from exc
 
 
 class ClusterLock:
