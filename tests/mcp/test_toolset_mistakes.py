@@ -257,7 +257,10 @@ async def read_with_extra(call: ToolCall, extra: int) -> Any:
         ),
         pytest.param(
             lambda: Toolset("mine", {}, contract=None, on_start=two_positional),
-            "toolset mine: its on_start (two_positional) is not async",
+            # It suggested `-> Coroutine[Any, Any, dict[str, Any]]`, a handler's type.
+            "toolset mine: its on_start (two_positional) is not async: declare it `async def`"
+            " (the server awaits what it returns), or annotate the awaitable it returns"
+            " (`-> Coroutine[Any, Any, None]`)",
             id="on-start",
         ),
         pytest.param(

@@ -77,7 +77,7 @@ def periodic(seconds: float, step: BackgroundTask) -> BackgroundTask:
     """
     if seconds <= 0:
         raise ValueError("a periodic task needs a positive period")
-    problem = handler_problem(step, ("the Runtime",))
+    problem = handler_problem(step, ("the Runtime",), "None")
     if problem is not None:
         raise ValueError(
             f"the step of periodic({seconds}, {shown_name(step)}) {problem};"

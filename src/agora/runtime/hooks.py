@@ -19,12 +19,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, get_origin
 
 
-def handler_problem(handler: object, takes: Sequence[str] = ("the ToolCall",)) -> str | None:
+def handler_problem(
+    handler: object, takes: Sequence[str] = ("the ToolCall",), returns: str = "dict[str, Any]"
+) -> str | None:
     """What keeps ``handler`` from being a tool handler, which the server calls as
     ``await handler(call)``; None when nothing does. The other hooks a toolset gives the
     server are checked alike, with what they are called with as ``takes`` (a resource's read:
     the ToolCall; `Toolset.reject_call`: the ToolCall and the problems; a background task:
-    the Runtime).
+    the Runtime) and the type their awaitable gives as ``returns`` (for the annotation a
+    refusal suggests: ``None`` for `Toolset.on_start` and a background task).
 
     A handler makes an awaitable: an ``async def`` function or method, or a plain function
     whose return annotation says it returns one (``-> Coroutine[Any, Any, dict[str, Any]]``,
@@ -42,7 +45,7 @@ def handler_problem(handler: object, takes: Sequence[str] = ("the ToolCall",)) -
     if not _makes_awaitable(handler):
         return (
             "is not async: declare it `async def` (the server awaits what it returns), or"
-            " annotate the awaitable it returns (`-> Coroutine[Any, Any, dict[str, Any]]`)"
+            f" annotate the awaitable it returns (`-> Coroutine[Any, Any, {returns}]`)"
         )
     try:
         parameters = list(inspect.signature(handler).parameters.values())

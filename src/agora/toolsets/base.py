@@ -123,18 +123,19 @@ ReadResource = Callable[[ToolCall], Awaitable[Any]]
 def hook_problems(toolset: Toolset) -> list[str]:
     """What is wrong with the hooks ``toolset`` gives the server besides its tool handlers
     (`handler_problem`, with what each is called with), one sentence each naming the hook."""
-    hooks: list[tuple[str, object, tuple[str, ...]]] = [
-        ("completion", toolset.completion, ("the ToolCall",)),
-        ("reject_call", toolset.reject_call, ("the ToolCall", "the problems")),
-        ("on_start", toolset.on_start, ("the Runtime",)),
+    body = "dict[str, Any]"
+    hooks: list[tuple[str, object, tuple[str, ...], str]] = [
+        ("completion", toolset.completion, ("the ToolCall",), body),
+        ("reject_call", toolset.reject_call, ("the ToolCall", "the problems"), body),
+        ("on_start", toolset.on_start, ("the Runtime",), "None"),
     ]
     hooks += [
-        (f"background task {i}", task, ("the Runtime",))
+        (f"background task {i}", task, ("the Runtime",), "None")
         for i, task in enumerate(toolset.background)
     ]
     out = []
-    for what, hook, takes in hooks:
-        problem = None if hook is None else handler_problem(hook, takes)
+    for what, hook, takes, returns in hooks:
+        problem = None if hook is None else handler_problem(hook, takes, returns)
         if problem is not None:
             out.append(f"its {what} ({shown_name(hook)}) {problem}")
     return out
@@ -169,8 +170,8 @@ def resource(
         The catalog entry; listed as a template when ``uri`` has ``{...}`` parts.
     """
 
-    for what, function in (("read", read), ("check", check)):
-        problem = None if function is None else handler_problem(function)
+    for what, function, returns in (("read", read, "Any"), ("check", check, "None")):
+        problem = None if function is None else handler_problem(function, returns=returns)
         if problem is not None:
             raise ValueError(
                 f"resource {uri!r}: its {what} function {problem}; it is"
