@@ -254,7 +254,10 @@ class Toolset:
     #: Query parameters of the endpoint URL handed to handlers in ``ToolCall.endpoint``,
     #: e.g. ("token",) makes /mcp/chess/<table>?token=... a credential the toolset checks.
     endpoint_query: Sequence[str] = ()
-    #: Called once when the server starts (inside its nursery), e.g. to print the human URL.
+    #: Called once when the server starts (inside its nursery), e.g. to print the human URL:
+    #: ``async def on_start(runtime) -> None``, after the store is migrated and the listener
+    #: accepts, before the background tasks and before `open_server` yields. What it raises
+    #: stops the start (raised by `open_server`, with a note naming the toolset).
     on_start: Callable[[Runtime], Awaitable[None]] | None = None
     #: Tasks the server runs in its nursery from start (after ``on_start``) to shutdown
     #: (cancelled after the grace period): sweeps, phase timeouts, retention. Each is
@@ -270,7 +273,15 @@ class Toolset:
     #: resources/subscribe: build them with `resource` (or, for fixtures, catalog entries
     #: whose target takes a ToolCall and returns the MCP result).
     resources: Sequence[ResourceEntry] = ()
+    #: Prompts served by prompts/list and prompts/get: `agora.mcp.catalog.PromptEntry`
+    #: items, each with its MCP arguments and a ``target``, ``async def (call) -> dict``
+    #: that gets them as ``call.args`` (checked: required ones given, all strings) and
+    #: returns the GetPromptResult (``{"messages": [...]}``).
     prompts: Sequence[Any] = ()
+    #: Answers completion/complete for its prompts' arguments and its resource templates'
+    #: variables: ``call.args`` is the request's params (``ref``, ``argument``, ``context``),
+    #: the return value the result (``{"completion": {"values", "total", "hasMore"}}``).
+    #: None: the method is refused (-32601). At ``/mcp`` the first toolset's that has one.
     completion: Callable[[ToolCall], Awaitable[dict[str, Any]]] | None = None
     #: Builds the structured body of an invalid-arguments error in the toolset's own
     #: vocabulary (e.g. the chamber envelope) from the problems found, each a
