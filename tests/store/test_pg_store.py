@@ -6,6 +6,8 @@ translation tests need no server. Real clock, every wait inside `trio.fail_after
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 import trio
 
@@ -253,6 +255,25 @@ async def test_nodes_starting_together_migrate_once(pg_url):
     with trio.fail_after(WAIT):
         async with open_store(pg_url, [ITEMS]) as a, open_store(pg_url, [ITEMS]) as b:
             assert a.versions["items"] == b.versions["items"] == 1
+
+
+async def test_steps_applied_are_logged_once_committed(pg_url, caplog):
+    """An upgrade changed the schema with no line in the log; on PostgreSQL a start's steps
+    commit together, so they are told once the transaction has committed, and a failed start
+    tells none."""
+    caplog.set_level(logging.INFO, logger="agora.store.migrations")
+    v2 = Migration("items", 2, sql={"postgresql": ["ALTER TABLE items ADD COLUMN tag TEXT"]})
+    broken = Migration("items", 3, sql={"postgresql": ["ALTER TABLE nope ADD COLUMN x TEXT"]})
+    with trio.fail_after(WAIT):
+        async with open_store(pg_url, [ITEMS]):
+            pass
+        with pytest.raises(StoreError, match="migration items v3 failed: UndefinedTable: "):
+            async with open_store(pg_url, [ITEMS, v2, broken]):
+                pass
+        async with open_store(pg_url, [ITEMS, v2]):
+            pass
+    said = [r.getMessage() for r in caplog.records if r.name == "agora.store.migrations"]
+    assert said == ["created the items schema at v1", "migrated the items schema from v1 to v2"]
 
 
 def test_with_statements_adds_a_dialect_to_the_steps_it_names():
