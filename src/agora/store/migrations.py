@@ -1,10 +1,10 @@
 """Versioned schema migrations, applied at open time in one transaction per step.
 
 Each component (the core, each toolset) keeps its own version in `agora_schema`. Opening an
-older file upgrades it, each step applied logged at INFO (`applied`: an upgrade changes the
-operator's data, one way, and says so); a file from a newer agora (a version we do not know)
-is refused. This module runs synchronously on the writer connection before the writer thread
-starts.
+older file upgrades it, each component's steps applied logged at INFO in one line (`applied`: an
+upgrade changes the operator's data, one way, and says so); a file from a newer agora (a version
+we do not know) is refused. This module runs synchronously on the writer connection before the
+writer thread starts.
 
 A step is written per dialect: ``apply`` (a function of a ``sqlite_utils.Database``) or
 ``sql["sqlite"]`` for SQLite, ``sql["postgresql"]`` (a list of statements) for PostgreSQL.
@@ -120,12 +120,16 @@ def plan(
     return out
 
 
-def applied(step: Migration, before: int) -> None:
-    """Log, at INFO, that ``step`` was applied over version ``before`` of its component."""
+def applied(component: str, before: int, after: int) -> None:
+    """Log, at INFO, that ``component``'s steps took its schema from version ``before`` (0:
+    none) to ``after``: one line a component, however many steps (a new database runs a
+    score of them)."""
+    if after <= before:
+        return
     if before:
-        log.info("migrated the %s schema from v%d to v%d", step.component, before, step.version)
+        log.info("migrated the %s schema from v%d to v%d", component, before, after)
     else:
-        log.info("created the %s schema at v%d", step.component, step.version)
+        log.info("created the %s schema at v%d", component, after)
 
 
 def failed(step: Migration, exc: BaseException) -> StoreError:
@@ -201,7 +205,7 @@ def apply_migrations(
     current = dict(conn.execute("SELECT component, version FROM agora_schema").fetchall())
     db = sqlite_utils.Database(conn)
     for component, steps in plan(current, migrations, SQLITE):
-        have = current.get(component, 0)
+        have = start = current.get(component, 0)
         for step in steps:
             if step.version <= have:
                 continue
@@ -233,8 +237,9 @@ def apply_migrations(
             except Exception as exc:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
+                applied(component, start, have)  # the steps before it are committed
                 raise failed(step, exc) from exc
-            applied(step, have)
             have = step.version
+        applied(component, start, have)
         current[component] = have
     return current

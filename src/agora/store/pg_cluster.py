@@ -70,20 +70,19 @@ def migrate(
                     conn.execute(sql)
                 rows = conn.execute("SELECT component, version FROM agora_schema").fetchall()
                 current = {r[0]: int(r[1]) for r in rows}
-                done: list[tuple[Migration, int]] = []
+                before = dict(current)
                 for component, todo in plan(current, steps, POSTGRESQL):
                     for step in todo:
                         if step.version <= current.get(component, 0):
                             continue
                         check()
                         _apply(conn, step)
-                        done.append((step, current.get(component, 0)))
                         current[component] = step.version
                 check()  # a cancelled open commits nothing
         finally:
             conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (f"agora:{schema}:migrate",))
-    for step, before in done:  # committed (all or none): said now
-        applied(step, before)
+    for component, version in current.items():  # committed (all or none): said now
+        applied(component, before.get(component, 0), version)
     return schema, current
 
 
