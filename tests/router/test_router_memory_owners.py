@@ -247,5 +247,5 @@ async def test_candidates_previews_and_managed_profiles_are_each_principals(
     owners = "SELECT owner, revision_no FROM router_memory_revisions ORDER BY owner"
     rows = await runtime.read(lambda c: c.execute(owners).fetchall())
     assert [tuple(r) for r in rows] == [("alice", 1), ("bob", 1)]
-    after = (await preview(alice, root, candidate["candidate_id"]))["proposal"]
-    assert after["state_version"] == 2  # hers moved on; his approval did not touch it
+    after = await preview(alice, root, candidate["candidate_id"])
+    assert after["reason_codes"] == ["candidate-not-proposed"]  # her own revision holds it

@@ -148,9 +148,8 @@ async def test_an_approved_preview_becomes_the_managed_profile_plans_use(
     plan = await router.plan("Fix the typo", routing_context=routing)
     assert plan["route_source"] == "managed-personal-profile"
     assert plan["planned_skill_ids"] == ["skill:lead"]
-    following = (await preview(router, promoting, candidate["candidate_id"]))["proposal"]
-    assert following["expected_profile_digest"] == proposal["proposed_profile_digest"]
-    assert following["state_version"] == 2
+    following = await preview(router, promoting, candidate["candidate_id"])
+    assert following["reason_codes"] == ["candidate-not-proposed"]  # its rule is in force
 
 
 async def test_a_changed_preview_cannot_be_approved_and_two_approvals_race(

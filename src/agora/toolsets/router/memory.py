@@ -111,7 +111,7 @@ class ApplyRevision(Receipted, frozen=True, tag=True):
 
 
 class RejectCandidate(Receipted, frozen=True, tag=True):
-    """Record the user's rejection of a candidate."""
+    """Record the user's rejection of a candidate (``candidate_id``; empty for a rollback)."""
 
     candidate_id: str
     profile_key: str
@@ -259,10 +259,10 @@ class MemoryStore:
 
     def reject(self, cmd: RejectCandidate, at: str) -> tuple[dict[str, Any], list[Write]]:
         writes = self._create()
-        self.rejections.setdefault(cmd.candidate_id, at)
-        writes.append(
-            memory_sql.insert_rejection(self.owner, cmd.candidate_id, cmd.profile_key, at)
-        )
+        if cmd.candidate_id:  # none for a rollback proposal: it suppresses no candidate
+            self.rejections.setdefault(cmd.candidate_id, at)
+            writes.append(memory_sql.insert_rejection(self.owner, cmd.candidate_id,
+                                                      cmd.profile_key, at))  # fmt: skip
         return dict(cmd.result), writes
 
     def _sweep(self, cmd: Sweep) -> Effects:

@@ -36,6 +36,9 @@ from agora.toolsets.router import (
     replies,
     workspace,
 )
+from agora.toolsets.router import (
+    memory_notes as notes,
+)
 from agora.toolsets.router.digests import digest, request_digest
 from agora.toolsets.router.layers import CLIENT_ROOTS_UNUSED, roots_and_why
 from agora.toolsets.router.memory import (
@@ -252,7 +255,8 @@ async def remember_workflow(call: ToolCall) -> dict[str, Any]:
     )
     at = reply.pop("recorded_at", None)
     if at is None:
-        return reply
+        new = reply["status"] == "recorded" and not reply["replayed"]
+        return Guided(reply, notes.recorded()) if new else reply
     return Guided(reply, (  # the outputSchema has no field to say this call stored nothing
         f"Already recorded: run {run['workflow_run_id']}'s observation was stored at {at} by an "
         "earlier remember_workflow call; this call wrote nothing. The answer is the stored "

@@ -112,6 +112,14 @@ def rule_matches(rule: dict[str, Any], o: Observed) -> bool:
     )
 
 
+def plans_exactly(rules: list[dict[str, Any]], o: Observed) -> bool:
+    """Whether a Profile of ``rules`` plans ``o``'s route exactly: its first rule matching
+    ``o``'s routing context, the one planning picks, `reproduces` the route. A rollback's
+    backtest counts a run by it, as a preview's counts its candidate's runs by the rule."""
+    rule = next((r for r in rules if rule_matches(r, o)), None)
+    return rule is not None and reproduces(rule, o)
+
+
 def _backtest(rule: dict[str, Any], mined: Mined, observed: list[Observed], signature: str,
               manual: list[profiles.Profile]) -> dict[str, Any]:  # fmt: skip
     members = {o.observation_id for o in mined.members}

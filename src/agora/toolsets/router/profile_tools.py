@@ -22,7 +22,8 @@ import trio
 
 from agora.mcp.results import Guided
 from agora.toolsets.router import candidates, previews
-from agora.toolsets.router.digests import canonical, digest
+from agora.toolsets.router import memory_notes as notes
+from agora.toolsets.router.digests import digest
 from agora.toolsets.router.layers import client_roots, read_layers
 from agora.toolsets.router.memory import (
     MEMORY,
@@ -32,7 +33,6 @@ from agora.toolsets.router.memory import (
     Managed,
     Promoted,
     RejectCandidate,
-    StoreProposal,
 )
 from agora.toolsets.router.memory_tools import (
     SUPPRESSION_DAYS,
@@ -62,17 +62,30 @@ def profile_key(target: str, identity: str) -> str | None:
     return None
 
 
+#: Each managed Profile's newest revision, by (target, profile key).
+Latest = dict[tuple[str, str], "previews.Current"]
+
+
 async def workspace_candidates(
     call: ToolCall, policy: Policy, identity: str
-) -> tuple[list[candidates.Mined], list[candidates.Observed]]:
-    """The workspace's candidates with their routes (rejected ones marked ``suppressed``), and
-    the observations they were mined from."""
+) -> tuple[list[candidates.Mined], list[candidates.Observed], Latest]:
+    """The workspace's candidates with their routes, the observations they were mined from,
+    and the newest revision of each managed Profile they target.
+
+    A candidate the user rejected is ``suppressed``; one whose rule its target's managed
+    Profile holds exactly is ``approved`` (or ``auto-promoted`` when the router promoted
+    it): approving it again would change nothing.
+    """
     observed = await observations(call, identity)
     mined = candidates.mine_with_routes(observed, identity, policy.effective_mode, policy.digest)
     if not mined:
-        return [], observed
-    _latest, rejections = await call.runtime.call(MEMORY, memory_key(call.principal), Managed(()))
-    promoted = await call.runtime.call(MEMORY, memory_key(call.principal), Promoted())
+        return [], observed, {}
+    keys = {(m.candidate["target_profile_class"], profile_key(m.candidate["target_profile_class"],
+                                                             identity)) for m in mined}  # fmt: skip
+    wanted = tuple((t, k) for t, k in sorted(keys) if k is not None)
+    memory = memory_key(call.principal)
+    latest, rejections = await call.runtime.call(MEMORY, memory, Managed(wanted))
+    promoted = await call.runtime.call(MEMORY, memory, Promoted())
     since = stamp(call.runtime.clock.wall() - SUPPRESSION)
     for m in mined:
         cid = m.candidate["candidate_id"]
@@ -80,9 +93,18 @@ async def workspace_candidates(
             candidates.mark(m.candidate, "suppressed", ["candidate-suppressed"])
         elif cid in promoted:
             candidates.mark(m.candidate, "auto-promoted", [])
+        elif in_force(m, latest, identity):
+            candidates.mark(m.candidate, "approved", [])
         elif blockers := candidates.promotion_blockers(m, policy.profile_promotion):
             candidates.mark(m.candidate, None, blockers)
-    return mined, observed
+    return mined, observed, latest
+
+
+def in_force(m: candidates.Mined, latest: Latest, identity: str) -> bool:
+    """Whether the candidate's target managed Profile holds its rule exactly."""
+    target = m.candidate["target_profile_class"]
+    current = latest.get((target, profile_key(target, identity) or ""))
+    return current is not None and previews.rule_of(m) in json.loads(current[3])["rules"]
 
 
 async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
@@ -99,7 +121,7 @@ async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
         " why)."
     )
     if policy.candidate_generation_enabled:
-        mined, observed = await workspace_candidates(call, policy, identity)
+        mined, observed, _latest = await workspace_candidates(call, policy, identity)
         found = [m.candidate for m in mined]
         why = candidates.why_none(observed)
     if a["status"] is not None and found:
@@ -118,14 +140,10 @@ async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
 Previewed = tuple["candidates.Mined", dict[str, Any] | None, list[str], list[str]]
 
 
-async def _proposals(call: ToolCall, policy: Policy, identity: str) -> list[Previewed]:
-    mined, observed = await workspace_candidates(call, policy, identity)
-    keys = {(m.candidate["target_profile_class"], profile_key(m.candidate["target_profile_class"],
-                                                             identity)) for m in mined}  # fmt: skip
-    wanted = tuple((t, k) for t, k in sorted(keys) if k is not None)
-    latest, _rejections = await call.runtime.call(
-        MEMORY, memory_key(call.principal), Managed(wanted)
-    )
+async def _proposals(
+    call: ToolCall, policy: Policy, identity: str
+) -> tuple[list[Previewed], Latest]:
+    mined, observed, latest = await workspace_candidates(call, policy, identity)
     options = call.runtime.options("router")
     root = call.args.get("workspace_root")
     authorized = [str(r) for r in options.get("workspace_roots", [])]
@@ -137,15 +155,18 @@ async def _proposals(call: ToolCall, policy: Policy, identity: str) -> list[Prev
     out: list[Previewed] = []
     for m in mined:
         target = m.candidate["target_profile_class"]
-        current = latest.get((target, profile_key(target, identity)))
+        current = latest.get((target, profile_key(target, identity) or ""))
         if m.candidate["status"] == "suppressed":
             out.append((m, None, ["candidate-suppressed"], []))
             continue
+        if in_force(m, latest, identity):
+            out.append((m, None, ["candidate-not-proposed"], []))
+            continue
         out.append((m, *previews.preview(m, observed, manual, policy.digest, current)))
-    return out
+    return out, latest
 
 
-def _answer(**fields: Any) -> dict[str, Any]:
+def answer(**fields: Any) -> dict[str, Any]:
     base = {"authority_mode": "router-local", "replayed": False, "proposal": None,
             "revision_id": None, "revision_digest": None, "reason_codes": []}  # fmt: skip
     return {**base, **fields}
@@ -155,20 +176,27 @@ async def preview_profile_update(call: ToolCall) -> dict[str, Any]:
     """Preview what a candidate would change in its managed Profile; persists nothing."""
     policy, identity = await policy_of(call)
     if not policy.candidate_generation_enabled:
-        return _answer(status="blocked", reason_codes=list(policy.reason_codes))
+        return answer(status="blocked", reason_codes=list(policy.reason_codes))
     wanted = call.args["candidate_id"]
-    for mined, proposal, reasons, problems in await _proposals(call, policy, identity):
+    previewed, latest = await _proposals(call, policy, identity)
+    for mined, proposal, reasons, problems in previewed:
         if mined.candidate["candidate_id"] != wanted:
             continue
-        if mined.candidate["target_profile_class"] not in policy.allowed_targets:
-            return _answer(status="blocked", reason_codes=["profile-target-not-allowed"])
+        target = mined.candidate["target_profile_class"]
+        if target not in policy.allowed_targets:
+            return answer(status="blocked", reason_codes=["profile-target-not-allowed"])
         if proposal is None:
-            blocked = _answer(status="blocked", reason_codes=reasons)
+            blocked = answer(status="blocked", reason_codes=reasons)
             if problems:  # no reason code names them: a second text block does
                 return Guided(blocked, "Profile lint problems: " + "; ".join(problems) + ".")
+            if reasons == ["candidate-not-proposed"]:
+                current = latest[(target, profile_key(target, identity) or "")]
+                return Guided(blocked, notes.in_force(wanted, target, current))
             return blocked
-        return _answer(status="previewed", proposal=proposal, reason_codes=reasons)
-    return _answer(status="not-found", reason_codes=["workflow-candidate-not-found"])
+        return answer(status="previewed", proposal=proposal, reason_codes=reasons)
+    missing = answer(status="not-found", reason_codes=["workflow-candidate-not-found"])
+    root = call.args["workspace_root"]
+    return Guided(missing, notes.candidate_not_found(wanted, root, len(previewed)))
 
 
 def _refusal_codes(a: dict[str, Any], proposal: dict[str, Any], policy: Policy) -> list[str]:
@@ -187,15 +215,40 @@ def _refusal_codes(a: dict[str, Any], proposal: dict[str, Any], policy: Policy) 
     return codes
 
 
-def _decided(proposal: dict[str, Any]) -> Guided:
+def _decided(proposal: dict[str, Any], rollback: bool) -> Guided:
     """The answer for a proposal a transition decided already: blocked, the proposal with its
     status (``applied`` or ``rejected``), and a sentence saying so (no field does)."""
     status = proposal["status"]
-    blocked = _answer(status="blocked", proposal=proposal,
-                      reason_codes=["profile-proposal-state-conflict"])  # fmt: skip
+    blocked = answer(status="blocked", proposal=proposal,
+                     reason_codes=["profile-proposal-state-conflict"])  # fmt: skip
+    anew = ("Call rollback_profile_revision again for a rollback" if rollback else
+            "Preview the candidate again for a proposal")  # fmt: skip
     return Guided(blocked, f"Proposal {proposal['proposal_id']} was already {status}: a "
-                  "decided proposal is never decided again. Preview the candidate again for "
-                  "a proposal on the current managed Profile.")  # fmt: skip
+                  f"decided proposal is never decided again. {anew} on the current managed"
+                  " Profile.")  # fmt: skip
+
+
+async def _kept(call: ToolCall, identity: str) -> dict[str, Any] | tuple[dict[str, Any], list[str]]:
+    """A proposal no candidate derives now: the answer for one decided already or unknown,
+    or a kept rollback proposal with what blocks it (``profile-drift``, expired)."""
+    wanted = call.args["proposal_id"]
+    revisions, kept, decided = await call.runtime.call(
+        MEMORY, memory_key(call.principal), History(managed_keys(identity))
+    )
+    proposal = next((p for p in kept if p["proposal_id"] == wanted), None)
+    done = next((p for p in decided if p["proposal_id"] == wanted), None)
+    if done is not None:
+        return _decided(done, rollback=proposal is not None)
+    if proposal is None:
+        return answer(status="not-found", reason_codes=["profile-proposal-not-found"])
+    drift = []
+    key = profile_key(proposal["target_profile_class"], identity)
+    history = revisions.get((proposal["target_profile_class"], key), [])
+    if not history or history[-1][2] != proposal["expected_profile_digest"]:
+        drift.append("profile-drift")
+    if proposal["expires_at"] < stamp(call.runtime.clock.wall()):
+        drift.append("profile-proposal-expired")
+    return proposal, drift
 
 
 @refusals_logged()
@@ -204,59 +257,43 @@ async def transition_profile_update(call: ToolCall) -> dict[str, Any]:
     a = call.args
     policy, identity = await policy_of(call)
     if not policy.candidate_generation_enabled:
-        return _answer(status="blocked", reason_codes=list(policy.reason_codes))
+        return answer(status="blocked", reason_codes=list(policy.reason_codes))
     fields = receipt_fields(call)
     replayed = await call.runtime.call(MEMORY, memory_key(call.principal), CheckReceipt(**fields))
     if replayed is not None:
         return dict(replayed)
     found = next(((m.candidate["candidate_id"], p)
-                  for m, p, _, _ in await _proposals(call, policy, identity)
+                  for m, p, _, _ in (await _proposals(call, policy, identity))[0]
                   if p is not None and p["proposal_id"] == a["proposal_id"]), None)  # fmt: skip
     drift: list[str] = []
     if found is None:  # decided already, or a rollback proposal, kept until reviewed
-        revisions, kept, decided = await call.runtime.call(
-            MEMORY, memory_key(call.principal), History(managed_keys(identity))
-        )
-        done = next((p for p in decided if p["proposal_id"] == a["proposal_id"]), None)
-        if done is not None:
-            return _decided(done)
-        proposal = next((p for p in kept if p["proposal_id"] == a["proposal_id"]), None)
-        if proposal is None:
-            return _answer(status="not-found", reason_codes=["profile-proposal-not-found"])
-        found = (proposal["candidate_id"], proposal)
-        _latest, rejections = await call.runtime.call(
-            MEMORY, memory_key(call.principal), Managed(())
-        )
-        if proposal["candidate_id"] in rejections:
-            drift.append("profile-proposal-state-conflict")  # the user already rejected it
-        key = profile_key(proposal["target_profile_class"], identity)
-        history = revisions.get((proposal["target_profile_class"], key), [])
-        if not history or history[-1][2] != proposal["expected_profile_digest"]:
-            drift.append("profile-drift")
-        if proposal["expires_at"] < stamp(call.runtime.clock.wall()):
-            drift.append("profile-proposal-expired")
+        kept = await _kept(call, identity)
+        if not isinstance(kept, tuple):
+            return kept
+        found, drift = ("", kept[0]), kept[1]  # a rollback suppresses no candidate
     candidate_id, proposal = found
     target = proposal["target_profile_class"]
     key = profile_key(target, identity)
     if key is None or target not in policy.allowed_targets:
-        return _answer(status="blocked", proposal=proposal,
+        return answer(status="blocked", proposal=proposal,
                        reason_codes=["profile-target-not-allowed"])  # fmt: skip
     codes = drift + _refusal_codes(a, proposal, policy)
     if codes:
-        return _answer(status="blocked", proposal=proposal, reason_codes=codes)
+        blocked = answer(status="blocked", proposal=proposal, reason_codes=codes)
+        return Guided(blocked, notes.transition_blocked(codes, a, proposal, not candidate_id))
     if a["action"] == "reject":
-        result = _answer(status="rejected", proposal={**proposal, "status": "rejected"})
+        result = answer(status="rejected", proposal={**proposal, "status": "rejected"})
         command: Any = RejectCandidate(candidate_id=candidate_id, profile_key=key,
                                        result=result, **fields)  # fmt: skip
     else:
         no = proposal["state_version"]
         revision_id = make_id("revision", target, key, str(no), proposal["proposed_profile_digest"])
-        result = _answer(
+        result = answer(
             status="applied", proposal={**proposal, "status": "applied"},
             revision_id=revision_id,
             revision_digest=digest([revision_id, proposal["proposed_profile_digest"]]),
         )  # fmt: skip
-        blocked = _answer(status="blocked", proposal=proposal,
+        blocked = answer(status="blocked", proposal=proposal,
                           reason_codes=["profile-proposal-state-conflict"])  # fmt: skip
         command = ApplyRevision(
             target=target, profile_key=key, revision_no=no, revision_id=revision_id,
@@ -273,70 +310,3 @@ def managed_keys(identity: str) -> tuple[tuple[str, str], ...]:
     own = profile_key("managed-workspace-local", identity)
     personal = (("managed-personal", "personal"),)
     return personal if own is None else (*personal, ("managed-workspace-local", own))
-
-
-def _diff(old: str, new: str) -> str:
-    before = {r["rule_id"]: r for r in json.loads(old)["rules"]}
-    after = {r["rule_id"]: r for r in json.loads(new)["rules"]}
-    return canonical({
-        "added_rules": sorted(set(after) - set(before)),
-        "removed_rules": sorted(set(before) - set(after)),
-        "changed_rules": sorted(k for k in set(after) & set(before) if after[k] != before[k]),
-    }).decode()  # fmt: skip
-
-
-@refusals_logged()
-async def rollback_profile_revision(call: ToolCall) -> dict[str, Any]:
-    """Propose, for review, to restore a managed Profile's earlier revision; writes no Profile."""
-    a = call.args
-    policy, identity = await policy_of(call)
-    if not policy.candidate_generation_enabled:
-        return _answer(status="blocked", reason_codes=list(policy.reason_codes))
-    fields = receipt_fields(call)
-    replayed = await call.runtime.call(MEMORY, memory_key(call.principal), CheckReceipt(**fields))
-    if replayed is not None:
-        return dict(replayed)
-    revisions, _proposals_kept, _decided = await call.runtime.call(
-        MEMORY, memory_key(call.principal), History(managed_keys(identity))
-    )
-    found = next(((key, rev) for key, history in revisions.items() for rev in history
-                  if rev[1] == a["source_revision_id"]), None)  # fmt: skip
-    if found is None:
-        return _answer(status="not-found", reason_codes=["rollback-source-revision-unavailable"])
-    (target, key), (_no, source_id, source_digest, source_json) = found
-    current_no, _current_id, current_digest, current_json = revisions[(target, key)][-1]
-    if a["expected_profile_digest"] != current_digest:
-        return _answer(status="blocked", reason_codes=["profile-drift"])
-    observed = await observations(call, identity)
-    rules = json.loads(source_json)["rules"]
-    matched = sum(any(previews.rule_matches(r, o) for r in rules) for o in observed)
-    test = {
-        "workspace_isolation": True, "capability_gap_summary": "unavailable",
-        "positive_observation_count": len(observed), "positive_match_count": matched,
-        "positive_match_coverage": matched / len(observed) if observed else 0.0,
-        "unexpected_match_count": 0, "planned_route_regressions": 0,
-        "manual_precedence": False, "manual_profile_digests": [], "shadowed_rule_ids": [],
-        "equal_rank_conflicts": [], "acceptable": True,
-    }  # fmt: skip
-    test["backtest_digest"] = digest(test)
-    diff = _diff(current_json, source_json)
-    now = call.runtime.clock.wall()
-    proposal: dict[str, Any] = {
-        "candidate_id": make_id("candidate", "rollback", source_id),
-        "candidate_digest": digest({"rollback_of": source_id, "profile": source_digest}),
-        "target_profile_class": target,
-        "workspace_identity_digest": None if key == "personal" else key,
-        "expected_profile_digest": current_digest, "state_version": current_no + 1,
-        "proposed_profile_json": source_json, "proposed_profile_digest": source_digest,
-        "semantic_diff_json": diff, "semantic_diff_digest": digest(diff),
-        "backtest": test, "backtest_digest": test["backtest_digest"],
-        "policy_digest": policy.digest, "status": "pending", "created_at": stamp(now),
-        "expires_at": stamp(now + previews.VALID_FOR),
-        "proposal_id": make_id("proposal", "rollback", source_id, current_digest),
-    }  # fmt: skip
-    proposal["proposal_digest"] = digest(proposal)
-    result = _answer(status="pending", proposal=proposal)
-    command = StoreProposal(target=target, profile_key=key, proposal=proposal, result=result,
-                            **fields)  # fmt: skip
-    reply: dict[str, Any] = await call.runtime.call(MEMORY, memory_key(call.principal), command)
-    return reply

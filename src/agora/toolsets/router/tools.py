@@ -4,7 +4,7 @@ A handler builds one command from validated arguments and returns the run's repl
 no rule of its own. Tools that cannot run here (the verified-host ones) answer the typed
 capability-unavailable from `agora.toolsets.router.replies`; the adapter tools live in
 `agora.toolsets.router.evaluations` and the Memory tools in
-`agora.toolsets.router.memory_tools` and `profile_tools` (all eight).
+`agora.toolsets.router.memory_tools`, `profile_tools` and `rollback` (all eight).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from agora.toolsets.router import (
     memory_tools,
     profile_tools,
     replies,
+    rollback,
 )
 from agora.toolsets.router.bounds import memory_misfits
 from agora.toolsets.router.consent import run_of
@@ -211,5 +212,5 @@ HANDLERS: Final[dict[str, Handler]] = {
     "list_workflow_candidates": profile_tools.list_workflow_candidates,
     "preview_profile_update": profile_tools.preview_profile_update,
     "transition_profile_update": profile_tools.transition_profile_update,
-    "rollback_profile_revision": profile_tools.rollback_profile_revision,
+    "rollback_profile_revision": rollback.rollback_profile_revision,
 }

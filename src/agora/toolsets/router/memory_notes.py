@@ -1,0 +1,95 @@
+"""The sentences a blocked or not-found Memory answer adds in a second text block.
+
+The Memory tools' outputSchemas hold reason codes and, at most, the proposal: no field says
+which value a refused argument needed or where to read it. Each sentence here names the
+argument, the value to send (or the answer field that holds it) and the call to make next,
+so an agent can act on the answer alone. Pure.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agora.toolsets.router.candidates import REVIEWED
+
+if TYPE_CHECKING:
+    from agora.toolsets.router.previews import Current
+
+
+def in_force(candidate_id: str, target: str, current: Current) -> str:
+    """Why an approved candidate is not previewed: its rule is the Profile's already."""
+    no, rid, profile, _json = current
+    return (
+        f"candidate-not-proposed: candidate {candidate_id} is approved: revision {no} ({rid})"
+        f" of the {target} Profile, digest {profile}, holds its rule exactly, so a preview"
+        " would propose no change. It is proposed again only if its runs' route changes; to"
+        " undo it, send rollback_profile_revision an earlier revision_id."
+    )
+
+
+def candidate_not_found(candidate_id: str, root: str | None, count: int) -> str:
+    """Why a candidate id names no candidate, and which to send."""
+    if root is None:
+        return (
+            f"workflow-candidate-not-found: no candidate {candidate_id} in the personal scope"
+            " (workspace_root null). A workspace's candidates are previewed and decided only"
+            " under its root: send the workspace_root list_workflow_candidates listed it for."
+        )
+    return (
+        f"workflow-candidate-not-found: none of this workspace's {count} candidates is"
+        f" {candidate_id}. Candidates are derived anew on every read, and one whose runs"
+        " changed has a new id: send a candidate_id list_workflow_candidates lists now for"
+        " the same workspace_root."
+    )
+
+
+def transition_blocked(codes: list[str], sent: dict[str, Any], proposal: dict[str, Any],
+                       kept: bool) -> str:  # fmt: skip
+    """What each reason a transition was blocked for asks the caller to send instead.
+
+    Args:
+        codes: The reason codes of the blocked answer.
+        sent: The call's arguments.
+        proposal: The proposal as it is now (the answer's ``proposal``).
+        kept: Whether it is a kept rollback proposal (not derived anew from a candidate).
+    """
+    again = ("call rollback_profile_revision again for a proposal on the current Profile"
+             if kept else "review the proposal in this answer")  # fmt: skip
+    said = {
+        "profile-preview-stale": "profile-preview-stale: the proposal changed since it was"
+        f" reviewed (new runs, or a changed Profile): its proposal_digest is now"
+        f" {proposal['proposal_digest']}; review the proposal in this answer and send that"
+        " as expected_proposal_digest.",
+        "profile-drift": (
+            f"profile-drift: the managed Profile changed since this rollback was proposed; {again}."
+            if kept
+            else "profile-drift: expected_profile_digest must be the"
+            f" proposal's expected_profile_digest, {proposal['expected_profile_digest']}, the"
+            f" Profile's digest as it is now (you sent {sent['expected_profile_digest']})."
+        ),
+        "profile-proposal-state-conflict": "profile-proposal-state-conflict:"
+        " expected_state_version must be the proposal's state_version,"
+        f" {proposal['state_version']}, the revision an approval writes (you sent"
+        f" {sent['expected_state_version']}).",
+        "profile-proposal-expired": f"profile-proposal-expired: it expired at"
+        f" {proposal['expires_at']}; {again}.",
+        "profile-promotion-disabled": "profile-promotion-disabled: the Memory policy's"
+        " profile_promotion is disabled, so nothing is approved (get_memory_status shows it);"
+        " reject stays possible.",
+        "profile-backtest-failed": "profile-backtest-failed: the proposal's backtest is not"
+        " acceptable (proposal.backtest: coverage under 0.75, a planned route regression, or"
+        " a manual Profile that takes precedence), so it cannot be approved; reject stays"
+        " possible.",
+    }
+    return "Blocked: " + " ".join(said[c] for c in codes if c in said)
+
+
+def recorded() -> str:
+    """What ``candidate-not-proposed`` means on a newly recorded observation."""
+    runs, days = REVIEWED[0], REVIEWED[1]
+    return (
+        "Recorded. candidate-not-proposed: remembering a run proposes nothing by itself."
+        " list_workflow_candidates derives candidates from the workspace's remembered runs"
+        f" ({runs} runs of one route on {days} days at least), and preview_profile_update"
+        " then shows what a candidate would change."
+    )

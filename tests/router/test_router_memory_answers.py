@@ -1,0 +1,198 @@
+"""What the Memory tools answer an agent that reviews, approves and rolls back Profiles.
+
+Tester findings (a coding agent over the official SDK): a rollback's backtest counted runs as
+matched that the preview's backtest of the same Profile did not; an approved candidate stayed
+``proposed`` and previewed as a change of its own rule; a rollback refused the
+``revision_digest`` the agent had with a bare ``profile-drift``; and a rollback to the
+current revision was accepted as a proposal that changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from memory_support import remember_args
+from router_driver import ctx
+from test_router_guidance import texts
+
+
+@pytest.fixture
+def workspace(tmp_path, options):
+    policy = tmp_path / "memory-policy.json"
+    policy.write_text(json.dumps({
+        "format": "agora-router-memory-policy/1", "ceiling": "reviewed",
+        "profile_promotion": "review-required", "allowed_targets": ["managed-personal"],
+    }))  # fmt: skip
+    options["router"]["memory_policy"] = str(policy)
+    options["router"]["workspace_roots"] = [str(tmp_path)]
+    root = tmp_path / "ws"
+    (root / ".codex").mkdir(parents=True)
+    (root / ".codex" / "workflow-skill-router-memory.json").write_text(json.dumps(
+        {"format": "agora-router-memory-request/1", "requested_mode": "reviewed"}))  # fmt: skip
+    return root
+
+
+async def run_once(router, root, domain, skill="skill:lead"):
+    """A completed run in ``domain`` (tag feature), on ``skill`` or, if None, the builtin
+    route, remembered; its remember_workflow answer."""
+    routing = {"workspace_root": str(root), "domains": [domain], "tags": ["feature"],
+               "current_phase_id": None}  # fmt: skip
+    lock = {"explicit_skill_ids": [skill], "explicit_semantics": "use"} if skill else {}
+    run = (await router.plan("Fix the typo", routing_context=routing, **lock))["workflow_run_id"]
+    ev = await router.event(run, "work", {"check_id": "work-done", "outcome": "passed"}, 1)
+    await router.gate(run, "work", ev["event_ids"], 2)
+    return await router.call("remember_workflow", **remember_args(run, root))
+
+
+async def record(router, runtime, root, domain, builtin=0):
+    """Three runs on ``skill:lead`` over two days, and ``builtin`` runs of the builtin route."""
+    for n in range(3):
+        await run_once(router, root, domain)
+        if n == 0:
+            runtime.clock.wall_source.advance(86400)
+    for _ in range(builtin):
+        await run_once(router, root, domain, skill=None)
+
+
+async def listed(router, root, status=None):
+    return await router.call("list_workflow_candidates", context=ctx(), limit=10,
+                             workspace_root=str(root), status=status)  # fmt: skip
+
+
+async def preview(router, root, candidate_id):
+    return await router.call("preview_profile_update", context=ctx(), workspace_root=str(root),
+                             candidate_id=candidate_id)  # fmt: skip
+
+
+async def approve(router, root, proposal, **over):
+    args = {
+        "context": ctx(), "workspace_root": str(root), "proposal_id": proposal["proposal_id"],
+        "action": "approve", "expected_proposal_digest": proposal["proposal_digest"],
+        "expected_profile_digest": proposal["expected_profile_digest"],
+        "expected_state_version": proposal["state_version"],
+        "idempotency_key": f"t-{proposal['proposal_id'][-8:]}", "correlation_id": "c",
+    }  # fmt: skip
+    return await router.call("transition_profile_update", **{**args, **over})
+
+
+async def rollback(router, root, source, expected, key="rb"):
+    return await router.call("rollback_profile_revision", context=ctx(), correlation_id="c",
+                             workspace_root=str(root), source_revision_id=source,
+                             expected_profile_digest=expected, idempotency_key=key)  # fmt: skip
+
+
+async def approved_pair(router, runtime, root):
+    """Candidates of web (with one builtin run) and db, both approved: their previews'
+    proposals and transition answers."""
+    await record(router, runtime, root, "web", builtin=1)
+    (web,) = (await listed(router, root))["candidates"]
+    p1 = (await preview(router, root, web["candidate_id"]))["proposal"]
+    rev1 = await approve(router, root, p1)
+    await record(router, runtime, root, "db")
+    (db,) = [c for c in (await listed(router, root))["candidates"]
+             if c["candidate_id"] != web["candidate_id"]]  # fmt: skip
+    p2 = (await preview(router, root, db["candidate_id"]))["proposal"]
+    rev2 = await approve(router, root, p2)
+    assert (rev1["status"], rev2["status"]) == ("applied", "applied")
+    return (p1, rev1), (p2, rev2)
+
+
+async def test_a_rollback_backtest_counts_runs_as_the_preview_backtest_does(
+    router, runtime, workspace
+):
+    (p1, rev1), (p2, _rev2) = await approved_pair(router, runtime, workspace)
+    web = p1["backtest"]
+    assert (web["positive_match_count"], web["positive_observation_count"]) == (3, 4)
+    pending = await rollback(router, workspace, rev1["revision_id"],
+                             p2["proposed_profile_digest"])  # fmt: skip
+    assert pending["status"] == "pending"
+    test = pending["proposal"]["backtest"]
+    # The restored Profile (web's rule alone) plans exactly web's 3 runs on skill:lead: not the
+    # builtin run its matchers also accept, nor db's 3 runs.
+    assert (test["positive_match_count"], test["positive_observation_count"]) == (3, 7)
+
+
+async def test_an_approved_candidate_is_listed_approved_and_not_previewed_as_a_change(
+    router, runtime, workspace
+):
+    await record(router, runtime, workspace, "web")
+    (candidate,) = (await listed(router, workspace))["candidates"]
+    proposal = (await preview(router, workspace, candidate["candidate_id"]))["proposal"]
+    applied = await approve(router, workspace, proposal)
+    (after,) = (await listed(router, workspace))["candidates"]
+    assert (after["candidate_id"], after["status"]) == (candidate["candidate_id"], "approved")
+    assert (await listed(router, workspace, "approved"))["candidates"] == [after]
+    assert (await listed(router, workspace, "proposed"))["candidates"] == []
+    again = await preview(router, workspace, candidate["candidate_id"])
+    assert (again["status"], again["reason_codes"], again["proposal"]) == (
+        "blocked", ["candidate-not-proposed"], None
+    )  # fmt: skip
+    note = texts(again)[-1]
+    assert f"candidate {candidate['candidate_id']} is approved" in note
+    assert applied["revision_id"] in note
+    assert proposal["proposed_profile_digest"] in note
+
+
+async def test_a_rollback_refusing_a_revision_digest_says_which_digest_to_send(
+    router, runtime, workspace
+):
+    (_p1, rev1), (p2, rev2) = await approved_pair(router, runtime, workspace)
+    current = p2["proposed_profile_digest"]
+    drift = await rollback(router, workspace, rev1["revision_id"], rev2["revision_digest"])
+    assert (drift["status"], drift["reason_codes"]) == ("blocked", ["profile-drift"])
+    note = texts(drift)[-1]
+    assert f"must be the digest of the managed Profile as it is now, {current}" in note
+    assert "proposal.proposed_profile_digest" in note
+    assert f"{rev2['revision_digest']} is a revision_digest" in note
+    assert "the Profile has not changed" in note
+    pending = await rollback(router, workspace, rev1["revision_id"], current, key="rb-2")
+    assert pending["status"] == "pending"
+
+
+async def test_a_rollback_to_the_current_profile_proposes_nothing(router, runtime, workspace):
+    (_p1, rev1), (p2, rev2) = await approved_pair(router, runtime, workspace)
+    current = p2["proposed_profile_digest"]
+    same = await rollback(router, workspace, rev2["revision_id"], current)
+    assert (same["status"], same["reason_codes"], same["proposal"]) == (
+        "blocked", ["rollback-source-revision-unavailable"], None
+    )  # fmt: skip
+    note = texts(same)[-1]
+    assert f"Revision {rev2['revision_id']} is the current revision" in note
+    assert f"revision 1: {rev1['revision_id']}" in note
+    pending = await rollback(router, workspace, rev1["revision_id"], current, key="rb-2")
+    proposal = pending["proposal"]
+    rejected = await approve(router, workspace, proposal, action="reject")
+    assert rejected["status"] == "rejected"
+    count = "SELECT COUNT(*) FROM router_memory_rejections"
+    assert (await runtime.read(lambda c: c.execute(count).fetchone()))[0] == 0
+    again = await approve(router, workspace, proposal, action="reject", idempotency_key="x2")
+    assert again["reason_codes"] == ["profile-proposal-state-conflict"]
+    assert "Call rollback_profile_revision again" in texts(again)[-1]
+
+
+async def test_blocked_and_missing_memory_answers_say_what_to_send(router, runtime, workspace):
+    first = await run_once(router, workspace, "web")
+    assert "candidate-not-proposed: remembering a run proposes nothing" in texts(first)[-1]
+    await record(router, runtime, workspace, "web")
+    (candidate,) = (await listed(router, workspace))["candidates"]
+    personal = await router.call("preview_profile_update", context=ctx(), workspace_root=None,
+                                 candidate_id=candidate["candidate_id"])  # fmt: skip
+    assert personal["status"] == "not-found"
+    assert "send the workspace_root list_workflow_candidates listed it for" in texts(personal)[-1]
+    proposal = (await preview(router, workspace, candidate["candidate_id"]))["proposal"]
+    stale = await approve(router, workspace, proposal,
+                          expected_proposal_digest="sha256:" + "0" * 64,
+                          expected_profile_digest="sha256:" + "1" * 64,
+                          expected_state_version=7)  # fmt: skip
+    assert stale["reason_codes"] == [
+        "profile-preview-stale",
+        "profile-drift",
+        "profile-proposal-state-conflict",
+    ]
+    note = texts(stale)[-1]
+    assert "send that as expected_proposal_digest" in note
+    assert f"{proposal['proposal_digest']}" in note
+    assert "expected_profile_digest must be the proposal's expected_profile_digest, missing" in note
+    assert "expected_state_version must be the proposal's state_version, 1" in note
+    assert "(you sent 7)" in note
