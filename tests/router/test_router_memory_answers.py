@@ -196,3 +196,44 @@ async def test_blocked_and_missing_memory_answers_say_what_to_send(router, runti
     assert "expected_profile_digest must be the proposal's expected_profile_digest, missing" in note
     assert "expected_state_version must be the proposal's state_version, 1" in note
     assert "(you sent 7)" in note
+
+
+async def test_a_remember_resent_after_a_history_purge_records_the_run_again(
+    router, runtime, workspace, nursery, options
+):
+    from memory_support import status
+    from router_driver import Router
+
+    from agora.runtime.clock import Clock, FakeWall
+    from agora.runtime.registry import Runtime
+
+    routing = {"workspace_root": str(workspace), "domains": ["web"], "tags": [],
+               "current_phase_id": None}  # fmt: skip
+    run = (await router.plan("Fix the typo", routing_context=routing))["workflow_run_id"]
+    ev = await router.event(run, "work", {"check_id": "work-done", "outcome": "passed"}, 1)
+    await router.gate(run, "work", ev["event_ids"], 2)
+    args = remember_args(run, workspace, idempotency_key="rem-1")
+    first = await router.call("remember_workflow", **args)
+    digest = (await status(router, workspace))["history_summary_digest"]
+    purged = await router.call("purge_workflow_memory", context=ctx(), scope="history-only",
+                               confirmed=True, include_managed_profiles=False,
+                               expected_summary_digest=digest, idempotency_key="p",
+                               correlation_id="c")  # fmt: skip
+    assert purged["deleted_observations"] == 1
+    runtime.clock.wall_source.advance(86400)  # recorded on another day: another digest
+    again = await router.call("remember_workflow", **args)
+    assert (again["status"], again["replayed"]) == ("recorded", False)  # not a stale replay
+    assert again["observation_id"] == first["observation_id"]
+    assert again["observation_digest"] != first["observation_digest"]
+    assert (await status(router, workspace))["eligible_workflow_count"] == 1
+    feedback = await router.call("record_route_feedback", context=ctx(), correlation_id="c",
+                                 workspace_root=str(workspace), idempotency_key="fb",
+                                 workflow_run_id=run, observation_id=again["observation_id"],
+                                 feedback_type="accepted", reason_code="user-accepted",
+                                 correction_dimensions=[], original_route_digest=None,
+                                 corrected_route_digest=None)  # fmt: skip
+    assert feedback["status"] == "recorded"
+    assert (await router.call("remember_workflow", **args))["replayed"] is True
+    fresh = Router(Runtime(runtime.store, nursery, clock=Clock(FakeWall()), options=options))
+    # its receipt, reloaded from the store, is the new one
+    assert await fresh.call("remember_workflow", **args) == {**again, "replayed": True}

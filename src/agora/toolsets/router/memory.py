@@ -1,14 +1,14 @@
 """The Memory entity: one actor per owner of the optional Memory store.
 
 Each principal's Memory is its own entity (`ownership.memory_key`; the anonymous/local
-caller's is keyed ``global``) loading and writing only the rows it owns. It keeps in
-memory what its commands check (observation bindings, receipts, counts and the generation)
-and writes through the actor like every entity. The first recorded observation creates the
-store in the same commit; until then nothing exists and `Summary` answers the digest of an
-absent store. Every write bumps the owner's generation, so its summary digest changes with
-any change of its rows and never returns to an earlier value; a purge must name the
-current one. Receipts replay a command's result (``replayed: true``); a key reused for
-another request is refused. Pure ``handle(command, now) -> Effects``.
+caller's is keyed ``global``) loading and writing only the rows it owns. It keeps in memory
+what its commands check (observation bindings, receipts, counts and the generation) and
+writes through the actor like every entity. The first recorded observation creates the store
+in the same commit; until then nothing exists and `Summary` answers the digest of an absent
+store. Every write bumps the owner's generation, so its summary digest changes with any
+change of its rows and never returns to an earlier value; a purge must name the current one.
+Receipts replay a command's result (``replayed: true``), except one naming an observation
+purged since: that command runs anew. A key reused for another request is refused. Pure.
 """
 
 from __future__ import annotations
@@ -135,6 +135,7 @@ class StoreProposal(Receipted, frozen=True, tag=True):
 
 #: Revisions kept per managed Profile.
 MAX_REVISIONS: Final = 20
+_DECIDED: Final = ("applied", "rejected")
 
 
 class MemoryStore:
@@ -185,12 +186,10 @@ class MemoryStore:
         if isinstance(command, Promoted):
             return Effects(reply=frozenset(self.auto_promoted.values()))
         if isinstance(command, History):
-            wanted = set(command.keys)
-            revisions = {k: list(v) for k, v in self.revisions.items() if k in wanted}
-            proposals = [p for t, k, p in self.proposals.values() if (t, k) in wanted]
-            done = ("applied", "rejected")
+            revisions = {k: list(v) for k, v in self.revisions.items() if k in command.keys}
+            proposals = [p for t, k, p in self.proposals.values() if (t, k) in command.keys]
             decided = [r["proposal"] for _d, r in self.receipts.values()
-                       if r.get("proposal") and r.get("status") in done]  # fmt: skip
+                       if r.get("proposal") and r.get("status") in _DECIDED]  # fmt: skip
             return Effects(reply=(revisions, proposals, decided))
         if isinstance(command, CheckReceipt):
             return Effects(reply=self._receipt(command))
@@ -198,8 +197,8 @@ class MemoryStore:
             count = self.per_workspace[command.workspace_identity]
             return Effects(reply=(self.exists, self.summary_digest(), count))
         key = (command.session_id, command.idempotency_key)
-        if key in self.receipts:
-            return Effects(reply=self._receipt(command))
+        if (replay := self._receipt(command)) is not None:
+            return Effects(reply=replay)
         at = stamp(now.wall)
         try:
             result, writes = HANDLERS[type(command)](self, command, at)
@@ -225,6 +224,9 @@ class MemoryStore:
             return None
         if stored[0] not in (cmd.request_digest, cmd.legacy_digest):
             return replies.memory_key_reused(cmd.idempotency_key, cmd.tool, stored[1])
+        named = stored[1].get("observation_id")  # remember_workflow's, record_route_feedback's
+        if named is not None and named not in self.observations:
+            return None  # purged since: replaying "recorded" would claim what is not stored
         return {**stored[1], "replayed": True}
 
     def apply(self, cmd: ApplyRevision, at: str) -> tuple[dict[str, Any], list[Write]]:
@@ -345,9 +347,9 @@ class MemoryStore:
         writes = self._forget(tables, result)
         if cmd.scope == "revisions-only":  # keep each managed Profile's current revision
             for history in self.revisions.values():
-                writes += [memory_sql.delete_revision(self.owner, old[1]) for old in history[:-1]]
                 for old in history[:-1]:
                     self.auto_promoted.pop(old[1], None)
+                    writes.append(memory_sql.delete_revision(self.owner, old[1]))
                 del history[:-1]
         return result, writes
 

@@ -116,10 +116,14 @@ def insert_feedback(owner: str, row: dict[str, Any]) -> Write:
 def insert_receipt(
     owner: str, session: str, key: str, request_digest: str, result: str, at: str
 ) -> Write:
-    """Keep a Memory command's idempotency receipt."""
+    """Keep a Memory command's idempotency receipt (replacing the one of a command that ran
+    anew because the observation its result named was purged)."""
     return (
         "INSERT INTO router_memory_receipts (owner, session_id, idempotency_key, request_digest,"
-        " result_json, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        " result_json, created_at) VALUES (?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (owner, session_id, idempotency_key) DO UPDATE SET"
+        " request_digest = excluded.request_digest, result_json = excluded.result_json,"
+        " created_at = excluded.created_at",
         (owner, session, key, request_digest, result, at),
     )
 
