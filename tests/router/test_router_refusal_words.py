@@ -44,3 +44,15 @@ async def test_a_digest_mismatch_says_which_digest_to_send(router):
     assert "send the evidence_digest given here as expected_evidence_digest" in body["message"]
     gate = await router.gate(run, "work", refs, 2, digest=body["evidence_digest"])
     assert gate["passed"] is True
+
+
+async def test_a_check_outcome_that_is_neither_passed_nor_failed_is_named(router):
+    """Tester finding: "outcome": "ok" was refused as if no outcome had been sent."""
+    run = (await router.plan("Fix the typo"))["workflow_run_id"]
+    wrong = event_args(run, "work", {"check_id": "work-done", "outcome": "ok"}, 1)
+    body = await router.refused("record_work_event", **wrong)
+    assert body["code"] == "observation-invalid"
+    assert body["message"].startswith('a check\'s "outcome" must be "passed" or "failed", not "ok"')
+    missing = event_args(run, "work", {"check_id": "work-done"}, 1)
+    body = await router.refused("record_work_event", **missing)
+    assert body["message"].startswith('a check needs an outcome: add "outcome"')

@@ -234,12 +234,18 @@ def _check_observation(item: Item, observation: dict[str, Any]) -> bytes:
                 f" send one of {', '.join(item.item.check_ids)} as check_id",
                 check_ids=list(item.item.check_ids),
             )  # fmt: skip
-        if observation.get("outcome") not in ("passed", "failed"):
-            raise replies.refusal(
-                "observation-invalid",
-                'a check needs an outcome: add "outcome": "passed" or "failed" to the observation',
-            )
+        if (outcome := observation.get("outcome")) not in ("passed", "failed"):
+            raise replies.refusal("observation-invalid", _no_outcome(outcome))
     return body
+
+
+def _no_outcome(outcome: object) -> str:
+    """What a check observation whose outcome is missing or not ``passed``/``failed`` needs."""
+    if outcome is None:
+        return 'a check needs an outcome: add "outcome": "passed" or "failed" to the observation'
+    sent = json.dumps(outcome)
+    sent = sent if len(sent) <= 64 else sent[:61] + "..."
+    return f'a check\'s "outcome" must be "passed" or "failed", not {sent}: send one of them'
 
 
 def record_event(run: RunState, cmd: RecordEvent, version: int, at: str) -> Applied:
