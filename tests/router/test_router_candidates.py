@@ -151,13 +151,13 @@ async def test_an_empty_list_says_why(router, runtime, workspaces):
         return texts(listed)[-1]
 
     need = (
-        "a candidate needs 3 remembered runs of one route (the same envelope, target, domains"
+        "A candidate needs 3 remembered runs of one route (the same envelope, target, domains"
         " and tags) on 2 days, completion >= 0.80, corrections <= 0.20, consistency >= 0.75 and"
         " no rejected feedback."
     )
     assert await why() == (
         "No candidates: no workflow of this workspace is remembered yet (remember_workflow);"
-        f" {need}"
+        f" a{need[1:]}"
     )
     for _day in range(2):
         for _ in range(2):
@@ -167,10 +167,11 @@ async def test_an_empty_list_says_why(router, runtime, workspaces):
             ] == "recorded"
         runtime.clock.wall_source.advance(86400)
     assert await why() == (
-        "No candidates from the 4 remembered runs of this workspace: 4 of them took a route no"
+        "No candidates from the 4 remembered runs of this workspace, by pattern: 4 runs"
+        " (single, managed-personal, domains [], tags []): their most common route is one no"
         " Profile rule can plan, which is never a candidate (a builtin route, with no skill in"
         " planned_skill_tree: the builtin default plans it already; or skill or check ids a"
-        f" Profile cannot hold); {need}"
+        f" Profile cannot hold). {need}"
     )
     for _day in range(2):
         for _ in range(2):  # another target: a pattern of its own

@@ -237,3 +237,32 @@ async def test_a_remember_resent_after_a_history_purge_records_the_run_again(
     fresh = Router(Runtime(runtime.store, nursery, clock=Clock(FakeWall()), options=options))
     # its receipt, reloaded from the store, is the new one
     assert await fresh.call("remember_workflow", **args) == {**again, "replayed": True}
+
+
+async def test_an_empty_list_names_the_threshold_its_pattern_misses(router, runtime, workspace):
+    """Tester finding: a correction on the builtin-route run of a pattern emptied the list,
+    whose text blamed the builtin route and never named the correction rate, 1/4 = 0.25."""
+    for n in range(3):
+        await run_once(router, workspace, "web")
+        if n == 0:
+            runtime.clock.wall_source.advance(86400)
+    builtin = await run_once(router, workspace, "web", skill=None)
+    assert len((await listed(router, workspace))["candidates"]) == 1
+    (run,) = await runtime.read(lambda c: c.execute(
+        "SELECT workflow_run_id FROM router_memory_observations WHERE observation_id = ?",
+        (builtin["observation_id"],)).fetchone())  # fmt: skip
+    corrected = await router.call(
+        "record_route_feedback", context=ctx(), correlation_id="c", idempotency_key="fb",
+        workspace_root=str(workspace), workflow_run_id=run,
+        observation_id=builtin["observation_id"], feedback_type="corrected",
+        reason_code="user-correction", correction_dimensions=["primary-skill"],
+        original_route_digest=builtin["route_signature_digest"],
+        corrected_route_digest="sha256:" + "c" * 64,
+    )  # fmt: skip
+    assert corrected["status"] == "recorded"
+    empty = await listed(router, workspace)
+    assert empty["candidates"] == []
+    note = texts(empty)[-1]
+    assert "4 runs (single, managed-personal, domains [web], tags [feature]): it misses" in note
+    assert "corrections (runs with corrected feedback) 0.25 (> 0.20)" in note
+    assert "never a candidate" not in note

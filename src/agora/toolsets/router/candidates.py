@@ -90,36 +90,50 @@ def mine(observed: list[Observed], identity: str, effective_mode: str, policy_di
                                                   policy_digest)]  # fmt: skip
 
 
-def mine_with_routes(observed: list[Observed], identity: str, effective_mode: str,
-                     policy_digest: str) -> list[Mined]:  # fmt: skip
-    """`mine`, keeping each candidate's proposed route and its pattern's observations."""
-    groups: dict[tuple[str, str, str, str], list[Observed]] = {}
+#: The key of a pattern: envelope, target profile class, domains and tags (comma-joined).
+Pattern = tuple[str, str, str, str]
+
+
+def _patterns(observed: list[Observed]) -> list[tuple[Pattern, list[Observed]]]:
+    groups: dict[Pattern, list[Observed]] = {}
     for o in observed:
         doc = o.document
         key = (doc["routing_envelope"], doc["target_profile_class"],
                ",".join(doc.get("domains", [])), ",".join(doc.get("tags", [])))  # fmt: skip
         groups.setdefault(key, []).append(o)
+    return sorted(groups.items())
+
+
+def _measure(members: list[Observed]) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """A pattern's metrics, the route it proposes (its most common) and that route's digest."""
+    signatures = Counter(o.document["route_signature_digest"] for o in members)
+    top, top_count = min(signatures.items(), key=lambda kv: (-kv[1], kv[0]))
+    route = next(o.document for o in members if o.document["route_signature_digest"] == top)
+    skills = [s for p in route["planned_skill_tree"]
+              for s in (p["primary_skill_id"], *p["support_skill_ids"])]  # fmt: skip
+    n = len(members)
+    metrics = {
+        "distinct_runs": len({o.workflow_run_id for o in members}),
+        "distinct_days": len({o.recorded_day for o in members}),
+        "completion_rate": sum(
+            o.document["side_effect_outcome"] != "known-failure" for o in members
+        )
+        / n,
+        "manual_correction_rate": sum("corrected" in o.feedback for o in members) / n,
+        "route_consistency": top_count / n,
+        "required_gate_pass_rate": 1.0,
+        "hard_contract_violations": sum(o.feedback.count("rejected") for o in members),
+        "canonical_skill_ids": bool(skills) and all(_SKILL.match(s) for s in skills),
+    }
+    return metrics, route, top
+
+
+def mine_with_routes(observed: list[Observed], identity: str, effective_mode: str,
+                     policy_digest: str) -> list[Mined]:  # fmt: skip
+    """`mine`, keeping each candidate's proposed route and its pattern's observations."""
     out = []
-    for (envelope, target, domains, tags), members in sorted(groups.items()):
-        signatures = Counter(o.document["route_signature_digest"] for o in members)
-        top, top_count = min(signatures.items(), key=lambda kv: (-kv[1], kv[0]))
-        route = next(o.document for o in members if o.document["route_signature_digest"] == top)
-        skills = [s for p in route["planned_skill_tree"]
-                  for s in (p["primary_skill_id"], *p["support_skill_ids"])]  # fmt: skip
-        n = len(members)
-        metrics = {
-            "distinct_runs": len({o.workflow_run_id for o in members}),
-            "distinct_days": len({o.recorded_day for o in members}),
-            "completion_rate": sum(
-                o.document["side_effect_outcome"] != "known-failure" for o in members
-            )
-            / n,
-            "manual_correction_rate": sum("corrected" in o.feedback for o in members) / n,
-            "route_consistency": top_count / n,
-            "required_gate_pass_rate": 1.0,
-            "hard_contract_violations": sum(o.feedback.count("rejected") for o in members),
-            "canonical_skill_ids": bool(skills) and all(_SKILL.match(s) for s in skills),
-        }
+    for (envelope, target, domains, tags), members in _patterns(observed):
+        metrics, route, top = _measure(members)
         if not _meets(metrics, REVIEWED) or not learnable(route):
             continue
         automatic = _meets(metrics, AUTOMATIC)
@@ -184,10 +198,33 @@ def mark(candidate: dict[str, Any], status: str | None, reasons: list[str]) -> N
     )
 
 
+def _unmet(m: dict[str, Any]) -> list[str]:
+    """The reviewed thresholds a pattern's metrics miss, each with its value."""
+    runs, days, completion, corrections, consistency = REVIEWED
+    said = [
+        (m["distinct_runs"] < runs, f"{m['distinct_runs']} runs (< {runs})"),
+        (m["distinct_days"] < days, f"{m['distinct_days']} days (< {days})"),
+        (m["completion_rate"] < completion,
+         f"completion {m['completion_rate']:.2f} (< {completion:.2f})"),
+        (m["manual_correction_rate"] > corrections, "corrections (runs with corrected"
+         f" feedback) {m['manual_correction_rate']:.2f} (> {corrections:.2f})"),
+        (m["route_consistency"] < consistency,
+         f"consistency {m['route_consistency']:.2f} (< {consistency:.2f})"),
+        (m["hard_contract_violations"] > 0,
+         f"{m['hard_contract_violations']} rejected feedback"),
+    ]  # fmt: skip
+    return [text for failed, text in said if failed]
+
+
+#: Patterns an empty list's text describes at most.
+_TOLD: Final = 5
+
+
 def why_none(observed: list[Observed]) -> str:
     """Why no candidate is mined from ``observed`` (one workspace's observations), said in a
-    text block: an empty list alone does not say, and a builtin route's runs, however many,
-    are never one (`learnable`)."""
+    text block: an empty list alone does not say. Each pattern is named with what keeps it
+    from being one: the thresholds it misses with their values, or a most common route no
+    Profile rule can plan (`learnable`), which is never one, however many its runs."""
     need = (
         f"a candidate needs {REVIEWED[0]} remembered runs of one route (the same envelope,"
         f" target, domains and tags) on {REVIEWED[1]} days, completion >= {REVIEWED[2]:.2f},"
@@ -199,12 +236,18 @@ def why_none(observed: list[Observed]) -> str:
             "No candidates: no workflow of this workspace is remembered yet"
             f" (remember_workflow); {need}."
         )
-    unlearnable = sum(not learnable(o.document) for o in observed)
-    told = f"No candidates from the {len(observed)} remembered runs of this workspace"
-    if unlearnable:
-        told += (
-            f": {unlearnable} of them took a route no Profile rule can plan, which is never a"
-            " candidate (a builtin route, with no skill in planned_skill_tree: the builtin"
-            " default plans it already; or skill or check ids a Profile cannot hold)"
-        )
-    return f"{told}; {need}."
+    told = []
+    patterns = _patterns(observed)
+    for (envelope, target, domains, tags), members in patterns[:_TOLD]:
+        metrics, route, _top = _measure(members)
+        why = ("their most common route is one no Profile rule can plan, which is never a"
+               " candidate (a builtin route, with no skill in planned_skill_tree: the builtin"
+               " default plans it already; or skill or check ids a Profile cannot hold)"
+               if not learnable(route) else "it misses " + ", ".join(_unmet(metrics)))  # fmt: skip
+        told.append(f"{len(members)} runs ({envelope}, {target}, domains [{domains}], tags"
+                    f" [{tags}]): {why}")  # fmt: skip
+    more = f"; and {len(patterns) - _TOLD} more patterns" if len(patterns) > _TOLD else ""
+    return (
+        f"No candidates from the {len(observed)} remembered runs of this workspace, by"
+        f" pattern: {'; '.join(told)}{more}. {need[0].upper()}{need[1:]}."
+    )
