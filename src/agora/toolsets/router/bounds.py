@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 from agora.mcp.contracts import load_contract
 from agora.mcp.validation import ValidationIssue
 from agora.toolsets.router import replies
+from agora.toolsets.router.explained import explained
 from agora.toolsets.router.extras import unknown_arguments, warned
 from agora.toolsets.router.meant import reworded
 from agora.toolsets.router.run import arguments_refused, refused_for_arguments
@@ -112,12 +113,14 @@ def bounded(handler: Handler) -> Handler:
 async def rejection(call: ToolCall, issues: Sequence[ValidationIssue]) -> dict[str, Any]:
     """The body of a call its inputSchema refuses (`Toolset.reject_call`), logged as the
     router's other refusals are: ``invalid-arguments`` (a missing argument said as
-    `agora.toolsets.router.meant.reworded` words it), or for a tool in `NEVER_HERE`
-    capability-unavailable, since no argument could make it run; with the warnings of the
-    arguments the tool does not take, as its handler's refusals have."""
+    `agora.toolsets.router.meant.reworded` words it, a top-level argument's other rules with
+    what to send, as `agora.toolsets.router.explained.explained` says them), or for a tool
+    in `NEVER_HERE` capability-unavailable, since no argument could make it run; with the
+    warnings of the arguments the tool does not take, as its handler's refusals have."""
     if call.tool not in NEVER_HERE:
         if (spec := CONTRACT.resolve(call.tool)) is not None:
             issues = reworded(spec.input_schema, call.args, issues)
+            issues = [explained(call.tool, spec.input_schema, i) for i in issues]
         body = refused_for_arguments(call, [_in_words(i) for i in issues]).body
     else:
         body = replies.unavailable(call.tool).body
