@@ -266,3 +266,31 @@ async def test_an_empty_list_names_the_threshold_its_pattern_misses(router, runt
     assert "4 runs (single, managed-personal, domains [web], tags [feature]): it misses" in note
     assert "corrections (runs with corrected feedback) 0.25 (> 0.20)" in note
     assert "never a candidate" not in note
+
+
+async def test_the_corrected_route_digest_is_described_as_computed(router, workspace):
+    """Tester finding: no answer gives the digest of a route never run, and nothing checks
+    it, yet its description did not say how to compute it. Computed as it says from another
+    plan's fields, it is that route's route_signature_digest."""
+    import hashlib
+
+    import rfc8785
+
+    from agora.toolsets.router import toolset
+
+    (tool,) = [t for t in toolset().tools if t["name"] == "record_route_feedback"]
+    said = tool["inputSchema"]["properties"]["corrected_route_digest"]["description"]
+    assert "RFC 8785 canonical JSON" in said
+    assert "recorded as sent" in said
+    routing = {"workspace_root": str(workspace), "domains": ["web"], "tags": [],
+               "current_phase_id": None}  # fmt: skip
+    lock = {"explicit_skill_ids": ["skill:other"], "explicit_semantics": "use"}
+    plan = await router.plan("Fix the typo", routing_context=routing, **lock)
+    fields = ("routing_envelope", "route_source", "selection_mode", "planned_skill_tree",
+              "routing_profile_digest", "matched_profile_rule_id")  # fmt: skip
+    computed = "sha256:" + hashlib.sha256(rfc8785.dumps({f: plan[f] for f in fields})).hexdigest()
+    run = plan["workflow_run_id"]
+    ev = await router.event(run, "work", {"check_id": "work-done", "outcome": "passed"}, 1)
+    await router.gate(run, "work", ev["event_ids"], 2)
+    remembered = await router.call("remember_workflow", **remember_args(run, workspace))
+    assert remembered["route_signature_digest"] == computed

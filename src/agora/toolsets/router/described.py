@@ -63,7 +63,13 @@ ARGUMENTS: Final[dict[str, dict[str, str]]] = {
         "original_route_digest": "For feedback_type corrected: the route the run took, the"
         f" observation's route_signature_digest (remember_workflow's); {_CORRECTED_ONLY}",
         "corrected_route_digest": "For feedback_type corrected: the digest of the route the"
-        f" user wanted instead, different from original_route_digest; {_CORRECTED_ONLY}",
+        " user wanted instead, different from original_route_digest, computed as"
+        ' route_signature_digest is: "sha256:" + the SHA-256 hex digest of the RFC 8785'
+        " canonical JSON of that route's plan_work fields routing_envelope, route_source,"
+        " selection_mode, planned_skill_tree, routing_profile_digest and"
+        " matched_profile_rule_id (plan it, e.g. with explicit_skill_ids, to have them). It is"
+        " recorded as sent: no run took that route, so nothing can check it;"
+        f" {_CORRECTED_ONLY}",
     },
     "list_workflow_candidates": {
         "status": "List only the candidates with this status, or null for every one.",
