@@ -7,7 +7,7 @@ Reviewer findings: ``phase-not-ready`` said "waits for earlier phases" without n
 
 from __future__ import annotations
 
-from router_driver import event_args, gate_args
+from router_driver import event_args, gate_args, plan_args
 
 PHASED = "1. design it\n2. build it\n3. test it"
 
@@ -56,3 +56,22 @@ async def test_a_check_outcome_that_is_neither_passed_nor_failed_is_named(router
     missing = event_args(run, "work", {"check_id": "work-done"}, 1)
     body = await router.refused("record_work_event", **missing)
     assert body["message"].startswith('a check needs an outcome: add "outcome"')
+
+
+async def test_a_plan_key_resent_for_another_request_says_what_differs(router):
+    """Tester finding: plan_work resent under its key with only expected_state_version
+    changed (0 -> 10) was refused "for a different request", naming nothing."""
+    plan = await router.plan("Fix the typo", idem="plan-k")
+    body = await router.refused("plan_work", **plan_args("Fix the typo", idem="plan-k",
+                                                          version=10))  # fmt: skip
+    assert body["code"] == "idempotency-conflict"
+    assert "for a different request, on run " + plan["workflow_run_id"] in body["message"]
+    assert (
+        ": expected_state_version is 10, but that plan was made at 0, as every plan is"
+        in body["message"]
+    )
+    body = await router.refused("plan_work", **plan_args(PHASED, idem="plan-k"))
+    assert ": the plan this request makes differs in " in body["message"]
+    assert "routing_envelope" in body["message"]
+    body = await router.refused("plan_work", **plan_args("Fix the typo!", idem="plan-k"))
+    assert "the plan this request makes is the same, so an argument" in body["message"]

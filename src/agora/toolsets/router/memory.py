@@ -21,7 +21,7 @@ import msgspec
 
 from agora.errors import ToolError
 from agora.runtime.entity import Effects
-from agora.toolsets.router import memory_sql, replies
+from agora.toolsets.router import memory_sql, replies, reused
 from agora.toolsets.router.digests import digest
 from agora.toolsets.router.ownership import memory_owner
 from agora.toolsets.router.sql import stamp
@@ -223,7 +223,7 @@ class MemoryStore:
         if stored is None:
             return None
         if stored[0] not in (cmd.request_digest, cmd.legacy_digest):
-            return replies.memory_key_reused(cmd.idempotency_key, cmd.tool, stored[1])
+            return reused.memory_key_reused(cmd.idempotency_key, cmd.tool, stored[1])
         named = stored[1].get("observation_id")  # remember_workflow's, record_route_feedback's
         if named is not None and named not in self.observations:
             return None  # purged since: replaying "recorded" would claim what is not stored

@@ -242,65 +242,6 @@ def key_reused(
     return refusal("idempotency-conflict", said, idempotency_key=key, **on_run)
 
 
-def _memory_writer(stored: dict[str, Any]) -> str:
-    """The Memory tool whose kept result ``stored`` is (each has a field or status the
-    others lack)."""
-    for field, tool in (("observation_digest", "remember_workflow"),
-                        ("feedback_id", "record_route_feedback"),
-                        ("deleted_observations", "purge_workflow_memory")):  # fmt: skip
-        if field in stored:
-            return tool
-    pending = stored.get("status") == "pending"  # a rollback proposes; a transition decides
-    return "rollback_profile_revision" if pending else "transition_profile_update"
-
-
-def memory_key_reused(key: str, tool: str, stored: dict[str, Any]) -> ToolError:
-    """`key_reused` for a Memory write by ``tool`` whose key already wrote ``stored``: naming
-    the tool that used it first, and suggesting a replay only to that same tool."""
-    first = _memory_writer(stored)
-    used = f"this idempotency key was used by {first} for a different request"
-    if first != tool:
-        said = f"{used}: each Memory write needs its own key, so send this {tool} with a new key"
-    else:
-        said = (
-            f"{used}; use a new key for a new write (to replay that {tool} answer, resend it"
-            " unchanged, correlation_id included: it is part of the request)"
-        )
-    return refusal("idempotency-conflict", said, idempotency_key=key)
-
-
-def _writer(stored: dict[str, Any]) -> str:
-    """The tool whose stored result ``stored`` is (each has a field the others lack)."""
-    if "planned_skill_tree" in stored:
-        return "plan_work"
-    if "event_ids" in stored:
-        return "record_work_event"
-    if "evidence_digest" in stored:
-        return "evaluate_gate"
-    pending = stored.get("status") == "proposal-required"
-    return "propose_support_consent" if pending else "transition_support_consent"
-
-
-def run_key_reused(key: str, run_id: str, tool: str, stored: dict[str, Any]) -> ToolError:
-    """`key_reused` for a write to run ``run_id`` by ``tool``, whose key wrote ``stored``:
-    naming the tool that used it first, and what to do for a plan (which takes no run id)."""
-    first = _writer(stored)
-    used = f"this idempotency key was used by {first} for a different request, on run {run_id}"
-    if first != tool:
-        said = f"{used}: each write to a run needs its own key, so send this {tool} with a new key"
-    elif tool == "plan_work":
-        said = (
-            f"{used}; use a new key for a new plan (that plan is run {run_id}: get_next_work"
-            " with that workflow_run_id continues it, and resending that plan_work unchanged"
-            " replays its answer)"
-        )
-    else:
-        version = stored.get("resulting_state_version")  # (an event's or a gate's)
-        applied_at = version - 1 if isinstance(version, int) else None
-        return key_reused(key, run_id, tool=first, applied_at=applied_at)
-    return refusal("idempotency-conflict", said, idempotency_key=key, workflow_run_id=run_id)
-
-
 #: Feedback naming no observation of the caller's session, or another run's or route's.
 NO_OBSERVATION: Final = (
     "no such observation in this session: send the observation_id that remember_workflow"

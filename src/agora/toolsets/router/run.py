@@ -25,7 +25,7 @@ from agora.logsafe import loggable
 from agora.mcp.contracts import load_contract
 from agora.runtime.commands import CommandTable
 from agora.runtime.entity import Effects, Write
-from agora.toolsets.router import consent, guidance, progress, replies, sql
+from agora.toolsets.router import consent, guidance, progress, replies, reused, sql
 from agora.toolsets.router.commands import (
     CreatePlan,
     EvaluateGate,
@@ -113,7 +113,9 @@ def _replay(run: RunState, cmd: Mutation) -> dict[str, Any] | ToolError:
     """The stored result of a replayed key (no write), or the refusal of a reused key."""
     digest, stored = run.ledger[cmd.idempotency_key]
     if digest != cmd.request_digest:
-        return replies.run_key_reused(cmd.idempotency_key, run.run_id, TOOL_OF[type(cmd)], stored)
+        differs = reused.plan_differences(cmd, stored) if isinstance(cmd, CreatePlan) else None
+        return reused.run_key_reused(cmd.idempotency_key, run.run_id, TOOL_OF[type(cmd)], stored,
+                                     differs)  # fmt: skip
     return {**stored, "replayed": True} if "replayed" in stored else stored
 
 

@@ -1,0 +1,96 @@
+"""The refusals of an idempotency key reused for a different request, naming what differs.
+
+The ledger keeps a request's digest, not the request, so a reused key cannot always say which
+argument changed; it names the tool that used the key first, and for a plan (whose key names
+its run) what it can tell: an ``expected_state_version`` other than 0 (every plan is made at
+0) and the fields of the plan the new request makes that differ from the stored plan's.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agora.toolsets.router.replies import key_reused, refusal
+
+if TYPE_CHECKING:
+    from agora.errors import ToolError
+    from agora.toolsets.router.commands import CreatePlan
+
+
+def plan_differences(cmd: CreatePlan, stored: dict[str, Any]) -> str:
+    """What differs between a plan's request ``cmd`` and the plan its key made, ``stored``."""
+    said = []
+    if cmd.expected_state_version != 0:
+        said.append(f"expected_state_version is {cmd.expected_state_version}, but that plan was"
+                    " made at 0, as every plan is (a plan's key replays only with 0)")  # fmt: skip
+    made = cmd.plan.result
+    changed = [k for k in sorted(made) if k != "replayed" and made[k] != stored.get(k)]
+    if changed:
+        said.append("the plan this request makes differs in " + ", ".join(changed))
+    elif not said:
+        said.append("the plan this request makes is the same, so an argument the plan does not"
+                    " show differs (the objective's words, or the context's actor or policy"
+                    " snapshot)")  # fmt: skip
+    return "; ".join(said)
+
+
+def _memory_writer(stored: dict[str, Any]) -> str:
+    """The Memory tool whose kept result ``stored`` is (each has a field or status the
+    others lack)."""
+    for field, tool in (("observation_digest", "remember_workflow"),
+                        ("feedback_id", "record_route_feedback"),
+                        ("deleted_observations", "purge_workflow_memory")):  # fmt: skip
+        if field in stored:
+            return tool
+    pending = stored.get("status") == "pending"  # a rollback proposes; a transition decides
+    return "rollback_profile_revision" if pending else "transition_profile_update"
+
+
+def memory_key_reused(key: str, tool: str, stored: dict[str, Any]) -> ToolError:
+    """`key_reused` for a Memory write by ``tool`` whose key already wrote ``stored``: naming
+    the tool that used it first, and suggesting a replay only to that same tool."""
+    first = _memory_writer(stored)
+    used = f"this idempotency key was used by {first} for a different request"
+    if first != tool:
+        said = f"{used}: each Memory write needs its own key, so send this {tool} with a new key"
+    else:
+        said = (
+            f"{used}; use a new key for a new write (to replay that {tool} answer, resend it"
+            " unchanged, correlation_id included: it is part of the request)"
+        )
+    return refusal("idempotency-conflict", said, idempotency_key=key)
+
+
+def _writer(stored: dict[str, Any]) -> str:
+    """The tool whose stored result ``stored`` is (each has a field the others lack)."""
+    if "planned_skill_tree" in stored:
+        return "plan_work"
+    if "event_ids" in stored:
+        return "record_work_event"
+    if "evidence_digest" in stored:
+        return "evaluate_gate"
+    pending = stored.get("status") == "proposal-required"
+    return "propose_support_consent" if pending else "transition_support_consent"
+
+
+def run_key_reused(key: str, run_id: str, tool: str, stored: dict[str, Any],
+                   differs: str | None = None) -> ToolError:  # fmt: skip
+    """`key_reused` for a write to run ``run_id`` by ``tool``, whose key wrote ``stored``:
+    naming the tool that used it first, and what to do for a plan (which takes no run id):
+    ``differs`` says what differs from the plan's request (`plan_differences`)."""
+    first = _writer(stored)
+    used = f"this idempotency key was used by {first} for a different request, on run {run_id}"
+    if first != tool:
+        said = f"{used}: each write to a run needs its own key, so send this {tool} with a new key"
+    elif tool == "plan_work":
+        said = (
+            f"{used}{'' if differs is None else f': {differs}'}; use a new key for a new plan"
+            f" (that plan is run {run_id}: get_next_work"
+            " with that workflow_run_id continues it, and resending that plan_work unchanged"
+            " replays its answer)"
+        )
+    else:
+        version = stored.get("resulting_state_version")  # (an event's or a gate's)
+        applied_at = version - 1 if isinstance(version, int) else None
+        return key_reused(key, run_id, tool=first, applied_at=applied_at)
+    return refusal("idempotency-conflict", said, idempotency_key=key, workflow_run_id=run_id)
