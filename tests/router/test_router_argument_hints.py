@@ -75,3 +75,30 @@ async def test_a_refused_argument_is_told_its_forms_and_where_its_value_comes_fr
             assert said.startswith('must be "sha256:" followed by 64 lowercase hex digits. A'
                                    " digest you compute yourself")  # fmt: skip
             assert "hashlib.sha256(json.dumps(" in said
+
+
+async def test_the_instructions_say_how_to_find_a_lost_run(tmp_path):
+    """Tester finding: the initialize instructions did not say how to resume after losing a
+    run id; get_router_status with workflow_run_id null lists the session's runs."""
+    config = Config(port=0, db=str(tmp_path / "router.db"), toolsets=["router"])
+    with trio.fail_after(TIMEOUT):
+        async with (
+            open_server(config) as server,
+            mcp.Client(f"{server.url}/mcp/router", read_timeout_seconds=TIMEOUT) as client,
+        ):
+            told = " ".join(client.instructions.split())
+            assert (
+                "Lost a workflow_run_id? get_router_status with workflow_run_id null and"
+                " goal_binding_id null lists this session's runs" in told
+            )
+            plan = await client.call_tool("plan_work", {
+                "context": ctx(), "objective": "Fix the typo", "expected_state_version": 0,
+                "idempotency_key": "p", "correlation_id": "c", "goal_binding_id": None,
+                "requested_work_mode": None, "explicit_skill_ids": [],
+                "explicit_semantics": None,
+            })  # fmt: skip
+            run = plan.structured_content["workflow_run_id"]
+            status = await client.call_tool("get_router_status", {
+                "context": ctx(), "workflow_run_id": None, "goal_binding_id": None,
+            })  # fmt: skip
+            assert run in " ".join(c.text for c in status.content)

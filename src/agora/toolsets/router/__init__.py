@@ -50,7 +50,9 @@ INSTRUCTIONS: Final = (
     '"outcome": "passed"} for each check the reply names, evaluate_gate. Every answer '
     "about a run ends with the expected_state_version (and plan revision) to send next, "
     "or says the run is completed. "
-    "Resending a write with the same idempotency_key replays it; a new key is a new write."
+    "Resending a write with the same idempotency_key replays it; a new key is a new write. "
+    "Lost a workflow_run_id? get_router_status with workflow_run_id null and goal_binding_id "
+    "null lists this session's runs, and resending the plan_work unchanged replays its answer."
 )
 
 
