@@ -93,3 +93,50 @@ def recorded() -> str:
         f" ({runs} runs of one route on {days} days at least), and preview_profile_update"
         " then shows what a candidate would change."
     )
+
+
+def memory_off(effective_mode: str) -> str:
+    """Why a Profile tool answered blocked with the policy's reason codes."""
+    return (
+        f"Blocked: the Memory policy's effective mode is {effective_mode}; candidates,"
+        " previews and Profile changes need reviewed or automatic. get_memory_status says"
+        " why (its reason_codes, and a text block for a policy file's problems)."
+    )
+
+
+def preview_blocked(codes: list[str], target: str, allowed: tuple[str, ...]) -> str | None:
+    """What a blocked preview's reason codes ask for, or None if no sentence says more."""
+    said = {
+        "candidate-suppressed": "candidate-suppressed: the user rejected this candidate, so"
+        " it is not proposed for 180 days from the rejection (purge_workflow_memory scope"
+        " candidates-only lifts every suppression).",
+        "matcher-seed-required": "matcher-seed-required: its runs named no routing domains or"
+        " tags, and a rule with no matchers would capture all work. Plan such work with"
+        " routing_context domains or tags, and remember those runs.",
+        "profile-target-not-allowed": f"profile-target-not-allowed: its target {target} is"
+        f" not one of the Memory policy's allowed_targets ({', '.join(allowed) or 'none'}).",
+    }
+    found = [said[c] for c in codes if c in said]
+    return "Blocked: " + " ".join(found) if found else None
+
+
+def proposal_not_found(proposal_id: str) -> str:
+    """Why a transition found no proposal, and which id to send."""
+    return (
+        f"profile-proposal-not-found: no proposal {proposal_id} for this workspace_root. Send"
+        " the proposal_id of a preview_profile_update or rollback_profile_revision answer"
+        " made with the same workspace_root (null: the personal scope); a candidate whose"
+        " runs changed since has a new proposal: preview it again."
+    )
+
+
+def revision_not_found(revision_id: str, kept: list[tuple[str, int, str]]) -> str:
+    """Why a rollback found no revision ``revision_id``; ``kept``: (target, number, id) of
+    the revisions it could restore, newest first."""
+    listed = "; ".join(f"{t} revision {no}: {rid}" for t, no, rid in kept) or "none"
+    return (
+        f"rollback-source-revision-unavailable: no kept revision {revision_id} of a managed"
+        " Profile this call may change (managed-personal, and managed-workspace-local for the"
+        " workspace_root sent). Send a revision_id transition_profile_update answered; kept"
+        f" now: {listed}."
+    )

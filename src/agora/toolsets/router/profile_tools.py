@@ -176,7 +176,8 @@ async def preview_profile_update(call: ToolCall) -> dict[str, Any]:
     """Preview what a candidate would change in its managed Profile; persists nothing."""
     policy, identity = await policy_of(call)
     if not policy.candidate_generation_enabled:
-        return answer(status="blocked", reason_codes=list(policy.reason_codes))
+        off = answer(status="blocked", reason_codes=list(policy.reason_codes))
+        return Guided(off, notes.memory_off(policy.effective_mode))
     wanted = call.args["candidate_id"]
     previewed, latest = await _proposals(call, policy, identity)
     for mined, proposal, reasons, problems in previewed:
@@ -184,7 +185,7 @@ async def preview_profile_update(call: ToolCall) -> dict[str, Any]:
             continue
         target = mined.candidate["target_profile_class"]
         if target not in policy.allowed_targets:
-            return answer(status="blocked", reason_codes=["profile-target-not-allowed"])
+            reasons, proposal, problems = ["profile-target-not-allowed"], None, []
         if proposal is None:
             blocked = answer(status="blocked", reason_codes=reasons)
             if problems:  # no reason code names them: a second text block does
@@ -192,7 +193,8 @@ async def preview_profile_update(call: ToolCall) -> dict[str, Any]:
             if reasons == ["candidate-not-proposed"]:
                 current = latest[(target, profile_key(target, identity) or "")]
                 return Guided(blocked, notes.in_force(wanted, target, current))
-            return blocked
+            said = notes.preview_blocked(reasons, target, policy.allowed_targets)
+            return blocked if said is None else Guided(blocked, said)
         return answer(status="previewed", proposal=proposal, reason_codes=reasons)
     missing = answer(status="not-found", reason_codes=["workflow-candidate-not-found"])
     root = call.args["workspace_root"]
@@ -240,7 +242,8 @@ async def _kept(call: ToolCall, identity: str) -> dict[str, Any] | tuple[dict[st
     if done is not None:
         return _decided(done, rollback=proposal is not None)
     if proposal is None:
-        return answer(status="not-found", reason_codes=["profile-proposal-not-found"])
+        missing = answer(status="not-found", reason_codes=["profile-proposal-not-found"])
+        return Guided(missing, notes.proposal_not_found(wanted))
     drift = []
     key = profile_key(proposal["target_profile_class"], identity)
     history = revisions.get((proposal["target_profile_class"], key), [])
@@ -257,7 +260,8 @@ async def transition_profile_update(call: ToolCall) -> dict[str, Any]:
     a = call.args
     policy, identity = await policy_of(call)
     if not policy.candidate_generation_enabled:
-        return answer(status="blocked", reason_codes=list(policy.reason_codes))
+        off = answer(status="blocked", reason_codes=list(policy.reason_codes))
+        return Guided(off, notes.memory_off(policy.effective_mode))
     fields = receipt_fields(call)
     replayed = await call.runtime.call(MEMORY, memory_key(call.principal), CheckReceipt(**fields))
     if replayed is not None:

@@ -17,6 +17,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from agora.mcp.results import Guided
+from agora.toolsets.router import memory_notes as notes
 from agora.toolsets.router import previews
 from agora.toolsets.router.digests import canonical, digest
 from agora.toolsets.router.memory import MEMORY, CheckReceipt, History, StoreProposal
@@ -99,7 +100,8 @@ async def rollback_profile_revision(call: ToolCall) -> dict[str, Any]:
     a = call.args
     policy, identity = await policy_of(call)
     if not policy.candidate_generation_enabled:
-        return answer(status="blocked", reason_codes=list(policy.reason_codes))
+        off = answer(status="blocked", reason_codes=list(policy.reason_codes))
+        return Guided(off, notes.memory_off(policy.effective_mode))
     fields = receipt_fields(call)
     replayed = await call.runtime.call(MEMORY, memory_key(call.principal), CheckReceipt(**fields))
     if replayed is not None:
@@ -110,7 +112,10 @@ async def rollback_profile_revision(call: ToolCall) -> dict[str, Any]:
     found = next(((key, rev) for key, history in revisions.items() for rev in history
                   if rev[1] == a["source_revision_id"]), None)  # fmt: skip
     if found is None:
-        return answer(status="not-found", reason_codes=["rollback-source-revision-unavailable"])
+        missing = answer(status="not-found", reason_codes=["rollback-source-revision-unavailable"])
+        kept = [(t, no, rid) for (t, _k), history in sorted(revisions.items())
+                for no, rid, _d, _j in reversed(history)]  # fmt: skip
+        return Guided(missing, notes.revision_not_found(a["source_revision_id"], kept))
     (target, key), source = found
     _no, source_id, source_digest, source_json = source
     history = revisions[(target, key)]

@@ -1,0 +1,54 @@
+"""Every blocked or not-found answer of the Profile tools says what to do next, in a text block.
+
+Tester finding: Memory's blocked and not-found answers (a suppressed candidate, an unknown
+proposal or revision, Memory off) carried reason codes alone: the outputSchemas have no field
+for the next step, so the answer must say it as text.
+"""
+
+from __future__ import annotations
+
+import json
+
+from test_router_guidance import texts
+from test_router_memory_answers import approve, listed, preview, record, rollback
+
+
+async def test_the_profile_tools_say_what_to_send_when_nothing_can_be_done(
+    router, runtime, tmp_path, options
+):
+    policy = tmp_path / "memory-policy.json"
+    policy.write_text(json.dumps({
+        "format": "agora-router-memory-policy/1", "ceiling": "reviewed",
+        "profile_promotion": "review-required", "allowed_targets": ["managed-personal"],
+    }))  # fmt: skip
+    options["router"]["memory_policy"] = str(policy)
+    options["router"]["workspace_roots"] = [str(tmp_path)]
+    root = tmp_path / "ws"
+    off = await preview(router, root, "candidate:" + "0" * 32)  # no request file: Memory off
+    assert off["status"] == "blocked"
+    assert "Blocked: the Memory policy's effective mode is" in texts(off)[-1]
+    assert "get_memory_status says why" in texts(off)[-1]
+    (root / ".codex").mkdir(parents=True)
+    (root / ".codex" / "workflow-skill-router-memory.json").write_text(json.dumps(
+        {"format": "agora-router-memory-request/1", "requested_mode": "reviewed"}))  # fmt: skip
+    await record(router, runtime, root, "web")
+    (candidate,) = (await listed(router, root))["candidates"]
+    proposal = (await preview(router, root, candidate["candidate_id"]))["proposal"]
+    unknown = {**proposal, "proposal_id": "proposal:" + "0" * 32}
+    missing = await approve(router, root, unknown)
+    assert missing["reason_codes"] == ["profile-proposal-not-found"]
+    assert "Send the proposal_id of a preview_profile_update" in texts(missing)[-1]
+    applied = await approve(router, root, proposal)
+    nowhere = await rollback(router, root, "revision:" + "0" * 32,
+                             proposal["proposed_profile_digest"])  # fmt: skip
+    assert nowhere["reason_codes"] == ["rollback-source-revision-unavailable"]
+    assert (
+        f"kept now: managed-personal revision 1: {applied['revision_id']}." in (texts(nowhere)[-1])
+    )
+    await record(router, runtime, root, "db")
+    (db,) = [c for c in (await listed(router, root))["candidates"] if c["status"] == "proposed"]
+    second = (await preview(router, root, db["candidate_id"]))["proposal"]
+    assert (await approve(router, root, second, action="reject"))["status"] == "rejected"
+    suppressed = await preview(router, root, db["candidate_id"])
+    assert suppressed["reason_codes"] == ["candidate-suppressed"]
+    assert "candidate-suppressed: the user rejected this candidate" in texts(suppressed)[-1]
