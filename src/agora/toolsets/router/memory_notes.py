@@ -16,12 +16,15 @@ if TYPE_CHECKING:
     from agora.toolsets.router.previews import Current
 
 
-def in_force(candidate_id: str, target: str, current: Current) -> str:
-    """Why an approved candidate is not previewed: its rule is the Profile's already."""
+def in_force(candidate: dict[str, Any], current: Current) -> str:
+    """Why an approved (or auto-promoted) candidate is not previewed: its rule is the
+    Profile's already."""
     no, rid, profile, _json = current
+    candidate_id, target = candidate["candidate_id"], candidate["target_profile_class"]
     return (
-        f"candidate-not-proposed: candidate {candidate_id} is approved: revision {no} ({rid})"
-        f" of the {target} Profile, digest {profile}, holds its rule exactly, so a preview"
+        f"candidate-not-proposed: candidate {candidate_id} is {candidate['status']}: revision"
+        f" {no} ({rid}) of the {target} Profile, digest {profile}, holds its rule exactly, so"
+        " a preview"
         " would propose no change. It is proposed again only if its runs' route changes; to"
         " undo it, send rollback_profile_revision an earlier revision_id."
     )

@@ -192,7 +192,7 @@ async def preview_profile_update(call: ToolCall) -> dict[str, Any]:
                 return Guided(blocked, "Profile lint problems: " + "; ".join(problems) + ".")
             if reasons == ["candidate-not-proposed"]:
                 current = latest[(target, profile_key(target, identity) or "")]
-                return Guided(blocked, notes.in_force(wanted, target, current))
+                return Guided(blocked, notes.in_force(mined.candidate, current))
             said = notes.preview_blocked(reasons, target, policy.allowed_targets)
             return blocked if said is None else Guided(blocked, said)
         return answer(status="previewed", proposal=proposal, reason_codes=reasons)
