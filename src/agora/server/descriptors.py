@@ -26,9 +26,10 @@ log = logging.getLogger(__name__)
 #: A server at idle holds about 25.
 HEADROOM = 64
 #: Refusals (503s) in progress at once, out of `HEADROOM`: each holds its descriptor while
-#: it reads the head (up to a second) and lingers. Past this many, a newcomer is sent a
-#: short 503 without waiting and closed at once, so that refusals cannot exhaust the
-#: descriptors (under a limit of 200 they reached it and ``accept`` failed for seconds).
+#: it reads the head (up to a second) and lingers. Past this many, a newcomer takes the
+#: place of the oldest one still waiting for its head, or is sent a short 503 without
+#: waiting and closed at once (`agora.transports.overflow`), so that refusals cannot exhaust
+#: the descriptors (under a limit of 200 they reached it and ``accept`` failed for seconds).
 MAX_REFUSING = HEADROOM // 2
 
 

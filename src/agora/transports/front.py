@@ -1,7 +1,7 @@
 """The server's front end: every accepted TCP connection, counted against the connection cap.
 
 `FrontEnd.handle` serves one accepted connection: a 503 past ``max_connections`` (a
-liveness or readiness probe gets its answer, `HttpConnection.refuse`), else its
+liveness or readiness probe gets its answer, `agora.transports.overflow`), else its
 requests (`agora.transports.http.HttpConnection`), then, if it upgraded, its WebSocket
 session. It also holds what all connections share: the resolved ``/mcp`` endpoints, one
 `Sweeper` for read deadlines, one `Keepalive` for WebSocket pings, the call workers, and
@@ -10,21 +10,19 @@ the counts shutdown waits on (`wait_quiet`, `wait_closed`).
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 from typing import TYPE_CHECKING
 
 import trio
 
 from agora.server.connection import Connection
-from agora.server.descriptors import MAX_REFUSING
 from agora.server.workers import Workers
 from agora.transports.deadlines import Sweeper
 from agora.transports.episodes import Episode
 from agora.transports.hangup_watch import HangupWatch
 from agora.transports.http import HttpConnection
 from agora.transports.keepalive import Keepalive
+from agora.transports.overflow import Overflow
 from agora.transports.websocket import serve_websocket
 from agora.web.prefix import base_path
 
@@ -33,12 +31,6 @@ if TYPE_CHECKING:
     from agora.transports.streamable import StreamableHTTP
 
 log = logging.getLogger(__name__)
-
-#: What a newcomer past the cap gets when `MAX_REFUSING` refusals are in progress already.
-SHORT_503 = (
-    b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nretry-after: 1\r\n"
-    b"connection: close\r\n\r\n"
-)
 
 
 class FrontEnd:
@@ -69,8 +61,8 @@ class FrontEnd:
         self.sweeper = Sweeper(mcp.nursery)
         #: Clients that hang up while their request is pending (one task for all).
         self.hangups = HangupWatch(mcp.nursery)
-        #: Refusals reading their head or lingering now (at most `MAX_REFUSING`).
-        self.refusing = 0
+        #: The connections past the cap being refused (`agora.transports.overflow`).
+        self.overflow = Overflow()
         #: Refusals at the cap, logged once per episode.
         self.full = Episode(log, "connections")
         #: Run the WebSocket sessions' calls (their nursery is cancelled at shutdown).
@@ -84,14 +76,7 @@ class FrontEnd:
             conn = HttpConnection(self, stream)
             if self.connections > self.max_connections:
                 self.full.refuse(self.max_connections)
-                if self.refusing >= MAX_REFUSING:
-                    _shut_out(conn.fd)
-                    return
-                self.refusing += 1
-                try:
-                    await conn.refuse(503, "server full: too many connections; retry later")
-                finally:
-                    self.refusing -= 1
+                await self.overflow.refuse(conn)
                 return
             self.full.accept()
             self.sweeper.add(conn)
@@ -161,9 +146,3 @@ class FrontEnd:
             if self._quiet is None:
                 self._quiet = trio.Event()
             await self._quiet.wait()
-
-
-def _shut_out(fd: int) -> None:
-    """Write `SHORT_503` if the kernel takes it at once, never waiting (the caller closes)."""
-    with contextlib.suppress(OSError):
-        os.write(fd, SHORT_503)

@@ -34,6 +34,7 @@ from agora.server.health import health, readiness
 from agora.transports import http1
 from agora.transports.http1 import BodyReader, Head, HttpError, body_refusal
 from agora.transports.linger import linger_close
+from agora.transports.overflow import PROBES, REFUSE_TIMEOUT, is_probe
 from agora.transports.respond import Closed, Responder, refusal_response
 from agora.transports.routing import gate, methods_of, not_allowed, page_refusal, request_of
 from agora.transports.websocket import WS_VERSION, accept_websocket, upgrade_refusal
@@ -55,10 +56,6 @@ log = logging.getLogger(__name__)
 HEAD_TIMEOUT = 30.0
 #: Seconds the whole body of a request may take, however it is trickled.
 BODY_TIMEOUT = 30.0
-#: Seconds a client over the connection cap has to send its head before the 503.
-REFUSE_TIMEOUT = 1.0
-#: What a client over the connection cap is still answered: liveness and readiness probes.
-PROBES = frozenset(path for path, _title in start.PROBES)
 MAX_HEAD = 16384
 MAX_PAGE_BODY = 1 << 20
 RECEIVE_BYTES = 65536
@@ -95,6 +92,8 @@ class HttpConnection(Responder):
         #: The session of this connection's 2026-07-28 requests (`streamable.Link.modern`):
         #: their calls share one ``call.connection``, which ends with the connection.
         self.modern: HttpSession | None = None
+        #: A refusal ended before its head came, for a newer one (`agora.transports.overflow`).
+        self.evicted = False
 
     async def serve(self) -> None:
         """Serve requests until the peer closes, misbehaves, idles, or upgrades (see
@@ -139,20 +138,20 @@ class HttpConnection(Responder):
 
         A liveness or readiness probe (`PROBES`) gets its real answer instead, then the
         close: a node that is merely full must not look dead to the balancer or the
-        supervisor that restarts it.
+        supervisor that restarts it. `Overflow` may end the wait for the head (`evicted`).
         """
         head = None
-        with (
-            self.timer,
-            contextlib.suppress(Closed, HttpError, trio.BrokenResourceError),
-        ):
+        with self.timer, contextlib.suppress(Closed, HttpError, trio.BrokenResourceError):
             self.timer.deadline = trio.current_time() + REFUSE_TIMEOUT
             head = await self._head(self.timer.deadline)
-        if head is not None and _is_probe(head):
+        if self.evicted:
+            return  # (`Overflow` writes its short 503)
+        if head is not None and is_probe(head):
             await self._probe(head)
         else:
             await self._send_error(status, message, [("retry-after", "1")])
-        if self.refused:
+        # Only unread bytes can turn the close into a reset: a silent peer is not waited for.
+        if self.refused and (self.buf or (head is not None and head.has_body)):
             await linger_close(self.stream)
         with trio.CancelScope(shield=True), trio.move_on_after(1):
             await self.stream.aclose()
@@ -371,8 +370,8 @@ class HttpConnection(Responder):
                     self.app.runtime,
                     in_flight=self.app.in_flight,
                     # served ones, within max_connections; those past it apart
-                    connections=self.front.connections - self.front.refusing,
-                    refusing=self.front.refusing,
+                    connections=self.front.connections - self.front.overflow.refusing,
+                    refusing=self.front.overflow.refusing,
                     sessions=len(self.front.mcp.sessions),
                 )
             return await readiness(self.app.runtime, draining=self.app.draining)
@@ -393,8 +392,3 @@ class HttpConnection(Responder):
             return page_failure(req, exc)
         finally:
             self.app.call_finished()
-
-
-def _is_probe(head: Head) -> bool:
-    """``GET /healthz`` or ``GET /readyz`` (any query), without a body to wait for."""
-    return head.method == "GET" and head.target.partition("?")[0] in PROBES and not head.has_body
