@@ -5,7 +5,10 @@ per refusal would flood the log just when the operator reads it, and none would 
 clients fail. Like the EMFILE episodes of `agora.transports.accept`, an `Episode` says the
 first refusal (WARNING) and, once the cap lets one in again, how many it refused and for how
 long (INFO). `Evictions` says the same way, per principal, the idle sessions a principal at its
-session cap has evicted for new ones. Nothing here refuses or evicts: the caller says what happened.
+session cap has evicted for new ones. `Refusals` says requests refused for their token (401)
+or for the Host or Origin they name (403), once a minute per cause with a count, so that token
+guessing, a misconfigured client or a balancer the Host check blocks shows in the log without
+flooding it. Nothing here refuses or evicts: the caller says what happened.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import trio
+
+from agora.logsafe import loggable
 
 if TYPE_CHECKING:
     import logging
@@ -89,3 +94,50 @@ class Evictions:
                 going[0],
                 trio.current_time() - going[1],
             )
+
+
+class Refusals:
+    """Requests refused for who sent them or the name they were sent to, said per cause: a
+    WARNING at the first, with the peer and the path; the ones that follow within a minute
+    are counted, and the first after that minute says the count (INFO, with the latest
+    peer and path) and begins the next minute. A cause a minute has not seen again begins
+    anew with a WARNING. No token is ever said: the caller gives the cause, not the header.
+    """
+
+    #: Seconds during which the repeats of a cause are counted, not said.
+    WINDOW = 60.0
+
+    def __init__(self, log: logging.Logger) -> None:
+        self.log = log
+        #: Per cause (a fixed phrase, so a handful): repeats not yet said, since when.
+        self._going: dict[str, tuple[int, float]] = {}
+
+    def refused(self, cause: str | None, peer: str, path: str, detail: str = "") -> None:
+        """A request from ``peer`` for ``path`` was refused for ``cause`` (``"401 unknown
+        bearer token"``; None: a refusal not said); ``detail``, said at the first, tells the
+        operator what to change."""
+        if cause is None:
+            return
+        now = trio.current_time()
+        unsaid, since = self._going.get(cause, (-1, 0.0))
+        if unsaid >= 0 and now - since < self.WINDOW:
+            self._going[cause] = (unsaid + 1, since)
+            return
+        self._going[cause] = (0, now)
+        if unsaid > 0:
+            self.log.info(
+                "refused %s: %d more in %.0f s, the latest from %s for %s",
+                cause,
+                unsaid + 1,
+                now - since,
+                peer,
+                loggable(path),
+            )
+            return
+        self.log.warning(
+            "refused %s: from %s for %s%s (said once a minute per cause, with a count)",
+            cause,
+            peer,
+            loggable(path),
+            f"; {detail}" if detail else "",
+        )

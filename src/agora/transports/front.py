@@ -18,7 +18,7 @@ import trio
 from agora.server.connection import Connection
 from agora.server.workers import Workers
 from agora.transports.deadlines import Sweeper
-from agora.transports.episodes import Episode
+from agora.transports.episodes import Episode, Refusals
 from agora.transports.hangup_watch import HangupWatch
 from agora.transports.http import HttpConnection
 from agora.transports.keepalive import Keepalive
@@ -65,6 +65,8 @@ class FrontEnd:
         self.overflow = Overflow()
         #: Refusals at the cap, logged once per episode.
         self.full = Episode(log, "connections")
+        #: Requests refused for their token, Host or Origin, logged once a minute per cause.
+        self.refusals = Refusals(log)
         #: Run the WebSocket sessions' calls (their nursery is cancelled at shutdown).
         self.workers = Workers(mcp.nursery, Connection.worker)
 

@@ -36,8 +36,15 @@ from agora.transports.http1 import BodyReader, Head, HttpError, body_refusal
 from agora.transports.linger import linger_close
 from agora.transports.overflow import PROBES, REFUSE_TIMEOUT, is_probe
 from agora.transports.respond import Closed, Responder, refusal_response
-from agora.transports.routing import gate, methods_of, not_allowed, page_refusal, request_of
-from agora.transports.websocket import WS_VERSION, accept_websocket, upgrade_refusal
+from agora.transports.routing import (
+    PAGE_CAUSES,
+    gate,
+    methods_of,
+    not_allowed,
+    page_refusal,
+    request_of,
+)
+from agora.transports.websocket import accept_websocket, upgrade_refusal
 from agora.web.http import EventStream, Request, Response, wants_html
 from agora.web.prefix import unprefixed
 
@@ -138,7 +145,7 @@ class HttpConnection(Responder):
 
         A liveness or readiness probe (`PROBES`) gets its real answer instead, then the
         close: a node that is merely full must not look dead to the balancer or the
-        supervisor that restarts it. `Overflow` may end the wait for the head (`evicted`).
+        supervisor that restarts it.
         """
         head = None
         with self.timer, contextlib.suppress(Closed, HttpError, trio.BrokenResourceError):
@@ -271,7 +278,8 @@ class HttpConnection(Responder):
             head, req, config.allowed_hosts, self.app.authenticate, probe, config.allow_anonymous
         )
         if refused is not None:
-            await self._send_error(*refused)
+            self.front.refusals.refused(refused.cause, self.remote, req.path, refused.detail)
+            await self._send_error(refused.status, refused.body, refused.headers)
             return False
         principal = req.principal
         assert principal is not None  # (`gate` set it)
@@ -281,20 +289,10 @@ class HttpConnection(Responder):
         # An HTTP/1.0 request's Upgrade is ignored (RFC 9110 7.8).
         upgrading = head.version == "1.1" and headers.get("upgrade", "").lower() == "websocket"
         if endpoint is not None and upgrading:
-            if req.method != "GET":
-                await self._send_error(405, "WebSocket upgrade needs GET")
-                return False
-            problem = upgrade_refusal(headers, head.has_body)
+            problem = upgrade_refusal(req.method, headers, head.has_body)
             if problem is not None:
-                await self._send_error(400, rpc.error(None, rpc.INVALID_REQUEST, problem))
-                return False
-            if headers.get("sec-websocket-version") != WS_VERSION:  # (wsproto's own 426 has
-                # neither Date nor a body)
-                said = f"Upgrade Required: this server speaks WebSocket version {WS_VERSION}"
-                version = [("sec-websocket-version", WS_VERSION), ("upgrade", "websocket")]
-                await self._send_error(426, rpc.error(None, rpc.INVALID_REQUEST, said), version)
-                return False
-            if await accept_websocket(self.stream, head.raw):
+                await self._send_error(*problem)
+            elif await accept_websocket(self.stream, head.raw):
                 self.upgrade = (bytes(self.buf), endpoint, principal)
             else:
                 self.refused = True  # the refusal went out: linger so that it is read
@@ -351,6 +349,9 @@ class HttpConnection(Responder):
                     return not_allowed(req, named)
                 refusal = page_refusal(req, route.needs_principal, bool(self.config.principals))
                 if refusal is not None:
+                    self.front.refusals.refused(
+                        PAGE_CAUSES.get(refusal.status), self.remote, req.path
+                    )
                     return refusal
                 req.params = params
                 return await self._page(route, req)

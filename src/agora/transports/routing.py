@@ -12,21 +12,21 @@ and `not_allowed` answer a page asked by a method none of its routes takes (405 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import parse_qsl, urlsplit
 
 from agora.logsafe import loggable
 from agora.mcp import jsonrpc as rpc
 from agora.transports import guard
 from agora.transports.respond import refusal_response
-from agora.web.http import Request
+from agora.web.http import Request, Response
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from agora.identity import Principal
     from agora.transports.http1 import Head
-    from agora.web.http import Response, Route
+    from agora.web.http import Route
 
 BEARER = ("www-authenticate", 'Bearer realm="agora"')
 #: The 401 of an MCP request without a token where ``allow_anonymous`` is false.
@@ -41,6 +41,27 @@ UNKNOWN_BEARER = (
     " server's [[principals]]; a token a toolset gives out, such as a chess table's agent token,"
     " goes in the endpoint URL as ?token=)"
 )
+
+#: The causes of `Refused` the log says (`agora.transports.episodes.Refusals`).
+UNKNOWN_TOKEN = "401 unknown bearer token"
+NO_TOKEN = "401 no bearer token"
+NOT_ALLOWED = "403 Host or Origin not allowed"
+#: The causes of `page_refusal`'s refusals the log says, by status.
+PAGE_CAUSES = {401: NO_TOKEN, 403: "403 cross-site page request"}
+
+
+class Refused(NamedTuple):
+    """A request `gate` refuses: its answer, and why, for the log."""
+
+    status: int
+    body: Response | dict[str, object]
+    headers: list[tuple[str, str]]
+    #: One of the causes above (a fixed phrase, never the token), or None: a malformed
+    #: request, which only its client needs to hear about.
+    cause: str | None = None
+    #: What the operator may change, said with the cause's first refusal.
+    detail: str = ""
+
 
 #: A percent-escape of an unreserved character (RFC 3986 2.3): the same as the character.
 _UNRESERVED_ESCAPE = re.compile(r"%(2[DdEe]|3[0-9]|[46][1-9A-Fa-f]|[57][0-9Aa]|5[Ff]|7[Ee])")
@@ -124,37 +145,38 @@ def gate(
     authenticate: Callable[[str | None], Principal | None],
     probe: bool,
     anonymous_mcp: bool = True,
-) -> tuple[int, Response | dict[str, object], list[tuple[str, str]]] | None:
+) -> Refused | None:
     """The refusal of a request no route may see (a bad Host, a target of ``*``, a Host or
     Origin of another site, an unknown bearer token, or no token on an MCP endpoint unless
-    ``anonymous_mcp``: status, body, extra headers), else None with ``req.principal`` set. A
-    ``probe`` (``/healthz``, ``/readyz``) is public: a balancer's stray credentials must not
-    fail it."""
+    ``anonymous_mcp``), else None with ``req.principal`` set. A ``probe`` (``/healthz``,
+    ``/readyz``) is public: a balancer's stray credentials must not fail it."""
     headers = head.headers
     problem = guard.host_syntax_refusal(head.headers.get("host"), head.version)
     if problem is not None:
-        return 400, refusal_response(req, 400, problem), []
+        return Refused(400, refusal_response(req, 400, problem), [])
     if head.target == "*":
         status, problem = _asterisk_refusal(head.method)
-        return status, refusal_response(req, status, problem), []
+        return Refused(status, refusal_response(req, status, problem), [])
     if not head.target.startswith("/"):
         # Absolute form: the target names the host, and Host is ignored (RFC 9112 3.2.2).
         # Anything else (a bare name, CONNECT's host:port) names no resource here.
         problem = _target_refusal(head.target)
         if problem is not None:
-            return 400, refusal_response(req, 400, problem), []
+            return Refused(400, refusal_response(req, 400, problem), [])
         headers = {**headers, "host": urlsplit(head.target).netloc}
     if not guard.origin_allowed(headers, allowed_hosts):
         refused = guard.host_refusal(headers, allowed_hosts)
-        return 403, refusal_response(req, 403, refused), []
+        return Refused(403, refusal_response(req, 403, refused), [], NOT_ALLOWED, refused)
     req.principal = authenticate(None if probe else headers.get("authorization"))
     if req.principal is None:
         if is_mcp(req.path):
-            return 401, rpc.error(None, rpc.INVALID_REQUEST, UNKNOWN_BEARER), [BEARER]
+            body = rpc.error(None, rpc.INVALID_REQUEST, UNKNOWN_BEARER)
+            return Refused(401, body, [BEARER], UNKNOWN_TOKEN)
         # a page's refusal: HTML for a browser, else {"error": ...}
-        return 401, refusal_response(req, 401, UNKNOWN_BEARER), [BEARER]
+        return Refused(401, refusal_response(req, 401, UNKNOWN_BEARER), [BEARER], UNKNOWN_TOKEN)
     if not anonymous_mcp and req.principal.anonymous and is_mcp(req.path):
-        return 401, rpc.error(None, rpc.INVALID_REQUEST, TOKEN_REQUIRED), [BEARER]
+        body = rpc.error(None, rpc.INVALID_REQUEST, TOKEN_REQUIRED)
+        return Refused(401, body, [BEARER], NO_TOKEN, "allow_anonymous = false")
     return None
 
 

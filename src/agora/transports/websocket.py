@@ -65,10 +65,28 @@ CLOSE_TIMEOUT = 1.0
 WS_VERSION = "13"
 
 
-def upgrade_refusal(headers: Mapping[str, str], has_body: bool) -> str | None:
-    """Why an HTTP/1.1 upgrade request cannot open a WebSocket (answered 400), else None:
-    a body (its bytes would be read as frames) or a ``Sec-WebSocket-Key`` that is not 16
-    bytes in base64 (RFC 6455 4.2.1)."""
+def upgrade_refusal(
+    method: str, headers: Mapping[str, str], has_body: bool
+) -> tuple[int, str | dict[str, object], list[tuple[str, str]]] | None:
+    """The answer to an HTTP/1.1 upgrade request that cannot open a WebSocket (status, body,
+    extra headers), else None: 405 for a method other than GET, 400 for a malformed request
+    (`_malformed`), 426 for a version other than 13 (as wsproto would, but with a body)."""
+    if method != "GET":
+        return 405, "WebSocket upgrade needs GET", []
+    problem = _malformed(headers, has_body)
+    if problem is not None:
+        return 400, rpc.error(None, rpc.INVALID_REQUEST, problem), []
+    if headers.get("sec-websocket-version") != WS_VERSION:
+        said = f"Upgrade Required: this server speaks WebSocket version {WS_VERSION}"
+        version = [("sec-websocket-version", WS_VERSION), ("upgrade", "websocket")]
+        return 426, rpc.error(None, rpc.INVALID_REQUEST, said), version
+    return None
+
+
+def _malformed(headers: Mapping[str, str], has_body: bool) -> str | None:
+    """Why an upgrade request cannot open a WebSocket, else None: a body (its bytes would be
+    read as frames) or a ``Sec-WebSocket-Key`` that is not 16 bytes in base64 (RFC 6455
+    4.2.1)."""
     if has_body:
         return "Bad Request: a WebSocket upgrade request has no body"
     key = headers.get("sec-websocket-key", "")
