@@ -1,9 +1,9 @@
 """The ``agora`` command: serve, stdio, call, cards.
 
-Every subcommand has ``--help``. ``serve`` prints its endpoints and runs until SIGINT or
-SIGTERM, then shuts down gracefully. ``stdio`` speaks MCP on stdin/stdout and logs to
+Every subcommand has ``--help``. ``serve`` prints its endpoints and runs until SIGINT,
+SIGTERM or SIGHUP, then shuts down gracefully. ``stdio`` speaks MCP on stdin/stdout and logs to
 stderr only: ``--connect URL`` relays to a running server, ``--db`` serves a database no
-server is using; on SIGINT or SIGTERM it reads no more and answers the calls in flight first.
+server is using; on any of those signals it reads no more and answers the calls in flight first.
 ``call`` makes one tools/call against a running server, for quick checks.
 Bad configuration (settings, a database in use, a refused token) is one line on stderr and
 exit status 2, never a traceback. A process killed by a fatal signal (SIGSEGV, SIGBUS, ...)
@@ -63,11 +63,16 @@ def _config(args: argparse.Namespace, **extra: Any) -> Config:
     return config
 
 
+#: The signals that begin the graceful shutdown; SIGHUP's default would end the process at
+#: once, with no drain and no log line (a closed terminal, a service manager's reload).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 async def _serve(config: Config) -> None:
     from agora.server.embed import open_server
     from agora.server.heap import HeapKeeper
 
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
         async with open_server(config) as server, trio.open_nursery() as keeper_nursery:
             keeper = HeapKeeper()
             keeper.install()  # short collector pauses however large the heap grows
@@ -75,7 +80,7 @@ async def _serve(config: Config) -> None:
             print(_banner(server, config), file=sys.stderr, flush=True)
             _warn_exposure(config)
             async for signum in signals:
-                log.info("received %s: shutting down", signal.Signals(signum).name)
+                _received(signum)
                 break
             keeper_nursery.cancel_scope.cancel()
 
@@ -123,7 +128,7 @@ async def _stdio(config: Config, path: str) -> None:
     if principal is None:
         raise _Refused("AGORA_TOKEN does not match any principal")
     stop = StopReading()
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
         async with open_server(config, listen=False) as server, trio.open_nursery() as nursery:
             nursery.start_soon(_stop_on_signal, signals, stop)
             endpoint = server.app.endpoint(path)
@@ -152,7 +157,7 @@ async def _bridge(url: str, token: str | None) -> None:
     from agora.bridge import Bridge, run_bridge
 
     bridge = Bridge(url, token)
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_stop_on_signal, signals, bridge.stop_reading)
             await run_bridge(url, token, bridge)
@@ -160,14 +165,22 @@ async def _bridge(url: str, token: str | None) -> None:
 
 
 async def _stop_on_signal(signals: Any, stop: Callable[[], None]) -> None:
-    """The first SIGINT or SIGTERM ends the session's input (``stop``): the calls in flight
+    """The first of `STOP_SIGNALS` ends the session's input (``stop``): the calls in flight
     are answered within the grace (``--db``: long-polls at once, the rest within
     ``grace_seconds``; ``--connect``: the server's reply, or an error past the bridge's), as
     when the host closes stdin; later ones wait for that, as ``agora serve`` does."""
     async for signum in signals:
-        log.info("received %s: shutting down", signal.Signals(signum).name)
+        _received(signum)
         stop()
         return
+
+
+def _received(signum: int) -> None:
+    """Log the signal that begins the graceful shutdown (INFO)."""
+    name = signal.Signals(signum).name
+    # SIGHUP: a closed terminal, or a service manager's reload with no command of its own.
+    aside = " (agora reads its settings at start only: restart it to change them)"
+    log.info("received %s: shutting down%s", name, aside if signum == signal.SIGHUP else "")
 
 
 class _Refused(Exception):

@@ -164,7 +164,10 @@ async def test_python_dash_m_agora_is_the_agora_command():
     assert b"--port" in done.stdout
 
 
-async def test_sigterm_answers_a_parked_long_poll_then_exits_0(start_agora):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+async def test_sigterm_answers_a_parked_long_poll_then_exits_0(start_agora, signum):
+    """SIGHUP (a closed terminal, a service manager's reload) used to end the process at
+    once, with no drain and no log line; it now shuts down as SIGTERM does."""
     server = start_agora()
     reply: dict = {}
 
@@ -188,13 +191,14 @@ async def test_sigterm_answers_a_parked_long_poll_then_exits_0(start_agora):
                 await trio.sleep(0.01)
             else:
                 raise AssertionError("wait_for_turn never started")
-            server.signal(signal.SIGTERM)
+            server.signal(signum)
         # The nursery ended: the long-poll came back well before its 55 s.
         assert reply.get("isError") is not True, reply
         assert reply["structuredContent"]["table"] == "default"
         assert reply["structuredContent"]["nextAction"]["tool"] == "wait_for_turn"
         server.assert_clean_exit(await server.wait_exit())
-    # The log says what the drain found, and when the server had stopped.
+    # The log says the signal, what the drain found, and when the server had stopped.
+    assert f"INFO agora.cli: received {signum.name}: shutting down" in server.log, server.log
     assert "shutting down: 1 calls in flight (1 long-polls parked, " in server.log, server.log
     assert "still running after" not in server.log, server.log  # it answered in time
     assert "INFO agora.server.embed: stopped; shutdown took " in server.log, server.log

@@ -69,22 +69,23 @@ async def test_end_of_input_ends_a_parked_long_poll_at_once(tmp_path, client):
         assert not reply["result"].get("isError"), reply
 
 
-async def test_sigterm_answers_the_calls_in_flight_before_the_process_ends(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+async def test_sigterm_answers_the_calls_in_flight_before_the_process_ends(tmp_path, signum):
     """SIGTERM used to cancel the session: a parked wait got no reply at all (the host saw
     the process end mid-call). Now the wait answers, marked shutting down, and the process
-    ends with stdin still open."""
+    ends with stdin still open. SIGHUP (a closed terminal) ended it at once: now the same."""
     args = ["stdio", "--toolset", "chess", "--db", str(tmp_path / "a.db")]
     with trio.fail_after(TIMEOUT):
         async with stdio_process(args) as process:
             await process.stdin.send_all(jsonl(WAIT, BOARD))
             assert b'"id":2' in await process.stdout.receive_some(65536)
             await trio.sleep(0.5)  # the wait parks (it began before get_board answered)
-            process.send_signal(signal.SIGTERM)
+            process.send_signal(signum)
             out = await read_to_end(process.stdout)
             status = await process.wait()
             stderr = await read_to_end(process.stderr)
     assert status == 0, stderr
-    assert b" INFO agora.cli: received SIGTERM: shutting down" in stderr
+    assert f" INFO agora.cli: received {signum.name}: shutting down".encode() in stderr
     assert b"Traceback" not in stderr
     (reply,) = [json.loads(line) for line in out.splitlines()]
     assert reply["id"] == 1
