@@ -27,7 +27,7 @@ import trio
 from trio_websocket import ConnectionClosed, ConnectionRejected, HandshakeError
 
 from agora.client import open_websocket
-from agora.logsafe import one_line
+from agora.logsafe import one_line, shown_url
 from agora.mcp import jsonrpc as rpc
 from agora.relay import Relay, ReplayRefused
 from agora.transports.pipes import READ_BYTES, Lines, Oversize, open_stdio
@@ -270,12 +270,6 @@ class Bridge:
         error = self.relay.unsent(line)
         if error is not None:
             await writer.send(error)
-
-
-def shown_url(url: str) -> str:
-    """``url`` without its query, which may hold a seat token (``?…`` marks that there was one)."""
-    base, mark, _ = url.partition("?")
-    return base + ("?…" if mark else "")
 
 
 def _text(message: str | bytes) -> str:

@@ -29,6 +29,7 @@ from agora import __version__
 from agora.cli_parser import build_parser
 from agora.config import Config, environment_log_level, load_config
 from agora.errors import StoreError
+from agora.logsafe import shown_url
 from agora.logsetup import configure, set_level
 from agora.store.lock import DatabaseInUse, database_lock, shown_database
 
@@ -133,11 +134,15 @@ async def _stdio(config: Config, path: str) -> None:
             nursery.start_soon(_stop_on_signal, signals, stop)
             endpoint = server.app.endpoint(path)
             if endpoint is None:
-                raise _Refused(f"{path} is not an MCP endpoint of this server")
+                raise _Refused(f"{shown_url(path)} is not an MCP endpoint of this server")
             # A client launches this from a directory of its choosing ($HOME, /): say where
             # the default ./agora.db went (stdout is MCP's; this line is stderr's).
-            log.info("serving %s on stdio; database %s%s", path, _database_named(config.db),
-                     _DEFAULT_DB if config.db == Config().db else "")  # fmt: skip
+            # Never the query: a chess agent's seat token travels there, as for --connect.
+            default = _DEFAULT_DB if config.db == Config().db else ""
+            shown = shown_url(path)
+            log.info(
+                "serving %s on stdio; database %s%s", shown, _database_named(config.db), default
+            )
             await serve_stdio(server.app, endpoint, principal, stop=stop)
             nursery.cancel_scope.cancel()
 

@@ -6,7 +6,8 @@ Every value a client chose (an entity key such as a run id it named, the router'
 return, ESC, NEL, U+2028/U+2029, bidi overrides, lone surrogates) and the backslash are
 written as escapes, so one call makes at most one line and cannot paint the terminal, and a
 value longer than `MAX_LOGGED` characters is cut with a marker saying how much was left out.
-`one_line` does the same for a library's error text (psycopg's span several lines).
+`one_line` does the same for a library's error text (psycopg's span several lines), and
+`shown_url` leaves out a URL's or path's query, where a seat token travels.
 """
 
 from __future__ import annotations
@@ -50,6 +51,13 @@ def loggable(value: object, limit: int = MAX_LOGGED) -> str:
 
 #: Most characters of a library's error text in a log line.
 MAX_ERROR: Final = 1000
+
+
+def shown_url(url: str) -> str:
+    """``url`` (or a path) without its query, which may hold a seat token (``?…`` marks that
+    there was one)."""
+    base, mark, _ = url.partition("?")
+    return base + ("?…" if mark else "")
 
 
 def one_line(error: object) -> str:

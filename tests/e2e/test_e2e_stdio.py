@@ -368,3 +368,23 @@ async def test_stdio_says_where_its_database_is_when_it_is_the_default(tmp_path)
     said = done.stderr.decode()
     assert f"serving /mcp/chess on stdio; database {tmp_path / 'agora.db'} (the default" in said
     assert (tmp_path / "agora.db").exists()
+
+
+async def test_stdio_never_logs_the_token_in_its_endpoint(tmp_path):
+    """``--endpoint /mcp/chess/default?token=...`` put the agent's seat token in the INFO
+    start line (and an endpoint that was not one in the refusal), where ``--connect`` hides
+    it: both now show the path with ``?…`` for its query."""
+    secret = "seat-token-that-must-not-be-logged"
+    stdin = jsonl(INITIALIZE, INITIALIZED, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    db = str(tmp_path / "a.db")
+    with trio.fail_after(TIMEOUT):
+        served = await run_agora(
+            "stdio", "--db", db, "--endpoint", f"/mcp/chess/default?token={secret}", stdin=stdin
+        )
+        refused = await run_agora("stdio", "--db", db, "--endpoint", f"/nope?token={secret}")
+    assert served.returncode == 0, served.stderr
+    assert tools_list(served.stdout) == CHESS_TOOLS
+    assert b"serving /mcp/chess/default?\xe2\x80\xa6 on stdio; database " in served.stderr
+    assert refused.returncode == 2, refused.stderr
+    assert b"/nope?\xe2\x80\xa6 is not an MCP endpoint" in refused.stderr, refused.stderr
+    assert secret.encode() not in served.stderr + refused.stderr
