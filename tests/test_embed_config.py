@@ -148,3 +148,32 @@ async def test_naming_a_toolset_of_your_own_in_the_config_says_how_to_serve_it(t
     with pytest.raises(ValueError, match=r"passed built, not named: open_server\(config, toolsets"):
         async with open_server(config, listen=False):
             pass  # pragma: no cover - refused before
+
+
+@pytest.mark.parametrize(
+    ("settings", "said"),
+    [
+        pytest.param(
+            {"switch_interval_ms": 100_000.0},
+            "switch_interval_ms must be at most 5, not 100000",
+            id="switch-long",
+        ),
+        pytest.param(
+            {"max_sessions_per_principal": 20_000},
+            "max_sessions_per_principal must be at most max_sessions (10000), not 20000",
+            id="share-over-default-whole",
+        ),
+        pytest.param(
+            {"max_sessions": 5, "max_sessions_per_principal": 10},
+            "max_sessions_per_principal must be at most max_sessions (5), not 10",
+            id="share-over-whole",
+        ),
+        # the default share with a smaller whole is that whole: nothing to refuse
+        pytest.param({"max_sessions": 5}, None, id="default-share"),
+        pytest.param({"switch_interval_ms": 5.0, "max_sessions_per_principal": 10_000}, None),
+    ],
+)
+def test_a_setting_above_its_most_is_refused(settings, said):
+    """switch_interval_ms = 100000 was taken (writes' median went from 1.1 to 31 ms), and so
+    was a principal's share of sessions larger than the whole."""
+    assert config_problem(Config(**settings)) == said

@@ -45,6 +45,16 @@ async def refused(tmp_path: Path, toml: str = "", **env: str) -> str:
         pytest.param(
             "switch_interval_ms = -1", "switch_interval_ms must be 0 or more, not -1", id="switch"
         ),
+        pytest.param(  # (accepted: writes' median went from 1.1 to 31 ms)
+            "switch_interval_ms = 100000",
+            "switch_interval_ms must be at most 5, not 100000",
+            id="switch-long",
+        ),
+        pytest.param(  # (accepted: a principal's share larger than the whole)
+            "max_sessions = 5\nmax_sessions_per_principal = 10",
+            "max_sessions_per_principal must be at most max_sessions (5), not 10",
+            id="share",
+        ),
     ],
 )
 async def test_a_setting_in_the_file_is_refused_naming_the_file(tmp_path, toml, said):
@@ -64,6 +74,12 @@ async def test_a_setting_in_the_file_is_refused_naming_the_file(tmp_path, toml, 
             "-1",
             "switch_interval_ms must be 0 or more, not -1",
             id="switch",
+        ),
+        pytest.param(
+            "AGORA_MAX_SESSIONS_PER_PRINCIPAL",
+            "20000",
+            "max_sessions_per_principal must be at most max_sessions (10000), not 20000",
+            id="share",
         ),
     ],
 )
