@@ -47,10 +47,13 @@ BAD_CONFIGURATION = 2
 
 def _config(args: argparse.Namespace, **extra: Any) -> Config:
     toolsets = extra.pop("toolsets", None)
+    # (`agora stdio --toolset NAME` sets toolsets: its refusals name that flag)
+    named = {"toolsets": "--toolset"} if getattr(args, "toolset", None) else None
     if toolsets is None and getattr(args, "toolsets", None):
         toolsets = [t.strip() for t in args.toolsets.split(",") if t.strip()]
     config = load_config(
         args.config,
+        named=named,
         host=getattr(args, "host", None),
         port=getattr(args, "port", None),
         db=args.db,
@@ -229,8 +232,28 @@ async def _call(url: str, tool: str, arguments: dict[str, Any], token: str | Non
     except ConnectionClosed as exc:
         print(f"agora call: the connection closed: {exc.reason}", file=sys.stderr)
         return 1
-    print(json.dumps(result, indent=2, ensure_ascii=False))
+    if not _print_result(json.dumps(result, indent=2, ensure_ascii=False)):
+        return STDOUT_CLOSED
     return 1 if result.get("isError") else 0
+
+
+#: `agora call`'s exit status when its reader closed stdout before the result was written
+#: (``agora call ... | head -3``): a shell's status for a command that SIGPIPE ended.
+STDOUT_CLOSED = 128 + signal.SIGPIPE
+
+
+def _print_result(text: str) -> bool:
+    """Write ``text`` to stdout; False, saying nothing, if its reader has closed it (a
+    pipe's: `agora call ... | head -3`), as Unix tools end quietly there. The call's outcome
+    is not one of its statuses: that reader took what it wanted."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # What is still buffered must not fail again at exit ("Exception ignored ...").
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return False
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:

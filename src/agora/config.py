@@ -143,8 +143,13 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         return None
 
 
-def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
+def load_config(
+    path: str | Path | None = None, *, named: dict[str, str] | None = None, **overrides: Any
+) -> Config:
     """Build a Config from a TOML file (if given), AGORA_* env vars, then ``overrides``.
+
+    ``named`` names the command-line flag an override came from where it is not
+    ``--<setting>`` (``agora stdio --toolset chess`` sets ``toolsets``), for the messages.
 
     Values in the file must have their setting's type as TOML writes it (``port = 9000``,
     not ``"9000"``); AGORA_* variables, which are strings, are converted to it.
@@ -179,9 +184,9 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> Config:
     environment, variables = from_environment({n: f.type for n, f in fields.items()})
     data.update(environment)
     sources.update(variables)
-    flags = {k: v for k, v in overrides.items() if v is not None}
-    data.update(flags)
-    sources.update({k: f"--{k}" for k in flags})
+    given = {k: v for k, v in overrides.items() if v is not None}
+    data.update(given)
+    sources.update({k: (named or {}).get(k, f"--{k}") for k in given})
     _fold_case(data)
     try:
         config = msgspec.convert(data, Config, strict=False)

@@ -94,7 +94,8 @@ def unusable_grants(config: Config) -> tuple[str, str] | None:
     no principal to call, or principals of one name that differ in what they may do: (the
     setting, why). Each would start, and then refuse its holder on every call."""
     granted = [
-        (f"principal {p.name!r}'s projects", "principals", p.projects) for p in config.principals
+        (f"the projects of principal {p.name!r}", "principals", p.projects)
+        for p in config.principals
     ]
     granted.append(("anonymous_projects", "anonymous_projects", config.anonymous_projects or []))
     for which, setting, projects in granted:

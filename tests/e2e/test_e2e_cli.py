@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import signal
 import socket as stdlib_socket
@@ -40,6 +41,25 @@ async def test_agora_call_prints_the_result(agora):
     result = json.loads(done.stdout)
     assert result["structuredContent"]["table"] == "default"
     assert result["structuredContent"]["fen"]
+
+
+async def test_agora_call_into_a_closed_pipe_ends_quietly(agora):
+    """``agora call ... | head -3``: the reader closes the pipe before the result is all
+    written. That printed "agora: [Errno 32] Broken pipe" and exited 1, the status of a tool
+    error or a failed connection; now it says nothing and exits as a command SIGPIPE ends
+    does in a shell (141), as Unix tools do."""
+    read, write = os.pipe()
+    os.close(read)  # (the reader is gone before the result is written: the pipe is closed)
+    try:
+        with trio.fail_after(TIMEOUT):
+            done = await trio.run_process(
+                [AGORA, "call", f"{agora.url}/mcp/chess", "get_board", "{}"],
+                stdout=write, capture_stderr=True, check=False, env=clean_env(),
+            )  # fmt: skip
+    finally:
+        os.close(write)
+    assert done.stderr == b""
+    assert done.returncode == 128 + signal.SIGPIPE
 
 
 async def test_agora_call_with_a_token_and_a_tool_error(agora):
@@ -345,3 +365,15 @@ async def test_serve_warns_only_when_the_names_clients_use_are_refused(
     if "public_url" in settings:  # the banner's endpoints are on public_url, as chess's links
         assert "  MCP (Streamable HTTP): https://agora.example.com/mcp" in server.log
         assert "  public URL:            https://agora.example.com" in server.log
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"), [("--toolset", "nope"), ("--toolsets", "nope")], ids=["one", "several"]
+)
+def test_an_unknown_toolset_is_refused_naming_the_flag_given(tmp_path, capsys, flag, value):
+    """``agora stdio --toolset nope`` was refused as "--toolsets: unknown toolset", a flag
+    the operator had not given."""
+    assert main(["stdio", "--db", str(tmp_path / "a.db"), flag, value]) == 2
+    said = capsys.readouterr().err
+    assert said.startswith(f"agora: {flag}: unknown toolset `nope` (known: "), said
+    assert not (tmp_path / "a.db").exists()
