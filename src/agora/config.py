@@ -94,8 +94,8 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     #: Open TCP connections (HTTP and WebSocket); beyond it a new one gets 503 and is closed.
     #: Lowered at start to what the open-files limit leaves (`agora.server.descriptors`).
     max_connections: int = 20_000
-    #: Streamable HTTP sessions held at once, and the share one principal may hold;
-    #: an initialize beyond either gets 503.
+    #: Streamable HTTP sessions held at once, and the share one principal may hold (at most
+    #: the whole); an initialize beyond either gets 503.
     max_sessions: int = 10_000
     max_sessions_per_principal: int = 2_500
     #: Seconds a Streamable HTTP session may go unused (no request, no open stream).
@@ -115,9 +115,9 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     allow_anonymous: bool = True
     #: Milliseconds a thread waiting for Python's GIL waits before the running one is asked
     #: to let it go (``sys.setswitchinterval``), set when ``agora serve`` starts; 0 keeps
-    #: the interpreter's own (5 ms). The writer thread needs the GIL back after every fsync
-    #: while the event loop runs: a shorter interval shortens that wait for every commit.
-    #: A program embedding the server keeps its own unless it calls
+    #: the interpreter's own (5 ms), also the most. The writer thread needs the GIL back
+    #: after every fsync while the event loop runs: a shorter interval shortens that wait
+    #: for every commit. A program embedding the server keeps its own unless it calls
     #: `agora.server.embed.set_switch_interval`.
     switch_interval_ms: float = 0.0
     #: The least severe log records ``agora serve`` and ``agora stdio`` write to stderr
@@ -310,8 +310,7 @@ def _out_of_range(config: Config) -> tuple[str, str] | None:
 
 
 def _too_large(config: Config) -> tuple[str, str] | None:
-    """The first setting above its most (`_AT_MOST`, or one principal's share of sessions
-    above the whole): (its name, why)."""
+    """The first setting above its most, a share of sessions above the whole: (name, why)."""
     for name, most in _AT_MOST.items():
         if (value := getattr(config, name)) > most:
             return name, f"{name} must be at most {most:g}, not {value:g}"
