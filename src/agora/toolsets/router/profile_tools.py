@@ -254,18 +254,26 @@ async def _kept(call: ToolCall, identity: str) -> dict[str, Any] | tuple[dict[st
     return proposal, drift
 
 
+async def write_begun(call: ToolCall) -> tuple[dict[str, Any] | None, Policy, str, dict[str, Any]]:
+    """The start of a Profile tool that writes (a transition, a rollback): the answer to give
+    at once (Memory off: blocked, saying why; the call's key seen before: its receipt), or
+    None, then the policy, the caller's identity and the receipt's fields."""
+    policy, identity = await policy_of(call)
+    fields = receipt_fields(call)
+    if not policy.candidate_generation_enabled:
+        off = answer(status="blocked", reason_codes=list(policy.reason_codes))
+        return Guided(off, notes.memory_off(policy.effective_mode)), policy, identity, fields
+    replayed = await call.runtime.call(MEMORY, memory_key(call.principal), CheckReceipt(**fields))
+    return (None if replayed is None else dict(replayed)), policy, identity, fields
+
+
 @refusals_logged()
 async def transition_profile_update(call: ToolCall) -> dict[str, Any]:
     """Approve or reject the exact reviewed preview of a candidate."""
     a = call.args
-    policy, identity = await policy_of(call)
-    if not policy.candidate_generation_enabled:
-        off = answer(status="blocked", reason_codes=list(policy.reason_codes))
-        return Guided(off, notes.memory_off(policy.effective_mode))
-    fields = receipt_fields(call)
-    replayed = await call.runtime.call(MEMORY, memory_key(call.principal), CheckReceipt(**fields))
-    if replayed is not None:
-        return dict(replayed)
+    early, policy, identity, fields = await write_begun(call)
+    if early is not None:
+        return early
     found = next(((m.candidate["candidate_id"], p)
                   for m, p, _, _ in (await _proposals(call, policy, identity))[0]
                   if p is not None and p["proposal_id"] == a["proposal_id"]), None)  # fmt: skip

@@ -20,10 +20,10 @@ from agora.mcp.results import Guided
 from agora.toolsets.router import memory_notes as notes
 from agora.toolsets.router import previews
 from agora.toolsets.router.digests import canonical, digest
-from agora.toolsets.router.memory import MEMORY, CheckReceipt, History, StoreProposal
-from agora.toolsets.router.memory_tools import make_id, observations, policy_of, receipt_fields
+from agora.toolsets.router.memory import MEMORY, History, StoreProposal
+from agora.toolsets.router.memory_tools import make_id, observations
 from agora.toolsets.router.ownership import memory_key
-from agora.toolsets.router.profile_tools import answer, managed_keys
+from agora.toolsets.router.profile_tools import answer, managed_keys, write_begun
 from agora.toolsets.router.run import refusals_logged
 from agora.toolsets.router.sql import stamp
 
@@ -98,14 +98,9 @@ def backtest(source_json: str, observed: list[Observed]) -> dict[str, Any]:
 async def rollback_profile_revision(call: ToolCall) -> dict[str, Any]:
     """Propose, for review, to restore a managed Profile's earlier revision; writes no Profile."""
     a = call.args
-    policy, identity = await policy_of(call)
-    if not policy.candidate_generation_enabled:
-        off = answer(status="blocked", reason_codes=list(policy.reason_codes))
-        return Guided(off, notes.memory_off(policy.effective_mode))
-    fields = receipt_fields(call)
-    replayed = await call.runtime.call(MEMORY, memory_key(call.principal), CheckReceipt(**fields))
-    if replayed is not None:
-        return dict(replayed)
+    early, policy, identity, fields = await write_begun(call)
+    if early is not None:
+        return early
     revisions, _proposals_kept, _decided = await call.runtime.call(
         MEMORY, memory_key(call.principal), History(managed_keys(identity))
     )
