@@ -46,20 +46,40 @@ async def tables(runtime):
     return {r[0] for r in rows}
 
 
-def observe_policy(tmp_path: Path, options: dict[str, Any]) -> Path:
-    """Set ``options`` to a personal ceiling ``reviewed`` and an authorized workspace that
-    requests ``observe``; the workspace's root."""
+def memory_workspace(
+    tmp_path: Path,
+    options: dict[str, Any],
+    requested: str | None = "reviewed",
+    promotion: str | None = "review-required",
+) -> Path:
+    """Set ``options`` to a personal ceiling ``reviewed`` (profile promotion ``promotion``,
+    left out if None) with ``tmp_path`` the authorized workspace roots' parent; the root of a
+    workspace under it that requests ``requested`` (`request_mode`; None: no request yet)."""
     path = tmp_path / "memory-policy.json"
-    path.write_text(json.dumps({"format": "agora-router-memory-policy/1", "ceiling": "reviewed",
-                                "allowed_targets": ["managed-personal"]}))  # fmt: skip
+    policy = {"format": "agora-router-memory-policy/1", "ceiling": "reviewed",
+              "allowed_targets": ["managed-personal"]}  # fmt: skip
+    if promotion is not None:
+        policy["profile_promotion"] = promotion
+    path.write_text(json.dumps(policy))
     options["router"]["memory_policy"] = str(path)
-    root = tmp_path / "ws"
-    (root / ".codex").mkdir(parents=True)
-    (root / ".codex" / "workflow-skill-router-memory.json").write_text(
-        json.dumps({"format": "agora-router-memory-request/1", "requested_mode": "observe"})
-    )
     options["router"]["workspace_roots"] = [str(tmp_path)]
+    root = tmp_path / "ws"
+    if requested is not None:
+        request_mode(root, requested)
     return root
+
+
+def request_mode(root: Path, requested: str) -> None:
+    """Have the workspace at ``root`` request the Memory mode ``requested``."""
+    (root / ".codex").mkdir(parents=True, exist_ok=True)
+    (root / ".codex" / "workflow-skill-router-memory.json").write_text(
+        json.dumps({"format": "agora-router-memory-request/1", "requested_mode": requested})
+    )
+
+
+def observe_policy(tmp_path: Path, options: dict[str, Any]) -> Path:
+    """`memory_workspace` with a workspace that requests ``observe``."""
+    return memory_workspace(tmp_path, options, "observe", promotion=None)
 
 
 async def status(router: Any, root: Path) -> Any:

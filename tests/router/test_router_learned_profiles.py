@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from memory_support import remember_args
+from memory_support import memory_workspace, remember_args
 from test_router_previews import candidates, preview, transition
 
 from agora.toolsets.router import previews
@@ -27,18 +27,7 @@ CHECKS = {"plan": "plan-ready", "implement": "implementation-done", "verify": "v
 
 @pytest.fixture
 def promoting(tmp_path, options):
-    policy = tmp_path / "memory-policy.json"
-    policy.write_text(json.dumps({
-        "format": "agora-router-memory-policy/1", "ceiling": "reviewed",
-        "profile_promotion": "review-required", "allowed_targets": ["managed-personal"],
-    }))  # fmt: skip
-    options["router"]["memory_policy"] = str(policy)
-    options["router"]["workspace_roots"] = [str(tmp_path)]
-    root = tmp_path / "ws"
-    (root / ".codex").mkdir(parents=True)
-    (root / ".codex" / "workflow-skill-router-memory.json").write_text(json.dumps(
-        {"format": "agora-router-memory-request/1", "requested_mode": "reviewed"}))  # fmt: skip
-    return root
+    return memory_workspace(tmp_path, options)
 
 
 def routing(root):

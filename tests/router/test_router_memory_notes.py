@@ -7,8 +7,7 @@ for the next step, so the answer must say it as text.
 
 from __future__ import annotations
 
-import json
-
+from memory_support import memory_workspace, request_mode
 from test_router_guidance import texts
 from test_router_memory_answers import approve, listed, preview, record, rollback
 
@@ -16,21 +15,12 @@ from test_router_memory_answers import approve, listed, preview, record, rollbac
 async def test_the_profile_tools_say_what_to_send_when_nothing_can_be_done(
     router, runtime, tmp_path, options
 ):
-    policy = tmp_path / "memory-policy.json"
-    policy.write_text(json.dumps({
-        "format": "agora-router-memory-policy/1", "ceiling": "reviewed",
-        "profile_promotion": "review-required", "allowed_targets": ["managed-personal"],
-    }))  # fmt: skip
-    options["router"]["memory_policy"] = str(policy)
-    options["router"]["workspace_roots"] = [str(tmp_path)]
-    root = tmp_path / "ws"
+    root = memory_workspace(tmp_path, options, requested=None)
     off = await preview(router, root, "candidate:" + "0" * 32)  # no request file: Memory off
     assert off["status"] == "blocked"
     assert "Blocked: the Memory policy's effective mode is" in texts(off)[-1]
     assert "get_memory_status says why" in texts(off)[-1]
-    (root / ".codex").mkdir(parents=True)
-    (root / ".codex" / "workflow-skill-router-memory.json").write_text(json.dumps(
-        {"format": "agora-router-memory-request/1", "requested_mode": "reviewed"}))  # fmt: skip
+    request_mode(root, "reviewed")
     await record(router, runtime, root, "web")
     (candidate,) = (await listed(router, root))["candidates"]
     proposal = (await preview(router, root, candidate["candidate_id"]))["proposal"]

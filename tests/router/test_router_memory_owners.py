@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from memory_support import completed_run, observe_policy, remember_args, status
+from memory_support import completed_run, memory_workspace, observe_policy, remember_args, status
 from router_driver import Router, ctx, key
 
 from agora.identity import Principal
@@ -207,16 +207,7 @@ async def test_candidates_previews_and_managed_profiles_are_each_principals(
 ):
     from test_router_previews import candidates, preview, record, transition
 
-    policy = tmp_path / "memory-policy.json"
-    policy.write_text(json.dumps({"format": "agora-router-memory-policy/1",
-                                  "ceiling": "reviewed", "profile_promotion": "review-required",
-                                  "allowed_targets": ["managed-personal"]}))  # fmt: skip
-    options["router"]["memory_policy"] = str(policy)
-    options["router"]["workspace_roots"] = [str(tmp_path)]
-    root = tmp_path / "ws"
-    (root / ".codex").mkdir(parents=True)
-    (root / ".codex" / "workflow-skill-router-memory.json").write_text(json.dumps(
-        {"format": "agora-router-memory-request/1", "requested_mode": "reviewed"}))  # fmt: skip
+    root = memory_workspace(tmp_path, options)
     alice, bob = Router(runtime, principal=ALICE), Router(runtime, principal=BOB)
     await record(alice, runtime, root, ["web"])
     (candidate,) = await candidates(alice, root)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 import trio
-from memory_support import remember_args
+from memory_support import memory_workspace, remember_args
 from router_driver import ctx
 
 from agora.toolsets.router.profiles import parse_profile
@@ -14,18 +14,7 @@ from agora.toolsets.router.profiles import parse_profile
 
 @pytest.fixture
 def workspace(tmp_path, options):
-    policy = tmp_path / "memory-policy.json"
-    policy.write_text(json.dumps({
-        "format": "agora-router-memory-policy/1", "ceiling": "reviewed",
-        "allowed_targets": ["managed-personal"],
-    }))  # fmt: skip
-    options["router"]["memory_policy"] = str(policy)
-    options["router"]["workspace_roots"] = [str(tmp_path)]
-    root = tmp_path / "ws"
-    (root / ".codex").mkdir(parents=True)
-    (root / ".codex" / "workflow-skill-router-memory.json").write_text(json.dumps(
-        {"format": "agora-router-memory-request/1", "requested_mode": "reviewed"}))  # fmt: skip
-    return root
+    return memory_workspace(tmp_path, options, promotion=None)
 
 
 async def record(router, runtime, root, domains, days=2, runs=3):
