@@ -7,8 +7,9 @@ writes through the actor like every entity. The first recorded observation creat
 in the same commit; until then nothing exists and `Summary` answers the digest of an absent
 store. Every write bumps the owner's generation, so its summary digest changes with any
 change of its rows and never returns to an earlier value; a purge must name the current one.
-Receipts replay a command's result (``replayed: true``), except one naming an observation
-purged since: that command runs anew. A key reused for another request is refused. Pure.
+Receipts replay a command's result (``replayed: true``), except one naming an observation or
+a feedback purged since: that command runs anew. A key reused for another request is
+refused. Pure.
 """
 
 from __future__ import annotations
@@ -151,8 +152,8 @@ class MemoryStore:
         self.observations = {o[0]: tuple(o[1:]) for o in rows["observations"]}
         #: workspace identity -> its observations (kept in step with `observations`)
         self.per_workspace = Counter(v[0] for v in self.observations.values())
-        #: observation_id -> feedback entries bound to it
-        self.feedback_by: dict[str, int] = dict(rows["feedback"])
+        #: observation_id -> the feedback_ids of the entries bound to it
+        self.feedback_by = {o: set(ids) for o, ids in rows["feedback"].items()}
         self.receipts = {(s, k): (d, json.loads(r)) for s, k, d, r in rows["receipts"]}
         #: (target, profile key) -> [(revision_no, revision_id, digest, profile_json)], oldest first
         self.revisions: dict[tuple[str, str], list[tuple[int, str, str, str]]] = {}
@@ -167,7 +168,7 @@ class MemoryStore:
     @property
     def feedback(self) -> int:
         """Feedback entries in the store."""
-        return sum(self.feedback_by.values())
+        return sum(len(ids) for ids in self.feedback_by.values())
 
     def summary_digest(self) -> str:
         """The path-free digest of this owner's history."""
@@ -227,6 +228,9 @@ class MemoryStore:
         named = stored[1].get("observation_id")  # remember_workflow's, record_route_feedback's
         if named is not None and named not in self.observations:
             return None  # purged since: replaying "recorded" would claim what is not stored
+        feedback_id = stored[1].get("feedback_id")
+        if feedback_id is not None and feedback_id not in self.feedback_by.get(named, ()):
+            return None  # its feedback alone was purged (analytics-only): record it again
         return {**stored[1], "replayed": True}
 
     def apply(self, cmd: ApplyRevision, at: str) -> tuple[dict[str, Any], list[Write]]:
@@ -322,7 +326,7 @@ class MemoryStore:
         original = cmd.original_route_digest
         if bound[1] != cmd.workflow_run_id or original not in (None, bound[3]):
             raise replies.refusal("workflow-context-mismatch", replies.OTHER_RUN)
-        self.feedback_by[cmd.observation_id] = self.feedback_by.get(cmd.observation_id, 0) + 1
+        self.feedback_by.setdefault(cmd.observation_id, set()).add(cmd.result["feedback_id"])
         row = {**cmd.row, "workspace_identity": bound[0], "recorded_at": at}
         return dict(cmd.result), [memory_sql.insert_feedback(self.owner, row)]
 

@@ -214,6 +214,14 @@ def _missing_table(exc: Exception) -> bool:
 AUTO_SOURCE: Final = "auto:"
 
 
+def _feedback_ids(rows: list[Any]) -> dict[str, list[str]]:
+    # observation_id -> the feedback_ids bound to it
+    ids: dict[str, list[str]] = {}
+    for observation_id, feedback_id in rows:
+        ids.setdefault(str(observation_id), []).append(str(feedback_id))
+    return ids
+
+
 def read_store(conn: ReadConn, owner: str) -> dict[str, Any] | None:
     """``owner``'s Memory rows needed in memory, or None if it has no Memory store."""
     try:
@@ -240,14 +248,13 @@ def read_store(conn: ReadConn, owner: str) -> dict[str, Any] | None:
         )
     ]
     feedback = rows(
-        "SELECT observation_id, COUNT(*) FROM router_memory_feedback WHERE owner = ?"
-        " GROUP BY observation_id"
+        "SELECT observation_id, feedback_id FROM router_memory_feedback WHERE owner = ?"
     )
     sources = rows("SELECT revision_id, source FROM router_memory_revisions WHERE owner = ?")
     return {
         "generation": generation[0],
         "observations": observations,
-        "feedback": {str(o): int(n) for o, n in feedback},
+        "feedback": _feedback_ids(feedback),
         "receipts": rows(
             "SELECT session_id, idempotency_key, request_digest, result_json"
             " FROM router_memory_receipts WHERE owner = ?"

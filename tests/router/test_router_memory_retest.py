@@ -1,0 +1,58 @@
+"""Memory answers a re-tester found wrong after the first round of fixes.
+
+Findings (a coding agent over the official SDK): a feedback resent after an analytics-only
+purge replayed ``recorded`` for feedback no longer stored.
+"""
+
+from __future__ import annotations
+
+import pytest
+from memory_support import memory_workspace, status
+from router_driver import ctx
+from test_router_memory_answers import run_once
+
+
+@pytest.fixture
+def workspace(tmp_path, options):
+    return memory_workspace(tmp_path, options)
+
+
+async def feedback_rows(runtime):
+    return await runtime.read(
+        lambda c: c.execute("SELECT COUNT(*) FROM router_memory_feedback").fetchone()[0]
+    )
+
+
+async def test_a_feedback_resent_after_an_analytics_purge_records_it_again(
+    router, runtime, workspace, nursery, options
+):
+    from router_driver import Router
+
+    from agora.runtime.clock import Clock, FakeWall
+    from agora.runtime.registry import Runtime
+
+    seen = await run_once(router, workspace, "web")
+    (run,) = await runtime.read(lambda c: c.execute(
+        "SELECT workflow_run_id FROM router_memory_observations WHERE observation_id = ?",
+        (seen["observation_id"],)).fetchone())  # fmt: skip
+    args = {"context": ctx(), "correlation_id": "c", "workspace_root": str(workspace),
+            "idempotency_key": "fb-1", "workflow_run_id": run,
+            "observation_id": seen["observation_id"], "feedback_type": "accepted",
+            "reason_code": "user-accepted", "correction_dimensions": [],
+            "original_route_digest": None, "corrected_route_digest": None}  # fmt: skip
+    first = await router.call("record_route_feedback", **args)
+    assert first["status"] == "recorded"
+    digest = (await status(router, workspace))["history_summary_digest"]
+    purged = await router.call("purge_workflow_memory", context=ctx(), scope="analytics-only",
+                               confirmed=True, include_managed_profiles=False,
+                               expected_summary_digest=digest, idempotency_key="p",
+                               correlation_id="c")  # fmt: skip
+    assert (purged["deleted_feedback"], await feedback_rows(runtime)) == (1, 0)
+    again = await router.call("record_route_feedback", **args)
+    assert (again["status"], again["replayed"]) == ("recorded", False)  # not a stale replay
+    assert again["feedback_id"] == first["feedback_id"]
+    assert await feedback_rows(runtime) == 1
+    assert (await router.call("record_route_feedback", **args))["replayed"] is True
+    fresh = Router(Runtime(runtime.store, nursery, clock=Clock(FakeWall()), options=options))
+    # the feedback ids reloaded from the store let the new receipt replay
+    assert await fresh.call("record_route_feedback", **args) == {**again, "replayed": True}
