@@ -95,9 +95,15 @@ async def test_a_rollback_backtest_counts_runs_as_the_preview_backtest_does(
                              p2["proposed_profile_digest"])  # fmt: skip
     assert pending["status"] == "pending"
     test = pending["proposal"]["backtest"]
-    # The restored Profile (web's rule alone) plans exactly web's 3 runs on skill:lead: not the
-    # builtin run its matchers also accept, nor db's 3 runs.
-    assert (test["positive_match_count"], test["positive_observation_count"]) == (3, 7)
+    # The restored Profile (web's rule alone) matches web's 4 runs and plans exactly the 3 on
+    # skill:lead, as web's preview counted; db's 3 runs, which the current Profile plans
+    # exactly and it would not, are planned route regressions (re-test finding: counted as
+    # positives, with 0 regressions and acceptable true).
+    assert (test["positive_match_count"], test["positive_observation_count"]) == (3, 4)
+    assert (test["unexpected_match_count"], test["planned_route_regressions"]) == (0, 3)
+    assert test["acceptable"] is False
+    # still approvable: what it regresses is what a rollback undoes
+    assert (await approve(router, workspace, pending["proposal"]))["status"] == "applied"
 
 
 async def test_an_approved_candidate_is_listed_approved_and_not_previewed_as_a_change(

@@ -8,8 +8,9 @@ never written here (``profile-target-not-allowed``). ``transition_profile_update
 the preview of every candidate of the workspace, finds the one with the proposal id, and
 applies it only if its proposal digest, the current Profile digest (or ``missing``) and the
 next revision number (``expected_state_version``) are exactly those the caller reviewed, the
-backtest is acceptable and the policy allows promotion; the revision is written only if it
-is still the next one (CAS in the Memory entity). At most 20 revisions are kept per Profile.
+backtest is acceptable (a candidate's: a rollback's is only shown) and the policy allows
+promotion; the revision is written only if it is still the next one (CAS in the Memory
+entity). At most 20 revisions are kept per Profile.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from agora.mcp.results import Guided
-from agora.toolsets.router import candidates, previews
+from agora.toolsets.router import candidates, previews, profiles
 from agora.toolsets.router import memory_notes as notes
 from agora.toolsets.router.digests import digest
 from agora.toolsets.router.layers import client_roots, read_layers
@@ -140,10 +141,9 @@ async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
 Previewed = tuple["candidates.Mined", dict[str, Any] | None, list[str], list[str]]
 
 
-async def _proposals(
-    call: ToolCall, policy: Policy, identity: str
-) -> tuple[list[Previewed], Latest]:
-    mined, observed, latest = await workspace_candidates(call, policy, identity)
+async def manual_profiles(call: ToolCall) -> list[profiles.Profile]:
+    """The manual Profiles (the call's workspace file, the personal one) that outrank any
+    managed Profile, highest layer first."""
     options = call.runtime.options("router")
     root = call.args.get("workspace_root")
     authorized = [str(r) for r in options.get("workspace_roots", [])]
@@ -152,6 +152,14 @@ async def _proposals(
     manual, _warnings = await trio.to_thread.run_sync(
         read_layers, root, authorized, options.get("personal_profile")
     )
+    return manual
+
+
+async def _proposals(
+    call: ToolCall, policy: Policy, identity: str
+) -> tuple[list[Previewed], Latest]:
+    mined, observed, latest = await workspace_candidates(call, policy, identity)
+    manual = await manual_profiles(call)
     out: list[Previewed] = []
     for m in mined:
         target = m.candidate["target_profile_class"]
@@ -201,7 +209,11 @@ async def preview_profile_update(call: ToolCall) -> dict[str, Any]:
     return Guided(missing, notes.candidate_not_found(wanted, root, len(previewed)))
 
 
-def _refusal_codes(a: dict[str, Any], proposal: dict[str, Any], policy: Policy) -> list[str]:
+def _refusal_codes(
+    a: dict[str, Any], proposal: dict[str, Any], policy: Policy, rollback: bool
+) -> list[str]:
+    # A rollback's backtest is shown for review but does not block its approval: restoring
+    # an earlier Profile drops the routes the newer rules plan, which is what it undoes.
     codes = []
     if a["expected_proposal_digest"] != proposal["proposal_digest"]:
         codes.append("profile-preview-stale")
@@ -212,7 +224,7 @@ def _refusal_codes(a: dict[str, Any], proposal: dict[str, Any], policy: Policy) 
     if a["action"] == "approve":
         if policy.profile_promotion == "disabled":
             codes.append("profile-promotion-disabled")
-        if not proposal["backtest"]["acceptable"]:
+        if not (rollback or proposal["backtest"]["acceptable"]):
             codes.append("profile-backtest-failed")
     return codes
 
@@ -289,7 +301,7 @@ async def transition_profile_update(call: ToolCall) -> dict[str, Any]:
     if key is None or target not in policy.allowed_targets:
         return answer(status="blocked", proposal=proposal,
                        reason_codes=["profile-target-not-allowed"])  # fmt: skip
-    codes = drift + _refusal_codes(a, proposal, policy)
+    codes = drift + _refusal_codes(a, proposal, policy, not candidate_id)
     if codes:
         blocked = answer(status="blocked", proposal=proposal, reason_codes=codes)
         return Guided(blocked, notes.transition_blocked(codes, a, proposal, not candidate_id))

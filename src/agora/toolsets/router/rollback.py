@@ -5,9 +5,10 @@ It never writes a Profile: it keeps a proposal (status ``pending``) that
 kept revision whose Profile differs from the current one (the current revision, or one
 holding the same Profile, would be a proposal that changes nothing: ``blocked``,
 ``rollback-source-revision-unavailable``), and is bound to the current Profile's digest
-(else ``profile-drift``). Its backtest replays the restored Profile over the workspace's
-runs of the Profile's target exactly as a preview's does over a candidate's runs: a run is
-matched only when the Profile plans exactly its route (`previews.plans_exactly`). A blocked
+(else ``profile-drift``). Its backtest (`backtest`) replays the restored Profile over the
+workspace's runs of the Profile's target by a preview's rules: a run is matched only when
+the Profile plans exactly its route (`previews.plans_exactly`), and one the current Profile
+plans exactly and the restored one would not is a planned route regression. A blocked
 answer says in a second text block what to send instead: the outputSchema has no field for it.
 """
 
@@ -18,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from agora.mcp.results import Guided
 from agora.toolsets.router import memory_notes as notes
-from agora.toolsets.router import previews
+from agora.toolsets.router import previews, profiles
 from agora.toolsets.router.digests import canonical, digest
 from agora.toolsets.router.memory import MEMORY, History, StoreProposal
 from agora.toolsets.router.memory_tools import make_id, observations
 from agora.toolsets.router.ownership import memory_key
-from agora.toolsets.router.profile_tools import answer, managed_keys, write_begun
+from agora.toolsets.router.profile_tools import answer, managed_keys, manual_profiles, write_begun
 from agora.toolsets.router.run import refusals_logged
 from agora.toolsets.router.sql import stamp
 
@@ -77,18 +78,40 @@ def _same_profile(source: Current, history: list[Current], target: str) -> Guide
     ))  # fmt: skip
 
 
-def backtest(source_json: str, observed: list[Observed]) -> dict[str, Any]:
-    """The restored Profile replayed over ``observed``: a run is matched only when the
-    Profile plans exactly its route, as a preview's backtest counts one."""
+def backtest(source_json: str, current_json: str, observed: list[Observed],
+             manual: list[profiles.Profile]) -> dict[str, Any]:  # fmt: skip
+    """The restored Profile replayed over ``observed`` (the target's runs) by a preview's
+    rules. Its positives are the runs its rules match, matched when it plans exactly their
+    route; ``unexpected_match_count`` counts those of them the current Profile matches no
+    rule for, and ``planned_route_regressions`` the runs the current Profile plans exactly
+    and the restored one would not. A manual Profile resolving a positive's context outranks
+    it (``manual_precedence``). Acceptable as a preview is: coverage at least 0.75, no
+    regression, no manual precedence."""
     rules = json.loads(source_json)["rules"]
-    matched = sum(previews.plans_exactly(rules, o) for o in observed)
+    now = json.loads(current_json)["rules"]
+    own = [o for o in observed if any(previews.rule_matches(r, o) for r in rules)]
+    matched = sum(previews.plans_exactly(rules, o) for o in own)
+    regressions = sum(
+        previews.plans_exactly(now, o) and not previews.plans_exactly(rules, o) for o in observed
+    )
+    coverage = matched / len(own) if own else 0.0
+    manual_precedence = any(
+        profiles.resolve(manual, tuple(o.document.get("domains", [])),
+                         tuple(o.document.get("tags", [])), None).rule_id is not None
+        for o in own
+    )  # fmt: skip
     test = {
         "workspace_isolation": True, "capability_gap_summary": "unavailable",
-        "positive_observation_count": len(observed), "positive_match_count": matched,
-        "positive_match_coverage": matched / len(observed) if observed else 0.0,
-        "unexpected_match_count": 0, "planned_route_regressions": 0,
-        "manual_precedence": False, "manual_profile_digests": [], "shadowed_rule_ids": [],
-        "equal_rank_conflicts": [], "acceptable": True,
+        "positive_observation_count": len(own), "positive_match_count": matched,
+        "positive_match_coverage": coverage,
+        "unexpected_match_count": sum(
+            not any(previews.rule_matches(r, o) for r in now) for o in own
+        ),
+        "planned_route_regressions": regressions, "manual_precedence": manual_precedence,
+        "manual_profile_digests": sorted(p.digest for p in manual), "shadowed_rule_ids": [],
+        "equal_rank_conflicts": [],
+        "acceptable": coverage >= previews.MIN_COVERAGE and regressions == 0
+        and not manual_precedence,
     }  # fmt: skip
     test["backtest_digest"] = digest(test)
     return test
@@ -122,7 +145,7 @@ async def rollback_profile_revision(call: ToolCall) -> dict[str, Any]:
         return _same_profile(source, history, target)
     observed = [o for o in await observations(call, identity)
                 if o.document["target_profile_class"] == target]  # fmt: skip
-    test = backtest(source_json, observed)
+    test = backtest(source_json, current_json, observed, await manual_profiles(call))
     diff = _diff(current_json, source_json)
     now = call.runtime.clock.wall()
     proposal: dict[str, Any] = {
