@@ -1,7 +1,9 @@
 """Memory answers a re-tester found wrong after the first round of fixes.
 
 Findings (a coding agent over the official SDK): a feedback resent after an analytics-only
-purge replayed ``recorded`` for feedback no longer stored.
+purge replayed ``recorded`` for feedback no longer stored; a rollback refused for restoring the
+current Profile listed, as revisions to send instead, the current one and one holding the same
+Profile; an approved first revision's candidate was told to roll back to an earlier revision.
 """
 
 from __future__ import annotations
@@ -9,7 +11,16 @@ from __future__ import annotations
 import pytest
 from memory_support import memory_workspace, status
 from router_driver import ctx
-from test_router_memory_answers import run_once
+from test_router_guidance import texts
+from test_router_memory_answers import (
+    approve,
+    approved_pair,
+    listed,
+    preview,
+    record,
+    rollback,
+    run_once,
+)
 
 
 @pytest.fixture
@@ -56,3 +67,36 @@ async def test_a_feedback_resent_after_an_analytics_purge_records_it_again(
     fresh = Router(Runtime(runtime.store, nursery, clock=Clock(FakeWall()), options=options))
     # the feedback ids reloaded from the store let the new receipt replay
     assert await fresh.call("record_route_feedback", **args) == {**again, "replayed": True}
+
+
+async def test_a_refused_rollback_lists_only_the_revisions_it_would_accept(
+    router, runtime, workspace
+):
+    (_p1, rev1), (p2, rev2) = await approved_pair(router, runtime, workspace)
+    pending = await rollback(router, workspace, rev1["revision_id"], p2["proposed_profile_digest"])
+    rev3 = await approve(router, workspace, pending["proposal"])
+    assert rev3["status"] == "applied"  # revision 3 holds revision 1's Profile
+    current = pending["proposal"]["proposed_profile_digest"]
+    for source in (rev3, rev1):
+        same = await rollback(router, workspace, source["revision_id"], current,
+                              key=source["revision_id"])  # fmt: skip
+        assert same["reason_codes"] == ["rollback-source-revision-unavailable"]
+        note = texts(same)[-1]
+        assert f"({'revision 2: ' + rev2['revision_id']})." in note
+        assert "revision 3:" not in note
+        assert "revision 1:" not in note
+
+
+async def test_a_first_revision_has_nothing_to_roll_back_to(router, runtime, workspace):
+    await record(router, runtime, workspace, "web")
+    (candidate,) = (await listed(router, workspace))["candidates"]
+    proposal = (await preview(router, workspace, candidate["candidate_id"]))["proposal"]
+    rev1 = await approve(router, workspace, proposal)
+    again = await preview(router, workspace, candidate["candidate_id"])
+    assert "nothing to roll back to" in texts(again)[-1]
+    assert "an earlier revision" not in texts(again)[-1]
+    same = await rollback(router, workspace, rev1["revision_id"],
+                          proposal["proposed_profile_digest"])  # fmt: skip
+    note = texts(same)[-1]
+    assert "there is nothing to roll back to" in note
+    assert "revision 1:" not in note

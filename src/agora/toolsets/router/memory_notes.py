@@ -16,17 +16,32 @@ if TYPE_CHECKING:
     from agora.toolsets.router.previews import Current
 
 
-def in_force(candidate: dict[str, Any], current: Current) -> str:
+def restorable(history: list[Current]) -> str:
+    """The kept revisions a rollback accepts (those holding another Profile than the current
+    one), newest first, or "" if there is none."""
+    current = history[-1][2]
+    return "; ".join(
+        f"revision {no}: {rid}" for no, rid, d, _j in reversed(history) if d != current
+    )
+
+
+def in_force(candidate: dict[str, Any], history: list[Current]) -> str:
     """Why an approved (or auto-promoted) candidate is not previewed: its rule is the
-    Profile's already."""
-    no, rid, profile, _json = current
+    Profile's (newest revision of ``history``) already."""
+    no, rid, profile, _json = history[-1]
     candidate_id, target = candidate["candidate_id"], candidate["target_profile_class"]
+    earlier = restorable(history)
+    undo = (
+        f"to undo it, send rollback_profile_revision source_revision_id of an earlier revision"
+        f" ({earlier})."
+        if earlier
+        else "no kept revision holds another Profile, so there is nothing to roll back to."
+    )
     return (
         f"candidate-not-proposed: candidate {candidate_id} is {candidate['status']}: revision"
         f" {no} ({rid}) of the {target} Profile, digest {profile}, holds its rule exactly, so"
-        " a preview"
-        " would propose no change. It is proposed again only if its runs' route changes; to"
-        " undo it, send rollback_profile_revision an earlier revision_id."
+        " a preview would propose no change. It is proposed again only if its runs' route"
+        f" changes; {undo}"
     )
 
 

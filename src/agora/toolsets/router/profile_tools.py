@@ -187,7 +187,7 @@ async def preview_profile_update(call: ToolCall) -> dict[str, Any]:
         off = answer(status="blocked", reason_codes=list(policy.reason_codes))
         return Guided(off, notes.memory_off(policy.effective_mode))
     wanted = call.args["candidate_id"]
-    previewed, latest = await _proposals(call, policy, identity)
+    previewed, _latest = await _proposals(call, policy, identity)
     for mined, proposal, reasons, problems in previewed:
         if mined.candidate["candidate_id"] != wanted:
             continue
@@ -199,8 +199,11 @@ async def preview_profile_update(call: ToolCall) -> dict[str, Any]:
             if problems:  # no reason code names them: a second text block does
                 return Guided(blocked, "Profile lint problems: " + "; ".join(problems) + ".")
             if reasons == ["candidate-not-proposed"]:
-                current = latest[(target, profile_key(target, identity) or "")]
-                return Guided(blocked, notes.in_force(mined.candidate, current))
+                wanted_key = (target, profile_key(target, identity) or "")
+                revisions, _kept, _decided = await call.runtime.call(
+                    MEMORY, memory_key(call.principal), History((wanted_key,))
+                )
+                return Guided(blocked, notes.in_force(mined.candidate, revisions[wanted_key]))
             said = notes.preview_blocked(reasons, target, policy.allowed_targets)
             return blocked if said is None else Guided(blocked, said)
         return answer(status="previewed", proposal=proposal, reason_codes=reasons)

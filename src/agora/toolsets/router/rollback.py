@@ -44,10 +44,6 @@ def _diff(old: str, new: str) -> str:
     }).decode()  # fmt: skip
 
 
-def _kept(history: list[Current]) -> str:
-    return "; ".join(f"revision {no}: {rid}" for no, rid, _d, _j in reversed(history))
-
-
 def drift_note(sent: str, history: list[Current]) -> str:
     """What a ``profile-drift`` refusal of a rollback means and which digest to send."""
     no, rid, current, _json = history[-1]
@@ -71,10 +67,15 @@ def _same_profile(source: Current, history: list[Current], target: str) -> Guide
     no, rid, _digest, _json = history[-1]
     which = "is" if source[1] == rid else f"holds the same Profile as revision {no},"
     blocked = answer(status="blocked", reason_codes=["rollback-source-revision-unavailable"])
+    others = notes.restorable(history)
+    instead = (
+        f"Send source_revision_id of a kept revision holding another Profile ({others})."
+        if others
+        else "No kept revision holds another Profile: there is nothing to roll back to."
+    )
     return Guided(blocked, (
         f"Revision {source[1]} {which} the current revision of the {target} Profile: a"
-        " rollback restores a different, earlier Profile, so nothing was proposed. Send"
-        f" source_revision_id of another kept revision ({_kept(history)})."
+        f" rollback restores a different, earlier Profile, so nothing was proposed. {instead}"
     ))  # fmt: skip
 
 
