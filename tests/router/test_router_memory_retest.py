@@ -3,7 +3,9 @@
 Findings (a coding agent over the official SDK): a feedback resent after an analytics-only
 purge replayed ``recorded`` for feedback no longer stored; a rollback refused for restoring the
 current Profile listed, as revisions to send instead, the current one and one holding the same
-Profile; an approved first revision's candidate was told to roll back to an earlier revision.
+Profile; an approved first revision's candidate was told to roll back to an earlier revision; a
+rollback asked again after a new run kept the first answer's proposal, so a transition called
+the newer digest stale and asked for the older one.
 """
 
 from __future__ import annotations
@@ -100,3 +102,25 @@ async def test_a_first_revision_has_nothing_to_roll_back_to(router, runtime, wor
     note = texts(same)[-1]
     assert "there is nothing to roll back to" in note
     assert "revision 1:" not in note
+
+
+async def test_a_rollback_asked_again_keeps_the_latest_proposal(
+    router, runtime, workspace, nursery, options
+):
+    from router_driver import Router
+
+    from agora.runtime.registry import Runtime
+
+    (_p1, rev1), (p2, _rev2) = await approved_pair(router, runtime, workspace)
+    current = p2["proposed_profile_digest"]
+    first = await rollback(router, workspace, rev1["revision_id"], current, key="rb5")
+    await run_once(router, workspace, "web")
+    second = await rollback(router, workspace, rev1["revision_id"], current, key="rb6")
+    old, new = first["proposal"], second["proposal"]
+    assert old["proposal_id"] == new["proposal_id"]
+    assert old["proposal_digest"] != new["proposal_digest"]  # one more run in its backtest
+    fresh = Router(Runtime(runtime.store, nursery, clock=runtime.clock, options=options))
+    stale = await approve(fresh, workspace, old)  # reloaded from the store: the newer one
+    assert stale["reason_codes"] == ["profile-preview-stale"]
+    assert new["proposal_digest"] in texts(stale)[-1]
+    assert (await approve(fresh, workspace, new))["status"] == "applied"

@@ -257,10 +257,11 @@ class MemoryStore:
     def keep_proposal(self, cmd: StoreProposal, at: str) -> tuple[dict[str, Any], list[Write]]:
         writes = self._create()
         pid = cmd.proposal["proposal_id"]
-        if pid not in self.proposals:
-            self.proposals[pid] = (cmd.target, cmd.profile_key, cmd.proposal)
-            writes.append(memory_sql.insert_proposal(self.owner, pid, cmd.target, cmd.profile_key,
-                                                     json.dumps(cmd.proposal), at))  # fmt: skip
+        # The latest answered wins: a rollback asked again (new runs since) names the same
+        # proposal with a new backtest and digest, the one its transition must be sent.
+        self.proposals[pid] = (cmd.target, cmd.profile_key, cmd.proposal)
+        writes.append(memory_sql.insert_proposal(self.owner, pid, cmd.target, cmd.profile_key,
+                                                 json.dumps(cmd.proposal), at))  # fmt: skip
         return dict(cmd.result), writes
 
     def reject(self, cmd: RejectCandidate, at: str) -> tuple[dict[str, Any], list[Write]]:

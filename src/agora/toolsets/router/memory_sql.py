@@ -187,11 +187,13 @@ def insert_rejection(owner: str, candidate_id: str, key: str, at: str) -> Write:
 def insert_proposal(
     owner: str, proposal_id: str, target: str, key: str, proposal: str, at: str
 ) -> Write:
-    """Keep a reviewable proposal that no candidate derives (a rollback)."""
+    """Keep a reviewable proposal that no candidate derives (a rollback), replacing an
+    earlier version of it (the same rollback asked again)."""
     return (
         "INSERT INTO router_memory_proposals (owner, proposal_id, target_profile_class,"
         " profile_key, proposal_json, created_at) VALUES (?, ?, ?, ?, ?, ?)"
-        " ON CONFLICT DO NOTHING",
+        " ON CONFLICT (owner, proposal_id) DO UPDATE SET proposal_json = excluded.proposal_json,"
+        " created_at = excluded.created_at",
         (owner, proposal_id, target, key, proposal, at),
     )
 
