@@ -5,13 +5,14 @@ purge replayed ``recorded`` for feedback no longer stored; a rollback refused fo
 current Profile listed, as revisions to send instead, the current one and one holding the same
 Profile; an approved first revision's candidate was told to roll back to an earlier revision; a
 rollback asked again after a new run kept the first answer's proposal, so a transition called
-the newer digest stale and asked for the older one.
+the newer digest stale and asked for the older one; a purge blocked on a stale digest, and
+a remember of a run not completed or not found, said nothing of what to do; "1 days".
 """
 
 from __future__ import annotations
 
 import pytest
-from memory_support import memory_workspace, status
+from memory_support import memory_workspace, remember_args, status
 from router_driver import ctx
 from test_router_guidance import texts
 from test_router_memory_answers import (
@@ -124,3 +125,31 @@ async def test_a_rollback_asked_again_keeps_the_latest_proposal(
     assert stale["reason_codes"] == ["profile-preview-stale"]
     assert new["proposal_digest"] in texts(stale)[-1]
     assert (await approve(fresh, workspace, new))["status"] == "applied"
+
+
+async def test_blocked_purges_and_unrecorded_runs_say_what_to_do(router, runtime, workspace):
+    seen = await run_once(router, workspace, "web")
+    note = texts(await listed(router, workspace))[-1]
+    assert "1 run (< 3)" in note
+    assert "1 day (< 2)" in note
+    digest = (await status(router, workspace))["history_summary_digest"]
+    await run_once(router, workspace, "web")
+    stale = await router.call("purge_workflow_memory", context=ctx(), scope="analytics-only",
+                              confirmed=True, include_managed_profiles=False,
+                              expected_summary_digest=digest, idempotency_key="p",
+                              correlation_id="c")  # fmt: skip
+    assert stale["reason_codes"] == ["stale-summary-digest"]
+    note = texts(stale)[-1]
+    assert "Call get_memory_status again" in note
+    assert "history_summary_digest" in note
+    assert stale["summary_digest_before"] in note
+    routing = {"workspace_root": str(workspace), "domains": ["web"], "tags": [],
+               "current_phase_id": None}  # fmt: skip
+    run = (await router.plan("Fix the typo", routing_context=routing))["workflow_run_id"]
+    open_run = await router.call("remember_workflow", **remember_args(run, workspace))
+    assert open_run["reason_codes"] == ["workflow-not-completed", "required-gate-not-passed"]
+    assert "every phase's exit gate must pass" in texts(open_run)[-1]
+    missing = await router.call("remember_workflow",
+                                **remember_args(seen["observation_id"], workspace))  # fmt: skip
+    assert missing["reason_codes"] == ["workflow-run-not-found"]
+    assert "names no run of this session" in texts(missing)[-1]

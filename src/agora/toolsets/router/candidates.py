@@ -198,12 +198,16 @@ def mark(candidate: dict[str, Any], status: str | None, reasons: list[str]) -> N
     )
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _unmet(m: dict[str, Any]) -> list[str]:
     """The reviewed thresholds a pattern's metrics miss, each with its value."""
     runs, days, completion, corrections, consistency = REVIEWED
     said = [
-        (m["distinct_runs"] < runs, f"{m['distinct_runs']} runs (< {runs})"),
-        (m["distinct_days"] < days, f"{m['distinct_days']} days (< {days})"),
+        (m["distinct_runs"] < runs, f"{_count(m['distinct_runs'], 'run')} (< {runs})"),
+        (m["distinct_days"] < days, f"{_count(m['distinct_days'], 'day')} (< {days})"),
         (m["completion_rate"] < completion,
          f"completion {m['completion_rate']:.2f} (< {completion:.2f})"),
         (m["manual_correction_rate"] > corrections, "corrections (runs with corrected"
@@ -244,10 +248,10 @@ def why_none(observed: list[Observed]) -> str:
                " candidate (a builtin route, with no skill in planned_skill_tree: the builtin"
                " default plans it already; or skill or check ids a Profile cannot hold)"
                if not learnable(route) else "it misses " + ", ".join(_unmet(metrics)))  # fmt: skip
-        told.append(f"{len(members)} runs ({envelope}, {target}, domains [{domains}], tags"
-                    f" [{tags}]): {why}")  # fmt: skip
+        told.append(f"{_count(len(members), 'run')} ({envelope}, {target}, domains"
+                    f" [{domains}], tags [{tags}]): {why}")  # fmt: skip
     more = f"; and {len(patterns) - _TOLD} more patterns" if len(patterns) > _TOLD else ""
     return (
-        f"No candidates from the {len(observed)} remembered runs of this workspace, by"
+        f"No candidates from the {_count(len(observed), 'remembered run')} of this workspace, by"
         f" pattern: {'; '.join(told)}{more}. {need[0].upper()}{need[1:]}."
     )

@@ -158,3 +158,33 @@ def revision_not_found(revision_id: str, kept: list[tuple[str, int, str]]) -> st
         " workspace_root sent). Send a revision_id transition_profile_update answered; kept"
         f" now: {listed}."
     )
+
+
+#: What a ``not-recorded`` remember_workflow answer's reason codes mean and what to do.
+_NOT_RECORDED = {
+    "explicit-no-memory": "one_shot no-memory asks that this run not be remembered",
+    "risk-class-excluded": "a run of risk_class r3 is never remembered",
+    "unknown-side-effect-outcome": "a run whose side_effect_outcome is unknown is never"
+    " remembered: send it again once the outcome is known",
+    "workflow-run-not-found": "workflow_run_id names no run of this session: send the"
+    " workflow_run_id plan_work answered, in the session (context.session_id) that planned it",
+    "workflow-not-completed": "the run is not completed: every phase's exit gate must pass"
+    " (evaluate_gate) before it is remembered; send remember_workflow again then",
+}
+
+
+def not_recorded(codes: list[str], allowed: tuple[str, ...]) -> str:
+    """Why remember_workflow recorded nothing, and what to do, one sentence per reason."""
+    said = [_NOT_RECORDED[c] for c in codes if c in _NOT_RECORDED]
+    if "profile-target-not-allowed" in codes:
+        said.append(f"target_profile_class must be one the policy allows ({', '.join(allowed)})")
+    return "Nothing was recorded: " + "; ".join(said) + "."
+
+
+def purge_stale(sent: str, current: str) -> str:
+    """Why a purge was blocked as ``stale-summary-digest`` and what to send."""
+    return (
+        f"stale-summary-digest: expected_summary_digest {sent} is not the Memory's summary"
+        f" digest now, {current} (every Memory write changes it). Call get_memory_status again"
+        " to review what the purge deletes, and send its history_summary_digest."
+    )

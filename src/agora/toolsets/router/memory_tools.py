@@ -229,7 +229,8 @@ async def remember_workflow(call: ToolCall) -> dict[str, Any]:
         run = None  # not found in this session
     reasons = _ineligible(a, policy, run)
     if reasons or run is None:
-        return {**result, "status": "not-recorded", "reason_codes": reasons}
+        not_recorded = {**result, "status": "not-recorded", "reason_codes": reasons}
+        return Guided(not_recorded, notes.not_recorded(reasons, policy.allowed_targets))
     signature = digest(run["route"])
     observation = {
         **run["route"], **run["routing_context"], "route_signature_digest": signature,
@@ -317,6 +318,9 @@ async def purge_workflow_memory(call: ToolCall) -> dict[str, Any]:
                     include_managed_profiles=a["include_managed_profiles"],
                     **receipt_fields(call))  # fmt: skip
     reply: dict[str, Any] = await call.runtime.call(MEMORY, memory_key(call.principal), command)
+    if reply.get("reason_codes") == ["stale-summary-digest"]:
+        sent = a["expected_summary_digest"]
+        return Guided(reply, notes.purge_stale(sent, reply["summary_digest_before"]))
     if not a["include_managed_profiles"] or a["scope"] == "all-memory-data":
         return reply
     return Guided(reply, (  # the outputSchema has no field for a flag that did nothing
