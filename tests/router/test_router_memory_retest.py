@@ -6,7 +6,8 @@ current Profile listed, as revisions to send instead, the current one and one ho
 Profile; an approved first revision's candidate was told to roll back to an earlier revision; a
 rollback asked again after a new run kept the first answer's proposal, so a transition called
 the newer digest stale and asked for the older one; a purge blocked on a stale digest, and
-a remember of a run not completed or not found, said nothing of what to do; "1 days".
+a remember of a run not completed or not found, said nothing of what to do; "1 days"; a
+candidate a correction disqualified left a list that was not empty without a word.
 """
 
 from __future__ import annotations
@@ -153,3 +154,35 @@ async def test_blocked_purges_and_unrecorded_runs_say_what_to_do(router, runtime
                                 **remember_args(seen["observation_id"], workspace))  # fmt: skip
     assert missing["reason_codes"] == ["workflow-run-not-found"]
     assert "names no run of this session" in texts(missing)[-1]
+
+
+async def test_a_candidate_dropping_out_of_a_list_is_named_with_its_reason(
+    router, runtime, workspace
+):
+    await record(router, runtime, workspace, "db")
+    for n in range(3):
+        await run_once(router, workspace, "web")
+        if n == 0:
+            runtime.clock.wall_source.advance(86400)
+    builtin = await run_once(router, workspace, "web", skill=None)
+    full = await listed(router, workspace)
+    assert len(full["candidates"]) == 2
+    assert len(texts(full)) == 1  # every pattern is a candidate: no second text block
+    (run,) = await runtime.read(lambda c: c.execute(
+        "SELECT workflow_run_id FROM router_memory_observations WHERE observation_id = ?",
+        (builtin["observation_id"],)).fetchone())  # fmt: skip
+    corrected = await router.call(
+        "record_route_feedback", context=ctx(), correlation_id="c", idempotency_key="fb",
+        workspace_root=str(workspace), workflow_run_id=run,
+        observation_id=builtin["observation_id"], feedback_type="corrected",
+        reason_code="user-correction", correction_dimensions=["primary-skill"],
+        original_route_digest=builtin["route_signature_digest"],
+        corrected_route_digest="sha256:" + "c" * 64,
+    )  # fmt: skip
+    assert corrected["status"] == "recorded"
+    left = await listed(router, workspace)
+    assert len(left["candidates"]) == 1
+    note = texts(left)[-1]
+    assert "that are not candidates: 4 runs (single, managed-personal, domains [web]" in note
+    assert "corrections (runs with corrected feedback) 0.25 (> 0.20)" in note
+    assert "domains [db]" not in note

@@ -224,34 +224,56 @@ def _unmet(m: dict[str, Any]) -> list[str]:
 _TOLD: Final = 5
 
 
-def why_none(observed: list[Observed]) -> str:
-    """Why no candidate is mined from ``observed`` (one workspace's observations), said in a
-    text block: an empty list alone does not say. Each pattern is named with what keeps it
-    from being one: the thresholds it misses with their values, or a most common route no
-    Profile rule can plan (`learnable`), which is never one, however many its runs."""
-    need = (
-        f"a candidate needs {REVIEWED[0]} remembered runs of one route (the same envelope,"
-        f" target, domains and tags) on {REVIEWED[1]} days, completion >= {REVIEWED[2]:.2f},"
-        f" corrections <= {REVIEWED[3]:.2f}, consistency >= {REVIEWED[4]:.2f} and no rejected"
-        " feedback"
-    )
-    if not observed:
-        return (
-            "No candidates: no workflow of this workspace is remembered yet"
-            f" (remember_workflow); {need}."
-        )
+_NEED: Final = (
+    f"a candidate needs {REVIEWED[0]} remembered runs of one route (the same envelope,"
+    f" target, domains and tags) on {REVIEWED[1]} days, completion >= {REVIEWED[2]:.2f},"
+    f" corrections <= {REVIEWED[3]:.2f}, consistency >= {REVIEWED[4]:.2f} and no rejected"
+    " feedback"
+)
+
+
+def _not_candidates(observed: list[Observed]) -> str:
+    """The patterns of ``observed`` that are no candidate, each with what keeps it from being
+    one, or "" if every pattern is one."""
     told = []
-    patterns = _patterns(observed)
-    for (envelope, target, domains, tags), members in patterns[:_TOLD]:
+    for (envelope, target, domains, tags), members in _patterns(observed):
         metrics, route, _top = _measure(members)
+        if _meets(metrics, REVIEWED) and learnable(route):
+            continue
         why = ("their most common route is one no Profile rule can plan, which is never a"
                " candidate (a builtin route, with no skill in planned_skill_tree: the builtin"
                " default plans it already; or skill or check ids a Profile cannot hold)"
                if not learnable(route) else "it misses " + ", ".join(_unmet(metrics)))  # fmt: skip
         told.append(f"{_count(len(members), 'run')} ({envelope}, {target}, domains"
                     f" [{domains}], tags [{tags}]): {why}")  # fmt: skip
-    more = f"; and {len(patterns) - _TOLD} more patterns" if len(patterns) > _TOLD else ""
+    more = f"; and {len(told) - _TOLD} more patterns" if len(told) > _TOLD else ""
+    return "; ".join(told[:_TOLD]) + more
+
+
+def why_none(observed: list[Observed]) -> str:
+    """Why no candidate is mined from ``observed`` (one workspace's observations), said in a
+    text block: an empty list alone does not say. Each pattern is named with what keeps it
+    from being one: the thresholds it misses with their values, or a most common route no
+    Profile rule can plan (`learnable`), which is never one, however many its runs."""
+    if not observed:
+        return (
+            "No candidates: no workflow of this workspace is remembered yet"
+            f" (remember_workflow); {_NEED}."
+        )
     return (
         f"No candidates from the {_count(len(observed), 'remembered run')} of this workspace, by"
-        f" pattern: {'; '.join(told)}{more}. {need[0].upper()}{need[1:]}."
+        f" pattern: {_not_candidates(observed)}. {_NEED[0].upper()}{_NEED[1:]}."
+    )
+
+
+def why_not_listed(observed: list[Observed]) -> str | None:
+    """For a list that is not empty, the patterns of ``observed`` that are no candidate (one
+    that was, and a correction or a new run changed, drops out of it), said as `why_none`
+    says them; None if every pattern is a candidate."""
+    others = _not_candidates(observed)
+    if not others:
+        return None
+    return (
+        f"Patterns of this workspace's remembered runs that are not candidates: {others}."
+        f" {_NEED[0].upper()}{_NEED[1:]}."
     )

@@ -116,6 +116,7 @@ async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
     a = call.args
     policy, identity, root_note = await policy_and_root(call)
     found: list[dict[str, Any]] = []
+    others: str | None = None
     why = (
         f"No candidates: the Memory policy's effective mode is {policy.effective_mode}, and"
         " candidates are derived only in reviewed or automatic mode (get_memory_status says"
@@ -125,6 +126,7 @@ async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
         mined, observed, _latest = await workspace_candidates(call, policy, identity)
         found = [m.candidate for m in mined]
         why = candidates.why_none(observed)
+        others = candidates.why_not_listed(observed) if found else None
     if a["status"] is not None and found:
         found = [c for c in found if c["status"] == a["status"]]
         why = f"No candidate has status {a['status']}; send status null to list every one."
@@ -134,7 +136,9 @@ async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
     if root_note is not None:
         note = f"{root_note[0].upper()}{root_note[1:]} No candidates are listed for it."
         return Guided(result, note)
-    return result if found else Guided(result, why)
+    if not found:
+        return Guided(result, why)
+    return result if others is None or a["status"] is not None else Guided(result, others)
 
 
 #: A candidate, its proposal (None if blocked), the reason codes and the lint problems.
