@@ -7,7 +7,8 @@ Profile; an approved first revision's candidate was told to roll back to an earl
 rollback asked again after a new run kept the first answer's proposal, so a transition called
 the newer digest stale and asked for the older one; a purge blocked on a stale digest, and
 a remember of a run not completed or not found, said nothing of what to do; "1 days"; a
-candidate a correction disqualified left a list that was not empty without a word.
+candidate a correction disqualified left a list that was not empty without a word; feedback
+naming no workspace (or another) on a workspace's observation was recorded.
 """
 
 from __future__ import annotations
@@ -186,3 +187,23 @@ async def test_a_candidate_dropping_out_of_a_list_is_named_with_its_reason(
     assert "that are not candidates: 4 runs (single, managed-personal, domains [web]" in note
     assert "corrections (runs with corrected feedback) 0.25 (> 0.20)" in note
     assert "domains [db]" not in note
+
+
+async def test_feedback_names_the_workspace_its_observation_was_remembered_in(
+    router, runtime, workspace
+):
+    seen = await run_once(router, workspace, "web")
+    (run,) = await runtime.read(lambda c: c.execute(
+        "SELECT workflow_run_id FROM router_memory_observations WHERE observation_id = ?",
+        (seen["observation_id"],)).fetchone())  # fmt: skip
+    args = {"context": ctx(), "correlation_id": "c", "workspace_root": None,
+            "idempotency_key": "fb-x", "workflow_run_id": run,
+            "observation_id": seen["observation_id"], "feedback_type": "accepted",
+            "reason_code": "user-accepted", "correction_dimensions": [],
+            "original_route_digest": None, "corrected_route_digest": None}  # fmt: skip
+    refused = await router.refused("record_route_feedback", **args)
+    assert refused["code"] == "workflow-context-mismatch"
+    assert "remembered in another workspace" in refused["message"]
+    assert await feedback_rows(runtime) == 0
+    args["workspace_root"] = str(workspace)
+    assert (await router.call("record_route_feedback", **args))["status"] == "recorded"

@@ -62,6 +62,8 @@ class Feedback(Receipted, frozen=True, tag=True):
     observation_id: str
     workflow_run_id: str
     original_route_digest: str | None
+    #: the workspace identity the call names (``personal`` when workspace_root is null)
+    workspace_identity: str
     row: dict[str, Any]
     result: dict[str, Any]
 
@@ -327,6 +329,8 @@ class MemoryStore:
         original = cmd.original_route_digest
         if bound[1] != cmd.workflow_run_id or original not in (None, bound[3]):
             raise replies.refusal("workflow-context-mismatch", replies.OTHER_RUN)
+        if bound[0] != cmd.workspace_identity:
+            raise replies.refusal("workflow-context-mismatch", replies.OTHER_WORKSPACE)
         self.feedback_by.setdefault(cmd.observation_id, set()).add(cmd.result["feedback_id"])
         row = {**cmd.row, "workspace_identity": bound[0], "recorded_at": at}
         return dict(cmd.result), [memory_sql.insert_feedback(self.owner, row)]

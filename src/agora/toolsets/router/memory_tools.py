@@ -271,7 +271,7 @@ async def remember_workflow(call: ToolCall) -> dict[str, Any]:
 async def record_route_feedback(call: ToolCall) -> dict[str, Any]:
     """Record typed feedback bound to an observation of the caller's session and run."""
     a = call.args
-    policy, _identity = await policy_of(call)
+    policy, identity = await policy_of(call)
     result: dict[str, Any] = {
         "authority_mode": "router-local", "replayed": False, "policy_digest": policy.digest,
         "observation_id": a["observation_id"], "feedback_id": None, "feedback_digest": None,
@@ -304,7 +304,8 @@ async def record_route_feedback(call: ToolCall) -> dict[str, Any]:
     result |= {"status": "recorded", "reason_codes": [], "feedback_id": feedback_id,
                "feedback_digest": row["feedback_digest"]}  # fmt: skip
     command = Feedback(observation_id=a["observation_id"], workflow_run_id=a["workflow_run_id"],
-                       original_route_digest=original, row=row, result=result,
+                       original_route_digest=original, workspace_identity=identity,
+                       row=row, result=result,
                        **receipt_fields(call))  # fmt: skip
     reply: dict[str, Any] = await call.runtime.call(MEMORY, memory_key(call.principal), command)
     return reply

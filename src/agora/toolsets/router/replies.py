@@ -251,6 +251,10 @@ OTHER_RUN: Final = (
     "the observation is of another run or route: send its own workflow_run_id, and"
     " original_route_digest null or its route_signature_digest"
 )
+OTHER_WORKSPACE: Final = (
+    "the observation was remembered in another workspace: send the workspace_root its"
+    " remember_workflow call named (null only for one remembered without a workspace)"
+)
 
 
 def unknown_proposal(proposal_id: str) -> ToolError:
