@@ -18,7 +18,8 @@ from test_router_previews import candidates, preview, transition
 
 from agora.toolsets.router import previews
 from agora.toolsets.router.candidates import Mined, Observed, mine_with_routes
-from agora.toolsets.router.memory import MEMORY, ApplyRevision
+from agora.toolsets.router.memory import MEMORY
+from agora.toolsets.router.memory_commands import ApplyRevision
 from agora.toolsets.router.ownership import memory_key
 
 PHASED = "Plan the parser, then implement it"

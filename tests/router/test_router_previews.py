@@ -172,7 +172,8 @@ def test_a_revision_is_written_only_if_it_is_still_the_next_one():
     import datetime as datetime_module
 
     from agora.runtime.clock import Now
-    from agora.toolsets.router.memory import ApplyRevision, MemoryStore
+    from agora.toolsets.router.memory import MemoryStore
+    from agora.toolsets.router.memory_commands import ApplyRevision
 
     store = MemoryStore(None)
     now = Now(0.0, datetime_module.datetime(2026, 11, 30, tzinfo=datetime_module.UTC))
@@ -334,7 +335,8 @@ def test_at_most_twenty_revisions_are_kept_per_managed_profile():
     import datetime as datetime_module
 
     from agora.runtime.clock import Now
-    from agora.toolsets.router.memory import MAX_REVISIONS, ApplyRevision, MemoryStore
+    from agora.toolsets.router.memory import MAX_REVISIONS, MemoryStore
+    from agora.toolsets.router.memory_commands import ApplyRevision
 
     store = MemoryStore(None)
     now = Now(0.0, datetime_module.datetime(2026, 11, 30, tzinfo=datetime_module.UTC))

@@ -24,7 +24,8 @@ import trio
 from agora.errors import AgoraError
 from agora.logsafe import loggable
 from agora.toolsets.router import profiles, workspace
-from agora.toolsets.router.memory import MEMORY, Managed
+from agora.toolsets.router.memory import MEMORY
+from agora.toolsets.router.memory_commands import Managed
 from agora.toolsets.router.ownership import memory_key
 
 if TYPE_CHECKING:

@@ -41,14 +41,8 @@ from agora.toolsets.router import (
 )
 from agora.toolsets.router.digests import digest, request_digest
 from agora.toolsets.router.layers import CLIENT_ROOTS_UNUSED, roots_and_why
-from agora.toolsets.router.memory import (
-    MEMORY,
-    Feedback,
-    Purge,
-    Remember,
-    Summary,
-    Sweep,
-)
+from agora.toolsets.router.memory import MEMORY
+from agora.toolsets.router.memory_commands import Feedback, Purge, Remember, Summary, Sweep
 from agora.toolsets.router.ownership import memory_key, memory_key_of, memory_owner
 from agora.toolsets.router.run import kind_of, refusals_logged
 from agora.toolsets.router.sql import stamp

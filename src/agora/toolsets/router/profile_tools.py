@@ -26,8 +26,8 @@ from agora.toolsets.router import candidates, previews, profiles
 from agora.toolsets.router import memory_notes as notes
 from agora.toolsets.router.digests import digest
 from agora.toolsets.router.layers import client_roots, read_layers
-from agora.toolsets.router.memory import (
-    MEMORY,
+from agora.toolsets.router.memory import MEMORY
+from agora.toolsets.router.memory_commands import (
     ApplyRevision,
     CheckReceipt,
     History,

@@ -24,7 +24,8 @@ import trio
 from agora.toolsets.router import candidates, previews
 from agora.toolsets.router.digests import digest
 from agora.toolsets.router.layers import read_layers
-from agora.toolsets.router.memory import MEMORY, ApplyRevision, Managed, Promoted
+from agora.toolsets.router.memory import MEMORY
+from agora.toolsets.router.memory_commands import ApplyRevision, Managed, Promoted
 from agora.toolsets.router.memory_sql import AUTO_SOURCE, owners
 from agora.toolsets.router.memory_tools import (
     PERSONAL_SCOPE,

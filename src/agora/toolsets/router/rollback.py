@@ -21,7 +21,8 @@ from agora.mcp.results import Guided
 from agora.toolsets.router import memory_notes as notes
 from agora.toolsets.router import previews, profiles
 from agora.toolsets.router.digests import canonical, digest
-from agora.toolsets.router.memory import MEMORY, History, StoreProposal
+from agora.toolsets.router.memory import MEMORY
+from agora.toolsets.router.memory_commands import History, StoreProposal
 from agora.toolsets.router.memory_tools import make_id, observations
 from agora.toolsets.router.ownership import memory_key
 from agora.toolsets.router.profile_tools import answer, managed_keys, manual_profiles, write_begun
