@@ -69,6 +69,22 @@ async def rollback(router, root, source, expected, key="rb"):
                              expected_profile_digest=expected, idempotency_key=key)  # fmt: skip
 
 
+async def corrected(router, runtime, root, remembered):
+    """Record the user's correction of the run ``remembered`` (its remember_workflow answer)."""
+    (run,) = await runtime.read(lambda c: c.execute(
+        "SELECT workflow_run_id FROM router_memory_observations WHERE observation_id = ?",
+        (remembered["observation_id"],)).fetchone())  # fmt: skip
+    said = await router.call(
+        "record_route_feedback", context=ctx(), correlation_id="c", idempotency_key="fb",
+        workspace_root=str(root), workflow_run_id=run,
+        observation_id=remembered["observation_id"], feedback_type="corrected",
+        reason_code="user-correction", correction_dimensions=["primary-skill"],
+        original_route_digest=remembered["route_signature_digest"],
+        corrected_route_digest="sha256:" + "c" * 64,
+    )  # fmt: skip
+    assert said["status"] == "recorded"
+
+
 async def approved_pair(router, runtime, root):
     """Candidates of web (with one builtin run) and db, both approved: their previews'
     proposals and transition answers."""
@@ -241,18 +257,7 @@ async def test_an_empty_list_names_the_threshold_its_pattern_misses(router, runt
             runtime.clock.wall_source.advance(86400)
     builtin = await run_once(router, workspace, "web", skill=None)
     assert len((await listed(router, workspace))["candidates"]) == 1
-    (run,) = await runtime.read(lambda c: c.execute(
-        "SELECT workflow_run_id FROM router_memory_observations WHERE observation_id = ?",
-        (builtin["observation_id"],)).fetchone())  # fmt: skip
-    corrected = await router.call(
-        "record_route_feedback", context=ctx(), correlation_id="c", idempotency_key="fb",
-        workspace_root=str(workspace), workflow_run_id=run,
-        observation_id=builtin["observation_id"], feedback_type="corrected",
-        reason_code="user-correction", correction_dimensions=["primary-skill"],
-        original_route_digest=builtin["route_signature_digest"],
-        corrected_route_digest="sha256:" + "c" * 64,
-    )  # fmt: skip
-    assert corrected["status"] == "recorded"
+    await corrected(router, runtime, workspace, builtin)
     empty = await listed(router, workspace)
     assert empty["candidates"] == []
     note = texts(empty)[-1]

@@ -20,6 +20,7 @@ from test_router_guidance import texts
 from test_router_memory_answers import (
     approve,
     approved_pair,
+    corrected,
     listed,
     preview,
     record,
@@ -169,18 +170,7 @@ async def test_a_candidate_dropping_out_of_a_list_is_named_with_its_reason(
     full = await listed(router, workspace)
     assert len(full["candidates"]) == 2
     assert len(texts(full)) == 1  # every pattern is a candidate: no second text block
-    (run,) = await runtime.read(lambda c: c.execute(
-        "SELECT workflow_run_id FROM router_memory_observations WHERE observation_id = ?",
-        (builtin["observation_id"],)).fetchone())  # fmt: skip
-    corrected = await router.call(
-        "record_route_feedback", context=ctx(), correlation_id="c", idempotency_key="fb",
-        workspace_root=str(workspace), workflow_run_id=run,
-        observation_id=builtin["observation_id"], feedback_type="corrected",
-        reason_code="user-correction", correction_dimensions=["primary-skill"],
-        original_route_digest=builtin["route_signature_digest"],
-        corrected_route_digest="sha256:" + "c" * 64,
-    )  # fmt: skip
-    assert corrected["status"] == "recorded"
+    await corrected(router, runtime, workspace, builtin)
     left = await listed(router, workspace)
     assert len(left["candidates"]) == 1
     note = texts(left)[-1]
