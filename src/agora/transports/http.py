@@ -181,9 +181,11 @@ class HttpConnection(Responder):
         Nothing by ``deadline`` cancels `timer` (see `expire`), which ends the connection.
 
         Raises:
-            Closed: the peer closed its side.
+            Closed: the peer closed its side (or had, and its socket is closed).
             trio.BrokenResourceError: the connection was reset.
         """
+        if self.gone:  # the hang-up closed the socket (`_close_now`): its number may be reused
+            raise Closed
         self.deadline = deadline
         if deadline < self.front.sweeper.wake_at:
             self.front.sweeper.due(deadline)
