@@ -9,11 +9,14 @@ handshake session's hang-ups: `test_http_session_hangup`.)
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pytest
 import trio
 from http_support import MCP_HEADERS, MODERN, MODERN_META, call, serve, until
+
+from agora.transports.http import HttpConnection
 
 mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")
 
@@ -124,3 +127,40 @@ async def json_replies(stream: trio.SocketStream, count: int) -> list[dict[str, 
         assert chunk, "the server closed the connection"
         data += chunk
     return bodies
+
+
+async def test_a_client_that_closes_right_after_its_answer_ends_its_connection_quietly(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+):
+    # The window CI once hit: the answer is out, the client reads it and closes, and the
+    # hang-up watch closes the socket before the request lets the watch go. Here the request
+    # holds that window open (until the watch has fired) instead of hoping for the timing;
+    # the keep-alive loop then must not wait on the closed socket (EBADF, a traceback).
+    answer, close_now = HttpConnection._answer, HttpConnection._close_now
+    closed = trio.Event()
+
+    def closed_now(self: HttpConnection, hung_up: Any) -> None:
+        close_now(self, hung_up)
+        closed.set()
+
+    async def answered_then_held(self: HttpConnection, head: Any) -> bool:
+        keep = await answer(self, head)
+        if self.watching is not None:
+            with trio.move_on_after(GUARD / 2):
+                await closed.wait()
+            assert self.gone, "the client's close was never seen"
+        return keep
+
+    monkeypatch.setattr(HttpConnection, "_close_now", closed_now)
+    monkeypatch.setattr(HttpConnection, "_answer", answered_then_held)
+    caplog.set_level(logging.WARNING)
+    with trio.fail_after(GUARD):
+        async with serve() as server:
+            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
+            await stream.send_all(modern_post(call("get_board", 1, _meta=MODERN_META)))
+            (reply,) = await json_replies(stream, 1)
+            assert reply["result"]["structuredContent"]["table"] == "default"
+            await stream.aclose()
+            await until(server.port, in_flight=0, connections=1)  # (healthz's own)
+    noisy = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert noisy == [], [(r.name, r.getMessage(), r.exc_text) for r in noisy]
