@@ -8,7 +8,8 @@ long (INFO). `Evictions` says the same way, per principal, the idle sessions a p
 session cap has evicted for new ones. `Refusals` says requests refused for their token (401)
 or for the Host or Origin they name (403), once a minute per cause with a count, so that token
 guessing, a misconfigured client or a balancer the Host check blocks shows in the log without
-flooding it. Nothing here refuses or evicts: the caller says what happened.
+flooding it; a task says each count as its minute ends, so that refusals that stop within the
+minute are counted too. Nothing here refuses or evicts: the caller says what happened.
 """
 
 from __future__ import annotations
@@ -99,18 +100,27 @@ class Evictions:
 class Refusals:
     """Requests refused for who sent them or the name they were sent to, said per cause: a
     WARNING at the first, with the peer and the path; the ones that follow within a minute
-    are counted, and the first after that minute says the count (INFO, with the latest
-    peer and path) and begins the next minute. A cause a minute has not seen again begins
-    anew with a WARNING. No token is ever said: the caller gives the cause, not the header.
+    are counted, and a minute after the first their count is said (INFO, with the latest
+    peer and path) whether or not another refusal comes, and the next minute begins. A
+    cause a minute has not seen again begins anew with a WARNING. Counts still unsaid when
+    the server stops are said then. No token is ever said: the caller gives the cause, not
+    the header.
+
+    Args:
+        log: The logger of the module that refuses.
+        nursery: Where the task that says the counts runs (started by a cause's first
+            repeat, ended once every count is said); cancelled when the server stops.
     """
 
     #: Seconds during which the repeats of a cause are counted, not said.
     WINDOW = 60.0
 
-    def __init__(self, log: logging.Logger) -> None:
+    def __init__(self, log: logging.Logger, nursery: trio.Nursery) -> None:
         self.log = log
-        #: Per cause (a fixed phrase, so a handful): repeats not yet said, since when.
-        self._going: dict[str, tuple[int, float]] = {}
+        self._nursery = nursery
+        #: Per cause (a fixed phrase, so a handful): the minute under way.
+        self._going: dict[str, _Minute] = {}
+        self._running = False
 
     def refused(self, cause: str | None, peer: str, path: str, detail: str = "") -> None:
         """A request from ``peer`` for ``path`` was refused for ``cause`` (``"401 unknown
@@ -119,21 +129,16 @@ class Refusals:
         if cause is None:
             return
         now = trio.current_time()
-        unsaid, since = self._going.get(cause, (-1, 0.0))
-        if unsaid >= 0 and now - since < self.WINDOW:
-            self._going[cause] = (unsaid + 1, since)
+        minute = self._going.get(cause)
+        if minute is not None and (now < minute.since + self.WINDOW or minute.unsaid):
+            minute.repeat(peer, path)
+            if now >= minute.since + self.WINDOW:  # the minute is over and its count not said yet
+                self._say(cause, minute, now)
+            elif not self._running:
+                self._running = True
+                self._nursery.start_soon(self._say_when_due)
             return
-        self._going[cause] = (0, now)
-        if unsaid > 0:
-            self.log.info(
-                "refused %s: %d more in %.0f s, the latest from %s for %s",
-                cause,
-                unsaid + 1,
-                now - since,
-                peer,
-                loggable(path),
-            )
-            return
+        self._going[cause] = _Minute(now)
         self.log.warning(
             "refused %s: from %s for %s%s (said once a minute per cause, with a count)",
             cause,
@@ -141,3 +146,49 @@ class Refusals:
             loggable(path),
             f"; {detail}" if detail else "",
         )
+
+    async def _say_when_due(self) -> None:
+        """Say each count as its minute ends, while there are counts to say; at shutdown
+        (cancelled), the ones left."""
+        try:
+            while due := [m.since for m in self._going.values() if m.unsaid]:
+                await trio.sleep_until(min(due) + self.WINDOW)
+                now = trio.current_time()
+                for cause, minute in self._going.items():
+                    if minute.unsaid and now >= minute.since + self.WINDOW:
+                        self._say(cause, minute, now)
+        finally:
+            self._running = False
+            for cause, minute in self._going.items():
+                if minute.unsaid:
+                    self._say(cause, minute, trio.current_time())
+
+    def _say(self, cause: str, minute: _Minute, now: float) -> None:
+        """Say the count of ``cause``'s minute; the next minute begins ``now``."""
+        self.log.info(
+            "refused %s: %d more in %.0f s, the latest from %s for %s",
+            cause,
+            minute.unsaid,
+            now - minute.since,
+            minute.peer,
+            loggable(minute.path),
+        )
+        minute.unsaid, minute.since = 0, now
+
+
+class _Minute:
+    """The minute under way of one cause of refusals: when it began, its repeats not said
+    yet, and the latest's peer and path."""
+
+    __slots__ = ("path", "peer", "since", "unsaid")
+
+    def __init__(self, since: float) -> None:
+        self.since = since
+        self.unsaid = 0
+        self.peer = ""
+        self.path = ""
+
+    def repeat(self, peer: str, path: str) -> None:
+        """One more refusal, from ``peer`` for ``path``."""
+        self.unsaid += 1
+        self.peer, self.path = peer, path

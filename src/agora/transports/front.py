@@ -65,8 +65,9 @@ class FrontEnd:
         self.overflow = Overflow()
         #: Refusals at the cap, logged once per episode.
         self.full = Episode(log, "connections")
-        #: Requests refused for their token, Host or Origin, logged once a minute per cause.
-        self.refusals = Refusals(log)
+        #: Requests refused for their token, Host or Origin, logged once a minute per cause
+        #: (its task ends with the nursery, at shutdown).
+        self.refusals = Refusals(log, mcp.nursery)
         #: Run the WebSocket sessions' calls (their nursery is cancelled at shutdown).
         self.workers = Workers(mcp.nursery, Connection.worker)
 
