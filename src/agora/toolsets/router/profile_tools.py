@@ -65,13 +65,15 @@ def profile_key(target: str, identity: str) -> str | None:
 
 #: Each managed Profile's newest revision, by (target, profile key).
 Latest = dict[tuple[str, str], "previews.Current"]
+#: The rules of each managed Profile's newest revision, by (target, profile key).
+Held = dict[tuple[str, str], list[dict[str, Any]]]
 
 
 async def workspace_candidates(
     call: ToolCall, policy: Policy, identity: str
-) -> tuple[list[candidates.Mined], list[candidates.Observed], Latest]:
+) -> tuple[list[candidates.Mined], list[candidates.Observed], Latest, Held]:
     """The workspace's candidates with their routes, the observations they were mined from,
-    and the newest revision of each managed Profile they target.
+    and the newest revision of each managed Profile they target, with its rules.
 
     A candidate the user rejected is ``suppressed``; one whose rule its target's managed
     Profile holds exactly is ``approved`` (or ``auto-promoted`` when the router promoted
@@ -80,12 +82,13 @@ async def workspace_candidates(
     observed = await observations(call, identity)
     mined = candidates.mine_with_routes(observed, identity, policy.effective_mode, policy.digest)
     if not mined:
-        return [], observed, {}
+        return [], observed, {}, {}
     keys = {(m.candidate["target_profile_class"], profile_key(m.candidate["target_profile_class"],
                                                              identity)) for m in mined}  # fmt: skip
     wanted = tuple((t, k) for t, k in sorted(keys) if k is not None)
     memory = memory_key(call.principal)
     latest, rejections = await call.runtime.call(MEMORY, memory, Managed(wanted))
+    held = rules_held(latest)
     promoted = await call.runtime.call(MEMORY, memory, Promoted())
     since = stamp(call.runtime.clock.wall() - SUPPRESSION)
     for m in mined:
@@ -94,18 +97,24 @@ async def workspace_candidates(
             candidates.mark(m.candidate, "suppressed", ["candidate-suppressed"])
         elif cid in promoted:
             candidates.mark(m.candidate, "auto-promoted", [])
-        elif in_force(m, latest, identity):
+        elif in_force(m, held, identity):
             candidates.mark(m.candidate, "approved", [])
         elif blockers := candidates.promotion_blockers(m, policy.profile_promotion):
             candidates.mark(m.candidate, None, blockers)
-    return mined, observed, latest
+    return mined, observed, latest, held
 
 
-def in_force(m: candidates.Mined, latest: Latest, identity: str) -> bool:
+def rules_held(latest: Latest) -> Held:
+    """The rules of each Profile in ``latest``: its JSON parsed once, not once per candidate
+    that targets it."""
+    return {key: json.loads(current[3])["rules"] for key, current in latest.items()}
+
+
+def in_force(m: candidates.Mined, held: Held, identity: str) -> bool:
     """Whether the candidate's target managed Profile holds its rule exactly."""
     target = m.candidate["target_profile_class"]
-    current = latest.get((target, profile_key(target, identity) or ""))
-    return current is not None and previews.rule_of(m) in json.loads(current[3])["rules"]
+    rules = held.get((target, profile_key(target, identity) or ""))
+    return rules is not None and previews.rule_of(m) in rules
 
 
 async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
@@ -123,7 +132,7 @@ async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
         " why)."
     )
     if policy.candidate_generation_enabled:
-        mined, observed, _latest = await workspace_candidates(call, policy, identity)
+        mined, observed, _latest, _held = await workspace_candidates(call, policy, identity)
         found = [m.candidate for m in mined]
         why = candidates.why_none(observed)
         others = candidates.why_not_listed(observed) if found else None
@@ -162,7 +171,7 @@ async def manual_profiles(call: ToolCall) -> list[profiles.Profile]:
 async def _proposals(
     call: ToolCall, policy: Policy, identity: str
 ) -> tuple[list[Previewed], Latest]:
-    mined, observed, latest = await workspace_candidates(call, policy, identity)
+    mined, observed, latest, held = await workspace_candidates(call, policy, identity)
     manual = await manual_profiles(call)
     out: list[Previewed] = []
     for m in mined:
@@ -171,7 +180,7 @@ async def _proposals(
         if m.candidate["status"] == "suppressed":
             out.append((m, None, ["candidate-suppressed"], []))
             continue
-        if in_force(m, latest, identity):
+        if in_force(m, held, identity):
             out.append((m, None, ["candidate-not-proposed"], []))
             continue
         out.append((m, *previews.preview(m, observed, manual, policy.digest, current)))
