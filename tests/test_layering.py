@@ -142,7 +142,7 @@ def _layer(module: str) -> str | None:
         return None
     if module in ("agora.errors", "agora.identity", "agora.logsafe"):
         return "leaf"
-    if module in ("agora.config", "agora.config_checks", "agora.config_env"):
+    if module in ("agora.config", "agora.config_checks", "agora.config_env", "agora.config_ranges"):
         return "config"
     part = module.split(".")[1] if module.count(".") else ""
     if part == "server":

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import math
 import os
 import re
 import tomllib
@@ -18,8 +17,9 @@ from typing import Any, Literal, get_args
 
 import msgspec
 
-from agora.config_checks import unusable_address, unusable_grants, unusable_principal
+from agora.config_checks import unusable_grants, unusable_principal
 from agora.config_env import from_environment, warn_unknown
+from agora.config_ranges import out_of_range
 from agora.identity import Principal
 from agora.logsafe import loggable
 
@@ -198,7 +198,7 @@ def load_config(
     unknown = [t for t in config.toolsets if t not in SERVABLE]
     if unknown:
         raise ValueError(_unknown_toolsets(unknown, sources.get("toolsets")))
-    wrong = _out_of_range(config) or unusable_principal(config) or unusable_grants(config)
+    wrong = out_of_range(config) or unusable_principal(config) or unusable_grants(config)
     if wrong is not None:
         key, problem = wrong
         raise ValueError(f"{sources[key]}: {problem}" if key in sources else problem)
@@ -226,45 +226,12 @@ def environment_log_level() -> str:
         raise ValueError(_located(str(exc), {"log_level": "AGORA_LOG_LEVEL"}, [])) from exc
 
 
-#: Settings of seconds or milliseconds: a number, but never NaN or infinity (TOML and the
-#: AGORA_* variables can both write ``nan`` and ``inf``).
-_FLOATS = tuple(f.name for f in msgspec.structs.fields(Config) if f.type is float)
-#: Settings that must be 0 or more, more than 0, or at least 1 (a count).
-_AT_LEAST_ZERO = ("grace_seconds", "linger_seconds", "ping_interval", "switch_interval_ms")
-_ABOVE_ZERO = (
-    "commit_timeout",
-    "actor_idle_seconds",
-    "send_timeout",
-    "session_idle_seconds",
-    "keep_alive_seconds",
-)
-#: Settings with a most. A switch interval longer than the interpreter's own 5 ms only makes
-#: every commit wait longer for the GIL (100000 took the writes' median from 1.1 to 31 ms):
-#: the setting is there to shorten that wait.
-_AT_MOST = {"switch_interval_ms": 5.0}
-#: ``max_sessions_per_principal`` left at its default with a smaller ``max_sessions`` is that
-#: ``max_sessions`` (a share cannot exceed the whole); set above it, it is refused.
-_DEFAULT_SHARE = Config().max_sessions_per_principal
-_COUNTS = (
-    "max_in_flight",
-    "page_size",
-    "max_connections",
-    "max_sessions",
-    "max_sessions_per_principal",
-    "keep_alive_requests",
-)
-
-
 def _fold_case(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` with ``log_level`` in lower case, as its choices are written: ``INFO`` is the
     level operators write as often (``synchronous`` takes any case where it is checked)."""
     if isinstance(level := data.get("log_level"), str):
         data["log_level"] = level.lower()
     return data
-
-
-#: The values of SQLite's ``synchronous`` pragma the store sets (`agora.store.db`).
-_SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
 
 def config_problem(config: Config) -> str | None:
@@ -276,49 +243,8 @@ def config_problem(config: Config) -> str | None:
         msgspec.convert(msgspec.to_builtins(config), Config, strict=True)
     except msgspec.ValidationError as exc:
         return _typed(str(exc), list(Config.__struct_fields__))
-    wrong = _out_of_range(config) or unusable_principal(config) or unusable_grants(config)
+    wrong = out_of_range(config) or unusable_principal(config) or unusable_grants(config)
     return None if wrong is None else wrong[1]
-
-
-def _out_of_range(config: Config) -> tuple[str, str] | None:
-    """The first setting whose value the server cannot run with: (its name, why).
-
-    Checked here, where the setting's source is known, rather than where it is used (the
-    store, ``agora serve``'s start), whose refusals could not say which file or variable
-    to fix.
-    """
-    if not 0 <= config.port <= 65535:
-        return "port", f"port must be between 0 and 65535, not {config.port}"
-    if config.synchronous.upper() not in _SYNCHRONOUS:  # SQLite's words, in any case
-        wanted = ", ".join(_SYNCHRONOUS)
-        return "synchronous", f"synchronous must be one of {wanted}, not {config.synchronous!r}"
-    if (address := unusable_address(config)) is not None:
-        return address
-    for name in _FLOATS:  # NaN passes every comparison below, and infinity most
-        if not math.isfinite(value := getattr(config, name)):
-            return name, f"{name} must be a finite number, not {value}"
-    for name in _AT_LEAST_ZERO:
-        if (value := getattr(config, name)) < 0:
-            return name, f"{name} must be 0 or more, not {value:g}"
-    for name in _ABOVE_ZERO:
-        if (value := getattr(config, name)) <= 0:
-            return name, f"{name} must be more than 0, not {value:g}"
-    for name in _COUNTS:
-        if (value := getattr(config, name)) < 1:
-            return name, f"{name} must be at least 1, not {value}"
-    return _too_large(config)
-
-
-def _too_large(config: Config) -> tuple[str, str] | None:
-    """The first setting above its most, a share of sessions above the whole: (name, why)."""
-    for name, most in _AT_MOST.items():
-        if (value := getattr(config, name)) > most:
-            return name, f"{name} must be at most {most:g}, not {value:g}"
-    share, whole = config.max_sessions_per_principal, config.max_sessions
-    if share > whole and share != _DEFAULT_SHARE:
-        name = "max_sessions_per_principal"
-        return name, f"{name} must be at most max_sessions ({whole}), not {share}"
-    return None
 
 
 def _unknown_toolsets(unknown: list[str], source: str | None) -> str:
