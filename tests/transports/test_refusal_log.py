@@ -97,6 +97,28 @@ async def test_a_count_is_said_when_its_minute_ends_though_no_refusal_follows(cl
     )
 
 
+async def test_each_count_is_said_as_its_own_minute_ends(clock, caplog):
+    caplog.set_level(logging.INFO, logger="agora")
+    principals = [PrincipalConfig("ops", TOKEN_SHA256, ["operator"])]
+    wrong = {"authorization": f"Bearer {WRONG}"}
+    async with serve(principals=principals, allow_anonymous=False) as server:
+        with trio.fail_after(TIMEOUT):
+            assert await _status(server.port, "POST", "/mcp/chess", {}) == 401
+            await trio.sleep(10)
+            for _ in range(2):  # a count due at 70 s
+                assert await _status(server.port, "POST", "/mcp/chess", wrong) == 401
+            await trio.sleep(10)
+            assert await _status(server.port, "POST", "/mcp/chess", {}) == 401  # due at 60 s
+            await trio.sleep(80)
+            said = _refused(caplog)
+    assert [(level, text.partition("from")[0]) for level, text in said] == [
+        ("WARNING", "refused 401 no bearer token: "),
+        ("WARNING", "refused 401 unknown bearer token: "),
+        ("INFO", "refused 401 no bearer token: 1 more in 60 s, the latest "),
+        ("INFO", "refused 401 unknown bearer token: 1 more in 60 s, the latest "),
+    ], said
+
+
 async def test_counts_not_said_yet_are_said_when_the_server_stops(clock, caplog):
     caplog.set_level(logging.INFO, logger="agora")
     principals = [PrincipalConfig("ops", TOKEN_SHA256, ["operator"])]

@@ -121,6 +121,8 @@ class Refusals:
         #: Per cause (a fixed phrase, so a handful): the minute under way.
         self._going: dict[str, _Minute] = {}
         self._running = False
+        #: The task's wait for the next minute to end (its deadline moved by `refused`).
+        self._sleep = trio.CancelScope()
 
     def refused(self, cause: str | None, peer: str, path: str, detail: str = "") -> None:
         """A request from ``peer`` for ``path`` was refused for ``cause`` (``"401 unknown
@@ -132,11 +134,14 @@ class Refusals:
         minute = self._going.get(cause)
         if minute is not None and (now < minute.since + self.WINDOW or minute.unsaid):
             minute.repeat(peer, path)
-            if now >= minute.since + self.WINDOW:  # the minute is over and its count not said yet
+            ends = minute.since + self.WINDOW
+            if now >= ends:  # the minute is over and its count not said yet
                 self._say(cause, minute, now)
             elif not self._running:
                 self._running = True
                 self._nursery.start_soon(self._say_when_due)
+            else:  # the task may wait for a later minute's end
+                self._sleep.deadline = min(self._sleep.deadline, ends)
             return
         self._going[cause] = _Minute(now)
         self.log.warning(
@@ -152,7 +157,8 @@ class Refusals:
         (cancelled), the ones left."""
         try:
             while due := [m.since for m in self._going.values() if m.unsaid]:
-                await trio.sleep_until(min(due) + self.WINDOW)
+                with trio.CancelScope(deadline=min(due) + self.WINDOW) as self._sleep:
+                    await trio.sleep_forever()
                 now = trio.current_time()
                 for cause, minute in self._going.items():
                     if minute.unsaid and now >= minute.since + self.WINDOW:
