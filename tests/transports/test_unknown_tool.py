@@ -57,3 +57,15 @@ async def test_a_misspelt_tool_gets_the_closest_one(server):
 
 async def test_a_tool_no_toolset_has_is_just_unknown(server):
     assert await refusal(f"{server.url}/mcp", "no_such_tool") == "unknown tool: no_such_tool"
+
+
+async def test_a_name_alike_only_in_its_first_word_gets_no_guess():
+    # Every debate tool begins `debate_`: difflib rated `debate_nope` close to
+    # `debate_bind_role` for that shared word alone, and the refusal guessed it.
+    config = Config(host="127.0.0.1", port=0, db=":memory:", toolsets=["debate"])
+    async with open_server(config) as running:
+        url = f"{running.url}/mcp/debate"
+        assert await refusal(url, "debate_nope") == "unknown tool: debate_nope"
+        assert await refusal(url, "debate_bind_rol") == (
+            "unknown tool: debate_bind_rol; did you mean debate_bind_role?"
+        )

@@ -181,14 +181,25 @@ def same_sense(sent: str, name: str) -> bool:
     """Whether ``sent``, rated close to ``name`` by its letters, may mean it: not when both
     have as many ``_``-separated words and a word of ``sent`` is far from the word of ``name``
     at its place (``gate_id`` and ``phase_id`` share ``_id``, but a gate is no phase: a value
-    sent as one is most likely that other thing)."""
+    sent as one is most likely that other thing); nor when, their first words alike, what
+    follows them is far apart (every debate tool begins ``debate_``: ``debate_nope`` is no
+    ``debate_bind_role``)."""
     words, named = sent.casefold().split("_"), name.casefold().split("_")
-    if len(words) != len(named) or len(words) < 2:
+    if len(words) != len(named):
+        shared = next(
+            (i for i, (a, b) in enumerate(zip(words, named, strict=False)) if a != b),
+            min(len(words), len(named)),
+        )
+        rest, named_rest = "_".join(words[shared:]), "_".join(named[shared:])
+        return not (shared and rest and named_rest) or _close(rest, named_rest)
+    if len(words) < 2:
         return True
-    return all(
-        a == b or difflib.SequenceMatcher(None, a, b).ratio() >= 0.6
-        for a, b in zip(words, named, strict=True)
-    )
+    return all(a == b or _close(a, b) for a, b in zip(words, named, strict=True))
+
+
+def _close(a: str, b: str) -> bool:
+    """Whether two words are alike enough to be one misspelt (difflib's rating, as `closest`)."""
+    return difflib.SequenceMatcher(None, a, b).ratio() >= 0.6
 
 
 def not_allowed(sent: str, known: Iterable[str], value: Mapping[str, Any]) -> str:
