@@ -130,6 +130,11 @@ async def _stdio(config: Config, path: str) -> None:
     token = os.environ.get("AGORA_TOKEN")
     principal = config.principal_for(token.strip()) if token else config.anonymous()
     if principal is None:
+        if not config.principals:  # a token the server has no principals to check it against
+            raise _Refused(
+                "AGORA_TOKEN is set but no principals are configured (add [[principals]] to"
+                " the config file given with --config), or unset it to run anonymously"
+            )
         raise _Refused("AGORA_TOKEN does not match any principal")
     stop = StopReading()
     with trio.open_signal_receiver(*STOP_SIGNALS) as signals:

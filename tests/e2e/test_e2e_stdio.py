@@ -388,3 +388,16 @@ async def test_stdio_never_logs_the_token_in_its_endpoint(tmp_path):
     assert refused.returncode == 2, refused.stderr
     assert b"/nope?\xe2\x80\xa6 is not an MCP endpoint" in refused.stderr, refused.stderr
     assert secret.encode() not in served.stderr + refused.stderr
+
+
+async def test_stdio_with_a_token_and_no_principals_says_none_are_configured(tmp_path):
+    # A tester ran `agora stdio --db solo.db` with AGORA_TOKEN set and no --config, and read
+    # only "does not match any principal": there were none to match.
+    with trio.fail_after(TIMEOUT):
+        done = await run_agora(
+            "stdio", "--db", str(tmp_path / "t.db"), stdin=jsonl(INITIALIZE), AGORA_TOKEN="tok"
+        )
+    assert done.returncode == 2
+    assert done.stdout == b""
+    line = one_line(done.stderr)
+    assert "AGORA_TOKEN is set but no principals are configured" in line, line
