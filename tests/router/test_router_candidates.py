@@ -10,21 +10,22 @@ from router_driver import ctx
 from test_router_guidance import texts
 
 from agora.toolsets.router.candidates import Observed, mine
-
-SIG_A, SIG_B = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+from agora.toolsets.router.digests import route_signature
 
 
 def observed(n, days=3, failures=0, corrected=0, other_routes=0, rejected=0):
+    """``n`` observations, the first ``other_routes`` of them on another skill."""
     out = []
     for i in range(n):
         doc = {
             "routing_envelope": "phased", "target_profile_class": "managed-personal",
-            "route_signature_digest": SIG_B if i < other_routes else SIG_A,
             "side_effect_outcome": "known-failure" if i < failures else "known-success",
-            "planned_skill_tree": [{"phase_id": "p", "primary_skill_id": "skill:a",
-                                    "support_skill_ids": [], "exit_gate": "g"}],
+            "planned_skill_tree": [{
+                "phase_id": "p", "primary_skill_id": "skill:b" if i < other_routes else "skill:a",
+                "support_skill_ids": [], "exit_gate": "g"}],
             "phase_check_ids": {"p": ["p-done"]},
         }  # fmt: skip
+        doc["route_signature_digest"] = route_signature(doc)
         feedback = ("corrected",) * (i < corrected) + ("rejected",) * (i < rejected)
         day = f"2026-11-{1 + i % days:02d}"
         out.append(Observed(f"observation:{i:032x}", f"run-{i}", doc, day,

@@ -178,3 +178,26 @@ async def test_a_rejected_proposal_says_it_was_rejected(router, runtime, promoti
     )  # fmt: skip
     assert again["proposal"]["status"] == "rejected"
     assert "already rejected" in again.guidance
+
+
+async def test_an_approved_candidate_keeps_the_runs_its_rule_plans(router, runtime, promoting):
+    # Reviewer finding: the runs the approved rule planned were another route (their route
+    # source, Profile digest and rule id differ from the locked runs'), so once they were the
+    # most common the candidate vanished from the list.
+    await learn(router, runtime, promoting)
+    (candidate,) = await candidates(router, promoting)
+    proposal = (await preview(router, promoting, candidate["candidate_id"]))["proposal"]
+    args = transition(proposal, workspace_root=str(promoting))
+    assert (await router.call("transition_profile_update", **args))["status"] == "applied"
+    for _ in range(4):
+        plan = await router.plan(PHASED, routing_context=routing(promoting))
+        assert plan["route_source"] == "managed-personal-profile"
+        await finish(router, plan["workflow_run_id"])
+        args = remember_args(plan["workflow_run_id"], promoting)
+        assert (await router.call("remember_workflow", **args))["status"] == "recorded"
+    (kept,) = await candidates(router, promoting)
+    assert (kept["candidate_id"], kept["status"]) == (candidate["candidate_id"], "approved")
+    assert kept["metrics"]["distinct_runs"] == 7
+    assert kept["metrics"]["route_consistency"] == 1.0
+    again = await preview(router, promoting, candidate["candidate_id"])
+    assert again["reason_codes"] == ["candidate-not-proposed"]

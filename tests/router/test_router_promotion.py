@@ -8,6 +8,7 @@ import pytest
 from memory_support import remember_args
 from profile_files import profile
 from router_driver import ctx
+from test_router_previews import transition
 
 from agora.toolsets.router import promotion
 
@@ -78,6 +79,24 @@ async def test_an_automatic_candidate_is_promoted_when_the_policy_allows(
     commits = runtime.store.stats
     assert await promotion.promote(runtime, "") == 0  # once only: no second write
     assert runtime.store.stats == commits
+
+
+async def test_a_candidate_approved_on_review_is_not_promoted_again(
+    router, runtime, tmp_path, options
+):
+    policy(tmp_path, options, "automatic-managed")
+    await record(router, runtime, runs=4)
+    del options["router"]["personal_profile"]
+    (candidate,) = await listed(router)
+    previewed = await router.call("preview_profile_update", context=ctx(), workspace_root=None,
+                                  candidate_id=candidate["candidate_id"])  # fmt: skip
+    applied = await router.call("transition_profile_update", **transition(previewed["proposal"]))
+    assert applied["status"] == "applied"
+    await record(router, runtime, runs=1)  # planned by the approved rule, on a third day
+    (approved,) = await listed(router)
+    assert (approved["status"], approved["recommendation_mode"]) == ("approved", "automatic")
+    assert await promotion.promote(runtime, "") == 0  # its rule is in force already
+    assert len(await runtime.read(lambda c: c.execute(REVISIONS).fetchall())) == 1
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,9 @@ all computed from stored observations and feedback, never estimated:
 - ``distinct_runs`` and ``distinct_days`` (of recording);
 - ``completion_rate``: share of runs whose side-effect outcome is not ``known-failure``;
 - ``manual_correction_rate``: share of runs with at least one ``corrected`` feedback;
-- ``route_consistency``: share of runs whose route signature is the pattern's most common
-  one (ties broken by the smaller digest), which is the route the candidate proposes;
+- ``route_consistency``: share of runs whose route signature (`digests.route_signature`:
+  what the route does, not how it was chosen) is the pattern's most common one (ties broken
+  by the smaller digest), which is the route the candidate proposes;
 - ``required_gate_pass_rate``: 1.0, since only runs with every gate passed are observed;
 - ``hard_contract_violations``: ``rejected`` feedback entries;
 - ``canonical_skill_ids``: the proposed route names at least one skill and only identifiers.
@@ -21,7 +22,12 @@ cannot hold, could never be previewed) and it meets the reviewed thresholds (at 
 2 days, completion >= 0.80, corrections <= 0.20, consistency >= 0.75, no hard violation);
 it is recommended for ``automatic`` when it also meets 5 runs on 3 days, 0.90, 0.10 and 0.85
 and the policy is automatic. Candidates are derived on every read, deterministically, and
-stored nowhere: listing them changes nothing. Pure.
+stored nowhere: listing them changes nothing. A candidate's id is bound to its pattern and
+route signature, so the runs its approved rule plans keep it. Observations remembered while
+the signature also covered how a route was chosen (its source, Profile digest and rule id)
+store that older signature; each is grouped by what its route does all the same, and the ids
+their candidate had then (`Mined.former_ids`) still name it for the rejections and
+promotions stored under them. Pure.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from agora.toolsets.router import previews
-from agora.toolsets.router.digests import digest
+from agora.toolsets.router.digests import digest, route_signature
 
 REVIEWED: Final = (3, 2, 0.80, 0.20, 0.75)
 AUTOMATIC: Final = (5, 3, 0.90, 0.10, 0.85)
@@ -81,6 +87,14 @@ class Mined:
     candidate: dict[str, Any]
     route: dict[str, Any]
     members: tuple[Observed, ...]
+    #: The ids this candidate had under the route signatures its older observations store
+    #: (which covered how the route was chosen); a rejection or a promotion may name it so.
+    former_ids: tuple[str, ...] = ()
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """The candidate's id, then its `former_ids`."""
+        return (self.candidate["candidate_id"], *self.former_ids)
 
 
 def mine(observed: list[Observed], identity: str, effective_mode: str, policy_digest: str
@@ -104,11 +118,13 @@ def _patterns(observed: list[Observed]) -> list[tuple[Pattern, list[Observed]]]:
     return sorted(groups.items())
 
 
-def _measure(members: list[Observed]) -> tuple[dict[str, Any], dict[str, Any], str]:
-    """A pattern's metrics, the route it proposes (its most common) and that route's digest."""
-    signatures = Counter(o.document["route_signature_digest"] for o in members)
-    top, top_count = min(signatures.items(), key=lambda kv: (-kv[1], kv[0]))
-    route = next(o.document for o in members if o.document["route_signature_digest"] == top)
+def _measure(members: list[Observed]) -> tuple[dict[str, Any], dict[str, Any], str, set[str]]:
+    """A pattern's metrics, the route it proposes (its most common), that route's signature,
+    and the signatures its runs' observations store (older ones: another digest)."""
+    each = [route_signature(o.document) for o in members]
+    top, top_count = min(Counter(each).items(), key=lambda kv: (-kv[1], kv[0]))
+    runs = [o for o, signature in zip(members, each, strict=True) if signature == top]
+    route = runs[0].document
     skills = [s for p in route["planned_skill_tree"]
               for s in (p["primary_skill_id"], *p["support_skill_ids"])]  # fmt: skip
     n = len(members)
@@ -125,7 +141,7 @@ def _measure(members: list[Observed]) -> tuple[dict[str, Any], dict[str, Any], s
         "hard_contract_violations": sum(o.feedback.count("rejected") for o in members),
         "canonical_skill_ids": bool(skills) and all(_SKILL.match(s) for s in skills),
     }
-    return metrics, route, top
+    return metrics, route, top, {o.document["route_signature_digest"] for o in runs}
 
 
 def mine_with_routes(observed: list[Observed], identity: str, effective_mode: str,
@@ -133,7 +149,7 @@ def mine_with_routes(observed: list[Observed], identity: str, effective_mode: st
     """`mine`, keeping each candidate's proposed route and its pattern's observations."""
     out = []
     for (envelope, target, domains, tags), members in _patterns(observed):
-        metrics, route, top = _measure(members)
+        metrics, route, top, stored = _measure(members)
         if not _meets(metrics, REVIEWED) or not learnable(route):
             continue
         automatic = _meets(metrics, AUTOMATIC)
@@ -161,7 +177,8 @@ def mine_with_routes(observed: list[Observed], identity: str, effective_mode: st
         candidate["candidate_digest"] = digest(
             {k: v for k, v in candidate.items() if k != "policy_digest"}
         )
-        out.append(Mined(candidate, route, tuple(members)))
+        former = tuple(sorted(f"candidate:{_hex(pattern, s)}" for s in stored - {top}))
+        out.append(Mined(candidate, route, tuple(members), former))
     return sorted(out, key=lambda m: m.candidate["pattern_id"])
 
 
@@ -237,7 +254,7 @@ def _not_candidates(observed: list[Observed]) -> str:
     one, or "" if every pattern is one."""
     told = []
     for (envelope, target, domains, tags), members in _patterns(observed):
-        metrics, route, _top = _measure(members)
+        metrics, route, _top, _stored = _measure(members)
         if _meets(metrics, REVIEWED) and learnable(route):
             continue
         why = ("their most common route is one no Profile rule can plan, which is never a"

@@ -65,9 +65,9 @@ ARGUMENTS: Final[dict[str, dict[str, str]]] = {
         "corrected_route_digest": "For feedback_type corrected: the digest of the route the"
         " user wanted instead, different from original_route_digest, computed as"
         ' route_signature_digest is: "sha256:" + the SHA-256 hex digest of the RFC 8785'
-        " canonical JSON of that route's plan_work fields routing_envelope, route_source,"
-        " selection_mode, planned_skill_tree, routing_profile_digest and"
-        " matched_profile_rule_id (plan it, e.g. with explicit_skill_ids, to have them). It is"
+        " canonical JSON of that route's plan_work fields routing_envelope and"
+        " planned_skill_tree (plan it, e.g. with explicit_skill_ids, to have them): what the"
+        " route does, not how it was chosen. It is"
         " recorded as sent: no run took that route, so nothing can check it;"
         f" {_CORRECTED_ONLY}",
     },

@@ -9,7 +9,7 @@ session and idempotency key, so a replayed command lands on the same entity. Pur
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 import rfc8785
@@ -74,6 +74,19 @@ def canonical(value: Any) -> bytes:
 def digest(value: Any) -> str:
     """``sha256:<hex>`` over the canonical JSON of ``value``."""
     return DIGEST_PREFIX + hashlib.sha256(canonical(value)).hexdigest()
+
+
+#: The fields of a route that say what it does: its envelope and its planned skill tree (each
+#: phase, its skills and its exit gate). How it was chosen (route source, selection mode,
+#: Profile digest, rule id) is left out: the runs an approved Profile rule plans are the
+#: same route as the runs it was learned from.
+ROUTE_FIELDS: Final = ("routing_envelope", "planned_skill_tree")
+
+
+def route_signature(route: dict[str, Any]) -> str:
+    """A route's ``route_signature_digest``: the digest of its `ROUTE_FIELDS` (``route`` is
+    a plan result, or an observation, which holds them)."""
+    return digest({name: route[name] for name in ROUTE_FIELDS})
 
 
 def stable_id(prefix: str, *parts: str) -> str:

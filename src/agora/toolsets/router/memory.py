@@ -219,7 +219,10 @@ class MemoryStore:
         row = cmd.row
         stored = self.observations.get(row["observation_id"])
         if stored is not None:  # an earlier call recorded it: answer that one, write nothing
-            kept = {"observation_digest": stored[5], "target_profile_class": stored[6]
+            # (its signature too: one stored before signatures left out how a route was
+            # chosen differs from the one computed now, and feedback must send the stored one)
+            kept = {"observation_digest": stored[5], "route_signature_digest": stored[3],
+                    "target_profile_class": stored[6]
                     or cmd.result["target_profile_class"]}  # fmt: skip
             raise _Answer({**cmd.result, **kept, "recorded_at": stored[4]})
         self.observations[row["observation_id"]] = (

@@ -39,7 +39,7 @@ from agora.toolsets.router import (
 from agora.toolsets.router import (
     memory_notes as notes,
 )
-from agora.toolsets.router.digests import digest, request_digest
+from agora.toolsets.router.digests import digest, request_digest, route_signature
 from agora.toolsets.router.layers import CLIENT_ROOTS_UNUSED, roots_and_why
 from agora.toolsets.router.memory import MEMORY
 from agora.toolsets.router.memory_commands import Feedback, Purge, Remember, Summary, Sweep
@@ -225,7 +225,7 @@ async def remember_workflow(call: ToolCall) -> dict[str, Any]:
     if reasons or run is None:
         not_recorded = {**result, "status": "not-recorded", "reason_codes": reasons}
         return Guided(not_recorded, notes.not_recorded(reasons, policy.allowed_targets))
-    signature = digest(run["route"])
+    signature = route_signature(run["route"])
     observation = {
         **run["route"], **run["routing_context"], "route_signature_digest": signature,
         "phase_check_ids": run["phase_check_ids"],

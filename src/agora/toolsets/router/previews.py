@@ -29,7 +29,7 @@ import json
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.toolsets.router import profiles
-from agora.toolsets.router.digests import canonical, digest
+from agora.toolsets.router.digests import canonical, digest, route_signature
 
 if TYPE_CHECKING:
     from agora.toolsets.router.candidates import Mined, Observed
@@ -80,9 +80,22 @@ def rule_of(mined: Mined) -> dict[str, Any]:
         match["domains_any"] = list(doc["domains"])
     if doc.get("tags"):
         match["tags_all"] = list(doc["tags"])
-    rule_id = "cand-" + mined.candidate["candidate_id"].removeprefix("candidate:")[:16]
-    return {"rule_id": rule_id, "match": match, "envelope": mined.route["routing_envelope"],
+    return {"rule_id": rule_ids(mined)[0], "match": match,
+            "envelope": mined.route["routing_envelope"],
             "phases": phases_of(mined.route)}  # fmt: skip
+
+
+def rule_ids(mined: Mined) -> list[str]:
+    """The rule id of ``mined``'s rule, then those its `Mined.former_ids` gave it."""
+    return ["cand-" + cid.removeprefix("candidate:")[:16] for cid in mined.ids]
+
+
+def holds(rules: list[dict[str, Any]], rule: dict[str, Any]) -> bool:
+    """Whether ``rules`` hold ``rule`` exactly but for its id: a rule with its matchers,
+    envelope and phases is the same candidate's, written under an id it had before
+    (`Mined.former_ids`), and plans exactly what it would."""
+    same = {k: v for k, v in rule.items() if k != "rule_id"}
+    return any({k: v for k, v in r.items() if k != "rule_id"} == same for r in rules)
 
 
 def lint(rules: list[dict[str, Any]]) -> tuple[str, list[str]]:
@@ -124,12 +137,10 @@ def _backtest(rule: dict[str, Any], mined: Mined, observed: list[Observed], sign
               manual: list[profiles.Profile]) -> dict[str, Any]:  # fmt: skip
     members = {o.observation_id for o in mined.members}
     own = [o for o in mined.members if rule_matches(rule, o)]
-    positive = sum(
-        o.document["route_signature_digest"] == signature and reproduces(rule, o) for o in own
-    )
+    positive = sum(route_signature(o.document) == signature and reproduces(rule, o) for o in own)
     others = [o for o in observed if o.observation_id not in members and rule_matches(rule, o)]
     regressions = sum(
-        o.document["route_signature_digest"] != signature or not reproduces(rule, o) for o in others
+        route_signature(o.document) != signature or not reproduces(rule, o) for o in others
     )
     doc = mined.members[0].document
     context = (tuple(doc.get("domains", [])), tuple(doc.get("tags", [])), None)
@@ -175,7 +186,8 @@ def preview(mined: Mined, observed: list[Observed], manual: list[profiles.Profil
     target = candidate["target_profile_class"]
     rule = rule_of(mined)
     old_rules = json.loads(current[3])["rules"] if current else []
-    kept = [r for r in old_rules if r["rule_id"] != rule["rule_id"]]
+    replaced = rule_ids(mined)
+    kept = [r for r in old_rules if r["rule_id"] not in replaced]
     proposed_doc = {"format": profiles.FORMAT, "profile_id": f"managed-{target}",
                     "rules": [*kept, rule]}  # fmt: skip
     expected = current[2] if current else "missing"
@@ -184,8 +196,7 @@ def preview(mined: Mined, observed: list[Observed], manual: list[profiles.Profil
     _text, problems = lint([*kept, rule])
     if problems:
         return None, ["profile-lint-failed"], problems
-    signature = mined.route["route_signature_digest"]
-    test = _backtest(rule, mined, observed, signature, manual)
+    test = _backtest(rule, mined, observed, route_signature(mined.route), manual)
     diff_json = canonical({
         "added_rules": [] if changed else [rule["rule_id"]], "removed_rules": [],
         "changed_rules": [rule["rule_id"]] if changed else [],

@@ -77,7 +77,8 @@ async def workspace_candidates(
 
     A candidate the user rejected is ``suppressed``; one whose rule its target's managed
     Profile holds exactly is ``approved`` (or ``auto-promoted`` when the router promoted
-    it): approving it again would change nothing.
+    it): approving it again would change nothing. A rejection or promotion stored under one
+    of its `candidates.Mined.former_ids` counts as its own.
     """
     observed = await observations(call, identity)
     mined = candidates.mine_with_routes(observed, identity, policy.effective_mode, policy.digest)
@@ -92,10 +93,9 @@ async def workspace_candidates(
     promoted = await call.runtime.call(MEMORY, memory, Promoted())
     since = stamp(call.runtime.clock.wall() - SUPPRESSION)
     for m in mined:
-        cid = m.candidate["candidate_id"]
-        if rejections.get(cid, "") >= since:
+        if max(rejections.get(cid, "") for cid in m.ids) >= since:
             candidates.mark(m.candidate, "suppressed", ["candidate-suppressed"])
-        elif cid in promoted:
+        elif not promoted.isdisjoint(m.ids):
             candidates.mark(m.candidate, "auto-promoted", [])
         elif in_force(m, held, identity):
             candidates.mark(m.candidate, "approved", [])
@@ -111,10 +111,11 @@ def rules_held(latest: Latest) -> Held:
 
 
 def in_force(m: candidates.Mined, held: Held, identity: str) -> bool:
-    """Whether the candidate's target managed Profile holds its rule exactly."""
+    """Whether the candidate's target managed Profile holds its rule exactly (`previews.holds`:
+    whatever the rule's id)."""
     target = m.candidate["target_profile_class"]
     rules = held.get((target, profile_key(target, identity) or ""))
-    return rules is not None and previews.rule_of(m) in rules
+    return rules is not None and previews.holds(rules, previews.rule_of(m))
 
 
 async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:

@@ -6,9 +6,10 @@ met 5 runs on 3 days, 0.90, 0.10 and 0.85) by itself: the Memory upkeep task rep
 candidate's preview exactly as ``preview_profile_update`` would and applies it through the
 same CAS as ``transition_profile_update`` (the next revision only), when the backtest is
 acceptable, the target is a managed one the policy allows, the route was not an Explicit
-Skill Lock and the user has not rejected the candidate. The revision's source names the
-candidate, which is then listed ``auto-promoted``. A candidate the policy keeps from it is
-listed with the reason (``profile-promotion-disabled``,
+Skill Lock, the user has not rejected the candidate and its rule is not in force already
+(approved on review: its runs may make it one recommended for ``automatic`` later). The
+revision's source names the candidate, which is then listed ``auto-promoted``. A candidate
+the policy keeps from it is listed with the reason (``profile-promotion-disabled``,
 ``automatic-user-profile-write-forbidden``, ``explicit-route-requires-review``) and waits
 for review. The task sees the personal scope only: a workspace's request file is read only
 under a root a call names, so workspace candidates are always reviewed.
@@ -35,7 +36,7 @@ from agora.toolsets.router.memory_tools import (
     sweep,
 )
 from agora.toolsets.router.ownership import memory_key_of
-from agora.toolsets.router.profile_tools import SUPPRESSION, profile_key
+from agora.toolsets.router.profile_tools import SUPPRESSION, in_force, profile_key, rules_held
 from agora.toolsets.router.sql import stamp
 
 if TYPE_CHECKING:
@@ -65,8 +66,8 @@ async def promote(runtime: Runtime, owner: str) -> int:
         if m.candidate["recommendation_mode"] == "automatic"
         and not candidates.promotion_blockers(m, policy.profile_promotion)
         and m.candidate["target_profile_class"] in policy.allowed_targets
-        and rejections.get(m.candidate["candidate_id"], "") < since
-        and m.candidate["candidate_id"] not in done
+        and max(rejections.get(cid, "") for cid in m.ids) < since
+        and done.isdisjoint(m.ids)
     ]  # fmt: skip
     if not ready:
         return 0
@@ -79,6 +80,8 @@ async def promote(runtime: Runtime, owner: str) -> int:
         if key is None:
             continue
         latest, _ = await runtime.call(MEMORY, memory, Managed(((target, key),)))
+        if in_force(m, rules_held(latest), PERSONAL_SCOPE):  # approved on review: no change
+            continue
         proposal, _reasons, _problems = previews.preview(m, observed, manual, policy.digest,
                                                          latest.get((target, key)))  # fmt: skip
         if proposal is None or not proposal["backtest"]["acceptable"]:
