@@ -15,9 +15,13 @@ if TYPE_CHECKING:
 SINGLE = "Fix the typo in the README"
 
 
-async def completed_run(router, session="s1", skills=()):
-    """A completed single-phase run; planned on ``skills`` (an Explicit Skill Lock) if any."""
+async def completed_run(router, session="s1", skills=(), root=None):
+    """A completed single-phase run; planned on ``skills`` (an Explicit Skill Lock) if any,
+    in the workspace at ``root`` if one is given."""
     lock = {"explicit_skill_ids": list(skills), "explicit_semantics": "use"} if skills else {}
+    if root is not None:
+        lock["routing_context"] = {"workspace_root": str(root), "domains": [], "tags": [],
+                                   "current_phase_id": None}  # fmt: skip
     run = (await router.plan(SINGLE, session=session, **lock))["workflow_run_id"]
     ev = await router.event(run, "work", {"check_id": "work-done", "outcome": "passed"}, 1,
                             session=session)  # fmt: skip

@@ -35,7 +35,8 @@ _CORRECTED_ONLY: Final = "null for any other feedback_type."
 ARGUMENTS: Final[dict[str, dict[str, str]]] = {
     "remember_workflow": {
         "workflow_run_id": "The completed run to remember: plan_work's workflow_run_id, a run"
-        " of this session whose every exit gate passed (else not-recorded).",
+        " of this session whose every exit gate passed (else not-recorded), planned under this"
+        " workspace_root if its plan named one (else workflow-context-mismatch).",
         "target_profile_class": "Where a Profile learnt from runs like this one would be kept:"
         " managed-personal (in Memory, for every workspace), managed-workspace-local (in"
         " Memory, for this workspace), user-personal or workspace-file (the user's own files,"

@@ -4,10 +4,11 @@ Each reads the policy first (files only, off the Trio thread). ``get_memory_stat
 nothing. ``remember_workflow`` records a workflow only when capture is enabled and it is
 eligible: completed with every gate passed, a known side-effect outcome, not ``r3``, not
 ``no-memory``, and a target the policy allows; otherwise it answers ``memory-disabled`` or
-``not-recorded`` with every reason code and writes nothing. An observation keeps only the
-retained routing context (envelope, route source, skill tree, profile digest and rule, the
-routing domains and tags) and outcomes: no objective text, no path; the workspace is a
-digest of its real path.
+``not-recorded`` with every reason code and writes nothing; a run planned under a workspace
+root is remembered in that workspace only (else ``workflow-context-mismatch``). An
+observation keeps only the retained routing context (envelope, route source, skill tree,
+profile digest and rule, the routing domains and tags) and outcomes: no objective text, no
+path; the workspace is a digest of its real path.
 ``record_route_feedback`` takes typed values bound to an observation of the caller's session
 and run; a correction must name both route digests (the original being the observation's)
 and at least one dimension. ``purge_workflow_memory`` works whatever the policy says. The
@@ -119,6 +120,14 @@ async def policy_of(call: ToolCall) -> tuple[memory_policy.Policy, str]:
 
 async def policy_and_root(call: ToolCall) -> tuple[memory_policy.Policy, str, str | None]:
     """`policy_of`, and a sentence saying why the call's workspace root was refused."""
+    policy, identity, note, _authorized = await _policy_and_roots(call)
+    return policy, identity, note
+
+
+async def _policy_and_roots(
+    call: ToolCall,
+) -> tuple[memory_policy.Policy, str, str | None, list[str]]:
+    """`policy_and_root`, and the roots that authorized the call's workspace root."""
     options = call.runtime.options("router")
     root = call.args.get("workspace_root")
     authorized = [str(r) for r in options.get("workspace_roots", [])]
@@ -130,7 +139,7 @@ async def policy_and_root(call: ToolCall) -> tuple[memory_policy.Policy, str, st
         _read_policy, root, authorized, options.get("memory_policy")
     )
     _log_problems(policy)
-    return policy, identity, _root_note(warning, why)
+    return policy, identity, _root_note(warning, why), authorized
 
 
 async def personal_policy(runtime: Runtime) -> memory_policy.Policy:
@@ -201,11 +210,28 @@ def _ineligible(a: dict[str, Any], policy: memory_policy.Policy, run: dict[str, 
     return reasons
 
 
+async def _planned_elsewhere(call: ToolCall, run: dict[str, Any] | None, identity: str,
+                             authorized: list[str]) -> str | None:  # fmt: skip
+    """The workspace root ``run`` was planned under, when it is not the workspace this call
+    names (another root that does not resolve to the same authorized workspace, or none: the
+    personal scope); else None, as for a run planned under none (or before runs kept it)."""
+    planned: str | None = None if run is None else run["planned_workspace_root"]
+    sent = call.args["workspace_root"]
+    if planned is None or planned == sent:
+        return None
+    if sent is not None:
+        there = await trio.to_thread.run_sync(workspace.identity_of, planned, authorized)
+        if there == identity:
+            return None
+    return planned
+
+
 @refusals_logged()
 async def remember_workflow(call: ToolCall) -> dict[str, Any]:
-    """Record one eligible completed workflow under the opt-in policy."""
+    """Record one eligible completed workflow under the opt-in policy, in the workspace it
+    was planned in only (``workflow-context-mismatch``, naming that workspace's root)."""
     a = call.args
-    policy, identity = await policy_of(call)
+    policy, identity, _note, authorized = await _policy_and_roots(call)
     result: dict[str, Any] = {
         "authority_mode": "router-local", "replayed": False, "policy_digest": policy.digest,
         "target_profile_class": a["target_profile_class"], "candidate_id": None,
@@ -221,6 +247,9 @@ async def remember_workflow(call: ToolCall) -> dict[str, Any]:
         )
     except ToolError:
         run = None  # not found in this session
+    if (planned := await _planned_elsewhere(call, run, identity, authorized)) is not None:
+        raise replies.refusal("workflow-context-mismatch",
+                              replies.planned_elsewhere(a["workflow_run_id"], planned))  # fmt: skip
     reasons = _ineligible(a, policy, run)
     if reasons or run is None:
         not_recorded = {**result, "status": "not-recorded", "reason_codes": reasons}

@@ -63,8 +63,10 @@ class Plan(msgspec.Struct, frozen=True):
     explicit_locked: bool
     items: tuple[WorkItem, ...]
     result: dict[str, Any]
-    #: The routing identifiers kept with the run (sorted domains and tags), for Memory.
-    routing: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    #: The routing identifiers kept with the run (sorted domains and tags), for Memory, and
+    #: the ``workspace_root`` it was planned in as the caller sent it (when it named one):
+    #: Memory remembers the run in that workspace only.
+    routing: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 def plan_issue(args: dict[str, Any]) -> ValidationIssue | None:
@@ -353,5 +355,7 @@ def build_plan(args: dict[str, Any], layers: list[profiles.Profile], warnings: l
         "status": "planned", "workflow_run_id": run_id, "work_graph_id": graph_id,
         **shape.fields,
     }  # fmt: skip
+    root = (args.get("routing_context") or {}).get("workspace_root")
+    routing = shape.routing if root is None else {**shape.routing, "workspace_root": root}
     return Plan(run_id, graph_id, shape.envelope, goal, bool(args.get("explicit_skill_ids")),
-                tuple(items), result, shape.routing)  # fmt: skip
+                tuple(items), result, routing)  # fmt: skip

@@ -114,7 +114,8 @@ def status(run: RunState) -> dict[str, Any]:
 
 
 def snapshot(run: RunState) -> dict[str, Any]:
-    """What Memory may retain of a run: routing context and outcomes, no objective, no path."""
+    """What Memory may retain of a run: routing context and outcomes, no objective, no path;
+    and the workspace root it was planned in, which Memory checks and never retains."""
     plan = run.plan
     return {
         "workflow_run_id": run.run_id,
@@ -126,6 +127,9 @@ def snapshot(run: RunState) -> dict[str, Any]:
             "domains": list(run.routing.get("domains", [])),
             "tags": list(run.routing.get("tags", [])),
         },
+        # the workspace root the run was planned in, as sent (None: planned without one, or
+        # before runs kept it): remember_workflow checks it and never stores it
+        "planned_workspace_root": run.routing.get("workspace_root"),
         # each phase's exit-gate check ids: the tree names only the gate, and a Profile
         # learned from this run must check what the run checked
         "phase_check_ids": {i.item.phase_id: list(i.item.check_ids) for i in run.items},

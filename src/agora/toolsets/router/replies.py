@@ -21,6 +21,7 @@ This module only builds bodies.
 from __future__ import annotations
 
 import functools
+import json
 import secrets
 from typing import TYPE_CHECKING, Any, Final
 
@@ -255,6 +256,16 @@ OTHER_WORKSPACE: Final = (
     "the observation was remembered in another workspace: send the workspace_root its"
     " remember_workflow call named (null only for one remembered without a workspace)"
 )
+
+
+def planned_elsewhere(run_id: str, root: str) -> str:
+    """Why ``remember_workflow`` refuses a run planned in another workspace than the one it
+    names: that workspace's root, as the caller sent it to ``plan_work``."""
+    return (
+        f"run {run_id} was planned in the workspace_root {json.dumps(root)} (plan_work's"
+        " routing_context.workspace_root), and a run is remembered only in the workspace it"
+        " was planned in: send that workspace_root"
+    )
 
 
 def unknown_proposal(proposal_id: str) -> ToolError:

@@ -78,7 +78,9 @@ class RunState:
     gate_count: int = 0
     audit_count: int = 0
     proposals: dict[str, Proposal] = field(default_factory=dict)
-    #: Sorted routing ``domains`` and ``tags`` of the plan (empty for runs made before v4).
+    #: Sorted routing ``domains`` and ``tags`` of the plan (empty for runs made before v4),
+    #: and the ``workspace_root`` it was planned in as sent (none for runs planned without
+    #: one, or before runs kept it).
     routing: dict[str, Any] = field(default_factory=dict)
     #: idempotency_key -> (request_digest, result)
     ledger: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
