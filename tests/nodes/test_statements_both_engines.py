@@ -63,3 +63,23 @@ async def test_debate_search_finds_the_same_rows_on_both_engines(tmp_path, pg_ur
     assert found[0] == found[1]
     expected = [f"m{i}" for i, b in reversed(list(enumerate(BODIES))) if folded in b.casefold()]
     assert found[0] == expected
+
+
+async def test_a_topics_messages_after_one_are_the_same_on_both_engines(tmp_path, pg_url):
+    # A reload reads only the messages after the last its copy had (`TopicKind.reload`):
+    # after a message, and after a message whose ts a later one shares.
+    stamps = ["00", "01", "01", "02"]
+    rows = [(f"m{i}", f"2026-11-30T00:00:{s}.000000Z") for i, s in enumerate(stamps)]
+    found = []
+    with trio.fail_after(TIMEOUT):
+        for db in (str(tmp_path / "a.db"), pg_url):
+            async with open_store(db, DEBATE) as store:
+                await store.write([
+                    (insert(0, "x")[0], (msg_id, ts, "x", "x")) for msg_id, ts in rows
+                ])  # fmt: skip
+                for after in (None, rows[0], rows[1], rows[3]):
+                    since = None if after is None else (after[1], after[0])  # (ts, msg_id)
+                    metas = await store.read(lambda c, a=since: reads.message_metas(c, "t", a))
+                    found.append([m.msg_id for m in metas])
+    assert found[:4] == [["m0", "m1", "m2", "m3"], ["m1", "m2", "m3"], ["m2", "m3"], []]
+    assert found[4:] == found[:4]

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agora.store.jobs import Write
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Sequence
+    from collections.abc import Callable, Collection, Sequence
 
     from agora.runtime.clock import Now
     from agora.store.neutral import ReadConn
 
-__all__ = ["Effects", "Entity", "EntityKind", "Write"]
+__all__ = ["Effects", "Entity", "EntityKind", "Write", "reader"]
 
 
 @dataclass(slots=True)
@@ -71,6 +71,14 @@ class EntityKind(Protocol):
     shared PostgreSQL store its read-only replies from a cached entity are then released
     without a version probe, so they may lag a change made on another node by as long as
     that node's notification takes. For listings that tolerate it.
+
+    A kind may also have ``reload(conn, key, now, previous) -> Entity``: `load` for an
+    entity whose copy ``previous`` (the one it last loaded, since dropped: changed by
+    another node, or by a command that failed) is at hand. It may reuse what ``previous``
+    read from the store and the store never changes (a topic's messages, which are only
+    ever added), and read only the rest; never what its commands changed in memory, which
+    may never have been committed. On a guarded store it reads in the same snapshot as the
+    version.
     """
 
     kind: str
@@ -85,3 +93,30 @@ class EntityKind(Protocol):
             LookupError: if the entity does not exist and cannot be created on demand.
         """
         ...
+
+
+class Loading(Protocol):
+    """What `reader` needs of an actor: its kind and key, and the copy it last loaded."""
+
+    kind: EntityKind
+    key: str
+    previous: Entity | None
+
+
+def reader(actor: Loading, at: Now) -> Callable[[ReadConn], Entity]:
+    """The load of ``actor``'s entity, to run in a worker thread: the kind's ``reload`` of
+    the copy last loaded if it has one (and a copy was), else its ``load``. What a kind with
+    ``reload`` loads is kept as ``actor.previous``, for the next."""
+    kind, key, previous = actor.kind, actor.key, actor.previous
+    reload = getattr(kind, "reload", None)
+    if reload is None:
+        return lambda conn: kind.load(conn, key, at)
+
+    def read(conn: ReadConn) -> Entity:
+        entity: Entity = (
+            kind.load(conn, key, at) if previous is None else reload(conn, key, at, previous)
+        )
+        actor.previous = entity
+        return entity
+
+    return read

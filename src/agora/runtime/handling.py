@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from agora.errors import StoreError
 from agora.logsafe import entity_failed
-from agora.runtime.entity import Effects
+from agora.runtime.entity import Effects, reader
 from agora.runtime.failures import (
     InternalError,
     entity_name,
@@ -56,6 +56,8 @@ class Handling:
     missing: bool
     _entity: Entity | None
     _now: Now | None
+    #: The copy last loaded, kept when the kind has ``reload`` (`entity.reader`).
+    previous: Entity | None = None
     #: The long-polls parked on this actor (`agora.runtime.polls`).
     parked: dict[Parked, None]
 
@@ -86,9 +88,7 @@ class Handling:
                 self._entity = self._created()
             if self._entity is None:
                 loaded_at = runtime.clock.now()  # read here: the loader runs in a thread
-                self._entity = await runtime.store.read(
-                    lambda conn: self.kind.load(conn, self.key, loaded_at)
-                )
+                self._entity = await runtime.store.read(reader(self, loaded_at))
             self.missing = False
         except LookupError as exc:  # "no such entity", as `EntityKind.load` documents
             self.missing = True
@@ -327,9 +327,8 @@ class Handling:
                     entity: Entity | None = self._created()
                     self.version = 0  # (new everywhere, `_created`: never written)
                     if entity is None:
-                        kind, key = self.kind, self.key
                         loaded, self.version = await runtime.store.read_versioned(
-                            kind.kind, key, lambda c: kind.load(c, key, loaded_at)
+                            self.kind.kind, self.key, reader(self, loaded_at)
                         )
                         entity = loaded
                     self._entity, self.confirmed, self.missing = entity, at, False
@@ -338,9 +337,7 @@ class Handling:
                 self._entity = (
                     created
                     if created is not None
-                    else await runtime.store.read(
-                        lambda conn: self.kind.load(conn, self.key, loaded_at)
-                    )
+                    else await runtime.store.read(reader(self, loaded_at))
                 )
                 self.missing = False
             except LookupError:

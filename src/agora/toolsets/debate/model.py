@@ -144,3 +144,6 @@ class TopicData:
     workers: dict[tuple[str, str, str], WorkerClaim] = field(default_factory=dict)
     #: The one tuple of each distinct recipient set the messages share (`topic.compact`).
     recipient_sets: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
+    #: The messages as loaded from the store, in order; never one this copy's commands add
+    #: (they may not commit). A reload reads only the messages after them (`TopicKind`).
+    committed: list[MsgMeta] = field(default_factory=list)

@@ -80,12 +80,20 @@ def bindings(conn: ReadConn, topic_id: str) -> list[Binding]:
     return [Binding(*r) for r in rows]
 
 
-def message_metas(conn: ReadConn, topic_id: str) -> list[MsgMeta]:
-    """What the topic entity keeps of each message, in (ts, msg_id) order."""
+def message_metas(
+    conn: ReadConn, topic_id: str, after: tuple[str, str] | None = None
+) -> list[MsgMeta]:
+    """What the topic entity keeps of each message, in (ts, msg_id) order; with ``after``
+    (a message's ts and msg_id), of the messages that follow it only."""
+    since: str = ""
+    args: tuple[str, ...] = (topic_id,)
+    if after is not None:
+        since, args = " AND (ts > ? OR (ts = ? AND msg_id > ?))", (topic_id, after[0], *after)
     rows = conn.execute(
         "SELECT msg_id, ts, role, kind, priority, reply_to, recipients, standing, "
-        "substr(body, 1, 10) FROM debate_messages WHERE topic_id = ? ORDER BY ts, msg_id",
-        (topic_id,),
+        f"substr(body, 1, 10) FROM debate_messages WHERE topic_id = ?{since} "
+        "ORDER BY ts, msg_id",
+        args,
     ).fetchall()
     return [
         MsgMeta(
