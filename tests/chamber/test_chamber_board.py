@@ -207,3 +207,41 @@ async def test_under_a_public_url_prefix_the_board_links_rows_and_cards_under_it
     status, cards = await _get(toolset, runtime, row["cards"].removeprefix("/agora"))
     assert status == 200
     assert cards["cards"][0]["url"].startswith("/agora/cards/"), cards
+
+
+async def test_the_board_counts_unsigned_cards_and_its_cards_page_marks_them(
+    agent, chamber, runtime, wall, options, tmp_path
+):
+    """A sceptical reader's finding: the board said every row "links to the signed cards
+    behind it" and the start page "from signed evidence cards", yet it counted cards sealed
+    ``pending_signature`` without a word. Unsigned cards still count (a server without a key
+    would show an empty board): the pages say so and mark them."""
+    toolset, _ = chamber
+    with trio.fail_after(60):
+        wall.current = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
+        unsigned = await _fail(agent, "gpt-5.6-sol")
+        key = tmp_path / "chamber.key"
+        key.write_text("42" * 32)
+        options["chamber"]["signing_key"] = str(key)
+        signed = await _fail(agent, "gpt-5.6-sol")
+    _, body = await _get(toolset, runtime, "/board?from=2026-11-30&to=2026-11-30")
+    [row] = body["suites"]["chambre-chrono-v0"]
+    assert row["attempts"] == 2
+    _, listing = await _get(toolset, runtime, row["cards"])
+    assert {c["card_id"]: c["evidence_status"] for c in listing["cards"]} == {
+        unsigned["card_id"]: "pending_signature",
+        signed["card_id"]: "signed",
+    }
+    browser = "text/html,application/xhtml+xml,*/*;q=0.8"
+    _, page = await _get(toolset, runtime, row["cards"], browser)
+    items = [li.split("</li>")[0] for li in page.split("<li>")[1:]]
+    lines = {li.split('">')[1].split("<")[0]: li for li in items}
+    assert lines[unsigned["card_id"]].endswith(" failed, 1 action, pending_signature")
+    assert lines[signed["card_id"]].endswith(" failed, 1 action, signed")
+    _, page = await _get(toolset, runtime, "/board?from=2026-11-30&to=2026-11-30", browser)
+    assert "signed cards behind it" not in page
+    assert "Every sealed card counts, signed or not yet signed" in page
+    assert "a card not signed yet is marked pending_signature" in page
+    assert dict(toolset.pages)["/board"] == (
+        "Board: products ranked per suite, from sealed evidence cards"
+    )

@@ -92,7 +92,7 @@ def build_toolset(contract: ChamberContract) -> tuple[Toolset, Chamber]:
             *board_web.routes(tuple(s.id for s in contract.suites if s.status == "active")),
         ),
         pages=(
-            ("/board", "Board: products ranked per suite, from signed evidence cards"),
+            ("/board", "Board: products ranked per suite, from sealed evidence cards"),
             ("/cards", "Evidence cards sealed today (UTC), in the order sealed"),
             (web.KEYS_PATH, "The operator's signing keys, to verify a card"),
         ),

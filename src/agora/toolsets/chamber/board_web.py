@@ -2,7 +2,9 @@
 
 ``/board?suite=&from=YYYY-MM-DD&to=YYYY-MM-DD`` answers JSON, or HTML when the client prefers
 it (``?format=`` overrides), with one table per suite; each row links to ``/board/cards``,
-the list of the cards behind it, each linking to its card page. Dates are UTC days; the
+the list of the cards behind it, each with its evidence status (the board counts sealed
+cards, signed or not yet: a server without a signing key would otherwise rank nothing) and
+linking to its card page. Dates are UTC days; the
 default range is the last `DEFAULT_DAYS` days, at most `MAX_DAYS`. Every value shown is
 escaped (products are participant claims); pages carry the card pages' CSP. Reads committed
 rows only.
@@ -148,8 +150,9 @@ def _board_html(body: dict[str, Any]) -> str:
         f"<style>{_BOARD_STYLE}</style>",
         f"<h1>ScoreIA Chamber board</h1><p>{html.escape(body['from'])} to "
         f"{html.escape(body['to'])} (UTC). Only rooms whose seed the server drew count; "
-        "practice runs on chosen seeds never rank. Products are participant claims; every "
-        f"row links to the signed cards behind it.</p><p>{RANKING}</p>",
+        "practice runs on chosen seeds never rank. Products are participant claims. Every "
+        "sealed card counts, signed or not yet signed; each row links to the cards behind it, "
+        f"where a card not signed yet is marked pending_signature.</p><p>{RANKING}</p>",
     ]
     heads = (_FIGURES[0], "product", *_FIGURES[1:], "cards")
     for suite, rows in body["suites"].items():
@@ -209,7 +212,8 @@ async def get_board_cards(request: Request, runtime: Runtime) -> Response:
     items = "".join(
         f'<li><a href="{html.escape(c["url"], quote=True)}">{html.escape(c["card_id"])}</a> '
         f"{html.escape(c['sealed_at'])} {html.escape(c['outcome'])}, "
-        f"{c['actions_used']} actions</li>"
+        f"{c['actions_used']} action{'s' * (c['actions_used'] != 1)}, "
+        f"{html.escape(c['evidence_status'])}</li>"
         for c in body["cards"]
     )
     title = f"{product} on {suite}, {first} to {last}"
@@ -218,7 +222,8 @@ async def get_board_cards(request: Request, runtime: Runtime) -> Response:
     more = next_link(None if last_id is None else next_page("/board/cards", request, last_id))
     inner = (
         f"<h1>{html.escape(title)}</h1><nav><p><a href=/board>Board</a></p></nav>"
-        f"<p>In the order sealed (UTC).</p>{listing}{more}"
+        "<p>In the order sealed (UTC): time, outcome, actions, evidence (a card not signed"
+        f" yet is pending_signature).</p>{listing}{more}"
     )
     return page(title, inner)
 

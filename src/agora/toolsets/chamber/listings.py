@@ -108,14 +108,15 @@ def board_card_ids(
     limit: int = 200,
 ) -> list[dict[str, Any]]:
     """The server-seeded cards behind one board row in the order sealed, after card
-    ``after`` (`UnknownCursor` if it names none), at most ``limit``.
+    ``after`` (`UnknownCursor` if it names none), at most ``limit``; each says whether it is
+    signed yet (``evidence_status``), as the board counts cards signed or not.
 
     A page after a card reads the rest of that card's day first, the index seeking to the card
     itself, and then the days after it: one statement over the whole range can seek only to
     a day (the days are a range before the time in the index), so each page walked every
     card of the row from the range's first day to its cursor.
     """
-    select = "SELECT card_id, sealed_at, outcome, actions_used" + _ROW
+    select = "SELECT card_id, sealed_at, outcome, actions_used, signature IS NOT NULL" + _ROW
     row = ("server", suite_id, product)
     day = ""
     rows: list[Any] = []
@@ -135,6 +136,12 @@ def board_card_ids(
             (*row, day if first <= day else first, last, limit - len(rows)),
         ).fetchall()
     return [
-        {"card_id": r[0], "sealed_at": r[1][:19] + "Z", "outcome": r[2], "actions_used": r[3]}
+        {
+            "card_id": r[0],
+            "sealed_at": r[1][:19] + "Z",
+            "outcome": r[2],
+            "actions_used": r[3],
+            "evidence_status": "signed" if r[4] else "pending_signature",
+        }
         for r in rows
     ]
