@@ -16,7 +16,7 @@ from harness import START, Session
 from solver import Solver
 
 from agora.store.migrations import apply_migrations
-from agora.toolsets.chamber import cards, cards_cli, listings, store
+from agora.toolsets.chamber import cards, cards_cli, listings, store, verify
 from agora.toolsets.chamber.contract import default_contract
 from agora.toolsets.chamber.sealing import seal_reply
 from agora.toolsets.chamber.signing import SigningKeyError, load_signer, signer_from_bytes
@@ -72,27 +72,27 @@ def test_card_bodies_are_canonical_json():
 def test_a_signed_card_verifies_offline_and_tampering_is_caught():
     _, outcome = sealed(signer=KEY, solve=False)
     doc = cards.publish(outcome.card.body, outcome.card.signature)
-    ok = cards.verify_document(doc, [KEY.key_id])
+    ok = verify.verify_document(doc, [KEY.key_id])
     assert ok.ok
     assert ok.hash_ok
     assert ok.signature == "valid"
     assert ok.status_signed
     assert ok.key_id == KEY.key_id
-    assert cards.verify_document(doc, [KEY.public_key_hex]).trusted is True
-    assert cards.verify_document(doc, ["ed25519:0000000000000000"]).ok is False
+    assert verify.verify_document(doc, [KEY.public_key_hex]).trusted is True
+    assert verify.verify_document(doc, ["ed25519:0000000000000000"]).ok is False
     pretty = json.dumps(json.loads(doc), indent=2).encode()
-    assert cards.verify_document(pretty, [KEY.key_id]).ok  # formatting does not matter
+    assert verify.verify_document(pretty, [KEY.key_id]).ok  # formatting does not matter
     forged = json.loads(doc)
     forged["card"]["outcome"] = "solved"
-    assert cards.verify_document(json.dumps(forged).encode()).hash_ok is False
+    assert verify.verify_document(json.dumps(forged).encode()).hash_ok is False
     forged = json.loads(doc)
     forged["card_sha256"] = cards.sha256_tag(rfc8785.dumps({**forged["card"], "outcome": "x"}))
     forged["card"]["outcome"] = "x"
-    assert cards.verify_document(json.dumps(forged).encode()).signature == "invalid"
+    assert verify.verify_document(json.dumps(forged).encode()).signature == "invalid"
     other = signer_from_bytes(b"43" * 32)
     forged = json.loads(doc)
     forged["signature"]["public_key"] = other.public_key_hex
-    assert cards.verify_document(json.dumps(forged).encode()).signature == "invalid"
+    assert verify.verify_document(json.dumps(forged).encode()).signature == "invalid"
 
 
 def test_a_document_naming_a_key_twice_is_not_a_card():
@@ -104,10 +104,10 @@ def test_a_document_naming_a_key_twice_is_not_a_card():
     twice = b'{"card":' + json.dumps(forged).encode() + b"," + doc[1:]
     assert json.loads(twice)["card"]["outcome"] == json.loads(outcome.card.body)["outcome"]
     with pytest.raises(cards.CardFormatError, match="'card' appears twice"):
-        cards.verify_document(twice, [KEY.key_id])
+        verify.verify_document(twice, [KEY.key_id])
     inner = doc.replace(b'{"card":{', b'{"card":{"outcome":"solved",', 1)
     with pytest.raises(cards.CardFormatError, match="'outcome' appears twice"):
-        cards.verify_document(inner, [KEY.key_id])
+        verify.verify_document(inner, [KEY.key_id])
 
 
 def test_a_signed_statement_passed_off_as_a_card_is_not_one():
@@ -125,21 +125,21 @@ def test_a_signed_statement_passed_off_as_a_card_is_not_one():
         "signature": {k: v for k, v in sig.items() if k != "scheme"},
     }
     with pytest.raises(cards.CardFormatError, match="not a card"):
-        cards.verify_document(json.dumps(doc).encode(), [KEY.key_id])
+        verify.verify_document(json.dumps(doc).encode(), [KEY.key_id])
 
 
 def test_an_unsigned_card_is_pending_and_does_not_verify():
     _, outcome = sealed(solve=False)
     doc = cards.publish(outcome.card.body, None)
     assert json.loads(doc)["evidence_status"] == "pending_signature"
-    result = cards.verify_document(doc)
+    result = verify.verify_document(doc)
     assert result.hash_ok
     assert result.signature == "missing"
     assert not result.ok
     with pytest.raises(cards.CardFormatError):
-        cards.verify_document(b"not json")
+        verify.verify_document(b"not json")
     with pytest.raises(cards.CardFormatError):
-        cards.verify_document(b'{"no": "card"}')
+        verify.verify_document(b'{"no": "card"}')
 
 
 def _db(upto: int | None = None) -> sqlite3.Connection:
@@ -249,7 +249,7 @@ def test_legacy_cards_keep_their_bytes_through_migration_and_signing():
     assert listing == [{"card_id": "card-20260114-5d1c0e2f9a7b3c41",
                         "toolset_id": "scoreia-chamber-tools/0.2.0",
                         "evidence_status": "legacy"}]  # fmt: skip
-    assert cards.verify_document(originals["card-20260114-5d1c0e2f9a7b3c41"]).hash_ok
+    assert verify.verify_document(originals["card-20260114-5d1c0e2f9a7b3c41"]).hash_ok
 
 
 def test_only_legacy_cards_are_imported_as_legacy():

@@ -22,7 +22,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from harness import Session
 
-from agora.toolsets.chamber import cards
+from agora.toolsets.chamber import cards, verify
 from agora.toolsets.chamber.signing import signer_from_bytes
 
 PAGE = (Path(__file__).resolve().parents[2] / "docs" / "evidence.md").read_text()
@@ -131,4 +131,4 @@ def test_a_card_signed_before_the_scheme_verifies_by_the_pages_rule():
     }
     document = json.loads(cards.publish(body, old))
     assert check(document, {OPERATOR.public_key_hex})
-    assert cards.verify_document(json.dumps(document).encode(), [OPERATOR.public_key_hex]).ok
+    assert verify.verify_document(json.dumps(document).encode(), [OPERATOR.public_key_hex]).ok

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from agora.toolsets.chamber.cards_cli import TrustError, keys_from_json
+from agora.toolsets.chamber.verify_sources import TrustError, keys_from_json
 
 KEY = {"key_id": "k1", "public_key": "ab" * 32}
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 from harness import Session
 
-from agora.toolsets.chamber import cards, cards_cli
+from agora.toolsets.chamber import cards, cards_cli, verify
 from agora.toolsets.chamber.signing import signer_from_bytes
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def signed_document(signer=OPERATOR, seed: str = "sig") -> dict:
     return json.loads(cards.publish(outcome.card.body, outcome.card.signature))
 
 
-def verify(tmp_path: Path, document: dict, **trust) -> tuple[int, list[str]]:
+def cli_verify(tmp_path: Path, document: dict, **trust) -> tuple[int, list[str]]:
     path = tmp_path / "card.json"
     path.write_text(json.dumps(document))
     out: list[str] = []
@@ -45,13 +45,13 @@ def test_a_card_re_signed_with_a_fresh_key_is_not_trusted(tmp_path):
     body = cards.canonical(forged["card"])
     forged["card_sha256"] = cards.sha256_tag(body)
     forged["signature"] = cards.signature_block(STRANGER, body, Session().wall)
-    status, out = verify(tmp_path, forged, trusted_keys=[OPERATOR.key_id])
+    status, out = cli_verify(tmp_path, forged, trusted_keys=[OPERATOR.key_id])
     assert status == 1
     assert out[2].startswith(f"  valid signature, key NOT trusted ({STRANGER.key_id})")
-    status, out = verify(tmp_path, forged)  # no trust given at all: never a pass
+    status, out = cli_verify(tmp_path, forged)  # no trust given at all: never a pass
     assert status == 1
     assert "key NOT trusted" in out[2]
-    assert verify(tmp_path, document, trusted_keys=[OPERATOR.key_id])[0] == 0
+    assert cli_verify(tmp_path, document, trusted_keys=[OPERATOR.key_id])[0] == 0
 
 
 @pytest.mark.parametrize(
@@ -67,10 +67,10 @@ def test_a_card_re_signed_with_a_fresh_key_is_not_trusted(tmp_path):
 def test_the_signed_part_cannot_be_edited(tmp_path, edit):
     document = signed_document()
     edit(document)
-    result = cards.verify_document(json.dumps(document).encode(), [OPERATOR.key_id])
+    result = verify.verify_document(json.dumps(document).encode(), [OPERATOR.key_id])
     assert result.signature == "invalid"
     assert not result.ok
-    assert verify(tmp_path, document, trusted_keys=[OPERATOR.key_id])[0] == 1
+    assert cli_verify(tmp_path, document, trusted_keys=[OPERATOR.key_id])[0] == 1
 
 
 def test_the_signature_names_its_key_and_status_inside_the_signed_part():
@@ -81,7 +81,7 @@ def test_the_signature_names_its_key_and_status_inside_the_signed_part():
         "signed",
         cards.SCHEME,
     )
-    result = cards.verify_document(json.dumps(document).encode(), [OPERATOR.public_key_hex])
+    result = verify.verify_document(json.dumps(document).encode(), [OPERATOR.public_key_hex])
     assert result.ok
     assert result.status_signed
 
@@ -98,9 +98,9 @@ def test_cards_signed_before_the_scheme_still_verify(tmp_path):
         "value": OPERATOR.sign(body),
     }
     document = json.loads(cards.publish(body, old))
-    result = cards.verify_document(json.dumps(document).encode(), [OPERATOR.key_id])
+    result = verify.verify_document(json.dumps(document).encode(), [OPERATOR.key_id])
     assert (result.ok, result.status_signed) == (True, False)
-    status, out = verify(tmp_path, document, trusted_keys=[OPERATOR.key_id])
+    status, out = cli_verify(tmp_path, document, trusted_keys=[OPERATOR.key_id])
     assert status == 0
     assert "the body alone is covered" in out[-1]
 
@@ -109,16 +109,16 @@ def test_trust_comes_from_a_file_of_keys_or_a_key_document(tmp_path):
     document = signed_document()
     lines = tmp_path / "trusted.txt"
     lines.write_text(f"# the operator\n{OPERATOR.public_key_hex}\n\n")
-    assert verify(tmp_path, document, trust_files=[str(lines)])[0] == 0
+    assert cli_verify(tmp_path, document, trust_files=[str(lines)])[0] == 0
     keys = tmp_path / "keys.json"
     keys.write_text(json.dumps({"keys": [{"key_id": OPERATOR.key_id, "public_key": "aa"}]}))
-    assert verify(tmp_path, document, trust_files=[str(keys)])[0] == 0
+    assert cli_verify(tmp_path, document, trust_files=[str(keys)])[0] == 0
     keys.write_text(json.dumps({"keys": [{"key_id": STRANGER.key_id}]}))
-    assert verify(tmp_path, document, trust_files=[str(keys)])[0] == 1
-    status, out = verify(tmp_path, document, trust_files=[str(tmp_path / "absent")])
+    assert cli_verify(tmp_path, document, trust_files=[str(keys)])[0] == 1
+    status, out = cli_verify(tmp_path, document, trust_files=[str(tmp_path / "absent")])
     assert status == 2
     assert out[0].startswith("cannot verify")
-    status, out = verify(tmp_path, document, keys_urls=["file:///etc/passwd"])
+    status, out = cli_verify(tmp_path, document, keys_urls=["file:///etc/passwd"])
     assert status == 2
 
 
@@ -234,7 +234,7 @@ def test_a_field_added_beside_the_card_fails_verification(tmp_path, where, key):
     # neither the hash nor the signature covers it, and a reader may take it for the card's.
     document = signed_document()
     (document if where == "document" else document["signature"])[key] = "trusted by ScoreIA"
-    status, out = verify(tmp_path, document, trusted_keys=[OPERATOR.key_id])
+    status, out = cli_verify(tmp_path, document, trusted_keys=[OPERATOR.key_id])
     assert status == 1
     shown = key if where == "document" else f"signature.{key}"
     assert out[3] == (
@@ -249,8 +249,8 @@ def test_a_trusted_key_in_upper_case_is_trusted(tmp_path):
     # "key NOT trusted". The same from a trust file.
     document = signed_document()
     upper = OPERATOR.public_key_hex.upper()
-    assert verify(tmp_path, document, trusted_keys=[upper])[0] == 0
-    assert verify(tmp_path, document, trusted_keys=[OPERATOR.key_id.upper()])[0] == 0
+    assert cli_verify(tmp_path, document, trusted_keys=[upper])[0] == 0
+    assert cli_verify(tmp_path, document, trusted_keys=[OPERATOR.key_id.upper()])[0] == 0
     listed = tmp_path / "trusted.txt"
     listed.write_text(upper + "\n")
-    assert verify(tmp_path, document, trust_files=[str(listed)])[0] == 0
+    assert cli_verify(tmp_path, document, trust_files=[str(listed)])[0] == 0

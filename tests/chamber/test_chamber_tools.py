@@ -21,7 +21,7 @@ from agora.runtime.clock import Clock, FakeWall
 from agora.runtime.registry import Runtime
 from agora.store.db import open_store
 from agora.toolsets.base import Principal
-from agora.toolsets.chamber import build_toolset, cards, cards_cli, listings, store
+from agora.toolsets.chamber import build_toolset, cards, cards_cli, listings, store, verify
 from agora.toolsets.chamber.contract import contract_from_data, default_contract
 
 KEY_HEX = "5a" * 32
@@ -254,10 +254,10 @@ async def test_a_configured_key_signs_cards_and_the_export_bundle_verifies(
     assert sealed["attempt_state"] == "sealed"
     bundle = sealed["export_bundle"]
     trusted = [bundle["document"]["signature"]["key_id"]]
-    assert cards.verify_document(json.dumps(bundle["document"]).encode(), trusted).ok
+    assert verify.verify_document(json.dumps(bundle["document"]).encode(), trusted).ok
     assert [r["op"] for r in bundle["transcript"]] == ["look"]
     document = await runtime.read(lambda conn: store.card_document(conn, sealed["card_id"]))
-    assert cards.verify_document(document, trusted).ok
+    assert verify.verify_document(document, trusted).ok
 
 
 async def test_agora_cards_verify_checks_an_export_bundles_transcript(options, tmp_path, agent):

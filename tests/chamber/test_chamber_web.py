@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agora.toolsets.chamber import cards, store, web
+from agora.toolsets.chamber import cards, store, verify, web
 from agora.toolsets.chamber.contract import default_contract
 from agora.web.http import Request
 
@@ -37,7 +37,7 @@ async def test_a_card_is_served_as_its_stored_document(runtime, agent):
     doc = json.loads(response.body)
     assert doc["card"] == sealed["card"]
     assert doc["evidence_status"] == "pending_signature"
-    assert cards.verify_document(response.body).hash_ok
+    assert verify.verify_document(response.body).hash_ok
 
 
 async def test_browsers_get_an_html_view_with_everything_escaped(runtime, agent):

@@ -18,7 +18,7 @@ from chamber_server import agora_cli, write_key
 from harness import Session
 
 from agora.store.migrations import apply_migrations
-from agora.toolsets.chamber import cards, cards_cli, store
+from agora.toolsets.chamber import cards_cli, store, verify
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -70,7 +70,7 @@ def test_sign_commits_in_batches_and_signs_every_card(
             document = store.card_document(conn, card_id)
             assert document is not None
             assert json.loads(document)["signature"]["public_key"] == public
-            assert cards.verify_document(document, [public]).ok
+            assert verify.verify_document(document, [public]).ok
     finally:
         conn.close()
     assert cards_cli.cmd_sign(db, key, out=lines.append) == 0

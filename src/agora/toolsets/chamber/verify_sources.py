@@ -1,0 +1,150 @@
+"""Where ``agora cards verify`` reads from: the card (a file, or a card page's URL) and the
+keys the reader trusts (``--trust``, ``--trust-file``, ``--keys-url``).
+
+Every source is one the reader names; nothing here decides whether a card is genuine
+(`verify` does) or prints anything (`cards_cli` does).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Final
+
+
+class TrustError(ValueError):
+    """A trust file or key URL that cannot be read."""
+
+
+_KEY_FORMS: Final = re.compile(r"[0-9a-f]{64}|ed25519:[0-9a-f]{16}", re.IGNORECASE)
+_KEY_HELP: Final = (
+    "is not a key: give an Ed25519 public key as 64 hex digits, or a key id like"
+    " ed25519:0123456789abcdef"
+)
+
+
+def checked_key(key: str, where: str) -> str:
+    """``key`` if it is a public key (64 hex) or a key id; ``where`` names it in the error.
+
+    Raises:
+        TrustError: if it is neither (say ``deadbeef``), which would trust nothing silently.
+    """
+    if not _KEY_FORMS.fullmatch(key):
+        raise TrustError(f"{where}{key!r} {_KEY_HELP}")
+    return key.lower()  # as cards and key documents write it: an upper-case copy trusts too
+
+
+def keys_from_json(data: bytes) -> list[str]:
+    """Key ids and public keys listed by a server's key document (``GET /chamber/keys``).
+
+    Raises:
+        TrustError: if ``data`` is not such a document.
+    """
+    try:
+        doc = json.loads(data)
+    except ValueError as exc:
+        raise TrustError(f"not a key document: not JSON ({exc})") from exc
+    try:
+        keys = doc["keys"]
+        return [str(k[f]) for k in keys for f in ("key_id", "public_key") if k.get(f)]
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise TrustError(
+            'not a key document: it has no "keys" list of objects with key_id and public_key'
+            " (a server's is at /chamber/keys)"
+        ) from exc
+
+
+def keys_from_file(path: str | Path) -> list[str]:
+    """Trusted keys from a file: a key document (JSON), or one key (hex or id) per line.
+
+    Raises:
+        TrustError: if the file cannot be read.
+    """
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise TrustError(f"cannot read {path}: {exc.strerror}") from exc
+    if data.lstrip().startswith(b"{"):
+        return keys_from_json(data)
+    lines = (line.split("#", 1)[0].strip() for line in data.decode("utf-8", "replace").split("\n"))
+    return [checked_key(line, f"{path} line {n}: ") for n, line in enumerate(lines, 1) if line]
+
+
+def keys_from_url(url: str, timeout: float = 10.0) -> list[str]:
+    """The keys a server publishes at ``url`` (its ``/chamber/keys``), fetched now.
+
+    Raises:
+        TrustError: if the URL cannot be fetched or is not a key document.
+    """
+    if not url.startswith(("http://", "https://")):
+        raise TrustError(f"{url}: only http(s) key URLs are fetched")
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            data = response.read(1 << 20)
+    except (OSError, ValueError) as exc:
+        raise TrustError(f"cannot fetch {url}: {exc}") from exc
+    return keys_from_json(data)
+
+
+#: The most bytes of a card fetched by URL (a card document is a few KiB).
+CARD_URL_LIMIT: Final = 1 << 20
+
+
+class CardFetchError(OSError):
+    """A card URL that cannot be fetched."""
+
+
+def card_from_url(url: str, timeout: float = 10.0) -> bytes:
+    """The card document at ``url`` (a card page, ``/cards/<id>``), fetched now as JSON.
+
+    The reader names the URL, as with ``--keys-url``; its ``format=`` is forced to ``json``,
+    so a card page's address copied from a browser fetches the document, not its HTML view.
+
+    Raises:
+        CardFetchError: if it cannot be fetched in ``timeout`` seconds or is too large.
+    """
+    parts = urllib.parse.urlsplit(url)
+    query = [(k, v) for k, v in urllib.parse.parse_qsl(parts.query) if k != "format"]
+    query.append(("format", "json"))
+    target = parts._replace(query=urllib.parse.urlencode(query), fragment="").geturl()
+    request = urllib.request.Request(target, headers={"Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            data: bytes = response.read(CARD_URL_LIMIT + 1)
+    except (OSError, ValueError) as exc:
+        raise CardFetchError(f"cannot fetch {url}: {exc}") from exc
+    if len(data) > CARD_URL_LIMIT:
+        raise CardFetchError(f"cannot fetch {url}: larger than {CARD_URL_LIMIT} bytes")
+    return data
+
+
+def read_card(path: str | Path) -> bytes:
+    """A card document from a file, or from an http(s) URL (`card_from_url`)."""
+    if str(path).startswith(("http://", "https://")):
+        return card_from_url(str(path))
+    return Path(path).read_bytes()
+
+
+def named_card(path: str) -> str | None:
+    """The card id a card page's URL names (``.../cards/<id>``), None for a file or another URL.
+
+    Raises:
+        CardFetchError: a path segment is ``.`` or ``..`` (encoded or not), empty, or holds an
+            encoded slash: the server and the reader could each take the URL to name
+            another card.
+    """
+    if not path.startswith(("http://", "https://")):
+        return None
+    raw = urllib.parse.urlsplit(path).path.split("/")[1:]  # (a path starts with "/")
+    if raw and raw[-1] == "":
+        raw.pop()  # one trailing slash, as a browser may add
+    segments = [urllib.parse.unquote(s) for s in raw]
+    if any(s in ("", ".", "..") or "/" in s for s in segments):
+        raise CardFetchError(
+            f"{path}: give the card's URL as the server shows it, without . or .., empty or"
+            " encoded-slash segments"
+        )
+    return segments[-1] if len(segments) >= 2 and segments[-2] == "cards" else None
