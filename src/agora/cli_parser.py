@@ -130,13 +130,16 @@ def build_parser() -> argparse.ArgumentParser:
         " seal's export bundle (seal_attempt's export_bundle) saved as JSON",
     )
     c.add_argument(
-        "--trust", action="append", default=[], help="public key (hex) or key id you trust"
+        "--trust",
+        action="append",
+        default=[],
+        help="an Ed25519 public key (64 hex digits) you trust; a key id is only a label",
     )
     c.add_argument(
         "--trust-file",
         action="append",
         default=[],
-        help="file of trusted keys: one key (hex) or key id per line, or a /chamber/keys document",
+        help="file of trusted keys: one public key (64 hex) per line, or a /chamber/keys document",
     )
     c.add_argument(
         "--keys-url",

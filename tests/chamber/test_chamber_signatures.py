@@ -45,13 +45,13 @@ def test_a_card_re_signed_with_a_fresh_key_is_not_trusted(tmp_path):
     body = cards.canonical(forged["card"])
     forged["card_sha256"] = cards.sha256_tag(body)
     forged["signature"] = cards.signature_block(STRANGER, body, Session().wall)
-    status, out = cli_verify(tmp_path, forged, trusted_keys=[OPERATOR.key_id])
+    status, out = cli_verify(tmp_path, forged, trusted_keys=[OPERATOR.public_key_hex])
     assert status == 1
     assert out[2].startswith(f"  valid signature, key NOT trusted ({STRANGER.key_id})")
     status, out = cli_verify(tmp_path, forged)  # no trust given at all: never a pass
     assert status == 1
     assert "key NOT trusted" in out[2]
-    assert cli_verify(tmp_path, document, trusted_keys=[OPERATOR.key_id])[0] == 0
+    assert cli_verify(tmp_path, document, trusted_keys=[OPERATOR.public_key_hex])[0] == 0
 
 
 @pytest.mark.parametrize(
@@ -67,10 +67,10 @@ def test_a_card_re_signed_with_a_fresh_key_is_not_trusted(tmp_path):
 def test_the_signed_part_cannot_be_edited(tmp_path, edit):
     document = signed_document()
     edit(document)
-    result = verify.verify_document(json.dumps(document).encode(), [OPERATOR.key_id])
+    result = verify.verify_document(json.dumps(document).encode(), [OPERATOR.public_key_hex])
     assert result.signature == "invalid"
     assert not result.ok
-    assert cli_verify(tmp_path, document, trusted_keys=[OPERATOR.key_id])[0] == 1
+    assert cli_verify(tmp_path, document, trusted_keys=[OPERATOR.public_key_hex])[0] == 1
 
 
 def test_the_signature_names_its_key_and_status_inside_the_signed_part():
@@ -98,9 +98,9 @@ def test_cards_signed_before_the_scheme_still_verify(tmp_path):
         "value": OPERATOR.sign(body),
     }
     document = json.loads(cards.publish(body, old))
-    result = verify.verify_document(json.dumps(document).encode(), [OPERATOR.key_id])
+    result = verify.verify_document(json.dumps(document).encode(), [OPERATOR.public_key_hex])
     assert (result.ok, result.status_signed) == (True, False)
-    status, out = cli_verify(tmp_path, document, trusted_keys=[OPERATOR.key_id])
+    status, out = cli_verify(tmp_path, document, trusted_keys=[OPERATOR.public_key_hex])
     assert status == 0
     assert "the body alone is covered" in out[-1]
 
@@ -111,10 +111,11 @@ def test_trust_comes_from_a_file_of_keys_or_a_key_document(tmp_path):
     lines.write_text(f"# the operator\n{OPERATOR.public_key_hex}\n\n")
     assert cli_verify(tmp_path, document, trust_files=[str(lines)])[0] == 0
     keys = tmp_path / "keys.json"
-    keys.write_text(json.dumps({"keys": [{"key_id": OPERATOR.key_id, "public_key": "aa"}]}))
+    listed = {"key_id": OPERATOR.key_id, "public_key": OPERATOR.public_key_hex}
+    keys.write_text(json.dumps({"keys": [listed]}))
     assert cli_verify(tmp_path, document, trust_files=[str(keys)])[0] == 0
     keys.write_text(json.dumps({"keys": [{"key_id": STRANGER.key_id}]}))
-    assert cli_verify(tmp_path, document, trust_files=[str(keys)])[0] == 1
+    assert cli_verify(tmp_path, document, trust_files=[str(keys)])[0] == 2
     status, out = cli_verify(tmp_path, document, trust_files=[str(tmp_path / "absent")])
     assert status == 2
     assert out[0].startswith("cannot verify")
@@ -175,13 +176,17 @@ def test_a_card_verifies_from_its_page_url(tmp_path):
         base = f"http://127.0.0.1:{server.server_address[1]}"
         out: list[str] = []
         url = f"{base}/cards/{card_id}?format=html"  # as copied from the address bar
-        assert cards_cli.cmd_verify(url, trusted_keys=[OPERATOR.key_id], out=out.append) == 0
+        assert (
+            cards_cli.cmd_verify(url, trusted_keys=[OPERATOR.public_key_hex], out=out.append) == 0
+        )
         assert asked == [f"/cards/{card_id}?format=json"]
         assert out[-1] == f"  valid signature, trusted key {OPERATOR.key_id}"
         out.clear()
         # Another card's address answered with this (genuinely signed) card: not verified.
         other = f"{base}/cards/card-20261201-0000000000000000"
-        assert cards_cli.cmd_verify(other, trusted_keys=[OPERATOR.key_id], out=out.append) == 1
+        assert (
+            cards_cli.cmd_verify(other, trusted_keys=[OPERATOR.public_key_hex], out=out.append) == 1
+        )
         assert out[-1] == (
             "  NOT the card the URL names (card-20261201-0000000000000000): the server"
             " answered with another one"
@@ -199,7 +204,10 @@ def test_a_card_verifies_from_its_page_url(tmp_path):
             f"{other}%2F..",
         )
         for url in odd:
-            assert cards_cli.cmd_verify(url, trusted_keys=[OPERATOR.key_id], err=out.append) == 2
+            assert (
+                cards_cli.cmd_verify(url, trusted_keys=[OPERATOR.public_key_hex], err=out.append)
+                == 2
+            )
             assert len(out) == 1
             assert out[0].startswith(f"cannot verify: {url}: give the card's URL as the server")
             out.clear()
@@ -234,7 +242,7 @@ def test_a_field_added_beside_the_card_fails_verification(tmp_path, where, key):
     # neither the hash nor the signature covers it, and a reader may take it for the card's.
     document = signed_document()
     (document if where == "document" else document["signature"])[key] = "trusted by ScoreIA"
-    status, out = cli_verify(tmp_path, document, trusted_keys=[OPERATOR.key_id])
+    status, out = cli_verify(tmp_path, document, trusted_keys=[OPERATOR.public_key_hex])
     assert status == 1
     shown = key if where == "document" else f"signature.{key}"
     assert out[3] == (
@@ -250,7 +258,50 @@ def test_a_trusted_key_in_upper_case_is_trusted(tmp_path):
     document = signed_document()
     upper = OPERATOR.public_key_hex.upper()
     assert cli_verify(tmp_path, document, trusted_keys=[upper])[0] == 0
-    assert cli_verify(tmp_path, document, trusted_keys=[OPERATOR.key_id.upper()])[0] == 0
     listed = tmp_path / "trusted.txt"
     listed.write_text(upper + "\n")
     assert cli_verify(tmp_path, document, trust_files=[str(listed)])[0] == 0
+
+
+def test_a_key_id_is_a_label_and_trusts_nothing(tmp_path):
+    """A sceptical reader's finding: trust went by the 64-bit key id too (``--trust ID``, and
+    every key id a key document listed), so a key that merely shares an id would pass."""
+    document = signed_document()
+    wire = json.dumps(document).encode()
+    assert not verify.verify_document(wire, [OPERATOR.key_id]).trusted
+    # A key document pairing the operator's key id with another public key trusts that
+    # other key only: the operator's card is not trusted through the id.
+    keys = tmp_path / "keys.json"
+    keys.write_text(
+        json.dumps({"keys": [{"key_id": OPERATOR.key_id, "public_key": STRANGER.public_key_hex}]})
+    )
+    status, out = cli_verify(tmp_path, document, trust_files=[str(keys)])
+    assert status == 1
+    assert "key NOT trusted" in out[2]
+    # --trust, or a trust file, given a key id: refused in words, not silently weaker.
+    for trust in ({"trusted_keys": [OPERATOR.key_id]}, {"trust_files": [str(keys)]}):
+        if "trust_files" in trust:
+            keys.write_text(OPERATOR.key_id + "\n")
+        status, out = cli_verify(tmp_path, document, **trust)
+        assert status == 2
+        assert out[0].endswith(
+            f"{OPERATOR.key_id!r} is a key id, a label that cannot identify a key: give the key"
+            " itself, its public key as 64 hex digits (as the server's /chamber/keys lists it)"
+        ), out
+
+
+def test_a_card_signed_by_another_key_under_the_trusted_key_id_is_not_trusted(tmp_path):
+    # The forger signs the statement naming the operator's key id with a key of their own.
+    forged = signed_document()
+    forged["card"]["outcome"] = "solved"
+    body = cards.canonical(forged["card"])
+    forged["card_sha256"] = cards.sha256_tag(body)
+    sig = forged["signature"]
+    statement = cards.statement(forged["card_sha256"], OPERATOR.key_id, sig["signed_at"])
+    sig.update(key_id=OPERATOR.key_id, public_key=STRANGER.public_key_hex)
+    sig["value"] = STRANGER.sign(statement)
+    result = verify.verify_document(json.dumps(forged).encode(), [OPERATOR.public_key_hex])
+    assert (result.trusted, result.ok) == (False, False)
+    status, out = cli_verify(tmp_path, forged, trusted_keys=[OPERATOR.public_key_hex])
+    assert status == 1
+    assert "trusted key" not in "\n".join(out)

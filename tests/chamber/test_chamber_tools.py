@@ -253,7 +253,7 @@ async def test_a_configured_key_signs_cards_and_the_export_bundle_verifies(
     assert sealed["evidence_status"] == "signed"
     assert sealed["attempt_state"] == "sealed"
     bundle = sealed["export_bundle"]
-    trusted = [bundle["document"]["signature"]["key_id"]]
+    trusted = [bundle["document"]["signature"]["public_key"]]
     assert verify.verify_document(json.dumps(bundle["document"]).encode(), trusted).ok
     assert [r["op"] for r in bundle["transcript"]] == ["look"]
     document = await runtime.read(lambda conn: store.card_document(conn, sealed["card_id"]))
@@ -268,7 +268,7 @@ async def test_agora_cards_verify_checks_an_export_bundles_transcript(options, t
         h = (await agent.enter(seed="bundled"))["attempt_handle"]
         await solve(agent, h)
         sealed = await agent.tool("seal_attempt", challenge_handle=h, include_export_bundle=True)
-    trusted = [sealed["export_bundle"]["document"]["signature"]["key_id"]]
+    trusted = [sealed["export_bundle"]["document"]["signature"]["public_key"]]
     saved = tmp_path / "bundle.json"
 
     def verify(doc: dict[str, Any]) -> tuple[int, list[str]]:

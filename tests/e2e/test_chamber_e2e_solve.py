@@ -228,7 +228,7 @@ async def test_a_failure_is_listed_shown_and_signed_by_the_operator(
         assert out.splitlines()[2].startswith(f"  valid signature, key NOT trusted ({key_id})")
         status, out = await agora_cli("cards", "verify", str(saved), "--trust", public)
         assert (status, out.splitlines()[-1]) == (0, f"  valid signature, trusted key {key_id}")
-        other = "ed25519:" + "0" * 16  # a key id, not the one that signed
+        other = "0" * 64  # a public key, not the one that signed
         status, out = await agora_cli("cards", "verify", str(saved), "--trust", other)
         assert status == 1
         assert "key NOT trusted" in out

@@ -144,8 +144,8 @@ def _verdict(result: verify.Verification) -> str:
         return "INVALID signature"
     if not result.trusted:
         return (
-            f"valid signature, key NOT trusted ({result.key_id}): pass --trust KEY, "
-            "--trust-file FILE or --keys-url URL of the server you trust"
+            f"valid signature, key NOT trusted ({result.key_id}): pass --keys-url URL of the"
+            " server you trust, or its public key with --trust PUBLIC_KEY or --trust-file FILE"
         )
     return f"valid signature, trusted key {result.key_id}"
 
@@ -168,7 +168,8 @@ def cmd_verify(
     Args:
         path: The card document (as served by ``GET /cards/<id>``), or the http(s) URL
             of a card page, fetched as JSON (`verify_sources.card_from_url`).
-        trusted_keys: Public keys (hex) or key ids the reader trusts.
+        trusted_keys: Public keys (64 hex digits) the reader trusts; a key id is refused
+            (`verify_sources.checked_key`).
         trust_files: Files of trusted keys (see `verify_sources.keys_from_file`).
         keys_urls: Key URLs (a server's ``/chamber/keys``) whose keys the reader trusts.
         out: Where to print the verdict.

@@ -162,11 +162,12 @@ def verify_document(data: bytes, trusted_keys: Collection[str] = ()) -> Verifica
     """Re-check a published card document: its hash, its signature, and whose key signed it.
 
     A valid signature proves only that the holder of *some* key signed the card; it is
-    evidence only when that key is one the reader trusts (``trusted_keys``).
+    evidence only when that key is one the reader trusts (``trusted_keys``). Trust goes by
+    the whole public key: a key id is a 64-bit label another key can be made to share.
 
     Args:
         data: The document bytes (any JSON formatting; the body is re-canonicalized).
-        trusted_keys: Public keys (hex) or key ids the reader trusts.
+        trusted_keys: Public keys (64 hex digits) the reader trusts.
 
     Returns:
         The verification result.
@@ -190,7 +191,7 @@ def verify_document(data: bytes, trusted_keys: Collection[str] = ()) -> Verifica
         return Verification(card.get("card_id"), card.get("toolset_id"), hash_ok, "invalid")
     good, status_signed = _signature_valid(doc, body, sig)
     public = sig.get("public_key")
-    trusted = good and (public in trusted_keys or sig.get("key_id") in trusted_keys)
+    trusted = good and str(public).lower() in {k.lower() for k in trusted_keys}
     unsigned = sorted(doc.keys() - DOCUMENT_KEYS) + [
         f"signature.{k}" for k in sorted(sig.keys() - SIGNATURE_KEYS)
     ]

@@ -19,46 +19,57 @@ class TrustError(ValueError):
     """A trust file or key URL that cannot be read."""
 
 
-_KEY_FORMS: Final = re.compile(r"[0-9a-f]{64}|ed25519:[0-9a-f]{16}", re.IGNORECASE)
-_KEY_HELP: Final = (
-    "is not a key: give an Ed25519 public key as 64 hex digits, or a key id like"
-    " ed25519:0123456789abcdef"
-)
+_PUBLIC_KEY: Final = re.compile(r"[0-9a-f]{64}", re.IGNORECASE)
+_KEY_ID: Final = re.compile(r"ed25519:[0-9a-f]{16}", re.IGNORECASE)
 
 
 def checked_key(key: str, where: str) -> str:
-    """``key`` if it is a public key (64 hex) or a key id; ``where`` names it in the error.
+    """``key`` if it is an Ed25519 public key (64 hex digits), in lower case; ``where``
+    names it in the error.
+
+    Key ids are labels, not trust: one is 64 bits of the key's hash, and another key with the
+    same id can be made with enough computing power, so a card is trusted by its full public
+    key only (docs/evidence.md).
 
     Raises:
-        TrustError: if it is neither (say ``deadbeef``), which would trust nothing silently.
+        TrustError: if it is a key id, or not a key at all (say ``deadbeef``, which would
+            trust nothing silently).
     """
-    if not _KEY_FORMS.fullmatch(key):
-        raise TrustError(f"{where}{key!r} {_KEY_HELP}")
+    if _KEY_ID.fullmatch(key):
+        raise TrustError(
+            f"{where}{key!r} is a key id, a label that cannot identify a key: give the key"
+            " itself, its public key as 64 hex digits (as the server's /chamber/keys lists it)"
+        )
+    if not _PUBLIC_KEY.fullmatch(key):
+        raise TrustError(
+            f"{where}{key!r} is not a key: give an Ed25519 public key as 64 hex digits"
+        )
     return key.lower()  # as cards and key documents write it: an upper-case copy trusts too
 
 
-def keys_from_json(data: bytes) -> list[str]:
-    """Key ids and public keys listed by a server's key document (``GET /chamber/keys``).
+def keys_from_json(data: bytes, where: str = "") -> list[str]:
+    """The public keys listed by a server's key document (``GET /chamber/keys``); their key
+    ids are labels and trust nothing (`checked_key`). ``where`` names the document in errors.
 
     Raises:
-        TrustError: if ``data`` is not such a document.
+        TrustError: if ``data`` is not such a document, or a key in it is not a public key.
     """
     try:
         doc = json.loads(data)
     except ValueError as exc:
         raise TrustError(f"not a key document: not JSON ({exc})") from exc
     try:
-        keys = doc["keys"]
-        return [str(k[f]) for k in keys for f in ("key_id", "public_key") if k.get(f)]
+        listed = [str(k["public_key"]) for k in doc["keys"]]
     except (KeyError, TypeError, AttributeError) as exc:
         raise TrustError(
             'not a key document: it has no "keys" list of objects with key_id and public_key'
             " (a server's is at /chamber/keys)"
         ) from exc
+    return [checked_key(key, f"{where}public_key ") for key in listed]
 
 
 def keys_from_file(path: str | Path) -> list[str]:
-    """Trusted keys from a file: a key document (JSON), or one key (hex or id) per line.
+    """Trusted keys from a file: a key document (JSON), or one public key (hex) per line.
 
     Raises:
         TrustError: if the file cannot be read.
@@ -68,7 +79,7 @@ def keys_from_file(path: str | Path) -> list[str]:
     except OSError as exc:
         raise TrustError(f"cannot read {path}: {exc.strerror}") from exc
     if data.lstrip().startswith(b"{"):
-        return keys_from_json(data)
+        return keys_from_json(data, f"{path}: ")
     lines = (line.split("#", 1)[0].strip() for line in data.decode("utf-8", "replace").split("\n"))
     return [checked_key(line, f"{path} line {n}: ") for n, line in enumerate(lines, 1) if line]
 
@@ -86,7 +97,7 @@ def keys_from_url(url: str, timeout: float = 10.0) -> list[str]:
             data = response.read(1 << 20)
     except (OSError, ValueError) as exc:
         raise TrustError(f"cannot fetch {url}: {exc}") from exc
-    return keys_from_json(data)
+    return keys_from_json(data, f"{url}: ")
 
 
 #: The most bytes of a card fetched by URL (a card document is a few KiB).
