@@ -122,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
         "signature and whether you trust the signing key; for a bundle, also that its "
         "transcript gives the card's transcript hash. Exits 0 when all hold, 1 when one does "
         "not (unsigned, invalid, untrusted key, transcript mismatch), 2 when the card or a "
-        "trust source cannot be read.",
+        "trust source cannot be read, or the file is a whole seal_attempt reply. The last line "
+        "is the verdict.",
     )
     c.add_argument(
         "file",

@@ -45,6 +45,8 @@ class Session:
     seed: str = "seed"
     handle: str = "chl-0123456789abcdef"
     wall: dt.datetime = START
+    #: Who drew the seed: ``participant`` makes a practice card.
+    seed_source: str = "server"
     entity: AttemptEntity = field(init=False)
     writes: list[Any] = field(default_factory=list)
 
@@ -55,7 +57,7 @@ class Session:
         self.entity = AttemptEntity(r, self.handle, None)
         self.entered = self.send(
             Enter(suite.id, suite.generation, suite.engine, self.seed, "00" * 16, dict(IDENTITY),
-                  "participant_claimed")
+                  "participant_claimed", seed_source=self.seed_source)
         )  # fmt: skip
 
     @property

@@ -102,7 +102,8 @@ def test_cards_signed_before_the_scheme_still_verify(tmp_path):
     assert (result.ok, result.status_signed) == (True, False)
     status, out = cli_verify(tmp_path, document, trusted_keys=[OPERATOR.public_key_hex])
     assert status == 0
-    assert "the body alone is covered" in out[-1]
+    assert "the body alone is covered" in out[3]
+    assert out[-1] == "VERDICT: genuine"
 
 
 def test_trust_comes_from_a_file_of_keys_or_a_key_document(tmp_path):
@@ -180,17 +181,18 @@ def test_a_card_verifies_from_its_page_url(tmp_path):
             cards_cli.cmd_verify(url, trusted_keys=[OPERATOR.public_key_hex], out=out.append) == 0
         )
         assert asked == [f"/cards/{card_id}?format=json"]
-        assert out[-1] == f"  valid signature, trusted key {OPERATOR.key_id}"
+        assert out[2:] == [f"  valid signature, trusted key {OPERATOR.key_id}", "VERDICT: genuine"]
         out.clear()
         # Another card's address answered with this (genuinely signed) card: not verified.
         other = f"{base}/cards/card-20261201-0000000000000000"
         assert (
             cards_cli.cmd_verify(other, trusted_keys=[OPERATOR.public_key_hex], out=out.append) == 1
         )
-        assert out[-1] == (
+        assert out[-2:] == [
             "  NOT the card the URL names (card-20261201-0000000000000000): the server"
-            " answered with another one"
-        )
+            " answered with another one",
+            "VERDICT: NOT genuine: not the card the URL names (card-20261201-0000000000000000)",
+        ]
         out.clear()
         # Dot segments: "/cards/X/." is X's URL to a browser, not to every server.
         asked.clear()

@@ -282,13 +282,14 @@ async def test_agora_cards_verify_checks_an_export_bundles_transcript(options, t
     assert n == sealed["card"]["transcript_length"] > 3
     code, out = verify(sealed["export_bundle"])
     assert code == 0, out
-    assert out[-1] == f"  transcript: ok ({n} records give transcript_hash)"
+    assert out[3] == f"  transcript: ok ({n} records give transcript_hash)"
+    assert out[-1] == "VERDICT: genuine, a practice card"  # (a seed of the caller's)
     # What a reader sees must be what is checked: a card document with a genuine bundle's
     # document beside its own edited card, or a whole seal reply, is not a bundle.
     forged = json.loads(json.dumps(sealed["export_bundle"]["document"]))
     forged["card"]["outcome"] = "failed"
     assert verify({**forged, "document": sealed["export_bundle"]["document"]})[0] == 1
-    assert verify(sealed)[0] == 1  # a seal reply: its card has no signature block
+    assert verify(sealed)[0] == 2  # a seal reply: its card has no signature block
     # A transcript skipped by saying it retired, or given in another shape, is refused.
     for key, value in (("transcript_retired", True), ("transcript", {"0": {}})):
         code, out = verify({**sealed["export_bundle"], key: value})
@@ -296,12 +297,15 @@ async def test_agora_cards_verify_checks_an_export_bundles_transcript(options, t
         assert "transcript is a list, or retired and empty" in out[-1]
     retired = {**sealed["export_bundle"], "transcript_retired": True, "transcript": []}
     code, out = verify(retired)
-    assert (code, out[-1]) == (0, "  transcript: retired with the session, not checked")
+    assert (code, out[3]) == (0, "  transcript: retired with the session, not checked")
     edited = copy.deepcopy(sealed["export_bundle"])
     edited["transcript"][1]["at"] = "2000-01-01T00:00:00Z"  # one record edited
     code, out = verify(edited)
     assert code == 1
-    assert out[-1].startswith("  transcript: MISMATCH")
+    assert out[3].startswith("  transcript: MISMATCH")
+    assert out[-1] == (
+        "VERDICT: NOT genuine: the transcript does not give the card's transcript_hash"
+    )
     dropped = copy.deepcopy(sealed["export_bundle"])
     del dropped["transcript"][-1]
     assert verify(dropped)[0] == 1

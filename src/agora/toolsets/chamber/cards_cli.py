@@ -137,17 +137,52 @@ def import_legacy_cards(
     return imported
 
 
-def _verdict(result: verify.Verification) -> str:
+def _signature_line(result: verify.Verification) -> str:
+    """What the signature check found, in words."""
     if result.signature == "missing":
-        return "NOT signed (pending_signature): nothing vouches for this card yet"
+        if result.status == "pending_signature":
+            return "NOT signed (pending_signature): nothing vouches for this card yet"
+        return (
+            f"NOT signed: the document says evidence_status {json.dumps(result.status)} but"
+            " has no signature: nothing vouches for this card"
+        )
     if result.signature == "invalid":
-        return "INVALID signature"
+        return f"INVALID signature: {result.reason}"
     if not result.trusted:
         return (
             f"valid signature, key NOT trusted ({result.key_id}): pass --keys-url URL of the"
             " server you trust, or its public key with --trust PUBLIC_KEY or --trust-file FILE"
         )
     return f"valid signature, trusted key {result.key_id}"
+
+
+def _problems(result: verify.Verification, transcript_ok: bool, named: str | None) -> list[str]:
+    """Why the card is not genuine, in the order the output shows them (none: genuine)."""
+    found = []
+    if not result.hash_ok:
+        found.append("card_sha256 is not the card's hash")
+    if result.signature == "missing":
+        found.append("not signed")
+    elif result.signature == "invalid":
+        found.append(result.reason)
+    elif not result.trusted:
+        found.append(f"signed by a key you do not trust ({result.key_id})")
+    if not transcript_ok:
+        found.append("the transcript does not give the card's transcript_hash")
+    if result.unsigned:
+        found.append(f"{', '.join(result.unsigned)} added beside the card, covered by nothing")
+    if named is not None and named != result.card_id:
+        found.append(f"not the card the URL names ({named})")
+    return found
+
+
+def _verdict(result: verify.Verification, problems: list[str]) -> str:
+    """The last line: whether the card is genuine, and what kind of card it is."""
+    if problems:
+        return f"VERDICT: NOT genuine: {problems[0]}"
+    kinds = ["a practice card"] * bool(result.practice)
+    kinds += ["an expired attempt"] * (result.outcome == "expired")
+    return "VERDICT: genuine" + (f", {' and '.join(kinds)}" if kinds else "")
 
 
 def cmd_verify(
@@ -175,11 +210,15 @@ def cmd_verify(
         out: Where to print the verdict.
         err: Where to say why there is none (an unreadable card or trust source).
 
+    The output ends with one line, ``VERDICT: genuine`` or ``VERDICT: NOT genuine: <the
+    first reason>``, so that no single check's line (a valid signature under a hash
+    MISMATCH) can be taken for the whole answer.
+
     Returns:
         0 if the hash is right and a trusted key signed the card; 1 if not (unsigned,
         invalid, or signed by a key not trusted), or if fields beside the card, its hash and
         its signature were added (nothing vouches for them); 2 if the card or a trust source is
-        unreadable (or its URL cannot be fetched).
+        unreadable (or its URL cannot be fetched), or the file is a whole seal reply.
     """
     try:
         trusted = [sources.checked_key(key, "--trust ") for key in trusted_keys]
@@ -205,10 +244,10 @@ def cmd_verify(
         err(f"{path}: not a card document ({exc})")
         return 2
     out(f"card {result.card_id} ({result.toolset_id})")
-    out(f"  hash: {'ok' if result.hash_ok else 'MISMATCH'}")
-    out(f"  {_verdict(result)}")
-    if bundle is not None and not _transcript_checked(bundle, out):
-        return 1
+    hashed = "ok" if result.hash_ok else "MISMATCH (card_sha256 is not the hash of the card)"
+    out(f"  hash: {hashed}")
+    out(f"  {_signature_line(result)}")
+    transcript_ok = bundle is None or _transcript_checked(bundle, out)
     if result.signature == "valid" and not result.status_signed:
         out("  note: signed before evidence_status was signed; the body alone is covered")
     if result.unsigned:
@@ -220,8 +259,18 @@ def cmd_verify(
         # A host may answer /cards/X with another genuine card: the signature is then
         # valid, but not for the card the reader looked at.
         out(f"  NOT the card the URL names ({named}): the server answered with another one")
-        return 1
-    return 0 if result.ok else 1
+    _say_what_it_is(result, out)
+    problems = _problems(result, transcript_ok, named)
+    out(_verdict(result, problems))
+    return 1 if problems else 0
+
+
+def _say_what_it_is(result: verify.Verification, out: Out) -> None:
+    """What the card's own fields say it is worth, as its page says: practice, expired."""
+    if result.practice:
+        out(f"  practice card: {result.practice}; it is not evidence of a fresh room")
+    if result.outcome == "expired":
+        out("  expired: the attempt was abandoned; the server sealed it when its time ran out")
 
 
 def _transcript_checked(bundle: verify.Bundle, out: Out) -> bool:

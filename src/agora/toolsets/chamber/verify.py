@@ -8,7 +8,9 @@ network (the caller fetches), no printing.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +46,10 @@ class Verification:
         unsigned: Fields the document carries beside the card, its hash and its signature
             (``signature.X`` for one in the signature block), which nothing vouches for and a
             reader might take for the card's own.
+        status: The document's ``evidence_status``, as written.
+        reason: Why the signature is invalid ("" unless it is).
+        practice: Why the card is no evidence of a fresh room (`practice_reason`), or "".
+        outcome: The card's outcome.
     """
 
     card_id: str | None
@@ -54,6 +60,10 @@ class Verification:
     trusted: bool = False
     status_signed: bool = False
     unsigned: tuple[str, ...] = ()
+    status: Any = None
+    reason: str = ""
+    practice: str = ""
+    outcome: Any = None
 
     @property
     def ok(self) -> bool:
@@ -67,26 +77,76 @@ DOCUMENT_KEYS = frozenset({"card", "card_sha256", "evidence_status", "signature"
 SIGNATURE_KEYS = frozenset(
     {"alg", "evidence_status", "key_id", "public_key", "scheme", "signed_at", "value"}
 )
+_PUBLIC_KEY = re.compile(r"[0-9a-fA-F]{64}")
 
 
-def _signature_valid(doc: dict[str, Any], body: bytes, sig: dict[str, Any]) -> tuple[bool, bool]:
-    """(signature valid, evidence status signed) of a signature block."""
-    public = str(sig.get("public_key", ""))
-    try:
-        named = sig.get("key_id") == signing.key_id(public)
-    except ValueError:
-        named = False
-    if not named:
-        return False, False
-    value = str(sig.get("value", ""))
-    if "scheme" not in sig:
-        return signing.verify(public, value, body), False
-    if sig.get("scheme") != SCHEME or doc.get("evidence_status") != SIGNED_STATUS:
-        return False, False
+def practice_reason(card: dict[str, Any]) -> str:
+    """Why ``card`` is no evidence of a fresh room ("" when the server drew its seed, or the
+    card predates seed sources): what its card page and ``agora cards verify`` both say."""
+    source = card.get("seed_source")
+    if source is None or source == "server":
+        return ""
+    if source == "participant":
+        return "the participant chose this room's seed, so the room may have been played before"
+    return "this attempt began before the server recorded who drew its seed"
+
+
+def _key_problem(sig: dict[str, Any]) -> str:
+    """What is wrong with a signature block's algorithm or key ("" if nothing)."""
+    if sig.get("alg") != signing.ALGORITHM:
+        return f"alg {sig.get('alg')!r} not supported (only {signing.ALGORITHM})"
+    public = sig.get("public_key")
+    if not isinstance(public, str) or not _PUBLIC_KEY.fullmatch(public):
+        return "public_key is not an Ed25519 public key (64 hex digits)"
+    if sig.get("key_id") != signing.key_id(public):
+        return "key_id does not match public_key"
+    return ""
+
+
+def _statement_problem(doc: dict[str, Any], sig: dict[str, Any]) -> str:
+    """What keeps a `SCHEME` signature from covering this document's status ("" if nothing)."""
+    if sig.get("scheme") != SCHEME:
+        return f"scheme {sig.get('scheme')!r} not supported (only {SCHEME!r})"
     if sig.get("evidence_status") != SIGNED_STATUS:
-        return False, False
-    signed = statement(sha256_tag(body), str(sig["key_id"]), str(sig.get("signed_at", "")))
-    return signing.verify(public, value, signed), True
+        return (
+            f"the signature block's evidence_status {sig.get('evidence_status')!r} differs from"
+            f" the signed one ({SIGNED_STATUS!r})"
+        )
+    if doc.get("evidence_status") != SIGNED_STATUS:
+        return (
+            f"evidence_status differs from the signed one: the document says"
+            f" {doc.get('evidence_status')!r}, the signature covers {SIGNED_STATUS!r}"
+        )
+    return ""
+
+
+def signature_problem(doc: dict[str, Any], body: bytes, sig: dict[str, Any]) -> str:
+    """Why ``sig`` is not a valid signature of the card whose canonical bytes are ``body``
+    in document ``doc``; "" when it is. Each check says what it found, so a reader learns
+    which part was edited where that can be told (docs/evidence.md, "The checks").
+    """
+    problem = _key_problem(sig)
+    public, value = str(sig.get("public_key")), str(sig.get("value", ""))
+    if problem:
+        return problem
+    if "scheme" not in sig:  # signed before the scheme: over the body bytes alone
+        ok = signing.verify(public, value, body)
+        return "" if ok else "the signature (over the card's bytes) does not cover this card"
+    problem = _statement_problem(doc, sig)
+    if problem:
+        return problem
+    key_id, at = str(sig["key_id"]), str(sig.get("signed_at", ""))
+    if signing.verify(public, value, statement(sha256_tag(body), key_id, at)):
+        return ""
+    written = doc.get("card_sha256")
+    if written != sha256_tag(body) and signing.verify(
+        public, value, statement(str(written), key_id, at)
+    ):
+        return (
+            "the card was edited after it was signed (the signature covers the card_sha256"
+            " written beside it, not the card's hash)"
+        )
+    return "signed for another card hash (or its signed_at or value was edited)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +162,13 @@ class Bundle:
     document: bytes
     transcript: list[Any] | None
 
+
+#: Why a whole ``seal_attempt`` reply is refused: its ``card`` has no hash or signature
+#: beside it, and its other fields are the reply's, not the card's.
+SEAL_REPLY = (
+    "a whole seal_attempt reply: save its export_bundle alone as JSON (seal with"
+    " include_export_bundle: true) and verify that, or verify its card_url"
+)
 
 #: The keys of a seal's export bundle, all of them and no other (`read_bundle`).
 BUNDLE_KEYS = frozenset({"document", "evidence_status", "transcript", "transcript_retired"})
@@ -173,35 +240,43 @@ def verify_document(data: bytes, trusted_keys: Collection[str] = ()) -> Verifica
         The verification result.
 
     Raises:
-        CardFormatError: if ``data`` is not a card document.
+        CardFormatError: if ``data`` is not a card document (a whole seal reply included).
     """
     doc = _strict(data)
     if not isinstance(doc, dict) or not isinstance(doc.get("card"), dict):
         raise CardFormatError("no card object")
+    if "attempt_handle" in doc and "card_sha256" not in doc:
+        raise CardFormatError(SEAL_REPLY)
     card = doc["card"]
     if not (isinstance(card.get("card_id"), str) and isinstance(card.get("toolset_id"), str)):
         # A signature checks out over other signed bytes too (a statement): only a card is one.
         raise CardFormatError("the card object has no card_id and toolset_id: not a card")
     body = canonical(card)
-    hash_ok = doc.get("card_sha256") == sha256_tag(body)
     sig = doc.get("signature")
-    if not sig:
-        return Verification(card.get("card_id"), card.get("toolset_id"), hash_ok, "missing")
-    if not isinstance(sig, dict) or sig.get("alg") != signing.ALGORITHM:
-        return Verification(card.get("card_id"), card.get("toolset_id"), hash_ok, "invalid")
-    good, status_signed = _signature_valid(doc, body, sig)
-    public = sig.get("public_key")
-    trusted = good and str(public).lower() in {k.lower() for k in trusted_keys}
-    unsigned = sorted(doc.keys() - DOCUMENT_KEYS) + [
-        f"signature.{k}" for k in sorted(sig.keys() - SIGNATURE_KEYS)
-    ]
-    return Verification(
+    extra = sorted(doc.keys() - DOCUMENT_KEYS)
+    if isinstance(sig, dict):
+        extra += [f"signature.{k}" for k in sorted(sig.keys() - SIGNATURE_KEYS)]
+    found = Verification(
         card.get("card_id"),
         card.get("toolset_id"),
-        hash_ok,
-        "valid" if good else "invalid",
-        sig.get("key_id"),
-        trusted,
-        status_signed,
-        tuple(unsigned),
+        doc.get("card_sha256") == sha256_tag(body),
+        "missing",
+        unsigned=tuple(extra),
+        status=doc.get("evidence_status"),
+        practice=practice_reason(card),
+        outcome=card.get("outcome"),
+    )
+    if not sig:
+        return found
+    if not isinstance(sig, dict):
+        return dataclasses.replace(found, signature="invalid", reason="not a signature block")
+    problem = signature_problem(doc, body, sig)
+    trusted = not problem and str(sig["public_key"]).lower() in {k.lower() for k in trusted_keys}
+    return dataclasses.replace(
+        found,
+        signature="invalid" if problem else "valid",
+        key_id=sig.get("key_id"),
+        trusted=trusted,
+        status_signed=not problem and "scheme" in sig,
+        reason=problem,
     )

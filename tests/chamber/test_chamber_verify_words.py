@@ -1,0 +1,197 @@
+"""What ``agora cards verify`` says: each finding in words, and one verdict line last.
+
+A sceptical reader verifying cards met answers they could misread: a whole seal reply
+reported as a hash MISMATCH of an unsigned card, a field added to an unsigned card not
+named, a document claiming ``signed`` with no signature called ``pending_signature``, every
+broken signature a bare "INVALID signature", a hash MISMATCH followed by "valid
+signature", and practice or expired cards not called so.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import trio
+from harness import Session
+
+from agora.toolsets.chamber import cards, cards_cli
+from agora.toolsets.chamber.commands import Expire
+from agora.toolsets.chamber.signing import signer_from_bytes
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+OPERATOR = signer_from_bytes(b"42" * 32)
+TRUST = {"trusted_keys": [OPERATOR.public_key_hex]}
+
+
+def document(signer: Any = OPERATOR, **session: Any) -> dict[str, Any]:
+    outcome = Session(**session).seal(signer=signer)
+    return json.loads(cards.publish(outcome.card.body, outcome.card.signature))
+
+
+def run(tmp_path: Path, doc: Any, **trust: Any) -> tuple[int, list[str], list[str]]:
+    """Exit status, printed lines and refusals of verifying ``doc`` saved as a file."""
+    path = tmp_path / "card.json"
+    path.write_text(json.dumps(doc))
+    out: list[str] = []
+    err: list[str] = []
+    return cards_cli.cmd_verify(path, out=out.append, err=err.append, **trust), out, err
+
+
+async def test_a_whole_seal_reply_is_named_and_its_export_bundle_pointed_to(
+    agent, options, tmp_path
+):
+    key = tmp_path / "chamber.key"
+    key.write_text("42" * 32)
+    options["chamber"]["signing_key"] = str(key)
+    with trio.fail_after(30):
+        handle = (await agent.enter())["attempt_handle"]
+        sealed = await agent.tool(
+            "seal_attempt", challenge_handle=handle, include_export_bundle=True
+        )
+    assert sealed["evidence_status"] == "signed"
+    status, out, err = run(tmp_path, sealed, **TRUST)
+    assert (status, out) == (2, [])
+    assert err == [
+        f"{tmp_path / 'card.json'}: not a card document (a whole seal_attempt reply: save its"
+        " export_bundle alone as JSON (seal with include_export_bundle: true) and verify that,"
+        " or verify its card_url)"
+    ]
+    status, out, _ = run(tmp_path, sealed["export_bundle"], **TRUST)
+    assert (status, out[-1]) == (0, "VERDICT: genuine")
+
+
+def test_a_field_added_to_an_unsigned_card_is_named(tmp_path):
+    doc = {**document(signer=None), "note": "verified by ScoreIA"}
+    status, out, _ = run(tmp_path, doc)
+    assert status == 1
+    assert out[3] == (
+        "  NOT covered by hash or signature: note (added beside the card: nothing vouches for it)"
+    )
+
+
+def test_a_document_saying_signed_without_a_signature_is_reported_as_it_is(tmp_path):
+    doc = {**document(signer=None), "evidence_status": "signed"}
+    status, out, _ = run(tmp_path, doc, **TRUST)
+    assert status == 1
+    assert out[2] == (
+        '  NOT signed: the document says evidence_status "signed" but has no signature: nothing'
+        " vouches for this card"
+    )
+    assert out[-1] == "VERDICT: NOT genuine: not signed"
+    status, out, _ = run(tmp_path, document(signer=None), **TRUST)
+    assert out[2] == "  NOT signed (pending_signature): nothing vouches for this card yet"
+
+
+def _swap(doc: dict[str, Any]) -> None:
+    """The signature block of another genuine card."""
+    doc["signature"] = document(handle="chl-00000000000000ff", seed="other")["signature"]
+
+
+def _edit_card_sha256(doc: dict[str, Any]) -> None:
+    doc["card_sha256"] = doc["card_sha256"][:-1] + ("0" if doc["card_sha256"][-1] != "0" else "1")
+
+
+@pytest.mark.parametrize(
+    ("edit", "hash_line", "signature_line", "verdict"),
+    [
+        pytest.param(
+            _swap,
+            "ok",
+            "INVALID signature: signed for another card hash (or its signed_at or value was"
+            " edited)",
+            "signed for another card hash (or its signed_at or value was edited)",
+            id="swapped",
+        ),
+        pytest.param(
+            lambda d: d["signature"].update(key_id="ed25519:" + "0" * 16),
+            "ok",
+            "INVALID signature: key_id does not match public_key",
+            "key_id does not match public_key",
+            id="key-id",
+        ),
+        pytest.param(
+            lambda d: d["signature"].update(alg="none"),
+            "ok",
+            "INVALID signature: alg 'none' not supported (only Ed25519)",
+            "alg 'none' not supported (only Ed25519)",
+            id="alg",
+        ),
+        pytest.param(
+            lambda d: d.update(evidence_status="pending_signature"),
+            "ok",
+            "INVALID signature: evidence_status differs from the signed one: the document says"
+            " 'pending_signature', the signature covers 'signed'",
+            "evidence_status differs from the signed one: the document says"
+            " 'pending_signature', the signature covers 'signed'",
+            id="status",
+        ),
+        pytest.param(
+            lambda d: d["card"].update(outcome="solved"),
+            "MISMATCH (card_sha256 is not the hash of the card)",
+            "INVALID signature: the card was edited after it was signed (the signature covers"
+            " the card_sha256 written beside it, not the card's hash)",
+            "card_sha256 is not the card's hash",
+            id="card-edited",
+        ),
+        pytest.param(
+            # The card is the signed one; only the hash written beside it is wrong: the
+            # signature line alone would read as a pass.
+            _edit_card_sha256,
+            "MISMATCH (card_sha256 is not the hash of the card)",
+            f"valid signature, trusted key {OPERATOR.key_id}",
+            "card_sha256 is not the card's hash",
+            id="hash-edited",
+        ),
+    ],
+)
+def test_each_broken_signature_says_why_and_the_verdict_comes_last(
+    tmp_path, edit, hash_line, signature_line, verdict
+):
+    doc = document()
+    edit(doc)
+    status, out, _ = run(tmp_path, doc, **TRUST)
+    assert status == 1
+    assert out[1:] == [
+        f"  hash: {hash_line}",
+        f"  {signature_line}",
+        f"VERDICT: NOT genuine: {verdict}",
+    ]
+
+
+def test_a_genuine_card_ends_with_a_genuine_verdict(tmp_path):
+    status, out, _ = run(tmp_path, document(), **TRUST)
+    assert (status, out[1:]) == (
+        0,
+        ["  hash: ok", f"  valid signature, trusted key {OPERATOR.key_id}", "VERDICT: genuine"],
+    )
+    status, out, _ = run(tmp_path, document())  # no key trusted
+    assert (status, out[-1]) == (
+        1,
+        f"VERDICT: NOT genuine: signed by a key you do not trust ({OPERATOR.key_id})",
+    )
+
+
+def test_practice_and_expired_cards_are_called_so(tmp_path):
+    status, out, _ = run(tmp_path, document(seed_source="participant"), **TRUST)
+    assert status == 0
+    assert out[-2:] == [
+        "  practice card: the participant chose this room's seed, so the room may have been"
+        " played before; it is not evidence of a fresh room",
+        "VERDICT: genuine, a practice card",
+    ]
+    s = Session()
+    s.wall += dt.timedelta(hours=3)
+    expired = s.send(Expire(signer=OPERATOR))
+    doc = json.loads(cards.publish(expired.card.body, expired.card.signature))
+    assert doc["card"]["outcome"] == "expired"
+    status, out, _ = run(tmp_path, doc, **TRUST)
+    assert status == 0
+    assert out[-2:] == [
+        "  expired: the attempt was abandoned; the server sealed it when its time ran out",
+        "VERDICT: genuine, an expired attempt",
+    ]
