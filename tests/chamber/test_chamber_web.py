@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
 import pytest
+from harness import Session
 
 from agora.toolsets.chamber import cards, store, verify, web
+from agora.toolsets.chamber.commands import Expire
 from agora.toolsets.chamber.contract import default_contract
+from agora.toolsets.chamber.signing import signer_from_bytes
 from agora.web.http import Request
 
 LEGACY = Path(__file__).parent / "fixtures" / "legacy_cards"
@@ -152,3 +156,35 @@ async def test_a_card_page_links_to_the_board_its_day_its_json_and_the_keys(runt
         assert f"<a href={href}>" in page, href
     assert "<a href=/chamber/keys>" in page
     assert "agora cards verify URL" in page
+
+
+def _page(document: bytes) -> str:
+    return web.card_html(document).body.decode()
+
+
+def test_a_card_page_opens_with_a_summary_line_and_marks_expired_cards():
+    """A sceptical reader's finding: the page opened on a table of 25 fields, the product,
+    outcome and signature far down; an expired card had no banner as practice cards do."""
+    key = signer_from_bytes(b"42" * 32)
+    sealed = Session(seed="web").seal(signer=key)
+    page = _page(cards.publish(sealed.card.body, sealed.card.signature))
+    total = json.loads(sealed.card.body)["locks"]["total"]
+    summary = (
+        "<p class=summary><strong><bdi>gpt-5.6-sol</bdi></strong> on <bdi>chambre-chrono-v0"
+        f"</bdi>: <strong><bdi>failed</bdi></strong>, 0 of {total} locks open, sealed"
+        f" 2026-11-30 12:00:00 UTC; signed by key <bdi>{key.key_id}</bdi>.</p>"
+    )
+    assert summary in page
+    assert page.index(summary) < page.index("<table>")
+    assert "Expired attempt" not in page
+    s = Session(seed="gone", seed_source="participant")
+    s.wall += dt.timedelta(hours=3)
+    expired = s.send(Expire())
+    page = _page(cards.publish(expired.card.body, None))
+    total = json.loads(expired.card.body)["locks"]["total"]
+    assert (
+        f"</bdi>: <strong><bdi>expired</bdi></strong>, 0 of {total} locks open, sealed"
+        " 2026-11-30 14:00:00 UTC; <strong>not signed yet</strong> (pending_signature).</p>"
+    ) in page
+    banner = page.index("<strong>Expired attempt</strong>: it was left unsealed past its time")
+    assert page.index("<strong>Practice card</strong>") < banner < page.index("<table>")

@@ -72,3 +72,29 @@ def test_card_field_names_stay_whole_on_a_desktop_and_a_phone() -> None:
     for name, shown in seen.items():
         assert shown["broken"] == [], name
         assert shown["pageWidth"] <= width(name), name
+
+
+#: Where the summary line, the banners and the field table start, and the page's width.
+PLACES = """() => {
+  const top = (selector) => document.querySelector(selector).getBoundingClientRect().top;
+  return {summary: top(".summary"), practice: top(".practice"), expired: top(".expired"),
+          table: top("table"), pageWidth: document.documentElement.scrollWidth,
+          screen: window.innerHeight};
+}"""
+
+
+def test_an_expired_practice_card_leads_with_its_summary_then_its_banners() -> None:
+    card = {
+        **json.loads(_document())["card"],
+        "identity": {"assurance": "participant_claimed", "product": "p" * 79},
+        "suite": {"id": "chambre-chrono-v0"}, "outcome": "expired", "sealed_by": "expiry",
+        "locks": {"opened": 1, "total": 4}, "sealed_at": "2026-12-02T14:00:00Z",
+        "seed_source": "participant", "practice": True, "room_id": DIGEST,
+    }  # fmt: skip
+    document = json.dumps({"card": card, "card_sha256": DIGEST, "evidence_status":
+                           "pending_signature", "signature": None}).encode()  # fmt: skip
+    seen = laid_out(card_html(document).body.decode(), PLACES)
+    for name, at in seen.items():
+        assert at["summary"] < at["practice"] < at["expired"] < at["table"], name
+        assert at["summary"] < at["screen"] / 2, name  # read before any scrolling
+        assert at["pageWidth"] <= width(name), name

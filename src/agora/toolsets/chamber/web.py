@@ -2,7 +2,8 @@
 
 A card is served as its stored document bytes (JSON), or as an HTML view when the client's
 Accept header prefers text/html (``?format=json`` or ``?format=html`` override); the view
-links to the board, the card's day, its JSON form and ``/chamber/keys``. Every value
+opens with a summary line and any practice or expired banner, and links to the board, the
+card's day, its JSON form and ``/chamber/keys``. Every value
 shown in HTML is escaped; pages carry a CSP that allows no scripts. Listings read committed
 rows with ``runtime.read``; nothing here writes or messages actors.
 """
@@ -17,7 +18,7 @@ import urllib.parse
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from agora.toolsets.chamber import listings, store
+from agora.toolsets.chamber import listings, store, verify
 from agora.web import http
 from agora.web.http import Request, Response, Route, wants_html
 
@@ -35,7 +36,7 @@ HEADERS = [
 #: phone's screen (375 px) rather than widen the page past it. A field name stays whole; on
 #: a phone it may break after an underscore (`_name`), never mid-word (``card_sha2 / 56``).
 _STYLE = (
-    f"{http.PAGE_STYLE}h1,h2,li{{overflow-wrap:anywhere}}"
+    f"{http.PAGE_STYLE}h1,h2,li,.summary{{overflow-wrap:anywhere}}"
     "table{border-collapse:collapse}td,th{padding:.2rem .6rem;border-bottom:1px solid #ddd;"
     "text-align:left;vertical-align:top;overflow-wrap:anywhere}"
     "th{overflow-wrap:normal}th wbr{display:none}code,pre{font-size:13px;word-break:break-all}"
@@ -156,21 +157,61 @@ def _cell(value: Any) -> str:
     return f"<code><bdi>{html.escape(value)}</bdi></code>"
 
 
+#: The border of a card page's banner (practice, expired): what a reader must see first.
+_BANNER = '<p class={} style="border:2px solid #b60;padding:.4rem .8rem">'
+
+
 def _practice_note(card: dict[str, Any]) -> str:
-    source = card.get("seed_source")
-    if source is None or source == "server":
+    why = verify.practice_reason(card)
+    if not why:
         return ""
-    why = (
-        "the participant chose this room's seed, so the room may have been played before"
-        if source == "participant"
-        else "this attempt began before the server recorded who drew its seed"
-    )
     room = card.get("room_id")
     link = f" Every run of this room carries room id {_cell(room)}." if room else ""
     return (
-        '<p class=practice style="border:2px solid #b60;padding:.4rem .8rem">'
-        f"<strong>Practice card</strong>: {why}; it is not evidence of a fresh room.{link}</p>"
+        f"{_BANNER.format('practice')}<strong>Practice card</strong>: {why}; it is not"
+        f" evidence of a fresh room.{link}</p>"
     )
+
+
+def _expired_note(card: dict[str, Any]) -> str:
+    if card.get("outcome") != "expired":
+        return ""
+    return (
+        f"{_BANNER.format('expired')}<strong>Expired attempt</strong>: it was left unsealed"
+        " past its time limit, and the server sealed it when the time ran out; it records the"
+        " play up to then, not a finished run.</p>"
+    )
+
+
+def _text(value: Any) -> str:
+    """A participant's or the card's short value in running text (escaped, isolated)."""
+    return f"<bdi>{html.escape(str(value))}</bdi>"
+
+
+def _summary(card: dict[str, Any], signature: Any) -> str:
+    """The line above the field table: product, suite, outcome, when sealed, signed or not
+    (what a reader looks for first; the table below holds every field)."""
+    identity = card.get("identity")
+    if not isinstance(identity, dict):
+        identity = {}
+    suite = card.get("suite")
+    suite_id = suite.get("id") if isinstance(suite, dict) else suite
+    parts = [f"<strong>{_text(identity.get('product') or 'unknown product')}</strong>"]
+    if suite_id:
+        parts.append(f" on {_text(suite_id)}")
+    parts.append(f": <strong>{_text(card.get('outcome', 'no outcome'))}</strong>")
+    locks = card.get("locks")
+    if isinstance(locks, dict):
+        opened, total = (html.escape(str(locks.get(k))) for k in ("opened", "total"))
+        parts.append(f", {opened} of {total} locks open")
+    sealed = str(card.get("sealed_at", ""))
+    if len(sealed) >= 19:
+        parts.append(f", sealed {html.escape(sealed[:10])} {html.escape(sealed[11:19])} UTC")
+    if isinstance(signature, dict):
+        parts.append(f"; signed by key {_text(signature.get('key_id'))}")
+    else:
+        parts.append("; <strong>not signed yet</strong> (pending_signature)")
+    return f"<p class=summary>{''.join(parts)}.</p>"
 
 
 def _card_links(card: dict[str, Any], signed: bool | None = None) -> str:
@@ -211,7 +252,7 @@ def card_html(document: bytes) -> Response:
     status = doc.get("evidence_status") if isinstance(doc, dict) else None
     inner = (
         f"<h1>{html.escape(title)}</h1>{_card_links(card, doc.get('signature') is not None)}"
-        f"{_practice_note(card)}"
+        f"{_summary(card, doc.get('signature'))}{_practice_note(card)}{_expired_note(card)}"
         f"<p>Evidence status: {_cell(status)}. Identity fields are participant claims unless "
         "their assurance says otherwise.</p>"
         f"{_cell(card)}<h2>Integrity</h2>"
