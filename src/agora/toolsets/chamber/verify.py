@@ -120,15 +120,15 @@ def _statement_problem(doc: dict[str, Any], sig: dict[str, Any]) -> str:
     return ""
 
 
-def signature_problem(doc: dict[str, Any], body: bytes, sig: dict[str, Any]) -> str:
+def _signature_problem(doc: dict[str, Any], body: bytes, sig: dict[str, Any]) -> str:
     """Why ``sig`` is not a valid signature of the card whose canonical bytes are ``body``
     in document ``doc``; "" when it is. Each check says what it found, so a reader learns
     which part was edited where that can be told (docs/evidence.md, "The checks").
     """
     problem = _key_problem(sig)
-    public, value = str(sig.get("public_key")), str(sig.get("value", ""))
     if problem:
         return problem
+    public, value = str(sig["public_key"]), str(sig.get("value", ""))
     if "scheme" not in sig:  # signed before the scheme: over the body bytes alone
         ok = signing.verify(public, value, body)
         return "" if ok else "the signature (over the card's bytes) does not cover this card"
@@ -270,7 +270,7 @@ def verify_document(data: bytes, trusted_keys: Collection[str] = ()) -> Verifica
         return found
     if not isinstance(sig, dict):
         return dataclasses.replace(found, signature="invalid", reason="not a signature block")
-    problem = signature_problem(doc, body, sig)
+    problem = _signature_problem(doc, body, sig)
     trusted = not problem and str(sig["public_key"]).lower() in {k.lower() for k in trusted_keys}
     return dataclasses.replace(
         found,
