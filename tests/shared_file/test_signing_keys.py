@@ -77,3 +77,35 @@ def _yesterday(today: str) -> str:
     import datetime as dt
 
     return f"{dt.date.fromisoformat(today) - dt.timedelta(days=1):%Y-%m-%d}"
+
+
+async def test_a_node_without_a_key_beside_signing_nodes_warns(tmp_path, caplog):
+    # An operator left the key out of one node's config: it joined the signing nodes
+    # without a word and sealed every card of its own pending_signature.
+    key = tmp_path / "first.key"
+    key.write_text("42" * 32)
+    mine = load_signer(str(key)).key_id
+    db = tmp_path / "agora.db"
+    caplog.set_level(logging.INFO, logger="agora.toolsets.chamber")
+    with trio.fail_after(30):
+        async with open_server(_config(db, key), listen=False) as server:
+            await _checked(caplog)
+            runtime = server.runtime
+            today = f"{runtime.clock.wall():%Y-%m-%d}"
+            await runtime.write([store.import_legacy("card-1", today, b"{}", "chamber")])
+            await runtime.write([(
+                "UPDATE chamber_cards SET key_id = ? WHERE card_id = ?", (mine, "card-1")
+            )])  # fmt: skip
+            keyless = Config(db=str(db), shared=True, toolsets=["chamber"])
+            async with open_server(keyless, listen=False):
+                while not (said := _keyless(caplog)):  # noqa: ASYNC110
+                    await trio.sleep(0.01)  # (a background task: no event tells its end)
+    assert said == [
+        f"chamber: this node has no signing_key, but cards sealed through this database"
+        f" since {_yesterday(today)} were signed with {mine}: the cards this node seals stay"
+        " pending_signature; give every node sharing the database the same signing_key"
+    ]
+
+
+def _keyless(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "has no signing_key" in r.getMessage()]

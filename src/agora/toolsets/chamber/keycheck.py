@@ -6,7 +6,8 @@ sealed it, and a verifier that trusts one key refuses the others' cards. Nothing
 (a rotation is a legitimate change of key), so a node on a shared store says so once at start:
 the cheapest signal that other nodes sign with another key is the key ids of the cards sealed
 through the database since yesterday (UTC), one indexed read. A node alone on its file does
-not check: a key that differs from yesterday's cards there is a rotation. Nodes started
+not check: a key that differs from yesterday's cards there is a rotation. A node with no key
+on a database whose other nodes sign is told so too: its cards would stay unsigned. Nodes started
 together before any card was sealed are not caught; their cards show it (`/keys` lists every
 key that signed one). Only reads; never refuses to start.
 """
@@ -36,11 +37,22 @@ def signing_key_check(chamber: Chamber) -> BackgroundTask:
     async def signing_key_check(runtime: Runtime) -> None:
         if not runtime.store.shared:
             return
-        signer, _ = await chamber.signer(runtime)
-        if signer is None:  # no key: cards are sealed pending_signature
+        signer, broken = await chamber.signer(runtime)
+        if broken:  # (said already, as an ERROR naming the key file)
             return
         since = f"{runtime.clock.wall() - dt.timedelta(days=1):%Y-%m-%d}"
         used = await runtime.read(lambda conn: store.key_ids_since(conn, since))
+        if signer is None:
+            if used:  # the others sign: this node's cards would be the unsigned ones
+                log.warning(
+                    "chamber: this node has no signing_key, but cards sealed through this"
+                    " database since %s were signed with %s: the cards this node seals stay"
+                    " pending_signature; give every node sharing the database the same"
+                    " signing_key",
+                    since,
+                    " and ".join(used),
+                )
+            return
         others = [key for key in used if key != signer.key_id]
         if others:
             log.warning(
