@@ -203,11 +203,15 @@ class Desk:
         return await self._use(who, "debate_signal_wait", **args)
 
 
-#: The columns later migrations added that every write of today's code names (migration 6:
-#: conductor overrides). A test seeding a store of an older version with today's code adds
-#: them for the seeding and drops them again (`seeding_columns`), so the upgrade it tests
-#: still starts from that version's tables.
-NEWER_COLUMNS = (("debate_messages", "override_msg_id"), ("debate_bindings", "override_msg_id"))
+#: The columns later migrations added that today's code names (migration 6: conductor
+#: overrides; migration 7: a debate closed early). A test seeding a store of an older version
+#: with today's code adds them for the seeding and drops them again (`seeding_columns`), so
+#: the upgrade it tests still starts from that version's tables.
+NEWER_COLUMNS = (
+    ("debate_messages", "override_msg_id"),
+    ("debate_bindings", "override_msg_id"),
+    ("debate_protocol", "closed_early"),
+)
 
 
 async def seeding_columns(runtime: Runtime, *, add: bool) -> None:

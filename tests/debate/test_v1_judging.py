@@ -186,6 +186,7 @@ async def test_judges_find_their_projections_and_everyone_reads_the_outcome(desk
         "decision": "adopt PRO",
         "judge_role": "JUDGE",
         "decided_at": second["protocol_state"]["updated_at"],
+        "closed_early": False,
     }
     assert second["outcome"] == outcome
     for who in (CONDUCTOR, ALICE, BOB, CAROL):

@@ -59,17 +59,18 @@ async def test_an_expired_phase_times_out_to_stalemate(desk, stage):
 
 @pytest.mark.parametrize("closed", ["RESOLVED", "ARCHIVED"])
 async def test_a_closed_topics_phase_is_never_timed_out(desk, closed):
-    # A debater resolved the topic mid BLIND_CLAIM; when the phase's deadline passed, the
-    # sweep still moved it to STALEMATE (transition_version 2) on the closed topic.
+    # A topic resolved mid BLIND_CLAIM; when the phase's deadline passed, the sweep still
+    # moved it to STALEMATE on the closed topic. (Closing it early now stops the protocol
+    # itself: STOPPED, transition_version 2, no deadline; the sweep leaves that alone.)
     v1 = await v1_topic(desk, phase_timeout_seconds=30)
     for state in ("RESOLVED", "ARCHIVED")[: 1 + (closed == "ARCHIVED")]:
-        await desk.call(ALICE, "debate_state", topic_id=v1.topic, role="PRO", new_state=state,
-                        reason="done")  # fmt: skip
+        await desk.call(CONDUCTOR, "debate_state", topic_id=v1.topic, role="CONDUCTOR",
+                        new_state=state, reason="done")  # fmt: skip
     before = await v1.state()
     desk.wall.advance(60)
     assert await maintain(desk) == {"timed_out": [], "role_recoveries": []}
     after = await v1.state()
-    assert (after["phase"], after["transition_version"]) == ("BLIND_CLAIM", 1)
+    assert (after["phase"], after["transition_version"]) == ("STOPPED", 2)
     assert after == before
 
 

@@ -41,7 +41,10 @@ INSTRUCTIONS: Final = (
     "still uses up the role's one CLAIM. A judge gives debate_judge_verdict on both "
     'projections (AB and BA) with the same decision, word for word (e.g. "PRO wins"): the '
     "verdicts agree only when winner_msg_id and decision are both equal, and a split ends the "
-    "debate in STALEMATE. A session belongs to the "
+    "debate in STALEMATE. A debater (blind role) does not close its own debate: until the "
+    "protocol is STOPPED, STALEMATE or ESCALATED, only a role outside the blind pair, such as "
+    "the conductor, moves the topic to RESOLVED, which stops the protocol too. A session "
+    "belongs to the "
     "principal of the bearer token that opened it, and every caller without a token is the "
     "same principal: the two blind roles of a debate/v1 topic, and a judge, each need a "
     "token of their own, or one can read the other's blind claim and take over its role "

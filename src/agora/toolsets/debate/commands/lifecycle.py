@@ -19,9 +19,11 @@ from agora.toolsets.debate.commands import workers
 from agora.toolsets.debate.commands.protocol import set_state
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import MsgMeta
+from agora.toolsets.debate.protocol.state import TIMED_PHASES, check_close
 from agora.toolsets.debate.rules import (
     PROJECT_RE,
     SENTINEL_PROJECT,
+    STATE_BODY_RE,
     DebateError,
     check_transition,
     parse_iso,
@@ -32,6 +34,7 @@ from agora.toolsets.debate.rules import (
 if TYPE_CHECKING:
     from agora.runtime.clock import Now
     from agora.runtime.entity import Write
+    from agora.toolsets.debate.protocol.state import ProtocolState
     from agora.toolsets.debate.topic import Topic
 
 
@@ -72,15 +75,19 @@ class ReclaimClaims(msgspec.Struct, frozen=True, tag=True):
     minimum_age_seconds: int
 
 
-def transition(topic: Topic, new_state: str, at: str, writes: list[Write], actor: str) -> int:
-    """Apply a (validated) lifecycle move; return how many bindings it retired."""
+def transition(topic: Topic, by: MsgMeta, body: str, writes: list[Write], actor: str) -> int:
+    """Apply a (validated) lifecycle move, which the STATE message ``by`` (body ``body``)
+    records; return how many bindings it retired."""
     row = topic.require_row()
+    at, new_state = by.ts, body.split(" ", 1)[0]
     old, row.state = row.state, new_state
     if new_state == "ARCHIVED":
         row.archived_at = at
     state = topic.data.protocol
     if new_state == "ACTIVE" and state is not None:  # the debate/v1 phase clock starts now
         set_state(topic, state.clocked(at), writes)
+    if new_state == "RESOLVED" and state is not None and state.phase in TIMED_PHASES:
+        _close_early(topic, state, by, body, writes, actor)
     retire = {"RESOLVED": ("active",), "ARCHIVED": ("active", "diagnostic")}.get(new_state, ())
     retired = 0
     for b in topic.all_bindings():
@@ -102,6 +109,29 @@ def transition(topic: Topic, new_state: str, at: str, writes: list[Write], actor
     return retired
 
 
+def _close_early(
+    topic: Topic, state: ProtocolState, by: MsgMeta, body: str, writes: list[Write], actor: str
+) -> None:
+    """End a live debate/v1 protocol that a role outside the blind pair (`check_close`
+    let only such a role through) closed: STOPPED, with the closing as its outcome."""
+    found = STATE_BODY_RE.fullmatch(body)
+    reason = found.group(2)[len(" [reason: ") : -1] if found and found.group(2) else None
+    new = state.close_early(by.role, reason, by.msg_id, by.ts)
+    set_state(topic, new, writes)
+    topic.event(
+        writes,
+        by.ts,
+        "protocol_moved",
+        actor,
+        msg_id=by.msg_id,
+        old_phase=state.phase,
+        new_phase=new.phase,
+        round_no=new.round_no,
+        transition_version=new.transition_version,
+        closed_early=True,
+    )
+
+
 def blocking_questions(topic: Topic) -> list[dict[str, Any]]:
     """The Qs that have no A reply (nor a [DEFERRED: reply), oldest first."""
     return [
@@ -115,6 +145,7 @@ def change_state(topic: Topic, cmd: ChangeState, now: Now) -> Effects:
     topic.write_gate(cmd.caller, cmd.role, closing=True)
     old = row.state
     check_transition(old, cmd.new_state)
+    check_close(topic.data.protocol, cmd.role, old, cmd.new_state)
     at = topic.next_ts(now)
     if cmd.new_state == "RESOLVED" and topic.data.open_questions:
         # The contract's shape: old_state and new_state both name the state the topic stays
@@ -140,7 +171,7 @@ def change_state(topic: Topic, cmd: ChangeState, now: Now) -> Effects:
     writes: list[Write] = []
     topic.append(writes, meta, body, author_session_id=None, vehicle="analysis")
     claims = workers.active_claims(topic)
-    retired = transition(topic, cmd.new_state, at, writes, cmd.caller.name)
+    retired = transition(topic, meta, body, writes, cmd.caller.name)
     claims -= workers.active_claims(topic)
     reply = {
         "old_state": old,

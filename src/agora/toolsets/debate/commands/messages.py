@@ -23,7 +23,7 @@ from agora.toolsets.debate.commands.cursors import keys as inbox_keys
 from agora.toolsets.debate.commands.lifecycle import transition
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Cursor, MsgMeta
-from agora.toolsets.debate.protocol.state import HUMAN_ROLES
+from agora.toolsets.debate.protocol.state import HUMAN_ROLES, check_close
 from agora.toolsets.debate.rules import (
     DEFERRED_PREFIX,
     ROLE_RE,
@@ -176,6 +176,7 @@ def _check_kind(topic: Topic, row: TopicRow, cmd: Post) -> None:
                 "invalid_state_body", "a STATE body is '<STATE>' or '<STATE> [reason: ...]'"
             )
         check_transition(row.state, found.group(1))
+        check_close(topic.data.protocol, cmd.role, row.state, found.group(1))
     elif cmd.kind == "WATERMARK":
         target = protocol.seen(topic, cmd.caller, cmd.role, cmd.body.strip())
         if target is None:
@@ -250,7 +251,7 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
         override=cmd.override_msg_id if binding is None else None,
     )
     if cmd.kind == "STATE":
-        transition(topic, cmd.body.split(" ", 1)[0], ts, writes, cmd.caller.name)
+        transition(topic, meta, cmd.body, writes, cmd.caller.name)
     elif cmd.kind == "WATERMARK":
         _watermark(topic, cmd.role, cmd.body.strip(), writes)
     posted = len(writes)

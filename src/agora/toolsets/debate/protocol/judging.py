@@ -96,14 +96,17 @@ def agree(first: dict[str, Any], second: dict[str, Any]) -> bool:
     )
 
 
-def judging_view(projections: Iterable[Projection]) -> dict[str, Any]:
+def judging_view(
+    projections: Iterable[Projection], closed_early: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """What debate_protocol_state shows of the judging: ``projections`` and ``outcome``.
 
     Every projection is listed with its id, order and positions, so the judge finds them
     without the conductor relaying debate_judge_prepare's reply, and with its judge role.
     A verdict shows only once both orders of its round are judged: the judge of one order
     never reads its other verdict back. ``outcome`` is the agreed verdict of a complete
-    pair (what stopped the debate), with the winning role; None until there is one.
+    pair (what stopped the debate), with the winning role, or else the early close that
+    stopped it (``closed_early``: `early_outcome`); None until there is one.
     """
     rounds: dict[int, list[Projection]] = {}
     for p in sorted(projections, key=lambda p: (p.round_no, p.order_key)):
@@ -125,7 +128,26 @@ def judging_view(projections: Iterable[Projection]) -> dict[str, Any]:
         )
         if complete and agree(verdicts[0], verdicts[1]):
             outcome = _outcome(pair, verdicts[0])
+    if outcome is None and closed_early is not None:
+        outcome = early_outcome(closed_early)
     return {"projections": listed, "outcome": outcome}
+
+
+def early_outcome(closed: dict[str, Any]) -> dict[str, Any]:
+    """The outcome of a debate a role outside the blind pair closed before any verdict
+    pair agreed, in the shape of a judged one: no winner (``winner_role`` null),
+    ``winner_msg_id`` the STATE message that closed it, ``judge_role`` the role that closed
+    it, and ``decision`` saying so, with the reason it gave."""
+    why = f": {closed['reason']}" if closed["reason"] else " (no reason given)"
+    return {
+        "round_no": closed["round_no"],
+        "winner_msg_id": closed["msg_id"],
+        "winner_role": None,
+        "decision": f"closed early by {closed['role']}, before the judges agreed{why}",
+        "judge_role": closed["role"],
+        "decided_at": closed["at"],
+        "closed_early": True,
+    }
 
 
 def _outcome(pair: list[Projection], verdict: dict[str, Any]) -> dict[str, Any]:
@@ -139,4 +161,5 @@ def _outcome(pair: list[Projection], verdict: dict[str, Any]) -> dict[str, Any]:
         "decision": verdict["decision"],
         "judge_role": pair[0].judge_role,
         "decided_at": max(p.decided_at or "" for p in pair),
+        "closed_early": False,
     }

@@ -68,6 +68,9 @@ class ProtocolState:
     blind_commits: dict[str, str] = field(default_factory=dict)
     #: projection_id -> the judge projections (immutable; kept across moves).
     projections: dict[str, Projection] = field(default_factory=dict)
+    #: How a role outside the blind pair ended the debate early by moving the topic to
+    #: RESOLVED (`close_early`): {role, reason, msg_id, at, round_no}; None otherwise.
+    closed_early: dict[str, Any] | None = None
 
     @classmethod
     def start(cls, topic_id: str, config: dict[str, Any], at: str) -> ProtocolState:
@@ -111,7 +114,7 @@ class ProtocolState:
             "phase_deadline_at": self.phase_deadline_at,
             "phase_timeout_seconds": self.phase_timeout_seconds,
             "updated_at": self.updated_at,
-            **judging_view(self.projections.values()),
+            **judging_view(self.projections.values(), self.closed_early),
         }
 
     def turned_at(self, role: str) -> str | None:
@@ -165,7 +168,50 @@ class ProtocolState:
             reason if phase == "STALEMATE" else self.stalemate_reason,
             dict(self.blind_commits),
             self.projections,
+            self.closed_early,
         )
+
+    def close_early(self, role: str, reason: str | None, msg_id: str, at: str) -> ProtocolState:
+        """The state after ``role`` (outside the blind pair) moved the topic to RESOLVED
+        while the debate was still live: STOPPED, with no deadline left, and the closing
+        recorded so that the outcome says who closed it, and why."""
+        new = self.move("STOPPED", at, expected=self.transition_version)
+        new.closed_early = {
+            "role": role,
+            "reason": reason,
+            "msg_id": msg_id,
+            "at": at,
+            "round_no": self.round_no,
+        }
+        return new
+
+
+def check_close(state: ProtocolState | None, role: str, old_state: str, new_state: str) -> None:
+    """Refuse a blind role's move of a live debate/v1 topic from ``old_state`` to RESOLVED.
+
+    A debater may not end the debate it argues: until the protocol has ended (STOPPED,
+    STALEMATE or ESCALATED) only a role outside the blind pair closes the topic, and that
+    ends the protocol too (`ProtocolState.close_early`).
+
+    Raises:
+        DebateError: ``illegal_transition``, saying who may close the topic instead.
+    """
+    if state is None or new_state != "RESOLVED" or state.phase not in TIMED_PHASES:
+        return
+    if role not in state.blind_roles:
+        return
+    raise reject(
+        "illegal_transition",
+        f"{role} is a blind role of this debate/v1 topic, and its protocol is still in"
+        f" {state.phase}: a debater may not end the debate it argues. RESOLVED is moved by"
+        " a role outside the blind pair (the conductor, say), which ends the protocol early"
+        " (STOPPED, its outcome naming that role and the reason), or by any role once the"
+        " protocol has ended (STOPPED, STALEMATE or ESCALATED: debate_protocol_state)",
+        old_state=old_state,
+        new_state=new_state,
+        phase=state.phase,
+        allowed=[],
+    )
 
 
 def may_judge(state: ProtocolState, role: str) -> bool:

@@ -2,8 +2,10 @@
 
 Migration 2 adds ``debate_protocol`` (one row per v1 topic; ``blind_roles`` and
 ``blind_commits`` as JSON TEXT) and ``debate_judge_projections`` (immutable AB/BA
-projections and their verdicts). A state update names the transition_version it replaces,
-so a row never moves from a stale read. Statements only; nothing here commits.
+projections and their verdicts); migration 7 adds its ``closed_early`` column (JSON TEXT:
+how a role outside the blind pair closed a live debate). A state update names the
+transition_version it replaces, so a row never moves from a stale read. Statements only;
+nothing here commits.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ _SCHEMA_V2 = (
 _STATE_COLUMNS = (
     "topic_id, protocol_version, phase, round_no, max_rounds, blind_roles, blind_commits, "
     "blind_barrier_state, stalemate_reason, transition_version, phase_deadline_at, "
-    "phase_timeout_seconds, updated_at"
+    "phase_timeout_seconds, updated_at, closed_early"
 )
 
 
@@ -73,6 +75,7 @@ def _params(s: ProtocolState) -> tuple[Any, ...]:
         s.phase_deadline_at,
         s.phase_timeout_seconds,
         s.updated_at,
+        None if s.closed_early is None else _dump(s.closed_early),
     )
 
 
@@ -80,7 +83,7 @@ def insert_protocol(s: ProtocolState) -> Write:
     """The micro-state row of a new v1 topic."""
     return (
         f"INSERT INTO debate_protocol ({_STATE_COLUMNS}) "
-        "VALUES (?, 'debate/v1', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "VALUES (?, 'debate/v1', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (s.topic_id, *_params(s)),
     )
 
@@ -91,7 +94,7 @@ def update_protocol(s: ProtocolState, prior_version: int) -> Write:
         "UPDATE debate_protocol SET phase = ?, round_no = ?, max_rounds = ?, blind_roles = ?, "
         "blind_commits = ?, blind_barrier_state = ?, stalemate_reason = ?, "
         "transition_version = ?, phase_deadline_at = ?, phase_timeout_seconds = ?, "
-        "updated_at = ? WHERE topic_id = ? AND transition_version = ?",
+        "updated_at = ?, closed_early = ? WHERE topic_id = ? AND transition_version = ?",
         (*_params(s), s.topic_id, prior_version),
     )
 
@@ -110,6 +113,7 @@ def _state(r: Any) -> ProtocolState:
         phase_deadline_at=r[10],
         phase_timeout_seconds=int(r[11]),
         updated_at=r[12],
+        closed_early=None if r[13] is None else json.loads(r[13]),
     )
 
 

@@ -87,6 +87,10 @@ _OVERRIDE_V6 = [
     "ALTER TABLE debate_bindings ADD COLUMN override_msg_id TEXT",
 ]
 
+# Migration 7: how a role outside the blind pair closed a live debate/v1 debate early
+# (JSON: who, why, the STATE message), so that its outcome says so.
+_CLOSED_EARLY_V7 = ["ALTER TABLE debate_protocol ADD COLUMN closed_early TEXT"]
+
 _PARTIAL_V4 = [
     "DROP INDEX debate_deliveries_open",
     "CREATE INDEX debate_deliveries_open ON debate_deliveries (topic_id, recipient) "
@@ -174,6 +178,11 @@ MIGRATIONS = with_statements(
             component="debate",
             version=6,
             sql={"sqlite": _OVERRIDE_V6, "postgresql": _OVERRIDE_V6},
+        ),
+        Migration(
+            component="debate",
+            version=7,
+            sql={"sqlite": _CLOSED_EARLY_V7, "postgresql": _CLOSED_EARLY_V7},
         ),
     ),
     POSTGRESQL,

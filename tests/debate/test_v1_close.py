@@ -1,0 +1,72 @@
+"""Who may close a live debate/v1 debate, and what closing it early does to the protocol.
+
+A debater (blind role) moved its own debate to RESOLVED in the middle of DEBATE: the topic
+closed, every binding (the conductor's too) was retired, and debate_protocol_state still
+showed DEBATE with a deadline and no outcome. Until the protocol has ended (STOPPED,
+STALEMATE or ESCALATED) only a role outside the blind pair closes the topic, and that ends
+the protocol as STOPPED, with an outcome that says who closed it and why.
+"""
+
+from __future__ import annotations
+
+import pytest
+from debate_support import ALICE, CONDUCTOR, SEATS, payload, v1_topic
+
+
+@pytest.mark.parametrize("tool", ["debate_state", "debate_close_topic", "STATE post"])
+async def test_a_debater_may_not_close_a_live_debate(desk, tool):
+    v1 = await v1_topic(desk)
+    await v1.to_debate()
+    before = await v1.state()
+    if tool == "STATE post":
+        body = "RESOLVED [reason: I win]"
+        refusal = await desk.post(ALICE, v1.topic, "PRO", body, kind="STATE", refused=True)
+    else:
+        args = {"topic_id": v1.topic, "role": "PRO", "new_state": "RESOLVED", "reason": "I win"}
+        refusal = await desk.refused(ALICE, tool, **args)
+    assert (refusal["error"], refusal["phase"]) == ("illegal_transition", "DEBATE")
+    assert "outside the blind pair (the conductor, say)" in refusal["message"]
+    assert "once the protocol has ended" in refusal["message"]
+    assert await v1.state() == before
+    listed = await desk.call(CONDUCTOR, "debate_list_bindings", topic_id=v1.topic)
+    assert listed["topic_state"] == "ACTIVE"
+    assert {b["state"] for b in listed["bindings"]} == {"active"}
+
+
+async def test_the_conductor_closing_early_stops_the_protocol_and_says_so(desk):
+    v1 = await v1_topic(desk)
+    await v1.to_debate()
+    out = await desk.call(
+        CONDUCTOR,
+        "debate_state",
+        topic_id=v1.topic,
+        role="CONDUCTOR",
+        new_state="RESOLVED",
+        reason="out of time",
+    )
+    assert out["new_state"] == "RESOLVED"
+    state = await v1.state(ALICE)
+    assert (state["phase"], state["phase_deadline_at"]) == ("STOPPED", None)
+    assert state["outcome"] == {
+        "round_no": 1,
+        "winner_msg_id": out["transition_msg_id"],
+        "winner_role": None,
+        "decision": "closed early by CONDUCTOR, before the judges agreed: out of time",
+        "judge_role": "CONDUCTOR",
+        "decided_at": out["ts"],
+        "closed_early": True,
+    }
+
+
+async def test_a_debater_may_close_once_the_protocol_has_ended(desk):
+    v1 = await v1_topic(desk, max_rounds=1)
+    pro, _ = await v1.to_debate()
+    verify = payload("not settled", result="contested")
+    await v1.post("JUDGE", "VERIFY", reply_to=pro, payload_json=verify)
+    assert (await v1.state())["phase"] == "STALEMATE"
+    out = await desk.call(
+        SEATS["PRO"], "debate_state", topic_id=v1.topic, role="PRO", new_state="RESOLVED"
+    )
+    assert out["new_state"] == "RESOLVED"
+    state = await v1.state()
+    assert (state["phase"], state["outcome"]) == ("STALEMATE", None)
