@@ -18,7 +18,6 @@ from agora.toolsets.debate.access import Caller
 from agora.toolsets.debate.commands import protocol, workers
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Binding
-from agora.toolsets.debate.protocol import guide
 from agora.toolsets.debate.protocol.state import judging_own_debate, not_independent
 from agora.toolsets.debate.rules import OPEN_STATES, SENTINEL_PROJECT, reject
 
@@ -326,11 +325,8 @@ def bind_role(topic: Topic, cmd: BindRole, now: Now) -> Effects:
 
 def _bound_step(topic: Topic, b: Binding) -> str:
     """What the new holder of ``b`` does next: how it receives, and how the topic moves on."""
-    row = topic.require_row()
-    state = topic.data.protocol
-    public = None if state is None else state.public()
     return (
         f"{b.role} is bound to session {b.session_id}: debate_signal_wait (topic_id, role,"
         " session_id) returns what is addressed to it, and debate_signal_advance records what"
-        f" you handled.\n{guide.topic_step(row.state, public)}"
+        f" you handled.\n{protocol.topic_step(topic)}"
     )

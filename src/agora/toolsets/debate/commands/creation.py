@@ -6,7 +6,7 @@ handler minted for roster entries are inserted here too, owned by the caller.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -14,9 +14,9 @@ from agora.mcp.results import Guided
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
+from agora.toolsets.debate.commands import protocol
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Binding, TopicData, TopicRow
-from agora.toolsets.debate.protocol import guide
 from agora.toolsets.debate.protocol.state import ProtocolState, may_judge
 from agora.toolsets.debate.rules import reject
 
@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from agora.runtime.clock import Now
     from agora.runtime.entity import Write
     from agora.toolsets.debate.topic import Topic
+
+
+#: The reason of a binding debate_init seeded (`init_reply` lists those only).
+SEEDED: Final = "seeded by debate_init"
 
 
 class InitTopic(msgspec.Struct, frozen=True, tag=True):
@@ -43,19 +47,25 @@ class InitTopic(msgspec.Struct, frozen=True, tag=True):
     repeat: bool
 
 
-def init_reply(topic: Topic, minted: set[str] | None = None) -> dict[str, Any]:
-    """The debate_init result for the topic as it stands."""
+def init_reply(topic: Topic, caller: Caller, minted: set[str] | None = None) -> dict[str, Any]:
+    """The debate_init result for the topic as it stands, as ``caller`` may see it: the
+    bindings debate_init seeded, each session id shown only to its owner and to star
+    callers (others see null), and ``minted`` only for a session minted for ``caller``."""
     row = topic.require_row()
-    seeded = [
-        {
-            "role": b.role,
-            "session_id": b.session_id,
-            "generation": b.generation,
-            "minted": b.session_id in (minted or set()),
-        }
-        for role in row.roles
-        for b in topic.role_bindings(role)[:1]
-    ]
+    seeded = []
+    for role in row.roles:
+        for b in topic.role_bindings(role)[:1]:
+            if b.reason != SEEDED:  # (bound later by a participant: not seeded here)
+                continue
+            shown = b.owner == caller.name or caller.star
+            seeded.append(
+                {
+                    "role": b.role,
+                    "session_id": b.session_id if shown else None,
+                    "generation": b.generation,
+                    "minted": b.owner == caller.name and b.session_id in (minted or set()),
+                }
+            )
     state = topic.data.protocol
     protocol = None if state is None else state.public()
     return {
@@ -88,7 +98,7 @@ def init_topic(topic: Topic, cmd: InitTopic, now: Now) -> Effects:
         # ones the caller left without one (the shape holds which), each's seeded binding.
         fresh = {role for role, _, is_new in cmd.roster if is_new}
         minted = {b.session_id for role in fresh for b in topic.role_bindings(role)[:1]}
-        return Effects(reply=_guided(init_reply(topic, minted)))
+        return Effects(reply=_guided(topic, init_reply(topic, cmd.caller, minted)))
     if cmd.repeat:
         raise access.denied()
     at = topic.stamp_now(now)
@@ -125,7 +135,7 @@ def init_topic(topic: Topic, cmd: InitTopic, now: Now) -> Effects:
             cmd.caller.name,
             None,
             "active",
-            "seeded by debate_init",
+            SEEDED,
             None,
             cmd.created_by_role,
             at,
@@ -138,13 +148,15 @@ def init_topic(topic: Topic, cmd: InitTopic, now: Now) -> Effects:
         writes.append(sql.insert_protocol(topic.data.protocol))
     topic.event(writes, at, "topic_created", cmd.caller.name, roles=roles, project=cmd.project)
     seeded = [role for role, session_id, _ in cmd.roster if session_id]
-    reply = _guided(init_reply(topic, minted), unjudgeable(topic.data.protocol, seeded))
+    note = unjudgeable(topic.data.protocol, seeded)
+    reply = _guided(topic, init_reply(topic, cmd.caller, minted), note)
     return Effects(reply=reply, writes=writes, changed=True)
 
 
-def _guided(reply: dict[str, Any], note: str | None = None) -> dict[str, Any]:
-    """``reply`` with how the topic moves on (`guide.topic_step`), after ``note``."""
-    step = guide.topic_step(reply["state"], reply["protocol_state"])
+def _guided(topic: Topic, reply: dict[str, Any], note: str | None = None) -> dict[str, Any]:
+    """``reply`` with how the topic moves on from where it stands now
+    (`protocol.topic_step`), after ``note``."""
+    step = protocol.topic_step(topic)
     return Guided(reply, step if note is None else f"{note}\n{step}")
 
 

@@ -168,6 +168,17 @@ def open_challenges_note(state: ProtocolState, open_ids: list[str]) -> str:
     )
 
 
+def topic_step(topic: Topic) -> str:
+    """What moves ``topic`` on from where it stands now (`guide.topic_step`): in a debate/v1
+    phase, from its blind CLAIMs committed and CHALLENGEs open so far, as a post's reply
+    says it (a repeated debate_init answers with this, not with the step at creation)."""
+    row, state = topic.require_row(), topic.data.protocol
+    if state is None:
+        return guide.topic_step(row.state, None)
+    open_ids = _open_challenges(topic) if state.phase == "DEBATE" else []
+    return guide.topic_step(row.state, state.public(), list(state.blind_commits), open_ids)
+
+
 def record_post(
     topic: Topic, meta: MsgMeta, semantic: Semantic, writes: list[Write], actor: str
 ) -> tuple[dict[str, Any], str]:

@@ -129,13 +129,20 @@ def next_move(
     )
 
 
-def topic_step(topic_state: str, state: Mapping[str, Any] | None) -> str:
+def topic_step(
+    topic_state: str,
+    state: Mapping[str, Any] | None,
+    blind_commits: Sequence[str] = (),
+    open_challenges: Sequence[str] = (),
+) -> str:
     """What moves a topic on from ``topic_state`` (INIT, ACTIVE, ...): said by the replies
     of debate_init and debate_bind_role, which carry no phase advice of their own.
 
     Args:
         topic_state: The topic's lifecycle state.
         state: The public protocol state, or None on a topic without debate/v1.
+        blind_commits: As `next_move` takes them.
+        open_challenges: As `next_move` takes them.
 
     Returns:
         One or two sentences.
@@ -150,4 +157,4 @@ def topic_step(topic_state: str, state: Mapping[str, Any] | None) -> str:
         return f"The topic is {topic_state}: it takes no posts; debate_read shows it."
     if state is None:
         return "Next: the topic is ACTIVE. " + ADDRESS
-    return next_move(state)
+    return next_move(state, blind_commits, open_challenges)
