@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 from debate_support import ALICE, CONDUCTOR, payload, v1_topic
 
+from agora.toolsets.debate import INSTRUCTIONS
+
 
 @pytest.mark.parametrize(
     ("role", "kind", "protocol"),
@@ -50,3 +52,21 @@ async def test_the_v1_phase_clock_starts_when_the_topic_becomes_active(desk):
     desk.wall.advance(2)
     swept = await desk.call(CONDUCTOR, "debate_protocol_maintain")
     assert swept["timed_out"] == [{"topic_id": v1.topic, "reason": "phase_timeout:BLIND_CLAIM"}]
+
+
+async def test_the_move_to_active_says_the_phase_clock_started(desk):
+    # The reply of the move that starts the clock said nothing of it (nor the instructions).
+    v1 = await v1_topic(desk, state="INIT")
+    out = await desk.call(
+        CONDUCTOR, "debate_state", topic_id=v1.topic, role="CONDUCTOR", new_state="ACTIVE"
+    )
+    deadline = (await v1.state())["phase_deadline_at"]
+    assert deadline is not None
+    clock, step = out.guidance.split("\n")
+    assert f"BLIND_CLAIM must be done by {deadline} (" in clock
+    assert "phase_timeout_seconds, 300 s," in clock
+    assert "moves the debate to STALEMATE (phase_timeout:BLIND_CLAIM)" in clock
+    assert step.startswith("Next: BLIND_CLAIM waits for the CLAIM of PRO and CON (")
+    told = " ".join(INSTRUCTIONS.split())
+    assert "the move to ACTIVE starts the phase clock" in told
+    assert "moves the debate to STALEMATE (phase_timeout)" in told

@@ -12,13 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from agora.mcp.results import Guided
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import sql
 from agora.toolsets.debate.access import Caller
-from agora.toolsets.debate.commands import workers
+from agora.toolsets.debate.commands import protocol, workers
 from agora.toolsets.debate.commands.protocol import set_state
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import MsgMeta
+from agora.toolsets.debate.protocol import guide
 from agora.toolsets.debate.protocol.state import TIMED_PHASES, check_close
 from agora.toolsets.debate.rules import (
     PROJECT_RE,
@@ -183,6 +185,12 @@ def change_state(topic: Topic, cmd: ChangeState, now: Now) -> Effects:
         "retired_bindings": retired,
         "retired_worker_claims": claims,
     }
+    if cmd.new_state == "ACTIVE":  # (the other moves end the topic's posts: nothing follows)
+        step = protocol.topic_step(topic)
+        state = topic.data.protocol
+        if state is not None:
+            step = f"{guide.clock_started(state.public())}\n{step}"
+        return Effects(reply=Guided(reply, step), writes=writes, changed=True)
     return Effects(reply=reply, writes=writes, changed=True)
 
 

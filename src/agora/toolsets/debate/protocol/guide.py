@@ -129,6 +129,19 @@ def next_move(
     )
 
 
+def clock_started(state: Mapping[str, Any]) -> str:
+    """What the move of a debate/v1 topic to ACTIVE started: the phase clock, which no other
+    reply mentions although it ends the debate when it runs out."""
+    phase = state["phase"]
+    return (
+        f"The topic is ACTIVE and the debate/v1 phase clock runs: {phase} must be done by"
+        f" {state['phase_deadline_at']} (each phase gets phase_timeout_seconds,"
+        f" {state['phase_timeout_seconds']} s, from its start). A phase still open at its"
+        f" deadline moves the debate to STALEMATE (phase_timeout:{phase}), where only DISSENT"
+        " and ESCALATE are accepted."
+    )
+
+
 def topic_step(
     topic_state: str,
     state: Mapping[str, Any] | None,
