@@ -74,13 +74,17 @@ def _stale_read(topic: Topic, role: str, binding: Binding | None, reply_to: str 
             if meta.priority == "H" and meta.role != role:
                 raise reject(
                     "stale_read",
-                    "an urgent (H) message addressed to you is unread: check your inbox and "
-                    "debate_signal_advance past it before posting",
+                    f"an urgent (H) message addressed to you is unread ({meta.msg_id}): check"
+                    " your inbox and debate_signal_advance past it before posting, or post"
+                    " your answer to it (reply_to that message), which is accepted",
                     unread_msg_id=meta.msg_id,
                 )
 
 
-def _target(topic: Topic, kind: str, reply_to: str | None) -> None:
+def _target(topic: Topic, kind: str, reply_to: str | None, role: str) -> None:
+    """Refuse a reply_to the kind may not answer: one of another kind, or, for the kinds
+    that answer the other side (a CHALLENGE, a REBUT), a message of the poster's own role,
+    which would hold ADJUDICATE back (or close a CHALLENGE) with no opponent involved."""
     allowed = gates.TARGET_KINDS.get(kind)
     if allowed is None:
         return
@@ -89,6 +93,12 @@ def _target(topic: Topic, kind: str, reply_to: str | None) -> None:
         raise reject(
             "invalid_target",
             f"{kind} replies (reply_to) to one of {sorted(allowed)} in this topic",
+        )
+    if kind in gates.OPPOSING_KINDS and parent.role == role:
+        raise reject(
+            "invalid_target",
+            f"{kind} answers another role's message, and {reply_to} is {role}'s own"
+            f" {parent.kind}: reply_to one of {sorted(allowed)} that another role posted",
         )
 
 
@@ -138,7 +148,7 @@ def gate_post(
             "human_recipient_required",
             "an ESCALATE packet is addressed (debate_post_with_recipients) to HUMAN or OPERATOR",
         )
-    _target(topic, kind, cmd.reply_to)
+    _target(topic, kind, cmd.reply_to, cmd.role)
     _stale_read(topic, cmd.role, binding, cmd.reply_to)
     return Semantic(payload, mode, state.round_no)
 

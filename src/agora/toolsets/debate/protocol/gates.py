@@ -55,6 +55,10 @@ TARGET_KINDS: Final = {
 }
 
 
+#: Kinds that answer the other side: never a message of the poster's own role.
+OPPOSING_KINDS: Final = frozenset({"CHALLENGE", "REBUT"})
+
+
 def payload(kind: str, text: str | None, body_mode: str | None) -> tuple[dict[str, Any], str]:
     """The structured payload of a semantic post, and its body mode.
 
