@@ -283,7 +283,14 @@ def advance_cursor(topic: Topic, cmd: AdvanceCursor, now: Now) -> Effects:
         )
     cursor = start_cursor(topic, cmd.role, cmd.session_id, parent)
     if (target.ts, target.msg_id) <= cursor.position:
-        raise reject("regressive_cursor", "the cursor is already at or past that message")
+        ts, msg_id = cursor.position
+        raise reject(
+            "regressive_cursor",
+            f"the cursor is already at {msg_id} ({ts}), at or past that message, which needs"
+            f" no receipt: to move it on, send a last_processed_msg_id after {msg_id}",
+            last_processed_msg_id=msg_id,
+            last_processed_ts=ts,
+        )
     at = stamp(now.wall)
     writes: list[Write] = []
     topic.set_cursor(

@@ -40,7 +40,7 @@ from agora.toolsets.debate.protocol.state import (
     not_configured,
     not_independent,
 )
-from agora.toolsets.debate.rules import reject
+from agora.toolsets.debate.rules import DebateError, reject
 
 if TYPE_CHECKING:
     from agora.runtime.clock import Now
@@ -210,6 +210,23 @@ def split_words(first: dict[str, Any], second: dict[str, Any]) -> str:
     )
 
 
+def _conflict(p: Projection, peer: Projection) -> DebateError:
+    """The refusal of a second, different verdict on ``p`` (verdicts are immutable), with
+    what is left to judge: ``peer``, the pair's other order, or nothing."""
+    if peer.verdict is None:
+        then = f"the pair's other order, {peer.order_key} {peer.projection_id}, is still to judge"
+    else:
+        then = (
+            f"both orders of round {p.round_no} are judged: debate_protocol_state shows the"
+            " verdicts and the outcome"
+        )
+    return reject(
+        "verdict_conflict",
+        f"projection {p.order_key} {p.projection_id} already holds a different verdict, and"
+        f" a verdict is never changed; {then}",
+    )
+
+
 @COMMANDS.on(GiveVerdict)
 def give_verdict(topic: Topic, cmd: GiveVerdict, now: Now) -> Effects:
     judge = topic.write_gate(cmd.caller, cmd.judge_role)
@@ -227,6 +244,11 @@ def give_verdict(topic: Topic, cmd: GiveVerdict, now: Now) -> Effects:
         raise not_independent(state, cmd.judge_role, held, verdict=True)
     if cmd.verdict["winner_msg_id"] not in (p.left_msg_id, p.right_msg_id):
         raise reject("invalid_verdict", "winner_msg_id names one of the projection's positions")
+    peer = next(
+        q
+        for q in state.projections.values()
+        if q.round_no == p.round_no and q.projection_id != p.projection_id
+    )
     if p.verdict is not None:
         if p.judge_role != cmd.judge_role:  # whatever it says: the pair has its judge role
             raise reject(
@@ -236,18 +258,13 @@ def give_verdict(topic: Topic, cmd: GiveVerdict, now: Now) -> Effects:
             )
         if p.verdict == cmd.verdict:
             return Effects(reply=_verdict_reply(topic, p, state))
-        raise reject("verdict_conflict", "this projection already holds a different verdict")
+        raise _conflict(p, peer)
     if state.phase != "ADJUDICATE" or p.round_no != state.round_no:
         raise reject(
             "phase_race_lost",
             "the protocol left ADJUDICATE for this round; read debate_protocol_state",
             phase=state.phase,
         )
-    peer = next(
-        q
-        for q in state.projections.values()
-        if q.round_no == p.round_no and q.projection_id != p.projection_id
-    )
     if peer.judge_role is not None and peer.judge_role != cmd.judge_role:
         raise reject("judge_role_mismatch", "both orders of a pair are judged by one judge role")
     at = topic.stamp_now(now)

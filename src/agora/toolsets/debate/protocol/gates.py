@@ -130,7 +130,14 @@ def phase_kind(state: ProtocolState, kind: str, role: str) -> None:
             stalemate_reason=state.stalemate_reason,
         )
     if phase in ("STOPPED", "ESCALATED"):
-        raise reject("protocol_terminal", f"the protocol is {phase}: no more semantic posts")
+        ended = "its outcome is in" if phase == "STOPPED" else "it waits for a human; see"
+        raise reject(
+            "protocol_terminal",
+            f"the protocol is {phase}: the debate is over and takes no more semantic posts"
+            f" ({ended} debate_protocol_state); what is left is to close the topic with"
+            " debate_state new_state RESOLVED",
+            phase=phase,
+        )
     if phase == "ADJUDICATE":
         raise reject(
             "wrong_phase",
