@@ -173,8 +173,17 @@ async def test_debate_init_notes_a_roster_whose_judge_cannot_be_independent(desk
     }  # fmt: skip
     seeded = await desk.call(CONDUCTOR, "debate_init", **args)
     assert type(seeded) is Guided, seeded
-    assert seeded.guidance.startswith("Note: your principal now holds the blind role PRO and")
-    assert "CONDUCTOR, JUDGE" in seeded.guidance
+    assert seeded.guidance.startswith(
+        "Note: your principal now holds the blind role PRO, and also CONDUCTOR and JUDGE, roles"
+        " that may judge: "
+    )
+    # Every role it holds is named: an anonymous all-roles roster left CON out.
+    every = [{"role": r} for r in ("CONDUCTOR", "PRO", "CON", "JUDGE")]
+    alone = await desk.call(ALICE, "debate_init", **{**args, "roles_json": json.dumps(every)})
+    assert alone.guidance.startswith(
+        "Note: your principal now holds the blind roles PRO and CON, and also CONDUCTOR and"
+        " JUDGE, roles that may judge: "
+    )
     fair = [{"role": "CONDUCTOR", "session_id": mine["CONDUCTOR"]}] + [
         {"role": r, "session_id": None} for r in ("PRO", "CON", "JUDGE")
     ]

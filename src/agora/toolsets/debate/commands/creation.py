@@ -170,10 +170,17 @@ def unjudgeable(state: ProtocolState | None, seeded: list[str]) -> str | None:
     judging = [role for role in seeded if may_judge(state, role)]
     if not blind or not judging:
         return None
+    blind_roles = f"the blind role{'s' if len(blind) > 1 else ''} {_listed(blind)}"
+    may = "roles that may judge" if len(judging) > 1 else "a role that may judge"
     return (
-        f"Note: your principal now holds the blind role {blind[0]} and {', '.join(judging)}"
-        f" (a role that may judge): a judge must be independent of the blind pair by"
-        f" principal, so no verdict from it will count and it cannot bind another role that"
-        f" may judge. Leave the judge's role unbound (session_id null) for a principal with a"
-        f" bearer token of its own, and the blind roles for their debaters."
+        f"Note: your principal now holds {blind_roles}, and also {_listed(judging)}, {may}:"
+        " a judge must be independent of the blind pair by principal, so no verdict from it"
+        " will count and it cannot bind another role that may judge. Leave the judge's role"
+        " unbound (session_id null) for a principal with a bearer token of its own, and the"
+        " blind roles for their debaters."
     )
+
+
+def _listed(roles: list[str]) -> str:
+    """``roles`` as a sentence lists them: "A", "A and B", "A, B and C"."""
+    return roles[0] if len(roles) == 1 else f"{', '.join(roles[:-1])} and {roles[-1]}"
