@@ -109,3 +109,16 @@ async def test_a_search_path_naming_a_missing_schema_first_is_refused(fresh_db, 
         async with open_pg_store(url, MIGRATIONS):
             pass
     assert _tables(fresh_db, "public") == []  # nothing made in the schema it would have used
+
+
+async def test_a_search_path_of_only_a_missing_schema_says_no_other_exists(fresh_db):
+    # An operator's search_path named the missing schema alone; the refusal went on
+    # "(else agora would use 'none', another namespace's tables)".
+    url = f"{fresh_db}?options=-csearch_path%3Dteam_zz"
+    with trio.fail_after(WAIT), pytest.raises(StoreError) as refused:
+        async with open_pg_store(url, MIGRATIONS):
+            pass
+    message = str(refused.value)
+    assert "CREATE SCHEMA team_zz" in message, message
+    assert "'none'" not in message, message
+    assert message.endswith("(no other schema on it exists either)"), message

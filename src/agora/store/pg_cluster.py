@@ -174,10 +174,15 @@ def _namespace(conn: Any) -> str:
                 continue
             entry = user
         if entry != current:
+            instead = (
+                f" (else agora would use {current!r}, another namespace's tables)"
+                if current is not None
+                else " (no other schema on it exists either)"
+            )
             raise StoreError(
                 f"the search_path names schema {entry!r} first, but this database has no such"
                 f" schema: create it (CREATE SCHEMA {entry}) or fix the URL's search_path"
-                f" (else agora would use {current or 'none'!r}, another namespace's tables)"
+                f"{instead}"
             )
         return entry
     if current is None:
