@@ -1,9 +1,10 @@
 """The ``agora`` command: serve, stdio, call, cards.
 
 Every subcommand has ``--help``. ``serve`` prints its endpoints and runs until SIGINT,
-SIGTERM or SIGHUP, then shuts down gracefully. ``stdio`` speaks MCP on stdin/stdout and logs to
-stderr only: ``--connect URL`` relays to a running server, ``--db`` serves a database no
-server is using; on any of those signals it reads no more and answers the calls in flight first.
+SIGTERM or SIGHUP (unless ignored, as under nohup), then shuts down gracefully. ``stdio``
+speaks MCP on stdin/stdout and logs to stderr only: ``--connect URL`` relays to a running
+server, ``--db`` serves a database no server is using; on any of those signals it reads no
+more and answers the calls in flight first.
 ``call`` makes one tools/call against a running server, for quick checks.
 Bad configuration (settings, a database in use, a refused token) is one line on stderr and
 exit status 2, never a traceback. A process killed by a fatal signal (SIGSEGV, SIGBUS, ...)
@@ -67,16 +68,19 @@ def _config(args: argparse.Namespace, **extra: Any) -> Config:
     return config
 
 
-#: The signals that begin the graceful shutdown; SIGHUP's default would end the process at
-#: once, with no drain and no log line (a closed terminal, a service manager's reload).
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+def stop_signals() -> tuple[int, ...]:
+    """The signals that begin the graceful shutdown. SIGHUP's default would end the process at
+    once, with no drain and no log line (a closed terminal, a service manager's reload), but
+    not if it is ignored already: ``nohup agora serve`` asked that a hang-up not stop it."""
+    kept = signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    return (signal.SIGINT, signal.SIGTERM, *(() if kept else (signal.SIGHUP,)))
 
 
 async def _serve(config: Config) -> None:
     from agora.server.embed import open_server
     from agora.server.heap import HeapKeeper
 
-    with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
+    with trio.open_signal_receiver(*stop_signals()) as signals:
         async with open_server(config) as server, trio.open_nursery() as keeper_nursery:
             keeper = HeapKeeper()
             keeper.install()  # short collector pauses however large the heap grows
@@ -137,7 +141,7 @@ async def _stdio(config: Config, path: str) -> None:
             )
         raise _Refused("AGORA_TOKEN does not match any principal")
     stop = StopReading()
-    with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
+    with trio.open_signal_receiver(*stop_signals()) as signals:
         async with open_server(config, listen=False) as server, trio.open_nursery() as nursery:
             nursery.start_soon(_stop_on_signal, signals, stop)
             endpoint = server.app.endpoint(path)
@@ -170,7 +174,7 @@ async def _bridge(url: str, token: str | None) -> None:
     from agora.bridge import Bridge, run_bridge
 
     bridge = Bridge(url, token)
-    with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
+    with trio.open_signal_receiver(*stop_signals()) as signals:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_stop_on_signal, signals, bridge.stop_reading)
             await run_bridge(url, token, bridge)
@@ -178,7 +182,7 @@ async def _bridge(url: str, token: str | None) -> None:
 
 
 async def _stop_on_signal(signals: Any, stop: Callable[[], None]) -> None:
-    """The first of `STOP_SIGNALS` ends the session's input (``stop``): the calls in flight
+    """The first of `stop_signals` ends the session's input (``stop``): the calls in flight
     are answered within the grace (``--db``: long-polls at once, the rest within
     ``grace_seconds``; ``--connect``: the server's reply, or an error past the bridge's), as
     when the host closes stdin; later ones wait for that, as ``agora serve`` does."""

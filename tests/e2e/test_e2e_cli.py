@@ -17,7 +17,7 @@ import pytest
 import trio
 from e2e_config import TOKEN
 from e2e_http import http
-from e2e_process import AGORA, clean_env
+from e2e_process import AGORA, AgoraProcess, clean_env
 
 from agora.cli import build_parser, main
 from agora.client import connect
@@ -377,3 +377,23 @@ def test_an_unknown_toolset_is_refused_naming_the_flag_given(tmp_path, capsys, f
     said = capsys.readouterr().err
     assert said.startswith(f"agora: {flag}: unknown toolset `nope` (known: "), said
     assert not (tmp_path / "a.db").exists()
+
+
+async def test_a_server_started_under_nohup_keeps_running_on_a_hang_up(tmp_path):
+    # An operator ran `setsid nohup agora serve`: SIGHUP, ignored as nohup asks, still
+    # shut the server down (it installed its own handler over the ignored disposition).
+    server = AgoraProcess(
+        "--db", str(tmp_path / "a.db"), "--toolsets", "chess",
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
+    )  # fmt: skip
+    server.start()
+    try:
+        with trio.fail_after(TIMEOUT):
+            server.signal(signal.SIGHUP)
+            # Served after the hang-up: the second request cannot come before the signal
+            # was delivered (the kernel delivers it before the process runs again).
+            for _ in range(2):
+                assert (await http(server.port, "GET", "/readyz")).status == 200
+    finally:
+        server.assert_clean_exit(server.stop())
+    assert "received SIGHUP" not in server.log, server.log
