@@ -8,6 +8,7 @@ signature the reference solver expects; refusals are raised as `ToolError`. `mem
 from __future__ import annotations
 
 import datetime as dt
+import json
 import sqlite3
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from agora.errors import ToolError
 from agora.runtime.clock import Now
 from agora.store.migrations import apply_migrations
-from agora.toolsets.chamber import store
+from agora.toolsets.chamber import cards, store
 from agora.toolsets.chamber.attempt import Rules
 from agora.toolsets.chamber.commands import Act, Enter, Seal
 from agora.toolsets.chamber.contract import ChamberContract, default_contract
@@ -23,6 +24,8 @@ from agora.toolsets.chamber.entity import AttemptEntity, SealOutcome
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
+
+    from agora.toolsets.chamber.signing import Signer
 
 START = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.UTC)
 IDENTITY = {
@@ -140,3 +143,18 @@ def commit_writes(conn: sqlite3.Connection, writes: Iterable[tuple[str, Any]]) -
     for sql, params in writes:
         conn.execute(sql, params)
     conn.execute("COMMIT")
+
+
+def signed_before_the_scheme(signer: Signer, seed: str = "old") -> dict[str, Any]:
+    """A sealed card's document with the signature block the server wrote before statements
+    carried a scheme: a signature over the body bytes alone (such cards still verify)."""
+    body = Session(seed=seed).seal().card.body
+    old = {
+        "alg": "Ed25519",
+        "key_id": signer.key_id,
+        "public_key": signer.public_key_hex,
+        "signed_at": "2026-11-30T12:00:00Z",
+        "value": signer.sign(body),
+    }
+    document: dict[str, Any] = json.loads(cards.publish(body, old))
+    return document

@@ -20,7 +20,7 @@ import pytest
 import rfc8785
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from harness import Session
+from harness import Session, signed_before_the_scheme
 
 from agora.toolsets.chamber import cards, verify
 from agora.toolsets.chamber.signing import signer_from_bytes
@@ -121,14 +121,6 @@ def test_the_pages_checks_catch_an_edit(edit):
 
 
 def test_a_card_signed_before_the_scheme_verifies_by_the_pages_rule():
-    body = Session(seed="old").seal().card.body
-    old = {
-        "alg": "Ed25519",
-        "key_id": OPERATOR.key_id,
-        "public_key": OPERATOR.public_key_hex,
-        "signed_at": "2026-11-30T12:00:00Z",
-        "value": OPERATOR.sign(body),
-    }
-    document = json.loads(cards.publish(body, old))
+    document = signed_before_the_scheme(OPERATOR)
     assert check(document, {OPERATOR.public_key_hex})
     assert verify.verify_document(json.dumps(document).encode(), [OPERATOR.public_key_hex]).ok

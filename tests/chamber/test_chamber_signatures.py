@@ -13,7 +13,7 @@ import threading
 from typing import TYPE_CHECKING
 
 import pytest
-from harness import Session
+from harness import Session, signed_before_the_scheme
 
 from agora.toolsets.chamber import cards, cards_cli, verify
 from agora.toolsets.chamber.signing import signer_from_bytes
@@ -87,17 +87,7 @@ def test_the_signature_names_its_key_and_status_inside_the_signed_part():
 
 
 def test_cards_signed_before_the_scheme_still_verify(tmp_path):
-    s = Session(seed="old")
-    body = s.seal().card.body
-    # The block as the server wrote it before: a signature over the body bytes alone.
-    old = {
-        "alg": "Ed25519",
-        "key_id": OPERATOR.key_id,
-        "public_key": OPERATOR.public_key_hex,
-        "signed_at": "2026-11-30T12:00:00Z",
-        "value": OPERATOR.sign(body),
-    }
-    document = json.loads(cards.publish(body, old))
+    document = signed_before_the_scheme(OPERATOR)
     result = verify.verify_document(json.dumps(document).encode(), [OPERATOR.public_key_hex])
     assert (result.ok, result.status_signed) == (True, False)
     status, out = cli_verify(tmp_path, document, trusted_keys=[OPERATOR.public_key_hex])

@@ -23,6 +23,8 @@ from agora.toolsets.chamber.signing import load_signer
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from agora.runtime.registry import Runtime
+
 pytestmark = pytest.mark.sqlite_only("a SQLite file shared by two servers")
 
 
@@ -54,12 +56,7 @@ async def test_a_node_signing_with_another_key_than_the_others_warns(tmp_path, c
     with trio.fail_after(30):
         async with open_server(_config(db, first), listen=False) as server:
             assert await _checked(caplog) == [f"chamber: this node signs cards with key {mine}"]
-            runtime = server.runtime
-            today = f"{runtime.clock.wall():%Y-%m-%d}"
-            await runtime.write([store.import_legacy("card-1", today, b"{}", "chamber")])
-            await runtime.write([(
-                "UPDATE chamber_cards SET key_id = ? WHERE card_id = ?", (mine, "card-1")
-            )])  # fmt: skip
+            today = await _signed_card(server.runtime, mine)
             async with open_server(_config(db, second), listen=False):  # beside it
                 said = await _checked(caplog)
     if same:
@@ -71,6 +68,16 @@ async def test_a_node_signing_with_another_key_than_the_others_warns(tmp_path, c
             " sharing the database the same signing_key, or each card's key id depends on"
             " the node that sealed it"
         ]
+
+
+async def _signed_card(runtime: Runtime, key_id: str) -> str:
+    """A card sealed today through ``runtime`` and signed with ``key_id``; today's date."""
+    today = f"{runtime.clock.wall():%Y-%m-%d}"
+    await runtime.write([store.import_legacy("card-1", today, b"{}", "chamber")])
+    await runtime.write([(
+        "UPDATE chamber_cards SET key_id = ? WHERE card_id = ?", (key_id, "card-1")
+    )])  # fmt: skip
+    return today
 
 
 def _yesterday(today: str) -> str:
@@ -90,12 +97,7 @@ async def test_a_node_without_a_key_beside_signing_nodes_warns(tmp_path, caplog)
     with trio.fail_after(30):
         async with open_server(_config(db, key), listen=False) as server:
             await _checked(caplog)
-            runtime = server.runtime
-            today = f"{runtime.clock.wall():%Y-%m-%d}"
-            await runtime.write([store.import_legacy("card-1", today, b"{}", "chamber")])
-            await runtime.write([(
-                "UPDATE chamber_cards SET key_id = ? WHERE card_id = ?", (mine, "card-1")
-            )])  # fmt: skip
+            today = await _signed_card(server.runtime, mine)
             keyless = Config(db=str(db), shared=True, toolsets=["chamber"])
             async with open_server(keyless, listen=False):
                 while not (said := _keyless(caplog)):  # noqa: ASYNC110
