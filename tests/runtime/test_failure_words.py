@@ -11,7 +11,7 @@ of an in-process server, whose client reads the text.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import trio
@@ -19,22 +19,26 @@ import trio
 from agora.config import Config
 from agora.errors import StoreError
 from agora.runtime.failures import commit_failed
-from agora.runtime.guarding import busy
+from agora.runtime.guarding import GuardCounts, busy
 from agora.server.embed import open_server
 from agora.toolsets.base import ToolCall, Toolset
 
-FAILURES: dict[str, Exception] = {
-    "busy": busy("counter k"),
-    "busy-atomic": busy("the entities"),
-    "unsaved": commit_failed(StoreError("write failed: gone"), "counter k", "detail"),
-    "unknown": commit_failed(
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+#: Each failure, made when the tool raises it (`busy` logs, once a minute per entity).
+FAILURES: dict[str, Callable[[], Exception]] = {
+    "busy": lambda: busy("counter k", GuardCounts()),
+    "busy-atomic": lambda: busy("the entities", GuardCounts()),
+    "unsaved": lambda: commit_failed(StoreError("write failed: gone"), "counter k", "detail"),
+    "unknown": lambda: commit_failed(
         StoreError("write not acknowledged", outcome_unknown=True), "counter k", "detail"
     ),
 }
 
 
 async def fail(call: ToolCall) -> dict[str, Any]:
-    raise FAILURES[call.args["kind"]]
+    raise FAILURES[call.args["kind"]]()
 
 
 TOOL = {"name": "words_fail", "description": "Fails.", "inputSchema": {"type": "object"}}

@@ -8,6 +8,7 @@ Real clock (the stores use threads), every wait inside `trio.fail_after`.
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -35,7 +36,7 @@ from _two_runtimes import Listener, one_runner_that_moves
 from agora.runtime.clock import Clock
 from agora.runtime.registry import Runtime
 from agora.store.db import open_store
-from agora.store.neutral import Busy
+from agora.store.neutral import Busy, Conflict
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -310,3 +311,32 @@ async def test_a_key_new_only_to_this_process_is_read_on_a_shared_file(db):
             # a's "new" would have been a fresh counter at 0: it reads the stored one.
             assert await a.call(kind, "k", Add(1)) == 5
             assert kind.loads == ["k", "k"]
+
+
+async def test_commands_answered_busy_are_logged_once_a_minute_per_entity(db, monkeypatch, caplog):
+    # An operator saw one WARNING per refused call while nodes contended for one topic.
+    from agora.runtime import guarding
+    from agora.store import sqlite_shared
+
+    monkeypatch.setattr(guarding, "RERUN_BUDGET", 0.0)  # the reruns always made, no more
+    monkeypatch.setattr(sqlite_shared, "POLL_SECONDS", 3600.0)
+    kind = CounterKind()
+    with trio.fail_after(WAIT):
+        async with node(db) as a:
+            assert await a.call(kind, "k", Add(1)) == 1
+
+            async def always_conflict(writes: Any, guards: Any = (), updated: Any = ()) -> None:
+                raise Conflict([("counter", "k")])
+
+            monkeypatch.setattr(a.store, "write", always_conflict)
+            caplog.set_level(logging.DEBUG)
+            for _ in range(3):
+                with pytest.raises(Busy) as refused:
+                    await a.call(kind, "k", Add(1))
+                assert refused.value.told  # the call's own failure line goes to DEBUG
+            assert a.guard.busy == 3
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert said == [
+        "counter k kept changing on other nodes: commands on it ran out of reruns and were"
+        " answered Busy (said once a minute per entity; /healthz's guard busy counts every one)"
+    ]

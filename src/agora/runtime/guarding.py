@@ -12,8 +12,9 @@ parking and polling modules can stamp without importing it.
 from __future__ import annotations
 
 import itertools
+import logging
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import trio
@@ -34,6 +35,8 @@ RERUN_BUDGET = 5.0
 #: up to `LONGEST_PAUSE`.
 FIRST_PAUSE = 0.002
 LONGEST_PAUSE = 0.1
+
+log = logging.getLogger(__name__)
 
 
 class Reruns:
@@ -67,11 +70,29 @@ class Reruns:
         return True
 
 
-def busy(where: str) -> Busy:
+#: Seconds during which further `Busy` answers about one entity are counted, not logged.
+BUSY_SAID_EVERY = 60.0
+
+
+def busy(where: str, counts: GuardCounts) -> Busy:
     """What a command on ``where`` (one entity's name, or "the entities") answers when it
     kept conflicting past its `Reruns`: retryable, and nothing was changed. (The server adds
-    the advice to retry.)"""
-    return Busy(f"{where} kept changing elsewhere; nothing was changed")
+    the advice to retry.) Counted in ``counts``; logged once a minute per entity (a WARNING:
+    an operator saw one line per refused call while nodes contended for one topic), so the
+    call's own failure is not logged again."""
+    counts.busy += 1
+    now, said = trio.current_time(), counts.said
+    if now - said.get(where, -BUSY_SAID_EVERY) >= BUSY_SAID_EVERY:
+        for name in [n for n, at in said.items() if now - at >= BUSY_SAID_EVERY]:
+            del said[name]  # (entities not refused within the minute: the map stays small)
+        said[where] = now
+        log.warning(
+            "%s kept changing on other nodes: commands on it ran out of reruns and were"
+            " answered Busy (said once a minute per entity; /healthz's guard busy counts"
+            " every one)",
+            where,
+        )
+    return Busy(f"{where} kept changing elsewhere; nothing was changed", told=True)
 
 
 #: ``stamp()``: a number greater than every one before in this process, ordering a command's
@@ -95,6 +116,8 @@ class GuardCounts:
     retried: int = 0
     stale_reads: int = 0
     busy: int = 0
+    #: When `busy` last logged each entity's refusals (Trio's clock), by name.
+    said: dict[str, float] = field(default_factory=dict)
 
 
 async def settle(actor: Handling, effects: Effects, fresh: bool, since: int) -> bool:

@@ -301,8 +301,7 @@ class Handling:
             reruns = reruns or Reruns()
             if not await reruns.another():
                 break
-        runtime.guard.busy += 1
-        slot.fail(busy(entity_name(kind, key)))
+        slot.fail(busy(entity_name(kind, key), runtime.guard))
 
     @property
     def in_memory(self) -> bool:

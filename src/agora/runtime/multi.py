@@ -142,8 +142,7 @@ async def _run_held(
             return replies
         runtime.guard.retried += 1
         if not await reruns.another():
-            runtime.guard.busy += 1
-            raise busy("the entities")
+            raise busy("the entities", runtime.guard)
 
 
 def _handled(
