@@ -15,7 +15,7 @@ from agora.mcp.results import Guided
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
-from agora.toolsets.debate.commands import protocol, workers
+from agora.toolsets.debate.commands import barrier, protocol, workers
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Binding
 from agora.toolsets.debate.protocol.state import judging_own_debate, not_independent
@@ -109,7 +109,7 @@ def check_sanction(topic: Topic, cmd: RosterChange) -> None:
         DebateError: ``unknown_msg_id`` or ``topic_closed``.
     """
     cited = cmd.bound_by_msg_id
-    if cited is not None and protocol.seen(topic, cmd.caller, cmd.role, cited) is None:
+    if cited is not None and barrier.seen(topic, cmd.caller, cmd.role, cited) is None:
         raise reject("unknown_msg_id", "bound_by_msg_id names no message of this topic")
     row = topic.require_row()
     if row.state not in OPEN_STATES:

@@ -17,7 +17,7 @@ import msgspec
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import sql
 from agora.toolsets.debate.access import Caller
-from agora.toolsets.debate.commands import protocol, workers
+from agora.toolsets.debate.commands import barrier, protocol, workers
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Claim, Cursor, MsgMeta
 from agora.toolsets.debate.rules import (
@@ -152,7 +152,7 @@ def _start(topic: Topic, cmd: CheckInbox, cursor: Cursor) -> tuple[str, str]:
     """Where the page starts (``cursor``: the caller's own signal cursor)."""
     data = topic.data
     if cmd.since_msg_id is not None:
-        meta = protocol.seen(topic, cmd.caller, cmd.role, cmd.since_msg_id)
+        meta = barrier.seen(topic, cmd.caller, cmd.role, cmd.since_msg_id)
         if meta is None:
             raise reject("unknown_cursor", "since_msg_id names no message of this topic")
         return meta.cursor
@@ -190,7 +190,7 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
     items = _addressed(topic, mine, _start(topic, cmd, cursor))
     state, turned = None, False
     if topic.data.protocol is not None:  # only debate/v1 has a blind barrier and phases
-        items = protocol.visible_inbox(topic, cmd.caller, cmd.role, items)
+        items = barrier.visible_inbox(topic, cmd.caller, cmd.role, items)
         state, turned = protocol.turn(
             topic, cmd.role, cmd.turned_since, cursor.last_check_at, named=cmd.named
         )
@@ -269,12 +269,12 @@ def _held(topic: Topic, role: str, session_id: str, owner: str) -> bool:
 def advance_cursor(topic: Topic, cmd: AdvanceCursor, now: Now) -> Effects:
     parent = topic.session_gate(cmd.caller, cmd.role, cmd.session_id)
     data = topic.data
-    target = protocol.seen(topic, cmd.caller, cmd.role, cmd.target)
+    target = barrier.seen(topic, cmd.caller, cmd.role, cmd.target)
     if target is None:
         raise reject("unknown_msg_id", "last_processed_msg_id names no message of this topic")
     mine = keys(cmd.role, parent.session_id)
     if data.protocol is not None:  # the barrier and delivery rules of debate/v1 only
-        protocol.check_advance(topic, cmd.caller, cmd.role, mine, target)
+        barrier.check_advance(topic, cmd.caller, cmd.role, mine, target)
     if mine[0] not in target.recipients and mine[1] not in target.recipients:
         raise reject(
             "target_not_addressed",

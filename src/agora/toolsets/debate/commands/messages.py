@@ -17,7 +17,7 @@ from agora.mcp.results import Guided
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
-from agora.toolsets.debate.commands import protocol, workers
+from agora.toolsets.debate.commands import barrier, protocol, workers
 from agora.toolsets.debate.commands.bindings import check_override
 from agora.toolsets.debate.commands.cursors import keys as inbox_keys
 from agora.toolsets.debate.commands.lifecycle import transition
@@ -164,7 +164,7 @@ def _check_targets(targets: tuple[str, ...], roles: Collection[str]) -> None:
 
 def _check_kind(topic: Topic, row: TopicRow, cmd: Post) -> None:
     if cmd.reply_to is not None:
-        parent = protocol.seen(topic, cmd.caller, cmd.role, cmd.reply_to)
+        parent = barrier.seen(topic, cmd.caller, cmd.role, cmd.reply_to)
         if parent is None:
             raise reject("bad_reply_to", "reply_to names no message of this topic")
         if cmd.kind == "DECISION" and parent.kind != "Q":
@@ -178,7 +178,7 @@ def _check_kind(topic: Topic, row: TopicRow, cmd: Post) -> None:
         check_transition(row.state, found.group(1))
         check_close(topic.data.protocol, cmd.role, row.state, found.group(1))
     elif cmd.kind == "WATERMARK":
-        target = protocol.seen(topic, cmd.caller, cmd.role, cmd.body.strip())
+        target = barrier.seen(topic, cmd.caller, cmd.role, cmd.body.strip())
         if target is None:
             raise reject("unknown_msg_id", "a WATERMARK body must be a msg_id of this topic")
         _check_watermark(topic, cmd.caller, cmd.role, target)
@@ -262,10 +262,10 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
     announce = recipients
     note = None
     if semantic is not None:
-        held = protocol.held_back(topic)
+        held = barrier.held_back(topic)
         fields, note = protocol.record_post(topic, meta, semantic, writes, cmd.caller.name)
         reply.update(fields)
-        announce = protocol.announced(topic, meta, recipients, held)
+        announce = barrier.announced(topic, meta, recipients, held)
     # A plain message changes only its recipients' inboxes: the other roles' waits sleep
     # on. Anything more (a state move, a watermark, a claim or worker settled, a protocol
     # step that may reveal blind messages) wakes every wait.
@@ -295,12 +295,12 @@ def _complete_claim(topic: Topic, meta: MsgMeta, writes: list[Write]) -> None:
 
 
 def _check_watermark(topic: Topic, caller: Caller, role: str, target: MsgMeta) -> None:
-    """`protocol.check_watermark` for the cursor of ``role``'s active binding, if any."""
+    """`barrier.check_watermark` for the cursor of ``role``'s active binding, if any."""
     active = topic.active(role)
     if active is not None:
         cursor = topic.data.cursors.get((role, active.session_id)) or Cursor()
         inbox = inbox_keys(role, active.session_id)
-        protocol.check_watermark(topic, caller, role, inbox, cursor.position, target)
+        barrier.check_watermark(topic, caller, role, inbox, cursor.position, target)
 
 
 def _watermark(topic: Topic, role: str, target: str, writes: list[Write]) -> bool:
@@ -331,7 +331,7 @@ def _watermark(topic: Topic, role: str, target: str, writes: list[Write]) -> boo
 def advance_watermark(topic: Topic, cmd: AdvanceWatermark, now: Now) -> Effects:
     row = topic.require_row()
     topic.write_gate(cmd.caller, cmd.role)
-    target = protocol.seen(topic, cmd.caller, cmd.role, cmd.target)
+    target = barrier.seen(topic, cmd.caller, cmd.role, cmd.target)
     if target is None:
         raise reject("unknown_msg_id", "processed_up_to_msg_id names no message of this topic")
     if row.state == "ARCHIVED":

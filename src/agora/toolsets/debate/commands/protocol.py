@@ -1,12 +1,11 @@
-"""debate/v1 on the topic entity: the post gates and moves, and the blind barrier on delivery.
+"""debate/v1 on the topic entity: the post gates and the phase moves they make.
 
 `messages.post` calls `gate_post` after the part-1 checks and before anything is preserved
 (a rejection changes nothing), then `record_post` after the message is appended: a blind
 CLAIM commits behind the barrier and the second releases both and opens DEBATE; a VERIFY
 closes a round (ADJUDICATE when verified with no open CHALLENGE, STALEMATE
 ``round_cap_unresolved`` at the cap, else the next round); an ESCALATE moves STALEMATE to
-ESCALATED. The inbox paths ask `visible_inbox` / `check_advance` so a blind CLAIM never
-reaches the other side early and no cursor passes one it has not seen.
+ESCALATED. What the barrier hides on delivery is `barrier`'s.
 """
 
 from __future__ import annotations
@@ -15,18 +14,17 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from agora.toolsets.debate import sql
+from agora.toolsets.debate.commands import barrier
 from agora.toolsets.debate.protocol import gates, guide
 from agora.toolsets.debate.protocol.state import (
     HUMAN_ROLES,
     OVER_PHASES,
     ProtocolState,
-    hidden_ids,
 )
-from agora.toolsets.debate.rules import KINDS, PROTOCOL_V1, START, reject
+from agora.toolsets.debate.rules import KINDS, PROTOCOL_V1, reject
 
 if TYPE_CHECKING:
     from agora.runtime.entity import Write
-    from agora.toolsets.debate.access import Caller
     from agora.toolsets.debate.commands.messages import Post
     from agora.toolsets.debate.model import Binding, MsgMeta
     from agora.toolsets.debate.topic import Topic
@@ -54,31 +52,6 @@ def set_state(topic: Topic, new: ProtocolState, writes: list[Write]) -> None:
     assert prior is not None
     writes.append(sql.update_protocol(new, prior.transition_version))
     topic.data.protocol = new
-
-
-def _stale_read(topic: Topic, role: str, binding: Binding | None, reply_to: str | None) -> None:
-    """Refuse while an H message addressed to the poster lies past its cursor (the message
-    the post answers counts as read: a reply shows its author read it)."""
-    data = topic.data
-    session = binding.session_id if binding is not None else None
-    cursor = data.cursors.get((role, session)) if session else None
-    after = max(cursor.position if cursor else START, data.watermarks.get(role, START))
-    keys = [f"role:{role}"] + ([f"session:{session}"] if session else [])
-    hidden = set(data.protocol.pending_blind()) if data.protocol else set()
-    for key in keys:
-        for meta in reversed(data.inbox.get(key, ())):
-            if meta.cursor <= after:
-                break
-            if meta.msg_id in hidden or meta.msg_id == reply_to:
-                continue
-            if meta.priority == "H" and meta.role != role:
-                raise reject(
-                    "stale_read",
-                    f"an urgent (H) message addressed to you is unread ({meta.msg_id}): check"
-                    " your inbox and debate_signal_advance past it before posting, or post"
-                    " your answer to it (reply_to that message), which is accepted",
-                    unread_msg_id=meta.msg_id,
-                )
 
 
 def _target(topic: Topic, kind: str, reply_to: str | None, role: str) -> None:
@@ -149,7 +122,7 @@ def gate_post(
             "an ESCALATE packet is addressed (debate_post_with_recipients) to HUMAN or OPERATOR",
         )
     _target(topic, kind, cmd.reply_to, cmd.role)
-    _stale_read(topic, cmd.role, binding, cmd.reply_to)
+    barrier.stale_read(topic, cmd.role, binding, cmd.reply_to)
     return Semantic(payload, mode, state.round_no)
 
 
@@ -276,118 +249,3 @@ def turn(
         return state.public(), False
     news = turned > since or told is None or turned > told
     return state.public(), news or (named and state.phase in OVER_PHASES)
-
-
-def held_back(topic: Topic) -> frozenset[str]:
-    """The blind CLAIMs the barrier holds back right now (none outside debate/v1)."""
-    state = topic.data.protocol
-    return frozenset(state.pending_blind()) if state is not None else frozenset()
-
-
-def announced(
-    topic: Topic, meta: MsgMeta, recipients: list[str], held: frozenset[str]
-) -> list[str]:
-    """The recipient keys whose inboxes a v1 post visibly changed (``held``: what the barrier
-    held back before it): none for a CLAIM the barrier now holds, whose recipients must not
-    hear even that something came; with a post that released the barrier, the recipients of
-    every CLAIM it released as well, since for them the release is the delivery."""
-    now_held = held_back(topic)
-    keys = [] if meta.msg_id in now_held else list(recipients)
-    for msg_id in sorted(held - now_held):
-        keys.extend(k for k in topic.data.messages[msg_id].recipients if k not in keys)
-    return keys
-
-
-def seen(topic: Topic, caller: Caller, role: str, msg_id: str | None) -> MsgMeta | None:
-    """Message ``msg_id`` as this viewer (viewing as ``role``) may name it, or None: none
-    such, or a held blind CLAIM the barrier hides from it. Every path that takes a msg_id
-    looks it up here, so naming a held CLAIM's id answers as an id that does not exist."""
-    meta = topic.data.messages.get(msg_id or "")
-    state = topic.data.protocol
-    if meta is None or state is None or msg_id not in state.pending_blind():
-        return meta
-    return None if msg_id in hidden_ids(state, caller, role, topic.all_bindings()) else meta
-
-
-def visible_inbox(topic: Topic, caller: Caller, role: str, items: list[MsgMeta]) -> list[MsgMeta]:
-    """The inbox up to (not including) the first message the blind barrier hides from this
-    viewer, so no cursor can pass a CLAIM before its release."""
-    if topic.data.protocol is None:  # no blind barrier outside debate/v1
-        return items
-    hidden = hidden_ids(topic.data.protocol, caller, role, topic.all_bindings())
-    if not hidden:
-        return items
-    for i, meta in enumerate(items):
-        if meta.msg_id in hidden:
-            return items[:i]
-    return items
-
-
-def check_advance(
-    topic: Topic, caller: Caller, role: str, keys: tuple[str, ...], target: MsgMeta
-) -> None:
-    """On debate/v1 topics: refuse a cursor move to a message no check delivered yet, or
-    past a blind CLAIM this viewer may not see yet.
-
-    Raises:
-        DebateError: ``advance_before_delivery`` or ``blind_barrier_pending``.
-    """
-    if topic.data.protocol is None:
-        return
-    _check_barrier(topic, caller, role, keys, target)
-    marks = [topic.data.deliveries.get(key, {}).get(target.msg_id) for key in keys]
-    if "pending" in marks and "delivered" not in marks:
-        raise reject(
-            "advance_before_delivery",
-            "on debate/v1 topics a cursor moves only to a message a signal check delivered; "
-            "call debate_signal_check first",
-        )
-
-
-def check_watermark(
-    topic: Topic,
-    caller: Caller,
-    role: str,
-    keys: tuple[str, ...],
-    since: tuple[str, str],
-    target: MsgMeta,
-) -> None:
-    """On debate/v1 topics: refuse a watermark at ``target`` that would move the active
-    binding's cursor (at ``since``; its inbox is ``keys``) past a message addressed to that
-    inbox that no check delivered yet, or past a blind CLAIM this viewer may not see yet:
-    the cursor rules of `check_advance`, for a target that may be any message.
-
-    Raises:
-        DebateError: ``advance_before_delivery`` or ``blind_barrier_pending``.
-    """
-    if topic.data.protocol is None:
-        return
-    _check_barrier(topic, caller, role, keys, target)
-    messages = topic.data.messages
-    for key in keys:
-        for msg_id, mark in topic.data.deliveries.get(key, {}).items():
-            at = messages[msg_id].cursor
-            if at > target.cursor:
-                break  # (open markers are kept in (ts, msg_id) order)
-            if mark == "pending" and at > since:
-                raise reject(
-                    "advance_before_delivery",
-                    "on debate/v1 topics a watermark moves the cursor only past messages a "
-                    f"signal check delivered; {msg_id} is not delivered yet: call "
-                    "debate_signal_check first",
-                )
-
-
-def _check_barrier(
-    topic: Topic, caller: Caller, role: str, keys: tuple[str, ...], target: MsgMeta
-) -> None:
-    """Refuse a cursor move to or past a blind CLAIM addressed to ``keys`` that this viewer
-    may not see yet (``blind_barrier_pending``)."""
-    hidden = hidden_ids(topic.data.protocol, caller, role, topic.all_bindings())
-    for msg_id in hidden:
-        meta = topic.data.messages[msg_id]
-        if meta.cursor <= target.cursor and set(meta.recipients) & set(keys):
-            raise reject(
-                "blind_barrier_pending",
-                "a blind CLAIM before this message is not released yet; wait for the barrier",
-            )

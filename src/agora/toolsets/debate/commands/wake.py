@@ -18,7 +18,7 @@ import msgspec
 
 from agora.runtime.entity import Effects
 from agora.toolsets.debate.access import Caller
-from agora.toolsets.debate.commands import protocol
+from agora.toolsets.debate.commands import barrier
 from agora.toolsets.debate.commands.table import COMMANDS
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def dry_run_wake(topic: Topic, cmd: DryRunWake, now: Now) -> Effects:
     # A blind CLAIM the barrier hides from the caller (seen only by its author, who owns
     # the author role, and by conductors) is, to the caller, no message at all.
     if meta is not None:
-        meta = protocol.seen(topic, cmd.caller, meta.role, meta.msg_id)
+        meta = barrier.seen(topic, cmd.caller, meta.role, meta.msg_id)
     targets: list[Any] = []
     logs: list[Any] = []
     notify: list[Any] = []
