@@ -15,25 +15,35 @@ from agora.toolsets.debate.protocol.state import hidden_ids
 from agora.toolsets.debate.rules import START, reject
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from agora.toolsets.debate.access import Caller
     from agora.toolsets.debate.model import Binding, MsgMeta
+    from agora.toolsets.debate.protocol.state import ProtocolState
     from agora.toolsets.debate.topic import Topic
 
 
-def stale_read(topic: Topic, role: str, binding: Binding | None, reply_to: str | None) -> None:
+def stale_read(
+    topic: Topic, caller: Caller, role: str, binding: Binding | None, reply_to: str | None
+) -> None:
     """Refuse while an H message addressed to the poster lies past its cursor (the message
-    the post answers counts as read: a reply shows its author read it)."""
+    the post answers counts as read: a reply shows its author read it). A message the
+    barrier holds back from the poster's inbox (`visible_inbox`) is not unread yet: no check
+    can return it, and the poster may be the blind role whose own CLAIM releases it."""
     data = topic.data
     session = binding.session_id if binding is not None else None
     cursor = data.cursors.get((role, session)) if session else None
     after = max(cursor.position if cursor else START, data.watermarks.get(role, START))
     keys = [f"role:{role}"] + ([f"session:{session}"] if session else [])
     hidden = set(data.protocol.pending_blind()) if data.protocol else set()
+    stop = inbox_stop(topic, caller, role, keys)
     for key in keys:
         for meta in reversed(data.inbox.get(key, ())):
             if meta.cursor <= after:
                 break
             if meta.msg_id in hidden or meta.msg_id == reply_to:
+                continue
+            if stop is not None and meta.cursor > stop:
                 continue
             if meta.priority == "H" and meta.role != role:
                 raise reject(
@@ -43,6 +53,48 @@ def stale_read(topic: Topic, role: str, binding: Binding | None, reply_to: str |
                     " your answer to it (reply_to that message), which is accepted",
                     unread_msg_id=meta.msg_id,
                 )
+
+
+def inbox_stop(
+    topic: Topic, caller: Caller, role: str, keys: Iterable[str]
+) -> tuple[str, str] | None:
+    """Where the barrier stops this viewer's inbox (the recipient ``keys``): the position of
+    the first blind CLAIM addressed to it that the viewer may not see yet; None if none."""
+    hidden = hidden_ids(topic.data.protocol, caller, role, topic.all_bindings())
+    mine = set(keys)
+    messages = topic.data.messages
+    return min(
+        (messages[m].cursor for m in hidden if mine.intersection(messages[m].recipients)),
+        default=None,
+    )
+
+
+def release_step(state: ProtocolState, role: str) -> str:
+    """What releases the barrier, said to ``role``: a blind role whose CLAIM is not in yet
+    releases it itself (waiting would wait for ever), any other role waits; once the debate
+    has left BLIND_CLAIM without both CLAIMs, nothing does."""
+    if state.phase != "BLIND_CLAIM":
+        return (
+            f"the debate left BLIND_CLAIM ({state.phase}) before both blind CLAIMs were in, so"
+            " the barrier never releases; debate_read shows the rest of the topic"
+        )
+    if role in state.blind_roles and role not in state.blind_commits:
+        return (
+            f"{role}'s blind CLAIM is not in yet, and it is what releases the barrier: post"
+            " your own CLAIM (debate_post_with_recipients; what the barrier holds back needs"
+            " no reading first)"
+        )
+    return "the barrier releases when both blind CLAIMs are in: wait for it (debate_signal_wait)"
+
+
+def held_note(state: ProtocolState, role: str, held: int) -> str:
+    """The note of a check or wait whose inbox the barrier stops with ``held`` messages
+    behind the CLAIM it hides: their count and what releases them, nothing of the CLAIM."""
+    return (
+        f"{held} message(s) addressed to you are held back by the blind barrier until both"
+        " blind CLAIMs are in (no check returns them before, and no cursor passes them);"
+        f" {release_step(state, role)}."
+    )
 
 
 def held_back(topic: Topic) -> frozenset[str]:
@@ -76,18 +128,21 @@ def seen(topic: Topic, caller: Caller, role: str, msg_id: str | None) -> MsgMeta
     return None if msg_id in hidden_ids(state, caller, role, topic.all_bindings()) else meta
 
 
-def visible_inbox(topic: Topic, caller: Caller, role: str, items: list[MsgMeta]) -> list[MsgMeta]:
+def visible_inbox(
+    topic: Topic, caller: Caller, role: str, items: list[MsgMeta]
+) -> tuple[list[MsgMeta], int]:
     """The inbox up to (not including) the first message the blind barrier hides from this
-    viewer, so no cursor can pass a CLAIM before its release."""
+    viewer, so no cursor can pass a CLAIM before its release; and how many of the messages
+    past that one the viewer may see (held back with it: the inbox says how many)."""
     if topic.data.protocol is None:  # no blind barrier outside debate/v1
-        return items
+        return items, 0
     hidden = hidden_ids(topic.data.protocol, caller, role, topic.all_bindings())
     if not hidden:
-        return items
+        return items, 0
     for i, meta in enumerate(items):
         if meta.msg_id in hidden:
-            return items[:i]
-    return items
+            return items[:i], sum(1 for m in items[i:] if m.msg_id not in hidden)
+    return items, 0
 
 
 def check_advance(
@@ -150,11 +205,13 @@ def _check_barrier(
 ) -> None:
     """Refuse a cursor move to or past a blind CLAIM addressed to ``keys`` that this viewer
     may not see yet (``blind_barrier_pending``)."""
-    hidden = hidden_ids(topic.data.protocol, caller, role, topic.all_bindings())
-    for msg_id in hidden:
+    state = topic.data.protocol
+    assert state is not None
+    for msg_id in hidden_ids(state, caller, role, topic.all_bindings()):
         meta = topic.data.messages[msg_id]
         if meta.cursor <= target.cursor and set(meta.recipients) & set(keys):
             raise reject(
                 "blind_barrier_pending",
-                "a blind CLAIM before this message is not released yet; wait for the barrier",
+                "a blind CLAIM before this message is not released yet, and your cursor"
+                f" cannot pass it: {release_step(state, role)}",
             )

@@ -93,6 +93,9 @@ class Inbox(msgspec.Struct, gc=False):
     turned: bool = False
     #: msg_id -> the caller's own claim on a one-shot DECISION of the page (`own_claims`).
     claims: dict[str, dict[str, Any]] | None = None
+    #: debate/v1: what the blind barrier holds back behind a CLAIM the caller may not see
+    #: yet, and what releases it (`barrier.held_note`); the reply's second text block.
+    held_note: str | None = None
 
     def result(self, messages: list[dict[str, Any]], topic_id: str | None) -> dict[str, Any]:
         """The result shape of a check or wait: ``messages`` (the page's, rendered), the page
@@ -188,9 +191,11 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
     mine = keys(cmd.role, parent.session_id)
     cursor = start_cursor(topic, cmd.role, cmd.session_id, parent)
     items = _addressed(topic, mine, _start(topic, cmd, cursor))
-    state, turned = None, False
-    if topic.data.protocol is not None:  # only debate/v1 has a blind barrier and phases
-        items = barrier.visible_inbox(topic, cmd.caller, cmd.role, items)
+    state, turned, note = None, False, None
+    v1 = topic.data.protocol
+    if v1 is not None:  # only debate/v1 has a blind barrier and phases
+        items, behind = barrier.visible_inbox(topic, cmd.caller, cmd.role, items)
+        note = barrier.held_note(v1, cmd.role, behind) if behind else None
         state, turned = protocol.turn(
             topic, cmd.role, cmd.turned_since, cursor.last_check_at, named=cmd.named
         )
@@ -203,7 +208,8 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
             bodies[m.msg_id] = body
     facts = (len(items) > cmd.limit, row.state, cmd.limit, bodies, state, turned)
     if not cmd.persist or (cmd.only_if_found and not page):
-        return Effects(reply=Inbox(page, len(page), *facts, own_claims(topic, cmd, parent, page)))
+        claims = own_claims(topic, cmd, parent, page)
+        return Effects(reply=Inbox(page, len(page), *facts, claims, held_note=note))
     at = stamp(now.wall)
     writes: list[Write] = []
     data = topic.data
@@ -222,7 +228,8 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
             topic.event(
                 writes, at, "claim_taken", cmd.caller.name, msg_id=meta.msg_id, role=cmd.role
             )
-    inbox = Inbox(page, len(page), *facts, own_claims(topic, cmd, parent, page))
+    claims = own_claims(topic, cmd, parent, page)
+    inbox = Inbox(page, len(page), *facts, claims, held_note=note)
     return Effects(reply=inbox, writes=writes)
 
 

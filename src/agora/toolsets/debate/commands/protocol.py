@@ -122,7 +122,7 @@ def gate_post(
             "an ESCALATE packet is addressed (debate_post_with_recipients) to HUMAN or OPERATOR",
         )
     _target(topic, kind, cmd.reply_to, cmd.role)
-    barrier.stale_read(topic, cmd.role, binding, cmd.reply_to)
+    barrier.stale_read(topic, cmd.caller, cmd.role, binding, cmd.reply_to)
     return Semantic(payload, mode, state.round_no)
 
 

@@ -98,9 +98,11 @@ async def _shown(call: ToolCall, result: dict[str, Any]) -> dict[str, Any]:
 
 
 async def debate_signal_check(call: ToolCall) -> dict[str, Any]:
-    """The caller's inbox past its cursor (the topic is required here)."""
+    """The caller's inbox past its cursor (the topic is required here), with what the blind
+    barrier holds back in a second text block, if anything."""
     inbox: Inbox = await run(call, call.args["topic_id"], _check(call, persist=True))
-    return await _render(call, inbox)
+    result = await _render(call, inbox)
+    return result if inbox.held_note is None else Guided(result, inbox.held_note)
 
 
 def debate_signal_wait(call: ToolCall) -> Coroutine[Any, Any, dict[str, Any]]:
@@ -213,8 +215,9 @@ def _told(call: ToolCall, inbox: Inbox, result: dict[str, Any], *, turned: bool)
     shutting down (the runtime answers parked long-polls at once then, with their latest
     reply: not a timeout, so the agent waits again once reconnected), else ``timed_out:
     true`` unless the debate/v1 protocol turned (``turned``). Messages found are answered
-    again by every wait until the cursor moves past them; a ``protocol_state`` in the result
-    comes with what its phase still accepts (`guide.next_move`).
+    again by every wait until the cursor moves past them; messages the blind barrier holds
+    back are counted (`Inbox.held_note`); a ``protocol_state`` in the result comes with what
+    its phase still accepts (`guide.next_move`).
     """
     if inbox.count:
         more = ", and more behind them (truncated)" if inbox.truncated else ""
@@ -233,9 +236,13 @@ def _told(call: ToolCall, inbox: Inbox, result: dict[str, Any], *, turned: bool)
             "Nothing addressed to you came within timeout_ms: call debate_signal_wait again"
             " (only posts addressed to your role or session reach you, such as a"
             " debate_post_with_recipients naming it; a debate_post reaches no one)."
+            if inbox.held_note is None
+            else "Nothing you may read yet came within timeout_ms."
         )
     else:
         text = ""
+    if inbox.held_note is not None:
+        text = f"{text}\n{inbox.held_note}" if text else inbox.held_note
     state = result.get("protocol_state")
     if state is not None:
         step = guide.next_move(state)

@@ -1,0 +1,76 @@
+"""An urgent nudge to a blind role that has not claimed yet, behind the other side's CLAIM.
+
+PRO's blind CLAIM, addressed to CON, holds CON's inbox at it until both CLAIMs are in; the
+conductor's urgent PING to CON ("post your CLAIM") came after it, so no check or wait of
+CON's returned it, and no cursor could pass it. CON's CLAIM was then refused stale_read for
+that PING ("check your inbox and advance past it": impossible), and advancing to it was
+refused with "wait for the barrier" (wrong for CON: its own CLAIM releases it). A message
+the barrier holds back is not unread yet; the refusals and the inbox say what releases it,
+and nothing of PRO's CLAIM shows.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+from debate_support import BOB, CAROL, CONDUCTOR, v1_topic
+
+NUDGES = pytest.mark.parametrize("nudge", ["debate_escalate", "addressed H post"])
+
+
+async def _nudge(desk, v1, nudge, to="CON"):
+    """The conductor's urgent message to ``to``; its msg_id."""
+    if nudge == "debate_escalate":
+        args = {"topic_id": v1.topic, "role": "CONDUCTOR", "target_role": to}
+        out = await desk.call(CONDUCTOR, "debate_escalate", reason="post your CLAIM", **args)
+    else:
+        out = await desk.post(
+            CONDUCTOR, v1.topic, "CONDUCTOR", "post your CLAIM", to=to, priority="H", kind="PING"
+        )
+    return out["msg_id"]
+
+
+@NUDGES
+async def test_a_nudged_blind_role_posts_its_claim_behind_the_barrier(desk, nudge):
+    v1 = await v1_topic(desk)
+    pro = await v1.post("PRO", "CLAIM", to="CON,CONDUCTOR", priority="H")
+    ping = await _nudge(desk, v1, nudge)
+    out = await v1.post("CON", "CLAIM", to="PRO,CONDUCTOR", priority="H")
+    assert out["protocol_state"]["phase"] == "DEBATE"
+    inbox = await desk.check(BOB, v1.topic, "CON", v1.sessions["CON"])
+    assert [m["msg_id"] for m in inbox["pending"]] == [pro["msg_id"], ping]
+
+
+@NUDGES
+async def test_the_barrier_refusal_tells_a_blind_role_its_own_claim_releases_it(desk, nudge):
+    v1 = await v1_topic(desk)
+    await v1.post("PRO", "CLAIM", to="CON,JUDGE", body="secret pro")
+    ping = await _nudge(desk, v1, nudge)
+    body = await desk.advance(BOB, v1.topic, "CON", v1.sessions["CON"], ping, refused=True)
+    assert body["error"] == "blind_barrier_pending"
+    assert "post your own CLAIM" in body["message"]
+    assert "secret" not in str(body)
+    # A role outside the blind pair can only wait for the release.
+    ping = await _nudge(desk, v1, nudge, to="JUDGE")
+    body = await desk.advance(CAROL, v1.topic, "JUDGE", v1.sessions["JUDGE"], ping, refused=True)
+    assert body["error"] == "blind_barrier_pending"
+    assert "post your own CLAIM" not in body["message"]
+    assert "both blind CLAIMs are in" in body["message"]
+
+
+async def test_a_check_and_a_wait_say_what_the_barrier_holds_back(desk, autojump_clock):
+    v1 = await v1_topic(desk)
+    await v1.post("PRO", "CLAIM", to="CON", body="secret pro")
+    check = (BOB, v1.topic, "CON", v1.sessions["CON"])
+    assert not hasattr(await desk.check(*check), "guidance")
+    await _nudge(desk, v1, "debate_escalate")
+    await _nudge(desk, v1, "addressed H post")
+    inbox = await desk.check(*check)
+    with trio.fail_after(60):
+        waited = await desk.wait(*check, timeout_ms=1000)
+    assert waited["timed_out"] is True
+    for out in (inbox, waited):
+        assert out["count"] == 0
+        assert "secret" not in str(out) + out.guidance
+        assert "2 message(s) addressed to you are held back by the blind barrier" in out.guidance
+        assert "post your own CLAIM" in out.guidance
