@@ -4,13 +4,14 @@ A debater (blind role) moved its own debate to RESOLVED in the middle of DEBATE:
 closed, every binding (the conductor's too) was retired, and debate_protocol_state still
 showed DEBATE with a deadline and no outcome. Until the protocol has ended (STOPPED,
 STALEMATE or ESCALATED) only a role outside the blind pair closes the topic, and that ends
-the protocol as STOPPED, with an outcome that says who closed it and why.
+the protocol as STOPPED, with an outcome that says who closed it and why. The debater is
+the principal: one holding PRO and CONDUCTOR closed its live debate as CONDUCTOR.
 """
 
 from __future__ import annotations
 
 import pytest
-from debate_support import ALICE, CONDUCTOR, SEATS, payload, v1_topic
+from debate_support import ALICE, BOB, CAROL, CONDUCTOR, SEATS, V1, payload, v1_topic
 
 
 @pytest.mark.parametrize("tool", ["debate_state", "debate_close_topic", "STATE post"])
@@ -70,3 +71,26 @@ async def test_a_debater_may_close_once_the_protocol_has_ended(desk):
     assert out["new_state"] == "RESOLVED"
     state = await v1.state()
     assert (state["phase"], state["outcome"]) == ("STALEMATE", None)
+
+
+@pytest.mark.parametrize("tool", ["debate_state", "debate_close_topic", "STATE post"])
+async def test_a_debater_may_not_close_a_live_debate_as_another_role(desk, tool):
+    # alice opens the debate holding CONDUCTOR and PRO: the rule goes by principal, so she
+    # may not close it as CONDUCTOR while PRO is hers.
+    conducting, arguing = await desk.session(ALICE), await desk.session(ALICE)
+    con, judge = await desk.session(BOB), await desk.session(CAROL)
+    roles = {"CONDUCTOR": conducting, "PRO": arguing, "CON": (BOB, con), "JUDGE": (CAROL, judge)}
+    topic = await desk.topic(ALICE, roles, protocol_version="debate/v1", blind_roles_csv="PRO,CON")
+    v1 = V1(desk, topic, {"CONDUCTOR": conducting, "PRO": arguing, "CON": con, "JUDGE": judge})
+    await v1.to_debate()
+    before = await v1.state()
+    if tool == "STATE post":
+        body = "RESOLVED [reason: I, PRO, stop it]"
+        refusal = await desk.post(ALICE, topic, "CONDUCTOR", body, kind="STATE", refused=True)
+    else:
+        args = {"topic_id": topic, "role": "CONDUCTOR", "new_state": "RESOLVED"}
+        refusal = await desk.refused(ALICE, tool, **args, reason="I, PRO, stop it")
+    assert (refusal["error"], refusal["held_role"]) == ("illegal_transition", "PRO")
+    assert "your principal holds PRO" in refusal["message"]
+    assert "may not close it as CONDUCTOR either" in refusal["message"]
+    assert await v1.state() == before

@@ -147,7 +147,8 @@ def change_state(topic: Topic, cmd: ChangeState, now: Now) -> Effects:
     topic.write_gate(cmd.caller, cmd.role, closing=True)
     old = row.state
     check_transition(old, cmd.new_state)
-    check_close(topic.data.protocol, cmd.role, old, cmd.new_state)
+    state = topic.data.protocol
+    check_close(state, cmd.role, old, cmd.new_state, topic.all_bindings(), cmd.caller.name)
     at = topic.next_ts(now)
     if cmd.new_state == "RESOLVED" and topic.data.open_questions:
         # The contract's shape: old_state and new_state both name the state the topic stays

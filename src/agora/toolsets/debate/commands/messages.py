@@ -176,7 +176,14 @@ def _check_kind(topic: Topic, row: TopicRow, cmd: Post) -> None:
                 "invalid_state_body", "a STATE body is '<STATE>' or '<STATE> [reason: ...]'"
             )
         check_transition(row.state, found.group(1))
-        check_close(topic.data.protocol, cmd.role, row.state, found.group(1))
+        check_close(
+            topic.data.protocol,
+            cmd.role,
+            row.state,
+            found.group(1),
+            topic.all_bindings(),
+            cmd.caller.name,
+        )
     elif cmd.kind == "WATERMARK":
         target = barrier.seen(topic, cmd.caller, cmd.role, cmd.body.strip())
         if target is None:

@@ -186,31 +186,52 @@ class ProtocolState:
         return new
 
 
-def check_close(state: ProtocolState | None, role: str, old_state: str, new_state: str) -> None:
-    """Refuse a blind role's move of a live debate/v1 topic from ``old_state`` to RESOLVED.
+def check_close(
+    state: ProtocolState | None,
+    role: str,
+    old_state: str,
+    new_state: str,
+    bindings: Iterable[Binding],
+    owner: str,
+) -> None:
+    """Refuse a debater's move of a live debate/v1 topic from ``old_state`` to RESOLVED.
 
     A debater may not end the debate it argues: until the protocol has ended (STOPPED,
     STALEMATE or ESCALATED) only a role outside the blind pair closes the topic, and that
-    ends the protocol too (`ProtocolState.close_early`).
+    ends the protocol too (`ProtocolState.close_early`). The debater is the principal, not
+    the role it names: ``owner`` (the caller's principal) may not close it as another role
+    while it holds one of ``bindings``' active blind roles.
 
     Raises:
         DebateError: ``illegal_transition``, saying who may close the topic instead.
     """
     if state is None or new_state != "RESOLVED" or state.phase not in TIMED_PHASES:
         return
-    if role not in state.blind_roles:
+    blind = state.blind_roles
+    mine = (b.role for b in bindings if b.owner == owner and b.state == "active")
+    held = role if role in blind else next((r for r in mine if r in blind), None)
+    if held is None:
         return
+    if held == role:
+        who = f"{role} is a blind role of this debate/v1 topic"
+    else:
+        who = (
+            f"your principal holds {held}, a blind role of this debate/v1 topic, so it may not"
+            f" close it as {role} either"
+        )
     raise reject(
         "illegal_transition",
-        f"{role} is a blind role of this debate/v1 topic, and its protocol is still in"
-        f" {state.phase}: a debater may not end the debate it argues. RESOLVED is moved by"
-        " a role outside the blind pair (the conductor, say), which ends the protocol early"
-        " (STOPPED, its outcome naming that role and the reason), or by any role once the"
-        " protocol has ended (STOPPED, STALEMATE or ESCALATED: debate_protocol_state)",
+        f"{who}, and its protocol is still in {state.phase}: a debater may not end the debate"
+        " it argues. RESOLVED is moved by a role outside the blind pair (the conductor, say)"
+        " held by a principal (bearer token) that holds no blind role of the topic, which"
+        " ends the protocol early (STOPPED, its outcome naming that role and the reason), or"
+        " by any role once the protocol has ended (STOPPED, STALEMATE or ESCALATED:"
+        " debate_protocol_state)",
         old_state=old_state,
         new_state=new_state,
         phase=state.phase,
         allowed=[],
+        held_role=held,
     )
 
 
