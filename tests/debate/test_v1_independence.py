@@ -190,3 +190,30 @@ async def test_debate_init_notes_a_roster_whose_judge_cannot_be_independent(desk
     plain = await desk.call(CONDUCTOR, "debate_init", **{**args, "roles_json": json.dumps(fair)})
     assert not plain.guidance.startswith("Note:")  # only the next step: INIT, to activate
     assert plain.guidance.startswith("Next: the topic is INIT")
+
+
+async def test_holding_both_blind_roles_is_allowed_and_said(desk):
+    """A tester's note: one principal bound PRO, then CON (or debate_init minted both), with no
+    word that neither CLAIM is then hidden from it; one user may play both sides to try the
+    server, so it is not refused, but the reply says so."""
+    topic = await _open_topic(desk, {"PRO": None, "CON": None})
+    session = await desk.session(ALICE)
+    first = await desk.bind(ALICE, topic, "PRO", session)
+    assert "not blind" not in first.guidance
+    both = await desk.bind(ALICE, topic, "CON", session)
+    assert both.guidance.startswith(
+        "Note: your principal now holds both blind roles, PRO and CON, so their claims are not"
+        " blind: "
+    )
+    entries = [{"role": "PRO"}, {"role": "CON"}]
+    args = {
+        "title": "t", "created_by_role": "PRO", "roles_json": json.dumps(entries),
+        "metadata_json": json.dumps({"priority_lane": "P2", "priority_reason": "r"}),
+        "protocol_version": "debate/v1", "blind_roles_csv": "PRO,CON",
+    }  # fmt: skip
+    minted = await desk.call(ALICE, "debate_init", **args)
+    assert minted.guidance.startswith("Note: your principal now holds both blind roles, PRO and")
+    # Another principal's CON: blind again, and no note.
+    other = await _open_topic(desk, {"PRO": ALICE, "CON": None})
+    fair = await desk.bind(BOB, other, "CON", await desk.session(BOB))
+    assert "not blind" not in fair.guidance

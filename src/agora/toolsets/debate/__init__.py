@@ -47,12 +47,13 @@ INSTRUCTIONS: Final = (
     'the same decision, word for word (e.g. "PRO wins"): the verdicts agree only when '
     "winner_msg_id and decision are both equal, and a split ends the debate in STALEMATE. A "
     "debater (blind role) does not close its own debate: until the protocol is STOPPED, STALEMATE "
-    "or ESCALATED, only a role outside the blind pair, such as the conductor, moves the topic to "
-    "RESOLVED, which stops the protocol too. A session belongs to the principal of the bearer "
+    "or ESCALATED, only a role outside the blind pair, such as the conductor, held by a principal "
+    "that holds no blind role of the topic, moves the topic to RESOLVED, which stops the protocol "
+    "too. A session belongs to the principal of the bearer "
     "token that opened it, and every caller without a token is the same principal: the two blind "
     "roles of a debate/v1 topic, and a judge, each need a token of their own, or one can read the "
     "other's blind claim and take over its role (and a principal holding a blind role may not "
-    "judge)."
+    "judge; one holding both blind roles may try the server alone, but its claims are not blind)."
 )
 
 

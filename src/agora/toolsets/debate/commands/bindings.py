@@ -18,7 +18,12 @@ from agora.toolsets.debate.access import Caller
 from agora.toolsets.debate.commands import barrier, protocol, workers
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Binding
-from agora.toolsets.debate.protocol.state import judging_own_debate, not_independent
+from agora.toolsets.debate.protocol import guide
+from agora.toolsets.debate.protocol.state import (
+    holds_both_blind,
+    judging_own_debate,
+    not_independent,
+)
 from agora.toolsets.debate.rules import OPEN_STATES, SENTINEL_PROJECT, reject
 
 if TYPE_CHECKING:
@@ -324,9 +329,16 @@ def bind_role(topic: Topic, cmd: BindRole, now: Now) -> Effects:
 
 
 def _bound_step(topic: Topic, b: Binding) -> str:
-    """What the new holder of ``b`` does next: how it receives, and how the topic moves on."""
-    return (
+    """What the new holder of ``b`` does next: how it receives, and how the topic moves on;
+    first, if the binding left its principal holding both blind roles, that it did."""
+    step = (
         f"{b.role} is bound to session {b.session_id}: debate_signal_wait (topic_id, role,"
         " session_id) returns what is addressed to it, and debate_signal_advance records what"
         f" you handled.\n{protocol.topic_step(topic)}"
     )
+    state = topic.data.protocol
+    if state is None or b.role not in state.blind_roles:
+        return step
+    if not holds_both_blind(state, topic.all_bindings(), b.owner):
+        return step
+    return f"{guide.not_blind(state.blind_roles)}\n{step}"

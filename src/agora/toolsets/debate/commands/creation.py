@@ -17,6 +17,7 @@ from agora.toolsets.debate.access import Caller
 from agora.toolsets.debate.commands import protocol
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Binding, TopicData, TopicRow
+from agora.toolsets.debate.protocol import guide
 from agora.toolsets.debate.protocol.state import ProtocolState, may_judge
 from agora.toolsets.debate.rules import reject
 
@@ -148,7 +149,7 @@ def init_topic(topic: Topic, cmd: InitTopic, now: Now) -> Effects:
         writes.append(sql.insert_protocol(topic.data.protocol))
     topic.event(writes, at, "topic_created", cmd.caller.name, roles=roles, project=cmd.project)
     seeded = [role for role, session_id, _ in cmd.roster if session_id]
-    note = unjudgeable(topic.data.protocol, seeded)
+    note = _roster_note(topic.data.protocol, seeded)
     reply = _guided(topic, init_reply(topic, cmd.caller, minted), note)
     return Effects(reply=reply, writes=writes, changed=True)
 
@@ -158,6 +159,17 @@ def _guided(topic: Topic, reply: dict[str, Any], note: str | None = None) -> dic
     (`protocol.topic_step`), after ``note``."""
     step = protocol.topic_step(topic)
     return Guided(reply, step if note is None else f"{note}\n{step}")
+
+
+def _roster_note(state: ProtocolState | None, seeded: list[str]) -> str | None:
+    """What a debate/v1 roster that seeds the caller (one principal) with ``seeded`` costs
+    the debate: its judge (`unjudgeable`), and the blindness of its claims when the caller
+    holds both blind roles (`guide.not_blind`); None when it costs nothing."""
+    note = unjudgeable(state, seeded)
+    if state is None or not set(state.blind_roles) <= set(seeded):
+        return note
+    both = guide.not_blind(state.blind_roles)
+    return both if note is None else f"{note}\n{both}"
 
 
 def unjudgeable(state: ProtocolState | None, seeded: list[str]) -> str | None:

@@ -48,6 +48,18 @@ def blind_broadcast(role: str, *, released: bool) -> str:
     )
 
 
+def not_blind(blind_roles: Sequence[str]) -> str:
+    """The note of a reply that left one principal holding both blind roles: allowed (one
+    user may play both sides to try a server), but neither CLAIM is hidden from it."""
+    return (
+        f"Note: your principal now holds both blind roles, {' and '.join(blind_roles)}, so"
+        " their claims are not blind: each blind CLAIM is hidden from the other side only"
+        " when another principal (a bearer token of its own) holds it. That is fine for"
+        " trying the server alone; for a real debate, leave one blind role to a debater with"
+        " a token of its own (every caller without a token is one principal)."
+    )
+
+
 #: How a post reaches the roles that must act on it (the DEBATE advice ends with it).
 ADDRESS: str = (
     "Address each post with debate_post_with_recipients (addressed_to_csv) so that its"

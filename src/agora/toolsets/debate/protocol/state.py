@@ -269,6 +269,15 @@ def judging_own_debate(
     return None
 
 
+def holds_both_blind(state: ProtocolState | None, bindings: Iterable[Binding], owner: str) -> bool:
+    """Whether ``owner`` holds every blind role of the debate (active bindings): then no
+    CLAIM is hidden from it (`guide.not_blind`)."""
+    if state is None:
+        return False
+    held = {b.role for b in bindings if b.owner == owner and b.state == "active"}
+    return held.issuperset(state.blind_roles)
+
+
 def not_independent(state: ProtocolState, role: str, held: str, *, verdict: bool = False) -> Any:
     """The refusal of a judge that would not be independent of the blind pair: ``role`` was
     to be bound (or to judge) while its principal holds ``held``, a role of the other kind."""
