@@ -126,6 +126,15 @@ def gate_post(
     return Semantic(payload, mode, state.round_no)
 
 
+def escalation_note(topic: Topic, cmd: Post) -> str | None:
+    """The note of a debate_escalate reply on a debate/v1 topic in STALEMATE, whose PING
+    the contract keeps apart from the ESCALATE kind that ends the stalemate; else None."""
+    state = topic.data.protocol
+    if cmd.tool != "debate_escalate" or state is None or state.phase != "STALEMATE":
+        return None
+    return guide.escalation_ping(", ".join(cmd.cc), state.stalemate_reason)
+
+
 def _open_challenges(topic: Topic) -> list[str]:
     """The msg_ids of the CHALLENGEs no REBUT or CONCEDE answers yet (an EVIDENCE reply
     supports one but does not close it)."""

@@ -48,6 +48,17 @@ def blind_broadcast(role: str, *, released: bool) -> str:
     )
 
 
+def escalation_ping(target: str, stalemate_reason: str | None) -> str:
+    """The note of a debate_escalate reply in STALEMATE: its PING moves no phase, which an
+    agent that escalated to end the stalemate believed it did."""
+    return (
+        f"This wrote an urgent (H) PING addressed to {target}, not a debate/v1 ESCALATE: the"
+        f" debate stays in STALEMATE ({stalemate_reason}). To end the stalemate (ESCALATED),"
+        " post kind ESCALATE addressed to HUMAN or OPERATOR with debate_post_with_recipients"
+        " (payload_json {summary, assumptions, evidence_refs})."
+    )
+
+
 def not_blind(blind_roles: Sequence[str]) -> str:
     """The note of a reply that left one principal holding both blind roles: allowed (one
     user may play both sides to try a server), but neither CLAIM is hidden from it."""
