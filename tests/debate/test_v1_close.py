@@ -94,3 +94,48 @@ async def test_a_debater_may_not_close_a_live_debate_as_another_role(desk, tool)
     assert "your principal holds PRO" in refusal["message"]
     assert "may not close it as CONDUCTOR either" in refusal["message"]
     assert await v1.state() == before
+
+
+async def _close(desk, topic, tool):
+    """The conductor's move of ``topic`` to RESOLVED with ``tool`` (or a STATE post)."""
+    if tool == "STATE post":
+        body = "RESOLVED [reason: out of time]"
+        return await desk.post(CONDUCTOR, topic, "CONDUCTOR", body, kind="STATE")
+    args = {"topic_id": topic, "role": "CONDUCTOR", "new_state": "RESOLVED"}
+    return await desk.call(CONDUCTOR, tool, **args, reason="out of time")
+
+
+@pytest.mark.parametrize("tool", ["debate_state", "debate_close_topic", "STATE post"])
+async def test_closing_early_says_the_protocol_stopped_and_where_its_outcome_is(desk, tool):
+    # A tester's note: the reply said RESOLVED only; the protocol's end was not told.
+    v1 = await v1_topic(desk)
+    await v1.to_debate()
+    out = await _close(desk, v1.topic, tool)
+    assert out.guidance == (
+        "The debate/v1 protocol is now STOPPED: CONDUCTOR closed it early, in round 1, before"
+        " the judges agreed. Its outcome (closed_early true, a decision that gives the reason)"
+        " is in debate_protocol_state."
+    )
+    # A parked wait, or a check, of a retired binding is pointed there too.
+    check = (BOB, v1.topic, "CON", v1.sessions["CON"])
+    refusal = await desk.check(*check, refused=True)
+    assert refusal["error"] == "topic_resolved"
+    assert "debate_protocol_state its outcome" in refusal["message"]
+
+
+async def test_closing_in_blind_claim_says_the_held_claim_stays_hidden(desk):
+    # The barrier never releases on a debate that ended in BLIND_CLAIM: blind_barrier_state
+    # stays waiting (the contract's two values: the CLAIM stays hidden), and the reply says so.
+    v1 = await v1_topic(desk)
+    pro = await v1.post("PRO", "CLAIM", to="CON")
+    out = await _close(desk, v1.topic, "debate_state")
+    assert "the barrier never releases" in out.guidance
+    assert "blind_barrier_state stays waiting" in out.guidance
+    state = await v1.state(BOB)
+    assert (state["phase"], state["blind_barrier_state"]) == ("STOPPED", "waiting")
+    read = await desk.call(BOB, "debate_read", topic_id=v1.topic, role="CON")
+    assert pro["msg_id"] not in [m["msg_id"] for m in read["messages"]]
+    # A debate closed once both CLAIMs were in says nothing of the barrier.
+    other = await v1_topic(desk)
+    await other.to_debate()
+    assert "barrier" not in (await _close(desk, other.topic, "debate_state")).guidance

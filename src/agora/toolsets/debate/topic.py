@@ -123,10 +123,11 @@ class Topic:
         except DebateError:
             return
         if retired.session_id == session_id:
+            ended = "" if self.data.protocol is None else ", debate_protocol_state its outcome"
             raise reject(
                 f"topic_{row.state.lower()}",
                 f"the topic is {row.state}: closing it retired its bindings, so nothing more"
-                " is delivered to them (debate_read shows the topic as it ended)",
+                f" is delivered to them (debate_read shows the topic as it ended{ended})",
             )
 
     def worker_of(self, role: str, session_id: str, parent: Binding) -> WorkerClaim | None:

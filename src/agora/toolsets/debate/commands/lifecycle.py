@@ -192,7 +192,10 @@ def change_state(topic: Topic, cmd: ChangeState, now: Now) -> Effects:
         if state is not None:
             step = f"{guide.clock_started(state.public())}\n{step}"
         return Effects(reply=Guided(reply, step), writes=writes, changed=True)
-    return Effects(reply=reply, writes=writes, changed=True)
+    note = protocol.closed_note(topic, cmd.msg_id)
+    return Effects(
+        reply=reply if note is None else Guided(reply, note), writes=writes, changed=True
+    )
 
 
 @COMMANDS.on(SetLane)

@@ -267,7 +267,7 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
         workers.complete_on_reply(topic, meta, writes)
     reply = post_reply(row, meta, cmd.vehicle)
     announce = recipients
-    note = protocol.escalation_note(topic, cmd)
+    note = protocol.post_note(topic, cmd)
     if semantic is not None:
         held = barrier.held_back(topic)
         fields, note = protocol.record_post(topic, meta, semantic, writes, cmd.caller.name)

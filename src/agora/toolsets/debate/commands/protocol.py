@@ -126,13 +126,27 @@ def gate_post(
     return Semantic(payload, mode, state.round_no)
 
 
-def escalation_note(topic: Topic, cmd: Post) -> str | None:
-    """The note of a debate_escalate reply on a debate/v1 topic in STALEMATE, whose PING
-    the contract keeps apart from the ESCALATE kind that ends the stalemate; else None."""
+def post_note(topic: Topic, cmd: Post) -> str | None:
+    """The note of a post's reply that the protocol owes it besides `record_post`'s: a
+    debate_escalate in STALEMATE, whose PING the contract keeps apart from the ESCALATE kind
+    that ends the stalemate; a STATE post that ended a live debate (`closed_note`)."""
     state = topic.data.protocol
-    if cmd.tool != "debate_escalate" or state is None or state.phase != "STALEMATE":
+    if state is None:
         return None
-    return guide.escalation_ping(", ".join(cmd.cc), state.stalemate_reason)
+    if cmd.tool == "debate_escalate" and state.phase == "STALEMATE":
+        return guide.escalation_ping(", ".join(cmd.cc), state.stalemate_reason)
+    return closed_note(topic, cmd.msg_id) if cmd.kind == "STATE" else None
+
+
+def closed_note(topic: Topic, msg_id: str) -> str | None:
+    """The note of the move to RESOLVED (its STATE message ``msg_id``) that ended a live
+    debate/v1 debate early (`guide.closed_early`); None for any other move."""
+    state = topic.data.protocol
+    early = state.closed_early if state is not None else None
+    if state is None or early is None or early["msg_id"] != msg_id:
+        return None
+    held = state.blind_barrier_state == "waiting"
+    return guide.closed_early(early["role"], early["round_no"], held=held)
 
 
 def _open_challenges(topic: Topic) -> list[str]:

@@ -59,6 +59,24 @@ def escalation_ping(target: str, stalemate_reason: str | None) -> str:
     )
 
 
+def closed_early(role: str, round_no: int, *, held: bool) -> str:
+    """The note of the move to RESOLVED that ended a live debate/v1 debate: the topic's
+    reply says RESOLVED only, and the protocol's end is read elsewhere. ``held``: the blind
+    barrier had not released (the debate ended in BLIND_CLAIM)."""
+    note = (
+        f"The debate/v1 protocol is now STOPPED: {role} closed it early, in round {round_no},"
+        " before the judges agreed. Its outcome (closed_early true, a decision that gives the"
+        " reason) is in debate_protocol_state."
+    )
+    if not held:
+        return note
+    return (
+        f"{note} It ended before both blind CLAIMs were in, so the barrier never releases: a"
+        " blind CLAIM committed before the close stays hidden from all but its author and"
+        " conductors (blind_barrier_state stays waiting)."
+    )
+
+
 def not_blind(blind_roles: Sequence[str]) -> str:
     """The note of a reply that left one principal holding both blind roles: allowed (one
     user may play both sides to try a server), but neither CLAIM is hidden from it."""
