@@ -74,3 +74,17 @@ async def test_a_check_and_a_wait_say_what_the_barrier_holds_back(desk, autojump
         assert "secret" not in str(out) + out.guidance
         assert "2 message(s) addressed to you are held back by the blind barrier" in out.guidance
         assert "post your own CLAIM" in out.guidance
+
+
+async def test_once_blind_claim_is_over_the_held_messages_stay_held_and_it_says_so(desk):
+    # BLIND_CLAIM timed out with CON's CLAIM missing: no CLAIM releases the barrier now.
+    v1 = await v1_topic(desk, phase_timeout_seconds=30)
+    await v1.post("PRO", "CLAIM", to="CON", body="secret pro")
+    await _nudge(desk, v1, "debate_escalate")
+    desk.wall.advance(31)
+    await desk.call(CONDUCTOR, "debate_protocol_maintain")
+    out = await desk.check(BOB, v1.topic, "CON", v1.sessions["CON"])
+    assert (out["count"], out["protocol_state"]["phase"]) == (0, "STALEMATE")
+    assert "1 message(s) addressed to you are held back" in out.guidance
+    assert "left BLIND_CLAIM (STALEMATE) before both blind CLAIMs were in" in out.guidance
+    assert "post your own CLAIM" not in out.guidance
