@@ -6,7 +6,9 @@ PING and the phase stayed STALEMATE, with no word, so the agent believed it had 
 
 from __future__ import annotations
 
-from debate_support import ALICE, payload, v1_topic
+import json
+
+from debate_support import ALICE, CAROL, CONDUCTOR, payload, v1_topic
 
 
 async def _stalemate(desk):
@@ -29,3 +31,36 @@ async def test_debate_escalate_in_stalemate_says_it_wrote_a_ping(desk):
     )
     assert "post kind ESCALATE addressed to HUMAN or OPERATOR" in out.guidance
     assert (await v1.state())["phase"] == "STALEMATE"
+
+
+async def test_the_stalemate_step_says_who_closes_and_what_closing_ends(desk):
+    v1 = await v1_topic(desk, max_rounds=1)
+    pro, _ = await v1.to_debate()
+    verify = payload("?", result="unknown")
+    out = await v1.post("JUDGE", "VERIFY", reply_to=pro, payload_json=verify)
+    assert out["protocol_state"]["phase"] == "STALEMATE"
+    assert (
+        "any role's holder, a blind role's too, may close the topic (debate_state RESOLVED);"
+        " closing it ends the DISSENTs and the ESCALATE the other roles have not posted yet"
+    ) in out.guidance
+
+
+async def test_a_verdict_too_late_says_where_the_debate_is_now(desk):
+    v1 = await v1_topic(desk, phase_timeout_seconds=30)
+    pro, con = await v1.to_adjudicate()
+    args = {"topic_id": v1.topic, "left_msg_id": pro, "right_msg_id": con}
+    ab, _ = (await desk.call(CONDUCTOR, "debate_judge_prepare", **args))["projections"]
+    desk.wall.advance(31)
+    await desk.call(CONDUCTOR, "debate_protocol_maintain")
+    body = await desk.refused(
+        CAROL,
+        "debate_judge_verdict",
+        projection_id=ab["projection_id"],
+        judge_role="JUDGE",
+        verdict_json=json.dumps({"winner_msg_id": pro, "decision": "PRO wins"}),
+    )
+    assert (body["error"], body["phase"]) == ("phase_race_lost", "STALEMATE")
+    assert (
+        "is now STALEMATE (phase_timeout:ADJUDICATE), where only DISSENT and ESCALATE are"
+        " accepted any more"
+    ) in body["message"]

@@ -227,6 +227,23 @@ def _conflict(p: Projection, peer: Projection) -> DebateError:
     )
 
 
+def _race_lost(state: ProtocolState, p: Projection) -> DebateError:
+    """The refusal of a verdict on ``p`` after the protocol left its round's ADJUDICATE
+    (a phase timeout, say): where the debate is now, and what that phase still takes."""
+    now = f"{state.phase}, round {state.round_no}"
+    if state.phase == "STALEMATE":
+        now = (
+            f"STALEMATE ({state.stalemate_reason}), where only DISSENT and ESCALATE are"
+            " accepted any more"
+        )
+    return reject(
+        "phase_race_lost",
+        f"the protocol left ADJUDICATE for round {p.round_no} before this verdict, and is now"
+        f" {now}: the verdict counts no more; debate_protocol_state has the state",
+        phase=state.phase,
+    )
+
+
 @COMMANDS.on(GiveVerdict)
 def give_verdict(topic: Topic, cmd: GiveVerdict, now: Now) -> Effects:
     judge = topic.write_gate(cmd.caller, cmd.judge_role)
@@ -260,11 +277,7 @@ def give_verdict(topic: Topic, cmd: GiveVerdict, now: Now) -> Effects:
             return Effects(reply=_verdict_reply(topic, p, state))
         raise _conflict(p, peer)
     if state.phase != "ADJUDICATE" or p.round_no != state.round_no:
-        raise reject(
-            "phase_race_lost",
-            "the protocol left ADJUDICATE for this round; read debate_protocol_state",
-            phase=state.phase,
-        )
+        raise _race_lost(state, p)
     if peer.judge_role is not None and peer.judge_role != cmd.judge_role:
         raise reject("judge_role_mismatch", "both orders of a pair are judged by one judge role")
     at = topic.stamp_now(now)

@@ -157,6 +157,9 @@ def next_move(
             f"The protocol is in STALEMATE ({state['stalemate_reason']}): only DISSENT and"
             " ESCALATE are accepted. Each role may post one DISSENT; an ESCALATE addressed to"
             " HUMAN or OPERATOR (debate_post_with_recipients) ends the debate as ESCALATED."
+            " The protocol has ended, so any role's holder, a blind role's too, may close the"
+            " topic (debate_state RESOLVED); closing it ends the DISSENTs and the ESCALATE the"
+            " other roles have not posted yet (a RESOLVED topic takes no posts)."
         )
     if phase == "STOPPED":
         return (
