@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from debate_support import ALICE, BOB, CONDUCTOR, LANE, STAR, payload
+from debate_support import ALICE, BOB, CONDUCTOR, CONTRACT, LANE, STAR, payload
 
 
 async def _v1_topic(desk) -> tuple[dict[str, str], dict[str, str]]:
@@ -60,3 +60,15 @@ async def test_a_replay_says_the_next_step_of_the_topic_as_it_stands(desk):
     again = await desk.call(CONDUCTOR, "debate_init", **args)
     assert again["state"] == "ACTIVE"
     assert "Next: BLIND_CLAIM waits for the CLAIM of CON (" in again.guidance
+
+
+async def test_a_repeat_without_its_topic_id_is_a_new_topic_as_the_tool_says(desk):
+    # A tester's note: the description said "idempotent on identical shape", but a repeat
+    # without topic_id created a second topic; the description now says which repeat is one.
+    args, _ = await _v1_topic(desk)
+    first = args.pop("topic_id")
+    again = await desk.call(CONDUCTOR, "debate_init", **args)
+    assert again["topic_id"] != first
+    said = CONTRACT.tools["debate_init"].description
+    assert "for a repeat that names its topic_id" in said
+    assert "without topic_id, every call creates a new topic" in said
