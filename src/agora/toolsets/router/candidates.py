@@ -145,12 +145,17 @@ def _measure(members: list[Observed]) -> tuple[dict[str, Any], dict[str, Any], s
 
 
 def mine_with_routes(observed: list[Observed], identity: str, effective_mode: str,
-                     policy_digest: str) -> list[Mined]:  # fmt: skip
-    """`mine`, keeping each candidate's proposed route and its pattern's observations."""
+                     policy_digest: str, every: bool = False) -> list[Mined]:  # fmt: skip
+    """`mine`, keeping each candidate's proposed route and its pattern's observations.
+
+    With ``every``, a learnable pattern that misses the reviewed thresholds is mined too (see
+    `meets`): one whose approved rule is still in force stays listed, though its evidence no
+    longer makes it a candidate.
+    """
     out = []
     for (envelope, target, domains, tags), members in _patterns(observed):
         metrics, route, top, stored = _measure(members)
-        if not _meets(metrics, REVIEWED) or not learnable(route):
+        if not learnable(route) or not (every or _meets(metrics, REVIEWED)):
             continue
         automatic = _meets(metrics, AUTOMATIC)
         reasons = []
@@ -184,6 +189,17 @@ def mine_with_routes(observed: list[Observed], identity: str, effective_mode: st
 
 #: Targets the user owns: never written without review (nor here at all).
 USER_OWNED: Final = ("user-personal", "workspace-file")
+
+
+def meets(mined: Mined) -> bool:
+    """Whether ``mined``'s metrics meet the reviewed thresholds (a candidate's always do; a
+    pattern mined with ``every`` may not)."""
+    return _meets(mined.candidate["metrics"], REVIEWED)
+
+
+def unmet(mined: Mined) -> str:
+    """The reviewed thresholds ``mined``'s metrics miss, each with its value, comma-joined."""
+    return ", ".join(_unmet(mined.candidate["metrics"]))
 
 
 def promotion_blockers(mined: Mined, profile_promotion: str) -> list[str]:
@@ -232,7 +248,7 @@ def _unmet(m: dict[str, Any]) -> list[str]:
         (m["route_consistency"] < consistency,
          f"consistency {m['route_consistency']:.2f} (< {consistency:.2f})"),
         (m["hard_contract_violations"] > 0,
-         f"{m['hard_contract_violations']} rejected feedback"),
+         f"no rejected feedback (it has {m['hard_contract_violations']})"),
     ]  # fmt: skip
     return [text for failed, text in said if failed]
 
@@ -249,13 +265,14 @@ _NEED: Final = (
 )
 
 
-def _not_candidates(observed: list[Observed]) -> str:
+def _not_candidates(observed: list[Observed], listed: frozenset[str] = frozenset()) -> str:
     """The patterns of ``observed`` that are no candidate, each with what keeps it from being
-    one, or "" if every pattern is one."""
+    one, or "" if every pattern is one. A pattern one of whose observation ids is in
+    ``listed`` is listed (its rule in force) and is not told here."""
     told = []
     for (envelope, target, domains, tags), members in _patterns(observed):
         metrics, route, _top, _stored = _measure(members)
-        if _meets(metrics, REVIEWED) and learnable(route):
+        if (_meets(metrics, REVIEWED) and learnable(route)) or members[0].observation_id in listed:
             continue
         why = ("their most common route is one no Profile rule can plan, which is never a"
                " candidate (a builtin route, with no skill in planned_skill_tree: the builtin"
@@ -283,11 +300,12 @@ def why_none(observed: list[Observed]) -> str:
     )
 
 
-def why_not_listed(observed: list[Observed]) -> str | None:
-    """For a list that is not empty, the patterns of ``observed`` that are no candidate (one
-    that was, and a correction or a new run changed, drops out of it), said as `why_none`
-    says them; None if every pattern is a candidate."""
-    others = _not_candidates(observed)
+def why_not_listed(observed: list[Observed], listed: list[Mined]) -> str | None:
+    """For a list that is not empty (``listed``), the patterns of ``observed`` that are no
+    candidate (one that was, and a correction or a new run changed, drops out of it unless
+    its rule is in force), said as `why_none` says them; None if there is none."""
+    others = _not_candidates(observed, frozenset(o.observation_id for m in listed
+                                                 for o in m.members))  # fmt: skip
     if not others:
         return None
     return (

@@ -45,6 +45,21 @@ def in_force(candidate: dict[str, Any], history: list[Current]) -> str:
     )
 
 
+def evidence_lapsed(candidate: dict[str, Any], unmet: str) -> str:
+    """Why an approved (or auto-promoted) candidate is listed though its metrics miss the
+    reviewed thresholds, and how to retire its rule."""
+    return (
+        f"Candidate {candidate['candidate_id']} is {candidate['status']}: its rule is in force"
+        f" in the {candidate['target_profile_class']} Profile and plan_work routes through it,"
+        f" but its evidence no longer meets the reviewed thresholds (it misses {unmet}); its"
+        " metrics are listed as they are now. To retire the rule, send"
+        " rollback_profile_revision a source_revision_id of a revision without it"
+        " (preview_profile_update of this candidate lists them), or purge_workflow_memory"
+        " scope managed-profiles-only (or all-memory-data with include_managed_profiles),"
+        " which deletes the managed Profiles."
+    )
+
+
 def candidate_not_found(candidate_id: str, root: str | None, count: int) -> str:
     """Why a candidate id names no candidate, and which to send."""
     if root is None:

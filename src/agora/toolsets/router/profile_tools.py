@@ -77,11 +77,13 @@ async def workspace_candidates(
 
     A candidate the user rejected is ``suppressed``; one whose rule its target's managed
     Profile holds exactly is ``approved`` (or ``auto-promoted`` when the router promoted
-    it): approving it again would change nothing. A rejection or promotion stored under one
-    of its `candidates.Mined.former_ids` counts as its own.
+    it): approving it again would change nothing. A pattern whose metrics miss the reviewed
+    thresholds now (`candidates.meets`) is kept only while its rule is in force. A rejection
+    or promotion stored under one of its `candidates.Mined.former_ids` counts as its own.
     """
     observed = await observations(call, identity)
-    mined = candidates.mine_with_routes(observed, identity, policy.effective_mode, policy.digest)
+    mined = candidates.mine_with_routes(observed, identity, policy.effective_mode, policy.digest,
+                                        every=True)  # fmt: skip
     if not mined:
         return [], observed, {}, {}
     keys = {(m.candidate["target_profile_class"], profile_key(m.candidate["target_profile_class"],
@@ -90,6 +92,9 @@ async def workspace_candidates(
     memory = memory_key(call.principal)
     latest, rejections = await call.runtime.call(MEMORY, memory, Managed(wanted))
     held = rules_held(latest)
+    # A pattern whose evidence misses the thresholds now is listed only while its rule is in
+    # force: plan_work still routes through it, so the list must show what retires it.
+    mined = [m for m in mined if candidates.meets(m) or in_force(m, held, identity)]
     promoted = await call.runtime.call(MEMORY, memory, Promoted())
     since = stamp(call.runtime.clock.wall() - SUPPRESSION)
     for m in mined:
@@ -126,7 +131,7 @@ async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
     a = call.args
     policy, identity, root_note = await policy_and_root(call)
     found: list[dict[str, Any]] = []
-    others: str | None = None
+    others = ""
     why = (
         f"No candidates: the Memory policy's effective mode is {policy.effective_mode}, and"
         " candidates are derived only in reviewed or automatic mode (get_memory_status says"
@@ -136,7 +141,9 @@ async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
         mined, observed, _latest, _held = await workspace_candidates(call, policy, identity)
         found = [m.candidate for m in mined]
         why = candidates.why_none(observed)
-        others = candidates.why_not_listed(observed) if found else None
+        said = [notes.evidence_lapsed(m.candidate, candidates.unmet(m))
+                for m in mined if not candidates.meets(m)]  # fmt: skip
+        others = " ".join(filter(None, [*said, candidates.why_not_listed(observed, mined)]))
     if a["status"] is not None and found:
         found = [c for c in found if c["status"] == a["status"]]
         why = f"No candidate has status {a['status']}; send status null to list every one."
@@ -148,7 +155,7 @@ async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
         return Guided(result, note)
     if not found:
         return Guided(result, why)
-    return result if others is None or a["status"] is not None else Guided(result, others)
+    return result if not others or a["status"] is not None else Guided(result, others)
 
 
 #: A candidate, its proposal (None if blocked), the reason codes and the lint problems.

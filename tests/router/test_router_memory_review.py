@@ -1,0 +1,75 @@
+"""What the Memory tools answer an agent that reviews candidates after approving one.
+
+Tester findings (a coding agent over the official SDK, stdio and HTTP): an approved rule still
+in force vanished from list_workflow_candidates after one ``corrected`` or ``rejected``
+feedback on a run it planned (its metrics missed the thresholds), and a preview of it answered
+not-found.
+"""
+
+from __future__ import annotations
+
+import pytest
+from memory_support import memory_workspace
+from router_driver import ctx
+from test_router_guidance import texts
+from test_router_memory_answers import approve, listed, preview, record, run_once
+
+
+@pytest.fixture
+def workspace(tmp_path, options):
+    return memory_workspace(tmp_path, options)
+
+
+async def feedback(router, runtime, root, remembered, kind):
+    """Record feedback ``kind`` (``corrected`` or ``rejected``) on the run ``remembered``."""
+    (run,) = await runtime.read(lambda c: c.execute(
+        "SELECT workflow_run_id FROM router_memory_observations WHERE observation_id = ?",
+        (remembered["observation_id"],)).fetchone())  # fmt: skip
+    routes = {"original_route_digest": None, "corrected_route_digest": None,
+              "correction_dimensions": []}  # fmt: skip
+    if kind == "corrected":
+        routes = {"original_route_digest": remembered["route_signature_digest"],
+                  "corrected_route_digest": "sha256:" + "c" * 64,
+                  "correction_dimensions": ["primary-skill"]}  # fmt: skip
+    said = await router.call(
+        "record_route_feedback", context=ctx(), correlation_id="c", idempotency_key="fb-" + kind,
+        workspace_root=str(root), workflow_run_id=run, observation_id=remembered["observation_id"],
+        feedback_type=kind, reason_code="user-correction", **routes,
+    )  # fmt: skip
+    assert said["status"] == "recorded"
+
+
+async def approved_web(router, runtime, root):
+    """The web candidate, approved: the candidate as listed and the approval's answer."""
+    await record(router, runtime, root, "web")
+    (candidate,) = (await listed(router, root))["candidates"]
+    proposal = (await preview(router, root, candidate["candidate_id"]))["proposal"]
+    applied = await approve(router, root, proposal)
+    assert applied["status"] == "applied"
+    return candidate, applied
+
+
+@pytest.mark.parametrize("kind", ["corrected", "rejected"])
+async def test_an_approved_rule_in_force_stays_listed_when_its_evidence_lapses(
+    router, runtime, workspace, kind
+):
+    candidate, applied = await approved_web(router, runtime, workspace)
+    remembered = await run_once(router, workspace, "web")  # planned by the approved rule
+    await feedback(router, runtime, workspace, remembered, kind)
+    answer = await listed(router, workspace, "approved")
+    (after,) = answer["candidates"]
+    assert (after["candidate_id"], after["status"]) == (candidate["candidate_id"], "approved")
+    metrics = after["metrics"]
+    if kind == "corrected":
+        assert metrics["manual_correction_rate"] == 0.25
+    else:
+        assert metrics["hard_contract_violations"] == 1
+    note = texts(await listed(router, workspace))[-1]
+    assert f"Candidate {candidate['candidate_id']} is approved" in note
+    assert "no longer meets the reviewed thresholds" in note
+    assert "rollback_profile_revision" in note
+    assert "managed-profiles-only" in note
+    assert "Patterns of this workspace's remembered runs that are not candidates" not in note
+    again = await preview(router, workspace, candidate["candidate_id"])
+    assert (again["status"], again["reason_codes"]) == ("blocked", ["candidate-not-proposed"])
+    assert applied["revision_id"] in texts(again)[-1]
