@@ -73,3 +73,29 @@ async def test_an_approved_rule_in_force_stays_listed_when_its_evidence_lapses(
     again = await preview(router, workspace, candidate["candidate_id"])
     assert (again["status"], again["reason_codes"]) == ("blocked", ["candidate-not-proposed"])
     assert applied["revision_id"] in texts(again)[-1]
+
+
+async def test_a_proposal_previewed_before_another_approval_is_refused_as_drift(
+    router, runtime, workspace
+):
+    await record(router, runtime, workspace, "web")
+    await record(router, runtime, workspace, "db")
+    first, second = (await listed(router, workspace))["candidates"]
+    p1 = (await preview(router, workspace, first["candidate_id"]))["proposal"]
+    p2 = (await preview(router, workspace, second["candidate_id"]))["proposal"]
+    applied = await approve(router, workspace, p1)
+    assert applied["status"] == "applied"
+    stale = await approve(router, workspace, p2)
+    assert (stale["status"], stale["reason_codes"]) == ("blocked", ["profile-drift"])
+    note = texts(stale)[-1]
+    assert f"previewed against the managed-personal Profile {p2['expected_profile_digest']}" in note
+    assert f"digest {p1['proposed_profile_digest']}" in note
+    assert "Call preview_profile_update for the candidate again" in note
+    fresh = (await preview(router, workspace, second["candidate_id"]))["proposal"]
+    assert (await approve(router, workspace, fresh))["status"] == "applied"
+    # an id no preview ever made is still not found
+    unknown = await approve(router, workspace, {**p2, "proposal_id": "proposal:" + "0" * 32},
+                            idempotency_key="t-unknown")  # fmt: skip
+    assert (unknown["status"], unknown["reason_codes"]) == (
+        "not-found", ["profile-proposal-not-found"]
+    )  # fmt: skip

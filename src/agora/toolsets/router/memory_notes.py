@@ -163,6 +163,19 @@ def proposal_not_found(proposal_id: str) -> str:
     )
 
 
+def preview_drifted(proposal_id: str, candidate: dict[str, Any], before: str,
+                    now: tuple[int, str]) -> str:  # fmt: skip
+    """Why a candidate's proposal made against an earlier Profile is refused: ``before`` is
+    the Profile digest it was made for, ``now`` the current revision number and digest."""
+    return (
+        f"profile-drift: proposal {proposal_id} of candidate {candidate['candidate_id']} was"
+        f" previewed against the {candidate['target_profile_class']} Profile {before}, which"
+        f" has changed since (it is now revision {now[0]}, digest {now[1]}), so it can no"
+        " longer be applied. Call preview_profile_update for the candidate again and review"
+        " the proposal it answers on the current Profile."
+    )
+
+
 def revision_not_found(revision_id: str, kept: list[tuple[str, int, str]]) -> str:
     """Why a rollback found no revision ``revision_id``; ``kept``: (target, number, id) of
     the revisions it could restore, newest first."""

@@ -223,3 +223,17 @@ def preview(mined: Mined, observed: list[Observed], manual: list[profiles.Profil
     )
     proposal["proposal_digest"] = digest(proposal)
     return proposal, [] if test["acceptable"] else ["profile-backtest-failed"], []
+
+
+def made_before(mined: Mined, observed: list[Observed], manual: list[profiles.Profile],
+                policy_digest: str, history: list[Current], proposal_id: str
+                ) -> str | None:  # fmt: skip
+    """The Profile digest (``missing``: no revision yet) that ``mined``'s preview named
+    ``proposal_id`` for, when it was made against an earlier revision of ``history`` (its
+    target's kept revisions, oldest first), or None. A proposal id is bound to the Profile
+    digest it was made for, so once the Profile changes no current preview derives it."""
+    for before in [None, *history[:-1]]:
+        proposal = preview(mined, observed, manual, policy_digest, before)[0]
+        if proposal is not None and proposal["proposal_id"] == proposal_id:
+            return str(proposal["expected_profile_digest"])
+    return None

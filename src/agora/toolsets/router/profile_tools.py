@@ -266,7 +266,30 @@ def _decided(proposal: dict[str, Any], rollback: bool) -> Guided:
                   " Profile.")  # fmt: skip
 
 
-async def _kept(call: ToolCall, identity: str) -> dict[str, Any] | tuple[dict[str, Any], list[str]]:
+async def _drifted(
+    call: ToolCall, policy: Policy, identity: str, revisions: dict[tuple[str, str], Any]
+) -> Guided:
+    """The answer for a proposal id no current preview derives: ``profile-drift`` if it is a
+    candidate's preview made against an earlier revision of its Profile (preview again),
+    else not-found."""
+    wanted = call.args["proposal_id"]
+    mined, observed, _latest, _held = await workspace_candidates(call, policy, identity)
+    manual = await manual_profiles(call)
+    for m in mined:
+        target = m.candidate["target_profile_class"]
+        history = revisions.get((target, profile_key(target, identity) or ""), [])
+        before = previews.made_before(m, observed, manual, policy.digest, history, wanted)
+        if before is not None and history:
+            drift = answer(status="blocked", reason_codes=["profile-drift"])
+            now = (history[-1][0], history[-1][2])
+            return Guided(drift, notes.preview_drifted(wanted, m.candidate, before, now))
+    missing = answer(status="not-found", reason_codes=["profile-proposal-not-found"])
+    return Guided(missing, notes.proposal_not_found(wanted))
+
+
+async def _kept(
+    call: ToolCall, policy: Policy, identity: str
+) -> dict[str, Any] | tuple[dict[str, Any], list[str]]:
     """A proposal no candidate derives now: the answer for one decided already or unknown,
     or a kept rollback proposal with what blocks it (``profile-drift``, expired)."""
     wanted = call.args["proposal_id"]
@@ -278,8 +301,7 @@ async def _kept(call: ToolCall, identity: str) -> dict[str, Any] | tuple[dict[st
     if done is not None:
         return _decided(done, rollback=proposal is not None)
     if proposal is None:
-        missing = answer(status="not-found", reason_codes=["profile-proposal-not-found"])
-        return Guided(missing, notes.proposal_not_found(wanted))
+        return await _drifted(call, policy, identity, revisions)
     drift = []
     key = profile_key(proposal["target_profile_class"], identity)
     history = revisions.get((proposal["target_profile_class"], key), [])
@@ -315,7 +337,7 @@ async def transition_profile_update(call: ToolCall) -> dict[str, Any]:
                   if p is not None and p["proposal_id"] == a["proposal_id"]), None)  # fmt: skip
     drift: list[str] = []
     if found is None:  # decided already, or a rollback proposal, kept until reviewed
-        kept = await _kept(call, identity)
+        kept = await _kept(call, policy, identity)
         if not isinstance(kept, tuple):
             return kept
         found, drift = ("", kept[0]), kept[1]  # a rollback suppresses no candidate
