@@ -156,3 +156,29 @@ async def _with_managed(
                 by_layer[layer] = profile
     order = ("workspace", "managed-workspace", "personal", "managed-personal")
     return [by_layer[name] for name in order if name in by_layer], warnings
+
+
+#: The warnings that refuse a workspace root (`workspace.authorized_root`).
+ROOT_REFUSALS: Final = (
+    "workspace-root-not-absolute",
+    "workspace-root-not-authorized",
+    "workspace-root-missing",
+)
+
+
+async def memory_root_refused(call: ToolCall, warnings: list[str]) -> str | None:
+    """Why a ``plan_work`` call's workspace root is refused, so that Memory could never
+    remember its run (None if there is no root, it is authorized, or Memory is not
+    configured): the refusal `plan_layers` warned of, or, under an Explicit Skill Lock
+    (which reads no Profile, so warned of nothing), the same check made now."""
+    options = call.runtime.options("router")
+    root = (call.args.get("routing_context") or {}).get("workspace_root")
+    if root is None or not options.get("memory_policy"):
+        return None
+    if not call.args.get("explicit_skill_ids"):
+        return next((w for w in warnings if w in ROOT_REFUSALS), None)
+    authorized = [str(r) for r in options.get("workspace_roots", [])] + await client_roots(call)
+    refused: str | None = (
+        await trio.to_thread.run_sync(workspace.authorized_root, root, authorized)
+    )[2]
+    return refused

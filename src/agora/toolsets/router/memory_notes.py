@@ -8,11 +8,12 @@ so an agent can act on the answer alone. Pure.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from agora.toolsets.router.candidates import REVIEWED
 
 if TYPE_CHECKING:
+    from agora.toolsets.router.memory_policy import Policy
     from agora.toolsets.router.previews import Current
 
 
@@ -216,3 +217,33 @@ def purge_stale(sent: str, current: str) -> str:
         f" digest now, {current} (every Memory write changes it). Call get_memory_status again"
         " to review what the purge deletes, and send its history_summary_digest."
     )
+
+
+_DISABLED: Final = {
+    "personal-policy-missing": "personal-policy-missing: no personal Memory policy file is"
+    " configured or readable ([options.router] memory_policy names it; format"
+    " agora-router-memory-policy/1); the operator adds one to turn Memory on",
+    "invalid-memory-policy": "invalid-memory-policy: a Memory policy file is not valid; fix it"
+    " (get_memory_status names the file, the field and the value)",
+    "ambiguous-memory-policy": "ambiguous-memory-policy: a Memory policy file gives a key"
+    " twice; fix it (get_memory_status names the file and the key)",
+    "workspace-policy-missing": "workspace-policy-missing: the workspace has no Memory"
+    " request file read (.codex/workflow-skill-router-memory.json under an authorized root,"
+    ' {"format": "agora-router-memory-request/1", "requested_mode": "observe"} or higher),'
+    " and without one a workspace's mode is disabled; the user creates it",
+    "workspace-root-unverified": "workspace-root-unverified: the workspace_root is not an"
+    " authorized workspace root, so its request file was not read; send an authorized root"
+    " (or null, the personal scope)",
+    "memory-disabled": "memory-disabled: the effective mode is disabled, so nothing is"
+    " remembered (get_memory_status shows the ceiling and the request)",
+}
+
+
+def memory_disabled(policy: Policy, root_note: str | None) -> str:
+    """Why remember_workflow answered ``memory-disabled``, one sentence per reason code, with
+    what to do; ``root_note`` says why the call's workspace root was refused, if it was."""
+    said = [
+        f"workspace-root-unverified: {root_note.rstrip('.')}" if c == "workspace-root-unverified"
+        and root_note else _DISABLED.get(c, c) for c in policy.reason_codes
+    ]  # fmt: skip
+    return f"Nothing was recorded: Memory is {policy.effective_mode} here. " + "; ".join(said) + "."

@@ -212,18 +212,21 @@ def _ineligible(a: dict[str, Any], policy: memory_policy.Policy, run: dict[str, 
 
 async def _planned_elsewhere(call: ToolCall, run: dict[str, Any] | None, identity: str,
                              authorized: list[str]) -> str | None:  # fmt: skip
-    """The workspace root ``run`` was planned under, when it is not the workspace this call
-    names (another root that does not resolve to the same authorized workspace, or none: the
-    personal scope); else None, as for a run planned under none (or before runs kept it)."""
+    """Why ``run`` is not remembered in the workspace this call names, when it was planned
+    under another root (one that does not resolve to the same authorized workspace, or none:
+    the personal scope): that root to send, or, if it is no authorized root, that the run
+    cannot be remembered at all. None if it may be, as for a run planned under no root (or
+    before runs kept it)."""
     planned: str | None = None if run is None else run["planned_workspace_root"]
     sent = call.args["workspace_root"]
-    if planned is None or planned == sent:
+    if run is None or planned is None or planned == sent:
         return None
-    if sent is not None:
-        there = await trio.to_thread.run_sync(workspace.identity_of, planned, authorized)
-        if there == identity:
-            return None
-    return planned
+    there = await trio.to_thread.run_sync(workspace.identity_of, planned, authorized)
+    if sent is not None and there == identity:
+        return None
+    if there == "unverified":
+        return replies.planned_unauthorized(run["workflow_run_id"], planned)
+    return replies.planned_elsewhere(run["workflow_run_id"], planned)
 
 
 @refusals_logged()
@@ -231,14 +234,15 @@ async def remember_workflow(call: ToolCall) -> dict[str, Any]:
     """Record one eligible completed workflow under the opt-in policy, in the workspace it
     was planned in only (``workflow-context-mismatch``, naming that workspace's root)."""
     a = call.args
-    policy, identity, _note, authorized = await _policy_and_roots(call)
+    policy, identity, root_note, authorized = await _policy_and_roots(call)
     result: dict[str, Any] = {
         "authority_mode": "router-local", "replayed": False, "policy_digest": policy.digest,
         "target_profile_class": a["target_profile_class"], "candidate_id": None,
         "observation_id": None, "observation_digest": None, "route_signature_digest": None,
     }  # fmt: skip
     if not policy.capture_enabled:
-        return {**result, "status": "memory-disabled", "reason_codes": list(policy.reason_codes)}
+        off = {**result, "status": "memory-disabled", "reason_codes": list(policy.reason_codes)}
+        return Guided(off, notes.memory_disabled(policy, root_note))
     try:
         run = await call.runtime.call(
             kind_of(call.runtime),
@@ -247,9 +251,8 @@ async def remember_workflow(call: ToolCall) -> dict[str, Any]:
         )
     except ToolError:
         run = None  # not found in this session
-    if (planned := await _planned_elsewhere(call, run, identity, authorized)) is not None:
-        raise replies.refusal("workflow-context-mismatch",
-                              replies.planned_elsewhere(a["workflow_run_id"], planned))  # fmt: skip
+    if (elsewhere := await _planned_elsewhere(call, run, identity, authorized)) is not None:
+        raise replies.refusal("workflow-context-mismatch", elsewhere)
     reasons = _ineligible(a, policy, run)
     if reasons or run is None:
         not_recorded = {**result, "status": "not-recorded", "reason_codes": reasons}

@@ -9,6 +9,7 @@ capability-unavailable from `agora.toolsets.router.replies`; the adapter tools l
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.mcp.results import Guided
@@ -24,7 +25,7 @@ from agora.toolsets.router import (
 from agora.toolsets.router.bounds import memory_misfits
 from agora.toolsets.router.consent import run_of
 from agora.toolsets.router.digests import request_digest
-from agora.toolsets.router.layers import plan_layers
+from agora.toolsets.router.layers import memory_root_refused, plan_layers
 from agora.toolsets.router.ownership import as_sent
 from agora.toolsets.router.planning import Unplaceable, build_plan, plan_issue
 from agora.toolsets.router.run import kind_of, logged, refused_for_arguments, subject_of
@@ -64,16 +65,16 @@ async def plan_work(call: ToolCall) -> dict[str, Any]:
         plan = build_plan(call.args, layers, warnings)
     except Unplaceable as exc:
         raise refused_for_arguments(call, [exc.issue]) from None
+    refused = await memory_root_refused(call, warnings)  # asked before the plan is written
     reply = await _run(
         call, plan.workflow_run_id, commands.CreatePlan(plan=plan, **_mutation(call))
     )
     misfits = memory_misfits(_as_sent(call))
-    if (
-        misfits
-        and isinstance(reply, Guided)
-        and call.runtime.options("router").get("memory_policy")
-    ):
-        return Guided(reply, f"{memory_note(misfits)}\n{reply.guidance}")
+    said = [memory_note(misfits)] if misfits else []
+    if refused is not None:
+        said.append(root_note(call.args["routing_context"]["workspace_root"], refused))
+    if said and isinstance(reply, Guided) and call.runtime.options("router").get("memory_policy"):
+        return Guided(reply, "\n".join([*said, reply.guidance]))
     return reply
 
 
@@ -92,6 +93,19 @@ def memory_note(misfits: list[str]) -> str:
         f" others) take only a context whose fields are letters, digits and . _ : - (first a"
         f" letter or digit), at most 128 characters (the contract's schemas), and {fields}"
         f" {'is' if len(misfits) == 1 else 'are'} not; plan under such a context to use Memory."
+    )
+
+
+def root_note(root: str, refused: str) -> str:
+    """What a plan's note says when its workspace root is refused, so Memory would refuse
+    its run under any root (`memory_root_refused`)."""
+    return (
+        f"Memory: this run cannot be remembered: its routing_context.workspace_root"
+        f" {json.dumps(root)} is refused ({refused}: not an authorized workspace root), Memory"
+        " keeps nothing under such a root, and a run is remembered only under the root it"
+        " was planned under; plan under an authorized root (one in [options.router]"
+        " workspace_roots or the MCP client's roots) or under none (the personal scope) to"
+        " use Memory."
     )
 
 
