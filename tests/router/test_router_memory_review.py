@@ -9,10 +9,17 @@ not-found.
 from __future__ import annotations
 
 import pytest
-from memory_support import memory_workspace
+from memory_support import memory_workspace, status
 from router_driver import ctx
 from test_router_guidance import texts
-from test_router_memory_answers import approve, listed, preview, record, run_once
+from test_router_memory_answers import (
+    approve,
+    approved_pair,
+    listed,
+    preview,
+    record,
+    run_once,
+)
 
 
 @pytest.fixture
@@ -99,3 +106,40 @@ async def test_a_proposal_previewed_before_another_approval_is_refused_as_drift(
     assert (unknown["status"], unknown["reason_codes"]) == (
         "not-found", ["profile-proposal-not-found"]
     )  # fmt: skip
+
+
+async def purge(router, root, scope, include=False):
+    """A confirmed purge of ``scope`` on the current summary digest; its text block."""
+    current = (await status(router, root))["history_summary_digest"]
+    purged = await router.call("purge_workflow_memory", context=ctx(), scope=scope,
+                               confirmed=True, expected_summary_digest=current,
+                               include_managed_profiles=include, idempotency_key=f"p-{scope}",
+                               correlation_id="c")  # fmt: skip
+    assert purged["status"] == "purged"
+    return texts(purged)[-1]
+
+
+async def test_a_purge_counts_every_kind_it_deletes(router, runtime, workspace):
+    await approved_pair(router, runtime, workspace)  # two revisions of managed-personal
+    said = await purge(router, workspace, "revisions-only")
+    assert "0 observations, 0 feedback entries, 0 command receipts, 0 rejections" in said
+    assert "1 managed Profile revision (0 automatic promotions among them)" in said
+    assert "0 managed Profiles deleted whole" in said
+    said = await purge(router, workspace, "managed-profiles-only")
+    assert "1 managed Profile revision (0 automatic" in said
+    assert "and 1 managed Profile deleted whole" in said
+
+
+async def test_a_purge_counts_rejections_and_profiles(router, runtime, workspace):
+    await record(router, runtime, workspace, "web")
+    (candidate,) = (await listed(router, workspace))["candidates"]
+    proposal = (await preview(router, workspace, candidate["candidate_id"]))["proposal"]
+    rejected = await approve(router, workspace, proposal, action="reject", idempotency_key="r")
+    assert rejected["status"] == "rejected"
+    said = await purge(router, workspace, "candidates-only")
+    assert "1 rejection (each suppressing a candidate)" in said
+    await approved_web(router, runtime, workspace)
+    said = await purge(router, workspace, "all-memory-data", include=True)
+    assert "6 observations, 0 feedback entries" in said
+    assert "1 managed Profile revision" in said
+    assert "1 managed Profile deleted whole" in said

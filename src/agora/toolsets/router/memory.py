@@ -257,6 +257,7 @@ class MemoryStore:
             "replayed": False, "deleted_observations": 0, "deleted_feedback": 0,
             "deleted_command_receipts": 0, "summary_digest_before": before,
             "summary_digest_after": before, "reason_codes": [],
+            PURGED_MORE: dict.fromkeys(MORE_KINDS, 0),
         }  # fmt: skip
         if cmd.expected_summary_digest != before:
             raise _Answer({**result, "status": "blocked", "reason_codes": ["stale-summary-digest"]})
@@ -267,15 +268,18 @@ class MemoryStore:
             raise _Answer(result)  # nothing to delete, and nothing is created to say so
         writes = self._forget(tables, result)
         if cmd.scope == "revisions-only":  # keep each managed Profile's current revision
+            more = result[PURGED_MORE]
             for history in self.revisions.values():
                 for old in history[:-1]:
-                    self.auto_promoted.pop(old[1], None)
+                    more["promotions"] += self.auto_promoted.pop(old[1], None) is not None
+                    more["revisions"] += 1
                     writes.append(memory_sql.delete_revision(self.owner, old[1]))
                 del history[:-1]
         return result, writes
 
     def _forget(self, tables: tuple[str, ...], result: dict[str, Any]) -> list[Write]:
         # Drop what ``tables`` hold from memory, count it into ``result``, and delete it.
+        more = result[PURGED_MORE]
         if "router_memory_observations" in tables:
             result["deleted_observations"], self.observations = len(self.observations), {}
             self.per_workspace = Counter()
@@ -284,12 +288,23 @@ class MemoryStore:
         if "router_memory_receipts" in tables:
             result["deleted_command_receipts"], self.receipts = len(self.receipts), {}
         if "router_memory_rejections" in tables:
-            self.rejections = {}
+            more["rejections"], self.rejections = len(self.rejections), {}
         if "router_memory_proposals" in tables:
-            self.proposals = {}
+            more["rollback_proposals"], self.proposals = len(self.proposals), {}
         if memory_sql.MANAGED_TABLE in tables:
+            more["revisions"] = sum(len(h) for h in self.revisions.values())
+            more["managed_profiles"] = sum(bool(h) for h in self.revisions.values())
+            more["promotions"] = len(self.auto_promoted)
             self.revisions, self.auto_promoted = {}, {}
         return [memory_sql.delete_all(self.owner, t) for t in tables]
+
+
+#: The key of a purge's result that counts what no outputSchema field does, by kind (the
+#: tool turns it into a text block): rejections (suppressed candidates), pending rollback
+#: proposals, managed Profile revisions, managed Profiles, automatic promotions.
+PURGED_MORE: Final = "deleted_more"
+MORE_KINDS: Final = ("rejections", "rollback_proposals", "revisions", "managed_profiles",
+                     "promotions")  # fmt: skip
 
 
 class _Answer(Exception):

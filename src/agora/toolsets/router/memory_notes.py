@@ -247,3 +247,32 @@ def memory_disabled(policy: Policy, root_note: str | None) -> str:
         and root_note else _DISABLED.get(c, c) for c in policy.reason_codes
     ]  # fmt: skip
     return f"Nothing was recorded: Memory is {policy.effective_mode} here. " + "; ".join(said) + "."
+
+
+def _n(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
+def purged(result: dict[str, Any], more: dict[str, int]) -> str:
+    """The exact counts of every kind of row a purge deleted (``result``: its answer;
+    ``more``: the kinds its outputSchema has no field for)."""
+    return (
+        f"Purged ({result['scope']}), exact counts deleted:"
+        f" {_n(result['deleted_observations'], 'observation', 'observations')},"
+        f" {_n(result['deleted_feedback'], 'feedback entry', 'feedback entries')},"
+        f" {_n(result['deleted_command_receipts'], 'command receipt', 'command receipts')},"
+        f" {_n(more['rejections'], 'rejection', 'rejections')} (each suppressing a candidate),"
+        f" {_n(more['rollback_proposals'], 'rollback proposal', 'rollback proposals')},"
+        f" {_n(more['revisions'], 'managed Profile revision', 'managed Profile revisions')}"
+        f" ({_n(more['promotions'], 'automatic promotion', 'automatic promotions')} among"
+        f" them), and {_n(more['managed_profiles'], 'managed Profile', 'managed Profiles')}"
+        " deleted whole."
+    )
+
+
+def flag_unused(scope: str) -> str:
+    """Why ``include_managed_profiles`` did nothing for a purge of ``scope``."""
+    return (
+        f"include_managed_profiles had no effect: it adds the managed Profiles to scope"
+        f" all-memory-data only, not to {scope} (scope managed-profiles-only purges them)."
+    )

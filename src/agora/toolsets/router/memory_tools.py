@@ -42,7 +42,7 @@ from agora.toolsets.router import (
 )
 from agora.toolsets.router.digests import digest, request_digest, route_signature
 from agora.toolsets.router.layers import CLIENT_ROOTS_UNUSED, roots_and_why
-from agora.toolsets.router.memory import MEMORY
+from agora.toolsets.router.memory import MEMORY, PURGED_MORE
 from agora.toolsets.router.memory_commands import Feedback, Purge, Remember, Summary, Sweep
 from agora.toolsets.router.ownership import memory_key, memory_key_of, memory_owner
 from agora.toolsets.router.run import kind_of, refusals_logged
@@ -344,16 +344,18 @@ async def purge_workflow_memory(call: ToolCall) -> dict[str, Any]:
     command = Purge(scope=a["scope"], expected_summary_digest=a["expected_summary_digest"],
                     include_managed_profiles=a["include_managed_profiles"],
                     **receipt_fields(call))  # fmt: skip
-    reply: dict[str, Any] = await call.runtime.call(MEMORY, memory_key(call.principal), command)
+    reply: dict[str, Any] = dict(
+        await call.runtime.call(MEMORY, memory_key(call.principal), command)
+    )
+    more = reply.pop(PURGED_MORE, None)  # no outputSchema field counts these: a text block
     if reply.get("reason_codes") == ["stale-summary-digest"]:
         sent = a["expected_summary_digest"]
         return Guided(reply, notes.purge_stale(sent, reply["summary_digest_before"]))
-    if not a["include_managed_profiles"] or a["scope"] == "all-memory-data":
-        return reply
-    return Guided(reply, (  # the outputSchema has no field for a flag that did nothing
-        f"include_managed_profiles had no effect: it adds the managed Profiles to scope"
-        f" all-memory-data only, not to {a['scope']} (scope managed-profiles-only purges them)."
-    ))  # fmt: skip
+    unused = a["include_managed_profiles"] and a["scope"] != "all-memory-data"
+    said = [notes.flag_unused(a["scope"])] if unused else []
+    if reply["status"] == "purged" and more:
+        said.append(notes.purged(reply, more))
+    return Guided(reply, "\n".join(said)) if said else reply
 
 
 async def observations(call: ToolCall, identity: str) -> list[candidates.Observed]:
