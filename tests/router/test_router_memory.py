@@ -94,7 +94,7 @@ async def test_remember_feedback_and_every_purge_scope(router, runtime, policy):
     missing = await router.refused("record_route_feedback", **feedback(observation_id=nowhere))
     assert missing["code"] == "observation-not-found"
     assert "send the observation_id that remember_workflow returned" in missing["message"]
-    assert "send its own workflow_run_id" in wrong["message"]
+    assert f"route_signature_digest, {signature} (remember_workflow's" in wrong["message"]
 
     async def purge(scope, digest=None, **over):
         current = digest or (await status(router, policy))["history_summary_digest"]

@@ -143,3 +143,27 @@ async def test_a_purge_counts_rejections_and_profiles(router, runtime, workspace
     assert "6 observations, 0 feedback entries" in said
     assert "1 managed Profile revision" in said
     assert "1 managed Profile deleted whole" in said
+
+
+async def test_feedback_refusals_name_the_root_the_run_and_the_route(router, runtime, workspace):
+    seen = await run_once(router, workspace, "web")
+    (run,) = await runtime.read(lambda c: c.execute(
+        "SELECT workflow_run_id FROM router_memory_observations WHERE observation_id = ?",
+        (seen["observation_id"],)).fetchone())  # fmt: skip
+    args = {"context": ctx(), "correlation_id": "c", "workspace_root": None,
+            "idempotency_key": "fb-x", "workflow_run_id": run,
+            "observation_id": seen["observation_id"], "feedback_type": "accepted",
+            "reason_code": "user-accepted", "correction_dimensions": [],
+            "original_route_digest": None, "corrected_route_digest": None}  # fmt: skip
+    elsewhere = await router.refused("record_route_feedback", **args)
+    assert elsewhere["code"] == "workflow-context-mismatch"
+    assert f'planned under the workspace_root "{workspace}"' in elsewhere["message"]
+    other = await router.refused("record_route_feedback",
+                                 **{**args, "workflow_run_id": "run-" + "0" * 32})  # fmt: skip
+    assert f"is of run {run}" in other["message"]
+    assert f"send workflow_run_id {run}" in other["message"]
+    unbound = await router.refused("record_route_feedback", **{
+        **args, "workspace_root": str(workspace), "feedback_type": "corrected",
+        "correction_dimensions": ["primary-skill"]})  # fmt: skip
+    assert unbound["code"] == "correction-unbound"
+    assert "original_route_digest the observation's route_signature_digest" in unbound["message"]

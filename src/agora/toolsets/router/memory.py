@@ -239,8 +239,12 @@ class MemoryStore:
         if bound is None or bound[2] != cmd.session_id:
             raise replies.refusal("observation-not-found", replies.NO_OBSERVATION)
         original = cmd.original_route_digest
-        if bound[1] != cmd.workflow_run_id or original not in (None, bound[3]):
-            raise replies.refusal("workflow-context-mismatch", replies.OTHER_RUN)
+        if bound[1] != cmd.workflow_run_id:
+            other = replies.other_run(cmd.observation_id, bound[1])
+            raise replies.refusal("workflow-context-mismatch", other)
+        if original not in (None, bound[3]):
+            other = replies.other_route(cmd.observation_id, bound[3])
+            raise replies.refusal("workflow-context-mismatch", other)
         if bound[0] != cmd.workspace_identity:
             raise replies.refusal("workflow-context-mismatch", replies.OTHER_WORKSPACE)
         self.feedback_by.setdefault(cmd.observation_id, set()).add(cmd.result["feedback_id"])

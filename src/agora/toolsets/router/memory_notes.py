@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.toolsets.router.candidates import REVIEWED
+from agora.toolsets.router.layers import CLIENT_ROOTS_UNUSED
 
 if TYPE_CHECKING:
     from agora.toolsets.router.memory_policy import Policy
@@ -276,3 +277,24 @@ def flag_unused(scope: str) -> str:
         f"include_managed_profiles had no effect: it adds the managed Profiles to scope"
         f" all-memory-data only, not to {scope} (scope managed-profiles-only purges them)."
     )
+
+
+#: What each refusal of a workspace root means (as `plan_work`'s profile warnings say it).
+_ROOT_REFUSED: Final = {
+    "workspace-root-not-absolute": "it is a relative path; send an absolute one",
+    "workspace-root-not-authorized": "it is under no authorized root, lexically or by its real"
+    " path",
+    "workspace-root-missing": "it is under an authorized root but does not exist",
+}
+
+
+def root_refused(warning: str | None, why: str | None) -> str | None:
+    """The sentence explaining ``workspace-root-unverified``: which refusal, what to do."""
+    if warning is None:
+        return None
+    note = f"workspace root refused: {warning}: {_ROOT_REFUSED.get(warning, warning)}"
+    if warning == "workspace-root-not-authorized":
+        note += f"; {CLIENT_ROOTS_UNUSED}: {why}" if why else (
+            "; add it to [options.router] workspace_roots or to the MCP client's roots"
+        )  # fmt: skip
+    return note + "; its Memory request file was not read, so Memory is off for it."

@@ -41,7 +41,7 @@ from agora.toolsets.router import (
     memory_notes as notes,
 )
 from agora.toolsets.router.digests import digest, request_digest, route_signature
-from agora.toolsets.router.layers import CLIENT_ROOTS_UNUSED, roots_and_why
+from agora.toolsets.router.layers import roots_and_why
 from agora.toolsets.router.memory import MEMORY, PURGED_MORE
 from agora.toolsets.router.memory_commands import Feedback, Purge, Remember, Summary, Sweep
 from agora.toolsets.router.ownership import memory_key, memory_key_of, memory_owner
@@ -73,27 +73,6 @@ def _read_policy(workspace_root: str | None, authorized: list[str], personal_pat
     policy = memory_policy.resolve(personal, text, workspace_scoped=True, root_verified=verified)
     identity = digest({"workspace": str(real_root)}) if verified else "unverified"
     return policy, identity, warning
-
-
-#: What each refusal of a workspace root means (as `plan_work`'s profile warnings say it).
-_ROOT_REFUSED: Final = {
-    "workspace-root-not-absolute": "it is a relative path; send an absolute one",
-    "workspace-root-not-authorized": "it is under no authorized root, lexically or by its real"
-    " path",
-    "workspace-root-missing": "it is under an authorized root but does not exist",
-}
-
-
-def _root_note(warning: str | None, why: str | None) -> str | None:
-    """The sentence explaining ``workspace-root-unverified``: which refusal, what to do."""
-    if warning is None:
-        return None
-    note = f"workspace root refused: {warning}: {_ROOT_REFUSED.get(warning, warning)}"
-    if warning == "workspace-root-not-authorized":
-        note += f"; {CLIENT_ROOTS_UNUSED}: {why}" if why else (
-            "; add it to [options.router] workspace_roots or to the MCP client's roots"
-        )  # fmt: skip
-    return note + "; its Memory request file was not read, so Memory is off for it."
 
 
 #: Policy problems already logged (each once per process, not once per call).
@@ -139,7 +118,7 @@ async def _policy_and_roots(
         _read_policy, root, authorized, options.get("memory_policy")
     )
     _log_problems(policy)
-    return policy, identity, _root_note(warning, why), authorized
+    return policy, identity, notes.root_refused(warning, why), authorized
 
 
 async def personal_policy(runtime: Runtime) -> memory_policy.Policy:
@@ -243,14 +222,7 @@ async def remember_workflow(call: ToolCall) -> dict[str, Any]:
     if not policy.capture_enabled:
         off = {**result, "status": "memory-disabled", "reason_codes": list(policy.reason_codes)}
         return Guided(off, notes.memory_disabled(policy, root_note))
-    try:
-        run = await call.runtime.call(
-            kind_of(call.runtime),
-            a["workflow_run_id"],
-            commands.Snapshot(a["context"]["session_id"]),
-        )
-    except ToolError:
-        run = None  # not found in this session
+    run = await _run_of(call)
     if (elsewhere := await _planned_elsewhere(call, run, identity, authorized)) is not None:
         raise replies.refusal("workflow-context-mismatch", elsewhere)
     reasons = _ineligible(a, policy, run)
@@ -309,8 +281,11 @@ async def record_route_feedback(call: ToolCall) -> dict[str, Any]:
     if a["feedback_type"] == "corrected":
         bound = original is not None and corrected is not None and original != corrected
         if not (bound and dims):
-            raise replies.refusal("correction-unbound", "a correction needs both route digests "
-                                  "(different) and at least one dimension")  # fmt: skip
+            raise replies.refusal("correction-unbound", "a correction needs both route digests,"
+                                  " different: original_route_digest the observation's"
+                                  " route_signature_digest (remember_workflow's answer) and"
+                                  " corrected_route_digest the route the user chose, and at"
+                                  " least one correction dimension")  # fmt: skip
     elif original is not None or corrected is not None or dims:
         raise replies.refusal("correction-unbound", "only a correction names routes or"
                               " dimensions: send both route digests null and"
@@ -333,8 +308,28 @@ async def record_route_feedback(call: ToolCall) -> dict[str, Any]:
                        original_route_digest=original, workspace_identity=identity,
                        row=row, result=result,
                        **receipt_fields(call))  # fmt: skip
-    reply: dict[str, Any] = await call.runtime.call(MEMORY, memory_key(call.principal), command)
+    try:
+        reply: dict[str, Any] = await call.runtime.call(MEMORY, memory_key(call.principal), command)
+    except ToolError as refused:
+        if refused.body.get("message") != replies.OTHER_WORKSPACE:
+            raise
+        run = await _run_of(call)
+        if run is None or (root := run["planned_workspace_root"]) is None:
+            raise
+        raise replies.refusal("workflow-context-mismatch", replies.other_workspace(root)) from None
     return reply
+
+
+async def _run_of(call: ToolCall) -> dict[str, Any] | None:
+    """The call's run as its session sees it (None: not found in this session)."""
+    session = call.args["context"]["session_id"]
+    try:
+        run: dict[str, Any] = await call.runtime.call(
+            kind_of(call.runtime), call.args["workflow_run_id"], commands.Snapshot(session)
+        )
+    except ToolError:
+        return None
+    return run
 
 
 @refusals_logged()

@@ -248,14 +248,37 @@ NO_OBSERVATION: Final = (
     "no such observation in this session: send the observation_id that remember_workflow"
     " returned for this session's run"
 )
-OTHER_RUN: Final = (
-    "the observation is of another run or route: send its own workflow_run_id, and"
-    " original_route_digest null or its route_signature_digest"
-)
+
+
+def other_run(observation_id: str, run_id: str) -> str:
+    """Why feedback naming another run than its observation's is refused."""
+    return (
+        f"observation {observation_id} is of run {run_id}, not of the workflow_run_id sent:"
+        f" send workflow_run_id {run_id} (the run remember_workflow remembered)"
+    )
+
+
+def other_route(observation_id: str, route: str) -> str:
+    """Why feedback naming another original route than its observation's is refused."""
+    return (
+        f"original_route_digest must be null or observation {observation_id}'s"
+        f" route_signature_digest, {route} (remember_workflow's answer)"
+    )
+
+
 OTHER_WORKSPACE: Final = (
     "the observation was remembered in another workspace: send the workspace_root its"
     " remember_workflow call named (null only for one remembered without a workspace)"
 )
+
+
+def other_workspace(root: str) -> str:
+    """`OTHER_WORKSPACE`, naming the root the observation's run was planned under (and so
+    remembered under)."""
+    return (
+        "the observation was remembered in another workspace: its run was planned under the"
+        f" workspace_root {json.dumps(root)}; send that workspace_root"
+    )
 
 
 def planned_elsewhere(run_id: str, root: str) -> str:
