@@ -18,6 +18,7 @@ from test_router_memory_answers import (
     listed,
     preview,
     record,
+    rollback,
     run_once,
 )
 
@@ -120,11 +121,15 @@ async def purge(router, root, scope, include=False):
 
 
 async def test_a_purge_counts_every_kind_it_deletes(router, runtime, workspace):
-    await approved_pair(router, runtime, workspace)  # two revisions of managed-personal
+    (_p1, rev1), (p2, rev2) = await approved_pair(router, runtime, workspace)  # 2 revisions
     said = await purge(router, workspace, "revisions-only")
     assert "0 observations, 0 feedback entries, 0 command receipts, 0 rejections" in said
     assert "1 managed Profile revision (0 automatic promotions among them)" in said
     assert "0 managed Profiles deleted whole" in said
+    gone = await rollback(router, workspace, rev1["revision_id"], p2["proposed_profile_digest"])
+    assert gone["reason_codes"] == ["rollback-source-revision-unavailable"]
+    assert rev2["revision_id"] not in texts(gone)[-1]  # the current one: no rollback target
+    assert "nothing to roll back to" in texts(gone)[-1]
     said = await purge(router, workspace, "managed-profiles-only")
     assert "1 managed Profile revision (0 automatic" in said
     assert "and 1 managed Profile deleted whole" in said

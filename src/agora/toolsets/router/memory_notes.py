@@ -180,13 +180,19 @@ def preview_drifted(proposal_id: str, candidate: dict[str, Any], before: str,
 
 def revision_not_found(revision_id: str, kept: list[tuple[str, int, str]]) -> str:
     """Why a rollback found no revision ``revision_id``; ``kept``: (target, number, id) of
-    the revisions it could restore, newest first."""
-    listed = "; ".join(f"{t} revision {no}: {rid}" for t, no, rid in kept) or "none"
+    the revisions it could restore (holding another Profile than the current), newest first."""
+    listed = "; ".join(f"{t} revision {no}: {rid}" for t, no, rid in kept)
+    which = (
+        f"the kept revisions a rollback accepts (each holding another Profile than the"
+        f" current one): {listed}."
+        if listed
+        else "no kept revision holds another Profile than the current one, so there is"
+        " nothing to roll back to."
+    )
     return (
         f"rollback-source-revision-unavailable: no kept revision {revision_id} of a managed"
         " Profile this call may change (managed-personal, and managed-workspace-local for the"
-        " workspace_root sent). Send a revision_id transition_profile_update answered; kept"
-        f" now: {listed}."
+        f" workspace_root sent). Send a revision_id transition_profile_update answered; {which}"
     )
 
 

@@ -134,7 +134,7 @@ async def rollback_profile_revision(call: ToolCall) -> dict[str, Any]:
     if found is None:
         missing = answer(status="not-found", reason_codes=["rollback-source-revision-unavailable"])
         kept = [(t, no, rid) for (t, _k), history in sorted(revisions.items())
-                for no, rid, _d, _j in reversed(history)]  # fmt: skip
+                for no, rid, d, _j in reversed(history) if d != history[-1][2]]  # fmt: skip
         return Guided(missing, notes.revision_not_found(a["source_revision_id"], kept))
     (target, key), source = found
     _no, source_id, source_digest, source_json = source
