@@ -77,7 +77,10 @@ async def test_an_approved_rule_in_force_stays_listed_when_its_evidence_lapses(
     assert "no longer meets the reviewed thresholds" in note
     assert "rollback_profile_revision" in note
     assert "managed-profiles-only" in note
-    assert "Patterns of this workspace's remembered runs that are not candidates" not in note
+    assert "that are not candidates" not in note
+    unmet = ("corrections (runs with corrected feedback) 0.25 (> 0.20)" if kind == "corrected"
+             else "no rejected feedback (it has 1)")  # fmt: skip
+    assert f"(it misses {unmet})" in note
     again = await preview(router, workspace, candidate["candidate_id"])
     assert (again["status"], again["reason_codes"]) == ("blocked", ["candidate-not-proposed"])
     assert applied["revision_id"] in texts(again)[-1]
@@ -172,3 +175,39 @@ async def test_feedback_refusals_name_the_root_the_run_and_the_route(router, run
         "correction_dimensions": ["primary-skill"]})  # fmt: skip
     assert unbound["code"] == "correction-unbound"
     assert "original_route_digest the observation's route_signature_digest" in unbound["message"]
+
+
+async def test_transitions_and_a_failing_rollback_backtest_say_what_they_mean(
+    router, runtime, workspace
+):
+    (_p1, rev1), (p2, rev2) = await approved_pair(router, runtime, workspace)
+    assert texts(rev2)[-1] == (
+        f"Applied: {rev2['revision_id']} is now revision 2 of the managed-personal Profile,"
+        f" digest {p2['proposed_profile_digest']}; plan_work routes matching work by it from"
+        " now on. rollback_profile_revision proposes to restore an earlier revision."
+    )
+    pending = await rollback(router, workspace, rev1["revision_id"], p2["proposed_profile_digest"])
+    assert pending["proposal"]["backtest"]["acceptable"] is False
+    assert "a rollback's backtest does not block its approval" in texts(pending)[-1]
+    closed = await approve(router, workspace, pending["proposal"], action="reject")
+    assert texts(closed)[-1] == (
+        "Rejected: the rollback proposal is closed; the Profile is unchanged."
+    )  # fmt: skip
+
+
+async def test_a_rejected_candidate_is_said_suppressed(router, runtime, workspace):
+    await record(router, runtime, workspace, "web")
+    (candidate,) = (await listed(router, workspace))["candidates"]
+    proposal = (await preview(router, workspace, candidate["candidate_id"]))["proposal"]
+    rejected = await approve(router, workspace, proposal, action="reject")
+    assert f"candidate {candidate['candidate_id']} is suppressed for 180 days" in (
+        texts(rejected)[-1]
+    )  # fmt: skip
+
+
+async def test_the_personal_scope_list_says_personal_scope(router, workspace):
+    personal = await router.call("list_workflow_candidates", context=ctx(), limit=10,
+                                 workspace_root=None, status=None)  # fmt: skip
+    assert texts(personal)[-1].startswith(
+        "No candidates: no workflow of the personal scope is remembered yet"
+    )

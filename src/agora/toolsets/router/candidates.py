@@ -284,23 +284,28 @@ def _not_candidates(observed: list[Observed], listed: frozenset[str] = frozenset
     return "; ".join(told[:_TOLD]) + more
 
 
-def why_none(observed: list[Observed]) -> str:
+def _scope(identity: str) -> str:
+    return "the personal scope" if identity == "personal" else "this workspace"
+
+
+def why_none(observed: list[Observed], identity: str) -> str:
     """Why no candidate is mined from ``observed`` (one workspace's observations), said in a
     text block: an empty list alone does not say. Each pattern is named with what keeps it
     from being one: the thresholds it misses with their values, or a most common route no
     Profile rule can plan (`learnable`), which is never one, however many its runs."""
     if not observed:
         return (
-            "No candidates: no workflow of this workspace is remembered yet"
+            f"No candidates: no workflow of {_scope(identity)} is remembered yet"
             f" (remember_workflow); {_NEED}."
         )
     return (
-        f"No candidates from the {_count(len(observed), 'remembered run')} of this workspace, by"
+        f"No candidates from the {_count(len(observed), 'remembered run')} of"
+        f" {_scope(identity)}, by"
         f" pattern: {_not_candidates(observed)}. {_NEED[0].upper()}{_NEED[1:]}."
     )
 
 
-def why_not_listed(observed: list[Observed], listed: list[Mined]) -> str | None:
+def why_not_listed(observed: list[Observed], listed: list[Mined], identity: str) -> str | None:
     """For a list that is not empty (``listed``), the patterns of ``observed`` that are no
     candidate (one that was, and a correction or a new run changed, drops out of it unless
     its rule is in force), said as `why_none` says them; None if there is none."""
@@ -309,6 +314,7 @@ def why_not_listed(observed: list[Observed], listed: list[Mined]) -> str | None:
     if not others:
         return None
     return (
-        f"Patterns of this workspace's remembered runs that are not candidates: {others}."
+        f"Patterns of the remembered runs of {_scope(identity)} that are not candidates:"
+        f" {others}."
         f" {_NEED[0].upper()}{_NEED[1:]}."
     )

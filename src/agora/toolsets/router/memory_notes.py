@@ -304,3 +304,34 @@ def root_refused(warning: str | None, why: str | None) -> str | None:
             "; add it to [options.router] workspace_roots or to the MCP client's roots"
         )  # fmt: skip
     return note + "; its Memory request file was not read, so Memory is off for it."
+
+
+def rollback_backtest(test: dict[str, Any]) -> str:
+    """Why a pending rollback whose backtest is not acceptable may still be approved."""
+    return (
+        f"The rollback's backtest is not acceptable ({test['planned_route_regressions']}"
+        " planned route regressions, coverage"
+        f" {test['positive_match_coverage']:.2f}), but a rollback's backtest does not block"
+        " its approval: restoring an earlier Profile drops the routes the newer rules plan,"
+        " which is what a rollback undoes. Review the runs it regresses, then approve or"
+        " reject it with transition_profile_update."
+    )
+
+
+def transitioned(reply: dict[str, Any], candidate_id: str) -> str:
+    """What an applied or rejected transition changed (``candidate_id``: "" for a rollback)."""
+    proposal = reply["proposal"]
+    target = proposal["target_profile_class"]
+    if reply["status"] == "applied":
+        return (
+            f"Applied: {reply['revision_id']} is now revision {proposal['state_version']} of"
+            f" the {target} Profile, digest {proposal['proposed_profile_digest']}; plan_work"
+            " routes matching work by it from now on. rollback_profile_revision proposes to"
+            " restore an earlier revision."
+        )
+    if not candidate_id:
+        return "Rejected: the rollback proposal is closed; the Profile is unchanged."
+    return (
+        f"Rejected: the {target} Profile is unchanged, and candidate {candidate_id} is"
+        " suppressed for 180 days (purge_workflow_memory scope candidates-only lifts it)."
+    )

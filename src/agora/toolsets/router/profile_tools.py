@@ -140,10 +140,11 @@ async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
     if policy.candidate_generation_enabled:
         mined, observed, _latest, _held = await workspace_candidates(call, policy, identity)
         found = [m.candidate for m in mined]
-        why = candidates.why_none(observed)
+        why = candidates.why_none(observed, identity)
         said = [notes.evidence_lapsed(m.candidate, candidates.unmet(m))
                 for m in mined if not candidates.meets(m)]  # fmt: skip
-        others = " ".join(filter(None, [*said, candidates.why_not_listed(observed, mined)]))
+        said.append(candidates.why_not_listed(observed, mined, identity) or "")
+        others = " ".join(filter(None, said))
     if a["status"] is not None and found:
         found = [c for c in found if c["status"] == a["status"]]
         why = f"No candidate has status {a['status']}; send status null to list every one."
@@ -372,7 +373,9 @@ async def transition_profile_update(call: ToolCall) -> dict[str, Any]:
             source=proposal["proposal_id"], result=result, blocked=blocked, **fields,
         )  # fmt: skip
     reply: dict[str, Any] = await call.runtime.call(MEMORY, memory_key(call.principal), command)
-    return reply
+    if reply.get("status") not in ("applied", "rejected"):
+        return reply
+    return Guided(reply, notes.transitioned(reply, candidate_id))
 
 
 def managed_keys(identity: str) -> tuple[tuple[str, str], ...]:

@@ -168,4 +168,6 @@ async def rollback_profile_revision(call: ToolCall) -> dict[str, Any]:
     command = StoreProposal(target=target, profile_key=key, proposal=proposal, result=result,
                             **fields)  # fmt: skip
     reply: dict[str, Any] = await call.runtime.call(MEMORY, memory_key(call.principal), command)
-    return reply
+    if reply.get("status") != "pending" or reply["proposal"]["backtest"]["acceptable"]:
+        return reply
+    return Guided(reply, notes.rollback_backtest(reply["proposal"]["backtest"]))
