@@ -3,7 +3,11 @@
 Tester findings (a coding agent over the official SDK, stdio and HTTP): an approved rule still
 in force vanished from list_workflow_candidates after one ``corrected`` or ``rejected``
 feedback on a run it planned (its metrics missed the thresholds), and a preview of it answered
-not-found.
+not-found; a proposal previewed before another approval was not-found rather than drifted;
+purges reported 0 for the rejections, revisions and Profiles they deleted; feedback refusals
+did not name the root, run or route to send; a rollback's not-found text listed the current
+revision; transitions said nothing of what changed; the personal scope's list said "this
+workspace".
 """
 
 from __future__ import annotations
