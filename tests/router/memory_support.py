@@ -50,6 +50,14 @@ async def tables(runtime):
     return {r[0] for r in rows}
 
 
+async def run_of(runtime: Any, observation_id: str) -> str:
+    """The workflow run a stored observation was remembered from."""
+    (run,) = await runtime.read(lambda c: c.execute(
+        "SELECT workflow_run_id FROM router_memory_observations WHERE observation_id = ?",
+        (observation_id,)).fetchone())  # fmt: skip
+    return str(run)
+
+
 def memory_workspace(
     tmp_path: Path,
     options: dict[str, Any],

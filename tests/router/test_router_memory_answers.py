@@ -10,7 +10,7 @@ current revision was accepted as a proposal that changes nothing.
 from __future__ import annotations
 
 import pytest
-from memory_support import memory_workspace, remember_args
+from memory_support import memory_workspace, remember_args, run_of
 from router_driver import ctx
 from test_router_guidance import texts
 
@@ -71,9 +71,7 @@ async def rollback(router, root, source, expected, key="rb"):
 
 async def corrected(router, runtime, root, remembered):
     """Record the user's correction of the run ``remembered`` (its remember_workflow answer)."""
-    (run,) = await runtime.read(lambda c: c.execute(
-        "SELECT workflow_run_id FROM router_memory_observations WHERE observation_id = ?",
-        (remembered["observation_id"],)).fetchone())  # fmt: skip
+    run = await run_of(runtime, remembered["observation_id"])
     said = await router.call(
         "record_route_feedback", context=ctx(), correlation_id="c", idempotency_key="fb",
         workspace_root=str(root), workflow_run_id=run,

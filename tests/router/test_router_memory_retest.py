@@ -14,7 +14,7 @@ naming no workspace (or another) on a workspace's observation was recorded.
 from __future__ import annotations
 
 import pytest
-from memory_support import memory_workspace, remember_args, status
+from memory_support import memory_workspace, remember_args, run_of, status
 from router_driver import ctx
 from test_router_guidance import texts
 from test_router_memory_answers import (
@@ -49,9 +49,7 @@ async def test_a_feedback_resent_after_an_analytics_purge_records_it_again(
     from agora.runtime.registry import Runtime
 
     seen = await run_once(router, workspace, "web")
-    (run,) = await runtime.read(lambda c: c.execute(
-        "SELECT workflow_run_id FROM router_memory_observations WHERE observation_id = ?",
-        (seen["observation_id"],)).fetchone())  # fmt: skip
+    run = await run_of(runtime, seen["observation_id"])
     args = {"context": ctx(), "correlation_id": "c", "workspace_root": str(workspace),
             "idempotency_key": "fb-1", "workflow_run_id": run,
             "observation_id": seen["observation_id"], "feedback_type": "accepted",
@@ -183,9 +181,7 @@ async def test_feedback_names_the_workspace_its_observation_was_remembered_in(
     router, runtime, workspace
 ):
     seen = await run_once(router, workspace, "web")
-    (run,) = await runtime.read(lambda c: c.execute(
-        "SELECT workflow_run_id FROM router_memory_observations WHERE observation_id = ?",
-        (seen["observation_id"],)).fetchone())  # fmt: skip
+    run = await run_of(runtime, seen["observation_id"])
     args = {"context": ctx(), "correlation_id": "c", "workspace_root": None,
             "idempotency_key": "fb-x", "workflow_run_id": run,
             "observation_id": seen["observation_id"], "feedback_type": "accepted",

@@ -13,7 +13,7 @@ workspace".
 from __future__ import annotations
 
 import pytest
-from memory_support import memory_workspace, status
+from memory_support import memory_workspace, run_of, status
 from router_driver import ctx
 from test_router_guidance import texts
 from test_router_memory_answers import (
@@ -34,9 +34,7 @@ def workspace(tmp_path, options):
 
 async def feedback(router, runtime, root, remembered, kind):
     """Record feedback ``kind`` (``corrected`` or ``rejected``) on the run ``remembered``."""
-    (run,) = await runtime.read(lambda c: c.execute(
-        "SELECT workflow_run_id FROM router_memory_observations WHERE observation_id = ?",
-        (remembered["observation_id"],)).fetchone())  # fmt: skip
+    run = await run_of(runtime, remembered["observation_id"])
     routes = {"original_route_digest": None, "corrected_route_digest": None,
               "correction_dimensions": []}  # fmt: skip
     if kind == "corrected":
@@ -159,9 +157,7 @@ async def test_a_purge_counts_rejections_and_profiles(router, runtime, workspace
 
 async def test_feedback_refusals_name_the_root_the_run_and_the_route(router, runtime, workspace):
     seen = await run_once(router, workspace, "web")
-    (run,) = await runtime.read(lambda c: c.execute(
-        "SELECT workflow_run_id FROM router_memory_observations WHERE observation_id = ?",
-        (seen["observation_id"],)).fetchone())  # fmt: skip
+    run = await run_of(runtime, seen["observation_id"])
     args = {"context": ctx(), "correlation_id": "c", "workspace_root": None,
             "idempotency_key": "fb-x", "workflow_run_id": run,
             "observation_id": seen["observation_id"], "feedback_type": "accepted",
