@@ -20,7 +20,7 @@ from agora.mcp.results import Guided
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
-from agora.toolsets.debate.commands.protocol import set_state
+from agora.toolsets.debate.commands.protocol import moved
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.protocol import guide
 from agora.toolsets.debate.protocol.gates import not_adjudicating
@@ -301,17 +301,6 @@ def give_verdict(topic: Topic, cmd: GiveVerdict, now: Now) -> Effects:
             if stable
             else state.move("STALEMATE", at, expected=version, reason=SPLIT_REASON)
         )
-        set_state(topic, new, writes)
-        topic.event(
-            writes,
-            at,
-            "protocol_moved",
-            cmd.caller.name,
-            old_phase=state.phase,
-            new_phase=new.phase,
-            round_no=new.round_no,
-            transition_version=new.transition_version,
-            stalemate_reason=new.stalemate_reason,
-        )
+        moved(topic, new, writes, at, cmd.caller.name, stalemate_reason=new.stalemate_reason)
     topic.touch(writes, at, row_changed=False)
     return Effects(reply=_verdict_reply(topic, p, state), writes=writes, changed=True)

@@ -17,7 +17,7 @@ from agora.runtime.entity import Effects
 from agora.toolsets.debate import sql
 from agora.toolsets.debate.access import Caller
 from agora.toolsets.debate.commands import protocol, workers
-from agora.toolsets.debate.commands.protocol import set_state
+from agora.toolsets.debate.commands.protocol import moved, set_state
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import MsgMeta
 from agora.toolsets.debate.protocol import guide
@@ -119,19 +119,7 @@ def _close_early(
     found = STATE_BODY_RE.fullmatch(body)
     reason = found.group(2)[len(" [reason: ") : -1] if found and found.group(2) else None
     new = state.close_early(by.role, reason, by.msg_id, by.ts)
-    set_state(topic, new, writes)
-    topic.event(
-        writes,
-        by.ts,
-        "protocol_moved",
-        actor,
-        msg_id=by.msg_id,
-        old_phase=state.phase,
-        new_phase=new.phase,
-        round_no=new.round_no,
-        transition_version=new.transition_version,
-        closed_early=True,
-    )
+    moved(topic, new, writes, by.ts, actor, msg_id=by.msg_id, closed_early=True)
 
 
 def blocking_questions(topic: Topic) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ import msgspec
 
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import sql
-from agora.toolsets.debate.commands.protocol import set_state
+from agora.toolsets.debate.commands.protocol import moved
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Binding, Cursor
 from agora.toolsets.debate.protocol.state import HUMAN_ROLES, TIMED_PHASES
@@ -67,18 +67,7 @@ def _timeout(topic: Topic, cmd: Sweep, at: str, writes: list[Write]) -> dict[str
         return None
     reason = f"phase_timeout:{state.phase}"
     new = state.move("STALEMATE", at, expected=state.transition_version, reason=reason)
-    set_state(topic, new, writes)
-    topic.event(
-        writes,
-        at,
-        "protocol_moved",
-        cmd.actor,
-        old_phase=state.phase,
-        new_phase=new.phase,
-        round_no=new.round_no,
-        transition_version=new.transition_version,
-        stalemate_reason=reason,
-    )
+    moved(topic, new, writes, at, cmd.actor, stalemate_reason=reason)
     return {"topic_id": topic.topic_id, "reason": reason}
 
 

@@ -54,6 +54,27 @@ def set_state(topic: Topic, new: ProtocolState, writes: list[Write]) -> None:
     topic.data.protocol = new
 
 
+def moved(
+    topic: Topic, new: ProtocolState, writes: list[Write], at: str, actor: str, **fields: Any
+) -> None:
+    """`set_state` for a move to another phase, with its ``protocol_moved`` history event
+    (from the phase before, to ``new``'s; ``fields``: what else the event says)."""
+    old = topic.data.protocol
+    assert old is not None
+    set_state(topic, new, writes)
+    topic.event(
+        writes,
+        at,
+        "protocol_moved",
+        actor,
+        old_phase=old.phase,
+        new_phase=new.phase,
+        round_no=new.round_no,
+        transition_version=new.transition_version,
+        **fields,
+    )
+
+
 def _target(topic: Topic, kind: str, reply_to: str | None, role: str) -> None:
     """Refuse a reply_to the kind may not answer: one of another kind, or, for the kinds
     that answer the other side (a CHALLENGE, a REBUT), a message of the poster's own role,
@@ -214,21 +235,11 @@ def record_post(
             new.round_no += 1
     elif kind == "ESCALATE":
         new = state.move("ESCALATED", at, expected=version)
-    if new is not None:
+    if new is not None and new.transition_version != version:
+        reason = new.stalemate_reason
+        moved(topic, new, writes, at, actor, msg_id=meta.msg_id, stalemate_reason=reason)
+    elif new is not None:
         set_state(topic, new, writes)
-        if new.transition_version != version:
-            topic.event(
-                writes,
-                at,
-                "protocol_moved",
-                actor,
-                msg_id=meta.msg_id,
-                old_phase=state.phase,
-                new_phase=new.phase,
-                round_no=new.round_no,
-                transition_version=new.transition_version,
-                stalemate_reason=new.stalemate_reason,
-            )
     current = topic.data.protocol
     assert current is not None
     public = current.public()
