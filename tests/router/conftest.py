@@ -15,12 +15,20 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from memory_support import memory_workspace
 from router_driver import Router
 
 from agora.runtime.clock import Clock, FakeWall
 from agora.runtime.registry import Runtime
 from agora.store.db import open_store
 from agora.toolsets.router.sql import MIGRATIONS
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, options: dict[str, dict[str, Any]]) -> Path:
+    """A workspace root Memory may remember in (`memory_support.memory_workspace`); a test
+    module that needs another defines its own ``workspace``."""
+    return memory_workspace(tmp_path, options)
 
 
 @pytest.fixture

@@ -9,15 +9,9 @@ current revision was accepted as a proposal that changes nothing.
 
 from __future__ import annotations
 
-import pytest
-from memory_support import memory_workspace, remember_args, run_of
+from memory_support import remember_args, run_of
 from router_driver import ctx
 from test_router_guidance import texts
-
-
-@pytest.fixture
-def workspace(tmp_path, options):
-    return memory_workspace(tmp_path, options)
 
 
 async def run_once(router, root, domain, skill="skill:lead"):

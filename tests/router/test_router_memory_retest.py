@@ -13,8 +13,7 @@ naming no workspace (or another) on a workspace's observation was recorded.
 
 from __future__ import annotations
 
-import pytest
-from memory_support import memory_workspace, remember_args, run_of, status
+from memory_support import remember_args, run_of, status
 from router_driver import ctx
 from test_router_guidance import texts
 from test_router_memory_answers import (
@@ -27,11 +26,6 @@ from test_router_memory_answers import (
     rollback,
     run_once,
 )
-
-
-@pytest.fixture
-def workspace(tmp_path, options):
-    return memory_workspace(tmp_path, options)
 
 
 async def feedback_rows(runtime):

@@ -13,7 +13,7 @@ workspace".
 from __future__ import annotations
 
 import pytest
-from memory_support import memory_workspace, run_of, status
+from memory_support import run_of, status
 from router_driver import ctx
 from test_router_guidance import texts
 from test_router_memory_answers import (
@@ -25,11 +25,6 @@ from test_router_memory_answers import (
     rollback,
     run_once,
 )
-
-
-@pytest.fixture
-def workspace(tmp_path, options):
-    return memory_workspace(tmp_path, options)
 
 
 async def feedback(router, runtime, root, remembered, kind):

@@ -10,13 +10,8 @@ text block, though docs/router.md promises one per reason; and its
 from __future__ import annotations
 
 import pytest
-from memory_support import completed_run, memory_workspace, remember_args
+from memory_support import completed_run, remember_args
 from test_router_guidance import texts
-
-
-@pytest.fixture
-def workspace(tmp_path, options):
-    return memory_workspace(tmp_path, options)
 
 
 @pytest.fixture
