@@ -96,11 +96,14 @@ def test_the_survivors_of_every_collection_are_frozen_as_it_ends(
     keeper: HeapKeeper, generation: int
 ):
     survivors = [Node() for _ in range(1000)]
-    frozen = gc.get_freeze_count()
     gc.collect(generation)
     assert keeper.collections == 1
-    assert gc.get_freeze_count() >= frozen + len(survivors)
     assert gc.get_count() == (0, 0, 0)
+    # Each survivor is out of every generation the collector scans: frozen. (Not the freeze
+    # count's rise: frozen objects of earlier tests that die meanwhile, in another thread's
+    # hands, lower it; CI's PostgreSQL pass once saw 995 for 1,000.)
+    mine = {id(node) for node in survivors}
+    assert not any(id(o) in mine for o in gc.get_objects())
     # Garbage made since is still found: only what survived is out of the collector's reach.
     dropped = _cycle()
     assert gc.collect() >= 2
