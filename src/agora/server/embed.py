@@ -80,10 +80,10 @@ class Server:
     ) -> AsyncIterator[InProcessClient]:
         """An MCP client wired straight to a session, no sockets (for tests and embedding).
 
-        Its calls run in this block's nursery, yet the server's shutdown ends them as it
-        ends a network client's: they get ``grace_seconds`` to answer, then are cancelled and
-        answered with JSON-RPC -32603 (the server is shutting down), before the database
-        closes.
+        Its calls run in this block's nursery (one given up on is cancelled there:
+        `InProcessClient.request`); the server's shutdown ends them as a network client's:
+        ``grace_seconds`` to answer, then cancelled and answered -32603 (shutting down),
+        before the database closes.
         """
         endpoint = self.app.endpoint(path)
         if endpoint is None:

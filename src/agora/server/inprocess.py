@@ -1,7 +1,10 @@
 """`InProcessClient`: an MCP client wired straight to a session, no sockets (`Server.client`).
 
 It reads every message through the JSON encoder the transports use, so what it gets is what a
-network client would read, never the server's own objects.
+network client would read, never the server's own objects. A request whose waiting is cancelled
+(the caller's cancel scope) is cancelled at the server, as an SDK client's
+``notifications/cancelled`` cancels it; a reply nobody waits for any more is dropped. It answers
+no request of the server's (elicitation, sampling, roots): those stay in ``notifications``.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ _decode = msgspec.json.Decoder(dict[str, Any]).decode
 
 
 class InProcessClient:
-    """Sends requests to a `Connection` and matches replies; keeps notifications."""
+    """Sends requests to a `Connection` and matches replies; keeps notifications (and the
+    server's own requests, which it does not answer)."""
 
     conn: Connection
 
@@ -34,15 +38,27 @@ class InProcessClient:
         # null), and objects of the client's own, never the server's (a handler's state).
         message = _decode(rpc.encode(message))
         rid = message.get("id")
-        if "method" not in message and rid in self._waiting:
-            event, box = self._waiting[rid]
-            box.append(message)
-            event.set()
+        if "method" not in message and rid is not None:  # a reply
+            if rid in self._waiting:
+                event, box = self._waiting[rid]
+                box.append(message)
+                event.set()
+            # Else its caller gave up on it (and cancelled it): nobody reads it, and a
+            # long-lived client with timeouts must not pile such replies up.
         else:
             self.notifications.append(message)
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Send a request; return the whole response message (``result`` or ``error``)."""
+        """Send a request; return the whole response message (``result`` or ``error``).
+
+        Cancelling the wait (a cancel scope of the caller's: a timeout, say) cancels the call
+        at the server, as ``notifications/cancelled`` does: its handler is cancelled, its
+        in-flight slot freed, and its reply, if one still comes, dropped.
+
+        Raises:
+            CallCancelled: this client sent ``notifications/cancelled`` for the request
+                (`notify`) before its reply came: the server sends none (MCP).
+        """
         self._next += 1
         rid = self._next
         event: trio.Event = trio.Event()
@@ -53,7 +69,11 @@ class InProcessClient:
             await event.wait()
         finally:
             del self._waiting[rid]
+            if not box:  # given up on (cancelled): so is the call, as an SDK client's is
+                self.conn.cancel(rid)
         reply: dict[str, Any] = box[0]
+        if reply is _CANCELLED:
+            raise CallCancelled(rid)
         return reply
 
     def close(self, reason: str) -> None:
@@ -66,8 +86,14 @@ class InProcessClient:
                 event.set()
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        """Send a notification."""
+        """Send a notification. ``notifications/cancelled`` for a request still waiting ends
+        that wait at once: its `request` (`call_tool`) raises `CallCancelled`."""
         await self.conn.feed(rpc.parse(rpc.notification(method, params or {})))
+        if method == "notifications/cancelled" and params:
+            waiting = self._waiting.get(params.get("requestId"))  # type: ignore[arg-type]
+            if waiting is not None and not waiting[1]:
+                waiting[1].append(_CANCELLED)
+                waiting[0].set()
 
     async def initialize(self, version: str = "2025-11-25") -> dict[str, Any]:
         """Run the handshake; return the initialize result."""
@@ -89,6 +115,8 @@ class InProcessClient:
         Raises:
             CallError: the server answered with a JSON-RPC error (its code, message and
                 data, such as the ``correlation_id`` of an internal error's log line).
+            CallCancelled: this client cancelled the call (`notify`
+                ``notifications/cancelled``) before it was answered.
         """
         reply = await self.request("tools/call", {"name": name, "arguments": arguments or {}})
         if "error" in reply:
@@ -104,3 +132,16 @@ class CallError(RuntimeError):
         shown = f"{code}: {message}" if data is None else f"{code}: {message} ({data})"
         super().__init__(shown)
         self.code, self.message, self.data = code, message, data
+
+
+class CallCancelled(CallError):
+    """The in-process call was cancelled by this client's ``notifications/cancelled``
+    before its reply came: the server sends none (MCP), so the wait ends here. ``code``
+    -32800 (request cancelled, as JSON-RPC peers name it); ``data`` the request's id."""
+
+    def __init__(self, rid: rpc.RequestId) -> None:
+        super().__init__(rpc.REQUEST_CANCELLED, "cancelled by this client", {"requestId": rid})
+
+
+#: What a cancelled request's box holds in place of a reply (`InProcessClient.notify`).
+_CANCELLED: dict[str, Any] = {}

@@ -1,0 +1,96 @@
+"""Cancelling an in-process call cancels it at the server, as an MCP client's
+``notifications/cancelled`` does (embedder's finding).
+
+A host that gave up on ``await client.call_tool(...)`` (its own timeout) left the handler
+running in the client block's nursery: it kept its ``max_in_flight`` slot (past that many
+timeouts every call was refused -32010) and its late reply was filed in
+``client.notifications``. A ``notifications/cancelled`` sent by hand cancelled the handler
+but left ``call_tool`` waiting for ever.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+
+from agora.config import Config
+from agora.mcp import jsonrpc as rpc
+from agora.server.embed import open_server
+from agora.server.inprocess import CallCancelled, CallError
+from agora.toolsets.base import ToolCall, Toolset
+
+TOOL = {"name": "slow", "description": "Takes its time.", "inputSchema": {"type": "object"}}
+
+
+class Slow:
+    """A tool that sleeps ``seconds`` (an argument; 30 by default), noting each call's fate."""
+
+    def __init__(self) -> None:
+        self.began = 0
+        self.cancelled = 0
+        self.finished = 0
+
+    async def __call__(self, call: ToolCall) -> dict[str, Any]:
+        self.began += 1
+        try:
+            await trio.sleep(call.args.get("seconds", 30))
+        except trio.Cancelled:
+            self.cancelled += 1
+            raise
+        self.finished += 1
+        return {"slept": True}
+
+
+def _toolset(tool: Slow) -> Toolset:
+    return Toolset("slowpoke", {"slow": tool}, contract=None, tools=[TOOL])
+
+
+async def test_the_hosts_timeout_cancels_the_call_and_frees_its_slot():
+    tool = Slow()
+    config = Config(db=":memory:", max_in_flight=2)
+    with trio.fail_after(20):
+        async with (
+            open_server(config, toolsets=[_toolset(tool)], listen=False) as server,
+            server.client("/mcp/slowpoke") as client,
+        ):
+            await client.initialize()
+            for _ in range(5):  # more timeouts than the cap of calls in flight
+                with trio.move_on_after(0.05) as scope:
+                    await client.call_tool("slow", {"seconds": 0.3})
+                assert scope.cancelled_caught
+            result = await client.call_tool("slow", {"seconds": 0})  # not refused -32010
+            await trio.sleep(0.5)  # past the time a handler left running would answer
+            notifications = list(client.notifications)
+    assert result["structuredContent"] == {"slept": True}
+    assert (tool.began, tool.cancelled, tool.finished) == (6, 5, 1)
+    assert notifications == []  # no late reply filed as a notification
+
+
+async def test_a_cancelled_notification_ends_the_wait_with_call_cancelled():
+    tool = Slow()
+    caught: list[BaseException] = []
+    with trio.fail_after(20):
+        async with (
+            open_server(Config(db=":memory:"), toolsets=[_toolset(tool)], listen=False) as server,
+            server.client("/mcp/slowpoke") as client,
+        ):
+            await client.initialize()
+
+            async def call() -> None:
+                with pytest.raises(CallCancelled) as info:
+                    await client.call_tool("slow")
+                caught.append(info.value)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call)
+                while not tool.began:  # noqa: ASYNC110 - the handler's own record
+                    await trio.sleep(0.01)
+                await client.notify("notifications/cancelled", {"requestId": 2, "reason": "x"})
+            notifications = list(client.notifications)
+    [error] = caught
+    assert isinstance(error, CallError)
+    assert (error.code, error.data) == (rpc.REQUEST_CANCELLED, {"requestId": 2})
+    assert tool.cancelled == 1
+    assert notifications == []
