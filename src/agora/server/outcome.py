@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 def outcome(conn: Connection, inv: Invoke, value: Any, error: Exception | None) -> dict[str, Any]:
     """The reply to a call that returned ``value`` or raised ``error``; never raises.
 
+    A group of exceptions (a handler's nursery) whose leaves are all `ToolError`s is
+    answered as the first of them (`ungrouped`), as if the handler had raised it.
+
     What fails while the reply is built (a `ToolError` body no JSON can hold, a bug in
     wording a failure) is answered too, as -32603 (`reply_failed`): a call that ends
     without a reply leaves its client waiting forever.
@@ -31,7 +34,7 @@ def outcome(conn: Connection, inv: Invoke, value: Any, error: Exception | None) 
     try:
         try:
             if error is not None:
-                raise error
+                raise ungrouped(error)
             if inv.kind == "tool":
                 if type(value) is RawResult:
                     entry = conn.session.catalog.tool(inv.name)
@@ -65,6 +68,21 @@ def outcome(conn: Connection, inv: Invoke, value: Any, error: Exception | None) 
         # the two make a reference cycle per failed call, which `agora serve`'s collector
         # policy (`agora.server.heap`) would keep frozen until its next thaw.
         del error
+
+
+def ungrouped(error: Exception) -> Exception:
+    """``error``, or the first `ToolError` of it if it is a group whose every leaf is one:
+    Trio's nurseries group what their tasks raise, so a handler that fans out (a nursery of
+    checks) and refuses from one task raises its `ToolError` grouped."""
+    if not isinstance(error, ExceptionGroup):
+        return error
+    refusals, rest = error.split(ToolError)
+    if refusals is None or rest is not None:
+        return error
+    first: Exception = refusals
+    while isinstance(first, ExceptionGroup):
+        first = first.exceptions[0]
+    return first
 
 
 def listening(conn: Connection, inv: Invoke) -> dict[str, Any]:
