@@ -14,7 +14,8 @@ What each part is (docs/toolset-api.md says more):
 - ``Notebook``: the entity, one per notebook name. A pure state machine: ``handle`` answers a
   command with `Effects` (the reply, and the rows to write), and never does I/O. Its actor runs
   its commands one at a time and commits the writes before the reply is released. A refusal
-  is a `ToolError` returned as the reply (raised, it would be taken for a bug).
+  is a `ToolError` returned as the reply (raised, it is the same refusal, but nothing of the
+  command is committed and the notebook reloads).
 - ``NotebookKind``: loads a notebook from committed rows when its actor starts (in a worker
   thread). A name with no rows loads a *vacant* notebook, which the runtime drops as soon as
   its callers are done, so reading made-up names holds no memory.

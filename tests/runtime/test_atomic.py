@@ -12,6 +12,7 @@ import pytest
 import trio
 from _counter import Add, Explode, Garble, Get, Refuse, log, stored
 
+from agora.errors import ToolError
 from agora.runtime.actor import InternalError
 
 
@@ -59,6 +60,7 @@ async def test_an_atomic_change_wakes_the_polls_of_the_entities_it_changed(
     ("second", "error"),
     [
         pytest.param(Explode(), InternalError, id="a-handle-raises"),
+        pytest.param(Explode(ToolError), ToolError, id="a-handle-raises-a-tool-error"),
         pytest.param(Garble(), InternalError, id="a-handle-returns-no-effects"),
         pytest.param(Refuse(), ValueError, id="an-entity-refuses"),
         pytest.param(Add(-5), InternalError, id="the-commit-fails"),  # CHECK (value >= 0)

@@ -15,6 +15,7 @@ import trio
 import trio.testing
 from _counter import IDLE, Add, CounterKind, Explode, Get, When, log, stored
 
+from agora.errors import ToolError
 from agora.runtime.actor import InternalError
 from agora.runtime.clock import Clock, FakeWall
 from agora.runtime.registry import Runtime
@@ -116,8 +117,15 @@ async def test_a_failed_group_commit_fails_every_command_of_the_group(
     assert await runtime.call(kind, "k", Get()) == 1  # reloaded from the store
 
 
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        pytest.param(RuntimeError, "internal error", id="a-bug"),
+        pytest.param(ToolError, "refused: boom", id="a-tool-error"),  # the refusal it is
+    ],
+)
 async def test_a_handle_that_raises_in_a_group_fails_alone(
-    runtime, kind, store, monkeypatch, caplog
+    runtime, kind, store, monkeypatch, caplog, error, said
 ):
     gate, _ = gated_writes(store, monkeypatch)
     outcomes: dict[str, object] = {}
@@ -127,6 +135,8 @@ async def test_a_handle_that_raises_in_a_group_fails_alone(
             outcomes[name] = await runtime.call(kind, "k", command)
         except InternalError:
             outcomes[name] = "internal error"
+        except ToolError as exc:
+            outcomes[name] = f"refused: {exc.text}"
 
     with trio.fail_after(5), caplog.at_level(logging.ERROR):
         async with trio.open_nursery() as callers:
@@ -134,14 +144,14 @@ async def test_a_handle_that_raises_in_a_group_fails_alone(
                 callers,
                 lambda: run("a", Add(1, "a")),
                 lambda: run("b", Add(1, "b")),
-                lambda: run("x", Explode()),  # mutates +1000, then raises
+                lambda: run("x", Explode(error)),  # mutates +1000, then raises
                 lambda: run("c", Add(1, "c")),  # runs on the reloaded entity
             )
             gate.set()
-    assert outcomes == {"a": 1, "b": 2, "x": "internal error", "c": 3}
+    assert outcomes == {"a": 1, "b": 2, "x": said, "c": 3}
     assert [tag for _, tag, _ in await runtime.read(lambda c: log(c, "k"))] == list("abc")
     assert await runtime.read(lambda c: stored(c, "k")) == 3
-    assert "failed on Explode" in caplog.text
+    assert ("failed on Explode" in caplog.text) is (error is not ToolError)  # a refusal: no bug
 
 
 @pytest.mark.parametrize("count", [pytest.param(40, id="more-than-a-group")])

@@ -10,6 +10,7 @@ import trio
 import trio.testing
 from _counter import Add, Crash, Explode, Get, Refuse
 
+from agora.errors import ToolError
 from agora.runtime.actor import InternalError
 
 
@@ -148,6 +149,7 @@ async def test_a_parked_poll_survives_its_actor_crashing(runtime, kind, autojump
     [
         pytest.param(Explode(), InternalError, id="handle-bug"),
         pytest.param(Refuse(), ValueError, id="refusal"),
+        pytest.param(Explode(ToolError), ToolError, id="tool-error-raised"),
     ],
 )
 async def test_a_poll_raises_what_its_command_raises(runtime, kind, autojump_clock, command, error):

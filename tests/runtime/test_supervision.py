@@ -8,6 +8,7 @@ commands queued behind it still served), and a runtime that stopped under its ca
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 import trio
@@ -24,7 +25,7 @@ from _counter import (
     stored,
 )
 
-from agora.errors import ActorStopped
+from agora.errors import ActorStopped, ToolError
 from agora.runtime.actor import InternalError
 from agora.runtime.registry import Runtime
 
@@ -44,12 +45,34 @@ async def test_a_failing_handle_answers_internal_error_and_reloads_the_entity(
     with trio.fail_after(5), caplog.at_level(logging.ERROR), pytest.raises(InternalError) as info:
         await runtime.call(kind, "a", Explode(error))
     assert "boom" not in str(info.value)  # sanitized: no internals reach the client
-    assert "failed on Explode" in caplog.text
+    # A bug the same command repeats: no retry, and no internal kind named, in its words.
+    assert str(info.value) == "internal error; nothing was changed"
+    assert info.value.bug
+    # Its traceback's line carries the id the client gets (embedder's finding).
+    (line,) = [r for r in caplog.records if "failed on Explode" in r.getMessage()]
+    assert (
+        line.getMessage()
+        == f"counter a failed on Explode (correlation {info.value.correlation_id})"
+    )
+    assert line.exc_info is not None
     # The +1000 that handle applied before raising is gone: the entity came back from the store.
     assert await runtime.call(kind, "a", Get()) == 3
     assert kind.loads == ["a", "a"]
     assert runtime.registry.spawned == 1  # same actor, fresh entity
     assert await runtime.call(kind, "a", Add(1)) == 4
+
+
+async def test_a_tool_error_raised_in_handle_is_the_refusal_it_is(runtime, kind, caplog):
+    """Embedder's finding: a ToolError raised (not returned) in ``handle`` was taken for a bug
+    and answered "internal error ...; retry the call". It is the caller's refusal; the entity,
+    maybe half-mutated, still reloads, and nothing is logged as a failure."""
+    assert await runtime.call(kind, "a", Add(3)) == 3
+    with trio.fail_after(5), caplog.at_level(logging.ERROR), pytest.raises(ToolError) as info:
+        await runtime.call(kind, "a", Explode(ToolError))
+    assert info.value.body == {"error": "boom"}
+    assert caplog.records == []
+    assert await runtime.call(kind, "a", Get()) == 3  # the +1000 is gone: reloaded
+    assert kind.loads == ["a", "a"]
 
 
 async def test_a_hostile_entity_key_cannot_forge_a_log_line(runtime, kind, caplog):
@@ -61,7 +84,7 @@ async def test_a_hostile_entity_key_cannot_forge_a_log_line(runtime, kind, caplo
     assert "\n" not in line
     assert "\x1b" not in line
     assert "a\\nERROR agora.fake: forged \\x1b[31m" in line
-    assert line.endswith("chars] failed on Explode")
+    assert re.search(r"chars\] failed on Explode \(correlation corr-[0-9a-f]{16}\)$", line)
 
 
 async def test_one_failing_actor_does_not_disturb_the_others(runtime, kind):

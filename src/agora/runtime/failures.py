@@ -12,8 +12,15 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from agora.errors import STORE_AWAY, STORE_CAUSES, AgoraError, StoreError
-from agora.logsafe import loggable, one_line
+from agora.errors import (
+    STORE_AWAY,
+    STORE_CAUSES,
+    AgoraError,
+    StoreError,
+    ToolError,
+    new_correlation_id,
+)
+from agora.logsafe import entity_failed, loggable, one_line
 
 if TYPE_CHECKING:
     from agora.errors import StoreCause
@@ -41,6 +48,10 @@ class InternalError(AgoraError):
             and the answer says the store failed, not the entity.
         told: The store logged the failure's episode once already (`StoreError.told`):
             the server logs this call's line at DEBUG.
+        bug: The entity's ``handle`` raised (`handle_raised`): the same command fails the
+            same way, so no retry cures it, yet nothing was changed.
+        correlation_id: The id the failure was logged under where it happened (with its
+            traceback, `entity_failed_here`); the server gives the client this one.
     """
 
     def __init__(
@@ -53,9 +64,13 @@ class InternalError(AgoraError):
         detail: str = "",
         away: bool = False,
         told: bool = False,
+        bug: bool = False,
+        correlation_id: str = "",
     ) -> None:
         super().__init__(message)
         self.told = told
+        self.bug = bug
+        self.correlation_id = correlation_id
         self.outcome_unknown = outcome_unknown
         self.cause = cause
         self.permanent = permanent
@@ -147,10 +162,39 @@ def store_away(store: Any, where: str, doing: str, exc: StoreError) -> str:
     return detail
 
 
-def unchanged(kind: str) -> InternalError:
-    """What a caller learns when an entity of ``kind`` failed before anything was saved (its
-    load, its ``handle``): the failure itself is logged with the entity's name and trace."""
-    return InternalError(f"internal error in {kind}; nothing was changed")
+def entity_failed_here(
+    logger: logging.Logger, kind: str, key: str, what: str, *, bug: bool = True
+) -> InternalError:
+    """What a caller learns when entity (``kind``, ``key``) failed with the exception being
+    handled (``what`` went wrong: its ``load``, its ``handle``) before anything was saved.
+    Logged here, at ERROR on ``logger`` with the traceback, under a fresh correlation id that
+    the client is given too (`InternalError.correlation_id`); the words name no entity kind
+    (an internal name). A ``bug`` (``handle`` raised: the same command fails the same way)
+    is not retryable; a failed load may be the store's mishap underfoot, which a retry may
+    cure."""
+    correlation = new_correlation_id()
+    entity_failed(logger, kind, key, f"{what} (correlation {correlation})")
+    return InternalError("internal error; nothing was changed", bug=bug, correlation_id=correlation)
+
+
+def handle_raised(
+    logger: logging.Logger,
+    kind: str,
+    key: str,
+    command: object,
+    exc: Exception,
+    where: str = "",
+) -> Exception:
+    """What the caller learns when the ``handle`` of entity (``kind``, ``key``) raised
+    ``exc`` (being handled) on ``command`` (``where``: " in an atomic operation", say): a
+    `ToolError` is the refusal it is, as if returned as the reply (its traceback dropped:
+    its frames hold the entity, and it is raised again for the caller); anything else is a
+    bug (`entity_failed_here`). Either way the entity may be half-mutated: the caller
+    reloads it."""
+    if isinstance(exc, ToolError):
+        exc.__traceback__ = None
+        return exc
+    return entity_failed_here(logger, kind, key, f"failed on {type(command).__name__}{where}")
 
 
 def entity_store_failed(

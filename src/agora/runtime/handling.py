@@ -14,14 +14,14 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from agora.errors import StoreError
-from agora.logsafe import entity_failed
 from agora.runtime.entity import Effects, reader
 from agora.runtime.failures import (
     InternalError,
+    entity_failed_here,
     entity_name,
     entity_store_failed,
+    handle_raised,
     not_effects,
-    unchanged,
     unsaved,
 )
 from agora.runtime.guarding import Reruns, busy, settle, stamp
@@ -101,9 +101,10 @@ class Handling:
                 slot.fail(failure)
             return False
         except Exception:
-            entity_failed(log, self.kind.kind, self.key, "failed to load")
+            what = "failed to load"
+            failure = entity_failed_here(log, self.kind.kind, self.key, what, bug=False)
             for _, slot in group:
-                slot.fail(unchanged(self.kind.kind))
+                slot.fail(failure)
             return False
         return True
 
@@ -124,10 +125,9 @@ class Handling:
         try:
             # `object`: an entity written outside agora may not keep its Protocol's word.
             effects: object = entity.handle(command, now)
-        except Exception:
-            entity_failed(log, self.kind.kind, self.key, f"failed on {type(command).__name__}")
+        except Exception as exc:
             self._entity = None  # maybe half-mutated: reload
-            slot.fail(unchanged(self.kind.kind))
+            slot.fail(handle_raised(log, self.kind.kind, self.key, command, exc))
             return
         # (The identity test is all a command pays: subclasses of Effects are rare.)
         if type(effects) is not Effects and not isinstance(effects, Effects):
@@ -170,10 +170,8 @@ class Handling:
                     # A LookupError from `handle` (say a KeyError) is a bug like any other:
                     # the entity may be half-mutated, so it is reloaded, not trusted.
                     effects: object = entity.handle(command, now)
-                except Exception:
-                    what = f"failed on {type(command).__name__}"
-                    entity_failed(log, self.kind.kind, self.key, what)
-                    slot.fail(unchanged(self.kind.kind))
+                except Exception as exc:  # a refusal raised, or a bug
+                    slot.fail(handle_raised(log, self.kind.kind, self.key, command, exc))
                     intact = False
                 else:
                     if type(effects) is not Effects and not isinstance(effects, Effects):
@@ -277,10 +275,9 @@ class Handling:
                 return
             try:
                 effects: object = entity.handle(command, runtime.clock.now())
-            except Exception:
-                entity_failed(log, kind, key, f"failed on {type(command).__name__}")
+            except Exception as exc:
                 self._entity = None
-                slot.fail(unchanged(kind))
+                slot.fail(handle_raised(log, kind, key, command, exc))
                 return
             if type(effects) is not Effects and not isinstance(effects, Effects):
                 self._entity = None
@@ -345,8 +342,8 @@ class Handling:
             except StoreError as exc:
                 raise self._load_failed(exc) from exc
             except Exception as exc:
-                entity_failed(log, self.kind.kind, self.key, "failed to load")
-                raise unchanged(self.kind.kind) from exc
+                what = "failed to load"
+                raise entity_failed_here(log, self.kind.kind, self.key, what, bug=False) from exc
         return self._entity
 
     def vacant(self) -> bool:

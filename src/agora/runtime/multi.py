@@ -18,10 +18,16 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from agora.errors import ActorStopped, StoreError
-from agora.logsafe import entity_failed
 from agora.runtime.actor import InternalError, commit_failed
 from agora.runtime.entity import Effects
-from agora.runtime.failures import entity_name, not_effects, read_failed, store_away, unsaved
+from agora.runtime.failures import (
+    entity_name,
+    handle_raised,
+    not_effects,
+    read_failed,
+    store_away,
+    unsaved,
+)
 from agora.runtime.guarding import Reruns, busy
 from agora.store.neutral import Conflict, Guard
 
@@ -155,7 +161,8 @@ def _handled(
     """Each entity's `Effects` of its command, in ``order``, at one ``now``.
 
     Raises:
-        InternalError: a ``handle`` raised (logged here; retryable), or returned something
+        ToolError: a ``handle`` raised one: the refusal it is.
+        InternalError: a ``handle`` raised (logged: `handle_raised`), or returned something
             other than `Effects` (`not_effects`: a bug, logged once by its reporter); every
             held entity then reloads on its next command.
     """
@@ -168,11 +175,14 @@ def _handled(
             effects.append(done)
         else:
             return effects
-    except Exception as exc:
+    except Exception as exc:  # a refusal raised (as itself), or a bug
         failed = held[len(effects)]
-        entity_failed(log, failed.kind.kind, failed.key, "failed in an atomic operation")
         _forget(held)
-        raise InternalError(f"internal error in {failed.kind.kind}; nothing was changed") from exc
+        where = " in an atomic operation"
+        failure = handle_raised(log, failed.kind.kind, failed.key, operations[i][2], exc, where)
+        if failure is exc:
+            raise
+        raise failure from exc
     failed = held[len(effects)]
     _forget(held)
     raise not_effects(entity_name(failed.kind.kind, failed.key), operations[i][2], done)

@@ -35,9 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from agora.logsafe import entity_failed
 from agora.runtime.entity import Effects
-from agora.runtime.failures import entity_name, not_effects, unchanged
+from agora.runtime.failures import entity_name, handle_raised, not_effects
 from agora.runtime.guarding import stamp
 from agora.runtime.park import Parked, Waiting
 
@@ -130,10 +129,8 @@ def _run(
     actor.runtime.polls.answered += 1
     try:
         effects: object = entity.handle(command, now)
-    except Exception:
-        kind = actor.kind.kind
-        entity_failed(log, kind, actor.key, f"failed on {type(command).__name__}")
-        slot.fail(unchanged(kind))
+    except Exception as exc:  # a refusal raised, or a bug: the entity then reloads
+        slot.fail(handle_raised(log, actor.kind.kind, actor.key, command, exc))
         return False
     if type(effects) is not Effects and not isinstance(effects, Effects):
         slot.fail(not_effects(entity_name(actor.kind.kind, actor.key), command, effects))

@@ -86,7 +86,8 @@ def page_failure(req: Request, exc: Exception) -> Response:
 
 
 def _failure(where: str, tool: str, exc: Exception) -> Failure:
-    correlation = new_correlation_id()
+    # An entity's own bug was logged with its traceback where it failed: under that id.
+    correlation = getattr(exc, "correlation_id", "") or new_correlation_id()
     if isinstance(exc, (InternalError, StoreError)) and exc.permanent:  # no retry cures it
         detail = exc.detail if isinstance(exc, InternalError) else str(exc)
         log.error("%s failed: %s (correlation %s)", where, one_line(detail), correlation)
@@ -108,7 +109,8 @@ def _failure(where: str, tool: str, exc: Exception) -> Failure:
         unknown = bool(getattr(exc, "outcome_unknown", False))
         # An entity's failure is already worded for clients; the store's is the database's.
         said = store_words(exc) if isinstance(exc, StoreError) else str(exc)
-        return Failure(kind, said, not unknown, correlation, tool, unknown, cause)
+        retryable = not unknown and not getattr(exc, "bug", False)  # a bug fails again
+        return Failure(kind, said, retryable, correlation, tool, unknown, cause)
     log.error("%s failed (correlation %s)", where, correlation, exc_info=exc)
     return Failure("unexpected", "internal error", False, correlation, tool)
 
