@@ -195,9 +195,17 @@ async def test_a_shaped_body_that_breaks_the_output_schema_falls_back_to_text(ca
     with trio.fail_after(20):
         async with open_server(Config(db=":memory:"), toolsets=sets, listen=False) as server:
             reply = await _call(server, "wrong_fail", "store")
+            bug = await _call(server, "wrong_fail", "unexpected")
     assert "structuredContent" not in reply["result"]
     assert reply["result"]["isError"] is True
-    assert "outputSchema refuses" in caplog.text
+    # A bug falls back to what it gets without the hook, and the log says so (embedder's
+    # finding: it said "answering with text" for the -32603 it sent).
+    assert bug["error"]["code"] == rpc.INTERNAL_ERROR
+    said = [r.getMessage() for r in caplog.records if "outputSchema refuses" in r.getMessage()]
+    assert [m.split("; ")[-1].split(" (")[0] for m in said] == [
+        "answering with text",
+        "answering with JSON-RPC -32603",
+    ]
 
 
 async def test_too_many_calls_in_flight_get_their_own_code():

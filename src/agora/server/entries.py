@@ -231,6 +231,8 @@ def _failure_shaper(
     )
 
     def shape(failure: Failure) -> dict[str, Any] | None:
+        # What `failed_reply` then sends: what it sends without the hook.
+        instead = "JSON-RPC -32603" if failure.kind == "unexpected" else "text"
         try:
             body = hook(failure)
             problems = check.errors(body) if check is not None else ()
@@ -238,19 +240,21 @@ def _failure_shaper(
                 rpc.encode(body)  # sent with a text of its own: only the transport encodes it
         except Exception:  # the hook, its schema or its body: answered as if there were none
             log.exception(
-                "toolset %s failed to shape a failure of %s; answering with text (correlation %s)",
+                "toolset %s failed to shape a failure of %s; answering with %s (correlation %s)",
                 toolset.name,
                 tool,
+                instead,
                 failure.correlation_id,
             )
             return None
         if problems:
             log.error(
                 "toolset %s shaped a failure of %s that its outputSchema refuses (%s); "
-                "answering with text (correlation %s)",
+                "answering with %s (correlation %s)",
                 toolset.name,
                 tool,
                 problems[0].describe("result field", "result"),
+                instead,
                 failure.correlation_id,
             )
             return None
