@@ -177,3 +177,23 @@ def test_a_setting_above_its_most_is_refused(settings, said):
     """switch_interval_ms = 100000 was taken (writes' median went from 1.1 to 31 ms), and so
     was a principal's share of sessions larger than the whole."""
     assert config_problem(Config(**settings)) == said
+
+
+@pytest.mark.parametrize("names", [["todo"], ["chesss"], ["chess", "nonsense"]])
+async def test_config_toolsets_naming_no_built_in_toolset_is_refused_with_toolsets_given(
+    tmp_path, names
+):
+    """Embedder's finding: with ``toolsets=`` given, ``Config.toolsets`` was ignored unread, a
+    misspelling or the program's own toolset's name included, though load_config refuses them."""
+    from agora.toolsets.base import Toolset
+
+    tool = {"name": "todo_add", "description": "Adds.", "inputSchema": {"type": "object"}}
+    mine = Toolset("todo", {"todo_add": lambda call: None}, contract=None, tools=[tool])
+    config = Config(db=str(tmp_path / "agora.db"), toolsets=names)
+    with pytest.raises(
+        ValueError, match="invalid configuration: toolsets: unknown toolset"
+    ) as info:
+        async with open_server(config, toolsets=[mine], listen=False):
+            pass  # pragma: no cover - refused before
+    assert "a toolset of your own is passed built, not named" in str(info.value)
+    assert not (tmp_path / "agora.db").exists()

@@ -235,14 +235,20 @@ def _fold_case(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def config_problem(config: Config) -> str | None:
-    """Why the server cannot run with ``config``, or None: a value out of range or an unusable
-    principal, as `load_config` refuses them. For a `Config` built in code, which msgspec
-    does not check (`agora.open_server` calls this before anything opens), its types
-    first: ``Config(port="8903")`` would fail later, in a comparison, as a TypeError."""
+    """Why the server cannot run with ``config``, or None: a value out of range, an unusable
+    principal or an unknown toolset name, as `load_config` refuses them. For a `Config` built
+    in code, which msgspec does not check (`agora.open_server` calls this before anything
+    opens), its types first: ``Config(port="8903")`` would fail later, in a comparison, as a
+    TypeError."""
     try:
         msgspec.convert(msgspec.to_builtins(config), Config, strict=True)
     except msgspec.ValidationError as exc:
         return _typed(str(exc), list(Config.__struct_fields__))
+    unknown = [t for t in config.toolsets if t not in SERVABLE]
+    if unknown:  # checked even when `open_server(toolsets=...)` replaces the list
+        own = "; a toolset of your own is passed built, not named:"
+        own += " open_server(config, toolsets=[...])"
+        return _unknown_toolsets(unknown, "toolsets") + own
     wrong = out_of_range(config) or unusable_principal(config) or unusable_grants(config)
     return None if wrong is None else wrong[1]
 

@@ -37,7 +37,7 @@ def _toolset() -> Toolset:
 
 
 async def _ask(modern: bool, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    config = Config(db=":memory:", port=0, toolsets=["gone"])
+    config = Config(db=":memory:", port=0)
     async with (
         open_server(config, toolsets=[_toolset()], listen=False) as server,
         server.client("/mcp") as client,

@@ -107,7 +107,7 @@ def notes_toolset() -> Toolset:
 
 @pytest.fixture
 async def server():
-    config = Config(db=":memory:", port=0, toolsets=["notes"])
+    config = Config(db=":memory:", port=0)
     async with open_server(config, toolsets=[notes_toolset()]) as running:
         yield running
 

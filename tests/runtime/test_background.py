@@ -138,7 +138,7 @@ async def test_the_server_runs_background_tasks_from_start_to_shutdown(autojump_
         contract=None,
         background=[periodic(30, sweep), broken, watcher],
     )
-    config = Config(db=":memory:", toolsets=["bg"], grace_seconds=1)
+    config = Config(db=":memory:", grace_seconds=1)
     with trio.fail_after(1000):
         async with open_server(config, toolsets=[toolset], listen=False) as server:
             await trio.sleep(65)
