@@ -5,7 +5,9 @@ A host that gave up on ``await client.call_tool(...)`` (its own timeout) left th
 running in the client block's nursery: it kept its ``max_in_flight`` slot (past that many
 timeouts every call was refused -32010) and its late reply was filed in
 ``client.notifications``. A ``notifications/cancelled`` sent by hand cancelled the handler
-but left ``call_tool`` waiting for ever.
+but left ``call_tool`` waiting for ever. And a tool's request to the client (elicitation)
+could be neither enabled nor answered: `initialize` declared no capability, and nothing answered
+the request filed in ``notifications``.
 """
 
 from __future__ import annotations
@@ -94,3 +96,46 @@ async def test_a_cancelled_notification_ends_the_wait_with_call_cancelled():
     assert (error.code, error.data) == (rpc.REQUEST_CANCELLED, {"requestId": 2})
     assert tool.cancelled == 1
     assert notifications == []
+
+
+ASK = {
+    "message": "Delete the list?",
+    "requestedSchema": {"type": "object", "properties": {"yes": {"type": "boolean"}}},
+}
+
+
+async def confirm(call: ToolCall) -> dict[str, Any]:
+    if call.client.missing("elicitation/create", ASK):
+        return {"asked": False}
+    return {"asked": True, "answer": await call.client.request("elicitation/create", ASK)}
+
+
+async def test_the_host_answers_a_tools_request_to_the_client_with_respond():
+    """Embedder's finding: the in-process client could neither declare a capability in
+    `initialize` nor answer the server's request, which waited in ``notifications``."""
+    tool = {"name": "confirm", "description": "Asks.", "inputSchema": {"type": "object"}}
+    sets = [Toolset("el", {"confirm": confirm}, contract=None, tools=[tool])]
+    results: list[dict[str, Any]] = []
+    with trio.fail_after(20):
+        async with (
+            open_server(Config(db=":memory:"), toolsets=sets, listen=False) as server,
+            server.client("/mcp/el") as plain,
+            server.client("/mcp/el") as client,
+        ):
+            await plain.initialize()
+            unasked = await plain.call_tool("confirm")
+            await client.initialize(capabilities={"elicitation": {}})
+
+            async def call() -> None:
+                results.append(await client.call_tool("confirm"))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call)
+                while not client.notifications:  # noqa: ASYNC110 - the client's own list
+                    await trio.sleep(0.01)
+                [asked] = client.notifications
+                assert asked["method"] == "elicitation/create"
+                await client.respond(asked["id"], {"action": "accept", "content": {"yes": True}})
+    assert unasked["structuredContent"] == {"asked": False}  # no capability declared
+    answer = {"action": "accept", "content": {"yes": True}}
+    assert [r["structuredContent"] for r in results] == [{"asked": True, "answer": answer}]

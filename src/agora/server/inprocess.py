@@ -4,7 +4,8 @@ It reads every message through the JSON encoder the transports use, so what it g
 network client would read, never the server's own objects. A request whose waiting is cancelled
 (the caller's cancel scope) is cancelled at the server, as an SDK client's
 ``notifications/cancelled`` cancels it; a reply nobody waits for any more is dropped. It answers
-no request of the server's (elicitation, sampling, roots): those stay in ``notifications``.
+no request of the server's (elicitation, sampling, roots) by itself: those land in
+``notifications``, for the host to answer with `InProcessClient.respond`.
 """
 
 from __future__ import annotations
@@ -95,13 +96,22 @@ class InProcessClient:
                 waiting[1].append(_CANCELLED)
                 waiting[0].set()
 
-    async def initialize(self, version: str = "2025-11-25") -> dict[str, Any]:
-        """Run the handshake; return the initialize result."""
+    async def respond(self, rid: rpc.RequestId, result: Any) -> None:
+        """Answer request ``rid`` of the server's (one in ``notifications``, its ``id``):
+        ``result`` is its result (an elicitation's ``{"action": "accept", ...}``, say)."""
+        await self.conn.feed(rpc.parse(rpc.result(rid, result)))
+
+    async def initialize(
+        self, version: str = "2025-11-25", capabilities: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Run the handshake; return the initialize result. ``capabilities``: the client's
+        (none by default: a tool then finds ``call.client.missing`` every request it would
+        send; declare one only if the host answers such requests, `respond`)."""
         reply = await self.request(
             "initialize",
             {
                 "protocolVersion": version,
-                "capabilities": {},
+                "capabilities": capabilities or {},
                 "clientInfo": {"name": "in-process", "version": "0"},
             },
         )
