@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 from profile_files import profile, write_workspace
-from router_driver import plan_args
+from router_driver import ctx, plan_args
 
 
 @pytest.mark.parametrize("blank", ["", "   ", "\u3000"])
@@ -71,3 +71,40 @@ async def test_a_whitespace_objective_is_refused(router, objective):
     [issue] = body["issues"]
     assert (issue["field"], issue["rule"]) == ("objective", "minLength")
     assert issue["message"].startswith("must say what the work is: it holds only whitespace")
+
+
+@pytest.mark.parametrize("blank", ["", "  ", "\u3000"])
+async def test_a_blank_goal_binding_is_refused(router, blank):
+    # Tester finding: goal_binding_id "" bound the run to a native Goal named "": no work
+    # items, never progressed here or anywhere, listed as planned for good.
+    body = await router.refused("plan_work", **plan_args("Fix the typo", goal_binding_id=blank))
+    assert body["code"] == "invalid-arguments"
+    [issue] = body["issues"]
+    assert (issue["field"], issue["rule"]) == ("goal_binding_id", "minLength")
+    assert issue["message"].startswith("must name a native Goal: an empty or blank id")
+    assert "send null for a Router-owned plan" in issue["message"]
+    status = await router.call("get_router_status", context=ctx(), workflow_run_id=None,
+                               goal_binding_id=None)  # fmt: skip
+    assert status["created_work_items"] == 0  # nothing was planned
+
+
+@pytest.mark.parametrize("blank", ["", " "])
+async def test_a_blank_goal_filter_is_refused_in_both_scopes(router, blank):
+    # Tester finding: "" filtered a run's status (matching nothing) but not the session's
+    # (listing every run): the same value read two ways.
+    run = (await router.plan("Fix the typo"))["workflow_run_id"]
+    for scope in (run, None):
+        body = await router.refused("get_router_status", context=ctx(), workflow_run_id=scope,
+                                    goal_binding_id=blank)  # fmt: skip
+        assert body["code"] == "invalid-arguments"
+        [issue] = body["issues"]
+        assert (issue["field"], issue["rule"]) == ("goal_binding_id", "minLength")
+        assert "send null to filter by no Goal" in issue["message"]
+
+
+async def test_a_goal_bound_plan_says_how_to_plan_a_run_this_server_progresses(router):
+    # Tester finding: a model filling goal_binding_id with a task name got "planned" and
+    # "cannot be progressed here", and the way out only from a later get_next_work refusal.
+    plan = await router.plan("Add retry logic", goal_binding_id="add-retry-logic")
+    note = plan.guidance.splitlines()[-1]
+    assert "send plan_work again with goal_binding_id null, a new idempotency_key" in note

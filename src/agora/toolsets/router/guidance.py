@@ -91,6 +91,15 @@ def goal_bound(goal: str, state_version: int, plan_revision: int) -> str:
     )
 
 
+#: The last line of a Goal-bound plan: the way to a run this server can progress.
+UNBOUND: Final = (
+    "Unless a host that drives native Goals (Codex) drives this one, nothing will progress"
+    " this run: to plan work this server can progress, send plan_work again with"
+    " goal_binding_id null, a new idempotency_key and expected_state_version 0 (a"
+    " Router-owned work graph that get_next_work, record_work_event and evaluate_gate drive)."
+)
+
+
 def _gate(phase: str, gate: str, checks: tuple[str, ...]) -> str:
     names = ", ".join(checks)
     example = f'{{"check_id": "{checks[0]}", "outcome": "passed"}}' if checks else "{}"
@@ -124,7 +133,7 @@ def planned(
     ``goal`` (no work items), that the Goal's host drives it instead."""
     if goal is not None:
         lines = [REPLAYED] if replayed else []
-        return Guided(result, "\n".join([*lines, goal_bound(goal, version, revision)]))
+        return Guided(result, "\n".join([*lines, goal_bound(goal, version, revision), UNBOUND]))
     gates = tuple((i.item.phase_id, i.item.gate_id, i.item.check_ids) for i in items)
     note = _plan_note(gates, replayed, version, revision, completed)
     first = [n for n in (_unsure(result), _awaiting_consent(result)) if n]

@@ -70,14 +70,27 @@ class Plan(msgspec.Struct, frozen=True):
 
 
 def plan_issue(args: dict[str, Any]) -> ValidationIssue | None:
-    """What the schema lets through but no plan can mean (`lock_issue`, or an objective
-    with nothing but whitespace: the classifier has nothing to read), or None."""
+    """What the schema lets through but no plan can mean (`lock_issue`, an objective with
+    nothing but whitespace: the classifier has nothing to read, or a blank `goal_issue`),
+    or None."""
     if not args["objective"].strip():
         return ValidationIssue(
             ("objective",), "minLength",
             "must say what the work is: it holds only whitespace; send the user-visible outcome",
         )  # fmt: skip
-    return lock_issue(args)
+    return goal_issue(args["goal_binding_id"], "for a Router-owned plan") or lock_issue(args)
+
+
+def goal_issue(goal: str | None, null_is: str) -> ValidationIssue | None:
+    """A ``goal_binding_id`` that is empty or only whitespace, which names no native Goal
+    (a plan bound to it could never be progressed anywhere, and a status filter by it
+    matches nothing), or None; ``null_is`` says what null asks for instead."""
+    if goal is None or goal.strip():
+        return None
+    return ValidationIssue(
+        ("goal_binding_id",), "minLength",
+        f"must name a native Goal: an empty or blank id names none; send null {null_is}",
+    )  # fmt: skip
 
 
 def lock_issue(args: dict[str, Any]) -> ValidationIssue | None:

@@ -27,7 +27,7 @@ from agora.toolsets.router.consent import run_of
 from agora.toolsets.router.digests import request_digest
 from agora.toolsets.router.layers import memory_root_refused, plan_layers
 from agora.toolsets.router.ownership import as_sent
-from agora.toolsets.router.planning import Unplaceable, build_plan, plan_issue
+from agora.toolsets.router.planning import Unplaceable, build_plan, goal_issue, plan_issue
 from agora.toolsets.router.run import kind_of, logged, refused_for_arguments, subject_of
 from agora.toolsets.router.sql import session_summary
 
@@ -114,6 +114,8 @@ async def get_router_status(call: ToolCall) -> dict[str, Any]:
     of the two filters (run, native Goal binding) applies when given."""
     run_id = call.args.get("workflow_run_id")
     goal = call.args.get("goal_binding_id")
+    if issue := goal_issue(goal, "to filter by no Goal (a Router-owned run is bound to none)"):
+        raise refused_for_arguments(call, [issue])
     if run_id is not None:
         status = await _run(call, run_id, commands.Status(_session(call)))
         if goal is None or status["goal_binding_id"] == goal:
