@@ -18,20 +18,19 @@ only) says where the run stands: its status, versions and current phase. No resu
 support proposal awaiting the user's decision but the proposing call's, so the run's status
 and next work name each (another session, or an agent after a crash, could not decide it).
 Nor does any result but ``record_work_event``'s name an event, so the run's status and next
-work name the events already recorded for the current work item (`recorded`) and, once each
-check's latest says passed, the evaluate_gate arguments that would pass it: an agent resumed
-after a crash would otherwise record every check again. Pure; the texts are cached per layout.
+work name the events already recorded for the current work item (`gate_notes.recorded`) and,
+once each check's latest says passed, the evaluate_gate arguments that would pass it, as the
+event that made it so says too (`gate_notes`): an agent resumed after a crash would otherwise
+record every check again. Pure; the texts are cached per layout.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.mcp.results import Guided
-from agora.mcp.wording import closest
-from agora.toolsets.router.digests import digest
+from agora.toolsets.router.gate_notes import gate_line, ready, recorded
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -45,8 +44,9 @@ REPORT: Final = (
     'Report each check with record_work_event (phase_id, observation {"check_id": ID, '
     '"outcome": "passed"} or "failed"), then call evaluate_gate with evidence_refs = the '
     'event_ids it returned and expected_evidence_digest = "sha256:" + hex SHA-256 of the '
-    "RFC 8785 JSON of those refs sorted and de-duplicated. The gate passes when the latest "
-    "referenced event of every check says passed."
+    "RFC 8785 JSON of those refs sorted and de-duplicated (no need to compute it: once every"
+    " check's latest event says passed, the answer of record_work_event, and of get_next_work,"
+    " gives both). The gate passes when the latest referenced event of every check says passed."
 )
 REPLAYED: Final = (
     "replayed: this idempotency key already made this plan; this is its stored result and "
@@ -100,12 +100,6 @@ UNBOUND: Final = (
 )
 
 
-def _gate(phase: str, gate: str, checks: tuple[str, ...]) -> str:
-    names = ", ".join(checks)
-    example = f'{{"check_id": "{checks[0]}", "outcome": "passed"}}' if checks else "{}"
-    return f"phase {phase} (exit gate {gate}): checks {names}; e.g. {example}"
-
-
 @functools.lru_cache(maxsize=256)
 def _plan_note(
     gates: tuple[Gate, ...], replayed: bool, version: int, revision: int, completed: bool
@@ -113,7 +107,7 @@ def _plan_note(
     lines = [REPLAYED] if replayed else []
     if gates:
         lines.append("Exit-gate checks by phase (check_id values for record_work_event):")
-        lines.extend(f"- {_gate(*g)}" for g in gates)
+        lines.extend(f"- {gate_line(*g)}" for g in gates)
         lines.append(REPORT)
     lines.append(closing(version, revision, completed))
     return "\n".join(lines)
@@ -128,13 +122,19 @@ def planned(
     goal: str | None = None,
     completed: bool = False,
 ) -> Guided:
-    """A ``plan_work`` result with its note: the checks, whether it was replayed, and the
-    run's current state ``version`` and plan ``revision``; for a plan bound to native Goal
-    ``goal`` (no work items), that the Goal's host drives it instead."""
+    """A ``plan_work`` result with its note: the checks of the phases not completed yet (none,
+    nor how to report them, once the run is), whether it was replayed, and the run's current
+    state ``version`` and plan ``revision``; for a plan bound to native Goal ``goal`` (no work
+    items), that the Goal's host drives it instead, and the way to plan work this server
+    progresses."""
     if goal is not None:
         lines = [REPLAYED] if replayed else []
         return Guided(result, "\n".join([*lines, goal_bound(goal, version, revision), UNBOUND]))
-    gates = tuple((i.item.phase_id, i.item.gate_id, i.item.check_ids) for i in items)
+    gates = tuple(
+        (i.item.phase_id, i.item.gate_id, i.item.check_ids)
+        for i in items
+        if i.status != "completed"
+    )
     note = _plan_note(gates, replayed, version, revision, completed)
     first = [n for n in (_unsure(result), _awaiting_consent(result)) if n]
     return Guided(result, "\n".join([*first, note]))
@@ -175,7 +175,15 @@ def _awaiting_consent(result: dict[str, Any]) -> str | None:
 
 @functools.lru_cache(maxsize=256)
 def _next_note(phase: str, gate: str, checks: tuple[str, ...], version: int, revision: int) -> str:
-    return f"Next: {_gate(phase, gate, checks)}.\n{REPORT}\n{next_write(version, revision)}"
+    return f"Next: {gate_line(phase, gate, checks)}.\n{REPORT}\n{next_write(version, revision)}"
+
+
+def _gate_next(phase: str, gate: str, version: int, revision: int) -> str:
+    """The lines of a work item every check of which is reported passed: its gate is next."""
+    return (
+        f"Next: evaluate_gate for phase {phase} (exit gate {gate}), with the evidence_refs and"
+        f" expected_evidence_digest above.\n{next_write(version, revision)}"
+    )
 
 
 def next_item(result: dict[str, Any], run: RunState, item: Item | None) -> Guided:
@@ -187,54 +195,12 @@ def next_item(result: dict[str, Any], run: RunState, item: Item | None) -> Guide
     if item is None:
         return Guided(result, closing(version, revision, completed))
     w = item.item
-    note = _next_note(w.phase_id, w.gate_id, w.check_ids, version, revision)
+    if ready(run, item) is None:  # checks are left to report
+        note = _next_note(w.phase_id, w.gate_id, w.check_ids, version, revision)
+    else:
+        note = _gate_next(w.phase_id, w.gate_id, version, revision)
     line = recorded(run, item)
     return Guided(result, note if line is None else f"{line}\n{note}")
-
-
-#: At most this many events reporting a check are named in `recorded`'s line, the newest.
-_MOST_EVENTS: Final = 10
-
-
-def recorded(run: RunState, item: Item) -> str | None:
-    """The line naming the events recorded for ``item``'s phase (id, check and outcome, the
-    `_MOST_EVENTS` newest; notes without a check counted only) and, when the latest event of
-    every check of its gate says passed, the evidence_refs and expected_evidence_digest that
-    pass the gate now; None if the phase has no event."""
-    phase, checks = item.item.phase_id, item.item.check_ids
-    latest: dict[str, str] = {}
-    shown, notes = [], 0
-    for ref, (at, obs) in run.events.items():  # in recorded order
-        check = obs.get("check_id")
-        if at != phase:
-            continue
-        if check not in checks:
-            notes += 1
-            continue
-        latest[check] = ref
-        shown.append(f"{ref} ({check} {obs.get('outcome')})")
-    if not shown and not notes:
-        return None
-    if len(shown) > _MOST_EVENTS:  # the newest: the refs to send are named below anyway
-        shown = [f"{len(shown) - _MOST_EVENTS} earlier events", *shown[-_MOST_EVENTS:]]
-    if notes:
-        shown.append(f"{notes} note{'s' if notes > 1 else ''} without a check_id (not counted)")
-    parts = [f"Recorded for phase {phase}: {'; '.join(shown)}"]
-    refs = sorted(latest.values())
-    passing = [c for c in checks if c in latest and run.events[latest[c]][1]["outcome"] == "passed"]
-    if len(passing) == len(checks):
-        parts.append(
-            f". Every check's latest event says passed: evaluate_gate can be called now with"
-            f" evidence_refs {json.dumps(refs)} and expected_evidence_digest {digest(refs)}."
-        )
-    else:
-        waiting = [c for c in checks if c not in latest]
-        parts.append(
-            f". Not yet reported: {', '.join(waiting)}."
-            if waiting
-            else ". A check's latest event says failed: report it again once it passes."
-        )
-    return "".join(parts)
 
 
 def written(
@@ -250,77 +216,6 @@ def written(
     ``goal``, the consent tools' values only), after ``note`` if there is one."""
     last = goal_bound(goal, version, revision) if goal else closing(version, revision, completed)
     return Guided(result, last if note is None else f"{note}\n{last}")
-
-
-def unreported(observation: dict[str, Any], phase: str, checks: tuple[str, ...]) -> str | None:
-    """The note of a recorded observation that reports none of its phase's checks (no
-    ``check_id``): kept, but no gate counts it, which nothing else would tell the agent
-    (``{"check": ...}``, ``{"plan-ready": "passed"}`` are such notes). None if it names a
-    check, or the phase's gate has none."""
-    if observation.get("check_id") is not None or not checks:
-        return None
-    return (
-        f"This observation reports no check (it has no check_id): it is kept as a note of"
-        f" phase {phase}, and evaluate_gate does not count it.{_meant_check(observation, checks)}"
-        f' To report a check, send {{"check_id": ID, "outcome": "passed"}} (or "failed"), ID'
-        f" one of: {', '.join(checks)}."
-    )
-
-
-def _meant_check(observation: dict[str, Any], checks: tuple[str, ...]) -> str:
-    """The words for an observation that plainly meant to report a check: a key close to
-    ``check_id`` (``check``, ``checkId``) or one of the phase's check ids used as a key;
-    empty when none is."""
-    for key in observation:
-        if key in checks:
-            return f' You sent the check {key!r} as a key: did you mean {{"check_id": "{key}"}}?'
-        if key != "check_id" and closest(key, ["check_id"]) == "check_id":
-            return f" You sent '{key}': did you mean 'check_id'?"
-    return ""
-
-
-def gate_failed(failures: list[str], latest: dict[str, str]) -> str:
-    """The note of a failed gate: for each check that failed it, whether the latest
-    referenced event reported it failed or no referenced event reported it at all (the
-    result's ``failures`` lists both alike)."""
-    why = [
-        f"{check}: no referenced event reports it" if check not in latest
-        else f"{check}: the latest referenced event reports it {latest[check]}"
-        for check in failures
-    ]  # fmt: skip
-    return (
-        f"The gate failed. {'; '.join(why)}. An event reports a check by its observation's"
-        ' check_id ({"check_id": ID, "outcome": "passed"}); record the checks'
-        " (record_work_event), then call evaluate_gate again with their event_ids among the"
-        " evidence_refs."
-    )
-
-
-def gate_note(result: dict[str, Any], latest: dict[str, str], newer: dict[str, str]
-              ) -> str | None:  # fmt: skip
-    """The note of an evaluated gate: what failed it (`gate_failed`), then whether a newer
-    event its refs leave out reports a check failed (`newer_failed`); None if neither."""
-    passed = result.get("status") != "failed"
-    notes = [None if passed else gate_failed(list(result.get("failures", ())), latest),
-             newer_failed(newer, passed)]  # fmt: skip
-    return "\n".join(n for n in notes if n) or None
-
-
-def newer_failed(newer: dict[str, str], passed: bool) -> str | None:
-    """The warning of a gate evaluated while a newer event that its evidence refs leave out
-    reports one of its checks ``failed`` (`progress.newer_failures`), or None if none does:
-    the gate counts only the referenced events, so it may pass on older ones."""
-    if not newer:
-        return None
-    which = "; ".join(f"{check} (event {ref})" for check, ref in newer.items())
-    then = (
-        "it passed on the older referenced events, which is advisory only: check the failure"
-        " before relying on it" if passed else "send it among the evidence_refs to count it"
-    )  # fmt: skip
-    return (
-        f"Warning: a newer event of this phase that evidence_refs does not reference reports"
-        f" a check failed: {which}. The gate counts only the referenced events; {then}."
-    )
 
 
 def session_runs(session: str, total: int, recent: list[tuple[str, str, int, int, str]]) -> str:

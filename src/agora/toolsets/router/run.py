@@ -25,7 +25,7 @@ from agora.logsafe import loggable
 from agora.mcp.contracts import load_contract
 from agora.runtime.commands import CommandTable
 from agora.runtime.entity import Effects, Write
-from agora.toolsets.router import consent, guidance, progress, replies, reused, sql
+from agora.toolsets.router import consent, gate_notes, guidance, progress, replies, reused, sql
 from agora.toolsets.router.commands import (
     CreatePlan,
     EvaluateGate,
@@ -122,8 +122,9 @@ def _replay(run: RunState, cmd: Mutation) -> dict[str, Any] | ToolError:
 def _guided(run: RunState, cmd: Mutation, result: dict[str, Any], replayed: bool) -> Any:
     """A write's result with its note: the values of the run's next write and, for a plan,
     the checks of each phase (no field names them) and whether it was replayed (nor that);
-    for an observation that reports no check, or a gate, why that counts for nothing, what
-    failed it, or a newer failure its refs leave out (no field tells any)."""
+    for an observation, that it counts for nothing without a check and what is left before
+    the gate (its call, once all passed); for a gate, what failed it, a newer failure its
+    refs leave out, or the phase next (`gate_notes`: no field tells any)."""
     completed = run.status == "completed"
     if isinstance(cmd, CreatePlan):
         return guidance.planned(result, run.items, replayed, run.state_version,
@@ -131,11 +132,12 @@ def _guided(run: RunState, cmd: Mutation, result: dict[str, Any], replayed: bool
     note = None
     item = run.item_for(cmd.phase_id) if isinstance(cmd, RecordEvent | EvaluateGate) else None
     if isinstance(cmd, RecordEvent) and item is not None:
-        note = guidance.unreported(cmd.observation, cmd.phase_id, item.item.check_ids)
+        note = gate_notes.after_event(cmd.observation, run, item)
     elif isinstance(cmd, EvaluateGate) and item is not None:
         refs = cmd.evidence_refs
-        note = guidance.gate_note(result, progress.reported(run, item, refs),
-                                  progress.newer_failures(run, item, refs))  # fmt: skip
+        note = gate_notes.gate_note(result, progress.reported(run, item, refs),
+                                    progress.newer_failures(run, item, refs), cmd.phase_id,
+                                    progress.current(run))  # fmt: skip
     return guidance.written(result, run.state_version, run.plan_revision, completed, note,
                             run.goal_binding_id)  # fmt: skip
 

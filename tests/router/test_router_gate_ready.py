@@ -1,0 +1,69 @@
+"""Every write about a run's gate ends with the next call, and no note asks for what is done.
+
+Tester findings (Cursor over Streamable HTTP): the ``record_work_event`` that reported a
+phase's last check said only the next version, not that evaluate_gate could be called now,
+nor with which refs and digest (only get_next_work said it, so a chat model had to hash
+SHA-256 itself or send a wrong digest); get_next_work said "evaluate_gate can be called now"
+and then "Report each check" all the same, as did a replayed plan of a completed run; and
+a passing gate of a middle phase did not name the next phase.
+"""
+
+from __future__ import annotations
+
+import json
+
+from router_driver import plan_args
+from test_router_guidance import PHASED, texts
+
+from agora.toolsets.router.progress import evidence_digest
+
+REPORT = "Report each check"
+
+
+async def test_the_event_that_completes_the_checks_gives_the_gate_call(router):
+    run = (await router.plan(PHASED))["workflow_run_id"]
+    note = texts(await router.event(run, "plan", {"note": "started"}, 1))[-1]
+    assert "Phase plan: Not yet reported: plan-ready. Then call evaluate_gate." in note
+    event = await router.event(run, "plan", {"check_id": "plan-ready", "outcome": "passed"}, 2)
+    refs = event["event_ids"]
+    note = texts(event)[-1].splitlines()
+    assert note[0] == (
+        "Every check of phase plan has a latest event that says passed: evaluate_gate can be"
+        f" called now with evidence_refs {json.dumps(refs)} and expected_evidence_digest"
+        f" {evidence_digest(refs)}."
+    )
+    assert note[1].startswith("Next write to this run: send expected_state_version 3")
+    gate = await router.gate(run, "plan", refs, 3)  # exactly what the note said
+    assert gate["passed"] is True
+
+
+async def test_next_work_stops_asking_for_reports_once_every_check_passed(router):
+    run = (await router.plan(PHASED))["workflow_run_id"]
+    assert REPORT in texts(await router.next(run))[-1]  # nothing reported yet
+    await router.event(run, "plan", {"check_id": "plan-ready", "outcome": "passed"}, 1)
+    note = texts(await router.next(run))[-1]
+    assert "evaluate_gate can be called now" in note
+    assert REPORT not in note
+    assert "Next: evaluate_gate for phase plan (exit gate plan-exit)" in note
+
+
+async def test_a_passed_gate_names_the_next_phase(router):
+    run = (await router.plan(PHASED))["workflow_run_id"]
+    event = await router.event(run, "plan", {"check_id": "plan-ready", "outcome": "passed"}, 1)
+    note = texts(await router.gate(run, "plan", event["event_ids"], 2))[-1].splitlines()
+    assert note[0].startswith(
+        "The gate passed: phase plan is completed. Next: phase implement (exit gate"
+        ' implement-exit): checks implementation-done; e.g. {"check_id": "implementation-done"'
+    )
+    assert note[-1].startswith("Next write to this run: send expected_state_version 3")
+
+
+async def test_a_completed_runs_replayed_plan_asks_for_no_report(router):
+    args = plan_args("Fix the typo", idem="plan-done")
+    run = (await router.call("plan_work", **args))["workflow_run_id"]
+    event = await router.event(run, "work", {"check_id": "work-done", "outcome": "passed"}, 1)
+    await router.gate(run, "work", event["event_ids"], 2)
+    note = texts(await router.call("plan_work", **args))[-1]
+    assert REPORT not in note
+    assert "work-done" not in note
+    assert note.splitlines()[-1].startswith("This run is completed")
