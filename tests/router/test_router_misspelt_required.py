@@ -42,7 +42,10 @@ def _required(body: dict[str, Any]) -> dict[str, str]:
 
 
 async def test_every_tool_names_the_misspelt_argument_it_was_sent(tmp_path):
-    config = Config(port=0, db=str(tmp_path / "router.db"), toolsets=["router"])
+    # An adapter configured (never run: no call gets that far), so its tools check arguments.
+    adapter = {"command": ["true"], "cases_dir": str(tmp_path)}
+    config = Config(port=0, db=str(tmp_path / "router.db"), toolsets=["router"],
+                    options={"router": {"adapter": adapter}})  # fmt: skip
     with trio.fail_after(TIMEOUT):
         async with (
             open_server(config) as server,

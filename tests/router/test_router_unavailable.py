@@ -9,6 +9,8 @@ from __future__ import annotations
 import pytest
 from router_driver import CONTRACT, FINGERPRINT, ctx, event_args, gate_args, key
 
+from agora.toolsets.router.bounds import NO_ADAPTER
+
 HOST = {
     "sync_runtime_context": {
         "intent": {"host_snapshot_ref": None, "plugin_handshake_ref": None,
@@ -49,6 +51,7 @@ async def test_a_tool_that_cannot_run_here_answers_capability_unavailable(router
         "local_conditions": facts["local_conditions"],
         "fallback_action": facts["fallback"],
         "state_changed": False,
+        **({"message": NO_ADAPTER} if tool in ADAPTER else {}),
     }
     assert runtime.store.stats == commits
 
@@ -166,10 +169,11 @@ async def test_a_local_ready_tool_answers_an_unknown_run_not_found(router, tool)
 
 @pytest.mark.parametrize("args", [{}, {"context": {"session_id": "s"}, "x_id": "a" * 300}],
                          ids=["no-arguments", "broken-and-past-the-bounds"])  # fmt: skip
-@pytest.mark.parametrize("tool", [*HOST])
-async def test_a_verified_host_tool_says_so_before_checking_its_arguments(tool, args):
+@pytest.mark.parametrize("tool", [*HOST, *ADAPTER])
+async def test_a_tool_that_cannot_run_here_says_so_before_checking_its_arguments(tool, args):
     # They answered invalid-arguments first, so an agent fixed every argument only to learn
-    # that the tool can never run here.
+    # that the tool can never run here: the verified-host tools, and (tester 2) the adapter
+    # tools on a server with no [options.router.adapter], which the docs' table promised.
     from agora.config import Config
     from agora.server.embed import open_server
 
@@ -179,6 +183,12 @@ async def test_a_verified_host_tool_says_so_before_checking_its_arguments(tool, 
         answer = await client.call_tool(tool, args)
     assert answer["isError"] is True
     body = answer["structuredContent"]
+    facts = CONTRACT.tools[tool].extra
     assert (body["code"], body["availability"]) == ("capability-unavailable",
-                                                    "verified-host-required")  # fmt: skip
-    assert body["fallback_action"] == CONTRACT.tools[tool].extra["fallback"]
+                                                    facts["availability"])  # fmt: skip
+    assert body["fallback_action"] == facts["fallback"]
+    if tool in ADAPTER:  # only the operator can act: the message says where
+        assert "[options.router.adapter]" in body["message"]
+        assert body["message"].startswith(
+            "this server has no evaluation adapter: only its operator"
+        )

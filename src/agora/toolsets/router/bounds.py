@@ -19,7 +19,8 @@ words (`_in_words`), not the regex alone. A planning context outside that form i
 planning schemas accept it, but its runs can never reach Memory (`memory_misfits`), and
 ``plan_work`` says so when Memory is configured.
 
-A tool that can never run here (verified-host-required: `NEVER_HERE`) skips both checks, the
+A tool that can never run here (verified-host-required: `NEVER_HERE`, or an adapter tool on
+a server with no ``[options.router.adapter]``: `unavailable_here`) skips both checks, the
 inputSchema's (`rejection`) and the bounds: its answer is capability-unavailable whatever the
 arguments, and an agent learns that at once rather than after fixing every argument.
 """
@@ -40,6 +41,7 @@ from agora.toolsets.router.run import arguments_refused, refused_for_arguments
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from agora.errors import ToolError
     from agora.toolsets.base import Handler, ToolCall
 
 CONTRACT: Final = load_contract("router")
@@ -50,6 +52,37 @@ NEVER_HERE: Final = frozenset(
     for name in CONTRACT.tools
     if replies.facts(name).get("availability") == "verified-host-required"
 )
+
+#: The tools that run only with an evaluation adapter (configured-adapter-required).
+ADAPTER_TOOLS: Final = frozenset(
+    name
+    for name in CONTRACT.tools
+    if replies.facts(name).get("availability") == "configured-adapter-required"
+)
+
+
+#: Why an adapter tool cannot run on a server with no ``[options.router.adapter]``.
+NO_ADAPTER: Final = (
+    "this server has no evaluation adapter: only its operator can configure one, in the"
+    " [options.router.adapter] table of the server's config (agora.toml, docs/options.md);"
+    " no argument can make this tool run until then"
+)
+
+
+def no_adapter(tool: str) -> ToolError:
+    """An adapter tool (configured-adapter-required) on a server with none configured."""
+    return replies.unavailable(tool, message=NO_ADAPTER)
+
+
+def unavailable_here(call: ToolCall) -> ToolError | None:
+    """The capability-unavailable answer of a call no argument could make run on this
+    server (a verified-host tool; an adapter tool with no adapter configured), or None."""
+    if call.tool in NEVER_HERE:
+        return replies.unavailable(call.tool)
+    if call.tool in ADAPTER_TOOLS and not call.runtime.options("router").get("adapter"):
+        return no_adapter(call.tool)
+    return None
+
 
 #: Longest identifier (session id, idempotency key, correlation id, run id, ref), in characters.
 MAX_IDENTIFIER: Final = 256
@@ -101,7 +134,7 @@ def bounded(handler: Handler) -> Handler:
     """``handler`` behind the bounds: a breach is refused before it runs."""
 
     async def checked(call: ToolCall) -> dict[str, Any]:
-        issue = None if call.tool in NEVER_HERE else breach(call.args, ())
+        issue = None if unavailable_here(call) else breach(call.args, ())
         if issue is not None:
             raise refused_for_arguments(call, [issue])
         result: dict[str, Any] = await handler(call)
@@ -117,13 +150,13 @@ async def rejection(call: ToolCall, issues: Sequence[ValidationIssue]) -> dict[s
     what to send, as `agora.toolsets.router.explained.explained` says them), or for a tool
     in `NEVER_HERE` capability-unavailable, since no argument could make it run; with the
     warnings of the arguments the tool does not take, as its handler's refusals have."""
-    if call.tool not in NEVER_HERE:
+    if (unavailable := unavailable_here(call)) is None:
         if (spec := CONTRACT.resolve(call.tool)) is not None:
             issues = reworded(spec.input_schema, call.args, issues)
             issues = [explained(call.tool, spec.input_schema, i) for i in issues]
         body = refused_for_arguments(call, [_in_words(i) for i in issues]).body
     else:
-        body = replies.unavailable(call.tool).body
+        body = unavailable.body
         arguments_refused(call.tool, call.args, body)
     return warned(body, unknown_arguments(call.tool, call.args))
 

@@ -1,11 +1,13 @@
 """The three adapter tools: run an evaluation, compare two runs, export the comparison.
 
 Without ``[options.router.adapter]`` each answers capability-unavailable (the contract's
-capabilities and fallback). With it, ``authorization_ref`` must be one the operator listed.
-``run_model_evaluation`` first asks its record whether the key replays (a replay never
-reruns the adapter), then loads the sealed case and runs ``repeats`` fresh attempts, one
-subprocess each, and records them with the manifest digest. A comparison is stored under
-``<baseline_run_id>~<candidate_run_id>``: that is the ``comparison_ref`` an export names.
+capabilities and fallback, and a message saying only the operator can configure one), before
+its arguments are checked (`agora.toolsets.router.bounds`). With it, ``authorization_ref``
+must be one the operator listed. ``run_model_evaluation`` first asks its record whether the
+key replays (a replay never reruns the adapter), then loads the sealed case and runs
+``repeats`` fresh attempts, one subprocess each, and records them with the manifest digest.
+A comparison is stored under ``<baseline_run_id>~<candidate_run_id>``: that is the
+``comparison_ref`` an export names.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import trio
 from agora.mcp.results import Guided
 from agora.toolsets.router import evaluation, replies
 from agora.toolsets.router.adapter import AdapterConfig, CaseError, load_case, run_attempt
+from agora.toolsets.router.bounds import no_adapter
 from agora.toolsets.router.digests import request_digest, stable_id
 from agora.toolsets.router.records import RECORDS, Get, Put, Replay
 from agora.toolsets.router.run import refusals_logged
@@ -31,8 +34,8 @@ COMPARISON_SEPARATOR: Final = "~"
 
 def _adapter(call: ToolCall) -> tuple[AdapterConfig, str, str, str]:
     config = AdapterConfig.from_options(call.runtime.options("router"))
-    if config is None:
-        raise replies.unavailable(call.tool)
+    if config is None:  # (`bounds.unavailable_here` answers first, before the arguments)
+        raise no_adapter(call.tool)
     if call.args["authorization_ref"] not in config.authorizations:
         raise replies.refusal("evaluation-not-authorized", "authorization_ref is not accepted:"
                               " send one the server's operator lists for this adapter")  # fmt: skip
