@@ -110,3 +110,26 @@ async def test_an_all_lock_spreads_its_supports_over_the_phases(router):
     assert sorted(placed) == sorted(skills)
     assert [len(phase["support_skill_ids"]) for phase in tree] == [3, 3, 0]
     assert plan["support_consent_required"] is False
+
+
+@pytest.mark.parametrize(("where", "field"), [(("log",), "observation.log"),
+                                              (("details", "log"), "observation.details.log"),
+                                              (("lines", 0), "observation.lines[0]")])  # fmt: skip
+async def test_a_text_in_an_observation_past_the_text_bound_gives_the_observations(
+    router, where, field
+):
+    # Tester finding: a 40,000-character log was refused "at most 32768 characters"; cut to
+    # 32,000, it was refused again at 16 KiB, the observation's real bound.
+    run = (await router.plan("1. a\n2. b"))["workflow_run_id"]
+    value: object = "E" * (MAX_TEXT + 1)
+    for step in reversed(where[1:]):
+        value = [value] if isinstance(step, int) else {step: value}
+    observation = {"check_id": "plan-ready", "outcome": "failed", where[0]: value}
+    refused = await router.refused("record_work_event", **event_args(run, "plan", observation, 1))
+    assert refused["code"] == "invalid-arguments"
+    [issue] = refused["issues"]
+    assert (issue["field"], issue["rule"]) == (field, "maxLength")
+    assert "16384 bytes (16 KiB) of canonical JSON (RFC 8785) in all" in issue["message"]
+    assert str(MAX_TEXT) not in refused["message"]
+    objective = await router.refused("plan_work", **plan_args("x" * (MAX_TEXT + 1)))
+    assert objective["issues"][0]["message"] == f"must be at most {MAX_TEXT} characters"

@@ -9,7 +9,10 @@ runs, every string of the arguments is checked by what its nearest key names:
   or ``_refs``): at most `MAX_IDENTIFIER` characters and no control character. A control
   character is never part of a real id, and ``\\x1f`` in a session id would let a caller
   without a token name another principal's scoped session (`ownership.SEPARATOR`).
-- any other text (the objective, a workspace path, a reason): at most `MAX_TEXT` characters.
+- any other text (the objective, a workspace path, a reason): at most `MAX_TEXT` characters;
+  one inside an ``observation`` is refused with the observation's own bound, 16 KiB of
+  canonical JSON in all (`progress.MAX_OBSERVATION_BYTES`), which a shorter text may still
+  break (``observation-invalid``), not with `MAX_TEXT`.
 
 A breach is answered as the schema's own breaches are (``invalid-arguments``, naming the field
 and the rule), before anything is read or written. The Memory tools' schemas (the contract's
@@ -36,6 +39,7 @@ from agora.toolsets.router import replies
 from agora.toolsets.router.explained import explained
 from agora.toolsets.router.extras import unknown_arguments, warned
 from agora.toolsets.router.meant import reworded
+from agora.toolsets.router.progress import MAX_OBSERVATION_BYTES
 from agora.toolsets.router.run import arguments_refused, refused_for_arguments
 
 if TYPE_CHECKING:
@@ -92,6 +96,12 @@ _ID_SUFFIXES: Final = ("_id", "_ids", "_key", "_ref", "_refs")
 _LONGEST_ID: Final = f"must be at most {MAX_IDENTIFIER} characters"
 _LONGEST_TEXT: Final = f"must be at most {MAX_TEXT} characters"
 _CONTROL_TEXT: Final = "must not contain a control character"
+#: A text inside an ``observation`` past `MAX_TEXT` is past the observation's own bound too.
+_LONGEST_OBSERVED: Final = (
+    f"is longer than a whole observation may be: an observation is kept up to"
+    f" {MAX_OBSERVATION_BYTES} bytes (16 KiB) of canonical JSON (RFC 8785) in all, every field"
+    " included; send a shorter one (e.g. the end of a log)"
+)
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -181,6 +191,8 @@ def breach(
                 continue
             problem = _string(item, _names_an_id(path, key, identifier))
             if problem is not None:
+                if problem == ("maxLength", _LONGEST_TEXT) and path[:1] == ("observation",):
+                    problem = ("maxLength", _LONGEST_OBSERVED)  # its own, tighter bound
                 return ValidationIssue((*path, key), *problem)
         elif kind is dict or kind is list:
             inner = _names_an_id(path, key, identifier) and (kind is list or type(key) is int)
