@@ -71,7 +71,35 @@ async def test_a_plan_key_resent_for_another_request_says_what_differs(router):
         in body["message"]
     )
     body = await router.refused("plan_work", **plan_args(PHASED, idem="plan-k"))
-    assert ": the plan this request makes differs in " in body["message"]
+    assert ": the plan this request makes differs from that plan's answer in " in body["message"]
     assert "routing_envelope" in body["message"]
     body = await router.refused("plan_work", **plan_args("Fix the typo!", idem="plan-k"))
     assert "the plan this request makes is the same, so an argument" in body["message"]
+
+
+def _routing(**given):
+    return {"workspace_root": None, "domains": [], "tags": [], "current_phase_id": None, **given}
+
+
+async def test_a_plan_key_resent_with_another_routing_context_names_it(router, tmp_path):
+    """Tester finding: with only routing_context changed, the message guessed "the
+    objective's words, or the context's actor or policy snapshot", or named an answer field
+    (profile_warnings) as if the agent had sent it."""
+    await router.plan("Write a README section", idem="k-route")
+    added = plan_args("Write a README section", idem="k-route",
+                      routing_context=_routing(domains=["docs"]))  # fmt: skip
+    body = await router.refused("plan_work", **added)
+    assert ": routing_context differs from that plan's in domains; use a new key" in body["message"]
+    root = str(tmp_path / "unauthorized")
+    await router.plan("Write a README section", idem="k-root",
+                      routing_context=_routing(workspace_root=root))  # fmt: skip
+    body = await router.refused("plan_work", **plan_args("Write a README section", idem="k-root"))
+    message = body["message"]
+    assert ": routing_context differs from that plan's in workspace_root; so the plan" in message
+    assert (
+        "differs from that plan's answer in profile_warnings (fields of the answer, not" in message
+    )
+    assert "differs in profile_warnings" not in message
+    same = plan_args("Write a README section", idem="k-route", routing_context=_routing())
+    body = await router.refused("plan_work", **same)  # the same plan: an unshown argument
+    assert "the objective's words, routing_context, or the context's" in body["message"]

@@ -3,34 +3,61 @@
 The ledger keeps a request's digest, not the request, so a reused key cannot always say which
 argument changed; it names the tool that used the key first, and for a plan (whose key names
 its run) what it can tell: an ``expected_state_version`` other than 0 (every plan is made at
-0) and the fields of the plan the new request makes that differ from the stored plan's.
+0), a ``routing_context`` whose domains, tags or workspace root differ from those the run
+kept, and the fields of the plan the new request makes that differ from the stored plan's,
+named as fields of the answer with the arguments that shape them (never as if sent).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from agora.toolsets.router.replies import key_reused, refusal
 
 if TYPE_CHECKING:
     from agora.errors import ToolError
     from agora.toolsets.router.commands import CreatePlan
+    from agora.toolsets.router.state import RunState
+
+#: The arguments that shape each group of a plan's answer fields (docs/router.md).
+_SHAPED_BY: Final = (
+    (("classification", "routing_envelope", "created_work_items", "work_graph_id"),
+     "objective, requested_work_mode, goal_binding_id"),
+    (("selection_mode", "planned_skill_ids", "planned_skill_tree", "activation_status",
+      "support_consent_required"),
+     "explicit_skill_ids, explicit_semantics, routing_context (a Profile rule, its"
+     " current_phase_id)"),
+    (("route_source", "routing_profile_ids", "routing_profile_digest",
+      "matched_profile_rule_id", "profile_warnings"),
+     "routing_context (the workspace_root a Profile is read under), explicit_skill_ids, or a"
+     " Profile file changed since"),
+)  # fmt: skip
 
 
-def plan_differences(cmd: CreatePlan, stored: dict[str, Any]) -> str:
-    """What differs between a plan's request ``cmd`` and the plan its key made, ``stored``."""
+def plan_differences(cmd: CreatePlan, run: RunState) -> str:
+    """What differs between a plan's request ``cmd`` and the plan its key made on ``run``."""
     said = []
     if cmd.expected_state_version != 0:
         said.append(f"expected_state_version is {cmd.expected_state_version}, but that plan was"
                     " made at 0, as every plan is (a plan's key replays only with 0)")  # fmt: skip
-    made = cmd.plan.result
+    kept, sent = run.routing, cmd.plan.routing
+    routed = [
+        k for k in ("domains", "tags", "workspace_root") if kept and kept.get(k) != sent.get(k)
+    ]
+    if routed:
+        said.append(f"routing_context differs from that plan's in {', '.join(routed)}")
+    made, stored = cmd.plan.result, run.plan
     changed = [k for k in sorted(made) if k != "replayed" and made[k] != stored.get(k)]
     if changed:
-        said.append("the plan this request makes differs in " + ", ".join(changed))
+        shaped = [args for fields, args in _SHAPED_BY if set(fields) & set(changed)]
+        by = "; ".join(shaped) or "the arguments"
+        said.append(f"{'so ' if routed else ''}the plan this request makes differs from that"
+                    f" plan's answer in {', '.join(changed)} (fields of the answer, not"
+                    f" arguments; what shapes them: {by})")  # fmt: skip
     elif not said:
         said.append("the plan this request makes is the same, so an argument the plan does not"
-                    " show differs (the objective's words, or the context's actor or policy"
-                    " snapshot)")  # fmt: skip
+                    " show differs (the objective's words, routing_context, or the context's"
+                    " actor or policy snapshot)")  # fmt: skip
     return "; ".join(said)
 
 
