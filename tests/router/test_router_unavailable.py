@@ -98,10 +98,16 @@ async def test_a_missing_graph_asks_to_create_or_replay_the_plan(router, tool):
     body = await router.refused(tool, **args)
     assert body["code"] == "capability-unavailable"
     assert body["required_capabilities"] == ["router-owned-work-graph"]
-    assert "plan_work" in body["fallback_action"]
     # Newcomer finding: no message, and nothing naming the id, pushed a model to plan anew
-    # rather than fix a typo or its session_id.
+    # rather than fix a typo or its session_id; tester 2: the fallback still said only
+    # "Create the plan with plan_work", which a model keyed on it followed into a second run.
     assert body["message"].startswith("no run run-nope in this session: check workflow_run_id")
+    assert body["message"].endswith("lists the session's runs), before planning again")
+    assert body["fallback_action"].startswith(
+        "Check workflow_run_id and context.session_id first (get_router_status with"
+        " workflow_run_id null lists this session's runs); only for a run that is not there,"
+        " create the plan with plan_work"
+    )
     other = (await router.plan("1. a plan\n2. build", session="s2"))["workflow_run_id"]
     foreign = await router.refused(tool, **{**args, "workflow_run_id": other})
     assert foreign == {**body, "message": body["message"].replace("run-nope", other)}

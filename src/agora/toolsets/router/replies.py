@@ -115,14 +115,23 @@ def missing_run(tool: str, run_id: str) -> ToolError:
     )
 
 
+#: The fallback for an unknown run id (a typo, a work_graph_id, another session_id?).
+UNKNOWN_RUN_FALLBACK: Final = (
+    "Check workflow_run_id and context.session_id first (get_router_status with"
+    " workflow_run_id null lists this session's runs); only for a run that is not there,"
+    " create the plan with plan_work, or replay it with the same idempotency key."
+)
+
+
 def missing_graph(tool: str, run_id: str | None = None) -> ToolError:
     """No Router-owned work graph for this run: create or replay the plan. With ``run_id``
     (no such run in the caller's session: never made, or another session's, alike), a
-    ``message`` names it and what to check, which the contract's fields leave unsaid."""
-    message = None if run_id is None else _no_run(run_id)
+    ``message`` names it and what to check, and the fallback says to check it before planning
+    again (`UNKNOWN_RUN_FALLBACK`), which the contract's fields leave unsaid."""
+    message = None if run_id is None else f"{_no_run(run_id)}, before planning again"
     return unavailable(
-        tool, required=("router-owned-work-graph",), fallback=GRAPH_FALLBACK,
-        reason="router-owned-work-graph-missing", message=message,
+        tool, required=("router-owned-work-graph",), reason="router-owned-work-graph-missing",
+        fallback=GRAPH_FALLBACK if run_id is None else UNKNOWN_RUN_FALLBACK, message=message,
     )  # fmt: skip
 
 
