@@ -108,3 +108,22 @@ async def test_a_goal_bound_plan_says_how_to_plan_a_run_this_server_progresses(r
     plan = await router.plan("Add retry logic", goal_binding_id="add-retry-logic")
     note = plan.guidance.splitlines()[-1]
     assert "send plan_work again with goal_binding_id null, a new idempotency_key" in note
+
+
+async def test_a_builtin_phased_plan_says_the_listed_steps_are_not_its_items(
+    router, two_phase_rule
+):
+    # Tester finding: five numbered steps made the plan phased, with the builtin plan,
+    # implement and verify, and nothing said the docs and release steps had no phase.
+    steps = "1. Design it\n2. Implement it\n3. Write tests\n4. Update the docs\n5. Release it"
+    plan = await router.plan(steps)
+    assert plan["created_work_items"] == 3
+    assert "enumerated-steps" in plan["classification"]["reason_codes"]
+    assert plan.guidance.splitlines()[0] == (
+        "Phases: plan, implement, verify, the builtin phased plan's: the steps the objective"
+        " lists are not work items of their own (do them within these phases). Only a Profile"
+        " defines other phases (docs/router-profiles.md)."
+    )
+    ruled = await router.plan(steps, routing_context=two_phase_rule)  # a Profile's phases
+    single = await router.plan("Fix the typo")  # one phase: nothing to say
+    assert "the builtin" not in ruled.guidance + single.guidance

@@ -136,8 +136,23 @@ def planned(
         if i.status != "completed"
     )
     note = _plan_note(gates, replayed, version, revision, completed)
-    first = [n for n in (_unsure(result), _awaiting_consent(result)) if n]
+    said = (_unsure(result), _builtin_phases(result, items), _awaiting_consent(result))
+    first = [n for n in said if n]
     return Guided(result, "\n".join([*first, note]))
+
+
+def _builtin_phases(result: dict[str, Any], items: list[Item]) -> str | None:
+    """For a plan of more than one phase that no Profile rule shaped, the line saying its
+    phases are the builtin default's, whatever steps the objective listed (the listed steps
+    made it phased, and an agent would expect one work item each)."""
+    if result.get("matched_profile_rule_id") is not None or len(items) < 2:
+        return None
+    phases = ", ".join(i.item.phase_id for i in items)
+    return (
+        f"Phases: {phases}, the builtin {result['routing_envelope']} plan's: the steps the"
+        " objective lists are not work items of their own (do them within these phases). Only"
+        " a Profile defines other phases (docs/router-profiles.md)."
+    )
 
 
 #: The line of a plan whose objective had no structural signal the classifier reads.
