@@ -105,3 +105,21 @@ async def test_the_readme_connects_claude_code_to_the_router_where_it_is_served(
         await client.initialize()
         listed = (await client.request("tools/list", {}))["result"]["tools"]
     assert "plan_work" in {t["name"] for t in listed}
+
+
+def test_the_readme_sets_up_the_router_in_cursor_with_the_roots_note():
+    """Tester finding: the README gave the router's set-up for Claude Code only, and said
+    only of Claude Code that an HTTP client is never asked for MCP roots."""
+    import json
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    cursor = readme.split("**Cursor** (`~/.cursor/mcp.json`", 1)[1].split("\n**", 1)[0]
+    blocks = re.findall(r"```json\n(.*?)```", cursor, re.S)
+    servers = {k: v for b in blocks for k, v in json.loads(b)["mcpServers"].items()}
+    assert servers["agora-router"] == {"url": "http://127.0.0.1:8765/mcp/router"}
+    assert "the roots note above applies" in cursor
+    text = " ".join(readme.split())
+    assert (
+        "An HTTP client (Claude Code, Cursor below, an SDK script) is never asked for MCP roots"
+        in text
+    )
