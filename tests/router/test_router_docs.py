@@ -123,3 +123,24 @@ def test_the_readme_sets_up_the_router_in_cursor_with_the_roots_note():
         "An HTTP client (Claude Code, Cursor below, an SDK script) is never asked for MCP roots"
         in text
     )
+
+
+async def test_the_docs_say_what_to_do_with_a_run_given_up_and_it_holds(router):
+    """Tester finding: no tool closes a run and no doc said what to do with one the user
+    drops; the convention documented is what the router does."""
+    from router_driver import ctx
+    from test_router_guidance import PHASED
+
+    text = " ".join(DOC.read_text().split())
+    assert "### A run the user gives up" in DOC.read_text()
+    said = text.split("### A run the user gives up", 1)[1].split("## ", 1)[0]
+    assert "best under a new `context.session_id`" in said
+    run = (await router.plan(PHASED))["workflow_run_id"]
+    note = {"status": "abandoned", "note": "the user dropped this task"}
+    await router.event(run, "plan", note, 1)  # kept as a note, as the docs say
+    status = await router.call("get_router_status", context=ctx(), workflow_run_id=run,
+                               goal_binding_id=None)  # fmt: skip
+    assert "1 note without a check_id" in status.guidance
+    listed = await router.call("get_router_status", context=ctx(), workflow_run_id=None,
+                               goal_binding_id=None)  # fmt: skip
+    assert f"{run} (status in-progress" in listed.guidance  # still listed, as the docs say
