@@ -67,3 +67,15 @@ async def test_a_completed_runs_replayed_plan_asks_for_no_report(router):
     assert REPORT not in note
     assert "work-done" not in note
     assert note.splitlines()[-1].startswith("This run is completed")
+
+
+def test_the_instructions_say_where_the_gate_arguments_come_from():
+    # The instructions said only "evaluate_gate", and the notes told a chat model to hash
+    # SHA-256 over RFC 8785 JSON itself.
+    from agora.toolsets.router import INSTRUCTIONS
+
+    told = " ".join(INSTRUCTIONS.split())
+    assert (
+        "then evaluate_gate with the evidence_refs and expected_evidence_digest that the answer"
+        " of the event completing the phase's checks gives (no need to hash anything yourself)"
+    ) in told

@@ -47,7 +47,9 @@ INSTRUCTIONS: Final = (
     "digits and . _ : - there, at most 128 characters). Start with plan_work, sending "
     "expected_state_version 0 (no run yet) and a fresh idempotency_key. Then, phase by phase: "
     'get_next_work, record_work_event with the observation {"check_id": ..., '
-    '"outcome": "passed"} for each check the reply names, evaluate_gate. Every answer '
+    '"outcome": "passed"} for each check the reply names, then evaluate_gate with the '
+    "evidence_refs and expected_evidence_digest that the answer of the event completing the "
+    "phase's checks gives (no need to hash anything yourself). Every answer "
     "about a run ends with the expected_state_version (and plan revision) to send next, "
     "or says the run is completed. "
     "Resending a write with the same idempotency_key replays it; a new key is a new write. "
