@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from router_driver import plan_args
+from router_driver import event_args, plan_args
 from test_router_guidance import PHASED, texts
 
 from agora.toolsets.router.progress import evidence_digest
@@ -79,3 +79,20 @@ def test_the_instructions_say_where_the_gate_arguments_come_from():
         "then evaluate_gate with the evidence_refs and expected_evidence_digest that the answer"
         " of the event completing the phase's checks gives (no need to hash anything yourself)"
     ) in told
+
+
+async def test_a_replayed_event_after_its_gate_passed_asks_for_nothing(router):
+    run = (await router.plan(PHASED))["workflow_run_id"]
+    args = event_args(run, "plan", {"check_id": "plan-ready", "outcome": "passed"}, 1)
+    event = await router.call("record_work_event", **args)
+    await router.gate(run, "plan", event["event_ids"], 2)
+    note = texts(await router.call("record_work_event", **args))[-1]  # replayed
+    assert "can be called now" not in note
+    assert note.startswith("Next write to this run: send expected_state_version 3")
+    kept = event_args(run, "implement", {"check": "implementation-done"}, 3)
+    await router.call("record_work_event", **kept)
+    done = {"check_id": "implementation-done", "outcome": "passed"}
+    refs = (await router.event(run, "implement", done, 4))["event_ids"]
+    await router.gate(run, "implement", refs, 5)
+    replayed = texts(await router.call("record_work_event", **kept))[-1]
+    assert replayed.startswith("This observation reports no check")  # said again on replay

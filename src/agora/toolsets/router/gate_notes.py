@@ -95,16 +95,16 @@ def recorded(run: RunState, item: Item) -> str | None:
 def after_event(observation: dict[str, Any], run: RunState, item: Item) -> str | None:
     """The note of a recorded observation: that it reports no check (`unreported`), then,
     once every check of the phase's latest event says passed, the evaluate_gate call to make
-    now (`ready`), else what is left to report; None for an item already completed (a
-    replay after its gate passed)."""
-    if item.status == "completed":
-        return None
+    now (`ready`), else what is left to report (nothing for an item already completed: a
+    replay after its gate passed); None if there is nothing to say."""
     phase = item.item.phase_id
+    first = unreported(observation, phase, item.item.check_ids)
+    if item.status == "completed":
+        return first
     if (now := ready(run, item)) is not None:
         last = f"Every check of phase {phase} has a latest event that says passed: {now}"
     else:
         last = f"Phase {phase}: {_waiting(run, item)} Then call evaluate_gate."
-    first = unreported(observation, phase, item.item.check_ids)
     return last if first is None else f"{first}\n{last}"
 
 
