@@ -84,6 +84,7 @@ async def test_the_humans_offer_crossing_the_agents_is_an_acceptance(table):
     await table.choose("black")
     await table.human(OfferDraw(table.token))
     await table.human_move("e2e4")
+    await table.tool("wait_for_turn")  # shows the agent the offer
     await table.tool("move_piece", **{"from": "e7", "to": "e5"})  # declines the offer
     await table.human_move("g1f3")
     await table.tool("move_piece", **{"from": "b8", "to": "c6", "note": "(=)"})  # offers

@@ -134,6 +134,7 @@ async def test_draw_offers_and_their_answers_are_comments_on_their_moves(table):
     await table.choose("black")  # the human plays White
     await table.human(OfferDraw(table.token))  # before any move
     await table.human_move("e2e4")
+    await table.tool("wait_for_turn")  # shows the agent the offer
     await table.tool("move_piece", **{"from": "e7", "to": "e5"})  # declines it
     await table.human_move("g1f3")
     await table.tool("move_piece", **{"from": "b8", "to": "c6", "note": "Shall we? (=)"})
@@ -167,6 +168,7 @@ async def test_a_decline_by_moving_comes_before_an_offer_made_after_that_move(ta
     await table.tool("move_piece", **{"from": "b8", "to": "c6", "note": "Shall we? (=)"})
     await table.human_move("f1c4")  # declines the agent's offer
     await table.human(OfferDraw(table.token))  # and offers one of its own
+    await table.tool("wait_for_turn")  # shows the agent the offer
     await table.tool("move_piece", **{"from": "g8", "to": "f6"})  # declines it
     text, _ = await _pgn(table)
     assert _flat(text) == (

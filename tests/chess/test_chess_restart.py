@@ -94,6 +94,7 @@ async def test_the_agents_declined_draw_offer_is_shown_until_the_humans_next_mov
             await table.human(OfferDraw(table.token))
             await table.human_move("e2e4")
             assert await declined(runtime) == (False, False)  # the agent has not answered
+            await table.tool("wait_for_turn")  # shows the agent the offer
             await table.tool("move_piece", **{"from": "e7", "to": "e5"})
             assert await declined(runtime) == (True, True)
 

@@ -142,6 +142,7 @@ async def test_a_new_offer_clears_the_last_ones_decline(table):
     await table.choose("black")  # the human plays White
     await table.human_move("e2e4")
     await api(rt, "POST", "/play/default/offer-draw", {"token": token})
+    await table.tool("wait_for_turn")  # shows the agent the offer
     await table.tool("move_piece", **{"from": "e7", "to": "e5"})  # declines it
     _, state = await api(rt, "GET", "/play/default/state", query={"token": token})
     assert (state["drawOffer"], state["drawDeclined"]) == (None, True)
@@ -150,6 +151,7 @@ async def test_a_new_offer_clears_the_last_ones_decline(table):
     _, state = await api(rt, "GET", "/play/default/state", query={"token": token})
     assert (state["drawOffer"], state["drawDeclined"]) == ("human", False)
     await table.human_move("g1f3")
+    await table.tool("wait_for_turn")  # shows the agent the offer
     await table.tool("move_piece", **{"from": "b8", "to": "c6"})  # declines the second one
     _, state = await api(rt, "GET", "/play/default/state", query={"token": token})
     assert (state["drawOffer"], state["drawDeclined"]) == (None, True)

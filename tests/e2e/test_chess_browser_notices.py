@@ -138,3 +138,51 @@ async def test_the_human_is_told_the_agent_declined_their_draw_offer(tmp_path):
     )
     assert seen["after"] == "The agent is thinking."
     assert seen["errors"] == []
+
+
+STANDS = "The agent moved before it saw the offer: it still stands."
+
+
+def human_offers_while_the_agent_thinks(url: str, portal: Portal, steps: dict[str, Any]) -> dict:
+    """As White: play e4; once the agent has read its turn, offer a draw; see its e5."""
+    expect = sync_api.expect
+    errors: list[str] = []
+    seen: dict[str, Any] = {}
+    with chromium() as browser:
+        page = seated_white(browser, url, errors)
+        page.click('[data-square="e2"]')
+        page.click('[data-square="e4"]')
+        expect(page.locator("#moves li .san")).to_have_count(1)
+        portal.set(steps["moved"])
+        portal.wait(steps["read"])  # the agent's wait_for_turn showed no offer
+        page.click("#offer-draw")
+        expect(page.locator("#status")).to_have_text("The agent is thinking. You offered a draw.")
+        portal.set(steps["offered"])
+        expect(page.locator("#moves li .san")).to_have_count(2)  # the agent's e5 came
+        seen["stands"] = page.locator("#status").text_content()
+        seen["errors"] = errors
+    return seen
+
+
+async def test_an_offer_the_agent_had_not_seen_is_not_told_as_declined(tmp_path):
+    """A tester's finding: the human offered while the agent thought; its move, chosen
+    before, was told as "The agent declined your draw offer." Now the offer stands."""
+    steps = {name: trio.Event() for name in ("moved", "read", "offered")}
+    seen: dict[str, Any] = {}
+    with trio.fail_after(60):
+        async with agora_serve(tmp_path / "agora.db") as server:
+            table = await new_table(server.url, "u")
+            human = human_offers_while_the_agent_thinks
+            async with beside_a_browser(table, human, table["humanUrl"], Portal(), steps) as (
+                agent,
+                seen,
+            ):
+                await steps["moved"].wait()
+                read = await agent.ok("wait_for_turn", {"timeout_ms": 20000})
+                steps["read"].set()
+                await steps["offered"].wait()
+                played = await agent.ok("move_piece", {"from": "e7", "to": "e5"})
+    assert (read["statusCode"], read["drawOffer"]) == ("AGENT_TURN", None)
+    assert (played["drawOffer"], played["drawDeclined"]) == ("human", False)
+    assert seen["stands"] == f"The agent played 1… e5. Your move. You offered a draw. {STANDS}"
+    assert seen["errors"] == []

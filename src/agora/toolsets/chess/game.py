@@ -13,7 +13,10 @@ that a move *would* repeat for the third time does not end the game until it is 
 
 Draw offers follow the scoresheet convention of FIDE Laws 9.1.2.1, where ``(=)`` records an
 offer: the agent offers (or accepts) a draw by writing ``(=)`` in its move note; the human
-uses the page's buttons. An offer stands until the opponent's next move, which declines it.
+uses the page's buttons. An offer stands until the opponent's next move, which declines it;
+but the human may offer while the agent is thinking, and an agent move that left a reply
+without the human's offer cannot decline it: that offer stands until the agent's next move
+(`Game.play`'s ``offer_seen``; the plies of such moves are `Game.unseen_plies`).
 """
 
 from __future__ import annotations
@@ -91,6 +94,17 @@ def declined_draw(moves: tuple[PlayedMove, ...]) -> Role | None:
     return moves[-1].by if note is not None and DRAW_MARK in note else None
 
 
+def answering_move(
+    moves: tuple[PlayedMove, ...], count: int, unseen_plies: tuple[int, ...]
+) -> PlayedMove | None:
+    """The agent move that answered the human's draw offer made after ``count`` moves.
+
+    The first agent move after the offer, unless the agent had not been shown the offer
+    when it moved (``unseen_plies``): then a later one. None if no agent move answered it.
+    """
+    return next((m for m in moves[count:] if m.by == "agent" and m.ply not in unseen_plies), None)
+
+
 def declined_by_agent(moves: tuple[PlayedMove, ...], declined_ply: int | None) -> bool:
     """Whether the last move is the agent's and declined the human's pending draw offer."""
     return declined_ply is not None and declined_ply == len(moves) and moves[-1].by == "agent"
@@ -141,6 +155,9 @@ class Game:
         #: How many moves had been played at each of the human's draw offers (the PGN
         #: tells them; the agent's offers are in its notes).
         self.human_offers: tuple[int, ...] = ()
+        #: The plies of the agent's moves played while the human's draw offer stood but
+        #: before the agent had been shown it: they did not decline it (it still stands).
+        self.unseen_plies: tuple[int, ...] = ()
         self.result: Result | None = None
 
     # -- reading ------------------------------------------------------------------------
@@ -188,6 +205,8 @@ class Game:
         promotion: str | None,
         note: str | None,
         at: str,
+        *,
+        offer_seen: bool = True,
     ) -> PlayedMove:
         """Play one move for ``by``; end the game if the position calls for it.
 
@@ -198,6 +217,10 @@ class Game:
             promotion: ``q``, ``r``, ``b`` or ``n``; queen when omitted and the move promotes.
             note: A short rationale shown to the opponent (at most 160 characters).
             at: Timestamp recorded with the move (ISO 8601).
+            offer_seen: Whether the mover had been shown the opponent's pending draw
+                offer. A move declines only an offer its player was shown: an unseen one
+                stands on (for the agent, whose replies show offers; the human's page
+                shows them live).
 
         Returns:
             The move as it entered the history.
@@ -210,7 +233,7 @@ class Game:
         self._require_running()
         self._require_turn(by)
         played = self._push(self._parse(from_sq, to_sq, promotion), by, note or None, at)
-        self._after_move(played, at)
+        self._after_move(played, at, offer_seen)
         return played
 
     def resign(self, by: Role, at: str) -> Result:
@@ -294,7 +317,7 @@ class Game:
         self.moves = (*self.moves, played)
         return played
 
-    def _after_move(self, played: PlayedMove, at: str) -> None:
+    def _after_move(self, played: PlayedMove, at: str, offer_seen: bool) -> None:
         ending = self._ending()
         if ending is not None:
             self._finish(*ending, at)
@@ -304,6 +327,8 @@ class Game:
             self._finish("1/2-1/2", "agreement", None, at)
         elif offered:
             self.draw_offer = "agent"
+        elif self.draw_offer == other(played.by) and not offer_seen:
+            self.unseen_plies = (*self.unseen_plies, played.ply)  # the offer stands
         elif self.draw_offer == other(played.by):
             self.draw_offer = None  # a move declines the opponent's offer
             self.declined_ply = played.ply

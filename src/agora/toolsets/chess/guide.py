@@ -140,8 +140,9 @@ CONTRACT: Final = CollaborationContract(
     "last move is lastMove.note.",
     draw_offers=f"To offer a draw, or to accept the human's pending offer (drawOffer is "
     f'"human"), include {DRAW_MARK} in your move note. Your next move without it declines '
-    "the human's offer. The human accepts yours in the browser or declines it by moving: "
-    "drawDeclined is then true in your next reply.",
+    "the human's offer, once a reply has shown you the offer (one made while you were "
+    "thinking stands through that move, and its reply says so). The human accepts yours in "
+    "the browser or declines it by moving: drawDeclined is then true in your next reply.",
     endings="The game ends by checkmate, stalemate, insufficient material, the 75-move rule "
     "or fivefold repetition; threefold repetition and the 50-move rule end it as a draw the "
     "moment the position qualifies (no claim needed). The human may also resign, agree a "

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Final, Literal
 import chess
 import msgspec
 
-from agora.toolsets.chess.game import declined_by_agent
+from agora.toolsets.chess.game import answering_move, declined_by_agent
 from agora.toolsets.chess.position import POSITION_CACHE, move_entry, position
 from agora.toolsets.chess.render import REASON_WORDS, game_result
 from agora.toolsets.chess.replies import GameResult, LegalMove, MoveEntry
@@ -59,6 +59,9 @@ class PageState(msgspec.Struct, frozen=True, rename="camel"):
     #: The agent's last move declined the human's draw offer (the agent sees the converse
     #: as ``drawDeclined`` in its replies).
     draw_declined: bool
+    #: The human's offer stood through the agent's last move: the agent moved before a
+    #: reply had shown it the offer, so that move did not decline it.
+    draw_offer_unseen: bool
     result: GameResult | None
     agent_present: bool
     #: Why no agent is present, so the page says only what the server knows: its presence is
@@ -109,17 +112,16 @@ def draw_accepter(snap: Snapshot) -> Role | None:
     """Who accepted the draw that ended the game; None if no draw was agreed.
 
     The agent, when its last move (marked ``(=)``) answered the human's standing offer: the
-    first agent move after an offer answers it, as the PGN says. Otherwise the human, with
+    first agent move after an offer, save one made before the agent was shown the offer,
+    answers it, as the PGN says. Otherwise the human, with
     the button or an offer of their own crossing the agent's.
     """
     moves = snap.moves
     if snap.result is None or snap.result.reason != "agreement" or not moves:
         return None
-    standing = (
-        count < len(moves) and all(m.by != "agent" for m in moves[count:-1])
-        for count in snap.human_offers
-    )
-    return "agent" if moves[-1].by == "agent" and any(standing) else "human"
+    last = moves[-1]
+    answered = (answering_move(moves, count, snap.unseen_plies) for count in snap.human_offers)
+    return "agent" if last.by == "agent" and any(move is last for move in answered) else "human"
 
 
 def ending(result: GameResult, human: bool, accepter: Role | None = None) -> str:
@@ -200,6 +202,9 @@ def page_state(snap: Snapshot, *, human: bool, public_url: str) -> PageState:
         legal_moves=pos.legal_moves if human and snap.phase == "human_turn" else [],
         draw_offer=snap.draw_offer,
         draw_declined=declined_by_agent(snap.moves, snap.declined_ply) and result is None,
+        draw_offer_unseen=snap.draw_offer == "human"
+        and bool(snap.moves)
+        and snap.moves[-1].ply in snap.unseen_plies,
         result=result,
         agent_present=snap.agent_present,
         agent_absence=snap.agent_absence,

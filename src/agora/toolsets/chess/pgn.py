@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Final
 import chess
 import chess.pgn
 
+from agora.toolsets.chess.game import answering_move
 from agora.toolsets.chess.notes import shown_note
 from agora.toolsets.chess.terms import DRAW_MARK, other_color
 
@@ -117,7 +118,7 @@ def _offers(snap: Snapshot) -> dict[int, list[str]]:
     answered: set[int] = set()  # agent moves that answered a human offer
     for count in snap.human_offers:
         after[count].append("The human offers a draw.")
-        reply = next((m for m in moves[count:] if m.by == "agent"), None)
+        reply = answering_move(moves, count, snap.unseen_plies)
         if reply is not None and reply.ply not in answered:
             answered.add(reply.ply)
             accepts = reply.note is not None and DRAW_MARK in reply.note

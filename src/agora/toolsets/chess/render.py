@@ -217,12 +217,25 @@ def _message(
     if declined_draw(snap.moves) == "human" and snap.result is None:
         text += f" The human declined your draw offer by playing {snap.moves[-1].san}."
     if snap.draw_offer == "human":
-        text += " The human offers a draw; write (=) in your move note to accept."
+        text += _offer_text(snap)
     if seat == "watcher":
         text += " You are watching: moves need the table's agent token."
     if snap.missed is not None:
         text = f"{missed_text(snap)} {text}"
     return text
+
+
+def _offer_text(snap: Snapshot) -> str:
+    """The human's pending draw offer: how to accept it, and that a move declines it; said
+    with the agent's move that passed it unseen (the agent had not been shown it)."""
+    moves = snap.moves
+    if moves and moves[-1].by == "agent" and moves[-1].ply in snap.unseen_plies:
+        return (
+            " The human offered a draw after your last look at the board, so this move did not"
+            " decline it: it stands. Write (=) in your next move's note to accept; a move"
+            " without (=) declines it."
+        )
+    return " The human offers a draw; write (=) in your move note to accept."
 
 
 @functools.lru_cache(maxsize=POSITION_CACHE)

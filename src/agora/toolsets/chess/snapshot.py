@@ -41,6 +41,9 @@ class Snapshot(msgspec.Struct, frozen=True):
     declined_ply: int | None = None
     #: The moves played at each of the human's draw offers (`Game.human_offers`).
     human_offers: tuple[int, ...] = ()
+    #: The agent's moves that did not answer the human's offer: it had not been shown it
+    #: (`Game.unseen_plies`).
+    unseen_plies: tuple[int, ...] = ()
     #: The human has come to the table in this server process: a page with the human token
     #: connected, or the human acted.
     human_came: bool = False

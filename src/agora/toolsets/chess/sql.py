@@ -2,7 +2,8 @@
 
 Three tables: ``chess_tables`` (one row per table: its human and agent tokens, current game
 number and change version), ``chess_games`` (one row per game: sides, pending draw offer,
-the ply of the move that declined the last one, when the human offered draws, result) and
+the ply of the move that declined the last one, when the human offered draws, the agent's
+moves that passed such an offer unseen, result) and
 ``chess_moves`` (one row per move, with its note). A table is rebuilt by replaying its
 current game's moves from the start position, so FEN, history, repetitions and notes come
 back exactly. This module builds statements and reads rows; it never commits (the actor
@@ -99,12 +100,18 @@ def _migrate_v4(db: sqlite_utils.Database) -> None:
     db.table("chess_games").add_column("human_offers", str)
 
 
+def _migrate_v5(db: sqlite_utils.Database) -> None:
+    """Keep the agent's moves that passed the human's draw offer unseen (JSON: their plies)."""
+    db.table("chess_games").add_column("unseen_plies", str)
+
+
 MIGRATIONS = with_statements(
     (
         Migration(component="chess", version=1, apply=_migrate_v1),
         Migration(component="chess", version=2, apply=_migrate_v2),
         Migration(component="chess", version=3, apply=_migrate_v3),
         Migration(component="chess", version=4, apply=_migrate_v4),
+        Migration(component="chess", version=5, apply=_migrate_v5),
     ),
     POSTGRESQL,
     sql_pg.POSTGRESQL,
@@ -137,6 +144,7 @@ class GameRow:
     winner: str | None
     ended_at: str | None
     human_offers: str | None = None
+    unseen_plies: str | None = None
 
 
 @dataclass(slots=True)
@@ -199,13 +207,14 @@ def update_game(table: str, game: Game) -> Write:
     result = game.result
     return (
         "UPDATE chess_games SET agent_color = ?, draw_offer = ?, declined_ply = ?,"
-        " human_offers = ?, score = ?, reason = ?, winner = ?, ended_at = ?"
+        " human_offers = ?, unseen_plies = ?, score = ?, reason = ?, winner = ?, ended_at = ?"
         " WHERE table_name = ? AND game_no = ?",
         (
             game.agent_color,
             game.draw_offer,
             game.declined_ply,
             json.dumps(list(game.human_offers)) if game.human_offers else None,
+            json.dumps(list(game.unseen_plies)) if game.unseen_plies else None,
             result.score if result else None,
             result.reason if result else None,
             result.winner if result else None,
@@ -251,7 +260,7 @@ def read_table(conn: ReadConn, name: str, game_no: int | None = None) -> StoredT
     game = _one(
         conn,
         "SELECT start_fen, agent_color, draw_offer, declined_ply, score, reason, winner,"
-        " ended_at, human_offers"
+        " ended_at, human_offers, unseen_plies"
         " FROM chess_games WHERE table_name = ? AND game_no = ?",
         (name, number),
     )

@@ -23,4 +23,5 @@ POSTGRESQL: dict[int, list[str]] = {
     2: [],
     3: ["ALTER TABLE chess_games ADD COLUMN declined_ply BIGINT"],
     4: ["ALTER TABLE chess_games ADD COLUMN human_offers TEXT"],
+    5: ["ALTER TABLE chess_games ADD COLUMN unseen_plies TEXT"],
 }

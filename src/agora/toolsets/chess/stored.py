@@ -35,6 +35,7 @@ def replay(key: str, number: int, stored: sql.StoredTable) -> Game:
     game.draw_offer = None if g.draw_offer is None else _role(g.draw_offer)
     game.declined_ply = g.declined_ply
     game.human_offers = _offers(g.human_offers)
+    game.unseen_plies = _offers(g.unseen_plies)
     if g.score is not None:
         game.result = msgspec.convert(
             {"score": g.score, "reason": g.reason, "winner": g.winner, "ended_at": g.ended_at},
@@ -47,7 +48,7 @@ def _offers(value: str | None) -> tuple[int, ...]:
     try:
         return () if value is None else msgspec.json.decode(value, type=tuple[int, ...])
     except msgspec.DecodeError as exc:  # ValidationError included
-        raise LookupError(f"stored draw offers {value!r} are not a list of move counts") from exc
+        raise LookupError(f"stored {value!r} is not a list of move counts") from exc
 
 
 def _role(value: str) -> Role:

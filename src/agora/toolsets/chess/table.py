@@ -78,6 +78,10 @@ class ChessTable:
         self._agent_saw: tuple[int, bool] | None = None
         self._missed: PastGame | None = None
         self._telling: PastGame | None = None
+        #: The human's draw offer the agent's last reply showed, as (game number, offers
+        #: made so far): a move declines only an offer its agent was shown (in memory only,
+        #: as presence is: after a restart the agent's next look shows it again).
+        self._offer_shown: tuple[int, int] | None = None
 
     # -- the Entity protocol ----------------------------------------------------------------
 
@@ -150,6 +154,7 @@ class ChessTable:
             draw_offer=game.draw_offer,
             declined_ply=game.declined_ply,
             human_offers=game.human_offers,
+            unseen_plies=game.unseen_plies,
             result=game.result,
             agent_present=present,
             agent_token=self.row.agent_token,
@@ -183,6 +188,7 @@ class ChessTable:
                 command.promotion,
                 command.note,
                 at,
+                offer_seen=self._offer_shown == self._human_offer(),
             )
         except ChessError as err:
             if not arrived:
@@ -192,6 +198,7 @@ class ChessTable:
             announced = self._changed()
             err.snapshot = announced.reply
             return Effects(reply=err, writes=announced.writes, changed=True)
+        self._shows_offer()  # an offer that stood through the move: its reply shows it
         return self._changed(sql.insert_move(self.name, self.game.number, played))
 
     @commands.on(TrackPage)
@@ -275,6 +282,7 @@ class ChessTable:
             return Effects(reply=self.snapshot())
         self._check_agent(command.agent_token)
         self._agent_looks()
+        self._shows_offer()
         if self._saw_agent(at):
             return self._changed()  # wakes the pages: the agent is here
         return Effects(reply=self.snapshot())
@@ -284,6 +292,17 @@ class ChessTable:
         game it last saw unfinished ended, if the human replaced that game since (once)."""
         self._telling, self._missed = self._missed, None
         self._agent_saw = (self.game.number, self.game.phase == "over")
+
+    def _human_offer(self) -> tuple[int, int] | None:
+        """The human's pending draw offer as (game number, offers made so far), or None."""
+        if self.game.draw_offer != "human":
+            return None
+        return (self.game.number, len(self.game.human_offers))
+
+    def _shows_offer(self) -> None:
+        """The agent's reply now shows the human's pending offer, if there is one."""
+        if self.game.draw_offer == "human":
+            self._offer_shown = self._human_offer()
 
     def _present(self) -> bool:
         return self._absence() is None
