@@ -251,3 +251,31 @@ async def test_a_promotion_written_into_the_square_is_explained_in_words():
         assert is_error
         assert other["error"].startswith("argument 'to' is not a square")
         assert "promotion" not in other["error"]
+
+
+async def test_a_token_on_an_endpoint_that_ignores_it_is_refused_in_words():
+    """A tester's finding: on /mcp?token=<agent token> the token was dropped in silence: the
+    agent was told it had none and shown table default, another game than its own."""
+    calls = [
+        ("join_game", {}),
+        ("get_board", {}),
+        ("wait_for_turn", {"timeout_ms": 1000}),
+        ("move_piece", {"from": "e2", "to": "e4"}),
+        ("move_piece", {"from": "e2"}),  # bad arguments: the same words
+    ]
+    with trio.fail_after(20):
+        async with _clients("/mcp?token={agent}", "/mcp", agent_side="white") as opened:
+            _, _, (ignored, plain) = opened
+            refused = [await ignored.call(name, arguments) for name, arguments in calls]
+            _, watched = await plain.call("get_board", {})
+    for is_error, body in refused:
+        assert is_error
+        assert (body["code"], body["statusCode"], body["agentMayMove"]) == (
+            "AGENT_TOKEN_REQUIRED",
+            "AGENT_TOKEN_REQUIRED",
+            False,
+        )
+        assert body["error"].startswith("This endpoint ignores ?token=")
+        assert body["nextAction"]["tool"] is None
+        assert "/mcp/chess/<table>?token=<agent token>" in body["nextAction"]["instruction"]
+    assert (watched["seat"], watched["table"]) == ("watcher", "default")  # no token: watches

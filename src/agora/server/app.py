@@ -24,6 +24,7 @@ from agora.mcp.session import Session
 from agora.runtime.background import readable, supervise
 from agora.server.entries import catalog_entries, refuse_shadowed_tools, tool_entries, tool_names
 from agora.store.episode import counted
+from agora.toolsets.base import IGNORED_QUERY
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -285,7 +286,7 @@ class App:
         if not parts or parts[0] != "mcp" or len(parts) > 3:
             return None
         if len(parts) == 1:
-            return Endpoint(self._all, {})
+            return Endpoint(self._all, self._ignored({}, query, ()))
         toolset = self.toolsets.get(parts[1])
         if toolset is None:
             return None
@@ -297,7 +298,29 @@ class App:
         for name in toolset.endpoint_query:
             if query and name in query:
                 params[name] = query[name]
-        return Endpoint(self._per_toolset[toolset.name], params)
+        return Endpoint(
+            self._per_toolset[toolset.name], self._ignored(params, query, toolset.endpoint_query)
+        )
+
+    def _ignored(
+        self, params: dict[str, str], query: Mapping[str, str] | None, read: Sequence[str]
+    ) -> dict[str, str]:
+        """``params``, with `IGNORED_QUERY` naming the query parameters that some toolset's
+        endpoint reads but this one does not (``read``): ``/mcp?token=...`` keeps no token,
+        and the chess tools say so rather than seat nobody in silence."""
+        if not query:
+            return params
+        ignored = sorted(
+            {
+                name
+                for toolset in self.toolsets.values()
+                for name in toolset.endpoint_query
+                if name in query and name not in read
+            }
+        )
+        if ignored:
+            params[IGNORED_QUERY] = ",".join(ignored)
+        return params
 
     def new_session(self, endpoint: Endpoint) -> Session:
         """A fresh protocol session on ``endpoint``."""

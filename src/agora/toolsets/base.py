@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from agora.errors import Failure, ProtocolError
 from agora.identity import Principal
@@ -69,6 +69,11 @@ async def _no_update(uri: str) -> None:
     return None
 
 
+#: The `ToolCall.endpoint` key naming, comma-separated, the query parameters of the URL that
+#: some toolset's ``endpoint_query`` reads but this endpoint ignores (``/mcp?token=...``).
+IGNORED_QUERY: Final = "ignored_query"
+
+
 @dataclass(slots=True)
 class ToolCall:
     """One tools/call as a handler sees it.
@@ -78,7 +83,9 @@ class ToolCall:
         args: Arguments, already validated against the tool's inputSchema.
         principal: The authenticated caller.
         endpoint: Path parameters of the endpoint the client connected to, e.g.
-            ``{"table": "default"}`` for ``/mcp/chess``.
+            ``{"table": "default"}`` for ``/mcp/chess``; `IGNORED_QUERY` names the query
+            parameters the URL carried that another endpoint reads but this one ignores
+            (``token`` on ``/mcp``), so that a tool can say where to pass them.
         runtime: The actor registry, store and clock.
         progress: Report progress (sent only if the client asked with a progressToken).
         log: Send a notifications/message at a level (filtered by logging/setLevel, or at

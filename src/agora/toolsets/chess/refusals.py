@@ -67,6 +67,30 @@ _INVALID_TOKEN: Final = NextAction(
 )
 
 
+def token_ignored() -> Rejection:
+    """The refusal of every tool on an endpoint that ignores ``?token=`` (``/mcp``, all
+    toolsets): the agent sent its token, which would only seat it at ``/mcp/chess/<table>``,
+    and must not be left watching table ``default`` as if it had none."""
+    where = "/mcp/chess/<table>?token=<agent token>"
+    return Rejection(
+        ok=False,
+        protocol_version=PROTOCOL_VERSION,
+        code="AGENT_TOKEN_REQUIRED",
+        error="This endpoint ignores ?token=: it serves every toolset and no chess table, so"
+        f" your agent token seats you nowhere here. Connect to {where} (the human's page shows"
+        " the exact URL, with the table's name).",
+        status_code="AGENT_TOKEN_REQUIRED",
+        agent_may_move=False,
+        next_action=NextAction(
+            None,
+            {},
+            f"Reconnect to {where}: the chess endpoint of the table your token belongs to;"
+            " only there does the token give you the agent's seat.",
+        ),
+        legal_moves={},
+    )
+
+
 def internal_failure(failure: Failure) -> dict[str, Any]:
     """The refusal body for a call that failed inside the server (nothing was changed).
 

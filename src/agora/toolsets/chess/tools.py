@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from agora.errors import ToolError
+from agora.toolsets.base import IGNORED_QUERY
 from agora.toolsets.chess import refusals, render
 from agora.toolsets.chess.arguments import issue_rejection
 from agora.toolsets.chess.commands import AgentMove, Look
@@ -58,7 +59,14 @@ def _refused(err: ChessError) -> ToolError:
     return ToolError(_body(refusals.rejection(err)))
 
 
+def _token_ignored(call: ToolCall) -> bool:
+    """Whether the caller's URL carried ``?token=`` to an endpoint that ignores it (``/mcp``)."""
+    return "token" in call.endpoint.get(IGNORED_QUERY, "").split(",")
+
+
 async def _run(call: ToolCall, command: Look | AgentMove) -> Snapshot:
+    if _token_ignored(call):
+        raise ToolError(_body(refusals.token_ignored()))
     try:
         snap: Snapshot = await call.runtime.call(KIND, _table(call), command)
     except ChessError as err:
@@ -100,6 +108,8 @@ async def wait_for_turn(call: ToolCall) -> dict[str, Any]:
         wait_for_human=bool(call.args.get("wait_for_human", False)), watching=seat == "watcher"
     )
     look = Look(_agent_token(call))
+    if _token_ignored(call):
+        raise ToolError(_body(refusals.token_ignored()))
     try:
         snap: Snapshot = await call.runtime.poll(
             KIND, _table(call), look, ready=condition, timeout=timeout_ms / 1000
@@ -116,6 +126,8 @@ async def refuse_arguments(call: ToolCall, issues: Sequence[ValidationIssue]) ->
     """The refusal of arguments that failed the inputSchema, with the table as it stands
     (its turn, agentMayMove and legal moves, as on any other refusal); without it when the
     table cannot be read (say a wrong token: the next call is told that)."""
+    if _token_ignored(call):
+        return _body(refusals.token_ignored())
     try:
         snap: Snapshot = await call.runtime.call(KIND, _table(call), Look(_agent_token(call)))
     except ChessError:
