@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import trio
-from chess_browser import NEEDS_CHROMIUM, chromium, live_page, seated_white, sync_api
+from chess_browser import NEEDS_CHROMIUM, chromium, live_page, new_page, seated_white, sync_api
 from chess_page_http import new_table
 from chess_players import beside_a_browser
 from chess_server import agora_serve
@@ -185,4 +185,57 @@ async def test_an_offer_the_agent_had_not_seen_is_not_told_as_declined(tmp_path)
     assert (read["statusCode"], read["drawOffer"]) == ("AGENT_TURN", None)
     assert (played["drawOffer"], played["drawDeclined"]) == ("human", False)
     assert seen["stands"] == f"The agent played 1… e5. Your move. You offered a draw. {STANDS}"
+    assert seen["errors"] == []
+
+
+def refused_on_a_stale_page(url: str, table: dict[str, Any], portal: Portal, steps: dict) -> dict:
+    """A page that missed the human's other page's c4 (its stream held off) tries d4, is
+    refused; then its stream comes back and the agent answers e5."""
+    expect = sync_api.expect
+    errors: list[str] = []
+    seen: dict[str, Any] = {}
+    play = url.split("?")[0]
+    with chromium() as browser:
+        page = new_page(browser, errors)
+        page.route("**/events?*", lambda route: route.abort())  # no live stream for now
+        page.request.post(f"{play}/side", data={"token": table["token"], "agentColor": "black"})
+        page.goto(url)
+        expect(page.locator("#status")).to_have_text("Your move.")
+        # The human's other page (a phone, say) plays c4: this one hears nothing of it.
+        page.request.post(f"{play}/move", data={"token": table["token"], "from": "c2", "to": "c4"})
+        page.click('[data-square="d2"]')
+        page.click('[data-square="d4"]')
+        expect(page.locator("#error")).to_contain_text("played first")
+        seen["refused"] = page.locator("#error").text_content()
+        seen["board"] = page.locator("#moves li .san").all_text_contents()
+        page.unroute("**/events?*")
+        expect(page.locator("#live")).to_have_text("live")  # the stream reconnected itself
+        seen["kept"] = page.locator("#error").text_content()  # the turn has not changed yet
+        portal.set(steps["refused"])
+        portal.wait(steps["answered"])
+        expect(page.locator("#status")).to_have_text("The agent played 1… e5. Your move.")
+        seen["after"] = page.locator("#error").text_content()
+        seen["errors"] = [e for e in errors if "Failed to load resource" not in e]
+    return seen
+
+
+async def test_a_refusal_about_an_earlier_turn_goes_when_the_turn_changes(tmp_path):
+    """A tester's finding: two tabs moved at once; the refused one kept "it is the agent's
+    turn (black)." in red beside "Your move." after the agent's reply."""
+    steps = {name: trio.Event() for name in ("refused", "answered")}
+    with trio.fail_after(60):
+        async with agora_serve(tmp_path / "agora.db") as server:
+            table = await new_table(server.url, "r")
+            args = (table["humanUrl"], table, Portal(), steps)
+            async with beside_a_browser(table, refused_on_a_stale_page, *args) as (agent, seen):
+                await steps["refused"].wait()
+                await agent.ok("move_piece", {"from": "e7", "to": "e5"})
+                steps["answered"].set()
+    assert seen["refused"] == (
+        "it is the agent's turn (black). Your move was not played: 1. c4 was played first,"
+        " from another page of yours."
+    )
+    assert seen["board"] == ["c4"]  # the refused page shows the move that was played
+    assert seen["kept"] == seen["refused"]
+    assert seen["after"] == ""
     assert seen["errors"] == []

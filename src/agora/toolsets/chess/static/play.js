@@ -27,8 +27,43 @@
     unreachable = false;
   }
 
+  // A refusal is about the turn it met: its words go once the turn changes (a move, a new
+  // game, the game's end), so "it is the agent's turn" never stays beside "Your move.".
+  // PENDING: the refused page is reading the turn the refusal met (nothing clears it yet).
+  const PENDING = "pending";
+  let errorTurn = null;
+  const turnOf = (s) => `${s.gameNumber}:${s.history.length}:${s.phase}`;
+
+  // Show a refusal, anchored to the table as the server has it now (read at once: the page's
+  // own state may be a change behind, say another tab of the human's moved first).
+  async function refused(message, path) {
+    const sent = state;
+    errorTurn = PENDING;
+    showError(message);
+    let fresh = null;
+    try {
+      const res = await fetch(withToken(api("state")));
+      if (res.ok) fresh = await res.json();
+    } catch (err) {
+      fresh = null; // the stream brings the state once the server answers again
+    }
+    if (errorTurn !== PENDING) return; // another action (or its error) came since
+    const now = fresh && (!state || fresh.version >= state.version) ? fresh : state;
+    errorTurn = now ? turnOf(now) : null;
+    const last = now && now.history[now.history.length - 1];
+    const grew = sent && now && now.gameNumber === sent.gameNumber
+      && now.history.length > sent.history.length;
+    if (path === "move" && grew && last.by === "human") {
+      const number = `${last.moveNumber}${last.color === "white" ? "." : "…"}`;
+      showError(`${message} Your move was not played: ${number} ${last.san} was played first,`
+        + " from another page of yours.");
+    }
+    if (fresh) render(fresh);
+  }
+
   async function send(path, body) {
     showError("");
+    errorTurn = null;
     unreachable = false;
     let res;
     try {
@@ -44,7 +79,7 @@
     }
     const data = await res.json().catch(() => ({ error: res.statusText }));
     if (!res.ok) {
-      showError(data.error || res.statusText);
+      await refused(data.error || res.statusText, path);
       return null;
     }
     render(data);
@@ -82,6 +117,10 @@
       $("copied").textContent = "";
     }
     state = next;
+    if (errorTurn && errorTurn !== PENDING && turnOf(next) !== errorTurn) {
+      showError(""); // the refusal was about a turn that has passed
+      errorTurn = null;
+    }
     moves.update(state, newGame);
     chessView.render(state, moves.ui(), api("pgn"));
   }
