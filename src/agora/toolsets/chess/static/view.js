@@ -199,6 +199,23 @@ const chessView = (() => {
     earlier.hidden = state.gameNumber <= 1;
   }
 
+  // The agent's newest note, with the move it came with, under the status line: the Notes
+  // list grows below the moves (below the board on a phone), out of view in a long game.
+  function renderLastNote(state) {
+    const box = $("last-note");
+    const move = state.history.findLast((m) => m.by === "agent" && m.note);
+    box.hidden = !move;
+    if (!move) {
+      box.replaceChildren();
+      return;
+    }
+    const label = `${move.moveNumber}${move.color === "white" ? "." : "…"} ${move.san}`;
+    box.replaceChildren(
+      el("span", { class: "who" }, `The agent's note on ${label}:`),
+      el("bdi", { class: "note" }, move.note),
+    );
+  }
+
   function renderPlayers(state) {
     const human = state.role === "human";
     const humanColor = state.humanColor;
@@ -303,6 +320,7 @@ const chessView = (() => {
     $("table-name").textContent = state.table;
     document.title = turnTitle(state);
     renderStatus(state);
+    renderLastNote(state);
     renderPlayers(state);
     renderBoard(state, ui);
     renderLists(state, pgnUrl);
