@@ -112,3 +112,22 @@ async def test_a_name_that_cannot_be_a_table_is_refused_clearly(table, asked):
     status, body = await api(table.runtime, "POST", "/play/tables", {"name": asked})
     assert (status, body["code"]) == (400, "BAD_REQUEST")
     assert body["error"].startswith(f"{asked.strip().lower()[:40]!r} cannot be a table name:")
+
+
+async def test_the_page_learns_the_human_declined_the_agents_offer_until_its_next_move(table):
+    """A tester's finding: after the human's move declined the agent's offer, the page did not
+    say so (the agent's reply did, as drawDeclined)."""
+    rt = table.runtime
+
+    async def declined() -> tuple[bool, bool]:
+        _, mine = await api(rt, "GET", "/play/default/state", query={"token": table.token})
+        _, watched = await api(rt, "GET", "/play/default/state")
+        return mine["humanDeclined"], watched["humanDeclined"]
+
+    await table.choose("white")
+    await table.tool("move_piece", **{"from": "d2", "to": "d4", "note": "Draw? (=)"})
+    assert await declined() == (False, False)
+    await table.human_move("d7d5")
+    assert await declined() == (True, True)
+    await table.tool("move_piece", **{"from": "c2", "to": "c4"})
+    assert await declined() == (False, False)

@@ -16,7 +16,15 @@ from typing import Any
 
 import pytest
 import trio
-from chess_browser import NEEDS_CHROMIUM, chromium, live_page, new_page, seated_white, sync_api
+from chess_browser import (
+    NEEDS_CHROMIUM,
+    chromium,
+    live_page,
+    new_page,
+    seated_black,
+    seated_white,
+    sync_api,
+)
 from chess_page_http import new_table
 from chess_players import beside_a_browser
 from chess_server import agora_serve
@@ -238,4 +246,41 @@ async def test_a_refusal_about_an_earlier_turn_goes_when_the_turn_changes(tmp_pa
     assert seen["board"] == ["c4"]  # the refused page shows the move that was played
     assert seen["kept"] == seen["refused"]
     assert seen["after"] == ""
+    assert seen["errors"] == []
+
+
+def human_declines_by_moving(url: str, portal: Portal, steps: dict[str, Any]) -> dict:
+    """As Black: the agent's 1. d4 offers a draw; the human answers 1... d5."""
+    expect = sync_api.expect
+    errors: list[str] = []
+    seen: dict[str, Any] = {}
+    with chromium() as browser:
+        page = seated_black(browser, url, errors)
+        portal.set(steps["seated"])
+        expect(page.locator("#moves li .san")).to_have_count(1)  # the agent's d4 came
+        seen["offered"] = page.locator("#status").text_content()
+        page.click('[data-square="d7"]')
+        page.click('[data-square="d5"]')
+        expect(page.locator("#moves li .san")).to_have_count(2)
+        seen["declined"] = page.locator("#status").text_content()
+        seen["errors"] = errors
+    return seen
+
+
+async def test_the_human_is_told_a_move_declines_the_agents_offer_and_that_it_did(tmp_path):
+    """A tester's finding: with the agent's offer open there was no "decline" anywhere, and
+    after the human's move nothing confirmed the offer was declined."""
+    steps = {"seated": trio.Event()}
+    with trio.fail_after(60):
+        async with agora_serve(tmp_path / "agora.db") as server:
+            table = await new_table(server.url, "o")
+            args = (table["humanUrl"], Portal(), steps)
+            async with beside_a_browser(table, human_declines_by_moving, *args) as (agent, seen):
+                await steps["seated"].wait()
+                await agent.ok("move_piece", {"from": "d2", "to": "d4", "note": "Draw? (=)"})
+    assert seen["offered"] == (
+        "The agent played 1. d4. Your move."
+        " The agent offers a draw: accept it, or play your move to decline it."
+    )
+    assert seen["declined"] == "The agent is thinking. You declined the agent's draw offer."
     assert seen["errors"] == []

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Final, Literal
 import chess
 import msgspec
 
-from agora.toolsets.chess.game import answering_move, declined_by_agent
+from agora.toolsets.chess.game import answering_move, declined_by_agent, declined_draw
 from agora.toolsets.chess.position import POSITION_CACHE, move_entry, position
 from agora.toolsets.chess.render import REASON_WORDS, game_result
 from agora.toolsets.chess.replies import GameResult, LegalMove, MoveEntry
@@ -62,6 +62,9 @@ class PageState(msgspec.Struct, frozen=True, rename="camel"):
     #: The human's offer stood through the agent's last move: the agent moved before a
     #: reply had shown it the offer, so that move did not decline it.
     draw_offer_unseen: bool
+    #: The human's last move declined the agent's draw offer (the agent is told it as
+    #: ``drawDeclined``), until the agent's next move.
+    human_declined: bool
     result: GameResult | None
     agent_present: bool
     #: Why no agent is present, so the page says only what the server knows: its presence is
@@ -202,6 +205,7 @@ def page_state(snap: Snapshot, *, human: bool, public_url: str) -> PageState:
         legal_moves=pos.legal_moves if human and snap.phase == "human_turn" else [],
         draw_offer=snap.draw_offer,
         draw_declined=declined_by_agent(snap.moves, snap.declined_ply) and result is None,
+        human_declined=declined_draw(snap.moves) == "human" and result is None,
         draw_offer_unseen=snap.draw_offer == "human"
         and bool(snap.moves)
         and snap.moves[-1].ply in snap.unseen_plies,

@@ -279,7 +279,14 @@ const chessView = (() => {
       const number = `${last.moveNumber}${last.color === "white" ? "." : "…"}`;
       text = `The agent played ${number} ${last.san}. ${text}`;
     }
-    if (state.drawOffer === "agent") text += " The agent offers a draw.";
+    if (state.drawOffer === "agent") {
+      // The human answers by moving: no button declines (a move does, as over the board).
+      text += human ? " The agent offers a draw: accept it, or play your move to decline it."
+        : " The agent offers a draw.";
+    }
+    if (state.humanDeclined) {
+      text += human ? " You declined the agent's draw offer." : " The human declined the agent's draw offer.";
+    }
     const yours = human ? "your" : "the human's";
     if (state.drawOffer === "human") {
       text += human ? " You offered a draw." : " The human offers a draw.";
