@@ -254,23 +254,32 @@ def human_creates_a_table_at_play(base: str) -> dict[str, Any]:
         refused = page.locator("#new-table").text_content()
         page.fill("#new-table-name", "From-Index")  # capitals become lower case
         page.press("#new-table-name", "Enter")
-        link = page.locator("#new-table a")
+        link = page.locator("#new-table a").first
         expect(link).to_have_text("Play at table from-index")
         expect(page.locator("#new-table")).to_contain_text("Agent endpoint: http")
+        # A tester's finding: nothing offered a link to share for others to watch.
+        created_watch = page.locator("#new-table a").nth(1).get_attribute("href")
+        created_text = page.locator("#new-table").text_content()
         link.click()
         expect(page.locator("#live")).to_have_text("live")
         url, role = page.url, page.locator("#role").text_content()
+        share = page.locator("#spectator-link")
+        expect(share).to_be_visible()
+        watch = (share.get_attribute("href"), share.text_content())
         result_role = page.locator("#new-table").get_attribute("role")
         # A table's own page creates tables with the same script.
         page.fill("#new-table-name", "from-table")
         page.click("#create-table")
-        expect(page.locator("#new-table a")).to_have_text("Play at table from-table")
+        expect(page.locator("#new-table a").first).to_have_text("Play at table from-table")
         expect(page.locator("#new-table")).to_contain_text("/mcp/chess/from-table?token=")
         return {
             "url": url,
             "role": role,
             "refused": refused,
             "result_role": result_role,
+            "created_watch": created_watch,
+            "created_text": created_text,
+            "watch": watch,
             "errors": [e for e in errors if "status of 400" not in e],  # the refused name
         }
 
@@ -284,6 +293,10 @@ async def test_the_play_page_creates_a_table_and_links_to_it(tmp_path):
     assert seen["role"] == "you: choose a side"
     assert seen["refused"].startswith("'no spaces' cannot be a table name: use 1 to 40 letters")
     assert seen["result_role"] == "status"  # the table page's result is announced too
+    spectator = f"{server.url}/play/from-index"
+    assert seen["created_watch"] == spectator
+    assert f"Link for others to watch (no seat): {spectator}" in seen["created_text"]
+    assert seen["watch"] == (spectator, spectator)  # the human's page: the link to share
 
 
 def human_resigns_and_starts_again(url: str) -> dict[str, Any]:

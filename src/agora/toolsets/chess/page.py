@@ -72,6 +72,9 @@ class PageState(msgspec.Struct, frozen=True, rename="camel"):
     agent_absence: AgentAbsence | None
     agent: AgentLinks
     agent_token: str | None
+    #: The table's page without a token, for others to watch (the human's own link is
+    #: their seat: it must not be the one they share).
+    spectator_url: str
 
 
 def agent_links(public_url: str, table: str, agent_token: str | None = None) -> AgentLinks:
@@ -214,6 +217,7 @@ def page_state(snap: Snapshot, *, human: bool, public_url: str) -> PageState:
         agent_absence=snap.agent_absence,
         agent=agent_links(public_url, snap.table, snap.agent_token if human else None),
         agent_token=snap.agent_token if human else None,
+        spectator_url=spectator_url(public_url, snap.table),
     )
 
 

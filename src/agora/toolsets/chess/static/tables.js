@@ -27,7 +27,13 @@
     link.href = data.humanUrl;
     link.textContent = `Play at table ${data.table}`;
     const endpoint = document.createTextNode(`Agent endpoint: ${data.agent.mcpHttp}`);
-    out.append(link, document.createElement("br"), endpoint);
+    // The link to share: the play link above is the human's seat, this one only watches.
+    const watch = document.createElement("a");
+    watch.href = data.spectatorUrl;
+    watch.textContent = data.spectatorUrl;
+    const share = document.createTextNode("Link for others to watch (no seat): ");
+    const br = () => document.createElement("br");
+    out.append(link, br(), endpoint, br(), share, watch);
   }
 
   $("new-table-form").addEventListener("submit", createTable);

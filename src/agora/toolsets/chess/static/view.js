@@ -242,6 +242,10 @@ const chessView = (() => {
     const config = { mcpServers: { "agora-chess": { type: "http", url: state.agent.mcpHttp } } };
     $("mcp-config").textContent = JSON.stringify(config, null, 2);
     $("agent-seat").hidden = !human;
+    // The human's own link is their seat: the one to share is the spectator's.
+    $("share").hidden = !human;
+    $("spectator-link").setAttribute("href", state.spectatorUrl);
+    $("spectator-link").textContent = state.spectatorUrl;
     $("watch-only").hidden = human;
     $("agent-token").textContent = state.agentToken || "";
     $("agent-presence").textContent = state.agentPresent
