@@ -12,6 +12,15 @@ const chessMoves = (() => {
   // Arrow key -> [rows, columns] on the board as drawn (flipped for Black).
   const STEPS = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
 
+  // The king put on its own rook castles that side, as on lichess and chess.com: the legal
+  // castling move (the king two squares over, "O-O" or "O-O-O") toward that rook, if any.
+  function castlingOnto(state, from, to) {
+    const mine = state && state.humanColor === "black" ? "b" : "w";
+    if (!state || state.board[from] !== `${mine}K` || state.board[to] !== `${mine}R`) return null;
+    const side = to[0] > from[0] ? "O-O" : "O-O-O";
+    return movesFrom(state, from).find((m) => /^O-O(-O)?/.exec(m.san)?.[0] === side) || null;
+  }
+
   // page: {state() -> the table's state, move(from, to, promotion) -> promise of success}.
   function create(page) {
     let selected = null;
@@ -46,6 +55,11 @@ const chessMoves = (() => {
     }
 
     function tryMove(from, to) {
+      const castle = castlingOnto(page.state(), from, to);
+      if (castle) {
+        play(castle.from, castle.to, null);
+        return true;
+      }
       const options = movesFrom(page.state(), from).filter((m) => m.to === to);
       if (options.length > 1) {
         pendingPromotion = { from, to };
