@@ -124,3 +124,16 @@ def test_the_note_box_counts_characters_as_the_server_does():
     assert "maxlength" not in box.group(0)
     assert f'data-max-chars="{NOTE_MAX_CHARS}"' in box.group(0)
     assert "Array.from(box.value)" in (STATIC / "play.js").read_text()
+
+
+def test_the_readme_quotes_the_presence_words_the_page_uses():
+    """A tester's finding: README said the page shows "The agent is thinking." for an agent
+    at the table, but the presence line reads "An agent has joined this table." (the status
+    says the former on the agent's turn only). Every whole sentence README quotes there is
+    one the page writes."""
+    readme = (STATIC.parents[4] / "README.md").read_text()
+    section = readme.split("- **Agent presence.**", 1)[1].split("\n\n", 1)[0]
+    quoted = [q for q in re.findall(r'"([^"]+)"', " ".join(section.split())) if q[0] != "."]
+    assert "An agent has joined this table." in quoted
+    page_words = (STATIC / "view.js").read_text() + Path(page.__file__).read_text()
+    assert [q for q in quoted if q not in page_words] == []

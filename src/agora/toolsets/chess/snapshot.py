@@ -14,7 +14,7 @@ from agora.toolsets.chess.game import PastGame, PlayedMove, Result
 from agora.toolsets.chess.terms import AgentAbsence, ColorName, Phase, Role
 
 #: How long after its last call with the agent token an agent still counts as present (the
-#: page's "The agent is thinking."). Longer than the longest ``wait_for_turn`` (55 s), so a
+#: page's "An agent has joined this table."). Longer than the longest ``wait_for_turn`` (55 s), so a
 #: parked wait keeps the agent present while it is parked.
 AGENT_FRESH_SECONDS: Final = 120.0
 
