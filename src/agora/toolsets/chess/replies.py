@@ -20,7 +20,8 @@ Status codes:
     WAIT_TIMEOUT: ``wait_for_turn`` ran out of time with nothing to act on; call it again.
         Marked ``shuttingDown: true`` when the wait was cut short because the server is
         shutting down: reconnect, then call it again.
-    AGENT_TOKEN_REQUIRED: a refusal: the call needs the table's agent token.
+    AGENT_TOKEN_REQUIRED: a refusal: the call needs the table's agent token (or carried one
+        to ``/mcp``, which reads none: the token seats only at ``/mcp/chess/<table>``).
     INVALID_ARGUMENTS: a refusal: the arguments failed the tool's inputSchema and the table
         could not be read (such a refusal otherwise carries the table's status, with code
         ``INVALID_ARGUMENTS``).

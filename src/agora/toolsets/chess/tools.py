@@ -2,10 +2,11 @@
 
 The table comes from the endpoint (``/mcp/chess/<table>``, ``default`` otherwise), never
 from arguments, and so does the agent token (``?token=`` on the endpoint URL): a call that
-carries it acts for the seated agent, any other call watches. These handlers only build
-agent commands (`Look`, `AgentMove`): no tool can reach a human action. They must not hold
-game logic; rules live in the entity and replies in `agora.toolsets.chess.render` (refusals
-in `agora.toolsets.chess.refusals`).
+carries it acts for the seated agent, any other call watches (but a URL that carries one
+to ``/mcp``, which reads none, is refused, saying where the token counts). These handlers
+only build agent commands (`Look`, `AgentMove`): no tool can reach a human action. They
+must not hold game logic; rules live in the entity and replies in
+`agora.toolsets.chess.render` (refusals in `agora.toolsets.chess.refusals`).
 """
 
 from __future__ import annotations
