@@ -15,7 +15,7 @@ from agora.errors import ToolError
 from agora.runtime.clock import Now
 from agora.toolsets.chamber import room as rooms
 from agora.toolsets.chamber import store
-from agora.toolsets.chamber.commands import CallForHelp, Observe, Quarantine
+from agora.toolsets.chamber.commands import CallForHelp, Expire, Observe, Quarantine
 from agora.toolsets.chamber.entity import AttemptEntity, AttemptKind, seal_reply
 from agora.toolsets.chamber.invitation import token_for
 from agora.toolsets.chamber.signing import signer_from_bytes
@@ -153,11 +153,18 @@ def test_ttl_expires_an_unsealed_attempt_which_then_seals_as_expired():
     assert outcome.card.sealed_at == START + dt.timedelta(seconds=7200)
 
 
-def test_a_room_solved_in_time_still_seals_as_solved_after_the_ttl():
+@pytest.mark.parametrize("first", ["participant", "sweep"])
+def test_a_room_solved_in_time_still_seals_as_solved_after_the_ttl(first):
     s = Session(seed="late-seal")
     Solver(s.act).run()
     s.wall = START + dt.timedelta(hours=3)
-    assert s.seal().card.outcome == "solved"
+    if first == "sweep":
+        s.send(Expire())
+    card = json.loads(s.seal(next_candidate="x").card.body)
+    # The same card whoever gets there first: dated at the expiry, by the expiry.
+    assert (card["outcome"], card["sealed_by"]) == ("solved", "expiry")
+    assert card["sealed_at"] == "2026-11-30T14:00:00Z"
+    assert "next_candidate" not in card
 
 
 def test_sealing_is_idempotent_and_keeps_the_first_card():

@@ -131,3 +131,28 @@ async def test_a_running_server_sweeps_in_the_background(mock_clock, then_seal):
             if then_seal:
                 reply = await client.call_tool("seal_attempt", {"challenge_handle": handle})
                 assert reply["structuredContent"]["already_sealed"] is True
+
+
+async def test_a_late_seal_makes_the_card_the_sweep_would_have_made(agent, chamber, runtime, wall):
+    """Tester finding: sealed past its TTL before the sweep, a card said sealed_by participant
+    and was dated at the seal (the next day here): who got there first decided the card."""
+    _, service = chamber
+    wall.current = START.replace(hour=21, minute=59, second=30)
+    swept = (await agent.enter())["attempt_handle"]
+    late = (await agent.enter())["attempt_handle"]
+    wall.advance(7200 + 40)  # expired at 23:59:30; now 00:00:10 the next day
+    sealed = await agent.tool(
+        "seal_attempt", challenge_handle=late, next_candidate="other", include_export_bundle=True
+    )
+    assert await sweep.sweep_expired(runtime, service) == 1  # the other one only
+    theirs = (await agent.tool("seal_attempt", challenge_handle=swept))["card"]
+    ours = sealed["card"]
+    assert (ours["outcome"], ours["sealed_by"]) == ("expired", "expiry")
+    assert (ours["sealed_at"], ours["date"]) == (sealed["expires_at"], "2026-11-30")
+    assert ours["card_id"].startswith("card-20261130-")
+    assert sealed["attempt_state"] == "expired"
+    assert sealed["export_bundle"]["document"]["card"] == ours
+    apart = {"card_id", "seed_commitment", "transcript_hash", "locks"}  # each room its own
+    assert {k: v for k, v in ours.items() if k not in apart} == {
+        k: v for k, v in theirs.items() if k not in apart
+    }

@@ -105,7 +105,13 @@ class AttemptEntity:
         # Abandoning a run leaves the same trace as sealing it: a dated card.
         if a.card is not None or wall < a.expires_at:
             return Effects(reply=None)
-        return self._close(a, wall, "expired", Seal(signer=command.signer), None, "expiry")
+        return self._expire(a, wall, Seal(signer=command.signer))
+
+    def _expire(self, a: Attempt, wall: dt.datetime, c: Seal) -> Effects:
+        # The one card of an attempt past its TTL, made by the sweep or by a seal that beat
+        # it: the same outcome (a room solved in time stays solved), sealed_by, sealed_at (the
+        # expiry) and so date and card id, whoever got there first.
+        return self._close(a, wall, "solved" if a.solved else "expired", c, None, "expiry")
 
     def _after_retention(self, r: RetiredCard, command: Any) -> Effects:
         # The session is gone but the handle -> card link is forever: a second seal
@@ -268,13 +274,14 @@ class AttemptEntity:
                     current_action_index=a.action_index,
                 )
             )
-        if a.solved:
-            outcome = "solved"
-        elif wall >= a.expires_at:
-            outcome = "expired"
-        else:
-            outcome = "failed"
-        return self._close(a, wall, outcome, c, None)
+        if wall >= a.expires_at:  # the sweep's card: nothing of this call goes on it
+            late = Seal(
+                signer=c.signer,
+                key_broken=c.key_broken,
+                include_export_bundle=c.include_export_bundle,
+            )
+            return self._expire(a, wall, late)
+        return self._close(a, wall, "solved" if a.solved else "failed", c, None)
 
     def _close(
         self,

@@ -3,9 +3,10 @@
 Without it an agent could keep its good runs and drop the bad ones by never sealing them.
 `sweep_expired` finds unsealed attempts whose TTL has passed (committed rows, in expiry
 order, with a cursor so every pass makes progress) and sends each one `Expire` through its
-actor, which seals the card with outcome ``expired`` and ``sealed_by: expiry`` (signed when
-a key is configured). The server runs it as a background task every `SWEEP_EVERY` seconds.
-Nothing here builds SQL or cards itself.
+actor, which seals the card with outcome ``expired`` (``solved`` for a room solved in time)
+and ``sealed_by: expiry`` (signed when a key is configured); a ``seal_attempt`` that
+comes first makes the same card. The server runs it as a background task every
+`SWEEP_EVERY` seconds. Nothing here builds SQL or cards itself.
 """
 
 from __future__ import annotations
