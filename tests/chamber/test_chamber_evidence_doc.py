@@ -55,7 +55,7 @@ def _ed25519_ok(public_hex: str, value: str, message: bytes) -> bool:
 
 
 def check(document: dict[str, Any], trusted_public_keys: set[str]) -> bool:
-    """The page's seven checks (and its rule for blocks without a scheme)."""
+    """The page's signature checks, 1 to 7 (and its rule for blocks without a scheme)."""
     template = _statement_template()
     sig = document.get("signature")
     if set(document) != {"card", "card_sha256", "evidence_status", "signature"}:

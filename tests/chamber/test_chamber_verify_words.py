@@ -131,7 +131,7 @@ def _edit_card_sha256(doc: dict[str, Any]) -> None:
             id="status",
         ),
         pytest.param(
-            lambda d: d["card"].update(outcome="solved"),
+            lambda d: d["card"]["identity"].update(host="edited"),
             "MISMATCH (card_sha256 is not the hash of the card)",
             "INVALID signature: the card was edited after it was signed (the signature covers"
             " the card_sha256 written beside it, not the card's hash)",

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Collection
 from pathlib import Path
 
-from agora.toolsets.chamber import cards, store, verify
+from agora.toolsets.chamber import cards, consistency, store, verify
 from agora.toolsets.chamber import verify_sources as sources
 from agora.toolsets.chamber.signing import Signer, SigningKeyError, load_signer
 
@@ -36,9 +36,13 @@ BUSY_SECONDS = 30.0
 
 
 def sign_pending_cards(
-    conn: sqlite3.Connection, signer: Signer, now: dt.datetime | None = None
+    conn: sqlite3.Connection,
+    signer: Signer,
+    now: dt.datetime | None = None,
+    refused: list[tuple[str, list[str]]] | None = None,
 ) -> list[str]:
-    """Sign every pending card, committing each batch of `SIGN_BATCH` cards.
+    """Sign every pending card whose figures agree with each other, committing each batch
+    of `SIGN_BATCH` cards (one that contradicts itself stays pending: `consistency`).
 
     Short transactions let a running server's writer (which waits on SQLite's lock) go on
     between batches; the file may be signed while ``agora serve`` uses it.
@@ -47,6 +51,7 @@ def sign_pending_cards(
         conn: A connection to the agora database.
         signer: The operator's key.
         now: Signing time (default: the system clock, UTC).
+        refused: Where to add each card left unsigned, with its contradictions.
 
     Returns:
         The ids of the cards signed.
@@ -61,6 +66,11 @@ def sign_pending_cards(
     while batch := store.pending_cards(conn, limit=SIGN_BATCH, after=after):
         with conn:
             for card_id, body in batch:
+                faults = _faults(body)
+                if faults:
+                    if refused is not None:
+                        refused.append((card_id, faults))
+                    continue
                 block = cards.signature_block(signer, body, when)
                 sql, params = store.add_signature(card_id, block)
                 if conn.execute(sql, params).rowcount:
@@ -68,6 +78,12 @@ def sign_pending_cards(
                     conn.execute(*store.remember_key(block))
         after = batch[-1][0]
     return signed
+
+
+def _faults(body: bytes) -> list[str]:
+    """The contradictions in a stored card's figures (none for a card that is no object)."""
+    card = json.loads(body)
+    return consistency.contradictions(card) if isinstance(card, dict) else []
 
 
 def cmd_sign(
@@ -96,10 +112,11 @@ def cmd_sign(
     if not Path(db_path).is_file():
         err(f"cannot sign: no database at {db_path}")
         return 2
+    refused: list[tuple[str, list[str]]] = []
     try:
         conn = sqlite3.connect(str(db_path), timeout=BUSY_SECONDS)
         try:
-            signed = sign_pending_cards(conn, signer)
+            signed = sign_pending_cards(conn, signer, refused=refused)
         finally:
             conn.close()
     except sqlite3.Error as exc:
@@ -108,6 +125,8 @@ def cmd_sign(
     out(f"signed {len(signed)} card(s) with {signer.key_id}")
     for card_id in signed:
         out(f"  {card_id}")
+    for card_id, faults in refused:
+        out(f"left unsigned, its figures contradict each other: {card_id}: {'; '.join(faults)}")
     return 0
 
 
@@ -156,7 +175,9 @@ def _signature_line(result: verify.Verification) -> str:
     return f"valid signature, trusted key {result.key_id}"
 
 
-def _problems(result: verify.Verification, transcript_ok: bool, named: str | None) -> list[str]:
+def _problems(
+    result: verify.Verification, transcript_ok: bool, named: str | None, faults: list[str]
+) -> list[str]:
     """Why the card is not genuine, in the order the output shows them (none: genuine)."""
     found = []
     if not result.hash_ok:
@@ -169,6 +190,8 @@ def _problems(result: verify.Verification, transcript_ok: bool, named: str | Non
         found.append(f"signed by a key you do not trust ({result.key_id})")
     if not transcript_ok:
         found.append("the transcript does not give the card's transcript_hash")
+    if faults:
+        found.append(f"its figures contradict each other ({faults[0]})")
     if result.unsigned:
         found.append(f"{', '.join(result.unsigned)} added beside the card, covered by nothing")
     if named is not None and named != result.card_id:
@@ -248,6 +271,9 @@ def cmd_verify(
     out(f"  hash: {hashed}")
     out(f"  {_signature_line(result)}")
     transcript_ok = bundle is None or _transcript_checked(bundle, out)
+    faults = [*result.contradictions, *_transcript_faults(bundle)]
+    for fault in faults:
+        out(f"  figures CONTRADICT each other: {fault}")
     if result.signature == "valid" and not result.status_signed:
         out("  note: signed before evidence_status was signed; the body alone is covered")
     if result.unsigned:
@@ -260,7 +286,7 @@ def cmd_verify(
         # valid, but not for the card the reader looked at.
         out(f"  NOT the card the URL names ({named}): the server answered with another one")
     _say_what_it_is(result, out)
-    problems = _problems(result, transcript_ok, named)
+    problems = _problems(result, transcript_ok, named, faults)
     out(_verdict(result, problems))
     return 1 if problems else 0
 
@@ -271,6 +297,14 @@ def _say_what_it_is(result: verify.Verification, out: Out) -> None:
         out(f"  practice card: {result.practice}; it is not evidence of a fresh room")
     if result.outcome == "expired":
         out("  expired: the attempt was abandoned; the server sealed it when its time ran out")
+
+
+def _transcript_faults(bundle: verify.Bundle | None) -> list[str]:
+    """What an export bundle's transcript says against its card's figures."""
+    if bundle is None or bundle.transcript is None:
+        return []
+    card = json.loads(bundle.document)["card"]
+    return consistency.transcript_contradictions(card, bundle.transcript)
 
 
 def _transcript_checked(bundle: verify.Bundle, out: Out) -> bool:

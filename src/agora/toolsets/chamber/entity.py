@@ -27,6 +27,7 @@ from agora.toolsets.chamber.commands import (
     Quarantine,
     Seal,
 )
+from agora.toolsets.chamber.consistency import contradictions
 from agora.toolsets.chamber.invitation import token_for
 from agora.toolsets.chamber.opening import entry_reply
 from agora.toolsets.chamber.replies import failure, not_found, not_yours
@@ -305,9 +306,12 @@ class AttemptEntity:
             quarantine_reason=reason,
             sealed_by=sealed_by,
         )
-        body = cards.canonical(cards.card_body(a, sealing))
+        fields = cards.card_body(a, sealing)
+        body = cards.canonical(fields)
+        # A card whose figures contradict each other (an edited database) is never signed.
+        faults = tuple(contradictions(fields))
         signature = None
-        if c.signer is not None:
+        if c.signer is not None and not faults:
             signature = cards.signature_block(c.signer, body, wall)
         card = SealedCard(
             cards.card_id_for(a.handle, sealed_at), body, sealed_at, outcome, signature
@@ -324,6 +328,7 @@ class AttemptEntity:
             transcript=tuple(a.transcript),
             include_export_bundle=c.include_export_bundle,
             key_broken=c.key_broken,
+            contradictions=faults,
         )
         return Effects(reply=outcome_reply, writes=writes, changed=True)
 

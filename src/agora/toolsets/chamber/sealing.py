@@ -32,6 +32,9 @@ class SealOutcome:
     include_export_bundle: bool = False
     key_broken: bool = False
     transcript_retired: bool = False
+    #: Why the card was left unsigned though a key was at hand: its figures contradict each
+    #: other (`consistency.contradictions`).
+    contradictions: tuple[str, ...] = ()
 
 
 def seal_reply(

@@ -332,6 +332,13 @@ class Chamber:
             caller=call.principal.name,
         )
         outcome: SealOutcome = await self.on_attempt(call, handle, command)
+        if outcome.contradictions:
+            log.warning(
+                "chamber: card %s left unsigned: its figures contradict each other (%s); was"
+                " the database edited?",
+                outcome.card.card_id,
+                "; ".join(outcome.contradictions),
+            )
         signature = outcome.card.signature
         if outcome.already_sealed and signature is None:
             # An operator may have signed since this actor loaded: the store is the truth.

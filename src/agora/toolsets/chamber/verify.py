@@ -24,6 +24,7 @@ from agora.toolsets.chamber.cards import (
     sha256_tag,
     statement,
 )
+from agora.toolsets.chamber.consistency import contradictions
 from agora.toolsets.chamber.transcript import chain, genesis
 
 if TYPE_CHECKING:
@@ -50,6 +51,8 @@ class Verification:
         reason: Why the signature is invalid ("" unless it is).
         practice: Why the card is no evidence of a fresh room (`practice_reason`), or "".
         outcome: The card's outcome.
+        contradictions: What in the card's figures cannot be true together
+            (`consistency.contradictions`): a card that says so is not genuine, signed or not.
     """
 
     card_id: str | None
@@ -64,11 +67,14 @@ class Verification:
     reason: str = ""
     practice: str = ""
     outcome: Any = None
+    contradictions: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        """Hash right, signature valid, the key trusted, and no field beside them."""
-        return self.hash_ok and self.signature == "valid" and self.trusted and not self.unsigned
+        """Hash right, signature valid, the key trusted, no field beside them, and figures
+        that can be true together."""
+        signed = self.hash_ok and self.signature == "valid" and self.trusted
+        return signed and not self.unsigned and not self.contradictions
 
 
 #: The members of a published document (`publish`) and of its signature block
@@ -265,6 +271,7 @@ def verify_document(data: bytes, trusted_keys: Collection[str] = ()) -> Verifica
         status=doc.get("evidence_status"),
         practice=practice_reason(card),
         outcome=card.get("outcome"),
+        contradictions=tuple(contradictions(card)),
     )
     if not sig:
         return found
