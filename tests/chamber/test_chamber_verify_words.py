@@ -55,14 +55,36 @@ async def test_a_whole_seal_reply_is_named_and_its_export_bundle_pointed_to(
         )
     assert sealed["evidence_status"] == "signed"
     status, out, err = run(tmp_path, sealed, **TRUST)
-    assert (status, out) == (2, [])
     assert err == [
         f"{tmp_path / 'card.json'}: not a card document (a whole seal_attempt reply: save its"
         " export_bundle alone as JSON (seal with include_export_bundle: true) and verify that,"
         " or verify its card_url)"
     ]
+    assert (status, out) == (2, [f"VERDICT: NOT genuine: {err[0]}"])
     status, out, _ = run(tmp_path, sealed["export_bundle"], **TRUST)
     assert (status, out[-1]) == (0, "VERDICT: genuine")
+
+
+def test_the_bare_card_is_told_which_document_to_check_and_refusals_end_with_a_verdict(
+    tmp_path,
+):
+    """Tester finding: the seal reply's ``card`` member, saved alone, got a message listing
+    bundle keys; and a refusal (exit 2) printed no VERDICT line, which README promises."""
+    doc = document()
+    status, out, err = run(tmp_path, doc["card"], **TRUST)
+    assert err == [
+        f"{tmp_path / 'card.json'}: not a card document (the bare card, without its hash and"
+        " signature: check its document, the object {card, card_sha256, evidence_status,"
+        " signature} that GET /cards/<id>?format=json serves and a seal's export_bundle holds"
+        " as document (or that export_bundle itself))"
+    ]
+    assert (status, out) == (2, [f"VERDICT: NOT genuine: {err[0]}"])
+    path = tmp_path / "twice.json"
+    path.write_text('{"card": {}, ' + json.dumps(doc)[1:])  # "card" given twice
+    out, err = [], []
+    assert cards_cli.cmd_verify(path, out=out.append, err=err.append, **TRUST) == 2
+    assert err == [f"{path}: not a card document (the key 'card' appears twice in one object)"]
+    assert out == [f"VERDICT: NOT genuine: {err[0]}"]
 
 
 def test_a_field_added_to_an_unsigned_card_is_named(tmp_path):

@@ -235,7 +235,8 @@ def cmd_verify(
 
     The output ends with one line, ``VERDICT: genuine`` or ``VERDICT: NOT genuine: <the
     first reason>``, so that no single check's line (a valid signature under a hash
-    MISMATCH) can be taken for the whole answer.
+    MISMATCH) can be taken for the whole answer; a refusal (exit 2) says why on ``err`` and
+    ends ``out`` with that verdict line too.
 
     Returns:
         0 if the hash is right and a trusted key signed the card; 1 if not (unsigned,
@@ -250,22 +251,18 @@ def cmd_verify(
         for url in keys_urls:
             trusted += sources.keys_from_url(url)
     except sources.TrustError as exc:
-        err(f"cannot verify: {exc}")
-        return 2
+        return _refuse(f"cannot verify: {exc}", out, err)
     try:
         named = sources.named_card(str(path))
         data = sources.read_card(path)
         bundle = verify.read_bundle(data)
         result = verify.verify_document(bundle.document if bundle else data, trusted)
     except sources.CardFetchError as exc:
-        err(f"cannot verify: {exc}")
-        return 2
+        return _refuse(f"cannot verify: {exc}", out, err)
     except OSError as exc:  # no such file, no permission, a directory
-        err(f"cannot verify: cannot read {path}: {exc.strerror or exc}")
-        return 2
+        return _refuse(f"cannot verify: cannot read {path}: {exc.strerror or exc}", out, err)
     except cards.CardFormatError as exc:
-        err(f"{path}: not a card document ({exc})")
-        return 2
+        return _refuse(f"{path}: not a card document ({exc})", out, err)
     out(f"card {result.card_id} ({result.toolset_id})")
     hashed = "ok" if result.hash_ok else "MISMATCH (card_sha256 is not the hash of the card)"
     out(f"  hash: {hashed}")
@@ -289,6 +286,13 @@ def cmd_verify(
     problems = _problems(result, transcript_ok, named, faults)
     out(_verdict(result, problems))
     return 1 if problems else 0
+
+
+def _refuse(why: str, out: Out, err: Out) -> int:
+    """Say why nothing could be checked, and still end with the verdict line (exit 2)."""
+    err(why)
+    out(f"VERDICT: NOT genuine: {why}")
+    return 2
 
 
 def _say_what_it_is(result: verify.Verification, out: Out) -> None:

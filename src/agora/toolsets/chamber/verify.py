@@ -176,6 +176,14 @@ SEAL_REPLY = (
     " include_export_bundle: true) and verify that, or verify its card_url"
 )
 
+#: Why a bare card (a seal reply's ``card`` member, a document's ``card``) is refused: its
+#: hash and signature are beside it, in the document, not inside it.
+BARE_CARD = (
+    "the bare card, without its hash and signature: check its document, the object"
+    " {card, card_sha256, evidence_status, signature} that GET /cards/<id>?format=json"
+    " serves and a seal's export_bundle holds as document (or that export_bundle itself)"
+)
+
 #: The keys of a seal's export bundle, all of them and no other (`read_bundle`).
 BUNDLE_KEYS = frozenset({"document", "evidence_status", "transcript", "transcript_retired"})
 
@@ -192,6 +200,8 @@ def read_bundle(data: bytes) -> Bundle | None:
     doc = _strict(data)
     if not isinstance(doc, dict) or "card" in doc:
         return None  # a card document, or not a document at all: `verify_document` says
+    if isinstance(doc.get("card_id"), str) and isinstance(doc.get("toolset_id"), str):
+        raise CardFormatError(BARE_CARD)
     if set(doc) != BUNDLE_KEYS or not isinstance(doc["document"], dict):
         raise CardFormatError(
             f"neither a card document nor an export bundle ({sorted(BUNDLE_KEYS)})"
