@@ -122,3 +122,22 @@ def test_a_handle_hint_names_the_field_entry_returns(hint):
     assert "attempt_handle" in hint
     assert "challenge_handle" in hint
     assert len(hint) <= 240  # the contract's recovery_hint maxLength
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        pytest.param({"next_candidate": "x"}, "next_candidate", id="next-candidate"),
+        pytest.param({"preflight": {"tools_visible": True, "foo": 1}}, "preflight.foo",
+                     id="preflight-field"),
+        pytest.param({"email": "a@b.c"}, "email", id="email"),
+    ],
+)  # fmt: skip
+def test_an_unknown_field_gets_one_code_retryable_and_a_hint_to_drop_it(extra, field):
+    """Tester finding: next_candidate at entry got identity_invalid, retryable false and a
+    warning about emails and secrets, while email got value_format_invalid, retryable."""
+    body = _rejection("enter_open_challenge", {**ENTRY, **extra})
+    assert (body["code"], body["retryable"]) == ("value_format_invalid", True)
+    assert body["recovery_hint"].startswith(f"Drop {field}: it is not an argument here")
+    assert "secrets" not in body["recovery_hint"]
+    VALIDATORS["enter_open_challenge"].validate(body)

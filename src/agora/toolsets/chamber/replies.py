@@ -186,6 +186,13 @@ def argument_rejection(problems: Sequence[ValidationIssue]) -> dict[str, Any]:
     code = (missing if required else malformed) or "value_format_invalid"
     text = "; ".join(p.describe() for p in problems) or "arguments: invalid"
     hint = _MISSING_HINTS.get(name, "") if required else ""
+    if first is not None and first.keyword == "additionalProperties":
+        # A field the tool does not take, whichever it is: the same code, retryable, and
+        # the one fix (not a warning about personal data).
+        code = "value_format_invalid"
+        hint = f"Drop {first.field}: it is not an argument here; call again without it."
+        if first.field == "next_candidate":
+            hint += " next_candidate goes to seal_attempt."
     if name == "value" and first is not None and first.keyword == "type":
         # A number or time read as a JSON number: the lock's wording says "digits".
         hint = (
