@@ -39,6 +39,19 @@ async def test_replays_of_a_chosen_seed_are_linked_and_marked_practice(agent):
     assert first["seed_commitment"] != second["seed_commitment"]
 
 
+async def test_entering_on_a_chosen_seed_says_the_run_is_practice_and_will_not_rank(agent):
+    """Tester finding: the entry said nothing of it; only the sealed card did."""
+    for seed in ("practice-42", "none", " "):  # what a model filling in every argument sends
+        entered = await agent.enter(seed=seed)
+        assert entered["practice"] is True
+        assert entered["note"].startswith("Practice run: you chose this room's seed")
+        assert "will not rank on the board" in entered["note"]
+        assert "without seed" in entered["note"]
+    fresh = await agent.enter()
+    assert "practice" not in fresh
+    assert "note" not in fresh
+
+
 async def test_server_seeds_are_not_practice_and_carry_no_room_id(agent):
     card = await _sealed_card(agent)
     assert card["seed_source"] == "server"

@@ -55,6 +55,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: What an entry on a seed the caller chose says (the card says ``practice: true`` only once
+#: sealed, and an agent filling in every optional argument may not have meant it).
+PRACTICE_NOTE = (
+    "Practice run: you chose this room's seed, so its card will be marked practice and will"
+    " not rank on the board. For a ranked run, enter again without seed."
+)
+
 HANDLE = re.compile(r"^chl-[0-9a-f]{16}$")
 
 
@@ -243,6 +250,8 @@ class Chamber:
             invited=invitation,
             publication_notice=dict(notice),
         )
+        if source != "server":
+            reply.update(practice=True, note=PRACTICE_NOTE)
         return reply
 
     async def on_attempt(self, call: ToolCall, handle: str, command: Any) -> Any:
