@@ -147,6 +147,9 @@ async def _stdio(config: Config, path: str) -> None:
             endpoint = server.app.endpoint(path)
             if endpoint is None:
                 raise _Refused(f"{shown_url(path)} is not an MCP endpoint of this server")
+            # No page here, but a configured public_url names where the file is served (by
+            # `agora serve` on it): links handed out (a chamber card's card_url) go under it.
+            server.runtime.public_url = config.public_url
             # A client launches this from a directory of its choosing ($HOME, /): say where
             # the default ./agora.db went (stdout is MCP's; this line is stderr's).
             # Never the query: a chess agent's seat token travels there, as for --connect.
