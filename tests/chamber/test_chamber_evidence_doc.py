@@ -23,6 +23,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from harness import Session, signed_before_the_scheme
 
 from agora.toolsets.chamber import cards, verify
+from agora.toolsets.chamber.commands import CallForHelp, Quarantine
+from agora.toolsets.chamber.contract import default_contract
 from agora.toolsets.chamber.signing import signer_from_bytes
 
 PAGE = (Path(__file__).resolve().parents[2] / "docs" / "evidence.md").read_text()
@@ -124,3 +126,35 @@ def test_a_card_signed_before_the_scheme_verifies_by_the_pages_rule():
     document = signed_before_the_scheme(OPERATOR)
     assert check(document, {OPERATOR.public_key_hex})
     assert verify.verify_document(json.dumps(document).encode(), [OPERATOR.public_key_hex]).ok
+
+
+def _documented_fields() -> set[str]:
+    """The fields the page's "The card's fields" table names (first column)."""
+    table = PAGE.split("## The card's fields", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1] for line in table.splitlines() if line.startswith("| `")]
+    return {name for row in rows for name in re.findall(r"`([a-z_]+)`", row)}
+
+
+def test_the_page_explains_every_field_a_card_carries_and_how_to_recompute_its_hashes():
+    """Tester finding: seed_commitment, room_id, publication_notice, schema_bundle_hash,
+    evidence_version, allies, sealed_by, identity.assurance and quarantine went unexplained."""
+    s = Session(seed="practice-42", seed_source="participant")
+    s.send(CallForHelp(ally="claude-5", seed="ally-seed"))
+    practice = json.loads(s.seal(next_candidate="gpt-5.7").card.body)
+    stopped = Session(seed="stopped", handle="chl-00000000000000aa")
+    quarantined = json.loads(stopped.send(Quarantine(reason="clues unread")).card.body)
+    fields = set(practice) | set(quarantined)
+    assert {"room_id", "publication_notice", "next_candidate", "allies", "quarantine"} <= fields
+    assert fields <= _documented_fields()
+    assert "`assurance`" in PAGE
+    assert "`quarantined`" in PAGE
+    # The recipes the page gives, recomputed: the room id from the seed, and the notice.
+    room = hashlib.sha256(b"scoreia-chamber-room\nchambre-chrono-v0\npractice-42").hexdigest()
+    assert practice["room_id"] == "sha256:" + room
+    assert "scoreia-chamber-room`, newline, the suite id, newline, the seed" in PAGE
+    notice = default_contract().publication_notice
+    assert practice["publication_notice"] == _hash(dict(notice or {}))
+    salt = s.entity.attempt.seed_salt
+    commitment = hashlib.sha256(f"{salt}:chambre-chrono-v0:practice-42".encode()).hexdigest()
+    assert practice["seed_commitment"] == "sha256:" + commitment
+    assert "`SALT:SUITE:SEED`" in PAGE
