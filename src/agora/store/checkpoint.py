@@ -22,8 +22,11 @@ a commit: the WAL keeps every frame until the database holds it and is synced.
 
 Under steady commits a PASSIVE checkpoint rarely ends with the whole WAL copied, so the
 writer's next BEGIN seldom starts the WAL over: the WAL stays long, and the writer's own
-`agora.store.wal.restart_if_long` still bounds it. Errors are logged, never raised; the
-thread ends with `stop`. Must not import trio.
+`agora.store.wal.restart_if_long` still bounds it. Errors are logged, never raised, and once
+per episode (`agora.store.episode`): a full disk fails every look, 20 a second under load, so
+the first failure is one WARNING, the ones after it are counted, and the next checkpoint that
+runs is one INFO line with how long they failed and how many. The thread ends with `stop`.
+Must not import trio.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from agora.store.episode import Episode
 from agora.store.stats import COMMIT_MS, Histogram
 from agora.store.wal_index import hold
 
@@ -56,7 +60,8 @@ class Checkpointer:
 
     Attributes:
         runs: Checkpoints run; ``busy``: those skipped because another connection was
-            checkpointing; ``failures``: those that failed, or found no connection (logged).
+            checkpointing; ``failures``: those that failed, or found no connection (logged
+            once per episode).
         ms: How long each checkpoint run took (copy and fsync), a `Histogram`.
     """
 
@@ -80,6 +85,7 @@ class Checkpointer:
         self._thread = threading.Thread(target=self._run, name="agora-checkpointer", daemon=True)
         self.runs = self.busy = self.failures = 0
         self.ms = Histogram(COMMIT_MS)
+        self._failing = Episode()  # its strikes: the failures (only the thread touches it)
 
     def start(self) -> None:
         """Start the thread; its first look at the WAL is at once (a migration may have
@@ -148,8 +154,7 @@ class Checkpointer:
         try:
             return self._open()
         except Exception as exc:
-            self.failures += 1
-            log.warning("cannot open %s to checkpoint it: %s", self._path, exc)
+            self._failed(f"cannot open {self._path} to checkpoint it: {exc}")
             return None
 
     def checkpoint(self, conn: sqlite3.Connection) -> bool:
@@ -159,12 +164,29 @@ class Checkpointer:
         try:
             busy = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[0]
         except Exception as exc:  # a full or failed disk: the next commit says so
-            self.failures += 1
-            log.warning("checkpoint of %s failed: %s", self._path, exc)
+            self._failed(f"checkpoint of {self._path} failed: {exc}")
             return False
+        if (length := self._failing.end()) is not None:
+            log.info(
+                "checkpoints of %s run again, after %.1f s of failures: %s",
+                self._path, length, self._failing.told("failure"),
+            )  # fmt: skip
         if busy:
             self.busy += 1
         else:
             self.runs += 1
             self.ms.add((time.perf_counter() - began) * 1e3)
         return True
+
+    def _failed(self, why: str) -> None:
+        """A checkpoint failed for ``why``: the first of an episode is a WARNING, the rest
+        are counted (DEBUG)."""
+        self.failures += 1
+        if not self._failing.strike():
+            log.debug("%s", why)
+            return
+        log.warning(
+            "%s; further checkpoint failures are counted, not logged, until one runs again "
+            "(committed data is safe in the WAL meanwhile)",
+            why,
+        )
