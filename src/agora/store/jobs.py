@@ -55,6 +55,23 @@ class Job:
             self.callback(outcome)
 
 
+def untraced(outcomes: Iterable[BaseException | None]) -> None:
+    """Drop the tracebacks of a batch's failures and of their causes, once logged.
+
+    A traceback holds the frame the failure was raised or caught in, and through it the
+    writer's frames, whose locals (the batch's outcomes, the reply's closure) hold the failure:
+    a reference cycle per failed batch, which only the collector frees (and `agora serve`
+    freezes what survives a collection until its thaw). A full disk under load refused
+    hundreds a second. The caller learns the failure and its cause, not the writer's frames.
+    """
+    seen: set[int] = set()
+    for outcome in outcomes:
+        while outcome is not None and id(outcome) not in seen:
+            seen.add(id(outcome))
+            outcome.__traceback__ = None
+            outcome = outcome.__cause__ or outcome.__context__
+
+
 def complete(outcomes: Iterable[tuple[Job, BaseException | None]]) -> None:
     """Tell each job its outcome; one broken callback must not strand the others."""
     for job, outcome in outcomes:

@@ -37,7 +37,7 @@ from agora.errors import StoreError
 from agora.logsafe import one_line
 from agora.store.diskfault import name_pg, pg_cause
 from agora.store.guard import guarded_keys, judge, kept_changes
-from agora.store.jobs import DROPPED, Job
+from agora.store.jobs import DROPPED, Job, untraced
 from agora.store.neutral import Conflict, payload_lines
 from agora.store.outage import Teller
 from agora.store.pg_bound import Cutter
@@ -194,6 +194,7 @@ class PgWriter(Writer):
         committed = outcomes.count(None)
         if committed != len(outcomes):
             outcomes = name_pg(outcomes)
+            untraced(outcomes)  # logged: no cycle through this frame (`jobs.untraced`)
         if committed:
             self.notes_sent += self._notes
         self.counted(committed, began)

@@ -210,7 +210,7 @@ class Store:
             outcome: list[BaseException | None] = []
             self._writer.commit_batch([Job(writes, outcome.append, guards=held, updated=uris)])
             await trio.lowlevel.cancel_shielded_checkpoint()
-            result = outcome[0]
+            result = outcome.pop()
         else:
             # In this frame (no coroutine of its own), and the waiter is the job (no job and
             # callback apart): a burst of writes keeps fewer objects per waiting call, and
@@ -231,15 +231,18 @@ class Store:
             # Not abortable: a cancellation waits for the outcome and lands afterwards. Only
             # the watchdog ends the wait early, past the commit deadline.
             await trio.lowlevel.wait_task_rescheduled(_wait_for_commit)
-            result = waiter.outcome
+            result, waiter.outcome = waiter.outcome, None  # (raised below: no cycle through it)
         if result is None:
             if self._lock_waits.waiting:  # the write lock came back: one line
                 self._lock_waits.committed()
             return
-        if isinstance(result, StoreError):  # the deadline passed, or the disk refused
-            raise result
-        # a statement failed: retryable, or a bug (`failures`)
-        raise store_error("write failed", result)
+        try:
+            if isinstance(result, StoreError):  # the deadline passed, or the disk refused
+                raise result
+            # a statement failed: retryable, or a bug (`failures`)
+            raise store_error("write failed", result)
+        finally:  # the raised error's traceback holds this frame: no cycle through it
+            del result
 
     async def _watch(self) -> None:
         """Fail every write still waiting past its deadline; runs until the store closes.

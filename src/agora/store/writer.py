@@ -30,7 +30,16 @@ from typing import TYPE_CHECKING, Any
 from agora.store import wal
 from agora.store.diskfault import Reopening
 from agora.store.episode import counted
-from agora.store.jobs import DROPPED, TAKEN, Job, WriterStopped, complete, rollback, run_jobs
+from agora.store.jobs import (
+    DROPPED,
+    TAKEN,
+    Job,
+    WriterStopped,
+    complete,
+    rollback,
+    run_jobs,
+    untraced,
+)
 from agora.store.stats import BATCH_SIZE, COMMIT_MS, Histogram
 
 if TYPE_CHECKING:
@@ -320,6 +329,7 @@ class Writer:
                 self._doctor.wrote()
         if committed != len(outcomes):
             outcomes = self._diagnose(outcomes, failed)
+            untraced(outcomes)  # logged: their tracebacks would hold this frame, which holds them
 
         # Counted before any job hears its outcome: a caller that reads the counters after
         # its write returned sees its batch in them.
