@@ -30,6 +30,7 @@ from agora.store.sqlite_connect import connect
 from agora.store.sqlite_guard import GuardedWriter
 from agora.store.sqlite_open import checked_connect, migrated, migrated_file, refuse_foreign
 from agora.store.sqlite_shared import SharedStore
+from agora.store.wal_leftover import check_leftover_wal
 from agora.store.writer import Writer
 from agora.store.writer_process import ProcessWriter, WriterProcess
 
@@ -182,6 +183,8 @@ async def _open_locked(
     if inline:  # nothing else opens it: no lock to wait for
         migrations_conn, versions, identity = migrated(path, migrations, synchronous, shared)
     else:  # off the Trio thread: the lock may be waited for, a step may take long
+        if not shared:  # a crashed server's -wal: before anything writes (`wal_leftover`)
+            await open_in_thread(partial(check_leftover_wal, path))
         migrations_conn, versions, identity = await open_in_thread(
             partial(migrated_file, path, migrations, synchronous, shared)
         )

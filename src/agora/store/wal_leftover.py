@@ -1,0 +1,117 @@
+"""A write-ahead log left beside the database by a server that did not close, checked before
+the database is served.
+
+A server that closes checkpoints its ``-wal`` into the database and deletes it; one that was
+killed (a power cut, the OOM killer, SIGKILL) leaves it, and the next open applies it: that is
+how SQLite keeps every acknowledged write. But a ``-wal`` applies to the file it was written
+beside. An operator who restores a backup after a crash (``cp backup.db agora.db``) and leaves
+the crashed server's ``-wal`` gets the old file's pages laid over the copy: an operator's
+finding, where the server started as usual, ``/readyz`` said ready, 1,291 writes were
+acknowledged, and the file was then malformed (``btreeInitPage() returns error code 11``).
+
+SQLite's format ties a ``-wal`` to no particular database file, and a backup of the same
+database carries the same id (``agora_identity``), so the mix cannot be told for certain. What
+can be told is its usual result: pages that do not fit together. So when the database has a
+``-wal`` with frames in it at start, `check_leftover_wal` runs ``PRAGMA quick_check`` (every
+page read once, no index compared with its table) on a read-only connection, which never
+checkpoints or deletes a ``-wal`` as it closes, before anything opens the file for writing:
+a malformed result refuses the start with one line that says what to remove if a backup was
+just put in place, and nothing on disk has changed. A ``-wal`` whose frames happen to fit the
+restored file is not found (its writes lost, or the crash's state served in place of the
+backup's): README's restore steps remove it first. A shared file (``--shared``) is not checked:
+other processes keep its ``-wal`` while they run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shlex
+import sqlite3
+import time
+from functools import partial
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+from agora.errors import StoreError
+
+if TYPE_CHECKING:
+    from agora.store.opening import Opening
+
+__all__ = ["WAL_HEADER_BYTES", "check_leftover_wal"]
+
+log = logging.getLogger(__name__)
+
+#: The ``-wal`` file's header: a longer file holds frames (a shorter one holds none).
+WAL_HEADER_BYTES = 32
+#: SQLite's primary result codes that say the file is not a sound database.
+_MALFORMED = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
+#: SQLite VM instructions between two looks for a cancellation of the open.
+_PROGRESS_STEPS = 10000
+
+
+def _interrupt(conn: sqlite3.Connection) -> None:
+    with contextlib.suppress(sqlite3.ProgrammingError):  # the thread has just closed it
+        conn.interrupt()
+
+
+def _said(rows: list[tuple[object, ...]]) -> str:
+    """quick_check's rows as one short line (its first row spans lines)."""
+    lines = [line for row in rows for line in str(row[0]).splitlines()]
+    said = "; ".join(line for line in lines if line and not line.startswith("***"))
+    return said if len(said) <= 200 else f"{said[:200]}..."
+
+
+def check_leftover_wal(path: str, opening: Opening | None = None) -> None:
+    """Refuse ``path`` if a ``-wal`` with frames lies beside it and the database read through
+    it is malformed; nothing if there is none (a clean stop), or the check could not run (the
+    open that follows says why).
+
+    Raises:
+        StoreError: the database is malformed with the ``-wal`` applied (the message says
+            what to remove if a backup was just restored); nothing on disk was changed.
+    """
+    wal = f"{path}-wal"
+    try:
+        if os.path.getsize(wal) <= WAL_HEADER_BYTES:
+            return
+    except OSError:  # none: the last server closed the file
+        return
+    began = time.perf_counter()
+    try:
+        conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, isolation_level=None)
+    except sqlite3.Error as exc:
+        log.debug("cannot check %s read-only: %s", path, exc)
+        return
+    if opening is not None:
+        conn.set_progress_handler(opening.cancelled, _PROGRESS_STEPS)
+        opening.adopt(partial(_interrupt, conn), None)
+    try:
+        rows = conn.execute("PRAGMA quick_check(3)").fetchall()
+        problem = None if rows == [("ok",)] else _said(rows)
+    except sqlite3.Error as exc:
+        if (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF not in _MALFORMED:
+            log.debug("cannot check %s read-only: %s", path, exc)
+            return
+        problem = str(exc)
+    finally:
+        conn.close()
+    if opening is not None:
+        opening.check()
+    seconds = time.perf_counter() - began
+    if problem is None:
+        log.info(
+            "%s had a write-ahead log left by a server that did not close; the database read "
+            "through it passed quick_check in %.1f s",
+            path, seconds,
+        )  # fmt: skip
+        return
+    remove = f"rm -f {shlex.quote(wal)} {shlex.quote(path + '-shm')}"
+    raise StoreError(
+        f"cannot open database {path}: it is malformed once the write-ahead log left beside it "
+        f"by a server that did not close is applied (quick_check: {problem}). If you just put "
+        f"a backup in its place, that log is the old file's: remove it, then start again "
+        f"({remove}; the restored file is untouched). Otherwise the database is damaged: set "
+        f"all three files aside and restore a backup"
+    )
