@@ -80,6 +80,18 @@ async def test_a_full_disk_is_logged_once_per_episode_and_its_end_once(small_dis
                         "POST", f"{server.url}/play/tables", {"name": f"full{n}"}
                     )
                     assert (status, body["cause"], body["retryable"]) == (503, "disk_full", True)
+                # What a monitor polls shows it (an operator's finding: nothing did)
+                status, health = await http_json("GET", f"{server.url}/healthz")
+                assert status == 200, health
+                store = health["store"]
+                assert store["writes_refused"] == 6, store
+                last = store["last_write_error"]
+                assert (last["cause"], last["reason"]) == (
+                    "disk_full", "the database's disk is full"
+                ), last  # fmt: skip
+                assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", last["at"])
+                status, ready = await http_json("GET", f"{server.url}/readyz")
+                assert (status, ready) == (200, {"ok": True})  # reads only, as documented
                 (small_disk / "filler").unlink()
                 assert not (await client.call_tool("debate_session_open", {})).is_error
             status = server.stop()

@@ -105,6 +105,7 @@ async def test_a_full_disk_fails_checkpoints_with_one_warning(
                     break
                 await trio.sleep(0.02)
         told = _told(caplog)
+        assert store.counters()["checkpoint_failures"] == checkpointer.failures >= 5
     assert [level for level, _ in told] == ["WARNING", "INFO"], told
     assert "database or disk is full" in told[0][1]
     assert "checkpoints of" in told[1][1]

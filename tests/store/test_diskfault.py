@@ -20,6 +20,8 @@ from agora.store.db import open_store
 from agora.store.diskfault import DiskDoctor, errno_cause, name_pg, named, pg_cause, sqlite_cause
 from agora.store.episode import Episode
 from agora.store.migrations import Migration
+from agora.store.neutral import Conflict
+from agora.store.refusals import WriteRefusals
 
 pytestmark = pytest.mark.sqlite_only("SQLite's own result codes (and the PostgreSQL mapping)")
 
@@ -198,3 +200,39 @@ def test_a_change_of_cause_is_not_told_as_writes_succeeding(tmp_path, caplog):
     ), told[1][1]
     assert "succeed again" in told[3][1]
     assert "1 write refused" in told[3][1]
+
+
+async def test_healthz_counters_show_the_refused_writes(tmp_path):
+    """An operator's finding: nothing a monitor polls showed a node whose disk refused every
+    write (``commits`` merely stopped rising, as on an idle node)."""
+    async with open_store(tmp_path / "agora.db", [ITEMS]) as store:
+        assert store.counters()["writes_refused"] == 0
+        assert store.counters()["last_write_error"] is None
+        with trio.fail_after(10):
+            await store.write([("PRAGMA max_page_count=8", ())])
+            await _fill(store)
+            for _ in range(2):
+                with pytest.raises(StoreError):
+                    await store.write([("INSERT INTO items VALUES (?)", ("x" * 4000,))])
+            with pytest.raises(StoreError):
+                await store.write([("INSERT INTO nowhere VALUES (1)", ())])  # a bad statement
+            counters = store.counters()
+    assert counters["writes_refused"] == 4
+    last = counters["last_write_error"]
+    assert (last["cause"], last["reason"]) == (
+        None,
+        "a statement failed (a defect: the log has it)",
+    )
+    assert "nowhere" not in str(last)  # fixed words: never the driver's
+    assert counters["checkpoint_failures"] == 0
+
+
+def test_a_version_conflict_is_not_a_refused_write():
+    refusals = WriteRefusals()
+    refusals.note(Conflict([("kind", "key")]))
+    assert refusals.counters() == {"writes_refused": 0, "last_write_error": None}
+    refusals.note(named(sqlite3.OperationalError("database or disk is full"), "disk_full"))
+    counters = refusals.counters()
+    assert counters["writes_refused"] == 1
+    assert counters["last_write_error"]["cause"] == "disk_full"
+    assert counters["last_write_error"]["reason"] == "the database's disk is full"

@@ -8,6 +8,10 @@ their calls. ``/readyz`` is readiness: 200 once the store answered a trivial rea
 `READY_SECONDS`, else 503 with a fixed reason (never the database's address or the driver's
 words; the log has those), and 503 once shutdown began (on a connection already open: the
 listener closes as shutdown begins, so a new one is refused). No I/O here but that read.
+It checks reads only: a disk that refuses writes (full, read-only) or a malformed file leaves
+reads working and ``/readyz`` at 200, by choice (a node out of rotation gets no writes, so none
+would show the disk took them again); ``/healthz``'s store counters ``writes_refused`` and
+``last_write_error`` (`agora.store.refusals`) and ``checkpoint_failures`` show it.
 
 The log tells a change of readiness, not each probe (balancers probe every second or so): the
 first probe that fails is one WARNING with the reason, the probes that fail after it are

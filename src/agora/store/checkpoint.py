@@ -121,10 +121,12 @@ class Checkpointer:
             self.index.release()
 
     def counters(self) -> dict[str, Any]:
-        """``checkpoints`` run, ``checkpoints_busy`` skipped, and ``checkpoint_ms``."""
+        """``checkpoints`` run, ``checkpoints_busy`` skipped, ``checkpoint_failures`` (failed
+        or found no connection: a full disk fails every look), and ``checkpoint_ms``."""
         return {
             "checkpoints": self.runs,
             "checkpoints_busy": self.busy,
+            "checkpoint_failures": self.failures,
             "checkpoint_ms": self.ms.snapshot(),
         }
 

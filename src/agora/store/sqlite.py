@@ -31,6 +31,7 @@ from agora.store.jobs import Job, WriterStopped
 from agora.store.lockwait import LockWaits
 from agora.store.neutral import SQLITE
 from agora.store.ready import file_answers, schema_version
+from agora.store.refusals import WriteRefusals
 from agora.store.shm_guard import ShmGuard, frozen_close
 from agora.store.sqlite_connect import connect
 from agora.store.stats import writer_counters
@@ -152,6 +153,8 @@ class Store:
         self.generation = 0
         self._reader_limit = trio.CapacityLimiter(READERS)
         self._closed = False
+        #: The writes refused since open, for ``/healthz`` (`agora.store.refusals`).
+        self.refusals = WriteRefusals()
 
     @property
     def stats(self) -> tuple[int, int]:
@@ -163,7 +166,7 @@ class Store:
         """What the writer and the checkpointer did since open, for ``/healthz``
         (`agora.store.stats.writer_counters`)."""
         ckpt = {} if self.checkpointer is None else self.checkpointer.counters()
-        return ckpt | writer_counters(self._writer, self.dialect)
+        return ckpt | writer_counters(self._writer, self.dialect) | self.refusals.counters()
 
     @property
     def committing(self) -> int:
@@ -236,13 +239,15 @@ class Store:
             if self._lock_waits.waiting:  # the write lock came back: one line
                 self._lock_waits.committed()
             return
+        # the deadline passed, or the disk refused; else a statement failed: retryable, or a
+        # bug (`failures`)
+        error = result if isinstance(result, StoreError) else store_error("write failed", result)
+        del result
+        self.refusals.note(error)
         try:
-            if isinstance(result, StoreError):  # the deadline passed, or the disk refused
-                raise result
-            # a statement failed: retryable, or a bug (`failures`)
-            raise store_error("write failed", result)
+            raise error
         finally:  # the raised error's traceback holds this frame: no cycle through it
-            del result
+            del error
 
     async def _watch(self) -> None:
         """Fail every write still waiting past its deadline; runs until the store closes.
