@@ -16,7 +16,7 @@ from agora.errors import Failure
 from agora.server.embed import open_server
 from agora.store.neutral import POSTGRESQL, SQLITE
 from agora.toolsets.router.declared import REFUSAL
-from agora.toolsets.router.described import ARGUMENTS
+from agora.toolsets.router.described import ADDED, ARGUMENTS, MEMORY, PLANNING_CONTEXT
 
 
 async def test_only_the_served_tools_are_listed_with_the_contract_schemas():
@@ -55,9 +55,17 @@ def _undescribed(name, schema):
     properties = schema["properties"]
     for field in ARGUMENTS.get(name, {}):
         del properties[field]["description"]
-    if name in ARGUMENTS or name == "get_memory_status":
+    if name in MEMORY:
         for field in properties["context"]["properties"].values():
             del field["description"]
+        return schema
+    for path, text in (PLANNING_CONTEXT | ADDED.get(name, {})).items():
+        field = schema
+        for part in path.split("."):
+            field = field["properties"][part]
+        # The contract's words are kept, followed by the added ones.
+        assert field["description"].endswith(f" {text}"), (name, path)
+        field["description"] = field["description"].removesuffix(f" {text}")
     return schema
 
 

@@ -1,4 +1,4 @@
-"""What each argument of the Memory tools is for, as their listed inputSchemas say it.
+"""What each argument of the router's tools is for, as their listed inputSchemas say it.
 
 The contract describes every argument of the twelve planning tools (``"description"`` beside
 each property) but few of the eight Memory tools': ``risk_class``, ``scope``, ``action`` and
@@ -8,6 +8,15 @@ seed and never edited (``src/agora/contracts/README.md``), so the descriptions a
 the tools/list entries as they are served; the schemas are otherwise the contract's, and
 validation is unchanged. A description the contract gives is kept: these fill only the
 properties it leaves bare (a test checks that each one is bare there).
+
+The planning tools' descriptions are written for the Codex host: their ``context`` is
+"supplied by the Codex host", ``actor`` a "Verified user or host actor", and nothing says
+where ``expected_state_version`` or ``expected_evidence_digest`` comes from. A model in any
+other host (Cursor, Claude Code) reads only tools/list, maybe not the endpoint's
+instructions, so `ADDED` follows the contract's words there with what such an agent must
+know: that it fills the context in itself and what each member does on this server, which
+version to send, where the digest comes from (never computed), and `LOOP`, the order of
+the calls after ``plan_work``.
 """
 
 from __future__ import annotations
@@ -116,12 +125,103 @@ ARGUMENTS: Final[dict[str, dict[str, str]]] = {
 }
 
 
+#: The planning tools' ``context`` as any host's agent must fill it: after the contract's
+#: words for the object and each member.
+PLANNING_CONTEXT: Final = {
+    "context": "No host but Codex supplies it: fill it in yourself, with the same stable"
+    ' strings in every call of one task, e.g. {"session_id": "my-repo", "actor":'
+    ' "cursor-agent", "runtime_policy_snapshot_id": "local"}. This server checks only their'
+    " form (no host verifies them).",
+    "context.session_id": "Choose it yourself (e.g. the repository's or the task's name) and"
+    " keep it: a run, and the replay of a write by its idempotency_key, is found only under"
+    " the session_id it was made under (get_router_status with workflow_run_id null lists"
+    " the session's runs). To use the Memory tools too, send only letters, digits and"
+    " . _ : - (at most 128 characters).",
+    "context.actor": "No host verifies it here: name who acts (e.g. cursor-agent), for"
+    " correlation only, and keep it: a write resent with its idempotency_key but another"
+    " actor is refused (idempotency-conflict).",
+    "context.runtime_policy_snapshot_id": "No host policy applies on this server: send a fixed"
+    " label (e.g. local), for correlation only, and keep it: a write resent with its"
+    " idempotency_key but another one is refused (idempotency-conflict).",
+}
+
+_VERSION: Final = (
+    'The version the last answer about this run gave: its text ends "Next write to this'
+    " run: send expected_state_version N\" (a write's resulting_state_version; 1 right after"
+    " plan_work). A stale one is refused (state-version-conflict, which gives the current one)."
+)
+_KEY: Final = (
+    "A new key for each new write; resend a write with its key, unchanged, to replay its"
+    " answer (the same key with another request is refused: idempotency-conflict)."
+)
+
+#: The order of the calls after ``plan_work``, which the contract's description leaves out.
+LOOP: Final = (
+    "Then, phase by phase: get_next_work -> record_work_event (one per check the answer names)"
+    " -> evaluate_gate (with the evidence_refs and expected_evidence_digest an answer gives),"
+    " until the run is completed."
+)
+
+#: Planning tool -> argument path -> what follows the contract's description of it.
+ADDED: Final[dict[str, dict[str, str]]] = {
+    "plan_work": {
+        "expected_state_version": "0: every plan is made at 0 (a new run, and its replay);"
+        " the new run is then at version 1.",
+        "idempotency_key": _KEY,
+    },
+    "evaluate_gate": {
+        "expected_state_version": _VERSION,
+        "idempotency_key": _KEY,
+        "expected_evidence_digest": "Never compute it: copy the one an answer gives with the"
+        " evaluate_gate call (the record_work_event whose event completes the phase's checks,"
+        " or get_next_work). A wrong one is refused (evidence-digest-mismatch, which gives"
+        " the right one); nothing is written.",
+        "evidence_refs": "The event_ids of this phase's check reports (record_work_event's"
+        " answers), as the answer that gives the evaluate_gate call lists them.",
+        "expected_plan_revision": "The plan revision the last answer about this run gave"
+        ' (its text\'s "evaluate_gate also expected_plan_revision N").',
+    },
+    **{
+        tool: {"expected_state_version": _VERSION, "idempotency_key": _KEY}
+        for tool in ("record_work_event", "propose_support_consent", "transition_support_consent")
+    },
+}
+
+#: The eight Memory tools, whose ``context`` fields `_CONTEXT` describes.
+MEMORY: Final = frozenset({*ARGUMENTS, "get_memory_status"})
+
+
 def described(tool: dict[str, Any]) -> dict[str, Any]:
     """``tool`` (a tools/list entry from the contract, a copy the caller may change) with a
     description on each of its arguments in `ARGUMENTS`, and on its ``context`` fields,
-    that the contract leaves bare."""
-    texts = dict(ARGUMENTS.get(tool["name"], {}))
-    if tool["name"] in ARGUMENTS or tool["name"] == "get_memory_status":
-        texts |= {f"context.{name}": text for name, text in _CONTEXT.items()}
-    describe_arguments(tool, texts, "router", keep=True)
+    that the contract leaves bare; a planning tool's ``context`` and the arguments `ADDED`
+    names say after the contract's words what any host's agent must know, and
+    ``plan_work``'s description ends with `LOOP`."""
+    name = tool["name"]
+    if name in MEMORY:
+        texts = dict(ARGUMENTS.get(name, {}))
+        texts |= {f"context.{field}": text for field, text in _CONTEXT.items()}
+        describe_arguments(tool, texts, "router", keep=True)
+        return tool
+    for path, text in (PLANNING_CONTEXT | ADDED.get(name, {})).items():
+        _append(tool, path, text)
+    if name == "plan_work":
+        tool["description"] = f"{tool['description']} {LOOP}"
     return tool
+
+
+def _append(tool: dict[str, Any], path: str, text: str) -> None:
+    """Follow the description of the argument at ``path`` (dotted) of ``tool`` with ``text``.
+
+    Raises:
+        ValueError: the schema has no argument at ``path`` (a new contract needs its words
+            reviewed), naming the tool and the path.
+    """
+    schema = tool["inputSchema"]
+    for name in path.split("."):
+        properties = schema.get("properties", {})
+        if name not in properties:
+            raise ValueError(f"router: {tool['name']} has no argument {path!r}")
+        schema = properties[name]
+    said = schema.get("description")
+    schema["description"] = f"{said} {text}" if said else text
