@@ -245,3 +245,27 @@ def test_a_built_in_toolsets_table_is_accepted_while_it_is_not_served():
     check_toolset_options({"chess": {"anything": 1}, "conformance": {}}, debate, SERVABLE)
     with pytest.raises(OptionsError, match=r"^\[options.zzz\] names no toolset; known: debate,"):
         check_toolset_options({"zzz": {}}, debate, SERVABLE)
+
+
+async def test_a_toolsets_descriptions_may_depend_on_its_table():
+    # The router's tools that cannot run as configured say so first in tools/list.
+    def describe(options: Any) -> dict[str, str]:
+        return {} if options.get("on") else {"mine_noop": "Off here. Nothing."}
+
+    mine = _embedded({"on": bool})
+    mine.describe = describe
+    for options, said in (({}, "Off here. Nothing."), ({"on": True}, "Nothing.")):
+        config = Config(db=":memory:", options={"mine": options})
+        with trio.fail_after(20):
+            async with (
+                open_server(config, toolsets=[mine], listen=False) as server,
+                server.client("/mcp/mine") as client,
+            ):
+                await client.initialize()
+                listed = (await client.request("tools/list", {}))["result"]["tools"]
+        assert [tool["description"] for tool in listed] == [said]
+    mine.describe = lambda options: {"mine_nop": "Misspelt."}
+    message = "toolset mine: its describe hook names 'mine_nop', which none of its tools is named"
+    with trio.fail_after(20), pytest.raises(ValueError, match=message):
+        async with open_server(Config(db=":memory:"), toolsets=[mine], listen=False):
+            pass

@@ -178,10 +178,10 @@ async def open_server(
         if toolsets is not None
         else load_toolsets(config.toolsets, conformance=config.conformance)
     )
-    entries = catalog_entries(sets)  # before anything opens: a plain ValueError, no group
-    # The same: a misspelt option key, or a table naming no toolset (load_config cannot
-    # tell: only here are an embedding program's toolsets known).
+    # Before anything opens, a plain ValueError, no group: a misspelt option key, or a table
+    # naming no toolset (only here are an embedding program's toolsets known); then the tools.
     check_toolset_options(config.options, sets, SERVABLE)
+    entries = catalog_entries(sets, config.options)  # described under the options checked
     raised: BaseException | None = None  # what start-up or the caller's block raised
     stop = trio.Event()
     async with trio.open_nursery() as host:

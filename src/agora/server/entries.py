@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import logging
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.errors import ToolError
@@ -33,16 +34,38 @@ if TYPE_CHECKING:
 log = logging.getLogger("agora.server.app")  # the operator's filters name this one
 
 
-def tool_entries(toolset: Toolset) -> list[ToolEntry]:
-    """Catalog entries for a toolset's tools: from its contract, or defined in code.
+def tool_entries(toolset: Toolset, options: Mapping[str, Any] | None = None) -> list[ToolEntry]:
+    """Catalog entries for a toolset's tools: from its contract, or defined in code, each
+    with the description `Toolset.describe` gives it under ``options`` (its table).
 
     Raises:
         ValueError: a hook of the toolset cannot be called as the server calls it
-            (`agora.toolsets.base.hook_problems`), or see `_entry`.
+            (`agora.toolsets.base.hook_problems`), or see `_entry` and `_described`.
     """
     problems = hook_problems(toolset)
     if problems:
         raise ValueError(f"toolset {toolset.name}: {'; '.join(problems)}")
+    return _described(toolset, _entries(toolset), options or {})
+
+
+def _described(toolset: Toolset, entries: list[ToolEntry], options: Mapping[str, Any]
+               ) -> list[ToolEntry]:  # fmt: skip
+    """``entries`` with the descriptions ``toolset.describe`` gives under ``options``;
+    a ValueError if it names a tool the toolset does not list."""
+    texts = {} if toolset.describe is None else toolset.describe(options)
+    for name in set(texts) - {entry.name for entry in entries}:
+        raise ValueError(
+            f"toolset {toolset.name}: its describe hook names {name!r}, which none of its"
+            " tools is named"
+        )
+    return [
+        replace(entry, description=texts.get(entry.alias_of or entry.name, entry.description))
+        for entry in entries
+    ]
+
+
+def _entries(toolset: Toolset) -> list[ToolEntry]:
+    """`tool_entries` as its contract or ``tools`` describes them."""
     entries: list[ToolEntry] = []
     if toolset.contract is None:
         for spec in tools_in_code(toolset):
@@ -343,8 +366,11 @@ def refuse_shared_migrations(toolsets: Sequence[Toolset]) -> None:
                 )
 
 
-def catalog_entries(toolsets: Sequence[Toolset]) -> dict[str, list[ToolEntry]]:
-    """Check ``toolsets`` and build each one's catalog entries (before anything opens).
+def catalog_entries(
+    toolsets: Sequence[Toolset], options: Mapping[str, Mapping[str, Any]] | None = None
+) -> dict[str, list[ToolEntry]]:
+    """Check ``toolsets`` and build each one's catalog entries (before anything opens),
+    described under its table of ``options`` (checked: `Toolset.describe`).
 
     Returns:
         Each toolset's entries by toolset name, for `App`.
@@ -365,4 +391,4 @@ def catalog_entries(toolsets: Sequence[Toolset]) -> dict[str, list[ToolEntry]]:
     refuse_shared_migrations(toolsets)
     for toolset in toolsets:  # first: a misspelt key also leaves its tool without a handler
         refuse_stray_handlers(toolset)
-    return {t.name: tool_entries(t) for t in toolsets}
+    return {t.name: tool_entries(t, (options or {}).get(t.name)) for t in toolsets}

@@ -338,3 +338,9 @@ class Toolset:
     #: toolset's, under its name): how to fill what no host supplies, the first call. A
     #: client may show it to the model or not; the tools must not depend on it.
     instructions: str | None = None
+    #: Its tools' descriptions as this server lists them, where they depend on its
+    #: ``[options.<name>]`` table (a tool that cannot run as configured says so first):
+    #: ``describe(table) -> {tool name: description}``, called once at start, after
+    #: `options_check` passed; a tool left out keeps the description its contract or `tools`
+    #: gives (an alias is listed as its tool). None: the descriptions depend on no option.
+    describe: Callable[[Mapping[str, Any]], Mapping[str, str]] | None = None
