@@ -1,16 +1,21 @@
-"""What a model in any MCP host reads in tools/list: how to fill what only Codex supplies.
+"""What a model in any MCP host reads in tools/list: how to fill what only Codex supplies,
+and which tools cannot run on this server as configured.
 
 Tester finding (the router driven over Streamable HTTP as Cursor drives it): what Cursor's
 model reads is tools/list, and there every planning tool's ``context`` was "supplied by the
 Codex host", its ``actor`` a "Verified user or host actor"; nothing said to fill the context
 in itself, to send ``expected_state_version`` 0 for a new run, where
 ``expected_evidence_digest`` comes from, nor the order of the calls after ``plan_work``.
+And 13 of the 20 tools listed could never succeed on a default server, which their
+descriptions did not say.
 
 The tools are listed by the official MCP SDK's client over Streamable HTTP on loopback.
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -20,6 +25,8 @@ from router_driver import CONTRACT
 
 from agora.config import Config
 from agora.server.embed import open_server
+from agora.toolsets.router.availability import MEMORY_OFF, NEVER, NO_ADAPTER
+from agora.toolsets.router.bounds import ADAPTER_TOOLS, NEVER_HERE
 from agora.toolsets.router.described import LOOP, MEMORY
 
 mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")
@@ -102,3 +109,49 @@ async def test_the_versions_and_the_digest_say_where_they_come_from(tmp_path):
         version = _said(tools[name], "expected_state_version")
         assert "Next write to this run: send expected_state_version N" in version, name
         assert "new key for each new write" in _said(tools[name], "idempotency_key"), name
+
+
+#: The first words of the description of a tool that cannot run as configured.
+UNAVAILABLE = ("Unavailable on agora:", "Unavailable on this server:", "Memory is off")
+
+
+async def test_a_tool_that_cannot_run_with_no_options_says_so_first(tmp_path):
+    # Tester finding: 13 of the 20 tools can never succeed on a default server, and their
+    # descriptions did not say so (validate_route: "requires verified-host snapshots").
+    tools = await listed(tmp_path)
+    assert len(tools) == 20  # all are listed still
+    cannot = {name for name, tool in tools.items() if tool.description.startswith(UNAVAILABLE)}
+    assert cannot == {*NEVER_HERE, *ADAPTER_TOOLS, *MEMORY}
+    assert len(cannot) == 13
+    for name in NEVER_HERE:
+        assert tools[name].description == f"{NEVER} {CONTRACT.tools[name].description}"
+    for name in ADAPTER_TOOLS:
+        assert tools[name].description == f"{NO_ADAPTER} {CONTRACT.tools[name].description}"
+        assert "[options.router.adapter]" in tools[name].description
+    for name in MEMORY:
+        assert tools[name].description == f"{MEMORY_OFF} {CONTRACT.tools[name].description}"
+        assert "[options.router] memory_policy" in tools[name].description
+
+
+async def test_with_an_adapter_and_a_memory_policy_only_the_verified_host_tools_say_so(tmp_path):
+    options = {
+        "adapter": {"command": [sys.executable, "adapter.py"], "cases_dir": str(tmp_path)},
+        "memory_policy": str(tmp_path / "memory-policy.json"),  # written later: still set
+    }
+    tools = await listed(tmp_path, options)
+    assert len(tools) == 20
+    cannot = {name for name, tool in tools.items() if tool.description.startswith(UNAVAILABLE)}
+    assert cannot == set(NEVER_HERE)
+    for name in (*ADAPTER_TOOLS, *MEMORY):
+        assert tools[name].description == CONTRACT.tools[name].description
+
+
+def test_the_docs_quote_what_the_descriptions_say_first():
+    root = Path(__file__).parents[2]
+    doc = " ".join((root / "docs" / "router.md").read_text().split())
+    for said in (NEVER, NO_ADAPTER, MEMORY_OFF):
+        assert f"`{said}`" in doc
+    assert LOOP in doc
+    readme = " ".join((root / "README.md").read_text().split())
+    for said in (NEVER, NO_ADAPTER, MEMORY_OFF):
+        assert f"`{said[:29]}" in readme, said  # its first words

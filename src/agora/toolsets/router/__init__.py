@@ -5,7 +5,9 @@ Router-owned work graph, support consent, reported events, advisory gates and st
 actor per workflow run. Tools that need a verified host or an evaluation adapter answer a
 typed capability-unavailable. Opt-in Memory (off by default) records completed workflows,
 typed feedback, lists candidates, previews, applies and rolls back managed Profile updates,
-and purges. All 20 tools of the contract are served. This module only wires parts together.
+and purges. All 20 tools of the contract are served; one that cannot run as configured says
+so first in its description (`agora.toolsets.router.availability`). This module only wires
+parts together.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from agora.mcp.contracts import load_contract
 from agora.runtime.background import periodic
 from agora.toolsets.base import Toolset
 from agora.toolsets.router.adapter import ADAPTER_OPTIONS, check_options
+from agora.toolsets.router.availability import describing
 from agora.toolsets.router.bounds import bounded, rejection
 from agora.toolsets.router.declared import declared
 from agora.toolsets.router.described import described
@@ -96,6 +99,7 @@ def toolset() -> Toolset:
         options=OPTIONS,
         options_check=_check_options,
         instructions=INSTRUCTIONS,
+        describe=describing(served),
     )
 
 
