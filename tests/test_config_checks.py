@@ -5,6 +5,8 @@ things."""
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from agora.config import Config, PrincipalConfig, config_problem, load_config
@@ -91,3 +93,30 @@ def test_an_unknown_toolset_is_named_with_its_source_and_the_closest_known(tmp_p
     with pytest.raises(ValueError, match="unknown toolsets") as info:
         load_config(toolsets=["x1", "y2"])
     assert "`x1`, `y2`" in str(info.value)
+
+
+def test_the_digest_of_an_empty_token_is_refused(tmp_path):
+    """An operator's finding: ``printf %s "$TOKEN" | sha256sum`` with $TOKEN unset gives the
+    sha256 of the empty string; a principal holding it started, and no request could ever
+    be it (an empty bearer token is refused 401)."""
+    empty = hashlib.sha256(b"").hexdigest()
+    toml = tmp_path / "agora.toml"
+    toml.write_text(
+        f'allow_anonymous = false\n[[principals]]\nname = "ops"\ntoken_sha256 = "{empty.upper()}"\n'
+    )
+    with pytest.raises(ValueError, match="sha256 of an empty token") as info:
+        load_config(toml)
+    assert str(info.value).startswith(f"{toml}: principal 'ops' (principals[0]): token_sha256")
+    assert "was $TOKEN set" in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_a_principal_without_a_name_is_refused(name):
+    """An operator's finding: ``name = ""`` started, and its callers' results and records
+    said ``"principal": ""``."""
+    problem = config_problem(
+        Config(principals=[PrincipalConfig(name=name, token_sha256=DIGEST_A, scopes=["operator"])])
+    )
+    assert problem is not None
+    assert problem.startswith(f"principal {name!r} (principals[0]): name is empty;")
+    assert "each principal needs a name" in problem

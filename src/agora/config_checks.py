@@ -8,6 +8,7 @@ no Host header can match. Each returns why, in the operator's words, or None. No
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
 
 #: A token_sha256 as sha256sum prints it (without its trailing "  -").
 _SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
+#: The sha256 of no token at all: what ``printf %s "$TOKEN" | sha256sum`` prints with $TOKEN
+#: unset or empty. No request can send it (an empty bearer token is refused 401).
+_EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
 
 def unusable_url(url: str) -> str | None:
@@ -50,12 +54,19 @@ def unusable_principal(config: Config) -> tuple[str, str] | None:
 
     A token_sha256 that is not a digest (the token itself, the README's placeholder) would
     answer its owner 401 on every call; a misspelt scope would refuse its tools; a second
-    principal with the same digest would never be reached; and a principal named anonymous
-    would pass for a caller that sent no token.
+    principal with the same digest would never be reached; a principal named anonymous
+    would pass for a caller that sent no token, and one with an empty name would sign its
+    results and records with none; and the digest of the empty token (``$TOKEN`` unset when
+    it was computed) matches no request.
     """
     owners: dict[str, str] = {}
     for i, p in enumerate(config.principals):
         which = f"principal {p.name!r} (principals[{i}])"
+        if not p.name.strip():
+            return "principals", (
+                f"{which}: name is empty; each principal needs a name (its results and records"
+                " say who called)"
+            )
         if p.name == ANONYMOUS:
             return "principals", f"{which}: {ANONYMOUS} is the name of callers without a token"
         if not _SHA256_HEX.fullmatch(p.token_sha256):
@@ -67,6 +78,11 @@ def unusable_principal(config: Config) -> tuple[str, str] | None:
                     if _SHA256_HEX.fullmatch(p.token_sha256.split(" ")[0])
                     else ""
                 )
+            )
+        if p.token_sha256.lower() == _EMPTY_SHA256:
+            return "principals", (
+                f"{which}: token_sha256 is the sha256 of an empty token, which no request can"
+                ' send (was $TOKEN set when you ran printf %s "$TOKEN" | sha256sum?)'
             )
         for scope in p.scopes:
             if scope not in SCOPES:
