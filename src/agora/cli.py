@@ -5,7 +5,7 @@ SIGTERM or SIGHUP (unless ignored, as under nohup), then shuts down gracefully. 
 speaks MCP on stdin/stdout and logs to stderr only: ``--connect URL`` relays to a running
 server, ``--db`` serves a database no server is using; on any of those signals it reads no
 more and answers the calls in flight first.
-``call`` makes one tools/call against a running server, for quick checks.
+``call`` makes one tools/call against a running server, for quick checks (`agora.cli_call`).
 Bad configuration (settings, a database in use, a refused token) is one line on stderr and
 exit status 2, never a traceback. A process killed by a fatal signal (SIGSEGV, SIGBUS, ...)
 writes every thread's Python stack to stderr first (`faulthandler`): a server that vanished
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from agora import __version__
+from agora.cli_call import call
 from agora.cli_parser import build_parser
 from agora.config import Config, environment_log_level, load_config
 from agora.errors import StoreError
@@ -207,67 +208,6 @@ class _Refused(Exception):
     """A configuration problem found while starting: one line, exit status 2."""
 
 
-#: `agora call`'s exit status when the server answered with a JSON-RPC error rather than a
-#: result: not 1, which says the tool answered with an error result (``isError``).
-CALL_ERROR_STATUS = 3
-
-
-def server_error(error: dict[str, Any]) -> str:
-    """A JSON-RPC error answering `agora call`, as its line on stderr: the server's code and
-    message, and the correlation id that names the server's log line when it gave one."""
-    line = f"the server answered with JSON-RPC error {error.get('code')}: {error.get('message')}"
-    data = error.get("data")
-    if isinstance(data, dict) and data.get("correlation_id"):
-        line += f" (correlation id {data['correlation_id']}: the server's log says more)"
-    return line
-
-
-async def _call(url: str, tool: str, arguments: dict[str, Any], token: str | None) -> int:
-    from trio_websocket import ConnectionClosed, ConnectionRejected, HandshakeError
-
-    from agora.bridge import rejected
-    from agora.client import McpError, call_tool
-
-    try:
-        result = await call_tool(url, tool, arguments, token=token)
-    except McpError as exc:
-        print(f"agora call: {server_error(exc.error)}", file=sys.stderr)
-        return CALL_ERROR_STATUS
-    except ConnectionRejected as exc:
-        print(f"agora call: {url} refused the connection: {rejected(exc)}", file=sys.stderr)
-        # A refused token (401) or Host (403) is bad configuration, as `agora stdio` says it.
-        return 2 if exc.status_code in (401, 403) else 1
-    except (HandshakeError, OSError) as exc:
-        cause = exc.__cause__ or exc
-        print(f"agora call: cannot connect to {url}: {cause}", file=sys.stderr)
-        return 1
-    except ConnectionClosed as exc:
-        print(f"agora call: the connection closed: {exc.reason}", file=sys.stderr)
-        return 1
-    if not _print_result(json.dumps(result, indent=2, ensure_ascii=False)):
-        return STDOUT_CLOSED
-    return 1 if result.get("isError") else 0
-
-
-#: `agora call`'s exit status when its reader closed stdout before the result was written
-#: (``agora call ... | head -3``): a shell's status for a command that SIGPIPE ended.
-STDOUT_CLOSED = 128 + signal.SIGPIPE
-
-
-def _print_result(text: str) -> bool:
-    """Write ``text`` to stdout; False, saying nothing, if its reader has closed it (a
-    pipe's: `agora call ... | head -3`), as Unix tools end quietly there. The call's outcome
-    is not one of its statuses: that reader took what it wanted."""
-    try:
-        print(text, flush=True)
-    except BrokenPipeError:
-        # What is still buffered must not fail again at exit ("Exception ignored ...").
-        with contextlib.suppress(OSError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return False
-    return True
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``agora`` console script."""
     args = build_parser().parse_args(argv)
@@ -357,7 +297,7 @@ def _run(args: argparse.Namespace) -> int:
         except json.JSONDecodeError as exc:
             print(f"agora call: arguments are not JSON: {exc}", file=sys.stderr)
             return 2
-        return trio.run(_call, args.url, args.tool, arguments, args.token)
+        return trio.run(call, args.url, args.tool, arguments, args.token)
     return 0
 
 
