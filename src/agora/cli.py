@@ -37,7 +37,7 @@ from agora.store.lock import DatabaseInUse, database_lock, shown_database
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Callable
+    from collections.abc import AsyncIterator, Callable
 
     from agora.server.embed import Server
 
@@ -78,11 +78,10 @@ def stop_signals() -> tuple[int, ...]:
 
 
 async def _serve(config: Config) -> None:
-    from agora.server.embed import open_server
     from agora.server.heap import HeapKeeper
 
     with trio.open_signal_receiver(*stop_signals()) as signals:
-        async with open_server(config) as server, trio.open_nursery() as keeper_nursery:
+        async with _starting(config) as server, trio.open_nursery() as keeper_nursery:
             keeper = HeapKeeper()
             keeper.install()  # short collector pauses however large the heap grows
             keeper_nursery.start_soon(keeper.run)
@@ -92,6 +91,32 @@ async def _serve(config: Config) -> None:
                 _received(signum)
                 break
             keeper_nursery.cancel_scope.cancel()
+
+
+@contextlib.asynccontextmanager
+async def _starting(config: Config, *, listen: bool = True) -> AsyncIterator[Server]:
+    """`open_server`, where an OSError while the server starts (a full disk, a file it may
+    not open: not one while it serves) is a refusal naming its file: one line, exit 2."""
+    from agora.server.embed import CannotListen, open_server
+
+    started = False
+    try:
+        async with open_server(config, listen=listen) as server:
+            started = True
+            yield server
+    except Exception as exc:
+        leaf = _leaf(exc)
+        if started or not isinstance(leaf, OSError) or isinstance(leaf, CannotListen):
+            raise
+        log.debug("start failed", exc_info=leaf)  # -v: where
+        raise _Refused(f"cannot start: {_os_problem(leaf)}") from leaf
+
+
+def _os_problem(exc: OSError) -> str:
+    """``exc`` in words, with the file or files it concerns (its errno number left out)."""
+    files = [str(f) for f in (exc.filename, exc.filename2) if f is not None]
+    said = exc.strerror or str(exc)
+    return f"{said}: {' -> '.join(files)}" if files else said
 
 
 def _warn_exposure(config: Config) -> None:
@@ -129,7 +154,6 @@ def _banner(server: Server, config: Config) -> str:
 
 
 async def _stdio(config: Config, path: str) -> None:
-    from agora.server.embed import open_server
     from agora.transports.stdio import StopReading, serve_stdio
 
     token = os.environ.get("AGORA_TOKEN")
@@ -143,7 +167,7 @@ async def _stdio(config: Config, path: str) -> None:
         raise _Refused("AGORA_TOKEN does not match any principal")
     stop = StopReading()
     with trio.open_signal_receiver(*stop_signals()) as signals:
-        async with open_server(config, listen=False) as server, trio.open_nursery() as nursery:
+        async with _starting(config, listen=False) as server, trio.open_nursery() as nursery:
             nursery.start_soon(_stop_on_signal, signals, stop)
             endpoint = server.app.endpoint(path)
             if endpoint is None:
@@ -239,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"agora: {leaf.strerror}", file=sys.stderr)
             return BAD_CONFIGURATION
         if isinstance(leaf, OSError):
-            print(f"agora: {leaf}", file=sys.stderr)
+            print(f"agora: {_os_problem(leaf)}", file=sys.stderr)
             return 1
         raise
 

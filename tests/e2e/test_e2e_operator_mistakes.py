@@ -6,19 +6,25 @@ cannot use is refused in one line naming where it came from (the file or the ``A
 variable) and what is expected, before anything is opened; an ``AGORA_*`` variable that
 names no setting is said in a warning at start, with the setting it may have meant; a
 database path that cannot be opened says why in words (a regular file on the way, a
-missing directory, a file that cannot be read), not an errno.
+missing directory, a file that cannot be read, a disk too full for its lock file), not an
+errno.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 import trio
 from e2e_process import AGORA, AgoraProcess, clean_env, serve_refused
+
+from agora.cli import main
+from disks import fill
 
 TIMEOUT = 20
 #: What a public_url must be, as the refusal says it.
@@ -176,3 +182,34 @@ async def test_a_database_file_that_cannot_be_read_is_not_called_read_only():
             f"agora: cannot open database {db}: it cannot be read (permission denied to the"
             " user agora runs as)"
         ]
+
+
+@pytest.mark.sqlite_only("a SQLite file on a full tmpfs")
+async def test_a_full_disk_at_start_names_the_lock_file_and_leaves_none(small_disk):
+    """An operator's finding: ``agora: [Errno 28] No space left on device``, naming no
+    file, with exit status 1 (not the 2 of the other start-up refusals), and an empty
+    ``agora.db.lock`` left behind."""
+    fill(small_disk)
+    db = small_disk / "agora.db"
+    lines = await _serve_db(db)
+    assert lines == [
+        f"agora: cannot lock database {db}: cannot write its lock file {db}.lock:"
+        " No space left on device"
+    ]
+    assert sorted(p.name for p in small_disk.iterdir()) == ["filler"]
+
+
+def test_an_os_error_while_starting_names_its_file_and_exits_2(tmp_path, monkeypatch, capsys):
+    """Any OSError before the server serves is a refusal like the others: its file named,
+    one line, exit status 2 (it was the errno's text alone, exit status 1)."""
+
+    def refuse(*args: object, **kwargs: object) -> NoReturn:
+        raise PermissionError(errno.EACCES, "Permission denied", str(tmp_path / "x"))
+
+    monkeypatch.setattr("agora.server.embed.open_store", refuse)
+    # (main's logging set-up would outlive the test: the root logger's level and handler)
+    monkeypatch.setattr("agora.cli.configure", lambda *args: None)
+    monkeypatch.setattr("agora.cli.set_level", lambda *args: None)
+    assert main(["serve", "--port", "0", "--db", str(tmp_path / "a.db")]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == f"agora: cannot start: Permission denied: {tmp_path / 'x'}"

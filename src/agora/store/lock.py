@@ -12,9 +12,11 @@ one (and writes its pid there), unless it opens the file *shared*, under the ver
 together while an unshared one can never write beside them. A refused opener gets
 `DatabaseInUse`, which names the file and the holder (or says the file is shared). The OS
 drops the lock when its holder's file descriptor closes, however the process ends (``kill
--9`` included), so a lock is never stale. The sidecar file itself stays:
-removing it would race with a process that has just opened it. The lock is on a separate file
-so that SQLite's own POSIX locks on the database stay independent of it.
+-9`` included), so a lock is never stale. The sidecar file itself stays, but for one its
+opener has just created and could not write (a full disk): that opener removes it, still
+locked, and every opener checks that the file it locked is still the one the path names.
+The lock is on a separate file so that SQLite's own POSIX locks on the database stay
+independent of it.
 
 This module does no SQLite work and never blocks: a held lock is refused at once.
 """
@@ -150,26 +152,74 @@ def database_lock(database: str | Path, *, shared: bool = False) -> Iterator[Pat
         StoreError: the lock file cannot be created or locked.
     """
     path = lock_path(database)
+    fd, made = _locked(path, database, shared=shared)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    except OSError as exc:
-        raise StoreError(f"cannot lock database {database}: {exc.strerror}: {path}") from exc
-    try:
-        try:
-            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if not shared and _held_shared(fd):
-                raise DatabaseInUse(str(database), None, shared=True) from None
-            pid = _holder_pid(fd)
-            raise DatabaseInUse(str(database), pid, _command_of(pid)) from None
-        except OSError as exc:
-            raise StoreError(f"cannot lock database {database}: {exc.strerror}") from exc
         if not shared:  # shared holders are many: the record names an exclusive one only
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            except OSError as exc:  # a full disk (ENOSPC), a quota (EDQUOT)
+                if made:  # no empty lock file left by a start that failed (removed locked)
+                    with contextlib.suppress(OSError):
+                        path.unlink()
+                raise StoreError(
+                    f"cannot lock database {database}: cannot write its lock file {path}:"
+                    f" {exc.strerror}"
+                ) from exc
         yield path
     finally:
         os.close(fd)  # releases the lock
+
+
+def _locked(path: Path, database: str | Path, *, shared: bool) -> tuple[int, bool]:
+    """The lock file ``path`` opened and locked, and whether this call created it.
+
+    A lock file is removed only by the opener that created it and then failed (still
+    holding the lock): one that opened it in between would lock a file no longer named
+    ``path``, which it sees here, and so it opens the path again.
+    """
+    while True:
+        made = True
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        except FileExistsError:
+            made = False
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+            except FileNotFoundError:  # removed since: open it again
+                continue
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot lock database {database}: {exc.strerror}: {path}"
+                ) from exc
+        except OSError as exc:
+            raise StoreError(f"cannot lock database {database}: {exc.strerror}: {path}") from exc
+        try:
+            try:
+                fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if not shared and _held_shared(fd):
+                    raise DatabaseInUse(str(database), None, shared=True) from None
+                pid = _holder_pid(fd)
+                raise DatabaseInUse(str(database), pid, _command_of(pid)) from None
+            except OSError as exc:
+                raise StoreError(f"cannot lock database {database}: {exc.strerror}") from exc
+        except BaseException:
+            os.close(fd)
+            raise
+        if _still_named(fd, path):
+            return fd, made
+        os.close(fd)
+
+
+def _still_named(fd: int, path: Path) -> bool:
+    """Whether ``path`` still names the file open as ``fd``."""
+    try:
+        named = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
 
 
 def _held_shared(fd: int) -> bool:
