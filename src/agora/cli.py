@@ -21,19 +21,18 @@ import logging
 import os
 import signal
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from agora import __version__
+from agora.cli_banner import DEFAULT_DB, banner, database_named, warn_at_start
 from agora.cli_call import call
 from agora.cli_parser import build_parser
 from agora.config import Config, environment_log_level, load_config
 from agora.errors import StoreError
 from agora.logsafe import shown_url
 from agora.logsetup import configure, set_level
-from agora.store.lock import DatabaseInUse, database_lock, shown_database
+from agora.store.lock import DatabaseInUse, database_lock
 
 if TYPE_CHECKING:
     import argparse
@@ -85,8 +84,8 @@ async def _serve(config: Config) -> None:
             keeper = HeapKeeper()
             keeper.install()  # short collector pauses however large the heap grows
             keeper_nursery.start_soon(keeper.run)
-            print(_banner(server, config), file=sys.stderr, flush=True)
-            _warn_exposure(config)
+            print(banner(server, config), file=sys.stderr, flush=True)
+            warn_at_start(config)
             async for signum in signals:
                 _received(signum)
                 break
@@ -119,40 +118,6 @@ def _os_problem(exc: OSError) -> str:
     return f"{said}: {' -> '.join(files)}" if files else said
 
 
-def _warn_exposure(config: Config) -> None:
-    """Log a warning (at start, after the banner) when the Host/Origin check will refuse the
-    names clients use: a log line, in the log's format and subject to log_level."""
-    from agora.transports.guard import exposure_warning
-
-    warning = exposure_warning(config.host, config.allowed_hosts, config.public_url)
-    if warning:
-        log.warning("%s", warning)
-
-
-def _banner(server: Server, config: Config) -> str:
-    """What ``agora serve`` prints at start, plain text whatever log_level says: URLs a
-    client can use (the start page, the MCP endpoints, each toolset's start pages, the
-    probes; the chess table's links are the chess toolset's own lines), on the base those
-    links use (public_url, else loopback for a server bound to every interface: never
-    0.0.0.0)."""
-    from agora.transports.guard import WILDCARDS
-
-    base = server.runtime.public_url.rstrip("/")
-    ws = "ws" + base.removeprefix("http") if base.startswith("http") else base
-    every = f" (bound to {config.host or '*'}: every interface)" if config.host in WILDCARDS else ""
-    lines = [f"agora {__version__} serving {', '.join(server.app.toolsets)} on {server.url}{every}"]
-    if base != server.url:
-        lines.append(f"  public URL:            {base}")
-    lines.append(f"  start page:            {base}/")
-    lines += [f"  MCP (WebSocket):       {ws}/mcp", f"  MCP (Streamable HTTP): {base}/mcp"]
-    lines += [f"  {name:<22} {base}/mcp/{name}" for name in server.app.toolsets]
-    pages = [path for toolset in server.app.toolsets.values() for path, _ in toolset.pages]
-    lines += [f"  page:                  {base}{path}" for path in pages]
-    lines.append(f"  health, readiness:     {base}/healthz, {base}/readyz")
-    lines.append(f"  database: {shown_database(config.db)}")
-    return "\n".join(lines)
-
-
 async def _stdio(config: Config, path: str) -> None:
     from agora.transports.stdio import StopReading, serve_stdio
 
@@ -178,24 +143,13 @@ async def _stdio(config: Config, path: str) -> None:
             # A client launches this from a directory of its choosing ($HOME, /): say where
             # the default ./agora.db went (stdout is MCP's; this line is stderr's).
             # Never the query: a chess agent's seat token travels there, as for --connect.
-            default = _DEFAULT_DB if config.db == Config().db else ""
+            default = DEFAULT_DB if config.db == Config().db else ""
             shown = shown_url(path)
             log.info(
-                "serving %s on stdio; database %s%s", shown, _database_named(config.db), default
+                "serving %s on stdio; database %s%s", shown, database_named(config.db), default
             )
             await serve_stdio(server.app, endpoint, principal, stop=stop)
             nursery.cancel_scope.cancel()
-
-
-#: Said after the database path when it is the default's, which the working directory places.
-_DEFAULT_DB = " (the default, in the working directory: --db or AGORA_DB chooses another)"
-
-
-def _database_named(db: str) -> str:
-    """``db`` as a log line names it: a file by its absolute path, a URL without password."""
-    if db == ":memory:" or "://" in db:
-        return shown_database(db)
-    return str(Path(db).resolve())
 
 
 async def _bridge(url: str, token: str | None) -> None:

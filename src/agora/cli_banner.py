@@ -1,0 +1,68 @@
+"""What ``agora serve`` says as it starts: the banner (its URLs, plain text) and the start-up
+warnings (log lines, at WARNING, under the ``agora.cli`` logger as the command's other lines).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agora import __version__
+from agora.store.lock import shown_database
+
+if TYPE_CHECKING:
+    from agora.config import Config
+    from agora.server.embed import Server
+
+log = logging.getLogger("agora.cli")
+
+
+def warn_at_start(config: Config) -> None:
+    """Log the start-up warnings ``config`` calls for, after the banner."""
+    _warn_exposure(config)
+
+
+def _warn_exposure(config: Config) -> None:
+    """Log a warning (at start, after the banner) when the Host/Origin check will refuse the
+    names clients use: a log line, in the log's format and subject to log_level."""
+    from agora.transports.guard import exposure_warning
+
+    warning = exposure_warning(config.host, config.allowed_hosts, config.public_url)
+    if warning:
+        log.warning("%s", warning)
+
+
+def banner(server: Server, config: Config) -> str:
+    """What ``agora serve`` prints at start, plain text whatever log_level says: URLs a
+    client can use (the start page, the MCP endpoints, each toolset's start pages, the
+    probes; the chess table's links are the chess toolset's own lines), on the base those
+    links use (public_url, else loopback for a server bound to every interface: never
+    0.0.0.0)."""
+    from agora.transports.guard import WILDCARDS
+
+    base = server.runtime.public_url.rstrip("/")
+    ws = "ws" + base.removeprefix("http") if base.startswith("http") else base
+    every = f" (bound to {config.host or '*'}: every interface)" if config.host in WILDCARDS else ""
+    lines = [f"agora {__version__} serving {', '.join(server.app.toolsets)} on {server.url}{every}"]
+    if base != server.url:
+        lines.append(f"  public URL:            {base}")
+    lines.append(f"  start page:            {base}/")
+    lines += [f"  MCP (WebSocket):       {ws}/mcp", f"  MCP (Streamable HTTP): {base}/mcp"]
+    lines += [f"  {name:<22} {base}/mcp/{name}" for name in server.app.toolsets]
+    pages = [path for toolset in server.app.toolsets.values() for path, _ in toolset.pages]
+    lines += [f"  page:                  {base}{path}" for path in pages]
+    lines.append(f"  health, readiness:     {base}/healthz, {base}/readyz")
+    lines.append(f"  database: {shown_database(config.db)}")
+    return "\n".join(lines)
+
+
+#: Said after the database path when it is the default's, which the working directory places.
+DEFAULT_DB = " (the default, in the working directory: --db or AGORA_DB chooses another)"
+
+
+def database_named(db: str) -> str:
+    """``db`` as a log line names it: a file by its absolute path, a URL without password."""
+    if db == ":memory:" or "://" in db:
+        return shown_database(db)
+    return str(Path(db).resolve())
