@@ -13,6 +13,7 @@ import json
 import pytest
 import trio
 
+from agora.cli_banner import anonymous_warning
 from agora.client import connect
 from agora.config import Config, PrincipalConfig
 from agora.server.embed import open_server
@@ -65,3 +66,32 @@ async def test_with_principals_configured_a_tokenless_agent_holds_no_project():
     result = await _init_over_websocket(Config(port=0, db=":memory:", principals=[OPS]))
     assert result.get("isError")
     assert result["structuredContent"]["error"] == "project_required"  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("host", "principals", "allow", "said"),
+    [
+        pytest.param("0.0.0.0", [], True, "add [[principals]] to the --config", id="open"),
+        pytest.param("10.0.0.7", [OPS], True, "set allow_anonymous = false", id="principals"),
+        pytest.param("", [], True, "on every interface (*)", id="every"),
+        pytest.param("agora.example.com", [], True, "on agora.example.com,", id="name"),
+        pytest.param("0.0.0.0", [OPS], False, None, id="closed"),
+        pytest.param("127.0.0.1", [], True, None, id="loopback"),
+        pytest.param("127.0.0.2", [], True, None, id="loopback-net"),
+        pytest.param("::1", [], True, None, id="loopback-v6"),
+        pytest.param("localhost", [], True, None, id="localhost"),
+    ],
+)
+def test_a_server_others_can_reach_warns_when_callers_need_no_token(host, principals, allow, said):
+    """An operator's finding: bound to 0.0.0.0 with no principals, every caller on the
+    network used every tool as anonymous, and the log said nothing; the README says to set
+    allow_anonymous = false on a server others can reach."""
+    config = Config(host=host, principals=principals, allow_anonymous=allow)
+    warning = anonymous_warning(config)
+    if said is None:
+        assert warning is None
+        return
+    assert warning is not None
+    assert warning.startswith("callers without a bearer token are served MCP"), warning
+    assert said in warning, warning
+    assert "allow_anonymous = false (AGORA_ALLOW_ANONYMOUS=false)" in warning, warning

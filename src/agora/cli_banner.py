@@ -4,6 +4,7 @@ warnings (log lines, at WARNING, under the ``agora.cli`` logger as the command's
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +22,46 @@ log = logging.getLogger("agora.cli")
 def warn_at_start(config: Config) -> None:
     """Log the start-up warnings ``config`` calls for, after the banner."""
     _warn_exposure(config)
+    if (warning := anonymous_warning(config)) is not None:
+        log.warning("%s", warning)
+
+
+def anonymous_warning(config: Config) -> str | None:
+    """A warning, or None: the server listens where other machines can reach it and serves
+    MCP to callers that send no token (``allow_anonymous``, the default), so whoever reaches
+    the port may use every tool. README: set ``allow_anonymous = false`` on such a server."""
+    if not config.allow_anonymous or _loopback(config.host):
+        return None
+    where = f"every interface ({config.host or '*'})" if _wildcard(config.host) else config.host
+    todo = (
+        "set allow_anonymous = false (AGORA_ALLOW_ANONYMOUS=false) so that only the holders"
+        " of the [[principals]]' tokens may"
+        if config.principals
+        else "add [[principals]] to the --config file (a name and the sha256 of a token each)"
+        " and set allow_anonymous = false (AGORA_ALLOW_ANONYMOUS=false) so that only the"
+        " holders of their tokens may"
+    )
+    return (
+        "callers without a bearer token are served MCP (allow_anonymous = true) on"
+        f" {where}, which other machines may reach: whoever reaches the port may use every"
+        f" tool; {todo} (README: Configuration)"
+    )
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` (the address bound) is reached from this machine only."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name (other than localhost), or every interface ("")
+        return False
+
+
+def _wildcard(host: str) -> bool:
+    from agora.transports.guard import WILDCARDS
+
+    return host in WILDCARDS
 
 
 def _warn_exposure(config: Config) -> None:

@@ -71,6 +71,10 @@ async def test_start_warnings_and_the_signal_line_are_log_lines_at_their_level(t
     assert len(warned) == 1, server.log
     assert STAMP.match(warned[0]), warned
     assert unstamped(warned[0]).startswith("WARNING agora.cli: listening on every"), warned
+    # No principals, bound to every interface: anyone who reaches the port may call the tools.
+    anonymous = [line for line in lines if "callers without a bearer token" in line]
+    assert len(anonymous) == 1, server.log
+    assert unstamped(anonymous[0]).startswith("WARNING agora.cli: callers without a bearer")
     signalled = [line for line in lines if "SIGTERM" in line]
     assert len(signalled) == 1, server.log
     assert STAMP.match(signalled[0]), signalled
@@ -80,6 +84,7 @@ async def test_start_warnings_and_the_signal_line_are_log_lines_at_their_level(t
     with _serve(tmp_path, "--host", "0.0.0.0", AGORA_LOG_LEVEL="error") as server:
         server.assert_clean_exit(server.stop(), info=False)
     assert "listening on every interface" not in server.log, server.log
+    assert "callers without a bearer token" not in server.log, server.log
     assert "SIGTERM" not in server.log, server.log
     assert " serving chess on " in server.log  # the banner is not a log line
 
