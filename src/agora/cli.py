@@ -1,7 +1,8 @@
 """The ``agora`` command: serve, stdio, call, cards.
 
 Every subcommand has ``--help``. ``serve`` prints its endpoints and runs until SIGINT,
-SIGTERM or SIGHUP (unless ignored, as under nohup), then shuts down gracefully. ``stdio``
+SIGTERM or SIGHUP (unless ignored, as under nohup), then shuts down gracefully (later
+signals: `agora.cli_signals`). ``stdio``
 speaks MCP on stdin/stdout and logs to stderr only: ``--connect URL`` relays to a running
 server, ``--db`` serves a database no server is using; on any of those signals it reads no
 more and answers the calls in flight first.
@@ -19,7 +20,6 @@ import faulthandler
 import json
 import logging
 import os
-import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ import trio
 from agora.cli_banner import DEFAULT_DB, banner, database_named, warn_at_start
 from agora.cli_call import call
 from agora.cli_parser import build_parser
+from agora.cli_signals import received, stop_on_signal, stop_signals, while_stopping
 from agora.config import Config, environment_log_level, load_config
 from agora.errors import StoreError
 from agora.logsafe import shown_url
@@ -36,7 +37,7 @@ from agora.store.lock import DatabaseInUse, database_lock
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import AsyncIterator
 
     from agora.server.embed import Server
 
@@ -68,28 +69,24 @@ def _config(args: argparse.Namespace, **extra: Any) -> Config:
     return config
 
 
-def stop_signals() -> tuple[int, ...]:
-    """The signals that begin the graceful shutdown. SIGHUP's default would end the process at
-    once, with no drain and no log line (a closed terminal, a service manager's reload), but
-    not if it is ignored already: ``nohup agora serve`` asked that a hang-up not stop it."""
-    kept = signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
-    return (signal.SIGINT, signal.SIGTERM, *(() if kept else (signal.SIGHUP,)))
-
-
 async def _serve(config: Config) -> None:
     from agora.server.heap import HeapKeeper
 
     with trio.open_signal_receiver(*stop_signals()) as signals:
-        async with _starting(config) as server, trio.open_nursery() as keeper_nursery:
-            keeper = HeapKeeper()
-            keeper.install()  # short collector pauses however large the heap grows
-            keeper_nursery.start_soon(keeper.run)
-            print(banner(server, config), file=sys.stderr, flush=True)
-            warn_at_start(config)
-            async for signum in signals:
-                _received(signum)
-                break
-            keeper_nursery.cancel_scope.cancel()
+        async with trio.open_nursery() as stopping:
+            async with _starting(config) as server, trio.open_nursery() as keeper_nursery:
+                keeper = HeapKeeper()
+                keeper.install()  # short collector pauses however large the heap grows
+                keeper_nursery.start_soon(keeper.run)
+                print(banner(server, config), file=sys.stderr, flush=True)
+                warn_at_start(config)
+                async for signum in signals:
+                    received(signum)
+                    break
+                keeper_nursery.cancel_scope.cancel()
+                # Signals that come while the server shuts down (leaving the block) are said.
+                stopping.start_soon(while_stopping, signals, config.grace_seconds, server.app)
+            stopping.cancel_scope.cancel()
 
 
 @contextlib.asynccontextmanager
@@ -133,7 +130,7 @@ async def _stdio(config: Config, path: str) -> None:
     stop = StopReading()
     with trio.open_signal_receiver(*stop_signals()) as signals:
         async with _starting(config, listen=False) as server, trio.open_nursery() as nursery:
-            nursery.start_soon(_stop_on_signal, signals, stop)
+            nursery.start_soon(stop_on_signal, signals, stop, config.grace_seconds)
             endpoint = server.app.endpoint(path)
             if endpoint is None:
                 raise _Refused(f"{shown_url(path)} is not an MCP endpoint of this server")
@@ -158,28 +155,9 @@ async def _bridge(url: str, token: str | None) -> None:
     bridge = Bridge(url, token)
     with trio.open_signal_receiver(*stop_signals()) as signals:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_stop_on_signal, signals, bridge.stop_reading)
+            nursery.start_soon(stop_on_signal, signals, bridge.stop_reading, None)
             await run_bridge(url, token, bridge)
             nursery.cancel_scope.cancel()
-
-
-async def _stop_on_signal(signals: Any, stop: Callable[[], None]) -> None:
-    """The first of `stop_signals` ends the session's input (``stop``): the calls in flight
-    are answered within the grace (``--db``: long-polls at once, the rest within
-    ``grace_seconds``; ``--connect``: the server's reply, or an error past the bridge's), as
-    when the host closes stdin; later ones wait for that, as ``agora serve`` does."""
-    async for signum in signals:
-        _received(signum)
-        stop()
-        return
-
-
-def _received(signum: int) -> None:
-    """Log the signal that begins the graceful shutdown (INFO)."""
-    name = signal.Signals(signum).name
-    # SIGHUP: a closed terminal, or a service manager's reload with no command of its own.
-    aside = " (agora reads its settings at start only: restart it to change them)"
-    log.info("received %s: shutting down%s", name, aside if signum == signal.SIGHUP else "")
 
 
 class _Refused(Exception):

@@ -49,7 +49,14 @@ async def call(url: str, tool: str, arguments: dict[str, Any], token: str | None
         print(f"agora call: cannot connect to {url}: {cause}", file=sys.stderr)
         return 1
     except ConnectionClosed as exc:
-        print(f"agora call: the connection closed: {exc.reason}", file=sys.stderr)
+        # Said as the HTTP transport's -32603 and `agora stdio --connect`'s -32000 say it,
+        # not as the WebSocket library's CloseReason<code=1001, ...> repr.
+        why = exc.reason.reason if exc.reason is not None else None
+        print(
+            f"agora call: the connection closed before the answer{f' ({why})' if why else ''}:"
+            " the call may or may not have taken effect; check before repeating it",
+            file=sys.stderr,
+        )
         return 1
     if not _print_result(json.dumps(result, indent=2, ensure_ascii=False)):
         return STDOUT_CLOSED

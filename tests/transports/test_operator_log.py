@@ -123,6 +123,8 @@ async def test_shutdown_says_calls_waiting_for_a_commit_answer_later(tmp_path, c
     assert [r.status for r in replies] == [503], replies
     said = [r.getMessage() for r in caplog.records if "still running after" in r.getMessage()]
     assert len(said) == 1, said
-    assert said[0].startswith("1 calls still running after 0.3 s (grace_seconds): cancelled")
+    assert said[0].startswith(
+        "1 call still running after 0.3 s (grace_seconds), cancelled: 1 page request."
+    )
     assert "1 writes still wait for their commit" in said[0], said
     assert "within 1 s more (commit_timeout)" in said[0], said

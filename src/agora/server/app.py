@@ -19,6 +19,7 @@ import trio
 
 from agora import __version__
 from agora.config import KNOWN_TOOLSETS
+from agora.logsafe import loggable
 from agora.mcp.catalog import Catalog
 from agora.mcp.session import Session
 from agora.runtime.background import readable, supervise
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
     from agora.config import Config
     from agora.identity import Principal
+    from agora.mcp.actions import Invoke
     from agora.mcp.catalog import ToolEntry
     from agora.runtime.registry import Runtime
     from agora.server.connection import Connection
@@ -60,6 +62,8 @@ DEADLINE_SLACK = 1.3
 ANSWER_SETTLE = 0.2
 #: How long after their cancellation calls still running are said to hold up shutdown.
 OVERDUE_SECONDS = 5.0
+#: The most calls a shutdown's WARNING names one by one (the rest are counted).
+NAMED_AT_MOST = 20
 
 #: Toolsets implemented in this build, in listing order: the one list `agora.config` checks
 #: ``toolsets`` against (a toolset added to the tree goes there, nowhere else).
@@ -112,8 +116,13 @@ class App:
         #: Every tokenless request shares one principal (built once, off the request path).
         self.anonymous = config.anonymous()
         self._in_flight = 0
+        #: The calls in flight that `running` names, by connection and request id.
+        self._running: dict[tuple[Connection | None, Any], Invoke] = {}
         #: Shutdown began (`drain`): a new call is refused with JSON-RPC error -32011.
         self.draining = False
+        #: The grace's scope while `drain` waits; `end_grace` was called (a second SIGINT).
+        self._grace: trio.CancelScope | None = None
+        self._grace_ended = False
         #: Connections with listen streams open (``subscriptions/listen``): `drain` ends them.
         self.listening: weakref.WeakSet[Connection] = weakref.WeakSet()
         self._idle = trio.Event()
@@ -160,17 +169,31 @@ class App:
         """Calls running now, over every connection."""
         return self._in_flight
 
-    def call_started(self) -> None:
-        """Count one more call in flight."""
+    def call_started(self, conn: Connection | None = None, inv: Invoke | None = None) -> None:
+        """Count one more call in flight: ``inv`` of ``conn``, which a shutdown that cancels
+        it names (`running`), or one it counts only (a page request)."""
         if self._in_flight == 0:
             self._idle = trio.Event()
         self._in_flight += 1
+        if inv is not None:
+            self._running[conn, inv.id] = inv
 
-    def call_finished(self) -> None:
-        """Count one call less; wake `wait_idle` at zero."""
+    def call_finished(self, conn: Connection | None = None, inv: Invoke | None = None) -> None:
+        """Count one call less (as `call_started` counted it); wake `wait_idle` at zero."""
         self._in_flight -= 1
+        if inv is not None:
+            self._running.pop((conn, inv.id), None)
         if self._in_flight == 0:
             self._idle.set()
+
+    def running(self) -> list[str]:
+        """The calls in flight now, each as the log names it: what it runs, its principal,
+        its correlation id when its arguments carry one (the router's), and its request id
+        (JSON-RPC's); then the requests counted only (``2 page requests``)."""
+        named = [_named(conn, inv) for (conn, _), inv in list(self._running.items())]
+        if (others := self._in_flight - len(named)) > 0:
+            named.append(counted(others, "page request"))
+        return named
 
     async def wait_idle(self) -> None:
         """Until no call is in flight."""
@@ -210,23 +233,41 @@ class App:
         self.runtime.begin_shutdown()
         for conn in list(self.listening):  # each stream gets its result and ends
             conn.end_listens()
-        with trio.move_on_at(deadline):
+        with trio.move_on_at(deadline) as self._grace:
+            if self._grace_ended:
+                self._grace.cancel()
             await self.wait_idle()
             if answering and until_closed is not None:
                 with trio.move_on_after(self.config.linger_seconds):
                     await until_closed()
         if self._in_flight:
             committing = self.committing()
-            log.info(
-                "%d calls still running after %g s (grace_seconds): cancelled%s",
-                self._in_flight,
-                grace,
+            running = self.running()
+            shown = "; ".join(running[:NAMED_AT_MOST])
+            if len(running) > NAMED_AT_MOST:
+                shown += f"; and {len(running) - NAMED_AT_MOST} more"
+            # WARNING: each may or may not have made its change, and its client was told so.
+            log.warning(
+                "%s still running %s, cancelled: %s. A change each made may or may not have"
+                " been saved: check before repeating it%s",
+                counted(self._in_flight, "call"),
+                "when the grace was ended (SIGINT again)"
+                if self._grace_ended
+                else f"after {grace:g} s (grace_seconds)",
+                shown,
                 f"; {committing} writes still wait for their commit, and the calls that"
                 f" made them answer once it comes or within {self.config.commit_timeout:g} s"
                 " more (commit_timeout)"
                 if committing
                 else "",
             )
+
+    def end_grace(self) -> None:
+        """End the shutdown's grace now, or make it none if `drain` has not begun: the calls
+        still running are cancelled as when it runs out (``agora serve``: SIGINT again)."""
+        self._grace_ended = True
+        if self._grace is not None:
+            self._grace.cancel()
 
     def committing(self) -> int:
         """Writes waiting for their commit now (0 for a store that does not count them)."""
@@ -334,3 +375,15 @@ class App:
         if scheme.lower() != "bearer" or not token.strip():
             return None
         return self.config.principal_for(token.strip())
+
+
+def _named(conn: Connection | None, inv: Invoke) -> str:
+    """Call ``inv`` as `App.running` names it: ``tool run_model_evaluation (principal ops,
+    correlation id c1, request id 3)``; caller-chosen values escaped (`loggable`)."""
+    what = f"{'tool' if inv.kind == 'tool' else inv.kind} {loggable(inv.name, 80)}"
+    ids = [] if conn is None else [f"principal {conn.principal.name}"]
+    correlation = inv.args.get("correlation_id") if isinstance(inv.args, dict) else None
+    if isinstance(correlation, str) and correlation:
+        ids.append(f"correlation id {loggable(correlation, 80)}")
+    ids.append(f"request id {loggable(repr(inv.id), 80)}")
+    return f"{what} ({', '.join(ids)})"

@@ -252,7 +252,7 @@ class Connection:
                 scope.cancel()  # (a stand-in would keep the first canceller's task)
 
     async def _run(self, inv: Invoke, scope: trio.CancelScope) -> None:
-        self.app.call_started()
+        self.app.call_started(self, inv)
         try:
             reply: dict[str, Any] | None = None
             with scope:
@@ -292,7 +292,7 @@ class Connection:
                     if job is not None:
                         conn, inv = job
                         job = value = reply = None
-                        conn.app.call_started()
+                        conn.app.call_started(conn, inv)
                         try:
                             if conn._calls[inv.id] is None:  # not cancelled before it began
                                 conn._calls[inv.id] = scope
@@ -320,7 +320,7 @@ class Connection:
                         return
 
     def _ended(self, inv: Invoke) -> None:
-        self.app.call_finished()
+        self.app.call_finished(self, inv)
         del self._calls[inv.id]
         # (A no-op after its answer; a listen stream it opened is answered when it ends.)
         listens = self.session.listens
