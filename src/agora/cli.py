@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from agora.cli_banner import DEFAULT_DB, banner, database_named, warn_at_start
+from agora.cli_banner import DEFAULT_DB, banner, database_named, is_file_path, warn_at_start
 from agora.cli_call import call
 from agora.cli_parser import build_parser
 from agora.cli_signals import received, stop_on_signal, stop_signals, while_stopping
@@ -33,7 +33,7 @@ from agora.config import Config, environment_log_level, load_config
 from agora.errors import StoreError
 from agora.logsafe import shown_url
 from agora.logsetup import configure, set_level
-from agora.store.lock import DatabaseInUse, database_lock
+from agora.store.lock import DatabaseInUse, database_lock, database_problem
 
 if TYPE_CHECKING:
     import argparse
@@ -66,6 +66,10 @@ def _config(args: argparse.Namespace, **extra: Any) -> Config:
     )
     if not getattr(args, "verbose", False):
         set_level(config.log_level)
+    if is_file_path(config.db) and database_problem(config.db) is None:
+        # What the messages and the banner name: relative to the working directory, as
+        # the file is opened (a path refused as it is written is named so).
+        config.db = os.path.abspath(config.db)
     return config
 
 
@@ -115,7 +119,7 @@ def _os_problem(exc: OSError) -> str:
     return f"{said}: {' -> '.join(files)}" if files else said
 
 
-async def _stdio(config: Config, path: str) -> None:
+async def _stdio(config: Config, path: str, default_db: str) -> None:
     from agora.transports.stdio import StopReading, serve_stdio
 
     token = os.environ.get("AGORA_TOKEN")
@@ -140,7 +144,7 @@ async def _stdio(config: Config, path: str) -> None:
             # A client launches this from a directory of its choosing ($HOME, /): say where
             # the default ./agora.db went (stdout is MCP's; this line is stderr's).
             # Never the query: a chess agent's seat token travels there, as for --connect.
-            default = DEFAULT_DB if config.db == Config().db else ""
+            default = DEFAULT_DB if config.db == default_db else ""
             shown = shown_url(path)
             log.info(
                 "serving %s on stdio; database %s%s", shown, database_named(config.db), default
@@ -206,7 +210,7 @@ def _source(refusal: BaseException, args: argparse.Namespace) -> str:
     from agora.toolsets.options import OptionsError
 
     config = getattr(args, "config", None)
-    return f"{config}: " if isinstance(refusal, OptionsError) and config else ""
+    return f"{os.path.abspath(config)}: " if isinstance(refusal, OptionsError) and config else ""
 
 
 _IN_USE_HINTS = {
@@ -284,7 +288,7 @@ def _run_stdio(args: argparse.Namespace) -> int:
     else:
         config = _config(args)
         path = args.endpoint or "/mcp"
-    trio.run(_stdio, config, path)
+    trio.run(_stdio, config, path, os.path.abspath(Config().db))
     return 0
 
 

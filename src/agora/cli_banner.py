@@ -94,7 +94,7 @@ def banner(server: Server, config: Config) -> str:
     pages = [path for toolset in server.app.toolsets.values() for path, _ in toolset.pages]
     lines += [f"  page:                  {base}{path}" for path in pages]
     lines.append(f"  health, readiness:     {base}/healthz, {base}/readyz")
-    lines.append(f"  database: {shown_database(config.db)}")
+    lines.append(f"  database: {database_named(config.db)}")
     return "\n".join(lines)
 
 
@@ -104,6 +104,11 @@ DEFAULT_DB = " (the default, in the working directory: --db or AGORA_DB chooses 
 
 def database_named(db: str) -> str:
     """``db`` as a log line names it: a file by its absolute path, a URL without password."""
-    if db == ":memory:" or "://" in db:
+    if not is_file_path(db):
         return shown_database(db)
     return str(Path(db).resolve())
+
+
+def is_file_path(db: str) -> bool:
+    """Whether ``db`` names a SQLite file (not ``:memory:`` nor a URL)."""
+    return db != ":memory:" and "://" not in db

@@ -166,6 +166,7 @@ def load_config(
     #: Where each top-level setting's value came from, for the error messages.
     sources: dict[str, str] = {}
     if path is not None:
+        path = os.path.abspath(path)  # the messages name the file wherever it was started
         try:
             data = tomllib.loads(Path(path).read_text())
         except (OSError, tomllib.TOMLDecodeError) as exc:

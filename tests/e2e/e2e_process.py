@@ -36,13 +36,18 @@ def clean_env(**extra: str) -> dict[str, str]:
     """This process's environment without AGORA_* settings, plus ``extra``.
 
     The suite's own AGORA_TEST_* switches stay: a server started on the PostgreSQL pass
-    keeps its stores there (see tests/conftest.py).
+    keeps its stores there (see tests/conftest.py). PYTHONPATH is made absolute: ``agora``
+    run in another directory (``cwd=``) still imports the tree under test (``src``).
     """
     env = {
         k: v
         for k, v in os.environ.items()
         if (not k.startswith("AGORA_") or k.startswith("AGORA_TEST_")) and k != "PYTHONTRACEMALLOC"
     }
+    if env.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.pathsep.join(
+            map(os.path.abspath, env["PYTHONPATH"].split(os.pathsep))
+        )
     env.update(extra)
     return env
 

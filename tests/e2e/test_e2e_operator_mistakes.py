@@ -21,7 +21,7 @@ from typing import NoReturn
 
 import pytest
 import trio
-from e2e_process import AGORA, AgoraProcess, clean_env, serve_refused
+from e2e_process import AGORA, AgoraProcess, clean_env, run_agora, serve_refused
 
 from agora.cli import main
 from disks import fill
@@ -213,3 +213,26 @@ def test_an_os_error_while_starting_names_its_file_and_exits_2(tmp_path, monkeyp
     assert main(["serve", "--port", "0", "--db", str(tmp_path / "a.db")]) == 2
     err = capsys.readouterr().err
     assert err.splitlines()[-1] == f"agora: cannot start: Permission denied: {tmp_path / 'x'}"
+
+
+@pytest.mark.sqlite_only("SQLite file paths")
+async def test_relative_paths_are_shown_absolute_in_the_banner_and_refusals(tmp_path):
+    """An operator's finding: ``db = "data.db"`` in ``rel/agora.toml`` made ``./data.db``
+    in the working directory (not beside the file) and the banner said ``data.db``; the
+    refusals named ``rel/agora.toml`` and ``nodir/x.db``. Relative paths stay relative to
+    the working directory (README: Configuration), and are shown absolute."""
+    (tmp_path / "rel").mkdir()
+    (tmp_path / "rel" / "agora.toml").write_text('db = "data.db"\ntoolsets = ["debate"]\n')
+    server = AgoraProcess("--config", "rel/agora.toml", preexec_fn=lambda: os.chdir(tmp_path))
+    with server:
+        assert server.wait_for_line(r"  database: ", TIMEOUT) == f"  database: {tmp_path}/data.db\n"
+        server.assert_clean_exit(server.stop())
+    assert (tmp_path / "data.db").exists()
+    (tmp_path / "rel" / "agora.toml").write_text("port = -1\n")
+    with trio.fail_after(TIMEOUT):
+        done = await run_agora("serve", "--config", "rel/agora.toml", cwd=tmp_path)
+        assert done.stderr.decode().startswith(f"agora: {tmp_path}/rel/agora.toml: port "), done
+        done = await run_agora("serve", "--port", "0", "--db", "nodir/x.db", cwd=tmp_path)
+    assert done.stderr.decode().startswith(
+        f"agora: cannot open database {tmp_path}/nodir/x.db: its directory {tmp_path}/nodir"
+    ), done
