@@ -170,7 +170,11 @@ class _Refused(Exception):
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``agora`` console script."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # `agora` alone: the commands and where the settings are
+        parser.print_help(sys.stderr)
+        return BAD_CONFIGURATION
     if not faulthandler.is_enabled():  # stderr is every command's log (stdio's stdout: MCP)
         with contextlib.suppress(ValueError, OSError):  # a stderr with no descriptor: none
             faulthandler.enable()

@@ -32,13 +32,28 @@ class _CommandParser(argparse.ArgumentParser):
         return parsed, extra
 
 
+#: Where the settings are, for the help of the commands that read them: most are not flags.
+SETTINGS = (
+    "Settings: defaults, then the --config agora.toml file, then AGORA_<NAME> environment "
+    "variables (one per setting: AGORA_PORT=9000, AGORA_LOG_LEVEL=warning; lists "
+    "comma-separated), then the command-line flags. Every setting (log_level, grace_seconds, "
+    "allowed_hosts, allow_anonymous, [[principals]], public_url, ...) and its default: "
+    "README.md, section Configuration (the package's description); the [options.<toolset>] "
+    "tables: docs/options.md in the source."
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``agora`` command."""
     parser = argparse.ArgumentParser(
-        prog="agora", description="agora: an MCP server for stateful, long-running agent sessions"
+        prog="agora",
+        description="agora: an MCP server for stateful, long-running agent sessions",
+        epilog=SETTINGS,
     )
     parser.add_argument("--version", action="version", version=f"agora {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
+    # Not required here: `agora` alone prints this help (its commands, where the settings
+    # are), not argparse's "the following arguments are required: command".
+    sub = parser.add_subparsers(dest="command", parser_class=_CommandParser)
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument(
@@ -57,7 +72,15 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument("-v", "--verbose", action="store_true", help="debug logging to stderr")
 
-    p = sub.add_parser("serve", help="serve MCP over WebSocket and HTTP on one port")
+    p = sub.add_parser(
+        "serve",
+        help="serve MCP over WebSocket and HTTP on one port",
+        description="Serve MCP over WebSocket and Streamable HTTP on one port, with the "
+        "toolsets' pages and the /healthz and /readyz probes, until SIGINT, SIGTERM or SIGHUP "
+        "(then a graceful shutdown: the calls in flight get grace_seconds to answer). The "
+        "banner on stderr lists the URLs.",
+        epilog=SETTINGS,
+    )
     common(p)
     p.add_argument("--host", default=None, help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=None, help="port (default 8765; 0 = any free)")
@@ -70,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         "server (use this while `agora serve` runs). Otherwise serve a database (--db) that "
         "no server is using, or that every process opens with --shared, one toolset "
         "(--toolset) or several (--toolsets) on one session.",
+        epilog=SETTINGS,
     )
     common(p)
     p.add_argument(

@@ -3,7 +3,6 @@ graceful SIGTERM that answers a parked long-poll before the process exits 0."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -19,7 +18,7 @@ from e2e_config import TOKEN
 from e2e_http import http
 from e2e_process import AGORA, AgoraProcess, clean_env
 
-from agora.cli import build_parser, main
+from agora.cli import main
 from agora.client import connect
 from agora.config import Config
 from agora.server.embed import open_server
@@ -117,45 +116,6 @@ async def test_agora_call_reports_an_internal_error_as_the_servers_with_its_id(t
         said,
     ), said
     assert done.stdout == b""
-
-
-def subcommands() -> list[str]:
-    actions = build_parser()._subparsers._group_actions  # type: ignore[union-attr]
-    sub = next(a for a in actions if isinstance(a, argparse._SubParsersAction))
-    return sorted(sub.choices)
-
-
-def test_every_subcommand_has_help(capsys):
-    names = subcommands()
-    assert {"serve", "stdio", "call"} <= set(names)
-    for name in ["", *names]:
-        argv = [name, "--help"] if name else ["--help"]
-        with pytest.raises(SystemExit) as exited:
-            main(argv)
-        assert exited.value.code == 0
-        out = capsys.readouterr().out
-        assert out.startswith(f"usage: agora {name}".rstrip()), out
-        assert "``" not in out, out  # help is read in a terminal: no reST markup
-
-
-@pytest.mark.parametrize(
-    ("argv", "said"),
-    [
-        pytest.param(["cards", "sign"], ["--key FILE", "file holding the Ed25519 private key",
-                                         "(default ./agora.db)"], id="cards-sign"),
-        pytest.param(["cards", "verify"], ["export bundle", "transcript"], id="cards-verify"),
-        pytest.param(["call"], ["AGORA_TOKEN", "isError", "3 when the server answered with a"
-                                " JSON-RPC error"], id="call"),
-    ],
-)  # fmt: skip
-def test_help_says_what_the_command_takes_and_how_it_exits(capsys, argv, said):
-    """A documentation pass found ``--key`` read as an inline key (it names a file), no
-    ``--db`` default, bundles missing from ``verify`` and ``call``'s exit status unsaid."""
-    with pytest.raises(SystemExit):
-        main([*argv, "--help"])
-    out = " ".join(capsys.readouterr().out.split())  # as wrapped to any terminal width
-    for words in said:
-        assert words in out, out
 
 
 def test_cards_sign_refusals_go_to_stderr_as_the_command_s_other_refusals(capsys, tmp_path):
