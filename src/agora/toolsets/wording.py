@@ -43,7 +43,12 @@ def reworded_tools(
 
 
 def describe_arguments(
-    entry: dict[str, Any], texts: Mapping[str, str], toolset: str, *, keep: bool = False
+    entry: dict[str, Any],
+    texts: Mapping[str, str],
+    toolset: str,
+    *,
+    keep: bool = False,
+    append: bool = False,
 ) -> None:
     """Set, in the tools/list ``entry`` (a copy the caller may change), the description of
     each argument ``texts`` names: a dotted path (``preflight.tools_visible`` is a field of
@@ -51,6 +56,7 @@ def describe_arguments(
 
     Args:
         keep: a description the contract gives stays (only bare arguments get one).
+        append: the text follows the description the contract gives (if any).
 
     Raises:
         ValueError: if the schema has no argument at a path (a new contract needs its words
@@ -63,5 +69,8 @@ def describe_arguments(
             if name not in properties:
                 raise ValueError(f"{toolset}: {entry['name']} has no argument {path!r}")
             schema = properties[name]
-        if not (keep and schema.get("description")):
+        said = schema.get("description")
+        if append and said:
+            schema["description"] = f"{said} {text}"
+        elif not (keep and said):
             schema["description"] = text

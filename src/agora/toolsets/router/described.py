@@ -203,25 +203,7 @@ def described(tool: dict[str, Any]) -> dict[str, Any]:
         texts |= {f"context.{field}": text for field, text in _CONTEXT.items()}
         describe_arguments(tool, texts, "router", keep=True)
         return tool
-    for path, text in (PLANNING_CONTEXT | ADDED.get(name, {})).items():
-        _append(tool, path, text)
+    describe_arguments(tool, PLANNING_CONTEXT | ADDED.get(name, {}), "router", append=True)
     if name == "plan_work":
         tool["description"] = f"{tool['description']} {LOOP}"
     return tool
-
-
-def _append(tool: dict[str, Any], path: str, text: str) -> None:
-    """Follow the description of the argument at ``path`` (dotted) of ``tool`` with ``text``.
-
-    Raises:
-        ValueError: the schema has no argument at ``path`` (a new contract needs its words
-            reviewed), naming the tool and the path.
-    """
-    schema = tool["inputSchema"]
-    for name in path.split("."):
-        properties = schema.get("properties", {})
-        if name not in properties:
-            raise ValueError(f"router: {tool['name']} has no argument {path!r}")
-        schema = properties[name]
-    said = schema.get("description")
-    schema["description"] = f"{said} {text}" if said else text
