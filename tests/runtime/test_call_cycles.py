@@ -5,37 +5,16 @@ survived the collection (`agora.server.heap`) and keeps until its thaw, minutes 
 
 from __future__ import annotations
 
-import gc
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from _counter import Add, Refuse
 
 from agora.runtime.entity import Effects
+from cycles import refusals_and_garbage
 
 if TYPE_CHECKING:
     from agora.runtime.clock import Now
-
-
-async def refusals_and_garbage(refuse, error: type[Exception]) -> tuple[int, set[str]]:
-    """Run `refuse` 20 times with the collector paused and saving what it finds: how many
-    raised `error`, and the types of the objects that only a reference cycle kept alive."""
-    gc.collect()
-    gc.disable()
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    try:
-        refused = 0
-        for _ in range(20):
-            try:
-                await refuse()
-            except error:  # not bound: the test's frame keeps no reference to it
-                refused += 1
-        gc.collect()
-        return refused, {type(o).__qualname__ for o in gc.garbage}
-    finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
-        gc.enable()
 
 
 async def test_a_refusal_raised_by_call_leaves_no_cycle(runtime, kind):

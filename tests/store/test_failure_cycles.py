@@ -9,7 +9,6 @@ collector could free, and `agora serve` freezes what survives a collection until
 
 from __future__ import annotations
 
-import gc
 import itertools
 
 import pytest
@@ -18,6 +17,7 @@ from _items import ITEMS, insert
 
 from agora.errors import StoreError
 from agora.store.db import open_store
+from cycles import refusals_and_garbage
 
 pytestmark = pytest.mark.sqlite_only("SQLite's refusal of a capped file")
 
@@ -27,27 +27,6 @@ _ids = itertools.count(1)
 def _row() -> tuple[str, tuple[object, ...]]:
     n = next(_ids)
     return insert(n, f"{n:06d}" + "x" * 4000)  # about a page
-
-
-async def _garbage_of(write, count: int = 10) -> tuple[int, set[str]]:
-    """Run ``write`` ``count`` times with the collector paused and saving what it finds: how
-    many were refused, and the types of the objects only a reference cycle kept alive."""
-    gc.collect()
-    gc.disable()
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    try:
-        refused = 0
-        for _ in range(count):
-            try:
-                await write()
-            except StoreError:  # not bound: the test's frame keeps no reference to it
-                refused += 1
-        gc.collect()
-        return refused, {type(o).__qualname__ for o in gc.garbage}
-    finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
-        gc.enable()
 
 
 async def _filled(store) -> str | None:
@@ -66,7 +45,9 @@ async def test_writes_refused_for_a_full_disk_leave_no_cycle(tmp_path, process):
         with trio.fail_after(20):
             await store.write([("PRAGMA max_page_count=8", ())])  # SQLITE_FULL, as a full disk
             assert await _filled(store) == "disk_full"
-            refused, left = await _garbage_of(lambda: store.write([_row()]))
+            refused, left = await refusals_and_garbage(
+                lambda: store.write([_row()]), StoreError, 10
+            )
     assert refused == 10
     assert not left, left
 
@@ -75,8 +56,8 @@ async def test_writes_refused_for_a_full_disk_leave_no_cycle(tmp_path, process):
 async def test_a_failing_statement_leaves_no_cycle(tmp_path, process):
     async with open_store(tmp_path / "agora.db", [ITEMS], writer_process=process) as store:
         with trio.fail_after(20):
-            refused, left = await _garbage_of(
-                lambda: store.write([("INSERT INTO nowhere VALUES (1)", ())])
+            refused, left = await refusals_and_garbage(
+                lambda: store.write([("INSERT INTO nowhere VALUES (1)", ())]), StoreError, 10
             )
     assert refused == 10
     assert not left, left
