@@ -1,13 +1,15 @@
 """End to end in a real browser: what the chess page tells the human when things go wrong.
 
 ``agora serve`` runs in a subprocess and the human's page in headless Chromium (a worker
-thread; `chess_browser`). Two things the page must say plainly:
+thread; `chess_browser`). What the page must say plainly, among others:
 
 - the server went away: a move sent while it is stopped says "The server cannot be reached;
   try again." (not the browser's ``TypeError: Failed to fetch``), and the message goes once
   the server is back on the same port and the page's stream reconnects;
 - the agent (the official ``mcp`` SDK) declined the human's draw offer by moving without
-  ``(=)``: "The agent declined your draw offer." until the human's next move.
+  ``(=)``: "The agent declined your draw offer." until the human's next move;
+- a move refused because another page of the human's moved first says so, whether the
+  refused page's stream was down or live (and showed that move before the refusal came).
 """
 
 from __future__ import annotations
@@ -246,6 +248,50 @@ async def test_a_refusal_about_an_earlier_turn_goes_when_the_turn_changes(tmp_pa
     assert seen["board"] == ["c4"]  # the refused page shows the move that was played
     assert seen["kept"] == seen["refused"]
     assert seen["after"] == ""
+    assert seen["errors"] == []
+
+
+def refused_on_a_live_page(url: str) -> dict[str, Any]:
+    """Two live pages of the human, the agent's side chosen: B sends c4, held on its way
+    while A plays d4 and B's stream shows it; then B's c4 reaches the server, refused."""
+    expect = sync_api.expect
+    errors: list[str] = []
+    seen: dict[str, Any] = {}
+    held: list[Any] = []
+    with chromium() as browser:
+        a = seated_white(browser, url, errors)
+        b = live_page(browser, url, errors)
+        expect(b.locator("#status")).to_have_text("Your move.")
+        b.route("**/move", lambda route: held.append(route))  # B's move waits: sent, not arrived
+        b.click('[data-square="c2"]')
+        b.click('[data-square="c4"]')
+        while not held:
+            b.wait_for_timeout(20)
+        a.click('[data-square="d2"]')
+        a.click('[data-square="d4"]')
+        expect(b.locator("#moves li .san")).to_have_text(["d4"])  # B's stream brought it
+        seen["live"] = b.locator("#live").text_content()
+        held[0].continue_()
+        expect(b.locator("#error")).to_contain_text("played first")
+        seen["refused"] = b.locator("#error").text_content()
+        seen["board"] = b.locator("#moves li .san").all_text_contents()
+        seen["errors"] = [e for e in errors if "Failed to load resource" not in e]  # the 409
+    return seen
+
+
+async def test_a_move_refused_on_a_live_page_says_the_other_page_moved_first(tmp_path):
+    """A tester's finding: with both pages live (the usual case), the refused page's stream
+    had shown the other page's move before the refusal came, so the page judged by that
+    state and said only "it is the agent's turn (black).", not who moved first."""
+    with trio.fail_after(60):
+        async with agora_serve(tmp_path / "agora.db") as server:
+            seen = await trio.to_thread.run_sync(refused_on_a_live_page, server.human_url)
+    assert seen["live"] == "live"
+    assert seen["refused"] == (
+        "it is the agent's turn (black). Your move was not played: 1. d4 was played first,"
+        " from another page of yours."
+    )
+    assert seen["board"] == ["d4"]
     assert seen["errors"] == []
 
 

@@ -35,9 +35,10 @@
   const turnOf = (s) => `${s.gameNumber}:${s.history.length}:${s.phase}`;
 
   // Show a refusal, anchored to the table as the server has it now (read at once: the page's
-  // own state may be a change behind, say another tab of the human's moved first).
-  async function refused(message, path) {
-    const sent = state;
+  // own state may be a change behind, say another tab of the human's moved first). `sent` is
+  // the state the page showed when it sent the action: the stream may have brought the other
+  // tab's move while the request was on its way, so the state at the refusal cannot tell.
+  async function refused(message, path, sent) {
     errorTurn = PENDING;
     showError(message);
     let fresh = null;
@@ -50,18 +51,23 @@
     if (errorTurn !== PENDING) return; // another action (or its error) came since
     const now = fresh && (!state || fresh.version >= state.version) ? fresh : state;
     errorTurn = now ? turnOf(now) : null;
-    const last = now && now.history[now.history.length - 1];
-    const grew = sent && now && now.gameNumber === sent.gameNumber
-      && now.history.length > sent.history.length;
-    if (path === "move" && grew && last.by === "human") {
-      const number = `${last.moveNumber}${last.color === "white" ? "." : "…"}`;
-      showError(`${message} Your move was not played: ${number} ${last.san} was played first,`
+    const first = playedSince(sent, now);
+    if (path === "move" && first && first.by === "human") {
+      const number = `${first.moveNumber}${first.color === "white" ? "." : "…"}`;
+      showError(`${message} Your move was not played: ${number} ${first.san} was played first,`
         + " from another page of yours.");
     }
     if (fresh) render(fresh);
   }
 
+  // The first move played in `now` after the position `sent` showed (same game), or null.
+  function playedSince(sent, now) {
+    if (!sent || !now || now.gameNumber !== sent.gameNumber) return null;
+    return now.history[sent.history.length] || null;
+  }
+
   async function send(path, body) {
+    const sent = state;
     showError("");
     errorTurn = null;
     unreachable = false;
@@ -79,7 +85,7 @@
     }
     const data = await res.json().catch(() => ({ error: res.statusText }));
     if (!res.ok) {
-      await refused(data.error || res.statusText, path);
+      await refused(data.error || res.statusText, path, sent);
       return null;
     }
     render(data);
