@@ -20,7 +20,7 @@ from agora.errors import StoreError
 from agora.runtime.clock import Clock, FakeWall
 from agora.server.embed import open_server
 from agora.toolsets.chess import ensure_table, toolset
-from agora.toolsets.chess.commands import ChooseSide
+from agora.toolsets.chess.commands import ChooseSide, CreateTable, NewAgentToken
 from agora.toolsets.chess.table import KIND
 
 if TYPE_CHECKING:
@@ -279,3 +279,63 @@ async def test_a_token_on_an_endpoint_that_ignores_it_is_refused_in_words():
         assert body["nextAction"]["tool"] is None
         assert "/mcp/chess/<table>?token=<agent token>" in body["nextAction"]["instruction"]
     assert (watched["seat"], watched["table"]) == ("watcher", "default")  # no token: watches
+
+
+async def test_another_tables_agent_token_is_sent_to_its_own_tables_endpoint():
+    """A tester's finding: /mcp/chess?token=<table t-1's agent token> (table default's
+    endpoint) called the token wrong or replaced, so its holder went to renew a token that
+    works. A current agent token is sent to its table's endpoint; any other token (a replaced
+    one, a human token) learns nothing of other tables."""
+    calls = [
+        ("join_game", {}),
+        ("get_board", {}),
+        ("wait_for_turn", {"timeout_ms": 1000}),
+        ("move_piece", {"from": "e2", "to": "e4"}),
+    ]
+    with trio.fail_after(20):
+        async with _clients() as (server, tokens, _), AsyncExitStack() as stack:
+            runtime = server.runtime
+            await runtime.call(KIND, "t-1", CreateTable("human-1", "agent-1"))
+            await runtime.call(KIND, "t-2", CreateTable("human-2", "agent-2"))
+            await runtime.call(KIND, "t-2", NewAgentToken("human-2", "agent-2b"))
+
+            async def client(path: str) -> Checked:
+                checked = Checked(await stack.enter_async_context(server.client(path)))
+                await checked.start()
+                return checked
+
+            bare = await client("/mcp/chess?token=agent-1")
+            refused = [await bare.call(name, arguments) for name, arguments in calls]
+            named = await client(f"/mcp/chess/t-2?token={tokens.agent}")
+            _, to_default = await named.call("get_board", {})
+            plain = []
+            for token in ("agent-2", "human-1", "guess"):  # replaced, the human's, wrong
+                _, body = await (await client(f"/mcp/chess?token={token}")).call("get_board", {})
+                plain.append(body)
+            _, seated = await (await client("/mcp/chess/t-1?token=agent-1")).call("get_board", {})
+    for is_error, body in refused:
+        assert is_error
+        assert (body["code"], body["statusCode"], body["agentMayMove"]) == (
+            "AGENT_TOKEN_INVALID",
+            "AGENT_TOKEN_REQUIRED",
+            False,
+        )
+        assert body["error"] == (
+            "This endpoint serves table 'default' (the one /mcp/chess without a table's name"
+            " serves), but your agent token belongs to another table's seat: table 't-1'."
+            " Connect to /mcp/chess/t-1?token=<this same agent token>."
+        )
+        assert body["nextAction"]["tool"] is None
+        assert body["nextAction"]["instruction"].startswith(
+            "Reconnect to /mcp/chess/t-1?token=<this same agent token>"
+        )
+    assert to_default["error"].startswith(
+        "This endpoint serves table 't-2', but your agent token belongs to another table's"
+        " seat: table 'default'."
+    )
+    for body in plain:
+        assert body["code"] == "AGENT_TOKEN_INVALID"
+        assert "wrong or the human replaced it" in body["error"]
+        assert "t-1" not in json.dumps(body)
+        assert "t-2" not in json.dumps(body)
+    assert (seated["seat"], seated["table"]) == ("agent", "t-1")

@@ -2,8 +2,9 @@
 
 `rejection` turns a `ChessError` (a move out of turn, an illegal move, a missing or replaced
 agent token, an unknown table) into a `Rejection` with the statusCode and nextAction of the
-table as it stands; `internal_failure` does the same for a call that failed inside the
-server. Pure: no I/O, no trio.
+table as it stands; `token_ignored` and `token_of_another_table` refuse a token sent where it
+seats nobody; `internal_failure` does the same for a call that failed inside the server.
+Pure: no I/O, no trio.
 """
 
 from __future__ import annotations
@@ -86,6 +87,31 @@ def token_ignored() -> Rejection:
             {},
             f"Reconnect to {where}: the chess endpoint of the table your token belongs to;"
             " only there does the token give you the agent's seat.",
+        ),
+        legal_moves={},
+    )
+
+
+def token_of_another_table(table: str, other: str) -> Rejection:
+    """The refusal of a call to table ``table``'s endpoint whose URL carries table
+    ``other``'s current agent token (``/mcp/chess?token=...`` is table ``default``'s): the
+    token is good, the endpoint is not, so the holder is sent to its table's endpoint rather
+    than told to ask for a new token."""
+    where = f"/mcp/chess/{other}?token=<this same agent token>"
+    bare = " (the one /mcp/chess without a table's name serves)" if table == "default" else ""
+    return Rejection(
+        ok=False,
+        protocol_version=PROTOCOL_VERSION,
+        code="AGENT_TOKEN_INVALID",
+        error=f"This endpoint serves table {table!r}{bare}, but your agent token belongs to"
+        f" another table's seat: table {other!r}. Connect to {where}.",
+        status_code="AGENT_TOKEN_REQUIRED",
+        agent_may_move=False,
+        next_action=NextAction(
+            None,
+            {},
+            f"Reconnect to {where}: your token is the current agent token of table {other!r}"
+            " and seats you there; every tool refuses it on this endpoint.",
         ),
         legal_moves={},
     )

@@ -21,7 +21,8 @@ Status codes:
         Marked ``shuttingDown: true`` when the wait was cut short because the server is
         shutting down: reconnect, then call it again.
     AGENT_TOKEN_REQUIRED: a refusal: the call needs the table's agent token (or carried one
-        to ``/mcp``, which reads none: the token seats only at ``/mcp/chess/<table>``).
+        to ``/mcp``, which reads none: the token seats only at ``/mcp/chess/<table>``; or
+        carried another table's, whose endpoint ``error`` names).
     INVALID_ARGUMENTS: a refusal: the arguments failed the tool's inputSchema and the table
         could not be read (such a refusal otherwise carries the table's status, with code
         ``INVALID_ARGUMENTS``).

@@ -275,3 +275,13 @@ def read_table(conn: ReadConn, name: str, game_no: int | None = None) -> StoredT
         )
     ]
     return StoredTable(table=table, game=GameRow(*game), moves=moves)
+
+
+def agent_token_table(conn: ReadConn, token: str) -> str | None:
+    """The name of the table whose current agent token is ``token``, or None.
+
+    Only to tell a token's holder where it seats them (it may learn its own table's name):
+    a token that is no table's current agent token, a replaced one included, finds nothing.
+    """
+    row = _one(conn, "SELECT name FROM chess_tables WHERE agent_token = ?", (token,))
+    return None if row is None else str(row[0])

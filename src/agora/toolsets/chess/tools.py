@@ -3,7 +3,8 @@
 The table comes from the endpoint (``/mcp/chess/<table>``, ``default`` otherwise), never
 from arguments, and so does the agent token (``?token=`` on the endpoint URL): a call that
 carries it acts for the seated agent, any other call watches (but a URL that carries one
-to ``/mcp``, which reads none, is refused, saying where the token counts). These handlers
+to ``/mcp``, which reads none, is refused, saying where the token counts, and so is one
+that carries another table's agent token, naming that table). These handlers
 only build agent commands (`Look`, `AgentMove`): no tool can reach a human action. They
 must not hold game logic; rules live in the entity and replies in
 `agora.toolsets.chess.render` (refusals in `agora.toolsets.chess.refusals`).
@@ -15,9 +16,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from agora.errors import ToolError
+from agora.errors import StoreError, ToolError
 from agora.toolsets.base import IGNORED_QUERY
-from agora.toolsets.chess import refusals, render
+from agora.toolsets.chess import refusals, render, sql
 from agora.toolsets.chess.arguments import issue_rejection
 from agora.toolsets.chess.commands import AgentMove, Look
 from agora.toolsets.chess.table import KIND
@@ -55,9 +56,27 @@ def _body(reply: msgspec.Struct) -> dict[str, Any]:
     return body
 
 
-def _refused(err: ChessError) -> ToolError:
-    """The tool error for a refused command: its `refusals.rejection` as the body."""
+async def _refused(call: ToolCall, err: ChessError) -> ToolError:
+    """The tool error for a refused command: its `refusals.rejection` as the body, or, for
+    a URL that carries another table's current agent token, where that token seats."""
+    if err.code == "AGENT_TOKEN_INVALID":
+        other = await _token_table(call)
+        if other is not None:
+            return ToolError(_body(refusals.token_of_another_table(_table(call), other)))
     return ToolError(_body(refusals.rejection(err)))
+
+
+async def _token_table(call: ToolCall) -> str | None:
+    """The other table whose current agent token the caller's URL carries, or None (a wrong
+    or replaced token, or the store cannot be read: the plain refusal says enough)."""
+    token = _agent_token(call)
+    if token is None:
+        return None
+    try:
+        name = await call.runtime.read(lambda conn: sql.agent_token_table(conn, token))
+    except StoreError:
+        return None
+    return name if name != _table(call) else None
 
 
 def _token_ignored(call: ToolCall) -> bool:
@@ -71,7 +90,7 @@ async def _run(call: ToolCall, command: Look | AgentMove) -> Snapshot:
     try:
         snap: Snapshot = await call.runtime.call(KIND, _table(call), command)
     except ChessError as err:
-        raise _refused(err) from None
+        raise await _refused(call, err) from None
     return snap
 
 
@@ -116,7 +135,7 @@ async def wait_for_turn(call: ToolCall) -> dict[str, Any]:
             KIND, _table(call), look, ready=condition, timeout=timeout_ms / 1000
         )
     except ChessError as err:
-        raise _refused(err) from None
+        raise await _refused(call, err) from None
     # Shutdown answers a parked poll at once with its latest snapshot: the reply says so
     # (unless that snapshot is ready), so the agent reconnects rather than call again here.
     closing = call.runtime.closing
