@@ -105,6 +105,12 @@ def _migrate_v5(db: sqlite_utils.Database) -> None:
     db.table("chess_games").add_column("unseen_plies", str)
 
 
+def _migrate_v6(db: sqlite_utils.Database) -> None:
+    """Index the tables by agent token: a token refused on one table's endpoint is looked up
+    among the others' (`agent_token_table`), which without it read every table's row."""
+    db.execute("CREATE INDEX chess_tables_agent_token ON chess_tables (agent_token)")
+
+
 MIGRATIONS = with_statements(
     (
         Migration(component="chess", version=1, apply=_migrate_v1),
@@ -112,6 +118,7 @@ MIGRATIONS = with_statements(
         Migration(component="chess", version=3, apply=_migrate_v3),
         Migration(component="chess", version=4, apply=_migrate_v4),
         Migration(component="chess", version=5, apply=_migrate_v5),
+        Migration(component="chess", version=6, apply=_migrate_v6),
     ),
     POSTGRESQL,
     sql_pg.POSTGRESQL,

@@ -24,4 +24,5 @@ POSTGRESQL: dict[int, list[str]] = {
     3: ["ALTER TABLE chess_games ADD COLUMN declined_ply BIGINT"],
     4: ["ALTER TABLE chess_games ADD COLUMN human_offers TEXT"],
     5: ["ALTER TABLE chess_games ADD COLUMN unseen_plies TEXT"],
+    6: ["CREATE INDEX chess_tables_agent_token ON chess_tables (agent_token)"],
 }
