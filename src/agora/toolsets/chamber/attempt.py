@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import rfc8785
 
 from agora.toolsets.chamber import room as rooms
+from agora.toolsets.chamber.consistency import sealed_state
 from agora.toolsets.chamber.generate import build_room
 from agora.toolsets.chamber.replies import failure
 from agora.toolsets.chamber.transcript import genesis
@@ -161,11 +162,8 @@ class Attempt:
     def state(self, now: dt.datetime) -> str:
         """The contract state at wall time ``now``."""
         if self.card is not None:
-            if self.quarantined:
-                return "quarantined"
-            if self.card.outcome == "expired":
-                return "expired"  # published, but the contract's word for it stays expired
-            return "sealed" if self.card.signature else "pending_signature"
+            c = self.card
+            return sealed_state(c.outcome, c.body, c.signature is not None, self.quarantined)
         if now >= self.expires_at:
             return "expired"
         if self.solved or self.action_index >= self.rules.max_actions:

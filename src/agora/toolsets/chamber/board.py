@@ -1,15 +1,16 @@
 """The public board: products ranked per suite over a date range, from server-seeded cards only.
 
-Only cards whose signed body says the server drew the seed count: a chosen seed can be
-replayed, so practice cards never rank. Each row is one product in one suite: attempts
-(every sealed card: solved, failed, expired or quarantined), successes, success rate, the
-median actions of solved attempts, and the median hints and wrong submissions per attempt
-(always floats, ``2.0`` as well as ``2.5``; the median actions is ``None`` in a row with no
-solved attempt). Rows rank by success rate, then fewer median actions of solved attempts (a
-row with none last), then more attempts, then product id. Only solved cards count towards the
-actions: counting failed and expired ones would reward sealing or abandoning a bad run at once
-over playing it out. `rank` is pure: the rows come from `listings.board_cards`, the pages
-from `board_web`.
+Only cards whose signed body says the server drew the seed count: a chosen seed can be replayed,
+so practice cards never rank; nor does a card whose figures contradict each other
+(`listings.board_cards` leaves it out, signed or not: it is evidence of nothing). Each row is
+one product in one suite: attempts (every sealed card: solved, failed, expired or quarantined),
+successes, success rate, the median actions of solved attempts, and the median hints and wrong
+submissions per attempt (always floats, ``2.0`` as well as ``2.5``; the median actions is
+``None`` in a row with no solved attempt). Rows rank by success rate, then fewer median actions
+of solved attempts (a row with none last), then more attempts, then product id. Only solved
+cards count towards the actions: counting failed and expired ones would reward sealing or
+abandoning a bad run at once over playing it out. `rank` is pure: the rows come from
+`listings.board_cards`, the pages from `board_web`.
 """
 
 from __future__ import annotations

@@ -3,11 +3,11 @@
 ``/board?suite=&from=YYYY-MM-DD&to=YYYY-MM-DD`` answers JSON, or HTML when the client prefers
 it (``?format=`` overrides), with one table per suite; each row links to ``/board/cards``,
 the list of the cards behind it, each with its evidence status (the board counts sealed
-cards, signed or not yet: a server without a signing key would otherwise rank nothing) and
-linking to its card page. Dates are UTC days; the
-default range is the last `DEFAULT_DAYS` days, at most `MAX_DAYS`. Every value shown is
-escaped (products are participant claims); pages carry the card pages' CSP. Reads committed
-rows only.
+cards, signed or not yet: a server without a signing key would otherwise rank nothing; never
+one whose figures contradict each other, `consistency`) and linking to its card page. Dates
+are UTC days; the default range is the last `DEFAULT_DAYS` days, at most `MAX_DAYS`. Every
+value shown is escaped (products are participant claims); pages carry the card pages' CSP.
+Reads committed rows only.
 """
 
 from __future__ import annotations
@@ -151,8 +151,9 @@ def _board_html(body: dict[str, Any]) -> str:
         f"<h1>ScoreIA Chamber board</h1><p>{html.escape(body['from'])} to "
         f"{html.escape(body['to'])} (UTC). Only rooms whose seed the server drew count; "
         "practice runs on chosen seeds never rank. Products are participant claims. Every "
-        "sealed card counts, signed or not yet signed; each row links to the cards behind it, "
-        f"where a card not signed yet is marked pending_signature.</p><p>{RANKING}</p>",
+        "sealed card counts, signed or not yet signed, but one whose figures contradict each "
+        "other (its card page says which), which counts nowhere; each row links to the cards "
+        f"behind it, where a card not signed yet is marked pending_signature.</p><p>{RANKING}</p>",
     ]
     heads = (_FIGURES[0], "product", *_FIGURES[1:], "cards")
     for suite, rows in body["suites"].items():

@@ -22,6 +22,7 @@ import rfc8785
 
 from agora.toolsets.chamber import signing
 from agora.toolsets.chamber.attempt import iso
+from agora.toolsets.chamber.consistency import evidence_status
 
 if TYPE_CHECKING:
     from agora.toolsets.chamber.attempt import Attempt
@@ -160,8 +161,9 @@ def signature_block(signer: signing.Signer, body: bytes, when: dt.datetime) -> d
 
 
 def publish(body: bytes, signature: dict[str, Any] | None) -> bytes:
-    """The public document of a card: its exact body bytes plus hash and signature."""
-    status = "signed" if signature else "pending_signature"
+    """The public document of a card: its exact body bytes plus hash and signature (its
+    ``evidence_status``: `consistency.evidence_status`)."""
+    status = evidence_status(body, signature is not None)
     return b"".join(
         (
             b'{"card":',

@@ -42,7 +42,7 @@ def sign_pending_cards(
     refused: list[tuple[str, list[str]]] | None = None,
 ) -> list[str]:
     """Sign every pending card whose figures agree with each other, committing each batch
-    of `SIGN_BATCH` cards (one that contradicts itself stays pending: `consistency`).
+    of `SIGN_BATCH` cards (one that contradicts itself stays unsigned for good: `consistency`).
 
     Short transactions let a running server's writer (which waits on SQLite's lock) go on
     between batches; the file may be signed while ``agora serve`` uses it.
@@ -66,7 +66,7 @@ def sign_pending_cards(
     while batch := store.pending_cards(conn, limit=SIGN_BATCH, after=after):
         with conn:
             for card_id, body in batch:
-                faults = _faults(body)
+                faults = list(consistency.body_faults(body))
                 if faults:
                     if refused is not None:
                         refused.append((card_id, faults))
@@ -78,12 +78,6 @@ def sign_pending_cards(
                     conn.execute(*store.remember_key(block))
         after = batch[-1][0]
     return signed
-
-
-def _faults(body: bytes) -> list[str]:
-    """The contradictions in a stored card's figures (none for a card that is no object)."""
-    card = json.loads(body)
-    return consistency.contradictions(card) if isinstance(card, dict) else []
 
 
 def cmd_sign(
@@ -102,7 +96,9 @@ def cmd_sign(
         err: Where to say why nothing could be signed.
 
     Returns:
-        0 on success, 2 if the key or the database cannot be used.
+        0 when every pending card was signed; 1 when some were left unsigned for good, their
+        figures contradicting each other (named on ``err``: they never will be signed, and
+        stay so on every run); 2 if the key or the database cannot be used.
     """
     try:
         signer = load_signer(key_path)
@@ -126,7 +122,16 @@ def cmd_sign(
     for card_id in signed:
         out(f"  {card_id}")
     for card_id, faults in refused:
-        out(f"left unsigned, its figures contradict each other: {card_id}: {'; '.join(faults)}")
+        err(
+            f"left unsigned for good ({consistency.CONTRADICTORY}), its figures contradict each"
+            f" other: {card_id}: {'; '.join(faults)}"
+        )
+    if refused:
+        err(
+            f"{len(refused)} card(s) will never be signed: their figures contradict each other"
+            " (was the database edited?); the board does not count them"
+        )
+        return 1
     return 0
 
 
@@ -161,6 +166,11 @@ def _signature_line(result: verify.Verification) -> str:
     if result.signature == "missing":
         if result.status == "pending_signature":
             return "NOT signed (pending_signature): nothing vouches for this card yet"
+        if result.status == consistency.CONTRADICTORY and result.contradictions:
+            return (
+                f"NOT signed ({consistency.CONTRADICTORY}): the server never signs a card whose"
+                " figures contradict each other"
+            )
         return (
             f"NOT signed: the document says evidence_status {json.dumps(result.status)} but"
             " has no signature: nothing vouches for this card"

@@ -6,12 +6,22 @@ database was edited (``agora stdio --db`` on the participant's own machine) woul
 refuse to sign a card `contradictions` finds fault with, and ``agora cards verify`` reports the
 same faults, and those `transcript_contradictions` finds between an export bundle's records and
 its card, as making the card not genuine. Each check reads only fields the card has (cards sealed
-under 0.2.0 carry fewer), so an old card is judged by what it says. Pure: no I/O.
+under 0.2.0 carry fewer), so an old card is judged by what it says.
+
+Such a card is `CONTRADICTORY` for good (`body_faults` reads a stored body): its document says
+so as its ``evidence_status``, its attempt is ``quarantined`` (`sealed_state`), its page says
+why, and the board never counts it. Pure: no I/O.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import Any
+
+#: The ``evidence_status`` of an unsigned card whose figures contradict each other: no key
+#: will ever sign it (``pending_signature`` would say a signature is only waiting).
+CONTRADICTORY = "contradictory"
 
 #: Hints a lock gives at most (README: "up to 3 hints per lock").
 HINTS_PER_LOCK = 3
@@ -39,6 +49,46 @@ def contradictions(card: dict[str, Any]) -> list[str]:
         One sentence per contradiction found.
     """
     return [*_negatives(card), *_locks(card), *_actions(card), *_labels(card)]
+
+
+@functools.lru_cache(maxsize=1024)
+def body_faults(body: bytes) -> tuple[str, ...]:
+    """`contradictions` of a stored card body (its canonical bytes, which never change);
+    none for bytes that are no card object."""
+    try:
+        card = json.loads(body)
+    except ValueError:
+        return ()
+    return tuple(contradictions(card)) if isinstance(card, dict) else ()
+
+
+def evidence_status(body: bytes, signed: bool) -> str:
+    """A card's ``evidence_status``: ``signed``, `CONTRADICTORY` (never to be signed), or
+    ``pending_signature`` (a key may sign it later)."""
+    if signed:
+        return "signed"
+    return CONTRADICTORY if body_faults(body) else "pending_signature"
+
+
+def sealed_state(outcome: str, body: bytes, signed: bool, quarantined: bool) -> str:
+    """The contract's ``attempt_state`` of a sealed attempt: ``quarantined`` (by an operator,
+    or set apart because its card's figures contradict each other), ``expired``, then
+    ``sealed`` (signed) or ``pending_signature``."""
+    if quarantined or body_faults(body):
+        return "quarantined"
+    if outcome == "expired":
+        return "expired"  # published, but the contract's word for it stays expired
+    return "sealed" if signed else "pending_signature"
+
+
+def unsigned_note(faults: tuple[str, ...] | list[str]) -> str:
+    """What a seal's reply says of a card left unsigned for good (``note``)."""
+    return (
+        f"This card will never be signed, and the board does not count it: its figures"
+        f" contradict each other ({'; '.join(faults)}). The attempt's stored figures were"
+        " changed outside play (was the server's database edited?). Enter a new attempt for"
+        " a card that counts."
+    )
 
 
 def _negatives(card: dict[str, Any]) -> list[str]:

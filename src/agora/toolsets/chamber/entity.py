@@ -27,7 +27,7 @@ from agora.toolsets.chamber.commands import (
     Quarantine,
     Seal,
 )
-from agora.toolsets.chamber.consistency import contradictions
+from agora.toolsets.chamber.consistency import contradictions, sealed_state
 from agora.toolsets.chamber.invitation import token_for
 from agora.toolsets.chamber.opening import entry_reply
 from agora.toolsets.chamber.replies import failure, not_found, not_yours
@@ -119,10 +119,8 @@ class AttemptEntity:
         # still answers the first card; play answers that the attempt is sealed.
         if not _may_use(r, command):
             return Effects(reply=not_yours(self.key))
-        signature = r.card.signature
-        state = "quarantined" if r.quarantined else ("sealed" if signature else "pending_signature")
-        if r.card.outcome == "expired" and not r.quarantined:
-            state = "expired"
+        c = r.card
+        state = sealed_state(c.outcome, c.body, c.signature is not None, r.quarantined)
         if isinstance(command, Seal):
             envelope = {
                 "ok": True, "attempt_handle": self.key, "attempt_state": state,

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agora.toolsets.chamber.consistency import body_faults, evidence_status
+
 if TYPE_CHECKING:
     from agora.store.neutral import ReadConn
 
@@ -56,15 +58,15 @@ def list_cards(
     """Cards sealed on UTC ``date`` (``YYYY-MM-DD``) in the order sealed, after card
     ``after`` (`UnknownCursor` if it names none), at most ``limit``."""
     rows = conn.execute(
-        "SELECT card_id, toolset_id, sealed_at, suite_id, outcome, body IS NULL, signature,"
+        "SELECT card_id, toolset_id, sealed_at, suite_id, outcome, body, signature IS NOT NULL,"
         " seed_source, product FROM chamber_cards WHERE sealed_date = ?" + _AFTER + _IN_ORDER,
         (date, *_after(conn, after), limit),
     ).fetchall()
     listing = []
     for r in rows:
-        status = "legacy" if r[5] else ("signed" if r[6] else "pending_signature")
+        status = "legacy" if r[5] is None else evidence_status(bytes(r[5]), bool(r[6]))
         entry = {"card_id": r[0], "toolset_id": r[1], "evidence_status": status}
-        if not r[5]:
+        if r[5] is not None:
             entry.update(sealed_at=r[2][:19] + "Z", suite_id=r[3], outcome=r[4])
             entry.update(seed_source=r[7], practice=r[7] != "server", product=r[8])
         listing.append(entry)
@@ -86,16 +88,17 @@ def board_cards(
     conn: ReadConn, first: str, last: str, suite_id: str | None = None
 ) -> list[tuple[str, str, str, int, int, int]]:
     """(suite, product, outcome, actions, hints, wrong) of server-seeded cards sealed
-    between the UTC days ``first`` and ``last`` (inclusive), optionally of one suite."""
+    between the UTC days ``first`` and ``last`` (inclusive), optionally of one suite; none
+    whose figures contradict each other (`consistency.body_faults`), signed or not."""
     sql = (
-        "SELECT suite_id, product, outcome, actions_used, hints_used, wrong_submissions"
+        "SELECT suite_id, product, outcome, actions_used, hints_used, wrong_submissions, body"
         + _BOARD_WHERE
     )
     params: tuple[Any, ...] = ("server", first, last)
     if suite_id is not None:
         sql += " AND suite_id = ?"
         params += (suite_id,)
-    return [tuple(r) for r in conn.execute(sql, params)]
+    return [tuple(r[:6]) for r in conn.execute(sql, params) if not body_faults(bytes(r[6]))]
 
 
 def board_card_ids(
@@ -109,14 +112,33 @@ def board_card_ids(
 ) -> list[dict[str, Any]]:
     """The server-seeded cards behind one board row in the order sealed, after card
     ``after`` (`UnknownCursor` if it names none), at most ``limit``; each says whether it is
-    signed yet (``evidence_status``), as the board counts cards signed or not.
+    signed yet (``evidence_status``), as the board counts cards signed or not. A card whose
+    figures contradict each other is not among them, as the board does not count it: pages
+    are read on past such cards until ``limit`` are found or the row ends.
+    """
+    found: list[dict[str, Any]] = []
+    while len(found) < limit:
+        wanted = limit - len(found)
+        rows = _row_page(conn, suite_id, product, first, last, after, wanted)
+        found += [card for card, body in rows if not body_faults(body)]
+        if len(rows) < wanted:  # the row ends here
+            break
+        after = rows[-1][0]["card_id"]
+    return found
+
+
+def _row_page(
+    conn: ReadConn, suite_id: str, product: str, first: str, last: str, after: str, limit: int
+) -> list[tuple[dict[str, Any], bytes]]:
+    """`board_card_ids`' cards, those whose figures contradict each other included, each
+    with its body.
 
     A page after a card reads the rest of that card's day first, the index seeking to the card
     itself, and then the days after it: one statement over the whole range can seek only to
     a day (the days are a range before the time in the index), so each page walked every
     card of the row from the range's first day to its cursor.
     """
-    select = "SELECT card_id, sealed_at, outcome, actions_used, signature IS NOT NULL" + _ROW
+    select = "SELECT card_id, sealed_at, outcome, actions_used, signature IS NOT NULL, body" + _ROW
     row = ("server", suite_id, product)
     day = ""
     rows: list[Any] = []
@@ -136,12 +158,15 @@ def board_card_ids(
             (*row, day if first <= day else first, last, limit - len(rows)),
         ).fetchall()
     return [
-        {
-            "card_id": r[0],
-            "sealed_at": r[1][:19] + "Z",
-            "outcome": r[2],
-            "actions_used": r[3],
-            "evidence_status": "signed" if r[4] else "pending_signature",
-        }
+        (
+            {
+                "card_id": r[0],
+                "sealed_at": r[1][:19] + "Z",
+                "outcome": r[2],
+                "actions_used": r[3],
+                "evidence_status": "signed" if r[4] else "pending_signature",
+            },
+            bytes(r[5]),
+        )
         for r in rows
     ]

@@ -13,6 +13,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agora.toolsets.chamber import cards
+from agora.toolsets.chamber.consistency import (
+    CONTRADICTORY,
+    body_faults,
+    evidence_status,
+    sealed_state,
+    unsigned_note,
+)
 from agora.toolsets.chamber.replies import failure
 
 if TYPE_CHECKING:
@@ -56,10 +63,9 @@ def seal_reply(
         ToolError: ``signature_unavailable`` (a configured key could not be used); it still
             carries the card fields, because the card exists.
     """
-    status = "signed" if signature else "pending_signature"
-    state = "quarantined" if outcome.quarantined else ("sealed" if signature else status)
-    if outcome.card.outcome == "expired" and not outcome.quarantined:
-        state = "expired"
+    card = outcome.card
+    status = evidence_status(card.body, signature is not None)
+    state = sealed_state(card.outcome, card.body, signature is not None, outcome.quarantined)
     fields = {
         "attempt_handle": outcome.handle,
         "attempt_state": state,
@@ -69,7 +75,10 @@ def seal_reply(
         "evidence_status": status,
         "outcome": outcome.card.outcome,
     }
-    if outcome.key_broken and not signature:
+    if status == CONTRADICTORY:
+        # Never to be signed: a broken key changes nothing, and the reply says why.
+        fields["note"] = unsigned_note(body_faults(card.body))
+    elif outcome.key_broken and not signature:
         raise failure(
             "signature_unavailable",
             "The card is sealed, but the configured signing key could not be used.",

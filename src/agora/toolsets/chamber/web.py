@@ -2,10 +2,10 @@
 
 A card is served as its stored document bytes (JSON), or as an HTML view when the client's
 Accept header prefers text/html (``?format=json`` or ``?format=html`` override); the view
-opens with a summary line and any practice or expired banner, and links to the board, the
-card's day, its JSON form and ``/chamber/keys``. Every value
-shown in HTML is escaped; pages carry a CSP that allows no scripts. Listings read committed
-rows with ``runtime.read``; nothing here writes or messages actors.
+opens with a summary line and any contradictory, practice or expired banner, and links to
+the board, the card's day, its JSON form and ``/chamber/keys``. Every value shown in HTML is
+escaped; pages carry a CSP that allows no scripts. Listings read committed rows with
+``runtime.read``; nothing here writes or messages actors.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from agora.toolsets.chamber import listings, store, verify
+from agora.toolsets.chamber.consistency import CONTRADICTORY, contradictions
 from agora.web import http
 from agora.web.http import Request, Response, Route, wants_html
 
@@ -157,7 +158,8 @@ def _cell(value: Any) -> str:
     return f"<code><bdi>{html.escape(value)}</bdi></code>"
 
 
-#: The border of a card page's banner (practice, expired): what a reader must see first.
+#: The border of a card page's banner (contradictory, practice, expired): what a reader must
+#: see first.
 _BANNER = '<p class={} style="border:2px solid #b60;padding:.4rem .8rem">'
 
 
@@ -180,6 +182,24 @@ def _expired_note(card: dict[str, Any]) -> str:
         f"{_BANNER.format('expired')}<strong>Expired attempt</strong>: it was left unsealed"
         " past its time limit, and the server sealed it when the time ran out; it records the"
         " play up to then, not a finished run.</p>"
+    )
+
+
+def _contradiction_note(card: dict[str, Any], signed: bool) -> str:
+    faults = contradictions(card)
+    if not faults:
+        return ""
+    items = "".join(f"<li>{_text(f)}</li>" for f in faults)
+    who = (
+        "It was signed before the server checked this: the signature does not make it genuine"
+        if signed
+        else "The server never signs such a card, so no key has signed it and none ever will"
+    )
+    return (
+        f"{_BANNER.format(CONTRADICTORY)}<strong>Contradictory card</strong>: its figures"
+        f" cannot be true together, so the attempt's stored figures were changed outside play"
+        f" (its database edited):</p><ul>{items}</ul><p>{who}. The board does not count it,"
+        " and <code>agora cards verify</code> calls it not genuine.</p>"
     )
 
 
@@ -209,6 +229,11 @@ def _summary(card: dict[str, Any], signature: Any) -> str:
         parts.append(f", sealed {html.escape(sealed[:10])} {html.escape(sealed[11:19])} UTC")
     if isinstance(signature, dict):
         parts.append(f"; signed by key {_text(signature.get('key_id'))}")
+    elif contradictions(card):
+        parts.append(
+            f"; <strong>never to be signed</strong>: its figures contradict each other"
+            f" ({CONTRADICTORY})"
+        )
     else:
         parts.append("; <strong>not signed yet</strong> (pending_signature)")
     return f"<p class=summary>{''.join(parts)}.</p>"
@@ -224,7 +249,9 @@ def _card_links(card: dict[str, Any], signed: bool | None = None) -> str:
         links.append(f'<a href="/cards?date={date}">Cards of {date}</a>')
     links.append(f'<a href="/cards/{html.escape(card_id)}?format=json">This card as JSON</a>')
     keys = f"<a href={KEYS_PATH}>Signing keys</a>"
-    if signed is False:
+    if signed is False and contradictions(card):
+        keys += " (no key has signed this card, and none will)"
+    elif signed is False:
         keys += " (this card is not signed yet: no key has signed it)"
     links.append(keys)
     return f"<nav><p>{' · '.join(links)}</p></nav>"
@@ -252,7 +279,9 @@ def card_html(document: bytes) -> Response:
     status = doc.get("evidence_status") if isinstance(doc, dict) else None
     inner = (
         f"<h1>{html.escape(title)}</h1>{_card_links(card, doc.get('signature') is not None)}"
-        f"{_summary(card, doc.get('signature'))}{_practice_note(card)}{_expired_note(card)}"
+        f"{_summary(card, doc.get('signature'))}"
+        f"{_contradiction_note(card, doc.get('signature') is not None)}"
+        f"{_practice_note(card)}{_expired_note(card)}"
         f"<p>Evidence status: {_cell(status)}. Identity fields are participant claims unless "
         "their assurance says otherwise.</p>"
         f"{_cell(card)}<h2>Integrity</h2>"
