@@ -125,7 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
         "sign",
         help="sign every card pending a signature, in place",
         description="Sign every card sealed while no signing key was configured, in the "
-        "database file, with the key read from a file. Offline: stop the server first.",
+        "database file, with the key read from a file. Offline: stop the server first. A card "
+        "whose figures contradict each other is never signed: each is named, and the exit "
+        "status is 1 (0 when every pending card was signed, 2 when nothing could be).",
     )
     c.add_argument(
         "--db",
