@@ -98,3 +98,26 @@ def test_an_expired_practice_card_leads_with_its_summary_then_its_banners() -> N
         assert at["summary"] < at["practice"] < at["expired"] < at["table"], name
         assert at["summary"] < at["screen"] / 2, name  # read before any scrolling
         assert at["pageWidth"] <= width(name), name
+
+
+#: Where a contradictory card's summary, its banner and its field table start.
+CONTRADICTORY = """() => {
+  const top = (selector) => document.querySelector(selector).getBoundingClientRect().top;
+  return {summary: top(".summary"), banner: top(".contradictory"), table: top("table"),
+          pageWidth: document.documentElement.scrollWidth, screen: window.innerHeight};
+}"""
+
+
+def test_a_contradictory_card_says_why_under_its_summary_on_a_phone_too() -> None:
+    card = {
+        **json.loads(_document())["card"], "suite": {"id": "chambre-chrono-v0"},
+        "outcome": "solved", "locks": {"opened": 4, "total": 3}, "actions_used": 0,
+        "hints_used": 0, "transcript_length": 0, "sealed_at": "2026-12-02T14:00:00Z",
+    }  # fmt: skip
+    document = json.dumps({"card": card, "card_sha256": DIGEST, "evidence_status":
+                           "contradictory", "signature": None}).encode()  # fmt: skip
+    seen = laid_out(card_html(document).body.decode(), CONTRADICTORY)
+    for name, at in seen.items():
+        assert at["summary"] < at["banner"] < at["table"], name
+        assert at["banner"] < at["screen"] / 2, name  # read before any scrolling
+        assert at["pageWidth"] <= width(name), name

@@ -151,9 +151,10 @@ def _board_html(body: dict[str, Any]) -> str:
         f"<h1>ScoreIA Chamber board</h1><p>{html.escape(body['from'])} to "
         f"{html.escape(body['to'])} (UTC). Only rooms whose seed the server drew count; "
         "practice runs on chosen seeds never rank. Products are participant claims. Every "
-        "sealed card counts, signed or not yet signed, but one whose figures contradict each "
-        "other (its card page says which), which counts nowhere; each row links to the cards "
-        f"behind it, where a card not signed yet is marked pending_signature.</p><p>{RANKING}</p>",
+        "sealed card counts, signed or not yet signed, except one whose figures contradict "
+        "each other (its card page says which), which counts nowhere; each row links to the "
+        f"cards behind it, where a card not signed yet is marked pending_signature.</p>"
+        f"<p>{RANKING}</p>",
     ]
     heads = (_FIGURES[0], "product", *_FIGURES[1:], "cards")
     for suite, rows in body["suites"].items():

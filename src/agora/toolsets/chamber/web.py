@@ -195,11 +195,12 @@ def _contradiction_note(card: dict[str, Any], signed: bool) -> str:
         if signed
         else "The server never signs such a card, so no key has signed it and none ever will"
     )
+    box = _BANNER.replace("<p ", "<div ").format(CONTRADICTORY)
     return (
-        f"{_BANNER.format(CONTRADICTORY)}<strong>Contradictory card</strong>: its figures"
-        f" cannot be true together, so the attempt's stored figures were changed outside play"
-        f" (its database edited):</p><ul>{items}</ul><p>{who}. The board does not count it,"
-        " and <code>agora cards verify</code> calls it not genuine.</p>"
+        f"{box}<p><strong>Contradictory card</strong>: its figures cannot be true together, so"
+        " the attempt's stored figures were changed outside play (its database edited):</p>"
+        f"<ul>{items}</ul><p>{who}. The board does not count it, and <code>agora cards"
+        " verify</code> calls it not genuine.</p></div>"
     )
 
 
