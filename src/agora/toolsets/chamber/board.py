@@ -2,7 +2,7 @@
 
 Only cards whose signed body says the server drew the seed count: a chosen seed can be replayed,
 so practice cards never rank; nor does a card whose figures contradict each other
-(`listings.board_cards` leaves it out, signed or not: it is evidence of nothing). Each row is
+(`listings.board_cards` leaves it out: it is evidence of nothing, and no key signs it). Each row is
 one product in one suite: attempts (every sealed card: solved, failed, expired or quarantined),
 successes, success rate, the median actions of solved attempts, and the median hints and wrong
 submissions per attempt (always floats, ``2.0`` as well as ``2.5``; the median actions is

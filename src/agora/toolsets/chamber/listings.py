@@ -89,16 +89,29 @@ def board_cards(
 ) -> list[tuple[str, str, str, int, int, int]]:
     """(suite, product, outcome, actions, hints, wrong) of server-seeded cards sealed
     between the UTC days ``first`` and ``last`` (inclusive), optionally of one suite; none
-    whose figures contradict each other (`consistency.body_faults`), signed or not."""
+    whose figures contradict each other (`consistency.body_faults`), which the server never
+    signs (`_UNSIGNED_BODY`)."""
     sql = (
-        "SELECT suite_id, product, outcome, actions_used, hints_used, wrong_submissions, body"
-        + _BOARD_WHERE
+        "SELECT suite_id, product, outcome, actions_used, hints_used, wrong_submissions,"
+        f" {_UNSIGNED_BODY}" + _BOARD_WHERE
     )
     params: tuple[Any, ...] = ("server", first, last)
     if suite_id is not None:
         sql += " AND suite_id = ?"
         params += (suite_id,)
-    return [tuple(r[:6]) for r in conn.execute(sql, params) if not body_faults(bytes(r[6]))]
+    return [tuple(r[:6]) for r in conn.execute(sql, params) if not _faulty(r[6])]
+
+
+#: A card's body where it is unsigned, else NULL: the board judges the figures of unsigned
+#: cards only. A signed card passed the same check before its signing (the seal's, or
+#: ``agora cards sign``'s), so the board reads and parses no body on a server with a key;
+#: one signed by an agora that did not check yet is `agora cards verify`'s to judge.
+_UNSIGNED_BODY = "CASE WHEN signature IS NULL THEN body END"
+
+
+def _faulty(body: Any) -> bool:
+    """Whether an `_UNSIGNED_BODY` (None: a signed card) contradicts itself."""
+    return body is not None and bool(body_faults(bytes(body)))
 
 
 def board_card_ids(
@@ -120,7 +133,7 @@ def board_card_ids(
     while len(found) < limit:
         wanted = limit - len(found)
         rows = _row_page(conn, suite_id, product, first, last, after, wanted)
-        found += [card for card, body in rows if not body_faults(body)]
+        found += [card for card, body in rows if not _faulty(body)]
         if len(rows) < wanted:  # the row ends here
             break
         after = rows[-1][0]["card_id"]
@@ -129,16 +142,19 @@ def board_card_ids(
 
 def _row_page(
     conn: ReadConn, suite_id: str, product: str, first: str, last: str, after: str, limit: int
-) -> list[tuple[dict[str, Any], bytes]]:
+) -> list[tuple[dict[str, Any], Any]]:
     """`board_card_ids`' cards, those whose figures contradict each other included, each
-    with its body.
+    with its `_UNSIGNED_BODY`.
 
     A page after a card reads the rest of that card's day first, the index seeking to the card
     itself, and then the days after it: one statement over the whole range can seek only to
     a day (the days are a range before the time in the index), so each page walked every
     card of the row from the range's first day to its cursor.
     """
-    select = "SELECT card_id, sealed_at, outcome, actions_used, signature IS NOT NULL, body" + _ROW
+    select = (
+        f"SELECT card_id, sealed_at, outcome, actions_used, signature IS NOT NULL, {_UNSIGNED_BODY}"
+        + _ROW
+    )
     row = ("server", suite_id, product)
     day = ""
     rows: list[Any] = []
@@ -166,7 +182,7 @@ def _row_page(
                 "actions_used": r[3],
                 "evidence_status": "signed" if r[4] else "pending_signature",
             },
-            bytes(r[5]),
+            r[5],
         )
         for r in rows
     ]
