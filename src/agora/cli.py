@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import functools
 import json
 import logging
 import os
@@ -89,7 +90,11 @@ async def _serve(config: Config) -> None:
                     break
                 keeper_nursery.cancel_scope.cancel()
                 # Signals that come while the server shuts down (leaving the block) are said.
-                stopping.start_soon(while_stopping, signals, config.grace_seconds, server.app)
+                stopping.start_soon(
+                    functools.partial(
+                        while_stopping, signals, config.grace_seconds, server.app, first=signum
+                    )
+                )
             stopping.cancel_scope.cancel()
 
 

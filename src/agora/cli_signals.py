@@ -1,14 +1,16 @@
 """The signals that stop ``agora serve`` and ``agora stdio``, and what each one says.
 
 The first of `stop_signals` begins the graceful shutdown (logged at INFO, naming it). One
-that follows while the shutdown runs is said too (WARNING, with the time the grace has left),
-and changes nothing, but for ``agora serve``'s SIGINT (Ctrl-C pressed again at a terminal):
-the second ends the grace at once (the calls still running are cancelled, each client told
-that its call may or may not have taken effect, and the server stops as when the grace runs
-out); a third exits the process at once, as ``kill -9`` would (what was committed is kept;
-the calls still running get no answer, and a child process of theirs, a router adapter,
-may be left running), exit status 130. A second SIGTERM changes nothing: a service manager
-that sends one more means the same stop, and its own timeout ends with SIGKILL.
+that follows while the shutdown runs is said too (WARNING, with the time the grace has left
+and what the next SIGINT would do; "again" only after one of its own kind), and changes
+nothing, but for ``agora serve``'s SIGINT (Ctrl-C pressed again at a terminal, or once after
+a SIGTERM): the first during the shutdown ends the grace at once (the calls still running
+are cancelled, each client told that its call may or may not have taken effect, and the
+server stops as when the grace runs out); the next exits the process at once, as ``kill
+-9`` would (what was committed is kept; the calls still running get no answer, and a child
+process of theirs, a router adapter, may be left running), exit status 130. A second
+SIGTERM changes nothing: a service manager that sends one more means the same stop, and its
+own timeout ends with SIGKILL.
 """
 
 from __future__ import annotations
@@ -56,31 +58,40 @@ async def stop_on_signal(signals: Any, stop: Callable[[], None], grace: float | 
     async for signum in signals:
         received(signum)
         stop()
-        break
-    await while_stopping(signals, grace)
+        await while_stopping(signals, grace, first=signum)
+        return
 
 
-async def while_stopping(signals: Any, grace: float | None, app: App | None = None) -> None:
+async def while_stopping(
+    signals: Any, grace: float | None, app: App | None = None, *, first: int
+) -> None:
     """Say each signal that comes while the shutdown runs (until cancelled), with what is
-    left of the ``grace`` (seconds, from now; None: no grace of the process's own). With the
-    server's ``app`` (``agora serve``), a second SIGINT ends the grace and a third exits."""
+    left of the ``grace`` (seconds, from now; None: no grace of the process's own) and what
+    the next signal would do. ``first`` is the signal that began the shutdown: a signal is
+    said to come "again" only after one of its own kind. With the server's ``app`` (``agora
+    serve``), the first SIGINT that comes during the shutdown ends the grace (a Ctrl-C after
+    a SIGTERM as a second Ctrl-C), and the SIGINT after that exits at once."""
     end = None if grace is None else trio.current_time() + grace
+    seen = {first: 1}
     interrupted = False
     async for signum in signals:
-        name = signal.Signals(signum).name
+        seen[signum] = seen.get(signum, 0) + 1
+        said = f"received {_counted(signum, seen[signum])}"
         if signum == signal.SIGINT and app is not None:
             if interrupted:
                 log.warning(
-                    "received SIGINT a third time: exiting at once (what was committed is"
-                    " kept); cut off without an answer: %s",
+                    "%s: exiting at once (what was committed is kept); cut off without an"
+                    " answer: %s",
+                    said,
                     "; ".join(app.running()) or "no call",
                 )
                 sys.stderr.flush()
                 os._exit(STOPPED_AT_ONCE)
             interrupted = True
             log.warning(
-                "received SIGINT again: ending the grace now, the calls still running are"
-                " cancelled (SIGINT a third time exits at once)"
+                "%s: ending the grace now, the calls still running are cancelled (another"
+                " SIGINT exits at once)",
+                said,
             )
             app.end_grace()
             continue
@@ -90,5 +101,23 @@ async def while_stopping(signals: Any, grace: float | None, app: App | None = No
             left = f"{seconds:.1f} s left (grace_seconds) for the calls in flight to answer"
         else:
             left = "the grace is over: it ends once the writes still committing are answered"
-        again = " (SIGINT again: stop at once)" if app is not None else ""
-        log.warning("received %s again: already shutting down, %s%s", name, left, again)
+        log.warning("%s: already shutting down, %s%s", said, left, _next(app, interrupted))
+
+
+def _counted(signum: int, times: int) -> str:
+    """A signal as the log says it, counting only its own kind: ``SIGINT during the
+    shutdown`` when a signal of another kind began it, ``SIGINT again`` after one, ``SIGINT
+    a third time`` after two."""
+    name = signal.Signals(signum).name
+    return f"{name} {_TIMES.get(times, f'({times} times now)')}"
+
+
+_TIMES = {1: "during the shutdown", 2: "again", 3: "a third time"}
+
+
+def _next(app: App | None, interrupted: bool) -> str:
+    """What a SIGINT would do next, for ``agora serve`` (``app``); nothing otherwise, where a
+    SIGINT is said as the others are."""
+    if app is None:
+        return ""
+    return " (SIGINT: exit at once)" if interrupted else " (SIGINT: end the grace now)"

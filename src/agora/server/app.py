@@ -251,7 +251,7 @@ class App:
                 "%s still running %s, cancelled: %s. A change each made may or may not have"
                 " been saved: check before repeating it%s",
                 counted(self._in_flight, "call"),
-                "when the grace was ended (SIGINT again)"
+                "when the grace was ended early (end_grace: agora serve's SIGINT)"
                 if self._grace_ended
                 else f"after {grace:g} s (grace_seconds)",
                 shown,
@@ -264,7 +264,8 @@ class App:
 
     def end_grace(self) -> None:
         """End the shutdown's grace now, or make it none if `drain` has not begun: the calls
-        still running are cancelled as when it runs out (``agora serve``: SIGINT again)."""
+        still running are cancelled as when it runs out (``agora serve``: a SIGINT during the
+        shutdown)."""
         self._grace_ended = True
         if self._grace is not None:
             self._grace.cancel()
