@@ -74,7 +74,7 @@ def _config(args: argparse.Namespace, **extra: Any) -> Config:
     return config
 
 
-async def _serve(config: Config) -> None:
+async def _serve(config: Config, config_file: str | None) -> None:
     from agora.server.heap import HeapKeeper
 
     with trio.open_signal_receiver(*stop_signals()) as signals:
@@ -84,7 +84,7 @@ async def _serve(config: Config) -> None:
                 keeper.install()  # short collector pauses however large the heap grows
                 keeper_nursery.start_soon(keeper.run)
                 print(banner(server, config), file=sys.stderr, flush=True)
-                warn_at_start(config)
+                await warn_at_start(config, config_file)
                 async for signum in signals:
                     received(signum)
                     break
@@ -243,7 +243,7 @@ def _run(args: argparse.Namespace) -> int:
 
         set_switch_interval(config.switch_interval_ms)
         raise_open_files_limit()  # the process is the server's: room for every connection
-        trio.run(_serve, config)
+        trio.run(_serve, config, args.config and os.path.abspath(args.config))
     elif args.command == "stdio":
         return _run_stdio(args)
     elif args.command == "cards":

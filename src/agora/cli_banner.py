@@ -9,37 +9,70 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import trio
+
 from agora import __version__
 from agora.store.lock import shown_database
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from agora.config import Config
     from agora.server.embed import Server
 
 log = logging.getLogger("agora.cli")
 
 
-def warn_at_start(config: Config) -> None:
-    """Log the start-up warnings ``config`` calls for, after the banner."""
+async def warn_at_start(config: Config, config_file: str | None = None) -> None:
+    """Log the start-up warnings ``config`` calls for, after the banner (``config_file``: the
+    --config file it was read from, if any, for the settings a warning asks for)."""
     _warn_exposure(config)
-    if (warning := anonymous_warning(config)) is not None:
+    addresses = await bound_addresses(config.host)
+    warning = anonymous_warning(config, addresses=addresses, config_file=config_file)
+    if warning is not None:
         log.warning("%s", warning)
 
 
-def anonymous_warning(config: Config) -> str | None:
-    """A warning, or None: the server listens where other machines can reach it and serves
-    MCP to callers that send no token (``allow_anonymous``, the default), so whoever reaches
-    the port may use every tool. README: set ``allow_anonymous = false`` on such a server."""
-    if not config.allow_anonymous or _loopback(config.host):
+async def bound_addresses(host: str) -> list[str]:
+    """The addresses the server binds for ``host``, resolved as it resolves them
+    (`trio.open_tcp_listeners`: getaddrinfo with AI_PASSIVE); ``[host]`` if that fails."""
+    try:
+        found = await trio.socket.getaddrinfo(
+            host, 0, type=trio.socket.SOCK_STREAM, flags=trio.socket.AI_PASSIVE
+        )
+    except OSError:
+        return [host]
+    return sorted({str(info[4][0]) for info in found}) or [host]
+
+
+def anonymous_warning(
+    config: Config, *, addresses: Sequence[str], config_file: str | None = None
+) -> str | None:
+    """A warning, or None: the server listens where other machines can reach it (one of the
+    ``addresses`` it bound is not loopback) and serves MCP to callers that send no token
+    (``allow_anonymous``, the default), so whoever reaches the port may use every tool.
+    README: set ``allow_anonymous = false`` on such a server. ``config_file``: the --config
+    file, named as where to add ``[[principals]]`` (which no AGORA_ variable sets)."""
+    if not config.allow_anonymous or all(_loopback(address) for address in addresses):
         return None
-    where = f"every interface ({config.host or '*'})" if _wildcard(config.host) else config.host
+    if _wildcard(config.host):
+        where = f"every interface ({config.host or '*'})"
+    elif list(addresses) != [config.host]:
+        where = f"{config.host} ({', '.join(addresses)})"
+    else:
+        where = config.host
+    to = (
+        f"the --config file ({config_file})"
+        if config_file
+        else "a config file, given as --config (no AGORA_ variable sets them)"
+    )
     todo = (
         "set allow_anonymous = false (AGORA_ALLOW_ANONYMOUS=false) so that only the holders"
         " of the [[principals]]' tokens may"
         if config.principals
-        else "add [[principals]] to the --config file (a name and the sha256 of a token each)"
-        " and set allow_anonymous = false (AGORA_ALLOW_ANONYMOUS=false) so that only the"
-        " holders of their tokens may"
+        else f"add [[principals]] to {to}, a name and the sha256 of a token each, and set"
+        " allow_anonymous = false (AGORA_ALLOW_ANONYMOUS=false) so that only the holders of"
+        " their tokens may"
     )
     return (
         "callers without a bearer token are served MCP (allow_anonymous = true) on"
@@ -49,7 +82,7 @@ def anonymous_warning(config: Config) -> str | None:
 
 
 def _loopback(host: str) -> bool:
-    """Whether ``host`` (the address bound) is reached from this machine only."""
+    """Whether ``host`` (an address bound) is reached from this machine only."""
     if host.lower() == "localhost":
         return True
     try:
