@@ -236,3 +236,21 @@ async def test_relative_paths_are_shown_absolute_in_the_banner_and_refusals(tmp_
     assert done.stderr.decode().startswith(
         f"agora: cannot open database {tmp_path}/nodir/x.db: its directory {tmp_path}/nodir"
     ), done
+
+
+async def test_a_relative_signing_key_is_refused_naming_the_file_tried(tmp_path):
+    """A tester's finding: ``signing_key = "keys/chamber.pem"`` in ``rel/agora.toml``, the key
+    put beside the file, was refused as ``signing_key keys/chamber.pem: cannot read the
+    signing key``, not saying that ``./keys/chamber.pem`` of the working directory was tried."""
+    (tmp_path / "rel" / "keys").mkdir(parents=True)
+    (tmp_path / "rel" / "agora.toml").write_text(
+        '[options.chamber]\nsigning_key = "keys/chamber.pem"\n'
+    )
+    with trio.fail_after(TIMEOUT):
+        done = await run_agora("serve", "--config", "rel/agora.toml", cwd=tmp_path)
+    assert done.returncode == 2, done
+    assert done.stderr.decode() == (
+        f"agora: {tmp_path}/rel/agora.toml: [options.chamber] signing_key keys/chamber.pem"
+        f" ({tmp_path}/keys/chamber.pem, relative to the working directory): cannot read the"
+        " signing key: No such file or directory\n"
+    ), done

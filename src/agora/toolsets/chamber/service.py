@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import re
 import secrets
 from dataclasses import dataclass, field
@@ -123,7 +124,14 @@ class Chamber:
             try:
                 self._signers[str(path)] = load_signer(str(path))
             except SigningKeyError as exc:
-                raise ValueError(f"[options.chamber] signing_key {path}: {exc}") from None
+                # The file tried: a relative path is the working directory's, not agora.toml's.
+                tried = os.path.abspath(str(path))
+                shown = (
+                    path
+                    if os.path.isabs(str(path))
+                    else f"{path} ({tried}, relative to the working directory)"
+                )
+                raise ValueError(f"[options.chamber] signing_key {shown}: {exc}") from None
 
     async def signer(self, runtime: Runtime) -> tuple[Signer | None, bool]:
         """The configured signing key: (signer or None, whether a configured key is broken)."""
