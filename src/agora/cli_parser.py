@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 from agora import __version__
+from agora.config_env import FILE_ONLY
 
 
 class _CommandParser(argparse.ArgumentParser):
@@ -33,10 +34,13 @@ class _CommandParser(argparse.ArgumentParser):
 
 
 #: Where the settings are, for the help of the commands that read them: most are not flags.
+#: The tables no AGORA_<NAME> variable sets: "[[principals]] and [options.<toolset>]".
+_FILE_ONLY = " and ".join(table.removesuffix(" tables") for table in FILE_ONLY.values())
 SETTINGS = (
     "Settings: defaults, then the --config agora.toml file, then AGORA_<NAME> environment "
-    "variables (one per setting: AGORA_PORT=9000, AGORA_LOG_LEVEL=warning; lists "
-    "comma-separated), then the command-line flags. Every setting (log_level, grace_seconds, "
+    f"variables (one per setting but the tables, {_FILE_ONLY}, which only the config file "
+    "sets: AGORA_PORT=9000, AGORA_LOG_LEVEL=warning; lists comma-separated), then the "
+    "command-line flags. Every setting (log_level, grace_seconds, "
     "allowed_hosts, allow_anonymous, [[principals]], public_url, ...) and its default: "
     "README.md, section Configuration (the package's description); the [options.<toolset>] "
     "tables: docs/options.md in the source."

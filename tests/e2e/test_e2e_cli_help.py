@@ -63,6 +63,20 @@ def test_help_says_what_the_command_takes_and_how_it_exits(capsys, argv, said):
         assert words in out, out
 
 
+@pytest.mark.parametrize("argv", [["serve"], ["stdio"], []])
+def test_help_says_which_settings_no_environment_variable_sets(capsys, argv):
+    """A tester's finding: the help said "AGORA_<NAME> environment variables (one per
+    setting ...)", though AGORA_PRINCIPALS is ignored: the tables are the config file's."""
+    with pytest.raises(SystemExit):
+        main([*argv, "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "one per setting:" not in out, out
+    assert (
+        "AGORA_<NAME> environment variables (one per setting but the tables, [[principals]]"
+        " and [options.<toolset>], which only the config file sets: AGORA_PORT=9000"
+    ) in out, out
+
+
 def test_agora_alone_shows_the_commands_and_where_the_settings_are(capsys):
     assert main([]) == 2
     err = " ".join(capsys.readouterr().err.split())
