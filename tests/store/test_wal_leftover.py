@@ -81,7 +81,7 @@ async def test_a_backup_restored_beside_a_crashed_servers_wal_is_refused_untouch
         async with open_store(path, [ITEMS]):
             pytest.fail("served a malformed database")
     said = str(refused.value)
-    assert f"cannot open database {path}: it is malformed once the write-ahead log" in said
+    assert f"cannot open database {path}: it is damaged once the write-ahead log" in said
     assert f"rm -f {path}-wal {path}-shm" in said
     assert "\n" not in said
     assert path.read_bytes() == backup.read_bytes()  # untouched
@@ -111,4 +111,83 @@ async def test_a_crashed_servers_own_wal_is_applied_after_its_check(
     async with open_store(again, [ITEMS]):
         pass
     assert _ids(again) == list(range(1, 41))  # every acknowledged write
-    assert "passed quick_check" in caplog.text
+    assert "checking the database read through it" in caplog.text  # said before it runs
+    assert "passed integrity_check" in caplog.text
+
+
+async def test_a_wal_whose_pages_fit_but_whose_index_does_not_is_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A tester's finding: a mix that passes quick_check (every page well formed) but leaves an
+    index out of step with its table was served, and checkpointed into the file for good."""
+    caplog.set_level(logging.INFO, logger="agora.store")
+    path = tmp_path / "agora.db"
+    crashed = tmp_path / "crashed"
+    crashed.mkdir()
+    async with open_store(path, [ITEMS]):
+        with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as conn:
+            conn.execute("CREATE TABLE junk (a, b)")
+            conn.execute("CREATE INDEX junk_a ON junk (a)")
+            conn.executemany("INSERT INTO junk VALUES (?, ?)", [(n, -n) for n in range(1, 50)])
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.execute("PRAGMA writable_schema = ON")  # the index's pages now disagree
+            conn.execute("UPDATE sqlite_schema SET sql = 'CREATE INDEX junk_a ON junk (b)' "
+                         "WHERE name = 'junk_a'")  # fmt: skip
+        for suffix in ("", "-wal", "-shm"):  # as a kill -9 leaves them
+            shutil.copy(f"{path}{suffix}", crashed / f"agora.db{suffix}")
+    again = crashed / "agora.db"
+    with contextlib.closing(sqlite3.connect(f"file:{again}?mode=ro", uri=True)) as conn:
+        assert conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"  # what it once ran
+    before = again.read_bytes()
+    with pytest.raises(StoreError) as refused:
+        async with open_store(again, [ITEMS]):
+            pytest.fail("served a database whose index is out of step with its table")
+    said = str(refused.value)
+    assert "integrity_check: row 1 missing from index junk_a" in said
+    assert "did not close, or whose last checkpoint failed" in said
+    assert again.read_bytes() == before
+
+
+class _Malformed:
+    """A connection whose checkpoints fail as SQLite fails on a malformed file."""
+
+    def execute(self, sql: str) -> None:
+        exc = sqlite3.DatabaseError("database disk image is malformed")
+        exc.sqlite_errorcode = sqlite3.SQLITE_CORRUPT  # type: ignore[attr-defined]
+        raise exc
+
+
+def test_a_checkpoint_into_a_malformed_file_says_so_not_safe(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A tester's finding: served --shared (not checked at start), a restored file's final
+    checkpoint failed "database disk image is malformed" and was logged as "committed data is
+    safe in its write-ahead log and is checkpointed at the next start"."""
+    caplog.set_level(logging.INFO, logger="agora.store")
+    path = str(tmp_path / "agora.db")
+    checkpoint_module.final_checkpoint(path, _Malformed())  # type: ignore[arg-type]
+    checkpointer = checkpoint_module.Checkpointer(path, lambda: sqlite3.connect(":memory:"))
+    assert not checkpointer.checkpoint(_Malformed())  # type: ignore[arg-type]
+    assert [r.levelname for r in caplog.records] == ["ERROR", "ERROR"]
+    for record in caplog.records:
+        said = record.getMessage()
+        assert "the database file is damaged" in said
+        assert "committed data is NOT safe" in said
+        assert "remove that -wal and -shm and restore again" in said
+    assert "database disk image is malformed" in caplog.records[0].getMessage()
+    assert "is safe in" not in caplog.text
+    checkpointer.close()
+
+
+def test_a_final_checkpoint_on_a_full_disk_still_says_the_wal_keeps_the_data(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Full:
+        def execute(self, sql: str) -> None:
+            exc = sqlite3.OperationalError("database or disk is full")
+            exc.sqlite_errorcode = sqlite3.SQLITE_FULL  # type: ignore[attr-defined]
+            raise exc
+
+    checkpoint_module.final_checkpoint(str(tmp_path / "agora.db"), Full())  # type: ignore[arg-type]
+    assert [r.levelname for r in caplog.records] == ["WARNING"]
+    assert "committed data is safe in its write-ahead log" in caplog.text

@@ -26,12 +26,17 @@ writer's next BEGIN seldom starts the WAL over: the WAL stays long, and the writ
 per episode (`agora.store.episode`): a full disk fails every look, 20 a second under load, so
 the first failure is one WARNING, the ones after it are counted, and the next checkpoint that
 runs is one INFO line with how long they failed and how many. The thread ends with `stop`.
-Must not import trio.
+A checkpoint that fails because the file is malformed (SQLite's ``database disk image is
+malformed``) is an ERROR that says so, never "committed data is safe": the WAL's frames do
+not fit the file (a restored backup beside an old ``-wal``, or damage), and the next start's
+check (`agora.store.wal_leftover`) refuses it. `final_checkpoint` is the store's last one,
+worded the same way. Must not import trio.
 """
 
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -39,12 +44,14 @@ from typing import TYPE_CHECKING, Any
 from agora.store.episode import Episode
 from agora.store.stats import COMMIT_MS, Histogram
 from agora.store.wal_index import hold
+from agora.store.wal_leftover import malformed
 
 if TYPE_CHECKING:
-    import sqlite3
     from collections.abc import Callable
 
-__all__ = ["CHECKPOINT_PAGES", "POLL_SECONDS", "Checkpointer"]
+    from agora.store.writer_process import WriterProcess
+
+__all__ = ["CHECKPOINT_PAGES", "POLL_SECONDS", "Checkpointer", "damaged", "final_checkpoint"]
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +60,36 @@ log = logging.getLogger(__name__)
 CHECKPOINT_PAGES = 1000
 #: Least seconds between two looks at the WAL index while the writer commits.
 POLL_SECONDS = 0.05
+
+
+def damaged(path: str, exc: object = None) -> str:
+    """What to do about a checkpoint of ``path`` that failed with ``exc``, a malformed file."""
+    cause = "" if exc is None else f" ({exc})"
+    return (
+        f"the database file is damaged{cause}: the write-ahead log's frames do not fit it, so "
+        f"committed data is NOT safe. Stop the server if it runs: the next start (not --shared) "
+        f"checks the file read through its write-ahead log (integrity_check) and refuses it if "
+        f"it is damaged. If a "
+        f"backup was put in place beside an old -wal, remove that -wal and -shm and restore "
+        f"again; otherwise set {path} and its -wal and -shm aside and restore a backup"
+    )
+
+
+def final_checkpoint(path: str, conn: sqlite3.Connection | WriterProcess) -> None:
+    """The store's last checkpoint, as it closes (never raises: a failure is logged, an ERROR
+    if the file is malformed, else a WARNING: a full disk leaves committed data in the WAL,
+    which the next start applies)."""
+    try:
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+    except sqlite3.Error as exc:
+        if malformed(exc):
+            log.error("final checkpoint of %s failed: %s", path, damaged(path, exc))
+            return
+        log.warning(
+            "final checkpoint of %s failed (%s); committed data is safe in its write-ahead log, "
+            "which the next start checks and applies",
+            path, exc,
+        )  # fmt: skip
 
 
 class Checkpointer:
@@ -166,7 +203,7 @@ class Checkpointer:
         try:
             busy = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[0]
         except Exception as exc:  # a full or failed disk: the next commit says so
-            self._failed(f"checkpoint of {self._path} failed: {exc}")
+            self._failed(f"checkpoint of {self._path} failed: {exc}", malformed(exc))
             return False
         if (length := self._failing.end()) is not None:
             log.info(
@@ -180,12 +217,18 @@ class Checkpointer:
             self.ms.add((time.perf_counter() - began) * 1e3)
         return True
 
-    def _failed(self, why: str) -> None:
-        """A checkpoint failed for ``why``: the first of an episode is a WARNING, the rest
-        are counted (DEBUG)."""
+    def _failed(self, why: str, malformed: bool = False) -> None:
+        """A checkpoint failed for ``why``: the first of an episode is a WARNING (an ERROR if
+        the file is ``malformed``), the rest are counted (DEBUG)."""
         self.failures += 1
         if not self._failing.strike():
             log.debug("%s", why)
+            return
+        if malformed:
+            log.error(
+                "%s; %s; further checkpoint failures are counted, not logged",
+                why, damaged(self._path),
+            )  # fmt: skip
             return
         log.warning(
             "%s; further checkpoint failures are counted, not logged, until one runs again "

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import trio
 
 from agora.errors import StoreError
+from agora.store.checkpoint import final_checkpoint
 from agora.store.failures import store_error
 from agora.store.jobs import Job, WriterStopped
 from agora.store.lockwait import LockWaits
@@ -360,7 +361,7 @@ class Store:
 
         Never raises: a writer thread that does not stop within `STOP_SECONDS` is left
         behind with its connection (logged), and a final checkpoint that fails (a full
-        disk) is logged, since every committed write is safe in the WAL file anyway. The
+        disk) is logged (`agora.store.checkpoint.final_checkpoint`). The
         WAL index is let go of last (`agora.store.wal_index`), only if nothing was left open.
         """
         self._closed = True
@@ -381,15 +382,7 @@ class Store:
         if self.shm.frozen():
             frozen_close(self.path, self._writer_conn)  # a checkpoint would touch the -shm
         elif not self._inline:
-            try:
-                self._writer_conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            except sqlite3.Error as exc:
-                log.warning(
-                    "final checkpoint of %s failed (%s); committed data is safe in its "
-                    "write-ahead log and is checkpointed at the next start",
-                    self.path,
-                    exc,
-                )
+            final_checkpoint(self.path, self._writer_conn)
         self._writer_conn.close()
         if self.checkpointer is not None:
             self.checkpointer.close()

@@ -1,5 +1,5 @@
-"""A write-ahead log left beside the database by a server that did not close, checked before
-the database is served.
+"""A write-ahead log left beside the database (by a server that did not close, or whose last
+checkpoint failed), checked before the database is served.
 
 A server that closes checkpoints its ``-wal`` into the database and deletes it; one that was
 killed (a power cut, the OOM killer, SIGKILL) leaves it, and the next open applies it: that is
@@ -11,15 +11,21 @@ acknowledged, and the file was then malformed (``btreeInitPage() returns error c
 
 SQLite's format ties a ``-wal`` to no particular database file, and a backup of the same
 database carries the same id (``agora_identity``), so the mix cannot be told for certain. What
-can be told is its usual result: pages that do not fit together. So when the database has a
-``-wal`` with frames in it at start, `check_leftover_wal` runs ``PRAGMA quick_check`` (every
-page read once, no index compared with its table) on a read-only connection, which never
-checkpoints or deletes a ``-wal`` as it closes, before anything opens the file for writing:
-a malformed result refuses the start with one line that says what to remove if a backup was
-just put in place, and nothing on disk has changed. A ``-wal`` whose frames happen to fit the
-restored file is not found (its writes lost, or the crash's state served in place of the
-backup's): README's restore steps remove it first. A shared file (``--shared``) is not checked:
-other processes keep its ``-wal`` while they run.
+can be told is its usual result: pages that do not fit together, or an index out of step with
+its table. So when the database has a ``-wal`` with frames in it at start (a server that did
+not close leaves one, and so does one whose last checkpoint failed), `check_leftover_wal` runs
+``PRAGMA integrity_check`` (every page read once, every index compared with its table) on a
+read-only connection, which never checkpoints or deletes a ``-wal`` as it closes, before
+anything opens the file for writing: a damaged result refuses the start with one line that
+says what to remove if a backup was just put in place, and nothing on disk has changed. An
+INFO line says the check runs, on how many MB, before it starts (a long one is not a silent
+hang), and another how long it took. Its cost, measured on a 160 MB agora database (debate
+messages, deliveries, history, router events): 0.4-0.5 s with the file in the page cache,
+2.5-3.3 s read from disk, against 0.2-0.3 s and 2.8-3.0 s for ``quick_check``, which compares
+no index with its table and passed a restored file whose index had lost rows. A ``-wal``
+whose frames happen to fit the restored file is not found (its writes lost, or the crash's
+state served in place of the backup's): README's restore steps remove it first. A shared file
+(``--shared``) is not checked: other processes keep its ``-wal`` while they run.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ from agora.errors import StoreError
 if TYPE_CHECKING:
     from agora.store.opening import Opening
 
-__all__ = ["WAL_HEADER_BYTES", "check_leftover_wal"]
+__all__ = ["WAL_HEADER_BYTES", "check_leftover_wal", "malformed"]
 
 log = logging.getLogger(__name__)
 
@@ -56,8 +62,13 @@ def _interrupt(conn: sqlite3.Connection) -> None:
         conn.interrupt()
 
 
+def malformed(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite saying the file is not a sound database."""
+    return (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF in _MALFORMED
+
+
 def _said(rows: list[tuple[object, ...]]) -> str:
-    """quick_check's rows as one short line (its first row spans lines)."""
+    """integrity_check's rows as one short line (its first row may span lines)."""
     lines = [line for row in rows for line in str(row[0]).splitlines()]
     said = "; ".join(line for line in lines if line and not line.startswith("***"))
     return said if len(said) <= 200 else f"{said[:200]}..."
@@ -65,19 +76,27 @@ def _said(rows: list[tuple[object, ...]]) -> str:
 
 def check_leftover_wal(path: str, opening: Opening | None = None) -> None:
     """Refuse ``path`` if a ``-wal`` with frames lies beside it and the database read through
-    it is malformed; nothing if there is none (a clean stop), or the check could not run (the
-    open that follows says why).
+    it fails ``integrity_check``; nothing if there is none (a clean stop), or the check could
+    not run (the open that follows says why).
 
     Raises:
-        StoreError: the database is malformed with the ``-wal`` applied (the message says
+        StoreError: the database is damaged with the ``-wal`` applied (the message says
             what to remove if a backup was just restored); nothing on disk was changed.
     """
     wal = f"{path}-wal"
     try:
         if os.path.getsize(wal) <= WAL_HEADER_BYTES:
             return
-    except OSError:  # none: the last server closed the file
+        size = os.path.getsize(path) + os.path.getsize(wal)
+    except OSError:  # none: the last server closed the file and checkpointed it
         return
+    log.info(
+        "%s has a write-ahead log not yet checkpointed into it (a server that did not close "
+        "leaves one, and so does one whose last checkpoint failed): checking the database "
+        "read through it (%.0f MB) with PRAGMA integrity_check before serving it; this reads "
+        "the whole file once",
+        path, size / 2**20,
+    )  # fmt: skip
     began = time.perf_counter()
     try:
         conn = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, isolation_level=None)
@@ -88,10 +107,10 @@ def check_leftover_wal(path: str, opening: Opening | None = None) -> None:
         conn.set_progress_handler(opening.cancelled, _PROGRESS_STEPS)
         opening.adopt(partial(_interrupt, conn), None)
     try:
-        rows = conn.execute("PRAGMA quick_check(3)").fetchall()
+        rows = conn.execute("PRAGMA integrity_check(3)").fetchall()
         problem = None if rows == [("ok",)] else _said(rows)
     except sqlite3.Error as exc:
-        if (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF not in _MALFORMED:
+        if not malformed(exc):
             log.debug("cannot check %s read-only: %s", path, exc)
             return
         problem = str(exc)
@@ -102,16 +121,16 @@ def check_leftover_wal(path: str, opening: Opening | None = None) -> None:
     seconds = time.perf_counter() - began
     if problem is None:
         log.info(
-            "%s had a write-ahead log left by a server that did not close; the database read "
-            "through it passed quick_check in %.1f s",
+            "%s: the database read through its write-ahead log passed integrity_check in %.1f s",
             path, seconds,
         )  # fmt: skip
         return
     remove = f"rm -f {shlex.quote(wal)} {shlex.quote(path + '-shm')}"
     raise StoreError(
-        f"cannot open database {path}: it is malformed once the write-ahead log left beside it "
-        f"by a server that did not close is applied (quick_check: {problem}). If you just put "
+        f"cannot open database {path}: it is damaged once the write-ahead log beside it (left "
+        f"by a server that did not close, or whose last checkpoint failed) is applied "
+        f"(integrity_check: {problem}). If you just put "
         f"a backup in its place, that log is the old file's: remove it, then start again "
-        f"({remove}; the restored file is untouched). Otherwise the database is damaged: set "
+        f"({remove}; the restored file is untouched). Otherwise the file itself is damaged: set "
         f"all three files aside and restore a backup"
     )
