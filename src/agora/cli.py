@@ -252,7 +252,10 @@ def _run(args: argparse.Namespace) -> int:
         if args.cards_command == "sign":
             if not os.path.exists(args.db):
                 return cards_cli.cmd_sign(args.db, args.key)  # it says the file is missing
+            from agora.store.wal_leftover import check_leftover_wal
+
             with database_lock(args.db):
+                check_leftover_wal(os.path.abspath(args.db))  # as a start does: a restored file
                 return cards_cli.cmd_sign(args.db, args.key)
         return cards_cli.cmd_verify(
             args.file,

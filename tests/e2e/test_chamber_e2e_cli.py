@@ -8,7 +8,9 @@ and every card of every batch ends up signed and verifiable.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 import sqlite3
 from typing import TYPE_CHECKING
 
@@ -39,6 +41,34 @@ async def test_sign_refuses_a_file_that_is_not_an_agora_database(tmp_path: Path,
     assert len(out.splitlines()) == 1, out
     assert "Traceback" not in out
     assert db.exists() is (kind != "missing")  # never creates a database
+
+
+async def test_sign_refuses_a_database_damaged_by_the_wal_beside_it(tmp_path: Path) -> None:
+    """A tester's finding: ``cards sign`` (run with the server stopped, as after a restore)
+    wrote into a restored file through the crashed server's -wal, which ``agora serve``
+    refuses; it now runs the same check first."""
+    key, _ = write_key(tmp_path / "key.pem")
+    live = tmp_path / "live.db"
+    with contextlib.closing(sqlite3.connect(live, isolation_level=None)) as conn:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+        conn.execute("CREATE TABLE junk (a, b)")
+        conn.execute("CREATE INDEX junk_a ON junk (a)")
+        conn.executemany("INSERT INTO junk VALUES (?, ?)", [(n, -n) for n in range(1, 50)])
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute("PRAGMA writable_schema = ON")  # the -wal's index no longer fits its table
+        conn.execute("UPDATE sqlite_schema SET sql = 'CREATE INDEX junk_a ON junk (b)'")
+        for suffix in ("", "-wal"):  # as a crash leaves them
+            shutil.copy(f"{live}{suffix}", tmp_path / f"agora.db{suffix}")
+    db = tmp_path / "agora.db"
+    before = db.read_bytes()
+    with trio.fail_after(30):
+        status, out = await agora_cli("cards", "sign", "--db", str(db), "--key", str(key))
+    assert status == 2, out
+    said = out.splitlines()[-1]  # after the INFO line that the check runs
+    assert said.startswith(f"agora: cannot open database {db}: it is damaged once the "), out
+    assert f"rm -f {db}-wal {db}-shm" in out
+    assert db.read_bytes() == before
 
 
 def test_sign_commits_in_batches_and_signs_every_card(

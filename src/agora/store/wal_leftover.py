@@ -93,8 +93,8 @@ def check_leftover_wal(path: str, opening: Opening | None = None) -> None:
     log.info(
         "%s has a write-ahead log not yet checkpointed into it (a server that did not close "
         "leaves one, and so does one whose last checkpoint failed): checking the database "
-        "read through it (%.0f MB) with PRAGMA integrity_check before serving it; this reads "
-        "the whole file once",
+        "read through it (%.1f MB) with PRAGMA integrity_check before anything writes; this "
+        "reads the whole file once",
         path, size / 2**20,
     )  # fmt: skip
     began = time.perf_counter()
