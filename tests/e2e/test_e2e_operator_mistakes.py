@@ -199,6 +199,24 @@ async def test_a_full_disk_at_start_names_the_lock_file_and_leaves_none(small_di
     assert sorted(p.name for p in small_disk.iterdir()) == ["filler"]
 
 
+@pytest.mark.sqlite_only("a SQLite file on a full tmpfs")
+async def test_restarting_a_database_on_a_full_disk_says_the_disk_is_full(small_disk):
+    """A tester's finding: a database stopped cleanly, its disk then filled, and the restart
+    said only "disk I/O error" (SQLite cannot grow the -shm: SQLITE_IOERR_SHMSIZE), which
+    reads as failing hardware."""
+    db = small_disk / "agora.db"
+    with AgoraProcess("--db", str(db), "--toolsets", "chess") as server:
+        assert server.stop() == 0, server.log  # a clean stop: no -wal left
+    fill(small_disk)
+    lines = await _serve_db(db)
+    assert lines[-1].startswith(f"agora: cannot open database {db}: its disk is full ("), lines
+    assert "disk I/O error" not in lines[-1].split("SQLite said only:")[0]
+    assert lines[-1].endswith(
+        f"the file system at {small_disk}, 0 KiB free. Free space there (or move the database"
+        " to a disk with room), then start again"
+    ), lines
+
+
 def test_an_os_error_while_starting_names_its_file_and_exits_2(tmp_path, monkeypatch, capsys):
     """Any OSError before the server serves is a refusal like the others: its file named,
     one line, exit status 2 (it was the errno's text alone, exit status 1)."""

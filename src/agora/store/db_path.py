@@ -9,6 +9,13 @@ A missing directory is refused, not created: a misspelt one (``/var/lib/agroa/ag
 would otherwise start the server on a new, empty database, the operator's data seemingly
 gone, and a directory made by ``sudo agora serve`` would belong to root. The default,
 ``./agora.db``, is in the working directory, which exists.
+
+A failure once SQLite opens the file is said by `open_problem`: SQLite's words, except for a
+full disk, which SQLite may report only as "disk I/O error" (restarting an existing database
+on a full disk: it cannot grow the ``-shm``, ``SQLITE_IOERR_SHMSIZE``). After an I/O error it
+writes a probe file beside the database (`agora.store.diskfault.DiskDoctor.probe`) and reads
+the free space of its file system: ``ENOSPC`` or less than `LOW_SPACE` left is named a full
+disk, with the path, the space left and what to do.
 """
 
 from __future__ import annotations
@@ -18,9 +25,52 @@ import stat
 from pathlib import Path
 
 from agora.errors import STORE_CAUSES, StoreError
+from agora.store.diskfault import DiskDoctor, sqlite_cause
 
 #: Why a file the server may not write is refused at open (the words its callers would get).
 READ_ONLY = STORE_CAUSES["read_only"]
+#: Free bytes on the database's file system under which an I/O error at open is a full disk:
+#: SQLite grows the ``-shm`` 32 KiB at a time, the ``-wal`` a page at a time.
+LOW_SPACE = 1 << 20
+
+
+def open_problem(path: str, exc: BaseException) -> str:
+    """Why opening or migrating ``path`` failed with ``exc``, in words: SQLite's, or for a
+    full disk (``SQLITE_FULL``, or an I/O error where the disk takes no probe file or has
+    less than `LOW_SPACE` free) the file system, its space left and what to do."""
+    cause = sqlite_cause(exc)
+    free = _free(path)
+    if cause == "io_error":
+        low = free is not None and free < LOW_SPACE
+        if not low and DiskDoctor(path).probe() != "disk_full":
+            return str(exc)
+        why = f"ENOSPC, no space left on device; SQLite said only: {exc}"
+    elif cause == "disk_full":
+        why = f"SQLITE_FULL: {exc}"
+    else:
+        return str(exc)
+    left = "" if free is None else f", {free // 1024} KiB free"
+    return (
+        f"its disk is full ({why}): the file system at {_mount(path)}{left}. Free space "
+        f"there (or move the database to a disk with room), then start again"
+    )
+
+
+def _free(path: str) -> int | None:
+    """Bytes an unprivileged user may still write on ``path``'s file system (None: unknown)."""
+    try:
+        got = os.statvfs(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return None
+    return got.f_bavail * got.f_frsize
+
+
+def _mount(path: str) -> str:
+    """The mount point of the file system ``path`` is on."""
+    at = os.path.dirname(os.path.abspath(path))
+    while not os.path.ismount(at):
+        at = os.path.dirname(at)
+    return at
 
 
 def check_database_path(path: str) -> None:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from agora.errors import STORE_CAUSES, StoreError
+from agora.store.db_path import open_problem
 from agora.store.guard import TABLES
 from agora.store.migrations import apply_migrations
 from agora.store.sqlite_connect import BUSY_MS, connect
@@ -102,7 +103,7 @@ def migrated(
         busy_ms = BUSY_MS if opening is None else SLICE_MS
         conn = connect(path, synchronous=synchronous.upper(), busy_ms=busy_ms)
     except sqlite3.Error as exc:
-        raise StoreError(f"cannot open database {path}: {exc}") from exc
+        raise StoreError(f"cannot open database {path}: {open_problem(path, exc)}") from exc
     if opening is not None:
         conn.set_progress_handler(opening.cancelled, PROGRESS_STEPS)
         opening.adopt(partial(_interrupt, conn), conn.close)
@@ -113,7 +114,7 @@ def migrated(
         versions = apply_migrations(conn, migrations, check)
     except sqlite3.Error as exc:
         conn.close()
-        raise StoreError(f"cannot migrate database {path}: {exc}") from exc
+        raise StoreError(f"cannot migrate database {path}: {open_problem(path, exc)}") from exc
     except BaseException:
         conn.close()  # a newer schema or a failed step: leave nothing open
         raise
@@ -126,7 +127,7 @@ def migrated(
             conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
     except sqlite3.Error as exc:
         conn.close()
-        raise StoreError(f"cannot open database {path}: {exc}") from exc
+        raise StoreError(f"cannot open database {path}: {open_problem(path, exc)}") from exc
     if not writable:
         conn.close()
         raise StoreError(f"cannot open database {path}: {STORE_CAUSES['read_only']}")
