@@ -27,10 +27,10 @@ per episode (`agora.store.episode`): a full disk fails every look, 20 a second u
 the first failure is one WARNING, the ones after it are counted, and the next checkpoint that
 runs is one INFO line with how long they failed and how many. The thread ends with `stop`.
 A checkpoint that fails because the file is malformed (SQLite's ``database disk image is
-malformed``) is an ERROR that says so, never "committed data is safe": the WAL's frames do
-not fit the file (a restored backup beside an old ``-wal``, or damage), and the next start's
-check (`agora.store.wal_leftover`) refuses it. `final_checkpoint` is the store's last one,
-worded the same way. Must not import trio.
+malformed``) is an ERROR that says so, never "committed data is safe": the file and its WAL
+do not make a sound database (a restored backup beside an old ``-wal``, or damage), and the
+next start's check (`agora.store.wal_leftover`) refuses it. `final_checkpoint` is the store's
+last one, worded the same way. Must not import trio.
 """
 
 from __future__ import annotations
@@ -66,10 +66,10 @@ def damaged(path: str, exc: object = None) -> str:
     """What to do about a checkpoint of ``path`` that failed with ``exc``, a malformed file."""
     cause = "" if exc is None else f" ({exc})"
     return (
-        f"the database file is damaged{cause}: the write-ahead log's frames do not fit it, so "
-        f"committed data is NOT safe. Stop the server if it runs: the next start (not --shared) "
-        f"checks the file read through its write-ahead log (integrity_check) and refuses it if "
-        f"it is damaged. If a "
+        f"the database file is damaged{cause}: it and its write-ahead log do not make a sound "
+        f"database (a backup restored beside an old -wal, or damage), so committed data is NOT "
+        f"safe. Stop the server if it runs: the next start (not --shared) checks the file read "
+        f"through its write-ahead log (integrity_check) and refuses it if it is damaged. If a "
         f"backup was put in place beside an old -wal, remove that -wal and -shm and restore "
         f"again; otherwise set {path} and its -wal and -shm aside and restore a backup"
     )

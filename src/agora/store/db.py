@@ -20,7 +20,7 @@ import trio
 
 from agora.errors import STORE_CAUSES, StoreError
 from agora.store.checkpoint import Checkpointer
-from agora.store.db_path import check_database_path
+from agora.store.db_path import check_database_path, open_problem
 from agora.store.diskfault import DiskDoctor
 from agora.store.lock import database_lock, database_problem, lock_path
 from agora.store.opening import loop_delivery, open_in_thread
@@ -230,7 +230,7 @@ async def _open_locked(
             watch = connect(path, synchronous="NORMAL", readonly=True, create=False)
         except sqlite3.Error as exc:
             conn.close()
-            raise StoreError(f"cannot open database {path}: {exc}") from exc
+            raise StoreError(f"cannot open database {path}: {open_problem(path, exc)}") from exc
         watch.execute("PRAGMA busy_timeout=1000")  # it runs on the Trio thread
         store = SharedStore(
             path,
