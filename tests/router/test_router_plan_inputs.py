@@ -99,7 +99,27 @@ async def test_a_blank_goal_filter_is_refused_in_both_scopes(router, blank):
         assert body["code"] == "invalid-arguments"
         [issue] = body["issues"]
         assert (issue["field"], issue["rule"]) == ("goal_binding_id", "minLength")
-        assert "send null to filter by no Goal" in issue["message"]
+        assert issue["message"].endswith(
+            "send null for no Goal filter (every run of the session, or the run named)"
+        )
+
+
+async def test_a_null_goal_filter_lists_every_run_and_marks_a_goal_bound_one(router):
+    # Tester finding: the blank-id refusal said null "filters by no Goal" (a Router-owned run
+    # is bound to none), but null lists the Goal-bound runs too, unmarked, as runs to work on.
+    owned = (await router.plan("Fix the typo"))["workflow_run_id"]
+    bound = (await router.plan("Add retry", goal_binding_id="goal-1"))["workflow_run_id"]
+    status = await router.call("get_router_status", context=ctx(), workflow_run_id=None,
+                               goal_binding_id=None)  # fmt: skip
+    note = status.guidance
+    assert "(2 in all)" in note
+    assert f"{bound} (status planned, state version 1, 0 work items, created " in note
+    assert note.split(f"{bound} (")[1].split(")")[0].endswith(', bound to the native Goal "goal-1"')
+    assert "Goal" not in note.split(f"{owned} (")[1].split(")")[0]
+    assert note.endswith(
+        "; a run bound to a native Goal is progressed only by the host that owns the Goal,"
+        " not by get_next_work here."
+    )
 
 
 async def test_a_goal_bound_plan_says_how_to_plan_a_run_this_server_progresses(router):

@@ -27,6 +27,7 @@ record every check again. Pure; the texts are cached per layout.
 from __future__ import annotations
 
 import functools
+import json
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.mcp.results import Guided
@@ -233,19 +234,31 @@ def written(
     return Guided(result, last if note is None else f"{note}\n{last}")
 
 
-def session_runs(session: str, total: int, recent: list[tuple[str, str, int, int, str]]) -> str:
+def session_runs(
+    session: str, total: int, recent: list[tuple[str, str, int, int, str, str | None]]
+) -> str:
     """The note of a session-wide status: the session's newest runs by id (no field of the
-    result names one, and an agent that lost a run's id has no other way to find it)."""
+    result names one, and an agent that lost a run's id has no other way to find it), each
+    bound to a native Goal marked so (get_next_work refuses such a run here)."""
     if not recent:
         return f"Session {session} has no run (of this filter): plan_work creates one."
     shown = "; ".join(
-        f"{run} (status {status}, state version {version}, {items} work items, created {at})"
-        for run, status, version, items, at in recent
+        f"{run} (status {status}, state version {version}, {items} work items, created {at}"
+        + (f", bound to the native Goal {json.dumps(goal)}" if goal is not None else "")
+        + ")"
+        for run, status, version, items, at, goal in recent
     )
     more = f", the {len(recent)} newest here" if total > len(recent) else ""
+    bound = any(goal is not None for *_, goal in recent)
     return (
         f"Runs of session {session}, newest first ({total} in all{more}): {shown}. Send one as"
-        " workflow_run_id (get_router_status, get_next_work) to work on it."
+        " workflow_run_id (get_router_status, get_next_work) to work on it"
+        + (
+            "; a run bound to a native Goal is progressed only by the host that owns the Goal,"
+            " not by get_next_work here."
+            if bound
+            else "."
+        )
     )
 
 

@@ -348,13 +348,13 @@ RECENT_RUNS = 10
 
 def session_summary(
     conn: ReadConn, session_id: str, goal_binding_id: str | None, limit: int = RECENT_RUNS
-) -> tuple[int, int, list[tuple[str, str, int, int, str]]]:
+) -> tuple[int, int, list[tuple[str, str, int, int, str, str | None]]]:
     """Runs and work items of a session (of one goal binding when given), and its ``limit``
     newest runs, newest first.
 
     Returns:
         ``(runs, work_items, newest)``, each of ``newest`` ``(run_id, status, state_version,
-        item_count, created_at)``.
+        item_count, created_at, goal_binding_id)``.
     """
     where = "session_id = ?" + (" AND goal_binding_id = ?" if goal_binding_id else "")
     params: tuple[Any, ...] = (session_id, goal_binding_id) if goal_binding_id else (session_id,)
@@ -362,9 +362,13 @@ def session_summary(
         f"SELECT COUNT(*), COALESCE(SUM(item_count), 0) FROM router_runs WHERE {where}", params
     ).fetchone()
     rows = conn.execute(
-        "SELECT run_id, status, state_version, item_count, created_at FROM router_runs"
+        "SELECT run_id, status, state_version, item_count, created_at, goal_binding_id"
+        " FROM router_runs"
         f" WHERE {where} ORDER BY created_at DESC, run_id DESC LIMIT ?",
         (*params, limit),
     ).fetchall()
-    newest = [(str(r[0]), str(r[1]), int(r[2]), int(r[3]), str(r[4])) for r in rows]
+    newest = [
+        (str(r[0]), str(r[1]), int(r[2]), int(r[3]), str(r[4]), None if r[5] is None else str(r[5]))
+        for r in rows
+    ]
     return int(runs), int(items), newest

@@ -114,7 +114,7 @@ async def get_router_status(call: ToolCall) -> dict[str, Any]:
     of the two filters (run, native Goal binding) applies when given."""
     run_id = call.args.get("workflow_run_id")
     goal = call.args.get("goal_binding_id")
-    if issue := goal_issue(goal, "to filter by no Goal (a Router-owned run is bound to none)"):
+    if issue := goal_issue(goal, "for no Goal filter (every run of the session, or the run named)"):
         raise refused_for_arguments(call, [issue])
     if run_id is not None:
         status = await _run(call, run_id, commands.Status(_session(call)))
