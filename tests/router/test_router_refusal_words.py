@@ -89,7 +89,9 @@ async def test_a_plan_key_resent_with_another_routing_context_names_it(router, t
     added = plan_args("Write a README section", idem="k-route",
                       routing_context=_routing(domains=["docs"]))  # fmt: skip
     body = await router.refused("plan_work", **added)
-    assert ": routing_context differs from that plan's in domains; use a new key" in body["message"]
+    assert (
+        ": routing_context differs from that plan's in domains; the run keeps no" in body["message"]
+    )
     root = str(tmp_path / "unauthorized")
     await router.plan("Write a README section", idem="k-root",
                       routing_context=_routing(workspace_root=root))  # fmt: skip
@@ -102,4 +104,32 @@ async def test_a_plan_key_resent_with_another_routing_context_names_it(router, t
     assert "differs in profile_warnings" not in message
     same = plan_args("Write a README section", idem="k-route", routing_context=_routing())
     body = await router.refused("plan_work", **same)  # the same plan: an unshown argument
-    assert "the objective's words, routing_context, or the context's" in body["message"]
+    assert "the objective's words; routing_context's form: domains or tags" in body["message"]
+
+
+async def test_a_plan_key_resent_with_another_current_phase_names_it(router):
+    """Tester finding: with only routing_context.current_phase_id changed, the message named
+    workspace_root, explicit_skill_ids and a Profile file, none of them changed; with the
+    domains in another order it could not say why; with the objective and the domains
+    changed it named the domains alone, as if restoring them would do."""
+    await router.plan("Write a README section", idem="k-phase",
+                      routing_context=_routing(current_phase_id="build"))  # fmt: skip
+    moved = plan_args("Write a README section", idem="k-phase",
+                      routing_context=_routing(current_phase_id="design"))  # fmt: skip
+    message = (await router.refused("plan_work", **moved))["message"]
+    assert ": routing_context differs from that plan's in current_phase_id; so the plan" in message
+    assert "a current_phase_id no phase has" in message
+    await router.plan("Write a README section", idem="k-order",
+                      routing_context=_routing(domains=["web", "api"]))  # fmt: skip
+    reordered = plan_args("Write a README section", idem="k-order",
+                          routing_context=_routing(domains=["api", "web"]))  # fmt: skip
+    message = (await router.refused("plan_work", **reordered))["message"]
+    assert "routing_context's form: domains or tags in another order or repeated" in message
+    await router.plan("Write a README section", idem="k-both", routing_context=_routing())
+    both = plan_args("Write two README sections", idem="k-both",
+                     routing_context=_routing(domains=["docs"]))  # fmt: skip
+    message = (await router.refused("plan_work", **both))["message"]
+    assert (
+        ": routing_context differs from that plan's in domains; the run keeps no objective, actor"
+        " or policy snapshot, so any of those may differ too; use a new key" in message
+    )

@@ -65,7 +65,8 @@ class Plan(msgspec.Struct, frozen=True):
     result: dict[str, Any]
     #: The routing identifiers kept with the run (sorted domains and tags), for Memory, and
     #: the ``workspace_root`` it was planned in as the caller sent it (when it named one):
-    #: Memory remembers the run in that workspace only.
+    #: Memory remembers the run in that workspace only; and its ``current_phase_id`` (when
+    #: it named one), so a reused key can name it when it changed (`reused`).
     routing: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
@@ -368,7 +369,11 @@ def build_plan(args: dict[str, Any], layers: list[profiles.Profile], warnings: l
         "status": "planned", "workflow_run_id": run_id, "work_graph_id": graph_id,
         **shape.fields,
     }  # fmt: skip
-    root = (args.get("routing_context") or {}).get("workspace_root")
-    routing = shape.routing if root is None else {**shape.routing, "workspace_root": root}
+    ctx = args.get("routing_context") or {}
+    kept = {
+        "workspace_root": ctx.get("workspace_root"),
+        "current_phase_id": ctx.get("current_phase_id"),
+    }
+    routing = {**shape.routing, **{k: v for k, v in kept.items() if v is not None}}
     return Plan(run_id, graph_id, shape.envelope, goal, bool(args.get("explicit_skill_ids")),
                 tuple(items), result, routing)  # fmt: skip

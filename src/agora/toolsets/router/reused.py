@@ -3,9 +3,10 @@
 The ledger keeps a request's digest, not the request, so a reused key cannot always say which
 argument changed; it names the tool that used the key first, and for a plan (whose key names
 its run) what it can tell: an ``expected_state_version`` other than 0 (every plan is made at
-0), a ``routing_context`` whose domains, tags or workspace root differ from those the run
-kept, and the fields of the plan the new request makes that differ from the stored plan's,
-named as fields of the answer with the arguments that shape them (never as if sent).
+0), a ``routing_context`` whose domains, tags (as sets), workspace root or current phase
+differ from those the run kept, and the fields of the plan the new request makes that differ
+from the stored plan's, named as fields of the answer with the arguments that shape them
+(never as if sent); and that what the run does not keep may differ too.
 """
 
 from __future__ import annotations
@@ -19,18 +20,22 @@ if TYPE_CHECKING:
     from agora.toolsets.router.commands import CreatePlan
     from agora.toolsets.router.state import RunState
 
+#: The members of ``routing_context`` a run keeps (`planning.Plan.routing`), compared here.
+_KEPT: Final = ("domains", "tags", "workspace_root", "current_phase_id")
+
 #: The arguments that shape each group of a plan's answer fields (docs/router.md).
 _SHAPED_BY: Final = (
     (("classification", "routing_envelope", "created_work_items", "work_graph_id"),
-     "objective, requested_work_mode, goal_binding_id"),
+     "objective, requested_work_mode, goal_binding_id, routing_context (its current_phase_id,"
+     " where the graph starts)"),
     (("selection_mode", "planned_skill_ids", "planned_skill_tree", "activation_status",
       "support_consent_required"),
      "explicit_skill_ids, explicit_semantics, routing_context (a Profile rule, its"
      " current_phase_id)"),
     (("route_source", "routing_profile_ids", "routing_profile_digest",
       "matched_profile_rule_id", "profile_warnings"),
-     "routing_context (the workspace_root a Profile is read under), explicit_skill_ids, or a"
-     " Profile file changed since"),
+     "routing_context (the workspace_root a Profile is read under, a current_phase_id no"
+     " phase has), explicit_skill_ids, or a Profile file changed since"),
 )  # fmt: skip
 
 
@@ -41,9 +46,7 @@ def plan_differences(cmd: CreatePlan, run: RunState) -> str:
         said.append(f"expected_state_version is {cmd.expected_state_version}, but that plan was"
                     " made at 0, as every plan is (a plan's key replays only with 0)")  # fmt: skip
     kept, sent = run.routing, cmd.plan.routing
-    routed = [
-        k for k in ("domains", "tags", "workspace_root") if kept and kept.get(k) != sent.get(k)
-    ]
+    routed = [k for k in _KEPT if kept and kept.get(k) != sent.get(k)]
     if routed:
         said.append(f"routing_context differs from that plan's in {', '.join(routed)}")
     made, stored = cmd.plan.result, run.plan
@@ -56,8 +59,13 @@ def plan_differences(cmd: CreatePlan, run: RunState) -> str:
                     f" arguments; what shapes them: {by})")  # fmt: skip
     elif not said:
         said.append("the plan this request makes is the same, so an argument the plan does not"
-                    " show differs (the objective's words, routing_context, or the context's"
+                    " show differs (the objective's words; routing_context's form: domains or"
+                    " tags in another order or repeated, or null members for empty ones, which"
+                    " the plan reads alike but the key's digest does not; or the context's"
                     " actor or policy snapshot)")  # fmt: skip
+        return "; ".join(said)
+    said.append("the run keeps no objective, actor or policy snapshot, so any of those may"
+                " differ too")  # fmt: skip
     return "; ".join(said)
 
 
