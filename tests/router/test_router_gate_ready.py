@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 
+from profile_files import write_workspace
 from router_driver import event_args, plan_args
 from test_router_guidance import PHASED, texts
 
@@ -96,3 +97,43 @@ async def test_a_replayed_event_after_its_gate_passed_asks_for_nothing(router):
     await router.gate(run, "implement", refs, 5)
     replayed = texts(await router.call("record_work_event", **kept))[-1]
     assert replayed.startswith("This observation reports no check")  # said again on replay
+    # Tester 6 finding: the replay invited a check report on the completed phase, which
+    # record_work_event then refuses (phase-completed).
+    assert "ID one of" not in replayed
+    assert (
+        "kept as a note of phase implement. Phase implement is completed (its gate passed), so"
+        " it takes no more reports: get_next_work gives the phase to work on now."
+    ) in replayed
+
+
+async def test_a_failed_check_of_a_phase_of_several_is_named_and_no_gate_call_follows(
+    router, tmp_path, options
+):
+    # Tester 6 finding: with checks tests-pass and lint-clean, a failed tests-pass was
+    # answered "Not yet reported: lint-clean. Then call evaluate_gate.", and once lint-clean
+    # passed "A check's latest event says failed", naming none, and still "Then call
+    # evaluate_gate", which would fail.
+    options["router"]["workspace_roots"] = [str(tmp_path)]
+    gate = {"gate_id": "build-exit", "check_ids": ["tests-pass", "lint-clean"]}
+    phase = {"phase_id": "build", "primary_skill_id": "skill:build", "support_skill_ids": [],
+             "exit_gate": gate}  # fmt: skip
+    rule = {"rule_id": "r1", "match": {}, "phases": [phase]}
+    write_workspace(tmp_path / "repo", {"format": "agora-router-profile/1",
+                                        "profile_id": "team", "rules": [rule]})  # fmt: skip
+    routing = {"workspace_root": str(tmp_path / "repo"), "domains": [], "tags": [],
+               "current_phase_id": None}  # fmt: skip
+    run = (await router.plan("Add a login page", routing_context=routing))["workflow_run_id"]
+    failed = {"check_id": "tests-pass", "outcome": "failed"}
+    note = texts(await router.event(run, "build", failed, 1))[-1].splitlines()[0]
+    assert note == (
+        "Phase build: The latest event of tests-pass says failed: report it again once it"
+        " passes. Not yet reported: lint-clean."
+    )
+    lint = {"check_id": "lint-clean", "outcome": "passed"}
+    note = texts(await router.event(run, "build", lint, 2))[-1].splitlines()[0]
+    assert note == (
+        "Phase build: The latest event of tests-pass says failed: report it again once it passes."
+    )
+    passed = {"check_id": "tests-pass", "outcome": "passed"}
+    note = texts(await router.event(run, "build", passed, 3))[-1].splitlines()[0]
+    assert note.startswith("Every check of phase build has a latest event that says passed")

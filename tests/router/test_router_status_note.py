@@ -126,6 +126,6 @@ async def test_status_names_only_the_newest_events_and_a_failed_latest(router):
     line = next(x for x in texts(await _status(router, run))[-1].splitlines() if "Recorded" in x)
     assert line.startswith(f"Recorded for phase {phase}: 2 earlier events; {refs[2]} (plan-ready")
     assert line.endswith(
-        f"{refs[-1]} (plan-ready failed). A check's latest event says failed: report it again"
-        " once it passes."
+        f"{refs[-1]} (plan-ready failed). The latest event of plan-ready says failed: report it"
+        " again once it passes."
     )

@@ -59,12 +59,27 @@ def ready(run: RunState, item: Item) -> str | None:
     )
 
 
-def _waiting(run: RunState, item: Item) -> str:
-    """What keeps ``item``'s gate from passing: checks not reported, or one that failed."""
+def _failed(run: RunState, item: Item) -> list[str]:
+    """The checks of ``item``'s gate whose latest event of its phase does not say passed."""
     latest = _latest(run, item)
+    return [c for c in item.item.check_ids
+            if c in latest and run.events[latest[c]][1].get("outcome") != "passed"]  # fmt: skip
+
+
+def _waiting(run: RunState, item: Item) -> str:
+    """What keeps ``item``'s gate from passing: each check whose latest event says failed,
+    named, then the checks not yet reported."""
+    latest, failed = _latest(run, item), _failed(run, item)
+    said = []
+    if len(failed) == 1:
+        said.append(f"The latest event of {failed[0]} says failed: report it again once it"
+                    " passes.")  # fmt: skip
+    elif failed:
+        said.append(f"The latest events of {', '.join(failed)} say failed: report each again"
+                    " once it passes.")  # fmt: skip
     if waiting := [c for c in item.item.check_ids if c not in latest]:
-        return f"Not yet reported: {', '.join(waiting)}."
-    return "A check's latest event says failed: report it again once it passes."
+        said.append(f"Not yet reported: {', '.join(waiting)}.")
+    return " ".join(said)
 
 
 def recorded(run: RunState, item: Item) -> str | None:
@@ -98,14 +113,28 @@ def after_event(observation: dict[str, Any], run: RunState, item: Item) -> str |
     now (`ready`), else what is left to report (nothing for an item already completed: a
     replay after its gate passed); None if there is nothing to say."""
     phase = item.item.phase_id
-    first = unreported(observation, phase, item.item.check_ids)
     if item.status == "completed":
-        return first
+        return _completed(observation, phase)
+    first = unreported(observation, phase, item.item.check_ids)
     if (now := ready(run, item)) is not None:
         last = f"Every check of phase {phase} has a latest event that says passed: {now}"
-    else:
-        last = f"Phase {phase}: {_waiting(run, item)} Then call evaluate_gate."
+    else:  # the gate call comes once none fails: a failed latest event would fail the gate
+        then = "" if _failed(run, item) else " Then call evaluate_gate."
+        last = f"Phase {phase}: {_waiting(run, item)}{then}"
     return last if first is None else f"{first}\n{last}"
+
+
+def _completed(observation: dict[str, Any], phase: str) -> str | None:
+    """The note of an observation replayed after its phase's gate passed: for one that
+    reports no check, that it is kept as a note and that the phase is completed (a check
+    reported there now is refused, phase-completed); None for one that names a check."""
+    if observation.get("check_id") is not None:
+        return None
+    return (
+        f"This observation reports no check (it has no check_id): it is kept as a note of"
+        f" phase {phase}. Phase {phase} is completed (its gate passed), so it takes no more"
+        " reports: get_next_work gives the phase to work on now."
+    )
 
 
 def unreported(observation: dict[str, Any], phase: str, checks: tuple[str, ...]) -> str | None:
