@@ -134,7 +134,7 @@ async def test_the_docs_say_what_to_do_with_a_run_given_up_and_it_holds(router):
     text = " ".join(DOC.read_text().split())
     assert "### A run the user gives up" in DOC.read_text()
     said = text.split("### A run the user gives up", 1)[1].split("## ", 1)[0]
-    assert "best under a new `context.session_id`" in said
+    assert "as a new run under its own `context.session_id` (one per task" in said
     run = (await router.plan(PHASED))["workflow_run_id"]
     note = {"status": "abandoned", "note": "the user dropped this task"}
     await router.event(run, "plan", note, 1)  # kept as a note, as the docs say
@@ -144,3 +144,27 @@ async def test_the_docs_say_what_to_do_with_a_run_given_up_and_it_holds(router):
     listed = await router.call("get_router_status", context=ctx(), workflow_run_id=None,
                                goal_binding_id=None)  # fmt: skip
     assert f"{run} (status in-progress" in listed.guidance  # still listed, as the docs say
+
+
+def test_every_text_gives_the_same_session_id_advice_with_a_matching_example():
+    """Tester 6 finding: the instructions said "one session_id per task" with the example
+    "my-repo", tools/list "the repository's or the task's name", the README "one per project
+    or task": a model copying "my-repo" put every task in one session, which the given-up
+    run convention (a new session per task) is meant to avoid."""
+    from agora.toolsets.router import INSTRUCTIONS
+    from agora.toolsets.router.described import PLANNING_CONTEXT
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    router = readme.split("\n### Router", 1)[1].split("\n## ", 1)[0]
+    texts = {"instructions": INSTRUCTIONS, "context": PLANNING_CONTEXT["context"],
+             "session_id": PLANNING_CONTEXT["context.session_id"], "README": router,
+             "docs": DOC.read_text()}  # fmt: skip
+    for name, text in texts.items():
+        flat = " ".join(text.split())
+        assert "my-repo-fix-login" in flat, name
+        assert '"session_id": "my-repo"' not in flat, name
+        assert "per project" not in flat, name
+        assert "repository's or the task's name" not in flat, name
+    for name in ("instructions", "session_id", "README", "docs"):
+        flat = " ".join(texts[name].split())
+        assert "named after the repository and the task" in flat, name

@@ -84,7 +84,7 @@ async def test_a_planning_tools_context_says_any_agent_fills_it_in(tmp_path):
             assert said.startswith(_contract(name, path)), (name, path)  # the contract's words
             assert len(said) > len(_contract(name, path)) + 40, (name, path)
         assert "fill it in yourself" in _said(tool, "context")
-        assert "Choose it yourself" in _said(tool, "context.session_id")
+        assert "Choose one per task" in _said(tool, "context.session_id")
         assert "for correlation only" in _said(tool, "context.actor")
         assert "e.g. local" in _said(tool, "context.runtime_policy_snapshot_id")
 

@@ -44,9 +44,10 @@ log = logging.getLogger(__name__)
 #: What a model in a host other than Codex needs before its first call (README "Router").
 INSTRUCTIONS: Final = (
     "A deterministic workflow planner. No host but Codex supplies the `context` every tool "
-    'takes: fill it yourself with stable strings, e.g. {"session_id": "my-repo", '
-    '"actor": "claude-code", "runtime_policy_snapshot_id": "local"} (keep one '
-    "session_id per task: it names the runs you can see; the Memory tools take only letters, "
+    'takes: fill it yourself with stable strings, e.g. {"session_id": "my-repo-fix-login", '
+    '"actor": "claude-code", "runtime_policy_snapshot_id": "local"} (one session_id per '
+    "task, named after the repository and the task so that you can name it again after a "
+    "crash: it names the runs you can see; the Memory tools take only letters, "
     "digits and . _ : - there, at most 128 characters). Start with plan_work, sending "
     "expected_state_version 0 (no run yet) and a fresh idempotency_key. Then, phase by phase: "
     'get_next_work, record_work_event with the observation {"check_id": ..., '

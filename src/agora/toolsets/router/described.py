@@ -129,11 +129,12 @@ ARGUMENTS: Final[dict[str, dict[str, str]]] = {
 #: words for the object and each member.
 PLANNING_CONTEXT: Final = {
     "context": "No host but Codex supplies it: fill it in yourself, with the same stable"
-    ' strings in every call of one task, e.g. {"session_id": "my-repo", "actor":'
+    ' strings in every call of one task, e.g. {"session_id": "my-repo-fix-login", "actor":'
     ' "cursor-agent", "runtime_policy_snapshot_id": "local"}. This server checks only their'
     " form (no host verifies them).",
-    "context.session_id": "Choose it yourself (e.g. the repository's or the task's name) and"
-    " keep it: a run, and the replay of a write by its idempotency_key, is found only under"
+    "context.session_id": "Choose one per task, named after the repository and the task so"
+    " that you can name it again after a crash (e.g. my-repo-fix-login), and keep it: a run,"
+    " and the replay of a write by its idempotency_key, is found only under"
     " the session_id it was made under (get_router_status with workflow_run_id null lists"
     " the session's runs). To use the Memory tools too, send only letters, digits and"
     " . _ : - (at most 128 characters).",
