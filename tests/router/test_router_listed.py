@@ -96,6 +96,13 @@ async def test_the_versions_and_the_digest_say_where_they_come_from(tmp_path):
     assert "get_next_work -> record_work_event" in plan.description
     assert "-> evaluate_gate" in plan.description
     assert "0: every plan is made at 0" in _said(plan, "expected_state_version")
+    # Tester 6 finding: goal_binding_id, required, was the one planning argument with no word
+    # for a host other than Codex; a task name sent there made a run that never progresses.
+    goal = _said(plan, "goal_binding_id")
+    assert goal.startswith(_contract("plan_work", "goal_binding_id") + " Send null")
+    assert "cannot be progressed on this server" in goal
+    status = _said(tools["get_router_status"], "goal_binding_id")
+    assert "null for no Goal filter (every run of the session, or the run named)" in status
     gate = tools["evaluate_gate"]
     digest = _said(gate, "expected_evidence_digest")
     assert digest.startswith(_contract("evaluate_gate", "expected_evidence_digest"))

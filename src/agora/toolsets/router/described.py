@@ -169,6 +169,14 @@ ADDED: Final[dict[str, dict[str, str]]] = {
         "expected_state_version": "0: every plan is made at 0 (a new run, and its replay);"
         " the new run is then at version 1.",
         "idempotency_key": _KEY,
+        "goal_binding_id": "Send null (a Router-owned plan, which get_next_work progresses"
+        " here) unless a host that drives native Goals (Codex) gave you a Goal id: a"
+        " Goal-bound run gets no work items and cannot be progressed on this server. Never a"
+        " task name; an empty or blank id is refused.",
+    },
+    "get_router_status": {
+        "goal_binding_id": "null for no Goal filter (every run of the session, or the run"
+        " named); a native Goal id only to see the runs bound to it.",
     },
     "evaluate_gate": {
         "expected_state_version": _VERSION,
