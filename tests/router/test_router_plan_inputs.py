@@ -147,3 +147,18 @@ async def test_a_builtin_phased_plan_says_the_listed_steps_are_not_its_items(
     ruled = await router.plan(steps, routing_context=two_phase_rule)  # a Profile's phases
     single = await router.plan("Fix the typo")  # one phase: nothing to say
     assert "the builtin" not in ruled.guidance + single.guidance
+
+
+async def test_a_builtin_plan_names_listed_steps_only_when_the_objective_lists_some(router):
+    # Tester 6 finding: "the steps the objective lists" was said of "Fix the typo" planned
+    # phased by requested_work_mode, and of a managed-goal objective that lists nothing.
+    hinted = await router.plan("Fix the typo", requested_work_mode="phased")
+    assert hinted.guidance.splitlines()[0] == (
+        "Phases: plan, implement, verify, the builtin phased plan's. Only a Profile defines"
+        " other phases (docs/router-profiles.md)."
+    )
+    managed = await router.plan("Migrate the whole billing system",
+                                requested_work_mode="managed-goal")  # fmt: skip
+    first = managed.guidance.splitlines()[0]
+    assert first.startswith("Phases: scope, milestone-1, milestone-2, integrate, the builtin")
+    assert "the steps the objective lists" not in first

@@ -144,15 +144,20 @@ def planned(
 
 def _builtin_phases(result: dict[str, Any], items: list[Item]) -> str | None:
     """For a plan of more than one phase that no Profile rule shaped, the line saying its
-    phases are the builtin default's, whatever steps the objective listed (the listed steps
-    made it phased, and an agent would expect one work item each)."""
+    phases are the builtin default's, and, when the objective lists steps (the classifier's
+    ``enumerated-steps``), that they are not work items of their own (the listed steps made
+    it phased, and an agent would expect one work item each)."""
     if result.get("matched_profile_rule_id") is not None or len(items) < 2:
         return None
     phases = ", ".join(i.item.phase_id for i in items)
+    listed = "enumerated-steps" in result.get("classification", {}).get("reason_codes", ())
+    steps = (
+        ": the steps the objective lists are not work items of their own (do them within these"
+        " phases)." if listed else "."
+    )  # fmt: skip
     return (
-        f"Phases: {phases}, the builtin {result['routing_envelope']} plan's: the steps the"
-        " objective lists are not work items of their own (do them within these phases). Only"
-        " a Profile defines other phases (docs/router-profiles.md)."
+        f"Phases: {phases}, the builtin {result['routing_envelope']} plan's{steps} Only a"
+        " Profile defines other phases (docs/router-profiles.md)."
     )
 
 
