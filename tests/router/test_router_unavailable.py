@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from router_driver import CONTRACT, FINGERPRINT, ctx, event_args, gate_args, key
 
-from agora.toolsets.router.bounds import NO_ADAPTER
+from agora.toolsets.router.bounds import NO_ADAPTER, NO_ADAPTER_FALLBACK
 
 HOST = {
     "sync_runtime_context": {
@@ -49,7 +49,7 @@ async def test_a_tool_that_cannot_run_here_answers_capability_unavailable(router
         "reason": facts["availability"],
         "required_capabilities": facts["required_capabilities"],
         "local_conditions": facts["local_conditions"],
-        "fallback_action": facts["fallback"],
+        "fallback_action": NO_ADAPTER_FALLBACK if tool in ADAPTER else facts["fallback"],
         "state_changed": False,
         **({"message": NO_ADAPTER} if tool in ADAPTER else {}),
     }
@@ -192,9 +192,16 @@ async def test_a_tool_that_cannot_run_here_says_so_before_checking_its_arguments
     facts = CONTRACT.tools[tool].extra
     assert (body["code"], body["availability"]) == ("capability-unavailable",
                                                     facts["availability"])  # fmt: skip
-    assert body["fallback_action"] == facts["fallback"]
     if tool in ADAPTER:  # only the operator can act: the message says where
+        # Tester 6 finding: the contract's fallback_action still said "Configure a trusted
+        # host-side adapter", for the agent to do what only the operator can.
+        assert body["fallback_action"].startswith(
+            "Ask the server's operator to configure an evaluation adapter"
+        )
+        assert "Configure a trusted" not in body["fallback_action"]
         assert "[options.router.adapter]" in body["message"]
         assert body["message"].startswith(
             "this server has no evaluation adapter: only its operator"
         )
+    else:
+        assert body["fallback_action"] == facts["fallback"]

@@ -73,9 +73,18 @@ NO_ADAPTER: Final = (
 )
 
 
+#: What to do instead, in the contract's ``fallback_action`` field: its words ("Configure a
+#: trusted host-side adapter") ask the agent for what only the server's operator can do.
+NO_ADAPTER_FALLBACK: Final = (
+    "Ask the server's operator to configure an evaluation adapter ([options.router.adapter]"
+    " in agora.toml; no agent or argument can), and until then report manual-required"
+    " evidence."
+)
+
+
 def no_adapter(tool: str) -> ToolError:
     """An adapter tool (configured-adapter-required) on a server with none configured."""
-    return replies.unavailable(tool, message=NO_ADAPTER)
+    return replies.unavailable(tool, fallback=NO_ADAPTER_FALLBACK, message=NO_ADAPTER)
 
 
 def unavailable_here(call: ToolCall) -> ToolError | None:
