@@ -70,6 +70,34 @@ async def test_a_completed_runs_replayed_plan_asks_for_no_report(router):
     assert note.splitlines()[-1].startswith("This run is completed")
 
 
+async def test_a_replayed_plan_gives_the_gate_call_once_every_check_passed(router):
+    # Tester 6 finding: a replayed plan_work (how an agent finds a lost run id) still said
+    # "Report each check", with the hashing recipe, once every check had passed, while
+    # get_next_work said "Next: evaluate_gate".
+    args = plan_args("Fix the typo", idem="plan-ready")
+    run = (await router.call("plan_work", **args))["workflow_run_id"]
+    refs = (await router.event(run, "work", {"check_id": "work-done", "outcome": "passed"},
+                               1))["event_ids"]  # fmt: skip
+    note = texts(await router.call("plan_work", **args))[-1].splitlines()
+    assert REPORT not in "\n".join(note)
+    assert note[-2] == (
+        "Every check of phase work has a latest event that says passed: evaluate_gate can be"
+        f" called now with evidence_refs {json.dumps(refs)} and expected_evidence_digest"
+        f" {evidence_digest(refs)}."
+    )
+    phased = plan_args(PHASED, idem="plan-phased")
+    run = (await router.call("plan_work", **phased))["workflow_run_id"]
+    first = texts(await router.call("plan_work", **phased))[-1]
+    assert REPORT in first  # nothing reported yet
+    assert "hex SHA-256" not in first  # and no recipe: the answers give the digest
+    assert "never compute the digest" in first
+    await router.event(run, "plan", {"check_id": "plan-ready", "outcome": "passed"}, 1)
+    note = texts(await router.call("plan_work", **phased))[-1]
+    assert REPORT not in note
+    assert "Every check of phase plan has a latest event that says passed" in note
+    assert "For each later phase, report its checks with record_work_event" in note
+
+
 def test_the_instructions_say_where_the_gate_arguments_come_from():
     # The instructions said only "evaluate_gate", and the notes told a chat model to hash
     # SHA-256 over RFC 8785 JSON itself.

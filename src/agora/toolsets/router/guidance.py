@@ -43,11 +43,15 @@ Gate = tuple[str, str, tuple[str, ...]]
 
 REPORT: Final = (
     'Report each check with record_work_event (phase_id, observation {"check_id": ID, '
-    '"outcome": "passed"} or "failed"), then call evaluate_gate with evidence_refs = the '
-    'event_ids it returned and expected_evidence_digest = "sha256:" + hex SHA-256 of the '
-    "RFC 8785 JSON of those refs sorted and de-duplicated (no need to compute it: once every"
-    " check's latest event says passed, the answer of record_work_event, and of get_next_work,"
-    " gives both). The gate passes when the latest referenced event of every check says passed."
+    '"outcome": "passed"} or "failed"); once every check of the phase has a latest event that'
+    " says passed, that answer (and get_next_work's) gives the evaluate_gate call, its"
+    " evidence_refs and expected_evidence_digest: copy them, never compute the digest. The"
+    " gate passes when the latest referenced event of every check says passed."
+)
+#: What a plan's note says of the phases after one whose checks all passed already.
+REPORT_LATER: Final = (
+    "For each later phase, report its checks with record_work_event the same way, then call"
+    " evaluate_gate with the evidence_refs and expected_evidence_digest its answers give."
 )
 REPLAYED: Final = (
     "replayed: this idempotency key already made this plan; this is its stored result and "
@@ -102,14 +106,18 @@ UNBOUND: Final = (
 
 
 @functools.lru_cache(maxsize=256)
-def _plan_note(
-    gates: tuple[Gate, ...], replayed: bool, version: int, revision: int, completed: bool
-) -> str:
+def _plan_note(gates: tuple[Gate, ...], replayed: bool, version: int, revision: int,
+               completed: bool, gate_call: str | None) -> str:  # fmt: skip
     lines = [REPLAYED] if replayed else []
     if gates:
         lines.append("Exit-gate checks by phase (check_id values for record_work_event):")
         lines.extend(f"- {gate_line(*g)}" for g in gates)
-        lines.append(REPORT)
+        if gate_call is None:
+            lines.append(REPORT)
+        else:  # the current phase's checks are all reported passed: its gate is next
+            lines.append(f"Every check of phase {gates[0][0]} has a latest event that says"
+                         f" passed: {gate_call}")  # fmt: skip
+            lines.extend([REPORT_LATER] if len(gates) > 1 else [])
     lines.append(closing(version, revision, completed))
     return "\n".join(lines)
 
@@ -122,21 +130,21 @@ def planned(
     revision: int,
     goal: str | None = None,
     completed: bool = False,
+    run: RunState | None = None,
 ) -> Guided:
     """A ``plan_work`` result with its note: the checks of the phases not completed yet (none,
-    nor how to report them, once the run is), whether it was replayed, and the run's current
-    state ``version`` and plan ``revision``; for a plan bound to native Goal ``goal`` (no work
-    items), that the Goal's host drives it instead, and the way to plan work this server
-    progresses."""
+    nor how to report them, once the run is; once every check of the current phase of ``run``
+    is reported passed, its evaluate_gate call instead), whether it was replayed, and the
+    run's current state ``version`` and plan ``revision``; for a plan bound to native Goal
+    ``goal`` (no work items), that the Goal's host drives it instead, and the way to plan
+    work this server progresses."""
     if goal is not None:
         lines = [REPLAYED] if replayed else []
         return Guided(result, "\n".join([*lines, goal_bound(goal, version, revision), UNBOUND]))
-    gates = tuple(
-        (i.item.phase_id, i.item.gate_id, i.item.check_ids)
-        for i in items
-        if i.status != "completed"
-    )
-    note = _plan_note(gates, replayed, version, revision, completed)
+    left = [i for i in items if i.status != "completed"]
+    gates = tuple((i.item.phase_id, i.item.gate_id, i.item.check_ids) for i in left)
+    gate_call = ready(run, left[0]) if run is not None and left else None
+    note = _plan_note(gates, replayed, version, revision, completed, gate_call)
     said = (_unsure(result), _builtin_phases(result, items), _awaiting_consent(result))
     first = [n for n in said if n]
     return Guided(result, "\n".join([*first, note]))

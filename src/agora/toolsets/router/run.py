@@ -128,7 +128,7 @@ def _guided(run: RunState, cmd: Mutation, result: dict[str, Any], replayed: bool
     completed = run.status == "completed"
     if isinstance(cmd, CreatePlan):
         return guidance.planned(result, run.items, replayed, run.state_version,
-                                run.plan_revision, run.goal_binding_id, completed)  # fmt: skip
+                                run.plan_revision, run.goal_binding_id, completed, run)  # fmt: skip
     note = None
     item = run.item_for(cmd.phase_id) if isinstance(cmd, RecordEvent | EvaluateGate) else None
     if isinstance(cmd, RecordEvent) and item is not None:
