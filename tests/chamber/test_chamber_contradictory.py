@@ -107,6 +107,8 @@ def test_its_document_listing_and_page_say_it_will_never_be_signed():
     page = web.card_html(old).body.decode()
     assert "<strong>Contradictory card</strong>" in page
     assert "It was signed before the server checked this: the signature does not make it" in page
+    assert "The board, which judges unsigned cards only, still counts it, and" in page
+    assert "The board does not count it" not in page
     page = web.card_html(store.card_document(conn, fine) or b"").body.decode()
     assert "Contradictory" not in page
     assert "<strong>not signed yet</strong> (pending_signature)" in page

@@ -191,16 +191,18 @@ def _contradiction_note(card: dict[str, Any], signed: bool) -> str:
         return ""
     items = "".join(f"<li>{_text(f)}</li>" for f in faults)
     who = (
-        "It was signed before the server checked this: the signature does not make it genuine"
+        "It was signed before the server checked this: the signature does not make it"
+        " genuine. The board, which judges unsigned cards only, still counts it"
         if signed
-        else "The server never signs such a card, so no key has signed it and none ever will"
+        else "The server never signs such a card, so no key has signed it and none ever will."
+        " The board does not count it"
     )
     box = _BANNER.replace("<p ", "<div ").format(CONTRADICTORY)
     return (
         f"{box}<p><strong>Contradictory card</strong>: its figures cannot be true together, so"
         " the attempt's stored figures were changed outside play (its database edited):</p>"
-        f"<ul>{items}</ul><p>{who}. The board does not count it, and <code>agora cards"
-        " verify</code> calls it not genuine.</p></div>"
+        f"<ul>{items}</ul><p>{who}, and <code>agora cards verify</code> calls it not"
+        " genuine.</p></div>"
     )
 
 
