@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING
 import pytest
 import trio
 from chamber_server import agora_cli, write_key
-from harness import Session
+from harness import Session, commit_writes
 
 from agora.store.migrations import apply_migrations
 from agora.toolsets.chamber import cards_cli, store, verify
+from disks import fill
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -105,3 +106,30 @@ def test_sign_commits_in_batches_and_signs_every_card(
         conn.close()
     assert cards_cli.cmd_sign(db, key, out=lines.append) == 0
     assert lines[-1].startswith("signed 0 card(s)")
+
+
+@pytest.mark.sqlite_only("a SQLite file on a full tmpfs")
+async def test_sign_on_a_full_disk_says_the_disk_is_full(small_disk: Path) -> None:
+    """A tester's recheck: on a full disk, ``cards sign`` called a sound database "not a usable
+    agora database (disk I/O error)", while ``agora serve`` on the same file said its disk
+    was full."""
+    key, _ = write_key(small_disk.parent / "key.pem")
+    db = small_disk / "agora.db"
+    conn = sqlite3.connect(db, isolation_level=None)
+    apply_migrations(conn, store.MIGRATIONS)
+    conn.close()
+    with trio.fail_after(30):  # once while there is room: its lock file stays, as a server's
+        status, out = await agora_cli("cards", "sign", "--db", str(db), "--key", str(key))
+        assert status == 0, out
+        conn = sqlite3.connect(db, isolation_level=None)
+        session = Session(seed="full-disk", handle="chl-00000000000000f1")
+        session.act("look")
+        session.seal()
+        commit_writes(conn, session.writes)  # a card to sign
+        conn.close()
+        fill(small_disk)
+        status, out = await agora_cli("cards", "sign", "--db", str(db), "--key", str(key))
+    assert status == 2, out
+    assert out.startswith(f"agora: cannot sign: {db}: its disk is full ("), out
+    assert "not a usable agora database" not in out
+    assert f"the file system at {small_disk}, 0 KiB free." in out, out

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable, Collection
 from pathlib import Path
 
+from agora.store.db_path import open_problem
 from agora.toolsets.chamber import cards, consistency, store, verify
 from agora.toolsets.chamber import verify_sources as sources
 from agora.toolsets.chamber.signing import Signer, SigningKeyError, load_signer
@@ -116,7 +117,11 @@ def cmd_sign(
         finally:
             conn.close()
     except sqlite3.Error as exc:
-        err(f"cannot sign: {db_path} is not a usable agora database ({exc})")
+        problem = open_problem(str(db_path), exc)  # a full disk in words, else SQLite's
+        if problem == str(exc):
+            err(f"cannot sign: {db_path} is not a usable agora database ({exc})")
+        else:
+            err(f"cannot sign: {db_path}: {problem}")
         return 2
     out(f"signed {len(signed)} card(s) with {signer.key_id}")
     for card_id in signed:
