@@ -59,7 +59,7 @@ def ready(run: RunState, item: Item) -> str | None:
     )
 
 
-def _failed(run: RunState, item: Item) -> list[str]:
+def failed_checks(run: RunState, item: Item) -> list[str]:
     """The checks of ``item``'s gate whose latest event of its phase does not say passed."""
     latest = _latest(run, item)
     return [c for c in item.item.check_ids
@@ -69,7 +69,7 @@ def _failed(run: RunState, item: Item) -> list[str]:
 def _waiting(run: RunState, item: Item) -> str:
     """What keeps ``item``'s gate from passing: each check whose latest event says failed,
     named, then the checks not yet reported."""
-    latest, failed = _latest(run, item), _failed(run, item)
+    latest, failed = _latest(run, item), failed_checks(run, item)
     said = []
     if len(failed) == 1:
         said.append(f"The latest event of {failed[0]} says failed: report it again once it"
@@ -119,7 +119,7 @@ def after_event(observation: dict[str, Any], run: RunState, item: Item) -> str |
     if (now := ready(run, item)) is not None:
         last = f"Every check of phase {phase} has a latest event that says passed: {now}"
     else:  # the gate call comes once none fails: a failed latest event would fail the gate
-        then = "" if _failed(run, item) else " Then call evaluate_gate."
+        then = "" if failed_checks(run, item) else " Then call evaluate_gate."
         last = f"Phase {phase}: {_waiting(run, item)}{then}"
     return last if first is None else f"{first}\n{last}"
 
@@ -166,18 +166,24 @@ def _meant_check(observation: dict[str, Any], checks: tuple[str, ...]) -> str:
 
 def gate_failed(failures: list[str], latest: dict[str, str]) -> str:
     """The note of a failed gate: for each check that failed it, whether the latest
-    referenced event reported it failed or no referenced event reported it at all (the
-    result's ``failures`` lists both alike)."""
-    why = [
-        f"{check}: no referenced event reports it" if check not in latest
-        else f"{check}: the latest referenced event reports it {latest[check]}"
-        for check in failures
-    ]  # fmt: skip
+    referenced event reported it failed (report it again once it passes) or no referenced
+    event reported it at all (report it); then that the answer of that report gives the
+    evaluate_gate call to copy, refs and digest, which no agent need build itself."""
+    failed = [c for c in failures if c in latest]
+    unsent = [c for c in failures if c not in latest]
+    why = [f"{check}: the latest referenced event reports it {latest[check]}" for check in failed]
+    why += [f"{check}: no referenced event reports it" for check in unsent]
+    said = []
+    if failed:
+        each = "it passes" if len(failed) == 1 else "each passes"
+        said.append(f"Report {', '.join(failed)} again (record_work_event) once {each}.")
+    if unsent:
+        example = f'{{"check_id": "{unsent[0]}", "outcome": "passed"}}'
+        said.append(f"Report {', '.join(unsent)} (record_work_event, observation e.g. {example}).")
     return (
-        f"The gate failed. {'; '.join(why)}. An event reports a check by its observation's"
-        ' check_id ({"check_id": ID, "outcome": "passed"}); record the checks'
-        " (record_work_event), then call evaluate_gate again with their event_ids among the"
-        " evidence_refs."
+        f"The gate failed. {'; '.join(why)}. {' '.join(said)} The answer that completes the"
+        " checks gives the evaluate_gate call: copy its evidence_refs and"
+        " expected_evidence_digest (get_next_work gives them too)."
     )
 
 
