@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import rfc8785
 
-from agora.toolsets.router import guidance, replies, sql
+from agora.toolsets.router import gate_notes, guidance, replies, sql
 from agora.toolsets.router.digests import canonical, digest, stable_id
 
 if TYPE_CHECKING:
@@ -306,6 +306,23 @@ def newer_failures(run: RunState, item: Item, refs: Iterable[str]) -> dict[str, 
     }
 
 
+def _not_ready(run: RunState, item: Item) -> str:
+    """The words that lead a digest refusal while a check of ``item``'s gate has a latest
+    event that says failed: the gate would fail (and still be written), so the phase is not
+    ready; empty otherwise."""
+    if not (failed := gate_notes.failed_checks(run, item)):
+        return ""
+    said = (
+        f"event of {failed[0]} says" if len(failed) == 1 else f"events of {', '.join(failed)} say"
+    )
+    each = "it" if len(failed) == 1 else "each"
+    return (
+        f"Phase {item.item.phase_id} is not ready: the latest {said} failed, so the gate"
+        f" would fail (get_next_work); report {each} again once it passes and copy the"
+        " evaluate_gate call that answer gives. Otherwise: "
+    )
+
+
 def evaluate_gate(run: RunState, cmd: EvaluateGate, version: int, at: str) -> Applied:
     """Evaluate a phase's exit gate against its referenced events (advisory, local)."""
     item = _workable(run, "evaluate_gate", cmd.phase_id)
@@ -330,7 +347,8 @@ def evaluate_gate(run: RunState, cmd: EvaluateGate, version: int, at: str) -> Ap
     if found != cmd.expected_evidence_digest:
         raise replies.refusal(
             "evidence-digest-mismatch",
-            "expected_evidence_digest is not the digest of these evidence_refs (sorted and"
+            _not_ready(run, item) + "expected_evidence_digest is not the digest of these"
+            " evidence_refs (sorted and"
             " de-duplicated); if they are the refs you mean, send the evidence_digest given here"
             " as expected_evidence_digest",
             evidence_digest=found,
