@@ -168,3 +168,16 @@ def test_every_text_gives_the_same_session_id_advice_with_a_matching_example():
     for name in ("instructions", "session_id", "README", "docs"):
         flat = " ".join(texts[name].split())
         assert "named after the repository and the task" in flat, name
+
+
+def test_the_readme_says_to_copy_the_gate_arguments_before_defining_the_digest():
+    """Tester 9 finding: README's gate paragraph taught computing the digest (with a Python
+    one-liner) and only then said that no agent need, where tools/list says never to."""
+    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
+    section = readme[readme.index("Reporting a phase's gate.") :]
+    section = section[: section.index("Which versions to send.")]
+    copy = "copy `evidence_refs` and `expected_evidence_digest` from the answers"
+    assert copy in section
+    assert section.index(copy) < section.index("RFC 8785")
+    assert "for reference only" in section
+    assert "hashlib" not in section
