@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 from profile_files import write_workspace
-from router_driver import event_args, plan_args
+from router_driver import ctx, event_args, plan_args
 from test_router_guidance import PHASED, texts
 
 from agora.toolsets.router.progress import evidence_digest
@@ -68,6 +68,26 @@ async def test_a_completed_runs_replayed_plan_asks_for_no_report(router):
     assert REPORT not in note
     assert "work-done" not in note
     assert note.splitlines()[-1].startswith("This run is completed")
+
+
+async def test_a_completed_run_says_to_plan_further_work_under_a_new_session_id(router):
+    # Tester 9 finding: a completed run's answers said "plan_work with a new idempotency_key"
+    # only, so a model kept the finished task's session_id (rule: one per task) for the next.
+    args = plan_args("Fix the typo", idem="plan-next")
+    run = (await router.call("plan_work", **args))["workflow_run_id"]
+    event = await router.event(run, "work", {"check_id": "work-done", "outcome": "passed"}, 1)
+    gate = await router.gate(run, "work", event["event_ids"], 2)
+    status = {"context": ctx(), "workflow_run_id": run, "goal_binding_id": None}
+    answers = [gate, await router.next(run), await router.call("get_router_status", **status),
+               await router.call("plan_work", **args)]  # fmt: skip
+    new = "a new context.session_id (one per task, named after the repository and the next task)"
+    for answer in answers:
+        last = texts(answer)[-1].splitlines()[-1]
+        assert last.startswith("This run is completed"), last
+        assert f"plan_work under {new} and a new idempotency_key." in last
+    refused = await router.refused("record_work_event", **event_args(run, "work", {}, 3))
+    assert refused["code"] == "phase-completed"
+    assert "new context.session_id, one per task, and a new idempotency_key" in refused["message"]
 
 
 async def test_a_replayed_plan_gives_the_gate_call_once_every_check_passed(router):

@@ -72,7 +72,8 @@ COMPLETED: Final = (
     "This run is completed (every phase's exit gate passed): no write to it can succeed"
     " (record_work_event, evaluate_gate and propose_support_consent answer phase-completed,"
     " transition_support_consent consent-stale). Plan further work as a new run: plan_work"
-    " with a new idempotency_key."
+    " under a new context.session_id (one per task, named after the repository and the next"
+    " task) and a new idempotency_key."
 )
 
 

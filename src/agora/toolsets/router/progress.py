@@ -181,6 +181,8 @@ def _workable(run: RunState, tool: str, phase_id: str) -> Item:
     if item.status == "completed":
         done = (
             "; so is the run (every phase's gate passed): plan further work as a new run"
+            " (plan_work under a new context.session_id, one per task, and a new"
+            " idempotency_key)"
             if run.status == "completed"
             else ": call get_next_work for the phase to work on now"
         )
