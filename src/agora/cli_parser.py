@@ -38,8 +38,8 @@ class _CommandParser(argparse.ArgumentParser):
 _FILE_ONLY = " and ".join(table.removesuffix(" tables") for table in FILE_ONLY.values())
 SETTINGS = (
     "Settings: defaults, then the --config agora.toml file, then AGORA_<NAME> environment "
-    f"variables (one per setting but the tables, {_FILE_ONLY}, which only the config file "
-    "sets: AGORA_PORT=9000, AGORA_LOG_LEVEL=warning; lists comma-separated), then the "
+    "variables (e.g. AGORA_PORT=9000, AGORA_LOG_LEVEL=warning; lists comma-separated: one "
+    f"per setting but the tables, {_FILE_ONLY}, which only the config file sets), then the "
     "command-line flags. Every setting (log_level, grace_seconds, "
     "allowed_hosts, allow_anonymous, [[principals]], public_url, ...) and its default: "
     "README.md, section Configuration (the package's description); the [options.<toolset>] "

@@ -72,9 +72,11 @@ def test_help_says_which_settings_no_environment_variable_sets(capsys, argv):
     out = " ".join(capsys.readouterr().out.split())
     assert "one per setting:" not in out, out
     assert (
-        "AGORA_<NAME> environment variables (one per setting but the tables, [[principals]]"
-        " and [options.<toolset>], which only the config file sets: AGORA_PORT=9000"
+        "AGORA_<NAME> environment variables (e.g. AGORA_PORT=9000, AGORA_LOG_LEVEL=warning;"
+        " lists comma-separated: one per setting but the tables, [[principals]] and"
+        " [options.<toolset>], which only the config file sets), then"
     ) in out, out
+    assert "sets: AGORA_PORT" not in out, out  # the examples never read as file-only ones
 
 
 def test_agora_alone_shows_the_commands_and_where_the_settings_are(capsys):
