@@ -18,6 +18,7 @@ import trio
 from agora.store.db import open_store
 from agora.store.neutral import SQLITE, dialect_of
 from agora.toolsets.chamber import listings, store
+from query_plans import Spy, plan_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -37,24 +38,12 @@ def _card(i: int, day: str, source: str = "server") -> tuple[str, tuple[Any, ...
     )
 
 
-class _Spy:
-    """A read connection that keeps the statements run through it."""
-
-    def __init__(self, conn: Any) -> None:
-        self.conn = conn
-        self.statements: list[tuple[str, tuple[Any, ...]]] = []
-
-    def execute(self, sql: str, params: Any = ()) -> Any:
-        self.statements.append((sql, tuple(params)))
-        return self.conn.execute(sql, params)
-
-
 def _plan_of_listing(listing: Callable[[Any], Any]) -> Callable[[Any], tuple[Any, str]]:
     """A read that runs ``listings`` and returns its rows and the plans of its ORDER BY
     statements (`_plans`)."""
 
     def read(conn: Any) -> tuple[Any, str]:
-        spy = _Spy(conn)
+        spy = Spy(conn)
         rows = listing(spy)
         return rows, _plans(conn, [s for s in spy.statements if "ORDER BY" in s[0]])
 
@@ -64,16 +53,7 @@ def _plan_of_listing(listing: Callable[[Any], Any]) -> Callable[[Any], tuple[Any
 def _plans(conn: Any, statements: list[tuple[str, tuple[Any, ...]]]) -> str:
     """The engine's plans of ``statements``, one line each, `` || `` between two."""
     assert statements
-    plans = []
-    for sql, params in statements:
-        if dialect_of(conn) == SQLITE:
-            plan = conn.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall()
-            plans.append(" | ".join(str(r[3]) for r in plan))
-        else:
-            conn.execute("SET LOCAL enable_seqscan = off")
-            plan = conn.execute(f"EXPLAIN {sql}", params).fetchall()
-            plans.append(" | ".join(str(r[0]).strip() for r in plan))
-    return " || ".join(plans)
+    return " || ".join(plan_of(conn, sql, params) for sql, params in statements)
 
 
 LISTINGS = [

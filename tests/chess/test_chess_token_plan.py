@@ -13,8 +13,8 @@ import pytest
 import trio
 
 from agora.store.db import open_store
-from agora.store.neutral import SQLITE, dialect_of
 from agora.toolsets.chess.sql import MIGRATIONS, agent_token_table
+from query_plans import Spy, plan_of
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -39,29 +39,12 @@ def _table(i: int) -> tuple[str, tuple[Any, ...]]:
     )
 
 
-class _Spy:
-    """A read connection that keeps the statements run through it."""
-
-    def __init__(self, conn: Any) -> None:
-        self.conn = conn
-        self.statements: list[tuple[str, tuple[Any, ...]]] = []
-
-    def execute(self, sql: str, params: Any = ()) -> Any:
-        self.statements.append((sql, tuple(params)))
-        return self.conn.execute(sql, params)
-
-
 def _lookup_and_plan(token: str) -> Any:
     def read(conn: Any) -> tuple[str | None, str]:
-        spy = _Spy(conn)
+        spy = Spy(conn)
         found = agent_token_table(spy, token)
         ((sql, params),) = spy.statements
-        if dialect_of(conn) == SQLITE:
-            rows = conn.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall()
-            return found, " | ".join(str(r[3]) for r in rows)
-        conn.execute("SET LOCAL enable_seqscan = off")  # (the table is tiny)
-        rows = conn.execute(f"EXPLAIN {sql}", params).fetchall()
-        return found, " | ".join(str(r[0]).strip() for r in rows)
+        return found, plan_of(conn, sql, params)
 
     return read
 
