@@ -10,9 +10,10 @@ from __future__ import annotations
 import chess
 import pytest
 
+from agora.toolsets.chess.fit import fit, reply_size
 from agora.toolsets.chess.game import PlayedMove
 from agora.toolsets.chess.position import position, ungroup_moves
-from agora.toolsets.chess.render import fit, move_reply, reply_size, wait_reply
+from agora.toolsets.chess.render import move_reply, wait_reply
 from agora.toolsets.chess.replies import BUDGET_LEGAL_MOVES, REPLY_BUDGET
 from agora.toolsets.chess.snapshot import Snapshot
 from agora.toolsets.chess.terms import DRAW_MARK, NOTE_MAX_CHARS

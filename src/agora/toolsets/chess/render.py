@@ -8,24 +8,25 @@ trio, and no rule decisions (those belong to `agora.toolsets.chess.game`).
 A refused command's body is `agora.toolsets.chess.refusals`; the refusal of arguments that
 fail the inputSchema is `agora.toolsets.chess.arguments`.
 What is read off a position, and memoised, lives in `agora.toolsets.chess.position`;
-here only the per-reply parts: the status, the next action, the message, the result, and
-`fit`, which keeps a ``move_piece`` or ``wait_for_turn`` reply within `REPLY_BUDGET` bytes.
+here only the per-reply parts: the status, the next action, the message and the result;
+`agora.toolsets.chess.fit` keeps a ``move_piece`` or ``wait_for_turn`` reply within its
+byte budget.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from agora.toolsets.chess.fit import fit
 from agora.toolsets.chess.game import Result, declined_draw
 from agora.toolsets.chess.guide import CONTRACT, evaluation_guide
 from agora.toolsets.chess.notes import shown_note
 from agora.toolsets.chess.position import POSITION_CACHE, movetext, pieces, position
 from agora.toolsets.chess.replies import (
     PROTOCOL_VERSION,
-    REPLY_BUDGET,
     BoardReply,
     GameResult,
     HumanSeat,
@@ -371,42 +372,3 @@ def _abandoned_reply(waited_on: Snapshot, now: Snapshot, seat: Seat) -> WaitRepl
         " true: it answers once the human has chosen sides. Otherwise stop.",
     )
     return WaitReply(**fields, human=human_presence(now), evaluation_guide=None)
-
-
-def reply_size(reply: msgspec.Struct) -> int:
-    """Bytes of ``reply`` as compact UTF-8 JSON, as the result's text block carries it."""
-    return len(msgspec.json.encode(reply))
-
-
-_Fitted = TypeVar("_Fitted", MoveReply, WaitReply)
-
-
-def fit(reply: _Fitted, budget: int = REPLY_BUDGET) -> _Fitted:
-    """``reply`` cut to at most ``budget`` bytes, dropping the least needed part first.
-
-    Most replies fit untouched. Otherwise the evaluation guide goes first (``get_board``
-    still has it), then the echoed ``lastMove.note`` is shortened to end in "…". FEN,
-    board, legal moves, status and next action are never cut: with them alone the largest
-    reply (218 legal moves, every note and message at its longest) stays under the budget,
-    which the tests check.
-    """
-    excess = reply_size(reply) - budget
-    if excess <= 0:
-        return reply
-    if isinstance(reply, WaitReply) and reply.evaluation_guide is not None:
-        reply = msgspec.structs.replace(reply, evaluation_guide=None)
-        excess = reply_size(reply) - budget
-        if excess <= 0:
-            return reply
-    last = reply.last_move
-    if last is None or not last.note:
-        return reply
-    note = last.note
-    while note and excess > 0:
-        # A character costs 1 to 6 encoded bytes (UTF-8, JSON escapes): cut, re-measure.
-        note = note[: len(note) - max(1, excess // 6)]
-        reply = msgspec.structs.replace(
-            reply, last_move=msgspec.structs.replace(last, note=note + "…")
-        )
-        excess = reply_size(reply) - budget
-    return reply

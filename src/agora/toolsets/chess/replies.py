@@ -8,7 +8,7 @@ collaboration contract, the full history and the evaluation guide). A refused ca
 so a field added here is a contract change. Replies are kept small (an agent makes hundreds
 of calls a game): nothing is said twice, and a ``move_piece`` or ``wait_for_turn`` reply
 is at most `REPLY_BUDGET` bytes of compact JSON in every position with up to
-`BUDGET_LEGAL_MOVES` legal moves, whatever the notes (`agora.toolsets.chess.render.fit`).
+`BUDGET_LEGAL_MOVES` legal moves, whatever the notes (`agora.toolsets.chess.fit.fit`).
 This module only declares shapes: no I/O.
 
 Status codes:
