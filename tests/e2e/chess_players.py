@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import chess
 import jsonschema
 import trio
-from chess_page_http import http_json, open_events
+from chess_page_http import http_json, new_table, open_events
 
 from agora.toolsets.chess.position import ungroup_moves
 from agora.toolsets.chess.schemas import REJECTION_SCHEMA
@@ -268,3 +268,31 @@ async def beside_a_browser(
         async with trio.open_nursery() as nursery:
             nursery.start_soon(in_a_thread)
             yield agent, seen
+
+
+async def table_after(server: Any, name: str, moves: list[str], agent_color: str) -> str:
+    """A new table on ``server`` whose human gave the agent ``agent_color``, brought through
+    ``moves`` (UCI, from the start: the human's over the page's HTTP API, the agent's over
+    the official ``mcp`` SDK); its human URL."""
+    import mcp  # (the tests that call this skip without it)
+
+    table = await new_table(server.url, name)
+    human = table["token"]
+    status, _ = await http_json(
+        "POST", server.play_url(name, "side"), {"token": human, "agentColor": agent_color}
+    )
+    assert status == 200
+    async with mcp.Client(table["agent"]["mcpHttp"], read_timeout_seconds=30) as client:
+        agent = SdkAgent(client)
+        await agent.list_tools()
+        for ply, uci in enumerate(moves):
+            move = {"from": uci[:2], "to": uci[2:]}
+            if (ply % 2 == 0) == (agent_color == "black"):  # the human's move
+                status, body = await http_json(
+                    "POST", server.play_url(name, "move"), {"token": human, **move}
+                )
+                assert status == 200, body
+            else:
+                await agent.ok("move_piece", move)
+    url: str = table["humanUrl"]
+    return url

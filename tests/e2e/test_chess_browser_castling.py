@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 import trio
 from chess_browser import NEEDS_CHROMIUM, chromium, live_page, sync_api
-from chess_page_http import http_json, new_table
-from chess_players import SdkAgent
+from chess_players import table_after
 from chess_server import agora_serve
 
 pytestmark = [
@@ -27,30 +26,6 @@ mcp = pytest.importorskip("mcp")
 
 #: White (the human) may castle kingside after these.
 MOVES = ["e2e4", "a7a6", "g1f3", "a6a5", "f1c4", "a5a4"]
-
-
-async def _position(server: Any, name: str) -> str:
-    """A new table where the human (White) may castle kingside; its human URL."""
-    table = await new_table(server.url, name)
-    human = table["token"]
-    status, _ = await http_json(
-        "POST", server.play_url(name, "side"), {"token": human, "agentColor": "black"}
-    )
-    assert status == 200
-    async with mcp.Client(table["agent"]["mcpHttp"], read_timeout_seconds=30) as client:
-        agent = SdkAgent(client)
-        await agent.list_tools()
-        for ply, uci in enumerate(MOVES):
-            move = {"from": uci[:2], "to": uci[2:]}
-            if ply % 2 == 0:
-                status, body = await http_json(
-                    "POST", server.play_url(name, "move"), {"token": human, **move}
-                )
-                assert status == 200, body
-            else:
-                await agent.ok("move_piece", move)
-    url: str = table["humanUrl"]
-    return url
 
 
 def castle_onto_the_rook(urls: dict[str, str]) -> dict[str, Any]:
@@ -82,7 +57,10 @@ def castle_onto_the_rook(urls: dict[str, str]) -> dict[str, Any]:
 async def test_the_king_dropped_or_clicked_on_its_rook_castles(tmp_path):
     with trio.fail_after(90):
         async with agora_serve(tmp_path / "agora.db") as server:
-            urls = {how: await _position(server, f"castle-{how}") for how in ("drag", "click")}
+            urls = {
+                how: await table_after(server, f"castle-{how}", MOVES, "black")
+                for how in ("drag", "click")
+            }
             seen = await trio.to_thread.run_sync(castle_onto_the_rook, urls)
     castled = {"last": "O-O", "g1": "g1, white king", "f1": "f1, white rook", "error": ""}
     assert seen["drag"] == castled

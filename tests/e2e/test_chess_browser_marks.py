@@ -21,7 +21,7 @@ import pytest
 import trio
 from chess_browser import ARTIFACTS, NEEDS_CHROMIUM, chromium, live_page, sync_api
 from chess_page_http import http_json, new_table
-from chess_players import SdkAgent
+from chess_players import table_after
 from chess_server import agora_serve
 
 pytestmark = [
@@ -130,36 +130,17 @@ def rings_as_seen(urls: dict[str, str]) -> dict[str, Any]:
     return seen
 
 
-async def _position(server: Any, name: str, side: str) -> str:
-    """A new table brought to ``side``'s position; its human URL."""
-    table = await new_table(server.url, name)
-    human, spec = table["token"], SIDES[side]
-    status, _ = await http_json(
-        "POST", server.play_url(name, "side"), {"token": human, "agentColor": spec["agent"]}
-    )
-    assert status == 200
-    async with mcp.Client(table["agent"]["mcpHttp"], read_timeout_seconds=30) as client:
-        agent = SdkAgent(client)
-        await agent.list_tools()
-        for ply, uci in enumerate(spec["moves"]):
-            move = {"from": uci[:2], "to": uci[2:]}
-            if (ply % 2 == 0) == (side == "white"):
-                status, body = await http_json(
-                    "POST", server.play_url(name, "move"), {"token": human, **move}
-                )
-                assert status == 200, body
-            else:
-                await agent.ok("move_piece", move)
-    url: str = table["humanUrl"]
-    return url
-
-
 async def test_the_capture_ring_stands_out_on_both_square_colours_and_sides(tmp_path):
     """A tester's finding: the ring on a square where a capture is legal was too faint to
     see (about 2:1 against either square's colour)."""
     with trio.fail_after(120):
         async with agora_serve(tmp_path / "agora.db") as server:
-            urls = {side: await _position(server, f"ring-{side}", side) for side in SIDES}
+            urls = {
+                side: await table_after(
+                    server, f"ring-{side}", SIDES[side]["moves"], SIDES[side]["agent"]
+                )
+                for side in SIDES
+            }
             seen = await trio.to_thread.run_sync(rings_as_seen, urls)
     assert seen.pop("errors") == []
     assert len(seen) == 4
