@@ -127,7 +127,7 @@ async def test_a_lint_failure_names_its_problems(router, runtime, promoting):
     await learn(router, runtime, promoting)
     (candidate,) = await candidates(router, promoting)
     # A managed Profile already at the format's 256 rules: one more cannot be linted.
-    full = {"format": "agora-router-profile/1", "profile_id": "managed-managed-personal",
+    full = {"format": "agora-router-profile/1", "profile_id": "managed-personal",
             "rules": [{"rule_id": f"r{n}", "match": {"domains_any": ["other"]},
                        "phases": [{"phase_id": "p", "primary_skill_id": "s",
                                    "exit_gate": {"gate_id": "g", "check_ids": ["c"]}}]}

@@ -62,6 +62,8 @@ async def test_a_preview_is_deterministic_backtested_and_persists_nothing(
     profile, warnings = parse_profile("personal", proposal["proposed_profile_json"])
     assert profile is not None
     assert warnings == []
+    # The Profile is named by its class, which already says "managed".
+    assert profile.profile_id == proposal["target_profile_class"] == "managed-personal"
     (rule,) = profile.rules
     assert rule.domains_any == frozenset({"web"})
     assert rule.phases[0].primary_skill_id == "skill:lead"

@@ -188,7 +188,7 @@ def preview(mined: Mined, observed: list[Observed], manual: list[profiles.Profil
     old_rules = json.loads(current[3])["rules"] if current else []
     replaced = rule_ids(mined)
     kept = [r for r in old_rules if r["rule_id"] not in replaced]
-    proposed_doc = {"format": profiles.FORMAT, "profile_id": f"managed-{target}",
+    proposed_doc = {"format": profiles.FORMAT, "profile_id": target,
                     "rules": [*kept, rule]}  # fmt: skip
     expected = current[2] if current else "missing"
     changed = len(kept) != len(old_rules)
