@@ -23,6 +23,9 @@ class Mutation(msgspec.Struct, frozen=True, kw_only=True):
     idempotency_key: str
     request_digest: str
     correlation_id: str
+    #: The digest as runs recorded it before `digests.routing_read` (the arguments as sent),
+    #: when that differs: a key kept under it still replays.
+    legacy_digest: str | None = None
 
 
 class CreatePlan(Mutation, frozen=True, tag=True):

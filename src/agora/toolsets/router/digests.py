@@ -118,3 +118,17 @@ def request_digest(tool: str, arguments: dict[str, Any], *, correlated: bool = F
         arguments if correlated else {k: v for k, v in arguments.items() if k != "correlation_id"}
     )
     return DIGEST_PREFIX + hashlib.sha256(_SORTED.encode([tool, body])).hexdigest()
+
+
+def routing_read(arguments: dict[str, Any]) -> dict[str, Any]:
+    """``arguments`` with ``routing_context`` in the one form the plan reads it in: its
+    ``domains`` and ``tags`` sorted without repeats (matchers read them as sets), and a
+    context with every member empty or null left out, as omitting it means the same. The
+    key's digest is taken of this, so a resend that differs only in that form replays."""
+    ctx = arguments.get("routing_context")
+    if not isinstance(ctx, dict):
+        return arguments
+    read = {**ctx, "domains": sorted(set(ctx.get("domains") or ())),
+            "tags": sorted(set(ctx.get("tags") or ()))}  # fmt: skip
+    rest = {k: v for k, v in arguments.items() if k != "routing_context"}
+    return {**rest, "routing_context": read} if any(read.values()) else rest

@@ -59,10 +59,8 @@ def plan_differences(cmd: CreatePlan, run: RunState) -> str:
                     f" arguments; what shapes them: {by})")  # fmt: skip
     elif not said:
         said.append("the plan this request makes is the same, so an argument the plan does not"
-                    " show differs (the objective's words; routing_context's form: domains or"
-                    " tags in another order or repeated, or null members for empty ones, which"
-                    " the plan reads alike but the key's digest does not; or the context's"
-                    " actor or policy snapshot)")  # fmt: skip
+                    " show differs (the objective's words, or the context's actor or policy"
+                    " snapshot)")  # fmt: skip
         return "; ".join(said)
     said.append("the run keeps no objective, actor or policy snapshot, so any of those may"
                 " differ too")  # fmt: skip

@@ -112,7 +112,7 @@ def _create(
 def _replay(run: RunState, cmd: Mutation) -> dict[str, Any] | ToolError:
     """The stored result of a replayed key (no write), or the refusal of a reused key."""
     digest, stored = run.ledger[cmd.idempotency_key]
-    if digest != cmd.request_digest:
+    if digest not in (cmd.request_digest, cmd.legacy_digest):
         differs = reused.plan_differences(cmd, run) if isinstance(cmd, CreatePlan) else None
         return reused.run_key_reused(cmd.idempotency_key, run.run_id, TOOL_OF[type(cmd)], stored,
                                      differs)  # fmt: skip

@@ -24,7 +24,7 @@ from agora.toolsets.router import (
 )
 from agora.toolsets.router.bounds import memory_misfits
 from agora.toolsets.router.consent import run_of
-from agora.toolsets.router.digests import request_digest
+from agora.toolsets.router.digests import request_digest, routing_read
 from agora.toolsets.router.layers import memory_root_refused, plan_layers
 from agora.toolsets.router.ownership import as_sent
 from agora.toolsets.router.planning import Unplaceable, build_plan, goal_issue, plan_issue
@@ -42,12 +42,16 @@ def _session(call: ToolCall) -> str:
 
 def _mutation(call: ToolCall) -> dict[str, Any]:
     a = call.args
+    sent = request_digest(call.tool, a)
+    read = routing_read(a)
+    digest = sent if read is a else request_digest(call.tool, read)
     return {
         "session_id": _session(call),
         "expected_state_version": a["expected_state_version"],
         "idempotency_key": a["idempotency_key"],
-        "request_digest": request_digest(call.tool, a),
+        "request_digest": digest,
         "correlation_id": a["correlation_id"],
+        "legacy_digest": sent if sent != digest else None,
     }
 
 
