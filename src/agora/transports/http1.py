@@ -32,7 +32,7 @@ MAX_CHUNK_LINE = 1024
 #: of a request head: any one trailer line may take all of it.
 MAX_TRAILERS = 16384
 #: Headers whose repetition would make a request ambiguous.
-_SINGLE = frozenset({"content-length", "transfer-encoding", "host"})
+_SINGLE = frozenset({"content-length", "transfer-encoding", "host", "origin"})
 REASONS = {
     100: "Continue",
     101: "Switching Protocols",
@@ -134,8 +134,12 @@ def parse_head(buf: bytearray, max_head: int) -> Head | None:
     end = buf.find(b"\r\n\r\n", 0, max_head + 4)
     if end < 0:
         line_end = buf.find(b"\r\n")
-        if line_end < 0 and buf and not _PARTIAL_LINE.fullmatch(buf, 0, min(len(buf), max_head)):
-            raise HttpError(400, "malformed request line")  # noise: say so without waiting
+        if line_end < 0 and buf:
+            seen = min(len(buf), max_head)
+            if seen == len(buf) and buf.endswith(b"\r"):  # its LF may come in the next read
+                seen -= 1
+            if seen and not _PARTIAL_LINE.fullmatch(buf, 0, seen):
+                raise HttpError(400, "malformed request line")  # noise: say so without waiting
         if len(buf) >= max_head + 4:
             if line_end < 0 or line_end >= max_head:  # the request line alone is too long
                 raise HttpError(414, f"request target longer than {max_head} bytes")
