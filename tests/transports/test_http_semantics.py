@@ -102,6 +102,8 @@ async def test_a_change_whose_if_match_cannot_hold_gets_412_and_changes_nothing(
         # absolute form: the target's host is checked, and the Host header ignored
         (b"GET http://evil.example/healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 403),
         (b"GET http://127.0.0.1/healthz HTTP/1.1\r\nHost: evil.example\r\n\r\n", 200),
+        # an absolute target's empty path is / (RFC 9110 4.2.3): the start page, not a 404
+        (b"GET http://127.0.0.1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 200),
     ],
 )
 async def test_host_is_required_well_formed_and_read_from_an_absolute_target(head, status):
@@ -168,6 +170,12 @@ def _upgrade(version: bytes = b"1.1", key: str = KEY, body: bytes = b"") -> byte
         (_upgrade(key="abc"), b"Sec-WebSocket-Key must be 16 bytes"),
         (_upgrade(key=base64.b64encode(b"k" * 15).decode()), b"Sec-WebSocket-Key must be 16 bytes"),
         (_upgrade(body=b"hello"), b"has no body"),
+        # wsproto's own refusal was a bare "400 " with no body, no Date
+        (_upgrade().replace(b"Connection: Upgrade\r\n", b""), b"needs Connection: Upgrade"),
+        (
+            _upgrade().replace(b"Connection: Upgrade", b"Connection: keep-alive"),
+            b"needs Connection: Upgrade",
+        ),
         (_upgrade().replace(b"Sec-WebSocket-Version: 13\r\n", b""), b"Version 13 is required"),
         (
             _upgrade().replace(

@@ -102,7 +102,7 @@ def request_of(head: Head) -> Request:
         path, _, query = target.partition("?")
     else:
         parts = urlsplit(target)
-        path, query = parts.path, parts.query
+        path, query = parts.path or "/", parts.query  # an empty path means / (RFC 9110 4.2.3)
     if "%" in path:  # %2F stays as it is: a byte of a name, not a separator
         path = _UNRESERVED_ESCAPE.sub(_unescape, path)
     return Request(

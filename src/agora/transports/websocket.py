@@ -85,10 +85,15 @@ def upgrade_refusal(
 
 def _malformed(headers: Mapping[str, str], has_body: bool) -> str | None:
     """Why an upgrade request cannot open a WebSocket, else None: a body (its bytes would be
-    read as frames) or a ``Sec-WebSocket-Key`` that is not 16 bytes in base64 (RFC 6455
-    4.2.1)."""
+    read as frames), no ``upgrade`` token in ``Connection`` or a ``Sec-WebSocket-Key`` that
+    is not 16 bytes in base64 (RFC 6455 4.2.1)."""
     if has_body:
         return "Bad Request: a WebSocket upgrade request has no body"
+    if "upgrade" not in {t.strip().lower() for t in headers.get("connection", "").split(",")}:
+        return (
+            "Bad Request: a WebSocket upgrade needs Connection: Upgrade (RFC 6455 4.2.1; it is"
+            " hop-by-hop, so a proxy in between must pass it on)"
+        )
     key = headers.get("sec-websocket-key", "")
     if "," in key:  # (the head joins a repeated field's values with ", ")
         return "Bad Request: Sec-WebSocket-Key is repeated; send it once (RFC 6455 4.2.1)"
