@@ -1,5 +1,6 @@
 """What a message that is not JSON is told: the decoder's words, but plain ones where its own
-would mislead (an unpaired surrogate escape reads as "Input data was truncated" to msgspec)."""
+would mislead (an unpaired surrogate escape, or no message at all, reads as "Input data was
+truncated" to msgspec)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ from agora.mcp import jsonrpc as rpc
         pytest.param('{"a":"\\ud800"}', "\\ud800 (a high surrogate)", id="text"),
         pytest.param(b'{"a":"\\udc00"}', "invalid utf-16 surrogate pair", id="lone-low"),
         pytest.param(b'{"a":', "Input data was truncated", id="truly-truncated"),
+        # an empty POST body read as "Input data was truncated" (tester finding)
+        pytest.param(b"", "parse error: the message is empty", id="empty"),
+        pytest.param(b" \r\n", "the message is empty", id="blank"),
     ],
 )  # fmt: skip
 def test_a_parse_error_says_what_is_wrong(data, said):

@@ -109,3 +109,19 @@ async def test_a_handshake_notification_without_a_session_id_is_still_refused():
             reply = await client.request("POST", "/mcp/chess", done)
             assert reply.status == 400, reply
             assert "Mcp-Session-Id header is required" in reply.json()["error"]["message"]
+
+
+async def test_a_sessionless_post_of_an_unknown_revision_is_told_the_revision_not_the_session():
+    # Tester finding: it was told "Mcp-Session-Id header is required", which a client of a
+    # revision without sessions cannot send; inside a session the same header was named.
+    with trio.fail_after(TIMEOUT):
+        async with serve() as server, RawHttp.open(server.port) as client:
+            listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+            headers = {"mcp-protocol-version": "2027-01-01"}
+            reply = await client.request("POST", "/mcp/chess", listing, headers)
+            assert reply.status == 400, reply
+            message = reply.json()["error"]["message"]
+            assert message.startswith("Bad Request: unsupported MCP-Protocol-Version 2027-01-01"), (
+                message
+            )
+            assert MODERN in message

@@ -138,7 +138,7 @@ def decode(data: bytes | str) -> Message:
     try:
         obj = _decoder.decode(data)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-        problem = decode_problem(data, exc)
+        problem = decode_problem(data, exc) if data.strip() else "the message is empty"
         raise ProtocolError(PARSE_ERROR, f"parse error: {problem}", _whole_id(data, exc)) from None
     except RecursionError:
         raise ProtocolError(INVALID_REQUEST, TOO_DEEP) from None

@@ -14,6 +14,8 @@ import base64
 import binascii
 from typing import TYPE_CHECKING
 
+from agora.mcp.session import HANDSHAKE_VERSIONS, MODERN_VERSIONS
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -26,6 +28,18 @@ NAME_HEADER = "mcp-name"
 NAME_BEARING = {"tools/call": "name", "resources/read": "uri", "prompts/get": "name"}
 _PREFIX = "=?base64?"
 _SUFFIX = "?="
+
+
+def sessionless_refusal(headers: Mapping[str, str]) -> str:
+    """The refusal of a request that needs a session and names none: that its
+    ``MCP-Protocol-Version`` is one this server does not speak at all (naming those it does),
+    or else that the ``Mcp-Session-Id`` header is required."""
+    version = headers.get(VERSION_HEADER)
+    known = {*HANDSHAKE_VERSIONS, *MODERN_VERSIONS}
+    if version is None or version in known:
+        return "Bad Request: Mcp-Session-Id header is required"
+    spoken = ", ".join(sorted(known))
+    return f"Bad Request: unsupported MCP-Protocol-Version {version} (this server speaks {spoken})"
 
 
 def header_mismatch(headers: Mapping[str, str], msg: rpc.Request, version: object) -> str | None:

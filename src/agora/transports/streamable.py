@@ -43,7 +43,7 @@ from agora.transports.sse import (
     parse_event_id,
     read_stream,
 )
-from agora.transports.standard_headers import VERSION_HEADER, header_mismatch
+from agora.transports.standard_headers import VERSION_HEADER, header_mismatch, sessionless_refusal
 from agora.web.http import EventStream, Request, Response
 
 if TYPE_CHECKING:
@@ -153,7 +153,7 @@ class StreamableHTTP:
     def _session(self, req: Request, endpoint: Endpoint) -> HttpSession | Response:
         sid = req.headers.get(SESSION_HEADER)
         if not sid:
-            return _rpc_error(400, "Bad Request: Mcp-Session-Id header is required")
+            return _rpc_error(400, sessionless_refusal(req.headers))
         if "," in sid:  # (the head joins a repeated field's values with ", "; ids are hex)
             # Not 404, which tells a client to drop its session: this one may be alive.
             return _rpc_error(400, REPEATED_SESSION_ID)
