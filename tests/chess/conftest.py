@@ -51,12 +51,18 @@ class Table:
         return found
 
     async def tool(
-        self, name: str, *, as_token: str | bool | None = True, **args: Any
+        self,
+        name: str,
+        *,
+        as_token: str | bool | None = True,
+        connection: object | None = None,
+        **args: Any,
     ) -> dict[str, Any]:
         """Call a tool handler; the result, or the refusal, must match its outputSchema.
 
         ``as_token`` is the agent token in the endpoint URL: True for the table's (the
-        seated agent), None for none (a watcher), or any string.
+        seated agent), None for none (a watcher), or any string. ``connection`` is the MCP
+        session the call came on (None: a handler called directly).
         """
         token = self.agent_token if as_token is True else as_token
         call = ToolCall(
@@ -65,6 +71,7 @@ class Table:
             principal=Principal(),
             runtime=self.runtime,
             endpoint=self.endpoint(token if isinstance(token, str) else None),
+            connection=connection,
         )
         try:
             result = await HANDLERS[name](call)
@@ -75,10 +82,12 @@ class Table:
         assert result["ok"] is True
         return result
 
-    async def refused(self, name: str, **args: Any) -> dict[str, Any]:
+    async def refused(
+        self, name: str, *, connection: object | None = None, **args: Any
+    ) -> dict[str, Any]:
         """Call a tool that must be refused; return the error body (schema-checked)."""
         with pytest.raises(ToolError) as info:
-            await self.tool(name, **args)
+            await self.tool(name, connection=connection, **args)
         REJECTION_VALIDATOR.validate(info.value.body)
         assert info.value.body["ok"] is False
         return info.value.body

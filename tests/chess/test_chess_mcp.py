@@ -20,7 +20,7 @@ from agora.errors import StoreError
 from agora.runtime.clock import Clock, FakeWall
 from agora.server.embed import open_server
 from agora.toolsets.chess import ensure_table, toolset
-from agora.toolsets.chess.commands import ChooseSide, CreateTable, NewAgentToken
+from agora.toolsets.chess.commands import ChooseSide, CreateTable, HumanMove, NewAgentToken
 from agora.toolsets.chess.table import KIND
 
 if TYPE_CHECKING:
@@ -339,3 +339,26 @@ async def test_another_tables_agent_token_is_sent_to_its_own_tables_endpoint():
         assert "t-1" not in json.dumps(body)
         assert "t-2" not in json.dumps(body)
     assert (seated["seat"], seated["table"]) == ("agent", "t-1")
+
+
+async def test_two_sessions_with_one_agent_token_never_play_a_stale_move():
+    seat = "/mcp/chess/default?token={agent}"
+    with trio.fail_after(20):
+        async with _clients(seat, seat, agent_side="white") as (server, tokens, (one, two)):
+            for client in (one, two):
+                assert (await client.call("wait_for_turn", {}))[1]["statusCode"] == "AGENT_TURN"
+            is_error, moved = await one.call("move_piece", {"from": "g1", "to": "f3"})
+            assert not is_error
+            assert "holds the agent's seat too" in moved["message"]
+            human = HumanMove(tokens.human, "b8", "c6")
+            await server.runtime.call(KIND, "default", human)
+            is_error, body = await two.call("move_piece", {"from": "e2", "to": "e4"})
+            assert (is_error, body["code"], body["nextAction"]["tool"]) == (
+                True,
+                "NOT_YOUR_TURN",
+                "get_board",
+            )
+            assert "moved Nf3, then the human replied Nc6 since your last look" in body["error"]
+            await two.call("get_board", {})
+            is_error, moved = await two.call("move_piece", {"from": "e2", "to": "e4"})
+            assert (is_error, moved["lastMove"]["san"]) == (False, "e4")

@@ -47,6 +47,7 @@ def durable(snap: Snapshot) -> Snapshot:
         agent_absence=absence,
         human_came=False,
         human_connected=False,
+        agent_shared=False,
     )
 
 

@@ -292,7 +292,8 @@ async def table_after(server: Any, name: str, moves: list[str], agent_color: str
                     "POST", server.play_url(name, "move"), {"token": human, **move}
                 )
                 assert status == 200, body
-            else:
+            else:  # an agent looks at the board before it moves (a blind move is refused)
+                await agent.ok("get_board", {})
                 await agent.ok("move_piece", move)
     url: str = table["humanUrl"]
     return url

@@ -92,6 +92,7 @@ async def test_the_agents_newest_note_is_in_view_without_scrolling(tmp_path):
                         assert status == 200
                     else:
                         note = f"Agent note for move {ply // 2 + 1}."
+                        await agent.call_tool("get_board", {})  # a blind move is refused
                         result = await agent.call_tool("move_piece", {**_args(move), "note": note})
                         assert not result.is_error, result
             seen = await trio.to_thread.run_sync(newest_note_in_view, table["humanUrl"])

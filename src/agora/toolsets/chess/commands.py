@@ -41,6 +41,8 @@ class Look(msgspec.Struct, frozen=True, tag=True):
     """
 
     agent_token: str | None = None
+    #: The caller's connection (an opaque id), to remember what it was shown; None: unknown.
+    session: str | None = None
 
 
 class AgentMove(msgspec.Struct, frozen=True, tag=True):
@@ -55,6 +57,9 @@ class AgentMove(msgspec.Struct, frozen=True, tag=True):
     to_square: str
     promotion: str | None = None
     note: str | None = None
+    #: The caller's connection (`Look.session`): a move from one last shown another game
+    #: or position is refused.
+    session: str | None = None
 
 
 class CheckToken(msgspec.Struct, frozen=True, tag=True):

@@ -70,6 +70,9 @@ class PageState(msgspec.Struct, frozen=True, rename="camel"):
     #: Why no agent is present, so the page says only what the server knows: its presence is
     #: kept in memory (`agora.toolsets.chess.snapshot.Snapshot.agent_absence`).
     agent_absence: AgentAbsence | None
+    #: More than one connection holds the agent's seat (`Snapshot.agent_shared`): each may
+    #: move for the agent.
+    agent_shared: bool
     agent: AgentLinks
     agent_token: str | None
     #: The table's page without a token, for others to watch (the human's own link is
@@ -215,6 +218,7 @@ def page_state(snap: Snapshot, *, human: bool, public_url: str) -> PageState:
         result=result,
         agent_present=snap.agent_present,
         agent_absence=snap.agent_absence,
+        agent_shared=snap.agent_shared,
         agent=agent_links(public_url, snap.table, snap.agent_token if human else None),
         agent_token=snap.agent_token if human else None,
         spectator_url=spectator_url(public_url, snap.table),

@@ -16,6 +16,7 @@ import msgspec
 from agora.toolsets.chess.position import position
 from agora.toolsets.chess.render import missed_text, next_action, status_code
 from agora.toolsets.chess.replies import PROTOCOL_VERSION, NextAction, Rejection, StatusCode
+from agora.toolsets.chess.sessions import OTHER_CONNECTION
 from agora.toolsets.chess.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -39,16 +40,43 @@ def rejection(err: ChessError) -> Rejection:
     moves: dict[str, str] = {}
     if err.code == "ILLEGAL_MOVE" and snap is not None:
         moves = position(snap.fen).legal_by_square
+    action = _INVALID_TOKEN if err.code == "AGENT_TOKEN_INVALID" else next_action(status)
+    error = err.message
+    if err.code == "NOT_YOUR_TURN" and snap is not None:
+        error += _last_move_text(snap)
+        if snap.phase == "agent_turn":  # a move chosen for a position the caller last saw
+            action = _READ_AGAIN
     return Rejection(
         ok=False,
         protocol_version=PROTOCOL_VERSION,
         code=err.code,
-        error=_told(snap, err.message),
+        error=_told(snap, error),
         status_code=status,
         agent_may_move=seated and snap is not None and snap.phase == "agent_turn",
-        next_action=_INVALID_TOKEN if err.code == "AGENT_TOKEN_INVALID" else next_action(status),
+        next_action=action,
         legal_moves=moves,
     )
+
+
+#: After a move chosen for a position that is gone: choose again for the one on the board.
+_READ_AGAIN: Final = NextAction(
+    "get_board",
+    {},
+    "Your move was not played. Read the board as it is now (get_board), then choose your move"
+    " for that position.",
+)
+
+
+def _last_move_text(snap: Snapshot) -> str:
+    """The board's last move in words (the `Rejection` has no lastMove field), and who may
+    have played it when it was the agent's."""
+    if not snap.moves:
+        return f" Game {snap.game_number}: no move yet; FEN {snap.fen}."
+    last = snap.moves[-1]
+    text = f" Game {snap.game_number}, last move {last.san} ({last.uci}) by the {last.by}"
+    if last.by == "agent":
+        text += f" ({OTHER_CONNECTION}, if not you)"
+    return f"{text}; FEN {snap.fen}."
 
 
 def _told(snap: Snapshot | None, error: str) -> str:

@@ -39,6 +39,7 @@ from agora.toolsets.chess.replies import (
     StatusCode,
     WaitReply,
 )
+from agora.toolsets.chess.sessions import SHARED_SEAT
 from agora.toolsets.chess.terms import DRAW_MARK
 
 if TYPE_CHECKING:
@@ -221,6 +222,8 @@ def _message(
         text += _offer_text(snap)
     if seat == "watcher":
         text += " You are watching: moves need the table's agent token."
+    elif snap.agent_shared:
+        text += f" {SHARED_SEAT}"
     if snap.missed is not None:
         text = f"{missed_text(snap)} {text}"
     return text

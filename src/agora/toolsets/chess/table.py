@@ -10,7 +10,6 @@ beyond `load` reading committed rows, no trio, no awaits.
 
 from __future__ import annotations
 
-import hmac
 from typing import TYPE_CHECKING, ClassVar, Final
 
 import msgspec
@@ -35,6 +34,7 @@ from agora.toolsets.chess.commands import (
     TrackPage,
 )
 from agora.toolsets.chess.game import Game, PastGame
+from agora.toolsets.chess.sessions import AgentSessions, check_agent_token, same_token
 from agora.toolsets.chess.snapshot import AGENT_FRESH_SECONDS, Snapshot
 from agora.toolsets.chess.stored import replay
 from agora.toolsets.chess.terms import AgentAbsence, ChessError
@@ -82,6 +82,8 @@ class ChessTable:
         #: made so far): a move declines only an offer its agent was shown (in memory only,
         #: as presence is: after a restart the agent's next look shows it again).
         self._offer_shown: tuple[int, int] | None = None
+        #: What each agent connection was last shown (`AgentSessions`; in memory only).
+        self.sessions = AgentSessions()
 
     # -- the Entity protocol ----------------------------------------------------------------
 
@@ -133,6 +135,7 @@ class ChessTable:
         cached = self._snapshot
         absence = self._absence()
         present = absence is None
+        shared = present and self.sessions.shared(self._mono)
         if (
             cached is not None
             and cached.version == self.row.version
@@ -140,6 +143,7 @@ class ChessTable:
             and cached.agent_absence == absence
             and cached.human_came == self.human_came
             and cached.human_connected == (self.human_pages > 0)
+            and cached.agent_shared == shared
         ):
             return cached
         game = self.game
@@ -161,6 +165,7 @@ class ChessTable:
             human_came=self.human_came,
             human_connected=self.human_pages > 0,
             agent_absence=absence,
+            agent_shared=shared,
         )
         return self._snapshot
 
@@ -179,8 +184,11 @@ class ChessTable:
     def _agent_move(self, command: AgentMove, at: str) -> Effects:
         self._check_agent(command.agent_token)
         self._agent_looks()
-        arrived = self._saw_agent(at)
+        arrived = self._saw_agent(at, command.session)
         try:
+            stale = self.sessions.stale(command.session, self.game)
+            if stale is not None:
+                raise ChessError("NOT_YOUR_TURN", f"Not played: {stale}.")
             played = self.game.play(
                 "agent",
                 command.from_square,
@@ -199,6 +207,7 @@ class ChessTable:
             err.snapshot = announced.reply
             return Effects(reply=err, writes=announced.writes, changed=True)
         self._shows_offer()  # an offer that stood through the move: its reply shows it
+        self.sessions.saw(command.session, self.game)
         return self._changed(sql.insert_move(self.name, self.game.number, played))
 
     @commands.on(TrackPage)
@@ -240,6 +249,7 @@ class ChessTable:
                 self.row.agent_token = agent_token
                 self.row.agent_seen_at = None
                 self.agent_seen = None  # present again once the new holder calls
+                self.sessions = AgentSessions()  # the old token's connections hold no seat
         return self._changed()
 
     @commands.on(CreateTable)
@@ -263,17 +273,7 @@ class ChessTable:
     def _check_agent(self, token: str | None) -> None:
         """Refuse a caller without this table's current agent token."""
         assert self.row is not None
-        if token is None:
-            raise ChessError(
-                "AGENT_TOKEN_REQUIRED",
-                "only the seated agent may move, and this connection has no agent token.",
-            )
-        if not _same(token, self.row.agent_token):
-            raise ChessError(
-                "AGENT_TOKEN_INVALID",
-                "the agent token in this endpoint URL is not this table's: it is wrong or"
-                " the human replaced it.",
-            )
+        check_agent_token(token, self.row.agent_token)
 
     @commands.on(Look)
     def _look(self, command: Look, at: str) -> Effects:
@@ -283,8 +283,13 @@ class ChessTable:
         self._check_agent(command.agent_token)
         self._agent_looks()
         self._shows_offer()
-        if self._saw_agent(at):
+        before = self.snapshot().agent_shared
+        arrived = self._saw_agent(at, command.session)
+        self.sessions.saw(command.session, self.game)
+        if arrived:
             return self._changed()  # wakes the pages: the agent is here
+        if self.snapshot().agent_shared != before:  # the pages say who holds the seat
+            return Effects(reply=self.snapshot(), changed=True)
         return Effects(reply=self.snapshot())
 
     def _agent_looks(self) -> None:
@@ -315,11 +320,13 @@ class ChessTable:
         # The row keeps when an agent last arrived across restarts; a new token clears it.
         return "token" if self.row.agent_seen_at is None else "restart"
 
-    def _saw_agent(self, at: str) -> bool:
-        """Note a call with the agent token (already checked); True if it just arrived."""
+    def _saw_agent(self, at: str, session: str | None) -> bool:
+        """Note a call with the agent token (already checked) on connection ``session``;
+        True if the agent just arrived."""
         assert self.row is not None
         arrived = not self._present()
         self.agent_seen = self._mono
+        self.sessions.called(session, self._mono)
         if arrived:
             self.row.agent_seen_at = at
         return arrived
@@ -349,12 +356,7 @@ class ChessTable:
 
     def _token_ok(self, token: str) -> bool:
         assert self.row is not None
-        return _same(token, self.row.token)
-
-
-def _same(given: object, secret: str) -> bool:
-    """Compare a presented token with a stored one in constant time."""
-    return isinstance(given, str) and hmac.compare_digest(given.encode(), secret.encode())
+        return same_token(token, self.row.token)
 
 
 class ChessTables:

@@ -12,6 +12,8 @@ must not hold game logic; rules live in the entity and replies in
 
 from __future__ import annotations
 
+import secrets
+import weakref
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -44,6 +46,28 @@ def _table(call: ToolCall) -> str:
 def _agent_token(call: ToolCall) -> str | None:
     """The agent token of the caller's endpoint URL, or None: a watcher."""
     return call.endpoint.get("token") or None
+
+
+#: An opaque id per connection (MCP session), for the table to remember what each was shown.
+_SESSIONS: Final[weakref.WeakKeyDictionary[object, str]] = weakref.WeakKeyDictionary()
+
+
+def _session(call: ToolCall) -> str | None:
+    """The caller's connection as an id (the same for every call of one session), or None."""
+    connection = call.connection
+    if connection is None:
+        return None
+    try:
+        found = _SESSIONS.get(connection)
+        if found is None:
+            found = _SESSIONS[connection] = secrets.token_hex(8)
+    except TypeError:  # no weak reference to it: no record, so no move is refused for it
+        return None
+    return found
+
+
+def _look(call: ToolCall) -> Look:
+    return Look(_agent_token(call), _session(call))
 
 
 def _seat(call: ToolCall) -> Seat:
@@ -96,13 +120,13 @@ async def _run(call: ToolCall, command: Look | AgentMove) -> Snapshot:
 
 async def join_game(call: ToolCall) -> dict[str, Any]:
     """Announce the agent; return the collaboration contract and the board."""
-    snap = await _run(call, Look(_agent_token(call)))
+    snap = await _run(call, _look(call))
     return _body(render.join_reply(snap, _seat(call)))
 
 
 async def get_board(call: ToolCall) -> dict[str, Any]:
     """Return the board with its history, pieces and evaluation guide."""
-    snap = await _run(call, Look(_agent_token(call)))
+    snap = await _run(call, _look(call))
     return _body(render.board_reply(snap, _seat(call)))
 
 
@@ -115,6 +139,7 @@ async def move_piece(call: ToolCall) -> dict[str, Any]:
         to_square=args.get("to", ""),
         promotion=args.get("promotion"),
         note=args.get("note"),
+        session=_session(call),
     )
     snap = await _run(call, command)
     return _body(render.move_reply(snap))
@@ -127,7 +152,7 @@ async def wait_for_turn(call: ToolCall) -> dict[str, Any]:
     condition = WaitCondition(
         wait_for_human=bool(call.args.get("wait_for_human", False)), watching=seat == "watcher"
     )
-    look = Look(_agent_token(call))
+    look = _look(call)
     if _token_ignored(call):
         raise ToolError(_body(refusals.token_ignored()))
     try:
@@ -149,7 +174,7 @@ async def refuse_arguments(call: ToolCall, issues: Sequence[ValidationIssue]) ->
     if _token_ignored(call):
         return _body(refusals.token_ignored())
     try:
-        snap: Snapshot = await call.runtime.call(KIND, _table(call), Look(_agent_token(call)))
+        snap: Snapshot = await call.runtime.call(KIND, _table(call), _look(call))
     except ChessError:
         return issue_rejection(issues, tool=call.tool, args=call.args)
     return issue_rejection(issues, (snap, _seat(call)), call.tool, call.args)

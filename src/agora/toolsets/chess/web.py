@@ -245,9 +245,9 @@ async def events(request: Request, runtime: Runtime) -> Response | EventStream:
     return EventStream(_stream(runtime, table, seat), [("Cache-Control", "no-store")])
 
 
-def _news(sent: tuple[int, bool] | None) -> Callable[[Snapshot], bool]:
+def _news(sent: tuple[int, bool, bool] | None) -> Callable[[Snapshot], bool]:
     # The agent's presence fades with no change: each poll's `Look` judges it (within 20 s).
-    return lambda snap: (snap.version, snap.agent_present) != sent
+    return lambda snap: (snap.version, snap.agent_present, snap.agent_shared) != sent
 
 
 async def _stream(
@@ -273,7 +273,7 @@ async def _stream(
 async def _events(
     runtime: Runtime, table: str, *, human: bool
 ) -> AsyncGenerator[tuple[str | None, str], None]:
-    sent: tuple[int, bool] | None = None
+    sent: tuple[int, bool, bool] | None = None
     while not runtime.closing:
         news = _news(sent)
         try:
@@ -281,7 +281,7 @@ async def _events(
         except ChessError:
             return
         if news(snap):
-            sent = (snap.version, snap.agent_present)
+            sent = (snap.version, snap.agent_present, snap.agent_shared)
             view = page.page_state(snap, human=human, public_url=runtime.public_url)
             yield "state", page.encode(view).decode()
         elif not runtime.closing:

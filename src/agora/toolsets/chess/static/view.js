@@ -248,9 +248,13 @@ const chessView = (() => {
     $("spectator-link").textContent = state.spectatorUrl;
     $("watch-only").hidden = human;
     $("agent-token").textContent = state.agentToken || "";
-    $("agent-presence").textContent = state.agentPresent
-      ? "An agent has joined this table."
-      : ABSENCE[state.agentAbsence] || ABSENCE.stale;
+    $("agent-presence").textContent = !state.agentPresent
+      ? ABSENCE[state.agentAbsence] || ABSENCE.stale
+      : state.agentShared
+        ? "More than one connection holds the agent's seat (they took turns calling with its" +
+          " token in the last 2 minutes): any of them may move for the agent. To keep one," +
+          " click \"New agent token\" and give the new one to that agent only."
+        : "An agent has joined this table.";
   }
 
   // Why no agent is at the table, in words true of what the server knows: it keeps presence
