@@ -118,7 +118,12 @@ async def test_after_a_game_an_agent_may_wait_for_the_humans_next_one(table, aut
         timed_out = await table.tool("wait_for_turn", timeout_ms=1000, wait_for_human=True)
     assert trio.current_time() - start == 1
     assert timed_out["statusCode"] == "GAME_OVER"  # an agent that always sends the flag
-    assert timed_out["nextAction"]["tool"] is None  # still learns the game is over
+    assert timed_out["message"].startswith("Game over.")  # still learns the game is over
+    # and one that chose to play the next game is not told to stop: none started yet.
+    assert timed_out["message"].endswith("No new game yet: the human has not started one.")
+    assert timed_out["nextAction"]["tool"] == "wait_for_turn"
+    assert timed_out["nextAction"]["arguments"] == {"wait_for_human": True}
+    assert "to stop playing, stop" in timed_out["nextAction"]["instruction"]
 
 
 async def test_waiting_for_the_human_times_out_with_the_same_arguments(table, autojump_clock):

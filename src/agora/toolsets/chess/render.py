@@ -75,6 +75,15 @@ _RECONNECT: Final = (
 )
 
 
+#: The next action of a wait for the human's next game that ended with none started.
+_NEXT_GAME: Final = NextAction(
+    "wait_for_turn",
+    {"wait_for_human": True},
+    "No new game has started yet. To keep waiting for the human's next game, call"
+    " wait_for_turn with wait_for_human true again; to stop playing, stop.",
+)
+
+
 def status_code(snap: Snapshot) -> StatusCode:
     """The statusCode of a snapshot (never WAIT_TIMEOUT, which only a wait can produce)."""
     return _STATUS[snap.phase]
@@ -346,12 +355,16 @@ def wait_reply(
     if first is not None and first.missed is not None and snap.missed is None:
         snap = msgspec.structs.replace(snap, missed=first.missed)  # told at the wait's start
     status: StatusCode = status_code(snap) if ready else "WAIT_TIMEOUT"
+    no_new_game = snap.phase == "over" and not ready  # a wait for the next game, unmet
     if snap.phase == "over":
         # A wait for the human's next game that timed out is still answered GAME_OVER, never
         # WAIT_TIMEOUT: an agent waiting there learns the game is over as any other would.
         ready, status = True, "GAME_OVER"
     cut_short = shutting_down and not ready
     fields = _fields(snap, status, seat, condition.wait_for_human, cut_short)
+    if no_new_game:  # it keeps its way to wait on: the agent chose to play the next game
+        fields["message"] += " No new game yet: the human has not started one."
+        fields["next_action"] = _NEXT_GAME
     guide = _guide(snap.fen, snap.agent_color) if fields["agent_may_move"] else None
     human = human_presence(snap)
     if cut_short:
