@@ -263,3 +263,32 @@ async def test_the_human_move_answers_a_parked_wait_in_its_own_turn(table, autoj
             await table.human_move("e2e4")
     assert results[0][0]["statusCode"] == "AGENT_TURN"
     assert (polls.answered, polls.rerun) == (1, 0)
+
+
+async def test_at_side_choice_a_bare_wait_says_it_did_not_wait(table, autojump_clock):
+    start = trio.current_time()
+    reply = await table.tool("wait_for_turn")  # the bootstrap call: answered at once
+    assert trio.current_time() == start
+    assert reply["statusCode"] == "SIDE_CHOICE_REQUIRED"
+    assert "returned at once" in reply["message"]
+    assert "Waiting for" not in reply["message"]
+    assert reply["nextAction"]["arguments"] == {"wait_for_human": True}
+    assert "wait_for_human true" in reply["nextAction"]["instruction"]
+
+
+async def test_at_side_choice_a_wait_given_a_timeout_waits(table, autojump_clock):
+    start = trio.current_time()
+    with trio.fail_after(60):
+        timed_out = await table.tool("wait_for_turn", timeout_ms=3000)
+    assert trio.current_time() - start == 3
+    assert timed_out["statusCode"] == "WAIT_TIMEOUT"
+    assert timed_out["nextAction"]["arguments"] == {"wait_for_human": True}
+    results: list = []
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_wait, table, results, {"timeout_ms": 55000})
+            await trio.sleep(7)
+            await table.choose("white")
+    reply, at = results[0]
+    assert at - start == 10
+    assert reply["statusCode"] == "AGENT_TURN"

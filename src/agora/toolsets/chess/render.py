@@ -104,7 +104,8 @@ def next_action(
             return NextAction(
                 "wait_for_turn",
                 {"wait_for_human": True},
-                "The human has not chosen sides yet; wait for the choice.",
+                "Call wait_for_turn with wait_for_human true: it waits for the human's choice"
+                " of sides (without it, wait_for_turn answers this at once).",
             )
         case "AGENT_TURN":
             return NextAction(
@@ -212,7 +213,7 @@ def _message(
 ) -> str:
     match status:
         case "SIDE_CHOICE_REQUIRED":
-            text = "Waiting for the human to choose sides."
+            text = "The human has not chosen sides yet."
         case "AGENT_TURN":
             text = f"Your move as {snap.agent_color}."
             if seat == "watcher":
@@ -361,7 +362,10 @@ def wait_reply(
         # WAIT_TIMEOUT: an agent waiting there learns the game is over as any other would.
         ready, status = True, "GAME_OVER"
     cut_short = shutting_down and not ready
-    fields = _fields(snap, status, seat, condition.wait_for_human, cut_short)
+    for_sides = condition.for_sides and snap.phase == "side_choice"
+    fields = _fields(snap, status, seat, condition.wait_for_human or for_sides, cut_short)
+    if status == "SIDE_CHOICE_REQUIRED" and seat == "agent" and not for_sides:
+        fields["message"] += " This call returned at once, without waiting."
     if no_new_game:  # it keeps its way to wait on: the agent chose to play the next game
         fields["message"] += " No new game yet: the human has not started one."
         fields["next_action"] = _NEXT_GAME

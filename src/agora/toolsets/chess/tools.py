@@ -150,7 +150,9 @@ async def wait_for_turn(call: ToolCall) -> dict[str, Any]:
     timeout_ms = min(max(int(call.args.get("timeout_ms", WAIT_MAX_MS)), WAIT_MIN_MS), WAIT_MAX_MS)
     seat = _seat(call)
     condition = WaitCondition(
-        wait_for_human=bool(call.args.get("wait_for_human", False)), watching=seat == "watcher"
+        wait_for_human=bool(call.args.get("wait_for_human", False)),
+        watching=seat == "watcher",
+        patient="timeout_ms" in call.args,
     )
     look = _look(call)
     if _token_ignored(call):
