@@ -28,6 +28,9 @@ from agora.mcp import jsonrpc as rpc
 #: Code of the error a request in flight gets when the connection drops (-32000..-32099 is
 #: the implementation-defined server error range).
 CONNECTION_LOST = -32000
+#: How long a request that could not be sent is told to wait before it is sent again: the
+#: bridge retries the server at least every 2 s, and a restart takes a few seconds.
+RETRY_SECONDS = 5
 
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
@@ -102,8 +105,9 @@ class Relay:
         rid = msg["id"]
         if self.in_flight.pop(_key(rid), None) is None:
             return None
-        why = f"not sent: the agora server at {self.url} cannot be reached; reconnecting"
-        return _encode(rpc.error(rid, CONNECTION_LOST, f"{why}: try again shortly"))
+        why = f"not sent: the agora server at {self.url} cannot be reached"
+        retry = f"this bridge reconnects by itself: wait {RETRY_SECONDS} seconds, then try again"
+        return _encode(rpc.error(rid, CONNECTION_LOST, f"{why}; {retry}"))
 
     # -- server -> client --------------------------------------------------------------------
 

@@ -225,7 +225,10 @@ async def test_a_wait_answers_cleanly_when_the_server_shuts_down(table, autojump
     assert reply["statusCode"] == "WAIT_TIMEOUT"
     assert reply["shuttingDown"] is True  # not a real timeout: reconnect, then wait again
     assert reply["nextAction"]["tool"] == "wait_for_turn"
-    assert "Reconnect" in reply["nextAction"]["instruction"]
+    assert reply["nextAction"]["instruction"] == (
+        "The server is restarting: wait a few seconds and call wait_for_turn again (your client"
+        " or relay reconnects by itself)."
+    )
 
 
 async def test_a_wait_met_as_shutdown_begins_is_not_marked(table, autojump_clock):
@@ -239,7 +242,9 @@ async def test_a_wait_met_as_shutdown_begins_is_not_marked(table, autojump_clock
     assert reply["nextAction"]["tool"] == "move_piece"
 
 
-async def test_a_watcher_cut_short_by_shutdown_is_told_to_reconnect(table, autojump_clock):
+async def test_a_watcher_cut_short_by_shutdown_is_told_to_wait_for_the_restart(
+    table, autojump_clock
+):
     await table.choose("black")
     table.runtime.begin_shutdown()
     with trio.fail_after(60):
@@ -247,7 +252,10 @@ async def test_a_watcher_cut_short_by_shutdown_is_told_to_reconnect(table, autoj
     assert (reply["statusCode"], reply["seat"]) == ("WAIT_TIMEOUT", "watcher")
     assert reply["shuttingDown"] is True
     assert reply["nextAction"]["arguments"] == {}
-    assert "Reconnect" in reply["nextAction"]["instruction"]
+    assert reply["nextAction"]["instruction"] == (
+        "The server is restarting: wait a few seconds and call wait_for_turn again (your client"
+        " or relay reconnects by itself)."
+    )
 
 
 @pytest.mark.sqlite_only("a guarded store re-runs a woken wait under its own version guard")

@@ -1,10 +1,11 @@
 """Chess ``wait_for_turn`` parked over a real connection when the server shuts down gracefully.
 
 Shutdown answers a parked wait at once with an ordinary WAIT_TIMEOUT (the contract's status
-codes are fixed), marked ``shuttingDown: true`` with a next action that says to reconnect
-before waiting again, so the agent can tell the server going away from a real timeout, which
-carries no mark. The agent is the official ``mcp`` SDK client: against ``agora serve`` stopped
-with SIGTERM, and against an embedded server leaving its block.
+codes are fixed), marked ``shuttingDown: true`` with a next action that says to wait a few
+seconds and call again (the client reconnects by itself), so the agent can tell the server
+going away from a real timeout, which carries no mark. The agent is the official ``mcp`` SDK
+client: against ``agora serve`` stopped with SIGTERM, and against an embedded server leaving
+its block.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def _assert_cut_short_by_shutdown(reply: dict[str, Any], args: dict[str, Any]) -
     assert "shutting down" in reply["message"]
     action = reply["nextAction"]
     assert (action["tool"], action["arguments"]) == ("wait_for_turn", args)
-    assert "Reconnect" in action["instruction"]
+    assert "wait a few seconds and call wait_for_turn again" in action["instruction"]
 
 
 async def test_sigterm_answers_a_parked_wait_marked_shutting_down(tmp_path):
@@ -86,7 +87,7 @@ async def test_a_real_timeout_is_not_marked_shutting_down(tmp_path):
     assert reply["statusCode"] == "WAIT_TIMEOUT", reply
     assert "shuttingDown" not in reply
     assert reply["nextAction"]["tool"] == "wait_for_turn"
-    assert "Reconnect" not in reply["nextAction"]["instruction"]
+    assert "restarting" not in reply["nextAction"]["instruction"]
 
 
 async def _park(url: str, parked: trio.Event, got: dict[str, Any]) -> None:

@@ -68,10 +68,11 @@ REASON_WORDS: Final = {
     "agreement": "agreement",
     "abandoned": "a new game",
 }
-#: The next action of a wait cut short by shutdown: this connection is about to close.
+#: The next action of a wait cut short by shutdown: the client (or the stdio relay)
+#: reconnects by itself once the server is back, so the agent only waits and calls again.
 _RECONNECT: Final = (
-    "The server is shutting down: do not call again on this connection. Reconnect to this "
-    "endpoint (once the server is back) and call wait_for_turn again."
+    "The server is restarting: wait a few seconds and call wait_for_turn again (your client"
+    " or relay reconnects by itself)."
 )
 
 
@@ -347,7 +348,8 @@ def wait_reply(
     ``shutting_down`` says the server began shutting down, which ends a parked wait at once
     with its latest snapshot. If that snapshot still leaves ``condition`` unmet, the
     WAIT_TIMEOUT is marked ``shuttingDown: true`` and its message and next action tell the
-    caller to reconnect before waiting again; a wait whose condition is met is not marked.
+    caller to wait a few seconds (its client or relay reconnects by itself) before waiting
+    again; a wait whose condition is met is not marked.
     """
     ready = condition(snap)
     first = condition.first

@@ -19,7 +19,7 @@ Status codes:
     GAME_OVER: the game has ended; ``result`` says how.
     WAIT_TIMEOUT: ``wait_for_turn`` ran out of time with nothing to act on; call it again.
         Marked ``shuttingDown: true`` when the wait was cut short because the server is
-        shutting down: reconnect, then call it again.
+        shutting down: wait a few seconds (the client or relay reconnects), then call again.
     AGENT_TOKEN_REQUIRED: a refusal: the call needs the table's agent token (or carried one
         to ``/mcp``, which reads none: the token seats only at ``/mcp/chess/<table>``; or
         carried another table's, whose endpoint ``error`` names).

@@ -164,7 +164,7 @@ async def wait_for_turn(call: ToolCall) -> dict[str, Any]:
     except ChessError as err:
         raise await _refused(call, err) from None
     # Shutdown answers a parked poll at once with its latest snapshot: the reply says so
-    # (unless that snapshot is ready), so the agent reconnects rather than call again here.
+    # (unless that snapshot is ready), so the agent waits for the restart before calling again.
     closing = call.runtime.closing
     return _body(render.wait_reply(snap, condition, seat, shutting_down=closing))
 
