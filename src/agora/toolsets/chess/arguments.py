@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from agora.toolsets.chess.actions import next_action
 from agora.toolsets.chess.position import position
-from agora.toolsets.chess.render import next_action, status_code
+from agora.toolsets.chess.render import status_code
 from agora.toolsets.chess.replies import PROTOCOL_VERSION, NextAction, Rejection
 
 if TYPE_CHECKING:

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from agora.toolsets.chess.actions import next_action
 from agora.toolsets.chess.position import position
-from agora.toolsets.chess.render import missed_text, next_action, status_code
+from agora.toolsets.chess.render import missed_text, status_code
 from agora.toolsets.chess.replies import PROTOCOL_VERSION, NextAction, Rejection, StatusCode
 from agora.toolsets.chess.sessions import OTHER_CONNECTION
 from agora.toolsets.chess.snapshot import Snapshot

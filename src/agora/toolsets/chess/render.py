@@ -8,7 +8,8 @@ trio, and no rule decisions (those belong to `agora.toolsets.chess.game`).
 A refused command's body is `agora.toolsets.chess.refusals`; the refusal of arguments that
 fail the inputSchema is `agora.toolsets.chess.arguments`.
 What is read off a position, and memoised, lives in `agora.toolsets.chess.position`;
-here only the per-reply parts: the status, the next action, the message and the result;
+here only the per-reply parts: the status, the message and the result (the next action
+each status names is `agora.toolsets.chess.actions`);
 `agora.toolsets.chess.fit` keeps a ``move_piece`` or ``wait_for_turn`` reply within its
 byte budget.
 """
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from agora.toolsets.chess.actions import NEXT_GAME, RECONNECT, next_action
 from agora.toolsets.chess.fit import fit
 from agora.toolsets.chess.game import Result, declined_draw
 from agora.toolsets.chess.guide import CONTRACT, evaluation_guide
@@ -40,7 +42,6 @@ from agora.toolsets.chess.replies import (
     WaitReply,
 )
 from agora.toolsets.chess.sessions import SHARED_SEAT
-from agora.toolsets.chess.terms import DRAW_MARK
 
 if TYPE_CHECKING:
     from agora.toolsets.chess.guide import EvaluationGuide
@@ -54,7 +55,6 @@ _STATUS: Final[dict[str, StatusCode]] = {
     "human_turn": "HUMAN_TURN",
     "over": "GAME_OVER",
 }
-_MOVE_TEMPLATE: Final = {"from": "<square>", "to": "<square>", "note": "<why>"}
 #: A result reason in words: "won by checkmate", "drawn by agreement".
 REASON_WORDS: Final = {
     "checkmate": "checkmate",
@@ -68,88 +68,11 @@ REASON_WORDS: Final = {
     "agreement": "agreement",
     "abandoned": "a new game",
 }
-#: The next action of a wait cut short by shutdown: the client (or the stdio relay)
-#: reconnects by itself once the server is back, so the agent only waits and calls again.
-_RECONNECT: Final = (
-    "The server is restarting: wait a few seconds and call wait_for_turn again (your client"
-    " or relay reconnects by itself)."
-)
-
-
-#: The next action of a wait for the human's next game that ended with none started.
-_NEXT_GAME: Final = NextAction(
-    "wait_for_turn",
-    {"wait_for_human": True},
-    "No new game has started yet. To keep waiting for the human's next game, call"
-    " wait_for_turn with wait_for_human true again; to stop playing, stop.",
-)
 
 
 def status_code(snap: Snapshot) -> StatusCode:
     """The statusCode of a snapshot (never WAIT_TIMEOUT, which only a wait can produce)."""
     return _STATUS[snap.phase]
-
-
-def next_action(
-    status: StatusCode, wait_for_human: bool = False, seat: Seat = "agent"
-) -> NextAction:
-    """The exact call the caller in ``seat`` should make next in ``status``."""
-    if seat == "watcher" and status not in ("GAME_OVER", "TABLE_NOT_FOUND"):
-        return NextAction(
-            "wait_for_turn",
-            {},
-            "You are watching (no agent token): call wait_for_turn to see the next change.",
-        )
-    match status:
-        case "SIDE_CHOICE_REQUIRED":
-            return NextAction(
-                "wait_for_turn",
-                {"wait_for_human": True},
-                "Call wait_for_turn with wait_for_human true: it waits for the human's choice"
-                " of sides (without it, wait_for_turn answers this at once).",
-            )
-        case "AGENT_TURN":
-            return NextAction(
-                "move_piece",
-                dict(_MOVE_TEMPLATE),
-                # The seed's move_piece description (kept verbatim) says nothing of draws,
-                # and an agent that starts at wait_for_turn never reads join_game's contract.
-                "from: a legalMoves key; to: one of its squares (a 5th letter: promotion). "
-                f"{DRAW_MARK} in the note offers or accepts a draw.",
-            )
-        case "HUMAN_TURN":
-            return NextAction("wait_for_turn", {}, "The human is to move; wait for your turn.")
-        case "WAIT_TIMEOUT":
-            args: dict[str, Any] = {"wait_for_human": True} if wait_for_human else {}
-            return NextAction("wait_for_turn", args, "Nothing new yet; call wait_for_turn again.")
-        case "AGENT_TOKEN_REQUIRED":
-            return NextAction(
-                None,
-                {},
-                "Only the seated agent may move: reconnect to this endpoint with ?token=<the "
-                "table's agent token, shown to the human on the page>. Until then you may "
-                "watch with get_board and wait_for_turn.",
-            )
-        case "INVALID_ARGUMENTS":
-            return NextAction(
-                "get_board",
-                {},
-                "Re-read the board, then call again with arguments from legalMoves.",
-            )
-        case "TABLE_NOT_FOUND":
-            return NextAction(None, {}, "Ask the human for the table's agent endpoint.")
-        case "SERVER_ERROR":
-            return NextAction(
-                "get_board", {}, "Nothing was changed: re-read the board, then act on it."
-            )
-        case _:
-            return NextAction(
-                None,
-                {},
-                "The game is over; stop. To play the human's next game instead, call"
-                " wait_for_turn with wait_for_human true: it answers when one starts (or"
-                " says GAME_OVER again at its timeout).",
-            )
 
 
 def ownership(agent_color: ColorName | None) -> Ownership:
@@ -279,7 +202,7 @@ def _fields(
     result = game_result(snap)
     action = next_action(status, wait_for_human, seat)
     if shutting_down:
-        action = NextAction("wait_for_turn", action.arguments, _RECONNECT)
+        action = NextAction("wait_for_turn", action.arguments, RECONNECT)
     return {
         "ok": True,
         "protocol_version": PROTOCOL_VERSION,
@@ -370,7 +293,7 @@ def wait_reply(
         fields["message"] += " This call returned at once, without waiting."
     if no_new_game:  # it keeps its way to wait on: the agent chose to play the next game
         fields["message"] += " No new game yet: the human has not started one."
-        fields["next_action"] = _NEXT_GAME
+        fields["next_action"] = NEXT_GAME
     guide = _guide(snap.fen, snap.agent_color) if fields["agent_may_move"] else None
     human = human_presence(snap)
     if cut_short:
