@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import trio
 
-from agora.toolsets.chess.commands import NewGame, OfferDraw, Resign
+from agora.toolsets.chess.commands import NewGame, OfferDraw, Resign, TrackPage
 from agora.toolsets.chess.position import ungroup_moves
 
 
@@ -300,3 +300,24 @@ async def test_at_side_choice_a_wait_given_a_timeout_waits(table, autojump_clock
     reply, at = results[0]
     assert at - start == 10
     assert reply["statusCode"] == "AGENT_TURN"
+
+
+async def test_a_wait_that_times_out_says_since_when_the_humans_page_is_closed(
+    table, autojump_clock
+):
+    await table.choose("black")
+    await table.human(TrackPage(table.token, connected=True))
+    with trio.fail_after(60):
+        present = await table.tool("wait_for_turn", timeout_ms=1000)
+    assert present["message"] == "No change before the timeout."
+    await table.human(TrackPage(table.token, connected=False))  # the tab closed
+    with trio.fail_after(60):
+        away = await table.tool("wait_for_turn", timeout_ms=1000)
+    assert (away["statusCode"], away["human"]) == ("WAIT_TIMEOUT", "away")
+    assert away["message"] == (
+        "No change before the timeout. The human's page has been closed since 2026-11-30"
+        " 00:00:00 UTC: you may keep waiting, or stop and tell your user."
+    )
+    action = away["nextAction"]
+    assert (action["tool"], action["arguments"]) == ("wait_for_turn", {})
+    assert "or stop and tell your user" in action["instruction"]

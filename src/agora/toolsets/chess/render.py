@@ -16,6 +16,7 @@ byte budget.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 from typing import TYPE_CHECKING, Any, Final
 
@@ -291,6 +292,10 @@ def wait_reply(
     fields = _fields(snap, status, seat, condition.wait_for_human or for_sides, cut_short)
     if status == "SIDE_CHOICE_REQUIRED" and seat == "agent" and not for_sides:
         fields["message"] += " This call returned at once, without waiting."
+    if status == "WAIT_TIMEOUT" and seat == "agent" and not cut_short and not snap.human_connected:
+        fields["message"] += _human_gone(snap)
+        args = fields["next_action"].arguments
+        fields["next_action"] = NextAction("wait_for_turn", args, _KEEP_WAITING_OR_STOP)
     if no_new_game:  # it keeps its way to wait on: the agent chose to play the next game
         fields["message"] += " No new game yet: the human has not started one."
         fields["next_action"] = NEXT_GAME
@@ -299,6 +304,25 @@ def wait_reply(
     if cut_short:
         return fit(WaitReply(**fields, human=human, evaluation_guide=guide, shutting_down=True))
     return fit(WaitReply(**fields, human=human, evaluation_guide=guide))
+
+
+#: The next action of a wait that timed out while no page of the human's is open.
+_KEEP_WAITING_OR_STOP: Final = (
+    "Nothing new yet, and no page of the human's is open: call wait_for_turn again to keep"
+    " waiting, or stop and tell your user that the human left the table."
+)
+
+
+def _human_gone(snap: Snapshot) -> str:
+    """What a wait that timed out says of the human when no page of theirs is open."""
+    if snap.human_left_at is not None:
+        when = dt.datetime.fromisoformat(snap.human_left_at).astimezone(dt.UTC)
+        gone = f"The human's page has been closed since {when:%Y-%m-%d %H:%M:%S} UTC"
+    elif snap.human_came:
+        gone = "No page of the human's is open"
+    else:
+        gone = "No page of the human's has been open since the server started"
+    return f" {gone}: you may keep waiting, or stop and tell your user."
 
 
 def _abandoned_reply(waited_on: Snapshot, now: Snapshot, seat: Seat) -> WaitReply:

@@ -49,6 +49,9 @@ class Snapshot(msgspec.Struct, frozen=True):
     human_came: bool = False
     #: A page with the human token has its live stream open now.
     human_connected: bool = False
+    #: When the human's last open page closed (ISO 8601), while none is open; None when one
+    #: is, or none closed since the server started.
+    human_left_at: str | None = None
     #: Why no agent is present (None while one is): none has called with the agent token
     #: since it was issued ("token"), since the server started ("restart": presence is kept
     #: in memory), or within `AGENT_FRESH_SECONDS` ("stale").

@@ -70,10 +70,11 @@ class ChessTable:
         #: memory only (the row's ``agent_seen_at`` only records when an agent last arrived).
         self.agent_seen: float | None = None
         self._mono = 0.0
-        #: The human's pages with their live stream open (`TrackPage`), and whether the
-        #: human came at all: in memory only, as the agent's presence is.
+        #: The human's pages with their live stream open (`TrackPage`), whether the human
+        #: came at all, and when their last page closed: in memory only, as presence is.
         self.human_pages = 0
         self.human_came = False
+        self.human_left_at: str | None = None
         #: The game the agent was last shown, and if it was over; the game it missed the end of.
         self._agent_saw: tuple[int, bool] | None = None
         self._missed: PastGame | None = None
@@ -164,6 +165,7 @@ class ChessTable:
             agent_token=self.row.agent_token,
             human_came=self.human_came,
             human_connected=self.human_pages > 0,
+            human_left_at=self.human_left_at,
             agent_absence=absence,
             agent_shared=shared,
         )
@@ -214,6 +216,7 @@ class ChessTable:
     def _track_page(self, command: TrackPage, at: str) -> Effects:
         self._check_human(command.token)
         self.human_pages = max(0, self.human_pages + (1 if command.connected else -1))
+        self.human_left_at = None if self.human_pages else at
         # No version bump and nothing to store: presence is not part of the game.
         return Effects(reply=self.snapshot(), changed=True)
 
