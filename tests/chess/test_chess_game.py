@@ -173,6 +173,28 @@ def test_promotion_defaults_to_a_queen():
     assert game.play("agent", "a7", "a8", None, None, AT).san == "a8=Q"
 
 
+@pytest.mark.parametrize(
+    ("by", "agent_color", "fen", "onto_rook", "uci", "san"),
+    [
+        ("agent", "white", "r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "e1h1", "e1g1", "O-O"),
+        ("agent", "white", "r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "e1a1", "e1c1", "O-O-O"),
+        ("human", "white", "r3k2r/8/8/8/8/8/8/R3K2R b KQkq - 0 1", "e8h8", "e8g8", "O-O"),
+        ("human", "white", "r3k2r/8/8/8/8/8/8/R3K2R b KQkq - 0 1", "e8a8", "e8c8", "O-O-O"),
+    ],
+)
+def test_castling_onto_the_rook_is_recorded_as_the_kings_move(
+    by, agent_color, fen, onto_rook, uci, san
+):
+    # Standard chess UCI: the king's destination (king onto rook is Chess960's form).
+    game = started(agent_color, fen)
+    played = game.play(by, onto_rook[:2], onto_rook[2:], None, None, AT)
+    assert (played.uci, played.san) == (uci, san)
+    restored = Game(1, start_fen=fen, agent_color=agent_color)
+    restored.restore(onto_rook, san, by, None, AT)  # a row stored before the fix
+    assert restored.moves[0].uci == uci
+    assert restored.board.fen() == game.board.fen()
+
+
 def test_the_human_resigns_and_the_agent_wins():
     game = started("black")
     result = game.resign("human", AT)

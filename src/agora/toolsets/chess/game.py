@@ -307,7 +307,7 @@ class Game:
             ply=len(self.moves) + 1,
             move_number=self.board.fullmove_number,
             color=color_name(self.board.turn),
-            uci=move.uci(),
+            uci=self.board.uci(move),  # castling as the king's move (e1g1), not onto the rook
             san=self.board.san(move) if san is None else san,
             by=by,
             note=note,
