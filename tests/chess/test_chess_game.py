@@ -168,6 +168,14 @@ def test_promotion_to_each_piece(piece):
     assert game.board.piece_at(chess.A8) == chess.Piece.from_symbol(piece.upper())
 
 
+def test_a_promotion_piece_on_another_move_is_refused_in_words():
+    # The contract's "defaults to queen" is for a promoting pawn: any other move is refused.
+    game = started("white")
+    with pytest.raises(ChessError, match="not a promotion: send it again without promotion"):
+        game.play("agent", "b1", "c3", "q", None, AT)
+    assert game.moves == ()
+
+
 def test_promotion_defaults_to_a_queen():
     game = started("white", "8/P6k/8/8/8/8/8/K7 w - - 0 1")
     assert game.play("agent", "a7", "a8", None, None, AT).san == "a8=Q"

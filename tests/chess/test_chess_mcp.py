@@ -362,3 +362,19 @@ async def test_two_sessions_with_one_agent_token_never_play_a_stale_move():
             await two.call("get_board", {})
             is_error, moved = await two.call("move_piece", {"from": "e2", "to": "e4"})
             assert (is_error, moved["lastMove"]["san"]) == (False, "e4")
+
+
+async def test_a_null_optional_argument_is_refused_with_words_to_leave_it_out():
+    # The seed's inputSchema types promotion and note as strings (no null): clients that send
+    # null for unset fields are told to leave them out, and a promotion piece where it goes.
+    seat = "/mcp/chess/default?token={agent}"
+    with trio.fail_after(20):
+        async with _clients(seat, agent_side="white") as (_server, _tokens, (agent,)):
+            for field in ("promotion", "note"):
+                move = {"from": "b1", "to": "c3", field: None}
+                is_error, body = await agent.call("move_piece", move)
+                assert (is_error, body["code"]) == (True, "INVALID_ARGUMENTS")
+                assert f"argument '{field}' is null: leave it out instead" in body["error"]
+            _, board = await agent.call("get_board", {})
+            instruction = board["nextAction"]["instruction"]
+            assert "a 5th letter goes in promotion" in instruction

@@ -53,7 +53,7 @@ def next_action(
                 dict(_MOVE_TEMPLATE),
                 # The seed's move_piece description (kept verbatim) says nothing of draws,
                 # and an agent that starts at wait_for_turn never reads join_game's contract.
-                "from: a legalMoves key; to: one of its squares (a 5th letter: promotion). "
+                "from: a legalMoves key; to: one of its squares; a 5th letter goes in promotion. "
                 f"{DRAW_MARK} in the note offers or accepts a draw.",
             )
         case "HUMAN_TURN":

@@ -59,6 +59,16 @@ _PROMOTION_WORDS: Final = (
 )
 
 
+#: The optional fields a client may send as null, with what leaving each out means: the
+#: inputSchemas (the seed's) declare a type without null, so null is refused, in these words.
+_OPTIONAL: Final = {
+    "promotion": "optional: a pawn reaching the last rank becomes a queen without it",
+    "note": "optional: the move is then played without a note",
+    "timeout_ms": "optional: the wait then lasts up to 55000 ms",
+    "wait_for_human": "optional: false without it",
+}
+
+
 def issue_rejection(
     issues: Sequence[ValidationIssue],
     table: tuple[Snapshot, Seat] | None = None,
@@ -69,13 +79,18 @@ def issue_rejection(
     ``args``: the arguments as sent, when known (a ``to`` written as a square and a piece
     letter is told where the piece goes)."""
     first = str(issues[0].path[0]) if issues and issues[0].path else ""
-    sent_to = args.get("to") if args is not None else None
-    return argument_rejection([_describe(issue, sent_to) for issue in issues], first, table, tool)
+    sent = args if args is not None else {}
+    return argument_rejection([_describe(issue, sent) for issue in issues], first, table, tool)
 
 
-def _describe(issue: ValidationIssue, sent_to: object = None) -> str:
-    """One issue in words; a square's broken pattern says what a square is, and a ``to``
-    that is a square and a promotion piece (``a8q``) where that piece goes."""
+def _describe(issue: ValidationIssue, sent: Mapping[str, Any]) -> str:
+    """One issue in words; a square's broken pattern says what a square is, a ``to`` that
+    is a square and a promotion piece (``a8q``) where that piece goes, and a null optional
+    field (the schemas take none) to leave it out."""
+    name = issue.path[0] if len(issue.path) == 1 else None
+    if name in _OPTIONAL and name in sent and sent[name] is None:
+        return f"argument '{name}' is null: leave it out instead ({_OPTIONAL[name]})"
+    sent_to = sent.get("to")
     if issue.rule == "pattern" and issue.path and issue.path[0] in ("from", "to"):
         promoted = isinstance(sent_to, str) and _SQUARE_AND_PIECE.fullmatch(sent_to) is not None
         promotion = _PROMOTION_WORDS if issue.path[0] == "to" and promoted else ""

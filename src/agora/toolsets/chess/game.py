@@ -360,7 +360,10 @@ class Game:
             and chess.square_rank(target) in (0, 7)
         )
         if promotion is not None and not promotes:
-            raise self._illegal(f"{from_sq}{to_sq} is not a promotion; omit promotion.")
+            raise self._illegal(
+                f"{from_sq}{to_sq} is not a promotion: send it again without promotion (only a"
+                " pawn reaching the last rank promotes; promotion's default, queen, is for it)."
+            )
         kind = _PROMOTIONS[promotion or "q"] if promotes else None
         move = chess.Move(origin, target, promotion=kind)
         if move not in self.board.legal_moves:
