@@ -379,20 +379,5 @@ class ChessTables:
         return ChessTable(key, stored.table, replay(key, stored.table.game_no, stored))
 
 
-def past_game(conn: ReadConn, key: str, number: int) -> Snapshot | None:
-    """Game ``number`` of table ``key`` as its snapshot (for its PGN); None if there is none.
-
-    Raises:
-        LookupError: if the stored rows are inconsistent.
-    """
-    try:
-        stored = sql.read_table(conn, key, number)
-    except LookupError:
-        return None  # no such game at this table
-    if stored is None:
-        return None
-    return ChessTable(key, stored.table, replay(key, number, stored)).snapshot()
-
-
 #: The one kind instance shared by the tools and the pages.
 KIND: Final = ChessTables()

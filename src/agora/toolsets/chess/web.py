@@ -57,8 +57,9 @@ from agora.toolsets.chess.commands import (
     Tokens,
     TrackPage,
 )
+from agora.toolsets.chess.past import past_game
 from agora.toolsets.chess.pgn import game_pgn
-from agora.toolsets.chess.table import KIND, past_game
+from agora.toolsets.chess.table import KIND
 from agora.toolsets.chess.terms import ChessError
 from agora.web.http import VIEWPORT, EventStream, Request, Response, Route, wants_html
 
