@@ -107,3 +107,32 @@ async def test_the_agents_declined_draw_offer_is_shown_until_the_humans_next_mov
             await table.tool("move_piece", **{"from": "b8", "to": "c6", "note": "yes (=)"})
             assert (await table.look()).result is not None  # accepted: a draw, not declined
             assert await declined(runtime) == (False, False)
+
+
+async def test_after_a_restart_an_offer_whose_sight_is_unknown_is_not_called_unseen(
+    tmp_path, make_table
+):
+    """The agent saw the offer, the server restarted, the agent moved: the server cannot tell
+    whether the offer was seen, so it stands, and neither side is told it was not seen."""
+    path = tmp_path / "agora.db"
+    with trio.fail_after(30):
+        async with server(path) as runtime:
+            table = make_table(runtime, "default", await ensure_table(runtime))
+            await table.choose("black")
+            await table.human_move("e2e4")
+            await table.human(OfferDraw(table.token))
+            assert (await table.tool("wait_for_turn"))["drawOffer"] == "human"
+
+        async with server(path) as runtime:
+            table = make_table(runtime, "default", await ensure_table(runtime))
+            moved = await table.tool("move_piece", **{"from": "e7", "to": "e5", "note": "no"})
+            assert moved["drawOffer"] == "human"  # it stands
+            assert "cannot tell whether you saw this offer: it stands" in moved["message"]
+            assert "after your last look" not in moved["message"]
+            query = {"token": table.token}
+            _, state = await api(runtime, "GET", "/play/default/state", query=query)
+            assert (state["drawOfferUnseen"], state["drawOfferSightUnknown"]) == (True, True)
+            # Once a reply has shown it again, the next move answers it as always.
+            await table.human_move("g1f3")
+            await table.tool("move_piece", **{"from": "b8", "to": "c6"})
+            assert (await table.look()).draw_offer is None

@@ -62,6 +62,9 @@ class PageState(msgspec.Struct, frozen=True, rename="camel"):
     #: The human's offer stood through the agent's last move: the agent moved before a
     #: reply had shown it the offer, so that move did not decline it.
     draw_offer_unseen: bool
+    #: With ``draw_offer_unseen``: the server restarted since the offer and cannot tell
+    #: whether the agent saw it (so the page does not say it did not).
+    draw_offer_sight_unknown: bool
     #: The human's last move declined the agent's draw offer (the agent is told it as
     #: ``drawDeclined``), until the agent's next move.
     human_declined: bool
@@ -215,6 +218,7 @@ def page_state(snap: Snapshot, *, human: bool, public_url: str) -> PageState:
         draw_offer_unseen=snap.draw_offer == "human"
         and bool(snap.moves)
         and snap.moves[-1].ply in snap.unseen_plies,
+        draw_offer_sight_unknown=snap.offer_sight_unknown,
         result=result,
         agent_present=snap.agent_present,
         agent_absence=snap.agent_absence,

@@ -168,6 +168,12 @@ def _offer_text(snap: Snapshot) -> str:
     """The human's pending draw offer: how to accept it, and that a move declines it; said
     with the agent's move that passed it unseen (the agent had not been shown it)."""
     moves = snap.moves
+    if moves and moves[-1].ply in snap.unseen_plies and snap.offer_sight_unknown:
+        return (
+            " The server restarted since the human offered a draw and cannot tell whether you"
+            " saw this offer: it stands (this move did not decline it). Write (=) in your next"
+            " move's note to accept; a move without (=) declines it."
+        )
     if moves and moves[-1].by == "agent" and moves[-1].ply in snap.unseen_plies:
         return (
             " The human offered a draw after your last look at the board, so this move did not"

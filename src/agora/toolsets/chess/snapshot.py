@@ -52,6 +52,9 @@ class Snapshot(msgspec.Struct, frozen=True):
     #: When the human's last open page closed (ISO 8601), while none is open; None when one
     #: is, or none closed since the server started.
     human_left_at: str | None = None
+    #: The agent's last move let the human's offer stand (`unseen_plies`) because the server
+    #: restarted since the offer and cannot tell whether a reply had shown it to the agent.
+    offer_sight_unknown: bool = False
     #: Why no agent is present (None while one is): none has called with the agent token
     #: since it was issued ("token"), since the server started ("restart": presence is kept
     #: in memory), or within `AGENT_FRESH_SECONDS` ("stale").

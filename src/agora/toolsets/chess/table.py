@@ -83,6 +83,10 @@ class ChessTable:
         #: made so far): a move declines only an offer its agent was shown (in memory only,
         #: as presence is: after a restart the agent's next look shows it again).
         self._offer_shown: tuple[int, int] | None = None
+        #: The human's offer pending when the table was loaded (a restart): whether the agent
+        #: saw it is not known; the ply of the agent move that let it stand for that reason.
+        self._offer_at_load = self._human_offer()
+        self._sight_unknown_ply: int | None = None
         #: What each agent connection was last shown (`AgentSessions`; in memory only).
         self.sessions = AgentSessions()
 
@@ -166,6 +170,7 @@ class ChessTable:
             human_came=self.human_came,
             human_connected=self.human_pages > 0,
             human_left_at=self.human_left_at,
+            offer_sight_unknown=bool(game.moves) and game.moves[-1].ply == self._sight_unknown_ply,
             agent_absence=absence,
             agent_shared=shared,
         )
@@ -187,6 +192,7 @@ class ChessTable:
         self._check_agent(command.agent_token)
         self._agent_looks()
         arrived = self._saw_agent(at, command.session)
+        offer = self._human_offer()
         try:
             stale = self.sessions.stale(command.session, self.game)
             if stale is not None:
@@ -198,7 +204,7 @@ class ChessTable:
                 command.promotion,
                 command.note,
                 at,
-                offer_seen=self._offer_shown == self._human_offer(),
+                offer_seen=self._offer_shown == offer,
             )
         except ChessError as err:
             if not arrived:
@@ -208,6 +214,8 @@ class ChessTable:
             announced = self._changed()
             err.snapshot = announced.reply
             return Effects(reply=err, writes=announced.writes, changed=True)
+        if offer is not None and offer == self._offer_at_load and offer != self._offer_shown:
+            self._sight_unknown_ply = played.ply  # it stood: the restart forgot its sight
         self._shows_offer()  # an offer that stood through the move: its reply shows it
         self.sessions.saw(command.session, self.game)
         return self._changed(sql.insert_move(self.name, self.game.number, played))

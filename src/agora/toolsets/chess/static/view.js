@@ -300,7 +300,11 @@ const chessView = (() => {
       text += human ? " You offered a draw." : " The human offers a draw.";
     }
     // The agent moved before it was shown the offer: the move did not decline it.
-    if (state.drawOfferUnseen) text += " The agent moved before it saw the offer: it still stands.";
+    if (state.drawOfferUnseen) {
+      text += state.drawOfferSightUnknown
+        ? " The server restarted and cannot tell whether the agent saw the offer: it still stands."
+        : " The agent moved before it saw the offer: it still stands.";
+    }
     // The agent's move declined the human's offer (the agent is told the converse itself).
     if (state.drawDeclined) text += ` The agent declined ${yours} draw offer.`;
     showStatus(text);
