@@ -1,10 +1,11 @@
 """debate/v1's blind barrier on delivery: what a held blind CLAIM hides, and from whom.
 
-A blind CLAIM the barrier holds back is, to every viewer but its author and conductors, no
-message at all (`seen`); their inboxes stop at it (`visible_inbox`), so no cursor passes it
-(`check_advance`, `check_watermark`), and no post is refused for an urgent message that
-the inbox holds behind it (`stale_read`). The recipients of a held CLAIM are not told that
-it came (`announced`). Reads the topic's records only: it moves no phase (`protocol` does).
+A blind CLAIM the barrier holds back is, to every viewer but its author and conductors
+that do not debate (`hidden_ids`), no message at all (`seen`); their inboxes stop at it
+(`visible_inbox`), so no cursor passes it (`check_advance`, `check_watermark`), and no
+post is refused for an urgent message that the inbox holds behind it (`stale_read`). The
+recipients of a held CLAIM are not told that it came (`announced`). Reads the topic's
+records only: it moves no phase (`protocol` does).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Binding
 from agora.toolsets.debate.protocol import guide
 from agora.toolsets.debate.protocol.state import (
+    debates,
     holds_both_blind,
     judging_own_debate,
     not_independent,
@@ -250,6 +251,34 @@ def _gate_bind(topic: Topic, cmd: BindRole) -> None:
     check_sanction(topic, cmd)
     if cmd.state == "active":
         check_independent(topic, cmd.caller, cmd.role)
+        check_unread(topic, cmd.caller, cmd.role)
+
+
+def check_unread(topic: Topic, caller: Caller, role: str) -> None:
+    """A conductor-scoped principal that does not debate yet reads every held blind CLAIM
+    (`hidden_ids`): it may not take a blind role once another blind role's CLAIM is in,
+    since its own CLAIM would be written having read that one.
+
+    Raises:
+        DebateError: ``blind_barrier_pending``.
+    """
+    state = topic.data.protocol
+    if state is None or not caller.conductor or role not in state.blind_roles:
+        return
+    if debates(state, topic.all_bindings(), caller.name):
+        return  # it held a blind role before that CLAIM came: the barrier hid it
+    other = next((r for m, r in state.pending_blind().items() if r != role), None)
+    if other is not None:
+        raise reject(
+            "blind_barrier_pending",
+            f"{role} is a blind role, and {other}'s blind CLAIM is already in: your principal"
+            " has the conductor scope, which shows a held CLAIM to a principal that holds no"
+            f" blind role, so a {role} CLAIM of yours would not be blind. Let a debater bind"
+            f" {role} with a bearer token without the conductor scope (a conductor that binds"
+            " a blind role before any CLAIM is in is a debater, and held CLAIMs are hidden"
+            " from it as from any debater)",
+            role=role,
+        )
 
 
 def _bind_active(topic: Topic, cmd: BindRole, at: str, writes: list[Write]) -> tuple[Binding, int]:

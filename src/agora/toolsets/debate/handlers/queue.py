@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.handlers.common import caller, checked
+from agora.toolsets.debate.protocol.state import debates
 from agora.toolsets.debate.replies import tool_error
 from agora.toolsets.debate.rules import (
     OPEN_STATES,
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from agora.store.neutral import ReadConn
     from agora.toolsets.base import ToolCall
     from agora.toolsets.debate.access import Caller
-    from agora.toolsets.debate.model import TopicRow
+    from agora.toolsets.debate.model import Binding, TopicRow
 
 QUEUE_LIMIT = 50
 
@@ -68,6 +69,24 @@ def _item(row: TopicRow, signals: Signals | None, now: dt.datetime) -> dict[str,
     }
 
 
+def _held_from(
+    conn: ReadConn,
+    who: Caller,
+    pending: dict[str, set[str]],
+    bindings: dict[str, list[Binding]],
+) -> dict[str, set[str]]:
+    """The held blind CLAIMs of ``pending`` (topic_id -> msg_ids) hidden from ``who``: all of
+    them, but on the topics where a conductor does not debate (`debates`)."""
+    if not who.conductor:
+        return pending
+    out = {}
+    for topic_id, held in pending.items():
+        state = sql.protocol_state(conn, topic_id)
+        if state is not None and debates(state, bindings[topic_id], who.name):
+            out[topic_id] = held
+    return out
+
+
 def _queue(
     conn: ReadConn,
     who: Caller,
@@ -85,9 +104,10 @@ def _queue(
     ids_seen = [r.topic_id for r in visible]
     questions = sql.open_questions(conn, ids_seen)
     claims = sql.active_claims(conn, ids_seen)
-    # A blind CLAIM not yet released is, for anyone but a conductor, nobody's latest message
-    # and no pending priority (the queue views as no role, as a search without viewer_role).
-    blind = {} if who.conductor else sql.blind_pending(conn, ids_seen)
+    # A blind CLAIM not yet released is, for anyone but a conductor that does not debate,
+    # nobody's latest message and no pending priority (the queue views as no role, as a
+    # search without viewer_role).
+    blind = _held_from(conn, who, sql.blind_pending(conn, ids_seen), bindings)
     peaks = sql.open_priorities(conn, ids_seen, {m for ids in blind.values() for m in ids})
     latest: dict[str, dict[str, Any] | None] = dict(sql.latest_messages(conn, ids_seen))
     for topic_id, hidden in blind.items():

@@ -278,6 +278,15 @@ def holds_both_blind(state: ProtocolState | None, bindings: Iterable[Binding], o
     return held.issuperset(state.blind_roles)
 
 
+def debates(state: ProtocolState, bindings: Iterable[Binding], owner: str) -> bool:
+    """Whether ``owner`` holds or held (active or retired binding) a blind role of the
+    debate: a debater, to whom the conductor scope's view of hidden CLAIMs does not apply."""
+    return any(
+        b.owner == owner and b.role in state.blind_roles and b.state != "diagnostic"
+        for b in bindings
+    )
+
+
 def not_independent(state: ProtocolState, role: str, held: str, *, verdict: bool = False) -> Any:
     """The refusal of a judge that would not be independent of the blind pair: ``role`` was
     to be bound (or to judge) while its principal holds ``held``, a role of the other kind."""
@@ -313,15 +322,19 @@ def hidden_ids(
 ) -> set[str]:
     """The messages the blind barrier hides from this viewer.
 
-    A pending blind CLAIM stays visible to conductor callers (the control plane) and to its
-    author: a caller viewing as the author role while owning that role's active binding.
-    Everyone else, the other blind role, judges, humans and star included, sees nothing of
-    it until both claims are committed.
+    A pending blind CLAIM stays visible to conductor callers that do not debate (the control
+    plane: a principal that holds or held a blind role of the topic is a debater, whatever
+    its scopes, `debates`) and to its author: a caller viewing as the author role while
+    owning that role's active binding. Everyone else, the other blind role, judges, humans
+    and star included, sees nothing of it until both claims are committed.
     """
-    if state is None or caller.conductor:
+    if state is None:
         return set()
     pending = state.pending_blind()
     if not pending:
+        return set()
+    bindings = list(bindings)
+    if caller.conductor and not debates(state, bindings, caller.name):
         return set()
     own = viewer_role is not None and any(
         b.role == viewer_role and b.owner == caller.name and b.state == "active" for b in bindings

@@ -1,0 +1,85 @@
+"""debate/v1: the conductor scope shows held blind CLAIMs to supervisors, never to a debater.
+
+A principal with the conductor scope that holds (or held) a blind role is a debater: the
+other side's CLAIM is hidden from it until the barrier releases, on every path (read, search,
+signal check, the work queue, a msg_id it names), as from any debater. One that does not
+debate yet may not take a blind role once another blind role's CLAIM is in, since it could
+read that CLAIM first.
+"""
+
+from __future__ import annotations
+
+from debate_support import BOB, CAROL, CONDUCTOR, payload
+
+from agora.identity import Principal
+
+#: A second conductor-scoped principal, a supervisor that debates nothing.
+COLE = Principal("cole", scopes=frozenset({"conductor"}), projects=frozenset({"ops"}))
+DORA = Principal("dora", projects=frozenset({"ops"}))
+
+
+async def _debating_conductor(desk):
+    """An ACTIVE v1 topic whose PRO is held by the conductor-scoped cora (seeded by her
+    debate_init), CON by bob and JUDGE by carol; returns (topic, PRO's session)."""
+    con, judge = await desk.session(BOB), await desk.session(CAROL)
+    pro = await desk.session(CONDUCTOR)
+    topic = await desk.topic(
+        CONDUCTOR,
+        {"PRO": pro, "CON": (BOB, con), "JUDGE": (CAROL, judge)},
+        protocol_version="debate/v1",
+        blind_roles_csv="PRO,CON",
+    )
+    return topic, pro
+
+
+async def _con_claim(desk, topic):
+    out = await desk.post(
+        BOB, topic, "CON", "CON-SECRET", to="PRO,JUDGE", kind="CLAIM", payload_json=payload()
+    )
+    return out["msg_id"]
+
+
+async def test_a_conductor_holding_a_blind_role_does_not_see_the_other_claim(desk):
+    topic, pro = await _debating_conductor(desk)
+    claim = await _con_claim(desk, topic)
+    inbox = await desk.check(CONDUCTOR, topic, "PRO", pro)
+    assert inbox["pending"] == []
+    for role in ("PRO", "CON"):
+        read = await desk.call(CONDUCTOR, "debate_read", topic_id=topic, role=role)
+        assert claim not in [m["msg_id"] for m in read["messages"]], role
+    for view in ({"viewer_role": "PRO"}, {}):
+        found = await desk.call(CONDUCTOR, "debate_search", topic_id=topic, query="SECRET", **view)
+        assert found["count"] == 0, view
+    queue = await desk.call(CONDUCTOR, "debate_work_queue", topics_csv=topic)
+    [item] = queue["items"]
+    assert (item["latest_message"] or {}).get("msg_id") != claim
+    # Its own CLAIM releases the barrier, as any debater's does.
+    await desk.post(CONDUCTOR, topic, "PRO", "pro", to="CON", kind="CLAIM", payload_json=payload())
+    inbox = await desk.check(CONDUCTOR, topic, "PRO", pro)
+    assert [m["msg_id"] for m in inbox["pending"]] == [claim]
+
+
+async def test_a_supervising_conductor_still_sees_a_held_claim(desk):
+    topic, _ = await _debating_conductor(desk)
+    claim = await _con_claim(desk, topic)
+    read = await desk.call(COLE, "debate_read", topic_id=topic, role="PRO")
+    assert claim in [m["msg_id"] for m in read["messages"]]
+
+
+async def test_a_conductor_may_not_take_a_blind_role_once_the_other_claim_is_in(desk):
+    con, judge = await desk.session(BOB), await desk.session(CAROL)
+    topic = await desk.topic(
+        BOB,
+        {"CON": con, "PRO": None, "JUDGE": (CAROL, judge)},
+        protocol_version="debate/v1",
+        blind_roles_csv="PRO,CON",
+        project="ops",
+    )
+    await _con_claim(desk, topic)
+    session = await desk.session(COLE)
+    body = await desk.bind(COLE, topic, "PRO", session, refused=True)
+    assert body["error"] == "blind_barrier_pending"
+    assert "CON's blind CLAIM is already in" in body["message"]
+    assert "conductor scope" in body["message"]
+    # A debater without the scope binds it.
+    await desk.bind(DORA, topic, "PRO", await desk.session(DORA))
