@@ -72,10 +72,10 @@ async def test_a_conductor_adds_roles_only_in_its_own_projects(desk):
 async def test_bind_role_takeover_is_denied_without_a_valid_override(desk, room):
     carol = await desk.session(CAROL)
     body = await desk.bind(CAROL, room["topic"], "ADVOCATE", carol, refused=True)
-    assert body["error"] == "unknown_topic"
+    assert body["error"] == "unknown_topic"  # carol holds no role there: a stranger
     mine = await desk.session(CONDUCTOR)
     body = await desk.bind(CONDUCTOR, room["topic"], "ADVOCATE", mine, refused=True)
-    assert body["error"] == "unknown_topic"
+    assert body["error"] == "duplicate_active"
     body = await desk.bind(
         CONDUCTOR,
         room["topic"],

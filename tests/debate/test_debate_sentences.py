@@ -52,7 +52,7 @@ async def test_add_role_on_a_role_held_elsewhere_falls_through_to_binding(desk, 
     body = await desk.refused(
         CONDUCTOR, "debate_add_role", topic_id=room["topic"], role="ADVOCATE", session_id=mine
     )
-    assert body["error"] == "unknown_topic"  # a takeover, as debate_bind_role would say
+    assert body["error"] == "duplicate_active"  # a takeover, as debate_bind_role would say
 
 
 async def test_conductor_acts_without_a_binding_only_through_the_override(desk, room):

@@ -36,6 +36,23 @@ def denied() -> DebateError:
     return DebateError("unknown_topic", DENIED_MESSAGE)
 
 
+BIND_DENIED_MESSAGE: Final = (
+    "unknown topic, or no role there that you can bind: check the topic_id you were handed,"
+    " that the role is one the topic declares, and that session_id is one of your sessions"
+    " (debate_session_open mints one). A role another principal's session already holds is"
+    " not free either: if it is yours to play, ask the conductor who handed you the"
+    " topic_id (on a debate/v1 topic only its holder can give it back, with debate_bind_role"
+    ' state "retired")'
+)
+
+
+def bind_denied() -> DebateError:
+    """debate_bind_role's uniform not-found error, for a caller that may not learn that the
+    topic exists: the same bytes whatever was missing, foreign or taken, in words that fit a
+    caller acquiring a role."""
+    return DebateError("unknown_topic", BIND_DENIED_MESSAGE)
+
+
 def not_your_session(field: str, session_id: str, hint: str) -> DebateError:
     """A named session the caller does not own, where no topic is in question: the same
     words whether it is someone else's or does not exist (nothing is disclosed)."""

@@ -15,17 +15,18 @@ from agora.mcp.results import Guided
 from agora.runtime.entity import Effects
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
-from agora.toolsets.debate.commands import barrier, protocol, workers
+from agora.toolsets.debate.commands import protocol, workers
+from agora.toolsets.debate.commands.seats import (
+    check_independent,
+    check_override,
+    check_sanction,
+    gate_bind,
+)
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Binding
 from agora.toolsets.debate.protocol import guide
-from agora.toolsets.debate.protocol.state import (
-    debates,
-    holds_both_blind,
-    judging_own_debate,
-    not_independent,
-)
-from agora.toolsets.debate.rules import OPEN_STATES, SENTINEL_PROJECT, reject
+from agora.toolsets.debate.protocol.state import holds_both_blind
+from agora.toolsets.debate.rules import SENTINEL_PROJECT, reject
 
 if TYPE_CHECKING:
     from agora.runtime.clock import Now
@@ -77,49 +78,6 @@ class BindRole(msgspec.Struct, frozen=True, tag=True):
     bound_by_msg_id: str | None = None
     bound_by_role: str | None = None
     replace_active: bool = False
-
-
-def check_override(topic: Topic, caller: Caller, msg_id: str | None) -> None:
-    """A conductor override must cite a CONDUCTOR DECISION of this topic, from a conductor
-    or star caller.
-
-    Raises:
-        DebateError: ``invalid_override``.
-    """
-    if topic.data.protocol is not None:  # debate/v1 takes no DECISION to cite
-        raise reject(
-            "invalid_override",
-            "a conductor override cites a CONDUCTOR DECISION, a legacy kind a debate/v1 topic"
-            " does not take, so this topic has no override: a role that lost its owner is"
-            " rebound by debate_protocol_maintain, and a free role by its participant",
-        )
-    meta = topic.data.messages.get(msg_id or "")
-    if (
-        not caller.privileged
-        or meta is None
-        or meta.kind != "DECISION"
-        or (meta.role != "CONDUCTOR")
-    ):
-        raise reject(
-            "invalid_override",
-            "conductor_override_msg_id must name a CONDUCTOR "
-            "DECISION in this topic, and only conductor or star callers may cite it",
-        )
-
-
-def check_sanction(topic: Topic, cmd: RosterChange) -> None:
-    """The cited ``bound_by_msg_id`` names a message of this topic (a blind CLAIM the barrier
-    hides from the caller, acting as the role, is no message to it), and the roster is open.
-
-    Raises:
-        DebateError: ``unknown_msg_id`` or ``topic_closed``.
-    """
-    cited = cmd.bound_by_msg_id
-    if cited is not None and barrier.seen(topic, cmd.caller, cmd.role, cited) is None:
-        raise reject("unknown_msg_id", "bound_by_msg_id names no message of this topic")
-    row = topic.require_row()
-    if row.state not in OPEN_STATES:
-        raise reject("topic_closed", f"the topic is {row.state}: its roster is final")
 
 
 def new_binding(
@@ -217,70 +175,6 @@ def add_role(topic: Topic, cmd: AddRole, now: Now) -> Effects:
     return Effects(reply=bind_reply(b, 0, added_role=True), writes=writes, changed=True)
 
 
-def _holds(topic: Topic, role: str, caller: Caller) -> bool:
-    """Whether binding ``role`` is no takeover: the caller holds it, or nobody does."""
-    current = topic.active(role)
-    return current is None or current.owner == caller.name
-
-
-def check_independent(topic: Topic, caller: Caller, role: str) -> None:
-    """Binding ``role`` leaves the caller's principal independent of the blind pair as a
-    judge (debate/v1): it may not hold a blind role and a role that may judge at once.
-
-    Raises:
-        DebateError: ``ineligible_judge``.
-    """
-    state = topic.data.protocol
-    held = judging_own_debate(state, topic.all_bindings(), caller.name, role)
-    if state is not None and held is not None:
-        raise not_independent(state, role, held)
-
-
-def _gate_bind(topic: Topic, cmd: BindRole) -> None:
-    row = topic.require_row()
-    if row.project == SENTINEL_PROJECT or cmd.role not in row.roles:
-        raise access.denied()
-    if not (cmd.caller.star or access.in_project(row, cmd.caller)):
-        raise access.denied()
-    if cmd.session_owner != cmd.caller.name:
-        raise access.denied()
-    if cmd.override_msg_id is not None:
-        check_override(topic, cmd.caller, cmd.override_msg_id)
-    elif not _holds(topic, cmd.role, cmd.caller):
-        raise access.denied()
-    check_sanction(topic, cmd)
-    if cmd.state == "active":
-        check_independent(topic, cmd.caller, cmd.role)
-        check_unread(topic, cmd.caller, cmd.role)
-
-
-def check_unread(topic: Topic, caller: Caller, role: str) -> None:
-    """A conductor-scoped principal that does not debate yet reads every held blind CLAIM
-    (`hidden_ids`): it may not take a blind role once another blind role's CLAIM is in,
-    since its own CLAIM would be written having read that one.
-
-    Raises:
-        DebateError: ``blind_barrier_pending``.
-    """
-    state = topic.data.protocol
-    if state is None or not caller.conductor or role not in state.blind_roles:
-        return
-    if debates(state, topic.all_bindings(), caller.name):
-        return  # it held a blind role before that CLAIM came: the barrier hid it
-    other = next((r for m, r in state.pending_blind().items() if r != role), None)
-    if other is not None:
-        raise reject(
-            "blind_barrier_pending",
-            f"{role} is a blind role, and {other}'s blind CLAIM is already in: your principal"
-            " has the conductor scope, which shows a held CLAIM to a principal that holds no"
-            f" blind role, so a {role} CLAIM of yours would not be blind. Let a debater bind"
-            f" {role} with a bearer token without the conductor scope (a conductor that binds"
-            " a blind role before any CLAIM is in is a debater, and held CLAIMs are hidden"
-            " from it as from any debater)",
-            role=role,
-        )
-
-
 def _bind_active(topic: Topic, cmd: BindRole, at: str, writes: list[Write]) -> tuple[Binding, int]:
     current = topic.active(cmd.role)
     if current is not None and current.session_id == cmd.session_id:
@@ -320,7 +214,7 @@ def _bind_retired(topic: Topic, cmd: BindRole, at: str, writes: list[Write]) -> 
 
 @COMMANDS.on(BindRole)
 def bind_role(topic: Topic, cmd: BindRole, now: Now) -> Effects:
-    _gate_bind(topic, cmd)
+    gate_bind(topic, cmd)
     at = topic.stamp_now(now)
     writes: list[Write] = []
     retired = 0

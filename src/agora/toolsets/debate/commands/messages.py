@@ -18,9 +18,9 @@ from agora.runtime.entity import Effects
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
 from agora.toolsets.debate.commands import barrier, protocol, workers
-from agora.toolsets.debate.commands.bindings import check_override
 from agora.toolsets.debate.commands.cursors import keys as inbox_keys
 from agora.toolsets.debate.commands.lifecycle import transition
+from agora.toolsets.debate.commands.seats import check_override
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Cursor, MsgMeta
 from agora.toolsets.debate.protocol.state import HUMAN_ROLES, check_close

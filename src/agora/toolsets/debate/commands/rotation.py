@@ -16,7 +16,8 @@ from agora.runtime.entity import Effects
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.access import Caller
 from agora.toolsets.debate.commands import workers
-from agora.toolsets.debate.commands.bindings import bind_reply, check_sanction, new_binding, retire
+from agora.toolsets.debate.commands.bindings import bind_reply, new_binding, retire
+from agora.toolsets.debate.commands.seats import check_sanction
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import Cursor
 from agora.toolsets.debate.rules import SENTINEL_PROJECT, reject

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agora.mcp.results import Guided
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.commands.bindings import AddRole, BindRole
 from agora.toolsets.debate.commands.rotation import RotateSession
 from agora.toolsets.debate.handlers.common import caller, checked, new_id, opt, owners, run
+from agora.toolsets.debate.protocol import guide
+from agora.toolsets.debate.protocol.state import shared_blind
 from agora.toolsets.debate.rules import check_roster_role, stamp
 
 if TYPE_CHECKING:
@@ -146,7 +149,11 @@ async def debate_list_bindings(call: ToolCall) -> dict[str, Any]:
                     "last_check_at": c.last_check_at if c else None,
                 }
             )
-        return {"topic_id": topic_id, "topic_state": row.state, "bindings": out}
+        result = {"topic_id": topic_id, "topic_state": row.state, "bindings": out}
+        state = sql.protocol_state(conn, topic_id)
+        if state is not None and shared_blind(state, group):
+            return Guided(result, guide.shared_blind(state.blind_roles))
+        return result
 
     result: dict[str, Any] = await call.runtime.read(lambda conn: checked(read, conn))
     return result

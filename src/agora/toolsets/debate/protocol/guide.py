@@ -89,6 +89,22 @@ def not_blind(blind_roles: Sequence[str]) -> str:
     )
 
 
+def shared_blind(blind_roles: Sequence[str]) -> str:
+    """The note of a reply that shows a roster whose blind roles one principal holds (the
+    bindings list, the move to ACTIVE): said to everyone who sees the roster, the conductor
+    first, with how the seats are given back."""
+    pair = " and ".join(blind_roles)
+    return (
+        f"Note: both blind roles, {pair}, are held by one principal (one bearer token), so"
+        " their claims are not blind: each side can read the other's CLAIM. If that is not"
+        " meant (a debater took its opponent's free seat), that principal gives the seat"
+        ' back with debate_bind_role (state "retired", on its session), and then the real'
+        " debater binds it; a debate/v1 topic takes no conductor override, so nobody else"
+        " can retire it: if the holder does not, open a new topic and hand its topic_id"
+        " to each debater."
+    )
+
+
 #: How a post reaches the roles that must act on it (the DEBATE advice ends with it).
 ADDRESS: str = (
     "Address each post with debate_post_with_recipients (addressed_to_csv) so that its"

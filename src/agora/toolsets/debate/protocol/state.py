@@ -287,6 +287,14 @@ def debates(state: ProtocolState, bindings: Iterable[Binding], owner: str) -> bo
     )
 
 
+def shared_blind(state: ProtocolState | None, bindings: Iterable[Binding]) -> bool:
+    """Whether one principal holds every blind role of the debate (`holds_both_blind`)."""
+    if state is None:
+        return False
+    bindings = list(bindings)
+    return any(holds_both_blind(state, bindings, b.owner) for b in bindings)
+
+
 def not_independent(state: ProtocolState, role: str, held: str, *, verdict: bool = False) -> Any:
     """The refusal of a judge that would not be independent of the blind pair: ``role`` was
     to be bound (or to judge) while its principal holds ``held``, a role of the other kind."""

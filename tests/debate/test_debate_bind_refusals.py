@@ -1,0 +1,112 @@
+"""debate_bind_role in words that fit a caller acquiring a role.
+
+A caller that may read the topic (it holds one of its roles, or the conductor scope) is told
+what went wrong: a role another principal holds (and whom to ask), a session that is not its
+own (`session_not_yours`, as debate_init says it), an undeclared role (`invalid_role`). One
+that may not learn that the topic exists (a newcomer with the topic_id, a caller without the
+project grant) gets one `unknown_topic` for every mistake, the same bytes as for a missing
+topic, whose words cover a seat already taken and say whom to ask. When one principal holds
+both blind roles of a debate/v1 topic, the bindings list and the move to ACTIVE say so."""
+
+from __future__ import annotations
+
+import uuid
+
+from debate_support import ALICE, BOB, CAROL, CONDUCTOR, OUTSIDER
+
+V1 = {"protocol_version": "debate/v1", "blind_roles_csv": "PRO,CON"}
+
+
+def guidance(result):
+    """The second text block of a reply (`Guided`), or None."""
+    return getattr(result, "guidance", None)
+
+
+async def _open(desk):
+    """An INIT v1 topic of the conductor with PRO, CON and JUDGE left free."""
+    c = await desk.session(CONDUCTOR)
+    roles = {"CONDUCTOR": c, "PRO": None, "CON": None, "JUDGE": None}
+    return await desk.topic(CONDUCTOR, roles, state="INIT", **V1)
+
+
+async def test_a_seat_taken_by_the_opponent_is_refused_saying_whom_to_ask(desk):
+    topic = await _open(desk)
+    mine = await desk.session(ALICE)
+    await desk.bind(ALICE, topic, "PRO", mine)
+    await desk.bind(ALICE, topic, "CON", mine)
+    # The real CON arrives with the topic_id: holding no role there, it may not learn more
+    # than a missing topic would tell it, but the words say what to do about a taken seat.
+    bob = await desk.session(BOB)
+    body = await desk.bind(BOB, topic, "CON", bob, refused=True)
+    missing = await desk.bind(BOB, str(uuid.uuid4()), "CON", bob, refused=True)
+    assert body == missing
+    assert body["error"] == "unknown_topic"
+    assert "already holds is not free" in body["message"]
+    assert "ask the conductor" in body["message"]
+    assert "one of your sessions holds the role" not in body["message"]
+    # A participant of the topic (the judge, say) is told plainly.
+    carol = await desk.session(CAROL)
+    await desk.bind(CAROL, topic, "JUDGE", carol)
+    body = await desk.bind(CAROL, topic, "CON", carol, refused=True)
+    assert body["error"] == "duplicate_active"
+    assert "already held by another session, of another principal" in body["message"]
+    assert "ask the conductor" in body["message"]
+
+
+async def test_the_conductor_is_told_that_one_principal_holds_both_blind_roles(desk):
+    topic = await _open(desk)
+    mine = await desk.session(ALICE)
+    await desk.bind(ALICE, topic, "PRO", mine)
+    listed = await desk.call(CONDUCTOR, "debate_list_bindings", topic_id=topic)
+    assert guidance(listed) is None
+    await desk.bind(ALICE, topic, "CON", mine)
+    listed = await desk.call(CONDUCTOR, "debate_list_bindings", topic_id=topic)
+    assert "both blind roles, PRO and CON, are held by one principal" in guidance(listed)
+    assert 'state "retired"' in guidance(listed)
+    moved = await desk.call(
+        CONDUCTOR, "debate_state", topic_id=topic, role="CONDUCTOR", new_state="ACTIVE"
+    )
+    assert "held by one principal" in guidance(moved)
+    # The holder gives the seat back; the real debater takes it; the note is gone.
+    await desk.bind(ALICE, topic, "CON", mine, state="retired")
+    await desk.bind(BOB, topic, "CON", await desk.session(BOB))
+    listed = await desk.call(CONDUCTOR, "debate_list_bindings", topic_id=topic)
+    assert guidance(listed) is None
+
+
+async def test_another_principals_session_is_not_yours_as_debate_init_says(desk):
+    topic = await _open(desk)
+    await desk.bind(ALICE, topic, "PRO", await desk.session(ALICE))
+    theirs = await desk.session(BOB)
+    body = await desk.bind(ALICE, topic, "CON", theirs, refused=True)
+    assert body["error"] == "session_not_yours"
+    assert body["field"] == "session_id"
+    nobodys = str(uuid.uuid4())
+    missing = await desk.bind(ALICE, topic, "CON", nobodys, refused=True)
+    assert missing["error"] == "session_not_yours"
+    assert body["message"].replace(theirs, "S") == missing["message"].replace(nobodys, "S")
+
+
+async def test_an_undeclared_role_is_named_with_the_declared_ones(desk):
+    topic = await _open(desk)
+    carol = await desk.session(CAROL)
+    await desk.bind(CAROL, topic, "JUDGE", carol)
+    body = await desk.bind(CAROL, topic, "REFEREE", carol, refused=True)
+    assert body["error"] == "invalid_role"
+    assert "REFEREE is not a role of this topic" in body["message"]
+    assert "CONDUCTOR, PRO, CON, JUDGE" in body["message"]
+
+
+async def test_a_stranger_gets_one_answer_for_every_mistake(desk):
+    topic = await _open(desk)
+    await desk.bind(ALICE, topic, "PRO", await desk.session(ALICE))
+    dora, olga = await desk.session(CAROL), await desk.session(OUTSIDER)
+    bodies = [
+        await desk.bind(CAROL, topic, "REFEREE", dora, refused=True),
+        await desk.bind(CAROL, topic, "CON", await desk.session(BOB), refused=True),
+        await desk.bind(CAROL, topic, "PRO", dora, refused=True),
+        await desk.bind(CAROL, str(uuid.uuid4()), "PRO", dora, refused=True),
+        await desk.bind(OUTSIDER, topic, "CON", olga, refused=True),
+    ]
+    assert all(b == bodies[0] for b in bodies)
+    assert bodies[0]["error"] == "unknown_topic"
