@@ -163,11 +163,13 @@ async def test_post_and_wait_replies_say_what_to_do_next(url):
             )
             stalemate = await client.call_tool("debate_signal_wait", inbox("PRO", 10_000))
     assert idle.structured_content["timed_out"] is True
-    assert _texts(idle) == [
+    idle_text, barrier = _texts(idle)[0].split("\n")
+    assert idle_text == (
         "Nothing addressed to you came within timeout_ms: call debate_signal_wait again"
         " (only posts addressed to your role or session reach you, such as a"
         " debate_post_with_recipients naming it; a debate_post reaches no one)."
-    ]
+    )
+    assert barrier.startswith("While the blind barrier waits (blind_barrier_state)")
     assert _texts(pro)[0].startswith("Next: BLIND_CLAIM waits for the CLAIM of CON (")
     assert _texts(con)[0].startswith("Next: DEBATE, round 1 of 1: PRO and CON answer each other")
     assert [m["msg_id"] for m in got.structured_content["pending"]] == [claim]

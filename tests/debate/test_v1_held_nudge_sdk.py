@@ -77,7 +77,7 @@ async def test_a_nudged_blind_role_gets_its_claim_in_over_the_sdk(tmp_path):
             after = await _call(client, "debate_signal_check", **inbox)
     assert held.structured_content["count"] == 0
     [_, note] = held.content
-    assert note.text.startswith("1 message(s) addressed to you are held back by the blind")
+    assert note.text.startswith("While the blind barrier waits (blind_barrier_state)")
     assert "post your own CLAIM" in note.text
     assert not con.is_error, con
     assert con.structured_content["protocol_state"]["phase"] == "DEBATE"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agora.toolsets.debate.protocol.state import hidden_ids
+from agora.toolsets.debate.protocol.state import debates, hidden_ids
 from agora.toolsets.debate.rules import START, reject
 
 if TYPE_CHECKING:
@@ -88,14 +88,78 @@ def release_step(state: ProtocolState, role: str) -> str:
     return "the barrier releases when both blind CLAIMs are in: wait for it (debate_signal_wait)"
 
 
-def held_note(state: ProtocolState, role: str, held: int) -> str:
-    """The note of a check or wait whose inbox the barrier stops with ``held`` messages
-    behind the CLAIM it hides: their count and what releases them, nothing of the CLAIM."""
+def may_hold(topic: Topic, caller: Caller) -> bool:
+    """Whether the barrier may hold messages back from this viewer: on a debate/v1 topic
+    whose barrier waits (``blind_barrier_state``, which every reader sees), for every viewer
+    but a conductor that does not debate. It depends on nothing hidden: whether a CLAIM came
+    does not change it."""
+    state = topic.data.protocol
+    if state is None or state.blind_barrier_state != "waiting":
+        return False
+    return not (caller.conductor and not debates(state, topic.all_bindings(), caller.name))
+
+
+def held_note(state: ProtocolState, role: str) -> str:
+    """The note of every check or wait of a viewer the barrier may hold messages back from
+    (`may_hold`): what it holds and what releases it, the same words whether or not it
+    holds anything, since a count would tell the recipients of a held CLAIM that it came."""
     return (
-        f"{held} message(s) addressed to you are held back by the blind barrier until both"
-        " blind CLAIMs are in (no check returns them before, and no cursor passes them);"
-        f" {release_step(state, role)}."
+        "While the blind barrier waits (blind_barrier_state), a message addressed to you that"
+        " comes after a blind CLAIM you may not see yet is held back with it: no check returns"
+        " it before both blind CLAIMs are in, and no cursor passes it (nothing says whether"
+        f" any is held: that would tell whether a CLAIM came); {release_step(state, role)}."
     )
+
+
+def held_for(topic: Topic, caller: Caller, role: str, meta: MsgMeta) -> str | None:
+    """The note of a post (``meta``, by ``caller`` as ``role``) that the barrier holds back
+    from a blind recipient: it comes after a CLAIM of the other blind role addressed to
+    that recipient, which the recipient may not see yet. Said only of CLAIMs the poster
+    may see (a conductor that does not debate, or the CLAIM's author), so it tells the
+    poster nothing it could not read; None when nothing is held."""
+    state = topic.data.protocol
+    if state is None or not state.pending_blind():
+        return None
+    visible = set(state.pending_blind()) - hidden_ids(state, caller, role, topic.all_bindings())
+    messages = topic.data.messages
+    held: list[str] = []
+    for target in state.blind_roles:
+        active = topic.active(target)
+        inbox = {f"role:{target}"} | ({f"session:{active.session_id}"} if active else set())
+        if not inbox.intersection(meta.recipients):
+            continue
+        if any(
+            messages[m].role != target and inbox.intersection(messages[m].recipients)
+            for m in visible
+            if m != meta.msg_id
+        ):
+            held.append(target)
+    if not held:
+        return None
+    who = " and ".join(held)
+    waiting = [r for r in held if r not in state.blind_commits]
+    if state.phase != "BLIND_CLAIM":
+        when = "the debate left BLIND_CLAIM without both CLAIMs, so it never releases"
+    elif waiting:
+        when = f"{' and '.join(waiting)}'s own CLAIM releases it"
+    else:
+        when = "it releases when both blind CLAIMs are in"
+    return (
+        f"Note: {who} will not receive this message until the blind barrier releases: it"
+        f" comes after a blind CLAIM addressed to {who} that {who} may not see yet, and an"
+        " inbox stops at such a CLAIM, so no check returns what follows it before both blind"
+        f" CLAIMs are in ({when})."
+    )
+
+
+def with_held(
+    topic: Topic, caller: Caller, role: str, meta: MsgMeta, note: str | None
+) -> str | None:
+    """A post's ``note``, followed by `held_for`'s when the barrier holds the post back."""
+    held = held_for(topic, caller, role, meta)
+    if held is None:
+        return note
+    return held if note is None else f"{note}\n{held}"
 
 
 def held_back(topic: Topic) -> frozenset[str]:
@@ -129,21 +193,19 @@ def seen(topic: Topic, caller: Caller, role: str, msg_id: str | None) -> MsgMeta
     return None if msg_id in hidden_ids(state, caller, role, topic.all_bindings()) else meta
 
 
-def visible_inbox(
-    topic: Topic, caller: Caller, role: str, items: list[MsgMeta]
-) -> tuple[list[MsgMeta], int]:
+def visible_inbox(topic: Topic, caller: Caller, role: str, items: list[MsgMeta]) -> list[MsgMeta]:
     """The inbox up to (not including) the first message the blind barrier hides from this
-    viewer, so no cursor can pass a CLAIM before its release; and how many of the messages
-    past that one the viewer may see (held back with it: the inbox says how many)."""
+    viewer, so no cursor can pass a CLAIM before its release. How many it holds back past
+    that one is not said (`held_note`): the count would tell that the CLAIM came."""
     if topic.data.protocol is None:  # no blind barrier outside debate/v1
-        return items, 0
+        return items
     hidden = hidden_ids(topic.data.protocol, caller, role, topic.all_bindings())
     if not hidden:
-        return items, 0
+        return items
     for i, meta in enumerate(items):
         if meta.msg_id in hidden:
-            return items[:i], sum(1 for m in items[i:] if m.msg_id not in hidden)
-    return items, 0
+            return items[:i]
+    return items
 
 
 def check_advance(

@@ -93,7 +93,7 @@ class Inbox(msgspec.Struct, gc=False):
     turned: bool = False
     #: msg_id -> the caller's own claim on a one-shot DECISION of the page (`own_claims`).
     claims: dict[str, dict[str, Any]] | None = None
-    #: debate/v1: what the blind barrier holds back behind a CLAIM the caller may not see
+    #: debate/v1: what the blind barrier may hold back behind a CLAIM the caller may not see
     #: yet, and what releases it (`barrier.held_note`); the reply's second text block.
     held_note: str | None = None
 
@@ -194,8 +194,8 @@ def check_inbox(topic: Topic, cmd: CheckInbox, now: Now) -> Effects:
     state, turned, note = None, False, None
     v1 = topic.data.protocol
     if v1 is not None:  # only debate/v1 has a blind barrier and phases
-        items, behind = barrier.visible_inbox(topic, cmd.caller, cmd.role, items)
-        note = barrier.held_note(v1, cmd.role, behind) if behind else None
+        items = barrier.visible_inbox(topic, cmd.caller, cmd.role, items)
+        note = barrier.held_note(v1, cmd.role) if barrier.may_hold(topic, cmd.caller) else None
         state, turned = protocol.turn(
             topic, cmd.role, cmd.turned_since, cursor.last_check_at, named=cmd.named
         )

@@ -273,6 +273,7 @@ def post(topic: Topic, cmd: Post, now: Now) -> Effects:
         fields, note = protocol.record_post(topic, meta, semantic, writes, cmd.caller.name)
         reply.update(fields)
         announce = barrier.announced(topic, meta, recipients, held)
+    note = barrier.with_held(topic, cmd.caller, cmd.role, meta, note)
     # A plain message changes only its recipients' inboxes: the other roles' waits sleep
     # on. Anything more (a state move, a watermark, a claim or worker settled, a protocol
     # step that may reveal blind messages) wakes every wait.

@@ -215,9 +215,9 @@ def _told(call: ToolCall, inbox: Inbox, result: dict[str, Any], *, turned: bool)
     shutting down (the runtime answers parked long-polls at once then, with their latest
     reply: not a timeout, so the agent waits again once reconnected), else ``timed_out:
     true`` unless the debate/v1 protocol turned (``turned``). Messages found are answered
-    again by every wait until the cursor moves past them; messages the blind barrier holds
-    back are counted (`Inbox.held_note`); a ``protocol_state`` in the result comes with what
-    its phase still accepts (`guide.next_move`).
+    again by every wait until the cursor moves past them; while the blind barrier waits, what
+    it may hold back and what releases it follow (`Inbox.held_note`); a ``protocol_state``
+    in the result comes with what its phase still accepts (`guide.next_move`).
     """
     if inbox.count:
         more = ", and more behind them (truncated)" if inbox.truncated else ""
@@ -236,8 +236,6 @@ def _told(call: ToolCall, inbox: Inbox, result: dict[str, Any], *, turned: bool)
             "Nothing addressed to you came within timeout_ms: call debate_signal_wait again"
             " (only posts addressed to your role or session reach you, such as a"
             " debate_post_with_recipients naming it; a debate_post reaches no one)."
-            if inbox.held_note is None
-            else "Nothing you may read yet came within timeout_ms."
         )
     else:
         text = ""
