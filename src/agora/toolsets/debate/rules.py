@@ -221,6 +221,13 @@ def parse_json_object(text: str, field: str) -> dict[str, Any]:
         DebateError: ``invalid_json`` if it is not JSON, nests too deep or is not an object.
     """
     value = loads(text, field)
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        raise reject(
+            "invalid_json",
+            f"{field} must be a JSON object, and a string holding JSON arrived: the object was"
+            " encoded twice (json.dumps of text that already was JSON); send the object's JSON"
+            " text itself, encoded once",
+        )
     if not isinstance(value, dict):
         raise reject("invalid_json", f"{field} must be a JSON object")
     return value

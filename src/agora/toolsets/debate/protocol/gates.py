@@ -81,8 +81,14 @@ def payload(kind: str, text: str | None, body_mode: str | None) -> tuple[dict[st
             "invalid_payload", "payload.summary must be a non-empty string", field="summary"
         )
     for name in ("assumptions", "evidence_refs"):
-        if not isinstance(value.get(name), list):
-            raise reject("invalid_payload", f"payload.{name} must be an array", field=name)
+        if name not in value:
+            raise reject(
+                "invalid_payload", f"payload.{name} is required (may be empty: [])", field=name
+            )
+        if not isinstance(value[name], list):
+            raise reject(
+                "invalid_payload", f"payload.{name} must be an array (may be empty: [])", field=name
+            )
     if kind == "VERIFY" and value.get("result") not in VERIFY_RESULTS:
         raise reject(
             "invalid_payload",
