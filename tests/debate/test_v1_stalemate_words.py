@@ -64,3 +64,22 @@ async def test_a_verdict_too_late_says_where_the_debate_is_now(desk):
         "is now STALEMATE (phase_timeout:ADJUDICATE), where only DISSENT and ESCALATE are"
         " accepted any more"
     ) in body["message"]
+
+
+async def test_the_stalemate_step_says_the_first_escalate_ends_it_for_everyone(desk):
+    # The note said "Each role may post one DISSENT", and CON's DISSENT after PRO's ESCALATE
+    # was refused protocol_terminal: nothing had said that the ESCALATE cut it off.
+    v1 = await _stalemate(desk)
+    out = await v1.post("PRO", "ESCALATE", to="HUMAN")
+    assert out["protocol_state"]["phase"] == "ESCALATED"
+    body = await v1.refused("CON", "DISSENT")
+    assert body["error"] == "protocol_terminal"
+    v1 = await v1_topic(desk, max_rounds=1)
+    pro, _ = await v1.to_debate()
+    verify = payload("?", result="unknown")
+    out = await v1.post("JUDGE", "VERIFY", reply_to=pro, payload_json=verify)
+    assert (
+        "the first ESCALATE addressed to HUMAN or OPERATOR (debate_post_with_recipients), from"
+        " any role, ends the debate as ESCALATED for everyone, and no DISSENT is accepted after"
+        " it"
+    ) in out.guidance

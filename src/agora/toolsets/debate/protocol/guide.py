@@ -171,8 +171,10 @@ def next_move(
     if phase == "STALEMATE":
         return (
             f"The protocol is in STALEMATE ({state['stalemate_reason']}): only DISSENT and"
-            " ESCALATE are accepted. Each role may post one DISSENT; an ESCALATE addressed to"
-            " HUMAN or OPERATOR (debate_post_with_recipients) ends the debate as ESCALATED."
+            " ESCALATE are accepted. Each role may post one DISSENT while it lasts; the first"
+            " ESCALATE addressed to HUMAN or OPERATOR (debate_post_with_recipients), from any"
+            " role, ends the debate as ESCALATED for everyone, and no DISSENT is accepted after"
+            " it: post a DISSENT you mean to post before it, and escalate only after your own."
             " The protocol has ended, so any role's holder, a blind role's too, may close the"
             " topic (debate_state RESOLVED); closing it ends the DISSENTs and the ESCALATE the"
             " other roles have not posted yet (a RESOLVED topic takes no posts)."
