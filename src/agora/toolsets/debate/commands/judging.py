@@ -244,6 +244,19 @@ def _race_lost(state: ProtocolState, p: Projection) -> DebateError:
     )
 
 
+def wrong_winner(p: Projection, given: str) -> DebateError:
+    """The refusal of a verdict whose winner_msg_id is neither of ``p``'s two positions:
+    it names both (with their roles), and that a role name is no msg_id."""
+    named = " or ".join(f"{x['msg_id']} ({x['role']}'s {x['kind']})" for x in p.positions)
+    return reject(
+        "invalid_verdict",
+        f"verdict.winner_msg_id must be the msg_id of one of this projection's two positions:"
+        f" {named}; {given!r} is neither (a role name is not accepted: name the msg_id of the"
+        " winning role's position)",
+        allowed=[x["msg_id"] for x in p.positions],
+    )
+
+
 @COMMANDS.on(GiveVerdict)
 def give_verdict(topic: Topic, cmd: GiveVerdict, now: Now) -> Effects:
     judge = topic.write_gate(cmd.caller, cmd.judge_role)
@@ -260,7 +273,7 @@ def give_verdict(topic: Topic, cmd: GiveVerdict, now: Now) -> Effects:
     if held is not None:
         raise not_independent(state, cmd.judge_role, held, verdict=True)
     if cmd.verdict["winner_msg_id"] not in (p.left_msg_id, p.right_msg_id):
-        raise reject("invalid_verdict", "winner_msg_id names one of the projection's positions")
+        raise wrong_winner(p, cmd.verdict["winner_msg_id"])
     peer = next(
         q
         for q in state.projections.values()

@@ -83,9 +83,22 @@ def parse_verdict(text: str) -> dict[str, str]:
     for name in ("winner_msg_id", "decision"):
         field = value.get(name)
         if not isinstance(field, str) or not field.strip():
-            raise reject("invalid_verdict", f"verdict.{name} must be a non-empty string")
+            raise reject(
+                "invalid_verdict", f"verdict.{name} must be a non-empty string{_HINTS[name]}"
+            )
         out[name] = field.strip()
     return out
+
+
+#: What each verdict field holds, said when it is missing or empty.
+_HINTS: Final = {
+    "winner_msg_id": (
+        ": the msg_id of the winning position, one of the projection's two (its positions in"
+        " debate_judge_prepare's reply and in debate_protocol_state's projections); a role"
+        ' name (such as "winner": "PRO") is not accepted'
+    ),
+    "decision": ': the short decision, e.g. "PRO wins", the same in both orders\' verdicts',
+}
 
 
 def agree(first: dict[str, Any], second: dict[str, Any]) -> bool:
