@@ -102,7 +102,24 @@ async def debate_signal_check(call: ToolCall) -> dict[str, Any]:
     barrier holds back in a second text block, if anything."""
     inbox: Inbox = await run(call, call.args["topic_id"], _check(call, persist=True))
     result = await _render(call, inbox)
-    return result if inbox.held_note is None else Guided(result, inbox.held_note)
+    notes = [n for n in (inbox.held_note, None if inbox.count else _ahead(call)) if n]
+    return Guided(result, "\n".join(notes)) if notes else result
+
+
+def _ahead(call: ToolCall) -> str | None:
+    """What a ``since_ts`` later than the server's clock means (a stale or skewed cursor):
+    no message can come after it yet, since every message is stamped with the server's
+    time; None for any other call."""
+    since = call.args.get("since_ts") or None
+    now = stamp(call.runtime.clock.wall())
+    if since is None or normalise_ts(since) <= now:
+        return None
+    return (
+        f"Your since_ts {since} is later than the server's clock ({now}), so it is ahead of"
+        " every message: each message is stamped with the server's time when it commits, and"
+        " none can come after that cursor before then. Leave since_ts out (your cursor then"
+        " resumes where debate_signal_advance left it), or pass the ts of a message you read."
+    )
 
 
 def debate_signal_wait(call: ToolCall) -> Coroutine[Any, Any, dict[str, Any]]:
@@ -232,7 +249,7 @@ def _told(call: ToolCall, inbox: Inbox, result: dict[str, Any], *, turned: bool)
         text = "The server is shutting down: nothing came. Wait again once reconnected."
     elif not turned:
         result["timed_out"] = True
-        text = (
+        text = _ahead(call) or (
             "Nothing addressed to you came within timeout_ms: call debate_signal_wait again"
             " (only posts addressed to your role or session reach you, such as a"
             " debate_post_with_recipients naming it; a debate_post reaches no one)."
