@@ -37,3 +37,17 @@ async def test_a_stale_read_says_a_reply_to_the_unread_message_is_accepted(desk)
         "or post your answer to it (reply_to that message), which is accepted" in (body["message"])
     )
     await v1.post("PRO", "REBUT", reply_to=challenge["msg_id"])
+
+
+async def test_a_stale_read_says_how_many_urgent_messages_are_unread(desk):
+    # It named only the newest unread H message, and read as if it were the only one.
+    v1 = await v1_topic(desk)
+    pro, con = await v1.to_debate()
+    first = await v1.post("CON", "CHALLENGE", to="PRO", priority="H", reply_to=pro)
+    second = await v1.post("CON", "EVIDENCE", to="PRO", priority="H", reply_to=first["msg_id"])
+    body = await v1.refused("PRO", "CHALLENGE", reply_to=con)
+    assert body["error"] == "stale_read"
+    assert body["unread_count"] == 2
+    assert body["unread_msg_id"] == second["msg_id"]
+    assert "2 urgent (H) messages addressed to you are unread" in body["message"]
+    assert f"debate_signal_advance to {second['msg_id']}, which passes them all" in body["message"]

@@ -38,6 +38,7 @@ def stale_read(
     keys = [f"role:{role}"] + ([f"session:{session}"] if session else [])
     hidden = set(data.protocol.pending_blind()) if data.protocol else set()
     stop = inbox_stop(topic, caller, role, keys)
+    unread: dict[str, MsgMeta] = {}
     for key in keys:
         for meta in reversed(data.inbox.get(key, ())):
             if meta.cursor <= after:
@@ -47,13 +48,24 @@ def stale_read(
             if stop is not None and meta.cursor > stop:
                 continue
             if meta.priority == "H" and meta.role != role:
-                raise reject(
-                    "stale_read",
-                    f"an urgent (H) message addressed to you is unread ({meta.msg_id}): check"
-                    " your inbox and debate_signal_advance past it before posting, or post"
-                    " your answer to it (reply_to that message), which is accepted",
-                    unread_msg_id=meta.msg_id,
-                )
+                unread[meta.msg_id] = meta
+    if not unread:
+        return
+    newest = max(unread.values(), key=lambda m: m.cursor)
+    if len(unread) == 1:
+        told = (
+            f"an urgent (H) message addressed to you is unread ({newest.msg_id}): check"
+            " your inbox and debate_signal_advance past it before posting, or post"
+            " your answer to it (reply_to that message), which is accepted"
+        )
+    else:
+        told = (
+            f"{len(unread)} urgent (H) messages addressed to you are unread (the newest"
+            f" {newest.msg_id}): check your inbox and debate_signal_advance to"
+            f" {newest.msg_id}, which passes them all, before posting (a reply_to counts only"
+            " the message it answers as read)"
+        )
+    raise reject("stale_read", told, unread_msg_id=newest.msg_id, unread_count=len(unread))
 
 
 def inbox_stop(
