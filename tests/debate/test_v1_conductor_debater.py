@@ -9,7 +9,9 @@ read that CLAIM first.
 
 from __future__ import annotations
 
-from debate_support import BOB, CAROL, CONDUCTOR, payload
+import json
+
+from debate_support import BOB, CAROL, CONDUCTOR, LANE, payload
 
 from agora.identity import Principal
 
@@ -83,3 +85,24 @@ async def test_a_conductor_may_not_take_a_blind_role_once_the_other_claim_is_in(
     assert "conductor scope" in body["message"]
     # A debater without the scope binds it.
     await desk.bind(DORA, topic, "PRO", await desk.session(DORA))
+
+
+async def test_the_init_and_bind_replies_tell_a_conductor_that_it_debates(desk):
+    pro = await desk.session(CONDUCTOR)
+    out = await desk.call(
+        CONDUCTOR,
+        "debate_init",
+        title="t",
+        created_by_role="PRO",
+        roles_json=json.dumps(
+            [{"role": "PRO", "session_id": pro}, {"role": "CON", "session_id": None}]
+        ),
+        metadata_json=LANE,
+        protocol_version="debate/v1",
+        blind_roles_csv="PRO,CON",
+    )
+    told = "your principal has the conductor scope and now holds the blind role PRO"
+    assert told in out.guidance
+    assert "the other blind role's CLAIM is hidden from it" in out.guidance
+    bound = await desk.bind(COLE, out["topic_id"], "CON", await desk.session(COLE))
+    assert "conductor scope and now holds the blind role CON" in bound.guidance

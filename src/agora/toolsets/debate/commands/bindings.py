@@ -247,13 +247,14 @@ def bind_role(topic: Topic, cmd: BindRole, now: Now) -> Effects:
     claims = workers.retire_orphans(topic, cmd.role, at, writes, cmd.caller.name)
     reply = bind_reply(b, retired, retired_worker_claims=claims)
     if cmd.state == "active":
-        reply = Guided(reply, _bound_step(topic, b))
+        reply = Guided(reply, _bound_step(topic, b, conductor=cmd.caller.conductor))
     return Effects(reply=reply, writes=writes, changed=True)
 
 
-def _bound_step(topic: Topic, b: Binding) -> str:
+def _bound_step(topic: Topic, b: Binding, *, conductor: bool = False) -> str:
     """What the new holder of ``b`` does next: how it receives, and how the topic moves on;
-    first, if the binding left its principal holding both blind roles, that it did."""
+    first, if the binding left its principal holding both blind roles, that it did, or if a
+    ``conductor``-scoped principal took a blind role, that it debates now (`hidden_ids`)."""
     step = (
         f"{b.role} is bound to session {b.session_id}: debate_signal_wait (topic_id, role,"
         " session_id) returns what is addressed to it, and debate_signal_advance records what"
@@ -262,6 +263,8 @@ def _bound_step(topic: Topic, b: Binding) -> str:
     state = topic.data.protocol
     if state is None or b.role not in state.blind_roles:
         return step
-    if not holds_both_blind(state, topic.all_bindings(), b.owner):
-        return step
-    return f"{guide.not_blind(state.blind_roles)}\n{step}"
+    if holds_both_blind(state, topic.all_bindings(), b.owner):
+        return f"{guide.not_blind(state.blind_roles)}\n{step}"
+    if conductor:
+        return f"{guide.conductor_debates([b.role])}\n{step}"
+    return step

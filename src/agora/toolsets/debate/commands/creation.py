@@ -150,6 +150,8 @@ def init_topic(topic: Topic, cmd: InitTopic, now: Now) -> Effects:
     topic.event(writes, at, "topic_created", cmd.caller.name, roles=roles, project=cmd.project)
     seeded = [role for role, session_id, _ in cmd.roster if session_id]
     note = _roster_note(topic.data.protocol, seeded)
+    if cmd.caller.conductor:
+        note = _conductor_note(topic.data.protocol, seeded, note)
     reply = _guided(topic, init_reply(topic, cmd.caller, minted), note)
     return Effects(reply=reply, writes=writes, changed=True)
 
@@ -170,6 +172,16 @@ def _roster_note(state: ProtocolState | None, seeded: list[str]) -> str | None:
         return note
     both = guide.not_blind(state.blind_roles)
     return both if note is None else f"{note}\n{both}"
+
+
+def _conductor_note(state: ProtocolState | None, seeded: list[str], note: str | None) -> str | None:
+    """``note``, then, for a conductor-scoped caller seeded with one blind role, that it is
+    a debater now (`guide.conductor_debates`): the other side's CLAIM is hidden from it."""
+    blind = [role for role in seeded if state is not None and role in state.blind_roles]
+    if state is None or not blind or set(state.blind_roles) <= set(blind):
+        return note
+    debates = guide.conductor_debates(blind)
+    return debates if note is None else f"{note}\n{debates}"
 
 
 def unjudgeable(state: ProtocolState | None, seeded: list[str]) -> str | None:

@@ -89,6 +89,18 @@ def not_blind(blind_roles: Sequence[str]) -> str:
     )
 
 
+def conductor_debates(roles: Sequence[str]) -> str:
+    """The note of a reply that gave a conductor-scoped principal a blind role: it is a
+    debater now, and the barrier hides the other side's CLAIM from it too."""
+    held = " and ".join(roles)
+    return (
+        f"Note: your principal has the conductor scope and now holds the blind role {held}:"
+        " it debates, so the other blind role's CLAIM is hidden from it until both CLAIMs are"
+        " in, as from any debater (the conductor scope shows a held CLAIM only to a principal"
+        " that holds no blind role of the topic)."
+    )
+
+
 def shared_blind(blind_roles: Sequence[str]) -> str:
     """The note of a reply that shows a roster whose blind roles one principal holds (the
     bindings list, the move to ACTIVE): said to everyone who sees the roster, the conductor
