@@ -68,6 +68,13 @@ async def test_the_conductor_is_told_that_one_principal_holds_both_blind_roles(d
     )
     assert "held by one principal" in guidance(moved)
     # The holder gives the seat back; the real debater takes it; the note is gone.
+    # The conductor cannot retire it (no override on v1), and is told who can.
+    body = await desk.bind(
+        CONDUCTOR, topic, "CON", await desk.session(CONDUCTOR), state="retired", refused=True
+    )
+    assert body["error"] == "duplicate_active"
+    assert "ask its holder to give it back" in body["message"]
+    assert "only its holder can give it up" in body["message"]
     await desk.bind(ALICE, topic, "CON", mine, state="retired")
     await desk.bind(BOB, topic, "CON", await desk.session(BOB))
     listed = await desk.call(CONDUCTOR, "debate_list_bindings", topic_id=topic)

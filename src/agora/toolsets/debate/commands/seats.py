@@ -136,7 +136,7 @@ def gate_bind(topic: Topic, cmd: Acquiring) -> None:
     if cmd.override_msg_id is not None:
         check_override(topic, cmd.caller, cmd.override_msg_id)
     elif not holds(topic, cmd.role, cmd.caller):
-        raise access.bind_denied() if stranger else held_elsewhere(topic, cmd.role)
+        raise access.bind_denied() if stranger else held_elsewhere(topic, cmd.role, cmd.caller)
     check_sanction(topic, cmd)
     if cmd.state == "active":
         check_independent(topic, cmd.caller, cmd.role)
@@ -170,8 +170,9 @@ def check_unread(topic: Topic, caller: Caller, role: str) -> None:
         )
 
 
-def held_elsewhere(topic: Topic, role: str) -> DebateError:
-    """The refusal of a bind onto ``role`` while another principal's session holds it."""
+def held_elsewhere(topic: Topic, role: str, caller: Caller) -> DebateError:
+    """The refusal of a bind onto ``role`` while another principal's session holds it: whom
+    to ask (the conductor; a conductor itself, the holder), and how the seat is freed."""
     fix = (
         "a debate/v1 topic takes no override, so only its holder can give it up"
         ' (debate_bind_role with state "retired" on its session)'
@@ -179,11 +180,15 @@ def held_elsewhere(topic: Topic, role: str) -> DebateError:
         else "a conductor can swap it onto your session with an override (replace_active and"
         " conductor_override_msg_id citing a CONDUCTOR DECISION)"
     )
+    ask = (
+        f"If {role} was taken by mistake, ask its holder to give it back"
+        if caller.privileged
+        else f"If {role} is yours to play, ask the conductor who opened the topic (or handed"
+        " you its topic_id) to sort out who holds it"
+    )
     return reject(
         "duplicate_active",
         f"{role} is already held by another session, of another principal: a role has one"
-        f" active owner at a time. If {role} is yours to play, ask the conductor who opened"
-        f" the topic (or handed you its topic_id) to sort out who holds it: {fix}; or bind"
-        " another of the topic's free roles",
+        f" active owner at a time. {ask}: {fix}; or bind another of the topic's free roles",
         role=role,
     )
