@@ -230,7 +230,11 @@ async def test_healthz_counters_show_the_refused_writes(tmp_path):
 def test_a_version_conflict_is_not_a_refused_write():
     refusals = WriteRefusals()
     refusals.note(Conflict([("kind", "key")]))
-    assert refusals.counters() == {"writes_refused": 0, "last_write_error": None}
+    assert refusals.counters() == {
+        "writes_refused": 0,
+        "loads_refused": 0,
+        "last_write_error": None,
+    }
     refusals.note(named(sqlite3.OperationalError("database or disk is full"), "disk_full"))
     counters = refusals.counters()
     assert counters["writes_refused"] == 1

@@ -206,12 +206,23 @@ def entity_store_failed(
     (the database away) is an event, accounted by `store_away` in one line without a
     traceback."""
     where = entity_name(kind, key)
+    if doing != "committing":
+        load_refused(store)
     if exc.permanent:
         return store_bug(where, "commit failed" if doing == "committing" else "load failed", exc)
     detail = store_away(store, where, doing, exc)
     if doing == "committing":
         return commit_failed(exc, where, detail)
     return read_failed(kind, exc, detail)
+
+
+def load_refused(store: Any) -> None:
+    """Count, on ``/healthz`` (``store.loads_refused``), a call the store failed before its
+    commit: its entity could not be loaded or its copy's version probed. A write call
+    refused so never reaches the writes a store counts (`agora.store.refusals`)."""
+    refusals = getattr(store, "refusals", None)
+    if refusals is not None:
+        refusals.load_refused()
 
 
 def read_failed(what: str, exc: StoreError, detail: str) -> InternalError:

@@ -23,6 +23,7 @@ from agora.runtime.entity import Effects
 from agora.runtime.failures import (
     entity_name,
     handle_raised,
+    load_refused,
     not_effects,
     read_failed,
     store_away,
@@ -235,6 +236,8 @@ def _store_failed(runtime: Runtime, held: list[Actor], wrote: bool, exc: StoreEr
     """What the caller of an atomic operation over ``held`` learns when its commit failed
     (``wrote``), or the probe that was to confirm its read-only replies (a read)."""
     where = "atomic operation over " + ", ".join(entity_name(a.kind.kind, a.key) for a in held)
+    if not wrote:
+        load_refused(runtime.store)
     if exc.permanent:  # (logged once, by its reporter)
         return commit_failed(exc, where)
     doing = "committing" if wrote else "probing"

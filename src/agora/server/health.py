@@ -11,7 +11,8 @@ listener closes as shutdown begins, so a new one is refused). No I/O here but th
 It checks reads only: a disk that refuses writes (full, read-only) or a malformed file leaves
 reads working and ``/readyz`` at 200, by choice (a node out of rotation gets no writes, so none
 would show the disk took them again); ``/healthz``'s store counters ``writes_refused`` and
-``last_write_error`` (`agora.store.refusals`) and ``checkpoint_failures`` show it.
+``last_write_error`` (`agora.store.refusals`) and ``checkpoint_failures`` show it, and
+``loads_refused`` the calls refused at their entity's load (most of them during an outage).
 
 The log tells a change of readiness, not each probe (balancers probe every second or so): the
 first probe that fails is one WARNING with the reason, the probes that fail after it are
