@@ -8,10 +8,14 @@ one line that said why. `Outage` is the node's one account of it, shared by thos
 (`agora.store.pg.PgStore.outage`):
 
 - the second failure in a row is logged at WARNING, with the first one's cause (libpq's own
-  words): a single failure that the same part's next attempt cures is no outage (a node's
-  idle connection that PostgreSQL closed as it restarted, found broken at its next use),
-  told at INFO when that attempt succeeds; a success of another part meanwhile tells the
-  failure at WARNING first, then the end;
+  words): a single failure that the next attempt cures is no outage (a node's idle
+  connection that PostgreSQL closed as it restarted, found broken at its next use), told in
+  one INFO line when that attempt succeeds, the same part's or another's (an operator's
+  finding: the writer's idle connection broken by a restart already told as over, then a
+  read answering first, gave a WARNING promising a summary and its end in the same
+  millisecond); but a part cured by another's success that fails again at its own next try
+  was failing all along (the listener refused every 0.5 s while reads succeeded between):
+  that second failure is the WARNING, at once;
 - further failures are counted, and a summary line (how long, how many failures since the
   last line, the latest cause) is logged `FIRST_SUMMARY` seconds later, then at intervals
   that double up to `MAX_INTERVAL`;
@@ -60,6 +64,7 @@ class Outage:
         self._first_part = ""  # the part that failed first
         self._said = False  # whether the outage under way was told
         self._refused = 0  # reads and writes refused since the outage began
+        self._probation = ""  # a part whose single failure another part's success ended
 
     @property
     def away(self) -> bool:
@@ -83,6 +88,9 @@ class Outage:
             self._interval, self._next, self._unsaid = FIRST_SUMMARY, now + FIRST_SUMMARY, 0
             self._refused = refused
             self._first, self._first_part, self._said = self._last, what, False
+            if self._probation and what.startswith(self._probation):
+                self._probation = ""  # its own try failed again: an outage after all
+                self._tell_first()
             return
         self._refused += refused
         if not self._said:
@@ -110,6 +118,8 @@ class Outage:
 
     def answered(self, what: str) -> None:
         """``what`` reached the database: if an outage was under way, it ends (one line)."""
+        if self._probation and what.startswith(self._probation):
+            self._probation = ""  # the part cured by another's success answers itself
         if (length := self._episode.end()) is None:
             return
         self._unsaid = 0
@@ -119,15 +129,16 @@ class Outage:
             if self._refused
             else ""
         )
-        if not self._said and what.startswith(self._first_part):  # cured by its next try
+        same = what.startswith(self._first_part)
+        if not same:  # the part that failed first has not answered: watched at its next try
+            self._probation = self._first_part
+        if not self._said:  # a single failure, cured by the next try
             log.info(
-                "%s failed once (%s) and answered the same part's next try %.1f s later (%s):"
-                " no outage%s",
-                self.name, self._first, length, what, refused,
+                "%s failed once (%s) and answered %s next try %.1f s later (%s): no outage%s",
+                self.name, self._first, "the same part's" if same else "another part's",
+                length, what, refused,
             )  # fmt: skip
             return
-        if not self._said:  # another part answered, the failed one has not: say both
-            self._tell_first()
         log.info(
             "%s answers again (%s), after %.0f s unreachable and %d failed attempts%s",
             self.name, what, length, self._episode.count, refused,
