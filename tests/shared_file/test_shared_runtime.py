@@ -225,6 +225,7 @@ async def test_a_background_tasks_lock_file_and_log_line_name_it_as_the_operator
     said = [r.getMessage() for r in caplog.records if "runs background task" in r.getMessage()]
     assert said == [
         f"this process runs background task chamber: purge for the processes sharing {db}"
+        f" ({background.node_name()})"
     ]
 
 

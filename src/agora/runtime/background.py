@@ -14,12 +14,22 @@ retrying every `SINGLETON_RETRY` seconds while another node holds it, and gives 
 if the lock's connection dies (the lock is then free for another node). A task that keeps
 this node's own memory in shape (a cache, a pool of pre-built objects) is marked
 `node_local` and runs on every node. On SQLite nothing of this happens: the task simply runs.
+
+The log says when this node begins running a cluster-wide task and when it stops (its lock's
+connection lost: an operator found every node's log claiming ``chamber: purge`` after a few
+PostgreSQL restarts, since the nodes that lost it never said so), naming the node as its
+connections' ``application_name`` does (``HOST:PID``, `node_name`); and ``/healthz`` shows
+each task's state on this node (`Runtime.background`: ``running``, or ``standby`` while
+another node holds its lock or the database is away).
 """
 
 from __future__ import annotations
 
 import contextvars
+import functools
 import logging
+import os
+import socket
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -132,13 +142,35 @@ async def supervise(task: BackgroundTask, runtime: Runtime, label: str = "") -> 
     """
     label = label or readable(task)
     _LABEL.set(label)
+    states = _states(runtime)
     try:
         if runtime.store.shared and not getattr(task, _NODE_LOCAL, False):
             await _once_per_cluster(task, runtime, label)
         else:
+            states[label] = RUNNING
             await task(runtime)
     except Exception:
         log.exception("background task %s crashed; it stays stopped until restart", label)
+    finally:
+        states.pop(label, None)
+
+
+#: A background task's state on this node, as ``/healthz`` shows it (`Runtime.background`).
+RUNNING = "running"
+#: A cluster-wide task this node does not run now: another node holds its lock (or the
+#: database is away); this node takes it if that lock is freed.
+STANDBY = "standby"
+
+
+def _states(runtime: Any) -> dict[str, str]:
+    states = getattr(runtime, "background", None)
+    return states if isinstance(states, dict) else {}
+
+
+def node_name() -> str:
+    """This node as its PostgreSQL connections' ``application_name`` names it
+    (``HOST:PID``: `agora.store.pg_sql.application_name`), for the lock lines."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def readable(task: Callable[..., object]) -> str:
@@ -165,7 +197,9 @@ async def _once_per_cluster(task: BackgroundTask, runtime: Runtime, label: str) 
     store: Any = runtime.store
     outage = getattr(store, "outage", None)
     runner, sharers = _sharing(store)
+    states = _states(runtime)
     while True:
+        states[label] = STANDBY
         try:
             # The lock is named by the task's public name (``chamber: purge``), the one the
             # log shows, the same on every node: a SQLite file's lock file bears it.
@@ -184,11 +218,13 @@ async def _once_per_cluster(task: BackgroundTask, runtime: Runtime, label: str) 
         if lock is None:
             await trio.sleep(SINGLETON_RETRY)
             continue
-        log.info("%s runs background task %s for %s", runner, label, sharers)
+        log.info("%s runs background task %s for %s (%s)", runner, label, sharers, node_name())
+        states[label] = RUNNING
         finished = False
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_watch_lock, store, lock, label, nursery.cancel_scope)
+                watch = functools.partial(_watch_lock, store, lock, label, runner, sharers)
+                nursery.start_soon(watch, nursery.cancel_scope)
                 await task(runtime)
                 finished = True
                 nursery.cancel_scope.cancel()
@@ -199,15 +235,20 @@ async def _once_per_cluster(task: BackgroundTask, runtime: Runtime, label: str) 
             return
 
 
-async def _watch_lock(store: Any, lock: Any, name: str, scope: trio.CancelScope) -> None:
+async def _watch_lock(
+    store: Any, lock: Any, name: str, runner: str, sharers: str, scope: trio.CancelScope
+) -> None:
     while True:
         await trio.sleep(SINGLETON_RETRY)
         if not await store.blocking(lock.alive):
             outage = getattr(store, "outage", None)
             if outage is not None:  # (the database went away, most likely: told once)
                 outage.failed(f"the cluster lock of {name}", "its connection was lost")
-            else:
-                log.warning("lost the cluster lock of %s; another node may take it", name)
+            log.info(
+                "%s no longer runs background task %s for %s (%s): its lock's connection was"
+                " lost; another takes it, or this one once it gets the lock again",
+                runner, name, sharers, node_name(),
+            )  # fmt: skip
             scope.cancel()
             return
 

@@ -68,6 +68,10 @@ class Runtime:
         self.polls = PollCounts()
         #: What the version guard cost (a shared store's conflicts, stale reads, busy answers).
         self.guard = GuardCounts()
+        #: Each background task's state on this node, by label (``running``, or
+        #: ``standby``: a cluster-wide one whose lock another node holds), for ``/healthz``
+        #: (`agora.runtime.background.supervise`).
+        self.background: dict[str, str] = {}
         #: Other nodes' changes, followed on a shared store; None on SQLite (and on a store
         #: no other process can reach: an inline test store).
         self.follower: Follower | None = None

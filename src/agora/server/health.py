@@ -54,6 +54,7 @@ def health(runtime: Runtime, **front: Any) -> Response:
             **front,
             "actors": len(runtime.registry),
             "parked": runtime.registry.parked(),
+            "background_tasks": dict(sorted(runtime.background.items())),
             "store": runtime.counters(),
             "switch_interval_ms": round(sys.getswitchinterval() * 1e3, 3),
             "rss_bytes": resident_bytes(),
