@@ -259,7 +259,9 @@ class PgStore(Store):
             raise
 
     _queued_cause = "the writer was busy with a batch PostgreSQL did not answer, or reconnecting"
-    _stalled_cause = "PostgreSQL did not answer; its connection is cut and replaced"
+    _stalled_cause = (
+        "PostgreSQL did not answer (or this node was paused); its connection is cut and replaced"
+    )
 
     def _commit_stalled(self) -> None:
         self._pg_writer.cut()

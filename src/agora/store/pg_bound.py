@@ -144,7 +144,17 @@ async def in_thread(lease: Lease, fn: Callable[[], T], seconds: float, what: str
     """
     with trio.move_on_after(seconds):
         return await trio.to_thread.run_sync(lease.run, fn, abandon_on_cancel=True)
-    raise StoreError(f"{what}: PostgreSQL did not answer within {seconds:g} s")
+    raise unanswered(what, seconds)
+
+
+def unanswered(what: str, seconds: float) -> StoreError:
+    """The error of a round trip (``what``: "read failed") whose deadline of ``seconds``
+    passed. The deadline runs on this node's clock, which also runs while the node itself
+    is stopped (SIGSTOP, a paused VM, a starved CPU): an operator's paused node blamed a
+    healthy PostgreSQL, so the words leave room for that."""
+    return StoreError(
+        f"{what}: PostgreSQL did not answer within {seconds:g} s (or this node was paused)"
+    )
 
 
 async def opened(open_: Callable[[Lease], L]) -> L:

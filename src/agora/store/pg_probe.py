@@ -27,7 +27,7 @@ import trio
 from psycopg import errors, pq
 
 from agora.errors import StoreError
-from agora.store.pg_bound import Lease, opened
+from agora.store.pg_bound import Lease, opened, unanswered
 from agora.store.pg_pipe import Pipe
 from agora.store.pg_sql import PgConn, connect
 
@@ -221,6 +221,4 @@ class Prober:
             finally:
                 self._turn.release()
         if not answered and batch.error is None:  # the deadline passed
-            batch.error = StoreError(
-                f"read failed: PostgreSQL did not answer within {self._seconds:g} s"
-            )
+            batch.error = unanswered("read failed", self._seconds)
