@@ -9,7 +9,8 @@ session cap has evicted for new ones. `Refusals` says requests refused for their
 or for the Host or Origin they name (403), once a minute per cause with a count, so that token
 guessing, a misconfigured client or a balancer the Host check blocks shows in the log without
 flooding it; a task says each count as its minute ends, so that refusals that stop within the
-minute are counted too. Nothing here refuses or evicts: the caller says what happened.
+minute are counted too. `UnknownSessions` says the requests naming a session this node does
+not hold (404), once per episode. Nothing here refuses or evicts: the caller says what happened.
 """
 
 from __future__ import annotations
@@ -198,3 +199,48 @@ class _Minute:
         """One more refusal, from ``peer`` for ``path``."""
         self.unsaid += 1
         self.peer, self.path = peer, path
+
+
+#: The 404's message for an unknown ``Mcp-Session-Id`` (`UnknownSessions`).
+UNKNOWN_SESSION = (
+    "Session not found: it may live on another node, or the server restarted; initialize a new"
+    " session"
+)
+
+
+class UnknownSessions:
+    """Requests naming an ``Mcp-Session-Id`` this node does not hold (answered 404), said at
+    INFO once per episode (an episode ends after `QUIET` seconds without one), counted for
+    ``/healthz`` (``unknown_sessions``). An operator's finding: a balancer without affinity
+    on the header sent a session's requests to other nodes, which answered a bare 404 and
+    logged nothing, so nothing on the nodes showed the misconfiguration. Expired sessions,
+    another principal's and another endpoint's count too (the client is told the same)."""
+
+    #: Seconds without an unknown session id that end an episode.
+    QUIET = 60.0
+
+    def __init__(self, log: logging.Logger) -> None:
+        self.log = log
+        #: Requests with an unknown session id since start.
+        self.count = 0
+        self._latest: float | None = None
+        self._unsaid = 0  # the episode's requests after its line
+
+    def unknown(self, method: str) -> None:
+        """A ``method`` request named a session this node does not hold."""
+        now = trio.current_time()
+        self.count += 1
+        if self._latest is not None and now - self._latest < self.QUIET:
+            self._latest = now
+            self._unsaid += 1
+            return
+        before = f"; {self._unsaid} more in the episode before" if self._unsaid else ""
+        self._latest, self._unsaid = now, 0
+        self.log.info(
+            "a %s request named an unknown Mcp-Session-Id (answered 404): the session lives on"
+            " another node (give the balancer affinity on Mcp-Session-Id), or was lost as this"
+            " node restarted, or it expired or was evicted here; said once until %.0f s pass"
+            " without one, counted in"
+            " /healthz unknown_sessions%s",
+            method, self.QUIET, before,
+        )  # fmt: skip

@@ -376,6 +376,7 @@ class HttpConnection(Responder):
                     connections=self.front.connections - self.front.overflow.refusing,
                     refusing=self.front.overflow.refusing,
                     sessions=len(self.front.mcp.sessions),
+                    unknown_sessions=self.front.mcp.unknown.count,
                 )
             return await readiness(self.app.runtime, draining=self.app.draining)
         return refusal_response(req, 404, f"no such page: {req.path}")

@@ -34,6 +34,7 @@ from agora.mcp.session import (
 )
 from agora.transports import hangup_policy, modern_notices
 from agora.transports.batch import exchange as exchange_batch
+from agora.transports.episodes import UNKNOWN_SESSION, UnknownSessions
 from agora.transports.guard import mcp_post_refusal
 from agora.transports.http_session import SHUTDOWN, HttpSession
 from agora.transports.session_table import SessionTable
@@ -114,6 +115,7 @@ class StreamableHTTP:
         self.table = SessionTable(app.config)
         #: The handshake sessions held, by id.
         self.sessions = self.table.sessions
+        self.unknown = UnknownSessions(log)  # requests naming none of them
         #: Sessions of 2026-07-28 requests (one per TCP connection) while they serve one.
         self._one_shot: set[HttpSession] = set()
 
@@ -162,7 +164,8 @@ class StreamableHTTP:
         # learns nothing of the ids others hold (it was a 403, "belongs to another principal");
         # so does one of another endpoint (a path, a table, a token), which it served as its own.
         if session is None or req.principal != session.principal or not session.serves(endpoint):
-            return _rpc_error(404, "Session not found: initialize a new session")
+            self.unknown.unknown(req.method)
+            return _rpc_error(404, UNKNOWN_SESSION)
         version = req.headers.get(VERSION_HEADER)
         if version in MODERN_VERSIONS:  # (its requests carry params._meta and no session)
             said = (
