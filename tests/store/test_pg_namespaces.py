@@ -122,3 +122,39 @@ async def test_a_search_path_of_only_a_missing_schema_says_no_other_exists(fresh
     assert "CREATE SCHEMA team_zz" in message, message
     assert "'none'" not in message, message
     assert message.endswith("(no other schema on it exists either)"), message
+
+
+async def test_a_role_without_privileges_is_told_what_to_grant(fresh_db):
+    """An operator's finding: a login role that does not own the database (PostgreSQL 15
+    grants no CREATE on ``public`` to everyone) was refused with a fragment of SQL
+    ("permission denied for schema public LINE 1: CREATE TABLE ..."), then, once granted
+    that, with pg_trgm's: one privilege per failed start, none of them named."""
+    role = f"agora_np_{secrets.token_hex(4)}"
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        conn.execute(f'CREATE ROLE "{role}" LOGIN')
+    try:
+        url = fresh_db.replace("//agora@", f"//{role}@", 1)
+        assert url != fresh_db, fresh_db
+        with trio.fail_after(WAIT), pytest.raises(StoreError) as refused:
+            async with open_pg_store(url, MIGRATIONS):
+                pass
+        said = str(refused.value)
+        assert "permission denied for schema public" in said, said
+        assert said.endswith(
+            "(agora's role must own the database (CREATE DATABASE agora OWNER agora), or have"
+            " CREATE on its schema and on the database (pg_trgm); see docs/scale-out.md)"
+        ), said
+        with psycopg.connect(fresh_db, autocommit=True) as conn:
+            conn.execute(f'GRANT CREATE ON SCHEMA public TO "{role}"')
+        with trio.fail_after(WAIT), pytest.raises(StoreError) as refused:
+            async with open_pg_store(url, MIGRATIONS):
+                pass
+        said = str(refused.value)
+        assert 'permission denied to create extension "pg_trgm"' in said, said
+        assert said.endswith("(pg_trgm): see docs/scale-out.md"), said
+    finally:
+        with psycopg.connect(fresh_db, autocommit=True) as conn:
+            conn.execute(f'DROP OWNED BY "{role}"')
+        server = fresh_db.rsplit("/", 1)[0] + "/postgres"
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute(f'DROP ROLE IF EXISTS "{role}"')

@@ -108,3 +108,20 @@ async def test_closing_the_store_is_bounded_while_postgresql_is_stalled(pg_url):
 async def _ignore_failure(operation) -> None:
     with contextlib.suppress(StoreError):
         await operation()
+
+
+async def test_a_start_on_a_stalled_postgresql_names_the_server_it_waited_for(pg_url, monkeypatch):
+    """An operator's finding: a node started while PostgreSQL was stalled exited with
+    "cannot open the PostgreSQL database: connection timeout expired", naming no server,
+    port or user, where libpq's "connection refused" names them."""
+    monkeypatch.setattr("agora.store.pg_sql.CONNECT_TIMEOUT", 2)
+    with stalling_relay(pg_url) as relay, trio.fail_after(WAIT):
+        relay.hold_after(0)  # takes each connection, never answers
+        with pytest.raises(StoreError) as refused:
+            async with open_pg_store(relay.url, [ITEMS], commit_timeout=DEADLINE):
+                pass
+    said = str(refused.value)
+    port = relay.url.split("@")[-1].split("/")[0].split(":")[1]
+    assert said.startswith("cannot open the PostgreSQL database: connection timeout expired"), said
+    assert f"(host 127.0.0.1, port {port}, user agora, database " in said, said
+    assert said.endswith("no answer within 2 s; is it stopped, or stalled?)"), said

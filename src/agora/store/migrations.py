@@ -135,8 +135,14 @@ def applied(component: str, before: int, after: int) -> None:
 def failed(step: Migration, exc: BaseException) -> StoreError:
     """The error of ``step``, which raised ``exc``: named with its type (a `KeyError`'s
     text is only the key)."""
+    hint = ""
+    if getattr(exc, "sqlstate", None) == "42501":  # insufficient privilege (PostgreSQL)
+        hint = (
+            "; agora's role must own the database (CREATE DATABASE agora OWNER agora), or have"
+            " CREATE on its schema and on the database (pg_trgm): see docs/scale-out.md"
+        )
     return StoreError(
-        f"migration {step.component} v{step.version} failed: {type(exc).__name__}: {exc}"
+        f"migration {step.component} v{step.version} failed: {type(exc).__name__}: {exc}{hint}"
     )
 
 

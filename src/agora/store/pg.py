@@ -31,7 +31,6 @@ import psycopg
 import trio
 
 from agora.errors import StoreError
-from agora.logsafe import one_line
 from agora.store.failures import store_error
 from agora.store.neutral import POSTGRESQL, MissingTable
 from agora.store.opening import loop_delivery, open_in_thread
@@ -40,7 +39,7 @@ from agora.store.pg_bound import Lease, in_thread
 from agora.store.pg_cluster import ClusterLock, migrate
 from agora.store.pg_probe import ProbeConn, Prober, read_versions
 from agora.store.pg_read import read_in_thread
-from agora.store.pg_sql import PgConn
+from agora.store.pg_sql import PgConn, refusal
 from agora.store.pg_writer import PgWriter
 from agora.store.ready import select_one
 from agora.store.sqlite import COMMIT_TIMEOUT, STOP_SECONDS, Store
@@ -371,7 +370,7 @@ async def open_pg_store(
         # waited for up to connect_timeout): the thread closes it, if it comes, itself.
         writer = make() if inline else await open_in_thread(functools.partial(_adopted, make))
     except psycopg.Error as exc:
-        raise StoreError(f"cannot open the PostgreSQL database: {one_line(exc)}") from exc
+        raise StoreError(f"cannot open the PostgreSQL database: {refusal(url, exc)}") from exc
     store = PgStore(
         url, schema, writer, versions=versions, commit_timeout=commit_timeout, inline=inline
     )

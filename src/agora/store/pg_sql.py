@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import pq
 from psycopg.adapt import Dumper, Loader
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import Format
 
+from agora.logsafe import one_line
 from agora.store.neutral import MissingTable
 from agora.store.pg_bound import Cutter
 
@@ -272,6 +274,10 @@ class PgConn:
             raise psycopg.OperationalError(f"a read's COMMIT failed: {failed!r}")
 
 
+#: Seconds libpq waits for a new connection to be answered.
+CONNECT_TIMEOUT = 10
+
+
 def application_name(role: str) -> str:
     """How this node's connection for ``role`` is named in ``pg_stat_activity``: ``agora``,
     the node (host and process id: several nodes run on one host in tests and benches), and
@@ -294,13 +300,56 @@ def connect(url: str, *, autocommit: bool = True, role: str = "") -> psycopg.Con
         url,
         autocommit=autocommit,
         row_factory=row_factory,
-        connect_timeout=10,
+        connect_timeout=CONNECT_TIMEOUT,
         **KEEPALIVES,  # type: ignore[arg-type]
         **extra,  # type: ignore[arg-type]
     )
     conn.adapters.register_dumper(bool, _BoolAsInt)
     conn.adapters.register_loader("numeric", _NumericAsNumber)
     return conn
+
+
+def server_named(url: str) -> str:
+    """The server ``url`` reaches, as a refusal names it: host, port, user and database
+    (never the password), each from the URL, else libpq's environment (``PGHOST``, ...),
+    else libpq's default."""
+    try:
+        given = conninfo_to_dict(url)
+    except psycopg.Error:
+        given = {}
+
+    def part(key: str, env: str, default: str) -> str:
+        return str(given.get(key) or os.environ.get(env) or default)
+
+    user = part("user", "PGUSER", "the login's own name")
+    return (
+        f"host {part('host', 'PGHOST', 'localhost')}, port {part('port', 'PGPORT', '5432')},"
+        f" user {user}, database {part('dbname', 'PGDATABASE', user)}"
+    )
+
+
+def refusal(url: str, exc: psycopg.Error) -> str:
+    """Why the start could not open ``url``, in libpq's words; a connection that timed out
+    (a server that accepts and never answers: stopped, a paused VM) names the server, as
+    libpq's own "connection refused" does, which "connection timeout expired" did not."""
+    said = one_line(exc)
+    if "timeout expired" in said:
+        said += (
+            f" ({server_named(url)}: no answer within {CONNECT_TIMEOUT} s; is it stopped, or"
+            " stalled?)"
+        )
+    elif getattr(exc, "sqlstate", None) == INSUFFICIENT_PRIVILEGE:
+        said += f" ({PRIVILEGES})"
+    return said
+
+
+#: SQLSTATE of a statement the role may not run.
+INSUFFICIENT_PRIVILEGE = "42501"
+#: What a start refused for a privilege tells the operator to grant.
+PRIVILEGES = (
+    "agora's role must own the database (CREATE DATABASE agora OWNER agora), or have CREATE"
+    " on its schema and on the database (pg_trgm); see docs/scale-out.md"
+)
 
 
 def is_postgres_url(value: str) -> bool:
