@@ -186,3 +186,26 @@ async def test_a_single_failure_another_part_cures_is_no_outage(autojump_clock, 
                  " next try 0.0 s later (the writer): no outage"),
     ]  # fmt: skip
     assert not outage.away
+
+
+async def test_a_part_is_known_by_its_name_whatever_it_says_of_itself(autojump_clock, caplog):
+    """The listener fails as "lost its connection" and answers as "reconnected": one part,
+    whose single failure its own next try cured. A part cured by another's success is
+    watched for its next try for 10 s only: a part that never answers under its own name (a
+    background step) must not turn a later single failure into a WARNING."""
+    caplog.set_level(logging.INFO)
+    outage = Outage()
+    outage.failed("the change listener lost its connection", "server closed the connection")
+    outage.answered("the change listener reconnected")
+    outage.failed("background step chamber: sweep", "server closed the connection")
+    outage.answered("a read")  # the step is watched at its next tick...
+    await trio.sleep(60)  # ...which comes later than that
+    outage.failed("background step chamber: sweep", "server closed the connection")
+    outage.answered("a read")
+    said = [r.getMessage() for r in caplog.records if r.name == "agora.store.outage"]
+    assert [line.split(" next try")[0].rsplit(" and answered ", 1)[1] for line in said] == [
+        "the same part's",
+        "another part's",
+        "another part's",
+    ], said
+    assert all(r.levelname == "INFO" for r in caplog.records), said

@@ -14,8 +14,8 @@ one line that said why. `Outage` is the node's one account of it, shared by thos
   finding: the writer's idle connection broken by a restart already told as over, then a
   read answering first, gave a WARNING promising a summary and its end in the same
   millisecond); but a part cured by another's success that fails again at its own next try
-  was failing all along (the listener refused every 0.5 s while reads succeeded between):
-  that second failure is the WARNING, at once;
+  (within `FIRST_SUMMARY` seconds) was failing all along (the listener refused every 0.5 s
+  while reads succeeded between): that second failure is the WARNING, at once;
 - further failures are counted, and a summary line (how long, how many failures since the
   last line, the latest cause) is logged `FIRST_SUMMARY` seconds later, then at intervals
   that double up to `MAX_INTERVAL`;
@@ -49,6 +49,21 @@ FIRST_SUMMARY: Final = 10.0
 MAX_INTERVAL: Final = 300.0
 
 
+#: What the parts of a node say of themselves beyond their name (`part`).
+_SAID = (" lost its connection", " reconnected")
+#: Parts named otherwise when they fail than when they answer: a write past its deadline is
+#: the writer's (`agora.store.sqlite.Store._give_up`).
+_SAME = {"a write": "the writer"}
+
+
+def part(what: str) -> str:
+    """The part of the node ``what`` names ("the change listener reconnected": "the change
+    listener"), to tell whether a failure and a success are the same part's."""
+    for said in _SAID:
+        what = what.removesuffix(said)
+    return _SAME.get(what, what)
+
+
 class Outage:
     """Whether the database answers, told once per change and seldom in between."""
 
@@ -61,10 +76,11 @@ class Outage:
         self._next = 0.0
         self._last = ""
         self._first = ""  # the outage's first failure, said at its second
-        self._first_part = ""  # the part that failed first
+        self._first_part = ""  # the part that failed first (`part`)
         self._said = False  # whether the outage under way was told
         self._refused = 0  # reads and writes refused since the outage began
         self._probation = ""  # a part whose single failure another part's success ended
+        self._probation_ends = 0.0  # when its next try is no longer awaited (Trio's clock)
 
     @property
     def away(self) -> bool:
@@ -79,7 +95,7 @@ class Outage:
     def failed(self, what: str, error: object, refused: int = 0) -> None:
         """``what`` (a part of the node: "the change listener") could not reach the
         database because of ``error``: the first failure is held, said at the second (or
-        at INFO if the same part's next try answers), then summaries when due; counted.
+        at INFO if the next try answers), then summaries when due; counted.
         ``refused``: the reads and writes this failure refused (told at the end)."""
         self._last = f"{what}: {one_line(error)}"
         self._unsaid += 1
@@ -87,8 +103,8 @@ class Outage:
             now = trio.current_time()
             self._interval, self._next, self._unsaid = FIRST_SUMMARY, now + FIRST_SUMMARY, 0
             self._refused = refused
-            self._first, self._first_part, self._said = self._last, what, False
-            if self._probation and what.startswith(self._probation):
+            self._first, self._first_part, self._said = self._last, part(what), False
+            if self._probation == self._first_part and now < self._probation_ends:
                 self._probation = ""  # its own try failed again: an outage after all
                 self._tell_first()
             return
@@ -118,7 +134,7 @@ class Outage:
 
     def answered(self, what: str) -> None:
         """``what`` reached the database: if an outage was under way, it ends (one line)."""
-        if self._probation and what.startswith(self._probation):
+        if self._probation == part(what):
             self._probation = ""  # the part cured by another's success answers itself
         if (length := self._episode.end()) is None:
             return
@@ -129,9 +145,10 @@ class Outage:
             if self._refused
             else ""
         )
-        same = what.startswith(self._first_part)
+        same = part(what) == self._first_part
         if not same:  # the part that failed first has not answered: watched at its next try
             self._probation = self._first_part
+            self._probation_ends = trio.current_time() + FIRST_SUMMARY
         if not self._said:  # a single failure, cured by the next try
             log.info(
                 "%s failed once (%s) and answered %s next try %.1f s later (%s): no outage%s",
