@@ -104,14 +104,16 @@ async def policy_and_root(call: ToolCall) -> tuple[memory_policy.Policy, str, st
 
 
 async def _policy_and_roots(
-    call: ToolCall,
+    call: ToolCall, ask: bool = False
 ) -> tuple[memory_policy.Policy, str, str | None, list[str]]:
-    """`policy_and_root`, and the roots that authorized the call's workspace root."""
+    """`policy_and_root`, and the roots that authorized the call's workspace root (the
+    client's asked when the call names a root, or when ``ask``: a run's planned root is
+    judged by them even when the call names none)."""
     options = call.runtime.options("router")
     root = call.args.get("workspace_root")
     authorized = [str(r) for r in options.get("workspace_roots", [])]
     why = None
-    if root is not None:
+    if root is not None or ask:
         asked, why = await roots_and_why(call)
         authorized += asked
     policy, identity, warning = await trio.to_thread.run_sync(
@@ -213,7 +215,12 @@ async def remember_workflow(call: ToolCall) -> dict[str, Any]:
     """Record one eligible completed workflow under the opt-in policy, in the workspace it
     was planned in only (``workflow-context-mismatch``, naming that workspace's root)."""
     a = call.args
-    policy, identity, root_note, authorized = await _policy_and_roots(call)
+    run = await _run_of(call)
+    planned = run is not None and run["planned_workspace_root"] is not None
+    policy, identity, root_note, authorized = await _policy_and_roots(call, ask=planned)
+    # The workspace first: under another root than the run's, no Memory policy applies.
+    if (elsewhere := await _planned_elsewhere(call, run, identity, authorized)) is not None:
+        raise replies.refusal("workflow-context-mismatch", elsewhere)
     result: dict[str, Any] = {
         "authority_mode": "router-local", "replayed": False, "policy_digest": policy.digest,
         "target_profile_class": a["target_profile_class"], "candidate_id": None,
@@ -222,9 +229,6 @@ async def remember_workflow(call: ToolCall) -> dict[str, Any]:
     if not policy.capture_enabled:
         off = {**result, "status": "memory-disabled", "reason_codes": list(policy.reason_codes)}
         return Guided(off, notes.memory_disabled(policy, root_note))
-    run = await _run_of(call)
-    if (elsewhere := await _planned_elsewhere(call, run, identity, authorized)) is not None:
-        raise replies.refusal("workflow-context-mismatch", elsewhere)
     reasons = _ineligible(a, policy, run)
     if reasons or run is None:
         not_recorded = {**result, "status": "not-recorded", "reason_codes": reasons}
