@@ -27,7 +27,7 @@ from agora.config import Config
 from agora.server.embed import open_server
 from agora.toolsets.router.availability import MEMORY_OFF, NEVER, NO_ADAPTER
 from agora.toolsets.router.bounds import ADAPTER_TOOLS, NEVER_HERE
-from agora.toolsets.router.described import LOOP, MEMORY
+from agora.toolsets.router.described import AFTER, LOOP, MEMORY
 
 mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install -e '.[test]')")
 
@@ -136,7 +136,7 @@ async def test_a_tool_that_cannot_run_with_no_options_says_so_first(tmp_path):
         assert tools[name].description == f"{NO_ADAPTER} {CONTRACT.tools[name].description}"
         assert "[options.router.adapter]" in tools[name].description
     for name in MEMORY:
-        assert tools[name].description == f"{MEMORY_OFF} {CONTRACT.tools[name].description}"
+        assert tools[name].description == f"{MEMORY_OFF} {_contract_said(name)}"
         assert "[options.router] memory_policy" in tools[name].description
 
 
@@ -149,8 +149,16 @@ async def test_with_an_adapter_and_a_memory_policy_only_the_verified_host_tools_
     assert len(tools) == 20
     cannot = {name for name, tool in tools.items() if tool.description.startswith(UNAVAILABLE)}
     assert cannot == set(NEVER_HERE)
-    for name in (*ADAPTER_TOOLS, *MEMORY):
+    for name in ADAPTER_TOOLS:
         assert tools[name].description == CONTRACT.tools[name].description
+    for name in MEMORY:
+        assert tools[name].description == _contract_said(name)
+
+
+def _contract_said(name: str) -> str:
+    """The contract's description of ``name``, and what `AFTER` adds to it."""
+    after = f" {AFTER[name]}" if name in AFTER else ""
+    return f"{CONTRACT.tools[name].description}{after}"
 
 
 def test_the_docs_quote_what_the_descriptions_say_first():

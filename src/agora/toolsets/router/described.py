@@ -111,7 +111,8 @@ ARGUMENTS: Final[dict[str, dict[str, str]]] = {
         " changed since is blocked (profile-drift).",
     },
     "purge_workflow_memory": {
-        "scope": "What to delete: history-only (observations and their feedback),"
+        "scope": "What to delete, in every workspace's Memory and the personal scope's alike"
+        " (a purge names no workspace): history-only (every remembered run, with its feedback),"
         " analytics-only (feedback), candidates-only (candidate rejections and pending"
         " rollback proposals), revisions-only (every managed Profile revision but the current"
         " one), managed-profiles-only (the managed Profiles and their proposals),"
@@ -122,6 +123,15 @@ ARGUMENTS: Final[dict[str, dict[str, str]]] = {
         "include_managed_profiles": "With scope all-memory-data: delete the managed Profiles"
         " too. No effect with any other scope.",
     },
+}
+
+
+#: Memory tool -> what follows the contract's description of it.
+AFTER: Final[dict[str, str]] = {
+    "purge_workflow_memory": "A purge takes no workspace_root: every scope covers the"
+    " caller's whole Memory, every workspace's and the personal scope's (history-only deletes"
+    " every remembered run everywhere, with its feedback). To correct one remembered run, send"
+    " record_route_feedback instead.",
 }
 
 
@@ -205,12 +215,14 @@ def described(tool: dict[str, Any]) -> dict[str, Any]:
     description on each of its arguments in `ARGUMENTS`, and on its ``context`` fields,
     that the contract leaves bare; a planning tool's ``context`` and the arguments `ADDED`
     names say after the contract's words what any host's agent must know, and
-    ``plan_work``'s description ends with `LOOP`."""
+    ``plan_work``'s description ends with `LOOP`, a Memory tool's with its `AFTER`."""
     name = tool["name"]
     if name in MEMORY:
         texts = dict(ARGUMENTS.get(name, {}))
         texts |= {f"context.{field}": text for field, text in _CONTEXT.items()}
         describe_arguments(tool, texts, "router", keep=True)
+        if name in AFTER:
+            tool["description"] = f"{tool['description']} {AFTER[name]}"
         return tool
     describe_arguments(tool, PLANNING_CONTEXT | ADDED.get(name, {}), "router", append=True)
     if name == "plan_work":

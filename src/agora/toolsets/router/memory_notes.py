@@ -217,6 +217,24 @@ def not_recorded(codes: list[str], allowed: tuple[str, ...]) -> str:
     return "Nothing was recorded: " + "; ".join(said) + "."
 
 
+#: What one history-only purge deletes: the caller's Memory has no per-workspace purge.
+HISTORY_EVERYWHERE: Final = (
+    "purge_workflow_memory scope history-only deletes the remembered runs (and their"
+    " feedback) of every workspace and of the personal scope, not one workspace's or one run's"
+)
+
+
+def correct_instead(observation_id: str) -> str:
+    """How to correct a remembered run (its observation is stored once): feedback, not a
+    purge, which deletes every workspace's history."""
+    return (
+        f"To correct what is remembered of this run, send record_route_feedback on observation"
+        f" {observation_id} (feedback_type rejected counts against the route's candidate,"
+        " corrected names the route the user wanted); the stored outcome itself stays. Do not"
+        f" purge to record it anew: {HISTORY_EVERYWHERE}."
+    )
+
+
 def purge_stale(sent: str, current: str) -> str:
     """Why a purge was blocked as ``stale-summary-digest`` and what to send."""
     return (

@@ -264,8 +264,7 @@ async def remember_workflow(call: ToolCall) -> dict[str, Any]:
         f"Already recorded: run {run['workflow_run_id']}'s observation was stored at {at} by an "
         "earlier remember_workflow call; this call wrote nothing. The answer is the stored "
         "observation: its target_profile_class, risk_class and side_effect_outcome stand, and "
-        "the values sent now were not kept. To record it anew, purge the history first "
-        "(purge_workflow_memory, scope history-only)."
+        "the values sent now were not kept. " + notes.correct_instead(reply["observation_id"])
     ))  # fmt: skip
 
 
