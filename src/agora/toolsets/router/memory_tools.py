@@ -56,7 +56,7 @@ log = logging.getLogger(__name__)
 PERSONAL_SCOPE: Final = "personal"
 
 
-def _read_policy(workspace_root: str | None, authorized: list[str], personal_path: str | None
+def read_policy(workspace_root: str | None, authorized: list[str], personal_path: str | None
                  ) -> tuple[memory_policy.Policy, str, str | None]:  # fmt: skip
     """The effective policy, the workspace identity, and why the root was refused (None if
     it was not)."""
@@ -117,7 +117,7 @@ async def _policy_and_roots(
         asked, why = await roots_and_why(call)
         authorized += asked
     policy, identity, warning = await trio.to_thread.run_sync(
-        _read_policy, root, authorized, options.get("memory_policy")
+        read_policy, root, authorized, options.get("memory_policy")
     )
     _log_problems(policy)
     return policy, identity, notes.root_refused(warning, why), authorized
@@ -126,7 +126,7 @@ async def _policy_and_roots(
 async def personal_policy(runtime: Runtime) -> memory_policy.Policy:
     """The effective policy of the personal scope (no workspace root), read off the thread."""
     path = runtime.options("router").get("memory_policy")
-    policy, _identity, _root = await trio.to_thread.run_sync(_read_policy, None, [], path)
+    policy, _identity, _root = await trio.to_thread.run_sync(read_policy, None, [], path)
     _log_problems(policy)
     return policy
 

@@ -28,6 +28,7 @@ from agora.toolsets.router.digests import request_digest, routing_read
 from agora.toolsets.router.layers import memory_root_refused, plan_layers
 from agora.toolsets.router.ownership import as_sent
 from agora.toolsets.router.planning import Unplaceable, build_plan, goal_issue, plan_issue
+from agora.toolsets.router.remembering import completed_note
 from agora.toolsets.router.run import kind_of, logged, refused_for_arguments, subject_of
 from agora.toolsets.router.sql import session_summary
 
@@ -152,7 +153,8 @@ def _no_match(run_id: str, goal: str, bound: str | None) -> Guided:
 
 async def get_next_work(call: ToolCall) -> dict[str, Any]:
     """The next work item of a Router-owned graph."""
-    return await _run(call, call.args["workflow_run_id"], commands.NextWork(_session(call)))
+    reply = await _run(call, call.args["workflow_run_id"], commands.NextWork(_session(call)))
+    return await completed_note(call, reply)
 
 
 async def record_work_event(call: ToolCall) -> dict[str, Any]:
@@ -173,7 +175,7 @@ async def evaluate_gate(call: ToolCall) -> dict[str, Any]:
         expected_evidence_digest=a["expected_evidence_digest"],
         expected_plan_revision=a["expected_plan_revision"], **_mutation(call),
     )  # fmt: skip
-    return await _run(call, a["workflow_run_id"], command)
+    return await completed_note(call, await _run(call, a["workflow_run_id"], command))
 
 
 async def propose_support_consent(call: ToolCall) -> dict[str, Any]:
