@@ -27,6 +27,17 @@ def restorable(history: list[Current]) -> str:
     )
 
 
+#: What follows "nothing to roll back to": the way to retire the only revision's rules.
+RETIRE_BY_PURGE: Final = (
+    " To retire its rules, purge the managed Profiles: purge_workflow_memory scope"
+    " managed-profiles-only deletes every managed Profile (managed-personal and every"
+    " workspace's managed-workspace-local), with all their revisions and pending proposals, and"
+    " keeps the remembered runs (so their candidates are listed as proposed again: reject one"
+    " to keep it out for 180 days); all-memory-data with include_managed_profiles also deletes"
+    " every remembered run, feedback and rejection."
+)
+
+
 def in_force(candidate: dict[str, Any], history: list[Current]) -> str:
     """Why an approved (or auto-promoted) candidate is not previewed: its rule is the
     Profile's (newest revision of ``history``) already."""
@@ -38,6 +49,7 @@ def in_force(candidate: dict[str, Any], history: list[Current]) -> str:
         f" ({earlier})."
         if earlier
         else "no kept revision holds another Profile, so there is nothing to roll back to."
+        + RETIRE_BY_PURGE
     )
     return (
         f"candidate-not-proposed: candidate {candidate_id} is {candidate['status']}: revision"
@@ -187,7 +199,7 @@ def revision_not_found(revision_id: str, kept: list[tuple[str, int, str]]) -> st
         f" current one): {listed}."
         if listed
         else "no kept revision holds another Profile than the current one, so there is"
-        " nothing to roll back to."
+        " nothing to roll back to." + RETIRE_BY_PURGE
     )
     return (
         f"rollback-source-revision-unavailable: no kept revision {revision_id} of a managed"

@@ -44,6 +44,7 @@ from agora.toolsets.router.memory_tools import (
     receipt_fields,
 )
 from agora.toolsets.router.ownership import memory_key
+from agora.toolsets.router.retired import retired_notes
 from agora.toolsets.router.run import refusals_logged
 from agora.toolsets.router.sql import stamp
 
@@ -144,7 +145,10 @@ async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
         said = [notes.evidence_lapsed(m.candidate, candidates.unmet(m))
                 for m in mined if not candidates.meets(m)]  # fmt: skip
         said.append(candidates.why_not_listed(observed, mined, identity) or "")
-        others = " ".join(filter(None, said))
+        again = await retired_notes(call, mined, dict(managed_keys(identity)))
+        others = " ".join(filter(None, [*said, *again]))
+        if a["status"] == "proposed":  # (the other notes are of candidates filtered out)
+            others = " ".join(again)
     if a["status"] is not None and found:
         found = [c for c in found if c["status"] == a["status"]]
         why = f"No candidate has status {a['status']}; send status null to list every one."
@@ -156,7 +160,8 @@ async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
         return Guided(result, note)
     if not found:
         return Guided(result, why)
-    return result if not others or a["status"] is not None else Guided(result, others)
+    shown = a["status"] in (None, "proposed")
+    return Guided(result, others) if others and shown else result
 
 
 #: A candidate, its proposal (None if blocked), the reason codes and the lint problems.

@@ -73,6 +73,7 @@ def _same_profile(source: Current, history: list[Current], target: str) -> Guide
         f"Send source_revision_id of a kept revision holding another Profile ({others})."
         if others
         else "No kept revision holds another Profile: there is nothing to roll back to."
+        + notes.RETIRE_BY_PURGE
     )
     return Guided(blocked, (
         f"Revision {source[1]} {which} the current revision of the {target} Profile: a"
