@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
+from agora.toolsets.router import backtest_notes
 from agora.toolsets.router.candidates import REVIEWED
 from agora.toolsets.router.layers import CLIENT_ROOTS_UNUSED
 
@@ -123,10 +124,9 @@ def transition_blocked(codes: list[str], sent: dict[str, Any], proposal: dict[st
         "profile-promotion-disabled": "profile-promotion-disabled: the Memory policy's"
         " profile_promotion is disabled, so nothing is approved (get_memory_status shows it);"
         " reject stays possible.",
-        "profile-backtest-failed": "profile-backtest-failed: the proposal's backtest is not"
-        " acceptable (proposal.backtest: coverage under 0.75, a planned route regression, or"
-        " a manual Profile that takes precedence), so it cannot be approved; reject stays"
-        " possible.",
+        "profile-backtest-failed": "profile-backtest-failed: the proposal's backtest"
+        f" (proposal.backtest) is not acceptable, so it cannot be approved:"
+        f" {backtest_notes.causes(proposal['backtest'])}.",
     }
     return "Blocked: " + " ".join(said[c] for c in codes if c in said)
 

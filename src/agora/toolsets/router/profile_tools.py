@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from agora.mcp.results import Guided
-from agora.toolsets.router import candidates, previews, profiles
+from agora.toolsets.router import backtest_notes, candidates, previews, profiles
 from agora.toolsets.router import memory_notes as notes
 from agora.toolsets.router.digests import digest
 from agora.toolsets.router.layers import client_roots, read_layers
@@ -233,7 +233,14 @@ async def preview_profile_update(call: ToolCall) -> dict[str, Any]:
                 return Guided(blocked, notes.in_force(mined.candidate, revisions[wanted_key]))
             said = notes.preview_blocked(reasons, target, policy.allowed_targets)
             return blocked if said is None else Guided(blocked, said)
-        return answer(status="previewed", proposal=proposal, reason_codes=reasons)
+        done = answer(status="previewed", proposal=proposal, reason_codes=reasons)
+        if "profile-backtest-failed" not in reasons:
+            return done
+        doc = mined.members[0].document
+        manual = profiles.resolve(await manual_profiles(call), tuple(doc.get("domains", [])),
+                                  tuple(doc.get("tags", [])), None)  # fmt: skip
+        seed = backtest_notes.seed_of(doc)
+        return Guided(done, backtest_notes.previewed(proposal["backtest"], manual.rule_id, seed))
     missing = answer(status="not-found", reason_codes=["workflow-candidate-not-found"])
     root = call.args["workspace_root"]
     return Guided(missing, notes.candidate_not_found(wanted, root, len(previewed)))
