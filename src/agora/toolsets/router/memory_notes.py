@@ -8,11 +8,13 @@ so an agent can act on the answer alone. Pure.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any, Final
 
 from agora.toolsets.router import backtest_notes
 from agora.toolsets.router.candidates import REVIEWED
 from agora.toolsets.router.layers import CLIENT_ROOTS_UNUSED
+from agora.toolsets.router.workspace import file_roots
 
 if TYPE_CHECKING:
     from agora.toolsets.router.memory_policy import Policy
@@ -324,11 +326,24 @@ _ROOT_REFUSED: Final = {
 }
 
 
-def root_refused(warning: str | None, why: str | None) -> str | None:
+def root_meaning(warning: str, root: str | None = None) -> str:
+    """What the refusal ``warning`` of the workspace root ``root`` means, in the words of
+    docs/router-profiles.md's table; a ``file://`` URI (an MCP root's form) is named as one,
+    with the filesystem path to send instead."""
+    if warning == "workspace-root-not-absolute" and (root or "").lower().startswith("file:"):
+        path = next(iter(file_roots([str(root)])), None)
+        send = f"send the filesystem path itself ({json.dumps(path)})" if path else (
+            "send the filesystem path itself"
+        )  # fmt: skip
+        return f"it is a file:// URI, not a filesystem path: {send}"
+    return _ROOT_REFUSED.get(warning, warning)
+
+
+def root_refused(warning: str | None, why: str | None, root: str | None = None) -> str | None:
     """The sentence explaining ``workspace-root-unverified``: which refusal, what to do."""
     if warning is None:
         return None
-    note = f"workspace root refused: {warning}: {_ROOT_REFUSED.get(warning, warning)}"
+    note = f"workspace root refused: {warning}: {root_meaning(warning, root)}"
     if warning == "workspace-root-not-authorized":
         note += f"; {CLIENT_ROOTS_UNUSED}: {why}" if why else (
             "; add it to [options.router] workspace_roots or to the MCP client's roots"

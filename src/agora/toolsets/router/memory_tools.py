@@ -120,7 +120,7 @@ async def _policy_and_roots(
         read_policy, root, authorized, options.get("memory_policy")
     )
     _log_problems(policy)
-    return policy, identity, notes.root_refused(warning, why), authorized
+    return policy, identity, notes.root_refused(warning, why, root), authorized
 
 
 async def personal_policy(runtime: Runtime) -> memory_policy.Policy:

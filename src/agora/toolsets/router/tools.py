@@ -26,6 +26,7 @@ from agora.toolsets.router.bounds import memory_misfits
 from agora.toolsets.router.consent import run_of
 from agora.toolsets.router.digests import request_digest, routing_read
 from agora.toolsets.router.layers import memory_root_refused, plan_layers
+from agora.toolsets.router.memory_notes import root_meaning
 from agora.toolsets.router.ownership import as_sent
 from agora.toolsets.router.planning import Unplaceable, build_plan, goal_issue, plan_issue
 from agora.toolsets.router.remembering import completed_note
@@ -104,13 +105,17 @@ def memory_note(misfits: list[str]) -> str:
 def root_note(root: str, refused: str) -> str:
     """What a plan's note says when its workspace root is refused, so Memory would refuse
     its run under any root (`memory_root_refused`)."""
+    then = (
+        "plan under an authorized root (one in [options.router] workspace_roots or the MCP"
+        " client's roots)"
+        if refused == "workspace-root-not-authorized"
+        else "plan under a workspace_root sent as it says"
+    )
     return (
         f"Memory: this run cannot be remembered: its routing_context.workspace_root"
-        f" {json.dumps(root)} is refused ({refused}: not an authorized workspace root), Memory"
+        f" {json.dumps(root)} is refused ({refused}: {root_meaning(refused, root)}), Memory"
         " keeps nothing under such a root, and a run is remembered only under the root it"
-        " was planned under; plan under an authorized root (one in [options.router]"
-        " workspace_roots or the MCP client's roots) or under none (the personal scope) to"
-        " use Memory."
+        f" was planned under; {then} or under none (the personal scope) to use Memory."
     )
 
 
