@@ -103,6 +103,7 @@ def read_layers(workspace_root: str | None, authorized: list[str], personal: str
             warnings.extend(more)
             if profile is not None:
                 found.append(profile)
+                warnings.extend(profiles.advisories(profile))
     return found, warnings
 
 

@@ -181,21 +181,28 @@ def parse_profile(layer: Layer, text: str) -> tuple[Profile | None, list[str]]:
     except strict_json.DuplicateKey as twice:  # which one the author meant is not ours to guess
         key = json.dumps(twice.args[0][:64])
         return None, [f"{layer}-profile-invalid: the key {key} is given twice"]
+    except json.JSONDecodeError as bad:
+        return None, [f"{layer}-profile-invalid: {_not_json(text, bad)}"]
     except (ValueError, RecursionError):
         return None, [f"{layer}-profile-invalid: not valid JSON"]
     problems = _VALIDATOR.errors(raw)
-    if problems:  # a file's field, not a tool's argument
-        return None, [f"{layer}-profile-invalid: {problems[0].describe('field', 'the Profile')}"]
+    if problems:  # a file's field, not a tool's argument; every one, so one edit fixes all
+        said = [p.describe("field", "the Profile") for p in problems[:MAX_PROBLEMS]]
+        if len(problems) > MAX_PROBLEMS:
+            said[-1] += f" (and {len(problems) - MAX_PROBLEMS} more problems)"
+        return None, [f"{layer}-profile-invalid: {problem}" for problem in said]
     rules = []
     warnings: list[str] = []
-    seen: set[str] = set()
-    for r in raw["rules"]:
+    seen: dict[str, int] = {}
+    count = len(raw["rules"])
+    for n, r in enumerate(raw["rules"], start=1):
         phases = tuple(_phase(p) for p in r["phases"])
-        bad = [p.phase_id for p in phases if p.primary_skill_id in p.support_skill_ids]
-        if r["rule_id"] in seen or len({p.phase_id for p in phases}) != len(phases) or bad:
-            warnings.append(f"{layer}-profile-rule-skipped: {r['rule_id']}")
+        why = _skipped(r["rule_id"], phases, seen)
+        if why is not None:
+            warnings.append(f"{layer}-profile-rule-skipped: {r['rule_id']}: rule {n} of {count}"
+                            f" is skipped: {why}")  # fmt: skip
             continue
-        seen.add(r["rule_id"])
+        seen[r["rule_id"]] = n
         match = r.get("match", {})
         rules.append(
             Rule(
@@ -208,6 +215,65 @@ def parse_profile(layer: Layer, text: str) -> tuple[Profile | None, list[str]]:
             )
         )
     return Profile(layer, raw["profile_id"], digest(raw), tuple(rules)), warnings
+
+
+#: The most schema problems of one Profile file named (one warning each).
+MAX_PROBLEMS: Final = 10
+
+
+def _not_json(text: str, bad: json.JSONDecodeError) -> str:
+    """What is wrong with a Profile file that is not JSON, where."""
+    if not text.strip():
+        return "not valid JSON: the file is empty"
+    if text.startswith("\ufeff"):
+        return (
+            "not valid JSON: the file starts with a UTF-8 byte order mark (BOM); save it as"
+            " UTF-8 without one"
+        )
+    return f"not valid JSON: {bad.msg} at line {bad.lineno} column {bad.colno}"
+
+
+def _skipped(rule_id: str, phases: tuple[Phase, ...], seen: dict[str, int]) -> str | None:
+    """Why a rule is skipped (None: it is kept); ``seen``: the kept rules' numbers by id."""
+    if rule_id in seen:
+        return f"rule {seen[rule_id]} has the rule_id {rule_id!r} already (the first is kept)"
+    ids = [p.phase_id for p in phases]
+    if twice := sorted({i for i in ids if ids.count(i) > 1}):
+        return f"the phase_id {twice[0]!r} is given to more than one of its phases"
+    for p in phases:
+        if p.primary_skill_id in p.support_skill_ids:
+            return f"{p.primary_skill_id} is phase {p.phase_id}'s primary skill and its support"
+    return None
+
+
+def advisories(profile: Profile) -> list[str]:
+    """Warnings on a valid manual Profile's rules that are kept but cannot work as written:
+    a rule after a catch-all (no matcher), which never matches, and a ``match.phase`` that
+    names none of the rule's own phases (the plan it makes has no such phase)."""
+    said: list[str] = []
+    layer = profile.layer
+    catch_all: Rule | None = None
+    for rule in profile.rules:
+        if catch_all is not None:
+            said.append(
+                f"{layer}-profile-rule-shadowed: {rule.rule_id}: it never matches: the earlier"
+                f" rule {catch_all.rule_id} has no matcher, so it matches every context first"
+            )
+        own = [p.phase_id for p in rule.phases]
+        if rule.phase is not None and rule.phase not in own:
+            said.append(
+                f"{layer}-profile-rule-phase-unplanned: {rule.rule_id}: its match.phase"
+                f" {rule.phase!r} is none of its own phases ({', '.join(own)}), so a plan it"
+                " matches has no such phase; fix the file (match.phase names the phase the"
+                " work is in, routing_context.current_phase_id)"
+            )
+        if catch_all is None and _catches_all(rule):
+            catch_all = rule
+    return said
+
+
+def _catches_all(rule: Rule) -> bool:
+    return not rule.domains_any and not rule.tags_all and rule.phase is None
 
 
 def _builtin_phase(phase_id: str, check: str) -> Phase:

@@ -29,6 +29,7 @@ from agora.toolsets.router.layers import memory_root_refused, plan_layers
 from agora.toolsets.router.memory_notes import root_meaning
 from agora.toolsets.router.ownership import as_sent
 from agora.toolsets.router.planning import Unplaceable, build_plan, goal_issue, plan_issue
+from agora.toolsets.router.profile_notes import profile_line
 from agora.toolsets.router.remembering import completed_note
 from agora.toolsets.router.run import kind_of, logged, refused_for_arguments, subject_of
 from agora.toolsets.router.sql import session_summary
@@ -79,7 +80,12 @@ async def plan_work(call: ToolCall) -> dict[str, Any]:
     said = [memory_note(misfits)] if misfits else []
     if refused is not None:
         said.append(root_note(call.args["routing_context"]["workspace_root"], refused))
-    if said and isinstance(reply, Guided) and call.runtime.options("router").get("memory_policy"):
+    if not call.runtime.options("router").get("memory_policy"):
+        said = []
+    routing = call.args.get("routing_context") or {}
+    if not call.args.get("explicit_skill_ids") and isinstance(reply, Guided):
+        said += filter(None, [profile_line(routing, layers, warnings, reply)])
+    if said and isinstance(reply, Guided):
         return Guided(reply, "\n".join([*said, reply.guidance]))
     return reply
 
@@ -109,7 +115,7 @@ def root_note(root: str, refused: str) -> str:
         "plan under an authorized root (one in [options.router] workspace_roots or the MCP"
         " client's roots)"
         if refused == "workspace-root-not-authorized"
-        else "plan under a workspace_root sent as it says"
+        else "plan again with the workspace_root fixed as said"
     )
     return (
         f"Memory: this run cannot be remembered: its routing_context.workspace_root"
