@@ -33,6 +33,7 @@ from agora.toolsets.router.promotion import upkeep
 from agora.toolsets.router.replies import INTERNAL_SCHEMA, shape_failure
 from agora.toolsets.router.sql import MIGRATIONS
 from agora.toolsets.router.tools import HANDLERS
+from agora.toolsets.router.workspace import tried
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -131,4 +132,4 @@ def _check_options(options: Mapping[str, Any]) -> None:
     )
     for key, what, until in wanted:
         if (path := options.get(key)) and not Path(path).is_file():
-            log.warning("router: %s %s is not a file: %s until it is", what, path, until)
+            log.warning("router: %s %s is not a file: %s until it is", what, tried(path), until)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 from agora.toolsets.router import backtest_notes
 from agora.toolsets.router.candidates import REVIEWED
 from agora.toolsets.router.layers import CLIENT_ROOTS_UNUSED
+from agora.toolsets.router.memory_policy import ceiling_note
 from agora.toolsets.router.workspace import file_roots
 
 if TYPE_CHECKING:
@@ -285,7 +286,19 @@ def memory_disabled(policy: Policy, root_note: str | None) -> str:
         f"workspace-root-unverified: {root_note.rstrip('.')}" if c == "workspace-root-unverified"
         and root_note else _DISABLED.get(c, c) for c in policy.reason_codes
     ]  # fmt: skip
+    said = [_named(s, policy) for s in said]
     return f"Nothing was recorded: Memory is {policy.effective_mode} here. " + "; ".join(said) + "."
+
+
+def _named(said: str, policy: Policy) -> str:
+    """``said`` (one reason's sentence) with what only ``policy`` knows: the personal policy
+    file tried, and what the ceiling it exceeds comes from."""
+    if said.startswith("workspace-policy-exceeds-ceiling"):
+        return ceiling_note(policy) or said
+    tried = [p for p in policy.problems if p.startswith("personal policy: /")]
+    if said.startswith("personal-policy-missing") and tried:
+        return f"{said} ({tried[0]})"
+    return said
 
 
 def _n(count: int, one: str, many: str) -> str:

@@ -152,7 +152,12 @@ def _workspace(text: str | None, reasons: list[str], problems: list[str]
 
 
 def resolve(
-    personal: str | None, workspace: str | None, *, workspace_scoped: bool, root_verified: bool
+    personal: str | None,
+    workspace: str | None,
+    *,
+    workspace_scoped: bool,
+    root_verified: bool,
+    missing: list[str] | None = None,
 ) -> Policy:
     """The effective policy from the two files' texts (None: no such file).
 
@@ -161,9 +166,10 @@ def resolve(
         workspace: The workspace request file's text (read only under an authorized root).
         workspace_scoped: The call named a workspace root.
         root_verified: That root was authorized (else ``workspace-root-unverified``).
+        missing: Why a configured personal policy file was not read (its absolute path).
     """
     reasons: list[str] = []
-    problems: list[str] = []
+    problems: list[str] = list(missing or []) if personal is None else []
     ceiling, promotion, targets, personal_doc = _personal(personal, reasons, problems)
     requested, workspace_doc = None, None
     effective = ceiling
@@ -187,3 +193,24 @@ def resolve(
         ceiling, requested, effective, promotion, targets, tuple(reasons), documents,
         tuple(problems),
     )  # fmt: skip
+
+
+def ceiling_note(policy: Policy) -> str | None:
+    """What ``workspace-policy-exceeds-ceiling`` means for ``policy``, or None if it does not
+    apply: the request, the ceiling, and when the ceiling is disabled only because no personal
+    policy was read, that it is so."""
+    if "workspace-policy-exceeds-ceiling" not in policy.reason_codes:
+        return None
+    note = (
+        f"workspace-policy-exceeds-ceiling: the workspace requests"
+        f" {policy.workspace_requested_mode}, above the personal ceiling"
+        f" {policy.personal_ceiling}, so the lower applies"
+    )
+    if "personal-policy-missing" in policy.reason_codes:
+        note += (
+            ": the ceiling is disabled only because no personal policy file was read"
+            " (personal-policy-missing); once the operator's file is there, its ceiling applies"
+        )
+    elif policy.problems and policy.personal_ceiling == "disabled":
+        note += ": the ceiling is disabled because the personal policy file is not valid"
+    return note

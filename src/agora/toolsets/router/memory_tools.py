@@ -60,9 +60,11 @@ def read_policy(workspace_root: str | None, authorized: list[str], personal_path
                  ) -> tuple[memory_policy.Policy, str, str | None]:  # fmt: skip
     """The effective policy, the workspace identity, and why the root was refused (None if
     it was not)."""
-    personal, _ = workspace.personal_profile(personal_path)
+    personal, unread = workspace.personal_profile(personal_path)
+    missing = [f"personal policy: {w.split(': ', 1)[-1]}" for w in unread]
     if workspace_root is None:
-        policy = memory_policy.resolve(personal, None, workspace_scoped=False, root_verified=False)
+        policy = memory_policy.resolve(personal, None, workspace_scoped=False, root_verified=False,
+                                       missing=missing)  # fmt: skip
         return policy, PERSONAL_SCOPE, None
     real_root, trusted, warning = workspace.authorized_root(workspace_root, authorized)
     text = None
@@ -70,7 +72,8 @@ def read_policy(workspace_root: str | None, authorized: list[str], personal_path
         text, _ = workspace.file_in_root(real_root, trusted, memory_policy.WORKSPACE_FILE,
                                          "workspace-memory-policy")  # fmt: skip
     verified = real_root is not None
-    policy = memory_policy.resolve(personal, text, workspace_scoped=True, root_verified=verified)
+    policy = memory_policy.resolve(personal, text, workspace_scoped=True, root_verified=verified,
+                                   missing=missing)  # fmt: skip
     identity = digest({"workspace": str(real_root)}) if verified else "unverified"
     return policy, identity, warning
 
@@ -170,6 +173,8 @@ async def get_memory_status(call: ToolCall) -> dict[str, Any]:
     notes = [] if root_note is None else [root_note[0].upper() + root_note[1:]]
     if policy.problems:  # the outputSchema has no field for them: a second text block
         notes.append("Memory policy problems: " + "; ".join(policy.problems) + ".")
+    if (ceiling := memory_policy.ceiling_note(policy)) is not None:
+        notes.append(ceiling + ".")
     return Guided(status, "\n".join(notes)) if notes else status
 
 

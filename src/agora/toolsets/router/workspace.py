@@ -159,11 +159,30 @@ def identity_of(workspace_root: str, authorized: list[str]) -> str:
     return digest({"workspace": str(real_root)}) if real_root is not None else "unverified"
 
 
+#: What each problem of `read_text` says of the file.
+_WRONG = {
+    "absent": "not there",
+    "unreadable": "not a readable regular UTF-8 file",
+    "too-large": f"larger than {MAX_PROFILE_BYTES // 1024} KiB",
+}
+
+
+def tried(path: str) -> str:
+    """A configured path as the server reads it: absolute, and, when it was configured
+    relative, that form too (it resolves against the server's working directory, which for
+    a host that starts ``agora stdio`` is each project's)."""
+    full = os.path.abspath(path)
+    if full == os.path.normpath(path):
+        return full
+    return f"{full} (configured as {path}, relative to the server's working directory)"
+
+
 def personal_profile(path: str | None) -> tuple[str | None, list[str]]:
-    """The operator-configured personal Profile's text (a trusted path), if any."""
+    """The operator-configured personal Profile's text (a trusted path), if any; else a
+    warning naming the absolute path tried and what is wrong with it."""
     if not path:
         return None, []
     text, problem = read_text(Path(path))
     if text is None:
-        return None, [f"personal-profile-{problem}"]
+        return None, [f"personal-profile-{problem}: {tried(path)} is {_WRONG[str(problem)]}"]
     return text, []
