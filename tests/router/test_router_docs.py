@@ -181,3 +181,28 @@ def test_the_readme_says_to_copy_the_gate_arguments_before_defining_the_digest()
     assert section.index(copy) < section.index("RFC 8785")
     assert "for reference only" in section
     assert "hashlib" not in section
+
+
+def test_the_readme_adds_the_router_over_stdio_db_to_claude_code():
+    """Tester finding: the README wired the router into Claude Code over HTTP only, though
+    only ``agora stdio --db`` lets the client's roots authorize a workspace by default, and
+    said nothing of one database for all projects, --shared for a second window, or
+    absolute paths in [options.router]."""
+    import shlex
+
+    from agora.cli_parser import build_parser
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme.split("## Connecting an agent", 1)[1].split("\n## ", 1)[0]
+    found = re.search(r"claude mcp add --scope user agora-router -- (.*?)\n```", section, re.S)
+    assert found is not None
+    argv = shlex.split(found[1].replace("\\\n", " "))
+    assert argv[0].endswith("/agora")
+    args = build_parser().parse_args(argv[1:])
+    assert (args.toolset, args.shared) == ("router", True)
+    assert args.db.startswith("/")
+    assert args.config.startswith("/")
+    text = " ".join(section.split())
+    assert "One database for all projects" in text
+    assert "unless both run with `--shared`" in text
+    assert "Absolute paths in that agora.toml's `[options.router]`" in text
