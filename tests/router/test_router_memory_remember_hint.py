@@ -64,3 +64,12 @@ async def test_no_line_where_memory_captures_nothing(router, workspace, tmp_path
     del options["router"]["memory_policy"]
     _run, gate, then = await complete(router, workspace)
     assert gate == then == COMPLETED
+
+
+def test_the_personal_scope_is_not_offered_a_workspace_target():
+    from agora.toolsets.router.remembering import remember_line
+
+    targets = ("managed-personal", "managed-workspace-local")
+    assert "class managed-personal, and" in remember_line("run-1", None, targets)
+    both = "class managed-personal or managed-workspace-local, and"
+    assert both in remember_line("run-1", "/w", targets)

@@ -52,11 +52,13 @@ async def completed_note(call: ToolCall, reply: dict[str, Any]) -> dict[str, Any
 
 def remember_line(run_id: str, root: str | None, targets: tuple[str, ...]) -> str:
     """The line naming the ``remember_workflow`` call that records a completed run."""
+    if root is None:  # the personal scope has no workspace-local Profile
+        targets = tuple(t for t in targets if t != "managed-workspace-local")
     target = " or ".join(targets) if targets else "an allowed target"
     return (
         f"Memory is on for this run's scope: remember_workflow with workflow_run_id {run_id},"
         f" workspace_root {json.dumps(root)}, target_profile_class {target}, and the run's"
-        " risk_class and side_effect_outcome records it for learning (once; a run is"
-        " remembered once per workspace), and list_workflow_candidates derives candidate"
-        " routes from the runs remembered."
+        " risk_class and side_effect_outcome records it for learning (a run is remembered"
+        " once per workspace), and list_workflow_candidates derives candidate routes from the"
+        " runs remembered."
     )
