@@ -23,6 +23,11 @@ async def test_a_manual_profile_taking_precedence_is_named_with_what_to_do(
     write_workspace(workspace, team)
     await record(router, runtime, workspace, "web")
     (candidate,) = (await listed(router, workspace))["candidates"]
+    said = texts(await listed(router, workspace))[-1]
+    assert said.startswith(
+        f"Candidate {candidate['candidate_id']} is proposed but cannot be approved: the user's"
+        ' rule team#web-feature already plans the routing context of its runs (domains ["web"],'
+    )
     shown = await preview(router, workspace, candidate["candidate_id"])
     assert (shown["status"], shown["reason_codes"]) == ("previewed", ["profile-backtest-failed"])
     note = texts(shown)[-1]

@@ -145,7 +145,8 @@ async def list_workflow_candidates(call: ToolCall) -> dict[str, Any]:
         said = [notes.evidence_lapsed(m.candidate, candidates.unmet(m))
                 for m in mined if not candidates.meets(m)]  # fmt: skip
         said.append(candidates.why_not_listed(observed, mined, identity) or "")
-        again = await retired_notes(call, mined, dict(managed_keys(identity)))
+        manual = await manual_profiles(call)
+        again = await retired_notes(call, mined, dict(managed_keys(identity)), manual)
         others = " ".join(filter(None, [*said, *again]))
         if a["status"] == "proposed":  # (the other notes are of candidates filtered out)
             others = " ".join(again)
