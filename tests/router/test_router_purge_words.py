@@ -45,3 +45,20 @@ def test_the_docs_say_a_purge_covers_every_workspace():
     doc = " ".join((Path(__file__).parents[2] / "docs" / "router.md").read_text().split())
     assert "purge `history-only` first" not in doc
     assert "a purge names no workspace" in doc
+
+
+async def test_every_purge_a_text_suggests_says_it_covers_every_workspace(router, workspace):
+    from router_driver import ctx
+
+    from agora.toolsets.router import memory_notes as notes
+
+    stale = await router.call("purge_workflow_memory", context=ctx(), scope="history-only",
+                              confirmed=True, include_managed_profiles=False,
+                              expected_summary_digest="sha256:" + "0" * 64,
+                              idempotency_key="p-stale", correlation_id="c")  # fmt: skip
+    assert stale["reason_codes"] == ["stale-summary-digest"]
+    assert "A purge names no workspace" in texts(stale)[-1]
+    suppressed = notes.preview_blocked(["candidate-suppressed"], "managed-personal", ())
+    assert "lifts every suppression, of every workspace" in str(suppressed)
+    lapsed = {"candidate_id": "c", "status": "approved", "target_profile_class": "managed-personal"}
+    assert "every managed Profile, every workspace's" in notes.evidence_lapsed(lapsed, "x")

@@ -74,7 +74,7 @@ def evidence_lapsed(candidate: dict[str, Any], unmet: str) -> str:
         " rollback_profile_revision a source_revision_id of a revision without it"
         " (preview_profile_update of this candidate lists them), or purge_workflow_memory"
         " scope managed-profiles-only (or all-memory-data with include_managed_profiles),"
-        " which deletes the managed Profiles."
+        " which deletes every managed Profile, every workspace's and the personal one."
     )
 
 
@@ -159,7 +159,7 @@ def preview_blocked(codes: list[str], target: str, allowed: tuple[str, ...]) -> 
     said = {
         "candidate-suppressed": "candidate-suppressed: the user rejected this candidate, so"
         " it is not proposed for 180 days from the rejection (purge_workflow_memory scope"
-        " candidates-only lifts every suppression).",
+        " candidates-only lifts every suppression, of every workspace).",
         "matcher-seed-required": "matcher-seed-required: its runs named no routing domains or"
         " tags, and a rule with no matchers would capture all work. Plan such work with"
         " routing_context domains or tags, and remember those runs.",
@@ -255,7 +255,9 @@ def purge_stale(sent: str, current: str) -> str:
     return (
         f"stale-summary-digest: expected_summary_digest {sent} is not the Memory's summary"
         f" digest now, {current} (every Memory write changes it). Call get_memory_status again"
-        " to review what the purge deletes, and send its history_summary_digest."
+        " to review what the purge deletes, and send its history_summary_digest. A purge names"
+        " no workspace: its scope is"
+        " deleted in every workspace's Memory and the personal scope's alike."
     )
 
 
@@ -391,5 +393,6 @@ def transitioned(reply: dict[str, Any], candidate_id: str) -> str:
         return "Rejected: the rollback proposal is closed; the Profile is unchanged."
     return (
         f"Rejected: the {target} Profile is unchanged, and candidate {candidate_id} is"
-        " suppressed for 180 days (purge_workflow_memory scope candidates-only lifts it)."
+        " suppressed for 180 days (purge_workflow_memory scope candidates-only lifts it, and"
+        " every other suppression of every workspace)."
     )
