@@ -166,10 +166,12 @@ def resolve(
         workspace: The workspace request file's text (read only under an authorized root).
         workspace_scoped: The call named a workspace root.
         root_verified: That root was authorized (else ``workspace-root-unverified``).
-        missing: Why a configured personal policy file was not read (its absolute path).
+        missing: Why a configured personal policy file was not read (the warnings of
+            `workspace.personal_profile`, naming its absolute path).
     """
     reasons: list[str] = []
-    problems: list[str] = list(missing or []) if personal is None else []
+    unread = [f"personal policy: {w.split(': ', 1)[-1]}" for w in missing or []]
+    problems: list[str] = unread if personal is None else []
     ceiling, promotion, targets, personal_doc = _personal(personal, reasons, problems)
     requested, workspace_doc = None, None
     effective = ceiling

@@ -60,8 +60,7 @@ def read_policy(workspace_root: str | None, authorized: list[str], personal_path
                  ) -> tuple[memory_policy.Policy, str, str | None]:  # fmt: skip
     """The effective policy, the workspace identity, and why the root was refused (None if
     it was not)."""
-    personal, unread = workspace.personal_profile(personal_path)
-    missing = [f"personal policy: {w.split(': ', 1)[-1]}" for w in unread]
+    personal, missing = workspace.personal_profile(personal_path)
     if workspace_root is None:
         policy = memory_policy.resolve(personal, None, workspace_scoped=False, root_verified=False,
                                        missing=missing)  # fmt: skip
@@ -173,8 +172,7 @@ async def get_memory_status(call: ToolCall) -> dict[str, Any]:
     notes = [] if root_note is None else [root_note[0].upper() + root_note[1:]]
     if policy.problems:  # the outputSchema has no field for them: a second text block
         notes.append("Memory policy problems: " + "; ".join(policy.problems) + ".")
-    if (ceiling := memory_policy.ceiling_note(policy)) is not None:
-        notes.append(ceiling + ".")
+    notes += [f"{ceiling}." for ceiling in [memory_policy.ceiling_note(policy)] if ceiling]
     return Guided(status, "\n".join(notes)) if notes else status
 
 
