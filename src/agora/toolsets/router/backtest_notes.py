@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from agora.toolsets.router import profiles
 from agora.toolsets.router.previews import MIN_COVERAGE
 
 #: What a failed backtest leaves the reviewer to do when nothing can make it pass.
@@ -57,10 +58,13 @@ def seed_of(document: dict[str, Any]) -> str:
     return f" (domains {json.dumps(domains)}, tags {json.dumps(tags)})"
 
 
-def previewed(test: dict[str, Any], manual_rule: str | None, seed: str) -> str:
-    """The text block of a ``previewed`` answer whose backtest is not acceptable."""
+def previewed(test: dict[str, Any], manual: list[profiles.Profile], doc: dict[str, Any]) -> str:
+    """The text block of a ``previewed`` answer whose backtest is not acceptable; ``manual``:
+    the manual Profiles, ``doc``: one of the candidate's runs (its routing context)."""
+    context = (tuple(doc.get("domains", [])), tuple(doc.get("tags", [])), None)
+    rule = profiles.resolve(manual, *context).rule_id
     return (
         "Previewed, but it cannot be approved: profile-backtest-failed: "
-        + causes(test, manual_rule, seed)
+        + causes(test, rule, seed_of(doc))
         + "."
     )

@@ -15,6 +15,7 @@ from agora.toolsets.router import backtest_notes
 from agora.toolsets.router.candidates import REVIEWED
 from agora.toolsets.router.layers import CLIENT_ROOTS_UNUSED
 from agora.toolsets.router.memory_policy import ceiling_note
+from agora.toolsets.router.purge_notes import RETIRE_BY_PURGE
 from agora.toolsets.router.workspace import file_roots
 
 if TYPE_CHECKING:
@@ -29,17 +30,6 @@ def restorable(history: list[Current]) -> str:
     return "; ".join(
         f"revision {no}: {rid}" for no, rid, d, _j in reversed(history) if d != current
     )
-
-
-#: What follows "nothing to roll back to": the way to retire the only revision's rules.
-RETIRE_BY_PURGE: Final = (
-    " To retire its rules, purge the managed Profiles: purge_workflow_memory scope"
-    " managed-profiles-only deletes every managed Profile (managed-personal and every"
-    " workspace's managed-workspace-local), with all their revisions and pending proposals, and"
-    " keeps the remembered runs (so their candidates are listed as proposed again: reject one"
-    " to keep it out for 180 days); all-memory-data with include_managed_profiles also deletes"
-    " every remembered run, feedback and rejection."
-)
 
 
 def in_force(candidate: dict[str, Any], history: list[Current]) -> str:
@@ -230,24 +220,6 @@ def not_recorded(codes: list[str], allowed: tuple[str, ...]) -> str:
     if "profile-target-not-allowed" in codes:
         said.append(f"target_profile_class must be one the policy allows ({', '.join(allowed)})")
     return "Nothing was recorded: " + "; ".join(said) + "."
-
-
-#: What one history-only purge deletes: the caller's Memory has no per-workspace purge.
-HISTORY_EVERYWHERE: Final = (
-    "purge_workflow_memory scope history-only deletes the remembered runs (and their"
-    " feedback) of every workspace and of the personal scope, not one workspace's or one run's"
-)
-
-
-def correct_instead(observation_id: str) -> str:
-    """How to correct a remembered run (its observation is stored once): feedback, not a
-    purge, which deletes every workspace's history."""
-    return (
-        f"To correct what is remembered of this run, send record_route_feedback on observation"
-        f" {observation_id} (feedback_type rejected counts against the route's candidate,"
-        " corrected names the route the user wanted); the stored outcome itself stays. Do not"
-        f" purge to record it anew: {HISTORY_EVERYWHERE}."
-    )
 
 
 def purge_stale(sent: str, current: str) -> str:

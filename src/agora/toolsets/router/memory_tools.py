@@ -45,6 +45,7 @@ from agora.toolsets.router.layers import roots_and_why
 from agora.toolsets.router.memory import MEMORY, PURGED_MORE
 from agora.toolsets.router.memory_commands import Feedback, Purge, Remember, Summary, Sweep
 from agora.toolsets.router.ownership import memory_key, memory_key_of, memory_owner
+from agora.toolsets.router.purge_notes import correct_instead
 from agora.toolsets.router.run import kind_of, refusals_logged
 from agora.toolsets.router.sql import stamp
 
@@ -267,7 +268,7 @@ async def remember_workflow(call: ToolCall) -> dict[str, Any]:
         f"Already recorded: run {run['workflow_run_id']}'s observation was stored at {at} by an "
         "earlier remember_workflow call; this call wrote nothing. The answer is the stored "
         "observation: its target_profile_class, risk_class and side_effect_outcome stand, and "
-        "the values sent now were not kept. " + notes.correct_instead(reply["observation_id"])
+        "the values sent now were not kept. " + correct_instead(reply["observation_id"])
     ))  # fmt: skip
 
 

@@ -237,11 +237,8 @@ async def preview_profile_update(call: ToolCall) -> dict[str, Any]:
         done = answer(status="previewed", proposal=proposal, reason_codes=reasons)
         if "profile-backtest-failed" not in reasons:
             return done
-        doc = mined.members[0].document
-        manual = profiles.resolve(await manual_profiles(call), tuple(doc.get("domains", [])),
-                                  tuple(doc.get("tags", [])), None)  # fmt: skip
-        seed = backtest_notes.seed_of(doc)
-        return Guided(done, backtest_notes.previewed(proposal["backtest"], manual.rule_id, seed))
+        manual, doc = await manual_profiles(call), mined.members[0].document
+        return Guided(done, backtest_notes.previewed(proposal["backtest"], manual, doc))
     missing = answer(status="not-found", reason_codes=["workflow-candidate-not-found"])
     root = call.args["workspace_root"]
     return Guided(missing, notes.candidate_not_found(wanted, root, len(previewed)))

@@ -26,6 +26,7 @@ from agora.toolsets.router.memory_commands import History, StoreProposal
 from agora.toolsets.router.memory_tools import make_id, observations
 from agora.toolsets.router.ownership import memory_key
 from agora.toolsets.router.profile_tools import answer, managed_keys, manual_profiles, write_begun
+from agora.toolsets.router.purge_notes import RETIRE_BY_PURGE
 from agora.toolsets.router.run import refusals_logged
 from agora.toolsets.router.sql import stamp
 
@@ -73,7 +74,7 @@ def _same_profile(source: Current, history: list[Current], target: str) -> Guide
         f"Send source_revision_id of a kept revision holding another Profile ({others})."
         if others
         else "No kept revision holds another Profile: there is nothing to roll back to."
-        + notes.RETIRE_BY_PURGE
+        + RETIRE_BY_PURGE
     )
     return Guided(blocked, (
         f"Revision {source[1]} {which} the current revision of the {target} Profile: a"
