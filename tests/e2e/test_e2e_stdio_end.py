@@ -173,7 +173,10 @@ async def test_a_write_saved_after_the_grace_is_answered_at_the_end_of_input(tmp
     grace's end): the client saw the connection close and would repeat a saved write."""
     db = tmp_path / "a.db"
     config = tmp_path / "agora.toml"
-    config.write_text("grace_seconds = 0.3\ncommit_timeout = 5\nwriter_process = false\n")
+    # The grace must end while the entry's write waits for the lock, and be long enough for
+    # the entry to reach its write on a busy machine (at 0.3 s, under CI's load, the call
+    # was sometimes cut off before it began, and so unanswered as documented).
+    config.write_text("grace_seconds = 1\ncommit_timeout = 8\nwriter_process = false\n")
     args = ["stdio", "--toolset", "chamber", "--db", str(db), "--config", str(config)]
     with trio.fail_after(TIMEOUT):
         async with stdio_process(args) as process:
@@ -183,7 +186,7 @@ async def test_a_write_saved_after_the_grace_is_answered_at_the_end_of_input(tmp
                 await process.stdin.send_all(jsonl(ENTER))
                 await trio.sleep(0.3)  # on to its commit
                 await process.stdin.aclose()  # the end of input, then the grace passes
-                await trio.sleep(1.0)
+                await trio.sleep(3.0)
             finally:
                 other.execute("ROLLBACK")
                 other.close()
