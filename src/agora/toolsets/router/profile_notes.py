@@ -36,39 +36,68 @@ def profile_line(routing: dict[str, Any], layers: list[Profile], warnings: list[
     said = f" Rule problems in it: {'; '.join(flawed)}." if flawed else ""
     if result.get("route_source") == "workspace-profile":
         return f"Workspace Profile read.{said}" if said else None
-    line = _unused(root, routing, layers, warnings, result)
-    return line + said if "read: no rule matched" in line else line
+    line, read = _unused(root, routing, layers, warnings, result)
+    return line + said if read else line
 
 
 def _unused(root: str, routing: dict[str, Any], layers: list[Profile], warnings: list[str],
-            result: dict[str, Any]) -> str:  # fmt: skip
+            result: dict[str, Any]) -> tuple[str, bool]:  # fmt: skip
     """Why the workspace Profile at ``root`` did not plan: refused, skipped, absent, or no
-    rule matched."""
+    rule matched; and whether it was read (its rules' problems then follow)."""
     fell = _fell_back(result)
     refused = next((w for w in warnings if w in ROOT_REFUSALS), None)
     if refused is not None:
+        said = f"{refused}: {root_meaning(refused, root)}"
         return (f"Workspace Profile not read: routing_context.workspace_root {json.dumps(root)}"
-                f" is refused ({refused}: {root_meaning(refused, root)}); {fell}")  # fmt: skip
+                f" is refused ({said}); {fell}"), False  # fmt: skip
     path = f"{root.rstrip('/')}/{WORKSPACE_PATH}"
     problems = [w.split(": ", 1)[-1] for w in warnings if w.startswith("workspace-profile-")
                 and not w.startswith("workspace-profile-rule-")]  # fmt: skip
     if problems:
         return (f"Workspace Profile {path} skipped: {'; '.join(problems)}. Fix the file (then"
-                f" plan again); {fell}")  # fmt: skip
+                f" plan again); {fell}"), False  # fmt: skip
     profile = next((p for p in layers if p.layer == "workspace"), None)
     if profile is None:
         return (f"No workspace Profile at {path} (a workspace_root names the directory that"
-                f" holds .codex/); {fell}")  # fmt: skip
-    sent = (f"domains {json.dumps(routing.get('domains', []))}, tags"
-            f" {json.dumps(routing.get('tags', []))}")  # fmt: skip
-    if routing.get("current_phase_id") is not None:
-        sent += f", current phase {routing['current_phase_id']}"
-    rules = "; ".join(_matchers(r) for r in profile.rules[:MAX_RULES]) or "none valid"
+                f" holds .codex/); {fell}"), False  # fmt: skip
+    missed = _missed(profile, routing, result)
+    return f"Workspace Profile {profile.profile_id} ({path}) read: {missed}", True
+
+
+def _missed(profile: Profile, routing: dict[str, Any], result: dict[str, Any]) -> str:
+    """Why a workspace Profile that was read planned nothing, and what (if anything) to do:
+    a broken file is fixed, never fitted by another routing_context; a plan that a lower
+    Profile layer's rule made stands; only a builtin-default plan lists its rules' matchers,
+    for a context that left out what describes the work."""
+    fell = _fell_back(result)
+    domains, tags = routing.get("domains", []), routing.get("tags", [])
+    phase = routing.get("current_phase_id")
+    sent = f"domains {json.dumps(domains)}, tags {json.dumps(tags)}"
+    if phase is not None:
+        sent += f", current phase {phase}"
+    meant = [r for r in profile.skipped if r.matches(tuple(domains), tuple(tags), phase)]
+    if meant:
+        return (
+            f"its rule {meant[0].rule_id} matches {sent} but is skipped (the file's rule is"
+            f" broken: see its rule problems), so the Profile did not plan; {fell} Fix"
+            " the file, then plan again with a new idempotency_key; do not change the"
+            " routing_context to fit another rule."
+        )
+    if not profile.rules:
+        if profile.skipped:
+            return (f"none of its rules is valid (every one is skipped: see its rule"
+                    f" problems), so it plans nothing; {fell} Fix the file (then plan"
+                    " again).")  # fmt: skip
+        return f"it has no rules; {fell}"
+    if result.get("route_source") != "builtin-default":
+        return f"none of its rules matches {sent}; {fell}"
+    rules = "; ".join(_matchers(r) for r in profile.rules[:MAX_RULES])
     more = " ..." if len(profile.rules) > MAX_RULES else ""
     return (
-        f"Workspace Profile {profile.profile_id} ({path}) read: no rule matched {sent} (its"
-        f" rules match: {rules}{more}); {fell} To plan by it, send routing_context domains"
-        " and tags its rules name, and a new idempotency_key."
+        f"no rule matched {sent} (its rules match: {rules}{more}); {fell} If one of its rules"
+        " is meant for this work and the routing_context left out a domain or tag that"
+        " describes the work, plan again with it and a new idempotency_key; never send a"
+        " domain or tag the work does not have just to match a rule."
     )
 
 

@@ -153,6 +153,9 @@ class Profile:
     profile_id: str
     digest: str
     rules: tuple[Rule, ...]
+    #: the rules skipped (`parse_profile`'s ``-rule-skipped`` warnings): they never match, but
+    #: a plan's text says when one of them would have (the file is at fault, not the context)
+    skipped: tuple[Rule, ...] = ()
 
 
 def _phase(raw: dict[str, Any]) -> Phase:
@@ -191,30 +194,32 @@ def parse_profile(layer: Layer, text: str) -> tuple[Profile | None, list[str]]:
         if len(problems) > MAX_PROBLEMS:
             said[-1] += f" (and {len(problems) - MAX_PROBLEMS} more problems)"
         return None, [f"{layer}-profile-invalid: {problem}" for problem in said]
-    rules = []
+    rules: list[Rule] = []
+    skipped: list[Rule] = []
     warnings: list[str] = []
     seen: dict[str, int] = {}
     count = len(raw["rules"])
     for n, r in enumerate(raw["rules"], start=1):
         phases = tuple(_phase(p) for p in r["phases"])
+        match = r.get("match", {})
+        rule = Rule(
+            r["rule_id"],
+            frozenset(match.get("domains_any", ())),
+            frozenset(match.get("tags_all", ())),
+            match.get("phase"),
+            r.get("envelope"),
+            phases,
+        )
         why = _skipped(r["rule_id"], phases, seen)
         if why is not None:
             warnings.append(f"{layer}-profile-rule-skipped: {r['rule_id']}: rule {n} of {count}"
                             f" is skipped: {why}")  # fmt: skip
+            skipped.append(rule)
             continue
         seen[r["rule_id"]] = n
-        match = r.get("match", {})
-        rules.append(
-            Rule(
-                r["rule_id"],
-                frozenset(match.get("domains_any", ())),
-                frozenset(match.get("tags_all", ())),
-                match.get("phase"),
-                r.get("envelope"),
-                phases,
-            )
-        )
-    return Profile(layer, raw["profile_id"], digest(raw), tuple(rules)), warnings
+        rules.append(rule)
+    profile = Profile(layer, raw["profile_id"], digest(raw), tuple(rules), tuple(skipped))
+    return profile, warnings
 
 
 #: The most schema problems of one Profile file named (one warning each).
