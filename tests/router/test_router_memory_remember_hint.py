@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from memory_support import SINGLE
+from memory_support import SINGLE, remember_args
 from test_router_guidance import texts
 from test_router_profiles import Roots
 
@@ -73,3 +73,19 @@ def test_the_personal_scope_is_not_offered_a_workspace_target():
     assert "class managed-personal, and" in remember_line("run-1", None, targets)
     both = "class managed-personal or managed-workspace-local, and"
     assert both in remember_line("run-1", "/w", targets)
+
+
+async def test_a_remembered_run_is_not_asked_for_again(router, workspace):
+    """Tester finding (B): get_next_work of a run already remembered still said
+    "remember_workflow ... records it for learning", sending a polling agent on a call that
+    writes nothing (and that may look as if the first one failed)."""
+    for root in (workspace, None):
+        run, _gate, _then = await complete(router, root)
+        args = remember_args(run, root, workspace_root=None if root is None else str(root))
+        recorded = await router.call("remember_workflow", **args)
+        assert recorded["status"] == "recorded"
+        then = texts(await router.next(run))[-1]
+        assert "remember_workflow with workflow_run_id" not in then
+        assert f"Memory: this run is remembered (observation {recorded['observation_id']}" in then
+        assert "remember_workflow need not be called again" in then
+        assert then.endswith(COMPLETED)

@@ -28,6 +28,7 @@ from agora.toolsets.router.memory_commands import (
     Feedback,
     History,
     Managed,
+    Observed,
     Promoted,
     Purge,
     Receipted,
@@ -95,6 +96,9 @@ class MemoryStore:
         if isinstance(command, Managed):
             latest = {k: self.revisions[k][-1] for k in command.keys if self.revisions.get(k)}
             return Effects(reply=(latest, dict(self.rejections)))
+        if isinstance(command, Observed):
+            stored = self.observations.get(command.observation_id)
+            return Effects(reply=None if stored is None else stored[4])
         if isinstance(command, Promoted):
             return Effects(reply=frozenset(self.auto_promoted.values()))
         if isinstance(command, History):

@@ -15,6 +15,12 @@ class Summary(msgspec.Struct, frozen=True, tag=True):
     workspace_identity: str
 
 
+class Observed(msgspec.Struct, frozen=True, tag=True):
+    """Read: when the observation ``observation_id`` was stored (None if it is not)."""
+
+    observation_id: str
+
+
 class Receipted(msgspec.Struct, frozen=True, kw_only=True):
     """What every Memory mutation carries."""
 

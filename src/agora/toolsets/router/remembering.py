@@ -2,7 +2,8 @@
 Memory: when the Memory policy captures runs in the run's scope (the root it was planned
 under, or the personal scope), that ``remember_workflow`` records it for learning. Without
 that line an agent that follows only the replies never remembers a run, and no candidate is
-ever derived on a server configured for learning."""
+ever derived on a server configured for learning. Once the run is remembered, the line says
+so instead: an agent that polls is not sent on a call that writes nothing."""
 
 from __future__ import annotations
 
@@ -15,7 +16,11 @@ from agora.errors import ToolError
 from agora.mcp.results import Guided
 from agora.toolsets.router import commands, guidance
 from agora.toolsets.router.layers import client_roots
-from agora.toolsets.router.memory_tools import read_policy
+from agora.toolsets.router.memory import MEMORY
+from agora.toolsets.router.memory_commands import Observed
+from agora.toolsets.router.memory_tools import make_id, read_policy
+from agora.toolsets.router.ownership import memory_key
+from agora.toolsets.router.purge_notes import correct_instead
 from agora.toolsets.router.run import kind_of
 
 if TYPE_CHECKING:
@@ -40,14 +45,28 @@ async def completed_note(call: ToolCall, reply: dict[str, Any]) -> dict[str, Any
     authorized = [str(r) for r in options.get("workspace_roots", [])]
     if root is not None:
         authorized += await client_roots(call)
-    policy, _identity, _warning = await trio.to_thread.run_sync(
+    policy, identity, _warning = await trio.to_thread.run_sync(
         read_policy, root, authorized, options.get("memory_policy")
     )
     if not policy.capture_enabled:
         return reply
     head = reply.guidance.removesuffix(guidance.COMPLETED)
-    line = remember_line(run_id, root, policy.allowed_targets)
+    observation_id = make_id("observation", identity, run_id)
+    at = await call.runtime.call(MEMORY, memory_key(call.principal), Observed(observation_id))
+    if at is None:
+        line = remember_line(run_id, root, policy.allowed_targets)
+    else:  # an agent that polls is not sent to record it again (that call writes nothing)
+        line = remembered_line(observation_id, at)
     return Guided(dict(reply), f"{head}{line}\n{guidance.COMPLETED}")
+
+
+def remembered_line(observation_id: str, at: str) -> str:
+    """The line of a completed run already remembered: no second ``remember_workflow``."""
+    return (
+        f"Memory: this run is remembered (observation {observation_id}, stored at {at});"
+        " remember_workflow need not be called again (a second call writes nothing). "
+        + correct_instead(observation_id)
+    )
 
 
 def remember_line(run_id: str, root: str | None, targets: tuple[str, ...]) -> str:
