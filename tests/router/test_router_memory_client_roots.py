@@ -54,3 +54,38 @@ async def test_another_root_is_a_mismatch_before_the_memory_policy(
     options["router"]["workspace_roots"] = [str(tmp_path)]  # now authorized, still not the run's
     authorized = await router.refused("remember_workflow", **remember_args(run, other))
     sent_back(authorized, client_workspace)
+
+
+class NoRoots:
+    """An MCP client channel that declares no roots capability (another host, a reconnect)."""
+
+    def __init__(self):
+        self.capabilities = {}
+
+
+async def test_null_root_from_a_client_without_roots_says_what_the_root_says(
+    router, client_workspace, options
+):
+    """Tester finding (C): a client without the roots capability, remember_workflow with
+    workspace_root null for a run planned under client roots, was told "cannot be
+    remembered: plan the work again", while the same call with the root said to add it to
+    workspace_roots: the root is judged when the call is made, so authorizing it works."""
+    run = await completed_run(router, root=client_workspace)
+    router.client = NoRoots()
+    refused = await router.refused(
+        "remember_workflow", **remember_args(run, "x", workspace_root=None)
+    )
+    assert refused["code"] == "workflow-context-mismatch", refused
+    message = refused["message"]
+    assert "plan the work again" not in message
+    assert "cannot be remembered" not in message
+    assert "client-roots-unused: the MCP client declared no roots capability; add the" in message
+    assert "to [options.router] workspace_roots" in message
+    assert message.endswith(
+        f'once it is authorized and exists, send workspace_root "{client_workspace}"'
+    )
+    with_root = await router.call("remember_workflow", **remember_args(run, client_workspace))
+    assert with_root["status"] == "memory-disabled"
+    options["router"]["workspace_roots"] = [str(client_workspace)]  # as the message says
+    recorded = await router.call("remember_workflow", **remember_args(run, client_workspace))
+    assert recorded["status"] == "recorded"

@@ -60,13 +60,15 @@ async def test_memory_disabled_says_why_per_reason(router, workspace, outside, t
     assert "workspace-root-unverified" not in texts(unrequested)[-1]
 
 
-async def test_a_run_planned_under_an_unauthorized_root_is_said_unrememberable(
+async def test_a_run_planned_under_an_unauthorized_root_is_said_to_need_it_authorized(
     router, workspace, outside
 ):
     run = await completed_run(router, root=outside)
     refused = await router.refused("remember_workflow", **remember_args(run, workspace))
     assert refused["code"] == "workflow-context-mismatch"
     assert f'planned under the workspace_root "{outside}"' in refused["message"]
-    assert "not an authorized workspace root" in refused["message"]
-    assert "this run cannot be remembered" in refused["message"]
+    assert "that root is refused now (workspace-root-not-authorized:" in refused["message"]
+    assert refused["message"].endswith(
+        f'once it is authorized and exists, send workspace_root "{outside}"'
+    )
     assert "send that workspace_root" not in refused["message"]

@@ -338,6 +338,27 @@ def root_refused(warning: str | None, why: str | None, root: str | None = None) 
     return note + "; its Memory request file was not read, so Memory is off for it."
 
 
+def planned_unauthorized(run_id: str, root: str, warning: str | None, why: str | None) -> str:
+    """Why ``remember_workflow`` refuses a run planned under a root that is no authorized
+    workspace root now (``warning``; ``why`` no client root was asked). The root is judged
+    when the call is made, so, unless it is not absolute, it is authorized, then sent (the
+    words the same call with the root gets): the run is not lost."""
+    warning = warning or "workspace-root-not-authorized"
+    said = (f"run {run_id} was planned under the workspace_root {json.dumps(root)} (plan_work's"
+            " routing_context.workspace_root), and a run is remembered only in the workspace it"
+            f" was planned in, but that root is refused now ({warning}:"
+            f" {root_meaning(warning, root)}")  # fmt: skip
+    if warning == "workspace-root-not-absolute":  # never authorized: no call can remember it
+        return said + ("), so this run cannot be remembered: plan the work again under an"
+                       " authorized root (or none, the personal scope)")  # fmt: skip
+    if warning == "workspace-root-not-authorized":
+        said += f"; {CLIENT_ROOTS_UNUSED}: {why}" if why else (
+            "; add it to [options.router] workspace_roots or to the MCP client's roots"
+        )  # fmt: skip
+    return said + (f"); the root is judged when remember_workflow is called: once it is"
+                   f" authorized and exists, send workspace_root {json.dumps(root)}")  # fmt: skip
+
+
 def rollback_backtest(test: dict[str, Any]) -> str:
     """Why a pending rollback whose backtest is not acceptable may still be approved."""
     return (

@@ -102,13 +102,13 @@ async def policy_of(call: ToolCall) -> tuple[memory_policy.Policy, str]:
 
 async def policy_and_root(call: ToolCall) -> tuple[memory_policy.Policy, str, str | None]:
     """`policy_of`, and a sentence saying why the call's workspace root was refused."""
-    policy, identity, note, _authorized = await _policy_and_roots(call)
+    policy, identity, note, _authorized, _why = await _policy_and_roots(call)
     return policy, identity, note
 
 
 async def _policy_and_roots(
     call: ToolCall, ask: bool = False
-) -> tuple[memory_policy.Policy, str, str | None, list[str]]:
+) -> tuple[memory_policy.Policy, str, str | None, list[str], str | None]:
     """`policy_and_root`, and the roots that authorized the call's workspace root (the
     client's asked when the call names a root, or when ``ask``: a run's planned root is
     judged by them even when the call names none)."""
@@ -123,7 +123,7 @@ async def _policy_and_roots(
         read_policy, root, authorized, options.get("memory_policy")
     )
     _log_problems(policy)
-    return policy, identity, notes.root_refused(warning, why, root), authorized
+    return policy, identity, notes.root_refused(warning, why, root), authorized, why
 
 
 async def personal_policy(runtime: Runtime) -> memory_policy.Policy:
@@ -196,21 +196,22 @@ def _ineligible(a: dict[str, Any], policy: memory_policy.Policy, run: dict[str, 
 
 
 async def _planned_elsewhere(call: ToolCall, run: dict[str, Any] | None, identity: str,
-                             authorized: list[str]) -> str | None:  # fmt: skip
+                             authorized: list[str], why: str | None) -> str | None:  # fmt: skip
     """Why ``run`` is not remembered in the workspace this call names, when it was planned
     under another root (one that does not resolve to the same authorized workspace, or none:
-    the personal scope): that root to send, or, if it is no authorized root, that the run
-    cannot be remembered at all. None if it may be, as for a run planned under no root (or
-    before runs kept it)."""
+    the personal scope): that root to send, or, if it is no authorized root now, why (``why``
+    no client root was asked) and to authorize it first. None if it may be, as for a run
+    planned under no root (or before runs kept it)."""
     planned: str | None = None if run is None else run["planned_workspace_root"]
     sent = call.args["workspace_root"]
     if run is None or planned is None or planned == sent:
         return None
-    there = await trio.to_thread.run_sync(workspace.identity_of, planned, authorized)
+    real, _, refused = await trio.to_thread.run_sync(workspace.authorized_root, planned, authorized)
+    there = "unverified" if real is None else digest({"workspace": str(real)})
     if sent is not None and there == identity:
         return None
-    if there == "unverified":
-        return replies.planned_unauthorized(run["workflow_run_id"], planned)
+    if real is None:
+        return notes.planned_unauthorized(run["workflow_run_id"], planned, refused, why)
     return replies.planned_elsewhere(run["workflow_run_id"], planned)
 
 
@@ -221,9 +222,9 @@ async def remember_workflow(call: ToolCall) -> dict[str, Any]:
     a = call.args
     run = await _run_of(call)
     planned = run is not None and run["planned_workspace_root"] is not None
-    policy, identity, root_note, authorized = await _policy_and_roots(call, ask=planned)
+    policy, identity, root_note, authorized, why = await _policy_and_roots(call, ask=planned)
     # The workspace first: under another root than the run's, no Memory policy applies.
-    if (elsewhere := await _planned_elsewhere(call, run, identity, authorized)) is not None:
+    if (elsewhere := await _planned_elsewhere(call, run, identity, authorized, why)) is not None:
         raise replies.refusal("workflow-context-mismatch", elsewhere)
     result: dict[str, Any] = {
         "authority_mode": "router-local", "replayed": False, "policy_digest": policy.digest,

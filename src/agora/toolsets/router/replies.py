@@ -300,18 +300,6 @@ def planned_elsewhere(run_id: str, root: str) -> str:
     )
 
 
-def planned_unauthorized(run_id: str, root: str) -> str:
-    """Why ``remember_workflow`` refuses a run planned under a root that is no authorized
-    workspace root: Memory would refuse that root too, so no root can remember it."""
-    return (
-        f"run {run_id} was planned under the workspace_root {json.dumps(root)} (plan_work's"
-        " routing_context.workspace_root), which is not an authorized workspace root; a run"
-        " is remembered only in the workspace it was planned in, and Memory keeps nothing"
-        " under an unauthorized root, so this run cannot be remembered: plan the work again"
-        " under an authorized root (or none, the personal scope)"
-    )
-
-
 def unknown_proposal(proposal_id: str) -> ToolError:
     """No such support proposal among the caller's runs (never made, or another session's:
     the same answer)."""
