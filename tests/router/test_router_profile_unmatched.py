@@ -106,3 +106,48 @@ async def test_a_builtin_plan_lists_the_rules_without_asking_to_misdescribe(rout
     )
     assert "never send a domain or tag the work does not have just to match a rule" in first
     assert "send routing_context domains and tags its rules name" not in first
+
+
+async def test_a_workspace_without_a_profile_is_not_told_its_root_is_wrong(
+    router, repo, tmp_path, options
+):
+    """Tester finding (D): every plan in a project without a team Profile began "No workspace
+    Profile at ... (a workspace_root names the directory that holds .codex/)", hinting that
+    the root was wrong, though having none is the usual case."""
+    path = f"{repo}/.codex/workflow-skill-router.json"
+    bare = await router.plan("Fix it", routing_context=routing(repo, (), ()))
+    assert "Profile" not in bare.guidance.splitlines()[0]
+    named = await router.plan("Fix it", routing_context=routing(repo, ("web",)))
+    assert named.guidance.splitlines()[0] == (
+        f"No workspace Profile at {path}: this workspace has no team Profile; the plan is the"
+        " builtin-default route."
+    )
+    personal = tmp_path / "personal.json"
+    personal.write_text(json.dumps(profile("mine", rule="cli", domains=("cli",))))
+    options["router"]["personal_profile"] = str(personal)
+    mine = await router.plan("Fix the CLI", routing_context=routing(repo, ("cli",)))
+    assert mine["route_source"] == "personal-profile"
+    assert "Profile" not in mine.guidance.splitlines()[0]
+    for plan in (bare, named, mine):
+        assert "names the directory" not in plan.guidance
+
+
+async def test_a_subdirectory_sent_as_the_root_names_the_workspace_above_it(router, repo):
+    write_workspace(repo, team(rule("web", "web")))
+    (repo / "src").mkdir()
+    plan = await router.plan("Fix it", routing_context=routing(repo / "src", ("web",)))
+    assert plan.guidance.splitlines()[0] == (
+        f"No workspace Profile at {repo}/src/.codex/workflow-skill-router.json, but {repo}"
+        f" above it holds one ({repo}/.codex/workflow-skill-router.json): a workspace_root"
+        " names the directory that holds .codex/, so if this work belongs to that workspace,"
+        f' plan again with workspace_root "{repo}" and a new idempotency_key; the plan is the'
+        " builtin-default route."
+    )
+
+
+async def test_no_profile_above_the_authorized_root_is_looked_for(router, repo, options):
+    write_workspace(repo, team(rule("web", "web")))
+    (repo / "src").mkdir()
+    options["router"]["workspace_roots"] = [str(repo / "src")]
+    plan = await router.plan("Fix it", routing_context=routing(repo / "src", ("web",)))
+    assert str(repo / ".codex") not in plan.guidance

@@ -107,10 +107,12 @@ def read_layers(workspace_root: str | None, authorized: list[str], personal: str
     return found, warnings
 
 
-async def plan_layers(call: ToolCall) -> tuple[list[profiles.Profile], list[str]]:
-    """The valid Profiles for this ``plan_work`` call, highest layer first, and warnings."""
+async def plan_layers(call: ToolCall) -> tuple[list[profiles.Profile], list[str], str | None]:
+    """The valid Profiles for this ``plan_work`` call, highest layer first, warnings, and,
+    when its authorized workspace root holds no Profile file, the nearest directory above it
+    (under the authorized root) that holds one, if any (`workspace.enclosing_profile`)."""
     if call.args.get("explicit_skill_ids"):
-        return [], []  # an Explicit Skill Lock wins: no Profile is read
+        return [], [], None  # an Explicit Skill Lock wins: no Profile is read
     options = call.runtime.options("router")
     workspace_root = (call.args.get("routing_context") or {}).get("workspace_root")
     authorized = [str(r) for r in options.get("workspace_roots", [])]
@@ -127,10 +129,18 @@ async def plan_layers(call: ToolCall) -> tuple[list[profiles.Profile], list[str]
         )
     if why is not None and "workspace-root-not-authorized" in warnings:
         warnings.append(f"{CLIENT_ROOTS_UNUSED}: {why}")
+    enclosing = None
+    read = any(p.layer == "workspace" for p in found) or any(
+        w.startswith("workspace-") for w in warnings
+    )
+    if workspace_root is not None and not read:  # no file there: is one above it?
+        enclosing = await trio.to_thread.run_sync(
+            workspace.enclosing_profile, workspace_root, authorized
+        )
     if options.get("memory_policy"):  # Memory may have written managed Profiles
         found, more = await _with_managed(call, found, workspace_root, authorized)
         warnings += more
-    return found, warnings
+    return found, warnings, enclosing
 
 
 async def _with_managed(

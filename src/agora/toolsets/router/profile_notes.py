@@ -25,9 +25,11 @@ MAX_RULES: Final = 10
 
 
 def profile_line(routing: dict[str, Any], layers: list[Profile], warnings: list[str],
-                 result: dict[str, Any]) -> str | None:  # fmt: skip
-    """The plan's line on its workspace Profile, or None (no root, or its rule planned and
-    none of its rules has a problem); a rule skipped or that cannot work as written is named
+                 result: dict[str, Any], enclosing: str | None = None) -> str | None:  # fmt: skip
+    """The plan's line on its workspace Profile, or None (no root, its rule planned and none
+    of its rules has a problem, or the workspace has none: the usual case, said only when
+    ``enclosing``, a directory above the root, holds one, or the context named domains or
+    tags for the builtin route); a rule skipped or that cannot work as written is named
     with why."""
     root = routing.get("workspace_root")
     if root is None:
@@ -36,12 +38,12 @@ def profile_line(routing: dict[str, Any], layers: list[Profile], warnings: list[
     said = f" Rule problems in it: {'; '.join(flawed)}." if flawed else ""
     if result.get("route_source") == "workspace-profile":
         return f"Workspace Profile read.{said}" if said else None
-    line, read = _unused(root, routing, layers, warnings, result)
-    return line + said if read else line
+    line, read = _unused(root, routing, layers, warnings, result, enclosing)
+    return line + said if line is not None and read else line
 
 
 def _unused(root: str, routing: dict[str, Any], layers: list[Profile], warnings: list[str],
-            result: dict[str, Any]) -> tuple[str, bool]:  # fmt: skip
+            result: dict[str, Any], enclosing: str | None) -> tuple[str | None, bool]:  # fmt: skip
     """Why the workspace Profile at ``root`` did not plan: refused, skipped, absent, or no
     rule matched; and whether it was read (its rules' problems then follow)."""
     fell = _fell_back(result)
@@ -58,10 +60,27 @@ def _unused(root: str, routing: dict[str, Any], layers: list[Profile], warnings:
                 f" plan again); {fell}"), False  # fmt: skip
     profile = next((p for p in layers if p.layer == "workspace"), None)
     if profile is None:
-        return (f"No workspace Profile at {path} (a workspace_root names the directory that"
-                f" holds .codex/); {fell}"), False  # fmt: skip
+        return _absent(path, routing, result, enclosing), False
     missed = _missed(profile, routing, result)
     return f"Workspace Profile {profile.profile_id} ({path}) read: {missed}", True
+
+
+def _absent(path: str, routing: dict[str, Any], result: dict[str, Any], enclosing: str | None
+            ) -> str | None:  # fmt: skip
+    """A workspace without a Profile file is the usual case: no line, unless a directory
+    above the root holds one (the root sent may be a subdirectory of the workspace meant),
+    or the builtin default planned a context that named domains or tags (a neutral note)."""
+    fell = _fell_back(result)
+    if enclosing is not None:
+        return (f"No workspace Profile at {path}, but {enclosing} above it holds one"
+                f" ({enclosing.rstrip('/')}/{WORKSPACE_PATH}): a workspace_root names the"
+                " directory that holds .codex/, so if this work belongs to that workspace,"
+                f" plan again with workspace_root {json.dumps(enclosing)} and a new"
+                f" idempotency_key; {fell}")  # fmt: skip
+    named = routing.get("domains") or routing.get("tags")
+    if named and result.get("route_source") == "builtin-default":
+        return f"No workspace Profile at {path}: this workspace has no team Profile; {fell}"
+    return None
 
 
 def _missed(profile: Profile, routing: dict[str, Any], result: dict[str, Any]) -> str:

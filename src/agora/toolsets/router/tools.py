@@ -67,7 +67,7 @@ async def plan_work(call: ToolCall) -> dict[str, Any]:
     """Create or replay a durable plan and its work graph."""
     if (issue := plan_issue(call.args)) is not None:
         raise refused_for_arguments(call, [issue])
-    layers, warnings = await plan_layers(call)
+    layers, warnings, enclosing = await plan_layers(call)
     try:
         plan = build_plan(call.args, layers, warnings)
     except Unplaceable as exc:
@@ -84,7 +84,7 @@ async def plan_work(call: ToolCall) -> dict[str, Any]:
         said = []
     routing = call.args.get("routing_context") or {}
     if not call.args.get("explicit_skill_ids") and isinstance(reply, Guided):
-        said += filter(None, [profile_line(routing, layers, warnings, reply)])
+        said += filter(None, [profile_line(routing, layers, warnings, reply, enclosing)])
     if said and isinstance(reply, Guided):
         return Guided(reply, "\n".join([*said, reply.guidance]))
     return reply

@@ -151,6 +151,21 @@ def workspace_profile(workspace_root: str, authorized: list[str]) -> tuple[str |
     return file_in_root(real_root, trusted, WORKSPACE_FILE, "workspace-profile")
 
 
+def enclosing_profile(workspace_root: str, authorized: list[str]) -> str | None:
+    """The nearest directory above an authorized ``workspace_root`` that holds a workspace
+    Profile file, looking no higher than the authorized root it lies under (None if none
+    does): a subdirectory sent as the root is then named with the root meant."""
+    real_root, trusted, _warning = authorized_root(workspace_root, authorized)
+    if real_root is None or trusted is None:
+        return None
+    for parent in real_root.parents:
+        if not _inside(parent, trusted):
+            return None
+        if os.path.lexists(parent.joinpath(*WORKSPACE_FILE)):
+            return str(parent)
+    return None
+
+
 def identity_of(workspace_root: str, authorized: list[str]) -> str:
     """The path-free identity of an authorized workspace root (``unverified`` if it is not)."""
     from agora.toolsets.router.digests import digest
