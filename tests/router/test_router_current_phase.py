@@ -54,6 +54,25 @@ async def test_an_unknown_current_phase_is_warned_about(router, workspace):
     item = (await router.next(plan["workflow_run_id"]))["work_item"]
     assert item["phase_id"] == "p1"
 
+    assert warning.endswith("send one of the phases, or null")
+
+
+async def test_a_rules_own_unplanned_match_phase_blames_the_file(router, workspace):
+    """Tester finding (E): a rule whose match.phase names none of its phases matched the
+    phase sent, and the second warning told the model to send another phase or null, next
+    to the first's "fix the file": the phase sent was right, the file was not."""
+    doc = profile("team", rule="deploy", skills=SKILLS)
+    doc["rules"][0]["match"] = {"phase": "deploy"}
+    write_workspace(workspace, doc)
+    plan = await router.plan("Ship it", routing_context=routing(workspace, "deploy"))
+    assert plan["matched_profile_rule_id"] == "team#deploy"
+    unplanned, unknown = plan["profile_warnings"]
+    assert unplanned.startswith("workspace-profile-rule-phase-unplanned: deploy:")
+    assert unknown.startswith("unknown-current-phase: routing_context.current_phase_id 'deploy'")
+    assert "the rule team#deploy matched it by its match.phase" in unknown
+    assert "the Profile file is at fault, not the phase sent" in unknown
+    assert "send one of the phases" not in unknown
+
 
 LOCK = ["skill:a", "skill:b", "skill:c", "skill:x"]
 SKIPPED = (

@@ -163,12 +163,25 @@ def _explicit_phases(
     )
 
 
-def _unknown_phase(current: str, ids: list[str]) -> str:
-    return (
-        f"unknown-current-phase: routing_context.current_phase_id {current!r} is no phase of"
-        f" this plan ({', '.join(ids)}): every phase's skills are planned and the work starts at"
-        f" {ids[0]!r}; send one of the phases, or null"
-    )
+def _unknown_phase(current: str, ids: list[str], rule: str | None) -> str:
+    said = (f"unknown-current-phase: routing_context.current_phase_id {current!r} is no phase"
+            f" of this plan ({', '.join(ids)}): ")  # fmt: skip
+    start = f"every phase's skills are planned and the work starts at {ids[0]!r}"
+    if rule is not None:  # the file is at fault, not the phase the caller is in
+        return (f"{said}the rule {rule} matched it by its match.phase, which names none of its"
+                f" own phases, so the Profile file is at fault, not the phase sent (its"
+                f" -profile-rule-phase-unplanned warning says what to fix); {start}")  # fmt: skip
+    return f"{said}{start}; send one of the phases, or null"
+
+
+def _by_phase(route: profiles.Route, layers: list[profiles.Profile], current: str) -> str | None:
+    """The matched rule (``profile#rule``) if it matched by its ``match.phase`` ``current``."""
+    for p in layers:
+        source = profiles.ROUTE_SOURCES[p.layer] == route.route_source
+        if source and any(f"{p.profile_id}#{r.rule_id}" == route.rule_id and r.phase == current
+                          for r in p.rules):  # fmt: skip
+            return route.rule_id
+    return None
 
 
 def _single_fit(
@@ -311,7 +324,7 @@ def _build_shape(
     if current in ids:  # the work stands at that phase: the graph starts there
         phases = phases[ids.index(current) :]
     elif current is not None:
-        warnings = [*warnings, _unknown_phase(current, ids)]
+        warnings = [*warnings, _unknown_phase(current, ids, _by_phase(route, layers, current))]
     warnings = warnings if behind is None else [*warnings, behind]
     selection = "explicit-locked" if explicit else ("profile-route" if tree else "automatic")
     fields = {
