@@ -115,3 +115,20 @@ async def test_once_blind_claim_is_over_the_held_messages_stay_held_and_it_says_
     assert "While the blind barrier waits" in out.guidance
     assert "left BLIND_CLAIM (STALEMATE) before both blind CLAIMs were in" in out.guidance
     assert "post your own CLAIM" not in out.guidance
+
+
+async def test_the_cursor_refusal_names_no_hidden_claim(desk):
+    # The tester's repro: debate_read showed the conductor's reminder to CON, and advancing to
+    # it was refused "a blind CLAIM before this message is not released yet": the only blind
+    # CLAIM CON may not see is PRO's, so CON learnt that PRO had claimed. The refusal now
+    # states the barrier's rule (that something is held shows; what, whose or when does not).
+    v1 = await v1_topic(desk)
+    await v1.post("PRO", "CLAIM", to="CON,JUDGE", body="secret pro")
+    due = await desk.post(CONDUCTOR, v1.topic, "CONDUCTOR", "claims due", to="CON", kind="INFO")
+    body = await desk.advance(BOB, v1.topic, "CON", v1.sessions["CON"], due["msg_id"], refused=True)
+    assert body["error"] == "blind_barrier_pending"
+    assert "CLAIM before this message" not in body["message"]
+    assert "a cursor passes only messages a check delivered" in body["message"]
+    assert "the barrier's rule, not a sign of what it holds" in body["message"]
+    assert "PRO" not in body["message"]
+    assert "secret" not in str(body)

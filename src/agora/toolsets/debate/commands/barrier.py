@@ -279,7 +279,9 @@ def _check_barrier(
     topic: Topic, caller: Caller, role: str, keys: tuple[str, ...], target: MsgMeta
 ) -> None:
     """Refuse a cursor move to or past a blind CLAIM addressed to ``keys`` that this viewer
-    may not see yet (``blind_barrier_pending``)."""
+    may not see yet (``blind_barrier_pending``). The words state the barrier's rule and name
+    no CLAIM: the refusal can show that something is held (the cursor rule needs it), never
+    what, whose, or since when."""
     state = topic.data.protocol
     assert state is not None
     for msg_id in hidden_ids(state, caller, role, topic.all_bindings()):
@@ -287,6 +289,8 @@ def _check_barrier(
         if meta.cursor <= target.cursor and set(meta.recipients) & set(keys):
             raise reject(
                 "blind_barrier_pending",
-                "a blind CLAIM before this message is not released yet, and your cursor"
-                f" cannot pass it: {release_step(state, role)}",
+                "your cursor cannot move there yet: a cursor passes only messages a check"
+                " delivered, and while the blind barrier waits (blind_barrier_state) a check"
+                " holds back what comes after a blind CLAIM you may not see yet (the barrier's"
+                f" rule, not a sign of what it holds); {release_step(state, role)}",
             )
