@@ -58,7 +58,8 @@ async def test_the_conductor_is_told_that_one_principal_holds_both_blind_roles(d
     mine = await desk.session(ALICE)
     await desk.bind(ALICE, topic, "PRO", mine)
     listed = await desk.call(CONDUCTOR, "debate_list_bindings", topic_id=topic)
-    assert guidance(listed) is None
+    assert "PRO by alice; CON is free" in guidance(listed)
+    assert "held by one principal" not in guidance(listed)
     await desk.bind(ALICE, topic, "CON", mine)
     listed = await desk.call(CONDUCTOR, "debate_list_bindings", topic_id=topic)
     assert "both blind roles, PRO and CON, are held by one principal" in guidance(listed)
@@ -73,12 +74,46 @@ async def test_the_conductor_is_told_that_one_principal_holds_both_blind_roles(d
         CONDUCTOR, topic, "CON", await desk.session(CONDUCTOR), state="retired", refused=True
     )
     assert body["error"] == "duplicate_active"
-    assert "ask its holder to give it back" in body["message"]
+    assert "ask its holder (principal alice) to give it back" in body["message"]
     assert "only its holder can give it up" in body["message"]
     await desk.bind(ALICE, topic, "CON", mine, state="retired")
     await desk.bind(BOB, topic, "CON", await desk.session(BOB))
     listed = await desk.call(CONDUCTOR, "debate_list_bindings", topic_id=topic)
-    assert guidance(listed) is None
+    assert "PRO by alice; CON by bob" in guidance(listed)
+    assert "held by one principal" not in guidance(listed)
+    # A debater reads the roster without the seats note (no principal is named to it).
+    assert guidance(await desk.call(BOB, "debate_list_bindings", topic_id=topic)) is None
+
+
+async def test_a_third_principal_in_a_blind_seat_is_shown_to_the_conductor(desk):
+    # The tester's repro: the judge's agent bound CON by mistake. The real CON was told to ask
+    # the conductor, the conductor to "ask its holder", and nothing the conductor could read
+    # named that holder; the judge had silently become unable to judge.
+    topic = await _open(desk)
+    await desk.bind(ALICE, topic, "PRO", await desk.session(ALICE))
+    carol = await desk.session(CAROL)
+    await desk.bind(CAROL, topic, "CON", carol)
+    body = await desk.bind(BOB, topic, "CON", await desk.session(BOB), refused=True)
+    assert "ask the conductor" in body["message"]
+    assert "debate_list_bindings names who holds each debate/v1 blind role" in body["message"]
+    listed = await desk.call(CONDUCTOR, "debate_list_bindings", topic_id=topic)
+    assert "held by principal (bearer token): PRO by alice; CON by carol" in guidance(listed)
+    assert "can no longer judge this debate" in guidance(listed)
+    assert "held by one principal" not in guidance(listed)
+    moved = await desk.call(
+        CONDUCTOR, "debate_state", topic_id=topic, role="CONDUCTOR", new_state="ACTIVE"
+    )
+    assert "PRO by alice; CON by carol" in guidance(moved)
+    body = await desk.bind(
+        CONDUCTOR, topic, "CON", await desk.session(CONDUCTOR), state="retired", refused=True
+    )
+    assert "ask its holder (principal carol) to give it back" in body["message"]
+    assert "bind another of the topic's free roles" not in body["message"]
+    # A participant refused the seat is sent to the conductor, who can see the holder now.
+    await desk.bind(ALICE, topic, "JUDGE", await desk.session(ALICE), refused=True)
+    body = await desk.bind(ALICE, topic, "CON", await desk.session(ALICE), refused=True)
+    assert body["error"] == "duplicate_active"
+    assert "its debate_list_bindings names who holds each blind role" in body["message"]
 
 
 async def test_another_principals_session_is_not_yours_as_debate_init_says(desk):

@@ -62,7 +62,8 @@ async def test_the_move_to_active_says_the_phase_clock_started(desk):
     )
     deadline = (await v1.state())["phase_deadline_at"]
     assert deadline is not None
-    clock, step = out.guidance.split("\n")
+    seats, clock, step = out.guidance.split("\n")
+    assert seats.startswith("Note: the blind roles are held by principal (bearer token): PRO by")
     assert f"BLIND_CLAIM must be done by {deadline} (" in clock
     assert "phase_timeout_seconds, 300 s," in clock
     assert "moves the debate to STALEMATE (phase_timeout:BLIND_CLAIM)" in clock

@@ -41,8 +41,8 @@ BIND_DENIED_MESSAGE: Final = (
     " that the role is one the topic declares, and that session_id is one of your sessions"
     " (debate_session_open mints one). A role another principal's session already holds is"
     " not free either: if it is yours to play, ask the conductor who handed you the"
-    " topic_id (on a debate/v1 topic only its holder can give it back, with debate_bind_role"
-    ' state "retired")'
+    " topic_id (the conductor's debate_list_bindings names who holds each debate/v1 blind"
+    ' role; only its holder can give it back, with debate_bind_role state "retired")'
 )
 
 

@@ -18,10 +18,11 @@ from agora.toolsets.debate import sql
 from agora.toolsets.debate.access import Caller
 from agora.toolsets.debate.commands import protocol, workers
 from agora.toolsets.debate.commands.protocol import moved, set_state
+from agora.toolsets.debate.commands.seats import roster_note
 from agora.toolsets.debate.commands.table import COMMANDS
 from agora.toolsets.debate.model import MsgMeta
 from agora.toolsets.debate.protocol import guide
-from agora.toolsets.debate.protocol.state import TIMED_PHASES, check_close, shared_blind
+from agora.toolsets.debate.protocol.state import TIMED_PHASES, check_close
 from agora.toolsets.debate.rules import (
     PROJECT_RE,
     SENTINEL_PROJECT,
@@ -179,8 +180,9 @@ def change_state(topic: Topic, cmd: ChangeState, now: Now) -> Effects:
         state = topic.data.protocol
         if state is not None:
             step = f"{guide.clock_started(state.public())}\n{step}"
-            if shared_blind(state, topic.all_bindings()):
-                step = f"{guide.shared_blind(state.blind_roles)}\n{step}"
+            seats = roster_note(state, topic.all_bindings(), cmd.caller)
+            if seats is not None:
+                step = f"{seats}\n{step}"
         return Effects(reply=Guided(reply, step), writes=writes, changed=True)
     note = protocol.closed_note(topic, cmd.msg_id)
     return Effects(

@@ -10,11 +10,21 @@ from typing import TYPE_CHECKING, Protocol
 
 from agora.toolsets.debate import access
 from agora.toolsets.debate.commands import barrier
-from agora.toolsets.debate.protocol.state import debates, judging_own_debate, not_independent
+from agora.toolsets.debate.protocol import guide
+from agora.toolsets.debate.protocol.state import (
+    debates,
+    judging_own_debate,
+    not_independent,
+    shared_blind,
+)
 from agora.toolsets.debate.rules import OPEN_STATES, SENTINEL_PROJECT, DebateError, reject
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from agora.toolsets.debate.access import Caller
+    from agora.toolsets.debate.model import Binding
+    from agora.toolsets.debate.protocol.state import ProtocolState
     from agora.toolsets.debate.topic import Topic
 
 
@@ -136,7 +146,9 @@ def gate_bind(topic: Topic, cmd: Acquiring) -> None:
     if cmd.override_msg_id is not None:
         check_override(topic, cmd.caller, cmd.override_msg_id)
     elif not holds(topic, cmd.role, cmd.caller):
-        raise access.bind_denied() if stranger else held_elsewhere(topic, cmd.role, cmd.caller)
+        if stranger:
+            raise access.bind_denied()
+        raise held_elsewhere(topic, cmd.role, cmd.caller, retiring=cmd.state == "retired")
     check_sanction(topic, cmd)
     if cmd.state == "active":
         check_independent(topic, cmd.caller, cmd.role)
@@ -170,25 +182,55 @@ def check_unread(topic: Topic, caller: Caller, role: str) -> None:
         )
 
 
-def held_elsewhere(topic: Topic, role: str, caller: Caller) -> DebateError:
+def held_elsewhere(topic: Topic, role: str, caller: Caller, *, retiring: bool) -> DebateError:
     """The refusal of a bind onto ``role`` while another principal's session holds it: whom
-    to ask (the conductor; a conductor itself, the holder), and how the seat is freed."""
+    to ask (the conductor, whose bindings list names the holder of a blind role; a conductor
+    itself, the holder, by principal), and how the seat is freed. A caller that asked to
+    retire the seat (``retiring``) is offered no other role to bind."""
+    v1 = topic.data.protocol is not None
     fix = (
         "a debate/v1 topic takes no override, so only its holder can give it up"
         ' (debate_bind_role with state "retired" on its session)'
-        if topic.data.protocol is not None
+        if v1
         else "a conductor can swap it onto your session with an override (replace_active and"
         " conductor_override_msg_id citing a CONDUCTOR DECISION)"
     )
-    ask = (
-        f"If {role} was taken by mistake, ask its holder to give it back"
-        if caller.privileged
-        else f"If {role} is yours to play, ask the conductor who opened the topic (or handed"
-        " you its topic_id) to sort out who holds it"
-    )
+    if caller.privileged:
+        current = topic.active(role)
+        holder = f" (principal {current.owner})" if current is not None else ""
+        ask = f"If {role} was taken by mistake, ask its holder{holder} to give it back"
+    else:
+        seen = " (its debate_list_bindings names who holds each blind role)" if v1 else ""
+        ask = (
+            f"If {role} is yours to play, ask the conductor who opened the topic (or handed"
+            f" you its topic_id) to sort out who holds it{seen}"
+        )
+    other = "" if retiring else "; or bind another of the topic's free roles"
     return reject(
         "duplicate_active",
         f"{role} is already held by another session, of another principal: a role has one"
-        f" active owner at a time. {ask}: {fix}; or bind another of the topic's free roles",
+        f" active owner at a time. {ask}: {fix}{other}",
         role=role,
     )
+
+
+def roster_note(
+    state: ProtocolState | None, bindings: Iterable[Binding], caller: Caller
+) -> str | None:
+    """The note of a reply that shows a debate/v1 roster (the bindings list, the move to
+    ACTIVE). A conductor or star caller is told which principal holds each blind role
+    (`guide.blind_seats`): a seat taken by the wrong principal looks like any other, and a
+    debater refused a taken seat is sent to the conductor. Anyone else is told only when one
+    principal holds both blind roles (`guide.shared_blind`). None when there is nothing to say."""
+    if state is None:
+        return None
+    bindings = list(bindings)
+    if caller.privileged:
+        active = {b.role: b.owner for b in bindings if b.state == "active"}
+        holders = [(role, active.get(role)) for role in state.blind_roles]
+        if all(owner is None for _, owner in holders):
+            return None
+        return guide.blind_seats(holders)
+    if shared_blind(state, bindings):
+        return guide.shared_blind(state.blind_roles)
+    return None

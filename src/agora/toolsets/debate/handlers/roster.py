@@ -9,9 +9,8 @@ from agora.mcp.results import Guided
 from agora.toolsets.debate import access, sql
 from agora.toolsets.debate.commands.bindings import AddRole, BindRole
 from agora.toolsets.debate.commands.rotation import RotateSession
+from agora.toolsets.debate.commands.seats import roster_note
 from agora.toolsets.debate.handlers.common import caller, checked, new_id, opt, owners, run
-from agora.toolsets.debate.protocol import guide
-from agora.toolsets.debate.protocol.state import shared_blind
 from agora.toolsets.debate.rules import check_roster_role, stamp
 
 if TYPE_CHECKING:
@@ -150,10 +149,8 @@ async def debate_list_bindings(call: ToolCall) -> dict[str, Any]:
                 }
             )
         result = {"topic_id": topic_id, "topic_state": row.state, "bindings": out}
-        state = sql.protocol_state(conn, topic_id)
-        if state is not None and shared_blind(state, group):
-            return Guided(result, guide.shared_blind(state.blind_roles))
-        return result
+        note = roster_note(sql.protocol_state(conn, topic_id), group, who)
+        return result if note is None else Guided(result, note)
 
     result: dict[str, Any] = await call.runtime.read(lambda conn: checked(read, conn))
     return result

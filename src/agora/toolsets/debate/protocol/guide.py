@@ -113,7 +113,44 @@ def shared_blind(blind_roles: Sequence[str]) -> str:
         ' back with debate_bind_role (state "retired", on its session), and then the real'
         " debater binds it; a debate/v1 topic takes no conductor override, so nobody else"
         " can retire it: if the holder does not, open a new topic and hand its topic_id"
-        " to each debater."
+        f" to each debater. {NO_LONGER_JUDGES}"
+    )
+
+
+#: What taking a blind seat costs a principal (`not_independent`), said with the seats.
+NO_LONGER_JUDGES: str = (
+    "A principal that holds or held a blind role can no longer judge this debate: a role"
+    " that may judge (CONDUCTOR included) is refused to it (ineligible_judge), even once it"
+    " gives the seat back."
+)
+
+
+def blind_seats(holders: Sequence[tuple[str, str | None]]) -> str:
+    """The note that shows a conductor (or star) caller the roster of a debate/v1 topic (the
+    bindings list, the move to ACTIVE): which principal holds each blind role (``holders``:
+    role and owner, None when free), since a seat taken by the wrong principal (the
+    opponent, or one that was to judge) looks like any other held seat, and only the
+    conductor can tell; how such a seat is given back; and what it costs its holder."""
+    seats = "; ".join(
+        f"{role} by {owner}" if owner is not None else f"{role} is free" for role, owner in holders
+    )
+    owners = [owner for _, owner in holders]
+    shared = None not in owners and len(set(owners)) == 1 and len(owners) > 1
+    pair = " and ".join(role for role, _ in holders)
+    blind = (
+        f" (both blind roles, {pair}, are held by one principal, so their claims are not"
+        " blind: each side can read the other's CLAIM)"
+        if shared
+        else ""
+    )
+    return (
+        f"Note: the blind roles are held by principal (bearer token): {seats}{blind}. If a"
+        " seat was taken by mistake (by the opponent, or by a principal that was to judge), its"
+        " holder gives it"
+        ' back with debate_bind_role (state "retired", on its session), and then the real'
+        " debater binds it; a debate/v1 topic takes no conductor override, so nobody else"
+        " can retire it: if the holder does not, open a new topic and hand its topic_id to"
+        f" each debater. {NO_LONGER_JUDGES}"
     )
 
 
