@@ -106,3 +106,33 @@ async def test_the_init_and_bind_replies_tell_a_conductor_that_it_debates(desk):
     assert "the other blind role's CLAIM is hidden from it" in out.guidance
     bound = await desk.bind(COLE, out["topic_id"], "CON", await desk.session(COLE))
     assert "conductor scope and now holds the blind role CON" in bound.guidance
+
+
+async def test_a_supervising_conductor_is_not_told_to_retire_conductor_for_nothing(desk):
+    # The tester's repro: the conductor that opened the topic as CONDUCTOR asked for the free
+    # PRO seat after CON's CLAIM; ineligible_judge told it to "retire CONDUCTOR first", and
+    # doing so only led to blind_barrier_pending, with the topic's CONDUCTOR seat given up.
+    cole, con, judge = [await desk.session(w) for w in (COLE, BOB, CAROL)]
+    topic = await desk.topic(
+        COLE,
+        {"CONDUCTOR": cole, "CON": (BOB, con), "PRO": None, "JUDGE": (CAROL, judge)},
+        protocol_version="debate/v1",
+        blind_roles_csv="PRO,CON",
+        project="ops",
+    )
+    await _con_claim(desk, topic)
+    body = await desk.bind(COLE, topic, "PRO", cole, refused=True)
+    assert body["error"] == "blind_barrier_pending"
+    assert "retire CONDUCTOR" not in body["message"]
+    assert "CON's blind CLAIM is already in" in body["message"]
+    # Before any CLAIM, retiring CONDUCTOR is a way that works, and it is still offered.
+    other = await desk.topic(
+        COLE,
+        {"CONDUCTOR": cole, "CON": (BOB, con), "PRO": None},
+        protocol_version="debate/v1",
+        blind_roles_csv="PRO,CON",
+        project="ops",
+    )
+    body = await desk.bind(COLE, other, "PRO", cole, refused=True)
+    assert body["error"] == "ineligible_judge"
+    assert "retire CONDUCTOR first" in body["message"]

@@ -151,8 +151,10 @@ def gate_bind(topic: Topic, cmd: Acquiring) -> None:
         raise held_elsewhere(topic, cmd.role, cmd.caller, retiring=cmd.state == "retired")
     check_sanction(topic, cmd)
     if cmd.state == "active":
-        check_independent(topic, cmd.caller, cmd.role)
+        # The barrier first: its refusal stands whatever else the caller gives up, so
+        # ineligible_judge's "retire ... first" is said only where that step can work.
         check_unread(topic, cmd.caller, cmd.role)
+        check_independent(topic, cmd.caller, cmd.role)
 
 
 def check_unread(topic: Topic, caller: Caller, role: str) -> None:
