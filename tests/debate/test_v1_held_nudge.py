@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 import trio
-from debate_support import BOB, CAROL, CONDUCTOR, v1_topic
+from debate_support import ALICE, BOB, CAROL, CONDUCTOR, v1_topic
 
 NUDGES = pytest.mark.parametrize("nudge", ["debate_escalate", "addressed H post"])
 
@@ -132,3 +132,19 @@ async def test_the_cursor_refusal_names_no_hidden_claim(desk):
     assert "the barrier's rule, not a sign of what it holds" in body["message"]
     assert "PRO" not in body["message"]
     assert "secret" not in str(body)
+
+
+async def test_no_barrier_note_while_the_topic_is_init(desk):
+    # The tester's repro: a blind role that bound early and checked in INIT was told to post
+    # its own CLAIM, and that post was refused topic_not_active. INIT takes no posts, so
+    # nothing can be held: the note comes with the move to ACTIVE.
+    v1 = await v1_topic(desk, state="INIT")
+    check = (ALICE, v1.topic, "PRO", v1.sessions["PRO"])
+    out = await desk.check(*check)
+    assert out["topic_state"] == "INIT"
+    assert "blind barrier" not in (getattr(out, "guidance", None) or "")
+    await desk.call(
+        CONDUCTOR, "debate_state", topic_id=v1.topic, role="CONDUCTOR", new_state="ACTIVE"
+    )
+    out = await desk.check(*check)
+    assert "post your own CLAIM" in out.guidance

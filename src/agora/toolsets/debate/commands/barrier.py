@@ -104,9 +104,12 @@ def may_hold(topic: Topic, caller: Caller) -> bool:
     """Whether the barrier may hold messages back from this viewer: on a debate/v1 topic
     whose barrier waits (``blind_barrier_state``, which every reader sees), for every viewer
     but a conductor that does not debate. It depends on nothing hidden: whether a CLAIM came
-    does not change it."""
+    does not change it. Not in INIT: the topic takes no posts yet, so nothing can be held,
+    and a blind role told to post its CLAIM would be refused (the note comes with ACTIVE)."""
     state = topic.data.protocol
     if state is None or state.blind_barrier_state != "waiting":
+        return False
+    if topic.row is not None and topic.row.state == "INIT":
         return False
     return not (caller.conductor and not debates(state, topic.all_bindings(), caller.name))
 
