@@ -148,3 +148,20 @@ async def test_no_barrier_note_while_the_topic_is_init(desk):
     )
     out = await desk.check(*check)
     assert "post your own CLAIM" in out.guidance
+
+
+async def test_the_conductors_post_held_from_the_judge_says_so(desk):
+    # The tester's repro: the judge's inbox stops at PRO's hidden CLAIM just as CON's does,
+    # yet the conductor's rubric to the JUDGE got no note, and its post to CON,JUDGE named
+    # only CON.
+    v1 = await v1_topic(desk)
+    await v1.post("PRO", "CLAIM", to="CON,JUDGE,CONDUCTOR")
+    out = await desk.post(CONDUCTOR, v1.topic, "CONDUCTOR", "rubric X", to="JUDGE", kind="INFO")
+    assert "JUDGE will not receive this message until the blind barrier releases" in out.guidance
+    assert "it releases when CON's CLAIM is in" in out.guidance
+    out = await desk.post(CONDUCTOR, v1.topic, "CONDUCTOR", "deadline", to="CON,JUDGE", kind="INFO")
+    assert "CON and JUDGE will not receive this message" in out.guidance
+    assert "CON's own CLAIM releases it" in out.guidance
+    # The conductor's own inbox is not held from it: a post to CONDUCTOR gets no note.
+    out = await desk.post(CONDUCTOR, v1.topic, "CONDUCTOR", "memo", to="CONDUCTOR", kind="INFO")
+    assert not hasattr(out, "guidance")

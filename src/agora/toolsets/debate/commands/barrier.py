@@ -128,18 +128,21 @@ def held_note(state: ProtocolState, role: str) -> str:
 
 def held_for(topic: Topic, caller: Caller, role: str, meta: MsgMeta) -> str | None:
     """The note of a post (``meta``, by ``caller`` as ``role``) that the barrier holds back
-    from a blind recipient: it comes after a CLAIM of the other blind role addressed to
-    that recipient, which the recipient may not see yet. Said only of CLAIMs the poster
-    may see (a conductor that does not debate, or the CLAIM's author), so it tells the
-    poster nothing it could not read; None when nothing is held."""
+    from a recipient role, a blind one or any other (the judge): it comes after a CLAIM of
+    another role addressed to that recipient, which the recipient may not see yet. Said only
+    of CLAIMs the poster may see (a conductor that does not debate, or the CLAIM's author),
+    so it tells the poster nothing it could not read; None when nothing is held."""
     state = topic.data.protocol
     if state is None or not state.pending_blind():
         return None
     visible = set(state.pending_blind()) - hidden_ids(state, caller, role, topic.all_bindings())
     messages = topic.data.messages
+    sees = caller.conductor and not debates(state, topic.all_bindings(), caller.name)
     held: list[str] = []
-    for target in state.blind_roles:
+    for target in topic.require_row().roles:
         active = topic.active(target)
+        if active is not None and sees and active.owner == caller.name:
+            continue  # the poster's own inbox: it reads past the CLAIM
         inbox = {f"role:{target}"} | ({f"session:{active.session_id}"} if active else set())
         if not inbox.intersection(meta.recipients):
             continue
@@ -152,18 +155,25 @@ def held_for(topic: Topic, caller: Caller, role: str, meta: MsgMeta) -> str | No
     if not held:
         return None
     who = " and ".join(held)
-    waiting = [r for r in held if r not in state.blind_commits]
+    missing = [r for r in state.blind_roles if r not in state.blind_commits]
     if state.phase != "BLIND_CLAIM":
         when = "the debate left BLIND_CLAIM without both CLAIMs, so it never releases"
-    elif waiting:
-        when = f"{' and '.join(waiting)}'s own CLAIM releases it"
+    elif set(missing) <= set(held):
+        when = f"{' and '.join(missing)}'s own CLAIM releases it"
     else:
-        when = "it releases when both blind CLAIMs are in"
+        when = f"it releases when {' and '.join(missing)}'s CLAIM is in"
+    others = [r for r in held if r not in state.blind_roles]
+    scoped = (
+        f"; a holder of {' or '.join(others)} with the conductor scope and no blind role reads"
+        " past it"
+        if others
+        else ""
+    )
     return (
         f"Note: {who} will not receive this message until the blind barrier releases: it"
         f" comes after a blind CLAIM addressed to {who} that {who} may not see yet, and an"
         " inbox stops at such a CLAIM, so no check returns what follows it before both blind"
-        f" CLAIMs are in ({when})."
+        f" CLAIMs are in ({when}{scoped})."
     )
 
 
