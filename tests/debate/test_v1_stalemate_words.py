@@ -83,3 +83,17 @@ async def test_the_stalemate_step_says_the_first_escalate_ends_it_for_everyone(d
         " any role, ends the debate as ESCALATED for everyone, and no DISSENT is accepted after"
         " it"
     ) in out.guidance
+
+
+async def test_a_check_in_stalemate_carries_the_note_of_a_wait(desk):
+    # The tester's repro: a debater polling with debate_signal_check in STALEMATE got only
+    # the protocol_state JSON; the words that the first ESCALATE ends the debate for
+    # everyone came with debate_signal_wait alone.
+    v1 = await _stalemate(desk)
+    session = v1.sessions["PRO"]
+    check = await desk.check(ALICE, v1.topic, "PRO", session)
+    waited = await desk.wait(ALICE, v1.topic, "PRO", session, timeout_ms=1000)
+    assert check["protocol_state"]["phase"] == "STALEMATE"
+    step = waited.guidance.split("\n")[-1]
+    assert "no DISSENT is accepted after it" in step
+    assert check.guidance.split("\n")[-1] == step

@@ -99,10 +99,15 @@ async def _shown(call: ToolCall, result: dict[str, Any]) -> dict[str, Any]:
 
 async def debate_signal_check(call: ToolCall) -> dict[str, Any]:
     """The caller's inbox past its cursor (the topic is required here), with what the blind
-    barrier holds back in a second text block, if anything."""
+    barrier holds back in a second text block, if anything; in STALEMATE, the phase's step
+    as a wait gives it (`guide.next_move`: the first ESCALATE ends the debate for everyone),
+    since a debater that polls with checks would otherwise never read it."""
     inbox: Inbox = await run(call, call.args["topic_id"], _check(call, persist=True))
     result = await _render(call, inbox)
     notes = [n for n in (inbox.held_note, None if inbox.count else _ahead(call)) if n]
+    state = result.get("protocol_state")
+    if state is not None and state["phase"] == "STALEMATE":
+        notes.append(guide.next_move(state))
     return Guided(result, "\n".join(notes)) if notes else result
 
 
