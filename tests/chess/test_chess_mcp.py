@@ -349,7 +349,7 @@ async def test_two_sessions_with_one_agent_token_never_play_a_stale_move():
                 assert (await client.call("wait_for_turn", {}))[1]["statusCode"] == "AGENT_TURN"
             is_error, moved = await one.call("move_piece", {"from": "g1", "to": "f3"})
             assert not is_error
-            assert "holds the agent's seat too" in moved["message"]
+            assert "holds the agent's seat too" not in moved["message"]  # no evidence yet
             human = HumanMove(tokens.human, "b8", "c6")
             await server.runtime.call(KIND, "default", human)
             is_error, body = await two.call("move_piece", {"from": "e2", "to": "e4"})
@@ -359,6 +359,7 @@ async def test_two_sessions_with_one_agent_token_never_play_a_stale_move():
                 "get_board",
             )
             assert "moved Nf3, then the human replied Nc6 since your last look" in body["error"]
+            assert "holds the agent's seat too" in (await one.call("get_board", {}))[1]["message"]
             await two.call("get_board", {})
             is_error, moved = await two.call("move_piece", {"from": "e2", "to": "e4"})
             assert (is_error, moved["lastMove"]["san"]) == (False, "e4")

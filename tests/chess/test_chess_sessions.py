@@ -1,9 +1,11 @@
-"""A move is played only in the game and position its connection was last shown.
+"""A move is played only in the game and position its connection, or the seat, was last shown.
 
 Several connections may hold one agent token (a second client, a restarted agent whose old
-session still waits). Each connection's calls are remembered by the table: a move from one
-that was last shown another game or position is refused with what changed, and every reply
-(and the human's page) says when more than one connection holds the seat.
+session still waits), and one agent may use several (a new TCP connection after a long
+think, two calls at once). A move from a connection last shown another game or position is
+refused with what changed; from a connection with no record of its own, when the seat's last
+look showed another. Once a stale move finds another connection's move, every reply (and the
+human's page) says more than one connection holds the seat.
 """
 
 from __future__ import annotations
@@ -58,24 +60,66 @@ async def test_a_move_chosen_before_another_connections_move_is_not_played(table
     assert [m.san for m in (await table.look()).moves] == ["Nf3", "Nc6"]
 
 
-async def test_a_connection_the_server_has_no_record_of_may_move(table):
+async def test_a_move_from_a_new_connection_is_refused_when_the_seat_last_saw_another_game(table):
+    # Over HTTP at 2026-07-28 a move after a long think comes on a new TCP connection.
     await table.choose("white")
     await table.tool("get_board", connection=Connection())
     await table.human(NewGame(table.token))
     await table.choose("white")
-    # A new connection (or any after a restart) was shown nothing: its move is played.
+    body = await table.refused("move_piece", connection=Connection(), **{"from": "b1", "to": "c3"})
+    assert body["code"] == "NOT_YOUR_TURN"
+    assert "Not played: the human started game 2 since your last look (at game 1)" in body["error"]
+    assert (await table.look()).moves == ()
+
+
+async def test_a_move_from_a_new_connection_is_refused_when_the_seat_last_saw_another_position(
+    table,
+):
+    one = Connection()
+    await table.choose("white")
+    await table.tool("move_piece", connection=one, **{"from": "d2", "to": "d4"})
+    await table.human_move("d7d5")
+    body = await table.refused("move_piece", connection=Connection(), **{"from": "e2", "to": "e4"})
+    assert "Not played: the human moved d5 since your last look" in body["error"]
+    assert [m.san for m in (await table.look()).moves] == ["d4", "d5"]
+
+
+async def test_a_new_connection_may_move_in_what_the_seats_last_look_showed(table):
+    await table.choose("white")
+    # No look at all (after a restart, or a new token): the move is played.
     moved = await table.tool("move_piece", connection=Connection(), **{"from": "e2", "to": "e4"})
     assert moved["lastMove"]["san"] == "e4"
+    await table.human_move("e7e5")
+    await table.tool("wait_for_turn", connection=Connection())
+    # The seat's last look showed this position: a new connection's move is played.
+    moved = await table.tool("move_piece", connection=Connection(), **{"from": "g1", "to": "f3"})
+    assert moved["lastMove"]["san"] == "Nf3"
 
 
-async def test_replies_and_the_page_say_when_two_connections_hold_the_seat(table, runtime):
+async def test_two_calls_at_once_are_not_a_second_holder(table, runtime):
+    # One agent's parallel calls come on two connections: neither says the seat is shared.
     one, two = Connection(), Connection()
     await table.choose("white")
-    alone = await table.tool("get_board", connection=one)
-    assert SHARED_SEAT not in alone["message"]
-    await table.tool("get_board", connection=two)
-    shared = await table.tool("get_board", connection=one)
-    assert SHARED_SEAT in shared["message"]
+    for connection in (one, two, one, two):
+        reply = await table.tool("get_board", connection=connection)
+        assert SHARED_SEAT not in reply["message"]
+    moved = await table.tool("move_piece", connection=one, **{"from": "e2", "to": "e4"})
+    assert SHARED_SEAT not in moved["message"]
+    state = page_state(await table.look(), human=True, public_url=runtime.public_url)
+    assert not state.agent_shared
+
+
+async def test_replies_and_the_page_say_so_once_another_connection_moved(table, runtime):
+    one, two = Connection(), Connection()
+    await table.choose("white")
+    for connection in (one, two):
+        await table.tool("get_board", connection=connection)
+    moved = await table.tool("move_piece", connection=one, **{"from": "g1", "to": "f3"})
+    assert SHARED_SEAT not in moved["message"]
+    await table.human_move("b8c6")
+    refused = await table.refused("move_piece", connection=two, **{"from": "e2", "to": "e4"})
+    assert "another connection with this table's agent token moved Nf3" in refused["error"]
+    assert SHARED_SEAT in (await table.tool("get_board", connection=one))["message"]
     state = page_state(await table.look(), human=True, public_url=runtime.public_url)
     assert state.agent_shared
 

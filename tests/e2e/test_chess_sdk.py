@@ -259,3 +259,34 @@ async def test_the_agent_reads_the_humans_note_without_bidi_controls(tmp_path):
     # Nowhere in what the agent was told, text blocks included (`SdkAgent` checks they match).
     for _, reply in agent.replies:
         assert not any(c in json.dumps(reply, ensure_ascii=False) for c in controls)
+
+
+async def test_a_move_on_a_new_tcp_connection_is_guarded_and_parallel_calls_share_no_seat(
+    tmp_path,
+):
+    # At 2026-07-28 a connection is a TCP connection: two calls at once go out on two, and a
+    # move after a think longer than the server's 15 s idle close comes on a new one.
+    with trio.fail_after(45):
+        async with agora_serve(tmp_path / "agora.db") as server:
+            human = ScriptedHuman(server, "default", server.token, [], "white")
+            assert (await human.post("side", {"agentColor": "white"}))[0] == 200
+            async with sdk_client(server.mcp_url()) as client:
+                agent = SdkAgent(client)
+                await agent.list_tools()
+                async with trio.open_nursery() as nursery:
+                    for _ in range(2):
+                        nursery.start_soon(agent.ok, "get_board")
+                board = await agent.ok("get_board")
+                assert board["gameNumber"] == 1
+                assert "holds the agent's seat too" not in board["message"]
+                assert not (await page_state(server, server.token))["agentShared"]
+            assert (await human.post("new-game", {}))[0] == 200
+            assert (await human.post("side", {"agentColor": "white"}))[0] == 200
+            async with sdk_client(server.mcp_url()) as client:  # the long think's new one
+                agent = SdkAgent(client)
+                await agent.list_tools()
+                is_error, body = await agent.call("move_piece", {"from": "b1", "to": "c3"})
+            assert (is_error, body["code"]) == (True, "NOT_YOUR_TURN")
+            assert "the human started game 2 since your last look (at game 1)" in body["error"]
+            state = await page_state(server, server.token)
+            assert (state["gameNumber"], state["history"]) == (2, [])

@@ -1,13 +1,19 @@
-"""What each agent connection was last shown, so that a move is played only where it was chosen.
+"""What each agent connection, and the seat, was last shown, so that a move is played only
+where it was chosen.
 
 Several connections may hold one table's agent token (a second client, a restarted agent
-whose old session still waits). Each call with the token names its connection (the tools
-give every MCP session an opaque id): `AgentSessions` keeps, per connection, the game and
-the number of moves its last reply showed, and when it last called. A move from a
-connection that was last shown another game or position is refused (`AgentSessions.stale`)
-with what changed since; a connection it has no record of (a restart, a new connection, a
-handler called directly) is not refused for that alone. All in memory, as presence is, and
-bounded: the oldest records go first. Pure: no I/O, no trio.
+whose old session still waits), and one agent may use several (over Streamable HTTP at the
+stateless revision a connection is the TCP connection, which the server closes after 15 s
+idle, and two calls at once go out on two). Each call with the token names its connection
+(the tools give every MCP session an opaque id): `AgentSessions` keeps, per connection and
+for the seat as a whole, the game and the number of moves the last reply showed. A move is
+refused (`AgentSessions.stale`) with what changed since when its connection was last shown
+another game or position, or, from a connection with no record of its own (a move after a
+long think arrives on a new TCP connection), when the seat's last look (by any connection)
+was. With no record at all (a restart, a new token, a handler called directly) it is not
+refused for that alone. The seat counts as shared only on evidence: a connection's stale
+move finds a move another connection made since its last look. All in memory, as presence
+is, and bounded: the oldest records go first. Pure: no I/O, no trio.
 """
 
 from __future__ import annotations
@@ -27,32 +33,33 @@ MAX_SESSIONS: Final = 32
 OTHER_CONNECTION: Final = "another connection with this table's agent token"
 #: What the agent's replies add while more than one connection holds its seat.
 SHARED_SEAT: Final = (
-    "Another connection with this table's agent token has called in the last 2 minutes: it"
-    " holds the agent's seat too, and either may move for the agent."
+    "Another connection with this table's agent token has moved for the agent in the last 2"
+    " minutes: it holds the agent's seat too, and either may move for the agent."
 )
 
 
 class AgentSessions:
-    """Per agent connection: the (game number, moves) last shown, and its last call."""
+    """Per agent connection and for the seat: the (game number, moves) last shown."""
 
     def __init__(self) -> None:
         self._seen: dict[str, tuple[int, int]] = {}
         self._called: dict[str, float] = {}
-        #: When two connections last took turns calling: both hold the seat.
+        #: What the last look by any connection showed: a connection without a record of
+        #: its own (a new TCP connection after a long think) was shown at most that.
+        self._seat_seen: tuple[int, int] | None = None
+        #: When a connection's stale move last found another connection's move: both hold
+        #: the seat.
         self._shared_at: float | None = None
 
     def called(self, session: str | None, mono: float) -> None:
         """Note a call with the agent token on ``session`` at monotonic time ``mono``.
 
-        Another connection's call since this one's previous call means two hold the seat
-        at once; a connection that replaces another (a client's new TCP connection, a
-        relay that reconnected) never calls between the other's calls.
+        Calls alone are no evidence of a second holder: one agent's two calls at once, or
+        a client's new TCP connection, come on two connections.
         """
         if session is None:
             return
-        previous = self._called.pop(session, None)
-        if previous is not None and any(at >= previous for at in self._called.values()):
-            self._shared_at = mono
+        self._called.pop(session, None)
         self._called[session] = mono
         while len(self._called) > MAX_SESSIONS:
             oldest = next(iter(self._called))
@@ -62,18 +69,23 @@ class AgentSessions:
     def saw(self, session: str | None, game: Game) -> None:
         """``session``'s reply now shows ``game`` as it stands."""
         if session is not None and session in self._called:
-            self._seen[session] = (game.number, len(game.moves))
+            self._seen[session] = self._seat_seen = (game.number, len(game.moves))
 
     def shared(self, mono: float) -> bool:
-        """Whether two connections took turns calling within `AGENT_FRESH_SECONDS`."""
+        """Whether a stale move found another connection's within `AGENT_FRESH_SECONDS`."""
         return self._shared_at is not None and mono - self._shared_at <= AGENT_FRESH_SECONDS
 
-    def stale(self, session: str | None, game: Game) -> str | None:
+    def stale(self, session: str | None, game: Game, mono: float) -> str | None:
         """Why a move from ``session`` was not chosen for ``game`` as it stands, or None.
 
-        None also when the server has no record of what ``session`` was shown.
+        ``session``'s own record first, else the seat's last look; None also when the
+        server has no record of either. A move another connection made since ``session``'s
+        own last look marks the seat shared at ``mono``.
         """
-        seen = self._seen.get(session) if session is not None else None
+        if session is None:
+            return None
+        own = self._seen.get(session)
+        seen = own if own is not None else self._seat_seen
         if seen is None or seen == (game.number, len(game.moves)):
             return None
         number, plies = seen
@@ -81,7 +93,10 @@ class AgentSessions:
             return f"the human started game {game.number} since your last look (at game {number})"
         if plies > len(game.moves):  # cannot happen within a game; say the safe thing
             return "the board changed since your last look"
-        return since_text(game.moves[plies:]) + " since your last look"
+        since = game.moves[plies:]
+        if own is not None and any(move.by == "agent" for move in since):
+            self._shared_at = mono
+        return since_text(since) + " since your last look"
 
 
 def since_text(moves: tuple[PlayedMove, ...]) -> str:

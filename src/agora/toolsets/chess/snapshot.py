@@ -62,6 +62,6 @@ class Snapshot(msgspec.Struct, frozen=True):
     #: Only in the reply to the seated agent's first call since the human replaced the game
     #: it last saw unfinished: how that game ended (`ChessTable.handle`).
     missed: PastGame | None = None
-    #: More than one connection holds the agent's seat: two took turns calling with the
-    #: agent token within `AGENT_FRESH_SECONDS` (`AgentSessions.shared`); any may move.
+    #: More than one connection holds the agent's seat: a stale move found another
+    #: connection's move within `AGENT_FRESH_SECONDS` (`AgentSessions.shared`); any may move.
     agent_shared: bool = False

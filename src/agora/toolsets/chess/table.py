@@ -193,8 +193,9 @@ class ChessTable:
         self._agent_looks()
         arrived = self._saw_agent(at, command.session)
         offer = self._human_offer()
+        shared = self.snapshot().agent_shared
         try:
-            stale = self.sessions.stale(command.session, self.game)
+            stale = self.sessions.stale(command.session, self.game, self._mono)
             if stale is not None:
                 raise ChessError("NOT_YOUR_TURN", f"Not played: {stale}.")
             played = self.game.play(
@@ -208,7 +209,11 @@ class ChessTable:
             )
         except ChessError as err:
             if not arrived:
-                raise
+                if self.snapshot().agent_shared == shared:
+                    raise
+                # The stale move found another connection's: the pages say so now.
+                err.snapshot = self.snapshot()
+                return Effects(reply=err, changed=True)
             # Refused, but the agent just arrived: the pages hear of it now, as after a Look,
             # not at their next poll.
             announced = self._changed()
@@ -294,13 +299,10 @@ class ChessTable:
         self._check_agent(command.agent_token)
         self._agent_looks()
         self._shows_offer()
-        before = self.snapshot().agent_shared
         arrived = self._saw_agent(at, command.session)
         self.sessions.saw(command.session, self.game)
         if arrived:
             return self._changed()  # wakes the pages: the agent is here
-        if self.snapshot().agent_shared != before:  # the pages say who holds the seat
-            return Effects(reply=self.snapshot(), changed=True)
         return Effects(reply=self.snapshot())
 
     def _agent_looks(self) -> None:

@@ -251,8 +251,8 @@ const chessView = (() => {
     $("agent-presence").textContent = !state.agentPresent
       ? ABSENCE[state.agentAbsence] || ABSENCE.stale
       : state.agentShared
-        ? "More than one connection holds the agent's seat (they took turns calling with its" +
-          " token in the last 2 minutes): any of them may move for the agent. To keep one," +
+        ? "More than one connection holds the agent's seat (one moved while another had chosen" +
+          " a move, in the last 2 minutes): any of them may move for the agent. To keep one," +
           " click \"New agent token\" and give the new one to that agent only."
         : "An agent has joined this table.";
   }
