@@ -29,12 +29,15 @@ async def test_a_move_chosen_before_the_human_started_a_new_game_is_not_played(t
     body = await table.refused("move_piece", connection=first, **{"from": "b1", "to": "c3"})
     assert (body["code"], body["statusCode"]) == ("NOT_YOUR_TURN", "AGENT_TURN")
     assert "Not played: the human started game 2 since your last look" in body["error"]
-    assert body["nextAction"]["tool"] == "get_board"
     assert (await table.look()).moves == ()
-    seen = await table.tool("get_board", connection=first)
-    assert seen["gameNumber"] == 2
-    moved = await table.tool("move_piece", connection=first, **{"from": "b1", "to": "c3"})
-    assert moved["lastMove"]["san"] == "Nc3"
+    # The refusal is a look: it gives the position's legal moves, and a move from them is played.
+    assert body["agentMayMove"]
+    assert body["legalMoves"]["b1"] == "a3 c3"
+    assert len(" ".join(body["legalMoves"].values()).split()) == 20
+    assert body["nextAction"]["tool"] == "move_piece"
+    assert "this refusal counts as your look" in body["nextAction"]["instruction"]
+    moved = await table.tool("move_piece", connection=first, **{"from": "e2", "to": "e4"})
+    assert (moved["gameNumber"], moved["lastMove"]["san"]) == (2, "e4")
 
 
 async def test_a_move_chosen_before_another_connections_move_is_not_played(table):
@@ -48,15 +51,15 @@ async def test_a_move_chosen_before_another_connections_move_is_not_played(table
     assert (body["code"], body["statusCode"]) == ("NOT_YOUR_TURN", "HUMAN_TURN")
     assert "another connection with this table's agent token moved Nf3" in body["error"]
     assert "last move Nf3 (g1f3) by the agent" in body["error"]
+    assert body["legalMoves"] == {}  # the human's turn: nothing to choose from
     await table.human_move("b8c6")
-    # After the reply: the agent's turn again, but not the position two chose its move for.
+    # After the reply: the agent's turn again, but not the position two last saw (the
+    # refusal's, which counts as its look).
     body = await table.refused("move_piece", connection=two, **{"from": "e2", "to": "e4"})
     assert (body["code"], body["statusCode"]) == ("NOT_YOUR_TURN", "AGENT_TURN")
-    assert (
-        "another connection with this table's agent token moved Nf3, then the human replied Nc6"
-        in body["error"]
-    )
-    assert body["nextAction"]["tool"] == "get_board"
+    assert "Not played: the human moved Nc6 since your last look" in body["error"]
+    assert body["nextAction"]["tool"] == "move_piece"
+    assert "e2" in body["legalMoves"]
     assert [m.san for m in (await table.look()).moves] == ["Nf3", "Nc6"]
 
 

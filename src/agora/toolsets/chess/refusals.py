@@ -46,7 +46,8 @@ def rejection(err: ChessError) -> Rejection:
     if err.code == "NOT_YOUR_TURN" and snap is not None:
         error += _last_move_text(snap)
         if snap.phase == "agent_turn":  # a move chosen for a position the caller last saw
-            action = _READ_AGAIN
+            moves = position(snap.fen).legal_by_square
+            action = _CHOOSE_AGAIN
     return Rejection(
         ok=False,
         protocol_version=PROTOCOL_VERSION,
@@ -59,12 +60,14 @@ def rejection(err: ChessError) -> Rejection:
     )
 
 
-#: After a move chosen for a position that is gone: choose again for the one on the board.
-_READ_AGAIN: Final = NextAction(
-    "get_board",
-    {},
-    "Your move was not played. Read the board as it is now (get_board), then choose your move"
-    " for that position.",
+#: After a move chosen for a position that is gone: choose again for the one on the board,
+#: which the refusal shows (and counts as the caller's look).
+_CHOOSE_AGAIN: Final = NextAction(
+    "move_piece",
+    {"from": "<square>", "to": "<square>", "note": "<why>"},
+    "Your move was not played: it was chosen for another position. Choose again for the FEN"
+    " this refusal gives, from its legalMoves (this refusal counts as your look, so that move"
+    " is played); get_board shows the whole board.",
 )
 
 

@@ -197,6 +197,8 @@ class ChessTable:
         try:
             stale = self.sessions.stale(command.session, self.game, self._mono)
             if stale is not None:
+                # The refusal shows the board as it stands (FEN, legal moves): it is a look.
+                self.sessions.saw(command.session, self.game)
                 raise ChessError("NOT_YOUR_TURN", f"Not played: {stale}.")
             played = self.game.play(
                 "agent",
