@@ -226,8 +226,8 @@ async def test_a_wait_answers_cleanly_when_the_server_shuts_down(table, autojump
     assert reply["shuttingDown"] is True  # not a real timeout: reconnect, then wait again
     assert reply["nextAction"]["tool"] == "wait_for_turn"
     assert reply["nextAction"]["instruction"] == (
-        "The server is restarting: wait a few seconds and call wait_for_turn again (your client"
-        " or relay reconnects by itself)."
+        "The server is shutting down: wait a few seconds and call wait_for_turn again; if it"
+        " restarted, that call is answered (your client or relay reconnects by itself)."
     )
 
 
@@ -253,8 +253,8 @@ async def test_a_watcher_cut_short_by_shutdown_is_told_to_wait_for_the_restart(
     assert reply["shuttingDown"] is True
     assert reply["nextAction"]["arguments"] == {}
     assert reply["nextAction"]["instruction"] == (
-        "The server is restarting: wait a few seconds and call wait_for_turn again (your client"
-        " or relay reconnects by itself)."
+        "The server is shutting down: wait a few seconds and call wait_for_turn again; if it"
+        " restarted, that call is answered (your client or relay reconnects by itself)."
     )
 
 

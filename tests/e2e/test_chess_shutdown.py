@@ -87,7 +87,7 @@ async def test_a_real_timeout_is_not_marked_shutting_down(tmp_path):
     assert reply["statusCode"] == "WAIT_TIMEOUT", reply
     assert "shuttingDown" not in reply
     assert reply["nextAction"]["tool"] == "wait_for_turn"
-    assert "restarting" not in reply["nextAction"]["instruction"]
+    assert "shutting down" not in reply["nextAction"]["instruction"]
 
 
 async def _park(url: str, parked: trio.Event, got: dict[str, Any]) -> None:

@@ -50,7 +50,8 @@ _ENDING = "listen streams ending"
 
 #: What a call sent once shutdown began is told (JSON-RPC error -32011): it never ran.
 SHUTTING_DOWN_MESSAGE = (
-    "the server is shutting down: this call was not run; reconnect once it is back, then call again"
+    "the server is shutting down: this call was not run; wait a few seconds and call again"
+    " (your client or relay reconnects by itself if the server comes back)"
 )
 #: What an ``initialize`` sent once shutdown began is told (-32011): no session was opened.
 SHUTTING_DOWN_INITIALIZE = (

@@ -13,10 +13,11 @@ from agora.toolsets.chess.terms import DRAW_MARK
 _MOVE_TEMPLATE: Final = {"from": "<square>", "to": "<square>", "note": "<why>"}
 
 #: The next action of a wait cut short by shutdown: the client (or the stdio relay)
-#: reconnects by itself once the server is back, so the agent only waits and calls again.
+#: reconnects by itself if the server is back, so the agent only waits and calls again. A
+#: SIGTERM may stop the server for good: nothing promises a restart.
 RECONNECT: Final = (
-    "The server is restarting: wait a few seconds and call wait_for_turn again (your client"
-    " or relay reconnects by itself)."
+    "The server is shutting down: wait a few seconds and call wait_for_turn again; if it"
+    " restarted, that call is answered (your client or relay reconnects by itself)."
 )
 
 

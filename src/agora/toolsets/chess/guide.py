@@ -84,7 +84,8 @@ STATUS_CODES: Final = {
     "GAME_OVER": "The game has ended; result says how. Stop (or, to play the human's next"
     " game, wait_for_turn with wait_for_human true).",
     "WAIT_TIMEOUT": "wait_for_turn timed out with nothing new; call it again with the same "
-    "arguments. With shuttingDown true the server is restarting: wait a few seconds first.",
+    "arguments. With shuttingDown true the server is shutting down: wait a few seconds first"
+    " (if it restarted, the call is answered).",
     "AGENT_TOKEN_REQUIRED": "Refused: only the seated agent may move. Connect with the "
     "table's agent token in the endpoint URL (?token=...); without it you can only watch.",
     "INVALID_ARGUMENTS": "Refused: the arguments do not match the tool's inputSchema.",
@@ -120,7 +121,7 @@ CONTRACT: Final = CollaborationContract(
         "to (one of its squares), promotion (a 5th letter, if any) and a short note.",
         "After every move_piece, call wait_for_turn immediately.",
         "On HUMAN_TURN or WAIT_TIMEOUT: call wait_for_turn again (if shuttingDown is true, "
-        "the server is restarting: wait a few seconds first).",
+        "the server is shutting down: wait a few seconds first).",
         "On GAME_OVER: stop. Always do exactly what nextAction says.",
     ],
     evaluation_path=[
