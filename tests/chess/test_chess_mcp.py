@@ -375,6 +375,7 @@ async def test_a_null_optional_argument_is_refused_with_words_to_leave_it_out():
                 is_error, body = await agent.call("move_piece", move)
                 assert (is_error, body["code"]) == (True, "INVALID_ARGUMENTS")
                 assert f"argument '{field}' is null: leave it out instead" in body["error"]
+                assert body["error"].count("leave it out instead") == 1  # one sentence, once
             _, board = await agent.call("get_board", {})
             instruction = board["nextAction"]["instruction"]
             assert "a 5th letter goes in promotion" in instruction

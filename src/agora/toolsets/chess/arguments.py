@@ -77,10 +77,12 @@ def issue_rejection(
 ) -> dict[str, Any]:
     """`argument_rejection` for the validator's issues: the next action fits the first one.
     ``args``: the arguments as sent, when known (a ``to`` written as a square and a piece
-    letter is told where the piece goes)."""
+    letter is told where the piece goes). Issues said in the same words are said once (a null
+    ``promotion`` breaks both its type and its enum)."""
     first = str(issues[0].path[0]) if issues and issues[0].path else ""
     sent = args if args is not None else {}
-    return argument_rejection([_describe(issue, sent) for issue in issues], first, table, tool)
+    problems = list(dict.fromkeys(_describe(issue, sent) for issue in issues))
+    return argument_rejection(problems, first, table, tool)
 
 
 def _describe(issue: ValidationIssue, sent: Mapping[str, Any]) -> str:
