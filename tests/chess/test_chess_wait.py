@@ -120,10 +120,38 @@ async def test_after_a_game_an_agent_may_wait_for_the_humans_next_one(table, aut
     assert timed_out["statusCode"] == "GAME_OVER"  # an agent that always sends the flag
     assert timed_out["message"].startswith("Game over.")  # still learns the game is over
     # and one that chose to play the next game is not told to stop: none started yet.
-    assert timed_out["message"].endswith("No new game yet: the human has not started one.")
+    # (This human plays through the page's POST API: no page of theirs is open, and the
+    # wait says so, not that the human left.)
+    assert timed_out["message"].endswith(
+        "No new game yet: the human has not started one. No page of the human's is open: you"
+        " may keep waiting, or stop and tell your user."
+    )
     assert timed_out["nextAction"]["tool"] == "wait_for_turn"
     assert timed_out["nextAction"]["arguments"] == {"wait_for_human": True}
-    assert "to stop playing, stop" in timed_out["nextAction"]["instruction"]
+    assert "or stop and tell your user" in timed_out["nextAction"]["instruction"]
+
+
+async def test_a_wait_for_the_next_game_says_when_no_page_of_the_humans_is_open(
+    table, autojump_clock
+):
+    await table.choose("black")
+    await table.human(TrackPage(table.token, connected=True))
+    await table.human(Resign(table.token))
+    with trio.fail_after(60):
+        present = await table.tool("wait_for_turn", timeout_ms=1000, wait_for_human=True)
+    assert present["message"].endswith("No new game yet: the human has not started one.")
+    await table.human(TrackPage(table.token, connected=False))  # the tab closed
+    with trio.fail_after(60):
+        away = await table.tool("wait_for_turn", timeout_ms=1000, wait_for_human=True)
+    assert (away["statusCode"], away["human"]) == ("GAME_OVER", "away")
+    assert away["message"].endswith(
+        "No new game yet: the human has not started one. The human's page has been closed"
+        " since 2026-11-30 00:00:00 UTC: you may keep waiting, or stop and tell your user."
+    )
+    action = away["nextAction"]
+    assert (action["tool"], action["arguments"]) == ("wait_for_turn", {"wait_for_human": True})
+    assert "no page of the human's is open" in action["instruction"]
+    assert "left" not in action["instruction"]
 
 
 async def test_waiting_for_the_human_times_out_with_the_same_arguments(table, autojump_clock):
@@ -320,4 +348,6 @@ async def test_a_wait_that_times_out_says_since_when_the_humans_page_is_closed(
     )
     action = away["nextAction"]
     assert (action["tool"], action["arguments"]) == ("wait_for_turn", {})
-    assert "or stop and tell your user" in action["instruction"]
+    assert (
+        "or stop and tell your user that no page of the human's is open" in (action["instruction"])
+    )

@@ -1,6 +1,6 @@
 """The next call each reply names: `next_action` for every status and seat, and the fixed
 next actions of a wait cut short by shutdown (`RECONNECT`) or one for the human's next game
-that none answered (`NEXT_GAME`). Pure: no I/O, no trio.
+that none answered (`NEXT_GAME`, `NEXT_GAME_NO_PAGE`). Pure: no I/O, no trio.
 """
 
 from __future__ import annotations
@@ -27,6 +27,15 @@ NEXT_GAME: Final = NextAction(
     {"wait_for_human": True},
     "No new game has started yet. To keep waiting for the human's next game, call"
     " wait_for_turn with wait_for_human true again; to stop playing, stop.",
+)
+#: `NEXT_GAME` while no page of the human's is open (a human playing through the page's
+#: POST API has none, so nothing says the human left).
+NEXT_GAME_NO_PAGE: Final = NextAction(
+    "wait_for_turn",
+    {"wait_for_human": True},
+    "No new game has started yet, and no page of the human's is open: call wait_for_turn with"
+    " wait_for_human true again to keep waiting for the human's next game, or stop and tell"
+    " your user that no page of the human's is open.",
 )
 
 

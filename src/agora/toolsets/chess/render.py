@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from agora.toolsets.chess.actions import NEXT_GAME, RECONNECT, next_action
+from agora.toolsets.chess.actions import NEXT_GAME, NEXT_GAME_NO_PAGE, RECONNECT, next_action
 from agora.toolsets.chess.fit import fit
 from agora.toolsets.chess.game import Result, declined_draw
 from agora.toolsets.chess.guide import CONTRACT, evaluation_guide
@@ -305,6 +305,9 @@ def wait_reply(
     if no_new_game:  # it keeps its way to wait on: the agent chose to play the next game
         fields["message"] += " No new game yet: the human has not started one."
         fields["next_action"] = NEXT_GAME
+        if seat == "agent" and not snap.human_connected:  # said as any other timed-out wait
+            fields["message"] += _human_gone(snap)
+            fields["next_action"] = NEXT_GAME_NO_PAGE
     guide = _guide(snap.fen, snap.agent_color) if fields["agent_may_move"] else None
     human = human_presence(snap)
     if cut_short:
@@ -315,7 +318,7 @@ def wait_reply(
 #: The next action of a wait that timed out while no page of the human's is open.
 _KEEP_WAITING_OR_STOP: Final = (
     "Nothing new yet, and no page of the human's is open: call wait_for_turn again to keep"
-    " waiting, or stop and tell your user that the human left the table."
+    " waiting, or stop and tell your user that no page of the human's is open."
 )
 
 
