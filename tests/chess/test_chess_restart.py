@@ -11,7 +11,7 @@ from agora.runtime.clock import Clock, FakeWall
 from agora.runtime.registry import Runtime
 from agora.store.db import open_store
 from agora.toolsets.chess import ensure_table
-from agora.toolsets.chess.commands import OfferDraw
+from agora.toolsets.chess.commands import NewGame, OfferDraw
 from agora.toolsets.chess.sql import MIGRATIONS
 
 
@@ -136,3 +136,26 @@ async def test_after_a_restart_an_offer_whose_sight_is_unknown_is_not_called_uns
             await table.human_move("g1f3")
             await table.tool("move_piece", **{"from": "b8", "to": "c6"})
             assert (await table.look()).draw_offer is None
+
+
+class _Connection:
+    """Stands for one MCP session (the tools key what it was shown by this object)."""
+
+
+async def test_after_a_restart_a_move_is_not_refused_for_want_of_a_record(tmp_path, make_table):
+    # What the connections and the seat were shown is in memory: a restart forgets it.
+    path = tmp_path / "agora.db"
+    with trio.fail_after(30):
+        async with server(path) as runtime:
+            table = make_table(runtime, "default", await ensure_table(runtime))
+            await table.choose("white")
+            await table.tool("get_board", connection=_Connection())
+            await table.human(NewGame(table.token))  # the seat's last look: game 1
+            await table.choose("white")
+
+        async with server(path) as runtime:
+            table = make_table(runtime, "default", await ensure_table(runtime))
+            moved = await table.tool(
+                "move_piece", connection=_Connection(), **{"from": "e2", "to": "e4"}
+            )
+            assert moved["lastMove"]["san"] == "e4"
