@@ -61,9 +61,13 @@ class Cutter:
         """Args: fd: the connection's socket (libpq's ``PQsocket``), duplicated here."""
         self._sock: socket.socket | None = socket.socket(fileno=os.dup(fd)) if fd >= 0 else None
         self._lock = threading.Lock()
+        #: `cut` was called: the connection's next failure is this node's doing, not the
+        #: server's, and the connection is replaced before its next use.
+        self.used = False
 
     def cut(self) -> None:
         """Shut the socket down both ways: libpq's waits on it end as for a lost peer."""
+        self.used = True
         with self._lock:
             if self._sock is not None:
                 with contextlib.suppress(OSError):

@@ -61,8 +61,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: What the outage account is told of a batch whose connection `PgWriter.cut` cut.
-_CUT = StoreError("no answer within the commit deadline; its connection was cut")
+#: Why a batch whose connection `PgWriter.cut` cut failed. Not told to the outage account:
+#: the store told it already, as the write whose deadline passed ("a write"); told again as
+#: the writer's, a node paused past its deadlines (PostgreSQL healthy) logged a WARNING
+#: outage that "answers again after 0 s" (an operator's finding).
+_CUT_EXC = psycopg.OperationalError("no answer within the commit deadline; its connection was cut")
 
 #: Jobs per transaction when a failed batch is rerun one savepoint per job.
 SAVEPOINTS_PER_TRANSACTION = 64
@@ -173,9 +176,12 @@ class PgWriter(Writer):
                 log.warning("commit of %d jobs refused: %s", len(batch), one_line(exc))
                 self._reset()
                 outcomes = [exc] * len(batch)
+            elif self._was_cut:  # ours, not the server's: the account has it ("a write")
+                log.debug("a batch of %d jobs failed on the connection this node cut", len(batch))
+                self._reset()
+                outcomes = [_broken(_CUT_EXC, unknown=self._committing, told=True)] * len(batch)
             else:
-                said = _CUT if self._was_cut else exc  # (a cut is ours, not the server's)
-                told = self.teller.failed("the writer", said, refused=len(batch))
+                told = self.teller.failed("the writer", exc, refused=len(batch))
                 if not told:
                     log.error(
                         "commit of %d jobs failed, the database connection broke: %s",
@@ -228,7 +234,10 @@ class PgWriter(Writer):
             log.exception("could not report the outcome of %d writes", len(batch))
 
     def _ensure_connected(self) -> None:
-        if self._conn.closed or self._conn.broken:
+        """A new connection if the current one broke, or if `cut` cut it: one this node cut
+        itself (a deadline that passed as the batch ended, or between batches) is replaced
+        before its next use, not met as the server closing it."""
+        if self._conn.closed or self._conn.broken or self._cutter.used:
             self._conn.close()
             self._cutter.close()  # (it kept the lost connection's socket open)
             self._conn = connect(self._url, role="writer")
