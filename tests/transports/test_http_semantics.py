@@ -177,6 +177,24 @@ def _upgrade(version: bytes = b"1.1", key: str = KEY, body: bytes = b"") -> byte
             b"needs Connection: Upgrade",
         ),
         (_upgrade().replace(b"Sec-WebSocket-Version: 13\r\n", b""), b"Version 13 is required"),
+        # A proxy that drops both hop-by-hop headers (nginx's default, which also sends
+        # Connection: close) left "GET needs an Mcp-Session-Id", pointing at sessions.
+        (
+            _upgrade().replace(b"Upgrade: websocket\r\n", b""),
+            b"Upgrade: websocket and Connection: Upgrade headers did not arrive",
+        ),
+        (
+            _upgrade()
+            .replace(b"Upgrade: websocket\r\n", b"")
+            .replace(b"Connection: Upgrade", b"Connection: close"),
+            b"Upgrade: websocket and Connection: Upgrade headers did not arrive",
+        ),
+        (
+            _upgrade(version=b"1.0")
+            .replace(b"Upgrade: websocket\r\n", b"")
+            .replace(b"Connection: Upgrade", b"Connection: close"),
+            b"Upgrade: websocket and Connection: Upgrade headers did not arrive",
+        ),
         (
             _upgrade().replace(
                 b"Sec-WebSocket-Version",

@@ -44,7 +44,7 @@ from agora.transports.routing import (
     page_refusal,
     request_of,
 )
-from agora.transports.websocket import accept_websocket, upgrade_refusal
+from agora.transports.websocket import accept_websocket, upgrade_attempt, upgrade_refusal
 from agora.web.http import EventStream, Request, Response, wants_html
 from agora.web.prefix import unprefixed
 
@@ -288,9 +288,7 @@ class HttpConnection(Responder):
         endpoint = (
             self.app.endpoint(req.path, req.query) if req.query else self.front.endpoint(req.path)
         )
-        # An HTTP/1.0 request's Upgrade is ignored (RFC 9110 7.8).
-        upgrading = head.version == "1.1" and headers.get("upgrade", "").lower() == "websocket"
-        if endpoint is not None and upgrading:
+        if endpoint is not None and upgrade_attempt(head.version, req.method, headers):
             problem = upgrade_refusal(req.method, headers, head.has_body)
             if problem is not None:
                 await self._send_error(*problem)

@@ -51,6 +51,7 @@ __all__ = [
     "Stalled",
     "accept_websocket",
     "serve_websocket",
+    "upgrade_attempt",
     "upgrade_refusal",
 ]
 
@@ -65,14 +66,42 @@ CLOSE_TIMEOUT = 1.0
 WS_VERSION = "13"
 
 
+#: The answer to a WebSocket handshake whose ``Upgrade`` header did not arrive.
+_STRIPPED = (
+    "Bad Request: this looks like a WebSocket upgrade (it has Sec-WebSocket-Key and "
+    "Sec-WebSocket-Version) whose Upgrade: websocket and Connection: Upgrade headers did not "
+    "arrive: both are hop-by-hop, so a proxy in between must pass them on, over HTTP/1.1 "
+    "(nginx: proxy_http_version 1.1; proxy_set_header Upgrade $http_upgrade; "
+    'proxy_set_header Connection "upgrade")'
+)
+
+
+def upgrade_attempt(version: str, method: str, headers: Mapping[str, str]) -> bool:
+    """Whether a request asks for a WebSocket: ``Upgrade: websocket`` over HTTP/1.1 (an
+    HTTP/1.0 request's Upgrade is ignored, RFC 9110 7.8), or a GET with the handshake's
+    ``Sec-WebSocket-Key`` and ``Sec-WebSocket-Version`` whose ``Upgrade`` a proxy dropped
+    (`upgrade_refusal` says so: it was told "GET needs an Mcp-Session-Id")."""
+    if headers.get("upgrade", "").lower() == "websocket":
+        return version == "1.1"
+    return (
+        method == "GET"
+        and "upgrade" not in headers
+        and "sec-websocket-key" in headers
+        and "sec-websocket-version" in headers
+    )
+
+
 def upgrade_refusal(
     method: str, headers: Mapping[str, str], has_body: bool
 ) -> tuple[int, str | dict[str, object], list[tuple[str, str]]] | None:
-    """The answer to an HTTP/1.1 upgrade request that cannot open a WebSocket (status, body,
-    extra headers), else None: 405 for a method other than GET, 400 for a malformed request
-    (`_malformed`), 426 for a version other than 13 (as wsproto would, but with a body)."""
+    """The answer to an upgrade request (`upgrade_attempt`) that cannot open a WebSocket
+    (status, body, extra headers), else None: 405 for a method other than GET, 400 for a
+    handshake whose Upgrade header did not arrive or a malformed request (`_malformed`), 426
+    for a version other than 13 (as wsproto would, but with a body)."""
     if method != "GET":
         return 405, "WebSocket upgrade needs GET", []
+    if "upgrade" not in headers:
+        return 400, rpc.error(None, rpc.INVALID_REQUEST, _STRIPPED), []
     problem = _malformed(headers, has_body)
     if problem is not None:
         return 400, rpc.error(None, rpc.INVALID_REQUEST, problem), []
