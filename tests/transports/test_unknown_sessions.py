@@ -46,8 +46,9 @@ async def test_a_session_of_another_node_is_said_once_counted_and_explained(cloc
                     gone = await client.request("POST", "/mcp/probe", PING, session)
                 assert gone.status == 404, gone
             assert gone.json()["error"]["message"] == (
-                "Session not found: it may live on another node, or the server restarted;"
-                " initialize a new session"
+                "Session not found: it is unknown, expired or ended, or another endpoint's or"
+                " token's, or another node holds it or a restart lost it; initialize a new"
+                " session"
             )
             assert (await healthz(b.port))["unknown_sessions"] == 3
             assert (await healthz(a.port))["unknown_sessions"] == 0
@@ -59,9 +60,39 @@ async def test_a_session_of_another_node_is_said_once_counted_and_explained(cloc
     lines = said(caplog)
     assert [level for level, _ in lines] == ["INFO", "INFO"]
     assert lines[0][1].startswith(
-        "a POST request named an unknown Mcp-Session-Id (answered 404): the session lives on"
-        " another node (give the balancer affinity on Mcp-Session-Id), or was lost as this"
-        " node restarted, or it expired or was evicted here;"
+        "a POST request named an unknown Mcp-Session-Id (answered 404): the session expired,"
+        " was evicted or ended (DELETE) here, belongs to another endpoint or token, was lost"
+        " as this node restarted, or lives on another node (behind a balancer: give it"
+        " affinity on Mcp-Session-Id);"
     ), lines
     assert lines[1][1].startswith("a GET request"), lines
     assert lines[1][1].endswith("; 2 more in the episode before"), lines
+
+
+async def test_a_session_ended_on_a_single_server_is_not_blamed_on_other_nodes(clock, caplog):
+    """An operator's finding: on one server, no balancer and no restart, a session closed by
+    DELETE (or another endpoint's) was answered "it may live on another node, or the server
+    restarted", and the log blamed the balancer only; and a misrouting that went on said one
+    line, then nothing for as long as it lasted."""
+    caplog.set_level(logging.INFO, logger="agora")
+    async with serve() as server:
+        with trio.fail_after(TIMEOUT):
+            async with RawHttp.open(server.port) as client:
+                session = await open_session(client)
+                assert (await client.request("DELETE", "/mcp/probe", None, session)).status < 300
+                gone = await client.request("POST", "/mcp/probe", PING, session)
+            assert gone.status == 404, gone
+            message = gone.json()["error"]["message"]
+            assert "expired or ended" in message, message
+            assert "another endpoint's or token's" in message, message
+            for _ in range(3):  # it goes on, a request every 30 s: an episode that lasts
+                clock.jump(30)
+                async with RawHttp.open(server.port) as client:
+                    assert (await client.request("POST", "/mcp/probe", PING, session)).status == 404
+    lines = said(caplog)
+    assert len(lines) == 2, lines  # before: the first line only, then silence
+    assert "ended (DELETE)" in lines[0][1], lines
+    assert "another endpoint or token" in lines[0][1], lines
+    assert lines[1][1].startswith(
+        "2 more requests named an unknown Mcp-Session-Id (answered 404) in the last 60 s;"
+    ), lines

@@ -10,7 +10,8 @@ or for the Host or Origin they name (403), once a minute per cause with a count,
 guessing, a misconfigured client or a balancer the Host check blocks shows in the log without
 flooding it; a task says each count as its minute ends, so that refusals that stop within the
 minute are counted too. `UnknownSessions` says the requests naming a session this node does
-not hold (404), once per episode. Nothing here refuses or evicts: the caller says what happened.
+not hold (404), once per episode, then a count each minute it goes on. Nothing here refuses
+or evicts: the caller says what happened.
 """
 
 from __future__ import annotations
@@ -201,22 +202,28 @@ class _Minute:
         self.peer, self.path = peer, path
 
 
-#: The 404's message for an unknown ``Mcp-Session-Id`` (`UnknownSessions`).
+#: The 404's message for an unknown ``Mcp-Session-Id`` (`UnknownSessions`): every cause the
+#: server cannot tell apart, true on a single server too (an operator's finding: "it may live
+#: on another node" was said to a client on one SQLite server whose session had ended, or
+#: belonged to another endpoint or token).
 UNKNOWN_SESSION = (
-    "Session not found: it may live on another node, or the server restarted; initialize a new"
-    " session"
+    "Session not found: it is unknown, expired or ended, or another endpoint's or token's, or"
+    " another node holds it or a restart lost it; initialize a new session"
 )
 
 
 class UnknownSessions:
     """Requests naming an ``Mcp-Session-Id`` this node does not hold (answered 404), said at
-    INFO once per episode (an episode ends after `QUIET` seconds without one), counted for
-    ``/healthz`` (``unknown_sessions``). An operator's finding: a balancer without affinity
-    on the header sent a session's requests to other nodes, which answered a bare 404 and
-    logged nothing, so nothing on the nodes showed the misconfiguration. Expired sessions,
-    another principal's and another endpoint's count too (the client is told the same)."""
+    INFO once per episode, then a count every `QUIET` seconds while it goes on (an episode
+    ends after `QUIET` seconds without one; what it had not said is said as the next one
+    begins), counted for ``/healthz`` (``unknown_sessions``). An operator's finding: a
+    balancer without affinity on the header sent a session's requests to other nodes, which
+    answered a bare 404 and logged nothing, so nothing on the nodes showed the
+    misconfiguration. Expired, ended, evicted sessions, another principal's and another
+    endpoint's count too (the client is told the same), and the line says so."""
 
-    #: Seconds without an unknown session id that end an episode.
+    #: Seconds without an unknown session id that end an episode; also the interval of its
+    #: counts while it goes on.
     QUIET = 60.0
 
     def __init__(self, log: logging.Logger) -> None:
@@ -224,7 +231,8 @@ class UnknownSessions:
         #: Requests with an unknown session id since start.
         self.count = 0
         self._latest: float | None = None
-        self._unsaid = 0  # the episode's requests after its line
+        self._said = 0.0  # when the episode's latest line was said
+        self._unsaid = 0  # the episode's requests after its latest line
 
     def unknown(self, method: str) -> None:
         """A ``method`` request named a session this node does not hold."""
@@ -233,14 +241,21 @@ class UnknownSessions:
         if self._latest is not None and now - self._latest < self.QUIET:
             self._latest = now
             self._unsaid += 1
+            if now - self._said >= self.QUIET:
+                self.log.info(
+                    "%d more requests named an unknown Mcp-Session-Id (answered 404) in the"
+                    " last %.0f s; the episode goes on (counted in /healthz unknown_sessions)",
+                    self._unsaid, now - self._said,
+                )  # fmt: skip
+                self._said, self._unsaid = now, 0
             return
         before = f"; {self._unsaid} more in the episode before" if self._unsaid else ""
-        self._latest, self._unsaid = now, 0
+        self._latest, self._said, self._unsaid = now, now, 0
         self.log.info(
-            "a %s request named an unknown Mcp-Session-Id (answered 404): the session lives on"
-            " another node (give the balancer affinity on Mcp-Session-Id), or was lost as this"
-            " node restarted, or it expired or was evicted here; said once until %.0f s pass"
-            " without one, counted in"
-            " /healthz unknown_sessions%s",
+            "a %s request named an unknown Mcp-Session-Id (answered 404): the session"
+            " expired, was evicted or ended (DELETE) here, belongs to another endpoint or"
+            " token, was lost as this node restarted, or lives on another node (behind a"
+            " balancer: give it affinity on Mcp-Session-Id); said once, then a count every"
+            " %.0f s while they go on, counted in /healthz unknown_sessions%s",
             method, self.QUIET, before,
         )  # fmt: skip
