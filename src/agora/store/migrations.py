@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import sqlite_utils
 
 from agora.errors import StoreError
+from agora.logsafe import one_line
 from agora.store.neutral import POSTGRESQL, SQLITE
 
 if TYPE_CHECKING:
@@ -132,17 +133,14 @@ def applied(component: str, before: int, after: int) -> None:
         log.info("created the %s schema at v%d", component, after)
 
 
-def failed(step: Migration, exc: BaseException) -> StoreError:
-    """The error of ``step``, which raised ``exc``: named with its type (a `KeyError`'s
-    text is only the key)."""
-    hint = ""
-    if getattr(exc, "sqlstate", None) == "42501":  # insufficient privilege (PostgreSQL)
-        hint = (
-            "; agora's role must own the database (CREATE DATABASE agora OWNER agora), or have"
-            " CREATE on its schema and on the database (pg_trgm): see docs/scale-out.md"
-        )
+def failed(step: Migration, exc: BaseException, hint: str = "") -> StoreError:
+    """The error of ``step``, which raised ``exc``, in one line (PostgreSQL's HINT and
+    CONTEXT made part of it): named with its type (a `KeyError`'s text is only the key),
+    then ``hint`` (what to do, if known: `agora.store.pg_sql.privileges`)."""
+    told = f" ({hint})" if hint else ""
     return StoreError(
-        f"migration {step.component} v{step.version} failed: {type(exc).__name__}: {exc}{hint}"
+        f"migration {step.component} v{step.version} failed: {type(exc).__name__}:"
+        f" {one_line(exc)}{told}"
     )
 
 

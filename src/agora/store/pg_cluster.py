@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from agora.errors import StoreError
+from agora.logsafe import one_line
 from agora.store.migrations import applied, failed, plan
 from agora.store.neutral import POSTGRESQL
 from agora.store.pg_bound import GivenUp, Lease
-from agora.store.pg_sql import PgConn, connect
+from agora.store.pg_sql import INSUFFICIENT_PRIVILEGE, PgConn, connect, privileges
 from agora.store.sqlite import STOP_SECONDS
 
 if TYPE_CHECKING:
@@ -66,8 +67,14 @@ def migrate(
             # One transaction for the whole start (PostgreSQL's DDL is transactional): a
             # step that fails leaves the namespace as it was, not half migrated.
             with conn.transaction():
-                for sql in CORE_TABLES:
-                    conn.execute(sql)
+                try:
+                    for sql in CORE_TABLES:
+                        conn.execute(sql)
+                except psycopg.errors.InsufficientPrivilege as exc:
+                    raise StoreError(
+                        "cannot open the PostgreSQL database: "
+                        f"{one_line(exc)} ({_privileges(conn, schema)})"
+                    ) from exc
                 rows = conn.execute("SELECT component, version FROM agora_schema").fetchall()
                 current = {r[0]: int(r[1]) for r in rows}
                 before = dict(current)
@@ -76,7 +83,7 @@ def migrate(
                         if step.version <= current.get(component, 0):
                             continue
                         check()
-                        _apply(conn, step)
+                        _apply(conn, step, schema)
                         current[component] = step.version
                 check()  # a cancelled open commits nothing
         finally:
@@ -96,7 +103,12 @@ def _cancel_query(conn: psycopg.Connection[Any]) -> None:
         conn.cancel_safe(timeout=STOP_SECONDS)
 
 
-def _apply(conn: psycopg.Connection[Any], step: Migration) -> None:
+def _privileges(conn: psycopg.Connection[Any], schema: str) -> str:
+    """What the role ``conn`` logged in as must be granted, naming it and its database."""
+    return privileges(conn.info.user, conn.info.dbname, schema)
+
+
+def _apply(conn: psycopg.Connection[Any], step: Migration, schema: str) -> None:
     try:
         with conn.transaction():  # a savepoint in the start's transaction
             # plan() refused, before any step ran, a step without PostgreSQL statements.
@@ -108,7 +120,8 @@ def _apply(conn: psycopg.Connection[Any], step: Migration) -> None:
                 (step.component, step.version),
             )
     except psycopg.Error as exc:
-        raise failed(step, exc) from exc
+        denied = getattr(exc, "sqlstate", None) == INSUFFICIENT_PRIVILEGE
+        raise failed(step, exc, _privileges(conn, schema) if denied else "") from exc
 
 
 class ClusterLock:

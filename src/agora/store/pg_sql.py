@@ -309,10 +309,9 @@ def connect(url: str, *, autocommit: bool = True, role: str = "") -> psycopg.Con
     return conn
 
 
-def server_named(url: str) -> str:
-    """The server ``url`` reaches, as a refusal names it: host, port, user and database
-    (never the password), each from the URL, else libpq's environment (``PGHOST``, ...),
-    else libpq's default."""
+def _parts(url: str) -> dict[str, str]:
+    """The host, port, user and database ``url`` names (never the password), each from the
+    URL, else libpq's environment (``PGHOST``, ...), else libpq's default."""
     try:
         given = conninfo_to_dict(url)
     except psycopg.Error:
@@ -322,9 +321,20 @@ def server_named(url: str) -> str:
         return str(given.get(key) or os.environ.get(env) or default)
 
     user = part("user", "PGUSER", "the login's own name")
+    return {
+        "host": part("host", "PGHOST", "localhost"),
+        "port": part("port", "PGPORT", "5432"),
+        "user": user,
+        "dbname": part("dbname", "PGDATABASE", user),
+    }
+
+
+def server_named(url: str) -> str:
+    """The server ``url`` reaches, as a refusal names it: host, port, user and database."""
+    named = _parts(url)
     return (
-        f"host {part('host', 'PGHOST', 'localhost')}, port {part('port', 'PGPORT', '5432')},"
-        f" user {user}, database {part('dbname', 'PGDATABASE', user)}"
+        f"host {named['host']}, port {named['port']}, user {named['user']}, database"
+        f" {named['dbname']}"
     )
 
 
@@ -339,17 +349,33 @@ def refusal(url: str, exc: psycopg.Error) -> str:
             " stalled?)"
         )
     elif getattr(exc, "sqlstate", None) == INSUFFICIENT_PRIVILEGE:
-        said += f" ({PRIVILEGES})"
+        named = _parts(url)
+        said += f" ({privileges(named['user'], named['dbname'])})"
     return said
 
 
 #: SQLSTATE of a statement the role may not run.
 INSUFFICIENT_PRIVILEGE = "42501"
-#: What a start refused for a privilege tells the operator to grant.
-PRIVILEGES = (
-    "agora's role must own the database (CREATE DATABASE agora OWNER agora), or have CREATE"
-    " on its schema and on the database (pg_trgm); see docs/scale-out.md"
-)
+
+
+def privileges(user: str, dbname: str, schema: str = "public") -> str:
+    """What a start refused for a privilege tells the operator to grant, naming the role and
+    database in use (an operator's finding: role ``app`` on database ``appdb`` was told
+    ``CREATE DATABASE agora OWNER agora``, in the fourth line of the refusal)."""
+    role, db, space = _ident(user), _ident(dbname), _ident(schema)
+    return (
+        f"role {role} lacks a privilege on database {db}: make it the owner (ALTER DATABASE"
+        f" {db} OWNER TO {role}), or GRANT CONNECT, CREATE ON DATABASE {db} TO {role} (CREATE:"
+        f" for pg_trgm) and GRANT USAGE, CREATE ON SCHEMA {space} TO {role}; see"
+        ' docs/scale-out.md, "The role and the database"'
+    )
+
+
+def _ident(name: str) -> str:
+    """``name`` as SQL writes an identifier: bare if it may be, else double-quoted."""
+    if re.fullmatch(r"[a-z_][a-z0-9_$]*", name):
+        return name
+    return '"' + name.replace('"', '""') + '"'
 
 
 def is_postgres_url(value: str) -> bool:
