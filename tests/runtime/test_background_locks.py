@@ -65,3 +65,23 @@ async def test_a_lost_lock_is_said_and_healthz_shows_the_tasks_state(pg_url, mon
         " its lock's connection was lost; another takes it, or this one once it gets the lock"
         " again",
     ]
+
+
+async def test_healthz_tells_a_per_node_task_from_a_cluster_task(pg_url):
+    """An operator's finding: ``chamber: RoomPool.refill`` (`node_local`: each node fills its
+    own pool) was ``running`` on every node of three, where the docs said each task runs on
+    one node, the others ``standby``."""
+    running = trio.Event()
+
+    @background.node_local
+    async def refill(runtime: Any) -> None:
+        running.set()
+        await trio.sleep_forever()
+
+    with trio.fail_after(WAIT):
+        async with node(pg_url) as a, trio.open_nursery() as nursery:
+            nursery.start_soon(background.supervise, refill, a, "chamber: RoomPool.refill")
+            await running.wait()
+            shown = json.loads(health(a).body)["background_tasks"]
+            assert shown == {"chamber: RoomPool.refill": "running_per_node"}, shown
+            nursery.cancel_scope.cancel()

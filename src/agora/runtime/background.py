@@ -20,7 +20,8 @@ connection lost: an operator found every node's log claiming ``chamber: purge`` 
 PostgreSQL restarts, since the nodes that lost it never said so), naming the node as its
 connections' ``application_name`` does (``HOST:PID``, `node_name`); and ``/healthz`` shows
 each task's state on this node (`Runtime.background`: ``running``, or ``standby`` while
-another node holds its lock or the database is away).
+another node holds its lock or the database is away; a `node_local` task on a shared store is
+``running_per_node``).
 """
 
 from __future__ import annotations
@@ -144,10 +145,13 @@ async def supervise(task: BackgroundTask, runtime: Runtime, label: str = "") -> 
     _LABEL.set(label)
     states = _states(runtime)
     try:
-        if runtime.store.shared and not getattr(task, _NODE_LOCAL, False):
+        if not runtime.store.shared:
+            states[label] = RUNNING
+            await task(runtime)
+        elif not getattr(task, _NODE_LOCAL, False):
             await _once_per_cluster(task, runtime, label)
         else:
-            states[label] = RUNNING
+            states[label] = PER_NODE
             await task(runtime)
     except Exception:
         log.exception("background task %s crashed; it stays stopped until restart", label)
@@ -157,6 +161,10 @@ async def supervise(task: BackgroundTask, runtime: Runtime, label: str = "") -> 
 
 #: A background task's state on this node, as ``/healthz`` shows it (`Runtime.background`).
 RUNNING = "running"
+#: A `node_local` task on a shared store: it runs on this node as on every other (an
+#: operator checking that each task ran on exactly one node found ``chamber: RoomPool.refill``
+#: ``running`` on all three).
+PER_NODE = "running_per_node"
 #: A cluster-wide task this node does not run now: another node holds its lock (or the
 #: database is away); this node takes it if that lock is freed.
 STANDBY = "standby"
