@@ -8,11 +8,15 @@ ledger replay, the lazily created Memory store told apart by PostgreSQL's "no su
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from router_driver import ctx, event_args, gate_args, plan_args
 
 from agora.config import Config
 from agora.server.embed import open_server
+from agora.store.pg import open_pg_store
+from agora.toolsets.router.memory_sql import owners
+from agora.toolsets.router.sql import MIGRATIONS
 
 CHECKS = {"plan": "plan-ready", "implement": "implementation-done", "verify": "verification-passed"}
 
@@ -114,3 +118,26 @@ async def test_managed_profiles_on_postgresql(pg_url, tmp_path):
         assert applied["status"] == "applied"
         plan = await call("plan_work", plan_args("Fix it", idem="after", routing_context=routing))
         assert plan["route_source"] == "managed-personal-profile"
+
+
+async def test_the_upkeep_asks_for_the_memory_store_without_a_postgresql_error(pg_url):
+    """An operator's finding: each time a node took ``router: upkeep``, PostgreSQL logged
+    ``ERROR: relation "router_memory_meta" does not exist``: `memory_sql.owners` probed the
+    lazily created table and caught the error. No statement of it fails now."""
+    failed: list[BaseException] = []
+
+    class Watched:
+        def __init__(self, conn: Any) -> None:
+            self.conn = conn
+            self.dialect = conn.dialect
+
+        def execute(self, sql: str, parameters: Any = ()) -> Any:
+            try:
+                return self.conn.execute(sql, parameters)
+            except BaseException as exc:
+                failed.append(exc)
+                raise
+
+    async with open_pg_store(pg_url, MIGRATIONS) as store:
+        assert await store.read(lambda conn: owners(Watched(conn))) == []
+    assert failed == []

@@ -26,7 +26,7 @@ import json
 import sqlite3
 from typing import TYPE_CHECKING, Any, Final
 
-from agora.store.neutral import MissingTable, ReadConn
+from agora.store.neutral import POSTGRESQL, SQLITE, MissingTable, ReadConn, dialect_of
 from agora.toolsets.base import Migration
 
 if TYPE_CHECKING:
@@ -281,14 +281,26 @@ def read_store(conn: ReadConn, owner: str) -> dict[str, Any] | None:
     }
 
 
+#: Whether ``router_memory_meta`` exists, asked without an error: PostgreSQL logs every
+#: failed statement, and the upkeep's probe of a store never made left `ERROR: relation
+#: "router_memory_meta" does not exist` in its log each time a node took the upkeep (an
+#: operator's finding). ``to_regclass`` resolves the name on the search_path, as a query does.
+_META_EXISTS: Final = {
+    SQLITE: "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'router_memory_meta'",
+    POSTGRESQL: "SELECT 1 WHERE to_regclass('router_memory_meta') IS NOT NULL",
+}
+
+
 def owners(conn: ReadConn) -> list[str]:
     """Every owner with a Memory store (for the background upkeep), none if there is none."""
+    if conn.execute(_META_EXISTS[dialect_of(conn)]).fetchone() is None:
+        return []
     try:
         found = conn.execute(
             "SELECT owner FROM router_memory_meta WHERE name = 'generation' ORDER BY owner"
         ).fetchall()
     except Exception as exc:
-        if _missing_table(exc):
+        if _missing_table(exc):  # (dropped since: a race with nothing to do)
             return []
         raise
     return [str(r[0]) for r in found]
