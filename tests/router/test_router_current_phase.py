@@ -70,7 +70,9 @@ async def test_a_rules_own_unplanned_match_phase_blames_the_file(router, workspa
     assert unplanned.startswith("workspace-profile-rule-phase-unplanned: deploy:")
     assert unknown.startswith("unknown-current-phase: routing_context.current_phase_id 'deploy'")
     assert "the rule team#deploy matched it by its match.phase" in unknown
-    assert "the Profile file is at fault, not the phase sent" in unknown
+    assert "the workspace Profile file is at fault, not the phase sent" in unknown
+    # The warning it points to, by its whole code (it was "-profile-rule-phase-unplanned").
+    assert "its workspace-profile-rule-phase-unplanned warning says what to fix" in unknown
     assert "send one of the phases" not in unknown
 
 

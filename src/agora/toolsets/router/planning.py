@@ -163,24 +163,31 @@ def _explicit_phases(
     )
 
 
-def _unknown_phase(current: str, ids: list[str], rule: str | None) -> str:
+def _unknown_phase(current: str, ids: list[str], rule: tuple[str, str] | None) -> str:
     said = (f"unknown-current-phase: routing_context.current_phase_id {current!r} is no phase"
             f" of this plan ({', '.join(ids)}): ")  # fmt: skip
     start = f"every phase's skills are planned and the work starts at {ids[0]!r}"
     if rule is not None:  # the file is at fault, not the phase the caller is in
-        return (f"{said}the rule {rule} matched it by its match.phase, which names none of its"
-                f" own phases, so the Profile file is at fault, not the phase sent (its"
-                f" -profile-rule-phase-unplanned warning says what to fix); {start}")  # fmt: skip
+        name, layer = rule
+        return (f"{said}the rule {name} matched it by its match.phase, which names none of its"
+                f" own phases, so the {layer} Profile file is at fault, not the phase sent (its"
+                f" {layer}-profile-rule-phase-unplanned warning says what to fix); "
+                f"{start}")  # fmt: skip
     return f"{said}{start}; send one of the phases, or null"
 
 
-def _by_phase(route: profiles.Route, layers: list[profiles.Profile], current: str) -> str | None:
-    """The matched rule (``profile#rule``) if it matched by its ``match.phase`` ``current``."""
+def _by_phase(
+    route: profiles.Route, layers: list[profiles.Profile], current: str
+) -> tuple[str, str] | None:
+    """The matched rule (``profile#rule``) and its layer if it matched by its ``match.phase``
+    ``current``."""
+    if route.rule_id is None:
+        return None
     for p in layers:
         source = profiles.ROUTE_SOURCES[p.layer] == route.route_source
         if source and any(f"{p.profile_id}#{r.rule_id}" == route.rule_id and r.phase == current
                           for r in p.rules):  # fmt: skip
-            return route.rule_id
+            return route.rule_id, p.layer
     return None
 
 
