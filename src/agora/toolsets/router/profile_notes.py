@@ -105,8 +105,9 @@ def _missed(profile: Profile, routing: dict[str, Any], result: dict[str, Any]) -
     if not profile.rules:
         if profile.skipped:
             return (f"none of its rules is valid (every one is skipped: see its rule"
-                    f" problems), so it plans nothing; {fell} Fix the file (then plan"
-                    " again).")  # fmt: skip
+                    f" problems), so it plans nothing; {fell} Fix the file for the work it is"
+                    " meant for; none of its skipped rules matches this work, so this plan"
+                    " stands.")  # fmt: skip
         return f"it has no rules; {fell}"
     if result.get("route_source") != "builtin-default":
         return f"none of its rules matches {sent}; {fell}"
