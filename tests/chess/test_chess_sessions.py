@@ -134,3 +134,20 @@ async def test_a_connection_that_replaces_another_is_not_a_second_holder(table):
     replacing = Connection()
     for _ in range(2):
         assert SHARED_SEAT not in (await table.tool("get_board", connection=replacing))["message"]
+
+
+async def test_one_agents_look_on_another_connection_counts_for_its_move(table):
+    """Tester finding: an agent that sent get_board and wait_for_turn at once (two TCP
+    connections at the stateless revision) had most of its moves refused: the move went out
+    on the connection of the earlier look, though the other had just shown the position."""
+    looked, waited = Connection(), Connection()
+    await table.choose("black")
+    await table.human_move("e2e4")
+    assert (await table.tool("get_board", connection=looked))["agentMayMove"]
+    await table.tool("move_piece", connection=looked, **{"from": "e7", "to": "e5"})
+    board = await table.tool("get_board", connection=looked)  # the human's turn
+    assert not board["agentMayMove"]
+    await table.human_move("g1f3")
+    assert (await table.tool("wait_for_turn", connection=waited))["agentMayMove"]
+    moved = await table.tool("move_piece", connection=looked, **{"from": "b8", "to": "c6"})
+    assert moved["lastMove"]["san"] == "Nc6"

@@ -79,12 +79,21 @@ class AgentSessions:
         """Why a move from ``session`` was not chosen for ``game`` as it stands, or None.
 
         ``session``'s own record first, else the seat's last look; None also when the
-        server has no record of either. A move another connection made since ``session``'s
-        own last look marks the seat shared at ``mono``.
+        server has no record of either, and when the seat's last look (by another
+        connection) showed the position as it stands and no move for the agent came since
+        ``session``'s own look (one agent whose calls went out on two connections). A move
+        another connection made since ``session``'s own last look marks the seat shared at
+        ``mono``.
         """
         if session is None:
             return None
         own = self._seen.get(session)
+        if own is not None and self._seat_seen == (game.number, len(game.moves)):
+            # Another connection was just shown this position: one agent's two calls at once
+            # (two TCP connections) look so, unless a move for the agent came in between.
+            since_own = game.moves[own[1] :] if own[0] == game.number else game.moves
+            if not any(move.by == "agent" for move in since_own):
+                return None
         seen = own if own is not None else self._seat_seen
         if seen is None or seen == (game.number, len(game.moves)):
             return None

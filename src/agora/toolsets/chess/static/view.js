@@ -251,9 +251,10 @@ const chessView = (() => {
     $("agent-presence").textContent = !state.agentPresent
       ? ABSENCE[state.agentAbsence] || ABSENCE.stale
       : state.agentShared
-        ? "More than one connection holds the agent's seat (one moved while another had chosen" +
-          " a move, in the last 2 minutes): any of them may move for the agent. To keep one," +
-          " click \"New agent token\" and give the new one to that agent only."
+        ? "More than one connection moved for the agent in the last 2 minutes (one moved while" +
+          " another had chosen a move): a second agent with this token, or one agent whose" +
+          " client uses several connections. If a second agent holds it, click \"New agent" +
+          " token\" and give the new one to the agent that should play."
         : "An agent has joined this table.";
   }
 
