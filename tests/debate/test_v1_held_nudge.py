@@ -73,6 +73,9 @@ async def test_a_check_and_a_wait_say_what_the_barrier_may_hold_back(desk, autoj
         assert "secret" not in str(out) + out.guidance
         assert "While the blind barrier waits (blind_barrier_state)" in out.guidance
         assert "post your own CLAIM" in out.guidance
+        # It claimed nothing could show whether a CLAIM came, which a cursor refusal can.
+        assert "would tell whether a CLAIM came" not in out.guidance
+        assert "the same whether or not anything is held" in out.guidance
 
 
 async def test_the_note_is_the_same_whether_or_not_the_other_claim_came(desk):
@@ -129,7 +132,9 @@ async def test_the_cursor_refusal_names_no_hidden_claim(desk):
     assert body["error"] == "blind_barrier_pending"
     assert "CLAIM before this message" not in body["message"]
     assert "a cursor passes only messages a check delivered" in body["message"]
-    assert "the barrier's rule, not a sign of what it holds" in body["message"]
+    assert "(what it holds stays hidden)" in body["message"]
+    # The words claim no more than is true: a refusal here can show that something is held.
+    assert "not a sign" not in body["message"]
     assert "PRO" not in body["message"]
     assert "secret" not in str(body)
 

@@ -121,8 +121,9 @@ def held_note(state: ProtocolState, role: str) -> str:
     return (
         "While the blind barrier waits (blind_barrier_state), a message addressed to you that"
         " comes after a blind CLAIM you may not see yet is held back with it: no check returns"
-        " it before both blind CLAIMs are in, and no cursor passes it (nothing says whether"
-        f" any is held: that would tell whether a CLAIM came); {release_step(state, role)}."
+        " it before both blind CLAIMs are in, and no cursor passes it (this note is the same"
+        " whether or not anything is held; what is held, and by whom, stays hidden);"
+        f" {release_step(state, role)}."
     )
 
 
@@ -304,6 +305,6 @@ def _check_barrier(
                 "blind_barrier_pending",
                 "your cursor cannot move there yet: a cursor passes only messages a check"
                 " delivered, and while the blind barrier waits (blind_barrier_state) a check"
-                " holds back what comes after a blind CLAIM you may not see yet (the barrier's"
-                f" rule, not a sign of what it holds); {release_step(state, role)}",
+                " holds back what comes after a blind CLAIM you may not see yet (what it holds"
+                f" stays hidden); {release_step(state, role)}",
             )
