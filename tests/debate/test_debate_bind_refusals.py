@@ -6,7 +6,9 @@ own (`session_not_yours`, as debate_init says it), an undeclared role (`invalid_
 that may not learn that the topic exists (a newcomer with the topic_id, a caller without the
 project grant) gets one `unknown_topic` for every mistake, the same bytes as for a missing
 topic, whose words cover a seat already taken and say whom to ask. When one principal holds
-both blind roles of a debate/v1 topic, the bindings list and the move to ACTIVE say so."""
+both blind roles of a debate/v1 topic, the bindings list and the move to ACTIVE say so; to the
+conductor they name who holds each blind role and who may no longer judge (one that gave its
+seat back included), and the reply that gives a blind seat back says it can no longer judge."""
 
 from __future__ import annotations
 
@@ -152,3 +154,36 @@ async def test_a_stranger_gets_one_answer_for_every_mistake(desk):
     ]
     assert all(b == bodies[0] for b in bodies)
     assert bodies[0]["error"] == "unknown_topic"
+
+
+async def test_a_seat_given_back_still_bars_its_principal_and_both_are_told(desk):
+    # The tester's repro (t12 N2): the judge's agent took CON by mistake and gave it back as
+    # told; the real CON took it. The conductor's roster then looked like a normal seating,
+    # and nothing told the judge's agent, or its conductor, that it could no longer judge.
+    topic = await _open(desk)
+    carol = await desk.session(CAROL)
+    await desk.bind(CAROL, topic, "CON", carol)
+    back = await desk.bind(CAROL, topic, "CON", carol, state="retired")
+    assert "gave back the blind role CON, and it can no longer judge this debate" in guidance(back)
+    assert "ineligible_judge" in guidance(back)
+    listed = await desk.call(CONDUCTOR, "debate_list_bindings", topic_id=topic)
+    assert "PRO is free; CON is free" in guidance(listed)  # the seat is free, carol still named
+    assert "held a blind role: carol (" in guidance(listed)
+    await desk.bind(ALICE, topic, "PRO", await desk.session(ALICE))
+    await desk.bind(BOB, topic, "CON", await desk.session(BOB))
+    barred = "Barred from judging this debate, as holding or having held a blind role:"
+    listed = await desk.call(CONDUCTOR, "debate_list_bindings", topic_id=topic)
+    assert "PRO by alice; CON by bob" in guidance(listed)
+    assert f"{barred} alice, carol and bob" in guidance(listed)
+    moved = await desk.call(
+        CONDUCTOR, "debate_state", topic_id=topic, role="CONDUCTOR", new_state="ACTIVE"
+    )
+    assert f"{barred} alice, carol and bob" in guidance(moved)
+    body = await desk.bind(CAROL, topic, "JUDGE", carol, refused=True)
+    assert body["error"] == "ineligible_judge"
+    # A debater's roster names no principal; a retired seat of a role that is not blind
+    # carries no such note.
+    assert guidance(await desk.call(BOB, "debate_list_bindings", topic_id=topic)) is None
+    dora = await desk.session(CONDUCTOR)
+    await desk.bind(CONDUCTOR, topic, "JUDGE", dora)
+    assert guidance(await desk.bind(CONDUCTOR, topic, "JUDGE", dora, state="retired")) is None

@@ -248,7 +248,15 @@ def bind_role(topic: Topic, cmd: BindRole, now: Now) -> Effects:
     reply = bind_reply(b, retired, retired_worker_claims=claims)
     if cmd.state == "active":
         reply = Guided(reply, _bound_step(topic, b, conductor=cmd.caller.conductor))
+    elif cmd.state == "retired" and _blind(topic, cmd.role):
+        reply = Guided(reply, guide.gave_back(cmd.role))
     return Effects(reply=reply, writes=writes, changed=True)
+
+
+def _blind(topic: Topic, role: str) -> bool:
+    """Whether ``role`` is a blind role of a debate/v1 topic."""
+    state = topic.data.protocol
+    return state is not None and role in state.blind_roles
 
 
 def _bound_step(topic: Topic, b: Binding, *, conductor: bool = False) -> str:

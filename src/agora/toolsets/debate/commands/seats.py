@@ -222,17 +222,22 @@ def roster_note(
     """The note of a reply that shows a debate/v1 roster (the bindings list, the move to
     ACTIVE). A conductor or star caller is told which principal holds each blind role
     (`guide.blind_seats`): a seat taken by the wrong principal looks like any other, and a
-    debater refused a taken seat is sent to the conductor. Anyone else is told only when one
-    principal holds both blind roles (`guide.shared_blind`). None when there is nothing to say."""
+    debater refused a taken seat is sent to the conductor; and which principals hold or held
+    one, so may not judge (one that gave its seat back is no holder any more). Anyone else is
+    told only when one principal holds both blind roles (`guide.shared_blind`). None when
+    there is nothing to say."""
     if state is None:
         return None
     bindings = list(bindings)
     if caller.privileged:
         active = {b.role: b.owner for b in bindings if b.state == "active"}
         holders = [(role, active.get(role)) for role in state.blind_roles]
-        if all(owner is None for _, owner in holders):
+        # Any binding of a blind role bars its principal from judging (`judging_own_debate`).
+        held = [b.owner for role in state.blind_roles for b in bindings if b.role == role]
+        barred = list(dict.fromkeys(held))
+        if not barred:
             return None
-        return guide.blind_seats(holders)
+        return guide.blind_seats(holders, barred)
     if shared_blind(state, bindings):
         return guide.shared_blind(state.blind_roles)
     return None

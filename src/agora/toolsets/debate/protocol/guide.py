@@ -125,12 +125,27 @@ NO_LONGER_JUDGES: str = (
 )
 
 
-def blind_seats(holders: Sequence[tuple[str, str | None]]) -> str:
+def gave_back(role: str) -> str:
+    """The note of the reply that retired a debate/v1 blind ``role`` of its holder: its
+    principal can no longer judge the debate (`not_independent`), which it may have been
+    meant to do (a judge's agent that took the seat by mistake)."""
+    return (
+        f"Note: your principal gave back the blind role {role}, and it can no longer judge"
+        " this debate: it held a blind role, so a role that may judge (CONDUCTOR included) is"
+        " refused to it (ineligible_judge). If it was to judge, tell the conductor: the"
+        " judge must bind with the bearer token of a principal that never held a blind role"
+        " (the conductor's debate_list_bindings names the principals barred from judging)."
+    )
+
+
+def blind_seats(holders: Sequence[tuple[str, str | None]], barred: Sequence[str] = ()) -> str:
     """The note that shows a conductor (or star) caller the roster of a debate/v1 topic (the
     bindings list, the move to ACTIVE): which principal holds each blind role (``holders``:
     role and owner, None when free), since a seat taken by the wrong principal (the
     opponent, or one that was to judge) looks like any other held seat, and only the
-    conductor can tell; how such a seat is given back; and what it costs its holder."""
+    conductor can tell; how such a seat is given back; what it costs its holder; and which
+    principals hold or held a blind role (``barred``), so can no longer judge: one that gave
+    its seat back no longer shows among the holders."""
     seats = "; ".join(
         f"{role} by {owner}" if owner is not None else f"{role} is free" for role, owner in holders
     )
@@ -150,7 +165,18 @@ def blind_seats(holders: Sequence[tuple[str, str | None]]) -> str:
         ' back with debate_bind_role (state "retired", on its session), and then the real'
         " debater binds it; a debate/v1 topic takes no conductor override, so nobody else"
         " can retire it: if the holder does not, open a new topic and hand its topic_id to"
-        f" each debater. {NO_LONGER_JUDGES}"
+        f" each debater. {NO_LONGER_JUDGES}{_barred(barred)}"
+    )
+
+
+def _barred(owners: Sequence[str]) -> str:
+    """The sentence naming the principals that hold or held a blind role (none: empty)."""
+    if not owners:
+        return ""
+    names = ", ".join(owners[:-1]) + " and " + owners[-1] if len(owners) > 1 else owners[0]
+    return (
+        f" Barred from judging this debate, as holding or having held a blind role: {names}"
+        " (bind a role that may judge with another principal's bearer token)."
     )
 
 
