@@ -166,3 +166,44 @@ async def test_a_role_without_privileges_is_told_what_to_grant(fresh_db):
         server = fresh_db.rsplit("/", 1)[0] + "/postgres"
         with psycopg.connect(server, autocommit=True) as conn:
             conn.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+async def test_a_role_refused_in_a_namespace_schema_is_told_about_that_schema(fresh_db):
+    """A tester's finding: with the tables in a namespace's schema (docs/scale-out.md,
+    "Namespaces"; a superuser created it, so owns it), the refusal offered "make it the
+    owner (ALTER DATABASE ... OWNER TO ...)" first; done, the start was refused the same:
+    owning the database gives no CREATE on a schema another role owns."""
+    role = f"agora_ns_{secrets.token_hex(4)}"
+    database = fresh_db.rsplit("/", 1)[1]
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        conn.execute(f'CREATE ROLE "{role}" LOGIN')
+        conn.execute("CREATE SCHEMA s3")
+        conn.execute(f'GRANT USAGE ON SCHEMA s3 TO "{role}"')
+        conn.execute(f'ALTER DATABASE "{database}" OWNER TO "{role}"')  # the old advice
+    try:
+        url = fresh_db.replace("//agora@", f"//{role}@", 1) + "?options=-csearch_path%3Ds3"
+        with trio.fail_after(WAIT), pytest.raises(StoreError) as refused:
+            async with open_pg_store(url, MIGRATIONS):
+                pass
+        said = str(refused.value)
+        assert "permission denied for schema s3" in said, said
+        assert "\n" not in said, said
+        assert "ALTER DATABASE" not in said, said
+        assert said.endswith(
+            f"(role {role} lacks a privilege on database {database} or its schema s3: GRANT"
+            f" CONNECT, CREATE ON DATABASE {database} TO {role} (CREATE: for pg_trgm) and GRANT"
+            f" USAGE, CREATE ON SCHEMA s3 TO {role}, or make it the owner of schema s3 (ALTER"
+            f' SCHEMA s3 OWNER TO {role}); see docs/scale-out.md, "The role and the database")'
+        ), said
+        with psycopg.connect(fresh_db, autocommit=True) as conn:
+            conn.execute(f'ALTER SCHEMA s3 OWNER TO "{role}"')  # the advice works
+        with trio.fail_after(WAIT):
+            async with open_pg_store(url, MIGRATIONS) as store:
+                assert store.schema == "s3"
+    finally:
+        with psycopg.connect(fresh_db, autocommit=True) as conn:
+            conn.execute(f'ALTER DATABASE "{database}" OWNER TO CURRENT_USER')
+            conn.execute(f'DROP OWNED BY "{role}"')
+        server = fresh_db.rsplit("/", 1)[0] + "/postgres"
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute(f'DROP ROLE IF EXISTS "{role}"')

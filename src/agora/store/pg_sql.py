@@ -361,14 +361,28 @@ INSUFFICIENT_PRIVILEGE = "42501"
 def privileges(user: str, dbname: str, schema: str = "public") -> str:
     """What a start refused for a privilege tells the operator to grant, naming the role and
     database in use (an operator's finding: role ``app`` on database ``appdb`` was told
-    ``CREATE DATABASE agora OWNER agora``, in the fourth line of the refusal)."""
+    ``CREATE DATABASE agora OWNER agora``, in the fourth line of the refusal). Owning the
+    database gives CREATE on ``public`` only (PostgreSQL 15+), not on a namespace's schema
+    another role owns: there, the schema's owner (a tester's finding)."""
     role, db, space = _ident(user), _ident(dbname), _ident(schema)
-    return (
-        f"role {role} lacks a privilege on database {db}: make it the owner (ALTER DATABASE"
-        f" {db} OWNER TO {role}), or GRANT CONNECT, CREATE ON DATABASE {db} TO {role} (CREATE:"
-        f" for pg_trgm) and GRANT USAGE, CREATE ON SCHEMA {space} TO {role}; see"
-        ' docs/scale-out.md, "The role and the database"'
-    )
+    grant = f"GRANT CONNECT, CREATE ON DATABASE {db} TO {role} (CREATE: for pg_trgm) and "
+    where = f"database {db}"
+    if schema == "public":
+        fix = (
+            f"make it the owner (ALTER DATABASE {db} OWNER TO {role}), or {grant}GRANT USAGE,"
+            f" CREATE ON SCHEMA public TO {role}"
+        )
+    else:
+        where += f" or its schema {space}"
+        fix = (
+            f"{grant}GRANT USAGE, CREATE ON SCHEMA {space} TO {role}, or make it the owner of"
+            f" schema {space} (ALTER SCHEMA {space} OWNER TO {role})"
+        )
+    return f"role {role} lacks a privilege on {where}: {fix}; see {_DOCS}"
+
+
+#: Where a refusal for a privilege points.
+_DOCS = 'docs/scale-out.md, "The role and the database"'
 
 
 def _ident(name: str) -> str:
