@@ -207,3 +207,30 @@ async def test_a_role_refused_in_a_namespace_schema_is_told_about_that_schema(fr
         server = fresh_db.rsplit("/", 1)[0] + "/postgres"
         with psycopg.connect(server, autocommit=True) as conn:
             conn.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+async def test_a_role_refused_connect_is_told_what_to_grant(fresh_db):
+    """A tester's finding: a role without CONNECT on the database got PostgreSQL's words
+    alone, no grant and no pointer to the docs, as docs/scale-out.md promises for a start
+    refused for a privilege (libpq's log-in failure carries no SQLSTATE)."""
+    role = f"agora_nc_{secrets.token_hex(4)}"
+    database = fresh_db.rsplit("/", 1)[1]
+    with psycopg.connect(fresh_db, autocommit=True) as conn:
+        conn.execute(f'CREATE ROLE "{role}" LOGIN')
+        conn.execute(f'REVOKE CONNECT ON DATABASE "{database}" FROM PUBLIC')
+    try:
+        url = fresh_db.replace("//agora@", f"//{role}@", 1)
+        with trio.fail_after(WAIT), pytest.raises(StoreError) as refused:
+            async with open_pg_store(url, MIGRATIONS):
+                pass
+        said = str(refused.value)
+        assert "User does not have CONNECT privilege." in said, said  # PostgreSQL's first
+        assert "\n" not in said, said
+        assert said.endswith(
+            f"(role {role} lacks CONNECT on database {database}: GRANT CONNECT ON DATABASE"
+            f' {database} TO {role}; see docs/scale-out.md, "The role and the database")'
+        ), said
+    finally:
+        server = fresh_db.rsplit("/", 1)[0] + "/postgres"
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute(f'DROP ROLE IF EXISTS "{role}"')

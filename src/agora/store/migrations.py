@@ -136,7 +136,7 @@ def applied(component: str, before: int, after: int) -> None:
 def failed(step: Migration, exc: BaseException, hint: str = "") -> StoreError:
     """The error of ``step``, which raised ``exc``, in one line (PostgreSQL's HINT and
     CONTEXT made part of it): named with its type (a `KeyError`'s text is only the key),
-    then ``hint`` (what to do, if known: `agora.store.pg_sql.privileges`)."""
+    then ``hint`` (what to do, if known: `agora.store.pg_grants.privileges`)."""
     told = f" ({hint})" if hint else ""
     return StoreError(
         f"migration {step.component} v{step.version} failed: {type(exc).__name__}:"

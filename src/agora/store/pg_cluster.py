@@ -21,7 +21,8 @@ from agora.logsafe import one_line
 from agora.store.migrations import applied, failed, plan
 from agora.store.neutral import POSTGRESQL
 from agora.store.pg_bound import GivenUp, Lease
-from agora.store.pg_sql import INSUFFICIENT_PRIVILEGE, PgConn, connect, privileges
+from agora.store.pg_grants import INSUFFICIENT_PRIVILEGE, privileges
+from agora.store.pg_sql import PgConn, connect
 from agora.store.sqlite import STOP_SECONDS
 
 if TYPE_CHECKING:

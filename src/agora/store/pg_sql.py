@@ -28,6 +28,7 @@ from psycopg.pq import Format
 from agora.logsafe import one_line
 from agora.store.neutral import MissingTable
 from agora.store.pg_bound import Cutter
+from agora.store.pg_grants import INSUFFICIENT_PRIVILEGE, connect_privilege, privileges
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -351,45 +352,10 @@ def refusal(url: str, exc: psycopg.Error) -> str:
     elif getattr(exc, "sqlstate", None) == INSUFFICIENT_PRIVILEGE:
         named = _parts(url)
         said += f" ({privileges(named['user'], named['dbname'])})"
+    elif "CONNECT privilege" in said:  # refused at log-in: no SQLSTATE reaches psycopg
+        named = _parts(url)
+        said += f" ({connect_privilege(named['user'], named['dbname'])})"
     return said
-
-
-#: SQLSTATE of a statement the role may not run.
-INSUFFICIENT_PRIVILEGE = "42501"
-
-
-def privileges(user: str, dbname: str, schema: str = "public") -> str:
-    """What a start refused for a privilege tells the operator to grant, naming the role and
-    database in use (an operator's finding: role ``app`` on database ``appdb`` was told
-    ``CREATE DATABASE agora OWNER agora``, in the fourth line of the refusal). Owning the
-    database gives CREATE on ``public`` only (PostgreSQL 15+), not on a namespace's schema
-    another role owns: there, the schema's owner (a tester's finding)."""
-    role, db, space = _ident(user), _ident(dbname), _ident(schema)
-    grant = f"GRANT CONNECT, CREATE ON DATABASE {db} TO {role} (CREATE: for pg_trgm) and "
-    where = f"database {db}"
-    if schema == "public":
-        fix = (
-            f"make it the owner (ALTER DATABASE {db} OWNER TO {role}), or {grant}GRANT USAGE,"
-            f" CREATE ON SCHEMA public TO {role}"
-        )
-    else:
-        where += f" or its schema {space}"
-        fix = (
-            f"{grant}GRANT USAGE, CREATE ON SCHEMA {space} TO {role}, or make it the owner of"
-            f" schema {space} (ALTER SCHEMA {space} OWNER TO {role})"
-        )
-    return f"role {role} lacks a privilege on {where}: {fix}; see {_DOCS}"
-
-
-#: Where a refusal for a privilege points.
-_DOCS = 'docs/scale-out.md, "The role and the database"'
-
-
-def _ident(name: str) -> str:
-    """``name`` as SQL writes an identifier: bare if it may be, else double-quoted."""
-    if re.fullmatch(r"[a-z_][a-z0-9_$]*", name):
-        return name
-    return '"' + name.replace('"', '""') + '"'
 
 
 def is_postgres_url(value: str) -> bool:
