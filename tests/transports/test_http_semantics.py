@@ -179,9 +179,11 @@ def _upgrade(version: bytes = b"1.1", key: str = KEY, body: bytes = b"") -> byte
         (_upgrade().replace(b"Sec-WebSocket-Version: 13\r\n", b""), b"Version 13 is required"),
         # A proxy that drops both hop-by-hop headers (nginx's default, which also sends
         # Connection: close) left "GET needs an Mcp-Session-Id", pointing at sessions.
+        # A tester's finding: a proxy that passes Connection: Upgrade on but not Upgrade
+        # (nginx without proxy_set_header Upgrade) was told neither header arrived.
         (
             _upgrade().replace(b"Upgrade: websocket\r\n", b""),
-            b"Upgrade: websocket and Connection: Upgrade headers did not arrive",
+            b"and Connection: Upgrade) whose Upgrade: websocket header did not arrive",
         ),
         (
             _upgrade()

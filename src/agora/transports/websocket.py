@@ -65,14 +65,28 @@ CLOSE_TIMEOUT = 1.0
 #: The one WebSocket version there is (RFC 6455 4.1); an upgrade asking another gets 426.
 WS_VERSION = "13"
 
+#: How nginx passes a WebSocket handshake's hop-by-hop headers on.
+_NGINX = (
+    "(nginx: proxy_http_version 1.1; proxy_set_header Upgrade $http_upgrade; "
+    'proxy_set_header Connection "upgrade")'
+)
 
-#: The answer to a WebSocket handshake whose ``Upgrade`` header did not arrive.
+
+#: The answer to a WebSocket handshake whose ``Upgrade`` and ``Connection: Upgrade`` did not
+#: arrive (nginx's default: it sends ``Connection: close``).
 _STRIPPED = (
     "Bad Request: this looks like a WebSocket upgrade (it has Sec-WebSocket-Key and "
     "Sec-WebSocket-Version) whose Upgrade: websocket and Connection: Upgrade headers did not "
     "arrive: both are hop-by-hop, so a proxy in between must pass them on, over HTTP/1.1 "
-    "(nginx: proxy_http_version 1.1; proxy_set_header Upgrade $http_upgrade; "
-    'proxy_set_header Connection "upgrade")'
+    f"{_NGINX}"
+)
+#: The answer to one whose ``Connection: Upgrade`` arrived but not its ``Upgrade`` (a
+#: proxy that sets the one, not the other: a tester was told neither arrived).
+_HALF_STRIPPED = (
+    "Bad Request: this looks like a WebSocket upgrade (it has Sec-WebSocket-Key, "
+    "Sec-WebSocket-Version and Connection: Upgrade) whose Upgrade: websocket header did not "
+    "arrive: it is hop-by-hop, so a proxy in between must pass it on, over HTTP/1.1 "
+    f"{_NGINX}"
 )
 
 
@@ -101,7 +115,8 @@ def upgrade_refusal(
     if method != "GET":
         return 405, "WebSocket upgrade needs GET", []
     if "upgrade" not in headers:
-        return 400, rpc.error(None, rpc.INVALID_REQUEST, _STRIPPED), []
+        said = _HALF_STRIPPED if _connection_upgrade(headers) else _STRIPPED
+        return 400, rpc.error(None, rpc.INVALID_REQUEST, said), []
     problem = _malformed(headers, has_body)
     if problem is not None:
         return 400, rpc.error(None, rpc.INVALID_REQUEST, problem), []
@@ -112,13 +127,18 @@ def upgrade_refusal(
     return None
 
 
+def _connection_upgrade(headers: Mapping[str, str]) -> bool:
+    """Whether ``Connection`` has the ``upgrade`` token (RFC 6455 4.2.1)."""
+    return "upgrade" in {t.strip().lower() for t in headers.get("connection", "").split(",")}
+
+
 def _malformed(headers: Mapping[str, str], has_body: bool) -> str | None:
     """Why an upgrade request cannot open a WebSocket, else None: a body (its bytes would be
     read as frames), no ``upgrade`` token in ``Connection`` or a ``Sec-WebSocket-Key`` that
     is not 16 bytes in base64 (RFC 6455 4.2.1)."""
     if has_body:
         return "Bad Request: a WebSocket upgrade request has no body"
-    if "upgrade" not in {t.strip().lower() for t in headers.get("connection", "").split(",")}:
+    if not _connection_upgrade(headers):
         return (
             "Bad Request: a WebSocket upgrade needs Connection: Upgrade (RFC 6455 4.2.1; it is"
             " hop-by-hop, so a proxy in between must pass it on)"
