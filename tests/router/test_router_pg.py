@@ -15,7 +15,7 @@ from router_driver import ctx, event_args, gate_args, plan_args
 from agora.config import Config
 from agora.server.embed import open_server
 from agora.store.pg import open_pg_store
-from agora.toolsets.router.memory_sql import owners
+from agora.toolsets.router.memory_sql import owners, read_store, read_workspace
 from agora.toolsets.router.sql import MIGRATIONS
 
 CHECKS = {"plan": "plan-ready", "implement": "implementation-done", "verify": "verification-passed"}
@@ -140,4 +140,9 @@ async def test_the_upkeep_asks_for_the_memory_store_without_a_postgresql_error(p
 
     async with open_pg_store(pg_url, MIGRATIONS) as store:
         assert await store.read(lambda conn: owners(Watched(conn))) == []
+        # Nor the reads of a tool call on a server whose Memory never wrote (they too caught
+        # the error, which PostgreSQL logged per call).
+        assert await store.read(lambda conn: read_store(Watched(conn), "someone")) is None
+        found = await store.read(lambda conn: read_workspace(Watched(conn), "someone", "ws"))
+        assert found is None
     assert failed == []

@@ -226,6 +226,8 @@ def _feedback_ids(rows: list[Any]) -> dict[str, list[str]]:
 
 def read_store(conn: ReadConn, owner: str) -> dict[str, Any] | None:
     """``owner``'s Memory rows needed in memory, or None if it has no Memory store."""
+    if not store_exists(conn):
+        return None
     try:
         generation = conn.execute(
             "SELECT value FROM router_memory_meta WHERE owner = ? AND name = 'generation'",
@@ -291,9 +293,15 @@ _META_EXISTS: Final = {
 }
 
 
+def store_exists(conn: ReadConn) -> bool:
+    """Whether any Memory store was made (its tables are made with the first write), asked
+    without a failing statement (`_META_EXISTS`)."""
+    return conn.execute(_META_EXISTS[dialect_of(conn)]).fetchone() is not None
+
+
 def owners(conn: ReadConn) -> list[str]:
     """Every owner with a Memory store (for the background upkeep), none if there is none."""
-    if conn.execute(_META_EXISTS[dialect_of(conn)]).fetchone() is None:
+    if not store_exists(conn):
         return []
     try:
         found = conn.execute(
@@ -314,6 +322,8 @@ def read_workspace(conn: ReadConn, owner: str, identity: str) -> list[tuple[Any,
         ``(observation_id, workflow_run_id, observation_json, recorded_day, recorded_at,
         [feedback_json, ...])`` rows, or None if the store does not exist.
     """
+    if not store_exists(conn):
+        return None
     try:
         rows = conn.execute(
             "SELECT observation_id, workflow_run_id, observation_json, recorded_day, recorded_at"
