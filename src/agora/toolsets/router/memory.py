@@ -28,12 +28,12 @@ from agora.toolsets.router.memory_commands import (
     Feedback,
     History,
     Managed,
-    Observed,
     Promoted,
     Purge,
     Receipted,
     RejectCandidate,
     Remember,
+    StoredAt,
     StoreProposal,
     Summary,
     Sweep,
@@ -96,7 +96,7 @@ class MemoryStore:
         if isinstance(command, Managed):
             latest = {k: self.revisions[k][-1] for k in command.keys if self.revisions.get(k)}
             return Effects(reply=(latest, dict(self.rejections)))
-        if isinstance(command, Observed):
+        if isinstance(command, StoredAt):
             stored = self.observations.get(command.observation_id)
             return Effects(reply=None if stored is None else stored[4])
         if isinstance(command, Promoted):

@@ -15,7 +15,7 @@ class Summary(msgspec.Struct, frozen=True, tag=True):
     workspace_identity: str
 
 
-class Observed(msgspec.Struct, frozen=True, tag=True):
+class StoredAt(msgspec.Struct, frozen=True, tag=True):
     """Read: when the observation ``observation_id`` was stored (None if it is not)."""
 
     observation_id: str

@@ -17,7 +17,7 @@ from agora.mcp.results import Guided
 from agora.toolsets.router import commands, guidance
 from agora.toolsets.router.layers import client_roots
 from agora.toolsets.router.memory import MEMORY
-from agora.toolsets.router.memory_commands import Observed
+from agora.toolsets.router.memory_commands import StoredAt
 from agora.toolsets.router.memory_tools import make_id, read_policy
 from agora.toolsets.router.ownership import memory_key
 from agora.toolsets.router.purge_notes import correct_instead
@@ -52,7 +52,7 @@ async def completed_note(call: ToolCall, reply: dict[str, Any]) -> dict[str, Any
         return reply
     head = reply.guidance.removesuffix(guidance.COMPLETED)
     observation_id = make_id("observation", identity, run_id)
-    at = await call.runtime.call(MEMORY, memory_key(call.principal), Observed(observation_id))
+    at = await call.runtime.call(MEMORY, memory_key(call.principal), StoredAt(observation_id))
     if at is None:
         line = remember_line(run_id, root, policy.allowed_targets)
     else:  # an agent that polls is not sent to record it again (that call writes nothing)
