@@ -121,14 +121,17 @@ def request_digest(tool: str, arguments: dict[str, Any], *, correlated: bool = F
 
 
 def routing_read(arguments: dict[str, Any]) -> dict[str, Any]:
-    """``arguments`` with ``routing_context`` in the one form the plan reads it in: its
-    ``domains`` and ``tags`` sorted without repeats (matchers read them as sets), and a
-    context with every member empty or null left out, as omitting it means the same. The
-    key's digest is taken of this, so a resend that differs only in that form replays."""
+    """``arguments`` (the same object when nothing changes) with ``routing_context`` in the
+    one form the plan reads it in: its ``domains`` and ``tags`` sorted without repeats
+    (matchers read them as sets), and a context with every member empty or null left out,
+    as omitting it means the same. The key's digest is taken of this, so a resend that
+    differs only in that form replays."""
     ctx = arguments.get("routing_context")
     if not isinstance(ctx, dict):
         return arguments
     read = {**ctx, "domains": sorted(set(ctx.get("domains") or ())),
             "tags": sorted(set(ctx.get("tags") or ()))}  # fmt: skip
+    if read == ctx and any(read.values()):
+        return arguments  # already in that form (the caller then takes one digest, not two)
     rest = {k: v for k, v in arguments.items() if k != "routing_context"}
     return {**rest, "routing_context": read} if any(read.values()) else rest

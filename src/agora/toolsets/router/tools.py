@@ -45,16 +45,15 @@ def _session(call: ToolCall) -> str:
 
 def _mutation(call: ToolCall) -> dict[str, Any]:
     a = call.args
-    sent = request_digest(call.tool, a)
     read = routing_read(a)
-    digest = sent if read is a else request_digest(call.tool, read)
+    digest = request_digest(call.tool, read)
     return {
         "session_id": _session(call),
         "expected_state_version": a["expected_state_version"],
         "idempotency_key": a["idempotency_key"],
         "request_digest": digest,
         "correlation_id": a["correlation_id"],
-        "legacy_digest": sent if sent != digest else None,
+        "legacy_digest": None if read is a else request_digest(call.tool, a),
     }
 
 
