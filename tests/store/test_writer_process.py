@@ -44,10 +44,14 @@ def _child(store) -> int:
 
 
 def _gone(pid: int) -> bool:
-    """Whether process ``pid`` has ended (a zombie not yet reaped has)."""
+    """Whether process ``pid`` has ended (a zombie not yet reaped has).
+
+    A process reaped between opening its ``stat`` and reading it makes the read fail
+    with ``ESRCH`` (``ProcessLookupError``) rather than the open with ``ENOENT``.
+    """
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return True
     return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
