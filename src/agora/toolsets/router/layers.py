@@ -127,6 +127,7 @@ async def plan_layers(call: ToolCall) -> tuple[list[profiles.Profile], list[str]
         found, warnings = await trio.to_thread.run_sync(
             read_layers, workspace_root, authorized, personal
         )
+    _log_broken(workspace_root, personal, warnings)
     if why is not None and "workspace-root-not-authorized" in warnings:
         warnings.append(f"{CLIENT_ROOTS_UNUSED}: {why}")
     enclosing = None
@@ -141,6 +142,38 @@ async def plan_layers(call: ToolCall) -> tuple[list[profiles.Profile], list[str]
         found, more = await _with_managed(call, found, workspace_root, authorized)
         warnings += more
     return found, warnings, enclosing
+
+
+#: The Profile-file problems last logged, by file (the personal path, or the workspace root):
+#: a plan logs a file's problem once, not every time, and again once it changes or returns
+#: after the file read cleanly. Bounded: the oldest entry goes first.
+_LOGGED: dict[str, tuple[str, ...]] = {}
+_LOGGED_MAX: Final = 256
+
+
+def _log_broken(workspace_root: str | None, personal: str | None, warnings: list[str]) -> None:
+    """Log what is wrong with a Profile file (the same words the plan's warnings give the
+    model), for whoever reads the server's log: the operator's personal Profile at WARNING
+    (a file the operator configured), a workspace's at INFO (its author's model is told)."""
+    files: list[tuple[str, str, str, int]] = []  # (key, what is said, prefix, level)
+    if personal:
+        where = f"personal Profile {workspace.tried(personal)}"
+        files.append((f"personal {personal}", where, "personal-profile-", logging.WARNING))
+    if workspace_root is not None:
+        where = f"workspace Profile under {workspace_root}"
+        files.append((f"workspace {workspace_root}", where, "workspace-profile-", logging.INFO))
+    for key, where, prefix, level in files:
+        problems = tuple(w for w in warnings if w.startswith(prefix))
+        if not problems:
+            _LOGGED.pop(key, None)
+            continue
+        if _LOGGED.get(key) == problems:
+            continue
+        _LOGGED.pop(key, None)
+        if len(_LOGGED) >= _LOGGED_MAX:
+            del _LOGGED[next(iter(_LOGGED))]
+        _LOGGED[key] = problems
+        log.log(level, "router: the %s: %s", loggable(where), loggable("; ".join(problems), 2000))
 
 
 async def _with_managed(
