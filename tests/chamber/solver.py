@@ -38,6 +38,8 @@ class LockInfo:
     label: str
     op: str
     fmt: str
+    #: What the answer is, as the lock to open now states it (None on a waiting lock).
+    answer: str | None = None
 
 
 def parse_format(text: str) -> Format:
@@ -64,8 +66,9 @@ def parse_format(text: str) -> Format:
 def parse_look(text: str) -> tuple[list[str], list[LockInfo]]:
     """Object ids and locks (with their formats) from a ``look`` observation."""
     objects = re.findall(r"^- ([a-z_]+): ", text, re.M)
-    pattern = r"^\d+\. (.+?): (?:CURRENT|waiting): (submit_\w+) with value = (.+)$"
-    locks = [LockInfo(m[1], m[2], m[3]) for m in re.finditer(pattern, text, re.M)]
+    pattern = r"^\d+\. (.+?): (?:CURRENT|waiting): (submit_\w+) with value = (.+?)"
+    pattern += r"(?:; the answer is (.+))?$"
+    locks = [LockInfo(m[1], m[2], m[3], m[4]) for m in re.finditer(pattern, text, re.M)]
     return objects, locks
 
 
@@ -201,7 +204,7 @@ LABEL_NOUNS = {
 }
 
 
-def check_label(label: str, fmt: Format, clues: list[str]) -> None:
+def check_label(label: str, fmt: Format, clues: list[str], answer: str | None = None) -> None:
     """Assert the label names exactly the quantity the clues make the answer.
 
     A careful reader takes the label at its word: a lock labelled "the collection time"
@@ -225,6 +228,9 @@ def check_label(label: str, fmt: Format, clues: list[str]) -> None:
             events.add(chain.reading[1])
         named = [e for e in events if e in label.split()]
         assert not named, f"{label!r} names the event(s) {named}, not the opening time"
+        if answer is not None and chain.reading:  # reckoned from a faulty clock's reading
+            assert answer.startswith("the true time"), answer
+            assert "not what the faulty clock shows" in answer, answer
     else:
         assert label.endswith(" time"), f"{label!r} for a time"
         assert "opening" not in label, f"{label!r}: nothing here opens at that time"
@@ -252,7 +258,7 @@ class Solver:
         for lock in locks:
             fmt = parse_format(lock.fmt)
             clues = [c.lower() for c in clue_lines(self.seen.values(), lock.label)]
-            check_label(lock.label, fmt, clues)
+            check_label(lock.label, fmt, clues, lock.answer)
             if self.check_spread:
                 self._check_spread(fmt, lock.label)
             found = solve_lock(fmt, clues, self.facts)

@@ -12,6 +12,7 @@ import pytest
 from sentences import Chain, sequence_test, solve_time
 from solver import check_label, parse_format, render, space
 
+from agora.toolsets.chamber import room as rooms
 from agora.toolsets.chamber.generate import TEMPLATES, build_room, rng_for
 from agora.toolsets.chamber.lock import ANSWER_IS
 from agora.toolsets.chamber.lock_assign import make_sequence
@@ -151,3 +152,26 @@ def test_a_faulty_clocks_reading_says_it_is_a_24_hour_clock():
             puzzle = make_time_chain(rng, spec)
         [reading] = [c for c in puzzle.clues if " read " in c]
         assert reading.startswith(f"The {spec.noun} (a 24-hour clock) read "), reading
+
+
+def test_the_lock_to_open_says_in_look_exactly_what_its_answer_is():
+    # A label names the quantity; what the solver reads in look says what the answer is, so a
+    # time reckoned from a faulty clock is not mistaken for what that clock shows.
+    seen = set()
+    for suite, engine in (("chambre-chrono-v0", "chamber"), ("chambre-atelier-v0", "atelier")):
+        for n in range(60):
+            room = build_room(suite, engine, f"answer-{n}")
+            seen.add(room.template)
+            for i, lock in enumerate(room.locks):
+                lines = rooms.look(room, i).splitlines()
+                current = [line for line in lines if ": CURRENT: " in line]
+                assert current == [
+                    f"{i + 1}. {lock.label}: CURRENT: {lock.op} with value = "
+                    f"{lock.puzzle.fmt.describe()}; the answer is {lock.puzzle.spec.answer_is}"
+                ]
+                if lock.puzzle.spec.kind == "time_chain":
+                    assert "not what the faulty clock shows" in current[0]
+                    # The opening clue may name an event that is not the latest of the chain
+                    # (one came "before" another): the answer names no "last event".
+                    assert "after the event its clue names" in current[0]
+    assert seen == {template.id for _, template in TEMPLATE_IDS}

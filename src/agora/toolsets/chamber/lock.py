@@ -32,8 +32,9 @@ ANSWER_IS: dict[str, tuple[str, str]] = {
     "time_window": ("time", "the time of day the clues describe"),
     "time_chain": (
         "opening time",
-        "the true time of day the lock opens: the stated interval after the last event, "
-        "with the clock's error undone (not the time of any event)",
+        "the true time of day the lock opens (the stated interval after the event its clue "
+        "names, with the clock's error undone), not what the faulty clock shows then, nor any "
+        "event's time",
     ),
     "number": ("number", "the number the clues describe"),
     "dial": ("setting", "the digits the dial is set to, in order"),

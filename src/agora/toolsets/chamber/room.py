@@ -113,8 +113,12 @@ def _status(room: Room, index: int, opened: int) -> str:
     lock = room.locks[index]
     if index < opened:
         return "open"
-    head = "CURRENT" if index == opened else "waiting"
-    return f"{head}: {lock.op} with value = {lock.puzzle.fmt.describe()}"
+    if index != opened:
+        return f"waiting: {lock.op} with value = {lock.puzzle.fmt.describe()}"
+    # The lock to open now says exactly what its answer is (`lock.ANSWER_IS`): a time reckoned
+    # from a faulty clock is the true time, which its label alone leaves to the reader.
+    value = lock.puzzle.fmt.describe()
+    return f"CURRENT: {lock.op} with value = {value}; the answer is {lock.puzzle.spec.answer_is}"
 
 
 def _kept(room: Room, render: Callable[..., str], *args: Hashable) -> str:
