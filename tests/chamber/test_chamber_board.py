@@ -245,3 +245,43 @@ async def test_the_board_counts_unsigned_cards_and_its_cards_page_marks_them(
     assert dict(toolset.pages)["/board"] == (
         "Board: products ranked per suite, from sealed evidence cards"
     )
+
+
+async def test_attempts_still_open_are_counted_apart_and_say_when_the_range_is_final(
+    agent, chamber, runtime, wall
+):
+    # Sealing only the good runs must not pass for the whole record while the others are
+    # open: the board says how many are open per product, and until when the range can change.
+    toolset, _ = chamber
+    wall.current = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
+    with trio.fail_after(60):
+        await _solve(agent, "demo-agent")
+        kept = [(await agent.enter(product="demo-agent"))["attempt_handle"] for _ in range(2)]
+        await agent.enter(product="other-agent", suite="chambre-atelier-v0")
+        await agent.enter(product="demo-agent", seed="mine")  # practice: not on the board
+        await _fail(agent, "demo-agent")  # sealed: counted, not open
+    status, body = await _get(toolset, runtime, "/board?from=2026-11-30&to=2026-11-30")
+    assert status == 200
+    assert body["still_open"] == {
+        "chambre-chrono-v0": {"demo-agent": 2},
+        "chambre-atelier-v0": {"other-agent": 1},
+    }
+    assert body["final_after"] == "2026-11-30T14:00:00Z"  # entry + the 7,200 s TTL
+    [row] = body["suites"]["chambre-chrono-v0"]
+    assert row["attempts"] == 2
+    status, page = await _get(toolset, runtime, "/board?to=2026-11-30", accept="text/html")
+    assert "Still open, not counted yet: demo-agent 2." in page
+    assert "not final before 2026-11-30T14:00:00Z" in page
+    # A range that ends before today cannot change: nothing is said of open attempts.
+    status, past = await _get(toolset, runtime, "/board?from=2026-11-01&to=2026-11-29")
+    assert past["still_open"] == {"chambre-chrono-v0": {}, "chambre-atelier-v0": {}}
+    assert past["final_after"] is None
+    # Nor one that starts after the last of them can land.
+    status, future = await _get(toolset, runtime, "/board?from=2026-12-01&to=2026-12-05")
+    assert future["still_open"]["chambre-chrono-v0"] == {}
+    assert future["final_after"] is None
+    for handle in kept:
+        await agent.tool("seal_attempt", challenge_handle=handle)
+    status, body = await _get(toolset, runtime, "/board?from=2026-11-30&to=2026-11-30")
+    assert body["still_open"]["chambre-chrono-v0"] == {}
+    assert body["suites"]["chambre-chrono-v0"][0]["attempts"] == 4

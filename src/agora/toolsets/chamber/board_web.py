@@ -97,13 +97,22 @@ def board_route(suite_ids: tuple[str, ...]) -> Route:
         try:
             if suite is not None and suite not in suite_ids:
                 raise BadQuery(f"no suite {suite!r}; suites: {', '.join(suite_ids)}")
-            first, last = _range(request, runtime.clock.wall().astimezone(dt.UTC).date())
+            today = runtime.clock.wall().astimezone(dt.UTC).date()
+            first, last = _range(request, today)
         except BadQuery as exc:
             return error_response(request, 400, str(exc))
         rows = await runtime.read(lambda conn: listings.board_cards(conn, first, last, suite))
         ranked = board.rank(rows)
         shown = [suite] if suite else list(suite_ids)
         base = base_path(runtime.public_url)
+        still_open: dict[str, dict[str, int]] = {}
+        final_after = None
+        if last >= today.isoformat():  # an open attempt's card lands today or later
+            still_open, final_after = await runtime.read(
+                lambda conn: listings.open_attempts(conn, suite)
+            )
+            if final_after is not None and first > final_after[:10]:  # lands before the range
+                still_open, final_after = {}, None
         body = {
             "from": first,
             "to": last,
@@ -115,6 +124,8 @@ def board_route(suite_ids: tuple[str, ...]) -> Route:
                 ]
                 for s in shown
             },
+            "still_open": {s: dict(sorted(still_open.get(s, {}).items())) for s in shown},
+            "final_after": final_after,
         }
         if not wants_html(request):
             return _json(body)
@@ -156,9 +167,20 @@ def _board_html(body: dict[str, Any]) -> str:
         f"cards behind it, where a card not signed yet is marked pending_signature.</p>"
         f"<p>{RANKING}</p>",
     ]
+    if body["final_after"] is not None:
+        parts.append(
+            "<p>Some attempts are still open: each counts once sealed, or at its expiry if "
+            "left unsealed (the sweep then publishes its card, sealed by expiry), so this range "
+            f"is not final before {html.escape(body['final_after'])}.</p>"
+        )
     heads = (_FIGURES[0], "product", *_FIGURES[1:], "cards")
     for suite, rows in body["suites"].items():
         parts.append(f"<h2>{html.escape(suite)}</h2>")
+        if body["still_open"][suite]:
+            said = ", ".join(
+                f"{html.escape(product)} {n}" for product, n in body["still_open"][suite].items()
+            )
+            parts.append(f"<p>Still open, not counted yet: {said}.</p>")
         if not rows:
             parts.append("<p>No server-seeded cards in this range.</p>")
             continue

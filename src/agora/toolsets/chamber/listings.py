@@ -9,6 +9,7 @@ only: it builds no writes, and knows nothing of pages, attempts or the entity.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from agora.toolsets.chamber.consistency import body_faults, evidence_status
@@ -186,3 +187,32 @@ def _row_page(
         )
         for r in rows
     ]
+
+
+#: At most this many open attempts are read for the board's count (entry rate limits keep the
+#: number far below it on a server that sets them).
+MAX_OPEN_READ = 20_000
+
+
+def open_attempts(
+    conn: ReadConn, suite_id: str | None = None
+) -> tuple[dict[str, dict[str, int]], str | None]:
+    """Server-seeded attempts not sealed yet, by suite and product, and the latest
+    ``expires_at`` among them (None if none): each becomes a card when sealed, or at its expiry
+    by the sweep, so a board range reaching today is not final until then."""
+    sql = (
+        "SELECT suite_id, identity, expires_at FROM chamber_attempts"
+        " WHERE card_id IS NULL AND seed_source = ?"
+    )
+    params: tuple[Any, ...] = ("server",)
+    if suite_id is not None:
+        sql += " AND suite_id = ?"
+        params += (suite_id,)
+    counts: dict[str, dict[str, int]] = {}
+    latest: str | None = None
+    for suite, identity, expires in conn.execute(sql + f" LIMIT {MAX_OPEN_READ}", params):
+        product = str(json.loads(identity).get("product", "unknown"))
+        by_product = counts.setdefault(suite, {})
+        by_product[product] = by_product.get(product, 0) + 1
+        latest = expires if latest is None or expires > latest else latest
+    return counts, None if latest is None else latest[:19] + "Z"  # to the second, as cards
