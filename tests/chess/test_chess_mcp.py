@@ -317,7 +317,7 @@ async def test_another_tables_agent_token_is_sent_to_its_own_tables_endpoint():
         assert is_error
         assert (body["code"], body["statusCode"], body["agentMayMove"]) == (
             "AGENT_TOKEN_INVALID",
-            "AGENT_TOKEN_REQUIRED",
+            "AGENT_TOKEN_INVALID",
             False,
         )
         assert body["error"] == (

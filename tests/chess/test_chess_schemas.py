@@ -83,6 +83,7 @@ def test_the_status_codes_are_documented_in_the_schema():
         "GAME_OVER",
         "WAIT_TIMEOUT",
         "AGENT_TOKEN_REQUIRED",
+        "AGENT_TOKEN_INVALID",
         "INVALID_ARGUMENTS",
         "TABLE_NOT_FOUND",
         "SERVER_ERROR",

@@ -58,7 +58,11 @@ async def test_a_wrong_agent_token_is_refused_on_every_tool(table, tool):
     await table.choose("white")
     args = {"from": "e2", "to": "e4"} if tool == "move_piece" else {}
     body = await table.refused(tool, as_token="guessed", **args)
-    assert (body["code"], body["statusCode"]) == ("AGENT_TOKEN_INVALID", "AGENT_TOKEN_REQUIRED")
+    # Its own status, not "connect with a token": an agent branching on statusCode asks for
+    # the new one.
+    assert (body["code"], body["statusCode"]) == ("AGENT_TOKEN_INVALID", "AGENT_TOKEN_INVALID")
+    assert body["nextAction"]["tool"] is None
+    assert "replaced by the human" in body["nextAction"]["instruction"]
     # Every tool refuses this URL: watching needs a reconnection without the wrong token.
     instruction = body["nextAction"]["instruction"]
     assert "you may watch with get_board" not in instruction.lower()

@@ -208,7 +208,7 @@ async def test_the_human_replaces_the_agent_token(table):
     assert state["agentToken"] not in (None, old)
     assert state["agent"]["mcpHttp"].endswith(f"?token={state['agentToken']}")
     body = await table.refused("get_board", as_token=old)
-    assert (body["code"], body["statusCode"]) == ("AGENT_TOKEN_INVALID", "AGENT_TOKEN_REQUIRED")
+    assert (body["code"], body["statusCode"]) == ("AGENT_TOKEN_INVALID", "AGENT_TOKEN_INVALID")
     table.agent_token = state["agentToken"]
     assert (await table.tool("get_board"))["seat"] == "agent"
 

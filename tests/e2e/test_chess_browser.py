@@ -231,7 +231,7 @@ async def test_the_board_flips_for_black_and_a_new_agent_token_takes_the_seat(tm
     assert is_error
     assert (refused["code"], refused["statusCode"]) == (
         "AGENT_TOKEN_INVALID",
-        "AGENT_TOKEN_REQUIRED",
+        "AGENT_TOKEN_INVALID",
     )
     assert seen["errors"] == []
     assert seen["corners"] == [("h1", "1"), ("h8", "8h"), ("a8", "a")]

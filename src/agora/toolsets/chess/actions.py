@@ -79,6 +79,14 @@ def next_action(
                 "table's agent token, shown to the human on the page>. Until then you may "
                 "watch with get_board and wait_for_turn.",
             )
+        case "AGENT_TOKEN_INVALID":
+            return NextAction(
+                None,
+                {},
+                "Every tool refuses this endpoint's token (wrong, or replaced by the human)."
+                " Reconnect with ?token=<the table's current agent token, shown to the human on"
+                " the page> to play, or without ?token= to watch.",
+            )
         case "INVALID_ARGUMENTS":
             return NextAction(
                 "get_board",

@@ -88,6 +88,9 @@ STATUS_CODES: Final = {
     " (if it restarted, the call is answered).",
     "AGENT_TOKEN_REQUIRED": "Refused: only the seated agent may move. Connect with the "
     "table's agent token in the endpoint URL (?token=...); without it you can only watch.",
+    "AGENT_TOKEN_INVALID": "Refused on every tool: the agent token in the endpoint URL is not "
+    "this table's. Wrong or replaced by the human: ask the human for the current agent URL; "
+    "another table's: reconnect to the endpoint error and nextAction name.",
     "INVALID_ARGUMENTS": "Refused: the arguments do not match the tool's inputSchema.",
     "TABLE_NOT_FOUND": "Refused: there is no such table; ask the human for the endpoint.",
     "SERVER_ERROR": "The call failed inside the server and changed nothing; call get_board.",

@@ -31,7 +31,9 @@ def rejection(err: ChessError) -> Rejection:
     """The tool error body for a refused call: the code, what to do next, legal moves."""
     snap = err.snapshot if isinstance(err.snapshot, Snapshot) else None
     status: StatusCode
-    if err.code in _TOKEN_CODES:
+    if err.code == "AGENT_TOKEN_INVALID":  # not "connect with a token": ask for the new one
+        status = "AGENT_TOKEN_INVALID"
+    elif err.code in _TOKEN_CODES:
         status = "AGENT_TOKEN_REQUIRED"
     elif snap is None:
         status = "TABLE_NOT_FOUND"
@@ -41,7 +43,7 @@ def rejection(err: ChessError) -> Rejection:
     moves: dict[str, str] = {}
     if err.code == "ILLEGAL_MOVE" and snap is not None:
         moves = position(snap.fen).legal_by_square
-    action = _INVALID_TOKEN if err.code == "AGENT_TOKEN_INVALID" else next_action(status)
+    action = next_action(status)
     error = err.message
     if err.code == "NOT_YOUR_TURN" and snap is not None:
         error += _last_move_text(snap)
@@ -91,13 +93,6 @@ def _told(snap: Snapshot | None, error: str) -> str:
 
 
 #: A wrong or replaced token is refused on every tool, watching ones included.
-_INVALID_TOKEN: Final = NextAction(
-    None,
-    {},
-    "Every tool refuses this endpoint's token (wrong, or replaced by the human). Reconnect with"
-    " ?token=<the table's current agent token, shown to the human on the page> to play, or"
-    " without ?token= to watch.",
-)
 
 
 def token_ignored() -> Rejection:
@@ -137,7 +132,7 @@ def token_of_another_table(table: str, other: str) -> Rejection:
         code="AGENT_TOKEN_INVALID",
         error=f"This endpoint serves table {table!r}{bare}, but your agent token belongs to"
         f" another table's seat: table {other!r}. Connect to {where}.",
-        status_code="AGENT_TOKEN_REQUIRED",
+        status_code="AGENT_TOKEN_INVALID",
         agent_may_move=False,
         next_action=NextAction(
             None,

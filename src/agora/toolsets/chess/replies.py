@@ -21,8 +21,11 @@ Status codes:
         Marked ``shuttingDown: true`` when the wait was cut short because the server is
         shutting down: wait a few seconds (the client or relay reconnects), then call again.
     AGENT_TOKEN_REQUIRED: a refusal: the call needs the table's agent token (or carried one
-        to ``/mcp``, which reads none: the token seats only at ``/mcp/chess/<table>``; or
-        carried another table's, whose endpoint ``error`` names).
+        to ``/mcp``, which reads none: the token seats only at ``/mcp/chess/<table>``).
+    AGENT_TOKEN_INVALID: a refusal: the endpoint URL's agent token is not this table's: every
+        tool refuses it. Wrong, or replaced by the human with a new one: ask the human for the
+        agent URL the page shows now; another table's: ``error`` and ``nextAction`` name the
+        endpoint it seats at.
     INVALID_ARGUMENTS: a refusal: the arguments failed the tool's inputSchema and the table
         could not be read (such a refusal otherwise carries the table's status, with code
         ``INVALID_ARGUMENTS``).
@@ -54,6 +57,7 @@ StatusCode = Literal[
     "GAME_OVER",
     "WAIT_TIMEOUT",
     "AGENT_TOKEN_REQUIRED",
+    "AGENT_TOKEN_INVALID",
     "INVALID_ARGUMENTS",
     "TABLE_NOT_FOUND",
     "SERVER_ERROR",
