@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from agora.errors import ToolError
-from agora.toolsets.chess.commands import NewAgentToken
+from agora.toolsets.chess.commands import NewAgentToken, OfferDraw
 
 #: A long, sharp game (Kasparov-Topalov, Wijk aan Zee 1999, 44 moves), played move by move.
 _GAME = (
@@ -138,6 +138,33 @@ async def test_the_agent_is_told_its_draw_offer_was_declined(table):
     moved = await table.tool("move_piece", **{"from": "g1", "to": "f3"})
     assert moved["drawDeclined"] is False
     assert "declined" not in moved["message"]
+
+
+async def test_the_agent_is_told_in_words_that_its_move_declined_the_humans_offer(table):
+    # An agent that meant to accept and left (=) out must hear that its move declined.
+    await table.choose("black")
+    await table.human_move("e2e4")
+    await table.human(OfferDraw(table.token))
+    shown = await table.tool("get_board")
+    assert shown["drawOffer"] == "human"
+    moved = await table.tool("move_piece", **{"from": "e7", "to": "e5"})
+    assert moved["drawOffer"] is None
+    assert moved["message"] == (
+        "The human is to move. Your move e5 declined the human's draw offer (no (=) in its note)."
+    )
+    await table.human_move("g1f3")
+    waited = await table.tool("wait_for_turn", timeout_ms=1000)
+    assert "declined" not in waited["message"]  # said once, with the move
+
+
+async def test_the_agent_is_told_in_words_that_its_move_offered_a_draw(table):
+    await table.choose("white")
+    moved = await table.tool("move_piece", **{"from": "e2", "to": "e4", "note": "Draw? (=)"})
+    assert moved["drawOffer"] == "agent"
+    assert moved["message"] == (
+        "The human is to move. You offered a draw: the human accepts it on the page or declines"
+        " it by moving."
+    )
 
 
 def _size(reply: dict) -> int:

@@ -24,7 +24,7 @@ import msgspec
 
 from agora.toolsets.chess.actions import NEXT_GAME, NEXT_GAME_NO_PAGE, RECONNECT, next_action
 from agora.toolsets.chess.fit import fit
-from agora.toolsets.chess.game import Result, declined_draw
+from agora.toolsets.chess.game import Result, declined_by_agent, declined_draw
 from agora.toolsets.chess.guide import CONTRACT, evaluation_guide
 from agora.toolsets.chess.notes import shown_note
 from agora.toolsets.chess.position import POSITION_CACHE, movetext, pieces, position
@@ -151,10 +151,7 @@ def _message(
             text = "No change before the timeout."
         case _:
             text = f"Game over. {result.summary if result else ''}".strip()
-    if declined_draw(snap.moves) == "human" and snap.result is None:
-        text += f" The human declined your draw offer by playing {snap.moves[-1].san}."
-    if snap.draw_offer == "human":
-        text += _offer_text(snap)
+    text += _draw_text(snap, seat)
     if seat == "watcher":
         text += " You are watching: moves need the table's agent token."
     elif snap.agent_shared:
@@ -162,6 +159,31 @@ def _message(
     if snap.missed is not None:
         text = f"{missed_text(snap)} {text}"
     return text
+
+
+def _draw_text(snap: Snapshot, seat: Seat) -> str:
+    """What the reply says of draws: the human declined the agent's offer, the human offers
+    one, or what the agent's own last move did to one."""
+    text = ""
+    if declined_draw(snap.moves) == "human" and snap.result is None:
+        text += f" The human declined your draw offer by playing {snap.moves[-1].san}."
+    if snap.draw_offer == "human":
+        text += _offer_text(snap)
+    elif seat == "agent" and snap.result is None and snap.moves and snap.moves[-1].by == "agent":
+        text += _own_draw_text(snap)
+    return text
+
+
+def _own_draw_text(snap: Snapshot) -> str:
+    """What the agent's own last move did to a draw: declined the human's offer (a move
+    without (=) does, and an agent that meant to accept must hear it), or offered one."""
+    if declined_by_agent(snap.moves, snap.declined_ply):
+        return (
+            f" Your move {snap.moves[-1].san} declined the human's draw offer (no (=) in its note)."
+        )
+    if snap.draw_offer == "agent":
+        return " You offered a draw: the human accepts it on the page or declines it by moving."
+    return ""
 
 
 def _offer_text(snap: Snapshot) -> str:
