@@ -106,8 +106,8 @@ def test_creating_twice_is_refused_unless_idempotent(harness):
 
 
 def test_the_token_is_checked_before_any_human_action(harness):
-    assert harness.run(CheckToken(TOKEN)).reply is True
-    assert harness.run(CheckToken("wrong")).reply is False
+    assert harness.run(CheckToken(TOKEN)).reply == "human"
+    assert harness.run(CheckToken("wrong")).reply is None
     for command in (
         ChooseSide("wrong", "white"),
         HumanMove("", "e2", "e4"),

@@ -198,6 +198,21 @@ async def test_a_wrong_token_in_the_link_is_refused_not_a_silent_spectator(table
     assert status == 403
 
 
+async def test_the_agent_token_in_the_page_link_is_named_as_the_agent_token(table):
+    # The banner prints the human and agent links one line apart: a player who opens the
+    # agent's is told which link that is and which one to open, not "mistyped".
+    for path in ("/play/default/state", "/play/default/events"):
+        status, body = await api(
+            rt := table.runtime, "GET", path, query={"token": table.agent_token}
+        )
+        assert (status, body["code"]) == (403, "FORBIDDEN")
+        assert body["error"].startswith("This link carries the table's agent token")
+        assert "(/mcp/chess/default?token=...)" in body["error"]
+        assert "mistyped" not in body["error"]
+    status, body = await api(rt, "GET", "/play/default/state", query={"token": "guess"})
+    assert "mistyped, from another table, or an agent token the human" in body["error"]
+
+
 async def test_the_human_replaces_the_agent_token(table):
     rt = table.runtime
     old = table.agent_token

@@ -63,7 +63,9 @@ class AgentMove(msgspec.Struct, frozen=True, tag=True):
 
 
 class CheckToken(msgspec.Struct, frozen=True, tag=True):
-    """Reply whether ``token`` is this table's human token."""
+    """Reply whose token ``token`` is at this table: ``"human"``, ``"agent"`` (its current
+    agent token: a page opened with the agent's link is told which link it needs), or
+    ``None``."""
 
     token: str
 

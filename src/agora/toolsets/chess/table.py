@@ -185,7 +185,11 @@ class ChessTable:
 
     @commands.on(CheckToken)
     def _check_token(self, command: CheckToken, at: str) -> Effects:
-        return Effects(reply=self._token_ok(command.token))
+        assert self.row is not None
+        if self._token_ok(command.token):
+            return Effects(reply="human")
+        agent = self.row.agent_token is not None and same_token(command.token, self.row.agent_token)
+        return Effects(reply="agent" if agent else None)
 
     @commands.on(AgentMove)
     def _agent_move(self, command: AgentMove, at: str) -> Effects:

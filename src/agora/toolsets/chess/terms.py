@@ -82,3 +82,27 @@ class ChessError(ValueError):
         self.message = message
         self.legal_moves = legal_moves
         self.snapshot: object | None = None
+
+
+#: The page's words for a table name it cannot take, and for a token in its link that is not
+#: the human's.
+BAD_NAME: Final = (
+    "cannot be a table name: use 1 to 40 letters a-z, digits, _ or -, starting with a letter"
+    " or a digit (capitals become lower case; static, tables and api are taken)."
+)
+WRONG_TOKEN: Final = (
+    "The token in this link is not this table's human token: it is mistyped, from another"
+    " table, or an agent token the human has since replaced. You are not seated; open the page"
+    " without ?token= to watch."
+)
+
+
+def agent_token_on_page(table: str) -> str:
+    """What a page opened with table ``table``'s agent token says: whose token it is, where it
+    belongs, and which link to open instead."""
+    return (
+        "This link carries the table's agent token: it belongs in your agent's MCP URL"
+        f" (/mcp/chess/{table}?token=...), not in the page's. Open the human link agora serve"
+        " printed (or the one you got when you created the table) to play; without ?token= you"
+        " watch."
+    )

@@ -60,7 +60,7 @@ from agora.toolsets.chess.commands import (
 from agora.toolsets.chess.past import past_game
 from agora.toolsets.chess.pgn import game_pgn
 from agora.toolsets.chess.table import KIND
-from agora.toolsets.chess.terms import ChessError
+from agora.toolsets.chess.terms import BAD_NAME, WRONG_TOKEN, ChessError, agent_token_on_page
 from agora.web.http import VIEWPORT, EventStream, Request, Response, Route, wants_html
 
 if TYPE_CHECKING:
@@ -149,16 +149,6 @@ def _valid_table(name: str) -> bool:
     return bool(TABLE_NAME.match(name)) and name not in RESERVED
 
 
-BAD_NAME: Final = (
-    "cannot be a table name: use 1 to 40 letters a-z, digits, _ or -, starting with a letter"
-    " or a digit (capitals become lower case; static, tables and api are taken)."
-)
-WRONG_TOKEN: Final = (
-    "The token in this link is not this table's human token: it is mistyped or from another"
-    " table. You are not seated; open the page without ?token= to watch."
-)
-
-
 async def _is_human(runtime: Runtime, table: str, token: str | None) -> bool:
     """Whether ``token`` is the table's human token; no token means a spectator.
 
@@ -167,8 +157,10 @@ async def _is_human(runtime: Runtime, table: str, token: str | None) -> bool:
     """
     if not token:
         return False
-    ok: bool = await runtime.call(KIND, table, CheckToken(token))
-    if not ok:
+    whose: str | None = await runtime.call(KIND, table, CheckToken(token))
+    if whose == "agent":
+        raise ChessError("FORBIDDEN", agent_token_on_page(table))
+    if whose is None:
         raise ChessError("FORBIDDEN", WRONG_TOKEN)
     return True
 

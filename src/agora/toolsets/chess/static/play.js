@@ -197,7 +197,7 @@
     const box = $("token-problem");
     box.replaceChildren(document.createTextNode(`${message} `));
     box.append(el("a", { href: api("").slice(0, -1) }, "Watch as a spectator"));
-    $("status").textContent = "Not seated: the link's token is wrong.";
+    $("status").textContent = "Not seated: the link's token is not this table's human token.";
     $("role").textContent = "not seated";
     showOnly(box);
   }
