@@ -23,7 +23,7 @@ from agora.config import Config
 from agora.server.app import load_toolsets
 from agora.server.embed import open_server
 
-mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK (pip install mcp)")
+mcp = pytest.importorskip("mcp", reason="needs: the official MCP SDK 2.x (pip install 'mcp>=2')")
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
