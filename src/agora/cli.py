@@ -26,7 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from agora.cli_banner import DEFAULT_DB, banner, database_named, is_file_path, warn_at_start
+from agora.cli_banner import (
+    DEFAULT_DB,
+    banner,
+    database_named,
+    db_chosen,
+    is_file_path,
+    warn_at_start,
+)
 from agora.cli_call import call
 from agora.cli_parser import build_parser
 from agora.cli_signals import received, stop_on_signal, stop_signals, while_stopping
@@ -124,7 +131,7 @@ def _os_problem(exc: OSError) -> str:
     return f"{said}: {' -> '.join(files)}" if files else said
 
 
-async def _stdio(config: Config, path: str, default_db: str) -> None:
+async def _stdio(config: Config, path: str, chosen_db: bool) -> None:
     from agora.transports.stdio import StopReading, serve_stdio
 
     token = os.environ.get("AGORA_TOKEN")
@@ -147,9 +154,10 @@ async def _stdio(config: Config, path: str, default_db: str) -> None:
             # `agora serve` on it): links handed out (a chamber card's card_url) go under it.
             server.runtime.public_url = config.public_url
             # A client launches this from a directory of its choosing ($HOME, /): say where
-            # the default ./agora.db went (stdout is MCP's; this line is stderr's).
+            # the default ./agora.db went, when nothing chose the file (stdout is MCP's; this
+            # line is stderr's).
             # Never the query: a chess agent's seat token travels there, as for --connect.
-            default = DEFAULT_DB if config.db == default_db else ""
+            default = "" if chosen_db else DEFAULT_DB
             shown = shown_url(path)
             log.info(
                 "serving %s on stdio; database %s%s", shown, database_named(config.db), default
@@ -300,7 +308,7 @@ def _run_stdio(args: argparse.Namespace) -> int:
     else:
         config = _config(args)
         path = args.endpoint or "/mcp"
-    trio.run(_stdio, config, path, os.path.abspath(Config().db))
+    trio.run(_stdio, config, path, db_chosen(args.db, args.config))
     return 0
 
 
