@@ -276,8 +276,9 @@ class HttpConnection(Responder):
         req.path = unprefixed(req.path, self.base)
         config = self.config
         probe = req.path in PROBES
+        anonymous, named = config.allow_anonymous, bool(config.principals)
         refused = gate(
-            head, req, config.allowed_hosts, self.app.authenticate, probe, config.allow_anonymous
+            head, req, config.allowed_hosts, self.app.authenticate, probe, anonymous, named
         )
         if refused is not None:
             self.front.refusals.refused(refused.cause, self.remote, req.path, refused.detail)

@@ -41,6 +41,14 @@ UNKNOWN_BEARER = (
     " server's [[principals]]; a token a toolset gives out, such as a chess table's agent token,"
     " goes in the endpoint URL as ?token=)"
 )
+#: `UNKNOWN_BEARER` on a server with no ``[[principals]]``: no token can be known there, and
+#: every caller is anonymous (``allow_anonymous = false`` needs principals), so: send none.
+NO_PRINCIPALS_BEARER = (
+    "Unauthorized: unknown bearer token: this server has no [[principals]], so it knows no"
+    " token: send none (no Authorization header: unset AGORA_TOKEN, drop --token), every caller"
+    " here is anonymous; a token a toolset gives out, such as a chess table's agent token, goes"
+    " in the endpoint URL as ?token="
+)
 
 #: The causes of `Refused` the log says (`agora.transports.episodes.Refusals`).
 UNKNOWN_TOKEN = "401 unknown bearer token"
@@ -145,11 +153,13 @@ def gate(
     authenticate: Callable[[str | None], Principal | None],
     probe: bool,
     anonymous_mcp: bool = True,
+    named_principals: bool = True,
 ) -> Refused | None:
     """The refusal of a request no route may see (a bad Host, a target of ``*``, a Host or
     Origin of another site, an unknown bearer token, or no token on an MCP endpoint unless
     ``anonymous_mcp``), else None with ``req.principal`` set. A ``probe`` (``/healthz``,
-    ``/readyz``) is public: a balancer's stray credentials must not fail it."""
+    ``/readyz``) is public: a balancer's stray credentials must not fail it. Without
+    ``named_principals`` (no ``[[principals]]``) an unknown token's refusal says to send none."""
     headers = head.headers
     problem = guard.host_syntax_refusal(head.headers.get("host"), head.version)
     if problem is not None:
@@ -169,11 +179,12 @@ def gate(
         return Refused(403, refusal_response(req, 403, refused), [], NOT_ALLOWED, refused)
     req.principal = authenticate(None if probe else headers.get("authorization"))
     if req.principal is None:
+        said = UNKNOWN_BEARER if named_principals else NO_PRINCIPALS_BEARER
         if is_mcp(req.path):
-            body = rpc.error(None, rpc.INVALID_REQUEST, UNKNOWN_BEARER)
+            body = rpc.error(None, rpc.INVALID_REQUEST, said)
             return Refused(401, body, [BEARER], UNKNOWN_TOKEN)
         # a page's refusal: HTML for a browser, else {"error": ...}
-        return Refused(401, refusal_response(req, 401, UNKNOWN_BEARER), [BEARER], UNKNOWN_TOKEN)
+        return Refused(401, refusal_response(req, 401, said), [BEARER], UNKNOWN_TOKEN)
     if not anonymous_mcp and req.principal.anonymous and is_mcp(req.path):
         body = rpc.error(None, rpc.INVALID_REQUEST, TOKEN_REQUIRED)
         return Refused(401, body, [BEARER], NO_TOKEN, "allow_anonymous = false")
