@@ -88,7 +88,8 @@ def test_an_unknown_toolset_is_named_with_its_source_and_the_closest_known(tmp_p
         load_config(path)
     assert str(info.value) == (
         f"{path}: unknown toolset `chesss`; did you mean `chess`?"
-        " (known: chamber, chess, router, debate)"
+        " (known: chamber, chess, router, debate); in a program embedding agora, a toolset of"
+        " your own is passed built, not named: open_server(config, toolsets=[...])"
     )
     with pytest.raises(ValueError, match="unknown toolsets") as info:
         load_config(toolsets=["x1", "y2"])

@@ -197,3 +197,25 @@ async def test_config_toolsets_naming_no_built_in_toolset_is_refused_with_toolse
             pass  # pragma: no cover - refused before
     assert "a toolset of your own is passed built, not named" in str(info.value)
     assert not (tmp_path / "agora.db").exists()
+
+
+def test_a_toolset_of_your_own_named_in_agora_toml_gets_the_hint_config_gets(tmp_path, monkeypatch):
+    """Embedder's finding: ``toolsets = ["greeter"]`` in agora.toml (`load_config`, where
+    docs/toolset-api.md sends embedders) said only "did you mean `router`?", while the same
+    name in ``Config(toolsets=...)`` said how a toolset of one's own is served."""
+    hint = "a toolset of your own is passed built, not named: open_server(config, toolsets=[...])"
+    assert hint in config_problem(Config(toolsets=["greeter"]))
+    toml = tmp_path / "agora.toml"
+    toml.write_text('toolsets = ["greeter"]\n')
+    with pytest.raises(ValueError, match="unknown toolset `greeter`") as from_file:
+        load_config(str(toml))
+    assert str(from_file.value).startswith(f"{toml}: unknown toolset")
+    assert hint in str(from_file.value)
+    monkeypatch.setenv("AGORA_TOOLSETS", "greeter")
+    with pytest.raises(ValueError, match="AGORA_TOOLSETS: unknown toolset") as from_env:
+        load_config(None)
+    assert hint in str(from_env.value)
+    # a flag of the `agora` command, which serves the built-in toolsets only: no embedding hint
+    with pytest.raises(ValueError, match="--toolsets: unknown toolset") as from_flag:
+        load_config(None, toolsets=["greeter"])
+    assert "open_server" not in str(from_flag.value)

@@ -247,21 +247,26 @@ def config_problem(config: Config) -> str | None:
         return _typed(str(exc), list(Config.__struct_fields__))
     unknown = [t for t in config.toolsets if t not in SERVABLE]
     if unknown:  # checked even when `open_server(toolsets=...)` replaces the list
-        own = "; a toolset of your own is passed built, not named:"
-        own += " open_server(config, toolsets=[...])"
-        return _unknown_toolsets(unknown, "toolsets") + own
+        return _unknown_toolsets(unknown, "toolsets")
     wrong = out_of_range(config) or unusable_principal(config) or unusable_grants(config)
     return None if wrong is None else wrong[1]
 
 
 def _unknown_toolsets(unknown: list[str], source: str | None) -> str:
-    """``toolsets`` names toolsets no server has: which, the closest known, and where."""
+    """``toolsets`` names toolsets no server has: which, the closest known, and where; and,
+    unless a command-line flag named them (``agora`` serves built-in toolsets only), how an
+    embedding program serves a toolset of its own, which a config file or AGORA_TOOLSETS
+    (read by `load_config`) may name as a `Config` built in code may."""
     named = ", ".join(f"`{name}`" for name in unknown)
     message = f"unknown toolset{'s' if len(unknown) > 1 else ''} {named}"
     near = difflib.get_close_matches(unknown[0], KNOWN_TOOLSETS, n=1)
     if near:
         message += f"; did you mean `{near[0]}`?"
     message += f" (known: {', '.join(KNOWN_TOOLSETS)})"
+    if not (source or "").startswith("--"):
+        # Said to whoever reads it (`agora serve --config`, too): who it is for comes first.
+        message += "; in a program embedding agora, a toolset of your own is passed built,"
+        message += " not named: open_server(config, toolsets=[...])"
     return f"{source}: {message}" if source else message
 
 
