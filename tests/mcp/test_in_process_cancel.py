@@ -98,6 +98,46 @@ async def test_a_cancelled_notification_ends_the_wait_with_call_cancelled():
     assert notifications == []
 
 
+async def test_a_call_cancelled_by_the_request_id_its_caller_chose():
+    """A tester's finding: README's recipe, ``client.notify("notifications/cancelled",
+    {"requestId": id})``, needed the id of a call in flight, which nothing exposed (a private
+    counter's). The caller now chooses it, ``call_tool(..., request_id=...)``; the client's
+    own ids go on around it, and an id of a call still waiting is refused."""
+    tool = Slow()
+    caught: list[CallCancelled] = []
+    with trio.fail_after(20):
+        async with (
+            open_server(Config(db=":memory:"), toolsets=[_toolset(tool)], listen=False) as server,
+            server.client("/mcp/slowpoke") as client,
+        ):
+            await client.initialize()  # id 1
+            first = await client.call_tool("slow", {"seconds": 0})  # id 2
+
+            async def call(rid: str | int) -> None:
+                with pytest.raises(CallCancelled) as info:
+                    await client.call_tool("slow", request_id=rid)
+                caught.append(info.value)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call, "slow-1")
+                nursery.start_soon(call, 3)  # the id the client's counter would give next
+                while tool.began < 3:  # noqa: ASYNC110 - the handler's own record
+                    await trio.sleep(0.01)
+                with pytest.raises(ValueError, match="'slow-1' is that of a call still waiting"):
+                    await client.call_tool("slow", request_id="slow-1")
+                done = await client.call_tool("slow", {"seconds": 0})  # its own id: 4, not 3
+                await client.notify("notifications/cancelled", {"requestId": "slow-1"})
+                await client.notify("notifications/cancelled", {"requestId": 3})
+            notifications = list(client.notifications)
+    assert first["structuredContent"] == done["structuredContent"] == {"slept": True}
+    assert sorted((e.code, str(e.data["requestId"])) for e in caught) == [
+        (rpc.REQUEST_CANCELLED, "3"),
+        (rpc.REQUEST_CANCELLED, "slow-1"),
+    ]
+    assert (tool.began, tool.cancelled, tool.finished) == (4, 2, 2)
+    assert notifications == []
+
+
 ASK = {
     "message": "Delete the list?",
     "requestedSchema": {"type": "object", "properties": {"yes": {"type": "boolean"}}},

@@ -49,19 +49,38 @@ class InProcessClient:
         else:
             self.notifications.append(message)
 
-    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        request_id: rpc.RequestId | None = None,
+    ) -> dict[str, Any]:
         """Send a request; return the whole response message (``result`` or ``error``).
 
-        Cancelling the wait (a cancel scope of the caller's: a timeout, say) cancels the call
-        at the server, as ``notifications/cancelled`` does: its handler is cancelled, its
-        in-flight slot freed, and its reply, if one still comes, dropped.
+        ``request_id``: the request's JSON-RPC id, of the caller's choosing (a string such as
+        ``"slow-1"`` never meets the client's own ids, 1, 2, 3...), for a
+        ``notifications/cancelled`` of the caller's to name (`notify`); by default the next
+        of the client's own. Cancelling the wait (a cancel scope of the caller's: a timeout,
+        say) cancels the call at the server, as ``notifications/cancelled`` does: its handler
+        is cancelled, its in-flight slot freed, and its reply, if one still comes, dropped.
 
         Raises:
             CallCancelled: this client sent ``notifications/cancelled`` for the request
                 (`notify`) before its reply came: the server sends none (MCP).
+            ValueError: ``request_id`` is that of a request of this client still waiting.
         """
-        self._next += 1
-        rid = self._next
+        if request_id is None:
+            self._next += 1
+            while self._next in self._waiting:  # a caller's id: never two calls on one id
+                self._next += 1
+            rid: rpc.RequestId = self._next
+        elif isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
+            raise TypeError(f"request_id must be a string or an integer, not {request_id!r}")
+        elif request_id in self._waiting:
+            raise ValueError(f"request_id {request_id!r} is that of a call still waiting")
+        else:
+            rid = request_id
         event: trio.Event = trio.Event()
         box: list[dict[str, Any]] = []
         self._waiting[rid] = (event, box)
@@ -87,8 +106,9 @@ class InProcessClient:
                 event.set()
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        """Send a notification. ``notifications/cancelled`` for a request still waiting ends
-        that wait at once: its `request` (`call_tool`) raises `CallCancelled`."""
+        """Send a notification. ``notifications/cancelled`` for a request still waiting (its
+        ``requestId``: the ``request_id`` given to `request` or `call_tool`) ends that wait at
+        once: its `request` (`call_tool`) raises `CallCancelled`."""
         await self.conn.feed(rpc.parse(rpc.notification(method, params or {})))
         if method == "notifications/cancelled" and params:
             waiting = self._waiting.get(params.get("requestId"))  # type: ignore[arg-type]
@@ -118,9 +138,16 @@ class InProcessClient:
         await self.notify("notifications/initialized")
         return reply["result"]  # type: ignore[no-any-return]
 
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        request_id: rpc.RequestId | None = None,
+    ) -> dict[str, Any]:
         """tools/call; return the result (a dict: ``structuredContent``, ``content``,
-        ``isError`` for a refusal), or raise on a JSON-RPC error.
+        ``isError`` for a refusal), or raise on a JSON-RPC error. ``request_id``: the call's
+        id, of the caller's choosing, for a ``notifications/cancelled`` to name (`request`).
 
         Raises:
             CallError: the server answered with a JSON-RPC error (its code, message and
@@ -128,7 +155,8 @@ class InProcessClient:
             CallCancelled: this client cancelled the call (`notify`
                 ``notifications/cancelled``) before it was answered.
         """
-        reply = await self.request("tools/call", {"name": name, "arguments": arguments or {}})
+        params = {"name": name, "arguments": arguments or {}}
+        reply = await self.request("tools/call", params, request_id=request_id)
         if "error" in reply:
             error = reply["error"]
             raise CallError(error["code"], error["message"], error.get("data"))
