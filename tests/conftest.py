@@ -17,6 +17,7 @@ marked ``sqlite_only("why")`` and skipped by that pass, as are the tests that ta
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -189,3 +190,14 @@ def small_disk(tmp_path: Path) -> Generator[Path]:
     """A 4 MiB tmpfs to fill (`disks.fill`), unmounted afterwards; root only."""
     with small_tmpfs(tmp_path) as mount:
         yield mount
+
+
+@pytest.fixture(autouse=True)
+def _root_log_level_restored() -> Generator[None]:
+    """The root logger's level as each test found it: a test running ``agora.cli.main`` (which
+    applies ``log_level`` to the root logger, as the command does) must not leave it at INFO,
+    where every later test's caplog would take INFO records of every logger."""
+    root = logging.getLogger()
+    level = root.level
+    yield
+    root.setLevel(level)
