@@ -132,6 +132,7 @@ def _os_problem(exc: OSError) -> str:
 
 
 async def _stdio(config: Config, path: str, chosen_db: bool) -> None:
+    from agora.server.endpoints import no_endpoint
     from agora.transports.stdio import StopReading, serve_stdio
 
     token = os.environ.get("AGORA_TOKEN")
@@ -149,7 +150,7 @@ async def _stdio(config: Config, path: str, chosen_db: bool) -> None:
             nursery.start_soon(stop_on_signal, signals, stop, config.grace_seconds)
             endpoint = server.app.endpoint(path)
             if endpoint is None:
-                raise _Refused(f"{shown_url(path)} is not an MCP endpoint of this server")
+                raise _Refused(no_endpoint(server.app, path))
             # No page here, but a configured public_url names where the file is served (by
             # `agora serve` on it): links handed out (a chamber card's card_url) go under it.
             server.runtime.public_url = config.public_url

@@ -33,6 +33,7 @@ from agora.runtime.registry import Runtime
 from agora.server.app import App, catalog_entries, load_toolsets
 from agora.server.connection import Connection
 from agora.server.descriptors import connection_cap
+from agora.server.endpoints import served_endpoint
 from agora.server.inprocess import InProcessClient as InProcessClient
 from agora.store.db import open_store
 from agora.toolsets.options import check_toolset_options
@@ -85,9 +86,7 @@ class Server:
         ``grace_seconds`` to answer, then cancelled and answered -32603 (shutting down),
         before the database closes.
         """
-        endpoint = self.app.endpoint(path)
-        if endpoint is None:
-            raise ValueError(f"no MCP endpoint at {path}")
+        endpoint = served_endpoint(self.app, path)  # or a ValueError naming those there are
         raised: BaseException | None = None  # what the caller's block raised, if anything
         try:
             async with trio.open_nursery() as nursery:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agora.server.endpoints import served_endpoint
 from agora.transports.stdio import StopReading
 from agora.transports.stdio import serve_stdio as _serve
 
@@ -40,10 +41,9 @@ async def serve_stdio(
         stop: Pulled (called) to end the input as if the client had closed it.
 
     Raises:
-        ValueError: ``path`` names no MCP endpoint of ``server``.
+        ValueError: ``path`` names no MCP endpoint of ``server`` (the message names those
+            there are, and the closest).
     """
     app = server.app
-    endpoint = app.endpoint(path)
-    if endpoint is None:
-        raise ValueError(f"{path} is not an MCP endpoint of this server")
+    endpoint = served_endpoint(app, path)
     await _serve(app, endpoint, principal or app.config.anonymous(), stop=stop)
