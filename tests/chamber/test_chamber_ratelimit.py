@@ -142,3 +142,27 @@ async def test_each_connection_has_its_own_limit():
                 await second.initialize()
                 again = await second.call_tool("enter_open_challenge", dict(ENTRY))
                 assert again["structuredContent"]["ok"] is True
+
+
+async def test_the_anonymous_refusal_says_every_anonymous_caller_shares_the_limit(
+    runtime, chamber, options, mock_clock
+):
+    """Tester finding: an anonymous agent refused on its first entry read "Too many entries
+    for this principal", not that other anonymous clients had used the shared limit, nor
+    that a bearer token gets one of its own."""
+    options["chamber"]["anonymous_enter_per_minute"] = 1
+    first = Agent(runtime, dict(chamber[0].handlers), Principal())
+    other = Agent(runtime, dict(chamber[0].handlers), Principal())
+    await first.enter()
+    body = await other.refused("enter_open_challenge", **ENTRY)
+    assert (body["code"], body["retryable"]) == ("op_not_allowed", True)
+    assert body["error"] == (
+        "Too many anonymous entries: the chamber admits a limited number per minute, shared by"
+        " all anonymous callers (other clients' entries count too)."
+    )
+    assert body["recovery_hint"] == (
+        "Wait 60 s, then call enter_open_challenge again (a named principal of the server's"
+        " [[principals]], calling with its bearer token, has a limit of its own; a server without"
+        " principals has only this shared one)."
+    )
+    assert "this principal" not in body["error"]

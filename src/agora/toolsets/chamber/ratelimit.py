@@ -66,6 +66,23 @@ class Limits:
         return cls(*values)
 
 
+def refusal(which: str, *, anonymous: bool) -> tuple[str, str]:
+    """The words of an entry refused by limit ``which`` (`EntryLimiter.take`): the error, and
+    what the recovery hint adds after its wait. Anonymous callers share one bucket, so others'
+    entries empty it too, and a bearer token has its own: the refusal says both."""
+    per = "a limited number per minute"
+    if which == "connection":
+        return f"Too many entries on this connection: the chamber admits {per}.", ""
+    if not anonymous:
+        return f"Too many entries for this principal: the chamber admits {per}.", ""
+    return (
+        f"Too many anonymous entries: the chamber admits {per}, shared by all anonymous callers"
+        " (other clients' entries count too).",
+        " (a named principal of the server's [[principals]], calling with its bearer token,"
+        " has a limit of its own; a server without principals has only this shared one)",
+    )
+
+
 @dataclass(slots=True)
 class _Bucket:
     tokens: float

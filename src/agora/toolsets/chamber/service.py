@@ -42,7 +42,7 @@ from agora.toolsets.chamber.invitation import (
     unknown,
 )
 from agora.toolsets.chamber.pool import RoomPool, pool_size
-from agora.toolsets.chamber.ratelimit import LIMIT_SETTINGS, EntryLimiter, Limits
+from agora.toolsets.chamber.ratelimit import LIMIT_SETTINGS, EntryLimiter, Limits, refusal
 from agora.toolsets.chamber.replies import NotYours, failure, not_found, retired_alias
 from agora.toolsets.chamber.sealing import SealOutcome, seal_reply
 from agora.toolsets.chamber.signing import ALGORITHM, Signer, SigningKeyError, load_signer
@@ -191,11 +191,11 @@ class Chamber:
         if refused is None:
             return
         which, wait = refused
-        per = {"principal": "for this principal", "connection": "on this connection"}[which]
+        error, hint = refusal(which, anonymous=call.principal.anonymous)
         raise failure(
             "op_not_allowed",
-            f"Too many entries {per}: the chamber admits a limited number per minute.",
-            f"Wait {math.ceil(wait)} s, then call enter_open_challenge again.",
+            error,
+            f"Wait {math.ceil(wait)} s, then call enter_open_challenge again{hint}.",
             retryable=True,
             retry_after_seconds=math.ceil(wait),
         )
