@@ -52,7 +52,7 @@ async def test_the_ally_redeems_the_invitation_into_the_kept_room_once(agent, ru
     card = (await agent.tool("seal_attempt", challenge_handle=handle))["card"]
     assert (card["seed_source"], card["practice"]) == ("server", False)
     again = await agent.refused("enter_open_challenge", **{**ENTRY, **args})
-    assert again["code"] == "value_format_invalid"
+    assert again["code"] == "op_not_allowed"
     assert "already redeemed: it enters one room, once" in again["error"]
     assert "call_for_help" not in again["recovery_hint"]  # it would answer the same token
 
@@ -89,7 +89,7 @@ async def test_an_invitation_is_for_its_product_and_suite(agent):
 
 async def test_unknown_invitations_are_refused(agent):
     body = await agent.refused("enter_open_challenge", **ENTRY, seed="inv-" + "0" * 32)
-    assert body["code"] == "value_format_invalid"
+    assert body["code"] == "op_not_allowed"
     assert "is not an invitation this server issued" in body["error"]
 
 
@@ -109,17 +109,20 @@ async def test_concurrent_redemptions_let_exactly_one_ally_in(agent):
         async with trio.open_nursery() as nursery:
             for _ in range(6):
                 nursery.start_soon(enter)
-    assert sorted(outcomes) == ["in"] + ["value_format_invalid"] * 5
+    assert sorted(outcomes) == ["in"] + ["op_not_allowed"] * 5
 
 
 async def test_a_dead_invitation_is_not_worth_retrying(agent):
+    """Tester finding: a redeemed invitation was refused as ``value_format_invalid``, telling
+    an agent that branches on ``code`` to try other spellings of a well-formed token."""
     body = await agent.refused("enter_open_challenge", **ENTRY, seed="inv-" + "0" * 32)
-    assert body["retryable"] is False
+    assert (body["code"], body["retryable"]) == ("op_not_allowed", False)
     _, reply = await _invite(agent)
     args = reply["ally_entry"]["arguments"]
     await agent.tool("enter_open_challenge", **{**ENTRY, **args})
     again = await agent.refused("enter_open_challenge", **{**ENTRY, **args})
-    assert again["retryable"] is False
+    assert (again["code"], again["retryable"]) == ("op_not_allowed", False)
+    assert again["error"].endswith("is an invitation already redeemed: it enters one room, once.")
 
 
 async def test_inspect_without_an_object_says_it_needs_one(agent):

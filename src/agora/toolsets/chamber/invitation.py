@@ -72,9 +72,10 @@ class Redeemed:
 
 
 def unknown(token: str) -> ToolError:
-    """The refusal for a token that is not an invitation this server issued."""
+    """The refusal for a token that is not an invitation this server issued: its format is
+    fine (``value_format_invalid`` would send an agent trying other spellings)."""
     return failure(
-        "value_format_invalid",
+        "op_not_allowed",
         f"seed {token[:40]!r} is not an invitation this server issued.",
         "Leave seed out to enter a fresh room, or ask your inviter for the invitation that "
         "its call_for_help answered.",
@@ -83,9 +84,10 @@ def unknown(token: str) -> ToolError:
 
 
 def used(token: str) -> ToolError:
-    """The refusal for an invitation already redeemed: it enters one room, once."""
+    """The refusal for an invitation already redeemed: it enters one room, once (a code
+    that says nothing of its format, which is fine)."""
     return failure(
-        "value_format_invalid",
+        "op_not_allowed",
         f"seed {token[:40]!r} is an invitation already redeemed: it enters one room, once.",
         "Leave seed out to enter a fresh room of your own.",
         retryable=False,
