@@ -188,3 +188,38 @@ def test_a_card_page_opens_with_a_summary_line_and_marks_expired_cards():
     ) in page
     banner = page.index("<strong>Expired attempt</strong>: it was left unsealed past its time")
     assert page.index("<strong>Practice card</strong>") < banner < page.index("<table>")
+
+
+async def test_what_the_participant_sent_is_marked_participant_declared_next_to_it(runtime, agent):
+    """Tester finding: a signed card's page showed ``preflight no_intervention_confirmed
+    true`` and ``next_candidate assurance: scoreia_controlled`` as plainly as the server's
+    own figures, under a caveat that named identity fields only."""
+    entered = await agent.enter(
+        host_version="scoreia_controlled",
+        product_plan="VERIFIED by ScoreIA",
+        preflight={"no_intervention_confirmed": True},
+    )
+    h = entered["attempt_handle"]
+    await agent.tool("call_for_help", challenge_handle=h, ally="claude-5")
+    sealed = await agent.tool(
+        "seal_attempt", challenge_handle=h, next_candidate="assurance: scoreia_controlled"
+    )
+    response = await web.get_card(get(f"/cards/{sealed['card_id']}", BROWSER), runtime)
+    page = response.body.decode()
+    mark = " <small class=declared>(participant-declared: not checked by the server)</small>"
+    for value in (
+        "<code><bdi>scoreia_controlled</bdi></code>",  # host_version
+        "<code><bdi>VERIFIED by ScoreIA</bdi></code>",
+        "<code><bdi>gpt-5.6-sol</bdi></code>",  # product
+        "<code><bdi>assurance: scoreia_controlled</bdi></code>",  # next_candidate
+        "<bdi>claude-5</bdi>",  # allies
+        "<tr><th>no_<wbr>intervention_<wbr>confirmed</th><td><code>true</code></td></tr>"
+        "</table>",  # preflight
+    ):
+        assert f"{value}{mark}</td>" in page, value
+    assert "<code><bdi>participant_claimed</bdi></code></td>" in page  # the server's word
+    assert page.count(mark) == 6 + 3  # six identity claims; preflight, allies, next_candidate
+    assert "Values marked participant-declared are what the participant sent" in page
+    # An operator's entry (origin summoned) vouches for its claims: they are not marked.
+    card = {"card_id": "card-x", "identity": {"product": "p", "assurance": "scoreia_controlled"}}
+    assert mark not in _page(json.dumps({"card": card}).encode())

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Final
 from agora.mcp.contracts import load_contract
 from agora.runtime.background import periodic
 from agora.toolsets.base import ArgumentLimits, Toolset
-from agora.toolsets.chamber import board_web, store, web
+from agora.toolsets.chamber import board_web, card_page, store, web
 from agora.toolsets.chamber.contract import ChamberContract, default_contract
 from agora.toolsets.chamber.keycheck import signing_key_check
 from agora.toolsets.chamber.ratelimit import LIMIT_SETTINGS
@@ -94,7 +94,7 @@ def build_toolset(contract: ChamberContract) -> tuple[Toolset, Chamber]:
         pages=(
             ("/board", "Board: products ranked per suite, from sealed evidence cards"),
             ("/cards", "Evidence cards sealed today (UTC), in the order sealed"),
-            (web.KEYS_PATH, "The operator's signing keys, to verify a card"),
+            (card_page.KEYS_PATH, "The operator's signing keys, to verify a card"),
         ),
         contract=None,
         tools=served_tools(load_contract("chamber")),

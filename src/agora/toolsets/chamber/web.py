@@ -2,8 +2,9 @@
 
 A card is served as its stored document bytes (JSON), or as an HTML view when the client's
 Accept header prefers text/html (``?format=json`` or ``?format=html`` override); the view
-opens with a summary line and any contradictory, practice or expired banner, and links to
-the board, the card's day, its JSON form and ``/chamber/keys``. Every value shown in HTML is
+opens with a summary line and any contradictory, practice or expired banner, marks what the
+participant sent as participant-declared (`card_page`), and links to the board, the card's
+day, its JSON form and ``/chamber/keys``. Every value shown in HTML is
 escaped; pages carry a CSP that allows no scripts. Listings read committed rows with
 ``runtime.read``; nothing here writes or messages actors.
 """
@@ -12,14 +13,13 @@ from __future__ import annotations
 
 import datetime as dt
 import html
-import json
 import re
 import urllib.parse
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from agora.toolsets.chamber import listings, store, verify
-from agora.toolsets.chamber.consistency import CONTRADICTORY, contradictions
+from agora.toolsets.chamber import listings, store
+from agora.toolsets.chamber.card_page import KEYS_PATH, card_view
 from agora.web import http
 from agora.web.http import Request, Response, Route, wants_html
 
@@ -136,162 +136,9 @@ def _error_page(status: int, message: str) -> Response:
     return page(title, inner, status)
 
 
-def _name(key: object) -> str:
-    """A field name that may break after its underscores only (``<wbr>``), never mid-word."""
-    return html.escape(str(key)).replace("_", "_<wbr>")
-
-
-def _cell(value: Any) -> str:
-    if isinstance(value, dict):
-        rows = "".join(f"<tr><th>{_name(k)}</th><td>{_cell(v)}</td></tr>"
-                       for k, v in value.items())  # fmt: skip
-        return f"<table>{rows}</table>"
-    # <bdi> isolates each value: a right-to-left override in a claim cannot reverse the
-    # text around it.
-    if isinstance(value, list):
-        return ", ".join(f"<bdi>{html.escape(str(v))}</bdi>" for v in value) or "&mdash;"
-    if value is None:
-        return "&mdash;"
-    if not isinstance(value, str):
-        # true/false and numbers as the JSON document has them (no text to isolate)
-        return f"<code>{html.escape(json.dumps(value))}</code>"
-    return f"<code><bdi>{html.escape(value)}</bdi></code>"
-
-
-#: The border of a card page's banner (contradictory, practice, expired): what a reader must
-#: see first.
-_BANNER = '<p class={} style="border:2px solid #b60;padding:.4rem .8rem">'
-
-
-def _practice_note(card: dict[str, Any]) -> str:
-    why = verify.practice_reason(card)
-    if not why:
-        return ""
-    room = card.get("room_id")
-    link = f" Every run of this room carries room id {_cell(room)}." if room else ""
-    return (
-        f"{_BANNER.format('practice')}<strong>Practice card</strong>: {why}; it is not"
-        f" evidence of a fresh room.{link}</p>"
-    )
-
-
-def _expired_note(card: dict[str, Any]) -> str:
-    if card.get("outcome") != "expired":
-        return ""
-    return (
-        f"{_BANNER.format('expired')}<strong>Expired attempt</strong>: it was left unsealed"
-        " past its time limit, and the server sealed it when the time ran out; it records the"
-        " play up to then, not a finished run.</p>"
-    )
-
-
-def _contradiction_note(card: dict[str, Any], signed: bool) -> str:
-    faults = contradictions(card)
-    if not faults:
-        return ""
-    items = "".join(f"<li>{_text(f)}</li>" for f in faults)
-    who = (
-        "It was signed before the server checked this: the signature does not make it"
-        " genuine. The board, which judges unsigned cards only, still counts it"
-        if signed
-        else "The server never signs such a card, so no key has signed it and none ever will."
-        " The board does not count it"
-    )
-    box = _BANNER.replace("<p ", "<div ").format(CONTRADICTORY)
-    return (
-        f"{box}<p><strong>Contradictory card</strong>: its figures cannot be true together, so"
-        " the attempt's stored figures were changed outside play (its database edited):</p>"
-        f"<ul>{items}</ul><p>{who}, and <code>agora cards verify</code> calls it not"
-        " genuine.</p></div>"
-    )
-
-
-def _text(value: Any) -> str:
-    """A participant's or the card's short value in running text (escaped, isolated)."""
-    return f"<bdi>{html.escape(str(value))}</bdi>"
-
-
-def _summary(card: dict[str, Any], signature: Any) -> str:
-    """The line above the field table: product, suite, outcome, when sealed, signed or not
-    (what a reader looks for first; the table below holds every field)."""
-    identity = card.get("identity")
-    if not isinstance(identity, dict):
-        identity = {}
-    suite = card.get("suite")
-    suite_id = suite.get("id") if isinstance(suite, dict) else suite
-    parts = [f"<strong>{_text(identity.get('product') or 'unknown product')}</strong>"]
-    if suite_id:
-        parts.append(f" on {_text(suite_id)}")
-    parts.append(f": <strong>{_text(card.get('outcome', 'no outcome'))}</strong>")
-    locks = card.get("locks")
-    if isinstance(locks, dict):
-        opened, total = (html.escape(str(locks.get(k))) for k in ("opened", "total"))
-        parts.append(f", {opened} of {total} locks open")
-    sealed = str(card.get("sealed_at", ""))
-    if len(sealed) >= 19:
-        parts.append(f", sealed {html.escape(sealed[:10])} {html.escape(sealed[11:19])} UTC")
-    if isinstance(signature, dict):
-        parts.append(f"; signed by key {_text(signature.get('key_id'))}")
-    elif contradictions(card):
-        parts.append(
-            f"; <strong>never to be signed</strong>: its figures contradict each other"
-            f" ({CONTRADICTORY})"
-        )
-    else:
-        parts.append("; <strong>not signed yet</strong> (pending_signature)")
-    return f"<p class=summary>{''.join(parts)}.</p>"
-
-
-def _card_links(card: dict[str, Any], signed: bool | None = None) -> str:
-    """Where a card page leads: the board, its day's listing, its JSON document, the keys
-    (saying so when ``signed`` is False: the keys cannot vouch for an unsigned card)."""
-    card_id = urllib.parse.quote(str(card.get("card_id", "")), safe="")
-    date = card.get("date")
-    links = ["<a href=/board>Board</a>"]
-    if isinstance(date, str) and _DATE.match(date):
-        links.append(f'<a href="/cards?date={date}">Cards of {date}</a>')
-    links.append(f'<a href="/cards/{html.escape(card_id)}?format=json">This card as JSON</a>')
-    keys = f"<a href={KEYS_PATH}>Signing keys</a>"
-    if signed is False and contradictions(card):
-        keys += " (no key has signed this card, and none will)"
-    elif signed is False:
-        keys += " (this card is not signed yet: no key has signed it)"
-    links.append(keys)
-    return f"<nav><p>{' · '.join(links)}</p></nav>"
-
-
-#: Under a card's integrity section: how a reader checks it.
-_VERIFY_HINT = (
-    "<p>Check it yourself: <code>agora cards verify URL --keys-url SERVER/chamber/keys</code>,"
-    " where URL is this page's address (or its JSON document saved as a file) and SERVER"
-    " the server you trust.</p>"
-)
-
-
 def card_html(document: bytes) -> Response:
-    """The HTML view of a card document (every value escaped)."""
-    try:
-        doc = json.loads(document)
-    except ValueError:
-        doc = None
-    card = doc.get("card") if isinstance(doc, dict) else None
-    if not isinstance(card, dict):
-        pretty = html.escape(document.decode("utf-8", "replace"))
-        return page("ScoreIA Chamber card", f"<h1>ScoreIA Chamber card</h1><pre>{pretty}</pre>")
-    title = f"ScoreIA Chamber card {card.get('card_id', '')}"
-    status = doc.get("evidence_status") if isinstance(doc, dict) else None
-    inner = (
-        f"<h1>{html.escape(title)}</h1>{_card_links(card, doc.get('signature') is not None)}"
-        f"{_summary(card, doc.get('signature'))}"
-        f"{_contradiction_note(card, doc.get('signature') is not None)}"
-        f"{_practice_note(card)}{_expired_note(card)}"
-        f"<p>Evidence status: {_cell(status)}. Identity fields are participant claims unless "
-        "their assurance says otherwise.</p>"
-        f"{_cell(card)}<h2>Integrity</h2>"
-        f"{_cell({'card_sha256': doc.get('card_sha256'), 'signature': doc.get('signature')})}"
-        f"{_VERIFY_HINT}"
-    )
-    return page(title, inner)
+    """The HTML view of a card document (every value escaped: `card_page`)."""
+    return page(*card_view(document))
 
 
 async def get_card(request: Request, runtime: Runtime) -> Response:
@@ -382,9 +229,6 @@ def pool_route(status: Callable[[], dict[str, Any]]) -> Route:
 
     return Route("GET", "/chamber/pool", get_pool)
 
-
-#: Where a server publishes the keys its cards are signed with.
-KEYS_PATH = "/chamber/keys"
 
 ROUTES = (
     Route("GET", "/cards", list_cards),
