@@ -274,8 +274,9 @@ async def test_agora_cards_verify_checks_an_export_bundles_transcript(options, t
     def verify(doc: dict[str, Any]) -> tuple[int, list[str]]:
         saved.write_text(json.dumps(doc))
         out: list[str] = []
+        later = START + dt.timedelta(days=2)  # past the card's retention: it may retire
         return cards_cli.cmd_verify(
-            saved, trusted_keys=trusted, out=out.append, err=out.append
+            saved, trusted_keys=trusted, out=out.append, err=out.append, now=later
         ), out
 
     n = len(sealed["export_bundle"]["transcript"])
@@ -297,7 +298,11 @@ async def test_agora_cards_verify_checks_an_export_bundles_transcript(options, t
         assert "transcript is a list, or retired and empty" in out[-1]
     retired = {**sealed["export_bundle"], "transcript_retired": True, "transcript": []}
     code, out = verify(retired)
-    assert (code, out[3]) == (0, "  transcript: retired with the session, not checked")
+    assert (code, out[3]) == (
+        0,
+        "  transcript: retired with the session, not checked (only the card is)",
+    )
+    assert "its transcript NOT checked" in out[-1]
     edited = copy.deepcopy(sealed["export_bundle"])
     edited["transcript"][1]["at"] = "2000-01-01T00:00:00Z"  # one record edited
     code, out = verify(edited)

@@ -217,3 +217,46 @@ def test_practice_and_expired_cards_are_called_so(tmp_path):
         "  expired: the attempt was abandoned; the server sealed it when its time ran out",
         "VERDICT: genuine, an expired attempt",
     ]
+
+
+def _retired_bundle() -> tuple[dict[str, Any], dt.datetime]:
+    """A genuine export bundle stripped of its transcript, and when its card was sealed."""
+    s = Session(seed="retired")
+    s.act("look")
+    outcome = s.seal(signer=OPERATOR, include_export_bundle=True)
+    doc = json.loads(cards.publish(outcome.card.body, outcome.card.signature))
+    bundle = {
+        "document": doc,
+        "evidence_status": "signed",
+        "transcript": [],
+        "transcript_retired": True,
+    }
+    sealed = dt.datetime.fromisoformat(doc["card"]["sealed_at"].replace("Z", "+00:00"))
+    return bundle, sealed
+
+
+def test_a_bundle_without_its_transcript_says_so_in_the_verdict(tmp_path):
+    """Tester finding: a bundle whose transcript was dropped by setting transcript_retired
+    verified as a plain "genuine", minutes after its seal, when its session (every wrong
+    guess and hint) was still kept."""
+    bundle, sealed = _retired_bundle()
+    later = sealed + dt.timedelta(seconds=86_400, minutes=1)
+    status, out, _ = run(tmp_path, bundle, now=later, **TRUST)
+    assert status == 0
+    assert out[3] == "  transcript: retired with the session, not checked (only the card is)"
+    assert out[-1] == (
+        "VERDICT: genuine; its transcript NOT checked: the bundle has none (retired with the"
+        " session)"
+    )
+    soon = sealed + dt.timedelta(minutes=5)
+    status, out, _ = run(tmp_path, bundle, now=soon, **TRUST)
+    assert status == 1
+    until = f"{sealed + dt.timedelta(days=1):%Y-%m-%dT%H:%M:%SZ}"
+    why = (
+        f"sessions are kept 86400 s after their card, so this one's transcript exists until {until}"
+    )
+    assert out[3] == f"  transcript: said to be retired, NOT credible: {why}"
+    assert out[-1] == (
+        "VERDICT: NOT genuine: the bundle withholds its transcript, said to be retired too soon"
+        f" ({why})"
+    )

@@ -21,6 +21,7 @@ from pathlib import Path
 from agora.store.db_path import open_problem
 from agora.toolsets.chamber import cards, consistency, store, verify
 from agora.toolsets.chamber import verify_sources as sources
+from agora.toolsets.chamber.contract import default_contract
 from agora.toolsets.chamber.signing import Signer, SigningKeyError, load_signer
 
 Out = Callable[[str], None]
@@ -191,7 +192,7 @@ def _signature_line(result: verify.Verification) -> str:
 
 
 def _problems(
-    result: verify.Verification, transcript_ok: bool, named: str | None, faults: list[str]
+    result: verify.Verification, transcript: str, named: str | None, faults: list[str]
 ) -> list[str]:
     """Why the card is not genuine, in the order the output shows them (none: genuine)."""
     found = []
@@ -203,8 +204,8 @@ def _problems(
         found.append(result.reason)
     elif not result.trusted:
         found.append(f"signed by a key you do not trust ({result.key_id})")
-    if not transcript_ok:
-        found.append("the transcript does not give the card's transcript_hash")
+    if transcript:
+        found.append(transcript)
     if faults:
         found.append(f"its figures contradict each other ({faults[0]})")
     if result.unsigned:
@@ -214,13 +215,19 @@ def _problems(
     return found
 
 
-def _verdict(result: verify.Verification, problems: list[str]) -> str:
-    """The last line: whether the card is genuine, and what kind of card it is."""
+#: The end of a genuine verdict on a bundle without its transcript: the card alone was checked.
+UNCHECKED = "; its transcript NOT checked: the bundle has none (retired with the session)"
+
+
+def _verdict(result: verify.Verification, problems: list[str], retired: bool = False) -> str:
+    """The last line: whether the card is genuine, what kind of card it is, and, for a bundle
+    whose transcript retired, that only the card was checked."""
     if problems:
         return f"VERDICT: NOT genuine: {problems[0]}"
     kinds = ["a practice card"] * bool(result.practice)
     kinds += ["an expired attempt"] * (result.outcome == "expired")
-    return "VERDICT: genuine" + (f", {' and '.join(kinds)}" if kinds else "")
+    kind = f", {' and '.join(kinds)}" if kinds else ""
+    return f"VERDICT: genuine{kind}{UNCHECKED * retired}"
 
 
 def cmd_verify(
@@ -231,6 +238,7 @@ def cmd_verify(
     keys_urls: Collection[str] = (),
     out: Out = print,
     err: Out = _to_stderr,
+    now: dt.datetime | None = None,
 ) -> int:
     """``agora cards verify FILE|URL``: check a card's hash, signature and signer; given a
     seal's export bundle, also that its transcript chains to the card's transcript hash.
@@ -247,6 +255,7 @@ def cmd_verify(
         keys_urls: Key URLs (a server's ``/chamber/keys``) whose keys the reader trusts.
         out: Where to print the verdict.
         err: Where to say why there is none (an unreadable card or trust source).
+        now: The time a bundle's retired transcript is judged at (default: the system clock).
 
     The output ends with one line, ``VERDICT: genuine`` or ``VERDICT: NOT genuine: <the
     first reason>``, so that no single check's line (a valid signature under a hash
@@ -256,8 +265,10 @@ def cmd_verify(
     Returns:
         0 if the hash is right and a trusted key signed the card; 1 if not (unsigned,
         invalid, or signed by a key not trusted), or if fields beside the card, its hash and
-        its signature were added (nothing vouches for them); 2 if the card or a trust source is
-        unreadable (or its URL cannot be fetched), or the file is a whole seal reply.
+        its signature were added (nothing vouches for them), or if a bundle says its
+        transcript retired before it could have (`verify.retired_too_soon`); 2 if the card
+        or a trust source is unreadable (or its URL cannot be fetched), or the file is a
+        whole seal reply.
     """
     try:
         trusted = [sources.checked_key(key, "--trust ") for key in trusted_keys]
@@ -282,7 +293,8 @@ def cmd_verify(
     hashed = "ok" if result.hash_ok else "MISMATCH (card_sha256 is not the hash of the card)"
     out(f"  hash: {hashed}")
     out(f"  {_signature_line(result)}")
-    transcript_ok = bundle is None or _transcript_checked(bundle, out)
+    when = now or dt.datetime.now(dt.UTC)
+    transcript = "" if bundle is None else _transcript_checked(bundle, out, when)
     faults = [*result.contradictions, *_transcript_faults(bundle)]
     for fault in faults:
         out(f"  figures CONTRADICT each other: {fault}")
@@ -298,8 +310,8 @@ def cmd_verify(
         # valid, but not for the card the reader looked at.
         out(f"  NOT the card the URL names ({named}): the server answered with another one")
     _say_what_it_is(result, out)
-    problems = _problems(result, transcript_ok, named, faults)
-    out(_verdict(result, problems))
+    problems = _problems(result, transcript, named, faults)
+    out(_verdict(result, problems, bundle is not None and bundle.transcript is None))
     return 1 if problems else 0
 
 
@@ -326,15 +338,22 @@ def _transcript_faults(bundle: verify.Bundle | None) -> list[str]:
     return consistency.transcript_contradictions(card, bundle.transcript)
 
 
-def _transcript_checked(bundle: verify.Bundle, out: Out) -> bool:
-    """Say whether an export bundle's transcript chains to its card's transcript hash; False
-    if it does not (a bundle whose session retired has no transcript to check)."""
-    if bundle.transcript is None:
-        out("  transcript: retired with the session, not checked")
-        return True
+def _transcript_checked(bundle: verify.Bundle, out: Out, now: dt.datetime) -> str:
+    """Say whether an export bundle's transcript chains to its card's transcript hash; return
+    why not ("" if it does, or if the bundle credibly says its session retired: it has no
+    transcript to check, and the verdict says so). A retirement said before the session could
+    have retired (`verify.retired_too_soon`) is a transcript withheld."""
     card = json.loads(bundle.document)["card"]
+    if bundle.transcript is None:
+        retention = default_contract().limits.finished_session_retention_seconds
+        early = verify.retired_too_soon(card, now, retention)
+        if early:
+            out(f"  transcript: said to be retired, NOT credible: {early}")
+            return f"the bundle withholds its transcript, said to be retired too soon ({early})"
+        out("  transcript: retired with the session, not checked (only the card is)")
+        return ""
     if verify.transcript_matches(card, bundle.transcript):
         out(f"  transcript: ok ({len(bundle.transcript)} records give transcript_hash)")
-        return True
+        return ""
     out("  transcript: MISMATCH (its records do not give the card's transcript_hash)")
-    return False
+    return "the transcript does not give the card's transcript_hash"

@@ -9,6 +9,7 @@ network (the caller fetches), no printing.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 import re
 from dataclasses import dataclass
@@ -214,6 +215,27 @@ def read_bundle(data: bytes) -> Bundle | None:
     if retired is not False or not isinstance(records, list):
         raise CardFormatError("an export bundle's transcript is a list, or retired and empty")
     return Bundle(json.dumps(doc["document"]).encode(), records)
+
+
+def retired_too_soon(card: dict[str, Any], now: dt.datetime, retention: int) -> str:
+    """Why a bundle cannot truly say that ``card``'s transcript retired by ``now`` ("" if it
+    can): a session is kept ``retention`` seconds (the contract's
+    ``finished_session_retention_seconds``) after its card's ``sealed_at``, and a bundle made
+    before then holds its transcript, so one without it had its records dropped."""
+    sealed = card.get("sealed_at")
+    try:
+        at = dt.datetime.fromisoformat(str(sealed).replace("Z", "+00:00"))
+    except ValueError:
+        return f"the card's sealed_at ({sealed!r}) is not a time, so nothing dates a retirement"
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=dt.UTC)
+    until = at + dt.timedelta(seconds=retention)
+    if now < until:
+        return (
+            f"sessions are kept {retention} s after their card, so this one's transcript"
+            f" exists until {until.astimezone(dt.UTC):%Y-%m-%dT%H:%M:%SZ}"
+        )
+    return ""
 
 
 def transcript_matches(card: dict[str, Any], records: list[Any]) -> bool:
