@@ -20,6 +20,7 @@ from harness import Session
 from agora.toolsets.chamber import cards, cards_cli
 from agora.toolsets.chamber.commands import Expire
 from agora.toolsets.chamber.signing import signer_from_bytes
+from agora.toolsets.chamber.web import card_html
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -91,7 +92,7 @@ def test_a_field_added_to_an_unsigned_card_is_named(tmp_path):
     doc = {**document(signer=None), "note": "verified by ScoreIA"}
     status, out, _ = run(tmp_path, doc)
     assert status == 1
-    assert out[3] == (
+    assert out[4] == (  # (after the line on a saved unsigned copy)
         "  NOT covered by hash or signature: note (added beside the card: nothing vouches for it)"
     )
 
@@ -260,3 +261,79 @@ def test_a_bundle_without_its_transcript_says_so_in_the_verdict(tmp_path):
         "VERDICT: NOT genuine: the bundle withholds its transcript, said to be retired too soon"
         f" ({why})"
     )
+
+
+def test_a_refusal_says_what_it_was_given_and_what_to_verify_instead(tmp_path):
+    """Tester finding: a day's listing and other JSON were refused with the list of an export
+    bundle's members, which read as if found; a saved card page was "not JSON"."""
+    needs = (
+        "a card document is an object of the members card, card_sha256, evidence_status and"
+        " signature (as GET /cards/<id>?format=json serves it), an export bundle one of"
+        " document, evidence_status, transcript and transcript_retired (a seal's export_bundle)"
+    )
+    listing = {"date": "2026-11-30", "cards": [{"card_id": "card-x"}]}
+    keys = {"keys": [{"key_id": "k", "public_key": "ab" * 32}]}
+    for doc, said in (
+        (
+            listing,
+            "a card listing, not one card: verify each card's URL (/cards/<card_id>, for each"
+            " card_id it lists), one card at a time",
+        ),
+        (
+            keys,
+            "a key document (/chamber/keys): give it as --trust-file FILE and verify a"
+            " card's document",
+        ),
+        ({"ok": True, "connections": 3}, f"a JSON object of the members connections, ok: {needs}"),
+        ([document()], f"a JSON array: {needs}"),
+        ({"card": "x"}, f"its card member is a JSON string, not an object: {needs}"),
+    ):
+        status, out, err = run(tmp_path, doc, **TRUST)
+        assert (status, err) == (2, [f"{tmp_path / 'card.json'}: not a card document ({said})"])
+    page = tmp_path / "card.html"
+    page.write_bytes(card_html(json.dumps(document()).encode()).body)  # saved by a browser
+    out, err = [], []
+    assert cards_cli.cmd_verify(page, out=out.append, err=err.append, **TRUST) == 2
+    card_id = document()["card"]["card_id"]
+    assert err == [
+        f"{page}: not a card document (an HTML page: verify the card's URL (agora fetches its"
+        " ?format=json form), or the JSON document saved from its ?format=json URL (this page"
+        f" links /cards/{card_id}?format=json))"
+    ]
+
+
+def test_a_member_added_to_an_export_bundle_is_named_as_for_a_document(tmp_path):
+    outcome = Session(seed="extra").seal(signer=OPERATOR, include_export_bundle=True)
+    bundle = {
+        "document": json.loads(cards.publish(outcome.card.body, outcome.card.signature)),
+        "evidence_status": "signed",
+        "transcript": [json.loads(r) for r in outcome.transcript],
+        "transcript_retired": False,
+        "note": "audited by ScoreIA",
+    }
+    status, out, err = run(tmp_path, bundle, **TRUST)
+    assert (status, err) == (1, [])
+    assert (
+        "  NOT covered by hash or signature: note (added beside the card: nothing vouches for it)"
+    ) in out
+    assert out[-1] == "VERDICT: NOT genuine: note added beside the card, covered by nothing"
+
+
+def test_a_saved_unsigned_copy_says_to_fetch_the_current_document(tmp_path):
+    """Tester finding: a bundle saved while its card was pending, checked after `agora cards
+    sign` signed the card, said only "nothing vouches for this card yet"."""
+    doc = document(signer=None)
+    status, out, _ = run(tmp_path, doc, **TRUST)
+    assert status == 1
+    said = (
+        "a saved copy never changes: if its server has signed the card since, verify the"
+        f" current document at the card's URL (SERVER/cards/{doc['card']['card_id']})"
+    )
+    assert out[2:4] == [
+        "  NOT signed (pending_signature): nothing vouches for this card yet",
+        f"  {said}",
+    ]
+    bundle = {"document": doc, "evidence_status": "pending_signature", "transcript": []}
+    status, out, _ = run(tmp_path, {**bundle, "transcript_retired": False}, **TRUST)
+    assert (status, out[3]) == (1, "  " + said)
+    assert "a saved copy" not in " ".join(run(tmp_path, document(), **TRUST)[1])

@@ -11,6 +11,7 @@ the ``out`` callable they are given, their refusals through ``err`` (stderr, aft
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import sqlite3
@@ -280,9 +281,12 @@ def cmd_verify(
         return _refuse(f"cannot verify: {exc}", out, err)
     try:
         named = sources.named_card(str(path))
+        remote = str(path).startswith(("http://", "https://"))
         data = sources.read_card(path)
         bundle = verify.read_bundle(data)
         result = verify.verify_document(bundle.document if bundle else data, trusted)
+        if bundle is not None and bundle.extra:  # beside the bundle's own members
+            result = dataclasses.replace(result, unsigned=bundle.extra + result.unsigned)
     except sources.CardFetchError as exc:
         return _refuse(f"cannot verify: {exc}", out, err)
     except OSError as exc:  # no such file, no permission, a directory
@@ -293,6 +297,7 @@ def cmd_verify(
     hashed = "ok" if result.hash_ok else "MISMATCH (card_sha256 is not the hash of the card)"
     out(f"  hash: {hashed}")
     out(f"  {_signature_line(result)}")
+    _say_saved_copy(result, remote, out)
     when = now or dt.datetime.now(dt.UTC)
     transcript = "" if bundle is None else _transcript_checked(bundle, out, when)
     faults = [*result.contradictions, *_transcript_faults(bundle)]
@@ -320,6 +325,15 @@ def _refuse(why: str, out: Out, err: Out) -> int:
     err(why)
     out(f"VERDICT: NOT genuine: {why}")
     return 2
+
+
+def _say_saved_copy(result: verify.Verification, remote: bool, out: Out) -> None:
+    """For an unsigned card read from a file: that the copy may be older than the card."""
+    if result.status == "pending_signature" and result.signature == "missing" and not remote:
+        out(
+            "  a saved copy never changes: if its server has signed the card since, verify"
+            f" the current document at the card's URL (SERVER/cards/{result.card_id})"
+        )
 
 
 def _say_what_it_is(result: verify.Verification, out: Out) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agora.toolsets import strict_json
-from agora.toolsets.chamber import signing
+from agora.toolsets.chamber import signing, verify_shapes
 from agora.toolsets.chamber.cards import (
     SCHEME,
     SIGNED_STATUS,
@@ -164,10 +164,12 @@ class Bundle:
         document: The card document (as `verify_document` reads it).
         transcript: The records, in order; None when the bundle says the session had
             retired (and has none).
+        extra: Members the bundle has beside its own four, which nothing vouches for.
     """
 
     document: bytes
     transcript: list[Any] | None
+    extra: tuple[str, ...] = ()
 
 
 #: Why a whole ``seal_attempt`` reply is refused: its ``card`` has no hash or signature
@@ -195,26 +197,26 @@ def read_bundle(data: bytes) -> Bundle | None:
 
     Raises:
         CardFormatError: not JSON, a key given twice in one object, or neither a card
-            document nor a well-formed bundle: a bundle has exactly `BUNDLE_KEYS`; one whose
-            transcript is retired has no records, any other has a list of them.
+            document nor a well-formed bundle: a bundle has `BUNDLE_KEYS` (any other member
+            is kept in `Bundle.extra`, for the checker to name); one whose transcript is
+            retired has no records, any other has a list of them.
     """
     doc = _strict(data)
     if not isinstance(doc, dict) or "card" in doc:
         return None  # a card document, or not a document at all: `verify_document` says
     if isinstance(doc.get("card_id"), str) and isinstance(doc.get("toolset_id"), str):
         raise CardFormatError(BARE_CARD)
-    if set(doc) != BUNDLE_KEYS or not isinstance(doc["document"], dict):
-        raise CardFormatError(
-            f"neither a card document nor an export bundle ({sorted(BUNDLE_KEYS)})"
-        )
+    if not doc.keys() >= BUNDLE_KEYS or not isinstance(doc["document"], dict):
+        raise CardFormatError(verify_shapes.not_a_card(doc))
+    extra = tuple(sorted(doc.keys() - BUNDLE_KEYS))
     if doc["evidence_status"] != doc["document"].get("evidence_status"):
         raise CardFormatError("the bundle's evidence_status is not its document's")
     retired, records = doc["transcript_retired"], doc["transcript"]
     if retired is True and records in ([], None):
-        return Bundle(json.dumps(doc["document"]).encode(), None)
+        return Bundle(json.dumps(doc["document"]).encode(), None, extra)
     if retired is not False or not isinstance(records, list):
         raise CardFormatError("an export bundle's transcript is a list, or retired and empty")
-    return Bundle(json.dumps(doc["document"]).encode(), records)
+    return Bundle(json.dumps(doc["document"]).encode(), records, extra)
 
 
 def retired_too_soon(card: dict[str, Any], now: dt.datetime, retention: int) -> str:
@@ -260,6 +262,8 @@ def _strict(data: bytes) -> Any:
         # Readers keeping the first value would see another card than the one checked.
         raise CardFormatError(f"the key {twice.args[0]!r} appears twice in one object") from None
     except ValueError as exc:
+        if verify_shapes.looks_like_html(data):
+            raise CardFormatError(verify_shapes.html_page(data)) from None
         raise CardFormatError(f"not JSON: {exc}") from exc
 
 
@@ -282,7 +286,7 @@ def verify_document(data: bytes, trusted_keys: Collection[str] = ()) -> Verifica
     """
     doc = _strict(data)
     if not isinstance(doc, dict) or not isinstance(doc.get("card"), dict):
-        raise CardFormatError("no card object")
+        raise CardFormatError(verify_shapes.not_a_card(doc))
     if "attempt_handle" in doc and "card_sha256" not in doc:
         raise CardFormatError(SEAL_REPLY)
     card = doc["card"]
