@@ -178,7 +178,7 @@ def test_operator_signing_adds_a_signature_and_never_changes_the_body(tmp_path):
     saved.write_bytes(document)
     out: list[str] = []
     assert cards_cli.cmd_verify(saved, trusted_keys=[KEY.public_key_hex], out=out.append) == 0
-    assert out[2] == f"  valid signature, trusted key {KEY.key_id}"
+    assert out[2] == f"  valid signature, trusted key {KEY.key_id} via --trust"
     unknown = "0" * 64  # well formed, but not the key that signed
     assert cards_cli.cmd_verify(saved, trusted_keys=[unknown], out=out.append) == 1
     assert cards_cli.cmd_sign(db, key, out=lines.append) == 0

@@ -171,7 +171,10 @@ def test_a_card_verifies_from_its_page_url(tmp_path):
             cards_cli.cmd_verify(url, trusted_keys=[OPERATOR.public_key_hex], out=out.append) == 0
         )
         assert asked == [f"/cards/{card_id}?format=json"]
-        assert out[2:] == [f"  valid signature, trusted key {OPERATOR.key_id}", "VERDICT: genuine"]
+        assert out[2:] == [
+            f"  valid signature, trusted key {OPERATOR.key_id} via --trust",
+            "VERDICT: genuine",
+        ]
         out.clear()
         # Another card's address answered with this (genuinely signed) card: not verified.
         other = f"{base}/cards/card-20261201-0000000000000000"
@@ -241,7 +244,7 @@ def test_a_field_added_beside_the_card_fails_verification(tmp_path, where, key):
         f"  NOT covered by hash or signature: {shown} (added beside the card: nothing vouches"
         " for it)"
     )
-    assert out[2] == f"  valid signature, trusted key {OPERATOR.key_id}"  # the card itself is
+    assert out[2] == f"  valid signature, trusted key {OPERATOR.key_id} via --trust"  # the card is
 
 
 def test_a_trusted_key_in_upper_case_is_trusted(tmp_path):
@@ -261,15 +264,16 @@ def test_a_key_id_is_a_label_and_trusts_nothing(tmp_path):
     document = signed_document()
     wire = json.dumps(document).encode()
     assert not verify.verify_document(wire, [OPERATOR.key_id]).trusted
-    # A key document pairing the operator's key id with another public key trusts that
-    # other key only: the operator's card is not trusted through the id.
+    # A key document pairing the operator's key id with another public key trusts neither
+    # (the entry was edited, and is named): the operator's card is not trusted through the id.
     keys = tmp_path / "keys.json"
     keys.write_text(
         json.dumps({"keys": [{"key_id": OPERATOR.key_id, "public_key": STRANGER.public_key_hex}]})
     )
     status, out = cli_verify(tmp_path, document, trust_files=[str(keys)])
     assert status == 1
-    assert "key NOT trusted" in out[2]
+    assert out[0].startswith(f"warning: {keys}: the entry of key_id {OPERATOR.key_id} is not")
+    assert "key NOT trusted" in out[3]
     # --trust, or a trust file, given a key id: refused in words, not silently weaker.
     for trust in ({"trusted_keys": [OPERATOR.key_id]}, {"trust_files": [str(keys)]}):
         if "trust_files" in trust:

@@ -166,7 +166,7 @@ def _edit_card_sha256(doc: dict[str, Any]) -> None:
             # signature line alone would read as a pass.
             _edit_card_sha256,
             "MISMATCH (card_sha256 is not the hash of the card)",
-            f"valid signature, trusted key {OPERATOR.key_id}",
+            f"valid signature, trusted key {OPERATOR.key_id} via --trust",
             "card_sha256 is not the card's hash",
             id="hash-edited",
         ),
@@ -190,7 +190,11 @@ def test_a_genuine_card_ends_with_a_genuine_verdict(tmp_path):
     status, out, _ = run(tmp_path, document(), **TRUST)
     assert (status, out[1:]) == (
         0,
-        ["  hash: ok", f"  valid signature, trusted key {OPERATOR.key_id}", "VERDICT: genuine"],
+        [
+            "  hash: ok",
+            f"  valid signature, trusted key {OPERATOR.key_id} via --trust",
+            "VERDICT: genuine",
+        ],
     )
     status, out, _ = run(tmp_path, document())  # no key trusted
     assert (status, out[-1]) == (
@@ -337,3 +341,31 @@ def test_a_saved_unsigned_copy_says_to_fetch_the_current_document(tmp_path):
     status, out, _ = run(tmp_path, {**bundle, "transcript_retired": False}, **TRUST)
     assert (status, out[3]) == (1, "  " + said)
     assert "a saved copy" not in " ".join(run(tmp_path, document(), **TRUST)[1])
+
+
+def test_the_trusted_key_line_names_the_trust_source_and_an_edited_key_file_is_reported(
+    tmp_path,
+):
+    """Tester finding: "trusted key" did not say whether the reader's own --trust or the
+    server's key URL vouched; a saved key document whose key_id did not derive from its
+    public_key (another key pasted in) was trusted without a word."""
+    public = OPERATOR.public_key_hex
+    keys = tmp_path / "keys.json"
+    keys.write_text(json.dumps({"keys": [{"key_id": OPERATOR.key_id, "public_key": public}]}))
+    status, out, err = run(tmp_path, document(), trusted_keys=[public], trust_files=[str(keys)])
+    assert (status, err) == (0, [])
+    assert out[2] == (
+        f"  valid signature, trusted key {OPERATOR.key_id} via --trust and --trust-file {keys}"
+    )
+    fresh = signer_from_bytes(b"17" * 32)  # a key the server never used
+    swapped = tmp_path / "keys_swapped.json"
+    entry = {"key_id": OPERATOR.key_id, "public_key": fresh.public_key_hex}
+    swapped.write_text(json.dumps({"keys": [entry]}))
+    status, out, err = run(tmp_path, document(signer=fresh), trust_files=[str(swapped)])
+    assert status == 1
+    assert err == [
+        f"warning: {swapped}: the entry of key_id {OPERATOR.key_id} is not trusted: its"
+        f" public_key {fresh.public_key_hex} has the key id {fresh.key_id}, so the document"
+        " was edited"
+    ]
+    assert out[-1] == f"VERDICT: NOT genuine: signed by a key you do not trust ({fresh.key_id})"

@@ -228,7 +228,7 @@ async def test_a_failure_is_listed_shown_and_signed_by_the_operator(
         assert out.splitlines()[2].startswith(f"  valid signature, key NOT trusted ({key_id})")
         status, out = await agora_cli("cards", "verify", str(saved), "--trust", public)
         assert status == 0, out
-        assert f"  valid signature, trusted key {key_id}" in out.splitlines()
+        assert f"  valid signature, trusted key {key_id} via --trust" in out.splitlines()
         assert out.splitlines()[-1] == "VERDICT: genuine, a practice card"  # a chosen seed
         other = "0" * 64  # a public key, not the one that signed
         status, out = await agora_cli("cards", "verify", str(saved), "--trust", other)
@@ -241,7 +241,9 @@ async def test_a_failure_is_listed_shown_and_signed_by_the_operator(
         keys_url = f"http://127.0.0.1:{server.port}/chamber/keys"
         status, out = await agora_cli("cards", "verify", str(saved), "--keys-url", keys_url)
         assert status == 0, out
-        assert f"  valid signature, trusted key {key_id}" in out.splitlines()
+        assert (
+            f"  valid signature, trusted key {key_id} via --keys-url {keys_url}" in out.splitlines()
+        )
         assert out.splitlines()[-1] == "VERDICT: genuine, a practice card"  # a chosen seed
 
         forged = dict(document, card={**document["card"], "outcome": "solved"})

@@ -4,16 +4,16 @@ Plain functions the CLI calls. `sign_pending_cards` signs every card sealed whil
 configured (it adds a signature; card bytes never change) on an open SQLite connection;
 `cmd_sign` does that on a database file. `cmd_verify` re-checks a card document (`verify`):
 its body hash, its Ed25519 signature, and whether the reader trusts the key (keys given, read
-from a trust file, or fetched from a key URL the reader names: `verify_sources`). They print through
-the ``out`` callable they are given, their refusals through ``err`` (stderr, after the
-``agora:`` every refusal of the command starts with), and return a process exit code.
+from a trust file, or fetched from a key URL the reader names: `verify_sources`), in the words
+of `verify_report`. They print through the ``out`` callable they are given, their refusals and
+warnings through ``err`` (stderr, after the ``agora:`` every such line of the command starts
+with), and return a process exit code.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 import sqlite3
 import sys
 from collections.abc import Callable, Collection
@@ -21,8 +21,8 @@ from pathlib import Path
 
 from agora.store.db_path import open_problem
 from agora.toolsets.chamber import cards, consistency, store, verify
+from agora.toolsets.chamber import verify_report as report
 from agora.toolsets.chamber import verify_sources as sources
-from agora.toolsets.chamber.contract import default_contract
 from agora.toolsets.chamber.signing import Signer, SigningKeyError, load_signer
 
 Out = Callable[[str], None]
@@ -168,69 +168,6 @@ def import_legacy_cards(
     return imported
 
 
-def _signature_line(result: verify.Verification) -> str:
-    """What the signature check found, in words."""
-    if result.signature == "missing":
-        if result.status == "pending_signature":
-            return "NOT signed (pending_signature): nothing vouches for this card yet"
-        if result.status == consistency.CONTRADICTORY and result.contradictions:
-            return (
-                f"NOT signed ({consistency.CONTRADICTORY}): the server never signs a card whose"
-                " figures contradict each other"
-            )
-        return (
-            f"NOT signed: the document says evidence_status {json.dumps(result.status)} but"
-            " has no signature: nothing vouches for this card"
-        )
-    if result.signature == "invalid":
-        return f"INVALID signature: {result.reason}"
-    if not result.trusted:
-        return (
-            f"valid signature, key NOT trusted ({result.key_id}): pass --keys-url URL of the"
-            " server you trust, or its public key with --trust PUBLIC_KEY or --trust-file FILE"
-        )
-    return f"valid signature, trusted key {result.key_id}"
-
-
-def _problems(
-    result: verify.Verification, transcript: str, named: str | None, faults: list[str]
-) -> list[str]:
-    """Why the card is not genuine, in the order the output shows them (none: genuine)."""
-    found = []
-    if not result.hash_ok:
-        found.append("card_sha256 is not the card's hash")
-    if result.signature == "missing":
-        found.append("not signed")
-    elif result.signature == "invalid":
-        found.append(result.reason)
-    elif not result.trusted:
-        found.append(f"signed by a key you do not trust ({result.key_id})")
-    if transcript:
-        found.append(transcript)
-    if faults:
-        found.append(f"its figures contradict each other ({faults[0]})")
-    if result.unsigned:
-        found.append(f"{', '.join(result.unsigned)} added beside the card, covered by nothing")
-    if named is not None and named != result.card_id:
-        found.append(f"not the card the URL names ({named})")
-    return found
-
-
-#: The end of a genuine verdict on a bundle without its transcript: the card alone was checked.
-UNCHECKED = "; its transcript NOT checked: the bundle has none (retired with the session)"
-
-
-def _verdict(result: verify.Verification, problems: list[str], retired: bool = False) -> str:
-    """The last line: whether the card is genuine, what kind of card it is, and, for a bundle
-    whose transcript retired, that only the card was checked."""
-    if problems:
-        return f"VERDICT: NOT genuine: {problems[0]}"
-    kinds = ["a practice card"] * bool(result.practice)
-    kinds += ["an expired attempt"] * (result.outcome == "expired")
-    kind = f", {' and '.join(kinds)}" if kinds else ""
-    return f"VERDICT: genuine{kind}{UNCHECKED * retired}"
-
-
 def cmd_verify(
     path: str | Path,
     *,
@@ -272,11 +209,7 @@ def cmd_verify(
         whole seal reply.
     """
     try:
-        trusted = [sources.checked_key(key, "--trust ") for key in trusted_keys]
-        for file in trust_files:
-            trusted += sources.keys_from_file(file)
-        for url in keys_urls:
-            trusted += sources.keys_from_url(url)
+        trusted = report.trusted(trusted_keys, trust_files, keys_urls, err)
     except sources.TrustError as exc:
         return _refuse(f"cannot verify: {exc}", out, err)
     try:
@@ -296,11 +229,11 @@ def cmd_verify(
     out(f"card {result.card_id} ({result.toolset_id})")
     hashed = "ok" if result.hash_ok else "MISMATCH (card_sha256 is not the hash of the card)"
     out(f"  hash: {hashed}")
-    out(f"  {_signature_line(result)}")
-    _say_saved_copy(result, remote, out)
+    out(f"  {report.signature_line(result, trusted.get(result.public_key or '', ()))}")
+    report.say_saved_copy(result, remote, out)
     when = now or dt.datetime.now(dt.UTC)
-    transcript = "" if bundle is None else _transcript_checked(bundle, out, when)
-    faults = [*result.contradictions, *_transcript_faults(bundle)]
+    transcript = "" if bundle is None else report.transcript_checked(bundle, out, when)
+    faults = [*result.contradictions, *report.transcript_faults(bundle)]
     for fault in faults:
         out(f"  figures CONTRADICT each other: {fault}")
     if result.signature == "valid" and not result.status_signed:
@@ -314,9 +247,9 @@ def cmd_verify(
         # A host may answer /cards/X with another genuine card: the signature is then
         # valid, but not for the card the reader looked at.
         out(f"  NOT the card the URL names ({named}): the server answered with another one")
-    _say_what_it_is(result, out)
-    problems = _problems(result, transcript, named, faults)
-    out(_verdict(result, problems, bundle is not None and bundle.transcript is None))
+    report.say_what_it_is(result, out)
+    problems = report.problems(result, transcript, named, faults)
+    out(report.verdict(result, problems, bundle is not None and bundle.transcript is None))
     return 1 if problems else 0
 
 
@@ -325,49 +258,3 @@ def _refuse(why: str, out: Out, err: Out) -> int:
     err(why)
     out(f"VERDICT: NOT genuine: {why}")
     return 2
-
-
-def _say_saved_copy(result: verify.Verification, remote: bool, out: Out) -> None:
-    """For an unsigned card read from a file: that the copy may be older than the card."""
-    if result.status == "pending_signature" and result.signature == "missing" and not remote:
-        out(
-            "  a saved copy never changes: if its server has signed the card since, verify"
-            f" the current document at the card's URL (SERVER/cards/{result.card_id})"
-        )
-
-
-def _say_what_it_is(result: verify.Verification, out: Out) -> None:
-    """What the card's own fields say it is worth, as its page says: practice, expired."""
-    if result.practice:
-        out(f"  practice card: {result.practice}; it is not evidence of a fresh room")
-    if result.outcome == "expired":
-        out("  expired: the attempt was abandoned; the server sealed it when its time ran out")
-
-
-def _transcript_faults(bundle: verify.Bundle | None) -> list[str]:
-    """What an export bundle's transcript says against its card's figures."""
-    if bundle is None or bundle.transcript is None:
-        return []
-    card = json.loads(bundle.document)["card"]
-    return consistency.transcript_contradictions(card, bundle.transcript)
-
-
-def _transcript_checked(bundle: verify.Bundle, out: Out, now: dt.datetime) -> str:
-    """Say whether an export bundle's transcript chains to its card's transcript hash; return
-    why not ("" if it does, or if the bundle credibly says its session retired: it has no
-    transcript to check, and the verdict says so). A retirement said before the session could
-    have retired (`verify.retired_too_soon`) is a transcript withheld."""
-    card = json.loads(bundle.document)["card"]
-    if bundle.transcript is None:
-        retention = default_contract().limits.finished_session_retention_seconds
-        early = verify.retired_too_soon(card, now, retention)
-        if early:
-            out(f"  transcript: said to be retired, NOT credible: {early}")
-            return f"the bundle withholds its transcript, said to be retired too soon ({early})"
-        out("  transcript: retired with the session, not checked (only the card is)")
-        return ""
-    if verify.transcript_matches(card, bundle.transcript):
-        out(f"  transcript: ok ({len(bundle.transcript)} records give transcript_hash)")
-        return ""
-    out("  transcript: MISMATCH (its records do not give the card's transcript_hash)")
-    return "the transcript does not give the card's transcript_hash"

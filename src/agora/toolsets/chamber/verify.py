@@ -42,6 +42,7 @@ class Verification:
         hash_ok: The body hashes to ``card_sha256``.
         signature: ``valid``, ``invalid`` or ``missing``.
         key_id: The signing key's id, when signed.
+        public_key: The signing key (64 hex digits, lower case), when the signature is valid.
         trusted: Whether the signing key is one the reader trusts.
         status_signed: Whether the evidence status is inside the signed part (cards signed
             before `SCHEME` existed sign the body alone).
@@ -61,6 +62,7 @@ class Verification:
     hash_ok: bool
     signature: str
     key_id: str | None = None
+    public_key: str | None = None
     trusted: bool = False
     status_signed: bool = False
     unsigned: tuple[str, ...] = ()
@@ -319,6 +321,7 @@ def verify_document(data: bytes, trusted_keys: Collection[str] = ()) -> Verifica
         found,
         signature="invalid" if problem else "valid",
         key_id=sig.get("key_id"),
+        public_key=None if problem else str(sig["public_key"]).lower(),
         trusted=trusted,
         status_signed=not problem and "scheme" in sig,
         reason=problem,

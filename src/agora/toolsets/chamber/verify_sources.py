@@ -11,8 +11,18 @@ import json
 import re
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
+
+from agora.toolsets.chamber import signing
+
+#: Where a warning about a trust source goes (``agora cards verify``: stderr).
+Warn = Callable[[str], None]
+
+
+def _ignore(line: str) -> None:
+    """No warning wanted."""
 
 
 class TrustError(ValueError):
@@ -47,9 +57,12 @@ def checked_key(key: str, where: str) -> str:
     return key.lower()  # as cards and key documents write it: an upper-case copy trusts too
 
 
-def keys_from_json(data: bytes, where: str = "") -> list[str]:
+def keys_from_json(data: bytes, where: str = "", warn: Warn = _ignore) -> list[str]:
     """The public keys listed by a server's key document (``GET /chamber/keys``); their key
     ids are labels and trust nothing (`checked_key`). ``where`` names the document in errors.
+
+    An entry whose ``key_id`` does not derive from its ``public_key`` was edited (a server
+    writes both from one key): it is left out, and ``warn`` names it.
 
     Raises:
         TrustError: if ``data`` is not such a document, or a key in it is not a public key.
@@ -59,17 +72,28 @@ def keys_from_json(data: bytes, where: str = "") -> list[str]:
     except ValueError as exc:
         raise TrustError(f"not a key document: not JSON ({exc})") from exc
     try:
-        listed = [str(k["public_key"]) for k in doc["keys"]]
+        listed = [(k.get("key_id"), str(k["public_key"])) for k in doc["keys"]]
     except (KeyError, TypeError, AttributeError) as exc:
         raise TrustError(
             'not a key document: it has no "keys" list of objects with key_id and public_key'
             " (a server's is at /chamber/keys)"
         ) from exc
-    return [checked_key(key, f"{where}public_key ") for key in listed]
+    trusted = []
+    for label, public in listed:
+        key = checked_key(public, f"{where}public_key ")
+        if label is not None and str(label).lower() != signing.key_id(key):
+            warn(
+                f"{where}the entry of key_id {label} is not trusted: its public_key {key} has"
+                f" the key id {signing.key_id(key)}, so the document was edited"
+            )
+            continue
+        trusted.append(key)
+    return trusted
 
 
-def keys_from_file(path: str | Path) -> list[str]:
-    """Trusted keys from a file: a key document (JSON), or one public key (hex) per line.
+def keys_from_file(path: str | Path, warn: Warn = _ignore) -> list[str]:
+    """Trusted keys from a file: a key document (JSON, its edited entries left out and named
+    on ``warn``: `keys_from_json`), or one public key (hex) per line.
 
     Raises:
         TrustError: if the file cannot be read.
@@ -79,13 +103,14 @@ def keys_from_file(path: str | Path) -> list[str]:
     except OSError as exc:
         raise TrustError(f"cannot read {path}: {exc.strerror}") from exc
     if data.lstrip().startswith(b"{"):
-        return keys_from_json(data, f"{path}: ")
+        return keys_from_json(data, f"{path}: ", warn)
     lines = (line.split("#", 1)[0].strip() for line in data.decode("utf-8", "replace").split("\n"))
     return [checked_key(line, f"{path} line {n}: ") for n, line in enumerate(lines, 1) if line]
 
 
-def keys_from_url(url: str, timeout: float = 10.0) -> list[str]:
-    """The keys a server publishes at ``url`` (its ``/chamber/keys``), fetched now.
+def keys_from_url(url: str, timeout: float = 10.0, warn: Warn = _ignore) -> list[str]:
+    """The keys a server publishes at ``url`` (its ``/chamber/keys``), fetched now (edited
+    entries left out and named on ``warn``: `keys_from_json`).
 
     Raises:
         TrustError: if the URL cannot be fetched or is not a key document.
@@ -97,7 +122,7 @@ def keys_from_url(url: str, timeout: float = 10.0) -> list[str]:
             data = response.read(1 << 20)
     except (OSError, ValueError) as exc:
         raise TrustError(f"cannot fetch {url}: {exc}") from exc
-    return keys_from_json(data, f"{url}: ")
+    return keys_from_json(data, f"{url}: ", warn)
 
 
 #: The most bytes of a card fetched by URL (a card document is a few KiB).
