@@ -305,12 +305,24 @@ def _run_stdio(args: argparse.Namespace) -> int:
         config = _config(args, toolsets=[args.toolset])
         path = args.endpoint or f"/mcp/{args.toolset}"
         if not (path.partition("?")[0] + "/").startswith(f"/mcp/{args.toolset}/"):
-            raise _Refused(f"--endpoint {path} is not an endpoint of {args.toolset}")
+            raise _Refused(_not_the_toolsets(path, args.toolset))
     else:
         config = _config(args)
         path = args.endpoint or "/mcp"
     trio.run(_stdio, config, path, db_chosen(args.db, args.config))
     return 0
+
+
+def _not_the_toolsets(path: str, name: str) -> str:
+    """That ``--endpoint`` ``path`` is none of ``--toolset`` ``name``'s, naming the ones it has;
+    the query shown as ``?…`` (a chess agent's seat token travels there)."""
+    from agora.server.app import load_toolsets
+
+    (toolset,) = load_toolsets([name])
+    served = f"/mcp/{name}"
+    if toolset.endpoint_param:
+        served += f" and /mcp/{name}/<{toolset.endpoint_param}>"
+    return f"--endpoint {shown_url(path)} is not an endpoint of {name}: it serves {served}"
 
 
 def _leaf(exc: BaseException) -> BaseException:

@@ -79,3 +79,15 @@ def test_agora_stdio_names_the_endpoints(tmp_path, capsys, endpoint, said):
     assert main(["stdio", "--db", str(tmp_path / "a.db"), "--endpoint", endpoint]) == 2
     err = capsys.readouterr().err.splitlines()
     assert err[-1] == said, err
+
+
+def test_agora_stdio_toolset_names_its_endpoints_and_never_shows_the_token(tmp_path, capsys):
+    # README's form for a stdio chess agent: a misspelt --endpoint must not print the token.
+    args = ["stdio", "--db", str(tmp_path / "a.db"), "--toolset", "chess"]
+    assert main([*args, "--endpoint", "/mcp/ches/default?token=SECRET"]) == 2
+    err = capsys.readouterr().err
+    assert "SECRET" not in err
+    assert err.splitlines()[-1] == (
+        "agora: --endpoint /mcp/ches/default?… is not an endpoint of chess: it serves"
+        " /mcp/chess and /mcp/chess/<table>"
+    )
