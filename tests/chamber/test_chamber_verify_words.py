@@ -369,3 +369,25 @@ def test_the_trusted_key_line_names_the_trust_source_and_an_edited_key_file_is_r
         " was edited"
     ]
     assert out[-1] == f"VERDICT: NOT genuine: signed by a key you do not trust ({fresh.key_id})"
+
+
+def test_a_saved_listing_page_is_told_to_verify_each_card_not_a_card_page(tmp_path):
+    from agora.toolsets.chamber.web import page
+
+    links = "".join(f'<li><a href="/cards/c-{n}">c-{n}</a></li>' for n in (1, 2))
+    saved = tmp_path / "day.html"
+    saved.write_bytes(page("Chamber cards of 2026-12-05", f"<ul>{links}</ul>").body)
+    out, err = [], []
+    assert cards_cli.cmd_verify(saved, out=out.append, err=err.append, **TRUST) == 2
+    assert err == [
+        f"{saved}: not a card document (an HTML page (Chamber cards of 2026-12-05) listing 2"
+        " cards, not one card: verify each card's URL)"
+    ]
+    board = tmp_path / "board.html"
+    board.write_bytes(page("Chamber board 2026-11-06 to 2026-12-05", "<table></table>").body)
+    err.clear()
+    assert cards_cli.cmd_verify(board, out=out.append, err=err.append, **TRUST) == 2
+    assert err == [
+        f"{board}: not a card document (an HTML page (Chamber board 2026-11-06 to 2026-12-05),"
+        " not a card: verify a card's URL)"
+    ]

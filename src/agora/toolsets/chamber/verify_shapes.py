@@ -8,6 +8,7 @@ Pure: words only; `verify` raises them as `CardFormatError`.
 
 from __future__ import annotations
 
+import html
 import re
 from typing import Any, Final
 
@@ -20,6 +21,9 @@ NEEDS: Final = (
 #: At most this many of an object's member names are quoted in a refusal.
 _SHOWN: Final = 6
 _JSON_LINK: Final = re.compile(r"/cards/[A-Za-z0-9._-]{1,100}\?format=json")
+#: A page's title (agora's pages write it plainly, escaped), and the cards a page links.
+_TITLE: Final = re.compile(r"<title>([^<]{0,200})</title>")
+_CARD_LINK: Final = re.compile(r"/cards/([A-Za-z0-9._-]{1,100})[\"?]")
 
 
 def json_kind(value: Any) -> str:
@@ -64,8 +68,18 @@ def not_a_card(doc: Any) -> str:
 
 def html_page(data: bytes) -> str:
     """Why an HTML page (a card page saved from a browser) is not a card document, naming the
-    JSON address the page links when it has one."""
-    found = _JSON_LINK.search(data.decode("utf-8", "replace"))
+    JSON address the page links when it has one; a listing's page (a day's cards, the board,
+    a board row's cards: any page but a card's) is told to verify each card instead."""
+    text = data.decode("utf-8", "replace")
+    title = _TITLE.search(text)
+    if title is not None and not title.group(1).startswith("ScoreIA Chamber card"):
+        count = len(set(_CARD_LINK.findall(text)))
+        name = html.unescape(title.group(1))[:80]
+        if not count:
+            return f"an HTML page ({name}), not a card: verify a card's URL"
+        cards = f"{count} card{'s' * (count != 1)}"
+        return f"an HTML page ({name}) listing {cards}, not one card: verify each card's URL"
+    found = _JSON_LINK.search(text)
     where = f" (this page links {found.group()})" if found else ""
     return (
         "an HTML page: verify the card's URL (agora fetches its"
