@@ -150,10 +150,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="re-check a card's hash and signature, or an export bundle's (and its transcript)",
         description="Re-check a card document, or a seal's export bundle: the card's hash, its "
         "signature and whether you trust the signing key; for a bundle, also that its "
-        "transcript gives the card's transcript hash. Exits 0 when all hold, 1 when one does "
-        "not (unsigned, invalid, untrusted key, transcript mismatch), 2 when the card or a "
-        "trust source cannot be read, or the file is a whole seal_attempt reply. The last line "
-        "is the verdict.",
+        "transcript gives the card's transcript hash. Exits 0 when all hold (a bundle whose "
+        "transcript retired with its session: the card alone, which the verdict says), 1 when "
+        "one does not (unsigned, invalid, untrusted key, transcript mismatch, a transcript said "
+        "to be retired before the session could have been, a member added beside what the "
+        "signature covers), 2 when the card or a trust source cannot be read, the file is no "
+        "card (a listing, a page, a key document: it says what to verify instead), or it is a "
+        "whole seal_attempt reply. The last line is the verdict.",
     )
     c.add_argument(
         "file",
