@@ -285,3 +285,22 @@ async def test_attempts_still_open_are_counted_apart_and_say_when_the_range_is_f
     status, body = await _get(toolset, runtime, "/board?from=2026-11-30&to=2026-11-30")
     assert body["still_open"]["chambre-chrono-v0"] == {}
     assert body["suites"]["chambre-chrono-v0"][0]["attempts"] == 4
+
+
+async def test_an_open_attempt_counts_only_in_ranges_its_card_can_still_land_in(
+    agent, chamber, runtime, wall
+):
+    # Near midnight: one attempt expires today, another tomorrow; a range of tomorrow alone
+    # can get the second's card only (the first is sealed or expires today).
+    toolset, _ = chamber
+    wall.current = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
+    with trio.fail_after(60):
+        await agent.enter(product="demo-agent")  # expires 14:00 today
+        wall.current = dt.datetime(2026, 11, 30, 23, 30, tzinfo=dt.UTC)
+        await agent.enter(product="demo-agent")  # expires 01:30 tomorrow
+    status, body = await _get(toolset, runtime, "/board?from=2026-12-01&to=2026-12-01")
+    assert status == 200
+    assert body["still_open"]["chambre-chrono-v0"] == {"demo-agent": 1}
+    assert body["final_after"] == "2026-12-01T01:30:00Z"
+    status, body = await _get(toolset, runtime, "/board?from=2026-11-30&to=2026-12-01")
+    assert body["still_open"]["chambre-chrono-v0"] == {"demo-agent": 2}

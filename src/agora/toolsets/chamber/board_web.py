@@ -109,10 +109,8 @@ def board_route(suite_ids: tuple[str, ...]) -> Route:
         final_after = None
         if last >= today.isoformat():  # an open attempt's card lands today or later
             still_open, final_after = await runtime.read(
-                lambda conn: listings.open_attempts(conn, suite)
+                lambda conn: listings.open_attempts(conn, first, suite)
             )
-            if final_after is not None and first > final_after[:10]:  # lands before the range
-                still_open, final_after = {}, None
         body = {
             "from": first,
             "to": last,

@@ -195,16 +195,17 @@ MAX_OPEN_READ = 20_000
 
 
 def open_attempts(
-    conn: ReadConn, suite_id: str | None = None
+    conn: ReadConn, first: str, suite_id: str | None = None
 ) -> tuple[dict[str, dict[str, int]], str | None]:
-    """Server-seeded attempts not sealed yet, by suite and product, and the latest
-    ``expires_at`` among them (None if none): each becomes a card when sealed, or at its expiry
-    by the sweep, so a board range reaching today is not final until then."""
+    """Server-seeded attempts not sealed yet whose card may still land on the UTC day
+    ``first`` or later, by suite and product, and the latest ``expires_at`` among them (None if
+    none): each becomes a card when sealed (today), or at its expiry by the sweep (its expiry's
+    day), so a board range from ``first`` reaching today is not final until then."""
     sql = (
         "SELECT suite_id, identity, expires_at FROM chamber_attempts"
-        " WHERE card_id IS NULL AND seed_source = ?"
+        " WHERE card_id IS NULL AND seed_source = ? AND expires_at >= ?"
     )
-    params: tuple[Any, ...] = ("server",)
+    params: tuple[Any, ...] = ("server", first)
     if suite_id is not None:
         sql += " AND suite_id = ?"
         params += (suite_id,)
