@@ -381,13 +381,14 @@ def test_a_saved_listing_page_is_told_to_verify_each_card_not_a_card_page(tmp_pa
     assert cards_cli.cmd_verify(saved, out=out.append, err=err.append, **TRUST) == 2
     assert err == [
         f"{saved}: not a card document (an HTML page (Chamber cards of 2026-12-05) listing 2"
-        " cards, not one card: verify each card's URL)"
+        " cards: verify each card's URL)"
     ]
     board = tmp_path / "board.html"
     board.write_bytes(page("Chamber board 2026-11-06 to 2026-12-05", "<table></table>").body)
     err.clear()
     assert cards_cli.cmd_verify(board, out=out.append, err=err.append, **TRUST) == 2
     assert err == [
-        f"{board}: not a card document (an HTML page (Chamber board 2026-11-06 to 2026-12-05),"
-        " not a card: verify a card's URL)"
+        f"{board}: not a card document (an HTML page (Chamber board 2026-11-06 to 2026-12-05)"
+        " that links no card: verify a card's URL (a board row links its cards' list, each card"
+        " there links its page))"
     ]

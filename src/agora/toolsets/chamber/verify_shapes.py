@@ -75,10 +75,13 @@ def html_page(data: bytes) -> str:
     if title is not None and not title.group(1).startswith("ScoreIA Chamber card"):
         count = len(set(_CARD_LINK.findall(text)))
         name = html.unescape(title.group(1))[:80]
-        if not count:
-            return f"an HTML page ({name}), not a card: verify a card's URL"
+        if not count:  # the board: its rows link the pages that list cards
+            return (
+                f"an HTML page ({name}) that links no card: verify a card's URL (a board row"
+                " links its cards' list, each card there links its page)"
+            )
         cards = f"{count} card{'s' * (count != 1)}"
-        return f"an HTML page ({name}) listing {cards}, not one card: verify each card's URL"
+        return f"an HTML page ({name}) listing {cards}: verify each card's URL"
     found = _JSON_LINK.search(text)
     where = f" (this page links {found.group()})" if found else ""
     return (
