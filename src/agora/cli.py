@@ -16,6 +16,7 @@ says where it was.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import faulthandler
 import functools
 import json
@@ -39,7 +40,6 @@ from agora.cli_parser import build_parser
 from agora.cli_signals import received, stop_on_signal, stop_signals, while_stopping
 from agora.config import Config, environment_log_level, load_config
 from agora.errors import StoreError
-from agora.logsafe import shown_url
 from agora.logsetup import configure, set_level
 from agora.store.lock import DatabaseInUse, database_lock, database_problem
 
@@ -131,8 +131,8 @@ def _os_problem(exc: OSError) -> str:
     return f"{said}: {' -> '.join(files)}" if files else said
 
 
-async def _stdio(config: Config, path: str, chosen_db: bool) -> None:
-    from agora.server.endpoints import no_endpoint
+async def _stdio(config: Config, path: str, chosen_db: bool, toolset: str | None) -> None:
+    from agora.server.endpoints import bad_param, no_endpoint, shown_path
     from agora.transports.stdio import StopReading, serve_stdio
 
     token = os.environ.get("AGORA_TOKEN")
@@ -150,7 +150,11 @@ async def _stdio(config: Config, path: str, chosen_db: bool) -> None:
             nursery.start_soon(stop_on_signal, signals, stop, config.grace_seconds)
             endpoint = server.app.endpoint(path)
             if endpoint is None:
-                raise _Refused(no_endpoint(server.app, path))
+                wrong = _not_the_toolsets(path, toolset) if toolset else None
+                raise _Refused(wrong or no_endpoint(server.app, path))
+            wrong = bad_param(server.app, path)
+            if wrong is not None:
+                raise _Refused(wrong)
             # No page here, but a configured public_url names where the file is served (by
             # `agora serve` on it): links handed out (a chamber card's card_url) go under it.
             server.runtime.public_url = config.public_url
@@ -159,7 +163,7 @@ async def _stdio(config: Config, path: str, chosen_db: bool) -> None:
             # line is stderr's).
             # Never the query: a chess agent's seat token travels there, as for --connect.
             default = "" if chosen_db else DEFAULT_DB
-            shown = shown_url(path)
+            shown = shown_path(path)
             log.info(
                 "serving %s on stdio; database %s%s", shown, database_named(config.db), default
             )
@@ -301,6 +305,12 @@ def _run_stdio(args: argparse.Namespace) -> int:
         raise _Refused("--token is for --connect; a local database takes AGORA_TOKEN")
     if args.toolset and args.toolsets:
         raise _Refused("give --toolset NAME or --toolsets A,B, not both")
+    if args.endpoint and "://" in args.endpoint:  # the URL agora serve printed, pasted whole
+        raise _Refused(
+            "--endpoint takes an endpoint's path, such as /mcp/chess/default?token=…, and was"
+            " given a URL: to reach a running server at that URL, use --connect URL; to serve"
+            " this machine's database, give the path alone"
+        )
     if args.toolset:
         config = _config(args, toolsets=[args.toolset])
         path = args.endpoint or f"/mcp/{args.toolset}"
@@ -309,20 +319,33 @@ def _run_stdio(args: argparse.Namespace) -> int:
     else:
         config = _config(args)
         path = args.endpoint or "/mcp"
-    trio.run(_stdio, config, path, db_chosen(args.db, args.config))
+    trio.run(_stdio, config, path, db_chosen(args.db, args.config), args.toolset)
     return 0
 
 
 def _not_the_toolsets(path: str, name: str) -> str:
-    """That ``--endpoint`` ``path`` is none of ``--toolset`` ``name``'s, naming the ones it has;
-    the query shown as ``?…`` (a chess agent's seat token travels there)."""
+    """That ``--endpoint`` ``path`` is none of ``--toolset`` ``name``'s, naming the ones it has
+    and the one meant when the toolset's name is a letter or two off; the query shown as ``?…``
+    (a chess agent's seat token travels there), and no token typed in its path either."""
     from agora.server.app import load_toolsets
+    from agora.server.endpoints import NEAR, shown_path
 
     (toolset,) = load_toolsets([name])
     served = f"/mcp/{name}"
     if toolset.endpoint_param:
         served += f" and /mcp/{name}/<{toolset.endpoint_param}>"
-    return f"--endpoint {shown_url(path)} is not an endpoint of {name}: it serves {served}"
+    base, mark, query = path.partition("?")
+    parts = [p for p in base.split("/") if p]
+    hint = ""
+    if (
+        len(parts) >= 2
+        and parts[1] != name
+        and difflib.get_close_matches(parts[1], [name], cutoff=NEAR)
+    ):
+        meant = "/".join(["", "mcp", name, *parts[2:]]) + mark + query
+        hint = f"; did you mean {shown_path(meant)}?"
+    said = f"--endpoint {shown_path(path)} is not an endpoint of {name}{hint}"
+    return f"{said} ({name} serves {served})"
 
 
 def _leaf(exc: BaseException) -> BaseException:

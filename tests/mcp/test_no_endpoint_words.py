@@ -81,13 +81,49 @@ def test_agora_stdio_names_the_endpoints(tmp_path, capsys, endpoint, said):
     assert err[-1] == said, err
 
 
-def test_agora_stdio_toolset_names_its_endpoints_and_never_shows_the_token(tmp_path, capsys):
-    # README's form for a stdio chess agent: a misspelt --endpoint must not print the token.
+@pytest.mark.parametrize(
+    ("endpoint", "said"),
+    [
+        pytest.param(
+            "/mcp/ches/default?token=SECRET",
+            "--endpoint /mcp/ches/default?… is not an endpoint of chess; did you mean"
+            " /mcp/chess/default?…? (chess serves /mcp/chess and /mcp/chess/<table>)",
+            id="misspelt",
+        ),
+        pytest.param(
+            "/mcp",
+            "--endpoint /mcp is not an endpoint of chess (chess serves /mcp/chess and"
+            " /mcp/chess/<table>)",
+            id="all-toolsets",
+        ),
+        pytest.param(
+            "/mcp/chess/default/token=SECRET",
+            "--endpoint /mcp/chess/default/… is not an endpoint of chess (chess serves"
+            " /mcp/chess and /mcp/chess/<table>)",
+            id="slash-for-question-mark",
+        ),
+        pytest.param(
+            "/mcp/chess/default&token=SECRET",
+            "/mcp/chess/… names no table: a table's name is 1 to 40 letters, digits, _, - or ."
+            " (a token goes in the query: /mcp/chess/<table>?token=…)",
+            id="ampersand-for-question-mark",
+        ),
+        pytest.param(
+            "http://127.0.0.1:8765/mcp/chess/default?token=SECRET",
+            "--endpoint takes an endpoint's path, such as /mcp/chess/default?token=…, and was"
+            " given a URL: to reach a running server at that URL, use --connect URL; to serve"
+            " this machine's database, give the path alone",
+            id="the-url-agora-serve-printed",
+        ),
+    ],
+)
+def test_agora_stdio_toolset_refuses_a_wrong_endpoint_never_showing_its_token(
+    tmp_path, capsys, endpoint, said
+):
+    # README's form for a stdio chess agent, with the typos people make in it: the seat
+    # token must never reach stderr (a client such as Claude Code keeps it in its log).
     args = ["stdio", "--db", str(tmp_path / "a.db"), "--toolset", "chess"]
-    assert main([*args, "--endpoint", "/mcp/ches/default?token=SECRET"]) == 2
+    assert main([*args, "--endpoint", endpoint]) == 2
     err = capsys.readouterr().err
     assert "SECRET" not in err
-    assert err.splitlines()[-1] == (
-        "agora: --endpoint /mcp/ches/default?… is not an endpoint of chess: it serves"
-        " /mcp/chess and /mcp/chess/<table>"
-    )
+    assert err.splitlines()[-1] == f"agora: {said}"
