@@ -107,6 +107,19 @@ def _edge(png: bytes) -> tuple[int, ...]:
     return tuple(row[2 * 3 : 2 * 3 + 3])
 
 
+def _shot(square: Any) -> bytes:
+    """A screenshot of one square. The page redraws the board on each live update (a
+    presence change, the stream's first state), which can replace the square's element
+    while Chromium waits for it to be stable: the same square is then taken again."""
+    for _ in range(4):
+        try:
+            return bytes(square.screenshot())
+        except sync_api.Error as exc:
+            if "not attached to the DOM" not in str(exc):
+                raise
+    return bytes(square.screenshot())
+
+
 def rings_as_seen(urls: dict[str, str]) -> dict[str, Any]:
     """For each side's page: each capture's ring against its square with no ring."""
     errors: list[str] = []
@@ -117,11 +130,11 @@ def rings_as_seen(urls: dict[str, str]) -> dict[str, Any]:
             sync_api.expect(page.locator("#role")).to_have_text(f"you play {side}")
             for source, target, colour in SIDES[side]["captures"]:
                 square = page.locator(f'[data-square="{target}"]')
-                plain = square.screenshot()
+                plain = _shot(square)
                 page.click(f'[data-square="{source}"]')
                 marked = page.locator(f'[data-square="{target}"].{colour}.target.occupied')
                 sync_api.expect(marked).to_be_visible()
-                ringed = square.screenshot()
+                ringed = _shot(square)
                 ARTIFACTS.mkdir(exist_ok=True)
                 page.screenshot(path=str(ARTIFACTS / f"capture-ring-{side}-{target}.png"))
                 seen[f"{side} {target} ({colour})"] = _contrast(_edge(plain), _edge(ringed))
