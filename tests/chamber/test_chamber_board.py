@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 from solver import Solver
 
+from agora.identity import Principal
 from agora.toolsets.chamber import board
 from agora.web.http import Request
 
@@ -304,3 +305,39 @@ async def test_an_open_attempt_counts_only_in_ranges_its_card_can_still_land_in(
     assert body["final_after"] == "2026-12-01T01:30:00Z"
     status, body = await _get(toolset, runtime, "/board?from=2026-11-30&to=2026-12-01")
     assert body["still_open"]["chambre-chrono-v0"] == {"demo-agent": 2}
+
+
+async def test_the_board_can_rank_only_attempts_named_principals_entered(
+    agent, chamber, runtime, wall
+):
+    # Anyone may claim any product: anonymous callers sealing three empty runs as a named
+    # principal's product dragged its row from 1 of 1 to 1 of 4. A reader may rank only the
+    # attempts the server's principals entered, and each row's cards follow the same choice.
+    from chamber_agent import Agent
+
+    toolset, _ = chamber
+    alice = Agent(runtime, dict(toolset.handlers), Principal("alice"))
+    wall.current = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)
+    with trio.fail_after(60):
+        solved = await _solve(alice, "test-agent")
+        for _ in range(3):
+            await _fail(agent, "test-agent", looks=0)  # anonymous, no token
+    day = "from=2026-11-30&to=2026-11-30&suite=chambre-chrono-v0"
+    status, everyone = await _get(toolset, runtime, f"/board?{day}")
+    [row] = everyone["suites"]["chambre-chrono-v0"]
+    assert (everyone["entered"], row["attempts"], row["solved"]) == ("any", 4, 1)
+    status, named = await _get(toolset, runtime, f"/board?{day}&entered=named")
+    assert status == 200
+    [row] = named["suites"]["chambre-chrono-v0"]
+    assert (named["entered"], row["attempts"], row["solved"]) == ("named", 1, 1)
+    assert "entered=named" in row["cards"]
+    status, cards = await _get(toolset, runtime, row["cards"])
+    assert [c["card_id"] for c in cards["cards"]] == [solved["card_id"]]
+    assert cards["entered"] == "named"
+    status, page = await _get(toolset, runtime, f"/board?{day}&entered=named", "text/html")
+    assert "<option value=named selected>named principals only</option>" in page
+    assert "<option selected>chambre-chrono-v0</option>" in page
+    assert "Only attempts entered by the server's named principals" in page
+    status, refused = await _get(toolset, runtime, "/board?entered=someone")
+    assert status == 400
+    assert "entered must be any" in refused["error"]

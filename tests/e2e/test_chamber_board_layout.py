@@ -58,6 +58,7 @@ def _html() -> str:
             ],
             "chambre-atelier-v0": [],
         },
+        "entered": "any",
         "still_open": {"chambre-chrono-v0": {"composer-3": 2}, "chambre-atelier-v0": {}},
         "final_after": "2026-12-02T14:00:00Z",
     }

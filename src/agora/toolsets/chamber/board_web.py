@@ -81,12 +81,27 @@ def _json(body: dict[str, Any], status: int = 200) -> Response:
     return response
 
 
-def _cards_url(suite_id: str, product: str, first: str, last: str, base: str) -> str:
+def _cards_url(
+    suite_id: str, product: str, first: str, last: str, base: str, named: bool = False
+) -> str:
     """A board row's cards, under ``base`` (the path prefix of ``public_url``)."""
-    query = urllib.parse.urlencode(
-        {"suite": suite_id, "product": product, "from": first, "to": last}
-    )
-    return f"{base}/board/cards?{query}"
+    fields = {"suite": suite_id, "product": product, "from": first, "to": last}
+    if named:
+        fields["entered"] = "named"
+    return f"{base}/board/cards?{urllib.parse.urlencode(fields)}"
+
+
+def _named(request: Request) -> bool:
+    """Whether ``?entered=named`` asks for the cards of attempts a named principal entered
+    (``any``, the default: every server-seeded card).
+
+    Raises:
+        BadQuery: another value.
+    """
+    entered = request.query.get("entered") or "any"
+    if entered not in ("any", "named"):
+        raise BadQuery("entered must be any (every card) or named (entered with a token)")
+    return entered == "named"
 
 
 def board_route(suite_ids: tuple[str, ...]) -> Route:
@@ -99,9 +114,12 @@ def board_route(suite_ids: tuple[str, ...]) -> Route:
                 raise BadQuery(f"no suite {suite!r}; suites: {', '.join(suite_ids)}")
             today = runtime.clock.wall().astimezone(dt.UTC).date()
             first, last = _range(request, today)
+            named = _named(request)
         except BadQuery as exc:
             return error_response(request, 400, str(exc))
-        rows = await runtime.read(lambda conn: listings.board_cards(conn, first, last, suite))
+        rows = await runtime.read(
+            lambda conn: listings.board_cards(conn, first, last, suite, named)
+        )
         ranked = board.rank(rows)
         shown = [suite] if suite else list(suite_ids)
         base = base_path(runtime.public_url)
@@ -115,9 +133,10 @@ def board_route(suite_ids: tuple[str, ...]) -> Route:
             "from": first,
             "to": last,
             "seed_source": "server",
+            "entered": "named" if named else "any",
             "suites": {
                 s: [
-                    r.as_json(i + 1, _cards_url(s, r.product, first, last, base))
+                    r.as_json(i + 1, _cards_url(s, r.product, first, last, base, named))
                     for i, r in enumerate(ranked.get(s, []))
                 ]
                 for s in shown
@@ -127,7 +146,7 @@ def board_route(suite_ids: tuple[str, ...]) -> Route:
         }
         if not wants_html(request):
             return _json(body)
-        return page(f"Chamber board {first} to {last}", _board_html(body))
+        return page(f"Chamber board {first} to {last}", _board_html(body, suite_ids))
 
     return Route("GET", "/board", get_board)
 
@@ -154,12 +173,41 @@ def _actions(median: float | None) -> str:
     return "none" if median is None else f"{median:g}"
 
 
-def _board_html(body: dict[str, Any]) -> str:
+def _form(body: dict[str, Any], suite_ids: tuple[str, ...]) -> str:
+    """The board's own query as a form (a GET to this page): the range, the suite, and
+    whether only attempts a named principal entered count."""
+    shown = list(body["suites"])
+    one = shown[0] if len(shown) == 1 and len(suite_ids) > 1 else ""
+    suites = "".join(
+        f"<option{' selected' * (s == one)}>{html.escape(s)}</option>" for s in suite_ids
+    )
+    named = body["entered"] == "named"
+    return (
+        "<form method=get><label>From <input type=date name=from"
+        f' value="{html.escape(body["from"], quote=True)}"></label> <label>to <input'
+        f' type=date name=to value="{html.escape(body["to"], quote=True)}"></label> <label>'
+        f"suite <select name=suite><option value=''>every suite</option>{suites}</select>"
+        "</label> <label>entered by <select name=entered><option value=any>anyone</option>"
+        f"<option value=named{' selected' * named}>named principals only</option></select>"
+        "</label> <button>Show</button></form>"
+    )
+
+
+def _board_html(body: dict[str, Any], suite_ids: tuple[str, ...] = ()) -> str:
+    entered = (
+        "Only attempts entered by the server's named principals (with a bearer token) count."
+        if body["entered"] == "named"
+        else "Attempts entered by anyone count: an anonymous caller may claim any product,"
+        " so choose named principals only to rank the attempts the server's principals"
+        " entered."
+    )
     parts = [
         f"<style>{_BOARD_STYLE}</style>",
-        f"<h1>ScoreIA Chamber board</h1><p>{html.escape(body['from'])} to "
+        f"<h1>ScoreIA Chamber board</h1>{_form(body, suite_ids or tuple(body['suites']))}"
+        f"<p>{html.escape(body['from'])} to "
         f"{html.escape(body['to'])} (UTC). Only rooms whose seed the server drew count; "
-        "practice runs on chosen seeds never rank. Products are participant claims. Every "
+        f"practice runs on chosen seeds never rank. Products are participant claims. {entered} "
+        "Every "
         "sealed card counts, signed or not yet signed, except one whose figures contradict "
         "each other (its card page says which), which counts nowhere; each row links to the "
         f"cards behind it, where a card not signed yet is marked pending_signature.</p>"
@@ -216,8 +264,11 @@ async def get_board_cards(request: Request, runtime: Runtime) -> Response:
             raise BadQuery("product is not a product id (^[a-z0-9][a-z0-9._-]{0,78}$)")
         first, last = _range(request, runtime.clock.wall().astimezone(dt.UTC).date())
         limit = parse_limit(request)
+        named = _named(request)
         rows = await runtime.read(
-            lambda c: listings.board_card_ids(c, suite, product, first, last, after, limit + 1)
+            lambda c: listings.board_card_ids(
+                c, suite, product, first, last, after, limit + 1, named
+            )
         )
     except BadQuery as exc:
         return error_response(request, 400, str(exc))
@@ -225,6 +276,7 @@ async def get_board_cards(request: Request, runtime: Runtime) -> Response:
         return error_response(request, 400, UNKNOWN_AFTER)
     shown, last_id = paged(rows, limit)
     body: dict[str, Any] = {"suite": suite, "product": product, "from": first, "to": last}
+    body["entered"] = "named" if named else "any"
     base = base_path(runtime.public_url)
     body["cards"] = [{**r, "url": f"{base}/cards/{r['card_id']}"} for r in shown]
     if last_id is not None:
@@ -239,6 +291,8 @@ async def get_board_cards(request: Request, runtime: Runtime) -> Response:
         for c in body["cards"]
     )
     title = f"{product} on {suite}, {first} to {last}"
+    if named:
+        title += ", entered by named principals"
     empty = f"No server-seeded cards of {product} on {suite} from {first} to {last}."
     listing = f"<ul>{items}</ul>" if items else f"<p>{html.escape(empty)}</p>"
     more = next_link(None if last_id is None else next_page("/board/cards", request, last_id))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from agora.identity import ANONYMOUS
 from agora.toolsets.chamber.consistency import body_faults, evidence_status
 
 if TYPE_CHECKING:
@@ -85,18 +86,26 @@ _ROW = (
 )
 
 
+#: Only cards whose attempt a named principal entered (with its bearer token): an anonymous
+#: caller may claim any product, so a reader may rank the ones a server's principals entered.
+_NAMED = " AND principal IS NOT NULL AND principal <> ?"
+
+
 def board_cards(
-    conn: ReadConn, first: str, last: str, suite_id: str | None = None
+    conn: ReadConn, first: str, last: str, suite_id: str | None = None, named: bool = False
 ) -> list[tuple[str, str, str, int, int, int]]:
     """(suite, product, outcome, actions, hints, wrong) of server-seeded cards sealed
-    between the UTC days ``first`` and ``last`` (inclusive), optionally of one suite; none
-    whose figures contradict each other (`consistency.body_faults`), which the server never
-    signs (`_UNSIGNED_BODY`)."""
+    between the UTC days ``first`` and ``last`` (inclusive), optionally of one suite, and
+    (``named``) only those a named principal entered; none whose figures contradict each
+    other (`consistency.body_faults`), which the server never signs (`_UNSIGNED_BODY`)."""
     sql = (
         "SELECT suite_id, product, outcome, actions_used, hints_used, wrong_submissions,"
         f" {_UNSIGNED_BODY}" + _BOARD_WHERE
     )
     params: tuple[Any, ...] = ("server", first, last)
+    if named:
+        sql += _NAMED
+        params += (ANONYMOUS,)
     if suite_id is not None:
         sql += " AND suite_id = ?"
         params += (suite_id,)
@@ -123,6 +132,7 @@ def board_card_ids(
     last: str,
     after: str = "",
     limit: int = 200,
+    named: bool = False,
 ) -> list[dict[str, Any]]:
     """The server-seeded cards behind one board row in the order sealed, after card
     ``after`` (`UnknownCursor` if it names none), at most ``limit``; each says whether it is
@@ -133,7 +143,7 @@ def board_card_ids(
     found: list[dict[str, Any]] = []
     while len(found) < limit:
         wanted = limit - len(found)
-        rows = _row_page(conn, suite_id, product, first, last, after, wanted)
+        rows = _row_page(conn, (suite_id, product, named), first, last, after, wanted)
         found += [card for card, body in rows if not _faulty(body)]
         if len(rows) < wanted:  # the row ends here
             break
@@ -142,7 +152,7 @@ def board_card_ids(
 
 
 def _row_page(
-    conn: ReadConn, suite_id: str, product: str, first: str, last: str, after: str, limit: int
+    conn: ReadConn, which: tuple[str, str, bool], first: str, last: str, after: str, limit: int
 ) -> list[tuple[dict[str, Any], Any]]:
     """`board_card_ids`' cards, those whose figures contradict each other included, each
     with its `_UNSIGNED_BODY`.
@@ -152,11 +162,13 @@ def _row_page(
     a day (the days are a range before the time in the index), so each page walked every
     card of the row from the range's first day to its cursor.
     """
+    suite_id, product, named = which
     select = (
         f"SELECT card_id, sealed_at, outcome, actions_used, signature IS NOT NULL, {_UNSIGNED_BODY}"
         + _ROW
+        + (_NAMED if named else "")
     )
-    row = ("server", suite_id, product)
+    row: tuple[str, ...] = ("server", suite_id, product) + ((ANONYMOUS,) if named else ())
     day = ""
     rows: list[Any] = []
     if after:
