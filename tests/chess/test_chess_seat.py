@@ -75,6 +75,11 @@ async def test_another_agent_cannot_take_the_seat_after_one_joined(table):
     await table.tool("join_game")
     body = await table.refused("move_piece", as_token=None, **{"from": "e2", "to": "e4"})
     assert body["code"] == "AGENT_TOKEN_REQUIRED"
+    # Whatever endpoint the watcher used (/mcp reads no ?token=): the table's chess endpoint.
+    assert (
+        "reconnect to the table's chess endpoint, /mcp/chess/<table>?token="
+        in (body["nextAction"]["instruction"])
+    )
     body = await table.refused("move_piece", as_token=table.token, **{"from": "e2", "to": "e4"})
     assert body["code"] == "AGENT_TOKEN_INVALID"
 

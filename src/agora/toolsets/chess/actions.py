@@ -75,9 +75,9 @@ def next_action(
             return NextAction(
                 None,
                 {},
-                "Only the seated agent may move: reconnect to this endpoint with ?token=<the "
-                "table's agent token, shown to the human on the page>. Until then you may "
-                "watch with get_board and wait_for_turn.",
+                "Only the seated agent may move: reconnect to the table's chess endpoint,"
+                " /mcp/chess/<table>?token=<the table's agent token> (the human's page shows"
+                " that URL). Until then you may watch with get_board and wait_for_turn.",
             )
         case "AGENT_TOKEN_INVALID":
             return NextAction(

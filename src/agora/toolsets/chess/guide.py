@@ -86,8 +86,9 @@ STATUS_CODES: Final = {
     "WAIT_TIMEOUT": "wait_for_turn timed out with nothing new; call it again with the same "
     "arguments. With shuttingDown true the server is shutting down: wait a few seconds first"
     " (if it restarted, the call is answered).",
-    "AGENT_TOKEN_REQUIRED": "Refused: only the seated agent may move. Connect with the "
-    "table's agent token in the endpoint URL (?token=...); without it you can only watch.",
+    "AGENT_TOKEN_REQUIRED": "Refused: only the seated agent may move. Connect to the table's "
+    "chess endpoint with its agent token (/mcp/chess/<table>?token=...); without it you can "
+    "only watch.",
     "AGENT_TOKEN_INVALID": "Refused on every tool: the agent token in the endpoint URL is not "
     "this table's. Wrong or replaced by the human: ask the human for the current agent URL; "
     "another table's: reconnect to the endpoint error and nextAction name.",
