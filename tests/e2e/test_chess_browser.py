@@ -344,3 +344,34 @@ async def test_a_finished_game_stays_downloadable_after_a_new_game(tmp_path):
     game = chess.pgn.read_game(io.StringIO(seen["earlier"]))
     assert game is not None
     assert (game.headers["Round"], game.headers["Result"]) == ("1", "0-1")
+
+
+def human_tries_to_create_a_table(base: str) -> dict[str, Any]:
+    """Open /play on a server with principals and press "Create table"."""
+    errors: list[str] = []
+    with chromium() as browser:
+        page = new_page(browser, errors)
+        page.goto(f"{base}/play")
+        page.fill("#new-table-name", "mine")
+        page.click("#create-table")
+        sync_api.expect(page.locator("#new-table")).to_contain_text("principals")
+        return {"said": page.locator("#new-table").text_content(), "errors": errors}
+
+
+async def test_the_play_page_on_a_server_with_principals_says_how_a_table_is_made(tmp_path):
+    # A tester's finding: the button answered "Unauthorized: this action needs a bearer
+    # token" every time, and nothing said how a human gets a table on such a server.
+    from e2e_config import write_config
+
+    config = write_config(tmp_path)
+    with trio.fail_after(60):
+        async with agora_serve(tmp_path / "agora.db", "--config", str(config)) as server:
+            seen = await trio.to_thread.run_sync(human_tries_to_create_a_table, server.url)
+    assert seen["said"] == (
+        "This server creates tables only for its principals, and a browser sends no bearer"
+        f" token. Create one with your token: curl -X POST {server.url}/play/tables -H"
+        " 'Authorization: Bearer YOUR_TOKEN' -H 'Content-Type: application/json' -d"
+        ' \'{"name": "mine"}\', then open the humanUrl it answers; or play at the table agora'
+        " serve printed at start."
+    )
+    assert [e for e in seen["errors"] if "401" not in e] == []

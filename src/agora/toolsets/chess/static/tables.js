@@ -19,6 +19,18 @@
     const data = await res.json().catch(() => ({ error: res.statusText }));
     const out = $("new-table");
     out.replaceChildren();
+    if (res.status === 401) {
+      // A server with [[principals]] creates tables for them only, and a page sends no
+      // bearer token: say how a table is made there instead of a bare "Unauthorized".
+      const url = `${location.origin}${base}/play/tables`;
+      out.textContent =
+        "This server creates tables only for its principals, and a browser sends no bearer " +
+        "token. Create one with your token: curl -X POST " + url +
+        " -H 'Authorization: Bearer YOUR_TOKEN' -H 'Content-Type: application/json'" +
+        ` -d '{"name": "${name || "my-table"}"}', then open the humanUrl it answers;` +
+        " or play at the table agora serve printed at start.";
+      return;
+    }
     if (!res.ok) {
       out.textContent = data.error || res.statusText;
       return;
