@@ -330,6 +330,12 @@ async def test_the_board_can_rank_only_attempts_named_principals_entered(
     assert status == 200
     [row] = named["suites"]["chambre-chrono-v0"]
     assert (named["entered"], row["attempts"], row["solved"]) == ("named", 1, 1)
+    await agent.enter(product="flood")  # anonymous and open: not the named board's either
+    status, named = await _get(toolset, runtime, f"/board?{day}&entered=named")
+    assert named["still_open"] == {"chambre-chrono-v0": {}}
+    assert named["final_after"] is None
+    status, everyone = await _get(toolset, runtime, f"/board?{day}")
+    assert everyone["still_open"] == {"chambre-chrono-v0": {"flood": 1}}
     assert "entered=named" in row["cards"]
     status, cards = await _get(toolset, runtime, row["cards"])
     assert [c["card_id"] for c in cards["cards"]] == [solved["card_id"]]

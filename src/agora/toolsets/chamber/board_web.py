@@ -127,7 +127,7 @@ def board_route(suite_ids: tuple[str, ...]) -> Route:
         final_after = None
         if last >= today.isoformat():  # an open attempt's card lands today or later
             still_open, final_after = await runtime.read(
-                lambda conn: listings.open_attempts(conn, first, suite)
+                lambda conn: listings.open_attempts(conn, first, suite, named)
             )
         body = {
             "from": first,

@@ -207,7 +207,7 @@ MAX_OPEN_READ = 20_000
 
 
 def open_attempts(
-    conn: ReadConn, first: str, suite_id: str | None = None
+    conn: ReadConn, first: str, suite_id: str | None = None, named: bool = False
 ) -> tuple[dict[str, dict[str, int]], str | None]:
     """Server-seeded attempts not sealed yet whose card may still land on the UTC day
     ``first`` or later, by suite and product, and the latest ``expires_at`` among them (None if
@@ -221,6 +221,9 @@ def open_attempts(
     if suite_id is not None:
         sql += " AND suite_id = ?"
         params += (suite_id,)
+    if named:  # as the board it is for counts them (`board_cards`)
+        sql += _NAMED
+        params += (ANONYMOUS,)
     counts: dict[str, dict[str, int]] = {}
     latest: str | None = None
     for suite, identity, expires in conn.execute(sql + f" LIMIT {MAX_OPEN_READ}", params):
