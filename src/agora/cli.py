@@ -305,11 +305,12 @@ def _run_stdio(args: argparse.Namespace) -> int:
         raise _Refused("--token is for --connect; a local database takes AGORA_TOKEN")
     if args.toolset and args.toolsets:
         raise _Refused("give --toolset NAME or --toolsets A,B, not both")
-    if args.endpoint and "://" in args.endpoint:  # the URL agora serve printed, pasted whole
+    if args.endpoint and not args.endpoint.startswith("/"):  # a URL, host:port/..., " /mcp"
+        given = "a URL" if "://" in args.endpoint else "no path (a path starts with /)"
         raise _Refused(
             "--endpoint takes an endpoint's path, such as /mcp/chess/default?token=…, and was"
-            " given a URL: to reach a running server at that URL, use --connect URL; to serve"
-            " this machine's database, give the path alone"
+            f" given {given}: to reach a running server at its address, use --connect URL; to"
+            " serve this machine's database, give the path alone"
         )
     if args.toolset:
         config = _config(args, toolsets=[args.toolset])

@@ -20,6 +20,7 @@ from trio_websocket import CloseReason, ConnectionClosed, wrap_client_stream
 from wsproto.utilities import LocalProtocolError
 
 from agora import __version__
+from agora.logsafe import shown_url
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -188,7 +189,10 @@ async def open_websocket(
     """
     parts = urlsplit(ws_url(url))
     if parts.scheme not in ("ws", "wss") or not parts.hostname:
-        raise ValueError(f"not a WebSocket or HTTP URL: {url}")
+        raise ValueError(  # shown as the log shows it: a seat token never
+            f"not a WebSocket or HTTP URL: {shown_url(url)} (a running server's address, such"
+            " as ws://HOST:PORT/mcp/chess/default?token=…)"
+        )
     secure = parts.scheme == "wss"
     port = parts.port or (443 if secure else 80)
     resource = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

@@ -12,6 +12,7 @@ value longer than `MAX_LOGGED` characters is cut with a marker saying how much w
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import TYPE_CHECKING, Any, Final
 
@@ -53,11 +54,30 @@ def loggable(value: object, limit: int = MAX_LOGGED) -> str:
 MAX_ERROR: Final = 1000
 
 
+#: A path segment shown as it is: a name (a toolset's, a chess table's: 1 to 40 lower-case
+#: letters, digits, ``_`` or ``-``). Anything else (a token typed after ``&`` or ``/`` instead
+#: of ``?``, or in place of a table's name: agora's tokens hold capitals) is shown as ``…``,
+#: with all after it.
+NAME_SEGMENT = re.compile(r"[a-z0-9][a-z0-9_-]{0,39}")
+
+
 def shown_url(url: str) -> str:
-    """``url`` (or a path) without its query, which may hold a seat token (``?…`` marks that
-    there was one)."""
+    """``url`` (or a path) as a log line or a refusal shows it: its query, which may hold a
+    seat token, as ``?…``, and from the first path segment that is no name (`NAME_SEGMENT`)
+    on, ``…``, so a token typed in the path is not shown either."""
     base, mark, _ = url.partition("?")
-    return base + ("?…" if mark else "")
+    head = ""
+    if "://" in base:  # scheme://host:port stays as it is
+        scheme, _, rest = base.partition("://")
+        netloc, slash, path = rest.partition("/")
+        head, base = f"{scheme}://{netloc}", slash + path
+    shown: list[str] = []
+    for part in base.split("/"):
+        if part and not NAME_SEGMENT.fullmatch(part):
+            shown.append("…")
+            break
+        shown.append(part)
+    return head + "/".join(shown) + ("?…" if mark else "")
 
 
 def one_line(error: object) -> str:

@@ -9,6 +9,8 @@ letter or two off, suggest it.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -104,15 +106,30 @@ def test_agora_stdio_names_the_endpoints(tmp_path, capsys, endpoint, said):
         ),
         pytest.param(
             "/mcp/chess/default&token=SECRET",
-            "/mcp/chess/… names no table: a table's name is 1 to 40 letters, digits, _, - or ."
-            " (a token goes in the query: /mcp/chess/<table>?token=…)",
+            "/mcp/chess/… names no table: a table's name is 1 to 40 lower-case letters, digits,"
+            " _ or -, starting with a letter or a digit (a token goes in the query:"
+            " /mcp/chess/<table>?token=…)",
             id="ampersand-for-question-mark",
+        ),
+        pytest.param(
+            "/mcp/chess/yROM6SD0w6GKp2Mq33iAAxxgSECRETp",
+            "/mcp/chess/… names no table: a table's name is 1 to 40 lower-case letters, digits,"
+            " _ or -, starting with a letter or a digit (a token goes in the query:"
+            " /mcp/chess/<table>?token=…)",
+            id="the-token-for-the-table",
+        ),
+        pytest.param(
+            "127.0.0.1:8765/mcp/chess/default?token=SECRET",
+            "--endpoint takes an endpoint's path, such as /mcp/chess/default?token=…, and was"
+            " given no path (a path starts with /): to reach a running server at its address,"
+            " use --connect URL; to serve this machine's database, give the path alone",
+            id="host-and-port",
         ),
         pytest.param(
             "http://127.0.0.1:8765/mcp/chess/default?token=SECRET",
             "--endpoint takes an endpoint's path, such as /mcp/chess/default?token=…, and was"
-            " given a URL: to reach a running server at that URL, use --connect URL; to serve"
-            " this machine's database, give the path alone",
+            " given a URL: to reach a running server at its address, use --connect URL; to"
+            " serve this machine's database, give the path alone",
             id="the-url-agora-serve-printed",
         ),
     ],
@@ -127,3 +144,28 @@ def test_agora_stdio_toolset_refuses_a_wrong_endpoint_never_showing_its_token(
     err = capsys.readouterr().err
     assert "SECRET" not in err
     assert err.splitlines()[-1] == f"agora: {said}"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/mcp/chess/default?token=SECRET",
+        "127.0.0.1:8765/mcp/chess/default?token=SECRET",
+    ],
+    ids=["a-path", "no-scheme"],
+)
+def test_agora_stdio_connect_to_no_url_never_shows_the_token(url):
+    # A process of its own: the bridge reads a real stdin.
+    done = subprocess.run(
+        [sys.executable, "-m", "agora", "stdio", "--connect", url],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done
+    err = done.stderr
+    assert "SECRET" not in err
+    assert "not a WebSocket or HTTP URL" in err
+    assert "such as ws://HOST:PORT/mcp/chess/default?token=…" in err

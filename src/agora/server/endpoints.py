@@ -8,8 +8,9 @@ toolset, an option) name the closest choice: this one names them all, and the cl
 from __future__ import annotations
 
 import difflib
-import re
 from typing import TYPE_CHECKING
+
+from agora.logsafe import NAME_SEGMENT, shown_url
 
 if TYPE_CHECKING:
     from agora.server.app import App, Endpoint
@@ -41,23 +42,10 @@ def endpoint_paths(app: App) -> list[str]:
     return paths
 
 
-#: A path segment shown as it is: a name (a toolset's, a table's). Anything else (a token
-#: typed after ``&`` or ``/`` instead of ``?``) is shown as ``…``, with all after it.
-_NAME = re.compile(r"[A-Za-z0-9_.-]{1,40}")
-
-
 def shown_path(path: str) -> str:
-    """``path`` as a log line or refusal shows it: its query as ``?…`` (`shown_url`), and
-    from the first segment that is no name on, ``…``: a seat token pasted after ``&`` or ``/``
-    instead of ``?`` is never shown either."""
-    base, mark, _ = path.partition("?")
-    shown: list[str] = []
-    for part in base.split("/"):
-        if part and (not _NAME.fullmatch(part) or "token" in part.lower()):
-            shown.append("…")
-            break
-        shown.append(part)
-    return "/".join(shown) + ("?…" if mark else "")
+    """``path`` as a log line or refusal shows it (`agora.logsafe.shown_url`): its query as
+    ``?…``, and ``…`` from the first segment that is no name on."""
+    return shown_url(path)
 
 
 def no_endpoint(app: App, path: str) -> str:
@@ -77,14 +65,16 @@ def no_endpoint(app: App, path: str) -> str:
 
 def bad_param(app: App, path: str) -> str | None:
     """Why ``path``'s path parameter (chess's ``<table>``) names nothing, or None: a name is
-    1 to 40 letters, digits, ``_``, ``-`` or ``.``; a seat token typed after ``&`` or ``/``
-    instead of ``?`` is refused here, never shown (`shown_path`), rather than served as a name."""
+    what a chess table's is (1 to 40 lower-case letters, digits, ``_`` or ``-``, starting with
+    a letter or a digit); a seat token typed after ``&`` or ``/`` instead of ``?``, or in
+    place of the name, is refused here, never shown (`shown_path`), rather than served as one."""
     parts = [p for p in path.partition("?")[0].split("/") if p]
     toolset = app.toolsets.get(parts[1]) if len(parts) == 3 else None
-    if toolset is None or not toolset.endpoint_param or _NAME.fullmatch(parts[2]):
+    if toolset is None or not toolset.endpoint_param or NAME_SEGMENT.fullmatch(parts[2]):
         return None
     param = toolset.endpoint_param
     return (
-        f"{shown_path(path)} names no {param}: a {param}'s name is 1 to 40 letters, digits, _,"
-        f" - or . (a token goes in the query: /mcp/{toolset.name}/<{param}>?token=…)"
+        f"{shown_path(path)} names no {param}: a {param}'s name is 1 to 40 lower-case letters,"
+        " digits, _ or -, starting with a letter or a digit (a token goes in the query:"
+        f" /mcp/{toolset.name}/<{param}>?token=…)"
     )
