@@ -347,15 +347,19 @@ async def test_a_finished_game_stays_downloadable_after_a_new_game(tmp_path):
 
 
 def human_tries_to_create_a_table(base: str) -> dict[str, Any]:
-    """Open /play on a server with principals and press "Create table"."""
+    """Open /play on a server with principals and press "Create table", with a good name and
+    with one that is none (its quote must not reach the shell command shown)."""
     errors: list[str] = []
+    said = []
     with chromium() as browser:
         page = new_page(browser, errors)
         page.goto(f"{base}/play")
-        page.fill("#new-table-name", "mine")
-        page.click("#create-table")
-        sync_api.expect(page.locator("#new-table")).to_contain_text("principals")
-        return {"said": page.locator("#new-table").text_content(), "errors": errors}
+        for name, shown in (("Mine", '"mine"'), ("bob's table", '"NAME"')):
+            page.fill("#new-table-name", name)
+            page.click("#create-table")
+            sync_api.expect(page.locator("#new-table")).to_contain_text(shown)
+            said.append(page.locator("#new-table").text_content())
+        return {"said": said, "errors": errors}
 
 
 async def test_the_play_page_on_a_server_with_principals_says_how_a_table_is_made(tmp_path):
@@ -367,11 +371,15 @@ async def test_the_play_page_on_a_server_with_principals_says_how_a_table_is_mad
     with trio.fail_after(60):
         async with agora_serve(tmp_path / "agora.db", "--config", str(config)) as server:
             seen = await trio.to_thread.run_sync(human_tries_to_create_a_table, server.url)
-    assert seen["said"] == (
+    head = (
         "This server creates tables only for its principals, and a browser sends no bearer"
         f" token. Create one with your token: curl -X POST {server.url}/play/tables -H"
         " 'Authorization: Bearer YOUR_TOKEN' -H 'Content-Type: application/json' -d"
-        ' \'{"name": "mine"}\', then open the humanUrl it answers; or play at the table agora'
-        " serve printed at start."
     )
+    tail = "; or play at the table agora serve printed at start."
+    assert seen["said"] == [
+        f'{head} \'{{"name": "mine"}}\', then open the humanUrl it answers{tail}',
+        f'{head} \'{{"name": "NAME"}}\', then open the humanUrl it answers (NAME: 1 to 40'
+        f" letters a-z, digits, _ or -){tail}",
+    ]
     assert [e for e in seen["errors"] if "401" not in e] == []

@@ -22,13 +22,17 @@
     if (res.status === 401) {
       // A server with [[principals]] creates tables for them only, and a page sends no
       // bearer token: say how a table is made there instead of a bare "Unauthorized".
+      // The typed name only where it is one (nothing in it can break the shell's quotes).
       const url = `${location.origin}${base}/play/tables`;
+      const lower = name.toLowerCase();
+      const named = /^[a-z0-9][a-z0-9_-]{0,39}$/.test(lower);
       out.textContent =
         "This server creates tables only for its principals, and a browser sends no bearer " +
         "token. Create one with your token: curl -X POST " + url +
         " -H 'Authorization: Bearer YOUR_TOKEN' -H 'Content-Type: application/json'" +
-        ` -d '{"name": "${name || "my-table"}"}', then open the humanUrl it answers;` +
-        " or play at the table agora serve printed at start.";
+        ` -d '{"name": "${named ? lower : "NAME"}"}', then open the humanUrl it answers` +
+        (named ? "" : " (NAME: 1 to 40 letters a-z, digits, _ or -)") +
+        "; or play at the table agora serve printed at start.";
       return;
     }
     if (!res.ok) {
