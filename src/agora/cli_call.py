@@ -34,19 +34,21 @@ async def call(url: str, tool: str, arguments: dict[str, Any], token: str | None
 
     from agora.bridge import rejected
     from agora.client import McpError, call_tool
+    from agora.logsafe import shown_url
 
+    shown = shown_url(url)  # a chess agent's seat token travels in the URL: never shown
     try:
         result = await call_tool(url, tool, arguments, token=token)
     except McpError as exc:
         print(f"agora call: {server_error(exc.error)}", file=sys.stderr)
         return CALL_ERROR_STATUS
     except ConnectionRejected as exc:
-        print(f"agora call: {url} refused the connection: {rejected(exc)}", file=sys.stderr)
+        print(f"agora call: {shown} refused the connection: {rejected(exc)}", file=sys.stderr)
         # A refused token (401) or Host (403) is bad configuration, as `agora stdio` says it.
         return 2 if exc.status_code in (401, 403) else 1
     except (HandshakeError, OSError) as exc:
         cause = exc.__cause__ or exc
-        print(f"agora call: cannot connect to {url}: {cause}", file=sys.stderr)
+        print(f"agora call: cannot connect to {shown}: {cause}", file=sys.stderr)
         return 1
     except ConnectionClosed as exc:
         # Said as the HTTP transport's -32603 and `agora stdio --connect`'s -32000 say it,

@@ -188,6 +188,8 @@ async def open_websocket(
         ValueError: ``url`` is not an http(s) or ws(s) URL.
     """
     parts = urlsplit(ws_url(url))
+    if any(c.isspace() for c in url):  # h11 would refuse the request line, as a traceback
+        raise ValueError(f"the URL holds a space or line break: {shown_url(url.strip())}")
     if parts.scheme not in ("ws", "wss") or not parts.hostname:
         raise ValueError(  # shown as the log shows it: a seat token never
             f"not a WebSocket or HTTP URL: {shown_url(url)} (a running server's address, such"

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from agora.logsafe import shown_url
 from agora.mcp import jsonrpc as rpc
 from agora.server import start
 from agora.server.failed import page_failure
@@ -378,7 +379,7 @@ class HttpConnection(Responder):
                     unknown_sessions=self.front.mcp.unknown.count,
                 )
             return await readiness(self.app.runtime, draining=self.app.draining)
-        return refusal_response(req, 404, f"no such page: {req.path}")
+        return refusal_response(req, 404, f"no such page: {shown_url(req.path)}")
 
     async def _page(self, route: Route, req: Request) -> Response | EventStream:
         """Run a page's handler, counted in flight as a call is: shutdown gives it the grace

@@ -37,20 +37,13 @@ from agora.toolsets.chess.game import Game, PastGame
 from agora.toolsets.chess.sessions import AgentSessions, check_agent_token, same_token
 from agora.toolsets.chess.snapshot import AGENT_FRESH_SECONDS, Snapshot
 from agora.toolsets.chess.stored import replay
-from agora.toolsets.chess.terms import AgentAbsence, ChessError
+from agora.toolsets.chess.terms import AgentAbsence, ChessError, table_not_found
 
 if TYPE_CHECKING:
     from agora.runtime.clock import Now
     from agora.store.neutral import ReadConn
 
 KIND_NAME: Final = "chess"
-
-
-def _not_found(name: str) -> ChessError:
-    return ChessError(
-        "TABLE_NOT_FOUND",
-        f"there is no chess table {name!r}; the human creates tables from the /play page.",
-    )
 
 
 class ChessTable:
@@ -180,7 +173,7 @@ class ChessTable:
 
     def _dispatch(self, command: object, at: str) -> Effects:
         if self.row is None and not isinstance(command, CreateTable):
-            raise _not_found(self.name)
+            raise table_not_found(self.name)
         return self.commands.dispatch(self, command, at)
 
     @commands.on(CheckToken)

@@ -10,6 +10,8 @@ from typing import Final, Literal
 
 import chess
 
+from agora.logsafe import NAME_SEGMENT
+
 Role = Literal["human", "agent"]
 ColorName = Literal["white", "black"]
 Phase = Literal["side_choice", "agent_turn", "human_turn", "over"]
@@ -105,4 +107,14 @@ def agent_token_on_page(table: str) -> str:
         f" (/mcp/chess/{table}?token=...), not in the page's. Open the human link agora serve"
         " printed (or the one you got when you created the table) to play; without ?token= you"
         " watch."
+    )
+
+
+def table_not_found(name: str) -> ChessError:
+    """The refusal of a table that does not exist; a name that is none (a token typed after
+    ``&`` instead of ``?`` lands in it) is not echoed to the agent."""
+    named = repr(name) if NAME_SEGMENT.fullmatch(name) else "by that name (it is none)"
+    return ChessError(
+        "TABLE_NOT_FOUND",
+        f"there is no chess table {named}; the human creates tables from the /play page.",
     )

@@ -24,14 +24,18 @@
       // bearer token: say how a table is made there instead of a bare "Unauthorized".
       // The typed name only where it is one (nothing in it can break the shell's quotes).
       const url = `${location.origin}${base}/play/tables`;
+      // No name: the server picks a fresh one, as the button does.
       const lower = name.toLowerCase();
-      const named = /^[a-z0-9][a-z0-9_-]{0,39}$/.test(lower);
+      const taken = ["static", "tables", "api"].includes(lower);
+      const named = !taken && /^[a-z0-9][a-z0-9_-]{0,39}$/.test(lower);
+      const body = !name ? "{}" : `{"name": "${named ? lower : "NAME"}"}`;
       out.textContent =
         "This server creates tables only for its principals, and a browser sends no bearer " +
         "token. Create one with your token: curl -X POST " + url +
         " -H 'Authorization: Bearer YOUR_TOKEN' -H 'Content-Type: application/json'" +
-        ` -d '{"name": "${named ? lower : "NAME"}"}', then open the humanUrl it answers` +
-        (named ? "" : " (NAME: 1 to 40 letters a-z, digits, _ or -)") +
+        ` -d '${body}', then open the humanUrl it answers` +
+        (!name || named ? "" : " (NAME: 1 to 40 letters a-z, digits, _ or -, not static," +
+          " tables or api)") +
         "; or play at the table agora serve printed at start.";
       return;
     }
