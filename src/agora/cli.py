@@ -16,7 +16,6 @@ says where it was.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import faulthandler
 import functools
 import json
@@ -31,7 +30,6 @@ from agora.cli_banner import (
     DEFAULT_DB,
     banner,
     database_named,
-    db_chosen,
     is_file_path,
     warn_at_start,
 )
@@ -55,7 +53,9 @@ log = logging.getLogger(__name__)
 BAD_CONFIGURATION = 2
 
 
-def _config(args: argparse.Namespace, **extra: Any) -> Config:
+def _config(
+    args: argparse.Namespace, origins: dict[str, str] | None = None, **extra: Any
+) -> Config:
     toolsets = extra.pop("toolsets", None)
     # (`agora stdio --toolset NAME` sets toolsets: its refusals name that flag)
     named = {"toolsets": "--toolset"} if getattr(args, "toolset", None) else None
@@ -64,6 +64,7 @@ def _config(args: argparse.Namespace, **extra: Any) -> Config:
     config = load_config(
         args.config,
         named=named,
+        origins=origins,
         host=getattr(args, "host", None),
         port=getattr(args, "port", None),
         db=args.db,
@@ -132,7 +133,8 @@ def _os_problem(exc: OSError) -> str:
 
 
 async def _stdio(config: Config, path: str, chosen_db: bool, toolset: str | None) -> None:
-    from agora.server.endpoints import bad_param, no_endpoint, shown_path
+    from agora.logsafe import shown_url
+    from agora.server.endpoints import bad_param, no_endpoint
     from agora.transports.stdio import StopReading, serve_stdio
 
     token = os.environ.get("AGORA_TOKEN")
@@ -163,7 +165,7 @@ async def _stdio(config: Config, path: str, chosen_db: bool, toolset: str | None
             # line is stderr's).
             # Never the query: a chess agent's seat token travels there, as for --connect.
             default = "" if chosen_db else DEFAULT_DB
-            shown = shown_path(path)
+            shown = shown_url(path)
             log.info(
                 "serving %s on stdio; database %s%s", shown, database_named(config.db), default
             )
@@ -312,41 +314,26 @@ def _run_stdio(args: argparse.Namespace) -> int:
             f" given {given}: to reach a running server at its address, use --connect URL; to"
             " serve this machine's database, give the path alone"
         )
+    origins: dict[str, str] = {}  # where each setting given came from: was the file chosen?
     if args.toolset:
-        config = _config(args, toolsets=[args.toolset])
+        config = _config(args, origins, toolsets=[args.toolset])
         path = args.endpoint or f"/mcp/{args.toolset}"
         if not (path.partition("?")[0] + "/").startswith(f"/mcp/{args.toolset}/"):
             raise _Refused(_not_the_toolsets(path, args.toolset))
     else:
-        config = _config(args)
+        config = _config(args, origins)
         path = args.endpoint or "/mcp"
-    trio.run(_stdio, config, path, db_chosen(args.db, args.config), args.toolset)
+    trio.run(_stdio, config, path, "db" in origins, args.toolset)
     return 0
 
 
 def _not_the_toolsets(path: str, name: str) -> str:
-    """That ``--endpoint`` ``path`` is none of ``--toolset`` ``name``'s, naming the ones it has
-    and the one meant when the toolset's name is a letter or two off; the query shown as ``?…``
-    (a chess agent's seat token travels there), and no token typed in its path either."""
+    """`agora.server.endpoints.not_the_toolsets` for ``--toolset`` ``name`` (built, unserved)."""
     from agora.server.app import load_toolsets
-    from agora.server.endpoints import NEAR, shown_path
+    from agora.server.endpoints import not_the_toolsets
 
     (toolset,) = load_toolsets([name])
-    served = f"/mcp/{name}"
-    if toolset.endpoint_param:
-        served += f" and /mcp/{name}/<{toolset.endpoint_param}>"
-    base, mark, query = path.partition("?")
-    parts = [p for p in base.split("/") if p]
-    hint = ""
-    if (
-        len(parts) >= 2
-        and parts[1] != name
-        and difflib.get_close_matches(parts[1], [name], cutoff=NEAR)
-    ):
-        meant = "/".join(["", "mcp", name, *parts[2:]]) + mark + query
-        hint = f"; did you mean {shown_path(meant)}?"
-    said = f"--endpoint {shown_path(path)} is not an endpoint of {name}{hint}"
-    return f"{said} ({name} serves {served})"
+    return not_the_toolsets(path, toolset)
 
 
 def _leaf(exc: BaseException) -> BaseException:

@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import os
-import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import trio
 
 from agora import __version__
-from agora.config_env import variable
 from agora.store.lock import shown_database
 
 if TYPE_CHECKING:
@@ -136,21 +133,6 @@ def banner(server: Server, config: Config) -> str:
 
 #: Said after the database path when it is the default's, which the working directory places.
 DEFAULT_DB = " (the default, in the working directory: --db or AGORA_DB chooses another)"
-
-
-def db_chosen(db_flag: str | None, config_file: str | None) -> bool:
-    """Whether ``--db`` (``db_flag``), AGORA_DB or the ``--config`` file named the database.
-
-    `DEFAULT_DB` is said only when none did: one who passed ``--db agora.db`` (README's own
-    example) is not told to pass ``--db``, though the file is the default's."""
-    if db_flag is not None or os.environ.get(variable("db")) is not None:
-        return True
-    if config_file is None:
-        return False
-    try:  # read once already, by load_config: it is valid TOML
-        return "db" in tomllib.loads(Path(config_file).read_text())
-    except (OSError, tomllib.TOMLDecodeError):
-        return False
 
 
 def database_named(db: str) -> str:

@@ -144,12 +144,18 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 def load_config(
-    path: str | Path | None = None, *, named: dict[str, str] | None = None, **overrides: Any
+    path: str | Path | None = None,
+    *,
+    named: dict[str, str] | None = None,
+    origins: dict[str, str] | None = None,
+    **overrides: Any,
 ) -> Config:
     """Build a Config from a TOML file (if given), AGORA_* env vars, then ``overrides``.
 
     ``named`` names the command-line flag an override came from where it is not
     ``--<setting>`` (``agora stdio --toolset chess`` sets ``toolsets``), for the messages.
+    ``origins``, when given, is filled with where each setting given came from (the file, the
+    AGORA_* variable, the flag); a setting left at its default is not in it.
 
     Values in the file must have their setting's type as TOML writes it (``port = 9000``,
     not ``"9000"``); AGORA_* variables, which are strings, are converted to it.
@@ -203,6 +209,8 @@ def load_config(
     if wrong is not None:
         key, problem = wrong
         raise ValueError(f"{sources[key]}: {problem}" if key in sources else problem)
+    if origins is not None:
+        origins.update(sources)
     return config
 
 

@@ -42,6 +42,7 @@ import msgspec
 import trio
 
 from agora.errors import ActorStopped
+from agora.logsafe import NAME_SEGMENT
 from agora.mcp import jsonrpc as rpc
 from agora.mcp.guard import NUL_TEXT, nul_field
 from agora.toolsets.chess import bodies, page
@@ -70,7 +71,6 @@ if TYPE_CHECKING:
     from agora.toolsets.chess.snapshot import Snapshot
 
 KEEPALIVE_SECONDS: Final = 20.0
-TABLE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 RESERVED: Final = frozenset({"static", "tables", "api"})
 _STATUS: Final = {
     "FORBIDDEN": 403,
@@ -146,7 +146,7 @@ def _json(body: bytes) -> Response:
 
 
 def _valid_table(name: str) -> bool:
-    return bool(TABLE_NAME.match(name)) and name not in RESERVED
+    return bool(NAME_SEGMENT.fullmatch(name)) and name not in RESERVED
 
 
 async def _is_human(runtime: Runtime, table: str, token: str | None) -> bool:
